@@ -1,0 +1,61 @@
+#pragma once
+// Buffer: an owning, 64-byte aligned, typed run of elements (move-only).
+// Not synchronised; one owner at a time.
+
+#include <cstddef>
+#include <memory>
+#include <span>
+
+#include "fast/core/tensor_view.hpp"
+
+namespace fast::core {
+
+class Buffer {
+ public:
+  static constexpr std::size_t kAlignment = 64;
+
+  Buffer() = default;
+  // numel elements of dtype, zero-filled.
+  Buffer(std::size_t numel, DType dtype);
+  // A copy of the viewed elements.
+  static Buffer copy_of(ConstView view);
+
+  Buffer(Buffer&&) noexcept = default;
+  Buffer& operator=(Buffer&&) noexcept = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  std::size_t numel() const noexcept { return numel_; }
+  std::size_t bytes() const noexcept { return numel_ * size_of(dtype_); }
+  DType dtype() const noexcept { return dtype_; }
+  void* data() noexcept { return data_.get(); }
+  const void* data() const noexcept { return data_.get(); }
+
+  // Changes the size (contents are not kept when the capacity grows; new memory is zeroed).
+  void resize(std::size_t numel, DType dtype);
+
+  MutableView view() noexcept { return {data(), numel_, dtype_}; }
+  ConstView view() const noexcept { return {data(), numel_, dtype_}; }
+  template <typename T>
+  std::span<T> as() {
+    return view().as<T>();
+  }
+  template <typename T>
+  std::span<const T> as() const {
+    return view().as<T>();
+  }
+
+ private:
+  struct Free {
+    void operator()(void* p) const noexcept;
+  };
+  std::unique_ptr<void, Free> data_;
+  std::size_t numel_ = 0;
+  std::size_t capacity_bytes_ = 0;
+  DType dtype_ = DType::f32;
+};
+
+// Copies src into dst; both must have the same dtype and numel (InvalidArgument otherwise).
+void copy(ConstView src, MutableView dst);
+
+}  // namespace fast::core

@@ -1,0 +1,88 @@
+#pragma once
+// Context: everything a worker may use to talk, wait and read time. Worker code (collectives,
+// strategies, the tensor mover) uses only this interface, so it runs unchanged on every runtime
+// (threads, zmq, mpi, sim). One Context per worker; N workers may share a process.
+//
+// Thread-safety: a Context may be used concurrently by its worker's own activities (the main
+// activity and those it spawned); never by another worker.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "fast/core/buffer.hpp"
+#include "fast/core/tensor_view.hpp"
+#include "fast/core/work.hpp"
+#include "fast/runtime/sync.hpp"
+#include "fast/runtime/tag.hpp"
+
+namespace fast::runtime {
+
+// What a receive does with the incoming elements.
+enum class Combine : std::uint8_t {
+  copy,  // dst = message
+  sum,   // dst += message (f32 and f64 only)
+};
+
+// Traffic of one worker to or from one peer since the world started. Sizes are payload bytes.
+struct LinkStats {
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t messages_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t messages_received = 0;
+};
+
+class Context {
+ public:
+  virtual ~Context() = default;
+
+  // This worker's rank in [0, size()).
+  virtual int rank() const = 0;
+  // Number of workers.
+  virtual int size() const = 0;
+  // Seconds since the world started, on the runtime's clock (real or simulated).
+  virtual double now() const = 0;
+  // Lets `seconds` pass on the runtime's clock.
+  virtual void sleep(double seconds) = 0;
+  // Declares that this worker just computed `flops` floating-point operations. Real-clock
+  // runtimes have already spent that time and do nothing; `sim` advances the simulated clock.
+  virtual void compute(double flops) = 0;
+
+  // Sends the viewed elements to `peer` under `tag`. The memory must stay unmodified and valid
+  // until the returned Work completes (the runtime may read it in place). Sending to oneself works.
+  virtual core::Work send(int peer, Tag tag, core::ConstView data) = 0;
+  // Receives the message `peer` sent under `tag` into dst, which must have the message's dtype and
+  // length (InvalidArgument on both sides otherwise). With Combine::sum, adds it into dst.
+  virtual core::Work recv(int peer, Tag tag, core::MutableView dst, Combine combine = Combine::copy) = 0;
+  // Receives a message of any length and dtype into `out` (resized on completion). `out` must
+  // stay valid until the Work completes.
+  virtual core::Work recv(int peer, Tag tag, core::Buffer& out) = 0;
+  // Non-blocking receive into dst: the message's element count if one was waiting and has been
+  // received, std::nullopt ("would block") otherwise.
+  virtual std::optional<std::size_t> try_recv(int peer, Tag tag, core::MutableView dst,
+                                               Combine combine = Combine::copy) = 0;
+
+  // Runs fn as a concurrent activity of this worker (a thread, an actor). The Work completes when
+  // fn returns; an exception thrown by fn is its error.
+  virtual core::Work spawn(std::string name, std::function<void()> fn) = 0;
+
+  // The runtime's own lock and condition variable.
+  virtual std::unique_ptr<Mutex> make_mutex() = 0;
+  virtual std::unique_ptr<CondVar> make_condvar() = 0;
+
+  // Traffic between this worker and `peer` (send side counts when send is called).
+  virtual LinkStats link_stats(int peer) const = 0;
+  // Sum over all peers of link_stats(peer).bytes_sent.
+  std::uint64_t bytes_sent() const;
+
+  // Name of the runtime ("threads", "sim", ...).
+  virtual std::string runtime_name() const = 0;
+};
+
+// Checks peer is a valid rank of ctx, naming `what` in the error.
+void check_peer(const Context& ctx, int peer, const char* what);
+
+}  // namespace fast::runtime

@@ -1,0 +1,15 @@
+#include "fast/runtime/context.hpp"
+
+namespace fast::runtime {
+
+std::uint64_t Context::bytes_sent() const {
+  std::uint64_t total = 0;
+  for (int p = 0; p < size(); ++p) total += link_stats(p).bytes_sent;
+  return total;
+}
+
+void check_peer(const Context& ctx, int peer, const char* what) {
+  FAST_ENFORCE(peer >= 0 && peer < ctx.size(), "{}: peer rank {} out of range [0, {})", what, peer, ctx.size());
+}
+
+}  // namespace fast::runtime

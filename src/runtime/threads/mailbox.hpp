@@ -1,0 +1,50 @@
+#pragma once
+// The inbox of one rank in the threads runtime: unmatched sends and receives addressed to it,
+// keyed by (source rank, tag) and matched in FIFO order. Thread-safe.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "op.hpp"
+
+namespace fast::runtime::threads {
+
+class Mailbox {
+ public:
+  // Returns the matched receive (both now marked matched; the caller transfers) or null after
+  // queueing the send. Throws RemoteError when the mailbox was aborted.
+  std::shared_ptr<Op> post_send(const std::shared_ptr<Op>& send, const WorldState& world);
+  // Same for a receive: returns the matched send or null after queueing.
+  std::shared_ptr<Op> post_recv(const std::shared_ptr<Op>& recv, const WorldState& world);
+  // Takes the first queued send from (src, tag), marking it matched, or returns null.
+  std::shared_ptr<Op> take_send(int src, Tag tag, const WorldState& world);
+  // Cancels an unmatched op (removing it from its queue): true. False when already matched.
+  bool cancel(Op& op);
+  // After this, posting throws RemoteError. Called once the world's abort flag is set.
+  void abort();
+
+ private:
+  struct Key {
+    int src;
+    Tag tag;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const noexcept {
+      return std::hash<std::uint64_t>()(k.tag * 1000003u + static_cast<std::uint64_t>(k.src));
+    }
+  };
+  using Queues = std::unordered_map<Key, std::deque<std::shared_ptr<Op>>, KeyHash>;
+
+  std::shared_ptr<Op> match(Queues& mine, Queues& theirs, const std::shared_ptr<Op>& op, const WorldState& world);
+
+  std::mutex mutex_;
+  bool aborted_ = false;
+  Queues sends_;
+  Queues recvs_;
+};
+
+}  // namespace fast::runtime::threads

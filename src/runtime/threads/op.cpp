@@ -1,0 +1,127 @@
+#include "op.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "fast/core/error.hpp"
+#include "mailbox.hpp"
+#include "world_state.hpp"
+
+namespace fast::runtime::threads {
+
+void Op::complete(std::exception_ptr e) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    error = std::move(e);
+    done = true;
+  }
+  cv.notify_all();
+}
+
+std::string Op::describe() const {
+  const char* what = kind == Kind::send ? "send" : "recv";
+  return fmt::format("{} from rank {} to rank {} (tag {:#x})", what, src, dst, tag);
+}
+
+namespace {
+template <typename T>
+void add_into(T* dst, const T* src, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+void move_payload(const Op& send, Op& recv) {
+  const core::ConstView in = send.send_data;
+  if (recv.kind == Op::Kind::recv_buffer) {
+    recv.recv_out->resize(in.numel(), in.dtype());
+    if (in.bytes() > 0) std::memcpy(recv.recv_out->data(), in.data(), in.bytes());
+    return;
+  }
+  const core::MutableView out = recv.recv_dst;
+  if (in.dtype() != out.dtype() || in.numel() != out.numel()) {
+    FAST_THROW(core::InvalidArgument, "message from rank {} to rank {} (tag {:#x}): sent {} x {}, receiver expects {} x {}",
+               send.src, send.dst, send.tag, in.numel(), core::name_of(in.dtype()), out.numel(),
+               core::name_of(out.dtype()));
+  }
+  if (recv.combine == Combine::copy) {
+    if (in.bytes() > 0) std::memcpy(out.data(), in.data(), in.bytes());
+  } else if (in.dtype() == core::DType::f32) {
+    add_into(static_cast<float*>(out.data()), static_cast<const float*>(in.data()), in.numel());
+  } else if (in.dtype() == core::DType::f64) {
+    add_into(static_cast<double*>(out.data()), static_cast<const double*>(in.data()), in.numel());
+  } else {
+    FAST_THROW(core::InvalidArgument, "recv with Combine::sum from rank {} (tag {:#x}): expected f32 or f64, got {}",
+               send.src, send.tag, core::name_of(in.dtype()));
+  }
+}
+}  // namespace
+
+std::size_t transfer(Op& send, Op& recv) {
+  std::exception_ptr error;
+  try {
+    move_payload(send, recv);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (!error && recv.received_bytes != nullptr)
+    recv.received_bytes->fetch_add(send.send_data.bytes(), std::memory_order_relaxed);
+  recv.complete(error);
+  send.complete(error);
+  return error ? 0 : send.send_data.numel();
+}
+
+OpWork::~OpWork() {
+  {
+    std::lock_guard<std::mutex> lock(op_->mutex);
+    if (op_->done) return;
+  }
+  if (mailbox_.cancel(*op_)) return;
+  std::unique_lock<std::mutex> lock(op_->mutex);
+  op_->cv.wait(lock, [&] { return op_->done; });  // matched: the transfer is under way
+}
+
+bool OpWork::completed() const {
+  std::lock_guard<std::mutex> lock(op_->mutex);
+  return op_->done;
+}
+
+std::exception_ptr OpWork::error() const {
+  std::lock_guard<std::mutex> lock(op_->mutex);
+  return op_->error;
+}
+
+bool OpWork::wait_for(double timeout_seconds) {
+  using clock = std::chrono::steady_clock;
+  const bool default_limit = timeout_seconds < 0;
+  const double limit = default_limit ? world_.op_timeout() : timeout_seconds;
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit));
+  constexpr auto kPoll = std::chrono::milliseconds(50);  // how often an idle waiter checks for abort
+  std::unique_lock<std::mutex> lock(op_->mutex);
+  for (;;) {
+    if (op_->done) return true;
+    const auto now = clock::now();
+    const bool expired = now >= deadline;
+    if (world_.aborted() || (expired && default_limit)) {
+      lock.unlock();
+      if (mailbox_.cancel(*op_)) {
+        const std::string what = op_->describe();
+        std::exception_ptr e =
+            world_.aborted()
+                ? std::make_exception_ptr(core::RemoteError(fmt::format("{} abandoned: {}", what, world_.abort_message())))
+                : std::make_exception_ptr(core::TimeoutError(fmt::format(
+                      "{} did not complete within {} s (FAST_OP_TIMEOUT)", what, world_.op_timeout())));
+        op_->complete(e);
+        return true;
+      }
+      lock.lock();  // matched: the transfer finishes promptly
+      op_->cv.wait(lock, [&] { return op_->done; });
+      return true;
+    }
+    if (expired) return false;
+    op_->cv.wait_for(lock, std::min<clock::duration>(kPoll, deadline - now));
+  }
+}
+
+}  // namespace fast::runtime::threads

@@ -1,0 +1,73 @@
+#pragma once
+// One point-to-point operation (a send or a receive) of the threads runtime, and the Work handle
+// that waits on it. An Op is matched with its counterpart under the destination mailbox's lock;
+// whoever matches performs the transfer outside any lock and then completes both ops.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "fast/core/buffer.hpp"
+#include "fast/core/work.hpp"
+#include "fast/runtime/context.hpp"
+
+namespace fast::runtime::threads {
+
+class Mailbox;
+class WorldState;
+
+struct Op {
+  enum class Kind { send, recv_view, recv_buffer };
+
+  // Immutable after creation.
+  Kind kind = Kind::send;
+  int src = 0;
+  int dst = 0;
+  Tag tag = 0;
+  core::ConstView send_data;             // Kind::send
+  core::MutableView recv_dst;            // Kind::recv_view
+  Combine combine = Combine::copy;       // Kind::recv_view
+  core::Buffer* recv_out = nullptr;      // Kind::recv_buffer
+  std::atomic<std::uint64_t>* received_bytes = nullptr;  // receives: the receiver's counter, bumped by transfer
+
+  // Guarded by the destination mailbox's lock.
+  bool matched = false;
+  bool cancelled = false;
+
+  // Guarded by mutex.
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+
+  void complete(std::exception_ptr e);
+  std::string describe() const;  // "recv from 1 to 2 (tag 0x...)"
+};
+
+// Moves the message of `send` into `recv` (copy or sum), then completes both with the outcome.
+// Returns the number of elements moved (0 on error).
+std::size_t transfer(Op& send, Op& recv);
+
+// The user's handle on an Op. Destroying the last handle of an unmatched op cancels it; of a
+// matched, unfinished op, waits for the transfer to finish.
+class OpWork final : public core::WorkImpl {
+ public:
+  OpWork(std::shared_ptr<Op> op, Mailbox& mailbox, WorldState& world)
+      : op_(std::move(op)), mailbox_(mailbox), world_(world) {}
+  ~OpWork() override;
+
+  bool completed() const override;
+  bool wait_for(double timeout_seconds) override;
+  std::exception_ptr error() const override;
+
+ private:
+  std::shared_ptr<Op> op_;
+  Mailbox& mailbox_;
+  WorldState& world_;
+};
+
+}  // namespace fast::runtime::threads

@@ -1,0 +1,184 @@
+#include "threads_context.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+#include "mailbox.hpp"
+#include "op.hpp"
+#include "threads_sync.hpp"
+#include "world_state.hpp"
+
+namespace fast::runtime::threads {
+
+void ActivityList::add(std::thread t) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  threads_.push_back(std::move(t));
+}
+
+void ActivityList::join_all() {
+  for (;;) {
+    std::vector<std::thread> batch;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      batch.swap(threads_);
+    }
+    if (batch.empty()) return;
+    for (auto& t : batch) t.join();
+  }
+}
+
+ThreadsContext::ThreadsContext(int rank, WorldState& world, std::vector<std::unique_ptr<Mailbox>>& mailboxes,
+                               ActivityList& activities)
+    : rank_(rank),
+      world_(world),
+      mailboxes_(mailboxes),
+      activities_(activities),
+      counters_(std::make_unique<Counters[]>(static_cast<std::size_t>(world.size()))) {}
+
+int ThreadsContext::size() const { return world_.size(); }
+double ThreadsContext::now() const { return world_.now(); }
+
+void ThreadsContext::sleep(double seconds) {
+  if (seconds <= 0) return;
+  // Sleep in slices so an aborted world releases the sleeper.
+  const double end = world_.now() + seconds;
+  for (;;) {
+    if (world_.aborted()) throw core::RemoteError("sleep abandoned: " + world_.abort_message());
+    const double left = end - world_.now();
+    if (left <= 0) return;
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(left, 0.05)));
+  }
+}
+
+core::Work ThreadsContext::send(int peer, Tag tag, core::ConstView data) {
+  check_peer(*this, peer, "send");
+  auto op = std::make_shared<Op>();
+  op->kind = Op::Kind::send;
+  op->src = rank_;
+  op->dst = peer;
+  op->tag = tag;
+  op->send_data = data;
+  Counters& c = counters_[static_cast<std::size_t>(peer)];
+  c.bytes_sent.fetch_add(data.bytes(), std::memory_order_relaxed);
+  c.messages_sent.fetch_add(1, std::memory_order_relaxed);
+  Mailbox& box = *mailboxes_[static_cast<std::size_t>(peer)];
+  if (std::shared_ptr<Op> recv = box.post_send(op, world_)) transfer(*op, *recv);
+  return core::Work(std::make_shared<OpWork>(std::move(op), box, world_));
+}
+
+core::Work ThreadsContext::post_recv(std::shared_ptr<Op> op) {
+  Mailbox& box = *mailboxes_[static_cast<std::size_t>(rank_)];
+  Counters& c = counters_[static_cast<std::size_t>(op->src)];
+  c.messages_received.fetch_add(1, std::memory_order_relaxed);
+  op->received_bytes = &c.bytes_received;
+  if (std::shared_ptr<Op> send = box.post_recv(op, world_)) transfer(*send, *op);
+  return core::Work(std::make_shared<OpWork>(std::move(op), box, world_));
+}
+
+core::Work ThreadsContext::recv(int peer, Tag tag, core::MutableView dst, Combine combine) {
+  check_peer(*this, peer, "recv");
+  auto op = std::make_shared<Op>();
+  op->kind = Op::Kind::recv_view;
+  op->src = peer;
+  op->dst = rank_;
+  op->tag = tag;
+  op->recv_dst = dst;
+  op->combine = combine;
+  return post_recv(std::move(op));
+}
+
+core::Work ThreadsContext::recv(int peer, Tag tag, core::Buffer& out) {
+  check_peer(*this, peer, "recv");
+  auto op = std::make_shared<Op>();
+  op->kind = Op::Kind::recv_buffer;
+  op->src = peer;
+  op->dst = rank_;
+  op->tag = tag;
+  op->recv_out = &out;
+  return post_recv(std::move(op));
+}
+
+std::optional<std::size_t> ThreadsContext::try_recv(int peer, Tag tag, core::MutableView dst, Combine combine) {
+  check_peer(*this, peer, "try_recv");
+  std::shared_ptr<Op> send = mailboxes_[static_cast<std::size_t>(rank_)]->take_send(peer, tag, world_);
+  if (!send) return std::nullopt;
+  Op recv;
+  recv.kind = Op::Kind::recv_view;
+  recv.src = peer;
+  recv.dst = rank_;
+  recv.tag = tag;
+  recv.recv_dst = dst;
+  recv.combine = combine;
+  recv.matched = true;
+  Counters& c = counters_[static_cast<std::size_t>(peer)];
+  recv.received_bytes = &c.bytes_received;
+  c.messages_received.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t n = transfer(*send, recv);
+  if (recv.error) std::rethrow_exception(recv.error);
+  return n;
+}
+
+core::Work ThreadsContext::spawn(std::string name, std::function<void()> fn) {
+  struct ActivityWork final : core::WorkImpl {
+    const WorldState* world = nullptr;
+    std::string name;
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false;
+    std::exception_ptr err;
+    bool completed() const override {
+      std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mutex));
+      return done;
+    }
+    std::exception_ptr error() const override {
+      std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mutex));
+      return err;
+    }
+    bool wait_for(double timeout_seconds) override {
+      std::unique_lock<std::mutex> lock(mutex);
+      if (timeout_seconds < 0) {
+        // An activity runs for as long as its work takes; its own operations carry the time limits.
+        cv.wait(lock, [&] { return done; });
+        return true;
+      }
+      return cv.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [&] { return done; });
+    }
+  };
+  auto state = std::make_shared<ActivityWork>();
+  state->world = &world_;
+  state->name = name;
+  activities_.add(std::thread([state, fn = std::move(fn), rank = rank_]() {
+    std::exception_ptr err;
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      core::log(core::LogLevel::debug, "worker {} activity '{}' failed: {}", rank, state->name, e.what());
+      err = std::current_exception();
+    } catch (...) {
+      err = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->err = err;
+      state->done = true;
+    }
+    state->cv.notify_all();
+  }));
+  return core::Work(state);
+}
+
+std::unique_ptr<Mutex> ThreadsContext::make_mutex() { return std::make_unique<ThreadsMutex>(); }
+std::unique_ptr<CondVar> ThreadsContext::make_condvar() { return std::make_unique<ThreadsCondVar>(world_); }
+
+LinkStats ThreadsContext::link_stats(int peer) const {
+  check_peer(*this, peer, "link_stats");
+  const Counters& c = counters_[static_cast<std::size_t>(peer)];
+  return {c.bytes_sent.load(std::memory_order_relaxed), c.messages_sent.load(std::memory_order_relaxed),
+          c.bytes_received.load(std::memory_order_relaxed), c.messages_received.load(std::memory_order_relaxed)};
+}
+
+}  // namespace fast::runtime::threads

@@ -1,0 +1,64 @@
+#pragma once
+// Context of one worker of the threads runtime.
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fast/runtime/context.hpp"
+
+namespace fast::runtime::threads {
+
+class Mailbox;
+class WorldState;
+
+// Threads started by spawn(), joined by the World when the run ends. Thread-safe.
+class ActivityList {
+ public:
+  void add(std::thread t);
+  void join_all();
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::thread> threads_;
+};
+
+class ThreadsContext final : public Context {
+ public:
+  ThreadsContext(int rank, WorldState& world, std::vector<std::unique_ptr<Mailbox>>& mailboxes,
+                 ActivityList& activities);
+
+  int rank() const override { return rank_; }
+  int size() const override;
+  double now() const override;
+  void sleep(double seconds) override;
+  void compute(double /*flops*/) override {}
+
+  core::Work send(int peer, Tag tag, core::ConstView data) override;
+  core::Work recv(int peer, Tag tag, core::MutableView dst, Combine combine) override;
+  core::Work recv(int peer, Tag tag, core::Buffer& out) override;
+  std::optional<std::size_t> try_recv(int peer, Tag tag, core::MutableView dst, Combine combine) override;
+
+  core::Work spawn(std::string name, std::function<void()> fn) override;
+  std::unique_ptr<Mutex> make_mutex() override;
+  std::unique_ptr<CondVar> make_condvar() override;
+
+  LinkStats link_stats(int peer) const override;
+  std::string runtime_name() const override { return "threads"; }
+
+ private:
+  struct Counters {
+    std::atomic<std::uint64_t> bytes_sent{0}, messages_sent{0}, bytes_received{0}, messages_received{0};
+  };
+  core::Work post_recv(std::shared_ptr<struct Op> op);
+
+  int rank_;
+  WorldState& world_;
+  std::vector<std::unique_ptr<Mailbox>>& mailboxes_;
+  ActivityList& activities_;
+  std::unique_ptr<Counters[]> counters_;
+};
+
+}  // namespace fast::runtime::threads

@@ -1,0 +1,26 @@
+#include "world_state.hpp"
+
+#include <fmt/format.h>
+
+namespace fast::runtime::threads {
+
+WorldState::WorldState(int size, double op_timeout_seconds)
+    : size_(size), op_timeout_(op_timeout_seconds), start_(std::chrono::steady_clock::now()) {}
+
+double WorldState::now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void WorldState::abort(int rank, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (aborted_.load(std::memory_order_relaxed)) return;
+  message_ = fmt::format("worker {} failed: {}", rank, reason);
+  aborted_.store(true, std::memory_order_release);
+}
+
+std::string WorldState::abort_message() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return message_;
+}
+
+}  // namespace fast::runtime::threads

@@ -1,0 +1,52 @@
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "fast/core/buffer.hpp"
+
+namespace fast::core {
+namespace {
+
+TEST(Buffer, ZeroFilledAlignedAndSized) {
+  Buffer b(1000, DType::f64);
+  EXPECT_EQ(b.numel(), 1000u);
+  EXPECT_EQ(b.bytes(), 8000u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % Buffer::kAlignment, 0u);
+  for (double x : b.as<double>()) EXPECT_EQ(x, 0.0);
+}
+
+TEST(Buffer, CopyOfAndTypedAccess) {
+  std::vector<float> v{1.f, 2.f, 3.f};
+  Buffer b = Buffer::copy_of(ConstView(std::span<const float>(v)));
+  ASSERT_EQ(b.numel(), 3u);
+  EXPECT_EQ(b.as<float>()[2], 3.f);
+  EXPECT_THROW(b.as<double>(), InvalidArgument);
+}
+
+TEST(Buffer, EmptyBufferIsValid) {
+  Buffer b(0, DType::f32);
+  EXPECT_EQ(b.bytes(), 0u);
+  EXPECT_TRUE(b.as<float>().empty());
+}
+
+TEST(TensorView, SliceChecksRange) {
+  std::vector<float> v(10);
+  MutableView view{std::span<float>(v)};
+  EXPECT_EQ(view.slice(3, 7).numel(), 7u);
+  EXPECT_EQ(view.slice(3, 7).data(), v.data() + 3);
+  EXPECT_THROW(view.slice(4, 7), InvalidArgument);
+  EXPECT_THROW(view.slice(11, 0), InvalidArgument);
+}
+
+TEST(TensorView, CopyChecksDtypeAndLength) {
+  std::vector<float> a{1, 2}, b(2), c(3);
+  std::vector<double> d(2);
+  copy(ConstView(std::span<const float>(a)), MutableView(std::span<float>(b)));
+  EXPECT_EQ(b[1], 2.f);
+  EXPECT_THROW(copy(ConstView(std::span<const float>(a)), MutableView(std::span<float>(c))), InvalidArgument);
+  EXPECT_THROW(copy(ConstView(std::span<const float>(a)), MutableView(std::span<double>(d))), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace fast::core
