@@ -1,0 +1,60 @@
+#pragma once
+// Collectives over a Context's point-to-point messages: ring all-reduce (chunked and pipelined),
+// broadcast, all-gather and barrier. They work on every runtime because they use only Context.
+//
+// Contract (as in MPI): every worker of the world calls the same collectives in the same order
+// with compatible arguments (same length, dtype, root). Each call takes the next sequence number
+// of this Communicator, which goes into the tag (see collective/tags below), so collectives never
+// match each other's messages. One Communicator per worker; its methods may be called from
+// several activities of that worker only if all workers issue them in the same order.
+//
+// Tags: make_tag(TagKind::collective, sequence, detail), detail = step * pieces + piece for the
+// ring algorithms, piece for broadcast, round for the barrier.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "fast/core/tensor_view.hpp"
+#include "fast/core/work.hpp"
+#include "fast/runtime/context.hpp"
+
+namespace fast::collective {
+
+enum class ReduceOp : std::uint8_t { sum, avg };
+
+struct AllreduceOptions {
+  ReduceOp op = ReduceOp::sum;
+  // Largest message of the pipeline, in bytes. Each ring segment is cut into pieces of at most
+  // this size, so a piece is forwarded while the next is still arriving.
+  std::size_t chunk_bytes = std::size_t{256} << 10;
+};
+
+class Communicator {
+ public:
+  explicit Communicator(runtime::Context& ctx) : ctx_(ctx) {}
+
+  runtime::Context& context() const noexcept { return ctx_; }
+  int rank() const { return ctx_.rank(); }
+  int size() const { return ctx_.size(); }
+
+  // In place: data = op over all workers of data (f32 or f64). Blocking.
+  void allreduce(core::MutableView data, const AllreduceOptions& options = {});
+  // As allreduce, run as a concurrent activity; data must stay valid until the Work completes.
+  core::Work allreduce_async(core::MutableView data, AllreduceOptions options = {});
+  // data on every worker = data of `root` (any dtype). Blocking.
+  void broadcast(core::MutableView data, int root, std::size_t chunk_bytes = std::size_t{256} << 10);
+  // out = concatenation over ranks of every worker's `in` (out.numel() == in.numel() * size()).
+  void allgather(core::ConstView in, core::MutableView out);
+  // Returns once every worker has entered the barrier.
+  void barrier();
+
+ private:
+  std::uint32_t next_sequence() { return sequence_.fetch_add(1, std::memory_order_relaxed); }
+  void ring_allreduce(core::MutableView data, const AllreduceOptions& options, std::uint32_t sequence);
+
+  runtime::Context& ctx_;
+  std::atomic<std::uint32_t> sequence_{0};
+};
+
+}  // namespace fast::collective

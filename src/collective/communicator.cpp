@@ -1,0 +1,205 @@
+#include "fast/collective/communicator.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "fast/core/error.hpp"
+
+namespace fast::collective {
+
+using core::MutableView;
+using core::Work;
+using runtime::Combine;
+using runtime::make_tag;
+using runtime::TagKind;
+
+namespace {
+
+// Element range [begin, end) of piece `piece` of segment `segment` when `numel` elements are cut
+// into `segments` near-equal segments, each cut into `pieces` near-equal pieces. Every worker
+// computes the same ranges.
+struct Range {
+  std::size_t begin, end;
+  std::size_t size() const { return end - begin; }
+};
+Range piece_range(std::size_t numel, int segments, int segment, std::size_t pieces, std::size_t piece) {
+  const std::size_t s_begin = numel * static_cast<std::size_t>(segment) / static_cast<std::size_t>(segments);
+  const std::size_t s_end = numel * static_cast<std::size_t>(segment + 1) / static_cast<std::size_t>(segments);
+  const std::size_t len = s_end - s_begin;
+  return {s_begin + len * piece / pieces, s_begin + len * (piece + 1) / pieces};
+}
+
+int wrap(int value, int n) { return ((value % n) + n) % n; }
+
+void scale(MutableView v, double factor) {
+  if (v.dtype() == core::DType::f32) {
+    const float f = static_cast<float>(factor);
+    for (float& x : v.as<float>()) x *= f;
+  } else {
+    for (double& x : v.as<double>()) x *= factor;
+  }
+}
+
+std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::size_t chunk_bytes) {
+  const std::size_t segment = (numel + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+  const std::size_t chunk = std::max<std::size_t>(1, chunk_bytes / elem_bytes);
+  return std::max<std::size_t>(1, (segment + chunk - 1) / chunk);
+}
+
+}  // namespace
+
+void Communicator::allreduce(MutableView data, const AllreduceOptions& options) {
+  ring_allreduce(data, options, next_sequence());
+}
+
+Work Communicator::allreduce_async(MutableView data, AllreduceOptions options) {
+  const std::uint32_t sequence = next_sequence();  // reserved now, so call order decides matching
+  return ctx_.spawn("allreduce", [this, data, options, sequence] { ring_allreduce(data, options, sequence); });
+}
+
+// Ring all-reduce: n-1 reduce-scatter steps then n-1 all-gather steps. At global step g
+// (0 <= g < 2(n-1)) worker r sends segment (r - g) mod n to its right neighbour and receives
+// segment (r - g - 1) mod n from its left one, adding during reduce-scatter, copying during
+// all-gather. Each segment is cut into pieces; piece k of step g is forwarded as soon as piece k
+// of step g-1 has arrived (the pipeline). Sends read the caller's memory in place, so before a
+// piece is overwritten, the send that last read it (step g+1-n) is waited for.
+void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& options, std::uint32_t sequence) {
+  FAST_ENFORCE(data.dtype() == core::DType::f32 || data.dtype() == core::DType::f64,
+               "allreduce: expected f32 or f64 data, got {}", core::name_of(data.dtype()));
+  FAST_ENFORCE(options.chunk_bytes > 0, "allreduce: chunk_bytes must be positive");
+  const int n = ctx_.size();
+  const int r = ctx_.rank();
+  if (n == 1) return;  // sum and average of one worker are the data itself
+  const std::size_t numel = data.numel();
+  const std::size_t pieces = pieces_for(numel, n, core::size_of(data.dtype()), options.chunk_bytes);
+  const int steps = 2 * (n - 1);
+  FAST_ENFORCE(static_cast<std::size_t>(steps) * pieces <= runtime::kMaxTagDetail,
+               "allreduce: {} elements in pieces of {} bytes need too many messages; raise chunk_bytes", numel,
+               options.chunk_bytes);
+  const int right = wrap(r + 1, n);
+  const int left = wrap(r - 1, n);
+  std::vector<Work> sends(static_cast<std::size_t>(steps) * pieces);
+  std::vector<Work> recvs(static_cast<std::size_t>(steps) * pieces);
+  auto at = [pieces](int step, std::size_t piece) { return static_cast<std::size_t>(step) * pieces + piece; };
+
+  try {
+    for (int g = 0; g < steps; ++g) {
+      const int send_segment = wrap(r - g, n);
+      const int recv_segment = wrap(r - g - 1, n);
+      const Combine combine = g < n - 1 ? Combine::sum : Combine::copy;
+      for (std::size_t k = 0; k < pieces; ++k) {
+        const Range out = piece_range(numel, n, send_segment, pieces, k);
+        const Range in = piece_range(numel, n, recv_segment, pieces, k);
+        const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(at(g, k)));
+        if (g > 0) recvs[at(g - 1, k)].wait();
+        if (out.size() > 0) {
+          MutableView piece = data.slice(out.begin, out.size());
+          // This worker's segment is complete after the last reduce-scatter step: average it once,
+          // before it is sent around in the all-gather.
+          if (g == n - 1 && options.op == ReduceOp::avg) scale(piece, 1.0 / n);
+          sends[at(g, k)] = ctx_.send(right, tag, piece);
+        }
+        if (in.size() > 0) {
+          if (g + 1 - n >= 0) sends[at(g + 1 - n, k)].wait();
+          recvs[at(g, k)] = ctx_.recv(left, tag, data.slice(in.begin, in.size()), combine);
+        }
+      }
+    }
+  } catch (...) {
+    // Leave no operation reading or writing the caller's memory, then report the first error.
+    try {
+      core::wait_all(recvs);
+      core::wait_all(sends);
+    } catch (...) {
+    }
+    throw;
+  }
+  core::wait_all(recvs);
+  core::wait_all(sends);
+}
+
+// Pipelined chain from the root: the worker at distance d from the root receives each piece from
+// distance d-1 and forwards it to distance d+1.
+void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes) {
+  runtime::check_peer(ctx_, root, "broadcast root");
+  FAST_ENFORCE(chunk_bytes > 0, "broadcast: chunk_bytes must be positive");
+  const std::uint32_t sequence = next_sequence();
+  const int n = ctx_.size();
+  if (n == 1) return;
+  const int distance = wrap(ctx_.rank() - root, n);
+  const int prev = wrap(ctx_.rank() - 1, n);
+  const int next = wrap(ctx_.rank() + 1, n);
+  const bool forwards = distance < n - 1;
+  const std::size_t elem = core::size_of(data.dtype());
+  const std::size_t pieces = std::max<std::size_t>(1, (data.numel() * elem + chunk_bytes - 1) / chunk_bytes);
+  FAST_ENFORCE(pieces <= runtime::kMaxTagDetail, "broadcast: too many pieces; raise chunk_bytes");
+  std::vector<Work> sends;
+  sends.reserve(pieces);
+  try {
+    for (std::size_t k = 0; k < pieces; ++k) {
+      const Range range = piece_range(data.numel(), 1, 0, pieces, k);
+      MutableView piece = data.slice(range.begin, range.size());
+      const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(k));
+      if (distance > 0) ctx_.recv(prev, tag, piece).wait();
+      if (forwards) sends.push_back(ctx_.send(next, tag, piece));
+    }
+  } catch (...) {
+    try {
+      core::wait_all(sends);
+    } catch (...) {
+    }
+    throw;
+  }
+  core::wait_all(sends);
+}
+
+// Ring all-gather: at step s worker r forwards block (r - s) and receives block (r - s - 1).
+void Communicator::allgather(core::ConstView in, MutableView out) {
+  const std::uint32_t sequence = next_sequence();
+  const int n = ctx_.size();
+  const int r = ctx_.rank();
+  FAST_ENFORCE(in.dtype() == out.dtype(), "allgather: input is {}, output is {}", core::name_of(in.dtype()),
+               core::name_of(out.dtype()));
+  FAST_ENFORCE_EQ(out.numel(), in.numel() * static_cast<std::size_t>(n),
+                  "allgather: output must hold size() inputs");
+  const std::size_t block = in.numel();
+  core::copy(in, out.slice(block * static_cast<std::size_t>(r), block));
+  if (n == 1) return;
+  std::vector<Work> sends;
+  sends.reserve(static_cast<std::size_t>(n));
+  try {
+    for (int s = 0; s < n - 1; ++s) {
+      const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(s));
+      const auto send_block = static_cast<std::size_t>(wrap(r - s, n));
+      const auto recv_block = static_cast<std::size_t>(wrap(r - s - 1, n));
+      sends.push_back(ctx_.send(wrap(r + 1, n), tag, out.slice(send_block * block, block)));
+      ctx_.recv(wrap(r - 1, n), tag, out.slice(recv_block * block, block)).wait();
+    }
+  } catch (...) {
+    try {
+      core::wait_all(sends);
+    } catch (...) {
+    }
+    throw;
+  }
+  core::wait_all(sends);
+}
+
+// Dissemination barrier: in round k worker r signals r + 2^k and waits for r - 2^k; after
+// ceil(log2 n) rounds every worker has heard, transitively, from all others.
+void Communicator::barrier() {
+  const std::uint32_t sequence = next_sequence();
+  const int n = ctx_.size();
+  const int r = ctx_.rank();
+  std::uint8_t token = 0;
+  std::uint8_t got = 0;
+  std::uint32_t round = 0;
+  for (int distance = 1; distance < n; distance *= 2, ++round) {
+    const runtime::Tag tag = make_tag(TagKind::collective, sequence, round);
+    Work sent = ctx_.send(wrap(r + distance, n), tag, core::ConstView(&token, 1, core::DType::u8));
+    ctx_.recv(wrap(r - distance, n), tag, core::MutableView(&got, 1, core::DType::u8)).wait();
+    sent.wait();
+  }
+}
+
+}  // namespace fast::collective

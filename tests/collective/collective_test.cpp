@@ -1,0 +1,148 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fast/collective/communicator.hpp"
+#include "fast/runtime/threads/world.hpp"
+
+namespace fast::collective {
+namespace {
+
+using runtime::Context;
+
+// Worker r's element i: an exact binary fraction, so sums are exact in f32 and f64.
+double value(int rank, std::size_t i) { return 0.5 * static_cast<double>(rank + 1) * static_cast<double>(i % 97 + 1); }
+// Closed form of the sum over ranks 0..n-1: 0.5 * (i % 97 + 1) * n (n + 1) / 2.
+double sum_of(int n, std::size_t i) { return 0.5 * static_cast<double>(i % 97 + 1) * n * (n + 1) / 2.0; }
+
+enum class Dt { f32, f64 };
+using Param = std::tuple<int, std::size_t, Dt>;
+
+class Allreduce : public ::testing::TestWithParam<Param> {};
+
+template <typename T>
+void run_allreduce(int n, std::size_t len, ReduceOp op, std::size_t chunk_bytes) {
+  runtime::threads::World world({.size = n, .op_timeout_seconds = 120});
+  world.run([&](Context& ctx) {
+    std::vector<T> data(len);
+    for (std::size_t i = 0; i < len; ++i) data[i] = static_cast<T>(value(ctx.rank(), i));
+    Communicator comm(ctx);
+    comm.allreduce(core::MutableView(std::span<T>(data)), {.op = op, .chunk_bytes = chunk_bytes});
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < len; ++i) {
+      const double expect = op == ReduceOp::sum ? sum_of(n, i) : sum_of(n, i) / n;
+      const double tol = op == ReduceOp::sum ? 0.0 : 1e-6 * std::abs(expect);
+      if (std::abs(static_cast<double>(data[i]) - expect) > tol && bad++ < 3)
+        ADD_FAILURE() << "rank " << ctx.rank() << " element " << i << ": got " << data[i] << ", expected " << expect;
+    }
+    EXPECT_EQ(bad, 0u) << "rank " << ctx.rank();
+  });
+}
+
+TEST_P(Allreduce, RingSumsAndAveragesAcrossRanks) {
+  const auto [n, len, dt] = GetParam();
+  // Small pieces for long inputs exercise the pipeline with many messages in flight.
+  const std::size_t chunk = len > 1000 ? (std::size_t{64} << 10) : 8;
+  if (dt == Dt::f32) {
+    run_allreduce<float>(n, len, ReduceOp::sum, chunk);
+    run_allreduce<float>(n, len, ReduceOp::avg, chunk);
+  } else {
+    run_allreduce<double>(n, len, ReduceOp::sum, chunk);
+    run_allreduce<double>(n, len, ReduceOp::avg, chunk);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(threads, Allreduce,
+                         ::testing::Combine(::testing::Range(1, 9),
+                                            ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{7},
+                                                              std::size_t{1000}, (std::size_t{1} << 20) + 3),
+                                            ::testing::Values(Dt::f32, Dt::f64)),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           return std::to_string(std::get<0>(info.param)) + "ranks_" +
+                                  std::to_string(std::get<1>(info.param)) + "_" +
+                                  (std::get<2>(info.param) == Dt::f32 ? "f32" : "f64");
+                         });
+
+TEST(AllreduceErrors, IntegerDataIsRejected) {
+  runtime::threads::World world({.size = 2});
+  world.run([](Context& ctx) {
+    std::vector<std::int32_t> v(4);
+    Communicator comm(ctx);
+    EXPECT_THROW(comm.allreduce(core::MutableView(std::span<std::int32_t>(v))), core::InvalidArgument);
+  });
+}
+
+TEST(AllreduceErrors, MismatchedLengthsAcrossRanksFailWithBothSizes) {
+  runtime::threads::World world({.size = 2, .op_timeout_seconds = 10});
+  EXPECT_THROW(world.run([](Context& ctx) {
+    std::vector<float> v(ctx.rank() == 0 ? 10 : 12);
+    Communicator(ctx).allreduce(core::MutableView(std::span<float>(v)));
+  }),
+               core::InvalidArgument);
+}
+
+TEST(AllreduceAsync, OverlapsWithOtherWorkAndCompletes) {
+  runtime::threads::World world({.size = 4});
+  world.run([](Context& ctx) {
+    Communicator comm(ctx);
+    std::vector<float> a(5000, 1.0f), b(300, 2.0f);
+    Work wa = comm.allreduce_async(core::MutableView(std::span<float>(a)));
+    comm.allreduce(core::MutableView(std::span<float>(b)), {.op = ReduceOp::avg});
+    wa.wait();
+    for (float x : a) ASSERT_EQ(x, 4.0f);
+    for (float x : b) ASSERT_EQ(x, 2.0f);
+  });
+}
+
+TEST(Broadcast, EveryRootReachesEveryRank) {
+  for (int n : {1, 2, 3, 5, 8}) {
+    runtime::threads::World world({.size = n});
+    world.run([n](Context& ctx) {
+      Communicator comm(ctx);
+      for (int root = 0; root < n; ++root) {
+        std::vector<std::int64_t> v(10001, ctx.rank() == root ? root * 1000 + 7 : -1);
+        comm.broadcast(core::MutableView(std::span<std::int64_t>(v)), root, 4096);
+        for (auto x : v) ASSERT_EQ(x, root * 1000 + 7) << "n=" << n << " root=" << root;
+      }
+    });
+  }
+}
+
+TEST(Allgather, ConcatenatesInRankOrder) {
+  for (int n : {1, 2, 3, 4, 7}) {
+    runtime::threads::World world({.size = n});
+    world.run([n](Context& ctx) {
+      std::vector<double> in(3);
+      for (int i = 0; i < 3; ++i) in[i] = ctx.rank() * 10 + i;
+      std::vector<double> out(3 * n, -1);
+      Communicator(ctx).allgather(core::ConstView(std::span<const double>(in)),
+                                  core::MutableView(std::span<double>(out)));
+      for (int r = 0; r < n; ++r)
+        for (int i = 0; i < 3; ++i) ASSERT_EQ(out[r * 3 + i], r * 10 + i);
+    });
+  }
+}
+
+TEST(Barrier, NoRankLeavesBeforeAllEntered) {
+  for (int n : {1, 2, 3, 6, 8}) {
+    std::atomic<int> entered{0};
+    runtime::threads::World world({.size = n});
+    world.run([&](Context& ctx) {
+      Communicator comm(ctx);
+      for (int round = 1; round <= 20; ++round) {
+        if (ctx.rank() == round % n) ctx.sleep(0.001);  // a late arrival each round
+        ++entered;
+        comm.barrier();
+        EXPECT_GE(entered.load(), round * n);
+        comm.barrier();  // nobody enters the next round before all checked this one
+      }
+    });
+  }
+}
+
+}  // namespace
+}  // namespace fast::collective
