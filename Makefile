@@ -1,0 +1,66 @@
+# FAST — the two commands of the README do all set-up on a fresh Debian 12 machine:
+#   make demo   installs missing Debian packages, configures, builds, trains the demo job
+#   make test   same set-up, then runs the whole test suite
+# Other targets: build, bench, sanitize, docs-check, clean. `make help` lists them.
+
+SHELL := /bin/bash
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+# Debian packages needed to build and test; the benchmarks need a few more.
+DEB_PACKAGES := cmake ninja-build g++ pkg-config zlib1g-dev libtorch-dev libopenblas0-pthread \
+  libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libgtest-dev dataset-fashion-mnist
+DEB_BENCH_PACKAGES := libopenmpi-dev openmpi-bin python3-torch hyperfine
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: help deps deps-bench configure build test demo bench sanitize clean
+
+help:
+	@echo "make demo      set up, build, train cnn on Fashion-MNIST with 2 workers (examples/demo.toml)"
+	@echo "make test      set up, build, run the test suite (ctest)"
+	@echo "make build     set up and build; the command lands in $(BUILD)/bin/fast"
+	@echo "make bench     build and run the benchmarks against OpenMPI, libtorch and PyTorch DDP (not CI)"
+	@echo "make sanitize  run the test suite under AddressSanitizer and ThreadSanitizer"
+	@echo "make clean     remove build folders"
+
+# Installs the packages that are missing, and only those (apt-get update only when needed).
+define install_missing
+	@missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "== installing Debian packages:" $$missing; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+endef
+
+deps:
+	$(call install_missing,$(DEB_PACKAGES))
+
+deps-bench: deps
+	$(call install_missing,$(DEB_BENCH_PACKAGES))
+
+configure: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > /dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 900
+
+demo: build
+	@$(BUILD)/bin/fast train --config examples/demo.toml
+
+bench: deps-bench
+	@$(MAKE) --no-print-directory build BUILD=build-bench CMAKE_FLAGS="-DFAST_BUILD_BENCH=ON -DFAST_BUILD_TESTS=OFF"
+	@bench/run.sh build-bench
+
+sanitize: deps
+	@$(MAKE) --no-print-directory build BUILD=build-asan CMAKE_FLAGS="-DFAST_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+	@ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan --output-on-failure -j $(JOBS) --timeout 1800
+	@$(MAKE) --no-print-directory build BUILD=build-tsan CMAKE_FLAGS="-DFAST_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+	@TSAN_OPTIONS="suppressions=$(CURDIR)/.ci/tsan.supp halt_on_error=1" ctest --test-dir build-tsan --output-on-failure -j $(JOBS) --timeout 1800
+
+clean:
+	rm -rf build build-bench build-asan build-tsan

@@ -1,0 +1,55 @@
+#pragma once
+// TrainOptions: one training run of a libtorch model on a dataset across N workers. Filled by the
+// `fast train` command (config file and flags, see docs/config.md) or by library users directly.
+// This header does not include libtorch.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "fast/strategy/worker.hpp"
+
+namespace fast::torch {
+
+struct TrainOptions {
+  std::string runtime = "threads";         // runtime::runtime_names()
+  int workers = 2;                          // number of workers
+  std::string model = "mlp";               // model_names()
+  std::string dataset = "fashion-mnist";   // the only dataset so far
+  std::filesystem::path data_dir;           // empty: FAST_DATA_DIR
+  std::int64_t epochs = 1;                  // passes over the training set (ignored when steps > 0)
+  std::int64_t steps = 0;                   // steps per worker; 0: epochs * steps per epoch
+  std::int64_t batch = 64;                  // mini-batch per worker
+  std::uint64_t seed = 1;                   // model initialisation and data order
+  strategy::WorkerOptions worker;           // strategy, optimizer (with lr), schedule
+  std::filesystem::path metrics;            // JSONL metrics file; empty: none
+  std::filesystem::path summary;            // JSON summary file; empty: none
+  std::int64_t log_every = 50;              // a `train` metrics record every this many steps (per worker)
+  std::int64_t eval_every = 0;              // evaluate every this many steps; 0: at each epoch's end
+  double op_timeout = -1;                   // blocking-operation limit in seconds; < 0: FAST_OP_TIMEOUT
+};
+
+// What the training loop reports to a live display (from worker 0, about every 0.25 s).
+struct Progress {
+  std::int64_t step = 0;          // steps done by worker 0
+  std::int64_t total_steps = 0;
+  std::int64_t epoch = 0;          // 0-based
+  double elapsed_seconds = 0;
+  double samples_per_second = 0;   // all workers, since the start
+  double loss = 0;                 // worker 0's mean training loss since the last report
+  double eta_seconds = 0;
+  bool done = false;               // the last report of the run
+};
+using ProgressFn = std::function<void(const Progress&)>;
+
+// Evaluation results reported to the display.
+struct EpochReport {
+  std::int64_t epoch = 0;
+  std::int64_t step = 0;
+  double accuracy = 0;
+  double loss = 0;
+};
+using EpochFn = std::function<void(const EpochReport&)>;
+
+}  // namespace fast::torch

@@ -1,0 +1,27 @@
+#pragma once
+// Strategy `allreduce`: synchronous data parallelism. Each step every worker's gradient is
+// averaged with a ring all-reduce, then every worker applies the same optimizer step, so replicas
+// stay identical (paper 001, Statement 1: with synchronous delivery of every update, replicas are
+// consistent; with W workers of batch b it is mini-batch SGD with batch W*b).
+//
+//   g = (1/W) sum_w g_w ;  params <- optimizer(params, g, lr)
+//
+// Cost per step: 2 (W-1)/W * |g| bytes sent per worker; waits for the slowest worker.
+
+#include "fast/strategy/strategy.hpp"
+
+namespace fast::strategy {
+
+class AllreduceStrategy final : public Strategy {
+ public:
+  AllreduceStrategy(const StrategyOptions& options, collective::Communicator& comm);
+  std::string_view name() const override { return "allreduce"; }
+  StepOutcome step(const StepInput& input) override;
+  // Replicas are identical: the representative model is this worker's own parameters.
+  void representative(ModelState state, std::span<float> out) override;
+
+ private:
+  StrategyOptions options_;
+};
+
+}  // namespace fast::strategy

@@ -1,0 +1,75 @@
+#pragma once
+// Strategy: what a worker does with a freshly computed gradient — communicate, aggregate, update.
+// One Strategy object per worker, created by name through the registry (make_strategy), so the
+// training loop, the CLI and the benchmarks never name a concrete strategy.
+//
+// Threading: a Strategy is used by its worker's main activity; a strategy that runs background
+// activities (asynchronous ones) synchronises through the worker's Context primitives only.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fast/collective/communicator.hpp"
+#include "fast/optim/optimizer.hpp"
+
+namespace fast::strategy {
+
+// A replica's flat float32 parameters and gradients, owned by the framework adapter. Same length.
+struct ModelState {
+  std::span<float> params;
+  std::span<float> grads;
+};
+
+// What to do when a step's aggregated gradient holds NaN or infinity.
+enum class NonFinitePolicy : std::uint8_t {
+  skip,   // leave the parameters untouched, count the step as skipped, go on (default)
+  error,  // throw InvalidArgument naming the step
+};
+
+struct StrategyOptions {
+  std::string name = "allreduce";                     // one of strategy_names()
+  std::size_t chunk_bytes = std::size_t{256} << 10;    // pipeline piece of all-reduce based exchanges
+  NonFinitePolicy non_finite = NonFinitePolicy::skip;  // reaction to a NaN/inf aggregated gradient
+};
+
+// Everything one step needs. lr is this step's learning rate (the schedule already applied).
+struct StepInput {
+  ModelState state;
+  optim::Optimizer& optimizer;
+  double lr;
+  std::int64_t step;  // 0-based index of this worker's step
+};
+
+struct StepOutcome {
+  bool applied = true;        // false when the update was skipped (non-finite gradient)
+  double comm_seconds = 0;    // time spent communicating or waiting for peers, runtime clock
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string_view name() const = 0;
+  // Called after the framework wrote this worker's mini-batch gradient into input.state.grads.
+  // Updates input.state.params as the strategy prescribes. May overwrite grads.
+  virtual StepOutcome step(const StepInput& input) = 0;
+  // Collective (every worker calls it at the same point): writes the representative model into out
+  // (same length as params). Default: the consensus average of all replicas.
+  virtual void representative(ModelState state, std::span<float> out);
+
+ protected:
+  explicit Strategy(collective::Communicator& comm) : comm_(comm) {}
+  collective::Communicator& comm_;
+};
+
+std::vector<std::string> strategy_names();
+// Throws InvalidArgument for an unknown name; the message lists strategy_names().
+std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm);
+
+// True when every element is finite.
+bool all_finite(std::span<const float> values);
+
+}  // namespace fast::strategy

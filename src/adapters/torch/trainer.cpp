@@ -1,0 +1,217 @@
+#include "fast/adapters/torch/trainer.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "fast/adapters/torch/evaluate.hpp"
+#include "fast/adapters/torch/fashion_mnist.hpp"
+#include "fast/adapters/torch/loader.hpp"
+#include "fast/adapters/torch/models.hpp"
+#include "fast/adapters/torch/replica.hpp"
+#include "fast/adapters/torch/threads.hpp"
+#include "fast/core/env.hpp"
+#include "fast/core/error.hpp"
+#include "fast/metrics/jsonl_writer.hpp"
+#include "fast/runtime/launcher.hpp"
+#include "fast/strategy/worker.hpp"
+
+namespace fast::torch {
+
+namespace {
+
+using nlohmann::json;
+
+// State shared by the workers of one run. Written by worker 0 or through atomics only.
+struct Shared {
+  std::atomic<std::uint64_t> bytes_sent{0};
+  std::atomic<std::int64_t> skipped{0};
+  std::mutex comm_mutex;  // guards comm_seconds
+  double comm_seconds = 0;
+  json final_eval;
+  double param_norm = 0;
+  double wall_seconds = 0;
+  std::int64_t steps = 0;
+};
+
+// The representative model evaluated on the test set: worker r scores test samples
+// [r N / W, (r+1) N / W) and the sums are all-reduced. Collective.
+EvalResult evaluate_representative(strategy::Worker& worker, Replica& replica, ::torch::nn::Sequential& model,
+                                   const Dataset& test, std::vector<float>& scratch) {
+  runtime::Context& ctx = worker.context();
+  worker.representative(scratch);
+  // Swap the representative model in, evaluate, swap back.
+  std::span<float> params = replica.param_span();
+  std::swap_ranges(params.begin(), params.end(), scratch.begin());
+  const std::int64_t n = test.size();
+  const std::int64_t begin = n * ctx.rank() / ctx.size();
+  const std::int64_t end = n * (ctx.rank() + 1) / ctx.size();
+  Dataset slice{test.images.narrow(0, begin, end - begin), test.labels.narrow(0, begin, end - begin)};
+  const EvalResult local = evaluate(model, slice);
+  std::swap_ranges(params.begin(), params.end(), scratch.begin());
+  std::vector<double> sums{local.accuracy * static_cast<double>(local.samples),
+                           local.loss * static_cast<double>(local.samples), static_cast<double>(local.samples)};
+  worker.communicator().allreduce(core::MutableView(std::span<double>(sums)));
+  return {.accuracy = sums[0] / sums[2], .loss = sums[1] / sums[2], .samples = static_cast<std::int64_t>(sums[2])};
+}
+
+double l2_norm(std::span<const float> v) {
+  double s = 0;
+  for (float x : v) s += static_cast<double>(x) * x;
+  return std::sqrt(s);
+}
+
+}  // namespace
+
+json train(const TrainOptions& options, const ProgressFn& progress, const EpochFn& on_epoch) {
+  // Validate everything before a worker starts, so bad input fails fast and clearly.
+  FAST_ENFORCE(options.workers >= 1, "workers: expected >= 1, got {}", options.workers);
+  FAST_ENFORCE(options.batch >= 1, "batch: expected >= 1, got {}", options.batch);
+  FAST_ENFORCE(options.dataset == "fashion-mnist", "dataset: unknown name '{}'; expected one of: fashion-mnist",
+               options.dataset);
+  {
+    auto names = model_names();
+    FAST_ENFORCE(std::find(names.begin(), names.end(), options.model) != names.end(),
+                 "model: unknown name '{}'; expected one of: {}", options.model, fmt::join(names, ", "));
+  }
+  const std::filesystem::path data_dir =
+      options.data_dir.empty() ? std::filesystem::path(core::env_string("FAST_DATA_DIR")) : options.data_dir;
+  const FashionMnist data = load_fashion_mnist(data_dir);
+  const std::vector<float> initial = initial_parameters(options.model, options.seed);
+  const std::int64_t steps_per_epoch = ShardedLoader(data.train, 0, options.workers, options.batch, options.seed).steps_per_epoch();
+  const std::int64_t total_steps = options.steps > 0 ? options.steps : options.epochs * steps_per_epoch;
+  const double flops_per_step = model_flops_per_sample(options.model) * static_cast<double>(options.batch);
+  configure_torch_threads(options.workers);
+  strategy::WorkerOptions worker_options = options.worker;
+  if (worker_options.schedule.total_steps == 0) worker_options.schedule.total_steps = total_steps;
+
+  metrics::JsonlWriter writer = options.metrics.empty() ? metrics::JsonlWriter() : metrics::JsonlWriter(options.metrics);
+  writer.write({{"event", "start"},
+                {"time", 0.0},
+                {"strategy", options.worker.strategy.name},
+                {"runtime", options.runtime},
+                {"workers", options.workers},
+                {"model", options.model},
+                {"parameters", initial.size()},
+                {"batch", options.batch},
+                {"steps", total_steps},
+                {"steps_per_epoch", steps_per_epoch},
+                {"optimizer", options.worker.optimizer.name},
+                {"lr", options.worker.optimizer.lr},
+                {"seed", options.seed}});
+
+  Shared shared;
+  runtime::launch(
+      {.runtime = options.runtime, .workers = options.workers, .op_timeout_seconds = options.op_timeout},
+      [&](runtime::Context& ctx) {
+        ::torch::nn::Sequential model = make_model(options.model);
+        Replica replica(*model);
+        replica.load(core::ConstView(std::span<const float>(initial)));
+        ShardedLoader loader(data.train, ctx.rank(), ctx.size(), options.batch, options.seed);
+        strategy::Worker worker(ctx, worker_options, {.params = replica.param_span(), .grads = replica.grad_span()});
+        std::vector<float> scratch(replica.numel());
+        const bool lead = ctx.rank() == 0;
+        const double start = ctx.now();
+        double last_report = start;
+        double loss_sum = 0;     // since the last progress report
+        std::int64_t loss_count = 0;
+        double log_loss_sum = 0;  // since the last metrics record
+        std::int64_t log_loss_count = 0;
+
+        auto evaluate_now = [&](std::int64_t epoch, std::int64_t step) {
+          const EvalResult r = evaluate_representative(worker, replica, model, *data.test, scratch);
+          if (!lead) return r;
+          writer.write({{"event", "eval"}, {"time", ctx.now()}, {"epoch", epoch}, {"step", step},
+                        {"accuracy", r.accuracy}, {"loss", r.loss}, {"samples", r.samples}});
+          if (on_epoch) on_epoch({.epoch = epoch, .step = step, .accuracy = r.accuracy, .loss = r.loss});
+          return r;
+        };
+
+        for (std::int64_t s = 0; s < total_steps; ++s) {
+          const std::int64_t epoch = s / steps_per_epoch;
+          const Batch batch = loader.batch(epoch, s % steps_per_epoch);
+          replica.zero_grad();
+          ::torch::Tensor loss = ::torch::nn::functional::cross_entropy(model->forward(batch.x), batch.y);
+          loss.backward();
+          ctx.compute(flops_per_step);
+          const double loss_value = loss.item<double>();
+          const strategy::StepReport report = worker.step();
+          loss_sum += loss_value;
+          ++loss_count;
+          log_loss_sum += loss_value;
+          ++log_loss_count;
+
+          if ((s + 1) % options.log_every == 0 || s + 1 == total_steps) {
+            writer.write({{"event", "train"}, {"time", ctx.now()}, {"worker", ctx.rank()}, {"step", s + 1},
+                          {"epoch", epoch}, {"samples", (s + 1) * options.batch},
+                          {"loss", log_loss_sum / static_cast<double>(log_loss_count)}, {"lr", report.lr},
+                          {"comm_seconds", worker.comm_seconds()}, {"bytes_sent", ctx.bytes_sent()},
+                          {"skipped_steps", worker.skipped_steps()}});
+            log_loss_sum = 0;
+            log_loss_count = 0;
+          }
+          const double now = ctx.now();
+          if (lead && progress && (now - last_report >= 0.25 || s + 1 == total_steps)) {
+            const double elapsed = now - start;
+            const double rate = static_cast<double>((s + 1) * options.batch * ctx.size()) / std::max(elapsed, 1e-9);
+            progress({.step = s + 1, .total_steps = total_steps, .epoch = epoch, .elapsed_seconds = elapsed,
+                      .samples_per_second = rate, .loss = loss_sum / static_cast<double>(loss_count),
+                      .eta_seconds = elapsed / static_cast<double>(s + 1) * static_cast<double>(total_steps - s - 1),
+                      .done = s + 1 == total_steps});
+            last_report = now;
+            loss_sum = 0;
+            loss_count = 0;
+          }
+          const bool epoch_end = (s + 1) % steps_per_epoch == 0;
+          const bool periodic = options.eval_every > 0 && (s + 1) % options.eval_every == 0;
+          if ((options.eval_every == 0 ? epoch_end : periodic) && s + 1 < total_steps) evaluate_now(epoch, s + 1);
+        }
+        const double train_end = ctx.now();
+        const EvalResult final_eval = evaluate_now((total_steps - 1) / steps_per_epoch, total_steps);
+        worker.representative(scratch);
+
+        shared.bytes_sent.fetch_add(ctx.bytes_sent(), std::memory_order_relaxed);
+        shared.skipped.fetch_add(worker.skipped_steps(), std::memory_order_relaxed);
+        {
+          std::lock_guard<std::mutex> lock(shared.comm_mutex);
+          shared.comm_seconds += worker.comm_seconds();
+        }
+        if (lead) {
+          shared.final_eval = {{"accuracy", final_eval.accuracy}, {"loss", final_eval.loss}};
+          shared.param_norm = l2_norm(scratch);
+          shared.wall_seconds = train_end - start;
+          shared.steps = worker.steps();
+        }
+      });
+
+  const double samples = static_cast<double>(shared.steps * options.batch * options.workers);
+  json summary{{"strategy", options.worker.strategy.name},
+               {"runtime", options.runtime},
+               {"workers", options.workers},
+               {"model", options.model},
+               {"dataset", options.dataset},
+               {"optimizer", options.worker.optimizer.name},
+               {"lr", options.worker.optimizer.lr},
+               {"batch", options.batch},
+               {"seed", options.seed},
+               {"parameters", initial.size()},
+               {"steps", shared.steps},
+               {"epochs", static_cast<double>(shared.steps) / static_cast<double>(steps_per_epoch)},
+               {"final_accuracy", shared.final_eval["accuracy"]},
+               {"final_loss", shared.final_eval["loss"]},
+               {"wall_seconds", shared.wall_seconds},
+               {"samples_per_second", samples / std::max(shared.wall_seconds, 1e-9)},
+               {"bytes_sent", shared.bytes_sent.load()},
+               {"comm_seconds_mean", shared.comm_seconds / options.workers},
+               {"skipped_steps", shared.skipped.load()},
+               {"param_norm", shared.param_norm},
+               {"metrics", options.metrics.string()}};
+  writer.write(json{{"event", "end"}, {"time", shared.wall_seconds}}.update(summary));
+  if (!options.summary.empty()) metrics::write_json_file(options.summary, summary);
+  return summary;
+}
+
+}  // namespace fast::torch

@@ -1,0 +1,58 @@
+#include "fast/strategy/strategy.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cmath>
+#include <functional>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fast/core/error.hpp"
+#include "fast/strategy/allreduce.hpp"
+
+namespace fast::strategy {
+
+namespace {
+using Factory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&, collective::Communicator&)>;
+
+// The registry: every strategy by name. A new strategy adds one line here.
+const std::vector<std::pair<std::string, Factory>>& registry() {
+  static const std::vector<std::pair<std::string, Factory>> entries{
+      {"allreduce",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AllreduceStrategy>(o, c); }},
+  };
+  return entries;
+}
+}  // namespace
+
+void Strategy::representative(ModelState state, std::span<float> out) {
+  FAST_ENFORCE_EQ(out.size(), state.params.size(), "representative: output length must equal the parameter count");
+  std::copy(state.params.begin(), state.params.end(), out.begin());
+  comm_.allreduce(core::MutableView(out), {.op = collective::ReduceOp::avg});
+}
+
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : registry()) names.push_back(name);
+  return names;
+}
+
+std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm) {
+  for (const auto& [name, factory] : registry())
+    if (name == options.name) return factory(options, comm);
+  FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'; expected one of: {}", options.name,
+             fmt::join(strategy_names(), ", "));
+}
+
+bool all_finite(std::span<const float> values) {
+  // NaN and infinity are the floats whose exponent bits are all ones. Integer, branch-free: the
+  // loop vectorises, one pass over the gradient.
+  std::uint32_t bad = 0;
+  for (float x : values) bad |= static_cast<std::uint32_t>((std::bit_cast<std::uint32_t>(x) & 0x7f800000u) == 0x7f800000u);
+  return bad == 0;
+}
+
+}  // namespace fast::strategy

@@ -1,0 +1,285 @@
+#include "config.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <toml++/toml.h>
+
+#include "fast/core/env.hpp"
+#include "fast/core/error.hpp"
+#include "fast/optim/optimizer.hpp"
+#include "fast/runtime/launcher.hpp"
+#include "fast/optim/schedule.hpp"
+#include "fast/strategy/strategy.hpp"
+
+namespace fast::cli {
+
+namespace {
+
+using torch::TrainOptions;
+
+long long parse_integer(const std::string& text, std::string_view origin) {
+  long long value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  FAST_ENFORCE(!text.empty() && ec == std::errc() && end == text.data() + text.size(),
+               "{}: expected an integer, got '{}'", origin, text);
+  return value;
+}
+
+double parse_number(const std::string& text, std::string_view origin) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  FAST_ENFORCE(!text.empty() && end == text.c_str() + text.size(), "{}: expected a number, got '{}'", origin, text);
+  return value;
+}
+
+template <typename T>
+T at_least(long long value, long long minimum, std::string_view key) {
+  FAST_ENFORCE(value >= minimum, "{}: expected an integer >= {}, got {}", key, minimum, value);
+  return static_cast<T>(value);
+}
+
+double positive(double value, std::string_view key) {
+  FAST_ENFORCE(value > 0, "{}: expected a positive number, got {}", key, value);
+  return value;
+}
+
+double non_negative(double value, std::string_view key) {
+  FAST_ENFORCE(value >= 0, "{}: expected a number >= 0, got {}", key, value);
+  return value;
+}
+
+std::string one_of(const std::string& value, const std::vector<std::string>& allowed, std::string_view key) {
+  for (const auto& a : allowed)
+    if (a == value) return value;
+  FAST_THROW(core::InvalidArgument, "{}: unknown value '{}'; expected one of: {}", key, value, fmt::join(allowed, ", "));
+}
+
+std::string text(const std::string& s) { return s; }
+std::string text(const std::filesystem::path& p) { return p.string(); }
+std::string text(double v) { return fmt::format("{}", v); }
+std::string text(long long v) { return fmt::format("{}", v); }
+
+#define FAST_INT_KEY(NAME, DESC, FIELD, MIN)                                                                    \
+  ConfigKey {                                                                                                    \
+    NAME, KeyType::integer, DESC,                                                                                \
+        [](TrainOptions& o, const std::string& v) {                                                             \
+          o.FIELD = at_least<decltype(o.FIELD)>(parse_integer(v, NAME), MIN, NAME);                             \
+        },                                                                                                       \
+        [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); }                             \
+  }
+
+std::vector<ConfigKey> build_keys() {
+  std::vector<ConfigKey> keys{
+      {"runtime", KeyType::string, "Where workers run: threads (N threads of this process).",
+       [](TrainOptions& o, const std::string& v) { o.runtime = one_of(v, runtime::runtime_names(), "runtime"); },
+       [](const TrainOptions& o) { return o.runtime; }},
+      FAST_INT_KEY("workers", "Number of workers.", workers, 1),
+      {"strategy", KeyType::string, "Coordination strategy: allreduce (synchronous gradient averaging).",
+       [](TrainOptions& o, const std::string& v) { o.worker.strategy.name = one_of(v, strategy::strategy_names(), "strategy"); },
+       [](const TrainOptions& o) { return o.worker.strategy.name; }},
+      {"model", KeyType::string, "Model: mlp (784-256-128-10) or cnn (2 conv + 2 linear layers).",
+       [](TrainOptions& o, const std::string& v) { o.model = v; }, [](const TrainOptions& o) { return o.model; }},
+      {"dataset", KeyType::string, "Dataset: fashion-mnist.",
+       [](TrainOptions& o, const std::string& v) { o.dataset = one_of(v, {"fashion-mnist"}, "dataset"); },
+       [](const TrainOptions& o) { return o.dataset; }},
+      {"data_dir", KeyType::path, "Folder of the gzip IDX files (default: FAST_DATA_DIR).",
+       [](TrainOptions& o, const std::string& v) { o.data_dir = v; },
+       [](const TrainOptions& o) { return o.data_dir.empty() ? std::string("$FAST_DATA_DIR") : o.data_dir.string(); }},
+      FAST_INT_KEY("epochs", "Passes over the training set (used when steps = 0).", epochs, 1),
+      FAST_INT_KEY("steps", "Steps per worker; 0 means epochs x steps per epoch.", steps, 0),
+      FAST_INT_KEY("batch", "Mini-batch size per worker.", batch, 1),
+      {"lr", KeyType::number, "Base learning rate.",
+       [](TrainOptions& o, const std::string& v) { o.worker.optimizer.lr = positive(parse_number(v, "lr"), "lr"); },
+       [](const TrainOptions& o) { return text(o.worker.optimizer.lr); }},
+      {"optimizer", KeyType::string, "Optimizer: sgd, momentum, nesterov, adam or adamw.",
+       [](TrainOptions& o, const std::string& v) { o.worker.optimizer.name = one_of(v, optim::optimizer_names(), "optimizer"); },
+       [](const TrainOptions& o) { return o.worker.optimizer.name; }},
+      {"momentum", KeyType::number, "Momentum factor of momentum and nesterov.",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.optimizer.momentum = non_negative(parse_number(v, "momentum"), "momentum");
+       },
+       [](const TrainOptions& o) { return text(o.worker.optimizer.momentum); }},
+      {"weight_decay", KeyType::number, "Weight decay (L2 in the gradient; decoupled for adamw).",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.optimizer.weight_decay = non_negative(parse_number(v, "weight_decay"), "weight_decay");
+       },
+       [](const TrainOptions& o) { return text(o.worker.optimizer.weight_decay); }},
+      {"beta1", KeyType::number, "Adam/AdamW first-moment decay.",
+       [](TrainOptions& o, const std::string& v) { o.worker.optimizer.beta1 = parse_number(v, "beta1"); },
+       [](const TrainOptions& o) { return text(o.worker.optimizer.beta1); }},
+      {"beta2", KeyType::number, "Adam/AdamW second-moment decay.",
+       [](TrainOptions& o, const std::string& v) { o.worker.optimizer.beta2 = parse_number(v, "beta2"); },
+       [](const TrainOptions& o) { return text(o.worker.optimizer.beta2); }},
+      {"eps", KeyType::number, "Adam/AdamW denominator term.",
+       [](TrainOptions& o, const std::string& v) { o.worker.optimizer.eps = positive(parse_number(v, "eps"), "eps"); },
+       [](const TrainOptions& o) { return text(o.worker.optimizer.eps); }},
+      {"schedule", KeyType::string, "Learning-rate schedule: constant, step or cosine.",
+       [](TrainOptions& o, const std::string& v) { o.worker.schedule.name = one_of(v, optim::schedule_names(), "schedule"); },
+       [](const TrainOptions& o) { return o.worker.schedule.name; }},
+      {"warmup_steps", KeyType::integer, "Linear warm-up steps before the schedule (0: none).",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.schedule.warmup_steps = at_least<std::int64_t>(parse_integer(v, "warmup_steps"), 0, "warmup_steps");
+       },
+       [](const TrainOptions& o) { return text(static_cast<long long>(o.worker.schedule.warmup_steps)); }},
+      {"step_size", KeyType::integer, "step schedule: multiply the lr by gamma every step_size steps.",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.schedule.step_size = at_least<std::int64_t>(parse_integer(v, "step_size"), 1, "step_size");
+       },
+       [](const TrainOptions& o) { return text(static_cast<long long>(o.worker.schedule.step_size)); }},
+      {"gamma", KeyType::number, "step schedule: decay factor.",
+       [](TrainOptions& o, const std::string& v) { o.worker.schedule.gamma = positive(parse_number(v, "gamma"), "gamma"); },
+       [](const TrainOptions& o) { return text(o.worker.schedule.gamma); }},
+      {"min_lr_factor", KeyType::number, "cosine schedule: final lr as a fraction of the base lr.",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.schedule.min_lr_factor = non_negative(parse_number(v, "min_lr_factor"), "min_lr_factor");
+       },
+       [](const TrainOptions& o) { return text(o.worker.schedule.min_lr_factor); }},
+      {"seed", KeyType::integer, "Seed of model initialisation and data order.",
+       [](TrainOptions& o, const std::string& v) { o.seed = at_least<std::uint64_t>(parse_integer(v, "seed"), 0, "seed"); },
+       [](const TrainOptions& o) { return text(static_cast<long long>(o.seed)); }},
+      {"metrics", KeyType::path, "JSONL metrics file (docs/metrics.md); empty: none.",
+       [](TrainOptions& o, const std::string& v) { o.metrics = v; },
+       [](const TrainOptions& o) { return o.metrics.string(); }},
+      {"summary", KeyType::path, "JSON summary file written at the end; empty: none.",
+       [](TrainOptions& o, const std::string& v) { o.summary = v; },
+       [](const TrainOptions& o) { return o.summary.string(); }},
+      FAST_INT_KEY("log_every", "A train metrics record every this many steps, per worker.", log_every, 1),
+      FAST_INT_KEY("eval_every", "Evaluate on the test set every this many steps; 0: at each epoch's end.", eval_every,
+                   0),
+      {"chunk_bytes", KeyType::integer, "Pipeline piece size of the ring all-reduce, bytes.",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.strategy.chunk_bytes = at_least<std::size_t>(parse_integer(v, "chunk_bytes"), 64, "chunk_bytes");
+       },
+       [](const TrainOptions& o) { return text(static_cast<long long>(o.worker.strategy.chunk_bytes)); }},
+      {"non_finite", KeyType::string, "Reaction to a NaN/inf aggregated gradient: skip the step, or error.",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.strategy.non_finite =
+             one_of(v, {"skip", "error"}, "non_finite") == "skip" ? strategy::NonFinitePolicy::skip
+                                                                   : strategy::NonFinitePolicy::error;
+       },
+       [](const TrainOptions& o) {
+         return std::string(o.worker.strategy.non_finite == strategy::NonFinitePolicy::skip ? "skip" : "error");
+       }},
+      {"op_timeout", KeyType::number, "Seconds a blocking operation may wait (default: FAST_OP_TIMEOUT).",
+       [](TrainOptions& o, const std::string& v) { o.op_timeout = positive(parse_number(v, "op_timeout"), "op_timeout"); },
+       [](const TrainOptions& o) { return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout); }},
+  };
+  return keys;
+}
+#undef FAST_INT_KEY
+
+// Keys are spelled with '_' in files; '-' is accepted too (and is the flags' spelling).
+const ConfigKey* find_key(std::string_view name) {
+  std::string normal(name);
+  std::replace(normal.begin(), normal.end(), '-', '_');
+  for (const ConfigKey& k : config_keys())
+    if (k.name == normal) return &k;
+  return nullptr;
+}
+
+std::vector<std::string> key_names() {
+  std::vector<std::string> names;
+  for (const ConfigKey& k : config_keys()) names.emplace_back(k.name);
+  return names;
+}
+
+std::string_view toml_type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a number";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    default: return "a date or time";
+  }
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = build_keys();
+  return keys;
+}
+
+std::string flag_name(std::string_view key) {
+  std::string flag = "--" + std::string(key);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+std::string_view key_type_name(KeyType type) {
+  switch (type) {
+    case KeyType::string: return "string";
+    case KeyType::integer: return "integer";
+    case KeyType::number: return "number";
+    case KeyType::path: return "path";
+  }
+  return "?";
+}
+
+void apply_setting(TrainOptions& options, std::string_view key, const std::string& value, std::string_view origin) {
+  const ConfigKey* k = find_key(key);
+  FAST_ENFORCE(k != nullptr, "{}: unknown setting '{}'; expected one of: {}", origin, key, fmt::join(key_names(), ", "));
+  try {
+    k->set(options, value);
+  } catch (const core::InvalidArgument& e) {
+    FAST_THROW(core::InvalidArgument, "{}: {}", origin, e.what());
+  }
+}
+
+void apply_config_file(TrainOptions& options, const std::filesystem::path& file) {
+  FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(file), "config file '{}' does not exist", file.string());
+  toml::table table;
+  try {
+    table = toml::parse_file(file.string());
+  } catch (const toml::parse_error& e) {
+    FAST_THROW(core::InvalidArgument, "config file '{}' line {} column {}: {}", file.string(), e.source().begin.line,
+               e.source().begin.column, e.description());
+  }
+  for (const auto& [name, node] : table) {
+    const std::string key(name.str());
+    const ConfigKey* k = find_key(key);
+    const std::string where = fmt::format("config file '{}' line {}", file.string(), node.source().begin.line);
+    FAST_ENFORCE(k != nullptr, "{}: unknown key '{}'; expected one of: {}", where, key, fmt::join(key_names(), ", "));
+    std::string value;
+    bool ok = false;
+    switch (k->type) {
+      case KeyType::string:
+      case KeyType::path:
+        if (auto s = node.value_exact<std::string>()) value = *s, ok = true;
+        break;
+      case KeyType::integer:
+        if (auto i = node.value_exact<int64_t>()) value = fmt::format("{}", *i), ok = true;
+        break;
+      case KeyType::number:
+        if (node.is_integer() || node.is_floating_point()) value = fmt::format("{}", *node.value<double>()), ok = true;
+        break;
+    }
+    FAST_ENFORCE(ok, "{}: key '{}' expects {}, got {}", where, key, key_type_name(k->type), toml_type_name(node));
+    apply_setting(options, key, value, fmt::format("{}: key '{}'", where, key));
+  }
+}
+
+std::string config_markdown() {
+  const TrainOptions defaults;
+  std::string md =
+      "| key | flag | type | default | description |\n"
+      "| --- | --- | --- | --- | --- |\n";
+  for (const ConfigKey& k : config_keys()) {
+    std::string def = k.get(defaults);
+    md += fmt::format("| `{}` | `{}` | {} | `{}` | {} |\n", k.name, flag_name(k.name), key_type_name(k.type),
+                      def.empty() ? "\"\"" : def, k.description);
+  }
+  md += "\n### Environment variables\n\n| variable | type | default | description |\n| --- | --- | --- | --- |\n";
+  for (const core::EnvVar& v : core::env_table())
+    md += fmt::format("| `{}` | {} | `{}` | {} |\n", v.name, core::env_type_name(v.type), v.default_value,
+                      v.description);
+  return md;
+}
+
+}  // namespace fast::cli

@@ -1,0 +1,44 @@
+#pragma once
+// The `fast train` settings, in one table: key, type, default, description. The same table parses
+// the TOML config file, defines the command-line flags (--key VALUE), prints --help and is the
+// source of docs/config.md (`fast config-doc`). Precedence: defaults < config file < flags.
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fast/adapters/torch/train_options.hpp"
+
+namespace fast::cli {
+
+enum class KeyType { string, integer, number, path };
+
+struct ConfigKey {
+  std::string_view name;
+  KeyType type;
+  std::string_view description;
+  // Writes the value (already checked to be of `type`, given as text) into options; throws
+  // InvalidArgument naming the key for an out-of-range value.
+  std::function<void(torch::TrainOptions&, const std::string&)> set;
+  // The current value as text (for --help and docs: the defaults).
+  std::function<std::string(const torch::TrainOptions&)> get;
+};
+
+const std::vector<ConfigKey>& config_keys();
+std::string_view key_type_name(KeyType type);
+// The command-line flag of a key: "--" + key with '_' spelled '-' (data_dir: --data-dir).
+std::string flag_name(std::string_view key);
+
+// Applies a TOML file. Errors name the file, the key, the expected type and what was found;
+// unknown keys are rejected with the list of known ones.
+void apply_config_file(torch::TrainOptions& options, const std::filesystem::path& file);
+// Applies one setting given as text (a command-line flag); `origin` names it in errors ("--batch").
+void apply_setting(torch::TrainOptions& options, std::string_view key, const std::string& text,
+                   std::string_view origin);
+
+// docs/config.md body: the table of keys and the environment variables.
+std::string config_markdown();
+
+}  // namespace fast::cli
