@@ -1,0 +1,152 @@
+// End-to-end tests of the `fast` command: it is run as a child process, its exit code and output
+// checked. Damaged datasets are copies of the real files, truncated or corrupted by the test.
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string output;  // stdout and stderr
+};
+
+Result run_fast(const std::string& args) {
+  const char* bin = std::getenv("FAST_BIN_DIR");
+  const std::string command = std::string(bin ? bin : "build/bin") + "/fast " + args + " 2>&1";
+  Result r{-1, ""};
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) r.output += buf.data();
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("fast_cli_test_" + std::to_string(::getpid())) / name;
+  fs::create_directories(dir);
+  return dir;
+}
+
+const fs::path kData = "/usr/share/datasets/fashion-mnist";
+
+// A copy of the dataset with `file` replaced by `bytes` (or removed when remove is true).
+fs::path damaged_copy(const std::string& name, const std::string& file, const std::string* bytes) {
+  const fs::path dir = temp_dir(name);
+  for (const auto& entry : fs::directory_iterator(kData))
+    fs::copy_file(entry.path(), dir / entry.path().filename(), fs::copy_options::overwrite_existing);
+  if (bytes == nullptr) {
+    fs::remove(dir / file);
+  } else {
+    std::ofstream(dir / file, std::ios::binary | std::ios::trunc) << *bytes;
+  }
+  return dir;
+}
+
+std::string read_prefix(const fs::path& path, std::size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  std::string s(n, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(n));
+  s.resize(static_cast<std::size_t>(in.gcount()));
+  return s;
+}
+
+TEST(Cli, UnknownStrategyExitsNonZeroListingNames) {
+  const Result r = run_fast("train --strategy telepathy");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("expected one of: allreduce"), std::string::npos) << r.output;
+}
+
+TEST(Cli, UnknownModelExitsNonZeroListingNames) {
+  const Result r = run_fast("train --model resnet9000 --steps 1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("expected one of: mlp, cnn"), std::string::npos) << r.output;
+}
+
+TEST(Cli, WrongTypeInConfigNamesTheKey) {
+  const fs::path cfg = temp_dir("cfg") / "bad.toml";
+  std::ofstream(cfg) << "workers = 2\nepochs = \"three\"\n";
+  const Result r = run_fast("train --config " + cfg.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("key 'epochs' expects integer, got a string"), std::string::npos) << r.output;
+}
+
+TEST(Cli, MissingDatasetFileExitsNonZeroNamingIt) {
+  const fs::path dir = damaged_copy("missing", "t10k-labels-idx1-ubyte.gz", nullptr);
+  const Result r = run_fast("train --steps 1 --data-dir " + dir.string());
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("t10k-labels-idx1-ubyte.gz"), std::string::npos) << r.output;
+}
+
+TEST(Cli, TruncatedDatasetFileExitsNonZeroNamingIt) {
+  const std::string part = read_prefix(kData / "train-images-idx3-ubyte.gz", 100000);
+  const fs::path dir = damaged_copy("truncated", "train-images-idx3-ubyte.gz", &part);
+  const Result r = run_fast("train --steps 1 --data-dir " + dir.string());
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("train-images-idx3-ubyte.gz"), std::string::npos) << r.output;
+}
+
+TEST(Cli, CorruptDatasetFileExitsNonZeroNamingIt) {
+  std::string bytes = read_prefix(kData / "train-labels-idx1-ubyte.gz", 1 << 20);
+  for (std::size_t i = 40; i < bytes.size() && i < 2000; i += 7) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
+  const fs::path dir = damaged_copy("corrupt", "train-labels-idx1-ubyte.gz", &bytes);
+  const Result r = run_fast("train --steps 1 --data-dir " + dir.string());
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("train-labels-idx1-ubyte.gz"), std::string::npos) << r.output;
+}
+
+TEST(Cli, ShortRunWritesSummaryAndMetrics) {
+  const fs::path dir = temp_dir("run");
+  const Result r = run_fast("train --model mlp --workers 2 --steps 30 --batch 32 --optimizer adam --lr 0.001 "
+                            "--progress never --log-every 10 --metrics " + (dir / "m.jsonl").string() +
+                            " --summary " + (dir / "s.json").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("final test accuracy"), std::string::npos) << r.output;
+  std::ifstream in(dir / "s.json");
+  const nlohmann::json s = nlohmann::json::parse(in);
+  for (const char* key : {"strategy", "workers", "steps", "final_accuracy", "wall_seconds", "samples_per_second",
+                          "bytes_sent", "param_norm"})
+    EXPECT_TRUE(s.contains(key)) << key;
+  EXPECT_EQ(s["strategy"], "allreduce");
+  EXPECT_EQ(s["workers"], 2);
+  EXPECT_EQ(s["steps"], 30);
+  // 30 steps of Adam on the MLP already beat chance (0.1) by far.
+  EXPECT_GT(s["final_accuracy"].get<double>(), 0.5);
+  EXPECT_LE(s["final_accuracy"].get<double>(), 1.0);
+  // Ring all-reduce with W = 2: each worker sends its two segments once, 2 (W-1)/W |g| = |g| floats
+  // per step, plus one all-reduce of the 3 evaluation sums (3 doubles) at the end.
+  const std::uint64_t params = s["parameters"].get<std::uint64_t>();
+  EXPECT_EQ(s["bytes_sent"].get<std::uint64_t>(), 2 * (30 * params * 4 + 3 * 8));
+  // Metrics: start, 3 train records per worker, one eval, end.
+  std::ifstream m(dir / "m.jsonl");
+  std::string line;
+  int train = 0, eval = 0, start = 0, end = 0;
+  while (std::getline(m, line)) {
+    const auto j = nlohmann::json::parse(line);
+    const std::string ev = j["event"];
+    train += ev == "train";
+    eval += ev == "eval";
+    start += ev == "start";
+    end += ev == "end";
+  }
+  EXPECT_EQ(start, 1);
+  EXPECT_EQ(train, 6);
+  EXPECT_EQ(eval, 1);
+  EXPECT_EQ(end, 1);
+}
+
+}  // namespace

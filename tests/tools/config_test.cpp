@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "config.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::cli {
+namespace {
+
+std::filesystem::path write_toml(const std::string& name, const std::string& body) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fast_config_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / name;
+  std::ofstream(path) << body;
+  return path;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const core::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, FileThenFlagsOverride) {
+  torch::TrainOptions o;
+  apply_config_file(o, write_toml("ok.toml",
+                                  "workers = 3\nmodel = \"cnn\"\nlr = 1\nbatch = 16\ndata-dir = \"/x\"\n"
+                                  "optimizer = \"adam\"\nnon_finite = \"error\"\n"));
+  EXPECT_EQ(o.workers, 3);
+  EXPECT_EQ(o.model, "cnn");
+  EXPECT_DOUBLE_EQ(o.worker.optimizer.lr, 1.0);  // an integer is a valid number
+  EXPECT_EQ(o.batch, 16);
+  EXPECT_EQ(o.data_dir, "/x");
+  EXPECT_EQ(o.worker.optimizer.name, "adam");
+  EXPECT_EQ(o.worker.strategy.non_finite, strategy::NonFinitePolicy::error);
+  apply_setting(o, "workers", "5", "--workers");
+  EXPECT_EQ(o.workers, 5);
+}
+
+TEST(Config, WrongTypeNamesFileLineKeyAndTypes) {
+  torch::TrainOptions o;
+  const std::string e = error_of([&] { apply_config_file(o, write_toml("t.toml", "seed = 1\nbatch = \"large\"\n")); });
+  EXPECT_NE(e.find("t.toml' line 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'batch' expects integer, got a string"), std::string::npos) << e;
+}
+
+TEST(Config, UnknownKeyListsKnownKeys) {
+  torch::TrainOptions o;
+  const std::string e = error_of([&] { apply_config_file(o, write_toml("u.toml", "wokers = 2\n")); });
+  EXPECT_NE(e.find("unknown key 'wokers'"), std::string::npos) << e;
+  EXPECT_NE(e.find("workers"), std::string::npos) << e;
+}
+
+TEST(Config, UnknownStrategyAndOptimizerListAllowedNames) {
+  torch::TrainOptions o;
+  std::string e = error_of([&] { apply_setting(o, "strategy", "telepathy", "--strategy"); });
+  EXPECT_NE(e.find("unknown value 'telepathy'; expected one of: allreduce"), std::string::npos) << e;
+  e = error_of([&] { apply_setting(o, "optimizer", "lbfgs", "--optimizer"); });
+  EXPECT_NE(e.find("expected one of: sgd, momentum, nesterov, adam, adamw"), std::string::npos) << e;
+}
+
+TEST(Config, OutOfRangeAndMalformedValuesAreRejected) {
+  torch::TrainOptions o;
+  EXPECT_NE(error_of([&] { apply_setting(o, "workers", "0", "--workers"); }).find("expected an integer >= 1, got 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "lr", "-0.1", "--lr"); }).find("expected a positive number"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "batch", "12abc", "--batch"); }).find("expected an integer, got '12abc'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "colour", "red", "--colour"); }).find("unknown setting 'colour'"),
+            std::string::npos);
+}
+
+TEST(Config, SyntaxErrorNamesLineAndColumn) {
+  torch::TrainOptions o;
+  const std::string e = error_of([&] { apply_config_file(o, write_toml("s.toml", "workers = 2\nmodel = \n")); });
+  EXPECT_NE(e.find("s.toml' line 2"), std::string::npos) << e;
+}
+
+TEST(Config, MissingFileIsIoError) {
+  torch::TrainOptions o;
+  EXPECT_THROW(apply_config_file(o, "/nonexistent/fast.toml"), core::IoError);
+}
+
+TEST(Config, MarkdownDocumentsEveryKeyWithItsFlag) {
+  const std::string md = config_markdown();
+  for (const ConfigKey& k : config_keys()) {
+    EXPECT_NE(md.find("`" + std::string(k.name) + "`"), std::string::npos) << k.name;
+    EXPECT_NE(md.find(flag_name(k.name)), std::string::npos) << k.name;
+  }
+  EXPECT_EQ(flag_name("data_dir"), "--data-dir");
+  EXPECT_NE(md.find("FAST_DATA_DIR"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fast::cli
