@@ -209,7 +209,9 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                {"skipped_steps", shared.skipped.load()},
                {"param_norm", shared.param_norm},
                {"metrics", options.metrics.string()}};
-  writer.write(json{{"event", "end"}, {"time", shared.wall_seconds}}.update(summary));
+  json end{{"event", "end"}, {"time", shared.wall_seconds}};
+  end.update(summary);
+  writer.write(end);
   if (!options.summary.empty()) metrics::write_json_file(options.summary, summary);
   return summary;
 }

@@ -1,0 +1,47 @@
+#pragma once
+// Adam (L2 weight decay added to the gradient) and AdamW (decoupled weight decay):
+// torch.optim.Adam / AdamW without amsgrad.
+//
+// Per element, in float32, in torch's order; t counts steps from 1, bias corrections in double:
+//   c1 = 1 - beta1^t, c2 = 1 - beta2^t
+//   adam:  g = g + wd * p                (only when wd != 0)
+//   adamw: p = p * (1 - lr * wd)         (only when wd != 0)
+//   m = beta1 * m + (1 - beta1) * g
+//   v = beta2 * v + (1 - beta2) * g * g
+//   denom = sqrt(v) / sqrt(c2) + eps
+//   p = p + (-(lr / c1)) * m / denom
+// One pass over params, grads and the two moment buffers per step. The multiply-adds of the wd and
+// moment lines are rounded like torch's kernel on the same CPU: fused where torch runs its
+// AVX2/AVX-512 kernels.
+
+#include <cstdint>
+
+#include "fast/core/buffer.hpp"
+#include "fast/optim/optimizer.hpp"
+
+namespace fast::optim {
+
+class Adam final : public Optimizer {
+ public:
+  // options.name must be "adam" or "adamw"; the options are validated (InvalidArgument naming the
+  // option otherwise). The two moment buffers are allocated here, zeroed.
+  Adam(const OptimizerOptions& options, std::size_t numel);
+
+  void step(std::span<float> params, std::span<const float> grads, double lr) override;
+  std::string_view name() const override;
+  std::size_t numel() const override { return numel_; }
+
+ private:
+  bool decoupled_;  // adamw
+  std::size_t numel_;
+  double weight_decay_;
+  double beta1_;
+  double beta2_;
+  double eps_;
+  bool fused_;  // multiply-adds rounded once, as torch's kernels on this CPU
+  std::int64_t steps_ = 0;
+  core::Buffer exp_avg_;     // m, first moment
+  core::Buffer exp_avg_sq_;  // v, second moment
+};
+
+}  // namespace fast::optim

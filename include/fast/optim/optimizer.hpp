@@ -1,0 +1,61 @@
+#pragma once
+// Optimizers on flat float32 buffers: the update step FAST owns after the framework's backward pass.
+//
+// An Optimizer is built for one flat parameter buffer of a fixed number of elements and owns its
+// state (momentum buffer, Adam moments), sized at construction. step() applies one update in place;
+// its semantics and float32 operation order are those of torch.optim (SGD, Adam, AdamW), so a FAST
+// replica follows libtorch's own optimizer on the same gradients (tests/adapters/torch/optim_parity_test).
+// The learning rate is an argument of each step (an LrSchedule gives it); OptimizerOptions::lr is the
+// base rate the schedule scales. docs/optimizers.md states every update rule.
+//
+// Thread-safety: one Optimizer per replica; not synchronised. step() does not allocate.
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fast::optim {
+
+// Options of every optimizer, filled with designated initializers. An optimizer reads only the
+// options of its rule (listed per field); the others are ignored and not validated.
+struct OptimizerOptions {
+  std::string name = "sgd";    // one of optimizer_names(): "sgd", "momentum", "nesterov", "adam", "adamw"
+  double lr = 0.01;            // base learning rate, >= 0 (the schedule scales it; step() takes the rate)
+  double momentum = 0.9;       // momentum, nesterov: > 0 ("sgd" is plain SGD and ignores it)
+  double dampening = 0.0;      // momentum: in [0, 1]; nesterov: must be 0 (torch semantics)
+  double weight_decay = 0.0;   // >= 0; L2 added to the gradient for sgd, momentum, nesterov, adam;
+                               // decoupled (param *= 1 - lr * weight_decay) for adamw
+  double beta1 = 0.9;          // adam, adamw: first-moment decay, in [0, 1)
+  double beta2 = 0.999;        // adam, adamw: second-moment decay, in [0, 1)
+  double eps = 1e-8;           // adam, adamw: added to the bias-corrected root of the second moment, > 0
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // params -= update(grads), in place, with learning rate lr (>= 0, finite) for this step.
+  // Both spans must have numel() elements and must not overlap; InvalidArgument otherwise (before
+  // any state changes). Gradients are not checked for NaN/Inf here: callers reject them upstream.
+  virtual void step(std::span<float> params, std::span<const float> grads, double lr) = 0;
+  // The registry name this optimizer was made under ("sgd", "momentum", ...).
+  virtual std::string_view name() const = 0;
+  // Number of float32 elements of the parameter buffer it was built for.
+  virtual std::size_t numel() const = 0;
+};
+
+// The names make_optimizer accepts, in registry order.
+std::vector<std::string> optimizer_names();
+
+// The optimizer options.name selects, for a buffer of numel elements, its state zeroed.
+// InvalidArgument for an unknown name (the message lists the allowed names) or an invalid option
+// of that optimizer (the message names the option, the expected range and the value got).
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, std::size_t numel);
+
+}  // namespace fast::optim

@@ -1,0 +1,41 @@
+#pragma once
+// Stochastic gradient descent, plain or with (Nesterov) momentum: torch.optim.SGD's rule.
+//
+// Per element, in float32, in torch's order (wd = weight_decay, mu = momentum, tau = dampening):
+//   d = g + wd * p                       (only when wd != 0)
+//   momentum, nesterov: b = d on the first step, else b = mu * b + (1 - tau) * d
+//   momentum: d = b;   nesterov: d = d + mu * b
+//   p = p + (-lr) * d
+// One pass over params, grads and the momentum buffer per step. Each "x + a * y" is rounded like
+// torch's kernel on the same CPU: fused (one rounding) where torch runs its AVX2/AVX-512 kernels.
+
+#include <cstdint>
+
+#include "fast/core/buffer.hpp"
+#include "fast/optim/optimizer.hpp"
+
+namespace fast::optim {
+
+class Sgd final : public Optimizer {
+ public:
+  // options.name must be "sgd", "momentum" or "nesterov"; the options are validated
+  // (InvalidArgument naming the option otherwise). The momentum buffer is allocated here.
+  Sgd(const OptimizerOptions& options, std::size_t numel);
+
+  void step(std::span<float> params, std::span<const float> grads, double lr) override;
+  std::string_view name() const override;
+  std::size_t numel() const override { return numel_; }
+
+ private:
+  enum class Kind { plain, momentum, nesterov };
+  Kind kind_;
+  std::size_t numel_;
+  double weight_decay_;
+  double momentum_;
+  double dampening_;
+  bool fused_;  // multiply-adds rounded once, as torch's kernels on this CPU
+  std::int64_t steps_ = 0;
+  core::Buffer buffer_;  // momentum buffer (empty for plain SGD)
+};
+
+}  // namespace fast::optim

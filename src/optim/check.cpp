@@ -1,0 +1,29 @@
+#include "check.hpp"
+
+#include <cmath>
+#include <functional>
+
+#include "fast/core/error.hpp"
+
+namespace fast::optim::detail {
+
+void check_option(bool ok, std::string_view owner, std::string_view option, std::string_view rule,
+                  std::string_view expected, double got) {
+  if (!ok) FAST_THROW(InvalidArgument, "{}.{} ({}): expected {}, got {}", owner, option, rule, expected, got);
+}
+
+void check_step(std::string_view optimizer, std::span<const float> params, std::span<const float> grads,
+                std::size_t numel, double lr) {
+  if (params.size() != numel || grads.size() != numel)
+    FAST_THROW(InvalidArgument,
+               "{} step: params has {} elements and grads {}, expected both to have the optimizer's {}",
+               optimizer, params.size(), grads.size(), numel);
+  if (!(std::isfinite(lr) && lr >= 0))
+    FAST_THROW(InvalidArgument, "{} step: lr: expected a finite value >= 0, got {}", optimizer, lr);
+  // Pointer order through std::less, which is total even across unrelated objects.
+  const std::less<const float*> before;
+  if (numel > 0 && before(params.data(), grads.data() + numel) && before(grads.data(), params.data() + numel))
+    FAST_THROW(InvalidArgument, "{} step: params and grads overlap; they must be distinct buffers", optimizer);
+}
+
+}  // namespace fast::optim::detail

@@ -1,0 +1,44 @@
+#include "fast/optim/optimizer.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fast/core/error.hpp"
+#include "fast/optim/adam.hpp"
+#include "fast/optim/sgd.hpp"
+
+namespace fast::optim {
+
+namespace {
+struct Entry {
+  std::string_view name;
+  std::unique_ptr<Optimizer> (*make)(const OptimizerOptions&, std::size_t);
+};
+
+std::unique_ptr<Optimizer> make_sgd(const OptimizerOptions& o, std::size_t n) { return std::make_unique<Sgd>(o, n); }
+std::unique_ptr<Optimizer> make_adam(const OptimizerOptions& o, std::size_t n) { return std::make_unique<Adam>(o, n); }
+
+// The registry: every optimizer FAST knows, by name. Sgd and Adam validate their own options.
+constexpr std::array kRegistry{
+    Entry{"sgd", make_sgd},   Entry{"momentum", make_sgd}, Entry{"nesterov", make_sgd},
+    Entry{"adam", make_adam}, Entry{"adamw", make_adam},
+};
+}  // namespace
+
+std::vector<std::string> optimizer_names() {
+  std::vector<std::string> names;
+  names.reserve(kRegistry.size());
+  for (const Entry& e : kRegistry) names.emplace_back(e.name);
+  return names;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, std::size_t numel) {
+  for (const Entry& e : kRegistry)
+    if (e.name == options.name) return e.make(options, numel);
+  FAST_THROW(InvalidArgument, "OptimizerOptions.name: unknown optimizer '{}', expected one of {}", options.name,
+             fmt::join(optimizer_names(), ", "));
+}
+
+}  // namespace fast::optim
