@@ -150,3 +150,28 @@ TEST(Cli, ShortRunWritesSummaryAndMetrics) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, ConfigDocIsUpToDate) {
+  const Result r = run_fast("config-doc");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const char* src = std::getenv("FAST_SOURCE_DIR");
+  ASSERT_NE(src, nullptr);
+  std::ifstream in(fs::path(src) / "docs" / "config.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(doc.find(r.output), std::string::npos)
+      << "docs/config.md is stale: regenerate its table with `build/bin/fast config-doc`";
+}
+
+TEST(Cli, HelpListsEverySettingAndTheEnvironment) {
+  const Result r = run_fast("train --help");
+  EXPECT_EQ(r.code, 0) << r.output;
+  for (const char* flag : {"--config", "--strategy", "--workers", "--model", "--dataset", "--epochs", "--steps",
+                           "--batch", "--lr", "--optimizer", "--seed", "--runtime", "--metrics", "--summary",
+                           "--data-dir"})
+    EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
+  EXPECT_NE(r.output.find("FAST_OP_TIMEOUT"), std::string::npos);
+}
+
+}  // namespace

@@ -120,7 +120,7 @@ std::vector<ConfigKey> build_keys() {
       {"schedule", KeyType::string, "Learning-rate schedule: constant, step or cosine.",
        [](TrainOptions& o, const std::string& v) { o.worker.schedule.name = one_of(v, optim::schedule_names(), "schedule"); },
        [](const TrainOptions& o) { return o.worker.schedule.name; }},
-      {"warmup_steps", KeyType::integer, "Linear warm-up steps before the schedule (0: none).",
+      {"warmup_steps", KeyType::integer, "Linear warm-up: over the first N steps the lr is scaled by (step+1)/N (0: none).",
        [](TrainOptions& o, const std::string& v) {
          o.worker.schedule.warmup_steps = at_least<std::int64_t>(parse_integer(v, "warmup_steps"), 0, "warmup_steps");
        },
@@ -228,7 +228,11 @@ void apply_setting(TrainOptions& options, std::string_view key, const std::strin
   try {
     k->set(options, value);
   } catch (const core::InvalidArgument& e) {
-    FAST_THROW(core::InvalidArgument, "{}: {}", origin, e.what());
+    // The setters' messages start with the key; the origin (flag or file position) replaces it.
+    std::string_view message = e.what();
+    const std::string prefix = std::string(k->name) + ": ";
+    if (message.substr(0, prefix.size()) == prefix) message.remove_prefix(prefix.size());
+    FAST_THROW(core::InvalidArgument, "{}: {}", origin, message);
   }
 }
 

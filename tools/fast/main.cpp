@@ -31,6 +31,7 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
 
   CLI::App* train = app.add_subcommand("train", "Train a model with a coordination strategy across workers");
+  train->footer(environment_help());
   std::string config_path;
   std::string progress_mode = "auto";
   train->add_option("--config", config_path, "TOML config file (keys as below; flags override it)");
