@@ -24,8 +24,7 @@ struct Result {
 };
 
 Result run_fast(const std::string& args) {
-  const char* bin = std::getenv("FAST_BIN_DIR");
-  const std::string command = std::string(bin ? bin : "build/bin") + "/fast " + args + " 2>&1";
+  const std::string command = std::string(FAST_TEST_BIN_DIR) + "/fast " + args + " 2>&1";
   Result r{-1, ""};
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -156,9 +155,7 @@ namespace {
 TEST(Cli, ConfigDocIsUpToDate) {
   const Result r = run_fast("config-doc");
   ASSERT_EQ(r.code, 0) << r.output;
-  const char* src = std::getenv("FAST_SOURCE_DIR");
-  ASSERT_NE(src, nullptr);
-  std::ifstream in(fs::path(src) / "docs" / "config.md");
+  std::ifstream in(fs::path(FAST_TEST_SOURCE_DIR) / "docs" / "config.md");
   const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(doc.find(r.output), std::string::npos)
       << "docs/config.md is stale: regenerate its table with `build/bin/fast config-doc`";

@@ -1,0 +1,43 @@
+#pragma once
+// Fashion-MNIST in memory: one read-only copy per process, shared by all its workers.
+// Files, normalisation and errors are described in docs/data.md.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+#include <torch/types.h>
+
+namespace fast::torch {
+
+inline constexpr int kFashionMnistClasses = 10;
+inline constexpr double kFashionMnistMean = 0.2860;  // of x/255 over the training images
+inline constexpr double kFashionMnistStd = 0.3530;
+
+// A labelled image set. Immutable once built; share it through shared_ptr<const Dataset>.
+// Readers may use it from any number of threads (tensors are only read).
+struct Dataset {
+  ::torch::Tensor images;  // [N,1,28,28] float32, (x/255 - 0.2860)/0.3530
+  ::torch::Tensor labels;  // [N] int64, each in [0, 10)
+  std::int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
+};
+
+struct FashionMnist {
+  std::shared_ptr<const Dataset> train;  // 60000 samples
+  std::shared_ptr<const Dataset> test;   // 10000 samples
+};
+
+// The folder FAST reads by default: $FAST_DATA_DIR, else /usr/share/datasets/fashion-mnist
+// (where the Debian package dataset-fashion-mnist installs the files).
+std::filesystem::path default_data_dir();
+
+// Reads one split from an images file and a labels file (gzip IDX, see idx.hpp). Besides the IDX
+// errors: the two counts must agree and every label must be < 10 (InvalidArgument naming the file).
+std::shared_ptr<const Dataset> load_idx_split(const std::filesystem::path& images_file,
+                                              const std::filesystem::path& labels_file);
+
+// Reads train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and
+// t10k-labels-idx1-ubyte.gz from dir. A missing file is an IoError naming it and how to get it.
+FashionMnist load_fashion_mnist(const std::filesystem::path& dir);
+
+}  // namespace fast::torch

@@ -1,0 +1,69 @@
+#pragma once
+// Replica: a libtorch module whose parameters and gradients live in two flat float32 buffers.
+//
+// The constructor allocates ONE contiguous float32 CPU tensor for all parameters and ONE for all
+// gradients, copies the current parameter values in (in module.parameters() order), then
+// re-points every parameter's data to a slice of the flat parameters and every parameter's
+// .grad() to the matching slice of the flat gradients. Autograd then accumulates straight into
+// the flat gradient buffer (in place, no per-step copy), and writing into params() changes what
+// the module computes. The layout is the concatenation of the parameters in module.parameters()
+// order, each flattened row-major.
+//
+// Ownership: the Replica owns the two flat tensors; the module's parameters share their storage.
+// The module must outlive every use of the Replica's views, and the Replica must outlive the
+// module's use (parameters keep the flat storage alive through libtorch refcounting, so neither
+// dangles; but only the Replica guarantees the layout).
+// Rules for the user of the module: never call Module::zero_grad (it may set grads to undefined,
+// detaching them from the flat buffer) and never assign new tensors to parameters or grads; use
+// Replica::zero_grad() and write through params()/load(). Backward passes without create_graph
+// accumulate in place; with create_graph=true libtorch replaces the grad tensor (not supported).
+// Thread-safety: none; one worker thread owns a Replica and its module.
+
+#include <cstddef>
+#include <span>
+
+#include <torch/nn/module.h>
+
+#include "fast/core/tensor_view.hpp"
+
+namespace fast::torch {
+
+class Replica {
+ public:
+  // Re-points module's parameters as described above. Every parameter must be a defined,
+  // float32, CPU tensor, no tensor may be registered twice (tied weights), and the module must
+  // have at least one parameter (InvalidArgument otherwise, naming the parameter). Gradients
+  // start at zero (grads the module had before are dropped).
+  explicit Replica(::torch::nn::Module& module);
+
+  Replica(const Replica&) = delete;
+  Replica& operator=(const Replica&) = delete;
+  Replica(Replica&&) noexcept = default;
+  Replica& operator=(Replica&&) noexcept = default;
+
+  // f32 views of the flat parameters / gradients (numel() elements each); valid while *this lives.
+  core::MutableView params() noexcept;
+  core::MutableView grads() noexcept;
+  std::span<float> param_span() noexcept;
+  std::span<float> grad_span() noexcept;
+  // The flat tensors themselves ([numel()] float32), sharing storage with the module.
+  const ::torch::Tensor& flat_params() const noexcept { return params_; }
+  const ::torch::Tensor& flat_grads() const noexcept { return grads_; }
+
+  // Total number of parameter elements.
+  std::size_t numel() const noexcept { return numel_; }
+
+  // Sets the flat gradient to zero in place; grads stay defined and keep their addresses.
+  void zero_grad();
+  // Copies a flat parameter vector in: src must be f32 with numel() elements (InvalidArgument).
+  void load(core::ConstView src);
+
+ private:
+  ::torch::Tensor params_;
+  ::torch::Tensor grads_;
+  float* param_data_ = nullptr;  // params_'s elements
+  float* grad_data_ = nullptr;   // grads_'s elements
+  std::size_t numel_ = 0;
+};
+
+}  // namespace fast::torch

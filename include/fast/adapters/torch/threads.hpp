@@ -1,0 +1,18 @@
+#pragma once
+// Sizing of libtorch's thread pools for a process that runs several workers.
+
+namespace fast::torch {
+
+// Sets libtorch's intra-op threads (at::set_num_threads) to FAST_TORCH_THREADS when it is > 0,
+// else to max(1, cores / workers_in_process), cores = the CPUs this process may run on
+// (sched_getaffinity, falling back to std::thread::hardware_concurrency). The first call also sets
+// the inter-op pool to 1 thread (libtorch allows that once per process, before any inter-op work;
+// later calls leave it alone, and if libtorch refuses it is logged as a warning). Logs and returns
+// the intra-op thread count. InvalidArgument when workers_in_process < 1. Thread-safe, but the
+// setting is process-wide: call it once, before the workers start.
+int configure_torch_threads(int workers_in_process);
+
+// The CPUs this process may run on (>= 1).
+int available_cores();
+
+}  // namespace fast::torch

@@ -1,0 +1,69 @@
+#include "fast/adapters/torch/fashion_mnist.hpp"
+
+#include <cstring>
+#include <future>
+
+#include "fast/adapters/torch/idx.hpp"
+#include "fast/core/env.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::torch {
+
+namespace {
+
+void require_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    FAST_THROW(IoError,
+               "{}: Fashion-MNIST file missing: expected the gzip IDX file there, got no such file "
+               "(install the Debian package dataset-fashion-mnist, or point FAST_DATA_DIR / --data-dir at a folder "
+               "holding the four files)",
+               file.string());
+  }
+}
+
+}  // namespace
+
+std::filesystem::path default_data_dir() { return core::env_string("FAST_DATA_DIR"); }
+
+std::shared_ptr<const Dataset> load_idx_split(const std::filesystem::path& images_file,
+                                              const std::filesystem::path& labels_file) {
+  // Labels first: small, so a bad pair is rejected before the large read.
+  const std::vector<std::uint8_t> labels = read_idx_labels(labels_file);
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] >= kFashionMnistClasses) {
+      FAST_THROW(InvalidArgument, "{}: label out of range at index {}: expected < {}, got {}", labels_file.string(), i,
+                 kFashionMnistClasses, labels[i]);
+    }
+  }
+  const IdxImages images = read_idx_images(images_file);
+  if (images.count != labels.size()) {
+    FAST_THROW(InvalidArgument, "{}: image count does not match the labels of {}: expected {}, got {}",
+               images_file.string(), labels_file.string(), labels.size(), images.count);
+  }
+  const auto n = static_cast<std::int64_t>(images.count);
+  auto data = std::make_shared<Dataset>();
+  ::torch::Tensor raw = ::torch::empty({n, 1, std::int64_t{images.rows}, std::int64_t{images.cols}}, ::torch::kUInt8);
+  std::memcpy(raw.data_ptr<std::uint8_t>(), images.pixels.data(), images.pixels.size());
+  data->images = raw.to(::torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
+  ::torch::Tensor lab = ::torch::empty({n}, ::torch::kUInt8);
+  std::memcpy(lab.data_ptr<std::uint8_t>(), labels.data(), labels.size());
+  data->labels = lab.to(::torch::kInt64);
+  return data;
+}
+
+FashionMnist load_fashion_mnist(const std::filesystem::path& dir) {
+  const auto train_images = dir / "train-images-idx3-ubyte.gz";
+  const auto train_labels = dir / "train-labels-idx1-ubyte.gz";
+  const auto test_images = dir / "t10k-images-idx3-ubyte.gz";
+  const auto test_labels = dir / "t10k-labels-idx1-ubyte.gz";
+  for (const auto& f : {train_images, train_labels, test_images, test_labels}) require_file(f);
+  // The two splits are independent: read the test split on a second thread.
+  auto test = std::async(std::launch::async, [&] { return load_idx_split(test_images, test_labels); });
+  FashionMnist out;
+  out.train = load_idx_split(train_images, train_labels);
+  out.test = test.get();
+  return out;
+}
+
+}  // namespace fast::torch

@@ -1,0 +1,98 @@
+#include "fast/adapters/torch/loader.hpp"
+
+#include <limits>
+#include <mutex>
+#include <random>
+
+#include "fast/core/error.hpp"
+
+namespace fast::torch {
+
+namespace {
+
+// SplitMix64's finaliser (Steele, Lea, Flood 2014).
+std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [0, n) from 64-bit draws, by rejection: unbiased and fully specified.
+std::uint64_t uniform_below(std::mt19937_64& gen, std::uint64_t n) {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  const std::uint64_t limit = kMax - kMax % n;
+  std::uint64_t r;
+  do {
+    r = gen();
+  } while (r >= limit);
+  return r % n;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, std::int64_t epoch) {
+  FAST_ENFORCE(n >= 0, "epoch_permutation: expected n >= 0, got {}", n);
+  FAST_ENFORCE(epoch >= 0, "epoch_permutation: expected epoch >= 0, got {}", epoch);
+  std::mt19937_64 gen(mix64(seed + 0x9e3779b97f4a7c15ULL * (static_cast<std::uint64_t>(epoch) + 1)));
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) perm[static_cast<std::size_t>(i)] = i;
+  for (std::int64_t i = n - 1; i > 0; --i) {
+    const auto j = static_cast<std::size_t>(uniform_below(gen, static_cast<std::uint64_t>(i) + 1));
+    std::swap(perm[static_cast<std::size_t>(i)], perm[j]);
+  }
+  return perm;
+}
+
+struct ShardedLoader::Cache {
+  std::mutex mutex;
+  std::int64_t epoch = -1;
+  ::torch::Tensor perm;  // [N] int64: the permutation of `epoch`
+};
+
+ShardedLoader::ShardedLoader(std::shared_ptr<const Dataset> data, int rank, int workers, std::int64_t batch,
+                             std::uint64_t seed)
+    : data_(std::move(data)), rank_(rank), workers_(workers), batch_(batch), seed_(seed), cache_(std::make_unique<Cache>()) {
+  FAST_ENFORCE(data_ != nullptr, "ShardedLoader: expected a dataset, got null");
+  FAST_ENFORCE(workers_ >= 1, "ShardedLoader: expected workers >= 1, got {}", workers_);
+  FAST_ENFORCE(rank_ >= 0 && rank_ < workers_, "ShardedLoader: expected rank in [0, {}), got {}", workers_, rank_);
+  FAST_ENFORCE(batch_ >= 1, "ShardedLoader: expected batch >= 1, got {}", batch_);
+  FAST_ENFORCE(data_->size() >= workers_ * batch_,
+               "ShardedLoader: not enough samples for one step: expected at least workers*batch = {}*{} = {}, got {}",
+               workers_, batch_, workers_ * batch_, data_->size());
+}
+
+ShardedLoader::ShardedLoader(ShardedLoader&&) noexcept = default;
+ShardedLoader& ShardedLoader::operator=(ShardedLoader&&) noexcept = default;
+ShardedLoader::~ShardedLoader() = default;
+
+std::int64_t ShardedLoader::steps_per_epoch() const noexcept { return data_->size() / (workers_ * batch_); }
+
+::torch::Tensor ShardedLoader::index_tensor(std::int64_t epoch, std::int64_t step) const {
+  FAST_ENFORCE(epoch >= 0, "ShardedLoader::batch: expected epoch >= 0, got {}", epoch);
+  FAST_ENFORCE(step >= 0 && step < steps_per_epoch(), "ShardedLoader::batch: expected step in [0, {}), got {}",
+               steps_per_epoch(), step);
+  ::torch::Tensor perm;
+  {
+    std::lock_guard lock(cache_->mutex);
+    if (cache_->epoch != epoch) {
+      std::vector<std::int64_t> p = epoch_permutation(data_->size(), seed_, epoch);
+      cache_->perm = ::torch::tensor(p, ::torch::kInt64);
+      cache_->epoch = epoch;
+    }
+    perm = cache_->perm;  // the tensor is never modified, only replaced: safe to use unlocked
+  }
+  return perm.narrow(0, step * workers_ * batch_ + rank_ * batch_, batch_);
+}
+
+std::vector<std::int64_t> ShardedLoader::indices(std::int64_t epoch, std::int64_t step) const {
+  const ::torch::Tensor idx = index_tensor(epoch, step).contiguous();
+  const std::int64_t* p = idx.data_ptr<std::int64_t>();
+  return {p, p + idx.numel()};
+}
+
+Batch ShardedLoader::batch(std::int64_t epoch, std::int64_t step) const {
+  const ::torch::Tensor idx = index_tensor(epoch, step);
+  return {data_->images.index_select(0, idx), data_->labels.index_select(0, idx)};
+}
+
+}  // namespace fast::torch

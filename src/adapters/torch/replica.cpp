@@ -1,0 +1,63 @@
+#include "fast/adapters/torch/replica.hpp"
+
+#include <cstdint>
+
+#include <torch/types.h>
+
+#include "fast/core/buffer.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::torch {
+
+Replica::Replica(::torch::nn::Module& module) {
+  const auto named = module.named_parameters(/*recurse=*/true);
+  FAST_ENFORCE(named.size() > 0, "Replica: module '{}' has no parameters", module.name());
+  std::int64_t total = 0;
+  for (const auto& item : named) {
+    const ::torch::Tensor& p = item.value();
+    FAST_ENFORCE(p.defined(), "Replica: parameter '{}' is undefined", item.key());
+    FAST_ENFORCE(p.scalar_type() == ::torch::kFloat32, "Replica: parameter '{}': expected float32, got {}",
+                 item.key(), std::string(c10::toString(p.scalar_type())));
+    FAST_ENFORCE(p.device().is_cpu(), "Replica: parameter '{}': expected a CPU tensor, got {}", item.key(),
+                 p.device().str());
+    for (const auto& other : named) {
+      if (&other == &item) break;
+      FAST_ENFORCE(!other.value().is_same(p), "Replica: parameters '{}' and '{}' are the same tensor (tied weights "
+                   "are not supported: each parameter needs its own slice)", other.key(), item.key());
+    }
+    total += p.numel();
+  }
+  const auto options = ::torch::TensorOptions().dtype(::torch::kFloat32).device(::torch::kCPU);
+  params_ = ::torch::empty({total}, options);
+  grads_ = ::torch::zeros({total}, options);
+  param_data_ = params_.data_ptr<float>();
+  grad_data_ = grads_.data_ptr<float>();
+  numel_ = static_cast<std::size_t>(total);
+
+  ::torch::NoGradGuard no_grad;
+  std::int64_t offset = 0;
+  for (const auto& item : named) {
+    ::torch::Tensor p = item.value();  // shares the TensorImpl of the module's parameter
+    const std::int64_t n = p.numel();
+    ::torch::Tensor data = params_.narrow(0, offset, n).view(p.sizes());
+    data.copy_(p);
+    p.set_data(data);
+    p.mutable_grad() = grads_.narrow(0, offset, n).view(p.sizes());
+    offset += n;
+  }
+}
+
+core::MutableView Replica::params() noexcept { return {param_data_, numel_, core::DType::f32}; }
+core::MutableView Replica::grads() noexcept { return {grad_data_, numel_, core::DType::f32}; }
+std::span<float> Replica::param_span() noexcept { return {param_data_, numel_}; }
+std::span<float> Replica::grad_span() noexcept { return {grad_data_, numel_}; }
+
+void Replica::zero_grad() { grads_.zero_(); }
+
+void Replica::load(core::ConstView src) {
+  FAST_ENFORCE(src.dtype() == core::DType::f32, "Replica::load: expected f32 values, got {}", core::name_of(src.dtype()));
+  FAST_ENFORCE_EQ(src.numel(), numel(), "Replica::load: parameter count");
+  core::copy(src, params());
+}
+
+}  // namespace fast::torch

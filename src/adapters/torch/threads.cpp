@@ -1,0 +1,49 @@
+#include "fast/adapters/torch/threads.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
+#include <ATen/Parallel.h>
+
+#include "fast/core/env.hpp"
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+
+namespace fast::torch {
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int configure_torch_threads(int workers_in_process) {
+  FAST_ENFORCE(workers_in_process >= 1, "configure_torch_threads: expected workers_in_process >= 1, got {}",
+               workers_in_process);
+  const long long from_env = core::env_int("FAST_TORCH_THREADS");
+  const int cores = available_cores();
+  const int threads = from_env > 0 ? static_cast<int>(from_env) : std::max(1, cores / workers_in_process);
+
+  static std::once_flag interop_once;
+  std::call_once(interop_once, [] {
+    try {
+      ::at::set_num_interop_threads(1);
+    } catch (const std::exception& e) {  // c10::Error: the inter-op pool already started
+      core::log(core::LogLevel::warn, "libtorch inter-op threads left at {}: {}", ::at::get_num_interop_threads(),
+                e.what());
+    }
+  });
+  ::at::set_num_threads(threads);
+  core::log(core::LogLevel::info, "libtorch intra-op threads: {} ({}; {} cores, {} workers in this process)", threads,
+            from_env > 0 ? "FAST_TORCH_THREADS" : "cores / workers", cores, workers_in_process);
+  return threads;
+}
+
+}  // namespace fast::torch

@@ -1,0 +1,93 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include <torch/nn/modules/linear.h>
+#include <torch/types.h>
+
+#include "fast/adapters/torch/evaluate.hpp"
+#include "fast/adapters/torch/fashion_mnist.hpp"
+#include "fast/adapters/torch/models.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::torch {
+namespace {
+
+TEST(FashionMnist, RealDatasetHas60000And10000SamplesWithBalancedLabels) {
+  const auto dir = default_data_dir();
+  if (!std::filesystem::exists(dir / "train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Fashion-MNIST not installed in " << dir << " (Debian package dataset-fashion-mnist)";
+  }
+  const FashionMnist data = load_fashion_mnist(dir);
+  ASSERT_EQ(data.train->size(), 60000);
+  ASSERT_EQ(data.test->size(), 10000);
+  EXPECT_EQ(data.train->images.sizes(), (std::vector<std::int64_t>{60000, 1, 28, 28}));
+  EXPECT_EQ(data.test->images.sizes(), (std::vector<std::int64_t>{10000, 1, 28, 28}));
+  EXPECT_TRUE(::torch::equal(::torch::bincount(data.train->labels), ::torch::full({10}, 6000, ::torch::kInt64)));
+  EXPECT_TRUE(::torch::equal(::torch::bincount(data.test->labels), ::torch::full({10}, 1000, ::torch::kInt64)));
+  // The normalisation constants are the training set's mean and standard deviation of x/255.
+  EXPECT_NEAR(data.train->images.mean().item<double>(), 0.0, 0.01);
+  EXPECT_NEAR(data.train->images.std().item<double>(), 1.0, 0.01);
+  EXPECT_NEAR(data.train->images.min().item<double>(), -kFashionMnistMean / kFashionMnistStd, 1e-5);
+}
+
+// 2N samples whose labels are i % 10; images are zero.
+Dataset synthetic(std::int64_t n) {
+  Dataset d;
+  d.images = ::torch::zeros({n, 1, 28, 28});
+  d.labels = ::torch::arange(n, ::torch::kInt64).remainder(10);
+  return d;
+}
+
+// Flatten + Linear(784, 10) with zero weights: logits = bias for every sample.
+::torch::nn::Sequential bias_model(const std::vector<float>& bias) {
+  ::torch::nn::Sequential model(::torch::nn::Flatten(), ::torch::nn::Linear(784, 10));
+  ::torch::NoGradGuard no_grad;
+  auto* linear = model[1]->as<::torch::nn::Linear>();
+  linear->weight.zero_();
+  linear->bias.copy_(::torch::tensor(bias));
+  return model;
+}
+
+TEST(Evaluate, UniformLogitsGiveLogTenLossAndFirstClassAccuracy) {
+  auto model = bias_model(std::vector<float>(10, 0.5f));
+  const Dataset data = synthetic(95);  // labels 0..9 repeated; label 0 appears 10 times
+  const EvalResult r = evaluate(model, data, 7);
+  EXPECT_EQ(r.samples, 95);
+  EXPECT_NEAR(r.loss, std::log(10.0), 1e-6);
+  EXPECT_DOUBLE_EQ(r.accuracy, 10.0 / 95.0);  // ties: arg-max is the first class
+}
+
+TEST(Evaluate, ClosedFormLossAndAccuracyForFixedLogits) {
+  std::vector<float> bias(10, 0.0f);
+  bias[3] = 2.0f;
+  auto model = bias_model(bias);
+  const Dataset data = synthetic(100);
+  const EvalResult r = evaluate(model, data);  // one chunk of 1000 covers all
+  const double z = std::exp(2.0) + 9.0;
+  // 10 samples have label 3 (loss log z - 2), 90 others (loss log z).
+  EXPECT_NEAR(r.loss, (10 * (std::log(z) - 2.0) + 90 * std::log(z)) / 100.0, 1e-6);
+  EXPECT_DOUBLE_EQ(r.accuracy, 0.1);
+}
+
+TEST(Evaluate, RestoresTrainingModeAndLeavesGradsAlone) {
+  auto model = make_model("mlp");
+  const Dataset data = synthetic(20);
+  model->train(true);
+  evaluate(model, data, 8);
+  EXPECT_TRUE(model->is_training());
+  model->train(false);
+  evaluate(model, data, 8);
+  EXPECT_FALSE(model->is_training());
+  for (const auto& p : model->parameters()) EXPECT_FALSE(p.grad().defined());
+}
+
+TEST(Evaluate, RejectsBadBatchAndEmptyData) {
+  auto model = make_model("mlp");
+  EXPECT_THROW(evaluate(model, synthetic(10), 0), InvalidArgument);
+  EXPECT_THROW(evaluate(model, Dataset{}, 10), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace fast::torch

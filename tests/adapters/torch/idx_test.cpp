@@ -1,0 +1,219 @@
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "fast/adapters/torch/fashion_mnist.hpp"
+#include "fast/adapters/torch/idx.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::torch {
+namespace {
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<std::uint8_t>;
+
+void put_u32(Bytes& out, std::uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(v >> shift));
+}
+
+Bytes idx(std::uint32_t magic, const std::vector<std::uint32_t>& sizes, const Bytes& payload) {
+  Bytes out;
+  put_u32(out, magic);
+  for (auto s : sizes) put_u32(out, s);
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+Bytes pattern(std::size_t n, unsigned modulo) {
+  Bytes out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::uint8_t>((i * 7 + 3) % modulo);
+  return out;
+}
+
+Bytes read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path& path, const Bytes& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Each test writes its own files into a fresh temporary folder.
+class IdxFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           (std::string("fast_idx_") + info->name() + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write_gz(const std::string& name, const Bytes& bytes) {
+    const fs::path path = dir_ / name;
+    gzFile f = gzopen(path.c_str(), "wb");
+    EXPECT_NE(f, nullptr);
+    EXPECT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+    gzclose(f);
+    return path;
+  }
+
+  fs::path images(const std::string& name, std::uint32_t count) {
+    return write_gz(name, idx(kIdxImagesMagic, {count, 28, 28}, pattern(count * 784u, 256)));
+  }
+  fs::path labels(const std::string& name, std::uint32_t count) {
+    return write_gz(name, idx(kIdxLabelsMagic, {count}, pattern(count, 10)));
+  }
+
+  fs::path dir_;
+};
+
+// Runs f, expects exception E whose message contains every one of the parts.
+template <typename E, typename F>
+void expect_error(F&& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception";
+  } catch (const E& e) {
+    const std::string what = e.what();
+    for (const auto& part : parts) EXPECT_NE(what.find(part), std::string::npos) << "'" << part << "' not in: " << what;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+  }
+}
+
+TEST_F(IdxFiles, ReadsValidImagesAndLabels) {
+  const auto img = read_idx_images(images("img.gz", 3));
+  EXPECT_EQ(img.count, 3u);
+  EXPECT_EQ(img.rows, 28u);
+  EXPECT_EQ(img.cols, 28u);
+  EXPECT_EQ(img.pixels, pattern(3 * 784, 256));
+  EXPECT_EQ(read_idx_labels(labels("lab.gz", 5)), pattern(5, 10));
+}
+
+TEST_F(IdxFiles, ReadsAnEmptySet) {
+  EXPECT_TRUE(read_idx_images(images("img.gz", 0)).pixels.empty());
+  EXPECT_TRUE(read_idx_labels(labels("lab.gz", 0)).empty());
+}
+
+TEST_F(IdxFiles, TruncatedPayloadIsInvalidArgumentWithExpectedAndGotSizes) {
+  const auto path = write_gz("short.gz", idx(kIdxImagesMagic, {2, 28, 28}, pattern(1500, 256)));
+  expect_error<InvalidArgument>([&] { read_idx_images(path); },
+                                {path.string(), "truncated", "expected 1568 bytes", "got 1500"});
+}
+
+TEST_F(IdxFiles, TrailingBytesAreInvalidArgument) {
+  const auto path = write_gz("long.gz", idx(kIdxLabelsMagic, {4}, pattern(7, 10)));
+  expect_error<InvalidArgument>([&] { read_idx_labels(path); }, {path.string(), "trailing", "expected 4 bytes", "got 3 more"});
+}
+
+TEST_F(IdxFiles, WrongMagicIsInvalidArgumentNamingExpectedAndGot) {
+  const auto path = labels("labels-as-images.gz", 4);
+  expect_error<InvalidArgument>([&] { read_idx_images(path); },
+                                {path.string(), "expected 3 (magic 0x00000803)", "got 1 (magic 0x00000801)"});
+  const auto f32 = write_gz("floats.gz", idx(0x00000D01, {1}, Bytes(4)));
+  expect_error<InvalidArgument>([&] { read_idx_labels(f32); }, {f32.string(), "expected 0x00000801", "got 0x00000d01"});
+}
+
+TEST_F(IdxFiles, WrongDimensionCountIsInvalidArgument) {
+  const auto path = write_gz("2d.gz", idx(0x00000802, {2, 784}, pattern(1568, 256)));
+  expect_error<InvalidArgument>([&] { read_idx_images(path); }, {path.string(), "dimensions", "expected 3", "got 2"});
+}
+
+TEST_F(IdxFiles, WrongImageSizeIsInvalidArgument) {
+  const auto path = write_gz("27.gz", idx(kIdxImagesMagic, {1, 28, 27}, pattern(756, 256)));
+  expect_error<InvalidArgument>([&] { read_idx_images(path); }, {path.string(), "expected 28x28", "got 28x27"});
+}
+
+TEST_F(IdxFiles, TruncatedHeaderIsInvalidArgument) {
+  const auto path = write_gz("header.gz", Bytes{0, 0, 8, 3, 0, 0});
+  expect_error<InvalidArgument>([&] { read_idx_images(path); }, {path.string(), "header", "expected 12 bytes", "got 2"});
+}
+
+TEST_F(IdxFiles, HugeDeclaredCountFailsOnTheDataPresent) {
+  const auto path = write_gz("huge.gz", idx(kIdxImagesMagic, {0xFFFFFFFFu, 28, 28}, pattern(784, 256)));
+  expect_error<InvalidArgument>([&] { read_idx_images(path); }, {path.string(), "expected 3367254359280 bytes", "got 784"});
+}
+
+TEST_F(IdxFiles, CorruptCrcIsIoErrorQuotingZlib) {
+  const auto path = labels("crc.gz", 100);
+  Bytes gz = read_bytes(path);
+  gz[gz.size() - 8] ^= 0xFF;  // the CRC-32 of the gzip trailer
+  write_bytes(path, gz);
+  expect_error<IoError>([&] { read_idx_labels(path); }, {path.string(), "corrupt gzip", "incorrect data check"});
+}
+
+TEST_F(IdxFiles, CorruptDeflateDataIsIoError) {
+  const auto path = images("deflate.gz", 10);
+  Bytes gz = read_bytes(path);
+  for (std::size_t i = 10; i < 40; ++i) gz[i] = 0xFF;  // right after the 10-byte gzip header: invalid block type
+  write_bytes(path, gz);
+  expect_error<IoError>([&] { read_idx_images(path); }, {path.string(), "corrupt gzip", "zlib reports"});
+}
+
+TEST_F(IdxFiles, CutGzipFileIsIoError) {
+  const auto path = images("cut.gz", 50);
+  Bytes gz = read_bytes(path);
+  gz.resize(gz.size() / 2);
+  write_bytes(path, gz);
+  expect_error<IoError>([&] { read_idx_images(path); }, {path.string(), "corrupt gzip", "unexpected end of file"});
+}
+
+TEST_F(IdxFiles, MissingFileIsIoError) {
+  const auto path = dir_ / "absent.gz";
+  expect_error<IoError>([&] { read_idx_labels(path); }, {path.string(), "no such file"});
+  expect_error<IoError>([&] { read_idx_labels(dir_); }, {dir_.string(), "directory"});
+}
+
+TEST_F(IdxFiles, SplitWithLabelOutOfRangeIsInvalidArgument) {
+  Bytes lab = pattern(6, 10);
+  lab[4] = 10;
+  const auto lab_path = write_gz("lab.gz", idx(kIdxLabelsMagic, {6}, lab));
+  expect_error<InvalidArgument>([&] { load_idx_split(images("img.gz", 6), lab_path); },
+                                {lab_path.string(), "index 4", "expected < 10", "got 10"});
+}
+
+TEST_F(IdxFiles, SplitWithCountMismatchIsInvalidArgument) {
+  const auto img = images("img.gz", 5);
+  const auto lab = labels("lab.gz", 6);
+  expect_error<InvalidArgument>([&] { load_idx_split(img, lab); }, {img.string(), lab.string(), "expected 6", "got 5"});
+}
+
+TEST_F(IdxFiles, SplitNormalisesPixelsAndWidensLabels) {
+  Bytes pix(2 * 784, 0);
+  pix[784] = 255;
+  pix[785] = 51;
+  const auto img = write_gz("img.gz", idx(kIdxImagesMagic, {2, 28, 28}, pix));
+  const auto lab = write_gz("lab.gz", idx(kIdxLabelsMagic, {2}, Bytes{9, 0}));
+  const auto data = load_idx_split(img, lab);
+  ASSERT_EQ(data->size(), 2);
+  EXPECT_EQ(data->images.sizes(), (std::vector<std::int64_t>{2, 1, 28, 28}));
+  EXPECT_EQ(data->images.scalar_type(), ::torch::kFloat32);
+  EXPECT_EQ(data->labels.scalar_type(), ::torch::kInt64);
+  const float* x = data->images.data_ptr<float>();
+  EXPECT_NEAR(x[0], (0.0 - 0.2860) / 0.3530, 1e-6);
+  EXPECT_NEAR(x[784], (1.0 - 0.2860) / 0.3530, 1e-6);
+  EXPECT_NEAR(x[785], (0.2 - 0.2860) / 0.3530, 1e-6);
+  EXPECT_EQ(data->labels[0].item<std::int64_t>(), 9);
+  EXPECT_EQ(data->labels[1].item<std::int64_t>(), 0);
+}
+
+TEST_F(IdxFiles, MissingDatasetFileIsIoErrorNamingItAndThePackage) {
+  labels("train-labels-idx1-ubyte.gz", 1);
+  expect_error<IoError>([&] { load_fashion_mnist(dir_); },
+                        {(dir_ / "train-images-idx3-ubyte.gz").string(), "dataset-fashion-mnist"});
+}
+
+}  // namespace
+}  // namespace fast::torch
