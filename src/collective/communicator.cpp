@@ -1,6 +1,7 @@
 #include "fast/collective/communicator.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <vector>
 
 #include "fast/core/error.hpp"
@@ -38,6 +39,25 @@ void scale(MutableView v, double factor) {
   } else {
     for (double& x : v.as<double>()) x *= factor;
   }
+}
+
+// Runs body; whether it returns or throws, waits for every operation in `pending` before leaving,
+// so no send or receive still touches the caller's memory afterwards. Rethrows body's error first,
+// else the first error of the operations.
+template <typename Body>
+void run_then_drain(Body&& body, std::initializer_list<std::vector<Work>*> pending) {
+  try {
+    body();
+  } catch (...) {
+    for (std::vector<Work>* works : pending) {
+      try {
+        core::wait_all(*works);
+      } catch (...) {
+      }
+    }
+    throw;
+  }
+  for (std::vector<Work>* works : pending) core::wait_all(*works);
 }
 
 std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::size_t chunk_bytes) {
@@ -82,7 +102,7 @@ void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& opti
   std::vector<Work> recvs(static_cast<std::size_t>(steps) * pieces);
   auto at = [pieces](int step, std::size_t piece) { return static_cast<std::size_t>(step) * pieces + piece; };
 
-  try {
+  run_then_drain([&] {
     for (int g = 0; g < steps; ++g) {
       const int send_segment = wrap(r - g, n);
       const int recv_segment = wrap(r - g - 1, n);
@@ -105,17 +125,7 @@ void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& opti
         }
       }
     }
-  } catch (...) {
-    // Leave no operation reading or writing the caller's memory, then report the first error.
-    try {
-      core::wait_all(recvs);
-      core::wait_all(sends);
-    } catch (...) {
-    }
-    throw;
-  }
-  core::wait_all(recvs);
-  core::wait_all(sends);
+  }, {&recvs, &sends});
 }
 
 // Pipelined chain from the root: the worker at distance d from the root receives each piece from
@@ -135,7 +145,7 @@ void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes
   FAST_ENFORCE(pieces <= runtime::kMaxTagDetail, "broadcast: too many pieces; raise chunk_bytes");
   std::vector<Work> sends;
   sends.reserve(pieces);
-  try {
+  run_then_drain([&] {
     for (std::size_t k = 0; k < pieces; ++k) {
       const Range range = piece_range(data.numel(), 1, 0, pieces, k);
       MutableView piece = data.slice(range.begin, range.size());
@@ -143,14 +153,7 @@ void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes
       if (distance > 0) ctx_.recv(prev, tag, piece).wait();
       if (forwards) sends.push_back(ctx_.send(next, tag, piece));
     }
-  } catch (...) {
-    try {
-      core::wait_all(sends);
-    } catch (...) {
-    }
-    throw;
-  }
-  core::wait_all(sends);
+  }, {&sends});
 }
 
 // Ring all-gather: at step s worker r forwards block (r - s) and receives block (r - s - 1).
@@ -167,7 +170,7 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
   if (n == 1) return;
   std::vector<Work> sends;
   sends.reserve(static_cast<std::size_t>(n));
-  try {
+  run_then_drain([&] {
     for (int s = 0; s < n - 1; ++s) {
       const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(s));
       const auto send_block = static_cast<std::size_t>(wrap(r - s, n));
@@ -175,14 +178,7 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
       sends.push_back(ctx_.send(wrap(r + 1, n), tag, out.slice(send_block * block, block)));
       ctx_.recv(wrap(r - 1, n), tag, out.slice(recv_block * block, block)).wait();
     }
-  } catch (...) {
-    try {
-      core::wait_all(sends);
-    } catch (...) {
-    }
-    throw;
-  }
-  core::wait_all(sends);
+  }, {&sends});
 }
 
 // Dissemination barrier: in round k worker r signals r + 2^k and waits for r - 2^k; after

@@ -54,13 +54,20 @@ void ThreadsContext::sleep(double seconds) {
   }
 }
 
+namespace {
+std::shared_ptr<Op> new_op(Op::Kind kind, int src, int dst, Tag tag) {
+  auto op = std::make_shared<Op>();
+  op->kind = kind;
+  op->src = src;
+  op->dst = dst;
+  op->tag = tag;
+  return op;
+}
+}  // namespace
+
 core::Work ThreadsContext::send(int peer, Tag tag, core::ConstView data) {
   check_peer(*this, peer, "send");
-  auto op = std::make_shared<Op>();
-  op->kind = Op::Kind::send;
-  op->src = rank_;
-  op->dst = peer;
-  op->tag = tag;
+  auto op = new_op(Op::Kind::send, rank_, peer, tag);
   op->send_data = data;
   Counters& c = counters_[static_cast<std::size_t>(peer)];
   c.bytes_sent.fetch_add(data.bytes(), std::memory_order_relaxed);
@@ -81,11 +88,7 @@ core::Work ThreadsContext::post_recv(std::shared_ptr<Op> op) {
 
 core::Work ThreadsContext::recv(int peer, Tag tag, core::MutableView dst, Combine combine) {
   check_peer(*this, peer, "recv");
-  auto op = std::make_shared<Op>();
-  op->kind = Op::Kind::recv_view;
-  op->src = peer;
-  op->dst = rank_;
-  op->tag = tag;
+  auto op = new_op(Op::Kind::recv_view, peer, rank_, tag);
   op->recv_dst = dst;
   op->combine = combine;
   return post_recv(std::move(op));
@@ -93,11 +96,7 @@ core::Work ThreadsContext::recv(int peer, Tag tag, core::MutableView dst, Combin
 
 core::Work ThreadsContext::recv(int peer, Tag tag, core::Buffer& out) {
   check_peer(*this, peer, "recv");
-  auto op = std::make_shared<Op>();
-  op->kind = Op::Kind::recv_buffer;
-  op->src = peer;
-  op->dst = rank_;
-  op->tag = tag;
+  auto op = new_op(Op::Kind::recv_buffer, peer, rank_, tag);
   op->recv_out = &out;
   return post_recv(std::move(op));
 }
