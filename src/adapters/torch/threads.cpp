@@ -1,5 +1,6 @@
 #include "fast/adapters/torch/threads.hpp"
 
+#include <dlfcn.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -24,6 +25,21 @@ int available_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+namespace {
+// Debian's libtorch calls the system BLAS; with OpenBLAS's pthread build that library keeps its own
+// pool (one thread per core by default) which at::set_num_threads does not reach, so every worker's
+// matrix product would fan out over all cores. OpenBLAS exports openblas_set_num_threads; it is
+// looked up at run time because the BLAS behind libblas.so.3 is the machine's choice. Returns false
+// when the loaded BLAS is not OpenBLAS.
+bool set_openblas_threads(int threads) {
+  using SetThreads = void (*)(int);
+  auto* set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (set == nullptr) return false;
+  set(threads);
+  return true;
+}
+}  // namespace
+
 int configure_torch_threads(int workers_in_process) {
   FAST_ENFORCE(workers_in_process >= 1, "configure_torch_threads: expected workers_in_process >= 1, got {}",
                workers_in_process);
@@ -41,8 +57,10 @@ int configure_torch_threads(int workers_in_process) {
     }
   });
   ::at::set_num_threads(threads);
-  core::log(core::LogLevel::info, "libtorch intra-op threads: {} ({}; {} cores, {} workers in this process)", threads,
-            from_env > 0 ? "FAST_TORCH_THREADS" : "cores / workers", cores, workers_in_process);
+  const bool openblas = set_openblas_threads(threads);
+  core::log(core::LogLevel::info, "libtorch intra-op threads: {}{} ({}; {} cores, {} workers in this process)", threads,
+            openblas ? ", OpenBLAS threads too" : "", from_env > 0 ? "FAST_TORCH_THREADS" : "cores / workers", cores,
+            workers_in_process);
   return threads;
 }
 

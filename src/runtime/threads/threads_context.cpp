@@ -125,16 +125,16 @@ core::Work ThreadsContext::spawn(std::string name, std::function<void()> fn) {
   struct ActivityWork final : core::WorkImpl {
     const WorldState* world = nullptr;
     std::string name;
-    std::mutex mutex;
+    mutable std::mutex mutex;
     std::condition_variable cv;
     bool done = false;
     std::exception_ptr err;
     bool completed() const override {
-      std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mutex));
+      std::lock_guard<std::mutex> lock(mutex);
       return done;
     }
     std::exception_ptr error() const override {
-      std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mutex));
+      std::lock_guard<std::mutex> lock(mutex);
       return err;
     }
     bool wait_for(double timeout_seconds) override {
