@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -17,8 +18,20 @@ void Op::complete(std::exception_ptr e) {
     std::lock_guard<std::mutex> lock(mutex);
     error = std::move(e);
     done = true;
+    ready.store(true, std::memory_order_release);
   }
   cv.notify_all();
+}
+
+bool Op::offer(const std::shared_ptr<Op>& send) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!waiting) return false;
+    handover = send;
+    ready.store(true, std::memory_order_release);
+  }
+  cv.notify_all();
+  return true;
 }
 
 std::string Op::describe() const {
@@ -72,6 +85,36 @@ std::size_t transfer(Op& send, Op& recv) {
   return error ? 0 : send.send_data.numel();
 }
 
+namespace {
+// With the op's lock held: performs a handed-over transfer (releasing the lock meanwhile) and
+// returns true, or returns false when there is none.
+bool take_handover(Op& op, std::unique_lock<std::mutex>& lock) {
+  if (!op.handover) return false;
+  std::shared_ptr<Op> send = std::move(op.handover);
+  op.waiting = false;
+  lock.unlock();
+  transfer(*send, op);
+  lock.lock();
+  return true;
+}
+
+// Waits, lock held, until the matched op is done, performing a hand-over if one arrives.
+void finish_matched(Op& op, std::unique_lock<std::mutex>& lock) {
+  while (!op.done) {
+    if (take_handover(op, lock)) continue;
+    op.waiting = true;
+    op.cv.wait(lock);
+  }
+  op.waiting = false;
+}
+
+// Whether spinning before blocking pays: only when every worker can have a core of its own.
+bool spin_pays(const WorldState& world) {
+  static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(world.size()) <= cores;
+}
+}  // namespace
+
 OpWork::~OpWork() {
   {
     std::lock_guard<std::mutex> lock(op_->mutex);
@@ -79,7 +122,7 @@ OpWork::~OpWork() {
   }
   if (mailbox_.cancel(*op_)) return;
   std::unique_lock<std::mutex> lock(op_->mutex);
-  op_->cv.wait(lock, [&] { return op_->done; });  // matched: the transfer is under way
+  finish_matched(*op_, lock);  // matched: the transfer is under way or handed to us
 }
 
 bool OpWork::completed() const {
@@ -98,12 +141,22 @@ bool OpWork::wait_for(double timeout_seconds) {
   const double limit = default_limit ? world_.op_timeout() : timeout_seconds;
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit));
   constexpr auto kPoll = std::chrono::milliseconds(50);  // how often an idle waiter checks for abort
+  constexpr int kSpins = 4000;                            // about 20-50 us of polling before blocking
+  if (spin_pays(world_))
+    for (int i = 0; i < kSpins && !op_->ready.load(std::memory_order_acquire); ++i) __builtin_ia32_pause();
   std::unique_lock<std::mutex> lock(op_->mutex);
+  // `waiting` is true only while this loop may block; every exit clears it under the lock, so a
+  // later sender transfers by itself.
   for (;;) {
-    if (op_->done) return true;
+    if (op_->done) {
+      op_->waiting = false;
+      return true;
+    }
+    if (take_handover(*op_, lock)) continue;
     const auto now = clock::now();
     const bool expired = now >= deadline;
     if (world_.aborted() || (expired && default_limit)) {
+      op_->waiting = false;
       lock.unlock();
       if (mailbox_.cancel(*op_)) {
         const std::string what = op_->describe();
@@ -116,10 +169,14 @@ bool OpWork::wait_for(double timeout_seconds) {
         return true;
       }
       lock.lock();  // matched: the transfer finishes promptly
-      op_->cv.wait(lock, [&] { return op_->done; });
+      finish_matched(*op_, lock);
       return true;
     }
-    if (expired) return false;
+    if (expired) {
+      op_->waiting = false;
+      return false;
+    }
+    op_->waiting = op_->kind != Op::Kind::send;
     op_->cv.wait_for(lock, std::min<clock::duration>(kPoll, deadline - now));
   }
 }

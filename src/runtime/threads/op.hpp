@@ -1,7 +1,10 @@
 #pragma once
 // One point-to-point operation (a send or a receive) of the threads runtime, and the Work handle
-// that waits on it. An Op is matched with its counterpart under the destination mailbox's lock;
-// whoever matches performs the transfer outside any lock and then completes both ops.
+// that waits on it. An Op is matched with its counterpart under the destination mailbox's lock.
+// The transfer then runs outside any lock, on the receiver's thread when it can: a receive whose
+// owner is already blocked in wait() is handed the matched send and copies (or adds) into its own
+// memory itself, so in a ring every worker reduces its own data in parallel; otherwise whoever
+// matched performs it. Either way both ops complete when the transfer ends.
 
 #include <atomic>
 #include <condition_variable>
@@ -43,8 +46,16 @@ struct Op {
   std::condition_variable cv;
   bool done = false;
   std::exception_ptr error;
+  bool waiting = false;          // receives: the owner is blocked in wait() and takes hand-overs
+  std::shared_ptr<Op> handover;  // receives: a matched send whose transfer the owner performs
+
+  // Set (release) together with done or handover, for waiters that spin before blocking.
+  std::atomic<bool> ready{false};
 
   void complete(std::exception_ptr e);
+  // Called by a sender that matched this (receive) op: hands `send` to the waiting owner and
+  // returns true, or returns false when the owner is not waiting (the caller transfers).
+  bool offer(const std::shared_ptr<Op>& send);
   std::string describe() const;  // "recv from 1 to 2 (tag 0x...)"
 };
 

@@ -73,7 +73,8 @@ core::Work ThreadsContext::send(int peer, Tag tag, core::ConstView data) {
   c.bytes_sent.fetch_add(data.bytes(), std::memory_order_relaxed);
   c.messages_sent.fetch_add(1, std::memory_order_relaxed);
   Mailbox& box = *mailboxes_[static_cast<std::size_t>(peer)];
-  if (std::shared_ptr<Op> recv = box.post_send(op, world_)) transfer(*op, *recv);
+  if (std::shared_ptr<Op> recv = box.post_send(op, world_))
+    if (!recv->offer(op)) transfer(*op, *recv);
   return core::Work(std::make_shared<OpWork>(std::move(op), box, world_));
 }
 
