@@ -1,11 +1,12 @@
 #include "fma.hpp"
 
+#include "fast/core/cpu.hpp"
+
 namespace fast::optim::detail {
 
 bool use_fused_multiply_add() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  static const bool fused = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return fused;
+#if FAST_HAVE_X86_TARGETS
+  return core::cpu_features().avx2 && core::cpu_features().fma;
 #elif defined(__aarch64__)
   return true;
 #else

@@ -11,6 +11,8 @@
 
 #include <cmath>
 
+#include "fast/core/cpu.hpp"
+
 namespace fast::optim::detail {
 
 // a * b + c, rounded once when kFused, twice otherwise.
@@ -29,8 +31,4 @@ bool use_fused_multiply_add();
 }  // namespace fast::optim::detail
 
 // The target of the fused kernels: AVX2 + FMA code on x86-64, the baseline elsewhere.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define FAST_OPTIM_FMA_TARGET [[gnu::target("avx2,fma")]]
-#else
-#define FAST_OPTIM_FMA_TARGET
-#endif
+#define FAST_OPTIM_FMA_TARGET FAST_TARGET_AVX2_FMA

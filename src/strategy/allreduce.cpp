@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fast/core/error.hpp"
+#include "fast/core/finite.hpp"
 #include "fast/core/log.hpp"
 
 namespace fast::strategy {
@@ -17,7 +18,7 @@ StepOutcome AllreduceStrategy::step(const StepInput& input) {
                   {.op = collective::ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
   StepOutcome outcome{.applied = true, .comm_seconds = ctx.now() - t0};
   // Every worker holds the same averaged gradient, so all take the same decision.
-  if (!all_finite(input.state.grads)) {
+  if (!core::all_finite(input.state.grads)) {
     if (options_.non_finite == NonFinitePolicy::error)
       FAST_THROW(core::InvalidArgument, "allreduce: the averaged gradient of step {} holds NaN or infinity",
                  input.step);

@@ -1,8 +1,6 @@
 #include "fast/strategy/strategy.hpp"
 
 #include <algorithm>
-#include <bit>
-#include <cstdint>
 #include <cmath>
 #include <functional>
 #include <utility>
@@ -47,12 +45,5 @@ std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collecti
              fmt::join(strategy_names(), ", "));
 }
 
-bool all_finite(std::span<const float> values) {
-  // NaN and infinity are the floats whose exponent bits are all ones. Integer, branch-free: the
-  // loop vectorises, one pass over the gradient.
-  std::uint32_t bad = 0;
-  for (float x : values) bad |= static_cast<std::uint32_t>((std::bit_cast<std::uint32_t>(x) & 0x7f800000u) == 0x7f800000u);
-  return bad == 0;
-}
 
 }  // namespace fast::strategy

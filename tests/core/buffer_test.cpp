@@ -4,6 +4,9 @@
 #include <vector>
 
 #include "fast/core/buffer.hpp"
+#include "fast/core/finite.hpp"
+
+#include <cmath>
 
 namespace fast::core {
 namespace {
@@ -46,6 +49,30 @@ TEST(TensorView, CopyChecksDtypeAndLength) {
   EXPECT_EQ(b[1], 2.f);
   EXPECT_THROW(copy(ConstView(std::span<const float>(a)), MutableView(std::span<float>(c))), InvalidArgument);
   EXPECT_THROW(copy(ConstView(std::span<const float>(a)), MutableView(std::span<double>(d))), InvalidArgument);
+}
+
+TEST(AllFinite, DetectsNanAndInfinityAnywhereOnEveryPath) {
+  // 1001 elements: the vector body and the scalar tail both see a bad value in some case below.
+  std::vector<float> v(1001, 2.0f);
+  EXPECT_TRUE(all_finite(v));
+  v[1000] = -INFINITY;
+  EXPECT_FALSE(all_finite(v));
+  v[1000] = 0.0f;
+  v[3] = std::nanf("");
+  EXPECT_FALSE(all_finite(v));
+  v[3] = 3.4e38f;  // large but finite
+  EXPECT_TRUE(all_finite(v));
+}
+
+
+TEST(AllFinite, EveryPositionIsChecked) {
+  std::vector<float> v(67, 1.0f);
+  EXPECT_TRUE(all_finite(std::span<const float>()));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    v[i] = INFINITY;
+    EXPECT_FALSE(all_finite(v)) << i;
+    v[i] = 1.0f;
+  }
 }
 
 }  // namespace

@@ -58,8 +58,6 @@ std::string one_of(const std::string& value, const std::vector<std::string>& all
   FAST_THROW(core::InvalidArgument, "{}: unknown value '{}'; expected one of: {}", key, value, fmt::join(allowed, ", "));
 }
 
-std::string text(const std::string& s) { return s; }
-std::string text(const std::filesystem::path& p) { return p.string(); }
 std::string text(double v) { return fmt::format("{}", v); }
 std::string text(long long v) { return fmt::format("{}", v); }
 

@@ -69,7 +69,4 @@ std::vector<std::string> strategy_names();
 // Throws InvalidArgument for an unknown name; the message lists strategy_names().
 std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm);
 
-// True when every element is finite.
-bool all_finite(std::span<const float> values);
-
 }  // namespace fast::strategy
