@@ -26,8 +26,10 @@ enum class ReduceOp : std::uint8_t { sum, avg };
 struct AllreduceOptions {
   ReduceOp op = ReduceOp::sum;
   // Largest message of the pipeline, in bytes. Each ring segment is cut into pieces of at most
-  // this size, so a piece is forwarded while the next is still arriving.
-  std::size_t chunk_bytes = std::size_t{256} << 10;
+  // this size, so a piece is forwarded while the next is still arriving. 4 MiB measured best for
+  // the threads runtime (docs/benchmarks.md): in one process a piece costs a wake-up and there is
+  // no link latency to hide.
+  std::size_t chunk_bytes = std::size_t{4} << 20;
 };
 
 class Communicator {

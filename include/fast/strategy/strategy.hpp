@@ -32,7 +32,7 @@ enum class NonFinitePolicy : std::uint8_t {
 
 struct StrategyOptions {
   std::string name = "allreduce";                     // one of strategy_names()
-  std::size_t chunk_bytes = std::size_t{256} << 10;    // pipeline piece of all-reduce based exchanges
+  std::size_t chunk_bytes = std::size_t{4} << 20;    // pipeline piece of all-reduce based exchanges
   NonFinitePolicy non_finite = NonFinitePolicy::skip;  // reaction to a NaN/inf aggregated gradient
 };
 

@@ -27,10 +27,12 @@ int available_cores() {
 
 namespace {
 // Debian's libtorch calls the system BLAS; with OpenBLAS's pthread build that library keeps its own
-// pool (one thread per core by default) which at::set_num_threads does not reach, so every worker's
-// matrix product would fan out over all cores. OpenBLAS exports openblas_set_num_threads; it is
-// looked up at run time because the BLAS behind libblas.so.3 is the machine's choice. Returns false
-// when the loaded BLAS is not OpenBLAS.
+// spinning pool (one thread per core by default) which at::set_num_threads does not reach, so every
+// worker's matrix product would fan out over all cores and spin against libtorch's OpenMP threads
+// (measured: 2-worker MLP at 0.3x of PyTorch DDP; 1-worker MLP at 0.29x of a plain loop when both
+// pools had 2 threads). OpenBLAS is therefore kept at one thread; libtorch's intra-op threads do the
+// parallel work. openblas_set_num_threads is looked up at run time because the BLAS behind
+// libblas.so.3 is the machine's choice. Returns false when the loaded BLAS is not OpenBLAS.
 bool set_openblas_threads(int threads) {
   using SetThreads = void (*)(int);
   auto* set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
@@ -57,9 +59,9 @@ int configure_torch_threads(int workers_in_process) {
     }
   });
   ::at::set_num_threads(threads);
-  const bool openblas = set_openblas_threads(threads);
+  const bool openblas = set_openblas_threads(1);
   core::log(core::LogLevel::info, "libtorch intra-op threads: {}{} ({}; {} cores, {} workers in this process)", threads,
-            openblas ? ", OpenBLAS threads too" : "", from_env > 0 ? "FAST_TORCH_THREADS" : "cores / workers", cores,
+            openblas ? ", OpenBLAS 1" : "", from_env > 0 ? "FAST_TORCH_THREADS" : "cores / workers", cores,
             workers_in_process);
   return threads;
 }

@@ -8,8 +8,8 @@ namespace fast::torch {
 // (sched_getaffinity, falling back to std::thread::hardware_concurrency). The first call also sets
 // the inter-op pool to 1 thread (libtorch allows that once per process, before any inter-op work;
 // later calls leave it alone, and if libtorch refuses it is logged as a warning). When the BLAS
-// libtorch calls is OpenBLAS, its own pool is set to the same count (it ignores libtorch's
-// setting, and its default of one thread per core oversubscribes N workers). Logs and returns
+// libtorch calls is OpenBLAS, its own pool is set to 1 thread (it ignores libtorch's setting, and
+// its spinning threads fight libtorch's: see threads.cpp for the measurements). Logs and returns
 // the intra-op thread count. InvalidArgument when workers_in_process < 1. Thread-safe, but the
 // setting is process-wide: call it once, before the workers start.
 int configure_torch_threads(int workers_in_process);

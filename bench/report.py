@@ -1,0 +1,247 @@
+#!/usr/bin/python3
+"""Tables of the benchmark results written by bench/run.sh (standard library only).
+
+usage: bench/report.py {allreduce|overhead|ddp|all} RESULTS_DIR
+
+Reads RESULTS_DIR/raw/ (see bench/run.sh for the file names), prints one table per benchmark
+with the FAST figure, the peer figure and their ratio (medians over the repetitions), states
+whether the goal is met, and writes RESULTS_DIR/<benchmark>_summary.csv and, for `all`,
+RESULTS_DIR/summary.json.
+"""
+
+import csv
+import glob
+import json
+import math
+import os
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+DEFAULT_CHUNK = 4 << 20  # fast::collective::AllreduceOptions::chunk_bytes
+GOAL_ALLREDUCE_FROM = 1 << 20   # (a) goal applies from 1 MiB up
+GOAL_ALLREDUCE = 1.0            # FAST busbw / MPI busbw
+GOAL_OVERHEAD = 0.97            # (b) FAST samples/s / plain libtorch samples/s (<= 3% fewer)
+GOAL_DDP = {"mlp": 2.0, "cnn": 1.1}  # (c) FAST samples/s / DDP samples/s
+NOISY_SPREAD = 1.25             # (b), (c): max/min of one side's runs above this marks the verdict noisy
+
+
+def human_bytes(b):
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= size and b % size == 0:
+            return f"{b // size} {unit}"
+    return f"{b} B"
+
+
+def loads(raw, pattern):
+    """Mean 1-minute load average recorded before the runs matching pattern."""
+    vals = []
+    for path in glob.glob(os.path.join(raw, pattern + ".load")):
+        with open(path) as f:
+            vals.append(float(f.read().split()[0]))
+    return (statistics.mean(vals), min(vals), max(vals)) if vals else None
+
+
+def load_text(raw, pattern):
+    l = loads(raw, pattern)
+    return "load n/a" if l is None else f"1-min load avg {l[0]:.2f} (min {l[1]:.2f}, max {l[2]:.2f}) on {os.cpu_count()} cores"
+
+
+def table(header, rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = lambda r: "| " + " | ".join(str(x).rjust(w) for x, w in zip(r, widths)) + " |"
+    out = [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(r) for r in rows]
+    return "\n".join(out)
+
+
+def verdict(ok):
+    return "MET" if ok else "MISSED"
+
+
+# ---------------------------------------------------------------- (a) all-reduce
+def report_allreduce(out):
+    raw = os.path.join(out, "raw")
+    busbw = defaultdict(list)  # (impl, ranks, bytes, chunk) -> [busbw]
+    for path in sorted(glob.glob(os.path.join(raw, "a_*.csv"))):
+        with open(path) as f:
+            for row in csv.DictReader(f):
+                key = (row["impl"], int(row["ranks"]), int(row["bytes"]), int(row["chunk_bytes"]))
+                busbw[key].append(float(row["busbw_GBps"]))
+    if not busbw:
+        raise SystemExit(f"report.py: no all-reduce results in {raw}")
+    med = {k: statistics.median(v) for k, v in busbw.items()}
+    reps = max(len(v) for v in busbw.values())
+    chunks = sorted({k[3] for k in med if k[0] == "fast"})
+    summary_rows, result = [], {"goal": f"FAST busbw >= {GOAL_ALLREDUCE}x MPI from 1 MiB up", "ranks": {}}
+    text = [f"(a) all-reduce bus bandwidth, GB/s (busbw = bytes/time * 2(n-1)/n; median of {reps} runs; "
+            f"float sum, in place; {load_text(raw, 'a_*')})",
+            "    FAST: threads runtime, ring all-reduce; MPI: OpenMPI MPI_Allreduce(MPI_IN_PLACE, MPI_SUM), "
+            "mpirun --bind-to none (4 ranks: --oversubscribe, 4 ranks on 2 cores)",
+            "    MPI yield: 2 ranks with --mca mpi_yield_when_idle 1 (4 ranks yield already, being oversubscribed)",
+            "    ratio = FAST / the better of MPI and MPI yield; 'FAST best' = best chunk_bytes for that size"]
+    for n in sorted({k[1] for k in med}):
+        sizes = sorted({k[2] for k in med if k[1] == n})
+        rows, goal_ok, worst = [], True, math.inf
+        for b in sizes:
+            mpi_default = med.get(("mpi", n, b, 0))
+            mpi_yield = med.get(("mpi_yield", n, b, 0))
+            mpi = max((x for x in (mpi_default, mpi_yield) if x is not None), default=None)  # the stronger peer
+            fast_by_chunk = {c: med[("fast", n, b, c)] for c in chunks if ("fast", n, b, c) in med}
+            dflt = fast_by_chunk.get(DEFAULT_CHUNK)
+            best_c = max(fast_by_chunk, key=fast_by_chunk.get) if fast_by_chunk else None
+            best = fast_by_chunk.get(best_c)
+            r_d = dflt / mpi if dflt and mpi else None
+            r_b = best / mpi if best and mpi else None
+            if b >= GOAL_ALLREDUCE_FROM and r_d is not None:
+                goal_ok &= r_d >= GOAL_ALLREDUCE
+                worst = min(worst, r_d)
+            fmt = lambda x: "-" if x is None else f"{x:.3f}"
+            fmtr = lambda x: "-" if x is None else f"{x:.2f}x"
+            rows.append([human_bytes(b), fmt(mpi_default), fmt(mpi_yield), fmt(dflt), fmtr(r_d), fmt(best),
+                         "-" if best_c is None else human_bytes(best_c), fmtr(r_b)])
+            summary_rows.append({"ranks": n, "bytes": b, "mpi_busbw": mpi_default, "mpi_yield_busbw": mpi_yield,
+                                 "mpi_best_busbw": mpi, "fast_default_busbw": dflt,
+                                 "ratio_default": r_d, "fast_best_busbw": best, "best_chunk": best_c,
+                                 "ratio_best": r_b,
+                                 **{f"fast_chunk_{c}": fast_by_chunk.get(c) for c in chunks}})
+        text.append(f"\n  {n} ranks")
+        text.append(table(["size", "MPI", "MPI yield", "FAST 4M (default)", "ratio", "FAST best", "chunk", "ratio best"], rows))
+        text.append(f"  goal (FAST default chunk >= 1.0x the better MPI for sizes >= 1 MiB): {verdict(goal_ok)}"
+                    + ("" if worst == math.inf else f" (worst ratio {worst:.2f}x)"))
+        result["ranks"][str(n)] = {"goal_met": goal_ok, "worst_ratio_from_1MiB": None if worst == math.inf else worst}
+    # Chunk-size comparison: geometric mean of busbw over sizes >= 1 MiB, per rank count.
+    rows = []
+    for c in chunks:
+        row = [human_bytes(c)]
+        for n in sorted({k[1] for k in med}):
+            vals = [med[k] for k in med if k[0] == "fast" and k[1] == n and k[3] == c and k[2] >= GOAL_ALLREDUCE_FROM]
+            row.append(f"{math.exp(statistics.mean(math.log(v) for v in vals)):.3f}" if vals else "-")
+        rows.append(row)
+    text.append("\n  FAST chunk_bytes: geometric mean busbw (GB/s) over sizes >= 1 MiB")
+    text.append(table(["chunk"] + [f"{n} ranks" for n in sorted({k[1] for k in med})], rows))
+    with open(os.path.join(out, "allreduce_summary.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(summary_rows[0].keys()))
+        w.writeheader()
+        w.writerows(summary_rows)
+    return result, "\n".join(text)
+
+
+# ---------------------------------------------------------- (b), (c) training runs
+def read_runs(raw, prefix):
+    """{(model, impl): [record]} from raw/<prefix>_<model>_<impl>_rep<k>.json."""
+    runs = defaultdict(list)
+    for path in sorted(glob.glob(os.path.join(raw, f"{prefix}_*_rep*.json"))):
+        m = re.match(rf"{prefix}_(\w+?)_(\w+)_rep(\d+)\.json$", os.path.basename(path))
+        if not m:
+            continue
+        with open(path) as f:
+            runs[(m.group(1), m.group(2))].append(json.load(f))
+    return runs
+
+
+def report_training(out, prefix, peer, title, goal_for, goal_text):
+    raw = os.path.join(out, "raw")
+    runs = read_runs(raw, prefix)
+    if not runs:
+        raise SystemExit(f"report.py: no results {prefix}_* in {raw}")
+    rows, summary, result = [], [], {"goal": goal_text, "models": {}}
+    for model in ("mlp", "cnn"):
+        fast, other = runs.get((model, "fast"), []), runs.get((model, peer), [])
+        if not fast or not other:
+            continue
+        f_sps = [r["samples_per_second"] for r in fast]
+        p_sps = [r["samples_per_second"] for r in other]
+        f_med, p_med = statistics.median(f_sps), statistics.median(p_sps)
+        ratio = f_med / p_med
+        goal = goal_for(model)
+        ok = ratio >= goal
+        # Runs of one side that differ by more than NOISY_SPREAD: the machine was too busy for the
+        # verdict to mean much (typically libtorch's OpenMP threads spinning against other processes).
+        spread_ratio = max(max(f_sps) / min(f_sps), max(p_sps) / min(p_sps))
+        noisy = spread_ratio > NOISY_SPREAD
+        spread = lambda v: f"{min(v):.0f}-{max(v):.0f}"
+        rows.append([model, f"{p_med:.0f}", spread(p_sps), f"{f_med:.0f}", spread(f_sps), f"{ratio:.3f}x",
+                     f">= {goal}x", verdict(ok) + (f" (noisy: runs differ {spread_ratio:.1f}x)" if noisy else "")])
+        result["models"][model] = {"fast_samples_per_second": f_med, f"{peer}_samples_per_second": p_med,
+                                   "ratio": ratio, "goal": goal, "goal_met": ok, "runs": len(f_sps),
+                                   "noisy": noisy, "max_run_spread": spread_ratio,
+                                   "fast_runs": f_sps, f"{peer}_runs": p_sps,
+                                   "fast_final_accuracy": [r.get("final_accuracy") for r in fast],
+                                   f"{peer}_final_train_loss": [r.get("final_train_loss") for r in other]}
+        summary.append({"model": model, "fast": f_med, peer: p_med, "ratio": ratio, "goal": goal, "met": ok})
+    meta = {}
+    if os.path.exists(os.path.join(out, "meta.json")):
+        with open(os.path.join(out, "meta.json")) as f:
+            meta = json.load(f)
+    threads = f"; FAST_TORCH_THREADS={meta['b_torch_threads']}" if prefix == "b" and "b_torch_threads" in meta else ""
+    blas = f"; OPENBLAS_NUM_THREADS={meta.get('openblas_num_threads', '?')}"
+    text = [f"{title} ({load_text(raw, prefix + '_*')}{threads}{blas})",
+            table(["model", f"{peer} samples/s", "range", "FAST samples/s", "range", "FAST/peer", "goal", ""], rows)]
+    with open(os.path.join(out, f"{'overhead' if prefix == 'b' else 'ddp'}_summary.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(summary[0].keys()) if summary else ["model"])
+        w.writeheader()
+        w.writerows(summary)
+    return result, "\n".join(text)
+
+
+def report_overhead(out):
+    return report_training(
+        out, "b", "plain",
+        "(b) framework overhead: `fast train --workers 1` vs a plain libtorch loop, samples/s "
+        "(median; same model, batch, optimizer, threads; timed from step 0 to the last step)",
+        lambda m: GOAL_OVERHEAD, "FAST >= 0.97x plain libtorch (<= 3% fewer samples/s)")
+
+
+def report_ddp(out):
+    return report_training(
+        out, "c", "ddp",
+        "(c) 2 workers: `fast train --workers 2` (threads) vs PyTorch DDP over gloo (2 processes), "
+        "samples/s of all workers (median; 1 torch thread per worker)",
+        lambda m: GOAL_DDP[m], "FAST >= 2x DDP on mlp, >= 1.1x on cnn")
+
+
+def main(argv):
+    if len(argv) != 3 or argv[1] not in ("allreduce", "overhead", "ddp", "all"):
+        raise SystemExit(__doc__)
+    what, out = argv[1], argv[2]
+    if what == "allreduce":
+        print(report_allreduce(out)[1])
+    elif what == "overhead":
+        print(report_overhead(out)[1])
+    elif what == "ddp":
+        print(report_ddp(out)[1])
+    else:
+        # All tables go to RESULTS_DIR/summary.txt; the terminal gets one verdict line per goal.
+        result, texts = {}, []
+        for name, fn, prefix in (("allreduce", report_allreduce, "a_*.csv"), ("overhead", report_overhead, "b_*"),
+                                 ("ddp", report_ddp, "c_*")):
+            if glob.glob(os.path.join(out, "raw", prefix)):
+                result[name], text = fn(out)
+                texts.append(text)
+        with open(os.path.join(out, "summary.txt"), "w") as f:
+            f.write("\n\n".join(texts) + "\n")
+        for name, r in result.items():
+            if name == "allreduce":
+                for n, v in r["ranks"].items():
+                    worst = v["worst_ratio_from_1MiB"]
+                    print(f"(a) all-reduce, {n} ranks: {verdict(v['goal_met'])} -- {r['goal']}; worst ratio "
+                          + ("n/a" if worst is None else f"{worst:.2f}x"))
+            else:
+                tag = "(b) overhead" if name == "overhead" else "(c) 2 workers vs DDP"
+                for model, v in r["models"].items():
+                    print(f"{tag}, {model}: {verdict(v['goal_met'])} -- FAST/peer {v['ratio']:.3f}x, goal >= {v['goal']}x"
+                          + (f" (noisy: runs of one side differ {v['max_run_spread']:.1f}x; rerun on a quiet machine)"
+                             if v["noisy"] else ""))
+        meta = os.path.join(out, "meta.json")
+        if os.path.exists(meta):
+            with open(meta) as f:
+                result["meta"] = json.load(f)
+        with open(os.path.join(out, "summary.json"), "w") as f:
+            json.dump(result, f, indent=2)
+        print(f"tables: {os.path.join(out, 'summary.txt')}; figures: {os.path.join(out, 'summary.json')}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

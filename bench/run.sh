@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Runs FAST's benchmarks against their peers and prints one table per benchmark (FAST, peer, ratio).
+#   (a) all-reduce bus bandwidth: FAST threads runtime vs OpenMPI MPI_Allreduce, 2 and 4 ranks
+#   (b) framework overhead: `fast train --workers 1` vs a plain libtorch loop (bench_plain_loop)
+#   (c) 2-worker throughput: `fast train --workers 2` vs PyTorch DDP over gloo (bench/ddp.py)
+# usage: bench/run.sh BUILD_DIR        (after building BUILD_DIR with -DFAST_BUILD_BENCH=ON; `make bench`)
+# Raw results: BUILD_DIR/bench-results/raw/, tables: bench-results/*_summary.csv and summary.json.
+# Methods and recorded figures: docs/benchmarks.md.
+#
+# Environment knobs (the defaults took 3 to 11 minutes on 2 busy cores):
+#   BENCH_ONLY="a b c"     which benchmarks to run
+#   BENCH_REPS=3           repetitions of each measurement (alternating FAST and peer); medians reported
+#   BENCH_QUICK=1          a short smoke run (1 repetition, small sizes, few steps) to check the harness
+#   BENCH_B_THREADS=2      libtorch intra-op threads for (b), both sides (FAST_TORCH_THREADS)
+#   BENCH_CHUNKS=64K,256K,1M,4M   FAST chunk_bytes values tried in (a)
+#   BENCH_OPENBLAS_THREADS=1  OPENBLAS_NUM_THREADS for (b) and (c), both sides; "default" leaves OpenBLAS
+#                          alone. libtorch's set_num_threads does not reach Debian's OpenBLAS (pthreads
+#                          build), which otherwise runs a pool of one thread per core on top of libtorch's
+#                          threads: "1 torch thread per worker" would not be one thread (docs/benchmarks.md).
+#                          FAST's configure_torch_threads calls openblas_set_num_threads itself, which
+#                          overrides this variable on the FAST side.
+#   FAST_DATA_DIR          Fashion-MNIST folder (default /usr/share/datasets/fashion-mnist)
+set -euo pipefail
+
+die() { echo "bench/run.sh: error: $*" >&2; exit 1; }
+
+[[ $# -eq 1 ]] || die "usage: bench/run.sh BUILD_DIR"
+BUILD=$(cd "$1" 2>/dev/null && pwd) || die "build folder '$1' not found (build it first: make bench)"
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=$BUILD/bin
+OUT=$BUILD/bench-results
+RAW=$OUT/raw
+PY=/usr/bin/python3   # Debian's python3 with python3-torch, not the first python3 on PATH
+REPORT=("$PY" "$ROOT/bench/report.py")
+
+ONLY=${BENCH_ONLY:-a b c}
+REPS=${BENCH_REPS:-3}
+QUICK=${BENCH_QUICK:-0}
+B_THREADS=${BENCH_B_THREADS:-2}
+CHUNKS=${BENCH_CHUNKS:-64K,256K,1M,4M}
+DATA_DIR=${FAST_DATA_DIR:-/usr/share/datasets/fashion-mnist}
+OPENBLAS=${BENCH_OPENBLAS_THREADS:-1}
+if [[ $OPENBLAS == default ]]; then unset OPENBLAS_NUM_THREADS; else export OPENBLAS_NUM_THREADS=$OPENBLAS; fi
+export FAST_DATA_DIR=$DATA_DIR
+
+# Sizes and step counts: full run vs smoke run.
+if [[ $QUICK == 1 ]]; then
+  REPS=1
+  A_ARGS=(--max-bytes 4M --budget-bytes 32M --max-iters 200 --min-iters 3)
+  B_STEPS_MLP=100; B_STEPS_CNN=10; C_STEPS_MLP=100; C_STEPS_CNN=10
+else
+  A_ARGS=(--max-bytes 64M --budget-bytes 512M --max-iters 2000 --min-iters 8)
+  B_STEPS_MLP=900; B_STEPS_CNN=80; C_STEPS_MLP=900; C_STEPS_CNN=100
+fi
+BATCH=64
+LR=0.05
+MOMENTUM=0.9
+
+# ------------------------------------------------------------------ checks: fail clearly
+need_file() { [[ -e $1 ]] || die "missing $1 ($2)"; }
+need_exe() { [[ -x $1 ]] || die "missing $1 ($2)"; }
+wants() { [[ " $ONLY " == *" $1 "* ]]; }
+
+if wants a; then
+  need_exe "$BIN/bench_allreduce_fast" "build with -DFAST_BUILD_BENCH=ON: make bench"
+  need_exe "$BIN/bench_allreduce_mpi" "build with -DFAST_BUILD_BENCH=ON: make bench"
+  command -v mpirun >/dev/null || die "mpirun not found (Debian packages openmpi-bin libopenmpi-dev: make deps-bench)"
+fi
+if wants b || wants c; then
+  need_exe "$BIN/fast" "the fast command (tools/fast) did not build"
+  "$BIN/fast" train --help >/dev/null 2>&1 || die "$BIN/fast train --help failed"
+  for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
+    need_file "$DATA_DIR/$f" "Fashion-MNIST: Debian package dataset-fashion-mnist, or set FAST_DATA_DIR"
+  done
+fi
+if wants b; then need_exe "$BIN/bench_plain_loop" "build with -DFAST_BUILD_BENCH=ON: make bench"; fi
+need_exe "$PY" "Debian's python3"
+"$PY" -c 'import numpy' 2>/dev/null || die "$PY cannot import numpy"
+if wants c; then
+  "$PY" -c 'import torch, torch.distributed as d; assert d.is_available() and d.is_gloo_available()' 2>/dev/null \
+    || die "$PY cannot import torch with gloo (Debian package python3-torch: make deps-bench)"
+fi
+
+# mpirun refuses root unless told; only set when we are root.
+if [[ $(id -u) == 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+
+rm -rf "$OUT"
+mkdir -p "$RAW"
+LOG=$OUT/log.txt
+: >"$LOG"
+T_START=$SECONDS
+note() { printf '[%4ds] %s\n' $((SECONDS - T_START)) "$*" | tee -a "$LOG"; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+# run NAME CMD...: runs CMD with its output in raw/NAME.log and the load before it in raw/NAME.load.
+run() {
+  local name=$1; shift
+  loadavg >"$RAW/$name.load"
+  if ! "$@" >"$RAW/$name.log" 2>&1; then
+    echo "---- $RAW/$name.log" >&2; tail -20 "$RAW/$name.log" >&2
+    die "benchmark step '$name' failed: $*"
+  fi
+}
+
+"$PY" - "$OUT/meta.json" "$ROOT" "$REPS" "$QUICK" "$OPENBLAS" "$B_THREADS" <<'EOF'
+import json, os, platform, subprocess, sys, time
+out, root, reps, quick, openblas, b_threads = sys.argv[1:7]
+def sh(cmd):
+    try: return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception: return ""
+meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "cores": os.cpu_count(),
+        "mem_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip(),
+        "loadavg_start": open("/proc/loadavg").read().split()[:3], "reps": int(reps), "quick": quick == "1",
+        "git": sh(f"git -C {root} rev-parse --short HEAD") + (" (dirty)" if sh(f"git -C {root} status --porcelain") else ""),
+        "mpirun": sh("mpirun --version 2>&1 | head -1"), "python_torch": sh("/usr/bin/python3 -c 'import torch; print(torch.__version__)'"),
+        "kernel": platform.release(), "openblas_num_threads": openblas, "b_torch_threads": int(b_threads)}
+json.dump(meta, open(out, "w"), indent=2)
+EOF
+note "FAST benchmarks: build $BUILD, results $OUT; $(nproc) cores, load $(loadavg); reps $REPS$( [[ $QUICK == 1 ]] && echo ", quick smoke run")"
+note "benchmarks: $ONLY; OPENBLAS_NUM_THREADS=$OPENBLAS for (b) and (c)"
+
+# ------------------------------------------------------------------ (a) all-reduce
+if wants a; then
+  note "(a) all-reduce bus bandwidth, 4 KiB..$( [[ $QUICK == 1 ]] && echo 4 || echo 64) MiB (x4), 2 and 4 ranks"
+  note "    MPI: mpirun --bind-to none; 4 ranks also --oversubscribe (4 processes on $(nproc) cores)"
+  note "    FAST: chunk_bytes $CHUNKS (default 4M)"
+  for rep in $(seq 1 "$REPS"); do
+    note "    rep $rep/$REPS: FAST (2 and 4 threads of one process)"
+    run "a_fast_rep$rep" "$BIN/bench_allreduce_fast" --ranks 2,4 --chunks "$CHUNKS" "${A_ARGS[@]}" --out "$RAW/a_fast_rep$rep.csv"
+    note "    rep $rep/$REPS: OpenMPI, 2 ranks"
+    run "a_mpi2_rep$rep" mpirun -np 2 --bind-to none "$BIN/bench_allreduce_mpi" "${A_ARGS[@]}" --out "$RAW/a_mpi2_rep$rep.csv"
+    # Busy-polling ranks suffer badly when other processes compete for the cores; OpenMPI's
+    # yield-when-idle mode (automatic when oversubscribed) is measured too, and FAST is judged
+    # against the better of the two.
+    note "    rep $rep/$REPS: OpenMPI, 2 ranks, --mca mpi_yield_when_idle 1"
+    run "a_mpiyield2_rep$rep" mpirun -np 2 --bind-to none --mca mpi_yield_when_idle 1 "$BIN/bench_allreduce_mpi" \
+      "${A_ARGS[@]}" --label mpi_yield --out "$RAW/a_mpiyield2_rep$rep.csv"
+    note "    rep $rep/$REPS: OpenMPI, 4 ranks (--oversubscribe)"
+    run "a_mpi4_rep$rep" mpirun -np 4 --oversubscribe --bind-to none "$BIN/bench_allreduce_mpi" "${A_ARGS[@]}" \
+      --out "$RAW/a_mpi4_rep$rep.csv"
+  done
+  echo
+  "${REPORT[@]}" allreduce "$OUT" | tee -a "$LOG"
+  echo
+fi
+
+# ------------------------------------------------------------------ (b), (c) training
+# fast_train NAME WORKERS MODEL STEPS: one `fast train` run, its summary in raw/NAME.json.
+fast_train() {
+  local name=$1 workers=$2 model=$3 steps=$4
+  # --eval-every STEPS: no evaluation inside the timed window (only the final one, after it).
+  run "$name" "$BIN/fast" train --workers "$workers" --model "$model" --batch $BATCH --optimizer momentum \
+    --momentum $MOMENTUM --lr $LR --steps "$steps" --eval-every "$steps" --progress never --summary "$RAW/$name.json"
+  need_file "$RAW/$name.json" "fast train wrote no summary; see $RAW/$name.log"
+}
+show() { "$PY" -c 'import json, sys; print("%.0f samples/s" % json.load(open(sys.argv[1]))["samples_per_second"])' "$1"; }
+
+if wants b; then
+  note "(b) framework overhead: fast train --workers 1 vs plain libtorch loop; FAST_TORCH_THREADS=$B_THREADS for both"
+  for model in mlp cnn; do
+    steps=$B_STEPS_MLP; [[ $model == cnn ]] && steps=$B_STEPS_CNN
+    for rep in $(seq 1 "$REPS"); do
+      # Alternate which side goes first, so slow drifts in load hit both equally.
+      order=(plain fast); (( rep % 2 == 0 )) && order=(fast plain)
+      for side in "${order[@]}"; do
+        name="b_${model}_${side}_rep$rep"
+        if [[ $side == plain ]]; then
+          run "$name" env FAST_TORCH_THREADS="$B_THREADS" "$BIN/bench_plain_loop" --model "$model" --batch $BATCH \
+            --lr $LR --momentum $MOMENTUM --steps "$steps" --warmup $((steps / 10)) --out "$RAW/$name.json"
+        else
+          FAST_TORCH_THREADS=$B_THREADS fast_train "$name" 1 "$model" "$steps"
+        fi
+        note "    $model rep $rep/$REPS $side ($steps steps): $(show "$RAW/$name.json")"
+      done
+    done
+  done
+  echo
+  "${REPORT[@]}" overhead "$OUT" | tee -a "$LOG"
+  echo
+fi
+
+if wants c; then
+  note "(c) 2 workers: fast train --workers 2 (FAST_TORCH_THREADS=1) vs PyTorch DDP/gloo, 2 processes x 1 thread"
+  for model in mlp cnn; do
+    steps=$C_STEPS_MLP; [[ $model == cnn ]] && steps=$C_STEPS_CNN
+    for rep in $(seq 1 "$REPS"); do
+      order=(ddp fast); (( rep % 2 == 0 )) && order=(fast ddp)
+      for side in "${order[@]}"; do
+        name="c_${model}_${side}_rep$rep"
+        if [[ $side == ddp ]]; then
+          run "$name" "$PY" "$ROOT/bench/ddp.py" --model "$model" --workers 2 --batch $BATCH --lr $LR \
+            --momentum $MOMENTUM --steps "$steps" --warmup $((steps / 10)) --threads 1 --data-dir "$DATA_DIR" \
+            --out "$RAW/$name.json"
+        else
+          FAST_TORCH_THREADS=1 fast_train "$name" 2 "$model" "$steps"
+        fi
+        note "    $model rep $rep/$REPS $side ($steps steps/worker): $(show "$RAW/$name.json")"
+      done
+    done
+  done
+  echo
+  "${REPORT[@]}" ddp "$OUT" | tee -a "$LOG"
+  echo
+fi
+
+note "done; load $(loadavg)"
+echo "================================ summary"
+"${REPORT[@]}" all "$OUT" | tee "$OUT/verdicts.txt"
