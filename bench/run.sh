@@ -34,7 +34,7 @@ PY=/usr/bin/python3   # Debian's python3 with python3-torch, not the first pytho
 REPORT=("$PY" "$ROOT/bench/report.py")
 
 ONLY=${BENCH_ONLY:-a b c}
-REPS=${BENCH_REPS:-3}
+REPS=${BENCH_REPS:-5}
 QUICK=${BENCH_QUICK:-0}
 B_THREADS=${BENCH_B_THREADS:-2}
 CHUNKS=${BENCH_CHUNKS:-64K,256K,1M,4M}
@@ -50,7 +50,7 @@ if [[ $QUICK == 1 ]]; then
   B_STEPS_MLP=100; B_STEPS_CNN=10; C_STEPS_MLP=100; C_STEPS_CNN=10
 else
   A_ARGS=(--max-bytes 64M --budget-bytes 512M --max-iters 2000 --min-iters 8)
-  B_STEPS_MLP=900; B_STEPS_CNN=80; C_STEPS_MLP=900; C_STEPS_CNN=100
+  B_STEPS_MLP=2000; B_STEPS_CNN=300; C_STEPS_MLP=2000; C_STEPS_CNN=300
 fi
 BATCH=64
 LR=0.05
