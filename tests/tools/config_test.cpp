@@ -43,6 +43,20 @@ TEST(Config, FileThenFlagsOverride) {
   EXPECT_EQ(o.workers, 5);
 }
 
+TEST(Config, SlowdownFactorsParseAndAreChecked) {
+  torch::TrainOptions o;
+  apply_setting(o, "slowdown", "1,1,1.5,4", "--slowdown");
+  EXPECT_EQ(o.slowdown.factors, (std::vector<double>{1, 1, 1.5, 4}));
+  apply_setting(o, "straggler_probability", "0.1", "--straggler-probability");
+  EXPECT_DOUBLE_EQ(o.slowdown.straggler_probability, 0.1);
+  EXPECT_NE(error_of([&] { apply_setting(o, "slowdown", "1,0.5", "--slowdown"); }).find("expected factors >= 1, got 0.5"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "slowdown", "1,x", "--slowdown"); }).find("expected a number, got 'x'"),
+            std::string::npos);
+  apply_setting(o, "slowdown", "", "--slowdown");
+  EXPECT_TRUE(o.slowdown.factors.empty());
+}
+
 TEST(Config, WrongTypeNamesFileLineKeyAndTypes) {
   torch::TrainOptions o;
   const std::string e = error_of([&] { apply_config_file(o, write_toml("t.toml", "seed = 1\nbatch = \"large\"\n")); });

@@ -52,6 +52,23 @@ double non_negative(double value, std::string_view key) {
   return value;
 }
 
+// "1,1,1.5,4" -> {1, 1, 1.5, 4}; each a number >= 1. Empty text: no factors.
+std::vector<double> parse_factors(const std::string& text, std::string_view key) {
+  std::vector<double> factors;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string item(rest.substr(0, comma));
+    const double f = parse_number(item, key);
+    FAST_ENFORCE(f >= 1.0, "{}: expected factors >= 1, got {} (item {})", key, item, factors.size() + 1);
+    factors.push_back(f);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+    FAST_ENFORCE(!rest.empty(), "{}: expected a number after the last ',', got nothing", key);
+  }
+  return factors;
+}
+
 std::string one_of(const std::string& value, const std::vector<std::string>& allowed, std::string_view key) {
   for (const auto& a : allowed)
     if (a == value) return value;
@@ -162,6 +179,21 @@ std::vector<ConfigKey> build_keys() {
        [](const TrainOptions& o) {
          return std::string(o.worker.strategy.non_finite == strategy::NonFinitePolicy::skip ? "skip" : "error");
        }},
+      {"slowdown", KeyType::string,
+       "Emulated slow workers: one factor >= 1 per worker, comma-separated (1,1,1,4); worker r waits "
+       "(f-1) x its compute time each step. Empty: none.",
+       [](TrainOptions& o, const std::string& v) { o.slowdown.factors = parse_factors(v, "slowdown"); },
+       [](const TrainOptions& o) { return fmt::format("{}", fmt::join(o.slowdown.factors, ",")); }},
+      {"straggler_probability", KeyType::number, "Random stragglers: probability, per worker and step, of a slow step.",
+       [](TrainOptions& o, const std::string& v) {
+         o.slowdown.straggler_probability = non_negative(parse_number(v, "straggler_probability"), "straggler_probability");
+       },
+       [](const TrainOptions& o) { return text(o.slowdown.straggler_probability); }},
+      {"straggler_factor", KeyType::number, "Random stragglers: how many times slower a straggling step is (>= 1).",
+       [](TrainOptions& o, const std::string& v) {
+         o.slowdown.straggler_factor = positive(parse_number(v, "straggler_factor"), "straggler_factor");
+       },
+       [](const TrainOptions& o) { return text(o.slowdown.straggler_factor); }},
       {"op_timeout", KeyType::number, "Seconds a blocking operation may wait (default: FAST_OP_TIMEOUT).",
        [](TrainOptions& o, const std::string& v) { o.op_timeout = positive(parse_number(v, "op_timeout"), "op_timeout"); },
        [](const TrainOptions& o) { return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout); }},

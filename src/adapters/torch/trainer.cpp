@@ -17,6 +17,7 @@
 #include "fast/core/error.hpp"
 #include "fast/metrics/jsonl_writer.hpp"
 #include "fast/runtime/launcher.hpp"
+#include "fast/runtime/slowdown.hpp"
 #include "fast/strategy/worker.hpp"
 
 namespace fast::torch {
@@ -29,8 +30,9 @@ using nlohmann::json;
 struct Shared {
   std::atomic<std::uint64_t> bytes_sent{0};
   std::atomic<std::int64_t> skipped{0};
-  std::mutex comm_mutex;  // guards comm_seconds
+  std::mutex comm_mutex;  // guards comm_seconds and slowdown_seconds
   double comm_seconds = 0;
+  double slowdown_seconds = 0;
   json final_eval;
   double param_norm = 0;
   double wall_seconds = 0;
@@ -77,6 +79,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
     FAST_ENFORCE(std::find(names.begin(), names.end(), options.model) != names.end(),
                  "model: unknown name '{}'; expected one of: {}", options.model, fmt::join(names, ", "));
   }
+  runtime::Slowdown(options.slowdown, 0, options.workers);  // validates the slowdown options
   const std::filesystem::path data_dir =
       options.data_dir.empty() ? std::filesystem::path(core::env_string("FAST_DATA_DIR")) : options.data_dir;
   const FashionMnist data = load_fashion_mnist(data_dir);
@@ -111,6 +114,9 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
         Replica replica(*model);
         replica.load(core::ConstView(std::span<const float>(initial)));
         ShardedLoader loader(data.train, ctx.rank(), ctx.size(), options.batch, options.seed);
+        runtime::SlowdownOptions slowdown_options = options.slowdown;
+        slowdown_options.seed = options.seed;
+        runtime::Slowdown slowdown(slowdown_options, ctx.rank(), ctx.size());
         strategy::Worker worker(ctx, worker_options, {.params = replica.param_span(), .grads = replica.grad_span()});
         std::vector<float> scratch(replica.numel());
         const bool lead = ctx.rank() == 0;
@@ -132,11 +138,13 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
 
         for (std::int64_t s = 0; s < total_steps; ++s) {
           const std::int64_t epoch = s / steps_per_epoch;
+          const double compute_start = slowdown.active() ? ctx.now() : 0.0;
           const Batch batch = loader.batch(epoch, s % steps_per_epoch);
           replica.zero_grad();
           ::torch::Tensor loss = ::torch::nn::functional::cross_entropy(model->forward(batch.x), batch.y);
           loss.backward();
           ctx.compute(flops_per_step);
+          if (slowdown.active()) slowdown.after_compute(ctx, ctx.now() - compute_start);
           const double loss_value = loss.item<double>();
           const strategy::StepReport report = worker.step();
           loss_sum += loss_value;
@@ -149,7 +157,8 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                           {"epoch", epoch}, {"samples", (s + 1) * options.batch},
                           {"loss", log_loss_sum / static_cast<double>(log_loss_count)}, {"lr", report.lr},
                           {"comm_seconds", worker.comm_seconds()}, {"bytes_sent", ctx.bytes_sent()},
-                          {"skipped_steps", worker.skipped_steps()}});
+                          {"skipped_steps", worker.skipped_steps()},
+                          {"slowdown_seconds", slowdown.waited_seconds()}});
             log_loss_sum = 0;
             log_loss_count = 0;
           }
@@ -178,6 +187,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
         {
           std::lock_guard<std::mutex> lock(shared.comm_mutex);
           shared.comm_seconds += worker.comm_seconds();
+          shared.slowdown_seconds += slowdown.waited_seconds();
         }
         if (lead) {
           shared.final_eval = {{"accuracy", final_eval.accuracy}, {"loss", final_eval.loss}};
@@ -207,6 +217,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                {"bytes_sent", shared.bytes_sent.load()},
                {"comm_seconds_mean", shared.comm_seconds / options.workers},
                {"skipped_steps", shared.skipped.load()},
+               {"slowdown_seconds", shared.slowdown_seconds},
                {"param_norm", shared.param_norm},
                {"metrics", options.metrics.string()}};
   json end{{"event", "end"}, {"time", shared.wall_seconds}};

@@ -54,9 +54,24 @@ TEST(Trainer, ProgressReportsReachTheLastStep) {
   EXPECT_GT(reports.back().samples_per_second, 0.0);
 }
 
+TEST(Trainer, SlowdownMakesOnlyTheSlowWorkerWaitAndLeavesResultsUnchanged) {
+  TrainOptions o = small_run(5);
+  const auto plain = train(o);
+  o.slowdown.factors = {1.0, 1.0, 2.0};
+  const auto slowed = train(o);
+  EXPECT_EQ(plain["slowdown_seconds"], 0.0);
+  EXPECT_GT(slowed["slowdown_seconds"].get<double>(), 0.0);
+  // allreduce is synchronous: a slow worker changes the time, never the parameters.
+  EXPECT_EQ(plain["param_norm"], slowed["param_norm"]);
+  EXPECT_EQ(plain["final_accuracy"], slowed["final_accuracy"]);
+}
+
 TEST(Trainer, BadOptionsFailBeforeAnyWorkerStarts) {
   TrainOptions o = small_run(1);
   o.model = "transformer";
+  EXPECT_THROW(train(o), core::InvalidArgument);
+  o = small_run(1);
+  o.slowdown.factors = {1.0, 4.0};  // 3 workers
   EXPECT_THROW(train(o), core::InvalidArgument);
   o = small_run(1);
   o.data_dir = "/nonexistent/fashion";

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "fast/runtime/slowdown.hpp"
 #include "fast/strategy/worker.hpp"
 
 namespace fast::torch {
@@ -28,6 +29,7 @@ struct TrainOptions {
   std::int64_t log_every = 50;              // a `train` metrics record every this many steps (per worker)
   std::int64_t eval_every = 0;              // evaluate every this many steps; 0: at each epoch's end
   double op_timeout = -1;                   // blocking-operation limit in seconds; < 0: FAST_OP_TIMEOUT
+  runtime::SlowdownOptions slowdown;        // emulated slow workers and stragglers (seed: `seed`)
 };
 
 // What the training loop reports to a live display (from worker 0, about every 0.25 s).
