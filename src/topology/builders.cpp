@@ -1,0 +1,288 @@
+#include "fast/topology/builders.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "fast/core/error.hpp"
+
+namespace fast::topology {
+
+namespace {
+
+bool is_power_of_two(int n) { return n >= 1 && (n & (n - 1)) == 0; }
+
+// Number of k >= 0 with 2^k < n, i.e. ceil(log2 n) (0 for n = 1).
+int exponent_count(int n) {
+  int m = 0;
+  while ((std::int64_t{1} << m) < n) ++m;
+  return m;
+}
+
+// SplitMix64: a small generator with a fixed, documented output on every platform.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, bound), bound >= 1, without modulo bias (rejection).
+  std::uint64_t below(std::uint64_t bound) {
+    const std::uint64_t limit = ~std::uint64_t{0} - (~std::uint64_t{0} % bound);
+    std::uint64_t x;
+    do {
+      x = next();
+    } while (x >= limit);
+    return x % bound;
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+// One attempt at pairing the half-edges into a simple graph; false when it got stuck.
+bool try_random_regular(int n, int d, SplitMix64& rng, Graph& out) {
+  std::vector<int> points;
+  points.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(d));
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < d; ++k) points.push_back(i);
+  }
+  Graph g(n);
+  while (!points.empty()) {
+    // Draw random pairs of remaining half-edges; give up on this attempt after many rejections
+    // (the remaining half-edges may admit no simple pairing at all).
+    bool paired = false;
+    for (int tries = 0; tries < 200 && !paired; ++tries) {
+      const std::size_t a = rng.below(points.size());
+      const std::size_t b = rng.below(points.size());
+      const int u = points[a];
+      const int v = points[b];
+      if (a == b || u == v || g.has_edge(u, v)) continue;
+      g.add_undirected(u, v);
+      // Remove a and b (larger index first, so the smaller one stays valid).
+      const std::size_t hi = std::max(a, b);
+      const std::size_t lo = std::min(a, b);
+      points[hi] = points.back();
+      points.pop_back();
+      points[lo] = points.back();
+      points.pop_back();
+      paired = true;
+    }
+    if (!paired) return false;
+  }
+  out = std::move(g);
+  return true;
+}
+
+int parse_int(const std::string& text, const std::string& what) {
+  int value = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, value);
+  FAST_ENFORCE(ec == std::errc() && ptr == end && !text.empty(), "{}: expected an integer, got '{}'",
+               what, text);
+  return value;
+}
+
+std::string names_list() {
+  std::string s;
+  for (const auto& name : topology_names()) {
+    if (!s.empty()) s += ", ";
+    s += name;
+  }
+  return s;
+}
+
+}  // namespace
+
+Graph ring(int n) {
+  FAST_ENFORCE(n >= 1, "ring: n must be >= 1, got {}", n);
+  Graph g(n);
+  for (int i = 0; i < n && n > 1; ++i) g.add_undirected(i, (i + 1) % n);
+  return g;
+}
+
+Graph torus2d(int rows, int cols) {
+  FAST_ENFORCE(rows >= 1 && cols >= 1, "torus2d: rows and cols must be >= 1, got {}x{}", rows, cols);
+  Graph g(rows * cols);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      const int node = r * cols + c;
+      const int right = r * cols + (c + 1) % cols;
+      const int down = ((r + 1) % rows) * cols + c;
+      // A dimension of length 1 wraps onto the node itself; of length 2 both ways reach the same
+      // neighbor, which the edge set stores once.
+      if (right != node) g.add_undirected(node, right);
+      if (down != node) g.add_undirected(node, down);
+    }
+  }
+  return g;
+}
+
+Graph star(int n, int center) {
+  FAST_ENFORCE(n >= 1, "star: n must be >= 1, got {}", n);
+  FAST_ENFORCE(center >= 0 && center < n, "star: center {} out of range [0, {})", center, n);
+  Graph g(n);
+  for (int i = 0; i < n; ++i) {
+    if (i != center) g.add_undirected(center, i);
+  }
+  return g;
+}
+
+Graph complete(int n) {
+  FAST_ENFORCE(n >= 1, "complete: n must be >= 1, got {}", n);
+  Graph g(n);
+  for (int i = 0; i < n; ++i) {
+    for (int j = i + 1; j < n; ++j) g.add_undirected(i, j);
+  }
+  return g;
+}
+
+Graph binary_tree(int n) {
+  FAST_ENFORCE(n >= 1, "binary_tree: n must be >= 1, got {}", n);
+  Graph g(n);
+  for (int i = 1; i < n; ++i) g.add_undirected(i, (i - 1) / 2);
+  return g;
+}
+
+Graph hypercube(int n) {
+  FAST_ENFORCE(is_power_of_two(n), "hypercube: n must be a power of two, got n = {}", n);
+  Graph g(n);
+  for (int i = 0; i < n; ++i) {
+    for (int bit = 1; bit < n; bit <<= 1) g.add_edge(i, i ^ bit);
+  }
+  return g;
+}
+
+Graph exponential(int n) {
+  FAST_ENFORCE(n >= 1, "exponential: n must be >= 1, got {}", n);
+  Graph g(n);
+  for (int i = 0; i < n; ++i) {
+    for (std::int64_t step = 1; step < n; step <<= 1) {
+      g.add_edge(i, static_cast<int>((i + step) % n));
+    }
+  }
+  return g;
+}
+
+Graph exponential_peer(int n, std::int64_t round) {
+  FAST_ENFORCE(n >= 1, "exponential_peer: n must be >= 1, got {}", n);
+  FAST_ENFORCE(round >= 0, "exponential_peer: round must be >= 0, got {}", round);
+  Graph g(n);
+  const int m = exponent_count(n);
+  if (m == 0) return g;
+  const std::int64_t step = std::int64_t{1} << (round % m);
+  for (int i = 0; i < n; ++i) g.add_edge(i, static_cast<int>((i + step) % n));
+  return g;
+}
+
+Graph random_regular(int n, int d, std::uint64_t seed) {
+  FAST_ENFORCE(n >= 1, "random_regular: n must be >= 1, got {}", n);
+  FAST_ENFORCE(d >= 0 && d < n, "random_regular: degree d must satisfy 0 <= d < n, got d = {}, n = {}",
+               d, n);
+  FAST_ENFORCE((static_cast<std::int64_t>(n) * d) % 2 == 0,
+               "random_regular: n * d must be even, got n = {}, d = {} (n * d = {})", n, d,
+               static_cast<std::int64_t>(n) * d);
+  SplitMix64 rng(seed);
+  Graph g(n);
+  constexpr int kMaxAttempts = 10000;
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    if (try_random_regular(n, d, rng, g)) return g;
+  }
+  FAST_THROW(InvalidArgument, "random_regular: no simple {}-regular graph on {} nodes found in {} attempts",
+             d, n, kMaxAttempts);
+}
+
+Graph from_edge_list_file(const std::string& path, int n_hint) {
+  std::ifstream in(path);
+  if (!in) FAST_THROW(IoError, "edge list '{}': cannot open file", path);
+  std::vector<std::pair<int, int>> edges;
+  int max_id = -1;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    std::vector<std::string> tokens;
+    for (std::string token; fields >> token;) tokens.push_back(token);
+    if (tokens.empty()) continue;
+    const std::string where = fmt::format("edge list '{}' line {}", path, line_no);
+    FAST_ENFORCE(tokens.size() == 2, "{}: expected 'u v', got '{}'", where, line);
+    const int u = parse_int(tokens[0], where);
+    const int v = parse_int(tokens[1], where);
+    FAST_ENFORCE(u >= 0 && v >= 0, "{}: node ids must be >= 0, got {} {}", where, u, v);
+    FAST_ENFORCE(u != v, "{}: self-loop {} {} not allowed", where, u, v);
+    if (n_hint > 0) {
+      FAST_ENFORCE(u < n_hint && v < n_hint, "{}: node id out of range [0, {}), got {} {}", where,
+                   n_hint, u, v);
+    }
+    max_id = std::max({max_id, u, v});
+    edges.emplace_back(u, v);
+  }
+  const int n = n_hint > 0 ? n_hint : max_id + 1;
+  FAST_ENFORCE(n >= 1, "edge list '{}': no edges and no node count given", path);
+  Graph g(n);
+  for (const auto& [u, v] : edges) g.add_undirected(u, v);
+  return g;
+}
+
+const std::vector<std::string>& topology_names() {
+  static const std::vector<std::string> names{"ring",      "torus2d",     "star",           "complete",
+                                              "tree",      "hypercube",   "exponential",    "random-regular",
+                                              "file"};
+  return names;
+}
+
+Graph make_topology(const std::string& spec, int n, std::uint64_t seed) {
+  const auto colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const bool has_params = colon != std::string::npos;
+  const std::string params = has_params ? spec.substr(colon + 1) : std::string{};
+  const auto no_params = [&] {
+    FAST_ENFORCE(!has_params, "topology '{}': '{}' takes no parameters, got '{}'", spec, name, params);
+  };
+  if (name == "file") {
+    FAST_ENFORCE(has_params && !params.empty(), "topology '{}': expected file:PATH", spec);
+    return from_edge_list_file(params, n);
+  }
+  FAST_ENFORCE(n >= 1, "topology '{}': n must be >= 1, got {}", spec, n);
+  if (name == "ring") return no_params(), ring(n);
+  if (name == "complete") return no_params(), complete(n);
+  if (name == "tree") return no_params(), binary_tree(n);
+  if (name == "hypercube") return no_params(), hypercube(n);
+  if (name == "exponential") return no_params(), exponential(n);
+  if (name == "star") {
+    return star(n, has_params ? parse_int(params, fmt::format("topology '{}' center", spec)) : 0);
+  }
+  if (name == "torus2d") {
+    if (!has_params) {
+      int rows = 1;
+      for (int r = 1; r * r <= n; ++r) {
+        if (n % r == 0) rows = r;
+      }
+      return torus2d(rows, n / rows);
+    }
+    const auto x = params.find('x');
+    FAST_ENFORCE(x != std::string::npos, "topology '{}': expected torus2d:RxC, got '{}'", spec, params);
+    const int rows = parse_int(params.substr(0, x), fmt::format("topology '{}' rows", spec));
+    const int cols = parse_int(params.substr(x + 1), fmt::format("topology '{}' cols", spec));
+    FAST_ENFORCE(static_cast<std::int64_t>(rows) * cols == n,
+                 "topology '{}': rows * cols must equal n, got {} * {} = {} vs n = {}", spec, rows, cols,
+                 static_cast<std::int64_t>(rows) * cols, n);
+    return torus2d(rows, cols);
+  }
+  if (name == "random-regular") {
+    FAST_ENFORCE(has_params, "topology '{}': expected random-regular:D", spec);
+    return random_regular(n, parse_int(params, fmt::format("topology '{}' degree", spec)), seed);
+  }
+  FAST_THROW(InvalidArgument, "topology '{}': unknown name '{}', expected one of: {}", spec, name,
+             names_list());
+}
+
+}  // namespace fast::topology
