@@ -199,3 +199,41 @@ void Communicator::barrier() {
 }
 
 }  // namespace fast::collective
+
+namespace fast::collective {
+
+void Communicator::neighbor_average(MutableView data, std::span<const int> in_neighbors,
+                                    std::span<const double> in_weights, std::span<const int> out_neighbors,
+                                    double self_weight) {
+  FAST_ENFORCE(data.dtype() == core::DType::f32, "neighbor_average: expected f32 data, got {}",
+               core::name_of(data.dtype()));
+  FAST_ENFORCE_EQ(in_neighbors.size(), in_weights.size(), "neighbor_average: one weight per in-neighbour");
+  for (int peer : in_neighbors) runtime::check_peer(ctx_, peer, "neighbor_average in-neighbour");
+  for (int peer : out_neighbors) runtime::check_peer(ctx_, peer, "neighbor_average out-neighbour");
+  const std::uint32_t sequence = next_sequence();
+  const runtime::Tag tag = make_tag(TagKind::collective, sequence, 0);
+  if (scratch_.size() < in_neighbors.size()) scratch_.resize(in_neighbors.size());
+  std::vector<Work> sends;
+  std::vector<Work> recvs;
+  sends.reserve(out_neighbors.size());
+  recvs.reserve(in_neighbors.size());
+  run_then_drain([&] {
+    for (int peer : out_neighbors) sends.push_back(ctx_.send(peer, tag, data));
+    for (std::size_t k = 0; k < in_neighbors.size(); ++k) {
+      scratch_[k].resize(data.numel(), core::DType::f32);
+      recvs.push_back(ctx_.recv(in_neighbors[k], tag, scratch_[k].view()));
+    }
+    core::wait_all(recvs);
+    core::wait_all(sends);  // the neighbours have read this worker's data: it may change now
+  }, {&recvs, &sends});
+  std::span<float> x = data.as<float>();
+  const auto self = static_cast<float>(self_weight);
+  for (float& v : x) v *= self;
+  for (std::size_t k = 0; k < in_neighbors.size(); ++k) {
+    const auto w = static_cast<float>(in_weights[k]);
+    const std::span<const float> other = scratch_[k].as<float>();
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] += w * other[i];
+  }
+}
+
+}  // namespace fast::collective

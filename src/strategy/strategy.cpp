@@ -10,6 +10,8 @@
 
 #include "fast/core/error.hpp"
 #include "fast/strategy/allreduce.hpp"
+#include "fast/strategy/dpsgd.hpp"
+#include "fast/strategy/local_sgd.hpp"
 
 namespace fast::strategy {
 
@@ -21,6 +23,10 @@ const std::vector<std::pair<std::string, Factory>>& registry() {
   static const std::vector<std::pair<std::string, Factory>> entries{
       {"allreduce",
        [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AllreduceStrategy>(o, c); }},
+      {"dpsgd",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<DpsgdStrategy>(o, c); }},
+      {"local-sgd",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<LocalSgdStrategy>(o, c); }},
   };
   return entries;
 }

@@ -146,3 +146,48 @@ TEST(Barrier, NoRankLeavesBeforeAllEntered) {
 
 }  // namespace
 }  // namespace fast::collective
+
+namespace fast::collective {
+namespace {
+
+// Ring of n with weights 1/2 self, 1/4 each side: x_i <- x_i/2 + (x_{i-1} + x_{i+1})/4, computed
+// here directly for comparison.
+TEST(NeighborAverage, RingWeightsGiveTheClosedForm) {
+  for (int n : {3, 4, 7}) {
+    std::vector<std::vector<float>> out(n);
+    runtime::threads::World world({.size = n});
+    world.run([&](Context& ctx) {
+      const int r = ctx.rank();
+      std::vector<float> x(1001);
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(r * 1000 + i);
+      const std::vector<int> nb{(r + n - 1) % n, (r + 1) % n};
+      const std::vector<double> w{0.25, 0.25};
+      Communicator comm(ctx);
+      comm.neighbor_average(core::MutableView(std::span<float>(x)), nb, w, nb, 0.5);
+      comm.neighbor_average(core::MutableView(std::span<float>(x)), nb, w, nb, 0.5);  // scratch reused
+      out[r] = x;
+    });
+    for (int r = 0; r < n; ++r) {
+      for (std::size_t i = 0; i < 1001; i += 100) {
+        auto v0 = [&](int k) { return static_cast<double>(((k % n) + n) % n * 1000 + i); };
+        auto v1 = [&](int k) { return 0.5 * v0(k) + 0.25 * (v0(k - 1) + v0(k + 1)); };
+        const double v2 = 0.5 * v1(r) + 0.25 * (v1(r - 1) + v1(r + 1));
+        EXPECT_NEAR(out[r][i], v2, 1e-3) << "n=" << n << " r=" << r << " i=" << i;
+      }
+    }
+  }
+}
+
+TEST(NeighborAverage, MismatchedWeightsAreRejected) {
+  runtime::threads::World world({.size = 2});
+  world.run([](Context& ctx) {
+    std::vector<float> x(3);
+    const std::vector<int> nb{1 - ctx.rank()};
+    const std::vector<double> w{0.5, 0.5};
+    EXPECT_THROW(Communicator(ctx).neighbor_average(core::MutableView(std::span<float>(x)), nb, w, nb, 0.5),
+                 core::InvalidArgument);
+  });
+}
+
+}  // namespace
+}  // namespace fast::collective

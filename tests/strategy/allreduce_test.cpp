@@ -5,17 +5,19 @@
 
 #include "fast/runtime/threads/world.hpp"
 #include "fast/strategy/worker.hpp"
+#include "quadratic.hpp"
 
 namespace fast::strategy {
 namespace {
 
 using runtime::Context;
 
-// Worker w minimises f_w(x) = 1/2 ||x - c_w||^2, gradient x - c_w. The average of the gradients
-// is x - cbar, so synchronous averaging with SGD (lr eta) follows the closed form
+using testing::centre;
+
+// On the quadratic problem (quadratic.hpp) the average of the gradients is x - cbar, so
+// synchronous averaging with SGD (lr eta) follows the closed form
 //   x_t = cbar + (1 - eta)^t (x_0 - cbar),
 // identically on every worker.
-double centre(int worker, std::size_t i) { return std::sin(1.0 + worker * 0.7 + static_cast<double>(i) * 0.13) * 3.0; }
 
 TEST(AllreduceStrategy, FollowsClosedFormOfAveragedGradientDescent) {
   constexpr std::size_t kDim = 257;

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "config.hpp"
 #include "fast/core/error.hpp"
 
@@ -105,7 +107,7 @@ TEST(Config, MissingFileIsIoError) {
 TEST(Config, MarkdownDocumentsEveryKeyWithItsFlag) {
   const std::string md = config_markdown();
   for (const ConfigKey& k : config_keys()) {
-    EXPECT_NE(md.find("`" + std::string(k.name) + "`"), std::string::npos) << k.name;
+    EXPECT_NE(md.find(fmt::format("`{}`", k.name)), std::string::npos) << k.name;
     EXPECT_NE(md.find(flag_name(k.name)), std::string::npos) << k.name;
   }
   EXPECT_EQ(flag_name("data_dir"), "--data-dir");

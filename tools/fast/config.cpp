@@ -93,7 +93,9 @@ std::vector<ConfigKey> build_keys() {
        [](TrainOptions& o, const std::string& v) { o.runtime = one_of(v, runtime::runtime_names(), "runtime"); },
        [](const TrainOptions& o) { return o.runtime; }},
       FAST_INT_KEY("workers", "Number of workers.", workers, 1),
-      {"strategy", KeyType::string, "Coordination strategy: allreduce (synchronous gradient averaging).",
+      {"strategy", KeyType::string,
+       "Coordination strategy: allreduce (synchronous gradient averaging), local-sgd (periodic model "
+       "averaging), dpsgd (synchronous gossip on a topology). docs/strategies.md.",
        [](TrainOptions& o, const std::string& v) { o.worker.strategy.name = one_of(v, strategy::strategy_names(), "strategy"); },
        [](const TrainOptions& o) { return o.worker.strategy.name; }},
       {"model", KeyType::string, "Model: mlp (784-256-128-10) or cnn (2 conv + 2 linear layers).",
@@ -170,6 +172,21 @@ std::vector<ConfigKey> build_keys() {
          o.worker.strategy.chunk_bytes = at_least<std::size_t>(parse_integer(v, "chunk_bytes"), 64, "chunk_bytes");
        },
        [](const TrainOptions& o) { return text(static_cast<long long>(o.worker.strategy.chunk_bytes)); }},
+      {"period", KeyType::integer, "local-sgd: average the replicas every this many steps.",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.strategy.period = at_least<std::int64_t>(parse_integer(v, "period"), 1, "period");
+       },
+       [](const TrainOptions& o) { return text(static_cast<long long>(o.worker.strategy.period)); }},
+      {"sync_warmup", KeyType::integer, "local-sgd: the first this many steps average gradients (as allreduce).",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.strategy.sync_warmup = at_least<std::int64_t>(parse_integer(v, "sync_warmup"), 0, "sync_warmup");
+       },
+       [](const TrainOptions& o) { return text(static_cast<long long>(o.worker.strategy.sync_warmup)); }},
+      {"topology", KeyType::string,
+       "dpsgd: the graph, NAME[:params]: ring, torus2d[:RxC], star, complete, tree, hypercube, random-regular:D, "
+       "file:PATH (docs/topology.md).",
+       [](TrainOptions& o, const std::string& v) { o.worker.strategy.topology = v; },
+       [](const TrainOptions& o) { return o.worker.strategy.topology; }},
       {"non_finite", KeyType::string, "Reaction to a NaN/inf aggregated gradient: skip the step, or error.",
        [](TrainOptions& o, const std::string& v) {
          o.worker.strategy.non_finite =

@@ -9,12 +9,16 @@
 // several activities of that worker only if all workers issue them in the same order.
 //
 // Tags: make_tag(TagKind::collective, sequence, detail), detail = step * pieces + piece for the
-// ring algorithms, piece for broadcast, round for the barrier.
+// ring algorithms, piece for broadcast, round for the barrier, 0 for neighbor_average (one message
+// per directed edge).
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 
+#include "fast/core/buffer.hpp"
 #include "fast/core/tensor_view.hpp"
 #include "fast/core/work.hpp"
 #include "fast/runtime/context.hpp"
@@ -51,12 +55,22 @@ class Communicator {
   // Returns once every worker has entered the barrier.
   void barrier();
 
+  // Weighted averaging with neighbours (gossip), f32 data, in place:
+  //   data <- self_weight * data + sum_k in_weights[k] * (data of worker in_neighbors[k])
+  // This worker's data (before the update) is sent to every worker of out_neighbors. Collective:
+  // every worker calls it at the same point, with lists that agree (u lists v as out-neighbour
+  // exactly when v lists u as in-neighbour). Memory: one scratch copy per in-neighbour, kept for
+  // the next call.
+  void neighbor_average(core::MutableView data, std::span<const int> in_neighbors,
+                        std::span<const double> in_weights, std::span<const int> out_neighbors, double self_weight);
+
  private:
   std::uint32_t next_sequence() { return sequence_.fetch_add(1, std::memory_order_relaxed); }
   void ring_allreduce(core::MutableView data, const AllreduceOptions& options, std::uint32_t sequence);
 
   runtime::Context& ctx_;
   std::atomic<std::uint32_t> sequence_{0};
+  std::vector<core::Buffer> scratch_;  // neighbor_average: one receive buffer per in-neighbour
 };
 
 }  // namespace fast::collective

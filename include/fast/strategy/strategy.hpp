@@ -32,8 +32,12 @@ enum class NonFinitePolicy : std::uint8_t {
 
 struct StrategyOptions {
   std::string name = "allreduce";                     // one of strategy_names()
-  std::size_t chunk_bytes = std::size_t{4} << 20;    // pipeline piece of all-reduce based exchanges
-  NonFinitePolicy non_finite = NonFinitePolicy::skip;  // reaction to a NaN/inf aggregated gradient
+  std::size_t chunk_bytes = std::size_t{4} << 20;      // pipeline piece of all-reduce based exchanges
+  NonFinitePolicy non_finite = NonFinitePolicy::skip;  // reaction to a NaN/inf gradient
+  std::int64_t period = 8;                             // local-sgd: average the models every `period` steps
+  std::int64_t sync_warmup = 0;                        // local-sgd: first steps with gradient all-reduce
+  std::string topology = "ring";                       // decentralized strategies: topology::make_topology spec
+  std::uint64_t seed = 0;                              // decentralized strategies: seed of random topologies
 };
 
 // Everything one step needs. lr is this step's learning rate (the schedule already applied).

@@ -90,6 +90,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
   configure_torch_threads(options.workers);
   strategy::WorkerOptions worker_options = options.worker;
   if (worker_options.schedule.total_steps == 0) worker_options.schedule.total_steps = total_steps;
+  worker_options.strategy.seed = options.seed;
 
   metrics::JsonlWriter writer = options.metrics.empty() ? metrics::JsonlWriter() : metrics::JsonlWriter(options.metrics);
   writer.write({{"event", "start"},

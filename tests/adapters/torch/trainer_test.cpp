@@ -42,6 +42,19 @@ TEST(Trainer, SameSeedGivesIdenticalResultsUnderThreadsWithAllreduce) {
   EXPECT_NE(a["param_norm"], c["param_norm"]);
 }
 
+TEST(Trainer, SameSeedGivesIdenticalResultsWithEverySynchronousStrategy) {
+  for (const char* name : {"local-sgd", "dpsgd"}) {
+    TrainOptions o = small_run(9);
+    o.worker.strategy.name = name;
+    o.worker.strategy.period = 4;
+    const auto a = train(o);
+    const auto b = train(o);
+    EXPECT_EQ(a["param_norm"], b["param_norm"]) << name;
+    EXPECT_EQ(a["final_accuracy"], b["final_accuracy"]) << name;
+    EXPECT_GT(a["final_accuracy"].get<double>(), 0.3) << name;  // 25 steps: well above chance (0.1)
+  }
+}
+
 TEST(Trainer, ProgressReportsReachTheLastStep) {
   std::vector<Progress> reports;
   TrainOptions o = small_run(1);

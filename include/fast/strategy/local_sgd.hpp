@@ -1,0 +1,30 @@
+#pragma once
+// Strategy `local-sgd`: periodic model averaging (Stich 2019 "Local SGD converges fast and
+// communicates little"; SparkNet's and paper 002 sec. 3.4's "model averaging"). Each worker runs
+// its own optimizer on its own mini-batches and, every `period` steps, the replicas are replaced
+// by their average:
+//
+//   x_i <- optimizer(x_i, g_i, lr)                    every step, locally
+//   x_i <- (1/W) sum_j x_j   when (t + 1) mod period == 0     (ring all-reduce of the parameters)
+//
+// The first `sync_warmup` steps are synchronous gradient averaging (as `allreduce`), which helps
+// early training where replicas drift fastest. Optimizer state (momentum, Adam moments) stays
+// local. Communication is 1/period of `allreduce`'s; replicas differ between averagings, so the
+// representative model is their average. With period = 1 and plain SGD it is `allreduce`.
+
+#include "fast/strategy/strategy.hpp"
+
+namespace fast::strategy {
+
+class LocalSgdStrategy final : public Strategy {
+ public:
+  // InvalidArgument when period < 1 or sync_warmup < 0.
+  LocalSgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
+  std::string_view name() const override { return "local-sgd"; }
+  StepOutcome step(const StepInput& input) override;
+
+ private:
+  StrategyOptions options_;
+};
+
+}  // namespace fast::strategy

@@ -1,0 +1,46 @@
+#include "fast/strategy/local_sgd.hpp"
+
+#include "fast/core/error.hpp"
+#include "fast/core/finite.hpp"
+#include "fast/core/log.hpp"
+
+namespace fast::strategy {
+
+LocalSgdStrategy::LocalSgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
+    : Strategy(comm), options_(options) {
+  FAST_ENFORCE(options.period >= 1, "local-sgd: period must be >= 1, got {}", options.period);
+  FAST_ENFORCE(options.sync_warmup >= 0, "local-sgd: sync_warmup must be >= 0, got {}", options.sync_warmup);
+}
+
+StepOutcome LocalSgdStrategy::step(const StepInput& input) {
+  runtime::Context& ctx = comm_.context();
+  StepOutcome outcome;
+  const bool warmup = input.step < options_.sync_warmup;
+  if (warmup) {
+    const double t0 = ctx.now();
+    comm_.allreduce(core::MutableView(input.state.grads),
+                    {.op = collective::ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+    outcome.comm_seconds += ctx.now() - t0;
+  }
+  // A non-finite gradient is this worker's own (or, in warm-up, everyone's): its update is skipped,
+  // the averaging below still happens, so replicas never wait on each other's decision.
+  if (!core::all_finite(input.state.grads)) {
+    if (options_.non_finite == NonFinitePolicy::error)
+      FAST_THROW(core::InvalidArgument, "local-sgd: the gradient of step {} on worker {} holds NaN or infinity",
+                 input.step, ctx.rank());
+    core::log(core::LogLevel::warn, "local-sgd: worker {} skipped step {}: its gradient holds NaN or infinity",
+              ctx.rank(), input.step);
+    outcome.applied = false;
+  } else {
+    input.optimizer.step(input.state.params, input.state.grads, input.lr);
+  }
+  if (!warmup && (input.step + 1) % options_.period == 0) {
+    const double t0 = ctx.now();
+    comm_.allreduce(core::MutableView(input.state.params),
+                    {.op = collective::ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+    outcome.comm_seconds += ctx.now() - t0;
+  }
+  return outcome;
+}
+
+}  // namespace fast::strategy

@@ -1,0 +1,106 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "fast/runtime/threads/world.hpp"
+#include "fast/strategy/dpsgd.hpp"
+#include "fast/strategy/worker.hpp"
+#include "fast/topology/builders.hpp"
+#include "fast/topology/mixing.hpp"
+#include "fast/topology/spectral.hpp"
+#include "quadratic.hpp"
+
+namespace fast::strategy {
+namespace {
+
+using runtime::Context;
+
+// Per coordinate: the mean over replicas and the sum of squared distances to it.
+struct Spread {
+  std::vector<double> mean;
+  double consensus = 0;
+};
+Spread spread(const std::vector<std::vector<float>>& replicas) {
+  const std::size_t dim = replicas[0].size();
+  Spread s{std::vector<double>(dim, 0.0), 0.0};
+  for (const auto& r : replicas)
+    for (std::size_t i = 0; i < dim; ++i) s.mean[i] += r[i] / static_cast<double>(replicas.size());
+  for (const auto& r : replicas)
+    for (std::size_t i = 0; i < dim; ++i) s.consensus += (r[i] - s.mean[i]) * (r[i] - s.mean[i]);
+  return s;
+}
+
+// With zero gradients dpsgd is pure gossip x <- W x: W doubly stochastic keeps the average, and W
+// symmetric contracts the distance to it by at least lambda_2^2 per step (lambda_2 from Eigen).
+TEST(Dpsgd, GossipKeepsTheAverageAndContractsAtTheSpectralRate) {
+  constexpr std::size_t kDim = 64;
+  constexpr int kSteps = 10;
+  for (const char* spec : {"ring", "torus2d:2x3", "complete", "star", "random-regular:3"}) {
+    const int n = 6;
+    std::vector<std::vector<float>> start(n), end(n);
+    runtime::threads::World world({.size = n});
+    world.run([&](Context& ctx) {
+      std::vector<float> x(kDim), g(kDim, 0.0f);
+      for (std::size_t i = 0; i < kDim; ++i) x[i] = static_cast<float>(testing::centre(ctx.rank(), i));
+      start[ctx.rank()] = x;
+      Worker worker(ctx, {.strategy = {.name = "dpsgd", .topology = spec, .seed = 4}, .optimizer = {.name = "sgd"}},
+                    {.params = x, .grads = g});
+      for (int t = 0; t < kSteps; ++t) worker.step();
+      end[ctx.rank()] = x;
+    });
+    const Spread before = spread(start), after = spread(end);
+    for (std::size_t i = 0; i < kDim; ++i) EXPECT_NEAR(after.mean[i], before.mean[i], 1e-5) << spec << " i=" << i;
+    const double lambda2 = topology::second_eigenvalue_modulus(
+        topology::metropolis_hastings(topology::make_topology(spec, n, 4)));
+    EXPECT_LE(after.consensus, std::pow(lambda2, 2 * kSteps) * before.consensus * (1 + 1e-4) + 1e-9) << spec;
+    EXPECT_LT(after.consensus, before.consensus) << spec;
+  }
+}
+
+// With the quadratic problem the gradients are linear, so the average of the replicas follows
+// synchronous SGD exactly: xbar_t = cbar + (1 - eta)^t (x_0 - cbar); the replicas stay within a
+// band around it.
+TEST(Dpsgd, AverageFollowsSynchronousSgdOnTheQuadratic) {
+  constexpr std::size_t kDim = 33;
+  constexpr double kLr = 0.05;
+  constexpr int kSteps = 60;
+  const int n = 5;
+  std::vector<std::vector<float>> end(n);
+  runtime::threads::World world({.size = n});
+  world.run([&](Context& ctx) {
+    std::vector<float> x(kDim, 0.5f), g(kDim);
+    Worker worker(ctx, {.strategy = {.name = "dpsgd", .topology = "ring"}, .optimizer = {.name = "sgd", .lr = kLr}},
+                  {.params = x, .grads = g});
+    for (int t = 0; t < kSteps; ++t) {
+      testing::gradient(ctx.rank(), x, g);
+      worker.step();
+    }
+    end[ctx.rank()] = x;
+    // Each step sends the parameters to the 2 ring neighbours.
+    EXPECT_EQ(ctx.bytes_sent(), static_cast<std::uint64_t>(kSteps) * 2 * kDim * 4);
+  });
+  const Spread s = spread(end);
+  for (std::size_t i = 0; i < kDim; ++i) {
+    const double cbar = testing::mean_centre(n, i);
+    EXPECT_NEAR(s.mean[i], cbar + std::pow(1 - kLr, kSteps) * (0.5 - cbar), 1e-4) << i;
+  }
+}
+
+TEST(Dpsgd, DirectedOrUnknownTopologiesAreRejected) {
+  runtime::threads::World world({.size = 4});
+  world.run([](Context& ctx) {
+    std::vector<float> x(2), g(2);
+    try {
+      Worker(ctx, {.strategy = {.name = "dpsgd", .topology = "exponential"}}, {.params = x, .grads = g});
+      ADD_FAILURE() << "no throw";
+    } catch (const core::InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("directed"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(Worker(ctx, {.strategy = {.name = "dpsgd", .topology = "moebius"}}, {.params = x, .grads = g}),
+                 core::InvalidArgument);
+  });
+}
+
+}  // namespace
+}  // namespace fast::strategy
