@@ -187,6 +187,11 @@ std::vector<ConfigKey> build_keys() {
        "file:PATH (docs/topology.md).",
        [](TrainOptions& o, const std::string& v) { o.worker.strategy.topology = v; },
        [](const TrainOptions& o) { return o.worker.strategy.topology; }},
+      {"final", KeyType::string,
+       "Representative model evaluated and reported: average (of the replicas), rank0, or best (highest test "
+       "accuracy).",
+       [](TrainOptions& o, const std::string& v) { o.final_model = one_of(v, {"average", "rank0", "best"}, "final"); },
+       [](const TrainOptions& o) { return o.final_model; }},
       {"non_finite", KeyType::string, "Reaction to a NaN/inf aggregated gradient: skip the step, or error.",
        [](TrainOptions& o, const std::string& v) {
          o.worker.strategy.non_finite =

@@ -19,6 +19,7 @@ class AllreduceStrategy final : public Strategy {
   StepOutcome step(const StepInput& input) override;
   // Replicas are identical: the representative model is this worker's own parameters.
   void representative(ModelState state, std::span<float> out) override;
+  bool replicas_identical() const override { return true; }
 
  private:
   StrategyOptions options_;

@@ -63,6 +63,9 @@ class Strategy {
   // Collective (every worker calls it at the same point): writes the representative model into out
   // (same length as params). Default: the consensus average of all replicas.
   virtual void representative(ModelState state, std::span<float> out);
+  // True when the strategy keeps every replica identical after each step (synchronous gradient
+  // averaging); evaluation then skips measuring their spread.
+  virtual bool replicas_identical() const { return false; }
 
  protected:
   explicit Strategy(collective::Communicator& comm) : comm_(comm) {}

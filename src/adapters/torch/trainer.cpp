@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "fast/adapters/torch/evaluate.hpp"
+#include "fast/adapters/torch/evaluator.hpp"
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/loader.hpp"
 #include "fast/adapters/torch/models.hpp"
@@ -39,27 +40,6 @@ struct Shared {
   std::int64_t steps = 0;
 };
 
-// The representative model evaluated on the test set: worker r scores test samples
-// [r N / W, (r+1) N / W) and the sums are all-reduced. Collective.
-EvalResult evaluate_representative(strategy::Worker& worker, Replica& replica, ::torch::nn::Sequential& model,
-                                   const Dataset& test, std::vector<float>& scratch) {
-  runtime::Context& ctx = worker.context();
-  worker.representative(scratch);
-  // Swap the representative model in, evaluate, swap back.
-  std::span<float> params = replica.param_span();
-  std::swap_ranges(params.begin(), params.end(), scratch.begin());
-  const std::int64_t n = test.size();
-  const std::int64_t begin = n * ctx.rank() / ctx.size();
-  const std::int64_t end = n * (ctx.rank() + 1) / ctx.size();
-  Dataset slice{test.images.narrow(0, begin, end - begin), test.labels.narrow(0, begin, end - begin)};
-  const EvalResult local = evaluate(model, slice);
-  std::swap_ranges(params.begin(), params.end(), scratch.begin());
-  std::vector<double> sums{local.accuracy * static_cast<double>(local.samples),
-                           local.loss * static_cast<double>(local.samples), static_cast<double>(local.samples)};
-  worker.communicator().allreduce(core::MutableView(std::span<double>(sums)));
-  return {.accuracy = sums[0] / sums[2], .loss = sums[1] / sums[2], .samples = static_cast<std::int64_t>(sums[2])};
-}
-
 double l2_norm(std::span<const float> v) {
   double s = 0;
   for (float x : v) s += static_cast<double>(x) * x;
@@ -80,6 +60,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                  "model: unknown name '{}'; expected one of: {}", options.model, fmt::join(names, ", "));
   }
   runtime::Slowdown(options.slowdown, 0, options.workers);  // validates the slowdown options
+  const FinalModel final_model = parse_final_model(options.final_model);
   const std::filesystem::path data_dir =
       options.data_dir.empty() ? std::filesystem::path(core::env_string("FAST_DATA_DIR")) : options.data_dir;
   const FashionMnist data = load_fashion_mnist(data_dir);
@@ -119,7 +100,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
         slowdown_options.seed = options.seed;
         runtime::Slowdown slowdown(slowdown_options, ctx.rank(), ctx.size());
         strategy::Worker worker(ctx, worker_options, {.params = replica.param_span(), .grads = replica.grad_span()});
-        std::vector<float> scratch(replica.numel());
+        Evaluator evaluator(worker, replica, model, data.test, final_model);
         const bool lead = ctx.rank() == 0;
         const double start = ctx.now();
         double last_report = start;
@@ -129,12 +110,17 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
         std::int64_t log_loss_count = 0;
 
         auto evaluate_now = [&](std::int64_t epoch, std::int64_t step) {
-          const EvalResult r = evaluate_representative(worker, replica, model, *data.test, scratch);
-          if (!lead) return r;
+          const RoundResult round = evaluator.run();
+          const EvalResult& r = round.representative;
+          if (!lead) return round;
           writer.write({{"event", "eval"}, {"time", ctx.now()}, {"epoch", epoch}, {"step", step},
-                        {"accuracy", r.accuracy}, {"loss", r.loss}, {"samples", r.samples}});
+                        {"accuracy", r.accuracy}, {"loss", r.loss}, {"samples", r.samples},
+                        {"consensus_distance", round.consensus_distance},
+                        {"replica_accuracy_min", round.replica_accuracy_min},
+                        {"replica_accuracy_max", round.replica_accuracy_max},
+                        {"representative_rank", round.representative_rank}});
           if (on_epoch) on_epoch({.epoch = epoch, .step = step, .accuracy = r.accuracy, .loss = r.loss});
-          return r;
+          return round;
         };
 
         for (std::int64_t s = 0; s < total_steps; ++s) {
@@ -180,8 +166,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
           if ((options.eval_every == 0 ? epoch_end : periodic) && s + 1 < total_steps) evaluate_now(epoch, s + 1);
         }
         const double train_end = ctx.now();
-        const EvalResult final_eval = evaluate_now((total_steps - 1) / steps_per_epoch, total_steps);
-        worker.representative(scratch);
+        const RoundResult final_round = evaluate_now((total_steps - 1) / steps_per_epoch, total_steps);
 
         shared.bytes_sent.fetch_add(ctx.bytes_sent(), std::memory_order_relaxed);
         shared.skipped.fetch_add(worker.skipped_steps(), std::memory_order_relaxed);
@@ -191,8 +176,12 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
           shared.slowdown_seconds += slowdown.waited_seconds();
         }
         if (lead) {
-          shared.final_eval = {{"accuracy", final_eval.accuracy}, {"loss", final_eval.loss}};
-          shared.param_norm = l2_norm(scratch);
+          shared.final_eval = {{"accuracy", final_round.representative.accuracy},
+                               {"loss", final_round.representative.loss},
+                               {"consensus_distance", final_round.consensus_distance},
+                               {"replica_accuracy_min", final_round.replica_accuracy_min},
+                               {"replica_accuracy_max", final_round.replica_accuracy_max}};
+          shared.param_norm = l2_norm(evaluator.representative());
           shared.wall_seconds = train_end - start;
           shared.steps = worker.steps();
         }
@@ -213,6 +202,10 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                {"epochs", static_cast<double>(shared.steps) / static_cast<double>(steps_per_epoch)},
                {"final_accuracy", shared.final_eval["accuracy"]},
                {"final_loss", shared.final_eval["loss"]},
+               {"final", options.final_model},
+               {"consensus_distance", shared.final_eval["consensus_distance"]},
+               {"replica_accuracy_min", shared.final_eval["replica_accuracy_min"]},
+               {"replica_accuracy_max", shared.final_eval["replica_accuracy_max"]},
                {"wall_seconds", shared.wall_seconds},
                {"samples_per_second", samples / std::max(shared.wall_seconds, 1e-9)},
                {"bytes_sent", shared.bytes_sent.load()},

@@ -52,7 +52,19 @@ TEST(Trainer, SameSeedGivesIdenticalResultsWithEverySynchronousStrategy) {
     EXPECT_EQ(a["param_norm"], b["param_norm"]) << name;
     EXPECT_EQ(a["final_accuracy"], b["final_accuracy"]) << name;
     EXPECT_GT(a["final_accuracy"].get<double>(), 0.3) << name;  // 25 steps: well above chance (0.1)
+    EXPECT_GT(a["consensus_distance"].get<double>(), 0.0) << name;  // replicas differ between averagings
+    EXPECT_LE(a["replica_accuracy_min"].get<double>(), a["replica_accuracy_max"].get<double>()) << name;
   }
+}
+
+TEST(Trainer, AllreduceReplicasAreIdenticalAndBestIsTheirAccuracy) {
+  TrainOptions o = small_run(3);
+  o.final_model = "best";
+  const auto s = train(o);
+  EXPECT_EQ(s["consensus_distance"], 0.0);
+  EXPECT_EQ(s["replica_accuracy_min"], s["final_accuracy"]);
+  EXPECT_EQ(s["replica_accuracy_max"], s["final_accuracy"]);
+  EXPECT_EQ(s["final"], "best");
 }
 
 TEST(Trainer, ProgressReportsReachTheLastStep) {

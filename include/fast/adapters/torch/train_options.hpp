@@ -30,6 +30,7 @@ struct TrainOptions {
   std::int64_t eval_every = 0;              // evaluate every this many steps; 0: at each epoch's end
   double op_timeout = -1;                   // blocking-operation limit in seconds; < 0: FAST_OP_TIMEOUT
   runtime::SlowdownOptions slowdown;        // emulated slow workers and stragglers (seed: `seed`)
+  std::string final_model = "average";     // representative model: average | rank0 | best
 };
 
 // What the training loop reports to a live display (from worker 0, about every 0.25 s).

@@ -1,0 +1,65 @@
+#pragma once
+// Evaluator: one evaluation round of a distributed run (collective: every worker calls run() at
+// the same step). It measures how far the replicas are apart and scores the representative model:
+//
+//   consensus distance  (1/W) sum_i ||x_i - xbar||^2, xbar the average replica (0, without any
+//                       communication, for strategies whose replicas are identical)
+//   replica accuracies  each replica on the whole test set (skipped when replicas are identical:
+//                       then they all equal the representative's); min, max and the best rank
+//   representative      per FinalModel: `average` (the strategy's representative, by default the
+//                       consensus average), `rank0` (worker 0's replica), `best` (the replica with
+//                       the highest test accuracy, lowest rank on ties)
+//   its test score      each worker scores an equal slice of the test set; the sums are all-reduced
+//
+// One per worker; not thread-safe. The replica's parameters are unchanged by run().
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <torch/nn/modules/container/sequential.h>
+
+#include "fast/adapters/torch/evaluate.hpp"
+#include "fast/adapters/torch/fashion_mnist.hpp"
+#include "fast/adapters/torch/replica.hpp"
+#include "fast/strategy/worker.hpp"
+
+namespace fast::torch {
+
+enum class FinalModel { average, rank0, best };
+
+// "average" | "rank0" | "best"; InvalidArgument listing them otherwise.
+FinalModel parse_final_model(const std::string& name);
+std::vector<std::string> final_model_names();
+
+struct RoundResult {
+  EvalResult representative;       // the representative model on the whole test set
+  double consensus_distance = 0;   // mean squared distance of the replicas to their average
+  double replica_accuracy_min = 0;
+  double replica_accuracy_max = 0;
+  int representative_rank = -1;    // the replica chosen (rank0, best), -1 for the average
+};
+
+class Evaluator {
+ public:
+  Evaluator(strategy::Worker& worker, Replica& replica, ::torch::nn::Sequential& model,
+            std::shared_ptr<const Dataset> test, FinalModel final_model);
+
+  RoundResult run();
+  // The representative model of the last run().
+  std::span<const float> representative() const noexcept { return representative_; }
+
+ private:
+  EvalResult score_sliced(std::span<float> candidate);
+
+  strategy::Worker& worker_;
+  Replica& replica_;
+  ::torch::nn::Sequential& model_;
+  std::shared_ptr<const Dataset> test_;
+  FinalModel final_;
+  std::vector<float> representative_;
+  std::vector<float> mean_;
+};
+
+}  // namespace fast::torch

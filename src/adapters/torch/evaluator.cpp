@@ -1,0 +1,97 @@
+#include "fast/adapters/torch/evaluator.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
+#include "fast/core/error.hpp"
+
+namespace fast::torch {
+
+std::vector<std::string> final_model_names() { return {"average", "rank0", "best"}; }
+
+FinalModel parse_final_model(const std::string& name) {
+  if (name == "average") return FinalModel::average;
+  if (name == "rank0") return FinalModel::rank0;
+  if (name == "best") return FinalModel::best;
+  FAST_THROW(core::InvalidArgument, "final: unknown representative model '{}'; expected one of: {}", name,
+             fmt::join(final_model_names(), ", "));
+}
+
+Evaluator::Evaluator(strategy::Worker& worker, Replica& replica, ::torch::nn::Sequential& model,
+                     std::shared_ptr<const Dataset> test, FinalModel final_model)
+    : worker_(worker),
+      replica_(replica),
+      model_(model),
+      test_(std::move(test)),
+      final_(final_model),
+      representative_(replica.numel()) {}
+
+// Swaps `candidate` into the model, scores this worker's slice of the test set, swaps back, and
+// all-reduces the sums. Collective.
+EvalResult Evaluator::score_sliced(std::span<float> candidate) {
+  runtime::Context& ctx = worker_.context();
+  std::span<float> params = replica_.param_span();
+  std::swap_ranges(params.begin(), params.end(), candidate.begin());
+  const std::int64_t n = test_->size();
+  const std::int64_t begin = n * ctx.rank() / ctx.size();
+  const std::int64_t end = n * (ctx.rank() + 1) / ctx.size();
+  const Dataset slice{test_->images.narrow(0, begin, end - begin), test_->labels.narrow(0, begin, end - begin)};
+  const EvalResult local = evaluate(model_, slice);
+  std::swap_ranges(params.begin(), params.end(), candidate.begin());
+  std::vector<double> sums{local.accuracy * static_cast<double>(local.samples),
+                           local.loss * static_cast<double>(local.samples), static_cast<double>(local.samples)};
+  worker_.communicator().allreduce(core::MutableView(std::span<double>(sums)));
+  return {.accuracy = sums[0] / sums[2], .loss = sums[1] / sums[2], .samples = static_cast<std::int64_t>(sums[2])};
+}
+
+RoundResult Evaluator::run() {
+  collective::Communicator& comm = worker_.communicator();
+  const int n = comm.size();
+  const std::span<float> params = replica_.param_span();
+  const bool identical = worker_.strategy().replicas_identical();
+  RoundResult result;
+
+  std::vector<double> accuracies(static_cast<std::size_t>(n), 0.0);
+  int best = 0;
+  if (final_ == FinalModel::average) worker_.representative(representative_);
+  if (!identical) {
+    // The average replica: the representative already is it under `average` (the strategies whose
+    // replicas differ represent themselves by their average); otherwise one all-reduce.
+    if (final_ == FinalModel::average) {
+      mean_ = representative_;
+    } else {
+      mean_.assign(params.begin(), params.end());
+      comm.allreduce(core::MutableView(std::span<float>(mean_)), {.op = collective::ReduceOp::avg});
+    }
+    std::vector<double> squared{0.0};
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const double d = static_cast<double>(params[i]) - mean_[i];
+      squared[0] += d * d;
+    }
+    comm.allreduce(core::MutableView(std::span<double>(squared)));
+    result.consensus_distance = squared[0] / n;
+    const double own = evaluate(model_, *test_).accuracy;
+    comm.allgather(core::ConstView(&own, 1, core::DType::f64), core::MutableView(std::span<double>(accuracies)));
+    best = static_cast<int>(std::max_element(accuracies.begin(), accuracies.end()) - accuracies.begin());
+  }
+
+  if (final_ != FinalModel::average) {
+    result.representative_rank = final_ == FinalModel::rank0 || identical ? 0 : best;
+    std::copy(params.begin(), params.end(), representative_.begin());
+    comm.broadcast(core::MutableView(std::span<float>(representative_)), result.representative_rank);
+  }
+  std::vector<float> candidate(representative_);
+  result.representative = score_sliced(candidate);
+  if (identical) {
+    result.replica_accuracy_min = result.replica_accuracy_max = result.representative.accuracy;
+  } else {
+    result.replica_accuracy_min = *std::min_element(accuracies.begin(), accuracies.end());
+    result.replica_accuracy_max = accuracies[static_cast<std::size_t>(best)];
+  }
+  return result;
+}
+
+}  // namespace fast::torch
