@@ -4,12 +4,12 @@
 
 #include "fast/core/error.hpp"
 #include "fast/optim/optimizer.hpp"
-#include "optim/expect_error.hpp"
+#include "common/error_message.hpp"
 
 namespace fast::optim {
 namespace {
 
-using testing::expect_error;
+using fast::testing::expect_error;
 
 TEST(OptimizerRegistry, NamesListEveryOptimizer) {
   EXPECT_EQ(optimizer_names(), (std::vector<std::string>{"sgd", "momentum", "nesterov", "adam", "adamw"}));

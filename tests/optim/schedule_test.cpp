@@ -7,12 +7,12 @@
 
 #include "fast/core/error.hpp"
 #include "fast/optim/schedule.hpp"
-#include "optim/expect_error.hpp"
+#include "common/error_message.hpp"
 
 namespace fast::optim {
 namespace {
 
-using testing::expect_error;
+using fast::testing::expect_error;
 
 TEST(LrSchedule, NamesListEverySchedule) {
   EXPECT_EQ(schedule_names(), (std::vector<std::string>{"constant", "step", "cosine"}));

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/error_message.hpp"
 #include "config.hpp"
 #include "fast/core/error.hpp"
 
@@ -20,14 +21,7 @@ std::filesystem::path write_toml(const std::string& name, const std::string& bod
   return path;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const core::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& fn) { return fast::testing::error_message<core::Error>(fn); }
 
 TEST(Config, FileThenFlagsOverride) {
   torch::TrainOptions o;

@@ -1,3 +1,4 @@
+#include "common/error_message.hpp"
 #include "fast/topology/builders.hpp"
 
 #include <gtest/gtest.h>
@@ -20,15 +21,7 @@ void expect_regular_undirected(const Graph& g, int d) {
   EXPECT_EQ(g.num_edges(), static_cast<std::size_t>(g.size()) * static_cast<std::size_t>(d));
 }
 
-std::string expect_invalid(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected InvalidArgument";
-  return {};
-}
+std::string expect_invalid(const std::function<void()>& f) { return fast::testing::error_message<InvalidArgument>(f); }
 
 // A file under the test's temporary directory, removed at destruction.
 struct TempFile {

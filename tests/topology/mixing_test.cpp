@@ -7,20 +7,13 @@
 #include <vector>
 
 #include "fast/core/error.hpp"
+#include "common/error_message.hpp"
 #include "fast/topology/builders.hpp"
 
 namespace fast::topology {
 namespace {
 
-std::string invalid_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected InvalidArgument";
-  return {};
-}
+std::string invalid_message(const std::function<void()>& f) { return fast::testing::error_message<InvalidArgument>(f); }
 
 TEST(Mixing, MetropolisHastingsIsDoublyStochasticAndSymmetric) {
   const std::vector<Graph> graphs{ring(7),         torus2d(3, 4), star(6),         complete(5),
