@@ -1,8 +1,6 @@
 #include "fast/strategy/dpsgd.hpp"
 
 #include "fast/core/error.hpp"
-#include "fast/core/finite.hpp"
-#include "fast/core/log.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/mixing.hpp"
 
@@ -29,21 +27,12 @@ StepOutcome DpsgdStrategy::step(const StepInput& input) {
   runtime::Context& ctx = comm_.context();
   StepOutcome outcome;
   // Every worker takes part in the exchange whatever its gradient, so nobody waits forever; a
-  // worker with a non-finite gradient only skips its own local update.
-  const bool finite = core::all_finite(input.state.grads);
-  if (!finite && options_.non_finite == NonFinitePolicy::error)
-    FAST_THROW(core::InvalidArgument, "dpsgd: the gradient of step {} on worker {} holds NaN or infinity", input.step,
-               ctx.rank());
+  // worker with a non-finite gradient only skips (or, with non_finite = error, fails) its own
+  // local update, after the exchange.
   const double t0 = ctx.now();
   comm_.neighbor_average(core::MutableView(input.state.params), neighbors_, weights_, neighbors_, self_weight_);
   outcome.comm_seconds = ctx.now() - t0;
-  if (finite) {
-    input.optimizer.step(input.state.params, input.state.grads, input.lr);
-  } else {
-    core::log(core::LogLevel::warn, "dpsgd: worker {} skipped step {}: its gradient holds NaN or infinity", ctx.rank(),
-              input.step);
-    outcome.applied = false;
-  }
+  outcome.applied = apply_update(input, options_.non_finite);
   return outcome;
 }
 

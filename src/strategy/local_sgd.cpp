@@ -1,8 +1,6 @@
 #include "fast/strategy/local_sgd.hpp"
 
 #include "fast/core/error.hpp"
-#include "fast/core/finite.hpp"
-#include "fast/core/log.hpp"
 
 namespace fast::strategy {
 
@@ -24,16 +22,7 @@ StepOutcome LocalSgdStrategy::step(const StepInput& input) {
   }
   // A non-finite gradient is this worker's own (or, in warm-up, everyone's): its update is skipped,
   // the averaging below still happens, so replicas never wait on each other's decision.
-  if (!core::all_finite(input.state.grads)) {
-    if (options_.non_finite == NonFinitePolicy::error)
-      FAST_THROW(core::InvalidArgument, "local-sgd: the gradient of step {} on worker {} holds NaN or infinity",
-                 input.step, ctx.rank());
-    core::log(core::LogLevel::warn, "local-sgd: worker {} skipped step {}: its gradient holds NaN or infinity",
-              ctx.rank(), input.step);
-    outcome.applied = false;
-  } else {
-    input.optimizer.step(input.state.params, input.state.grads, input.lr);
-  }
+  outcome.applied = apply_update(input, options_.non_finite);
   if (!warmup && (input.step + 1) % options_.period == 0) {
     const double t0 = ctx.now();
     comm_.allreduce(core::MutableView(input.state.params),

@@ -9,6 +9,8 @@
 #include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/finite.hpp"
+#include "fast/core/log.hpp"
 #include "fast/strategy/allreduce.hpp"
 #include "fast/strategy/dpsgd.hpp"
 #include "fast/strategy/local_sgd.hpp"
@@ -36,6 +38,20 @@ void Strategy::representative(ModelState state, std::span<float> out) {
   FAST_ENFORCE_EQ(out.size(), state.params.size(), "representative: output length must equal the parameter count");
   std::copy(state.params.begin(), state.params.end(), out.begin());
   comm_.allreduce(core::MutableView(out), {.op = collective::ReduceOp::avg});
+}
+
+bool Strategy::apply_update(const StepInput& input, NonFinitePolicy policy) {
+  if (core::all_finite(input.state.grads)) {
+    input.optimizer.step(input.state.params, input.state.grads, input.lr);
+    return true;
+  }
+  const int rank = comm_.rank();
+  if (policy == NonFinitePolicy::error)
+    FAST_THROW(core::InvalidArgument, "{}: the gradient of step {} on worker {} holds NaN or infinity", name(),
+               input.step, rank);
+  core::log(core::LogLevel::warn, "{}: worker {} skipped step {}: its gradient holds NaN or infinity", name(), rank,
+            input.step);
+  return false;
 }
 
 std::vector<std::string> strategy_names() {

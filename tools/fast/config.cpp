@@ -47,6 +47,8 @@ double positive(double value, std::string_view key) {
   return value;
 }
 
+double any_number(double value, std::string_view) { return value; }
+
 double non_negative(double value, std::string_view key) {
   FAST_ENFORCE(value >= 0, "{}: expected a number >= 0, got {}", key, value);
   return value;
@@ -87,6 +89,12 @@ std::string text(long long v) { return fmt::format("{}", v); }
         [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); }                             \
   }
 
+#define FAST_NUMBER_KEY(NAME, DESC, FIELD, CHECK)                                                               \
+  ConfigKey {                                                                                                    \
+    NAME, KeyType::number, DESC, [](TrainOptions& o, const std::string& v) { o.FIELD = CHECK(parse_number(v, NAME), NAME); }, \
+        [](const TrainOptions& o) { return text(o.FIELD); }                                                     \
+  }
+
 std::vector<ConfigKey> build_keys() {
   std::vector<ConfigKey> keys{
       {"runtime", KeyType::string, "Where workers run: threads (N threads of this process).",
@@ -109,55 +117,23 @@ std::vector<ConfigKey> build_keys() {
       FAST_INT_KEY("epochs", "Passes over the training set (used when steps = 0).", epochs, 1),
       FAST_INT_KEY("steps", "Steps per worker; 0 means epochs x steps per epoch.", steps, 0),
       FAST_INT_KEY("batch", "Mini-batch size per worker.", batch, 1),
-      {"lr", KeyType::number, "Base learning rate.",
-       [](TrainOptions& o, const std::string& v) { o.worker.optimizer.lr = positive(parse_number(v, "lr"), "lr"); },
-       [](const TrainOptions& o) { return text(o.worker.optimizer.lr); }},
+      FAST_NUMBER_KEY("lr", "Base learning rate.", worker.optimizer.lr, positive),
       {"optimizer", KeyType::string, "Optimizer: sgd, momentum, nesterov, adam or adamw.",
        [](TrainOptions& o, const std::string& v) { o.worker.optimizer.name = one_of(v, optim::optimizer_names(), "optimizer"); },
        [](const TrainOptions& o) { return o.worker.optimizer.name; }},
-      {"momentum", KeyType::number, "Momentum factor of momentum and nesterov.",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.optimizer.momentum = non_negative(parse_number(v, "momentum"), "momentum");
-       },
-       [](const TrainOptions& o) { return text(o.worker.optimizer.momentum); }},
-      {"weight_decay", KeyType::number, "Weight decay (L2 in the gradient; decoupled for adamw).",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.optimizer.weight_decay = non_negative(parse_number(v, "weight_decay"), "weight_decay");
-       },
-       [](const TrainOptions& o) { return text(o.worker.optimizer.weight_decay); }},
-      {"beta1", KeyType::number, "Adam/AdamW first-moment decay.",
-       [](TrainOptions& o, const std::string& v) { o.worker.optimizer.beta1 = parse_number(v, "beta1"); },
-       [](const TrainOptions& o) { return text(o.worker.optimizer.beta1); }},
-      {"beta2", KeyType::number, "Adam/AdamW second-moment decay.",
-       [](TrainOptions& o, const std::string& v) { o.worker.optimizer.beta2 = parse_number(v, "beta2"); },
-       [](const TrainOptions& o) { return text(o.worker.optimizer.beta2); }},
-      {"eps", KeyType::number, "Adam/AdamW denominator term.",
-       [](TrainOptions& o, const std::string& v) { o.worker.optimizer.eps = positive(parse_number(v, "eps"), "eps"); },
-       [](const TrainOptions& o) { return text(o.worker.optimizer.eps); }},
+      FAST_NUMBER_KEY("momentum", "Momentum factor of momentum and nesterov.", worker.optimizer.momentum, non_negative),
+      FAST_NUMBER_KEY("weight_decay", "Weight decay (L2 in the gradient; decoupled for adamw).", worker.optimizer.weight_decay, non_negative),
+      FAST_NUMBER_KEY("beta1", "Adam/AdamW first-moment decay.", worker.optimizer.beta1, any_number),
+      FAST_NUMBER_KEY("beta2", "Adam/AdamW second-moment decay.", worker.optimizer.beta2, any_number),
+      FAST_NUMBER_KEY("eps", "Adam/AdamW denominator term.", worker.optimizer.eps, positive),
       {"schedule", KeyType::string, "Learning-rate schedule: constant, step or cosine.",
        [](TrainOptions& o, const std::string& v) { o.worker.schedule.name = one_of(v, optim::schedule_names(), "schedule"); },
        [](const TrainOptions& o) { return o.worker.schedule.name; }},
-      {"warmup_steps", KeyType::integer, "Linear warm-up: over the first N steps the lr is scaled by (step+1)/N (0: none).",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.schedule.warmup_steps = at_least<std::int64_t>(parse_integer(v, "warmup_steps"), 0, "warmup_steps");
-       },
-       [](const TrainOptions& o) { return text(static_cast<long long>(o.worker.schedule.warmup_steps)); }},
-      {"step_size", KeyType::integer, "step schedule: multiply the lr by gamma every step_size steps.",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.schedule.step_size = at_least<std::int64_t>(parse_integer(v, "step_size"), 1, "step_size");
-       },
-       [](const TrainOptions& o) { return text(static_cast<long long>(o.worker.schedule.step_size)); }},
-      {"gamma", KeyType::number, "step schedule: decay factor.",
-       [](TrainOptions& o, const std::string& v) { o.worker.schedule.gamma = positive(parse_number(v, "gamma"), "gamma"); },
-       [](const TrainOptions& o) { return text(o.worker.schedule.gamma); }},
-      {"min_lr_factor", KeyType::number, "cosine schedule: final lr as a fraction of the base lr.",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.schedule.min_lr_factor = non_negative(parse_number(v, "min_lr_factor"), "min_lr_factor");
-       },
-       [](const TrainOptions& o) { return text(o.worker.schedule.min_lr_factor); }},
-      {"seed", KeyType::integer, "Seed of model initialisation and data order.",
-       [](TrainOptions& o, const std::string& v) { o.seed = at_least<std::uint64_t>(parse_integer(v, "seed"), 0, "seed"); },
-       [](const TrainOptions& o) { return text(static_cast<long long>(o.seed)); }},
+      FAST_INT_KEY("warmup_steps", "Linear warm-up: over the first N steps the lr is scaled by (step+1)/N (0: none).", worker.schedule.warmup_steps, 0),
+      FAST_INT_KEY("step_size", "step schedule: multiply the lr by gamma every step_size steps.", worker.schedule.step_size, 1),
+      FAST_NUMBER_KEY("gamma", "step schedule: decay factor.", worker.schedule.gamma, positive),
+      FAST_NUMBER_KEY("min_lr_factor", "cosine schedule: final lr as a fraction of the base lr.", worker.schedule.min_lr_factor, non_negative),
+      FAST_INT_KEY("seed", "Seed of model initialisation and data order.", seed, 0),
       {"metrics", KeyType::path, "JSONL metrics file (docs/metrics.md); empty: none.",
        [](TrainOptions& o, const std::string& v) { o.metrics = v; },
        [](const TrainOptions& o) { return o.metrics.string(); }},
@@ -167,21 +143,9 @@ std::vector<ConfigKey> build_keys() {
       FAST_INT_KEY("log_every", "A train metrics record every this many steps, per worker.", log_every, 1),
       FAST_INT_KEY("eval_every", "Evaluate on the test set every this many steps; 0: at each epoch's end.", eval_every,
                    0),
-      {"chunk_bytes", KeyType::integer, "Pipeline piece size of the ring all-reduce, bytes.",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.strategy.chunk_bytes = at_least<std::size_t>(parse_integer(v, "chunk_bytes"), 64, "chunk_bytes");
-       },
-       [](const TrainOptions& o) { return text(static_cast<long long>(o.worker.strategy.chunk_bytes)); }},
-      {"period", KeyType::integer, "local-sgd: average the replicas every this many steps.",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.strategy.period = at_least<std::int64_t>(parse_integer(v, "period"), 1, "period");
-       },
-       [](const TrainOptions& o) { return text(static_cast<long long>(o.worker.strategy.period)); }},
-      {"sync_warmup", KeyType::integer, "local-sgd: the first this many steps average gradients (as allreduce).",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.strategy.sync_warmup = at_least<std::int64_t>(parse_integer(v, "sync_warmup"), 0, "sync_warmup");
-       },
-       [](const TrainOptions& o) { return text(static_cast<long long>(o.worker.strategy.sync_warmup)); }},
+      FAST_INT_KEY("chunk_bytes", "Pipeline piece size of the ring all-reduce, bytes.", worker.strategy.chunk_bytes, 64),
+      FAST_INT_KEY("period", "local-sgd: average the replicas every this many steps.", worker.strategy.period, 1),
+      FAST_INT_KEY("sync_warmup", "local-sgd: the first this many steps average gradients (as allreduce).", worker.strategy.sync_warmup, 0),
       {"topology", KeyType::string,
        "dpsgd: the graph, NAME[:params]: ring, torus2d[:RxC], star, complete, tree, hypercube, random-regular:D, "
        "file:PATH (docs/topology.md).",
@@ -206,16 +170,8 @@ std::vector<ConfigKey> build_keys() {
        "(f-1) x its compute time each step. Empty: none.",
        [](TrainOptions& o, const std::string& v) { o.slowdown.factors = parse_factors(v, "slowdown"); },
        [](const TrainOptions& o) { return fmt::format("{}", fmt::join(o.slowdown.factors, ",")); }},
-      {"straggler_probability", KeyType::number, "Random stragglers: probability, per worker and step, of a slow step.",
-       [](TrainOptions& o, const std::string& v) {
-         o.slowdown.straggler_probability = non_negative(parse_number(v, "straggler_probability"), "straggler_probability");
-       },
-       [](const TrainOptions& o) { return text(o.slowdown.straggler_probability); }},
-      {"straggler_factor", KeyType::number, "Random stragglers: how many times slower a straggling step is (>= 1).",
-       [](TrainOptions& o, const std::string& v) {
-         o.slowdown.straggler_factor = positive(parse_number(v, "straggler_factor"), "straggler_factor");
-       },
-       [](const TrainOptions& o) { return text(o.slowdown.straggler_factor); }},
+      FAST_NUMBER_KEY("straggler_probability", "Random stragglers: probability, per worker and step, of a slow step.", slowdown.straggler_probability, non_negative),
+      FAST_NUMBER_KEY("straggler_factor", "Random stragglers: how many times slower a straggling step is (>= 1).", slowdown.straggler_factor, positive),
       {"op_timeout", KeyType::number, "Seconds a blocking operation may wait (default: FAST_OP_TIMEOUT).",
        [](TrainOptions& o, const std::string& v) { o.op_timeout = positive(parse_number(v, "op_timeout"), "op_timeout"); },
        [](const TrainOptions& o) { return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout); }},
@@ -223,6 +179,7 @@ std::vector<ConfigKey> build_keys() {
   return keys;
 }
 #undef FAST_INT_KEY
+#undef FAST_NUMBER_KEY
 
 // Keys are spelled with '_' in files; '-' is accepted too (and is the flags' spelling).
 const ConfigKey* find_key(std::string_view name) {

@@ -69,6 +69,11 @@ class Strategy {
 
  protected:
   explicit Strategy(collective::Communicator& comm) : comm_(comm) {}
+  // The local update every strategy ends with: input.optimizer applied to input.state with its
+  // grads when every gradient element is finite. Otherwise, per `policy`, throws InvalidArgument
+  // naming the strategy, step and worker, or logs a warning and leaves the parameters untouched.
+  // Returns whether the update was applied.
+  bool apply_update(const StepInput& input, NonFinitePolicy policy);
   collective::Communicator& comm_;
 };
 

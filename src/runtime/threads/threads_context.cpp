@@ -124,7 +124,6 @@ std::optional<std::size_t> ThreadsContext::try_recv(int peer, Tag tag, core::Mut
 
 core::Work ThreadsContext::spawn(std::string name, std::function<void()> fn) {
   struct ActivityWork final : core::WorkImpl {
-    const WorldState* world = nullptr;
     std::string name;
     mutable std::mutex mutex;
     std::condition_variable cv;
@@ -149,7 +148,6 @@ core::Work ThreadsContext::spawn(std::string name, std::function<void()> fn) {
     }
   };
   auto state = std::make_shared<ActivityWork>();
-  state->world = &world_;
   state->name = name;
   activities_.add(std::thread([state, fn = std::move(fn), rank = rank_]() {
     std::exception_ptr err;
