@@ -15,6 +15,35 @@ class FailedWork final : public WorkImpl {
 };
 }  // namespace
 
+class AllOfWork final : public WorkImpl {
+ public:
+  AllOfWork(std::vector<Work> parts, std::shared_ptr<const void> keep_alive)
+      : keep_alive_(std::move(keep_alive)), parts_(std::move(parts)) {}
+  bool completed() const override {
+    for (const Work& w : parts_)
+      if (!w.is_completed()) return false;
+    return true;
+  }
+  bool wait_for(double timeout_seconds) override {
+    for (const Work& w : parts_)
+      if (w.impl_ && !w.impl_->wait_for(timeout_seconds)) return false;
+    return true;
+  }
+  std::exception_ptr error() const override {
+    for (const Work& w : parts_)
+      if (auto e = w.error()) return e;
+    return nullptr;
+  }
+
+ private:
+  std::shared_ptr<const void> keep_alive_;  // declared first: released after the parts
+  std::vector<Work> parts_;
+};
+
+Work Work::all(std::vector<Work> parts, std::shared_ptr<const void> keep_alive) {
+  return Work(std::make_shared<AllOfWork>(std::move(parts), std::move(keep_alive)));
+}
+
 Work Work::failed(std::exception_ptr error) { return Work(std::make_shared<FailedWork>(std::move(error))); }
 
 bool Work::is_completed() const { return !impl_ || impl_->completed(); }

@@ -126,6 +126,62 @@ TEST(ThreadsRuntime, RecvIntoBufferTakesAnySizeAndType) {
   });
 }
 
+TEST(ThreadsRuntime, RecvAnyTakesEveryPeerOnceAndNamesTheSource) {
+  // Every rank but 0 sends its rank (as many times as its rank) to rank 0; rank 0 takes them all
+  // with receives from any source, posted before and after the sends, and counts per source.
+  threads::World world({.size = 5});
+  world.run([](Context& ctx) {
+    constexpr Tag tag = make_tag(TagKind::user, 7, 0);
+    if (ctx.rank() != 0) {
+      const std::vector<std::int64_t> me{ctx.rank()};
+      for (int k = 0; k < ctx.rank(); ++k) ctx.send(0, tag, ConstView(std::span<const std::int64_t>(me))).wait();
+      return;
+    }
+    std::vector<int> count(5, 0);
+    for (int m = 0; m < 1 + 2 + 3 + 4; ++m) {
+      core::Buffer out;
+      int source = -7;
+      ctx.recv_any(tag, out, source).wait();
+      ASSERT_GE(source, 1);
+      ASSERT_EQ(out.numel(), 1u);
+      EXPECT_EQ(out.as<std::int64_t>()[0], source);
+      ++count[static_cast<std::size_t>(source)];
+    }
+    EXPECT_EQ(count, (std::vector<int>{0, 1, 2, 3, 4}));
+    for (int p = 1; p < 5; ++p) EXPECT_EQ(ctx.link_stats(p).messages_received, static_cast<std::uint64_t>(p));
+  });
+}
+
+TEST(ThreadsRuntime, RecvAnyLeavesMessagesForASpecificReceiveFirst) {
+  // A send goes to a receive posted for its own source before one posted for any source, and a
+  // receive from any source takes sends in the order they were queued.
+  threads::World world({.size = 3});
+  world.run([](Context& ctx) {
+    constexpr Tag tag = make_tag(TagKind::user, 8, 0);
+    constexpr Tag go = make_tag(TagKind::user, 9, 0);
+    std::vector<float> token(1, 0.0f);
+    if (ctx.rank() == 0) {
+      core::Buffer any;
+      int source = -1;
+      Work a = ctx.recv_any(tag, any, source);
+      std::vector<float> from2(1);
+      Work b = ctx.recv(2, tag, mview(from2));
+      ctx.send(2, go, cview(token)).wait();  // now rank 2 sends: it must land in b, not a
+      b.wait();
+      EXPECT_EQ(from2[0], 2.0f);
+      EXPECT_FALSE(a.is_completed());
+      ctx.send(1, go, cview(token)).wait();
+      a.wait();
+      EXPECT_EQ(source, 1);
+      EXPECT_EQ(any.as<float>()[0], 1.0f);
+    } else {
+      ctx.recv(0, go, mview(token)).wait();
+      const std::vector<float> me{static_cast<float>(ctx.rank())};
+      ctx.send(0, tag, cview(me)).wait();
+    }
+  });
+}
+
 TEST(ThreadsRuntime, LinkStatsCountBytesPerPeer) {
   threads::World world({.size = 3});
   world.run([](Context& ctx) {

@@ -36,6 +36,11 @@ class Work {
   explicit Work(std::shared_ptr<WorkImpl> impl) : impl_(std::move(impl)) {}
   // A Work that has already completed with the given error.
   static Work failed(std::exception_ptr error);
+  // A Work that completes when every one of `parts` has completed; its error is the first part's
+  // error (in order). Holds the parts, so none is cancelled while the combined Work lives, and
+  // keep_alive (memory the parts use), released only after every part. A wait with a timeout may
+  // take up to that timeout per part still running.
+  static Work all(std::vector<Work> parts, std::shared_ptr<const void> keep_alive = nullptr);
 
   bool is_completed() const;
   // Blocks until completion (bounded by the runtime's operation time limit); rethrows the error.
@@ -46,6 +51,7 @@ class Work {
   std::exception_ptr error() const;
 
  private:
+  friend class AllOfWork;
   std::shared_ptr<WorkImpl> impl_;
 };
 

@@ -60,6 +60,11 @@ class Context {
   // Receives a message of any length and dtype into `out` (resized on completion). `out` must
   // stay valid until the Work completes.
   virtual core::Work recv(int peer, Tag tag, core::Buffer& out) = 0;
+  // Receives the oldest message sent to this worker under `tag` by any peer, into `out` (resized
+  // on completion), and sets `source` to the sender's rank. A message sent under `tag` goes to a
+  // receive posted for its own source first. out and source must stay valid until the Work
+  // completes. For services that answer whoever asks (one-sided windows, parameter servers).
+  virtual core::Work recv_any(Tag tag, core::Buffer& out, int& source) = 0;
   // Non-blocking receive into dst: the message's element count if one was waiting and has been
   // received, std::nullopt ("would block") otherwise.
   virtual std::optional<std::size_t> try_recv(int peer, Tag tag, core::MutableView dst,

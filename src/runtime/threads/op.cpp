@@ -36,6 +36,7 @@ bool Op::offer(const std::shared_ptr<Op>& send) {
 
 std::string Op::describe() const {
   const char* what = kind == Kind::send ? "send" : "recv";
+  if (src == kAnySource) return fmt::format("{} from any rank to rank {} (tag {:#x})", what, dst, tag);
   return fmt::format("{} from rank {} to rank {} (tag {:#x})", what, src, dst, tag);
 }
 
@@ -78,8 +79,11 @@ std::size_t transfer(Op& send, Op& recv) {
   } catch (...) {
     error = std::current_exception();
   }
-  if (!error && recv.received_bytes != nullptr)
-    recv.received_bytes->fetch_add(send.send_data.bytes(), std::memory_order_relaxed);
+  if (!error && recv.receiver_counters != nullptr) {
+    LinkCounters& c = recv.receiver_counters[static_cast<std::size_t>(send.src)];
+    c.bytes_received.fetch_add(send.send_data.bytes(), std::memory_order_relaxed);
+    c.messages_received.fetch_add(1, std::memory_order_relaxed);
+  }
   recv.complete(error);
   send.complete(error);
   return error ? 0 : send.send_data.numel();

@@ -23,23 +23,32 @@ namespace fast::runtime::threads {
 class Mailbox;
 class WorldState;
 
+// Traffic counters of one worker towards one peer (ThreadsContext keeps one per peer).
+struct LinkCounters {
+  std::atomic<std::uint64_t> bytes_sent{0}, messages_sent{0}, bytes_received{0}, messages_received{0};
+};
+
 struct Op {
   enum class Kind { send, recv_view, recv_buffer };
 
   // Immutable after creation.
   Kind kind = Kind::send;
-  int src = 0;
+  int src = 0;                           // receives from any source: kAnySource until matched
   int dst = 0;
   Tag tag = 0;
   core::ConstView send_data;             // Kind::send
   core::MutableView recv_dst;            // Kind::recv_view
   Combine combine = Combine::copy;       // Kind::recv_view
   core::Buffer* recv_out = nullptr;      // Kind::recv_buffer
-  std::atomic<std::uint64_t>* received_bytes = nullptr;  // receives: the receiver's counter, bumped by transfer
+  int* recv_source = nullptr;            // receives from any source: where the matched sender's rank goes
+  LinkCounters* receiver_counters = nullptr;  // receives: the receiver's per-peer counters, bumped by transfer
+
+  static constexpr int kAnySource = -1;
 
   // Guarded by the destination mailbox's lock.
   bool matched = false;
   bool cancelled = false;
+  std::uint64_t arrival = 0;  // sends: queue order in the mailbox
 
   // Guarded by mutex.
   std::mutex mutex;

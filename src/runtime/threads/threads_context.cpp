@@ -37,7 +37,7 @@ ThreadsContext::ThreadsContext(int rank, WorldState& world, std::vector<std::uni
       world_(world),
       mailboxes_(mailboxes),
       activities_(activities),
-      counters_(std::make_unique<Counters[]>(static_cast<std::size_t>(world.size()))) {}
+      counters_(std::make_unique<LinkCounters[]>(static_cast<std::size_t>(world.size()))) {}
 
 int ThreadsContext::size() const { return world_.size(); }
 double ThreadsContext::now() const { return world_.now(); }
@@ -69,7 +69,7 @@ core::Work ThreadsContext::send(int peer, Tag tag, core::ConstView data) {
   check_peer(*this, peer, "send");
   auto op = new_op(Op::Kind::send, rank_, peer, tag);
   op->send_data = data;
-  Counters& c = counters_[static_cast<std::size_t>(peer)];
+  LinkCounters& c = counters_[static_cast<std::size_t>(peer)];
   c.bytes_sent.fetch_add(data.bytes(), std::memory_order_relaxed);
   c.messages_sent.fetch_add(1, std::memory_order_relaxed);
   Mailbox& box = *mailboxes_[static_cast<std::size_t>(peer)];
@@ -80,9 +80,7 @@ core::Work ThreadsContext::send(int peer, Tag tag, core::ConstView data) {
 
 core::Work ThreadsContext::post_recv(std::shared_ptr<Op> op) {
   Mailbox& box = *mailboxes_[static_cast<std::size_t>(rank_)];
-  Counters& c = counters_[static_cast<std::size_t>(op->src)];
-  c.messages_received.fetch_add(1, std::memory_order_relaxed);
-  op->received_bytes = &c.bytes_received;
+  op->receiver_counters = counters_.get();
   if (std::shared_ptr<Op> send = box.post_recv(op, world_)) transfer(*send, *op);
   return core::Work(std::make_shared<OpWork>(std::move(op), box, world_));
 }
@@ -92,6 +90,13 @@ core::Work ThreadsContext::recv(int peer, Tag tag, core::MutableView dst, Combin
   auto op = new_op(Op::Kind::recv_view, peer, rank_, tag);
   op->recv_dst = dst;
   op->combine = combine;
+  return post_recv(std::move(op));
+}
+
+core::Work ThreadsContext::recv_any(Tag tag, core::Buffer& out, int& source) {
+  auto op = new_op(Op::Kind::recv_buffer, Op::kAnySource, rank_, tag);
+  op->recv_out = &out;
+  op->recv_source = &source;
   return post_recv(std::move(op));
 }
 
@@ -114,9 +119,7 @@ std::optional<std::size_t> ThreadsContext::try_recv(int peer, Tag tag, core::Mut
   recv.recv_dst = dst;
   recv.combine = combine;
   recv.matched = true;
-  Counters& c = counters_[static_cast<std::size_t>(peer)];
-  recv.received_bytes = &c.bytes_received;
-  c.messages_received.fetch_add(1, std::memory_order_relaxed);
+  recv.receiver_counters = counters_.get();
   const std::size_t n = transfer(*send, recv);
   if (recv.error) std::rethrow_exception(recv.error);
   return n;
@@ -174,7 +177,7 @@ std::unique_ptr<CondVar> ThreadsContext::make_condvar() { return std::make_uniqu
 
 LinkStats ThreadsContext::link_stats(int peer) const {
   check_peer(*this, peer, "link_stats");
-  const Counters& c = counters_[static_cast<std::size_t>(peer)];
+  const LinkCounters& c = counters_[static_cast<std::size_t>(peer)];
   return {c.bytes_sent.load(std::memory_order_relaxed), c.messages_sent.load(std::memory_order_relaxed),
           c.bytes_received.load(std::memory_order_relaxed), c.messages_received.load(std::memory_order_relaxed)};
 }

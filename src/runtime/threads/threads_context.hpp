@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fast/runtime/context.hpp"
+#include "op.hpp"
 
 namespace fast::runtime::threads {
 
@@ -39,6 +40,7 @@ class ThreadsContext final : public Context {
   core::Work send(int peer, Tag tag, core::ConstView data) override;
   core::Work recv(int peer, Tag tag, core::MutableView dst, Combine combine) override;
   core::Work recv(int peer, Tag tag, core::Buffer& out) override;
+  core::Work recv_any(Tag tag, core::Buffer& out, int& source) override;
   std::optional<std::size_t> try_recv(int peer, Tag tag, core::MutableView dst, Combine combine) override;
 
   core::Work spawn(std::string name, std::function<void()> fn) override;
@@ -49,16 +51,13 @@ class ThreadsContext final : public Context {
   std::string runtime_name() const override { return "threads"; }
 
  private:
-  struct Counters {
-    std::atomic<std::uint64_t> bytes_sent{0}, messages_sent{0}, bytes_received{0}, messages_received{0};
-  };
   core::Work post_recv(std::shared_ptr<struct Op> op);
 
   int rank_;
   WorldState& world_;
   std::vector<std::unique_ptr<Mailbox>>& mailboxes_;
   ActivityList& activities_;
-  std::unique_ptr<Counters[]> counters_;
+  std::unique_ptr<LinkCounters[]> counters_;
 };
 
 }  // namespace fast::runtime::threads

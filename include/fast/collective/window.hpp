@@ -1,0 +1,106 @@
+#pragma once
+// Window: one-sided access to a named tensor that every worker exposes — the "global
+// asynchronous memory" of paper 001 section 4. A worker puts into, gets from, or accumulates into
+// another worker's tensor without that worker's training code taking part: a service activity of
+// the owner answers requests, so the owner may be computing, sleeping or waiting meanwhile.
+//
+// Built on Context point-to-point messages only (recv_any for requests), so it works on every
+// runtime. Each request is a header (op, offset, count, dtype, sequence) plus, for put and
+// accumulate, a payload message; the owner answers with the data (get, fetch_accumulate) and an
+// acknowledgement carrying the tensor's version. Every operation's Work completes once the owner
+// has applied it, so a completed put is visible to any later get.
+//
+// Tags: make_tag(TagKind::window, id, detail), id = 32-bit FNV-1a hash of the window's name;
+// detail 0xFFFFFF for requests, seq for get data, seq | 0x400000 for acknowledgements,
+// seq | 0x800000 for payloads, where seq < 0x400000 is the requester's per-window counter.
+//
+// Atomicity: each remote operation is applied under the owner's window lock, so it is atomic
+// with respect to the other operations on the same window and to the owner's Local guard.
+// Version: the count of remote put/accumulate operations applied plus the owner's bump() calls;
+// get reports the version its data was read at (a parameter server's staleness clock).
+//
+// Lifetime: the constructor and close() are collective (every worker of the Communicator calls
+// them, in the same order relative to its other collectives). close() waits until every worker has
+// stopped issuing requests to the window, then stops the service. The exposed memory must stay
+// valid until close() returns or the Window is destroyed.
+//
+// Thread-safety: put/get/accumulate may be issued concurrently by any activity of the owning
+// worker. Never hold a Local guard while waiting on another worker (the service needs the lock).
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fast/collective/communicator.hpp"
+#include "fast/core/tensor_view.hpp"
+#include "fast/core/work.hpp"
+
+namespace fast::collective {
+
+class Window {
+ public:
+  // Collective. Exposes `local` (this worker's tensor; lengths may differ between workers, dtypes
+  // too) under `name`, which must be unique among this worker's open windows. All-gathers every
+  // worker's length and dtype, so a request out of range or of the wrong dtype is rejected by the
+  // requester (InvalidArgument naming window, peer, range and dtype) before anything is sent.
+  Window(Communicator& comm, std::string name, core::MutableView local);
+  // Stops the service if close() was not called (without the collective wait: requests that
+  // arrive later are never answered and time out at their senders).
+  ~Window();
+  Window(const Window&) = delete;
+  Window& operator=(const Window&) = delete;
+
+  // peer's tensor[offset, offset + src.numel()) = src. src must stay valid until the Work completes.
+  core::Work put(int peer, core::ConstView src, std::size_t offset = 0);
+  // dst = peer's tensor[offset, offset + dst.numel()). If version is not null, it receives the
+  // version the data was read at. dst and version must stay valid until the Work completes.
+  core::Work get(int peer, core::MutableView dst, std::size_t offset = 0, std::uint64_t* version = nullptr);
+  // peer's tensor[offset, ...) += src (f32 or f64).
+  core::Work accumulate(int peer, core::ConstView src, std::size_t offset = 0);
+  // before = peer's tensor[offset, ...), then peer's tensor[offset, ...) += src, atomically
+  // (fetch-and-add). before has src's length and dtype.
+  core::Work fetch_accumulate(int peer, core::ConstView src, core::MutableView before, std::size_t offset = 0);
+
+  struct Shared;  // state shared with the service activity
+
+  // The owner's own access to its exposed tensor: holds the window lock for the guard's lifetime.
+  class Local {
+   public:
+    core::MutableView view() const noexcept;
+    // Counts an owner-side change in the version (e.g. a parameter server applied an update).
+    void bump() noexcept;
+    std::uint64_t version() const noexcept;
+
+   private:
+    friend class Window;
+    explicit Local(std::shared_ptr<Shared> shared);
+    std::shared_ptr<Shared> shared_;
+    std::unique_lock<runtime::Mutex> lock_;
+  };
+  Local local();
+
+  const std::string& name() const noexcept { return name_; }
+  // Collective: returns once every worker called close(); then stops this worker's service.
+  // Idempotent.
+  void close();
+
+ private:
+  core::Work request(int op, int peer, core::ConstView payload, core::MutableView reply, std::size_t offset,
+                     std::uint64_t* version, core::DType dtype, std::size_t count);
+  void check_range(const char* what, int peer, std::size_t offset, std::size_t count, core::DType dtype) const;
+  void stop_service();
+
+  Communicator& comm_;
+  std::string name_;
+  std::uint32_t id_;
+  std::shared_ptr<Shared> shared_;
+  std::vector<std::int64_t> peer_numel_;
+  std::vector<std::int64_t> peer_dtype_;
+  std::atomic<std::uint32_t> next_seq_{0};
+  core::Work service_;
+  bool closed_ = false;
+};
+
+}  // namespace fast::collective

@@ -1,0 +1,204 @@
+#include "fast/collective/window.hpp"
+
+#include <array>
+
+#include "fast/core/buffer.hpp"
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+
+namespace fast::collective {
+
+using core::ConstView;
+using core::MutableView;
+using core::Work;
+using runtime::Tag;
+using runtime::TagKind;
+
+namespace {
+enum Op : std::int64_t { kPut = 1, kGet = 2, kAccumulate = 3, kFetchAccumulate = 4, kStop = 9 };
+constexpr std::uint32_t kRequestDetail = 0xFFFFFF;
+constexpr std::uint32_t kSeqLimit = 0x400000;
+constexpr std::size_t kHeaderLen = 5;  // op, offset, count, dtype, seq
+
+std::uint32_t fnv1a(const std::string& s) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+const char* op_name(std::int64_t op) {
+  switch (op) {
+    case kPut: return "put";
+    case kGet: return "get";
+    case kAccumulate: return "accumulate";
+    case kFetchAccumulate: return "fetch_accumulate";
+    default: return "stop";
+  }
+}
+
+ConstView i64_view(const std::int64_t* p, std::size_t n) { return ConstView(std::span<const std::int64_t>(p, n)); }
+}  // namespace
+
+struct Window::Shared {
+  runtime::Context& ctx;
+  std::unique_ptr<runtime::Mutex> mutex;
+  MutableView view;
+  std::uint64_t version = 0;  // guarded by mutex
+  std::uint32_t id;
+  std::string name;
+
+  Tag tag(std::uint32_t detail) const { return runtime::make_tag(TagKind::window, id, detail); }
+  void serve();
+  void apply(int src, const std::int64_t* header);
+};
+
+// The owner's service: answers requests one at a time, in arrival order, until a stop request
+// from this worker itself. Requests were validated by their senders against the all-gathered
+// shapes; a request that still does not fit is a protocol error and ends the service with it.
+void Window::Shared::serve() {
+  for (;;) {
+    core::Buffer header;
+    int src = -1;
+    const Work w = ctx.recv_any(tag(kRequestDetail), header, src);
+    while (!w.wait(1.0)) {
+    }  // idle between requests is normal; a failed world surfaces as RemoteError
+    FAST_ENFORCE(header.dtype() == core::DType::i64 && header.numel() == kHeaderLen,
+                 "window '{}': malformed request from worker {} ({} x {})", name, src, header.numel(),
+                 core::name_of(header.dtype()));
+    const auto* h = static_cast<const std::int64_t*>(header.data());
+    if (h[0] == kStop) return;
+    apply(src, h);
+  }
+}
+
+void Window::Shared::apply(int src, const std::int64_t* h) {
+  const std::int64_t op = h[0];
+  const auto offset = static_cast<std::size_t>(h[1]);
+  const auto count = static_cast<std::size_t>(h[2]);
+  const auto seq = static_cast<std::uint32_t>(h[4]);
+  FAST_ENFORCE(op >= kPut && op <= kFetchAccumulate && offset + count <= view.numel() &&
+                   h[3] == static_cast<std::int64_t>(view.dtype()),
+               "window '{}': request {} from worker {} for [{}, {}) does not fit the exposed {} x {}", name,
+               op_name(op), src, offset, offset + count, view.numel(), core::name_of(view.dtype()));
+  const MutableView region = view.slice(offset, count);
+  std::int64_t ack = 0;
+  {
+    std::lock_guard<runtime::Mutex> lock(*mutex);
+    if (op == kGet || op == kFetchAccumulate) ctx.send(src, tag(seq), region).wait();
+    if (op != kGet) {
+      const auto combine = op == kPut ? runtime::Combine::copy : runtime::Combine::sum;
+      ctx.recv(src, tag(seq | 0x800000), region, combine).wait();
+      ++version;
+    }
+    ack = static_cast<std::int64_t>(version);
+  }
+  ctx.send(src, tag(seq | kSeqLimit), i64_view(&ack, 1)).wait();
+}
+
+Window::Local::Local(std::shared_ptr<Shared> shared) : shared_(std::move(shared)), lock_(*shared_->mutex) {}
+MutableView Window::Local::view() const noexcept { return shared_->view; }
+void Window::Local::bump() noexcept { ++shared_->version; }
+std::uint64_t Window::Local::version() const noexcept { return shared_->version; }
+
+Window::Window(Communicator& comm, std::string name, MutableView local)
+    : comm_(comm), name_(std::move(name)), id_(fnv1a(name_)) {
+  runtime::Context& ctx = comm.context();
+  const int n = comm.size();
+  // Every worker's shape, so requesters validate before sending.
+  const std::array<std::int64_t, 2> mine{static_cast<std::int64_t>(local.numel()),
+                                         static_cast<std::int64_t>(local.dtype())};
+  std::vector<std::int64_t> all(2 * static_cast<std::size_t>(n));
+  comm.allgather(i64_view(mine.data(), 2), MutableView(std::span<std::int64_t>(all)));
+  for (int p = 0; p < n; ++p) {
+    peer_numel_.push_back(all[2 * static_cast<std::size_t>(p)]);
+    peer_dtype_.push_back(all[2 * static_cast<std::size_t>(p) + 1]);
+  }
+  shared_ = std::shared_ptr<Shared>(new Shared{ctx, ctx.make_mutex(), local, 0, id_, name_});
+  service_ = ctx.spawn("window " + name_, [shared = shared_] { shared->serve(); });
+}
+
+Window::~Window() {
+  if (closed_) return;
+  try {
+    stop_service();
+  } catch (const std::exception& e) {
+    core::log(core::LogLevel::debug, "window '{}': service stopped with: {}", name_, e.what());
+  }
+}
+
+void Window::check_range(const char* what, int peer, std::size_t offset, std::size_t count, core::DType dtype) const {
+  FAST_ENFORCE(!closed_, "window '{}': {} after close()", name_, what);
+  runtime::check_peer(comm_.context(), peer, what);
+  const auto p = static_cast<std::size_t>(peer);
+  const auto numel = static_cast<std::size_t>(peer_numel_[p]);
+  const auto peer_dtype = static_cast<core::DType>(peer_dtype_[p]);
+  if (offset > numel || count > numel - offset)
+    FAST_THROW(core::InvalidArgument, "window '{}': {} of [{}, {}) on worker {}, which exposes {} elements", name_,
+               what, offset, offset + count, peer, numel);
+  if (dtype != peer_dtype)
+    FAST_THROW(core::InvalidArgument, "window '{}': {} with {} data on worker {}, which exposes {}", name_, what,
+               core::name_of(dtype), peer, core::name_of(peer_dtype));
+}
+
+Work Window::request(int op, int peer, ConstView payload, MutableView reply, std::size_t offset,
+                     std::uint64_t* version, core::DType dtype, std::size_t count) {
+  check_range(op_name(op), peer, offset, count, dtype);
+  if ((op == kAccumulate || op == kFetchAccumulate) && dtype != core::DType::f32 && dtype != core::DType::f64)
+    FAST_THROW(core::InvalidArgument, "window '{}': {} needs f32 or f64 data, got {}", name_, op_name(op),
+               core::name_of(dtype));
+  runtime::Context& ctx = comm_.context();
+  const std::uint32_t seq = next_seq_.fetch_add(1, std::memory_order_relaxed) % kSeqLimit;
+  struct Pending {
+    std::array<std::int64_t, kHeaderLen> header;
+    std::int64_t ack = 0;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->header = {op, static_cast<std::int64_t>(offset), static_cast<std::int64_t>(count),
+                     static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(seq)};
+  auto tag = [&](std::uint32_t detail) { return runtime::make_tag(TagKind::window, id_, detail); };
+  std::vector<Work> parts;
+  // Receives first, so the owner's answers never wait for this worker.
+  if (op == kGet || op == kFetchAccumulate) parts.push_back(ctx.recv(peer, tag(seq), reply));
+  auto* ack_target = version != nullptr ? reinterpret_cast<std::int64_t*>(version) : &pending->ack;
+  parts.push_back(ctx.recv(peer, tag(seq | kSeqLimit), MutableView(ack_target, 1, core::DType::i64)));
+  parts.push_back(ctx.send(peer, tag(kRequestDetail), i64_view(pending->header.data(), kHeaderLen)));
+  if (op != kGet) parts.push_back(ctx.send(peer, tag(seq | 0x800000), payload));
+  return Work::all(std::move(parts), pending);
+}
+
+Work Window::put(int peer, ConstView src, std::size_t offset) {
+  return request(kPut, peer, src, {}, offset, nullptr, src.dtype(), src.numel());
+}
+
+Work Window::get(int peer, MutableView dst, std::size_t offset, std::uint64_t* version) {
+  return request(kGet, peer, {}, dst, offset, version, dst.dtype(), dst.numel());
+}
+
+Work Window::accumulate(int peer, ConstView src, std::size_t offset) {
+  return request(kAccumulate, peer, src, {}, offset, nullptr, src.dtype(), src.numel());
+}
+
+Work Window::fetch_accumulate(int peer, ConstView src, MutableView before, std::size_t offset) {
+  FAST_ENFORCE(before.dtype() == src.dtype() && before.numel() == src.numel(),
+               "window '{}': fetch_accumulate's result is {} x {}, its input {} x {}", name_, before.numel(),
+               core::name_of(before.dtype()), src.numel(), core::name_of(src.dtype()));
+  return request(kFetchAccumulate, peer, src, before, offset, nullptr, src.dtype(), src.numel());
+}
+
+Window::Local Window::local() { return Local(shared_); }
+
+void Window::stop_service() {
+  closed_ = true;
+  const std::array<std::int64_t, kHeaderLen> stop{kStop, 0, 0, 0, 0};
+  runtime::Context& ctx = comm_.context();
+  ctx.send(ctx.rank(), shared_->tag(kRequestDetail), i64_view(stop.data(), kHeaderLen)).wait();
+  service_.wait();
+}
+
+void Window::close() {
+  if (closed_) return;
+  comm_.barrier();  // every worker has finished its requests (each waits for its own)
+  stop_service();
+}
+
+}  // namespace fast::collective

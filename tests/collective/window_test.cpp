@@ -1,0 +1,151 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "common/error_message.hpp"
+#include "fast/collective/window.hpp"
+#include "fast/runtime/threads/world.hpp"
+
+namespace fast::collective {
+namespace {
+
+using core::ConstView;
+using core::MutableView;
+using runtime::Context;
+
+ConstView cview(const std::vector<float>& v) { return ConstView(std::span<const float>(v)); }
+MutableView mview(std::vector<float>& v) { return MutableView(std::span<float>(v)); }
+
+TEST(Window, PutThenGetRoundTripsBetweenEveryPairAndCountsVersions) {
+  for (int n : {1, 2, 4}) {
+    runtime::threads::World world({.size = n, .op_timeout_seconds = 60});
+    world.run([n](Context& ctx) {
+      Communicator comm(ctx);
+      const int r = ctx.rank();
+      std::vector<float> mine(8 * static_cast<std::size_t>(n), -1.0f);  // slot p written by worker p
+      Window window(comm, "slots", mview(mine));
+      const std::vector<float> payload(8, static_cast<float>(r) + 0.5f);
+      for (int p = 0; p < n; ++p) window.put(p, cview(payload), 8 * static_cast<std::size_t>(r)).wait();
+      comm.barrier();
+      for (int p = 0; p < n; ++p)
+        for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(mine[8 * static_cast<std::size_t>(p) + i], p + 0.5f);
+      // Every worker read every peer: the same slots, version n (one put from each worker).
+      for (int p = 0; p < n; ++p) {
+        std::vector<float> got(8 * static_cast<std::size_t>(n));
+        std::uint64_t version = 0;
+        window.get(p, mview(got), 0, &version).wait();
+        EXPECT_EQ(got, mine);
+        EXPECT_EQ(version, static_cast<std::uint64_t>(n));
+      }
+      window.close();
+    });
+  }
+}
+
+TEST(Window, ConcurrentAccumulatesFromEveryActivityAllLand) {
+  constexpr int n = 4;
+  constexpr int per_activity = 200;
+  runtime::threads::World world({.size = n, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    Communicator comm(ctx);
+    std::vector<double> sum(3, 0.0);
+    Window window(comm, "sum", MutableView(std::span<double>(sum)));
+    auto hammer = [&](double value) {
+      const std::vector<double> one(3, value);
+      for (int k = 0; k < per_activity; ++k)
+        window.accumulate(0, ConstView(std::span<const double>(one))).wait();
+    };
+    Work side = ctx.spawn("second", [&] { hammer(0.25); });
+    hammer(1.0);
+    side.wait();
+    comm.barrier();
+    if (ctx.rank() == 0) {
+      // Closed form: n workers x per_activity x (1 + 0.25), exact in binary.
+      for (double v : sum) EXPECT_EQ(v, n * per_activity * 1.25);
+      EXPECT_EQ(window.local().version(), static_cast<std::uint64_t>(2 * n * per_activity));
+    }
+    window.close();
+  });
+}
+
+TEST(Window, FetchAccumulateIsAnAtomicCounter) {
+  constexpr int n = 4;
+  constexpr int each = 100;
+  runtime::threads::World world({.size = n, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    Communicator comm(ctx);
+    std::vector<double> counter(1, 0.0);
+    Window window(comm, "counter", MutableView(std::span<double>(counter)));
+    std::vector<double> seen;
+    const std::vector<double> one{1.0};
+    for (int k = 0; k < each; ++k) {
+      std::vector<double> before(1);
+      window.fetch_accumulate(0, ConstView(std::span<const double>(one)), MutableView(std::span<double>(before))).wait();
+      seen.push_back(before[0]);
+    }
+    std::vector<double> all(static_cast<std::size_t>(n * each));
+    comm.allgather(ConstView(std::span<const double>(seen)), MutableView(std::span<double>(all)));
+    std::sort(all.begin(), all.end());
+    for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], static_cast<double>(i)) << "value taken twice or skipped";
+    window.close();
+  });
+}
+
+TEST(Window, BadRequestsAreRejectedBeforeAnythingIsSent) {
+  runtime::threads::World world({.size = 2, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    Communicator comm(ctx);
+    std::vector<float> mine(ctx.rank() == 0 ? 10 : 4, 0.0f);
+    Window window(comm, "params", mview(mine));
+    if (ctx.rank() == 1) {
+      const std::vector<float> five(5, 1.0f);
+      testing::expect_error<core::InvalidArgument>([&] { window.put(0, cview(five), 6).wait(); },
+                                                   {"window 'params'", "put", "[6, 11)", "worker 0", "10 elements"});
+      const std::vector<double> d(2, 1.0);
+      testing::expect_error<core::InvalidArgument>(
+          [&] { window.accumulate(0, ConstView(std::span<const double>(d))).wait(); }, {"f64", "worker 0", "f32"});
+      testing::expect_error<core::InvalidArgument>([&] { window.get(7, mview(mine)).wait(); }, {"7"});
+    }
+    comm.barrier();
+    if (ctx.rank() == 0) {
+      EXPECT_EQ(window.local().version(), 0u);  // nothing reached the owner
+      EXPECT_EQ(mine, std::vector<float>(10, 0.0f));
+    }
+    window.close();
+    testing::expect_error<core::InvalidArgument>([&] { window.get(0, mview(mine)).wait(); }, {"after close()"});
+  });
+}
+
+TEST(Window, RemoteOperationsWaitForTheOwnersLocalGuard) {
+  runtime::threads::World world({.size = 2, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    Communicator comm(ctx);
+    std::vector<float> mine(4, 0.0f);
+    Window window(comm, "guarded", mview(mine));
+    if (ctx.rank() == 0) {
+      {
+        Window::Local local = window.local();
+        comm.barrier();  // rank 1 now puts
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        EXPECT_EQ(mine, std::vector<float>(4, 0.0f)) << "a remote put entered while the owner held the lock";
+        local.bump();
+      }
+      comm.barrier();
+      EXPECT_EQ(mine, std::vector<float>(4, 3.0f));
+      EXPECT_EQ(window.local().version(), 2u);  // the owner's bump and the put
+    } else {
+      comm.barrier();
+      const std::vector<float> three(4, 3.0f);
+      window.put(0, cview(three)).wait();
+      comm.barrier();
+    }
+    window.close();
+  });
+}
+
+}  // namespace
+}  // namespace fast::collective
