@@ -1,5 +1,7 @@
 #include "fast/strategy/worker.hpp"
 
+#include <algorithm>
+
 #include "fast/core/error.hpp"
 
 namespace fast::strategy {
@@ -16,18 +18,72 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
       state_(checked(state)),
       optimizer_(optim::make_optimizer(options.optimizer, state.params.size())),
       schedule_(options.optimizer.lr, options.schedule),
-      strategy_(make_strategy(options.strategy, comm_)) {}
+      strategy_(make_strategy(options.strategy, comm_)) {
+  if (strategy_->asynchronous()) {
+    published_.assign(state_.params.begin(), state_.params.end());
+    replicas_ = std::make_unique<collective::Window>(comm_, "worker.replicas",
+                                                     core::MutableView(std::span<float>(published_)));
+  }
+}
+
+Worker::~Worker() = default;
 
 StepReport Worker::step() {
   const double lr = schedule_.lr_at(steps_);
   const StepOutcome outcome = strategy_->step({.state = state_, .optimizer = *optimizer_, .lr = lr, .step = steps_});
   StepReport report{.step = steps_, .lr = lr, .applied = outcome.applied, .comm_seconds = outcome.comm_seconds};
   ++steps_;
+  if (replicas_) {
+    collective::Window::Local local = replicas_->local();
+    std::copy(state_.params.begin(), state_.params.end(), published_.begin());
+    local.bump();
+  }
   if (!outcome.applied) ++skipped_;
   comm_seconds_ += outcome.comm_seconds;
   return report;
 }
 
 void Worker::representative(std::span<float> out) { strategy_->representative(state_, out); }
+
+void Worker::finish() {
+  if (finished_) return;
+  finished_ = true;
+  const double t0 = comm_.context().now();
+  strategy_->finish(state_);
+  if (replicas_) replicas_->close();
+  comm_seconds_ += comm_.context().now() - t0;
+}
+
+SnapshotResult Worker::snapshot(std::span<float> out) {
+  FAST_ENFORCE_AS(core::InvalidUsage, replicas_ != nullptr,
+                  "Worker::snapshot: strategy '{}' is synchronous; use the collective representative()",
+                  strategy_->name());
+  FAST_ENFORCE_EQ(out.size(), state_.params.size(), "Worker::snapshot: output length must equal the parameter count");
+  FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::snapshot: called after finish()");
+  // One pass over the replicas: mean ||x_i - avg||^2 = mean ||x_i||^2 - ||avg||^2, in double.
+  const int n = comm_.size();
+  const std::size_t len = out.size();
+  std::vector<double> sum(len, 0.0);
+  std::vector<float> replica(len);
+  double sum_sq = 0;
+  for (int p = 0; p < n; ++p) {
+    replicas_->get(p, core::MutableView(std::span<float>(replica))).wait();
+    for (std::size_t i = 0; i < len; ++i) {
+      const double x = replica[i];
+      sum[i] += x;
+      sum_sq += x * x;
+    }
+  }
+  SnapshotResult result;
+  double avg_sq = 0;
+  for (std::size_t i = 0; i < len; ++i) {
+    const double a = sum[i] / n;
+    avg_sq += a * a;
+  }
+  result.consensus_distance = std::max(0.0, sum_sq / n - avg_sq);
+  if (!strategy_->snapshot(state_, out))
+    for (std::size_t i = 0; i < len; ++i) out[i] = static_cast<float>(sum[i] / n);
+  return result;
+}
 
 }  // namespace fast::strategy

@@ -38,6 +38,12 @@ struct StrategyOptions {
   std::int64_t sync_warmup = 0;                        // local-sgd: first steps with gradient all-reduce
   std::string topology = "ring";                       // decentralized strategies: topology::make_topology spec
   std::uint64_t seed = 0;                              // decentralized strategies: seed of random topologies
+  std::string mode = "async";                          // ps: sync | async | ssp
+  std::int64_t staleness = 4;                          // ps ssp: bound on the clock lag of a gradient
+  std::int64_t servers = 1;                            // ps: server shards, hosted by ranks 0..servers-1
+  double alpha = 0.1;                                  // easgd: elastic moving rate
+  std::int64_t tau = 4;                                // easgd: steps between elastic exchanges
+  double comm_rate = 1.0;                              // acid: expected communications per gradient step
 };
 
 // Everything one step needs. lr is this step's learning rate (the schedule already applied).
@@ -46,6 +52,26 @@ struct StepInput {
   optim::Optimizer& optimizer;
   double lr;
   std::int64_t step;  // 0-based index of this worker's step
+};
+
+// Staleness of applied gradients: the version lag of a gradient is the number of updates its model
+// received between the read of the parameters the gradient was computed on and the gradient's
+// application (0 for synchronous strategies).
+struct StalenessStats {
+  std::uint64_t count = 0;  // gradients applied
+  double sum = 0;           // sum of their lags
+  std::uint64_t max = 0;    // largest lag
+  void add(std::uint64_t lag) noexcept {
+    ++count;
+    sum += static_cast<double>(lag);
+    if (lag > max) max = lag;
+  }
+  void merge(const StalenessStats& o) noexcept {
+    count += o.count;
+    sum += o.sum;
+    if (o.max > max) max = o.max;
+  }
+  double mean() const noexcept { return count == 0 ? 0.0 : sum / static_cast<double>(count); }
 };
 
 struct StepOutcome {
@@ -66,6 +92,20 @@ class Strategy {
   // True when the strategy keeps every replica identical after each step (synchronous gradient
   // averaging); evaluation then skips measuring their spread.
   virtual bool replicas_identical() const { return false; }
+  // True when step() never waits for other workers to take their steps, so workers may take
+  // different numbers of steps (asynchronous strategies). Training loops then share a sample
+  // budget instead of running lockstep epochs, and evaluate mid-run with snapshot(), not with
+  // the collective representative().
+  virtual bool asynchronous() const { return false; }
+  // Collective, once per worker, after its last step and before the final representative():
+  // stops background activities and leaves state.params at this worker's final model.
+  virtual void finish(ModelState /*state*/) {}
+  // Not collective (asynchronous strategies, mid-run evaluation): writes this worker's current
+  // view of the representative model into out and returns true, or returns false so the Worker
+  // averages the replicas every worker publishes.
+  virtual bool snapshot(ModelState /*state*/, std::span<float> /*out*/) { return false; }
+  // Staleness of the gradients applied by this worker (a parameter server: by its shard).
+  virtual StalenessStats staleness() const { return {}; }
 
  protected:
   explicit Strategy(collective::Communicator& comm) : comm_(comm) {}

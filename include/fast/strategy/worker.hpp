@@ -4,15 +4,22 @@
 // replica's flat parameters and gradients:
 //
 //   for each mini-batch: zero grads; forward; backward (framework) ; worker.step();
+//   worker.finish();               // collective: stops background activities
 //   worker.representative(out);    // collective: the model to evaluate or save
+//
+// Asynchronous strategies (strategy().asynchronous()): workers take different numbers of steps;
+// every worker publishes a copy of its parameters after each step in a window ("worker.replicas"),
+// so any worker can read the current consensus mid-run with snapshot() without the others.
 //
 // One Worker per worker; not thread-safe (call from the worker's main activity).
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "fast/collective/communicator.hpp"
+#include "fast/collective/window.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/optim/schedule.hpp"
 #include "fast/runtime/context.hpp"
@@ -26,6 +33,10 @@ struct WorkerOptions {
   optim::ScheduleOptions schedule;
 };
 
+struct SnapshotResult {
+  double consensus_distance = 0;  // mean over workers of ||x_i - average||^2 of the published replicas
+};
+
 struct StepReport {
   std::int64_t step = 0;      // index of the step just taken (0-based)
   double lr = 0;              // learning rate used
@@ -35,14 +46,27 @@ struct StepReport {
 
 class Worker {
  public:
-  // state must stay valid for the Worker's lifetime. Throws InvalidArgument for bad options or
+  // Collective (asynchronous strategies open windows). state must stay valid for the Worker's
+  // lifetime. Throws InvalidArgument for bad options or
   // params/grads of different lengths.
   Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState state);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
 
   // One training step on the gradient the framework just wrote into state.grads.
   StepReport step();
-  // Collective: writes the representative model (per the strategy) into out.
+  // Collective: writes the representative model (per the strategy) into out. After finish() for
+  // asynchronous strategies.
   void representative(std::span<float> out);
+  // Collective, once, after the last step: the strategy's finish() (stops its activities), then
+  // closes the replica window. Idempotent.
+  void finish();
+  // Asynchronous strategies only, not collective: writes the current representative model into
+  // out (the strategy's own view, else the average of every worker's published replica) and
+  // measures the consensus distance of the published replicas. InvalidUsage for synchronous
+  // strategies (use representative()).
+  SnapshotResult snapshot(std::span<float> out);
 
   std::int64_t steps() const noexcept { return steps_; }
   std::int64_t skipped_steps() const noexcept { return skipped_; }
@@ -57,6 +81,9 @@ class Worker {
   std::unique_ptr<optim::Optimizer> optimizer_;
   optim::LrSchedule schedule_;
   std::unique_ptr<Strategy> strategy_;
+  std::vector<float> published_;                       // asynchronous: params after the last step
+  std::unique_ptr<collective::Window> replicas_;       // asynchronous: exposes published_
+  bool finished_ = false;
   std::int64_t steps_ = 0;
   std::int64_t skipped_ = 0;
   double comm_seconds_ = 0;
