@@ -44,6 +44,9 @@ struct StrategyOptions {
   double alpha = 0.1;                                  // easgd: elastic moving rate
   std::int64_t tau = 4;                                // easgd: steps between elastic exchanges
   double comm_rate = 1.0;                              // acid: expected communications per gradient step
+  // The worker's optimizer settings, filled in by Worker: strategies that update a model other
+  // than the replica (ps servers, easgd's centre) build their own optimizer from them.
+  optim::OptimizerOptions optimizer;
 };
 
 // Everything one step needs. lr is this step's learning rate (the schedule already applied).
