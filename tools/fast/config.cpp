@@ -102,8 +102,9 @@ std::vector<ConfigKey> build_keys() {
        [](const TrainOptions& o) { return o.runtime; }},
       FAST_INT_KEY("workers", "Number of workers.", workers, 1),
       {"strategy", KeyType::string,
-       "Coordination strategy: allreduce (synchronous gradient averaging), local-sgd (periodic model "
-       "averaging), dpsgd (synchronous gossip on a topology). docs/strategies.md.",
+       "Coordination strategy: allreduce (synchronous gradient averaging), ps (parameter server, see mode), "
+       "local-sgd (periodic model averaging), easgd (elastic averaging), dpsgd (synchronous gossip), adpsgd "
+       "(asynchronous pairwise gossip), gosgd (push-sum gossip), acid (A2CiD2). docs/strategies.md.",
        [](TrainOptions& o, const std::string& v) { o.worker.strategy.name = one_of(v, strategy::strategy_names(), "strategy"); },
        [](const TrainOptions& o) { return o.worker.strategy.name; }},
       {"model", KeyType::string, "Model: mlp (784-256-128-10) or cnn (2 conv + 2 linear layers).",
@@ -141,14 +142,24 @@ std::vector<ConfigKey> build_keys() {
        [](TrainOptions& o, const std::string& v) { o.summary = v; },
        [](const TrainOptions& o) { return o.summary.string(); }},
       FAST_INT_KEY("log_every", "A train metrics record every this many steps, per worker.", log_every, 1),
-      FAST_INT_KEY("eval_every", "Evaluate on the test set every this many steps; 0: at each epoch's end.", eval_every,
-                   0),
+      FAST_INT_KEY("eval_every", "Evaluate on the test set every this many steps (asynchronous strategies: every this many "
+                   "steps of all workers together, divided by the worker count); 0: at each epoch's end.", eval_every, 0),
+      FAST_NUMBER_KEY("target_accuracy", "The summary reports the first time the test accuracy reached this; 0: off.", target_accuracy, non_negative),
       FAST_INT_KEY("chunk_bytes", "Pipeline piece size of the ring all-reduce, bytes.", worker.strategy.chunk_bytes, 64),
       FAST_INT_KEY("period", "local-sgd: average the replicas every this many steps.", worker.strategy.period, 1),
       FAST_INT_KEY("sync_warmup", "local-sgd: the first this many steps average gradients (as allreduce).", worker.strategy.sync_warmup, 0),
+      {"mode", KeyType::string, "ps: sync, async or ssp (stale synchronous, bounded by staleness).",
+       [](TrainOptions& o, const std::string& v) { o.worker.strategy.mode = one_of(v, {"sync", "async", "ssp"}, "mode"); },
+       [](const TrainOptions& o) { return o.worker.strategy.mode; }},
+      FAST_INT_KEY("staleness", "ps ssp: a worker never runs more than this many steps ahead of the slowest.", worker.strategy.staleness, 0),
+      FAST_INT_KEY("servers", "ps: parameter-server shards, hosted by workers 0..servers-1.", worker.strategy.servers, 1),
+      FAST_NUMBER_KEY("alpha", "easgd: elastic moving rate, in (0, 1).", worker.strategy.alpha, positive),
+      FAST_INT_KEY("tau", "easgd: local steps between elastic exchanges with the centre.", worker.strategy.tau, 1),
+      FAST_NUMBER_KEY("comm_rate", "acid: expected pairwise communications per gradient step.", worker.strategy.comm_rate, positive),
       {"topology", KeyType::string,
-       "dpsgd: the graph, NAME[:params]: ring, torus2d[:RxC], star, complete, tree, hypercube, random-regular:D, "
-       "file:PATH (docs/topology.md).",
+       "Decentralized strategies: the graph, NAME[:params]: ring, torus2d[:RxC], star, complete, tree, hypercube, "
+       "exponential, random-regular:D, file:PATH; gosgd also takes time-varying schedules: exponential-peer, "
+       "random-matching, random-peer, cycle:A;B (docs/topology.md).",
        [](TrainOptions& o, const std::string& v) { o.worker.strategy.topology = v; },
        [](const TrainOptions& o) { return o.worker.strategy.topology; }},
       {"final", KeyType::string,

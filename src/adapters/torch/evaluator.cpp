@@ -94,4 +94,22 @@ RoundResult Evaluator::run() {
   return result;
 }
 
+RoundResult Evaluator::snapshot_round() {
+  RoundResult result;
+  const strategy::SnapshotResult snap = worker_.snapshot(representative_);
+  result.consensus_distance = snap.consensus_distance;
+  result.replica_accuracy_min = result.replica_accuracy_max = -1;
+  std::span<float> params = replica_.param_span();
+  std::vector<float> candidate(representative_);
+  std::swap_ranges(params.begin(), params.end(), candidate.begin());
+  try {
+    result.representative = evaluate(model_, *test_);
+  } catch (...) {
+    std::swap_ranges(params.begin(), params.end(), candidate.begin());
+    throw;
+  }
+  std::swap_ranges(params.begin(), params.end(), candidate.begin());
+  return result;
+}
+
 }  // namespace fast::torch

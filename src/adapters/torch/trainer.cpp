@@ -27,17 +27,25 @@ namespace {
 
 using nlohmann::json;
 
-// State shared by the workers of one run. Written by worker 0 or through atomics only.
-struct Shared {
-  std::atomic<std::uint64_t> bytes_sent{0};
-  std::atomic<std::int64_t> skipped{0};
-  std::mutex comm_mutex;  // guards comm_seconds and slowdown_seconds
-  double comm_seconds = 0;
+// What each worker reports at the end; indexed by rank, each entry written by its worker only.
+struct WorkerTotals {
+  std::int64_t steps = 0;
+  std::int64_t skipped = 0;
+  double idle_seconds = 0;  // in the strategy's exchanges and final wait (Worker::comm_seconds)
   double slowdown_seconds = 0;
+  std::vector<std::uint64_t> bytes_to;  // bytes sent to each peer
+  strategy::StalenessStats staleness;
+};
+
+// State shared by the workers of one run. Per-worker slots, or written by worker 0 only.
+struct Shared {
+  explicit Shared(int workers) : totals(static_cast<std::size_t>(workers)) {}
+  std::vector<WorkerTotals> totals;
   json final_eval;
   double param_norm = 0;
   double wall_seconds = 0;
-  std::int64_t steps = 0;
+  std::mutex eval_mutex;  // guards time_to_target and the on_epoch callback
+  double time_to_target = -1;
 };
 
 double l2_norm(std::span<const float> v) {
@@ -72,6 +80,9 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
   strategy::WorkerOptions worker_options = options.worker;
   if (worker_options.schedule.total_steps == 0) worker_options.schedule.total_steps = total_steps;
   worker_options.strategy.seed = options.seed;
+  // Samples of one lockstep step of all workers; an asynchronous run has the same budget.
+  const std::int64_t round_samples = options.batch * options.workers;
+  const std::int64_t eval_interval_steps = options.eval_every > 0 ? options.eval_every : steps_per_epoch;
 
   metrics::JsonlWriter writer = options.metrics.empty() ? metrics::JsonlWriter() : metrics::JsonlWriter(options.metrics);
   writer.write({{"event", "start"},
@@ -88,7 +99,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                 {"lr", options.worker.optimizer.lr},
                 {"seed", options.seed}});
 
-  Shared shared;
+  Shared shared(options.workers);
   runtime::launch(
       {.runtime = options.runtime, .workers = options.workers, .op_timeout_seconds = options.op_timeout},
       [&](runtime::Context& ctx) {
@@ -102,31 +113,56 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
         strategy::Worker worker(ctx, worker_options, {.params = replica.param_span(), .grads = replica.grad_span()});
         Evaluator evaluator(worker, replica, model, data.test, final_model);
         const bool lead = ctx.rank() == 0;
+        const bool asynchronous = worker.strategy().asynchronous();
         const double start = ctx.now();
         double last_report = start;
         double loss_sum = 0;     // since the last progress report
         std::int64_t loss_count = 0;
         double log_loss_sum = 0;  // since the last metrics record
         std::int64_t log_loss_count = 0;
+        double last_lr = 0;
 
-        auto evaluate_now = [&](std::int64_t epoch, std::int64_t step) {
-          const RoundResult round = evaluator.run();
+        // Writes an eval record; `time` is when the evaluated model was taken.
+        auto record_eval = [&](const RoundResult& round, double time, double epoch, std::int64_t step) {
           const EvalResult& r = round.representative;
-          if (!lead) return round;
-          writer.write({{"event", "eval"}, {"time", ctx.now()}, {"epoch", epoch}, {"step", step},
-                        {"accuracy", r.accuracy}, {"loss", r.loss}, {"samples", r.samples},
-                        {"consensus_distance", round.consensus_distance},
-                        {"replica_accuracy_min", round.replica_accuracy_min},
-                        {"replica_accuracy_max", round.replica_accuracy_max},
-                        {"representative_rank", round.representative_rank}});
-          if (on_epoch) on_epoch({.epoch = epoch, .step = step, .accuracy = r.accuracy, .loss = r.loss});
+          json record{{"event", "eval"}, {"time", time - start}, {"epoch", epoch}, {"step", step},
+                      {"worker", ctx.rank()}, {"accuracy", r.accuracy}, {"loss", r.loss}, {"samples", r.samples},
+                      {"consensus_distance", round.consensus_distance}};
+          if (round.replica_accuracy_min >= 0) {
+            record["replica_accuracy_min"] = round.replica_accuracy_min;
+            record["replica_accuracy_max"] = round.replica_accuracy_max;
+            record["representative_rank"] = round.representative_rank;
+          }
+          writer.write(record);
+          std::lock_guard<std::mutex> lock(shared.eval_mutex);  // asynchronous runs evaluate on any worker
+          if (options.target_accuracy > 0 && r.accuracy >= options.target_accuracy &&
+              (shared.time_to_target < 0 || time - start < shared.time_to_target))
+            shared.time_to_target = time - start;
+          if (on_epoch) on_epoch({.epoch = static_cast<std::int64_t>(epoch), .step = step, .accuracy = r.accuracy, .loss = r.loss});
+        };
+        auto evaluate_collective = [&](std::int64_t step) {
+          const double time = ctx.now();
+          const RoundResult round = evaluator.run();
+          if (lead) record_eval(round, time, static_cast<double>(step) / static_cast<double>(steps_per_epoch), step);
           return round;
         };
 
-        for (std::int64_t s = 0; s < total_steps; ++s) {
-          const std::int64_t epoch = s / steps_per_epoch;
+        // A `train` record: this worker's state after `steps` steps.
+        auto write_train_record = [&](std::int64_t steps, std::int64_t epoch, double lr) {
+          const strategy::StalenessStats st = worker.strategy().staleness();
+          writer.write({{"event", "train"}, {"time", ctx.now() - start}, {"worker", ctx.rank()}, {"step", steps},
+                        {"epoch", epoch}, {"samples", steps * options.batch},
+                        {"loss", log_loss_count > 0 ? log_loss_sum / static_cast<double>(log_loss_count) : 0.0},
+                        {"lr", lr}, {"comm_seconds", worker.comm_seconds()}, {"bytes_sent", ctx.bytes_sent()},
+                        {"skipped_steps", worker.skipped_steps()}, {"staleness_mean", st.mean()},
+                        {"staleness_max", st.max}, {"slowdown_seconds", slowdown.waited_seconds()}});
+          log_loss_sum = 0;
+          log_loss_count = 0;
+        };
+        // One training step on this worker's batch (epoch, index); returns the report.
+        auto train_step = [&](std::int64_t epoch, std::int64_t index) {
           const double compute_start = slowdown.active() ? ctx.now() : 0.0;
-          const Batch batch = loader.batch(epoch, s % steps_per_epoch);
+          const Batch batch = loader.batch(epoch, index);
           replica.zero_grad();
           ::torch::Tensor loss = ::torch::nn::functional::cross_entropy(model->forward(batch.x), batch.y);
           loss.backward();
@@ -134,47 +170,82 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
           if (slowdown.active()) slowdown.after_compute(ctx, ctx.now() - compute_start);
           const double loss_value = loss.item<double>();
           const strategy::StepReport report = worker.step();
+          last_lr = report.lr;
           loss_sum += loss_value;
           ++loss_count;
           log_loss_sum += loss_value;
           ++log_loss_count;
-
-          if ((s + 1) % options.log_every == 0 || s + 1 == total_steps) {
-            writer.write({{"event", "train"}, {"time", ctx.now()}, {"worker", ctx.rank()}, {"step", s + 1},
-                          {"epoch", epoch}, {"samples", (s + 1) * options.batch},
-                          {"loss", log_loss_sum / static_cast<double>(log_loss_count)}, {"lr", report.lr},
-                          {"comm_seconds", worker.comm_seconds()}, {"bytes_sent", ctx.bytes_sent()},
-                          {"skipped_steps", worker.skipped_steps()},
-                          {"slowdown_seconds", slowdown.waited_seconds()}});
-            log_loss_sum = 0;
-            log_loss_count = 0;
-          }
+          const std::int64_t s = report.step;
+          if ((s + 1) % options.log_every == 0) write_train_record(s + 1, epoch, report.lr);
+          return report;
+        };
+        // Progress of the whole run as `done` lockstep steps out of total_steps (worker 0 reports).
+        auto report_progress = [&](std::int64_t done, std::int64_t epoch) {
           const double now = ctx.now();
-          if (lead && progress && (now - last_report >= 0.25 || s + 1 == total_steps)) {
-            const double elapsed = now - start;
-            const double rate = static_cast<double>((s + 1) * options.batch * ctx.size()) / std::max(elapsed, 1e-9);
-            progress({.step = s + 1, .total_steps = total_steps, .epoch = epoch, .elapsed_seconds = elapsed,
-                      .samples_per_second = rate, .loss = loss_sum / static_cast<double>(loss_count),
-                      .eta_seconds = elapsed / static_cast<double>(s + 1) * static_cast<double>(total_steps - s - 1),
-                      .done = s + 1 == total_steps});
-            last_report = now;
-            loss_sum = 0;
-            loss_count = 0;
+          const bool last = done >= total_steps;
+          if (!lead || !progress || (now - last_report < 0.25 && !last)) return;
+          const double elapsed = now - start;
+          const double rate = static_cast<double>(done * round_samples) / std::max(elapsed, 1e-9);
+          progress({.step = std::min(done, total_steps), .total_steps = total_steps, .epoch = epoch,
+                    .elapsed_seconds = elapsed, .samples_per_second = rate,
+                    .loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0.0,
+                    .eta_seconds = elapsed / static_cast<double>(std::max<std::int64_t>(done, 1)) *
+                                   static_cast<double>(std::max<std::int64_t>(total_steps - done, 0)),
+                    .done = last});
+          last_report = now;
+          loss_sum = 0;
+          loss_count = 0;
+        };
+
+        if (!asynchronous) {
+          // Lockstep: every worker takes total_steps steps; evaluations are collective.
+          for (std::int64_t s = 0; s < total_steps; ++s) {
+            const std::int64_t epoch = s / steps_per_epoch;
+            train_step(epoch, s % steps_per_epoch);
+            report_progress(s + 1, epoch);
+            if ((s + 1) % eval_interval_steps == 0 && s + 1 < total_steps) evaluate_collective(s + 1);
           }
-          const bool epoch_end = (s + 1) % steps_per_epoch == 0;
-          const bool periodic = options.eval_every > 0 && (s + 1) % options.eval_every == 0;
-          if ((options.eval_every == 0 ? epoch_end : periodic) && s + 1 < total_steps) evaluate_now(epoch, s + 1);
+        } else {
+          // Asynchronous: the workers share a budget of total_steps * workers batches, claimed one
+          // at a time from a counter on worker 0 (fetch-and-add through a window), so fast workers
+          // take more steps than slow ones. Each worker walks its own shard, epoch after epoch.
+          // The worker whose claim crosses an evaluation point evaluates the current snapshot.
+          std::vector<double> counter(1, 0.0);
+          collective::Window claims(worker.communicator(), "trainer.claims", core::MutableView(std::span<double>(counter)));
+          const double budget = static_cast<double>(total_steps * options.workers);
+          const double per_eval = static_cast<double>(eval_interval_steps * options.workers);
+          const std::vector<double> one{1.0};
+          std::vector<double> before(1);
+          for (std::int64_t s = 0;; ++s) {
+            claims.fetch_accumulate(0, core::ConstView(std::span<const double>(one)),
+                                    core::MutableView(std::span<double>(before))).wait();
+            const double claimed = before[0];  // batches claimed before this one
+            if (claimed >= budget) break;
+            const std::int64_t epoch = s / steps_per_epoch;
+            train_step(epoch, s % steps_per_epoch);
+            const auto lockstep_done = static_cast<std::int64_t>((claimed + 1) / options.workers);
+            report_progress(lockstep_done, static_cast<std::int64_t>(claimed / options.workers) / steps_per_epoch);
+            if (std::floor((claimed + 1) / per_eval) > std::floor(claimed / per_eval) && claimed + 1 < budget) {
+              const double time = ctx.now();
+              const RoundResult round = evaluator.snapshot_round();
+              const double rounds = (claimed + 1) / options.workers;
+              record_eval(round, time, rounds / static_cast<double>(steps_per_epoch), static_cast<std::int64_t>(rounds));
+            }
+          }
+          claims.close();
         }
         const double train_end = ctx.now();
-        const RoundResult final_round = evaluate_now((total_steps - 1) / steps_per_epoch, total_steps);
+        if (log_loss_count > 0) write_train_record(worker.steps(), worker.steps() / steps_per_epoch, last_lr);
+        worker.finish();
+        const RoundResult final_round = evaluate_collective(total_steps);
 
-        shared.bytes_sent.fetch_add(ctx.bytes_sent(), std::memory_order_relaxed);
-        shared.skipped.fetch_add(worker.skipped_steps(), std::memory_order_relaxed);
-        {
-          std::lock_guard<std::mutex> lock(shared.comm_mutex);
-          shared.comm_seconds += worker.comm_seconds();
-          shared.slowdown_seconds += slowdown.waited_seconds();
-        }
+        WorkerTotals& mine = shared.totals[static_cast<std::size_t>(ctx.rank())];
+        mine.steps = worker.steps();
+        mine.skipped = worker.skipped_steps();
+        mine.idle_seconds = worker.comm_seconds();
+        mine.slowdown_seconds = slowdown.waited_seconds();
+        mine.staleness = worker.strategy().staleness();
+        for (int p = 0; p < ctx.size(); ++p) mine.bytes_to.push_back(ctx.link_stats(p).bytes_sent);
         if (lead) {
           shared.final_eval = {{"accuracy", final_round.representative.accuracy},
                                {"loss", final_round.representative.loss},
@@ -183,11 +254,30 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                                {"replica_accuracy_max", final_round.replica_accuracy_max}};
           shared.param_norm = l2_norm(evaluator.representative());
           shared.wall_seconds = train_end - start;
-          shared.steps = worker.steps();
         }
       });
 
-  const double samples = static_cast<double>(shared.steps * options.batch * options.workers);
+  std::int64_t steps_all = 0, skipped = 0;
+  std::uint64_t bytes = 0;
+  double idle_sum = 0, slowdown_seconds = 0;
+  strategy::StalenessStats staleness;
+  json steps_per_worker = json::array(), idle = json::array(), links = json::array();
+  for (std::size_t w = 0; w < shared.totals.size(); ++w) {
+    const WorkerTotals& t = shared.totals[w];
+    steps_all += t.steps;
+    skipped += t.skipped;
+    idle_sum += t.idle_seconds;
+    slowdown_seconds += t.slowdown_seconds;
+    staleness.merge(t.staleness);
+    steps_per_worker.push_back(t.steps);
+    idle.push_back(t.idle_seconds);
+    for (std::size_t p = 0; p < t.bytes_to.size(); ++p) {
+      bytes += t.bytes_to[p];
+      if (t.bytes_to[p] > 0) links.push_back({{"from", w}, {"to", p}, {"bytes", t.bytes_to[p]}});
+    }
+  }
+  const double samples = static_cast<double>(steps_all * options.batch);
+  const double epochs_done = static_cast<double>(steps_all) / static_cast<double>(steps_per_epoch * options.workers);
   json summary{{"strategy", options.worker.strategy.name},
                {"runtime", options.runtime},
                {"workers", options.workers},
@@ -198,20 +288,28 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                {"batch", options.batch},
                {"seed", options.seed},
                {"parameters", initial.size()},
-               {"steps", shared.steps},
-               {"epochs", static_cast<double>(shared.steps) / static_cast<double>(steps_per_epoch)},
+               {"steps", total_steps},
+               {"steps_per_worker", steps_per_worker},
+               {"epochs", epochs_done},
                {"final_accuracy", shared.final_eval["accuracy"]},
                {"final_loss", shared.final_eval["loss"]},
                {"final", options.final_model},
                {"consensus_distance", shared.final_eval["consensus_distance"]},
                {"replica_accuracy_min", shared.final_eval["replica_accuracy_min"]},
                {"replica_accuracy_max", shared.final_eval["replica_accuracy_max"]},
+               {"target_accuracy", options.target_accuracy},
+               {"time_to_target_seconds", shared.time_to_target >= 0 ? json(shared.time_to_target) : json(nullptr)},
                {"wall_seconds", shared.wall_seconds},
                {"samples_per_second", samples / std::max(shared.wall_seconds, 1e-9)},
-               {"bytes_sent", shared.bytes_sent.load()},
-               {"comm_seconds_mean", shared.comm_seconds / options.workers},
-               {"skipped_steps", shared.skipped.load()},
-               {"slowdown_seconds", shared.slowdown_seconds},
+               {"bytes_sent", bytes},
+               {"bytes_per_link", links},
+               {"comm_seconds_mean", idle_sum / options.workers},
+               {"idle_seconds", idle},
+               {"staleness_mean", staleness.mean()},
+               {"staleness_max", staleness.max},
+               {"staleness_count", staleness.count},
+               {"skipped_steps", skipped},
+               {"slowdown_seconds", slowdown_seconds},
                {"param_norm", shared.param_norm},
                {"metrics", options.metrics.string()}};
   json end{{"event", "end"}, {"time", shared.wall_seconds}};

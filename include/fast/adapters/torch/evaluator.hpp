@@ -46,7 +46,12 @@ class Evaluator {
   Evaluator(strategy::Worker& worker, Replica& replica, ::torch::nn::Sequential& model,
             std::shared_ptr<const Dataset> test, FinalModel final_model);
 
+  // Collective round (above).
   RoundResult run();
+  // Not collective, for asynchronous strategies mid-run: scores Worker::snapshot() (the current
+  // representative) on the whole test set and reports the published replicas' consensus
+  // distance. Replica accuracies are not measured (left at -1): that would take every worker.
+  RoundResult snapshot_round();
   // The representative model of the last run().
   std::span<const float> representative() const noexcept { return representative_; }
 

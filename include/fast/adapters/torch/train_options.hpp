@@ -31,6 +31,7 @@ struct TrainOptions {
   double op_timeout = -1;                   // blocking-operation limit in seconds; < 0: FAST_OP_TIMEOUT
   runtime::SlowdownOptions slowdown;        // emulated slow workers and stragglers (seed: `seed`)
   std::string final_model = "average";     // representative model: average | rank0 | best
+  double target_accuracy = 0.85;            // the summary reports the time to this test accuracy; 0: off
 };
 
 // What the training loop reports to a live display (from worker 0, about every 0.25 s).
