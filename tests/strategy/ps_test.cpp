@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cmath>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error_message.hpp"
@@ -145,14 +147,14 @@ TEST(Ps, SyncFollowsTheAllreduceTrajectory) {
 // Averaged gradient descent on the quadratic: x_t = cbar + (1 - eta)^t (x_0 - cbar). With
 // eta = 0.2 and 60 steps, 0.8^60 < 2e-6: the servers reach the optimum to float precision.
 // Every shard records each round's N gradients with lag 0.
+// Two parameters on four servers: shards 2 and 3 are empty and still take part.
 TEST(Ps, SyncConvergesToTheOptimumInClosedForm) {
   constexpr int kN = 4;
-  constexpr std::size_t kDim = 23;
   constexpr int kSteps = 60;
   constexpr double kLr = 0.2;
-  for (std::int64_t k : {1, 2, 3, 4}) {
-    const PsRun run = run_quadratic(kN, ps_options("sync", k, kLr), kDim, 0.5f, steps_of(kSteps), no_sleep);
-    for (std::size_t i = 0; i < kDim; ++i) {
+  for (auto [k, dim] : {std::pair<std::int64_t, std::size_t>{1, 23}, {2, 23}, {3, 23}, {4, 23}, {4, 2}}) {
+    const PsRun run = run_quadratic(kN, ps_options("sync", k, kLr), dim, 0.5f, steps_of(kSteps), no_sleep);
+    for (std::size_t i = 0; i < dim; ++i) {
       const double cbar = mean_centre(kN, i);
       const double expect = cbar + std::pow(1 - kLr, kSteps) * (0.5 - cbar);
       ASSERT_NEAR(run.finals[0][i], expect, 1e-5 * (1 + std::abs(expect))) << "K=" << k << " i=" << i;
@@ -172,7 +174,8 @@ TEST(Ps, SyncConvergesToTheOptimumInClosedForm) {
 // first round reads the initial version, so worker w's first gradient lags w updates; every later
 // gradient lags n - 1. Clock lags: worker w reads after its c-th push when the workers after it
 // have pushed c - 1, so the lag is 1 (0 for the last worker and for first gradients). ssp with
-// s >= 1 never has to hold anyone in this order and gives the same result.
+// s >= 1 never has to hold anyone in this order and gives the same result. The learning rate
+// halves every 10 steps: each server must apply the rate its pusher sent for that step.
 TEST(Ps, AsyncAndSspInTurnsReplayExactly) {
   constexpr int kN = 4;
   constexpr int kRounds = 30;
@@ -185,14 +188,15 @@ TEST(Ps, AsyncAndSspInTurnsReplayExactly) {
   for (int t = 0; t < kRounds; ++t)
     for (int w = 0; w < kN; ++w)
       for (std::size_t i = 0; i < kDim; ++i) {
-        server[i] -= kLr * (pulled[static_cast<std::size_t>(w)][i] - centre(w, i));
+        server[i] -= kLr * std::pow(0.5, t / 10) * (pulled[static_cast<std::size_t>(w)][i] - centre(w, i));
         pulled[static_cast<std::size_t>(w)][i] = server[i];
       }
   const std::uint64_t lag_sum = (0 + 1 + 2 + 3) + static_cast<std::uint64_t>((kRounds - 1) * kN * (kN - 1));
   for (const char* mode : {"async", "ssp"}) {
     for (std::int64_t k : {1, 2}) {
-      const PsRun run =
-          run_quadratic(kN, ps_options(mode, k, kLr, 1), kDim, kX0, steps_of(kRounds), no_sleep, /*turns=*/true);
+      WorkerOptions options = ps_options(mode, k, kLr, 1);
+      options.schedule = {.name = "step", .step_size = 10, .gamma = 0.5};
+      const PsRun run = run_quadratic(kN, options, kDim, kX0, steps_of(kRounds), no_sleep, /*turns=*/true);
       for (int w = 0; w < kN; ++w)
         for (std::size_t i = 0; i < kDim; ++i)
           ASSERT_NEAR(run.finals[static_cast<std::size_t>(w)][i], server[i], 1e-5 * (1 + std::abs(server[i])))
@@ -334,17 +338,19 @@ TEST(Ps, SspClockLagNeverExceedsTheBoundUnderRandomDelays) {
 // async: every applied gradient is counted once per shard, and the mean version lag is > 0 with
 // several workers whatever the timing: every worker's first gradient was computed on version 0,
 // and a shard applies them one at a time, so at most one of them has lag 0 and the others lag
-// 1, 2, ..., n - 1 or more.
+// 1, 2, ... or more. Worker 0, which hosts a server, takes no step at all: its server serves
+// anyway, and nobody waits for it.
 TEST(Ps, AsyncStalenessCountsEveryAppliedGradient) {
   constexpr int kN = 4;
   for (std::int64_t k : {1, 2}) {
-    const PsRun run = run_quadratic(kN, ps_options("async", k, 0.05), 12, 0.5f, [](int w) { return 20 + 5 * w; },
-                                    [](int w, int) { return w == 0 ? 5e-4 : 0.0; });
-    EXPECT_EQ(run.steps, 20 + 25 + 30 + 35);
+    const PsRun run = run_quadratic(kN, ps_options("async", k, 0.05), 12, 0.5f,
+                                    [](int w) { return w == 0 ? 0 : 20 + 5 * w; },
+                                    [](int w, int) { return w == 1 ? 5e-4 : 0.0; });
+    EXPECT_EQ(run.steps, 25 + 30 + 35);
     EXPECT_EQ(run.staleness.count, static_cast<std::uint64_t>(k * run.steps));
-    EXPECT_GE(run.staleness.sum, static_cast<double>(k * (1 + 2 + 3)));
+    EXPECT_GE(run.staleness.sum, static_cast<double>(k * (1 + 2)));
     EXPECT_GT(run.staleness.mean(), 0.0);
-    EXPECT_GE(run.staleness.max, static_cast<std::uint64_t>(kN - 1));
+    EXPECT_GE(run.staleness.max, 2u);
     for (int w = 1; w < kN; ++w) EXPECT_EQ(run.finals[static_cast<std::size_t>(w)], run.finals[0]);
   }
 }

@@ -1,7 +1,7 @@
 #pragma once
-// Strategy `ps`: a sharded parameter server (paper 002 sec. 3.3.2-3.3.4 and 3.4.1, Fig. 6, 8, 12,
-// 13 left; paper 001 sec. 3). The optimizer runs on the servers; workers push gradients and pull
-// parameters.
+// Strategy `ps`: a sharded parameter server (paper 002 sec. 3.2.1, 3.3.1, 3.3.3, 3.3.4 and 3.4.1,
+// Fig. 3, 6, 8, 12, 13 left; paper 001 sec. 3). The optimizer runs on the servers; workers push
+// gradients and pull parameters.
 //
 // Sharding. The flat parameter vector (D elements) is cut into K = `servers` contiguous shards of
 // D / K or D / K + 1 elements (the first D mod K shards are one longer). Shard k is served by a
@@ -24,7 +24,8 @@
 //          the round, applies ONE optimizer step and sends the new shard to every worker, which
 //          overwrites its parameters:  x <- optimizer(x, (1/N) sum_w g_w, lr). Identical to
 //          `allreduce` with the same optimizer (tested to 1e-6 relative). asynchronous() = false.
-//   async  every gradient is applied as soon as it arrives, one optimizer step each:
+//   async  (Downpour SGD, Dean et al., "Large scale distributed deep networks", NIPS 2012)
+//          every gradient is applied as soon as it arrives, one optimizer step each:
 //          x <- optimizer(x, g_w, lr_w); the server acknowledges the push once applied and the
 //          worker then pulls the parameters one-sidedly with a Window get of every server's shard
 //          (window "ps.shards"). Workers never wait for each other. asynchronous() = true.
