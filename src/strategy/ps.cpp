@@ -107,8 +107,10 @@ std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
 // Reads every server's shard one-sidedly, with the version it was read at.
 void PsStrategy::pull(std::span<float> params) {
   std::vector<core::Work> gets;
-  for (int k = 0; k < servers_; ++k)
-    gets.push_back(window_->get(k, core::MutableView(shard_of(params, k)), 0, &version_read_[static_cast<std::size_t>(k)]));
+  for (int k = 0; k < servers_; ++k) {
+    std::uint64_t* version = &version_read_[static_cast<std::size_t>(k)];
+    gets.push_back(window_->get(k, core::MutableView(shard_of(params, k)), 0, version));
+  }
   core::wait_all(gets);
 }
 
@@ -117,15 +119,16 @@ void PsStrategy::reject_non_finite(const StepInput& input) const {
   if (options_.non_finite == NonFinitePolicy::error)
     FAST_THROW(core::InvalidArgument, "ps: the gradient of step {} on worker {} holds NaN or infinity", input.step,
                rank);
-  core::log(core::LogLevel::warn, "ps: worker {} skipped step {}: its gradient holds NaN or infinity", rank, input.step);
+  core::log(core::LogLevel::warn, "ps: worker {} skipped step {}: its gradient holds NaN or infinity", rank,
+            input.step);
 }
 
 StepOutcome PsStrategy::step(const StepInput& input) {
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "ps: step() after finish()");
-  runtime::Context& ctx = comm_.context();
-  const double t0 = ctx.now();
   FAST_ENFORCE_AS(core::InvalidUsage, attached_, "ps: attach() was not called (the Worker's constructor calls it)");
   FAST_ENFORCE_EQ(input.state.params.size(), offsets_.back(), "ps: the parameter count changed since attach()");
+  runtime::Context& ctx = comm_.context();
+  const double t0 = ctx.now();
   const bool finite = core::all_finite(input.state.grads);
   // sync: the replies are the new shards, received into the parameters. async / ssp: the
   // acknowledgements (ssp: delayed until the read is allowed), then the one-sided pull.

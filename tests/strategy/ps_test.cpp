@@ -251,7 +251,8 @@ TEST(Ps, AsyncAndSspConvergeToTheOptimum) {
         const double m = std::max(e0, d * (1 + kEta * l) / (1 - kEta * l));
         const double tol =
             std::pow(1 - kEta, u) * e0 + kEta * (b / 2) * sum_abs + kEta * l * (m + d) + 1e-4;  // + float rounding
-        EXPECT_LE(std::abs(run.finals[0][i] - cbar), tol) << mode << " K=" << k << " i=" << i << " B=" << b << " L=" << l;
+        EXPECT_LE(std::abs(run.finals[0][i] - cbar), tol)
+            << mode << " K=" << k << " i=" << i << " B=" << b << " L=" << l;
       }
       for (int w = 1; w < kN; ++w) EXPECT_EQ(run.finals[static_cast<std::size_t>(w)], run.finals[0]);
     }
@@ -422,8 +423,7 @@ TEST(Ps, SyncAveragesOnlyTheFiniteGradientsOfARound) {
     world.run([k](Context& ctx) {
       const int r = ctx.rank();
       std::vector<float> x(5, 1.0f), g(5, static_cast<float>(r + 1));
-      Worker worker(ctx, {.strategy = {.name = "ps", .mode = "sync", .servers = k}, .optimizer = {.name = "sgd", .lr = 0.5}},
-                    {.params = x, .grads = g});
+      Worker worker(ctx, ps_options("sync", k, 0.5), {.params = x, .grads = g});
       if (r == 2) g[3] = std::nanf("");
       EXPECT_EQ(worker.step().applied, r != 2);
       for (float v : x) EXPECT_EQ(v, 0.25f);
@@ -448,9 +448,9 @@ TEST(Ps, NonFiniteGradientWithErrorPolicyThrowsAfterTheRound) {
     world.run([mode](Context& ctx) {
       const int r = ctx.rank();
       std::vector<float> x(4, 1.0f), g(4, 1.0f);
-      Worker worker(ctx, {.strategy = {.name = "ps", .non_finite = NonFinitePolicy::error, .mode = mode, .staleness = 0},
-                          .optimizer = {.name = "sgd", .lr = 0.5}},
-                    {.params = x, .grads = g});
+      WorkerOptions options = ps_options(mode, 1, 0.5, 0);
+      options.strategy.non_finite = NonFinitePolicy::error;
+      Worker worker(ctx, options, {.params = x, .grads = g});
       if (r == 1) {
         g[0] = std::nanf("");
         fast::testing::expect_error<core::InvalidArgument>([&] { worker.step(); }, {"step 0", "worker 1"});
@@ -465,6 +465,23 @@ TEST(Ps, NonFiniteGradientWithErrorPolicyThrowsAfterTheRound) {
       const float expect = std::string(mode) == "sync" ? 0.0f : -1.5f;
       for (float v : x) EXPECT_EQ(v, expect) << mode;
       if (r == 0) EXPECT_EQ(worker.strategy().staleness().count, 5u) << mode;
+    });
+  }
+}
+
+// A Worker destroyed without finish() (an error unwinds the training loop) stops its server
+// activity and window service on the way out: the world ends instead of waiting for them.
+TEST(Ps, DestroyedWithoutFinishStopsTheServer) {
+  for (const char* mode : {"sync", "async", "ssp"}) {
+    runtime::threads::World world({.size = 3, .op_timeout_seconds = 60});
+    world.run([mode](Context& ctx) {
+      std::vector<float> x(6, 1.0f), g(6, 1.0f);
+      {
+        Worker worker(ctx, ps_options(mode, 3, 0.5), {.params = x, .grads = g});
+        worker.step();
+        worker.communicator().barrier();  // nobody sends to a server after it stopped
+      }
+      for (float v : x) EXPECT_NE(v, 1.0f) << mode;
     });
   }
 }
