@@ -39,8 +39,9 @@
 //
 // Staleness. The version of a shard counts the updates applied to it. A gradient's version lag
 // is the shard's version when the gradient is applied minus the version the worker read (the
-// Window get reports it; the first gradient was computed on the initial parameters, version 0). staleness() reports the
-// lags of the gradients applied by this rank's server (sync: 0 for each gradient averaged). The
+// Window get reports it; the first gradient was computed on the initial parameters, version 0).
+// staleness() reports the lags of the gradients applied by this rank's server (sync: 0 for each
+// gradient averaged). The
 // clock lag of a gradient number c is c minus the smallest push count over unfinished workers
 // when the server released the worker's read (its acknowledgement of push c - 1; 0 for c = 0);
 // the read itself happens later, so the recorded value is an upper bound. ssp keeps it <= s;
@@ -57,8 +58,9 @@
 // finish() (collective): every worker tells every server it is done; a server stops once all N
 // workers are done; a barrier then guarantees every server stopped, every worker reads the final
 // shards with Window gets into state.params, and the window is closed. snapshot(): Window gets of
-// the current shards (false after finish()).
-// representative(): the worker's own parameters (identical everywhere after finish()).
+// the current shards (false after finish()). representative(): the worker's own parameters
+// (identical everywhere after finish()). A strategy destroyed without finish() stops its server
+// (requests sent to it later are never answered).
 //
 // Messages. Per shard k, tags make_tag(TagKind::strategy, 0x50530000 | k, detail) ("PS" in the
 // sequence's high half, so they never meet other strategies' tags):
@@ -72,7 +74,7 @@
 // Window "ps.shards" (TagKind::window): rank k < K exposes shard k, the other ranks nothing.
 //
 // Cost per step and worker: |g| bytes up and |x| bytes down (plus small headers), spread over K
-// servers; each server receives N shard-sized messages per worker step.
+// servers; each server receives N shard-sized messages per round of worker steps.
 //
 // Options: `mode` (sync | async | ssp, default async), `staleness` (ssp bound s >= 0, default
 // 4), `servers` (K in [1, N], default 1), `non_finite`, `optimizer` (run on the servers).
