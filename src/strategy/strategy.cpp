@@ -14,6 +14,7 @@
 #include "fast/strategy/allreduce.hpp"
 #include "fast/strategy/dpsgd.hpp"
 #include "fast/strategy/local_sgd.hpp"
+#include "fast/strategy/ps.hpp"
 
 namespace fast::strategy {
 
@@ -29,6 +30,7 @@ const std::vector<std::pair<std::string, Factory>>& registry() {
        [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<DpsgdStrategy>(o, c); }},
       {"local-sgd",
        [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<LocalSgdStrategy>(o, c); }},
+      {"ps", [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<PsStrategy>(o, c); }},
   };
   return entries;
 }

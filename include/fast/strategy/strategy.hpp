@@ -86,6 +86,10 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual std::string_view name() const = 0;
+  // Collective, once, from the Worker's constructor before the first step: this worker's replica
+  // with its initial parameters, for strategies that size or seed their own state from it
+  // (windows, a centre model). The spans stay valid for the strategy's lifetime. Default: nothing.
+  virtual void attach(ModelState /*state*/) {}
   // Called after the framework wrote this worker's mini-batch gradient into input.state.grads.
   // Updates input.state.params as the strategy prescribes. May overwrite grads.
   virtual StepOutcome step(const StepInput& input) = 0;

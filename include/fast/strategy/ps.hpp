@@ -1,0 +1,149 @@
+#pragma once
+// Strategy `ps`: a sharded parameter server (paper 002 sec. 3.2.1, 3.3.1, 3.3.3, 3.3.4 and 3.4.1,
+// Fig. 3, 6, 8, 12, 13 left; paper 001 sec. 3). The optimizer runs on the servers; workers push
+// gradients and pull parameters.
+//
+// Sharding. The flat parameter vector (D elements) is cut into K = `servers` contiguous shards of
+// D / K or D / K + 1 elements (the first D mod K shards are one longer). Shard k is served by a
+// server activity that worker k spawns (ctx.spawn) on its own rank: servers are co-located with
+// workers 0..K-1 (paper 002 Fig. 13 left). Dedicated server ranks (ranks that only serve) are not
+// offered: every rank trains. Each server builds its own optimizer for its shard from
+// options.optimizer (optim::make_optimizer with the shard length) and applies it with the learning
+// rate the worker sends with its push (StepInput::lr; in sync mode, the rate of the lowest-ranked
+// pusher of the round - every worker's schedule gives the same one).
+//
+// Initial parameters: the replicas start identical (the training loop loads the same model
+// everywhere before constructing its Worker). attach() (collective, from the Worker's
+// constructor, which hands over the replica with its initial parameters) sizes the shards and
+// opens the window; server k takes its shard of worker k's initial parameters there and starts
+// serving at once, so no worker waits for another one to take its first step.
+//
+// Modes (options.mode), with g_w the gradient of worker w and x the server parameters:
+//
+//   sync   every worker pushes its gradient for clock c; each server averages the gradients of
+//          the round, applies ONE optimizer step and sends the new shard to every worker, which
+//          overwrites its parameters:  x <- optimizer(x, (1/N) sum_w g_w, lr). Identical to
+//          `allreduce` with the same optimizer (tested to 1e-6 relative). asynchronous() = false.
+//   async  (Downpour SGD, Dean et al., "Large scale distributed deep networks", NIPS 2012)
+//          every gradient is applied as soon as it arrives, one optimizer step each:
+//          x <- optimizer(x, g_w, lr_w); the server acknowledges the push once applied and the
+//          worker then pulls the parameters one-sidedly with a Window get of every server's shard
+//          (window "ps.shards"). Workers never wait for each other. asynchronous() = true.
+//   ssp    stale synchronous parallel (Ho et al., "More effective distributed ML via a stale
+//          synchronous parallel parameter server", NIPS 2013; paper 002 sec. 3.3.4 "delay
+//          bounds"): as async, but a worker about to compute its gradient number c (0-based count
+//          of its pushes) must hold parameters that include every worker's first c - s gradients
+//          (s = `staleness`): the server delays its acknowledgement of the worker's push c - 1
+//          until every worker has pushed at least c - s gradients. A finished worker counts as
+//          infinitely far ahead, so nobody waits for it. asynchronous() = true.
+//
+// Staleness. The version of a shard counts the updates applied to it. A gradient's version lag
+// is the shard's version when the gradient is applied minus the version the worker read (the
+// Window get reports it; the first gradient was computed on the initial parameters, version 0).
+// staleness() reports the lags of the gradients applied by this rank's server (sync: 0 for each
+// gradient averaged). The
+// clock lag of a gradient number c is c minus the smallest push count over unfinished workers
+// when the server released the worker's read (its acknowledgement of push c - 1; 0 for c = 0);
+// the read itself happens later, so the recorded value is an upper bound. ssp keeps it <= s;
+// max_clock_lag() reports the largest (recorded in every mode).
+//
+// Non-finite gradients (NaN or infinity anywhere in the worker's whole gradient): the worker still
+// takes part, so nobody is left waiting. Its pushes carry a "skip" flag and no payload. sync:
+// the server averages only the finite gradients of the round and skips the update when there are
+// none; the skipping worker still receives the new shard. async / ssp: the push counts for the
+// clock but is not applied; the worker still pulls. With non_finite = error the worker throws
+// InvalidArgument naming the step after its round (after receiving / pulling the parameters),
+// like dpsgd; with skip it logs a warning. StepOutcome::applied is false in both cases.
+//
+// finish() (collective): every worker tells every server it is done; a server stops once all N
+// workers are done; a barrier then guarantees every server stopped, every worker reads the final
+// shards with Window gets into state.params, and the window is closed. snapshot(): Window gets of
+// the current shards (false after finish()). representative(): the worker's own parameters
+// (identical everywhere after finish()). A strategy destroyed without finish() stops its server
+// (requests sent to it later are never answered).
+//
+// Messages. Per shard k, tags make_tag(TagKind::strategy, 0x50530000 | k, detail) ("PS" in the
+// sequence's high half, so they never meet other strategies' tags):
+//   detail 0xFFFFFF  worker -> server k: request header, 5 x i64 {kind, clock, version read,
+//                    finite (1/0), lr as the bits of a double}; kinds: push, done, stop (stop
+//                    only from the server's own rank, to end it early when the strategy is
+//                    destroyed). The server receives them with recv_any, in arrival order.
+//   detail 1         worker -> server k: the gradient slice of a finite push (f32, shard length)
+//   detail 2         server k -> worker: sync: the new shard (f32); async / ssp: acknowledgement,
+//                    2 x i64 {pushes counted from this worker, smallest push count}.
+// Window "ps.shards" (TagKind::window): rank k < K exposes shard k, the other ranks nothing.
+//
+// Cost per step and worker: |g| bytes up and |x| bytes down (plus small headers), spread over K
+// servers; each server receives N shard-sized messages per round of worker steps.
+//
+// Options: `mode` (sync | async | ssp, default async), `staleness` (ssp bound s >= 0, default
+// 4), `servers` (K in [1, N], default 1), `non_finite`, `optimizer` (run on the servers).
+//
+// Thread-safety: the strategy is used by its worker's main activity; the server activity shares
+// only the shard window (under its Local guard) and the statistics (under a Context mutex).
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "fast/collective/window.hpp"
+#include "fast/strategy/strategy.hpp"
+
+namespace fast::strategy {
+
+class PsServer;  // src/strategy/ps_server.hpp
+
+enum class PsMode : std::uint8_t { sync, async, ssp };
+
+class PsStrategy final : public Strategy {
+ public:
+  // InvalidArgument naming the option when mode is unknown, servers is outside [1, world size]
+  // or staleness < 0; for an invalid options.optimizer on server ranks. Not collective.
+  PsStrategy(const StrategyOptions& options, collective::Communicator& comm);
+  ~PsStrategy() override;
+
+  std::string_view name() const override { return "ps"; }
+  // Collective: sizes the shards from state.params, opens the window "ps.shards" and, on ranks
+  // below `servers`, starts the server of this rank's shard with its initial values. step() and
+  // finish() throw InvalidUsage without it (the Worker's constructor calls it).
+  void attach(ModelState state) override;
+  StepOutcome step(const StepInput& input) override;
+  void representative(ModelState state, std::span<float> out) override;
+  bool replicas_identical() const override { return mode_ == PsMode::sync; }
+  bool asynchronous() const override { return mode_ != PsMode::sync; }
+  void finish(ModelState state) override;
+  bool snapshot(ModelState state, std::span<float> out) override;
+  StalenessStats staleness() const override;
+
+  PsMode mode() const noexcept { return mode_; }
+  int servers() const noexcept { return servers_; }
+  // Largest clock lag of the gradients applied by this rank's server (0 when it hosts none).
+  std::int64_t max_clock_lag() const;
+  // Pushes this worker has made (its clock).
+  std::int64_t clock() const noexcept { return clock_; }
+
+ private:
+  std::span<float> shard_of(std::span<float> v, int k) const;
+  std::vector<core::Work> push(const StepInput& input, bool finite);
+  void pull(std::span<float> params);
+  void reject_non_finite(const StepInput& input) const;
+
+  StrategyOptions options_;
+  PsMode mode_ = PsMode::async;
+  int servers_ = 1;
+  bool attached_ = false;
+  bool finished_ = false;
+  std::vector<std::size_t> offsets_;             // shard k = [offsets_[k], offsets_[k + 1])
+  std::int64_t clock_ = 0;                       // pushes made by this worker
+  std::vector<std::uint64_t> version_read_;      // per shard: version of the parameters last pulled
+  std::vector<std::array<std::int64_t, 5>> headers_;  // per shard: request header being sent
+  std::vector<std::array<std::int64_t, 2>> acks_;     // per shard: acknowledgement being received
+  std::unique_ptr<PsServer> server_;             // this rank's shard, when rank < servers
+                                                 // (declared before window_, which exposes it)
+  std::unique_ptr<collective::Window> window_;   // "ps.shards"; exposes server_'s shard
+  core::Work server_work_;                       // the server activity
+  bool server_running_ = false;
+};
+
+}  // namespace fast::strategy

@@ -1,0 +1,181 @@
+#include "fast/strategy/ps.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <string>
+
+#include "fast/core/error.hpp"
+#include "fast/core/finite.hpp"
+#include "fast/core/log.hpp"
+#include "ps_server.hpp"
+
+namespace fast::strategy {
+
+using namespace ps_protocol;
+
+namespace {
+PsMode parse_mode(const std::string& mode) {
+  if (mode == "sync") return PsMode::sync;
+  if (mode == "async") return PsMode::async;
+  if (mode == "ssp") return PsMode::ssp;
+  FAST_THROW(core::InvalidArgument, "ps: option 'mode' must be one of sync, async, ssp; got '{}'", mode);
+}
+}  // namespace
+
+PsStrategy::PsStrategy(const StrategyOptions& options, collective::Communicator& comm)
+    : Strategy(comm), options_(options), mode_(parse_mode(options.mode)) {
+  const int n = comm.size();
+  if (options.servers < 1 || options.servers > n || options.servers > static_cast<std::int64_t>(kMaxShards))
+    FAST_THROW(core::InvalidArgument,
+               "ps: option 'servers' must be in [1, {}] (1 to the number of workers; servers are co-located on "
+               "ranks 0..servers-1); got {}",
+               std::min<std::int64_t>(n, kMaxShards), options.servers);
+  if (options.staleness < 0)
+    FAST_THROW(core::InvalidArgument, "ps: option 'staleness' (the ssp bound) must be >= 0; got {}",
+               options.staleness);
+  servers_ = static_cast<int>(options.servers);
+}
+
+PsStrategy::~PsStrategy() {
+  if (!server_running_) return;
+  // Not finished (an error unwinds the worker): stop the server before its memory goes.
+  // The stop request is not waited for: if the server ended meanwhile, it is never received and
+  // dropping its Work below cancels it.
+  runtime::Context& ctx = comm_.context();
+  const Header stop{kStop, 0, 0, 0, 0};
+  core::Work stop_sent;
+  try {
+    stop_sent = ctx.send(ctx.rank(), tag(ctx.rank(), kRequest), core::ConstView(std::span<const std::int64_t>(stop)));
+    server_work_.wait();
+  } catch (const std::exception& e) {
+    core::log(core::LogLevel::debug, "ps: worker {}: server stopped with: {}", ctx.rank(), e.what());
+  }
+}
+
+std::span<float> PsStrategy::shard_of(std::span<float> v, int k) const {
+  const auto ku = static_cast<std::size_t>(k);
+  return v.subspan(offsets_[ku], offsets_[ku + 1] - offsets_[ku]);
+}
+
+// Collective (the window). The server takes its shard of the initial parameters and starts
+// serving at once, so no worker ever waits for another one to start stepping.
+void PsStrategy::attach(ModelState state) {
+  FAST_ENFORCE_AS(core::InvalidUsage, !attached_, "ps: attach() called twice");
+  attached_ = true;
+  const std::size_t d = state.params.size();
+  const auto k = static_cast<std::size_t>(servers_);
+  offsets_.assign(k + 1, 0);
+  for (std::size_t s = 0; s < k; ++s) offsets_[s + 1] = offsets_[s] + d / k + (s < d % k ? 1 : 0);
+  version_read_.assign(k, 0);
+  headers_.resize(k);
+  acks_.resize(k);
+  runtime::Context& ctx = comm_.context();
+  const int me = ctx.rank();
+  std::span<float> exposed;
+  if (me < servers_) {
+    server_ = std::make_unique<PsServer>(ctx, mode_, options_.staleness, me, shard_of(state.params, me),
+                                         options_.optimizer);
+    exposed = server_->exposed();
+  }
+  window_ = std::make_unique<collective::Window>(comm_, "ps.shards", core::MutableView(exposed));
+  if (server_) {
+    server_->attach(*window_);
+    server_work_ = ctx.spawn("ps server " + std::to_string(me), [server = server_.get()] { server->run(); });
+    server_running_ = true;
+  }
+}
+
+// Posts the reply receives, then sends the header (and the gradient slice when finite) to every
+// server. The returned Works complete once every server replied.
+std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
+  runtime::Context& ctx = comm_.context();
+  std::vector<core::Work> works;
+  for (int k = 0; k < servers_; ++k) {
+    const auto ku = static_cast<std::size_t>(k);
+    if (mode_ == PsMode::sync)
+      works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(shard_of(input.state.params, k))));
+    else
+      works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
+    headers_[ku] = {kPush, clock_, static_cast<std::int64_t>(version_read_[ku]), finite ? 1 : 0,
+                    std::bit_cast<std::int64_t>(input.lr)};
+    works.push_back(ctx.send(k, tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(headers_[ku]))));
+    if (finite) works.push_back(ctx.send(k, tag(k, kPayload), core::ConstView(shard_of(input.state.grads, k))));
+  }
+  return works;
+}
+
+// Reads every server's shard one-sidedly, with the version it was read at.
+void PsStrategy::pull(std::span<float> params) {
+  std::vector<core::Work> gets;
+  for (int k = 0; k < servers_; ++k) {
+    std::uint64_t* version = &version_read_[static_cast<std::size_t>(k)];
+    gets.push_back(window_->get(k, core::MutableView(shard_of(params, k)), 0, version));
+  }
+  core::wait_all(gets);
+}
+
+void PsStrategy::reject_non_finite(const StepInput& input) const {
+  const int rank = comm_.rank();
+  if (options_.non_finite == NonFinitePolicy::error)
+    FAST_THROW(core::InvalidArgument, "ps: the gradient of step {} on worker {} holds NaN or infinity", input.step,
+               rank);
+  core::log(core::LogLevel::warn, "ps: worker {} skipped step {}: its gradient holds NaN or infinity", rank,
+            input.step);
+}
+
+StepOutcome PsStrategy::step(const StepInput& input) {
+  FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "ps: step() after finish()");
+  FAST_ENFORCE_AS(core::InvalidUsage, attached_, "ps: attach() was not called (the Worker's constructor calls it)");
+  FAST_ENFORCE_EQ(input.state.params.size(), offsets_.back(), "ps: the parameter count changed since attach()");
+  runtime::Context& ctx = comm_.context();
+  const double t0 = ctx.now();
+  const bool finite = core::all_finite(input.state.grads);
+  // sync: the replies are the new shards, received into the parameters. async / ssp: the
+  // acknowledgements (ssp: delayed until the read is allowed), then the one-sided pull.
+  core::wait_all(push(input, finite));
+  if (mode_ != PsMode::sync) pull(input.state.params);
+  ++clock_;
+  StepOutcome outcome{.applied = finite, .comm_seconds = ctx.now() - t0};
+  if (!finite) reject_non_finite(input);
+  return outcome;
+}
+
+void PsStrategy::finish(ModelState state) {
+  if (finished_) return;
+  finished_ = true;
+  FAST_ENFORCE_AS(core::InvalidUsage, attached_, "ps: attach() was not called (the Worker's constructor calls it)");
+  runtime::Context& ctx = comm_.context();
+  std::vector<core::Work> sends;
+  std::vector<Header> done(static_cast<std::size_t>(servers_), Header{kDone, clock_, 0, 0, 0});
+  for (int k = 0; k < servers_; ++k)
+    sends.push_back(ctx.send(k, tag(k, kRequest),
+                             core::ConstView(std::span<const std::int64_t>(done[static_cast<std::size_t>(k)]))));
+  core::wait_all(sends);
+  if (server_running_) {
+    server_running_ = false;
+    server_work_.wait();  // every worker is done with this shard
+  }
+  comm_.barrier();  // every server has stopped: the shards are final
+  pull(state.params);
+  window_->close();
+}
+
+bool PsStrategy::snapshot(ModelState /*state*/, std::span<float> out) {
+  if (!attached_ || finished_) return false;
+  FAST_ENFORCE_EQ(out.size(), offsets_.back(), "ps: snapshot output length must equal the parameter count");
+  std::vector<core::Work> gets;
+  for (int k = 0; k < servers_; ++k) gets.push_back(window_->get(k, core::MutableView(shard_of(out, k))));
+  core::wait_all(gets);
+  return true;
+}
+
+void PsStrategy::representative(ModelState state, std::span<float> out) {
+  FAST_ENFORCE_EQ(out.size(), state.params.size(), "representative: output length must equal the parameter count");
+  std::copy(state.params.begin(), state.params.end(), out.begin());
+}
+
+StalenessStats PsStrategy::staleness() const { return server_ ? server_->staleness() : StalenessStats{}; }
+
+std::int64_t PsStrategy::max_clock_lag() const { return server_ ? server_->max_clock_lag() : 0; }
+
+}  // namespace fast::strategy

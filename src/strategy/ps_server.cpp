@@ -1,0 +1,191 @@
+#include "ps_server.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <mutex>
+
+#include "fast/core/error.hpp"
+
+namespace fast::strategy {
+
+using namespace ps_protocol;
+
+PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, int shard,
+                   std::span<const float> initial, const optim::OptimizerOptions& optimizer)
+    : ctx_(ctx),
+      mode_(mode),
+      staleness_(staleness),
+      shard_(shard),
+      workers_(ctx.size()),
+      params_(initial.begin(), initial.end()),
+      optimizer_(optim::make_optimizer(optimizer, initial.size())),
+      grad_(initial.size()),
+      pushed_(static_cast<std::size_t>(workers_), 0),
+      done_(static_cast<std::size_t>(workers_), 0),
+      waiting_(static_cast<std::size_t>(workers_), 0),
+      read_min_(static_cast<std::size_t>(workers_), 0),
+      acks_(static_cast<std::size_t>(workers_)),
+      replies_(static_cast<std::size_t>(workers_)),
+      stats_mutex_(ctx.make_mutex()) {
+  if (mode_ == PsMode::sync) {
+    sum_.assign(initial.size(), 0.0);
+    reply_.assign(initial.size(), 0.0f);
+  }
+}
+
+void PsServer::run() {
+  FAST_ENFORCE(window_ != nullptr, "ps: server of shard {} started without its window", shard_);
+  core::Buffer header;
+  for (;;) {
+    int src = -1;
+    const core::Work w = ctx_.recv_any(tag(shard_, kRequest), header, src);
+    while (!w.wait(1.0)) {
+    }  // idle between requests is normal; a failed world surfaces as RemoteError
+    FAST_ENFORCE(header.dtype() == core::DType::i64 && header.numel() == kHeaderLen,
+                 "ps: server of shard {}: malformed request from worker {} ({} x {})", shard_, src, header.numel(),
+                 core::name_of(header.dtype()));
+    Header h;
+    std::copy_n(header.as<std::int64_t>().begin(), kHeaderLen, h.begin());
+    const auto who = static_cast<std::size_t>(src);
+    if (h[kKind] == kStop) {
+      FAST_ENFORCE(src == ctx_.rank(), "ps: server of shard {}: stop request from worker {}", shard_, src);
+      break;
+    }
+    FAST_ENFORCE(h[kKind] == kPush || h[kKind] == kDone, "ps: server of shard {}: unknown request {} from worker {}",
+                 shard_, h[kKind], src);
+    FAST_ENFORCE(!done_[who], "ps: server of shard {}: request from worker {} after its done", shard_, src);
+    if (h[kKind] == kPush) {
+      on_push(src, h);
+    } else {
+      on_done(src);
+      if (done_count_ == workers_) break;
+    }
+  }
+  wait_replies();
+}
+
+void PsServer::on_push(int src, const Header& h) {
+  const auto who = static_cast<std::size_t>(src);
+  FAST_ENFORCE_EQ(h[kClock], pushed_[who], "ps: server of shard {}: push from worker {} out of order", shard_, src);
+  FAST_ENFORCE(mode_ == PsMode::sync || !waiting_[who],
+               "ps: server of shard {}: worker {} pushed before its previous push was acknowledged", shard_, src);
+  const bool finite = h[kFinite] != 0;
+  const double lr = std::bit_cast<double>(h[kLr]);
+  if (finite) ctx_.recv(src, tag(shard_, kPayload), core::MutableView(std::span<float>(grad_))).wait();
+  ++pushed_[who];
+
+  if (mode_ == PsMode::sync) {
+    if (finite) {
+      for (std::size_t i = 0; i < grad_.size(); ++i) sum_[i] += grad_[i];
+      ++round_finite_;
+    }
+    if (round_lr_rank_ < 0 || src < round_lr_rank_) {
+      round_lr_rank_ = src;
+      round_lr_ = lr;
+    }
+    round_.push_back(src);
+    close_sync_round();
+    return;
+  }
+
+  if (finite) {
+    std::uint64_t version_lag = 0;
+    {
+      collective::Window::Local local = window_->local();
+      const std::uint64_t read = static_cast<std::uint64_t>(h[kVersion]);
+      FAST_ENFORCE(read <= local.version(), "ps: server of shard {}: worker {} read version {} > current {}", shard_,
+                   src, read, local.version());
+      version_lag = local.version() - read;
+      optimizer_->step(params_, grad_, lr);
+      local.bump();
+    }
+    // Gradient number h[kClock] was computed on parameters whose read was released when the
+    // slowest unfinished worker had pushed read_min_ gradients.
+    record(version_lag, h[kClock] - read_min_[who]);
+  }
+  waiting_[who] = 1;
+  release_waiting();
+}
+
+void PsServer::on_done(int src) {
+  done_[static_cast<std::size_t>(src)] = 1;
+  ++done_count_;
+  // A finished worker counts as infinitely far ahead: it may complete a round or release readers.
+  if (mode_ == PsMode::sync)
+    close_sync_round();
+  else
+    release_waiting();
+}
+
+// Closes the round once every worker that has not finished pushed its gradient: one optimizer
+// step with the average of the round's finite gradients (none: no update), then the new shard to
+// every pusher.
+void PsServer::close_sync_round() {
+  if (round_.empty() || static_cast<int>(round_.size()) + done_count_ < workers_) return;
+  wait_replies();  // reply_ still feeds the previous round's sends (completed: everyone pushed since)
+  {
+    collective::Window::Local local = window_->local();
+    if (round_finite_ > 0) {
+      const double inv = 1.0 / round_finite_;
+      for (std::size_t i = 0; i < grad_.size(); ++i) grad_[i] = static_cast<float>(sum_[i] * inv);
+      optimizer_->step(params_, grad_, round_lr_);
+      local.bump();
+    }
+    std::copy(params_.begin(), params_.end(), reply_.begin());
+  }
+  for (int i = 0; i < round_finite_; ++i) record(0, 0);
+  for (int w : round_) replies_[static_cast<std::size_t>(w)] =
+      ctx_.send(w, tag(shard_, kReply), core::ConstView(std::span<const float>(reply_)));
+  std::fill(sum_.begin(), sum_.end(), 0.0);
+  round_.clear();
+  round_finite_ = 0;
+  round_lr_rank_ = -1;
+}
+
+std::int64_t PsServer::min_pushed() const {
+  std::int64_t m = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t w = 0; w < pushed_.size(); ++w)
+    if (!done_[w]) m = std::min(m, pushed_[w]);
+  return m;
+}
+
+// A worker that has pushed c gradients is about to compute gradient number c; ssp lets it read
+// once every unfinished worker has pushed at least c - s. async lets it read at once.
+void PsServer::release_waiting() {
+  const std::int64_t m = min_pushed();
+  for (std::size_t w = 0; w < waiting_.size(); ++w) {
+    if (!waiting_[w]) continue;
+    if (mode_ == PsMode::ssp && m < pushed_[w] - staleness_) continue;
+    waiting_[w] = 0;
+    read_min_[w] = m;
+    replies_[w].wait();  // the previous acknowledgement (long received: the worker pushed since)
+    acks_[w] = {pushed_[w], m};
+    replies_[w] = ctx_.send(static_cast<int>(w), tag(shard_, kReply),
+                            core::ConstView(std::span<const std::int64_t>(acks_[w])));
+  }
+}
+
+void PsServer::record(std::uint64_t version_lag, std::int64_t clock_lag) {
+  std::lock_guard<runtime::Mutex> lock(*stats_mutex_);
+  stats_.add(version_lag);
+  max_clock_lag_ = std::max(max_clock_lag_, clock_lag);
+}
+
+void PsServer::wait_replies() {
+  // Every worker posts the receive of a reply before pushing, so these sends complete promptly.
+  core::wait_all(replies_);
+  std::fill(replies_.begin(), replies_.end(), core::Work());
+}
+
+StalenessStats PsServer::staleness() const {
+  std::lock_guard<runtime::Mutex> lock(*stats_mutex_);
+  return stats_;
+}
+
+std::int64_t PsServer::max_clock_lag() const {
+  std::lock_guard<runtime::Mutex> lock(*stats_mutex_);
+  return max_clock_lag_;
+}
+
+}  // namespace fast::strategy

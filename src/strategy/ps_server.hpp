@@ -1,0 +1,97 @@
+#pragma once
+// The server side of strategy `ps` (include/fast/strategy/ps.hpp states the protocol and the
+// update rules): one PsServer per shard, run as an activity of the rank hosting the shard.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "fast/collective/window.hpp"
+#include "fast/core/buffer.hpp"
+#include "fast/optim/optimizer.hpp"
+#include "fast/runtime/context.hpp"
+#include "fast/strategy/ps.hpp"
+
+namespace fast::strategy::ps_protocol {
+
+// Tag layout (see ps.hpp): make_tag(TagKind::strategy, kSequenceBase | shard, detail).
+inline constexpr std::uint32_t kSequenceBase = 0x50530000;  // "PS"
+inline constexpr std::uint32_t kMaxShards = 0x10000;         // the shard fills the low 16 bits
+inline constexpr std::uint32_t kRequest = 0xFFFFFF;          // header, worker -> server, recv_any
+inline constexpr std::uint32_t kPayload = 1;                 // gradient slice, worker -> server
+inline constexpr std::uint32_t kReply = 2;                   // shard or acknowledgement, server -> worker
+
+inline runtime::Tag tag(int shard, std::uint32_t detail) {
+  return runtime::make_tag(runtime::TagKind::strategy, kSequenceBase | static_cast<std::uint32_t>(shard), detail);
+}
+
+// Request header: 5 x i64.
+enum Field : std::size_t { kKind = 0, kClock = 1, kVersion = 2, kFinite = 3, kLr = 4, kHeaderLen = 5 };
+enum Kind : std::int64_t { kPush = 1, kDone = 2, kStop = 3 };
+using Header = std::array<std::int64_t, kHeaderLen>;
+// Acknowledgement (async, ssp): {pushes counted from this worker, smallest push count}.
+inline constexpr std::size_t kAckLen = 2;
+using Ack = std::array<std::int64_t, kAckLen>;
+
+}  // namespace fast::strategy::ps_protocol
+
+namespace fast::strategy {
+
+class PsServer {
+ public:
+  // A copy of `initial` (the host's shard of its initial parameters) and an optimizer for it.
+  PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, int shard, std::span<const float> initial,
+           const optim::OptimizerOptions& optimizer);
+
+  // The shard's memory, to expose in the window. Touched only under the window's Local guard once
+  // attach()ed.
+  std::span<float> exposed() noexcept { return params_; }
+  // The window exposing exposed(); must outlive run().
+  void attach(collective::Window& window) noexcept { window_ = &window; }
+  // The server loop: serves requests until every worker sent `done`, or a stop request from its
+  // own rank arrives. Throws on a protocol violation or when the world fails.
+  void run();
+
+  // Thread-safe (the statistics' mutex).
+  StalenessStats staleness() const;
+  std::int64_t max_clock_lag() const;
+
+ private:
+  void on_push(int src, const ps_protocol::Header& h);
+  void on_done(int src);
+  void close_sync_round();
+  void release_waiting();  // async / ssp: acknowledges every push whose read may proceed
+  std::int64_t min_pushed() const;
+  void record(std::uint64_t version_lag, std::int64_t clock_lag);
+  void wait_replies();
+
+  runtime::Context& ctx_;
+  const PsMode mode_;
+  const std::int64_t staleness_;
+  const int shard_;
+  const int workers_;
+  std::vector<float> params_;  // the shard (exposed by the window)
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  collective::Window* window_ = nullptr;
+  std::vector<float> grad_;    // a received gradient slice; sync: the round's average
+  std::vector<double> sum_;    // sync: sum of the round's finite gradients
+  std::vector<float> reply_;   // sync: the shard after the round, being sent
+  std::vector<int> round_;     // sync: workers that pushed in the current round
+  int round_finite_ = 0;       // sync: finite gradients in the current round
+  double round_lr_ = 0;        // sync: learning rate of the round's lowest-ranked pusher
+  int round_lr_rank_ = -1;
+  std::vector<std::int64_t> pushed_;      // per worker: pushes counted
+  std::vector<char> done_;                // per worker: sent `done`
+  int done_count_ = 0;
+  std::vector<char> waiting_;             // async / ssp: push not yet acknowledged
+  std::vector<std::int64_t> read_min_;    // per worker: min_pushed() when its read was released
+  std::vector<ps_protocol::Ack> acks_;    // per worker: acknowledgement being sent
+  std::vector<core::Work> replies_;       // per worker: the reply being sent
+  std::unique_ptr<runtime::Mutex> stats_mutex_;
+  StalenessStats stats_;                  // guarded by stats_mutex_
+  std::int64_t max_clock_lag_ = 0;        // guarded by stats_mutex_
+};
+
+}  // namespace fast::strategy
