@@ -24,6 +24,7 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
       optimizer_(optim::make_optimizer(options.optimizer, state.params.size())),
       schedule_(options.optimizer.lr, options.schedule),
       strategy_(make_strategy(with_optimizer(options), comm_)) {
+  strategy_->attach(state_);
   if (strategy_->asynchronous()) {
     published_.assign(state_.params.begin(), state_.params.end());
     replicas_ = std::make_unique<collective::Window>(comm_, "worker.replicas",
