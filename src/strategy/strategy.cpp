@@ -11,8 +11,10 @@
 #include "fast/core/error.hpp"
 #include "fast/core/finite.hpp"
 #include "fast/core/log.hpp"
+#include "fast/strategy/acid.hpp"
 #include "fast/strategy/allreduce.hpp"
 #include "fast/strategy/dpsgd.hpp"
+#include "fast/strategy/easgd.hpp"
 #include "fast/strategy/local_sgd.hpp"
 #include "fast/strategy/ps.hpp"
 
@@ -28,6 +30,10 @@ const std::vector<std::pair<std::string, Factory>>& registry() {
        [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AllreduceStrategy>(o, c); }},
       {"dpsgd",
        [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<DpsgdStrategy>(o, c); }},
+      {"easgd",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<EasgdStrategy>(o, c); }},
+      {"acid",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AcidStrategy>(o, c); }},
       {"local-sgd",
        [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<LocalSgdStrategy>(o, c); }},
       {"ps", [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<PsStrategy>(o, c); }},

@@ -44,6 +44,8 @@ struct StrategyOptions {
   double alpha = 0.1;                                  // easgd: elastic moving rate
   std::int64_t tau = 4;                                // easgd: steps between elastic exchanges
   double comm_rate = 1.0;                              // acid: expected communications per gradient step
+  double acid_eta = -1;                                // acid: momentum mixing rate; < 0: from the graph (paper)
+  double acid_alpha_tilde = -1;                        // acid: gossip weight of x~; < 0: from the graph (paper)
   // The worker's optimizer settings, filled in by Worker: strategies that update a model other
   // than the replica (ps servers, easgd's centre) build their own optimizer from them.
   optim::OptimizerOptions optimizer;

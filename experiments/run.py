@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Runs `fast train` once per named configuration and prints a Markdown table of the summaries.
+
+Usage: experiments/run.py TABLE [--fast PATH] [--out DIR] [--only NAME,...]
+TABLE is one of the tables below ("strategies", "stragglers"). Every run writes its metrics and
+summary under DIR/TABLE/NAME/; the table is printed on stdout and written to DIR/TABLE/table.md.
+The exact command of every run is printed before it starts, so a row can be reproduced alone.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+BASE = ["--config", "examples/fmnist-allreduce.toml"]  # 4 workers, mlp, 3 epochs, adam, cosine
+
+TABLES = {
+    # Issue 3, acceptance 2: every strategy on the same model, data and budget.
+    "strategies": [
+        ("allreduce", ["--strategy", "allreduce"]),
+        ("ps sync", ["--strategy", "ps", "--mode", "sync"]),
+        ("ps async", ["--strategy", "ps", "--mode", "async"]),
+        ("ps ssp (s=4)", ["--strategy", "ps", "--mode", "ssp", "--staleness", "4"]),
+        ("local-sgd", ["--strategy", "local-sgd"]),
+        ("easgd", ["--strategy", "easgd"]),
+        ("dpsgd", ["--strategy", "dpsgd"]),
+        ("adpsgd", ["--strategy", "adpsgd"]),
+        ("gosgd", ["--strategy", "gosgd", "--topology", "exponential-peer"]),
+        ("acid", ["--strategy", "acid"]),
+    ],
+    # Issue 3, acceptance 3: worker 3 computes 4x slower; evaluations every quarter epoch.
+    "stragglers": [
+        (name, args + ["--slowdown", "1,1,1,4", "--eval-every", "117"])
+        for name, args in [
+            ("allreduce", ["--strategy", "allreduce"]),
+            ("ps async", ["--strategy", "ps", "--mode", "async"]),
+            ("ps ssp (s=4)", ["--strategy", "ps", "--mode", "ssp", "--staleness", "4"]),
+            ("local-sgd", ["--strategy", "local-sgd"]),
+            ("dpsgd", ["--strategy", "dpsgd"]),
+            ("adpsgd", ["--strategy", "adpsgd"]),
+            ("gosgd", ["--strategy", "gosgd", "--topology", "exponential-peer"]),
+            ("acid", ["--strategy", "acid"]),
+        ]
+    ],
+}
+
+
+def slug(name):
+    return "".join(c if c.isalnum() else "-" for c in name).strip("-")
+
+
+def fmt(v, spec):
+    return "n/a" if v is None else format(v, spec)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("table", choices=sorted(TABLES))
+    ap.add_argument("--fast", default="build/bin/fast")
+    ap.add_argument("--out", default="out/experiments")
+    ap.add_argument("--only", default="", help="comma-separated run names")
+    ap.add_argument("extra", nargs="*", help="more flags for every run (after --)")
+    a = ap.parse_args()
+    only = {s.strip() for s in a.only.split(",") if s.strip()}
+    rows = []
+    for name, args in TABLES[a.table]:
+        if only and name not in only:
+            continue
+        d = os.path.join(a.out, a.table, slug(name))
+        os.makedirs(d, exist_ok=True)
+        cmd = [a.fast, "train", *BASE, *args, *a.extra, "--metrics", f"{d}/metrics.jsonl", "--summary", f"{d}/summary.json"]
+        print("$", " ".join(cmd), file=sys.stderr, flush=True)
+        t0 = time.time()
+        r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+        if r.returncode != 0:
+            print(f"run '{name}' failed with exit code {r.returncode}", file=sys.stderr)
+            rows.append((name, None))
+            continue
+        with open(f"{d}/summary.json") as f:
+            s = json.load(f)
+        print(f"  {name}: accuracy {s['final_accuracy']:.4f}, {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+        rows.append((name, s))
+    out = ["| strategy | final accuracy | wall s | time to 0.85 s | bytes sent | steps per worker | staleness mean / max |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, s in rows:
+        if s is None:
+            out.append(f"| {name} | failed | | | | | |")
+            continue
+        out.append(
+            f"| {name} | {s['final_accuracy']:.4f} | {s['wall_seconds']:.1f} | {fmt(s.get('time_to_target_seconds'), '.1f')} | "
+            f"{s['bytes_sent'] / 1e6:.0f} MB | {', '.join(str(x) for x in s['steps_per_worker'])} | "
+            f"{s['staleness_mean']:.2f} / {s['staleness_max']} |")
+    text = "\n".join(out) + "\n"
+    with open(os.path.join(a.out, a.table, "table.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+#pragma once
+// Strategy `acid`: A2CiD2, asynchronous decentralized gossip with a continuized momentum (Nabli,
+// Belilovsky, Oyallon, "A2CiD2: Accelerating Asynchronous Communication in Decentralized Deep
+// Learning", NeurIPS 2023; paper 004, the authors' slides). Workers sit on an undirected connected
+// topology. Each worker i keeps its replica x_i (the framework's parameters) and a second variable
+// x~_i (starts equal to x_i). In the paper's continuized model, gradient steps (Poisson process
+// N_i, rate 1) and pairwise communications (Poisson process M_ij of edge (i, j), rate lambda_ij)
+// are events, and between events (x_i, x~_i) follows the linear mixing ODE:
+//
+//   dx_i  = eta (x~_i - x_i) dt - gamma grad F_i(x_i) dN_i - alpha  sum_j (x_i - x_j) dM_ij
+//   dx~_i = eta (x_i - x~_i) dt - gamma grad F_i(x_i) dN_i - alpha~ sum_j (x_i - x_j) dM_ij
+//
+// What a worker does (Algorithm 1 of the paper, with this library's clock):
+//   mixing over dt (closed form, acid_mix): the mean (x + x~) / 2 is constant and the difference
+//     x - x~ decays as exp(-2 eta dt), so
+//       x  <- (x + x~) / 2 + exp(-2 eta dt) (x - x~) / 2
+//       x~ <- (x + x~) / 2 - exp(-2 eta dt) (x - x~) / 2
+//   gradient event: u = optimizer(x, g, lr) - x (the worker's optimizer, any of optim's);
+//       x <- x + u, x~ <- x~ + u (both variables take the same step, as -gamma grad F in the ODE)
+//   communication event with neighbour j, m = x_i - x_j:
+//       x_i <- x_i - alpha m,  x~_i <- x~_i - alpha~ m,  x_j <- x_j + alpha m,  x~_j <- x~_j + alpha~ m
+//
+// Clock (deterministic given seed and rank): time is counted in this worker's own gradient steps.
+// Step t covers the interval (t, t + 1]; its gradient event is at t + 1. During it the worker
+// initiates K ~ Poisson(comm_rate / 2) communications at times t + u_1 < ... < t + u_K, the u_k
+// independent uniform on (0, 1) (a Poisson process of rate comm_rate / 2, cut into unit
+// intervals), each with a neighbour drawn uniformly. Every communication moves both ends, so on a
+// regular graph each worker takes part in comm_rate communications per gradient step in
+// expectation (the paper's "rate of communication", e.g. 1 = one averaging per gradient), and
+// edge (i, j) fires at rate lambda_ij = (comm_rate / 2) (1 / d_i + 1 / d_j). The draws of step t
+// come from a counter-based generator keyed by (seed, rank, t) (events()), the same on every
+// platform. The theory assumes workers compute at equal speed; a slower worker simply has a
+// slower clock.
+//
+// The paper's constants (acid_constants), from the Laplacian of the communication process
+// Lambda = sum_{(i,j) in E} lambda_ij (e_i - e_j)(e_i - e_j)^T:
+//   chi_1 = 1 / (smallest positive eigenvalue of Lambda)           (inverse algebraic connectivity)
+//   chi_2 = max_{(i,j) in E} (1/2) (e_i - e_j)^T Lambda^+ (e_i - e_j)   (maximal effective resistance)
+//   alpha = 1/2,  alpha~ = (1/2) sqrt(chi_1 / chi_2),  eta = 1 / (2 sqrt(chi_1 chi_2))   (per step)
+// chi_2 <= chi_1, so alpha~ >= 1/2; on the complete graph chi_1 = chi_2, alpha~ = alpha, and since
+// x~ = x initially, x~ stays equal to x: A2CiD2 is then plain gossip (the momentum pays off on
+// poorly connected graphs such as rings). Options acid_eta and acid_alpha_tilde override eta and
+// alpha~ (-1, the default: the values above). acid_eta = 0 switches the momentum off: x then
+// follows asynchronous randomized pairwise gossip averaging, x_i, x_j <- (x_i + x_j) / 2.
+//
+// Asynchronous realisation (nobody waits for a neighbour's training loop): each worker exposes a
+// window "acid.exchange" of 3 |x| floats, [published x_j | inbox of x_j | inbox of x~_j], served
+// by its owner's window service. Worker j's current x is its published copy plus its inbox. A
+// communication of i with j: one window get of j's [published | inbox] (so m = x_i - (published
+// + inbox)), i updates its own x_i, x~_i, then one window accumulate adds [alpha m | alpha~ m] to
+// j's inboxes. At each of its events (before a communication, at the gradient event, after each
+// communication) a worker folds its inboxes into x_j, x~_j (after the mixing over the elapsed
+// time, as if the neighbour's communication happened then) and republishes x_j, under its
+// window's Local guard. The get and the accumulate are not one atomic operation, so j may have
+// changed between them (then m used a slightly stale x_j), but the transfer is always exact: what
+// i removes, j's inbox receives. Conserved quantities, exactly up to float rounding, whatever the
+// interleaving and step counts: communications conserve sum_i (x_i + inbox_x_i) and
+// sum_i (x~_i + inbox_x~_i); the mixing conserves each x_i + x~_i; so with zero gradients
+// sum_i (x_i + x~_i + inboxes) is conserved, and with eta = 0 sum_i (x_i + inbox_x_i) is too.
+// If exactly one worker steps at a time, every communication is the paper's exact pairwise update.
+//
+// Representative model: the average of the x_i (the default representative()); snapshot()
+// averages the replicas the Worker publishes. finish() (collective) closes the window once every
+// worker's accumulations have landed and folds the inboxes, so state.params is the final x_i.
+// Non-finite gradients: the local update follows options.non_finite (apply_update); u = 0 when
+// skipped; communications go on. Communication per communication: the initiator receives 2 |x|
+// floats and sends 2 |x| floats (plus small headers) to one neighbour.
+// Options: `topology` (undirected, connected; default ring), `comm_rate` (in (0, 64], default 1),
+// `seed` (event draws, and random topologies), `acid_eta`, `acid_alpha_tilde` (>= 0, or -1).
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "fast/collective/window.hpp"
+#include "fast/strategy/strategy.hpp"
+#include "fast/topology/graph.hpp"
+
+namespace fast::strategy {
+
+// The paper's constants for `graph` and `comm_rate` (see above). graph: undirected, connected,
+// n >= 2; comm_rate > 0. InvalidArgument otherwise.
+struct AcidConstants {
+  double chi1 = 0;         // 1 / smallest positive eigenvalue of the Laplacian Lambda
+  double chi2 = 0;         // largest (1/2) effective resistance of an edge under Lambda
+  double eta = 0;          // 1 / (2 sqrt(chi1 chi2)), per gradient step
+  double alpha_tilde = 0;  // (1/2) sqrt(chi1 / chi2)
+};
+AcidConstants acid_constants(const topology::Graph& graph, double comm_rate);
+
+// The closed-form mixing of (x, x~) over dt >= 0 time units at rate eta >= 0 (see above), in
+// place, element-wise in double. Same lengths.
+void acid_mix(std::span<float> x, std::span<float> x_tilde, double eta, double dt);
+
+// One communication event of a step: its time within the step, in (0, 1), and the neighbour.
+struct AcidEvent {
+  double time = 0;
+  int peer = -1;
+};
+
+class AcidStrategy final : public Strategy {
+ public:
+  static constexpr double kAlpha = 0.5;  // the paper's alpha: full pairwise averaging of x
+  static constexpr double kMaxCommRate = 64;
+
+  // InvalidArgument for a directed, disconnected or unknown topology, comm_rate outside
+  // (0, 64] or not finite, acid_eta / acid_alpha_tilde neither -1 nor finite and >= 0.
+  AcidStrategy(const StrategyOptions& options, collective::Communicator& comm);
+  ~AcidStrategy() override;
+  std::string_view name() const override { return "acid"; }
+  void attach(ModelState state) override;
+  StepOutcome step(const StepInput& input) override;
+  bool asynchronous() const override { return true; }
+  // Collective: closes the window and folds the last inbox contributions into x_i and x~_i.
+  void finish(ModelState state) override;
+
+  // The communications this worker initiates during its step `step` (>= 0), sorted by time; a
+  // pure function of (seed, rank, step, comm_rate, topology).
+  std::vector<AcidEvent> events(std::int64_t step) const;
+  double eta() const noexcept { return eta_; }
+  double alpha_tilde() const noexcept { return alpha_tilde_; }
+  const std::vector<int>& neighbors() const noexcept { return neighbors_; }
+  // This worker's x~ (after finish(): final, inbox folded). Read from the worker's main activity.
+  std::span<const float> x_tilde() const noexcept { return x_tilde_; }
+  // Communications this worker initiated.
+  std::int64_t communications() const noexcept { return communications_; }
+
+ private:
+  // Under the Local guard: x += inbox_x, x~ += inbox_x~, inboxes = 0, published = x.
+  void fold_and_publish();
+  // One communication with peer (get, local update, accumulate).
+  void communicate(int peer);
+
+  StrategyOptions options_;
+  std::vector<int> neighbors_;
+  double eta_ = 0;
+  double alpha_tilde_ = kAlpha;
+  std::span<float> x_;            // the replica (state.params)
+  std::vector<float> x_tilde_;    // x~
+  std::vector<float> exposed_;    // [published x | inbox x | inbox x~], exposed in the window
+  std::vector<float> peer_;       // scratch: a neighbour's [published | inbox]
+  std::vector<float> payload_;    // scratch: [alpha m | alpha~ m]
+  std::vector<float> before_;     // scratch: x before the optimizer step
+  std::unique_ptr<collective::Window> window_;
+  bool finished_ = false;
+  std::int64_t communications_ = 0;
+};
+
+}  // namespace fast::strategy

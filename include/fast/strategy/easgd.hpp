@@ -1,0 +1,82 @@
+#pragma once
+// Strategy `easgd`: asynchronous Elastic Averaging SGD (Zhang, Choromanska, LeCun, "Deep learning
+// with Elastic Averaging SGD", NeurIPS 2015, Algorithm 1; paper 002 Eq. 1 and Fig. 10). A centre
+// variable x~ lives on rank 0, exposed in a one-sided window ("easgd.centre"); every worker i runs
+// its own optimizer on its replica x_i and, every `tau` of its own steps, exchanges with the
+// centre through that window (a get, then an accumulate), so no worker ever waits for rank 0's
+// training loop (rank 0's window service answers while it computes):
+//
+//   x_i <- optimizer(x_i, g_i, lr)                       every step, locally
+//   when (t_i + 1) mod tau == 0:                         t_i = this worker's step index
+//     x~_read <- x~                                      (window get from rank 0)
+//     d       <- alpha * (x_i - x~_read)
+//     x_i     <- x_i - d                                 (the worker moves towards the centre)
+//     x~      <- x~ + d                                  (window accumulate: the centre moves
+//                                                         towards the worker, by the same d)
+//
+// The elastic force is symmetric (paper 002: "alpha = beta in this particular implementation"),
+// so every exchange conserves x_i + x~, hence sum_i x_i + x~, exactly up to float rounding,
+// whatever the interleaving: the accumulate adds d to the centre as it is then, even if other
+// workers moved it since the get. Rank 0 exchanges with its own centre under the window's Local
+// guard (the same arithmetic, without messages).
+//
+// Moving rate beta = p * alpha. In the synchronous EASGD of the paper, with p workers, the centre
+// moves by alpha * sum_i (x_i - x~) = beta * (mean_i x_i - x~) per round, beta = p * alpha (the
+// paper's experiments use beta = 0.9, i.e. alpha = 0.9 / p); asynchronously, every worker
+// exchanging once per tau of its steps gives the centre the same aggregate pull per tau steps when
+// the workers run at equal speed. alpha must lie in (0, 1): alpha = 0 disables the coupling and
+// alpha >= 1 moves the worker onto or past the centre. tau >= 1: larger tau = less communication
+// and more exploration, at the price of replicas drifting further apart (paper 002 sec. 3.3.5).
+//
+// Initial centre: the average of the workers' initial replicas (one all-reduce in attach()).
+// Representative model: the centre. snapshot() reads it (window get, not collective);
+// representative() (collective) broadcasts rank 0's centre to every worker; finish() closes the
+// window collectively and leaves each worker's params at its own x_i. The order of a step is local
+// update, then (every tau steps) the exchange, so the next gradient is computed at the elastically
+// moved replica, as in the paper's Algorithm 1. Non-finite gradients: the local update follows
+// options.non_finite (apply_update); the exchange still happens, so nobody is left waiting.
+// Communication: every tau steps a worker receives and sends |x| floats to rank 0; rank 0 serves
+// p / tau exchanges per step of the others (paper 002 sec. 3.3.5: scale tau with p).
+// Options: `alpha` (default 0.1), `tau` (default 4).
+
+#include <memory>
+#include <vector>
+
+#include "fast/collective/window.hpp"
+#include "fast/strategy/strategy.hpp"
+
+namespace fast::strategy {
+
+class EasgdStrategy final : public Strategy {
+ public:
+  // InvalidArgument when alpha is not in (0, 1) or tau < 1.
+  EasgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
+  ~EasgdStrategy() override;
+  std::string_view name() const override { return "easgd"; }
+  void attach(ModelState state) override;
+  StepOutcome step(const StepInput& input) override;
+  // Collective: out = the centre (rank 0's, broadcast). Valid before and after finish().
+  void representative(ModelState state, std::span<float> out) override;
+  bool asynchronous() const override { return true; }
+  // Collective: closes the centre window (every exchange of every worker has landed).
+  void finish(ModelState state) override;
+  // Not collective: out = the centre as rank 0's window holds it now.
+  bool snapshot(ModelState state, std::span<float> out) override;
+
+  // Elastic exchanges this worker has made.
+  std::int64_t exchanges() const noexcept { return exchanges_; }
+
+ private:
+  // One elastic exchange of params with the centre.
+  void exchange(std::span<float> params);
+
+  StrategyOptions options_;
+  std::vector<float> centre_;  // rank 0: x~ (exposed); other ranks: empty
+  std::vector<float> read_;    // scratch: the centre as read
+  std::vector<float> diff_;    // scratch: d = alpha * (x_i - x~)
+  std::unique_ptr<collective::Window> window_;
+  bool finished_ = false;
+  std::int64_t exchanges_ = 0;
+};
+
+}  // namespace fast::strategy

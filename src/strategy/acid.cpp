@@ -1,0 +1,222 @@
+#include "fast/strategy/acid.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <Eigen/Dense>
+
+#include "fast/core/error.hpp"
+#include "fast/topology/builders.hpp"
+#include "fast/topology/mixing.hpp"
+
+namespace fast::strategy {
+
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014): the finaliser as a hash, the sequence as a generator.
+constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+std::uint64_t finalise(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+class Stream {
+ public:
+  explicit Stream(std::uint64_t key) : state_(key) {}
+  std::uint64_t next() { return finalise(state_ += kGolden); }
+  // Uniform on the open interval (0, 1): 53 random bits, centred in their cell.
+  double open01() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }
+  // Poisson(mean) by multiplying uniforms (Knuth); mean <= 32 here, so exp(-mean) > 1e-14.
+  int poisson(double mean) {
+    const double limit = std::exp(-mean);
+    int k = 0;
+    for (double p = open01(); p > limit; p *= open01()) ++k;
+    return k;
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+bool auto_or_valid(double v) { return v == -1 || (std::isfinite(v) && v >= 0); }
+
+}  // namespace
+
+AcidConstants acid_constants(const topology::Graph& graph, double comm_rate) {
+  const int n = graph.size();
+  FAST_ENFORCE(n >= 2, "acid: the paper's constants need at least 2 workers, got {}", n);
+  FAST_ENFORCE(std::isfinite(comm_rate) && comm_rate > 0, "acid: comm_rate must be > 0, got {}", comm_rate);
+  FAST_ENFORCE(graph.is_symmetric(), "acid: the topology must be undirected");
+  topology::check_connected(graph);
+  // Lambda = sum over undirected edges of lambda_ij (e_i - e_j)(e_i - e_j)^T, with
+  // lambda_ij = (comm_rate / 2) (1 / d_i + 1 / d_j): i initiates at rate comm_rate / 2 and picks j
+  // with probability 1 / d_i, and the other way round.
+  Eigen::MatrixXd lap = Eigen::MatrixXd::Zero(n, n);
+  for (const auto& [i, j] : graph.edges()) {
+    if (i > j) continue;
+    const double rate = comm_rate / 2 * (1.0 / graph.degree(i) + 1.0 / graph.degree(j));
+    lap(i, i) += rate;
+    lap(j, j) += rate;
+    lap(i, j) -= rate;
+    lap(j, i) -= rate;
+  }
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(lap);
+  FAST_ENFORCE_AS(core::Error, solver.info() == Eigen::Success, "acid: eigensolver failed for n = {}", n);
+  // Connected: eigenvalue 0 once (eigenvector 1), the others positive, ascending.
+  const Eigen::VectorXd& mu = solver.eigenvalues();
+  const Eigen::MatrixXd& v = solver.eigenvectors();
+  AcidConstants c;
+  c.chi1 = 1.0 / mu(1);
+  for (const auto& [i, j] : graph.edges()) {
+    if (i > j) continue;
+    // (e_i - e_j)^T Lambda^+ (e_i - e_j) = sum_{k >= 1} (v_k(i) - v_k(j))^2 / mu_k
+    double r = 0;
+    for (int k = 1; k < n; ++k) r += (v(i, k) - v(j, k)) * (v(i, k) - v(j, k)) / mu(k);
+    c.chi2 = std::max(c.chi2, r / 2);
+  }
+  c.eta = 1.0 / (2.0 * std::sqrt(c.chi1 * c.chi2));
+  c.alpha_tilde = 0.5 * std::sqrt(c.chi1 / c.chi2);
+  return c;
+}
+
+void acid_mix(std::span<float> x, std::span<float> x_tilde, double eta, double dt) {
+  FAST_ENFORCE_EQ(x.size(), x_tilde.size(), "acid_mix: x and x~ must have one length");
+  FAST_ENFORCE(std::isfinite(eta) && eta >= 0 && std::isfinite(dt) && dt >= 0,
+               "acid_mix: eta and dt must be finite and >= 0, got eta = {}, dt = {}", eta, dt);
+  if (eta == 0 || dt == 0) return;
+  const double decay = std::exp(-2.0 * eta * dt);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double mean = 0.5 * (static_cast<double>(x[i]) + x_tilde[i]);
+    const double half_diff = 0.5 * (static_cast<double>(x[i]) - x_tilde[i]) * decay;
+    x[i] = static_cast<float>(mean + half_diff);
+    x_tilde[i] = static_cast<float>(mean - half_diff);
+  }
+}
+
+AcidStrategy::AcidStrategy(const StrategyOptions& options, collective::Communicator& comm)
+    : Strategy(comm), options_(options) {
+  FAST_ENFORCE(std::isfinite(options.comm_rate) && options.comm_rate > 0 && options.comm_rate <= kMaxCommRate,
+               "acid: comm_rate (expected communications per gradient step) must be in (0, {}], got {}", kMaxCommRate,
+               options.comm_rate);
+  FAST_ENFORCE(auto_or_valid(options.acid_eta),
+               "acid: acid_eta must be >= 0, or -1 for the paper's value from the graph, got {}", options.acid_eta);
+  FAST_ENFORCE(auto_or_valid(options.acid_alpha_tilde),
+               "acid: acid_alpha_tilde must be >= 0, or -1 for the paper's value from the graph, got {}",
+               options.acid_alpha_tilde);
+  const int n = comm.size();
+  const topology::Graph graph = topology::make_topology(options.topology, n, options.seed);
+  FAST_ENFORCE(graph.is_symmetric(),
+               "acid: topology '{}' is directed; acid needs an undirected one (pairwise exchanges)", options.topology);
+  topology::check_connected(graph);
+  neighbors_ = graph.neighbors_out(comm.rank());
+  AcidConstants c{.eta = 0, .alpha_tilde = kAlpha};  // one worker: no communication, no momentum
+  if (n >= 2) c = acid_constants(graph, options.comm_rate);
+  eta_ = options.acid_eta == -1 ? c.eta : options.acid_eta;
+  alpha_tilde_ = options.acid_alpha_tilde == -1 ? c.alpha_tilde : options.acid_alpha_tilde;
+}
+
+AcidStrategy::~AcidStrategy() = default;
+
+void AcidStrategy::attach(ModelState state) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ == nullptr, "acid: attach() called twice");
+  const std::size_t len = state.params.size();
+  x_ = state.params;
+  x_tilde_.assign(x_.begin(), x_.end());
+  exposed_.assign(3 * len, 0.0f);
+  std::copy(x_.begin(), x_.end(), exposed_.begin());
+  peer_.resize(2 * len);
+  payload_.resize(2 * len);
+  before_.resize(len);
+  window_ = std::make_unique<collective::Window>(comm_, "acid.exchange", core::MutableView(std::span<float>(exposed_)));
+}
+
+std::vector<AcidEvent> AcidStrategy::events(std::int64_t step) const {
+  FAST_ENFORCE(step >= 0, "acid: events of step {}: the step must be >= 0", step);
+  std::vector<AcidEvent> out;
+  if (neighbors_.empty()) return out;
+  Stream rng(finalise(finalise(finalise(options_.seed + kGolden) ^ static_cast<std::uint64_t>(comm_.rank())) ^
+                      static_cast<std::uint64_t>(step)));
+  const int count = rng.poisson(options_.comm_rate / 2);
+  const auto degree = static_cast<double>(neighbors_.size());
+  for (int k = 0; k < count; ++k) {
+    const double time = rng.open01();
+    const auto index = std::min(neighbors_.size() - 1, static_cast<std::size_t>(rng.open01() * degree));
+    out.push_back({time, neighbors_[index]});
+  }
+  std::sort(out.begin(), out.end(), [](const AcidEvent& a, const AcidEvent& b) { return a.time < b.time; });
+  return out;
+}
+
+void AcidStrategy::fold_and_publish() {
+  const std::size_t len = x_.size();
+  collective::Window::Local local = window_->local();
+  float* published = exposed_.data();
+  float* inbox = published + len;
+  float* inbox_tilde = inbox + len;
+  for (std::size_t i = 0; i < len; ++i) {
+    x_[i] += inbox[i];
+    x_tilde_[i] += inbox_tilde[i];
+    inbox[i] = 0.0f;
+    inbox_tilde[i] = 0.0f;
+    published[i] = x_[i];
+  }
+  local.bump();
+}
+
+void AcidStrategy::communicate(int peer) {
+  const std::size_t len = x_.size();
+  window_->get(peer, core::MutableView(std::span<float>(peer_))).wait();
+  const auto alpha = static_cast<float>(kAlpha);
+  const auto alpha_tilde = static_cast<float>(alpha_tilde_);
+  for (std::size_t i = 0; i < len; ++i) {
+    const float m = x_[i] - (peer_[i] + peer_[len + i]);  // x_i - x_j, x_j = published + inbox
+    const float dx = alpha * m;
+    const float dx_tilde = alpha_tilde * m;
+    x_[i] -= dx;
+    x_tilde_[i] -= dx_tilde;
+    payload_[i] = dx;
+    payload_[len + i] = dx_tilde;
+  }
+  window_->accumulate(peer, core::ConstView(std::span<const float>(payload_)), len).wait();
+  ++communications_;
+}
+
+StepOutcome AcidStrategy::step(const StepInput& input) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
+                  "acid: step() needs attach() first and no finish() yet");
+  FAST_ENFORCE(input.state.params.data() == x_.data() && input.state.params.size() == x_.size(),
+               "acid: step() must get the parameters given to attach()");
+  runtime::Context& ctx = comm_.context();
+  StepOutcome outcome;
+  double last = 0;  // time of the previous event within this step (0: the previous gradient event)
+  for (const AcidEvent& e : events(input.step)) {
+    acid_mix(x_, x_tilde_, eta_, e.time - last);
+    last = e.time;
+    fold_and_publish();
+    const double t0 = ctx.now();
+    communicate(e.peer);
+    outcome.comm_seconds += ctx.now() - t0;
+    fold_and_publish();
+  }
+  // The gradient event at the end of the step: mix, fold, then the same optimizer step on x and x~.
+  acid_mix(x_, x_tilde_, eta_, 1.0 - last);
+  fold_and_publish();
+  std::copy(x_.begin(), x_.end(), before_.begin());
+  // A non-finite gradient only skips (or fails) this worker's update (u = 0); its neighbours never
+  // wait on it: communications are one-sided.
+  outcome.applied = apply_update(input, options_.non_finite);
+  if (outcome.applied)
+    for (std::size_t i = 0; i < x_.size(); ++i) x_tilde_[i] += x_[i] - before_[i];
+  fold_and_publish();
+  return outcome;
+}
+
+void AcidStrategy::finish(ModelState /*state*/) {
+  if (finished_ || window_ == nullptr) return;
+  finished_ = true;
+  window_->close();  // every worker's accumulations into this worker's inboxes have landed
+  fold_and_publish();
+}
+
+}  // namespace fast::strategy

@@ -1,0 +1,100 @@
+#include "fast/strategy/easgd.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fast/core/error.hpp"
+
+namespace fast::strategy {
+
+EasgdStrategy::EasgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
+    : Strategy(comm), options_(options) {
+  FAST_ENFORCE(std::isfinite(options.alpha) && options.alpha > 0 && options.alpha < 1,
+               "easgd: alpha (the elastic moving rate) must be in (0, 1), got {}", options.alpha);
+  FAST_ENFORCE(options.tau >= 1, "easgd: tau (steps between elastic exchanges) must be >= 1, got {}", options.tau);
+}
+
+EasgdStrategy::~EasgdStrategy() = default;
+
+void EasgdStrategy::attach(ModelState state) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ == nullptr, "easgd: attach() called twice");
+  const std::size_t len = state.params.size();
+  // The centre starts at the average of the initial replicas (identical replicas: their value).
+  std::vector<float> average(state.params.begin(), state.params.end());
+  comm_.allreduce(core::MutableView(std::span<float>(average)), {.op = collective::ReduceOp::avg});
+  if (comm_.rank() == 0) centre_ = std::move(average);
+  read_.resize(len);
+  diff_.resize(len);
+  window_ = std::make_unique<collective::Window>(comm_, "easgd.centre", core::MutableView(std::span<float>(centre_)));
+}
+
+void EasgdStrategy::exchange(std::span<float> params) {
+  const auto alpha = static_cast<float>(options_.alpha);
+  const std::size_t len = params.size();
+  if (comm_.rank() == 0) {
+    // The owner's exchange: the same arithmetic under the window lock, no messages, no waiting.
+    collective::Window::Local local = window_->local();
+    for (std::size_t i = 0; i < len; ++i) {
+      const float d = alpha * (params[i] - centre_[i]);
+      params[i] -= d;
+      centre_[i] += d;
+    }
+    local.bump();
+  } else {
+    window_->get(0, core::MutableView(std::span<float>(read_))).wait();
+    for (std::size_t i = 0; i < len; ++i) {
+      diff_[i] = alpha * (params[i] - read_[i]);
+      params[i] -= diff_[i];
+    }
+    window_->accumulate(0, core::ConstView(std::span<const float>(diff_))).wait();
+  }
+  ++exchanges_;
+}
+
+StepOutcome EasgdStrategy::step(const StepInput& input) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
+                  "easgd: step() needs attach() first and no finish() yet");
+  FAST_ENFORCE_EQ(input.state.params.size(), read_.size(), "easgd: the parameter count changed since attach()");
+  StepOutcome outcome;
+  // A non-finite gradient only skips (or, with non_finite = error, fails) this worker's local
+  // update; the exchange below is one-sided, so nobody waits on this worker's decision.
+  outcome.applied = apply_update(input, options_.non_finite);
+  if ((input.step + 1) % options_.tau == 0) {
+    runtime::Context& ctx = comm_.context();
+    const double t0 = ctx.now();
+    exchange(input.state.params);
+    outcome.comm_seconds = ctx.now() - t0;
+  }
+  return outcome;
+}
+
+void EasgdStrategy::representative(ModelState state, std::span<float> out) {
+  FAST_ENFORCE_EQ(out.size(), state.params.size(), "easgd: representative output length must equal the parameter count");
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr, "easgd: representative() needs attach() first");
+  if (comm_.rank() == 0) {
+    collective::Window::Local local = window_->local();
+    std::copy(centre_.begin(), centre_.end(), out.begin());
+  }
+  comm_.broadcast(core::MutableView(out), 0);
+}
+
+void EasgdStrategy::finish(ModelState /*state*/) {
+  if (finished_ || window_ == nullptr) return;
+  finished_ = true;
+  window_->close();
+}
+
+bool EasgdStrategy::snapshot(ModelState state, std::span<float> out) {
+  FAST_ENFORCE_EQ(out.size(), state.params.size(), "easgd: snapshot output length must equal the parameter count");
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
+                  "easgd: snapshot() needs attach() first and no finish() yet (use representative())");
+  if (comm_.rank() == 0) {
+    collective::Window::Local local = window_->local();
+    std::copy(centre_.begin(), centre_.end(), out.begin());
+  } else {
+    window_->get(0, core::MutableView(out)).wait();
+  }
+  return true;
+}
+
+}  // namespace fast::strategy
