@@ -156,6 +156,8 @@ std::vector<ConfigKey> build_keys() {
       FAST_NUMBER_KEY("alpha", "easgd: elastic moving rate, in (0, 1).", worker.strategy.alpha, positive),
       FAST_INT_KEY("tau", "easgd: local steps between elastic exchanges with the centre.", worker.strategy.tau, 1),
       FAST_NUMBER_KEY("comm_rate", "acid: expected pairwise communications per gradient step.", worker.strategy.comm_rate, positive),
+      FAST_NUMBER_KEY("acid_eta", "acid: momentum mixing rate per gradient step; -1: from the graph, as the paper sets it.", worker.strategy.acid_eta, any_number),
+      FAST_NUMBER_KEY("acid_alpha_tilde", "acid: gossip weight of the momentum variable; -1: from the graph, as the paper sets it.", worker.strategy.acid_alpha_tilde, any_number),
       {"topology", KeyType::string,
        "Decentralized strategies: the graph, NAME[:params]: ring, torus2d[:RxC], star, complete, tree, hypercube, "
        "exponential, random-regular:D, file:PATH; gosgd also takes time-varying schedules: exponential-peer, "

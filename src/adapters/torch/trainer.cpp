@@ -138,7 +138,8 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
           if (options.target_accuracy > 0 && r.accuracy >= options.target_accuracy &&
               (shared.time_to_target < 0 || time - start < shared.time_to_target))
             shared.time_to_target = time - start;
-          if (on_epoch) on_epoch({.epoch = static_cast<std::int64_t>(epoch), .step = step, .accuracy = r.accuracy, .loss = r.loss});
+          // The callback's epoch is the 0-based epoch the evaluation falls in (1.0 epochs done: epoch 0).
+          if (on_epoch) on_epoch({.epoch = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::ceil(epoch)) - 1), .step = step, .accuracy = r.accuracy, .loss = r.loss});
         };
         auto evaluate_collective = [&](std::int64_t step) {
           const double time = ctx.now();
@@ -272,6 +273,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
     steps_per_worker.push_back(t.steps);
     idle.push_back(t.idle_seconds);
     for (std::size_t p = 0; p < t.bytes_to.size(); ++p) {
+      if (p == w) continue;  // a worker's messages to itself (a co-located server) cross no link
       bytes += t.bytes_to[p];
       if (t.bytes_to[p] > 0) links.push_back({{"from", w}, {"to", p}, {"bytes", t.bytes_to[p]}});
     }

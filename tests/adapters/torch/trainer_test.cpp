@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "fast/adapters/torch/trainer.hpp"
@@ -43,8 +44,10 @@ TEST(Trainer, SameSeedGivesIdenticalResultsUnderThreadsWithAllreduce) {
 }
 
 TEST(Trainer, SameSeedGivesIdenticalResultsWithEverySynchronousStrategy) {
-  for (const char* name : {"local-sgd", "dpsgd"}) {
+  for (const char* name : {"local-sgd", "dpsgd", "ps"}) {
     TrainOptions o = small_run(9);
+    o.worker.strategy.mode = "sync";
+    o.worker.strategy.servers = 2;
     o.worker.strategy.name = name;
     o.worker.strategy.period = 4;
     const auto a = train(o);
@@ -52,8 +55,33 @@ TEST(Trainer, SameSeedGivesIdenticalResultsWithEverySynchronousStrategy) {
     EXPECT_EQ(a["param_norm"], b["param_norm"]) << name;
     EXPECT_EQ(a["final_accuracy"], b["final_accuracy"]) << name;
     EXPECT_GT(a["final_accuracy"].get<double>(), 0.3) << name;  // 25 steps: well above chance (0.1)
-    EXPECT_GT(a["consensus_distance"].get<double>(), 0.0) << name;  // replicas differ between averagings
+    if (std::string(name) != "ps")  // ps sync keeps the replicas identical
+      EXPECT_GT(a["consensus_distance"].get<double>(), 0.0) << name;  // replicas differ between averagings
     EXPECT_LE(a["replica_accuracy_min"].get<double>(), a["replica_accuracy_max"].get<double>()) << name;
+  }
+}
+
+TEST(Trainer, AsynchronousRunsShareTheBatchBudgetAndEvaluateSnapshots) {
+  // Worker 2 is 4x slower; the workers claim batches from one budget of steps x workers = 75, so
+  // together they take exactly 75 steps whatever the timing, and the snapshot evaluations fall
+  // where the claims cross 30 and 60 batches (eval_every = 10 steps x 3 workers), then the final one.
+  for (const char* name : {"ps", "easgd", "acid"}) {
+    TrainOptions o = small_run(4);
+    o.worker.strategy.name = name;
+    o.worker.strategy.mode = "async";
+    o.slowdown.factors = {1, 1, 4};
+    std::vector<EpochReport> evals;
+    const auto s = train(o, {}, [&](const EpochReport& e) { evals.push_back(e); });
+    std::int64_t total = 0;
+    for (const auto& steps : s["steps_per_worker"]) total += steps.get<std::int64_t>();
+    EXPECT_EQ(total, 75) << name;
+    ASSERT_EQ(evals.size(), 3u) << name;
+    EXPECT_EQ(evals[0].step, 10) << name;
+    EXPECT_EQ(evals[1].step, 20) << name;
+    EXPECT_EQ(evals[2].step, 25) << name;
+    EXPECT_GT(s["final_accuracy"].get<double>(), 0.3) << name;  // 75 batches: well above chance (0.1)
+    EXPECT_GT(s["bytes_sent"].get<std::uint64_t>(), 0u) << name;
+    EXPECT_GT(s["slowdown_seconds"].get<double>(), 0.0) << name;
   }
 }
 
