@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "fast/core/error.hpp"
+#include "splitmix.hpp"
 
 namespace fast::topology {
 
@@ -21,29 +22,7 @@ int exponent_count(int n) {
   return m;
 }
 
-// SplitMix64: a small generator with a fixed, documented output on every platform.
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, bound), bound >= 1, without modulo bias (rejection).
-  std::uint64_t below(std::uint64_t bound) {
-    const std::uint64_t limit = ~std::uint64_t{0} - (~std::uint64_t{0} % bound);
-    std::uint64_t x;
-    do {
-      x = next();
-    } while (x >= limit);
-    return x % bound;
-  }
-
- private:
-  std::uint64_t state_;
-};
+using detail::SplitMix64;
 
 // One attempt at pairing the half-edges into a simple graph; false when it got stuck.
 bool try_random_regular(int n, int d, SplitMix64& rng, Graph& out) {
