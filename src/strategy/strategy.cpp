@@ -11,6 +11,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/finite.hpp"
 #include "fast/core/log.hpp"
+#include "fast/strategy/adpsgd.hpp"
 #include "fast/strategy/allreduce.hpp"
 #include "fast/strategy/dpsgd.hpp"
 #include "fast/strategy/local_sgd.hpp"
@@ -29,6 +30,8 @@ const std::vector<std::pair<std::string, Factory>>& registry() {
        [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<DpsgdStrategy>(o, c); }},
       {"local-sgd",
        [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<LocalSgdStrategy>(o, c); }},
+      {"adpsgd",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AdpsgdStrategy>(o, c); }},
   };
   return entries;
 }
