@@ -47,8 +47,8 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
       std::copy(model_.begin(), model_.end(), sent_.begin());
     }
     // Waits for the peer's window service only (never for the peer's step), holding no guard.
-    window_->fetch_average(peer, core::ConstView(std::span<const float>(sent_)), core::MutableView(std::span<float>(peer_)))
-        .wait();
+    const core::ConstView mine{std::span<const float>(sent_)};
+    window_->fetch_average(peer, mine, core::MutableView(std::span<float>(peer_))).wait();
   }
   outcome.comm_seconds = ctx.now() - t0;
 

@@ -101,7 +101,8 @@ TEST(Window, FetchAverageReturnsTheOldValueAndAveragesInPlace) {
   runtime::threads::World world({.size = 2, .op_timeout_seconds = 60});
   world.run([](Context& ctx) {
     Communicator comm(ctx);
-    std::vector<float> mine = ctx.rank() == 0 ? std::vector<float>{9.0f, 4.0f, 8.0f, -2.0f} : std::vector<float>(4, 0.0f);
+    std::vector<float> mine(4, 0.0f);
+    if (ctx.rank() == 0) mine = {9.0f, 4.0f, 8.0f, -2.0f};
     std::vector<double> wide = ctx.rank() == 0 ? std::vector<double>{1.0, 0.1} : std::vector<double>(2, 0.0);
     Window window(comm, "avg", mview(mine));
     Window wide_window(comm, "avg64", MutableView(std::span<double>(wide)));

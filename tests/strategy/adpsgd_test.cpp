@@ -65,7 +65,9 @@ TEST(Adpsgd, ThousandExchangesNeverDeadlockAndKeepTheSum) {
         std::vector<float> x(kDim), g(kDim, 0.0f);
         for (std::size_t i = 0; i < kDim; ++i) x[i] = static_cast<float>(testing::centre(r, i));
         start[r] = x;
-        Worker worker(ctx, {.strategy = {.name = "adpsgd", .topology = spec, .seed = 11}, .optimizer = {.name = "sgd", .lr = 0.1}},
+        Worker worker(ctx,
+                      {.strategy = {.name = "adpsgd", .topology = spec, .seed = 11},
+                       .optimizer = {.name = "sgd", .lr = 0.1}},
                       {.params = x, .grads = g});
         for (int t = 0; t < kSteps - 3 * r; ++t) worker.step();
         worker.finish();
@@ -98,7 +100,8 @@ TEST(Adpsgd, NeighbourChoiceIsSeededAndCoversEveryNeighbour) {
   EXPECT_EQ(AdpsgdStrategy::pick_neighbor({}, 9, 0, 0), -1);
   int differ = 0;
   for (std::int64_t step = 0; step < 100; ++step)
-    differ += AdpsgdStrategy::pick_neighbor(neighbours, 9, 4, step) != AdpsgdStrategy::pick_neighbor(neighbours, 10, 4, step);
+    differ += AdpsgdStrategy::pick_neighbor(neighbours, 9, 4, step) !=
+              AdpsgdStrategy::pick_neighbor(neighbours, 10, 4, step);
   EXPECT_GT(differ, 30);  // another seed, another sequence
 }
 
@@ -155,7 +158,8 @@ TEST(Adpsgd, DirectedOrDisconnectedTopologiesAreRejected) {
     auto make = [&](const char* spec) {
       Worker(ctx, {.strategy = {.name = "adpsgd", .topology = spec}}, {.params = x, .grads = g});
     };
-    fast::testing::expect_error<core::InvalidArgument>([&] { make("exponential"); }, {"adpsgd", "'exponential'", "directed"});
+    fast::testing::expect_error<core::InvalidArgument>([&] { make("exponential"); },
+                                                       {"adpsgd", "'exponential'", "directed"});
     // random-regular:1 on 4 nodes is a perfect matching: two components.
     fast::testing::expect_error<core::InvalidArgument>([&] { make("random-regular:1"); },
                                                  {"adpsgd", "'random-regular:1'", "disconnected"});
