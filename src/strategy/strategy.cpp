@@ -14,6 +14,7 @@
 #include "fast/strategy/adpsgd.hpp"
 #include "fast/strategy/allreduce.hpp"
 #include "fast/strategy/dpsgd.hpp"
+#include "fast/strategy/gosgd.hpp"
 #include "fast/strategy/local_sgd.hpp"
 
 namespace fast::strategy {
@@ -32,6 +33,8 @@ const std::vector<std::pair<std::string, Factory>>& registry() {
        [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<LocalSgdStrategy>(o, c); }},
       {"adpsgd",
        [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AdpsgdStrategy>(o, c); }},
+      {"gosgd",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<GosgdStrategy>(o, c); }},
   };
   return entries;
 }

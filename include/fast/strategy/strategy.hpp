@@ -36,7 +36,7 @@ struct StrategyOptions {
   NonFinitePolicy non_finite = NonFinitePolicy::skip;  // reaction to a NaN/inf gradient
   std::int64_t period = 8;                             // local-sgd: average the models every `period` steps
   std::int64_t sync_warmup = 0;                        // local-sgd: first steps with gradient all-reduce
-  std::string topology = "ring";                       // dpsgd, adpsgd: topology::make_topology spec
+  std::string topology = "ring";                       // dpsgd, adpsgd: make_topology spec; gosgd: make_schedule spec
   std::uint64_t seed = 0;                              // decentralized strategies: seed of random topologies
   std::string mode = "async";                          // ps: sync | async | ssp
   std::int64_t staleness = 4;                          // ps ssp: bound on the clock lag of a gradient
@@ -44,6 +44,7 @@ struct StrategyOptions {
   double alpha = 0.1;                                  // easgd: elastic moving rate
   std::int64_t tau = 4;                                // easgd: steps between elastic exchanges
   double comm_rate = 1.0;                              // acid: expected communications per gradient step
+  double gossip_probability = 1.0;                     // gosgd: probability that a step pushes to a peer, in (0, 1]
   // The worker's optimizer settings, filled in by Worker: strategies that update a model other
   // than the replica (ps servers, easgd's centre) build their own optimizer from them.
   optim::OptimizerOptions optimizer;
