@@ -1,6 +1,7 @@
 #include "fast/collective/window.hpp"
 
 #include <array>
+#include <utility>
 
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
@@ -15,7 +16,7 @@ using runtime::Tag;
 using runtime::TagKind;
 
 namespace {
-enum Op : std::int64_t { kPut = 1, kGet = 2, kAccumulate = 3, kFetchAccumulate = 4, kStop = 9 };
+enum Op : std::int64_t { kPut = 1, kGet = 2, kAccumulate = 3, kFetchAccumulate = 4, kFetchAverage = 5, kStop = 9 };
 constexpr std::uint32_t kRequestDetail = 0xFFFFFF;
 constexpr std::uint32_t kSeqLimit = 0x400000;
 constexpr std::size_t kHeaderLen = 5;  // op, offset, count, dtype, seq
@@ -32,11 +33,21 @@ const char* op_name(std::int64_t op) {
     case kGet: return "get";
     case kAccumulate: return "accumulate";
     case kFetchAccumulate: return "fetch_accumulate";
+    case kFetchAverage: return "fetch_average";
     default: return "stop";
   }
 }
 
 ConstView i64_view(const std::int64_t* p, std::size_t n) { return ConstView(std::span<const std::int64_t>(p, n)); }
+
+bool returns_data(std::int64_t op) { return op == kGet || op == kFetchAccumulate || op == kFetchAverage; }
+
+// region = (region + incoming) / 2, the sum formed in double and rounded once.
+template <typename T>
+void average_into(std::span<T> region, std::span<const T> incoming) {
+  for (std::size_t i = 0; i < region.size(); ++i)
+    region[i] = static_cast<T>((static_cast<double>(region[i]) + static_cast<double>(incoming[i])) * 0.5);
+}
 }  // namespace
 
 struct Window::Shared {
@@ -76,16 +87,29 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
   const auto offset = static_cast<std::size_t>(h[1]);
   const auto count = static_cast<std::size_t>(h[2]);
   const auto seq = static_cast<std::uint32_t>(h[4]);
-  FAST_ENFORCE(op >= kPut && op <= kFetchAccumulate && offset + count <= view.numel() &&
+  FAST_ENFORCE(op >= kPut && op <= kFetchAverage && offset + count <= view.numel() &&
                    h[3] == static_cast<std::int64_t>(view.dtype()),
                "window '{}': request {} from worker {} for [{}, {}) does not fit the exposed {} x {}", name,
                op_name(op), src, offset, offset + count, view.numel(), core::name_of(view.dtype()));
   const MutableView region = view.slice(offset, count);
+  // fetch_average's payload is taken before the lock (it does not depend on the tensor), so the
+  // owner's Local guard is kept waiting only for the exchange of the data itself.
+  core::Buffer incoming;
+  if (op == kFetchAverage) {
+    incoming.resize(count, view.dtype());
+    ctx.recv(src, tag(seq | 0x800000), incoming.view()).wait();
+  }
   std::int64_t ack = 0;
   {
     std::lock_guard<runtime::Mutex> lock(*mutex);
-    if (op == kGet || op == kFetchAccumulate) ctx.send(src, tag(seq), region).wait();
-    if (op != kGet) {
+    if (returns_data(op)) ctx.send(src, tag(seq), region).wait();
+    if (op == kFetchAverage) {
+      if (view.dtype() == core::DType::f32)
+        average_into(region.as<float>(), std::as_const(incoming).as<float>());
+      else
+        average_into(region.as<double>(), std::as_const(incoming).as<double>());
+      ++version;
+    } else if (op != kGet) {
       const auto combine = op == kPut ? runtime::Combine::copy : runtime::Combine::sum;
       ctx.recv(src, tag(seq | 0x800000), region, combine).wait();
       ++version;
@@ -143,7 +167,8 @@ void Window::check_range(const char* what, int peer, std::size_t offset, std::si
 Work Window::request(int op, int peer, ConstView payload, MutableView reply, std::size_t offset,
                      std::uint64_t* version, core::DType dtype, std::size_t count) {
   check_range(op_name(op), peer, offset, count, dtype);
-  if ((op == kAccumulate || op == kFetchAccumulate) && dtype != core::DType::f32 && dtype != core::DType::f64)
+  if ((op == kAccumulate || op == kFetchAccumulate || op == kFetchAverage) && dtype != core::DType::f32 &&
+      dtype != core::DType::f64)
     FAST_THROW(core::InvalidArgument, "window '{}': {} needs f32 or f64 data, got {}", name_, op_name(op),
                core::name_of(dtype));
   runtime::Context& ctx = comm_.context();
@@ -158,7 +183,7 @@ Work Window::request(int op, int peer, ConstView payload, MutableView reply, std
   auto tag = [&](std::uint32_t detail) { return runtime::make_tag(TagKind::window, id_, detail); };
   std::vector<Work> parts;
   // Receives first, so the owner's answers never wait for this worker.
-  if (op == kGet || op == kFetchAccumulate) parts.push_back(ctx.recv(peer, tag(seq), reply));
+  if (returns_data(op)) parts.push_back(ctx.recv(peer, tag(seq), reply));
   auto* ack_target = version != nullptr ? reinterpret_cast<std::int64_t*>(version) : &pending->ack;
   parts.push_back(ctx.recv(peer, tag(seq | kSeqLimit), MutableView(ack_target, 1, core::DType::i64)));
   parts.push_back(ctx.send(peer, tag(kRequestDetail), i64_view(pending->header.data(), kHeaderLen)));
@@ -183,6 +208,13 @@ Work Window::fetch_accumulate(int peer, ConstView src, MutableView before, std::
                "window '{}': fetch_accumulate's result is {} x {}, its input {} x {}", name_, before.numel(),
                core::name_of(before.dtype()), src.numel(), core::name_of(src.dtype()));
   return request(kFetchAccumulate, peer, src, before, offset, nullptr, src.dtype(), src.numel());
+}
+
+Work Window::fetch_average(int peer, ConstView src, MutableView before, std::size_t offset) {
+  FAST_ENFORCE(before.dtype() == src.dtype() && before.numel() == src.numel(),
+               "window '{}': fetch_average's result is {} x {}, its input {} x {}", name_, before.numel(),
+               core::name_of(before.dtype()), src.numel(), core::name_of(src.dtype()));
+  return request(kFetchAverage, peer, src, before, offset, nullptr, src.dtype(), src.numel());
 }
 
 Window::Local Window::local() { return Local(shared_); }

@@ -12,9 +12,11 @@
 #include "fast/core/finite.hpp"
 #include "fast/core/log.hpp"
 #include "fast/strategy/acid.hpp"
+#include "fast/strategy/adpsgd.hpp"
 #include "fast/strategy/allreduce.hpp"
 #include "fast/strategy/dpsgd.hpp"
 #include "fast/strategy/easgd.hpp"
+#include "fast/strategy/gosgd.hpp"
 #include "fast/strategy/local_sgd.hpp"
 #include "fast/strategy/ps.hpp"
 
@@ -25,18 +27,24 @@ using Factory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&, 
 
 // The registry: every strategy by name. A new strategy adds one line here.
 const std::vector<std::pair<std::string, Factory>>& registry() {
+  // In documentation order: from synchronous to asynchronous, central to decentralized.
   static const std::vector<std::pair<std::string, Factory>> entries{
       {"allreduce",
        [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AllreduceStrategy>(o, c); }},
-      {"dpsgd",
-       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<DpsgdStrategy>(o, c); }},
-      {"easgd",
-       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<EasgdStrategy>(o, c); }},
-      {"acid",
-       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AcidStrategy>(o, c); }},
+      {"ps",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<PsStrategy>(o, c); }},
       {"local-sgd",
        [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<LocalSgdStrategy>(o, c); }},
-      {"ps", [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<PsStrategy>(o, c); }},
+      {"easgd",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<EasgdStrategy>(o, c); }},
+      {"dpsgd",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<DpsgdStrategy>(o, c); }},
+      {"adpsgd",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AdpsgdStrategy>(o, c); }},
+      {"gosgd",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<GosgdStrategy>(o, c); }},
+      {"acid",
+       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AcidStrategy>(o, c); }},
   };
   return entries;
 }

@@ -11,9 +11,10 @@ ModelState checked(ModelState state) {
   FAST_ENFORCE_EQ(state.params.size(), state.grads.size(), "Worker: parameters and gradients must have one length");
   return state;
 }
-StrategyOptions with_optimizer(const WorkerOptions& options) {
+StrategyOptions for_strategy(const WorkerOptions& options, ModelState state) {
   StrategyOptions s = options.strategy;
   s.optimizer = options.optimizer;
+  s.initial_params = state.params;
   return s;
 }
 }  // namespace
@@ -23,7 +24,7 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
       state_(checked(state)),
       optimizer_(optim::make_optimizer(options.optimizer, state.params.size())),
       schedule_(options.optimizer.lr, options.schedule),
-      strategy_(make_strategy(with_optimizer(options), comm_)) {
+      strategy_(make_strategy(for_strategy(options, state_), comm_)) {
   strategy_->attach(state_);
   if (strategy_->asynchronous()) {
     published_.assign(state_.params.begin(), state_.params.end());

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "fast/core/error.hpp"
-#include "splitmix.hpp"
+#include "fast/topology/splitmix.hpp"
 
 namespace fast::topology {
 
@@ -21,8 +21,6 @@ int exponent_count(int n) {
   while ((std::int64_t{1} << m) < n) ++m;
   return m;
 }
-
-using detail::SplitMix64;
 
 // One attempt at pairing the half-edges into a simple graph; false when it got stuck.
 bool try_random_regular(int n, int d, SplitMix64& rng, Graph& out) {

@@ -9,14 +9,11 @@
 #include "fast/core/error.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/mixing.hpp"
-#include "splitmix.hpp"
+#include "fast/topology/splitmix.hpp"
 
 namespace fast::topology {
 
 namespace {
-
-using detail::mix64;
-using detail::SplitMix64;
 
 // Builds the graph of round `round` of an aperiodic kind; a pure function of its arguments.
 using RoundBuilder = Graph (*)(int n, std::uint64_t seed, std::int64_t round);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <functional>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -91,6 +93,69 @@ TEST(Window, FetchAccumulateIsAnAtomicCounter) {
     comm.allgather(ConstView(std::span<const double>(seen)), MutableView(std::span<double>(all)));
     std::sort(all.begin(), all.end());
     for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], static_cast<double>(i)) << "value taken twice or skipped";
+    window.close();
+  });
+}
+
+TEST(Window, FetchAverageReturnsTheOldValueAndAveragesInPlace) {
+  runtime::threads::World world({.size = 2, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    Communicator comm(ctx);
+    std::vector<float> mine(4, 0.0f);
+    if (ctx.rank() == 0) mine = {9.0f, 4.0f, 8.0f, -2.0f};
+    std::vector<double> wide = ctx.rank() == 0 ? std::vector<double>{1.0, 0.1} : std::vector<double>(2, 0.0);
+    Window window(comm, "avg", mview(mine));
+    Window wide_window(comm, "avg64", MutableView(std::span<double>(wide)));
+    if (ctx.rank() == 1) {
+      const std::vector<float> src{2.0f, 0.0f, 2.0f};
+      std::vector<float> before(3);
+      window.fetch_average(0, cview(src), mview(before), 1).wait();
+      EXPECT_EQ(before, (std::vector<float>{4.0f, 8.0f, -2.0f}));
+      const std::vector<double> src64{0.0, 0.3};
+      std::vector<double> before64(2);
+      wide_window
+          .fetch_average(0, ConstView(std::span<const double>(src64)), MutableView(std::span<double>(before64)))
+          .wait();
+      EXPECT_EQ(before64, (std::vector<double>{1.0, 0.1}));
+      std::vector<float> wrong(2);
+      testing::expect_error<core::InvalidArgument>([&] { window.fetch_average(0, cview(src), mview(wrong)).wait(); },
+                                                   {"fetch_average", "2 x f32", "3 x f32"});
+    }
+    comm.barrier();
+    if (ctx.rank() == 0) {
+      EXPECT_EQ(mine, (std::vector<float>{9.0f, 3.0f, 4.0f, 0.0f}));  // element 0 outside the range
+      EXPECT_EQ(wide[0], 0.5);
+      EXPECT_EQ(wide[1], (0.1 + 0.3) * 0.5);
+      EXPECT_EQ(window.local().version(), 1u);
+    }
+    wide_window.close();
+    window.close();
+  });
+}
+
+// Atomicity: every requester averages 0 into worker 0's 2^40, so each operation halves it. If two
+// operations ever read the same value (a get and an accumulate that interleave), a power of two
+// would be seen twice and another never.
+TEST(Window, FetchAverageIsAtomicUnderConcurrentRequesters) {
+  constexpr int n = 4;
+  constexpr int each = 10;
+  runtime::threads::World world({.size = n, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    Communicator comm(ctx);
+    std::vector<double> value(1, ctx.rank() == 0 ? std::ldexp(1.0, 40) : 0.0);
+    Window window(comm, "halving", MutableView(std::span<double>(value)));
+    std::vector<double> seen;
+    const std::vector<double> zero{0.0};
+    for (int k = 0; k < each; ++k) {
+      std::vector<double> before(1);
+      window.fetch_average(0, ConstView(std::span<const double>(zero)), MutableView(std::span<double>(before))).wait();
+      seen.push_back(before[0]);
+    }
+    std::vector<double> all(static_cast<std::size_t>(n * each));
+    comm.allgather(ConstView(std::span<const double>(seen)), MutableView(std::span<double>(all)));
+    std::sort(all.begin(), all.end(), std::greater<>());
+    for (std::size_t i = 0; i < all.size(); ++i)
+      ASSERT_EQ(all[i], std::ldexp(1.0, 40 - static_cast<int>(i))) << "value read twice or skipped";
     window.close();
   });
 }

@@ -155,6 +155,7 @@ std::vector<ConfigKey> build_keys() {
       FAST_INT_KEY("servers", "ps: parameter-server shards, hosted by workers 0..servers-1.", worker.strategy.servers, 1),
       FAST_NUMBER_KEY("alpha", "easgd: elastic moving rate, in (0, 1).", worker.strategy.alpha, positive),
       FAST_INT_KEY("tau", "easgd: local steps between elastic exchanges with the centre.", worker.strategy.tau, 1),
+      FAST_NUMBER_KEY("gossip_probability", "gosgd: probability that a step pushes half its mass to a peer, in (0, 1].", worker.strategy.gossip_probability, positive),
       FAST_NUMBER_KEY("comm_rate", "acid: expected pairwise communications per gradient step.", worker.strategy.comm_rate, positive),
       FAST_NUMBER_KEY("acid_eta", "acid: momentum mixing rate per gradient step; -1: from the graph, as the paper sets it.", worker.strategy.acid_eta, any_number),
       FAST_NUMBER_KEY("acid_alpha_tilde", "acid: gossip weight of the momentum variable; -1: from the graph, as the paper sets it.", worker.strategy.acid_alpha_tilde, any_number),

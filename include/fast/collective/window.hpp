@@ -1,14 +1,16 @@
 #pragma once
 // Window: one-sided access to a named tensor that every worker exposes — the "global
-// asynchronous memory" of paper 001 section 4. A worker puts into, gets from, or accumulates into
-// another worker's tensor without that worker's training code taking part: a service activity of
-// the owner answers requests, so the owner may be computing, sleeping or waiting meanwhile.
+// asynchronous memory" of paper 001 section 4. A worker puts into, gets from, accumulates into or
+// averages with another worker's tensor without that worker's training code taking part: a
+// service activity of the owner answers requests, so the owner may be computing, sleeping or
+// waiting meanwhile.
 //
 // Built on Context point-to-point messages only (recv_any for requests), so it works on every
-// runtime. Each request is a header (op, offset, count, dtype, sequence) plus, for put and
-// accumulate, a payload message; the owner answers with the data (get, fetch_accumulate) and an
-// acknowledgement carrying the tensor's version. Every operation's Work completes once the owner
-// has applied it, so a completed put is visible to any later get.
+// runtime. Each request is a header (op, offset, count, dtype, sequence) plus, for put,
+// accumulate, fetch_accumulate and fetch_average, a payload message; the owner answers with the
+// data (get, fetch_accumulate, fetch_average) and an acknowledgement carrying the tensor's
+// version. Every operation's Work completes once the owner has applied it, so a completed put is
+// visible to any later get.
 //
 // Tags: make_tag(TagKind::window, id, detail), id = 32-bit FNV-1a hash of the window's name;
 // detail 0xFFFFFF for requests, seq for get data, seq | 0x400000 for acknowledgements,
@@ -16,7 +18,7 @@
 //
 // Atomicity: each remote operation is applied under the owner's window lock, so it is atomic
 // with respect to the other operations on the same window and to the owner's Local guard.
-// Version: the count of remote put/accumulate operations applied plus the owner's bump() calls;
+// Version: the count of remote operations that wrote (all but get) plus the owner's bump() calls;
 // get reports the version its data was read at (a parameter server's staleness clock).
 //
 // Lifetime: the constructor and close() are collective (every worker of the Communicator calls
@@ -62,6 +64,10 @@ class Window {
   // before = peer's tensor[offset, ...), then peer's tensor[offset, ...) += src, atomically
   // (fetch-and-add). before has src's length and dtype.
   core::Work fetch_accumulate(int peer, core::ConstView src, core::MutableView before, std::size_t offset = 0);
+  // before = peer's tensor[offset, ...), then peer's tensor[offset, ...) = (tensor + src) / 2,
+  // atomically (f32 or f64; the sum is formed in double and rounded once): the peer's half of an
+  // atomic pairwise average (AD-PSGD). before has src's length and dtype.
+  core::Work fetch_average(int peer, core::ConstView src, core::MutableView before, std::size_t offset = 0);
 
   struct Shared;  // state shared with the service activity
 

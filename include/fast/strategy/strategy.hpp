@@ -36,7 +36,7 @@ struct StrategyOptions {
   NonFinitePolicy non_finite = NonFinitePolicy::skip;  // reaction to a NaN/inf gradient
   std::int64_t period = 8;                             // local-sgd: average the models every `period` steps
   std::int64_t sync_warmup = 0;                        // local-sgd: first steps with gradient all-reduce
-  std::string topology = "ring";                       // decentralized strategies: topology::make_topology spec
+  std::string topology = "ring";                       // dpsgd, adpsgd: make_topology spec; gosgd: make_schedule spec
   std::uint64_t seed = 0;                              // decentralized strategies: seed of random topologies
   std::string mode = "async";                          // ps: sync | async | ssp
   std::int64_t staleness = 4;                          // ps ssp: bound on the clock lag of a gradient
@@ -46,9 +46,14 @@ struct StrategyOptions {
   double comm_rate = 1.0;                              // acid: expected communications per gradient step
   double acid_eta = -1;                                // acid: momentum mixing rate; < 0: from the graph (paper)
   double acid_alpha_tilde = -1;                        // acid: gossip weight of x~; < 0: from the graph (paper)
+  double gossip_probability = 1.0;                     // gosgd: probability that a step pushes to a peer, in (0, 1]
   // The worker's optimizer settings, filled in by Worker: strategies that update a model other
   // than the replica (ps servers, easgd's centre) build their own optimizer from them.
   optim::OptimizerOptions optimizer;
+  // The replica's parameters when the Worker is built, filled in by Worker and valid only during
+  // make_strategy: strategies that expose a model in a window from the start (adpsgd, gosgd) size
+  // and fill it from them.
+  std::span<const float> initial_params;
 };
 
 // Everything one step needs. lr is this step's learning rate (the schedule already applied).

@@ -1,11 +1,11 @@
 #pragma once
-// Private to fast_topology: the deterministic generator behind every random topology, so that a
-// (spec, n, seed, round) gives the same graph on every platform and worker. No std distributions
-// (their output is implementation-defined).
+// The deterministic generator behind every random topology, so that a (spec, n, seed, round)
+// gives the same graph on every platform and worker, and behind the seeded peer choices of the
+// gossip strategies. No std distributions (their output is implementation-defined).
 
 #include <cstdint>
 
-namespace fast::topology::detail {
+namespace fast::topology {
 
 // The SplitMix64 output function: a bijective 64-bit mixer.
 inline std::uint64_t mix64(std::uint64_t z) {
@@ -33,4 +33,4 @@ class SplitMix64 {
   std::uint64_t state_;
 };
 
-}  // namespace fast::topology::detail
+}  // namespace fast::topology

@@ -1,0 +1,76 @@
+#pragma once
+// Strategy `adpsgd`: asynchronous decentralized parallel SGD (Lian, Zhang, Zhang, Liu,
+// "Asynchronous Decentralized Parallel Stochastic Gradient Descent", ICML 2018). Workers sit on an
+// undirected, connected topology and never wait for each other's steps. Each step of worker i,
+// with g_i computed at the model x_i it read at the end of its previous step:
+//
+//   j   <- a uniformly random neighbour of i   (seeded: a function of seed, rank and step only)
+//   x_i, x_j <- (x_i + x_j) / 2                (pairwise average, one-sided, see below)
+//   x_i <- optimizer(x_i, g_i, lr)             (local update; g_i may be stale by the averages
+//                                               that reached x_i since it was read)
+//
+// One-sided averaging. Each worker's model lives in a Window ("adpsgd.params", f32, the length
+// of the parameters) that its peers change through the owner's window service; the replica the
+// trainer sees (state.params) is a copy refreshed at the end of every step. Worker i snapshots
+// s = x_i (under its Local guard), asks j for Window::fetch_average(s), which atomically returns
+// x_j and sets x_j <- (x_j + s) / 2 at j, then adds (x_j - s) / 2 to its own x_i (under its guard).
+// In exact arithmetic each exchange moves (s - x_j) / 2 from i to j and back, so the sum of the
+// models is unchanged: only gradients change it. In f32 each exchange rounds each of the two
+// stored results once (the window forms sums in double): the sum of the replicas changes by at
+// most u (|x_i'| + |x_j'|) per coordinate and exchange, u = 2^-24.
+// Averages that reach x_i while i waits for j are kept (i adds its half as an increment), so
+// overlapping exchanges compose additively and conserve the sum.
+//
+// Deadlock freedom on any graph (odd rings, bipartite, stars): there is no pairing handshake. A
+// step waits only for (a) its own Local guard, held by the window service for the time of one
+// operation, and (b) one fetch_average answered by j's service activity, which runs while j
+// computes, sleeps or waits, and which waits only for j's Local guard. No worker holds its guard
+// while waiting for anything, so the wait-for graph has no cycle whatever the topology.
+//
+// Options: `topology` (topology::make_topology spec; must be undirected and connected, else
+// InvalidArgument naming it), `seed` (random topologies and the neighbour choice), `non_finite`
+// (a non-finite gradient skips the local update, not the averaging). asynchronous() is true:
+// workers may take different numbers of steps. finish() is collective: it closes the window once
+// every worker has stopped exchanging, then leaves state.params at the worker's final model.
+// Representative model: the average of the final models.
+// Cost per step: |x| sent and |x| received (4 bytes per parameter each way), whatever the degree.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "fast/collective/window.hpp"
+#include "fast/strategy/strategy.hpp"
+
+namespace fast::strategy {
+
+class AdpsgdStrategy final : public Strategy {
+ public:
+  // Collective: opens the window with options.initial_params as x_i. InvalidArgument when the
+  // topology is unknown, directed, or disconnected.
+  AdpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
+  ~AdpsgdStrategy() override;
+  std::string_view name() const override { return "adpsgd"; }
+  StepOutcome step(const StepInput& input) override;
+  bool asynchronous() const override { return true; }
+  void finish(ModelState state) override;
+  StalenessStats staleness() const override { return staleness_; }
+
+  // The neighbour worker `rank` averages with at `step`: neighbors[h(seed, rank, step) mod degree]
+  // (h a SplitMix64 hash). -1 when the worker has no neighbour (one worker).
+  static int pick_neighbor(const std::vector<int>& neighbors, std::uint64_t seed, int rank, std::int64_t step);
+  const std::vector<int>& neighbors() const noexcept { return neighbors_; }
+
+ private:
+  StrategyOptions options_;
+  std::vector<int> neighbors_;
+  std::vector<float> model_;  // x_i, exposed in window_; touched only under window_->local()
+  std::vector<float> sent_;   // the snapshot s sent to the peer
+  std::vector<float> peer_;   // x_j as the peer had it before averaging
+  std::unique_ptr<collective::Window> window_;
+  std::uint64_t read_version_ = 0;  // window version when state.params was last refreshed
+  StalenessStats staleness_;
+  bool finished_ = false;
+};
+
+}  // namespace fast::strategy

@@ -1,0 +1,88 @@
+#include "fast/strategy/adpsgd.hpp"
+
+#include <algorithm>
+
+#include "fast/core/error.hpp"
+#include "gossip.hpp"
+#include "fast/topology/builders.hpp"
+
+namespace fast::strategy {
+
+AdpsgdStrategy::AdpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
+    : Strategy(comm), options_(options) {
+  const topology::Graph graph = topology::make_topology(options.topology, comm.size(), options.seed);
+  FAST_ENFORCE(graph.is_symmetric(),
+               "adpsgd: topology '{}' is directed; adpsgd averages pairwise over undirected edges (use gosgd for "
+               "directed graphs)",
+               options.topology);
+  FAST_ENFORCE(graph.is_connected(),
+               "adpsgd: topology '{}' is disconnected on {} workers; the replicas of different components would "
+               "never agree",
+               options.topology, comm.size());
+  neighbors_ = graph.neighbors_out(comm.rank());
+  model_.assign(options.initial_params.begin(), options.initial_params.end());
+  sent_.resize(model_.size());
+  peer_.resize(model_.size());
+  window_ = std::make_unique<collective::Window>(comm, "adpsgd.params", core::MutableView(std::span<float>(model_)));
+}
+
+AdpsgdStrategy::~AdpsgdStrategy() = default;
+
+int AdpsgdStrategy::pick_neighbor(const std::vector<int>& neighbors, std::uint64_t seed, int rank, std::int64_t step) {
+  if (neighbors.empty()) return -1;
+  return neighbors[gossip_draw(seed, kAdpsgdPeerSalt, rank, step).below(neighbors.size())];
+}
+
+StepOutcome AdpsgdStrategy::step(const StepInput& input) {
+  FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "adpsgd: step() after finish()");
+  const std::span<float> params = input.state.params;
+  FAST_ENFORCE_EQ(params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
+  runtime::Context& ctx = comm_.context();
+  StepOutcome outcome;
+  const double t0 = ctx.now();
+  const int peer = pick_neighbor(neighbors_, options_.seed, comm_.rank(), input.step);
+  if (peer >= 0) {
+    {
+      collective::Window::Local local = window_->local();
+      std::copy(model_.begin(), model_.end(), sent_.begin());
+    }
+    // Waits for the peer's window service only (never for the peer's step), holding no guard.
+    const core::ConstView mine{std::span<const float>(sent_)};
+    window_->fetch_average(peer, mine, core::MutableView(std::span<float>(peer_))).wait();
+  }
+  outcome.comm_seconds = ctx.now() - t0;
+
+  collective::Window::Local local = window_->local();
+  if (peer >= 0) {
+    // x_i += (x_j - s) / 2: the other half of the average, as an increment, so averages that
+    // reached x_i meanwhile are kept. Formed in double, rounded once.
+    for (std::size_t k = 0; k < model_.size(); ++k)
+      model_[k] = static_cast<float>(static_cast<double>(model_[k]) +
+                                     (static_cast<double>(peer_[k]) - static_cast<double>(sent_[k])) * 0.5);
+    local.bump();
+  }
+  // Lag of this gradient: model changes (remote averages, this worker's own average) since the
+  // parameters it was computed on were read.
+  staleness_.add(local.version() - read_version_);
+  std::copy(model_.begin(), model_.end(), params.begin());
+  outcome.applied = apply_update(input, options_.non_finite);
+  if (outcome.applied) {
+    std::copy(params.begin(), params.end(), model_.begin());
+    local.bump();
+  }
+  read_version_ = local.version();
+  return outcome;
+}
+
+void AdpsgdStrategy::finish(ModelState state) {
+  if (finished_) return;
+  finished_ = true;
+  // Every worker's exchanges completed inside its steps; close() returns once every worker got
+  // here, so no average can reach model_ afterwards.
+  window_->close();
+  collective::Window::Local local = window_->local();
+  FAST_ENFORCE_EQ(state.params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
+  std::copy(model_.begin(), model_.end(), state.params.begin());
+}
+
+}  // namespace fast::strategy

@@ -1,0 +1,167 @@
+#include "fast/strategy/gosgd.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fast/core/error.hpp"
+#include "gossip.hpp"
+
+namespace fast::strategy {
+
+namespace {
+
+// Below this mass a worker stops pushing until it receives some (after about 660 pushes with
+// nothing received), so x_i never reaches subnormal numbers.
+constexpr double kMinPushMass = 1e-200;
+
+topology::TopologySchedule checked_schedule(const StrategyOptions& options, int n) {
+  const double p = options.gossip_probability;
+  FAST_ENFORCE(std::isfinite(p) && p > 0 && p <= 1, "gosgd: gossip_probability must be in (0, 1], got {}", p);
+  topology::TopologySchedule schedule = topology::make_schedule(options.topology, n, options.seed);
+  // Periodic schedules are checked over their period; random kinds over 4N rounds.
+  topology::check_connected_over(schedule, schedule.period() > 0 ? schedule.period() : std::int64_t{4} * n);
+  return schedule;
+}
+
+}  // namespace
+
+GosgdStrategy::GosgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
+    : Strategy(comm),
+      options_(options),
+      schedule_(checked_schedule(options, comm.size())),
+      dim_(options.initial_params.size()),
+      x_(options.initial_params.begin(), options.initial_params.end()),
+      inbox_(dim_ + 1 + static_cast<std::size_t>(comm.size()), 0.0),
+      slots_(kMaxPending),
+      pushed_to_(static_cast<std::size_t>(comm.size()), 0),
+      before_(dim_) {
+  for (Slot& slot : slots_) {
+    slot.payload.assign(inbox_.size(), 0.0);
+    slot.payload[dim_ + 1 + static_cast<std::size_t>(comm.rank())] = 1.0;  // counts this push at the receiver
+  }
+  window_ = std::make_unique<collective::Window>(comm, "gosgd.inbox", core::MutableView(std::span<double>(inbox_)));
+}
+
+GosgdStrategy::~GosgdStrategy() = default;
+
+bool GosgdStrategy::gossips(double p, std::uint64_t seed, int rank, std::int64_t step) {
+  if (p >= 1) return true;
+  const double u = static_cast<double>(gossip_draw(seed, kGosgdCoinSalt, rank, step).next() >> 11) * 0x1.0p-53;
+  return u < p;
+}
+
+int GosgdStrategy::pick_peer(const topology::TopologySchedule& schedule, std::uint64_t seed, int rank,
+                             std::int64_t step) {
+  const std::vector<int> out = schedule.out_neighbors(rank, step);
+  if (out.empty()) return -1;
+  return out[gossip_draw(seed, kGosgdPeerSalt, rank, step).below(out.size())];
+}
+
+GosgdStrategy::Slot& GosgdStrategy::free_slot() {
+  Slot* pick = nullptr;
+  for (Slot& slot : slots_) {
+    if (!slot.busy) return slot;
+    if (slot.work.is_completed()) {
+      pick = &slot;
+      break;
+    }
+    if (pick == nullptr || slot.order < pick->order) pick = &slot;
+  }
+  // Every buffer is in flight: wait for a push to be applied (the oldest unless one already was;
+  // the receiver's service answers while the receiver computes), then reuse its buffer.
+  pick->work.wait();
+  collective::Window::Local local = window_->local();
+  pick->busy = false;
+  return *pick;
+}
+
+void GosgdStrategy::fold() {
+  for (std::size_t k = 0; k < dim_; ++k) {
+    x_[k] += inbox_[k];
+    inbox_[k] = 0;
+  }
+  w_ += inbox_[dim_];
+  inbox_[dim_] = 0;
+}
+
+void GosgdStrategy::write_model(std::span<float> params) const {
+  for (std::size_t k = 0; k < dim_; ++k) params[k] = static_cast<float>(x_[k] / w_);
+}
+
+StepOutcome GosgdStrategy::step(const StepInput& input) {
+  FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "gosgd: step() after finish()");
+  const std::span<float> params = input.state.params;
+  FAST_ENFORCE_EQ(params.size(), dim_, "gosgd: the parameter count changed since construction");
+  runtime::Context& ctx = comm_.context();
+  const int rank = comm_.rank();
+  StepOutcome outcome;
+  std::copy(params.begin(), params.end(), before_.begin());
+  outcome.applied = apply_update(input, options_.non_finite);
+
+  const double t0 = ctx.now();
+  int peer = -1;
+  if (gossips(options_.gossip_probability, options_.seed, rank, input.step))
+    peer = pick_peer(schedule_, options_.seed, rank, input.step);
+  Slot* slot = peer >= 0 ? &free_slot() : nullptr;
+  {
+    collective::Window::Local local = window_->local();
+    // GoSGD's local step: z_i moves by the optimizer's step, so x_i by w_i times it.
+    if (outcome.applied)
+      for (std::size_t k = 0; k < dim_; ++k)
+        x_[k] += w_ * (static_cast<double>(params[k]) - static_cast<double>(before_[k]));
+    fold();
+    if (slot != nullptr && w_ >= kMinPushMass) {
+      w_ *= 0.5;
+      for (std::size_t k = 0; k < dim_; ++k) slot->payload[k] = x_[k] *= 0.5;
+      slot->payload[dim_] = w_;
+      slot->push = {.peer = peer, .seq = pushed_to_[static_cast<std::size_t>(peer)]++, .mass = w_};
+      slot->busy = true;
+      slot->order = pushes_++;
+    } else {
+      slot = nullptr;
+    }
+    write_model(params);
+  }
+  if (slot != nullptr) slot->work = window_->accumulate(peer, core::ConstView(std::span<const double>(slot->payload)));
+  outcome.comm_seconds = ctx.now() - t0;
+  return outcome;
+}
+
+void GosgdStrategy::finish(ModelState state) {
+  if (finished_) return;
+  finished_ = true;
+  for (Slot& slot : slots_) {
+    if (!slot.busy) continue;
+    slot.work.wait();
+    collective::Window::Local local = window_->local();
+    slot.busy = false;
+  }
+  // Returns once every worker got here, i.e. once every push of every worker was applied.
+  window_->close();
+  FAST_ENFORCE_EQ(state.params.size(), dim_, "gosgd: the parameter count changed since construction");
+  collective::Window::Local local = window_->local();
+  fold();
+  write_model(state.params);
+}
+
+void GosgdStrategy::representative(ModelState /*state*/, std::span<float> out) {
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_, "gosgd: representative() before finish()");
+  FAST_ENFORCE_EQ(out.size(), dim_, "representative: output length must equal the parameter count");
+  std::vector<double> sums(x_);
+  sums.push_back(w_);
+  comm_.allreduce(core::MutableView(std::span<double>(sums)));
+  for (std::size_t k = 0; k < dim_; ++k) out[k] = static_cast<float>(sums[k] / sums[dim_]);
+}
+
+collective::Window::Local GosgdStrategy::hold_mass(MassView& out) {
+  collective::Window::Local local = window_->local();
+  out.weight = w_;
+  out.inbox = inbox_[dim_];
+  out.applied.assign(inbox_.begin() + static_cast<std::ptrdiff_t>(dim_ + 1), inbox_.end());
+  out.pending.clear();
+  for (const Slot& slot : slots_)
+    if (slot.busy) out.pending.push_back(slot.push);
+  return local;
+}
+
+}  // namespace fast::strategy

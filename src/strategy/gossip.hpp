@@ -1,0 +1,24 @@
+#pragma once
+// Private to fast_strategy: the seeded draws of the gossip strategies (adpsgd, gosgd). Each draw
+// is a function of (seed, salt, rank, step) only, so a run is reproducible whatever the timing,
+// and every worker knows which peer another worker picks at a given step.
+
+#include <cstdint>
+
+#include "fast/topology/splitmix.hpp"
+
+namespace fast::strategy {
+
+// Salts, so that the draws of different uses given one seed are unrelated streams.
+inline constexpr std::uint64_t kAdpsgdPeerSalt = 0x61647073'67645f70ULL;  // "adpsgd_p"
+inline constexpr std::uint64_t kGosgdPeerSalt = 0x676f7367'645f7065ULL;   // "gosgd_pe"
+inline constexpr std::uint64_t kGosgdCoinSalt = 0x676f7367'645f636fULL;   // "gosgd_co"
+
+// A generator for one worker's draws of one step.
+inline topology::SplitMix64 gossip_draw(std::uint64_t seed, std::uint64_t salt, int rank, std::int64_t step) {
+  using topology::mix64;
+  const std::uint64_t base = mix64(mix64(seed ^ salt) + static_cast<std::uint64_t>(rank) * 0x9E3779B97F4A7C15ULL);
+  return topology::SplitMix64(mix64(base + static_cast<std::uint64_t>(step) * 0xD1B54A32D192ED03ULL));
+}
+
+}  // namespace fast::strategy
