@@ -47,7 +47,7 @@ EvalResult Evaluator::score_sliced(std::span<float> candidate) {
   return {.accuracy = sums[0] / sums[2], .loss = sums[1] / sums[2], .samples = static_cast<std::int64_t>(sums[2])};
 }
 
-RoundResult Evaluator::run() {
+RoundResult Evaluator::run(bool replica_accuracies) {
   collective::Communicator& comm = worker_.communicator();
   const int n = comm.size();
   const std::span<float> params = replica_.param_span();
@@ -73,9 +73,13 @@ RoundResult Evaluator::run() {
     }
     comm.allreduce(core::MutableView(std::span<double>(squared)));
     result.consensus_distance = squared[0] / n;
-    const double own = evaluate(model_, *test_).accuracy;
-    comm.allgather(core::ConstView(&own, 1, core::DType::f64), core::MutableView(std::span<double>(accuracies)));
-    best = static_cast<int>(std::max_element(accuracies.begin(), accuracies.end()) - accuracies.begin());
+    if (replica_accuracies || final_ == FinalModel::best) {
+      const double own = evaluate(model_, *test_).accuracy;
+      comm.allgather(core::ConstView(&own, 1, core::DType::f64), core::MutableView(std::span<double>(accuracies)));
+      best = static_cast<int>(std::max_element(accuracies.begin(), accuracies.end()) - accuracies.begin());
+    } else {
+      replica_accuracies = false;
+    }
   }
 
   if (final_ != FinalModel::average) {
@@ -87,6 +91,8 @@ RoundResult Evaluator::run() {
   result.representative = score_sliced(candidate);
   if (identical) {
     result.replica_accuracy_min = result.replica_accuracy_max = result.representative.accuracy;
+  } else if (!replica_accuracies) {
+    result.replica_accuracy_min = result.replica_accuracy_max = -1;
   } else {
     result.replica_accuracy_min = *std::min_element(accuracies.begin(), accuracies.end());
     result.replica_accuracy_max = accuracies[static_cast<std::size_t>(best)];

@@ -44,8 +44,10 @@ struct Shared {
   json final_eval;
   double param_norm = 0;
   double wall_seconds = 0;
-  std::mutex eval_mutex;  // guards time_to_target and the on_epoch callback
-  double time_to_target = -1;
+  std::mutex eval_mutex;  // guards the fields below and the on_epoch callback
+  double time_to_target = -1;       // on the training clock
+  double wall_to_target = -1;
+  double eval_seconds = 0;          // evaluation time taken off the training clock so far
 };
 
 double l2_norm(std::span<const float> v) {
@@ -135,16 +137,29 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
           }
           writer.write(record);
           std::lock_guard<std::mutex> lock(shared.eval_mutex);  // asynchronous runs evaluate on any worker
+          const double training_time = time - start - shared.eval_seconds;
           if (options.target_accuracy > 0 && r.accuracy >= options.target_accuracy &&
-              (shared.time_to_target < 0 || time - start < shared.time_to_target))
-            shared.time_to_target = time - start;
+              (shared.time_to_target < 0 || training_time < shared.time_to_target)) {
+            shared.time_to_target = training_time;
+            shared.wall_to_target = time - start;
+          }
           // The callback's epoch is the 0-based epoch the evaluation falls in (1.0 epochs done: epoch 0).
           if (on_epoch) on_epoch({.epoch = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::ceil(epoch)) - 1), .step = step, .accuracy = r.accuracy, .loss = r.loss});
         };
-        auto evaluate_collective = [&](std::int64_t step) {
+        // Evaluation time comes off the training clock that time_to_target uses: a collective
+        // evaluation pauses every worker for its whole length; a snapshot evaluation pauses one
+        // worker of N, so 1/N of its length.
+        auto take_off_clock = [&](double seconds) {
+          std::lock_guard<std::mutex> lock(shared.eval_mutex);
+          shared.eval_seconds += seconds;
+        };
+        auto evaluate_collective = [&](std::int64_t step, bool final_round) {
           const double time = ctx.now();
-          const RoundResult round = evaluator.run();
-          if (lead) record_eval(round, time, static_cast<double>(step) / static_cast<double>(steps_per_epoch), step);
+          const RoundResult round = evaluator.run(final_round);
+          if (lead) {
+            record_eval(round, time, static_cast<double>(step) / static_cast<double>(steps_per_epoch), step);
+            take_off_clock(ctx.now() - time);
+          }
           return round;
         };
 
@@ -204,7 +219,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
             const std::int64_t epoch = s / steps_per_epoch;
             train_step(epoch, s % steps_per_epoch);
             report_progress(s + 1, epoch);
-            if ((s + 1) % eval_interval_steps == 0 && s + 1 < total_steps) evaluate_collective(s + 1);
+            if ((s + 1) % eval_interval_steps == 0 && s + 1 < total_steps) evaluate_collective(s + 1, false);
           }
         } else {
           // Asynchronous: the workers share a budget of total_steps * workers batches, claimed one
@@ -231,14 +246,19 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
               const RoundResult round = evaluator.snapshot_round();
               const double rounds = (claimed + 1) / options.workers;
               record_eval(round, time, rounds / static_cast<double>(steps_per_epoch), static_cast<std::int64_t>(rounds));
+              take_off_clock((ctx.now() - time) / ctx.size());
             }
           }
+          // finish() first: it releases peers that wait on this worker's progress (ps ssp) before
+          // any collective wait; the claims window closes after it, when nobody claims any more.
+          if (log_loss_count > 0) write_train_record(worker.steps(), worker.steps() / steps_per_epoch, last_lr);
+          worker.finish();
           claims.close();
         }
         const double train_end = ctx.now();
-        if (log_loss_count > 0) write_train_record(worker.steps(), worker.steps() / steps_per_epoch, last_lr);
+        if (!asynchronous && log_loss_count > 0) write_train_record(worker.steps(), worker.steps() / steps_per_epoch, last_lr);
         worker.finish();
-        const RoundResult final_round = evaluate_collective(total_steps);
+        const RoundResult final_round = evaluate_collective(total_steps, true);
 
         WorkerTotals& mine = shared.totals[static_cast<std::size_t>(ctx.rank())];
         mine.steps = worker.steps();
@@ -301,6 +321,8 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                {"replica_accuracy_max", shared.final_eval["replica_accuracy_max"]},
                {"target_accuracy", options.target_accuracy},
                {"time_to_target_seconds", shared.time_to_target >= 0 ? json(shared.time_to_target) : json(nullptr)},
+               {"wall_to_target_seconds", shared.wall_to_target >= 0 ? json(shared.wall_to_target) : json(nullptr)},
+               {"eval_seconds", shared.eval_seconds},
                {"wall_seconds", shared.wall_seconds},
                {"samples_per_second", samples / std::max(shared.wall_seconds, 1e-9)},
                {"bytes_sent", bytes},

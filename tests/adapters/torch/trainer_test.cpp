@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fast/adapters/torch/trainer.hpp"
@@ -67,10 +68,16 @@ TEST(Trainer, AsynchronousRunsShareTheBatchBudgetAndEvaluateSnapshots) {
   // Worker 2 is 4x slower; the workers claim batches from one budget of steps x workers = 75, so
   // together they take exactly 75 steps whatever the timing, and the snapshot evaluations fall
   // where the claims cross 30 and 60 batches (eval_every = 10 steps x 3 workers), then the final one.
-  for (const char* name : {"ps", "easgd", "acid"}) {
+  // ps ssp: the fast workers run out of budget while the slow one may still wait on their clocks
+  // (bound 1), so this also checks that finishing workers release it.
+  const std::vector<std::pair<std::string, std::string>> runs{
+      {"ps", "async"}, {"ps", "ssp"}, {"easgd", ""}, {"adpsgd", ""}, {"gosgd", ""}, {"acid", ""}};
+  for (const auto& [strategy_name, mode] : runs) {
+    const std::string name = strategy_name + " " + mode;
     TrainOptions o = small_run(4);
-    o.worker.strategy.name = name;
-    o.worker.strategy.mode = "async";
+    o.worker.strategy.name = strategy_name;
+    o.worker.strategy.mode = mode.empty() ? "async" : mode;
+    o.worker.strategy.staleness = 1;
     o.slowdown.factors = {1, 1, 4};
     std::vector<EpochReport> evals;
     const auto s = train(o, {}, [&](const EpochReport& e) { evals.push_back(e); });

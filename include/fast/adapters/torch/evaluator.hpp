@@ -46,8 +46,9 @@ class Evaluator {
   Evaluator(strategy::Worker& worker, Replica& replica, ::torch::nn::Sequential& model,
             std::shared_ptr<const Dataset> test, FinalModel final_model);
 
-  // Collective round (above).
-  RoundResult run();
+  // Collective round (above). With replica_accuracies = false (mid-run evaluations), each replica
+  // is not scored on the whole test set (min/max left at -1), unless `best` needs it.
+  RoundResult run(bool replica_accuracies = true);
   // Not collective, for asynchronous strategies mid-run: scores Worker::snapshot() (the current
   // representative) on the whole test set and reports the published replicas' consensus
   // distance. Replica accuracies are not measured (left at -1): that would take every worker.
