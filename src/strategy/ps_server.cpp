@@ -30,6 +30,8 @@ PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, i
       stats_mutex_(ctx.make_mutex()) {
   if (mode_ == PsMode::sync) {
     sum_.assign(initial.size(), 0.0);
+    round_grads_.assign(static_cast<std::size_t>(workers_), std::vector<float>(initial.size()));
+    round_finite_from_.assign(static_cast<std::size_t>(workers_), 0);
     reply_.assign(initial.size(), 0.0f);
   }
 }
@@ -72,12 +74,15 @@ void PsServer::on_push(int src, const Header& h) {
                "ps: server of shard {}: worker {} pushed before its previous push was acknowledged", shard_, src);
   const bool finite = h[kFinite] != 0;
   const double lr = std::bit_cast<double>(h[kLr]);
-  if (finite) ctx_.recv(src, tag(shard_, kPayload), core::MutableView(std::span<float>(grad_))).wait();
+  // sync keeps each worker's gradient until the round closes, to sum them in rank order: the
+  // same result whatever order they arrived in (reproducible runs).
+  std::vector<float>& into = mode_ == PsMode::sync ? round_grads_[who] : grad_;
+  if (finite) ctx_.recv(src, tag(shard_, kPayload), core::MutableView(std::span<float>(into))).wait();
   ++pushed_[who];
 
   if (mode_ == PsMode::sync) {
     if (finite) {
-      for (std::size_t i = 0; i < grad_.size(); ++i) sum_[i] += grad_[i];
+      round_finite_from_[who] = 1;
       ++round_finite_;
     }
     if (round_lr_rank_ < 0 || src < round_lr_rank_) {
@@ -127,6 +132,12 @@ void PsServer::close_sync_round() {
   {
     collective::Window::Local local = window_->local();
     if (round_finite_ > 0) {
+      for (std::size_t w = 0; w < round_grads_.size(); ++w) {
+        if (!round_finite_from_[w]) continue;
+        const std::vector<float>& g = round_grads_[w];
+        for (std::size_t i = 0; i < g.size(); ++i) sum_[i] += g[i];
+        round_finite_from_[w] = 0;
+      }
       const double inv = 1.0 / round_finite_;
       for (std::size_t i = 0; i < grad_.size(); ++i) grad_[i] = static_cast<float>(sum_[i] * inv);
       optimizer_->step(params_, grad_, round_lr_);

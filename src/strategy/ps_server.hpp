@@ -76,7 +76,9 @@ class PsServer {
   std::unique_ptr<optim::Optimizer> optimizer_;
   collective::Window* window_ = nullptr;
   std::vector<float> grad_;    // a received gradient slice; sync: the round's average
-  std::vector<double> sum_;    // sync: sum of the round's finite gradients
+  std::vector<double> sum_;    // sync: sum of the round's finite gradients, in rank order
+  std::vector<std::vector<float>> round_grads_;  // sync: each worker's gradient of the round
+  std::vector<char> round_finite_from_;          // sync: whether round_grads_[w] holds a finite one
   std::vector<float> reply_;   // sync: the shard after the round, being sent
   std::vector<int> round_;     // sync: workers that pushed in the current round
   int round_finite_ = 0;       // sync: finite gradients in the current round
