@@ -184,9 +184,10 @@ TEST(Gosgd, PeerAndCoinAreSeededDraws) {
 // worker's mass, so the push-sum average zbar = sum x / sum w (sum w = N) follows
 //   zbar <- zbar - lr_t / N * sum_i w_i(t) (zbar - c_i)
 // as long as the replicas agree. The test records every worker's mass at every step and runs
-// this recursion independently: the representative must match it within 0.04 (the replicas'
+// this recursion independently: the representative must match it within 0.06 (the replicas'
 // disagreement and the workers' 5-step drift are what is left; observed at most 0.012 over 15
-// runs). Masses fluctuate around 1 (every worker receives one push per round on average), so the
+// runs on an idle machine, 0.042 with the whole suite and two builds running: the tolerance is
+// empirical, not derived). Masses fluctuate around 1 (every worker receives one push per round on average), so the
 // fixed point is a mass-weighted mean of the centres, not exactly cbar: every replica must be
 // within 0.25 of cbar (observed at most 0.085; a worker that did not gossip would stay near its
 // own centre, 1 to 3 away in some coordinate).
@@ -230,7 +231,7 @@ TEST(Gosgd, ConvergesOnTheQuadraticOnTimeVaryingAndDirectedGraphs) {
           if (t < masses[r].size()) pull += masses[r][t] * (zbar - testing::centre(r, i));
         zbar -= lr.lr_at(static_cast<std::int64_t>(t)) * pull / n;
       }
-      EXPECT_NEAR(rep[i], zbar, 0.04) << spec << " i=" << i;
+      EXPECT_NEAR(rep[i], zbar, 0.06) << spec << " i=" << i;
       const double cbar = testing::mean_centre(n, i);
       for (int r = 0; r < n; ++r) EXPECT_NEAR(end[r][i], cbar, 0.25) << spec << " worker " << r << " i=" << i;
     }
