@@ -20,10 +20,14 @@ AdpsgdStrategy::AdpsgdStrategy(const StrategyOptions& options, collective::Commu
                "never agree",
                options.topology, comm.size());
   neighbors_ = graph.neighbors_out(comm.rank());
-  model_.assign(options.initial_params.begin(), options.initial_params.end());
+}
+
+void AdpsgdStrategy::attach(ModelState state) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ == nullptr, "adpsgd: attach() called twice");
+  model_.assign(state.params.begin(), state.params.end());
   sent_.resize(model_.size());
   peer_.resize(model_.size());
-  window_ = std::make_unique<collective::Window>(comm, "adpsgd.params", core::MutableView(std::span<float>(model_)));
+  window_ = std::make_unique<collective::Window>(comm_, "adpsgd.params", core::MutableView(std::span<float>(model_)));
 }
 
 AdpsgdStrategy::~AdpsgdStrategy() = default;
@@ -35,6 +39,7 @@ int AdpsgdStrategy::pick_neighbor(const std::vector<int>& neighbors, std::uint64
 
 StepOutcome AdpsgdStrategy::step(const StepInput& input) {
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "adpsgd: step() after finish()");
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr, "adpsgd: step() before attach()");
   const std::span<float> params = input.state.params;
   FAST_ENFORCE_EQ(params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
   runtime::Context& ctx = comm_.context();

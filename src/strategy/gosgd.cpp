@@ -29,17 +29,20 @@ GosgdStrategy::GosgdStrategy(const StrategyOptions& options, collective::Communi
     : Strategy(comm),
       options_(options),
       schedule_(checked_schedule(options, comm.size())),
-      dim_(options.initial_params.size()),
-      x_(options.initial_params.begin(), options.initial_params.end()),
-      inbox_(dim_ + 1 + static_cast<std::size_t>(comm.size()), 0.0),
       slots_(kMaxPending),
-      pushed_to_(static_cast<std::size_t>(comm.size()), 0),
-      before_(dim_) {
+      pushed_to_(static_cast<std::size_t>(comm.size()), 0) {}
+
+void GosgdStrategy::attach(ModelState state) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ == nullptr, "gosgd: attach() called twice");
+  dim_ = state.params.size();
+  x_.assign(state.params.begin(), state.params.end());
+  inbox_.assign(dim_ + 1 + static_cast<std::size_t>(comm_.size()), 0.0);
+  before_.resize(dim_);
   for (Slot& slot : slots_) {
     slot.payload.assign(inbox_.size(), 0.0);
-    slot.payload[dim_ + 1 + static_cast<std::size_t>(comm.rank())] = 1.0;  // counts this push at the receiver
+    slot.payload[dim_ + 1 + static_cast<std::size_t>(comm_.rank())] = 1.0;  // counts this push at the receiver
   }
-  window_ = std::make_unique<collective::Window>(comm, "gosgd.inbox", core::MutableView(std::span<double>(inbox_)));
+  window_ = std::make_unique<collective::Window>(comm_, "gosgd.inbox", core::MutableView(std::span<double>(inbox_)));
 }
 
 GosgdStrategy::~GosgdStrategy() = default;

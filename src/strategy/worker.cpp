@@ -11,10 +11,9 @@ ModelState checked(ModelState state) {
   FAST_ENFORCE_EQ(state.params.size(), state.grads.size(), "Worker: parameters and gradients must have one length");
   return state;
 }
-StrategyOptions for_strategy(const WorkerOptions& options, ModelState state) {
+StrategyOptions for_strategy(const WorkerOptions& options) {
   StrategyOptions s = options.strategy;
   s.optimizer = options.optimizer;
-  s.initial_params = state.params;
   return s;
 }
 }  // namespace
@@ -24,7 +23,7 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
       state_(checked(state)),
       optimizer_(optim::make_optimizer(options.optimizer, state.params.size())),
       schedule_(options.optimizer.lr, options.schedule),
-      strategy_(make_strategy(for_strategy(options, state_), comm_)) {
+      strategy_(make_strategy(for_strategy(options), comm_)) {
   strategy_->attach(state_);
   if (strategy_->asynchronous()) {
     published_.assign(state_.params.begin(), state_.params.end());

@@ -46,10 +46,11 @@ namespace fast::strategy {
 
 class AdpsgdStrategy final : public Strategy {
  public:
-  // Collective: opens the window with options.initial_params as x_i. InvalidArgument when the
-  // topology is unknown, directed, or disconnected.
+  // InvalidArgument when the topology is unknown, directed, or disconnected.
   AdpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
   ~AdpsgdStrategy() override;
+  // Collective: opens the window with the initial replica as x_i.
+  void attach(ModelState state) override;
   std::string_view name() const override { return "adpsgd"; }
   StepOutcome step(const StepInput& input) override;
   bool asynchronous() const override { return true; }

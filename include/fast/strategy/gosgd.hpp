@@ -67,6 +67,8 @@ class GosgdStrategy final : public Strategy {
   // (0, 1] or the schedule is unknown or not connected.
   GosgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
   ~GosgdStrategy() override;
+  // Collective: x_i = the initial replica, w_i = 1; opens the inbox window.
+  void attach(ModelState state) override;
   std::string_view name() const override { return "gosgd"; }
   StepOutcome step(const StepInput& input) override;
   bool asynchronous() const override { return true; }

@@ -50,10 +50,6 @@ struct StrategyOptions {
   // The worker's optimizer settings, filled in by Worker: strategies that update a model other
   // than the replica (ps servers, easgd's centre) build their own optimizer from them.
   optim::OptimizerOptions optimizer;
-  // The replica's parameters when the Worker is built, filled in by Worker and valid only during
-  // make_strategy: strategies that expose a model in a window from the start (adpsgd, gosgd) size
-  // and fill it from them.
-  std::span<const float> initial_params;
 };
 
 // Everything one step needs. lr is this step's learning rate (the schedule already applied).
