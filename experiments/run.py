@@ -38,10 +38,12 @@ TABLES = {
         for name, args in [
             ("allreduce", ["--strategy", "allreduce"]),
             ("ps async", ["--strategy", "ps", "--mode", "async"]),
+            ("ps async, 4 servers", ["--strategy", "ps", "--mode", "async", "--servers", "4"]),
             ("ps ssp (s=4)", ["--strategy", "ps", "--mode", "ssp", "--staleness", "4"]),
             ("local-sgd", ["--strategy", "local-sgd"]),
             ("dpsgd", ["--strategy", "dpsgd"]),
             ("adpsgd", ["--strategy", "adpsgd"]),
+            ("adpsgd, complete graph", ["--strategy", "adpsgd", "--topology", "complete"]),
             ("gosgd", ["--strategy", "gosgd", "--topology", "exponential-peer"]),
             ("acid", ["--strategy", "acid"]),
         ]
