@@ -1,0 +1,96 @@
+#pragma once
+// Codecs: how a float32 tensor becomes the bytes that travel, and back.
+//
+// A Codec turns n float32 values into a self-describing u8 payload (encode) and a payload back into
+// n float32 values (decode). Every payload starts with the same 16-byte header (docs/compression.md):
+//   bytes 0-3   magic "FCDC"
+//   byte  4     codec id (CodecId below)
+//   byte  5     format version (1)
+//   bytes 6-7   zero
+//   bytes 8-15  n, the number of float32 elements, little-endian u64
+// followed by the codec's body (documented at each codec in codecs.hpp-private sources and in
+// docs/compression.md). All multi-byte fields are little-endian.
+//
+// decode validates the whole payload (dtype, length, magic, codec id, version, n against out.numel(),
+// k <= n, indices in range and strictly increasing, padding bits zero) before it writes to `out`;
+// on any defect it throws InvalidArgument naming the codec, the defect, expected and got, and leaves
+// `out` unchanged.
+//
+// Codecs are chosen by name through make_codec ("topk:ratio=0.01"). Per codec, the header comment of
+// make_codec states its options, whether it is lossless, unbiased (E[decode(encode(x))] = x over the
+// codec's randomness) and its error bound.
+//
+// Thread-safety: a Codec is not synchronised. Stateful codecs (int8, randk) advance a random stream on
+// every encode; use one Codec per link (or per thread). decode is const and keeps no state.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fast/core/buffer.hpp"
+#include "fast/core/tensor_view.hpp"
+
+namespace fast::compress {
+
+// The codec id byte of the payload header.
+enum class CodecId : std::uint8_t { none = 0, fp16 = 1, bf16 = 2, int8 = 3, sign = 4, topk = 5, randk = 6, threshold = 7 };
+
+inline constexpr std::size_t kHeaderBytes = 16;
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+  Codec() = default;
+  Codec(const Codec&) = delete;
+  Codec& operator=(const Codec&) = delete;
+
+  // The registry name ("topk", ...).
+  virtual std::string_view name() const = 0;
+  // Encodes input (f32, any n; InvalidArgument for another dtype) into out, resized to u8 of the
+  // payload's exact size. On error, out's contents are unspecified.
+  virtual void encode(core::ConstView input, core::Buffer& out) = 0;
+  // Decodes payload (u8) into out (f32, n elements as written in the header). Validates first: on
+  // error throws InvalidArgument and out is unchanged.
+  virtual void decode(core::ConstView payload, core::MutableView out) const = 0;
+  // Payload bytes for n elements: exact when fixed_size(), else an upper bound (threshold).
+  virtual std::size_t encoded_bytes(std::size_t n) const = 0;
+  // Whether encoded_bytes(n) is the exact payload size for every input of n elements.
+  virtual bool fixed_size() const { return true; }
+  // Whether decode(encode(x)) == x bit for bit (only "none").
+  virtual bool lossless() const { return false; }
+  // Whether E[decode(encode(x))] == x over the codec's randomness (none, int8).
+  virtual bool unbiased() const { return false; }
+};
+
+// The names make_codec accepts, in registry order.
+std::vector<std::string> codec_names();
+
+// Builds a codec from "NAME" or "NAME:key=value,key=value". seed feeds the random stream of the
+// stateful codecs (int8, randk); the others ignore it. InvalidArgument for an unknown name (listing
+// the allowed names), an unknown key (listing the codec's keys), a repeated key, or a bad value (naming
+// the key, the expected range and the value got).
+//
+//   none                 f32 copy. Lossless.
+//   fp16                 IEEE binary16, round to nearest even. |err| <= 2^-11 |x| for 2^-14 <= |x| <= 65504,
+//                        <= 2^-25 below; encode throws InvalidArgument for a finite |x| that rounds to inf
+//                        (|x| >= 65520). NaN and inf pass through.
+//   bf16                 bfloat16, round to nearest even. |err| <= 2^-8 |x| for normal x.
+//   int8:levels=s        QSGD with s levels (1..127, default 127): norm ||x||_2 (f32) and one signed level
+//                        l_i in [-s, s] per element; decode x_i = norm * l_i / s. Unbiased; per element
+//                        Var = (norm/s)^2 p (1 - p) <= (norm/s)^2 / 4 with p the fraction of |x_i| s / norm.
+//   sign                 scaled sign: scale = mean |x| (f32), one bit per element; decode = +scale for
+//                        x_i >= 0 (and +0, -0), -scale for x_i < 0. Biased.
+//   topk:ratio=r | k=K   the k = min(n, K) or max(1, ceil(r n)) (r in (0, 1], default 0.01) largest |x_i|,
+//                        ties to the lower index, sent as u32 indices + f32 values; the rest decode to 0.
+//                        Biased (use ErrorFeedback). Input must be finite and n < 2^32.
+//   randk:ratio=r | k=K  k indices drawn uniformly without replacement from a per-message seed (written in
+//                        the payload, drawn from the codec's seed) and the k values, unscaled; the rest
+//                        decode to 0. Biased (E = (k/n) x); use ErrorFeedback. n < 2^32.
+//   threshold:value=t    every x_i with |x_i| >= t (t >= 0, finite, required), same wire body as topk.
+//                        Variable size: encoded_bytes is the bound for k = n.
+std::unique_ptr<Codec> make_codec(std::string_view spec, std::uint64_t seed = 0);
+
+}  // namespace fast::compress

@@ -1,0 +1,29 @@
+#pragma once
+// Factories of the codecs, with their validated options (semantics in fast/compress/codec.hpp).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "fast/compress/codec.hpp"
+
+namespace fast::compress {
+
+std::unique_ptr<Codec> make_none();
+std::unique_ptr<Codec> make_fp16();
+std::unique_ptr<Codec> make_bf16();
+std::unique_ptr<Codec> make_int8(int levels, std::uint64_t seed);
+std::unique_ptr<Codec> make_sign();
+
+// How many elements a topk/randk codec keeps of n: exactly `k` (clamped to n) when k > 0, else
+// max(1, ceil(ratio n)) clamped to n (0 for n == 0).
+struct KeepCount {
+  double ratio = 0.01;
+  std::size_t k = 0;
+  std::size_t of(std::size_t n) const;
+};
+std::unique_ptr<Codec> make_topk(KeepCount keep);
+std::unique_ptr<Codec> make_randk(KeepCount keep, std::uint64_t seed);
+std::unique_ptr<Codec> make_threshold(float value);
+
+}  // namespace fast::compress

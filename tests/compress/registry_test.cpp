@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fast/compress/codec.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::compress {
+namespace {
+
+std::string error_of(const std::string& spec) {
+  try {
+    make_codec(spec);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "'" << spec << "' was accepted";
+  return {};
+}
+
+TEST(CodecRegistry, NamesInRegistryOrder) {
+  EXPECT_EQ(codec_names(),
+            (std::vector<std::string>{"none", "fp16", "bf16", "int8", "sign", "topk", "randk", "threshold"}));
+  for (const auto& name : codec_names()) {
+    auto c = make_codec(name == "threshold" ? "threshold:value=0.1" : name);
+    EXPECT_EQ(c->name(), name);
+  }
+}
+
+TEST(CodecRegistry, OptionsAreParsed) {
+  EXPECT_EQ(make_codec("topk:ratio=0.25")->encoded_bytes(100), 16 + 8 + 8 * 25u);
+  EXPECT_EQ(make_codec("topk:k=7")->encoded_bytes(100), 16 + 8 + 8 * 7u);
+  EXPECT_EQ(make_codec("topk")->encoded_bytes(1000), 16 + 8 + 8 * 10u);  // default ratio 0.01
+  EXPECT_EQ(make_codec("topk")->encoded_bytes(5), 16 + 8 + 8 * 1u);      // at least one
+  EXPECT_EQ(make_codec("randk:ratio=0.5")->encoded_bytes(10), 16 + 16 + 4 * 5u);
+  EXPECT_EQ(make_codec("int8:levels=1")->encoded_bytes(10), 16 + 5 + 10u);
+  EXPECT_EQ(make_codec("threshold:value=0")->encoded_bytes(10), 16 + 8 + 80u);
+}
+
+TEST(CodecRegistry, UnknownNameListsTheAllowedOnes) {
+  const auto msg = error_of("zip:ratio=0.1");
+  EXPECT_NE(msg.find("unknown codec 'zip'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("none, fp16, bf16, int8, sign, topk, randk, threshold"), std::string::npos) << msg;
+  EXPECT_NE(error_of("").find("unknown codec ''"), std::string::npos);
+}
+
+TEST(CodecRegistry, UnknownKeyListsTheCodecsKeys) {
+  auto msg = error_of("topk:ratoi=0.1");
+  EXPECT_NE(msg.find("unknown option 'ratoi'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[ratio, k]"), std::string::npos) << msg;
+  msg = error_of("fp16:levels=3");
+  EXPECT_NE(msg.find("unknown option 'levels' of codec 'fp16', expected one of []"), std::string::npos) << msg;
+}
+
+TEST(CodecRegistry, BadValuesNameTheKeyAndTheRange) {
+  EXPECT_NE(error_of("topk:ratio=0").find("ratio expected in (0, 1], got 0"), std::string::npos);
+  EXPECT_NE(error_of("topk:ratio=1.5").find("ratio expected in (0, 1], got 1.5"), std::string::npos);
+  EXPECT_NE(error_of("topk:ratio=abc").find("ratio='abc' is not a finite number"), std::string::npos);
+  EXPECT_NE(error_of("topk:ratio=0.1x").find("is not a finite number"), std::string::npos);
+  EXPECT_NE(error_of("topk:k=0").find("k expected >= 1, got 0"), std::string::npos);
+  EXPECT_NE(error_of("topk:k=-3").find("not a non-negative integer"), std::string::npos);
+  EXPECT_NE(error_of("topk:k=3,ratio=0.1").find("exclusive"), std::string::npos);
+  EXPECT_NE(error_of("int8:levels=128").find("levels expected in 1..127, got 128"), std::string::npos);
+  EXPECT_NE(error_of("int8:levels=0").find("levels expected in 1..127, got 0"), std::string::npos);
+  EXPECT_NE(error_of("threshold").find("option value is required"), std::string::npos);
+  EXPECT_NE(error_of("threshold:value=-1").find("value expected in [0, 3.4e38], got -1"), std::string::npos);
+  EXPECT_NE(error_of("threshold:value=inf").find("not a finite number"), std::string::npos);
+}
+
+TEST(CodecRegistry, MalformedSpecsAreRejected) {
+  EXPECT_NE(error_of("topk:").find("is not key=value"), std::string::npos);
+  EXPECT_NE(error_of("topk:k").find("is not key=value"), std::string::npos);
+  EXPECT_NE(error_of("topk:k=").find("is not key=value"), std::string::npos);
+  EXPECT_NE(error_of("topk:=3").find("is not key=value"), std::string::npos);
+  EXPECT_NE(error_of("topk:k=3,").find("is not key=value"), std::string::npos);
+  EXPECT_NE(error_of("topk:k=3,k=4").find("option 'k' given twice"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fast::compress
