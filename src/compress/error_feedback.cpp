@@ -1,0 +1,39 @@
+#include "fast/compress/error_feedback.hpp"
+
+#include "fast/core/error.hpp"
+
+namespace fast::compress {
+
+ErrorFeedback::ErrorFeedback(std::unique_ptr<Codec> codec) : codec_(std::move(codec)) {
+  FAST_ENFORCE(codec_ != nullptr, "ErrorFeedback: codec must not be null");
+}
+
+void ErrorFeedback::encode(std::uint64_t key, core::ConstView input, core::Buffer& out) {
+  FAST_ENFORCE(input.dtype() == core::DType::f32, "ErrorFeedback({}): input must be f32, got {}", codec_->name(),
+               core::name_of(input.dtype()));
+  auto x = input.as<float>();
+  const auto it = residuals_.find(key);
+  if (it != residuals_.end())
+    FAST_ENFORCE(it->second.size() == x.size(), "ErrorFeedback({}): key {} has {} elements, input has {}",
+                 codec_->name(), key, it->second.size(), x.size());
+  const std::vector<double>* r = it == residuals_.end() ? nullptr : &it->second;
+  corrected_.resize(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    corrected_[i] = static_cast<float>(static_cast<double>(x[i]) + (r ? (*r)[i] : 0.0));
+  codec_->encode(std::span<const float>(corrected_), out);
+  decoded_.resize(x.size());
+  codec_->decode(out.view(), std::span<float>(decoded_));
+  std::vector<double>& res = residuals_[key];  // created here, after the codec succeeded
+  res.resize(x.size(), 0.0);
+  for (std::size_t i = 0; i < x.size(); ++i) res[i] = (static_cast<double>(x[i]) + res[i]) - decoded_[i];
+}
+
+std::span<const double> ErrorFeedback::residual(std::uint64_t key) const {
+  const auto it = residuals_.find(key);
+  if (it == residuals_.end()) return {};
+  return it->second;
+}
+
+void ErrorFeedback::reset(std::uint64_t key) { residuals_.erase(key); }
+
+}  // namespace fast::compress
