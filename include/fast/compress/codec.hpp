@@ -8,7 +8,7 @@
 //   byte  5     format version (1)
 //   bytes 6-7   zero
 //   bytes 8-15  n, the number of float32 elements, little-endian u64
-// followed by the codec's body (documented at each codec in codecs.hpp-private sources and in
+// followed by the codec's body (documented at the top of each src/compress/*.cpp and in
 // docs/compression.md). All multi-byte fields are little-endian.
 //
 // decode validates the whole payload (dtype, length, magic, codec id, version, n against out.numel(),
