@@ -471,7 +471,9 @@ TEST(Ps, NonFiniteGradientWithErrorPolicyThrowsAfterTheRound) {
       // async / ssp: 5 gradients of 1 applied (worker 1's NaN not): 1 - 5 * 0.5.
       const float expect = std::string(mode) == "sync" ? 0.0f : -1.5f;
       for (float v : x) EXPECT_EQ(v, expect) << mode;
-      if (r == 0) EXPECT_EQ(worker.strategy().staleness().count, 5u) << mode;
+      if (r == 0) {
+        EXPECT_EQ(worker.strategy().staleness().count, 5u) << mode;
+      }
     });
   }
 }

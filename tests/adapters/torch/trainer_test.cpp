@@ -58,8 +58,9 @@ TEST(Trainer, SameSeedGivesIdenticalResultsWithEverySynchronousStrategy) {
     EXPECT_EQ(a["param_norm"], b["param_norm"]) << name;
     EXPECT_EQ(a["final_accuracy"], b["final_accuracy"]) << name;
     EXPECT_GT(a["final_accuracy"].get<double>(), 0.3) << name;  // 25 steps: well above chance (0.1)
-    if (std::string(name) != "ps")  // ps sync keeps the replicas identical
+    if (std::string(name) != "ps") {  // ps sync keeps the replicas identical
       EXPECT_GT(a["consensus_distance"].get<double>(), 0.0) << name;  // replicas differ between averagings
+    }
     EXPECT_LE(a["replica_accuracy_min"].get<double>(), a["replica_accuracy_max"].get<double>()) << name;
   }
 }
