@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include <Eigen/Dense>
 
 #include "fast/core/error.hpp"
+#include "fast/topology/spectral.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/mixing.hpp"
 
@@ -51,30 +51,11 @@ AcidConstants acid_constants(const topology::Graph& graph, double comm_rate) {
   topology::check_connected(graph);
   // Lambda = sum over undirected edges of lambda_ij (e_i - e_j)(e_i - e_j)^T, with
   // lambda_ij = (comm_rate / 2) (1 / d_i + 1 / d_j): i initiates at rate comm_rate / 2 and picks j
-  // with probability 1 / d_i, and the other way round.
-  Eigen::MatrixXd lap = Eigen::MatrixXd::Zero(n, n);
-  for (const auto& [i, j] : graph.edges()) {
-    if (i > j) continue;
-    const double rate = comm_rate / 2 * (1.0 / graph.degree(i) + 1.0 / graph.degree(j));
-    lap(i, i) += rate;
-    lap(j, j) += rate;
-    lap(i, j) -= rate;
-    lap(j, i) -= rate;
-  }
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(lap);
-  FAST_ENFORCE_AS(core::Error, solver.info() == Eigen::Success, "acid: eigensolver failed for n = {}", n);
-  // Connected: eigenvalue 0 once (eigenvector 1), the others positive, ascending.
-  const Eigen::VectorXd& mu = solver.eigenvalues();
-  const Eigen::MatrixXd& v = solver.eigenvectors();
+  // with probability 1 / d_i, and the other way round (topology::gossip_laplacian_spectrum).
+  const topology::GossipLaplacianSpectrum spectrum = topology::gossip_laplacian_spectrum(graph, comm_rate);
   AcidConstants c;
-  c.chi1 = 1.0 / mu(1);
-  for (const auto& [i, j] : graph.edges()) {
-    if (i > j) continue;
-    // (e_i - e_j)^T Lambda^+ (e_i - e_j) = sum_{k >= 1} (v_k(i) - v_k(j))^2 / mu_k
-    double r = 0;
-    for (int k = 1; k < n; ++k) r += (v(i, k) - v(j, k)) * (v(i, k) - v(j, k)) / mu(k);
-    c.chi2 = std::max(c.chi2, r / 2);
-  }
+  c.chi1 = 1.0 / spectrum.algebraic_connectivity;
+  c.chi2 = spectrum.max_edge_resistance / 2;
   c.eta = 1.0 / (2.0 * std::sqrt(c.chi1 * c.chi2));
   c.alpha_tilde = 0.5 * std::sqrt(c.chi1 / c.chi2);
   return c;

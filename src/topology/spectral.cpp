@@ -1,6 +1,7 @@
 #include "fast/topology/spectral.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <vector>
 
@@ -33,5 +34,37 @@ double second_eigenvalue_modulus(const MixingMatrix& w) {
 }
 
 double spectral_gap(const MixingMatrix& w) { return 1.0 - second_eigenvalue_modulus(w); }
+
+GossipLaplacianSpectrum gossip_laplacian_spectrum(const Graph& graph, double rate) {
+  const int n = graph.size();
+  FAST_ENFORCE(n >= 2, "gossip Laplacian: needs at least 2 nodes, got {}", n);
+  FAST_ENFORCE(std::isfinite(rate) && rate > 0, "gossip Laplacian: rate must be > 0, got {}", rate);
+  FAST_ENFORCE(graph.is_symmetric(), "gossip Laplacian: the graph must be undirected");
+  check_connected(graph);
+  Eigen::MatrixXd lap = Eigen::MatrixXd::Zero(n, n);
+  for (const auto& [i, j] : graph.edges()) {
+    if (i > j) continue;
+    const double r = rate / 2 * (1.0 / graph.degree(i) + 1.0 / graph.degree(j));
+    lap(i, i) += r;
+    lap(j, j) += r;
+    lap(i, j) -= r;
+    lap(j, i) -= r;
+  }
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(lap);
+  FAST_ENFORCE_AS(core::Error, solver.info() == Eigen::Success, "gossip Laplacian: eigensolver failed for n = {}", n);
+  // Connected: eigenvalue 0 once (eigenvector 1), the others positive, ascending.
+  const Eigen::VectorXd& mu = solver.eigenvalues();
+  const Eigen::MatrixXd& v = solver.eigenvectors();
+  GossipLaplacianSpectrum s;
+  s.algebraic_connectivity = mu(1);
+  for (const auto& [i, j] : graph.edges()) {
+    if (i > j) continue;
+    // (e_i - e_j)^T Lambda^+ (e_i - e_j) = sum_{k >= 1} (v_k(i) - v_k(j))^2 / mu_k
+    double r = 0;
+    for (int k = 1; k < n; ++k) r += (v(i, k) - v(j, k)) * (v(i, k) - v(j, k)) / mu(k);
+    s.max_edge_resistance = std::max(s.max_edge_resistance, r);
+  }
+  return s;
+}
 
 }  // namespace fast::topology

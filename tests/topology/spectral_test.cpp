@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "fast/core/error.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/mixing.hpp"
 
@@ -25,6 +26,31 @@ TEST(Spectral, RingWithMetropolisWeightsMatchesClosedForm) {
     EXPECT_NEAR(second_eigenvalue_modulus(w), expected_modulus, 1e-12) << "n = " << n;
     EXPECT_NEAR(spectral_gap(w), 1.0 - expected_modulus, 1e-12) << "n = " << n;
   }
+}
+
+// Gossip Laplacian with node rate r. Complete graph K_n: every edge fires at r / (n - 1), so
+// Lambda = r / (n - 1) (n I - 1 1^T): mu_2 = n r / (n - 1), and the effective resistance of an edge
+// of K_n with conductance c is 2 / (n c) = 2 (n - 1) / (n r). Ring C_n: every edge fires at r / 2,
+// mu_2 = (r / 2)(2 - 2 cos(2 pi / n)), and an edge's resistance is (n - 1) / (n c) = 2 (n - 1) / (n r).
+TEST(Spectral, GossipLaplacianOfCompleteGraphsAndRingsMatchesClosedForms) {
+  for (int n : {2, 3, 5, 8}) {
+    for (double r : {0.5, 1.0, 2.0}) {
+      const GossipLaplacianSpectrum k = gossip_laplacian_spectrum(complete(n), r);
+      EXPECT_NEAR(k.algebraic_connectivity, n * r / (n - 1), 1e-9) << "K_" << n << " r=" << r;
+      EXPECT_NEAR(k.max_edge_resistance, 2.0 * (n - 1) / (n * r), 1e-9) << "K_" << n << " r=" << r;
+      if (n < 3) continue;
+      const GossipLaplacianSpectrum c = gossip_laplacian_spectrum(ring(n), r);
+      EXPECT_NEAR(c.algebraic_connectivity, r / 2 * (2 - 2 * std::cos(2 * std::numbers::pi / n)), 1e-9) << "C_" << n;
+      EXPECT_NEAR(c.max_edge_resistance, 2.0 * (n - 1) / (n * r), 1e-9) << "C_" << n << " r=" << r;
+    }
+  }
+  EXPECT_THROW(gossip_laplacian_spectrum(complete(1), 1.0), core::InvalidArgument);
+  EXPECT_THROW(gossip_laplacian_spectrum(ring(4), 0.0), core::InvalidArgument);
+  EXPECT_THROW(gossip_laplacian_spectrum(exponential(5), 1.0), core::InvalidArgument);  // directed
+  Graph split(4);
+  split.add_undirected(0, 1);
+  split.add_undirected(2, 3);
+  EXPECT_THROW(gossip_laplacian_spectrum(split, 1.0), core::InvalidArgument);
 }
 
 TEST(Spectral, CompleteGraphWithMetropolisWeightsHasGapOne) {
