@@ -25,7 +25,8 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
       schedule_(options.optimizer.lr, options.schedule),
       strategy_(make_strategy(for_strategy(options), comm_)) {
   strategy_->attach(state_);
-  if (strategy_->asynchronous()) {
+  // Every worker takes the same branch (same strategy), so the window's creation stays collective.
+  if (strategy_->asynchronous() && strategy_->replica_window() == nullptr) {
     published_.assign(state_.params.begin(), state_.params.end());
     replicas_ = std::make_unique<collective::Window>(comm_, "worker.replicas",
                                                      core::MutableView(std::span<float>(published_)));
@@ -61,11 +62,12 @@ void Worker::finish() {
 }
 
 SnapshotResult Worker::snapshot(std::span<float> out) {
-  FAST_ENFORCE_AS(core::InvalidUsage, replicas_ != nullptr,
+  FAST_ENFORCE_AS(core::InvalidUsage, strategy_->asynchronous(),
                   "Worker::snapshot: strategy '{}' is synchronous; use the collective representative()",
                   strategy_->name());
   FAST_ENFORCE_EQ(out.size(), state_.params.size(), "Worker::snapshot: output length must equal the parameter count");
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::snapshot: called after finish()");
+  collective::Window* window = replicas_ ? replicas_.get() : strategy_->replica_window();
   // One pass over the replicas: mean ||x_i - avg||^2 = mean ||x_i||^2 - ||avg||^2, in double.
   const int n = comm_.size();
   const std::size_t len = out.size();
@@ -73,7 +75,7 @@ SnapshotResult Worker::snapshot(std::span<float> out) {
   std::vector<float> replica(len);
   double sum_sq = 0;
   for (int p = 0; p < n; ++p) {
-    replicas_->get(p, core::MutableView(std::span<float>(replica))).wait();
+    window->get(p, core::MutableView(std::span<float>(replica))).wait();
     for (std::size_t i = 0; i < len; ++i) {
       const double x = replica[i];
       sum[i] += x;

@@ -110,6 +110,8 @@ class AcidStrategy final : public Strategy {
   ~AcidStrategy() override;
   std::string_view name() const override { return "acid"; }
   void attach(ModelState state) override;
+  // The published x_i, elements [0, n) of "acid.exchange", refreshed at every event.
+  collective::Window* replica_window() override { return window_.get(); }
   StepOutcome step(const StepInput& input) override;
   bool asynchronous() const override { return true; }
   // Collective: closes the window and folds the last inbox contributions into x_i and x~_i.

@@ -51,6 +51,8 @@ class AdpsgdStrategy final : public Strategy {
   ~AdpsgdStrategy() override;
   // Collective: opens the window with the initial replica as x_i.
   void attach(ModelState state) override;
+  // The averaged model x_i, exposed in "adpsgd.params" (elements [0, n)).
+  collective::Window* replica_window() override { return window_.get(); }
   std::string_view name() const override { return "adpsgd"; }
   StepOutcome step(const StepInput& input) override;
   bool asynchronous() const override { return true; }

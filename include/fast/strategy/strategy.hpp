@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fast/collective/communicator.hpp"
+#include "fast/collective/window.hpp"
 #include "fast/optim/optimizer.hpp"
 
 namespace fast::strategy {
@@ -114,6 +115,11 @@ class Strategy {
   // view of the representative model into out and returns true, or returns false so the Worker
   // averages the replicas every worker publishes.
   virtual bool snapshot(ModelState /*state*/, std::span<float> /*out*/) { return false; }
+  // Asynchronous strategies that already expose this worker's current replica one-sidedly: an
+  // open window whose f32 elements [0, n) hold the replica after every step, from attach() until
+  // finish(). The Worker then reads replicas from it instead of publishing a copy of its own.
+  // Default: none (the Worker publishes).
+  virtual collective::Window* replica_window() { return nullptr; }
   // Staleness of the gradients applied by this worker (a parameter server: by its shard).
   virtual StalenessStats staleness() const { return {}; }
 

@@ -9,7 +9,8 @@
 //
 // Asynchronous strategies (strategy().asynchronous()): workers take different numbers of steps;
 // every worker publishes a copy of its parameters after each step in a window ("worker.replicas"),
-// so any worker can read the current consensus mid-run with snapshot() without the others.
+// unless the strategy already exposes its replica (Strategy::replica_window), so any worker can
+// read the current consensus mid-run with snapshot() without the others.
 //
 // One Worker per worker; not thread-safe (call from the worker's main activity).
 
@@ -81,8 +82,8 @@ class Worker {
   std::unique_ptr<optim::Optimizer> optimizer_;
   optim::LrSchedule schedule_;
   std::unique_ptr<Strategy> strategy_;
-  std::vector<float> published_;                       // asynchronous: params after the last step
-  std::unique_ptr<collective::Window> replicas_;       // asynchronous: exposes published_
+  std::vector<float> published_;                       // asynchronous, no replica_window(): params after the last step
+  std::unique_ptr<collective::Window> replicas_;       // exposes published_
   bool finished_ = false;
   std::int64_t steps_ = 0;
   std::int64_t skipped_ = 0;
