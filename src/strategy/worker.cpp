@@ -9,6 +9,15 @@ namespace fast::strategy {
 namespace {
 ModelState checked(ModelState state) {
   FAST_ENFORCE_EQ(state.params.size(), state.grads.size(), "Worker: parameters and gradients must have one length");
+  std::size_t next = 0;
+  for (const core::TensorBlock& block : state.layout) {
+    FAST_ENFORCE_EQ(block.offset, next, "Worker: layout block '{}' must start where the previous one ends", block.name);
+    FAST_ENFORCE(block.rows > 0 && block.numel % block.rows == 0,
+                 "Worker: layout block '{}': {} elements do not split into {} rows", block.name, block.numel, block.rows);
+    next += block.numel;
+  }
+  if (!state.layout.empty())
+    FAST_ENFORCE_EQ(next, state.params.size(), "Worker: the layout must cover every parameter");
   return state;
 }
 StrategyOptions for_strategy(const WorkerOptions& options) {

@@ -15,14 +15,18 @@
 
 #include "fast/collective/communicator.hpp"
 #include "fast/collective/window.hpp"
+#include "fast/core/layout.hpp"
 #include "fast/optim/optimizer.hpp"
 
 namespace fast::strategy {
 
 // A replica's flat float32 parameters and gradients, owned by the framework adapter. Same length.
+// layout (optional; empty = one flat vector) names the model's tensors inside the flat buffers, for
+// codecs that use shapes (powersgd); it must cover [0, params.size()) in order when given.
 struct ModelState {
   std::span<float> params;
   std::span<float> grads;
+  std::span<const core::TensorBlock> layout;
 };
 
 // What to do when a step's aggregated gradient holds NaN or infinity.

@@ -43,6 +43,13 @@ Replica::Replica(::torch::nn::Module& module) {
     data.copy_(p);
     p.set_data(data);
     p.mutable_grad() = grads_.narrow(0, offset, n).view(p.sizes());
+    core::TensorBlock block;
+    block.offset = static_cast<std::size_t>(offset);
+    block.numel = static_cast<std::size_t>(n);
+    for (const std::int64_t d : p.sizes()) block.shape.push_back(static_cast<std::size_t>(d));
+    block.rows = p.dim() >= 2 ? static_cast<std::size_t>(p.size(0)) : 1;
+    block.name = item.key();
+    layout_.push_back(std::move(block));
     offset += n;
   }
 }

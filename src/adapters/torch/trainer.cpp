@@ -112,7 +112,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
         runtime::SlowdownOptions slowdown_options = options.slowdown;
         slowdown_options.seed = options.seed;
         runtime::Slowdown slowdown(slowdown_options, ctx.rank(), ctx.size());
-        strategy::Worker worker(ctx, worker_options, {.params = replica.param_span(), .grads = replica.grad_span()});
+        strategy::Worker worker(ctx, worker_options, {.params = replica.param_span(), .grads = replica.grad_span(), .layout = replica.layout()});
         Evaluator evaluator(worker, replica, model, data.test, final_model);
         const bool lead = ctx.rank() == 0;
         const bool asynchronous = worker.strategy().asynchronous();

@@ -24,6 +24,7 @@
 
 #include <torch/nn/module.h>
 
+#include "fast/core/layout.hpp"
 #include "fast/core/tensor_view.hpp"
 
 namespace fast::torch {
@@ -50,6 +51,8 @@ class Replica {
   const ::torch::Tensor& flat_params() const noexcept { return params_; }
   const ::torch::Tensor& flat_grads() const noexcept { return grads_; }
 
+  // The flat buffer's tensors, in module.parameters() order, with their shapes and names.
+  const core::Layout& layout() const noexcept { return layout_; }
   // Total number of parameter elements.
   std::size_t numel() const noexcept { return numel_; }
 
@@ -64,6 +67,7 @@ class Replica {
   float* param_data_ = nullptr;  // params_'s elements
   float* grad_data_ = nullptr;   // grads_'s elements
   std::size_t numel_ = 0;
+  core::Layout layout_;
 };
 
 }  // namespace fast::torch
