@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "fast/compress/codec.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/optim/optimizer.hpp"
@@ -159,6 +160,14 @@ std::vector<ConfigKey> build_keys() {
       FAST_NUMBER_KEY("comm_rate", "acid: expected pairwise communications per gradient step.", worker.strategy.comm_rate, positive),
       FAST_NUMBER_KEY("acid_eta", "acid: momentum mixing rate per gradient step; -1: from the graph, as the paper sets it.", worker.strategy.acid_eta, any_number),
       FAST_NUMBER_KEY("acid_alpha_tilde", "acid: gossip weight of the momentum variable; -1: from the graph, as the paper sets it.", worker.strategy.acid_alpha_tilde, any_number),
+      {"compress", KeyType::string,
+       "Codec of every tensor a strategy sends, NAME[:key=value,...]: none, fp16, bf16, int8[:levels=S], sign, "
+       "topk[:ratio=R|k=K], randk[:ratio=R|k=K], threshold:value=T, powersgd[:rank=R] (docs/compression.md).",
+       [](TrainOptions& o, const std::string& v) {
+         (void)compress::make_codec(v);  // rejects unknown names and options here, naming the key
+         o.worker.strategy.compress = v;
+       },
+       [](const TrainOptions& o) { return o.worker.strategy.compress; }},
       {"topology", KeyType::string,
        "Decentralized strategies: the graph, NAME[:params]: ring, torus2d[:RxC], star, complete, tree, hypercube, "
        "exponential, random-regular:D, file:PATH; gosgd also takes time-varying schedules: exponential-peer, "

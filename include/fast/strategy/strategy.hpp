@@ -52,6 +52,7 @@ struct StrategyOptions {
   double acid_eta = -1;                                // acid: momentum mixing rate; < 0: from the graph (paper)
   double acid_alpha_tilde = -1;                        // acid: gossip weight of x~; < 0: from the graph (paper)
   double gossip_probability = 1.0;                     // gosgd: probability that a step pushes to a peer, in (0, 1]
+  std::string compress = "none";                       // codec of every tensor the strategy sends: make_codec spec
   // The worker's optimizer settings, filled in by Worker: strategies that update a model other
   // than the replica (ps servers, easgd's centre) build their own optimizer from them.
   optim::OptimizerOptions optimizer;
