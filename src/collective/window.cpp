@@ -1,7 +1,13 @@
 #include "fast/collective/window.hpp"
 
 #include <array>
+#include <map>
+#include <tuple>
 #include <utility>
+
+#include "fast/compress/codec.hpp"
+#include "fast/compress/delta_link.hpp"
+#include "fast/compress/error_feedback.hpp"
 
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
@@ -19,7 +25,7 @@ namespace {
 enum Op : std::int64_t { kPut = 1, kGet = 2, kAccumulate = 3, kFetchAccumulate = 4, kFetchAverage = 5, kStop = 9 };
 constexpr std::uint32_t kRequestDetail = 0xFFFFFF;
 constexpr std::uint32_t kSeqLimit = 0x400000;
-constexpr std::size_t kHeaderLen = 5;  // op, offset, count, dtype, seq
+constexpr std::size_t kHeaderLen = 6;  // op, offset, count, dtype, seq, encoded (0: as is, 1: through the codec)
 
 std::uint32_t fnv1a(const std::string& s) {
   std::uint32_t h = 2166136261u;
@@ -48,7 +54,91 @@ void average_into(std::span<T> region, std::span<const T> incoming) {
   for (std::size_t i = 0; i < region.size(); ++i)
     region[i] = static_cast<T>((static_cast<double>(region[i]) + static_cast<double>(incoming[i])) * 0.5);
 }
+// f32 copy of f32 or f64 data.
+std::vector<float> to_f32(ConstView v) {
+  std::vector<float> out(v.numel());
+  if (v.dtype() == core::DType::f32) {
+    const auto x = v.as<float>();
+    std::copy(x.begin(), x.end(), out.begin());
+  } else {
+    const auto x = v.as<double>();
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(x[i]);
+  }
+  return out;
+}
+
+// region += values (f32 or f64 region).
+void add_into(MutableView region, std::span<const float> values) {
+  if (region.dtype() == core::DType::f32) {
+    auto r = region.as<float>();
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] += values[i];
+  } else {
+    auto r = region.as<double>();
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] += values[i];
+  }
+}
+
+// One worker's codec state for the links of a window, keyed by (peer, offset, count): error
+// feedback for the increments it sends, references for the states it sends and receives. Not
+// synchronised (the owner's service uses its own; requesters lock Window::Links).
+struct CodecLinks {
+  using Key = std::tuple<int, std::size_t, std::size_t>;
+  std::string spec;
+  std::uint64_t seed = 0;
+  const core::Layout* layout = nullptr;
+  std::size_t layout_numel = 0;
+  int rank = 0;
+  compress::CompressionMeter* meter = nullptr;
+  std::map<Key, std::unique_ptr<compress::ErrorFeedback>> feedback;
+  std::map<Key, std::unique_ptr<compress::DeltaSender>> senders;
+  std::map<Key, std::unique_ptr<compress::DeltaReceiver>> receivers;
+  std::unique_ptr<compress::Codec> decoder;
+
+  CodecLinks(const WindowOptions& o, int me) : spec(o.codec), seed(o.seed), layout(o.layout), rank(me), meter(o.meter) {
+    if (layout != nullptr)
+      for (const core::TensorBlock& b : *layout) layout_numel += b.numel;
+    decoder = compress::make_codec(spec);
+  }
+  // A codec for the link to `peer` over [offset, offset + count); the layout applies to whole-tensor ranges only.
+  std::unique_ptr<compress::Codec> make(const Key& key, std::uint64_t direction) const {
+    const auto [peer, offset, count] = key;
+    const std::uint64_t s = ((seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank)) * 0x100000001B3ull +
+                             static_cast<std::uint64_t>(peer)) * 4 + direction;
+    (void)offset;
+    (void)count;
+    return compress::make_codec(spec, s);
+  }
+  // Encodes an increment (f32 or f64) with error feedback.
+  void encode_increment(const Key& key, ConstView data, core::Buffer& out) {
+    auto& ef = feedback[key];
+    if (!ef) ef = std::make_unique<compress::ErrorFeedback>(make(key, 0));
+    if (data.dtype() == core::DType::f32) {
+      ef->encode(0, data, out);
+    } else {
+      const std::vector<float> x = to_f32(data);
+      ef->encode(0, ConstView(std::span<const float>(x)), out);
+    }
+    if (meter != nullptr) meter->add(data.bytes(), out.bytes());
+  }
+  // Encodes a state as its difference from the link's reference.
+  void encode_state(const Key& key, ConstView data, core::Buffer& out) {
+    auto& sender = senders[key];
+    if (!sender) sender = std::make_unique<compress::DeltaSender>(make(key, 1), std::get<2>(key));
+    sender->encode(data, out, meter);
+  }
+  // Decodes a state received on a link: returns the link's updated reference.
+  std::span<const float> decode_state(const Key& key, ConstView payload) {
+    auto& receiver = receivers[key];
+    if (!receiver) receiver = std::make_unique<compress::DeltaReceiver>(compress::make_codec(spec), std::get<2>(key));
+    return receiver->decode(payload);
+  }
+};
 }  // namespace
+
+struct Window::Links {
+  std::unique_ptr<runtime::Mutex> mutex;
+  CodecLinks codec;
+};
 
 struct Window::Shared {
   runtime::Context& ctx;
@@ -57,10 +147,12 @@ struct Window::Shared {
   std::uint64_t version = 0;  // guarded by mutex
   std::uint32_t id;
   std::string name;
+  std::unique_ptr<CodecLinks> codec;  // null without a codec; used by the service activity only
 
   Tag tag(std::uint32_t detail) const { return runtime::make_tag(TagKind::window, id, detail); }
   void serve();
   void apply(int src, const std::int64_t* header);
+  void apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region, std::uint32_t seq);
 };
 
 // The owner's service: answers requests one at a time, in arrival order, until a stop request
@@ -92,6 +184,10 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
                "window '{}': request {} from worker {} for [{}, {}) does not fit the exposed {} x {}", name,
                op_name(op), src, offset, offset + count, view.numel(), core::name_of(view.dtype()));
   const MutableView region = view.slice(offset, count);
+  if (h[5] != 0) {
+    apply_encoded(src, op, offset, region, seq);
+    return;
+  }
   // fetch_average's payload is taken before the lock (it does not depend on the tensor), so the
   // owner's Local guard is kept waiting only for the exchange of the data itself.
   core::Buffer incoming;
@@ -119,13 +215,62 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
   ctx.send(src, tag(seq | kSeqLimit), i64_view(&ack, 1)).wait();
 }
 
+// As apply, for a request whose data travels through the codec. The payload is received and
+// decoded before the lock (a malformed one ends the service with its error before any change).
+void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region,
+                                   std::uint32_t seq) {
+  FAST_ENFORCE(codec != nullptr, "window '{}': worker {} sent an encoded request, but this window has no codec",
+               name, src);
+  const CodecLinks::Key key{src, offset, region.numel()};
+  std::vector<float> increment;
+  std::span<const float> state;
+  if (op != kGet) {
+    core::Buffer payload;
+    ctx.recv(src, tag(seq | 0x800000), payload).wait();
+    if (op == kAccumulate || op == kFetchAccumulate) {
+      increment.resize(region.numel());
+      codec->decoder->decode(payload.view(), std::span<float>(increment));
+    } else {
+      state = codec->decode_state(key, payload.view());
+    }
+  }
+  std::int64_t ack = 0;
+  {
+    std::lock_guard<runtime::Mutex> lock(*mutex);
+    if (returns_data(op)) {
+      core::Buffer reply;
+      codec->encode_state(key, region, reply);
+      ctx.send(src, tag(seq), reply.view()).wait();
+    }
+    if (op == kPut) {
+      compress::copy_into(state, region);
+    } else if (op == kFetchAverage) {
+      const std::vector<float> mine = to_f32(region);
+      std::vector<float> avg(mine.size());
+      for (std::size_t i = 0; i < avg.size(); ++i)
+        avg[i] = static_cast<float>((static_cast<double>(mine[i]) + static_cast<double>(state[i])) * 0.5);
+      if (region.dtype() == core::DType::f32) {
+        compress::copy_into(avg, region);
+      } else {
+        auto r = region.as<double>();
+        for (std::size_t i = 0; i < r.size(); ++i) r[i] = (r[i] + static_cast<double>(state[i])) * 0.5;
+      }
+    } else if (op != kGet) {
+      add_into(region, increment);
+    }
+    if (op != kGet) ++version;
+    ack = static_cast<std::int64_t>(version);
+  }
+  ctx.send(src, tag(seq | kSeqLimit), i64_view(&ack, 1)).wait();
+}
+
 Window::Local::Local(std::shared_ptr<Shared> shared) : shared_(std::move(shared)), lock_(*shared_->mutex) {}
 MutableView Window::Local::view() const noexcept { return shared_->view; }
 void Window::Local::bump() noexcept { ++shared_->version; }
 std::uint64_t Window::Local::version() const noexcept { return shared_->version; }
 
-Window::Window(Communicator& comm, std::string name, MutableView local)
-    : comm_(comm), name_(std::move(name)), id_(fnv1a(name_)) {
+Window::Window(Communicator& comm, std::string name, MutableView local, WindowOptions options)
+    : comm_(comm), name_(std::move(name)), id_(fnv1a(name_)), options_(std::move(options)) {
   runtime::Context& ctx = comm.context();
   const int n = comm.size();
   // Every worker's shape, so requesters validate before sending.
@@ -137,7 +282,12 @@ Window::Window(Communicator& comm, std::string name, MutableView local)
     peer_numel_.push_back(all[2 * static_cast<std::size_t>(p)]);
     peer_dtype_.push_back(all[2 * static_cast<std::size_t>(p) + 1]);
   }
-  shared_ = std::shared_ptr<Shared>(new Shared{ctx, ctx.make_mutex(), local, 0, id_, name_});
+  std::unique_ptr<CodecLinks> owner_links;
+  if (compress::make_codec(options_.codec)->name() != "none") {
+    owner_links = std::make_unique<CodecLinks>(options_, comm.rank());
+    links_ = std::unique_ptr<Links>(new Links{ctx.make_mutex(), CodecLinks(options_, comm.rank())});
+  }
+  shared_ = std::shared_ptr<Shared>(new Shared{ctx, ctx.make_mutex(), local, 0, id_, name_, std::move(owner_links)});
   service_ = ctx.spawn("window " + name_, [shared = shared_] { shared->serve(); });
 }
 
@@ -164,8 +314,12 @@ void Window::check_range(const char* what, int peer, std::size_t offset, std::si
                core::name_of(dtype), peer, core::name_of(peer_dtype));
 }
 
+bool Window::encodes(core::DType dtype) const noexcept {
+  return links_ != nullptr && (dtype == core::DType::f32 || dtype == core::DType::f64);
+}
+
 Work Window::request(int op, int peer, ConstView payload, MutableView reply, std::size_t offset,
-                     std::uint64_t* version, core::DType dtype, std::size_t count) {
+                     std::uint64_t* version, core::DType dtype, std::size_t count, bool encoded) {
   check_range(op_name(op), peer, offset, count, dtype);
   if ((op == kAccumulate || op == kFetchAccumulate || op == kFetchAverage) && dtype != core::DType::f32 &&
       dtype != core::DType::f64)
@@ -176,52 +330,74 @@ Work Window::request(int op, int peer, ConstView payload, MutableView reply, std
   struct Pending {
     std::array<std::int64_t, kHeaderLen> header;
     std::int64_t ack = 0;
+    core::Buffer payload;  // encoded requests: the codec's payload
+    core::Buffer reply;    // encoded requests: the codec's reply
   };
   auto pending = std::make_shared<Pending>();
   pending->header = {op, static_cast<std::int64_t>(offset), static_cast<std::int64_t>(count),
-                     static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(seq)};
+                     static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(seq), encoded ? 1 : 0};
+  const CodecLinks::Key key{peer, offset, count};
+  if (encoded && op != kGet) {
+    std::lock_guard<runtime::Mutex> lock(*links_->mutex);
+    if (op == kAccumulate || op == kFetchAccumulate)
+      links_->codec.encode_increment(key, payload, pending->payload);
+    else
+      links_->codec.encode_state(key, payload, pending->payload);
+  }
   auto tag = [&](std::uint32_t detail) { return runtime::make_tag(TagKind::window, id_, detail); };
   std::vector<Work> parts;
   // Receives first, so the owner's answers never wait for this worker.
-  if (returns_data(op)) parts.push_back(ctx.recv(peer, tag(seq), reply));
+  if (returns_data(op)) {
+    if (encoded)
+      parts.push_back(ctx.recv(peer, tag(seq), pending->reply));
+    else
+      parts.push_back(ctx.recv(peer, tag(seq), reply));
+  }
   auto* ack_target = version != nullptr ? reinterpret_cast<std::int64_t*>(version) : &pending->ack;
   parts.push_back(ctx.recv(peer, tag(seq | kSeqLimit), MutableView(ack_target, 1, core::DType::i64)));
   parts.push_back(ctx.send(peer, tag(kRequestDetail), i64_view(pending->header.data(), kHeaderLen)));
-  if (op != kGet) parts.push_back(ctx.send(peer, tag(seq | 0x800000), payload));
-  return Work::all(std::move(parts), pending);
+  if (op != kGet) parts.push_back(ctx.send(peer, tag(seq | 0x800000), encoded ? pending->payload.view() : payload));
+  Work all = Work::all(std::move(parts), pending);
+  if (!encoded || !returns_data(op)) return all;
+  // The reply is decoded on arrival, here: the operation completes before it returns.
+  all.wait();
+  std::lock_guard<runtime::Mutex> lock(*links_->mutex);
+  compress::copy_into(links_->codec.decode_state(key, pending->reply.view()), reply);
+  return Work();
 }
 
 Work Window::put(int peer, ConstView src, std::size_t offset) {
-  return request(kPut, peer, src, {}, offset, nullptr, src.dtype(), src.numel());
+  return request(kPut, peer, src, {}, offset, nullptr, src.dtype(), src.numel(), encodes(src.dtype()));
 }
 
 Work Window::get(int peer, MutableView dst, std::size_t offset, std::uint64_t* version) {
-  return request(kGet, peer, {}, dst, offset, version, dst.dtype(), dst.numel());
+  return request(kGet, peer, {}, dst, offset, version, dst.dtype(), dst.numel(), encodes(dst.dtype()));
 }
 
-Work Window::accumulate(int peer, ConstView src, std::size_t offset) {
-  return request(kAccumulate, peer, src, {}, offset, nullptr, src.dtype(), src.numel());
+Work Window::accumulate(int peer, ConstView src, std::size_t offset, Wire wire) {
+  return request(kAccumulate, peer, src, {}, offset, nullptr, src.dtype(), src.numel(),
+                 wire == Wire::codec && encodes(src.dtype()));
 }
 
 Work Window::fetch_accumulate(int peer, ConstView src, MutableView before, std::size_t offset) {
   FAST_ENFORCE(before.dtype() == src.dtype() && before.numel() == src.numel(),
                "window '{}': fetch_accumulate's result is {} x {}, its input {} x {}", name_, before.numel(),
                core::name_of(before.dtype()), src.numel(), core::name_of(src.dtype()));
-  return request(kFetchAccumulate, peer, src, before, offset, nullptr, src.dtype(), src.numel());
+  return request(kFetchAccumulate, peer, src, before, offset, nullptr, src.dtype(), src.numel(), encodes(src.dtype()));
 }
 
 Work Window::fetch_average(int peer, ConstView src, MutableView before, std::size_t offset) {
   FAST_ENFORCE(before.dtype() == src.dtype() && before.numel() == src.numel(),
                "window '{}': fetch_average's result is {} x {}, its input {} x {}", name_, before.numel(),
                core::name_of(before.dtype()), src.numel(), core::name_of(src.dtype()));
-  return request(kFetchAverage, peer, src, before, offset, nullptr, src.dtype(), src.numel());
+  return request(kFetchAverage, peer, src, before, offset, nullptr, src.dtype(), src.numel(), encodes(src.dtype()));
 }
 
 Window::Local Window::local() { return Local(shared_); }
 
 void Window::stop_service() {
   closed_ = true;
-  const std::array<std::int64_t, kHeaderLen> stop{kStop, 0, 0, 0, 0};
+  const std::array<std::int64_t, kHeaderLen> stop{kStop, 0, 0, 0, 0, 0};
   runtime::Context& ctx = comm_.context();
   ctx.send(ctx.rank(), shared_->tag(kRequestDetail), i64_view(stop.data(), kHeaderLen)).wait();
   service_.wait();

@@ -64,6 +64,11 @@ class Communicator {
   void neighbor_average(core::MutableView data, std::span<const int> in_neighbors,
                         std::span<const double> in_weights, std::span<const int> out_neighbors, double self_weight);
 
+ // Takes the next sequence number for a collective built outside this class (CodecAllreduce,
+  // ChocoGossip), so its tags make_tag(TagKind::collective, sequence, detail) never meet another
+  // collective's. Same contract as the collectives: every worker calls it at the same point.
+  std::uint32_t reserve_sequence() { return next_sequence(); }
+
  private:
   std::uint32_t next_sequence() { return sequence_.fetch_add(1, std::memory_order_relaxed); }
   void ring_allreduce(core::MutableView data, const AllreduceOptions& options, std::uint32_t sequence);

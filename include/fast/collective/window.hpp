@@ -26,9 +26,21 @@
 // stopped issuing requests to the window, then stops the service. The exposed memory must stay
 // valid until close() returns or the Window is destroyed.
 //
+// Compression (WindowOptions::codec other than "none"): f32 and f64 data travel encoded. Data that
+// is added (the payloads of accumulate and fetch_accumulate) goes through error feedback, one
+// residual per (peer, range). Data that is a state (the payloads of put and fetch_average, the
+// data returned by get, fetch_accumulate and fetch_average) travels as the codec's encoding of its
+// difference from a reference both ends keep per (peer, range, direction)
+// (compress::DeltaSender/DeltaReceiver): the value received is the receiver's reference, which
+// tracks the sender's state and equals it exactly with a lossless codec. Operations that return
+// data then complete before they return (their data is decoded on arrival); accumulate stays
+// asynchronous. Wire::exact sends one accumulate uncompressed (a scalar that must stay exact,
+// such as push-sum's mass). Other dtypes always travel as they are.
+//
 // Thread-safety: put/get/accumulate may be issued concurrently by any activity of the owning
 // worker. Never hold a Local guard while waiting on another worker (the service needs the lock).
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -36,10 +48,22 @@
 #include <vector>
 
 #include "fast/collective/communicator.hpp"
+#include "fast/compress/meter.hpp"
+#include "fast/core/layout.hpp"
 #include "fast/core/tensor_view.hpp"
 #include "fast/core/work.hpp"
 
 namespace fast::collective {
+
+struct WindowOptions {
+  std::string codec = "none";                   // compress::make_codec spec for f32/f64 data
+  std::uint64_t seed = 0;                       // the codecs' random streams (mixed with ranks)
+  const core::Layout* layout = nullptr;         // the exposed tensor's blocks, used for whole-tensor operations
+  compress::CompressionMeter* meter = nullptr;  // counts every encode of this worker (not owned)
+};
+
+// How one accumulate travels: through the window's codec, or as it is.
+enum class Wire : std::uint8_t { codec, exact };
 
 class Window {
  public:
@@ -47,7 +71,8 @@ class Window {
   // too) under `name`, which must be unique among this worker's open windows. All-gathers every
   // worker's length and dtype, so a request out of range or of the wrong dtype is rejected by the
   // requester (InvalidArgument naming window, peer, range and dtype) before anything is sent.
-  Window(Communicator& comm, std::string name, core::MutableView local);
+  // Every worker passes the same options.codec.
+  Window(Communicator& comm, std::string name, core::MutableView local, WindowOptions options = {});
   // Stops the service if close() was not called (without the collective wait: requests that
   // arrive later are never answered and time out at their senders).
   ~Window();
@@ -60,7 +85,7 @@ class Window {
   // version the data was read at. dst and version must stay valid until the Work completes.
   core::Work get(int peer, core::MutableView dst, std::size_t offset = 0, std::uint64_t* version = nullptr);
   // peer's tensor[offset, ...) += src (f32 or f64).
-  core::Work accumulate(int peer, core::ConstView src, std::size_t offset = 0);
+  core::Work accumulate(int peer, core::ConstView src, std::size_t offset = 0, Wire wire = Wire::codec);
   // before = peer's tensor[offset, ...), then peer's tensor[offset, ...) += src, atomically
   // (fetch-and-add). before has src's length and dtype.
   core::Work fetch_accumulate(int peer, core::ConstView src, core::MutableView before, std::size_t offset = 0);
@@ -94,7 +119,8 @@ class Window {
 
  private:
   core::Work request(int op, int peer, core::ConstView payload, core::MutableView reply, std::size_t offset,
-                     std::uint64_t* version, core::DType dtype, std::size_t count);
+                     std::uint64_t* version, core::DType dtype, std::size_t count, bool encoded);
+  bool encodes(core::DType dtype) const noexcept;
   void check_range(const char* what, int peer, std::size_t offset, std::size_t count, core::DType dtype) const;
   void stop_service();
 
@@ -105,6 +131,9 @@ class Window {
   std::vector<std::int64_t> peer_numel_;
   std::vector<std::int64_t> peer_dtype_;
   std::atomic<std::uint32_t> next_seq_{0};
+  WindowOptions options_;
+  struct Links;                    // requester-side codec state per (peer, range)
+  std::unique_ptr<Links> links_;
   core::Work service_;
   bool closed_ = false;
 };

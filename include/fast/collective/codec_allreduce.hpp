@@ -1,0 +1,82 @@
+#pragma once
+// CodecAllreduce: the average of a float32 tensor over all workers, with every message through a
+// codec (compress/) and error feedback on each worker's own contribution. Collective: every worker
+// calls average() at the same point, with the same key and length.
+//
+// The codec decides the algorithm (path()):
+//   dense     none               Communicator::allreduce (ring, exact f32).
+//   ring      fp16, bf16         the values can be summed: a ring reduce-scatter whose messages are
+//                                the encoded partial sums (decoded, added, re-encoded at each hop),
+//                                then a ring all-gather of each segment's encoded sum. Bytes per
+//                                worker: 2 (W-1)/W x the encoded tensor.
+//   gather   int8, sign, topk,   messages cannot be summed encoded: every worker's encoded tensor
+//            randk, threshold    goes round a ring all-gather (forwarded as is, never re-encoded);
+//                                each worker decodes all W and sums them in rank order. Bytes per
+//                                worker: (W-1) x the encoded tensor.
+//   low_rank powersgd            PowerSGD (Vogels et al., 2019): per matrix block M (layout), with
+//                                the warm-started Q: P = sum_w M_w Q (dense ring all-reduce),
+//                                orthonormalised; Q = (1/W) sum_w M_w^T P (dense ring all-reduce);
+//                                M ~ P Q^T. Vector blocks are averaged dense.
+//
+// Error feedback (the gather, ring and low_rank paths): this worker's contribution is data + e,
+// where e (float64, one per key) is what the codec dropped of its contributions so far; for the
+// ring path e is the rounding of its own contribution, for low_rank e = M - P Q^T. Keys tell apart
+// tensors averaged by the same worker (gradients, model deltas).
+//
+// On return every worker holds bit-identical data (each decodes the same payloads in the same
+// order, and a segment's owner keeps the decoded value of what it sent).
+//
+// Thread-safety: one CodecAllreduce per worker, used by one activity at a time.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fast/collective/communicator.hpp"
+#include "fast/compress/codec.hpp"
+#include "fast/compress/error_feedback.hpp"
+#include "fast/compress/meter.hpp"
+#include "fast/core/layout.hpp"
+
+namespace fast::collective {
+
+struct CodecAllreduceOptions {
+  std::string codec = "none";          // compress::make_codec spec
+  std::uint64_t seed = 0;              // the codec's random stream (int8, randk); per worker it is mixed with the rank
+  core::Layout layout;                 // the tensor's blocks (powersgd); empty: one vector block
+  std::size_t chunk_bytes = std::size_t{4} << 20;  // pipeline piece of the dense ring all-reduces
+  compress::CompressionMeter* meter = nullptr;     // counts every encode (not owned; may be null)
+};
+
+class CodecAllreduce {
+ public:
+  enum class Path { dense, ring, gather, low_rank };
+
+  // InvalidArgument for a bad codec spec (make_codec's message).
+  CodecAllreduce(Communicator& comm, CodecAllreduceOptions options);
+  ~CodecAllreduce();
+
+  // Collective: data (f32) = average over workers of their contributions as described above.
+  void average(core::MutableView data, std::uint64_t key);
+
+  Path path() const noexcept { return path_; }
+  // The error-feedback residual of key (empty before its first average, and on the dense path).
+  std::vector<double> residual(std::uint64_t key) const;
+
+ private:
+  void ring(std::span<float> data, std::uint64_t key);
+  void gather(std::span<float> data, std::uint64_t key);
+  void low_rank(std::span<float> data, std::uint64_t key);
+
+  Communicator& comm_;
+  CodecAllreduceOptions options_;
+  Path path_ = Path::dense;
+  std::unique_ptr<compress::ErrorFeedback> feedback_;  // ring and gather paths
+  std::unique_ptr<compress::Codec> hop_codec_;         // ring path: encodes partial sums
+  struct LowRank;                                      // low_rank path: per key, Q and the residual
+  std::unordered_map<std::uint64_t, std::unique_ptr<LowRank>> low_rank_;
+};
+
+}  // namespace fast::collective

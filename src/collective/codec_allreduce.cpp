@@ -1,0 +1,165 @@
+#include "fast/collective/codec_allreduce.hpp"
+
+#include <algorithm>
+
+#include "fast/core/buffer.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::collective {
+
+using core::Buffer;
+using core::ConstView;
+using core::MutableView;
+using core::Work;
+using runtime::make_tag;
+using runtime::TagKind;
+
+namespace {
+// Segment s of W near-equal segments of n elements: [n s / W, n (s+1) / W).
+std::pair<std::size_t, std::size_t> segment(std::size_t n, int parts, int s) {
+  const auto w = static_cast<std::size_t>(parts);
+  const auto i = static_cast<std::size_t>(s);
+  return {n * i / w, n * (i + 1) / w};
+}
+int wrap(int v, int n) { return ((v % n) + n) % n; }
+// Per-worker stream of the codec: the seed mixed with the rank, so workers draw independently.
+std::uint64_t worker_seed(std::uint64_t seed, int rank) {
+  return seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank) + 1;
+}
+}  // namespace
+
+struct CodecAllreduce::LowRank {};
+
+CodecAllreduce::CodecAllreduce(Communicator& comm, CodecAllreduceOptions options)
+    : comm_(comm), options_(std::move(options)) {
+  std::unique_ptr<compress::Codec> codec = compress::make_codec(options_.codec, worker_seed(options_.seed, comm.rank()));
+  const std::string_view name = codec->name();
+  if (name == "none") {
+    path_ = Path::dense;
+  } else if (name == "fp16" || name == "bf16") {
+    path_ = Path::ring;
+    hop_codec_ = compress::make_codec(options_.codec);
+    feedback_ = std::make_unique<compress::ErrorFeedback>(std::move(codec));
+  } else {
+    path_ = Path::gather;
+    feedback_ = std::make_unique<compress::ErrorFeedback>(std::move(codec));
+  }
+}
+
+CodecAllreduce::~CodecAllreduce() = default;
+
+std::vector<double> CodecAllreduce::residual(std::uint64_t key) const {
+  if (feedback_ == nullptr) return {};
+  const auto r = feedback_->residual(key);
+  return {r.begin(), r.end()};
+}
+
+void CodecAllreduce::average(MutableView data, std::uint64_t key) {
+  FAST_ENFORCE(data.dtype() == core::DType::f32, "CodecAllreduce({}): expected f32 data, got {}", options_.codec,
+               core::name_of(data.dtype()));
+  switch (path_) {
+    case Path::dense:
+      comm_.allreduce(data, {.op = ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+      return;
+    case Path::ring:
+      ring(data.as<float>(), key);
+      return;
+    case Path::gather:
+      gather(data.as<float>(), key);
+      return;
+    case Path::low_rank:
+      low_rank(data.as<float>(), key);
+      return;
+  }
+}
+
+// Ring over encoded partial sums. Tags: detail = step (0..2W-3).
+void CodecAllreduce::ring(std::span<float> data, std::uint64_t key) {
+  runtime::Context& ctx = comm_.context();
+  const int n = comm_.size();
+  const int me = comm_.rank();
+  const std::uint32_t seq = comm_.reserve_sequence();
+  // This worker's contribution, rounded by the codec once with error feedback: data = decode(encode(data + e)).
+  {
+    Buffer own;
+    feedback_->encode(key, ConstView(std::span<const float>(data)), own);
+    feedback_->codec().decode(own.view(), data);
+  }
+  if (n == 1) return;
+  const int next = wrap(me + 1, n);
+  const int prev = wrap(me - 1, n);
+  std::vector<float> incoming;
+  Buffer out;
+  Buffer in;
+  auto encode = [&](std::span<const float> values, Buffer& payload) {
+    hop_codec_->encode(values, payload);
+    if (options_.meter != nullptr) options_.meter->add(values.size() * sizeof(float), payload.bytes());
+  };
+  // Reduce-scatter: at step t, send segment (me - t) and add the received segment (me - t - 1).
+  for (int t = 0; t < n - 1; ++t) {
+    const auto [sb, se] = segment(data.size(), n, wrap(me - t, n));
+    encode(data.subspan(sb, se - sb), out);
+    const Work sent = ctx.send(next, make_tag(TagKind::collective, seq, static_cast<std::uint32_t>(t)), out.view());
+    ctx.recv(prev, make_tag(TagKind::collective, seq, static_cast<std::uint32_t>(t)), in).wait();
+    sent.wait();
+    const auto [rb, re] = segment(data.size(), n, wrap(me - t - 1, n));
+    incoming.resize(re - rb);
+    hop_codec_->decode(in.view(), std::span<float>(incoming));
+    for (std::size_t i = 0; i < incoming.size(); ++i) data[rb + i] += incoming[i];
+  }
+  // This worker now holds the full sum of segment me + 1. Encode it once, keep its decoding (so
+  // every worker ends with the same values), then pass the encoded segments round the ring.
+  const int owned = wrap(me + 1, n);
+  {
+    const auto [ob, oe] = segment(data.size(), n, owned);
+    encode(data.subspan(ob, oe - ob), out);
+    hop_codec_->decode(out.view(), data.subspan(ob, oe - ob));
+  }
+  for (int t = 0; t < n - 1; ++t) {
+    const auto tag = make_tag(TagKind::collective, seq, static_cast<std::uint32_t>(n - 1 + t));
+    const Work sent = ctx.send(next, tag, out.view());
+    ctx.recv(prev, tag, in).wait();
+    sent.wait();
+    const auto [rb, re] = segment(data.size(), n, wrap(owned - t - 1, n));
+    hop_codec_->decode(in.view(), data.subspan(rb, re - rb));
+    std::swap(out, in);  // forward what was just received
+  }
+  const float inv = 1.0f / static_cast<float>(n);
+  for (float& x : data) x *= inv;
+}
+
+// All-gather of encoded messages round the ring. Tags: detail = step (0..W-2).
+void CodecAllreduce::gather(std::span<float> data, std::uint64_t key) {
+  runtime::Context& ctx = comm_.context();
+  const int n = comm_.size();
+  const int me = comm_.rank();
+  const std::uint32_t seq = comm_.reserve_sequence();
+  std::vector<Buffer> payloads(static_cast<std::size_t>(n));
+  feedback_->encode(key, ConstView(std::span<const float>(data)), payloads[static_cast<std::size_t>(me)]);
+  if (options_.meter != nullptr)
+    options_.meter->add(data.size() * sizeof(float), payloads[static_cast<std::size_t>(me)].bytes());
+  const int next = wrap(me + 1, n);
+  const int prev = wrap(me - 1, n);
+  // At step t this worker forwards the payload of worker me - t and receives that of me - t - 1.
+  for (int t = 0; t < n - 1; ++t) {
+    const auto tag = make_tag(TagKind::collective, seq, static_cast<std::uint32_t>(t));
+    const Work sent = ctx.send(next, tag, payloads[static_cast<std::size_t>(wrap(me - t, n))].view());
+    ctx.recv(prev, tag, payloads[static_cast<std::size_t>(wrap(me - t - 1, n))]).wait();
+    sent.wait();
+  }
+  // Sum of the decoded messages in rank order: the same float operations on every worker.
+  std::vector<float> decoded(data.size());
+  std::fill(data.begin(), data.end(), 0.0f);
+  for (int w = 0; w < n; ++w) {
+    feedback_->codec().decode(payloads[static_cast<std::size_t>(w)].view(), std::span<float>(decoded));
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] += decoded[i];
+  }
+  const float inv = 1.0f / static_cast<float>(n);
+  for (float& x : data) x *= inv;
+}
+
+void CodecAllreduce::low_rank(std::span<float> /*data*/, std::uint64_t /*key*/) {
+  FAST_THROW(core::InvalidUsage, "CodecAllreduce: the low-rank path is not built yet");
+}
+
+}  // namespace fast::collective

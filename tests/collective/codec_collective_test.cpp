@@ -1,0 +1,206 @@
+// Collectives and windows with a codec: CodecAllreduce, ChocoGossip, Window with WindowOptions::codec.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "fast/collective/choco_gossip.hpp"
+#include "fast/collective/codec_allreduce.hpp"
+#include "fast/collective/window.hpp"
+#include "fast/compress/codec.hpp"
+#include "fast/runtime/threads/world.hpp"
+
+namespace fast::collective {
+namespace {
+
+using core::ConstView;
+using core::MutableView;
+using runtime::Context;
+
+// Worker r's input at step t: a deterministic, non-sparse pattern.
+std::vector<float> input(int r, int t, std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) + r) * (1.0 + 0.1 * t) + 0.01 * r);
+  return v;
+}
+
+TEST(CodecAllreduce, PathFollowsTheCodec) {
+  runtime::threads::World world({.size = 1, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    Communicator comm(ctx);
+    EXPECT_EQ(CodecAllreduce(comm, {.codec = "none"}).path(), CodecAllreduce::Path::dense);
+    EXPECT_EQ(CodecAllreduce(comm, {.codec = "fp16"}).path(), CodecAllreduce::Path::ring);
+    EXPECT_EQ(CodecAllreduce(comm, {.codec = "bf16"}).path(), CodecAllreduce::Path::ring);
+    for (const char* c : {"int8", "sign", "topk:ratio=0.1", "randk:ratio=0.1", "threshold:value=0.5"})
+      EXPECT_EQ(CodecAllreduce(comm, {.codec = c}).path(), CodecAllreduce::Path::gather) << c;
+  });
+}
+
+// Over T steps, W * (sum of the averages) + sum over workers of the final residuals equals the sum
+// of all inputs (error feedback loses nothing), every worker ends each step with the same values,
+// and the metered wire bytes are what the codec says.
+TEST(CodecAllreduce, ErrorFeedbackLosesNothingAndWorkersAgree) {
+  constexpr int kWorkers = 4;
+  constexpr int kSteps = 6;
+  constexpr std::size_t kN = 1001;
+  for (const char* codec : {"fp16", "bf16", "int8:levels=4", "sign", "topk:ratio=0.05", "randk:k=50", "threshold:value=0.9"}) {
+    std::vector<std::vector<float>> outputs(kWorkers);
+    std::vector<std::vector<double>> residuals(kWorkers);
+    std::vector<compress::CompressionStats> stats(kWorkers);
+    runtime::threads::World world({.size = kWorkers, .op_timeout_seconds = 60});
+    world.run([&](Context& ctx) {
+      Communicator comm(ctx);
+      compress::CompressionMeter meter;
+      CodecAllreduce reduce(comm, {.codec = codec, .seed = 7, .meter = &meter});
+      const auto r = static_cast<std::size_t>(ctx.rank());
+      std::vector<float> sum(kN, 0.0f);
+      for (int t = 0; t < kSteps; ++t) {
+        std::vector<float> x = input(ctx.rank(), t, kN);
+        reduce.average(MutableView(std::span<float>(x)), 3);
+        // Every worker holds the same values: compare with worker 0's through an all-gather.
+        std::vector<float> all(kN * kWorkers);
+        comm.allgather(ConstView(std::span<const float>(x)), MutableView(std::span<float>(all)));
+        for (int w = 1; w < kWorkers; ++w)
+          for (std::size_t i = 0; i < kN; ++i) ASSERT_EQ(all[w * kN + i], all[i]) << codec << " step " << t;
+        for (std::size_t i = 0; i < kN; ++i) sum[i] += x[i];
+      }
+      outputs[r] = sum;
+      residuals[r] = reduce.residual(3);
+      stats[r] = meter.stats();
+    });
+    double max_err = 0, scale = 0;
+    for (std::size_t i = 0; i < kN; ++i) {
+      double inputs = 0, res = 0;
+      for (int w = 0; w < kWorkers; ++w) {
+        for (int t = 0; t < kSteps; ++t) inputs += input(w, t, kN)[i];
+        res += residuals[static_cast<std::size_t>(w)][i];
+      }
+      const double got = kWorkers * static_cast<double>(outputs[0][i]) + res;
+      max_err = std::max(max_err, std::abs(got - inputs));
+      scale = std::max(scale, std::abs(inputs));
+    }
+    // fp16/bf16 partial sums are rounded again at each hop (not fed back): their bound is the
+    // codec's relative precision times the sums; the other codecs only lose float32 rounding.
+    const std::string name(codec);
+    const double tol = name == "fp16" ? 2e-3 : name == "bf16" ? 2e-2 : 1e-4;
+    EXPECT_LE(max_err, tol * scale) << codec;
+    EXPECT_GT(stats[0].messages, 0u) << codec;
+    // threshold is variable-size: with error feedback most values pass the threshold sooner or later.
+    if (name.rfind("threshold", 0) != 0) EXPECT_GT(stats[0].ratio(), 1.5) << codec;
+  }
+}
+
+TEST(CodecAllreduce, GatherBytesAreTheEncodedMessages) {
+  constexpr int kWorkers = 3;
+  constexpr std::size_t kN = 4000;
+  runtime::threads::World world({.size = kWorkers, .op_timeout_seconds = 60});
+  world.run([&](Context& ctx) {
+    Communicator comm(ctx);
+    CodecAllreduce reduce(comm, {.codec = "sign"});
+    std::vector<float> x = input(ctx.rank(), 0, kN);
+    const std::uint64_t before = ctx.bytes_sent();
+    reduce.average(MutableView(std::span<float>(x)), 0);
+    // W-1 forwarded payloads of sign: 16-byte header + 4-byte scale + ceil(n/8) bits.
+    const std::size_t payload = compress::make_codec("sign")->encoded_bytes(kN);
+    EXPECT_EQ(ctx.bytes_sent() - before, (kWorkers - 1) * payload);
+  });
+}
+
+// CHOCO-gossip on a ring: the sum of the replicas is kept (up to float32 rounding) and, with no
+// gradients, the replicas converge to the average of the initial values.
+TEST(ChocoGossip, ConvergesToTheAverageAndKeepsTheSum) {
+  constexpr int kWorkers = 5;
+  constexpr std::size_t kN = 200;
+  struct Case {
+    const char* codec;
+    double gamma;
+    int rounds;
+  };
+  for (const Case c : {Case{"none", 1.0, 200}, Case{"fp16", 1.0, 200}, Case{"topk:ratio=0.1", 0.1, 1500},
+                       Case{"sign", 0.1, 1500}, Case{"int8:levels=16", 0.6, 600}}) {
+    std::vector<std::vector<float>> finals(kWorkers);
+    runtime::threads::World world({.size = kWorkers, .op_timeout_seconds = 60});
+    world.run([&](Context& ctx) {
+      Communicator comm(ctx);
+      const int r = ctx.rank();
+      const int left = (r + kWorkers - 1) % kWorkers, right = (r + 1) % kWorkers;
+      ChocoGossip gossip(comm, kN, {left, right}, {1.0 / 3, 1.0 / 3}, {left, right}, 1.0 / 3,
+                         {.codec = c.codec, .seed = 11, .gamma = c.gamma});
+      std::vector<float> x = input(r, 0, kN);
+      for (int k = 0; k < c.rounds; ++k) gossip.mix(std::span<float>(x));
+      finals[static_cast<std::size_t>(r)] = x;
+    });
+    double worst = 0, drift = 0;
+    for (std::size_t i = 0; i < kN; ++i) {
+      double avg0 = 0, avg1 = 0;
+      for (int w = 0; w < kWorkers; ++w) {
+        avg0 += input(w, 0, kN)[i] / kWorkers;
+        avg1 += finals[static_cast<std::size_t>(w)][i] / kWorkers;
+      }
+      drift = std::max(drift, std::abs(avg1 - avg0));
+      for (int w = 0; w < kWorkers; ++w) worst = std::max(worst, std::abs(finals[static_cast<std::size_t>(w)][i] - avg0));
+    }
+    EXPECT_LE(drift, 1e-4) << c.codec;
+    EXPECT_LE(worst, 1e-3) << c.codec;
+  }
+}
+
+// Window with a codec. Accumulates go through error feedback: after K accumulates of v the owner
+// holds K v minus one bounded residual, so the relative error falls like 1/K. States travel as
+// differences from a reference: repeated gets (and puts) of a fixed state converge to it.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want, double factor = 1.0) {
+  double err = 0, norm = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    err += std::pow(got[i] - factor * want[i], 2);
+    norm += std::pow(factor * want[i], 2);
+  }
+  return std::sqrt(err / norm);
+}
+
+TEST(WindowCodec, AccumulatesLoseNothingAndStatesConverge) {
+  constexpr std::size_t kN = 300;
+  for (const char* codec : {"fp16", "topk:ratio=0.1", "sign", "int8"}) {
+    runtime::threads::World world({.size = 2, .op_timeout_seconds = 60});
+    world.run([&](Context& ctx) {
+      Communicator comm(ctx);
+      std::vector<float> mine(kN, 0.0f);
+      compress::CompressionMeter meter;
+      Window window(comm, "w", MutableView(std::span<float>(mine)), {.codec = codec, .seed = 5, .meter = &meter});
+      const std::vector<float> v = input(1, 0, kN);
+      if (ctx.rank() == 1)
+        for (int k = 0; k < 200; ++k) window.accumulate(0, ConstView(std::span<const float>(v))).wait();
+      comm.barrier();
+      if (ctx.rank() == 0) {
+        EXPECT_LE(relative_error(mine, v, 200.0), 0.03) << codec;
+      }
+      comm.barrier();
+      // Worker 0 now holds a fixed state s = 200 v (approximately); worker 1 reads it repeatedly.
+      if (ctx.rank() == 1) {
+        std::vector<float> got(kN);
+        window.get(0, MutableView(std::span<float>(got))).wait();
+        const double first = relative_error(got, v, 200.0);
+        for (int k = 0; k < 150; ++k) window.get(0, MutableView(std::span<float>(got))).wait();
+        const double last = relative_error(got, v, 200.0);
+        EXPECT_LE(last, 0.03) << codec;
+        if (std::string(codec) != "fp16") {
+          EXPECT_LT(last, first) << codec;
+        }
+        // Puts of a fixed state into worker 0 converge to it.
+        const std::vector<float> p = input(3, 2, kN);
+        for (int k = 0; k < 150; ++k) window.put(0, ConstView(std::span<const float>(p))).wait();
+        EXPECT_GT(meter.stats().ratio(), 1.5) << codec;
+      }
+      comm.barrier();
+      if (ctx.rank() == 0) {
+        EXPECT_LE(relative_error(mine, input(3, 2, kN)), 0.01) << codec;
+      }
+      comm.barrier();
+      window.close();
+    });
+  }
+}
+
+}  // namespace
+}  // namespace fast::collective
