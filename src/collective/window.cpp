@@ -89,12 +89,14 @@ struct CodecLinks {
   std::size_t layout_numel = 0;
   int rank = 0;
   compress::CompressionMeter* meter = nullptr;
+  std::function<std::span<const float>(int)> initial;
   std::map<Key, std::unique_ptr<compress::ErrorFeedback>> feedback;
   std::map<Key, std::unique_ptr<compress::DeltaSender>> senders;
   std::map<Key, std::unique_ptr<compress::DeltaReceiver>> receivers;
   std::unique_ptr<compress::Codec> decoder;
 
-  CodecLinks(const WindowOptions& o, int me) : spec(o.codec), seed(o.seed), layout(o.layout), rank(me), meter(o.meter) {
+  CodecLinks(const WindowOptions& o, int me)
+      : spec(o.codec), seed(o.seed), layout(o.layout), rank(me), meter(o.meter), initial(o.initial) {
     if (layout != nullptr)
       for (const core::TensorBlock& b : *layout) layout_numel += b.numel;
     decoder = compress::make_codec(spec);
@@ -108,6 +110,15 @@ struct CodecLinks {
     (void)count;
     return compress::make_codec(spec, s);
   }
+  // The shared starting reference of range [offset, offset + count) of `owner`'s tensor (empty: zeros).
+  std::span<const float> start(int owner, std::size_t offset, std::size_t count) const {
+    if (!initial) return {};
+    const std::span<const float> all = initial(owner);
+    if (all.empty()) return {};
+    FAST_ENFORCE(offset + count <= all.size(), "window codec: initial values of worker {} hold {} elements, range [{}, {})",
+                 owner, all.size(), offset, offset + count);
+    return all.subspan(offset, count);
+  }
   // Encodes an increment (f32 or f64) with error feedback.
   void encode_increment(const Key& key, ConstView data, core::Buffer& out) {
     auto& ef = feedback[key];
@@ -120,16 +131,20 @@ struct CodecLinks {
     }
     if (meter != nullptr) meter->add(data.bytes(), out.bytes());
   }
-  // Encodes a state as its difference from the link's reference.
-  void encode_state(const Key& key, ConstView data, core::Buffer& out) {
+  // Encodes a state as its difference from the link's reference; owner: whose tensor the range is of.
+  void encode_state(const Key& key, int owner, ConstView data, core::Buffer& out) {
     auto& sender = senders[key];
-    if (!sender) sender = std::make_unique<compress::DeltaSender>(make(key, 1), std::get<2>(key));
+    if (!sender)
+      sender = std::make_unique<compress::DeltaSender>(make(key, 1), std::get<2>(key),
+                                                       start(owner, std::get<1>(key), std::get<2>(key)));
     sender->encode(data, out, meter);
   }
   // Decodes a state received on a link: returns the link's updated reference.
-  std::span<const float> decode_state(const Key& key, ConstView payload) {
+  std::span<const float> decode_state(const Key& key, int owner, ConstView payload) {
     auto& receiver = receivers[key];
-    if (!receiver) receiver = std::make_unique<compress::DeltaReceiver>(compress::make_codec(spec), std::get<2>(key));
+    if (!receiver)
+      receiver = std::make_unique<compress::DeltaReceiver>(compress::make_codec(spec), std::get<2>(key),
+                                                           start(owner, std::get<1>(key), std::get<2>(key)));
     return receiver->decode(payload);
   }
 };
@@ -231,7 +246,7 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
       increment.resize(region.numel());
       codec->decoder->decode(payload.view(), std::span<float>(increment));
     } else {
-      state = codec->decode_state(key, payload.view());
+      state = codec->decode_state(key, codec->rank, payload.view());
     }
   }
   std::int64_t ack = 0;
@@ -239,7 +254,7 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
     std::lock_guard<runtime::Mutex> lock(*mutex);
     if (returns_data(op)) {
       core::Buffer reply;
-      codec->encode_state(key, region, reply);
+      codec->encode_state(key, codec->rank, region, reply);
       ctx.send(src, tag(seq), reply.view()).wait();
     }
     if (op == kPut) {
@@ -342,7 +357,7 @@ Work Window::request(int op, int peer, ConstView payload, MutableView reply, std
     if (op == kAccumulate || op == kFetchAccumulate)
       links_->codec.encode_increment(key, payload, pending->payload);
     else
-      links_->codec.encode_state(key, payload, pending->payload);
+      links_->codec.encode_state(key, peer, payload, pending->payload);
   }
   auto tag = [&](std::uint32_t detail) { return runtime::make_tag(TagKind::window, id_, detail); };
   std::vector<Work> parts;
@@ -362,7 +377,7 @@ Work Window::request(int op, int peer, ConstView payload, MutableView reply, std
   // The reply is decoded on arrival, here: the operation completes before it returns.
   all.wait();
   std::lock_guard<runtime::Mutex> lock(*links_->mutex);
-  compress::copy_into(links_->codec.decode_state(key, pending->reply.view()), reply);
+  compress::copy_into(links_->codec.decode_state(key, peer, pending->reply.view()), reply);
   return Work();
 }
 
@@ -370,8 +385,9 @@ Work Window::put(int peer, ConstView src, std::size_t offset) {
   return request(kPut, peer, src, {}, offset, nullptr, src.dtype(), src.numel(), encodes(src.dtype()));
 }
 
-Work Window::get(int peer, MutableView dst, std::size_t offset, std::uint64_t* version) {
-  return request(kGet, peer, {}, dst, offset, version, dst.dtype(), dst.numel(), encodes(dst.dtype()));
+Work Window::get(int peer, MutableView dst, std::size_t offset, std::uint64_t* version, Wire wire) {
+  return request(kGet, peer, {}, dst, offset, version, dst.dtype(), dst.numel(),
+                 wire == Wire::codec && encodes(dst.dtype()));
 }
 
 Work Window::accumulate(int peer, ConstView src, std::size_t offset, Wire wire) {

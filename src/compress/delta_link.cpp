@@ -6,9 +6,18 @@
 
 namespace fast::compress {
 
-DeltaSender::DeltaSender(std::unique_ptr<Codec> codec, std::size_t n)
+namespace {
+void start_from(std::vector<float>& reference, std::span<const float> initial, const char* who) {
+  if (initial.empty()) return;
+  FAST_ENFORCE_EQ(initial.size(), reference.size(), "{}: initial reference length", who);
+  std::copy(initial.begin(), initial.end(), reference.begin());
+}
+}  // namespace
+
+DeltaSender::DeltaSender(std::unique_ptr<Codec> codec, std::size_t n, std::span<const float> initial)
     : codec_(std::move(codec)), reference_(n, 0.0f), diff_(n), decoded_(n) {
   FAST_ENFORCE(codec_ != nullptr, "DeltaSender: codec must not be null");
+  start_from(reference_, initial, "DeltaSender");
 }
 
 void DeltaSender::encode(core::ConstView x, core::Buffer& out, CompressionMeter* meter) {
@@ -30,9 +39,10 @@ void DeltaSender::encode(core::ConstView x, core::Buffer& out, CompressionMeter*
   if (meter != nullptr) meter->add(n * core::size_of(x.dtype()), out.bytes());
 }
 
-DeltaReceiver::DeltaReceiver(std::unique_ptr<Codec> codec, std::size_t n)
+DeltaReceiver::DeltaReceiver(std::unique_ptr<Codec> codec, std::size_t n, std::span<const float> initial)
     : codec_(std::move(codec)), reference_(n, 0.0f), decoded_(n) {
   FAST_ENFORCE(codec_ != nullptr, "DeltaReceiver: codec must not be null");
+  start_from(reference_, initial, "DeltaReceiver");
 }
 
 std::span<const float> DeltaReceiver::decode(core::ConstView payload) {

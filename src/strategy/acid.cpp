@@ -102,6 +102,8 @@ AcidStrategy::~AcidStrategy() = default;
 void AcidStrategy::attach(ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, window_ == nullptr, "acid: attach() called twice");
   const std::size_t len = state.params.size();
+  const bool codec = compresses(options_);
+  if (codec) common_start(state);
   x_ = state.params;
   x_tilde_.assign(x_.begin(), x_.end());
   exposed_.assign(3 * len, 0.0f);
@@ -109,7 +111,13 @@ void AcidStrategy::attach(ModelState state) {
   peer_.resize(2 * len);
   payload_.resize(2 * len);
   before_.resize(len);
-  window_ = std::make_unique<collective::Window>(comm_, "acid.exchange", core::MutableView(std::span<float>(exposed_)));
+  collective::WindowOptions window_options = codec_window(options_);
+  if (codec) {
+    start_ = exposed_;  // (x0, 0, 0) on every worker
+    window_options.initial = [this](int) { return std::span<const float>(start_); };
+  }
+  window_ = std::make_unique<collective::Window>(comm_, "acid.exchange", core::MutableView(std::span<float>(exposed_)),
+                                                 std::move(window_options));
 }
 
 std::vector<AcidEvent> AcidStrategy::events(std::int64_t step) const {

@@ -24,10 +24,15 @@ AdpsgdStrategy::AdpsgdStrategy(const StrategyOptions& options, collective::Commu
 
 void AdpsgdStrategy::attach(ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, window_ == nullptr, "adpsgd: attach() called twice");
+  if (compresses(options_)) start_ = common_start(state);
   model_.assign(state.params.begin(), state.params.end());
   sent_.resize(model_.size());
   peer_.resize(model_.size());
-  window_ = std::make_unique<collective::Window>(comm_, "adpsgd.params", core::MutableView(std::span<float>(model_)));
+  layout_.assign(state.layout.begin(), state.layout.end());
+  collective::WindowOptions window_options = codec_window(options_, layout_.empty() ? nullptr : &layout_);
+  window_options.initial = [this](int) { return std::span<const float>(start_); };  // every replica starts there
+  window_ = std::make_unique<collective::Window>(comm_, "adpsgd.params", core::MutableView(std::span<float>(model_)),
+                                                 std::move(window_options));
 }
 
 AdpsgdStrategy::~AdpsgdStrategy() = default;

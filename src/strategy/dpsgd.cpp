@@ -8,6 +8,8 @@ namespace fast::strategy {
 
 DpsgdStrategy::DpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
     : Strategy(comm), options_(options) {
+  FAST_ENFORCE(options.consensus_step >= 0 && options.consensus_step <= 1,
+               "dpsgd: consensus_step must be in (0, 1], or 0 for the codec's default; got {}", options.consensus_step);
   const int n = comm.size();
   const int me = comm.rank();
   const topology::Graph graph = topology::make_topology(options.topology, n, options.seed);
@@ -23,6 +25,30 @@ DpsgdStrategy::DpsgdStrategy(const StrategyOptions& options, collective::Communi
   self_weight_ = w.w(me, me);
 }
 
+double DpsgdStrategy::default_consensus_step(const std::string& codec) {
+  const std::string name = codec.substr(0, codec.find(':'));
+  if (name == "none" || name == "fp16" || name == "bf16") return 1.0;
+  if (name == "int8") return 0.8;
+  if (name == "sign") return 0.4;
+  return 0.2;  // topk, randk, threshold, powersgd
+}
+
+void DpsgdStrategy::attach(ModelState state) {
+  if (!compresses(options_)) return;
+  layout_.assign(state.layout.begin(), state.layout.end());
+  const std::vector<float> start = common_start(state);
+  const double gamma =
+      options_.consensus_step > 0 ? options_.consensus_step : default_consensus_step(options_.compress);
+  choco_ = std::make_unique<collective::ChocoGossip>(
+      comm_, state.params.size(), neighbors_, weights_, neighbors_, self_weight_,
+      collective::ChocoOptions{.codec = options_.compress,
+                               .seed = options_.seed,
+                               .gamma = gamma,
+                               .layout = layout_.empty() ? nullptr : &layout_,
+                               .meter = &meter_,
+                               .initial = start});
+}
+
 StepOutcome DpsgdStrategy::step(const StepInput& input) {
   runtime::Context& ctx = comm_.context();
   StepOutcome outcome;
@@ -30,7 +56,10 @@ StepOutcome DpsgdStrategy::step(const StepInput& input) {
   // worker with a non-finite gradient only skips (or, with non_finite = error, fails) its own
   // local update, after the exchange.
   const double t0 = ctx.now();
-  comm_.neighbor_average(core::MutableView(input.state.params), neighbors_, weights_, neighbors_, self_weight_);
+  if (choco_)
+    choco_->mix(input.state.params);
+  else
+    comm_.neighbor_average(core::MutableView(input.state.params), neighbors_, weights_, neighbors_, self_weight_);
   outcome.comm_seconds = ctx.now() - t0;
   outcome.applied = apply_update(input, options_.non_finite);
   return outcome;

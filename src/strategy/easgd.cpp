@@ -19,13 +19,22 @@ EasgdStrategy::~EasgdStrategy() = default;
 void EasgdStrategy::attach(ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, window_ == nullptr, "easgd: attach() called twice");
   const std::size_t len = state.params.size();
+  if (compresses(options_)) start_ = common_start(state);
   // The centre starts at the average of the initial replicas (identical replicas: their value).
   std::vector<float> average(state.params.begin(), state.params.end());
   comm_.allreduce(core::MutableView(std::span<float>(average)), {.op = collective::ReduceOp::avg});
   if (comm_.rank() == 0) centre_ = std::move(average);
   read_.resize(len);
   diff_.resize(len);
-  window_ = std::make_unique<collective::Window>(comm_, "easgd.centre", core::MutableView(std::span<float>(centre_)));
+  layout_.assign(state.layout.begin(), state.layout.end());
+  window_ = std::make_unique<collective::Window>(comm_, "easgd.centre", core::MutableView(std::span<float>(centre_)),
+                                                 with_start(codec_window(options_, layout_.empty() ? nullptr : &layout_)));
+}
+
+// The centre (worker 0's window) starts at the common initial model.
+collective::WindowOptions EasgdStrategy::with_start(collective::WindowOptions options) const {
+  options.initial = [this](int owner) { return owner == 0 ? std::span<const float>(start_) : std::span<const float>(); };
+  return options;
 }
 
 void EasgdStrategy::exchange(std::span<float> params) {
@@ -92,7 +101,7 @@ bool EasgdStrategy::snapshot(ModelState state, std::span<float> out) {
     collective::Window::Local local = window_->local();
     std::copy(centre_.begin(), centre_.end(), out.begin());
   } else {
-    window_->get(0, core::MutableView(out)).wait();
+    window_->get(0, core::MutableView(out), 0, nullptr, collective::Wire::exact).wait();
   }
   return true;
 }

@@ -42,7 +42,8 @@ void GosgdStrategy::attach(ModelState state) {
     slot.payload.assign(inbox_.size(), 0.0);
     slot.payload[dim_ + 1 + static_cast<std::size_t>(comm_.rank())] = 1.0;  // counts this push at the receiver
   }
-  window_ = std::make_unique<collective::Window>(comm_, "gosgd.inbox", core::MutableView(std::span<double>(inbox_)));
+  window_ = std::make_unique<collective::Window>(comm_, "gosgd.inbox", core::MutableView(std::span<double>(inbox_)),
+                                                 codec_window(options_));
 }
 
 GosgdStrategy::~GosgdStrategy() = default;
@@ -125,7 +126,14 @@ StepOutcome GosgdStrategy::step(const StepInput& input) {
     }
     write_model(params);
   }
-  if (slot != nullptr) slot->work = window_->accumulate(peer, core::ConstView(std::span<const double>(slot->payload)));
+  if (slot != nullptr) {
+    // The model part goes through the codec (error feedback keeps what it drops for the next push
+    // to this peer); the mass and the push counters travel exact, so mass is conserved exactly.
+    const std::span<const double> payload(slot->payload);
+    core::Work model = window_->accumulate(peer, core::ConstView(payload.first(dim_)));
+    core::Work mass = window_->accumulate(peer, core::ConstView(payload.subspan(dim_)), dim_, collective::Wire::exact);
+    slot->work = core::Work::all({model, mass});
+  }
   outcome.comm_seconds = ctx.now() - t0;
   return outcome;
 }

@@ -1,5 +1,7 @@
 #include "fast/strategy/local_sgd.hpp"
 
+#include <algorithm>
+
 #include "fast/core/error.hpp"
 
 namespace fast::strategy {
@@ -10,14 +12,31 @@ LocalSgdStrategy::LocalSgdStrategy(const StrategyOptions& options, collective::C
   FAST_ENFORCE(options.sync_warmup >= 0, "local-sgd: sync_warmup must be >= 0, got {}", options.sync_warmup);
 }
 
+void LocalSgdStrategy::attach(ModelState state) {
+  if (!compresses(options_)) return;
+  reduce_ = std::make_unique<collective::CodecAllreduce>(
+      comm_, collective::CodecAllreduceOptions{.codec = options_.compress,
+                                               .seed = options_.seed,
+                                               .layout = core::Layout(state.layout.begin(), state.layout.end()),
+                                               .chunk_bytes = options_.chunk_bytes,
+                                               .meter = &meter_});
+  anchor_.assign(state.params.begin(), state.params.end());
+  comm_.allreduce(core::MutableView(std::span<float>(anchor_)), {.op = collective::ReduceOp::avg});
+  std::copy(anchor_.begin(), anchor_.end(), state.params.begin());
+  delta_.resize(anchor_.size());
+}
+
 StepOutcome LocalSgdStrategy::step(const StepInput& input) {
   runtime::Context& ctx = comm_.context();
   StepOutcome outcome;
   const bool warmup = input.step < options_.sync_warmup;
   if (warmup) {
     const double t0 = ctx.now();
-    comm_.allreduce(core::MutableView(input.state.grads),
-                    {.op = collective::ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+    if (reduce_)
+      reduce_->average(core::MutableView(input.state.grads), 0);
+    else
+      comm_.allreduce(core::MutableView(input.state.grads),
+                      {.op = collective::ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
     outcome.comm_seconds += ctx.now() - t0;
   }
   // A non-finite gradient is this worker's own (or, in warm-up, everyone's): its update is skipped,
@@ -25,8 +44,15 @@ StepOutcome LocalSgdStrategy::step(const StepInput& input) {
   outcome.applied = apply_update(input, options_.non_finite);
   if (!warmup && (input.step + 1) % options_.period == 0) {
     const double t0 = ctx.now();
-    comm_.allreduce(core::MutableView(input.state.params),
-                    {.op = collective::ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+    if (reduce_) {
+      std::span<float> x = input.state.params;
+      for (std::size_t i = 0; i < x.size(); ++i) delta_[i] = x[i] - anchor_[i];
+      reduce_->average(core::MutableView(std::span<float>(delta_)), 1);
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = anchor_[i] += delta_[i];
+    } else {
+      comm_.allreduce(core::MutableView(input.state.params),
+                      {.op = collective::ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+    }
     outcome.comm_seconds += ctx.now() - t0;
   }
   return outcome;

@@ -71,13 +71,30 @@ void PsStrategy::attach(ModelState state) {
   acks_.resize(k);
   runtime::Context& ctx = comm_.context();
   const int me = ctx.rank();
+  if (compresses(options_)) start_ = common_start(state);
   std::span<float> exposed;
   if (me < servers_) {
     server_ = std::make_unique<PsServer>(ctx, mode_, options_.staleness, me, shard_of(state.params, me),
-                                         options_.optimizer);
+                                         options_.optimizer, options_.compress, &meter_);
     exposed = server_->exposed();
   }
-  window_ = std::make_unique<collective::Window>(comm_, "ps.shards", core::MutableView(exposed));
+  if (compresses(options_)) {
+    const std::uint64_t seed = options_.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(me) + 1;
+    for (std::size_t s = 0; s < k; ++s) {
+      push_codecs_.push_back(std::make_unique<compress::ErrorFeedback>(compress::make_codec(options_.compress, seed + s)));
+      if (mode_ == PsMode::sync)
+        reply_codecs_.push_back(std::make_unique<compress::DeltaReceiver>(
+            compress::make_codec(options_.compress), offsets_[s + 1] - offsets_[s],
+            shard_of(std::span<float>(start_), static_cast<int>(s))));
+    }
+    push_payloads_.resize(k);
+    reply_payloads_.resize(k);
+  }
+  collective::WindowOptions window_options = codec_window(options_);
+  window_options.initial = [this](int owner) {
+    return owner < servers_ ? std::span<const float>(shard_of(std::span<float>(start_), owner)) : std::span<const float>();
+  };
+  window_ = std::make_unique<collective::Window>(comm_, "ps.shards", core::MutableView(exposed), std::move(window_options));
   if (server_) {
     server_->attach(*window_);
     server_work_ = ctx.spawn("ps server " + std::to_string(me), [server = server_.get()] { server->run(); });
@@ -92,24 +109,33 @@ std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
   std::vector<core::Work> works;
   for (int k = 0; k < servers_; ++k) {
     const auto ku = static_cast<std::size_t>(k);
-    if (mode_ == PsMode::sync)
+    if (mode_ == PsMode::sync && !reply_codecs_.empty())
+      works.push_back(ctx.recv(k, tag(k, kReply), reply_payloads_[ku]));
+    else if (mode_ == PsMode::sync)
       works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(shard_of(input.state.params, k))));
     else
       works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
     headers_[ku] = {kPush, clock_, static_cast<std::int64_t>(version_read_[ku]), finite ? 1 : 0,
                     std::bit_cast<std::int64_t>(input.lr)};
     works.push_back(ctx.send(k, tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(headers_[ku]))));
-    if (finite) works.push_back(ctx.send(k, tag(k, kPayload), core::ConstView(shard_of(input.state.grads, k))));
+    if (finite && !push_codecs_.empty()) {
+      const std::span<const float> g = shard_of(input.state.grads, k);
+      push_codecs_[ku]->encode(0, core::ConstView(g), push_payloads_[ku]);
+      meter_.add(g.size_bytes(), push_payloads_[ku].bytes());
+      works.push_back(ctx.send(k, tag(k, kPayload), push_payloads_[ku].view()));
+    } else if (finite) {
+      works.push_back(ctx.send(k, tag(k, kPayload), core::ConstView(shard_of(input.state.grads, k))));
+    }
   }
   return works;
 }
 
 // Reads every server's shard one-sidedly, with the version it was read at.
-void PsStrategy::pull(std::span<float> params) {
+void PsStrategy::pull(std::span<float> params, collective::Wire wire) {
   std::vector<core::Work> gets;
   for (int k = 0; k < servers_; ++k) {
     std::uint64_t* version = &version_read_[static_cast<std::size_t>(k)];
-    gets.push_back(window_->get(k, core::MutableView(shard_of(params, k)), 0, version));
+    gets.push_back(window_->get(k, core::MutableView(shard_of(params, k)), 0, version, wire));
   }
   core::wait_all(gets);
 }
@@ -133,6 +159,12 @@ StepOutcome PsStrategy::step(const StepInput& input) {
   // sync: the replies are the new shards, received into the parameters. async / ssp: the
   // acknowledgements (ssp: delayed until the read is allowed), then the one-sided pull.
   core::wait_all(push(input, finite));
+  if (mode_ == PsMode::sync && !reply_codecs_.empty())
+    for (int k = 0; k < servers_; ++k) {
+      const auto ku = static_cast<std::size_t>(k);
+      compress::copy_into(reply_codecs_[ku]->decode(reply_payloads_[ku].view()),
+                          core::MutableView(shard_of(input.state.params, k)));
+    }
   if (mode_ != PsMode::sync) pull(input.state.params);
   ++clock_;
   StepOutcome outcome{.applied = finite, .comm_seconds = ctx.now() - t0};
@@ -156,7 +188,7 @@ void PsStrategy::finish(ModelState state) {
     server_work_.wait();  // every worker is done with this shard
   }
   comm_.barrier();  // every server has stopped: the shards are final
-  pull(state.params);
+  pull(state.params, collective::Wire::exact);  // the final model, exactly
   window_->close();
 }
 
@@ -164,7 +196,8 @@ bool PsStrategy::snapshot(ModelState /*state*/, std::span<float> out) {
   if (!attached_ || finished_) return false;
   FAST_ENFORCE_EQ(out.size(), offsets_.back(), "ps: snapshot output length must equal the parameter count");
   std::vector<core::Work> gets;
-  for (int k = 0; k < servers_; ++k) gets.push_back(window_->get(k, core::MutableView(shard_of(out, k))));
+  for (int k = 0; k < servers_; ++k)
+    gets.push_back(window_->get(k, core::MutableView(shard_of(out, k)), 0, nullptr, collective::Wire::exact));
   core::wait_all(gets);
   return true;
 }

@@ -12,7 +12,8 @@ namespace fast::strategy {
 using namespace ps_protocol;
 
 PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, int shard,
-                   std::span<const float> initial, const optim::OptimizerOptions& optimizer)
+                   std::span<const float> initial, const optim::OptimizerOptions& optimizer,
+                   const std::string& codec, compress::CompressionMeter* meter)
     : ctx_(ctx),
       mode_(mode),
       staleness_(staleness),
@@ -27,7 +28,16 @@ PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, i
       read_min_(static_cast<std::size_t>(workers_), 0),
       acks_(static_cast<std::size_t>(workers_)),
       replies_(static_cast<std::size_t>(workers_)),
+      meter_(meter),
       stats_mutex_(ctx.make_mutex()) {
+  if (compress::make_codec(codec)->name() != "none") {
+    decoder_ = compress::make_codec(codec);
+    if (mode_ == PsMode::sync) {
+      for (int w = 0; w < workers_; ++w)
+        senders_.push_back(std::make_unique<compress::DeltaSender>(compress::make_codec(codec), initial.size(), initial));
+      reply_payloads_.resize(static_cast<std::size_t>(workers_));
+    }
+  }
   if (mode_ == PsMode::sync) {
     sum_.assign(initial.size(), 0.0);
     round_grads_.assign(static_cast<std::size_t>(workers_), std::vector<float>(initial.size()));
@@ -77,7 +87,13 @@ void PsServer::on_push(int src, const Header& h) {
   // sync keeps each worker's gradient until the round closes, to sum them in rank order: the
   // same result whatever order they arrived in (reproducible runs).
   std::vector<float>& into = mode_ == PsMode::sync ? round_grads_[who] : grad_;
-  if (finite) ctx_.recv(src, tag(shard_, kPayload), core::MutableView(std::span<float>(into))).wait();
+  if (finite && decoder_) {
+    core::Buffer payload;
+    ctx_.recv(src, tag(shard_, kPayload), payload).wait();
+    decoder_->decode(payload.view(), std::span<float>(into));
+  } else if (finite) {
+    ctx_.recv(src, tag(shard_, kPayload), core::MutableView(std::span<float>(into))).wait();
+  }
   ++pushed_[who];
 
   if (mode_ == PsMode::sync) {
@@ -146,8 +162,15 @@ void PsServer::close_sync_round() {
     std::copy(params_.begin(), params_.end(), reply_.begin());
   }
   for (int i = 0; i < round_finite_; ++i) record(0, 0);
-  for (int w : round_) replies_[static_cast<std::size_t>(w)] =
-      ctx_.send(w, tag(shard_, kReply), core::ConstView(std::span<const float>(reply_)));
+  for (int w : round_) {
+    const auto wu = static_cast<std::size_t>(w);
+    if (decoder_) {
+      senders_[wu]->encode(core::ConstView(std::span<const float>(reply_)), reply_payloads_[wu], meter_);
+      replies_[wu] = ctx_.send(w, tag(shard_, kReply), reply_payloads_[wu].view());
+    } else {
+      replies_[wu] = ctx_.send(w, tag(shard_, kReply), core::ConstView(std::span<const float>(reply_)));
+    }
+  }
   std::fill(sum_.begin(), sum_.end(), 0.0);
   round_.clear();
   round_finite_ = 0;

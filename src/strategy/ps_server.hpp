@@ -6,9 +6,13 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "fast/collective/window.hpp"
+#include "fast/compress/codec.hpp"
+#include "fast/compress/delta_link.hpp"
+#include "fast/compress/meter.hpp"
 #include "fast/core/buffer.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/runtime/context.hpp"
@@ -42,8 +46,11 @@ namespace fast::strategy {
 class PsServer {
  public:
   // A copy of `initial` (the host's shard of its initial parameters) and an optimizer for it.
+  // codec: compress::make_codec spec of pushed gradients (decoded here) and, in sync mode, of the
+  // replies (one compress::DeltaSender per worker); "none": as is. meter counts the encodes.
   PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, int shard, std::span<const float> initial,
-           const optim::OptimizerOptions& optimizer);
+           const optim::OptimizerOptions& optimizer, const std::string& codec = "none",
+           compress::CompressionMeter* meter = nullptr);
 
   // The shard's memory, to expose in the window. Touched only under the window's Local guard once
   // attach()ed.
@@ -91,6 +98,10 @@ class PsServer {
   std::vector<std::int64_t> read_min_;    // per worker: min_pushed() when its read was released
   std::vector<ps_protocol::Ack> acks_;    // per worker: acknowledgement being sent
   std::vector<core::Work> replies_;       // per worker: the reply being sent
+  std::unique_ptr<compress::Codec> decoder_;                    // with a codec: decodes pushes
+  std::vector<std::unique_ptr<compress::DeltaSender>> senders_;  // with a codec, sync: per worker
+  std::vector<core::Buffer> reply_payloads_;                    // with a codec, sync: per worker
+  compress::CompressionMeter* meter_ = nullptr;
   std::unique_ptr<runtime::Mutex> stats_mutex_;
   StalenessStats stats_;                  // guarded by stats_mutex_
   std::int64_t max_clock_lag_ = 0;        // guarded by stats_mutex_

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "fast/compress/codec.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/finite.hpp"
 #include "fast/core/log.hpp"
@@ -68,6 +69,19 @@ bool Strategy::apply_update(const StepInput& input, NonFinitePolicy policy) {
   core::log(core::LogLevel::warn, "{}: worker {} skipped step {}: its gradient holds NaN or infinity", name(), rank,
             input.step);
   return false;
+}
+
+std::vector<float> Strategy::common_start(ModelState state) {
+  comm_.broadcast(core::MutableView(state.params), 0);
+  return {state.params.begin(), state.params.end()};
+}
+
+bool Strategy::compresses(const StrategyOptions& options) {
+  return compress::make_codec(options.compress)->name() != "none";
+}
+
+collective::WindowOptions Strategy::codec_window(const StrategyOptions& options, const core::Layout* layout) {
+  return {.codec = options.compress, .seed = options.seed, .layout = layout, .meter = &meter_};
 }
 
 std::vector<std::string> strategy_names() {

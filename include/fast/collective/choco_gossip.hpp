@@ -38,6 +38,9 @@ struct ChocoOptions {
   double gamma = 1.0;                           // consensus step size, in (0, 1]
   const core::Layout* layout = nullptr;         // the tensor's blocks (powersgd); null: one vector
   compress::CompressionMeter* meter = nullptr;  // counts every encode (not owned; may be null)
+  // The value every worker's tensor starts from, identical on all workers (empty: zeros); the
+  // public copies x^ start there.
+  std::span<const float> initial;
 };
 
 class ChocoGossip {

@@ -35,13 +35,15 @@
 // tracks the sender's state and equals it exactly with a lossless codec. Operations that return
 // data then complete before they return (their data is decoded on arrival); accumulate stays
 // asynchronous. Wire::exact sends one accumulate uncompressed (a scalar that must stay exact,
-// such as push-sum's mass). Other dtypes always travel as they are.
+// such as push-sum's mass) or reads one get exactly (evaluating a model, not training with it). Other dtypes always travel as they are.
 //
 // Thread-safety: put/get/accumulate may be issued concurrently by any activity of the owning
 // worker. Never hold a Local guard while waiting on another worker (the service needs the lock).
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,9 +62,13 @@ struct WindowOptions {
   std::uint64_t seed = 0;                       // the codecs' random streams (mixed with ranks)
   const core::Layout* layout = nullptr;         // the exposed tensor's blocks, used for whole-tensor operations
   compress::CompressionMeter* meter = nullptr;  // counts every encode of this worker (not owned)
+  // The values worker `owner`'s exposed tensor held at construction, known to every worker (e.g.
+  // the shared initial model), or an empty span (zeros): the references of state transfers on a
+  // range of owner's tensor start from them, at both ends. Not set: zeros.
+  std::function<std::span<const float>(int owner)> initial;
 };
 
-// How one accumulate travels: through the window's codec, or as it is.
+// How one accumulate or get travels: through the window's codec, or as it is.
 enum class Wire : std::uint8_t { codec, exact };
 
 class Window {
@@ -83,7 +89,9 @@ class Window {
   core::Work put(int peer, core::ConstView src, std::size_t offset = 0);
   // dst = peer's tensor[offset, offset + dst.numel()). If version is not null, it receives the
   // version the data was read at. dst and version must stay valid until the Work completes.
-  core::Work get(int peer, core::MutableView dst, std::size_t offset = 0, std::uint64_t* version = nullptr);
+  // Wire::exact reads the values as they are, bypassing the codec (a measurement, not training traffic).
+  core::Work get(int peer, core::MutableView dst, std::size_t offset = 0, std::uint64_t* version = nullptr,
+                 Wire wire = Wire::codec);
   // peer's tensor[offset, ...) += src (f32 or f64).
   core::Work accumulate(int peer, core::ConstView src, std::size_t offset = 0, Wire wire = Wire::codec);
   // before = peer's tensor[offset, ...), then peer's tensor[offset, ...) += src, atomically

@@ -31,7 +31,9 @@ namespace fast::compress {
 class DeltaSender {
  public:
   // n: the tensor's element count, fixed for the link. codec: not null (InvalidArgument).
-  DeltaSender(std::unique_ptr<Codec> codec, std::size_t n);
+  // initial: the reference both ends start from (empty: zeros; else n values, the same at the
+  // receiver), e.g. the initial model every worker shares.
+  DeltaSender(std::unique_ptr<Codec> codec, std::size_t n, std::span<const float> initial = {});
   // Encodes x - reference into out (u8) and adds its decoding to the reference. x has n elements,
   // f32 or f64. Adds (n * sizeof(x's dtype), out.size()) to meter when given. If the codec throws,
   // the reference is unchanged.
@@ -49,7 +51,7 @@ class DeltaSender {
 class DeltaReceiver {
  public:
   // codec: any codec of the sender's name (decode keeps no state); not null.
-  DeltaReceiver(std::unique_ptr<Codec> codec, std::size_t n);
+  DeltaReceiver(std::unique_ptr<Codec> codec, std::size_t n, std::span<const float> initial = {});
   // Validates payload (as Codec::decode: InvalidArgument, reference unchanged on any defect), then
   // adds its decoding to the reference, and returns the reference.
   std::span<const float> decode(core::ConstView payload);

@@ -111,7 +111,8 @@ class AcidStrategy final : public Strategy {
   std::string_view name() const override { return "acid"; }
   void attach(ModelState state) override;
   // The published x_i, elements [0, n) of "acid.exchange", refreshed at every event.
-  collective::Window* replica_window() override { return window_.get(); }
+  // With a codec the window's reads are encoded, so the Worker publishes a dense copy instead.
+  collective::Window* replica_window() override { return compresses(options_) ? nullptr : window_.get(); }
   StepOutcome step(const StepInput& input) override;
   bool asynchronous() const override { return true; }
   // Collective: closes the window and folds the last inbox contributions into x_i and x~_i.
@@ -144,6 +145,7 @@ class AcidStrategy final : public Strategy {
   std::vector<float> peer_;       // scratch: a neighbour's [published | inbox]
   std::vector<float> payload_;    // scratch: [alpha m | alpha~ m]
   std::vector<float> before_;     // scratch: x before the optimizer step
+  std::vector<float> start_;  // with a codec: the exposed tensor at attach, the same on every worker
   std::unique_ptr<collective::Window> window_;
   bool finished_ = false;
   std::int64_t communications_ = 0;

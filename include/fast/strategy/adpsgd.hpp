@@ -52,7 +52,8 @@ class AdpsgdStrategy final : public Strategy {
   // Collective: opens the window with the initial replica as x_i.
   void attach(ModelState state) override;
   // The averaged model x_i, exposed in "adpsgd.params" (elements [0, n)).
-  collective::Window* replica_window() override { return window_.get(); }
+  // With a codec the window's reads are encoded, so the Worker publishes a dense copy instead.
+  collective::Window* replica_window() override { return compresses(options_) ? nullptr : window_.get(); }
   std::string_view name() const override { return "adpsgd"; }
   StepOutcome step(const StepInput& input) override;
   bool asynchronous() const override { return true; }
@@ -70,6 +71,8 @@ class AdpsgdStrategy final : public Strategy {
   std::vector<float> model_;  // x_i, exposed in window_; touched only under window_->local()
   std::vector<float> sent_;   // the snapshot s sent to the peer
   std::vector<float> peer_;   // x_j as the peer had it before averaging
+  core::Layout layout_;       // the model's, for the window's codec
+  std::vector<float> start_;  // with a codec: the common initial model
   std::unique_ptr<collective::Window> window_;
   std::uint64_t read_version_ = 0;  // window version when state.params was last refreshed
   StalenessStats staleness_;

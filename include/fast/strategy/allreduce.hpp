@@ -7,7 +7,16 @@
 //   g = (1/W) sum_w g_w ;  params <- optimizer(params, g, lr)
 //
 // Cost per step: 2 (W-1)/W * |g| bytes sent per worker; waits for the slowest worker.
+// With compress (docs/compression.md): the average goes through collective::CodecAllreduce with
+// error feedback on each worker's gradient; replicas stay identical (every worker decodes the
+// same messages in the same order).
+// With compress (docs/compression.md): the average goes through collective::CodecAllreduce with
+// error feedback on each worker's gradient; replicas stay identical (every worker decodes the
+// same messages in the same order).
 
+#include <memory>
+
+#include "fast/collective/codec_allreduce.hpp"
 #include "fast/strategy/strategy.hpp"
 
 namespace fast::strategy {
@@ -20,9 +29,12 @@ class AllreduceStrategy final : public Strategy {
   // Replicas are identical: the representative model is this worker's own parameters.
   void representative(ModelState state, std::span<float> out) override;
   bool replicas_identical() const override { return true; }
+  // Builds the codec's all-reduce (when compress is not "none") with the model's layout.
+  void attach(ModelState state) override;
 
  private:
   StrategyOptions options_;
+  std::unique_ptr<collective::CodecAllreduce> reduce_;  // with a codec
 };
 
 }  // namespace fast::strategy

@@ -74,6 +74,9 @@ class EasgdStrategy final : public Strategy {
   std::vector<float> centre_;  // rank 0: x~ (exposed); other ranks: empty
   std::vector<float> read_;    // scratch: the centre as read
   std::vector<float> diff_;    // scratch: d = alpha * (x_i - x~)
+  collective::WindowOptions with_start(collective::WindowOptions options) const;
+  core::Layout layout_;       // the model's, for the window's codec
+  std::vector<float> start_;  // with a codec: the common initial model
   std::unique_ptr<collective::Window> window_;
   bool finished_ = false;
   std::int64_t exchanges_ = 0;

@@ -11,7 +11,14 @@
 // early training where replicas drift fastest. Optimizer state (momentum, Adam moments) stays
 // local. Communication is 1/period of `allreduce`'s; replicas differ between averagings, so the
 // representative model is their average. With period = 1 and plain SGD it is `allreduce`.
+// With compress: the averaging sends the change since the last average, x_i - a (a: the last
+// average, identical on every worker), through collective::CodecAllreduce with error feedback:
+// x_i <- a + avg_j(x_j - a) as decoded, the same on every worker; warm-up gradients likewise.
 
+#include <memory>
+#include <vector>
+
+#include "fast/collective/codec_allreduce.hpp"
 #include "fast/strategy/strategy.hpp"
 
 namespace fast::strategy {
@@ -22,9 +29,14 @@ class LocalSgdStrategy final : public Strategy {
   LocalSgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
   std::string_view name() const override { return "local-sgd"; }
   StepOutcome step(const StepInput& input) override;
+  // With a codec: the codec's all-reduce and the first anchor a (the average of the initial replicas).
+  void attach(ModelState state) override;
 
  private:
   StrategyOptions options_;
+  std::unique_ptr<collective::CodecAllreduce> reduce_;  // with a codec
+  std::vector<float> anchor_;                           // with a codec: the last average
+  std::vector<float> delta_;
 };
 
 }  // namespace fast::strategy

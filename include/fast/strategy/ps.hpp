@@ -88,6 +88,8 @@
 #include <vector>
 
 #include "fast/collective/window.hpp"
+#include "fast/compress/delta_link.hpp"
+#include "fast/compress/error_feedback.hpp"
 #include "fast/strategy/strategy.hpp"
 
 namespace fast::strategy {
@@ -126,7 +128,7 @@ class PsStrategy final : public Strategy {
  private:
   std::span<float> shard_of(std::span<float> v, int k) const;
   std::vector<core::Work> push(const StepInput& input, bool finite);
-  void pull(std::span<float> params);
+  void pull(std::span<float> params, collective::Wire wire = collective::Wire::codec);
   void reject_non_finite(const StepInput& input) const;
 
   StrategyOptions options_;
@@ -139,6 +141,11 @@ class PsStrategy final : public Strategy {
   std::vector<std::uint64_t> version_read_;      // per shard: version of the parameters last pulled
   std::vector<std::array<std::int64_t, 5>> headers_;  // per shard: request header being sent
   std::vector<std::array<std::int64_t, 2>> acks_;     // per shard: acknowledgement being received
+  std::vector<std::unique_ptr<compress::ErrorFeedback>> push_codecs_;  // with a codec: per shard
+  std::vector<core::Buffer> push_payloads_;                             // with a codec: per shard
+  std::vector<std::unique_ptr<compress::DeltaReceiver>> reply_codecs_;  // with a codec, sync: per shard
+  std::vector<core::Buffer> reply_payloads_;                            // with a codec, sync: per shard
+  std::vector<float> start_;  // with a codec: the common initial model
   std::unique_ptr<PsServer> server_;             // this rank's shard, when rank < servers
                                                  // (declared before window_, which exposes it)
   std::unique_ptr<collective::Window> window_;   // "ps.shards"; exposes server_'s shard

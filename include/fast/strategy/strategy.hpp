@@ -15,6 +15,7 @@
 
 #include "fast/collective/communicator.hpp"
 #include "fast/collective/window.hpp"
+#include "fast/compress/meter.hpp"
 #include "fast/core/layout.hpp"
 #include "fast/optim/optimizer.hpp"
 
@@ -53,6 +54,7 @@ struct StrategyOptions {
   double acid_alpha_tilde = -1;                        // acid: gossip weight of x~; < 0: from the graph (paper)
   double gossip_probability = 1.0;                     // gosgd: probability that a step pushes to a peer, in (0, 1]
   std::string compress = "none";                       // codec of every tensor the strategy sends: make_codec spec
+  double consensus_step = 0;                           // dpsgd with a codec: CHOCO's gamma in (0, 1]; 0: by codec
   // The worker's optimizer settings, filled in by Worker: strategies that update a model other
   // than the replica (ps servers, easgd's centre) build their own optimizer from them.
   optim::OptimizerOptions optimizer;
@@ -127,6 +129,9 @@ class Strategy {
   virtual collective::Window* replica_window() { return nullptr; }
   // Staleness of the gradients applied by this worker (a parameter server: by its shard).
   virtual StalenessStats staleness() const { return {}; }
+  // This worker's codec traffic (StrategyOptions::compress): every tensor it encoded, dense
+  // bytes against encoded bytes. Empty with compress = "none".
+  compress::CompressionStats compression() const { return meter_.stats(); }
 
  protected:
   explicit Strategy(collective::Communicator& comm) : comm_(comm) {}
@@ -135,7 +140,17 @@ class Strategy {
   // naming the strategy, step and worker, or logs a warning and leaves the parameters untouched.
   // Returns whether the update was applied.
   bool apply_update(const StepInput& input, NonFinitePolicy policy);
+  // Collective: sets every worker's state.params to worker 0's (a broadcast) and returns a copy.
+  // Strategies that send states through a codec call it in attach(), so the references both ends
+  // of a link keep start from the same model.
+  std::vector<float> common_start(ModelState state);
+  // Whether options.compress names a codec other than "none".
+  static bool compresses(const StrategyOptions& options);
+  // Window options that send through options.compress, metered by this strategy; layout (when
+  // not null) must outlive the window.
+  collective::WindowOptions codec_window(const StrategyOptions& options, const core::Layout* layout = nullptr);
   collective::Communicator& comm_;
+  compress::CompressionMeter meter_;
 };
 
 std::vector<std::string> strategy_names();
