@@ -35,6 +35,7 @@ struct WorkerTotals {
   double slowdown_seconds = 0;
   std::vector<std::uint64_t> bytes_to;  // bytes sent to each peer
   strategy::StalenessStats staleness;
+  compress::CompressionStats compression;  // the codec's traffic of this worker
 };
 
 // State shared by the workers of one run. Per-worker slots, or written by worker 0 only.
@@ -266,6 +267,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
         mine.idle_seconds = worker.comm_seconds();
         mine.slowdown_seconds = slowdown.waited_seconds();
         mine.staleness = worker.strategy().staleness();
+        mine.compression = worker.strategy().compression();
         for (int p = 0; p < ctx.size(); ++p) mine.bytes_to.push_back(ctx.link_stats(p).bytes_sent);
         if (lead) {
           shared.final_eval = {{"accuracy", final_round.representative.accuracy},
@@ -282,6 +284,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
   std::uint64_t bytes = 0;
   double idle_sum = 0, slowdown_seconds = 0;
   strategy::StalenessStats staleness;
+  compress::CompressionStats compression;
   json steps_per_worker = json::array(), idle = json::array(), links = json::array();
   for (std::size_t w = 0; w < shared.totals.size(); ++w) {
     const WorkerTotals& t = shared.totals[w];
@@ -290,6 +293,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
     idle_sum += t.idle_seconds;
     slowdown_seconds += t.slowdown_seconds;
     staleness.merge(t.staleness);
+    compression.merge(t.compression);
     steps_per_worker.push_back(t.steps);
     idle.push_back(t.idle_seconds);
     for (std::size_t p = 0; p < t.bytes_to.size(); ++p) {
@@ -332,6 +336,10 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                {"staleness_mean", staleness.mean()},
                {"staleness_max", staleness.max},
                {"staleness_count", staleness.count},
+               {"compress", options.worker.strategy.compress},
+               {"compression_ratio", compression.ratio()},
+               {"compressed_raw_bytes", compression.raw_bytes},
+               {"compressed_wire_bytes", compression.wire_bytes},
                {"skipped_steps", skipped},
                {"slowdown_seconds", slowdown_seconds},
                {"param_norm", shared.param_norm},
