@@ -104,7 +104,7 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   cmp->add_option("--repeat", compare_options.repeat,
                   "Runs per configuration (seeds seed, seed+1, ...); the table shows medians")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmp->add_option("--progress", compare_progress, "Live progress line of each run: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
