@@ -180,6 +180,25 @@ TEST(CompareSweep, FlagOverridingASweptKeyIsAnErrorAndBadFlagValuesNameTheFlag) 
   EXPECT_NE(e.find("--batch: expected an integer >= 1, got 0"), std::string::npos) << e;
 }
 
+TEST(CompareSweep, WholeRunChecksNameTheRunBeforeAnythingRuns) {
+  // Four slowdown factors fit the 4-worker run only.
+  const fs::path s = write_toml("sweep7.toml", "[base]\nslowdown = \"1,1,1,4\"\n[sweep]\nworkers = [4, 2]\n");
+  std::string e = error_of([&] { plan_runs({s}, {}); });
+  EXPECT_NE(e.find("run 'workers=2' of '" + s.string() + "'"), std::string::npos) << e;
+  EXPECT_NE(e.find("slowdown"), std::string::npos) << e;
+  // The caller's check (the command checks model names) runs on every run, errors named the same way.
+  const fs::path m = write_toml("sweep8.toml", "[sweep]\nmodel = [\"mlp\", \"resnet\"]\n");
+  int checked = 0;
+  e = error_of([&] {
+    plan_runs({m}, {}, [&](const torch::TrainOptions& o) {
+      ++checked;
+      FAST_ENFORCE(o.model == "mlp", "model: unknown name '{}'", o.model);
+    });
+  });
+  EXPECT_EQ(checked, 2);
+  EXPECT_NE(e.find("run 'model=resnet' of '" + m.string() + "': model: unknown name 'resnet'"), std::string::npos) << e;
+}
+
 TEST(CompareTable, MedianOfOddEvenAndInfiniteValues) {
   const double inf = std::numeric_limits<double>::infinity();
   EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);

@@ -8,6 +8,7 @@
 
 #include "config.hpp"
 #include "fast/core/error.hpp"
+#include "fast/runtime/slowdown.hpp"
 
 namespace fast::cli {
 
@@ -172,7 +173,8 @@ std::vector<RunSpec> expand_sweep(const toml::table& table, const fs::path& file
   return runs;
 }
 
-std::vector<RunSpec> plan_runs(const std::vector<fs::path>& files, const std::vector<SettingOverride>& overrides) {
+std::vector<RunSpec> plan_runs(const std::vector<fs::path>& files, const std::vector<SettingOverride>& overrides,
+                               const RunCheck& check) {
   FAST_ENFORCE(!files.empty(), "fast compare: expected at least one config or sweep file, got none");
   std::vector<RunSpec> runs;
   for (const fs::path& file : files) {
@@ -193,6 +195,14 @@ std::vector<RunSpec> plan_runs(const std::vector<fs::path>& files, const std::ve
                    o.origin, key, spec.source.string(), spec.label);
       apply_setting(spec.options, o.key, o.value, o.origin);
     }
+  for (const RunSpec& spec : runs) {
+    try {
+      runtime::Slowdown(spec.options.slowdown, 0, spec.options.workers);  // factors: one per worker
+      if (check) check(spec.options);
+    } catch (const core::InvalidArgument& e) {
+      FAST_THROW(core::InvalidArgument, "run '{}' of '{}': {}", spec.label, spec.source.string(), e.what());
+    }
+  }
   return runs;
 }
 

@@ -19,6 +19,7 @@
 // [sweep]; a key may not be both swept and set by a [[run]].
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,11 +49,16 @@ bool is_sweep_file(const toml::table& table);
 // The runs of one sweep file (already parsed; `file` names it in errors and anchors a relative base).
 std::vector<RunSpec> expand_sweep(const toml::table& table, const std::filesystem::path& file);
 
+// A check of a whole run's settings beyond the settings table (e.g. the model name, known only to
+// the torch adapter); throws InvalidArgument.
+using RunCheck = std::function<void(const torch::TrainOptions& options)>;
+
 // Every run of every file, in order, with the overrides applied. Throws InvalidArgument naming the
 // file, line and key (or the flag) at the first bad input, IoError for a missing file; nothing is
 // run by this. An override of a key that a sweep file varies is an error (it would make the swept
-// runs identical).
+// runs identical). Each finished run is then checked as a whole (the slowdown factors against the
+// workers, and `check`); those errors name the run's label and file.
 std::vector<RunSpec> plan_runs(const std::vector<std::filesystem::path>& files,
-                               const std::vector<SettingOverride>& overrides);
+                               const std::vector<SettingOverride>& overrides, const RunCheck& check = {});
 
 }  // namespace fast::cli
