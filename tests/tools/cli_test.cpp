@@ -5,12 +5,14 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -169,6 +171,106 @@ TEST(Cli, HelpListsEverySettingAndTheEnvironment) {
                            "--data-dir"})
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
   EXPECT_NE(r.output.find("FAST_OP_TIMEOUT"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// The rows of a CSV file whose fields hold no comma or quote (labels here are file stems).
+std::vector<std::vector<std::string>> read_simple_csv(const fs::path& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields(1);
+    for (char ch : line) {
+      if (ch == ',') {
+        fields.emplace_back();
+      } else {
+        fields.back() += ch;
+      }
+    }
+    rows.push_back(fields);
+  }
+  return rows;
+}
+
+TEST(Cli, CompareRunsTwoConfigsAndTabulatesTheirSummaries) {
+  const fs::path dir = temp_dir("compare");
+  fs::remove_all(dir / "out");
+  std::ofstream(dir / "ar.toml") << "model = \"mlp\"\nsteps = 20\nworkers = 2\nbatch = 32\nstrategy = \"allreduce\"\n";
+  std::ofstream(dir / "lsgd.toml") << "model = \"mlp\"\nsteps = 20\nworkers = 2\nbatch = 32\nstrategy = \"local-sgd\"\n"
+                                      "period = 5\n";
+  const Result r = run_fast("compare " + (dir / "ar.toml").string() + " " + (dir / "lsgd.toml").string() +
+                            " --optimizer adam --lr 0.001 --progress never --out " + (dir / "out").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("[1/2] ar (repetition 1/1, seed 1)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[2/2] lsgd: final accuracy"), std::string::npos) << r.output;
+
+  const auto rows = read_simple_csv(dir / "out" / "compare.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  const auto& header = rows[0];
+  auto col = [&](const std::string& name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    EXPECT_NE(it, header.end()) << name;
+    return static_cast<std::size_t>(it - header.begin());
+  };
+  const std::string md = [&] {
+    std::ifstream in(dir / "out" / "compare.md");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }();
+  const std::vector<std::pair<std::string, std::string>> runs{{"ar", "allreduce"}, {"lsgd", "local-sgd"}};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& row = rows[i + 1];
+    ASSERT_EQ(row.size(), header.size());
+    const fs::path summary_path = dir / "out" / ("0" + std::to_string(i + 1) + "-" + runs[i].first) / "1" / "summary.json";
+    std::ifstream in(summary_path);
+    ASSERT_TRUE(in.good()) << summary_path;
+    const nlohmann::json s = nlohmann::json::parse(in);
+    EXPECT_TRUE(fs::exists(summary_path.parent_path() / "metrics.jsonl"));
+    EXPECT_EQ(row[col("run")], runs[i].first);
+    EXPECT_EQ(row[col("strategy")], runs[i].second);
+    EXPECT_EQ(s["strategy"], runs[i].second);
+    EXPECT_EQ(row[col("runtime")], "threads");
+    EXPECT_EQ(row[col("workers")], "2");
+    EXPECT_EQ(row[col("codec")], "none");
+    EXPECT_EQ(row[col("repeats")], "1");
+    EXPECT_EQ(std::stod(row[col("final_accuracy")]), s["final_accuracy"].get<double>());
+    EXPECT_EQ(std::stoull(row[col("bytes_sent")]), s["bytes_sent"].get<std::uint64_t>());
+    EXPECT_EQ(std::stod(row[col("staleness_mean")]), s["staleness_mean"].get<double>());
+    EXPECT_EQ(std::stod(row[col("consensus_distance")]), s["consensus_distance"].get<double>());
+    EXPECT_EQ(std::stod(row[col("wall_seconds")]), s["wall_seconds"].get<double>());
+    if (s["time_to_target_seconds"].is_null()) {
+      EXPECT_EQ(row[col("time_to_target_seconds")], "");
+    } else {
+      EXPECT_EQ(std::stod(row[col("time_to_target_seconds")]), s["time_to_target_seconds"].get<double>());
+    }
+    // The Markdown row: label, strategy, and the accuracy with four decimals.
+    const std::string md_start = "| " + runs[i].first + " | " + runs[i].second + " |";
+    const std::size_t at = md.find(md_start);
+    ASSERT_NE(at, std::string::npos) << md;
+    const std::string md_row = md.substr(at, md.find('\n', at) - at);
+    char acc[32];
+    std::snprintf(acc, sizeof acc, "| %.4f |", s["final_accuracy"].get<double>());
+    EXPECT_NE(md_row.find(acc), std::string::npos) << md_row;
+  }
+  // The ring all-reduce of 2 workers sends |g| floats per worker per step (see ShortRunWritesSummaryAndMetrics);
+  // local-sgd averages the models every 5 steps only, so it sends less.
+  EXPECT_LT(std::stoull(rows[2][col("bytes_sent")]), std::stoull(rows[1][col("bytes_sent")]));
+}
+
+TEST(Cli, CompareRejectsABadSweepBeforeRunningAnything) {
+  const fs::path dir = temp_dir("compare-bad");
+  fs::remove_all(dir / "out");
+  std::ofstream(dir / "good.toml") << "steps = 1\n";
+  std::ofstream(dir / "sweep.toml") << "[sweep]\nworkers = [2]\nstrategy = [\"allreduce\", \"telepathy\"]\n";
+  const Result r = run_fast("compare " + (dir / "good.toml").string() + " " + (dir / "sweep.toml").string() +
+                            " --out " + (dir / "out").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("sweep.toml' line 3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("key 'strategy'"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out")) << "nothing may run before every file is checked";
 }
 
 }  // namespace

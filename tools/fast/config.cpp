@@ -205,14 +205,20 @@ std::vector<ConfigKey> build_keys() {
 #undef FAST_INT_KEY
 #undef FAST_NUMBER_KEY
 
+}  // namespace
+
 // Keys are spelled with '_' in files; '-' is accepted too (and is the flags' spelling).
-const ConfigKey* find_key(std::string_view name) {
+const ConfigKey* find_config_key(std::string_view name) {
   std::string normal(name);
   std::replace(normal.begin(), normal.end(), '-', '_');
   for (const ConfigKey& k : config_keys())
     if (k.name == normal) return &k;
   return nullptr;
 }
+
+namespace {
+
+const ConfigKey* find_key(std::string_view name) { return find_config_key(name); }
 
 std::vector<std::string> key_names() {
   std::vector<std::string> names;
@@ -269,37 +275,49 @@ void apply_setting(TrainOptions& options, std::string_view key, const std::strin
   }
 }
 
-void apply_config_file(TrainOptions& options, const std::filesystem::path& file) {
+toml::table parse_toml_file(const std::filesystem::path& file) {
   FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(file), "config file '{}' does not exist", file.string());
-  toml::table table;
   try {
-    table = toml::parse_file(file.string());
+    return toml::parse_file(file.string());
   } catch (const toml::parse_error& e) {
     FAST_THROW(core::InvalidArgument, "config file '{}' line {} column {}: {}", file.string(), e.source().begin.line,
                e.source().begin.column, e.description());
   }
-  for (const auto& [name, node] : table) {
-    const std::string key(name.str());
-    const ConfigKey* k = find_key(key);
-    const std::string where = fmt::format("config file '{}' line {}", file.string(), node.source().begin.line);
-    FAST_ENFORCE(k != nullptr, "{}: unknown key '{}'; expected one of: {}", where, key, fmt::join(key_names(), ", "));
-    std::string value;
-    bool ok = false;
-    switch (k->type) {
-      case KeyType::string:
-      case KeyType::path:
-        if (auto s = node.value_exact<std::string>()) value = *s, ok = true;
-        break;
-      case KeyType::integer:
-        if (auto i = node.value_exact<int64_t>()) value = fmt::format("{}", *i), ok = true;
-        break;
-      case KeyType::number:
-        if (node.is_integer() || node.is_floating_point()) value = fmt::format("{}", *node.value<double>()), ok = true;
-        break;
-    }
-    FAST_ENFORCE(ok, "{}: key '{}' expects {}, got {}", where, key, key_type_name(k->type), toml_type_name(node));
-    apply_setting(options, key, value, fmt::format("{}: key '{}'", where, key));
+}
+
+std::string config_value_text(std::string_view key, const toml::node& node, const std::string& where) {
+  const ConfigKey* k = find_key(key);
+  FAST_ENFORCE(k != nullptr, "{}: unknown key '{}'; expected one of: {}", where, key, fmt::join(key_names(), ", "));
+  std::string value;
+  bool ok = false;
+  switch (k->type) {
+    case KeyType::string:
+    case KeyType::path:
+      if (auto s = node.value_exact<std::string>()) value = *s, ok = true;
+      break;
+    case KeyType::integer:
+      if (auto i = node.value_exact<int64_t>()) value = fmt::format("{}", *i), ok = true;
+      break;
+    case KeyType::number:
+      if (node.is_integer() || node.is_floating_point()) value = fmt::format("{}", *node.value<double>()), ok = true;
+      break;
   }
+  FAST_ENFORCE(ok, "{}: key '{}' expects {}, got {}", where, key, key_type_name(k->type), toml_type_name(node));
+  return value;
+}
+
+void apply_config_value(TrainOptions& options, std::string_view key, const toml::node& node, const std::string& where) {
+  apply_setting(options, key, config_value_text(key, node, where), fmt::format("{}: key '{}'", where, key));
+}
+
+void apply_config_table(TrainOptions& options, const toml::table& table, const std::filesystem::path& file) {
+  for (const auto& [name, node] : table)
+    apply_config_value(options, name.str(), node,
+                       fmt::format("config file '{}' line {}", file.string(), node.source().begin.line));
+}
+
+void apply_config_file(TrainOptions& options, const std::filesystem::path& file) {
+  apply_config_table(options, parse_toml_file(file), file);
 }
 
 std::string config_markdown() {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <toml++/toml.h>
+
 #include "fast/adapters/torch/train_options.hpp"
 
 namespace fast::cli {
@@ -30,6 +32,21 @@ const std::vector<ConfigKey>& config_keys();
 std::string_view key_type_name(KeyType type);
 // The command-line flag of a key: "--" + key with '_' spelled '-' (data_dir: --data-dir).
 std::string flag_name(std::string_view key);
+
+// The key named `name` ('-' accepted for '_'); nullptr if there is none.
+const ConfigKey* find_config_key(std::string_view name);
+
+// Parses a TOML file; errors (IoError when missing, InvalidArgument when malformed) name the file,
+// line and column.
+toml::table parse_toml_file(const std::filesystem::path& file);
+// A TOML value of the setting `key` as the text apply_setting takes, after checking its TOML type
+// against the key's type. `where` ("config file 'a.toml' line 3") starts every error message.
+std::string config_value_text(std::string_view key, const toml::node& node, const std::string& where);
+// Applies one TOML value (type-checked as above) to the setting `key`.
+void apply_config_value(torch::TrainOptions& options, std::string_view key, const toml::node& node,
+                        const std::string& where);
+// Applies every key of a table (a file's top level or an inline table read from `file`).
+void apply_config_table(torch::TrainOptions& options, const toml::table& table, const std::filesystem::path& file);
 
 // Applies a TOML file. Errors name the file, the key, the expected type and what was found;
 // unknown keys are rejected with the list of known ones.

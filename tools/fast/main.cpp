@@ -1,16 +1,20 @@
-// The `fast` command. Subcommands: train, config-doc. Exceptions become exit codes here and only
+// The `fast` command. Subcommands: train, compare, config-doc. Exceptions become exit codes here and only
 // here (docs/errors.md): 0 success, 2 bad input or usage, 3 I/O or peer failure, 4 timeout,
 // 5 other FAST error, 1 anything else.
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "compare.hpp"
 #include "config.hpp"
+#include "fast/adapters/torch/models.hpp"
 #include "fast/adapters/torch/trainer.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -25,6 +29,59 @@ std::string environment_help() {
   return text;
 }
 
+// One --key VALUE option per setting, written into values[i] (config_keys()[i]).
+void add_setting_flags(CLI::App* command, std::vector<std::string>& values) {
+  const fast::torch::TrainOptions defaults;
+  values.resize(fast::cli::config_keys().size());
+  for (std::size_t i = 0; i < fast::cli::config_keys().size(); ++i) {
+    const auto& key = fast::cli::config_keys()[i];
+    command->add_option(fast::cli::flag_name(key.name), values[i],
+                        fmt::format("{} [{}, default {}]", key.description, fast::cli::key_type_name(key.type),
+                                    key.get(defaults).empty() ? "none" : key.get(defaults)));
+  }
+}
+
+// The setting flags given on the command line, in settings-table order.
+std::vector<fast::cli::SettingOverride> given_flags(const CLI::App* command, const std::vector<std::string>& values) {
+  std::vector<fast::cli::SettingOverride> given;
+  for (std::size_t i = 0; i < fast::cli::config_keys().size(); ++i) {
+    const auto& key = fast::cli::config_keys()[i];
+    const std::string flag = fast::cli::flag_name(key.name);
+    if (command->count(flag) > 0) given.push_back({std::string(key.name), values[i], flag});
+  }
+  return given;
+}
+
+bool terminal_progress(const std::string& mode) {
+  return mode == "always" || (mode == "auto" && ::isatty(STDERR_FILENO));
+}
+
+int compare(const std::vector<std::string>& files, const fast::cli::CompareOptions& options,
+            const std::vector<fast::cli::SettingOverride>& flags, const std::string& progress_mode) {
+  // Every file, sweep and flag is checked before the first run starts.
+  const auto specs = fast::cli::plan_runs({files.begin(), files.end()}, flags, [](const fast::torch::TrainOptions& o) {
+    const auto names = fast::torch::model_names();
+    FAST_ENFORCE(std::find(names.begin(), names.end(), o.model) != names.end(),
+                 "model: unknown name '{}'; expected one of: {}", o.model, fmt::join(names, ", "));
+  });
+  std::fprintf(stderr, "fast compare: %zu configurations x %d repetitions, output in %s\n", specs.size(),
+               options.repeat, options.out.string().c_str());
+  const bool terminal = terminal_progress(progress_mode);
+  const auto results = fast::cli::run_comparison(specs, options, [&](const fast::torch::TrainOptions& run) {
+    // On a terminal the in-place line of `fast train`; elsewhere only compare's line per run.
+    fast::cli::ProgressDisplay display(terminal, !terminal);
+    return fast::torch::train(
+        run, [&](const fast::torch::Progress& p) { display.on_progress(p); },
+        [&](const fast::torch::EpochReport& e) {
+          if (terminal) display.on_epoch(e);
+        });
+  });
+  std::printf("%s", fast::cli::to_markdown(fast::cli::build_table(results)).c_str());
+  std::printf("table: %s, %s\n", (options.out / "compare.md").string().c_str(),
+              (options.out / "compare.csv").string().c_str());
+  return 0;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"FAST: flexible (a)synchronous scalable training of neural networks across workers"};
   app.footer(environment_help() + "\nExit codes: 0 ok, 2 bad input, 3 I/O or peer failure, 4 timeout, 5 other error.");
@@ -37,14 +94,29 @@ int run(int argc, char** argv) {
   train->add_option("--config", config_path, "TOML config file (keys as below; flags override it)");
   train->add_option("--progress", progress_mode, "Live progress line: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
-  const fast::torch::TrainOptions defaults;
-  std::vector<std::string> values(fast::cli::config_keys().size());
-  for (std::size_t i = 0; i < fast::cli::config_keys().size(); ++i) {
-    const auto& key = fast::cli::config_keys()[i];
-    train->add_option(fast::cli::flag_name(key.name), values[i],
-                      fmt::format("{} [{}, default {}]", key.description, fast::cli::key_type_name(key.type),
-                                  key.get(defaults).empty() ? "none" : key.get(defaults)));
-  }
+  std::vector<std::string> values;
+  add_setting_flags(train, values);
+
+  CLI::App* cmp = app.add_subcommand(
+      "compare", "Run several configurations (config files, sweep files) and tabulate them (docs/compare.md)");
+  cmp->footer("Setting flags apply to every run (a key that a sweep varies may not be given)." +
+              environment_help());
+  std::vector<std::string> compare_files;
+  fast::cli::CompareOptions compare_options;
+  std::string compare_out = compare_options.out.string();
+  std::string compare_progress = "auto";
+  cmp->add_option("files", compare_files, "Config files (one run each) and sweep files ([sweep], [[run]])")
+      ->required();
+  cmp->add_option("--out", compare_out, "Output folder: per-run metrics and summaries, compare.md, compare.csv")
+      ->capture_default_str();
+  cmp->add_option("--repeat", compare_options.repeat,
+                  "Runs per configuration (seeds seed, seed+1, ...); the table shows medians")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmp->add_option("--progress", compare_progress, "Live progress line of each run: auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  std::vector<std::string> compare_values;
+  add_setting_flags(cmp, compare_values);
 
   CLI::App* doc = app.add_subcommand("config-doc", "Print the settings table (markdown) used in docs/config.md");
 
@@ -59,14 +131,15 @@ int run(int argc, char** argv) {
     return 0;
   }
 
+  if (cmp->parsed()) {
+    compare_options.out = compare_out;
+    return compare(compare_files, compare_options, given_flags(cmp, compare_values), compare_progress);
+  }
+
   fast::torch::TrainOptions options;
   if (!config_path.empty()) fast::cli::apply_config_file(options, config_path);
-  for (std::size_t i = 0; i < fast::cli::config_keys().size(); ++i) {
-    const auto& key = fast::cli::config_keys()[i];
-    const std::string flag = fast::cli::flag_name(key.name);
-    if (train->count(flag) > 0) fast::cli::apply_setting(options, key.name, values[i], flag);
-  }
-  const bool terminal = progress_mode == "always" || (progress_mode == "auto" && ::isatty(STDERR_FILENO));
+  for (const auto& flag : given_flags(train, values)) fast::cli::apply_setting(options, flag.key, flag.value, flag.origin);
+  const bool terminal = terminal_progress(progress_mode);
   fast::cli::ProgressDisplay display(terminal, progress_mode == "never");
   std::fprintf(stderr, "fast train: %s, %d workers (%s), model %s, batch %lld per worker, optimizer %s lr %g\n",
                options.worker.strategy.name.c_str(), options.workers, options.runtime.c_str(), options.model.c_str(),

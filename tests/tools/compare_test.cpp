@@ -1,0 +1,355 @@
+// `fast compare` without libtorch: sweep expansion and validation, the table built from summaries,
+// the Markdown and CSV writers, and the runner with a fake training function.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error_message.hpp"
+#include "compare.hpp"
+#include "compare_plan.hpp"
+#include "compare_table.hpp"
+#include "config.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path temp_dir() {
+  const fs::path dir = fs::temp_directory_path() / ("fast_compare_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+fs::path write_toml(const std::string& name, const std::string& body) {
+  const fs::path path = temp_dir() / name;
+  std::ofstream(path) << body;
+  return path;
+}
+
+std::string error_of(const std::function<void()>& fn) { return fast::testing::error_message<core::Error>(fn); }
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// RFC 4180 reader for the tests: rows of fields.
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1, std::vector<std::string>(1));
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        rows.back().back() += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        rows.back().back() += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      rows.back().emplace_back();
+    } else if (ch == '\n') {
+      rows.emplace_back(1);
+    } else {
+      rows.back().back() += ch;
+    }
+  }
+  if (rows.back().size() == 1 && rows.back()[0].empty()) rows.pop_back();
+  return rows;
+}
+
+std::size_t column_index(const std::string& name) {
+  const auto& cols = compare_columns();
+  for (std::size_t j = 0; j < cols.size(); ++j)
+    if (cols[j].name == name) return j;
+  ADD_FAILURE() << "no column " << name;
+  return 0;
+}
+
+TEST(CompareSweep, CartesianProductInFileOrderWithBaseTable) {
+  const fs::path file = write_toml("sweep1.toml",
+                                   "[base]\nmodel = \"cnn\"\nsteps = 7\n"
+                                   "[sweep]\nworkers = [4, 8]\nstrategy = [\"allreduce\", \"adpsgd\", \"ps\"]\n");
+  const auto runs = plan_runs({file}, {});
+  ASSERT_EQ(runs.size(), 6u);
+  // workers is listed first, so it is the outer loop even though 'strategy' sorts before it.
+  const std::vector<std::pair<int, std::string>> expected{{4, "allreduce"}, {4, "adpsgd"}, {4, "ps"},
+                                                          {8, "allreduce"}, {8, "adpsgd"}, {8, "ps"}};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i].options.workers, expected[i].first) << i;
+    EXPECT_EQ(runs[i].options.worker.strategy.name, expected[i].second) << i;
+    EXPECT_EQ(runs[i].options.model, "cnn");
+    EXPECT_EQ(runs[i].options.steps, 7);
+    EXPECT_EQ(runs[i].source, file);
+  }
+  EXPECT_EQ(runs[0].label, "workers=4, strategy=allreduce");
+  EXPECT_EQ(runs[5].label, "workers=8, strategy=ps");
+  EXPECT_EQ(runs[0].varied, (std::vector<std::string>{"workers", "strategy"}));
+}
+
+TEST(CompareSweep, RunListCrossedWithSweepAndBaseFileRelativeToSweepFile) {
+  write_toml("base2.toml", "workers = 3\nbatch = 16\nlr = 0.5\n");
+  const fs::path file = write_toml("sweep2.toml",
+                                   "base = \"base2.toml\"\n"
+                                   "[sweep]\nseed = [1, 2]\n"
+                                   "[[run]]\nname = \"ps async\"\nstrategy = \"ps\"\nmode = \"async\"\n"
+                                   "[[run]]\nstrategy = \"local-sgd\"\nperiod = 4\n");
+  const auto runs = plan_runs({file}, {});
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_EQ(runs[0].label, "ps async, seed=1");
+  EXPECT_EQ(runs[1].label, "ps async, seed=2");
+  EXPECT_EQ(runs[2].label, "period=4, strategy=local-sgd, seed=1");
+  EXPECT_EQ(runs[0].options.worker.strategy.mode, "async");
+  EXPECT_EQ(runs[1].options.seed, 2u);
+  EXPECT_EQ(runs[3].options.worker.strategy.period, 4);
+  for (const auto& r : runs) {
+    EXPECT_EQ(r.options.workers, 3);
+    EXPECT_EQ(r.options.batch, 16);
+    EXPECT_DOUBLE_EQ(r.options.worker.optimizer.lr, 0.5);
+  }
+}
+
+TEST(CompareSweep, ConfigFilesGiveOneRunEachAndFlagsApplyToAll) {
+  const fs::path a = write_toml("plain-a.toml", "strategy = \"dpsgd\"\nworkers = 4\n");
+  const fs::path s = write_toml("sweep3.toml", "[sweep]\nstrategy = [\"allreduce\", \"gosgd\"]\n");
+  const auto runs = plan_runs({a, s}, {{"batch", "8", "--batch"}, {"steps", "20", "--steps"}});
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].label, "plain-a");
+  EXPECT_EQ(runs[0].options.worker.strategy.name, "dpsgd");
+  EXPECT_EQ(runs[2].options.worker.strategy.name, "gosgd");
+  for (const auto& r : runs) {
+    EXPECT_EQ(r.options.batch, 8);
+    EXPECT_EQ(r.options.steps, 20);
+  }
+}
+
+TEST(CompareSweep, BadInputNamesFileLineAndKey) {
+  std::string e = error_of([] {
+    plan_runs({write_toml("bad1.toml", "[sweep]\nworkers = [2]\nstrategy = [\"allreduce\", \"telepathy\"]\n")}, {});
+  });
+  EXPECT_NE(e.find("bad1.toml' line 3"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'strategy'"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown value 'telepathy'"), std::string::npos) << e;
+
+  e = error_of([] { plan_runs({write_toml("bad2.toml", "[sweep]\nworkers = [4, \"eight\"]\n")}, {}); });
+  EXPECT_NE(e.find("bad2.toml' line 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("item 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'workers' expects integer, got a string"), std::string::npos) << e;
+
+  e = error_of([] { plan_runs({write_toml("bad3.toml", "[sweep]\nworkers = 4\n")}, {}); });
+  EXPECT_NE(e.find("[sweep] key 'workers' expects a non-empty list"), std::string::npos) << e;
+
+  e = error_of([] { plan_runs({write_toml("bad4.toml", "workers = 4\n[sweep]\nseed = [1]\n")}, {}); });
+  EXPECT_NE(e.find("bad4.toml' line 1: unknown key 'workers'"), std::string::npos) << e;
+
+  e = error_of([] { plan_runs({write_toml("bad5.toml", "[sweep]\nseed = [1]\n[[run]]\nseed = 3\n")}, {}); });
+  EXPECT_NE(e.find("[[run]] key 'seed' is also swept"), std::string::npos) << e;
+
+  e = error_of([] { plan_runs({write_toml("bad6.toml", "[[run]]\nwokers = 3\n")}, {}); });
+  EXPECT_NE(e.find("bad6.toml' line 2: unknown key 'wokers'"), std::string::npos) << e;
+
+  e = error_of([] { plan_runs({write_toml("bad7.toml", "base = \"no-such-base.toml\"\n")}, {}); });
+  EXPECT_NE(e.find("no-such-base.toml' does not exist"), std::string::npos) << e;
+
+  e = error_of([] { plan_runs({write_toml("bad8.toml", "[base]\nlr = -1\n")}, {}); });
+  EXPECT_NE(e.find("bad8.toml' line 2: key 'lr': expected a positive number"), std::string::npos) << e;
+}
+
+TEST(CompareSweep, FlagOverridingASweptKeyIsAnErrorAndBadFlagValuesNameTheFlag) {
+  const fs::path s = write_toml("sweep4.toml", "[sweep]\nworkers = [2, 4]\n");
+  std::string e = error_of([&] { plan_runs({s}, {{"workers", "8", "--workers"}}); });
+  EXPECT_NE(e.find("--workers: sets 'workers', which sweep file"), std::string::npos) << e;
+  EXPECT_NE(e.find("sweep4.toml"), std::string::npos) << e;
+  e = error_of([&] { plan_runs({s}, {{"batch", "0", "--batch"}}); });
+  EXPECT_NE(e.find("--batch: expected an integer >= 1, got 0"), std::string::npos) << e;
+}
+
+TEST(CompareSweep, WholeRunChecksNameTheRunBeforeAnythingRuns) {
+  // Four slowdown factors fit the 4-worker run only.
+  const fs::path s = write_toml("sweep7.toml", "[base]\nslowdown = \"1,1,1,4\"\n[sweep]\nworkers = [4, 2]\n");
+  std::string e = error_of([&] { plan_runs({s}, {}); });
+  EXPECT_NE(e.find("run 'workers=2' of '" + s.string() + "'"), std::string::npos) << e;
+  EXPECT_NE(e.find("slowdown"), std::string::npos) << e;
+  // The caller's check (the command checks model names) runs on every run, errors named the same way.
+  const fs::path m = write_toml("sweep8.toml", "[sweep]\nmodel = [\"mlp\", \"resnet\"]\n");
+  int checked = 0;
+  e = error_of([&] {
+    plan_runs({m}, {}, [&](const torch::TrainOptions& o) {
+      ++checked;
+      FAST_ENFORCE(o.model == "mlp", "model: unknown name '{}'", o.model);
+    });
+  });
+  EXPECT_EQ(checked, 2);
+  EXPECT_NE(e.find("run 'model=resnet' of '" + m.string() + "': model: unknown name 'resnet'"), std::string::npos) << e;
+}
+
+TEST(CompareTable, MedianOfOddEvenAndInfiniteValues) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(median({inf, 1, 2}), 2);
+  EXPECT_TRUE(std::isinf(median({inf, inf, 2})));
+  EXPECT_TRUE(std::isinf(median({inf, 1})));
+  EXPECT_TRUE(std::isnan(median({})));
+}
+
+json summary(double accuracy, json time_to_target, std::uint64_t bytes, double wall) {
+  return {{"strategy", "adpsgd"}, {"runtime", "threads"},        {"workers", 4},
+          {"final_accuracy", accuracy}, {"time_to_target_seconds", time_to_target}, {"bytes_sent", bytes},
+          {"staleness_mean", 1.5}, {"staleness_max", 7}, {"consensus_distance", 0.0125},
+          {"wall_seconds", wall}};
+}
+
+TEST(CompareTable, RowsAreMediansOfTheSummariesAndSettings) {
+  RunResult r;
+  r.label = "adpsgd, ring";
+  r.options.worker.strategy.compress = "fp16";
+  r.options.worker.strategy.topology = "torus2d:2x2";
+  r.summaries = {summary(0.81, 2.5, 1000, 4.0), summary(0.85, nullptr, 3000, 5.0), summary(0.83, 1.5, 2000, 6.0)};
+  RunResult never;
+  never.label = "never";
+  never.summaries = {summary(0.5, nullptr, 10, 1.0), summary(0.6, nullptr, 10, 1.0)};
+  const CompareTable t = build_table({r, never, RunResult{"not run", {}, {}}});
+  ASSERT_EQ(t.rows.size(), 2u);
+  const auto& row = t.rows[0];
+  auto csv = [&](const std::string& c) { return row[column_index(c)].csv; };
+  auto md = [&](const std::string& c) { return row[column_index(c)].md; };
+  EXPECT_EQ(csv("run"), "adpsgd, ring");
+  EXPECT_EQ(csv("strategy"), "adpsgd");
+  EXPECT_EQ(csv("topology"), "torus2d:2x2");
+  EXPECT_EQ(csv("codec"), "fp16");
+  // `cluster` is a setting only where the sim runtime exists; "-" otherwise.
+  const ConfigKey* cluster = find_config_key("cluster");
+  EXPECT_EQ(csv("cluster"), cluster == nullptr || cluster->get(r.options).empty() ? "-" : cluster->get(r.options));
+  EXPECT_EQ(csv("runtime"), "threads");
+  EXPECT_EQ(csv("workers"), "4");
+  EXPECT_EQ(csv("final_accuracy"), "0.83");
+  EXPECT_EQ(md("final_accuracy"), "0.8300");
+  EXPECT_EQ(csv("time_to_target_seconds"), "2.5");  // {1.5, 2.5, never}
+  EXPECT_EQ(csv("target_reached"), "2");
+  EXPECT_EQ(csv("bytes_sent"), "2000");
+  EXPECT_EQ(md("bytes_sent"), "0.0");  // MB
+  EXPECT_EQ(csv("staleness_mean"), "1.5");
+  EXPECT_EQ(csv("staleness_max"), "7");
+  EXPECT_EQ(csv("consensus_distance"), "0.0125");
+  EXPECT_EQ(md("consensus_distance"), "0.0125");
+  EXPECT_EQ(csv("wall_seconds"), "5");
+  EXPECT_EQ(md("wall_seconds"), "5.0");
+  EXPECT_EQ(csv("repeats"), "3");
+  const auto& row2 = t.rows[1];
+  EXPECT_EQ(row2[column_index("final_accuracy")].csv, "0.55");
+  EXPECT_EQ(row2[column_index("time_to_target_seconds")].csv, "");
+  EXPECT_EQ(row2[column_index("time_to_target_seconds")].md, "");
+  EXPECT_EQ(row2[column_index("target_reached")].csv, "0");
+}
+
+TEST(CompareTable, MissingSummaryFieldShowsDash) {
+  RunResult r{"old", {}, {json{{"strategy", "allreduce"}, {"final_accuracy", 0.5}}}};
+  const CompareTable t = build_table({r});
+  EXPECT_EQ(t.rows[0][column_index("bytes_sent")].csv, "-");
+  EXPECT_EQ(t.rows[0][column_index("workers")].csv, "-");
+  EXPECT_EQ(t.rows[0][column_index("final_accuracy")].csv, "0.5");
+}
+
+TEST(CompareTable, CsvQuotesAndMarkdownEscapes) {
+  RunResult r{"a, \"b\" | c", {}, {summary(0.9, 1.0, 1, 1.0)}};
+  const CompareTable t = build_table({r});
+  const std::string csv = to_csv(t);
+  const auto rows = parse_csv(csv);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].size(), compare_columns().size());
+  EXPECT_EQ(rows[0][0], "run");
+  EXPECT_EQ(rows[1][0], "a, \"b\" | c");
+  EXPECT_NE(csv.find("\"a, \"\"b\"\" | c\""), std::string::npos) << csv;
+  const std::string md = to_markdown(t);
+  EXPECT_NE(md.find("| a, \"b\" \\| c |"), std::string::npos) << md;
+  EXPECT_EQ(md.substr(0, md.find('\n')).find("| run | strategy | topology | codec | cluster |"), 0u) << md;
+}
+
+TEST(CompareRun, RepetitionsUseSuccessiveSeedsAndWriteEveryFile) {
+  const fs::path out = temp_dir() / "out1";
+  fs::remove_all(out);
+  const fs::path s = write_toml("sweep5.toml", "[base]\nseed = 10\nsteps = 5\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
+  const auto specs = plan_runs({s}, {});
+  std::vector<std::pair<std::string, std::uint64_t>> calls;
+  const TrainFn fake = [&](const torch::TrainOptions& o) {
+    calls.emplace_back(o.summary.string(), o.seed);
+    json j = summary(0.5 + 0.01 * static_cast<double>(o.seed), nullptr, 100 * o.seed, 1.0);
+    j["strategy"] = o.worker.strategy.name;
+    return j;
+  };
+  std::FILE* log = std::tmpfile();
+  const auto results = run_comparison(specs, {.out = out, .repeat = 3}, fake, log);
+  ASSERT_EQ(calls.size(), 6u);
+  EXPECT_EQ(calls[0], std::make_pair((out / "01-strategy-allreduce" / "1" / "summary.json").string(), std::uint64_t{10}));
+  EXPECT_EQ(calls[2], std::make_pair((out / "01-strategy-allreduce" / "3" / "summary.json").string(), std::uint64_t{12}));
+  EXPECT_EQ(calls[3], std::make_pair((out / "02-strategy-adpsgd" / "1" / "summary.json").string(), std::uint64_t{10}));
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1].summaries.size(), 3u);
+
+  const auto rows = parse_csv(read(out / "compare.csv"));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1][column_index("run")], "strategy=allreduce");
+  EXPECT_EQ(rows[2][column_index("strategy")], "adpsgd");
+  EXPECT_EQ(rows[1][column_index("final_accuracy")], "0.61");  // median over seeds 10, 11, 12
+  EXPECT_EQ(rows[1][column_index("bytes_sent")], "1100");
+  EXPECT_EQ(rows[1][column_index("repeats")], "3");
+  EXPECT_NE(read(out / "compare.md").find("| strategy=adpsgd | adpsgd |"), std::string::npos);
+
+  // config.toml reproduces the run's settings.
+  torch::TrainOptions back;
+  apply_config_file(back, out / "02-strategy-adpsgd" / "config.toml");
+  EXPECT_EQ(back.worker.strategy.name, "adpsgd");
+  EXPECT_EQ(back.seed, 10u);
+  EXPECT_EQ(back.steps, 5);
+  EXPECT_EQ(config_toml(back), config_toml(specs[1].options));
+
+  // One progress line before and one after each run.
+  std::rewind(log);
+  std::string text;
+  for (int ch = std::fgetc(log); ch != EOF; ch = std::fgetc(log)) text += static_cast<char>(ch);
+  std::fclose(log);
+  EXPECT_NE(text.find("[1/6] strategy=allreduce (repetition 1/3, seed 10)"), std::string::npos) << text;
+  EXPECT_NE(text.find("[6/6] strategy=adpsgd: final accuracy 0.6200, time to target not reached"), std::string::npos)
+      << text;
+}
+
+TEST(CompareRun, AFailedRunKeepsTheFinishedRowsAndPropagates) {
+  const fs::path out = temp_dir() / "out2";
+  fs::remove_all(out);
+  const auto specs = plan_runs({write_toml("sweep6.toml", "[sweep]\nworkers = [2, 3]\n")}, {});
+  const TrainFn fake = [](const torch::TrainOptions& o) {
+    FAST_ENFORCE_AS(core::IoError, o.workers == 2, "peer gone");
+    return summary(0.7, 1.0, 5, 1.0);
+  };
+  EXPECT_THROW(run_comparison(specs, {.out = out, .repeat = 1}, fake, nullptr), core::IoError);
+  const auto rows = parse_csv(read(out / "compare.csv"));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1][column_index("run")], "workers=2");
+}
+
+TEST(CompareRun, SlugIsLowercaseAlphanumericAndDashes) {
+  EXPECT_EQ(slug("strategy=adpsgd, workers=4"), "strategy-adpsgd-workers-4");
+  EXPECT_EQ(slug("PS async (s=4)"), "ps-async-s-4");
+  EXPECT_EQ(slug("!!!"), "run");
+  EXPECT_EQ(slug(std::string(100, 'a')).size(), 60u);
+}
+
+}  // namespace
+}  // namespace fast::cli

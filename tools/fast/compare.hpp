@@ -1,0 +1,49 @@
+#pragma once
+// `fast compare`: runs planned configurations (compare_plan.hpp) one after the other and writes the
+// comparison table (compare_table.hpp). The training itself is a function given by the caller
+// (fast::torch::train in the command, a fake in the tests), so this file does not need libtorch.
+//
+// Output folder (CompareOptions::out):
+//   NN-SLUG/config.toml        the run's settings that differ from the defaults (seed: repetition 1's);
+//                              `fast train --config` on it reproduces repetition 1
+//   NN-SLUG/K/metrics.jsonl    repetition K (1..repeat): metrics and summary of `fast train`
+//   NN-SLUG/K/summary.json
+//   compare.md, compare.csv    the table, rewritten after every configuration, so a failure keeps the
+//                              rows done
+// NN is the 1-based index of the configuration, SLUG its label in lowercase letters, digits and '-'.
+
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compare_plan.hpp"
+#include "compare_table.hpp"
+
+namespace fast::cli {
+
+struct CompareOptions {
+  std::filesystem::path out = "compare-out";
+  int repeat = 1;  // runs per configuration; repetition K (1-based) uses seed + K - 1
+};
+
+// Trains one run and returns its summary (docs/metrics.md). `options.metrics` and
+// `options.summary` are already set to the run's files.
+using TrainFn = std::function<nlohmann::json(const torch::TrainOptions& options)>;
+
+// "strategy=adpsgd, workers=4" -> "strategy-adpsgd-workers-4" (at most 60 characters, never empty).
+std::string slug(const std::string& label);
+
+// The settings of `options` that differ from the defaults, as a TOML config file.
+std::string config_toml(const torch::TrainOptions& options);
+
+// Runs every spec `options.repeat` times through `train`, printing one line per run on `log` before
+// and after it, and writes the output folder above. Returns the results in spec order. An exception
+// from `train` propagates after the table of the configurations finished so far is written.
+std::vector<RunResult> run_comparison(const std::vector<RunSpec>& specs, const CompareOptions& options,
+                                      const TrainFn& train, std::FILE* log = stderr);
+
+}  // namespace fast::cli
