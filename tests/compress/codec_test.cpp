@@ -304,7 +304,8 @@ TEST(Codec, EmptyInputRoundTripsForEveryCodec) {
 
 // --- malformed payloads ------------------------------------------------------------------------
 
-const char* const kSpecs[] = {"none", "fp16", "bf16", "int8", "sign", "topk:k=4", "randk:k=4", "threshold:value=0.5"};
+const char* const kSpecs[] = {"none",     "fp16",      "bf16",       "int8",     "sign",
+                              "topk:k=4", "randk:k=4", "threshold:value=0.5", "powersgd"};
 
 TEST(CodecMalformed, HeaderDefectsAreRejectedForEveryCodec) {
   const auto x = random_values(21, 13);

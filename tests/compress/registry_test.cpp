@@ -22,7 +22,7 @@ std::string error_of(const std::string& spec) {
 
 TEST(CodecRegistry, NamesInRegistryOrder) {
   EXPECT_EQ(codec_names(),
-            (std::vector<std::string>{"none", "fp16", "bf16", "int8", "sign", "topk", "randk", "threshold"}));
+            (std::vector<std::string>{"none", "fp16", "bf16", "int8", "sign", "topk", "randk", "threshold", "powersgd"}));
   for (const auto& name : codec_names()) {
     auto c = make_codec(name == "threshold" ? "threshold:value=0.1" : name);
     EXPECT_EQ(c->name(), name);
