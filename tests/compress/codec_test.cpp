@@ -84,6 +84,31 @@ TEST(Half, EveryFp16AndBf16ValueRoundTripsExactly) {
   }
 }
 
+// An independent reference: round |x| / ulp to nearest even in double (exact: a power-of-two scaling).
+std::uint16_t reference_f16(float x) {
+  const std::uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  const double a = std::fabs(double(x));
+  if (std::isnan(x)) return 0;  // not compared
+  if (a >= 65520.0) return sign | 0x7c00;
+  if (a == 0) return sign;
+  const int e = std::max(std::ilogb(a), -14);
+  const double q = std::nearbyint(std::ldexp(a, 10 - e));  // in [0, 2048]
+  const auto qi = static_cast<std::uint32_t>(q);
+  if (e == -14 && qi < 1024) return static_cast<std::uint16_t>(sign | qi);  // subnormal (or rounds to 0)
+  return static_cast<std::uint16_t>(sign | (((e + 15) << 10) + (qi - 1024)));
+}
+
+TEST(Half, Fp16MatchesAnIndependentRoundingOnAMillionBitPatterns) {
+  for (std::uint64_t u = 0; u <= 0xffffffffull; u += 4093) {
+    const float x = std::bit_cast<float>(static_cast<std::uint32_t>(u));
+    if (std::isnan(x)) {
+      ASSERT_TRUE(std::isnan(f16_to_f32(f32_to_f16(x))));
+      continue;
+    }
+    ASSERT_EQ(f32_to_f16(x), reference_f16(x)) << std::hex << u;
+  }
+}
+
 TEST(Half, KnownBf16Encodings) {
   EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
   EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);      // tie, even below
@@ -349,7 +374,7 @@ std::vector<std::uint8_t> sparse_payload(std::size_t n, std::size_t k, std::uint
     const float v = float(j + 1);
     std::memcpy(p.data() + 25 + 4 * j, &v, 4);
   }
-  p.insert(p.end(), index_section.begin(), index_section.end());
+  if (!index_section.empty()) p.insert(p.end(), index_section.begin(), index_section.end());
   return p;
 }
 std::vector<std::uint8_t> u32s(std::initializer_list<std::uint32_t> v) {
