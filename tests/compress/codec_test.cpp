@@ -374,7 +374,9 @@ std::vector<std::uint8_t> sparse_payload(std::size_t n, std::size_t k, std::uint
     const float v = float(j + 1);
     std::memcpy(p.data() + 25 + 4 * j, &v, 4);
   }
-  if (!index_section.empty()) p.insert(p.end(), index_section.begin(), index_section.end());
+  const std::size_t at = p.size();
+  p.resize(at + index_section.size());
+  if (!index_section.empty()) std::memcpy(p.data() + at, index_section.data(), index_section.size());
   return p;
 }
 std::vector<std::uint8_t> u32s(std::initializer_list<std::uint32_t> v) {
