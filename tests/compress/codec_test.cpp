@@ -259,6 +259,45 @@ TEST(Codec, TopkBreaksTiesByLowerIndex) {
   EXPECT_EQ(decode(*c, encode(*c, x), x.size()), expected);
 }
 
+// The reference selection: sort every index by (|x| descending, index ascending), keep k, sorted.
+std::vector<float> reference_topk(const std::vector<float>& x, std::size_t k) {
+  std::vector<std::uint32_t> idx(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) idx[i] = static_cast<std::uint32_t>(i);
+  std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::fabs(x[a]) > std::fabs(x[b]) || (std::fabs(x[a]) == std::fabs(x[b]) && a < b);
+  });
+  std::vector<float> y(x.size(), 0.0f);
+  for (std::size_t j = 0; j < k; ++j) y[idx[j]] = x[idx[j]];
+  return y;
+}
+
+TEST(Codec, TopkOnLargeInputsWithManyTiesMatchesAFullSort) {
+  // Large n takes the sampled-threshold path; few distinct magnitudes make ties everywhere.
+  const std::size_t n = 300000;
+  std::mt19937 g(21);
+  std::vector<float> x(n);
+  for (auto& v : x) v = float(int(g() % 9) - 4) * 0.5f;  // -2 .. 2, zeros included
+  for (const char* spec : {"topk:ratio=0.01", "topk:k=1", "topk:k=40000", "topk:ratio=0.5"}) {
+    SCOPED_TRACE(spec);
+    auto c = make_codec(spec);
+    const auto y = decode(*c, encode(*c, x), n);
+    std::size_t k = 0;
+    for (float v : y) k += v != 0;
+    EXPECT_EQ(y, reference_topk(x, k));
+  }
+}
+
+TEST(Codec, TopkFallsBackToEveryElementWhenTheSampleMisleads) {
+  // The strided sample sees only large values (every 100th element from 50), so the sampled threshold
+  // admits fewer than k candidates: the encoder must fall back to all elements and stay exact.
+  const std::size_t n = 1638400;  // stride n / 16384 = 100
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = (i % 100 == 50) ? 100.0f : 1.0f + float(i % 7) * 1e-3f;
+  auto c = make_codec("topk:ratio=0.012");  // k = 19661 > 16384 large values
+  const auto y = decode(*c, encode(*c, x), n);
+  EXPECT_EQ(y, reference_topk(x, 19661));
+}
+
 TEST(Codec, TopkRejectsNonFiniteInput) {
   auto c = make_codec("topk:k=1");
   core::Buffer out;
