@@ -12,6 +12,7 @@
 #include <span>
 
 #include "codecs.hpp"
+#include "fast/core/cpu.hpp"
 #include "wire.hpp"
 
 namespace fast::compress {
@@ -41,6 +42,26 @@ inline float uniform24(std::uint32_t key, std::uint32_t i) noexcept {
   return static_cast<float>(h >> 8) * 0x1.0p-24f;
 }
 
+// Levels of x[begin, end): r in [0, s]; level = floor(r) + Bernoulli(r - floor(r)), so E[level] = r.
+// Branch-free; compiled for the baseline and for AVX2 (chosen at run time from core::cpu_features).
+[[gnu::always_inline]] inline void quantize(const float* xp, std::int8_t* lp, std::size_t begin, std::size_t end,
+                                            float s, float inv, std::uint32_t key) noexcept {
+  for (std::size_t i = begin; i < end; ++i) {
+    const float r = std::min(s, std::fabs(xp[i]) * inv);
+    const auto fl = static_cast<std::int32_t>(r);  // r >= 0: truncation is floor
+    const std::int32_t up = uniform24(key, static_cast<std::uint32_t>(i)) < r - static_cast<float>(fl);
+    const std::int32_t level = fl + up;
+    lp[i] = static_cast<std::int8_t>(xp[i] < 0 ? -level : level);
+  }
+}
+void quantize_base(const float* x, std::int8_t* l, std::size_t b, std::size_t e, float s, float inv, std::uint32_t k) {
+  quantize(x, l, b, e, s, inv, k);
+}
+FAST_TARGET_AVX2 void quantize_avx2(const float* x, std::int8_t* l, std::size_t b, std::size_t e, float s, float inv,
+                                    std::uint32_t k) {
+  quantize(x, l, b, e, s, inv, k);
+}
+
 class Int8Codec final : public Codec {
  public:
   Int8Codec(int levels, std::uint64_t seed) : levels_(levels), rng_(seed) {}
@@ -67,14 +88,7 @@ class Int8Codec final : public Codec {
     for (std::size_t base = 0; base < n; base += std::size_t{1} << 32) {
       const auto key = static_cast<std::uint32_t>(draw ^ (draw >> 32) ^ (base >> 32) * 0x632be5abu);
       const std::size_t end = std::min(n, base + (std::size_t{1} << 32));
-      for (std::size_t i = base; i < end; ++i) {
-        // r in [0, s]; level = floor(r) + Bernoulli(r - floor(r)), so E[level] = r.
-        const float r = std::min(s, std::fabs(xp[i]) * inv);
-        const auto fl = static_cast<std::int32_t>(r);  // r >= 0: truncation is floor
-        const std::int32_t up = uniform24(key, static_cast<std::uint32_t>(i)) < r - static_cast<float>(fl);
-        const std::int32_t level = fl + up;
-        lp[i] = static_cast<std::int8_t>(xp[i] < 0 ? -level : level);
-      }
+      (core::cpu_features().avx2 ? quantize_avx2 : quantize_base)(xp, lp, base, end, s, inv, key);
     }
   }
 
