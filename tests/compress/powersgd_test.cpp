@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fast/compress/codec.hpp"
+#include "fast/compress/error_feedback.hpp"
 #include "fast/compress/powersgd.hpp"
 #include "fast/core/error.hpp"
 
@@ -210,6 +211,32 @@ TEST(PowerSgd, AllReduceCompositionApproximatesTheMeanGradient) {
   for (std::size_t i = rows * cols; i < n; ++i) EXPECT_EQ(out[i], 0.0f);  // dense part: not touched
   EXPECT_EQ(states[0].dense_ranges().size(), 1u);
   EXPECT_EQ(states[0].dense_ranges()[0], std::make_pair(rows * cols, n));
+}
+
+// Error feedback over a low-rank codec: what was not sent stays in the residual (the sum identity).
+TEST(PowerSgd, ErrorFeedbackResidualCarriesWhatTheLowRankMissed) {
+  const std::size_t rows = 20, cols = 15, bias = 4, n = rows * cols + bias;
+  const auto layout = matrix_then_bias(rows, cols, bias);
+  ErrorFeedback ef(make_codec("powersgd:rank=2", 4, &layout));
+  std::vector<double> sum_x(n, 0.0), sum_d(n, 0.0);
+  core::Buffer msg;
+  std::vector<float> y(n);
+  for (int step = 0; step < 30; ++step) {
+    const auto x = gaussian(n, 100 + std::uint32_t(step));
+    ef.encode(1, std::span<const float>(x), msg);
+    ef.codec().decode(msg.view(), std::span<float>(y));
+    for (std::size_t i = 0; i < n; ++i) sum_x[i] += x[i], sum_d[i] += y[i];
+  }
+  const auto r = ef.residual(1);
+  double err = 0, norm = 0, res = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    err += std::pow(sum_d[i] + r[i] - sum_x[i], 2);
+    norm += sum_x[i] * sum_x[i];
+    res += r[i] * r[i];
+  }
+  EXPECT_LE(std::sqrt(err), 1e-5 * std::sqrt(norm));
+  EXPECT_GT(res, 0.0);  // rank 2 of a full-rank 20 x 15 stream: something is left behind
+  for (std::size_t i = rows * cols; i < n; ++i) EXPECT_NEAR(r[i], 0.0, 1e-6);  // the bias travels exactly
 }
 
 void expect_rejected(const Codec& c, const std::vector<std::uint8_t>& payload, std::size_t n, const std::string& what) {
