@@ -42,13 +42,14 @@ void fill_normal(std::span<float> out, std::uint64_t key) {
 PowerSgdState::PowerSgdState(const core::Layout& layout, std::size_t n, PowerSgdOptions options)
     : n_(n), options_(options) {
   FAST_ENFORCE(options.rank >= 1, "powersgd: rank expected >= 1, got {}", options.rank);
-  std::size_t at = 0, q_size = 0;
+  std::size_t at = 0, q_size = 0, end = 0;  // at: end of the last matrix block; end: of any block
   for (const core::TensorBlock& b : layout) {
-    FAST_ENFORCE(b.offset >= at, "powersgd: layout block '{}' at offset {} overlaps the previous one (ends at {})",
-                 b.name, b.offset, at);
+    FAST_ENFORCE(b.offset >= end, "powersgd: layout block '{}' at offset {} overlaps the previous one (ends at {})",
+                 b.name, b.offset, end);
     FAST_ENFORCE(b.offset <= n && b.numel <= n - b.offset,
                  "powersgd: layout block '{}' [{}, {}) exceeds the buffer of n = {} elements", b.name, b.offset,
                  b.offset + b.numel, n);
+    end = b.offset + b.numel;
     if (b.is_matrix()) {
       FAST_ENFORCE(b.numel % b.rows == 0, "powersgd: layout block '{}' of {} elements is not {} whole rows", b.name,
                    b.numel, b.rows);

@@ -297,6 +297,8 @@ TEST(PowerSgd, OptionsAndLayoutsAreValidated) {
   EXPECT_NO_THROW(make_codec("powersgd:rank=1,warm_start=false"));
   const core::Layout overlap{core::TensorBlock{0, 20, 4, {4, 5}, "a"}, core::TensorBlock{10, 20, 4, {4, 5}, "b"}};
   EXPECT_THROW(PowerSgdState(overlap, 40, {}), InvalidArgument);
+  const core::Layout vector_then_matrix{core::TensorBlock{0, 20, 1, {20}, "v"}, core::TensorBlock{10, 20, 4, {4, 5}, "m"}};
+  EXPECT_THROW(PowerSgdState(vector_then_matrix, 40, {}), InvalidArgument);
   const core::Layout outside{core::TensorBlock{0, 20, 4, {4, 5}, "a"}};
   EXPECT_THROW(PowerSgdState(outside, 10, {}), InvalidArgument);
   auto c = make_codec("powersgd", 0, &outside);
