@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Tables of the benchmark results written by bench/run.sh (standard library only).
 
-usage: bench/report.py {allreduce|overhead|ddp|all} RESULTS_DIR
+usage: bench/report.py {allreduce|overhead|ddp|codec|all} RESULTS_DIR
 
 Reads RESULTS_DIR/raw/ (see bench/run.sh for the file names), prints one table per benchmark
 with the FAST figure, the peer figure and their ratio (medians over the repetitions), states
@@ -202,8 +202,46 @@ def report_ddp(out):
         lambda m: GOAL_DDP[m], "FAST >= 2x DDP on mlp, >= 1.1x on cnn")
 
 
+# ---------------------------------------------------------------- (d) codec throughput
+def report_codec(out):
+    raw = os.path.join(out, "raw")
+    rows = []
+    for path in sorted(glob.glob(os.path.join(raw, "d_codec*.csv"))):
+        with open(path) as f:
+            rows += list(csv.DictReader(f))
+    if not rows:
+        raise SystemExit(f"report.py: no codec results in {raw}")
+    by = defaultdict(list)
+    for r in rows:
+        by[r["codec"]].append(r)
+    result, table_rows = {"goal": "encode + decode GB/s of input: >= 1 for fp16, bf16, int8, sign; >= 0.3 for topk 1%",
+                          "codecs": {}}, []
+    for codec, rs in by.items():
+        gbps = statistics.median(float(r["GBps"]) for r in rs)
+        mem = statistics.median(float(r["memcpy_GBps"]) for r in rs)
+        goal = float(rs[0]["goal_GBps"])
+        met = None if goal == 0 else gbps >= goal
+        result["codecs"][codec] = {"GBps": gbps, "memcpy_GBps": mem, "vs_memcpy": gbps / mem, "ratio": float(rs[0]["ratio"]),
+                                   "goal_GBps": goal, "goal_met": met}
+        enc = statistics.median(float(r["encode_s"]) for r in rs)
+        dec = statistics.median(float(r["decode_s"]) for r in rs)
+        table_rows.append([codec, f"{float(rs[0]['ratio']):.1f}", f"{enc * 1e3:.2f}", f"{dec * 1e3:.2f}", f"{gbps:.3f}", f"{mem:.2f}", f"{gbps / mem:.3f}",
+                           "-" if goal == 0 else f">= {goal}", "-" if met is None else verdict(met)])
+    n = int(rows[0]["n"])
+    text = [f"(d) codec throughput, encode + decode of {n} f32 ({4 * n / 1e6:.1f} MB, normal(0, 1e-3)), GB/s of input "
+            f"(median over runs; {load_text(raw, 'd_*')})",
+            table(["codec", "compression", "encode ms", "decode ms", "GB/s", "memcpy GB/s", "x memcpy", "goal", "verdict"],
+                  table_rows)]
+    with open(os.path.join(out, "codec_summary.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["codec", "GBps", "memcpy_GBps", "vs_memcpy", "ratio", "goal_GBps", "goal_met"])
+        for c, v in result["codecs"].items():
+            w.writerow([c, v["GBps"], v["memcpy_GBps"], v["vs_memcpy"], v["ratio"], v["goal_GBps"], v["goal_met"]])
+    return result, "\n".join(text)
+
+
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("allreduce", "overhead", "ddp", "all"):
+    if len(argv) != 3 or argv[1] not in ("allreduce", "overhead", "ddp", "codec", "all"):
         raise SystemExit(__doc__)
     what, out = argv[1], argv[2]
     if what == "allreduce":
@@ -212,11 +250,13 @@ def main(argv):
         print(report_overhead(out)[1])
     elif what == "ddp":
         print(report_ddp(out)[1])
+    elif what == "codec":
+        print(report_codec(out)[1])
     else:
         # All tables go to RESULTS_DIR/summary.txt; the terminal gets one verdict line per goal.
         result, texts = {}, []
         for name, fn, prefix in (("allreduce", report_allreduce, "a_*.csv"), ("overhead", report_overhead, "b_*"),
-                                 ("ddp", report_ddp, "c_*")):
+                                 ("ddp", report_ddp, "c_*"), ("codec", report_codec, "d_codec*.csv")):
             if glob.glob(os.path.join(out, "raw", prefix)):
                 result[name], text = fn(out)
                 texts.append(text)
@@ -228,6 +268,11 @@ def main(argv):
                     worst = v["worst_ratio_from_1MiB"]
                     print(f"(a) all-reduce, {n} ranks: {verdict(v['goal_met'])} -- {r['goal']}; worst ratio "
                           + ("n/a" if worst is None else f"{worst:.2f}x"))
+            elif name == "codec":
+                for c, v in r["codecs"].items():
+                    if v["goal_met"] is not None:
+                        print(f"(d) codec {c}: {verdict(v['goal_met'])} -- {v['GBps']:.2f} GB/s, goal >= {v['goal_GBps']} GB/s"
+                              f" ({v['vs_memcpy']:.2f}x memcpy)")
             else:
                 tag = "(b) overhead" if name == "overhead" else "(c) 2 workers vs DDP"
                 for model, v in r["models"].items():

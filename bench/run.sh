@@ -3,12 +3,13 @@
 #   (a) all-reduce bus bandwidth: FAST threads runtime vs OpenMPI MPI_Allreduce, 2 and 4 ranks
 #   (b) framework overhead: `fast train --workers 1` vs a plain libtorch loop (bench_plain_loop)
 #   (c) 2-worker throughput: `fast train --workers 2` vs PyTorch DDP over gloo (bench/ddp.py)
+#   (d) codec throughput: encode + decode GB/s of each compression codec on a 25 MB gradient vs memcpy
 # usage: bench/run.sh BUILD_DIR        (after building BUILD_DIR with -DFAST_BUILD_BENCH=ON; `make bench`)
 # Raw results: BUILD_DIR/bench-results/raw/, tables: bench-results/*_summary.csv and summary.json.
 # Methods and recorded figures: docs/benchmarks.md.
 #
 # Environment knobs (the defaults took 3 to 11 minutes on 2 busy cores):
-#   BENCH_ONLY="a b c"     which benchmarks to run
+#   BENCH_ONLY="a b c d"   which benchmarks to run
 #   BENCH_REPS=3           repetitions of each measurement (alternating FAST and peer); medians reported
 #   BENCH_QUICK=1          a short smoke run (1 repetition, small sizes, few steps) to check the harness
 #   BENCH_B_THREADS=2      libtorch intra-op threads for (b), both sides (FAST_TORCH_THREADS)
@@ -33,7 +34,7 @@ RAW=$OUT/raw
 PY=/usr/bin/python3   # Debian's python3 with python3-torch, not the first python3 on PATH
 REPORT=("$PY" "$ROOT/bench/report.py")
 
-ONLY=${BENCH_ONLY:-a b c}
+ONLY=${BENCH_ONLY:-a b c d}
 REPS=${BENCH_REPS:-5}
 QUICK=${BENCH_QUICK:-0}
 B_THREADS=${BENCH_B_THREADS:-2}
@@ -48,7 +49,9 @@ if [[ $QUICK == 1 ]]; then
   REPS=1
   A_ARGS=(--max-bytes 4M --budget-bytes 32M --max-iters 200 --min-iters 3)
   B_STEPS_MLP=100; B_STEPS_CNN=10; C_STEPS_MLP=100; C_STEPS_CNN=10
+  D_ARGS=(--n 655360 --rows 640 --reps 3)
 else
+  D_ARGS=(--n 6553600 --rows 2560 --reps 7)
   A_ARGS=(--max-bytes 64M --budget-bytes 512M --max-iters 2000 --min-iters 8)
   B_STEPS_MLP=2000; B_STEPS_CNN=300; C_STEPS_MLP=2000; C_STEPS_CNN=300
 fi
@@ -74,6 +77,7 @@ if wants b || wants c; then
   done
 fi
 if wants b; then need_exe "$BIN/bench_plain_loop" "build with -DFAST_BUILD_BENCH=ON: make bench"; fi
+if wants d; then need_exe "$BIN/bench_codec_throughput" "build with -DFAST_BUILD_BENCH=ON: make bench"; fi
 need_exe "$PY" "Debian's python3"
 "$PY" -c 'import numpy' 2>/dev/null || die "$PY cannot import numpy"
 if wants c; then
@@ -200,6 +204,17 @@ if wants c; then
   done
   echo
   "${REPORT[@]}" ddp "$OUT" | tee -a "$LOG"
+  echo
+fi
+
+if wants d; then
+  note "(d) codec throughput: encode + decode of a 25 MB f32 gradient per codec vs memcpy, ${D_ARGS[*]}"
+  for rep in $(seq 1 "$REPS"); do
+    run "d_codec_rep$rep" "$BIN/bench_codec_throughput" "${D_ARGS[@]}" --out "$RAW/d_codec_rep$rep.csv"
+    note "    rep $rep/$REPS done"
+  done
+  echo
+  "${REPORT[@]}" codec "$OUT" | tee -a "$LOG"
   echo
 fi
 

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "fast/compress/codec.hpp"
+#include "fast/compress/powersgd.hpp"
 
 namespace fast::compress {
 
@@ -25,5 +26,7 @@ struct KeepCount {
 std::unique_ptr<Codec> make_topk(KeepCount keep);
 std::unique_ptr<Codec> make_randk(KeepCount keep, std::uint64_t seed);
 std::unique_ptr<Codec> make_threshold(float value);
+// layout nullptr: flat_layout(n) at encode time.
+std::unique_ptr<Codec> make_powersgd(PowerSgdOptions options, const core::Layout* layout);
 
 }  // namespace fast::compress

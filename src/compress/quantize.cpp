@@ -1,18 +1,66 @@
 // Quantizing codecs.
 //   int8 (QSGD): body = f32 norm, u8 levels s, then n int8 levels l_i in [-s, s]; x_i ~ norm * l_i / s.
+//                The rounding draws come from a counter-based hash (uniform24) keyed by one 64-bit draw of
+//                the codec's mt19937_64 stream per message.
 //   sign:        body = f32 scale (mean |x|), then ceil(n / 8) bytes of sign bits, bit i%8 (LSB first) of
 //                byte i/8 set when x_i < 0; unused bits of the last byte are zero.
 
-#include <cmath>
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <random>
+#include <span>
 
 #include "codecs.hpp"
+#include "fast/core/cpu.hpp"
 #include "wire.hpp"
 
 namespace fast::compress {
 
 namespace {
+
+// Sum of f(x_i) in double with 8 independent accumulators (a fixed order; vectorisable).
+template <typename F>
+double sum_of(std::span<const float> x, F f) {
+  double acc[8] = {};
+  const std::size_t n8 = x.size() / 8 * 8;
+  for (std::size_t i = 0; i < n8; i += 8)
+    for (std::size_t l = 0; l < 8; ++l) acc[l] += f(static_cast<double>(x[i + l]));
+  for (std::size_t i = n8; i < x.size(); ++i) acc[i % 8] += f(static_cast<double>(x[i]));
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// Counter-based uniform draw in [0, 1) with 24 bits: murmur3's fmix32 of a Weyl sequence in i, keyed per
+// message. Stateless per element, so the quantisation loop has no dependency chain and vectorises.
+inline float uniform24(std::uint32_t key, std::uint32_t i) noexcept {
+  std::uint32_t h = i * 0x9e3779b9u + key;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return static_cast<float>(h >> 8) * 0x1.0p-24f;
+}
+
+// Levels of x[begin, end): r in [0, s]; level = floor(r) + Bernoulli(r - floor(r)), so E[level] = r.
+// Branch-free; compiled for the baseline and for AVX2 (chosen at run time from core::cpu_features).
+[[gnu::always_inline]] inline void quantize(const float* xp, std::int8_t* lp, std::size_t begin, std::size_t end,
+                                            float s, float inv, std::uint32_t key) noexcept {
+  for (std::size_t i = begin; i < end; ++i) {
+    const float r = std::min(s, std::fabs(xp[i]) * inv);
+    const auto fl = static_cast<std::int32_t>(r);  // r >= 0: truncation is floor
+    const std::int32_t up = uniform24(key, static_cast<std::uint32_t>(i)) < r - static_cast<float>(fl);
+    const std::int32_t level = fl + up;
+    lp[i] = static_cast<std::int8_t>(xp[i] < 0 ? -level : level);
+  }
+}
+void quantize_base(const float* x, std::int8_t* l, std::size_t b, std::size_t e, float s, float inv, std::uint32_t k) {
+  quantize(x, l, b, e, s, inv, k);
+}
+FAST_TARGET_AVX2 void quantize_avx2(const float* x, std::int8_t* l, std::size_t b, std::size_t e, float s, float inv,
+                                    std::uint32_t k) {
+  quantize(x, l, b, e, s, inv, k);
+}
 
 class Int8Codec final : public Codec {
  public:
@@ -24,25 +72,23 @@ class Int8Codec final : public Codec {
   void encode(core::ConstView input, core::Buffer& out) override {
     wire::check_input(name(), input);
     auto x = input.as<float>();
-    double sq = 0;
-    for (float v : x) sq += static_cast<double>(v) * v;
-    const auto norm = static_cast<float>(std::sqrt(sq));
+    const auto norm = static_cast<float>(std::sqrt(sum_of(x, [](double v) { return v * v; })));
     FAST_ENFORCE(std::isfinite(norm), "codec 'int8': input norm {} is not finite", norm);
     std::uint8_t* body = wire::begin_payload(out, encoded_bytes(x.size()), CodecId::int8, x.size());
     wire::put<float>(body, norm);
     body[4] = static_cast<std::uint8_t>(levels_);
-    const double s = levels_;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      int level = 0;
-      if (norm > 0) {
-        // r in [0, s]; level = floor(r) + Bernoulli(r - floor(r)), so E[level] = r.
-        const double r = std::min(s, std::fabs(static_cast<double>(x[i])) / norm * s);
-        const double fl = std::floor(r);
-        const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
-        level = static_cast<int>(fl) + (u < r - fl ? 1 : 0);
-        if (x[i] < 0) level = -level;
-      }
-      body[5 + i] = static_cast<std::uint8_t>(static_cast<std::int8_t>(level));
+    const auto s = static_cast<float>(levels_);
+    const float inv = norm > 0 ? static_cast<float>(levels_ / static_cast<double>(norm)) : 0.0f;
+    // Per message: a 64-bit draw of the codec's stream; element i uses the key and i (the high half of i
+    // is folded in, so n >= 2^32 gets distinct draws).
+    const std::uint64_t draw = rng_();
+    const float* xp = x.data();
+    std::int8_t* lp = reinterpret_cast<std::int8_t*>(body + 5);
+    const std::size_t n = x.size();
+    for (std::size_t base = 0; base < n; base += std::size_t{1} << 32) {
+      const auto key = static_cast<std::uint32_t>(draw ^ (draw >> 32) ^ (base >> 32) * 0x632be5abu);
+      const std::size_t end = std::min(n, base + (std::size_t{1} << 32));
+      (core::cpu_features().avx2 ? quantize_avx2 : quantize_base)(xp, lp, base, end, s, inv, key);
     }
   }
 
@@ -55,14 +101,16 @@ class Int8Codec final : public Codec {
     FAST_ENFORCE(std::isfinite(norm) && norm >= 0, "codec 'int8': payload norm {}, expected finite and >= 0", norm);
     FAST_ENFORCE(s >= 1 && s <= 127, "codec 'int8': payload levels {}, expected 1..127", s);
     const std::size_t n = out.numel();
-    for (std::size_t i = 0; i < n; ++i) {
-      const int l = static_cast<std::int8_t>(body[5 + i]);
-      FAST_ENFORCE(l >= -s && l <= s, "codec 'int8': level {} of element {} out of range, expected -{}..{}", l, i,
-                   s, s);
-    }
-    auto y = out.as<float>();
-    for (std::size_t i = 0; i < n; ++i)
-      y[i] = static_cast<float>(static_cast<double>(norm) * static_cast<std::int8_t>(body[5 + i]) / s);
+    const auto* lp = reinterpret_cast<const std::int8_t*>(body + 5);
+    std::int32_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) bad |= static_cast<std::int32_t>(lp[i] < -s) | static_cast<std::int32_t>(lp[i] > s);
+    if (bad != 0)
+      for (std::size_t i = 0; i < n; ++i)
+        FAST_ENFORCE(lp[i] >= -s && lp[i] <= s, "codec 'int8': level {} of element {} out of range, expected -{}..{}",
+                     static_cast<int>(lp[i]), i, s, s);
+    const auto step = static_cast<float>(static_cast<double>(norm) / s);
+    float* y = out.as<float>().data();
+    for (std::size_t i = 0; i < n; ++i) y[i] = static_cast<float>(lp[i]) * step;
   }
 
  private:
@@ -78,16 +126,24 @@ class SignCodec final : public Codec {
   void encode(core::ConstView input, core::Buffer& out) override {
     wire::check_input(name(), input);
     auto x = input.as<float>();
-    double sum = 0;
-    for (float v : x) sum += std::fabs(static_cast<double>(v));
+    const double sum = sum_of(x, [](double v) { return std::fabs(v); });
     const auto scale = x.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(x.size()));
     FAST_ENFORCE(std::isfinite(scale), "codec 'sign': mean |x| = {} is not finite", scale);
     std::uint8_t* body = wire::begin_payload(out, encoded_bytes(x.size()), CodecId::sign, x.size());
     wire::put<float>(body, scale);
-    std::uint8_t* bits = body + 4;  // a reused Buffer keeps old bytes: clear
-    std::fill(bits, bits + (x.size() + 7) / 8, std::uint8_t{0});
-    for (std::size_t i = 0; i < x.size(); ++i)
-      if (x[i] < 0) bits[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
+    std::uint8_t* bits = body + 4;
+    const float* xp = x.data();
+    const std::size_t n = x.size(), n8 = n / 8;
+    for (std::size_t j = 0; j < n8; ++j) {
+      unsigned b = 0;
+      for (unsigned l = 0; l < 8; ++l) b |= static_cast<unsigned>(xp[8 * j + l] < 0) << l;
+      bits[j] = static_cast<std::uint8_t>(b);
+    }
+    if (n8 * 8 < n) {
+      unsigned b = 0;
+      for (std::size_t i = n8 * 8; i < n; ++i) b |= static_cast<unsigned>(xp[i] < 0) << (i % 8);
+      bits[n8] = static_cast<std::uint8_t>(b);
+    }
   }
 
   void decode(core::ConstView payload, core::MutableView out) const override {
@@ -103,8 +159,13 @@ class SignCodec final : public Codec {
       const auto pad = static_cast<std::uint8_t>(bits[n / 8] >> (n % 8));
       FAST_ENFORCE(pad == 0, "codec 'sign': padding bits of the last byte are {:#x}, expected 0", pad);
     }
-    auto y = out.as<float>();
-    for (std::size_t i = 0; i < n; ++i) y[i] = (bits[i / 8] >> (i % 8)) & 1u ? -scale : scale;
+    // +scale with the sign bit set from the payload bit: branch-free.
+    const std::uint32_t sbits = std::bit_cast<std::uint32_t>(scale);
+    float* y = out.as<float>().data();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t neg = (static_cast<std::uint32_t>(bits[i / 8]) >> (i % 8)) & 1u;
+      y[i] = std::bit_cast<float>(sbits | (neg << 31));
+    }
   }
 };
 

@@ -23,7 +23,7 @@ using Options = std::map<std::string, std::string, std::less<>>;
 struct Entry {
   std::string_view name;
   std::array<std::string_view, 2> keys;  // allowed option keys ("" = unused slot)
-  std::unique_ptr<Codec> (*make)(const Options&, std::uint64_t);
+  std::unique_ptr<Codec> (*make)(const Options&, std::uint64_t, const core::Layout*);
 };
 
 double parse_double(std::string_view codec, std::string_view key, const std::string& text) {
@@ -62,28 +62,42 @@ KeepCount parse_keep(std::string_view codec, const Options& o) {
 }
 
 const std::array kRegistry{
-    Entry{"none", {}, [](const Options&, std::uint64_t) { return make_none(); }},
-    Entry{"fp16", {}, [](const Options&, std::uint64_t) { return make_fp16(); }},
-    Entry{"bf16", {}, [](const Options&, std::uint64_t) { return make_bf16(); }},
+    Entry{"none", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_none(); }},
+    Entry{"fp16", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_fp16(); }},
+    Entry{"bf16", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_bf16(); }},
     Entry{"int8", {"levels"},
-          [](const Options& o, std::uint64_t seed) {
+          [](const Options& o, std::uint64_t seed, const core::Layout*) {
             std::uint64_t levels = 127;
             if (auto it = o.find("levels"); it != o.end()) levels = parse_count("int8", "levels", it->second);
             FAST_ENFORCE(levels >= 1 && levels <= 127, "codec 'int8': option levels expected in 1..127, got {}",
                          levels);
             return make_int8(static_cast<int>(levels), seed);
           }},
-    Entry{"sign", {}, [](const Options&, std::uint64_t) { return make_sign(); }},
-    Entry{"topk", {"ratio", "k"}, [](const Options& o, std::uint64_t) { return make_topk(parse_keep("topk", o)); }},
+    Entry{"sign", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_sign(); }},
+    Entry{"topk", {"ratio", "k"}, [](const Options& o, std::uint64_t, const core::Layout*) { return make_topk(parse_keep("topk", o)); }},
     Entry{"randk", {"ratio", "k"},
-          [](const Options& o, std::uint64_t seed) { return make_randk(parse_keep("randk", o), seed); }},
+          [](const Options& o, std::uint64_t seed, const core::Layout*) { return make_randk(parse_keep("randk", o), seed); }},
     Entry{"threshold", {"value"},
-          [](const Options& o, std::uint64_t) {
+          [](const Options& o, std::uint64_t, const core::Layout*) {
             const auto it = o.find("value");
             FAST_ENFORCE(it != o.end(), "codec 'threshold': option value is required (threshold:value=T)");
             const double t = parse_double("threshold", "value", it->second);
             FAST_ENFORCE(t >= 0 && t <= 3.4e38, "codec 'threshold': option value expected in [0, 3.4e38], got {}", t);
             return make_threshold(static_cast<float>(t));
+          }},
+    Entry{"powersgd", {"rank", "warm_start"},
+          [](const Options& o, std::uint64_t seed, const core::Layout* layout) {
+            PowerSgdOptions opt;
+            opt.seed = seed;
+            if (auto it = o.find("rank"); it != o.end()) opt.rank = parse_count("powersgd", "rank", it->second);
+            FAST_ENFORCE(opt.rank >= 1 && opt.rank <= 1024, "codec 'powersgd': option rank expected in 1..1024, got {}",
+                         opt.rank);
+            if (auto it = o.find("warm_start"); it != o.end()) {
+              FAST_ENFORCE(it->second == "true" || it->second == "false",
+                           "codec 'powersgd': option warm_start expected true or false, got '{}'", it->second);
+              opt.warm_start = it->second == "true";
+            }
+            return make_powersgd(opt, layout);
           }},
 };
 
@@ -95,7 +109,7 @@ std::vector<std::string> codec_names() {
   return names;
 }
 
-std::unique_ptr<Codec> make_codec(std::string_view spec, std::uint64_t seed) {
+std::unique_ptr<Codec> make_codec(std::string_view spec, std::uint64_t seed, const core::Layout* layout) {
   const auto colon = spec.find(':');
   const std::string_view name = spec.substr(0, colon);
   const Entry* entry = nullptr;
@@ -126,7 +140,7 @@ std::unique_ptr<Codec> make_codec(std::string_view spec, std::uint64_t seed) {
       rest = rest.substr(comma + 1);
     }
   }
-  return entry->make(options, seed);
+  return entry->make(options, seed, layout);
 }
 
 }  // namespace fast::compress

@@ -1,15 +1,21 @@
-// Sparsifying codecs.
-//   topk, threshold: body = u64 k, k u32 indices (strictly increasing, < n), k f32 values.
+// Sparsifying codecs (format version 2).
+//   topk, threshold: body = u64 k, u8 index form, k f32 values (in increasing index order), then the k
+//                    strictly increasing indices (< n) in the chosen form, filling the payload exactly:
+//                      form 0 (u32):    k u32 indices                                     4 k bytes
+//                      form 1 (delta):  k LEB128 varints d_0 = i_0, d_j = i_j - i_{j-1} - 1  sum of varint sizes
+//                      form 2 (bitmap): ceil(n / 8) bytes, bit i%8 (LSB first) of byte i/8 set when i is
+//                                       kept; padding bits zero; popcount = k          ceil(n / 8) bytes
+//                    The encoder picks the smallest form; on a tie the lower form number.
 //   randk:           body = u64 k, u64 message seed, k f32 values; the indices are the k distinct
 //                    indices sample_indices(n, k, seed) draws (Floyd's algorithm on a splitmix64 stream),
 //                    in increasing order, so encoder and decoder agree without sending them.
 // Every other element decodes to 0.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <numeric>
 #include <random>
 #include <vector>
 
@@ -28,69 +34,210 @@ std::size_t KeepCount::of(std::size_t n) const {
 namespace {
 
 constexpr std::size_t kMaxSparseN = std::numeric_limits<std::uint32_t>::max();
+constexpr std::size_t kIndexedFixed = kHeaderBytes + 9;  // header, u64 k, u8 form
 
-std::size_t index_value_bytes(std::size_t k) { return kHeaderBytes + 8 + 8 * k; }
+enum IndexForm : std::uint8_t { kU32 = 0, kDelta = 1, kBitmap = 2 };
 
-// Writes the topk/threshold body for the sorted indices idx of x.
-void encode_indexed(CodecId id, std::span<const float> x, const std::vector<std::uint32_t>& idx, core::Buffer& out) {
-  std::uint8_t* body = wire::begin_payload(out, index_value_bytes(idx.size()), id, x.size());
-  wire::put<std::uint64_t>(body, idx.size());
-  std::uint8_t* ip = body + 8;
-  std::uint8_t* vp = ip + 4 * idx.size();
-  for (std::size_t j = 0; j < idx.size(); ++j) {
-    wire::put<std::uint32_t>(ip + 4 * j, idx[j]);
-    wire::put<float>(vp + 4 * j, x[idx[j]]);
+std::size_t varint_size(std::uint32_t v) noexcept {
+  return 1 + (v >= (1u << 7)) + (v >= (1u << 14)) + (v >= (1u << 21)) + (v >= (1u << 28));
+}
+
+std::size_t delta_bytes(const std::vector<std::uint32_t>& idx) {
+  std::size_t bytes = 0;
+  std::uint32_t prev_next = 0;  // previous index + 1
+  for (const std::uint32_t i : idx) {
+    bytes += varint_size(i - prev_next);
+    prev_next = i + 1;
   }
+  return bytes;
+}
+
+// Index-section bytes of each form for k kept indices of n.
+std::size_t form_bytes(IndexForm f, std::size_t n, const std::vector<std::uint32_t>& idx) {
+  switch (f) {
+    case kU32: return 4 * idx.size();
+    case kDelta: return delta_bytes(idx);
+    default: return (n + 7) / 8;
+  }
+}
+
+// The worst case over forms is u32 capped by the bitmap: min(4k, ceil(n/8)) (delta <= 5k but is never
+// chosen when larger than u32).
+std::size_t indexed_bound(std::size_t n, std::size_t k) { return kIndexedFixed + 4 * k + std::min(4 * k, (n + 7) / 8); }
+
+// Writes the topk/threshold body for the strictly increasing indices idx of x.
+void encode_indexed(CodecId id, std::span<const float> x, const std::vector<std::uint32_t>& idx, core::Buffer& out) {
+  const std::size_t n = x.size(), k = idx.size();
+  IndexForm form = kU32;
+  std::size_t ibytes = form_bytes(kU32, n, idx);
+  for (IndexForm f : {kDelta, kBitmap}) {
+    const std::size_t b = form_bytes(f, n, idx);
+    if (b < ibytes) form = f, ibytes = b;
+  }
+  std::uint8_t* body = wire::begin_payload(out, kIndexedFixed + 4 * k + ibytes, id, n);
+  wire::put<std::uint64_t>(body, k);
+  body[8] = form;
+  std::uint8_t* vp = body + 9;
+  for (std::size_t j = 0; j < k; ++j) wire::put<float>(vp + 4 * j, x[idx[j]]);
+  std::uint8_t* ip = vp + 4 * k;
+  if (form == kU32) {
+    for (std::size_t j = 0; j < k; ++j) wire::put<std::uint32_t>(ip + 4 * j, idx[j]);
+  } else if (form == kDelta) {
+    std::uint32_t prev_next = 0;
+    for (const std::uint32_t i : idx) {
+      std::uint32_t d = i - prev_next;
+      prev_next = i + 1;
+      while (d >= 0x80u) {
+        *ip++ = static_cast<std::uint8_t>(d | 0x80u);
+        d >>= 7;
+      }
+      *ip++ = static_cast<std::uint8_t>(d);
+    }
+  } else {
+    std::memset(ip, 0, ibytes);  // a reused Buffer keeps old bytes
+    for (const std::uint32_t i : idx) ip[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
+  }
+}
+
+// Validates the index section (form, length, range, order, popcount) and returns the indices.
+std::vector<std::uint32_t> read_indices(std::string_view codec, const std::uint8_t* ip, std::size_t ibytes,
+                                        IndexForm form, std::size_t n, std::size_t k) {
+  std::vector<std::uint32_t> idx(k);
+  if (form == kU32) {
+    wire::check_length(codec, ibytes, 4 * k, "u32 index section of 4 k bytes");
+    std::uint64_t prev = 0;
+    for (std::size_t j = 0; j < k; ++j) {
+      const auto i = wire::get<std::uint32_t>(ip + 4 * j);
+      FAST_ENFORCE(i < n, "codec '{}': index {} of entry {} out of range, expected < n = {}", codec, i, j, n);
+      FAST_ENFORCE(j == 0 || i > prev, "codec '{}': index {} of entry {} not above the previous index {}", codec, i,
+                   j, prev);
+      prev = i;
+      idx[j] = i;
+    }
+  } else if (form == kDelta) {
+    std::size_t at = 0;
+    std::uint64_t next = 0;  // the smallest index entry j may take
+    for (std::size_t j = 0; j < k; ++j) {
+      std::uint64_t d = 0;
+      for (int shift = 0;; shift += 7) {
+        FAST_ENFORCE(at < ibytes, "codec '{}': truncated delta index section: entry {} of k = {} runs past its {} bytes",
+                     codec, j, k, ibytes);
+        FAST_ENFORCE(shift < 35, "codec '{}': delta of entry {} longer than 5 bytes, expected a u32 LEB128 varint",
+                     codec, j);
+        const std::uint8_t b = ip[at++];
+        d |= static_cast<std::uint64_t>(b & 0x7fu) << shift;
+        if ((b & 0x80u) == 0) break;
+      }
+      const std::uint64_t i = next + d;
+      FAST_ENFORCE(i < n, "codec '{}': index {} of entry {} (sum of the gaps) out of range, expected < n = {}", codec,
+                   i, j, n);
+      idx[j] = static_cast<std::uint32_t>(i);
+      next = i + 1;
+    }
+    FAST_ENFORCE(at == ibytes, "codec '{}': wrong-length delta index section: {} trailing bytes after the k = {} gaps",
+                 codec, ibytes - at, k);
+  } else {
+    wire::check_length(codec, ibytes, (n + 7) / 8, "bitmap index section of ceil(n / 8) bytes");
+    if (n % 8 != 0) {
+      const auto pad = static_cast<std::uint8_t>(ip[n / 8] >> (n % 8));
+      FAST_ENFORCE(pad == 0, "codec '{}': padding bits of the last bitmap byte are {:#x}, expected 0", codec, pad);
+    }
+    std::size_t count = 0;
+    for (std::size_t b = 0; b < ibytes; ++b) count += static_cast<std::size_t>(std::popcount(ip[b]));
+    FAST_ENFORCE(count == k, "codec '{}': bitmap popcount {} differs from k = {}", codec, count, k);
+    std::size_t j = 0;
+    for (std::size_t b = 0; b < ibytes; ++b)
+      for (unsigned bits = ip[b]; bits != 0; bits &= bits - 1)
+        idx[j++] = static_cast<std::uint32_t>(8 * b + static_cast<std::size_t>(std::countr_zero(bits)));
+  }
+  return idx;
 }
 
 void decode_indexed(std::string_view codec, CodecId id, core::ConstView payload, core::MutableView out) {
   auto p = wire::check_header(codec, id, payload, out);
   const std::size_t n = out.numel();
-  FAST_ENFORCE(p.size() >= kHeaderBytes + 8, "codec '{}': truncated payload of {} bytes, expected at least {}", codec,
-               p.size(), kHeaderBytes + 8);
+  FAST_ENFORCE(p.size() >= kIndexedFixed, "codec '{}': truncated payload of {} bytes, expected at least {}", codec,
+               p.size(), kIndexedFixed);
   const std::uint8_t* body = p.data() + kHeaderBytes;
   const auto k = wire::get<std::uint64_t>(body);
   FAST_ENFORCE(k <= n, "codec '{}': payload k = {} exceeds n = {}", codec, k, n);
-  wire::check_length(codec, p.size(), index_value_bytes(k), "16-byte header + 8 + 8 k");
-  const std::uint8_t* ip = body + 8;
-  std::uint64_t prev = 0;
-  for (std::size_t j = 0; j < k; ++j) {
-    const auto i = wire::get<std::uint32_t>(ip + 4 * j);
-    FAST_ENFORCE(i < n, "codec '{}': index {} of entry {} out of range, expected < n = {}", codec, i, j, n);
-    FAST_ENFORCE(j == 0 || i > prev, "codec '{}': index {} of entry {} not above the previous index {}", codec, i, j,
-                 prev);
-    prev = i;
-  }
+  const auto form = static_cast<IndexForm>(body[8]);
+  FAST_ENFORCE(body[8] <= kBitmap, "codec '{}': index form {}, expected 0 (u32), 1 (delta) or 2 (bitmap)", codec,
+               body[8]);
+  FAST_ENFORCE(p.size() >= kIndexedFixed + 4 * k,
+               "codec '{}': truncated payload of {} bytes, expected at least {} (header + 9 + 4 k values)", codec,
+               p.size(), kIndexedFixed + 4 * k);
+  const std::uint8_t* vp = body + 9;
+  const auto idx = read_indices(codec, vp + 4 * k, p.size() - kIndexedFixed - 4 * k, form, n, k);
   auto y = out.as<float>();
   std::fill(y.begin(), y.end(), 0.0f);
-  const std::uint8_t* vp = ip + 4 * k;
-  for (std::size_t j = 0; j < k; ++j) y[wire::get<std::uint32_t>(ip + 4 * j)] = wire::get<float>(vp + 4 * j);
+  for (std::size_t j = 0; j < k; ++j) y[idx[j]] = wire::get<float>(vp + 4 * j);
+}
+
+// |x| as ordered u32 keys: for finite floats, a larger magnitude is a larger key; >= 0x7f800000 is inf/NaN.
+inline std::uint32_t mag_bits(float v) noexcept { return std::bit_cast<std::uint32_t>(v) & 0x7fffffffu; }
+
+// The indices (increasing) of the k largest |x_i|, ties to the lower index. Exact: a sampled threshold t
+// picks the candidates with key >= t; when at least k exist the top k all lie among them (every other
+// element is smaller than each of them), and an exact selection on (key, -index) finishes. Otherwise t
+// becomes 0 (every element).
+std::vector<std::uint32_t> top_indices(std::span<const float> x, std::size_t k) {
+  const std::size_t n = x.size();
+  std::vector<std::uint32_t> idx;
+  if (k == 0) return idx;
+  if (k == n) {
+    idx.resize(n);
+    for (std::size_t i = 0; i < n; ++i) idx[i] = static_cast<std::uint32_t>(i);
+    return idx;
+  }
+  // Sample about 16k keys on a fixed stride; aim for ~1.5 k candidates.
+  std::uint32_t t = 0;
+  const std::size_t stride = std::max<std::size_t>(1, n / 16384);
+  if (stride > 1 && k * 64 < n * 8) {
+    std::vector<std::uint32_t> sample;
+    sample.reserve(n / stride + 1);
+    for (std::size_t i = stride / 2; i < n; i += stride) sample.push_back(mag_bits(x[i]));
+    const double want = 1.5 * static_cast<double>(k) / static_cast<double>(n) * static_cast<double>(sample.size());
+    const auto r = static_cast<std::size_t>(std::min<double>(want, static_cast<double>(sample.size() - 1)));
+    std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(r), sample.end(),
+                     std::greater<>());
+    t = sample[r];
+  }
+  std::vector<std::uint32_t> cand;
+  cand.reserve(2 * k + 64);
+  for (std::size_t i = 0; i < n; ++i)
+    if (mag_bits(x[i]) >= t) cand.push_back(static_cast<std::uint32_t>(i));
+  if (cand.size() < k) {  // the sample overshot: take every element
+    cand.resize(n);
+    for (std::size_t i = 0; i < n; ++i) cand[i] = static_cast<std::uint32_t>(i);
+  }
+  std::vector<std::uint64_t> keys(cand.size());
+  for (std::size_t j = 0; j < cand.size(); ++j)
+    keys[j] = (static_cast<std::uint64_t>(mag_bits(x[cand[j]])) << 32) | (0xffffffffu - cand[j]);
+  std::nth_element(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(k - 1), keys.end(), std::greater<>());
+  idx.resize(k);
+  for (std::size_t j = 0; j < k; ++j) idx[j] = 0xffffffffu - static_cast<std::uint32_t>(keys[j]);
+  std::sort(idx.begin(), idx.end());
+  return idx;
 }
 
 class TopkCodec final : public Codec {
  public:
   explicit TopkCodec(KeepCount keep) : keep_(keep) {}
   std::string_view name() const override { return "topk"; }
-  std::size_t encoded_bytes(std::size_t n) const override { return index_value_bytes(keep_.of(n)); }
+  std::size_t encoded_bytes(std::size_t n) const override { return indexed_bound(n, keep_.of(n)); }
+  bool fixed_size() const override { return false; }
 
   void encode(core::ConstView input, core::Buffer& out) override {
     wire::check_input(name(), input);
     auto x = input.as<float>();
     FAST_ENFORCE(x.size() <= kMaxSparseN, "codec 'topk': n = {} exceeds the u32 index range", x.size());
-    for (std::size_t i = 0; i < x.size(); ++i)
-      FAST_ENFORCE(std::isfinite(x[i]), "codec 'topk': element {} = {} is not finite", i, x[i]);
-    const std::size_t k = keep_.of(x.size());
-    std::vector<std::uint32_t> idx(x.size());
-    std::iota(idx.begin(), idx.end(), 0u);
-    // Larger magnitude first; equal magnitudes: lower index first (a strict total order).
-    auto before = [&](std::uint32_t a, std::uint32_t b) {
-      const float ma = std::fabs(x[a]), mb = std::fabs(x[b]);
-      return ma > mb || (ma == mb && a < b);
-    };
-    if (k < idx.size()) std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(), before);
-    idx.resize(k);
-    std::sort(idx.begin(), idx.end());
-    encode_indexed(CodecId::topk, x, idx, out);
+    std::uint32_t worst = 0;
+    for (const float v : x) worst = std::max(worst, mag_bits(v));
+    if (worst >= 0x7f800000u)
+      for (std::size_t i = 0; i < x.size(); ++i)
+        FAST_ENFORCE(std::isfinite(x[i]), "codec 'topk': element {} = {} is not finite", i, x[i]);
+    encode_indexed(CodecId::topk, x, top_indices(x, keep_.of(x.size())), out);
   }
   void decode(core::ConstView payload, core::MutableView out) const override {
     decode_indexed(name(), CodecId::topk, payload, out);
@@ -104,7 +251,7 @@ class ThresholdCodec final : public Codec {
  public:
   explicit ThresholdCodec(float value) : value_(value) {}
   std::string_view name() const override { return "threshold"; }
-  std::size_t encoded_bytes(std::size_t n) const override { return index_value_bytes(n); }
+  std::size_t encoded_bytes(std::size_t n) const override { return indexed_bound(n, n); }
   bool fixed_size() const override { return false; }
 
   void encode(core::ConstView input, core::Buffer& out) override {
@@ -145,16 +292,19 @@ struct SplitMix64 {
 
 // k distinct indices of [0, n), increasing (Floyd's sampling).
 std::vector<std::uint32_t> sample_indices(std::size_t n, std::size_t k, std::uint64_t seed) {
-  std::vector<bool> chosen(n, false);
+  std::vector<std::uint8_t> chosen(n, 0);
   SplitMix64 g{seed};
   for (std::size_t j = n - k; j < n; ++j) {
     const auto t = static_cast<std::size_t>(g.below(j + 1));
-    chosen[chosen[t] ? j : t] = true;
+    chosen[chosen[t] ? j : t] = 1;
   }
-  std::vector<std::uint32_t> idx;
-  idx.reserve(k);
-  for (std::size_t i = 0; i < n; ++i)
-    if (chosen[i]) idx.push_back(static_cast<std::uint32_t>(i));
+  std::vector<std::uint32_t> idx(k + 1);
+  std::size_t c = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    idx[c] = static_cast<std::uint32_t>(i);
+    c += chosen[i];
+  }
+  idx.resize(k);
   return idx;
 }
 

@@ -14,7 +14,7 @@
 namespace fast::compress::wire {
 
 inline constexpr std::uint8_t kMagic[4] = {'F', 'C', 'D', 'C'};
-inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::uint8_t kVersion = 2;  // 2: sparse index forms (u32, delta, bitmap); powersgd
 
 template <typename T>
 void put(std::uint8_t* p, T v) noexcept {

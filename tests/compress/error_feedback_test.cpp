@@ -46,7 +46,7 @@ TEST_P(ErrorFeedbackSum, DecodedPlusResidualEqualsInputsOver50Steps) {
 
 INSTANTIATE_TEST_SUITE_P(Codecs, ErrorFeedbackSum,
                          ::testing::Values("none", "fp16", "bf16", "int8:levels=3", "sign", "topk:ratio=0.05",
-                                           "randk:k=10", "threshold:value=1.5"),
+                                           "randk:k=10", "threshold:value=1.5", "powersgd"),
                          [](const auto& info) {
                            std::string s = info.param.substr(0, info.param.find(':'));
                            return s;

@@ -5,7 +5,7 @@
 // n float32 values (decode). Every payload starts with the same 16-byte header (docs/compression.md):
 //   bytes 0-3   magic "FCDC"
 //   byte  4     codec id (CodecId below)
-//   byte  5     format version (1)
+//   byte  5     format version (2)
 //   bytes 6-7   zero
 //   bytes 8-15  n, the number of float32 elements, little-endian u64
 // followed by the codec's body (documented at the top of each src/compress/*.cpp and in
@@ -20,8 +20,9 @@
 // make_codec states its options, whether it is lossless, unbiased (E[decode(encode(x))] = x over the
 // codec's randomness) and its error bound.
 //
-// Thread-safety: a Codec is not synchronised. Stateful codecs (int8, randk) advance a random stream on
-// every encode; use one Codec per link (or per thread). decode is const and keeps no state.
+// Thread-safety: a Codec is not synchronised. Stateful codecs (int8, randk, powersgd) advance a random
+// stream or keep state (powersgd's warm-started Q) on every encode; use one Codec per link (or per
+// thread). decode is const and keeps no state.
 
 #include <cstddef>
 #include <cstdint>
@@ -31,12 +32,14 @@
 #include <vector>
 
 #include "fast/core/buffer.hpp"
+#include "fast/core/layout.hpp"
 #include "fast/core/tensor_view.hpp"
 
 namespace fast::compress {
 
 // The codec id byte of the payload header.
-enum class CodecId : std::uint8_t { none = 0, fp16 = 1, bf16 = 2, int8 = 3, sign = 4, topk = 5, randk = 6, threshold = 7 };
+enum class CodecId : std::uint8_t { none = 0, fp16 = 1, bf16 = 2, int8 = 3, sign = 4, topk = 5, randk = 6, threshold = 7,
+                                    powersgd = 8 };
 
 inline constexpr std::size_t kHeaderBytes = 16;
 
@@ -55,7 +58,7 @@ class Codec {
   // Decodes payload (u8) into out (f32, n elements as written in the header). Validates first: on
   // error throws InvalidArgument and out is unchanged.
   virtual void decode(core::ConstView payload, core::MutableView out) const = 0;
-  // Payload bytes for n elements: exact when fixed_size(), else an upper bound (threshold).
+  // Payload bytes for n elements: exact when fixed_size(), else an upper bound (topk, threshold).
   virtual std::size_t encoded_bytes(std::size_t n) const = 0;
   // Whether encoded_bytes(n) is the exact payload size for every input of n elements.
   virtual bool fixed_size() const { return true; }
@@ -69,9 +72,11 @@ class Codec {
 std::vector<std::string> codec_names();
 
 // Builds a codec from "NAME" or "NAME:key=value,key=value". seed feeds the random stream of the
-// stateful codecs (int8, randk); the others ignore it. InvalidArgument for an unknown name (listing
-// the allowed names), an unknown key (listing the codec's keys), a repeated key, or a bad value (naming
-// the key, the expected range and the value got).
+// stateful codecs (int8, randk, powersgd); the others ignore it. layout (copied) gives powersgd the
+// matrices inside the buffer; nullptr means flat_layout(n) at encode time (one vector: all dense); the
+// other codecs ignore it. InvalidArgument for an unknown name (listing the allowed names), an unknown key
+// (listing the codec's keys), a repeated key, or a bad value (naming the key, the expected range and the
+// value got).
 //
 //   none                 f32 copy. Lossless.
 //   fp16                 IEEE binary16, round to nearest even. |err| <= 2^-11 |x| for 2^-14 <= |x| <= 65504,
@@ -79,18 +84,29 @@ std::vector<std::string> codec_names();
 //                        (|x| >= 65520). NaN and inf pass through.
 //   bf16                 bfloat16, round to nearest even. |err| <= 2^-8 |x| for normal x.
 //   int8:levels=s        QSGD with s levels (1..127, default 127): norm ||x||_2 (f32) and one signed level
-//                        l_i in [-s, s] per element; decode x_i = norm * l_i / s. Unbiased; per element
-//                        Var = (norm/s)^2 p (1 - p) <= (norm/s)^2 / 4 with p the fraction of |x_i| s / norm.
+//                        l_i in [-s, s] per element; decode x_i = norm * l_i / s. Unbiased (up to the 2^-24
+//                        resolution of the rounding draw); per element Var = (norm/s)^2 p (1 - p) <=
+//                        (norm/s)^2 / 4 with p the fraction of |x_i| s / norm.
 //   sign                 scaled sign: scale = mean |x| (f32), one bit per element; decode = +scale for
 //                        x_i >= 0 (and +0, -0), -scale for x_i < 0. Biased.
 //   topk:ratio=r | k=K   the k = min(n, K) or max(1, ceil(r n)) (r in (0, 1], default 0.01) largest |x_i|,
-//                        ties to the lower index, sent as u32 indices + f32 values; the rest decode to 0.
-//                        Biased (use ErrorFeedback). Input must be finite and n < 2^32.
+//                        ties to the lower index, sent as k f32 values and the indices in the smallest of
+//                        three forms (u32, LEB128 delta, bitmap); the rest decode to 0. Variable size:
+//                        encoded_bytes is the bound 25 + 4k + min(4k, ceil(n/8)). Biased (use
+//                        ErrorFeedback). Input must be finite and n < 2^32.
 //   randk:ratio=r | k=K  k indices drawn uniformly without replacement from a per-message seed (written in
 //                        the payload, drawn from the codec's seed) and the k values, unscaled; the rest
 //                        decode to 0. Biased (E = (k/n) x); use ErrorFeedback. n < 2^32.
 //   threshold:value=t    every x_i with |x_i| >= t (t >= 0, finite, required), same wire body as topk.
 //                        Variable size: encoded_bytes is the bound for k = n.
-std::unique_ptr<Codec> make_codec(std::string_view spec, std::uint64_t seed = 0);
+//   powersgd:rank=R,warm_start=true|false
+//                        (R in 1..1024, default 4; warm_start default true) each matrix block of the layout
+//                        (TensorBlock::is_matrix) becomes P (rows x r, orthonormal columns) and Q (cols x r),
+//                        r = min(R, rows, cols), by one power iteration from the Q kept since the previous
+//                        encode (fresh from the seed without warm start); decode = P Q^T, the best rank-r
+//                        approximation in the limit of warm-started steps on a fixed matrix. Other elements
+//                        travel dense f32. Biased (use ErrorFeedback). Input must be finite. Primitives for a
+//                        low-rank all-reduce: fast/compress/powersgd.hpp.
+std::unique_ptr<Codec> make_codec(std::string_view spec, std::uint64_t seed = 0, const core::Layout* layout = nullptr);
 
 }  // namespace fast::compress
