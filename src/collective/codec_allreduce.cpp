@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "fast/compress/powersgd.hpp"
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
 
@@ -28,13 +29,21 @@ std::uint64_t worker_seed(std::uint64_t seed, int rank) {
 }
 }  // namespace
 
-struct CodecAllreduce::LowRank {};
+// Per key: PowerSGD's Q (in state) and the error-feedback residual.
+struct CodecAllreduce::LowRank {
+  compress::PowerSgdState state;
+  std::vector<double> residual;
+};
 
 CodecAllreduce::CodecAllreduce(Communicator& comm, CodecAllreduceOptions options)
     : comm_(comm), options_(std::move(options)) {
   std::unique_ptr<compress::Codec> codec = compress::make_codec(options_.codec, worker_seed(options_.seed, comm.rank()));
   const std::string_view name = codec->name();
-  if (name == "none") {
+  if (const auto o = compress::powersgd_options_of(*codec)) {
+    path_ = Path::low_rank;
+    powersgd_ = *o;
+    powersgd_.seed = options_.seed;  // the same initial Q on every worker
+  } else if (name == "none") {
     path_ = Path::dense;
   } else if (name == "fp16" || name == "bf16") {
     path_ = Path::ring;
@@ -49,6 +58,10 @@ CodecAllreduce::CodecAllreduce(Communicator& comm, CodecAllreduceOptions options
 CodecAllreduce::~CodecAllreduce() = default;
 
 std::vector<double> CodecAllreduce::residual(std::uint64_t key) const {
+  if (path_ == Path::low_rank) {
+    const auto it = low_rank_.find(key);
+    return it == low_rank_.end() ? std::vector<double>{} : it->second->residual;
+  }
   if (feedback_ == nullptr) return {};
   const auto r = feedback_->residual(key);
   return {r.begin(), r.end()};
@@ -158,8 +171,49 @@ void CodecAllreduce::gather(std::span<float> data, std::uint64_t key) {
   for (float& x : data) x *= inv;
 }
 
-void CodecAllreduce::low_rank(std::span<float> /*data*/, std::uint64_t /*key*/) {
-  FAST_THROW(core::InvalidUsage, "CodecAllreduce: the low-rank path is not built yet");
+// PowerSGD's low-rank all-reduce (compress/powersgd.hpp gives the recipe): two dense all-reduces
+// of the factors P and Q, one of the elements outside the matrix blocks.
+void CodecAllreduce::low_rank(std::span<float> data, std::uint64_t key) {
+  auto& slot = low_rank_[key];
+  if (!slot) {
+    const core::Layout layout = options_.layout.empty() ? core::flat_layout(data.size()) : options_.layout;
+    slot = std::unique_ptr<LowRank>(new LowRank{compress::PowerSgdState(layout, data.size(), powersgd_),
+                                                std::vector<double>(data.size(), 0.0)});
+  }
+  FAST_ENFORCE_EQ(slot->residual.size(), data.size(), "CodecAllreduce(powersgd): tensor length of key {}", key);
+  compress::PowerSgdState& state = slot->state;
+  // M = data + residual (float32), kept to form the new residual.
+  std::vector<float> m(data.size());
+  for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(data[i] + slot->residual[i]);
+  std::vector<float> p(state.p_size()), q(state.q_size());
+  if (!powersgd_.warm_start) state.reset_q();
+  state.compute_p(m, p);
+  const AllreduceOptions sum{.op = ReduceOp::sum, .chunk_bytes = options_.chunk_bytes};
+  if (!p.empty()) comm_.allreduce(MutableView(std::span<float>(p)), sum);
+  state.orthonormalise(p);
+  state.compute_q(m, p, q);
+  if (!q.empty()) comm_.allreduce(MutableView(std::span<float>(q)), {.op = ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+  state.set_q(q);
+  // Dense elements: averaged exactly, no residual.
+  std::vector<float> dense(state.dense_size());
+  std::size_t at = 0;
+  for (const auto& [b, e] : state.dense_ranges())
+    for (std::size_t i = b; i < e; ++i) dense[at++] = m[i];
+  if (!dense.empty()) comm_.allreduce(MutableView(std::span<float>(dense)), {.op = ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+  state.reconstruct(p, q, data);  // matrix blocks: P Q^T
+  at = 0;
+  for (const auto& [b, e] : state.dense_ranges())
+    for (std::size_t i = b; i < e; ++i) data[i] = dense[at++];
+  // Residual: what this worker's M lost in the approximation (matrix blocks only; dense is exact
+  // up to the average, which is the aggregation itself, not a codec error).
+  for (const compress::LowRankBlock& blk : state.blocks())
+    for (std::size_t i = blk.offset; i < blk.offset + blk.rows * blk.cols; ++i)
+      slot->residual[i] = static_cast<double>(m[i]) - static_cast<double>(data[i]);
+  if (options_.meter != nullptr) {
+    std::size_t matrix = 0;
+    for (const compress::LowRankBlock& blk : state.blocks()) matrix += blk.rows * blk.cols;
+    options_.meter->add(matrix * sizeof(float), (p.size() + q.size()) * sizeof(float));
+  }
 }
 
 }  // namespace fast::collective

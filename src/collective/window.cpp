@@ -106,9 +106,9 @@ struct CodecLinks {
     const auto [peer, offset, count] = key;
     const std::uint64_t s = ((seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank)) * 0x100000001B3ull +
                              static_cast<std::uint64_t>(peer)) * 4 + direction;
-    (void)offset;
-    (void)count;
-    return compress::make_codec(spec, s);
+    // The model's layout describes the whole tensor only.
+    const bool whole = layout != nullptr && offset == 0 && count == layout_numel;
+    return compress::make_codec(spec, s, whole ? layout : nullptr);
   }
   // The shared starting reference of range [offset, offset + count) of `owner`'s tensor (empty: zeros).
   std::span<const float> start(int owner, std::size_t offset, std::size_t count) const {
@@ -143,7 +143,7 @@ struct CodecLinks {
   std::span<const float> decode_state(const Key& key, int owner, ConstView payload) {
     auto& receiver = receivers[key];
     if (!receiver)
-      receiver = std::make_unique<compress::DeltaReceiver>(compress::make_codec(spec), std::get<2>(key),
+      receiver = std::make_unique<compress::DeltaReceiver>(make(key, 2), std::get<2>(key),
                                                            start(owner, std::get<1>(key), std::get<2>(key)));
     return receiver->decode(payload);
   }

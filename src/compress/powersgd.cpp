@@ -293,6 +293,8 @@ class PowerSgdCodec final : public Codec {
     copy_dense(dense_from, n);
   }
 
+  const PowerSgdOptions& options() const noexcept { return options_; }
+
  private:
   PowerSgdOptions options_;
   std::optional<core::Layout> layout_;
@@ -301,6 +303,12 @@ class PowerSgdCodec final : public Codec {
 };
 
 }  // namespace
+
+std::optional<PowerSgdOptions> powersgd_options_of(const Codec& codec) {
+  const auto* p = dynamic_cast<const PowerSgdCodec*>(&codec);
+  if (p == nullptr) return std::nullopt;
+  return p->options();
+}
 
 std::unique_ptr<Codec> make_powersgd(PowerSgdOptions options, const core::Layout* layout) {
   return std::make_unique<PowerSgdCodec>(options, layout);

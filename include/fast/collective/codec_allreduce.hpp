@@ -38,6 +38,7 @@
 #include "fast/compress/codec.hpp"
 #include "fast/compress/error_feedback.hpp"
 #include "fast/compress/meter.hpp"
+#include "fast/compress/powersgd.hpp"
 #include "fast/core/layout.hpp"
 
 namespace fast::collective {
@@ -77,6 +78,7 @@ class CodecAllreduce {
   std::unique_ptr<compress::Codec> hop_codec_;         // ring path: encodes partial sums
   struct LowRank;                                      // low_rank path: per key, Q and the residual
   std::unordered_map<std::uint64_t, std::unique_ptr<LowRank>> low_rank_;
+  compress::PowerSgdOptions powersgd_;                 // low_rank path
 };
 
 }  // namespace fast::collective

@@ -36,6 +36,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -100,5 +101,9 @@ class PowerSgdState {
   std::vector<float> q_;
   std::uint64_t draws_ = 0;  // how many Q have been drawn from the stream
 };
+
+class Codec;
+// The options of a codec made by make_codec("powersgd:..."), or nullopt for another codec.
+std::optional<PowerSgdOptions> powersgd_options_of(const Codec& codec);
 
 }  // namespace fast::compress
