@@ -52,7 +52,9 @@ void run_then_drain(Body&& body, std::initializer_list<std::vector<Work>*> pendi
     for (std::vector<Work>* works : pending) {
       try {
         core::wait_all(*works);
-      } catch (...) {
+      } catch (const std::exception&) {
+        // body's error wins. Only std exceptions are swallowed: the sim runtime kills an actor by
+        // unwinding it with simgrid::ForcefulKillException, which must go through.
       }
     }
     throw;

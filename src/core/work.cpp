@@ -68,7 +68,9 @@ void wait_all(std::span<const Work> works) {
   for (const Work& w : works) {
     try {
       w.wait();
-    } catch (...) {
+    } catch (const std::exception&) {
+      // Only std exceptions are collected: anything else (the sim runtime's actor kill,
+      // simgrid::ForcefulKillException) leaves at once.
       if (!first) first = std::current_exception();
     }
   }

@@ -12,6 +12,7 @@
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/optim/optimizer.hpp"
+#include "fast/runtime/cluster.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/optim/schedule.hpp"
 #include "fast/strategy/strategy.hpp"
@@ -98,9 +99,19 @@ std::string text(long long v) { return fmt::format("{}", v); }
 
 std::vector<ConfigKey> build_keys() {
   std::vector<ConfigKey> keys{
-      {"runtime", KeyType::string, "Where workers run: threads (N threads of this process).",
+      {"runtime", KeyType::string,
+       "Where workers run: threads (N threads of this process) or sim (SimGrid actors on the simulated hosts of "
+       "`cluster`: real training, simulated time; docs/simulation.md).",
        [](TrainOptions& o, const std::string& v) { o.runtime = one_of(v, runtime::runtime_names(), "runtime"); },
        [](const TrainOptions& o) { return o.runtime; }},
+      {"cluster", KeyType::path,
+       "sim: the simulated cluster, a .toml description or a SimGrid platform .xml (docs/clusters.md); empty: "
+       "one 1 Gflop/s host per worker on a 10 Gb/s switch.",
+       [](TrainOptions& o, const std::string& v) {
+         if (!v.empty()) (void)runtime::load_cluster(v);  // rejects a bad file here, naming it
+         o.cluster = v;
+       },
+       [](const TrainOptions& o) { return o.cluster.string(); }},
       FAST_INT_KEY("workers", "Number of workers.", workers, 1),
       {"strategy", KeyType::string,
        "Coordination strategy: allreduce (synchronous gradient averaging), ps (parameter server, see mode), "

@@ -79,7 +79,8 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
   const std::int64_t steps_per_epoch = ShardedLoader(data.train, 0, options.workers, options.batch, options.seed).steps_per_epoch();
   const std::int64_t total_steps = options.steps > 0 ? options.steps : options.epochs * steps_per_epoch;
   const double flops_per_step = model_flops_per_sample(options.model) * static_cast<double>(options.batch);
-  configure_torch_threads(options.workers);
+  // Under sim one actor runs at a time, so a worker may use every core while it computes.
+  configure_torch_threads(options.runtime == "sim" ? 1 : options.workers);
   strategy::WorkerOptions worker_options = options.worker;
   if (worker_options.schedule.total_steps == 0) worker_options.schedule.total_steps = total_steps;
   worker_options.strategy.seed = options.seed;
@@ -103,8 +104,9 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                 {"seed", options.seed}});
 
   Shared shared(options.workers);
-  runtime::launch(
-      {.runtime = options.runtime, .workers = options.workers, .op_timeout_seconds = options.op_timeout},
+  const double run_seconds = runtime::launch(
+      {.runtime = options.runtime, .workers = options.workers, .op_timeout_seconds = options.op_timeout,
+       .cluster = options.cluster},
       [&](runtime::Context& ctx) {
         ::torch::nn::Sequential model = make_model(options.model);
         Replica replica(*model);
@@ -344,6 +346,12 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                {"slowdown_seconds", slowdown_seconds},
                {"param_norm", shared.param_norm},
                {"metrics", options.metrics.string()}};
+  if (options.runtime == "sim") {
+    // Every time above is on the simulated clock; this is the whole run's (training, final
+    // evaluation and shutdown), so two runs of the same config give the same files.
+    summary["simulated_seconds"] = run_seconds;
+    summary["cluster"] = options.cluster.string();
+  }
   json end{{"event", "end"}, {"time", shared.wall_seconds}};
   end.update(summary);
   writer.write(end);

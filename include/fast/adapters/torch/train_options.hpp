@@ -15,6 +15,7 @@ namespace fast::torch {
 
 struct TrainOptions {
   std::string runtime = "threads";         // runtime::runtime_names()
+  std::filesystem::path cluster;            // sim: cluster file (docs/clusters.md); empty: a default cluster
   int workers = 2;                          // number of workers
   std::string model = "mlp";               // model_names()
   std::string dataset = "fashion-mnist";   // the only dataset so far

@@ -1,0 +1,335 @@
+#include "fast/runtime/cluster.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <cstdlib>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <toml++/toml.h>
+
+#include "fast/core/error.hpp"
+
+namespace fast::runtime {
+
+namespace {
+
+// "<number><unit>" with the unit's factor from `units` (longest suffix first); a bare number is
+// in base units. Throws naming origin and `what`.
+double parse_with_units(const std::string& text, const std::string& origin, const char* what,
+                        const std::vector<std::pair<std::string, double>>& units) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  const std::string unit(end);
+  if (end != text.c_str() && std::isfinite(value)) {
+    if (unit.empty()) return value;
+    for (const auto& [suffix, factor] : units)
+      if (unit == suffix) return value * factor;
+  }
+  std::vector<std::string> names;
+  for (const auto& u : units) names.push_back(u.first);
+  FAST_THROW(core::InvalidArgument, "{}: expected {} (a number with a unit among {}), got '{}'", origin, what,
+             fmt::join(names, ", "), text);
+}
+
+struct Reader {
+  std::string file;
+
+  std::string where(const std::string& key) const { return fmt::format("cluster file '{}': key '{}'", file, key); }
+
+  void known(const toml::table& t, const std::string& prefix, const std::set<std::string>& keys) const {
+    for (const auto& [k, v] : t) {
+      const std::string name(k.str());
+      FAST_ENFORCE(keys.count(name) > 0, "cluster file '{}': unknown key '{}{}' (line {}); expected one of: {}", file,
+                   prefix, name, v.source().begin.line, fmt::join(keys, ", "));
+    }
+  }
+
+  static std::string got(const toml::node& n) {
+    if (auto s = n.value_exact<std::string>()) return fmt::format("the string '{}'", *s);
+    if (n.is_integer() || n.is_floating_point()) return fmt::format("the number {}", *n.value<double>());
+    if (n.is_boolean()) return "a boolean";
+    if (n.is_array()) return "an array";
+    if (n.is_table()) return "a table";
+    return "a date or time";
+  }
+
+  // A number, or a string with units parsed by `parse`.
+  template <typename Parse>
+  double quantity(const toml::node& n, const std::string& key, const char* what, Parse parse) const {
+    if (n.is_integer() || n.is_floating_point()) return *n.value<double>();
+    if (auto s = n.value_exact<std::string>()) return parse(*s, where(key));
+    FAST_THROW(core::InvalidArgument, "{}: expected {}, got {}", where(key), what, got(n));
+  }
+  double number(const toml::node& n, const std::string& key) const {
+    FAST_ENFORCE(n.is_integer() || n.is_floating_point(), "{}: expected a number, got {}", where(key), got(n));
+    return *n.value<double>();
+  }
+  long long integer(const toml::node& n, const std::string& key) const {
+    FAST_ENFORCE(n.is_integer(), "{}: expected an integer, got {}", where(key), got(n));
+    return *n.value<long long>();
+  }
+  std::string string(const toml::node& n, const std::string& key) const {
+    auto s = n.value_exact<std::string>();
+    FAST_ENFORCE(s.has_value(), "{}: expected a string, got {}", where(key), got(n));
+    return *s;
+  }
+  std::vector<double> numbers(const toml::node& n, const std::string& key) const {
+    const toml::array* a = n.as_array();
+    FAST_ENFORCE(a != nullptr, "{}: expected an array of numbers, got {}", where(key), got(n));
+    std::vector<double> out;
+    for (std::size_t i = 0; i < a->size(); ++i) out.push_back(number((*a)[i], fmt::format("{}[{}]", key, i)));
+    return out;
+  }
+  const toml::table& table(const toml::node& n, const std::string& key) const {
+    const toml::table* t = n.as_table();
+    FAST_ENFORCE(t != nullptr, "{}: expected a table, got {}", where(key), got(n));
+    return *t;
+  }
+};
+
+double positive(double v, const std::string& where, const char* what) {
+  FAST_ENFORCE(v > 0 && std::isfinite(v), "{}: expected a positive {}, got {}", where, what, v);
+  return v;
+}
+
+// Uniform double in [0, 1) from a splitmix64 stream: the same values on every platform.
+double uniform01(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+void read_hosts(const Reader& r, const toml::table& t, Cluster& c) {
+  r.known(t, "hosts.", {"count", "speed", "cores", "factors", "distribution", "seed"});
+  double speed = 1e9;
+  std::vector<double> factors;
+  std::string distribution;
+  if (auto n = t.get("count")) {
+    const long long v = r.integer(*n, "hosts.count");
+    FAST_ENFORCE(v >= 1 && v <= 1000000, "{}: expected an integer in [1, 1000000], got {}", r.where("hosts.count"), v);
+    c.hosts = static_cast<int>(v);
+  }
+  if (auto n = t.get("speed")) speed = positive(r.quantity(*n, "hosts.speed", "a speed like \"1Gf\" or a number of flop/s", parse_speed), r.where("hosts.speed"), "speed");
+  if (auto n = t.get("cores")) {
+    const long long v = r.integer(*n, "hosts.cores");
+    FAST_ENFORCE(v >= 1, "{}: expected an integer >= 1, got {}", r.where("hosts.cores"), v);
+    c.cores = static_cast<int>(v);
+  }
+  if (auto n = t.get("seed")) c.seed = static_cast<std::uint64_t>(r.integer(*n, "hosts.seed"));
+  if (auto n = t.get("factors")) factors = r.numbers(*n, "hosts.factors");
+  if (auto n = t.get("distribution")) distribution = r.string(*n, "hosts.distribution");
+  FAST_ENFORCE(factors.empty() || distribution.empty(), "{}: give factors or distribution, not both",
+               r.where("hosts.distribution"));
+  if (!factors.empty()) {
+    FAST_ENFORCE(static_cast<int>(factors.size()) == c.hosts, "{}: expected one factor per host ({}), got {}",
+                 r.where("hosts.factors"), c.hosts, factors.size());
+    for (std::size_t i = 0; i < factors.size(); ++i)
+      positive(factors[i], r.where(fmt::format("hosts.factors[{}]", i)), "factor");
+  } else if (!distribution.empty()) {
+    double lo = 0, hi = 0;
+    char* end = nullptr;
+    const std::string prefix = "uniform:";
+    bool ok = distribution.rfind(prefix, 0) == 0;
+    if (ok) {
+      const char* p = distribution.c_str() + prefix.size();
+      lo = std::strtod(p, &end);
+      ok = end != p && *end == '-';
+      if (ok) {
+        p = end + 1;
+        hi = std::strtod(p, &end);
+        ok = end != p && *end == '\0' && lo > 0 && hi >= lo;
+      }
+    }
+    FAST_ENFORCE(ok, "{}: expected \"uniform:LO-HI\" with 0 < LO <= HI, got '{}'", r.where("hosts.distribution"),
+                 distribution);
+    std::uint64_t state = c.seed;
+    for (int h = 0; h < c.hosts; ++h) factors.push_back(lo + (hi - lo) * uniform01(state));
+  }
+  c.speeds.assign(static_cast<std::size_t>(c.hosts), speed);
+  for (std::size_t i = 0; i < factors.size(); ++i) c.speeds[i] = speed * factors[i];
+}
+
+void read_network(const Reader& r, const toml::table& t, Cluster& c) {
+  r.known(t, "network.", {"topology", "bandwidth", "latency", "backbone_bandwidth", "backbone_latency",
+                          "loopback_bandwidth", "loopback_latency", "torus", "fat_tree", "model"});
+  const char* bw = "a bandwidth like \"10Gbps\" or a number of bytes/s";
+  const char* lat = "a duration like \"20ms\" or a number of seconds";
+  if (auto n = t.get("topology")) {
+    c.topology = r.string(*n, "network.topology");
+    FAST_ENFORCE(c.topology == "star" || c.topology == "full" || c.topology == "torus" || c.topology == "fat-tree",
+                 "{}: expected one of star, full, torus, fat-tree, got '{}'", r.where("network.topology"), c.topology);
+  }
+  if (auto n = t.get("bandwidth")) c.bandwidth = positive(r.quantity(*n, "network.bandwidth", bw, parse_bandwidth), r.where("network.bandwidth"), "bandwidth");
+  if (auto n = t.get("latency")) c.latency = r.quantity(*n, "network.latency", lat, parse_duration);
+  if (auto n = t.get("backbone_bandwidth")) c.backbone_bandwidth = positive(r.quantity(*n, "network.backbone_bandwidth", bw, parse_bandwidth), r.where("network.backbone_bandwidth"), "bandwidth");
+  if (auto n = t.get("backbone_latency")) c.backbone_latency = r.quantity(*n, "network.backbone_latency", lat, parse_duration);
+  if (auto n = t.get("loopback_bandwidth")) c.loopback_bandwidth = positive(r.quantity(*n, "network.loopback_bandwidth", bw, parse_bandwidth), r.where("network.loopback_bandwidth"), "bandwidth");
+  if (auto n = t.get("loopback_latency")) c.loopback_latency = r.quantity(*n, "network.loopback_latency", lat, parse_duration);
+  for (double v : {c.latency, c.backbone_latency, c.loopback_latency})
+    FAST_ENFORCE(v >= 0, "cluster file '{}': latencies must be >= 0, got {}", r.file, v);
+  if (auto n = t.get("model")) {
+    c.model = r.string(*n, "network.model");
+    FAST_ENFORCE(c.model == "CM02" || c.model == "LV08", "{}: expected CM02 or LV08, got '{}'", r.where("network.model"),
+                 c.model);
+  }
+  if (auto n = t.get("torus")) {
+    long long product = 1;
+    for (double d : r.numbers(*n, "network.torus")) {
+      FAST_ENFORCE(d >= 1 && d == std::floor(d), "{}: expected positive integer dimensions, got {}",
+                   r.where("network.torus"), d);
+      c.torus.push_back(static_cast<unsigned long>(d));
+      product *= static_cast<long long>(d);
+    }
+    FAST_ENFORCE(product == c.hosts, "{}: expected dimensions whose product is the host count {}, got {}",
+                 r.where("network.torus"), c.hosts, product);
+  }
+  if (auto n = t.get("fat_tree")) c.fat_tree = r.string(*n, "network.fat_tree");
+  if (c.topology == "torus" && c.torus.empty()) c.torus = {static_cast<unsigned long>(c.hosts)};
+  if (c.topology == "fat-tree")
+    FAST_ENFORCE(!c.fat_tree.empty(), "{}: topology fat-tree needs fat_tree = \"LEVELS;DOWN;UP;COUNT\"",
+                 r.where("network.fat_tree"));
+}
+
+void read_stragglers(const Reader& r, const toml::table& t, Cluster& c) {
+  r.known(t, "stragglers.", {"probability", "factor", "period", "horizon", "seed"});
+  if (auto n = t.get("probability")) c.straggler_probability = r.number(*n, "stragglers.probability");
+  FAST_ENFORCE(c.straggler_probability >= 0 && c.straggler_probability <= 1, "{}: expected a value in [0, 1], got {}",
+               r.where("stragglers.probability"), c.straggler_probability);
+  if (auto n = t.get("factor")) c.straggler_factor = r.number(*n, "stragglers.factor");
+  FAST_ENFORCE(c.straggler_factor >= 1, "{}: expected a value >= 1, got {}", r.where("stragglers.factor"),
+               c.straggler_factor);
+  if (auto n = t.get("period")) c.straggler_period = positive(r.quantity(*n, "stragglers.period", "a duration", parse_duration), r.where("stragglers.period"), "duration");
+  if (auto n = t.get("horizon")) c.straggler_horizon = positive(r.quantity(*n, "stragglers.horizon", "a duration", parse_duration), r.where("stragglers.horizon"), "duration");
+  if (auto n = t.get("seed")) c.seed = static_cast<std::uint64_t>(r.integer(*n, "stragglers.seed"));
+}
+
+int host_index(const Reader& r, const toml::table& t, const std::string& key, const Cluster& c) {
+  auto n = t.get("host");
+  FAST_ENFORCE(n != nullptr, "{}: missing (a host index)", r.where(key + ".host"));
+  const long long h = r.integer(*n, key + ".host");
+  FAST_ENFORCE(h >= 0 && h < c.hosts, "{}: expected a host index in [0, {}), got {}", r.where(key + ".host"), c.hosts, h);
+  return static_cast<int>(h);
+}
+
+void read_lists(const Reader& r, const toml::table& root, Cluster& c) {
+  if (auto n = root.get("failures")) {
+    const toml::array* a = n->as_array();
+    FAST_ENFORCE(a != nullptr, "{}: expected [[failures]] tables, got {}", r.where("failures"), Reader::got(*n));
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      const std::string key = fmt::format("failures[{}]", i);
+      const toml::table& t = r.table((*a)[i], key);
+      r.known(t, key + ".", {"host", "off", "on"});
+      ClusterFailure f;
+      f.host = host_index(r, t, key, c);
+      auto off = t.get("off");
+      FAST_ENFORCE(off != nullptr, "{}: missing (the time the host is turned off)", r.where(key + ".off"));
+      f.off = r.quantity(*off, key + ".off", "a duration", parse_duration);
+      FAST_ENFORCE(f.off >= 0, "{}: expected a time >= 0, got {}", r.where(key + ".off"), f.off);
+      if (auto on = t.get("on")) {
+        f.on = r.quantity(*on, key + ".on", "a duration", parse_duration);
+        FAST_ENFORCE(f.on > f.off, "{}: expected a time after off ({}), got {}", r.where(key + ".on"), f.off, f.on);
+      }
+      c.failures.push_back(f);
+    }
+  }
+  if (auto n = root.get("speed_profiles")) {
+    const toml::array* a = n->as_array();
+    FAST_ENFORCE(a != nullptr, "{}: expected [[speed_profiles]] tables, got {}", r.where("speed_profiles"),
+                 Reader::got(*n));
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      const std::string key = fmt::format("speed_profiles[{}]", i);
+      const toml::table& t = r.table((*a)[i], key);
+      r.known(t, key + ".", {"host", "times", "factors"});
+      SpeedProfile p;
+      p.host = host_index(r, t, key, c);
+      if (auto v = t.get("times")) p.times = r.numbers(*v, key + ".times");
+      if (auto v = t.get("factors")) p.factors = r.numbers(*v, key + ".factors");
+      FAST_ENFORCE(!p.times.empty() && p.times.size() == p.factors.size(),
+                   "{}: expected times and factors of the same non-zero length, got {} and {}", r.where(key),
+                   p.times.size(), p.factors.size());
+      for (std::size_t j = 0; j < p.times.size(); ++j) {
+        FAST_ENFORCE(p.times[j] >= 0 && (j == 0 || p.times[j] > p.times[j - 1]),
+                     "{}: expected increasing times >= 0, got {} at index {}", r.where(key + ".times"), p.times[j], j);
+        FAST_ENFORCE(p.factors[j] > 0 && p.factors[j] <= 1, "{}: expected factors in (0, 1], got {} at index {}",
+                     r.where(key + ".factors"), p.factors[j], j);
+      }
+      c.speed_profiles.push_back(std::move(p));
+    }
+  }
+}
+
+}  // namespace
+
+double parse_bandwidth(const std::string& text, const std::string& origin) {
+  return parse_with_units(text, origin, "a bandwidth",
+                          {{"bps", 0.125}, {"kbps", 125.0}, {"Mbps", 1.25e5}, {"Gbps", 1.25e8}, {"Tbps", 1.25e11},
+                           {"Bps", 1.0}, {"kBps", 1e3}, {"MBps", 1e6}, {"GBps", 1e9}, {"TBps", 1e12}});
+}
+
+double parse_duration(const std::string& text, const std::string& origin) {
+  return parse_with_units(text, origin, "a duration", {{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}});
+}
+
+double parse_speed(const std::string& text, const std::string& origin) {
+  return parse_with_units(text, origin, "a speed",
+                          {{"f", 1.0}, {"kf", 1e3}, {"Mf", 1e6}, {"Gf", 1e9}, {"Tf", 1e12}, {"Pf", 1e15}});
+}
+
+Cluster parse_cluster(const std::string& toml_text, const std::string& origin) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& e) {
+    FAST_THROW(core::InvalidArgument, "cluster file '{}' line {} column {}: {}", origin, e.source().begin.line,
+               e.source().begin.column, e.description());
+  }
+  const Reader r{origin};
+  r.known(root, "", {"name", "platform", "hosts", "network", "stragglers", "failures", "speed_profiles"});
+  Cluster c;
+  c.source = origin;
+  if (auto n = root.get("name")) c.name = r.string(*n, "name");
+  if (auto n = root.get("platform")) {
+    c.platform_xml = r.string(*n, "platform");
+    if (c.platform_xml.is_relative()) c.platform_xml = std::filesystem::path(origin).parent_path() / c.platform_xml;
+    FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(c.platform_xml), "{}: platform file '{}' does not exist",
+                    r.where("platform"), c.platform_xml.string());
+  }
+  if (auto n = root.get("hosts")) read_hosts(r, r.table(*n, "hosts"), c);
+  else c.speeds.assign(static_cast<std::size_t>(c.hosts), 1e9);
+  if (auto n = root.get("network")) read_network(r, r.table(*n, "network"), c);
+  if (auto n = root.get("stragglers")) read_stragglers(r, r.table(*n, "stragglers"), c);
+  read_lists(r, root, c);
+  if (c.name.empty()) c.name = std::filesystem::path(origin).stem().string();
+  return c;
+}
+
+Cluster load_cluster(const std::filesystem::path& file) {
+  FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(file), "cluster file '{}' does not exist", file.string());
+  if (file.extension() == ".xml") {
+    Cluster c;
+    c.source = file;
+    c.platform_xml = file;
+    c.name = file.stem().string();
+    return c;
+  }
+  std::ifstream in(file);
+  FAST_ENFORCE_AS(core::IoError, in.good(), "cluster file '{}' cannot be read", file.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_cluster(text.str(), file.string());
+}
+
+Cluster default_cluster(int workers) {
+  Cluster c;
+  c.name = "default";
+  c.hosts = std::max(1, workers);
+  c.speeds.assign(static_cast<std::size_t>(c.hosts), 1e9);
+  return c;
+}
+
+}  // namespace fast::runtime

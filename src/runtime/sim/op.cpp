@@ -1,0 +1,201 @@
+#include "op.hpp"
+
+#include <simgrid/Exception.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "fast/core/error.hpp"
+#include "mailbox.hpp"
+#include "world_state.hpp"
+
+namespace fast::runtime::sim {
+
+std::string RecvOp::describe() const {
+  if (src == kAnySource) return fmt::format("recv from any rank to rank {} (tag {:#x})", dst, tag);
+  return fmt::format("recv from rank {} to rank {} (tag {:#x})", src, dst, tag);
+}
+
+namespace {
+[[noreturn]] void throw_transfer_failed(const WorldState& world, const Message& m) {
+  if (world.lost(m.src)) throw core::PeerLost(world.lost_message(m.src));
+  if (world.lost(m.dst)) throw core::PeerLost(world.lost_message(m.dst));
+  FAST_THROW(core::IoError, "transfer from worker {} to worker {} (tag {:#x}) failed at {} s (simulated)", m.src, m.dst,
+             m.tag, world.now());
+}
+
+template <typename T>
+void add_into(T* dst, const T* src, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+void move_payload(const Message& m, RecvOp& recv) {
+  const core::ConstView in = m.data.view();
+  if (recv.kind == RecvOp::Kind::buffer) {
+    recv.out->resize(in.numel(), in.dtype());
+    if (in.bytes() > 0) std::memcpy(recv.out->data(), in.data(), in.bytes());
+    return;
+  }
+  const core::MutableView out = recv.dst_view;
+  if (in.dtype() != out.dtype() || in.numel() != out.numel()) {
+    FAST_THROW(core::InvalidArgument, "message from rank {} to rank {} (tag {:#x}): sent {} x {}, receiver expects {} x {}",
+               m.src, m.dst, m.tag, in.numel(), core::name_of(in.dtype()), out.numel(), core::name_of(out.dtype()));
+  }
+  if (recv.combine == Combine::copy) {
+    if (in.bytes() > 0) std::memcpy(out.data(), in.data(), in.bytes());
+  } else if (in.dtype() == core::DType::f32) {
+    add_into(static_cast<float*>(out.data()), static_cast<const float*>(in.data()), in.numel());
+  } else if (in.dtype() == core::DType::f64) {
+    add_into(static_cast<double*>(out.data()), static_cast<const double*>(in.data()), in.numel());
+  } else {
+    FAST_THROW(core::InvalidArgument, "recv with Combine::sum from rank {} (tag {:#x}): expected f32 or f64, got {}",
+               m.src, m.tag, core::name_of(in.dtype()));
+  }
+}
+}  // namespace
+
+bool transfer_arrived(WorldState& world, Message& m) {
+  if (m.arrived) return true;
+  try {
+    if (m.transfer->test()) m.arrived = true;
+  } catch (const simgrid::Exception&) {
+    throw_transfer_failed(world, m);
+  }
+  return m.arrived;
+}
+
+bool wait_transfer(WorldState& world, Message& m, double timeout_seconds) {
+  if (m.arrived) return true;
+  try {
+    // wait_any_for, not wait_for: a timed-out Comm::wait_for cancels the transfer for everyone.
+    if (simgrid::s4u::Comm::wait_any_for({m.transfer}, timeout_seconds) < 0) return false;
+    m.arrived = true;
+  } catch (const simgrid::Exception&) {
+    throw_transfer_failed(world, m);
+  }
+  return true;
+}
+
+void deliver(RecvOp& recv) {
+  const Message& m = *recv.message;
+  try {
+    move_payload(m, recv);
+    if (recv.counters != nullptr) {
+      LinkCounters& c = recv.counters[static_cast<std::size_t>(m.src)];
+      c.bytes_received += m.data.bytes();
+      c.messages_received += 1;
+    }
+  } catch (const std::exception&) {
+    recv.error = std::current_exception();
+  }
+  recv.done = true;
+}
+
+bool SendWork::completed() const {
+  if (done_) return true;
+  try {
+    done_ = transfer_arrived(world_, *message_);
+  } catch (const std::exception&) {
+    error_ = std::current_exception();
+    done_ = true;
+  }
+  return done_;
+}
+
+bool SendWork::wait_for(double timeout_seconds) {
+  if (done_) return true;
+  if (world_.lost(message_->src)) {  // this worker is being killed: nothing may block any more
+    error_ = std::make_exception_ptr(core::PeerLost(world_.lost_message(message_->src)));
+    done_ = true;
+    return true;
+  }
+  try {
+    if (!wait_transfer(world_, *message_, timeout_seconds < 0 ? -1.0 : timeout_seconds)) return false;
+  } catch (const std::exception&) {
+    error_ = std::current_exception();
+  }
+  done_ = true;
+  return true;
+}
+
+void RecvWork::fail(std::exception_ptr e) {
+  op_->error = std::move(e);
+  op_->done = true;
+}
+
+RecvWork::~RecvWork() {
+  if (op_->done) return;
+  if (!op_->message) {
+    world_.inbox(op_->dst).cancel(*op_);
+    return;
+  }
+  // Matched: the message was consumed, so it is delivered (the memory is still valid by contract),
+  // unless this worker is being killed or the world aborted.
+  if (world_.lost(op_->dst) || world_.aborted()) return;
+  try {
+    if (wait_transfer(world_, *op_->message, -1.0)) deliver(*op_);
+  } catch (const std::exception&) {
+  }
+}
+
+bool RecvWork::completed() const {
+  if (op_->done) return true;
+  if (!op_->message) return false;
+  try {
+    if (transfer_arrived(world_, *op_->message)) deliver(*op_);
+  } catch (const std::exception&) {
+    op_->error = std::current_exception();
+    op_->done = true;
+  }
+  return op_->done;
+}
+
+bool RecvWork::wait_for(double timeout_seconds) {
+  if (op_->done) return true;
+  Inbox& inbox = world_.inbox(op_->dst);
+  if (world_.lost(op_->dst)) {  // this worker is being killed: nothing may block any more
+    inbox.cancel(*op_);
+    fail(std::make_exception_ptr(core::PeerLost(world_.lost_message(op_->dst))));
+    return true;
+  }
+  const bool default_limit = timeout_seconds < 0;
+  const double limit = default_limit ? world_.op_timeout() : timeout_seconds;
+  const double deadline = world_.now() + limit;
+  const bool specific = op_->src != RecvOp::kAnySource;
+  auto peer_lost = [&] { return specific && world_.lost(op_->src); };
+  while (!op_->message) {
+    if (world_.aborted()) {
+      inbox.cancel(*op_);
+      fail(std::make_exception_ptr(
+          core::RemoteError(fmt::format("{} abandoned: {}", op_->describe(), world_.abort_message()))));
+      return true;
+    }
+    if (peer_lost()) {
+      inbox.cancel(*op_);
+      fail(std::make_exception_ptr(
+          core::PeerLost(fmt::format("{} failed: {}", op_->describe(), world_.lost_message(op_->src)))));
+      return true;
+    }
+    const double remaining = deadline - world_.now();
+    if (remaining <= 0) {
+      if (!default_limit) return false;
+      inbox.cancel(*op_);
+      fail(std::make_exception_ptr(core::TimeoutError(fmt::format(
+          "{} did not complete within {} s of simulated time (FAST_OP_TIMEOUT)", op_->describe(), limit))));
+      return true;
+    }
+    inbox.sleep(remaining, [&] { return op_->message != nullptr || world_.aborted() || peer_lost(); });
+  }
+  try {
+    const double remaining = default_limit ? -1.0 : std::max(0.0, deadline - world_.now());
+    if (!wait_transfer(world_, *op_->message, remaining)) return false;
+    deliver(*op_);
+  } catch (const std::exception&) {
+    fail(std::current_exception());
+  }
+  return true;
+}
+
+}  // namespace fast::runtime::sim

@@ -1,0 +1,107 @@
+#pragma once
+// Messages and receives of the sim runtime, and the Work handles that wait on them.
+//
+// A send copies the caller's elements into a Message (so the caller's memory is free at once) and
+// starts its simulated transfer from the sender's host to the receiver's host at once, sized by
+// the real byte count (Comm::sendto_async: eager, like TCP with large buffers). The message is
+// queued in the receiver's Inbox in send order and matched with receives there. A matched receive
+// completes when the transfer has arrived, copying (or adding) the bytes into its destination; the
+// send completes when its transfer has arrived, whether or not it was matched.
+//
+// Waits never use an OS primitive: a receive not yet matched sleeps on the inbox's SimGrid
+// condition variable; a transfer under way is waited with Comm::wait_any_for, which (unlike
+// Comm::wait_for) does not cancel the transfer when the wait times out. All limits are simulated
+// seconds.
+
+#include <simgrid/s4u/Comm.hpp>
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "fast/core/buffer.hpp"
+#include "fast/core/work.hpp"
+#include "fast/runtime/context.hpp"
+
+namespace fast::runtime::sim {
+
+class WorldState;
+
+// Traffic of one worker towards one peer (SimContext keeps one per peer). Plain counters: only
+// the running actor touches them.
+struct LinkCounters {
+  std::uint64_t bytes_sent = 0, messages_sent = 0, bytes_received = 0, messages_received = 0;
+};
+
+struct Message {
+  int src = 0;
+  int dst = 0;
+  Tag tag = 0;
+  core::Buffer data;                     // the sender's elements, copied at send time
+  simgrid::s4u::CommPtr transfer;        // its simulated transfer
+  std::uint64_t arrival = 0;             // queue order in the inbox (any-source matching)
+  bool arrived = false;                  // the transfer finished (cached once seen)
+};
+
+struct RecvOp {
+  enum class Kind { view, buffer };
+  static constexpr int kAnySource = -1;
+
+  Kind kind = Kind::view;
+  int src = 0;                           // kAnySource until matched
+  int dst = 0;
+  Tag tag = 0;
+  core::MutableView dst_view;            // Kind::view
+  Combine combine = Combine::copy;       // Kind::view
+  core::Buffer* out = nullptr;           // Kind::buffer
+  int* source = nullptr;                 // any-source receives: where the sender's rank goes
+  LinkCounters* counters = nullptr;      // the receiver's per-peer counters
+
+  std::shared_ptr<Message> message;      // set when matched
+  bool cancelled = false;
+  bool done = false;
+  std::exception_ptr error;
+
+  std::string describe() const;
+};
+
+// Waits (simulated seconds; < 0: forever) for a transfer; true when it arrived. Throws PeerLost
+// (naming the lost worker) when it failed because a host was turned off.
+bool wait_transfer(WorldState& world, Message& message, double timeout_seconds);
+// Whether the transfer arrived, without blocking (a failed one throws as above).
+bool transfer_arrived(WorldState& world, Message& message);
+
+// Copies or adds the arrived message into the receive, sets done (with an error on a mismatch of
+// dtype or length) and counts the bytes received.
+void deliver(RecvOp& recv);
+
+class SendWork final : public core::WorkImpl {
+ public:
+  SendWork(std::shared_ptr<Message> message, WorldState& world) : message_(std::move(message)), world_(world) {}
+  bool completed() const override;
+  bool wait_for(double timeout_seconds) override;
+  std::exception_ptr error() const override { return error_; }
+
+ private:
+  std::shared_ptr<Message> message_;
+  WorldState& world_;
+  mutable bool done_ = false;
+  mutable std::exception_ptr error_;
+};
+
+class RecvWork final : public core::WorkImpl {
+ public:
+  RecvWork(std::shared_ptr<RecvOp> op, WorldState& world) : op_(std::move(op)), world_(world) {}
+  ~RecvWork() override;
+  bool completed() const override;
+  bool wait_for(double timeout_seconds) override;
+  std::exception_ptr error() const override { return op_->error; }
+
+ private:
+  void fail(std::exception_ptr e);
+  std::shared_ptr<RecvOp> op_;
+  WorldState& world_;
+};
+
+}  // namespace fast::runtime::sim

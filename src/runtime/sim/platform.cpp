@@ -1,0 +1,199 @@
+#include "platform.hpp"
+
+#include <simgrid/kernel/ProfileBuilder.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "fast/core/error.hpp"
+
+namespace fast::runtime::sim {
+
+namespace sg = simgrid::s4u;
+
+namespace {
+
+std::string host_name(unsigned long i) { return fmt::format("host-{}", i); }
+
+// Natural order: digit runs compare as numbers.
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      std::size_t i2 = i, j2 = j;
+      while (i2 < a.size() && std::isdigit(static_cast<unsigned char>(a[i2]))) ++i2;
+      while (j2 < b.size() && std::isdigit(static_cast<unsigned char>(b[j2]))) ++j2;
+      const std::string na = a.substr(i, i2 - i), nb = b.substr(j, j2 - j);
+      if (na.size() != nb.size()) return na.size() < nb.size();
+      if (na != nb) return na < nb;
+      i = i2, j = j2;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i, ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+sg::Host* make_host(sg::NetZone* zone, const Cluster& c, unsigned long i) {
+  sg::Host* h = zone->create_host(host_name(i), c.speeds[i]);
+  h->set_core_count(c.cores);
+  return h->seal();
+}
+
+sg::Link* loopback(sg::NetZone* zone, const Cluster& c, unsigned long i) {
+  return zone->create_link(fmt::format("loopback-{}", i), c.loopback_bandwidth)
+      ->set_latency(c.loopback_latency)
+      ->set_sharing_policy(sg::Link::SharingPolicy::FATPIPE)
+      ->seal();
+}
+
+void build_star(const Cluster& c) {
+  sg::NetZone* zone = sg::create_star_zone("cluster");
+  sg::Link* backbone = nullptr;
+  if (c.backbone_bandwidth > 0)
+    backbone = zone->create_link("backbone", c.backbone_bandwidth)->set_latency(c.backbone_latency)->seal();
+  for (unsigned long i = 0; i < static_cast<unsigned long>(c.hosts); ++i) {
+    sg::Host* h = make_host(zone, c, i);
+    const sg::Link* link = zone->create_split_duplex_link(fmt::format("link-{}", i), c.bandwidth)->set_latency(c.latency)->seal();
+    std::vector<sg::LinkInRoute> route{sg::LinkInRoute(link, sg::LinkInRoute::Direction::UP)};
+    if (backbone != nullptr) route.emplace_back(backbone);
+    zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, route, true);
+    zone->add_route(h->get_netpoint(), h->get_netpoint(), nullptr, nullptr, {sg::LinkInRoute(loopback(zone, c, i))}, false);
+  }
+  zone->seal();
+}
+
+void build_full(const Cluster& c) {
+  sg::NetZone* zone = sg::create_full_zone("cluster");
+  std::vector<sg::Host*> hosts;
+  for (unsigned long i = 0; i < static_cast<unsigned long>(c.hosts); ++i) hosts.push_back(make_host(zone, c, i));
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    zone->add_route(hosts[i]->get_netpoint(), hosts[i]->get_netpoint(), nullptr, nullptr,
+                    {sg::LinkInRoute(loopback(zone, c, i))}, false);
+    for (std::size_t j = i + 1; j < hosts.size(); ++j) {
+      const sg::Link* link =
+          zone->create_split_duplex_link(fmt::format("link-{}-{}", i, j), c.bandwidth)->set_latency(c.latency)->seal();
+      zone->add_route(hosts[i]->get_netpoint(), hosts[j]->get_netpoint(), nullptr, nullptr,
+                      {sg::LinkInRoute(link, sg::LinkInRoute::Direction::UP)}, true);
+    }
+  }
+  zone->seal();
+}
+
+sg::ClusterCallbacks cluster_callbacks(const Cluster& c) {
+  auto netpoint = [&c](sg::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
+    sg::Host* h = make_host(zone, c, id);
+    return std::make_pair(h->get_netpoint(), static_cast<simgrid::kernel::routing::NetPoint*>(nullptr));
+  };
+  auto loop = [&c](sg::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
+    return loopback(zone, c, id);
+  };
+  return sg::ClusterCallbacks(netpoint, loop, {});
+}
+
+void build_torus(const Cluster& c) {
+  sg::create_torus_zone("cluster", nullptr, c.torus, cluster_callbacks(c), c.bandwidth, c.latency,
+                        sg::Link::SharingPolicy::SPLITDUPLEX)
+      ->seal();
+}
+
+void build_fat_tree(const Cluster& c) {
+  // "levels;down,...;up,...;count,..." as in SimGrid's platform files.
+  std::vector<std::vector<unsigned int>> parts;
+  std::stringstream in(c.fat_tree);
+  std::string part;
+  while (std::getline(in, part, ';')) {
+    std::vector<unsigned int> values;
+    std::stringstream items(part);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      char* end = nullptr;
+      const unsigned long v = std::strtoul(item.c_str(), &end, 10);
+      FAST_ENFORCE(!item.empty() && *end == '\0' && v > 0,
+                   "cluster file '{}': key 'network.fat_tree': expected positive integers, got '{}'", c.source.string(),
+                   item);
+      values.push_back(static_cast<unsigned int>(v));
+    }
+    parts.push_back(values);
+  }
+  FAST_ENFORCE(parts.size() == 4 && parts[0].size() == 1 && parts[1].size() == parts[0][0] &&
+                   parts[2].size() == parts[0][0] && parts[3].size() == parts[0][0],
+               "cluster file '{}': key 'network.fat_tree': expected \"LEVELS;DOWN;UP;COUNT\" with LEVELS numbers in "
+               "each list (e.g. \"2;4,4;1,2;1,2\"), got '{}'",
+               c.source.string(), c.fat_tree);
+  unsigned long leaves = 1;
+  for (unsigned int d : parts[1]) leaves *= d;
+  FAST_ENFORCE(leaves == static_cast<unsigned long>(c.hosts),
+               "cluster file '{}': key 'network.fat_tree': expected a tree with as many leaves as hosts ({}), got {}",
+               c.source.string(), c.hosts, leaves);
+  sg::create_fatTree_zone("cluster", nullptr, sg::FatTreeParams(parts[0][0], parts[1], parts[2], parts[3]),
+                          cluster_callbacks(c), c.bandwidth, c.latency, sg::Link::SharingPolicy::SPLITDUPLEX)
+      ->seal();
+}
+
+// Speed over time of host i: its explicit profile, else the straggler draws (if any).
+void add_speed_profiles(const Cluster& c, const std::vector<sg::Host*>& hosts) {
+  std::vector<bool> explicit_profile(hosts.size(), false);
+  for (const SpeedProfile& p : c.speed_profiles) {
+    std::string text;
+    for (std::size_t j = 0; j < p.times.size(); ++j) text += fmt::format("{} {}\n", p.times[j], p.factors[j]);
+    hosts[static_cast<std::size_t>(p.host)]->set_speed_profile(
+        simgrid::kernel::profile::ProfileBuilder::from_string(fmt::format("speed-{}", p.host), text, -1));
+    explicit_profile[static_cast<std::size_t>(p.host)] = true;
+  }
+  if (c.straggler_probability <= 0 || c.straggler_factor <= 1) return;
+  std::uint64_t state = c.seed ^ 0x5bd1e9955bd1e995ULL;
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    std::string text;
+    double last = 1.0;
+    for (double t = 0; t < c.straggler_horizon; t += c.straggler_period) {
+      // splitmix64, as in cluster.cpp: identical draws everywhere.
+      std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      z ^= z >> 31;
+      const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+      const double value = u < c.straggler_probability ? 1.0 / c.straggler_factor : 1.0;
+      if (value != last || t == 0) text += fmt::format("{} {}\n", t, value);
+      last = value;
+    }
+    if (explicit_profile[h]) continue;
+    hosts[h]->set_speed_profile(simgrid::kernel::profile::ProfileBuilder::from_string(
+        fmt::format("stragglers-{}", h), text, c.straggler_horizon));
+  }
+}
+
+}  // namespace
+
+std::vector<sg::Host*> build_platform(const Cluster& c) {
+  sg::Engine* engine = sg::Engine::get_instance();
+  std::vector<sg::Host*> hosts;
+  if (!c.platform_xml.empty()) {
+    engine->load_platform(c.platform_xml.string());
+    hosts = engine->get_all_hosts();
+    FAST_ENFORCE(!hosts.empty(), "platform file '{}': expected at least one host, got none", c.platform_xml.string());
+    std::sort(hosts.begin(), hosts.end(),
+              [](const sg::Host* a, const sg::Host* b) { return natural_less(a->get_name(), b->get_name()); });
+  } else {
+    if (c.topology == "star") build_star(c);
+    else if (c.topology == "full") build_full(c);
+    else if (c.topology == "torus") build_torus(c);
+    else if (c.topology == "fat-tree") build_fat_tree(c);
+    else FAST_THROW(core::InvalidArgument, "cluster '{}': unknown topology '{}'", c.source.string(), c.topology);
+    for (int i = 0; i < c.hosts; ++i) hosts.push_back(engine->host_by_name(host_name(static_cast<unsigned long>(i))));
+    add_speed_profiles(c, hosts);
+  }
+  for (const ClusterFailure& f : c.failures)
+    FAST_ENFORCE(f.host < static_cast<int>(hosts.size()), "cluster '{}': failure of host {}, but the platform has {} hosts",
+                 c.source.string(), f.host, hosts.size());
+  return hosts;
+}
+
+}  // namespace fast::runtime::sim

@@ -1,0 +1,190 @@
+#include "sim_context.hpp"
+
+#include <simgrid/Exception.hpp>
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+
+#include <fmt/format.h>
+
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+#include "mailbox.hpp"
+#include "sim_sync.hpp"
+#include "world_state.hpp"
+
+namespace fast::runtime::sim {
+
+namespace sg = simgrid::s4u;
+
+SimContext::SimContext(int rank, WorldState& world)
+    : rank_(rank), world_(world), counters_(std::make_unique<LinkCounters[]>(static_cast<std::size_t>(world.size()))) {}
+
+int SimContext::size() const { return world_.size(); }
+double SimContext::now() const { return world_.now(); }
+
+void SimContext::check_alive(const char* what) const {
+  if (world_.aborted()) throw core::RemoteError(fmt::format("{} refused: {}", what, world_.abort_message()));
+}
+
+void SimContext::sleep(double seconds) {
+  check_alive("sleep");
+  if (seconds > 0) sg::this_actor::sleep_for(seconds);
+}
+
+void SimContext::compute(double flops) {
+  check_alive("compute");
+  if (flops > 0) sg::this_actor::execute(flops);
+}
+
+core::Work SimContext::send(int peer, Tag tag, core::ConstView data) {
+  check_peer(*this, peer, "send");
+  check_alive("send");
+  LinkCounters& c = counters_[static_cast<std::size_t>(peer)];
+  c.bytes_sent += data.bytes();
+  c.messages_sent += 1;
+  if (world_.lost(peer))
+    return core::Work::failed(std::make_exception_ptr(core::PeerLost(
+        fmt::format("send from rank {} to rank {} (tag {:#x}) failed: {}", rank_, peer, tag, world_.lost_message(peer)))));
+  auto m = std::make_shared<Message>();
+  m->src = rank_;
+  m->dst = peer;
+  m->tag = tag;
+  m->data = core::Buffer::copy_of(data);
+  m->transfer = sg::Comm::sendto_async(world_.host(rank_), world_.host(peer), data.bytes());
+  if (std::shared_ptr<RecvOp> recv = world_.inbox(peer).post_message(m)) {
+    (void)recv;  // the receive completes on its own side once the transfer arrives
+  }
+  return core::Work(std::make_shared<SendWork>(std::move(m), world_));
+}
+
+core::Work SimContext::post_recv(std::shared_ptr<RecvOp> op) {
+  check_alive(op->describe().c_str());
+  op->counters = counters_.get();
+  world_.inbox(rank_).post_recv(op);
+  return core::Work(std::make_shared<RecvWork>(std::move(op), world_));
+}
+
+core::Work SimContext::recv(int peer, Tag tag, core::MutableView dst, Combine combine) {
+  check_peer(*this, peer, "recv");
+  auto op = std::make_shared<RecvOp>();
+  op->kind = RecvOp::Kind::view;
+  op->src = peer;
+  op->dst = rank_;
+  op->tag = tag;
+  op->dst_view = dst;
+  op->combine = combine;
+  return post_recv(std::move(op));
+}
+
+core::Work SimContext::recv(int peer, Tag tag, core::Buffer& out) {
+  check_peer(*this, peer, "recv");
+  auto op = std::make_shared<RecvOp>();
+  op->kind = RecvOp::Kind::buffer;
+  op->src = peer;
+  op->dst = rank_;
+  op->tag = tag;
+  op->out = &out;
+  return post_recv(std::move(op));
+}
+
+core::Work SimContext::recv_any(Tag tag, core::Buffer& out, int& source) {
+  auto op = std::make_shared<RecvOp>();
+  op->kind = RecvOp::Kind::buffer;
+  op->src = RecvOp::kAnySource;
+  op->dst = rank_;
+  op->tag = tag;
+  op->out = &out;
+  op->source = &source;
+  return post_recv(std::move(op));
+}
+
+std::optional<std::size_t> SimContext::try_recv(int peer, Tag tag, core::MutableView dst, Combine combine) {
+  check_peer(*this, peer, "try_recv");
+  check_alive("try_recv");
+  std::shared_ptr<Message> m = world_.inbox(rank_).take_arrived(peer, tag);
+  if (!m) return std::nullopt;
+  RecvOp recv;
+  recv.kind = RecvOp::Kind::view;
+  recv.src = peer;
+  recv.dst = rank_;
+  recv.tag = tag;
+  recv.dst_view = dst;
+  recv.combine = combine;
+  recv.counters = counters_.get();
+  recv.message = m;
+  deliver(recv);
+  if (recv.error) std::rethrow_exception(recv.error);
+  return m->data.numel();
+}
+
+namespace {
+// Completion of a spawned activity: waiters sleep on a SimGrid condition variable.
+struct ActivityWork final : core::WorkImpl {
+  explicit ActivityWork(WorldState& w)
+      : world(w), mutex(sg::Mutex::create()), cv(sg::ConditionVariable::create()) {}
+  WorldState& world;
+  sg::MutexPtr mutex;
+  sg::ConditionVariablePtr cv;
+  std::string name;
+  bool done = false;
+  std::exception_ptr err;
+
+  bool completed() const override { return done; }
+  std::exception_ptr error() const override { return err; }
+  bool wait_for(double timeout_seconds) override {
+    if (done) return true;
+    std::unique_lock<sg::Mutex> lock(*mutex);
+    if (timeout_seconds < 0) {
+      // An activity runs for as long as its work takes; its own operations carry the time limits.
+      while (!done) cv->wait(lock);
+      return true;
+    }
+    const double deadline = world.now() + timeout_seconds;
+    while (!done) {
+      const double left = deadline - world.now();
+      if (left <= 0 || cv->wait_for(lock, left) == std::cv_status::timeout) return done;
+    }
+    return true;
+  }
+  void finish(std::exception_ptr e) {
+    err = std::move(e);
+    done = true;
+    cv->notify_all();
+  }
+};
+}  // namespace
+
+core::Work SimContext::spawn(std::string name, std::function<void()> fn) {
+  check_alive("spawn");
+  auto state = std::make_shared<ActivityWork>(world_);
+  state->name = name;
+  WorldState* world = &world_;
+  sg::Actor::create(fmt::format("w{}-{}", rank_, name), world_.host(rank_),
+                    [state, fn = std::move(fn), rank = rank_, world]() {
+                      std::exception_ptr err;
+                      try {
+                        fn();
+                      } catch (const simgrid::ForcefulKillException&) {
+                        state->done = true;  // killed with its host: no simcall may follow
+                        state->err = std::make_exception_ptr(core::PeerLost(world->lost_message(rank)));
+                        throw;
+                      } catch (const std::exception& e) {
+                        core::log(core::LogLevel::debug, "worker {} activity '{}' failed: {}", rank, state->name,
+                                  e.what());
+                        err = std::current_exception();
+                      }
+                      state->finish(err);
+                    });
+  return core::Work(state);
+}
+
+std::unique_ptr<Mutex> SimContext::make_mutex() { return std::make_unique<SimMutex>(); }
+std::unique_ptr<CondVar> SimContext::make_condvar() { return std::make_unique<SimCondVar>(world_); }
+
+LinkStats SimContext::link_stats(int peer) const {
+  check_peer(*this, peer, "link_stats");
+  const LinkCounters& c = counters_[static_cast<std::size_t>(peer)];
+  return {c.bytes_sent, c.messages_sent, c.bytes_received, c.messages_received};
+}
+
+}  // namespace fast::runtime::sim

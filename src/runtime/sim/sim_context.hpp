@@ -1,0 +1,50 @@
+#pragma once
+// Context of one worker of the sim runtime. Its main activity and every spawned activity are
+// SimGrid actors on the worker's simulated host; compute() executes flops on that host, sleep()
+// and every wait let simulated time pass, now() reads SimGrid's clock (from the run's start).
+
+#include <simgrid/s4u/Host.hpp>
+
+#include <memory>
+#include <vector>
+
+#include "fast/runtime/context.hpp"
+#include "op.hpp"
+
+namespace fast::runtime::sim {
+
+class WorldState;
+
+class SimContext final : public Context {
+ public:
+  SimContext(int rank, WorldState& world);
+
+  int rank() const override { return rank_; }
+  int size() const override;
+  double now() const override;
+  void sleep(double seconds) override;
+  void compute(double flops) override;
+
+  core::Work send(int peer, Tag tag, core::ConstView data) override;
+  core::Work recv(int peer, Tag tag, core::MutableView dst, Combine combine) override;
+  core::Work recv(int peer, Tag tag, core::Buffer& out) override;
+  core::Work recv_any(Tag tag, core::Buffer& out, int& source) override;
+  std::optional<std::size_t> try_recv(int peer, Tag tag, core::MutableView dst, Combine combine) override;
+
+  core::Work spawn(std::string name, std::function<void()> fn) override;
+  std::unique_ptr<Mutex> make_mutex() override;
+  std::unique_ptr<CondVar> make_condvar() override;
+
+  LinkStats link_stats(int peer) const override;
+  std::string runtime_name() const override { return "sim"; }
+
+ private:
+  core::Work post_recv(std::shared_ptr<RecvOp> op);
+  void check_alive(const char* what) const;
+
+  int rank_;
+  WorldState& world_;
+  std::unique_ptr<LinkCounters[]> counters_;
+};
+
+}  // namespace fast::runtime::sim

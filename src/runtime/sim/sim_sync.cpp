@@ -1,0 +1,43 @@
+#include "sim_sync.hpp"
+
+#include "fast/core/error.hpp"
+#include "world_state.hpp"
+
+namespace fast::runtime::sim {
+
+namespace {
+void throw_if_aborted(const WorldState& world) {
+  if (world.aborted()) throw core::RemoteError("condition wait abandoned: " + world.abort_message());
+}
+
+simgrid::s4u::Mutex& native_of(std::unique_lock<Mutex>& lock) {
+  auto* m = dynamic_cast<SimMutex*>(lock.mutex());
+  FAST_ENFORCE_AS(core::InvalidUsage, m != nullptr && lock.owns_lock(),
+                  "sim CondVar: expected a locked Mutex made by the sim Context");
+  return m->native();
+}
+}  // namespace
+
+SimCondVar::SimCondVar(WorldState& world) : world_(world), cv_(simgrid::s4u::ConditionVariable::create()) {
+  world_.watch(cv_);
+}
+
+void SimCondVar::wait(std::unique_lock<Mutex>& lock) {
+  throw_if_aborted(world_);
+  std::unique_lock<simgrid::s4u::Mutex> native(native_of(lock), std::adopt_lock);
+  cv_->wait(native);
+  native.release();
+  throw_if_aborted(world_);
+}
+
+bool SimCondVar::wait_for(std::unique_lock<Mutex>& lock, double timeout_seconds) {
+  throw_if_aborted(world_);
+  if (timeout_seconds <= 0) return false;
+  std::unique_lock<simgrid::s4u::Mutex> native(native_of(lock), std::adopt_lock);
+  const bool woken = cv_->wait_for(native, timeout_seconds) == std::cv_status::no_timeout;
+  native.release();
+  throw_if_aborted(world_);
+  return woken;
+}
+
+}  // namespace fast::runtime::sim

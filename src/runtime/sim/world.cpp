@@ -1,0 +1,139 @@
+#include "fast/runtime/sim/world.hpp"
+
+#include <simgrid/Exception.hpp>
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <xbt/config.hpp>
+#include <xbt/log.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fast/core/env.hpp"
+#include "fast/core/error.hpp"
+#include "platform.hpp"
+#include "sim_context.hpp"
+#include "world_state.hpp"
+
+namespace fast::runtime::sim {
+
+namespace sg = simgrid::s4u;
+
+namespace {
+
+// SimGrid settings that can be set only once per process: applied on the first run; a later run
+// asking for another network model is refused.
+void configure_engine(const std::string& model) {
+  static std::string configured_model;
+  if (!configured_model.empty()) {
+    FAST_ENFORCE_AS(core::InvalidUsage, configured_model == model,
+                    "sim: the network model is {} for this process (SimGrid fixes it on first use), got {}",
+                    configured_model, model);
+    return;
+  }
+  xbt_log_control_set("root.thresh:critical");
+  // One OS thread per actor: libtorch's thread-local state (grad mode, ...) stays per worker, and
+  // each actor has a full-size stack for the backward pass.
+  sg::Engine::set_config("contexts/factory:thread");
+  sg::Engine::set_config("network/model:" + model);
+  // No reverse (acknowledgement) traffic: a message of B bytes over a path of latency L and
+  // bottleneck bandwidth W takes L + B / W under CM02 (docs/simulation.md).
+  sg::Engine::set_config("network/crosstraffic:0");
+  configured_model = model;
+}
+
+}  // namespace
+
+World::World(WorldOptions options) : options_(std::move(options)) {
+  FAST_ENFORCE(options_.size >= 1, "sim World: expected at least 1 worker, got {}", options_.size);
+  if (options_.op_timeout_seconds < 0) options_.op_timeout_seconds = core::env_number("FAST_OP_TIMEOUT");
+  FAST_ENFORCE(options_.op_timeout_seconds > 0, "sim World: operation time limit must be positive, got {} s",
+               options_.op_timeout_seconds);
+}
+
+double World::run(const WorkerFn& fn) {
+  FAST_ENFORCE_AS(core::InvalidUsage, !sg::Engine::has_instance(),
+                  "sim World: another simulation is running in this process");
+  const Cluster& cluster = options_.cluster;
+  const int n = options_.size;
+  sg::Engine engine("fast");
+  configure_engine(cluster.model);
+  const std::vector<sg::Host*> hosts = build_platform(cluster);
+  std::vector<sg::Host*> placement;
+  for (int r = 0; r < n; ++r) placement.push_back(hosts[static_cast<std::size_t>(r) % hosts.size()]);
+  const double start = sg::Engine::get_clock();
+  WorldState state(placement, options_.op_timeout_seconds, start);
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
+  std::vector<bool> ended(static_cast<std::size_t>(n), false);
+
+  for (int r = 0; r < n; ++r) {
+    sg::Actor::create(fmt::format("worker-{}", r), placement[static_cast<std::size_t>(r)], [&, r] {
+      const auto i = static_cast<std::size_t>(r);
+      try {
+        SimContext ctx(r, state);
+        fn(ctx);
+      } catch (const simgrid::ForcefulKillException&) {
+        // Killed with its host: record the loss; no simcall may follow, the kill must go on.
+        errors[i] = std::make_exception_ptr(core::PeerLost(state.lost_message(r)));
+        ended[i] = true;
+        throw;
+      } catch (const std::exception& e) {
+        errors[i] = std::current_exception();
+        ended[i] = true;
+        state.abort(r, e.what());
+        return;
+      }
+      ended[i] = true;
+    });
+  }
+  // Failures: an actor on the failing host marks its workers lost (so peers get PeerLost), then
+  // turns the host off, killing every actor on it, itself included.
+  for (std::size_t k = 0; k < cluster.failures.size(); ++k) {
+    const ClusterFailure f = cluster.failures[k];
+    sg::Host* host = hosts[static_cast<std::size_t>(f.host)];
+    sg::Actor::create(fmt::format("failure-{}", k), host, [&state, &placement, host, f, start] {
+      sg::this_actor::sleep_until(start + f.off);
+      for (std::size_t r = 0; r < placement.size(); ++r)
+        if (placement[r] == host) state.lose(static_cast<int>(r), fmt::format("host {} turned off", host->get_name()));
+      host->turn_off();
+    });
+    if (f.on >= 0) {
+      // Turned on again from another host (the first one that is not this host); its workers stay lost.
+      sg::Host* other = hosts[(static_cast<std::size_t>(f.host) + 1) % hosts.size()];
+      if (other != host)
+        sg::Actor::create(fmt::format("recovery-{}", k), other, [host, f, start] {
+          sg::this_actor::sleep_until(start + f.on);
+          host->turn_on();
+        });
+    }
+  }
+  try {
+    engine.run();
+  } catch (const simgrid::Exception& e) {
+    FAST_THROW(core::Error, "sim: the simulation failed at {} s (simulated): {}", state.now(), e.what());
+  }
+  const double elapsed = state.now();
+
+  std::vector<int> stuck;
+  for (int r = 0; r < n; ++r)
+    if (!ended[static_cast<std::size_t>(r)]) stuck.push_back(r);
+  // Prefer the root cause over the RemoteErrors it caused in other workers.
+  std::exception_ptr first_remote;
+  for (auto& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const core::RemoteError&) {
+      if (!first_remote) first_remote = e;
+    } catch (...) {
+      throw;
+    }
+  }
+  if (first_remote) std::rethrow_exception(first_remote);
+  FAST_ENFORCE_AS(core::TimeoutError, stuck.empty(),
+                  "sim: deadlock at {} s (simulated): workers {} wait for each other and nothing else can happen",
+                  elapsed, fmt::join(stuck, ", "));
+  return elapsed;
+}
+
+}  // namespace fast::runtime::sim

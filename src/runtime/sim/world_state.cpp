@@ -1,0 +1,52 @@
+#include "world_state.hpp"
+
+#include <simgrid/s4u/Engine.hpp>
+
+#include <fmt/format.h>
+
+#include "mailbox.hpp"
+
+namespace fast::runtime::sim {
+
+WorldState::WorldState(std::vector<simgrid::s4u::Host*> hosts, double op_timeout_seconds, double start_clock)
+    : hosts_(std::move(hosts)),
+      op_timeout_(op_timeout_seconds),
+      start_(start_clock),
+      lost_(hosts_.size(), false),
+      lost_at_(hosts_.size(), 0.0),
+      lost_why_(hosts_.size()) {
+  for (std::size_t r = 0; r < hosts_.size(); ++r) inboxes_.push_back(std::make_unique<Inbox>(*this));
+}
+
+WorldState::~WorldState() = default;
+
+double WorldState::now() const { return simgrid::s4u::Engine::get_clock() - start_; }
+
+void WorldState::abort(int rank, const std::string& reason) {
+  if (aborted_) return;
+  message_ = fmt::format("worker {} failed: {}", rank, reason);
+  aborted_ = true;
+  wake_all();
+}
+
+void WorldState::lose(int rank, const std::string& why) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (lost_[r]) return;
+  lost_[r] = true;
+  lost_at_[r] = now();
+  lost_why_[r] = why;
+  wake_all();
+}
+
+std::string WorldState::lost_message(int rank) const {
+  const auto r = static_cast<std::size_t>(rank);
+  return fmt::format("worker {} (host {}) was lost at {} s (simulated): {}", rank, hosts_[r]->get_name(), lost_at_[r],
+                     lost_why_[r]);
+}
+
+void WorldState::wake_all() {
+  for (auto& box : inboxes_) box->wake();
+  for (auto& cv : watched_) cv->notify_all();
+}
+
+}  // namespace fast::runtime::sim

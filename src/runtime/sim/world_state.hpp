@@ -1,0 +1,61 @@
+#pragma once
+// Shared state of one run of a sim World: the workers' hosts, the abort flag and reason, which
+// workers were lost (their host turned off) and when, the clock origin, the operation time limit
+// and every condition variable a blocked activity may sleep on (woken on abort or loss).
+//
+// Not locked: SimGrid runs one actor at a time (contexts/nthreads = 1), so everything here is
+// only touched between two simcalls of the running actor.
+
+#include <simgrid/s4u/ConditionVariable.hpp>
+#include <simgrid/s4u/Host.hpp>
+
+#include <string>
+#include <vector>
+
+namespace fast::runtime::sim {
+
+class Inbox;
+
+class WorldState {
+ public:
+  WorldState(std::vector<simgrid::s4u::Host*> hosts, double op_timeout_seconds, double start_clock);
+  ~WorldState();
+
+  int size() const noexcept { return static_cast<int>(hosts_.size()); }
+  double op_timeout() const noexcept { return op_timeout_; }
+  // Simulated seconds since the run started.
+  double now() const;
+  simgrid::s4u::Host* host(int rank) const { return hosts_[static_cast<std::size_t>(rank)]; }
+  Inbox& inbox(int rank) { return *inboxes_[static_cast<std::size_t>(rank)]; }
+
+  bool aborted() const noexcept { return aborted_; }
+  // First call wins: records why and which rank failed, then wakes every waiter.
+  void abort(int rank, const std::string& reason);
+  // "worker 2 failed: <reason>".
+  const std::string& abort_message() const noexcept { return message_; }
+
+  // Marks `rank` lost at the current time (its host is about to be turned off) and wakes every
+  // waiter so that operations with it fail with PeerLost.
+  void lose(int rank, const std::string& why);
+  bool lost(int rank) const { return lost_[static_cast<std::size_t>(rank)]; }
+  // "worker 2 (host host-2) was lost at 1.5 s (simulated): host turned off".
+  std::string lost_message(int rank) const;
+
+  // Remembers a condition variable to wake on abort or loss (kept alive by the world).
+  void watch(simgrid::s4u::ConditionVariablePtr cv) { watched_.push_back(std::move(cv)); }
+  void wake_all();
+
+ private:
+  std::vector<simgrid::s4u::Host*> hosts_;
+  std::vector<std::unique_ptr<Inbox>> inboxes_;
+  double op_timeout_;
+  double start_;
+  bool aborted_ = false;
+  std::string message_;
+  std::vector<bool> lost_;
+  std::vector<double> lost_at_;
+  std::vector<std::string> lost_why_;
+  std::vector<simgrid::s4u::ConditionVariablePtr> watched_;
+};
+
+}  // namespace fast::runtime::sim

@@ -1,0 +1,178 @@
+// Cluster descriptions: the TOML keys, their units and their errors; the shipped clusters.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "fast/core/error.hpp"
+#include "fast/runtime/cluster.hpp"
+#include "fast/runtime/sim/world.hpp"
+
+namespace fast::runtime {
+namespace {
+
+TEST(Cluster, ParsesEveryKeyWithUnits) {
+  const Cluster c = parse_cluster(R"(
+name = "t"
+[hosts]
+count = 4
+speed = "2Gf"
+cores = 2
+factors = [1, 2, 3, 4]
+[network]
+topology = "full"
+bandwidth = "8Mbps"
+latency = "20ms"
+loopback_bandwidth = 5e9
+model = "LV08"
+[stragglers]
+probability = 0.5
+factor = 3
+period = "500ms"
+[[failures]]
+host = 2
+off = "1.5s"
+on = 4
+[[speed_profiles]]
+host = 1
+times = [0, 10]
+factors = [1, 0.5]
+)",
+                                  "t.toml");
+  EXPECT_EQ(c.name, "t");
+  EXPECT_EQ(c.hosts, 4);
+  EXPECT_EQ(c.cores, 2);
+  EXPECT_EQ(c.speeds, (std::vector<double>{2e9, 4e9, 6e9, 8e9}));
+  EXPECT_EQ(c.topology, "full");
+  EXPECT_DOUBLE_EQ(c.bandwidth, 1e6);  // 8 Mb/s = 1 MB/s
+  EXPECT_DOUBLE_EQ(c.latency, 0.02);
+  EXPECT_DOUBLE_EQ(c.loopback_bandwidth, 5e9);
+  EXPECT_EQ(c.model, "LV08");
+  EXPECT_DOUBLE_EQ(c.straggler_period, 0.5);
+  ASSERT_EQ(c.failures.size(), 1u);
+  EXPECT_EQ(c.failures[0].host, 2);
+  EXPECT_DOUBLE_EQ(c.failures[0].off, 1.5);
+  EXPECT_DOUBLE_EQ(c.failures[0].on, 4.0);
+  ASSERT_EQ(c.speed_profiles.size(), 1u);
+  EXPECT_EQ(c.speed_profiles[0].factors, (std::vector<double>{1, 0.5}));
+}
+
+TEST(Cluster, UniformDistributionIsSeededAndInRange) {
+  const std::string text = "[hosts]\ncount = 50\nspeed = 1e9\ndistribution = \"uniform:1-5\"\nseed = 9\n";
+  const Cluster a = parse_cluster(text, "a.toml");
+  const Cluster b = parse_cluster(text, "b.toml");
+  EXPECT_EQ(a.speeds, b.speeds);
+  for (double s : a.speeds) {
+    EXPECT_GE(s, 1e9);
+    EXPECT_LE(s, 5e9);
+  }
+  const Cluster other = parse_cluster("[hosts]\ncount = 50\ndistribution = \"uniform:1-5\"\nseed = 10\n", "c.toml");
+  EXPECT_NE(a.speeds, other.speeds);
+}
+
+void expect_error(const std::string& text, const std::string& needle) {
+  try {
+    parse_cluster(text, "bad.toml");
+    ADD_FAILURE() << "no error for: " << text;
+  } catch (const core::InvalidArgument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("bad.toml"), std::string::npos) << what;
+    EXPECT_NE(what.find(needle), std::string::npos) << "expected '" << needle << "' in: " << what;
+  }
+}
+
+TEST(Cluster, ErrorsNameFileKeyExpectedAndGot) {
+  expect_error("colour = 1", "unknown key 'colour'");
+  expect_error("[hosts]\nsize = 3", "unknown key 'hosts.size'");
+  expect_error("[hosts]\ncount = \"many\"", "'hosts.count': expected an integer, got the string 'many'");
+  expect_error("[hosts]\ncount = 0", "'hosts.count': expected an integer in [1, 1000000], got 0");
+  expect_error("[hosts]\nspeed = \"fast\"", "'hosts.speed': expected a speed (a number with a unit");
+  expect_error("[hosts]\ncount = 2\nfactors = [1]", "'hosts.factors': expected one factor per host (2), got 1");
+  expect_error("[hosts]\ndistribution = \"normal:1-2\"", "expected \"uniform:LO-HI\"");
+  expect_error("[network]\ntopology = \"ring\"", "'network.topology': expected one of star, full, torus, fat-tree, got 'ring'");
+  expect_error("[network]\nbandwidth = \"10 furlongs\"", "'network.bandwidth': expected a bandwidth");
+  expect_error("[network]\nlatency = true", "'network.latency': expected a duration");
+  expect_error("[network]\nmodel = \"IB\"", "'network.model': expected CM02 or LV08, got 'IB'");
+  expect_error("[hosts]\ncount = 6\n[network]\ntopology = \"torus\"\ntorus = [2, 2]", "product is the host count 6, got 4");
+  expect_error("[stragglers]\nprobability = 2", "'stragglers.probability': expected a value in [0, 1], got 2");
+  expect_error("[stragglers]\nfactor = 0.5", "'stragglers.factor': expected a value >= 1");
+  expect_error("[hosts]\ncount = 2\n[[failures]]\nhost = 5\noff = 1", "'failures[0].host': expected a host index in [0, 2), got 5");
+  expect_error("[[failures]]\nhost = 0", "'failures[0].off': missing");
+  expect_error("[[failures]]\nhost = 0\noff = 3\non = 2", "'failures[0].on': expected a time after off (3), got 2");
+  expect_error("[[speed_profiles]]\nhost = 0\ntimes = [0]\nfactors = [2]", "expected factors in (0, 1], got 2");
+  expect_error("[hosts\ncount = 1", "line 1");
+}
+
+TEST(Cluster, MissingFileIsAnIoError) {
+  EXPECT_THROW(load_cluster("/nonexistent/cluster.toml"), core::IoError);
+}
+
+TEST(Cluster, ShippedClustersLoad) {
+  const std::filesystem::path dir = std::filesystem::path(FAST_TEST_SOURCE_DIR) / "clusters";
+  const Cluster hpc = load_cluster(dir / "hpc-16.toml");
+  EXPECT_EQ(hpc.hosts, 16);
+  EXPECT_DOUBLE_EQ(hpc.bandwidth, 1.25e9);
+  const Cluster edge = load_cluster(dir / "edge-32.toml");
+  EXPECT_EQ(edge.hosts, 32);
+  EXPECT_DOUBLE_EQ(edge.latency, 0.02);
+  for (double s : edge.speeds) {
+    EXPECT_GE(s, 1e10);
+    EXPECT_LE(s, 5e10);
+  }
+  const Cluster cloud = load_cluster(dir / "cloud-64.toml");
+  EXPECT_EQ(cloud.hosts, 64);
+  EXPECT_GT(cloud.backbone_bandwidth, 0);
+}
+
+TEST(Cluster, SimGridPlatformXmlIsAccepted) {
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "fast_cluster_test_platform.xml";
+  {
+    std::ofstream out(file);
+    out << R"(<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <zone id="z" routing="Full">
+    <host id="b-10" speed="1Gf"/>
+    <host id="b-2" speed="2Gf"/>
+    <link id="l" bandwidth="100MBps" latency="1ms"/>
+    <route src="b-2" dst="b-10"><link_ctn id="l"/></route>
+  </zone>
+</platform>
+)";
+  }
+  const Cluster c = load_cluster(file);
+  EXPECT_EQ(c.platform_xml, file);
+  std::vector<double> done(2);
+  sim::World world({.size = 2, .cluster = c});
+  world.run([&](Context& ctx) {
+    ctx.compute(2e9);  // worker 0 on b-2 (natural order): 1 s; worker 1 on b-10: 2 s
+    done[static_cast<std::size_t>(ctx.rank())] = ctx.now();
+  });
+  EXPECT_NEAR(done[0], 1.0, 1e-9);
+  EXPECT_NEAR(done[1], 2.0, 1e-9);
+  std::filesystem::remove(file);
+}
+
+TEST(Cluster, ShippedClustersBuildAndRun) {
+  // Each generated topology builds; a worker on every host exchanges with its neighbour.
+  for (const std::string text : {std::string("[hosts]\ncount = 4\n[network]\ntopology = \"star\"\nbackbone_bandwidth = 1e9"),
+                                 std::string("[hosts]\ncount = 4\n[network]\ntopology = \"full\""),
+                                 std::string("[hosts]\ncount = 4\n[network]\ntopology = \"torus\"\ntorus = [2, 2]"),
+                                 std::string("[hosts]\ncount = 4\n[network]\ntopology = \"fat-tree\"\nfat_tree = \"2;2,2;1,2;1,1\"")}) {
+    const Cluster c = parse_cluster(text, "inline.toml");
+    sim::World world({.size = 4, .cluster = c});
+    world.run([&](Context& ctx) {
+      const Tag tag = make_tag(TagKind::user, 9, 0);
+      std::vector<float> out{static_cast<float>(ctx.rank())}, in(1);
+      Work s = ctx.send((ctx.rank() + 1) % 4, tag, core::ConstView(std::span<const float>(out)));
+      ctx.recv((ctx.rank() + 3) % 4, tag, core::MutableView(std::span<float>(in))).wait();
+      s.wait();
+      EXPECT_EQ(in[0], static_cast<float>((ctx.rank() + 3) % 4)) << text;
+      EXPECT_GT(ctx.now(), 0.0) << text;
+    });
+  }
+}
+
+}  // namespace
+}  // namespace fast::runtime

@@ -1,0 +1,277 @@
+// The sim runtime: point-to-point semantics as the threads runtime's, and simulated times that
+// match closed forms (CM02 without cross traffic: a message takes latency + bytes / bandwidth;
+// compute takes flops / speed).
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fast/runtime/channel.hpp"
+#include "fast/runtime/sim/world.hpp"
+
+namespace fast::runtime {
+namespace {
+
+using core::ConstView;
+using core::MutableView;
+
+ConstView cview(const std::vector<float>& v) { return ConstView(std::span<const float>(v)); }
+MutableView mview(std::vector<float>& v) { return MutableView(std::span<float>(v)); }
+
+constexpr double kBandwidth = 1e8;  // bytes/s per host link
+constexpr double kLatency = 1e-3;   // s per host link; host to host crosses two links
+
+Cluster star(int hosts, std::vector<double> speeds = {}) {
+  Cluster c;
+  c.hosts = hosts;
+  c.speeds = speeds.empty() ? std::vector<double>(static_cast<std::size_t>(hosts), 1e9) : speeds;
+  c.bandwidth = kBandwidth;
+  c.latency = kLatency;
+  return c;
+}
+
+double run(int workers, Cluster cluster, const WorkerFn& fn, double op_timeout = -1) {
+  sim::World world({.size = workers, .op_timeout_seconds = op_timeout, .cluster = std::move(cluster)});
+  return world.run(fn);
+}
+
+TEST(SimRuntime, SleepAndComputeAdvanceTheSimulatedClock) {
+  std::vector<double> after(3);
+  const double elapsed = run(3, star(3, {1e9, 2e9, 4e9}), [&](Context& ctx) {
+    EXPECT_EQ(ctx.runtime_name(), "sim");
+    EXPECT_EQ(ctx.size(), 3);
+    ctx.sleep(1.5);
+    ctx.compute(4e9);  // 4, 2, 1 s
+    after[static_cast<std::size_t>(ctx.rank())] = ctx.now();
+  });
+  EXPECT_NEAR(after[0], 5.5, 1e-9);
+  EXPECT_NEAR(after[1], 3.5, 1e-9);
+  EXPECT_NEAR(after[2], 2.5, 1e-9);
+  EXPECT_NEAR(elapsed, 5.5, 1e-9);
+}
+
+TEST(SimRuntime, TransferTakesLatencyPlusBytesOverBandwidth) {
+  constexpr std::size_t n = 250000;  // 1e6 bytes
+  double sent_at = -1, received_at = -1;
+  std::vector<float> got(n);
+  run(2, star(2), [&](Context& ctx) {
+    constexpr Tag tag = make_tag(TagKind::user, 1, 0);
+    if (ctx.rank() == 0) {
+      std::vector<float> data(n, 2.5f);
+      ctx.send(1, tag, cview(data)).wait();
+      sent_at = ctx.now();
+      EXPECT_EQ(ctx.link_stats(1).bytes_sent, n * 4);
+    } else {
+      ctx.recv(0, tag, mview(got)).wait();
+      received_at = ctx.now();
+      EXPECT_EQ(ctx.link_stats(0).bytes_received, n * 4);
+      EXPECT_EQ(ctx.link_stats(0).messages_received, 1u);
+    }
+  });
+  const double expected = 2 * kLatency + 1e6 / kBandwidth;  // 0.012 s
+  EXPECT_NEAR(received_at, expected, 1e-9);
+  EXPECT_NEAR(sent_at, expected, 1e-9);
+  EXPECT_EQ(got.front(), 2.5f);
+  EXPECT_EQ(got.back(), 2.5f);
+}
+
+TEST(SimRuntime, TwoFlowsIntoOneHostShareItsLink) {
+  double done = -1;
+  run(3, star(3), [&](Context& ctx) {
+    constexpr Tag tag = make_tag(TagKind::user, 2, 0);
+    std::vector<float> data(250000, 1.0f);
+    if (ctx.rank() > 0) {
+      ctx.send(0, tag, cview(data)).wait();
+    } else {
+      std::vector<float> a(data.size()), b(data.size());
+      Work wa = ctx.recv(1, tag, mview(a));
+      Work wb = ctx.recv(2, tag, mview(b));
+      wa.wait();
+      wb.wait();
+      done = ctx.now();
+    }
+  });
+  EXPECT_NEAR(done, 2 * kLatency + 2e6 / kBandwidth, 1e-9);  // the receiver's link carries both
+}
+
+TEST(SimRuntime, PerPeerFifoAndSpecificSourceBeforeAnySource) {
+  run(3, star(3), [&](Context& ctx) {
+    constexpr Tag tag = make_tag(TagKind::user, 3, 0);
+    if (ctx.rank() == 0) {
+      std::vector<float> a{1}, b{2};
+      Work wa = ctx.send(2, tag, cview(a));
+      Work wb = ctx.send(2, tag, cview(b));
+      wa.wait();
+      wb.wait();
+    } else if (ctx.rank() == 1) {
+      ctx.sleep(1.0);
+      std::vector<float> c{3};
+      ctx.send(2, tag, cview(c)).wait();
+    } else {
+      core::Buffer any;
+      int source = -1;
+      Work w_any = ctx.recv_any(tag, any, source);  // posted first, but rank 0's sends go to its own receives
+      std::vector<float> x(1), y(1);
+      Work wx = ctx.recv(0, tag, mview(x));
+      Work wy = ctx.recv(0, tag, mview(y));
+      wx.wait();
+      wy.wait();
+      w_any.wait();
+      EXPECT_EQ(x[0], 1.0f);
+      EXPECT_EQ(y[0], 2.0f);
+      EXPECT_EQ(source, 1);
+      EXPECT_EQ(any.as<float>()[0], 3.0f);
+    }
+  });
+}
+
+TEST(SimRuntime, RecvAnyTakesTheOldestQueuedMessage) {
+  std::vector<int> order;
+  run(3, star(3), [&](Context& ctx) {
+    constexpr Tag tag = make_tag(TagKind::user, 4, 0);
+    if (ctx.rank() == 0) {
+      ctx.sleep(5.0);
+      for (int k = 0; k < 2; ++k) {
+        core::Buffer out;
+        int source = -1;
+        ctx.recv_any(tag, out, source).wait();
+        order.push_back(source);
+      }
+    } else {
+      ctx.sleep(ctx.rank() == 2 ? 1.0 : 2.0);  // rank 2 sends first
+      std::vector<float> v{static_cast<float>(ctx.rank())};
+      ctx.send(0, tag, cview(v)).wait();
+    }
+  });
+  EXPECT_EQ(order, (std::vector<int>{2, 1}));
+}
+
+TEST(SimRuntime, TryRecvSeesOnlyArrivedMessages) {
+  run(2, star(2), [&](Context& ctx) {
+    constexpr Tag tag = make_tag(TagKind::user, 5, 0);
+    if (ctx.rank() == 0) {
+      std::vector<float> v{7, 8};
+      ctx.send(1, tag, cview(v)).wait();
+    } else {
+      std::vector<float> out(2, 0);
+      EXPECT_EQ(ctx.try_recv(0, tag, mview(out)), std::nullopt);  // in flight: 2 ms + 8 bytes
+      ctx.sleep(1.0);
+      EXPECT_EQ(ctx.try_recv(0, tag, mview(out)), std::optional<std::size_t>(2));
+      EXPECT_EQ(out[1], 8.0f);
+      EXPECT_EQ(ctx.try_recv(0, tag, mview(out)), std::nullopt);
+    }
+  });
+}
+
+TEST(SimRuntime, AFailingWorkerReleasesTheOthersWithRemoteError) {
+  bool remote = false;
+  EXPECT_THROW(run(2, star(2),
+                   [&](Context& ctx) {
+                     if (ctx.rank() == 1) {
+                       ctx.sleep(1.0);
+                       throw core::InvalidArgument("worker 1 gives up");
+                     }
+                     std::vector<float> v(1);
+                     try {
+                       ctx.recv(1, make_tag(TagKind::user, 6, 0), mview(v)).wait();
+                     } catch (const core::RemoteError& e) {
+                       remote = std::string(e.what()).find("worker 1 gives up") != std::string::npos;
+                       throw;
+                     }
+                   }),
+               core::InvalidArgument);
+  EXPECT_TRUE(remote);
+}
+
+TEST(SimRuntime, OperationsTimeOutInSimulatedSeconds) {
+  double at = -1;
+  EXPECT_THROW(run(
+                   2, star(2),
+                   [&](Context& ctx) {
+                     if (ctx.rank() == 1) return;
+                     std::vector<float> v(1);
+                     try {
+                       ctx.recv(1, make_tag(TagKind::user, 7, 0), mview(v)).wait();
+                     } catch (const core::TimeoutError&) {
+                       at = ctx.now();
+                       throw;
+                     }
+                   },
+                   /*op_timeout=*/5.0),
+               core::TimeoutError);
+  EXPECT_NEAR(at, 5.0, 1e-9);
+}
+
+TEST(SimRuntime, HostTurnedOffMakesPeersOperationsFailWithPeerLost) {
+  Cluster c = star(2);
+  c.failures.push_back({.host = 1, .off = 2.0});
+  std::string message;
+  double at = -1;
+  try {
+    run(2, c, [&](Context& ctx) {
+      if (ctx.rank() == 1) {
+        ctx.sleep(10.0);  // killed at 2 s
+        return;
+      }
+      std::vector<float> v(1);
+      try {
+        ctx.recv(1, make_tag(TagKind::user, 8, 0), mview(v)).wait();
+      } catch (const core::PeerLost& e) {
+        message = e.what();
+        at = ctx.now();
+        // Sends to a lost worker fail at once.
+        EXPECT_THROW(ctx.send(1, make_tag(TagKind::user, 8, 1), cview(v)).wait(), core::PeerLost);
+        throw;
+      }
+    });
+    FAIL() << "expected PeerLost";
+  } catch (const core::PeerLost& e) {
+    EXPECT_NE(std::string(e.what()).find("worker 1"), std::string::npos) << e.what();
+  }
+  EXPECT_NEAR(at, 2.0, 1e-9);
+  EXPECT_NE(message.find("worker 1 (host host-1) was lost at 2 s"), std::string::npos) << message;
+}
+
+TEST(SimRuntime, SpawnedActivitiesShareMutexAndCondVar) {
+  double woke = -1;
+  run(1, star(1), [&](Context& ctx) {
+    std::unique_ptr<Mutex> m = ctx.make_mutex();
+    std::unique_ptr<CondVar> cv = ctx.make_condvar();
+    bool ready = false;
+    Work a = ctx.spawn("waiter", [&] {
+      std::unique_lock<Mutex> lock(*m);
+      while (!ready) cv->wait(lock);
+      woke = ctx.now();
+    });
+    ctx.sleep(3.0);
+    {
+      std::unique_lock<Mutex> lock(*m);
+      ready = true;
+    }
+    cv->notify_all();
+    a.wait();
+    Channel<int> ch(ctx, 2);
+    Work producer = ctx.spawn("producer", [&] {
+      for (int i = 0; i < 5; ++i) ch.push(i);
+      ch.close();
+    });
+    int sum = 0;
+    while (auto v = ch.pop()) sum += *v;
+    producer.wait();
+    EXPECT_EQ(sum, 10);
+  });
+  EXPECT_NEAR(woke, 3.0, 1e-9);
+}
+
+TEST(SimRuntime, WorkersShareHostsRoundRobin) {
+  std::vector<double> done(4);
+  run(4, star(2), [&](Context& ctx) {
+    ctx.compute(1e9);  // two workers per single-core 1 Gflop/s host: 2 s each
+    done[static_cast<std::size_t>(ctx.rank())] = ctx.now();
+  });
+  for (double t : done) EXPECT_NEAR(t, 2.0, 1e-9);
+}
+
+}  // namespace
+}  // namespace fast::runtime
