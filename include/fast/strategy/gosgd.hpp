@@ -119,6 +119,8 @@ class GosgdStrategy final : public Strategy {
   std::vector<double> x_;            // numerator; changed under the window guard
   double w_ = 1.0;                   // mass; changed under the window guard
   std::vector<double> inbox_;        // exposed: [x part (dim) | mass | applied counts (N)]
+  bool codec_ = false;        // compress is not "none": pushes use accumulate_scaled
+  std::vector<float> start_;  // with a codec: the common initial model
   std::unique_ptr<collective::Window> window_;
   std::vector<Slot> slots_;          // slot fields change under the window guard
   std::vector<std::uint64_t> pushed_to_;  // pushes issued per receiver
