@@ -115,7 +115,6 @@ struct CodecLinks {
   std::string spec;
   std::uint64_t seed = 0;
   const core::Layout* layout = nullptr;
-  std::size_t layout_numel = 0;
   int rank = 0;
   compress::CompressionMeter* meter = nullptr;
   std::function<std::span<const float>(int)> initial;
@@ -126,18 +125,16 @@ struct CodecLinks {
 
   CodecLinks(const WindowOptions& o, int me)
       : spec(o.codec), seed(o.seed), layout(o.layout), rank(me), meter(o.meter), initial(o.initial) {
-    if (layout != nullptr)
-      for (const core::TensorBlock& b : *layout) layout_numel += b.numel;
     decoder = compress::make_codec(spec);
   }
-  // A codec for the link to `peer` over [offset, offset + count); the layout applies to whole-tensor ranges only.
+  // A codec for the link to `peer` over [offset, offset + count), with the layout's blocks inside that range.
   std::unique_ptr<compress::Codec> make(const Key& key, std::uint64_t direction) const {
     const auto [peer, offset, count] = key;
     const std::uint64_t s = ((seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank)) * 0x100000001B3ull +
                              static_cast<std::uint64_t>(peer)) * 4 + direction;
-    // The model's layout describes the whole tensor only.
-    const bool whole = layout != nullptr && offset == 0 && count == layout_numel;
-    return compress::make_codec(spec, s, whole ? layout : nullptr);
+    if (layout == nullptr) return compress::make_codec(spec, s);
+    const core::Layout range = core::sub_layout(*layout, offset, count);  // the blocks inside the range
+    return compress::make_codec(spec, s, &range);
   }
   // The shared starting reference of range [offset, offset + count) of `owner`'s tensor (empty: zeros).
   std::span<const float> start(int owner, std::size_t offset, std::size_t count) const {

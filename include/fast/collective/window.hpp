@@ -60,7 +60,7 @@ namespace fast::collective {
 struct WindowOptions {
   std::string codec = "none";                   // compress::make_codec spec for f32/f64 data
   std::uint64_t seed = 0;                       // the codecs' random streams (mixed with ranks)
-  const core::Layout* layout = nullptr;         // the exposed tensor's blocks, used for whole-tensor operations
+  const core::Layout* layout = nullptr;         // the exposed tensor's blocks; an operation uses those inside its range
   compress::CompressionMeter* meter = nullptr;  // counts every encode of this worker (not owned)
   // The values worker `owner`'s exposed tensor held at construction, known to every worker (e.g.
   // the shared initial model), or an empty span (zeros): the references of state transfers on a

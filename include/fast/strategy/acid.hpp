@@ -146,6 +146,7 @@ class AcidStrategy final : public Strategy {
   std::vector<float> payload_;    // scratch: [alpha m | alpha~ m]
   std::vector<float> before_;     // scratch: x before the optimizer step
   std::vector<float> start_;  // with a codec: the exposed tensor at attach, the same on every worker
+  core::Layout layout_;       // the exposed tensor's: the model's layout three times
   std::unique_ptr<collective::Window> window_;
   bool finished_ = false;
   std::int64_t communications_ = 0;

@@ -146,6 +146,7 @@ class PsStrategy final : public Strategy {
   std::vector<std::unique_ptr<compress::DeltaReceiver>> reply_codecs_;  // with a codec, sync: per shard
   std::vector<core::Buffer> reply_payloads_;                            // with a codec, sync: per shard
   std::vector<float> start_;  // with a codec: the common initial model
+  core::Layout layout_;       // with one server: the model's layout (its shard is the whole model)
   std::unique_ptr<PsServer> server_;             // this rank's shard, when rank < servers
                                                  // (declared before window_, which exposes it)
   std::unique_ptr<collective::Window> window_;   // "ps.shards"; exposes server_'s shard
