@@ -67,6 +67,8 @@
 // floats and sends 2 |x| floats (plus small headers) to one neighbour.
 // Options: `topology` (undirected, connected; default ring), `comm_rate` (in (0, 64], default 1),
 // `seed` (event draws, and random topologies), `acid_eta`, `acid_alpha_tilde` (>= 0, or -1).
+// With compress (docs/compression.md): reads of a peer's (x, inbox) travel as states, the (dx, dx~)
+// added to its inbox through error feedback. acid with randk diverges (a known failure).
 
 #include <cstdint>
 #include <memory>

@@ -46,6 +46,10 @@
 // push-sum average, which gossip conserves exactly.
 // Cost per push: 8 (|x| + 1 + N) bytes (f64, so that the mass travels in the same atomic update
 // as the parameters).
+// With compress (docs/compression.md): the pushed model z travels as a state (difference from the
+// peer's reconstruction) and the peer adds mass x its reconstruction, with the mass added exact in
+// the same atomic step (Window::accumulate_scaled). Mass stays exactly conserved; the sum of x loses
+// the reconstruction's lag, which vanishes as the model settles.
 
 #include <cstdint>
 #include <memory>

@@ -81,6 +81,9 @@
 //
 // Thread-safety: the strategy is used by its worker's main activity; the server activity shares
 // only the shard window (under its Local guard) and the statistics (under a Context mutex).
+// With compress (docs/compression.md): pushed gradients go through error feedback per (worker,
+// shard); sync replies and async/ssp pulls of a shard travel as differences from a reference the
+// server and the worker both keep (states); evaluation reads stay exact.
 
 #include <array>
 #include <cstdint>
