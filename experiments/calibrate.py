@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Calibrates a sim cluster file to this machine and checks its predictions against `threads`.
+
+Usage:
+  experiments/calibrate.py measure [--fast PATH] [--pingpong PATH] [--out clusters/this-machine.toml]
+  experiments/calibrate.py compare [--fast PATH] [--cluster clusters/this-machine.toml] [--out DIR]
+
+`measure` (docs/simulation.md, "Validation"):
+  - flop/s of one worker: `fast train --runtime threads --workers 1` of the mlp at batch 64 with
+    FAST_TORCH_THREADS=1 (as each worker of a 2- or 4-worker threads run on this 2-core machine),
+    no evaluation during training; speed = flops_per_step / (wall_seconds / steps), where
+    flops_per_step = batch x model_flops_per_sample (the trainer's flop model, docs/simulation.md).
+    So the speed covers everything a worker does alone in a step: data gathering, forward,
+    backward, optimizer step.
+  - message latency and bandwidth of the threads runtime: bench_pingpong_threads (ping-pong
+    between two workers; latency = one-way time of a 4-byte message, bandwidth from a 16 MiB one).
+  Each measurement is repeated --repeat times and the median taken; the load average is recorded.
+  Writes the cluster file: one host with the machine's cores, the workers sharing it, messages on
+  its loopback link.
+
+`compare`: for 2 and 4 workers and each strategy of STRATEGIES, runs `fast train` under threads
+  and under sim with the cluster, same model, batch, steps and seed, no evaluation during training;
+  mean step time = summary wall_seconds / steps (threads: real seconds; sim: simulated seconds);
+  prints a Markdown table (medians of --repeat threads runs; the sim is deterministic, run once).
+
+Measurements run under `nice -n NICE` (default -20, needs root; 0 to disable) because the machine is
+shared: at the default priority other processes take a varying share of the 2 cores.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+MLP_FLOPS_PER_SAMPLE = 1408512  # fast::torch::model_flops_per_sample("mlp"), docs/simulation.md
+STRATEGIES = [
+    ("allreduce", ["--strategy", "allreduce"]),
+    ("adpsgd", ["--strategy", "adpsgd"]),
+    ("ps async", ["--strategy", "ps", "--mode", "async"]),
+]
+NO_EVAL = ["--eval-every", "1000000", "--target-accuracy", "0", "--progress", "never"]
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def prefix(nice):
+    return ["nice", "-n", str(nice)] if nice else []
+
+
+def train(fast, nice, args, env_extra=None):
+    """Runs `fast train` with args; returns (summary dict, load average before the run)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = os.path.join(tmp, "summary.json")
+        env = dict(os.environ, FAST_LOG_LEVEL="warn", **(env_extra or {}))
+        before = load()
+        cmd = prefix(nice) + [fast, "train", *args, *NO_EVAL, "--summary", summary]
+        print("$", " ".join(cmd), file=sys.stderr)
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+        with open(summary) as f:
+            return json.load(f), before
+
+
+def fit_link(sizes):
+    """(latency, bandwidth) of one-way times [[bytes, seconds], ...]: latency = median time of the
+    messages up to 1 KiB; bandwidth = 1 / least-squares slope of time over bytes for 64 KiB to 4 MiB,
+    the sizes the strategies send for the mlp (its 235,146 parameters are 940,584 bytes; a ring
+    all-reduce of 2 or 4 workers sends pieces of 1/2 or 1/4 of it)."""
+    small = [t for b, t in sizes if b <= 1024]
+    big = [(b, t) for b, t in sizes if 64 * 1024 <= b <= 4 * 1024 * 1024]
+    mb = statistics.mean(b for b, _ in big)
+    mt = statistics.mean(t for _, t in big)
+    slope = sum((b - mb) * (t - mt) for b, t in big) / sum((b - mb) ** 2 for b, _ in big)
+    return statistics.median(small), 1.0 / slope
+
+
+def measure(a):
+    speeds, loads = [], []
+    for _ in range(a.repeat):
+        s, l = train(a.fast, a.nice, ["--runtime", "threads", "--workers", "1", "--model", "mlp", "--batch", str(a.batch),
+                                      "--steps", str(a.steps), "--seed", "1"], {"FAST_TORCH_THREADS": "1"})
+        step = s["wall_seconds"] / s["steps"]
+        speeds.append(a.batch * MLP_FLOPS_PER_SAMPLE / step)
+        loads.append(l)
+        print(f"  1 worker: {step * 1e3:.3f} ms per step, {speeds[-1] / 1e9:.3f} Gflop/s (load {l})", file=sys.stderr)
+    lat, bw = [], []
+    for _ in range(a.repeat):
+        loads.append(load())
+        cmd = prefix(a.nice) + [a.pingpong]
+        print("$", " ".join(cmd), file=sys.stderr)
+        r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        l, w = fit_link(r["sizes"])
+        lat.append(l)
+        bw.append(w)
+        print(f"  ping-pong: latency {lat[-1] * 1e6:.2f} us, bandwidth {bw[-1] / 1e9:.3f} GB/s", file=sys.stderr)
+    speed, latency, bandwidth = statistics.median(speeds), statistics.median(lat), statistics.median(bw)
+    cores = os.cpu_count()
+    text = f"""# this-machine: the development machine as the sim runtime sees it, calibrated by
+#   experiments/calibrate.py measure --batch {a.batch} --steps {a.steps} --repeat {a.repeat}
+# (medians of {a.repeat} runs; load average {min(loads):.2f} to {max(loads):.2f} during the measurements;
+# docs/simulation.md, "Validation").
+# One host with the machine's {cores} cores: the workers of a `threads` run are threads of one
+# process sharing these cores, so all workers go to host-0 (worker r -> host r mod 1) and share
+# its cores as SimGrid shares a host's cores between its executions (up to {cores} workers compute at
+# full speed, more divide it). Their messages take the host's loopback link, calibrated to the
+# threads runtime's ping-pong (one memory copy from the sender's buffer to the receiver's).
+name = "this-machine"
+
+[hosts]
+count = 1
+# flop/s of one core on the mlp training step at batch {a.batch}: {a.batch} x {MLP_FLOPS_PER_SAMPLE} flops
+# per step / measured seconds per step of `fast train --workers 1` with one libtorch thread
+# (data gathering, forward, backward and the optimizer step all fall in that time).
+speed = {speed:.6g}
+cores = {cores}
+
+[network]
+topology = "star"
+# threads ping-pong (bench_pingpong_threads): median one-way time of messages up to 1 KiB, and
+# 1 / slope of the one-way time over 64 KiB to 4 MiB messages (least squares).
+loopback_latency = {latency:.6g}
+loopback_bandwidth = {bandwidth:.6g}
+model = "CM02"
+"""
+    with open(a.out, "w") as f:
+        f.write(text)
+    print(text)
+    print(f"wrote {a.out}", file=sys.stderr)
+
+
+def compare(a):
+    rows = []
+    for workers in a.workers:
+        for name, flags in STRATEGIES:
+            common = ["--workers", str(workers), "--model", "mlp", "--batch", str(a.batch), "--steps", str(a.steps),
+                      "--seed", "1", *flags]
+            times, loads = [], []
+            for _ in range(a.repeat):
+                s, l = train(a.fast, a.nice, ["--runtime", "threads", *common])
+                times.append(s["wall_seconds"] / s["steps"])
+                loads.append(l)
+            sim, _ = train(a.fast, 0, ["--runtime", "sim", "--cluster", a.cluster, *common])
+            t, p = statistics.median(times), sim["wall_seconds"] / sim["steps"]
+            row = (workers, name, t, p, p / t, times, loads)
+            rows.append(row)
+            print(f"  {workers} workers, {name}: threads {t * 1e3:.3f} ms ({', '.join(f'{x * 1e3:.3f}' for x in times)}; "
+                  f"load {', '.join(str(x) for x in loads)}), sim {p * 1e3:.3f} ms, ratio {p / t:.3f}", file=sys.stderr)
+    lines = ["| workers | strategy | threads: ms per step (median; runs) | load before the runs | sim: ms per step | sim / threads |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for w, name, t, p, ratio, times, loads in rows:
+        lines.append(f"| {w} | {name} | {t * 1e3:.3f} ({', '.join(f'{x * 1e3:.3f}' for x in times)}) | "
+                     f"{', '.join(f'{x:.2f}' for x in loads)} | {p * 1e3:.3f} | {ratio:.3f} |")
+    table = "\n".join(lines)
+    print(table)
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, "compare.md"), "w") as f:
+            f.write(table + "\n")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", choices=["measure", "compare"])
+    p.add_argument("--fast", default="build/bin/fast")
+    p.add_argument("--pingpong", default="build/bin/bench_pingpong_threads")
+    p.add_argument("--cluster", default="clusters/this-machine.toml")
+    p.add_argument("--out", default=None, help="measure: the cluster file; compare: a folder for compare.md")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--workers", type=lambda s: [int(x) for x in s.split(",")], default=[2, 4])
+    p.add_argument("--nice", type=int, default=-20)
+    a = p.parse_args()
+    if a.command == "measure":
+        a.out = a.out or "clusters/this-machine.toml"
+        measure(a)
+    else:
+        compare(a)
+
+
+if __name__ == "__main__":
+    main()
