@@ -3,11 +3,12 @@
 // reaches another in `fast train --runtime threads`. Used by experiments/calibrate.py to write a
 // cluster file for the `sim` runtime (docs/simulation.md, "Validation").
 //
-// For each message size B (bytes of float32, from 4 B to --max-bytes, x4 each time): rank 0 sends B
+// For each message size B (bytes of float32, from 4 B to --max-bytes, x2 each time): rank 0 sends B
 // bytes to rank 1, which sends them back; after --warmup untimed round trips, --iters round trips
 // are timed on rank 0; one_way(B) = round trip / 2. The reported figures:
 //   latency   = one_way(smallest size)                       (seconds)
 //   bandwidth = B_max / (one_way(B_max) - latency)           (bytes/s)
+// (experiments/calibrate.py fits its own figures to the per-size times.)
 // Output: one line of JSON with both and the per-size one-way times ("sizes": [[B, seconds], ...]).
 
 #include <algorithm>
@@ -31,7 +32,7 @@ double seconds_now() {
 struct Args {
   std::size_t max_bytes = std::size_t{16} << 20;
   int warmup = 20;
-  int iters = 0;  // 0: 2000 for small messages, fewer for large ones (about 0.5 GB moved per size)
+  int iters = 0;  // 0: 2000 for small messages, fewer for large ones (about 0.25 GB moved per size)
 };
 
 Args parse(int argc, char** argv) {
@@ -59,7 +60,7 @@ Args parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
   std::vector<std::size_t> sizes;
-  for (std::size_t b = 4; b <= args.max_bytes; b *= 4) sizes.push_back(b);
+  for (std::size_t b = 4; b <= args.max_bytes; b *= 2) sizes.push_back(b);
   std::vector<double> one_way(sizes.size(), 0.0);
   try {
     fast::runtime::threads::World world({.size = 2, .op_timeout_seconds = 600});
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
       for (std::size_t k = 0; k < sizes.size(); ++k) {
         const std::span<float> v(buf.data(), sizes[k] / sizeof(float));
         const int iters = args.iters > 0 ? args.iters
-                                         : static_cast<int>(std::clamp<std::size_t>((std::size_t{1} << 29) / sizes[k], 20, 2000));
+                                         : static_cast<int>(std::clamp<std::size_t>((std::size_t{1} << 28) / sizes[k], 20, 2000));
         auto round_trip = [&] {
           if (r == 0) {
             ctx.send(peer, 1, fast::core::ConstView(std::span<const float>(v))).wait();

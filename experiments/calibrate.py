@@ -23,8 +23,12 @@ Usage:
   mean step time = summary wall_seconds / steps (threads: real seconds; sim: simulated seconds);
   prints a Markdown table (medians of --repeat threads runs; the sim is deterministic, run once).
 
-Measurements run under `nice -n NICE` (default -20, needs root; 0 to disable) because the machine is
-shared: at the default priority other processes take a varying share of the 2 cores.
+Measured runs (the threads runs, the 1-worker run, the ping-pong) run under --priority: by default
+`chrt --rr 10` (real-time round-robin, needs root), because the machine is shared: at the default
+priority other processes take a varying share of the 2 cores and delay every wake-up of a waiting
+worker (measured at load 7: ping-pong latency 150-220 us instead of 2 us, and threads step times
+varying 3x between repetitions). Under the real-time policy the measured runs see the machine as
+if it were idle (they still share it with the kernel; Linux keeps 5% of each second for others).
 """
 import argparse
 import json
@@ -48,40 +52,46 @@ def load():
         return float(f.read().split()[0])
 
 
-def prefix(nice):
-    return ["nice", "-n", str(nice)] if nice else []
+def prefix(priority):
+    """The command prefix of a measured run: "rr" (real-time round robin, chrt --rr 10), "nice:N"
+    or "none"."""
+    if priority == "rr":
+        return ["chrt", "--rr", "10"]
+    if priority.startswith("nice:"):
+        return ["nice", "-n", priority[5:]]
+    return []
 
 
-def train(fast, nice, args, env_extra=None):
+def train(fast, priority, args, env_extra=None):
     """Runs `fast train` with args; returns (summary dict, load average before the run)."""
     with tempfile.TemporaryDirectory() as tmp:
         summary = os.path.join(tmp, "summary.json")
         env = dict(os.environ, FAST_LOG_LEVEL="warn", **(env_extra or {}))
         before = load()
-        cmd = prefix(nice) + [fast, "train", *args, *NO_EVAL, "--summary", summary]
+        cmd = prefix(priority) + [fast, "train", *args, *NO_EVAL, "--summary", summary]
         print("$", " ".join(cmd), file=sys.stderr)
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
         with open(summary) as f:
             return json.load(f), before
 
 
-def fit_link(sizes):
+def fit_link(sizes, lo=128 * 1024, hi=1024 * 1024):
     """(latency, bandwidth) of one-way times [[bytes, seconds], ...]: latency = median time of the
-    messages up to 1 KiB; bandwidth = 1 / least-squares slope of time over bytes for 64 KiB to 4 MiB,
-    the sizes the strategies send for the mlp (its 235,146 parameters are 940,584 bytes; a ring
-    all-reduce of 2 or 4 workers sends pieces of 1/2 or 1/4 of it)."""
-    small = [t for b, t in sizes if b <= 1024]
-    big = [(b, t) for b, t in sizes if 64 * 1024 <= b <= 4 * 1024 * 1024]
-    mb = statistics.mean(b for b, _ in big)
-    mt = statistics.mean(t for _, t in big)
-    slope = sum((b - mb) * (t - mt) for b, t in big) / sum((b - mb) ** 2 for b, _ in big)
-    return statistics.median(small), 1.0 / slope
+    messages up to 1 KiB; bandwidth W from the messages of lo..hi bytes, the sizes the strategies
+    send for the mlp (its 235,146 parameters are 940,584 bytes; a ring all-reduce of 2 or 4
+    workers sends pieces of 1/2 or 1/4 of it): least squares of time - latency = bytes / W.
+    The per-byte cost of the threads runtime depends on the size (measured: 1.8 GB/s at 256 KiB,
+    2.5 GB/s at 1 MiB, 3.5 GB/s at 4 MiB: a large copy streams better than a cache-to-cache
+    hand-over), so a fit over all sizes would overstate the bandwidth of the mlp's messages."""
+    latency = statistics.median(t for b, t in sizes if b <= 1024)
+    big = [(b, t - latency) for b, t in sizes if lo <= b <= hi]
+    return latency, sum(b * b for b, _ in big) / sum(b * t for b, t in big)
 
 
 def measure(a):
     speeds, loads = [], []
     for _ in range(a.repeat):
-        s, l = train(a.fast, a.nice, ["--runtime", "threads", "--workers", "1", "--model", "mlp", "--batch", str(a.batch),
+        s, l = train(a.fast, a.priority, ["--runtime", "threads", "--workers", "1", "--model", "mlp", "--batch", str(a.batch),
                                       "--steps", str(a.steps), "--seed", "1"], {"FAST_TORCH_THREADS": "1"})
         step = s["wall_seconds"] / s["steps"]
         speeds.append(a.batch * MLP_FLOPS_PER_SAMPLE / step)
@@ -90,7 +100,7 @@ def measure(a):
     lat, bw = [], []
     for _ in range(a.repeat):
         loads.append(load())
-        cmd = prefix(a.nice) + [a.pingpong]
+        cmd = prefix(a.priority) + [a.pingpong]
         print("$", " ".join(cmd), file=sys.stderr)
         r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         l, w = fit_link(r["sizes"])
@@ -121,7 +131,8 @@ cores = {cores}
 [network]
 topology = "star"
 # threads ping-pong (bench_pingpong_threads): median one-way time of messages up to 1 KiB, and
-# 1 / slope of the one-way time over 64 KiB to 4 MiB messages (least squares).
+# the bandwidth that fits the one-way times of 128 KiB to 1 MiB messages (least squares), the
+# sizes of the mlp's exchanges.
 loopback_latency = {latency:.6g}
 loopback_bandwidth = {bandwidth:.6g}
 model = "CM02"
@@ -140,10 +151,10 @@ def compare(a):
                       "--seed", "1", *flags]
             times, loads = [], []
             for _ in range(a.repeat):
-                s, l = train(a.fast, a.nice, ["--runtime", "threads", *common])
+                s, l = train(a.fast, a.priority, ["--runtime", "threads", *common])
                 times.append(s["wall_seconds"] / s["steps"])
                 loads.append(l)
-            sim, _ = train(a.fast, 0, ["--runtime", "sim", "--cluster", a.cluster, *common])
+            sim, _ = train(a.fast, "none", ["--runtime", "sim", "--cluster", a.cluster, *common])
             t, p = statistics.median(times), sim["wall_seconds"] / sim["steps"]
             row = (workers, name, t, p, p / t, times, loads)
             rows.append(row)
@@ -173,7 +184,7 @@ def main():
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--workers", type=lambda s: [int(x) for x in s.split(",")], default=[2, 4])
-    p.add_argument("--nice", type=int, default=-20)
+    p.add_argument("--priority", default="rr", help="rr, nice:N or none")
     a = p.parse_args()
     if a.command == "measure":
         a.out = a.out or "clusters/this-machine.toml"

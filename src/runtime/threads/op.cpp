@@ -117,10 +117,14 @@ void finish_matched(Op& op, std::unique_lock<std::mutex>& lock) {
   op.waiting = false;
 }
 
-// Whether spinning before blocking pays: only when every worker can have a core of its own.
+// Whether spinning before blocking pays: only when every thread of the world (workers and the
+// threads of their spawned activities, e.g. a parameter server or a window's service) can have a
+// core of its own. Otherwise a spinning waiter holds a core that the thread it waits for may need:
+// measured on 2 cores with 2 workers of an asynchronous strategy (3 to 5 threads), spinning cost
+// about 1 ms per step (docs/simulation.md, "Validation").
 bool spin_pays(const WorldState& world) {
   static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(world.size()) <= cores;
+  return static_cast<unsigned>(world.size() + world.activities()) <= cores;
 }
 }  // namespace
 
