@@ -121,8 +121,8 @@ def cluster_text(a, how, speed, latency, bandwidth, loads):
     cores = os.cpu_count()
     return f"""# this-machine: the development machine as the sim runtime sees it, calibrated by
 #   experiments/calibrate.py {how}
-# (load average {min(loads):.2f} to {max(loads):.2f} before the measurements, which ran under
-# the --priority of calibrate.py; docs/simulation.md, "Validation").
+# (load average {min(loads):.2f} to {max(loads):.2f} before the measurements, which ran with
+# --priority {a.priority}; docs/simulation.md, "Validation").
 # One host with the machine's {cores} cores: the workers of a `threads` run are threads of one
 # process sharing these cores, so all workers go to host-0 (worker r -> host r mod 1) and share
 # its cores as SimGrid shares a host's cores between its executions (up to {cores} workers compute at
