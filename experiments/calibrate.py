@@ -14,7 +14,8 @@ Usage:
     So the speed covers everything a worker does alone in a step: data gathering, forward,
     backward, optimizer step.
   - message latency and bandwidth of the threads runtime: bench_pingpong_threads (ping-pong
-    between two workers; latency = one-way time of a 4-byte message, bandwidth from a 16 MiB one).
+    between two workers pinned to two cores), fitted by fit_link below (latency of small
+    messages; bandwidth over 128 KiB to 1 MiB, the sizes of the mlp's messages).
   Each measurement is repeated --repeat times and the median taken; the load average is recorded.
   Writes the cluster file: one host with the machine's cores, the workers sharing it, messages on
   its loopback link.
@@ -36,8 +37,9 @@ because the machine is shared: with Linux's autogroup scheduling, `nice` alone o
 threads of one session, and at equal group weight the other sessions' processes take a varying
 share of the 2 cores and delay every wake-up of a waiting worker (measured at load 7: ping-pong
 latency 150-220 us instead of 2 us, and threads step times varying 3x between repetitions).
-Inside the group the threads are scheduled as on an idle machine (CFS/EEVDF). `rr` (chrt --rr 10)
-gives similar figures but does not preempt on wake-up.
+Inside the group the threads are scheduled as on an idle machine (CFS/EEVDF), but the other
+groups keep a share. `rr` (chrt --rr 10) isolates the measured runs better but does not preempt
+on wake-up, which matters when threads outnumber cores (docs/simulation.md, "Validation").
 """
 import argparse
 import json
