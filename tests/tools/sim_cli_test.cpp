@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -105,6 +106,37 @@ TEST(SimFailure, HostOffUnderAllreduceEndsWithPeerLost) {
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("peer lost"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("worker 2 (host host-2) was lost at 0.1 s"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+// SimGrid supports one simulation per process, so `fast compare` runs each sim run as a child
+// `fast train`: two sim runs in one sweep both succeed, and each one's metrics equal those of a
+// separate `fast train` with the same settings (the simulation is deterministic).
+TEST(SimCli, CompareRunsSeveralSimRunsLikeFastTrain) {
+  const fs::path dir = temp_dir("compare");
+  write(dir / "tiny.toml", kTinyCluster);
+  write(dir / "sweep.toml",
+        "[base]\nruntime = \"sim\"\ncluster = \"tiny.toml\"\nworkers = 4\nmodel = \"mlp\"\nsteps = 6\n"
+        "batch = 16\neval_every = 3\nlog_every = 2\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
+  const Result r = run_in(dir, "compare sweep.toml --out cmp --progress never");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string names[2] = {"allreduce", "adpsgd"};
+  for (int i = 0; i < 2; ++i) {
+    const fs::path rep = dir / "cmp" / ("0" + std::to_string(i + 1) + "-strategy-" + names[i]) / "1";
+    ASSERT_TRUE(fs::exists(rep / "metrics.jsonl")) << r.output;
+    const Result t = run_in(dir, "train --runtime sim --cluster tiny.toml --workers 4 --model mlp --steps 6 --batch 16 "
+                                 "--eval-every 3 --log-every 2 --metrics m.jsonl --progress never --strategy " +
+                                     names[i]);
+    ASSERT_EQ(t.code, 0) << t.output;
+    // The end record names its own metrics file, the one thing that differs.
+    const std::regex path("\"metrics\":\"[^\"]*\"");
+    EXPECT_EQ(std::regex_replace(slurp(rep / "metrics.jsonl"), path, ""),
+              std::regex_replace(slurp(dir / "m.jsonl"), path, ""))
+        << names[i];
+  }
+  const std::string table = slurp(dir / "cmp" / "compare.csv");
+  EXPECT_NE(table.find("strategy=allreduce,allreduce"), std::string::npos) << table;
+  EXPECT_NE(table.find("strategy=adpsgd,adpsgd"), std::string::npos) << table;
   fs::remove_all(dir);
 }
 

@@ -2,11 +2,14 @@
 // here (docs/errors.md): 0 success, 2 bad input or usage, 3 I/O or peer failure, 4 timeout,
 // 5 other FAST error, 1 anything else.
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -57,6 +60,52 @@ bool terminal_progress(const std::string& mode) {
   return mode == "always" || (mode == "auto" && ::isatty(STDERR_FILENO));
 }
 
+// Runs one `sim` run of `fast compare` as a child `fast train` process (this executable), because
+// SimGrid supports one simulation per process: a second engine in the same process inherits the
+// first one's clock and state and fails. The run's settings go to REP/config.toml (REP: the folder
+// of its metrics and summary); the child's exit code becomes the matching exception (docs/errors.md).
+nlohmann::json train_in_child(const fast::torch::TrainOptions& run) {
+  const std::filesystem::path rep = std::filesystem::path(run.summary).parent_path();
+  const std::filesystem::path config = rep / "config.toml";
+  {
+    std::ofstream f(config);
+    f << fast::cli::config_toml(run);
+    FAST_ENFORCE_AS(fast::core::IoError, f.good(), "fast compare: cannot write '{}'", config.string());
+  }
+  std::vector<std::string> args = {"fast",      "train",     "--config", config.string(),   "--progress",
+                                   "never",     "--metrics", run.metrics.string(), "--summary", run.summary.string()};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  FAST_ENFORCE_AS(fast::core::IoError, pid >= 0, "fast compare: fork failed for the run in '{}'", rep.string());
+  if (pid == 0) {
+    // The child's stdout (fast train's closing lines) would interleave with the table: send it to stderr.
+    ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    ::execv("/proc/self/exe", argv.data());
+    std::fprintf(stderr, "fast compare: cannot run /proc/self/exe for '%s'\n", rep.string().c_str());
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    FAST_ENFORCE_AS(fast::core::IoError, errno == EINTR, "fast compare: waitpid failed for the run in '{}'",
+                    rep.string());
+  }
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const std::string what = fmt::format("the run in '{}' (fast train --config {}) exited with code {}", rep.string(),
+                                       config.string(), code);
+  if (code == 2) throw fast::core::InvalidArgument(what);
+  if (code == 3) throw fast::core::IoError(what);
+  if (code == 4) throw fast::core::TimeoutError(what);
+  if (code != 0) throw fast::core::Error(what);
+  std::ifstream in(run.summary);
+  FAST_ENFORCE_AS(fast::core::IoError, in.good(), "fast compare: the run in '{}' wrote no summary '{}'", rep.string(),
+                  run.summary.string());
+  return nlohmann::json::parse(in);
+}
+
 int compare(const std::vector<std::string>& files, const fast::cli::CompareOptions& options,
             const std::vector<fast::cli::SettingOverride>& flags, const std::string& progress_mode) {
   // Every file, sweep and flag is checked before the first run starts.
@@ -69,6 +118,7 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
                options.repeat, options.out.string().c_str());
   const bool terminal = terminal_progress(progress_mode);
   const auto results = fast::cli::run_comparison(specs, options, [&](const fast::torch::TrainOptions& run) {
+    if (run.runtime == "sim") return train_in_child(run);
     // On a terminal the in-place line of `fast train`; elsewhere only compare's line per run.
     fast::cli::ProgressDisplay display(terminal, !terminal);
     return fast::torch::train(
