@@ -132,8 +132,11 @@ class AcidStrategy final : public Strategy {
  private:
   // Under the Local guard: x += inbox_x, x~ += inbox_x~, inboxes = 0, published = x.
   void fold_and_publish();
-  // One communication with peer (get, local update, accumulate).
+  // One communication with peer (get, local update, accumulate); a peer lost meanwhile leaves
+  // x_i, x~_i as they were.
   void communicate(int peer);
+  // peer if alive, else the next live neighbour after it in neighbour order; -1 if none.
+  int live_partner(int peer) const;
 
   StrategyOptions options_;
   std::vector<int> neighbors_;

@@ -109,6 +109,7 @@ class GosgdStrategy final : public Strategy {
     bool busy = false;
   };
   Slot& free_slot();
+  void wait_push(Slot& slot);  // waits for a push to be applied; a lost receiver's push is dropped
   void push(int peer);
   void fold();                                         // inbox into (x, w); under the guard
   void write_model(std::span<float> params) const;     // params = x / w; under the guard

@@ -126,6 +126,8 @@ class PsStrategy final : public Strategy {
   std::int64_t clock() const noexcept { return clock_; }
 
  private:
+  template <typename Fn>
+  void with_servers(const char* what, Fn&& fn);  // a lost server's PeerLost names its shard
   std::span<float> shard_of(std::span<float> v, int k) const;
   std::vector<core::Work> push(const StepInput& input, bool finite);
   void pull(std::span<float> params, collective::Wire wire = collective::Wire::codec);
