@@ -424,8 +424,15 @@ void Window::stop_service() {
   closed_ = true;
   const std::array<std::int64_t, kHeaderLen> stop{kStop, 0, 0, 0, 0, 0};
   runtime::Context& ctx = comm_.context();
-  ctx.send(ctx.rank(), shared_->tag(kRequestDetail), i64_view(stop.data(), kHeaderLen)).wait();
-  service_.wait();
+  std::exception_ptr error;
+  try {
+    ctx.send(ctx.rank(), shared_->tag(kRequestDetail), i64_view(stop.data(), kHeaderLen)).wait();
+  } catch (const std::exception&) {
+    // The world failed or this worker was lost: the service ends on its own (its waits throw).
+    error = std::current_exception();
+  }
+  service_.wait();  // always: the service writes into the exposed memory until it ends
+  if (error) std::rethrow_exception(error);
 }
 
 void Window::close() {

@@ -62,7 +62,12 @@ PsStrategy::~PsStrategy() {
   core::Work stop_sent;
   try {
     stop_sent = ctx.send(ctx.rank(), tag(ctx.rank(), kRequest), core::ConstView(std::span<const std::int64_t>(stop)));
-    server_work_.wait();
+  } catch (const std::exception& e) {
+    // The world failed or this worker was lost: the server ends on its own (its waits throw).
+    core::log(core::LogLevel::debug, "ps: worker {}: stop request failed: {}", ctx.rank(), e.what());
+  }
+  try {
+    server_work_.wait();  // always: the server uses this strategy's memory until it ends
   } catch (const std::exception& e) {
     core::log(core::LogLevel::debug, "ps: worker {}: server stopped with: {}", ctx.rank(), e.what());
   }

@@ -67,6 +67,12 @@
 // floats and sends 2 |x| floats (plus small headers) to one neighbour.
 // Options: `topology` (undirected, connected; default ring), `comm_rate` (in (0, 64], default 1),
 // `seed` (event draws, and random topologies), `acid_eta`, `acid_alpha_tilde` (>= 0, or -1).
+//
+// On a lost peer: a communication event whose neighbour the runtime reports lost goes to the next
+// live neighbour in neighbour order (none: the event is skipped). An exchange whose peer is lost
+// during it leaves x_i and x~_i as they were (if the get succeeded and the accumulate failed, this
+// worker's half is undone), so nothing is sent into a lost worker. The representative is the
+// average of the survivors' models.
 
 #include <cstdint>
 #include <memory>

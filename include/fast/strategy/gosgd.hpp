@@ -46,6 +46,13 @@
 // push-sum average, which gossip conserves exactly.
 // Cost per push: 8 (|x| + 1 + N) bytes (f64, so that the mass travels in the same atomic update
 // as the parameters).
+//
+// On a lost peer: out-neighbours the runtime reports lost are left out of the peer draw (the same
+// draw as pick_peer when none is); with no live out-neighbour the step does not push. A push whose
+// receiver is lost (before or during the push) is dropped: the half of (x_i, w_i) it carried is lost,
+// as is everything the lost worker held. The survivors' representative, sum x / sum w over the
+// survivors, is then the push-sum average of what they still hold (no longer of the initial
+// models: the conservation of sum x and sum w holds among the survivors only from the loss on).
 
 #include <cstdint>
 #include <memory>

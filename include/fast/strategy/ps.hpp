@@ -81,6 +81,14 @@
 //
 // Thread-safety: the strategy is used by its worker's main activity; the server activity shares
 // only the shard window (under its Local guard) and the statistics (under a Context mutex).
+//
+// On a lost peer: sync mode cannot go on (a round needs every worker): the launcher ends the run
+// with the lost worker's PeerLost. async and ssp go on: a server counts a lost worker as done as
+// soon as the runtime reports it lost (Context::alive; its unfinished push is dropped), so ssp never
+// waits for it; a lost worker's last claimed gradient is not applied. If a server's host is lost,
+// its shard of the model is gone: the next push, pull, snapshot or finish of every worker throws
+// PeerLost naming the shard ("the server of shard k (on worker k) was lost"). finish() then runs
+// among the survivors (Worker::finish drops lost workers from the Communicator's group first).
 
 #include <array>
 #include <cstdint>
