@@ -175,16 +175,16 @@ bool RecvWork::wait_for(double timeout_seconds) {
       fail(std::make_exception_ptr(core::PeerLost(world_.lost_message(op_->dst))));
       return true;
     }
+    if (peer_lost()) {  // before the abort check: a loss that aborted the world is this wait's cause
+      inbox.cancel(*op_);
+      fail(std::make_exception_ptr(
+          core::PeerLost(fmt::format("{} failed: {}", op_->describe(), world_.lost_message(op_->src)))));
+      return true;
+    }
     if (world_.aborted()) {
       inbox.cancel(*op_);
       fail(std::make_exception_ptr(
           core::RemoteError(fmt::format("{} abandoned: {}", op_->describe(), world_.abort_message()))));
-      return true;
-    }
-    if (peer_lost()) {
-      inbox.cancel(*op_);
-      fail(std::make_exception_ptr(
-          core::PeerLost(fmt::format("{} failed: {}", op_->describe(), world_.lost_message(op_->src)))));
       return true;
     }
     if (loss_seen()) return false;

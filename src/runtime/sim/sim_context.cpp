@@ -66,13 +66,14 @@ void SimContext::compute(double flops) {
 
 core::Work SimContext::send(int peer, Tag tag, core::ConstView data) {
   check_peer(*this, peer, "send");
+  // A lost peer first (also when its loss aborted the world): the send's own cause.
+  if (world_.lost(peer) && !world_.lost(rank_))
+    return core::Work::failed(std::make_exception_ptr(core::PeerLost(
+        fmt::format("send from rank {} to rank {} (tag {:#x}) failed: {}", rank_, peer, tag, world_.lost_message(peer)))));
   check_alive("send");
   LinkCounters& c = counters_[static_cast<std::size_t>(peer)];
   c.bytes_sent += data.bytes();
   c.messages_sent += 1;
-  if (world_.lost(peer))
-    return core::Work::failed(std::make_exception_ptr(core::PeerLost(
-        fmt::format("send from rank {} to rank {} (tag {:#x}) failed: {}", rank_, peer, tag, world_.lost_message(peer)))));
   auto m = std::make_shared<Message>();
   m->src = rank_;
   m->dst = peer;
