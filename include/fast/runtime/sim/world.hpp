@@ -7,7 +7,9 @@
 //
 // As in the threads runtime, a worker that throws aborts the world (the others' blocked operations
 // throw RemoteError) and run() rethrows the first error, preferring root causes. A host turned off
-// by a failure in the cluster kills its workers; operations of other workers with them throw
+// by a failure in the cluster loses its workers: their computations are cancelled, their waits
+// woken, and their activities throw PeerLost from their next runtime call, so they end by
+// unwinding normally (not by SimGrid's actor kill); operations of other workers with them throw
 // PeerLost naming the worker, its host and the simulated time. What happens next depends on
 // WorldOptions::tolerate_lost: false (the default), the loss aborts the world at once (every
 // blocked operation of the other workers throws RemoteError) and run() throws the PeerLost of the
