@@ -197,6 +197,16 @@ TEST(SimFailure, LostWorkerZeroEndsAsynchronousRunWithPeerLost) {
   fs::remove_all(dir);
 }
 
+TEST(SimFailure, LostEasgdCentreEndsWithPeerLostNamingTheCentre) {
+  const fs::path dir = temp_dir("easgd_centre");
+  write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 0\noff = 0.1\n");
+  const Result r = run_in(dir, "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 "
+                               "--batch 16 --progress never --strategy easgd --tau 2");
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("the centre's host (worker 0) was lost"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
 TEST(SimCli, ClusterFileErrorsNameTheFile) {
   const fs::path dir = temp_dir("bad");
   write(dir / "bad.toml", "[network]\nbandwidth = \"fast\"\n");
