@@ -76,6 +76,7 @@ def main():
     ap.add_argument("--out", default="out/experiments")
     ap.add_argument("--only", default="", help="comma-separated run names")
     ap.add_argument("--repeat", type=int, default=1, help="runs per configuration; the table shows medians and ranges")
+    ap.add_argument("--vary-seed", action="store_true", help="run k of a configuration uses --seed k+1 (default: the config's seed every time)")
     ap.add_argument("extra", nargs="*", help="more flags for every run (after --)")
     a = ap.parse_args()
     only = {s.strip() for s in a.only.split(",") if s.strip()}
@@ -88,7 +89,8 @@ def main():
             d = os.path.join(a.out, a.table, slug(name), str(k))
             os.makedirs(d, exist_ok=True)
             base = [] if "--config" in args else BASE
-            cmd = [a.fast, "train", *base, *args, *a.extra, "--metrics", f"{d}/metrics.jsonl", "--summary",
+            seed = ["--seed", str(k + 1)] if a.vary_seed else []
+            cmd = [a.fast, "train", *base, *args, *seed, *a.extra, "--metrics", f"{d}/metrics.jsonl", "--summary",
                    f"{d}/summary.json", "--progress", "never"]
             print("$", " ".join(cmd), file=sys.stderr, flush=True)
             t0 = time.time()

@@ -37,7 +37,9 @@ struct CodecAllreduce::LowRank {
 
 CodecAllreduce::CodecAllreduce(Communicator& comm, CodecAllreduceOptions options)
     : comm_(comm), options_(std::move(options)) {
-  std::unique_ptr<compress::Codec> codec = compress::make_codec(options_.codec, worker_seed(options_.seed, comm.rank()));
+  const core::Layout* layout = options_.layout.empty() ? nullptr : &options_.layout;
+  std::unique_ptr<compress::Codec> codec =
+      compress::make_codec(options_.codec, worker_seed(options_.seed, comm.rank()), layout);
   const std::string_view name = codec->name();
   if (const auto o = compress::powersgd_options_of(*codec)) {
     path_ = Path::low_rank;
@@ -47,7 +49,7 @@ CodecAllreduce::CodecAllreduce(Communicator& comm, CodecAllreduceOptions options
     path_ = Path::dense;
   } else if (name == "fp16" || name == "bf16") {
     path_ = Path::ring;
-    hop_codec_ = compress::make_codec(options_.codec);
+    hop_codec_ = compress::make_codec(options_.codec, 0, layout);
     feedback_ = std::make_unique<compress::ErrorFeedback>(std::move(codec));
   } else {
     path_ = Path::gather;

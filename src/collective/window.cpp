@@ -1,6 +1,8 @@
 #include "fast/collective/window.hpp"
 
 #include <array>
+#include <bit>
+#include <cmath>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -22,10 +24,13 @@ using runtime::Tag;
 using runtime::TagKind;
 
 namespace {
-enum Op : std::int64_t { kPut = 1, kGet = 2, kAccumulate = 3, kFetchAccumulate = 4, kFetchAverage = 5, kStop = 9 };
+enum Op : std::int64_t {
+  kPut = 1, kGet = 2, kAccumulate = 3, kFetchAccumulate = 4, kFetchAverage = 5, kAccumulateScaled = 6, kStop = 9
+};
 constexpr std::uint32_t kRequestDetail = 0xFFFFFF;
 constexpr std::uint32_t kSeqLimit = 0x400000;
-constexpr std::size_t kHeaderLen = 6;  // op, offset, count, dtype, seq, encoded (0: as is, 1: through the codec)
+// op, offset, count, dtype, seq, encoded (0: as is, 1: through the codec), scale (f64 bits), scale_at (-1: none)
+constexpr std::size_t kHeaderLen = 8;
 
 std::uint32_t fnv1a(const std::string& s) {
   std::uint32_t h = 2166136261u;
@@ -40,6 +45,7 @@ const char* op_name(std::int64_t op) {
     case kAccumulate: return "accumulate";
     case kFetchAccumulate: return "fetch_accumulate";
     case kFetchAverage: return "fetch_average";
+    case kAccumulateScaled: return "accumulate_scaled";
     default: return "stop";
   }
 }
@@ -78,6 +84,29 @@ void add_into(MutableView region, std::span<const float> values) {
   }
 }
 
+// region += scale * values (f32 or f64 each), in double.
+void add_scaled(MutableView region, ConstView values, double scale) {
+  auto value = [&](std::size_t i) {
+    return values.dtype() == core::DType::f32 ? static_cast<double>(values.as<float>()[i]) : values.as<double>()[i];
+  };
+  if (region.dtype() == core::DType::f32) {
+    auto r = region.as<float>();
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] = static_cast<float>(r[i] + scale * value(i));
+  } else {
+    auto r = region.as<double>();
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] += scale * value(i);
+  }
+}
+
+// at[0] += value, for a one-element f32 or f64 view (nothing for an empty view).
+void add_scalar(MutableView at, double value) {
+  if (at.numel() == 0) return;
+  if (at.dtype() == core::DType::f32)
+    at.as<float>()[0] = static_cast<float>(at.as<float>()[0] + value);
+  else
+    at.as<double>()[0] += value;
+}
+
 // One worker's codec state for the links of a window, keyed by (peer, offset, count): error
 // feedback for the increments it sends, references for the states it sends and receives. Not
 // synchronised (the owner's service uses its own; requesters lock Window::Links).
@@ -86,7 +115,6 @@ struct CodecLinks {
   std::string spec;
   std::uint64_t seed = 0;
   const core::Layout* layout = nullptr;
-  std::size_t layout_numel = 0;
   int rank = 0;
   compress::CompressionMeter* meter = nullptr;
   std::function<std::span<const float>(int)> initial;
@@ -97,18 +125,16 @@ struct CodecLinks {
 
   CodecLinks(const WindowOptions& o, int me)
       : spec(o.codec), seed(o.seed), layout(o.layout), rank(me), meter(o.meter), initial(o.initial) {
-    if (layout != nullptr)
-      for (const core::TensorBlock& b : *layout) layout_numel += b.numel;
     decoder = compress::make_codec(spec);
   }
-  // A codec for the link to `peer` over [offset, offset + count); the layout applies to whole-tensor ranges only.
+  // A codec for the link to `peer` over [offset, offset + count), with the layout's blocks inside that range.
   std::unique_ptr<compress::Codec> make(const Key& key, std::uint64_t direction) const {
     const auto [peer, offset, count] = key;
     const std::uint64_t s = ((seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank)) * 0x100000001B3ull +
                              static_cast<std::uint64_t>(peer)) * 4 + direction;
-    // The model's layout describes the whole tensor only.
-    const bool whole = layout != nullptr && offset == 0 && count == layout_numel;
-    return compress::make_codec(spec, s, whole ? layout : nullptr);
+    if (layout == nullptr) return compress::make_codec(spec, s);
+    const core::Layout range = core::sub_layout(*layout, offset, count);  // the blocks inside the range
+    return compress::make_codec(spec, s, &range);
   }
   // The shared starting reference of range [offset, offset + count) of `owner`'s tensor (empty: zeros).
   std::span<const float> start(int owner, std::size_t offset, std::size_t count) const {
@@ -167,7 +193,8 @@ struct Window::Shared {
   Tag tag(std::uint32_t detail) const { return runtime::make_tag(TagKind::window, id, detail); }
   void serve();
   void apply(int src, const std::int64_t* header);
-  void apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region, std::uint32_t seq);
+  void apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region, std::uint32_t seq,
+                     double scale, MutableView scale_at);
 };
 
 // The owner's service: answers requests one at a time, in arrival order, until a stop request
@@ -201,19 +228,23 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
   const auto offset = static_cast<std::size_t>(h[1]);
   const auto count = static_cast<std::size_t>(h[2]);
   const auto seq = static_cast<std::uint32_t>(h[4]);
-  FAST_ENFORCE(op >= kPut && op <= kFetchAverage && offset + count <= view.numel() &&
+  FAST_ENFORCE(op >= kPut && op <= kAccumulateScaled && offset + count <= view.numel() &&
                    h[3] == static_cast<std::int64_t>(view.dtype()),
                "window '{}': request {} from worker {} for [{}, {}) does not fit the exposed {} x {}", name,
                op_name(op), src, offset, offset + count, view.numel(), core::name_of(view.dtype()));
   const MutableView region = view.slice(offset, count);
+  const double scale = std::bit_cast<double>(h[6]);
+  FAST_ENFORCE(h[7] < static_cast<std::int64_t>(view.numel()), "window '{}': request {} from worker {}: scale_at {} outside the exposed {} elements",
+               name, op_name(op), src, h[7], view.numel());
+  const MutableView scale_at = h[7] >= 0 ? view.slice(static_cast<std::size_t>(h[7]), 1) : MutableView();
   if (h[5] != 0) {
-    apply_encoded(src, op, offset, region, seq);
+    apply_encoded(src, op, offset, region, seq, scale, scale_at);
     return;
   }
-  // fetch_average's payload is taken before the lock (it does not depend on the tensor), so the
-  // owner's Local guard is kept waiting only for the exchange of the data itself.
+  // fetch_average's and accumulate_scaled's payloads are taken before the lock (they do not depend
+  // on the tensor), so the owner's Local guard is kept waiting only for the exchange of the data itself.
   core::Buffer incoming;
-  if (op == kFetchAverage) {
+  if (op == kFetchAverage || op == kAccumulateScaled) {
     incoming.resize(count, view.dtype());
     ctx.recv(src, tag(seq | 0x800000), incoming.view()).wait();
   }
@@ -226,6 +257,10 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
         average_into(region.as<float>(), std::as_const(incoming).as<float>());
       else
         average_into(region.as<double>(), std::as_const(incoming).as<double>());
+      ++version;
+    } else if (op == kAccumulateScaled) {
+      add_scaled(region, std::as_const(incoming).view(), scale);
+      add_scalar(scale_at, scale);
       ++version;
     } else if (op != kGet) {
       const auto combine = op == kPut ? runtime::Combine::copy : runtime::Combine::sum;
@@ -240,7 +275,7 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
 // As apply, for a request whose data travels through the codec. The payload is received and
 // decoded before the lock (a malformed one ends the service with its error before any change).
 void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region,
-                                   std::uint32_t seq) {
+                                   std::uint32_t seq, double scale, MutableView scale_at) {
   FAST_ENFORCE(codec != nullptr, "window '{}': worker {} sent an encoded request, but this window has no codec",
                name, src);
   const CodecLinks::Key key{src, offset, region.numel()};
@@ -277,6 +312,9 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
         auto r = region.as<double>();
         for (std::size_t i = 0; i < r.size(); ++i) r[i] = (r[i] + static_cast<double>(state[i])) * 0.5;
       }
+    } else if (op == kAccumulateScaled) {
+      add_scaled(region, ConstView(state), scale);
+      add_scalar(scale_at, scale);
     } else if (op != kGet) {
       add_into(region, increment);
     }
@@ -343,9 +381,11 @@ bool Window::encodes(core::DType dtype) const noexcept {
 }
 
 Work Window::request(int op, int peer, ConstView payload, MutableView reply, std::size_t offset,
-                     std::uint64_t* version, core::DType dtype, std::size_t count, bool encoded) {
+                     std::uint64_t* version, core::DType dtype, std::size_t count, bool encoded, double scale,
+                     std::int64_t scale_at) {
   check_range(op_name(op), peer, offset, count, dtype);
-  if ((op == kAccumulate || op == kFetchAccumulate || op == kFetchAverage) && dtype != core::DType::f32 &&
+  if ((op == kAccumulate || op == kFetchAccumulate || op == kFetchAverage || op == kAccumulateScaled) &&
+      dtype != core::DType::f32 &&
       dtype != core::DType::f64)
     FAST_THROW(core::InvalidArgument, "window '{}': {} needs f32 or f64 data, got {}", name_, op_name(op),
                core::name_of(dtype));
@@ -359,7 +399,8 @@ Work Window::request(int op, int peer, ConstView payload, MutableView reply, std
   };
   auto pending = std::make_shared<Pending>();
   pending->header = {op, static_cast<std::int64_t>(offset), static_cast<std::int64_t>(count),
-                     static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(seq), encoded ? 1 : 0};
+                     static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(seq), encoded ? 1 : 0,
+                     std::bit_cast<std::int64_t>(scale), scale_at};
   const CodecLinks::Key key{peer, offset, count};
   if (encoded && op != kGet) {
     std::lock_guard<runtime::Mutex> lock(*links_->mutex);
@@ -404,6 +445,13 @@ Work Window::accumulate(int peer, ConstView src, std::size_t offset, Wire wire) 
                  wire == Wire::codec && encodes(src.dtype()));
 }
 
+Work Window::accumulate_scaled(int peer, ConstView state, double scale, std::size_t offset, std::int64_t scale_at) {
+  FAST_ENFORCE(std::isfinite(scale), "window '{}': accumulate_scaled with a non-finite scale {}", name_, scale);
+  if (scale_at >= 0) check_range("accumulate_scaled (scale_at)", peer, static_cast<std::size_t>(scale_at), 1, state.dtype());
+  return request(kAccumulateScaled, peer, state, {}, offset, nullptr, state.dtype(), state.numel(),
+                 encodes(state.dtype()), scale, scale_at);
+}
+
 Work Window::fetch_accumulate(int peer, ConstView src, MutableView before, std::size_t offset) {
   FAST_ENFORCE(before.dtype() == src.dtype() && before.numel() == src.numel(),
                "window '{}': fetch_accumulate's result is {} x {}, its input {} x {}", name_, before.numel(),
@@ -422,7 +470,7 @@ Window::Local Window::local() { return Local(shared_); }
 
 void Window::stop_service() {
   closed_ = true;
-  const std::array<std::int64_t, kHeaderLen> stop{kStop, 0, 0, 0, 0, 0};
+  const std::array<std::int64_t, kHeaderLen> stop{kStop, 0, 0, 0, 0, 0, 0, -1};
   runtime::Context& ctx = comm_.context();
   std::exception_ptr error;
   try {

@@ -23,7 +23,9 @@ struct KeepCount {
   std::size_t k = 0;
   std::size_t of(std::size_t n) const;
 };
-std::unique_ptr<Codec> make_topk(KeepCount keep);
+// per_tensor (with a layout): k = keep.of(block size) in each block of the layout, elements outside
+// every block forming one more block; without a layout (or per_tensor false): k = keep.of(n) overall.
+std::unique_ptr<Codec> make_topk(KeepCount keep, bool per_tensor = false, const core::Layout* layout = nullptr);
 std::unique_ptr<Codec> make_randk(KeepCount keep, std::uint64_t seed);
 std::unique_ptr<Codec> make_threshold(float value);
 // layout nullptr: flat_layout(n) at encode time.

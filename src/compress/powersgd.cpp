@@ -143,6 +143,20 @@ void PowerSgdState::compute_q(std::span<const float> m, std::span<const float> p
 void PowerSgdState::set_q(std::span<const float> q) {
   FAST_ENFORCE(q.size() == q_.size(), "powersgd set_q: q of {} floats, expected {}", q.size(), q_.size());
   std::copy(q.begin(), q.end(), q_.begin());
+  // A zero column (the matrix was zero, or lacked that direction) would stay zero under every later
+  // power iteration (P = M Q = 0): it is redrawn from the seed's stream, so the next step can find
+  // the direction again.
+  std::vector<float> fresh;
+  for (const LowRankBlock& b : blocks_)
+    for (std::size_t c = 0; c < b.rank; ++c) {
+      float* col = q_.data() + b.q_offset;
+      bool zero = true;
+      for (std::size_t j = 0; j < b.cols && zero; ++j) zero = col[j * b.rank + c] == 0.0f;
+      if (!zero) continue;
+      fresh.resize(b.cols);
+      fill_normal(fresh, mix64(options_.seed ^ mix64(++draws_)));
+      for (std::size_t j = 0; j < b.cols; ++j) col[j * b.rank + c] = fresh[j];
+    }
 }
 
 namespace {

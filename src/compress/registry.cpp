@@ -22,7 +22,7 @@ using Options = std::map<std::string, std::string, std::less<>>;
 
 struct Entry {
   std::string_view name;
-  std::array<std::string_view, 2> keys;  // allowed option keys ("" = unused slot)
+  std::array<std::string_view, 3> keys;  // allowed option keys ("" = unused slot)
   std::unique_ptr<Codec> (*make)(const Options&, std::uint64_t, const core::Layout*);
 };
 
@@ -74,7 +74,16 @@ const std::array kRegistry{
             return make_int8(static_cast<int>(levels), seed);
           }},
     Entry{"sign", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_sign(); }},
-    Entry{"topk", {"ratio", "k"}, [](const Options& o, std::uint64_t, const core::Layout*) { return make_topk(parse_keep("topk", o)); }},
+    Entry{"topk", {"ratio", "k", "scope"},
+          [](const Options& o, std::uint64_t, const core::Layout* layout) {
+            bool per_tensor = false;
+            if (auto it = o.find("scope"); it != o.end()) {
+              FAST_ENFORCE(it->second == "global" || it->second == "tensor",
+                           "codec 'topk': option scope expected global or tensor, got '{}'", it->second);
+              per_tensor = it->second == "tensor";
+            }
+            return make_topk(parse_keep("topk", o), per_tensor, layout);
+          }},
     Entry{"randk", {"ratio", "k"},
           [](const Options& o, std::uint64_t seed, const core::Layout*) { return make_randk(parse_keep("randk", o), seed); }},
     Entry{"threshold", {"value"},

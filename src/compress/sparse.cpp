@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <optional>
 #include <vector>
 
 #include "codecs.hpp"
@@ -223,9 +224,15 @@ std::vector<std::uint32_t> top_indices(std::span<const float> x, std::size_t k) 
 
 class TopkCodec final : public Codec {
  public:
-  explicit TopkCodec(KeepCount keep) : keep_(keep) {}
+  TopkCodec(KeepCount keep, bool per_tensor, const core::Layout* layout) : keep_(keep) {
+    if (per_tensor && layout != nullptr) layout_ = *layout;
+  }
   std::string_view name() const override { return "topk"; }
-  std::size_t encoded_bytes(std::size_t n) const override { return indexed_bound(n, keep_.of(n)); }
+  std::size_t encoded_bytes(std::size_t n) const override {
+    std::size_t k = 0;
+    for (const auto& [b, e] : ranges(n)) k += keep_.of(e - b);
+    return indexed_bound(n, k);
+  }
   bool fixed_size() const override { return false; }
 
   void encode(core::ConstView input, core::Buffer& out) override {
@@ -237,14 +244,36 @@ class TopkCodec final : public Codec {
     if (worst >= 0x7f800000u)
       for (std::size_t i = 0; i < x.size(); ++i)
         FAST_ENFORCE(std::isfinite(x[i]), "codec 'topk': element {} = {} is not finite", i, x[i]);
-    encode_indexed(CodecId::topk, x, top_indices(x, keep_.of(x.size())), out);
+    std::vector<std::uint32_t> idx;
+    for (const auto& [b, e] : ranges(x.size())) {
+      const std::vector<std::uint32_t> part = top_indices(x.subspan(b, e - b), keep_.of(e - b));
+      for (const std::uint32_t i : part) idx.push_back(static_cast<std::uint32_t>(b + i));
+    }
+    encode_indexed(CodecId::topk, x, idx, out);
   }
   void decode(core::ConstView payload, core::MutableView out) const override {
     decode_indexed(name(), CodecId::topk, payload, out);
   }
 
  private:
+  // The selection ranges of an n-element input, increasing: [0, n) overall, or each layout block
+  // inside [0, n) and each gap between them (per tensor).
+  std::vector<std::pair<std::size_t, std::size_t>> ranges(std::size_t n) const {
+    if (!layout_) return {{0, n}};
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    std::size_t at = 0;
+    for (const core::TensorBlock& b : *layout_) {
+      if (b.offset < at || b.offset + b.numel > n) continue;  // overlapping or outside: left to the gaps
+      if (b.offset > at) out.emplace_back(at, b.offset);
+      if (b.numel > 0) out.emplace_back(b.offset, b.offset + b.numel);
+      at = b.offset + b.numel;
+    }
+    if (at < n) out.emplace_back(at, n);
+    return out;
+  }
+
   KeepCount keep_;
+  std::optional<core::Layout> layout_;  // per tensor: the blocks
 };
 
 class ThresholdCodec final : public Codec {
@@ -349,7 +378,9 @@ class RandkCodec final : public Codec {
 
 }  // namespace
 
-std::unique_ptr<Codec> make_topk(KeepCount keep) { return std::make_unique<TopkCodec>(keep); }
+std::unique_ptr<Codec> make_topk(KeepCount keep, bool per_tensor, const core::Layout* layout) {
+  return std::make_unique<TopkCodec>(keep, per_tensor, layout);
+}
 std::unique_ptr<Codec> make_randk(KeepCount keep, std::uint64_t seed) { return std::make_unique<RandkCodec>(keep, seed); }
 std::unique_ptr<Codec> make_threshold(float value) { return std::make_unique<ThresholdCodec>(value); }
 

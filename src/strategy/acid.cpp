@@ -111,7 +111,9 @@ void AcidStrategy::attach(ModelState state) {
   peer_.resize(2 * len);
   payload_.resize(2 * len);
   before_.resize(len);
-  collective::WindowOptions window_options = codec_window(options_);
+  // The exposed tensor holds three copies of the model's shape (x, inbox, inbox~).
+  if (!state.layout.empty()) layout_ = core::repeated_layout(core::Layout(state.layout.begin(), state.layout.end()), 3);
+  collective::WindowOptions window_options = codec_window(options_, layout_.empty() ? nullptr : &layout_);
   if (codec) {
     start_ = exposed_;  // (x0, 0, 0) on every worker
     window_options.initial = [this](int) { return std::span<const float>(start_); };

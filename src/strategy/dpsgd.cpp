@@ -30,7 +30,7 @@ double DpsgdStrategy::default_consensus_step(const std::string& codec) {
   if (name == "none" || name == "fp16" || name == "bf16") return 1.0;
   if (name == "int8") return 0.8;
   if (name == "sign") return 0.4;
-  return 0.2;  // topk, randk, threshold, powersgd
+  return 0.05;  // topk, randk, threshold, powersgd
 }
 
 void DpsgdStrategy::attach(ModelState state) {

@@ -42,8 +42,15 @@ void GosgdStrategy::attach(ModelState state) {
     slot.payload.assign(inbox_.size(), 0.0);
     slot.payload[dim_ + 1 + static_cast<std::size_t>(comm_.rank())] = 1.0;  // counts this push at the receiver
   }
+  collective::WindowOptions window_options = codec_window(options_);
+  codec_ = compresses(options_);
+  if (codec_) {
+    start_ = common_start(state);  // every worker's model starts here, so every reference does
+    x_.assign(state.params.begin(), state.params.end());
+    window_options.initial = [this](int) { return std::span<const float>(start_); };
+  }
   window_ = std::make_unique<collective::Window>(comm_, "gosgd.inbox", core::MutableView(std::span<double>(inbox_)),
-                                                 codec_window(options_));
+                                                 std::move(window_options));
 }
 
 GosgdStrategy::~GosgdStrategy() = default;
@@ -127,8 +134,11 @@ StepOutcome GosgdStrategy::step(const StepInput& input) {
         x_[k] += w_ * (static_cast<double>(params[k]) - static_cast<double>(before_[k]));
     fold();
     if (slot != nullptr && w_ >= kMinPushMass) {
+      if (codec_)  // the model z = x / w, scaled at the peer by the mass sent
+        for (std::size_t k = 0; k < dim_; ++k) slot->payload[k] = (x_[k] *= 0.5) / (0.5 * w_);
+      else
+        for (std::size_t k = 0; k < dim_; ++k) slot->payload[k] = x_[k] *= 0.5;
       w_ *= 0.5;
-      for (std::size_t k = 0; k < dim_; ++k) slot->payload[k] = x_[k] *= 0.5;
       slot->payload[dim_] = w_;
       slot->push = {.peer = peer, .seq = pushed_to_[static_cast<std::size_t>(peer)]++, .mass = w_};
       slot->busy = true;
@@ -139,12 +149,23 @@ StepOutcome GosgdStrategy::step(const StepInput& input) {
     write_model(params);
   }
   if (slot != nullptr) {
-    // The model part goes through the codec (error feedback keeps what it drops for the next push
-    // to this peer); the mass and the push counters travel exact, so mass is conserved exactly.
     const std::span<const double> payload(slot->payload);
-    core::Work model = window_->accumulate(peer, core::ConstView(payload.first(dim_)));
-    core::Work mass = window_->accumulate(peer, core::ConstView(payload.subspan(dim_)), dim_, collective::Wire::exact);
-    slot->work = core::Work::all({model, mass});
+    if (codec_) {
+      // With a codec the model z travels as a state (the codec's encoding of its difference from
+      // what this peer last reconstructed of it, so what a codec drops now is sent later) and the
+      // peer adds mass x its reconstruction z^, with the mass in the same atomic step (scale_at =
+      // dim_); the push counter follows exact. Mass is conserved exactly; the sum of x loses
+      // mass x (z^ - z), the reconstruction's lag, which vanishes as the model settles. (Keeping
+      // that lag at the sender instead, to conserve x exactly, made push-sum unstable with
+      // sparse codecs: the sender's model then overshoots by the lag at every push.)
+      core::Work model = window_->accumulate_scaled(peer, core::ConstView(payload.first(dim_)), slot->push.mass, 0,
+                                                    static_cast<std::int64_t>(dim_));
+      core::Work mass =
+          window_->accumulate(peer, core::ConstView(payload.subspan(dim_ + 1)), dim_ + 1, collective::Wire::exact);
+      slot->work = core::Work::all({model, mass});
+    } else {
+      slot->work = window_->accumulate(peer, core::ConstView(payload));
+    }
   }
   outcome.comm_seconds = ctx.now() - t0;
   return outcome;

@@ -93,25 +93,29 @@ void PsStrategy::attach(ModelState state) {
   runtime::Context& ctx = comm_.context();
   const int me = ctx.rank();
   if (compresses(options_)) start_ = common_start(state);
+  // With one server its shard is the whole model, so shape-aware codecs (powersgd) get its layout.
+  if (servers_ == 1) layout_.assign(state.layout.begin(), state.layout.end());
+  const core::Layout* layout = layout_.empty() ? nullptr : &layout_;
   std::span<float> exposed;
   if (me < servers_) {
     server_ = std::make_unique<PsServer>(ctx, mode_, options_.staleness, me, shard_of(state.params, me),
-                                         options_.optimizer, options_.compress, &meter_);
+                                         options_.optimizer, options_.compress, &meter_, layout);
     exposed = server_->exposed();
   }
   if (compresses(options_)) {
     const std::uint64_t seed = options_.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(me) + 1;
     for (std::size_t s = 0; s < k; ++s) {
-      push_codecs_.push_back(std::make_unique<compress::ErrorFeedback>(compress::make_codec(options_.compress, seed + s)));
+      push_codecs_.push_back(
+          std::make_unique<compress::ErrorFeedback>(compress::make_codec(options_.compress, seed + s, layout)));
       if (mode_ == PsMode::sync)
         reply_codecs_.push_back(std::make_unique<compress::DeltaReceiver>(
-            compress::make_codec(options_.compress), offsets_[s + 1] - offsets_[s],
+            compress::make_codec(options_.compress, 0, layout), offsets_[s + 1] - offsets_[s],
             shard_of(std::span<float>(start_), static_cast<int>(s))));
     }
     push_payloads_.resize(k);
     reply_payloads_.resize(k);
   }
-  collective::WindowOptions window_options = codec_window(options_);
+  collective::WindowOptions window_options = codec_window(options_, layout);
   window_options.initial = [this](int owner) {
     return owner < servers_ ? std::span<const float>(shard_of(std::span<float>(start_), owner)) : std::span<const float>();
   };

@@ -13,7 +13,7 @@ using namespace ps_protocol;
 
 PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, int shard,
                    std::span<const float> initial, const optim::OptimizerOptions& optimizer,
-                   const std::string& codec, compress::CompressionMeter* meter)
+                   const std::string& codec, compress::CompressionMeter* meter, const core::Layout* layout)
     : ctx_(ctx),
       mode_(mode),
       staleness_(staleness),
@@ -34,7 +34,8 @@ PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, i
     decoder_ = compress::make_codec(codec);
     if (mode_ == PsMode::sync) {
       for (int w = 0; w < workers_; ++w)
-        senders_.push_back(std::make_unique<compress::DeltaSender>(compress::make_codec(codec), initial.size(), initial));
+        senders_.push_back(
+            std::make_unique<compress::DeltaSender>(compress::make_codec(codec, 0, layout), initial.size(), initial));
       reply_payloads_.resize(static_cast<std::size_t>(workers_));
     }
   }

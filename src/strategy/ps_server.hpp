@@ -47,10 +47,11 @@ class PsServer {
  public:
   // A copy of `initial` (the host's shard of its initial parameters) and an optimizer for it.
   // codec: compress::make_codec spec of pushed gradients (decoded here) and, in sync mode, of the
-  // replies (one compress::DeltaSender per worker); "none": as is. meter counts the encodes.
+  // replies (one compress::DeltaSender per worker); "none": as is. meter counts the encodes; layout
+  // (may be null) is the shard's, for shape-aware codecs.
   PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, int shard, std::span<const float> initial,
            const optim::OptimizerOptions& optimizer, const std::string& codec = "none",
-           compress::CompressionMeter* meter = nullptr);
+           compress::CompressionMeter* meter = nullptr, const core::Layout* layout = nullptr);
 
   // The shard's memory, to expose in the window. Touched only under the window's Local guard once
   // attach()ed.

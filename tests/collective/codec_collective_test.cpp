@@ -237,3 +237,42 @@ TEST(WindowCodec, AccumulatesLoseNothingAndStatesConverge) {
 
 }  // namespace
 }  // namespace fast::collective
+
+namespace fast::collective {
+namespace {
+// accumulate_scaled: without a codec the owner adds scale x state exactly; with one, scale x its
+// reference of the requester's state, which converges to the state when the state is fixed.
+TEST(WindowCodec, AccumulateScaledAddsScaleTimesTheState) {
+  constexpr std::size_t kN = 64;
+  for (const char* codec : {"none", "fp16", "topk:ratio=0.25"}) {
+    runtime::threads::World world({.size = 2, .op_timeout_seconds = 60});
+    world.run([&](Context& ctx) {
+      Communicator comm(ctx);
+      std::vector<double> mine(kN + 1, 0.0);  // element kN receives the scales (scale_at)
+      std::vector<double> state(kN);
+      for (std::size_t i = 0; i < kN; ++i) state[i] = std::cos(0.3 * static_cast<double>(i)) + 2.0;
+      Window window(comm, "s", MutableView(std::span<double>(mine)), {.codec = codec});
+      constexpr int kPushes = 40;
+      if (ctx.rank() == 1)
+        for (int k = 0; k < kPushes; ++k)
+          window.accumulate_scaled(0, ConstView(std::span<const double>(state)), 0.25, 0, kN).wait();
+      comm.barrier();
+      if (ctx.rank() == 0) {
+        // Exact without a codec; with one, the early pushes carry the lagging reference, so the
+        // total is within a few pushes' worth of the exact one.
+        const double tol = std::string(codec) == "none" ? 1e-12 : std::string(codec) == "fp16" ? 1e-2 : 0.15;
+        double err = 0, norm = 0;
+        for (std::size_t i = 0; i < kN; ++i) {
+          err += std::pow(mine[i] - kPushes * 0.25 * state[i], 2);
+          norm += std::pow(kPushes * 0.25 * state[i], 2);
+        }
+        EXPECT_LE(std::sqrt(err / norm), tol) << codec;
+        EXPECT_EQ(mine[kN], kPushes * 0.25) << codec;  // the scales travel exact
+      }
+      comm.barrier();
+      window.close();
+    });
+  }
+}
+}  // namespace
+}  // namespace fast::collective

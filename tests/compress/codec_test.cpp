@@ -252,6 +252,28 @@ TEST(Codec, TopkKeepsExactlyTheKLargestMagnitudes) {
   EXPECT_EQ(decode(*all, encode(*all, x), x.size()), x);
 }
 
+// scope=tensor keeps the k_b largest of each layout block (and of the elements outside every
+// block), checked block by block against the same selection on the block alone; without a layout
+// it is the global selection.
+TEST(Codec, TopkPerTensorKeepsEachBlocksShare) {
+  auto x = random_values(1000, 11);
+  for (std::size_t i = 600; i < 900; ++i) x[i] *= 1e-3f;  // a block of small values: global top-k skips it
+  const core::Layout layout{core::TensorBlock{0, 600, 20, {20, 30}, "w1"},
+                            core::TensorBlock{600, 300, 10, {10, 30}, "w2"}};  // [900, 1000) outside
+  auto c = make_codec("topk:ratio=0.05,scope=tensor", 0, &layout);
+  const auto y = decode(*c, encode(*c, x), x.size());
+  auto part = [](const std::vector<float>& v, std::size_t b, std::size_t e) {
+    return std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(b), v.begin() + static_cast<std::ptrdiff_t>(e));
+  };
+  expect_topk(part(x, 0, 600), part(y, 0, 600), 30);
+  expect_topk(part(x, 600, 900), part(y, 600, 900), 15);
+  expect_topk(part(x, 900, 1000), part(y, 900, 1000), 5);
+  EXPECT_LE(encode(*c, x).size(), c->encoded_bytes(x.size()));
+  auto global = make_codec("topk:ratio=0.05,scope=global", 0, &layout);
+  expect_topk(x, decode(*global, encode(*global, x), x.size()), 50);
+  EXPECT_THROW(make_codec("topk:scope=layer"), core::InvalidArgument);
+}
+
 TEST(Codec, TopkBreaksTiesByLowerIndex) {
   auto c = make_codec("topk:k=3");
   const std::vector<float> x{1, -2, 2, 1, -2, 2, 0.5};

@@ -95,6 +95,21 @@ TEST(PowerSgd, RecoversARankThreeMatrixAndSendsTheBiasDense) {
   }
 }
 
+// A zero matrix zeroes P and so Q; warm start must not keep Q at zero (P = M Q would then stay 0
+// for every later matrix): the zero columns are redrawn, and a rank-1 matrix sent next is recovered.
+TEST(PowerSgd, AZeroMatrixDoesNotStallTheWarmStart) {
+  const std::size_t rows = 12, cols = 9;
+  const auto layout = matrix_then_bias(rows, cols, 0);
+  auto c = make_codec("powersgd:rank=2", 4, &layout);
+  const std::vector<float> zero(rows * cols, 0.0f);
+  const auto z = decode(*c, encode(*c, zero), zero.size());
+  for (float v : z) ASSERT_EQ(v, 0.0f);
+  const auto x = low_rank(rows, cols, 1, 8);
+  const auto y = decode(*c, encode(*c, x), x.size());
+  const double scale = frobenius_error(x, zero, 0, x.size());
+  EXPECT_LE(frobenius_error(x, y, 0, x.size()), 1e-5 * scale);
+}
+
 TEST(PowerSgd, WithoutLayoutEverythingTravelsDense) {
   const auto x = gaussian(1000, 4);
   auto c = make_codec("powersgd");
@@ -120,12 +135,9 @@ TEST(PowerSgd, PHasOrthonormalColumnsAndDependentOrZeroColumnsBecomeZero) {
       for (std::size_t i = 0; i < rows; ++i) dot += double(p[i * r + a]) * p[i * r + b];
       EXPECT_NEAR(dot, a == b ? 1.0 : 0.0, 1e-5) << a << "," << b;
     }
-  // Q with columns q0, q0 (dependent) and 0: P = M Q has columns p0, p0, 0.
-  std::vector<float> q(s.q_size());
-  const auto q0 = gaussian(cols, 7);
-  for (std::size_t j = 0; j < cols; ++j) q[j * r] = q[j * r + 1] = q0[j], q[j * r + 2] = 0.0f;
-  s.set_q(q);
-  s.compute_p(m, p);
+  // P with columns p0, p0 (dependent) and 0.
+  const auto p0 = gaussian(rows, 7);
+  for (std::size_t i = 0; i < rows; ++i) p[i * r] = p[i * r + 1] = p0[i], p[i * r + 2] = 0.0f;
   s.orthonormalise(p);
   double n0 = 0, n1 = 0, n2 = 0;
   for (std::size_t i = 0; i < rows; ++i) {
@@ -136,6 +148,17 @@ TEST(PowerSgd, PHasOrthonormalColumnsAndDependentOrZeroColumnsBecomeZero) {
   EXPECT_NEAR(n0, 1.0, 1e-5);
   EXPECT_EQ(n1, 0.0);
   EXPECT_EQ(n2, 0.0);
+  // set_q keeps non-zero columns and redraws zero ones (a zero Q column would stay zero forever).
+  std::vector<float> q(s.q_size(), 1.0f);
+  for (std::size_t j = 0; j < cols; ++j) q[j * r + 2] = 0.0f;
+  s.set_q(q);
+  double kept = 0, redrawn = 0;
+  for (std::size_t j = 0; j < cols; ++j) {
+    kept += std::abs(s.q()[j * r] - 1.0f);
+    redrawn += std::abs(s.q()[j * r + 2]);
+  }
+  EXPECT_EQ(kept, 0.0);
+  EXPECT_GT(redrawn, 0.0);
 }
 
 // M = U diag(sigma) V^T with known singular values: the best rank-4 error is sqrt(sum of the rest^2).

@@ -52,7 +52,7 @@ TEST(CodecRegistry, UnknownNameListsTheAllowedOnes) {
 TEST(CodecRegistry, UnknownKeyListsTheCodecsKeys) {
   auto msg = error_of("topk:ratoi=0.1");
   EXPECT_NE(msg.find("unknown option 'ratoi'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("[ratio, k]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[ratio, k, scope]"), std::string::npos) << msg;
   msg = error_of("fp16:levels=3");
   EXPECT_NE(msg.find("unknown option 'levels' of codec 'fp16', expected one of []"), std::string::npos) << msg;
 }

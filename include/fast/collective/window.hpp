@@ -66,7 +66,7 @@ namespace fast::collective {
 struct WindowOptions {
   std::string codec = "none";                   // compress::make_codec spec for f32/f64 data
   std::uint64_t seed = 0;                       // the codecs' random streams (mixed with ranks)
-  const core::Layout* layout = nullptr;         // the exposed tensor's blocks, used for whole-tensor operations
+  const core::Layout* layout = nullptr;         // the exposed tensor's blocks; an operation uses those inside its range
   compress::CompressionMeter* meter = nullptr;  // counts every encode of this worker (not owned)
   // The values worker `owner`'s exposed tensor held at construction, known to every worker (e.g.
   // the shared initial model), or an empty span (zeros): the references of state transfers on a
@@ -100,6 +100,15 @@ class Window {
                  Wire wire = Wire::codec);
   // peer's tensor[offset, ...) += src (f32 or f64).
   core::Work accumulate(int peer, core::ConstView src, std::size_t offset = 0, Wire wire = Wire::codec);
+  // peer's tensor[offset, ...) += scale * state (f32 or f64). Without a codec this is accumulate of
+  // scale * state; with one, `state` travels as a state (the difference from the link's reference)
+  // and the owner adds scale times its reference: push-sum sends its model this way, scaled at the
+  // receiver by the mass it carries, so a codec that drops coordinates delays them instead of
+  // sending zeros with full mass.
+  // If scale_at >= 0, peer's tensor[scale_at] += scale in the same atomic step (push-sum's mass,
+  // which must arrive with the model it weighs).
+  core::Work accumulate_scaled(int peer, core::ConstView state, double scale, std::size_t offset = 0,
+                               std::int64_t scale_at = -1);
   // before = peer's tensor[offset, ...), then peer's tensor[offset, ...) += src, atomically
   // (fetch-and-add). before has src's length and dtype.
   core::Work fetch_accumulate(int peer, core::ConstView src, core::MutableView before, std::size_t offset = 0);
@@ -133,7 +142,8 @@ class Window {
 
  private:
   core::Work request(int op, int peer, core::ConstView payload, core::MutableView reply, std::size_t offset,
-                     std::uint64_t* version, core::DType dtype, std::size_t count, bool encoded);
+                     std::uint64_t* version, core::DType dtype, std::size_t count, bool encoded,
+                     double scale = 0, std::int64_t scale_at = -1);
   bool encodes(core::DType dtype) const noexcept;
   void check_range(const char* what, int peer, std::size_t offset, std::size_t count, core::DType dtype) const;
   void stop_service();

@@ -94,6 +94,9 @@ std::vector<std::string> codec_names();
 //                        three forms (u32, LEB128 delta, bitmap); the rest decode to 0. Variable size:
 //                        encoded_bytes is the bound 25 + 4k + min(4k, ceil(n/8)). Biased (use
 //                        ErrorFeedback). Input must be finite and n < 2^32.
+//                        scope=tensor: with a layout, k is taken per tensor (k_b = max(1, ceil(r n_b))
+//                        of each block, elements outside every block forming one more), so a layer
+//                        with small gradients still sends its share; scope=global (default): over all n.
 //   randk:ratio=r | k=K  k indices drawn uniformly without replacement from a per-message seed (written in
 //                        the payload, drawn from the codec's seed) and the k values, unscaled; the rest
 //                        decode to 0. Biased (E = (k/n) x); use ErrorFeedback. n < 2^32.

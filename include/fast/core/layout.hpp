@@ -4,6 +4,7 @@
 // models (flops per sample under the sim runtime) read it. A buffer without a known layout is one
 // vector block.
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -28,5 +29,31 @@ using Layout = std::vector<TensorBlock>;
 
 // The layout of a buffer of n elements with no known structure: one vector block.
 inline Layout flat_layout(std::size_t n) { return Layout{TensorBlock{0, n, 1, {n}, "flat"}}; }
+
+// The blocks of `layout` that lie wholly inside [offset, offset + count), moved to start at 0
+// (elements of the range outside them have no structure). For a range of a larger buffer.
+inline Layout sub_layout(const Layout& layout, std::size_t offset, std::size_t count) {
+  Layout out;
+  for (const TensorBlock& b : layout)
+    if (b.offset >= offset && b.offset + b.numel <= offset + count) {
+      out.push_back(b);
+      out.back().offset -= offset;
+    }
+  return out;
+}
+
+// `layout` repeated `copies` times back to back: the layout of a buffer holding that many tensors
+// of the same model one after the other.
+inline Layout repeated_layout(const Layout& layout, std::size_t copies) {
+  std::size_t numel = 0;
+  for (const TensorBlock& b : layout) numel = std::max(numel, b.offset + b.numel);
+  Layout out;
+  for (std::size_t c = 0; c < copies; ++c)
+    for (TensorBlock b : layout) {
+      b.offset += c * numel;
+      out.push_back(std::move(b));
+    }
+  return out;
+}
 
 }  // namespace fast::core

@@ -67,6 +67,8 @@
 // floats and sends 2 |x| floats (plus small headers) to one neighbour.
 // Options: `topology` (undirected, connected; default ring), `comm_rate` (in (0, 64], default 1),
 // `seed` (event draws, and random topologies), `acid_eta`, `acid_alpha_tilde` (>= 0, or -1).
+// With compress (docs/compression.md): reads of a peer's (x, inbox) travel as states, the (dx, dx~)
+// added to its inbox through error feedback. acid with randk diverges (a known failure).
 //
 // On a lost peer: a communication event whose neighbour the runtime reports lost goes to the next
 // live neighbour in neighbour order (none: the event is skipped). An exchange whose peer is lost
@@ -155,6 +157,7 @@ class AcidStrategy final : public Strategy {
   std::vector<float> payload_;    // scratch: [alpha m | alpha~ m]
   std::vector<float> before_;     // scratch: x before the optimizer step
   std::vector<float> start_;  // with a codec: the exposed tensor at attach, the same on every worker
+  core::Layout layout_;       // the exposed tensor's: the model's layout three times
   std::unique_ptr<collective::Window> window_;
   bool finished_ = false;
   std::int64_t communications_ = 0;

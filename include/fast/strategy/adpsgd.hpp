@@ -34,6 +34,8 @@
 // every worker has stopped exchanging, then leaves state.params at the worker's final model.
 // Representative model: the average of the final models.
 // Cost per step: |x| sent and |x| received (4 bytes per parameter each way), whatever the degree.
+// With compress (docs/compression.md): both halves of fetch_average travel as states (differences
+// from per-link references); the replicas first start from worker 0's model.
 //
 // On a lost peer: neighbours the runtime reports lost (Context::alive) are left out of the draw
 // (the same draw as without losses when none is), so a lost neighbour's share goes to the live

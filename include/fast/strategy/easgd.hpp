@@ -38,6 +38,9 @@
 // Communication: every tau steps a worker receives and sends |x| floats to rank 0; rank 0 serves
 // p / tau exchanges per step of the others (paper 002 sec. 3.3.5: scale tau with p).
 // Options: `alpha` (default 0.1), `tau` (default 4).
+// With compress (docs/compression.md): reads of the centre travel as states (differences from a
+// reference), the elastic difference added to it through error feedback; the replicas first start
+// from worker 0's model so the references agree.
 //
 // On a lost peer: a lost worker other than 0 just stops exchanging (the centre's service drops
 // its unfinished request; its replica is gone); the others go on. If worker 0 is lost, the centre

@@ -46,6 +46,10 @@
 // push-sum average, which gossip conserves exactly.
 // Cost per push: 8 (|x| + 1 + N) bytes (f64, so that the mass travels in the same atomic update
 // as the parameters).
+// With compress (docs/compression.md): the pushed model z travels as a state (difference from the
+// peer's reconstruction) and the peer adds mass x its reconstruction, with the mass added exact in
+// the same atomic step (Window::accumulate_scaled). Mass stays exactly conserved; the sum of x loses
+// the reconstruction's lag, which vanishes as the model settles.
 //
 // On a lost peer: out-neighbours the runtime reports lost are left out of the peer draw (the same
 // draw as pick_peer when none is); with no live out-neighbour the step does not push. A push whose
@@ -127,6 +131,8 @@ class GosgdStrategy final : public Strategy {
   std::vector<double> x_;            // numerator; changed under the window guard
   double w_ = 1.0;                   // mass; changed under the window guard
   std::vector<double> inbox_;        // exposed: [x part (dim) | mass | applied counts (N)]
+  bool codec_ = false;        // compress is not "none": pushes use accumulate_scaled
+  std::vector<float> start_;  // with a codec: the common initial model
   std::unique_ptr<collective::Window> window_;
   std::vector<Slot> slots_;          // slot fields change under the window guard
   std::vector<std::uint64_t> pushed_to_;  // pushes issued per receiver

@@ -81,6 +81,9 @@
 //
 // Thread-safety: the strategy is used by its worker's main activity; the server activity shares
 // only the shard window (under its Local guard) and the statistics (under a Context mutex).
+// With compress (docs/compression.md): pushed gradients go through error feedback per (worker,
+// shard); sync replies and async/ssp pulls of a shard travel as differences from a reference the
+// server and the worker both keep (states); evaluation reads stay exact.
 //
 // On a lost peer: sync mode cannot go on (a round needs every worker): the launcher ends the run
 // with the lost worker's PeerLost. async and ssp go on: a server counts a lost worker as done as
@@ -156,6 +159,7 @@ class PsStrategy final : public Strategy {
   std::vector<std::unique_ptr<compress::DeltaReceiver>> reply_codecs_;  // with a codec, sync: per shard
   std::vector<core::Buffer> reply_payloads_;                            // with a codec, sync: per shard
   std::vector<float> start_;  // with a codec: the common initial model
+  core::Layout layout_;       // with one server: the model's layout (its shard is the whole model)
   std::unique_ptr<PsServer> server_;             // this rank's shard, when rank < servers
                                                  // (declared before window_, which exposes it)
   std::unique_ptr<collective::Window> window_;   // "ps.shards"; exposes server_'s shard

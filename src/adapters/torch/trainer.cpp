@@ -80,8 +80,11 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
   const std::int64_t steps_per_epoch = ShardedLoader(data.train, 0, options.workers, options.batch, options.seed).steps_per_epoch();
   const std::int64_t total_steps = options.steps > 0 ? options.steps : options.epochs * steps_per_epoch;
   const double flops_per_step = model_flops_per_sample(options.model) * static_cast<double>(options.batch);
-  // Under sim one actor runs at a time, so a worker may use every core while it computes.
-  configure_torch_threads(options.runtime == "sim" ? 1 : options.workers);
+  // Intra-op threads: the cores divided among the workers, under sim as under threads. Under sim
+  // one actor runs at a time, but each actor is an OS thread with its own OpenMP team, whose idle
+  // threads spin after every parallel region: with 2 threads per actor, 256 simulated workers
+  // spent 84% of the CPU spinning in libgomp (docs/simulation.md, "Scale").
+  configure_torch_threads(options.workers);
   strategy::WorkerOptions worker_options = options.worker;
   if (worker_options.schedule.total_steps == 0) worker_options.schedule.total_steps = total_steps;
   worker_options.strategy.seed = options.seed;

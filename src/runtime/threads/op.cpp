@@ -117,10 +117,14 @@ void finish_matched(Op& op, std::unique_lock<std::mutex>& lock) {
   op.waiting = false;
 }
 
-// Whether spinning before blocking pays: only when every worker can have a core of its own.
+// Whether spinning before blocking pays: only when every thread of the world (workers and the
+// threads of their spawned activities, e.g. a parameter server or a window's service) can have a
+// core of its own. Otherwise a spinning waiter holds a core that the thread it waits for may need:
+// measured on 2 cores with 2 workers of an asynchronous strategy (3 to 5 threads), spinning cost
+// about 1 ms per step (docs/simulation.md, "Validation").
 bool spin_pays(const WorldState& world) {
   static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(world.size()) <= cores;
+  return static_cast<unsigned>(world.size() + world.activities()) <= cores;
 }
 }  // namespace
 
@@ -150,7 +154,7 @@ bool OpWork::wait_for(double timeout_seconds) {
   const double limit = default_limit ? world_.op_timeout() : timeout_seconds;
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit));
   constexpr auto kPoll = std::chrono::milliseconds(50);  // how often an idle waiter checks for abort
-  constexpr int kSpins = 4000;                            // about 20-50 us of polling before blocking
+  constexpr int kSpins = 4000;                            // 20-110 us of polling before blocking (109 us on AMD EPYC Zen 4)
   if (spin_pays(world_))
     for (int i = 0; i < kSpins && !op_->ready.load(std::memory_order_acquire); ++i) __builtin_ia32_pause();
   std::unique_lock<std::mutex> lock(op_->mutex);

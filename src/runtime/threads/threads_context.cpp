@@ -152,7 +152,8 @@ core::Work ThreadsContext::spawn(std::string name, std::function<void()> fn) {
   };
   auto state = std::make_shared<ActivityWork>();
   state->name = name;
-  activities_.add(std::thread([state, fn = std::move(fn), rank = rank_]() {
+  world_.activity_started();
+  activities_.add(std::thread([state, fn = std::move(fn), rank = rank_, world = &world_]() {
     std::exception_ptr err;
     try {
       fn();
@@ -167,6 +168,7 @@ core::Work ThreadsContext::spawn(std::string name, std::function<void()> fn) {
       state->err = err;
       state->done = true;
     }
+    world->activity_ended();
     state->cv.notify_all();
   }));
   return core::Work(state);

@@ -16,6 +16,11 @@ class WorldState {
   WorldState(int size, double op_timeout_seconds);
 
   int size() const noexcept { return size_; }
+  // Threads of spawned activities (Context::spawn) running now: with the workers, the threads that
+  // may want a core at once.
+  int activities() const noexcept { return activities_.load(std::memory_order_relaxed); }
+  void activity_started() noexcept { activities_.fetch_add(1, std::memory_order_relaxed); }
+  void activity_ended() noexcept { activities_.fetch_sub(1, std::memory_order_relaxed); }
   double op_timeout() const noexcept { return op_timeout_; }
   double now() const;
 
@@ -30,6 +35,7 @@ class WorldState {
   double op_timeout_;
   std::chrono::steady_clock::time_point start_;
   std::atomic<bool> aborted_{false};
+  std::atomic<int> activities_{0};
   mutable std::mutex mutex_;
   std::string message_;
 };
