@@ -70,6 +70,22 @@ std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::si
 
 }  // namespace
 
+Communicator::Communicator(runtime::Context& ctx) : ctx_(ctx) {
+  members_.reserve(static_cast<std::size_t>(ctx.size()));
+  for (int r = 0; r < ctx.size(); ++r) members_.push_back(r);
+  index_ = ctx.rank();
+}
+
+void Communicator::exclude_lost() {
+  ctx_.ensure_alive(ctx_.rank());
+  std::vector<int> alive;
+  for (int r : members_)
+    if (ctx_.alive(r)) alive.push_back(r);
+  members_ = std::move(alive);
+  index_ = static_cast<int>(std::find(members_.begin(), members_.end(), ctx_.rank()) - members_.begin());
+  FAST_ENFORCE_AS(core::InvalidUsage, index_ < group_size(), "exclude_lost: worker {} is lost itself", ctx_.rank());
+}
+
 void Communicator::allreduce(MutableView data, const AllreduceOptions& options) {
   ring_allreduce(data, options, next_sequence());
 }
@@ -89,8 +105,8 @@ void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& opti
   FAST_ENFORCE(data.dtype() == core::DType::f32 || data.dtype() == core::DType::f64,
                "allreduce: expected f32 or f64 data, got {}", core::name_of(data.dtype()));
   FAST_ENFORCE(options.chunk_bytes > 0, "allreduce: chunk_bytes must be positive");
-  const int n = ctx_.size();
-  const int r = ctx_.rank();
+  const int n = group_size();
+  const int r = index_;  // ring positions are indices in the group
   if (n == 1) return;  // sum and average of one worker are the data itself
   const std::size_t numel = data.numel();
   const std::size_t pieces = pieces_for(numel, n, core::size_of(data.dtype()), options.chunk_bytes);
@@ -98,8 +114,8 @@ void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& opti
   FAST_ENFORCE(static_cast<std::size_t>(steps) * pieces <= runtime::kMaxTagDetail,
                "allreduce: {} elements in pieces of {} bytes need too many messages; raise chunk_bytes", numel,
                options.chunk_bytes);
-  const int right = wrap(r + 1, n);
-  const int left = wrap(r - 1, n);
+  const int right = members_[static_cast<std::size_t>(wrap(r + 1, n))];
+  const int left = members_[static_cast<std::size_t>(wrap(r - 1, n))];
   std::vector<Work> sends(static_cast<std::size_t>(steps) * pieces);
   std::vector<Work> recvs(static_cast<std::size_t>(steps) * pieces);
   auto at = [pieces](int step, std::size_t piece) { return static_cast<std::size_t>(step) * pieces + piece; };
@@ -136,11 +152,13 @@ void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes
   runtime::check_peer(ctx_, root, "broadcast root");
   FAST_ENFORCE(chunk_bytes > 0, "broadcast: chunk_bytes must be positive");
   const std::uint32_t sequence = next_sequence();
-  const int n = ctx_.size();
+  const auto root_at = std::find(members_.begin(), members_.end(), root);
+  FAST_ENFORCE(root_at != members_.end(), "broadcast: root {} is not a member of the group (lost?)", root);
+  const int n = group_size();
   if (n == 1) return;
-  const int distance = wrap(ctx_.rank() - root, n);
-  const int prev = wrap(ctx_.rank() - 1, n);
-  const int next = wrap(ctx_.rank() + 1, n);
+  const int distance = wrap(index_ - static_cast<int>(root_at - members_.begin()), n);
+  const int prev = members_[static_cast<std::size_t>(wrap(index_ - 1, n))];
+  const int next = members_[static_cast<std::size_t>(wrap(index_ + 1, n))];
   const bool forwards = distance < n - 1;
   const std::size_t elem = core::size_of(data.dtype());
   const std::size_t pieces = std::max<std::size_t>(1, (data.numel() * elem + chunk_bytes - 1) / chunk_bytes);
@@ -158,15 +176,15 @@ void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes
   }, {&sends});
 }
 
-// Ring all-gather: at step s worker r forwards block (r - s) and receives block (r - s - 1).
+// Ring all-gather (positions are group indices): at step s worker r forwards block (r - s) and receives block (r - s - 1).
 void Communicator::allgather(core::ConstView in, MutableView out) {
   const std::uint32_t sequence = next_sequence();
-  const int n = ctx_.size();
-  const int r = ctx_.rank();
+  const int n = group_size();
+  const int r = index_;
   FAST_ENFORCE(in.dtype() == out.dtype(), "allgather: input is {}, output is {}", core::name_of(in.dtype()),
                core::name_of(out.dtype()));
   FAST_ENFORCE_EQ(out.numel(), in.numel() * static_cast<std::size_t>(n),
-                  "allgather: output must hold size() inputs");
+                  "allgather: output must hold group_size() inputs");
   const std::size_t block = in.numel();
   core::copy(in, out.slice(block * static_cast<std::size_t>(r), block));
   if (n == 1) return;
@@ -177,8 +195,9 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
       const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(s));
       const auto send_block = static_cast<std::size_t>(wrap(r - s, n));
       const auto recv_block = static_cast<std::size_t>(wrap(r - s - 1, n));
-      sends.push_back(ctx_.send(wrap(r + 1, n), tag, out.slice(send_block * block, block)));
-      ctx_.recv(wrap(r - 1, n), tag, out.slice(recv_block * block, block)).wait();
+      sends.push_back(ctx_.send(members_[static_cast<std::size_t>(wrap(r + 1, n))], tag,
+                                out.slice(send_block * block, block)));
+      ctx_.recv(members_[static_cast<std::size_t>(wrap(r - 1, n))], tag, out.slice(recv_block * block, block)).wait();
     }
   }, {&sends});
 }
@@ -187,15 +206,17 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
 // ceil(log2 n) rounds every worker has heard, transitively, from all others.
 void Communicator::barrier() {
   const std::uint32_t sequence = next_sequence();
-  const int n = ctx_.size();
-  const int r = ctx_.rank();
+  const int n = group_size();
+  const int r = index_;
   std::uint8_t token = 0;
   std::uint8_t got = 0;
   std::uint32_t round = 0;
   for (int distance = 1; distance < n; distance *= 2, ++round) {
     const runtime::Tag tag = make_tag(TagKind::collective, sequence, round);
-    Work sent = ctx_.send(wrap(r + distance, n), tag, core::ConstView(&token, 1, core::DType::u8));
-    ctx_.recv(wrap(r - distance, n), tag, core::MutableView(&got, 1, core::DType::u8)).wait();
+    Work sent = ctx_.send(members_[static_cast<std::size_t>(wrap(r + distance, n))], tag,
+                          core::ConstView(&token, 1, core::DType::u8));
+    ctx_.recv(members_[static_cast<std::size_t>(wrap(r - distance, n))], tag,
+              core::MutableView(&got, 1, core::DType::u8)).wait();
     sent.wait();
   }
 }

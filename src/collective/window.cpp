@@ -212,7 +212,14 @@ void Window::Shared::serve() {
                  core::name_of(header.dtype()));
     const auto* h = static_cast<const std::int64_t*>(header.data());
     if (h[0] == kStop) return;
-    apply(src, h);
+    try {
+      apply(src, h);
+    } catch (const core::PeerLost& e) {
+      // The requester was lost during its request: nobody waits for the answer; serve the others.
+      // (Its payload, if not arrived, was not applied.)
+      if (ctx.alive(src)) throw;
+      core::log(core::LogLevel::debug, "window '{}': request of lost worker {} dropped: {}", name, src, e.what());
+    }
   }
 }
 
@@ -326,6 +333,8 @@ Window::Window(Communicator& comm, std::string name, MutableView local, WindowOp
     : comm_(comm), name_(std::move(name)), id_(fnv1a(name_)), options_(std::move(options)) {
   runtime::Context& ctx = comm.context();
   const int n = comm.size();
+  FAST_ENFORCE_AS(core::InvalidUsage, comm.group_size() == n,
+                  "window '{}': opened after workers were lost; windows span the whole world", name_);
   // Every worker's shape, so requesters validate before sending.
   const std::array<std::int64_t, 2> mine{static_cast<std::int64_t>(local.numel()),
                                          static_cast<std::int64_t>(local.dtype())};
@@ -463,8 +472,15 @@ void Window::stop_service() {
   closed_ = true;
   const std::array<std::int64_t, kHeaderLen> stop{kStop, 0, 0, 0, 0, 0, 0, -1};
   runtime::Context& ctx = comm_.context();
-  ctx.send(ctx.rank(), shared_->tag(kRequestDetail), i64_view(stop.data(), kHeaderLen)).wait();
-  service_.wait();
+  std::exception_ptr error;
+  try {
+    ctx.send(ctx.rank(), shared_->tag(kRequestDetail), i64_view(stop.data(), kHeaderLen)).wait();
+  } catch (const std::exception&) {
+    // The world failed or this worker was lost: the service ends on its own (its waits throw).
+    error = std::current_exception();
+  }
+  service_.wait();  // always: the service writes into the exposed memory until it ends
+  if (error) std::rethrow_exception(error);
 }
 
 void Window::close() {

@@ -28,7 +28,7 @@ double launch(const LaunchOptions& options, const WorkerFn& fn) {
   if (options.runtime == "sim") {
     Cluster cluster = options.cluster.empty() ? default_cluster(options.workers) : load_cluster(options.cluster);
     sim::World world({.size = options.workers, .op_timeout_seconds = options.op_timeout_seconds,
-                      .cluster = std::move(cluster)});
+                      .cluster = std::move(cluster), .tolerate_lost = options.tolerate_lost_workers});
     return world.run(fn);
   }
   FAST_THROW(core::InvalidArgument, "runtime: unknown name '{}'; expected one of: {}", options.runtime,

@@ -155,9 +155,27 @@ void AcidStrategy::fold_and_publish() {
   local.bump();
 }
 
+int AcidStrategy::live_partner(int peer) const {
+  const runtime::Context& ctx = comm_.context();
+  if (ctx.alive(peer)) return peer;
+  // The next live neighbour after the lost one, cyclically in neighbour order; -1 if none.
+  const auto at = static_cast<std::size_t>(std::find(neighbors_.begin(), neighbors_.end(), peer) - neighbors_.begin());
+  for (std::size_t k = 1; k < neighbors_.size(); ++k) {
+    const int other = neighbors_[(at + k) % neighbors_.size()];
+    if (ctx.alive(other)) return other;
+  }
+  return -1;
+}
+
 void AcidStrategy::communicate(int peer) {
   const std::size_t len = x_.size();
-  window_->get(peer, core::MutableView(std::span<float>(peer_))).wait();
+  const runtime::Context& ctx = comm_.context();
+  try {
+    window_->get(peer, core::MutableView(std::span<float>(peer_))).wait();
+  } catch (const core::PeerLost&) {
+    if (ctx.alive(peer)) throw;
+    return;  // lost before the read: no exchange, nothing changed
+  }
   const auto alpha = static_cast<float>(kAlpha);
   const auto alpha_tilde = static_cast<float>(alpha_tilde_);
   for (std::size_t i = 0; i < len; ++i) {
@@ -169,7 +187,17 @@ void AcidStrategy::communicate(int peer) {
     payload_[i] = dx;
     payload_[len + i] = dx_tilde;
   }
-  window_->accumulate(peer, core::ConstView(std::span<const float>(payload_)), len).wait();
+  try {
+    window_->accumulate(peer, core::ConstView(std::span<const float>(payload_)), len).wait();
+  } catch (const core::PeerLost&) {
+    if (ctx.alive(peer)) throw;
+    // Lost before taking its part: undo this worker's, so nothing goes to the lost worker.
+    for (std::size_t i = 0; i < len; ++i) {
+      x_[i] += payload_[i];
+      x_tilde_[i] += payload_[len + i];
+    }
+    return;
+  }
   ++communications_;
 }
 
@@ -186,7 +214,7 @@ StepOutcome AcidStrategy::step(const StepInput& input) {
     last = e.time;
     fold_and_publish();
     const double t0 = ctx.now();
-    communicate(e.peer);
+    if (const int peer = live_partner(e.peer); peer >= 0) communicate(peer);
     outcome.comm_seconds += ctx.now() - t0;
     fold_and_publish();
   }

@@ -50,7 +50,9 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
   runtime::Context& ctx = comm_.context();
   StepOutcome outcome;
   const double t0 = ctx.now();
-  const int peer = pick_neighbor(neighbors_, options_.seed, comm_.rank(), input.step);
+  // Lost neighbours are left out of the draw (the same draw as without losses when none is).
+  const std::vector<int> live = alive_only(neighbors_, ctx);
+  int peer = pick_neighbor(live, options_.seed, comm_.rank(), input.step);
   if (peer >= 0) {
     {
       collective::Window::Local local = window_->local();
@@ -58,7 +60,12 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
     }
     // Waits for the peer's window service only (never for the peer's step), holding no guard.
     const core::ConstView mine{std::span<const float>(sent_)};
-    window_->fetch_average(peer, mine, core::MutableView(std::span<float>(peer_))).wait();
+    try {
+      window_->fetch_average(peer, mine, core::MutableView(std::span<float>(peer_))).wait();
+    } catch (const core::PeerLost&) {
+      if (ctx.alive(peer)) throw;
+      peer = -1;  // the peer was lost during the exchange: no average this step
+    }
   }
   outcome.comm_seconds = ctx.now() - t0;
 

@@ -37,6 +37,19 @@ collective::WindowOptions EasgdStrategy::with_start(collective::WindowOptions op
   return options;
 }
 
+namespace {
+// Runs fn (window operations on the centre); a PeerLost there means the centre's worker is gone.
+template <typename Fn>
+void with_centre(const char* what, Fn&& fn) {
+  try {
+    fn();
+  } catch (const core::PeerLost& e) {
+    FAST_THROW(core::PeerLost, "easgd: {}: the centre's host (worker 0) was lost, training cannot go on without "
+               "the centre: {}", what, e.what());
+  }
+}
+}  // namespace
+
 void EasgdStrategy::exchange(std::span<float> params) {
   const auto alpha = static_cast<float>(options_.alpha);
   const std::size_t len = params.size();
@@ -50,12 +63,12 @@ void EasgdStrategy::exchange(std::span<float> params) {
     }
     local.bump();
   } else {
-    window_->get(0, core::MutableView(std::span<float>(read_))).wait();
+    with_centre("exchange", [&] { window_->get(0, core::MutableView(std::span<float>(read_))).wait(); });
     for (std::size_t i = 0; i < len; ++i) {
       diff_[i] = alpha * (params[i] - read_[i]);
       params[i] -= diff_[i];
     }
-    window_->accumulate(0, core::ConstView(std::span<const float>(diff_))).wait();
+    with_centre("exchange", [&] { window_->accumulate(0, core::ConstView(std::span<const float>(diff_))).wait(); });
   }
   ++exchanges_;
 }
@@ -90,6 +103,7 @@ void EasgdStrategy::representative(ModelState state, std::span<float> out) {
 void EasgdStrategy::finish(ModelState /*state*/) {
   if (finished_ || window_ == nullptr) return;
   finished_ = true;
+  with_centre("finish", [&] { comm_.context().ensure_alive(0); });
   window_->close();
 }
 
@@ -101,7 +115,7 @@ bool EasgdStrategy::snapshot(ModelState state, std::span<float> out) {
     collective::Window::Local local = window_->local();
     std::copy(centre_.begin(), centre_.end(), out.begin());
   } else {
-    window_->get(0, core::MutableView(out), 0, nullptr, collective::Wire::exact).wait();
+    with_centre("snapshot", [&] { window_->get(0, core::MutableView(out), 0, nullptr, collective::Wire::exact).wait(); });
   }
   return true;
 }

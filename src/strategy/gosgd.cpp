@@ -68,6 +68,15 @@ int GosgdStrategy::pick_peer(const topology::TopologySchedule& schedule, std::ui
   return out[gossip_draw(seed, kGosgdPeerSalt, rank, step).below(out.size())];
 }
 
+void GosgdStrategy::wait_push(Slot& slot) {
+  try {
+    slot.work.wait();
+  } catch (const core::PeerLost&) {
+    // The receiver was lost: the mass and numerator it carried are lost with it.
+    if (comm_.context().alive(slot.push.peer)) throw;
+  }
+}
+
 GosgdStrategy::Slot& GosgdStrategy::free_slot() {
   Slot* pick = nullptr;
   for (Slot& slot : slots_) {
@@ -80,7 +89,7 @@ GosgdStrategy::Slot& GosgdStrategy::free_slot() {
   }
   // Every buffer is in flight: wait for a push to be applied (the oldest unless one already was;
   // the receiver's service answers while the receiver computes), then reuse its buffer.
-  pick->work.wait();
+  wait_push(*pick);
   collective::Window::Local local = window_->local();
   pick->busy = false;
   return *pick;
@@ -111,8 +120,11 @@ StepOutcome GosgdStrategy::step(const StepInput& input) {
 
   const double t0 = ctx.now();
   int peer = -1;
-  if (gossips(options_.gossip_probability, options_.seed, rank, input.step))
-    peer = pick_peer(schedule_, options_.seed, rank, input.step);
+  if (gossips(options_.gossip_probability, options_.seed, rank, input.step)) {
+    // Lost out-neighbours are left out of the draw (the same draw as pick_peer when none is).
+    const std::vector<int> live = alive_only(schedule_.out_neighbors(rank, input.step), ctx);
+    if (!live.empty()) peer = live[gossip_draw(options_.seed, kGosgdPeerSalt, rank, input.step).below(live.size())];
+  }
   Slot* slot = peer >= 0 ? &free_slot() : nullptr;
   {
     collective::Window::Local local = window_->local();
@@ -164,7 +176,7 @@ void GosgdStrategy::finish(ModelState state) {
   finished_ = true;
   for (Slot& slot : slots_) {
     if (!slot.busy) continue;
-    slot.work.wait();
+    wait_push(slot);
     collective::Window::Local local = window_->local();
     slot.busy = false;
   }

@@ -4,6 +4,9 @@
 // and every worker knows which peer another worker picks at a given step.
 
 #include <cstdint>
+#include <vector>
+
+#include "fast/runtime/context.hpp"
 
 #include "fast/topology/splitmix.hpp"
 
@@ -13,6 +16,15 @@ namespace fast::strategy {
 inline constexpr std::uint64_t kAdpsgdPeerSalt = 0x61647073'67645f70ULL;  // "adpsgd_p"
 inline constexpr std::uint64_t kGosgdPeerSalt = 0x676f7367'645f7065ULL;   // "gosgd_pe"
 inline constexpr std::uint64_t kGosgdCoinSalt = 0x676f7367'645f636fULL;   // "gosgd_co"
+
+// The candidates that ctx reports alive, in their order (all of them when nobody was lost).
+inline std::vector<int> alive_only(const std::vector<int>& candidates, const runtime::Context& ctx) {
+  std::vector<int> out;
+  out.reserve(candidates.size());
+  for (int p : candidates)
+    if (ctx.alive(p)) out.push_back(p);
+  return out;
+}
 
 // A generator for one worker's draws of one step.
 inline topology::SplitMix64 gossip_draw(std::uint64_t seed, std::uint64_t salt, int rank, std::int64_t step) {

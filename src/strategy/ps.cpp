@@ -22,6 +22,22 @@ PsMode parse_mode(const std::string& mode) {
 }
 }  // namespace
 
+// Runs fn; a PeerLost there that comes from a lost server names the shard: the shard's part of
+// the model is gone with its host, so training cannot go on.
+template <typename Fn>
+void PsStrategy::with_servers(const char* what, Fn&& fn) {
+  try {
+    fn();
+  } catch (const core::PeerLost& e) {
+    const runtime::Context& ctx = comm_.context();
+    for (int k = 0; k < servers_; ++k)
+      if (!ctx.alive(k))
+        FAST_THROW(core::PeerLost, "ps: {}: the server of shard {} (on worker {}) was lost, its part of the model is "
+                   "gone and training cannot go on: {}", what, k, k, e.what());
+    throw;
+  }
+}
+
 PsStrategy::PsStrategy(const StrategyOptions& options, collective::Communicator& comm)
     : Strategy(comm), options_(options), mode_(parse_mode(options.mode)) {
   const int n = comm.size();
@@ -46,7 +62,12 @@ PsStrategy::~PsStrategy() {
   core::Work stop_sent;
   try {
     stop_sent = ctx.send(ctx.rank(), tag(ctx.rank(), kRequest), core::ConstView(std::span<const std::int64_t>(stop)));
-    server_work_.wait();
+  } catch (const std::exception& e) {
+    // The world failed or this worker was lost: the server ends on its own (its waits throw).
+    core::log(core::LogLevel::debug, "ps: worker {}: stop request failed: {}", ctx.rank(), e.what());
+  }
+  try {
+    server_work_.wait();  // always: the server uses this strategy's memory until it ends
   } catch (const std::exception& e) {
     core::log(core::LogLevel::debug, "ps: worker {}: server stopped with: {}", ctx.rank(), e.what());
   }
@@ -162,14 +183,14 @@ StepOutcome PsStrategy::step(const StepInput& input) {
   const bool finite = core::all_finite(input.state.grads);
   // sync: the replies are the new shards, received into the parameters. async / ssp: the
   // acknowledgements (ssp: delayed until the read is allowed), then the one-sided pull.
-  core::wait_all(push(input, finite));
+  with_servers("push", [&] { core::wait_all(push(input, finite)); });
   if (mode_ == PsMode::sync && !reply_codecs_.empty())
     for (int k = 0; k < servers_; ++k) {
       const auto ku = static_cast<std::size_t>(k);
       compress::copy_into(reply_codecs_[ku]->decode(reply_payloads_[ku].view()),
                           core::MutableView(shard_of(input.state.params, k)));
     }
-  if (mode_ != PsMode::sync) pull(input.state.params);
+  if (mode_ != PsMode::sync) with_servers("pull", [&] { pull(input.state.params); });
   ++clock_;
   StepOutcome outcome{.applied = finite, .comm_seconds = ctx.now() - t0};
   if (!finite) reject_non_finite(input);
@@ -186,13 +207,13 @@ void PsStrategy::finish(ModelState state) {
   for (int k = 0; k < servers_; ++k)
     sends.push_back(ctx.send(k, tag(k, kRequest),
                              core::ConstView(std::span<const std::int64_t>(done[static_cast<std::size_t>(k)]))));
-  core::wait_all(sends);
+  with_servers("finish", [&] { core::wait_all(sends); });
   if (server_running_) {
     server_running_ = false;
     server_work_.wait();  // every worker is done with this shard
   }
   comm_.barrier();  // every server has stopped: the shards are final
-  pull(state.params, collective::Wire::exact);  // the final model, exactly
+  with_servers("final pull", [&] { pull(state.params, collective::Wire::exact); });  // the final model, exactly
   window_->close();
 }
 
@@ -202,7 +223,7 @@ bool PsStrategy::snapshot(ModelState /*state*/, std::span<float> out) {
   std::vector<core::Work> gets;
   for (int k = 0; k < servers_; ++k)
     gets.push_back(window_->get(k, core::MutableView(shard_of(out, k)), 0, nullptr, collective::Wire::exact));
-  core::wait_all(gets);
+  with_servers("snapshot", [&] { core::wait_all(gets); });
   return true;
 }
 

@@ -50,11 +50,21 @@ PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, i
 void PsServer::run() {
   FAST_ENFORCE(window_ != nullptr, "ps: server of shard {} started without its window", shard_);
   core::Buffer header;
+  const bool tolerant = mode_ != PsMode::sync;  // sync: a lost worker ends the run (the launcher)
   for (;;) {
+    if (tolerant) note_lost();
+    if (done_count_ == workers_) break;
     int src = -1;
     const core::Work w = ctx_.recv_any(tag(shard_, kRequest), header, src);
-    while (!w.wait(1.0)) {
-    }  // idle between requests is normal; a failed world surfaces as RemoteError
+    // Idle between requests is normal; a failed world surfaces as RemoteError. The wait returns
+    // early when a worker is lost (sim), which may leave nobody to wait for.
+    bool everyone_done = false;
+    while (!w.wait(1.0))
+      if (tolerant && note_lost() && done_count_ == workers_) {
+        everyone_done = true;
+        break;
+      }
+    if (everyone_done) break;  // the unmatched receive is cancelled with w
     FAST_ENFORCE(header.dtype() == core::DType::i64 && header.numel() == kHeaderLen,
                  "ps: server of shard {}: malformed request from worker {} ({} x {})", shard_, src, header.numel(),
                  core::name_of(header.dtype()));
@@ -67,15 +77,33 @@ void PsServer::run() {
     }
     FAST_ENFORCE(h[kKind] == kPush || h[kKind] == kDone, "ps: server of shard {}: unknown request {} from worker {}",
                  shard_, h[kKind], src);
+    if (tolerant && done_[who] && !ctx_.alive(src)) continue;  // sent before it was lost, counted done since
     FAST_ENFORCE(!done_[who], "ps: server of shard {}: request from worker {} after its done", shard_, src);
     if (h[kKind] == kPush) {
-      on_push(src, h);
+      try {
+        on_push(src, h);
+      } catch (const core::PeerLost&) {
+        if (!tolerant || ctx_.alive(src)) throw;
+        note_lost();  // lost while pushing: its gradient was not applied
+      }
     } else {
       on_done(src);
       if (done_count_ == workers_) break;
     }
   }
   wait_replies();
+}
+
+bool PsServer::note_lost() {
+  bool any = false;
+  for (int w = 0; w < workers_; ++w) {
+    const auto wu = static_cast<std::size_t>(w);
+    if (done_[wu] || ctx_.alive(w)) continue;
+    waiting_[wu] = 0;  // never acknowledged
+    on_done(w);
+    any = true;
+  }
+  return any;
 }
 
 void PsServer::on_push(int src, const Header& h) {
@@ -194,7 +222,7 @@ void PsServer::release_waiting() {
     if (mode_ == PsMode::ssp && m < pushed_[w] - staleness_) continue;
     waiting_[w] = 0;
     read_min_[w] = m;
-    replies_[w].wait();  // the previous acknowledgement (long received: the worker pushed since)
+    wait_reply(w);  // the previous acknowledgement (long received: the worker pushed since)
     acks_[w] = {pushed_[w], m};
     replies_[w] = ctx_.send(static_cast<int>(w), tag(shard_, kReply),
                             core::ConstView(std::span<const std::int64_t>(acks_[w])));
@@ -209,8 +237,26 @@ void PsServer::record(std::uint64_t version_lag, std::int64_t clock_lag) {
 
 void PsServer::wait_replies() {
   // Every worker posts the receive of a reply before pushing, so these sends complete promptly.
-  core::wait_all(replies_);
-  std::fill(replies_.begin(), replies_.end(), core::Work());
+  // Waits for all before rethrowing the first error, so no send still reads a reply buffer.
+  std::exception_ptr first;
+  for (std::size_t w = 0; w < replies_.size(); ++w) {
+    try {
+      wait_reply(w);
+    } catch (const std::exception&) {
+      if (!first) first = std::current_exception();
+      replies_[w] = core::Work();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+void PsServer::wait_reply(std::size_t w) {
+  try {
+    replies_[w].wait();
+  } catch (const core::PeerLost&) {
+    if (ctx_.alive(static_cast<int>(w))) throw;
+  }
+  replies_[w] = core::Work();
 }
 
 StalenessStats PsServer::staleness() const {

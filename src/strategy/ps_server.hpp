@@ -59,7 +59,9 @@ class PsServer {
   // The window exposing exposed(); must outlive run().
   void attach(collective::Window& window) noexcept { window_ = &window; }
   // The server loop: serves requests until every worker sent `done`, or a stop request from its
-  // own rank arrives. Throws on a protocol violation or when the world fails.
+  // own rank arrives. Throws on a protocol violation or when the world fails. async / ssp: a
+  // worker the runtime reports lost (Context::alive) counts as done; its unfinished request is
+  // dropped.
   void run();
 
   // Thread-safe (the statistics' mutex).
@@ -74,6 +76,10 @@ class PsServer {
   std::int64_t min_pushed() const;
   void record(std::uint64_t version_lag, std::int64_t clock_lag);
   void wait_replies();
+  void wait_reply(std::size_t worker);  // a reply to a lost worker is dropped
+  // async / ssp: counts every worker the runtime reports lost as done (so ssp never waits for it);
+  // returns whether one was newly counted.
+  bool note_lost();
 
   runtime::Context& ctx_;
   const PsMode mode_;

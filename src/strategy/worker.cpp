@@ -27,12 +27,19 @@ StrategyOptions for_strategy(const WorkerOptions& options) {
 }
 }  // namespace
 
+bool asynchronous_strategy(const StrategyOptions& options) {
+  if (options.name == "ps") return options.mode != "sync";
+  return options.name == "easgd" || options.name == "adpsgd" || options.name == "gosgd" || options.name == "acid";
+}
+
 Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState state)
     : comm_(ctx),
       state_(checked(state)),
       optimizer_(optim::make_optimizer(options.optimizer, state.params.size())),
       schedule_(options.optimizer.lr, options.schedule),
       strategy_(make_strategy(for_strategy(options), comm_)) {
+  FAST_ENFORCE_EQ(strategy_->asynchronous(), asynchronous_strategy(options.strategy),
+                  "Worker: asynchronous_strategy() disagrees with strategy '{}'", strategy_->name());
   strategy_->attach(state_);
   // Every worker takes the same branch (same strategy), so the window's creation stays collective.
   if (strategy_->asynchronous() && strategy_->replica_window() == nullptr) {
@@ -65,6 +72,9 @@ void Worker::finish() {
   if (finished_) return;
   finished_ = true;
   const double t0 = comm_.context().now();
+  // Asynchronous strategies go on without lost workers: everything collective from here on runs
+  // among the survivors.
+  if (strategy_->asynchronous()) comm_.exclude_lost();
   strategy_->finish(state_);
   if (replicas_) replicas_->close();
   comm_seconds_ += comm_.context().now() - t0;
@@ -78,13 +88,22 @@ SnapshotResult Worker::snapshot(std::span<float> out) {
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::snapshot: called after finish()");
   collective::Window* window = replicas_ ? replicas_.get() : strategy_->replica_window();
   // One pass over the replicas: mean ||x_i - avg||^2 = mean ||x_i||^2 - ||avg||^2, in double.
-  const int n = comm_.size();
+  // Lost workers' replicas are left out: the mean is over the replicas read.
+  runtime::Context& ctx = comm_.context();
+  int n = 0;
   const std::size_t len = out.size();
   std::vector<double> sum(len, 0.0);
   std::vector<float> replica(len);
   double sum_sq = 0;
-  for (int p = 0; p < n; ++p) {
-    window->get(p, core::MutableView(std::span<float>(replica))).wait();
+  for (int p = 0; p < comm_.size(); ++p) {
+    if (!ctx.alive(p)) continue;
+    try {
+      window->get(p, core::MutableView(std::span<float>(replica))).wait();
+    } catch (const core::PeerLost&) {
+      if (ctx.alive(p)) throw;
+      continue;  // lost during the read
+    }
+    ++n;
     for (std::size_t i = 0; i < len; ++i) {
       const double x = replica[i];
       sum[i] += x;

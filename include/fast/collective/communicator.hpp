@@ -8,6 +8,16 @@
 // match each other's messages. One Communicator per worker; its methods may be called from
 // several activities of that worker only if all workers issue them in the same order.
 //
+// Group. The collectives run among the group's members, at first every worker. After
+// exclude_lost() the members are the workers still alive then (Context::alive): asynchronous
+// strategies call it when they finish, so that their closing collectives (window close, the
+// final representative and evaluation) run among the survivors of lost hosts. All members must
+// call exclude_lost() at the same point of their collective sequence and see the same lost set;
+// one that still counts a lost worker as a member gets PeerLost from its next collective. Ring
+// neighbours, broadcast chains, all-gather blocks and averages are over the members, in rank
+// order. neighbor_average takes explicit neighbour lists and ignores the group. CodecAllreduce and
+// ChocoGossip (synchronous strategies with a codec) always run over the whole world.
+//
 // Tags: make_tag(TagKind::collective, sequence, detail), detail = step * pieces + piece for the
 // ring algorithms, piece for broadcast, round for the barrier, 0 for neighbor_average (one message
 // per directed edge).
@@ -38,21 +48,33 @@ struct AllreduceOptions {
 
 class Communicator {
  public:
-  explicit Communicator(runtime::Context& ctx) : ctx_(ctx) {}
+  explicit Communicator(runtime::Context& ctx);
 
   runtime::Context& context() const noexcept { return ctx_; }
+  // This worker's rank and the number of workers in the world (not in the group).
   int rank() const { return ctx_.rank(); }
   int size() const { return ctx_.size(); }
 
-  // In place: data = op over all workers of data (f32 or f64). Blocking.
+  // The members of the group, in rank order (every rank until exclude_lost() drops some).
+  const std::vector<int>& members() const noexcept { return members_; }
+  // Number of members; this worker's index among them.
+  int group_size() const noexcept { return static_cast<int>(members_.size()); }
+  int group_index() const noexcept { return index_; }
+  // Drops the workers the runtime reports lost from the group (see the contract above).
+  // InvalidUsage if this worker itself is lost.
+  void exclude_lost();
+
+  // In place: data = op over all members of data (f32 or f64; avg divides by group_size()).
+  // Blocking.
   void allreduce(core::MutableView data, const AllreduceOptions& options = {});
   // As allreduce, run as a concurrent activity; data must stay valid until the Work completes.
   core::Work allreduce_async(core::MutableView data, AllreduceOptions options = {});
-  // data on every worker = data of `root` (any dtype). Blocking.
+  // data on every member = data of `root` (a member's rank; any dtype). Blocking.
   void broadcast(core::MutableView data, int root, std::size_t chunk_bytes = std::size_t{256} << 10);
-  // out = concatenation over ranks of every worker's `in` (out.numel() == in.numel() * size()).
+  // out = concatenation over the members, in rank order, of each one's `in`
+  // (out.numel() == in.numel() * group_size()).
   void allgather(core::ConstView in, core::MutableView out);
-  // Returns once every worker has entered the barrier.
+  // Returns once every member has entered the barrier.
   void barrier();
 
   // Weighted averaging with neighbours (gossip), f32 data, in place:
@@ -76,6 +98,8 @@ class Communicator {
   runtime::Context& ctx_;
   std::atomic<std::uint32_t> sequence_{0};
   std::vector<core::Buffer> scratch_;  // neighbor_average: one receive buffer per in-neighbour
+  std::vector<int> members_;           // the group, in rank order
+  int index_ = 0;                      // this worker's index in members_
 };
 
 }  // namespace fast::collective

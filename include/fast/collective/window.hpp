@@ -26,6 +26,12 @@
 // stopped issuing requests to the window, then stops the service. The exposed memory must stay
 // valid until close() returns or the Window is destroyed.
 //
+// Lost workers (Context::alive): an operation on a lost worker's window throws PeerLost. A
+// request whose requester is lost while it is served is dropped (a payload that had not arrived
+// is not applied) and the service goes on. The constructor spans the whole world (InvalidUsage
+// after Communicator::exclude_lost() dropped someone); close() is a barrier of the
+// Communicator's group, so after exclude_lost() it waits for the survivors only.
+//
 // Compression (WindowOptions::codec other than "none"): f32 and f64 data travel encoded. Data that
 // is added (the payloads of accumulate and fetch_accumulate) goes through error feedback, one
 // residual per (peer, range). Data that is a state (the payloads of put and fetch_average, the

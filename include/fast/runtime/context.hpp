@@ -85,6 +85,14 @@ class Context {
 
   // Name of the runtime ("threads", "sim", ...).
   virtual std::string runtime_name() const = 0;
+
+  // Lost peers. A peer is lost when its host failed (the sim runtime's [[failures]]); it never
+  // comes back. alive(peer) is false only once this runtime knows the peer is lost, and from then
+  // on every operation with it throws PeerLost. Runtimes that cannot lose a worker (threads: a
+  // failing worker aborts the whole world instead) keep the defaults: always alive.
+  virtual bool alive(int /*peer*/) const { return true; }
+  // Throws PeerLost naming the peer, where it ran, when and why it was lost, if it is lost.
+  virtual void ensure_alive(int /*peer*/) const {}
 };
 
 // Checks peer is a valid rank of ctx, naming `what` in the error.

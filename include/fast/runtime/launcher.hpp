@@ -20,6 +20,11 @@ struct LaunchOptions {
   double op_timeout_seconds = -1;   // blocking-operation limit; < 0: FAST_OP_TIMEOUT (sim: simulated seconds)
   std::filesystem::path cluster;    // sim: cluster file (.toml or SimGrid .xml, docs/clusters.md);
                                     // empty: default_cluster(workers). Other runtimes: must be empty.
+  // Whether the workers can go on without a worker lost with its host (asynchronous strategies).
+  // false: losing a worker ends the run at once with its PeerLost. true: the lost worker's end is
+  // not the run's error; launch() returns normally once every other worker returned. Only the sim
+  // runtime loses workers; the others ignore this.
+  bool tolerate_lost_workers = false;
 };
 
 // Names accepted by LaunchOptions::runtime in this build.

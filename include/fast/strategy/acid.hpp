@@ -69,6 +69,12 @@
 // `seed` (event draws, and random topologies), `acid_eta`, `acid_alpha_tilde` (>= 0, or -1).
 // With compress (docs/compression.md): reads of a peer's (x, inbox) travel as states, the (dx, dx~)
 // added to its inbox through error feedback. acid with randk diverges (a known failure).
+//
+// On a lost peer: a communication event whose neighbour the runtime reports lost goes to the next
+// live neighbour in neighbour order (none: the event is skipped). An exchange whose peer is lost
+// during it leaves x_i and x~_i as they were (if the get succeeded and the accumulate failed, this
+// worker's half is undone), so nothing is sent into a lost worker. The representative is the
+// average of the survivors' models.
 
 #include <cstdint>
 #include <memory>
@@ -134,8 +140,11 @@ class AcidStrategy final : public Strategy {
  private:
   // Under the Local guard: x += inbox_x, x~ += inbox_x~, inboxes = 0, published = x.
   void fold_and_publish();
-  // One communication with peer (get, local update, accumulate).
+  // One communication with peer (get, local update, accumulate); a peer lost meanwhile leaves
+  // x_i, x~_i as they were.
   void communicate(int peer);
+  // peer if alive, else the next live neighbour after it in neighbour order; -1 if none.
+  int live_partner(int peer) const;
 
   StrategyOptions options_;
   std::vector<int> neighbors_;

@@ -36,6 +36,12 @@
 // Cost per step: |x| sent and |x| received (4 bytes per parameter each way), whatever the degree.
 // With compress (docs/compression.md): both halves of fetch_average travel as states (differences
 // from per-link references); the replicas first start from worker 0's model.
+//
+// On a lost peer: neighbours the runtime reports lost (Context::alive) are left out of the draw
+// (the same draw as without losses when none is), so a lost neighbour's share goes to the live
+// ones; with no live neighbour the step takes no average. A fetch_average that fails with PeerLost
+// because the peer was lost meanwhile leaves x_i unchanged (no average that step). The lost
+// worker's model is gone with it: the representative is the average of the survivors' models.
 
 #include <cstdint>
 #include <memory>

@@ -13,6 +13,9 @@
 // With compress (docs/compression.md): the average goes through collective::CodecAllreduce with
 // error feedback on each worker's gradient; replicas stay identical (every worker decodes the
 // same messages in the same order).
+//
+// On a lost peer: the strategy is synchronous (every step waits for every worker), so it cannot
+// go on; the launcher ends the run at once with the lost worker's PeerLost (fast exits with 3).
 
 #include <memory>
 

@@ -15,6 +15,9 @@
 // codec's encoding of x_i - x^_i, its neighbours' copy of it, and mixes the copies with step
 // `consensus_step` (gamma; 0 picks default_consensus_step(codec)). The sum of the replicas is
 // still kept; the average, not each replica, is what the codec's error delays.
+//
+// On a lost peer: every step's neighbour exchange waits for every neighbour (synchronous), so the
+// run cannot go on; the launcher ends it at once with the lost worker's PeerLost.
 
 #include <memory>
 #include <string>

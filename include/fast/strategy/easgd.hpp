@@ -41,6 +41,11 @@
 // With compress (docs/compression.md): reads of the centre travel as states (differences from a
 // reference), the elastic difference added to it through error feedback; the replicas first start
 // from worker 0's model so the references agree.
+//
+// On a lost peer: a lost worker other than 0 just stops exchanging (the centre's service drops
+// its unfinished request; its replica is gone); the others go on. If worker 0 is lost, the centre
+// is gone: the next exchange, snapshot or finish throws PeerLost ("the centre's host (worker 0) was
+// lost").
 
 #include <memory>
 #include <vector>

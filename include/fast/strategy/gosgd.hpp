@@ -50,6 +50,13 @@
 // peer's reconstruction) and the peer adds mass x its reconstruction, with the mass added exact in
 // the same atomic step (Window::accumulate_scaled). Mass stays exactly conserved; the sum of x loses
 // the reconstruction's lag, which vanishes as the model settles.
+//
+// On a lost peer: out-neighbours the runtime reports lost are left out of the peer draw (the same
+// draw as pick_peer when none is); with no live out-neighbour the step does not push. A push whose
+// receiver is lost (before or during the push) is dropped: the half of (x_i, w_i) it carried is lost,
+// as is everything the lost worker held. The survivors' representative, sum x / sum w over the
+// survivors, is then the push-sum average of what they still hold (no longer of the initial
+// models: the conservation of sum x and sum w holds among the survivors only from the loss on).
 
 #include <cstdint>
 #include <memory>
@@ -113,6 +120,7 @@ class GosgdStrategy final : public Strategy {
     bool busy = false;
   };
   Slot& free_slot();
+  void wait_push(Slot& slot);  // waits for a push to be applied; a lost receiver's push is dropped
   void push(int peer);
   void fold();                                         // inbox into (x, w); under the guard
   void write_model(std::span<float> params) const;     // params = x / w; under the guard

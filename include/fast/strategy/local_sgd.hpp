@@ -14,6 +14,9 @@
 // With compress: the averaging sends the change since the last average, x_i - a (a: the last
 // average, identical on every worker), through collective::CodecAllreduce with error feedback:
 // x_i <- a + avg_j(x_j - a) as decoded, the same on every worker; warm-up gradients likewise.
+//
+// On a lost peer: the averaging all-reduce needs every worker, so the run cannot go on; the
+// launcher ends it at once with the lost worker's PeerLost.
 
 #include <memory>
 #include <vector>

@@ -84,6 +84,14 @@
 // With compress (docs/compression.md): pushed gradients go through error feedback per (worker,
 // shard); sync replies and async/ssp pulls of a shard travel as differences from a reference the
 // server and the worker both keep (states); evaluation reads stay exact.
+//
+// On a lost peer: sync mode cannot go on (a round needs every worker): the launcher ends the run
+// with the lost worker's PeerLost. async and ssp go on: a server counts a lost worker as done as
+// soon as the runtime reports it lost (Context::alive; its unfinished push is dropped), so ssp never
+// waits for it; a lost worker's last claimed gradient is not applied. If a server's host is lost,
+// its shard of the model is gone: the next push, pull, snapshot or finish of every worker throws
+// PeerLost naming the shard ("the server of shard k (on worker k) was lost"). finish() then runs
+// among the survivors (Worker::finish drops lost workers from the Communicator's group first).
 
 #include <array>
 #include <cstdint>
@@ -129,6 +137,8 @@ class PsStrategy final : public Strategy {
   std::int64_t clock() const noexcept { return clock_; }
 
  private:
+  template <typename Fn>
+  void with_servers(const char* what, Fn&& fn);  // a lost server's PeerLost names its shard
   std::span<float> shard_of(std::span<float> v, int k) const;
   std::vector<core::Work> push(const StepInput& input, bool finite);
   void pull(std::span<float> params, collective::Wire wire = collective::Wire::codec);

@@ -45,6 +45,11 @@ struct StepReport {
   double comm_seconds = 0;    // communication and waiting time of this step, runtime clock
 };
 
+// Whether the strategy these options make is asynchronous (Strategy::asynchronous()), without
+// making it: a launcher decides before the workers start whether they may go on without a lost
+// worker. The Worker checks that it agrees with the strategy.
+bool asynchronous_strategy(const StrategyOptions& options);
+
 class Worker {
  public:
   // Collective (asynchronous strategies open windows). state must stay valid for the Worker's
@@ -61,12 +66,14 @@ class Worker {
   // asynchronous strategies.
   void representative(std::span<float> out);
   // Collective, once, after the last step: the strategy's finish() (stops its activities), then
-  // closes the replica window. Idempotent.
+  // closes the replica window. Idempotent. Asynchronous strategies first drop lost workers from
+  // the communicator's group (Communicator::exclude_lost), so finish() and every collective after
+  // it (representative(), evaluation) run among the survivors.
   void finish();
   // Asynchronous strategies only, not collective: writes the current representative model into
   // out (the strategy's own view, else the average of every worker's published replica) and
-  // measures the consensus distance of the published replicas. InvalidUsage for synchronous
-  // strategies (use representative()).
+  // measures the consensus distance of the published replicas (of live workers only: lost ones
+  // are skipped). InvalidUsage for synchronous strategies (use representative()).
   SnapshotResult snapshot(std::span<float> out);
 
   std::int64_t steps() const noexcept { return steps_; }

@@ -30,14 +30,16 @@ Evaluator::Evaluator(strategy::Worker& worker, Replica& replica, ::torch::nn::Se
       representative_(replica.numel()) {}
 
 // Swaps `candidate` into the model, scores this worker's slice of the test set, swaps back, and
-// all-reduces the sums. Collective.
+// all-reduces the sums. Collective; the slices are cut among the communicator's group.
 EvalResult Evaluator::score_sliced(std::span<float> candidate) {
-  runtime::Context& ctx = worker_.context();
+  const collective::Communicator& comm = worker_.communicator();
+  const std::int64_t index = comm.group_index();
+  const std::int64_t members = comm.group_size();
   std::span<float> params = replica_.param_span();
   std::swap_ranges(params.begin(), params.end(), candidate.begin());
   const std::int64_t n = test_->size();
-  const std::int64_t begin = n * ctx.rank() / ctx.size();
-  const std::int64_t end = n * (ctx.rank() + 1) / ctx.size();
+  const std::int64_t begin = n * index / members;
+  const std::int64_t end = n * (index + 1) / members;
   const Dataset slice{test_->images.narrow(0, begin, end - begin), test_->labels.narrow(0, begin, end - begin)};
   const EvalResult local = evaluate(model_, slice);
   std::swap_ranges(params.begin(), params.end(), candidate.begin());
@@ -49,7 +51,7 @@ EvalResult Evaluator::score_sliced(std::span<float> candidate) {
 
 RoundResult Evaluator::run(bool replica_accuracies) {
   collective::Communicator& comm = worker_.communicator();
-  const int n = comm.size();
+  const int n = comm.group_size();  // every worker, or the survivors of lost ones
   const std::span<float> params = replica_.param_span();
   const bool identical = worker_.strategy().replicas_identical();
   RoundResult result;
@@ -83,7 +85,8 @@ RoundResult Evaluator::run(bool replica_accuracies) {
   }
 
   if (final_ != FinalModel::average) {
-    result.representative_rank = final_ == FinalModel::rank0 || identical ? 0 : best;
+    result.representative_rank = final_ == FinalModel::rank0 || identical ? comm.members().front()
+                                                                           : comm.members()[static_cast<std::size_t>(best)];
     std::copy(params.begin(), params.end(), representative_.begin());
     comm.broadcast(core::MutableView(std::span<float>(representative_)), result.representative_rank);
   }

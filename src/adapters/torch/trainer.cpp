@@ -49,6 +49,7 @@ struct Shared {
   double time_to_target = -1;       // on the training clock
   double wall_to_target = -1;
   double eval_seconds = 0;          // evaluation time taken off the training clock so far
+  std::vector<int> lost;            // workers lost with their hosts (asynchronous runs), per worker 0
 };
 
 double l2_norm(std::span<const float> v) {
@@ -107,9 +108,11 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                 {"seed", options.seed}});
 
   Shared shared(options.workers);
+  // Asynchronous strategies go on without a worker lost with its host (docs/simulation.md,
+  // "Failures"); synchronous ones end with its PeerLost.
   const double run_seconds = runtime::launch(
       {.runtime = options.runtime, .workers = options.workers, .op_timeout_seconds = options.op_timeout,
-       .cluster = options.cluster},
+       .cluster = options.cluster, .tolerate_lost_workers = strategy::asynchronous_strategy(worker_options.strategy)},
       [&](runtime::Context& ctx) {
         ::torch::nn::Sequential model = make_model(options.model);
         Replica replica(*model);
@@ -181,6 +184,19 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
           log_loss_sum = 0;
           log_loss_count = 0;
         };
+        // This worker's totals for the summary. Kept current after every step of an asynchronous
+        // run, so a worker lost with its host still reports what it did.
+        WorkerTotals& mine = shared.totals[static_cast<std::size_t>(ctx.rank())];
+        auto save_totals = [&] {
+          mine.steps = worker.steps();
+          mine.skipped = worker.skipped_steps();
+          mine.idle_seconds = worker.comm_seconds();
+          mine.slowdown_seconds = slowdown.waited_seconds();
+          mine.staleness = worker.strategy().staleness();
+          mine.compression = worker.strategy().compression();
+          mine.bytes_to.resize(static_cast<std::size_t>(ctx.size()));
+          for (int p = 0; p < ctx.size(); ++p) mine.bytes_to[static_cast<std::size_t>(p)] = ctx.link_stats(p).bytes_sent;
+        };
         // One training step on this worker's batch (epoch, index); returns the report.
         auto train_step = [&](std::int64_t epoch, std::int64_t index) {
           const double compute_start = slowdown.active() ? ctx.now() : 0.0;
@@ -239,12 +255,19 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
           const std::vector<double> one{1.0};
           std::vector<double> before(1);
           for (std::int64_t s = 0;; ++s) {
-            claims.fetch_accumulate(0, core::ConstView(std::span<const double>(one)),
-                                    core::MutableView(std::span<double>(before))).wait();
+            try {
+              claims.fetch_accumulate(0, core::ConstView(std::span<const double>(one)),
+                                      core::MutableView(std::span<double>(before))).wait();
+            } catch (const core::PeerLost& e) {
+              if (ctx.alive(0)) throw;
+              FAST_THROW(core::PeerLost, "asynchronous training: worker 0, which holds the shared batch budget "
+                         "(window 'trainer.claims'), was lost; the run cannot go on without it: {}", e.what());
+            }
             const double claimed = before[0];  // batches claimed before this one
             if (claimed >= budget) break;
             const std::int64_t epoch = s / steps_per_epoch;
             train_step(epoch, s % steps_per_epoch);
+            save_totals();
             const auto lockstep_done = static_cast<std::int64_t>((claimed + 1) / options.workers);
             report_progress(lockstep_done, static_cast<std::int64_t>(claimed / options.workers) / steps_per_epoch);
             if (std::floor((claimed + 1) / per_eval) > std::floor(claimed / per_eval) && claimed + 1 < budget) {
@@ -266,15 +289,10 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
         worker.finish();
         const RoundResult final_round = evaluate_collective(total_steps, true);
 
-        WorkerTotals& mine = shared.totals[static_cast<std::size_t>(ctx.rank())];
-        mine.steps = worker.steps();
-        mine.skipped = worker.skipped_steps();
-        mine.idle_seconds = worker.comm_seconds();
-        mine.slowdown_seconds = slowdown.waited_seconds();
-        mine.staleness = worker.strategy().staleness();
-        mine.compression = worker.strategy().compression();
-        for (int p = 0; p < ctx.size(); ++p) mine.bytes_to.push_back(ctx.link_stats(p).bytes_sent);
+        save_totals();
         if (lead) {
+          for (int p = 0; p < ctx.size(); ++p)
+            if (!ctx.alive(p)) shared.lost.push_back(p);
           shared.final_eval = {{"accuracy", final_round.representative.accuracy},
                                {"loss", final_round.representative.loss},
                                {"consensus_distance", final_round.consensus_distance},
@@ -349,6 +367,7 @@ json train(const TrainOptions& options, const ProgressFn& progress, const EpochF
                {"slowdown_seconds", slowdown_seconds},
                {"param_norm", shared.param_norm},
                {"metrics", options.metrics.string()}};
+  if (!shared.lost.empty()) summary["lost_workers"] = shared.lost;
   if (options.runtime == "sim") {
     // Every time above is on the simulated clock; this is the whole run's (training, final
     // evaluation and shutdown), so two runs of the same config give the same files.

@@ -106,7 +106,7 @@ bool SendWork::completed() const {
 
 bool SendWork::wait_for(double timeout_seconds) {
   if (done_) return true;
-  if (world_.lost(message_->src)) {  // this worker is being killed: nothing may block any more
+  if (world_.lost(message_->src)) {  // this worker was lost: nothing may block any more
     error_ = std::make_exception_ptr(core::PeerLost(world_.lost_message(message_->src)));
     done_ = true;
     return true;
@@ -155,7 +155,7 @@ bool RecvWork::completed() const {
 bool RecvWork::wait_for(double timeout_seconds) {
   if (op_->done) return true;
   Inbox& inbox = world_.inbox(op_->dst);
-  if (world_.lost(op_->dst)) {  // this worker is being killed: nothing may block any more
+  if (world_.lost(op_->dst)) {  // this worker was lost: nothing may block any more
     inbox.cancel(*op_);
     fail(std::make_exception_ptr(core::PeerLost(world_.lost_message(op_->dst))));
     return true;
@@ -165,19 +165,29 @@ bool RecvWork::wait_for(double timeout_seconds) {
   const double deadline = world_.now() + limit;
   const bool specific = op_->src != RecvOp::kAnySource;
   auto peer_lost = [&] { return specific && world_.lost(op_->src); };
+  // A timed wait of an any-source receive (a service waiting for requests) returns early, not
+  // completed, when a worker is lost meanwhile, so the service can take the loss into account.
+  const std::uint64_t losses = world_.losses();
+  auto loss_seen = [&] { return !specific && !default_limit && world_.losses() != losses; };
   while (!op_->message) {
+    if (world_.lost(op_->dst)) {  // this worker was lost while it waited: it stops now
+      inbox.cancel(*op_);
+      fail(std::make_exception_ptr(core::PeerLost(world_.lost_message(op_->dst))));
+      return true;
+    }
+    if (peer_lost()) {  // before the abort check: a loss that aborted the world is this wait's cause
+      inbox.cancel(*op_);
+      fail(std::make_exception_ptr(
+          core::PeerLost(fmt::format("{} failed: {}", op_->describe(), world_.lost_message(op_->src)))));
+      return true;
+    }
     if (world_.aborted()) {
       inbox.cancel(*op_);
       fail(std::make_exception_ptr(
           core::RemoteError(fmt::format("{} abandoned: {}", op_->describe(), world_.abort_message()))));
       return true;
     }
-    if (peer_lost()) {
-      inbox.cancel(*op_);
-      fail(std::make_exception_ptr(
-          core::PeerLost(fmt::format("{} failed: {}", op_->describe(), world_.lost_message(op_->src)))));
-      return true;
-    }
+    if (loss_seen()) return false;
     const double remaining = deadline - world_.now();
     if (remaining <= 0) {
       if (!default_limit) return false;
@@ -186,7 +196,9 @@ bool RecvWork::wait_for(double timeout_seconds) {
           "{} did not complete within {} s of simulated time (FAST_OP_TIMEOUT)", op_->describe(), limit))));
       return true;
     }
-    inbox.sleep(remaining, [&] { return op_->message != nullptr || world_.aborted() || peer_lost(); });
+    inbox.sleep(remaining, [&] {
+      return op_->message != nullptr || world_.aborted() || peer_lost() || loss_seen() || world_.lost(op_->dst);
+    });
   }
   try {
     const double remaining = default_limit ? -1.0 : std::max(0.0, deadline - world_.now());

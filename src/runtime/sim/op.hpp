@@ -90,6 +90,8 @@ class SendWork final : public core::WorkImpl {
   mutable std::exception_ptr error_;
 };
 
+// A receive's wait: wait_for(t >= 0) of a receive from any source also returns false early when
+// a worker is lost during the wait (services check who is still alive).
 class RecvWork final : public core::WorkImpl {
  public:
   RecvWork(std::shared_ptr<RecvOp> op, WorldState& world) : op_(std::move(op)), world_(world) {}

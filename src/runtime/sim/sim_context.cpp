@@ -17,34 +17,63 @@ namespace fast::runtime::sim {
 namespace sg = simgrid::s4u;
 
 SimContext::SimContext(int rank, WorldState& world)
-    : rank_(rank), world_(world), counters_(std::make_unique<LinkCounters[]>(static_cast<std::size_t>(world.size()))) {}
+    : rank_(rank),
+      world_(world),
+      counters_(std::make_unique<LinkCounters[]>(static_cast<std::size_t>(world.size()))),
+      sleep_mutex_(sg::Mutex::create()),
+      sleep_cv_(sg::ConditionVariable::create()) {
+  world_.watch(sleep_cv_);  // woken when a worker is lost
+}
 
 int SimContext::size() const { return world_.size(); }
 double SimContext::now() const { return world_.now(); }
 
 void SimContext::check_alive(const char* what) const {
   if (world_.aborted()) throw core::RemoteError(fmt::format("{} refused: {}", what, world_.abort_message()));
+  // This worker itself was lost: it stops at its next runtime call.
+  if (world_.lost(rank_)) throw core::PeerLost(fmt::format("{} refused: {}", what, world_.lost_message(rank_)));
 }
 
 void SimContext::sleep(double seconds) {
   check_alive("sleep");
-  if (seconds > 0) sg::this_actor::sleep_for(seconds);
+  if (seconds <= 0) return;
+  // A condition wait rather than sleep_for, so that a loss ends the sleep at once.
+  const double deadline = world_.now() + seconds;
+  {
+    std::unique_lock<sg::Mutex> lock(*sleep_mutex_);
+    for (double left = seconds; left > 0 && !world_.lost(rank_) && !world_.aborted(); left = deadline - world_.now())
+      sleep_cv_->wait_for(lock, left);
+  }
+  check_alive("sleep");
 }
 
 void SimContext::compute(double flops) {
   check_alive("compute");
-  if (flops > 0) sg::this_actor::execute(flops);
+  if (flops <= 0) return;
+  const sg::ExecPtr exec = sg::this_actor::exec_init(flops);
+  world_.add_running(rank_, exec);  // cancelled if this worker is lost meanwhile
+  try {
+    exec->start();
+    exec->wait();
+  } catch (const simgrid::Exception&) {
+    world_.remove_running(rank_, exec);
+    check_alive("compute");
+    throw;
+  }
+  world_.remove_running(rank_, exec);
+  check_alive("compute");
 }
 
 core::Work SimContext::send(int peer, Tag tag, core::ConstView data) {
   check_peer(*this, peer, "send");
+  // A lost peer first (also when its loss aborted the world): the send's own cause.
+  if (world_.lost(peer) && !world_.lost(rank_))
+    return core::Work::failed(std::make_exception_ptr(core::PeerLost(
+        fmt::format("send from rank {} to rank {} (tag {:#x}) failed: {}", rank_, peer, tag, world_.lost_message(peer)))));
   check_alive("send");
   LinkCounters& c = counters_[static_cast<std::size_t>(peer)];
   c.bytes_sent += data.bytes();
   c.messages_sent += 1;
-  if (world_.lost(peer))
-    return core::Work::failed(std::make_exception_ptr(core::PeerLost(
-        fmt::format("send from rank {} to rank {} (tag {:#x}) failed: {}", rank_, peer, tag, world_.lost_message(peer)))));
   auto m = std::make_shared<Message>();
   m->src = rank_;
   m->dst = peer;
@@ -158,16 +187,11 @@ core::Work SimContext::spawn(std::string name, std::function<void()> fn) {
   check_alive("spawn");
   auto state = std::make_shared<ActivityWork>(world_);
   state->name = name;
-  WorldState* world = &world_;
   sg::Actor::create(fmt::format("w{}-{}", rank_, name), world_.host(rank_),
-                    [state, fn = std::move(fn), rank = rank_, world]() {
+                    [state, fn = std::move(fn), rank = rank_]() {
                       std::exception_ptr err;
                       try {
                         fn();
-                      } catch (const simgrid::ForcefulKillException&) {
-                        state->done = true;  // killed with its host: no simcall may follow
-                        state->err = std::make_exception_ptr(core::PeerLost(world->lost_message(rank)));
-                        throw;
                       } catch (const std::exception& e) {
                         core::log(core::LogLevel::debug, "worker {} activity '{}' failed: {}", rank, state->name,
                                   e.what());
@@ -179,7 +203,17 @@ core::Work SimContext::spawn(std::string name, std::function<void()> fn) {
 }
 
 std::unique_ptr<Mutex> SimContext::make_mutex() { return std::make_unique<SimMutex>(); }
-std::unique_ptr<CondVar> SimContext::make_condvar() { return std::make_unique<SimCondVar>(world_); }
+std::unique_ptr<CondVar> SimContext::make_condvar() { return std::make_unique<SimCondVar>(world_, rank_); }
+
+bool SimContext::alive(int peer) const {
+  check_peer(*this, peer, "alive");
+  return !world_.lost(peer);
+}
+
+void SimContext::ensure_alive(int peer) const {
+  check_peer(*this, peer, "ensure_alive");
+  if (world_.lost(peer)) throw core::PeerLost(world_.lost_message(peer));
+}
 
 LinkStats SimContext::link_stats(int peer) const {
   check_peer(*this, peer, "link_stats");

@@ -3,7 +3,9 @@
 // SimGrid actors on the worker's simulated host; compute() executes flops on that host, sleep()
 // and every wait let simulated time pass, now() reads SimGrid's clock (from the run's start).
 
+#include <simgrid/s4u/ConditionVariable.hpp>
 #include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Mutex.hpp>
 
 #include <memory>
 #include <vector>
@@ -37,6 +39,8 @@ class SimContext final : public Context {
 
   LinkStats link_stats(int peer) const override;
   std::string runtime_name() const override { return "sim"; }
+  bool alive(int peer) const override;
+  void ensure_alive(int peer) const override;
 
  private:
   core::Work post_recv(std::shared_ptr<RecvOp> op);
@@ -45,6 +49,8 @@ class SimContext final : public Context {
   int rank_;
   WorldState& world_;
   std::unique_ptr<LinkCounters[]> counters_;
+  simgrid::s4u::MutexPtr sleep_mutex_;             // sleep(): a wait a loss can end
+  simgrid::s4u::ConditionVariablePtr sleep_cv_;
 };
 
 }  // namespace fast::runtime::sim

@@ -6,8 +6,9 @@
 namespace fast::runtime::sim {
 
 namespace {
-void throw_if_aborted(const WorldState& world) {
+void throw_if_aborted(const WorldState& world, int rank) {
   if (world.aborted()) throw core::RemoteError("condition wait abandoned: " + world.abort_message());
+  if (world.lost(rank)) throw core::PeerLost("condition wait abandoned: " + world.lost_message(rank));
 }
 
 simgrid::s4u::Mutex& native_of(std::unique_lock<Mutex>& lock) {
@@ -18,25 +19,26 @@ simgrid::s4u::Mutex& native_of(std::unique_lock<Mutex>& lock) {
 }
 }  // namespace
 
-SimCondVar::SimCondVar(WorldState& world) : world_(world), cv_(simgrid::s4u::ConditionVariable::create()) {
+SimCondVar::SimCondVar(WorldState& world, int rank)
+    : world_(world), rank_(rank), cv_(simgrid::s4u::ConditionVariable::create()) {
   world_.watch(cv_);
 }
 
 void SimCondVar::wait(std::unique_lock<Mutex>& lock) {
-  throw_if_aborted(world_);
+  throw_if_aborted(world_, rank_);
   std::unique_lock<simgrid::s4u::Mutex> native(native_of(lock), std::adopt_lock);
   cv_->wait(native);
   native.release();
-  throw_if_aborted(world_);
+  throw_if_aborted(world_, rank_);
 }
 
 bool SimCondVar::wait_for(std::unique_lock<Mutex>& lock, double timeout_seconds) {
-  throw_if_aborted(world_);
+  throw_if_aborted(world_, rank_);
   if (timeout_seconds <= 0) return false;
   std::unique_lock<simgrid::s4u::Mutex> native(native_of(lock), std::adopt_lock);
   const bool woken = cv_->wait_for(native, timeout_seconds) == std::cv_status::no_timeout;
   native.release();
-  throw_if_aborted(world_);
+  throw_if_aborted(world_, rank_);
   return woken;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Mutex and CondVar of the sim runtime: SimGrid's own (s4u::Mutex, s4u::ConditionVariable), so a
 // waiting activity lets simulated time pass instead of freezing the simulation. Waits notice an
-// aborted world (RemoteError); timeouts are simulated seconds.
+// aborted world (RemoteError) and the loss of their own worker (PeerLost); timeouts are simulated
+// seconds.
 
 #include <simgrid/s4u/ConditionVariable.hpp>
 #include <simgrid/s4u/Mutex.hpp>
@@ -27,7 +28,8 @@ class SimMutex final : public Mutex {
 // Works with SimMutex locks only (InvalidUsage otherwise).
 class SimCondVar final : public CondVar {
  public:
-  explicit SimCondVar(WorldState& world);
+  // rank: the worker whose activities wait on it; its waits throw PeerLost once it is lost.
+  SimCondVar(WorldState& world, int rank);
   void wait(std::unique_lock<Mutex>& lock) override;
   bool wait_for(std::unique_lock<Mutex>& lock, double timeout_seconds) override;
   void notify_one() override { cv_->notify_one(); }
@@ -35,6 +37,7 @@ class SimCondVar final : public CondVar {
 
  private:
   WorldState& world_;
+  int rank_;
   simgrid::s4u::ConditionVariablePtr cv_;
 };
 

@@ -72,40 +72,40 @@ double World::run(const WorkerFn& fn) {
       try {
         SimContext ctx(r, state);
         fn(ctx);
-      } catch (const simgrid::ForcefulKillException&) {
-        // Killed with its host: record the loss; no simcall may follow, the kill must go on.
-        errors[i] = std::make_exception_ptr(core::PeerLost(state.lost_message(r)));
-        ended[i] = true;
-        throw;
       } catch (const std::exception& e) {
-        errors[i] = std::current_exception();
         ended[i] = true;
+        if (state.lost(r)) {
+          // Lost with its host: it stopped at its first runtime call after the failure.
+          errors[i] = std::make_exception_ptr(core::PeerLost(state.lost_message(r)));
+          return;
+        }
+        errors[i] = std::current_exception();
         state.abort(r, e.what());
         return;
       }
       ended[i] = true;
     });
   }
-  // Failures: an actor on the failing host marks its workers lost (so peers get PeerLost), then
-  // turns the host off, killing every actor on it, itself included.
+  // Failures: an actor marks the failing host's workers lost: their computations are cancelled
+  // and their waits woken, so their activities throw PeerLost and end by unwinding normally (not
+  // by SimGrid's actor kill, which would unwind them through RAII locks whose unlock is a simcall
+  // a dying actor may not make); peers get PeerLost for any operation with them. The host itself
+  // stays on: messages the lost workers sent before the failure still arrive.
   for (std::size_t k = 0; k < cluster.failures.size(); ++k) {
     const ClusterFailure f = cluster.failures[k];
     sg::Host* host = hosts[static_cast<std::size_t>(f.host)];
-    sg::Actor::create(fmt::format("failure-{}", k), host, [&state, &placement, host, f, start] {
+    const bool tolerate = options_.tolerate_lost;
+    sg::Host* where = hosts[(static_cast<std::size_t>(f.host) + 1) % hosts.size()];  // any host
+    sg::Actor::create(fmt::format("failure-{}", k), where, [&state, &placement, host, f, start, tolerate] {
       sg::this_actor::sleep_until(start + f.off);
-      for (std::size_t r = 0; r < placement.size(); ++r)
-        if (placement[r] == host) state.lose(static_cast<int>(r), fmt::format("host {} turned off", host->get_name()));
-      host->turn_off();
+      for (std::size_t r = 0; r < placement.size(); ++r) {
+        if (placement[r] != host || state.lost(static_cast<int>(r))) continue;
+        state.lose(static_cast<int>(r), fmt::format("host {} turned off", host->get_name()));
+        // Not tolerated: the run cannot go on without the worker; release everybody at once.
+        if (!tolerate) state.abort(static_cast<int>(r), state.lost_message(static_cast<int>(r)));
+      }
     });
-    if (f.on >= 0) {
-      // Turned on again from another host (the first one that is not this host); its workers stay lost.
-      sg::Host* other = hosts[(static_cast<std::size_t>(f.host) + 1) % hosts.size()];
-      if (other != host)
-        sg::Actor::create(fmt::format("recovery-{}", k), other, [host, f, start] {
-          sg::this_actor::sleep_until(start + f.on);
-          host->turn_on();
-        });
-    }
+    // f.on (turned on again): its workers stay lost, so nothing changes for FAST.
   }
   try {
     engine.run();
@@ -119,8 +119,11 @@ double World::run(const WorkerFn& fn) {
     if (!ended[static_cast<std::size_t>(r)]) stuck.push_back(r);
   // Prefer the root cause over the RemoteErrors it caused in other workers.
   std::exception_ptr first_remote;
-  for (auto& e : errors) {
+  for (int r = 0; r < n; ++r) {
+    const std::exception_ptr& e = errors[static_cast<std::size_t>(r)];
     if (!e) continue;
+    // Tolerated: a lost worker's end is not an error of the run.
+    if (options_.tolerate_lost && state.lost(r)) continue;
     try {
       std::rethrow_exception(e);
     } catch (const core::RemoteError&) {

@@ -2,6 +2,8 @@
 
 #include <simgrid/s4u/Engine.hpp>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "mailbox.hpp"
@@ -14,7 +16,8 @@ WorldState::WorldState(std::vector<simgrid::s4u::Host*> hosts, double op_timeout
       start_(start_clock),
       lost_(hosts_.size(), false),
       lost_at_(hosts_.size(), 0.0),
-      lost_why_(hosts_.size()) {
+      lost_why_(hosts_.size()),
+      running_(hosts_.size()) {
   for (std::size_t r = 0; r < hosts_.size(); ++r) inboxes_.push_back(std::make_unique<Inbox>(*this));
 }
 
@@ -33,14 +36,25 @@ void WorldState::lose(int rank, const std::string& why) {
   const auto r = static_cast<std::size_t>(rank);
   if (lost_[r]) return;
   lost_[r] = true;
+  ++losses_;
   lost_at_[r] = now();
   lost_why_[r] = why;
+  for (const auto& exec : running_[r]) exec->cancel();
   wake_all();
+}
+
+void WorldState::add_running(int rank, const simgrid::s4u::ExecPtr& exec) {
+  running_[static_cast<std::size_t>(rank)].push_back(exec);
+}
+
+void WorldState::remove_running(int rank, const simgrid::s4u::ExecPtr& exec) {
+  auto& v = running_[static_cast<std::size_t>(rank)];
+  v.erase(std::remove(v.begin(), v.end(), exec), v.end());
 }
 
 std::string WorldState::lost_message(int rank) const {
   const auto r = static_cast<std::size_t>(rank);
-  return fmt::format("worker {} (host {}) was lost at {} s (simulated): {}", rank, hosts_[r]->get_name(), lost_at_[r],
+  return fmt::format("worker {} (host {}) was lost at {:.6g} s (simulated): {}", rank, hosts_[r]->get_name(), lost_at_[r],
                      lost_why_[r]);
 }
 

@@ -7,6 +7,7 @@
 // only touched between two simcalls of the running actor.
 
 #include <simgrid/s4u/ConditionVariable.hpp>
+#include <simgrid/s4u/Exec.hpp>
 #include <simgrid/s4u/Host.hpp>
 
 #include <string>
@@ -34,10 +35,16 @@ class WorldState {
   // "worker 2 failed: <reason>".
   const std::string& abort_message() const noexcept { return message_; }
 
-  // Marks `rank` lost at the current time (its host is about to be turned off) and wakes every
-  // waiter so that operations with it fail with PeerLost.
+  // Marks `rank` lost at the current time, cancels its running computations and wakes every
+  // waiter: operations of others with it fail with PeerLost, and its own activities, woken, throw
+  // PeerLost (naming itself) from their next runtime call, so they end by unwinding normally.
   void lose(int rank, const std::string& why);
+  // The computations `rank` runs now (compute()), cancelled when it is lost.
+  void add_running(int rank, const simgrid::s4u::ExecPtr& exec);
+  void remove_running(int rank, const simgrid::s4u::ExecPtr& exec);
   bool lost(int rank) const { return lost_[static_cast<std::size_t>(rank)]; }
+  // Number of workers lost so far (a timed any-source wait returns early when it changes).
+  std::uint64_t losses() const noexcept { return losses_; }
   // "worker 2 (host host-2) was lost at 1.5 s (simulated): host turned off".
   std::string lost_message(int rank) const;
 
@@ -53,8 +60,10 @@ class WorldState {
   bool aborted_ = false;
   std::string message_;
   std::vector<bool> lost_;
+  std::uint64_t losses_ = 0;
   std::vector<double> lost_at_;
   std::vector<std::string> lost_why_;
+  std::vector<std::vector<simgrid::s4u::ExecPtr>> running_;
   std::vector<simgrid::s4u::ConditionVariablePtr> watched_;
 };
 

@@ -11,6 +11,10 @@
 //                       the highest test accuracy, lowest rank on ties)
 //   its test score      each worker scores an equal slice of the test set; the sums are all-reduced
 //
+// Every collective part runs among the communicator's group (after Worker::finish of an
+// asynchronous strategy, the surviving workers): averages, spreads and test-set slices are over
+// its members; `rank0` then means the lowest-ranked member.
+//
 // One per worker; not thread-safe. The replica's parameters are unchanged by run().
 
 #include <memory>

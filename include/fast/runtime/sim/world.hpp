@@ -7,8 +7,14 @@
 //
 // As in the threads runtime, a worker that throws aborts the world (the others' blocked operations
 // throw RemoteError) and run() rethrows the first error, preferring root causes. A host turned off
-// by a failure in the cluster kills its workers; operations of other workers with them throw
-// PeerLost naming the worker, its host and the simulated time; run() then throws PeerLost.
+// by a failure in the cluster loses its workers: their computations are cancelled, their waits
+// woken, and their activities throw PeerLost from their next runtime call, so they end by
+// unwinding normally (not by SimGrid's actor kill); operations of other workers with them throw
+// PeerLost naming the worker, its host and the simulated time. What happens next depends on
+// WorldOptions::tolerate_lost: false (the default), the loss aborts the world at once (every
+// blocked operation of the other workers throws RemoteError) and run() throws the PeerLost of the
+// lost worker; true, the other workers go on (Context::alive tells them who is gone) and run()
+// returns normally when every other worker returned (a survivor's own error is still rethrown).
 //
 // One SimGrid engine exists at a time and the network model is fixed per process by the first
 // run (SimGrid cannot change it later); runs in one process after the first keep SimGrid's clock
@@ -23,6 +29,7 @@ struct WorldOptions {
   int size = 1;                    // number of workers, >= 1
   double op_timeout_seconds = -1;  // limit of a blocking operation in simulated seconds; < 0: FAST_OP_TIMEOUT
   Cluster cluster;                 // the simulated machine; hosts == 0 ... see default_cluster
+  bool tolerate_lost = false;      // a worker lost with its host is not the run's error (above)
 };
 
 class World {

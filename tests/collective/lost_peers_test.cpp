@@ -1,0 +1,87 @@
+// Lost workers under the sim runtime (docs/simulation.md, "Failures"): with tolerate_lost, a
+// worker lost with its host stops at the failure's time (its computation is cut short), the
+// others see it through Context::alive and, after Communicator::exclude_lost(), run collectives
+// among themselves; the run returns normally. Without tolerate_lost the loss ends the run.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fast/collective/communicator.hpp"
+#include "fast/core/error.hpp"
+#include "fast/runtime/sim/world.hpp"
+
+namespace fast::collective {
+namespace {
+
+runtime::Cluster star(int hosts) {
+  runtime::Cluster c;
+  c.hosts = hosts;
+  c.speeds.assign(static_cast<std::size_t>(hosts), 1e9);
+  c.bandwidth = 1e8;
+  c.latency = 1e-3;
+  return c;
+}
+
+TEST(LostPeers, SurvivorsRunCollectivesAmongThemselves) {
+  runtime::Cluster cluster = star(4);
+  cluster.failures.push_back({.host = 1, .off = 2.0});
+  std::vector<double> lost_at(4, -1);
+  std::vector<std::vector<double>> sums(4), gathered(4);
+  std::vector<double> from_three(4, -1);
+  std::vector<std::vector<int>> members(4);
+  runtime::sim::World world({.size = 4, .cluster = cluster, .tolerate_lost = true});
+  world.run([&](runtime::Context& ctx) {
+    const auto r = static_cast<std::size_t>(ctx.rank());
+    Communicator comm(ctx);
+    if (ctx.rank() == 1) {
+      try {
+        ctx.compute(10e9);  // 10 s of work at 1 Gflop/s: cut at 2 s
+      } catch (const core::PeerLost&) {
+        lost_at[r] = ctx.now();
+        throw;
+      }
+      return;
+    }
+    ctx.sleep(3.0);
+    EXPECT_FALSE(ctx.alive(1));
+    EXPECT_TRUE(ctx.alive(3));
+    EXPECT_THROW(ctx.ensure_alive(1), core::PeerLost);
+    comm.exclude_lost();
+    members[r] = comm.members();
+    std::vector<double> v{static_cast<double>(ctx.rank() + 1)};
+    comm.allreduce(core::MutableView(std::span<double>(v)));
+    sums[r] = v;
+    double x = ctx.rank() == 3 ? 7.5 : 0.0;
+    comm.broadcast(core::MutableView(&x, 1, core::DType::f64), 3);
+    from_three[r] = x;
+    const double mine = ctx.rank();
+    gathered[r].assign(3, -1);
+    comm.allgather(core::ConstView(&mine, 1, core::DType::f64), core::MutableView(std::span<double>(gathered[r])));
+    comm.barrier();
+  });
+  EXPECT_NEAR(lost_at[1], 2.0, 1e-9);
+  for (std::size_t r : {0u, 2u, 3u}) {
+    EXPECT_EQ(members[r], (std::vector<int>{0, 2, 3}));
+    EXPECT_EQ(sums[r], std::vector<double>{1.0 + 3.0 + 4.0});  // ranks 0, 2, 3 contribute r + 1
+    EXPECT_EQ(from_three[r], 7.5);
+    EXPECT_EQ(gathered[r], (std::vector<double>{0.0, 2.0, 3.0}));
+  }
+}
+
+TEST(LostPeers, WithoutToleranceTheLossEndsTheRun) {
+  runtime::Cluster cluster = star(2);
+  cluster.failures.push_back({.host = 1, .off = 1.0});
+  runtime::sim::World world({.size = 2, .cluster = cluster});
+  try {
+    world.run([&](runtime::Context& ctx) {
+      ctx.sleep(5.0);  // both sleep through the failure: worker 0 is released by it
+    });
+    FAIL() << "expected PeerLost";
+  } catch (const core::PeerLost& e) {
+    EXPECT_NE(std::string(e.what()).find("worker 1 (host host-1) was lost at 1 s"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fast::collective
