@@ -98,6 +98,19 @@ void add_scaled(MutableView region, ConstView values, double scale) {
   }
 }
 
+// region += values, both f32 or both f64, in their own precision.
+void add_same(MutableView region, ConstView values) {
+  if (region.dtype() == core::DType::f32) {
+    auto r = region.as<float>();
+    const auto v = values.as<float>();
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] += v[i];
+  } else {
+    auto r = region.as<double>();
+    const auto v = values.as<double>();
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] += v[i];
+  }
+}
+
 // at[0] += value, for a one-element f32 or f64 view (nothing for an empty view).
 void add_scalar(MutableView at, double value) {
   if (at.numel() == 0) return;
@@ -190,8 +203,23 @@ struct Window::Shared {
   std::string name;
   std::unique_ptr<CodecLinks> codec;  // null without a codec; used by the service activity only
 
+  // Answers (data and acknowledgement) being sent, with the memory they read; service only.
+  struct Reply {
+    Work work;
+    int peer;
+    std::shared_ptr<const void> keep;
+  };
+  std::vector<Reply> replies;
+
   Tag tag(std::uint32_t detail) const { return runtime::make_tag(TagKind::window, id, detail); }
   void serve();
+  // Sends the answer to a request after the lock is released, without waiting for it: the service
+  // goes on with the next request while the answer travels (under sim a transfer takes simulated
+  // time, and waiting would serialise every requester behind it).
+  void answer(int src, std::uint32_t seq, std::shared_ptr<core::Buffer> data, std::int64_t ack);
+  // Forgets the answers that arrived (all: waits for every one). An answer to a worker the runtime
+  // knows is lost is dropped; any other failure is rethrown.
+  void reap(bool all);
   void apply(int src, const std::int64_t* header);
   void apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region, std::uint32_t seq,
                      double scale, MutableView scale_at);
@@ -211,7 +239,10 @@ void Window::Shared::serve() {
                  "window '{}': malformed request from worker {} ({} x {})", name, src, header.numel(),
                  core::name_of(header.dtype()));
     const auto* h = static_cast<const std::int64_t*>(header.data());
-    if (h[0] == kStop) return;
+    if (h[0] == kStop) {
+      reap(true);
+      return;
+    }
     try {
       apply(src, h);
     } catch (const core::PeerLost& e) {
@@ -220,7 +251,31 @@ void Window::Shared::serve() {
       if (ctx.alive(src)) throw;
       core::log(core::LogLevel::debug, "window '{}': request of lost worker {} dropped: {}", name, src, e.what());
     }
+    reap(false);
   }
+}
+
+void Window::Shared::answer(int src, std::uint32_t seq, std::shared_ptr<core::Buffer> data, std::int64_t ack) {
+  if (data) replies.push_back({ctx.send(src, tag(seq), std::as_const(*data).view()), src, data});
+  auto value = std::make_shared<std::int64_t>(ack);
+  replies.push_back({ctx.send(src, tag(seq | kSeqLimit), i64_view(value.get(), 1)), src, value});
+}
+
+void Window::Shared::reap(bool all) {
+  std::vector<Reply> pending;
+  for (Reply& r : replies) {
+    if (!all && !r.work.is_completed()) {
+      pending.push_back(std::move(r));
+      continue;
+    }
+    try {
+      r.work.wait();
+    } catch (const core::PeerLost& e) {
+      if (ctx.alive(r.peer)) throw;
+      core::log(core::LogLevel::debug, "window '{}': answer to lost worker {} dropped: {}", name, r.peer, e.what());
+    }
+  }
+  replies = std::move(pending);
 }
 
 void Window::Shared::apply(int src, const std::int64_t* h) {
@@ -241,35 +296,38 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
     apply_encoded(src, op, offset, region, seq, scale, scale_at);
     return;
   }
-  // fetch_average's and accumulate_scaled's payloads are taken before the lock (they do not depend
-  // on the tensor), so the owner's Local guard is kept waiting only for the exchange of the data itself.
+  // Payloads are received before the lock and answers sent after it, so the owner's Local guard
+  // (and the other requesters) wait only for the arithmetic, never for a transfer.
   core::Buffer incoming;
-  if (op == kFetchAverage || op == kAccumulateScaled) {
+  if (op != kGet) {
     incoming.resize(count, view.dtype());
     ctx.recv(src, tag(seq | 0x800000), incoming.view()).wait();
   }
+  std::shared_ptr<core::Buffer> reply;
   std::int64_t ack = 0;
   {
     std::lock_guard<runtime::Mutex> lock(*mutex);
-    if (returns_data(op)) ctx.send(src, tag(seq), region).wait();
+    if (returns_data(op)) {
+      reply = std::make_shared<core::Buffer>(count, view.dtype());
+      core::copy(core::ConstView(region), reply->view());
+    }
     if (op == kFetchAverage) {
       if (view.dtype() == core::DType::f32)
         average_into(region.as<float>(), std::as_const(incoming).as<float>());
       else
         average_into(region.as<double>(), std::as_const(incoming).as<double>());
-      ++version;
     } else if (op == kAccumulateScaled) {
       add_scaled(region, std::as_const(incoming).view(), scale);
       add_scalar(scale_at, scale);
-      ++version;
-    } else if (op != kGet) {
-      const auto combine = op == kPut ? runtime::Combine::copy : runtime::Combine::sum;
-      ctx.recv(src, tag(seq | 0x800000), region, combine).wait();
-      ++version;
+    } else if (op == kPut) {
+      core::copy(std::as_const(incoming).view(), region);
+    } else if (op != kGet) {  // accumulate, fetch_accumulate
+      add_same(region, std::as_const(incoming).view());
     }
+    if (op != kGet) ++version;
     ack = static_cast<std::int64_t>(version);
   }
-  ctx.send(src, tag(seq | kSeqLimit), i64_view(&ack, 1)).wait();
+  answer(src, seq, std::move(reply), ack);
 }
 
 // As apply, for a request whose data travels through the codec. The payload is received and
@@ -291,23 +349,19 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
       state = codec->decode_state(key, codec->rank, payload.view());
     }
   }
+  std::shared_ptr<core::Buffer> reply;
   std::int64_t ack = 0;
   {
     std::lock_guard<runtime::Mutex> lock(*mutex);
     if (returns_data(op)) {
-      core::Buffer reply;
-      codec->encode_state(key, codec->rank, region, reply);
-      ctx.send(src, tag(seq), reply.view()).wait();
+      reply = std::make_shared<core::Buffer>();
+      codec->encode_state(key, codec->rank, region, *reply);
     }
     if (op == kPut) {
       compress::copy_into(state, region);
     } else if (op == kFetchAverage) {
-      const std::vector<float> mine = to_f32(region);
-      std::vector<float> avg(mine.size());
-      for (std::size_t i = 0; i < avg.size(); ++i)
-        avg[i] = static_cast<float>((static_cast<double>(mine[i]) + static_cast<double>(state[i])) * 0.5);
       if (region.dtype() == core::DType::f32) {
-        compress::copy_into(avg, region);
+        average_into(region.as<float>(), state);
       } else {
         auto r = region.as<double>();
         for (std::size_t i = 0; i < r.size(); ++i) r[i] = (r[i] + static_cast<double>(state[i])) * 0.5;
@@ -321,7 +375,7 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
     if (op != kGet) ++version;
     ack = static_cast<std::int64_t>(version);
   }
-  ctx.send(src, tag(seq | kSeqLimit), i64_view(&ack, 1)).wait();
+  answer(src, seq, std::move(reply), ack);
 }
 
 Window::Local::Local(std::shared_ptr<Shared> shared) : shared_(std::move(shared)), lock_(*shared_->mutex) {}

@@ -229,13 +229,19 @@ TEST(SimFailure, LostWorkerZeroEndsAsynchronousRunWithPeerLost) {
   fs::remove_all(dir);
 }
 
-TEST(SimFailure, LostEasgdCentreEndsWithPeerLostNamingTheCentre) {
+// Worker 0 holds both easgd's centre and the shared batch budget: whichever a survivor reaches
+// first after the loss ends the run, with the message that names it (both name worker 0). Which one
+// comes first is a matter of simulated timing, so either message is accepted; exit code 3 is not.
+TEST(SimFailure, LostEasgdCentreEndsWithPeerLostNamingWorkerZero) {
   const fs::path dir = temp_dir("easgd_centre");
   write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 0\noff = 0.1\n");
   const Result r = run_in(dir, "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 "
                                "--batch 16 --progress never --strategy easgd --tau 2");
   EXPECT_EQ(r.code, 3) << r.output;
-  EXPECT_NE(r.output.find("the centre's host (worker 0) was lost"), std::string::npos) << r.output;
+  const bool centre = r.output.find("the centre's host (worker 0) was lost") != std::string::npos;
+  const bool budget = r.output.find("worker 0, which holds the shared batch budget") != std::string::npos;
+  EXPECT_TRUE(centre || budget) << r.output;
+  EXPECT_NE(r.output.find("worker 0 (host host-0) was lost at 0.1 s"), std::string::npos) << r.output;
   fs::remove_all(dir);
 }
 

@@ -16,6 +16,10 @@
 // detail 0xFFFFFF for requests, seq for get data, seq | 0x400000 for acknowledgements,
 // seq | 0x800000 for payloads, where seq < 0x400000 is the requester's per-window counter.
 //
+// The owner's service receives a request's payload before taking the window lock and sends its
+// answer (data, acknowledgement) after releasing it, without waiting for the transfer: the lock is
+// held for the arithmetic only, and requests from other workers are served while answers travel.
+//
 // Atomicity: each remote operation is applied under the owner's window lock, so it is atomic
 // with respect to the other operations on the same window and to the owner's Local guard.
 // Version: the count of remote operations that wrote (all but get) plus the owner's bump() calls;
