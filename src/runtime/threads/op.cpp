@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "../deliver.hpp"
 #include "fast/core/error.hpp"
 #include "mailbox.hpp"
 #include "world_state.hpp"
@@ -41,34 +42,12 @@ std::string Op::describe() const {
 }
 
 namespace {
-template <typename T>
-void add_into(T* dst, const T* src, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
-}
-
 void move_payload(const Op& send, Op& recv) {
   const core::ConstView in = send.send_data;
-  if (recv.kind == Op::Kind::recv_buffer) {
-    recv.recv_out->resize(in.numel(), in.dtype());
-    if (in.bytes() > 0) std::memcpy(recv.recv_out->data(), in.data(), in.bytes());
-    return;
-  }
-  const core::MutableView out = recv.recv_dst;
-  if (in.dtype() != out.dtype() || in.numel() != out.numel()) {
-    FAST_THROW(core::InvalidArgument, "message from rank {} to rank {} (tag {:#x}): sent {} x {}, receiver expects {} x {}",
-               send.src, send.dst, send.tag, in.numel(), core::name_of(in.dtype()), out.numel(),
-               core::name_of(out.dtype()));
-  }
-  if (recv.combine == Combine::copy) {
-    if (in.bytes() > 0) std::memcpy(out.data(), in.data(), in.bytes());
-  } else if (in.dtype() == core::DType::f32) {
-    add_into(static_cast<float*>(out.data()), static_cast<const float*>(in.data()), in.numel());
-  } else if (in.dtype() == core::DType::f64) {
-    add_into(static_cast<double*>(out.data()), static_cast<const double*>(in.data()), in.numel());
-  } else {
-    FAST_THROW(core::InvalidArgument, "recv with Combine::sum from rank {} (tag {:#x}): expected f32 or f64, got {}",
-               send.src, send.tag, core::name_of(in.dtype()));
-  }
+  if (recv.kind == Op::Kind::recv_buffer)
+    detail::deliver_into(in, *recv.recv_out);
+  else
+    detail::deliver_into(in, recv.recv_dst, recv.combine, send.src, send.dst, send.tag);
 }
 }  // namespace
 

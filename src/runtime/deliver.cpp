@@ -1,0 +1,38 @@
+#include "deliver.hpp"
+
+#include <cstring>
+
+#include "fast/core/error.hpp"
+
+namespace fast::runtime::detail {
+
+namespace {
+template <typename T>
+void add_into(T* dst, const T* src, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+}  // namespace
+
+void deliver_into(core::ConstView in, core::Buffer& out) {
+  out.resize(in.numel(), in.dtype());
+  if (in.bytes() > 0) std::memcpy(out.data(), in.data(), in.bytes());
+}
+
+void deliver_into(core::ConstView in, core::MutableView out, Combine combine, int src, int dst, Tag tag) {
+  if (in.dtype() != out.dtype() || in.numel() != out.numel()) {
+    FAST_THROW(core::InvalidArgument, "message from rank {} to rank {} (tag {:#x}): sent {} x {}, receiver expects {} x {}",
+               src, dst, tag, in.numel(), core::name_of(in.dtype()), out.numel(), core::name_of(out.dtype()));
+  }
+  if (combine == Combine::copy) {
+    if (in.bytes() > 0) std::memcpy(out.data(), in.data(), in.bytes());
+  } else if (in.dtype() == core::DType::f32) {
+    add_into(static_cast<float*>(out.data()), static_cast<const float*>(in.data()), in.numel());
+  } else if (in.dtype() == core::DType::f64) {
+    add_into(static_cast<double*>(out.data()), static_cast<const double*>(in.data()), in.numel());
+  } else {
+    FAST_THROW(core::InvalidArgument, "recv with Combine::sum from rank {} (tag {:#x}): expected f32 or f64, got {}",
+               src, tag, core::name_of(in.dtype()));
+  }
+}
+
+}  // namespace fast::runtime::detail

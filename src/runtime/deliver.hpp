@@ -1,0 +1,18 @@
+#pragma once
+// How a message's elements reach the receiver, shared by every runtime backend (private header).
+
+#include "fast/core/buffer.hpp"
+#include "fast/core/tensor_view.hpp"
+#include "fast/runtime/context.hpp"
+#include "fast/runtime/tag.hpp"
+
+namespace fast::runtime::detail {
+
+// Into a Buffer: out becomes a copy of in (any dtype and length).
+void deliver_into(core::ConstView in, core::Buffer& out);
+// Into a view: out = in (Combine::copy) or out += in (Combine::sum, f32 or f64). InvalidArgument
+// naming the link (src, dst, tag) when dtype or length differ, or for a sum of another dtype; out
+// is then unchanged.
+void deliver_into(core::ConstView in, core::MutableView out, Combine combine, int src, int dst, Tag tag);
+
+}  // namespace fast::runtime::detail
