@@ -1,5 +1,7 @@
 #include "fast/runtime/sim/world.hpp"
 
+#include <array>
+
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
@@ -32,9 +34,6 @@ void configure_engine(const std::string& model) {
     return;
   }
   xbt_log_control_set("root.thresh:critical");
-  // One OS thread per actor: libtorch's thread-local state (grad mode, ...) stays per worker, and
-  // each actor has a full-size stack for the backward pass.
-  sg::Engine::set_config("contexts/factory:thread");
   sg::Engine::set_config("network/model:" + model);
   // No reverse (acknowledgement) traffic: a message of B bytes over a path of latency L and
   // bottleneck bandwidth W takes L + B / W under CM02 (docs/simulation.md).
@@ -56,7 +55,14 @@ double World::run(const WorkerFn& fn) {
                   "sim World: another simulation is running in this process");
   const Cluster& cluster = options_.cluster;
   const int n = options_.size;
-  sg::Engine engine("fast");
+  // One OS thread per actor (SimGrid's thread context factory): libtorch's thread-local state stays
+  // per worker, each actor has a full-size stack, and sanitizers see ordinary threads. The factory
+  // is read when the engine is built, so it goes on the engine's command line (set_config
+  // afterwards is too late: actors would run on swapped stacks of one thread).
+  std::string program = "fast", factory = "--cfg=contexts/factory:thread";
+  std::array<char*, 3> argv{program.data(), factory.data(), nullptr};
+  int argc = 2;
+  sg::Engine engine(&argc, argv.data());
   configure_engine(cluster.model);
   const std::vector<sg::Host*> hosts = build_platform(cluster);
   std::vector<sg::Host*> placement;
