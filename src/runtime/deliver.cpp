@@ -35,4 +35,19 @@ void deliver_into(core::ConstView in, core::MutableView out, Combine combine, in
   }
 }
 
+void rethrow_root_cause(std::span<const std::exception_ptr> errors) {
+  std::exception_ptr first_remote;
+  for (const std::exception_ptr& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const core::RemoteError&) {
+      if (!first_remote) first_remote = e;
+    } catch (...) {
+      throw;
+    }
+  }
+  if (first_remote) std::rethrow_exception(first_remote);
+}
+
 }  // namespace fast::runtime::detail

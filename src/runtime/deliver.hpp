@@ -1,5 +1,9 @@
 #pragma once
-// How a message's elements reach the receiver, shared by every runtime backend (private header).
+// What every runtime backend does the same way (private header): how a message's elements reach
+// the receiver, and which error ends a world.
+
+#include <exception>
+#include <span>
 
 #include "fast/core/buffer.hpp"
 #include "fast/core/tensor_view.hpp"
@@ -14,5 +18,9 @@ void deliver_into(core::ConstView in, core::Buffer& out);
 // naming the link (src, dst, tag) when dtype or length differ, or for a sum of another dtype; out
 // is then unchanged.
 void deliver_into(core::ConstView in, core::MutableView out, Combine combine, int src, int dst, Tag tag);
+
+// The end of a world: rethrows the first error that is not a RemoteError (the root cause), else
+// the first RemoteError (the errors other workers got because of it); returns if none is set.
+void rethrow_root_cause(std::span<const std::exception_ptr> errors);
 
 }  // namespace fast::runtime::detail

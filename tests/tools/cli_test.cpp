@@ -16,32 +16,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/run_fast.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string output;  // stdout and stderr
-};
+using Result = fast::testing::FastResult;
 
-Result run_fast(const std::string& args) {
-  const std::string command = std::string(FAST_TEST_BIN_DIR) + "/fast " + args + " 2>&1";
-  Result r{-1, ""};
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) r.output += buf.data();
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result run_fast(const std::string& args) { return fast::testing::run_fast_in({}, args); }
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("fast_cli_test_" + std::to_string(::getpid())) / name;
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path temp_dir(const std::string& name) { return fast::testing::test_dir("fast_cli_test", name); }
 
 const fs::path kData = "/usr/share/datasets/fashion-mnist";
 

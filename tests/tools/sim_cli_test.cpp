@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/run_fast.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,23 +27,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string output;
-};
+using Result = fast::testing::FastResult;
 
-Result run_in(const fs::path& dir, const std::string& args) {
-  const std::string command =
-      "cd '" + dir.string() + "' && " + std::string(FAST_TEST_BIN_DIR) + "/fast " + args + " 2>&1";
-  Result r{-1, ""};
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) r.output += buf.data();
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result run_in(const fs::path& dir, const std::string& args) { return fast::testing::run_fast_in(dir, args); }
 
 std::string slurp(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -50,11 +38,7 @@ std::string slurp(const fs::path& file) {
   return s.str();
 }
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("fast_sim_cli_test_" + std::to_string(::getpid())) / name;
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path temp_dir(const std::string& name) { return fast::testing::test_dir("fast_sim_cli_test", name); }
 
 void write(const fs::path& file, const std::string& text) { std::ofstream(file) << text; }
 

@@ -16,6 +16,7 @@
 #include "platform.hpp"
 #include "sim_context.hpp"
 #include "world_state.hpp"
+#include "../deliver.hpp"
 
 namespace fast::runtime::sim {
 
@@ -123,22 +124,11 @@ double World::run(const WorkerFn& fn) {
   std::vector<int> stuck;
   for (int r = 0; r < n; ++r)
     if (!ended[static_cast<std::size_t>(r)]) stuck.push_back(r);
-  // Prefer the root cause over the RemoteErrors it caused in other workers.
-  std::exception_ptr first_remote;
-  for (int r = 0; r < n; ++r) {
-    const std::exception_ptr& e = errors[static_cast<std::size_t>(r)];
-    if (!e) continue;
-    // Tolerated: a lost worker's end is not an error of the run.
-    if (options_.tolerate_lost && state.lost(r)) continue;
-    try {
-      std::rethrow_exception(e);
-    } catch (const core::RemoteError&) {
-      if (!first_remote) first_remote = e;
-    } catch (...) {
-      throw;
-    }
-  }
-  if (first_remote) std::rethrow_exception(first_remote);
+  // Tolerated: a lost worker's end is not an error of the run.
+  if (options_.tolerate_lost)
+    for (int r = 0; r < n; ++r)
+      if (state.lost(r)) errors[static_cast<std::size_t>(r)] = nullptr;
+  detail::rethrow_root_cause(errors);
   FAST_ENFORCE_AS(core::TimeoutError, stuck.empty(),
                   "sim: deadlock at {} s (simulated): workers {} wait for each other and nothing else can happen",
                   elapsed, fmt::join(stuck, ", "));

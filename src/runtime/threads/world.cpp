@@ -8,6 +8,7 @@
 #include "mailbox.hpp"
 #include "threads_context.hpp"
 #include "world_state.hpp"
+#include "../deliver.hpp"
 
 namespace fast::runtime::threads {
 
@@ -51,19 +52,7 @@ void World::run(const WorkerFn& fn) {
   for (auto& t : threads) t.join();
   activities.join_all();
 
-  // Prefer the root cause over the RemoteErrors it caused in other workers.
-  std::exception_ptr first_remote;
-  for (auto& e : errors) {
-    if (!e) continue;
-    try {
-      std::rethrow_exception(e);
-    } catch (const core::RemoteError&) {
-      if (!first_remote) first_remote = e;
-    } catch (...) {
-      throw;
-    }
-  }
-  if (first_remote) std::rethrow_exception(first_remote);
+  detail::rethrow_root_cause(errors);
 }
 
 }  // namespace fast::runtime::threads

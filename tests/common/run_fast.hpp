@@ -1,0 +1,42 @@
+#pragma once
+// Runs the `fast` command built in this tree (FAST_TEST_BIN_DIR) for the CLI tests, and a fresh
+// per-process temporary folder to run it in.
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace fast::testing {
+
+struct FastResult {
+  int code;            // exit code, -1 if the command did not exit normally
+  std::string output;  // stdout and stderr
+};
+
+// `fast ARGS`, run in `dir` when it is not empty.
+inline FastResult run_fast_in(const std::filesystem::path& dir, const std::string& args) {
+  std::string command = std::string(FAST_TEST_BIN_DIR) + "/fast " + args + " 2>&1";
+  if (!dir.empty()) command = "cd '" + dir.string() + "' && " + command;
+  FastResult r{-1, ""};
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) r.output += buf.data();
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// <tmp>/<prefix>_<pid>/<name>, created.
+inline std::filesystem::path test_dir(const std::string& prefix, const std::string& name) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / (prefix + "_" + std::to_string(::getpid())) / name;
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace fast::testing
