@@ -82,6 +82,8 @@ AcidStrategy::AcidStrategy(const StrategyOptions& options, collective::Communica
                options.comm_rate);
   FAST_ENFORCE(auto_or_valid(options.acid_eta),
                "acid: acid_eta must be >= 0, or -1 for the paper's value from the graph, got {}", options.acid_eta);
+  FAST_ENFORCE(options.consensus_step >= 0 && options.consensus_step <= 1,
+               "acid: consensus_step must be in (0, 1], or 0 for the codec's default; got {}", options.consensus_step);
   FAST_ENFORCE(auto_or_valid(options.acid_alpha_tilde),
                "acid: acid_alpha_tilde must be >= 0, or -1 for the paper's value from the graph, got {}",
                options.acid_alpha_tilde);
@@ -91,8 +93,12 @@ AcidStrategy::AcidStrategy(const StrategyOptions& options, collective::Communica
                "acid: topology '{}' is directed; acid needs an undirected one (pairwise exchanges)", options.topology);
   topology::check_connected(graph);
   neighbors_ = graph.neighbors_out(comm.rank());
+  // With a codec, a communication moves the fraction gamma of the paper's update; in expectation
+  // that is the paper's process at the rate gamma comm_rate, so the constants are those of that rate.
+  if (compresses(options))
+    gamma_ = options.consensus_step > 0 ? options.consensus_step : default_consensus_step(options.compress);
   AcidConstants c{.eta = 0, .alpha_tilde = kAlpha};  // one worker: no communication, no momentum
-  if (n >= 2) c = acid_constants(graph, options.comm_rate);
+  if (n >= 2) c = acid_constants(graph, gamma_ * options.comm_rate);
   eta_ = options.acid_eta == -1 ? c.eta : options.acid_eta;
   alpha_tilde_ = options.acid_alpha_tilde == -1 ? c.alpha_tilde : options.acid_alpha_tilde;
 }
@@ -176,8 +182,8 @@ void AcidStrategy::communicate(int peer) {
     if (ctx.alive(peer)) throw;
     return;  // lost before the read: no exchange, nothing changed
   }
-  const auto alpha = static_cast<float>(kAlpha);
-  const auto alpha_tilde = static_cast<float>(alpha_tilde_);
+  const auto alpha = static_cast<float>(gamma_ * kAlpha);  // gamma = 1 without a codec
+  const auto alpha_tilde = static_cast<float>(gamma_ * alpha_tilde_);
   for (std::size_t i = 0; i < len; ++i) {
     const float m = x_[i] - (peer_[i] + peer_[len + i]);  // x_i - x_j, x_j = published + inbox
     const float dx = alpha * m;

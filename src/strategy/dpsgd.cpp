@@ -25,14 +25,6 @@ DpsgdStrategy::DpsgdStrategy(const StrategyOptions& options, collective::Communi
   self_weight_ = w.w(me, me);
 }
 
-double DpsgdStrategy::default_consensus_step(const std::string& codec) {
-  const std::string name = codec.substr(0, codec.find(':'));
-  if (name == "none" || name == "fp16" || name == "bf16") return 1.0;
-  if (name == "int8") return 0.8;
-  if (name == "sign") return 0.4;
-  return 0.05;  // topk, randk, threshold, powersgd
-}
-
 void DpsgdStrategy::attach(ModelState state) {
   if (!compresses(options_)) return;
   layout_.assign(state.layout.begin(), state.layout.end());

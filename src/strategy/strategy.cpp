@@ -84,6 +84,14 @@ collective::WindowOptions Strategy::codec_window(const StrategyOptions& options,
   return {.codec = options.compress, .seed = options.seed, .layout = layout, .meter = &meter_};
 }
 
+double default_consensus_step(const std::string& codec) {
+  const std::string name = codec.substr(0, codec.find(':'));
+  if (name == "none" || name == "fp16" || name == "bf16") return 1.0;
+  if (name == "int8") return 0.8;
+  if (name == "sign") return 0.4;
+  return 0.05;  // topk, randk, threshold, powersgd
+}
+
 std::vector<std::string> strategy_names() {
   std::vector<std::string> names;
   for (const auto& [name, factory] : registry()) names.push_back(name);

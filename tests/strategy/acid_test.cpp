@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <string>
 #include <vector>
 
 #include "common/error_message.hpp"
@@ -308,6 +309,38 @@ TEST(Acid, ConvergesToTheOptimumOnTheQuadraticWithAStraggler) {
   }
 }
 
+// With a codec a communication applies the fraction gamma (consensus_step) of the paper's update,
+// and the constants are the paper's for the rate gamma comm_rate: on a ring of 4 at comm_rate 2,
+// alpha~ is the exact-read value and eta is gamma times it (closed forms of the previous test).
+// gamma defaults by codec (default_consensus_step); without a codec it is 1 whatever the option.
+TEST(Acid, WithACodecACommunicationMovesTheConsensusStep) {
+  runtime::threads::World world({.size = 4});
+  world.run([](Context& ctx) {
+    collective::Communicator comm(ctx);
+    const AcidConstants exact = acid_constants(topology::ring(4), 2.0);
+    auto made = [&](const std::string& codec, double step) {
+      return make_strategy({.name = "acid", .comm_rate = 2.0, .compress = codec, .consensus_step = step}, comm);
+    };
+    struct Case {
+      std::string codec;
+      double option;
+      double gamma;
+    };
+    for (const Case& c : {Case{"none", 0.0, 1.0}, Case{"none", 0.3, 1.0}, Case{"fp16", 0.0, 1.0}, Case{"int8", 0.0, 0.8},
+                          Case{"sign", 0.0, 0.4}, Case{"randk:ratio=0.25", 0.0, 0.05}, Case{"topk:ratio=0.1", 0.0, 0.05},
+                          Case{"randk:ratio=0.25", 0.3, 0.3}}) {
+      const auto strategy = made(c.codec, c.option);
+      const auto& acid = dynamic_cast<const AcidStrategy&>(*strategy);
+      EXPECT_DOUBLE_EQ(acid.consensus_step(), c.gamma) << c.codec << " " << c.option;
+      EXPECT_NEAR(acid.alpha_tilde(), exact.alpha_tilde, 1e-12) << c.codec << " " << c.option;
+      EXPECT_NEAR(acid.eta(), c.gamma * exact.eta, 1e-12) << c.codec << " " << c.option;
+    }
+    const auto fixed = make_strategy(
+        {.name = "acid", .comm_rate = 2.0, .acid_eta = 0.7, .compress = "randk:ratio=0.25"}, comm);
+    EXPECT_DOUBLE_EQ(dynamic_cast<const AcidStrategy&>(*fixed).eta(), 0.7);  // an explicit eta is kept
+  });
+}
+
 TEST(Acid, BadOptionsAreRejected) {
   runtime::threads::World world({.size = 4});
   world.run([](Context& ctx) {
@@ -323,6 +356,10 @@ TEST(Acid, BadOptionsAreRejected) {
     fast::testing::expect_error<core::InvalidArgument>(
         [&] { make_strategy({.name = "acid", .topology = "exponential"}, comm); }, {"acid", "directed"});
     EXPECT_THROW(make_strategy({.name = "acid", .topology = "moebius"}, comm), core::InvalidArgument);
+    for (double step : {-0.1, 1.5, std::numeric_limits<double>::quiet_NaN()})
+      fast::testing::expect_error<core::InvalidArgument>(
+          [&] { make_strategy({.name = "acid", .compress = "randk:ratio=0.25", .consensus_step = step}, comm); },
+          {"acid", "consensus_step", "(0, 1]", "got"});
     EXPECT_NO_THROW(make_strategy({.name = "acid", .comm_rate = 64.0, .acid_eta = 0.0, .acid_alpha_tilde = 0.5}, comm));
   });
 }

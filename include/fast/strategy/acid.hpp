@@ -66,9 +66,24 @@
 // skipped; communications go on. Communication per communication: the initiator receives 2 |x|
 // floats and sends 2 |x| floats (plus small headers) to one neighbour.
 // Options: `topology` (undirected, connected; default ring), `comm_rate` (in (0, 64], default 1),
-// `seed` (event draws, and random topologies), `acid_eta`, `acid_alpha_tilde` (>= 0, or -1).
-// With compress (docs/compression.md): reads of a peer's (x, inbox) travel as states, the (dx, dx~)
-// added to its inbox through error feedback. acid with randk diverges (a known failure).
+// `seed` (event draws, and random topologies), `acid_eta`, `acid_alpha_tilde` (>= 0, or -1),
+// `consensus_step` (with a codec only, see below).
+//
+// With compress (docs/compression.md): reads of a peer's (x, inbox) travel as states (the codec's
+// encoding of the difference from a reference both ends of the link keep), the (dx, dx~) added to
+// its inbox through error feedback. The value read is then the link's reference, which lags the
+// peer's x: a link is refreshed only when its neighbour is drawn, and a lossy codec refreshes only
+// part of it (randk a random quarter of the coordinates). With the full steps alpha, alpha~ that
+// lag is a delayed feedback of gain alpha~ >= 1/2 and the pair diverges (acid x randk did). So,
+// as CHOCO-gossip does (Koloskova et al. 2019; dpsgd here), a communication with a codec moves
+// only the fraction gamma = `consensus_step` of the paper's update:
+//       x_i <- x_i - gamma alpha m,  x~_i <- x~_i - gamma alpha~ m  (and the opposite at j),
+// gamma in (0, 1], 0 (the default) picking default_consensus_step(codec): 1 for fp16 and bf16,
+// 0.8 int8, 0.4 sign, 0.05 for the sparse codecs and powersgd. In expectation this is the paper's
+// process at the communication rate gamma comm_rate, so the constants default to that rate's:
+// alpha~ is unchanged (it depends on chi_1 / chi_2 only) and eta is gamma times the exact-read
+// eta. The transfers stay exact, so the sums above are still conserved (up to the error-feedback
+// residuals not yet delivered). Without a codec gamma = 1 and consensus_step is ignored.
 //
 // On a lost peer: a communication event whose neighbour the runtime reports lost goes to the next
 // live neighbour in neighbour order (none: the event is skipped). An exchange whose peer is lost
@@ -113,7 +128,8 @@ class AcidStrategy final : public Strategy {
   static constexpr double kMaxCommRate = 64;
 
   // InvalidArgument for a directed, disconnected or unknown topology, comm_rate outside
-  // (0, 64] or not finite, acid_eta / acid_alpha_tilde neither -1 nor finite and >= 0.
+  // (0, 64] or not finite, acid_eta / acid_alpha_tilde neither -1 nor finite and >= 0,
+  // consensus_step outside [0, 1].
   AcidStrategy(const StrategyOptions& options, collective::Communicator& comm);
   ~AcidStrategy() override;
   std::string_view name() const override { return "acid"; }
@@ -129,8 +145,12 @@ class AcidStrategy final : public Strategy {
   // The communications this worker initiates during its step `step` (>= 0), sorted by time; a
   // pure function of (seed, rank, step, comm_rate, topology).
   std::vector<AcidEvent> events(std::int64_t step) const;
+  // The mixing rate in use (with a codec and acid_eta = -1: the constants of gamma comm_rate).
   double eta() const noexcept { return eta_; }
+  // The paper's alpha~ (before the consensus step scales it).
   double alpha_tilde() const noexcept { return alpha_tilde_; }
+  // gamma: the fraction of the paper's update a communication applies (1 without a codec).
+  double consensus_step() const noexcept { return gamma_; }
   const std::vector<int>& neighbors() const noexcept { return neighbors_; }
   // This worker's x~ (after finish(): final, inbox folded). Read from the worker's main activity.
   std::span<const float> x_tilde() const noexcept { return x_tilde_; }
@@ -150,6 +170,7 @@ class AcidStrategy final : public Strategy {
   std::vector<int> neighbors_;
   double eta_ = 0;
   double alpha_tilde_ = kAlpha;
+  double gamma_ = 1;             // the consensus step (see above)
   std::span<float> x_;            // the replica (state.params)
   std::vector<float> x_tilde_;    // x~
   std::vector<float> exposed_;    // [published x | inbox x | inbox x~], exposed in the window

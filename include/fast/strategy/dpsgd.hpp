@@ -39,9 +39,6 @@ class DpsgdStrategy final : public Strategy {
   // With a codec: the CHOCO exchange, sized from the model.
   void attach(ModelState state) override;
   double self_weight() const noexcept { return self_weight_; }
-  // CHOCO's consensus step when none is given: 1 for none, fp16 and bf16 (nearly exact), smaller
-  // for the coarser codecs (values measured on Fashion-MNIST, docs/compression.md).
-  static double default_consensus_step(const std::string& codec);
   const std::vector<int>& neighbors() const noexcept { return neighbors_; }
 
  private:

@@ -54,7 +54,7 @@ struct StrategyOptions {
   double acid_alpha_tilde = -1;                        // acid: gossip weight of x~; < 0: from the graph (paper)
   double gossip_probability = 1.0;                     // gosgd: probability that a step pushes to a peer, in (0, 1]
   std::string compress = "none";                       // codec of every tensor the strategy sends: make_codec spec
-  double consensus_step = 0;                           // dpsgd with a codec: CHOCO's gamma in (0, 1]; 0: by codec
+  double consensus_step = 0;                           // dpsgd, acid with a codec: CHOCO's gamma in (0, 1]; 0: by codec
   // The worker's optimizer settings, filled in by Worker: strategies that update a model other
   // than the replica (ps servers, easgd's centre) build their own optimizer from them.
   optim::OptimizerOptions optimizer;
@@ -154,6 +154,12 @@ class Strategy {
 };
 
 std::vector<std::string> strategy_names();
+// The consensus step (CHOCO-gossip's gamma, Koloskova et al. 2019) of a strategy that mixes
+// states read through `codec` (a make_codec spec), when StrategyOptions::consensus_step is 0:
+// 1 for none, fp16 and bf16 (nearly exact), 0.8 for int8, 0.4 for sign, 0.05 for the sparse
+// codecs (topk, randk, threshold) and powersgd (values measured on Fashion-MNIST with dpsgd,
+// docs/compression.md). Used by dpsgd and acid.
+double default_consensus_step(const std::string& codec);
 // Throws InvalidArgument for an unknown name; the message lists strategy_names().
 std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm);
 
