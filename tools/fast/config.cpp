@@ -179,7 +179,7 @@ std::vector<ConfigKey> build_keys() {
          o.worker.strategy.compress = v;
        },
        [](const TrainOptions& o) { return o.worker.strategy.compress; }},
-      FAST_NUMBER_KEY("consensus_step", "dpsgd with a codec: CHOCO-gossip's consensus step gamma in (0, 1]; 0: the codec's default (1 for fp16/bf16, 0.8 int8, 0.4 sign, 0.05 sparse and powersgd).", worker.strategy.consensus_step, non_negative),
+      FAST_NUMBER_KEY("consensus_step", "dpsgd and acid with a codec: CHOCO-gossip's consensus step gamma in (0, 1] (acid: the fraction of the paper's update a communication applies); 0: the codec's default (1 for fp16/bf16, 0.8 int8, 0.4 sign, 0.05 sparse and powersgd).", worker.strategy.consensus_step, non_negative),
       {"topology", KeyType::string,
        "Decentralized strategies: the graph, NAME[:params]: ring, torus2d[:RxC], star, complete, tree, hypercube, "
        "exponential, random-regular:D, file:PATH; gosgd also takes time-varying schedules: exponential-peer, "
