@@ -104,22 +104,26 @@ def fit_link(sizes, lo=128 * 1024, hi=1024 * 1024):
 
 
 def calibrate_once(a):
-    """One calibration: (speed flop/s, latency s, bandwidth B/s, load average before)."""
+    """One calibration: (speed flop/s, latency s, bandwidth B/s, memory bandwidth B/s streamed,
+    load average before)."""
     before = load()
     s, _ = train(a.fast, a.priority, ["--runtime", "threads", "--workers", "1", "--model", "mlp", "--batch", str(a.batch),
                                       "--steps", str(a.steps), "--seed", "1"], {"FAST_TORCH_THREADS": "1"})
     step = s["wall_seconds"] / s["steps"]
     speed = a.batch * MLP_FLOPS_PER_SAMPLE / step
-    cmd = prefix(a.priority) + [a.pingpong]
+    cmd = prefix(a.priority) + [a.pingpong, "--cold-mib", str(a.cold_mib)]
     print("$", " ".join(cmd), file=sys.stderr)
     r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     latency, bandwidth = fit_link(r["sizes"])
+    # A copy of B bytes streams 2B (read + write): hosts.memory_bandwidth counts both.
+    memory = 2 * r["copy_bandwidth_bytes_per_second"]
     print(f"  1 worker: {step * 1e3:.3f} ms per step, {speed / 1e9:.3f} Gflop/s; ping-pong: latency "
-          f"{latency * 1e6:.2f} us, bandwidth {bandwidth / 1e9:.3f} GB/s (load {before})", file=sys.stderr)
-    return speed, latency, bandwidth, before
+          f"{latency * 1e6:.2f} us, bandwidth {bandwidth / 1e9:.3f} GB/s; memory {memory / 1e9:.3f} GB/s streamed "
+          f"(load {before})", file=sys.stderr)
+    return speed, latency, bandwidth, memory, before
 
 
-def cluster_text(a, how, speed, latency, bandwidth, loads):
+def cluster_text(a, how, speed, latency, bandwidth, memory, loads):
     cores = os.cpu_count()
     return f"""# this-machine: the development machine as the sim runtime sees it, calibrated by
 #   experiments/calibrate.py {how}
@@ -129,7 +133,8 @@ def cluster_text(a, how, speed, latency, bandwidth, loads):
 # process sharing these cores, so all workers go to host-0 (worker r -> host r mod 1) and share
 # its cores as SimGrid shares a host's cores between its executions (up to {cores} workers compute at
 # full speed, more divide it). Their messages take the host's loopback link, calibrated to the
-# threads runtime's ping-pong (one memory copy from the sender's buffer to the receiver's).
+# threads runtime's ping-pong (one memory copy from the sender's buffer to the receiver's), and
+# the copies and element-wise passes the strategies make on their own cost memory_bandwidth.
 name = "this-machine"
 
 [hosts]
@@ -139,12 +144,15 @@ count = 1
 # (data gathering, forward, backward and the optimizer step all fall in that time).
 speed = {speed:.6g}
 cores = {cores}
+# bytes streamed (read + written) per second by one core on memory that is not in the caches:
+# 2 x the memcpy bandwidth of 1 MiB blocks (bench_pingpong_threads --cold-mib {a.cold_mib}).
+memory_bandwidth = {memory:.6g}
 
 [network]
 topology = "star"
-# threads ping-pong (bench_pingpong_threads): median one-way time of messages up to 1 KiB, and
-# the bandwidth that fits the one-way times of 128 KiB to 1 MiB messages (least squares), the
-# sizes of the mlp's exchanges.
+# threads ping-pong (bench_pingpong_threads --cold-mib {a.cold_mib}: buffers out of the caches, as
+# in a training run): median one-way time of messages up to 1 KiB, and the bandwidth that fits the
+# one-way times of 128 KiB to 1 MiB messages (least squares), the sizes of the mlp's exchanges.
 loopback_latency = {latency:.6g}
 loopback_bandwidth = {bandwidth:.6g}
 model = "CM02"
@@ -160,9 +168,9 @@ def write_cluster(path, text):
 
 def measure(a):
     runs = [calibrate_once(a) for _ in range(a.repeat)]
-    speed, latency, bandwidth = (statistics.median(r[k] for r in runs) for k in range(3))
+    speed, latency, bandwidth, memory = (statistics.median(r[k] for r in runs) for k in range(4))
     text = cluster_text(a, f"measure --batch {a.batch} --steps {a.steps} --repeat {a.repeat} (medians)",
-                        speed, latency, bandwidth, [r[3] for r in runs])
+                        speed, latency, bandwidth, memory, [r[4] for r in runs])
     write_cluster(a.out, text)
     print(text)
 
@@ -185,7 +193,7 @@ def validate(a):
         cal = calibrate_once(a)
         calibrations.append(cal)
         cluster = os.path.join(out, f"round-{k + 1}.toml")
-        write_cluster(cluster, cluster_text(a, f"validate (round {k + 1})", *cal[:3], [cal[3]]))
+        write_cluster(cluster, cluster_text(a, f"validate (round {k + 1})", *cal[:4], [cal[4]]))
         for workers, name, common in configs(a):
             s, l = train(a.fast, a.priority, ["--runtime", "threads", *common])
             sim, _ = train(a.fast, "none", ["--runtime", "sim", "--cluster", cluster, *common])
@@ -193,11 +201,11 @@ def validate(a):
             results.setdefault((workers, name), []).append((t, p, l))
             print(f"  round {k + 1}, {workers} workers, {name}: threads {t * 1e3:.3f} ms, sim {p * 1e3:.3f} ms, "
                   f"ratio {p / t:.3f} (load {l})", file=sys.stderr)
-    speed, latency, bandwidth = (statistics.median(c[i] for c in calibrations) for i in range(3))
+    speed, latency, bandwidth, memory = (statistics.median(c[i] for c in calibrations) for i in range(4))
     write_cluster(a.cluster, cluster_text(a, f"validate --steps {a.steps} --repeat {a.repeat} (medians of the rounds)",
-                                          speed, latency, bandwidth, [c[3] for c in calibrations]))
-    lines = [f"calibration rounds: " + "; ".join(f"{c[0] / 1e9:.1f} Gflop/s, {c[1] * 1e6:.2f} us, {c[2] / 1e9:.2f} GB/s (load {c[3]})"
-                                                 for c in calibrations), "",
+                                          speed, latency, bandwidth, memory, [c[4] for c in calibrations]))
+    lines = [f"calibration rounds: " + "; ".join(f"{c[0] / 1e9:.1f} Gflop/s, {c[1] * 1e6:.2f} us, link {c[2] / 1e9:.2f} GB/s, "
+                                                 f"memory {c[3] / 1e9:.2f} GB/s (load {c[4]})" for c in calibrations), "",
              "| workers | strategy | threads: ms per step, per round | sim: ms per step, per round | sim / threads, per round | median ratio | load before each threads run |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for (workers, name), rs in results.items():
@@ -249,6 +257,8 @@ def main():
     p.add_argument("--steps", type=int, default=400)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--workers", type=lambda s: [int(x) for x in s.split(",")], default=[2, 4])
+    p.add_argument("--cold-mib", type=int, default=256,
+                   help="bench_pingpong_threads --cold-mib: region the messages and copies rotate through (0: cache-hot)")
     p.add_argument("--priority", default="autogroup", help="autogroup, rr, nice:N or none")
     a = p.parse_args()
     if a.command == "measure":

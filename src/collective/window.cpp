@@ -54,6 +54,15 @@ ConstView i64_view(const std::int64_t* p, std::size_t n) { return ConstView(std:
 
 bool returns_data(std::int64_t op) { return op == kGet || op == kFetchAccumulate || op == kFetchAverage; }
 
+// Bytes the owner streams through memory to apply `op` to a region of `bytes` (Context::
+// memory_traffic): the copy of the region into the reply (2 x: read + write), then a put's copy
+// (2 x) or an accumulate's or average's read-modify-write of the region with the payload (3 x).
+double owner_traffic(std::int64_t op, double bytes) {
+  const double reply = returns_data(op) ? 2 * bytes : 0;
+  if (op == kGet) return reply;
+  return reply + (op == kPut ? 2 : 3) * bytes;
+}
+
 // region = (region + incoming) / 2, the sum formed in double and rounded once.
 template <typename T>
 void average_into(std::span<T> region, std::span<const T> incoming) {
@@ -326,6 +335,7 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
     }
     if (op != kGet) ++version;
     ack = static_cast<std::int64_t>(version);
+    ctx.memory_traffic(owner_traffic(op, static_cast<double>(region.bytes())));  // under the lock, as the work
   }
   answer(src, seq, std::move(reply), ack);
 }
@@ -374,6 +384,8 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
     }
     if (op != kGet) ++version;
     ack = static_cast<std::int64_t>(version);
+    // The arithmetic on the region as in apply (the codec's encoding and decoding are not charged).
+    ctx.memory_traffic(owner_traffic(op, static_cast<double>(region.bytes())));
   }
   answer(src, seq, std::move(reply), ack);
 }

@@ -105,7 +105,7 @@ double uniform01(std::uint64_t& state) {
 }
 
 void read_hosts(const Reader& r, const toml::table& t, Cluster& c) {
-  r.known(t, "hosts.", {"count", "speed", "cores", "factors", "distribution", "seed"});
+  r.known(t, "hosts.", {"count", "speed", "cores", "memory_bandwidth", "factors", "distribution", "seed"});
   double speed = 1e9;
   std::vector<double> factors;
   std::string distribution;
@@ -120,6 +120,9 @@ void read_hosts(const Reader& r, const toml::table& t, Cluster& c) {
     FAST_ENFORCE(v >= 1, "{}: expected an integer >= 1, got {}", r.where("hosts.cores"), v);
     c.cores = static_cast<int>(v);
   }
+  if (auto n = t.get("memory_bandwidth"))
+    c.memory_bandwidth = positive(r.quantity(*n, "hosts.memory_bandwidth", "a bandwidth like \"20GBps\" or a number of bytes/s",
+                                             parse_bandwidth), r.where("hosts.memory_bandwidth"), "memory bandwidth");
   if (auto n = t.get("seed")) c.seed = static_cast<std::uint64_t>(r.integer(*n, "hosts.seed"));
   if (auto n = t.get("factors")) factors = r.numbers(*n, "hosts.factors");
   if (auto n = t.get("distribution")) distribution = r.string(*n, "hosts.distribution");

@@ -48,6 +48,10 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
   const std::span<float> params = input.state.params;
   FAST_ENFORCE_EQ(params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
   runtime::Context& ctx = comm_.context();
+  // Memory this step streams itself (Context::memory_traffic; the optimizer's step is part of the
+  // worker's compute): the copy sent, the average (x, x_j, s read, x written), the copies to
+  // and from the parameters.
+  const double model_bytes = static_cast<double>(model_.size() * sizeof(float));
   StepOutcome outcome;
   const double t0 = ctx.now();
   // Lost neighbours are left out of the draw (the same draw as without losses when none is).
@@ -57,6 +61,7 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
     {
       collective::Window::Local local = window_->local();
       std::copy(model_.begin(), model_.end(), sent_.begin());
+      ctx.memory_traffic(2.0 * model_bytes);
     }
     // Waits for the peer's window service only (never for the peer's step), holding no guard.
     const core::ConstView mine{std::span<const float>(sent_)};
@@ -77,6 +82,7 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
       model_[k] = static_cast<float>(static_cast<double>(model_[k]) +
                                      (static_cast<double>(peer_[k]) - static_cast<double>(sent_[k])) * 0.5);
     local.bump();
+    ctx.memory_traffic(4.0 * model_bytes);
   }
   // Lag of this gradient: model changes (remote averages, this worker's own average) since the
   // parameters it was computed on were read.
@@ -87,6 +93,7 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
     std::copy(params.begin(), params.end(), model_.begin());
     local.bump();
   }
+  ctx.memory_traffic((outcome.applied ? 4.0 : 2.0) * model_bytes);
   read_version_ = local.version();
   return outcome;
 }

@@ -149,6 +149,7 @@ void PsServer::on_push(int src, const Header& h) {
       version_lag = local.version() - read;
       optimizer_->step(params_, grad_, lr);
       local.bump();
+      ctx_.memory_traffic(optimizer_->step_traffic_bytes());  // under the lock, as the work
     }
     // Gradient number h[kClock] was computed on parameters whose read was released when the
     // slowest unfinished worker had pushed read_min_ gradients.
@@ -186,6 +187,9 @@ void PsServer::close_sync_round() {
       const double inv = 1.0 / round_finite_;
       for (std::size_t i = 0; i < grad_.size(); ++i) grad_[i] = static_cast<float>(sum_[i] * inv);
       optimizer_->step(params_, grad_, round_lr_);
+      // Each gradient read into the f64 sum (read and written), the average written, the step.
+      const double n = static_cast<double>(grad_.size());
+      ctx_.memory_traffic(n * (20.0 * round_finite_ + 12.0) + optimizer_->step_traffic_bytes());
       local.bump();
     }
     std::copy(params_.begin(), params_.end(), reply_.begin());

@@ -60,6 +60,7 @@ StepReport Worker::step() {
     collective::Window::Local local = replicas_->local();
     std::copy(state_.params.begin(), state_.params.end(), published_.begin());
     local.bump();
+    comm_.context().memory_traffic(2.0 * static_cast<double>(published_.size() * sizeof(float)));  // the copy
   }
   if (!outcome.applied) ++skipped_;
   comm_seconds_ += outcome.comm_seconds;

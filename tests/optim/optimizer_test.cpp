@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "fast/core/error.hpp"
@@ -21,6 +23,17 @@ TEST(OptimizerRegistry, MakesTheNamedOptimizerForTheGivenSize) {
     ASSERT_NE(opt, nullptr);
     EXPECT_EQ(opt->name(), name);
     EXPECT_EQ(opt->numel(), 12u);
+  }
+}
+
+TEST(OptimizerRegistry, StepTrafficCountsParamsGradsAndEachStateBuffer) {
+  // 12 floats = 48 bytes: params read + written, grads read (3 x 48), plus 2 x 48 per state buffer.
+  const std::vector<std::pair<std::string, std::size_t>> states{
+      {"sgd", 0}, {"momentum", 1}, {"nesterov", 1}, {"adam", 2}, {"adamw", 2}};
+  for (const auto& [name, buffers] : states) {
+    auto opt = make_optimizer({.name = name}, 12);
+    EXPECT_EQ(opt->state_buffers(), buffers) << name;
+    EXPECT_DOUBLE_EQ(opt->step_traffic_bytes(), 48.0 * (3 + 2 * static_cast<double>(buffers))) << name;
   }
 }
 

@@ -19,6 +19,7 @@ name = "t"
 count = 4
 speed = "2Gf"
 cores = 2
+memory_bandwidth = "20GBps"
 factors = [1, 2, 3, 4]
 [network]
 topology = "full"
@@ -43,6 +44,7 @@ factors = [1, 0.5]
   EXPECT_EQ(c.name, "t");
   EXPECT_EQ(c.hosts, 4);
   EXPECT_EQ(c.cores, 2);
+  EXPECT_DOUBLE_EQ(c.memory_bandwidth, 2e10);
   EXPECT_EQ(c.speeds, (std::vector<double>{2e9, 4e9, 6e9, 8e9}));
   EXPECT_EQ(c.topology, "full");
   EXPECT_DOUBLE_EQ(c.bandwidth, 1e6);  // 8 Mb/s = 1 MB/s
@@ -88,6 +90,7 @@ TEST(Cluster, ErrorsNameFileKeyExpectedAndGot) {
   expect_error("[hosts]\ncount = \"many\"", "'hosts.count': expected an integer, got the string 'many'");
   expect_error("[hosts]\ncount = 0", "'hosts.count': expected an integer in [1, 1000000], got 0");
   expect_error("[hosts]\nspeed = \"fast\"", "'hosts.speed': expected a speed (a number with a unit");
+  expect_error("[hosts]\nmemory_bandwidth = -1", "'hosts.memory_bandwidth': expected a positive memory bandwidth, got -1");
   expect_error("[hosts]\ncount = 2\nfactors = [1]", "'hosts.factors': expected one factor per host (2), got 1");
   expect_error("[hosts]\ndistribution = \"normal:1-2\"", "expected \"uniform:LO-HI\"");
   expect_error("[network]\ntopology = \"ring\"", "'network.topology': expected one of star, full, torus, fat-tree, got 'ring'");

@@ -264,6 +264,44 @@ TEST(SimRuntime, SpawnedActivitiesShareMutexAndCondVar) {
   EXPECT_NEAR(woke, 3.0, 1e-9);
 }
 
+TEST(SimRuntime, MemoryTrafficTakesBytesOverMemoryBandwidthOnACore) {
+  // 2 hosts of 1 Gflop/s with 1 core and 4 GB/s of memory bandwidth; 4 workers, two per host.
+  // Workers 0 and 1 (hosts 0 and 1) stream 8 GB alone: 2 s. Workers 2 and 3 first wait 3 s, then
+  // worker 2 streams 4 GB while worker 0 (its host's other worker) computes 1 Gflop: they share
+  // the core, so both take 2 s (1 s of work each at half speed) and end at 5 s.
+  Cluster c = star(2);
+  c.memory_bandwidth = 4e9;
+  std::vector<double> done(4);
+  run(4, c, [&](Context& ctx) {
+    const int r = ctx.rank();
+    if (r < 2) {
+      ctx.memory_traffic(8e9);
+      done[static_cast<std::size_t>(r)] = ctx.now();
+      if (r == 0) {
+        ctx.sleep(1.0);  // until 3 s
+        ctx.compute(1e9);
+      }
+    } else {
+      ctx.sleep(3.0);
+      if (r == 2) ctx.memory_traffic(4e9);
+      done[static_cast<std::size_t>(r)] = ctx.now();
+    }
+  });
+  EXPECT_NEAR(done[0], 2.0, 1e-9);
+  EXPECT_NEAR(done[1], 2.0, 1e-9);
+  EXPECT_NEAR(done[2], 5.0, 1e-9);
+  EXPECT_NEAR(done[3], 3.0, 1e-9);
+}
+
+TEST(SimRuntime, MemoryTrafficIsFreeWithoutAMemoryBandwidth) {
+  double after = -1;
+  run(1, star(1), [&](Context& ctx) {
+    ctx.memory_traffic(1e12);
+    after = ctx.now();
+  });
+  EXPECT_EQ(after, 0.0);
+}
+
 TEST(SimRuntime, WorkersShareHostsRoundRobin) {
   std::vector<double> done(4);
   run(4, star(2), [&](Context& ctx) {

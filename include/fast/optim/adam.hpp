@@ -30,6 +30,7 @@ class Adam final : public Optimizer {
   void step(std::span<float> params, std::span<const float> grads, double lr) override;
   std::string_view name() const override;
   std::size_t numel() const override { return numel_; }
+  std::size_t state_buffers() const override { return 2; }
 
  private:
   bool decoupled_;  // adamw

@@ -48,6 +48,14 @@ class Optimizer {
   virtual std::string_view name() const = 0;
   // Number of float32 elements of the parameter buffer it was built for.
   virtual std::size_t numel() const = 0;
+  // Number of numel()-sized float32 state buffers one step() reads and writes (plain sgd 0,
+  // momentum and nesterov 1, adam and adamw 2).
+  virtual std::size_t state_buffers() const = 0;
+  // Bytes one step() streams through memory: parameters read and written, gradients read, each
+  // state buffer read and written (runtime::Context::memory_traffic).
+  double step_traffic_bytes() const {
+    return static_cast<double>(numel() * sizeof(float)) * (3.0 + 2.0 * static_cast<double>(state_buffers()));
+  }
 };
 
 // The names make_optimizer accepts, in registry order.

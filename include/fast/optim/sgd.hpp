@@ -25,6 +25,7 @@ class Sgd final : public Optimizer {
   void step(std::span<float> params, std::span<const float> grads, double lr) override;
   std::string_view name() const override;
   std::size_t numel() const override { return numel_; }
+  std::size_t state_buffers() const override { return kind_ == Kind::plain ? 0 : 1; }
 
  private:
   enum class Kind { plain, momentum, nesterov };

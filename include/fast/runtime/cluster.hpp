@@ -31,6 +31,8 @@ struct Cluster {
   int hosts = 1;
   std::vector<double> speeds;          // flop/s of each host (base speed x factor), size hosts
   int cores = 1;                       // cores per host
+  double memory_bandwidth = 0;         // bytes streamed (read + written) per second by one core;
+                                       // 0: local memory traffic takes no simulated time
   // Network.
   std::string topology = "star";       // star | full | torus | fat-tree
   double bandwidth = 1.25e9;           // each host link, bytes/s

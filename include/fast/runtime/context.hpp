@@ -50,6 +50,13 @@ class Context {
   // Declares that this worker just computed `flops` floating-point operations. Real-clock
   // runtimes have already spent that time and do nothing; `sim` advances the simulated clock.
   virtual void compute(double flops) = 0;
+  // Declares that this activity just streamed `bytes` through memory on its own (bytes read plus
+  // bytes written by copies and element-wise passes over tensors: a copy of B bytes streams 2B, an
+  // average a = (a + b) / 2 of B-byte tensors streams 3B). Messages are not declared: the runtime
+  // accounts for them. Real-clock runtimes have already spent that time and do nothing; `sim`
+  // charges bytes / the host's memory_bandwidth on one of its cores (nothing when the cluster
+  // gives none; docs/simulation.md, "Memory traffic").
+  virtual void memory_traffic(double /*bytes*/) {}
 
   // Sends the viewed elements to `peer` under `tag`. The memory must stay unmodified and valid
   // until the returned Work completes (the runtime may read it in place). Sending to oneself works.

@@ -64,6 +64,14 @@ void SimContext::compute(double flops) {
   check_alive("compute");
 }
 
+// bytes / memory_bandwidth seconds of one core, as an execution of that many seconds' flops at the
+// host's speed: it shares the cores with the host's other executions, and slows down with the host.
+void SimContext::memory_traffic(double bytes) {
+  const double bandwidth = world_.memory_bandwidth();
+  if (bytes <= 0 || bandwidth <= 0) return;
+  compute(bytes / bandwidth * world_.host(rank_)->get_speed());
+}
+
 core::Work SimContext::send(int peer, Tag tag, core::ConstView data) {
   check_peer(*this, peer, "send");
   // A lost peer first (also when its loss aborted the world): the send's own cause.

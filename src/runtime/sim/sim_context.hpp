@@ -26,6 +26,7 @@ class SimContext final : public Context {
   double now() const override;
   void sleep(double seconds) override;
   void compute(double flops) override;
+  void memory_traffic(double bytes) override;
 
   core::Work send(int peer, Tag tag, core::ConstView data) override;
   core::Work recv(int peer, Tag tag, core::MutableView dst, Combine combine) override;

@@ -70,6 +70,7 @@ double World::run(const WorkerFn& fn) {
   for (int r = 0; r < n; ++r) placement.push_back(hosts[static_cast<std::size_t>(r) % hosts.size()]);
   const double start = sg::Engine::get_clock();
   WorldState state(placement, options_.op_timeout_seconds, start);
+  state.set_memory_bandwidth(cluster.memory_bandwidth);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
   std::vector<bool> ended(static_cast<std::size_t>(n), false);
 

@@ -24,6 +24,9 @@ class WorldState {
 
   int size() const noexcept { return static_cast<int>(hosts_.size()); }
   double op_timeout() const noexcept { return op_timeout_; }
+  // Bytes per second one core streams through memory (Cluster::memory_bandwidth; 0: free).
+  double memory_bandwidth() const noexcept { return memory_bandwidth_; }
+  void set_memory_bandwidth(double bytes_per_second) noexcept { memory_bandwidth_ = bytes_per_second; }
   // Simulated seconds since the run started.
   double now() const;
   simgrid::s4u::Host* host(int rank) const { return hosts_[static_cast<std::size_t>(rank)]; }
@@ -56,6 +59,7 @@ class WorldState {
   std::vector<simgrid::s4u::Host*> hosts_;
   std::vector<std::unique_ptr<Inbox>> inboxes_;
   double op_timeout_;
+  double memory_bandwidth_ = 0;
   double start_;
   bool aborted_ = false;
   std::string message_;
