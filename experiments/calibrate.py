@@ -13,9 +13,13 @@ Usage:
     flops_per_step = batch x model_flops_per_sample (the trainer's flop model, docs/simulation.md).
     So the speed covers everything a worker does alone in a step: data gathering, forward,
     backward, optimizer step.
-  - message latency and bandwidth of the threads runtime: bench_pingpong_threads (ping-pong
-    between two workers pinned to two cores), fitted by fit_link below (latency of small
-    messages; bandwidth over 128 KiB to 1 MiB, the sizes of the mlp's messages).
+  - message latency and bandwidth of the threads runtime: bench_pingpong_threads --cold-mib
+    (ping-pong between two workers pinned to two cores, on buffers out of the caches as in a
+    training run), fitted by fit_link below (latency of small messages; bandwidth over 128 KiB to
+    1 MiB, the sizes of the mlp's messages).
+  - memory bandwidth (hosts.memory_bandwidth, bytes streamed per second): 2 x the copy bandwidth
+    of one core on cold memory that the same benchmark reports (docs/simulation.md, "Memory
+    traffic").
   Each measurement is repeated --repeat times and the median taken; the load average is recorded.
   Writes the cluster file: one host with the machine's cores, the workers sharing it, messages on
   its loopback link.
@@ -95,9 +99,8 @@ def fit_link(sizes, lo=128 * 1024, hi=1024 * 1024):
     messages up to 1 KiB; bandwidth W from the messages of lo..hi bytes, the sizes the strategies
     send for the mlp (its 235,146 parameters are 940,584 bytes; a ring all-reduce of 2 or 4
     workers sends pieces of 1/2 or 1/4 of it): least squares of time - latency = bytes / W.
-    The per-byte cost of the threads runtime depends on the size (measured: 1.8 GB/s at 256 KiB,
-    2.5 GB/s at 1 MiB, 3.5 GB/s at 4 MiB: a large copy streams better than a cache-to-cache
-    hand-over), so a fit over all sizes would overstate the bandwidth of the mlp's messages."""
+    The per-byte cost of the threads runtime depends on the size (a large copy streams better
+    than a small one), so a fit over all sizes would overstate the bandwidth of the mlp's messages."""
     latency = statistics.median(t for b, t in sizes if b <= 1024)
     big = [(b, t - latency) for b, t in sizes if lo <= b <= hi]
     return latency, sum(b * b for b, _ in big) / sum(b * t for b, t in big)
