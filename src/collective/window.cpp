@@ -25,12 +25,15 @@ using runtime::TagKind;
 
 namespace {
 enum Op : std::int64_t {
-  kPut = 1, kGet = 2, kAccumulate = 3, kFetchAccumulate = 4, kFetchAverage = 5, kAccumulateScaled = 6, kStop = 9
+  kPut = 1, kGet = 2, kAccumulate = 3, kFetchAccumulate = 4, kFetchAverage = 5, kAccumulateScaled = 6,
+  kExchangeDifference = 7, kStop = 9
 };
 constexpr std::uint32_t kRequestDetail = 0xFFFFFF;
 constexpr std::uint32_t kSeqLimit = 0x400000;
-// op, offset, count, dtype, seq, encoded (0: as is, 1: through the codec), scale (f64 bits), scale_at (-1: none)
-constexpr std::size_t kHeaderLen = 8;
+// op, offset, count, dtype, seq, encoded (0: as is, 1: through the codec), scale (f64 bits), scale_at (-1: none),
+// then for exchange_difference: summed, blocks, and kMaxExchangeBlocks coefficients (f64 bits).
+constexpr std::size_t kMaxBlocks = Window::kMaxExchangeBlocks;
+constexpr std::size_t kHeaderLen = 10 + kMaxBlocks;
 
 std::uint32_t fnv1a(const std::string& s) {
   std::uint32_t h = 2166136261u;
@@ -46,13 +49,16 @@ const char* op_name(std::int64_t op) {
     case kFetchAccumulate: return "fetch_accumulate";
     case kFetchAverage: return "fetch_average";
     case kAccumulateScaled: return "accumulate_scaled";
+    case kExchangeDifference: return "exchange_difference";
     default: return "stop";
   }
 }
 
 ConstView i64_view(const std::int64_t* p, std::size_t n) { return ConstView(std::span<const std::int64_t>(p, n)); }
 
-bool returns_data(std::int64_t op) { return op == kGet || op == kFetchAccumulate || op == kFetchAverage; }
+bool returns_data(std::int64_t op) {
+  return op == kGet || op == kFetchAccumulate || op == kFetchAverage || op == kExchangeDifference;
+}
 
 // Bytes the owner streams through memory to apply `op` to a region of `bytes` (Context::
 // memory_traffic): the copy of the region into the reply (2 x: read + write), then a put's copy
@@ -61,6 +67,51 @@ double owner_traffic(std::int64_t op, double bytes) {
   const double reply = returns_data(op) ? 2 * bytes : 0;
   if (op == kGet) return reply;
   return reply + (op == kPut ? 2 : 3) * bytes;
+}
+
+// An exchange_difference's parameters, as the header carries them.
+struct Exchange {
+  std::size_t summed = 0;
+  std::vector<double> coefficients;  // one per block; empty for the other operations
+};
+
+// Bytes the owner streams through memory for an exchange_difference on blocks of `bytes` each:
+// the summed blocks read, m written and copied into the reply, a read-modify-write per block moved.
+double exchange_traffic(const Exchange& x, double bytes) {
+  double moved = 0;
+  for (const double c : x.coefficients) moved += c != 0 ? 3 * bytes : 0;
+  return static_cast<double>(x.summed) * bytes + 3 * bytes + moved;
+}
+
+double value_at(ConstView v, std::size_t i) {
+  return v.dtype() == core::DType::f32 ? static_cast<double>(v.as<float>()[i]) : v.as<double>()[i];
+}
+
+// v = b_0 + ... + b_{summed-1} over the blocks of n elements of region, in double, rounded once to
+// region's dtype.
+core::Buffer block_sum(ConstView region, std::size_t n, std::size_t summed) {
+  core::Buffer out(n, region.dtype());
+  for (std::size_t i = 0; i < n; ++i) {
+    double v = 0;
+    for (std::size_t b = 0; b < summed; ++b) v += value_at(region, b * n + i);
+    if (region.dtype() == core::DType::f32)
+      out.as<float>()[i] = static_cast<float>(v);
+    else
+      out.as<double>()[i] = v;
+  }
+  return out;
+}
+
+// m = state - (b_0 + ... + b_{summed-1}), formed in double and rounded once into m (region's dtype).
+void difference_into(ConstView region, std::size_t n, std::size_t summed, ConstView state, MutableView m) {
+  for (std::size_t i = 0; i < n; ++i) {
+    double v = value_at(state, i);
+    for (std::size_t b = 0; b < summed; ++b) v -= value_at(region, b * n + i);
+    if (m.dtype() == core::DType::f32)
+      m.as<float>()[i] = static_cast<float>(v);
+    else
+      m.as<double>()[i] = v;
+  }
 }
 
 // region = (region + incoming) / 2, the sum formed in double and rounded once.
@@ -105,6 +156,12 @@ void add_scaled(MutableView region, ConstView values, double scale) {
     auto r = region.as<double>();
     for (std::size_t i = 0; i < r.size(); ++i) r[i] += scale * value(i);
   }
+}
+
+// Block k of region (n elements each) += coefficients[k] * m, in double, rounded once.
+void add_to_blocks(MutableView region, std::size_t n, std::span<const double> coefficients, ConstView m) {
+  for (std::size_t k = 0; k < coefficients.size(); ++k)
+    if (coefficients[k] != 0) add_scaled(region.slice(k * n, n), m, coefficients[k]);
 }
 
 // region += values, both f32 or both f64, in their own precision.
@@ -187,6 +244,8 @@ struct CodecLinks {
                                                        start(owner, std::get<1>(key), std::get<2>(key)));
     sender->encode(data, out, meter);
   }
+  // The reference of the states sent on a link (the receiver's reconstruction of the last one).
+  std::span<const float> sent(const Key& key) const { return senders.at(key)->reference(); }
   // Decodes a state received on a link: returns the link's updated reference.
   std::span<const float> decode_state(const Key& key, int owner, ConstView payload) {
     auto& receiver = receivers[key];
@@ -231,7 +290,7 @@ struct Window::Shared {
   void reap(bool all);
   void apply(int src, const std::int64_t* header);
   void apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region, std::uint32_t seq,
-                     double scale, MutableView scale_at);
+                     double scale, MutableView scale_at, const Exchange& exchange, std::size_t count);
 };
 
 // The owner's service: answers requests one at a time, in arrival order, until a stop request
@@ -292,17 +351,30 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
   const auto offset = static_cast<std::size_t>(h[1]);
   const auto count = static_cast<std::size_t>(h[2]);
   const auto seq = static_cast<std::uint32_t>(h[4]);
-  FAST_ENFORCE(op >= kPut && op <= kAccumulateScaled && offset + count <= view.numel() &&
-                   h[3] == static_cast<std::int64_t>(view.dtype()),
+  Exchange exchange;
+  std::size_t extent = count;  // elements of the tensor the request touches
+  if (op == kExchangeDifference) {
+    FAST_ENFORCE(h[9] >= 1 && h[9] <= static_cast<std::int64_t>(kMaxBlocks) && h[8] >= 1 && h[8] <= h[9],
+                 "window '{}': exchange_difference from worker {} with {} blocks, {} summed", name, src, h[9], h[8]);
+    exchange.summed = static_cast<std::size_t>(h[8]);
+    for (std::int64_t k = 0; k < h[9]; ++k) {
+      exchange.coefficients.push_back(std::bit_cast<double>(h[10 + k]));
+      FAST_ENFORCE(std::isfinite(exchange.coefficients.back()),
+                   "window '{}': exchange_difference from worker {} with a non-finite coefficient", name, src);
+    }
+    extent = count * exchange.coefficients.size();
+  }
+  FAST_ENFORCE(op >= kPut && op <= kExchangeDifference && offset + extent <= view.numel() &&
+                   extent >= count && h[3] == static_cast<std::int64_t>(view.dtype()),
                "window '{}': request {} from worker {} for [{}, {}) does not fit the exposed {} x {}", name,
-               op_name(op), src, offset, offset + count, view.numel(), core::name_of(view.dtype()));
-  const MutableView region = view.slice(offset, count);
+               op_name(op), src, offset, offset + extent, view.numel(), core::name_of(view.dtype()));
+  const MutableView region = view.slice(offset, extent);
   const double scale = std::bit_cast<double>(h[6]);
   FAST_ENFORCE(h[7] < static_cast<std::int64_t>(view.numel()), "window '{}': request {} from worker {}: scale_at {} outside the exposed {} elements",
                name, op_name(op), src, h[7], view.numel());
   const MutableView scale_at = h[7] >= 0 ? view.slice(static_cast<std::size_t>(h[7]), 1) : MutableView();
   if (h[5] != 0) {
-    apply_encoded(src, op, offset, region, seq, scale, scale_at);
+    apply_encoded(src, op, offset, region, seq, scale, scale_at, exchange, count);
     return;
   }
   // Payloads are received before the lock and answers sent after it, so the owner's Local guard
@@ -316,11 +388,17 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
   std::int64_t ack = 0;
   {
     std::lock_guard<runtime::Mutex> lock(*mutex);
-    if (returns_data(op)) {
+    if (op == kExchangeDifference) {
+      reply = std::make_shared<core::Buffer>(count, view.dtype());
+      difference_into(region, count, exchange.summed, std::as_const(incoming).view(), reply->view());
+      add_to_blocks(region, count, exchange.coefficients, std::as_const(*reply).view());
+    } else if (returns_data(op)) {
       reply = std::make_shared<core::Buffer>(count, view.dtype());
       core::copy(core::ConstView(region), reply->view());
     }
-    if (op == kFetchAverage) {
+    if (op == kExchangeDifference) {
+      // done above
+    } else if (op == kFetchAverage) {
       if (view.dtype() == core::DType::f32)
         average_into(region.as<float>(), std::as_const(incoming).as<float>());
       else
@@ -335,7 +413,9 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
     }
     if (op != kGet) ++version;
     ack = static_cast<std::int64_t>(version);
-    ctx.memory_traffic(owner_traffic(op, static_cast<double>(region.bytes())));  // under the lock, as the work
+    ctx.memory_traffic(op == kExchangeDifference  // under the lock, as the work
+                           ? exchange_traffic(exchange, static_cast<double>(reply->bytes()))
+                           : owner_traffic(op, static_cast<double>(region.bytes())));
   }
   answer(src, seq, std::move(reply), ack);
 }
@@ -343,10 +423,11 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
 // As apply, for a request whose data travels through the codec. The payload is received and
 // decoded before the lock (a malformed one ends the service with its error before any change).
 void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region,
-                                   std::uint32_t seq, double scale, MutableView scale_at) {
+                                   std::uint32_t seq, double scale, MutableView scale_at, const Exchange& exchange,
+                                   std::size_t count) {
   FAST_ENFORCE(codec != nullptr, "window '{}': worker {} sent an encoded request, but this window has no codec",
                name, src);
-  const CodecLinks::Key key{src, offset, region.numel()};
+  const CodecLinks::Key key{src, offset, count};  // count: region.numel(), or an exchange's block
   std::vector<float> increment;
   std::span<const float> state;
   if (op != kGet) {
@@ -363,11 +444,23 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
   std::int64_t ack = 0;
   {
     std::lock_guard<runtime::Mutex> lock(*mutex);
-    if (returns_data(op)) {
+    if (op == kExchangeDifference) {
+      // v travels back as a state; m is formed from the two references, which the requester holds
+      // identically (its sent state's, and its received v's), so both ends use the same m.
+      const core::Buffer v = block_sum(region, count, exchange.summed);
+      reply = std::make_shared<core::Buffer>();
+      codec->encode_state(key, codec->rank, v.view(), *reply);
+      const std::span<const float> v_ref = codec->sent(key);
+      std::vector<float> m(count);
+      for (std::size_t i = 0; i < count; ++i) m[i] = state[i] - v_ref[i];
+      add_to_blocks(region, count, exchange.coefficients, ConstView(std::span<const float>(m)));
+    } else if (returns_data(op)) {
       reply = std::make_shared<core::Buffer>();
       codec->encode_state(key, codec->rank, region, *reply);
     }
-    if (op == kPut) {
+    if (op == kExchangeDifference) {
+      // done above
+    } else if (op == kPut) {
       compress::copy_into(state, region);
     } else if (op == kFetchAverage) {
       if (region.dtype() == core::DType::f32) {
@@ -385,7 +478,9 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
     if (op != kGet) ++version;
     ack = static_cast<std::int64_t>(version);
     // The arithmetic on the region as in apply (the codec's encoding and decoding are not charged).
-    ctx.memory_traffic(owner_traffic(op, static_cast<double>(region.bytes())));
+    ctx.memory_traffic(op == kExchangeDifference
+                           ? exchange_traffic(exchange, static_cast<double>(region.bytes() / exchange.coefficients.size()))
+                           : owner_traffic(op, static_cast<double>(region.bytes())));
   }
   answer(src, seq, std::move(reply), ack);
 }
@@ -448,9 +543,10 @@ bool Window::encodes(core::DType dtype) const noexcept {
 
 Work Window::request(int op, int peer, ConstView payload, MutableView reply, std::size_t offset,
                      std::uint64_t* version, core::DType dtype, std::size_t count, bool encoded, double scale,
-                     std::int64_t scale_at) {
-  check_range(op_name(op), peer, offset, count, dtype);
-  if ((op == kAccumulate || op == kFetchAccumulate || op == kFetchAverage || op == kAccumulateScaled) &&
+                     std::int64_t scale_at, std::span<const double> coefficients, std::size_t summed) {
+  check_range(op_name(op), peer, offset, coefficients.empty() ? count : count * coefficients.size(), dtype);
+  if ((op == kAccumulate || op == kFetchAccumulate || op == kFetchAverage || op == kAccumulateScaled ||
+       op == kExchangeDifference) &&
       dtype != core::DType::f32 &&
       dtype != core::DType::f64)
     FAST_THROW(core::InvalidArgument, "window '{}': {} needs f32 or f64 data, got {}", name_, op_name(op),
@@ -462,11 +558,14 @@ Work Window::request(int op, int peer, ConstView payload, MutableView reply, std
     std::int64_t ack = 0;
     core::Buffer payload;  // encoded requests: the codec's payload
     core::Buffer reply;    // encoded requests: the codec's reply
+    std::vector<float> sent;  // encoded exchange_difference: the reference of the state sent
   };
   auto pending = std::make_shared<Pending>();
   pending->header = {op, static_cast<std::int64_t>(offset), static_cast<std::int64_t>(count),
                      static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(seq), encoded ? 1 : 0,
-                     std::bit_cast<std::int64_t>(scale), scale_at};
+                     std::bit_cast<std::int64_t>(scale), scale_at, static_cast<std::int64_t>(summed),
+                     static_cast<std::int64_t>(coefficients.size())};
+  for (std::size_t k = 0; k < coefficients.size(); ++k) pending->header[10 + k] = std::bit_cast<std::int64_t>(coefficients[k]);
   const CodecLinks::Key key{peer, offset, count};
   if (encoded && op != kGet) {
     std::lock_guard<runtime::Mutex> lock(*links_->mutex);
@@ -474,6 +573,10 @@ Work Window::request(int op, int peer, ConstView payload, MutableView reply, std
       links_->codec.encode_increment(key, payload, pending->payload);
     else
       links_->codec.encode_state(key, peer, payload, pending->payload);
+    if (op == kExchangeDifference) {
+      const std::span<const float> sent = links_->codec.sent(key);
+      pending->sent.assign(sent.begin(), sent.end());
+    }
   }
   auto tag = [&](std::uint32_t detail) { return runtime::make_tag(TagKind::window, id_, detail); };
   std::vector<Work> parts;
@@ -493,7 +596,14 @@ Work Window::request(int op, int peer, ConstView payload, MutableView reply, std
   // The reply is decoded on arrival, here: the operation completes before it returns.
   all.wait();
   std::lock_guard<runtime::Mutex> lock(*links_->mutex);
-  compress::copy_into(links_->codec.decode_state(key, peer, pending->reply.view()), reply);
+  const std::span<const float> received = links_->codec.decode_state(key, peer, pending->reply.view());
+  if (op == kExchangeDifference) {  // m = (reference of the state sent) - (reference of the owner's v), as the owner
+    std::vector<float> m(count);
+    for (std::size_t i = 0; i < count; ++i) m[i] = pending->sent[i] - received[i];
+    compress::copy_into(m, reply);
+  } else {
+    compress::copy_into(received, reply);
+  }
   return Work();
 }
 
@@ -532,11 +642,31 @@ Work Window::fetch_average(int peer, ConstView src, MutableView before, std::siz
   return request(kFetchAverage, peer, src, before, offset, nullptr, src.dtype(), src.numel(), encodes(src.dtype()));
 }
 
+Work Window::exchange_difference(int peer, ConstView state, MutableView difference,
+                                 std::span<const double> coefficients, std::size_t summed, std::size_t offset) {
+  FAST_ENFORCE(difference.dtype() == state.dtype() && difference.numel() == state.numel(),
+               "window '{}': exchange_difference's result is {} x {}, its state {} x {}", name_, difference.numel(),
+               core::name_of(difference.dtype()), state.numel(), core::name_of(state.dtype()));
+  FAST_ENFORCE(!coefficients.empty() && coefficients.size() <= kMaxExchangeBlocks,
+               "window '{}': exchange_difference with {} coefficients (blocks); expected 1 to {}", name_,
+               coefficients.size(), kMaxExchangeBlocks);
+  FAST_ENFORCE(summed >= 1 && summed <= coefficients.size(),
+               "window '{}': exchange_difference sums {} blocks of {}; expected 1 to {}", name_, summed,
+               coefficients.size(), coefficients.size());
+  for (const double c : coefficients)
+    FAST_ENFORCE(std::isfinite(c), "window '{}': exchange_difference with a non-finite coefficient {}", name_, c);
+  FAST_ENFORCE(state.numel() > 0, "window '{}': exchange_difference of an empty state", name_);
+  return request(kExchangeDifference, peer, state, difference, offset, nullptr, state.dtype(), state.numel(),
+                 encodes(state.dtype()), 0, -1, coefficients, summed);
+}
+
 Window::Local Window::local() { return Local(shared_); }
 
 void Window::stop_service() {
   closed_ = true;
-  const std::array<std::int64_t, kHeaderLen> stop{kStop, 0, 0, 0, 0, 0, 0, -1};
+  std::array<std::int64_t, kHeaderLen> stop{};
+  stop[0] = kStop;
+  stop[7] = -1;
   runtime::Context& ctx = comm_.context();
   std::exception_ptr error;
   try {

@@ -1,6 +1,7 @@
 #include "fast/strategy/acid.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 
@@ -114,8 +115,7 @@ void AcidStrategy::attach(ModelState state) {
   x_tilde_.assign(x_.begin(), x_.end());
   exposed_.assign(3 * len, 0.0f);
   std::copy(x_.begin(), x_.end(), exposed_.begin());
-  peer_.resize(2 * len);
-  payload_.resize(2 * len);
+  difference_.resize(len);
   before_.resize(len);
   // The exposed tensor holds three copies of the model's shape (x, inbox, inbox~).
   if (!state.layout.empty()) layout_ = core::repeated_layout(core::Layout(state.layout.begin(), state.layout.end()), 3);
@@ -176,33 +176,24 @@ int AcidStrategy::live_partner(int peer) const {
 void AcidStrategy::communicate(int peer) {
   const std::size_t len = x_.size();
   const runtime::Context& ctx = comm_.context();
-  try {
-    window_->get(peer, core::MutableView(std::span<float>(peer_))).wait();
-  } catch (const core::PeerLost&) {
-    if (ctx.alive(peer)) throw;
-    return;  // lost before the read: no exchange, nothing changed
-  }
-  const auto alpha = static_cast<float>(gamma_ * kAlpha);  // gamma = 1 without a codec
+  // gamma = 1 without a codec. The coefficients are the float steps, so the peer's product
+  // coefficient * m (exact in double, rounded once) equals this worker's float product.
+  const auto alpha = static_cast<float>(gamma_ * kAlpha);
   const auto alpha_tilde = static_cast<float>(gamma_ * alpha_tilde_);
-  for (std::size_t i = 0; i < len; ++i) {
-    const float m = x_[i] - (peer_[i] + peer_[len + i]);  // x_i - x_j, x_j = published + inbox
-    const float dx = alpha * m;
-    const float dx_tilde = alpha_tilde * m;
-    x_[i] -= dx;
-    x_tilde_[i] -= dx_tilde;
-    payload_[i] = dx;
-    payload_[len + i] = dx_tilde;
-  }
+  // Peer's [published | inbox | inbox~]: m = x_i - (published + inbox), inbox += alpha m,
+  // inbox~ += alpha~ m, atomically under the peer's window lock; m comes back.
+  const std::array<double, 3> coefficients{0.0, alpha, alpha_tilde};
   try {
-    window_->accumulate(peer, core::ConstView(std::span<const float>(payload_)), len).wait();
+    window_->exchange_difference(peer, core::ConstView(std::span<const float>(x_.data(), len)),
+                                 core::MutableView(std::span<float>(difference_)), coefficients, 2)
+        .wait();
   } catch (const core::PeerLost&) {
     if (ctx.alive(peer)) throw;
-    // Lost before taking its part: undo this worker's, so nothing goes to the lost worker.
-    for (std::size_t i = 0; i < len; ++i) {
-      x_[i] += payload_[i];
-      x_tilde_[i] += payload_[len + i];
-    }
-    return;
+    return;  // lost during the exchange: this worker's x_i, x~_i stay as they were
+  }
+  for (std::size_t i = 0; i < len; ++i) {
+    x_[i] -= alpha * difference_[i];
+    x_tilde_[i] -= alpha_tilde * difference_[i];
   }
   ++communications_;
 }

@@ -6,9 +6,10 @@
 // waiting meanwhile.
 //
 // Built on Context point-to-point messages only (recv_any for requests), so it works on every
-// runtime. Each request is a header (op, offset, count, dtype, sequence) plus, for put,
-// accumulate, fetch_accumulate and fetch_average, a payload message; the owner answers with the
-// data (get, fetch_accumulate, fetch_average) and an acknowledgement carrying the tensor's
+// runtime. Each request is a header (op, offset, count, dtype, sequence, ...) plus, for put,
+// accumulate, fetch_accumulate, fetch_average and exchange_difference, a payload message; the owner
+// answers with the data (get, fetch_accumulate, fetch_average, exchange_difference) and an
+// acknowledgement carrying the tensor's
 // version. Every operation's Work completes once the owner has applied it, so a completed put is
 // visible to any later get.
 //
@@ -38,8 +39,9 @@
 //
 // Compression (WindowOptions::codec other than "none"): f32 and f64 data travel encoded. Data that
 // is added (the payloads of accumulate and fetch_accumulate) goes through error feedback, one
-// residual per (peer, range). Data that is a state (the payloads of put and fetch_average, the
-// data returned by get, fetch_accumulate and fetch_average) travels as the codec's encoding of its
+// residual per (peer, range). Data that is a state (the payloads of put, fetch_average and
+// exchange_difference, the data returned by get, fetch_accumulate, fetch_average and
+// exchange_difference) travels as the codec's encoding of its
 // difference from a reference both ends keep per (peer, range, direction)
 // (compress::DeltaSender/DeltaReceiver): the value received is the receiver's reference, which
 // tracks the sender's state and equals it exactly with a lossless codec. Operations that return
@@ -120,6 +122,24 @@ class Window {
   // atomically (f32 or f64; the sum is formed in double and rounded once): the peer's half of an
   // atomic pairwise average (AD-PSGD). before has src's length and dtype.
   core::Work fetch_average(int peer, core::ConstView src, core::MutableView before, std::size_t offset = 0);
+  // Difference exchange, atomic at the owner (f32 or f64). With n = state.numel() and
+  // B = coefficients.size() (1 <= B <= kMaxExchangeBlocks), peer's tensor[offset, offset + B n) is
+  // read as B consecutive blocks b_0 .. b_{B-1} of n elements. Under the owner's window lock:
+  //   v = b_0 + ... + b_{summed-1}   (1 <= summed <= B: the owner's value, e.g. a model plus its inbox)
+  //   m = state - v                  (formed in double, rounded once to the dtype)
+  //   b_k += coefficients[k] m       for every k (in double, rounded once; 0 leaves b_k as it is)
+  // and difference = m, the very m the owner applied, so a requester that applies -c m to its own
+  // copy conserves the sums exactly (up to rounding) however many exchanges overlap. difference
+  // has state's length and dtype; coefficients finite (InvalidArgument otherwise). Counts as one
+  // write in the version.
+  // With a codec, state travels as a state (the owner uses its reference of the link, as
+  // fetch_average does) and v travels back as a state on the same (peer, offset, n) link; both ends
+  // then form m = (reference of state) - (reference of v) from references they hold identically, so
+  // the owner's blocks and the requester's difference still agree exactly. The reference of v lags
+  // the owner's v with a lossy codec (the lag a get has). The operation completes before it returns.
+  static constexpr std::size_t kMaxExchangeBlocks = 4;
+  core::Work exchange_difference(int peer, core::ConstView state, core::MutableView difference,
+                                 std::span<const double> coefficients, std::size_t summed, std::size_t offset = 0);
 
   struct Shared;  // state shared with the service activity
 
@@ -147,7 +167,8 @@ class Window {
  private:
   core::Work request(int op, int peer, core::ConstView payload, core::MutableView reply, std::size_t offset,
                      std::uint64_t* version, core::DType dtype, std::size_t count, bool encoded,
-                     double scale = 0, std::int64_t scale_at = -1);
+                     double scale = 0, std::int64_t scale_at = -1, std::span<const double> coefficients = {},
+                     std::size_t summed = 0);
   bool encodes(core::DType dtype) const noexcept;
   void check_range(const char* what, int peer, std::size_t offset, std::size_t count, core::DType dtype) const;
   void stop_service();

@@ -46,32 +46,38 @@
 // Asynchronous realisation (nobody waits for a neighbour's training loop): each worker exposes a
 // window "acid.exchange" of 3 |x| floats, [published x_j | inbox of x_j | inbox of x~_j], served
 // by its owner's window service. Worker j's current x is its published copy plus its inbox. A
-// communication of i with j: one window get of j's [published | inbox] (so m = x_i - (published
-// + inbox)), i updates its own x_i, x~_i, then one window accumulate adds [alpha m | alpha~ m] to
-// j's inboxes. At each of its events (before a communication, at the gradient event, after each
-// communication) a worker folds its inboxes into x_j, x~_j (after the mixing over the elapsed
-// time, as if the neighbour's communication happened then) and republishes x_j, under its
-// window's Local guard. The get and the accumulate are not one atomic operation, so j may have
-// changed between them (then m used a slightly stale x_j), but the transfer is always exact: what
-// i removes, j's inbox receives. Conserved quantities, exactly up to float rounding, whatever the
-// interleaving and step counts: communications conserve sum_i (x_i + inbox_x_i) and
-// sum_i (x~_i + inbox_x~_i); the mixing conserves each x_i + x~_i; so with zero gradients
-// sum_i (x_i + x~_i + inboxes) is conserved, and with eta = 0 sum_i (x_i + inbox_x_i) is too.
-// If exactly one worker steps at a time, every communication is the paper's exact pairwise update.
+// communication of i with j is one atomic Window::exchange_difference: i sends s = x_i; j's
+// service, under j's window lock, forms m = s - (published + inbox), adds alpha m to j's x inbox
+// and alpha~ m to its x~ inbox, and returns m; i then applies x_i -= alpha m, x~_i -= alpha~ m.
+// Because m is formed against j's current value under its lock, overlapping exchanges with one j
+// (several neighbours, or a transfer slower than a gradient step) each see the previous ones'
+// effect, as the paper's sequence of pairwise events does; and i applies the very m j applied, so
+// what i removes, j's inbox receives. At each of its events (before a communication, at the
+// gradient event, after each communication) a worker folds its inboxes into x_j, x~_j (after the
+// mixing over the elapsed time, as if the neighbour's communication happened then) and
+// republishes x_j, under its window's Local guard. Conserved quantities, exactly up to float
+// rounding, whatever the interleaving and step counts: communications conserve sum_i (x_i +
+// inbox_x_i) and sum_i (x~_i + inbox_x~_i); the mixing conserves each x_i + x~_i; so with zero
+// gradients sum_i (x_i + x~_i + inboxes) is conserved, and with eta = 0 sum_i (x_i + inbox_x_i)
+// is too. If exactly one worker steps at a time, every communication is the paper's exact
+// pairwise update. (Before, a get of j's value and a separate accumulate were used: exchanges that
+// overlapped all used the same stale x_j, their moves added up, and on a simulated cluster where a
+// transfer outlasts a step the replicas diverged; docs/strategies.md.)
 //
 // Representative model: the average of the x_i (the default representative()); snapshot()
 // averages the replicas the Worker publishes. finish() (collective) closes the window once every
 // worker's accumulations have landed and folds the inboxes, so state.params is the final x_i.
 // Non-finite gradients: the local update follows options.non_finite (apply_update); u = 0 when
-// skipped; communications go on. Communication per communication: the initiator receives 2 |x|
-// floats and sends 2 |x| floats (plus small headers) to one neighbour.
+// skipped; communications go on. Communication per communication: the initiator sends |x| floats
+// and receives |x| floats (plus small headers) from one neighbour.
 // Options: `topology` (undirected, connected; default ring), `comm_rate` (in (0, 64], default 1),
 // `seed` (event draws, and random topologies), `acid_eta`, `acid_alpha_tilde` (>= 0, or -1),
 // `consensus_step` (with a codec only, see below).
 //
-// With compress (docs/compression.md): reads of a peer's (x, inbox) travel as states (the codec's
-// encoding of the difference from a reference both ends of the link keep), the (dx, dx~) added to
-// its inbox through error feedback. The value read is then the link's reference, which lags the
+// With compress (docs/compression.md): both halves of the exchange travel as states (the codec's
+// encoding of the difference from a reference both ends of the link keep): s = x_i to j, and j's
+// x_j = published + inbox back; both ends form m = (reference of s) - (reference of x_j), the same
+// at both, so the transfer stays exact. The value read is then the link's reference, which lags the
 // peer's x: a link is refreshed only when its neighbour is drawn, and a lossy codec refreshes only
 // part of it (randk a random quarter of the coordinates). With the full steps alpha, alpha~ that
 // lag is a delayed feedback of gain alpha~ >= 1/2 and the pair diverges (acid x randk did). So,
@@ -82,13 +88,13 @@
 // 0.8 int8, 0.4 sign, 0.05 for the sparse codecs and powersgd. In expectation this is the paper's
 // process at the communication rate gamma comm_rate, so the constants default to that rate's:
 // alpha~ is unchanged (it depends on chi_1 / chi_2 only) and eta is gamma times the exact-read
-// eta. The transfers stay exact, so the sums above are still conserved (up to the error-feedback
-// residuals not yet delivered). Without a codec gamma = 1 and consensus_step is ignored.
+// eta. The transfers stay exact (both ends apply the same m), so the sums above are still
+// conserved. Without a codec gamma = 1 and consensus_step is ignored.
 //
 // On a lost peer: a communication event whose neighbour the runtime reports lost goes to the next
 // live neighbour in neighbour order (none: the event is skipped). An exchange whose peer is lost
-// during it leaves x_i and x~_i as they were (if the get succeeded and the accumulate failed, this
-// worker's half is undone), so nothing is sent into a lost worker. The representative is the
+// during it leaves x_i and x~_i as they were (whether or not the lost peer applied its half),
+// so this worker never counts a move toward a lost worker. The representative is the
 // average of the survivors' models.
 
 #include <cstdint>
@@ -160,8 +166,8 @@ class AcidStrategy final : public Strategy {
  private:
   // Under the Local guard: x += inbox_x, x~ += inbox_x~, inboxes = 0, published = x.
   void fold_and_publish();
-  // One communication with peer (get, local update, accumulate); a peer lost meanwhile leaves
-  // x_i, x~_i as they were.
+  // One communication with peer (one Window::exchange_difference, then the local update by the
+  // m it returns); a peer lost meanwhile leaves x_i, x~_i as they were.
   void communicate(int peer);
   // peer if alive, else the next live neighbour after it in neighbour order; -1 if none.
   int live_partner(int peer) const;
@@ -174,8 +180,7 @@ class AcidStrategy final : public Strategy {
   std::span<float> x_;            // the replica (state.params)
   std::vector<float> x_tilde_;    // x~
   std::vector<float> exposed_;    // [published x | inbox x | inbox x~], exposed in the window
-  std::vector<float> peer_;       // scratch: a neighbour's [published | inbox]
-  std::vector<float> payload_;    // scratch: [alpha m | alpha~ m]
+  std::vector<float> difference_;  // scratch: m = x_i - x_j of an exchange, as the neighbour formed it
   std::vector<float> before_;     // scratch: x before the optimizer step
   std::vector<float> start_;  // with a codec: the exposed tensor at attach, the same on every worker
   core::Layout layout_;       // the exposed tensor's: the model's layout three times
