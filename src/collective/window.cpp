@@ -14,6 +14,7 @@
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "window_arithmetic.hpp"
 
 namespace fast::collective {
 
@@ -22,6 +23,8 @@ using core::MutableView;
 using core::Work;
 using runtime::Tag;
 using runtime::TagKind;
+
+using namespace detail;  // the element-wise arithmetic of the service (window_arithmetic.hpp)
 
 namespace {
 enum Op : std::int64_t {
@@ -81,109 +84,6 @@ double exchange_traffic(const Exchange& x, double bytes) {
   double moved = 0;
   for (const double c : x.coefficients) moved += c != 0 ? 3 * bytes : 0;
   return static_cast<double>(x.summed) * bytes + 3 * bytes + moved;
-}
-
-double value_at(ConstView v, std::size_t i) {
-  return v.dtype() == core::DType::f32 ? static_cast<double>(v.as<float>()[i]) : v.as<double>()[i];
-}
-
-// v = b_0 + ... + b_{summed-1} over the blocks of n elements of region, in double, rounded once to
-// region's dtype.
-core::Buffer block_sum(ConstView region, std::size_t n, std::size_t summed) {
-  core::Buffer out(n, region.dtype());
-  for (std::size_t i = 0; i < n; ++i) {
-    double v = 0;
-    for (std::size_t b = 0; b < summed; ++b) v += value_at(region, b * n + i);
-    if (region.dtype() == core::DType::f32)
-      out.as<float>()[i] = static_cast<float>(v);
-    else
-      out.as<double>()[i] = v;
-  }
-  return out;
-}
-
-// m = state - (b_0 + ... + b_{summed-1}), formed in double and rounded once into m (region's dtype).
-void difference_into(ConstView region, std::size_t n, std::size_t summed, ConstView state, MutableView m) {
-  for (std::size_t i = 0; i < n; ++i) {
-    double v = value_at(state, i);
-    for (std::size_t b = 0; b < summed; ++b) v -= value_at(region, b * n + i);
-    if (m.dtype() == core::DType::f32)
-      m.as<float>()[i] = static_cast<float>(v);
-    else
-      m.as<double>()[i] = v;
-  }
-}
-
-// region = (region + incoming) / 2, the sum formed in double and rounded once.
-template <typename T>
-void average_into(std::span<T> region, std::span<const T> incoming) {
-  for (std::size_t i = 0; i < region.size(); ++i)
-    region[i] = static_cast<T>((static_cast<double>(region[i]) + static_cast<double>(incoming[i])) * 0.5);
-}
-// f32 copy of f32 or f64 data.
-std::vector<float> to_f32(ConstView v) {
-  std::vector<float> out(v.numel());
-  if (v.dtype() == core::DType::f32) {
-    const auto x = v.as<float>();
-    std::copy(x.begin(), x.end(), out.begin());
-  } else {
-    const auto x = v.as<double>();
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(x[i]);
-  }
-  return out;
-}
-
-// region += values (f32 or f64 region).
-void add_into(MutableView region, std::span<const float> values) {
-  if (region.dtype() == core::DType::f32) {
-    auto r = region.as<float>();
-    for (std::size_t i = 0; i < r.size(); ++i) r[i] += values[i];
-  } else {
-    auto r = region.as<double>();
-    for (std::size_t i = 0; i < r.size(); ++i) r[i] += values[i];
-  }
-}
-
-// region += scale * values (f32 or f64 each), in double.
-void add_scaled(MutableView region, ConstView values, double scale) {
-  auto value = [&](std::size_t i) {
-    return values.dtype() == core::DType::f32 ? static_cast<double>(values.as<float>()[i]) : values.as<double>()[i];
-  };
-  if (region.dtype() == core::DType::f32) {
-    auto r = region.as<float>();
-    for (std::size_t i = 0; i < r.size(); ++i) r[i] = static_cast<float>(r[i] + scale * value(i));
-  } else {
-    auto r = region.as<double>();
-    for (std::size_t i = 0; i < r.size(); ++i) r[i] += scale * value(i);
-  }
-}
-
-// Block k of region (n elements each) += coefficients[k] * m, in double, rounded once.
-void add_to_blocks(MutableView region, std::size_t n, std::span<const double> coefficients, ConstView m) {
-  for (std::size_t k = 0; k < coefficients.size(); ++k)
-    if (coefficients[k] != 0) add_scaled(region.slice(k * n, n), m, coefficients[k]);
-}
-
-// region += values, both f32 or both f64, in their own precision.
-void add_same(MutableView region, ConstView values) {
-  if (region.dtype() == core::DType::f32) {
-    auto r = region.as<float>();
-    const auto v = values.as<float>();
-    for (std::size_t i = 0; i < r.size(); ++i) r[i] += v[i];
-  } else {
-    auto r = region.as<double>();
-    const auto v = values.as<double>();
-    for (std::size_t i = 0; i < r.size(); ++i) r[i] += v[i];
-  }
-}
-
-// at[0] += value, for a one-element f32 or f64 view (nothing for an empty view).
-void add_scalar(MutableView at, double value) {
-  if (at.numel() == 0) return;
-  if (at.dtype() == core::DType::f32)
-    at.as<float>()[0] = static_cast<float>(at.as<float>()[0] + value);
-  else
-    at.as<double>()[0] += value;
 }
 
 // One worker's codec state for the links of a window, keyed by (peer, offset, count): error
