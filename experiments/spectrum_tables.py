@@ -11,7 +11,8 @@ Prints one Markdown table over all given folders, one row per run, in the order 
 of their runs:
 
   class (paper 001 section 3, docs/strategies.md) | strategy | cluster | time to 0.85 (simulated s)
-  | final accuracy | bytes sent | training (simulated s: summary wall_seconds) | ms per step
+  | final accuracy | bytes sent | training (simulated s: summary wall_seconds - eval_seconds, the
+  training clock without the intermediate evaluations) | ms per step
   (training / steps of the busiest worker) | steps per worker (min-max; worker 0 in parentheses
   when it is the maximum) | staleness mean / max | wall s
 """
@@ -68,10 +69,11 @@ def rows(folder, log):
             steps = s["steps_per_worker"]
             busiest = max(steps)
             t = s.get("time_to_target_seconds")
+            training = s["wall_seconds"] - s["eval_seconds"]
             st = f"{min(steps)}-{busiest}" + (f" (worker 0: {steps[0]})" if steps[0] == busiest and min(steps) != busiest else "")
             yield (f"| {klass(run)} | {run} | {cluster} | {'not reached' if t is None else f'{t:.3g}'} | "
-                   f"{s['final_accuracy']:.4f} | {s['bytes_sent'] / 1e9:.1f} GB | {s['wall_seconds']:.3g} | "
-                   f"{s['wall_seconds'] / busiest * 1e3:.3g} | {st} | {s['staleness_mean']:.2f} / {s['staleness_max']} | "
+                   f"{s['final_accuracy']:.4f} | {s['bytes_sent'] / 1e9:.1f} GB | {training:.3g} | "
+                   f"{training / busiest * 1e3:.3g} | {st} | {s['staleness_mean']:.2f} / {s['staleness_max']} | "
                    f"{wall.get(os.path.normpath(rep), float('nan')):.0f} |")
 
 
