@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error_message.hpp"
+#include "common/views.hpp"
 #include "fast/collective/window.hpp"
 #include "fast/runtime/threads/world.hpp"
 
@@ -21,8 +22,8 @@ using core::ConstView;
 using core::MutableView;
 using runtime::Context;
 
-ConstView cview(const std::vector<float>& v) { return ConstView(std::span<const float>(v)); }
-MutableView mview(std::vector<float>& v) { return MutableView(std::span<float>(v)); }
+using testing::cview;
+using testing::mview;
 
 // Worker 0 exposes [pad | b0 | b1 | b2] with blocks of 3; worker 1 exchanges s at offset 1 with
 // coefficients (0, 0.5, 1.5), summing b0 + b1. The values are small binary fractions, so every

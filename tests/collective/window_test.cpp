@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error_message.hpp"
+#include "common/views.hpp"
 #include "fast/collective/window.hpp"
 #include "fast/runtime/threads/world.hpp"
 
@@ -19,8 +20,8 @@ using core::ConstView;
 using core::MutableView;
 using runtime::Context;
 
-ConstView cview(const std::vector<float>& v) { return ConstView(std::span<const float>(v)); }
-MutableView mview(std::vector<float>& v) { return MutableView(std::span<float>(v)); }
+using testing::cview;
+using testing::mview;
 
 TEST(Window, PutThenGetRoundTripsBetweenEveryPairAndCountsVersions) {
   for (int n : {1, 2, 4}) {

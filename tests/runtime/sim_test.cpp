@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/views.hpp"
 #include "fast/runtime/channel.hpp"
 #include "fast/runtime/sim/world.hpp"
 
@@ -16,8 +17,8 @@ namespace {
 using core::ConstView;
 using core::MutableView;
 
-ConstView cview(const std::vector<float>& v) { return ConstView(std::span<const float>(v)); }
-MutableView mview(std::vector<float>& v) { return MutableView(std::span<float>(v)); }
+using testing::cview;
+using testing::mview;
 
 constexpr double kBandwidth = 1e8;  // bytes/s per host link
 constexpr double kLatency = 1e-3;   // s per host link; host to host crosses two links

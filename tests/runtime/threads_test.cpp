@@ -4,6 +4,7 @@
 #include <numeric>
 #include <vector>
 
+#include "common/views.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/threads/world.hpp"
 
@@ -13,8 +14,8 @@ namespace {
 using core::ConstView;
 using core::MutableView;
 
-ConstView cview(const std::vector<float>& v) { return ConstView(std::span<const float>(v)); }
-MutableView mview(std::vector<float>& v) { return MutableView(std::span<float>(v)); }
+using testing::cview;
+using testing::mview;
 
 TEST(ThreadsRuntime, RanksSizeAndClock) {
   std::atomic<int> rank_sum{0};
