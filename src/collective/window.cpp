@@ -292,24 +292,24 @@ void Window::Shared::apply(int src, const std::int64_t* h) {
       reply = std::make_shared<core::Buffer>(count, view.dtype());
       difference_into(region, count, exchange.summed, std::as_const(incoming).view(), reply->view());
       add_to_blocks(region, count, exchange.coefficients, std::as_const(*reply).view());
-    } else if (returns_data(op)) {
-      reply = std::make_shared<core::Buffer>(count, view.dtype());
-      core::copy(core::ConstView(region), reply->view());
-    }
-    if (op == kExchangeDifference) {
-      // done above
-    } else if (op == kFetchAverage) {
-      if (view.dtype() == core::DType::f32)
-        average_into(region.as<float>(), std::as_const(incoming).as<float>());
-      else
-        average_into(region.as<double>(), std::as_const(incoming).as<double>());
-    } else if (op == kAccumulateScaled) {
-      add_scaled(region, std::as_const(incoming).view(), scale);
-      add_scalar(scale_at, scale);
-    } else if (op == kPut) {
-      core::copy(std::as_const(incoming).view(), region);
-    } else if (op != kGet) {  // accumulate, fetch_accumulate
-      add_same(region, std::as_const(incoming).view());
+    } else {
+      if (returns_data(op)) {
+        reply = std::make_shared<core::Buffer>(count, view.dtype());
+        core::copy(core::ConstView(region), reply->view());
+      }
+      if (op == kFetchAverage) {
+        if (view.dtype() == core::DType::f32)
+          average_into(region.as<float>(), std::as_const(incoming).as<float>());
+        else
+          average_into(region.as<double>(), std::as_const(incoming).as<double>());
+      } else if (op == kAccumulateScaled) {
+        add_scaled(region, std::as_const(incoming).view(), scale);
+        add_scalar(scale_at, scale);
+      } else if (op == kPut) {
+        core::copy(std::as_const(incoming).view(), region);
+      } else if (op != kGet) {  // accumulate, fetch_accumulate
+        add_same(region, std::as_const(incoming).view());
+      }
     }
     if (op != kGet) ++version;
     ack = static_cast<std::int64_t>(version);
@@ -354,26 +354,26 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
       std::vector<float> m(count);
       for (std::size_t i = 0; i < count; ++i) m[i] = state[i] - v_ref[i];
       add_to_blocks(region, count, exchange.coefficients, ConstView(std::span<const float>(m)));
-    } else if (returns_data(op)) {
-      reply = std::make_shared<core::Buffer>();
-      codec->encode_state(key, codec->rank, region, *reply);
-    }
-    if (op == kExchangeDifference) {
-      // done above
-    } else if (op == kPut) {
-      compress::copy_into(state, region);
-    } else if (op == kFetchAverage) {
-      if (region.dtype() == core::DType::f32) {
-        average_into(region.as<float>(), state);
-      } else {
-        auto r = region.as<double>();
-        for (std::size_t i = 0; i < r.size(); ++i) r[i] = (r[i] + static_cast<double>(state[i])) * 0.5;
+    } else {
+      if (returns_data(op)) {
+        reply = std::make_shared<core::Buffer>();
+        codec->encode_state(key, codec->rank, region, *reply);
       }
-    } else if (op == kAccumulateScaled) {
-      add_scaled(region, ConstView(state), scale);
-      add_scalar(scale_at, scale);
-    } else if (op != kGet) {
-      add_into(region, increment);
+      if (op == kPut) {
+        compress::copy_into(state, region);
+      } else if (op == kFetchAverage) {
+        if (region.dtype() == core::DType::f32) {
+          average_into(region.as<float>(), state);
+        } else {
+          auto r = region.as<double>();
+          for (std::size_t i = 0; i < r.size(); ++i) r[i] = (r[i] + static_cast<double>(state[i])) * 0.5;
+        }
+      } else if (op == kAccumulateScaled) {
+        add_scaled(region, ConstView(state), scale);
+        add_scalar(scale_at, scale);
+      } else if (op != kGet) {
+        add_into(region, increment);
+      }
     }
     if (op != kGet) ++version;
     ack = static_cast<std::int64_t>(version);
