@@ -41,8 +41,11 @@ class Context {
 
   // This worker's rank in [0, size()).
   virtual int rank() const = 0;
-  // Number of workers.
+  // Number of workers in the world.
   virtual int size() const = 0;
+  // Number of workers in this process (all of them under threads and sim; workers_per_process
+  // under zmq). Per-process resources (compute threads, files) are sized by this, never by size().
+  virtual int local_size() const { return size(); }
   // Seconds since the world started, on the runtime's clock (real or simulated).
   virtual double now() const = 0;
   // Lets `seconds` pass on the runtime's clock.

@@ -1,7 +1,10 @@
 #pragma once
-// Starting a world of workers by runtime name. A launcher runs fn once per worker, each with its
-// own Context, and returns when all returned. If a worker throws, the others are released from
-// their waits (RemoteError) and the first error is rethrown by launch().
+// Starting a world of workers by runtime name. A launcher runs fn once per worker of THIS process
+// (all of them under threads and sim; this process's share under zmq and mpi), each with its own
+// Context, and returns when all of them returned. If a worker throws, the others are released
+// from their waits (RemoteError, or PeerLost on another process) and the first error is rethrown
+// by launch(). Backends register themselves by name (runtime/registry.hpp); which ones exist
+// depends on the build (runtime_names()).
 
 #include <filesystem>
 #include <functional>
@@ -14,25 +17,48 @@ namespace fast::runtime {
 
 using WorkerFn = std::function<void(Context&)>;
 
+// How the processes of a multi-process run (runtime zmq) find and trust each other
+// (docs/launch.md). Every field left at its default is taken from the FAST_* environment variable
+// named beside it, which `fast launch` sets for the processes it starts.
+struct ProcessOptions {
+  std::string rendezvous;            // HOST:PORT of the rendezvous (FAST_RENDEZVOUS); the process
+                                     // that gets rank 0 serves it unless `fast rendezvous` does
+  int world_size = 0;                // processes in the run, >= 1 (FAST_WORLD_SIZE)
+  int process_rank = -1;             // this process's index in [0, world_size); -1: the rendezvous
+                                     // assigns one in arrival order (FAST_PROCESS_RANK)
+  int workers_per_process = 1;       // workers in each process; the world has world_size x this
+  std::filesystem::path key_file;    // this process's CURVE key pair (`fast keygen`; FAST_KEY_FILE)
+  std::filesystem::path allow_file;  // public keys admitted, one per line (FAST_ALLOW_FILE)
+  bool insecure = false;             // no authentication, no encryption (FAST_INSECURE=1); warns
+  double peer_timeout_seconds = -1;  // a peer silent this long is lost; < 0: FAST_PEER_TIMEOUT
+  double rendezvous_timeout_seconds = -1;  // how long to wait for every process; < 0: FAST_RENDEZVOUS_TIMEOUT
+  std::string transport;             // "ipc" (one host), "tcp" or "" (FAST_TRANSPORT; default: ipc
+                                     // when every process is on the rendezvous's host, else tcp)
+  std::string host;                  // address this process binds and is reached at over tcp;
+                                     // empty: FAST_HOST, else the address that reaches the rendezvous
+};
+
 struct LaunchOptions {
   std::string runtime = "threads";  // one of runtime_names()
-  int workers = 1;                  // number of workers, >= 1
+  int workers = 1;                  // threads, sim: number of workers, >= 1. zmq: ignored (the world
+                                    // is process.world_size x process.workers_per_process)
   double op_timeout_seconds = -1;   // blocking-operation limit; < 0: FAST_OP_TIMEOUT (sim: simulated seconds)
   std::filesystem::path cluster;    // sim: cluster file (.toml or SimGrid .xml, docs/clusters.md);
                                     // empty: default_cluster(workers). Other runtimes: must be empty.
-  // Whether the workers can go on without a worker lost with its host (asynchronous strategies).
-  // false: losing a worker ends the run at once with its PeerLost. true: the lost worker's end is
-  // not the run's error; launch() returns normally once every other worker returned. Only the sim
-  // runtime loses workers; the others ignore this.
+  // Whether the workers can go on without a lost worker (asynchronous strategies). false: losing
+  // a worker ends the run with its PeerLost. true: a lost worker's end is not the run's error;
+  // launch() returns normally once every other local worker returned. Runtimes that can lose
+  // workers: sim (host failures), zmq (dead or frozen processes).
   bool tolerate_lost_workers = false;
+  ProcessOptions process;           // zmq only
 };
 
 // Names accepted by LaunchOptions::runtime in this build.
 std::vector<std::string> runtime_names();
 
-// Runs fn on every worker of a new world. Throws InvalidArgument for an unknown runtime (listing
-// the allowed names), a bad worker count or a cluster file given to a runtime other than sim.
-// Returns the seconds the run took on the runtime's clock (simulated under sim).
+// Runs fn on every local worker of a new world. Throws InvalidArgument for an unknown runtime
+// (listing the allowed names), a bad worker count or a cluster file given to a runtime other than
+// sim. Returns the seconds the run took on the runtime's clock (simulated under sim).
 double launch(const LaunchOptions& options, const WorkerFn& fn);
 
 }  // namespace fast::runtime
