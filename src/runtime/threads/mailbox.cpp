@@ -1,6 +1,7 @@
 #include "mailbox.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -41,6 +42,8 @@ std::shared_ptr<Op> Mailbox::match(Queues& mine, Queues& theirs, const std::shar
     return other;
   }
   if (op->kind == Op::Kind::send) op->arrival = arrivals_++;
+  if (op->kind != Op::Kind::send)
+    if (auto lost = lost_.find(op->src); lost != lost_.end()) throw core::PeerLost(lost->second);
   mine[key].push_back(op);
   return nullptr;
 }
@@ -96,6 +99,26 @@ bool Mailbox::cancel(Op& op) {
     if (queue.empty()) queues.erase(it);
   }
   return true;
+}
+
+void Mailbox::fail_source(int src, const std::string& reason) {
+  std::vector<std::shared_ptr<Op>> failed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    lost_.emplace(src, reason);
+    for (auto it = recvs_.begin(); it != recvs_.end();) {
+      if (it->first.src != src) {
+        ++it;
+        continue;
+      }
+      for (auto& op : it->second) {
+        op->cancelled = true;
+        failed.push_back(std::move(op));
+      }
+      it = recvs_.erase(it);
+    }
+  }
+  for (auto& op : failed) op->complete(std::make_exception_ptr(core::PeerLost(reason)));
 }
 
 void Mailbox::abort() {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <mutex>
 #include <unordered_map>
 
@@ -28,6 +29,10 @@ class Mailbox {
   bool cancel(Op& op);
   // After this, posting throws RemoteError. Called once the world's abort flag is set.
   void abort();
+  // Source `src` (a worker of another process) is lost: its queued receives complete with
+  // PeerLost(reason) and later receives from it throw that, unless a message it sent before it
+  // was lost is still queued (those are delivered). Receives from any source are left alone.
+  void fail_source(int src, const std::string& reason);
 
  private:
   struct Key {
@@ -48,6 +53,7 @@ class Mailbox {
 
   std::mutex mutex_;
   bool aborted_ = false;
+  std::unordered_map<int, std::string> lost_;  // lost sources and why
   std::uint64_t arrivals_ = 0;  // order of queued sends, for any-source matching
   Queues sends_;
   Queues recvs_;

@@ -103,7 +103,7 @@ void finish_matched(Op& op, std::unique_lock<std::mutex>& lock) {
 // about 1 ms per step (docs/simulation.md, "Validation").
 bool spin_pays(const WorldState& world) {
   static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(world.size() + world.activities()) <= cores;
+  return static_cast<unsigned>(world.local_size() + world.activities()) <= cores;
 }
 }  // namespace
 

@@ -37,6 +37,7 @@ struct Op {
   int dst = 0;
   Tag tag = 0;
   core::ConstView send_data;             // Kind::send
+  std::shared_ptr<const void> payload_owner;  // sends from another process: keeps send_data's memory
   core::MutableView recv_dst;            // Kind::recv_view
   Combine combine = Combine::copy;       // Kind::recv_view
   core::Buffer* recv_out = nullptr;      // Kind::recv_buffer

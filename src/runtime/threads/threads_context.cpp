@@ -7,9 +7,11 @@
 
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "../completion.hpp"
 #include "mailbox.hpp"
 #include "op.hpp"
 #include "threads_sync.hpp"
+#include "transport.hpp"
 #include "world_state.hpp"
 
 namespace fast::runtime::threads {
@@ -40,6 +42,22 @@ ThreadsContext::ThreadsContext(int rank, WorldState& world, std::vector<std::uni
       counters_(std::make_unique<LinkCounters[]>(static_cast<std::size_t>(world.size()))) {}
 
 int ThreadsContext::size() const { return world_.size(); }
+Mailbox& ThreadsContext::own_mailbox() const {
+  return *mailboxes_[static_cast<std::size_t>(rank_ - world_.first_rank())];
+}
+
+int ThreadsContext::local_size() const { return world_.local_size(); }
+std::string ThreadsContext::runtime_name() const { return world_.runtime_name(); }
+
+bool ThreadsContext::alive(int peer) const {
+  check_peer(*this, peer, "alive");
+  return world_.is_local(peer) || world_.transport()->alive(peer);
+}
+
+void ThreadsContext::ensure_alive(int peer) const {
+  check_peer(*this, peer, "ensure_alive");
+  if (!world_.is_local(peer)) world_.transport()->ensure_alive(peer);
+}
 double ThreadsContext::now() const { return world_.now(); }
 
 void ThreadsContext::sleep(double seconds) {
@@ -72,14 +90,15 @@ core::Work ThreadsContext::send(int peer, Tag tag, core::ConstView data) {
   LinkCounters& c = counters_[static_cast<std::size_t>(peer)];
   c.bytes_sent.fetch_add(data.bytes(), std::memory_order_relaxed);
   c.messages_sent.fetch_add(1, std::memory_order_relaxed);
-  Mailbox& box = *mailboxes_[static_cast<std::size_t>(peer)];
+  if (!world_.is_local(peer)) return world_.transport()->send(rank_, peer, tag, data);
+  Mailbox& box = *mailboxes_[static_cast<std::size_t>(peer - world_.first_rank())];
   if (std::shared_ptr<Op> recv = box.post_send(op, world_))
     if (!recv->offer(op)) transfer(*op, *recv);
   return core::Work(std::make_shared<OpWork>(std::move(op), box, world_));
 }
 
 core::Work ThreadsContext::post_recv(std::shared_ptr<Op> op) {
-  Mailbox& box = *mailboxes_[static_cast<std::size_t>(rank_)];
+  Mailbox& box = own_mailbox();
   op->receiver_counters = counters_.get();
   if (std::shared_ptr<Op> send = box.post_recv(op, world_)) transfer(*send, *op);
   return core::Work(std::make_shared<OpWork>(std::move(op), box, world_));
@@ -109,8 +128,11 @@ core::Work ThreadsContext::recv(int peer, Tag tag, core::Buffer& out) {
 
 std::optional<std::size_t> ThreadsContext::try_recv(int peer, Tag tag, core::MutableView dst, Combine combine) {
   check_peer(*this, peer, "try_recv");
-  std::shared_ptr<Op> send = mailboxes_[static_cast<std::size_t>(rank_)]->take_send(peer, tag, world_);
-  if (!send) return std::nullopt;
+  std::shared_ptr<Op> send = own_mailbox().take_send(peer, tag, world_);
+  if (!send) {
+    ensure_alive(peer);
+    return std::nullopt;
+  }
   Op recv;
   recv.kind = Op::Kind::recv_view;
   recv.src = peer;
@@ -126,50 +148,20 @@ std::optional<std::size_t> ThreadsContext::try_recv(int peer, Tag tag, core::Mut
 }
 
 core::Work ThreadsContext::spawn(std::string name, std::function<void()> fn) {
-  struct ActivityWork final : core::WorkImpl {
-    std::string name;
-    mutable std::mutex mutex;
-    std::condition_variable cv;
-    bool done = false;
-    std::exception_ptr err;
-    bool completed() const override {
-      std::lock_guard<std::mutex> lock(mutex);
-      return done;
-    }
-    std::exception_ptr error() const override {
-      std::lock_guard<std::mutex> lock(mutex);
-      return err;
-    }
-    bool wait_for(double timeout_seconds) override {
-      std::unique_lock<std::mutex> lock(mutex);
-      if (timeout_seconds < 0) {
-        // An activity runs for as long as its work takes; its own operations carry the time limits.
-        cv.wait(lock, [&] { return done; });
-        return true;
-      }
-      return cv.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [&] { return done; });
-    }
-  };
-  auto state = std::make_shared<ActivityWork>();
-  state->name = name;
+  auto state = std::make_shared<detail::Completion>(fmt::format("worker {} activity '{}'", rank_, name), 0.0);
   world_.activity_started();
-  activities_.add(std::thread([state, fn = std::move(fn), rank = rank_, world = &world_]() {
+  activities_.add(std::thread([state, name = std::move(name), fn = std::move(fn), rank = rank_, world = &world_]() {
     std::exception_ptr err;
     try {
       fn();
     } catch (const std::exception& e) {
-      core::log(core::LogLevel::debug, "worker {} activity '{}' failed: {}", rank, state->name, e.what());
+      core::log(core::LogLevel::debug, "worker {} activity '{}' failed: {}", rank, name, e.what());
       err = std::current_exception();
     } catch (...) {
       err = std::current_exception();
     }
-    {
-      std::lock_guard<std::mutex> lock(state->mutex);
-      state->err = err;
-      state->done = true;
-    }
     world->activity_ended();
-    state->cv.notify_all();
+    state->complete(err);
   }));
   return core::Work(state);
 }

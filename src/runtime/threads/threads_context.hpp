@@ -33,6 +33,7 @@ class ThreadsContext final : public Context {
 
   int rank() const override { return rank_; }
   int size() const override;
+  int local_size() const override;
   double now() const override;
   void sleep(double seconds) override;
   void compute(double /*flops*/) override {}
@@ -48,10 +49,13 @@ class ThreadsContext final : public Context {
   std::unique_ptr<CondVar> make_condvar() override;
 
   LinkStats link_stats(int peer) const override;
-  std::string runtime_name() const override { return "threads"; }
+  std::string runtime_name() const override;
+  bool alive(int peer) const override;
+  void ensure_alive(int peer) const override;
 
  private:
   core::Work post_recv(std::shared_ptr<struct Op> op);
+  Mailbox& own_mailbox() const;
 
   int rank_;
   WorldState& world_;

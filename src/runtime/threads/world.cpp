@@ -1,14 +1,9 @@
 #include "fast/runtime/threads/world.hpp"
 
-#include <thread>
-#include <vector>
-
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
-#include "mailbox.hpp"
-#include "threads_context.hpp"
-#include "world_state.hpp"
 #include "../deliver.hpp"
+#include "local_world.hpp"
 
 namespace fast::runtime::threads {
 
@@ -22,36 +17,9 @@ World::World(WorldOptions options) : options_(options) {
 World::~World() = default;
 
 void World::run(const WorkerFn& fn) {
-  const int n = options_.size;
-  WorldState state(n, options_.op_timeout_seconds);
-  std::vector<std::unique_ptr<Mailbox>> mailboxes;
-  mailboxes.reserve(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) mailboxes.push_back(std::make_unique<Mailbox>());
-  ActivityList activities;
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
-
-  auto body = [&](int rank) {
-    try {
-      ThreadsContext ctx(rank, state, mailboxes, activities);
-      fn(ctx);
-    } catch (const std::exception& e) {
-      errors[static_cast<std::size_t>(rank)] = std::current_exception();
-      state.abort(rank, e.what());
-      for (auto& box : mailboxes) box->abort();
-    } catch (...) {
-      errors[static_cast<std::size_t>(rank)] = std::current_exception();
-      state.abort(rank, "unknown exception");
-      for (auto& box : mailboxes) box->abort();
-    }
-  };
-
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<std::size_t>(n));
-  for (int r = 1; r < n; ++r) threads.emplace_back(body, r);
-  body(0);  // rank 0 runs on the calling thread
-  for (auto& t : threads) t.join();
-  activities.join_all();
-
+  LocalWorld world({.world_size = options_.size, .first_rank = 0, .local_size = options_.size},
+                   options_.op_timeout_seconds);
+  const std::vector<std::exception_ptr> errors = world.run(fn);
   detail::rethrow_root_cause(errors);
 }
 

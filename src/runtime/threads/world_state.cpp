@@ -4,8 +4,12 @@
 
 namespace fast::runtime::threads {
 
-WorldState::WorldState(int size, double op_timeout_seconds)
-    : size_(size), op_timeout_(op_timeout_seconds), start_(std::chrono::steady_clock::now()) {}
+WorldState::WorldState(WorldShape shape, double op_timeout_seconds, std::string runtime_name, Transport* transport)
+    : shape_(shape),
+      op_timeout_(op_timeout_seconds),
+      runtime_name_(std::move(runtime_name)),
+      transport_(transport),
+      start_(std::chrono::steady_clock::now()) {}
 
 double WorldState::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

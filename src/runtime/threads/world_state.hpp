@@ -1,6 +1,7 @@
 #pragma once
-// Shared state of one run of a threads World: the abort flag and reason, the clock origin and the
-// operation time limit. Thread-safe.
+// Shared state of one run of the in-process engine: which ranks live in this process, the abort
+// flag and reason, the clock origin, the operation time limit and the transport to other
+// processes (null under `threads`, where every worker is local). Thread-safe.
 
 #include <atomic>
 #include <chrono>
@@ -9,19 +10,32 @@
 
 namespace fast::runtime::threads {
 
-class Mailbox;
+class Transport;
+
+struct WorldShape {
+  int world_size = 1;   // workers in the whole run
+  int first_rank = 0;   // this process runs ranks [first_rank, first_rank + local_size)
+  int local_size = 1;
+};
 
 class WorldState {
  public:
-  WorldState(int size, double op_timeout_seconds);
+  WorldState(WorldShape shape, double op_timeout_seconds, std::string runtime_name = "threads",
+             Transport* transport = nullptr);
 
-  int size() const noexcept { return size_; }
+  int size() const noexcept { return shape_.world_size; }
+  int local_size() const noexcept { return shape_.local_size; }
+  int first_rank() const noexcept { return shape_.first_rank; }
+  bool is_local(int rank) const noexcept { return rank >= shape_.first_rank && rank < shape_.first_rank + shape_.local_size; }
+  const std::string& runtime_name() const noexcept { return runtime_name_; }
+  Transport* transport() const noexcept { return transport_; }
   // Threads of spawned activities (Context::spawn) running now: with the workers, the threads that
   // may want a core at once.
   int activities() const noexcept { return activities_.load(std::memory_order_relaxed); }
   void activity_started() noexcept { activities_.fetch_add(1, std::memory_order_relaxed); }
   void activity_ended() noexcept { activities_.fetch_sub(1, std::memory_order_relaxed); }
   double op_timeout() const noexcept { return op_timeout_; }
+  // Seconds since this state was made (for zmq: once the rendezvous completed).
   double now() const;
 
   bool aborted() const noexcept { return aborted_.load(std::memory_order_acquire); }
@@ -31,8 +45,10 @@ class WorldState {
   std::string abort_message() const;
 
  private:
-  int size_;
+  WorldShape shape_;
   double op_timeout_;
+  std::string runtime_name_;
+  Transport* transport_;
   std::chrono::steady_clock::time_point start_;
   std::atomic<bool> aborted_{false};
   std::atomic<int> activities_{0};

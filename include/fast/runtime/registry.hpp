@@ -1,0 +1,27 @@
+#pragma once
+// The runtimes built into this binary, by name. Each backend (runtime/threads, runtime/sim,
+// runtime/zmq, ...) is its own CMake target behind an option (FAST_WITH_SIM, FAST_WITH_ZMQ) and
+// contributes one entry; the list is generated at configure time from the enabled options
+// (src/runtime/builtin_runtimes.cpp.in), so launch() picks a backend by name, never by an if-chain.
+
+#include <span>
+#include <string_view>
+
+#include "fast/runtime/launcher.hpp"
+
+namespace fast::runtime {
+
+struct RuntimeBackend {
+  std::string_view name;         // LaunchOptions::runtime
+  std::string_view description;  // one line, for --help and docs
+  // Runs the local workers of a world (launch()'s contract); options are already validated for
+  // the fields every runtime shares.
+  double (*launch)(const LaunchOptions& options, const WorkerFn& fn) = nullptr;
+};
+
+// Every backend of this build, in a fixed order (threads first).
+std::span<const RuntimeBackend> runtime_backends();
+// The backend named `name`, or InvalidArgument listing the names of this build.
+const RuntimeBackend& find_runtime(std::string_view name);
+
+}  // namespace fast::runtime

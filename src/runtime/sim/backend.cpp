@@ -1,0 +1,19 @@
+// The `sim` runtime's registry entry (runtime/registry.hpp).
+#include "fast/runtime/cluster.hpp"
+#include "fast/runtime/registry.hpp"
+#include "fast/runtime/sim/world.hpp"
+
+namespace fast::runtime::sim {
+
+RuntimeBackend backend() {
+  return {.name = "sim",
+          .description = "workers as SimGrid actors on a simulated cluster (--cluster), the simulated clock",
+          .launch = [](const LaunchOptions& options, const WorkerFn& fn) {
+            Cluster cluster = options.cluster.empty() ? default_cluster(options.workers) : load_cluster(options.cluster);
+            World world({.size = options.workers, .op_timeout_seconds = options.op_timeout_seconds,
+                         .cluster = std::move(cluster), .tolerate_lost = options.tolerate_lost_workers});
+            return world.run(fn);
+          }};
+}
+
+}  // namespace fast::runtime::sim

@@ -1,0 +1,33 @@
+#pragma once
+// Transport: how the in-process engine of this folder reaches workers of OTHER processes. The
+// `threads` runtime has none (every worker is local); the `zmq` runtime plugs its socket engine in
+// here, so both share the mailboxes, the matcher, the Work handles and the activities of this
+// folder, and differ only in what crosses a process boundary.
+//
+// Incoming messages are handed to the engine by the transport through LocalWorld::deliver_remote
+// (local_world.hpp). Thread-safety: every method may be called from any worker thread at once.
+
+#include <string>
+
+#include "fast/core/tensor_view.hpp"
+#include "fast/core/work.hpp"
+#include "fast/runtime/tag.hpp"
+
+namespace fast::runtime::threads {
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Sends data from local worker `src` to remote worker `dst`. The Work completes when the
+  // caller's memory may be reused (the message may still be on its way): at once when the
+  // transport copied it, or when the socket layer released it. Throws PeerLost when dst is lost.
+  virtual core::Work send(int src, int dst, Tag tag, core::ConstView data) = 0;
+  // False once dst is known lost (dead, frozen, failed or gone); never true again.
+  virtual bool alive(int rank) const = 0;
+  // Throws PeerLost naming the worker, its process and host, and why, when it is lost.
+  virtual void ensure_alive(int rank) const = 0;
+  // "host h1 (pid 1234)": where a worker runs, for messages.
+  virtual std::string where(int rank) const = 0;
+};
+
+}  // namespace fast::runtime::threads
