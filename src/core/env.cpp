@@ -17,6 +17,24 @@ constexpr std::array kTable{
            "Seconds a blocking runtime operation (recv, collective step) may wait before TimeoutError."},
     EnvVar{"FAST_TORCH_THREADS", EnvType::integer, "0",
            "libtorch intra-op threads per process; 0 sizes them to the cores available per worker."},
+    // The zmq runtime (docs/launch.md); `fast launch` sets the first five for the processes it starts.
+    EnvVar{"FAST_RENDEZVOUS", EnvType::string, "", "zmq runtime: HOST:PORT where the processes of a run meet."},
+    EnvVar{"FAST_WORLD_SIZE", EnvType::integer, "0", "zmq runtime: number of processes in the run."},
+    EnvVar{"FAST_PROCESS_RANK", EnvType::integer, "-1",
+           "zmq runtime: this process's rank; -1: assigned by the rendezvous in arrival order."},
+    EnvVar{"FAST_KEY_FILE", EnvType::path, "", "zmq runtime: this process's CURVE key pair (fast keygen)."},
+    EnvVar{"FAST_ALLOW_FILE", EnvType::path, "",
+           "zmq runtime: public keys admitted to the run, one per line, the rendezvous host's first."},
+    EnvVar{"FAST_INSECURE", EnvType::integer, "0",
+           "zmq runtime: 1 turns authentication and encryption off (warns); never on an untrusted network."},
+    EnvVar{"FAST_PEER_TIMEOUT", EnvType::number, "5",
+           "zmq runtime: seconds without a message or heartbeat after which a peer process is lost."},
+    EnvVar{"FAST_RENDEZVOUS_TIMEOUT", EnvType::number, "60",
+           "zmq runtime: seconds to wait for every process at the rendezvous."},
+    EnvVar{"FAST_TRANSPORT", EnvType::string, "",
+           "zmq runtime: ipc or tcp; empty: ipc between processes of one host and network namespace, else tcp."},
+    EnvVar{"FAST_HOST", EnvType::string, "",
+           "zmq runtime: address this process binds and is reached at over tcp; empty: the one that reaches the rendezvous."},
 };
 
 const EnvVar& lookup(std::string_view name) {

@@ -5,6 +5,34 @@
 //
 // Thread-safety: a Context may be used concurrently by its worker's own activities (the main
 // activity and those it spawned); never by another worker.
+//
+// THE CONTRACT, the same for every backend (docs/architecture.md; tests/runtime/conformance_test.cpp
+// checks it on threads, sim and zmq):
+//  - Bootstrap: ranks are 0..size()-1. threads and sim assign them in-process; zmq through a
+//    rendezvous (process p runs workers [p*K, (p+1)*K), K = workers per process); mpi from
+//    MPI_COMM_WORLD. local_size() workers share this process.
+//  - now(): seconds since this process's world started on the runtime's clock: the launch of the
+//    world (threads), simulated time 0 (sim), the end of the rendezvous (zmq: the same instant in
+//    every process, within one round trip). Only differences of now() are meaningful across processes.
+//  - Send completion is LOCAL: a send's Work completes when the caller's memory may be reused; the
+//    message may still be on its way (threads: once the receiver copied it; sim: once its simulated
+//    transfer arrived; zmq: once copied (< 64 KiB) or released by ZeroMQ).
+//  - Order: messages from one worker to another under one tag are received in the order sent.
+//    Messages under different tags or from different workers are unordered.
+//  - A receive whose dtype or length differs from the message fails THE RECEIVER with
+//    InvalidArgument naming both (its destination is unchanged); the send completes normally.
+//  - Dropping the last handle of a Work: an unmatched receive is cancelled (a later message waits
+//    for the next receive). A send is never recalled once handed over on a backend that cannot
+//    recall it (sim, zmq): it is delivered; threads cancels a send not yet matched (its memory is
+//    read in place). A matched operation under way is waited for, so memory is never touched after
+//    the handle is gone. Portable code waits for its sends.
+//  - Blocking waits are bounded by the operation time limit (FAST_OP_TIMEOUT): TimeoutError.
+//  - Lost peers (sim: a failed host; zmq: a process dead, frozen or silent for the peer timeout,
+//    failed, or ended): alive(peer) turns false and never back; receives from it fail and sends to
+//    it throw PeerLost naming the worker, where it ran and why, within the peer timeout (zmq:
+//    FAST_PEER_TIMEOUT, default 5 s). Messages it sent before are still delivered. A receive from any
+//    source is not failed by a loss. threads cannot lose a worker: a failing worker aborts the
+//    world and the others' waits throw RemoteError.
 
 #include <cstddef>
 #include <cstdint>
@@ -65,7 +93,7 @@ class Context {
   // until the returned Work completes (the runtime may read it in place). Sending to oneself works.
   virtual core::Work send(int peer, Tag tag, core::ConstView data) = 0;
   // Receives the message `peer` sent under `tag` into dst, which must have the message's dtype and
-  // length (InvalidArgument on both sides otherwise). With Combine::sum, adds it into dst.
+  // length (the receive fails with InvalidArgument otherwise). With Combine::sum, adds it into dst.
   virtual core::Work recv(int peer, Tag tag, core::MutableView dst, Combine combine = Combine::copy) = 0;
   // Receives a message of any length and dtype into `out` (resized on completion). `out` must
   // stay valid until the Work completes.
@@ -96,9 +124,8 @@ class Context {
   // Name of the runtime ("threads", "sim", ...).
   virtual std::string runtime_name() const = 0;
 
-  // Lost peers. A peer is lost when its host failed (the sim runtime's [[failures]]); it never
-  // comes back. alive(peer) is false only once this runtime knows the peer is lost, and from then
-  // on every operation with it throws PeerLost. Runtimes that cannot lose a worker (threads: a
+  // Lost peers (see the contract above); a lost peer never comes back. alive(peer) is false only
+  // once this runtime knows the peer is lost. Runtimes that cannot lose a worker (threads: a
   // failing worker aborts the whole world instead) keep the defaults: always alive.
   virtual bool alive(int /*peer*/) const { return true; }
   // Throws PeerLost naming the peer, where it ran, when and why it was lost, if it is lost.

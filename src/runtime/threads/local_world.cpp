@@ -53,6 +53,11 @@ void LocalWorld::deliver_remote(int src, int dst, Tag tag, core::ConstView data,
     if (!recv->offer(op)) transfer(*op, *recv);
 }
 
+void LocalWorld::abort_all(const std::string& message) {
+  state_.abort_with(message);
+  for (auto& box : mailboxes_) box->abort();
+}
+
 void LocalWorld::fail_source(int src, const std::string& reason) {
   for (auto& box : mailboxes_) box->fail_source(src, reason);
 }

@@ -37,6 +37,8 @@ class LocalWorld {
   // A message from remote worker src to local worker dst arrived: `data` stays valid as long as
   // `owner` lives. Matched with a posted receive or queued, in arrival order per (src, tag).
   void deliver_remote(int src, int dst, Tag tag, core::ConstView data, std::shared_ptr<const void> owner);
+  // Ends the local run: every wait of a local worker throws RemoteError(message).
+  void abort_all(const std::string& message);
   // Remote worker src is lost: receives from it fail with PeerLost(reason) (Mailbox::fail_source).
   void fail_source(int src, const std::string& reason);
 

@@ -22,6 +22,13 @@ void WorldState::abort(int rank, const std::string& reason) {
   aborted_.store(true, std::memory_order_release);
 }
 
+void WorldState::abort_with(const std::string& message) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (aborted_.load(std::memory_order_relaxed)) return;
+  message_ = message;
+  aborted_.store(true, std::memory_order_release);
+}
+
 std::string WorldState::abort_message() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return message_;

@@ -41,6 +41,8 @@ class WorldState {
   bool aborted() const noexcept { return aborted_.load(std::memory_order_acquire); }
   // First call wins: records why and which rank failed.
   void abort(int rank, const std::string& reason);
+  // First call wins: records `message` as the whole reason (a lost process under zmq).
+  void abort_with(const std::string& message);
   // "worker 2 failed: <reason>".
   std::string abort_message() const;
 

@@ -1,0 +1,124 @@
+// The `zmq` runtime's registry entry and launch (runtime/registry.hpp): settings, authentication,
+// the data socket, the rendezvous, the transport, this process's workers, the end of the run.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "../deliver.hpp"
+#include "../threads/local_world.hpp"
+#include "authenticator.hpp"
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+#include "fast/runtime/registry.hpp"
+#include "rendezvous.hpp"
+#include "transport.hpp"
+
+namespace fast::runtime::zmq {
+
+namespace {
+
+// This process's data socket, bound on ipc:// (a fresh path under the temporary directory) and
+// on tcp:// (an ephemeral port on settings.host); fills self's endpoints.
+::zmq::socket_t bind_data_socket(::zmq::context_t& context, const Settings& s, ProcessInfo& self) {
+  ::zmq::socket_t router(context, ::zmq::socket_type::router);
+  router.set(::zmq::sockopt::linger, 2000);
+  router.set(::zmq::sockopt::rcvhwm, 0);
+  if (!s.insecure) {
+    router.set(::zmq::sockopt::curve_server, 1);
+    router.set(::zmq::sockopt::curve_secretkey, s.secret_key);
+  }
+  std::random_device random;
+  const auto dir = std::filesystem::temp_directory_path();
+  self.ipc_endpoint = fmt::format("ipc://{}/fast-{}-{:08x}.sock", dir.string(), getpid(), random());
+  router.bind(self.ipc_endpoint);
+  const bool v6 = s.host.find(':') != std::string::npos;
+  router.bind(v6 ? fmt::format("tcp://[{}]:*", s.host) : fmt::format("tcp://{}:*", s.host));
+  self.tcp_endpoint = router.get(::zmq::sockopt::last_endpoint);
+  return router;
+}
+
+ProcessInfo describe_self(const Settings& s) {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  return {.rank = s.process_rank, .workers = s.workers_per_process, .host_id = host_id(), .hostname = name,
+          .public_key = s.public_key, .pid = static_cast<long>(getpid())};
+}
+
+// First error of the local workers, else the loss that aborted the run, as one message.
+std::string first_error(const std::vector<std::exception_ptr>& errors) {
+  for (const auto& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      return x.what();
+    } catch (...) {
+      return "unknown exception";
+    }
+  }
+  return {};
+}
+
+double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
+  const Settings s = resolve_settings(options);
+  ::zmq::context_t context;
+  std::unique_ptr<Authenticator> auth;
+  if (!s.insecure) auth = std::make_unique<Authenticator>(context, s.allowed_keys);
+  ProcessInfo self = describe_self(s);
+  ::zmq::socket_t router = bind_data_socket(context, s, self);
+  core::log(core::LogLevel::info, "zmq runtime: pid {} listens on {} and {}{}", self.pid, self.tcp_endpoint,
+            self.ipc_endpoint, s.insecure ? " (insecure)" : " (CURVE)");
+  const std::string ipc_path = self.ipc_endpoint.substr(6);
+  struct RemoveSocketFile {
+    std::string path;
+    ~RemoveSocketFile() { std::filesystem::remove(path); }
+  } remove_ipc{ipc_path};
+
+  const RendezvousResult meeting = rendezvous(context, s, self);
+  const ProcessInfo& me = meeting.table[static_cast<std::size_t>(meeting.process_rank)];
+  core::log(core::LogLevel::debug, "zmq runtime: {} runs workers [{}, {}) of {}", me.where(), me.first_worker,
+            me.first_worker + me.workers, s.world_size * s.workers_per_process);
+
+  ZmqTransport transport(context, s, meeting.table, meeting.process_rank, std::move(router));
+  threads::LocalWorld world({.world_size = s.world_size * s.workers_per_process, .first_rank = me.first_worker,
+                             .local_size = me.workers},
+                            s.op_timeout, "zmq", &transport);
+  std::mutex lost_mutex;
+  std::string lost_reason;  // the loss that ended a run which does not tolerate losses
+  transport.start(world, [&](const std::string& reason) {
+    if (s.tolerate_lost) return;
+    {
+      std::lock_guard<std::mutex> lock(lost_mutex);
+      if (lost_reason.empty()) lost_reason = reason;
+    }
+    world.abort_all(reason);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<std::exception_ptr> errors = world.run(fn);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  transport.finish(first_error(errors), s.op_timeout);
+  transport.stop();
+  {
+    std::lock_guard<std::mutex> lock(lost_mutex);
+    if (!lost_reason.empty()) throw core::PeerLost(lost_reason);
+  }
+  detail::rethrow_root_cause(errors);
+  return seconds;
+}
+
+}  // namespace
+
+RuntimeBackend backend() {
+  return {.name = "zmq",
+          .description = "workers as processes on one or many hosts (fast launch, --rendezvous), ZeroMQ ipc:// and "
+                         "tcp://, CURVE-authenticated, heartbeats",
+          .launch = run_zmq};
+}
+
+}  // namespace fast::runtime::zmq

@@ -1,0 +1,229 @@
+#include "rendezvous.hpp"
+
+#include <zmq_addon.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+#include "fast/runtime/zmq/serve.hpp"
+#include "fast/wire/frame.hpp"
+#include "authenticator.hpp"
+
+namespace fast::runtime::zmq {
+
+namespace {
+
+using nlohmann::json;
+using clock = std::chrono::steady_clock;
+constexpr std::size_t kMaxHelloBytes = 64 * 1024;
+
+json to_json(const ProcessInfo& p) {
+  return {{"rank", p.rank}, {"first_worker", p.first_worker}, {"workers", p.workers}, {"host_id", p.host_id},
+          {"hostname", p.hostname}, {"ipc", p.ipc_endpoint}, {"tcp", p.tcp_endpoint}, {"public_key", p.public_key},
+          {"pid", p.pid}};
+}
+
+ProcessInfo from_json(const json& j) {
+  ProcessInfo p;
+  p.rank = j.at("rank").get<int>();
+  p.first_worker = j.at("first_worker").get<int>();
+  p.workers = j.at("workers").get<int>();
+  p.host_id = j.at("host_id").get<std::string>();
+  p.hostname = j.at("hostname").get<std::string>();
+  p.ipc_endpoint = j.at("ipc").get<std::string>();
+  p.tcp_endpoint = j.at("tcp").get<std::string>();
+  p.public_key = j.at("public_key").get<std::string>();
+  p.pid = j.at("pid").get<long>();
+  return p;
+}
+
+std::vector<::zmq::message_t> frame(const json& body) {
+  const std::string text = body.dump();
+  FAST_ENFORCE(text.size() <= kMaxHelloBytes, "rendezvous: message of {} bytes exceeds {}", text.size(), kMaxHelloBytes);
+  std::vector<::zmq::message_t> parts;
+  parts.emplace_back(wire::kHeaderBytes);
+  wire::encode_header({.kind = wire::FrameKind::hello, .dtype = core::DType::u8, .count = text.size(),
+                       .payload_bytes = text.size()},
+                      std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(parts[0].data()), wire::kHeaderBytes));
+  parts.emplace_back(text.data(), text.size());
+  return parts;
+}
+
+// The JSON body of a hello frame (the last two parts), validated.
+json unframe(std::vector<::zmq::message_t>& parts, std::size_t first) {
+  FAST_ENFORCE(parts.size() == first + 2, "rendezvous: expected a header and a payload, got {} parts", parts.size() - first);
+  const auto bytes = [](const ::zmq::message_t& m) { return std::span<const std::byte>(static_cast<const std::byte*>(m.data()), m.size()); };
+  const wire::FrameHeader h = wire::decode_header(bytes(parts[first]), {.max_payload_bytes = kMaxHelloBytes});
+  FAST_ENFORCE(h.kind == wire::FrameKind::hello, "rendezvous: frame kind: expected hello, got {}", static_cast<int>(h.kind));
+  wire::check_payload(h, bytes(parts[first + 1]));
+  try {
+    return json::parse(parts[first + 1].to_string_view());
+  } catch (const json::exception& e) {
+    FAST_THROW(core::InvalidArgument, "rendezvous: malformed message: {}", e.what());
+  }
+}
+
+void secure_server(::zmq::socket_t& s, const Settings& settings) {
+  if (settings.insecure) return;
+  s.set(::zmq::sockopt::curve_server, 1);
+  s.set(::zmq::sockopt::curve_secretkey, settings.secret_key);
+}
+
+std::string endpoint(const Settings& s) {
+  const bool v6 = s.rendezvous_host.find(':') != std::string::npos;
+  return v6 ? fmt::format("tcp://[{}]:{}", s.rendezvous_host, s.rendezvous_port)
+            : fmt::format("tcp://{}:{}", s.rendezvous_host, s.rendezvous_port);
+}
+
+class Server {
+ public:
+  Server(::zmq::socket_t socket, const Settings& settings) : socket_(std::move(socket)), s_(settings) {}
+  // Collects every hello (own first when given), answers everyone, returns the table.
+  ProcessTable run(std::optional<ProcessInfo> own);
+
+ private:
+  void admit(const std::string& who, ProcessInfo p);
+  ::zmq::socket_t socket_;
+  const Settings& s_;
+  std::vector<std::pair<std::string, ProcessInfo>> arrived_;  // routing id ("" for own), info
+};
+
+void Server::admit(const std::string& who, ProcessInfo p) {
+  FAST_ENFORCE(p.workers == s_.workers_per_process, "rendezvous: process from {} has workers-per-process {}, expected {}",
+               p.hostname, p.workers, s_.workers_per_process);
+  for (const auto& [id, q] : arrived_)
+    FAST_ENFORCE(p.rank < 0 || q.rank != p.rank, "rendezvous: two processes claim rank {} ({} pid {} and {} pid {})",
+                 p.rank, q.hostname, q.pid, p.hostname, p.pid);
+  FAST_ENFORCE(p.rank < s_.world_size, "rendezvous: process on {} claims rank {}, expected < world size {}", p.hostname,
+               p.rank, s_.world_size);
+  arrived_.emplace_back(who, std::move(p));
+}
+
+ProcessTable Server::run(std::optional<ProcessInfo> own) {
+  if (own) admit("", *own);
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s_.rendezvous_timeout));
+  while (static_cast<int>(arrived_.size()) < s_.world_size) {
+    FAST_ENFORCE_AS(core::TimeoutError, clock::now() < deadline,
+                    "rendezvous at {}: {} of {} processes arrived within {} s (--rendezvous-timeout)", endpoint(s_),
+                    arrived_.size(), s_.world_size, s_.rendezvous_timeout);
+    ::zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    ::zmq::poll(&item, 1, std::chrono::milliseconds(100));
+    std::vector<::zmq::message_t> parts;
+    if (!::zmq::recv_multipart(socket_, std::back_inserter(parts), ::zmq::recv_flags::dontwait)) continue;
+    try {
+      const json hello = unframe(parts, 1);
+      FAST_ENFORCE(hello.at("world_size").get<int>() == s_.world_size,
+                   "rendezvous: a process has world size {}, expected {}", hello.at("world_size").get<int>(), s_.world_size);
+      admit(parts[0].to_string(), from_json(hello.at("process")));
+    } catch (const core::InvalidArgument& e) {
+      throw;
+    } catch (const std::exception& e) {
+      core::log(core::LogLevel::warn, "rendezvous: ignored a malformed hello: {}", e.what());
+    }
+  }
+  // Ranks: given ones stay, the others in arrival order.
+  std::vector<bool> taken(static_cast<std::size_t>(s_.world_size));
+  for (auto& [id, p] : arrived_)
+    if (p.rank >= 0) taken[static_cast<std::size_t>(p.rank)] = true;
+  int next = 0;
+  for (auto& [id, p] : arrived_) {
+    if (p.rank >= 0) continue;
+    while (taken[static_cast<std::size_t>(next)]) ++next;
+    p.rank = next;
+    taken[static_cast<std::size_t>(next)] = true;
+  }
+  ProcessTable table(static_cast<std::size_t>(s_.world_size));
+  for (auto& [id, p] : arrived_) {
+    p.first_worker = p.rank * p.workers;
+    table[static_cast<std::size_t>(p.rank)] = p;
+  }
+  json list = json::array();
+  for (const ProcessInfo& p : table) list.push_back(to_json(p));
+  for (auto& [id, p] : arrived_) {
+    if (id.empty()) continue;
+    std::vector<::zmq::message_t> reply = frame({{"your_rank", p.rank}, {"processes", list}});
+    reply.insert(reply.begin(), ::zmq::message_t(id.data(), id.size()));
+    ::zmq::send_multipart(socket_, reply);
+  }
+  return table;
+}
+
+std::optional<::zmq::socket_t> try_serve(::zmq::context_t& context, const Settings& s, bool must) {
+  ::zmq::socket_t socket(context, ::zmq::socket_type::router);
+  socket.set(::zmq::sockopt::linger, 2000);
+  secure_server(socket, s);
+  try {
+    socket.bind(endpoint(s));
+  } catch (const ::zmq::error_t& e) {
+    FAST_ENFORCE_AS(core::IoError, !must, "rendezvous: cannot listen on {}: {}", endpoint(s), e.what());
+    return std::nullopt;
+  }
+  return socket;
+}
+
+RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const ProcessInfo& self) {
+  ::zmq::socket_t socket(context, ::zmq::socket_type::dealer);
+  socket.set(::zmq::sockopt::linger, 0);
+  if (!s.insecure) {
+    socket.set(::zmq::sockopt::curve_serverkey, s.allowed_keys.at(0));
+    socket.set(::zmq::sockopt::curve_publickey, s.public_key);
+    socket.set(::zmq::sockopt::curve_secretkey, s.secret_key);
+  }
+  socket.connect(endpoint(s));
+  ::zmq::send_multipart(socket, frame({{"world_size", s.world_size}, {"process", to_json(self)}}));
+  ::zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+  ::zmq::poll(&item, 1, std::chrono::milliseconds(static_cast<long>(s.rendezvous_timeout * 1000)));
+  std::vector<::zmq::message_t> parts;
+  FAST_ENFORCE_AS(core::TimeoutError,
+                  ::zmq::recv_multipart(socket, std::back_inserter(parts), ::zmq::recv_flags::dontwait).has_value(),
+                  "rendezvous at {}: no answer within {} s (--rendezvous-timeout): is every process started, with the "
+                  "same --world-size, and is this host's key in the server's allow-list?",
+                  endpoint(s), s.rendezvous_timeout);
+  const json reply = unframe(parts, 0);
+  RendezvousResult result{reply.at("your_rank").get<int>(), {}};
+  for (const json& p : reply.at("processes")) result.table.push_back(from_json(p));
+  FAST_ENFORCE(static_cast<int>(result.table.size()) == s.world_size && result.process_rank >= 0 &&
+                   result.process_rank < s.world_size,
+               "rendezvous: the table has {} processes and rank {}, expected {} processes", result.table.size(),
+               result.process_rank, s.world_size);
+  return result;
+}
+
+}  // namespace
+
+RendezvousResult rendezvous(::zmq::context_t& context, const Settings& s, ProcessInfo self) {
+  std::optional<::zmq::socket_t> server;
+  if (self.rank == 0 || self.rank < 0) server = try_serve(context, s, self.rank == 0);
+  if (!server) return as_client(context, s, self);
+  if (self.rank < 0) self.rank = 0;
+  Server srv(std::move(*server), s);
+  ProcessTable table = srv.run(self);
+  return {0, std::move(table)};
+}
+
+void serve_rendezvous(::zmq::context_t& context, const Settings& s) {
+  std::optional<::zmq::socket_t> socket = try_serve(context, s, true);
+  Server srv(std::move(*socket), s);
+  (void)srv.run(std::nullopt);
+}
+
+}  // namespace fast::runtime::zmq
+
+namespace fast::runtime::zmq {
+
+void serve_rendezvous(const ProcessOptions& options) {
+  LaunchOptions launch{.runtime = "zmq", .process = options};
+  const Settings s = resolve_settings(launch);
+  ::zmq::context_t context;
+  std::unique_ptr<Authenticator> auth;
+  if (!s.insecure) auth = std::make_unique<Authenticator>(context, s.allowed_keys);
+  serve_rendezvous(context, s);
+}
+
+}  // namespace fast::runtime::zmq

@@ -1,0 +1,33 @@
+#pragma once
+// The rendezvous (as c10d's store): every process of a zmq run says hello to one address; the
+// process that serves it (the one with process rank 0, or, when ranks are assigned, the first
+// process that can bind the address) collects world_size hellos, assigns the ranks not given in
+// arrival order, checks that every process agrees (world size, workers per process, distinct
+// ranks) and sends everyone the table of every process's rank, endpoints, host and public key.
+// Processes may arrive in any order within the rendezvous timeout. With CURVE, the rendezvous
+// socket admits only keys of the allow-list; the server's key is the allow-list's first key.
+//
+// Messages are wire/ frames of kind `hello` whose payload is JSON (at most 64 KiB), validated
+// before use. Errors: TimeoutError naming how many processes arrived; InvalidArgument naming the
+// disagreeing process and field.
+
+#include <zmq.hpp>
+
+#include "process_table.hpp"
+#include "settings.hpp"
+
+namespace fast::runtime::zmq {
+
+struct RendezvousResult {
+  int process_rank = 0;
+  ProcessTable table;
+};
+
+// self: this process's info (rank = settings.process_rank, possibly -1).
+RendezvousResult rendezvous(::zmq::context_t& context, const Settings& settings, ProcessInfo self);
+
+// Serves a rendezvous for world_size processes without taking part (`fast rendezvous`); returns
+// once every process got the table.
+void serve_rendezvous(::zmq::context_t& context, const Settings& settings);
+
+}  // namespace fast::runtime::zmq

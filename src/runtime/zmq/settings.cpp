@@ -1,0 +1,122 @@
+#include "settings.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "fast/core/env.hpp"
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+#include "fast/runtime/zmq/keys.hpp"
+
+namespace fast::runtime::zmq {
+
+namespace {
+
+void parse_rendezvous(const std::string& text, Settings& s) {
+  const auto colon = text.rfind(':');
+  FAST_ENFORCE(!text.empty(), "rendezvous: expected HOST:PORT (--rendezvous or FAST_RENDEZVOUS), got nothing");
+  FAST_ENFORCE(colon != std::string::npos && colon > 0 && colon + 1 < text.size(),
+               "rendezvous: expected HOST:PORT, got '{}'", text);
+  s.rendezvous_host = text.substr(0, colon);
+  if (s.rendezvous_host.size() > 2 && s.rendezvous_host.front() == '[') s.rendezvous_host = s.rendezvous_host.substr(1, s.rendezvous_host.size() - 2);
+  int port = 0;
+  try {
+    std::size_t used = 0;
+    port = std::stoi(text.substr(colon + 1), &used);
+    FAST_ENFORCE(used == text.size() - colon - 1, "");
+  } catch (...) {
+    port = -1;
+  }
+  FAST_ENFORCE(port >= 1 && port <= 65535, "rendezvous: expected a port in [1, 65535] after ':', got '{}'",
+               text.substr(colon + 1));
+  s.rendezvous_port = port;
+}
+
+void load_keys(const ProcessOptions& p, Settings& s) {
+  std::filesystem::path key = p.key_file.empty() ? std::filesystem::path(core::env_string("FAST_KEY_FILE")) : p.key_file;
+  std::filesystem::path allow =
+      p.allow_file.empty() ? std::filesystem::path(core::env_string("FAST_ALLOW_FILE")) : p.allow_file;
+  FAST_ENFORCE(!key.empty(),
+               "key: the zmq runtime authenticates its peers and needs this process's key pair (--key FILE or "
+               "FAST_KEY_FILE; make one with `fast keygen`), got none; --insecure turns authentication off");
+  FAST_ENFORCE(!allow.empty(),
+               "allow: the zmq runtime needs the public keys it admits (--allow FILE or FAST_ALLOW_FILE), got none");
+  const KeyPair pair = read_key_file(key);
+  s.public_key = pair.public_key;
+  s.secret_key = pair.secret_key;
+  for (const AllowedKey& k : read_allow_file(allow)) s.allowed_keys.push_back(k.public_key);
+}
+
+}  // namespace
+
+Settings resolve_settings(const LaunchOptions& options) {
+  const ProcessOptions& p = options.process;
+  Settings s;
+  parse_rendezvous(p.rendezvous.empty() ? core::env_string("FAST_RENDEZVOUS") : p.rendezvous, s);
+  s.world_size = p.world_size > 0 ? p.world_size : static_cast<int>(core::env_int("FAST_WORLD_SIZE"));
+  FAST_ENFORCE(s.world_size >= 1, "world-size: expected the number of processes >= 1 (--world-size or FAST_WORLD_SIZE), got {}",
+               s.world_size);
+  s.process_rank = p.process_rank >= 0 ? p.process_rank : static_cast<int>(core::env_int("FAST_PROCESS_RANK"));
+  FAST_ENFORCE(s.process_rank >= -1 && s.process_rank < s.world_size,
+               "process-rank: expected -1 (assigned) or a rank in [0, {}), got {}", s.world_size, s.process_rank);
+  s.workers_per_process = p.workers_per_process;
+  FAST_ENFORCE(s.workers_per_process >= 1, "workers-per-process: expected >= 1, got {}", s.workers_per_process);
+  s.insecure = p.insecure || core::env_int("FAST_INSECURE") != 0;
+  if (s.insecure)
+    core::log(core::LogLevel::warn,
+              "zmq runtime: --insecure: peers are NOT authenticated and traffic is NOT encrypted; anyone who "
+              "reaches this process's ports can join the run or alter it");
+  else
+    load_keys(p, s);
+  s.peer_timeout = p.peer_timeout_seconds >= 0 ? p.peer_timeout_seconds : core::env_number("FAST_PEER_TIMEOUT");
+  FAST_ENFORCE(s.peer_timeout > 0, "peer-timeout: expected seconds > 0, got {}", s.peer_timeout);
+  s.rendezvous_timeout =
+      p.rendezvous_timeout_seconds >= 0 ? p.rendezvous_timeout_seconds : core::env_number("FAST_RENDEZVOUS_TIMEOUT");
+  FAST_ENFORCE(s.rendezvous_timeout > 0, "rendezvous-timeout: expected seconds > 0, got {}", s.rendezvous_timeout);
+  s.op_timeout = options.op_timeout_seconds >= 0 ? options.op_timeout_seconds : core::env_number("FAST_OP_TIMEOUT");
+  s.transport = p.transport.empty() ? core::env_string("FAST_TRANSPORT") : p.transport;
+  FAST_ENFORCE(s.transport.empty() || s.transport == "ipc" || s.transport == "tcp",
+               "transport: expected ipc, tcp or empty (automatic), got '{}'", s.transport);
+  s.host = p.host.empty() ? core::env_string("FAST_HOST") : p.host;
+  if (s.host.empty()) s.host = local_address_towards(s.rendezvous_host, s.rendezvous_port);
+  s.tolerate_lost = options.tolerate_lost_workers;
+  return s;
+}
+
+std::string host_id() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  std::error_code ec;
+  const auto ns = std::filesystem::read_symlink("/proc/self/ns/net", ec);
+  return std::string(name) + "/" + (ec ? std::string("?") : ns.string());
+}
+
+std::string local_address_towards(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  FAST_ENFORCE_AS(core::IoError, rc == 0, "rendezvous: cannot resolve host '{}': {}", host, gai_strerror(rc));
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, freeaddrinfo);
+  const int fd = socket(found->ai_family, SOCK_DGRAM, 0);
+  FAST_ENFORCE_AS(core::IoError, fd >= 0, "rendezvous: cannot open a socket to find the local address");
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  const bool ok = connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+  close(fd);
+  FAST_ENFORCE_AS(core::IoError, ok, "rendezvous: no route from this host to '{}' (set --host or FAST_HOST)", host);
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* addr = local.ss_family == AF_INET ? static_cast<const void*>(&reinterpret_cast<sockaddr_in&>(local).sin_addr)
+                                                : static_cast<const void*>(&reinterpret_cast<sockaddr_in6&>(local).sin6_addr);
+  inet_ntop(local.ss_family, addr, text, sizeof(text));
+  return text;
+}
+
+}  // namespace fast::runtime::zmq

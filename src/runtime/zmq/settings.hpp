@@ -1,0 +1,37 @@
+#pragma once
+// Settings of one process of a zmq run: ProcessOptions with every default resolved from the
+// FAST_* environment (core/env table), checked before anything is bound or sent.
+
+#include <string>
+#include <vector>
+
+#include "fast/runtime/launcher.hpp"
+
+namespace fast::runtime::zmq {
+
+struct Settings {
+  std::string rendezvous_host;    // from HOST:PORT
+  int rendezvous_port = 0;
+  int world_size = 1;             // processes
+  int process_rank = -1;          // -1: assigned by the rendezvous
+  int workers_per_process = 1;
+  bool insecure = false;
+  std::string public_key, secret_key;           // Z85; empty when insecure
+  std::vector<std::string> allowed_keys;        // Z85; the first is the rendezvous server's
+  double peer_timeout = 5;        // seconds
+  double rendezvous_timeout = 60; // seconds
+  double op_timeout = 600;        // seconds
+  std::string transport;          // "", "ipc" or "tcp"
+  std::string host;               // address bound and advertised for tcp
+  bool tolerate_lost = false;
+};
+
+// InvalidArgument naming the option (and its FAST_* variable), expected versus got.
+Settings resolve_settings(const LaunchOptions& options);
+
+// Identifies this host and network namespace: processes with equal ids can use ipc://.
+std::string host_id();
+// The local address this host uses to reach host:port (no packet is sent), e.g. "127.0.0.1".
+std::string local_address_towards(const std::string& host, int port);
+
+}  // namespace fast::runtime::zmq

@@ -1,0 +1,158 @@
+#include "transport.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <zmq_addon.hpp>
+
+#include <fmt/format.h>
+
+#include "../completion.hpp"
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+
+namespace fast::runtime::zmq {
+
+namespace {
+// ZeroMQ calls this when it no longer needs a zero-copy payload: the send's Work completes.
+void release_payload(void* /*data*/, void* hint) {
+  auto* done = static_cast<std::shared_ptr<detail::Completion>*>(hint);
+  (*done)->complete();
+  delete done;
+}
+
+::zmq::message_t encode(const wire::FrameHeader& header) {
+  ::zmq::message_t msg(wire::kHeaderBytes);
+  wire::encode_header(header, std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(msg.data()), wire::kHeaderBytes));
+  return msg;
+}
+
+std::span<const std::byte> bytes_of(const ::zmq::message_t& m) {
+  return {static_cast<const std::byte*>(m.data()), m.size()};
+}
+}  // namespace
+
+std::string ProcessInfo::where() const { return fmt::format("process {} on host {}, pid {}", rank, hostname, pid); }
+
+ZmqTransport::ZmqTransport(::zmq::context_t& context, const Settings& settings, ProcessTable table, int process,
+                           ::zmq::socket_t router)
+    : context_(context),
+      settings_(settings),
+      table_(std::move(table)),
+      process_(process),
+      router_(std::move(router)),
+      peers_(table_.size()),
+      lost_(std::make_unique<std::atomic<bool>[]>(table_.size())),
+      start_(std::chrono::steady_clock::now()) {
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  FAST_ENFORCE_AS(core::IoError, wake_fd_ >= 0, "zmq runtime: cannot create an eventfd");
+  for (std::size_t p = 0; p < table_.size(); ++p) lost_[p] = false;
+}
+
+ZmqTransport::~ZmqTransport() {
+  stop();
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+double ZmqTransport::clock() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+int ZmqTransport::process_of(int rank) const { return rank / table_[0].workers; }
+
+void ZmqTransport::open_dealers() {
+  const ProcessInfo& me = table_[static_cast<std::size_t>(process_)];
+  dealers_.resize(table_.size());
+  backlog_.resize(table_.size());
+  for (const ProcessInfo& peer : table_) {
+    if (peer.rank == process_) continue;
+    auto dealer = std::make_unique<::zmq::socket_t>(context_, ::zmq::socket_type::dealer);
+    dealer->set(::zmq::sockopt::routing_id, fmt::format("p{}", process_));
+    dealer->set(::zmq::sockopt::sndhwm, 0);  // never drop or block: a lost peer's socket is closed instead
+    dealer->set(::zmq::sockopt::linger, 2000);
+    if (!settings_.insecure) {
+      dealer->set(::zmq::sockopt::curve_serverkey, peer.public_key);
+      dealer->set(::zmq::sockopt::curve_publickey, settings_.public_key);
+      dealer->set(::zmq::sockopt::curve_secretkey, settings_.secret_key);
+    }
+    const bool ipc = settings_.transport == "ipc" || (settings_.transport.empty() && peer.host_id == me.host_id);
+    dealer->connect(ipc ? peer.ipc_endpoint : peer.tcp_endpoint);
+    peers_[static_cast<std::size_t>(peer.rank)].last_heard = clock();
+    dealers_[static_cast<std::size_t>(peer.rank)] = std::move(dealer);
+  }
+}
+
+void ZmqTransport::start(threads::LocalWorld& world, std::function<void(const std::string&)> on_lost) {
+  world_ = &world;
+  on_lost_ = std::move(on_lost);
+  open_dealers();
+  thread_ = std::thread([this] { loop(); });
+}
+
+void ZmqTransport::stop() {
+  if (!thread_.joinable()) return;
+  stop_ = true;
+  const std::uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+  thread_.join();
+  backlog_.clear();
+  dealers_.clear();
+  router_.close();
+}
+
+core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {
+  ensure_alive(dst);
+  const std::size_t bytes = data.bytes();
+  wire::FrameHeader header{.kind = wire::FrameKind::data, .dtype = data.dtype(), .src = src, .dst = dst, .tag = tag,
+                           .count = data.numel(), .payload_bytes = bytes};
+  const std::span<const std::byte> payload(static_cast<const std::byte*>(data.data()), bytes);
+  if (settings_.insecure) {  // CURVE authenticates every message; without it, a checksum guards the payload
+    header.flags |= wire::kFlagPayloadChecksum;
+    header.payload_checksum = wire::checksum(payload);
+  }
+  Outgoing out{process_of(dst), encode(header), {}};
+  core::Work work;
+  if (bytes < kZeroCopyBytes) {
+    out.payload = ::zmq::message_t(data.data(), bytes);
+  } else {
+    auto done = std::make_shared<detail::Completion>(
+        fmt::format("send from worker {} to worker {} (tag {:#x})", src, dst, tag), settings_.op_timeout);
+    work = core::Work(done);
+    auto* hint = new std::shared_ptr<detail::Completion>(std::move(done));
+    out.payload = ::zmq::message_t(const_cast<void*>(data.data()), bytes, release_payload, hint);
+  }
+  enqueue(std::move(out));
+  return work;
+}
+
+void ZmqTransport::enqueue(Outgoing out) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    queue_.push_back(std::move(out));
+  }
+  const std::uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+}
+
+bool ZmqTransport::alive(int rank) const { return !lost_[static_cast<std::size_t>(process_of(rank))].load(); }
+
+void ZmqTransport::ensure_alive(int rank) const {
+  const int p = process_of(rank);
+  if (!lost_[static_cast<std::size_t>(p)].load()) return;
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  throw core::PeerLost(fmt::format("worker {} ({}) {}", rank, table_[static_cast<std::size_t>(p)].where(),
+                                   peers_[static_cast<std::size_t>(p)].reason));
+}
+
+std::string ZmqTransport::where(int rank) const { return table_[static_cast<std::size_t>(process_of(rank))].where(); }
+
+std::vector<int> ZmqTransport::lost_workers() const {
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  std::vector<int> lost;
+  for (const ProcessInfo& p : table_)
+    if (peers_[static_cast<std::size_t>(p.rank)].lost && !peers_[static_cast<std::size_t>(p.rank)].ended)
+      for (int w = 0; w < p.workers; ++w) lost.push_back(p.first_worker + w);
+  return lost;
+}
+
+}  // namespace fast::runtime::zmq

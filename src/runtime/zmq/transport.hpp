@@ -1,0 +1,121 @@
+#pragma once
+// ZmqTransport: the zmq runtime's link between the workers of this process and those of the
+// others (threads/transport.hpp). One I/O thread owns every socket:
+//   - a ROUTER bound on ipc:// and tcp:// receives every frame sent to this process's workers;
+//   - one DEALER per other process (routing id "p<rank>") sends to it, over ipc:// when both share
+//     a host and network namespace, else tcp:// (Settings::transport forces one);
+//   - with CURVE (the default) every connection is authenticated and encrypted; a frame must come
+//     with the key of the process its source rank belongs to (or it is dropped and logged).
+// Frames are wire/ frames (header part + payload part), validated before anything is delivered:
+// a malformed frame is logged and dropped, never delivered, never a crash.
+//
+// Send completion: a payload under kZeroCopyBytes is copied and its Work completes at once; a
+// larger one is handed to ZeroMQ without a copy and its Work completes when ZeroMQ releases it.
+//
+// Lost peers: every process sends a heartbeat to every other every min(peer_timeout / 4, 1 s); a
+// process not heard from (any frame counts) for peer_timeout seconds, one that sent `bye` with an
+// error, or one that ended cleanly (`bye` without error) is lost: receives from its workers fail
+// with PeerLost naming the worker, its process, host and pid, and why; sends to them throw it.
+// A message larger than what the link carries in peer_timeout delays the heartbeats behind it:
+// peer_timeout must exceed the largest message's transfer time (docs/launch.md).
+//
+// Thread-safety: send/alive/ensure_alive/where from any worker thread; the rest from the thread
+// that runs the process's world.
+
+#include <zmq.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fast/wire/frame.hpp"
+#include "../threads/local_world.hpp"
+#include "../threads/transport.hpp"
+#include "process_table.hpp"
+#include "settings.hpp"
+
+namespace fast::runtime::zmq {
+
+class ZmqTransport final : public threads::Transport {
+ public:
+  static constexpr std::size_t kZeroCopyBytes = 64 * 1024;
+
+  // router: this process's bound data socket (moved in). table: every process, from the rendezvous.
+  ZmqTransport(::zmq::context_t& context, const Settings& settings, ProcessTable table, int process,
+               ::zmq::socket_t router);
+  ~ZmqTransport() override;
+
+  // Starts the I/O thread, delivering into `world`. on_lost(reason) runs on the I/O thread when a
+  // process is lost other than by a clean end.
+  void start(threads::LocalWorld& world, std::function<void(const std::string&)> on_lost);
+  // This process's workers returned: tells every process (bye, with `error` when one failed) and
+  // waits until every other process ended or was lost, at most `limit_seconds`.
+  void finish(const std::string& error, double limit_seconds);
+  // Joins the I/O thread; sockets close with a short linger so the last frames leave.
+  void stop();
+
+  core::Work send(int src, int dst, Tag tag, core::ConstView data) override;
+  bool alive(int rank) const override;
+  void ensure_alive(int rank) const override;
+  std::string where(int rank) const override;
+  // Workers of processes lost other than by a clean end, in rank order.
+  std::vector<int> lost_workers() const;
+
+ private:
+  struct Outgoing {
+    int process;
+    ::zmq::message_t header;
+    ::zmq::message_t payload;
+    bool header_sent = false;
+  };
+  struct PeerState {
+    double last_heard = 0;  // on the transport's clock
+    bool ended = false;     // said bye without error
+    bool lost = false;      // lost in any way, ended included
+    std::string reason;
+  };
+
+  int process_of(int rank) const;
+  void enqueue(Outgoing out);
+  void loop();
+  void drain_outgoing();
+  void receive_all();
+  void receive_one(std::vector<::zmq::message_t>& parts);
+  void deliver_data(int process, const wire::FrameHeader& header, ::zmq::message_t payload);
+  void send_control(std::uint8_t kind, const std::string& text);
+  void check_peers();
+  void mark_lost(int process, const std::string& why, bool clean);
+  void open_dealers();
+  double clock() const;
+
+  ::zmq::context_t& context_;
+  Settings settings_;
+  ProcessTable table_;
+  int process_;
+  ::zmq::socket_t router_;
+  std::vector<std::unique_ptr<::zmq::socket_t>> dealers_;  // I/O thread only
+  std::vector<std::deque<Outgoing>> backlog_;              // I/O thread only: frames not yet taken by a dealer
+  int wake_fd_ = -1;                                        // eventfd: outgoing frames queued
+  threads::LocalWorld* world_ = nullptr;
+  std::function<void(const std::string&)> on_lost_;
+
+  std::mutex queue_mutex_;
+  std::deque<Outgoing> queue_;
+
+  mutable std::mutex peers_mutex_;
+  std::condition_variable peers_cv_;
+  std::vector<PeerState> peers_;  // by process
+  std::unique_ptr<std::atomic<bool>[]> lost_;  // by process: fast path of alive()
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace fast::runtime::zmq

@@ -1,0 +1,265 @@
+// ZmqTransport's I/O thread: receiving and validating frames, sending queued ones, heartbeats,
+// lost peers, the end of the run (transport.hpp).
+#include <unistd.h>
+
+#include <cstring>
+
+#include <zmq_addon.hpp>
+
+#include <fmt/format.h>
+
+#include "fast/core/buffer.hpp"
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+#include "transport.hpp"
+
+namespace fast::runtime::zmq {
+
+namespace {
+constexpr int kMaxBatch = 256;              // frames handled per wake-up before timers are checked
+constexpr std::size_t kMaxReasonBytes = 4096;  // a bye's error text
+
+std::span<const std::byte> bytes_of(const ::zmq::message_t& m) {
+  return {static_cast<const std::byte*>(m.data()), m.size()};
+}
+
+// Why a handshake failed, for the log.
+std::string protocol_error(std::uint32_t code) {
+  if (code == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC) return "CURVE failed: a wrong server key, or a forged message";
+  if (code == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) return "not CURVE (an unauthenticated client)";
+  return fmt::format("not the ZeroMQ protocol (error {:#x})", code);
+}
+
+// "p<k>" -> k, or -1.
+int parse_routing_id(const ::zmq::message_t& id, int processes) {
+  const std::string text = id.to_string();
+  if (text.size() < 2 || text.size() > 11 || text[0] != 'p') return -1;
+  int k = 0;
+  for (std::size_t i = 1; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return -1;
+    k = k * 10 + (text[i] - '0');
+    if (k >= processes) return -1;
+  }
+  return k;
+}
+}  // namespace
+
+void ZmqTransport::loop() {
+  const std::string monitor_endpoint = fmt::format("inproc://fast-monitor-{}", static_cast<const void*>(this));
+  ::zmq::socket_t monitor(context_, ::zmq::socket_type::pair);
+  zmq_socket_monitor(router_.handle(), monitor_endpoint.c_str(),
+                     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                         ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+  monitor.connect(monitor_endpoint);
+  const double heartbeat = std::min(settings_.peer_timeout / 4, 1.0);
+  double next_heartbeat = 0;
+  while (!stop_) {
+    ::zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
+                                 {nullptr, wake_fd_, ZMQ_POLLIN, 0},
+                                 {monitor.handle(), 0, ZMQ_POLLIN, 0}};
+    ::zmq::poll(items, 3, std::chrono::milliseconds(20));
+    if (items[1].revents & ZMQ_POLLIN) {
+      std::uint64_t count = 0;
+      (void)!read(wake_fd_, &count, sizeof(count));
+    }
+    drain_outgoing();
+    if (items[0].revents & ZMQ_POLLIN) receive_all();
+    if (items[2].revents & ZMQ_POLLIN) {
+      std::vector<::zmq::message_t> event;
+      if (::zmq::recv_multipart(monitor, std::back_inserter(event), ::zmq::recv_flags::dontwait) && event.size() == 2 &&
+          event[0].size() >= 6) {
+        std::uint16_t id = 0;
+        std::uint32_t value = 0;
+        std::memcpy(&id, event[0].data(), 2);
+        std::memcpy(&value, static_cast<const char*>(event[0].data()) + 2, 4);
+        // A system error (EPIPE, ECONNRESET) is a client that went away during the handshake: a
+        // client writing garbage, or a peer that ended that early: info. Protocol and authentication
+        // failures are intruders: warn.
+        core::log(id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ? core::LogLevel::info : core::LogLevel::warn,
+                  "zmq runtime: refused a connection on {}: {}", event[1].to_string(),
+                  id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH       ? fmt::format("authentication failed (ZAP status {})", value)
+                  : id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ? protocol_error(value)
+                                                              : fmt::format("the client went away during its handshake ({})", std::strerror(static_cast<int>(value))));
+      }
+    }
+    if (clock() >= next_heartbeat) {
+      send_control(static_cast<std::uint8_t>(wire::FrameKind::heartbeat), "");
+      next_heartbeat = clock() + heartbeat;
+    }
+    check_peers();
+  }
+  drain_outgoing();
+  zmq_socket_monitor(router_.handle(), nullptr, 0);
+}
+
+void ZmqTransport::drain_outgoing() {
+  std::deque<Outgoing> batch;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    batch.swap(queue_);
+  }
+  for (Outgoing& out : batch) backlog_[static_cast<std::size_t>(out.process)].push_back(std::move(out));
+  // Never block the I/O thread: a peer whose connection is not up yet keeps its frames in order here.
+  for (std::size_t p = 0; p < backlog_.size(); ++p) {
+    auto& queue = backlog_[p];
+    ::zmq::socket_t* dealer = dealers_[p].get();
+    if (dealer == nullptr) {  // lost: dropping the payloads completes their sends
+      queue.clear();
+      continue;
+    }
+    while (!queue.empty()) {
+      Outgoing& out = queue.front();
+      if (!out.header_sent) {
+        if (!dealer->send(out.header, ::zmq::send_flags::sndmore | ::zmq::send_flags::dontwait)) break;
+        out.header_sent = true;
+      }
+      if (!dealer->send(out.payload, ::zmq::send_flags::dontwait)) break;
+      queue.pop_front();
+    }
+  }
+}
+
+void ZmqTransport::send_control(std::uint8_t kind, const std::string& text) {
+  for (const ProcessInfo& peer : table_) {
+    ::zmq::socket_t* dealer = dealers_[static_cast<std::size_t>(peer.rank)].get();
+    if (peer.rank == process_ || dealer == nullptr) continue;
+    if (!backlog_[static_cast<std::size_t>(peer.rank)].empty()) continue;  // frames are waiting: no need, no reordering
+    const wire::FrameHeader header{.kind = static_cast<wire::FrameKind>(kind), .dtype = core::DType::u8,
+                                   .src = table_[static_cast<std::size_t>(process_)].first_worker,
+                                   .dst = peer.first_worker, .count = text.size(), .payload_bytes = text.size()};
+    ::zmq::message_t head(wire::kHeaderBytes);
+    wire::encode_header(header, std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(head.data()), wire::kHeaderBytes));
+    // A heartbeat that finds no connection up is dropped (the next one follows).
+    if (dealer->send(head, ::zmq::send_flags::sndmore | ::zmq::send_flags::dontwait))
+      dealer->send(::zmq::buffer(text), ::zmq::send_flags::none);
+  }
+}
+
+void ZmqTransport::receive_all() {
+  for (int i = 0; i < kMaxBatch; ++i) {
+    std::vector<::zmq::message_t> parts;
+    if (!::zmq::recv_multipart(router_, std::back_inserter(parts), ::zmq::recv_flags::dontwait)) return;
+    receive_one(parts);
+  }
+}
+
+void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
+  const int from = parts.empty() ? -1 : parse_routing_id(parts[0], static_cast<int>(table_.size()));
+  const ProcessInfo* sender = from >= 0 ? &table_[static_cast<std::size_t>(from)] : nullptr;
+  try {
+    FAST_ENFORCE(sender != nullptr && from != process_, "frame: sender: expected a process of this run, got routing id '{}'",
+                 parts.empty() ? std::string() : parts[0].to_string());
+    FAST_ENFORCE(parts.size() == 3, "frame: parts: expected 3 (routing id, header, payload), got {}", parts.size());
+    if (!settings_.insecure) {
+      const char* key = zmq_msg_gets(parts[1].handle(), "User-Id");
+      FAST_ENFORCE(key != nullptr && sender->public_key == key,
+                   "frame: key: expected the key of {} ({}), got {}", sender->where(), sender->public_key,
+                   key ? key : "none");
+    }
+    const wire::FrameHeader header = wire::decode_header(
+        bytes_of(parts[1]), {.max_payload_bytes = wire::Limits{}.max_payload_bytes, .world_size = world_->state().size()});
+    FAST_ENFORCE(header.src >= sender->first_worker && header.src < sender->first_worker + sender->workers,
+                 "frame: src: expected a worker of {} in [{}, {}), got {}", sender->where(), sender->first_worker,
+                 sender->first_worker + sender->workers, header.src);
+    wire::check_payload(header, bytes_of(parts[2]));
+    {
+      std::lock_guard<std::mutex> lock(peers_mutex_);
+      peers_[static_cast<std::size_t>(from)].last_heard = clock();
+    }
+    if (header.kind == wire::FrameKind::data) {
+      FAST_ENFORCE(world_->state().is_local(header.dst), "frame: dst: expected a worker of this process, got {}", header.dst);
+      deliver_data(from, header, std::move(parts[2]));
+    } else if (header.kind == wire::FrameKind::bye) {
+      std::string reason = parts[2].to_string().substr(0, kMaxReasonBytes);
+      mark_lost(from, reason.empty() ? "left the run (its workers ended)" : "failed: " + reason, reason.empty());
+    }
+  } catch (const core::Error& e) {
+    core::log(core::LogLevel::warn, "zmq runtime: dropped a frame from {}: {}",
+              sender ? sender->where() : std::string("an unknown sender"), e.what());
+  }
+}
+
+void ZmqTransport::deliver_data(int /*process*/, const wire::FrameHeader& header, ::zmq::message_t payload) {
+  auto message = std::make_shared<::zmq::message_t>(std::move(payload));
+  const void* data = message->data();
+  std::shared_ptr<const void> owner = message;
+  if (reinterpret_cast<std::uintptr_t>(data) % core::size_of(header.dtype) != 0) {  // typed reads need alignment
+    auto copy = std::make_shared<core::Buffer>(header.count, header.dtype);
+    std::memcpy(copy->data(), data, header.payload_bytes);
+    data = copy->data();
+    owner = std::move(copy);
+  }
+  world_->deliver_remote(header.src, header.dst, header.tag, core::ConstView(data, header.count, header.dtype),
+                         std::move(owner));
+}
+
+void ZmqTransport::check_peers() {
+  const double now = clock();
+  for (const ProcessInfo& peer : table_) {
+    if (peer.rank == process_) continue;
+    double silent = 0;
+    {
+      std::lock_guard<std::mutex> lock(peers_mutex_);
+      const PeerState& s = peers_[static_cast<std::size_t>(peer.rank)];
+      if (s.lost) continue;
+      silent = now - s.last_heard;
+    }
+    if (silent > settings_.peer_timeout)
+      mark_lost(peer.rank,
+                fmt::format("lost: no message or heartbeat for {:.1f} s (peer timeout {} s): the process died, froze "
+                            "or its network is cut",
+                            silent, settings_.peer_timeout),
+                false);
+  }
+}
+
+void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
+  const ProcessInfo& peer = table_[static_cast<std::size_t>(process)];
+  {
+    std::lock_guard<std::mutex> lock(peers_mutex_);
+    PeerState& s = peers_[static_cast<std::size_t>(process)];
+    if (s.lost) return;
+    s.lost = true;
+    s.ended = clean;
+    s.reason = why;
+    lost_[static_cast<std::size_t>(process)] = true;
+  }
+  peers_cv_.notify_all();
+  std::string first;
+  for (int w = peer.first_worker; w < peer.first_worker + peer.workers; ++w) {
+    const std::string message = fmt::format("worker {} ({}) {}", w, peer.where(), why);
+    if (first.empty()) first = message;
+    world_->fail_source(w, message);
+  }
+  // A process that ended cleanly waits for our own bye (and watches our heartbeats) before it
+  // exits: its socket stays open. A lost one's is closed, dropping what was queued for it.
+  if (clean) return;
+  if (auto& dealer = dealers_[static_cast<std::size_t>(process)]) {
+    dealer->set(::zmq::sockopt::linger, 0);
+    dealer.reset();
+  }
+  core::log(core::LogLevel::warn, "zmq runtime: {}", first);
+  if (on_lost_) on_lost_(first);
+}
+
+void ZmqTransport::finish(const std::string& error, double limit_seconds) {
+  const std::string text = error.substr(0, kMaxReasonBytes);
+  for (const ProcessInfo& peer : table_) {
+    if (peer.rank == process_) continue;
+    const wire::FrameHeader header{.kind = wire::FrameKind::bye, .dtype = core::DType::u8,
+                                   .src = table_[static_cast<std::size_t>(process_)].first_worker,
+                                   .dst = peer.first_worker, .count = text.size(), .payload_bytes = text.size()};
+    ::zmq::message_t head(wire::kHeaderBytes);
+    wire::encode_header(header, std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(head.data()), wire::kHeaderBytes));
+    enqueue({peer.rank, std::move(head), ::zmq::message_t(text.data(), text.size())});
+  }
+  std::unique_lock<std::mutex> lock(peers_mutex_);
+  const bool all = peers_cv_.wait_for(lock, std::chrono::duration<double>(limit_seconds), [&] {
+    for (std::size_t p = 0; p < peers_.size(); ++p)
+      if (static_cast<int>(p) != process_ && !peers_[p].lost) return false;
+    return true;
+  });
+  if (!all) core::log(core::LogLevel::warn, "zmq runtime: some processes did not end within {} s; leaving", limit_seconds);
+}
+
+}  // namespace fast::runtime::zmq

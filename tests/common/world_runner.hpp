@@ -1,0 +1,194 @@
+#pragma once
+// Runs one worker function on a world of any runtime, for tests parameterised by runtime name
+// (the conformance suite). threads and sim run in this process. zmq runs as `processes` child
+// processes of this very test binary, each re-running the current test with FAST_TEST_CHILD=1 and
+// the FAST_* rendezvous variables, as `fast launch` would set them; the parent waits for them at
+// most `limit_seconds`, kills every one left by pid, and fails the test with their output when one
+// did not end as expected.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fast/runtime/launcher.hpp"
+#if FAST_TEST_HAS_ZMQ
+#include "fast/runtime/zmq/keys.hpp"
+#endif
+
+extern char** environ;
+
+namespace fast::testing {
+
+struct WorldCase {
+  std::string runtime;     // threads | sim | zmq
+  int workers = 2;         // in the whole world
+  std::string transport;   // zmq: ipc | tcp
+  int workers_per_process = 1;
+  std::string name() const {
+    return runtime + (transport.empty() ? "" : "_" + transport) + "_" + std::to_string(workers) + "workers" +
+           (workers_per_process > 1 ? "_" + std::to_string(workers_per_process) + "perprocess" : "");
+  }
+};
+
+inline void PrintTo(const WorldCase& c, std::ostream* os) { *os << c.name(); }
+
+inline bool is_test_child() { return std::getenv("FAST_TEST_CHILD") != nullptr; }
+
+// A free TCP port on 127.0.0.1 (bound once, then released).
+inline int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// How each child process is expected to end: exit code 0, or killed by `signal`.
+using ExpectedEnd = std::map<int, int>;  // process rank -> signal (absent: exit 0)
+
+struct Children {
+  std::filesystem::path dir;  // the run's key pair (run.key), allow-list and the processes' logs
+  std::vector<pid_t> pids;
+  std::vector<std::filesystem::path> logs;
+};
+
+#if FAST_TEST_HAS_ZMQ
+inline Children spawn_children(const WorldCase& c, const std::map<std::string, std::string>& extra_env) {
+  const int processes = c.workers / c.workers_per_process;
+  static int worlds = 0;  // one folder per world of this test process
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("fast_world_" + std::to_string(::getpid()) + "_" + std::to_string(++worlds));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const runtime::zmq::KeyPair keys = runtime::zmq::generate_key_pair();
+  runtime::zmq::write_key_file(dir / "run.key", keys);
+  runtime::zmq::write_allow_file(dir / "allow.txt", {{keys.public_key, "test"}});
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string filter = std::string("--gtest_filter=") + info->test_suite_name() + "." + info->name();
+  std::map<std::string, std::string> env = {
+      {"FAST_TEST_CHILD", "1"}, {"FAST_RENDEZVOUS", "127.0.0.1:" + std::to_string(free_port())},
+      {"FAST_WORLD_SIZE", std::to_string(processes)}, {"FAST_KEY_FILE", (dir / "run.key").string()},
+      {"FAST_ALLOW_FILE", (dir / "allow.txt").string()}, {"FAST_TRANSPORT", c.transport},
+      {"FAST_TEST_WORKERS_PER_PROCESS", std::to_string(c.workers_per_process)}};
+  for (const auto& [k, v] : extra_env) env[k] = v;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (!env.count(key) && key != "FAST_PROCESS_RANK") env[key] = kv.substr(kv.find('=') + 1);
+  }
+  Children children;
+  children.dir = dir;
+  for (int p = 0; p < processes; ++p) {
+    env["FAST_PROCESS_RANK"] = std::to_string(p);
+    std::vector<std::string> strings;
+    for (const auto& [k, v] : env) strings.push_back(k + "=" + v);
+    std::vector<char*> envp;
+    for (auto& s : strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
+    std::string arg = filter;
+    char* argv[] = {exe.data(), arg.data(), nullptr};
+    children.logs.push_back(dir / ("process" + std::to_string(p) + ".log"));
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, children.logs.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) ADD_FAILURE() << "posix_spawn failed: " << rc;
+    else children.pids.push_back(pid);
+  }
+  return children;
+}
+#else
+inline Children spawn_children(const WorldCase&, const std::map<std::string, std::string>&) {
+  ADD_FAILURE() << "this build has no zmq runtime (FAST_WITH_ZMQ=OFF)";
+  return {};
+}
+#endif
+
+// Waits for every child at most limit_seconds (then kills them all by pid); checks how each ended.
+inline void reap_children(Children& children, const ExpectedEnd& expected, double limit_seconds) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration<double>(limit_seconds);
+  std::vector<int> status(children.pids.size(), -1);
+  std::size_t left = children.pids.size();
+  while (left > 0 && clock::now() < deadline) {
+    for (std::size_t i = 0; i < children.pids.size(); ++i)
+      if (status[i] == -1) {
+        int st = 0;
+        if (::waitpid(children.pids[i], &st, WNOHANG) == children.pids[i]) {
+          status[i] = st;
+          --left;
+        }
+      }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (std::size_t i = 0; i < children.pids.size(); ++i) {
+    std::string why;
+    if (status[i] == -1) {
+      ::kill(children.pids[i], SIGKILL);
+      ::waitpid(children.pids[i], nullptr, 0);
+      why = "did not end within the time limit (killed)";
+    } else {
+      const auto it = expected.find(static_cast<int>(i));
+      const int want_signal = it == expected.end() ? 0 : it->second;
+      if (want_signal == 0 && !(WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 0))
+        why = WIFEXITED(status[i]) ? "exited with " + std::to_string(WEXITSTATUS(status[i]))
+                                   : "killed by signal " + std::to_string(WTERMSIG(status[i]));
+      if (want_signal != 0 && !(WIFSIGNALED(status[i]) && WTERMSIG(status[i]) == want_signal))
+        why = "expected to be killed by signal " + std::to_string(want_signal);
+    }
+    std::ifstream log(children.logs[i]);
+    std::stringstream text;
+    text << log.rdbuf();
+    // A child that ran no test (a filter that matched nothing) must not pass for one that passed.
+    if (why.empty() && !expected.count(static_cast<int>(i)) && text.str().find("[  PASSED  ] 1 test.") == std::string::npos)
+      why = "ran no test";
+    if (!why.empty()) {
+      ADD_FAILURE() << "process " << i << " " << why << "; its output:\n" << text.str();
+    }
+  }
+}
+
+// Runs fn on every worker of a world of case c (see the top of this file). In a zmq child it runs
+// this process's share and returns; in the zmq parent it spawns and reaps the children.
+inline void run_world(const WorldCase& c, const runtime::WorkerFn& fn, runtime::LaunchOptions options = {},
+                      const ExpectedEnd& expected = {}, const std::map<std::string, std::string>& env = {},
+                      double limit_seconds = 120) {
+  options.runtime = c.runtime;
+  options.workers = c.workers;
+  if (c.runtime != "zmq") {
+    runtime::launch(options, fn);
+    return;
+  }
+  if (is_test_child()) {
+    options.process.workers_per_process = std::atoi(std::getenv("FAST_TEST_WORKERS_PER_PROCESS"));
+    runtime::launch(options, fn);
+    return;
+  }
+  Children children = spawn_children(c, env);
+  reap_children(children, expected, limit_seconds);
+}
+
+}  // namespace fast::testing

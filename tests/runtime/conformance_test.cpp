@@ -1,0 +1,265 @@
+// The runtime contract (include/fast/runtime/context.hpp), one suite for every backend: threads
+// and sim in this process, zmq as 2 to 4 processes over ipc:// and tcp:// on loopback. Each test
+// is one worker function run by testing::run_world (tests/common/world_runner.hpp).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <numeric>
+#include <set>
+
+#include "common/views.hpp"
+#include "common/world_runner.hpp"
+#include "fast/core/error.hpp"
+#include "fast/runtime/launcher.hpp"
+
+namespace fast::runtime {
+namespace {
+
+using testing::cview;
+using testing::mview;
+using testing::WorldCase;
+
+constexpr Tag user_tag(std::uint32_t seq, std::uint32_t detail = 0) { return make_tag(TagKind::user, seq, detail); }
+
+class Conformance : public ::testing::TestWithParam<WorldCase> {
+ protected:
+  void run(const WorkerFn& fn, LaunchOptions options = {}) { testing::run_world(GetParam(), fn, options); }
+  bool in_parent_of_processes() const { return GetParam().runtime == "zmq" && !testing::is_test_child(); }
+};
+
+TEST_P(Conformance, RanksSizeAndLocalWorkers) {
+  const WorldCase c = GetParam();
+  run([&](Context& ctx) {
+    EXPECT_EQ(ctx.size(), c.workers);
+    EXPECT_GE(ctx.rank(), 0);
+    EXPECT_LT(ctx.rank(), c.workers);
+    EXPECT_EQ(ctx.runtime_name(), c.runtime);
+    EXPECT_EQ(ctx.local_size(), c.runtime == "zmq" ? c.workers_per_process : c.workers);
+    EXPECT_GE(ctx.now(), 0.0);
+    for (int p = 0; p < ctx.size(); ++p) EXPECT_TRUE(ctx.alive(p));
+  });
+}
+
+// Every rank sends three messages under one tag and two under another to the next rank; they
+// arrive in order per (peer, tag), whatever the order the receiver posts its receives in.
+TEST_P(Conformance, MessagesOfOnePeerAndTagArriveInOrder) {
+  run([](Context& ctx) {
+    const int next = (ctx.rank() + 1) % ctx.size(), prev = (ctx.rank() + ctx.size() - 1) % ctx.size();
+    std::vector<std::vector<float>> out;
+    for (int i = 0; i < 5; ++i) out.push_back(std::vector<float>(1000, static_cast<float>(ctx.rank() * 100 + i)));
+    std::vector<Work> sends;
+    for (int i = 0; i < 5; ++i) sends.push_back(ctx.send(next, user_tag(i < 3 ? 1 : 2), cview(out[static_cast<std::size_t>(i)])));
+    std::vector<std::vector<float>> in(5, std::vector<float>(1000));
+    ctx.recv(prev, user_tag(2), mview(in[3])).wait();  // the other tag first
+    for (int i : {0, 1, 2}) ctx.recv(prev, user_tag(1), mview(in[static_cast<std::size_t>(i)])).wait();
+    ctx.recv(prev, user_tag(2), mview(in[4])).wait();
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(in[static_cast<std::size_t>(i)][999], static_cast<float>(prev * 100 + i)) << i;
+    core::wait_all(sends);
+  });
+}
+
+// A large message (4 MiB: the zero-copy path of zmq) and Combine::sum: rank 0 receives every
+// other rank's vector added into its own.
+TEST_P(Conformance, RecvSumAddsLargeMessagesIntoTheDestination) {
+  run([](Context& ctx) {
+    constexpr std::size_t n = 1 << 20;
+    if (ctx.rank() != 0) {
+      std::vector<float> mine(n, static_cast<float>(ctx.rank()));
+      ctx.send(0, user_tag(3), cview(mine)).wait();
+      return;
+    }
+    std::vector<float> acc(n, 0.5f);
+    for (int p = 1; p < ctx.size(); ++p) ctx.recv(p, user_tag(3), mview(acc), Combine::sum).wait();
+    const float expected = 0.5f + static_cast<float>(ctx.size() * (ctx.size() - 1) / 2);
+    EXPECT_EQ(acc[0], expected);
+    EXPECT_EQ(acc[n - 1], expected);
+  });
+}
+
+TEST_P(Conformance, ReceiveOfAnySizeTakesTheMessagesDtypeAndLength) {
+  run([](Context& ctx) {
+    const int next = (ctx.rank() + 1) % ctx.size(), prev = (ctx.rank() + ctx.size() - 1) % ctx.size();
+    std::vector<double> out(static_cast<std::size_t>(ctx.rank() + 3));
+    std::iota(out.begin(), out.end(), 0.25);
+    Work s = ctx.send(next, user_tag(4), core::ConstView(std::span<const double>(out)));
+    core::Buffer in;
+    ctx.recv(prev, user_tag(4), in).wait();
+    EXPECT_EQ(in.dtype(), core::DType::f64);
+    ASSERT_EQ(in.numel(), static_cast<std::size_t>(prev + 3));
+    EXPECT_EQ(in.as<double>()[static_cast<std::size_t>(prev + 2)], prev + 2.25);
+    s.wait();
+  });
+}
+
+TEST_P(Conformance, RecvAnyTakesEverySenderAndNamesIt) {
+  run([](Context& ctx) {
+    if (ctx.rank() != 0) {
+      std::vector<float> v{static_cast<float>(ctx.rank())};
+      ctx.send(0, user_tag(5), cview(v)).wait();
+      return;
+    }
+    std::set<int> sources;
+    for (int i = 1; i < ctx.size(); ++i) {
+      core::Buffer out;
+      int source = -1;
+      ctx.recv_any(user_tag(5), out, source).wait();
+      EXPECT_EQ(out.as<float>()[0], static_cast<float>(source));
+      sources.insert(source);
+    }
+    EXPECT_EQ(static_cast<int>(sources.size()), ctx.size() - 1);
+  });
+}
+
+// try_recv: "would block" before the message is sent, the message once it arrived.
+TEST_P(Conformance, TryRecvWouldBlockThenReceives) {
+  run([](Context& ctx) {
+    if (ctx.rank() == 1) {
+      std::vector<float> go(1);
+      ctx.recv(0, user_tag(6, 1), mview(go)).wait();  // rank 0 tried first
+      std::vector<float> v{42.f, 43.f};
+      ctx.send(0, user_tag(6), cview(v)).wait();
+    } else if (ctx.rank() == 0) {
+      std::vector<float> v(2);
+      EXPECT_FALSE(ctx.try_recv(1, user_tag(6), mview(v)).has_value());
+      std::vector<float> go{1.f};
+      ctx.send(1, user_tag(6, 1), cview(go)).wait();
+      std::optional<std::size_t> got;
+      for (int i = 0; i < 20000 && !got; ++i) {
+        got = ctx.try_recv(1, user_tag(6), mview(v));
+        if (!got) ctx.sleep(0.001);
+      }
+      ASSERT_TRUE(got.has_value());
+      EXPECT_EQ(*got, 2u);
+      EXPECT_EQ(v, (std::vector<float>{42.f, 43.f}));
+    }
+  });
+}
+
+// A mismatch of length or dtype fails the receiver with InvalidArgument naming both; its
+// destination is unchanged.
+TEST_P(Conformance, MismatchFailsTheReceiverNamingBothSizes) {
+  run([](Context& ctx) {
+    if (ctx.rank() == 0) {
+      std::vector<float> v(3, 1.f);
+      try {
+        ctx.send(1, user_tag(7), cview(v)).wait();
+      } catch (const core::InvalidArgument&) {  // the threads runtime also fails the sender
+      }
+    } else if (ctx.rank() == 1) {
+      std::vector<float> v(4, 9.f);
+      try {
+        ctx.recv(0, user_tag(7), mview(v)).wait();
+        ADD_FAILURE() << "the receive did not fail";
+      } catch (const core::InvalidArgument& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find('3'), std::string::npos) << what;
+        EXPECT_NE(what.find('4'), std::string::npos) << what;
+      }
+      EXPECT_EQ(v, std::vector<float>(4, 9.f));
+    }
+  });
+}
+
+TEST_P(Conformance, SpawnedActivitiesShareMutexAndCondVarAndReportErrors) {
+  run([](Context& ctx) {
+    std::unique_ptr<Mutex> m = ctx.make_mutex();
+    std::unique_ptr<CondVar> cv = ctx.make_condvar();
+    int value = 0;
+    Work a = ctx.spawn("setter", [&] {
+      ctx.sleep(0.01);
+      std::lock_guard<Mutex> lock(*m);
+      value = ctx.rank() + 1;
+      cv->notify_all();
+    });
+    {
+      std::unique_lock<Mutex> lock(*m);
+      while (value == 0) cv->wait(lock);
+    }
+    a.wait();
+    EXPECT_EQ(value, ctx.rank() + 1);
+    Work b = ctx.spawn("thrower", [] { throw core::InvalidUsage("activity error"); });
+    EXPECT_THROW(b.wait(), core::InvalidUsage);
+  });
+}
+
+// A wait with a time limit returns false; a receive never matched ends with TimeoutError after
+// the operation time limit.
+TEST_P(Conformance, WaitsTimeOut) {
+  run(
+      [](Context& ctx) {
+        std::vector<float> v(1);
+        const int next = (ctx.rank() + 1) % ctx.size(), prev = (ctx.rank() + ctx.size() - 1) % ctx.size();
+        Work w = ctx.recv(next, user_tag(9), mview(v));
+        EXPECT_FALSE(w.wait(0.05));
+        EXPECT_THROW(w.wait(), core::TimeoutError);
+        // Nobody leaves before everyone has timed out (a process that left is a lost peer).
+        Work s = ctx.send(next, user_tag(9, 1), cview(v));
+        ctx.recv(prev, user_tag(9, 1), mview(v)).wait();
+        s.wait();
+      },
+      {.op_timeout_seconds = 0.5});
+}
+
+// The last worker dies (zmq: SIGKILL of its process; sim: its host is turned off at 1 s); every
+// other worker's receive from it ends with PeerLost naming it, and sends to it throw PeerLost.
+TEST_P(Conformance, ALostPeerFailsOperationsWithPeerLostNamingIt) {
+  const WorldCase c = GetParam();
+  if (c.runtime == "threads") GTEST_SKIP() << "threads cannot lose a worker: a failing worker aborts the world";
+  LaunchOptions options{.op_timeout_seconds = 60, .tolerate_lost_workers = true};
+  std::filesystem::path cluster;
+  if (c.runtime == "sim") {
+    cluster = std::filesystem::temp_directory_path() / ("fast_conformance_" + std::to_string(getpid()) + ".toml");
+    std::ofstream(cluster) << "[hosts]\ncount = " << c.workers << "\n[[failures]]\nhost = " << c.workers - 1
+                           << "\noff = 1.0\n";
+    options.cluster = cluster;
+  }
+  const int victim = c.workers - 1;
+  auto fn = [&](Context& ctx) {
+    if (ctx.rank() == victim) {
+      if (ctx.runtime_name() == "zmq") ::raise(SIGKILL);
+      ctx.sleep(100);
+      return;
+    }
+    std::vector<float> v(1);
+    try {
+      ctx.recv(victim, user_tag(10), mview(v)).wait();
+      ADD_FAILURE() << "the receive from the lost worker completed";
+    } catch (const core::PeerLost& e) {
+      EXPECT_NE(std::string(e.what()).find("worker " + std::to_string(victim)), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(ctx.alive(victim));
+    EXPECT_THROW(ctx.send(victim, user_tag(10), cview(v)).wait(), core::PeerLost);
+  };
+  if (c.runtime != "zmq" || testing::is_test_child()) {
+    testing::run_world(c, fn, options);
+  } else {
+    testing::ExpectedEnd killed;
+    for (int p = (victim / c.workers_per_process); p <= victim / c.workers_per_process; ++p) killed[p] = SIGKILL;
+    testing::run_world(c, fn, options, killed, {{"FAST_PEER_TIMEOUT", "1.5"}}, 60);
+  }
+}
+
+// Every runtime of this build (a build without SimGrid or ZeroMQ lacks their cases).
+std::vector<WorldCase> cases() {
+  const std::vector<std::string> built = runtime_names();
+  const auto has = [&](const char* name) { return std::find(built.begin(), built.end(), name) != built.end(); };
+  std::vector<WorldCase> all;
+  for (int n : {2, 3, 4}) all.push_back({"threads", n});
+  if (has("sim"))
+    for (int n : {2, 3, 4}) all.push_back({"sim", n});
+  if (has("zmq")) {
+    for (const char* t : {"ipc", "tcp"})
+      for (int n : {2, 3, 4}) all.push_back({"zmq", n, t});
+    all.push_back({"zmq", 4, "ipc", 2});  // two processes of two workers
+  }
+  return all;
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, Conformance, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name(); });
+
+}  // namespace
+}  // namespace fast::runtime

@@ -1,0 +1,142 @@
+// Intruders against a zmq run (docs/launch.md, "Trust"): while two processes all-reduce, a client
+// with a key outside the allow-list, a client without CURVE, and a plain TCP client writing random
+// bytes connect to a worker's port. Each is refused and logged; the run's every result stays exact.
+#include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include "common/world_runner.hpp"
+#include "fast/collective/communicator.hpp"
+#include "fast/core/error.hpp"
+#include "fast/runtime/zmq/keys.hpp"
+#include "fast/wire/frame.hpp"
+
+namespace fast::runtime {
+namespace {
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The tcp port process 0 listens on, from its log ("listens on tcp://127.0.0.1:PORT"), within 30 s.
+int listening_port(const std::filesystem::path& log) {
+  const std::regex pattern("listens on tcp://127\\.0\\.0\\.1:([0-9]+)");
+  for (int i = 0; i < 3000; ++i) {
+    std::smatch m;
+    const std::string text = read_file(log);
+    if (std::regex_search(text, m, pattern)) return std::stoi(m[1]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+// A wire frame that would be a valid data message to worker 0 from worker 1.
+std::vector<::zmq::message_t> forged_frame() {
+  std::vector<::zmq::message_t> parts;
+  parts.emplace_back(wire::kHeaderBytes);
+  const float value = 1e30f;
+  wire::encode_header({.kind = wire::FrameKind::data, .dtype = core::DType::f32, .src = 1, .dst = 0,
+                       .tag = make_tag(TagKind::collective, 1, 0), .count = 1, .payload_bytes = 4},
+                      std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(parts[0].data()), wire::kHeaderBytes));
+  parts.emplace_back(&value, sizeof(value));
+  return parts;
+}
+
+// A CURVE client with a key pair of its own (not in the allow-list), aiming at server_key.
+void curve_intruder(::zmq::context_t& context, const std::string& endpoint, const std::string& server_key) {
+  const runtime::zmq::KeyPair mine = runtime::zmq::generate_key_pair();
+  ::zmq::socket_t s(context, ::zmq::socket_type::dealer);
+  s.set(::zmq::sockopt::linger, 0);
+  s.set(::zmq::sockopt::routing_id, "p1");
+  s.set(::zmq::sockopt::curve_serverkey, server_key);
+  s.set(::zmq::sockopt::curve_publickey, mine.public_key);
+  s.set(::zmq::sockopt::curve_secretkey, mine.secret_key);
+  s.connect(endpoint);
+  auto parts = forged_frame();
+  ::zmq::send_multipart(s, parts, ::zmq::send_flags::dontwait);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+}
+
+// server_key: the run's public key (public keys are no secret: an intruder may know it).
+void attack(int port, const std::string& server_key) {
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
+  ::zmq::context_t context;
+  curve_intruder(context, endpoint, server_key);                                 // refused by the allow-list
+  curve_intruder(context, endpoint, runtime::zmq::generate_key_pair().public_key);  // not even the server's key
+  {  // a plain ZeroMQ client without CURVE
+    ::zmq::socket_t s(context, ::zmq::socket_type::dealer);
+    s.set(::zmq::sockopt::linger, 0);
+    s.set(::zmq::sockopt::routing_id, "p1");
+    s.connect(endpoint);
+    auto parts = forged_frame();
+    ::zmq::send_multipart(s, parts, ::zmq::send_flags::dontwait);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  {  // a plain TCP client writing random bytes
+    std::mt19937 random(7);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<std::uint16_t>(port));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+        std::vector<unsigned char> junk(4096);
+        for (auto& b : junk) b = static_cast<unsigned char>(random());
+        (void)!::write(fd, junk.data(), junk.size());
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      ::close(fd);
+    }
+  }
+}
+
+// Two processes all-reduce for about 3 s; every sum must be exact.
+void allreduce_loop(Context& ctx) {
+  collective::Communicator comm(ctx);
+  std::vector<float> v(1000);
+  for (int i = 0; i < 150; ++i) {
+    std::fill(v.begin(), v.end(), static_cast<float>(ctx.rank() + 1 + i));
+    comm.allreduce(core::MutableView(std::span<float>(v)));
+    const float expect = static_cast<float>(3 + 2 * i);
+    ASSERT_EQ(v[0], expect) << "iteration " << i;
+    ASSERT_EQ(v[999], expect) << "iteration " << i;
+    ctx.sleep(0.02);
+  }
+}
+
+TEST(ZmqSecurity, IntrudersAreRefusedAndLoggedAndTheRunStaysExact) {
+  const testing::WorldCase c{"zmq", 2, "tcp"};
+  if (testing::is_test_child()) {
+    testing::run_world(c, allreduce_loop);
+    return;
+  }
+  testing::Children children = testing::spawn_children(c, {});
+  const int port = listening_port(children.logs[0]);
+  ASSERT_GT(port, 0) << read_file(children.logs[0]);
+  attack(port, runtime::zmq::read_key_file(children.dir / "run.key").public_key);
+  testing::reap_children(children, {}, 120);
+  const std::string log = read_file(children.logs[0]);
+  EXPECT_NE(log.find("not in the allow-list"), std::string::npos) << log;
+  EXPECT_NE(log.find("wrong server key"), std::string::npos) << log;
+  // One line at least for each of the four intruders (random bytes end as a protocol error or a
+  // client gone during its handshake, depending on the bytes).
+  int refusals = 0;
+  for (std::size_t at = 0; (at = log.find("refused a connection", at)) != std::string::npos; ++at) ++refusals;
+  EXPECT_GE(refusals, 4) << log;
+}
+
+}  // namespace
+}  // namespace fast::runtime
