@@ -17,6 +17,25 @@ constexpr std::array kTable{
            "Seconds a blocking runtime operation (recv, collective step) may wait before TimeoutError."},
     EnvVar{"FAST_TORCH_THREADS", EnvType::integer, "0",
            "libtorch intra-op threads per process; 0 sizes them to the cores available per worker."},
+    // Multi-process runs (runtime zmq, docs/launch.md); `fast launch` sets them for the processes it starts.
+    EnvVar{"FAST_RENDEZVOUS", EnvType::string, "",
+           "HOST:PORT of the rendezvous of a multi-process run (runtime zmq)."},
+    EnvVar{"FAST_WORLD_SIZE", EnvType::integer, "0", "Processes in a multi-process run; 0: not set."},
+    EnvVar{"FAST_PROCESS_RANK", EnvType::integer, "-1",
+           "This process's index in [0, FAST_WORLD_SIZE); -1: the rendezvous assigns one in arrival order."},
+    EnvVar{"FAST_KEY_FILE", EnvType::path, "", "This process's CURVE key pair file (`fast keygen`)."},
+    EnvVar{"FAST_ALLOW_FILE", EnvType::path, "",
+           "Allow-list of the run: the public keys admitted, one per line (`fast keygen` writes PATH.pub lines)."},
+    EnvVar{"FAST_INSECURE", EnvType::integer, "0",
+           "1: no authentication and no encryption between processes (warns); 0: CURVE keys required."},
+    EnvVar{"FAST_PEER_TIMEOUT", EnvType::number, "5", "Seconds a silent peer process may last before it is lost."},
+    EnvVar{"FAST_RENDEZVOUS_TIMEOUT", EnvType::number, "60",
+           "Seconds a process waits at the rendezvous for every process of the run."},
+    EnvVar{"FAST_TRANSPORT", EnvType::string, "",
+           "ipc (one host) or tcp; empty: ipc when every process is on the rendezvous's host, else tcp."},
+    EnvVar{"FAST_HOST", EnvType::string, "",
+           "Address this process binds and is reached at over tcp; empty: the address that reaches the rendezvous."},
+    EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts."},
 };
 
 const EnvVar& lookup(std::string_view name) {
