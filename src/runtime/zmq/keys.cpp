@@ -65,7 +65,7 @@ std::vector<std::string> read_lines(const std::filesystem::path& path, std::stri
   }
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  FAST_ENFORCE_AS(core::IoError, !in.bad(), "{} '{}': read failed", kind, path.string());
+  if (in.bad()) FAST_THROW(core::IoError, "{} '{}': read failed", kind, path.string());
   return lines;
 }
 
@@ -101,7 +101,7 @@ void write_file(const std::filesystem::path& path, const std::string& text, mode
   if (fd < 0 && errno == EEXIST) {
     FAST_THROW(core::InvalidArgument, "{} '{}' already exists; refusing to overwrite it", kind, path.string());
   }
-  FAST_ENFORCE_AS(core::IoError, fd >= 0, "{} '{}': cannot create it ({})", kind, path.string(), std::strerror(errno));
+  if (fd < 0) FAST_THROW(core::IoError, "{} '{}': cannot create it ({})", kind, path.string(), std::strerror(errno));
   bool ok = ::fchmod(fd, mode) == 0;
   std::size_t done = 0;
   while (ok && done < text.size()) {
@@ -112,7 +112,7 @@ void write_file(const std::filesystem::path& path, const std::string& text, mode
   }
   const int saved = errno;
   ok = (::close(fd) == 0) && ok;
-  FAST_ENFORCE_AS(core::IoError, ok, "{} '{}': write failed ({})", kind, path.string(), std::strerror(saved));
+  if (!ok) FAST_THROW(core::IoError, "{} '{}': write failed ({})", kind, path.string(), std::strerror(saved));
 }
 
 }  // namespace
@@ -200,13 +200,17 @@ std::vector<AllowedKey> read_allow_file(const std::filesystem::path& path) {
 }
 
 void write_allow_file(const std::filesystem::path& path, const std::vector<AllowedKey>& keys) {
-  FAST_ENFORCE(!keys.empty(), "allow file '{}': expected at least one public key to write, got none", path.string());
+  if (keys.empty()) {
+    FAST_THROW(core::InvalidArgument, "allow file '{}': expected at least one public key to write, got none",
+               path.string());
+  }
   std::string text = "# FAST allow-list: the public keys admitted to the run, one per line, then an optional name.\n";
   for (std::size_t i = 0; i < keys.size(); ++i) {
     enforce_key(keys[i].public_key, fmt::format("allow file '{}': key {}", path.string(), i + 1), false);
-    FAST_ENFORCE(keys[i].name.find_first_of("\r\n") == std::string::npos,
-                 "allow file '{}': key {}: expected a name on one line, got one with a line break", path.string(),
-                 i + 1);
+    if (keys[i].name.find_first_of("\r\n") != std::string::npos) {
+      FAST_THROW(core::InvalidArgument, "allow file '{}': key {}: expected a name on one line, got one with a line break",
+                 path.string(), i + 1);
+    }
     text += keys[i].name.empty() ? keys[i].public_key + "\n" : keys[i].public_key + " " + keys[i].name + "\n";
   }
   write_file(path, text, 0644, true, "allow file");
