@@ -1,4 +1,4 @@
-// The `fast` command. Subcommands: train, compare, config-doc. Exceptions become exit codes here and only
+// The `fast` command. Subcommands: train, compare, config-doc, launch, keygen, rendezvous. Exceptions become exit codes here and only
 // here (docs/errors.md): 0 success, 2 bad input or usage, 3 I/O or peer failure, 4 timeout,
 // 5 other FAST error, 1 anything else.
 
@@ -22,6 +22,9 @@
 #include "fast/adapters/torch/trainer.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "keygen.hpp"
+#include "launch.hpp"
+#include "rendezvous_cmd.hpp"
 #include "progress.hpp"
 
 namespace {
@@ -29,7 +32,7 @@ namespace {
 std::string environment_help() {
   std::string text = "\nEnvironment:\n";
   for (const auto& v : fast::core::env_table())
-    text += fmt::format("  {:<20} {} (default: {})\n", v.name, v.description, v.default_value);
+    text += fmt::format("  {:<24} {} (default: {})\n", v.name, v.description, v.default_value);
   return text;
 }
 
@@ -170,12 +173,22 @@ int run(int argc, char** argv) {
   add_setting_flags(cmp, compare_values);
 
   CLI::App* doc = app.add_subcommand("config-doc", "Print the settings table (markdown) used in docs/config.md");
+  fast::cli::LaunchCommand launch_options;
+  CLI::App* launch = fast::cli::add_launch_command(app, launch_options);
+  fast::cli::KeygenCommand keygen_options;
+  CLI::App* keygen = fast::cli::add_keygen_command(app, keygen_options);
+  fast::runtime::ProcessOptions rendezvous_options;
+  CLI::App* rendezvous = fast::cli::add_rendezvous_command(app, rendezvous_options);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+
+  if (launch->parsed()) return fast::cli::run_launch(launch_options);
+  if (keygen->parsed()) return fast::cli::run_keygen(keygen_options);
+  if (rendezvous->parsed()) return fast::cli::run_rendezvous(rendezvous_options);
 
   if (doc->parsed()) {
     std::cout << fast::cli::config_markdown();

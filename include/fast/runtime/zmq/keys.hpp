@@ -1,13 +1,17 @@
 #pragma once
-// CURVE key pairs and allow-lists of the zmq runtime (docs/launch.md, "Keys"). Keys are Z85 text
-// (40 characters for 32 bytes), as ZeroMQ prints them.
+// CURVE key pairs, key files and allow-lists of the zmq runtime (docs/launch.md).
 //
-// Key file (written by `fast keygen`, mode 0600):
+// Keys are Z85 text (ZeroMQ's 85-character alphabet), 40 characters for 32 bytes.
+// Key file (`fast keygen`, mode 0600, one per host or per run):
 //   # FAST CURVE key pair (fast keygen). Keep it secret.
-//   public = "<40 characters>"
-//   secret = "<40 characters>"
-// Allow-list: one public key per line, optionally followed by whitespace and a name; a line whose
-// first non-blank character is '#' is a comment ('#' is also a Z85 character); blank lines are ignored.
+//   public = "<40 Z85 characters>"
+//   secret = "<40 Z85 characters>"
+// Allow-list file (the public keys a run admits): one key per line, optionally followed by
+// whitespace and a free-text name (e.g. the host); lines starting with '#' and blank lines are ignored.
+//
+// Errors: bad content is InvalidArgument naming the file, the line, what was expected and what was
+// got (a secret key's value is never printed); a file that cannot be read or written is IoError.
+// All functions are thread-safe (no shared state).
 
 #include <filesystem>
 #include <string>
@@ -21,23 +25,30 @@ struct KeyPair {
   std::string secret_key;  // Z85, 40 characters
 };
 
-// 40 characters of the Z85 alphabet that decode to 32 bytes.
-bool valid_z85_key(std::string_view key);
-// A new key pair (zmq_curve_keypair); IoError if libzmq was built without CURVE.
-KeyPair generate_key_pair();
-// Writes the key file with mode 0600; InvalidArgument if it exists and !overwrite.
-void write_key_file(const std::filesystem::path& path, const KeyPair& keys, bool overwrite = false);
-// Reads and validates a key file: InvalidArgument naming the file, the line, expected versus got.
-// Warns when the file is readable by group or others.
-KeyPair read_key_file(const std::filesystem::path& path);
-
 struct AllowedKey {
-  std::string public_key;
-  std::string name;  // free text after the key; may be empty
+  std::string public_key;  // Z85, 40 characters
+  std::string name;        // free text after the key on its line; may be empty
 };
 
-// Reads an allow-list: errors name file:line; an empty list is an error.
+// Whether key is 40 characters of the Z85 alphabet that decode to 32 bytes.
+bool valid_z85_key(std::string_view key);
+
+// A fresh key pair (zmq_curve_keypair). IoError if this libzmq was built without CURVE.
+KeyPair generate_key_pair();
+
+// Writes the key file with mode 0600. An existing file is an InvalidArgument unless overwrite
+// (then it is replaced and its mode set to 0600). Keys that are not valid Z85 are InvalidArgument.
+void write_key_file(const std::filesystem::path& path, const KeyPair& keys, bool overwrite = false);
+
+// Reads a key file; checks both keys and that the public key belongs to the secret key. Logs a
+// warning (core::log, warn) if the file is readable by group or others.
+KeyPair read_key_file(const std::filesystem::path& path);
+
+// Reads an allow-list; a file with no key is an error.
 std::vector<AllowedKey> read_allow_file(const std::filesystem::path& path);
+
+// Writes an allow-list (mode 0644: public keys only), one "<key> <name>" line per entry after a
+// comment line. Invalid keys and names holding a line break are InvalidArgument.
 void write_allow_file(const std::filesystem::path& path, const std::vector<AllowedKey>& keys);
 
 }  // namespace fast::runtime::zmq

@@ -1,0 +1,397 @@
+// End-to-end tests of `fast launch` and `fast keygen`: the built command runs as a child process
+// with its stdout and stderr in files; every run is bounded in time and killed if it overruns, and
+// the tests check by pid that no process it started survives.
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/run_fast.hpp"
+#include "fast/runtime/zmq/keys.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+fs::path temp_dir(const std::string& name) { return fast::testing::test_dir("fast_launch_test", name); }
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Whether pid is a live process (not a zombie).
+bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
+}
+
+// A running `fast ARGS...` whose stdout/stderr go to files in dir.
+struct FastRun {
+  pid_t pid = -1;
+  fs::path out, err;
+  Clock::time_point start;
+};
+
+struct FastDone {
+  int code = -1;  // exit code; -1 if it had to be killed or died by a signal
+  std::string out, err;
+  double seconds = 0;
+};
+
+FastRun start_fast(const fs::path& dir, const std::vector<std::string>& args) {
+  FastRun run{-1, dir / "stdout.txt", dir / "stderr.txt", Clock::now()};
+  std::vector<std::string> argv = {std::string(FAST_TEST_BIN_DIR) + "/fast"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  run.pid = ::fork();
+  if (run.pid == 0) {
+    const int out = ::open(run.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open(run.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (::chdir(dir.c_str()) != 0 || out < 0 || err < 0) ::_exit(126);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(err, STDERR_FILENO);
+    ::execv(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  return run;
+}
+
+// Waits up to limit_s for run to end; kills it (and so its children) if it does not.
+FastDone wait_fast(const FastRun& run, double limit_s = 30) {
+  FastDone done;
+  int status = 0;
+  for (;;) {
+    if (::waitpid(run.pid, &status, WNOHANG) == run.pid) break;
+    if (Clock::now() - run.start > std::chrono::duration<double>(limit_s)) {
+      ADD_FAILURE() << "fast ran past " << limit_s << " s; killed";
+      ::kill(run.pid, SIGKILL);
+      ::waitpid(run.pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  done.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  done.seconds = std::chrono::duration<double>(Clock::now() - run.start).count();
+  done.out = read_text(run.out);
+  done.err = read_text(run.err);
+  return done;
+}
+
+FastDone run_fast(const std::string& name, const std::vector<std::string>& args, double limit_s = 30) {
+  return wait_fast(start_fast(temp_dir(name), args), limit_s);
+}
+
+// Waits until file holds `count` occurrences of part (false after limit_s).
+bool wait_for_text(const fs::path& file, const std::string& part, int count, double limit_s = 20) {
+  const auto end = Clock::now() + std::chrono::duration<double>(limit_s);
+  while (Clock::now() < end) {
+    const std::string text = read_text(file);
+    int n = 0;
+    for (auto pos = text.find(part); pos != std::string::npos; pos = text.find(part, pos + 1)) ++n;
+    if (n >= count) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// The pids printed as "[rank] pid=P" lines.
+std::vector<pid_t> printed_pids(const std::string& out) {
+  std::vector<pid_t> pids;
+  const std::regex re(R"(\[\d+\] pid=(\d+))");
+  for (const std::string& line : lines_of(out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) pids.push_back(static_cast<pid_t>(std::stol(m[1])));
+  }
+  return pids;
+}
+
+void expect_none_alive(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids) EXPECT_FALSE(alive(pid)) << "process " << pid << " survived fast launch";
+}
+
+std::vector<std::string> launch_sh(std::vector<std::string> options, const std::string& script) {
+  options.insert(options.begin(), "launch");
+  for (const char* a : {"--", "sh", "-c"}) options.push_back(a);
+  options.push_back(script);
+  return options;
+}
+
+TEST(Launch, EachProcessGetsItsRankWorldSizeAndRendezvous) {
+  const FastDone r = run_fast(
+      "env", launch_sh({"-n", "3"},
+                       "echo \"rank=$FAST_PROCESS_RANK size=$FAST_WORLD_SIZE rdv=$FAST_RENDEZVOUS "
+                       "launched=$FAST_LAUNCHED insecure=$FAST_INSECURE\""));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(rdv=(127\.0\.0\.1:\d+))"))) << r.out;
+  const std::string rdv = m[1];
+  EXPECT_NE(rdv, "127.0.0.1:0");
+  for (int rank = 0; rank < 3; ++rank) {
+    std::ostringstream want_text;
+    want_text << "[" << rank << "] rank=" << rank << " size=3 rdv=" << rdv << " launched=1 insecure=0";
+    const std::string want = want_text.str();
+    EXPECT_TRUE(contains(r.out, want + "\n")) << want << " not in:\n" << r.out;
+  }
+  EXPECT_EQ(lines_of(r.out).size(), 3u) << r.out;
+}
+
+TEST(Launch, PortOptionSetsTheRendezvousPort) {
+  const FastDone r = run_fast("port", launch_sh({"-n", "2", "--port", "45123"}, "echo \"rdv=$FAST_RENDEZVOUS\""));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "[0] rdv=127.0.0.1:45123\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[1] rdv=127.0.0.1:45123\n")) << r.out;
+}
+
+TEST(Launch, GeneratedKeyIs0600InA0700FolderAdmittedByTheAllowListAndRemovedAtExit) {
+  const FastDone r = run_fast(
+      "keys", launch_sh({"-n", "2"},
+                        "echo \"key=$FAST_KEY_FILE\"; echo \"modes=$(stat -c %a \"$FAST_KEY_FILE\" "
+                        "\"$(dirname \"$FAST_KEY_FILE\")\" | tr '\\n' ' ')\"; grep public \"$FAST_KEY_FILE\"; "
+                        "grep -v '^#' \"$FAST_ALLOW_FILE\""));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\[0\] key=(\S+))"))) << r.out;
+  const fs::path key = m[1].str();
+  EXPECT_TRUE(contains(r.out, "[1] key=" + key.string() + "\n")) << "one key for the run:\n" << r.out;
+  EXPECT_TRUE(contains(r.out, "[0] modes=600 700 \n")) << r.out;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\[0\] public = "(\S{40})\")"))) << r.out;
+  EXPECT_TRUE(contains(r.out, "[0] " + m[1].str() + " fast launch\n")) << "allow-list lacks the key:\n" << r.out;
+  EXPECT_FALSE(fs::exists(key.parent_path())) << key.parent_path() << " left behind";
+}
+
+TEST(Launch, LinesOfConcurrentWritersStayWholeAndPartialLastLinesAreFlushed) {
+  // Each line is written in three pieces, ~3 KB long, by 4 processes at once, on stdout and stderr.
+  const std::string script =
+      "pad=$(printf '%3000s' '' | tr ' ' x); i=0; while [ $i -lt 200 ]; do "
+      "printf 'r=%s i=%s ' $FAST_PROCESS_RANK $i; printf '%s' $pad; printf ' end\\n'; "
+      "printf 'e=%s i=%s\\n' $FAST_PROCESS_RANK $i >&2; i=$((i+1)); done; printf 'tail-%s' $FAST_PROCESS_RANK";
+  const FastDone r = run_fast("lines", launch_sh({"-n", "4"}, script), 60);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::regex line_re(R"(\[(\d)\] r=(\d) i=(\d+) x{3000} end)");
+  std::map<int, int> next;  // rank -> next expected i
+  int tails = 0;
+  for (const std::string& line : lines_of(r.out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, line_re)) {
+      const int rank = std::stoi(m[1]);
+      EXPECT_EQ(m[2], m[1]) << "line of rank " << m[2] << " prefixed " << m[1];
+      EXPECT_EQ(std::stoi(m[3]), next[rank]++) << "rank " << rank << " out of order";
+    } else if (std::regex_match(line, m, std::regex(R"(\[(\d)\] tail-(\d))")) && m[1] == m[2]) {
+      ++tails;
+    } else {
+      ADD_FAILURE() << "broken line (" << line.size() << " chars): " << line.substr(0, 120);
+    }
+  }
+  for (int rank = 0; rank < 4; ++rank) EXPECT_EQ(next[rank], 200) << "rank " << rank;
+  EXPECT_EQ(tails, 4);
+  int err_lines = 0;
+  for (const std::string& line : lines_of(r.err)) {
+    if (std::regex_match(line, std::regex(R"(\[(\d)\] e=\1 i=\d+)"))) ++err_lines;
+  }
+  EXPECT_EQ(err_lines, 800) << r.err.substr(0, 2000);
+}
+
+TEST(Launch, FirstFailureGivesItsExitCodeAndIsNamed) {
+  const FastDone r = run_fast(
+      "fail", launch_sh({"-n", "3", "--grace", "20"},
+                        "echo pid=$$; if [ $FAST_PROCESS_RANK = 1 ]; then exit 3; fi; sleep 0.5; exit 0"));
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\[1\] pid=(\d+))"))) << r.out;
+  EXPECT_TRUE(contains(r.err, "fast launch: process 1 (pid " + m[1].str() + ") failed first: exit code 3\n")) << r.err;
+  EXPECT_FALSE(contains(r.err, "sending SIGTERM")) << "the others ended by themselves within the grace:\n" << r.err;
+}
+
+TEST(Launch, KilledProcessGives128PlusSignalAndTheOthersAreStoppedAfterTheGrace) {
+  const FastDone r = run_fast(
+      "killed", launch_sh({"-n", "3", "--grace", "1"},
+                          "echo pid=$$; if [ $FAST_PROCESS_RANK = 2 ]; then kill -KILL $$; fi; exec sleep 60"));
+  EXPECT_EQ(r.code, 137) << r.out << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(process 2 \(pid \d+\) failed first: killed by signal SIGKILL)")))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "sending SIGTERM to the 2 processes still running")) << r.err;
+  EXPECT_LT(r.seconds, 15);
+  const auto pids = printed_pids(r.out);
+  EXPECT_EQ(pids.size(), 3u) << r.out;
+  expect_none_alive(pids);
+}
+
+TEST(Launch, TimeoutStopsSleepingProcessesWithExitCode124) {
+  const FastDone r = run_fast("timeout", launch_sh({"-n", "2", "--timeout", "1"}, "echo pid=$$; exec sleep 60"));
+  EXPECT_EQ(r.code, 124) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "--timeout 1 s reached")) << r.err;
+  EXPECT_LT(r.seconds, 10);
+  const auto pids = printed_pids(r.out);
+  EXPECT_EQ(pids.size(), 2u) << r.out;
+  expect_none_alive(pids);
+}
+
+TEST(Launch, TimeoutEscalatesToSigkillWhenSigtermIsIgnored) {
+  // The shell ignores SIGTERM; its sleeps (same process group) are killed with it.
+  const FastDone r = run_fast(
+      "escalate", launch_sh({"-n", "2", "--timeout", "1"}, "trap '' TERM; echo pid=$$; while :; do sleep 0.2; done"));
+  EXPECT_EQ(r.code, 124) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "sending SIGKILL to the 2 processes still running")) << r.err;
+  EXPECT_GT(r.seconds, 5.5);
+  EXPECT_LT(r.seconds, 15);
+  expect_none_alive(printed_pids(r.out));
+}
+
+TEST(Launch, ForwardsSigtermToEveryProcessAndRemovesTheKeys) {
+  const fs::path dir = temp_dir("sigterm");
+  const FastRun run = start_fast(
+      dir, launch_sh({"-n", "2"}, "trap 'echo got TERM; exit 7' TERM; echo \"key=$FAST_KEY_FILE\"; echo ready; "
+                                  "while :; do sleep 0.1; done"));
+  const bool ready = wait_for_text(run.out, "ready", 2);
+  ::kill(run.pid, SIGTERM);
+  const FastDone r = wait_fast(run);
+  ASSERT_TRUE(ready) << read_text(run.out) << read_text(run.err);
+  EXPECT_TRUE(contains(r.out, "[0] got TERM\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[1] got TERM\n")) << r.out;
+  EXPECT_EQ(r.code, 7) << r.err;
+  EXPECT_TRUE(contains(r.err, "got SIGTERM; forwarded it to 2 processes")) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\[0\] key=(\S+))"))) << r.out;
+  EXPECT_FALSE(fs::exists(fs::path(m[1].str()).parent_path())) << "key folder left behind";
+}
+
+TEST(Launch, InsecureWarnsAndGivesNoKeys) {
+  const FastDone r = run_fast("insecure", launch_sh({"-n", "1", "--insecure"},
+                                                    "echo \"insecure=$FAST_INSECURE key=$FAST_KEY_FILE "
+                                                    "allow=$FAST_ALLOW_FILE\""));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "WARNING: --insecure")) << r.err;
+  EXPECT_TRUE(contains(r.out, "[0] insecure=1 key= allow=\n")) << r.out;
+}
+
+TEST(Launch, GivenKeyAndAllowFilesArePassedThrough) {
+  const fs::path dir = temp_dir("given");
+  fs::remove(dir / "host.key");
+  fs::remove(dir / "host.key.pub");
+  ASSERT_EQ(run_fast("given_keygen", {"keygen", "--out", (dir / "host.key").string()}).code, 0);
+  const FastDone r = run_fast("given_run", launch_sh({"-n", "1", "--key", (dir / "host.key").string(), "--allow",
+                                                      (dir / "host.key.pub").string()},
+                                                     "echo \"key=$FAST_KEY_FILE allow=$FAST_ALLOW_FILE\""));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "[0] key=" + (dir / "host.key").string() + " allow=" + (dir / "host.key.pub").string()))
+      << r.out;
+  EXPECT_TRUE(fs::exists(dir / "host.key")) << "a given key file is not the run's to remove";
+}
+
+TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
+  const fs::path dir = temp_dir("bad");
+  const fs::path marker = dir / "started";
+  const std::string touch = "touch " + marker.string();
+  fs::remove(dir / "other.key");
+  ASSERT_EQ(run_fast("bad_keygen", {"keygen", "--out", (dir / "other.key").string()}).code, 0);
+  const fs::path other_pub = dir / "other.key.pub";
+  ASSERT_EQ(run_fast("bad_keygen2", {"keygen", "--out", (dir / "mine.key").string(), "--force"}).code, 0);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {launch_sh({"-n", "0"}, touch), "-n expects a number of processes in [1, 1024], got 0"},
+      {{"launch", "-n", "2"}, "expected a command to run after the options"},
+      {{"launch", "-n", "2", "--", "no-such-command-fast-test", "x"},
+       "command 'no-such-command-fast-test' not found on PATH"},
+      {{"launch", "-n", "2", "--", "/nonexistent/prog"}, "command '/nonexistent/prog' is not an executable file"},
+      {launch_sh({"-n", "1", "--allow", other_pub.string()}, touch), "needs --key FILE"},
+      {launch_sh({"-n", "1", "--insecure", "--key", (dir / "mine.key").string()}, touch),
+       "--insecure excludes --key and --allow"},
+      {launch_sh({"-n", "1", "--key", (dir / "missing.key").string()}, touch), "missing.key': cannot open it"},
+      {launch_sh({"-n", "1", "--key", (dir / "mine.key").string(), "--allow", other_pub.string()}, touch),
+       "does not hold the public key of --key"},
+      {launch_sh({"-n", "1", "--grace", "-1"}, touch), "--grace expects seconds >= 0, got -1"},
+  };
+  for (const auto& [args, message] : cases) {
+    const FastDone r = run_fast("bad_run", args);
+    EXPECT_EQ(r.code, 2) << message << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, message)) << "'" << message << "' not in:\n" << r.err;
+    EXPECT_FALSE(contains(r.err, "starting")) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(marker)) << "a process was started despite bad input";
+}
+
+TEST(Launch, HelpDocumentsEveryOption) {
+  const FastDone r = run_fast("help", {"launch", "--help"});
+  ASSERT_EQ(r.code, 0);
+  for (const char* part : {"-n,--nprocs", "--port", "--insecure", "--key", "--allow", "--grace", "--timeout",
+                           "-- COMMAND", "FAST_PROCESS_RANK", "Exit code"}) {
+    EXPECT_TRUE(contains(r.out, part)) << part << " not in:\n" << r.out;
+  }
+}
+
+TEST(Keygen, WritesAKeyFile0600AndAPublicLineWithTheHostname) {
+  const fs::path dir = temp_dir("keygen");
+  fs::remove(dir / "host.key");
+  fs::remove(dir / "host.key.pub");
+  const FastDone r = run_fast("keygen_run", {"keygen", "--out", (dir / "host.key").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  struct stat st {};
+  ASSERT_EQ(::stat((dir / "host.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const auto keys = fast::runtime::zmq::read_key_file(dir / "host.key");
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  EXPECT_EQ(read_text(dir / "host.key.pub"), keys.public_key + " " + host + "\n");
+  const auto allowed = fast::runtime::zmq::read_allow_file(dir / "host.key.pub");
+  ASSERT_EQ(allowed.size(), 1u);
+  EXPECT_EQ(allowed[0].public_key, keys.public_key);
+  EXPECT_TRUE(contains(r.out, "public key: " + keys.public_key)) << r.out;
+  EXPECT_TRUE(contains(r.out, "--allow FILE")) << r.out;
+}
+
+TEST(Keygen, RefusesToOverwriteWithoutForce) {
+  const fs::path dir = temp_dir("keygen_force");
+  const std::string out = (dir / "host.key").string();
+  fs::remove(out);
+  fs::remove(out + ".pub");
+  ASSERT_EQ(run_fast("keygen_force1", {"keygen", "--out", out}).code, 0);
+  const std::string first = read_text(out);
+  const FastDone again = run_fast("keygen_force2", {"keygen", "--out", out});
+  EXPECT_EQ(again.code, 2);
+  EXPECT_TRUE(contains(again.err, "'" + out + "' already exists; not overwriting it (--force does)")) << again.err;
+  EXPECT_EQ(read_text(out), first);
+  fs::remove(out);  // the .pub alone also blocks
+  EXPECT_TRUE(contains(run_fast("keygen_force3", {"keygen", "--out", out}).err, out + ".pub' already exists"));
+  EXPECT_FALSE(fs::exists(out));
+  ASSERT_EQ(run_fast("keygen_force4", {"keygen", "--out", out, "--force"}).code, 0);
+  EXPECT_NE(read_text(out), first);
+}
+
+TEST(Keygen, HelpDocumentsEveryOption) {
+  const FastDone r = run_fast("keygen_help", {"keygen", "--help"});
+  ASSERT_EQ(r.code, 0);
+  for (const char* part : {"--out", "--force", "0600", ".pub", "--allow"}) {
+    EXPECT_TRUE(contains(r.out, part)) << part << " not in:\n" << r.out;
+  }
+}
+
+}  // namespace

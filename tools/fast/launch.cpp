@@ -1,0 +1,314 @@
+#include "launch.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "fast/core/error.hpp"
+#include "fast/runtime/zmq/keys.hpp"
+#include "process_group.hpp"
+#include "signal_pipe.hpp"
+
+extern char** environ;
+
+namespace fast::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+namespace keys = fast::runtime::zmq;
+
+constexpr int kMaxProcesses = 1024;
+constexpr double kKillAfterTermSeconds = 5;
+
+// Throws InvalidArgument with the formatted message when ok is false (no source location: for users).
+template <typename... Args>
+void require(bool ok, fmt::format_string<Args...> format, Args&&... args) {
+  if (!ok) throw core::InvalidArgument(fmt::format(format, std::forward<Args>(args)...));
+}
+
+bool executable_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+}
+
+// The executable `name` runs: name itself if it holds a '/', else the first match on PATH. `fast`
+// not on PATH is this very executable.
+fs::path find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    require(executable_file(name), "fast launch: command '{}' is not an executable file", name);
+    return name;
+  }
+  const char* path = std::getenv("PATH");
+  const std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t begin = 0; begin <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', begin), dirs.size());
+    const fs::path dir = end > begin ? fs::path(dirs.substr(begin, end - begin)) : fs::path(".");
+    if (executable_file(dir / name)) return dir / name;
+    begin = end + 1;
+  }
+  if (name == "fast") return fs::read_symlink("/proc/self/exe");
+  FAST_THROW(core::InvalidArgument, "fast launch: command '{}' not found on PATH ({})", name, dirs);
+}
+
+// A TCP port of 127.0.0.1 free right now (bound to port 0, then closed).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  FAST_ENFORCE_AS(core::IoError, fd >= 0, "fast launch: cannot create a socket ({})", std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  const int saved = errno;
+  ::close(fd);
+  FAST_ENFORCE_AS(core::IoError, ok, "fast launch: cannot find a free port on 127.0.0.1 ({})", std::strerror(saved));
+  return ntohs(addr.sin_port);
+}
+
+// The key and allow files of a run. Generated ones live in a fresh mkdtemp folder (0700) that the
+// destructor removes.
+class RunKeys {
+ public:
+  RunKeys(const LaunchCommand& o) {
+    if (o.insecure) return;
+    if (!o.key_file.empty()) {
+      key_ = fs::absolute(o.key_file);
+      const keys::KeyPair pair = keys::read_key_file(key_);
+      if (!o.allow_file.empty()) {
+        allow_ = fs::absolute(o.allow_file);
+        check_admitted(keys::read_allow_file(allow_), pair.public_key);
+        return;
+      }
+      make_dir();
+      allow_ = dir_ / "allow.txt";
+      keys::write_allow_file(allow_, {{pair.public_key, "fast launch"}});
+      return;
+    }
+    make_dir();
+    key_ = dir_ / "run.key";
+    allow_ = dir_ / "allow.txt";
+    const keys::KeyPair pair = keys::generate_key_pair();
+    keys::write_key_file(key_, pair);
+    keys::write_allow_file(allow_, {{pair.public_key, "fast launch"}});
+  }
+  ~RunKeys() {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  RunKeys(const RunKeys&) = delete;
+  RunKeys& operator=(const RunKeys&) = delete;
+
+  const fs::path& key_file() const { return key_; }
+  const fs::path& allow_file() const { return allow_; }
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  void make_dir() {
+    std::string pattern = (fs::temp_directory_path() / "fast-launch-XXXXXX").string();
+    FAST_ENFORCE_AS(core::IoError, ::mkdtemp(pattern.data()) != nullptr,
+                    "fast launch: cannot create a folder for the run's keys from '{}' ({})", pattern,
+                    std::strerror(errno));
+    dir_ = pattern;
+  }
+  void check_admitted(const std::vector<keys::AllowedKey>& allowed, const std::string& public_key) const {
+    const bool found = std::any_of(allowed.begin(), allowed.end(),
+                                   [&](const keys::AllowedKey& k) { return k.public_key == public_key; });
+    require(found,
+                 "fast launch: --allow '{}' does not hold the public key of --key '{}' ({}); the processes would "
+                 "refuse each other: add the line of '{}.pub'",
+                 allow_.string(), key_.string(), public_key, key_.string());
+  }
+
+  fs::path dir_, key_, allow_;
+};
+
+void validate(const LaunchCommand& o) {
+  require(o.processes >= 1 && o.processes <= kMaxProcesses,
+               "fast launch: -n expects a number of processes in [1, {}], got {}", kMaxProcesses, o.processes);
+  require(!o.command.empty(), "fast launch: expected a command to run after the options (fast launch -n {} -- "
+               "COMMAND [ARGS...]), got none", o.processes);
+  require(o.port >= 0 && o.port <= 65535, "fast launch: --port expects a port in [0, 65535], got {}", o.port);
+  require(o.grace_seconds >= 0, "fast launch: --grace expects seconds >= 0, got {}", o.grace_seconds);
+  require(o.timeout_seconds >= 0, "fast launch: --timeout expects seconds >= 0 (0: none), got {}",
+               o.timeout_seconds);
+  require(!o.insecure || (o.key_file.empty() && o.allow_file.empty()),
+               "fast launch: --insecure excludes --key and --allow (got {}{})", o.key_file.empty() ? "" : "--key ",
+               o.allow_file.empty() ? "" : "--allow");
+  require(o.allow_file.empty() || !o.key_file.empty(),
+               "fast launch: --allow '{}' needs --key FILE: the processes' own public key must be in the allow-list",
+               o.allow_file);
+}
+
+// launch's environment with the run's variables for rank replacing any inherited ones.
+std::vector<std::string> child_environment(const LaunchCommand& o, int rank, int port, const RunKeys& keys) {
+  std::vector<std::pair<std::string, std::string>> set = {
+      {"FAST_WORLD_SIZE", std::to_string(o.processes)},
+      {"FAST_PROCESS_RANK", std::to_string(rank)},
+      {"FAST_RENDEZVOUS", fmt::format("127.0.0.1:{}", port)},
+      {"FAST_LAUNCHED", "1"},
+      {"FAST_INSECURE", o.insecure ? "1" : "0"},
+      {"FAST_KEY_FILE", keys.key_file().string()},
+      {"FAST_ALLOW_FILE", keys.allow_file().string()},
+  };
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    if (std::none_of(set.begin(), set.end(), [&](const auto& kv) { return kv.first == name; })) env.emplace_back(entry);
+  }
+  for (const auto& [name, value] : set) {
+    if (!value.empty()) env.push_back(name + "=" + value);
+  }
+  return env;
+}
+
+void say(const std::string& line) {
+  const std::string text = "fast launch: " + line + "\n";
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, text.data(), text.size());
+}
+
+Clock::time_point after(Clock::time_point t, double seconds) {
+  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// The stopping sequence: SIGTERM at term_at, SIGKILL at kill_at (both to whole process groups).
+struct Stopping {
+  Clock::time_point term_at = Clock::time_point::max();
+  Clock::time_point kill_at = Clock::time_point::max();
+  bool term_sent = false, kill_sent = false;
+
+  // Asks for SIGTERM after wait_seconds (kept if an earlier one is due), SIGKILL 5 s later.
+  void begin(Clock::time_point now, double wait_seconds) {
+    term_at = std::min(term_at, after(now, wait_seconds));
+    kill_at = std::min(kill_at, after(term_at, kKillAfterTermSeconds));
+  }
+  // Sends what is due; returns the next deadline.
+  Clock::time_point act(ProcessGroup& group, Clock::time_point now) {
+    if (!term_sent && now >= term_at) {
+      term_sent = true;
+      say(fmt::format("sending SIGTERM to the {} processes still running", group.signal(SIGTERM, true)));
+    }
+    if (!kill_sent && now >= kill_at) {
+      kill_sent = true;
+      say(fmt::format("sending SIGKILL to the {} processes still running", group.signal(SIGKILL, true)));
+    }
+    return !term_sent ? term_at : (!kill_sent ? kill_at : Clock::time_point::max());
+  }
+};
+
+// Runs the main loop until every child ended; returns launch's exit code.
+int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o) {
+  const Clock::time_point timeout_at =
+      o.timeout_seconds > 0 ? after(Clock::now(), o.timeout_seconds) : Clock::time_point::max();
+  std::optional<int> code;  // set by the first failure or the timeout
+  bool timed_out = false;
+  Stopping stopping;
+  while (group.running() > 0) {
+    Clock::time_point now = Clock::now();
+    if (!timed_out && now >= timeout_at) {
+      timed_out = true;
+      if (!code) code = 124;
+      say(fmt::format("--timeout {} s reached; stopping the {} processes still running", o.timeout_seconds,
+                      group.running()));
+      stopping.begin(now, 0);
+    }
+    const Clock::time_point next = std::min(stopping.act(group, now), timed_out ? Clock::time_point::max() : timeout_at);
+    const auto wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(next - now) +
+                                     std::chrono::milliseconds(1),
+                                 std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+    for (int rank : group.pump(wait, signals.fd())) {
+      const ChildExit& e = *group.exit(rank);
+      if (!e.failed() || code) continue;
+      code = e.code;
+      say(fmt::format("process {} (pid {}) failed first: {}", rank, group.pid(rank), e.describe()));
+      if (group.running() > 0) {
+        say(fmt::format("waiting up to {} s (--grace) for the {} other processes to end", o.grace_seconds,
+                        group.running()));
+      }
+      stopping.begin(Clock::now(), o.grace_seconds);
+    }
+    for (int sig : signals.take()) {
+      if (sig == SIGCHLD) continue;
+      const char* name = ::sigabbrev_np(sig);
+      say(fmt::format("got SIG{}; forwarded it to {} processes", name != nullptr ? name : "?", group.signal(sig, false)));
+      stopping.begin(Clock::now(), o.grace_seconds);
+    }
+  }
+  group.finish();
+  return code.value_or(0);
+}
+
+}  // namespace
+
+CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "launch", "Start N local processes of a command as one multi-process run (docs/launch.md)");
+  cmd->add_option("-n,--nprocs", o.processes, "Number of processes to start, in [1, 1024]")->required();
+  cmd->add_option("--port", o.port, "Rendezvous port on 127.0.0.1 (FAST_RENDEZVOUS); 0: a free port")
+      ->capture_default_str();
+  cmd->add_flag("--insecure", o.insecure,
+                "No keys: FAST_INSECURE=1, processes neither authenticate nor encrypt (warns)");
+  cmd->add_option("--key", o.key_file,
+                  "Key pair file of the processes (fast keygen) instead of one generated for the run");
+  cmd->add_option("--allow", o.allow_file,
+                  "Allow-list of public keys (needs --key; must hold its public key) instead of --key's alone");
+  cmd->add_option("--grace", o.grace_seconds,
+                  "Seconds the other processes get to end after the first failure or a forwarded signal, before "
+                  "SIGTERM (then SIGKILL 5 s later)")
+      ->capture_default_str();
+  cmd->add_option("--timeout", o.timeout_seconds,
+                  "Seconds the whole run may take; then SIGTERM, SIGKILL 5 s later, exit code 124. 0: no limit")
+      ->capture_default_str();
+  cmd->add_option("command", o.command,
+                  "The command (searched on PATH) and its arguments; after -- when they hold options");
+  cmd->footer(
+      "Usage: fast launch -n N [options] -- COMMAND [ARGS...]\n"
+      "Each process gets FAST_WORLD_SIZE=N, FAST_PROCESS_RANK=i, FAST_RENDEZVOUS=127.0.0.1:PORT, FAST_LAUNCHED=1,\n"
+      "and FAST_KEY_FILE and FAST_ALLOW_FILE (a key pair generated for the run in a 0700 temporary folder that\n"
+      "is removed at exit) or FAST_INSECURE=1. Each line of its stdout and stderr is written to launch's stdout\n"
+      "and stderr prefixed with '[i] '. SIGINT, SIGTERM and SIGHUP are forwarded to every process.\n"
+      "Exit code: 0 if every process succeeded, else the first failed process's exit code (128 + signal if it\n"
+      "was killed), 124 when --timeout ended the run, 2 for bad input.");
+  return cmd;
+}
+
+int run_launch(const LaunchCommand& o) {
+  validate(o);
+  const fs::path program = find_program(o.command.front());
+  const int port = o.port != 0 ? o.port : free_port();
+  SignalPipe signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD});  // before the keys exist: they are removed on signals
+  const RunKeys keys(o);
+  if (o.insecure) {
+    say("WARNING: --insecure: the processes neither authenticate nor encrypt their traffic (FAST_INSECURE=1); "
+        "anyone who can reach their ports can join the run or read it");
+  }
+  std::vector<ChildSpec> specs;
+  for (int rank = 0; rank < o.processes; ++rank) {
+    specs.push_back({program.string(), o.command, child_environment(o, rank, port, keys)});
+  }
+  say(fmt::format("starting {} processes of '{}', rendezvous 127.0.0.1:{}{}", o.processes, program.string(), port,
+                  o.insecure ? ", insecure" : fmt::format(", key {}", keys.key_file().string())));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ProcessGroup group(specs);
+  return supervise(group, signals, o);
+}
+
+}  // namespace fast::cli

@@ -1,0 +1,33 @@
+#pragma once
+// `fast launch -n N [options] -- COMMAND [ARGS...]`: N local processes of one command, with the
+// environment of a multi-process run (docs/launch.md).
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace fast::cli {
+
+struct LaunchCommand {
+  int processes = 0;                  // N, >= 1
+  std::vector<std::string> command;   // program (searched on PATH) and its arguments
+  int port = 0;                       // rendezvous port on 127.0.0.1; 0: a free one
+  bool insecure = false;              // FAST_INSECURE=1, no keys
+  std::string key_file;               // given key pair; empty: one generated for the run
+  std::string allow_file;             // given allow-list; empty: the run key's public key only
+  double grace_seconds = 30;          // after the first failure, before SIGTERM
+  double timeout_seconds = 0;         // whole run; 0: none
+};
+
+// Adds the `launch` subcommand to app, parsing into options.
+CLI::App* add_launch_command(CLI::App& app, LaunchCommand& options);
+
+// Checks options (InvalidArgument before anything starts), runs the processes until every one
+// ended and returns launch's exit code: 0 if all succeeded, else the first failed process's code
+// (128 + signal if killed), 124 when --timeout stopped the run first.
+int run_launch(const LaunchCommand& options);
+
+}  // namespace fast::cli
