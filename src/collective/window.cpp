@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "fast/compress/codec.hpp"
+#include "fast/wire/requests.hpp"
 #include "fast/compress/delta_link.hpp"
 #include "fast/compress/error_feedback.hpp"
 
@@ -27,16 +28,19 @@ using runtime::TagKind;
 using namespace detail;  // the element-wise arithmetic of the service (window_arithmetic.hpp)
 
 namespace {
+// The request header is wire::WindowRequest (include/fast/wire/requests.hpp); these are its ops.
+using Request = wire::WindowRequest;
+constexpr std::int64_t op_code(Request::Op op) { return static_cast<std::int64_t>(op); }
 enum Op : std::int64_t {
-  kPut = 1, kGet = 2, kAccumulate = 3, kFetchAccumulate = 4, kFetchAverage = 5, kAccumulateScaled = 6,
-  kExchangeDifference = 7, kStop = 9
+  kPut = op_code(Request::Op::put), kGet = op_code(Request::Op::get), kAccumulate = op_code(Request::Op::accumulate),
+  kFetchAccumulate = op_code(Request::Op::fetch_accumulate), kFetchAverage = op_code(Request::Op::fetch_average),
+  kAccumulateScaled = op_code(Request::Op::accumulate_scaled),
+  kExchangeDifference = op_code(Request::Op::exchange_difference), kStop = op_code(Request::Op::stop)
 };
+static_assert(Window::kMaxExchangeBlocks == Request::kMaxBlocks);
 constexpr std::uint32_t kRequestDetail = 0xFFFFFF;
 constexpr std::uint32_t kSeqLimit = 0x400000;
-// op, offset, count, dtype, seq, encoded (0: as is, 1: through the codec), scale (f64 bits), scale_at (-1: none),
-// then for exchange_difference: summed, blocks, and kMaxExchangeBlocks coefficients (f64 bits).
-constexpr std::size_t kMaxBlocks = Window::kMaxExchangeBlocks;
-constexpr std::size_t kHeaderLen = 10 + kMaxBlocks;
+constexpr std::size_t kHeaderLen = Request::kWords;
 
 std::uint32_t fnv1a(const std::string& s) {
   std::uint32_t h = 2166136261u;
@@ -44,18 +48,7 @@ std::uint32_t fnv1a(const std::string& s) {
   return h;
 }
 
-const char* op_name(std::int64_t op) {
-  switch (op) {
-    case kPut: return "put";
-    case kGet: return "get";
-    case kAccumulate: return "accumulate";
-    case kFetchAccumulate: return "fetch_accumulate";
-    case kFetchAverage: return "fetch_average";
-    case kAccumulateScaled: return "accumulate_scaled";
-    case kExchangeDifference: return "exchange_difference";
-    default: return "stop";
-  }
-}
+const char* op_name(std::int64_t op) { return wire::name_of(static_cast<Request::Op>(op)); }
 
 ConstView i64_view(const std::int64_t* p, std::size_t n) { return ConstView(std::span<const std::int64_t>(p, n)); }
 
@@ -188,7 +181,7 @@ struct Window::Shared {
   // Forgets the answers that arrived (all: waits for every one). An answer to a worker the runtime
   // knows is lost is dropped; any other failure is rethrown.
   void reap(bool all);
-  void apply(int src, const std::int64_t* header);
+  void apply(int src, const wire::WindowRequest& request);
   void apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region, std::uint32_t seq,
                      double scale, MutableView scale_at, const Exchange& exchange, std::size_t count);
 };
@@ -206,13 +199,13 @@ void Window::Shared::serve() {
     FAST_ENFORCE(header.dtype() == core::DType::i64 && header.numel() == kHeaderLen,
                  "window '{}': malformed request from worker {} ({} x {})", name, src, header.numel(),
                  core::name_of(header.dtype()));
-    const auto* h = static_cast<const std::int64_t*>(header.data());
-    if (h[0] == kStop) {
+    const Request request = Request::from_words(std::as_const(header).as<std::int64_t>());
+    if (request.op == Request::Op::stop) {
       reap(true);
       return;
     }
     try {
-      apply(src, h);
+      apply(src, request);
     } catch (const core::PeerLost& e) {
       // The requester was lost during its request: nobody waits for the answer; serve the others.
       // (Its payload, if not arrived, was not applied.)
@@ -246,34 +239,29 @@ void Window::Shared::reap(bool all) {
   replies = std::move(pending);
 }
 
-void Window::Shared::apply(int src, const std::int64_t* h) {
-  const std::int64_t op = h[0];
-  const auto offset = static_cast<std::size_t>(h[1]);
-  const auto count = static_cast<std::size_t>(h[2]);
-  const auto seq = static_cast<std::uint32_t>(h[4]);
+void Window::Shared::apply(int src, const wire::WindowRequest& r) {
+  const std::int64_t op = static_cast<std::int64_t>(r.op);
+  const auto offset = static_cast<std::size_t>(r.offset);
+  const auto count = static_cast<std::size_t>(r.count);
+  const std::uint32_t seq = r.seq;
   Exchange exchange;
   std::size_t extent = count;  // elements of the tensor the request touches
-  if (op == kExchangeDifference) {
-    FAST_ENFORCE(h[9] >= 1 && h[9] <= static_cast<std::int64_t>(kMaxBlocks) && h[8] >= 1 && h[8] <= h[9],
-                 "window '{}': exchange_difference from worker {} with {} blocks, {} summed", name, src, h[9], h[8]);
-    exchange.summed = static_cast<std::size_t>(h[8]);
-    for (std::int64_t k = 0; k < h[9]; ++k) {
-      exchange.coefficients.push_back(std::bit_cast<double>(h[10 + k]));
-      FAST_ENFORCE(std::isfinite(exchange.coefficients.back()),
-                   "window '{}': exchange_difference from worker {} with a non-finite coefficient", name, src);
-    }
+  if (op == kExchangeDifference) {  // blocks, summed and coefficients were validated by from_words
+    exchange.summed = static_cast<std::size_t>(r.summed);
+    exchange.coefficients = r.coefficients;
     extent = count * exchange.coefficients.size();
   }
-  FAST_ENFORCE(op >= kPut && op <= kExchangeDifference && offset + extent <= view.numel() &&
-                   extent >= count && h[3] == static_cast<std::int64_t>(view.dtype()),
+  FAST_ENFORCE(op != kStop && offset <= view.numel() && extent <= view.numel() - offset && extent >= count &&
+                   r.dtype == view.dtype(),
                "window '{}': request {} from worker {} for [{}, {}) does not fit the exposed {} x {}", name,
                op_name(op), src, offset, offset + extent, view.numel(), core::name_of(view.dtype()));
   const MutableView region = view.slice(offset, extent);
-  const double scale = std::bit_cast<double>(h[6]);
-  FAST_ENFORCE(h[7] < static_cast<std::int64_t>(view.numel()), "window '{}': request {} from worker {}: scale_at {} outside the exposed {} elements",
-               name, op_name(op), src, h[7], view.numel());
-  const MutableView scale_at = h[7] >= 0 ? view.slice(static_cast<std::size_t>(h[7]), 1) : MutableView();
-  if (h[5] != 0) {
+  const double scale = r.scale;
+  FAST_ENFORCE(r.scale_at < static_cast<std::int64_t>(view.numel()),
+               "window '{}': request {} from worker {}: scale_at {} outside the exposed {} elements", name, op_name(op),
+               src, r.scale_at, view.numel());
+  const MutableView scale_at = r.scale_at >= 0 ? view.slice(static_cast<std::size_t>(r.scale_at), 1) : MutableView();
+  if (r.encoded) {
     apply_encoded(src, op, offset, region, seq, scale, scale_at, exchange, count);
     return;
   }
@@ -454,18 +442,17 @@ Work Window::request(int op, int peer, ConstView payload, MutableView reply, std
   runtime::Context& ctx = comm_.context();
   const std::uint32_t seq = next_seq_.fetch_add(1, std::memory_order_relaxed) % kSeqLimit;
   struct Pending {
-    std::array<std::int64_t, kHeaderLen> header;
+    std::array<std::int64_t, kHeaderLen> header;  // Request::to_words()
     std::int64_t ack = 0;
     core::Buffer payload;  // encoded requests: the codec's payload
     core::Buffer reply;    // encoded requests: the codec's reply
     std::vector<float> sent;  // encoded exchange_difference: the reference of the state sent
   };
   auto pending = std::make_shared<Pending>();
-  pending->header = {op, static_cast<std::int64_t>(offset), static_cast<std::int64_t>(count),
-                     static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(seq), encoded ? 1 : 0,
-                     std::bit_cast<std::int64_t>(scale), scale_at, static_cast<std::int64_t>(summed),
-                     static_cast<std::int64_t>(coefficients.size())};
-  for (std::size_t k = 0; k < coefficients.size(); ++k) pending->header[10 + k] = std::bit_cast<std::int64_t>(coefficients[k]);
+  pending->header = Request{.op = static_cast<Request::Op>(op), .offset = offset, .count = count, .dtype = dtype,
+                            .seq = seq, .encoded = encoded, .scale = scale, .scale_at = scale_at, .summed = summed,
+                            .coefficients = {coefficients.begin(), coefficients.end()}}
+                        .to_words();
   const CodecLinks::Key key{peer, offset, count};
   if (encoded && op != kGet) {
     std::lock_guard<runtime::Mutex> lock(*links_->mutex);
@@ -564,9 +551,7 @@ Window::Local Window::local() { return Local(shared_); }
 
 void Window::stop_service() {
   closed_ = true;
-  std::array<std::int64_t, kHeaderLen> stop{};
-  stop[0] = kStop;
-  stop[7] = -1;
+  const std::array<std::int64_t, kHeaderLen> stop = Request{.op = Request::Op::stop}.to_words();
   runtime::Context& ctx = comm_.context();
   std::exception_ptr error;
   try {

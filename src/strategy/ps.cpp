@@ -58,7 +58,7 @@ PsStrategy::~PsStrategy() {
   // The stop request is not waited for: if the server ended meanwhile, it is never received and
   // dropping its Work below cancels it.
   runtime::Context& ctx = comm_.context();
-  const Header stop{kStop, 0, 0, 0, 0};
+  const Header stop = Request{.kind = Request::Kind::stop}.to_words();
   core::Work stop_sent;
   try {
     stop_sent = ctx.send(ctx.rank(), tag(ctx.rank(), kRequest), core::ConstView(std::span<const std::int64_t>(stop)));
@@ -140,8 +140,9 @@ std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
       works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(shard_of(input.state.params, k))));
     else
       works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
-    headers_[ku] = {kPush, clock_, static_cast<std::int64_t>(version_read_[ku]), finite ? 1 : 0,
-                    std::bit_cast<std::int64_t>(input.lr)};
+    headers_[ku] = Request{.kind = Request::Kind::push, .clock = clock_, .version = version_read_[ku],
+                           .finite = finite, .lr = input.lr}
+                       .to_words();
     works.push_back(ctx.send(k, tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(headers_[ku]))));
     if (finite && !push_codecs_.empty()) {
       const std::span<const float> g = shard_of(input.state.grads, k);
@@ -203,7 +204,7 @@ void PsStrategy::finish(ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, attached_, "ps: attach() was not called (the Worker's constructor calls it)");
   runtime::Context& ctx = comm_.context();
   std::vector<core::Work> sends;
-  std::vector<Header> done(static_cast<std::size_t>(servers_), Header{kDone, clock_, 0, 0, 0});
+  std::vector<Header> done(static_cast<std::size_t>(servers_), Request{.kind = Request::Kind::done, .clock = clock_}.to_words());
   for (int k = 0; k < servers_; ++k)
     sends.push_back(ctx.send(k, tag(k, kRequest),
                              core::ConstView(std::span<const std::int64_t>(done[static_cast<std::size_t>(k)]))));

@@ -1,6 +1,7 @@
 #include "ps_server.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <bit>
 #include <limits>
 #include <mutex>
@@ -68,18 +69,15 @@ void PsServer::run() {
     FAST_ENFORCE(header.dtype() == core::DType::i64 && header.numel() == kHeaderLen,
                  "ps: server of shard {}: malformed request from worker {} ({} x {})", shard_, src, header.numel(),
                  core::name_of(header.dtype()));
-    Header h;
-    std::copy_n(header.as<std::int64_t>().begin(), kHeaderLen, h.begin());
+    const Request h = Request::from_words(std::as_const(header).as<std::int64_t>());  // validated
     const auto who = static_cast<std::size_t>(src);
-    if (h[kKind] == kStop) {
+    if (h.kind == Request::Kind::stop) {
       FAST_ENFORCE(src == ctx_.rank(), "ps: server of shard {}: stop request from worker {}", shard_, src);
       break;
     }
-    FAST_ENFORCE(h[kKind] == kPush || h[kKind] == kDone, "ps: server of shard {}: unknown request {} from worker {}",
-                 shard_, h[kKind], src);
     if (tolerant && done_[who] && !ctx_.alive(src)) continue;  // sent before it was lost, counted done since
     FAST_ENFORCE(!done_[who], "ps: server of shard {}: request from worker {} after its done", shard_, src);
-    if (h[kKind] == kPush) {
+    if (h.kind == Request::Kind::push) {
       try {
         on_push(src, h);
       } catch (const core::PeerLost&) {
@@ -106,13 +104,13 @@ bool PsServer::note_lost() {
   return any;
 }
 
-void PsServer::on_push(int src, const Header& h) {
+void PsServer::on_push(int src, const Request& h) {
   const auto who = static_cast<std::size_t>(src);
-  FAST_ENFORCE_EQ(h[kClock], pushed_[who], "ps: server of shard {}: push from worker {} out of order", shard_, src);
+  FAST_ENFORCE_EQ(h.clock, pushed_[who], "ps: server of shard {}: push from worker {} out of order", shard_, src);
   FAST_ENFORCE(mode_ == PsMode::sync || !waiting_[who],
                "ps: server of shard {}: worker {} pushed before its previous push was acknowledged", shard_, src);
-  const bool finite = h[kFinite] != 0;
-  const double lr = std::bit_cast<double>(h[kLr]);
+  const bool finite = h.finite;
+  const double lr = h.lr;
   // sync keeps each worker's gradient until the round closes, to sum them in rank order: the
   // same result whatever order they arrived in (reproducible runs).
   std::vector<float>& into = mode_ == PsMode::sync ? round_grads_[who] : grad_;
@@ -143,7 +141,7 @@ void PsServer::on_push(int src, const Header& h) {
     std::uint64_t version_lag = 0;
     {
       collective::Window::Local local = window_->local();
-      const std::uint64_t read = static_cast<std::uint64_t>(h[kVersion]);
+      const std::uint64_t read = h.version;
       FAST_ENFORCE(read <= local.version(), "ps: server of shard {}: worker {} read version {} > current {}", shard_,
                    src, read, local.version());
       version_lag = local.version() - read;
@@ -151,9 +149,9 @@ void PsServer::on_push(int src, const Header& h) {
       local.bump();
       ctx_.memory_traffic(optimizer_->step_traffic_bytes());  // under the lock, as the work
     }
-    // Gradient number h[kClock] was computed on parameters whose read was released when the
+    // Gradient number h.clock was computed on parameters whose read was released when the
     // slowest unfinished worker had pushed read_min_ gradients.
-    record(version_lag, h[kClock] - read_min_[who]);
+    record(version_lag, h.clock - read_min_[who]);
   }
   waiting_[who] = 1;
   release_waiting();

@@ -3,6 +3,8 @@
 // update rules): one PsServer per shard, run as an activity of the rank hosting the shard.
 
 #include <array>
+
+#include "fast/wire/requests.hpp"
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -31,9 +33,9 @@ inline runtime::Tag tag(int shard, std::uint32_t detail) {
   return runtime::make_tag(runtime::TagKind::strategy, kSequenceBase | static_cast<std::uint32_t>(shard), detail);
 }
 
-// Request header: 5 x i64.
-enum Field : std::size_t { kKind = 0, kClock = 1, kVersion = 2, kFinite = 3, kLr = 4, kHeaderLen = 5 };
-enum Kind : std::int64_t { kPush = 1, kDone = 2, kStop = 3 };
+// Request header: wire::PsRequest (include/fast/wire/requests.hpp), sent as its i64 words.
+using Request = wire::PsRequest;
+inline constexpr std::size_t kHeaderLen = Request::kWords;
 using Header = std::array<std::int64_t, kHeaderLen>;
 // Acknowledgement (async, ssp): {pushes counted from this worker, smallest push count}.
 inline constexpr std::size_t kAckLen = 2;
@@ -69,7 +71,7 @@ class PsServer {
   std::int64_t max_clock_lag() const;
 
  private:
-  void on_push(int src, const ps_protocol::Header& h);
+  void on_push(int src, const ps_protocol::Request& request);
   void on_done(int src);
   void close_sync_round();
   void release_waiting();  // async / ssp: acknowledges every push whose read may proceed
