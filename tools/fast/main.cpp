@@ -209,8 +209,12 @@ int run(int argc, char** argv) {
   for (const auto& flag : given_flags(train, values)) fast::cli::apply_setting(options, flag.key, flag.value, flag.origin);
   const bool terminal = terminal_progress(progress_mode);
   fast::cli::ProgressDisplay display(terminal, progress_mode == "never");
-  std::fprintf(stderr, "fast train: %s, %d workers (%s), model %s, batch %lld per worker, optimizer %s lr %g\n",
-               options.worker.strategy.name.c_str(), options.workers, options.runtime.c_str(), options.model.c_str(),
+  // Under zmq the world is known after the rendezvous: this process's share is what it knows now.
+  const std::string workers = options.runtime == "zmq"
+                                  ? fmt::format("{} workers per process", options.process.workers_per_process)
+                                  : fmt::format("{} workers", options.workers);
+  std::fprintf(stderr, "fast train: %s, %s (%s), model %s, batch %lld per worker, optimizer %s lr %g\n",
+               options.worker.strategy.name.c_str(), workers.c_str(), options.runtime.c_str(), options.model.c_str(),
                static_cast<long long>(options.batch), options.worker.optimizer.name.c_str(),
                options.worker.optimizer.lr);
   const auto wall_start = std::chrono::steady_clock::now();
@@ -218,8 +222,8 @@ int run(int argc, char** argv) {
       options, [&](const fast::torch::Progress& p) { display.on_progress(p); },
       [&](const fast::torch::EpochReport& e) { display.on_epoch(e); });
   std::printf("final test accuracy: %.4f (%s, %d workers, %lld steps, %.1f s, %.0f samples/s)\n",
-              summary["final_accuracy"].get<double>(), options.worker.strategy.name.c_str(), options.workers,
-              summary["steps"].get<long long>(), summary["wall_seconds"].get<double>(),
+              summary["final_accuracy"].get<double>(), options.worker.strategy.name.c_str(),
+              summary["workers"].get<int>(), summary["steps"].get<long long>(), summary["wall_seconds"].get<double>(),
               summary["samples_per_second"].get<double>());
   if (summary.contains("simulated_seconds")) {
     // The only wall-clock figure of a sim run: printed, never written to the metrics or summary.
@@ -229,7 +233,8 @@ int run(int argc, char** argv) {
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count());
   }
   std::printf("metrics: %s\n", options.metrics.empty() ? "(none: set --metrics FILE)" : options.metrics.c_str());
-  std::printf("summary: %s\n", options.summary.empty() ? "(none: set --summary FILE)" : options.summary.c_str());
+  std::printf("summary: %s%s\n", options.summary.empty() ? "(none: set --summary FILE)" : options.summary.c_str(),
+              options.runtime == "zmq" && !options.summary.empty() ? " (written by the process of worker 0)" : "");
   return 0;
 }
 

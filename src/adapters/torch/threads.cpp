@@ -42,12 +42,12 @@ bool set_openblas_threads(int threads) {
 }
 }  // namespace
 
-int configure_torch_threads(int workers_in_process) {
-  FAST_ENFORCE(workers_in_process >= 1, "configure_torch_threads: expected workers_in_process >= 1, got {}",
-               workers_in_process);
+int configure_torch_threads(int workers_on_host) {
+  FAST_ENFORCE(workers_on_host >= 1, "configure_torch_threads: expected workers_on_host >= 1, got {}",
+               workers_on_host);
   const long long from_env = core::env_int("FAST_TORCH_THREADS");
   const int cores = available_cores();
-  const int threads = from_env > 0 ? static_cast<int>(from_env) : std::max(1, cores / workers_in_process);
+  const int threads = from_env > 0 ? static_cast<int>(from_env) : std::max(1, cores / workers_on_host);
 
   static std::once_flag interop_once;
   std::call_once(interop_once, [] {
@@ -60,9 +60,9 @@ int configure_torch_threads(int workers_in_process) {
   });
   ::at::set_num_threads(threads);
   const bool openblas = set_openblas_threads(1);
-  core::log(core::LogLevel::info, "libtorch intra-op threads: {}{} ({}; {} cores, {} workers in this process)", threads,
+  core::log(core::LogLevel::info, "libtorch intra-op threads: {}{} ({}; {} cores, {} workers on this host)", threads,
             openblas ? ", OpenBLAS 1" : "", from_env > 0 ? "FAST_TORCH_THREADS" : "cores / workers", cores,
-            workers_in_process);
+            workers_on_host);
   return threads;
 }
 

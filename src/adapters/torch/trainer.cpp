@@ -42,8 +42,14 @@ int world_before_launch(const TrainOptions& o) {
   return o.process.world_size > 0 ? o.process.world_size * o.process.workers_per_process : 0;
 }
 
-// Workers in this process, which share its cores.
-int workers_in_process(const TrainOptions& o) { return o.runtime == "zmq" ? o.process.workers_per_process : o.workers; }
+// Workers that share this host's cores: those of this process, times the processes `fast launch`
+// started on this host (FAST_LAUNCHED=1: all FAST_WORLD_SIZE of them are here).
+int workers_on_host(const TrainOptions& o) {
+  if (o.runtime != "zmq") return o.workers;
+  const long long processes = o.process.world_size > 0 ? o.process.world_size : core::env_int("FAST_WORLD_SIZE");
+  const long long here = core::env_int("FAST_LAUNCHED") != 0 ? std::max(1LL, processes) : 1;
+  return static_cast<int>(here) * o.process.workers_per_process;
+}
 
 // Checks everything that can be checked before a worker starts, so bad input fails fast and clearly.
 void validate(const TrainOptions& o) {
@@ -220,7 +226,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   // Under sim one actor runs at a time, but each actor is an OS thread with its own OpenMP team,
   // whose idle threads spin after every parallel region: with 2 threads per actor, 256 simulated
   // workers spent 84% of the CPU spinning in libgomp (docs/simulation.md, "Scale").
-  configure_torch_threads(workers_in_process(options));
+  configure_torch_threads(workers_on_host(options));
 
   const RunInputs inputs{.options = options, .data = data, .initial = initial,
                          .final_model = parse_final_model(options.final_model),

@@ -4,15 +4,15 @@
 namespace fast::torch {
 
 // Sets libtorch's intra-op threads (at::set_num_threads) to FAST_TORCH_THREADS when it is > 0,
-// else to max(1, cores / workers_in_process), cores = the CPUs this process may run on
+// else to max(1, cores / workers_on_host), cores = the CPUs this process may run on
 // (sched_getaffinity, falling back to std::thread::hardware_concurrency). The first call also sets
 // the inter-op pool to 1 thread (libtorch allows that once per process, before any inter-op work;
 // later calls leave it alone, and if libtorch refuses it is logged as a warning). When the BLAS
 // libtorch calls is OpenBLAS, its own pool is set to 1 thread (it ignores libtorch's setting, and
 // its spinning threads fight libtorch's: see threads.cpp for the measurements). Logs and returns
-// the intra-op thread count. InvalidArgument when workers_in_process < 1. Thread-safe, but the
+// the intra-op thread count. InvalidArgument when workers_on_host < 1. Thread-safe, but the
 // setting is process-wide: call it once, before the workers start.
-int configure_torch_threads(int workers_in_process);
+int configure_torch_threads(int workers_on_host);
 
 // The CPUs this process may run on (>= 1).
 int available_cores();
