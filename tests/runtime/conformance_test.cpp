@@ -40,6 +40,11 @@ TEST_P(Conformance, RanksSizeAndLocalWorkers) {
     EXPECT_EQ(ctx.local_size(), c.runtime == "zmq" ? c.workers_per_process : c.workers);
     EXPECT_GE(ctx.now(), 0.0);
     for (int p = 0; p < ctx.size(); ++p) EXPECT_TRUE(ctx.alive(p));
+    // Nobody leaves before everyone checked (a process that ended is no longer alive).
+    std::vector<float> token(1);
+    Work s = ctx.send((ctx.rank() + 1) % ctx.size(), user_tag(0), cview(token));
+    ctx.recv((ctx.rank() + ctx.size() - 1) % ctx.size(), user_tag(0), mview(token)).wait();
+    s.wait();
   });
 }
 

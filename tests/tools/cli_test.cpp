@@ -148,6 +148,24 @@ TEST(Cli, ConfigDocIsUpToDate) {
       << "docs/config.md is stale: regenerate its table with `build/bin/fast config-doc`";
 }
 
+// A boolean setting is a flag without a value; the zmq settings are listed with the variable
+// each one defaults to.
+TEST(Cli, InsecureIsAFlagWithoutAValueAndZmqSettingsAreListed) {
+  const Result help = run_fast("train --help");
+  ASSERT_EQ(help.code, 0) << help.output;
+  for (const char* flag : {"--rendezvous", "--world-size", "--process-rank", "--workers-per-process", "--key",
+                           "--allow", "--insecure", "--peer-timeout", "--rendezvous-timeout", "--transport", "--host"})
+    EXPECT_NE(help.output.find(flag), std::string::npos) << flag;
+  EXPECT_NE(help.output.find("FAST_RENDEZVOUS"), std::string::npos);
+  const fs::path dir = temp_dir("insecure");
+  const Result r = run_fast("train --insecure --model mlp --workers 1 --steps 2 --batch 16 --progress never --summary " +
+                            (dir / "s.json").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ifstream in(dir / "s.json");
+  const nlohmann::json s = nlohmann::json::parse(in);
+  EXPECT_EQ(s["param_hash"].get<std::string>().size(), 16u) << s.dump();
+}
+
 TEST(Cli, HelpListsEverySettingAndTheEnvironment) {
   const Result r = run_fast("train --help");
   EXPECT_EQ(r.code, 0) << r.output;

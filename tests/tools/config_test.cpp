@@ -98,6 +98,43 @@ TEST(Config, MissingFileIsIoError) {
   EXPECT_THROW(apply_config_file(o, "/nonexistent/fast.toml"), core::IoError);
 }
 
+TEST(Config, ProcessSettingsOfTheZmqRuntimeFillProcessOptions) {
+  torch::TrainOptions o;
+  apply_config_file(o, write_toml("zmq.toml",
+                                  "rendezvous = \"10.0.0.1:29500\"\nworld_size = 4\nprocess_rank = 2\n"
+                                  "workers_per_process = 3\nkey = \"k.key\"\nallow = \"allow.txt\"\ninsecure = true\n"
+                                  "peer_timeout = 5\nrendezvous_timeout = 60\ntransport = \"tcp\"\nhost = \"10.0.0.2\"\n"));
+  EXPECT_EQ(o.process.rendezvous, "10.0.0.1:29500");
+  EXPECT_EQ(o.process.world_size, 4);
+  EXPECT_EQ(o.process.process_rank, 2);
+  EXPECT_EQ(o.process.workers_per_process, 3);
+  EXPECT_EQ(o.process.key_file, "k.key");
+  EXPECT_EQ(o.process.allow_file, "allow.txt");
+  EXPECT_TRUE(o.process.insecure);
+  EXPECT_DOUBLE_EQ(o.process.peer_timeout_seconds, 5.0);
+  EXPECT_DOUBLE_EQ(o.process.rendezvous_timeout_seconds, 60.0);
+  EXPECT_EQ(o.process.transport, "tcp");
+  EXPECT_EQ(o.process.host, "10.0.0.2");
+  apply_setting(o, "insecure", "false", "--insecure");
+  EXPECT_FALSE(o.process.insecure);
+  // Defaults name the environment variable the runtime falls back to.
+  const torch::TrainOptions defaults;
+  EXPECT_EQ(find_config_key("world-size")->get(defaults), "$FAST_WORLD_SIZE");
+  EXPECT_EQ(find_config_key("transport")->get(defaults), "$FAST_TRANSPORT");
+  EXPECT_EQ(find_config_key("insecure")->type, KeyType::boolean);
+}
+
+TEST(Config, ProcessSettingsOutOfRangeOrOfTheWrongTypeAreRejected) {
+  torch::TrainOptions o;
+  EXPECT_NE(error_of([&] { apply_setting(o, "transport", "udp", "--transport"); }).find("ipc, tcp"), std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "workers_per_process", "0", "--workers-per-process"); }).find(">= 1"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "world_size", "0", "--world-size"); }).find(">= 1"), std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "insecure", "yes", "--insecure"); }).find("true or false"), std::string::npos);
+  const std::string wrong = error_of([&] { apply_config_file(o, write_toml("bool.toml", "insecure = \"yes\"\n")); });
+  EXPECT_NE(wrong.find("boolean"), std::string::npos) << wrong;
+}
+
 TEST(Config, MarkdownDocumentsEveryKeyWithItsFlag) {
   const std::string md = config_markdown();
   for (const ConfigKey& k : config_keys()) {

@@ -87,6 +87,26 @@ INSTANTIATE_TEST_SUITE_P(AllStrategies, SimDeterminism,
                                            "ps --mode ssp --staleness 2", "local-sgd --period 2",
                                            "easgd --tau 2 --alpha 0.1", "dpsgd", "adpsgd", "gosgd", "acid"));
 
+// Under allreduce the parameters do not depend on timing: the same seed gives the same model, bit
+// for bit, whether the workers are threads on the real clock or actors on a simulated cluster.
+TEST(SimCli, AllreduceGivesTheSameParamHashAsThreads) {
+  const fs::path dir = temp_dir("hash");
+  write(dir / "tiny.toml", kTinyCluster);
+  const std::string common = "--workers 4 --model mlp --steps 8 --batch 16 --eval-every 4 --seed 3 --progress never "
+                             "--strategy allreduce";
+  const Result sim = run_in(dir, "train --runtime sim --cluster tiny.toml --summary sim.json " + common);
+  ASSERT_EQ(sim.code, 0) << sim.output;
+  const Result threads = run_in(dir, "train --runtime threads --summary threads.json " + common);
+  ASSERT_EQ(threads.code, 0) << threads.output;
+  const nlohmann::json a = nlohmann::json::parse(slurp(dir / "sim.json"));
+  const nlohmann::json b = nlohmann::json::parse(slurp(dir / "threads.json"));
+  ASSERT_TRUE(a["param_hash"].is_string()) << a.dump();
+  EXPECT_EQ(a["param_hash"], b["param_hash"]);
+  EXPECT_EQ(a["final_accuracy"], b["final_accuracy"]);
+  EXPECT_EQ(a["bytes_sent"], b["bytes_sent"]);
+  fs::remove_all(dir);
+}
+
 TEST(SimFailure, HostOffUnderAllreduceEndsWithPeerLost) {
   const fs::path dir = temp_dir("failure");
   write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 2\noff = 0.1\n");

@@ -51,6 +51,12 @@ double positive(double value, std::string_view key) {
 
 double any_number(double value, std::string_view) { return value; }
 
+// "true" | "false" (a flag given without a value is "true").
+bool parse_bool(const std::string& text, std::string_view key) {
+  FAST_ENFORCE(text == "true" || text == "false", "{}: expected true or false, got '{}'", key, text);
+  return text == "true";
+}
+
 double non_negative(double value, std::string_view key) {
   FAST_ENFORCE(value >= 0, "{}: expected a number >= 0, got {}", key, value);
   return value;
@@ -210,6 +216,51 @@ std::vector<ConfigKey> build_keys() {
       {"op_timeout", KeyType::number, "Seconds a blocking operation may wait (default: FAST_OP_TIMEOUT).",
        [](TrainOptions& o, const std::string& v) { o.op_timeout = positive(parse_number(v, "op_timeout"), "op_timeout"); },
        [](const TrainOptions& o) { return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout); }},
+      // zmq: how the processes of a multi-process run find and trust each other (runtime::ProcessOptions,
+      // docs/launch.md). Left at their defaults, the runtime reads the FAST_* variable each names.
+      {"rendezvous", KeyType::string,
+       "--runtime zmq: HOST:PORT of the rendezvous that assigns ranks and exchanges addresses and keys "
+       "(default: FAST_RENDEZVOUS).",
+       [](TrainOptions& o, const std::string& v) { o.process.rendezvous = v; },
+       [](const TrainOptions& o) { return o.process.rendezvous.empty() ? std::string("$FAST_RENDEZVOUS") : o.process.rendezvous; }},
+      {"world_size", KeyType::integer, "--runtime zmq: number of processes in the run, >= 1 (default: FAST_WORLD_SIZE).",
+       [](TrainOptions& o, const std::string& v) { o.process.world_size = at_least<int>(parse_integer(v, "world_size"), 1, "world_size"); },
+       [](const TrainOptions& o) { return o.process.world_size <= 0 ? std::string("$FAST_WORLD_SIZE") : text(static_cast<long long>(o.process.world_size)); }},
+      {"process_rank", KeyType::integer,
+       "--runtime zmq: this process's index in [0, world_size); unset: the rendezvous assigns one in arrival order "
+       "(default: FAST_PROCESS_RANK).",
+       [](TrainOptions& o, const std::string& v) { o.process.process_rank = at_least<int>(parse_integer(v, "process_rank"), 0, "process_rank"); },
+       [](const TrainOptions& o) { return o.process.process_rank < 0 ? std::string("$FAST_PROCESS_RANK") : text(static_cast<long long>(o.process.process_rank)); }},
+      FAST_INT_KEY("workers_per_process", "--runtime zmq: workers in each process (threads of it); the world has "
+                   "world_size x this workers.", process.workers_per_process, 1),
+      {"key", KeyType::path, "--runtime zmq: this process's CURVE key pair, from `fast keygen` (default: FAST_KEY_FILE).",
+       [](TrainOptions& o, const std::string& v) { o.process.key_file = v; },
+       [](const TrainOptions& o) { return o.process.key_file.empty() ? std::string("$FAST_KEY_FILE") : o.process.key_file.string(); }},
+      {"allow", KeyType::path, "--runtime zmq: the public keys admitted to the run, one per line (default: FAST_ALLOW_FILE).",
+       [](TrainOptions& o, const std::string& v) { o.process.allow_file = v; },
+       [](const TrainOptions& o) { return o.process.allow_file.empty() ? std::string("$FAST_ALLOW_FILE") : o.process.allow_file.string(); }},
+      {"insecure", KeyType::boolean,
+       "--runtime zmq: no authentication and no encryption between processes; warns (default: FAST_INSECURE=1). "
+       "A flag: --insecure.",
+       [](TrainOptions& o, const std::string& v) { o.process.insecure = parse_bool(v, "insecure"); },
+       [](const TrainOptions& o) { return std::string(o.process.insecure ? "true" : "false"); }},
+      {"peer_timeout", KeyType::number, "--runtime zmq: seconds of silence after which a peer is lost (default: FAST_PEER_TIMEOUT).",
+       [](TrainOptions& o, const std::string& v) { o.process.peer_timeout_seconds = positive(parse_number(v, "peer_timeout"), "peer_timeout"); },
+       [](const TrainOptions& o) { return o.process.peer_timeout_seconds < 0 ? std::string("$FAST_PEER_TIMEOUT") : text(o.process.peer_timeout_seconds); }},
+      {"rendezvous_timeout", KeyType::number,
+       "--runtime zmq: seconds to wait for every process at the rendezvous (default: FAST_RENDEZVOUS_TIMEOUT).",
+       [](TrainOptions& o, const std::string& v) { o.process.rendezvous_timeout_seconds = positive(parse_number(v, "rendezvous_timeout"), "rendezvous_timeout"); },
+       [](const TrainOptions& o) { return o.process.rendezvous_timeout_seconds < 0 ? std::string("$FAST_RENDEZVOUS_TIMEOUT") : text(o.process.rendezvous_timeout_seconds); }},
+      {"transport", KeyType::string,
+       "--runtime zmq: ipc (one host) or tcp; empty: ipc when every process is on the rendezvous's host, else tcp "
+       "(default: FAST_TRANSPORT).",
+       [](TrainOptions& o, const std::string& v) { o.process.transport = v.empty() ? v : one_of(v, {"ipc", "tcp"}, "transport"); },
+       [](const TrainOptions& o) { return o.process.transport.empty() ? std::string("$FAST_TRANSPORT") : o.process.transport; }},
+      {"host", KeyType::string,
+       "--runtime zmq: the address this process binds and is reached at over tcp; empty: the address that reaches "
+       "the rendezvous (default: FAST_HOST).",
+       [](TrainOptions& o, const std::string& v) { o.process.host = v; },
+       [](const TrainOptions& o) { return o.process.host.empty() ? std::string("$FAST_HOST") : o.process.host; }},
   };
   return keys;
 }
@@ -268,6 +319,7 @@ std::string_view key_type_name(KeyType type) {
     case KeyType::integer: return "integer";
     case KeyType::number: return "number";
     case KeyType::path: return "path";
+    case KeyType::boolean: return "boolean";
   }
   return "?";
 }
@@ -311,6 +363,9 @@ std::string config_value_text(std::string_view key, const toml::node& node, cons
       break;
     case KeyType::number:
       if (node.is_integer() || node.is_floating_point()) value = fmt::format("{}", *node.value<double>()), ok = true;
+      break;
+    case KeyType::boolean:
+      if (auto b = node.value_exact<bool>()) value = *b ? "true" : "false", ok = true;
       break;
   }
   FAST_ENFORCE(ok, "{}: key '{}' expects {}, got {}", where, key, key_type_name(k->type), toml_type_name(node));

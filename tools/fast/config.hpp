@@ -15,7 +15,8 @@
 
 namespace fast::cli {
 
-enum class KeyType { string, integer, number, path };
+// boolean: a flag without a value on the command line (--insecure), true/false in files.
+enum class KeyType { string, integer, number, path, boolean };
 
 struct ConfigKey {
   std::string_view name;

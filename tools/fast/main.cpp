@@ -42,9 +42,12 @@ void add_setting_flags(CLI::App* command, std::vector<std::string>& values) {
   values.resize(fast::cli::config_keys().size());
   for (std::size_t i = 0; i < fast::cli::config_keys().size(); ++i) {
     const auto& key = fast::cli::config_keys()[i];
-    command->add_option(fast::cli::flag_name(key.name), values[i],
-                        fmt::format("{} [{}, default {}]", key.description, fast::cli::key_type_name(key.type),
-                                    key.get(defaults).empty() ? "none" : key.get(defaults)));
+    const std::string help = fmt::format("{} [{}, default {}]", key.description, fast::cli::key_type_name(key.type),
+                                         key.get(defaults).empty() ? "none" : key.get(defaults));
+    if (key.type == fast::cli::KeyType::boolean)
+      command->add_flag(fast::cli::flag_name(key.name), help);  // given: "true" (given_flags)
+    else
+      command->add_option(fast::cli::flag_name(key.name), values[i], help);
   }
 }
 
@@ -54,7 +57,8 @@ std::vector<fast::cli::SettingOverride> given_flags(const CLI::App* command, con
   for (std::size_t i = 0; i < fast::cli::config_keys().size(); ++i) {
     const auto& key = fast::cli::config_keys()[i];
     const std::string flag = fast::cli::flag_name(key.name);
-    if (command->count(flag) > 0) given.push_back({std::string(key.name), values[i], flag});
+    if (command->count(flag) == 0) continue;
+    given.push_back({std::string(key.name), key.type == fast::cli::KeyType::boolean ? "true" : values[i], flag});
   }
   return given;
 }

@@ -1,9 +1,7 @@
 #pragma once
 // The inbox of one rank in the sim runtime: messages sent to it and not yet received, and its
-// receives not yet matched, keyed by (source rank, tag) and matched in send order, exactly as the
-// threads runtime's Mailbox: a receive from any source matches the oldest queued message with its
-// tag; a new message goes to a receive posted for its own source first, then to the oldest
-// receive from any source. Waiters sleep on the inbox's SimGrid condition variable, woken when a
+// receives not yet matched, matched by the runtime's one Matcher (../matcher.hpp), as every
+// backend: per (source, tag) in send order, receives from any source by arrival order. Waiters sleep on the inbox's SimGrid condition variable, woken when a
 // message is matched, on abort and when a worker is lost. Not locked (one actor runs at a time).
 
 #include <simgrid/s4u/ConditionVariable.hpp>
@@ -15,6 +13,7 @@
 #include <map>
 #include <memory>
 
+#include "../matcher.hpp"
 #include "op.hpp"
 
 namespace fast::runtime::sim {
@@ -41,17 +40,10 @@ class Inbox {
   void wake();
 
  private:
-  using Key = std::pair<int, Tag>;  // (source rank or kAnySource, tag); ordered map: deterministic
-  template <typename T>
-  using Queues = std::map<Key, std::deque<std::shared_ptr<T>>>;
-
   WorldState& world_;
   simgrid::s4u::MutexPtr mutex_;
   simgrid::s4u::ConditionVariablePtr cv_;
-  std::uint64_t arrivals_ = 0;
-  Queues<Message> messages_;
-  Queues<RecvOp> recvs_;      // receives from one source
-  Queues<RecvOp> any_recvs_;  // receives from any source, keyed by {kAnySource, tag}
+  detail::Matcher<Message, RecvOp> matcher_;
 };
 
 }  // namespace fast::runtime::sim

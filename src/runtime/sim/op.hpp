@@ -40,13 +40,12 @@ struct Message {
   Tag tag = 0;
   core::Buffer data;                     // the sender's elements, copied at send time
   simgrid::s4u::CommPtr transfer;        // its simulated transfer
-  std::uint64_t arrival = 0;             // queue order in the inbox (any-source matching)
   bool arrived = false;                  // the transfer finished (cached once seen)
 };
 
 struct RecvOp {
   enum class Kind { view, buffer };
-  static constexpr int kAnySource = -1;
+  static constexpr int kAnySource = -1;  // = detail::kAnySource (../matcher.hpp)
 
   Kind kind = Kind::view;
   int src = 0;                           // kAnySource until matched

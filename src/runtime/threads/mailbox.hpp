@@ -1,16 +1,14 @@
 #pragma once
-// The inbox of one rank in the threads runtime: unmatched sends and receives addressed to it,
-// keyed by (source rank, tag) and matched in FIFO order. A receive from any source matches the
-// oldest queued send with its tag, whatever its source; a new send goes to a receive posted for its
-// own source first, then to the oldest receive from any source. Thread-safe.
+// The inbox of one rank in the threads engine: unmatched sends and receives addressed to it,
+// matched by the runtime's one Matcher (../matcher.hpp: per (source, tag) FIFO, receives from any
+// source by arrival order), under this mailbox's lock. Thread-safe.
 
-#include <cstdint>
-#include <deque>
 #include <memory>
-#include <string>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
+#include "../matcher.hpp"
 #include "op.hpp"
 
 namespace fast::runtime::threads {
@@ -21,7 +19,8 @@ class Mailbox {
   // queueing the send. Throws RemoteError when the mailbox was aborted.
   std::shared_ptr<Op> post_send(const std::shared_ptr<Op>& send, const WorldState& world);
   // Same for a receive (its src may be Op::kAnySource): returns the matched send or null after
-  // queueing. A matched any-source receive gets the sender's rank in src.
+  // queueing. A matched any-source receive gets the sender's rank in src and *recv_source. A
+  // receive from a lost source that finds no queued message throws PeerLost.
   std::shared_ptr<Op> post_recv(const std::shared_ptr<Op>& recv, const WorldState& world);
   // Takes the first queued send from (src, tag), marking it matched, or returns null.
   std::shared_ptr<Op> take_send(int src, Tag tag, const WorldState& world);
@@ -35,29 +34,12 @@ class Mailbox {
   void fail_source(int src, const std::string& reason);
 
  private:
-  struct Key {
-    int src;
-    Tag tag;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const noexcept {
-      return std::hash<std::uint64_t>()(k.tag * 1000003u + static_cast<std::uint64_t>(k.src));
-    }
-  };
-  using Queues = std::unordered_map<Key, std::deque<std::shared_ptr<Op>>, KeyHash>;
-
-  std::shared_ptr<Op> match(Queues& mine, Queues& theirs, const std::shared_ptr<Op>& op, const WorldState& world);
-  std::shared_ptr<Op> match_any_source(const std::shared_ptr<Op>& recv, const WorldState& world);
-  static std::shared_ptr<Op> pop_front(Queues& queues, Queues::iterator it);
+  void check_open(const Op& op, const WorldState& world) const;
 
   std::mutex mutex_;
   bool aborted_ = false;
   std::unordered_map<int, std::string> lost_;  // lost sources and why
-  std::uint64_t arrivals_ = 0;  // order of queued sends, for any-source matching
-  Queues sends_;
-  Queues recvs_;
-  Queues any_recvs_;  // receives from any source, keyed by {kAnySource, tag}
+  detail::Matcher<Op, Op> matcher_;            // sends are the messages
 };
 
 }  // namespace fast::runtime::threads

@@ -17,6 +17,7 @@
 #include "fast/core/buffer.hpp"
 #include "fast/core/work.hpp"
 #include "fast/runtime/context.hpp"
+#include "../matcher.hpp"
 
 namespace fast::runtime::threads {
 
@@ -44,12 +45,11 @@ struct Op {
   int* recv_source = nullptr;            // receives from any source: where the matched sender's rank goes
   LinkCounters* receiver_counters = nullptr;  // receives: the receiver's per-peer counters, bumped by transfer
 
-  static constexpr int kAnySource = -1;
+  static constexpr int kAnySource = detail::kAnySource;
 
   // Guarded by the destination mailbox's lock.
   bool matched = false;
   bool cancelled = false;
-  std::uint64_t arrival = 0;  // sends: queue order in the mailbox
 
   // Guarded by mutex.
   std::mutex mutex;

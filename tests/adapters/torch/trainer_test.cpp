@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "fast/adapters/torch/trainer.hpp"
 #include "fast/core/error.hpp"
 
@@ -98,6 +100,48 @@ TEST(Trainer, AsynchronousRunsShareTheBatchBudgetAndEvaluateSnapshots) {
     EXPECT_GT(s["bytes_sent"].get<std::uint64_t>(), 0u) << name;
     EXPECT_GT(s["slowdown_seconds"].get<double>(), 0.0) << name;
   }
+}
+
+TEST(Trainer, ParamHashIsEqualForIdenticalRunsAndDiffersWithTheSeed) {
+  const auto a = train(small_run(7));
+  const auto b = train(small_run(7));
+  const auto c = train(small_run(8));
+  ASSERT_TRUE(a["param_hash"].is_string()) << a.dump();
+  EXPECT_EQ(a["param_hash"].get<std::string>().size(), 16u);
+  EXPECT_EQ(a["param_hash"], b["param_hash"]);
+  EXPECT_NE(a["param_hash"], c["param_hash"]);
+}
+
+// The totals of the summary, combined by all-gather at the end of the run, against closed forms:
+// a ring all-reduce of n elements over W workers sends every element 2(W-1) times in all (W-1
+// times in the reduce-scatter, W-1 in the all-gather); allreduce steps all-reduce the f32
+// gradient (n = parameters), each evaluation (steps 10 and 20, and the final one) all-reduces 3
+// doubles (the sliced test scores), and nothing else crosses a link.
+TEST(Trainer, EndOfRunTotalsEqualTheirClosedForms) {
+  const TrainOptions o = small_run(2);
+  const auto s = train(o);
+  const std::uint64_t w = 3, n = s["parameters"].get<std::uint64_t>(), steps = 25, evaluations = 3;
+  EXPECT_EQ(s["workers"], 3);
+  EXPECT_EQ(s["steps_per_worker"], nlohmann::json::array({25, 25, 25}));
+  // 60,000 training images in batches of 16 over 3 workers: 1250 steps per epoch.
+  EXPECT_DOUBLE_EQ(s["epochs"].get<double>(), 3.0 * 25 / (3.0 * 1250));
+  EXPECT_EQ(s["bytes_sent"].get<std::uint64_t>(), steps * 2 * (w - 1) * n * 4 + evaluations * 2 * (w - 1) * 3 * 8);
+  // A ring: worker r sends to r + 1 only; the links add up to bytes_sent.
+  std::uint64_t links = 0;
+  ASSERT_EQ(s["bytes_per_link"].size(), 3u) << s["bytes_per_link"].dump();
+  for (const auto& link : s["bytes_per_link"]) {
+    EXPECT_EQ(link["to"].get<int>(), (link["from"].get<int>() + 1) % 3) << link.dump();
+    links += link["bytes"].get<std::uint64_t>();
+  }
+  EXPECT_EQ(links, s["bytes_sent"].get<std::uint64_t>());
+  ASSERT_EQ(s["idle_seconds"].size(), 3u);
+  double idle = 0;
+  for (const auto& i : s["idle_seconds"]) idle += i.get<double>();
+  EXPECT_DOUBLE_EQ(s["comm_seconds_mean"].get<double>(), idle / 3);
+  EXPECT_EQ(s["skipped_steps"], 0);
+  EXPECT_FALSE(s.contains("lost_workers"));
+  // Three collective evaluations, each taken off the training clock in full.
+  EXPECT_GT(s["eval_seconds"].get<double>(), 0.0);
 }
 
 TEST(Trainer, AllreduceReplicasAreIdenticalAndBestIsTheirAccuracy) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "fast/runtime/launcher.hpp"
 #include "fast/runtime/slowdown.hpp"
 #include "fast/strategy/worker.hpp"
 
@@ -16,7 +17,8 @@ namespace fast::torch {
 struct TrainOptions {
   std::string runtime = "threads";         // runtime::runtime_names()
   std::filesystem::path cluster;            // sim: cluster file (docs/clusters.md); empty: a default cluster
-  int workers = 2;                          // number of workers
+  int workers = 2;                          // number of workers (threads, sim; zmq: ignored, the world
+                                            // is process.world_size x process.workers_per_process)
   std::string model = "mlp";               // model_names()
   std::string dataset = "fashion-mnist";   // the only dataset so far
   std::filesystem::path data_dir;           // empty: FAST_DATA_DIR
@@ -33,9 +35,11 @@ struct TrainOptions {
   runtime::SlowdownOptions slowdown;        // emulated slow workers and stragglers (seed: `seed`)
   std::string final_model = "average";     // representative model: average | rank0 | best
   double target_accuracy = 0.85;            // the summary reports the time to this test accuracy; 0: off
+  runtime::ProcessOptions process;          // zmq: rendezvous, keys, workers per process (docs/config.md)
 };
 
-// What the training loop reports to a live display (from worker 0, about every 0.25 s).
+// What the training loop reports to a live display (from worker 0, about every 0.25 s). The
+// callbacks of train() run in the process that hosts worker 0 only, one call at a time.
 struct Progress {
   std::int64_t step = 0;          // steps done by worker 0
   std::int64_t total_steps = 0;
@@ -48,7 +52,8 @@ struct Progress {
 };
 using ProgressFn = std::function<void(const Progress&)>;
 
-// Evaluation results reported to the display.
+// Evaluation results reported to the display: the collective evaluations, and under an
+// asynchronous strategy the snapshot evaluations made by the workers of worker 0's process.
 struct EpochReport {
   std::int64_t epoch = 0;
   std::int64_t step = 0;

@@ -8,8 +8,15 @@
 //   at each epoch end (or every eval_every steps): the representative model is evaluated on the
 //   test set, each worker scoring an equal slice, the counts summed with an all-reduce.
 //
-// Returns the summary (the JSON of docs/metrics.md, "Summary"), also written to options.summary.
-// Errors in the options (unknown model, bad data folder, ...) are raised before any worker starts.
+// Runs the workers of THIS process (all of them under threads and sim; this process's share under
+// zmq, options.process). Workers share no memory: totals, evaluations and the representative model
+// are combined with collectives, so the loop is the same whether they share a process or not.
+// Each process writes its own workers' metrics (docs/metrics.md, "Files"); the callbacks run in
+// the process that hosts worker 0 only, one call at a time.
+//
+// Returns the summary (the JSON of docs/metrics.md, "Summary"; the same in every process), written
+// to options.summary by the process that hosts worker 0. Errors in the options (unknown model, bad
+// data folder, ...) are raised before any worker starts.
 
 #include <nlohmann/json.hpp>
 

@@ -1,0 +1,62 @@
+// The schedule of asynchronous strategies (ps async/ssp, easgd, adpsgd, gosgd, acid).
+
+#include <cmath>
+#include <vector>
+
+#include "fast/collective/window.hpp"
+#include "fast/core/error.hpp"
+#include "worker_loop.hpp"
+
+namespace fast::torch {
+
+// The workers share a budget of total_steps x workers batches, claimed one at a time from a
+// counter on worker 0 (a fetch-and-add through the window "trainer.claims"), so fast workers take
+// more steps than slow ones; each worker walks its own shard, epoch after epoch, and stops at its
+// first claim past the budget. The worker whose claim crosses an evaluation point (every
+// eval_interval_steps x workers batches, not the last) evaluates the current snapshot.
+//
+// Lost workers: a claim on a lost worker 0 ends the run with PeerLost naming the budget (nobody
+// else holds it); any other lost worker just stops claiming. Worker::finish() then drops lost
+// workers from the communicator's group, and the window closes among the survivors.
+BudgetClaims run_asynchronous(WorkerLoop& loop) {
+  runtime::Context& ctx = loop.context();
+  strategy::Worker& worker = loop.worker();
+  const LoopPlan& plan = loop.plan();
+  const int workers = ctx.size();
+  std::vector<double> counter(1, 0.0);
+  collective::Window claims(worker.communicator(), "trainer.claims", core::MutableView(std::span<double>(counter)));
+  const double budget = static_cast<double>(plan.total_steps * workers);
+  const double per_eval = static_cast<double>(plan.eval_interval_steps * workers);
+  const std::vector<double> one{1.0};
+  std::vector<double> before(1);
+  BudgetClaims made;
+  for (std::int64_t s = 0;; ++s) {
+    try {
+      claims.fetch_accumulate(0, core::ConstView(std::span<const double>(one)),
+                              core::MutableView(std::span<double>(before))).wait();
+    } catch (const core::PeerLost& e) {
+      if (ctx.alive(0)) throw;
+      FAST_THROW(core::PeerLost, "asynchronous training: worker 0, which holds the shared batch budget "
+                 "(window 'trainer.claims'), was lost; the run cannot go on without it: {}", e.what());
+    }
+    ++made.claims;
+    const double claimed = before[0];  // batches claimed before this one
+    if (claimed >= budget) break;
+    const std::int64_t epoch = s / plan.steps_per_epoch;
+    loop.train_step(epoch, s % plan.steps_per_epoch);
+    const auto lockstep_done = static_cast<std::int64_t>((claimed + 1) / workers);
+    loop.report_progress(lockstep_done, static_cast<std::int64_t>(claimed / workers) / plan.steps_per_epoch);
+    if (std::floor((claimed + 1) / per_eval) > std::floor(claimed / per_eval) && claimed + 1 < budget)
+      loop.evaluate_snapshot((claimed + 1) / workers);
+  }
+  // finish() first: it releases peers that wait on this worker's progress (ps ssp) before any
+  // collective wait; the claims window closes after it, when nobody claims any more.
+  loop.flush_train_record();
+  worker.finish();
+  claims.close();
+  // close() stopped the service: the counter is this worker's own memory again.
+  if (ctx.rank() == 0) made.counter = static_cast<std::int64_t>(counter[0]);
+  return made;
+}
+
+}  // namespace fast::torch

@@ -1,0 +1,20 @@
+// The lockstep schedule of synchronous strategies (allreduce, local-sgd, dpsgd, ps sync).
+
+#include "worker_loop.hpp"
+
+namespace fast::torch {
+
+// Every worker takes total_steps steps over its shard, epoch after epoch; every
+// eval_interval_steps steps (but not at the last step: the final evaluation follows the loop) all
+// workers evaluate together. A lost worker ends the run with its PeerLost (the strategy's).
+void run_lockstep(WorkerLoop& loop) {
+  const LoopPlan& plan = loop.plan();
+  for (std::int64_t s = 0; s < plan.total_steps; ++s) {
+    const std::int64_t epoch = s / plan.steps_per_epoch;
+    loop.train_step(epoch, s % plan.steps_per_epoch);
+    loop.report_progress(s + 1, epoch);
+    if ((s + 1) % plan.eval_interval_steps == 0 && s + 1 < plan.total_steps) loop.evaluate_collective(s + 1, false);
+  }
+}
+
+}  // namespace fast::torch

@@ -1,0 +1,55 @@
+#include "process_outputs.hpp"
+
+namespace fast::torch {
+
+ProcessOutputs::ProcessOutputs(ProgressFn progress, EpochFn on_epoch)
+    : progress_(std::move(progress)), on_epoch_(std::move(on_epoch)) {}
+
+void ProcessOutputs::open(const std::filesystem::path& metrics, int first_rank, bool whole_world, bool hosts_rank0,
+                          const metrics::StartRecord& start) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (opened_) return;
+  opened_ = true;
+  hosts_rank0_ = hosts_rank0;
+  const std::filesystem::path path = metrics::process_metrics_path(metrics, first_rank, whole_world);
+  if (path.empty()) return;
+  writer_.emplace(path);
+  writer_->write(metrics::to_json(start));
+}
+
+void ProcessOutputs::write(const nlohmann::json& record) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (writer_) writer_->write(record);
+}
+
+void ProcessOutputs::progress(const Progress& p) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (progress_ && hosts_rank0_) progress_(p);
+}
+
+void ProcessOutputs::evaluation(const EpochReport& e) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (on_epoch_ && hosts_rank0_) on_epoch_(e);
+}
+
+void ProcessOutputs::offer_summary(const nlohmann::json& summary) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!summary_) summary_ = summary;
+}
+
+std::optional<nlohmann::json> ProcessOutputs::summary() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return summary_;
+}
+
+bool ProcessOutputs::hosts_rank0() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return hosts_rank0_;
+}
+
+void ProcessOutputs::write_end(double time, const nlohmann::json& summary) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (writer_) writer_->write(metrics::end_record(time, summary));
+}
+
+}  // namespace fast::torch

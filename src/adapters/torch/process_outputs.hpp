@@ -1,0 +1,60 @@
+#pragma once
+// ProcessOutputs: what ONE PROCESS of a training run writes or shows — its metrics file, its live
+// display (the progress and evaluation callbacks of train()) and the summary its workers agreed
+// on. It is the only object the worker loops of a process share, and it only ever sees the
+// workers of this process: nothing in it combines results between workers (that is done with
+// collectives, run_totals.hpp), it only serialises their output. Under threads and sim every
+// worker is in this process; under zmq each process has its own.
+//
+// Thread-safety: every method may be called by any worker of this process at any time; one lock
+// (its own std::mutex, held only while writing or calling a callback, never across a wait on
+// another worker) serialises them.
+
+#include <filesystem>
+#include <mutex>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "fast/adapters/torch/train_options.hpp"
+#include "fast/metrics/jsonl_writer.hpp"
+#include "fast/metrics/records.hpp"
+
+namespace fast::torch {
+
+class ProcessOutputs {
+ public:
+  ProcessOutputs(ProgressFn progress, EpochFn on_epoch);
+
+  // Opens this process's metrics file (metrics::process_metrics_path) and writes its `start`
+  // record, once: the first call does it, later ones (the other workers of the process, which
+  // pass the same values) return at once. `hosts_rank0`: whether worker 0 is in this process;
+  // only then are the display callbacks called.
+  void open(const std::filesystem::path& metrics, int first_rank, bool whole_world, bool hosts_rank0,
+            const metrics::StartRecord& start);
+
+  void write(const nlohmann::json& record);
+  // Shows progress (worker 0's loop calls it; it lives in the process hosting rank 0).
+  void progress(const Progress& p);
+  // Shows an evaluation, if this process hosts worker 0.
+  void evaluation(const EpochReport& e);
+
+  // The run's summary, identical on every worker: the first worker to offer it keeps it.
+  void offer_summary(const nlohmann::json& summary);
+  std::optional<nlohmann::json> summary() const;
+  // Whether worker 0 is in this process (it writes the summary file); false before open().
+  bool hosts_rank0() const;
+  // Appends the `end` record (metrics::end_record) to this process's metrics file.
+  void write_end(double time, const nlohmann::json& summary);
+
+ private:
+  mutable std::mutex mutex_;
+  ProgressFn progress_;
+  EpochFn on_epoch_;
+  bool opened_ = false;
+  bool hosts_rank0_ = false;
+  std::optional<metrics::JsonlWriter> writer_;  // set by open() when there is a metrics file
+  std::optional<nlohmann::json> summary_;
+};
+
+}  // namespace fast::torch

@@ -1,0 +1,154 @@
+#include "run_totals.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <tuple>
+
+#include "fast/core/error.hpp"
+
+namespace fast::torch {
+
+namespace {
+
+using core::ConstView;
+using core::MutableView;
+
+// WorkerTotals travel as two fixed-size vectors per worker, one of integers and one of doubles.
+// Their layout is written once, by pack(), and read back in the same order by unpack().
+struct Packed {
+  std::vector<std::int64_t> ints;
+  std::vector<double> reals;
+};
+
+Packed pack(const WorkerTotals& t) {
+  Packed p;
+  p.ints = {t.steps,
+            t.skipped,
+            static_cast<std::int64_t>(t.staleness.count),
+            static_cast<std::int64_t>(t.staleness.max),
+            static_cast<std::int64_t>(t.compression.raw_bytes),
+            static_cast<std::int64_t>(t.compression.wire_bytes),
+            static_cast<std::int64_t>(t.compression.messages),
+            t.claims,
+            t.budget_counter,
+            std::bit_cast<std::int64_t>(t.param_hash)};
+  for (std::uint64_t b : t.bytes_to) p.ints.push_back(static_cast<std::int64_t>(b));
+  for (std::uint64_t b : t.bytes_from) p.ints.push_back(static_cast<std::int64_t>(b));
+  p.reals = {t.idle_seconds, t.slowdown_seconds, t.staleness.sum, t.wall_seconds, t.param_norm};
+  return p;
+}
+
+// Reads values in pack()'s order.
+template <typename T>
+class Reader {
+ public:
+  explicit Reader(std::span<const T> data) : data_(data) {}
+  T next() {
+    FAST_ENFORCE(at_ < data_.size(), "gather_totals: packed totals shorter than expected ({} values)", data_.size());
+    return data_[at_++];
+  }
+
+ private:
+  std::span<const T> data_;
+  std::size_t at_ = 0;
+};
+
+WorkerTotals unpack(std::span<const std::int64_t> ints, std::span<const double> reals, int world) {
+  WorkerTotals t;
+  Reader<std::int64_t> i(ints);
+  t.steps = i.next();
+  t.skipped = i.next();
+  t.staleness.count = static_cast<std::uint64_t>(i.next());
+  t.staleness.max = static_cast<std::uint64_t>(i.next());
+  t.compression.raw_bytes = static_cast<std::uint64_t>(i.next());
+  t.compression.wire_bytes = static_cast<std::uint64_t>(i.next());
+  t.compression.messages = static_cast<std::uint64_t>(i.next());
+  t.claims = i.next();
+  t.budget_counter = i.next();
+  t.param_hash = std::bit_cast<std::uint64_t>(i.next());
+  t.bytes_to.resize(static_cast<std::size_t>(world));
+  t.bytes_from.resize(static_cast<std::size_t>(world));
+  for (auto& b : t.bytes_to) b = static_cast<std::uint64_t>(i.next());
+  for (auto& b : t.bytes_from) b = static_cast<std::uint64_t>(i.next());
+  Reader<double> r(reals);
+  t.idle_seconds = r.next();
+  t.slowdown_seconds = r.next();
+  t.staleness.sum = r.next();
+  t.wall_seconds = r.next();
+  t.param_norm = r.next();
+  return t;
+}
+
+constexpr std::size_t kEventValues = 4;  // model_time, end_time, off_clock, accuracy
+
+// All-gathers `mine` (the same length on every member) into one block per member, in group order.
+template <typename T>
+std::vector<T> allgather(collective::Communicator& comm, const std::vector<T>& mine) {
+  std::vector<T> all(mine.size() * static_cast<std::size_t>(comm.group_size()));
+  comm.allgather(ConstView(std::span<const T>(mine)), MutableView(std::span<T>(all)));
+  return all;
+}
+
+}  // namespace
+
+RunTotals gather_totals(collective::Communicator& comm, const WorkerTotals& mine, std::span<const EvalEvent> evaluations) {
+  const int world = comm.size();
+  FAST_ENFORCE_EQ(mine.bytes_to.size(), static_cast<std::size_t>(world), "gather_totals: bytes_to needs one entry per worker");
+  FAST_ENFORCE_EQ(mine.bytes_from.size(), static_cast<std::size_t>(world), "gather_totals: bytes_from needs one entry per worker");
+  RunTotals out;
+  out.world = world;
+  out.members = comm.members();
+  out.by_rank.resize(static_cast<std::size_t>(world));
+
+  const Packed packed = pack(mine);
+  const std::vector<std::int64_t> ints = allgather(comm, packed.ints);
+  const std::vector<double> reals = allgather(comm, packed.reals);
+  std::int64_t member_claims = 0, counter = 0;
+  for (std::size_t m = 0; m < out.members.size(); ++m) {
+    WorkerTotals t = unpack(std::span(ints).subspan(m * packed.ints.size(), packed.ints.size()),
+                            std::span(reals).subspan(m * packed.reals.size(), packed.reals.size()), world);
+    member_claims += t.claims;
+    counter += t.budget_counter;
+    out.by_rank[static_cast<std::size_t>(out.members[m])] = std::move(t);
+  }
+  if (out.members.size() < static_cast<std::size_t>(world)) out.lost_claims = std::max<std::int64_t>(0, counter - member_claims);
+
+  // Evaluations: counts first, then every member's list padded to the longest.
+  const std::vector<std::int64_t> counts = allgather(comm, std::vector<std::int64_t>{static_cast<std::int64_t>(evaluations.size())});
+  const std::size_t longest = static_cast<std::size_t>(*std::max_element(counts.begin(), counts.end()));
+  if (longest > 0) {
+    std::vector<double> own(longest * kEventValues, 0.0);
+    for (std::size_t e = 0; e < evaluations.size(); ++e) {
+      double* v = own.data() + e * kEventValues;
+      v[0] = evaluations[e].model_time;
+      v[1] = evaluations[e].end_time;
+      v[2] = evaluations[e].off_clock;
+      v[3] = evaluations[e].accuracy;
+    }
+    const std::vector<double> all = allgather(comm, own);
+    for (std::size_t m = 0; m < out.members.size(); ++m)
+      for (std::size_t e = 0; e < static_cast<std::size_t>(counts[m]); ++e) {
+        const double* v = all.data() + (m * longest + e) * kEventValues;
+        out.evaluations.push_back({.model_time = v[0], .end_time = v[1], .off_clock = v[2], .accuracy = v[3], .rank = out.members[m]});
+      }
+    std::stable_sort(out.evaluations.begin(), out.evaluations.end(), [](const EvalEvent& a, const EvalEvent& b) {
+      return std::tie(a.end_time, a.rank) < std::tie(b.end_time, b.rank);
+    });
+  }
+  return out;
+}
+
+TargetTimes time_to_target(std::span<const EvalEvent> ordered, double target) {
+  TargetTimes t;
+  for (const EvalEvent& e : ordered) {
+    const double training = e.model_time - t.off_clock_seconds;
+    if (target > 0 && e.accuracy >= target && (t.training_seconds < 0 || training < t.training_seconds)) {
+      t.training_seconds = training;
+      t.wall_seconds = e.model_time;
+    }
+    t.off_clock_seconds += e.off_clock;
+  }
+  return t;
+}
+
+}  // namespace fast::torch

@@ -1,0 +1,112 @@
+#include "summary.hpp"
+
+#include <algorithm>
+
+namespace fast::torch {
+
+using nlohmann::json;
+
+namespace {
+
+// Sums and lists over the workers; a lost worker's entries as documented in summary.hpp.
+struct Combined {
+  std::int64_t steps = 0, skipped = 0;
+  std::uint64_t bytes = 0;
+  double idle_sum = 0, slowdown_seconds = 0;
+  strategy::StalenessStats staleness;
+  compress::CompressionStats compression;
+  json steps_per_worker = json::array(), idle = json::array(), links = json::array(), lost = json::array();
+};
+
+void add_link(Combined& c, std::size_t from, std::size_t to, std::uint64_t bytes) {
+  if (from == to) return;  // a worker's messages to itself (a co-located server) cross no link
+  c.bytes += bytes;
+  if (bytes > 0) c.links.push_back({{"from", from}, {"to", to}, {"bytes", bytes}});
+}
+
+Combined combine(const RunTotals& totals) {
+  Combined c;
+  const auto world = static_cast<std::size_t>(totals.world);
+  const std::size_t lost_count = world - totals.members.size();
+  for (std::size_t w = 0; w < world; ++w) {
+    const std::optional<WorkerTotals>& t = totals.by_rank[w];
+    if (!t) {
+      c.lost.push_back(w);
+      c.steps_per_worker.push_back(lost_count == 1 ? totals.lost_claims : -1);
+      c.idle.push_back(nullptr);
+      for (int q : totals.members) {  // the bytes the members received from it
+        const auto to = static_cast<std::size_t>(q);
+        add_link(c, w, to, totals.by_rank[to]->bytes_from[w]);
+      }
+      continue;
+    }
+    c.steps += t->steps;
+    c.skipped += t->skipped;
+    c.idle_sum += t->idle_seconds;
+    c.slowdown_seconds += t->slowdown_seconds;
+    c.staleness.merge(t->staleness);
+    c.compression.merge(t->compression);
+    c.steps_per_worker.push_back(t->steps);
+    c.idle.push_back(t->idle_seconds);
+    for (std::size_t p = 0; p < world; ++p) add_link(c, w, p, t->bytes_to[p]);
+  }
+  c.steps += totals.lost_claims;
+  return c;
+}
+
+}  // namespace
+
+json build_summary(const SummaryInputs& in) {
+  const TrainOptions& o = in.options;
+  const RunTotals& totals = in.totals;
+  const Combined c = combine(totals);
+  const WorkerTotals& first = *totals.by_rank[static_cast<std::size_t>(totals.members.front())];
+  const TargetTimes target = time_to_target(totals.evaluations, o.target_accuracy);
+  const double samples = static_cast<double>(c.steps * o.batch);
+  const double epochs = static_cast<double>(c.steps) / static_cast<double>(in.plan.steps_per_epoch * totals.world);
+  json summary{{"strategy", o.worker.strategy.name},
+               {"runtime", o.runtime},
+               {"workers", totals.world},
+               {"model", o.model},
+               {"dataset", o.dataset},
+               {"optimizer", o.worker.optimizer.name},
+               {"lr", o.worker.optimizer.lr},
+               {"batch", o.batch},
+               {"seed", o.seed},
+               {"parameters", in.parameters},
+               {"steps", in.plan.total_steps},
+               {"steps_per_worker", c.steps_per_worker},
+               {"epochs", epochs},
+               {"final_accuracy", in.final_eval.accuracy},
+               {"final_loss", in.final_eval.loss},
+               {"final", o.final_model},
+               {"consensus_distance", in.final_eval.consensus_distance},
+               {"replica_accuracy_min", in.final_eval.replica_accuracy_min},
+               {"replica_accuracy_max", in.final_eval.replica_accuracy_max},
+               {"target_accuracy", o.target_accuracy},
+               {"time_to_target_seconds", target.training_seconds >= 0 ? json(target.training_seconds) : json(nullptr)},
+               {"wall_to_target_seconds", target.wall_seconds >= 0 ? json(target.wall_seconds) : json(nullptr)},
+               {"eval_seconds", target.off_clock_seconds},
+               {"wall_seconds", first.wall_seconds},
+               {"samples_per_second", samples / std::max(first.wall_seconds, 1e-9)},
+               {"bytes_sent", c.bytes},
+               {"bytes_per_link", c.links},
+               {"comm_seconds_mean", c.idle_sum / static_cast<double>(totals.members.size())},
+               {"idle_seconds", c.idle},
+               {"staleness_mean", c.staleness.mean()},
+               {"staleness_max", c.staleness.max},
+               {"staleness_count", c.staleness.count},
+               {"compress", o.worker.strategy.compress},
+               {"compression_ratio", c.compression.ratio()},
+               {"compressed_raw_bytes", c.compression.raw_bytes},
+               {"compressed_wire_bytes", c.compression.wire_bytes},
+               {"skipped_steps", c.skipped},
+               {"slowdown_seconds", c.slowdown_seconds},
+               {"param_norm", first.param_norm},
+               {"param_hash", metrics::hex64(first.param_hash)},
+               {"metrics", o.metrics.string()}};
+  if (!c.lost.empty()) summary["lost_workers"] = c.lost;
+  return summary;
+}
+
+}  // namespace fast::torch

@@ -1,0 +1,32 @@
+#pragma once
+// The summary of a training run (docs/metrics.md, "Summary"), built from the totals every worker
+// holds after gather_totals(), so any member can build it and all build the same one. Torch-free.
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "fast/adapters/torch/train_options.hpp"
+#include "fast/metrics/records.hpp"
+#include "run_totals.hpp"
+#include "worker_loop.hpp"
+
+namespace fast::torch {
+
+struct SummaryInputs {
+  const TrainOptions& options;
+  const LoopPlan& plan;
+  std::uint64_t parameters = 0;         // model parameters
+  const metrics::EvalRecord& final_eval;  // the final collective evaluation (the same on every member)
+  const RunTotals& totals;
+};
+
+// Figures of lost workers (asynchronous runs; docs/metrics.md): their steps are the batches they
+// claimed from the budget (known for one lost worker; -1 each when several are lost, whose total
+// still counts in `epochs` and `samples_per_second`); their idle seconds are null; their links
+// carry the bytes the members received from them; their staleness, compression, skipped steps and
+// slowdown are not known and not counted. The wall time, parameter norm and hash are those of the
+// lowest-ranked member (worker 0 unless it was lost).
+nlohmann::json build_summary(const SummaryInputs& in);
+
+}  // namespace fast::torch

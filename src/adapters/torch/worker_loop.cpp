@@ -1,0 +1,133 @@
+#include "worker_loop.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fast::torch {
+
+WorkerLoop::WorkerLoop(runtime::Context& ctx, strategy::Worker& worker, runtime::Slowdown& slowdown, ModelSide& model,
+                       ProcessOutputs& outputs, const LoopPlan& plan)
+    : ctx_(ctx),
+      worker_(worker),
+      slowdown_(slowdown),
+      model_(model),
+      outputs_(outputs),
+      plan_(plan),
+      lead_(ctx.rank() == 0),
+      start_(ctx.now()),
+      last_report_(start_) {}
+
+strategy::StepReport WorkerLoop::train_step(std::int64_t epoch, std::int64_t index) {
+  const double compute_start = slowdown_.active() ? ctx_.now() : 0.0;
+  const double loss = model_.gradient(epoch, index);
+  ctx_.compute(plan_.flops_per_step);
+  if (slowdown_.active()) slowdown_.after_compute(ctx_, ctx_.now() - compute_start);
+  const strategy::StepReport report = worker_.step();
+  last_lr_ = report.lr;
+  loss_sum_ += loss;
+  ++loss_count_;
+  log_loss_sum_ += loss;
+  ++log_loss_count_;
+  if ((report.step + 1) % plan_.log_every == 0) write_train_record(report.step + 1, epoch, report.lr);
+  return report;
+}
+
+void WorkerLoop::flush_train_record() {
+  if (log_loss_count_ > 0) write_train_record(worker_.steps(), worker_.steps() / plan_.steps_per_epoch, last_lr_);
+}
+
+void WorkerLoop::write_train_record(std::int64_t steps, std::int64_t epoch, double lr) {
+  const strategy::StalenessStats st = worker_.strategy().staleness();
+  outputs_.write(metrics::to_json(metrics::TrainRecord{
+      .time = elapsed(),
+      .worker = ctx_.rank(),
+      .step = steps,
+      .epoch = epoch,
+      .samples = steps * plan_.batch,
+      .loss = log_loss_count_ > 0 ? log_loss_sum_ / static_cast<double>(log_loss_count_) : 0.0,
+      .lr = lr,
+      .comm_seconds = worker_.comm_seconds(),
+      .bytes_sent = ctx_.bytes_sent(),
+      .skipped_steps = worker_.skipped_steps(),
+      .staleness_mean = st.mean(),
+      .staleness_max = st.max,
+      .slowdown_seconds = slowdown_.waited_seconds()}));
+  log_loss_sum_ = 0;
+  log_loss_count_ = 0;
+}
+
+void WorkerLoop::report_progress(std::int64_t done, std::int64_t epoch) {
+  const double now = ctx_.now();
+  const bool last = done >= plan_.total_steps;
+  if (!lead_ || (now - last_report_ < 0.25 && !last)) return;
+  const double elapsed = now - start_;
+  const double samples = static_cast<double>(done * plan_.batch * ctx_.size());
+  outputs_.progress({.step = std::min(done, plan_.total_steps),
+                     .total_steps = plan_.total_steps,
+                     .epoch = epoch,
+                     .elapsed_seconds = elapsed,
+                     .samples_per_second = samples / std::max(elapsed, 1e-9),
+                     .loss = loss_count_ > 0 ? loss_sum_ / static_cast<double>(loss_count_) : 0.0,
+                     .eta_seconds = elapsed / static_cast<double>(std::max<std::int64_t>(done, 1)) *
+                                    static_cast<double>(std::max<std::int64_t>(plan_.total_steps - done, 0)),
+                     .done = last});
+  last_report_ = now;
+  loss_sum_ = 0;
+  loss_count_ = 0;
+}
+
+// Writes the record, shows it (process of worker 0) and keeps it for the time to target.
+// `taken_at` is when the evaluated model was taken (runtime clock).
+void WorkerLoop::record_eval(metrics::EvalRecord record, double taken_at, double off_clock) {
+  record.time = taken_at - start_;
+  record.worker = ctx_.rank();
+  outputs_.write(metrics::to_json(record));
+  // The display's epoch is the 0-based epoch the evaluation falls in (1.0 epochs done: epoch 0).
+  outputs_.evaluation({.epoch = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::ceil(record.epoch)) - 1),
+                       .step = record.step,
+                       .accuracy = record.accuracy,
+                       .loss = record.loss});
+  evaluations_.push_back(
+      {.model_time = record.time, .end_time = elapsed(), .off_clock = off_clock, .accuracy = record.accuracy, .rank = ctx_.rank()});
+}
+
+// A collective evaluation pauses every worker for its whole length: all of it comes off the
+// training clock.
+metrics::EvalRecord WorkerLoop::evaluate_collective(std::int64_t step, bool final_round) {
+  const double time = ctx_.now();
+  metrics::EvalRecord record = model_.evaluate(final_round);
+  record.step = step;
+  record.epoch = static_cast<double>(step) / static_cast<double>(plan_.steps_per_epoch);
+  if (lead_) record_eval(record, time, ctx_.now() - time);
+  return record;
+}
+
+// A snapshot evaluation pauses one worker of W: 1/W of its length comes off the training clock.
+void WorkerLoop::evaluate_snapshot(double rounds) {
+  const double time = ctx_.now();
+  metrics::EvalRecord record = model_.snapshot();
+  record.step = static_cast<std::int64_t>(rounds);
+  record.epoch = rounds / static_cast<double>(plan_.steps_per_epoch);
+  record_eval(record, time, (ctx_.now() - time) / ctx_.size());
+}
+
+WorkerTotals WorkerLoop::totals() const {
+  WorkerTotals t;
+  t.steps = worker_.steps();
+  t.skipped = worker_.skipped_steps();
+  t.idle_seconds = worker_.comm_seconds();
+  t.slowdown_seconds = slowdown_.waited_seconds();
+  t.staleness = worker_.strategy().staleness();
+  t.compression = worker_.strategy().compression();
+  const auto world = static_cast<std::size_t>(ctx_.size());
+  t.bytes_to.resize(world);
+  t.bytes_from.resize(world);
+  for (int p = 0; p < ctx_.size(); ++p) {
+    const runtime::LinkStats link = ctx_.link_stats(p);
+    t.bytes_to[static_cast<std::size_t>(p)] = link.bytes_sent;
+    t.bytes_from[static_cast<std::size_t>(p)] = link.bytes_received;
+  }
+  return t;
+}
+
+}  // namespace fast::torch

@@ -1,0 +1,115 @@
+#pragma once
+// WorkerLoop: one worker's side of `fast train` between its set-up (trainer.cpp) and the end of
+// the run (run_totals.hpp): the training step, the `train` and `eval` records, the progress
+// reports and the evaluations this worker makes, and its own totals. The two schedules that drive
+// it are free functions in their own files:
+//
+//   run_lockstep       (lockstep_loop.cpp)  synchronous strategies: every worker takes
+//                                           total_steps steps; evaluations are collective
+//   run_asynchronous   (async_loop.cpp)     asynchronous strategies: a shared batch budget claimed
+//                                           one batch at a time; snapshot evaluations
+//
+// Torch-free: the model is reached through ModelSide (implemented in trainer.cpp), so these files
+// compile without libtorch. One per worker, used by that worker's main activity only; its only
+// link to other workers of its process is ProcessOutputs (output only).
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "fast/metrics/records.hpp"
+#include "fast/runtime/context.hpp"
+#include "fast/runtime/slowdown.hpp"
+#include "fast/strategy/worker.hpp"
+#include "process_outputs.hpp"
+#include "run_totals.hpp"
+
+namespace fast::torch {
+
+// The libtorch side of one worker, as the loops see it.
+class ModelSide {
+ public:
+  virtual ~ModelSide() = default;
+  // zero grads, forward, cross-entropy, backward on batch (epoch, index) of this worker's shard;
+  // returns the loss. The gradient is left in the replica's flat buffer for Worker::step().
+  virtual double gradient(std::int64_t epoch, std::int64_t index) = 0;
+  // Evaluator::run (collective) / Evaluator::snapshot_round (not collective), the score fields of
+  // the record filled (accuracy, loss, samples, consensus distance, replica accuracies and rank).
+  virtual metrics::EvalRecord evaluate(bool final_round) = 0;
+  virtual metrics::EvalRecord snapshot() = 0;
+  // The representative model of the last evaluate().
+  virtual std::span<const float> representative() const = 0;
+};
+
+// What every worker derives, identically, from the options and the world size.
+struct LoopPlan {
+  std::int64_t steps_per_epoch = 0;      // lockstep steps of all workers per pass over the data
+  std::int64_t total_steps = 0;          // steps per worker (asynchronous: the budget / workers)
+  std::int64_t eval_interval_steps = 0;  // evaluate every this many (lockstep) steps
+  std::int64_t batch = 0;                // mini-batch per worker
+  std::int64_t log_every = 0;            // a train record every this many steps
+  double flops_per_step = 0;             // declared to the runtime after each gradient
+};
+
+class WorkerLoop {
+ public:
+  WorkerLoop(runtime::Context& ctx, strategy::Worker& worker, runtime::Slowdown& slowdown, ModelSide& model,
+             ProcessOutputs& outputs, const LoopPlan& plan);
+
+  runtime::Context& context() noexcept { return ctx_; }
+  strategy::Worker& worker() noexcept { return worker_; }
+  const LoopPlan& plan() const noexcept { return plan_; }
+  // Seconds on the runtime clock since this worker's loop started.
+  double elapsed() const { return ctx_.now() - start_; }
+
+  // One training step on batch (epoch, index): gradient, emulated slowness, Worker::step(), and a
+  // train record every log_every steps.
+  strategy::StepReport train_step(std::int64_t epoch, std::int64_t index);
+  // Writes a train record for the steps not yet reported, if any.
+  void flush_train_record();
+  // Progress of the whole run as `done` lockstep steps out of total_steps. Worker 0 only (others
+  // return at once), about every 0.25 s and at the last step.
+  void report_progress(std::int64_t done, std::int64_t epoch);
+  // Collective evaluation after `step` steps; worker 0 writes the record and shows it.
+  metrics::EvalRecord evaluate_collective(std::int64_t step, bool final_round);
+  // Asynchronous: this worker evaluates a snapshot after `rounds` lockstep-equivalent steps.
+  void evaluate_snapshot(double rounds);
+
+  // This worker's evaluations so far (for the time to target).
+  std::span<const EvalEvent> evaluations() const noexcept { return evaluations_; }
+  // This worker's totals now (claims, budget_counter, wall_seconds, param_* left at 0).
+  WorkerTotals totals() const;
+
+ private:
+  void record_eval(metrics::EvalRecord record, double taken_at, double off_clock);
+  void write_train_record(std::int64_t steps, std::int64_t epoch, double lr);
+
+  runtime::Context& ctx_;
+  strategy::Worker& worker_;
+  runtime::Slowdown& slowdown_;
+  ModelSide& model_;
+  ProcessOutputs& outputs_;
+  LoopPlan plan_;
+  bool lead_;
+  double start_;
+  double last_report_;
+  double loss_sum_ = 0;      // since the last progress report
+  std::int64_t loss_count_ = 0;
+  double log_loss_sum_ = 0;  // since the last train record
+  std::int64_t log_loss_count_ = 0;
+  double last_lr_ = 0;
+  std::vector<EvalEvent> evaluations_;
+};
+
+void run_lockstep(WorkerLoop& loop);
+
+// Claims this worker made on the shared budget; on worker 0 also the counter's final value.
+struct BudgetClaims {
+  std::int64_t claims = 0;
+  std::int64_t counter = 0;
+};
+// Runs the asynchronous schedule, then flushes the last train record, calls Worker::finish() and
+// closes the budget window (see async_loop.cpp for the order).
+BudgetClaims run_asynchronous(WorkerLoop& loop);
+
+}  // namespace fast::torch

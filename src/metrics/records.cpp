@@ -1,0 +1,84 @@
+#include "fast/metrics/records.hpp"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace fast::metrics {
+
+using nlohmann::json;
+
+json to_json(const StartRecord& r) {
+  return {{"event", "start"},
+          {"time", 0.0},
+          {"strategy", r.strategy},
+          {"runtime", r.runtime},
+          {"workers", r.workers},
+          {"model", r.model},
+          {"parameters", r.parameters},
+          {"batch", r.batch},
+          {"steps", r.steps},
+          {"steps_per_epoch", r.steps_per_epoch},
+          {"optimizer", r.optimizer},
+          {"lr", r.lr},
+          {"seed", r.seed}};
+}
+
+json to_json(const TrainRecord& r) {
+  return {{"event", "train"},
+          {"time", r.time},
+          {"worker", r.worker},
+          {"step", r.step},
+          {"epoch", r.epoch},
+          {"samples", r.samples},
+          {"loss", r.loss},
+          {"lr", r.lr},
+          {"comm_seconds", r.comm_seconds},
+          {"bytes_sent", r.bytes_sent},
+          {"skipped_steps", r.skipped_steps},
+          {"staleness_mean", r.staleness_mean},
+          {"staleness_max", r.staleness_max},
+          {"slowdown_seconds", r.slowdown_seconds}};
+}
+
+json to_json(const EvalRecord& r) {
+  json record{{"event", "eval"},       {"time", r.time},         {"epoch", r.epoch},
+              {"step", r.step},        {"worker", r.worker},     {"accuracy", r.accuracy},
+              {"loss", r.loss},        {"samples", r.samples},   {"consensus_distance", r.consensus_distance}};
+  if (r.replica_accuracy_min >= 0) {
+    record["replica_accuracy_min"] = r.replica_accuracy_min;
+    record["replica_accuracy_max"] = r.replica_accuracy_max;
+    record["representative_rank"] = r.representative_rank;
+  }
+  return record;
+}
+
+json end_record(double time, const json& summary) {
+  json end{{"event", "end"}, {"time", time}};
+  end.update(summary);
+  return end;
+}
+
+std::filesystem::path process_metrics_path(const std::filesystem::path& metrics, int first_rank, bool whole_world) {
+  if (metrics.empty() || whole_world) return metrics;
+  std::filesystem::path out = metrics;
+  out.replace_filename(fmt::format("{}.rank{}{}", metrics.stem().string(), first_rank, metrics.extension().string()));
+  return out;
+}
+
+std::uint64_t fnv1a64(std::span<const float> parameters) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(parameters.data());
+  const std::size_t n = parameters.size_bytes();
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= bytes[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string hex64(std::uint64_t value) { return fmt::format("{:016x}", value); }
+
+std::string parameter_hash(std::span<const float> parameters) { return hex64(fnv1a64(parameters)); }
+
+}  // namespace fast::metrics
