@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Tables of the benchmark results written by bench/run.sh (standard library only).
 
-usage: bench/report.py {allreduce|overhead|ddp|codec|all} RESULTS_DIR
+usage: bench/report.py {allreduce|overhead|ddp|codec|processes|ddp_zmq|all} RESULTS_DIR
+
+  allreduce (a), overhead (b), ddp (c), codec (d), processes (e: all-reduce across processes),
+  ddp_zmq (f: `fast train --runtime zmq`, 2 processes, vs DDP); all: every one with results.
 
 Reads RESULTS_DIR/raw/ (see bench/run.sh for the file names), prints one table per benchmark
 with the FAST figure, the peer figure and their ratio (medians over the repetitions), states
@@ -24,6 +27,9 @@ GOAL_ALLREDUCE_FROM = 1 << 20   # (a) goal applies from 1 MiB up
 GOAL_ALLREDUCE = 1.0            # FAST busbw / MPI busbw
 GOAL_OVERHEAD = 0.97            # (b) FAST samples/s / plain libtorch samples/s (<= 3% fewer)
 GOAL_DDP = {"mlp": 2.0, "cnn": 1.1}  # (c) FAST samples/s / DDP samples/s
+GOAL_PROC_MPI_TCP = 1.0         # (e) FAST zmq tcp (CURVE) busbw / OpenMPI tcp busbw, from 1 MiB up
+GOAL_PROC_GLOO = 2.0            # (e) FAST zmq tcp (CURVE) busbw / gloo busbw, from 1 MiB up
+GOAL_DDP_ZMQ = {"mlp": 2.0, "cnn": 1.2}  # (f) FAST zmq samples/s / DDP samples/s
 NOISY_SPREAD = 1.25             # (b), (c): max/min of one side's runs above this marks the verdict noisy
 
 
@@ -57,22 +63,78 @@ def table(header, rows):
 
 
 def verdict(ok):
-    return "MET" if ok else "MISSED"
+    return "NO DATA" if ok is None else "MET" if ok else "MISSED"
 
 
-# ---------------------------------------------------------------- (a) all-reduce
-def report_allreduce(out):
-    raw = os.path.join(out, "raw")
-    busbw = defaultdict(list)  # (impl, ranks, bytes, chunk) -> [busbw]
-    for path in sorted(glob.glob(os.path.join(raw, "a_*.csv"))):
+def fmt_bw(x):
+    return "-" if x is None else f"{x:.3f}"
+
+
+def fmt_ratio(x):
+    return "-" if x is None else f"{x:.2f}x"
+
+
+def div(a, b):
+    return a / b if a and b else None
+
+
+def write_csv(path, rows):
+    """rows: a list of dicts with the same keys (the first row's are the columns)."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["none"])
+        w.writeheader()
+        w.writerows(rows)
+
+
+# ---------------------------------------------------------------- all-reduce tables ((a), (e))
+def read_busbw(raw, pattern, what):
+    """Medians of busbw_GBps over the CSVs raw/<pattern> (allreduce_common.hpp's columns):
+    ({(impl, ranks, bytes, chunk_bytes): median GB/s}, the most runs of one key)."""
+    busbw = defaultdict(list)
+    for path in sorted(glob.glob(os.path.join(raw, pattern))):
         with open(path) as f:
             for row in csv.DictReader(f):
                 key = (row["impl"], int(row["ranks"]), int(row["bytes"]), int(row["chunk_bytes"]))
                 busbw[key].append(float(row["busbw_GBps"]))
     if not busbw:
-        raise SystemExit(f"report.py: no all-reduce results in {raw}")
-    med = {k: statistics.median(v) for k, v in busbw.items()}
-    reps = max(len(v) for v in busbw.values())
+        raise SystemExit(f"report.py: no {what} results ({pattern}) in {raw}")
+    return {k: statistics.median(v) for k, v in busbw.items()}, max(len(v) for v in busbw.values())
+
+
+class RatioGoal:
+    """A goal 'ratio >= goal for every size >= GOAL_ALLREDUCE_FROM': fed one ratio per size."""
+
+    def __init__(self, goal):
+        self.goal, self.ratios = goal, []
+
+    def add(self, nbytes, ratio):
+        if nbytes >= GOAL_ALLREDUCE_FROM and ratio is not None:
+            self.ratios.append(ratio)
+
+    @property
+    def met(self):  # None: no size >= 1 MiB had both figures
+        return None if not self.ratios else min(self.ratios) >= self.goal
+
+    @property
+    def worst(self):
+        return min(self.ratios) if self.ratios else None
+
+    @property
+    def geomean(self):
+        return math.exp(statistics.mean(math.log(r) for r in self.ratios)) if self.ratios else None
+
+    def line(self, text):
+        return (f"  goal ({text} for sizes >= 1 MiB): {verdict(self.met)}"
+                + ("" if self.worst is None else f" (worst ratio {self.worst:.2f}x)"))
+
+    def result(self):
+        return {"goal": self.goal, "goal_met": self.met, "worst_ratio_from_1MiB": self.worst}
+
+
+# ---------------------------------------------------------------- (a) all-reduce
+def report_allreduce(out):
+    raw = os.path.join(out, "raw")
+    med, reps = read_busbw(raw, "a_*.csv", "all-reduce")
     chunks = sorted({k[3] for k in med if k[0] == "fast"})
     summary_rows, result = [], {"goal": f"FAST busbw >= {GOAL_ALLREDUCE}x MPI from 1 MiB up", "ranks": {}}
     text = [f"(a) all-reduce bus bandwidth, GB/s (busbw = bytes/time * 2(n-1)/n; median of {reps} runs; "
@@ -83,7 +145,7 @@ def report_allreduce(out):
             "    ratio = FAST / the better of MPI and MPI yield; 'FAST best' = best chunk_bytes for that size"]
     for n in sorted({k[1] for k in med}):
         sizes = sorted({k[2] for k in med if k[1] == n})
-        rows, goal_ok, worst = [], True, math.inf
+        rows, goal = [], RatioGoal(GOAL_ALLREDUCE)
         for b in sizes:
             mpi_default = med.get(("mpi", n, b, 0))
             mpi_yield = med.get(("mpi_yield", n, b, 0))
@@ -92,15 +154,10 @@ def report_allreduce(out):
             dflt = fast_by_chunk.get(DEFAULT_CHUNK)
             best_c = max(fast_by_chunk, key=fast_by_chunk.get) if fast_by_chunk else None
             best = fast_by_chunk.get(best_c)
-            r_d = dflt / mpi if dflt and mpi else None
-            r_b = best / mpi if best and mpi else None
-            if b >= GOAL_ALLREDUCE_FROM and r_d is not None:
-                goal_ok &= r_d >= GOAL_ALLREDUCE
-                worst = min(worst, r_d)
-            fmt = lambda x: "-" if x is None else f"{x:.3f}"
-            fmtr = lambda x: "-" if x is None else f"{x:.2f}x"
-            rows.append([human_bytes(b), fmt(mpi_default), fmt(mpi_yield), fmt(dflt), fmtr(r_d), fmt(best),
-                         "-" if best_c is None else human_bytes(best_c), fmtr(r_b)])
+            r_d, r_b = div(dflt, mpi), div(best, mpi)
+            goal.add(b, r_d)
+            rows.append([human_bytes(b), fmt_bw(mpi_default), fmt_bw(mpi_yield), fmt_bw(dflt), fmt_ratio(r_d),
+                         fmt_bw(best), "-" if best_c is None else human_bytes(best_c), fmt_ratio(r_b)])
             summary_rows.append({"ranks": n, "bytes": b, "mpi_busbw": mpi_default, "mpi_yield_busbw": mpi_yield,
                                  "mpi_best_busbw": mpi, "fast_default_busbw": dflt,
                                  "ratio_default": r_d, "fast_best_busbw": best, "best_chunk": best_c,
@@ -108,9 +165,8 @@ def report_allreduce(out):
                                  **{f"fast_chunk_{c}": fast_by_chunk.get(c) for c in chunks}})
         text.append(f"\n  {n} ranks")
         text.append(table(["size", "MPI", "MPI yield", "FAST 4M (default)", "ratio", "FAST best", "chunk", "ratio best"], rows))
-        text.append(f"  goal (FAST default chunk >= 1.0x the better MPI for sizes >= 1 MiB): {verdict(goal_ok)}"
-                    + ("" if worst == math.inf else f" (worst ratio {worst:.2f}x)"))
-        result["ranks"][str(n)] = {"goal_met": goal_ok, "worst_ratio_from_1MiB": None if worst == math.inf else worst}
+        text.append(goal.line(f"FAST default chunk >= {GOAL_ALLREDUCE}x the better MPI"))
+        result["ranks"][str(n)] = goal.result()
     # Chunk-size comparison: geometric mean of busbw over sizes >= 1 MiB, per rank count.
     rows = []
     for c in chunks:
@@ -121,10 +177,61 @@ def report_allreduce(out):
         rows.append(row)
     text.append("\n  FAST chunk_bytes: geometric mean busbw (GB/s) over sizes >= 1 MiB")
     text.append(table(["chunk"] + [f"{n} ranks" for n in sorted({k[1] for k in med})], rows))
-    with open(os.path.join(out, "allreduce_summary.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(summary_rows[0].keys()))
-        w.writeheader()
-        w.writerows(summary_rows)
+    write_csv(os.path.join(out, "allreduce_summary.csv"), summary_rows)
+    return result, "\n".join(text)
+
+
+# ---------------------------------------------------------------- (e) all-reduce across processes
+E_FAST = ("fast_zmq_ipc", "fast_zmq_tcp", "fast_zmq_ipc_insecure", "fast_zmq_tcp_insecure")
+E_PEERS = ("mpi_shm", "mpi_tcp", "gloo")
+
+
+def report_processes(out):
+    raw = os.path.join(out, "raw")
+    med, reps = read_busbw(raw, "e_*.csv", "all-reduce across processes")
+    # FAST runs at its default chunk_bytes; the peers have none (0).
+    get = lambda impl, n, b: med.get((impl, n, b, DEFAULT_CHUNK if impl.startswith("fast") else 0))
+    goal_text = (f"FAST zmq tcp (CURVE) >= {GOAL_PROC_MPI_TCP}x OpenMPI tcp and >= {GOAL_PROC_GLOO}x gloo "
+                 "from 1 MiB up")
+    summary_rows, result = [], {"goal": goal_text, "ranks": {}}
+    text = [f"(e) all-reduce bus bandwidth across processes, GB/s (busbw = bytes/time * 2(n-1)/n; median of {reps} "
+            f"runs; float sum, in place; {load_text(raw, 'e_*')})",
+            "    FAST: `fast launch -n N -- bench_allreduce_fast --runtime zmq`, one worker per process, chunk 4 MiB; "
+            "FAST_TRANSPORT ipc or tcp (127.0.0.1), CURVE (default) or --insecure",
+            "    MPI shm: mpirun --bind-to none, defaults (shared memory, vader); MPI tcp: --mca pml ob1 --mca btl tcp,self "
+            "--mca btl_tcp_if_include lo; 4 processes on fewer cores: --oversubscribe",
+            "    gloo: torch.distributed all_reduce, N processes on 127.0.0.1 (bench/allreduce_gloo.py)",
+            "    goals: FAST tcp (CURVE) / MPI tcp and / gloo; ipc / MPI shm for information"]
+    for n in sorted({k[1] for k in med}):
+        sizes = sorted({k[2] for k in med if k[1] == n})
+        rows, vs_tcp, vs_gloo, vs_shm = [], RatioGoal(GOAL_PROC_MPI_TCP), RatioGoal(GOAL_PROC_GLOO), RatioGoal(0)
+        for b in sizes:
+            f = {impl: get(impl, n, b) for impl in E_FAST}
+            p = {impl: get(impl, n, b) for impl in E_PEERS}
+            r_tcp, r_gloo = div(f["fast_zmq_tcp"], p["mpi_tcp"]), div(f["fast_zmq_tcp"], p["gloo"])
+            r_shm = div(f["fast_zmq_ipc"], p["mpi_shm"])
+            vs_tcp.add(b, r_tcp)
+            vs_gloo.add(b, r_gloo)
+            vs_shm.add(b, r_shm)
+            rows.append([human_bytes(b), fmt_bw(p["mpi_tcp"]), fmt_bw(p["gloo"]), fmt_bw(f["fast_zmq_tcp"]),
+                         fmt_ratio(r_tcp), fmt_ratio(r_gloo), fmt_bw(f["fast_zmq_tcp_insecure"]),
+                         fmt_bw(p["mpi_shm"]), fmt_bw(f["fast_zmq_ipc"]), fmt_ratio(r_shm),
+                         fmt_bw(f["fast_zmq_ipc_insecure"])])
+            summary_rows.append({"ranks": n, "bytes": b, **{f"{k}_busbw": v for k, v in {**p, **f}.items()},
+                                 "ratio_tcp_vs_mpi_tcp": r_tcp, "ratio_tcp_vs_gloo": r_gloo,
+                                 "ratio_ipc_vs_mpi_shm": r_shm})
+        text.append(f"\n  {n} processes")
+        text.append(table(["size", "MPI tcp", "gloo", "FAST tcp", "/ MPI tcp", "/ gloo", "tcp insecure",
+                           "MPI shm", "FAST ipc", "/ MPI shm", "ipc insecure"], rows))
+        text.append(vs_tcp.line(f"FAST zmq tcp (CURVE) >= {GOAL_PROC_MPI_TCP}x OpenMPI tcp"))
+        text.append(vs_gloo.line(f"FAST zmq tcp (CURVE) >= {GOAL_PROC_GLOO}x gloo"))
+        text.append("  information: FAST zmq ipc (CURVE) / OpenMPI shared memory, sizes >= 1 MiB: "
+                    + ("n/a" if vs_shm.worst is None else
+                       f"worst {vs_shm.worst:.2f}x, geometric mean {vs_shm.geomean:.2f}x"))
+        result["ranks"][str(n)] = {"vs_mpi_tcp": vs_tcp.result(), "vs_gloo": vs_gloo.result(),
+                                   "ipc_vs_mpi_shm": {"worst_ratio_from_1MiB": vs_shm.worst,
+                                                      "geomean_ratio_from_1MiB": vs_shm.geomean}}
+    write_csv(os.path.join(out, "processes_summary.csv"), summary_rows)
     return result, "\n".join(text)
 
 
@@ -141,7 +248,7 @@ def read_runs(raw, prefix):
     return runs
 
 
-def report_training(out, prefix, peer, title, goal_for, goal_text):
+def report_training(out, prefix, peer, title, goal_for, goal_text, summary_name):
     raw = os.path.join(out, "raw")
     runs = read_runs(raw, prefix)
     if not runs:
@@ -179,10 +286,7 @@ def report_training(out, prefix, peer, title, goal_for, goal_text):
     blas = f"; OPENBLAS_NUM_THREADS={meta.get('openblas_num_threads', '?')}"
     text = [f"{title} ({load_text(raw, prefix + '_*')}{threads}{blas})",
             table(["model", f"{peer} samples/s", "range", "FAST samples/s", "range", "FAST/peer", "goal", ""], rows)]
-    with open(os.path.join(out, f"{'overhead' if prefix == 'b' else 'ddp'}_summary.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(summary[0].keys()) if summary else ["model"])
-        w.writeheader()
-        w.writerows(summary)
+    write_csv(os.path.join(out, f"{summary_name}_summary.csv"), summary)
     return result, "\n".join(text)
 
 
@@ -191,7 +295,7 @@ def report_overhead(out):
         out, "b", "plain",
         "(b) framework overhead: `fast train --workers 1` vs a plain libtorch loop, samples/s "
         "(median; same model, batch, optimizer, threads; timed from step 0 to the last step)",
-        lambda m: GOAL_OVERHEAD, "FAST >= 0.97x plain libtorch (<= 3% fewer samples/s)")
+        lambda m: GOAL_OVERHEAD, "FAST >= 0.97x plain libtorch (<= 3% fewer samples/s)", "overhead")
 
 
 def report_ddp(out):
@@ -199,7 +303,15 @@ def report_ddp(out):
         out, "c", "ddp",
         "(c) 2 workers: `fast train --workers 2` (threads) vs PyTorch DDP over gloo (2 processes), "
         "samples/s of all workers (median; 1 torch thread per worker)",
-        lambda m: GOAL_DDP[m], "FAST >= 2x DDP on mlp, >= 1.1x on cnn")
+        lambda m: GOAL_DDP[m], "FAST >= 2x DDP on mlp, >= 1.1x on cnn", "ddp")
+
+
+def report_ddp_zmq(out):
+    return report_training(
+        out, "f", "ddp",
+        "(f) 2 processes: `fast launch -n 2 -- fast train --runtime zmq` (CURVE, ipc) vs PyTorch DDP over gloo "
+        "(2 processes), samples/s of all workers (median; 1 torch thread per worker)",
+        lambda m: GOAL_DDP_ZMQ[m], "FAST zmq >= 2x DDP on mlp, >= 1.2x on cnn", "ddp_zmq")
 
 
 # ---------------------------------------------------------------- (d) codec throughput
@@ -240,52 +352,72 @@ def report_codec(out):
     return result, "\n".join(text)
 
 
+# name: (report function, raw files it reads); `all` runs those with results, in this order.
+REPORTS = {
+    "allreduce": (report_allreduce, "a_*.csv"),
+    "overhead": (report_overhead, "b_*"),
+    "ddp": (report_ddp, "c_*"),
+    "codec": (report_codec, "d_codec*.csv"),
+    "processes": (report_processes, "e_*.csv"),
+    "ddp_zmq": (report_ddp_zmq, "f_*"),
+}
+TRAINING_TAGS = {"overhead": "(b) overhead", "ddp": "(c) 2 workers vs DDP", "ddp_zmq": "(f) 2 processes (zmq) vs DDP"}
+
+
+def worst_text(worst):
+    return "n/a" if worst is None else f"{worst:.2f}x"
+
+
+def verdict_lines(name, r):
+    """One line per goal of report `name`'s result r."""
+    if name == "allreduce":
+        return [f"(a) all-reduce, {n} ranks: {verdict(v['goal_met'])} -- {r['goal']}; worst ratio "
+                + worst_text(v["worst_ratio_from_1MiB"]) for n, v in r["ranks"].items()]
+    if name == "processes":
+        lines = []
+        for n, v in r["ranks"].items():
+            for key, peer in (("vs_mpi_tcp", "OpenMPI tcp"), ("vs_gloo", "gloo")):
+                g = v[key]
+                lines.append(f"(e) all-reduce, {n} processes: {verdict(g['goal_met'])} -- FAST zmq tcp (CURVE) "
+                             f">= {g['goal']}x {peer} from 1 MiB up; worst ratio {worst_text(g['worst_ratio_from_1MiB'])}")
+            info = v["ipc_vs_mpi_shm"]
+            lines.append(f"(e) all-reduce, {n} processes: information -- FAST zmq ipc (CURVE) / OpenMPI shared memory "
+                         f"from 1 MiB up: worst {worst_text(info['worst_ratio_from_1MiB'])}, geometric mean "
+                         f"{worst_text(info['geomean_ratio_from_1MiB'])}")
+        return lines
+    if name == "codec":
+        return [f"(d) codec {c}: {verdict(v['goal_met'])} -- {v['GBps']:.2f} GB/s, goal >= {v['goal_GBps']} GB/s"
+                f" ({v['vs_memcpy']:.2f}x memcpy)" for c, v in r["codecs"].items() if v["goal_met"] is not None]
+    return [f"{TRAINING_TAGS[name]}, {model}: {verdict(v['goal_met'])} -- FAST/peer {v['ratio']:.3f}x, goal >= {v['goal']}x"
+            + (f" (noisy: runs of one side differ {v['max_run_spread']:.1f}x; rerun on a quiet machine)" if v["noisy"] else "")
+            for model, v in r["models"].items()]
+
+
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("allreduce", "overhead", "ddp", "codec", "all"):
+    if len(argv) != 3 or (argv[1] not in REPORTS and argv[1] != "all"):
         raise SystemExit(__doc__)
     what, out = argv[1], argv[2]
-    if what == "allreduce":
-        print(report_allreduce(out)[1])
-    elif what == "overhead":
-        print(report_overhead(out)[1])
-    elif what == "ddp":
-        print(report_ddp(out)[1])
-    elif what == "codec":
-        print(report_codec(out)[1])
-    else:
-        # All tables go to RESULTS_DIR/summary.txt; the terminal gets one verdict line per goal.
-        result, texts = {}, []
-        for name, fn, prefix in (("allreduce", report_allreduce, "a_*.csv"), ("overhead", report_overhead, "b_*"),
-                                 ("ddp", report_ddp, "c_*"), ("codec", report_codec, "d_codec*.csv")):
-            if glob.glob(os.path.join(out, "raw", prefix)):
-                result[name], text = fn(out)
-                texts.append(text)
-        with open(os.path.join(out, "summary.txt"), "w") as f:
-            f.write("\n\n".join(texts) + "\n")
-        for name, r in result.items():
-            if name == "allreduce":
-                for n, v in r["ranks"].items():
-                    worst = v["worst_ratio_from_1MiB"]
-                    print(f"(a) all-reduce, {n} ranks: {verdict(v['goal_met'])} -- {r['goal']}; worst ratio "
-                          + ("n/a" if worst is None else f"{worst:.2f}x"))
-            elif name == "codec":
-                for c, v in r["codecs"].items():
-                    if v["goal_met"] is not None:
-                        print(f"(d) codec {c}: {verdict(v['goal_met'])} -- {v['GBps']:.2f} GB/s, goal >= {v['goal_GBps']} GB/s"
-                              f" ({v['vs_memcpy']:.2f}x memcpy)")
-            else:
-                tag = "(b) overhead" if name == "overhead" else "(c) 2 workers vs DDP"
-                for model, v in r["models"].items():
-                    print(f"{tag}, {model}: {verdict(v['goal_met'])} -- FAST/peer {v['ratio']:.3f}x, goal >= {v['goal']}x"
-                          + (f" (noisy: runs of one side differ {v['max_run_spread']:.1f}x; rerun on a quiet machine)"
-                             if v["noisy"] else ""))
-        meta = os.path.join(out, "meta.json")
-        if os.path.exists(meta):
-            with open(meta) as f:
-                result["meta"] = json.load(f)
-        with open(os.path.join(out, "summary.json"), "w") as f:
-            json.dump(result, f, indent=2)
-        print(f"tables: {os.path.join(out, 'summary.txt')}; figures: {os.path.join(out, 'summary.json')}")
+    if what != "all":
+        print(REPORTS[what][0](out)[1])
+        return
+    # All tables go to RESULTS_DIR/summary.txt; the terminal gets one verdict line per goal.
+    result, texts = {}, []
+    for name, (fn, pattern) in REPORTS.items():
+        if glob.glob(os.path.join(out, "raw", pattern)):
+            result[name], text = fn(out)
+            texts.append(text)
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write("\n\n".join(texts) + "\n")
+    for name, r in result.items():
+        for line in verdict_lines(name, r):
+            print(line)
+    meta = os.path.join(out, "meta.json")
+    if os.path.exists(meta):
+        with open(meta) as f:
+            result["meta"] = json.load(f)
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"tables: {os.path.join(out, 'summary.txt')}; figures: {os.path.join(out, 'summary.json')}")
 
 
 if __name__ == "__main__":

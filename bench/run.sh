@@ -4,17 +4,20 @@
 #   (b) framework overhead: `fast train --workers 1` vs a plain libtorch loop (bench_plain_loop)
 #   (c) 2-worker throughput: `fast train --workers 2` vs PyTorch DDP over gloo (bench/ddp.py)
 #   (d) codec throughput: encode + decode GB/s of each compression codec on a 25 MB gradient vs memcpy
+#   (e) all-reduce bus bandwidth across processes, 2 and 4: FAST's zmq runtime (`fast launch`; ipc and tcp,
+#       CURVE and --insecure) vs OpenMPI (shared memory; tcp on loopback) and torch.distributed gloo
+#   (f) 2 processes: `fast launch -n 2 -- fast train --runtime zmq` vs PyTorch DDP over gloo (bench/ddp.py)
 # usage: bench/run.sh BUILD_DIR        (after building BUILD_DIR with -DFAST_BUILD_BENCH=ON; `make bench`)
 # Raw results: BUILD_DIR/bench-results/raw/, tables: bench-results/*_summary.csv and summary.json.
 # Methods and recorded figures: docs/benchmarks.md.
 #
-# Environment knobs (the defaults took 3 to 11 minutes on 2 busy cores):
-#   BENCH_ONLY="a b c d"   which benchmarks to run
-#   BENCH_REPS=3           repetitions of each measurement (alternating FAST and peer); medians reported
+# Environment knobs (a-d with the defaults took 3 to 11 minutes on 2 busy cores; e and f add more):
+#   BENCH_ONLY="a b c d e f"  which benchmarks to run
+#   BENCH_REPS=5           repetitions of each measurement (alternating FAST and peer); medians reported
 #   BENCH_QUICK=1          a short smoke run (1 repetition, small sizes, few steps) to check the harness
 #   BENCH_B_THREADS=2      libtorch intra-op threads for (b), both sides (FAST_TORCH_THREADS)
 #   BENCH_CHUNKS=64K,256K,1M,4M   FAST chunk_bytes values tried in (a)
-#   BENCH_OPENBLAS_THREADS=1  OPENBLAS_NUM_THREADS for (b) and (c), both sides; "default" leaves OpenBLAS
+#   BENCH_OPENBLAS_THREADS=1  OPENBLAS_NUM_THREADS for (b), (c) and (f), both sides; "default" leaves OpenBLAS
 #                          alone. libtorch's set_num_threads does not reach Debian's OpenBLAS (pthreads
 #                          build), which otherwise runs a pool of one thread per core on top of libtorch's
 #                          threads: "1 torch thread per worker" would not be one thread (docs/benchmarks.md).
@@ -34,7 +37,7 @@ RAW=$OUT/raw
 PY=/usr/bin/python3   # Debian's python3 with python3-torch, not the first python3 on PATH
 REPORT=("$PY" "$ROOT/bench/report.py")
 
-ONLY=${BENCH_ONLY:-a b c d}
+ONLY=${BENCH_ONLY:-a b c d e f}
 REPS=${BENCH_REPS:-5}
 QUICK=${BENCH_QUICK:-0}
 B_THREADS=${BENCH_B_THREADS:-2}
@@ -56,6 +59,7 @@ else
   B_STEPS_MLP=2000; B_STEPS_CNN=300; C_STEPS_MLP=2000; C_STEPS_CNN=300
 fi
 BATCH=64
+LAUNCH_TIMEOUT=1800  # seconds a `fast launch` of (e) or (f) may take before it is stopped (exit code 124)
 LR=0.05
 MOMENTUM=0.9
 
@@ -69,7 +73,16 @@ if wants a; then
   need_exe "$BIN/bench_allreduce_mpi" "build with -DFAST_BUILD_BENCH=ON: make bench"
   command -v mpirun >/dev/null || die "mpirun not found (Debian packages openmpi-bin libopenmpi-dev: make deps-bench)"
 fi
-if wants b || wants c; then
+if wants e; then
+  need_exe "$BIN/bench_allreduce_fast" "build with -DFAST_BUILD_BENCH=ON: make bench"
+  need_exe "$BIN/bench_allreduce_mpi" "build with -DFAST_BUILD_BENCH=ON: make bench"
+  command -v mpirun >/dev/null || die "mpirun not found (Debian packages openmpi-bin libopenmpi-dev: make deps-bench)"
+fi
+if wants e || wants f; then
+  need_exe "$BIN/fast" "the fast command (tools/fast) did not build"
+  "$BIN/fast" launch --help >/dev/null 2>&1 || die "$BIN/fast launch --help failed"
+fi
+if wants b || wants c || wants f; then
   need_exe "$BIN/fast" "the fast command (tools/fast) did not build"
   "$BIN/fast" train --help >/dev/null 2>&1 || die "$BIN/fast train --help failed"
   for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
@@ -80,7 +93,7 @@ if wants b; then need_exe "$BIN/bench_plain_loop" "build with -DFAST_BUILD_BENCH
 if wants d; then need_exe "$BIN/bench_codec_throughput" "build with -DFAST_BUILD_BENCH=ON: make bench"; fi
 need_exe "$PY" "Debian's python3"
 "$PY" -c 'import numpy' 2>/dev/null || die "$PY cannot import numpy"
-if wants c; then
+if wants c || wants e || wants f; then
   "$PY" -c 'import torch, torch.distributed as d; assert d.is_available() and d.is_gloo_available()' 2>/dev/null \
     || die "$PY cannot import torch with gloo (Debian package python3-torch: make deps-bench)"
 fi
@@ -121,7 +134,7 @@ meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "cores": os.cpu_count(),
 json.dump(meta, open(out, "w"), indent=2)
 EOF
 note "FAST benchmarks: build $BUILD, results $OUT; $(nproc) cores, load $(loadavg); reps $REPS$( [[ $QUICK == 1 ]] && echo ", quick smoke run")"
-note "benchmarks: $ONLY; OPENBLAS_NUM_THREADS=$OPENBLAS for (b) and (c)"
+note "benchmarks: $ONLY; OPENBLAS_NUM_THREADS=$OPENBLAS for (b), (c) and (f)"
 
 # ------------------------------------------------------------------ (a) all-reduce
 if wants a; then
@@ -148,12 +161,18 @@ if wants a; then
   echo
 fi
 
-# ------------------------------------------------------------------ (b), (c) training
-# fast_train NAME WORKERS MODEL STEPS: one `fast train` run, its summary in raw/NAME.json.
+# ------------------------------------------------------------------ (b), (c), (f) training
+# fast_train NAME WORKERS MODEL STEPS [RUNTIME]: one `fast train` run, its summary in raw/NAME.json.
+# RUNTIME threads (default): WORKERS threads of one process; zmq: `fast launch -n WORKERS` processes of
+# one worker each (CURVE, the default transport: ipc on one host), process 0 writes the summary.
 fast_train() {
-  local name=$1 workers=$2 model=$3 steps=$4
+  local name=$1 workers=$2 model=$3 steps=$4 runtime=${5:-threads}
+  local cmd=("$BIN/fast" train --workers "$workers")
+  if [[ $runtime == zmq ]]; then
+    cmd=("$BIN/fast" launch -n "$workers" --timeout "$LAUNCH_TIMEOUT" -- "$BIN/fast" train --runtime zmq)
+  fi
   # --eval-every STEPS: no evaluation inside the timed window (only the final one, after it).
-  run "$name" "$BIN/fast" train --workers "$workers" --model "$model" --batch $BATCH --optimizer momentum \
+  run "$name" "${cmd[@]}" --model "$model" --batch $BATCH --optimizer momentum \
     --momentum $MOMENTUM --lr $LR --steps "$steps" --eval-every "$steps" --progress never --summary "$RAW/$name.json"
   need_file "$RAW/$name.json" "fast train wrote no summary; see $RAW/$name.log"
 }
@@ -183,25 +202,32 @@ if wants b; then
   echo
 fi
 
-if wants c; then
-  note "(c) 2 workers: fast train --workers 2 (FAST_TORCH_THREADS=1) vs PyTorch DDP/gloo, 2 processes x 1 thread"
+# train_vs_ddp PREFIX RUNTIME: 2 workers of `fast train` on RUNTIME (threads: (c), zmq: (f)) against
+# bench/ddp.py, alternating which goes first; raw/PREFIX_<model>_{fast,ddp}_rep<k>.json.
+train_vs_ddp() {
+  local prefix=$1 runtime=$2 model steps rep side name order
   for model in mlp cnn; do
     steps=$C_STEPS_MLP; [[ $model == cnn ]] && steps=$C_STEPS_CNN
     for rep in $(seq 1 "$REPS"); do
       order=(ddp fast); (( rep % 2 == 0 )) && order=(fast ddp)
       for side in "${order[@]}"; do
-        name="c_${model}_${side}_rep$rep"
+        name="${prefix}_${model}_${side}_rep$rep"
         if [[ $side == ddp ]]; then
           run "$name" "$PY" "$ROOT/bench/ddp.py" --model "$model" --workers 2 --batch $BATCH --lr $LR \
             --momentum $MOMENTUM --steps "$steps" --warmup $((steps / 10)) --threads 1 --data-dir "$DATA_DIR" \
             --out "$RAW/$name.json"
         else
-          FAST_TORCH_THREADS=1 fast_train "$name" 2 "$model" "$steps"
+          FAST_TORCH_THREADS=1 fast_train "$name" 2 "$model" "$steps" "$runtime"
         fi
         note "    $model rep $rep/$REPS $side ($steps steps/worker): $(show "$RAW/$name.json")"
       done
     done
   done
+}
+
+if wants c; then
+  note "(c) 2 workers: fast train --workers 2 (FAST_TORCH_THREADS=1) vs PyTorch DDP/gloo, 2 processes x 1 thread"
+  train_vs_ddp c threads
   echo
   "${REPORT[@]}" ddp "$OUT" | tee -a "$LOG"
   echo
@@ -215,6 +241,66 @@ if wants d; then
   done
   echo
   "${REPORT[@]}" codec "$OUT" | tee -a "$LOG"
+  echo
+fi
+
+# ------------------------------------------------------------------ (e) all-reduce across processes
+# e_step KIND N REP: one sweep of (e) with N processes, its CSV in raw/e_KIND_nN_repREP.csv (impl column KIND).
+#   fast_zmq_{ipc,tcp}[_insecure]: fast launch -n N [--insecure] with FAST_TRANSPORT=ipc|tcp
+#   mpi_shm: mpirun's defaults (shared memory, btl vader); mpi_tcp: pml ob1 over btl tcp,self, on lo only
+#   gloo: bench/allreduce_gloo.py, N spawned processes on 127.0.0.1
+e_step() {
+  local kind=$1 n=$2 rep=$3 name="e_$1_n$2_rep$3" mpi=(mpirun -np "$2" --bind-to none)
+  if (( n > $(nproc) )); then mpi+=(--oversubscribe); fi
+  case $kind in
+    fast_zmq_*)
+      local transport=${kind#fast_zmq_} secure=()
+      transport=${transport%_insecure}
+      if [[ $kind == *_insecure ]]; then secure=(--insecure); fi
+      run "$name" env FAST_TRANSPORT="$transport" "$BIN/fast" launch -n "$n" "${secure[@]}" --timeout "$LAUNCH_TIMEOUT" \
+        -- "$BIN/bench_allreduce_fast" --runtime zmq "${A_ARGS[@]}" --label "$kind" --out "$RAW/$name.csv" ;;
+    mpi_shm)
+      run "$name" "${mpi[@]}" "$BIN/bench_allreduce_mpi" "${A_ARGS[@]}" --label "$kind" --out "$RAW/$name.csv" ;;
+    mpi_tcp)
+      run "$name" "${mpi[@]}" --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo \
+        "$BIN/bench_allreduce_mpi" "${A_ARGS[@]}" --label "$kind" --out "$RAW/$name.csv" ;;
+    gloo)
+      run "$name" "$PY" "$ROOT/bench/allreduce_gloo.py" --ranks "$n" "${A_ARGS[@]}" --label "$kind" \
+        --out "$RAW/$name.csv" ;;
+    *) die "e_step: unknown kind '$kind'" ;;
+  esac
+  need_file "$RAW/$name.csv" "no results; see $RAW/$name.log"
+}
+
+if wants e; then
+  note "(e) all-reduce across processes, 4 KiB..$( [[ $QUICK == 1 ]] && echo 4 || echo 64) MiB (x4), 2 and 4 processes"
+  note "    FAST: fast launch -n N -- bench_allreduce_fast --runtime zmq (chunk_bytes 4M); FAST_TRANSPORT ipc|tcp; CURVE | --insecure"
+  note "    MPI: mpirun --bind-to none (--oversubscribe above $(nproc)); shared memory (defaults) | --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
+  note "    gloo: torch.distributed all_reduce, N processes on 127.0.0.1 (bench/allreduce_gloo.py)"
+  E_KINDS=(fast_zmq_tcp mpi_tcp gloo fast_zmq_ipc mpi_shm fast_zmq_tcp_insecure fast_zmq_ipc_insecure)
+  for rep in $(seq 1 "$REPS"); do
+    kinds=("${E_KINDS[@]}")
+    if (( rep % 2 == 0 )); then  # every other repetition in reverse order: load drifts hit every kind alike
+      kinds=(); for (( i = ${#E_KINDS[@]} - 1; i >= 0; i-- )); do kinds+=("${E_KINDS[i]}"); done
+    fi
+    for n in 2 4; do
+      for kind in "${kinds[@]}"; do
+        note "    rep $rep/$REPS: $kind, $n processes"
+        e_step "$kind" "$n" "$rep"
+      done
+    done
+  done
+  echo
+  "${REPORT[@]}" processes "$OUT" | tee -a "$LOG"
+  echo
+fi
+
+# ------------------------------------------------------------------ (f) 2 processes vs DDP
+if wants f; then
+  note "(f) 2 processes: fast launch -n 2 -- fast train --runtime zmq (CURVE, ipc; FAST_TORCH_THREADS=1) vs PyTorch DDP/gloo, 2 processes x 1 thread"
+  train_vs_ddp f zmq
+  echo
+  "${REPORT[@]}" ddp_zmq "$OUT" | tee -a "$LOG"
   echo
 fi
 
