@@ -78,6 +78,7 @@ Communicator::Communicator(runtime::Context& ctx) : ctx_(ctx) {
 
 void Communicator::exclude_lost() {
   ctx_.ensure_alive(ctx_.rank());
+  ctx_.settle_lost_peers();  // every survivor then sees every loss that happened before it got here
   std::vector<int> alive;
   for (int r : members_)
     if (ctx_.alive(r)) alive.push_back(r);

@@ -149,22 +149,29 @@ StepOutcome GosgdStrategy::step(const StepInput& input) {
     write_model(params);
   }
   if (slot != nullptr) {
-    const std::span<const double> payload(slot->payload);
-    if (codec_) {
-      // With a codec the model z travels as a state (the codec's encoding of its difference from
-      // what this peer last reconstructed of it, so what a codec drops now is sent later) and the
-      // peer adds mass x its reconstruction z^, with the mass in the same atomic step (scale_at =
-      // dim_); the push counter follows exact. Mass is conserved exactly; the sum of x loses
-      // mass x (z^ - z), the reconstruction's lag, which vanishes as the model settles. (Keeping
-      // that lag at the sender instead, to conserve x exactly, made push-sum unstable with
-      // sparse codecs: the sender's model then overshoots by the lag at every push.)
-      core::Work model = window_->accumulate_scaled(peer, core::ConstView(payload.first(dim_)), slot->push.mass, 0,
-                                                    static_cast<std::int64_t>(dim_));
-      core::Work mass =
-          window_->accumulate(peer, core::ConstView(payload.subspan(dim_ + 1)), dim_ + 1, collective::Wire::exact);
-      slot->work = core::Work::all({model, mass});
-    } else {
-      slot->work = window_->accumulate(peer, core::ConstView(payload));
+    try {
+      const std::span<const double> payload(slot->payload);
+      if (codec_) {
+        // With a codec the model z travels as a state (the codec's encoding of its difference from
+        // what this peer last reconstructed of it, so what a codec drops now is sent later) and the
+        // peer adds mass x its reconstruction z^, with the mass in the same atomic step (scale_at =
+        // dim_); the push counter follows exact. Mass is conserved exactly; the sum of x loses
+        // mass x (z^ - z), the reconstruction's lag, which vanishes as the model settles. (Keeping
+        // that lag at the sender instead, to conserve x exactly, made push-sum unstable with
+        // sparse codecs: the sender's model then overshoots by the lag at every push.)
+        core::Work model = window_->accumulate_scaled(peer, core::ConstView(payload.first(dim_)), slot->push.mass, 0,
+                                                      static_cast<std::int64_t>(dim_));
+        core::Work mass =
+            window_->accumulate(peer, core::ConstView(payload.subspan(dim_ + 1)), dim_ + 1, collective::Wire::exact);
+        slot->work = core::Work::all({model, mass});
+      } else {
+        slot->work = window_->accumulate(peer, core::ConstView(payload));
+      }
+    } catch (const core::PeerLost&) {
+      // The peer was lost after the draw (on a real clock a loss can land between the two): the
+      // mass and numerator this push carried are lost with it, as when it is lost after receiving.
+      if (ctx.alive(peer)) throw;
+      slot->work = core::Work();
     }
   }
   outcome.comm_seconds = ctx.now() - t0;

@@ -12,7 +12,8 @@
 // exclude_lost() the members are the workers still alive then (Context::alive): asynchronous
 // strategies call it when they finish, so that their closing collectives (window close, the
 // final representative and evaluation) run among the survivors of lost hosts. All members must
-// call exclude_lost() at the same point of their collective sequence and see the same lost set;
+// call exclude_lost() at the same point of their collective sequence and see the same lost set
+// (exclude_lost() first settles the runtime's view: Context::settle_lost_peers);
 // one that still counts a lost worker as a member gets PeerLost from its next collective. Ring
 // neighbours, broadcast chains, all-gather blocks and averages are over the members, in rank
 // order. neighbor_average takes explicit neighbour lists and ignores the group. CodecAllreduce and

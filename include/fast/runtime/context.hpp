@@ -130,6 +130,12 @@ class Context {
   virtual bool alive(int /*peer*/) const { return true; }
   // Throws PeerLost naming the peer, where it ran, when and why it was lost, if it is lost.
   virtual void ensure_alive(int /*peer*/) const {}
+  // Waits until every peer is known alive or lost: when it returns, every peer that died or froze
+  // before the call is reported lost by alive(). For agreeing on the survivors before a closing
+  // collective (Communicator::exclude_lost). zmq waits until each peer is heard from again or
+  // declared lost (up to the peer timeout); sim and threads return at once (sim loses workers at
+  // known instants, threads loses none).
+  virtual void settle_lost_peers() {}
 };
 
 // Checks peer is a valid rank of ctx, naming `what` in the error.

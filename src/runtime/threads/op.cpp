@@ -98,7 +98,10 @@ void finish_matched(Op& op, std::unique_lock<std::mutex>& lock) {
 // core of its own. Otherwise a spinning waiter holds a core that the thread it waits for may need:
 // measured on 2 cores with 2 workers of an asynchronous strategy (3 to 5 threads), spinning cost
 // about 1 ms per step (docs/simulation.md, "Validation").
+// Never with a transport (zmq): other processes of the host want the cores, and a message from
+// another process arrives through the transport's threads, not this world's.
 bool spin_pays(const WorldState& world) {
+  if (world.transport() != nullptr) return false;
   static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   return static_cast<unsigned>(world.local_size() + world.activities()) <= cores;
 }

@@ -42,6 +42,10 @@ ThreadsContext::ThreadsContext(int rank, WorldState& world, std::vector<std::uni
       counters_(std::make_unique<LinkCounters[]>(static_cast<std::size_t>(world.size()))) {}
 
 int ThreadsContext::size() const { return world_.size(); }
+void ThreadsContext::settle_lost_peers() {
+  if (world_.transport() != nullptr) world_.transport()->settle_lost_peers();
+}
+
 Mailbox& ThreadsContext::own_mailbox() const {
   return *mailboxes_[static_cast<std::size_t>(rank_ - world_.first_rank())];
 }

@@ -52,6 +52,7 @@ class ThreadsContext final : public Context {
   std::string runtime_name() const override;
   bool alive(int peer) const override;
   void ensure_alive(int peer) const override;
+  void settle_lost_peers() override;
 
  private:
   core::Work post_recv(std::shared_ptr<struct Op> op);

@@ -26,6 +26,8 @@ class Transport {
   virtual bool alive(int rank) const = 0;
   // Throws PeerLost naming the worker, its process and host, and why, when it is lost.
   virtual void ensure_alive(int rank) const = 0;
+  // Context::settle_lost_peers for the workers of other processes.
+  virtual void settle_lost_peers() = 0;
   // "host h1 (pid 1234)": where a worker runs, for messages.
   virtual std::string where(int rank) const = 0;
 };

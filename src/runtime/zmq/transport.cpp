@@ -62,8 +62,7 @@ int ZmqTransport::process_of(int rank) const { return rank / table_[0].workers; 
 
 void ZmqTransport::open_dealers() {
   const ProcessInfo& me = table_[static_cast<std::size_t>(process_)];
-  dealers_.resize(table_.size());
-  backlog_.resize(table_.size());
+  links_.resize(table_.size());
   for (const ProcessInfo& peer : table_) {
     if (peer.rank == process_) continue;
     auto dealer = std::make_unique<::zmq::socket_t>(context_, ::zmq::socket_type::dealer);
@@ -78,7 +77,7 @@ void ZmqTransport::open_dealers() {
     const bool ipc = settings_.transport == "ipc" || (settings_.transport.empty() && peer.host_id == me.host_id);
     dealer->connect(ipc ? peer.ipc_endpoint : peer.tcp_endpoint);
     peers_[static_cast<std::size_t>(peer.rank)].last_heard = clock();
-    dealers_[static_cast<std::size_t>(peer.rank)] = std::move(dealer);
+    links_[static_cast<std::size_t>(peer.rank)] = std::make_unique<PeerLink>(std::move(dealer));
   }
 }
 
@@ -95,8 +94,7 @@ void ZmqTransport::stop() {
   const std::uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
   thread_.join();
-  backlog_.clear();
-  dealers_.clear();
+  links_.clear();  // each socket lingers up to 2 s for the frames it took
   router_.close();
 }
 
@@ -110,7 +108,7 @@ core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {
     header.flags |= wire::kFlagPayloadChecksum;
     header.payload_checksum = wire::checksum(payload);
   }
-  Outgoing out{process_of(dst), encode(header), {}};
+  Frame out{encode(header), {}};
   core::Work work;
   if (bytes < kZeroCopyBytes) {
     out.payload = ::zmq::message_t(data.data(), bytes);
@@ -121,15 +119,12 @@ core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {
     auto* hint = new std::shared_ptr<detail::Completion>(std::move(done));
     out.payload = ::zmq::message_t(const_cast<void*>(data.data()), bytes, release_payload, hint);
   }
-  enqueue(std::move(out));
+  send_frame(process_of(dst), std::move(out));
   return work;
 }
 
-void ZmqTransport::enqueue(Outgoing out) {
-  {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
-    queue_.push_back(std::move(out));
-  }
+void ZmqTransport::send_frame(int process, Frame frame) {
+  if (links_[static_cast<std::size_t>(process)]->send(std::move(frame)) != PeerLink::Result::queued) return;
   const std::uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
 }
@@ -145,6 +140,16 @@ void ZmqTransport::ensure_alive(int rank) const {
 }
 
 std::string ZmqTransport::where(int rank) const { return table_[static_cast<std::size_t>(process_of(rank))].where(); }
+
+void ZmqTransport::settle_lost_peers() {
+  const double since = clock();
+  std::unique_lock<std::mutex> lock(peers_mutex_);
+  peers_cv_.wait_for(lock, std::chrono::duration<double>(settings_.peer_timeout + 1), [&] {
+    for (std::size_t p = 0; p < peers_.size(); ++p)
+      if (static_cast<int>(p) != process_ && !peers_[p].lost && peers_[p].last_heard <= since) return false;
+    return true;
+  });
+}
 
 std::vector<int> ZmqTransport::lost_workers() const {
   std::lock_guard<std::mutex> lock(peers_mutex_);

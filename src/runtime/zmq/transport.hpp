@@ -9,8 +9,10 @@
 // Frames are wire/ frames (header part + payload part), validated before anything is delivered:
 // a malformed frame is logged and dropped, never delivered, never a crash.
 //
-// Send completion: a payload under kZeroCopyBytes is copied and its Work completes at once; a
-// larger one is handed to ZeroMQ without a copy and its Work completes when ZeroMQ releases it.
+// Sends go from the sending thread straight to the peer's socket (PeerLink), not through the I/O
+// thread. Send completion: a payload under kZeroCopyBytes is copied and its Work completes at
+// once; a larger one is handed to ZeroMQ without a copy and its Work completes when ZeroMQ
+// releases it.
 //
 // Lost peers: every process sends a heartbeat to every other every min(peer_timeout / 4, 1 s); a
 // process not heard from (any frame counts) for peer_timeout seconds, one that sent `bye` with an
@@ -37,6 +39,7 @@
 #include "fast/wire/frame.hpp"
 #include "../threads/local_world.hpp"
 #include "../threads/transport.hpp"
+#include "peer_link.hpp"
 #include "process_table.hpp"
 #include "settings.hpp"
 
@@ -64,16 +67,13 @@ class ZmqTransport final : public threads::Transport {
   bool alive(int rank) const override;
   void ensure_alive(int rank) const override;
   std::string where(int rank) const override;
+  // Waits until every other process was heard from after the call, or is lost (at most the peer
+  // timeout + 1 s).
+  void settle_lost_peers() override;
   // Workers of processes lost other than by a clean end, in rank order.
   std::vector<int> lost_workers() const;
 
  private:
-  struct Outgoing {
-    int process;
-    ::zmq::message_t header;
-    ::zmq::message_t payload;
-    bool header_sent = false;
-  };
   struct PeerState {
     double last_heard = 0;  // on the transport's clock
     bool ended = false;     // said bye without error
@@ -82,9 +82,10 @@ class ZmqTransport final : public threads::Transport {
   };
 
   int process_of(int rank) const;
-  void enqueue(Outgoing out);
+  // Sends a frame to `process` through its link; wakes the I/O thread when it had to be queued.
+  void send_frame(int process, Frame frame);
   void loop();
-  void drain_outgoing();
+  void flush_links();
   void receive_all();
   void receive_one(std::vector<::zmq::message_t>& parts);
   void deliver_data(int process, const wire::FrameHeader& header, ::zmq::message_t payload);
@@ -99,14 +100,11 @@ class ZmqTransport final : public threads::Transport {
   ProcessTable table_;
   int process_;
   ::zmq::socket_t router_;
-  std::vector<std::unique_ptr<::zmq::socket_t>> dealers_;  // I/O thread only
-  std::vector<std::deque<Outgoing>> backlog_;              // I/O thread only: frames not yet taken by a dealer
-  int wake_fd_ = -1;                                        // eventfd: outgoing frames queued
+  std::vector<std::unique_ptr<PeerLink>> links_;  // by process (null for this one); fixed after start()
+  int wake_fd_ = -1;                               // eventfd: a link queued frames, or stop
   threads::LocalWorld* world_ = nullptr;
   std::function<void(const std::string&)> on_lost_;
 
-  std::mutex queue_mutex_;
-  std::deque<Outgoing> queue_;
 
   mutable std::mutex peers_mutex_;
   std::condition_variable peers_cv_;

@@ -62,7 +62,7 @@ void ZmqTransport::loop() {
       std::uint64_t count = 0;
       (void)!read(wake_fd_, &count, sizeof(count));
     }
-    drain_outgoing();
+    flush_links();
     if (items[0].revents & ZMQ_POLLIN) receive_all();
     if (items[2].revents & ZMQ_POLLIN) {
       std::vector<::zmq::message_t> event;
@@ -88,50 +88,25 @@ void ZmqTransport::loop() {
     }
     check_peers();
   }
-  drain_outgoing();
+  flush_links();
   zmq_socket_monitor(router_.handle(), nullptr, 0);
 }
 
-void ZmqTransport::drain_outgoing() {
-  std::deque<Outgoing> batch;
-  {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
-    batch.swap(queue_);
-  }
-  for (Outgoing& out : batch) backlog_[static_cast<std::size_t>(out.process)].push_back(std::move(out));
-  // Never block the I/O thread: a peer whose connection is not up yet keeps its frames in order here.
-  for (std::size_t p = 0; p < backlog_.size(); ++p) {
-    auto& queue = backlog_[p];
-    ::zmq::socket_t* dealer = dealers_[p].get();
-    if (dealer == nullptr) {  // lost: dropping the payloads completes their sends
-      queue.clear();
-      continue;
-    }
-    while (!queue.empty()) {
-      Outgoing& out = queue.front();
-      if (!out.header_sent) {
-        if (!dealer->send(out.header, ::zmq::send_flags::sndmore | ::zmq::send_flags::dontwait)) break;
-        out.header_sent = true;
-      }
-      if (!dealer->send(out.payload, ::zmq::send_flags::dontwait)) break;
-      queue.pop_front();
-    }
-  }
+void ZmqTransport::flush_links() {
+  for (auto& link : links_)
+    if (link) link->flush();
 }
 
 void ZmqTransport::send_control(std::uint8_t kind, const std::string& text) {
   for (const ProcessInfo& peer : table_) {
-    ::zmq::socket_t* dealer = dealers_[static_cast<std::size_t>(peer.rank)].get();
-    if (peer.rank == process_ || dealer == nullptr) continue;
-    if (!backlog_[static_cast<std::size_t>(peer.rank)].empty()) continue;  // frames are waiting: no need, no reordering
+    if (peer.rank == process_) continue;
     const wire::FrameHeader header{.kind = static_cast<wire::FrameKind>(kind), .dtype = core::DType::u8,
                                    .src = table_[static_cast<std::size_t>(process_)].first_worker,
                                    .dst = peer.first_worker, .count = text.size(), .payload_bytes = text.size()};
-    ::zmq::message_t head(wire::kHeaderBytes);
-    wire::encode_header(header, std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(head.data()), wire::kHeaderBytes));
-    // A heartbeat that finds no connection up is dropped (the next one follows).
-    if (dealer->send(head, ::zmq::send_flags::sndmore | ::zmq::send_flags::dontwait))
-      dealer->send(::zmq::buffer(text), ::zmq::send_flags::none);
+    Frame frame{::zmq::message_t(wire::kHeaderBytes), ::zmq::message_t(text.data(), text.size())};
+    wire::encode_header(header, std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(frame.header.data()),
+                                                                          wire::kHeaderBytes));
+    links_[static_cast<std::size_t>(peer.rank)]->send_if_idle(std::move(frame));
   }
 }
 
@@ -166,6 +141,7 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
       std::lock_guard<std::mutex> lock(peers_mutex_);
       peers_[static_cast<std::size_t>(from)].last_heard = clock();
     }
+    peers_cv_.notify_all();  // settle_lost_peers() waits for news of every peer
     if (header.kind == wire::FrameKind::data) {
       FAST_ENFORCE(world_->state().is_local(header.dst), "frame: dst: expected a worker of this process, got {}", header.dst);
       deliver_data(from, header, std::move(parts[2]));
@@ -234,10 +210,7 @@ void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
   // A process that ended cleanly waits for our own bye (and watches our heartbeats) before it
   // exits: its socket stays open. A lost one's is closed, dropping what was queued for it.
   if (clean) return;
-  if (auto& dealer = dealers_[static_cast<std::size_t>(process)]) {
-    dealer->set(::zmq::sockopt::linger, 0);
-    dealer.reset();
-  }
+  links_[static_cast<std::size_t>(process)]->close();
   core::log(core::LogLevel::warn, "zmq runtime: {}", first);
   if (on_lost_) on_lost_(first);
 }
@@ -249,9 +222,10 @@ void ZmqTransport::finish(const std::string& error, double limit_seconds) {
     const wire::FrameHeader header{.kind = wire::FrameKind::bye, .dtype = core::DType::u8,
                                    .src = table_[static_cast<std::size_t>(process_)].first_worker,
                                    .dst = peer.first_worker, .count = text.size(), .payload_bytes = text.size()};
-    ::zmq::message_t head(wire::kHeaderBytes);
-    wire::encode_header(header, std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(head.data()), wire::kHeaderBytes));
-    enqueue({peer.rank, std::move(head), ::zmq::message_t(text.data(), text.size())});
+    Frame frame{::zmq::message_t(wire::kHeaderBytes), ::zmq::message_t(text.data(), text.size())};
+    wire::encode_header(header, std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(frame.header.data()),
+                                                                          wire::kHeaderBytes));
+    send_frame(peer.rank, std::move(frame));
   }
   std::unique_lock<std::mutex> lock(peers_mutex_);
   const bool all = peers_cv_.wait_for(lock, std::chrono::duration<double>(limit_seconds), [&] {

@@ -1,0 +1,42 @@
+#include "peer_link.hpp"
+
+namespace fast::runtime::zmq {
+
+bool PeerLink::try_send(Frame& frame) {
+  if (!frame.header_sent) {
+    if (!dealer_->send(frame.header, ::zmq::send_flags::sndmore | ::zmq::send_flags::dontwait)) return false;
+    frame.header_sent = true;
+  }
+  return dealer_->send(frame.payload, ::zmq::send_flags::dontwait).has_value();
+}
+
+PeerLink::Result PeerLink::send(Frame frame) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!dealer_) return Result::closed;
+  if (backlog_.empty() && try_send(frame)) return Result::sent;
+  backlog_.push_back(std::move(frame));
+  return Result::queued;
+}
+
+bool PeerLink::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!dealer_) return false;
+  while (!backlog_.empty() && try_send(backlog_.front())) backlog_.pop_front();
+  return !backlog_.empty();
+}
+
+void PeerLink::send_if_idle(Frame frame) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!dealer_ || !backlog_.empty()) return;  // frames are waiting: they will tell the peer we live
+  if (!try_send(frame) && frame.header_sent) backlog_.push_back(std::move(frame));  // a part is out: finish it
+}
+
+void PeerLink::close() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  backlog_.clear();
+  if (!dealer_) return;
+  dealer_->set(::zmq::sockopt::linger, 0);
+  dealer_.reset();
+}
+
+}  // namespace fast::runtime::zmq
