@@ -41,9 +41,9 @@ TEST_P(Conformance, RanksSizeAndLocalWorkers) {
     EXPECT_GE(ctx.now(), 0.0);
     for (int p = 0; p < ctx.size(); ++p) EXPECT_TRUE(ctx.alive(p));
     // Nobody leaves before everyone checked (a process that ended is no longer alive).
-    std::vector<float> token(1);
-    Work s = ctx.send((ctx.rank() + 1) % ctx.size(), user_tag(0), cview(token));
-    ctx.recv((ctx.rank() + ctx.size() - 1) % ctx.size(), user_tag(0), mview(token)).wait();
+    std::vector<float> out(1), in(1);  // distinct: a send may read its buffer until its Work completes
+    Work s = ctx.send((ctx.rank() + 1) % ctx.size(), user_tag(0), cview(out));
+    ctx.recv((ctx.rank() + ctx.size() - 1) % ctx.size(), user_tag(0), mview(in)).wait();
     s.wait();
   });
 }
@@ -201,7 +201,8 @@ TEST_P(Conformance, WaitsTimeOut) {
         EXPECT_FALSE(w.wait(0.05));
         EXPECT_THROW(w.wait(), core::TimeoutError);
         // Nobody leaves before everyone has timed out (a process that left is a lost peer).
-        Work s = ctx.send(next, user_tag(9, 1), cview(v));
+        std::vector<float> token(1);
+        Work s = ctx.send(next, user_tag(9, 1), cview(token));
         ctx.recv(prev, user_tag(9, 1), mview(v)).wait();
         s.wait();
       },

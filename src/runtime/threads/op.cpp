@@ -107,14 +107,21 @@ bool spin_pays(const WorldState& world) {
 }
 }  // namespace
 
+// The op's error is released here, on the owner's thread: the op itself may outlive this handle
+// in another thread (a transport's, which matched it), and an exception object must not be
+// destroyed there while the owner still reads the copy it caught.
 OpWork::~OpWork() {
   {
     std::lock_guard<std::mutex> lock(op_->mutex);
-    if (op_->done) return;
+    if (op_->done) {
+      op_->error = nullptr;
+      return;
+    }
   }
   if (mailbox_.cancel(*op_)) return;
   std::unique_lock<std::mutex> lock(op_->mutex);
   finish_matched(*op_, lock);  // matched: the transfer is under way or handed to us
+  op_->error = nullptr;
 }
 
 bool OpWork::completed() const {
