@@ -554,14 +554,16 @@ void Window::stop_service() {
   const std::array<std::int64_t, kHeaderLen> stop = Request{.op = Request::Op::stop}.to_words();
   runtime::Context& ctx = comm_.context();
   std::exception_ptr error;
+  Work sent;  // waited for after the service: one that ended with an error never receives it
   try {
-    ctx.send(ctx.rank(), shared_->tag(kRequestDetail), i64_view(stop.data(), kHeaderLen)).wait();
+    sent = ctx.send(ctx.rank(), shared_->tag(kRequestDetail), i64_view(stop.data(), kHeaderLen));
   } catch (const std::exception&) {
     // The world failed or this worker was lost: the service ends on its own (its waits throw).
     error = std::current_exception();
   }
   service_.wait();  // always: the service writes into the exposed memory until it ends
   if (error) std::rethrow_exception(error);
+  sent.wait();
 }
 
 void Window::close() {

@@ -11,6 +11,8 @@
 #include "common/error_message.hpp"
 #include "common/views.hpp"
 #include "fast/collective/window.hpp"
+#include "fast/runtime/tag.hpp"
+#include "fast/wire/requests.hpp"
 #include "fast/runtime/threads/world.hpp"
 
 namespace fast::collective {
@@ -183,6 +185,34 @@ TEST(Window, BadRequestsAreRejectedBeforeAnythingIsSent) {
     }
     window.close();
     testing::expect_error<core::InvalidArgument>([&] { window.get(0, mview(mine)).wait(); }, {"after close()"});
+  });
+}
+
+// A request header that bypasses Window (a peer's garbage) is refused by the owner's service
+// before it touches the exposed tensor; the service ends with the error, which close() reports at
+// once (not after the operation time limit).
+TEST(Window, AForgedRequestIsRefusedBeforeItTouchesTheTensor) {
+  runtime::threads::World world({.size = 2, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    Communicator comm(ctx);
+    std::vector<float> mine(4, 1.0f);
+    Window window(comm, "forged", mview(mine));
+    if (ctx.rank() == 1) {
+      std::uint32_t id = 2166136261u;  // window.hpp: the id is the FNV-1a hash of the name
+      for (unsigned char c : std::string("forged")) id = (id ^ c) * 16777619u;
+      auto words = wire::WindowRequest{.op = wire::WindowRequest::Op::put, .count = 4}.to_words();
+      words[2] = -4;  // a negative count
+      const runtime::Tag tag = runtime::make_tag(runtime::TagKind::window, id, 0xFFFFFF);
+      ctx.send(0, tag, ConstView(std::span<const std::int64_t>(words))).wait();
+    }
+    if (ctx.rank() == 0) {
+      testing::expect_error<core::InvalidArgument>([&] { window.close(); },
+                                                   {"window request: offset and count: expected >= 0, got 0 and -4"});
+      EXPECT_EQ(mine, std::vector<float>(4, 1.0f));
+      EXPECT_EQ(window.local().version(), 0u);
+    } else {
+      window.close();
+    }
   });
 }
 
