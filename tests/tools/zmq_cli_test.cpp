@@ -85,14 +85,15 @@ TEST(ZmqSynchronous, TcpTransportAndTwoWorkersPerProcessGiveTheSameParameters) {
   fs::remove_all(dir);
 }
 
-// Not run by ctest (DISABLED_): asynchronous runs are not reproducible, under threads either, and
+// Not run by ctest (the test's name starts with DISABLED_; a suite prefix would not disable a
+// parameterised suite, whose full name starts with its instantiation's): asynchronous runs are not reproducible, under threads either, and
 // on a loaded 2-core machine two runs of one side differ by up to 2 points at this length, so a
 // 1-point bound between the sides is a measurement, not a pass/fail check CI can rely on. Run it
 // by hand on a quiet machine (docs/launch.md, "Checks"):
 //   build/bin/zmq_cli_test --gtest_also_run_disabled_tests --gtest_filter='*ZmqAsynchronous*'
-class DISABLED_ZmqAsynchronous : public ::testing::TestWithParam<std::string> {};
+class ZmqAsynchronous : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(DISABLED_ZmqAsynchronous, ReachesTheAccuracyOfThreadsWithinOnePoint) {
+TEST_P(ZmqAsynchronous, DISABLED_ReachesTheAccuracyOfThreadsWithinOnePoint) {
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "async_" + dir_name(GetParam()));
   // One epoch with momentum reaches the plateau (about 0.84), where the order in which 4 processes
   // on 2 cores happen to run moves the accuracy by well under a point.
@@ -106,7 +107,7 @@ TEST_P(DISABLED_ZmqAsynchronous, ReachesTheAccuracyOfThreadsWithinOnePoint) {
 // Not `ps --mode async`: across processes it ends 1.6-2.7 points below threads (worker 0, which
 // hosts the server in its process, takes 3x the steps of the others and the rest grow stale); a
 // known shortfall written in docs/status.md, not hidden by a looser bound.
-INSTANTIATE_TEST_SUITE_P(Strategies, DISABLED_ZmqAsynchronous,
+INSTANTIATE_TEST_SUITE_P(Strategies, ZmqAsynchronous,
                          ::testing::Values("ps --mode ssp --staleness 2", "easgd --tau 2 --alpha 0.1",
                                            "adpsgd", "gosgd", "acid"),
                          [](const auto& info) { return dir_name(info.param); });
