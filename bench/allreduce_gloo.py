@@ -18,13 +18,14 @@ Rank 0 appends the rows to --out (stdout when not given) as it goes.
 
 import argparse
 import os
-import socket
 import sys
 import time
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+
+from ddp import free_port  # bench/ddp.py, beside this script
 
 HEADER = "impl,ranks,bytes,chunk_bytes,iters,time_us,algbw_GBps,busbw_GBps"
 
@@ -107,12 +108,6 @@ def worker(rank, n, args, port):
             raise SystemExit(f"allreduce_gloo.py: gloo all_reduce returned wrong sums ({failures.item()}) with {n} ranks")
     finally:
         dist.destroy_process_group()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():

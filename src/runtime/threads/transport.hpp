@@ -7,8 +7,6 @@
 // Incoming messages are handed to the engine by the transport through LocalWorld::deliver_remote
 // (local_world.hpp). Thread-safety: every method may be called from any worker thread at once.
 
-#include <string>
-
 #include "fast/core/tensor_view.hpp"
 #include "fast/core/work.hpp"
 #include "fast/runtime/tag.hpp"
@@ -28,8 +26,6 @@ class Transport {
   virtual void ensure_alive(int rank) const = 0;
   // Context::settle_lost_peers for the workers of other processes.
   virtual void settle_lost_peers() = 0;
-  // "host h1 (pid 1234)": where a worker runs, for messages.
-  virtual std::string where(int rank) const = 0;
 };
 
 }  // namespace fast::runtime::threads

@@ -48,13 +48,11 @@ bool Authenticator::answer(::zmq::socket_t& socket) {
         status = "200", text = "OK", user = key;
       } else {
         text = "key not in the allow-list";
-        ++refused_;
         core::log(core::LogLevel::warn, "zmq runtime: refused a peer from {}: its key {} is not in the allow-list",
                   address, key);
       }
     } else {
       text = "mechanism " + mechanism + " is not admitted";
-      ++refused_;
       core::log(core::LogLevel::warn, "zmq runtime: refused a peer from {}: mechanism {} (expected CURVE)", address,
                 mechanism);
     }

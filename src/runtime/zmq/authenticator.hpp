@@ -5,7 +5,7 @@
 // admitted key becomes the connection's User-Id, which the transport checks against the sender a
 // frame claims to be (transport.hpp).
 //
-// Runs its own thread from construction to destruction. Thread-safe: refused() may be read at any time.
+// Runs its own thread from construction to destruction.
 
 #include <zmq.hpp>
 
@@ -25,16 +25,12 @@ class Authenticator {
   Authenticator(const Authenticator&) = delete;
   Authenticator& operator=(const Authenticator&) = delete;
 
-  // Handshakes refused so far.
-  int refused() const noexcept { return refused_.load(); }
-
  private:
   void serve(::zmq::socket_t socket);
   bool answer(::zmq::socket_t& socket);
 
   std::set<std::string> allowed_;
   std::atomic<bool> stop_{false};
-  std::atomic<int> refused_{0};
   std::thread thread_;
 };
 

@@ -14,6 +14,7 @@
 #include "fast/runtime/zmq/serve.hpp"
 #include "fast/wire/frame.hpp"
 #include "authenticator.hpp"
+#include "frames.hpp"
 
 namespace fast::runtime::zmq {
 
@@ -47,10 +48,8 @@ std::vector<::zmq::message_t> frame(const json& body) {
   const std::string text = body.dump();
   FAST_ENFORCE(text.size() <= kMaxHelloBytes, "rendezvous: message of {} bytes exceeds {}", text.size(), kMaxHelloBytes);
   std::vector<::zmq::message_t> parts;
-  parts.emplace_back(wire::kHeaderBytes);
-  wire::encode_header({.kind = wire::FrameKind::hello, .dtype = core::DType::u8, .count = text.size(),
-                       .payload_bytes = text.size()},
-                      std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(parts[0].data()), wire::kHeaderBytes));
+  parts.push_back(header_message(
+      {.kind = wire::FrameKind::hello, .dtype = core::DType::u8, .count = text.size(), .payload_bytes = text.size()}));
   parts.emplace_back(text.data(), text.size());
   return parts;
 }
@@ -58,10 +57,9 @@ std::vector<::zmq::message_t> frame(const json& body) {
 // The JSON body of a hello frame (the last two parts), validated.
 json unframe(std::vector<::zmq::message_t>& parts, std::size_t first) {
   FAST_ENFORCE(parts.size() == first + 2, "rendezvous: expected a header and a payload, got {} parts", parts.size() - first);
-  const auto bytes = [](const ::zmq::message_t& m) { return std::span<const std::byte>(static_cast<const std::byte*>(m.data()), m.size()); };
-  const wire::FrameHeader h = wire::decode_header(bytes(parts[first]), {.max_payload_bytes = kMaxHelloBytes});
+  const wire::FrameHeader h = wire::decode_header(bytes_of(parts[first]), {.max_payload_bytes = kMaxHelloBytes});
   FAST_ENFORCE(h.kind == wire::FrameKind::hello, "rendezvous: frame kind: expected hello, got {}", static_cast<int>(h.kind));
-  wire::check_payload(h, bytes(parts[first + 1]));
+  wire::check_payload(h, bytes_of(parts[first + 1]));
   try {
     return json::parse(parts[first + 1].to_string_view());
   } catch (const json::exception& e) {

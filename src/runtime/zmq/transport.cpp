@@ -10,6 +10,7 @@
 #include "../completion.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "frames.hpp"
 
 namespace fast::runtime::zmq {
 
@@ -21,15 +22,6 @@ void release_payload(void* /*data*/, void* hint) {
   delete done;
 }
 
-::zmq::message_t encode(const wire::FrameHeader& header) {
-  ::zmq::message_t msg(wire::kHeaderBytes);
-  wire::encode_header(header, std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(msg.data()), wire::kHeaderBytes));
-  return msg;
-}
-
-std::span<const std::byte> bytes_of(const ::zmq::message_t& m) {
-  return {static_cast<const std::byte*>(m.data()), m.size()};
-}
 }  // namespace
 
 std::string ProcessInfo::where() const { return fmt::format("process {} on host {}, pid {}", rank, hostname, pid); }
@@ -108,7 +100,7 @@ core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {
     header.flags |= wire::kFlagPayloadChecksum;
     header.payload_checksum = wire::checksum(payload);
   }
-  Frame out{encode(header), {}};
+  Frame out{header_message(header), {}};
   core::Work work;
   if (bytes < kZeroCopyBytes) {
     out.payload = ::zmq::message_t(data.data(), bytes);
@@ -139,7 +131,6 @@ void ZmqTransport::ensure_alive(int rank) const {
                                    peers_[static_cast<std::size_t>(p)].reason));
 }
 
-std::string ZmqTransport::where(int rank) const { return table_[static_cast<std::size_t>(process_of(rank))].where(); }
 
 void ZmqTransport::settle_lost_peers() {
   const double since = clock();
@@ -151,13 +142,5 @@ void ZmqTransport::settle_lost_peers() {
   });
 }
 
-std::vector<int> ZmqTransport::lost_workers() const {
-  std::lock_guard<std::mutex> lock(peers_mutex_);
-  std::vector<int> lost;
-  for (const ProcessInfo& p : table_)
-    if (peers_[static_cast<std::size_t>(p.rank)].lost && !peers_[static_cast<std::size_t>(p.rank)].ended)
-      for (int w = 0; w < p.workers; ++w) lost.push_back(p.first_worker + w);
-  return lost;
-}
 
 }  // namespace fast::runtime::zmq

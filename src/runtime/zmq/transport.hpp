@@ -66,12 +66,9 @@ class ZmqTransport final : public threads::Transport {
   core::Work send(int src, int dst, Tag tag, core::ConstView data) override;
   bool alive(int rank) const override;
   void ensure_alive(int rank) const override;
-  std::string where(int rank) const override;
   // Waits until every other process was heard from after the call, or is lost (at most the peer
   // timeout + 1 s).
   void settle_lost_peers() override;
-  // Workers of processes lost other than by a clean end, in rank order.
-  std::vector<int> lost_workers() const;
 
  private:
   struct PeerState {
@@ -88,8 +85,10 @@ class ZmqTransport final : public threads::Transport {
   void flush_links();
   void receive_all();
   void receive_one(std::vector<::zmq::message_t>& parts);
-  void deliver_data(int process, const wire::FrameHeader& header, ::zmq::message_t payload);
-  void send_control(std::uint8_t kind, const std::string& text);
+  void deliver_data(const wire::FrameHeader& header, ::zmq::message_t payload);
+  // A heartbeat or bye frame to `peer` carrying `text` (a bye's error; empty otherwise).
+  Frame control_frame(wire::FrameKind kind, const ProcessInfo& peer, const std::string& text) const;
+  void send_heartbeats();
   void check_peers();
   void mark_lost(int process, const std::string& why, bool clean);
   void open_dealers();

@@ -11,6 +11,7 @@
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "frames.hpp"
 #include "transport.hpp"
 
 namespace fast::runtime::zmq {
@@ -18,10 +19,6 @@ namespace fast::runtime::zmq {
 namespace {
 constexpr int kMaxBatch = 256;              // frames handled per wake-up before timers are checked
 constexpr std::size_t kMaxReasonBytes = 4096;  // a bye's error text
-
-std::span<const std::byte> bytes_of(const ::zmq::message_t& m) {
-  return {static_cast<const std::byte*>(m.data()), m.size()};
-}
 
 // Why a handshake failed, for the log.
 std::string protocol_error(std::uint32_t code) {
@@ -83,7 +80,7 @@ void ZmqTransport::loop() {
       }
     }
     if (clock() >= next_heartbeat) {
-      send_control(static_cast<std::uint8_t>(wire::FrameKind::heartbeat), "");
+      send_heartbeats();
       next_heartbeat = clock() + heartbeat;
     }
     check_peers();
@@ -97,17 +94,17 @@ void ZmqTransport::flush_links() {
     if (link) link->flush();
 }
 
-void ZmqTransport::send_control(std::uint8_t kind, const std::string& text) {
-  for (const ProcessInfo& peer : table_) {
-    if (peer.rank == process_) continue;
-    const wire::FrameHeader header{.kind = static_cast<wire::FrameKind>(kind), .dtype = core::DType::u8,
-                                   .src = table_[static_cast<std::size_t>(process_)].first_worker,
-                                   .dst = peer.first_worker, .count = text.size(), .payload_bytes = text.size()};
-    Frame frame{::zmq::message_t(wire::kHeaderBytes), ::zmq::message_t(text.data(), text.size())};
-    wire::encode_header(header, std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(frame.header.data()),
-                                                                          wire::kHeaderBytes));
-    links_[static_cast<std::size_t>(peer.rank)]->send_if_idle(std::move(frame));
-  }
+Frame ZmqTransport::control_frame(wire::FrameKind kind, const ProcessInfo& peer, const std::string& text) const {
+  const wire::FrameHeader header{.kind = kind, .dtype = core::DType::u8,
+                                 .src = table_[static_cast<std::size_t>(process_)].first_worker,
+                                 .dst = peer.first_worker, .count = text.size(), .payload_bytes = text.size()};
+  return {header_message(header), ::zmq::message_t(text.data(), text.size())};
+}
+
+void ZmqTransport::send_heartbeats() {
+  for (const ProcessInfo& peer : table_)
+    if (peer.rank != process_)
+      links_[static_cast<std::size_t>(peer.rank)]->send_if_idle(control_frame(wire::FrameKind::heartbeat, peer, ""));
 }
 
 void ZmqTransport::receive_all() {
@@ -144,7 +141,7 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
     peers_cv_.notify_all();  // settle_lost_peers() waits for news of every peer
     if (header.kind == wire::FrameKind::data) {
       FAST_ENFORCE(world_->state().is_local(header.dst), "frame: dst: expected a worker of this process, got {}", header.dst);
-      deliver_data(from, header, std::move(parts[2]));
+      deliver_data(header, std::move(parts[2]));
     } else if (header.kind == wire::FrameKind::bye) {
       std::string reason = parts[2].to_string().substr(0, kMaxReasonBytes);
       mark_lost(from, reason.empty() ? "left the run (its workers ended)" : "failed: " + reason, reason.empty());
@@ -155,7 +152,7 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
   }
 }
 
-void ZmqTransport::deliver_data(int /*process*/, const wire::FrameHeader& header, ::zmq::message_t payload) {
+void ZmqTransport::deliver_data(const wire::FrameHeader& header, ::zmq::message_t payload) {
   auto message = std::make_shared<::zmq::message_t>(std::move(payload));
   const void* data = message->data();
   std::shared_ptr<const void> owner = message;
@@ -217,16 +214,8 @@ void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
 
 void ZmqTransport::finish(const std::string& error, double limit_seconds) {
   const std::string text = error.substr(0, kMaxReasonBytes);
-  for (const ProcessInfo& peer : table_) {
-    if (peer.rank == process_) continue;
-    const wire::FrameHeader header{.kind = wire::FrameKind::bye, .dtype = core::DType::u8,
-                                   .src = table_[static_cast<std::size_t>(process_)].first_worker,
-                                   .dst = peer.first_worker, .count = text.size(), .payload_bytes = text.size()};
-    Frame frame{::zmq::message_t(wire::kHeaderBytes), ::zmq::message_t(text.data(), text.size())};
-    wire::encode_header(header, std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(frame.header.data()),
-                                                                          wire::kHeaderBytes));
-    send_frame(peer.rank, std::move(frame));
-  }
+  for (const ProcessInfo& peer : table_)
+    if (peer.rank != process_) send_frame(peer.rank, control_frame(wire::FrameKind::bye, peer, text));
   std::unique_lock<std::mutex> lock(peers_mutex_);
   const bool all = peers_cv_.wait_for(lock, std::chrono::duration<double>(limit_seconds), [&] {
     for (std::size_t p = 0; p < peers_.size(); ++p)
