@@ -40,6 +40,9 @@ std::string dir_name(std::string s) {
 
 const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
 const std::string kTrain = " --model mlp --seed 11 --progress never --eval-every 0 ";
+// The same, with the progress lines the fault tests wait for (auto: one line per tenth, not
+// rewritten in place, since the output of fast launch is not a terminal).
+const std::string kTrainShown = " --model mlp --seed 11 --progress auto --eval-every 0 ";
 
 // The summary of `fast train --runtime threads --workers 4 ARGS`.
 json threads_run(const fs::path& dir, const std::string& args) {
@@ -122,7 +125,7 @@ struct Launched {
 Launched start_launch(const fs::path& dir, const std::string& train_args) {
   Launched l{-1, dir / "launch.log"};
   const std::string command = "cd '" + dir.string() + "' && exec " + kFast + " launch -n 4 --grace 60 --timeout 300 -- " +
-                              kFast + " train --runtime zmq --peer-timeout 2 --summary s.json" + kTrain + train_args +
+                              kFast + " train --runtime zmq --peer-timeout 2 --summary s.json" + kTrainShown + train_args +
                               " > launch.log 2>&1";
   l.pid = fork();
   if (l.pid == 0) {
@@ -142,6 +145,16 @@ pid_t worker_pid(const Launched& l, int rank) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return -1;
+}
+
+// Whether worker 0 printed its first progress line within 60 s: every process has passed the
+// rendezvous and training runs.
+bool training_started(const Launched& l) {
+  for (int i = 0; i < 6000; ++i) {
+    if (slurp(l.log).find("[0] epoch 1 | step") != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 // Waits for fast launch at most `seconds`; its exit status, or -1 after killing it.
@@ -173,10 +186,13 @@ TEST_P(ZmqFault, LostWorkerIsNamedAndNothingHangs) {
                                                                    std::to_string(fault.signal) + "_" + std::to_string(seed));
   std::mt19937 random(static_cast<unsigned>(seed));
   const int victim = 1 + static_cast<int>(random() % 3);  // worker 0 holds budgets, centres and servers
-  const double delay = 0.5 + (random() % 1000) / 1000.0;   // after the first step, at a random moment
-  Launched l = start_launch(dir, "--batch 32 --steps 400 --strategy " + fault.strategy);
+  const double delay = 0.2 + (random() % 500) / 1000.0;    // after the first progress line, at a random moment
+  Launched l = start_launch(dir, "--batch 32 --steps 1000 --strategy " + fault.strategy);
   const pid_t pid = worker_pid(l, victim);
   ASSERT_GT(pid, 0) << slurp(l.log);
+  // Killing a process before every process has joined the rendezvous is another fault (the
+  // survivors wait --rendezvous-timeout for it); this test is about a fault during training.
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
   std::this_thread::sleep_for(std::chrono::duration<double>(delay));
   const auto hit = clock_type::now();
   kill(pid, fault.signal);

@@ -106,8 +106,9 @@ std::string text(long long v) { return fmt::format("{}", v); }
 std::vector<ConfigKey> build_keys() {
   std::vector<ConfigKey> keys{
       {"runtime", KeyType::string,
-       "Where workers run: threads (N threads of this process) or sim (SimGrid actors on the simulated hosts of "
-       "`cluster`: real training, simulated time; docs/simulation.md).",
+       "Where workers run: threads (N threads of this process), sim (SimGrid actors on the simulated hosts of "
+       "`cluster`: real training, simulated time; docs/simulation.md) or zmq (one process of "
+       "`workers_per_process` workers per `fast launch` slot, over ZeroMQ; docs/launch.md).",
        [](TrainOptions& o, const std::string& v) { o.runtime = one_of(v, runtime::runtime_names(), "runtime"); },
        [](const TrainOptions& o) { return o.runtime; }},
       {"cluster", KeyType::path,
