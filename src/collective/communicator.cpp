@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "fast/core/error.hpp"
+#include "fast/runtime/native_collectives.hpp"
 
 namespace fast::collective {
 
@@ -62,6 +63,11 @@ void run_then_drain(Body&& body, std::initializer_list<std::vector<Work>*> pendi
   for (std::vector<Work>* works : pending) core::wait_all(*works);
 }
 
+void check_reducible(const MutableView& data) {
+  FAST_ENFORCE(data.dtype() == core::DType::f32 || data.dtype() == core::DType::f64,
+               "allreduce: expected f32 or f64 data, got {}", core::name_of(data.dtype()));
+}
+
 std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::size_t chunk_bytes) {
   const std::size_t segment = (numel + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
   const std::size_t chunk = std::max<std::size_t>(1, chunk_bytes / elem_bytes);
@@ -87,12 +93,34 @@ void Communicator::exclude_lost() {
   FAST_ENFORCE_AS(core::InvalidUsage, index_ < group_size(), "exclude_lost: worker {} is lost itself", ctx_.rank());
 }
 
+runtime::NativeCollectives* Communicator::native() const {
+  if (group_size() != ctx_.size()) return nullptr;
+  return ctx_.native_collectives();
+}
+
+void Communicator::native_allreduce(runtime::NativeCollectives& native, std::uint64_t ticket, MutableView data,
+                                    ReduceOp op) {
+  native.allreduce_sum(ticket, data);
+  if (op == ReduceOp::avg) scale(data, 1.0 / group_size());
+}
+
 void Communicator::allreduce(MutableView data, const AllreduceOptions& options) {
-  ring_allreduce(data, options, next_sequence());
+  const std::uint32_t sequence = next_sequence();
+  if (auto* n = native()) {
+    check_reducible(data);  // before the ticket: a ticket taken is a ticket run
+    native_allreduce(*n, n->reserve(), data, options.op);
+    return;
+  }
+  ring_allreduce(data, options, sequence);
 }
 
 Work Communicator::allreduce_async(MutableView data, AllreduceOptions options) {
   const std::uint32_t sequence = next_sequence();  // reserved now, so call order decides matching
+  if (auto* n = native()) {
+    check_reducible(data);
+    const std::uint64_t ticket = n->reserve();
+    return ctx_.spawn("allreduce", [this, n, ticket, data, op = options.op] { native_allreduce(*n, ticket, data, op); });
+  }
   return ctx_.spawn("allreduce", [this, data, options, sequence] { ring_allreduce(data, options, sequence); });
 }
 
@@ -103,8 +131,7 @@ Work Communicator::allreduce_async(MutableView data, AllreduceOptions options) {
 // of step g-1 has arrived (the pipeline). Sends read the caller's memory in place, so before a
 // piece is overwritten, the send that last read it (step g+1-n) is waited for.
 void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& options, std::uint32_t sequence) {
-  FAST_ENFORCE(data.dtype() == core::DType::f32 || data.dtype() == core::DType::f64,
-               "allreduce: expected f32 or f64 data, got {}", core::name_of(data.dtype()));
+  check_reducible(data);
   FAST_ENFORCE(options.chunk_bytes > 0, "allreduce: chunk_bytes must be positive");
   const int n = group_size();
   const int r = index_;  // ring positions are indices in the group
@@ -155,6 +182,7 @@ void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes
   const std::uint32_t sequence = next_sequence();
   const auto root_at = std::find(members_.begin(), members_.end(), root);
   FAST_ENFORCE(root_at != members_.end(), "broadcast: root {} is not a member of the group (lost?)", root);
+  if (auto* native_ops = native()) return native_ops->broadcast(native_ops->reserve(), data, root);
   const int n = group_size();
   if (n == 1) return;
   const int distance = wrap(index_ - static_cast<int>(root_at - members_.begin()), n);
@@ -186,6 +214,7 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
                core::name_of(out.dtype()));
   FAST_ENFORCE_EQ(out.numel(), in.numel() * static_cast<std::size_t>(n),
                   "allgather: output must hold group_size() inputs");
+  if (auto* native_ops = native()) return native_ops->allgather(native_ops->reserve(), in, out);
   const std::size_t block = in.numel();
   core::copy(in, out.slice(block * static_cast<std::size_t>(r), block));
   if (n == 1) return;
@@ -207,6 +236,7 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
 // ceil(log2 n) rounds every worker has heard, transitively, from all others.
 void Communicator::barrier() {
   const std::uint32_t sequence = next_sequence();
+  if (auto* native_ops = native()) return native_ops->barrier(native_ops->reserve());
   const int n = group_size();
   const int r = index_;
   std::uint8_t token = 0;

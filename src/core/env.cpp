@@ -36,6 +36,9 @@ constexpr std::array kTable{
     EnvVar{"FAST_HOST", EnvType::string, "",
            "Address this process binds and is reached at over tcp; empty: the address that reaches the rendezvous."},
     EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts."},
+    EnvVar{"FAST_COLLECTIVES", EnvType::string, "",
+           "fast (FAST's ring collectives) or native (the runtime's own: MPI_Allreduce... under mpi); empty: the "
+           "runtime's default (native under mpi, fast elsewhere)."},
 };
 
 const EnvVar& lookup(std::string_view name) {

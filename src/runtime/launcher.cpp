@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/registry.hpp"
 
@@ -27,7 +28,15 @@ double launch(const LaunchOptions& options, const WorkerFn& fn) {
   FAST_ENFORCE(options.cluster.empty() || options.runtime == "sim",
                "cluster: a cluster file is for the sim runtime, got runtime '{}' with cluster '{}'", options.runtime,
                options.cluster.string());
-  return backend.launch(options, fn);
+  LaunchOptions resolved = options;
+  if (resolved.collectives.empty()) resolved.collectives = core::env_string("FAST_COLLECTIVES");
+  if (resolved.collectives.empty()) resolved.collectives = backend.native_collectives ? "native" : "fast";
+  FAST_ENFORCE(resolved.collectives == "fast" || resolved.collectives == "native",
+               "collectives: expected fast or native, got '{}'", resolved.collectives);
+  FAST_ENFORCE(resolved.collectives == "fast" || backend.native_collectives,
+               "collectives: native: the {} runtime has no native collectives (the mpi runtime has); use fast",
+               options.runtime);
+  return backend.launch(resolved, fn);
 }
 
 }  // namespace fast::runtime

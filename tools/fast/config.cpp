@@ -107,8 +107,9 @@ std::vector<ConfigKey> build_keys() {
   std::vector<ConfigKey> keys{
       {"runtime", KeyType::string,
        "Where workers run: threads (N threads of this process), sim (SimGrid actors on the simulated hosts of "
-       "`cluster`: real training, simulated time; docs/simulation.md) or zmq (one process of "
-       "`workers_per_process` workers per `fast launch` slot, over ZeroMQ; docs/launch.md).",
+       "`cluster`: real training, simulated time; docs/simulation.md), zmq (one process of "
+       "`workers_per_process` workers per `fast launch` slot, over ZeroMQ; docs/launch.md) or mpi (one worker "
+       "per MPI rank, under mpirun or srun; docs/launch.md).",
        [](TrainOptions& o, const std::string& v) { o.runtime = one_of(v, runtime::runtime_names(), "runtime"); },
        [](const TrainOptions& o) { return o.runtime; }},
       {"cluster", KeyType::path,
@@ -257,6 +258,12 @@ std::vector<ConfigKey> build_keys() {
        "(default: FAST_TRANSPORT).",
        [](TrainOptions& o, const std::string& v) { o.process.transport = v.empty() ? v : one_of(v, {"ipc", "tcp"}, "transport"); },
        [](const TrainOptions& o) { return o.process.transport.empty() ? std::string("$FAST_TRANSPORT") : o.process.transport; }},
+      {"collectives", KeyType::string,
+       "fast (FAST's ring all-reduce, broadcast, all-gather and barrier over point-to-point messages) or native "
+       "(the runtime's own: MPI_Allreduce and co. under --runtime mpi); empty: native under mpi, fast elsewhere "
+       "(default: FAST_COLLECTIVES). The two give the same results up to the order of floating-point additions.",
+       [](TrainOptions& o, const std::string& v) { o.collectives = v.empty() ? v : one_of(v, {"fast", "native"}, "collectives"); },
+       [](const TrainOptions& o) { return o.collectives.empty() ? std::string("$FAST_COLLECTIVES") : o.collectives; }},
       {"host", KeyType::string,
        "--runtime zmq: the address this process binds and is reached at over tcp; empty: the address that reaches "
        "the rendezvous (default: FAST_HOST).",

@@ -209,10 +209,10 @@ int run(int argc, char** argv) {
   for (const auto& flag : given_flags(train, values)) fast::cli::apply_setting(options, flag.key, flag.value, flag.origin);
   const bool terminal = terminal_progress(progress_mode);
   fast::cli::ProgressDisplay display(terminal, progress_mode == "never");
-  // Under zmq the world is known after the rendezvous: this process's share is what it knows now.
-  const std::string workers = options.runtime == "zmq"
-                                  ? fmt::format("{} workers per process", options.process.workers_per_process)
-                                  : fmt::format("{} workers", options.workers);
+  // Under zmq and mpi the world is known once the processes met: this process's share is what it knows now.
+  const std::string workers = options.runtime == "zmq"   ? fmt::format("{} workers per process", options.process.workers_per_process)
+                              : options.runtime == "mpi" ? std::string("1 worker per rank")
+                                                         : fmt::format("{} workers", options.workers);
   std::fprintf(stderr, "fast train: %s, %s (%s), model %s, batch %lld per worker, optimizer %s lr %g\n",
                options.worker.strategy.name.c_str(), workers.c_str(), options.runtime.c_str(), options.model.c_str(),
                static_cast<long long>(options.batch), options.worker.optimizer.name.c_str(),
@@ -234,7 +234,9 @@ int run(int argc, char** argv) {
   }
   std::printf("metrics: %s\n", options.metrics.empty() ? "(none: set --metrics FILE)" : options.metrics.c_str());
   std::printf("summary: %s%s\n", options.summary.empty() ? "(none: set --summary FILE)" : options.summary.c_str(),
-              options.runtime == "zmq" && !options.summary.empty() ? " (written by the process of worker 0)" : "");
+              (options.runtime == "zmq" || options.runtime == "mpi") && !options.summary.empty()
+                  ? " (written by the process of worker 0)"
+                  : "");
   return 0;
 }
 

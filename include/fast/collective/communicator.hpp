@@ -1,6 +1,9 @@
 #pragma once
 // Collectives over a Context's point-to-point messages: ring all-reduce (chunked and pipelined),
 // broadcast, all-gather and barrier. They work on every runtime because they use only Context.
+// Where the Context offers native collectives (Context::native_collectives: the mpi runtime) and
+// the group is the whole world, allreduce, broadcast, allgather and barrier call those instead
+// (the same results up to the order of floating-point additions).
 //
 // Contract (as in MPI): every worker of the world calls the same collectives in the same order
 // with compatible arguments (same length, dtype, root). Each call takes the next sequence number
@@ -94,6 +97,10 @@ class Communicator {
 
  private:
   std::uint32_t next_sequence() { return sequence_.fetch_add(1, std::memory_order_relaxed); }
+  // The context's native collectives when it offers them and the group is the whole world; null otherwise.
+  runtime::NativeCollectives* native() const;
+  void native_allreduce(runtime::NativeCollectives& native, std::uint64_t ticket, core::MutableView data,
+                        ReduceOp op);
   void ring_allreduce(core::MutableView data, const AllreduceOptions& options, std::uint32_t sequence);
 
   runtime::Context& ctx_;

@@ -49,6 +49,8 @@
 
 namespace fast::runtime {
 
+class NativeCollectives;  // native_collectives.hpp
+
 // What a receive does with the incoming elements.
 enum class Combine : std::uint8_t {
   copy,  // dst = message
@@ -136,6 +138,11 @@ class Context {
   // declared lost (up to the peer timeout); sim and threads return at once (sim loses workers at
   // known instants, threads loses none).
   virtual void settle_lost_peers() {}
+
+  // The runtime's own world-wide collectives (native_collectives.hpp), or null when it offers none
+  // or the run chose FAST's (LaunchOptions::collectives = "fast"). Owned by the runtime; valid
+  // while the worker runs. mpi offers them; threads, sim and zmq do not.
+  virtual NativeCollectives* native_collectives() { return nullptr; }
 };
 
 // Checks peer is a valid rank of ctx, naming `what` in the error.

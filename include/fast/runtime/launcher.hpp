@@ -51,6 +51,11 @@ struct LaunchOptions {
   // workers: sim (host failures), zmq (dead or frozen processes).
   bool tolerate_lost_workers = false;
   ProcessOptions process;           // zmq only
+  // Which collectives the Communicator uses: "fast" (its ring over point-to-point messages),
+  // "native" (the runtime's own, Context::native_collectives: mpi only) or "" (FAST_COLLECTIVES,
+  // else the runtime's default: native under mpi, fast elsewhere). "native" on a runtime without
+  // native collectives is an InvalidArgument.
+  std::string collectives;
 };
 
 // Names accepted by LaunchOptions::runtime in this build.

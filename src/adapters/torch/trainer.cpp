@@ -10,6 +10,7 @@
 #include "fast/adapters/torch/trainer.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -38,13 +39,20 @@ namespace {
 // Workers of the world when it is known before launch (0: only the runtime knows, e.g. zmq with
 // the world size left to FAST_WORLD_SIZE).
 int world_before_launch(const TrainOptions& o) {
+  if (o.runtime == "mpi") return 0;  // MPI_COMM_WORLD's size, known once MPI is initialised
   if (o.runtime != "zmq") return o.workers;
   return o.process.world_size > 0 ? o.process.world_size * o.process.workers_per_process : 0;
 }
 
 // Workers that share this host's cores: those of this process, times the processes `fast launch`
-// started on this host (FAST_LAUNCHED=1: all FAST_WORLD_SIZE of them are here).
+// started on this host (FAST_LAUNCHED=1: all FAST_WORLD_SIZE of them are here). Under mpi: the
+// ranks on this node, as the launcher tells them (OpenMPI's mpirun, SLURM's srun), else 1.
 int workers_on_host(const TrainOptions& o) {
+  if (o.runtime == "mpi") {
+    for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+      if (const char* v = std::getenv(name); v != nullptr && std::atoi(v) > 0) return std::atoi(v);
+    return 1;
+  }
   if (o.runtime != "zmq") return o.workers;
   const long long processes = o.process.world_size > 0 ? o.process.world_size : core::env_int("FAST_WORLD_SIZE");
   const long long here = core::env_int("FAST_LAUNCHED") != 0 ? std::max(1LL, processes) : 1;
@@ -237,7 +245,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   const double run_seconds = runtime::launch(
       {.runtime = options.runtime, .workers = options.workers, .op_timeout_seconds = options.op_timeout,
        .cluster = options.cluster, .tolerate_lost_workers = strategy::asynchronous_strategy(options.worker.strategy),
-       .process = options.process},
+       .process = options.process, .collectives = options.collectives},
       [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
 
   std::optional<nlohmann::json> summary = outputs.summary();

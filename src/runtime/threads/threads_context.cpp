@@ -46,6 +46,10 @@ void ThreadsContext::settle_lost_peers() {
   if (world_.transport() != nullptr) world_.transport()->settle_lost_peers();
 }
 
+NativeCollectives* ThreadsContext::native_collectives() {
+  return world_.transport() != nullptr ? world_.transport()->native_collectives() : nullptr;
+}
+
 Mailbox& ThreadsContext::own_mailbox() const {
   return *mailboxes_[static_cast<std::size_t>(rank_ - world_.first_rank())];
 }

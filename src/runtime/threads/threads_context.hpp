@@ -53,6 +53,7 @@ class ThreadsContext final : public Context {
   bool alive(int peer) const override;
   void ensure_alive(int peer) const override;
   void settle_lost_peers() override;
+  NativeCollectives* native_collectives() override;
 
  private:
   core::Work post_recv(std::shared_ptr<struct Op> op);

@@ -9,6 +9,7 @@
 
 #include "fast/core/tensor_view.hpp"
 #include "fast/core/work.hpp"
+#include "fast/runtime/native_collectives.hpp"
 #include "fast/runtime/tag.hpp"
 
 namespace fast::runtime::threads {
@@ -26,6 +27,8 @@ class Transport {
   virtual void ensure_alive(int rank) const = 0;
   // Context::settle_lost_peers for the workers of other processes.
   virtual void settle_lost_peers() = 0;
+  // Context::native_collectives for the workers of this process (null: none).
+  virtual NativeCollectives* native_collectives() { return nullptr; }
 };
 
 }  // namespace fast::runtime::threads

@@ -18,7 +18,8 @@ struct TrainOptions {
   std::string runtime = "threads";         // runtime::runtime_names()
   std::filesystem::path cluster;            // sim: cluster file (docs/clusters.md); empty: a default cluster
   int workers = 2;                          // number of workers (threads, sim; zmq: ignored, the world
-                                            // is process.world_size x process.workers_per_process)
+                                            // is process.world_size x process.workers_per_process;
+                                            // mpi: ignored, one worker per rank)
   std::string model = "mlp";               // model_names()
   std::string dataset = "fashion-mnist";   // the only dataset so far
   std::filesystem::path data_dir;           // empty: FAST_DATA_DIR
@@ -36,6 +37,7 @@ struct TrainOptions {
   std::string final_model = "average";     // representative model: average | rank0 | best
   double target_accuracy = 0.85;            // the summary reports the time to this test accuracy; 0: off
   runtime::ProcessOptions process;          // zmq: rendezvous, keys, workers per process (docs/config.md)
+  std::string collectives;                  // fast | native | "" (runtime::LaunchOptions::collectives)
 };
 
 // What the training loop reports to a live display (from worker 0, about every 0.25 s). The

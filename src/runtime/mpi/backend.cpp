@@ -1,0 +1,87 @@
+// The `mpi` runtime's registry entry and launch (runtime/registry.hpp): one worker per MPI rank,
+// ranks and size from MPI_COMM_WORLD, started by mpirun or srun.
+#include <chrono>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "../deliver.hpp"
+#include "../threads/local_world.hpp"
+#include "collectives.hpp"
+#include "fast/core/env.hpp"
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+#include "fast/runtime/registry.hpp"
+#include "session.hpp"
+#include "transport.hpp"
+
+namespace fast::runtime::mpi {
+
+namespace {
+
+// A duplicate of MPI_COMM_WORLD, freed at scope exit.
+struct Communicator {
+  MPI_Comm comm = MPI_COMM_NULL;
+  Communicator() { check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup"); }
+  ~Communicator() { MPI_Comm_free(&comm); }
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+};
+
+// A short bound for the end of a rank whose worker failed: the others may be inside a native
+// collective that cannot be interrupted, and mpirun ends them once this rank exits.
+constexpr double kFailedFinishSeconds = 5;
+
+double run_mpi(const LaunchOptions& options, const WorkerFn& fn) {
+  FAST_ENFORCE(options.process.workers_per_process == 1,
+               "workers_per_process: the mpi runtime runs one worker per rank (start more ranks), got {}",
+               options.process.workers_per_process);
+  const Session& session = init();
+  const double op_timeout =
+      options.op_timeout_seconds >= 0 ? options.op_timeout_seconds : core::env_number("FAST_OP_TIMEOUT");
+  Communicator data;   // the transport's messages
+  Communicator group;  // the native collectives
+  MpiCollectives native(group.comm);
+  MpiTransport transport(data.comm, session.rank, session.size, op_timeout);
+  if (options.collectives == "native") transport.set_native_collectives(&native);
+  core::log(core::LogLevel::debug, "mpi runtime: rank {} of {}, {} collectives", session.rank, session.size,
+            options.collectives);
+
+  check(MPI_Barrier(group.comm), "MPI_Barrier");  // now() = 0 at the same instant on every rank
+  threads::LocalWorld world({.world_size = session.size, .first_rank = session.rank, .local_size = 1}, op_timeout,
+                            "mpi", &transport);
+  std::mutex failed_mutex;
+  std::string failed_reason;  // another rank's failure that ended a run which does not tolerate it
+  transport.start(world, [&](const std::string& reason) {
+    if (options.tolerate_lost_workers) return;
+    {
+      std::lock_guard<std::mutex> lock(failed_mutex);
+      if (failed_reason.empty()) failed_reason = reason;
+    }
+    world.abort_all(reason);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<std::exception_ptr> errors =
+      world.run(fn, [&](int, const std::string& reason) { transport.announce_failure(reason); });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool failed = errors[0] != nullptr;
+  transport.finish(failed ? std::min(op_timeout, kFailedFinishSeconds) : op_timeout);
+  transport.stop();
+  {
+    std::lock_guard<std::mutex> lock(failed_mutex);
+    if (!failed_reason.empty()) throw core::PeerLost(failed_reason);
+  }
+  detail::rethrow_root_cause(errors);
+  return seconds;
+}
+
+}  // namespace
+
+RuntimeBackend backend() {
+  return {.name = "mpi",
+          .description = "one worker per MPI rank (mpirun, srun), OpenMPI point-to-point and native collectives",
+          .launch = run_mpi,
+          .native_collectives = true};
+}
+
+}  // namespace fast::runtime::mpi

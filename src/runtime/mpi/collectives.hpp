@@ -1,0 +1,45 @@
+#pragma once
+// MpiCollectives: the mpi runtime's native collectives (fast/runtime/native_collectives.hpp):
+// MPI_Allreduce (in place), MPI_Bcast, MPI_Allgather and MPI_Barrier on a communicator of their
+// own (a duplicate of MPI_COMM_WORLD, so they never meet the transport's messages). Calls run in
+// ticket order (reserve()), one at a time per rank, on the calling activity's thread.
+//
+// Failure: a rank that dies while the others are inside a collective cannot be reported by MPI
+// (fail-stop): mpirun or srun ends the job and every rank's SIGTERM notice says why (session.hpp).
+// Thread-safety: every method from any activity of the rank's worker.
+
+#include <mpi.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+#include "fast/runtime/native_collectives.hpp"
+
+namespace fast::runtime::mpi {
+
+class MpiCollectives final : public NativeCollectives {
+ public:
+  // comm: a communicator used by nothing else (not freed here).
+  explicit MpiCollectives(MPI_Comm comm) : comm_(comm) {}
+
+  std::uint64_t reserve() override { return next_.fetch_add(1); }
+  void allreduce_sum(std::uint64_t ticket, core::MutableView data) override;
+  void broadcast(std::uint64_t ticket, core::MutableView data, int root) override;
+  void allgather(std::uint64_t ticket, core::ConstView in, core::MutableView out) override;
+  void barrier(std::uint64_t ticket) override;
+
+ private:
+  // Waits for `ticket`'s turn, runs fn, then passes the turn on (even when fn throws).
+  template <typename Fn>
+  void in_turn(std::uint64_t ticket, Fn&& fn);
+
+  MPI_Comm comm_;
+  std::atomic<std::uint64_t> next_{0};
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::uint64_t turn_ = 0;
+};
+
+}  // namespace fast::runtime::mpi
