@@ -4,7 +4,8 @@
 // processes of this very test binary, each re-running the current test with FAST_TEST_CHILD=1 and
 // the FAST_* rendezvous variables, as `fast launch` would set them; the parent waits for them at
 // most `limit_seconds`, kills every one left by pid, and fails the test with their output when one
-// did not end as expected.
+// did not end as expected. mpi runs the same way under one `mpirun -np N --oversubscribe` child,
+// started in a process group of its own so that the parent can kill it and its ranks together.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,7 +37,7 @@ extern char** environ;
 namespace fast::testing {
 
 struct WorldCase {
-  std::string runtime;     // threads | sim | zmq
+  std::string runtime;     // threads | sim | zmq | mpi
   int workers = 2;         // in the whole world
   std::string transport;   // zmq: ipc | tcp
   int workers_per_process = 1;
@@ -69,7 +71,15 @@ struct Children {
   std::filesystem::path dir;  // the run's key pair (run.key), allow-list and the processes' logs
   std::vector<pid_t> pids;
   std::vector<std::filesystem::path> logs;
+  bool process_group = false;  // each pid leads a process group, killed as a whole (mpirun and its ranks)
+  std::size_t ranks_per_log = 1;  // tests each log must show passed (mpirun: one per rank)
 };
+
+inline int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
 
 #if FAST_TEST_HAS_ZMQ
 inline Children spawn_children(const WorldCase& c, const std::map<std::string, std::string>& extra_env) {
@@ -127,6 +137,64 @@ inline Children spawn_children(const WorldCase&, const std::map<std::string, std
 }
 #endif
 
+// The environment of this process plus `env` (which wins), as posix_spawn wants it.
+struct Environment {
+  std::vector<std::string> strings;
+  std::vector<char*> pointers;
+  explicit Environment(const std::map<std::string, std::string>& env) {
+    std::map<std::string, std::string> all = env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string kv = *e;
+      const std::string key = kv.substr(0, kv.find('='));
+      if (!all.count(key)) all[key] = kv.substr(kv.find('=') + 1);
+    }
+    for (const auto& [k, v] : all) strings.push_back(k + "=" + v);
+    for (auto& text : strings) pointers.push_back(text.data());
+    pointers.push_back(nullptr);
+  }
+};
+
+// mpirun -np N --oversubscribe <this test binary> --gtest_filter=<this test>, in its own process
+// group (children.pids holds the group leader: reap_children kills the group), its output in one log.
+inline Children spawn_mpirun(const WorldCase& c, const std::map<std::string, std::string>& extra_env) {
+  static int worlds = 0;
+  Children children;
+  children.dir = std::filesystem::temp_directory_path() /
+                 ("fast_mpi_world_" + std::to_string(::getpid()) + "_" + std::to_string(++worlds));
+  std::filesystem::remove_all(children.dir);
+  std::filesystem::create_directories(children.dir);
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::map<std::string, std::string> env = {{"FAST_TEST_CHILD", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                                            {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  for (const auto& [k, v] : extra_env) env[k] = v;
+  Environment environment(env);
+  std::vector<std::string> args = {"mpirun", "-np", std::to_string(c.workers), "--oversubscribe",
+                                   std::filesystem::read_symlink("/proc/self/exe").string(),
+                                   std::string("--gtest_filter=") + info->test_suite_name() + "." + info->name(),
+                                   "--gtest_color=no"};  // mpirun gives its ranks a terminal
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  children.logs.push_back(children.dir / "mpirun.log");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, children.logs.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, "mpirun", &actions, &attributes, argv.data(), environment.pointers.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (rc != 0) ADD_FAILURE() << "cannot start mpirun: " << std::strerror(rc);
+  else children.pids.push_back(pid);
+  children.process_group = true;
+  children.ranks_per_log = static_cast<std::size_t>(c.workers);
+  return children;
+}
+
 // Waits for every child at most limit_seconds (then kills them all by pid); checks how each ended.
 inline void reap_children(Children& children, const ExpectedEnd& expected, double limit_seconds) {
   using clock = std::chrono::steady_clock;
@@ -147,7 +215,7 @@ inline void reap_children(Children& children, const ExpectedEnd& expected, doubl
   for (std::size_t i = 0; i < children.pids.size(); ++i) {
     std::string why;
     if (status[i] == -1) {
-      ::kill(children.pids[i], SIGKILL);
+      ::kill(children.process_group ? -children.pids[i] : children.pids[i], SIGKILL);
       ::waitpid(children.pids[i], nullptr, 0);
       why = "did not end within the time limit (killed)";
     } else {
@@ -162,9 +230,12 @@ inline void reap_children(Children& children, const ExpectedEnd& expected, doubl
     std::ifstream log(children.logs[i]);
     std::stringstream text;
     text << log.rdbuf();
-    // A child that ran no test (a filter that matched nothing) must not pass for one that passed.
-    if (why.empty() && !expected.count(static_cast<int>(i)) && text.str().find("[  PASSED  ] 1 test.") == std::string::npos)
-      why = "ran no test";
+    // A child that ran no test (a filter that matched nothing) must not pass for one that passed;
+    // under mpirun every rank must have passed it.
+    const auto passed = static_cast<std::size_t>(count_of(text.str(), "[  PASSED  ] 1 test."));
+    if (why.empty() && !expected.count(static_cast<int>(i)) && passed < children.ranks_per_log)
+      why = "ran no test or not on every rank (" + std::to_string(passed) + " of " +
+            std::to_string(children.ranks_per_log) + " passed)";
     if (!why.empty()) {
       ADD_FAILURE() << "process " << i << " " << why << "; its output:\n" << text.str();
     }
@@ -178,16 +249,16 @@ inline void run_world(const WorldCase& c, const runtime::WorkerFn& fn, runtime::
                       double limit_seconds = 120) {
   options.runtime = c.runtime;
   options.workers = c.workers;
-  if (c.runtime != "zmq") {
+  if (c.runtime != "zmq" && c.runtime != "mpi") {
     runtime::launch(options, fn);
     return;
   }
   if (is_test_child()) {
-    options.process.workers_per_process = std::atoi(std::getenv("FAST_TEST_WORKERS_PER_PROCESS"));
+    if (c.runtime == "zmq") options.process.workers_per_process = std::atoi(std::getenv("FAST_TEST_WORKERS_PER_PROCESS"));
     runtime::launch(options, fn);
     return;
   }
-  Children children = spawn_children(c, env);
+  Children children = c.runtime == "mpi" ? spawn_mpirun(c, env) : spawn_children(c, env);
   reap_children(children, expected, limit_seconds);
 }
 

@@ -1,5 +1,6 @@
 // The runtime contract (include/fast/runtime/context.hpp), one suite for every backend: threads
-// and sim in this process, zmq as 2 to 4 processes over ipc:// and tcp:// on loopback. Each test
+// and sim in this process, zmq as 2 to 4 processes over ipc:// and tcp:// on loopback, mpi as 2
+// to 4 ranks under mpirun. Each test
 // is one worker function run by testing::run_world (tests/common/world_runner.hpp).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -27,7 +28,9 @@ constexpr Tag user_tag(std::uint32_t seq, std::uint32_t detail = 0) { return mak
 class Conformance : public ::testing::TestWithParam<WorldCase> {
  protected:
   void run(const WorkerFn& fn, LaunchOptions options = {}) { testing::run_world(GetParam(), fn, options); }
-  bool in_parent_of_processes() const { return GetParam().runtime == "zmq" && !testing::is_test_child(); }
+  bool in_parent_of_processes() const {
+    return (GetParam().runtime == "zmq" || GetParam().runtime == "mpi") && !testing::is_test_child();
+  }
 };
 
 TEST_P(Conformance, RanksSizeAndLocalWorkers) {
@@ -37,14 +40,18 @@ TEST_P(Conformance, RanksSizeAndLocalWorkers) {
     EXPECT_GE(ctx.rank(), 0);
     EXPECT_LT(ctx.rank(), c.workers);
     EXPECT_EQ(ctx.runtime_name(), c.runtime);
-    EXPECT_EQ(ctx.local_size(), c.runtime == "zmq" ? c.workers_per_process : c.workers);
+    EXPECT_EQ(ctx.local_size(), c.runtime == "zmq" ? c.workers_per_process : c.runtime == "mpi" ? 1 : c.workers);
     EXPECT_GE(ctx.now(), 0.0);
     for (int p = 0; p < ctx.size(); ++p) EXPECT_TRUE(ctx.alive(p));
-    // Nobody leaves before everyone checked (a process that ended is no longer alive).
+    // Nobody leaves before everyone checked (a process that ended is no longer alive): every
+    // worker hears from every other one after that one's checks.
     std::vector<float> out(1), in(1);  // distinct: a send may read its buffer until its Work completes
-    Work s = ctx.send((ctx.rank() + 1) % ctx.size(), user_tag(0), cview(out));
-    ctx.recv((ctx.rank() + ctx.size() - 1) % ctx.size(), user_tag(0), mview(in)).wait();
-    s.wait();
+    std::vector<Work> sends;
+    for (int p = 0; p < ctx.size(); ++p)
+      if (p != ctx.rank()) sends.push_back(ctx.send(p, user_tag(0), cview(out)));
+    for (int p = 0; p < ctx.size(); ++p)
+      if (p != ctx.rank()) ctx.recv(p, user_tag(0), mview(in)).wait();
+    core::wait_all(sends);
   });
 }
 
@@ -214,6 +221,9 @@ TEST_P(Conformance, WaitsTimeOut) {
 TEST_P(Conformance, ALostPeerFailsOperationsWithPeerLostNamingIt) {
   const WorldCase c = GetParam();
   if (c.runtime == "threads") GTEST_SKIP() << "threads cannot lose a worker: a failing worker aborts the world";
+  if (c.runtime == "mpi")
+    GTEST_SKIP() << "mpi is fail-stop: a dead rank makes mpirun end the job (mpi_cli_test checks that every rank "
+                    "then ends with an error naming why)";
   LaunchOptions options{.op_timeout_seconds = 60, .tolerate_lost_workers = true};
   std::filesystem::path cluster;
   if (c.runtime == "sim") {
@@ -261,6 +271,8 @@ std::vector<WorldCase> cases() {
       for (int n : {2, 3, 4}) all.push_back({"zmq", n, t});
     all.push_back({"zmq", 4, "ipc", 2});  // two processes of two workers
   }
+  if (has("mpi"))
+    for (int n : {2, 3, 4}) all.push_back({"mpi", n});
   return all;
 }
 
