@@ -1,5 +1,7 @@
 // The `mpi` runtime's registry entry and launch (runtime/registry.hpp): one worker per MPI rank,
 // ranks and size from MPI_COMM_WORLD, started by mpirun or srun.
+#include <unistd.h>
+
 #include <chrono>
 #include <mutex>
 
@@ -44,8 +46,10 @@ double run_mpi(const LaunchOptions& options, const WorkerFn& fn) {
   MpiCollectives native(group.comm);
   MpiTransport transport(data.comm, session.rank, session.size, op_timeout);
   if (options.collectives == "native") transport.set_native_collectives(&native);
-  core::log(core::LogLevel::debug, "mpi runtime: rank {} of {}, {} collectives", session.rank, session.size,
-            options.collectives);
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  core::log(core::LogLevel::info, "mpi runtime: rank {} of {}, pid {} on host {}, {} collectives", session.rank,
+            session.size, static_cast<long>(getpid()), host, options.collectives);
 
   check(MPI_Barrier(group.comm), "MPI_Barrier");  // now() = 0 at the same instant on every rank
   threads::LocalWorld world({.world_size = session.size, .first_rank = session.rank, .local_size = 1}, op_timeout,

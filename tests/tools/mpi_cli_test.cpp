@@ -1,0 +1,212 @@
+// `mpirun -np 4 fast train --runtime mpi`: four MPI ranks of one worker train like four threads.
+// Synchronous strategies end with the same final parameters as under `threads` with the same seed:
+// bit for bit (param_hash) with FAST's collectives, within 1e-6 relative (the parameters' norm)
+// with MPI's native ones, which add in another order. Every asynchronous strategy trains. A rank
+// killed during training ends the job (MPI is fail-stop) with an error on every other rank, never a
+// hang. Every mpirun runs in a process group of its own, bounded in time and killed as a group.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "common/run_fast.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+
+std::string slurp(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string dir_name(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
+const std::string kTrain = " --model mlp --seed 11 --eval-every 0 ";
+
+// A shell command started in dir, in a process group of its own, its output in dir/log.
+struct Started {
+  pid_t pid = -1;
+  fs::path log;
+};
+
+Started start(const fs::path& dir, const std::string& command) {
+  Started s{-1, dir / "log"};
+  const std::string line = "cd '" + dir.string() + "' && exec " + command + " > log 2>&1";
+  const char* argv[] = {"sh", "-c", line.c_str(), nullptr};
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  if (posix_spawn(&s.pid, "/bin/sh", nullptr, &attributes, const_cast<char* const*>(argv), environ) != 0) s.pid = -1;
+  posix_spawnattr_destroy(&attributes);
+  return s;
+}
+
+// Waits at most `seconds` for the command; its wait status, or -1 after killing its whole group.
+int wait_for(const Started& s, double seconds) {
+  const auto deadline = clock_type::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  while (clock_type::now() < deadline) {
+    if (waitpid(s.pid, &status, WNOHANG) == s.pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(-s.pid, SIGKILL);
+  waitpid(s.pid, &status, 0);
+  return -1;
+}
+
+bool exited_cleanly(int status) { return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+std::string mpirun(int ranks, const std::string& train_args) {
+  return "mpirun -np " + std::to_string(ranks) + " --oversubscribe " + kFast + " train --runtime mpi" + kTrain +
+         train_args;
+}
+
+json threads_run(const fs::path& dir, const std::string& args) {
+  const auto r = fast::testing::run_fast_in(
+      dir, "train --runtime threads --workers 4 --progress never --summary t.json" + kTrain + args);
+  EXPECT_EQ(r.code, 0) << r.output;
+  return json::parse(slurp(dir / "t.json"));
+}
+
+json mpi_run(const fs::path& dir, const std::string& args) {
+  fs::remove(dir / "m.json");
+  const Started s = start(dir, mpirun(4, "--progress never --summary m.json " + args));
+  const int status = wait_for(s, 300);
+  EXPECT_TRUE(exited_cleanly(status)) << "mpirun: " << args << "\n" << slurp(s.log);
+  if (!fs::exists(dir / "m.json")) return json::object();
+  return json::parse(slurp(dir / "m.json"));
+}
+
+class MpiSynchronous : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MpiSynchronous, EndsWithTheParametersOfThreads) {
+  const fs::path dir = fast::testing::test_dir("fast_mpi_cli", "sync_" + dir_name(GetParam()));
+  const std::string args = "--batch 32 --steps 60 --strategy " + GetParam();
+  const json t = threads_run(dir, args);
+  const json ring = mpi_run(dir, args + " --collectives fast");
+  const json native = mpi_run(dir, args);  // the default: MPI's collectives
+  ASSERT_TRUE(t.contains("param_hash")) << t.dump();
+  EXPECT_EQ(ring["param_hash"], t["param_hash"]) << "mpi " << ring.dump() << "\nthreads " << t.dump();
+  EXPECT_EQ(ring["runtime"], "mpi");
+  EXPECT_EQ(ring["workers"], 4);
+  ASSERT_TRUE(native.contains("param_norm")) << native.dump();
+  const double norm = t["param_norm"].get<double>();
+  EXPECT_LE(std::abs(native["param_norm"].get<double>() - norm), 1e-6 * norm)
+      << "mpi native " << native.dump() << "\nthreads " << t.dump();
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, MpiSynchronous,
+                         ::testing::Values("allreduce", "ps --mode sync", "local-sgd --period 2", "dpsgd"),
+                         [](const auto& info) { return dir_name(info.param); });
+
+// Every asynchronous strategy trains across ranks: a summary of 4 workers and an accuracy far
+// above chance (0.1) after 300 steps (threads reach 0.70-0.75 there). How close they come to
+// threads is measured by MpiAsynchronous.DISABLED_WithinOnePointOfThreads (docs/launch.md).
+class MpiAsynchronous : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MpiAsynchronous, Trains) {
+  const fs::path dir = fast::testing::test_dir("fast_mpi_cli", "async_" + dir_name(GetParam()));
+  const json m = mpi_run(dir, "--batch 32 --steps 300 --strategy " + GetParam());
+  ASSERT_TRUE(m.contains("final_accuracy")) << m.dump();
+  EXPECT_EQ(m["workers"], 4);
+  EXPECT_EQ(m.value("lost_workers", json::array()), json::array()) << m.dump();  // absent when none
+  EXPECT_GT(m["final_accuracy"].get<double>(), 0.5) << m.dump();
+  fs::remove_all(dir);
+}
+
+// A measurement run by hand (asynchronous runs are not reproducible, and a 1-point bound between
+// two of them is not something CI on a loaded 2-core machine can rely on):
+//   build/bin/mpi_cli_test --gtest_also_run_disabled_tests --gtest_filter='*DISABLED_Within*'
+TEST_P(MpiAsynchronous, DISABLED_WithinOnePointOfThreads) {
+  const fs::path dir = fast::testing::test_dir("fast_mpi_cli", "async1_" + dir_name(GetParam()));
+  const std::string args = "--batch 64 --epochs 1 --optimizer momentum --momentum 0.9 --lr 0.01 --strategy " + GetParam();
+  const json t = threads_run(dir, args), m = mpi_run(dir, args);
+  EXPECT_NEAR(m["final_accuracy"].get<double>(), t["final_accuracy"].get<double>(), 0.01)
+      << "mpi " << m.dump() << "\nthreads " << t.dump();
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, MpiAsynchronous,
+                         ::testing::Values("ps --mode async", "ps --mode ssp --staleness 2", "easgd --tau 2 --alpha 0.1",
+                                           "adpsgd", "gosgd", "acid"),
+                         [](const auto& info) { return dir_name(info.param); });
+
+// A rank killed (SIGKILL) during training: mpirun ends the job within 30 s, exits with an error,
+// and every other rank writes why it ended.
+class MpiFault : public ::testing::TestWithParam<int> {};
+
+TEST_P(MpiFault, AKilledRankEndsTheJobWithAnErrorOnEveryRank) {
+  const int seed = GetParam();
+  const fs::path dir = fast::testing::test_dir("fast_mpi_cli", "fault_" + std::to_string(seed));
+  std::mt19937 random(static_cast<unsigned>(seed));
+  const int victim = 1 + static_cast<int>(random() % 3);
+  const Started s = start(dir, mpirun(4, "--progress auto --batch 32 --steps 2000 --strategy allreduce"));
+  const std::regex pid_line("rank " + std::to_string(victim) + " of 4, pid ([0-9]+)");
+  pid_t pid = -1;
+  bool training = false;
+  for (int i = 0; i < 6000 && (pid < 0 || !training); ++i) {  // 60 s: the pid, then the first progress line
+    const std::string text = slurp(s.log);
+    std::smatch m;
+    if (pid < 0 && std::regex_search(text, m, pid_line)) pid = static_cast<pid_t>(std::stol(m[1]));
+    training = text.find("epoch 1 | step") != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (pid < 0 || !training) wait_for(s, 0);
+  ASSERT_GT(pid, 0) << slurp(s.log);
+  ASSERT_TRUE(training) << slurp(s.log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200 + random() % 500));
+  kill(pid, SIGKILL);
+  const int status = wait_for(s, 30);
+  const std::string log = slurp(s.log);
+  ASSERT_NE(status, -1) << "mpirun did not end within 30 s of the kill:\n" << log;
+  EXPECT_FALSE(exited_cleanly(status)) << log;
+  for (int r = 0; r < 4; ++r) {
+    if (r == victim) continue;
+    const std::string notice = "mpi runtime, rank " + std::to_string(r) + ": ended by the MPI launcher";
+    EXPECT_NE(log.find(notice), std::string::npos) << "no notice of rank " << r << ":\n" << log;
+  }
+  EXPECT_FALSE(fs::exists(dir / "s.json"));
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, MpiFault, ::testing::Range(1, 4));
+
+// Bad input fails before MPI starts anything: an unknown collectives choice, and native
+// collectives on a runtime that has none.
+TEST(MpiOptions, CollectivesChoiceIsChecked) {
+  const auto bad = fast::testing::run_fast_in("", "train --runtime threads --collectives ring --steps 1");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.output.find("collectives"), std::string::npos) << bad.output;
+  const auto none = fast::testing::run_fast_in("", "train --runtime threads --collectives native --steps 1");
+  EXPECT_NE(none.code, 0);
+  EXPECT_NE(none.output.find("the threads runtime has no native collectives"), std::string::npos) << none.output;
+}
+
+}  // namespace
