@@ -30,7 +30,8 @@ struct AllreduceArgs {
   std::vector<std::size_t> chunks{std::size_t{4} << 20};  // FAST only (the library default)
   std::vector<int> ranks{2, 4};                              // FAST only (MPI: from mpirun -np)
   std::string label;                                         // impl column of the CSV; "": fast / mpi
-  std::string runtime = "threads";                           // FAST only: threads | zmq (under fast launch)
+  std::string runtime = "threads";                           // FAST only: threads | zmq (under fast launch) | mpi (under mpirun)
+  std::string collectives;                                   // FAST only, mpi: fast | native (empty: the runtime's default)
 };
 
 inline std::vector<std::size_t> sizes(const AllreduceArgs& a) {
@@ -59,9 +60,9 @@ inline void print_row(std::FILE* f, const char* impl, int ranks, std::size_t byt
   std::fprintf(stderr,
                "%s: %s\n"
                "usage: %s [--min-bytes B] [--max-bytes B] [--factor F] [--budget-bytes B] [--min-iters N]\n"
-               "          [--max-iters N] [--warmup N] [--chunks B,B,...] [--ranks N,N,...] [--runtime threads|zmq] [--label NAME]\n"
+               "          [--max-iters N] [--warmup N] [--chunks B,B,...] [--ranks N,N,...] [--runtime threads|zmq|mpi] [--collectives fast|native] [--label NAME]\n"
                "          [--out FILE.csv]\n"
-               "  sizes accept suffixes K, M (KiB, MiB); --chunks, --ranks and --runtime are for the FAST program only.\n",
+               "  sizes accept suffixes K, M (KiB, MiB); --chunks, --ranks, --runtime and --collectives are for the FAST program only.\n",
                prog, msg, prog);
   std::exit(2);
 }
@@ -110,6 +111,7 @@ inline std::string parse_args(int argc, char** argv, AllreduceArgs& a) {
     else if (key == "--ranks") a.ranks = parse_list<int>(v, [&](const std::string& s) { return static_cast<int>(parse_size(prog, s)); });
     else if (key == "--label") a.label = v;
     else if (key == "--runtime") a.runtime = v;
+    else if (key == "--collectives") a.collectives = v;
     else if (key == "--out") out = v;
     else usage(prog, ("unknown option " + key).c_str());
   }

@@ -1,7 +1,9 @@
 // Benchmark (a), FAST side: bus bandwidth of the ring all-reduce (MPI_SUM-like, float) of FAST's
-// `threads` runtime (for each rank count of --ranks), or of the `zmq` runtime with --runtime zmq
+// `threads` runtime (for each rank count of --ranks), of the `zmq` runtime with --runtime zmq
 // (one worker per process, started by `fast launch -n N -- bench_allreduce_fast --runtime zmq`;
-// --ranks is then the launch's), for each chunk size of --chunks and each message size. Method,
+// --ranks is then the launch's), or of the `mpi` runtime with --runtime mpi (started by
+// `mpirun -np N`; --collectives native calls MPI_Allreduce through the Communicator, fast its ring),
+// for each chunk size of --chunks and each message size. Method,
 // formulas and CSV columns: bench/allreduce_common.hpp (shared with the MPI side). The ranks
 // combine their times and checks with collectives, so the same code runs in one process or many.
 //
@@ -68,18 +70,20 @@ void measure(fast::runtime::Context& ctx, const bench::AllreduceArgs& args, std:
 int main(int argc, char** argv) {
   bench::AllreduceArgs args;
   std::string out_path = bench::parse_args(argc, argv, args);
-  const char* process = std::getenv("FAST_PROCESS_RANK");
-  if (args.runtime == "zmq" && process != nullptr && std::string(process) != "0") out_path = "/dev/null";  // rank 0 writes
+  // Only rank 0's process writes: the others' ranks, as the launcher tells them.
+  const char* process = std::getenv(args.runtime == "mpi" ? "OMPI_COMM_WORLD_RANK" : "FAST_PROCESS_RANK");
+  if (args.runtime != "threads" && process != nullptr && std::string(process) != "0") out_path = "/dev/null";
   std::FILE* out = out_path.empty() ? stdout : std::fopen(out_path.c_str(), "w");
   if (out == nullptr) {
     std::fprintf(stderr, "%s: cannot write %s\n", argv[0], out_path.c_str());
     return 1;
   }
-  if (args.runtime != "threads" && args.runtime != "zmq") bench::usage(argv[0], "--runtime: expected threads or zmq");
+  if (args.runtime != "threads" && args.runtime != "zmq" && args.runtime != "mpi")
+    bench::usage(argv[0], "--runtime: expected threads, zmq or mpi");
   std::fprintf(out, "%s\n", bench::csv_header());
   try {
-    if (args.runtime == "zmq") {  // the world is the launch's; rank 0's process prints
-      fast::runtime::launch({.runtime = "zmq", .op_timeout_seconds = 600},
+    if (args.runtime != "threads") {  // the world is the launcher's; rank 0's process prints
+      fast::runtime::launch({.runtime = args.runtime, .op_timeout_seconds = 600, .collectives = args.collectives},
                             [&](fast::runtime::Context& ctx) { measure(ctx, args, out); });
     } else {
       for (const int n : args.ranks) {

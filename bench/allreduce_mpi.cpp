@@ -7,13 +7,22 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "allreduce_common.hpp"
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // BENCH_MPI_THREAD_MULTIPLE=1: initialise as FAST's mpi runtime does (MPI_THREAD_MULTIPLE), to
+  // tell what the thread level costs apart from what FAST adds (docs/benchmarks.md, (g)).
+  const char* multiple = std::getenv("BENCH_MPI_THREAD_MULTIPLE");
+  if (multiple != nullptr && std::string(multiple) == "1") {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   int rank = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);

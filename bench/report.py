@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Tables of the benchmark results written by bench/run.sh (standard library only).
 
-usage: bench/report.py {allreduce|overhead|ddp|codec|processes|ddp_zmq|all} RESULTS_DIR
+usage: bench/report.py {allreduce|overhead|ddp|codec|processes|ddp_zmq|mpi|all} RESULTS_DIR
 
   allreduce (a), overhead (b), ddp (c), codec (d), processes (e: all-reduce across processes),
-  ddp_zmq (f: `fast train --runtime zmq`, 2 processes, vs DDP); all: every one with results.
+  ddp_zmq (f: `fast train --runtime zmq`, 2 processes, vs DDP), mpi (g: all-reduce through the mpi
+  runtime, native and ring, vs MPI_Allreduce); all: every one with results.
 
 Reads RESULTS_DIR/raw/ (see bench/run.sh for the file names), prints one table per benchmark
 with the FAST figure, the peer figure and their ratio (medians over the repetitions), states
@@ -104,11 +105,12 @@ def read_busbw(raw, pattern, what):
 class RatioGoal:
     """A goal 'ratio >= goal for every size >= GOAL_ALLREDUCE_FROM': fed one ratio per size."""
 
-    def __init__(self, goal):
+    def __init__(self, goal, from_bytes=None):
         self.goal, self.ratios = goal, []
+        self.from_bytes = GOAL_ALLREDUCE_FROM if from_bytes is None else from_bytes
 
     def add(self, nbytes, ratio):
-        if nbytes >= GOAL_ALLREDUCE_FROM and ratio is not None:
+        if nbytes >= self.from_bytes and ratio is not None:
             self.ratios.append(ratio)
 
     @property
@@ -124,7 +126,7 @@ class RatioGoal:
         return math.exp(statistics.mean(math.log(r) for r in self.ratios)) if self.ratios else None
 
     def line(self, text):
-        return (f"  goal ({text} for sizes >= 1 MiB): {verdict(self.met)}"
+        return (f"  goal ({text} for sizes >= {human_bytes(self.from_bytes)}): {verdict(self.met)}"
                 + ("" if self.worst is None else f" (worst ratio {self.worst:.2f}x)"))
 
     def result(self):
@@ -232,6 +234,55 @@ def report_processes(out):
                                    "ipc_vs_mpi_shm": {"worst_ratio_from_1MiB": vs_shm.worst,
                                                       "geomean_ratio_from_1MiB": vs_shm.geomean}}
     write_csv(os.path.join(out, "processes_summary.csv"), summary_rows)
+    return result, "\n".join(text)
+
+
+# ---------------------------------------------------------------- (g) all-reduce through the mpi runtime
+G_KINDS = ("mpi_direct", "mpi_direct_multiple", "fast_mpi_native", "fast_mpi_fast")
+GOAL_MPI_NATIVE, GOAL_MPI_FROM = 0.95, 64 << 10
+
+
+def report_mpi(out):
+    raw = os.path.join(out, "raw")
+    med, reps = read_busbw(raw, "g_*.csv", "all-reduce through the mpi runtime")
+    get = lambda impl, n, b: med.get((impl, n, b, DEFAULT_CHUNK if impl.startswith("fast") else 0))
+    text = [f"(g) all-reduce bus bandwidth through `--runtime mpi`, GB/s (median of {reps} runs; float sum, in place; "
+            f"{load_text(raw, 'g_*')})",
+            "    MPI: bench_allreduce_mpi (MPI_Allreduce called directly; MPI_Init, and MPI_Init_thread(MULTIPLE) as FAST "
+            "initialises it); FAST native: bench_allreduce_fast --runtime mpi "
+            "--collectives native (Communicator::allreduce -> MPI_Allreduce); FAST ring: --collectives fast (chunk 4 MiB)",
+            "    all under mpirun --bind-to none with OpenMPI's defaults (shared memory); --oversubscribe above the cores"]
+    summary_rows, result = [], {"goal": f"FAST native >= {GOAL_MPI_NATIVE}x MPI_Allreduce from 64 KiB up", "ranks": {}}
+    for n in sorted({k[1] for k in med}):
+        native, ring, rows = RatioGoal(GOAL_MPI_NATIVE, GOAL_MPI_FROM), RatioGoal(0, GOAL_MPI_FROM), []
+        same_level = RatioGoal(0, GOAL_MPI_FROM)
+        for b in sorted({k[2] for k in med if k[1] == n}):
+            f = {impl: get(impl, n, b) for impl in G_KINDS}
+            r_native, r_ring = div(f["fast_mpi_native"], f["mpi_direct"]), div(f["fast_mpi_fast"], f["mpi_direct"])
+            r_same_level = div(f["fast_mpi_native"], f["mpi_direct_multiple"])
+            native.add(b, r_native)
+            ring.add(b, r_ring)
+            same_level.add(b, r_same_level)
+            rows.append([human_bytes(b), fmt_bw(f["mpi_direct"]), fmt_bw(f["mpi_direct_multiple"]),
+                         fmt_bw(f["fast_mpi_native"]), fmt_ratio(r_native), fmt_ratio(r_same_level),
+                         fmt_bw(f["fast_mpi_fast"]), fmt_ratio(r_ring)])
+            summary_rows.append({"ranks": n, "bytes": b, **{f"{k}_busbw": v for k, v in f.items()},
+                                 "ratio_native": r_native, "ratio_native_vs_multiple": r_same_level,
+                                 "ratio_ring": r_ring})
+        text.append(f"\n  {n} ranks")
+        text.append(table(["size", "MPI_Allreduce", "MPI (MULTIPLE)", "FAST native", "/ MPI", "/ MPI (MULTIPLE)",
+                           "FAST ring", "/ MPI"], rows))
+        text.append(native.line(f"FAST native >= {GOAL_MPI_NATIVE}x MPI_Allreduce"))
+        text.append("  information: FAST native / MPI_Allreduce initialised with MPI_THREAD_MULTIPLE (as FAST is) from "
+                    "64 KiB: " + ("n/a" if same_level.worst is None else
+                                  f"worst {same_level.worst:.2f}x, geometric mean {same_level.geomean:.2f}x"))
+        text.append("  information: FAST ring / MPI_Allreduce from 64 KiB: "
+                    + ("n/a" if ring.worst is None else f"worst {ring.worst:.2f}x, geometric mean {ring.geomean:.2f}x"))
+        result["ranks"][str(n)] = {"native": native.result(),
+                                   "native_vs_multiple": {"worst_ratio_from_64KiB": same_level.worst,
+                                                          "geomean_ratio_from_64KiB": same_level.geomean},
+                                   "ring": {"worst_ratio_from_64KiB": ring.worst, "geomean_ratio_from_64KiB": ring.geomean}}
+    write_csv(os.path.join(out, "mpi_summary.csv"), summary_rows)
     return result, "\n".join(text)
 
 
@@ -360,6 +411,7 @@ REPORTS = {
     "codec": (report_codec, "d_codec*.csv"),
     "processes": (report_processes, "e_*.csv"),
     "ddp_zmq": (report_ddp_zmq, "f_*"),
+    "mpi": (report_mpi, "g_*.csv"),
 }
 TRAINING_TAGS = {"overhead": "(b) overhead", "ddp": "(c) 2 workers vs DDP", "ddp_zmq": "(f) 2 processes (zmq) vs DDP"}
 
@@ -385,6 +437,11 @@ def verdict_lines(name, r):
                          f"from 1 MiB up: worst {worst_text(info['worst_ratio_from_1MiB'])}, geometric mean "
                          f"{worst_text(info['geomean_ratio_from_1MiB'])}")
         return lines
+    if name == "mpi":
+        return [f"(g) all-reduce through --runtime mpi, {n} ranks: {verdict(v['native']['goal_met'])} -- FAST native "
+                f">= {v['native']['goal']}x MPI_Allreduce from 64 KiB up; worst ratio "
+                f"{worst_text(v['native']['worst_ratio_from_1MiB'])}; ring worst {worst_text(v['ring']['worst_ratio_from_64KiB'])}"
+                for n, v in r["ranks"].items()]
     if name == "codec":
         return [f"(d) codec {c}: {verdict(v['goal_met'])} -- {v['GBps']:.2f} GB/s, goal >= {v['goal_GBps']} GB/s"
                 f" ({v['vs_memcpy']:.2f}x memcpy)" for c, v in r["codecs"].items() if v["goal_met"] is not None]

@@ -7,12 +7,14 @@
 #   (e) all-reduce bus bandwidth across processes, 2 and 4: FAST's zmq runtime (`fast launch`; ipc and tcp,
 #       CURVE and --insecure) vs OpenMPI (shared memory; tcp on loopback) and torch.distributed gloo
 #   (f) 2 processes: `fast launch -n 2 -- fast train --runtime zmq` vs PyTorch DDP over gloo (bench/ddp.py)
+#   (g) all-reduce bus bandwidth through `--runtime mpi`, 2 and 4 ranks: the Communicator with MPI's native
+#       collectives and with FAST's ring vs MPI_Allreduce called directly, all under mpirun
 # usage: bench/run.sh BUILD_DIR        (after building BUILD_DIR with -DFAST_BUILD_BENCH=ON; `make bench`)
 # Raw results: BUILD_DIR/bench-results/raw/, tables: bench-results/*_summary.csv and summary.json.
 # Methods and recorded figures: docs/benchmarks.md.
 #
 # Environment knobs (a-d with the defaults took 3 to 11 minutes on 2 busy cores; e and f add more):
-#   BENCH_ONLY="a b c d e f"  which benchmarks to run
+#   BENCH_ONLY="a b c d e f g"  which benchmarks to run
 #   BENCH_REPS=5           repetitions of each measurement (alternating FAST and peer); medians reported
 #   BENCH_QUICK=1          a short smoke run (1 repetition, small sizes, few steps) to check the harness
 #   BENCH_B_THREADS=2      libtorch intra-op threads for (b), both sides (FAST_TORCH_THREADS)
@@ -37,7 +39,7 @@ RAW=$OUT/raw
 PY=/usr/bin/python3   # Debian's python3 with python3-torch, not the first python3 on PATH
 REPORT=("$PY" "$ROOT/bench/report.py")
 
-ONLY=${BENCH_ONLY:-a b c d e f}
+ONLY=${BENCH_ONLY:-a b c d e f g}
 REPS=${BENCH_REPS:-5}
 QUICK=${BENCH_QUICK:-0}
 B_THREADS=${BENCH_B_THREADS:-2}
@@ -71,12 +73,12 @@ wants() { [[ " $ONLY " == *" $1 "* ]]; }
 if wants a; then
   need_exe "$BIN/bench_allreduce_fast" "build with -DFAST_BUILD_BENCH=ON: make bench"
   need_exe "$BIN/bench_allreduce_mpi" "build with -DFAST_BUILD_BENCH=ON: make bench"
-  command -v mpirun >/dev/null || die "mpirun not found (Debian packages openmpi-bin libopenmpi-dev: make deps-bench)"
+  command -v mpirun >/dev/null || die "mpirun not found (Debian packages openmpi-bin libopenmpi-dev: make deps)"
 fi
-if wants e; then
+if wants e || wants g; then
   need_exe "$BIN/bench_allreduce_fast" "build with -DFAST_BUILD_BENCH=ON: make bench"
   need_exe "$BIN/bench_allreduce_mpi" "build with -DFAST_BUILD_BENCH=ON: make bench"
-  command -v mpirun >/dev/null || die "mpirun not found (Debian packages openmpi-bin libopenmpi-dev: make deps-bench)"
+  command -v mpirun >/dev/null || die "mpirun not found (Debian packages openmpi-bin libopenmpi-dev: make deps)"
 fi
 if wants e || wants f; then
   need_exe "$BIN/fast" "the fast command (tools/fast) did not build"
@@ -301,6 +303,46 @@ if wants f; then
   train_vs_ddp f zmq
   echo
   "${REPORT[@]}" ddp_zmq "$OUT" | tee -a "$LOG"
+  echo
+fi
+
+# ------------------------------------------------------------------ (g) all-reduce through the mpi runtime
+# g_step KIND N REP: one sweep of (g) with N ranks under mpirun, its CSV in raw/g_KIND_nN_repREP.csv.
+#   mpi_direct[_multiple]: bench_allreduce_mpi (MPI_Init | MPI_Init_thread MULTIPLE);
+#   fast_mpi_native | fast_mpi_fast: bench_allreduce_fast --runtime mpi --collectives native | fast
+g_step() {
+  local kind=$1 n=$2 rep=$3 name="g_$1_n$2_rep$3" mpi=(timeout -k 10 "$LAUNCH_TIMEOUT" mpirun -np "$2" --bind-to none)
+  if (( n > $(nproc) )); then mpi+=(--oversubscribe); fi
+  case $kind in
+    mpi_direct)
+      run "$name" "${mpi[@]}" "$BIN/bench_allreduce_mpi" "${A_ARGS[@]}" --label "$kind" --out "$RAW/$name.csv" ;;
+    mpi_direct_multiple)  # the same, initialised with MPI_THREAD_MULTIPLE as FAST's mpi runtime is
+      run "$name" env BENCH_MPI_THREAD_MULTIPLE=1 "${mpi[@]}" "$BIN/bench_allreduce_mpi" "${A_ARGS[@]}" --label "$kind" \
+        --out "$RAW/$name.csv" ;;
+    fast_mpi_native | fast_mpi_fast)
+      run "$name" "${mpi[@]}" "$BIN/bench_allreduce_fast" --runtime mpi --collectives "${kind#fast_mpi_}" "${A_ARGS[@]}" \
+        --label "$kind" --out "$RAW/$name.csv" ;;
+    *) die "g_step: unknown kind '$kind'" ;;
+  esac
+  need_file "$RAW/$name.csv" "no results; see $RAW/$name.log"
+}
+
+if wants g; then
+  note "(g) all-reduce through --runtime mpi, 4 KiB..$( [[ $QUICK == 1 ]] && echo 4 || echo 64) MiB (x4), 2 and 4 ranks"
+  note "    mpirun --bind-to none (--oversubscribe above $(nproc)); MPI_Allreduce direct (MPI_Init | THREAD_MULTIPLE) | FAST native | FAST ring (chunk 4M)"
+  G_KINDS=(mpi_direct mpi_direct_multiple fast_mpi_native fast_mpi_fast)
+  for rep in $(seq 1 "$REPS"); do
+    kinds=("${G_KINDS[@]}")
+    if (( rep % 2 == 0 )); then kinds=(fast_mpi_fast fast_mpi_native mpi_direct_multiple mpi_direct); fi  # alternate the order
+    for n in 2 4; do
+      for kind in "${kinds[@]}"; do
+        note "    rep $rep/$REPS: $kind, $n ranks"
+        g_step "$kind" "$n" "$rep"
+      done
+    done
+  done
+  echo
+  "${REPORT[@]}" mpi "$OUT" | tee -a "$LOG"
   echo
 fi
 
