@@ -7,16 +7,18 @@
 // activity and those it spawned); never by another worker.
 //
 // THE CONTRACT, the same for every backend (docs/architecture.md; tests/runtime/conformance_test.cpp
-// checks it on threads, sim and zmq):
+// checks it on threads, sim, zmq and mpi):
 //  - Bootstrap: ranks are 0..size()-1. threads and sim assign them in-process; zmq through a
 //    rendezvous (process p runs workers [p*K, (p+1)*K), K = workers per process); mpi from
 //    MPI_COMM_WORLD. local_size() workers share this process.
 //  - now(): seconds since this process's world started on the runtime's clock: the launch of the
 //    world (threads), simulated time 0 (sim), the end of the rendezvous (zmq: the same instant in
-//    every process, within one round trip). Only differences of now() are meaningful across processes.
+//    every process, within one round trip), the end of a barrier of every rank (mpi). Only
+//    differences of now() are meaningful across processes.
 //  - Send completion is LOCAL: a send's Work completes when the caller's memory may be reused; the
 //    message may still be on its way (threads: once the receiver copied it; sim: once its simulated
-//    transfer arrived; zmq: once copied (< 64 KiB) or released by ZeroMQ).
+//    transfer arrived; zmq: once copied (< 64 KiB) or released by ZeroMQ; mpi: once copied
+//    (< 64 KiB) or once MPI_Isend completed).
 //  - Order: messages from one worker to another under one tag are received in the order sent.
 //    Messages under different tags or from different workers are unordered.
 //  - A receive whose dtype or length differs from the message fails THE RECEIVER with
@@ -32,7 +34,8 @@
 //    it throw PeerLost naming the worker, where it ran and why, within the peer timeout (zmq:
 //    FAST_PEER_TIMEOUT, default 5 s). Messages it sent before are still delivered. A receive from any
 //    source is not failed by a loss. threads cannot lose a worker: a failing worker aborts the
-//    world and the others' waits throw RemoteError.
+//    world and the others' waits throw RemoteError. mpi loses a rank whose worker failed or ended
+//    (it said so); a rank that dies ends the whole job (MPI is fail-stop).
 
 #include <cstddef>
 #include <cstdint>
