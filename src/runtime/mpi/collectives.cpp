@@ -30,6 +30,7 @@ void MpiCollectives::in_turn(std::uint64_t ticket, Fn&& fn) {
     }
   } pass_on{*this};
   fn();
+  results_visible();
 }
 
 void MpiCollectives::allreduce_sum(std::uint64_t ticket, core::MutableView data) {

@@ -110,6 +110,19 @@ const Session& init() {
 
 void set_last_failure(const std::string& text) { write_notice(own_rank, text); }
 
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void* address);
+extern "C" void __tsan_release(void* address);
+namespace {
+char mpi_progress_token;  // the address TSan's release/acquire pair on
+}
+void progress_made() { __tsan_release(&mpi_progress_token); }
+void results_visible() { __tsan_acquire(&mpi_progress_token); }
+#else
+void progress_made() {}
+void results_visible() {}
+#endif
+
 std::string error_text(int code) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;

@@ -32,6 +32,15 @@ const Session& init();
 // to print). Thread-safe.
 void set_last_failure(const std::string& text);
 
+// ThreadSanitizer cannot see OpenMPI's own synchronisation (the library is not instrumented):
+// data a collective moves may be written by whichever thread runs MPI's progress engine, here the
+// transport's progress thread inside MPI_Improbe, and read by the worker once MPI_Allreduce
+// returned. progress_made() (after the progress thread's MPI calls) and results_visible() (after a
+// collective returns) tell TSan the happens-before edge OpenMPI provides; both do nothing in a
+// build without TSan.
+void progress_made();
+void results_visible();
+
 // The text of an MPI error code.
 std::string error_text(int code);
 

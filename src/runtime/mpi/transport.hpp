@@ -14,8 +14,9 @@
 // Progress. One thread per process receives: MPI_Improbe on any source and any tag, then
 // MPI_Mrecv into a buffer of the probed size (a matched probe: the size is known before the
 // receive, and no other thread can take the message in between), validates the header and hands
-// the message to the LocalWorld. It also completes the pending sends (MPI_Testsome). It spins
-// while messages flow and backs off to sleeps of up to 1 ms when idle.
+// the message to the LocalWorld. It also completes the pending sends (MPI_Testsome). Between
+// polls that found nothing it yields 200 times, then sleeps 20 us while messages flowed in the
+// last 50 ms, 200 us after that and 1 ms after a quiet second (docs/benchmarks.md, (h)).
 //
 // End and failure (MPI is fail-stop: a rank that dies makes mpirun end the others). A rank whose
 // worker fails sends `bye` with the error to every rank (kControlTag); a rank whose worker ended

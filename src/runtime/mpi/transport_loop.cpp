@@ -13,20 +13,34 @@
 
 namespace fast::runtime::mpi {
 
+// How long the progress thread sleeps between polls, by how long nothing happened: short while
+// messages flow (a request's answer is a few hops away: each sleep adds to every hop's latency),
+// long once the rank has been quiet for a while (idle ranks leave the cores to the workers).
+std::chrono::microseconds poll_interval(double quiet_seconds) {
+  if (quiet_seconds < 0.05) return std::chrono::microseconds(20);
+  if (quiet_seconds < 1.0) return std::chrono::microseconds(200);
+  return std::chrono::microseconds(1000);
+}
+
 void MpiTransport::loop() {
+  using clock = std::chrono::steady_clock;
   int idle = 0;
+  auto last_activity = clock::now();
   try {
     while (!stop_.load()) {
       const bool received = receive_some();
       const bool completed = complete_sends();
+      progress_made();
       if (received || completed || kicked_.exchange(false)) {
         idle = 0;
+        last_activity = clock::now();
         continue;
       }
-      // Idle: spin a little (a reply is often microseconds away), then sleep longer and longer,
-      // up to 1 ms, so that idle ranks leave the cores to the workers.
-      if (++idle < 100) std::this_thread::yield();
-      else std::this_thread::sleep_for(std::chrono::microseconds(std::min(1000, 10 * (idle - 99))));
+      if (++idle < 200) {  // a reply is often microseconds away: yield before sleeping
+        std::this_thread::yield();
+        continue;
+      }
+      std::this_thread::sleep_for(poll_interval(std::chrono::duration<double>(clock::now() - last_activity).count()));
     }
   } catch (const std::exception& e) {
     const std::string reason = fmt::format("mpi runtime: rank {}'s progress thread failed: {}", rank_, e.what());
