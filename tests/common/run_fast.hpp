@@ -6,11 +6,29 @@
 #include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace fast::testing {
+
+// The whole content of a file ("" when it cannot be read).
+inline std::string slurp(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// `s` with every character but letters and digits replaced by '_' (a folder or test name).
+inline std::string dir_name(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
 
 struct FastResult {
   int code;            // exit code, -1 if the command did not exit normally

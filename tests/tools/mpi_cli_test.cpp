@@ -28,20 +28,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using fast::testing::dir_name;
+using fast::testing::slurp;
 using clock_type = std::chrono::steady_clock;
-
-std::string slurp(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string dir_name(std::string s) {
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
-}
 
 const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
 const std::string kTrain = " --model mlp --seed 11 --eval-every 0 ";

@@ -28,15 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 
 using Result = fast::testing::FastResult;
+using fast::testing::slurp;
 
 Result run_in(const fs::path& dir, const std::string& args) { return fast::testing::run_fast_in(dir, args); }
-
-std::string slurp(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 fs::path temp_dir(const std::string& name) { return fast::testing::test_dir("fast_sim_cli_test", name); }
 
