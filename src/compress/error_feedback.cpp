@@ -36,4 +36,13 @@ std::span<const double> ErrorFeedback::residual(std::uint64_t key) const {
 
 void ErrorFeedback::reset(std::uint64_t key) { residuals_.erase(key); }
 
+void ErrorFeedback::clear_sent(std::uint64_t key) {
+  const auto it = residuals_.find(key);
+  FAST_ENFORCE(it != residuals_.end() && it->second.size() == decoded_.size(),
+               "ErrorFeedback({}): clear_sent of key {}, which was not the last key encoded", codec_->name(), key);
+  std::vector<double>& res = it->second;
+  for (std::size_t i = 0; i < res.size(); ++i)
+    if (decoded_[i] != 0.0f) res[i] = 0.0;
+}
+
 }  // namespace fast::compress

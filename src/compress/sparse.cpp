@@ -35,6 +35,14 @@ std::size_t KeepCount::of(std::size_t n) const {
 namespace {
 
 constexpr std::size_t kMaxSparseN = std::numeric_limits<std::uint32_t>::max();
+
+// Codec::set_keep_ratio of topk and randk: keep.ratio = r unless the codec keeps a fixed count.
+bool set_ratio(std::string_view codec, KeepCount& keep, double r) {
+  FAST_ENFORCE(r > 0 && r <= 1, "codec '{}': keep ratio must be in (0, 1], got {}", codec, r);
+  if (keep.k > 0) return false;
+  keep.ratio = r;
+  return true;
+}
 constexpr std::size_t kIndexedFixed = kHeaderBytes + 9;  // header, u64 k, u8 form
 
 enum IndexForm : std::uint8_t { kU32 = 0, kDelta = 1, kBitmap = 2 };
@@ -234,6 +242,8 @@ class TopkCodec final : public Codec {
     return indexed_bound(n, k);
   }
   bool fixed_size() const override { return false; }
+  double keep_ratio() const override { return keep_.k > 0 ? 0.0 : keep_.ratio; }
+  bool set_keep_ratio(double r) override { return set_ratio(name(), keep_, r); }
 
   void encode(core::ConstView input, core::Buffer& out) override {
     wire::check_input(name(), input);
@@ -342,6 +352,8 @@ class RandkCodec final : public Codec {
   RandkCodec(KeepCount keep, std::uint64_t seed) : keep_(keep), rng_(seed) {}
   std::string_view name() const override { return "randk"; }
   std::size_t encoded_bytes(std::size_t n) const override { return kHeaderBytes + 16 + 4 * keep_.of(n); }
+  double keep_ratio() const override { return keep_.k > 0 ? 0.0 : keep_.ratio; }
+  bool set_keep_ratio(double r) override { return set_ratio(name(), keep_, r); }
 
   void encode(core::ConstView input, core::Buffer& out) override {
     wire::check_input(name(), input);

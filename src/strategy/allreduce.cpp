@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 
 namespace fast::strategy {
 
@@ -17,11 +18,14 @@ void AllreduceStrategy::attach(ModelState state) {
                                                  .layout = core::Layout(state.layout.begin(), state.layout.end()),
                                                  .chunk_bytes = options_.chunk_bytes,
                                                  .meter = &meter_});
+  dgc_ = make_dgc(options_, state.params.size());
+  if (dgc_) dgc_update_ = optim::make_optimizer(dgc_update_optimizer(options_.optimizer), state.params.size());
 }
 
 StepOutcome AllreduceStrategy::step(const StepInput& input) {
   runtime::Context& ctx = comm_.context();
   const double t0 = ctx.now();
+  if (dgc_) return dgc_step(input, t0);
   if (reduce_)
     reduce_->average(core::MutableView(input.state.grads), 0);
   else
@@ -30,6 +34,28 @@ StepOutcome AllreduceStrategy::step(const StepInput& input) {
   StepOutcome outcome{.comm_seconds = ctx.now() - t0};
   // Every worker holds the same averaged gradient, so all take the same decision.
   outcome.applied = apply_update(input, options_.non_finite);
+  return outcome;
+}
+
+// Every worker takes part whatever its gradient: a non-finite local gradient adds nothing new (its
+// residual is still sent), and the policy is applied to that worker after the collective.
+StepOutcome AllreduceStrategy::dgc_step(const StepInput& input, double t0) {
+  runtime::Context& ctx = comm_.context();
+  const bool finite = dgc_->accumulate(input.state.grads, input.state.params);
+  compress::ErrorFeedback& feedback = *reduce_->feedback();
+  feedback.codec().set_keep_ratio(dgc_->density(input.step));
+  reduce_->average(core::MutableView(input.state.grads), 0);
+  dgc_sent(*dgc_, feedback, 0);
+  StepOutcome outcome{.comm_seconds = ctx.now() - t0};
+  outcome.applied = apply_update({.state = input.state, .optimizer = *dgc_update_, .lr = input.lr, .step = input.step},
+                                 options_.non_finite);
+  if (!finite && outcome.applied) {
+    if (options_.non_finite == NonFinitePolicy::error)
+      FAST_THROW(core::InvalidArgument, "allreduce: the gradient of step {} on worker {} holds NaN or infinity",
+                 input.step, comm_.rank());
+    core::log(core::LogLevel::warn, "allreduce: worker {} contributed nothing new at step {}: its gradient holds NaN "
+              "or infinity (dgc)", comm_.rank(), input.step);
+  }
   return outcome;
 }
 

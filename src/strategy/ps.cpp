@@ -98,8 +98,10 @@ void PsStrategy::attach(ModelState state) {
   const core::Layout* layout = layout_.empty() ? nullptr : &layout_;
   std::span<float> exposed;
   if (me < servers_) {
+    // With dgc the servers apply the workers' sparse messages with plain SGD (the momentum ran on the workers).
     server_ = std::make_unique<PsServer>(ctx, mode_, options_.staleness, me, shard_of(state.params, me),
-                                         options_.optimizer, options_.compress, &meter_, layout);
+                                         options_.dgc ? dgc_update_optimizer(options_.optimizer) : options_.optimizer,
+                                         options_.compress, &meter_, layout);
     exposed = server_->exposed();
   }
   if (compresses(options_)) {
@@ -115,6 +117,10 @@ void PsStrategy::attach(ModelState state) {
     push_payloads_.resize(k);
     reply_payloads_.resize(k);
   }
+  dgc_ = make_dgc(options_, d);
+  if (dgc_ && server_ && mode_ == PsMode::sync)
+    server_->set_reply_density(  // Dgc::density reads constant options: safe from the server's activity
+        [dgc = dgc_.get()](std::int64_t round) { return dgc->density(round); });
   collective::WindowOptions window_options = codec_window(options_, layout);
   window_options.initial = [this](int owner) {
     return owner < servers_ ? std::span<const float>(shard_of(std::span<float>(start_), owner)) : std::span<const float>();
@@ -146,7 +152,9 @@ std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
     works.push_back(ctx.send(k, tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(headers_[ku]))));
     if (finite && !push_codecs_.empty()) {
       const std::span<const float> g = shard_of(input.state.grads, k);
+      if (dgc_) push_codecs_[ku]->codec().set_keep_ratio(dgc_->density(input.step));
       push_codecs_[ku]->encode(0, core::ConstView(g), push_payloads_[ku]);
+      if (dgc_) dgc_sent(*dgc_, *push_codecs_[ku], 0, offsets_[ku]);
       meter_.add(g.size_bytes(), push_payloads_[ku].bytes());
       works.push_back(ctx.send(k, tag(k, kPayload), push_payloads_[ku].view()));
     } else if (finite) {
@@ -181,7 +189,9 @@ StepOutcome PsStrategy::step(const StepInput& input) {
   FAST_ENFORCE_EQ(input.state.params.size(), offsets_.back(), "ps: the parameter count changed since attach()");
   runtime::Context& ctx = comm_.context();
   const double t0 = ctx.now();
-  const bool finite = core::all_finite(input.state.grads);
+  // With dgc, grads become the accumulated velocity (a non-finite gradient leaves DGC's state as it was).
+  const bool finite = dgc_ ? dgc_->accumulate(input.state.grads, input.state.params)
+                           : core::all_finite(input.state.grads);
   // sync: the replies are the new shards, received into the parameters. async / ssp: the
   // acknowledgements (ssp: delayed until the read is allowed), then the one-sided pull.
   with_servers("push", [&] { core::wait_all(push(input, finite)); });

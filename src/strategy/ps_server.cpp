@@ -1,6 +1,7 @@
 #include "ps_server.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <bit>
 #include <limits>
@@ -193,9 +194,16 @@ void PsServer::close_sync_round() {
     std::copy(params_.begin(), params_.end(), reply_.begin());
   }
   for (int i = 0; i < round_finite_; ++i) record(0, 0);
+  double reply_ratio = 0;  // 0: the codec's own
+  if (reply_density_ && !params_.empty()) {
+    const double n = static_cast<double>(params_.size());
+    reply_ratio = std::min(1.0, workers_ * std::ceil(reply_density_(rounds_) * n) / n);
+  }
+  ++rounds_;
   for (int w : round_) {
     const auto wu = static_cast<std::size_t>(w);
     if (decoder_) {
+      if (reply_ratio > 0) senders_[wu]->codec().set_keep_ratio(reply_ratio);
       senders_[wu]->encode(core::ConstView(std::span<const float>(reply_)), reply_payloads_[wu], meter_);
       replies_[wu] = ctx_.send(w, tag(shard_, kReply), reply_payloads_[wu].view());
     } else {

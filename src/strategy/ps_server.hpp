@@ -6,6 +6,7 @@
 
 #include "fast/wire/requests.hpp"
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -60,6 +61,11 @@ class PsServer {
   std::span<float> exposed() noexcept { return params_; }
   // The window exposing exposed(); must outlive run().
   void attach(collective::Window& window) noexcept { window_ = &window; }
+  // sync with a codec that has a keep ratio (DGC): density(r) is the keep ratio of the pushes of
+  // round r (0-based). The replies of that round then keep workers x ceil(density x n) of the n
+  // elements (at most all), so the new shard's difference - the sparse average of the round, with
+  // at most that many nonzeros - reaches the workers whole. Before run().
+  void set_reply_density(std::function<double(std::int64_t round)> density) { reply_density_ = std::move(density); }
   // The server loop: serves requests until every worker sent `done`, or a stop request from its
   // own rank arrives. Throws on a protocol violation or when the world fails. async / ssp: a
   // worker the runtime reports lost (Context::alive) counts as done; its unfinished request is
@@ -100,6 +106,8 @@ class PsServer {
   int round_finite_ = 0;       // sync: finite gradients in the current round
   double round_lr_ = 0;        // sync: learning rate of the round's lowest-ranked pusher
   int round_lr_rank_ = -1;
+  std::int64_t rounds_ = 0;         // sync: rounds closed
+  std::function<double(std::int64_t)> reply_density_;  // sync: set_reply_density
   std::vector<std::int64_t> pushed_;      // per worker: pushes counted
   std::vector<char> done_;                // per worker: sent `done`
   int done_count_ = 0;

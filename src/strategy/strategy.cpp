@@ -98,12 +98,62 @@ std::vector<std::string> strategy_names() {
   return names;
 }
 
+void validate_dgc(const StrategyOptions& options) {
+  if (!options.dgc) return;
+  FAST_ENFORCE(options.name == "allreduce" || options.name == "ps",
+               "dgc: applies to the strategies that send gradients (allreduce, ps); strategy '{}' sends models "
+               "(docs/compression.md, \"Deep Gradient Compression\")", options.name);
+  FAST_ENFORCE(compress::make_codec(options.compress)->keep_ratio() > 0,
+               "dgc: needs a sparsifying codec with a keep ratio (compress = topk:ratio=R or randk:ratio=R); got "
+               "compress = '{}'", options.compress);
+  const std::string& opt = options.optimizer.name;
+  FAST_ENFORCE(opt == "sgd" || opt == "momentum" || opt == "nesterov",
+               "dgc: needs optimizer sgd, momentum or nesterov (its momentum is corrected on each worker); got "
+               "optimizer = '{}'", opt);
+  FAST_ENFORCE(options.dgc_clip >= 0 && std::isfinite(options.dgc_clip),
+               "dgc: dgc_clip must be a finite number >= 0 (0: off), got {}", options.dgc_clip);
+  FAST_ENFORCE(options.dgc_warmup_ratio > 0 && options.dgc_warmup_ratio <= 1,
+               "dgc: dgc_warmup_ratio must be in (0, 1], got {}", options.dgc_warmup_ratio);
+  FAST_ENFORCE(options.dgc_warmup_steps >= 0, "dgc: dgc_warmup_steps must be >= 0, got {}", options.dgc_warmup_steps);
+}
+
+optim::OptimizerOptions dgc_update_optimizer(const optim::OptimizerOptions& options) {
+  return {.name = "sgd", .lr = options.lr};
+}
+
+std::unique_ptr<compress::Dgc> Strategy::make_dgc(const StrategyOptions& options, std::size_t numel) const {
+  if (!options.dgc) return nullptr;
+  validate_dgc(options);
+  const optim::OptimizerOptions& opt = options.optimizer;
+  const bool momentum = opt.name != "sgd";
+  return std::make_unique<compress::Dgc>(
+      compress::DgcOptions{.momentum = momentum ? opt.momentum : 0.0,
+                           .dampening = momentum ? opt.dampening : 0.0,
+                           .nesterov = opt.name == "nesterov",
+                           .weight_decay = opt.weight_decay,
+                           .clip_norm = options.dgc_clip,
+                           .workers = comm_.size(),
+                           .masking = options.dgc_masking,
+                           .ratio = compress::make_codec(options.compress)->keep_ratio(),
+                           .warmup_ratio = options.dgc_warmup_ratio,
+                           .warmup_steps = options.dgc_warmup_steps},
+      numel);
+}
+
+void Strategy::dgc_sent(compress::Dgc& dgc, compress::ErrorFeedback& feedback, std::uint64_t key, std::size_t offset) {
+  if (!dgc.options().masking) return;
+  dgc.mask(feedback.last_sent(), offset);
+  feedback.clear_sent(key);
+}
+
 std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm) {
   for (const auto& [name, factory] : registry())
-    if (name == options.name) return factory(options, comm);
+    if (name == options.name) {
+      validate_dgc(options);
+      return factory(options, comm);
+    }
   FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'; expected one of: {}", options.name,
              fmt::join(strategy_names(), ", "));
 }
-
 
 }  // namespace fast::strategy

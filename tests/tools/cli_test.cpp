@@ -135,6 +135,46 @@ TEST(Cli, ShortRunWritesSummaryAndMetrics) {
   EXPECT_EQ(end, 1);
 }
 
+// Options DGC cannot honour are refused before any data is read (the data folder does not exist).
+TEST(Cli, DgcRefusesWhatItCannotApplyBeforeReadingData) {
+  const std::string base = "train --steps 1 --data-dir /nonexistent/fast-data --dgc ";
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"--compress fp16 --optimizer momentum", "compress = 'fp16'"},
+      {"--compress topk:ratio=0.01 --optimizer adam", "optimizer = 'adam'"},
+      {"--compress topk:ratio=0.01 --optimizer momentum --strategy dpsgd", "strategy 'dpsgd' sends models"},
+      {"--compress topk:ratio=0.01 --optimizer momentum --dgc-warmup-ratio 2", "dgc_warmup_ratio"},
+  };
+  for (const auto& [flags, needle] : cases) {
+    const Result r = run_fast(base + flags);
+    EXPECT_EQ(r.code, 2) << flags << "\n" << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << flags << "\n" << r.output;
+    EXPECT_EQ(r.output.find("/nonexistent/fast-data"), std::string::npos) << flags << "\n" << r.output;
+  }
+  const Result warmup = run_fast("train --steps 1 --data-dir /nonexistent/fast-data --dgc-warmup-epochs 1");
+  EXPECT_EQ(warmup.code, 2) << warmup.output;
+  EXPECT_NE(warmup.output.find("without dgc"), std::string::npos) << warmup.output;
+}
+
+// A short DGC run trains, and every message is a top-1% payload: per encode at most
+// 16 (header) + 9 + 4k values + min(4k, ceil(n/8)) index bytes with k = ceil(0.01 n).
+TEST(Cli, DgcRunTrainsWithTopOnePercentMessages) {
+  const fs::path dir = temp_dir("dgc");
+  const Result r = run_fast("train --model mlp --workers 2 --steps 60 --optimizer momentum --lr 0.05 --dgc "
+                            "--compress topk:ratio=0.01 --progress never --summary " + (dir / "s.json").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ifstream in(dir / "s.json");
+  const nlohmann::json s = nlohmann::json::parse(in);
+  EXPECT_GT(s["final_accuracy"].get<double>(), 0.5);
+  const auto n = s["parameters"].get<std::uint64_t>();
+  const std::uint64_t k = (n + 99) / 100;
+  const std::uint64_t bound = 16 + 9 + 4 * k + std::min<std::uint64_t>(4 * k, (n + 7) / 8);
+  const auto raw = s["compressed_raw_bytes"].get<std::uint64_t>();
+  const auto wire = s["compressed_wire_bytes"].get<std::uint64_t>();
+  EXPECT_EQ(raw, 2 * 60 * 4 * n);  // 60 encodes of the whole gradient per worker
+  EXPECT_LE(wire, 2 * 60 * bound);
+  EXPECT_GE(wire, 2 * 60 * (16 + 9 + 5 * k));  // at least the k values and one byte per index
+}
+
 }  // namespace
 
 namespace {

@@ -188,6 +188,18 @@ std::vector<ConfigKey> build_keys() {
        },
        [](const TrainOptions& o) { return o.worker.strategy.compress; }},
       FAST_NUMBER_KEY("consensus_step", "dpsgd and acid with a codec: CHOCO-gossip's consensus step gamma in (0, 1] (acid: the fraction of the paper's update a communication applies); 0: the codec's default (1 for fp16/bf16, 0.8 int8, 0.4 sign, 0.05 sparse and powersgd).", worker.strategy.consensus_step, non_negative),
+      {"dgc", KeyType::boolean,
+       "Deep Gradient Compression (allreduce and ps, with compress = topk:ratio=R or randk:ratio=R, optimizer sgd, "
+       "momentum or nesterov): momentum correction on each worker, momentum factor masking, local clipping, "
+       "sparsity warm-up (docs/compression.md). A flag: --dgc.",
+       [](TrainOptions& o, const std::string& v) { o.worker.strategy.dgc = parse_bool(v, "dgc"); },
+       [](const TrainOptions& o) { return std::string(o.worker.strategy.dgc ? "true" : "false"); }},
+      FAST_NUMBER_KEY("dgc_clip", "dgc: local gradient clipping, the global L2 bound C (each worker clips its gradient to C / sqrt(workers)); 0: off.", worker.strategy.dgc_clip, non_negative),
+      {"dgc_masking", KeyType::string, "dgc: momentum factor masking (reset the velocity of the coordinates sent): on or off.",
+       [](TrainOptions& o, const std::string& v) { o.worker.strategy.dgc_masking = one_of(v, {"on", "off"}, "dgc_masking") == "on"; },
+       [](const TrainOptions& o) { return std::string(o.worker.strategy.dgc_masking ? "on" : "off"); }},
+      FAST_NUMBER_KEY("dgc_warmup_epochs", "dgc: sparsity warm-up, epochs over which the density decays exponentially from dgc_warmup_ratio to the codec's ratio; 0: none.", dgc_warmup_epochs, non_negative),
+      FAST_NUMBER_KEY("dgc_warmup_ratio", "dgc: density at the start of the sparsity warm-up, in (0, 1].", worker.strategy.dgc_warmup_ratio, positive),
       {"topology", KeyType::string,
        "Decentralized strategies: the graph, NAME[:params]: ring, torus2d[:RxC], star, complete, tree, hypercube, "
        "exponential, random-regular:D, file:PATH; gosgd also takes time-varying schedules: exponential-peer, "

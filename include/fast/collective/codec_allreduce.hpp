@@ -65,6 +65,9 @@ class CodecAllreduce {
   Path path() const noexcept { return path_; }
   // The error-feedback residual of key (empty before its first average, and on the dense path).
   std::vector<double> residual(std::uint64_t key) const;
+  // The error feedback of this worker's contributions on the gather and ring paths (null on the
+  // others): compress::Dgc's sparsity warm-up sets its codec's keep ratio and masks its residual.
+  compress::ErrorFeedback* feedback() noexcept { return feedback_.get(); }
 
  private:
   void ring(std::span<float> data, std::uint64_t key);

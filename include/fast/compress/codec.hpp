@@ -66,6 +66,13 @@ class Codec {
   virtual bool lossless() const { return false; }
   // Whether E[decode(encode(x))] == x over the codec's randomness (none, int8).
   virtual bool unbiased() const { return false; }
+  // The fraction of elements a sparsifying codec keeps (topk, randk given ratio=r); 0 for the other
+  // codecs and for topk/randk given k=K.
+  virtual double keep_ratio() const { return 0; }
+  // Changes keep_ratio() to r, in (0, 1], for later encodes (the sparsity warm-up of
+  // compress::Dgc) and returns true; returns false and changes nothing where keep_ratio() is 0.
+  // InvalidArgument for r outside (0, 1].
+  virtual bool set_keep_ratio(double /*r*/) { return false; }
 };
 
 // The names make_codec accepts, in registry order.

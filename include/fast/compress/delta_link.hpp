@@ -40,6 +40,8 @@ class DeltaSender {
   void encode(core::ConstView x, core::Buffer& out, CompressionMeter* meter = nullptr);
   // The receiver's reconstruction of the last tensor sent.
   std::span<const float> reference() const noexcept { return reference_; }
+  // The codec (its keep ratio may change between messages: Codec::set_keep_ratio).
+  Codec& codec() noexcept { return *codec_; }
 
  private:
   std::unique_ptr<Codec> codec_;

@@ -35,6 +35,13 @@ class ErrorFeedback {
   std::span<const double> residual(std::uint64_t key) const;
   // Forgets the residual of key (next encode starts from zero).
   void reset(std::uint64_t key);
+  // What the last encode's payload decodes to, this sender's own message (empty before the first
+  // encode; overwritten by the next one).
+  std::span<const float> last_sent() const noexcept { return decoded_; }
+  // Sets the residual of key to zero wherever last_sent() is nonzero, the coordinates the last
+  // message carried (compress::Dgc's momentum factor masking). The last encode must have been of
+  // key: InvalidArgument when key has no residual or another length.
+  void clear_sent(std::uint64_t key);
 
   Codec& codec() noexcept { return *codec_; }
   const Codec& codec() const noexcept { return *codec_; }

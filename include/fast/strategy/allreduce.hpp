@@ -10,9 +10,9 @@
 // With compress (docs/compression.md): the average goes through collective::CodecAllreduce with
 // error feedback on each worker's gradient; replicas stay identical (every worker decodes the
 // same messages in the same order).
-// With compress (docs/compression.md): the average goes through collective::CodecAllreduce with
-// error feedback on each worker's gradient; replicas stay identical (every worker decodes the
-// same messages in the same order).
+// With dgc (compress::Dgc): each worker's gradient first goes through DGC's clipping, weight decay
+// and momentum correction; the codec sends the top of the accumulated velocity at the step's
+// density; the average of the messages is applied with plain SGD (dgc_update_optimizer).
 //
 // On a lost peer: the strategy is synchronous (every step waits for every worker), so it cannot
 // go on; the launcher ends the run at once with the lost worker's PeerLost (fast exits with 3).
@@ -36,8 +36,12 @@ class AllreduceStrategy final : public Strategy {
   void attach(ModelState state) override;
 
  private:
+  StepOutcome dgc_step(const StepInput& input, double t0);
+
   StrategyOptions options_;
   std::unique_ptr<collective::CodecAllreduce> reduce_;  // with a codec
+  std::unique_ptr<compress::Dgc> dgc_;                  // with dgc
+  std::unique_ptr<optim::Optimizer> dgc_update_;        // with dgc: plain SGD
 };
 
 }  // namespace fast::strategy

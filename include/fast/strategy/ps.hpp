@@ -85,6 +85,10 @@
 // shard); sync replies and async/ssp pulls of a shard travel as differences from a reference the
 // server and the worker both keep (states); evaluation reads stay exact.
 //
+// With dgc (compress::Dgc): each worker runs DGC's clipping, weight decay and momentum correction
+// on its whole gradient before the per-shard error feedback; masking per shard after each encode;
+// the servers apply the messages with plain SGD (dgc_update_optimizer), averaged in sync mode.
+//
 // On a lost peer: sync mode cannot go on (a round needs every worker): the launcher ends the run
 // with the lost worker's PeerLost. async and ssp go on: a server counts a lost worker as done as
 // soon as the runtime reports it lost (Context::alive; its unfinished push is dropped), so ssp never
@@ -159,6 +163,7 @@ class PsStrategy final : public Strategy {
   std::vector<std::unique_ptr<compress::DeltaReceiver>> reply_codecs_;  // with a codec, sync: per shard
   std::vector<core::Buffer> reply_payloads_;                            // with a codec, sync: per shard
   std::vector<float> start_;  // with a codec: the common initial model
+  std::unique_ptr<compress::Dgc> dgc_;  // with dgc: this worker's momentum correction
   core::Layout layout_;       // with one server: the model's layout (its shard is the whole model)
   std::unique_ptr<PsServer> server_;             // this rank's shard, when rank < servers
                                                  // (declared before window_, which exposes it)

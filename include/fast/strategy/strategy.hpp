@@ -15,6 +15,8 @@
 
 #include "fast/collective/communicator.hpp"
 #include "fast/collective/window.hpp"
+#include "fast/compress/dgc.hpp"
+#include "fast/compress/error_feedback.hpp"
 #include "fast/compress/meter.hpp"
 #include "fast/core/layout.hpp"
 #include "fast/optim/optimizer.hpp"
@@ -55,6 +57,15 @@ struct StrategyOptions {
   double gossip_probability = 1.0;                     // gosgd: probability that a step pushes to a peer, in (0, 1]
   std::string compress = "none";                       // codec of every tensor the strategy sends: make_codec spec
   double consensus_step = 0;                           // dpsgd, acid with a codec: CHOCO's gamma in (0, 1]; 0: by codec
+  // Deep Gradient Compression (compress::Dgc, docs/compression.md): allreduce and ps, with a codec
+  // that has a keep ratio (topk:ratio=R, randk:ratio=R) and optimizer sgd, momentum or nesterov.
+  // The momentum runs on each worker before the sparsification; the aggregate is applied with
+  // plain SGD. validate_dgc() states what is refused.
+  bool dgc = false;
+  double dgc_clip = 0;                  // dgc: global L2 clipping bound C (C / sqrt(workers) per worker); 0: off
+  bool dgc_masking = true;              // dgc: momentum factor masking
+  double dgc_warmup_ratio = 0.25;       // dgc: density at the first step of the sparsity warm-up, in (0, 1]
+  std::int64_t dgc_warmup_steps = 0;    // dgc: steps of the warm-up (0: none; fast train: dgc_warmup_epochs)
   // The worker's optimizer settings, filled in by Worker: strategies that update a model other
   // than the replica (ps servers, easgd's centre) build their own optimizer from them.
   optim::OptimizerOptions optimizer;
@@ -149,6 +160,13 @@ class Strategy {
   // Window options that send through options.compress, metered by this strategy; layout (when
   // not null) must outlive the window.
   collective::WindowOptions codec_window(const StrategyOptions& options, const core::Layout* layout = nullptr);
+  // With options.dgc: this worker's compress::Dgc for numel elements, from options.optimizer and
+  // the codec's keep ratio (validate_dgc() first); null without.
+  std::unique_ptr<compress::Dgc> make_dgc(const StrategyOptions& options, std::size_t numel) const;
+  // DGC after this worker encoded `key` through `feedback` (the slice starting at element offset
+  // of its gradient): momentum factor masking of u and of the residual, when on.
+  static void dgc_sent(compress::Dgc& dgc, compress::ErrorFeedback& feedback, std::uint64_t key,
+                       std::size_t offset = 0);
   collective::Communicator& comm_;
   compress::CompressionMeter meter_;
 };
@@ -160,6 +178,14 @@ std::vector<std::string> strategy_names();
 // codecs (topk, randk, threshold) and powersgd (values measured on Fashion-MNIST with dpsgd,
 // docs/compression.md). Used by dpsgd and acid.
 double default_consensus_step(const std::string& codec);
+// With options.dgc: InvalidArgument, naming the option and what is expected, unless the strategy
+// sends gradients (allreduce, ps), the codec has a keep ratio (topk:ratio=R or randk:ratio=R) and
+// options.optimizer is sgd, momentum or nesterov; and for DGC options out of range. Nothing
+// without dgc. make_strategy calls it; fast train calls it before reading any data.
+void validate_dgc(const StrategyOptions& options);
+// The optimizer that applies DGC's aggregate: plain SGD at the same base rate (the momentum and the
+// weight decay were applied on each worker before the sparsification).
+optim::OptimizerOptions dgc_update_optimizer(const optim::OptimizerOptions& options);
 // Throws InvalidArgument for an unknown name; the message lists strategy_names().
 std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm);
 

@@ -71,6 +71,13 @@ void validate(const TrainOptions& o) {
                "model: unknown name '{}'; expected one of: {}", o.model, fmt::join(names, ", "));
   if (const int world = world_before_launch(o); world > 0) runtime::Slowdown(o.slowdown, 0, world);
   (void)parse_final_model(o.final_model);
+  strategy::StrategyOptions s = o.worker.strategy;
+  s.optimizer = o.worker.optimizer;  // as the Worker fills it in
+  strategy::validate_dgc(s);
+  FAST_ENFORCE(o.dgc_warmup_epochs >= 0 && std::isfinite(o.dgc_warmup_epochs),
+               "dgc_warmup_epochs: expected a finite number >= 0, got {}", o.dgc_warmup_epochs);
+  FAST_ENFORCE(o.dgc_warmup_epochs == 0 || o.worker.strategy.dgc,
+               "dgc_warmup_epochs: set to {} without dgc; the warm-up is part of DGC (--dgc)", o.dgc_warmup_epochs);
 }
 
 double l2_norm(std::span<const float> v) {
@@ -191,6 +198,9 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   strategy::WorkerOptions worker_options = o.worker;
   if (worker_options.schedule.total_steps == 0) worker_options.schedule.total_steps = plan.total_steps;
   worker_options.strategy.seed = o.seed;
+  if (o.dgc_warmup_epochs > 0)
+    worker_options.strategy.dgc_warmup_steps = std::max<std::int64_t>(
+        1, std::llround(o.dgc_warmup_epochs * static_cast<double>(plan.steps_per_epoch)));
   strategy::Worker worker(ctx, worker_options, torch_side.state());
   torch_side.attach(worker, in);
   const ProcessPlace place = place_process(ctx, worker.communicator(), in.process_token);

@@ -1,0 +1,82 @@
+#pragma once
+// Deep Gradient Compression (Lin et al., "Deep Gradient Compression: reducing the communication
+// bandwidth for distributed training", ICLR 2018), the worker's side: what turns a local gradient
+// into the vector a sparsifying codec with error feedback (compress::ErrorFeedback) sends, and what
+// is reset once it was sent. Strategies that send gradients (allreduce, ps) use it; the update they
+// then apply is plain SGD, x <- x - lr * G with G the average of the workers' sparse messages,
+// because the momentum was applied here, before the sparsification.
+//
+// One step of worker w, with local gradient g, parameters x, N workers (docs/compression.md):
+//   1. local gradient clipping (clip_norm C > 0): g <- g * min(1, (C / sqrt(N)) / ||g||_2)
+//   2. weight decay:                            g <- g + lambda x
+//   3. momentum correction:                     u <- m u + (1 - dampening) g   (u <- g at the first
+//                                               step, as torch's SGD), a <- u, or a <- g + m u (nesterov)
+//   4. accumulation and sparsification, by ErrorFeedback around the codec: v <- v + a; the codec
+//      sends s = topk(v) at this step's density; v <- v - s
+//   5. momentum factor masking (masking = true): u_i <- 0 and v_i <- 0 wherever s_i != 0.
+// Without masking and at density 1 every a is sent whole, and the average of the workers' u is
+// the momentum buffer dense momentum SGD keeps for the averaged gradient: DGC is then dense
+// momentum SGD up to float rounding (tests/compress/dgc_test.cpp). Without masking, at any density,
+// sum of the messages sent + v == sum of the a's (what dense momentum SGD would have applied, lr
+// aside), to float64 rounding.
+//
+// Sparsity warm-up (warmup_steps T > 0): the density of step t < T decays exponentially from
+// warmup_ratio (r0) to the codec's ratio (r): density(t) = r0^(1 - t/T) * r^(t/T); from step T on,
+// r. With r0 <= r, or T = 0, every step has density r.
+//
+// Thread-safety: one Dgc per worker, used by one activity at a time. Owns its velocity u (n f32).
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace fast::compress {
+
+struct DgcOptions {
+  double momentum = 0;             // m in [0, 1) (0: plain SGD, no velocity)
+  double dampening = 0;            // in [0, 1]; must be 0 with nesterov
+  bool nesterov = false;           // a = g + m u instead of u
+  double weight_decay = 0;         // lambda >= 0, added to the (clipped) gradient
+  double clip_norm = 0;            // C >= 0: global L2 bound, C / sqrt(workers) per worker; 0: no clipping
+  int workers = 1;                 // N >= 1
+  bool masking = true;             // momentum factor masking
+  double ratio = 0.01;             // the codec's keep ratio after the warm-up, in (0, 1]
+  double warmup_ratio = 0.25;      // density at step 0 of the warm-up, in (0, 1]
+  std::int64_t warmup_steps = 0;   // T >= 0 (0: no warm-up)
+};
+
+class Dgc {
+ public:
+  // InvalidArgument naming the option, its range and the value for an option outside its range.
+  Dgc(const DgcOptions& options, std::size_t numel);
+
+  // The codec's keep ratio for step `step` (0-based), as above.
+  double density(std::int64_t step) const;
+
+  // Steps 1-3 in place: grads (this worker's gradient g, numel elements) becomes a; params (x,
+  // numel elements) is read for the weight decay. Returns false, leaving u unchanged and grads all
+  // zero (nothing new to send), when g holds NaN or infinity; the caller decides what that means.
+  // InvalidArgument for spans of another length.
+  bool accumulate(std::span<float> grads, std::span<const float> params);
+
+  // Step 5 for u: u_i <- 0 wherever sent[j] != 0, i = offset + j (sent: this worker's message, or
+  // a slice of it starting at element offset). Nothing without masking. The caller clears v
+  // (ErrorFeedback::clear_sent). InvalidArgument when the slice exceeds numel.
+  void mask(std::span<const float> sent, std::size_t offset = 0);
+
+  // u, the velocity (empty when momentum is 0).
+  std::span<const float> velocity() const noexcept { return velocity_; }
+  // The factor the last accumulate() scaled the gradient by (1: not clipped).
+  double last_clip_scale() const noexcept { return clip_scale_; }
+  const DgcOptions& options() const noexcept { return options_; }
+
+ private:
+  DgcOptions options_;
+  std::size_t numel_;
+  std::vector<float> velocity_;
+  bool first_ = true;
+  double clip_scale_ = 1;
+};
+
+}  // namespace fast::compress

@@ -1,0 +1,86 @@
+#include "fast/compress/dgc.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fast/core/error.hpp"
+#include "fast/core/finite.hpp"
+
+namespace fast::compress {
+
+namespace {
+void check_unit(const char* what, double v, bool open_low) {
+  const bool ok = (open_low ? v > 0 : v >= 0) && v <= 1;
+  FAST_ENFORCE(ok, "dgc: {} must be in {}0, 1], got {}", what, open_low ? "(" : "[", v);
+}
+}  // namespace
+
+Dgc::Dgc(const DgcOptions& options, std::size_t numel) : options_(options), numel_(numel) {
+  FAST_ENFORCE(options.momentum >= 0 && options.momentum < 1, "dgc: momentum must be in [0, 1), got {}",
+               options.momentum);
+  check_unit("dampening", options.dampening, false);
+  FAST_ENFORCE(!options.nesterov || options.dampening == 0, "dgc: nesterov needs dampening 0, got {}",
+               options.dampening);
+  FAST_ENFORCE(options.weight_decay >= 0, "dgc: weight_decay must be >= 0, got {}", options.weight_decay);
+  FAST_ENFORCE(options.clip_norm >= 0 && std::isfinite(options.clip_norm),
+               "dgc: clip_norm must be a finite number >= 0 (0: off), got {}", options.clip_norm);
+  FAST_ENFORCE(options.workers >= 1, "dgc: workers must be >= 1, got {}", options.workers);
+  check_unit("ratio (the codec's keep ratio)", options.ratio, true);
+  check_unit("warmup_ratio", options.warmup_ratio, true);
+  FAST_ENFORCE(options.warmup_steps >= 0, "dgc: warmup_steps must be >= 0, got {}", options.warmup_steps);
+  if (options.momentum > 0) velocity_.assign(numel, 0.0f);
+}
+
+double Dgc::density(std::int64_t step) const {
+  const DgcOptions& o = options_;
+  if (o.warmup_steps == 0 || step >= o.warmup_steps || o.warmup_ratio <= o.ratio) return o.ratio;
+  const double f = static_cast<double>(std::max<std::int64_t>(step, 0)) / static_cast<double>(o.warmup_steps);
+  return std::exp((1 - f) * std::log(o.warmup_ratio) + f * std::log(o.ratio));
+}
+
+bool Dgc::accumulate(std::span<float> grads, std::span<const float> params) {
+  FAST_ENFORCE(grads.size() == numel_ && params.size() == numel_,
+               "dgc: gradient and parameters must have {} elements, got {} and {}", numel_, grads.size(),
+               params.size());
+  clip_scale_ = 1;
+  if (!core::all_finite(grads)) {
+    std::fill(grads.begin(), grads.end(), 0.0f);
+    return false;
+  }
+  const DgcOptions& o = options_;
+  if (o.clip_norm > 0) {
+    double sq = 0;
+    for (const float g : grads) sq += static_cast<double>(g) * g;
+    const double bound = o.clip_norm / std::sqrt(static_cast<double>(o.workers));
+    const double norm = std::sqrt(sq);
+    if (norm > bound) clip_scale_ = bound / norm;
+  }
+  const auto scale = static_cast<float>(clip_scale_);
+  const auto wd = static_cast<float>(o.weight_decay);
+  const auto mu = static_cast<float>(o.momentum);
+  const auto omd = static_cast<float>(1 - o.dampening);
+  for (std::size_t i = 0; i < numel_; ++i) {
+    float g = grads[i];
+    if (clip_scale_ != 1) g *= scale;
+    if (wd != 0) g += wd * params[i];
+    if (velocity_.empty()) {
+      grads[i] = g;
+      continue;
+    }
+    const float u = first_ ? g : mu * velocity_[i] + omd * g;
+    velocity_[i] = u;
+    grads[i] = o.nesterov ? g + mu * u : u;
+  }
+  first_ = false;
+  return true;
+}
+
+void Dgc::mask(std::span<const float> sent, std::size_t offset) {
+  FAST_ENFORCE(offset <= numel_ && sent.size() <= numel_ - offset,
+               "dgc: mask of {} elements at offset {} exceeds the {} elements", sent.size(), offset, numel_);
+  if (!options_.masking || velocity_.empty()) return;
+  for (std::size_t j = 0; j < sent.size(); ++j)
+    if (sent[j] != 0.0f) velocity_[offset + j] = 0.0f;
+}
+
+}  // namespace fast::compress
