@@ -143,16 +143,33 @@ void CodecAllreduce::ring(std::span<float> data, std::uint64_t key) {
   for (float& x : data) x *= inv;
 }
 
-// All-gather of encoded messages round the ring. Tags: detail = step (0..W-2).
+bool CodecAllreduce::reduces_densely(std::size_t n) const {
+  if (path_ != Path::gather || options_.sparse == SparseReduce::gather) return false;
+  if (options_.sparse == SparseReduce::dense) return true;
+  const compress::Codec& codec = feedback_->codec();
+  if (!codec.fixed_size() && codec.keep_ratio() == 0) return false;  // threshold: its bound says nothing
+  const double workers = comm_.size();
+  return workers * static_cast<double>(codec.encoded_bytes(n)) >
+         kSparseDenseCrossover * 8.0 * static_cast<double>(n);
+}
+
+// All-gather of encoded messages round the ring (tags: detail = step, 0..W-2), or the dense ring
+// all-reduce of the decoded messages (reduces_densely).
 void CodecAllreduce::gather(std::span<float> data, std::uint64_t key) {
   runtime::Context& ctx = comm_.context();
   const int n = comm_.size();
   const int me = comm_.rank();
-  const std::uint32_t seq = comm_.reserve_sequence();
   std::vector<Buffer> payloads(static_cast<std::size_t>(n));
   feedback_->encode(key, ConstView(std::span<const float>(data)), payloads[static_cast<std::size_t>(me)]);
   if (options_.meter != nullptr)
     options_.meter->add(data.size() * sizeof(float), payloads[static_cast<std::size_t>(me)].bytes());
+  if (reduces_densely(data.size())) {
+    const std::span<const float> mine = feedback_->last_sent();
+    std::copy(mine.begin(), mine.end(), data.begin());
+    comm_.allreduce(MutableView(data), {.op = ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+    return;
+  }
+  const std::uint32_t seq = comm_.reserve_sequence();
   const int next = wrap(me + 1, n);
   const int prev = wrap(me - 1, n);
   // At step t this worker forwards the payload of worker me - t and receives that of me - t - 1.

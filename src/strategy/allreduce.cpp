@@ -17,7 +17,8 @@ void AllreduceStrategy::attach(ModelState state) {
                                                  .seed = options_.seed,
                                                  .layout = core::Layout(state.layout.begin(), state.layout.end()),
                                                  .chunk_bytes = options_.chunk_bytes,
-                                                 .meter = &meter_});
+                                                 .meter = &meter_,
+                                                 .sparse = parse_sparse_reduce(options_.sparse_allreduce)});
   dgc_ = make_dgc(options_, state.params.size());
   if (dgc_) dgc_update_ = optim::make_optimizer(dgc_update_optimizer(options_.optimizer), state.params.size());
 }

@@ -117,6 +117,14 @@ void validate_dgc(const StrategyOptions& options) {
   FAST_ENFORCE(options.dgc_warmup_steps >= 0, "dgc: dgc_warmup_steps must be >= 0, got {}", options.dgc_warmup_steps);
 }
 
+collective::SparseReduce parse_sparse_reduce(const std::string& name) {
+  if (name == "auto") return collective::SparseReduce::auto_choice;
+  if (name == "gather") return collective::SparseReduce::gather;
+  if (name == "dense") return collective::SparseReduce::dense;
+  FAST_THROW(core::InvalidArgument, "strategy: option 'sparse_allreduce' must be one of auto, gather, dense; got '{}'",
+             name);
+}
+
 optim::OptimizerOptions dgc_update_optimizer(const optim::OptimizerOptions& options) {
   return {.name = "sgd", .lr = options.lr};
 }

@@ -141,6 +141,56 @@ TEST(CodecAllreduce, GatherBytesAreTheEncodedMessages) {
   });
 }
 
+// The two reductions of sparse messages (SparseReduce) average the same decoded messages: results
+// agree to float reassociation, every worker holds the same values, and the dense one sends the
+// ring's 2 (W-1) x 4n bytes in all.
+TEST(CodecAllreduce, DenseAndGatherReductionsOfSparseMessagesAgree) {
+  constexpr int kWorkers = 3;
+  constexpr std::size_t kN = 4000;
+  std::vector<std::vector<float>> got(2 * kWorkers);
+  std::vector<std::uint64_t> dense_bytes(kWorkers);
+  runtime::threads::World world({.size = kWorkers, .op_timeout_seconds = 60});
+  world.run([&](Context& ctx) {
+    Communicator comm(ctx);
+    const int r = ctx.rank();
+    for (const SparseReduce how : {SparseReduce::gather, SparseReduce::dense}) {
+      CodecAllreduce reduce(comm, {.codec = "topk:ratio=0.05", .sparse = how});
+      EXPECT_EQ(reduce.reduces_densely(kN), how == SparseReduce::dense);
+      std::vector<float> x;
+      for (int t = 0; t < 5; ++t) {
+        x = input(r, t, kN);
+        const std::uint64_t before = ctx.bytes_sent();
+        reduce.average(MutableView(std::span<float>(x)), 0);
+        if (how == SparseReduce::dense && t == 0) dense_bytes[static_cast<std::size_t>(r)] = ctx.bytes_sent() - before;
+      }
+      got[static_cast<std::size_t>((how == SparseReduce::dense ? kWorkers : 0) + r)] = x;
+    }
+  });
+  for (int r = 0; r < kWorkers; ++r) {
+    EXPECT_EQ(got[static_cast<std::size_t>(r)], got[0]) << "gather, worker " << r;
+    EXPECT_EQ(got[static_cast<std::size_t>(kWorkers + r)], got[kWorkers]) << "dense, worker " << r;
+  }
+  for (std::size_t i = 0; i < kN; ++i)
+    ASSERT_NEAR(got[kWorkers][i], got[0][i], 1e-6 * (1 + std::abs(got[0][i]))) << i;
+  EXPECT_EQ(std::accumulate(dense_bytes.begin(), dense_bytes.end(), std::uint64_t{0}), 2 * (kWorkers - 1) * 4 * kN);
+}
+
+// auto: dense when W x the codec's payload bound exceeds the dense ring's 8n bytes.
+TEST(CodecAllreduce, AutoReducesDenselyWhenTheGatherWouldSendMore) {
+  runtime::threads::World world({.size = 4, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    Communicator comm(ctx);
+    constexpr std::size_t kN = 4000;
+    // topk bound 25 + 4k + min(4k, n/8): k = 2000 gives 8525 bytes, x 4 = 34100 > 32000.
+    EXPECT_TRUE(CodecAllreduce(comm, {.codec = "topk:ratio=0.5"}).reduces_densely(kN));
+    // k = 400: 2125 x 4 = 8500 < 32000.
+    EXPECT_FALSE(CodecAllreduce(comm, {.codec = "topk:ratio=0.1"}).reduces_densely(kN));
+    EXPECT_FALSE(CodecAllreduce(comm, {.codec = "threshold:value=0.1"}).reduces_densely(kN));
+    EXPECT_FALSE(CodecAllreduce(comm, {.codec = "fp16"}).reduces_densely(kN));  // not the gather path
+    EXPECT_FALSE(CodecAllreduce(comm, {.codec = "topk:ratio=0.5", .sparse = SparseReduce::gather}).reduces_densely(kN));
+  });
+}
+
 // CHOCO-gossip on a ring: the sum of the replicas is kept (up to float32 rounding) and, with no
 // gradients, the replicas converge to the average of the initial values.
 TEST(ChocoGossip, ConvergesToTheAverageAndKeepsTheSum) {

@@ -188,6 +188,12 @@ std::vector<ConfigKey> build_keys() {
        },
        [](const TrainOptions& o) { return o.worker.strategy.compress; }},
       FAST_NUMBER_KEY("consensus_step", "dpsgd and acid with a codec: CHOCO-gossip's consensus step gamma in (0, 1] (acid: the fraction of the paper's update a communication applies); 0: the codec's default (1 for fp16/bf16, 0.8 int8, 0.4 sign, 0.05 sparse and powersgd).", worker.strategy.consensus_step, non_negative),
+      {"sparse_allreduce", KeyType::string,
+       "allreduce and local-sgd with int8, sign, topk or randk: how the messages are averaged: gather (all-gather "
+       "of the encoded messages), dense (ring all-reduce of the decoded ones) or auto (by the payload bound against "
+       "the dense ring's bytes; docs/compression.md).",
+       [](TrainOptions& o, const std::string& v) { o.worker.strategy.sparse_allreduce = one_of(v, {"auto", "gather", "dense"}, "sparse_allreduce"); },
+       [](const TrainOptions& o) { return o.worker.strategy.sparse_allreduce; }},
       {"dgc", KeyType::boolean,
        "Deep Gradient Compression (allreduce and ps, with compress = topk:ratio=R or randk:ratio=R, optimizer sgd, "
        "momentum or nesterov): momentum correction on each worker, momentum factor masking, local clipping, "

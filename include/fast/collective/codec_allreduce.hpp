@@ -43,12 +43,26 @@
 
 namespace fast::collective {
 
+// How the gather path's codecs (int8, sign, topk, randk, threshold) reduce, per average() call:
+//   gather  the all-gather of the encoded messages above;
+//   dense   each worker decodes its own message (its error feedback keeps the decoding) and the
+//           decoded vectors are averaged by the dense ring all-reduce: 2 (W-1)/W x 4n bytes per
+//           worker instead of (W-1) x the payload, and one decode instead of W;
+//   auto    dense when W x encoded_bytes(n) > kSparseDenseCrossover x 8n (the payload bound of the
+//           codec, the same on every worker, against the dense ring's bytes), else gather;
+//           threshold, whose bound (every element kept) says nothing of its messages, gathers. The
+//           crossover was measured (bench_sparse_allreduce, docs/benchmarks.md (i)).
+// Both give the same average up to float reassociation; every worker holds the same result.
+enum class SparseReduce : std::uint8_t { auto_choice, gather, dense };
+inline constexpr double kSparseDenseCrossover = 1.0;
+
 struct CodecAllreduceOptions {
   std::string codec = "none";          // compress::make_codec spec
   std::uint64_t seed = 0;              // the codec's random stream (int8, randk); per worker it is mixed with the rank
   core::Layout layout;                 // the tensor's blocks (powersgd); empty: one vector block
   std::size_t chunk_bytes = std::size_t{4} << 20;  // pipeline piece of the dense ring all-reduces
   compress::CompressionMeter* meter = nullptr;     // counts every encode (not owned; may be null)
+  SparseReduce sparse = SparseReduce::auto_choice;  // the gather path's reduction, see above
 };
 
 class CodecAllreduce {
@@ -63,6 +77,8 @@ class CodecAllreduce {
   void average(core::MutableView data, std::uint64_t key);
 
   Path path() const noexcept { return path_; }
+  // Whether average() of n elements on the gather path reduces densely (SparseReduce above).
+  bool reduces_densely(std::size_t n) const;
   // The error-feedback residual of key (empty before its first average, and on the dense path).
   std::vector<double> residual(std::uint64_t key) const;
   // The error feedback of this worker's contributions on the gather and ring paths (null on the

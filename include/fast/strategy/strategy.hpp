@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fast/collective/codec_allreduce.hpp"
 #include "fast/collective/communicator.hpp"
 #include "fast/collective/window.hpp"
 #include "fast/compress/dgc.hpp"
@@ -56,6 +57,8 @@ struct StrategyOptions {
   double acid_alpha_tilde = -1;                        // acid: gossip weight of x~; < 0: from the graph (paper)
   double gossip_probability = 1.0;                     // gosgd: probability that a step pushes to a peer, in (0, 1]
   std::string compress = "none";                       // codec of every tensor the strategy sends: make_codec spec
+  std::string sparse_allreduce = "auto";               // allreduce, local-sgd with a sparse codec: auto | gather | dense
+                                                       // (collective::SparseReduce)
   double consensus_step = 0;                           // dpsgd, acid with a codec: CHOCO's gamma in (0, 1]; 0: by codec
   // Deep Gradient Compression (compress::Dgc, docs/compression.md): allreduce and ps, with a codec
   // that has a keep ratio (topk:ratio=R, randk:ratio=R) and optimizer sgd, momentum or nesterov.
@@ -186,6 +189,9 @@ void validate_dgc(const StrategyOptions& options);
 // The optimizer that applies DGC's aggregate: plain SGD at the same base rate (the momentum and the
 // weight decay were applied on each worker before the sparsification).
 optim::OptimizerOptions dgc_update_optimizer(const optim::OptimizerOptions& options);
+// The collective::SparseReduce named by StrategyOptions::sparse_allreduce; InvalidArgument naming
+// the option and the allowed values otherwise.
+collective::SparseReduce parse_sparse_reduce(const std::string& name);
 // Throws InvalidArgument for an unknown name; the message lists strategy_names().
 std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm);
 
