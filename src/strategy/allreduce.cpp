@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "fast/core/error.hpp"
-#include "fast/core/log.hpp"
 
 namespace fast::strategy {
 
@@ -50,13 +49,7 @@ StepOutcome AllreduceStrategy::dgc_step(const StepInput& input, double t0) {
   StepOutcome outcome{.comm_seconds = ctx.now() - t0};
   outcome.applied = apply_update({.state = input.state, .optimizer = *dgc_update_, .lr = input.lr, .step = input.step},
                                  options_.non_finite);
-  if (!finite && outcome.applied) {
-    if (options_.non_finite == NonFinitePolicy::error)
-      FAST_THROW(core::InvalidArgument, "allreduce: the gradient of step {} on worker {} holds NaN or infinity",
-                 input.step, comm_.rank());
-    core::log(core::LogLevel::warn, "allreduce: worker {} contributed nothing new at step {}: its gradient holds NaN "
-              "or infinity (dgc)", comm_.rank(), input.step);
-  }
+  if (!finite && outcome.applied) report_non_finite(input, options_.non_finite, "contributed nothing new (dgc) at step");
   return outcome;
 }
 

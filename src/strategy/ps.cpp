@@ -174,14 +174,6 @@ void PsStrategy::pull(std::span<float> params, collective::Wire wire) {
   core::wait_all(gets);
 }
 
-void PsStrategy::reject_non_finite(const StepInput& input) const {
-  const int rank = comm_.rank();
-  if (options_.non_finite == NonFinitePolicy::error)
-    FAST_THROW(core::InvalidArgument, "ps: the gradient of step {} on worker {} holds NaN or infinity", input.step,
-               rank);
-  core::log(core::LogLevel::warn, "ps: worker {} skipped step {}: its gradient holds NaN or infinity", rank,
-            input.step);
-}
 
 StepOutcome PsStrategy::step(const StepInput& input) {
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "ps: step() after finish()");
@@ -204,7 +196,7 @@ StepOutcome PsStrategy::step(const StepInput& input) {
   if (mode_ != PsMode::sync) with_servers("pull", [&] { pull(input.state.params); });
   ++clock_;
   StepOutcome outcome{.applied = finite, .comm_seconds = ctx.now() - t0};
-  if (!finite) reject_non_finite(input);
+  if (!finite) report_non_finite(input, options_.non_finite, "skipped step");
   return outcome;
 }
 

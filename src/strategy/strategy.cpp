@@ -62,13 +62,17 @@ bool Strategy::apply_update(const StepInput& input, NonFinitePolicy policy) {
     input.optimizer.step(input.state.params, input.state.grads, input.lr);
     return true;
   }
+  report_non_finite(input, policy, "skipped step");
+  return false;
+}
+
+void Strategy::report_non_finite(const StepInput& input, NonFinitePolicy policy, std::string_view what) const {
   const int rank = comm_.rank();
   if (policy == NonFinitePolicy::error)
     FAST_THROW(core::InvalidArgument, "{}: the gradient of step {} on worker {} holds NaN or infinity", name(),
                input.step, rank);
-  core::log(core::LogLevel::warn, "{}: worker {} skipped step {}: its gradient holds NaN or infinity", name(), rank,
+  core::log(core::LogLevel::warn, "{}: worker {} {} {}: its gradient holds NaN or infinity", name(), rank, what,
             input.step);
-  return false;
 }
 
 std::vector<float> Strategy::common_start(ModelState state) {

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "common/run_fast.hpp"
+#include "common/spawned.hpp"
 
 namespace {
 
@@ -30,43 +31,17 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using fast::testing::dir_name;
 using fast::testing::slurp;
-using clock_type = std::chrono::steady_clock;
+using Started = fast::testing::Spawned;
+using fast::testing::wait_or_kill_group;
 
 const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
 const std::string kTrain = " --model mlp --seed 11 --eval-every 0 ";
 
-// A shell command started in dir, in a process group of its own, its output in dir/log.
-struct Started {
-  pid_t pid = -1;
-  fs::path log;
-};
-
+// mpirun (and its ranks) in a process group of its own, as root where the tests run as root.
 Started start(const fs::path& dir, const std::string& command) {
-  Started s{-1, dir / "log"};
-  const std::string line = "cd '" + dir.string() + "' && exec " + command + " > log 2>&1";
-  const char* argv[] = {"sh", "-c", line.c_str(), nullptr};
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attributes, 0);
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  if (posix_spawn(&s.pid, "/bin/sh", nullptr, &attributes, const_cast<char* const*>(argv), environ) != 0) s.pid = -1;
-  posix_spawnattr_destroy(&attributes);
-  return s;
-}
-
-// Waits at most `seconds` for the command; its wait status, or -1 after killing its whole group.
-int wait_for(const Started& s, double seconds) {
-  const auto deadline = clock_type::now() + std::chrono::duration<double>(seconds);
-  int status = 0;
-  while (clock_type::now() < deadline) {
-    if (waitpid(s.pid, &status, WNOHANG) == s.pid) return status;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(-s.pid, SIGKILL);
-  waitpid(s.pid, &status, 0);
-  return -1;
+  return fast::testing::spawn_in_group(dir, command);
 }
 
 bool exited_cleanly(int status) { return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
@@ -86,7 +61,7 @@ json threads_run(const fs::path& dir, const std::string& args) {
 json mpi_run(const fs::path& dir, const std::string& args) {
   fs::remove(dir / "m.json");
   const Started s = start(dir, mpirun(4, "--progress never --summary m.json " + args));
-  const int status = wait_for(s, 300);
+  const int status = wait_or_kill_group(s, 300);
   EXPECT_TRUE(exited_cleanly(status)) << "mpirun: " << args << "\n" << slurp(s.log);
   if (!fs::exists(dir / "m.json")) return json::object();
   return json::parse(slurp(dir / "m.json"));
@@ -167,12 +142,12 @@ TEST_P(MpiFault, AKilledRankEndsTheJobWithAnErrorOnEveryRank) {
     training = text.find("epoch 1 | step") != std::string::npos;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (pid < 0 || !training) wait_for(s, 0);
+  if (pid < 0 || !training) wait_or_kill_group(s, 0);
   ASSERT_GT(pid, 0) << slurp(s.log);
   ASSERT_TRUE(training) << slurp(s.log);
   std::this_thread::sleep_for(std::chrono::milliseconds(200 + random() % 500));
   kill(pid, SIGKILL);
-  const int status = wait_for(s, 30);
+  const int status = wait_or_kill_group(s, 30);
   const std::string log = slurp(s.log);
   ASSERT_NE(status, -1) << "mpirun did not end within 30 s of the kill:\n" << log;
   EXPECT_FALSE(exited_cleanly(status)) << log;

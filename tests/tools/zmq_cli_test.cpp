@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common/run_fast.hpp"
+#include "common/spawned.hpp"
 
 namespace {
 
@@ -106,22 +107,15 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ZmqAsynchronous,
 
 // ----------------------------------------------------------------------------- faults
 
-struct Launched {
-  pid_t pid = -1;          // fast launch
-  fs::path log;
-};
+using Launched = fast::testing::Spawned;
 
+// fast launch -n 4 (and its workers) in a process group of its own, its output in dir/launch.log.
 Launched start_launch(const fs::path& dir, const std::string& train_args) {
-  Launched l{-1, dir / "launch.log"};
-  const std::string command = "cd '" + dir.string() + "' && exec " + kFast + " launch -n 4 --grace 60 --timeout 300 -- " +
-                              kFast + " train --runtime zmq --peer-timeout 2 --summary s.json" + kTrainShown + train_args +
-                              " > launch.log 2>&1";
-  l.pid = fork();
-  if (l.pid == 0) {
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  return l;
+  return fast::testing::spawn_in_group(dir,
+                                       kFast + " launch -n 4 --grace 60 --timeout 300 -- " + kFast +
+                                           " train --runtime zmq --peer-timeout 2 --summary s.json" + kTrainShown +
+                                           train_args,
+                                       "launch.log");
 }
 
 // pid of process `rank`, from its "[rank] ... pid P listens on" line, within 60 s.
@@ -144,19 +138,6 @@ bool training_started(const Launched& l) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
-}
-
-// Waits for fast launch at most `seconds`; its exit status, or -1 after killing it.
-int wait_launch(const Launched& l, double seconds) {
-  const auto deadline = clock_type::now() + std::chrono::duration<double>(seconds);
-  int status = 0;
-  while (clock_type::now() < deadline) {
-    if (waitpid(l.pid, &status, WNOHANG) == l.pid) return status;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(l.pid, SIGKILL);
-  waitpid(l.pid, &status, 0);
-  return -1;
 }
 
 struct Fault {
@@ -195,13 +176,13 @@ TEST_P(ZmqFault, LostWorkerIsNamedAndNothingHangs) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (fault.signal == SIGSTOP) kill(pid, SIGKILL);  // a frozen process never ends by itself
-    const int status = wait_launch(l, 10);
+    const int status = fast::testing::wait_or_kill_group(l, 10);
     const std::string log = slurp(l.log);
     EXPECT_TRUE(reported) << "no survivor reported the lost worker within 7 s; output:\n" << log;
     EXPECT_NE(status, -1) << "fast launch did not end; output:\n" << log;
     EXPECT_FALSE(fs::exists(dir / "s.json"));
   } else {
-    const int status = wait_launch(l, 240);
+    const int status = fast::testing::wait_or_kill_group(l, 240);
     const std::string log = slurp(l.log);
     ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
     ASSERT_TRUE(fs::exists(dir / "s.json")) << log;

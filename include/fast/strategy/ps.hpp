@@ -146,7 +146,6 @@ class PsStrategy final : public Strategy {
   std::span<float> shard_of(std::span<float> v, int k) const;
   std::vector<core::Work> push(const StepInput& input, bool finite);
   void pull(std::span<float> params, collective::Wire wire = collective::Wire::codec);
-  void reject_non_finite(const StepInput& input) const;
 
   StrategyOptions options_;
   PsMode mode_ = PsMode::async;

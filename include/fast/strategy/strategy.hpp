@@ -154,6 +154,9 @@ class Strategy {
   // naming the strategy, step and worker, or logs a warning and leaves the parameters untouched.
   // Returns whether the update was applied.
   bool apply_update(const StepInput& input, NonFinitePolicy policy);
+  // A non-finite gradient at input.step on this worker, per `policy`: throws InvalidArgument naming
+  // the strategy, step and worker, or logs a warning "worker R <what> <step>".
+  void report_non_finite(const StepInput& input, NonFinitePolicy policy, std::string_view what) const;
   // Collective: sets every worker's state.params to worker 0's (a broadcast) and returns a copy.
   // Strategies that send states through a codec call it in attach(), so the references both ends
   // of a link keep start from the same model.

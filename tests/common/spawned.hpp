@@ -1,0 +1,54 @@
+#pragma once
+// A shell command the multi-process CLI tests start in a process group of its own, so that a test
+// that gives up on it can kill everything it started (mpirun and its ranks, fast launch and its
+// workers) by process group id.
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+extern char** environ;
+
+namespace fast::testing {
+
+struct Spawned {
+  pid_t pid = -1;              // the shell, leader of the group; -1 when it could not start
+  std::filesystem::path log;   // its stdout and stderr
+};
+
+// `command` run by /bin/sh in dir, in a new process group, its output in dir / log_name.
+inline Spawned spawn_in_group(const std::filesystem::path& dir, const std::string& command,
+                              const std::string& log_name = "log") {
+  Spawned s{-1, dir / log_name};
+  const std::string line = "cd '" + dir.string() + "' && exec " + command + " > '" + log_name + "' 2>&1";
+  const char* argv[] = {"sh", "-c", line.c_str(), nullptr};
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  if (posix_spawn(&s.pid, "/bin/sh", nullptr, &attributes, const_cast<char* const*>(argv), environ) != 0) s.pid = -1;
+  posix_spawnattr_destroy(&attributes);
+  return s;
+}
+
+// Waits at most `seconds` for the command: its wait status, or -1 after killing its whole group.
+inline int wait_or_kill_group(const Spawned& s, double seconds) {
+  if (s.pid <= 0) return -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(s.pid, &status, WNOHANG) == s.pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(-s.pid, SIGKILL);
+  waitpid(s.pid, &status, 0);
+  return -1;
+}
+
+}  // namespace fast::testing
