@@ -20,6 +20,14 @@ PsMode parse_mode(const std::string& mode) {
   if (mode == "ssp") return PsMode::ssp;
   FAST_THROW(core::InvalidArgument, "ps: option 'mode' must be one of sync, async, ssp; got '{}'", mode);
 }
+
+// The factor on the learning rate a worker sends with its push (StrategyOptions::lr_semantics).
+double lr_scale(const std::string& semantics, PsMode mode, int workers) {
+  FAST_ENFORCE(semantics == "per-sample" || semantics == "per-gradient",
+               "ps: option 'lr_semantics' must be one of per-sample, per-gradient; got '{}'", semantics);
+  if (mode == PsMode::sync || semantics == "per-gradient") return 1.0;
+  return 1.0 / static_cast<double>(workers);
+}
 }  // namespace
 
 // Runs fn; a PeerLost there that comes from a lost server names the shard: the shard's part of
@@ -39,7 +47,10 @@ void PsStrategy::with_servers(const char* what, Fn&& fn) {
 }
 
 PsStrategy::PsStrategy(const StrategyOptions& options, collective::Communicator& comm)
-    : Strategy(comm), options_(options), mode_(parse_mode(options.mode)) {
+    : Strategy(comm),
+      options_(options),
+      mode_(parse_mode(options.mode)),
+      lr_scale_(lr_scale(options.lr_semantics, mode_, comm.size())) {
   const int n = comm.size();
   if (options.servers < 1 || options.servers > n || options.servers > static_cast<std::int64_t>(kMaxShards))
     FAST_THROW(core::InvalidArgument,
@@ -147,7 +158,7 @@ std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
     else
       works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
     headers_[ku] = Request{.kind = Request::Kind::push, .clock = clock_, .version = version_read_[ku],
-                           .finite = finite, .lr = input.lr}
+                           .finite = finite, .lr = input.lr * lr_scale_}
                        .to_words();
     works.push_back(ctx.send(k, tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(headers_[ku]))));
     if (finite && !push_codecs_.empty()) {

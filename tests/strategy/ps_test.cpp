@@ -24,8 +24,12 @@ using testing::mean_centre;
 
 const PsStrategy& ps_of(const Worker& worker) { return dynamic_cast<const PsStrategy&>(worker.strategy()); }
 
-WorkerOptions ps_options(const char* mode, std::int64_t servers, double lr, std::int64_t staleness = 2) {
-  return {.strategy = {.name = "ps", .mode = mode, .staleness = staleness, .servers = servers},
+// lr_semantics per-gradient: the server applies every gradient with `lr` itself, the rate the
+// bounds below are written with (AsyncAndSspInTurnsReplayExactly checks both semantics).
+WorkerOptions ps_options(const char* mode, std::int64_t servers, double lr, std::int64_t staleness = 2,
+                         const char* lr_semantics = "per-gradient") {
+  return {.strategy = {.name = "ps", .mode = mode, .staleness = staleness, .servers = servers,
+                       .lr_semantics = lr_semantics},
           .optimizer = {.name = "sgd", .lr = lr}};
 }
 
@@ -179,35 +183,41 @@ TEST(Ps, SyncConvergesToTheOptimumInClosedForm) {
 // have pushed c - 1, so the lag is 1 (0 for the last worker and for first gradients). ssp with
 // s >= 1 never has to hold anyone in this order and gives the same result. The learning rate
 // halves every 10 steps: each server must apply the rate its pusher sent for that step.
+// Workers taking turns: the servers apply the gradients in a known order, replayed in double
+// precision. With lr_semantics per-sample (the default) every gradient is applied with lr / N, with
+// per-gradient with lr itself.
 TEST(Ps, AsyncAndSspInTurnsReplayExactly) {
   constexpr int kN = 4;
   constexpr int kRounds = 30;
   constexpr std::size_t kDim = 9;
   constexpr double kLr = 0.1;
   constexpr float kX0 = 0.5f;
-  // The replay: server parameters and every worker's pulled copy, per coordinate.
-  std::vector<double> server(kDim, kX0);
-  std::vector<std::vector<double>> pulled(kN, std::vector<double>(kDim, kX0));
-  for (int t = 0; t < kRounds; ++t)
-    for (int w = 0; w < kN; ++w)
-      for (std::size_t i = 0; i < kDim; ++i) {
-        server[i] -= kLr * std::pow(0.5, t / 10) * (pulled[static_cast<std::size_t>(w)][i] - centre(w, i));
-        pulled[static_cast<std::size_t>(w)][i] = server[i];
-      }
   const std::uint64_t lag_sum = (0 + 1 + 2 + 3) + static_cast<std::uint64_t>((kRounds - 1) * kN * (kN - 1));
-  for (const char* mode : {"async", "ssp"}) {
-    for (std::int64_t k : {1, 2}) {
-      WorkerOptions options = ps_options(mode, k, kLr, 1);
-      options.schedule = {.name = "step", .step_size = 10, .gamma = 0.5};
-      const PsRun run = run_quadratic(kN, options, kDim, kX0, steps_of(kRounds), no_sleep, /*turns=*/true);
+  for (const char* semantics : {"per-sample", "per-gradient"}) {
+    const double eta = std::string(semantics) == "per-sample" ? kLr / kN : kLr;
+    // The replay: server parameters and every worker's pulled copy, per coordinate.
+    std::vector<double> server(kDim, kX0);
+    std::vector<std::vector<double>> pulled(kN, std::vector<double>(kDim, kX0));
+    for (int t = 0; t < kRounds; ++t)
       for (int w = 0; w < kN; ++w)
-        for (std::size_t i = 0; i < kDim; ++i)
-          ASSERT_NEAR(run.finals[static_cast<std::size_t>(w)][i], server[i], 1e-5 * (1 + std::abs(server[i])))
-              << mode << " K=" << k << " worker " << w << " i=" << i;
-      EXPECT_EQ(run.staleness.count, static_cast<std::uint64_t>(k * kN * kRounds)) << mode << " K=" << k;
-      EXPECT_EQ(run.staleness.sum, static_cast<double>(k * lag_sum)) << mode << " K=" << k;
-      EXPECT_EQ(run.staleness.max, static_cast<std::uint64_t>(kN - 1)) << mode << " K=" << k;
-      EXPECT_EQ(run.max_clock_lag, 1) << mode << " K=" << k;
+        for (std::size_t i = 0; i < kDim; ++i) {
+          server[i] -= eta * std::pow(0.5, t / 10) * (pulled[static_cast<std::size_t>(w)][i] - centre(w, i));
+          pulled[static_cast<std::size_t>(w)][i] = server[i];
+        }
+    for (const char* mode : {"async", "ssp"}) {
+      for (std::int64_t k : {1, 2}) {
+        WorkerOptions options = ps_options(mode, k, kLr, 1, semantics);
+        options.schedule = {.name = "step", .step_size = 10, .gamma = 0.5};
+        const PsRun run = run_quadratic(kN, options, kDim, kX0, steps_of(kRounds), no_sleep, /*turns=*/true);
+        for (int w = 0; w < kN; ++w)
+          for (std::size_t i = 0; i < kDim; ++i)
+            ASSERT_NEAR(run.finals[static_cast<std::size_t>(w)][i], server[i], 1e-5 * (1 + std::abs(server[i])))
+                << semantics << " " << mode << " K=" << k << " worker " << w << " i=" << i;
+        EXPECT_EQ(run.staleness.count, static_cast<std::uint64_t>(k * kN * kRounds)) << mode << " K=" << k;
+        EXPECT_EQ(run.staleness.sum, static_cast<double>(k * lag_sum)) << mode << " K=" << k;
+        EXPECT_EQ(run.staleness.max, static_cast<std::uint64_t>(kN - 1)) << mode << " K=" << k;
+        EXPECT_EQ(run.max_clock_lag, 1) << mode << " K=" << k;
+      }
     }
   }
 }
@@ -412,6 +422,8 @@ TEST(Ps, BadOptionsNameTheOptionAndTheAllowedValues) {
                                         {"'servers'", "[1, 2]", "got 3"});
     expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .mode = "ssp", .staleness = -1}, comm); },
                                         {"'staleness'", ">= 0", "got -1"});
+    expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .lr_semantics = "per-step"}, comm); },
+                                        {"'lr_semantics'", "per-sample, per-gradient", "'per-step'"});
     // A strategy used without the Worker (no attach()) says so.
     auto ps = make_strategy({.name = "ps"}, comm);
     std::vector<float> x(3), g(3);

@@ -26,9 +26,10 @@
 //          `allreduce` with the same optimizer (tested to 1e-6 relative). asynchronous() = false.
 //   async  (Downpour SGD, Dean et al., "Large scale distributed deep networks", NIPS 2012)
 //          every gradient is applied as soon as it arrives, one optimizer step each:
-//          x <- optimizer(x, g_w, lr_w); the server acknowledges the push once applied and the
-//          worker then pulls the parameters one-sidedly with a Window get of every server's shard
-//          (window "ps.shards"). Workers never wait for each other. asynchronous() = true.
+//          x <- optimizer(x, g_w, lr_w / N) (lr_semantics per-sample; lr_w with per-gradient);
+//          the server acknowledges the push once applied and the worker then pulls the
+//          parameters one-sidedly with a Window get of every server's shard (window "ps.shards").
+//          Workers never wait for each other. asynchronous() = true.
 //   ssp    stale synchronous parallel (Ho et al., "More effective distributed ML via a stale
 //          synchronous parallel parameter server", NIPS 2013; paper 002 sec. 3.3.4 "delay
 //          bounds"): as async, but a worker about to compute its gradient number c (0-based count
@@ -77,7 +78,10 @@
 // servers; each server receives N shard-sized messages per round of worker steps.
 //
 // Options: `mode` (sync | async | ssp, default async), `staleness` (ssp bound s >= 0, default
-// 4), `servers` (K in [1, N], default 1), `non_finite`, `optimizer` (run on the servers).
+// 4), `servers` (K in [1, N], default 1), `non_finite`, `optimizer` (run on the servers),
+// `lr_semantics` (async / ssp: per-sample, the default, pushes lr / N, so that N gradients applied
+// one by one move the model as far as sync's one averaged step; per-gradient pushes lr, Downpour as
+// published).
 //
 // Thread-safety: the strategy is used by its worker's main activity; the server activity shares
 // only the shard window (under its Local guard) and the statistics (under a Context mutex).
@@ -149,6 +153,7 @@ class PsStrategy final : public Strategy {
 
   StrategyOptions options_;
   PsMode mode_ = PsMode::async;
+  double lr_scale_ = 1;  // on the pushed learning rate: 1 / N in async / ssp with lr_semantics per-sample
   int servers_ = 1;
   bool attached_ = false;
   bool finished_ = false;

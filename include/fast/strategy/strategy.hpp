@@ -50,6 +50,12 @@ struct StrategyOptions {
   std::string mode = "async";                          // ps: sync | async | ssp
   std::int64_t staleness = 4;                          // ps ssp: bound on the clock lag of a gradient
   std::int64_t servers = 1;                            // ps: server shards, hosted by ranks 0..servers-1
+  // ps async/ssp: what the learning rate means when every gradient is its own step. "per-sample"
+  // (default): the server applies each worker's gradient with lr / N, so N pushes move the model
+  // as far as one averaged allreduce step over the same N x batch samples; "per-gradient": with
+  // lr itself (Downpour as published; N times the step per sample). Other strategies (and sync)
+  // already average and ignore it. docs/strategies.md "Learning-rate semantics".
+  std::string lr_semantics = "per-sample";
   double alpha = 0.1;                                  // easgd: elastic moving rate
   std::int64_t tau = 4;                                // easgd: steps between elastic exchanges
   double comm_rate = 1.0;                              // acid: expected communications per gradient step
