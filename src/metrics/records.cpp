@@ -21,7 +21,8 @@ json to_json(const StartRecord& r) {
           {"steps_per_epoch", r.steps_per_epoch},
           {"optimizer", r.optimizer},
           {"lr", r.lr},
-          {"seed", r.seed}};
+          {"seed", r.seed},
+          {"param_norm", r.param_norm}};
 }
 
 json to_json(const TrainRecord& r) {
@@ -44,7 +45,8 @@ json to_json(const TrainRecord& r) {
 json to_json(const EvalRecord& r) {
   json record{{"event", "eval"},       {"time", r.time},         {"epoch", r.epoch},
               {"step", r.step},        {"worker", r.worker},     {"accuracy", r.accuracy},
-              {"loss", r.loss},        {"samples", r.samples},   {"consensus_distance", r.consensus_distance}};
+              {"loss", r.loss},        {"samples", r.samples},   {"consensus_distance", r.consensus_distance},
+              {"param_norm", r.param_norm}};
   if (r.replica_accuracy_min >= 0) {
     record["replica_accuracy_min"] = r.replica_accuracy_min;
     record["replica_accuracy_max"] = r.replica_accuracy_max;

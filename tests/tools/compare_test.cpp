@@ -209,11 +209,11 @@ TEST(CompareTable, MedianOfOddEvenAndInfiniteValues) {
   EXPECT_TRUE(std::isnan(median({})));
 }
 
-json summary(double accuracy, json time_to_target, std::uint64_t bytes, double wall) {
+json summary(double accuracy, json time_to_target, std::uint64_t bytes, double wall, bool diverged = false) {
   return {{"strategy", "adpsgd"}, {"runtime", "threads"},        {"workers", 4},
           {"final_accuracy", accuracy}, {"time_to_target_seconds", time_to_target}, {"bytes_sent", bytes},
           {"staleness_mean", 1.5}, {"staleness_max", 7}, {"consensus_distance", 0.0125},
-          {"wall_seconds", wall}};
+          {"wall_seconds", wall}, {"diverged", diverged}};
 }
 
 TEST(CompareTable, RowsAreMediansOfTheSummariesAndSettings) {
@@ -221,12 +221,15 @@ TEST(CompareTable, RowsAreMediansOfTheSummariesAndSettings) {
   r.label = "adpsgd, ring";
   r.options.worker.strategy.compress = "fp16";
   r.options.worker.strategy.topology = "torus2d:2x2";
-  r.summaries = {summary(0.81, 2.5, 1000, 4.0), summary(0.85, nullptr, 3000, 5.0), summary(0.83, 1.5, 2000, 6.0)};
+  r.summaries = {summary(0.81, 2.5, 1000, 4.0), summary(0.85, nullptr, 3000, 5.0, true), summary(0.83, 1.5, 2000, 6.0)};
   RunResult never;
   never.label = "never";
   never.summaries = {summary(0.5, nullptr, 10, 1.0), summary(0.6, nullptr, 10, 1.0)};
-  const CompareTable t = build_table({r, never, RunResult{"not run", {}, {}}});
-  ASSERT_EQ(t.rows.size(), 2u);
+  RunResult blown;
+  blown.label = "blown";
+  blown.summaries = {summary(0.1, nullptr, 10, 1.0, true), summary(0.1, nullptr, 10, 1.0, true)};
+  const CompareTable t = build_table({r, never, RunResult{"not run", {}, {}}, blown});
+  ASSERT_EQ(t.rows.size(), 3u);
   const auto& row = t.rows[0];
   auto csv = [&](const std::string& c) { return row[column_index(c)].csv; };
   auto md = [&](const std::string& c) { return row[column_index(c)].md; };
@@ -257,6 +260,12 @@ TEST(CompareTable, RowsAreMediansOfTheSummariesAndSettings) {
   EXPECT_EQ(row2[column_index("time_to_target_seconds")].csv, "");
   EXPECT_EQ(row2[column_index("time_to_target_seconds")].md, "");
   EXPECT_EQ(row2[column_index("target_reached")].csv, "0");
+  // diverged: how many repetitions diverged; Markdown no / K of N / yes.
+  EXPECT_EQ(csv("diverged"), "1");
+  EXPECT_EQ(md("diverged"), "1 of 3");
+  EXPECT_EQ(row2[column_index("diverged")].md, "no");
+  EXPECT_EQ(t.rows[2][column_index("diverged")].csv, "2");
+  EXPECT_EQ(t.rows[2][column_index("diverged")].md, "yes");
 }
 
 TEST(CompareTable, MissingSummaryFieldShowsDash) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "config.hpp"
+#include "report.hpp"
 #include "fast/core/error.hpp"
 
 namespace fast::cli {
@@ -35,6 +36,9 @@ void write_tables(const fs::path& out, const std::vector<RunResult>& results) {
   const CompareTable table = build_table(results);
   write_file(out / "compare.md", to_markdown(table));
   write_file(out / "compare.csv", to_csv(table));
+  // report.html, from the metrics files of the runs done so far (none when the runs write none).
+  if (const std::vector<ReportRun> runs = read_compare_runs(out); !runs.empty())
+    write_report_page(runs, out / "report.html", fs::absolute(out).lexically_normal().filename().string());
 }
 
 std::string optional_seconds(const nlohmann::json& v) {

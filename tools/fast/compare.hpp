@@ -10,6 +10,7 @@
 //   NN-SLUG/K/summary.json
 //   compare.md, compare.csv    the table, rewritten after every configuration, so a failure keeps the
 //                              rows done
+//   report.html                `fast report` of the folder (report.hpp), rewritten with the table
 // NN is the 1-based index of the configuration, SLUG its label in lowercase letters, digits and '-'.
 
 #include <cstdio>

@@ -78,6 +78,15 @@ Cell cell(const Column& c, const RunResult& r) {
       return same(fmt::format("{}", n));
     }
     case ColumnSource::repeats: return same(fmt::format("{}", r.summaries.size()));
+    case ColumnSource::flag: {
+      std::size_t n = 0;
+      for (const json& s : r.summaries) {
+        if (!s.contains(c.field) || !s[c.field].is_boolean()) return same("-");
+        n += s[c.field].get<bool>() ? 1 : 0;
+      }
+      const std::string md = n == 0 ? "no" : n == r.summaries.size() ? "yes" : fmt::format("{} of {}", n, r.summaries.size());
+      return {fmt::format("{}", n), md};
+    }
   }
   return same("-");
 }
@@ -113,6 +122,7 @@ const std::vector<Column>& compare_columns() {
       {"runtime", "runtime", ColumnSource::text, "runtime", ""},
       {"workers", "workers", ColumnSource::text, "workers", ""},
       {"final_accuracy", "final accuracy", ColumnSource::median, "final_accuracy", "{:.4f}"},
+      {"diverged", "diverged", ColumnSource::flag, "diverged", ""},
       {"time_to_target_seconds", "time to target s", ColumnSource::median, "time_to_target_seconds", "{:.2f}"},
       {"target_reached", "reached", ColumnSource::count, "time_to_target_seconds", ""},
       {"bytes_sent", "bytes sent MB", ColumnSource::median, "bytes_sent", "{:.1f}", 1e-6},

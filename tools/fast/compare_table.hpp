@@ -23,6 +23,8 @@ enum class ColumnSource {
             // reached) and a median of +infinity is an empty cell; "-" when a summary lacks the field
   count,    // how many repetitions have a non-null value of the field (time_to_target_seconds: reached)
   repeats,  // the number of repetitions
+  flag,     // a boolean summary field (diverged): how many repetitions have it true; Markdown "no",
+            // "yes" (all) or "K of N"; "-" when a summary lacks the field
 };
 
 struct Column {

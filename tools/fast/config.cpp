@@ -164,6 +164,12 @@ std::vector<ConfigKey> build_keys() {
       FAST_INT_KEY("log_every", "A train metrics record every this many steps, per worker.", log_every, 1),
       FAST_INT_KEY("eval_every", "Evaluate on the test set every this many steps (asynchronous strategies: every this many "
                    "steps of all workers together, divided by the worker count); 0: at each epoch's end.", eval_every, 0),
+      {"stop_on_divergence", KeyType::boolean,
+       "End the run early once it diverged (a NaN or infinite loss, or test accuracy at chance while the parameter "
+       "norm grows; docs/metrics.md): lockstep strategies at the next evaluation, asynchronous ones at once. "
+       "Without it a diverged run is flagged and goes on.",
+       [](TrainOptions& o, const std::string& v) { o.stop_on_divergence = parse_bool(v, "stop_on_divergence"); },
+       [](const TrainOptions& o) { return std::string(o.stop_on_divergence ? "true" : "false"); }},
       FAST_NUMBER_KEY("target_accuracy", "The summary reports the first time the test accuracy reached this; 0: off.", target_accuracy, non_negative),
       FAST_INT_KEY("chunk_bytes", "Pipeline piece size of the ring all-reduce, bytes.", worker.strategy.chunk_bytes, 64),
       FAST_INT_KEY("period", "local-sgd: average the replicas every this many steps.", worker.strategy.period, 1),
@@ -171,6 +177,13 @@ std::vector<ConfigKey> build_keys() {
       {"mode", KeyType::string, "ps: sync, async or ssp (stale synchronous, bounded by staleness).",
        [](TrainOptions& o, const std::string& v) { o.worker.strategy.mode = one_of(v, {"sync", "async", "ssp"}, "mode"); },
        [](const TrainOptions& o) { return o.worker.strategy.mode; }},
+      {"lr_semantics", KeyType::string,
+       "ps async and ssp: per-sample (each gradient applied with lr / workers, so a given lr is the same step per "
+       "sample as allreduce's) or per-gradient (each gradient applied with lr: Downpour as published).",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.strategy.lr_semantics = one_of(v, {"per-sample", "per-gradient"}, "lr_semantics");
+       },
+       [](const TrainOptions& o) { return o.worker.strategy.lr_semantics; }},
       FAST_INT_KEY("staleness", "ps ssp: a worker never runs more than this many steps ahead of the slowest.", worker.strategy.staleness, 0),
       FAST_INT_KEY("servers", "ps: parameter-server shards, hosted by workers 0..servers-1.", worker.strategy.servers, 1),
       FAST_NUMBER_KEY("alpha", "easgd: elastic moving rate, in (0, 1).", worker.strategy.alpha, positive),

@@ -1,4 +1,4 @@
-// The `fast` command. Subcommands: train, compare, config-doc, launch, keygen, rendezvous. Exceptions become exit codes here and only
+// The `fast` command. Subcommands: train, compare, report, config-doc, launch, keygen, rendezvous. Exceptions become exit codes here and only
 // here (docs/errors.md): 0 success, 2 bad input or usage, 3 I/O or peer failure, 4 timeout,
 // 5 other FAST error, 1 anything else.
 
@@ -26,6 +26,7 @@
 #include "launch.hpp"
 #include "rendezvous_cmd.hpp"
 #include "progress.hpp"
+#include "report.hpp"
 
 namespace {
 
@@ -135,8 +136,8 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
         });
   });
   std::printf("%s", fast::cli::to_markdown(fast::cli::build_table(results)).c_str());
-  std::printf("table: %s, %s\n", (options.out / "compare.md").string().c_str(),
-              (options.out / "compare.csv").string().c_str());
+  std::printf("table: %s, %s\nreport: %s (open it in a browser)\n", (options.out / "compare.md").string().c_str(),
+              (options.out / "compare.csv").string().c_str(), (options.out / "report.html").string().c_str());
   return 0;
 }
 
@@ -176,6 +177,14 @@ int run(int argc, char** argv) {
   std::vector<std::string> compare_values;
   add_setting_flags(cmp, compare_values);
 
+  CLI::App* rep = app.add_subcommand(
+      "report", "Write a self-contained HTML page with the curves and table of a run or a comparison (docs/compare.md)");
+  std::string report_dir, report_out;
+  rep->add_option("dir", report_dir,
+                  "A `fast compare` output folder, a run's folder with its metrics (*.jsonl), or a metrics file")
+      ->required();
+  rep->add_option("--out", report_out, "The page to write (default: DIR/report.html; FILE.html beside a metrics file)");
+
   CLI::App* doc = app.add_subcommand("config-doc", "Print the settings table (markdown) used in docs/config.md");
   fast::cli::LaunchCommand launch_options;
   CLI::App* launch = fast::cli::add_launch_command(app, launch_options);
@@ -194,6 +203,10 @@ int run(int argc, char** argv) {
   if (keygen->parsed()) return fast::cli::run_keygen(keygen_options);
   if (rendezvous->parsed()) return fast::cli::run_rendezvous(rendezvous_options);
 
+  if (rep->parsed()) {
+    std::printf("report: %s (open it in a browser)\n", fast::cli::write_report(report_dir, report_out).string().c_str());
+    return 0;
+  }
   if (doc->parsed()) {
     std::cout << fast::cli::config_markdown();
     return 0;
@@ -225,6 +238,9 @@ int run(int argc, char** argv) {
               summary["final_accuracy"].get<double>(), options.worker.strategy.name.c_str(),
               summary["workers"].get<int>(), summary["steps"].get<long long>(), summary["wall_seconds"].get<double>(),
               summary["samples_per_second"].get<double>());
+  if (summary.value("diverged", false))
+    std::printf("DIVERGED: %s%s\n", summary["divergence"].get<std::string>().c_str(),
+                summary.value("stopped_early", false) ? " (stopped early: stop_on_divergence)" : "");
   if (summary.contains("simulated_seconds")) {
     // The only wall-clock figure of a sim run: printed, never written to the metrics or summary.
     std::printf("simulated: %.3f s on %s; wall time of the simulation: %.1f s\n",

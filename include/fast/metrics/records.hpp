@@ -30,6 +30,7 @@ struct StartRecord {
   std::string optimizer;
   double lr = 0;
   std::uint64_t seed = 0;
+  double param_norm = 0;            // L2 norm of the initial model (the divergence check's reference)
 };
 
 // `train`: one worker's state after `step` steps (every log_every steps, and at its last step).
@@ -63,6 +64,7 @@ struct EvalRecord {
   double replica_accuracy_min = -1;
   double replica_accuracy_max = -1;
   int representative_rank = -1;     // the replica used as the representative; -1: the average
+  double param_norm = 0;            // L2 norm of the evaluated (representative) model
 };
 
 nlohmann::json to_json(const StartRecord& r);  // {"event": "start", "time": 0, ...}

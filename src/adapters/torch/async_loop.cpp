@@ -30,6 +30,7 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
   const std::vector<double> one{1.0};
   std::vector<double> before(1);
   BudgetClaims made;
+  bool spent = false;  // this worker spent the budget (stop_on_divergence)
   for (std::int64_t s = 0;; ++s) {
     try {
       claims.fetch_accumulate(0, core::ConstView(std::span<const double>(one)),
@@ -48,6 +49,13 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
     loop.report_progress(lockstep_done, static_cast<std::int64_t>(claimed / workers) / plan.steps_per_epoch);
     if (std::floor((claimed + 1) / per_eval) > std::floor(claimed / per_eval) && claimed + 1 < budget)
       loop.evaluate_snapshot((claimed + 1) / workers);
+    if (loop.diverged_and_stopping() && !spent) {
+      // stop_on_divergence: spend the rest of the budget at once, so every worker's next claim ends it.
+      const std::vector<double> rest{budget};
+      claims.fetch_accumulate(0, core::ConstView(std::span<const double>(rest)),
+                              core::MutableView(std::span<double>(before))).wait();
+      spent = true;
+    }
   }
   // finish() first: it releases peers that wait on this worker's progress (ps ssp) before any
   // collective wait; the claims window closes after it, when nobody claims any more.

@@ -6,14 +6,18 @@ namespace fast::torch {
 
 // Every worker takes total_steps steps over its shard, epoch after epoch; every
 // eval_interval_steps steps (but not at the last step: the final evaluation follows the loop) all
-// workers evaluate together. A lost worker ends the run with its PeerLost (the strategy's).
+// workers evaluate together; with stop_on_divergence they stop after an evaluation at which some
+// worker's divergence check had latched. A lost worker ends the run with its PeerLost (the strategy's).
 void run_lockstep(WorkerLoop& loop) {
   const LoopPlan& plan = loop.plan();
   for (std::int64_t s = 0; s < plan.total_steps; ++s) {
     const std::int64_t epoch = s / plan.steps_per_epoch;
     loop.train_step(epoch, s % plan.steps_per_epoch);
     loop.report_progress(s + 1, epoch);
-    if ((s + 1) % plan.eval_interval_steps == 0 && s + 1 < plan.total_steps) loop.evaluate_collective(s + 1, false);
+    if ((s + 1) % plan.eval_interval_steps == 0 && s + 1 < plan.total_steps) {
+      loop.evaluate_collective(s + 1, false);
+      if (loop.stop_for_divergence()) break;  // stop_on_divergence: decided together, at an evaluation
+    }
   }
 }
 

@@ -1,5 +1,7 @@
 #include "process_outputs.hpp"
 
+#include "fast/core/log.hpp"
+
 namespace fast::torch {
 
 ProcessOutputs::ProcessOutputs(ProgressFn progress, EpochFn on_epoch)
@@ -30,6 +32,14 @@ void ProcessOutputs::progress(const Progress& p) {
 void ProcessOutputs::evaluation(const EpochReport& e) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (on_epoch_ && hosts_rank0_) on_epoch_(e);
+}
+
+void ProcessOutputs::diverged(const metrics::DivergenceSign& sign, bool stopping) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (diverged_shown_) return;
+  diverged_shown_ = true;
+  core::log(core::LogLevel::warn, "training diverged: {} (the summary marks the run 'diverged'{})", sign.describe(),
+            stopping ? "; stopping (stop_on_divergence)" : "; --stop-on-divergence ends such a run early");
 }
 
 void ProcessOutputs::offer_summary(const nlohmann::json& summary) {

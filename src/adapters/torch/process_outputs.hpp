@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fast/adapters/torch/train_options.hpp"
+#include "fast/metrics/divergence.hpp"
 #include "fast/metrics/jsonl_writer.hpp"
 #include "fast/metrics/records.hpp"
 
@@ -39,6 +40,11 @@ class ProcessOutputs {
   // Shows an evaluation, if this process hosts worker 0.
   void evaluation(const EpochReport& e);
 
+  // Shows on the terminal (a warning on stderr, in any process) that a worker of this process saw
+  // the run diverge; only the first sign of the process is shown. `stopping`: the run ends early
+  // because of it (stop_on_divergence).
+  void diverged(const metrics::DivergenceSign& sign, bool stopping);
+
   // The run's summary, identical on every worker: the first worker to offer it keeps it.
   void offer_summary(const nlohmann::json& summary);
   std::optional<nlohmann::json> summary() const;
@@ -53,6 +59,7 @@ class ProcessOutputs {
   EpochFn on_epoch_;
   bool opened_ = false;
   bool hosts_rank0_ = false;
+  bool diverged_shown_ = false;
   std::optional<metrics::JsonlWriter> writer_;  // set by open() when there is a metrics file
   std::optional<nlohmann::json> summary_;
 };

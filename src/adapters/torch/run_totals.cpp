@@ -31,10 +31,14 @@ Packed pack(const WorkerTotals& t) {
             static_cast<std::int64_t>(t.compression.messages),
             t.claims,
             t.budget_counter,
-            std::bit_cast<std::int64_t>(t.param_hash)};
+            std::bit_cast<std::int64_t>(t.param_hash),
+            static_cast<std::int64_t>(t.divergence.kind),
+            t.divergence.worker,
+            t.divergence.step};
   for (std::uint64_t b : t.bytes_to) p.ints.push_back(static_cast<std::int64_t>(b));
   for (std::uint64_t b : t.bytes_from) p.ints.push_back(static_cast<std::int64_t>(b));
-  p.reals = {t.idle_seconds, t.slowdown_seconds, t.staleness.sum, t.wall_seconds, t.param_norm};
+  p.reals = {t.idle_seconds,   t.slowdown_seconds,   t.staleness.sum,           t.wall_seconds,
+             t.param_norm,     t.divergence.value,   t.divergence.accuracy};
   return p;
 }
 
@@ -66,6 +70,9 @@ WorkerTotals unpack(std::span<const std::int64_t> ints, std::span<const double> 
   t.claims = i.next();
   t.budget_counter = i.next();
   t.param_hash = std::bit_cast<std::uint64_t>(i.next());
+  t.divergence.kind = static_cast<metrics::DivergenceSign::Kind>(i.next());
+  t.divergence.worker = static_cast<int>(i.next());
+  t.divergence.step = i.next();
   t.bytes_to.resize(static_cast<std::size_t>(world));
   t.bytes_from.resize(static_cast<std::size_t>(world));
   for (auto& b : t.bytes_to) b = static_cast<std::uint64_t>(i.next());
@@ -76,6 +83,8 @@ WorkerTotals unpack(std::span<const std::int64_t> ints, std::span<const double> 
   t.staleness.sum = r.next();
   t.wall_seconds = r.next();
   t.param_norm = r.next();
+  t.divergence.value = r.next();
+  t.divergence.accuracy = r.next();
   return t;
 }
 

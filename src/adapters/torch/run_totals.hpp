@@ -14,6 +14,7 @@
 
 #include "fast/collective/communicator.hpp"
 #include "fast/compress/meter.hpp"
+#include "fast/metrics/divergence.hpp"
 #include "fast/strategy/strategy.hpp"
 
 namespace fast::torch {
@@ -35,6 +36,7 @@ struct WorkerTotals {
   std::uint64_t param_hash = 0;            // metrics::fnv1a64 of the representative model
   std::vector<std::uint64_t> bytes_to;     // payload bytes sent to each peer (size: world)
   std::vector<std::uint64_t> bytes_from;   // payload bytes received from each peer (size: world)
+  metrics::DivergenceSign divergence;      // the first sign of divergence this worker saw (kind none: none)
 };
 
 // One evaluation written by a worker, for the time to the target accuracy.

@@ -54,6 +54,16 @@ Combined combine(const RunTotals& totals) {
   return c;
 }
 
+// The earliest sign of divergence any member saw (by step, then rank); kind none if none did.
+metrics::DivergenceSign first_divergence(const RunTotals& totals) {
+  metrics::DivergenceSign first;
+  for (const std::optional<WorkerTotals>& t : totals.by_rank) {
+    if (!t || t->divergence.kind == metrics::DivergenceSign::Kind::none) continue;
+    if (first.kind == metrics::DivergenceSign::Kind::none || t->divergence.step < first.step) first = t->divergence;
+  }
+  return first;
+}
+
 }  // namespace
 
 json build_summary(const SummaryInputs& in) {
@@ -105,6 +115,10 @@ json build_summary(const SummaryInputs& in) {
                {"param_norm", first.param_norm},
                {"param_hash", metrics::hex64(first.param_hash)},
                {"metrics", o.metrics.string()}};
+  const metrics::DivergenceSign divergence = first_divergence(totals);
+  summary["diverged"] = divergence.kind != metrics::DivergenceSign::Kind::none;
+  summary["divergence"] = divergence.describe();
+  summary["stopped_early"] = c.steps < in.plan.total_steps * totals.world && o.stop_on_divergence && summary["diverged"].get<bool>();
   if (!c.lost.empty()) summary["lost_workers"] = c.lost;
   return summary;
 }

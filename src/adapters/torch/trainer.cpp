@@ -120,17 +120,19 @@ class TorchWorker final : public ModelSide {
   }
   metrics::EvalRecord evaluate(bool final_round) override { return record(evaluator_->run(final_round)); }
   metrics::EvalRecord snapshot() override { return record(evaluator_->snapshot_round()); }
+  // The evaluated model's norm, for the record (the evaluator's representative is what it scored).
   std::span<const float> representative() const override { return evaluator_->representative(); }
 
  private:
-  static metrics::EvalRecord record(const RoundResult& r) {
+  metrics::EvalRecord record(const RoundResult& r) const {
     return {.accuracy = r.representative.accuracy,
             .loss = r.representative.loss,
             .samples = r.representative.samples,
             .consensus_distance = r.consensus_distance,
             .replica_accuracy_min = r.replica_accuracy_min,
             .replica_accuracy_max = r.replica_accuracy_max,
-            .representative_rank = r.representative_rank};
+            .representative_rank = r.representative_rank,
+            .param_norm = l2_norm(evaluator_->representative())};
   }
 
   ::torch::nn::Sequential model_;
@@ -170,20 +172,23 @@ bool first_member_here(const collective::Communicator& comm, const ProcessPlace&
   return false;
 }
 
-LoopPlan make_plan(const TrainOptions& o, std::int64_t steps_per_epoch) {
+LoopPlan make_plan(const TrainOptions& o, std::int64_t steps_per_epoch, double initial_norm) {
   return {.steps_per_epoch = steps_per_epoch,
           .total_steps = o.steps > 0 ? o.steps : o.epochs * steps_per_epoch,
           .eval_interval_steps = o.eval_every > 0 ? o.eval_every : steps_per_epoch,
           .batch = o.batch,
           .log_every = o.log_every,
-          .flops_per_step = model_flops_per_sample(o.model) * static_cast<double>(o.batch)};
+          .flops_per_step = model_flops_per_sample(o.model) * static_cast<double>(o.batch),
+          .initial_norm = initial_norm,
+          .classes = kFashionMnistClasses,
+          .stop_on_divergence = o.stop_on_divergence};
 }
 
 metrics::StartRecord start_record(const TrainOptions& o, const LoopPlan& plan, int workers, std::uint64_t parameters) {
   return {.strategy = o.worker.strategy.name, .runtime = o.runtime, .workers = workers, .model = o.model,
           .parameters = parameters, .batch = o.batch, .steps = plan.total_steps,
           .steps_per_epoch = plan.steps_per_epoch, .optimizer = o.worker.optimizer.name,
-          .lr = o.worker.optimizer.lr, .seed = o.seed};
+          .lr = o.worker.optimizer.lr, .seed = o.seed, .param_norm = plan.initial_norm};
 }
 
 // The whole life of one worker: set-up, its schedule, the final evaluation, the combination of
@@ -191,7 +196,7 @@ metrics::StartRecord start_record(const TrainOptions& o, const LoopPlan& plan, i
 void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outputs) {
   const TrainOptions& o = in.options;
   TorchWorker torch_side(ctx, in);
-  const LoopPlan plan = make_plan(o, torch_side.steps_per_epoch());
+  const LoopPlan plan = make_plan(o, torch_side.steps_per_epoch(), l2_norm(in.initial));
   runtime::SlowdownOptions slowdown_options = o.slowdown;
   slowdown_options.seed = o.seed;
   runtime::Slowdown slowdown(slowdown_options, ctx.rank(), ctx.size());

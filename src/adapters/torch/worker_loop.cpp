@@ -15,7 +15,21 @@ WorkerLoop::WorkerLoop(runtime::Context& ctx, strategy::Worker& worker, runtime:
       plan_(plan),
       lead_(ctx.rank() == 0),
       start_(ctx.now()),
-      last_report_(start_) {}
+      last_report_(start_),
+      divergence_(ctx.rank(), plan.initial_norm, plan.classes) {}
+
+void WorkerLoop::check(const std::optional<metrics::DivergenceSign>& sign) {
+  if (sign) outputs_.diverged(*sign, plan_.stop_on_divergence);
+}
+
+// Every worker calls it after the same collective evaluation: one all-reduce of a flag, so all
+// stop at the same step (a NaN training loss seen by one worker stops them all).
+bool WorkerLoop::stop_for_divergence() {
+  if (!plan_.stop_on_divergence) return false;
+  std::vector<double> flag{divergence_.diverged() ? 1.0 : 0.0};
+  worker_.communicator().allreduce(core::MutableView(std::span<double>(flag)));
+  return flag[0] > 0;
+}
 
 strategy::StepReport WorkerLoop::train_step(std::int64_t epoch, std::int64_t index) {
   const double compute_start = slowdown_.active() ? ctx_.now() : 0.0;
@@ -23,6 +37,7 @@ strategy::StepReport WorkerLoop::train_step(std::int64_t epoch, std::int64_t ind
   ctx_.compute(plan_.flops_per_step);
   if (slowdown_.active()) slowdown_.after_compute(ctx_, ctx_.now() - compute_start);
   const strategy::StepReport report = worker_.step();
+  check(divergence_.on_train_loss(report.step + 1, loss));
   last_lr_ = report.lr;
   loss_sum_ += loss;
   ++loss_count_;
@@ -98,6 +113,8 @@ metrics::EvalRecord WorkerLoop::evaluate_collective(std::int64_t step, bool fina
   metrics::EvalRecord record = model_.evaluate(final_round);
   record.step = step;
   record.epoch = static_cast<double>(step) / static_cast<double>(plan_.steps_per_epoch);
+  // Every worker holds the same record: each checks it, so all agree on stopping.
+  check(divergence_.on_evaluation(step, record.accuracy, record.loss, record.param_norm));
   if (lead_) record_eval(record, time, ctx_.now() - time);
   return record;
 }
@@ -108,6 +125,7 @@ void WorkerLoop::evaluate_snapshot(double rounds) {
   metrics::EvalRecord record = model_.snapshot();
   record.step = static_cast<std::int64_t>(rounds);
   record.epoch = rounds / static_cast<double>(plan_.steps_per_epoch);
+  check(divergence_.on_evaluation(record.step, record.accuracy, record.loss, record.param_norm));
   record_eval(record, time, (ctx_.now() - time) / ctx_.size());
 }
 
@@ -119,6 +137,7 @@ WorkerTotals WorkerLoop::totals() const {
   t.slowdown_seconds = slowdown_.waited_seconds();
   t.staleness = worker_.strategy().staleness();
   t.compression = worker_.strategy().compression();
+  t.divergence = divergence_.sign();
   const auto world = static_cast<std::size_t>(ctx_.size());
   t.bytes_to.resize(world);
   t.bytes_from.resize(world);

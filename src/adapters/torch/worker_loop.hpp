@@ -14,9 +14,11 @@
 // link to other workers of its process is ProcessOutputs (output only).
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "fast/metrics/divergence.hpp"
 #include "fast/metrics/records.hpp"
 #include "fast/runtime/context.hpp"
 #include "fast/runtime/slowdown.hpp"
@@ -49,6 +51,9 @@ struct LoopPlan {
   std::int64_t batch = 0;                // mini-batch per worker
   std::int64_t log_every = 0;            // a train record every this many steps
   double flops_per_step = 0;             // declared to the runtime after each gradient
+  double initial_norm = 0;               // L2 norm of the initial model (divergence check)
+  int classes = 10;                      // of the dataset: chance accuracy is 1 / classes
+  bool stop_on_divergence = false;       // end the run early once it diverged
 };
 
 class WorkerLoop {
@@ -75,6 +80,13 @@ class WorkerLoop {
   // Asynchronous: this worker evaluates a snapshot after `rounds` lockstep-equivalent steps.
   void evaluate_snapshot(double rounds);
 
+  // Lockstep, collective (every worker at the same step): whether any worker's divergence check
+  // has latched, when stop_on_divergence is set (false without a collective otherwise).
+  bool stop_for_divergence();
+  // Asynchronous, local: whether this worker's own check has latched and the run should stop.
+  bool diverged_and_stopping() const noexcept { return plan_.stop_on_divergence && divergence_.diverged(); }
+  const metrics::DivergenceCheck& divergence() const noexcept { return divergence_; }
+
   // This worker's evaluations so far (for the time to target).
   std::span<const EvalEvent> evaluations() const noexcept { return evaluations_; }
   // This worker's totals now (claims, budget_counter, wall_seconds, param_* left at 0).
@@ -82,6 +94,7 @@ class WorkerLoop {
 
  private:
   void record_eval(metrics::EvalRecord record, double taken_at, double off_clock);
+  void check(const std::optional<metrics::DivergenceSign>& sign);
   void write_train_record(std::int64_t steps, std::int64_t epoch, double lr);
 
   runtime::Context& ctx_;
@@ -99,6 +112,7 @@ class WorkerLoop {
   std::int64_t log_loss_count_ = 0;
   double last_lr_ = 0;
   std::vector<EvalEvent> evaluations_;
+  metrics::DivergenceCheck divergence_;
 };
 
 void run_lockstep(WorkerLoop& loop);

@@ -38,6 +38,7 @@ struct TrainOptions {
   double target_accuracy = 0.85;            // the summary reports the time to this test accuracy; 0: off
   runtime::ProcessOptions process;          // zmq: rendezvous, keys, workers per process (docs/config.md)
   std::string collectives;                  // fast | native | "" (runtime::LaunchOptions::collectives)
+  bool stop_on_divergence = false;         // end the run early once it diverged (docs/metrics.md "Divergence")
   double dgc_warmup_epochs = 0;             // dgc: the sparsity warm-up in epochs (worker.strategy.dgc_warmup_steps)
 };
 

@@ -1,0 +1,82 @@
+// Divergence flagged by `fast train` (docs/metrics.md "Divergence"), and the learning-rate
+// semantics that make the issue's run converge: `ps` async with momentum and lr 0.05 on 4 workers.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/run_fast.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using fast::testing::run_fast_in;
+
+fs::path temp_dir(const std::string& name) { return fast::testing::test_dir("fast_divergence", name); }
+
+nlohmann::json read_json(const fs::path& file) {
+  std::ifstream in(file);
+  return nlohmann::json::parse(in);
+}
+
+// Under sim, so that the asynchronous run is the same every time (under threads the interleaving
+// decides whether this run blows up before the end of the epoch: it did in one try of two).
+const std::string kRun =
+    "train --runtime sim --strategy ps --workers 4 --optimizer momentum --lr 0.05 --epochs 1 --progress never ";
+
+// Downpour's semantics (every gradient applied with the full lr, 4 x the step per sample of
+// allreduce) with momentum 0.9: the model blows up; the terminal says so while it runs and at the
+// end, the summary marks the run.
+TEST(Divergence, TheIssuesRunIsFlaggedOnTheTerminalAndInTheSummary) {
+  const fs::path dir = temp_dir("flagged");
+  const auto r = run_fast_in({}, kRun + "--lr-semantics per-gradient --summary " + (dir / "s.json").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("[fast warn] training diverged: worker "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("DIVERGED: worker "), std::string::npos) << r.output;
+  const nlohmann::json s = read_json(dir / "s.json");
+  EXPECT_TRUE(s["diverged"].get<bool>()) << s.dump();
+  EXPECT_NE(s["divergence"].get<std::string>().find("worker "), std::string::npos);
+  EXPECT_FALSE(s["stopped_early"].get<bool>());
+  EXPECT_LE(s["final_accuracy"].get<double>(), 0.15);  // chance is 0.1
+  fs::remove_all(dir);
+}
+
+// The same settings with the default per-sample semantics (lr / 4 per gradient) train normally
+// and are not flagged.
+TEST(Divergence, TheSameRunWithPerSampleSemanticsTrainsAndIsNotFlagged) {
+  const fs::path dir = temp_dir("healthy");
+  const auto r = run_fast_in({}, kRun + "--summary " + (dir / "s.json").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find("diverged"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("DIVERGED"), std::string::npos) << r.output;
+  const nlohmann::json s = read_json(dir / "s.json");
+  EXPECT_FALSE(s["diverged"].get<bool>());
+  EXPECT_EQ(s["divergence"], "");
+  EXPECT_GT(s["final_accuracy"].get<double>(), 0.7);
+  fs::remove_all(dir);
+}
+
+// --stop-on-divergence: the asynchronous run spends its budget at the first sign (an evaluation
+// every 10 steps), so it takes fewer batches than the 4 x 234 it would; a lockstep run that
+// diverges stops at the evaluation.
+TEST(Divergence, StopOnDivergenceEndsTheRunEarly) {
+  const fs::path dir = temp_dir("stop");
+  for (const std::string& run : {kRun + "--lr-semantics per-gradient --eval-every 10 ",
+                                 std::string("train --strategy allreduce --workers 2 --optimizer momentum --lr 5 "
+                                             "--epochs 1 --progress never --eval-every 20 ")}) {
+    const auto r = run_fast_in({}, run + "--stop-on-divergence --summary " + (dir / "s.json").string());
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("stopping (stop_on_divergence)"), std::string::npos) << r.output;
+    const nlohmann::json s = read_json(dir / "s.json");
+    EXPECT_TRUE(s["diverged"].get<bool>()) << run;
+    EXPECT_TRUE(s["stopped_early"].get<bool>()) << run;
+    std::int64_t steps = 0;
+    for (const auto& w : s["steps_per_worker"]) steps += w.get<std::int64_t>();
+    EXPECT_LT(steps, s["steps"].get<std::int64_t>() * s["workers"].get<std::int64_t>()) << run;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""The page of `fast report`, rendered in headless Chromium (issue: "See the comparison").
+
+Runs a small `fast compare` (three simulated runs, one of them made to diverge), writes its report
+with `fast report`, loads it in headless Chromium and checks:
+  - no console message and no script error (the page counts errors into <body data-errors>);
+  - no network request made by the page (Chromium's net log; Chromium's own background requests,
+    initiator "not an origin", go to a refused loopback proxy and are not the page's);
+  - every chart present with one series per run (each <figure data-series>), 8 + runs charts;
+  - the diverged run marked in the table;
+  - a screenshot that is not blank: the charts' series colours are drawn.
+Exit 0: passed; 1: failed; 77: skipped (Chromium is not installed), which CTest reports as skipped.
+Every process started here runs in its own session and is killed by process group when done or
+out of time.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+SWEEP = """
+[base]
+runtime = "sim"
+workers = 3
+model = "mlp"
+steps = 40
+batch = 32
+eval_every = 10
+log_every = 5
+seed = 5
+
+[[run]]
+name = "allreduce"
+strategy = "allreduce"
+
+[[run]]
+name = "ps async"
+strategy = "ps"
+mode = "async"
+
+[[run]]
+name = "ps async too fast"
+strategy = "ps"
+mode = "async"
+lr_semantics = "per-gradient"
+optimizer = "momentum"
+lr = 2.0
+"""
+
+PALETTE = [(0x1F, 0x77, 0xB4), (0xD6, 0x27, 0x28), (0x2C, 0xA0, 0x2C)]  # the page's first three colours
+
+# Chromium without its background services, with every host unresolvable and any request that is
+# still made sent to a refused loopback port: nothing leaves the machine.
+CHROMIUM_FLAGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-default-apps",
+    "--disable-extensions", "--no-pings", "--disable-domain-reliability",
+    "--disable-features=Translate,OptimizationHints,MediaRouter", "--proxy-server=127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>", "--host-resolver-rules=MAP * ~NOTFOUND",
+]
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok      " if ok else "FAILED  ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def run(args, timeout, env=None):
+    """Runs args in a new session; kills its whole process group when it ends or times out."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=env)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise SystemExit(f"FAILED  {args[0]} ran past {timeout} s and was killed\n{err.decode(errors='replace')[-2000:]}")
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # what it left behind (Chromium's helpers)
+        except ProcessLookupError:
+            pass
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def png_pixels(path):
+    """Decodes an 8-bit RGB or RGBA, non-interlaced PNG (what Chromium writes): (width, height, rows)."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, header = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, colour, _, _, interlace = header
+    assert depth == 8 and colour in (2, 6) and interlace == 0, f"unsupported PNG {header}"
+    bpp = 3 if colour == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        ftype = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if ftype == 1:
+                line[i] = (line[i] + a) & 0xFF
+            elif ftype == 2:
+                line[i] = (line[i] + b) & 0xFF
+            elif ftype == 3:
+                line[i] = (line[i] + (a + b) // 2) & 0xFF
+            elif ftype == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        rows.append([tuple(line[x * bpp:x * bpp + 3]) for x in range(width)])
+        prev = line
+    return width, height, rows
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fast", required=True, help="the fast command")
+    args = parser.parse_args()
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        print("SKIPPED: Chromium is not installed (Debian package chromium; make deps installs it)")
+        return 77
+
+    work = tempfile.mkdtemp(prefix="fast-report-test-")
+    try:
+        sweep = os.path.join(work, "sweep.toml")
+        with open(sweep, "w") as f:
+            f.write(SWEEP)
+        out = os.path.join(work, "out")
+        code, stdout, stderr = run([args.fast, "compare", sweep, "--out", out, "--progress", "never"], 400)
+        check(code == 0, f"fast compare exits 0 (got {code})")
+        if code != 0:
+            print(stderr[-3000:])
+            return 1
+        check(os.path.exists(os.path.join(out, "report.html")), "fast compare writes report.html next to compare.md")
+        page = os.path.join(work, "page.html")
+        code, stdout, stderr = run([args.fast, "report", out, "--out", page], 60)
+        check(code == 0 and os.path.exists(page), f"fast report writes the page (exit {code}) {stderr[-500:]}")
+        summaries = [json.load(open(os.path.join(out, d, "1", "summary.json"))) for d in sorted(os.listdir(out))
+                     if os.path.isdir(os.path.join(out, d))]
+        runs = len(summaries)
+        check(runs == 3, f"three runs were made (got {runs})")
+        diverged = [s["diverged"] for s in summaries]
+        check(diverged == [False, False, True], f"only the third run diverged (summaries say {diverged})")
+
+        profile = os.path.join(work, "profile")
+        netlog = os.path.join(work, "net.json")
+        url = "file://" + page
+        code, dom, log = run([chromium] + CHROMIUM_FLAGS + [f"--user-data-dir={profile}", f"--log-net-log={netlog}",
+                                                           "--virtual-time-budget=5000", "--dump-dom", url], 120)
+        check(code == 0 and "<body" in dom, f"Chromium loads the page (exit {code})")
+        body = re.search(r"<body([^>]*)>", dom)
+        attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body.group(1))) if body else {}
+        check(attrs.get("errors") == "0", f"no script error (body data-errors={attrs.get('errors')})")
+        console = [line for line in log.splitlines() if ":CONSOLE" in line]
+        check(not console, "no console message" + ("".join("\n    " + c for c in console[:5])))
+        expected = {"accuracy-time": runs, "accuracy-samples": runs, "loss": runs, "bytes": runs, "consensus": runs,
+                    "staleness": runs, "time-to-target": runs, "idle": runs}
+        expected.update({f"links-{i}": 1 for i in range(runs)})
+        check(attrs.get("rendered") == str(len(expected)),
+              f"{len(expected)} charts drawn (body data-rendered={attrs.get('rendered')})")
+        for chart, series in expected.items():
+            m = re.search(r'<figure id="' + re.escape(chart) + r'"[^>]*data-series="(\d+)"', dom)
+            check(m is not None and int(m.group(1)) == series,
+                  f"chart {chart} has {series} series (got {m.group(1) if m else 'no chart'})")
+        rows = re.findall(r'<tr( class="diverged")?[^>]*><td>([^<]*)</td>', dom)
+        check(len(rows) == runs, f"the table has one row per run (got {len(rows)})")
+        check([bool(c) for c, _ in rows] == diverged, "the table marks exactly the diverged run")
+
+        events = json.load(open(netlog))
+        types = {v: k for k, v in events["constants"]["logEventTypes"].items()}
+        requests = []
+        for e in events.get("events", []):
+            p = e.get("params", {})
+            # The job's start carries the URL (its end only the error); Chromium's own requests have
+            # the initiator "not an origin", the page's its origin ("null" for a file).
+            if types.get(e.get("type")) == "URL_REQUEST_START_JOB" and "url" in p and p.get("initiator") != "not an origin":
+                if not p["url"].startswith(("file:", "data:", "chrome:", "about:")):
+                    requests.append(p.get("url"))
+        check(not requests, f"the page makes no network request (got {requests[:5]})")
+
+        shot = os.path.join(work, "shot.png")
+        code, _, _ = run([chromium] + CHROMIUM_FLAGS + [f"--user-data-dir={profile}", "--virtual-time-budget=5000",
+                                                        "--window-size=1280,2400", f"--screenshot={shot}", url], 120)
+        check(code == 0 and os.path.exists(shot), f"Chromium takes a screenshot (exit {code})")
+        if os.path.exists(shot):
+            width, height, pixels = png_pixels(shot)
+            flat = [p for row in pixels for p in row]
+            non_white = sum(1 for p in flat if sum(p) < 720)
+            check(non_white > 0.02 * len(flat), f"the screenshot is not blank ({non_white} of {len(flat)} pixels drawn)")
+            for colour in PALETTE:
+                near = sum(1 for p in flat if all(abs(p[i] - colour[i]) <= 12 for i in range(3)))
+                check(near > 200, f"series colour #{bytes(colour).hex()} is drawn ({near} pixels)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{len(failures)} failed" if failures else "report page: all checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "fast/core/error.hpp"
+
+namespace fast::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  FAST_ENFORCE_AS(core::IoError, in.good(), "fast report: cannot read '{}'", file.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Appends the records of one JSONL file; a malformed line names the file and line.
+void read_records(const fs::path& file, std::vector<json>& into) {
+  std::ifstream in(file);
+  FAST_ENFORCE_AS(core::IoError, in.good(), "fast report: cannot read '{}'", file.string());
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    json record = json::parse(line, nullptr, false);
+    FAST_ENFORCE(!record.is_discarded() && record.is_object() && record.contains("event"),
+                 "fast report: '{}' line {}: expected a metrics record (a JSON object with \"event\"), got '{}'",
+                 file.string(), n, line.substr(0, 80));
+    into.push_back(std::move(record));
+  }
+}
+
+// The metrics files of a run's folder: every *.jsonl in it (several processes' rank files together).
+std::vector<fs::path> metrics_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".jsonl") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// One run from its metrics files: one `start` and one `end` kept (every process writes both),
+// the other records in time order.
+ReportRun read_run(const std::vector<fs::path>& files, std::string label, int repetition, std::string config) {
+  std::vector<json> all;
+  for (const fs::path& f : files) read_records(f, all);
+  ReportRun run{std::move(label), repetition, std::move(config), {}};
+  json start, end;
+  std::vector<json> rest;
+  for (json& r : all) {
+    const std::string event = r["event"].get<std::string>();
+    if (event == "start") {
+      if (start.is_null()) start = std::move(r);
+    } else if (event == "end") {
+      if (end.is_null()) end = std::move(r);
+    } else {
+      rest.push_back(std::move(r));
+    }
+  }
+  FAST_ENFORCE(!start.is_null(), "fast report: no 'start' record in {} (is it a `fast train --metrics` file?)",
+               files.front().string());
+  std::stable_sort(rest.begin(), rest.end(),
+                   [](const json& a, const json& b) { return a.value("time", 0.0) < b.value("time", 0.0); });
+  run.records.push_back(std::move(start));
+  for (json& r : rest) run.records.push_back(std::move(r));
+  if (!end.is_null()) run.records.push_back(std::move(end));
+  return run;
+}
+
+bool is_compare_folder(const fs::path& dir) {
+  return fs::exists(dir / "compare.md") || fs::exists(dir / "compare.csv");
+}
+
+}  // namespace
+
+std::vector<ReportRun> read_compare_runs(const fs::path& dir) {
+  std::vector<fs::path> configs;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory()) configs.push_back(entry.path());
+  std::sort(configs.begin(), configs.end());
+  std::vector<ReportRun> runs;
+  for (const fs::path& c : configs) {
+    const std::string config = fs::exists(c / "config.toml") ? read_text(c / "config.toml") : "";
+    std::vector<std::pair<int, fs::path>> reps;
+    for (const auto& entry : fs::directory_iterator(c)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_directory() && !name.empty() && std::all_of(name.begin(), name.end(), ::isdigit))
+        reps.emplace_back(std::stoi(name), entry.path());
+    }
+    std::sort(reps.begin(), reps.end());
+    for (const auto& [k, rep] : reps) {
+      const std::vector<fs::path> files = metrics_files(rep);
+      if (files.empty()) continue;  // a repetition not run (yet)
+      runs.push_back(read_run(files, c.filename().string(), k, config));
+    }
+  }
+  return runs;
+}
+
+std::vector<ReportRun> read_report_runs(const fs::path& dir) {
+  FAST_ENFORCE_AS(core::IoError, fs::exists(dir), "fast report: '{}' does not exist", dir.string());
+  std::vector<ReportRun> runs;
+  if (fs::is_regular_file(dir)) {
+    runs.push_back(read_run({dir}, dir.stem().string(), 1, ""));
+  } else if (is_compare_folder(dir)) {
+    runs = read_compare_runs(dir);
+  } else {
+    const std::vector<fs::path> files = metrics_files(dir);
+    FAST_ENFORCE(!files.empty(),
+                 "fast report: '{}' holds neither a comparison (compare.md and NN-NAME/K/metrics.jsonl, from `fast "
+                 "compare`) nor a run's metrics (*.jsonl, from `fast train --metrics`)",
+                 dir.string());
+    runs.push_back(read_run(files, fs::absolute(dir).lexically_normal().filename().string(), 1, ""));
+  }
+  FAST_ENFORCE(!runs.empty(), "fast report: '{}' is a comparison folder without any finished run", dir.string());
+  return runs;
+}
+
+}  // namespace fast::cli

@@ -1,0 +1,181 @@
+// The page script of `fast report` (tools/fast/report.hpp): draws the data inlined in
+// <script id="fast-data"> with Chart.js, builds the sortable table and the settings. Each chart's
+// figure gets data-series = the number of series drawn, and <body> gets data-rendered (charts
+// drawn) and data-errors (script errors seen), which the page test reads.
+(function () {
+  'use strict';
+  let errors = 0;
+  const countError = () => { errors += 1; document.body.dataset.errors = String(errors); };
+  window.addEventListener('error', countError);
+  const consoleError = console.error.bind(console);
+  console.error = (...args) => { countError(); consoleError(...args); };
+  document.body.dataset.errors = '0';
+
+  const data = JSON.parse(document.getElementById('fast-data').textContent);
+  const runs = data.runs;
+  const palette = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f',
+                   '#bcbd22', '#17becf'];
+  const colour = (i) => palette[i % palette.length];
+  const name = (r) => r.summary && r.summary.diverged ? r.label + ' (diverged)' : r.label;
+  let rendered = 0;
+
+  function figure(parent, id, caption) {
+    const fig = document.createElement('figure');
+    fig.id = id;
+    const box = document.createElement('div');
+    box.className = 'chart';
+    const canvas = document.createElement('canvas');
+    box.appendChild(canvas);
+    fig.appendChild(box);
+    const cap = document.createElement('figcaption');
+    cap.textContent = caption;
+    fig.appendChild(cap);
+    document.getElementById(parent).appendChild(fig);
+    return { fig, canvas };
+  }
+
+  function draw(parent, id, caption, config) {
+    const { fig, canvas } = figure(parent, id, caption);
+    config.options = Object.assign({ animation: false, responsive: true, maintainAspectRatio: false }, config.options);
+    const chart = new Chart(canvas, config);
+    fig.dataset.series = String(chart.data.datasets.length);
+    rendered += 1;
+    return chart;
+  }
+
+  const axis = (title, extra) => Object.assign({ type: 'linear', title: { display: true, text: title } }, extra || {});
+
+  // A line chart with one series per run; points(run) gives [x, y] pairs (y may be null).
+  function lines(id, caption, xTitle, yTitle, points, yExtra) {
+    draw('curves', id, caption, {
+      type: 'line',
+      data: {
+        datasets: runs.map((r, i) => ({
+          label: name(r), data: points(r).map(([x, y]) => ({ x, y })), borderColor: colour(i),
+          backgroundColor: colour(i), pointRadius: 2, borderWidth: 1.5, spanGaps: false,
+          borderDash: r.summary && r.summary.diverged ? [6, 3] : [],
+        })),
+      },
+      options: { scales: { x: axis(xTitle), y: axis(yTitle, yExtra) } },
+    });
+  }
+
+  lines('accuracy-time', 'Test accuracy of the representative model against training time (evaluations).',
+        'training time (s)', 'test accuracy', (r) => r.evals.map((e) => [e[0], e[2]]), { min: 0, max: 1 });
+  lines('accuracy-samples', 'Test accuracy against training samples processed by all workers.',
+        'samples', 'test accuracy', (r) => r.evals.map((e) => [e[1], e[2]]), { min: 0, max: 1 });
+  lines('loss', 'Training loss (mean mini-batch cross-entropy of the workers) against samples.',
+        'samples', 'training loss', (r) => r.loss.map((p) => [p[1], p[2]]));
+  lines('bytes', 'Payload bytes sent by all workers, cumulative, against training time.',
+        'training time (s)', 'bytes sent', (r) => r.bytes.map((p) => [p[0], p[1]]));
+  lines('consensus', 'Consensus distance (1/W) sum ||x_i - xbar||^2 at each evaluation (0: identical replicas).',
+        'training time (s)', 'consensus distance', (r) => r.evals.map((e) => [e[0], e[3]]));
+  lines('staleness', 'Mean version lag of the applied gradients (0 for synchronous strategies).',
+        'training time (s)', 'staleness (updates)', (r) => r.staleness.map((p) => [p[0], p[1]]));
+
+  const target = runs.length > 0 && runs[0].summary ? runs[0].summary.target_accuracy : undefined;
+  draw('curves', 'time-to-target',
+       'Training time until the test accuracy first reached ' + (target !== undefined ? target : 'the target') +
+       ' (no bar: never reached).', {
+    type: 'bar',
+    data: {
+      labels: ['time to target'],
+      datasets: runs.map((r, i) => ({
+        label: name(r), data: [r.summary ? r.summary.time_to_target_seconds : null], backgroundColor: colour(i),
+      })),
+    },
+    options: { scales: { y: axis('seconds', { beginAtZero: true }) } },
+  });
+
+  const maxWorkers = Math.max(1, ...runs.map((r) => r.idle.length));
+  draw('workers', 'idle', 'Idle time per worker: time in the strategy\'s exchanges and the final wait.', {
+    type: 'bar',
+    data: {
+      labels: Array.from({ length: maxWorkers }, (_, w) => 'worker ' + w),
+      datasets: runs.map((r, i) => ({ label: name(r), data: r.idle, backgroundColor: colour(i) })),
+    },
+    options: { scales: { y: axis('seconds', { beginAtZero: true }) } },
+  });
+
+  // Heat map of bytes per link, one chart per run: a square per (sender, receiver) pair.
+  const workerTicks = { stepSize: 0.5, callback: (v) => (Number.isInteger(v) ? v : '') };
+  runs.forEach((r, i) => {
+    const w = r.workers;
+    const max = Math.max(1, ...r.links.map((l) => l.bytes));
+    const heat = (v) => 'rgba(198, 40, 40, ' + (0.08 + 0.92 * v / max).toFixed(3) + ')';
+    draw('links', 'links-' + i, name(r) + ': bytes sent from a worker (x) to a worker (y), darker is more; max ' +
+         max.toExponential(2) + ' bytes.', {
+      type: 'scatter',
+      data: {
+        datasets: [{
+          label: name(r), data: r.links.map((l) => ({ x: l.from, y: l.to, v: l.bytes })), pointStyle: 'rect',
+          backgroundColor: (ctx) => ctx.raw ? heat(ctx.raw.v) : 'transparent', borderWidth: 0,
+          pointRadius: (ctx) => {
+            const a = ctx.chart.chartArea;
+            return a ? Math.max(2, Math.min(a.width, a.height) / (2.2 * w)) : 4;
+          },
+        }],
+      },
+      options: {
+        plugins: { legend: { display: false },
+                   tooltip: { callbacks: { label: (c) => c.raw.x + ' -> ' + c.raw.y + ': ' + c.raw.v + ' bytes' } } },
+        scales: { x: axis('from worker', { min: -0.5, max: w - 0.5, ticks: workerTicks }),
+                  y: axis('to worker', { min: -0.5, max: w - 0.5, ticks: workerTicks, reverse: true }) },
+      },
+    });
+  });
+
+  // The table: one row per run, sortable by any column.
+  const columns = [
+    ['run', (r) => r.label], ['strategy', (r) => r.summary.strategy], ['runtime', (r) => r.summary.runtime],
+    ['workers', (r) => r.summary.workers], ['final accuracy', (r) => r.summary.final_accuracy, 4],
+    ['diverged', (r) => r.summary.diverged ? 'yes' : 'no'],
+    ['time to target s', (r) => r.summary.time_to_target_seconds, 2], ['wall s', (r) => r.summary.wall_seconds, 1],
+    ['bytes sent MB', (r) => r.summary.bytes_sent / 1e6, 1], ['staleness mean', (r) => r.summary.staleness_mean, 2],
+    ['consensus distance', (r) => r.summary.consensus_distance, 4], ['epochs', (r) => r.summary.epochs, 2],
+  ];
+  const finished = runs.filter((r) => r.finished);
+  const table = document.createElement('table');
+  const head = table.createTHead().insertRow();
+  const body = table.createTBody();
+  const text = (v, digits) => v === null || v === undefined ? '' : (typeof v === 'number' && digits !== undefined
+    ? v.toFixed(digits) : String(v));
+  function fill(order) {
+    body.innerHTML = '';
+    order.forEach((r) => {
+      const row = body.insertRow();
+      if (r.summary.diverged) { row.className = 'diverged'; row.title = r.summary.divergence; }
+      columns.forEach(([, get, digits]) => { row.insertCell().textContent = text(get(r), digits); });
+    });
+  }
+  columns.forEach(([label, get], c) => {
+    const th = document.createElement('th');
+    th.textContent = label;
+    th.addEventListener('click', () => {
+      const descending = th.classList.contains('sorted-asc');
+      head.querySelectorAll('th').forEach((h) => h.classList.remove('sorted-asc', 'sorted-desc'));
+      th.classList.add(descending ? 'sorted-desc' : 'sorted-asc');
+      const key = (r) => { const v = get(r); return v === null || v === undefined ? Infinity : v; };
+      const sorted = finished.slice().sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+      fill(descending ? sorted.reverse() : sorted);
+    });
+    head.appendChild(th);
+  });
+  fill(finished);
+  document.getElementById('table').appendChild(table);
+
+  runs.forEach((r) => {
+    const details = document.createElement('details');
+    const summary = document.createElement('summary');
+    summary.textContent = name(r) + (r.summary && r.summary.diverged ? ': ' + r.summary.divergence : '');
+    const pre = document.createElement('pre');
+    pre.textContent = r.config;
+    details.appendChild(summary);
+    details.appendChild(pre);
+    document.getElementById('settings').appendChild(details);
+  });
+  document.getElementById('title').textContent = data.title;
+  document.getElementById('subtitle').textContent = runs.length + ' run(s); ' +
+    (runs.length - finished.length) + ' without a summary (unfinished).';
+  document.body.dataset.rendered = String(rendered);
+}());

@@ -1,0 +1,145 @@
+// report_data(), report_html() and write_report() of report.hpp: from the records of each run to
+// the series the page draws.
+
+#include <algorithm>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "fast/core/error.hpp"
+#include "report.hpp"
+
+namespace fast::cli {
+
+std::string_view embedded_file(std::string_view name);  // report_assets.cpp (generated)
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+double number(const json& r, const char* field) {
+  const auto it = r.find(field);
+  return it != r.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+// A null (NaN written by the metrics writer) stays null, so the page shows the gap.
+json number_or_null(const json& r, const char* field) {
+  const auto it = r.find(field);
+  return it != r.end() && it->is_number() ? *it : json(nullptr);
+}
+
+// The training records in rounds of `workers` records (about one record of each worker): the
+// mean loss of the round, and the whole run's cumulative samples, bytes sent and mean staleness
+// as of the round's last record (each worker's latest figures summed or averaged).
+void train_series(const std::vector<json>& records, int workers, json& run) {
+  std::vector<double> samples(static_cast<std::size_t>(workers)), bytes(samples.size()), stale(samples.size());
+  json loss = json::array(), sent = json::array(), staleness = json::array();
+  double loss_sum = 0;
+  int loss_count = 0, in_round = 0;
+  for (const json& r : records) {
+    if (r.value("event", "") != "train") continue;
+    const int w = r.value("worker", 0);
+    if (w < 0 || w >= workers) continue;
+    const auto wu = static_cast<std::size_t>(w);
+    samples[wu] = number(r, "samples");
+    bytes[wu] = number(r, "bytes_sent");
+    stale[wu] = number(r, "staleness_mean");
+    if (r["loss"].is_number()) {
+      loss_sum += r["loss"].get<double>();
+      ++loss_count;
+    }
+    if (++in_round < workers) continue;
+    double total = 0, all_bytes = 0, mean_stale = 0;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      total += samples[i];
+      all_bytes += bytes[i];
+      mean_stale += stale[i] / workers;
+    }
+    const double t = number(r, "time");
+    loss.push_back({t, total, loss_count > 0 ? json(loss_sum / loss_count) : json(nullptr)});
+    sent.push_back({t, all_bytes});
+    staleness.push_back({t, mean_stale});
+    loss_sum = 0;
+    loss_count = in_round = 0;
+  }
+  run["loss"] = loss;
+  run["bytes"] = sent;
+  run["staleness"] = staleness;
+}
+
+json run_data(const ReportRun& r) {
+  const json& start = r.records.front();
+  const json& last = r.records.back();
+  const json summary = last.value("event", "") == "end" ? last : json::object();
+  const int workers = std::max(1, start.value("workers", 1));
+  const double per_step = number(start, "batch") * workers;
+  json run{{"label", r.repetition > 1 || r.label.empty() ? fmt::format("{} #{}", r.label, r.repetition) : r.label},
+           {"config", r.config.empty() ? start.dump(2) : r.config},
+           {"workers", workers},
+           {"finished", !summary.empty()}};
+  json evals = json::array();
+  for (const json& e : r.records)
+    if (e.value("event", "") == "eval")
+      evals.push_back({number(e, "time"), number(e, "step") * per_step, number_or_null(e, "accuracy"),
+                       number_or_null(e, "consensus_distance")});
+  run["evals"] = evals;
+  train_series(r.records, workers, run);
+  json s = summary;
+  for (const char* big : {"bytes_per_link", "idle_seconds", "steps_per_worker", "event", "time"}) s.erase(big);
+  run["summary"] = s;
+  run["idle"] = summary.value("idle_seconds", json::array());
+  run["links"] = summary.value("bytes_per_link", json::array());
+  return run;
+}
+
+// "</" inside the inlined JSON would end its <script> element: "<\/" is the same JSON string.
+std::string script_safe(std::string text) {
+  for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 3)) text.insert(at + 1, "\\");
+  return text;
+}
+
+void replace_once(std::string& page, std::string_view mark, std::string_view with) {
+  const std::size_t at = page.find(mark);
+  FAST_ENFORCE(at != std::string::npos, "fast report: the page template lacks '{}' (a build problem)", mark);
+  page.replace(at, mark.size(), with);
+}
+
+}  // namespace
+
+json report_data(const std::vector<ReportRun>& runs, const std::string& title) {
+  json data{{"title", title}, {"runs", json::array()}};
+  for (const ReportRun& r : runs) data["runs"].push_back(run_data(r));
+  return data;
+}
+
+std::string report_html(const json& data) {
+  std::string page(embedded_file("report.html"));
+  FAST_ENFORCE(!page.empty(), "fast report: the page template is missing from this build");
+  // The template holds the marks in the order chart, data, script; filling them from the last to
+  // the first, each search meets the template's mark before any text inlined after it.
+  replace_once(page, "/*FAST_REPORT_SCRIPT*/", embedded_file("report.js"));
+  replace_once(page, "/*FAST_REPORT_DATA*/", script_safe(data.dump()));
+  replace_once(page, "/*FAST_CHART_JS*/", embedded_file("chart.min.js"));
+  return page;
+}
+
+fs::path write_report(const fs::path& dir, const fs::path& out) {
+  const std::vector<ReportRun> runs = read_report_runs(dir);
+  const fs::path target = !out.empty()            ? out
+                          : fs::is_regular_file(dir) ? dir.parent_path() / (dir.stem().string() + ".html")
+                                                     : dir / "report.html";
+  write_report_page(runs, target, fs::absolute(dir).lexically_normal().filename().string());
+  return target;
+}
+
+void write_report_page(const std::vector<ReportRun>& runs, const fs::path& target, const std::string& title) {
+  const std::string page = report_html(report_data(runs, title));
+  std::ofstream f(target, std::ios::binary | std::ios::trunc);
+  FAST_ENFORCE_AS(core::IoError, f.good(), "fast report: cannot write '{}'", target.string());
+  f << page;
+  f.flush();
+  FAST_ENFORCE_AS(core::IoError, f.good(), "fast report: writing '{}' failed", target.string());
+}
+
+}  // namespace fast::cli
