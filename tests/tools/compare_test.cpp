@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -19,6 +22,7 @@
 #include "compare_table.hpp"
 #include "config.hpp"
 #include "fast/core/error.hpp"
+#include "fast/runtime/launcher.hpp"
 
 namespace fast::cli {
 namespace {
@@ -351,6 +355,74 @@ TEST(CompareRun, AFailedRunKeepsTheFinishedRowsAndPropagates) {
   const auto rows = parse_csv(read(out / "compare.csv"));
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[1][column_index("run")], "workers=2");
+}
+
+// A fake run that writes its summary file, as `fast train` does.
+json write_summary(const torch::TrainOptions& o) {
+  json j = summary(0.5, nullptr, 100, 1.0);
+  j["strategy"] = o.worker.strategy.name;
+  std::ofstream(o.summary) << j.dump();
+  return j;
+}
+
+TEST(CompareRun, ARerunSkipsTheRepetitionsThatFinishedWithTheSameSettings) {
+  const fs::path out = temp_dir() / "out3";
+  fs::remove_all(out);
+  const fs::path s = write_toml("sweep7.toml", "[base]\nsteps = 5\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
+  int calls = 0;
+  const TrainFn fake = [&](const torch::TrainOptions& o) {
+    ++calls;
+    return write_summary(o);
+  };
+  run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 2}, fake, nullptr);
+  EXPECT_EQ(calls, 4);
+  // The same sweep again: every repetition is read back, none is run; the table is whole.
+  const auto again = run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 2}, fake, nullptr);
+  EXPECT_EQ(calls, 4);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[1].summaries.size(), 2u);
+  EXPECT_EQ(parse_csv(read(out / "compare.csv")).size(), 3u);
+  // One more repetition: only the third of each configuration runs.
+  run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 3}, fake, nullptr);
+  EXPECT_EQ(calls, 6);
+  // Changed settings (steps 6): every repetition runs again.
+  const fs::path changed = write_toml("sweep7.toml", "[base]\nsteps = 6\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
+  run_comparison(plan_runs({changed}, {}), {.out = out, .repeat = 3}, fake, nullptr);
+  EXPECT_EQ(calls, 12);
+}
+
+// --jobs 2: the simulated runs go two at a time (the first two meet inside train, which only
+// happens if they run at once); the threads run goes after them, alone.
+TEST(CompareRun, JobsRunSimulatedRunsSideBySideAndOthersAlone) {
+  const auto names = runtime::runtime_names();
+  if (std::find(names.begin(), names.end(), "sim") == names.end()) GTEST_SKIP() << "built without the sim runtime";
+  const fs::path out = temp_dir() / "out4";
+  fs::remove_all(out);
+  const fs::path s = write_toml("sweep8.toml", "[sweep]\nruntime = [\"threads\", \"sim\"]\nworkers = [2, 3]\n");
+  std::mutex m;
+  std::condition_variable cv;
+  int in_flight = 0, max_in_flight = 0, sims_started = 0;
+  std::vector<std::string> order;
+  int threads_run_saw = -1;
+  const TrainFn fake = [&](const torch::TrainOptions& o) {
+    std::unique_lock<std::mutex> lock(m);
+    ++in_flight;
+    max_in_flight = std::max(max_in_flight, in_flight);
+    order.push_back(o.runtime);
+    if (o.runtime == "sim" && ++sims_started <= 2) {
+      cv.notify_all();
+      EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return sims_started >= 2; }))
+          << "the first two simulated runs did not run at the same time";
+    }
+    if (o.runtime == "threads") threads_run_saw = in_flight;
+    --in_flight;
+    lock.unlock();
+    return write_summary(o);
+  };
+  run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 1, .jobs = 2}, fake, nullptr);
+  EXPECT_EQ(max_in_flight, 2);
+  EXPECT_EQ(order, (std::vector<std::string>{"sim", "sim", "threads", "threads"}));
+  EXPECT_EQ(threads_run_saw, 1);
 }
 
 TEST(CompareRun, SlugIsLowercaseAlphanumericAndDashes) {

@@ -1,7 +1,15 @@
 #include "compare.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
+#include <exception>
 #include <fstream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -41,6 +49,13 @@ void write_tables(const fs::path& out, const std::vector<RunResult>& results) {
     write_report_page(runs, out / "report.html", fs::absolute(out).lexically_normal().filename().string());
 }
 
+std::string read_all(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 std::string optional_seconds(const nlohmann::json& v) {
   return v.is_number() ? fmt::format("{:.2f} s", v.get<double>()) : std::string("not reached");
 }
@@ -75,59 +90,160 @@ std::string config_toml(const torch::TrainOptions& options) {
   return text;
 }
 
+namespace {
+
+// One repetition of one configuration: its settings (seed and files set) and where its result goes.
+struct Task {
+  std::size_t config = 0;  // index into the specs
+  int repetition = 1;      // 1-based
+  torch::TrainOptions run;
+};
+
+// The state shared by the activities that run tasks: results, the log, the first error.
+class Runner {
+ public:
+  Runner(const std::vector<RunSpec>& specs, const CompareOptions& options, const TrainFn& train, std::FILE* log,
+         std::size_t total)
+      : options_(options), train_(train), log_(log), total_(total), start_(std::chrono::steady_clock::now()) {
+    for (const RunSpec& spec : specs) {
+      results_.push_back({spec.label, spec.options, {}});
+      slots_.emplace_back(static_cast<std::size_t>(options.repeat));
+    }
+  }
+
+  // A repetition that finished in an earlier invocation of the same configuration.
+  void reuse(const Task& t, nlohmann::json summary) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++done_;
+    say(fmt::format("[{}/{}] {} (repetition {}/{}): done before, summary {} kept", done_, total_,
+                    results_[t.config].label, t.repetition, options_.repeat, t.run.summary.string()));
+    slots_[t.config][static_cast<std::size_t>(t.repetition - 1)] = std::move(summary);
+  }
+
+  // Runs the task unless an earlier one failed; records its summary or the first error.
+  void run(const Task& t) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (error_) return;
+      say(fmt::format("[{}/{}] {} (repetition {}/{}, seed {}): {}, {} workers, {}", ++started_, total_,
+                      results_[t.config].label, t.repetition, options_.repeat, t.run.seed,
+                      t.run.worker.strategy.name, t.run.workers, t.run.summary.parent_path().string()));
+    }
+    try {
+      nlohmann::json summary = train_(t.run);
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++done_;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      ++ran_;  // runs made by this invocation (not reused)
+      const double eta = elapsed / static_cast<double>(ran_) * static_cast<double>(total_ - done_);
+      say(fmt::format("[{}/{}] {}: final accuracy {:.4f}{}, time to target {}, {:.1f} s | sweep: {:.0f} s elapsed, "
+                      "about {:.0f} s left",
+                      done_, total_, results_[t.config].label, summary.value("final_accuracy", 0.0),
+                      summary.value("diverged", false) ? " (DIVERGED)" : "",
+                      optional_seconds(summary.value("time_to_target_seconds", nlohmann::json())),
+                      summary.value("wall_seconds", 0.0), elapsed, eta / std::max(1, options_.jobs)));
+      slots_[t.config][static_cast<std::size_t>(t.repetition - 1)] = std::move(summary);
+      write_locked();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
+
+  // The configurations whose repetitions all finished, in spec order; rethrows the first error
+  // after writing their table.
+  std::vector<RunResult> finish() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    write_locked();
+    if (error_) std::rethrow_exception(error_);
+    return complete();
+  }
+
+ private:
+  std::vector<RunResult> complete() const {
+    std::vector<RunResult> out = results_;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const bool all = std::all_of(slots_[i].begin(), slots_[i].end(), [](const auto& s) { return s.has_value(); });
+      if (all)
+        for (const auto& s : slots_[i]) out[i].summaries.push_back(*s);
+    }
+    return out;
+  }
+  void write_locked() { write_tables(options_.out, complete()); }
+  void say(const std::string& line) {
+    if (log_ == nullptr) return;
+    std::fprintf(log_, "%s\n", line.c_str());
+    std::fflush(log_);
+  }
+
+  const CompareOptions& options_;
+  const TrainFn& train_;
+  std::FILE* log_;
+  std::size_t total_;
+  std::chrono::steady_clock::time_point start_;
+  std::mutex mutex_;
+  std::vector<RunResult> results_;
+  std::vector<std::vector<std::optional<nlohmann::json>>> slots_;  // [config][repetition - 1]
+  std::size_t started_ = 0, done_ = 0, ran_ = 0;
+  std::exception_ptr error_;
+};
+
+fs::path make_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  FAST_ENFORCE_AS(core::IoError, !ec, "fast compare: cannot create '{}': {}", dir.string(), ec.message());
+  return dir;
+}
+
+// A summary left by an earlier invocation for the same settings, if any.
+std::optional<nlohmann::json> earlier_summary(const fs::path& file, bool same_config) {
+  if (!same_config || !fs::exists(file)) return std::nullopt;
+  std::ifstream in(file);
+  nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+  if (summary.is_discarded() || !summary.is_object()) return std::nullopt;
+  return summary;
+}
+
+}  // namespace
+
 std::vector<RunResult> run_comparison(const std::vector<RunSpec>& specs, const CompareOptions& options,
                                       const TrainFn& train, std::FILE* log) {
   FAST_ENFORCE(options.repeat >= 1, "fast compare: --repeat expects an integer >= 1, got {}", options.repeat);
-  std::error_code ec;
-  fs::create_directories(options.out, ec);
-  FAST_ENFORCE_AS(core::IoError, !ec, "fast compare: cannot create the output folder '{}': {}", options.out.string(),
-                  ec.message());
-  std::vector<RunResult> results;
-  for (const RunSpec& spec : specs) results.push_back({spec.label, spec.options, {}});
-
-  const std::size_t width = fmt::format("{}", specs.size()).size() < 2 ? 2 : fmt::format("{}", specs.size()).size();
-  const std::size_t total = specs.size() * static_cast<std::size_t>(options.repeat);
-  std::size_t done = 0;
+  FAST_ENFORCE(options.jobs >= 1, "fast compare: --jobs expects an integer >= 1, got {}", options.jobs);
+  make_dir(options.out);
+  const std::size_t width = std::max<std::size_t>(2, fmt::format("{}", specs.size()).size());
+  Runner runner(specs, options, train, log, specs.size() * static_cast<std::size_t>(options.repeat));
+  std::vector<Task> side_by_side, one_at_a_time;
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    const fs::path dir = options.out / fmt::format("{:0{}}-{}", i + 1, width, slug(specs[i].label));
-    fs::create_directories(dir, ec);
-    FAST_ENFORCE_AS(core::IoError, !ec, "fast compare: cannot create '{}': {}", dir.string(), ec.message());
-    write_file(dir / "config.toml", config_toml(specs[i].options));
-    try {
-      for (int k = 1; k <= options.repeat; ++k) {
-        torch::TrainOptions run = specs[i].options;
-        run.seed = specs[i].options.seed + static_cast<std::uint64_t>(k - 1);
-        const fs::path rep = dir / fmt::format("{}", k);
-        fs::create_directories(rep, ec);
-        FAST_ENFORCE_AS(core::IoError, !ec, "fast compare: cannot create '{}': {}", rep.string(), ec.message());
-        run.metrics = rep / "metrics.jsonl";
-        run.summary = rep / "summary.json";
-        ++done;
-        if (log != nullptr) {
-          std::fprintf(log, "[%zu/%zu] %s (repetition %d/%d, seed %llu): %s, %d workers, %s\n", done, total,
-                       specs[i].label.c_str(), k, options.repeat, static_cast<unsigned long long>(run.seed),
-                       run.worker.strategy.name.c_str(), run.workers, rep.string().c_str());
-          std::fflush(log);
-        }
-        const nlohmann::json summary = train(run);
-        results[i].summaries.push_back(summary);
-        if (log != nullptr) {
-          std::fprintf(log, "[%zu/%zu] %s: final accuracy %.4f, time to target %s, %.1f s\n", done, total,
-                       specs[i].label.c_str(), summary.value("final_accuracy", 0.0),
-                       optional_seconds(summary.value("time_to_target_seconds", nlohmann::json())).c_str(),
-                       summary.value("wall_seconds", 0.0));
-          std::fflush(log);
-        }
+    const fs::path dir = make_dir(options.out / fmt::format("{:0{}}-{}", i + 1, width, slug(specs[i].label)));
+    const std::string config = config_toml(specs[i].options);
+    const bool same_config = fs::exists(dir / "config.toml") && read_all(dir / "config.toml") == config;
+    write_file(dir / "config.toml", config);
+    for (int k = 1; k <= options.repeat; ++k) {
+      Task t{i, k, specs[i].options};
+      t.run.seed = specs[i].options.seed + static_cast<std::uint64_t>(k - 1);
+      const fs::path rep = make_dir(dir / fmt::format("{}", k));
+      t.run.metrics = rep / "metrics.jsonl";
+      t.run.summary = rep / "summary.json";
+      if (auto summary = earlier_summary(t.run.summary, same_config)) {
+        runner.reuse(t, std::move(*summary));
+        continue;
       }
-    } catch (...) {
-      // The completed configurations stay in the table; a partial one is left out.
-      results[i].summaries.clear();
-      write_tables(options.out, results);
-      throw;
+      fs::remove(t.run.summary);  // a stale one (other settings) must not outlive a failed run
+      (options.jobs > 1 && t.run.runtime == "sim" ? side_by_side : one_at_a_time).push_back(std::move(t));
     }
-    write_tables(options.out, results);
   }
-  return results;
+  // Simulated runs (each a child process, its clock simulated) side by side; then the others one at
+  // a time, alone on the machine, since they measure it.
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int j = 0; j < options.jobs && !side_by_side.empty(); ++j)
+    pool.emplace_back([&] {
+      for (std::size_t n; (n = next++) < side_by_side.size();) runner.run(side_by_side[n]);
+    });
+  for (std::thread& t : pool) t.join();
+  for (const Task& t : one_at_a_time) runner.run(t);
+  return runner.finish();
 }
 
 }  // namespace fast::cli

@@ -29,6 +29,8 @@ namespace fast::cli {
 struct CompareOptions {
   std::filesystem::path out = "compare-out";
   int repeat = 1;  // runs per configuration; repetition K (1-based) uses seed + K - 1
+  int jobs = 1;    // simulated runs (runtime sim, each in a child process) run this many side by side;
+                   // other runs one at a time, after them (they time the machine)
 };
 
 // Trains one run and returns its summary (docs/metrics.md). `options.metrics` and
@@ -42,8 +44,13 @@ std::string slug(const std::string& label);
 std::string config_toml(const torch::TrainOptions& options);
 
 // Runs every spec `options.repeat` times through `train`, printing one line per run on `log` before
-// and after it, and writes the output folder above. Returns the results in spec order. An exception
-// from `train` propagates after the table of the configurations finished so far is written.
+// and after it (with the sweep's elapsed time and an estimate of what is left), and writes the
+// output folder above. Returns the results in spec order. A repetition whose summary.json exists
+// from an earlier invocation with the same config.toml is not run again (its summary is read back);
+// a changed configuration runs all its repetitions. `train` may be called from several threads at
+// once for simulated runs when options.jobs > 1. An exception from `train` stops the runs not yet
+// started and propagates (the first one) after the runs under way ended and the table of the
+// configurations finished so far is written.
 std::vector<RunResult> run_comparison(const std::vector<RunSpec>& specs, const CompareOptions& options,
                                       const TrainFn& train, std::FILE* log = stderr);
 

@@ -172,6 +172,10 @@ int run(int argc, char** argv) {
                   "Runs per configuration (seeds seed, seed+1, ...); the table shows medians")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  cmp->add_option("--jobs", compare_options.jobs,
+                  "Simulated runs (runtime sim) to run side by side; other runs go one at a time, after them")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   cmp->add_option("--progress", compare_progress, "Live progress line of each run: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   std::vector<std::string> compare_values;
