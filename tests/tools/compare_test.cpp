@@ -325,7 +325,8 @@ TEST(CompareRun, RepetitionsUseSuccessiveSeedsAndWriteEveryFile) {
   EXPECT_EQ(rows[1][column_index("repeats")], "3");
   EXPECT_NE(read(out / "compare.md").find("| strategy=adpsgd | adpsgd |"), std::string::npos);
 
-  // config.toml reproduces the run's settings.
+  // config.toml names the run (the report's label) and reproduces its settings.
+  EXPECT_EQ(read(out / "02-strategy-adpsgd" / "config.toml").rfind("# run: strategy=adpsgd\n", 0), 0u);
   torch::TrainOptions back;
   apply_config_file(back, out / "02-strategy-adpsgd" / "config.toml");
   EXPECT_EQ(back.worker.strategy.name, "adpsgd");

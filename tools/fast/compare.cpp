@@ -216,7 +216,9 @@ std::vector<RunResult> run_comparison(const std::vector<RunSpec>& specs, const C
   std::vector<Task> side_by_side, one_at_a_time;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const fs::path dir = make_dir(options.out / fmt::format("{:0{}}-{}", i + 1, width, slug(specs[i].label)));
-    const std::string config = config_toml(specs[i].options);
+    std::string label = specs[i].label;
+    std::replace(label.begin(), label.end(), '\n', ' ');
+    const std::string config = "# run: " + label + "\n" + config_toml(specs[i].options);
     const bool same_config = fs::exists(dir / "config.toml") && read_all(dir / "config.toml") == config;
     write_file(dir / "config.toml", config);
     for (int k = 1; k <= options.repeat; ++k) {

@@ -4,8 +4,8 @@
 // (fast::torch::train in the command, a fake in the tests), so this file does not need libtorch.
 //
 // Output folder (CompareOptions::out):
-//   NN-SLUG/config.toml        the run's settings that differ from the defaults (seed: repetition 1's);
-//                              `fast train --config` on it reproduces repetition 1
+//   NN-SLUG/config.toml        "# run: LABEL", then the run's settings that differ from the defaults
+//                              (seed: repetition 1's); `fast train --config` on it reproduces repetition 1
 //   NN-SLUG/K/metrics.jsonl    repetition K (1..repeat): metrics and summary of `fast train`
 //   NN-SLUG/K/summary.json
 //   compare.md, compare.csv    the table, rewritten after every configuration, so a failure keeps the

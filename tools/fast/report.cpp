@@ -89,6 +89,9 @@ std::vector<ReportRun> read_compare_runs(const fs::path& dir) {
   std::vector<ReportRun> runs;
   for (const fs::path& c : configs) {
     const std::string config = fs::exists(c / "config.toml") ? read_text(c / "config.toml") : "";
+    // `fast compare` starts config.toml with "# run: LABEL"; older folders: the folder's name.
+    std::string label = c.filename().string();
+    if (config.rfind("# run: ", 0) == 0) label = config.substr(7, config.find('\n') - 7);
     std::vector<std::pair<int, fs::path>> reps;
     for (const auto& entry : fs::directory_iterator(c)) {
       const std::string name = entry.path().filename().string();
@@ -99,7 +102,7 @@ std::vector<ReportRun> read_compare_runs(const fs::path& dir) {
     for (const auto& [k, rep] : reps) {
       const std::vector<fs::path> files = metrics_files(rep);
       if (files.empty()) continue;  // a repetition not run (yet)
-      runs.push_back(read_run(files, c.filename().string(), k, config));
+      runs.push_back(read_run(files, label, k, config));
     }
   }
   return runs;
