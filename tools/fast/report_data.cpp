@@ -31,7 +31,9 @@ json number_or_null(const json& r, const char* field) {
 
 // The training records in rounds of `workers` records (about one record of each worker): the
 // mean loss of the round, and the whole run's cumulative samples, bytes sent and mean staleness
-// as of the round's last record (each worker's latest figures summed or averaged).
+// as of the round's last record (each worker's latest figures summed; staleness averaged over the
+// workers that applied stale gradients, since a worker reports the lags of the gradients IT
+// applied: under ps only the server ranks do).
 void train_series(const std::vector<json>& records, int workers, json& run) {
   std::vector<double> samples(static_cast<std::size_t>(workers)), bytes(samples.size()), stale(samples.size());
   json loss = json::array(), sent = json::array(), staleness = json::array();
@@ -50,12 +52,17 @@ void train_series(const std::vector<json>& records, int workers, json& run) {
       ++loss_count;
     }
     if (++in_round < workers) continue;
-    double total = 0, all_bytes = 0, mean_stale = 0;
+    double total = 0, all_bytes = 0, stale_sum = 0;
+    int stale_workers = 0;
     for (std::size_t i = 0; i < samples.size(); ++i) {
       total += samples[i];
       all_bytes += bytes[i];
-      mean_stale += stale[i] / workers;
+      if (stale[i] > 0) {
+        stale_sum += stale[i];
+        ++stale_workers;
+      }
     }
+    const double mean_stale = stale_workers > 0 ? stale_sum / stale_workers : 0.0;
     const double t = number(r, "time");
     loss.push_back({t, total, loss_count > 0 ? json(loss_sum / loss_count) : json(nullptr)});
     sent.push_back({t, all_bytes});
