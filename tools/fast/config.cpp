@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <limits>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -31,10 +33,13 @@ long long parse_integer(const std::string& text, std::string_view origin) {
   return value;
 }
 
+// Every number setting is finite: "inf" and "nan" read as doubles, but no setting means them (an
+// infinite slowdown or time limit would hang or overflow the clock).
 double parse_number(const std::string& text, std::string_view origin) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
   FAST_ENFORCE(!text.empty() && end == text.c_str() + text.size(), "{}: expected a number, got '{}'", origin, text);
+  FAST_ENFORCE(std::isfinite(value), "{}: expected a finite number, got '{}'", origin, text);
   return value;
 }
 
@@ -50,6 +55,36 @@ double positive(double value, std::string_view key) {
 }
 
 double any_number(double value, std::string_view) { return value; }
+
+// A learning rate: > 0 and finite as float32 (the parameters' type): 1e39 is a double but makes
+// every update infinite.
+double learning_rate(double value, std::string_view key) {
+  FAST_ENFORCE(value > 0 && value <= std::numeric_limits<float>::max(),
+               "{}: expected a positive number that float32 can hold (<= {:g}), got {}", key,
+               std::numeric_limits<float>::max(), value);
+  return value;
+}
+
+double fraction_below_one(double value, std::string_view key) {
+  FAST_ENFORCE(value >= 0 && value < 1, "{}: expected a number in [0, 1), got {}", key, value);
+  return value;
+}
+
+double fraction(double value, std::string_view key) {
+  FAST_ENFORCE(value >= 0 && value <= 1, "{}: expected a number in [0, 1], got {}", key, value);
+  return value;
+}
+
+double at_least_one(double value, std::string_view key) {
+  FAST_ENFORCE(value >= 1, "{}: expected a number >= 1, got {}", key, value);
+  return value;
+}
+
+// A time limit in seconds: positive and at most 1e9 (31 years), so that it fits the runtimes' clocks.
+double time_limit(double value, std::string_view key) {
+  FAST_ENFORCE(value > 0 && value <= 1e9, "{}: expected seconds in (0, 1e9], got {}", key, value);
+  return value;
+}
 
 // "true" | "false" (a flag given without a value is "true").
 bool parse_bool(const std::string& text, std::string_view key) {
@@ -138,11 +173,11 @@ std::vector<ConfigKey> build_keys() {
       FAST_INT_KEY("epochs", "Passes over the training set (used when steps = 0).", epochs, 1),
       FAST_INT_KEY("steps", "Steps per worker; 0 means epochs x steps per epoch.", steps, 0),
       FAST_INT_KEY("batch", "Mini-batch size per worker.", batch, 1),
-      FAST_NUMBER_KEY("lr", "Base learning rate.", worker.optimizer.lr, positive),
+      FAST_NUMBER_KEY("lr", "Base learning rate.", worker.optimizer.lr, learning_rate),
       {"optimizer", KeyType::string, "Optimizer: sgd, momentum, nesterov, adam or adamw.",
        [](TrainOptions& o, const std::string& v) { o.worker.optimizer.name = one_of(v, optim::optimizer_names(), "optimizer"); },
        [](const TrainOptions& o) { return o.worker.optimizer.name; }},
-      FAST_NUMBER_KEY("momentum", "Momentum factor of momentum and nesterov.", worker.optimizer.momentum, non_negative),
+      FAST_NUMBER_KEY("momentum", "Momentum factor of momentum and nesterov, in [0, 1).", worker.optimizer.momentum, fraction_below_one),
       FAST_NUMBER_KEY("weight_decay", "Weight decay (L2 in the gradient; decoupled for adamw).", worker.optimizer.weight_decay, non_negative),
       FAST_NUMBER_KEY("beta1", "Adam/AdamW first-moment decay.", worker.optimizer.beta1, any_number),
       FAST_NUMBER_KEY("beta2", "Adam/AdamW second-moment decay.", worker.optimizer.beta2, any_number),
@@ -170,7 +205,7 @@ std::vector<ConfigKey> build_keys() {
        "Without it a diverged run is flagged and goes on.",
        [](TrainOptions& o, const std::string& v) { o.stop_on_divergence = parse_bool(v, "stop_on_divergence"); },
        [](const TrainOptions& o) { return std::string(o.stop_on_divergence ? "true" : "false"); }},
-      FAST_NUMBER_KEY("target_accuracy", "The summary reports the first time the test accuracy reached this; 0: off.", target_accuracy, non_negative),
+      FAST_NUMBER_KEY("target_accuracy", "The summary reports the first time the test accuracy reached this, in [0, 1]; 0: off.", target_accuracy, fraction),
       FAST_INT_KEY("chunk_bytes", "Pipeline piece size of the ring all-reduce, bytes.", worker.strategy.chunk_bytes, 64),
       FAST_INT_KEY("period", "local-sgd: average the replicas every this many steps.", worker.strategy.period, 1),
       FAST_INT_KEY("sync_warmup", "local-sgd: the first this many steps average gradients (as allreduce).", worker.strategy.sync_warmup, 0),
@@ -244,10 +279,10 @@ std::vector<ConfigKey> build_keys() {
        "(f-1) x its compute time each step. Empty: none.",
        [](TrainOptions& o, const std::string& v) { o.slowdown.factors = parse_factors(v, "slowdown"); },
        [](const TrainOptions& o) { return fmt::format("{}", fmt::join(o.slowdown.factors, ",")); }},
-      FAST_NUMBER_KEY("straggler_probability", "Random stragglers: probability, per worker and step, of a slow step.", slowdown.straggler_probability, non_negative),
-      FAST_NUMBER_KEY("straggler_factor", "Random stragglers: how many times slower a straggling step is (>= 1).", slowdown.straggler_factor, positive),
+      FAST_NUMBER_KEY("straggler_probability", "Random stragglers: probability, per worker and step, of a slow step, in [0, 1].", slowdown.straggler_probability, fraction),
+      FAST_NUMBER_KEY("straggler_factor", "Random stragglers: how many times slower a straggling step is (>= 1).", slowdown.straggler_factor, at_least_one),
       {"op_timeout", KeyType::number, "Seconds a blocking operation may wait (default: FAST_OP_TIMEOUT).",
-       [](TrainOptions& o, const std::string& v) { o.op_timeout = positive(parse_number(v, "op_timeout"), "op_timeout"); },
+       [](TrainOptions& o, const std::string& v) { o.op_timeout = time_limit(parse_number(v, "op_timeout"), "op_timeout"); },
        [](const TrainOptions& o) { return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout); }},
       // zmq: how the processes of a multi-process run find and trust each other (runtime::ProcessOptions,
       // docs/launch.md). Left at their defaults, the runtime reads the FAST_* variable each names.
@@ -379,6 +414,9 @@ void apply_setting(TrainOptions& options, std::string_view key, const std::strin
 
 toml::table parse_toml_file(const std::filesystem::path& file) {
   FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(file), "config file '{}' does not exist", file.string());
+  // A folder would read as an empty file (a run with every default).
+  FAST_ENFORCE(!std::filesystem::is_directory(file), "config file '{}' is a folder; expected a TOML file",
+               file.string());
   try {
     return toml::parse_file(file.string());
   } catch (const toml::parse_error& e) {

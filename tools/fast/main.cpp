@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <regex>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -260,31 +261,40 @@ int run(int argc, char** argv) {
   return 0;
 }
 
+// The message of an error as the user sees it: without the source location and check text that
+// FAST_ENFORCE appends (" (dir/file.cpp:42: check 'x > 0' failed)"), which name the build's files.
+// FAST_LOG_LEVEL=debug shows them.
+std::string shown(const std::exception& e) {
+  static const std::regex location(R"( \([^\s()]+\.(cpp|hpp|h):[0-9]+: check '.*?' failed\))");
+  if (fast::core::env_string("FAST_LOG_LEVEL") == "debug") return e.what();
+  return std::regex_replace(std::string(e.what()), location, "");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const fast::InvalidArgument& e) {
-    std::fprintf(stderr, "fast: error: %s\n", e.what());
+    std::fprintf(stderr, "fast: error: %s\n", shown(e).c_str());
     return 2;
   } catch (const fast::InvalidUsage& e) {
-    std::fprintf(stderr, "fast: error: %s\n", e.what());
+    std::fprintf(stderr, "fast: error: %s\n", shown(e).c_str());
     return 2;
   } catch (const fast::IoError& e) {
-    std::fprintf(stderr, "fast: I/O error: %s\n", e.what());
+    std::fprintf(stderr, "fast: I/O error: %s\n", shown(e).c_str());
     return 3;
   } catch (const fast::PeerLost& e) {
-    std::fprintf(stderr, "fast: peer lost: %s\n", e.what());
+    std::fprintf(stderr, "fast: peer lost: %s\n", shown(e).c_str());
     return 3;
   } catch (const fast::TimeoutError& e) {
-    std::fprintf(stderr, "fast: timeout: %s\n", e.what());
+    std::fprintf(stderr, "fast: timeout: %s\n", shown(e).c_str());
     return 4;
   } catch (const fast::Error& e) {
-    std::fprintf(stderr, "fast: error: %s\n", e.what());
+    std::fprintf(stderr, "fast: error: %s\n", shown(e).c_str());
     return 5;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fast: unexpected error: %s\n", e.what());
+    std::fprintf(stderr, "fast: unexpected error: %s\n", shown(e).c_str());
     return 1;
   }
 }

@@ -59,9 +59,36 @@ int workers_on_host(const TrainOptions& o) {
   return static_cast<int>(here) * o.process.workers_per_process;
 }
 
+// An output file: not a folder, and its folder exists or can be made.
+void check_output_file(const std::filesystem::path& file, const char* key) {
+  if (file.empty()) return;
+  FAST_ENFORCE(!std::filesystem::is_directory(file), "{}: '{}' is a folder; expected a file path", key,
+               file.string());
+}
+
+// The environment variables train() reads, checked like settings.
+void validate_environment() {
+  const long long threads = core::env_int("FAST_TORCH_THREADS");
+  FAST_ENFORCE(threads >= 0 && threads <= 1024,
+               "environment variable FAST_TORCH_THREADS: expected 0 (by cores) to 1024 threads, got {}", threads);
+  const double limit = core::env_number("FAST_OP_TIMEOUT");
+  FAST_ENFORCE(std::isfinite(limit) && limit > 0 && limit <= 1e9,
+               "environment variable FAST_OP_TIMEOUT: expected seconds in (0, 1e9], got {}", limit);
+}
+
 // Checks everything that can be checked before a worker starts, so bad input fails fast and clearly.
 void validate(const TrainOptions& o) {
+  validate_environment();
   FAST_ENFORCE(o.workers >= 1, "workers: expected >= 1, got {}", o.workers);
+  FAST_ENFORCE(o.epochs >= 1 && o.epochs <= 1'000'000, "epochs: expected 1 to 1000000, got {}", o.epochs);
+  FAST_ENFORCE(o.steps >= 0 && o.steps <= 1'000'000'000'000, "steps: expected 0 to 1e12, got {}", o.steps);
+  FAST_ENFORCE(o.op_timeout < 0 || (std::isfinite(o.op_timeout) && o.op_timeout <= 1e9),
+               "op_timeout: expected seconds in (0, 1e9], got {}", o.op_timeout);
+  check_output_file(o.metrics, "metrics");
+  check_output_file(o.summary, "summary");
+  FAST_ENFORCE(o.metrics.empty() || o.summary.empty() ||
+                   std::filesystem::weakly_canonical(o.metrics) != std::filesystem::weakly_canonical(o.summary),
+               "metrics and summary: both are '{}'; the summary would overwrite the metrics", o.metrics.string());
   FAST_ENFORCE(o.process.workers_per_process >= 1, "workers_per_process: expected >= 1, got {}",
                o.process.workers_per_process);
   FAST_ENFORCE(o.batch >= 1, "batch: expected >= 1, got {}", o.batch);

@@ -1,0 +1,85 @@
+// Hostile or mistaken input to `fast train` and `fast compare` (issue "Faults, resume and hostile
+// input", item 4): each is refused with exit code 2 and a message naming the setting, before any
+// data is read (the line "libtorch intra-op threads", printed once the dataset is loaded, never
+// appears) and without hanging (every run is bounded by `timeout`).
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/run_fast.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Case {
+  std::string env;   // "NAME=VALUE " prefix, or ""
+  std::string args;  // after `fast`
+  std::vector<std::string> expected;  // parts of the message
+};
+
+fast::testing::FastResult run(const Case& c) {
+  const std::string command =
+      c.env + "timeout -k 5 60 " + std::string(FAST_TEST_BIN_DIR) + "/fast " + c.args + " --progress never 2>&1";
+  fast::testing::FastResult r{-1, ""};
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) r.output += buf.data();
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+void expect_refused(const Case& c) {
+  const auto r = run(c);
+  EXPECT_EQ(r.code, 2) << c.env << c.args << "\n" << r.output;
+  for (const std::string& part : c.expected)
+    EXPECT_NE(r.output.find(part), std::string::npos) << c.env << c.args << ": no '" << part << "' in\n" << r.output;
+  EXPECT_EQ(r.output.find("libtorch intra-op threads"), std::string::npos)
+      << c.env << c.args << ": the dataset was loaded before the error\n" << r.output;
+  // No build paths: the source location FAST_ENFORCE records is not shown to the user.
+  EXPECT_EQ(r.output.find(".cpp:"), std::string::npos) << c.env << c.args << "\n" << r.output;
+  EXPECT_EQ(r.output.find("check '"), std::string::npos) << c.env << c.args << "\n" << r.output;
+}
+
+TEST(HostileInput, NumbersThatDoubleHoldsButNoSettingMeansAreRefused) {
+  for (const Case& c : std::vector<Case>{
+           {"", "train --steps 5 --lr 1e39", {"--lr", "float32", "1e+39"}},
+           {"", "train --steps 5 --lr inf", {"--lr", "finite", "'inf'"}},
+           {"", "train --steps 5 --slowdown inf,inf", {"--slowdown", "finite", "'inf'"}},
+           {"", "train --steps 5 --straggler-probability 0.5 --straggler-factor inf", {"--straggler-factor", "finite"}},
+           {"", "train --steps 5 --straggler-probability 2", {"--straggler-probability", "[0, 1]", "got 2"}},
+           {"", "train --steps 5 --op-timeout 1e10", {"--op-timeout", "1e9", "got 10000000000"}},
+           {"", "train --steps 5 --op-timeout inf", {"--op-timeout", "finite"}},
+           {"FAST_OP_TIMEOUT=1e10 ", "train --steps 5", {"FAST_OP_TIMEOUT", "1e9"}},
+           {"", "train --epochs 20000000000000000", {"epochs", "1000000", "20000000000000000"}},
+           {"", "train --target-accuracy 2", {"--target-accuracy", "[0, 1]", "got 2"}},
+           {"", "train --optimizer momentum --momentum 2", {"--momentum", "[0, 1)", "got 2"}},
+           {"FAST_TORCH_THREADS=100000 ", "train --steps 5", {"FAST_TORCH_THREADS", "1024", "100000"}},
+           {"FAST_TORCH_THREADS=-3 ", "train --steps 5", {"FAST_TORCH_THREADS", "got -3"}},
+       })
+    expect_refused(c);
+}
+
+TEST(HostileInput, FoldersWhereFilesAreExpectedAreRefused) {
+  const fs::path dir = fast::testing::test_dir("fast_hostile", "folder");
+  const std::string d = dir.string();
+  for (const Case& c : std::vector<Case>{
+           {"", "train --config " + d, {"config file", d, "is a folder"}},
+           {"", "compare " + d + " --out " + d + "/out", {"config file", d, "is a folder"}},
+           {"", "train --steps 5 --summary " + d, {"summary", d, "is a folder"}},
+           {"", "train --steps 5 --metrics " + d, {"metrics", d, "is a folder"}},
+           {"", "train --steps 5 --metrics " + d + "/x.json --summary " + d + "/x.json",
+            {"metrics and summary", "x.json", "overwrite"}},
+       })
+    expect_refused(c);
+  fs::remove_all(dir);
+}
+
+}  // namespace
