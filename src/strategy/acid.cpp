@@ -76,10 +76,11 @@ void acid_mix(std::span<float> x, std::span<float> x_tilde, double eta, double d
   }
 }
 
-AcidStrategy::AcidStrategy(const StrategyOptions& options, collective::Communicator& comm)
-    : Strategy(comm), options_(options) {
-  FAST_ENFORCE(std::isfinite(options.comm_rate) && options.comm_rate > 0 && options.comm_rate <= kMaxCommRate,
-               "acid: comm_rate (expected communications per gradient step) must be in (0, {}], got {}", kMaxCommRate,
+namespace {
+// The options in range and the graph of `options.topology` on n workers, checked for acid.
+topology::Graph checked_graph(const StrategyOptions& options, int n) {
+  FAST_ENFORCE(std::isfinite(options.comm_rate) && options.comm_rate > 0 && options.comm_rate <= AcidStrategy::kMaxCommRate,
+               "acid: comm_rate (expected communications per gradient step) must be in (0, {}], got {}", AcidStrategy::kMaxCommRate,
                options.comm_rate);
   FAST_ENFORCE(auto_or_valid(options.acid_eta),
                "acid: acid_eta must be >= 0, or -1 for the paper's value from the graph, got {}", options.acid_eta);
@@ -88,11 +89,20 @@ AcidStrategy::AcidStrategy(const StrategyOptions& options, collective::Communica
   FAST_ENFORCE(auto_or_valid(options.acid_alpha_tilde),
                "acid: acid_alpha_tilde must be >= 0, or -1 for the paper's value from the graph, got {}",
                options.acid_alpha_tilde);
-  const int n = comm.size();
-  const topology::Graph graph = topology::make_topology(options.topology, n, options.seed);
+  topology::Graph graph = topology::make_topology(options.topology, n, options.seed);
   FAST_ENFORCE(graph.is_symmetric(),
                "acid: topology '{}' is directed; acid needs an undirected one (pairwise exchanges)", options.topology);
   topology::check_connected(graph);
+  return graph;
+}
+}  // namespace
+
+void AcidStrategy::check_options(const StrategyOptions& options, int workers) { (void)checked_graph(options, workers); }
+
+AcidStrategy::AcidStrategy(const StrategyOptions& options, collective::Communicator& comm)
+    : Strategy(comm), options_(options) {
+  const int n = comm.size();
+  const topology::Graph graph = checked_graph(options, n);
   neighbors_ = graph.neighbors_out(comm.rank());
   // With a codec, a communication moves the fraction gamma of the paper's update; in expectation
   // that is the paper's process at the rate gamma comm_rate, so the constants are those of that rate.

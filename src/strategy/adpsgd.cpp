@@ -8,9 +8,9 @@
 
 namespace fast::strategy {
 
-AdpsgdStrategy::AdpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
-    : Strategy(comm), options_(options) {
-  const topology::Graph graph = topology::make_topology(options.topology, comm.size(), options.seed);
+namespace {
+topology::Graph checked_graph(const StrategyOptions& options, int n) {
+  topology::Graph graph = topology::make_topology(options.topology, n, options.seed);
   FAST_ENFORCE(graph.is_symmetric(),
                "adpsgd: topology '{}' is directed; adpsgd averages pairwise over undirected edges (use gosgd for "
                "directed graphs)",
@@ -18,8 +18,16 @@ AdpsgdStrategy::AdpsgdStrategy(const StrategyOptions& options, collective::Commu
   FAST_ENFORCE(graph.is_connected(),
                "adpsgd: topology '{}' is disconnected on {} workers; the replicas of different components would "
                "never agree",
-               options.topology, comm.size());
-  neighbors_ = graph.neighbors_out(comm.rank());
+               options.topology, n);
+  return graph;
+}
+}  // namespace
+
+void AdpsgdStrategy::check_options(const StrategyOptions& options, int workers) { (void)checked_graph(options, workers); }
+
+AdpsgdStrategy::AdpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
+    : Strategy(comm), options_(options) {
+  neighbors_ = checked_graph(options, comm.size()).neighbors_out(comm.rank());
 }
 
 void AdpsgdStrategy::attach(ModelState state) {

@@ -6,18 +6,27 @@
 
 namespace fast::strategy {
 
-DpsgdStrategy::DpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
-    : Strategy(comm), options_(options) {
+namespace {
+// The graph of `options.topology` on n workers, checked for dpsgd.
+topology::Graph checked_graph(const StrategyOptions& options, int n) {
   FAST_ENFORCE(options.consensus_step >= 0 && options.consensus_step <= 1,
                "dpsgd: consensus_step must be in (0, 1], or 0 for the codec's default; got {}", options.consensus_step);
-  const int n = comm.size();
-  const int me = comm.rank();
-  const topology::Graph graph = topology::make_topology(options.topology, n, options.seed);
+  topology::Graph graph = topology::make_topology(options.topology, n, options.seed);
   FAST_ENFORCE(graph.is_symmetric(),
                "dpsgd: topology '{}' is directed; dpsgd needs an undirected one (its mixing must be doubly "
                "stochastic)",
                options.topology);
   topology::check_connected(graph);
+  return graph;
+}
+}  // namespace
+
+void DpsgdStrategy::check_options(const StrategyOptions& options, int workers) { (void)checked_graph(options, workers); }
+
+DpsgdStrategy::DpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
+    : Strategy(comm), options_(options) {
+  const int me = comm.rank();
+  const topology::Graph graph = checked_graph(options, comm.size());
   const topology::MixingMatrix w = topology::metropolis_hastings(graph);
   topology::check_doubly_stochastic(w, 1e-12);
   neighbors_ = graph.neighbors_in(me);

@@ -7,11 +7,15 @@
 
 namespace fast::strategy {
 
-EasgdStrategy::EasgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
-    : Strategy(comm), options_(options) {
+void EasgdStrategy::check_options(const StrategyOptions& options, int) {
   FAST_ENFORCE(std::isfinite(options.alpha) && options.alpha > 0 && options.alpha < 1,
                "easgd: alpha (the elastic moving rate) must be in (0, 1), got {}", options.alpha);
   FAST_ENFORCE(options.tau >= 1, "easgd: tau (steps between elastic exchanges) must be >= 1, got {}", options.tau);
+}
+
+EasgdStrategy::EasgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
+    : Strategy(comm), options_(options) {
+  check_options(options, comm.size());
 }
 
 EasgdStrategy::~EasgdStrategy() = default;

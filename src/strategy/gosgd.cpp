@@ -25,6 +25,10 @@ topology::TopologySchedule checked_schedule(const StrategyOptions& options, int 
 
 }  // namespace
 
+void GosgdStrategy::check_options(const StrategyOptions& options, int workers) {
+  (void)checked_schedule(options, workers);
+}
+
 GosgdStrategy::GosgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
     : Strategy(comm),
       options_(options),

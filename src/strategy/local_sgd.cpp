@@ -6,10 +6,14 @@
 
 namespace fast::strategy {
 
-LocalSgdStrategy::LocalSgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
-    : Strategy(comm), options_(options) {
+void LocalSgdStrategy::check_options(const StrategyOptions& options, int) {
   FAST_ENFORCE(options.period >= 1, "local-sgd: period must be >= 1, got {}", options.period);
   FAST_ENFORCE(options.sync_warmup >= 0, "local-sgd: sync_warmup must be >= 0, got {}", options.sync_warmup);
+}
+
+LocalSgdStrategy::LocalSgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
+    : Strategy(comm), options_(options) {
+  check_options(options, comm.size());
 }
 
 void LocalSgdStrategy::attach(ModelState state) {

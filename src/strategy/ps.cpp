@@ -46,12 +46,8 @@ void PsStrategy::with_servers(const char* what, Fn&& fn) {
   }
 }
 
-PsStrategy::PsStrategy(const StrategyOptions& options, collective::Communicator& comm)
-    : Strategy(comm),
-      options_(options),
-      mode_(parse_mode(options.mode)),
-      lr_scale_(lr_scale(options.lr_semantics, mode_, comm.size())) {
-  const int n = comm.size();
+void PsStrategy::check_options(const StrategyOptions& options, int n) {
+  (void)lr_scale(options.lr_semantics, parse_mode(options.mode), n);
   if (options.servers < 1 || options.servers > n || options.servers > static_cast<std::int64_t>(kMaxShards))
     FAST_THROW(core::InvalidArgument,
                "ps: option 'servers' must be in [1, {}] (1 to the number of workers; servers are co-located on "
@@ -60,6 +56,14 @@ PsStrategy::PsStrategy(const StrategyOptions& options, collective::Communicator&
   if (options.staleness < 0)
     FAST_THROW(core::InvalidArgument, "ps: option 'staleness' (the ssp bound) must be >= 0; got {}",
                options.staleness);
+}
+
+PsStrategy::PsStrategy(const StrategyOptions& options, collective::Communicator& comm)
+    : Strategy(comm),
+      options_(options),
+      mode_(parse_mode(options.mode)),
+      lr_scale_(lr_scale(options.lr_semantics, mode_, comm.size())) {
+  check_options(options, comm.size());
   servers_ = static_cast<int>(options.servers);
 }
 

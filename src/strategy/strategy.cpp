@@ -26,26 +26,31 @@ namespace fast::strategy {
 namespace {
 using Factory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&, collective::Communicator&)>;
 
-// The registry: every strategy by name. A new strategy adds one line here.
-const std::vector<std::pair<std::string, Factory>>& registry() {
+// The registry: every strategy by name, its factory and its option check (the constructor's checks
+// that need only the world size). A new strategy adds one line here.
+struct Entry {
+  std::string name;
+  Factory make;
+  void (*check)(const StrategyOptions&, int);
+};
+
+template <typename S>
+Entry entry(std::string name) {
+  return {std::move(name),
+          [](const StrategyOptions& o, collective::Communicator& c) -> std::unique_ptr<Strategy> {
+            return std::make_unique<S>(o, c);
+          },
+          [](const StrategyOptions& o, int workers) {
+            if constexpr (requires { S::check_options(o, workers); }) S::check_options(o, workers);
+          }};
+}
+
+const std::vector<Entry>& registry() {
   // In documentation order: from synchronous to asynchronous, central to decentralized.
-  static const std::vector<std::pair<std::string, Factory>> entries{
-      {"allreduce",
-       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AllreduceStrategy>(o, c); }},
-      {"ps",
-       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<PsStrategy>(o, c); }},
-      {"local-sgd",
-       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<LocalSgdStrategy>(o, c); }},
-      {"easgd",
-       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<EasgdStrategy>(o, c); }},
-      {"dpsgd",
-       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<DpsgdStrategy>(o, c); }},
-      {"adpsgd",
-       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AdpsgdStrategy>(o, c); }},
-      {"gosgd",
-       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<GosgdStrategy>(o, c); }},
-      {"acid",
-       [](const StrategyOptions& o, collective::Communicator& c) { return std::make_unique<AcidStrategy>(o, c); }},
+  static const std::vector<Entry> entries{
+      entry<AllreduceStrategy>("allreduce"), entry<PsStrategy>("ps"),         entry<LocalSgdStrategy>("local-sgd"),
+      entry<EasgdStrategy>("easgd"),         entry<DpsgdStrategy>("dpsgd"),   entry<AdpsgdStrategy>("adpsgd"),
+      entry<GosgdStrategy>("gosgd"),         entry<AcidStrategy>("acid"),
   };
   return entries;
 }
@@ -98,7 +103,7 @@ double default_consensus_step(const std::string& codec) {
 
 std::vector<std::string> strategy_names() {
   std::vector<std::string> names;
-  for (const auto& [name, factory] : registry()) names.push_back(name);
+  for (const Entry& e : registry()) names.push_back(e.name);
   return names;
 }
 
@@ -158,11 +163,24 @@ void Strategy::dgc_sent(compress::Dgc& dgc, compress::ErrorFeedback& feedback, s
   feedback.clear_sent(key);
 }
 
-std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm) {
-  for (const auto& [name, factory] : registry())
-    if (name == options.name) {
+void check_strategy_options(const StrategyOptions& options, int workers) {
+  for (const Entry& e : registry())
+    if (e.name == options.name) {
       validate_dgc(options);
-      return factory(options, comm);
+      (void)parse_sparse_reduce(options.sparse_allreduce);
+      (void)compress::make_codec(options.compress);
+      e.check(options, workers);
+      return;
+    }
+  FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'; expected one of: {}", options.name,
+             fmt::join(strategy_names(), ", "));
+}
+
+std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm) {
+  for (const Entry& e : registry())
+    if (e.name == options.name) {
+      validate_dgc(options);
+      return e.make(options, comm);
     }
   FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'; expected one of: {}", options.name,
              fmt::join(strategy_names(), ", "));

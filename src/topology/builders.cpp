@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -176,6 +177,9 @@ Graph random_regular(int n, int d, std::uint64_t seed) {
 }
 
 Graph from_edge_list_file(const std::string& path, int n_hint) {
+  // A folder opens as an empty stream: say what it is rather than "not connected".
+  if (std::filesystem::is_directory(path))
+    FAST_THROW(InvalidArgument, "edge list '{}': is a folder; expected a file of 'i j' lines", path);
   std::ifstream in(path);
   if (!in) FAST_THROW(IoError, "edge list '{}': cannot open file", path);
   std::vector<std::pair<int, int>> edges;

@@ -67,6 +67,23 @@ TEST(HostileInput, NumbersThatDoubleHoldsButNoSettingMeansAreRefused) {
     expect_refused(c);
 }
 
+// Strategy and optimizer options that only the strategy's constructor used to check, after the
+// dataset was loaded.
+TEST(HostileInput, StrategyAndOptimizerOptionsAreCheckedBeforeAnyDataIsRead) {
+  for (const Case& c : std::vector<Case>{
+           {"", "train --steps 5 --strategy ps --servers 10", {"servers", "[1, 2]", "got 10"}},
+           {"", "train --steps 5 --strategy ps --lr-semantics per-batch", {"--lr-semantics", "per-batch", "per-sample, per-gradient"}},
+           {"", "train --steps 5 --strategy easgd --alpha 1.5", {"alpha", "(0, 1)", "got 1.5"}},
+           {"", "train --steps 5 --strategy dpsgd --workers 4 --topology torus2d:3x3", {"torus2d:3x3", "= 9 vs n = 4"}},
+           {"", "train --steps 5 --strategy gosgd --gossip-probability 2", {"gossip_probability", "got 2"}},
+           {"", "train --steps 5 --strategy acid --comm-rate 100", {"comm_rate", "got 100"}},
+           {"", "train --steps 5 --strategy local-sgd --period 0", {"period", "got 0"}},
+           {"", "train --steps 5 --optimizer adam --beta1 2", {"beta1", "[0, 1)", "got 2"}},
+           {"", "train --steps 5 --slowdown 1,2,3", {"slowdown", "(2)", "got 3"}},
+       })
+    expect_refused(c);
+}
+
 TEST(HostileInput, FoldersWhereFilesAreExpectedAreRefused) {
   const fs::path dir = fast::testing::test_dir("fast_hostile", "folder");
   const std::string d = dir.string();
@@ -77,6 +94,7 @@ TEST(HostileInput, FoldersWhereFilesAreExpectedAreRefused) {
            {"", "train --steps 5 --metrics " + d, {"metrics", d, "is a folder"}},
            {"", "train --steps 5 --metrics " + d + "/x.json --summary " + d + "/x.json",
             {"metrics and summary", "x.json", "overwrite"}},
+           {"", "train --steps 5 --strategy dpsgd --topology file:" + d, {"edge list", d, "is a folder"}},
        })
     expect_refused(c);
   fs::remove_all(dir);

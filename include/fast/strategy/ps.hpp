@@ -122,6 +122,9 @@ class PsStrategy final : public Strategy {
   // InvalidArgument naming the option when mode is unknown, servers is outside [1, world size]
   // or staleness < 0; for an invalid options.optimizer on server ranks. Not collective.
   PsStrategy(const StrategyOptions& options, collective::Communicator& comm);
+  // The checks of the constructor that need only the world size (options in range, the topology
+  // for `workers`): `fast train` runs them before any data is read. Throws InvalidArgument.
+  static void check_options(const StrategyOptions& options, int workers);
   ~PsStrategy() override;
 
   std::string_view name() const override { return "ps"; }

@@ -195,6 +195,11 @@ double default_consensus_step(const std::string& codec);
 // options.optimizer is sgd, momentum or nesterov; and for DGC options out of range. Nothing
 // without dgc. make_strategy calls it; fast train calls it before reading any data.
 void validate_dgc(const StrategyOptions& options);
+
+// Checks `options` for a world of `workers` as make_strategy() and the strategy's constructor would
+// (the name, DGC, the codec spec, sparse_allreduce, and the strategy's own options and topology),
+// without a communicator: `fast train` calls it before any data is read. Throws InvalidArgument.
+void check_strategy_options(const StrategyOptions& options, int workers);
 // The optimizer that applies DGC's aggregate: plain SGD at the same base rate (the momentum and the
 // weight decay were applied on each worker before the sparsification).
 optim::OptimizerOptions dgc_update_optimizer(const optim::OptimizerOptions& options);

@@ -96,11 +96,16 @@ void validate(const TrainOptions& o) {
   const auto names = model_names();
   FAST_ENFORCE(std::find(names.begin(), names.end(), o.model) != names.end(),
                "model: unknown name '{}'; expected one of: {}", o.model, fmt::join(names, ", "));
-  if (const int world = world_before_launch(o); world > 0) runtime::Slowdown(o.slowdown, 0, world);
   (void)parse_final_model(o.final_model);
   strategy::StrategyOptions s = o.worker.strategy;
   s.optimizer = o.worker.optimizer;  // as the Worker fills it in
+  s.seed = o.seed;
   strategy::validate_dgc(s);
+  (void)optim::make_optimizer(o.worker.optimizer, 1);  // the optimizer's options (lr, momentum, betas, ...)
+  if (const int world = world_before_launch(o); world > 0) {
+    runtime::Slowdown(o.slowdown, 0, world);
+    strategy::check_strategy_options(s, world);
+  }
   FAST_ENFORCE(o.dgc_warmup_epochs >= 0 && std::isfinite(o.dgc_warmup_epochs),
                "dgc_warmup_epochs: expected a finite number >= 0, got {}", o.dgc_warmup_epochs);
   FAST_ENFORCE(o.dgc_warmup_epochs == 0 || o.worker.strategy.dgc,
