@@ -36,13 +36,16 @@ fast::testing::FastResult run(const Case& c) {
   return r;
 }
 
-void expect_refused(const Case& c) {
+// `early`: the error comes before the dataset is read (the sim runtime reads its platform file when
+// the simulation starts, after it).
+void expect_refused(const Case& c, bool early = true) {
   const auto r = run(c);
   EXPECT_EQ(r.code, 2) << c.env << c.args << "\n" << r.output;
   for (const std::string& part : c.expected)
     EXPECT_NE(r.output.find(part), std::string::npos) << c.env << c.args << ": no '" << part << "' in\n" << r.output;
-  EXPECT_EQ(r.output.find("libtorch intra-op threads"), std::string::npos)
-      << c.env << c.args << ": the dataset was loaded before the error\n" << r.output;
+  if (early)
+    EXPECT_EQ(r.output.find("libtorch intra-op threads"), std::string::npos)
+        << c.env << c.args << ": the dataset was loaded before the error\n" << r.output;
   // No build paths: the source location FAST_ENFORCE records is not shown to the user.
   EXPECT_EQ(r.output.find(".cpp:"), std::string::npos) << c.env << c.args << "\n" << r.output;
   EXPECT_EQ(r.output.find("check '"), std::string::npos) << c.env << c.args << "\n" << r.output;
@@ -97,6 +100,25 @@ TEST(HostileInput, FoldersWhereFilesAreExpectedAreRefused) {
            {"", "train --steps 5 --strategy dpsgd --topology file:" + d, {"edge list", d, "is a folder"}},
        })
     expect_refused(c);
+  fs::remove_all(dir);
+}
+
+// SimGrid platform files: a malformed or empty file was "unexpected error" (exit 1), two hosts
+// without a route aborted the process (exit 134) at the first message.
+TEST(HostileInput, BadPlatformFilesAreRefusedWithExitCode2) {
+  const fs::path dir = fast::testing::test_dir("fast_hostile", "platforms");
+  std::ofstream(dir / "noroute.xml") << "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                                        "<platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">"
+                                        "<host id=\"h0\" speed=\"1Gf\"/><host id=\"h1\" speed=\"1Gf\"/></zone></platform>\n";
+  std::ofstream(dir / "empty.xml") << "\n";
+  std::ofstream(dir / "bad.xml") << "<platform\n";
+  const std::string d = dir.string();
+  for (const Case& c : std::vector<Case>{
+           {"", "train --runtime sim --steps 3 --cluster " + d + "/noroute.xml", {"no route from host 'h0' to host 'h1'"}},
+           {"", "train --runtime sim --steps 3 --cluster " + d + "/empty.xml", {"empty.xml", "SimGrid cannot read it"}},
+           {"", "train --runtime sim --steps 3 --cluster " + d + "/bad.xml", {"bad.xml", "SimGrid cannot read it"}},
+       })
+    expect_refused(c, /*early=*/false);
   fs::remove_all(dir);
 }
 

@@ -170,17 +170,42 @@ void add_speed_profiles(const Cluster& c, const std::vector<sg::Host*>& hosts) {
   }
 }
 
+// Every pair of hosts of a platform file must be connected: SimGrid aborts the process (it does not
+// throw) at the first message between two hosts without a route. O(hosts^2) route look-ups, done
+// once when the simulation starts; the clusters FAST builds itself are connected by construction.
+void check_routes(const Cluster& c, const std::vector<sg::Host*>& hosts) {
+  std::vector<sg::Link*> links;
+  for (sg::Host* from : hosts)
+    for (sg::Host* to : hosts) {
+      if (from == to) continue;
+      links.clear();
+      double latency = 0;
+      from->route_to(to, links, &latency);
+      FAST_ENFORCE(!links.empty() || latency > 0,
+                   "platform file '{}': no route from host '{}' to host '{}'; every pair of hosts must be connected "
+                   "(a <route> or a routing that finds one)",
+                   c.platform_xml.string(), from->get_name(), to->get_name());
+    }
+}
+
 }  // namespace
 
 std::vector<sg::Host*> build_platform(const Cluster& c) {
   sg::Engine* engine = sg::Engine::get_instance();
   std::vector<sg::Host*> hosts;
   if (!c.platform_xml.empty()) {
-    engine->load_platform(c.platform_xml.string());
+    try {
+      engine->load_platform(c.platform_xml.string());
+    } catch (const std::exception& e) {  // simgrid::ParseError and the like: the file is bad input
+      FAST_THROW(core::InvalidArgument, "platform file '{}': SimGrid cannot read it: {}", c.platform_xml.string(),
+                 e.what());
+    }
     hosts = engine->get_all_hosts();
     FAST_ENFORCE(!hosts.empty(), "platform file '{}': expected at least one host, got none", c.platform_xml.string());
     std::sort(hosts.begin(), hosts.end(),
               [](const sg::Host* a, const sg::Host* b) { return natural_less(a->get_name(), b->get_name()); });
+    engine->seal_platform();  // routes are computed on a sealed platform
+    check_routes(c, hosts);
   } else {
     if (c.topology == "star") build_star(c);
     else if (c.topology == "full") build_full(c);
