@@ -232,7 +232,12 @@ void read_lists(const Reader& r, const toml::table& root, Cluster& c) {
       auto off = t.get("off");
       FAST_ENFORCE(off != nullptr, "{}: missing (the time the host is turned off)", r.where(key + ".off"));
       f.off = r.quantity(*off, key + ".off", "a duration", parse_duration);
-      FAST_ENFORCE(f.off >= 0, "{}: expected a time >= 0, got {}", r.where(key + ".off"), f.off);
+      // A host off from time 0 never takes part in the set-up (the Worker's collectives need every
+      // worker), so the run could only end at once: say so instead (docs/simulation.md, "Failures").
+      FAST_ENFORCE(f.off > 0,
+                   "{}: expected a time > 0, got {}; a host that is off from the start never joins the run: leave "
+                   "it out of the cluster (or give it its workers' ranks last and run fewer workers)",
+                   r.where(key + ".off"), f.off);
       if (auto on = t.get("on")) {
         f.on = r.quantity(*on, key + ".on", "a duration", parse_duration);
         FAST_ENFORCE(f.on > f.off, "{}: expected a time after off ({}), got {}", r.where(key + ".on"), f.off, f.on);

@@ -103,6 +103,8 @@ TEST(Cluster, ErrorsNameFileKeyExpectedAndGot) {
   expect_error("[hosts]\ncount = 2\n[[failures]]\nhost = 5\noff = 1", "'failures[0].host': expected a host index in [0, 2), got 5");
   expect_error("[[failures]]\nhost = 0", "'failures[0].off': missing");
   expect_error("[[failures]]\nhost = 0\noff = 3\non = 2", "'failures[0].on': expected a time after off (3), got 2");
+  // A host off from time 0 would never join the run (its set-up collectives need every worker).
+  expect_error("[[failures]]\nhost = 0\noff = 0", "'failures[0].off': expected a time > 0, got 0; a host that is off from the start never joins the run");
   expect_error("[[speed_profiles]]\nhost = 0\ntimes = [0]\nfactors = [2]", "expected factors in (0, 1], got 2");
   expect_error("[hosts\ncount = 1", "line 1");
 }
