@@ -8,7 +8,7 @@
 
 namespace fast::optim::detail {
 
-// Throws "<owner>.<option> (<rule>): expected <expected>, got <got>" unless ok.
+// Throws "<option> (<rule>, <owner>.<option>): expected <expected>, got <got>" unless ok.
 void check_option(bool ok, std::string_view owner, std::string_view option, std::string_view rule,
                   std::string_view expected, double got);
 

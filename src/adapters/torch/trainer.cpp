@@ -273,6 +273,14 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   const std::filesystem::path data_dir =
       options.data_dir.empty() ? std::filesystem::path(core::env_string("FAST_DATA_DIR")) : options.data_dir;
   const FashionMnist data = load_fashion_mnist(data_dir);
+  // Every worker scores a slice of the test set: an empty one, or fewer images than workers, would
+  // only fail (or give a NaN accuracy) at the first evaluation, after training.
+  FAST_ENFORCE(data.test->size() >= 1, "data_dir '{}': the test set (t10k-*) is empty; expected at least one image",
+               data_dir.string());
+  if (const int world = world_before_launch(options); world > 0)
+    FAST_ENFORCE(data.test->size() >= world,
+                 "data_dir '{}': the test set has {} images, fewer than the {} workers that each score a slice of it",
+                 data_dir.string(), data.test->size(), world);
   // Enough samples for one step of every worker (checked again by each worker's loader).
   if (const int world = world_before_launch(options); world > 0)
     (void)ShardedLoader(data.train, 0, world, options.batch, options.seed);

@@ -12,6 +12,7 @@
 
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/idx.hpp"
+#include "fast/adapters/torch/trainer.hpp"
 #include "fast/core/error.hpp"
 
 namespace fast::torch {
@@ -213,6 +214,32 @@ TEST_F(IdxFiles, MissingDatasetFileIsIoErrorNamingItAndThePackage) {
   labels("train-labels-idx1-ubyte.gz", 1);
   expect_error<IoError>([&] { load_fashion_mnist(dir_); },
                         {(dir_ / "train-images-idx3-ubyte.gz").string(), "dataset-fashion-mnist"});
+}
+
+// A test set that is empty, or smaller than the worker count (each worker scores a slice), is
+// refused when the data is read, before any training (it used to fail at the first evaluation).
+TEST_F(IdxFiles, ATestSetTooSmallForTheWorkersIsRefusedBeforeTraining) {
+  images("train-images-idx3-ubyte.gz", 64);
+  labels("train-labels-idx1-ubyte.gz", 64);
+  for (std::uint32_t test : {0u, 2u}) {
+    images("t10k-images-idx3-ubyte.gz", test);
+    labels("t10k-labels-idx1-ubyte.gz", test);
+    TrainOptions o;
+    o.data_dir = dir_;
+    o.workers = 3;
+    o.batch = 4;
+    o.steps = 2;
+    bool trained = false;
+    try {
+      train(o, [&](const Progress&) { trained = true; });
+      ADD_FAILURE() << "a test set of " << test << " images was accepted for 3 workers";
+    } catch (const core::InvalidArgument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(dir_.string()), std::string::npos) << what;
+      EXPECT_NE(what.find(test == 0 ? "is empty" : "has 2 images, fewer than the 3 workers"), std::string::npos) << what;
+    }
+    EXPECT_FALSE(trained);
+  }
 }
 
 }  // namespace
