@@ -318,6 +318,9 @@ Cluster parse_cluster(const std::string& toml_text, const std::string& origin) {
 
 Cluster load_cluster(const std::filesystem::path& file) {
   FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(file), "cluster file '{}' does not exist", file.string());
+  // A folder would read as an empty description (the default cluster).
+  FAST_ENFORCE(!std::filesystem::is_directory(file), "cluster file '{}' is a folder; expected a .toml or .xml file",
+               file.string());
   if (file.extension() == ".xml") {
     Cluster c;
     c.source = file;

@@ -92,6 +92,7 @@ TEST(HostileInput, FoldersWhereFilesAreExpectedAreRefused) {
   const std::string d = dir.string();
   for (const Case& c : std::vector<Case>{
            {"", "train --config " + d, {"config file", d, "is a folder"}},
+           {"", "train --runtime sim --cluster " + d, {"cluster file", d, "is a folder"}},
            {"", "compare " + d + " --out " + d + "/out", {"config file", d, "is a folder"}},
            {"", "train --steps 5 --summary " + d, {"summary", d, "is a folder"}},
            {"", "train --steps 5 --metrics " + d, {"metrics", d, "is a folder"}},
