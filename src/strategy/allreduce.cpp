@@ -6,8 +6,27 @@
 
 namespace fast::strategy {
 
+void AllreduceStrategy::check_options(const StrategyOptions& options, int workers) {
+  const Aggregate aggregate = Aggregate::parse(options.aggregate, workers);
+  FAST_ENFORCE(aggregate.is_mean() || (!compresses(options) && !options.dgc),
+               "aggregate '{}': the robust rules combine every worker's whole gradient; they do not go with "
+               "compress = '{}'{} (use aggregate = mean)",
+               options.aggregate, options.compress, options.dgc ? " and dgc" : "");
+}
+
 AllreduceStrategy::AllreduceStrategy(const StrategyOptions& options, collective::Communicator& comm)
-    : Strategy(comm), options_(options) {}
+    : Strategy(comm), options_(options), aggregate_(Aggregate::parse(options.aggregate, comm.size())) {
+  check_options(options, comm.size());
+}
+
+// Every worker gathers the same W gradients (in rank order) and computes the same aggregate.
+void AllreduceStrategy::robust_aggregate(std::span<float> grads) {
+  const int w = comm_.size();
+  gathered_.resize(grads.size() * static_cast<std::size_t>(w));
+  comm_.allgather(core::ConstView(std::span<const float>(grads)), core::MutableView(std::span<float>(gathered_)));
+  aggregate_.apply(gathered_, w, grads);
+  comm_.context().memory_traffic(static_cast<double>(gathered_.size()) * sizeof(float) * 2.0);
+}
 
 void AllreduceStrategy::attach(ModelState state) {
   if (compresses(options_))
@@ -26,7 +45,9 @@ StepOutcome AllreduceStrategy::step(const StepInput& input) {
   runtime::Context& ctx = comm_.context();
   const double t0 = ctx.now();
   if (dgc_) return dgc_step(input, t0);
-  if (reduce_)
+  if (!aggregate_.is_mean())
+    robust_aggregate(input.state.grads);
+  else if (reduce_)
     reduce_->average(core::MutableView(input.state.grads), 0);
   else
     comm_.allreduce(core::MutableView(input.state.grads),

@@ -14,6 +14,7 @@
 #include "fast/core/log.hpp"
 #include "fast/strategy/acid.hpp"
 #include "fast/strategy/adpsgd.hpp"
+#include "fast/strategy/aggregate.hpp"
 #include "fast/strategy/allreduce.hpp"
 #include "fast/strategy/dpsgd.hpp"
 #include "fast/strategy/easgd.hpp"
@@ -163,10 +164,20 @@ void Strategy::dgc_sent(compress::Dgc& dgc, compress::ErrorFeedback& feedback, s
   feedback.clear_sent(key);
 }
 
+// The options every strategy shares: aggregate (robust rules: allreduce only) and fault_inject.
+void check_common(const StrategyOptions& options, int workers) {
+  FAST_ENFORCE(options.aggregate == "mean" || options.name == "allreduce",
+               "aggregate '{}': the robust rules are implemented for allreduce only; strategy '{}' takes aggregate "
+               "= mean (docs/faults.md)",
+               options.aggregate, options.name);
+  (void)FaultInjection::parse(options.fault_inject, workers);
+}
+
 void check_strategy_options(const StrategyOptions& options, int workers) {
   for (const Entry& e : registry())
     if (e.name == options.name) {
       validate_dgc(options);
+      check_common(options, workers);
       (void)parse_sparse_reduce(options.sparse_allreduce);
       (void)compress::make_codec(options.compress);
       e.check(options, workers);
@@ -180,6 +191,7 @@ std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collecti
   for (const Entry& e : registry())
     if (e.name == options.name) {
       validate_dgc(options);
+      check_common(options, comm.size());
       return e.make(options, comm);
     }
   FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'; expected one of: {}", options.name,

@@ -37,7 +37,8 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
       state_(checked(state)),
       optimizer_(optim::make_optimizer(options.optimizer, state.params.size())),
       schedule_(options.optimizer.lr, options.schedule),
-      strategy_(make_strategy(for_strategy(options), comm_)) {
+      strategy_(make_strategy(for_strategy(options), comm_)),
+      fault_(FaultInjection::parse(options.strategy.fault_inject, comm_.size())) {
   FAST_ENFORCE_EQ(strategy_->asynchronous(), asynchronous_strategy(options.strategy),
                   "Worker: asynchronous_strategy() disagrees with strategy '{}'", strategy_->name());
   strategy_->attach(state_);
@@ -53,6 +54,7 @@ Worker::~Worker() = default;
 
 StepReport Worker::step() {
   const double lr = schedule_.lr_at(steps_);
+  if (fault_.active()) fault_.apply(comm_.rank(), state_.grads);  // fault_inject: tests and demonstrations
   const StepOutcome outcome = strategy_->step({.state = state_, .optimizer = *optimizer_, .lr = lr, .step = steps_});
   StepReport report{.step = steps_, .lr = lr, .applied = outcome.applied, .comm_seconds = outcome.comm_seconds};
   ++steps_;

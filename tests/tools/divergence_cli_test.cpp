@@ -79,4 +79,24 @@ TEST(Divergence, StopOnDivergenceEndsTheRunEarly) {
   fs::remove_all(dir);
 }
 
+// One Byzantine worker of 5 sends -100 x its gradient (--fault-inject): with the mean the run
+// diverges and says so; trimmed-mean:1 and median, which drop or outvote it, train.
+TEST(Divergence, AByzantineWorkerMakesTheMeanDivergeButNotTheRobustRules) {
+  const fs::path dir = temp_dir("byzantine");
+  const std::string run = "train --strategy allreduce --workers 5 --steps 60 --optimizer momentum --lr 0.05 "
+                          "--fault-inject scale:-100@4 --progress never --summary " + (dir / "s.json").string();
+  const auto mean = run_fast_in({}, run);
+  ASSERT_EQ(mean.code, 0) << mean.output;
+  EXPECT_NE(mean.output.find("DIVERGED: "), std::string::npos) << mean.output;
+  EXPECT_TRUE(read_json(dir / "s.json")["diverged"].get<bool>());
+  for (const char* rule : {"trimmed-mean:1", "median"}) {
+    const auto robust = run_fast_in({}, run + " --aggregate " + rule);
+    ASSERT_EQ(robust.code, 0) << robust.output;
+    const nlohmann::json s = read_json(dir / "s.json");
+    EXPECT_FALSE(s["diverged"].get<bool>()) << rule;
+    EXPECT_GT(s["final_accuracy"].get<double>(), 0.6) << rule;  // 60 steps: well above chance (0.1)
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace

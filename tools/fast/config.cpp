@@ -236,6 +236,16 @@ std::vector<ConfigKey> build_keys() {
        },
        [](const TrainOptions& o) { return o.worker.strategy.compress; }},
       FAST_NUMBER_KEY("consensus_step", "dpsgd and acid with a codec: CHOCO-gossip's consensus step gamma in (0, 1] (acid: the fraction of the paper's update a communication applies); 0: the codec's default (1 for fp16/bf16, 0.8 int8, 0.4 sign, 0.05 sparse and powersgd).", worker.strategy.consensus_step, non_negative),
+      {"aggregate", KeyType::string,
+       "allreduce: how the workers' gradients are combined: mean (the ring all-reduce), median, trimmed-mean:F "
+       "or krum:F (robust to F faulty workers; all-gather every gradient; docs/faults.md).",
+       [](TrainOptions& o, const std::string& v) { o.worker.strategy.aggregate = v; },
+       [](const TrainOptions& o) { return o.worker.strategy.aggregate; }},
+      {"fault_inject", KeyType::string,
+       "Make workers faulty, for tests and demonstrations: KIND@W1,W2 with KIND nan, zeros or scale:FACTOR "
+       "(e.g. scale:-100@4: worker 4 sends -100 x its gradient); empty: none (docs/faults.md).",
+       [](TrainOptions& o, const std::string& v) { o.worker.strategy.fault_inject = v; },
+       [](const TrainOptions& o) { return o.worker.strategy.fault_inject; }},
       {"sparse_allreduce", KeyType::string,
        "allreduce and local-sgd with int8, sign, topk or randk: how the messages are averaged: gather (all-gather "
        "of the encoded messages), dense (ring all-reduce of the decoded ones) or auto (by the payload bound against "

@@ -20,6 +20,7 @@
 #include <memory>
 
 #include "fast/collective/codec_allreduce.hpp"
+#include "fast/strategy/aggregate.hpp"
 #include "fast/strategy/strategy.hpp"
 
 namespace fast::strategy {
@@ -27,6 +28,8 @@ namespace fast::strategy {
 class AllreduceStrategy final : public Strategy {
  public:
   AllreduceStrategy(const StrategyOptions& options, collective::Communicator& comm);
+  // The aggregate rule for `workers`, and that a robust one comes without compress and dgc.
+  static void check_options(const StrategyOptions& options, int workers);
   std::string_view name() const override { return "allreduce"; }
   StepOutcome step(const StepInput& input) override;
   // Replicas are identical: the representative model is this worker's own parameters.
@@ -37,11 +40,15 @@ class AllreduceStrategy final : public Strategy {
 
  private:
   StepOutcome dgc_step(const StepInput& input, double t0);
+  // A robust aggregate (median, trimmed-mean, krum): all-gather every gradient, combine them here.
+  void robust_aggregate(std::span<float> grads);
 
   StrategyOptions options_;
   std::unique_ptr<collective::CodecAllreduce> reduce_;  // with a codec
   std::unique_ptr<compress::Dgc> dgc_;                  // with dgc
   std::unique_ptr<optim::Optimizer> dgc_update_;        // with dgc: plain SGD
+  Aggregate aggregate_;                                 // mean: the ring all-reduce
+  std::vector<float> gathered_;                         // robust aggregate: every worker's gradient
 };
 
 }  // namespace fast::strategy

@@ -24,6 +24,7 @@
 #include "fast/optim/optimizer.hpp"
 #include "fast/optim/schedule.hpp"
 #include "fast/runtime/context.hpp"
+#include "fast/strategy/aggregate.hpp"
 #include "fast/strategy/strategy.hpp"
 
 namespace fast::strategy {
@@ -89,6 +90,7 @@ class Worker {
   std::unique_ptr<optim::Optimizer> optimizer_;
   optim::LrSchedule schedule_;
   std::unique_ptr<Strategy> strategy_;
+  FaultInjection fault_;  // StrategyOptions::fault_inject (none by default)
   std::vector<float> published_;                       // asynchronous, no replica_window(): params after the last step
   std::unique_ptr<collective::Window> replicas_;       // exposes published_
   bool finished_ = false;

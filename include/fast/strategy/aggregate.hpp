@@ -1,0 +1,67 @@
+#pragma once
+// Robust aggregation of the workers' gradients (StrategyOptions::aggregate; docs/faults.md): how W
+// gradients become the one every replica applies, when some workers may send garbage.
+//
+//   mean            the average (what the ring all-reduce computes); one bad gradient moves it
+//                   arbitrarily far
+//   median          per coordinate, the median of the W values (the mean of the two middle ones
+//                   when W is even); tolerates fewer than W / 2 bad workers
+//   trimmed-mean:F  per coordinate, the mean of the W - 2F values left after dropping the F
+//                   lowest and the F highest; needs W > 2F
+//   krum:F          the one gradient whose squared distances to its W - F - 2 nearest others sum
+//                   to the least (Blanchard et al., "Machine learning with adversaries: Byzantine
+//                   tolerant gradient descent", NeurIPS 2017); needs W > 2F + 2
+//
+// Every rule but mean needs all W gradients on every worker (an all-gather of W x n floats instead
+// of the ring's 2n); each worker then computes the same result from the same bytes, in the same
+// order, so replicas stay identical. Non-finite values: median and trimmed-mean order NaN after
+// every number (so a NaN is trimmed like a very large value), krum gives a gradient with a
+// non-finite value an infinite score (never chosen while a finite one exists).
+//
+// Thread-safety: an Aggregate is immutable after parse; apply() may run concurrently.
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace fast::strategy {
+
+enum class AggregateRule { mean, median, trimmed_mean, krum };
+
+class Aggregate {
+ public:
+  // "mean" | "median" | "trimmed-mean:F" | "krum:F" for `workers` workers; InvalidArgument naming
+  // the option, the allowed forms and the bound on F otherwise.
+  static Aggregate parse(const std::string& spec, int workers);
+
+  AggregateRule rule() const noexcept { return rule_; }
+  int tolerated() const noexcept { return f_; }  // F (0 for mean and median)
+  bool is_mean() const noexcept { return rule_ == AggregateRule::mean; }
+
+  // `gradients`: W gradients of n floats each, worker w's at [w n, (w + 1) n); writes the
+  // aggregate (n floats) to out. Returns, for krum, the index of the chosen worker (-1 otherwise).
+  int apply(std::span<const float> gradients, int workers, std::span<float> out) const;
+
+ private:
+  AggregateRule rule_ = AggregateRule::mean;
+  int f_ = 0;
+};
+
+// Fault injection (StrategyOptions::fault_inject, for tests and demonstrations): "KIND@W1,W2,..."
+// with KIND nan | zeros | scale:FACTOR makes workers W1, W2, ... replace their gradient, before
+// every exchange, by NaNs, by zeros, or by FACTOR times itself. "" injects nothing.
+class FaultInjection {
+ public:
+  static FaultInjection parse(const std::string& spec, int workers);
+  // Applies the fault to `gradient` if `rank` is one of the faulty workers.
+  void apply(int rank, std::span<float> gradient) const;
+  bool active() const noexcept { return !ranks_.empty(); }
+
+ private:
+  enum class Kind { nan, zeros, scale } kind_ = Kind::scale;
+  double factor_ = 1;
+  std::vector<int> ranks_;
+};
+
+}  // namespace fast::strategy

@@ -1,0 +1,170 @@
+#include "fast/strategy/aggregate.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "fast/core/error.hpp"
+
+namespace fast::strategy {
+
+namespace {
+
+// A non-negative integer of `spec` (an option's value); `what` says which one for the error.
+int parse_count(const std::string& text, const std::string& spec, const char* what) {
+  int value = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  FAST_ENFORCE(!text.empty() && ec == std::errc() && end == text.data() + text.size() && value >= 0,
+               "'{}': expected {} (an integer >= 0), got '{}'", spec, what, text);
+  return value;
+}
+
+// NaN after every number, so that sorting puts it where trimming removes it first.
+bool less_nan_last(float a, float b) { return std::isnan(b) ? !std::isnan(a) : a < b; }
+
+void median(std::span<const float> g, int w, std::size_t n, std::span<float> out) {
+  std::vector<float> column(static_cast<std::size_t>(w));
+  const std::size_t mid = column.size() / 2;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < column.size(); ++k) column[k] = g[k * n + i];
+    std::sort(column.begin(), column.end(), less_nan_last);
+    out[i] = column.size() % 2 == 1 ? column[mid] : static_cast<float>(0.5 * (double{column[mid - 1]} + column[mid]));
+  }
+}
+
+void trimmed_mean(std::span<const float> g, int w, int f, std::size_t n, std::span<float> out) {
+  std::vector<float> column(static_cast<std::size_t>(w));
+  const auto lo = static_cast<std::size_t>(f), hi = static_cast<std::size_t>(w - f);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < column.size(); ++k) column[k] = g[k * n + i];
+    std::sort(column.begin(), column.end(), less_nan_last);
+    double sum = 0;
+    for (std::size_t k = lo; k < hi; ++k) sum += column[k];
+    out[i] = static_cast<float>(sum / static_cast<double>(hi - lo));
+  }
+}
+
+int krum(std::span<const float> g, int w, int f, std::size_t n, std::span<float> out) {
+  const auto W = static_cast<std::size_t>(w);
+  std::vector<double> d(W * W, 0.0);  // squared distances, infinite where a value is not finite
+  for (std::size_t a = 0; a < W; ++a)
+    for (std::size_t b = a + 1; b < W; ++b) {
+      double s = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double x = double{g[a * n + i]} - g[b * n + i];
+        s += x * x;
+      }
+      if (!std::isfinite(s)) s = std::numeric_limits<double>::infinity();
+      d[a * W + b] = d[b * W + a] = s;
+    }
+  const auto nearest = static_cast<std::size_t>(w - f - 2);
+  int best = 0;
+  double best_score = std::numeric_limits<double>::infinity();
+  std::vector<double> others;
+  for (std::size_t a = 0; a < W; ++a) {
+    others.clear();
+    for (std::size_t b = 0; b < W; ++b)
+      if (b != a) others.push_back(d[a * W + b]);
+    std::partial_sort(others.begin(), others.begin() + static_cast<std::ptrdiff_t>(nearest), others.end());
+    double score = 0;
+    for (std::size_t k = 0; k < nearest; ++k) score += others[k];
+    if (score < best_score) {  // ties: the lowest rank
+      best_score = score;
+      best = static_cast<int>(a);
+    }
+  }
+  std::copy_n(g.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(best) * n), n, out.begin());
+  return best;
+}
+
+}  // namespace
+
+Aggregate Aggregate::parse(const std::string& spec, int workers) {
+  Aggregate a;
+  const std::size_t colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const bool has_f = colon != std::string::npos;
+  if (name == "mean" || name == "median") {
+    FAST_ENFORCE(!has_f, "aggregate '{}': {} takes no parameter", spec, name);
+    a.rule_ = name == "mean" ? AggregateRule::mean : AggregateRule::median;
+    return a;
+  }
+  FAST_ENFORCE(name == "trimmed-mean" || name == "krum",
+               "aggregate: unknown rule '{}'; expected one of mean, median, trimmed-mean:F, krum:F", spec);
+  FAST_ENFORCE(has_f, "aggregate '{}': expected {}:F, F the number of faulty workers to tolerate", spec, name);
+  a.f_ = parse_count(spec.substr(colon + 1), spec, "aggregate's F, the number of faulty workers to tolerate,");
+  if (name == "trimmed-mean") {
+    a.rule_ = AggregateRule::trimmed_mean;
+    FAST_ENFORCE(workers > 2 * a.f_, "aggregate '{}': trimmed-mean:F needs more than 2F workers, got {} for F = {}",
+                 spec, workers, a.f_);
+  } else {
+    a.rule_ = AggregateRule::krum;
+    FAST_ENFORCE(workers > 2 * a.f_ + 2, "aggregate '{}': krum:F needs more than 2F + 2 workers, got {} for F = {}",
+                 spec, workers, a.f_);
+  }
+  return a;
+}
+
+int Aggregate::apply(std::span<const float> gradients, int workers, std::span<float> out) const {
+  const std::size_t n = out.size();
+  FAST_ENFORCE_EQ(gradients.size(), static_cast<std::size_t>(workers) * n,
+                  "Aggregate::apply: expected workers x n gradient values");
+  switch (rule_) {
+    case AggregateRule::mean: {
+      for (std::size_t i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int k = 0; k < workers; ++k) sum += gradients[static_cast<std::size_t>(k) * n + i];
+        out[i] = static_cast<float>(sum / workers);
+      }
+      return -1;
+    }
+    case AggregateRule::median: median(gradients, workers, n, out); return -1;
+    case AggregateRule::trimmed_mean: trimmed_mean(gradients, workers, f_, n, out); return -1;
+    case AggregateRule::krum: return krum(gradients, workers, f_, n, out);
+  }
+  return -1;
+}
+
+FaultInjection FaultInjection::parse(const std::string& spec, int workers) {
+  FaultInjection fault;
+  if (spec.empty()) return fault;
+  const std::size_t at = spec.find('@');
+  FAST_ENFORCE(at != std::string::npos && at + 1 < spec.size(),
+               "fault_inject '{}': expected KIND@W1,W2,... (KIND nan, zeros or scale:FACTOR)", spec);
+  const std::string kind = spec.substr(0, at);
+  if (kind == "nan") {
+    fault.kind_ = Kind::nan;
+  } else if (kind == "zeros") {
+    fault.kind_ = Kind::zeros;
+  } else {
+    FAST_ENFORCE(kind.rfind("scale:", 0) == 0, "fault_inject '{}': unknown kind '{}'; expected nan, zeros or scale:FACTOR",
+                 spec, kind);
+    const std::string factor = kind.substr(6);
+    char* end = nullptr;
+    fault.factor_ = std::strtod(factor.c_str(), &end);
+    FAST_ENFORCE(!factor.empty() && end == factor.c_str() + factor.size() && std::isfinite(fault.factor_),
+                 "fault_inject '{}': expected a finite FACTOR after scale:, got '{}'", spec, factor);
+  }
+  std::string rest = spec.substr(at + 1);
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const int rank = parse_count(rest.substr(0, comma), spec, "fault_inject's worker ranks");
+    FAST_ENFORCE(rank < workers, "fault_inject '{}': worker {} is not in [0, {})", spec, rank, workers);
+    fault.ranks_.push_back(rank);
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  return fault;
+}
+
+void FaultInjection::apply(int rank, std::span<float> gradient) const {
+  if (std::find(ranks_.begin(), ranks_.end(), rank) == ranks_.end()) return;
+  for (float& v : gradient) {
+    if (kind_ == Kind::nan) v = std::numeric_limits<float>::quiet_NaN();
+    else if (kind_ == Kind::zeros) v = 0;
+    else v = static_cast<float>(factor_ * v);
+  }
+}
+
+}  // namespace fast::strategy

@@ -1,0 +1,131 @@
+// Robust aggregation (Aggregate) and fault injection (FaultInjection) against closed forms, and
+// allreduce with one Byzantine worker on the quadratic.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "common/error_message.hpp"
+#include "fast/runtime/threads/world.hpp"
+#include "fast/strategy/aggregate.hpp"
+#include "fast/strategy/worker.hpp"
+#include "quadratic.hpp"
+
+namespace fast::strategy {
+namespace {
+
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+
+// 5 workers x 3 coordinates; worker 4 is the outlier.
+const std::vector<float> kFive{1, 10, -1,   //
+                               2, 20, -2,   //
+                               3, 30, -3,   //
+                               4, 40, -4,   //
+                               -500, 1e6f, 7};
+
+std::vector<float> apply(const std::string& spec, const std::vector<float>& g, int w, int* chosen = nullptr) {
+  std::vector<float> out(g.size() / static_cast<std::size_t>(w));
+  const int c = Aggregate::parse(spec, w).apply(g, w, out);
+  if (chosen != nullptr) *chosen = c;
+  return out;
+}
+
+TEST(Aggregate, MeanMedianAndTrimmedMeanPerCoordinate) {
+  EXPECT_EQ(apply("mean", kFive, 5), (std::vector<float>{-98, 200020, -0.6f}));
+  EXPECT_EQ(apply("median", kFive, 5), (std::vector<float>{2, 30, -2}));  // sorted columns' middle
+  // trimmed-mean:1 drops the lowest and highest of each column: {2,3,4}->3, {20,30,40}->30, {-3,-2,-1}->-2.
+  EXPECT_EQ(apply("trimmed-mean:1", kFive, 5), (std::vector<float>{2, 30, -2}));
+  EXPECT_EQ(apply("trimmed-mean:0", kFive, 5), apply("mean", kFive, 5));
+  // Even W: the median is the mean of the two middle values.
+  const std::vector<float> four{1, 2, 3, 10};
+  EXPECT_EQ(apply("median", four, 4), (std::vector<float>{2.5f}));
+  EXPECT_EQ(apply("trimmed-mean:1", four, 4), (std::vector<float>{2.5f}));
+}
+
+TEST(Aggregate, NanIsOrderedLastSoTrimmingRemovesIt) {
+  const std::vector<float> g{1, 2, 3, kNan, 5};  // 5 workers, 1 coordinate
+  EXPECT_EQ(apply("median", g, 5), (std::vector<float>{3}));  // 1 2 3 5 NaN
+  EXPECT_EQ(apply("trimmed-mean:1", g, 5), (std::vector<float>{10.0f / 3}));  // 2 3 5
+}
+
+TEST(Aggregate, KrumChoosesTheGradientClosestToItsNeighbours) {
+  // Workers 0-3 near (1, 1), worker 4 far away; F = 1: each is scored on its W - F - 2 = 2 nearest.
+  const std::vector<float> g{1.0f, 1.0f, 1.1f, 1.0f, 1.0f, 1.2f, 0.9f, 1.0f, 100, -100};
+  int chosen = -1;
+  const auto out = apply("krum:1", g, 5, &chosen);
+  // Scores (squared distances to the 2 nearest): w0: 0.01 + 0.01 = 0.02; w1: 0.01 + 0.04 = 0.05;
+  // w2: 0.04 + 0.05 = 0.09; w3: 0.01 + 0.04 = 0.05 (to w0: 0.01, w1: 0.04); w4: huge. -> w0.
+  EXPECT_EQ(chosen, 0);
+  EXPECT_EQ(out, (std::vector<float>{1.0f, 1.0f}));
+  // A gradient holding a NaN is never chosen.
+  const std::vector<float> nan_first{kNan, 1.0f, 1.1f, 1.0f, 1.0f, 1.2f, 0.9f, 1.0f, 1.0f, 1.1f};
+  apply("krum:1", nan_first, 5, &chosen);
+  EXPECT_NE(chosen, 0);
+}
+
+TEST(Aggregate, BadSpecsNameTheRuleAndTheBound) {
+  using fast::testing::expect_error;
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("average", 5); },
+                                      {"unknown rule 'average'", "mean, median, trimmed-mean:F, krum:F"});
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("krum", 5); }, {"krum:F"});
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("krum:2", 5); }, {"more than 2F + 2 workers", "got 5"});
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("trimmed-mean:2", 4); }, {"more than 2F workers", "got 4"});
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("trimmed-mean:x", 4); }, {"'trimmed-mean:x'", "'x'"});
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("median:1", 4); }, {"median takes no parameter"});
+}
+
+TEST(FaultInjection, ScalesZeroesOrPoisonsTheChosenWorkersOnly) {
+  const FaultInjection scale = FaultInjection::parse("scale:-100@1,3", 4);
+  std::vector<float> g{1, -2};
+  scale.apply(0, g);
+  EXPECT_EQ(g, (std::vector<float>{1, -2}));
+  scale.apply(3, g);
+  EXPECT_EQ(g, (std::vector<float>{-100, 200}));
+  FaultInjection::parse("zeros@0", 2).apply(0, g);
+  EXPECT_EQ(g, (std::vector<float>{0, 0}));
+  FaultInjection::parse("nan@0", 2).apply(0, g);
+  EXPECT_TRUE(std::isnan(g[0]) && std::isnan(g[1]));
+  EXPECT_FALSE(FaultInjection::parse("", 2).active());
+  using fast::testing::expect_error;
+  expect_error<core::InvalidArgument>([] { FaultInjection::parse("scale:-100@5", 5); }, {"worker 5", "[0, 5)"});
+  expect_error<core::InvalidArgument>([] { FaultInjection::parse("flip@1", 5); }, {"unknown kind 'flip'"});
+  expect_error<core::InvalidArgument>([] { FaultInjection::parse("scale:inf@1", 5); }, {"finite FACTOR"});
+}
+
+// 5 workers minimise 1/2 ||x - c||^2 with the same centre c; worker 4 sends -100 x its gradient.
+// A robust rule sees 4 equal honest gradients and one outlier, so it applies exactly the honest
+// gradient: x_t - c = (1 - lr)^t (x_0 - c). The mean applies (4 - 100) / 5 = -19.2 times it:
+// x_t - c = (1 + 19.2 lr)^t (x_0 - c), away from the optimum.
+TEST(Aggregate, AllreduceWithOneByzantineWorkerFollowsTheHonestClosedForm) {
+  constexpr int kW = 5, kSteps = 30;
+  constexpr std::size_t kDim = 6;
+  constexpr double kLr = 0.1;
+  for (const char* rule : {"median", "trimmed-mean:1", "krum:1", "mean"}) {
+    std::vector<float> final_x;
+    runtime::threads::World world({.size = kW, .op_timeout_seconds = 60});
+    world.run([&](runtime::Context& ctx) {
+      std::vector<float> x(kDim, 0.0f), g(kDim);
+      Worker worker(ctx, {.strategy = {.name = "allreduce", .aggregate = rule, .fault_inject = "scale:-100@4"},
+                          .optimizer = {.name = "sgd", .lr = kLr}},
+                    {.params = x, .grads = g});
+      for (int t = 0; t < kSteps; ++t) {
+        for (std::size_t i = 0; i < kDim; ++i) g[i] = x[i] - static_cast<float>(testing::centre(0, i));
+        worker.step();
+      }
+      worker.finish();
+      if (ctx.rank() == 0) final_x = x;
+    });
+    const bool mean = std::string(rule) == "mean";
+    const double factor = std::pow(mean ? 1 + 19.2 * kLr : 1 - kLr, kSteps);
+    for (std::size_t i = 0; i < kDim; ++i) {
+      const double c = testing::centre(0, i);
+      const double expected = c + factor * (0.0 - c);
+      EXPECT_NEAR(final_x[i], expected, 1e-4 * (1 + std::abs(expected))) << rule << " i=" << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fast::strategy
