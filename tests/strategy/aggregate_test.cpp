@@ -127,5 +127,41 @@ TEST(Aggregate, AllreduceWithOneByzantineWorkerFollowsTheHonestClosedForm) {
   }
 }
 
+// One worker of 5 sends NaN at every step (non_finite = skip): with the mean every step is skipped,
+// counted, and the model stays where it was (finite); the median drops the NaN and follows the
+// honest closed form.
+TEST(Aggregate, ANanWorkerIsSkippedByTheMeanAndOutvotedByTheMedian) {
+  constexpr int kW = 5, kSteps = 10;
+  constexpr std::size_t kDim = 4;
+  constexpr double kLr = 0.1;
+  for (const char* rule : {"mean", "median"}) {
+    std::vector<float> final_x;
+    std::int64_t skipped = 0;
+    runtime::threads::World world({.size = kW, .op_timeout_seconds = 60});
+    world.run([&](runtime::Context& ctx) {
+      std::vector<float> x(kDim, 0.0f), g(kDim);
+      Worker worker(ctx, {.strategy = {.name = "allreduce", .aggregate = rule, .fault_inject = "nan@2"},
+                          .optimizer = {.name = "sgd", .lr = kLr}},
+                    {.params = x, .grads = g});
+      for (int t = 0; t < kSteps; ++t) {
+        for (std::size_t i = 0; i < kDim; ++i) g[i] = x[i] - static_cast<float>(testing::centre(0, i));
+        worker.step();
+      }
+      worker.finish();
+      if (ctx.rank() == 0) {
+        final_x = x;
+        skipped = worker.skipped_steps();
+      }
+    });
+    const bool mean = std::string(rule) == "mean";
+    EXPECT_EQ(skipped, mean ? kSteps : 0) << rule;
+    for (std::size_t i = 0; i < kDim; ++i) {
+      const double c = testing::centre(0, i);
+      const double expected = mean ? 0.0 : c - std::pow(1 - kLr, kSteps) * c;
+      EXPECT_NEAR(final_x[i], expected, 1e-5 * (1 + std::abs(expected))) << rule << " i=" << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fast::strategy
