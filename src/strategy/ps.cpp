@@ -48,6 +48,11 @@ void PsStrategy::with_servers(const char* what, Fn&& fn) {
 
 void PsStrategy::check_options(const StrategyOptions& options, int n) {
   (void)lr_scale(options.lr_semantics, parse_mode(options.mode), n);
+  const Aggregate aggregate = Aggregate::parse(options.aggregate, n);
+  FAST_ENFORCE(aggregate.is_mean() || (options.mode == "sync" && !compresses(options) && !options.dgc),
+               "ps: aggregate '{}' needs mode = sync (a round's gradients together) without compress and dgc; got "
+               "mode = {}, compress = '{}'{}",
+               options.aggregate, options.mode, options.compress, options.dgc ? ", dgc" : "");
   if (options.servers < 1 || options.servers > n || options.servers > static_cast<std::int64_t>(kMaxShards))
     FAST_THROW(core::InvalidArgument,
                "ps: option 'servers' must be in [1, {}] (1 to the number of workers; servers are co-located on "
@@ -133,6 +138,7 @@ void PsStrategy::attach(ModelState state) {
     reply_payloads_.resize(k);
   }
   dgc_ = make_dgc(options_, d);
+  if (server_ && mode_ == PsMode::sync) server_->set_aggregate(Aggregate::parse(options_.aggregate, comm_.size()));
   if (dgc_ && server_ && mode_ == PsMode::sync)
     server_->set_reply_density(  // Dgc::density reads constant options: safe from the server's activity
         [dgc = dgc_.get()](std::int64_t round) { return dgc->density(round); });

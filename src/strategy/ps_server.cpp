@@ -5,6 +5,8 @@
 #include <utility>
 #include <bit>
 #include <limits>
+
+#include "fast/core/finite.hpp"
 #include <mutex>
 
 #include "fast/core/error.hpp"
@@ -171,12 +173,31 @@ void PsServer::on_done(int src) {
 // Closes the round once every worker that has not finished pushed its gradient: one optimizer
 // step with the average of the round's finite gradients (none: no update), then the new shard to
 // every pusher.
+// A robust rule over the round's N gradients, in rank order (a skipped push: NaNs, which the rules
+// put last or never choose); the update is skipped when the result is not finite.
+void PsServer::robust_round() {
+  const std::size_t n = grad_.size();
+  gathered_.resize(n * round_grads_.size());
+  for (std::size_t w = 0; w < round_grads_.size(); ++w) {
+    float* to = gathered_.data() + w * n;
+    if (round_finite_from_[w]) std::copy(round_grads_[w].begin(), round_grads_[w].end(), to);
+    else std::fill(to, to + n, std::numeric_limits<float>::quiet_NaN());
+    round_finite_from_[w] = 0;
+  }
+  aggregate_.apply(gathered_, static_cast<int>(round_grads_.size()), grad_);
+  if (core::all_finite(std::span<const float>(grad_))) optimizer_->step(params_, grad_, round_lr_);
+  ctx_.memory_traffic(static_cast<double>(gathered_.size()) * 8.0 + optimizer_->step_traffic_bytes());
+}
+
 void PsServer::close_sync_round() {
   if (round_.empty() || static_cast<int>(round_.size()) + done_count_ < workers_) return;
   wait_replies();  // reply_ still feeds the previous round's sends (completed: everyone pushed since)
   {
     collective::Window::Local local = window_->local();
-    if (round_finite_ > 0) {
+    if (!aggregate_.is_mean()) {
+      robust_round();
+      local.bump();
+    } else if (round_finite_ > 0) {
       for (std::size_t w = 0; w < round_grads_.size(); ++w) {
         if (!round_finite_from_[w]) continue;
         const std::vector<float>& g = round_grads_[w];

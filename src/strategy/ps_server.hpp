@@ -19,6 +19,7 @@
 #include "fast/core/buffer.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/runtime/context.hpp"
+#include "fast/strategy/aggregate.hpp"
 #include "fast/strategy/ps.hpp"
 
 namespace fast::strategy::ps_protocol {
@@ -66,6 +67,9 @@ class PsServer {
   // elements (at most all), so the new shard's difference - the sparse average of the round, with
   // at most that many nonzeros - reaches the workers whole. Before run().
   void set_reply_density(std::function<double(std::int64_t round)> density) { reply_density_ = std::move(density); }
+  // sync: combine a round's gradients with a robust rule instead of their mean (Aggregate over all
+  // N workers, a non-finite push counting as a gradient of NaNs). Before run().
+  void set_aggregate(const Aggregate& aggregate) { aggregate_ = aggregate; }
   // The server loop: serves requests until every worker sent `done`, or a stop request from its
   // own rank arrives. Throws on a protocol violation or when the world fails. async / ssp: a
   // worker the runtime reports lost (Context::alive) counts as done; its unfinished request is
@@ -80,6 +84,7 @@ class PsServer {
   void on_push(int src, const ps_protocol::Request& request);
   void on_done(int src);
   void close_sync_round();
+  void robust_round();
   void release_waiting();  // async / ssp: acknowledges every push whose read may proceed
   std::int64_t min_pushed() const;
   void record(std::uint64_t version_lag, std::int64_t clock_lag);
@@ -108,6 +113,8 @@ class PsServer {
   int round_lr_rank_ = -1;
   std::int64_t rounds_ = 0;         // sync: rounds closed
   std::function<double(std::int64_t)> reply_density_;  // sync: set_reply_density
+  Aggregate aggregate_;                                // sync: set_aggregate (mean: the sum below)
+  std::vector<float> gathered_;                        // sync, robust aggregate: the round's N gradients
   std::vector<std::int64_t> pushed_;      // per worker: pushes counted
   std::vector<char> done_;                // per worker: sent `done`
   int done_count_ = 0;

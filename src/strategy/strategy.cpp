@@ -166,9 +166,9 @@ void Strategy::dgc_sent(compress::Dgc& dgc, compress::ErrorFeedback& feedback, s
 
 // The options every strategy shares: aggregate (robust rules: allreduce only) and fault_inject.
 void check_common(const StrategyOptions& options, int workers) {
-  FAST_ENFORCE(options.aggregate == "mean" || options.name == "allreduce",
-               "aggregate '{}': the robust rules are implemented for allreduce only; strategy '{}' takes aggregate "
-               "= mean (docs/faults.md)",
+  FAST_ENFORCE(options.aggregate == "mean" || options.name == "allreduce" || options.name == "ps",
+               "aggregate '{}': the robust rules apply to allreduce and ps (mode sync); strategy '{}' takes "
+               "aggregate = mean (docs/faults.md)",
                options.aggregate, options.name);
   (void)FaultInjection::parse(options.fault_inject, workers);
 }

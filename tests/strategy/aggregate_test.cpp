@@ -98,16 +98,19 @@ TEST(FaultInjection, ScalesZeroesOrPoisonsTheChosenWorkersOnly) {
 // A robust rule sees 4 equal honest gradients and one outlier, so it applies exactly the honest
 // gradient: x_t - c = (1 - lr)^t (x_0 - c). The mean applies (4 - 100) / 5 = -19.2 times it:
 // x_t - c = (1 + 19.2 lr)^t (x_0 - c), away from the optimum.
-TEST(Aggregate, AllreduceWithOneByzantineWorkerFollowsTheHonestClosedForm) {
+// The same under ps --mode sync, whose server applies the rule to each round's gradients.
+TEST(Aggregate, AllreduceAndPsSyncWithOneByzantineWorkerFollowTheHonestClosedForm) {
   constexpr int kW = 5, kSteps = 30;
   constexpr std::size_t kDim = 6;
   constexpr double kLr = 0.1;
+  for (const char* strategy : {"allreduce", "ps"})
   for (const char* rule : {"median", "trimmed-mean:1", "krum:1", "mean"}) {
     std::vector<float> final_x;
     runtime::threads::World world({.size = kW, .op_timeout_seconds = 60});
     world.run([&](runtime::Context& ctx) {
       std::vector<float> x(kDim, 0.0f), g(kDim);
-      Worker worker(ctx, {.strategy = {.name = "allreduce", .aggregate = rule, .fault_inject = "scale:-100@4"},
+      Worker worker(ctx, {.strategy = {.name = strategy, .mode = "sync", .aggregate = rule,
+                                       .fault_inject = "scale:-100@4"},
                           .optimizer = {.name = "sgd", .lr = kLr}},
                     {.params = x, .grads = g});
       for (int t = 0; t < kSteps; ++t) {
@@ -122,7 +125,7 @@ TEST(Aggregate, AllreduceWithOneByzantineWorkerFollowsTheHonestClosedForm) {
     for (std::size_t i = 0; i < kDim; ++i) {
       const double c = testing::centre(0, i);
       const double expected = c + factor * (0.0 - c);
-      EXPECT_NEAR(final_x[i], expected, 1e-4 * (1 + std::abs(expected))) << rule << " i=" << i;
+      EXPECT_NEAR(final_x[i], expected, 1e-4 * (1 + std::abs(expected))) << strategy << " " << rule << " i=" << i;
     }
   }
 }

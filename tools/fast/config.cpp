@@ -237,8 +237,8 @@ std::vector<ConfigKey> build_keys() {
        [](const TrainOptions& o) { return o.worker.strategy.compress; }},
       FAST_NUMBER_KEY("consensus_step", "dpsgd and acid with a codec: CHOCO-gossip's consensus step gamma in (0, 1] (acid: the fraction of the paper's update a communication applies); 0: the codec's default (1 for fp16/bf16, 0.8 int8, 0.4 sign, 0.05 sparse and powersgd).", worker.strategy.consensus_step, non_negative),
       {"aggregate", KeyType::string,
-       "allreduce: how the workers' gradients are combined: mean (the ring all-reduce), median, trimmed-mean:F "
-       "or krum:F (robust to F faulty workers; all-gather every gradient; docs/faults.md).",
+       "allreduce and ps sync: how the workers' gradients are combined: mean, median, trimmed-mean:F or krum:F "
+       "(robust to F faulty workers; allreduce then all-gathers every gradient; docs/faults.md).",
        [](TrainOptions& o, const std::string& v) { o.worker.strategy.aggregate = v; },
        [](const TrainOptions& o) { return o.worker.strategy.aggregate; }},
       {"fault_inject", KeyType::string,
