@@ -35,10 +35,8 @@ struct FastResult {
   std::string output;  // stdout and stderr
 };
 
-// `fast ARGS`, run in `dir` when it is not empty.
-inline FastResult run_fast_in(const std::filesystem::path& dir, const std::string& args) {
-  std::string command = std::string(FAST_TEST_BIN_DIR) + "/fast " + args + " 2>&1";
-  if (!dir.empty()) command = "cd '" + dir.string() + "' && " + command;
+// A shell command line; its stdout (add 2>&1 for stderr too) and exit code.
+inline FastResult run_command(const std::string& command) {
   FastResult r{-1, ""};
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -47,6 +45,13 @@ inline FastResult run_fast_in(const std::filesystem::path& dir, const std::strin
   const int status = ::pclose(pipe);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// `fast ARGS`, run in `dir` when it is not empty.
+inline FastResult run_fast_in(const std::filesystem::path& dir, const std::string& args) {
+  std::string command = std::string(FAST_TEST_BIN_DIR) + "/fast " + args + " 2>&1";
+  if (!dir.empty()) command = "cd '" + dir.string() + "' && " + command;
+  return run_command(command);
 }
 
 // <tmp>/<prefix>_<pid>/<name>, created.

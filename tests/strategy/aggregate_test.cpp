@@ -94,6 +94,32 @@ TEST(FaultInjection, ScalesZeroesOrPoisonsTheChosenWorkersOnly) {
   expect_error<core::InvalidArgument>([] { FaultInjection::parse("scale:inf@1", 5); }, {"finite FACTOR"});
 }
 
+// W workers minimise 1/2 ||x - c||^2 with one centre c (testing::centre(0, i)), from x = 0, for
+// `steps` SGD steps of rate lr under `strategy` (ps: mode sync) with `rule` and `fault`. Returns
+// worker 0's final parameters and its skipped steps.
+struct QuadraticRun {
+  std::vector<float> x;
+  std::int64_t skipped = 0;
+};
+QuadraticRun run_shared_centre(const char* strategy, const char* rule, const char* fault, int workers, int steps,
+                               std::size_t dim, double lr) {
+  QuadraticRun run;
+  runtime::threads::World world({.size = workers, .op_timeout_seconds = 60});
+  world.run([&](runtime::Context& ctx) {
+    std::vector<float> x(dim, 0.0f), g(dim);
+    Worker worker(ctx, {.strategy = {.name = strategy, .mode = "sync", .aggregate = rule, .fault_inject = fault},
+                        .optimizer = {.name = "sgd", .lr = lr}},
+                  {.params = x, .grads = g});
+    for (int t = 0; t < steps; ++t) {
+      for (std::size_t i = 0; i < dim; ++i) g[i] = x[i] - static_cast<float>(testing::centre(0, i));
+      worker.step();
+    }
+    worker.finish();
+    if (ctx.rank() == 0) run = {x, worker.skipped_steps()};
+  });
+  return run;
+}
+
 // 5 workers minimise 1/2 ||x - c||^2 with the same centre c; worker 4 sends -100 x its gradient.
 // A robust rule sees 4 equal honest gradients and one outlier, so it applies exactly the honest
 // gradient: x_t - c = (1 - lr)^t (x_0 - c). The mean applies (4 - 100) / 5 = -19.2 times it:
@@ -105,21 +131,7 @@ TEST(Aggregate, AllreduceAndPsSyncWithOneByzantineWorkerFollowTheHonestClosedFor
   constexpr double kLr = 0.1;
   for (const char* strategy : {"allreduce", "ps"})
   for (const char* rule : {"median", "trimmed-mean:1", "krum:1", "mean"}) {
-    std::vector<float> final_x;
-    runtime::threads::World world({.size = kW, .op_timeout_seconds = 60});
-    world.run([&](runtime::Context& ctx) {
-      std::vector<float> x(kDim, 0.0f), g(kDim);
-      Worker worker(ctx, {.strategy = {.name = strategy, .mode = "sync", .aggregate = rule,
-                                       .fault_inject = "scale:-100@4"},
-                          .optimizer = {.name = "sgd", .lr = kLr}},
-                    {.params = x, .grads = g});
-      for (int t = 0; t < kSteps; ++t) {
-        for (std::size_t i = 0; i < kDim; ++i) g[i] = x[i] - static_cast<float>(testing::centre(0, i));
-        worker.step();
-      }
-      worker.finish();
-      if (ctx.rank() == 0) final_x = x;
-    });
+    const std::vector<float> final_x = run_shared_centre(strategy, rule, "scale:-100@4", kW, kSteps, kDim, kLr).x;
     const bool mean = std::string(rule) == "mean";
     const double factor = std::pow(mean ? 1 + 19.2 * kLr : 1 - kLr, kSteps);
     for (std::size_t i = 0; i < kDim; ++i) {
@@ -138,24 +150,9 @@ TEST(Aggregate, ANanWorkerIsSkippedByTheMeanAndOutvotedByTheMedian) {
   constexpr std::size_t kDim = 4;
   constexpr double kLr = 0.1;
   for (const char* rule : {"mean", "median"}) {
-    std::vector<float> final_x;
-    std::int64_t skipped = 0;
-    runtime::threads::World world({.size = kW, .op_timeout_seconds = 60});
-    world.run([&](runtime::Context& ctx) {
-      std::vector<float> x(kDim, 0.0f), g(kDim);
-      Worker worker(ctx, {.strategy = {.name = "allreduce", .aggregate = rule, .fault_inject = "nan@2"},
-                          .optimizer = {.name = "sgd", .lr = kLr}},
-                    {.params = x, .grads = g});
-      for (int t = 0; t < kSteps; ++t) {
-        for (std::size_t i = 0; i < kDim; ++i) g[i] = x[i] - static_cast<float>(testing::centre(0, i));
-        worker.step();
-      }
-      worker.finish();
-      if (ctx.rank() == 0) {
-        final_x = x;
-        skipped = worker.skipped_steps();
-      }
-    });
+    const QuadraticRun run = run_shared_centre("allreduce", rule, "nan@2", kW, kSteps, kDim, kLr);
+    const std::vector<float>& final_x = run.x;
+    const std::int64_t skipped = run.skipped;
     const bool mean = std::string(rule) == "mean";
     EXPECT_EQ(skipped, mean ? kSteps : 0) << rule;
     for (std::size_t i = 0; i < kDim; ++i) {

@@ -5,8 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -24,16 +22,8 @@ struct Case {
 };
 
 fast::testing::FastResult run(const Case& c) {
-  const std::string command =
-      c.env + "timeout -k 5 60 " + std::string(FAST_TEST_BIN_DIR) + "/fast " + c.args + " --progress never 2>&1";
-  fast::testing::FastResult r{-1, ""};
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) r.output += buf.data();
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return fast::testing::run_command(c.env + "timeout -k 5 60 " + std::string(FAST_TEST_BIN_DIR) + "/fast " + c.args +
+                                    " --progress never 2>&1");
 }
 
 // `early`: the error comes before the dataset is read (the sim runtime reads its platform file when
