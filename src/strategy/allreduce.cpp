@@ -19,13 +19,55 @@ AllreduceStrategy::AllreduceStrategy(const StrategyOptions& options, collective:
   check_options(options, comm.size());
 }
 
-// Every worker gathers the same W gradients (in rank order) and computes the same aggregate.
-void AllreduceStrategy::robust_aggregate(std::span<float> grads) {
-  const int w = comm_.size();
-  gathered_.resize(grads.size() * static_cast<std::size_t>(w));
-  comm_.allgather(core::ConstView(std::span<const float>(grads)), core::MutableView(std::span<float>(gathered_)));
-  aggregate_.apply(gathered_, w, grads);
-  comm_.context().memory_traffic(static_cast<double>(gathered_.size()) * sizeof(float) * 2.0);
+// A robust rule, computed by slices: the coordinates are cut into W slices of L = ceil(n / W);
+// worker k receives slice k of every gradient (an all-to-all of (W-1) L floats per worker),
+// applies the rule to it, and an all-gather of the W results gives every worker the whole
+// aggregate. Each coordinate is computed once, by one worker, from the W values in rank order, so
+// every replica ends with the same bits; the bytes are those of the ring, 2 (W-1) L per worker.
+// Tags: make_tag(strategy, kRobustSequence, step mod 2^24), one message per ordered pair and step.
+// krum chooses one whole gradient by whole-vector distances, so it cannot be cut into slices:
+// every worker all-gathers every gradient and computes the same choice.
+void AllreduceStrategy::robust_aggregate(std::span<float> grads, std::int64_t step) {
+  constexpr std::uint32_t kRobustSequence = 0x41520000;  // "AR"
+  runtime::Context& ctx = comm_.context();
+  if (aggregate_.rule() == AggregateRule::krum) {
+    gathered_.resize(grads.size() * static_cast<std::size_t>(comm_.size()));
+    comm_.allgather(core::ConstView(std::span<const float>(grads)), core::MutableView(std::span<float>(gathered_)));
+    aggregate_.apply(gathered_, comm_.size(), grads);
+    ctx.memory_traffic(static_cast<double>(gathered_.size()) * sizeof(float) * 2.0);
+    return;
+  }
+  const int w = comm_.size(), me = comm_.rank();
+  const std::size_t n = grads.size(), len = (n + static_cast<std::size_t>(w) - 1) / static_cast<std::size_t>(w);
+  const auto slice = [&](int k) {
+    const std::size_t begin = std::min(n, static_cast<std::size_t>(k) * len);
+    return std::pair(begin, std::min(n, begin + len) - begin);
+  };
+  const runtime::Tag tag = runtime::make_tag(runtime::TagKind::strategy, kRobustSequence,
+                                             static_cast<std::uint32_t>(step & 0xFFFFFF));
+  const auto [mine, mine_len] = slice(me);
+  gathered_.assign(len * static_cast<std::size_t>(w), 0.0f);  // W rows of my slice, zero-padded
+  std::vector<core::Work> works;
+  for (int p = 0; p < w; ++p) {
+    if (p == me) continue;
+    works.push_back(ctx.recv(p, tag, core::MutableView(std::span<float>(gathered_).subspan(p * len, mine_len))));
+  }
+  for (int p = 0; p < w; ++p) {
+    if (p == me) continue;
+    const auto [begin, count] = slice(p);
+    works.push_back(ctx.send(p, tag, core::ConstView(std::span<const float>(grads).subspan(begin, count))));
+  }
+  std::copy_n(grads.begin() + static_cast<std::ptrdiff_t>(mine), mine_len, gathered_.begin() + me * len);
+  for (core::Work& work : works) work.wait();
+  std::vector<float> result(len, 0.0f);
+  aggregate_.apply(gathered_, w, result);
+  all_results_.resize(len * static_cast<std::size_t>(w));
+  comm_.allgather(core::ConstView(std::span<const float>(result)), core::MutableView(std::span<float>(all_results_)));
+  for (int k = 0; k < w; ++k) {
+    const auto [begin, count] = slice(k);
+    std::copy_n(all_results_.begin() + k * len, count, grads.begin() + static_cast<std::ptrdiff_t>(begin));
+  }
+  ctx.memory_traffic(static_cast<double>(gathered_.size() + 2 * n) * sizeof(float) * 2.0);
 }
 
 void AllreduceStrategy::attach(ModelState state) {
@@ -46,7 +88,7 @@ StepOutcome AllreduceStrategy::step(const StepInput& input) {
   const double t0 = ctx.now();
   if (dgc_) return dgc_step(input, t0);
   if (!aggregate_.is_mean())
-    robust_aggregate(input.state.grads);
+    robust_aggregate(input.state.grads, input.step);
   else if (reduce_)
     reduce_->average(core::MutableView(input.state.grads), 0);
   else

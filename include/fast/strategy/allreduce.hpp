@@ -40,15 +40,17 @@ class AllreduceStrategy final : public Strategy {
 
  private:
   StepOutcome dgc_step(const StepInput& input, double t0);
-  // A robust aggregate (median, trimmed-mean, krum): all-gather every gradient, combine them here.
-  void robust_aggregate(std::span<float> grads);
+  // A robust aggregate: median and trimmed-mean by slices of the coordinates (an all-to-all, the
+  // rule on one slice, an all-gather); krum by an all-gather of every gradient.
+  void robust_aggregate(std::span<float> grads, std::int64_t step);
 
   StrategyOptions options_;
   std::unique_ptr<collective::CodecAllreduce> reduce_;  // with a codec
   std::unique_ptr<compress::Dgc> dgc_;                  // with dgc
   std::unique_ptr<optim::Optimizer> dgc_update_;        // with dgc: plain SGD
   Aggregate aggregate_;                                 // mean: the ring all-reduce
-  std::vector<float> gathered_;                         // robust aggregate: every worker's gradient
+  std::vector<float> gathered_;                         // robust aggregate: my slice of every gradient
+  std::vector<float> all_results_;                      // robust aggregate: every worker's slice result
 };
 
 }  // namespace fast::strategy
