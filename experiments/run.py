@@ -33,8 +33,8 @@ TABLES = {
     "strategies": [
         ("allreduce", ["--strategy", "allreduce"]),
         ("ps sync", ["--strategy", "ps", "--mode", "sync"]),
-        ("ps async", ["--strategy", "ps", "--mode", "async"]),
-        ("ps ssp (s=4)", ["--strategy", "ps", "--mode", "ssp", "--staleness", "4"]),
+        ("ps async", ["--strategy", "ps", "--mode", "async", "--lr-semantics", "per-gradient"]),
+        ("ps ssp (s=4)", ["--strategy", "ps", "--mode", "ssp", "--staleness", "4", "--lr-semantics", "per-gradient"]),
         ("local-sgd", ["--strategy", "local-sgd"]),
         ("easgd", ["--strategy", "easgd"]),
         ("dpsgd", ["--strategy", "dpsgd"]),
@@ -47,9 +47,9 @@ TABLES = {
         (name, ["--config", "examples/fmnist-stragglers.toml"] + args)
         for name, args in [
             ("allreduce", ["--strategy", "allreduce"]),
-            ("ps async", ["--strategy", "ps", "--mode", "async"]),
-            ("ps async, 4 servers", ["--strategy", "ps", "--mode", "async", "--servers", "4"]),
-            ("ps ssp (s=4)", ["--strategy", "ps", "--mode", "ssp", "--staleness", "4"]),
+            ("ps async", ["--strategy", "ps", "--mode", "async", "--lr-semantics", "per-gradient"]),
+            ("ps async, 4 servers", ["--strategy", "ps", "--mode", "async", "--servers", "4", "--lr-semantics", "per-gradient"]),
+            ("ps ssp (s=4)", ["--strategy", "ps", "--mode", "ssp", "--staleness", "4", "--lr-semantics", "per-gradient"]),
             ("local-sgd", ["--strategy", "local-sgd"]),
             ("dpsgd", ["--strategy", "dpsgd"]),
             ("adpsgd", ["--strategy", "adpsgd"]),
