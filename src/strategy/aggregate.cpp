@@ -46,9 +46,13 @@ void trimmed_mean(std::span<const float> g, int w, int f, std::size_t n, std::sp
   }
 }
 
-int krum(std::span<const float> g, int w, int f, std::size_t n, std::span<float> out) {
+}  // namespace
+
+void krum_distances(std::span<const float> g, int w, std::span<double> d) {
   const auto W = static_cast<std::size_t>(w);
-  std::vector<double> d(W * W, 0.0);  // squared distances, infinite where a value is not finite
+  const std::size_t n = g.size() / W;
+  FAST_ENFORCE_EQ(d.size(), W * W, "krum_distances: expected a W x W output");
+  std::fill(d.begin(), d.end(), 0.0);
   for (std::size_t a = 0; a < W; ++a)
     for (std::size_t b = a + 1; b < W; ++b) {
       double s = 0;
@@ -56,17 +60,20 @@ int krum(std::span<const float> g, int w, int f, std::size_t n, std::span<float>
         const double x = double{g[a * n + i]} - g[b * n + i];
         s += x * x;
       }
-      if (!std::isfinite(s)) s = std::numeric_limits<double>::infinity();
       d[a * W + b] = d[b * W + a] = s;
     }
+}
+
+int krum_choice(std::span<const double> d, int w, int f) {
+  const auto W = static_cast<std::size_t>(w);
   const auto nearest = static_cast<std::size_t>(w - f - 2);
   int best = 0;
   double best_score = std::numeric_limits<double>::infinity();
   std::vector<double> others;
   for (std::size_t a = 0; a < W; ++a) {
     others.clear();
-    for (std::size_t b = 0; b < W; ++b)
-      if (b != a) others.push_back(d[a * W + b]);
+    for (std::size_t b = 0; b < W; ++b)  // a non-finite distance (NaN or infinity) counts as infinite
+      if (b != a) others.push_back(std::isfinite(d[a * W + b]) ? d[a * W + b] : std::numeric_limits<double>::infinity());
     std::partial_sort(others.begin(), others.begin() + static_cast<std::ptrdiff_t>(nearest), others.end());
     double score = 0;
     for (std::size_t k = 0; k < nearest; ++k) score += others[k];
@@ -75,6 +82,15 @@ int krum(std::span<const float> g, int w, int f, std::size_t n, std::span<float>
       best = static_cast<int>(a);
     }
   }
+  return best;
+}
+
+namespace {
+
+int krum(std::span<const float> g, int w, int f, std::size_t n, std::span<float> out) {
+  std::vector<double> d(static_cast<std::size_t>(w) * static_cast<std::size_t>(w));
+  krum_distances(g, w, d);
+  const int best = krum_choice(d, w, f);
   std::copy_n(g.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(best) * n), n, out.begin());
   return best;
 }

@@ -25,18 +25,12 @@ AllreduceStrategy::AllreduceStrategy(const StrategyOptions& options, collective:
 // aggregate. Each coordinate is computed once, by one worker, from the W values in rank order, so
 // every replica ends with the same bits; the bytes are those of the ring, 2 (W-1) L per worker.
 // Tags: make_tag(strategy, kRobustSequence, step mod 2^24), one message per ordered pair and step.
-// krum chooses one whole gradient by whole-vector distances, so it cannot be cut into slices:
-// every worker all-gathers every gradient and computes the same choice.
+// krum compares whole gradients: each worker computes the squared distances over its slice, an
+// all-reduce sums them (W x W doubles), every worker makes the same choice, and its slice of the
+// chosen gradient goes into the all-gather.
 void AllreduceStrategy::robust_aggregate(std::span<float> grads, std::int64_t step) {
   constexpr std::uint32_t kRobustSequence = 0x41520000;  // "AR"
   runtime::Context& ctx = comm_.context();
-  if (aggregate_.rule() == AggregateRule::krum) {
-    gathered_.resize(grads.size() * static_cast<std::size_t>(comm_.size()));
-    comm_.allgather(core::ConstView(std::span<const float>(grads)), core::MutableView(std::span<float>(gathered_)));
-    aggregate_.apply(gathered_, comm_.size(), grads);
-    ctx.memory_traffic(static_cast<double>(gathered_.size()) * sizeof(float) * 2.0);
-    return;
-  }
   const int w = comm_.size(), me = comm_.rank();
   const std::size_t n = grads.size(), len = (n + static_cast<std::size_t>(w) - 1) / static_cast<std::size_t>(w);
   const auto slice = [&](int k) {
@@ -60,7 +54,15 @@ void AllreduceStrategy::robust_aggregate(std::span<float> grads, std::int64_t st
   std::copy_n(grads.begin() + static_cast<std::ptrdiff_t>(mine), mine_len, gathered_.begin() + me * len);
   for (core::Work& work : works) work.wait();
   std::vector<float> result(len, 0.0f);
-  aggregate_.apply(gathered_, w, result);
+  if (aggregate_.rule() == AggregateRule::krum) {
+    std::vector<double> distances(static_cast<std::size_t>(w) * static_cast<std::size_t>(w));
+    krum_distances(gathered_, w, distances);
+    comm_.allreduce(core::MutableView(std::span<double>(distances)));
+    const int best = krum_choice(distances, w, aggregate_.tolerated());
+    std::copy_n(gathered_.begin() + best * len, len, result.begin());
+  } else {
+    aggregate_.apply(gathered_, w, result);
+  }
   all_results_.resize(len * static_cast<std::size_t>(w));
   comm_.allgather(core::ConstView(std::span<const float>(result)), core::MutableView(std::span<float>(all_results_)));
   for (int k = 0; k < w; ++k) {

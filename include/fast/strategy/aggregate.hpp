@@ -48,6 +48,13 @@ class Aggregate {
   int f_ = 0;
 };
 
+// Krum in two parts, so that the distances can be summed over slices of the coordinates:
+// krum_distances writes the W x W squared distances between the W rows of `gradients` (W rows of
+// gradients.size() / W floats); krum_choice picks the worker whose W - F - 2 smallest distances
+// sum to the least (a non-finite distance counts as infinite; ties: the lowest rank).
+void krum_distances(std::span<const float> gradients, int workers, std::span<double> distances);
+int krum_choice(std::span<const double> distances, int workers, int tolerated);
+
 // Fault injection (StrategyOptions::fault_inject, for tests and demonstrations): "KIND@W1,W2,..."
 // with KIND nan | zeros | scale:FACTOR makes workers W1, W2, ... replace their gradient, before
 // every exchange, by NaNs, by zeros, or by FACTOR times itself. "" injects nothing.

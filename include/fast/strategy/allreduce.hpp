@@ -40,8 +40,8 @@ class AllreduceStrategy final : public Strategy {
 
  private:
   StepOutcome dgc_step(const StepInput& input, double t0);
-  // A robust aggregate: median and trimmed-mean by slices of the coordinates (an all-to-all, the
-  // rule on one slice, an all-gather); krum by an all-gather of every gradient.
+  // A robust aggregate by slices of the coordinates: an all-to-all, the rule on one slice (krum:
+  // with the distances summed over the slices by an all-reduce), an all-gather.
   void robust_aggregate(std::span<float> grads, std::int64_t step);
 
   StrategyOptions options_;
