@@ -232,6 +232,30 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
   }, {&sends});
 }
 
+void Communicator::alltoall(core::ConstView in, MutableView out) {
+  const std::uint32_t sequence = next_sequence();
+  const int n = group_size();
+  FAST_ENFORCE(in.dtype() == out.dtype(), "alltoall: input is {}, output is {}", core::name_of(in.dtype()),
+               core::name_of(out.dtype()));
+  FAST_ENFORCE_EQ(out.numel(), in.numel(), "alltoall: input and output must have the same length");
+  FAST_ENFORCE(in.numel() % static_cast<std::size_t>(n) == 0,
+               "alltoall: the input ({} elements) must hold group_size() = {} equal blocks", in.numel(), n);
+  const std::size_t block = in.numel() / static_cast<std::size_t>(n);
+  const auto at = [block](int i) { return block * static_cast<std::size_t>(i); };
+  core::copy(in.slice(at(index_), block), out.slice(at(index_), block));
+  if (n == 1) return;
+  const runtime::Tag tag = make_tag(TagKind::collective, sequence, 0);
+  std::vector<Work> sends, recvs;
+  run_then_drain([&] {
+    for (int i = 0; i < n; ++i) {
+      if (i == index_) continue;
+      recvs.push_back(ctx_.recv(members_[static_cast<std::size_t>(i)], tag, out.slice(at(i), block)));
+      sends.push_back(ctx_.send(members_[static_cast<std::size_t>(i)], tag, in.slice(at(i), block)));
+    }
+    for (Work& r : recvs) r.wait();
+  }, {&sends, &recvs});
+}
+
 // Dissemination barrier: in round k worker r signals r + 2^k and waits for r - 2^k; after
 // ceil(log2 n) rounds every worker has heard, transitively, from all others.
 void Communicator::barrier() {

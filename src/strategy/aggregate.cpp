@@ -24,16 +24,8 @@ int parse_count(const std::string& text, const std::string& spec, const char* wh
 // NaN after every number, so that sorting puts it where trimming removes it first.
 bool less_nan_last(float a, float b) { return std::isnan(b) ? !std::isnan(a) : a < b; }
 
-void median(std::span<const float> g, int w, std::size_t n, std::span<float> out) {
-  std::vector<float> column(static_cast<std::size_t>(w));
-  const std::size_t mid = column.size() / 2;
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t k = 0; k < column.size(); ++k) column[k] = g[k * n + i];
-    std::sort(column.begin(), column.end(), less_nan_last);
-    out[i] = column.size() % 2 == 1 ? column[mid] : static_cast<float>(0.5 * (double{column[mid - 1]} + column[mid]));
-  }
-}
-
+// The median is the trimmed mean with F = (W - 1) / 2: the middle value for odd W, the mean of the
+// two middle ones for even W.
 void trimmed_mean(std::span<const float> g, int w, int f, std::size_t n, std::span<float> out) {
   std::vector<float> column(static_cast<std::size_t>(w));
   const auto lo = static_cast<std::size_t>(f), hi = static_cast<std::size_t>(w - f);
@@ -136,7 +128,7 @@ int Aggregate::apply(std::span<const float> gradients, int workers, std::span<fl
       }
       return -1;
     }
-    case AggregateRule::median: median(gradients, workers, n, out); return -1;
+    case AggregateRule::median: trimmed_mean(gradients, workers, (workers - 1) / 2, n, out); return -1;
     case AggregateRule::trimmed_mean: trimmed_mean(gradients, workers, f_, n, out); return -1;
     case AggregateRule::krum: return krum(gradients, workers, f_, n, out);
   }

@@ -6,70 +6,37 @@
 
 namespace fast::strategy {
 
-void AllreduceStrategy::check_options(const StrategyOptions& options, int workers) {
-  const Aggregate aggregate = Aggregate::parse(options.aggregate, workers);
-  FAST_ENFORCE(aggregate.is_mean() || (!compresses(options) && !options.dgc),
-               "aggregate '{}': the robust rules combine every worker's whole gradient; they do not go with "
-               "compress = '{}'{} (use aggregate = mean)",
-               options.aggregate, options.compress, options.dgc ? " and dgc" : "");
-}
-
 AllreduceStrategy::AllreduceStrategy(const StrategyOptions& options, collective::Communicator& comm)
-    : Strategy(comm), options_(options), aggregate_(Aggregate::parse(options.aggregate, comm.size())) {
-  check_options(options, comm.size());
-}
+    : Strategy(comm), options_(options), aggregate_(Aggregate::parse(options.aggregate, comm.size())) {}
 
-// A robust rule, computed by slices: the coordinates are cut into W slices of L = ceil(n / W);
-// worker k receives slice k of every gradient (an all-to-all of (W-1) L floats per worker),
+// A robust rule, computed by slices: the coordinates are cut into W slices of L = ceil(n / W)
+// (the last ones zero-padded); an all-to-all gives worker k slice k of every gradient, worker k
 // applies the rule to it, and an all-gather of the W results gives every worker the whole
-// aggregate. Each coordinate is computed once, by one worker, from the W values in rank order, so
-// every replica ends with the same bits; the bytes are those of the ring, 2 (W-1) L per worker.
-// Tags: make_tag(strategy, kRobustSequence, step mod 2^24), one message per ordered pair and step.
-// krum compares whole gradients: each worker computes the squared distances over its slice, an
-// all-reduce sums them (W x W doubles), every worker makes the same choice, and its slice of the
-// chosen gradient goes into the all-gather.
-void AllreduceStrategy::robust_aggregate(std::span<float> grads, std::int64_t step) {
-  constexpr std::uint32_t kRobustSequence = 0x41520000;  // "AR"
-  runtime::Context& ctx = comm_.context();
-  const int w = comm_.size(), me = comm_.rank();
+// aggregate. Each coordinate is computed once, from the W values in rank order, so every replica
+// ends with the same bits; the bytes are the ring's, 2 (W-1) L per worker. krum compares whole
+// gradients: the squared distances over each slice are summed by an all-reduce of W x W doubles,
+// every worker makes the same choice, and contributes its slice of the chosen gradient.
+void AllreduceStrategy::robust_aggregate(std::span<float> grads) {
+  const int w = comm_.size();
   const std::size_t n = grads.size(), len = (n + static_cast<std::size_t>(w) - 1) / static_cast<std::size_t>(w);
-  const auto slice = [&](int k) {
-    const std::size_t begin = std::min(n, static_cast<std::size_t>(k) * len);
-    return std::pair(begin, std::min(n, begin + len) - begin);
-  };
-  const runtime::Tag tag = runtime::make_tag(runtime::TagKind::strategy, kRobustSequence,
-                                             static_cast<std::uint32_t>(step & 0xFFFFFF));
-  const auto [mine, mine_len] = slice(me);
-  gathered_.assign(len * static_cast<std::size_t>(w), 0.0f);  // W rows of my slice, zero-padded
-  std::vector<core::Work> works;
-  for (int p = 0; p < w; ++p) {
-    if (p == me) continue;
-    works.push_back(ctx.recv(p, tag, core::MutableView(std::span<float>(gathered_).subspan(p * len, mine_len))));
-  }
-  for (int p = 0; p < w; ++p) {
-    if (p == me) continue;
-    const auto [begin, count] = slice(p);
-    works.push_back(ctx.send(p, tag, core::ConstView(std::span<const float>(grads).subspan(begin, count))));
-  }
-  std::copy_n(grads.begin() + static_cast<std::ptrdiff_t>(mine), mine_len, gathered_.begin() + me * len);
-  for (core::Work& work : works) work.wait();
-  std::vector<float> result(len, 0.0f);
+  padded_.assign(len * static_cast<std::size_t>(w), 0.0f);
+  std::copy(grads.begin(), grads.end(), padded_.begin());
+  gathered_.resize(padded_.size());
+  comm_.alltoall(core::ConstView(std::span<const float>(padded_)), core::MutableView(std::span<float>(gathered_)));
+  std::span<float> result = std::span<float>(padded_).first(len);  // padded_ is free again: reuse it
   if (aggregate_.rule() == AggregateRule::krum) {
-    std::vector<double> distances(static_cast<std::size_t>(w) * static_cast<std::size_t>(w));
-    krum_distances(gathered_, w, distances);
-    comm_.allreduce(core::MutableView(std::span<double>(distances)));
-    const int best = krum_choice(distances, w, aggregate_.tolerated());
-    std::copy_n(gathered_.begin() + best * len, len, result.begin());
+    distances_.resize(static_cast<std::size_t>(w) * static_cast<std::size_t>(w));
+    krum_distances(gathered_, w, distances_);
+    comm_.allreduce(core::MutableView(std::span<double>(distances_)));
+    const int best = krum_choice(distances_, w, aggregate_.tolerated());
+    std::copy_n(gathered_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(best) * len), len,
+                result.begin());
   } else {
     aggregate_.apply(gathered_, w, result);
   }
-  all_results_.resize(len * static_cast<std::size_t>(w));
-  comm_.allgather(core::ConstView(std::span<const float>(result)), core::MutableView(std::span<float>(all_results_)));
-  for (int k = 0; k < w; ++k) {
-    const auto [begin, count] = slice(k);
-    std::copy_n(all_results_.begin() + k * len, count, grads.begin() + static_cast<std::ptrdiff_t>(begin));
-  }
-  ctx.memory_traffic(static_cast<double>(gathered_.size() + 2 * n) * sizeof(float) * 2.0);
+  comm_.allgather(core::ConstView(std::span<const float>(result)), core::MutableView(std::span<float>(gathered_)));
+  std::copy_n(gathered_.begin(), n, grads.begin());
+  comm_.context().memory_traffic(static_cast<double>(gathered_.size()) * sizeof(float) * 6.0);
 }
 
 void AllreduceStrategy::attach(ModelState state) {
@@ -90,7 +57,7 @@ StepOutcome AllreduceStrategy::step(const StepInput& input) {
   const double t0 = ctx.now();
   if (dgc_) return dgc_step(input, t0);
   if (!aggregate_.is_mean())
-    robust_aggregate(input.state.grads, input.step);
+    robust_aggregate(input.state.grads);
   else if (reduce_)
     reduce_->average(core::MutableView(input.state.grads), 0);
   else

@@ -48,11 +48,10 @@ void PsStrategy::with_servers(const char* what, Fn&& fn) {
 
 void PsStrategy::check_options(const StrategyOptions& options, int n) {
   (void)lr_scale(options.lr_semantics, parse_mode(options.mode), n);
-  const Aggregate aggregate = Aggregate::parse(options.aggregate, n);
-  FAST_ENFORCE(aggregate.is_mean() || (options.mode == "sync" && !compresses(options) && !options.dgc),
-               "ps: aggregate '{}' needs mode = sync (a round's gradients together) without compress and dgc; got "
-               "mode = {}, compress = '{}'{}",
-               options.aggregate, options.mode, options.compress, options.dgc ? ", dgc" : "");
+  // (make_strategy's shared checks refused a robust aggregate with a codec or dgc.)
+  FAST_ENFORCE(Aggregate::parse(options.aggregate, n).is_mean() || options.mode == "sync",
+               "ps: aggregate '{}' needs mode = sync (a round's gradients together); got mode = {}",
+               options.aggregate, options.mode);
   if (options.servers < 1 || options.servers > n || options.servers > static_cast<std::int64_t>(kMaxShards))
     FAST_THROW(core::InvalidArgument,
                "ps: option 'servers' must be in [1, {}] (1 to the number of workers; servers are co-located on "

@@ -164,38 +164,44 @@ void Strategy::dgc_sent(compress::Dgc& dgc, compress::ErrorFeedback& feedback, s
   feedback.clear_sent(key);
 }
 
-// The options every strategy shares: aggregate (robust rules: allreduce only) and fault_inject.
+// The options every strategy shares: aggregate (a robust rule: allreduce or ps, each worker's whole
+// gradient, so no codec and no dgc; ps adds mode sync) and fault_inject.
 void check_common(const StrategyOptions& options, int workers) {
-  FAST_ENFORCE(options.aggregate == "mean" || options.name == "allreduce" || options.name == "ps",
-               "aggregate '{}': the robust rules apply to allreduce and ps (mode sync); strategy '{}' takes "
-               "aggregate = mean (docs/faults.md)",
-               options.aggregate, options.name);
+  if (!Aggregate::parse(options.aggregate, workers).is_mean()) {
+    FAST_ENFORCE(options.name == "allreduce" || options.name == "ps",
+                 "aggregate '{}': the robust rules apply to allreduce and ps (mode sync); strategy '{}' takes "
+                 "aggregate = mean (docs/faults.md)",
+                 options.aggregate, options.name);
+    FAST_ENFORCE(!Strategy::compresses(options) && !options.dgc,
+                 "aggregate '{}': the robust rules combine every worker's whole gradient; they do not go with "
+                 "compress = '{}'{} (use aggregate = mean)",
+                 options.aggregate, options.compress, options.dgc ? " and dgc" : "");
+  }
   (void)FaultInjection::parse(options.fault_inject, workers);
 }
 
-void check_strategy_options(const StrategyOptions& options, int workers) {
+// The registry entry of options.name, after the checks every strategy shares; InvalidArgument
+// listing the names for an unknown one.
+const Entry& checked_entry(const StrategyOptions& options, int workers) {
   for (const Entry& e : registry())
     if (e.name == options.name) {
       validate_dgc(options);
       check_common(options, workers);
-      (void)parse_sparse_reduce(options.sparse_allreduce);
-      (void)compress::make_codec(options.compress);
-      e.check(options, workers);
-      return;
+      return e;
     }
   FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'; expected one of: {}", options.name,
              fmt::join(strategy_names(), ", "));
 }
 
+void check_strategy_options(const StrategyOptions& options, int workers) {
+  const Entry& e = checked_entry(options, workers);
+  (void)parse_sparse_reduce(options.sparse_allreduce);
+  (void)compress::make_codec(options.compress);
+  e.check(options, workers);
+}
+
 std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm) {
-  for (const Entry& e : registry())
-    if (e.name == options.name) {
-      validate_dgc(options);
-      check_common(options, comm.size());
-      return e.make(options, comm);
-    }
-  FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'; expected one of: {}", options.name,
-             fmt::join(strategy_names(), ", "));
+  return checked_entry(options, comm.size()).make(options, comm);
 }
 
 }  // namespace fast::strategy

@@ -127,6 +127,23 @@ TEST(Allgather, ConcatenatesInRankOrder) {
   }
 }
 
+// Block i of member r's input is r * 100 + i (two values each): member r receives i * 100 + r.
+TEST(Alltoall, BlockIOfEveryMemberReachesMemberI) {
+  for (int n : {1, 2, 3, 4, 7}) {
+    runtime::threads::World world({.size = n});
+    world.run([n](Context& ctx) {
+      const int r = ctx.rank();
+      std::vector<float> in(2 * n), out(2 * n, -1);
+      for (int i = 0; i < n; ++i) in[2 * i] = in[2 * i + 1] = static_cast<float>(r * 100 + i);
+      Communicator(ctx).alltoall(core::ConstView(std::span<const float>(in)), core::MutableView(std::span<float>(out)));
+      for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(out[2 * i], static_cast<float>(i * 100 + r)) << "n=" << n << " r=" << r << " from " << i;
+        ASSERT_EQ(out[2 * i + 1], static_cast<float>(i * 100 + r));
+      }
+    });
+  }
+}
+
 TEST(Barrier, NoRankLeavesBeforeAllEntered) {
   for (int n : {1, 2, 3, 6, 8}) {
     std::atomic<int> entered{0};

@@ -8,13 +8,13 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "config.hpp"
 #include "report.hpp"
+#include "text_file.hpp"
 #include "fast/core/error.hpp"
 
 namespace fast::cli {
@@ -23,13 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  FAST_ENFORCE_AS(core::IoError, out.good(), "fast compare: cannot write '{}'", path.string());
-  out << text;
-  out.flush();
-  FAST_ENFORCE_AS(core::IoError, out.good(), "fast compare: writing '{}' failed", path.string());
-}
+void write_file(const fs::path& path, const std::string& text) { write_text_file(path, text, "fast compare"); }
 
 std::string toml_string(const std::string& s) {
   std::string quoted = "\"";
@@ -47,13 +41,6 @@ void write_tables(const fs::path& out, const std::vector<RunResult>& results) {
   // report.html, from the metrics files of the runs done so far (none when the runs write none).
   if (const std::vector<ReportRun> runs = read_compare_runs(out); !runs.empty())
     write_report_page(runs, out / "report.html", fs::absolute(out).lexically_normal().filename().string());
-}
-
-std::string read_all(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 std::string optional_seconds(const nlohmann::json& v) {
@@ -219,7 +206,7 @@ std::vector<RunResult> run_comparison(const std::vector<RunSpec>& specs, const C
     std::string label = specs[i].label;
     std::replace(label.begin(), label.end(), '\n', ' ');
     const std::string config = "# run: " + label + "\n" + config_toml(specs[i].options);
-    const bool same_config = fs::exists(dir / "config.toml") && read_all(dir / "config.toml") == config;
+    const bool same_config = fs::exists(dir / "config.toml") && read_text_file(dir / "config.toml", "fast compare") == config;
     write_file(dir / "config.toml", config);
     for (int k = 1; k <= options.repeat; ++k) {
       Task t{i, k, specs[i].options};

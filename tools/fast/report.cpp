@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
+#include "text_file.hpp"
 
 namespace fast::cli {
 
@@ -15,13 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  FAST_ENFORCE_AS(core::IoError, in.good(), "fast report: cannot read '{}'", file.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_text(const fs::path& file) { return read_text_file(file, "fast report"); }
 
 // Appends the records of one JSONL file; a malformed line names the file and line.
 void read_records(const fs::path& file, std::vector<json>& into) {

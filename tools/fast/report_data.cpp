@@ -2,12 +2,12 @@
 // the series the page draws.
 
 #include <algorithm>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
 #include "report.hpp"
+#include "text_file.hpp"
 
 namespace fast::cli {
 
@@ -141,12 +141,7 @@ fs::path write_report(const fs::path& dir, const fs::path& out) {
 }
 
 void write_report_page(const std::vector<ReportRun>& runs, const fs::path& target, const std::string& title) {
-  const std::string page = report_html(report_data(runs, title));
-  std::ofstream f(target, std::ios::binary | std::ios::trunc);
-  FAST_ENFORCE_AS(core::IoError, f.good(), "fast report: cannot write '{}'", target.string());
-  f << page;
-  f.flush();
-  FAST_ENFORCE_AS(core::IoError, f.good(), "fast report: writing '{}' failed", target.string());
+  write_text_file(target, report_html(report_data(runs, title)), "fast report");
 }
 
 }  // namespace fast::cli

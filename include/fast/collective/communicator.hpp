@@ -78,6 +78,10 @@ class Communicator {
   // out = concatenation over the members, in rank order, of each one's `in`
   // (out.numel() == in.numel() * group_size()).
   void allgather(core::ConstView in, core::MutableView out);
+  // Personalised exchange: `in` holds group_size() equal blocks, block i for the i-th member;
+  // `out` (same length and dtype) receives block i from the i-th member, its own block copied.
+  // Each pair exchanges directly (group_size() - 1 messages sent per member). Blocking.
+  void alltoall(core::ConstView in, core::MutableView out);
   // Returns once every member has entered the barrier.
   void barrier();
 

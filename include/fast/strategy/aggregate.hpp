@@ -12,9 +12,10 @@
 //                   to the least (Blanchard et al., "Machine learning with adversaries: Byzantine
 //                   tolerant gradient descent", NeurIPS 2017); needs W > 2F + 2
 //
-// Every rule but mean needs all W gradients on every worker (an all-gather of W x n floats instead
-// of the ring's 2n); each worker then computes the same result from the same bytes, in the same
-// order, so replicas stay identical. Non-finite values: median and trimmed-mean order NaN after
+// Every rule but mean needs the W values of each coordinate in one place: `allreduce` cuts the
+// coordinates into W slices (an all-to-all, the rule on one slice each, an all-gather), `ps` sync
+// applies it on the servers. The result depends only on the W values in rank order, so replicas
+// stay identical. Non-finite values: median and trimmed-mean order NaN after
 // every number (so a NaN is trimmed like a very large value), krum gives a gradient with a
 // non-finite value an infinite score (never chosen while a finite one exists).
 //

@@ -28,8 +28,6 @@ namespace fast::strategy {
 class AllreduceStrategy final : public Strategy {
  public:
   AllreduceStrategy(const StrategyOptions& options, collective::Communicator& comm);
-  // The aggregate rule for `workers`, and that a robust one comes without compress and dgc.
-  static void check_options(const StrategyOptions& options, int workers);
   std::string_view name() const override { return "allreduce"; }
   StepOutcome step(const StepInput& input) override;
   // Replicas are identical: the representative model is this worker's own parameters.
@@ -42,15 +40,18 @@ class AllreduceStrategy final : public Strategy {
   StepOutcome dgc_step(const StepInput& input, double t0);
   // A robust aggregate by slices of the coordinates: an all-to-all, the rule on one slice (krum:
   // with the distances summed over the slices by an all-reduce), an all-gather.
-  void robust_aggregate(std::span<float> grads, std::int64_t step);
+  void robust_aggregate(std::span<float> grads);
 
   StrategyOptions options_;
   std::unique_ptr<collective::CodecAllreduce> reduce_;  // with a codec
   std::unique_ptr<compress::Dgc> dgc_;                  // with dgc
   std::unique_ptr<optim::Optimizer> dgc_update_;        // with dgc: plain SGD
   Aggregate aggregate_;                                 // mean: the ring all-reduce
-  std::vector<float> gathered_;                         // robust aggregate: my slice of every gradient
-  std::vector<float> all_results_;                      // robust aggregate: every worker's slice result
+  // Robust aggregate buffers, W x ceil(n / W) floats, kept across steps: the padded gradient (then
+  // this worker's slice result), my slice of every gradient (then every slice result); krum's W x W.
+  std::vector<float> padded_;
+  std::vector<float> gathered_;
+  std::vector<double> distances_;
 };
 
 }  // namespace fast::strategy

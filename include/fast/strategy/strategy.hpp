@@ -121,6 +121,8 @@ struct StepOutcome {
 
 class Strategy {
  public:
+  // Whether options.compress names a codec other than "none".
+  static bool compresses(const StrategyOptions& options);
   virtual ~Strategy() = default;
   virtual std::string_view name() const = 0;
   // Collective, once, from the Worker's constructor before the first step: this worker's replica
@@ -173,8 +175,6 @@ class Strategy {
   // Strategies that send states through a codec call it in attach(), so the references both ends
   // of a link keep start from the same model.
   std::vector<float> common_start(ModelState state);
-  // Whether options.compress names a codec other than "none".
-  static bool compresses(const StrategyOptions& options);
   // Window options that send through options.compress, metered by this strategy; layout (when
   // not null) must outlive the window.
   collective::WindowOptions codec_window(const StrategyOptions& options, const core::Layout* layout = nullptr);

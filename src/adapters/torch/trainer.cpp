@@ -59,7 +59,7 @@ int workers_on_host(const TrainOptions& o) {
   return static_cast<int>(here) * o.process.workers_per_process;
 }
 
-// An output file: not a folder, and its folder exists or can be made.
+// An output file must not be a folder (it would fail only when written, after training).
 void check_output_file(const std::filesystem::path& file, const char* key) {
   if (file.empty()) return;
   FAST_ENFORCE(!std::filesystem::is_directory(file), "{}: '{}' is a folder; expected a file path", key,
@@ -152,10 +152,11 @@ class TorchWorker final : public ModelSide {
   }
   metrics::EvalRecord evaluate(bool final_round) override { return record(evaluator_->run(final_round)); }
   metrics::EvalRecord snapshot() override { return record(evaluator_->snapshot_round()); }
-  // The evaluated model's norm, for the record (the evaluator's representative is what it scored).
   std::span<const float> representative() const override { return evaluator_->representative(); }
 
  private:
+  // The record of an evaluation; param_norm is the norm of the model it scored (the evaluator's
+  // representative).
   metrics::EvalRecord record(const RoundResult& r) const {
     return {.accuracy = r.representative.accuracy,
             .loss = r.representative.loss,
@@ -277,13 +278,13 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   // only fail (or give a NaN accuracy) at the first evaluation, after training.
   FAST_ENFORCE(data.test->size() >= 1, "data_dir '{}': the test set (t10k-*) is empty; expected at least one image",
                data_dir.string());
-  if (const int world = world_before_launch(options); world > 0)
+  if (const int world = world_before_launch(options); world > 0) {
     FAST_ENFORCE(data.test->size() >= world,
                  "data_dir '{}': the test set has {} images, fewer than the {} workers that each score a slice of it",
                  data_dir.string(), data.test->size(), world);
-  // Enough samples for one step of every worker (checked again by each worker's loader).
-  if (const int world = world_before_launch(options); world > 0)
+    // Enough samples for one step of every worker (checked again by each worker's loader).
     (void)ShardedLoader(data.train, 0, world, options.batch, options.seed);
+  }
   const std::vector<float> initial = initial_parameters(options.model, options.seed);
   // Intra-op threads: this process's cores divided among its workers, under sim as under threads.
   // Under sim one actor runs at a time, but each actor is an OS thread with its own OpenMP team,
