@@ -6,6 +6,8 @@
 
 #include "fast/core/error.hpp"
 #include "fast/runtime/native_collectives.hpp"
+#include "allreduce_algorithms.hpp"
+#include "group_ops.hpp"
 
 namespace fast::collective {
 
@@ -17,56 +19,12 @@ using runtime::TagKind;
 
 namespace {
 
-// Element range [begin, end) of piece `piece` of segment `segment` when `numel` elements are cut
-// into `segments` near-equal segments, each cut into `pieces` near-equal pieces. Every worker
-// computes the same ranges.
-struct Range {
-  std::size_t begin, end;
-  std::size_t size() const { return end - begin; }
-};
-Range piece_range(std::size_t numel, int segments, int segment, std::size_t pieces, std::size_t piece) {
-  const std::size_t s_begin = numel * static_cast<std::size_t>(segment) / static_cast<std::size_t>(segments);
-  const std::size_t s_end = numel * static_cast<std::size_t>(segment + 1) / static_cast<std::size_t>(segments);
-  const std::size_t len = s_end - s_begin;
-  return {s_begin + len * piece / pieces, s_begin + len * (piece + 1) / pieces};
-}
-
-int wrap(int value, int n) { return ((value % n) + n) % n; }
-
-void scale(MutableView v, double factor) {
-  if (v.dtype() == core::DType::f32) {
-    const float f = static_cast<float>(factor);
-    for (float& x : v.as<float>()) x *= f;
-  } else {
-    for (double& x : v.as<double>()) x *= factor;
-  }
-}
-
-// Runs body; whether it returns or throws, waits for every operation in `pending` before leaving,
-// so no send or receive still touches the caller's memory afterwards. Rethrows body's error first,
-// else the first error of the operations.
-template <typename Body>
-void run_then_drain(Body&& body, std::initializer_list<std::vector<Work>*> pending) {
-  try {
-    body();
-  } catch (...) {
-    for (std::vector<Work>* works : pending) {
-      try {
-        core::wait_all(*works);
-      } catch (const std::exception&) {
-        // body's error wins. Only std exceptions are swallowed: the sim runtime kills an actor by
-        // unwinding it with simgrid::ForcefulKillException, which must go through.
-      }
-    }
-    throw;
-  }
-  for (std::vector<Work>* works : pending) core::wait_all(*works);
-}
-
-void check_reducible(const MutableView& data) {
-  FAST_ENFORCE(data.dtype() == core::DType::f32 || data.dtype() == core::DType::f64,
-               "allreduce: expected f32 or f64 data, got {}", core::name_of(data.dtype()));
-}
+using detail::piece_range;
+using detail::Range;
+using detail::run_then_drain;
+using detail::scale;
+using detail::wrap;
+using detail::check_reducible;
 
 std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::size_t chunk_bytes) {
   const std::size_t segment = (numel + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
@@ -76,7 +34,15 @@ std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::si
 
 }  // namespace
 
-Communicator::Communicator(runtime::Context& ctx) : ctx_(ctx) {
+Communicator::Communicator(runtime::Context& ctx, CommunicatorOptions options)
+    : ctx_(ctx), default_algorithm_(options.allreduce_algorithm) {
+  if (options.network) network_ = *options.network;
+  else if (auto model = ctx.network_model()) network_ = *model;
+  else network_ = default_network();
+  FAST_ENFORCE(network_.bandwidth_bytes_per_second > 0 && network_.latency_seconds >= 0 &&
+                   network_.local_bytes_per_second >= 0,
+               "communicator: the network needs a positive bandwidth and latency >= 0, got {} B/s and {} s",
+               network_.bandwidth_bytes_per_second, network_.latency_seconds);
   members_.reserve(static_cast<std::size_t>(ctx.size()));
   for (int r = 0; r < ctx.size(); ++r) members_.push_back(r);
   index_ = ctx.rank();
@@ -100,6 +66,7 @@ runtime::NativeCollectives* Communicator::native() const {
 
 void Communicator::native_allreduce(runtime::NativeCollectives& native, std::uint64_t ticket, MutableView data,
                                     ReduceOp op) {
+  counts_[static_cast<std::size_t>(AllreduceAlgorithm::automatic)].fetch_add(1, std::memory_order_relaxed);
   native.allreduce_sum(ticket, data);
   if (op == ReduceOp::avg) scale(data, 1.0 / group_size());
 }
@@ -111,7 +78,7 @@ void Communicator::allreduce(MutableView data, const AllreduceOptions& options) 
     native_allreduce(*n, n->reserve(), data, options.op);
     return;
   }
-  ring_allreduce(data, options, sequence);
+  run_allreduce(data, options, sequence);
 }
 
 Work Communicator::allreduce_async(MutableView data, AllreduceOptions options) {
@@ -121,7 +88,59 @@ Work Communicator::allreduce_async(MutableView data, AllreduceOptions options) {
     const std::uint64_t ticket = n->reserve();
     return ctx_.spawn("allreduce", [this, n, ticket, data, op = options.op] { native_allreduce(*n, ticket, data, op); });
   }
-  return ctx_.spawn("allreduce", [this, data, options, sequence] { ring_allreduce(data, options, sequence); });
+  return ctx_.spawn("allreduce", [this, data, options, sequence] { run_allreduce(data, options, sequence); });
+}
+
+AllreduceAlgorithm Communicator::resolve(std::size_t bytes, const AllreduceOptions& options) const {
+  const AllreduceAlgorithm asked =
+      options.algorithm != AllreduceAlgorithm::automatic ? options.algorithm : default_algorithm_;
+  if (asked != AllreduceAlgorithm::automatic) return asked;
+  return choose_allreduce(bytes, group_size(), network_);
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> Communicator::allreduce_counts() const {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (std::size_t a = 0; a < counts_.size(); ++a) {
+    const std::uint64_t c = counts_[a].load(std::memory_order_relaxed);
+    if (c == 0) continue;
+    const auto algorithm = static_cast<AllreduceAlgorithm>(a);
+    out.emplace_back(algorithm == AllreduceAlgorithm::automatic ? std::string("native") : std::string(name_of(algorithm)), c);
+  }
+  return out;
+}
+
+core::Buffer Communicator::take_scratch() {
+  std::lock_guard<std::mutex> lock(scratch_mutex_);
+  if (scratch_pool_.empty()) return {};
+  core::Buffer b = std::move(scratch_pool_.back());
+  scratch_pool_.pop_back();
+  return b;
+}
+
+void Communicator::give_scratch(core::Buffer buffer) {
+  std::lock_guard<std::mutex> lock(scratch_mutex_);
+  scratch_pool_.push_back(std::move(buffer));
+}
+
+void Communicator::run_allreduce(MutableView data, const AllreduceOptions& options, std::uint32_t sequence) {
+  check_reducible(data);
+  const AllreduceAlgorithm algorithm = resolve(data.bytes(), options);
+  counts_[static_cast<std::size_t>(algorithm)].fetch_add(1, std::memory_order_relaxed);
+  if (algorithm == AllreduceAlgorithm::ring) return ring_allreduce(data, options, sequence);
+  core::Buffer scratch = take_scratch();
+  const detail::GroupCall group{ctx_, members_, index_, sequence, scratch};
+  try {
+    switch (algorithm) {
+      case AllreduceAlgorithm::recursive_doubling: detail::recursive_doubling_allreduce(group, data, options.op); break;
+      case AllreduceAlgorithm::halving_doubling: detail::halving_doubling_allreduce(group, data, options.op); break;
+      case AllreduceAlgorithm::tree: detail::tree_allreduce(group, data, options.op); break;
+      default: FAST_THROW(core::InvalidArgument, "allreduce: no algorithm '{}'", name_of(algorithm));
+    }
+  } catch (...) {
+    give_scratch(std::move(scratch));
+    throw;
+  }
+  give_scratch(std::move(scratch));
 }
 
 // Ring all-reduce: n-1 reduce-scatter steps then n-1 all-gather steps. At global step g

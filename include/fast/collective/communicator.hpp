@@ -26,12 +26,18 @@
 // ring algorithms, piece for broadcast, round for the barrier, 0 for neighbor_average (one message
 // per directed edge).
 
+#include <array>
 #include <atomic>
 #include <cstddef>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "fast/collective/allreduce_algorithm.hpp"
 #include "fast/core/buffer.hpp"
 #include "fast/core/tensor_view.hpp"
 #include "fast/core/work.hpp"
@@ -48,11 +54,23 @@ struct AllreduceOptions {
   // the threads runtime (docs/benchmarks.md): in one process a piece costs a wake-up and there is
   // no link latency to hide.
   std::size_t chunk_bytes = std::size_t{4} << 20;
+  // automatic: the Communicator's allreduce_algorithm (CommunicatorOptions), itself automatic by
+  // default: choose_allreduce by the message size, the group size and the network.
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::automatic;
+};
+
+struct CommunicatorOptions {
+  // The all-reduce algorithm when a call leaves it automatic (allreduce_algorithm = ... in
+  // `fast train`); automatic chooses per call (fast/collective/allreduce_algorithm.hpp).
+  AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::automatic;
+  // The network the automatic choice assumes. Unset: the runtime's (Context::network_model: sim
+  // reads its cluster), else default_network(). Must be the same on every worker.
+  std::optional<runtime::NetworkModel> network;
 };
 
 class Communicator {
  public:
-  explicit Communicator(runtime::Context& ctx);
+  explicit Communicator(runtime::Context& ctx, CommunicatorOptions options = {});
 
   runtime::Context& context() const noexcept { return ctx_; }
   // This worker's rank and the number of workers in the world (not in the group).
@@ -82,6 +100,15 @@ class Communicator {
   // `out` (same length and dtype) receives block i from the i-th member, its own block copied.
   // Each pair exchanges directly (group_size() - 1 messages sent per member). Blocking.
   void alltoall(core::ConstView in, core::MutableView out);
+  // The network the automatic all-reduce choice assumes (see CommunicatorOptions::network).
+  const runtime::NetworkModel& network() const noexcept { return network_; }
+  // The algorithm allreduce() runs for `bytes` bytes among the current group with these options
+  // ("native" calls are not algorithms of this list: see allreduce_counts).
+  AllreduceAlgorithm resolve(std::size_t bytes, const AllreduceOptions& options = {}) const;
+  // How many all-reduces ran with each algorithm so far, by name (name_of; "native" for the
+  // runtime's own), names with a count of 0 left out. Thread-safe.
+  std::vector<std::pair<std::string, std::uint64_t>> allreduce_counts() const;
+
   // Returns once every member has entered the barrier.
   void barrier();
 
@@ -106,10 +133,22 @@ class Communicator {
   void native_allreduce(runtime::NativeCollectives& native, std::uint64_t ticket, core::MutableView data,
                         ReduceOp op);
   void ring_allreduce(core::MutableView data, const AllreduceOptions& options, std::uint32_t sequence);
+  // Runs the resolved algorithm (every one but the ring in allreduce_algorithms.cpp).
+  void run_allreduce(core::MutableView data, const AllreduceOptions& options, std::uint32_t sequence);
+  // Scratch space for one call of the algorithms that receive into a buffer; calls may overlap
+  // (allreduce_async), so each takes its own and gives it back.
+  core::Buffer take_scratch();
+  void give_scratch(core::Buffer buffer);
 
   runtime::Context& ctx_;
   std::atomic<std::uint32_t> sequence_{0};
   std::vector<core::Buffer> scratch_;  // neighbor_average: one receive buffer per in-neighbour
+  runtime::NetworkModel network_;      // what the automatic choice assumes
+  AllreduceAlgorithm default_algorithm_ = AllreduceAlgorithm::automatic;
+  // all-reduces run, by algorithm (index: AllreduceAlgorithm; automatic's slot counts native calls)
+  std::array<std::atomic<std::uint64_t>, 5> counts_{};
+  std::mutex scratch_mutex_;
+  std::vector<core::Buffer> scratch_pool_;
   std::vector<int> members_;           // the group, in rank order
   int index_ = 0;                      // this worker's index in members_
 };

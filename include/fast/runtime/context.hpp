@@ -47,6 +47,7 @@
 #include "fast/core/buffer.hpp"
 #include "fast/core/tensor_view.hpp"
 #include "fast/core/work.hpp"
+#include "fast/runtime/network_model.hpp"
 #include "fast/runtime/sync.hpp"
 #include "fast/runtime/tag.hpp"
 
@@ -146,6 +147,11 @@ class Context {
   // or the run chose FAST's (LaunchOptions::collectives = "fast"). Owned by the runtime; valid
   // while the worker runs. mpi offers them; threads, sim and zmq do not.
   virtual NativeCollectives* native_collectives() { return nullptr; }
+
+  // What this runtime knows of its network (network_model.hpp), the same on every worker, or
+  // nothing: sim derives it from its cluster (the slowest of the routes it samples); the real
+  // runtimes know nothing and the collectives assume a configured or default model.
+  virtual std::optional<NetworkModel> network_model() const { return std::nullopt; }
 };
 
 // Checks peer is a valid rank of ctx, naming `what` in the error.

@@ -230,3 +230,9 @@ LinkStats SimContext::link_stats(int peer) const {
 }
 
 }  // namespace fast::runtime::sim
+
+namespace fast::runtime::sim {
+
+std::optional<NetworkModel> SimContext::network_model() const { return world_.network_model(); }
+
+}  // namespace fast::runtime::sim

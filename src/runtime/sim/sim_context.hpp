@@ -42,6 +42,7 @@ class SimContext final : public Context {
   std::string runtime_name() const override { return "sim"; }
   bool alive(int peer) const override;
   void ensure_alive(int peer) const override;
+  std::optional<NetworkModel> network_model() const override;
 
  private:
   core::Work post_recv(std::shared_ptr<RecvOp> op);

@@ -2,7 +2,10 @@
 
 #include <simgrid/s4u/Engine.hpp>
 
+#include <simgrid/s4u/Link.hpp>
+
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -22,6 +25,38 @@ WorldState::WorldState(std::vector<simgrid::s4u::Host*> hosts, double op_timeout
 }
 
 WorldState::~WorldState() = default;
+
+namespace {
+// Latency and bandwidth of the route from a to b (bandwidth: its slowest link).
+NetworkModel route_model(simgrid::s4u::Host* a, simgrid::s4u::Host* b) {
+  std::vector<simgrid::s4u::Link*> links;
+  double latency = 0;
+  a->route_to(b, links, &latency);
+  double bandwidth = std::numeric_limits<double>::infinity();
+  for (const simgrid::s4u::Link* link : links) bandwidth = std::min(bandwidth, link->get_bandwidth());
+  if (links.empty()) bandwidth = 1e12;  // a route without links costs nothing but its latency
+  return {.latency_seconds = latency, .bandwidth_bytes_per_second = bandwidth};
+}
+}  // namespace
+
+const NetworkModel& WorldState::network_model() {
+  if (network_) return *network_;
+  NetworkModel worst{.latency_seconds = 0, .bandwidth_bytes_per_second = std::numeric_limits<double>::infinity()};
+  bool any = false;
+  auto consider = [&](std::size_t a, std::size_t b) {
+    if (hosts_[a] == hosts_[b]) return;
+    const NetworkModel m = route_model(hosts_[a], hosts_[b]);
+    worst.latency_seconds = std::max(worst.latency_seconds, m.latency_seconds);
+    worst.bandwidth_bytes_per_second = std::min(worst.bandwidth_bytes_per_second, m.bandwidth_bytes_per_second);
+    any = true;
+  };
+  const std::size_t n = hosts_.size();
+  for (std::size_t k = 1; k < n && k <= 64; ++k) consider(0, k);
+  if (n > 1) consider(n - 1, 0);
+  if (!any) worst = route_model(hosts_[0], hosts_[0]);
+  network_ = worst;
+  return *network_;
+}
 
 double WorldState::now() const { return simgrid::s4u::Engine::get_clock() - start_; }
 

@@ -10,8 +10,11 @@
 #include <simgrid/s4u/Exec.hpp>
 #include <simgrid/s4u/Host.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "fast/runtime/network_model.hpp"
 
 namespace fast::runtime::sim {
 
@@ -31,6 +34,11 @@ class WorldState {
   double now() const;
   simgrid::s4u::Host* host(int rank) const { return hosts_[static_cast<std::size_t>(rank)]; }
   Inbox& inbox(int rank) { return *inboxes_[static_cast<std::size_t>(rank)]; }
+
+  // The network between the workers' hosts: the largest latency and the smallest bandwidth of the
+  // routes from worker 0 to up to 64 others, and from the last worker to worker 0 (computed once,
+  // on first use). Loopback when every worker shares one host.
+  const NetworkModel& network_model();
 
   bool aborted() const noexcept { return aborted_; }
   // First call wins: records why and which rank failed, then wakes every waiter.
@@ -58,6 +66,7 @@ class WorldState {
  private:
   std::vector<simgrid::s4u::Host*> hosts_;
   std::vector<std::unique_ptr<Inbox>> inboxes_;
+  std::optional<NetworkModel> network_;
   double op_timeout_;
   double memory_bandwidth_ = 0;
   double start_;

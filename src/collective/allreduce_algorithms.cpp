@@ -1,0 +1,197 @@
+#include "allreduce_algorithms.hpp"
+
+#include "fast/core/error.hpp"
+#include "group_ops.hpp"
+
+namespace fast::collective::detail {
+
+using core::MutableView;
+using core::Work;
+using runtime::make_tag;
+using runtime::TagKind;
+
+namespace {
+
+constexpr std::uint32_t kFoldDetail = 100;    // a folded member's vector to its partner
+constexpr std::uint32_t kUnfoldDetail = 101;  // the result back to the folded member
+constexpr std::uint32_t kBroadcastDetail = 200;  // tree: + round, the broadcast phase
+
+runtime::Tag tag_of(const GroupCall& g, std::uint32_t detail) {
+  return make_tag(TagKind::collective, g.sequence, detail);
+}
+
+int rank_at(const GroupCall& g, int index) { return g.members[static_cast<std::size_t>(index)]; }
+
+MutableView scratch_for(const GroupCall& g, std::size_t numel, core::DType dtype) {
+  if (g.scratch.numel() < numel || g.scratch.dtype() != dtype) g.scratch.resize(numel, dtype);
+  return g.scratch.view().slice(0, numel);
+}
+
+// Sends `mine` to `peer` and receives the same number of elements from it into scratch, then adds
+// them into `mine` (after the peer has read it: its memory may be read in place).
+void exchange_add(const GroupCall& g, int peer, std::uint32_t detail, MutableView mine) {
+  if (mine.numel() == 0) return;
+  MutableView theirs = scratch_for(g, mine.numel(), mine.dtype());
+  std::vector<Work> ops;
+  ops.reserve(2);
+  run_then_drain([&] {
+    ops.push_back(g.ctx.send(peer, tag_of(g, detail), mine));
+    ops.push_back(g.ctx.recv(peer, tag_of(g, detail), theirs));
+    core::wait_all(ops);
+  }, {&ops});
+  add_into(mine, theirs);
+}
+
+// Sends `out` to `peer` and receives `in` from it (copy), both in place.
+void exchange_copy(const GroupCall& g, int peer, std::uint32_t detail, core::ConstView out, MutableView in) {
+  std::vector<Work> ops;
+  ops.reserve(2);
+  run_then_drain([&] {
+    if (out.numel() > 0) ops.push_back(g.ctx.send(peer, tag_of(g, detail), out));
+    if (in.numel() > 0) ops.push_back(g.ctx.recv(peer, tag_of(g, detail), in));
+    core::wait_all(ops);
+  }, {&ops});
+}
+
+void send_all(const GroupCall& g, int peer, std::uint32_t detail, core::ConstView data) {
+  if (data.numel() > 0) g.ctx.send(peer, tag_of(g, detail), data).wait();
+}
+
+void recv_all(const GroupCall& g, int peer, std::uint32_t detail, MutableView data) {
+  if (data.numel() > 0) g.ctx.recv(peer, tag_of(g, detail), data).wait();
+}
+
+// Folding of a group of n members onto p = 2^floor(log2 n): among the first 2(n - p) members,
+// each even index hands its vector to the next odd one, which adds it, and sits out. Members
+// that take part get a virtual index in [0, p): odd i < 2(n-p) -> i / 2, i >= 2(n-p) -> i - (n-p).
+struct Fold {
+  int p = 1;       // members taking part
+  int extra = 0;   // n - p
+  int virtual_index = -1;  // -1: this member sits out
+  int real(int v) const { return v < extra ? 2 * v + 1 : v + extra; }
+};
+
+Fold fold_in(const GroupCall& g, MutableView data) {
+  const int n = static_cast<int>(g.members.size());
+  Fold f;
+  while (f.p * 2 <= n) f.p *= 2;
+  f.extra = n - f.p;
+  const int i = g.index;
+  if (i < 2 * f.extra) {
+    if (i % 2 == 0) {
+      send_all(g, rank_at(g, i + 1), kFoldDetail, data);
+      return f;  // sits out
+    }
+    if (data.numel() > 0) {
+      MutableView theirs = scratch_for(g, data.numel(), data.dtype());
+      recv_all(g, rank_at(g, i - 1), kFoldDetail, theirs);
+      add_into(data, theirs);
+    }
+    f.virtual_index = i / 2;
+  } else {
+    f.virtual_index = i - f.extra;
+  }
+  return f;
+}
+
+// The result to (odd member) or from (even member, sitting out) the folding partner.
+void fold_out(const GroupCall& g, const Fold& f, MutableView data) {
+  const int i = g.index;
+  if (i >= 2 * f.extra) return;
+  if (i % 2 == 0)
+    recv_all(g, rank_at(g, i + 1), kUnfoldDetail, data);
+  else
+    send_all(g, rank_at(g, i - 1), kUnfoldDetail, data);
+}
+
+}  // namespace
+
+// Round k (distance d = 2^k): exchange the whole vector with virtual partner v xor d and add.
+void recursive_doubling_allreduce(const GroupCall& g, MutableView data, ReduceOp op) {
+  const int n = static_cast<int>(g.members.size());
+  if (n == 1 || data.numel() == 0) return;
+  const Fold f = fold_in(g, data);
+  if (f.virtual_index >= 0) {
+    std::uint32_t round = 0;
+    for (int d = 1; d < f.p; d *= 2, ++round)
+      exchange_add(g, rank_at(g, f.real(f.virtual_index ^ d)), round, data);
+    if (op == ReduceOp::avg) scale(data, 1.0 / n);
+  }
+  fold_out(g, f, data);
+}
+
+// Reduce-scatter by recursive halving: at distance d = p/2, p/4, ..., 1 the current range is cut in
+// two halves; the member whose bit d is 0 keeps the lower half and sends the upper one, its
+// partner the reverse, and each adds what it receives into the half it keeps. Then each member
+// owns the sum of one block of about m/p elements, scales it for an average, and the all-gather by
+// recursive doubling (d = 1, 2, ..., p/2) trades owned ranges back until everyone has everything.
+void halving_doubling_allreduce(const GroupCall& g, MutableView data, ReduceOp op) {
+  const int n = static_cast<int>(g.members.size());
+  if (n == 1 || data.numel() == 0) return;
+  const Fold f = fold_in(g, data);
+  if (f.virtual_index >= 0) {
+    const int v = f.virtual_index;
+    std::vector<Range> parents;  // the range before each halving step, outermost first
+    Range mine{0, data.numel()};
+    std::uint32_t round = 0;
+    for (int d = f.p / 2; d >= 1; d /= 2, ++round) {
+      parents.push_back(mine);
+      const std::size_t mid = mine.begin + mine.size() / 2;
+      const bool lower = (v & d) == 0;
+      const Range keep = lower ? Range{mine.begin, mid} : Range{mid, mine.end};
+      const Range give = lower ? Range{mid, mine.end} : Range{mine.begin, mid};
+      const int peer = rank_at(g, f.real(v ^ d));
+      MutableView theirs = scratch_for(g, keep.size(), data.dtype());
+      exchange_copy(g, peer, round, data.slice(give.begin, give.size()), theirs);
+      add_into(data.slice(keep.begin, keep.size()), theirs);
+      mine = keep;
+    }
+    if (op == ReduceOp::avg) scale(data.slice(mine.begin, mine.size()), 1.0 / n);
+    for (int d = 1; d < f.p; d *= 2, ++round) {
+      const Range parent = parents.back();
+      parents.pop_back();
+      const Range other = mine.begin == parent.begin ? Range{mine.end, parent.end} : Range{parent.begin, mine.begin};
+      exchange_copy(g, rank_at(g, f.real(v ^ d)), round, data.slice(mine.begin, mine.size()),
+                    data.slice(other.begin, other.size()));
+      mine = parent;
+    }
+  }
+  fold_out(g, f, data);
+}
+
+// Binomial tree rooted at the first member. Reduce: at distance d = 1, 2, 4, ... a member whose
+// bit d is set sends its partial sum to index - d and is done; the others add what index + d
+// sends. Broadcast: each member receives the result from its parent (index minus its lowest set
+// bit) and forwards it to index + d for each d below that bit, largest first.
+void tree_allreduce(const GroupCall& g, MutableView data, ReduceOp op) {
+  const int n = static_cast<int>(g.members.size());
+  if (n == 1 || data.numel() == 0) return;
+  const int i = g.index;
+  std::uint32_t round = 0;
+  int d = 1;
+  for (; d < n; d *= 2, ++round) {
+    if ((i & d) != 0) {
+      send_all(g, rank_at(g, i - d), round, data);
+      break;
+    }
+    if (i + d < n) {
+      MutableView theirs = scratch_for(g, data.numel(), data.dtype());
+      recv_all(g, rank_at(g, i + d), round, theirs);
+      add_into(data, theirs);
+    }
+  }
+  if (i == 0 && op == ReduceOp::avg) scale(data, 1.0 / n);
+  // Broadcast: the member with lowest set bit d (the root: d = the first power of two >= n)
+  // received at round log2(d) from i - d.
+  if (i != 0) recv_all(g, rank_at(g, i - d), kBroadcastDetail + round, data);
+  std::vector<Work> sends;
+  run_then_drain([&] {
+    std::uint32_t child_round = round;
+    for (int c = d / 2; c >= 1; c /= 2) {
+      --child_round;
+      if (i + c < n) sends.push_back(g.ctx.send(rank_at(g, i + c), tag_of(g, kBroadcastDetail + child_round), data));
+    }
+  }, {&sends});
+}
+
+}  // namespace fast::collective::detail

@@ -1,0 +1,33 @@
+#pragma once
+// The all-reduce algorithms beside the ring (fast/collective/allreduce_algorithm.hpp describes
+// them), run by Communicator::allreduce among its group. Private to the collective layer.
+//
+// Each takes the group (members in rank order, this worker's index), the sequence number the
+// Communicator reserved for the call, and the data (f32 or f64, checked by the caller). Tags:
+// make_tag(TagKind::collective, sequence, detail), detail = the round (below 64) for the exchanges,
+// kFoldDetail and kUnfoldDetail for the folding of non-power-of-two groups. Blocking; on an error
+// every operation started is waited for before the error leaves (no memory touched afterwards).
+
+#include <cstdint>
+#include <vector>
+
+#include "fast/collective/communicator.hpp"
+#include "fast/core/buffer.hpp"
+#include "fast/core/tensor_view.hpp"
+#include "fast/runtime/context.hpp"
+
+namespace fast::collective::detail {
+
+struct GroupCall {
+  runtime::Context& ctx;
+  const std::vector<int>& members;  // ranks, in rank order
+  int index;                        // this worker's index in members
+  std::uint32_t sequence;           // the Communicator's sequence number of this call
+  core::Buffer& scratch;            // receive space, owned by the caller for the call; resized here
+};
+
+void recursive_doubling_allreduce(const GroupCall& group, core::MutableView data, ReduceOp op);
+void halving_doubling_allreduce(const GroupCall& group, core::MutableView data, ReduceOp op);
+void tree_allreduce(const GroupCall& group, core::MutableView data, ReduceOp op);
+
+}  // namespace fast::collective::detail

@@ -1,0 +1,172 @@
+// Every all-reduce algorithm (ring, recursive-doubling, halving-doubling, tree, and the automatic
+// choice) under every in-process runtime of the build (threads, sim), world sizes 1-9, lengths 0,
+// 1, 7, 1000 and 2^20+3, f32 and f64, sum and average, against closed forms; then, on data whose
+// sums round, that every member gets the same bits, that a second run gives the same bits, and
+// that the algorithms agree with the ring within floating-point reassociation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fast/collective/communicator.hpp"
+#include "fast/runtime/launcher.hpp"
+
+namespace fast::collective {
+namespace {
+
+using runtime::Context;
+
+const std::vector<AllreduceAlgorithm> kAlgorithms{AllreduceAlgorithm::ring, AllreduceAlgorithm::recursive_doubling,
+                                                  AllreduceAlgorithm::halving_doubling, AllreduceAlgorithm::tree,
+                                                  AllreduceAlgorithm::automatic};
+const std::vector<std::size_t> kLengths{0, 1, 7, 1000, (std::size_t{1} << 20) + 3};
+
+// Worker r's element i: an exact binary fraction, so every order of addition gives the exact sum
+// in f32 and f64. Closed form of the sum over ranks 0..n-1: 0.5 (i % 97 + 1) n (n + 1) / 2.
+double value(int rank, std::size_t i) { return 0.5 * static_cast<double>(rank + 1) * static_cast<double>(i % 97 + 1); }
+double sum_of(int n, std::size_t i) { return 0.5 * static_cast<double>(i % 97 + 1) * n * (n + 1) / 2.0; }
+
+template <typename T>
+std::size_t check_closed_form(Communicator& comm, AllreduceAlgorithm algorithm, std::size_t len, ReduceOp op) {
+  const int n = comm.size();
+  std::vector<T> data(len);
+  for (std::size_t i = 0; i < len; ++i) data[i] = static_cast<T>(value(comm.rank(), i));
+  comm.allreduce(core::MutableView(std::span<T>(data)), {.op = op, .algorithm = algorithm});
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < len; ++i) {
+    const double expect = op == ReduceOp::sum ? sum_of(n, i) : sum_of(n, i) / n;
+    const double tol = op == ReduceOp::sum ? 0.0 : 1e-6 * std::abs(expect);
+    if (std::abs(static_cast<double>(data[i]) - expect) > tol && bad++ < 3)
+      ADD_FAILURE() << name_of(algorithm) << " " << n << " workers, rank " << comm.rank() << ", length " << len
+                    << ", element " << i << ": got " << data[i] << ", expected " << expect;
+  }
+  return bad;
+}
+
+using Param = std::tuple<std::string, int>;
+class AllreduceAlgorithms : public ::testing::TestWithParam<Param> {};
+
+TEST_P(AllreduceAlgorithms, MatchTheClosedFormForEveryLengthTypeAndOperation) {
+  const auto [runtime_name, n] = GetParam();
+  runtime::launch({.runtime = runtime_name, .workers = n, .op_timeout_seconds = 600}, [&](Context& ctx) {
+    Communicator comm(ctx);
+    std::size_t bad = 0;
+    for (AllreduceAlgorithm algorithm : kAlgorithms)
+      for (std::size_t len : kLengths)
+        for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
+          bad += check_closed_form<float>(comm, algorithm, len, op);
+          bad += check_closed_form<double>(comm, algorithm, len, op);
+        }
+    EXPECT_EQ(bad, 0u) << "rank " << ctx.rank();
+  });
+}
+
+// Data whose sums round: the order of additions shows in the last bits.
+float rounding_value(int rank, std::size_t i) {
+  return static_cast<float>(std::sin(0.37 * static_cast<double>(i) + 1.3 * rank) / (1.0 + 0.01 * (rank + 1)));
+}
+
+// Each member's result for each algorithm (index in kAlgorithms), collected after the run.
+std::vector<std::vector<std::vector<float>>> results_of(const std::string& runtime_name, int n, std::size_t len) {
+  std::vector<std::vector<std::vector<float>>> out(kAlgorithms.size(), std::vector<std::vector<float>>(static_cast<std::size_t>(n)));
+  runtime::launch({.runtime = runtime_name, .workers = n, .op_timeout_seconds = 600}, [&](Context& ctx) {
+    Communicator comm(ctx);
+    for (std::size_t a = 0; a < kAlgorithms.size(); ++a) {
+      std::vector<float> data(len);
+      for (std::size_t i = 0; i < len; ++i) data[i] = rounding_value(ctx.rank(), i);
+      comm.allreduce(core::MutableView(std::span<float>(data)), {.op = ReduceOp::avg, .algorithm = kAlgorithms[a]});
+      out[a][static_cast<std::size_t>(ctx.rank())] = std::move(data);
+    }
+  });
+  return out;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST_P(AllreduceAlgorithms, EveryMemberGetsTheSameBitsRunAfterRunNearTheRing) {
+  const auto [runtime_name, n] = GetParam();
+  for (std::size_t len : {std::size_t{1000}, std::size_t{65537}}) {
+    const auto first = results_of(runtime_name, n, len);
+    const auto second = results_of(runtime_name, n, len);
+    for (std::size_t a = 0; a < kAlgorithms.size(); ++a) {
+      const std::string what = std::string(name_of(kAlgorithms[a])) + ", length " + std::to_string(len);
+      for (std::size_t r = 0; r < first[a].size(); ++r) {
+        EXPECT_TRUE(same_bits(first[a][r], first[a][0])) << what << ": rank " << r << " differs from rank 0";
+        EXPECT_TRUE(same_bits(first[a][r], second[a][r])) << what << ": rank " << r << " differs between runs";
+      }
+      // Against the ring (index 0), computed independently: the exact average within the rounding
+      // of n additions of values below n in magnitude.
+      double worst = 0;
+      for (std::size_t i = 0; i < len; ++i) worst = std::max(worst, std::abs(double(first[a][0][i]) - first[0][0][i]));
+      EXPECT_LE(worst, 4.0 * n * 1.2e-7) << what << ": differs from the ring by " << worst;
+    }
+  }
+}
+
+std::vector<Param> params() {
+  std::vector<Param> out;
+  for (const std::string& r : runtime::runtime_names())
+    if (r == "threads" || r == "sim")
+      for (int n = 1; n <= 9; ++n) out.emplace_back(r, n);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(all, AllreduceAlgorithms, ::testing::ValuesIn(params()),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "workers";
+                         });
+
+TEST(AllreduceChoice, PicksFewLatenciesForSmallMessagesAndTheRingsBytesForLarge) {
+  // No local-pass cost: for a power of two, halving-doubling moves the ring's bytes in fewer
+  // latencies; with folding (6 workers) its two extra full-vector exchanges lose to the ring.
+  const runtime::NetworkModel lan{.latency_seconds = 50e-6, .bandwidth_bytes_per_second = 1.25e9};
+  EXPECT_EQ(choose_allreduce(64, 8, lan), AllreduceAlgorithm::recursive_doubling);
+  EXPECT_EQ(choose_allreduce(std::size_t{256} << 20, 8, lan), AllreduceAlgorithm::halving_doubling);
+  EXPECT_EQ(choose_allreduce(std::size_t{256} << 20, 6, lan), AllreduceAlgorithm::ring);
+  // With a local pass (adding received data into one's own) costing as much as a transfer, the
+  // ring, which adds while it receives, wins for large messages at a power of two as well.
+  const runtime::NetworkModel local{.latency_seconds = 3e-6, .bandwidth_bytes_per_second = 8e9,
+                                    .local_bytes_per_second = 8e9};
+  EXPECT_EQ(choose_allreduce(4096, 4, local), AllreduceAlgorithm::recursive_doubling);
+  EXPECT_EQ(choose_allreduce(std::size_t{64} << 20, 4, local), AllreduceAlgorithm::ring);
+  // 16 workers on 40 ms links: the ring's 30 latencies (1.2 s) against halving-doubling's 8
+  // (0.32 s) for the same bytes (2 x 15/16 x 0.94 MB at 12.5 MB/s).
+  const runtime::NetworkModel edge{.latency_seconds = 0.04, .bandwidth_bytes_per_second = 12.5e6};
+  EXPECT_NEAR(predicted_seconds(AllreduceAlgorithm::ring, 940000, 16, edge), 30 * 0.04 + 2 * 15.0 / 16 * 0.0752, 1e-9);
+  EXPECT_NEAR(predicted_seconds(AllreduceAlgorithm::halving_doubling, 940000, 16, edge),
+              8 * 0.04 + 2 * 15.0 / 16 * 0.0752, 1e-9);
+  EXPECT_NEAR(predicted_seconds(AllreduceAlgorithm::recursive_doubling, 940000, 16, edge), 4 * (0.04 + 0.0752), 1e-9);
+  EXPECT_NEAR(predicted_seconds(AllreduceAlgorithm::tree, 940000, 16, edge), 8 * (0.04 + 0.0752), 1e-9);
+  EXPECT_EQ(choose_allreduce(940000, 16, edge), AllreduceAlgorithm::recursive_doubling);  // 0.4608 s against 0.4610 s
+  EXPECT_EQ(choose_allreduce(4000000, 16, edge), AllreduceAlgorithm::halving_doubling);
+  // One worker costs nothing; every algorithm name round-trips.
+  EXPECT_EQ(predicted_seconds(AllreduceAlgorithm::tree, 1000, 1, lan), 0.0);
+  for (const std::string& name : allreduce_algorithm_names())
+    EXPECT_EQ(name_of(parse_allreduce_algorithm(name)), name);
+  EXPECT_THROW(parse_allreduce_algorithm("butterfly"), core::InvalidArgument);
+}
+
+TEST(AllreduceChoice, IsRecordedPerAlgorithm) {
+  runtime::launch({.runtime = "threads", .workers = 3}, [](Context& ctx) {
+    Communicator comm(ctx, {.allreduce_algorithm = AllreduceAlgorithm::tree});
+    std::vector<float> v(10, 1.0f);
+    comm.allreduce(core::MutableView(std::span<float>(v)));
+    comm.allreduce(core::MutableView(std::span<float>(v)), {.algorithm = AllreduceAlgorithm::ring});
+    comm.allreduce(core::MutableView(std::span<float>(v)));
+    EXPECT_EQ(v[0], 27.0f);
+    const auto counts = comm.allreduce_counts();
+    ASSERT_EQ(counts.size(), 2u);
+    EXPECT_EQ(counts[0], (std::pair<std::string, std::uint64_t>{"ring", 1}));
+    EXPECT_EQ(counts[1], (std::pair<std::string, std::uint64_t>{"tree", 2}));
+  });
+}
+
+}  // namespace
+}  // namespace fast::collective
