@@ -15,23 +15,28 @@
 namespace fast::runtime::threads {
 
 void Op::complete(std::exception_ptr e) {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex);
     error = std::move(e);
     done = true;
     ready.store(true, std::memory_order_release);
+    finished.store(true, std::memory_order_release);
+    wake = sleepers > 0;
   }
-  cv.notify_all();
+  if (wake) cv.notify_all();
 }
 
 bool Op::offer(const std::shared_ptr<Op>& send) {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (!waiting) return false;
     handover = send;
     ready.store(true, std::memory_order_release);
+    wake = sleepers > 0;
   }
-  cv.notify_all();
+  if (wake) cv.notify_all();
   return true;
 }
 
@@ -88,7 +93,7 @@ void finish_matched(Op& op, std::unique_lock<std::mutex>& lock) {
   while (!op.done) {
     if (take_handover(op, lock)) continue;
     op.waiting = true;
-    op.cv.wait(lock);
+    op.sleep(lock, std::chrono::steady_clock::now() + std::chrono::hours(24));
   }
   op.waiting = false;
 }
@@ -105,12 +110,21 @@ bool spin_pays(const WorldState& world) {
   static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   return static_cast<unsigned>(world.local_size() + world.activities()) <= cores;
 }
+// Whether yielding the core (sched_yield) before blocking pays: in a world of this process only
+// (no transport), when the threads outnumber the cores. A yield hands the core to a runnable
+// thread of the world, often the one whose message this op waits for; with nothing else runnable
+// it returns at once, so the loop is bounded (kYields) to not burn a core for long.
+bool yield_pays(const WorldState& world) { return world.transport() == nullptr && !spin_pays(world); }
 }  // namespace
 
 // The op's error is released here, on the owner's thread: the op itself may outlive this handle
 // in another thread (a transport's, which matched it), and an exception object must not be
 // destroyed there while the owner still reads the copy it caught.
 OpWork::~OpWork() {
+  if (op_->finished.load(std::memory_order_acquire)) {  // fast path: no other thread writes error now
+    op_->error = nullptr;
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(op_->mutex);
     if (op_->done) {
@@ -125,24 +139,34 @@ OpWork::~OpWork() {
 }
 
 bool OpWork::completed() const {
+  if (op_->finished.load(std::memory_order_acquire)) return true;
   std::lock_guard<std::mutex> lock(op_->mutex);
   return op_->done;
 }
 
 std::exception_ptr OpWork::error() const {
+  if (op_->finished.load(std::memory_order_acquire)) return op_->error;
   std::lock_guard<std::mutex> lock(op_->mutex);
   return op_->error;
 }
 
 bool OpWork::wait_for(double timeout_seconds) {
   using clock = std::chrono::steady_clock;
+  if (op_->finished.load(std::memory_order_acquire)) return true;
+  constexpr auto kPoll = std::chrono::milliseconds(50);  // how often an idle waiter checks for abort
+  constexpr int kSpins = 4000;                            // 20-110 us of polling before blocking (109 us on AMD EPYC Zen 4)
+  constexpr int kYields = 64;                             // sched_yield calls before blocking, when spinning does not pay
+  if (spin_pays(world_)) {
+    for (int i = 0; i < kSpins && !op_->ready.load(std::memory_order_acquire); ++i) __builtin_ia32_pause();
+  } else if (yield_pays(world_)) {
+    // More threads than cores: give the core away instead of spinning, a bounded number of times,
+    // so the thread this op waits for runs sooner than after a sleep and a futex wake-up.
+    for (int i = 0; i < kYields && !op_->ready.load(std::memory_order_acquire); ++i) std::this_thread::yield();
+  }
+  if (op_->finished.load(std::memory_order_acquire)) return true;
   const bool default_limit = timeout_seconds < 0;
   const double limit = default_limit ? world_.op_timeout() : timeout_seconds;
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit));
-  constexpr auto kPoll = std::chrono::milliseconds(50);  // how often an idle waiter checks for abort
-  constexpr int kSpins = 4000;                            // 20-110 us of polling before blocking (109 us on AMD EPYC Zen 4)
-  if (spin_pays(world_))
-    for (int i = 0; i < kSpins && !op_->ready.load(std::memory_order_acquire); ++i) __builtin_ia32_pause();
   std::unique_lock<std::mutex> lock(op_->mutex);
   // `waiting` is true only while this loop may block; every exit clears it under the lock, so a
   // later sender transfers by itself.
@@ -176,7 +200,7 @@ bool OpWork::wait_for(double timeout_seconds) {
       return false;
     }
     op_->waiting = op_->kind != Op::Kind::send;
-    op_->cv.wait_for(lock, std::min<clock::duration>(kPoll, deadline - now));
+    op_->sleep(lock, now + std::min<clock::duration>(kPoll, deadline - now));
   }
 }
 

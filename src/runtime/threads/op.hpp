@@ -58,11 +58,23 @@ struct Op {
   std::exception_ptr error;
   bool waiting = false;          // receives: the owner is blocked in wait() and takes hand-overs
   std::shared_ptr<Op> handover;  // receives: a matched send whose transfer the owner performs
+  int sleepers = 0;              // threads blocked on cv: complete() and offer() notify only then,
+                                 // so a spinning owner's op never has its cv touched by another core
 
   // Set (release) together with done or handover, for waiters that spin before blocking.
   std::atomic<bool> ready{false};
+  // Set (release) with done, after error: once a thread reads it true (acquire), done and error
+  // may be read without the lock (nothing writes them again but the owner's handle, on its thread).
+  std::atomic<bool> finished{false};
 
   void complete(std::exception_ptr e);
+  // Blocks on cv (lock held) until notified or `until`; counts itself in sleepers meanwhile.
+  template <typename Lock, typename TimePoint>
+  void sleep(Lock& lock, TimePoint until) {
+    ++sleepers;
+    cv.wait_until(lock, until);
+    --sleepers;
+  }
   // Called by a sender that matched this (receive) op: hands `send` to the waiting owner and
   // returns true, or returns false when the owner is not waiting (the caller transfers).
   bool offer(const std::shared_ptr<Op>& send);
