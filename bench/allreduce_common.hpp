@@ -32,6 +32,7 @@ struct AllreduceArgs {
   std::string label;                                         // impl column of the CSV; "": fast / mpi
   std::string runtime = "threads";                           // FAST only: threads | zmq (under fast launch) | mpi (under mpirun)
   std::string collectives;                                   // FAST only, mpi: fast | native (empty: the runtime's default)
+  std::vector<std::string> algorithms{"auto"};               // FAST only: allreduce algorithms (allreduce_algorithm names)
 };
 
 inline std::vector<std::size_t> sizes(const AllreduceArgs& a) {
@@ -61,8 +62,11 @@ inline void print_row(std::FILE* f, const char* impl, int ranks, std::size_t byt
                "%s: %s\n"
                "usage: %s [--min-bytes B] [--max-bytes B] [--factor F] [--budget-bytes B] [--min-iters N]\n"
                "          [--max-iters N] [--warmup N] [--chunks B,B,...] [--ranks N,N,...] [--runtime threads|zmq|mpi] [--collectives fast|native] [--label NAME]\n"
+               "          [--algorithms auto,ring,recursive-doubling,halving-doubling,tree]\n"
                "          [--out FILE.csv]\n"
-               "  sizes accept suffixes K, M (KiB, MiB); --chunks, --ranks, --runtime and --collectives are for the FAST program only.\n",
+               "  sizes accept suffixes K, M (KiB, MiB); --chunks, --ranks, --runtime, --collectives and --algorithms are for the FAST program only;\n"
+               "  FAST's rows are labelled fast-ALGORITHM, or fast (the label) for auto, the automatic choice, whose\n"
+               "  pick is printed to stderr; only the ring runs every --chunks value, the others the default 4 MiB.\n",
                prog, msg, prog);
   std::exit(2);
 }
@@ -112,6 +116,7 @@ inline std::string parse_args(int argc, char** argv, AllreduceArgs& a) {
     else if (key == "--label") a.label = v;
     else if (key == "--runtime") a.runtime = v;
     else if (key == "--collectives") a.collectives = v;
+    else if (key == "--algorithms") a.algorithms = parse_list<std::string>(v, [](const std::string& s) { return s; });
     else if (key == "--out") out = v;
     else usage(prog, ("unknown option " + key).c_str());
   }

@@ -1,4 +1,4 @@
-// Benchmark (a), FAST side: bus bandwidth of the ring all-reduce (MPI_SUM-like, float) of FAST's
+// Benchmark (a), FAST side: bus bandwidth of the all-reduce (each algorithm of --algorithms) (MPI_SUM-like, float) of FAST's
 // `threads` runtime (for each rank count of --ranks), of the `zmq` runtime with --runtime zmq
 // (one worker per process, started by `fast launch -n N -- bench_allreduce_fast --runtime zmq`;
 // --ranks is then the launch's), or of the `mpi` runtime with --runtime mpi (started by
@@ -38,14 +38,29 @@ double slowest(fast::collective::Communicator& comm, double mine) {
   return *std::max_element(all.begin(), all.end());
 }
 
+// Chunk sizes to run an algorithm with: only the ring pipelines by chunk_bytes, so every --chunks
+// value for it, and for the others (auto included) the library's default.
+std::vector<std::size_t> chunks_for(const bench::AllreduceArgs& args, const std::string& algorithm) {
+  if (algorithm == "ring") return args.chunks;
+  return {fast::collective::AllreduceOptions{}.chunk_bytes};
+}
+
 void measure(fast::runtime::Context& ctx, const bench::AllreduceArgs& args, std::FILE* out) {
   fast::collective::Communicator comm(ctx);
   const int r = ctx.rank(), n = ctx.size();
   double wrong = 0;  // this rank saw a wrong sum
   std::vector<float> buf(args.max_bytes / sizeof(float));  // first touched by this rank's thread
-  for (const std::size_t chunk : args.chunks) {
-    const fast::collective::AllreduceOptions opts{.op = fast::collective::ReduceOp::sum, .chunk_bytes = chunk};
+  for (const std::string& algorithm_name : args.algorithms)
+  for (const std::size_t chunk : chunks_for(args, algorithm_name)) {
+    const auto algorithm = fast::collective::parse_allreduce_algorithm(algorithm_name, "--algorithms");
+    const std::string base = args.label.empty() ? std::string("fast") : args.label;
+    const std::string impl = algorithm_name == "auto" ? base : base + "-" + algorithm_name;
+    const fast::collective::AllreduceOptions opts{.op = fast::collective::ReduceOp::sum, .chunk_bytes = chunk,
+                                                  .algorithm = algorithm};
     for (const std::size_t bytes : bench::sizes(args)) {
+      if (r == 0 && algorithm == fast::collective::AllreduceAlgorithm::automatic)
+        std::fprintf(stderr, "  auto, %d ranks, %zu bytes: %s\n", n, bytes,
+                     std::string(fast::collective::name_of(comm.resolve(bytes, opts))).c_str());
       const std::span<float> v(buf.data(), bytes / sizeof(float));
       const fast::core::MutableView view(v);
       std::fill(v.begin(), v.end(), static_cast<float>(r + 1));  // checked first iteration
@@ -59,7 +74,7 @@ void measure(fast::runtime::Context& ctx, const bench::AllreduceArgs& args, std:
       const double t0 = seconds_now();
       for (std::size_t i = 0; i < iters; ++i) comm.allreduce(view, opts);
       const double worst = slowest(comm, (seconds_now() - t0) / static_cast<double>(iters));
-      if (r == 0) bench::print_row(out, args.label.empty() ? "fast" : args.label.c_str(), n, bytes, chunk, iters, worst);
+      if (r == 0) bench::print_row(out, impl.c_str(), n, bytes, chunk, iters, worst);
     }
   }
   if (slowest(comm, wrong) != 0) throw std::runtime_error("FAST all-reduce returned a wrong sum on some rank");

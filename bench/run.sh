@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs FAST's benchmarks against their peers and prints one table per benchmark (FAST, peer, ratio).
-#   (a) all-reduce bus bandwidth: FAST threads runtime vs OpenMPI MPI_Allreduce, 2 and 4 ranks
+#   (a) all-reduce bus bandwidth: FAST threads runtime (automatic choice and each algorithm) vs OpenMPI
+#       MPI_Allreduce, 2 and 4 ranks
 #   (b) framework overhead: `fast train --workers 1` vs a plain libtorch loop (bench_plain_loop)
 #   (c) 2-worker throughput: `fast train --workers 2` vs PyTorch DDP over gloo (bench/ddp.py)
 #   (d) codec throughput: encode + decode GB/s of each compression codec on a 25 MB gradient vs memcpy
@@ -145,7 +146,8 @@ if wants a; then
   note "    FAST: chunk_bytes $CHUNKS (default 4M)"
   for rep in $(seq 1 "$REPS"); do
     note "    rep $rep/$REPS: FAST (2 and 4 threads of one process)"
-    run "a_fast_rep$rep" "$BIN/bench_allreduce_fast" --ranks 2,4 --chunks "$CHUNKS" "${A_ARGS[@]}" --out "$RAW/a_fast_rep$rep.csv"
+    run "a_fast_rep$rep" "$BIN/bench_allreduce_fast" --ranks 2,4 --chunks "$CHUNKS" \
+      --algorithms auto,ring,recursive-doubling,halving-doubling,tree "${A_ARGS[@]}" --out "$RAW/a_fast_rep$rep.csv"
     note "    rep $rep/$REPS: OpenMPI, 2 ranks"
     run "a_mpi2_rep$rep" mpirun -np 2 --bind-to none "$BIN/bench_allreduce_mpi" "${A_ARGS[@]}" --out "$RAW/a_mpi2_rep$rep.csv"
     # Busy-polling ranks suffer badly when other processes compete for the cores; OpenMPI's
