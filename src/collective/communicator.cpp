@@ -36,9 +36,10 @@ std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::si
 
 Communicator::Communicator(runtime::Context& ctx, CommunicatorOptions options)
     : ctx_(ctx), default_algorithm_(options.allreduce_algorithm) {
-  if (options.network) network_ = *options.network;
-  else if (auto model = ctx.network_model()) network_ = *model;
+  if (auto model = ctx.network_model()) network_ = *model;
   else network_ = default_network();
+  if (options.latency_seconds) network_.latency_seconds = *options.latency_seconds;
+  if (options.bandwidth_bytes_per_second) network_.bandwidth_bytes_per_second = *options.bandwidth_bytes_per_second;
   FAST_ENFORCE(network_.bandwidth_bytes_per_second > 0 && network_.latency_seconds >= 0 &&
                    network_.local_bytes_per_second >= 0,
                "communicator: the network needs a positive bandwidth and latency >= 0, got {} B/s and {} s",

@@ -33,7 +33,7 @@ bool asynchronous_strategy(const StrategyOptions& options) {
 }
 
 Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState state)
-    : comm_(ctx),
+    : comm_(ctx, options.communicator),
       state_(checked(state)),
       optimizer_(optim::make_optimizer(options.optimizer, state.params.size())),
       schedule_(options.optimizer.lr, options.schedule),

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "fast/collective/allreduce_algorithm.hpp"
 #include "fast/compress/codec.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -252,6 +253,34 @@ std::vector<ConfigKey> build_keys() {
        "the dense ring's bytes; docs/compression.md).",
        [](TrainOptions& o, const std::string& v) { o.worker.strategy.sparse_allreduce = one_of(v, {"auto", "gather", "dense"}, "sparse_allreduce"); },
        [](const TrainOptions& o) { return o.worker.strategy.sparse_allreduce; }},
+      {"allreduce_algorithm", KeyType::string,
+       "all-reduce algorithm of FAST's collectives (allreduce's gradients, local-sgd's and easgd's averages, "
+       "PowerSGD's factors, the representative model and the run's totals): auto (by message size, workers and "
+       "network: docs/collectives.md), ring, recursive-doubling, halving-doubling or tree. Not used where the "
+       "runtime's native collectives run (collectives = native).",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.communicator.allreduce_algorithm = collective::parse_allreduce_algorithm(v, "allreduce_algorithm");
+       },
+       [](const TrainOptions& o) { return std::string(collective::name_of(o.worker.communicator.allreduce_algorithm)); }},
+      {"network_latency", KeyType::number,
+       "seconds per message that allreduce_algorithm = auto assumes (the same on every worker); default: the "
+       "cluster's under --runtime sim, else 2e-06 (threads on one host, docs/collectives.md).",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.communicator.latency_seconds = non_negative(parse_number(v, "network_latency"), "network_latency");
+       },
+       [](const TrainOptions& o) {
+         return o.worker.communicator.latency_seconds ? text(*o.worker.communicator.latency_seconds) : std::string("runtime");
+       }},
+      {"network_bandwidth", KeyType::number,
+       "bytes per second between two workers that allreduce_algorithm = auto assumes; default: the cluster's under "
+       "--runtime sim, else 1.6e+10.",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.communicator.bandwidth_bytes_per_second = positive(parse_number(v, "network_bandwidth"), "network_bandwidth");
+       },
+       [](const TrainOptions& o) {
+         return o.worker.communicator.bandwidth_bytes_per_second ? text(*o.worker.communicator.bandwidth_bytes_per_second)
+                                                                 : std::string("runtime");
+       }},
       {"dgc", KeyType::boolean,
        "Deep Gradient Compression (allreduce and ps, with compress = topk:ratio=R or randk:ratio=R, optimizer sgd, "
        "momentum or nesterov): momentum correction on each worker, momentum factor masking, local clipping, "

@@ -63,9 +63,11 @@ struct CommunicatorOptions {
   // The all-reduce algorithm when a call leaves it automatic (allreduce_algorithm = ... in
   // `fast train`); automatic chooses per call (fast/collective/allreduce_algorithm.hpp).
   AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::automatic;
-  // The network the automatic choice assumes. Unset: the runtime's (Context::network_model: sim
-  // reads its cluster), else default_network(). Must be the same on every worker.
-  std::optional<runtime::NetworkModel> network;
+  // The network the automatic choice assumes: the runtime's (Context::network_model: sim reads its
+  // cluster), else default_network(), with these fields replaced where set (seconds, bytes/s;
+  // `network_latency`, `network_bandwidth` in `fast train`). Must be the same on every worker.
+  std::optional<double> latency_seconds;
+  std::optional<double> bandwidth_bytes_per_second;
 };
 
 class Communicator {

@@ -33,6 +33,7 @@ struct WorkerOptions {
   StrategyOptions strategy;
   optim::OptimizerOptions optimizer;
   optim::ScheduleOptions schedule;
+  collective::CommunicatorOptions communicator;  // all-reduce algorithm and network model
 };
 
 struct SnapshotResult {

@@ -64,6 +64,18 @@ metrics::DivergenceSign first_divergence(const RunTotals& totals) {
   return first;
 }
 
+// allreduce_algorithm: the setting; allreduce_algorithms: how many all-reduces ran with each
+// algorithm (this worker's count: every member runs the same collectives in a synchronous run);
+// network_latency_seconds / network_bandwidth: the model the automatic choice assumed.
+void add_collectives(json& summary, const TrainOptions& o, const collective::Communicator& comm) {
+  summary["allreduce_algorithm"] = std::string(collective::name_of(o.worker.communicator.allreduce_algorithm));
+  json counts = json::object();
+  for (const auto& [name, count] : comm.allreduce_counts()) counts[name] = count;
+  summary["allreduce_algorithms"] = counts;
+  summary["network_latency_seconds"] = comm.network().latency_seconds;
+  summary["network_bandwidth"] = comm.network().bandwidth_bytes_per_second;
+}
+
 }  // namespace
 
 json build_summary(const SummaryInputs& in) {
@@ -120,6 +132,7 @@ json build_summary(const SummaryInputs& in) {
   summary["divergence"] = divergence.describe();
   summary["stopped_early"] = c.steps < in.plan.total_steps * totals.world && o.stop_on_divergence && summary["diverged"].get<bool>();
   if (!c.lost.empty()) summary["lost_workers"] = c.lost;
+  add_collectives(summary, o, in.communicator);
   return summary;
 }
 

@@ -19,6 +19,8 @@ struct SummaryInputs {
   std::uint64_t parameters = 0;         // model parameters
   const metrics::EvalRecord& final_eval;  // the final collective evaluation (the same on every member)
   const RunTotals& totals;
+  // The summary writer's Communicator: its all-reduce counts by algorithm and its network model.
+  const collective::Communicator& communicator;
 };
 
 // Figures of lost workers (asynchronous runs; docs/metrics.md): their steps are the batches they

@@ -264,7 +264,8 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   const RunTotals totals = gather_totals(worker.communicator(), mine, loop.evaluations());
   if (first_member_here(worker.communicator(), place, ctx.rank()))
     outputs.offer_summary(build_summary({.options = o, .plan = plan, .parameters = in.initial.size(),
-                                         .final_eval = final_eval, .totals = totals}));
+                                         .final_eval = final_eval, .totals = totals,
+                                         .communicator = worker.communicator()}));
 }
 
 }  // namespace
