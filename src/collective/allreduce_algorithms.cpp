@@ -1,5 +1,7 @@
 #include "allreduce_algorithms.hpp"
 
+#include <algorithm>
+
 #include "fast/core/error.hpp"
 #include "group_ops.hpp"
 
@@ -42,13 +44,16 @@ void exchange_add(const GroupCall& g, int peer, std::uint32_t detail, MutableVie
   add_into(mine, theirs);
 }
 
-// Sends `out` to `peer` and receives `in` from it (copy), both in place.
-void exchange_copy(const GroupCall& g, int peer, std::uint32_t detail, core::ConstView out, MutableView in) {
+// Sends `out` to `to` and receives `in` from `from` (copy), both in place; with peer >= 0 both
+// are that peer.
+void exchange_copy(const GroupCall& g, int peer, std::uint32_t detail, core::ConstView out, MutableView in,
+                   int to = -1, int from = -1) {
+  if (peer >= 0) to = from = peer;
   std::vector<Work> ops;
   ops.reserve(2);
   run_then_drain([&] {
-    if (out.numel() > 0) ops.push_back(g.ctx.send(peer, tag_of(g, detail), out));
-    if (in.numel() > 0) ops.push_back(g.ctx.recv(peer, tag_of(g, detail), in));
+    if (out.numel() > 0) ops.push_back(g.ctx.send(to, tag_of(g, detail), out));
+    if (in.numel() > 0) ops.push_back(g.ctx.recv(from, tag_of(g, detail), in));
     core::wait_all(ops);
   }, {&ops});
 }
@@ -157,6 +162,45 @@ void halving_doubling_allreduce(const GroupCall& g, MutableView data, ReduceOp o
     }
   }
   fold_out(g, f, data);
+}
+
+void bruck_allgather(const GroupCall& g, core::ConstView in, MutableView out) {
+  const int n = static_cast<int>(g.members.size());
+  const std::size_t b = in.numel();
+  const auto block = [b](int j) { return b * static_cast<std::size_t>(j); };
+  if (n == 1 || b == 0) {
+    core::copy(in, out.slice(block(g.index), b));
+    return;
+  }
+  // held[j] = the block of member (index + j) mod n, once received.
+  MutableView held = scratch_for(g, block(n), in.dtype());
+  core::copy(in, held.slice(0, b));
+  std::uint32_t round = 0;
+  for (int d = 1; d < n; d *= 2, ++round) {
+    const int count = std::min(d, n - d);
+    exchange_copy(g, -1, round, held.slice(0, block(count)), held.slice(block(d), block(count)),
+                  rank_at(g, wrap(g.index - d, n)), rank_at(g, wrap(g.index + d, n)));
+  }
+  for (int j = 0; j < n; ++j) core::copy(held.slice(block(j), b), out.slice(block(wrap(g.index + j, n)), b));
+}
+
+void binomial_broadcast(const GroupCall& g, MutableView data, int root_index) {
+  const int n = static_cast<int>(g.members.size());
+  if (n == 1 || data.numel() == 0) return;
+  const int v = wrap(g.index - root_index, n);  // index relative to the root
+  const auto member = [&](int relative) { return rank_at(g, wrap(relative + root_index, n)); };
+  int d = 1;
+  std::uint32_t round = 0;
+  while (d < n && (v & d) == 0) d *= 2, ++round;  // d: v's lowest set bit (the root: >= n)
+  if (v != 0) recv_all(g, member(v - d), kBroadcastDetail + round, data);
+  std::vector<Work> sends;
+  run_then_drain([&] {
+    std::uint32_t child_round = round;
+    for (int c = d / 2; c >= 1; c /= 2) {
+      --child_round;
+      if (v + c < n) sends.push_back(g.ctx.send(member(v + c), tag_of(g, kBroadcastDetail + child_round), data));
+    }
+  }, {&sends});
 }
 
 // Binomial tree rooted at the first member. Reduce: at distance d = 1, 2, 4, ... a member whose

@@ -30,4 +30,13 @@ void recursive_doubling_allreduce(const GroupCall& group, core::MutableView data
 void halving_doubling_allreduce(const GroupCall& group, core::MutableView data, ReduceOp op);
 void tree_allreduce(const GroupCall& group, core::MutableView data, ReduceOp op);
 
+// Bruck's all-gather: ceil(log2 n) rounds; in round k each member sends the first min(2^k, n - 2^k)
+// blocks it holds to the member 2^k before it and receives as many from the member 2^k after it.
+// Any dtype; out.numel() == n * in.numel(). Tags: detail = round.
+void bruck_allgather(const GroupCall& group, core::ConstView in, core::MutableView out);
+// Binomial-tree broadcast from the member at index root_index: ceil(log2 n) rounds of whole-vector
+// messages (the chain in Communicator::broadcast pipelines pieces through n-1 hops instead).
+// Tags: detail = kBroadcastDetail + round.
+void binomial_broadcast(const GroupCall& group, core::MutableView data, int root_index);
+
 }  // namespace fast::collective::detail

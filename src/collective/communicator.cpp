@@ -1,6 +1,7 @@
 #include "fast/collective/communicator.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <vector>
 
@@ -25,6 +26,35 @@ using detail::run_then_drain;
 using detail::scale;
 using detail::wrap;
 using detail::check_reducible;
+
+int ceil_log2(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+
+// Broadcast of m bytes among n members: the pipelined chain, (n - 1 + pieces - 1) hops of one
+// piece, against the binomial tree, ceil(log2 n) hops of the whole vector (latency-bandwidth
+// model, docs/collectives.md). Strictly cheaper only: ties keep the chain.
+bool binomial_broadcast_pays(std::size_t bytes, int n, std::size_t chunk_bytes, const runtime::NetworkModel& net) {
+  const double m = static_cast<double>(bytes);
+  const double pieces = std::max(1.0, std::ceil(m / static_cast<double>(chunk_bytes)));
+  const double beta = 1.0 / net.bandwidth_bytes_per_second;
+  const double chain = (n - 1 + pieces - 1) * (net.latency_seconds + m / pieces * beta);
+  const double tree = ceil_log2(n) * (net.latency_seconds + m * beta);
+  return tree < chain;
+}
+
+// All-gather of b bytes per member: the ring, n-1 steps of one block, against Bruck's, ceil(log2 n)
+// rounds of the same bytes in all, plus a local pass over the n blocks (the final rotation).
+bool bruck_allgather_pays(std::size_t bytes, int n, const runtime::NetworkModel& net) {
+  const double b = static_cast<double>(bytes);
+  const double beta = 1.0 / net.bandwidth_bytes_per_second;
+  const double gamma = net.local_bytes_per_second > 0 ? 1.0 / net.local_bytes_per_second : 0.0;
+  const double ring = (n - 1) * (net.latency_seconds + b * beta);
+  const double bruck = ceil_log2(n) * net.latency_seconds + (n - 1) * b * beta + n * b * gamma;
+  return bruck < ring;
+}
 
 std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::size_t chunk_bytes) {
   const std::size_t segment = (numel + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
@@ -194,7 +224,8 @@ void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& opti
   }, {&recvs, &sends});
 }
 
-// Pipelined chain from the root: the worker at distance d from the root receives each piece from
+// Small messages or slow links: a binomial tree (binomial_broadcast_pays). Otherwise a
+// pipelined chain from the root: the worker at distance d from the root receives each piece from
 // distance d-1 and forwards it to distance d+1.
 void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes) {
   runtime::check_peer(ctx_, root, "broadcast root");
@@ -204,7 +235,15 @@ void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes
   FAST_ENFORCE(root_at != members_.end(), "broadcast: root {} is not a member of the group (lost?)", root);
   if (auto* native_ops = native()) return native_ops->broadcast(native_ops->reserve(), data, root);
   const int n = group_size();
-  if (n == 1) return;
+  // Nothing to send: every member has the same (empty) length, so all return here. (The sim
+  // runtime cannot carry zero-byte messages: their transfers never end.)
+  if (n == 1 || data.numel() == 0) return;
+  if (binomial_broadcast_pays(data.bytes(), n, chunk_bytes, network_)) {
+    core::Buffer scratch;
+    detail::binomial_broadcast({ctx_, members_, index_, sequence, scratch}, data,
+                               static_cast<int>(root_at - members_.begin()));
+    return;
+  }
   const int distance = wrap(index_ - static_cast<int>(root_at - members_.begin()), n);
   const int prev = members_[static_cast<std::size_t>(wrap(index_ - 1, n))];
   const int next = members_[static_cast<std::size_t>(wrap(index_ + 1, n))];
@@ -225,7 +264,8 @@ void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes
   }, {&sends});
 }
 
-// Ring all-gather (positions are group indices): at step s worker r forwards block (r - s) and receives block (r - s - 1).
+// Bruck's all-gather where its log2 latencies pay (bruck_allgather_pays); otherwise the ring (positions
+// are group indices): at step s worker r forwards block (r - s) and receives block (r - s - 1).
 void Communicator::allgather(core::ConstView in, MutableView out) {
   const std::uint32_t sequence = next_sequence();
   const int n = group_size();
@@ -236,6 +276,18 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
                   "allgather: output must hold group_size() inputs");
   if (auto* native_ops = native()) return native_ops->allgather(native_ops->reserve(), in, out);
   const std::size_t block = in.numel();
+  if (block == 0) return;  // every member's block is empty (see broadcast)
+  if (n > 1 && bruck_allgather_pays(in.bytes(), n, network_)) {
+    core::Buffer scratch = take_scratch();
+    try {
+      detail::bruck_allgather({ctx_, members_, index_, sequence, scratch}, in, out);
+    } catch (...) {
+      give_scratch(std::move(scratch));
+      throw;
+    }
+    give_scratch(std::move(scratch));
+    return;
+  }
   core::copy(in, out.slice(block * static_cast<std::size_t>(r), block));
   if (n == 1) return;
   std::vector<Work> sends;

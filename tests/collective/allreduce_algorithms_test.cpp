@@ -170,3 +170,47 @@ TEST(AllreduceChoice, IsRecordedPerAlgorithm) {
 
 }  // namespace
 }  // namespace fast::collective
+
+namespace fast::collective {
+namespace {
+
+// Broadcast and all-gather choose between two algorithms by the network model; both are run here
+// by making the model favour one, then the other (a slow network favours Bruck and the binomial
+// tree; a zero-latency one with 8-byte pieces the ring and the pipelined chain), for 1-9 workers and every root, against the
+// closed form (every element is its owner's rank and index, exactly).
+class GatherAndBroadcast : public ::testing::TestWithParam<Param> {};
+
+TEST_P(GatherAndBroadcast, EveryAlgorithmDeliversEveryBlockAndTheRootsData) {
+  const auto [runtime_name, n] = GetParam();
+  for (const double latency : {0.0, 0.05}) {
+    runtime::launch({.runtime = runtime_name, .workers = n, .op_timeout_seconds = 600}, [&](Context& ctx) {
+      Communicator comm(ctx, {.latency_seconds = latency, .bandwidth_bytes_per_second = 1e9});
+      for (std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1000}}) {
+        std::vector<double> mine(len), all(len * static_cast<std::size_t>(n), -1.0);
+        for (std::size_t i = 0; i < len; ++i) mine[i] = 1000.0 * ctx.rank() + static_cast<double>(i);
+        comm.allgather(core::ConstView(std::span<const double>(mine)), core::MutableView(std::span<double>(all)));
+        std::size_t bad = 0;
+        for (std::size_t k = 0; k < all.size(); ++k)
+          bad += all[k] != 1000.0 * static_cast<double>(k / std::max<std::size_t>(len, 1)) + static_cast<double>(k % std::max<std::size_t>(len, 1));
+        EXPECT_EQ(bad, 0u) << "allgather, latency " << latency << ", length " << len << ", rank " << ctx.rank();
+        for (int root = 0; root < n; ++root) {
+          std::vector<float> data(len, -1.0f);
+          if (ctx.rank() == root)
+            for (std::size_t i = 0; i < len; ++i) data[i] = static_cast<float>(root * 10000 + static_cast<int>(i));
+          comm.broadcast(core::MutableView(std::span<float>(data)), root, latency == 0.0 ? 8 : std::size_t{256} << 10);
+          std::size_t wrong = 0;
+          for (std::size_t i = 0; i < len; ++i) wrong += data[i] != static_cast<float>(root * 10000 + static_cast<int>(i));
+          EXPECT_EQ(wrong, 0u) << "broadcast from " << root << ", latency " << latency << ", length " << len;
+        }
+      }
+    });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(all, GatherAndBroadcast, ::testing::ValuesIn(params()),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "workers";
+                         });
+
+}  // namespace
+}  // namespace fast::collective

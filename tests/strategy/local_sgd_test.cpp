@@ -26,7 +26,9 @@ TEST(LocalSgd, AveragingStepsFollowTheClosedFormAndReplicasDriftBetween) {
       runtime::threads::World world({.size = n});
       world.run([&](Context& ctx) {
         std::vector<float> x(kDim, 0.25f), g(kDim);
-        Worker worker(ctx, {.strategy = {.name = "local-sgd", .period = period}, .optimizer = {.name = "sgd", .lr = kLr}},
+        // The ring, whose bytes the closed form below counts (auto would pick recursive doubling).
+        Worker worker(ctx, {.strategy = {.name = "local-sgd", .period = period}, .optimizer = {.name = "sgd", .lr = kLr},
+                            .communicator = {.allreduce_algorithm = collective::AllreduceAlgorithm::ring}},
                       {.params = x, .grads = g});
         for (int t = 1; t <= 24; ++t) {
           testing::gradient(ctx.rank(), x, g);

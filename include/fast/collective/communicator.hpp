@@ -93,10 +93,12 @@ class Communicator {
   void allreduce(core::MutableView data, const AllreduceOptions& options = {});
   // As allreduce, run as a concurrent activity; data must stay valid until the Work completes.
   core::Work allreduce_async(core::MutableView data, AllreduceOptions options = {});
-  // data on every member = data of `root` (a member's rank; any dtype). Blocking.
+  // data on every member = data of `root` (a member's rank; any dtype). A binomial tree or a
+  // pipelined chain, whichever the network model predicts faster (docs/collectives.md). Blocking.
   void broadcast(core::MutableView data, int root, std::size_t chunk_bytes = std::size_t{256} << 10);
   // out = concatenation over the members, in rank order, of each one's `in`
-  // (out.numel() == in.numel() * group_size()).
+  // (out.numel() == in.numel() * group_size()). Bruck's algorithm or the ring, whichever the
+  // network model predicts faster.
   void allgather(core::ConstView in, core::MutableView out);
   // Personalised exchange: `in` holds group_size() equal blocks, block i for the i-th member;
   // `out` (same length and dtype) receives block i from the i-th member, its own block copied.
