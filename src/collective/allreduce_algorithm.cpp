@@ -93,13 +93,35 @@ double predicted_seconds(AllreduceAlgorithm algorithm, std::size_t bytes, int me
   FAST_THROW(core::InvalidArgument, "predicted_seconds: needs a concrete algorithm, got '{}'", name_of(algorithm));
 }
 
+double bytes_sent(AllreduceAlgorithm algorithm, std::size_t bytes, int members) {
+  if (members == 1) return 0;
+  const double n = members, m = static_cast<double>(bytes);
+  const int lg = floor_log2(members);
+  const double p = static_cast<double>(1 << lg);
+  const double f = members == (1 << lg) ? 0.0 : 1.0;
+  switch (algorithm) {
+    case AllreduceAlgorithm::ring: return 2 * (n - 1) / n * m;
+    case AllreduceAlgorithm::recursive_doubling: return (lg + f) * m;
+    case AllreduceAlgorithm::halving_doubling: return (2 * (p - 1) / p + f) * m;
+    case AllreduceAlgorithm::tree: return ceil_log2(members) * m;  // the root, broadcasting
+    case AllreduceAlgorithm::automatic: break;
+  }
+  FAST_THROW(core::InvalidArgument, "bytes_sent: needs a concrete algorithm, got '{}'", name_of(algorithm));
+}
+
 AllreduceAlgorithm choose_allreduce(std::size_t bytes, int members, const runtime::NetworkModel& network) {
+  constexpr std::array<AllreduceAlgorithm, 4> kOrder{AllreduceAlgorithm::ring, AllreduceAlgorithm::halving_doubling,
+                                                     AllreduceAlgorithm::recursive_doubling, AllreduceAlgorithm::tree};
+  double fastest = std::numeric_limits<double>::infinity();
+  for (AllreduceAlgorithm a : kOrder) fastest = std::min(fastest, predicted_seconds(a, bytes, members, network));
+  // Among the algorithms within kNearTie of the fastest, the one that sends the fewest bytes
+  // (earlier in kOrder on equal bytes): the model's small differences are not worth more traffic.
   AllreduceAlgorithm best = AllreduceAlgorithm::ring;
-  double best_seconds = std::numeric_limits<double>::infinity();
-  for (AllreduceAlgorithm a : {AllreduceAlgorithm::ring, AllreduceAlgorithm::halving_doubling,
-                               AllreduceAlgorithm::recursive_doubling, AllreduceAlgorithm::tree}) {
-    const double s = predicted_seconds(a, bytes, members, network);
-    if (s < best_seconds) best = a, best_seconds = s;  // strict: earlier algorithms win ties
+  double best_bytes = std::numeric_limits<double>::infinity();
+  for (AllreduceAlgorithm a : kOrder) {
+    if (predicted_seconds(a, bytes, members, network) > fastest * (1 + kNearTie)) continue;
+    const double b = bytes_sent(a, bytes, members);
+    if (b < best_bytes) best = a, best_bytes = b;
   }
   return best;
 }

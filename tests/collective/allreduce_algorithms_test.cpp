@@ -128,7 +128,9 @@ TEST(AllreduceChoice, PicksFewLatenciesForSmallMessagesAndTheRingsBytesForLarge)
   // latencies; with folding (6 workers) its two extra full-vector exchanges lose to the ring.
   const runtime::NetworkModel lan{.latency_seconds = 50e-6, .bandwidth_bytes_per_second = 1.25e9};
   EXPECT_EQ(choose_allreduce(64, 8, lan), AllreduceAlgorithm::recursive_doubling);
-  EXPECT_EQ(choose_allreduce(std::size_t{256} << 20, 8, lan), AllreduceAlgorithm::halving_doubling);
+  EXPECT_EQ(choose_allreduce(std::size_t{1} << 20, 8, lan), AllreduceAlgorithm::halving_doubling);
+  // At 256 MiB the two differ by 8 latencies in 0.38 s, within 1%, and send the same bytes: the ring.
+  EXPECT_EQ(choose_allreduce(std::size_t{256} << 20, 8, lan), AllreduceAlgorithm::ring);
   EXPECT_EQ(choose_allreduce(std::size_t{256} << 20, 6, lan), AllreduceAlgorithm::ring);
   // With a local pass (adding received data into one's own) costing as much as a transfer, the
   // ring, which adds while it receives, wins for large messages at a power of two as well.
@@ -144,7 +146,15 @@ TEST(AllreduceChoice, PicksFewLatenciesForSmallMessagesAndTheRingsBytesForLarge)
               8 * 0.04 + 2 * 15.0 / 16 * 0.0752, 1e-9);
   EXPECT_NEAR(predicted_seconds(AllreduceAlgorithm::recursive_doubling, 940000, 16, edge), 4 * (0.04 + 0.0752), 1e-9);
   EXPECT_NEAR(predicted_seconds(AllreduceAlgorithm::tree, 940000, 16, edge), 8 * (0.04 + 0.0752), 1e-9);
-  EXPECT_EQ(choose_allreduce(940000, 16, edge), AllreduceAlgorithm::recursive_doubling);  // 0.4608 s against 0.4610 s
+  // recursive doubling is predicted 0.2 ms faster (0.4608 s against 0.4610 s), within 1%, and
+  // sends 4 x 0.94 MB against halving-doubling's 1.875 x 0.94 MB: the near-tie goes to the bytes.
+  EXPECT_EQ(choose_allreduce(940000, 16, edge), AllreduceAlgorithm::halving_doubling);
+  EXPECT_DOUBLE_EQ(bytes_sent(AllreduceAlgorithm::recursive_doubling, 940000, 16), 4 * 940000.0);
+  EXPECT_DOUBLE_EQ(bytes_sent(AllreduceAlgorithm::halving_doubling, 940000, 16), 2 * 15.0 / 16 * 940000);
+  EXPECT_DOUBLE_EQ(bytes_sent(AllreduceAlgorithm::ring, 940000, 16), 2 * 15.0 / 16 * 940000);
+  // With folding (5 workers): recursive doubling 2 + 1 vectors, halving-doubling 1.5 + 1.
+  EXPECT_DOUBLE_EQ(bytes_sent(AllreduceAlgorithm::recursive_doubling, 1000, 5), 3000.0);
+  EXPECT_DOUBLE_EQ(bytes_sent(AllreduceAlgorithm::halving_doubling, 1000, 5), 2500.0);
   EXPECT_EQ(choose_allreduce(4000000, 16, edge), AllreduceAlgorithm::halving_doubling);
   // One worker costs nothing; every algorithm name round-trips.
   EXPECT_EQ(predicted_seconds(AllreduceAlgorithm::tree, 1000, 1, lan), 0.0);

@@ -49,8 +49,16 @@ runtime::NetworkModel default_network();
 double predicted_seconds(AllreduceAlgorithm algorithm, std::size_t bytes, int members,
                          const runtime::NetworkModel& network);
 
-// The algorithm of least predicted time (ties: ring, then halving-doubling, recursive-doubling,
-// tree). A pure function of its arguments, so every member picks the same.
+// Bytes one worker sends in one all-reduce of `bytes` bytes among `members` workers (the most any
+// worker sends; not automatic).
+double bytes_sent(AllreduceAlgorithm algorithm, std::size_t bytes, int members);
+
+// How close to the fastest prediction counts as a tie (a fraction of it).
+inline constexpr double kNearTie = 0.01;
+
+// The algorithm of least predicted time; among those within kNearTie of it, the one that sends the
+// fewest bytes (then: ring, halving-doubling, recursive-doubling, tree). A pure function of its
+// arguments, so every member picks the same.
 AllreduceAlgorithm choose_allreduce(std::size_t bytes, int members, const runtime::NetworkModel& network);
 
 }  // namespace fast::collective
