@@ -29,26 +29,9 @@ MutableView scratch_for(const GroupCall& g, std::size_t numel, core::DType dtype
   return g.scratch.view().slice(0, numel);
 }
 
-// Sends `mine` to `peer` and receives the same number of elements from it into scratch, then adds
-// them into `mine` (after the peer has read it: its memory may be read in place).
-void exchange_add(const GroupCall& g, int peer, std::uint32_t detail, MutableView mine) {
-  if (mine.numel() == 0) return;
-  MutableView theirs = scratch_for(g, mine.numel(), mine.dtype());
-  std::vector<Work> ops;
-  ops.reserve(2);
-  run_then_drain([&] {
-    ops.push_back(g.ctx.send(peer, tag_of(g, detail), mine));
-    ops.push_back(g.ctx.recv(peer, tag_of(g, detail), theirs));
-    core::wait_all(ops);
-  }, {&ops});
-  add_into(mine, theirs);
-}
-
-// Sends `out` to `to` and receives `in` from `from` (copy), both in place; with peer >= 0 both
-// are that peer.
-void exchange_copy(const GroupCall& g, int peer, std::uint32_t detail, core::ConstView out, MutableView in,
-                   int to = -1, int from = -1) {
-  if (peer >= 0) to = from = peer;
+// Sends `out` to `to` and receives `in` from `from` (copy), both in place; empty views are skipped
+// (both sides agree on the sizes).
+void exchange_copy(const GroupCall& g, int to, int from, std::uint32_t detail, core::ConstView out, MutableView in) {
   std::vector<Work> ops;
   ops.reserve(2);
   run_then_drain([&] {
@@ -56,6 +39,14 @@ void exchange_copy(const GroupCall& g, int peer, std::uint32_t detail, core::Con
     if (in.numel() > 0) ops.push_back(g.ctx.recv(from, tag_of(g, detail), in));
     core::wait_all(ops);
   }, {&ops});
+}
+
+// Sends `mine` to `peer` and receives the same number of elements from it into scratch, then adds
+// them into `mine` (after the peer has read it: its memory may be read in place).
+void exchange_add(const GroupCall& g, int peer, std::uint32_t detail, MutableView mine) {
+  MutableView theirs = scratch_for(g, mine.numel(), mine.dtype());
+  exchange_copy(g, peer, peer, detail, mine, theirs);
+  add_into(mine, theirs);
 }
 
 void send_all(const GroupCall& g, int peer, std::uint32_t detail, core::ConstView data) {
@@ -147,7 +138,7 @@ void halving_doubling_allreduce(const GroupCall& g, MutableView data, ReduceOp o
       const Range give = lower ? Range{mid, mine.end} : Range{mine.begin, mid};
       const int peer = rank_at(g, f.real(v ^ d));
       MutableView theirs = scratch_for(g, keep.size(), data.dtype());
-      exchange_copy(g, peer, round, data.slice(give.begin, give.size()), theirs);
+      exchange_copy(g, peer, peer, round, data.slice(give.begin, give.size()), theirs);
       add_into(data.slice(keep.begin, keep.size()), theirs);
       mine = keep;
     }
@@ -156,8 +147,8 @@ void halving_doubling_allreduce(const GroupCall& g, MutableView data, ReduceOp o
       const Range parent = parents.back();
       parents.pop_back();
       const Range other = mine.begin == parent.begin ? Range{mine.end, parent.end} : Range{parent.begin, mine.begin};
-      exchange_copy(g, rank_at(g, f.real(v ^ d)), round, data.slice(mine.begin, mine.size()),
-                    data.slice(other.begin, other.size()));
+      const int peer = rank_at(g, f.real(v ^ d));
+      exchange_copy(g, peer, peer, round, data.slice(mine.begin, mine.size()), data.slice(other.begin, other.size()));
       mine = parent;
     }
   }
@@ -178,12 +169,14 @@ void bruck_allgather(const GroupCall& g, core::ConstView in, MutableView out) {
   std::uint32_t round = 0;
   for (int d = 1; d < n; d *= 2, ++round) {
     const int count = std::min(d, n - d);
-    exchange_copy(g, -1, round, held.slice(0, block(count)), held.slice(block(d), block(count)),
-                  rank_at(g, wrap(g.index - d, n)), rank_at(g, wrap(g.index + d, n)));
+    exchange_copy(g, rank_at(g, wrap(g.index - d, n)), rank_at(g, wrap(g.index + d, n)), round,
+                  held.slice(0, block(count)), held.slice(block(d), block(count)));
   }
   for (int j = 0; j < n; ++j) core::copy(held.slice(block(j), b), out.slice(block(wrap(g.index + j, n)), b));
 }
 
+// Each member receives from its parent (relative index minus its lowest set bit d) and forwards to
+// relative index + c for each power of two c below d, largest first.
 void binomial_broadcast(const GroupCall& g, MutableView data, int root_index) {
   const int n = static_cast<int>(g.members.size());
   if (n == 1 || data.numel() == 0) return;
@@ -205,15 +198,13 @@ void binomial_broadcast(const GroupCall& g, MutableView data, int root_index) {
 
 // Binomial tree rooted at the first member. Reduce: at distance d = 1, 2, 4, ... a member whose
 // bit d is set sends its partial sum to index - d and is done; the others add what index + d
-// sends. Broadcast: each member receives the result from its parent (index minus its lowest set
-// bit) and forwards it to index + d for each d below that bit, largest first.
+// sends. Then binomial_broadcast from the first member.
 void tree_allreduce(const GroupCall& g, MutableView data, ReduceOp op) {
   const int n = static_cast<int>(g.members.size());
   if (n == 1 || data.numel() == 0) return;
   const int i = g.index;
   std::uint32_t round = 0;
-  int d = 1;
-  for (; d < n; d *= 2, ++round) {
+  for (int d = 1; d < n; d *= 2, ++round) {
     if ((i & d) != 0) {
       send_all(g, rank_at(g, i - d), round, data);
       break;
@@ -225,17 +216,7 @@ void tree_allreduce(const GroupCall& g, MutableView data, ReduceOp op) {
     }
   }
   if (i == 0 && op == ReduceOp::avg) scale(data, 1.0 / n);
-  // Broadcast: the member with lowest set bit d (the root: d = the first power of two >= n)
-  // received at round log2(d) from i - d.
-  if (i != 0) recv_all(g, rank_at(g, i - d), kBroadcastDetail + round, data);
-  std::vector<Work> sends;
-  run_then_drain([&] {
-    std::uint32_t child_round = round;
-    for (int c = d / 2; c >= 1; c /= 2) {
-      --child_round;
-      if (i + c < n) sends.push_back(g.ctx.send(rank_at(g, i + c), tag_of(g, kBroadcastDetail + child_round), data));
-    }
-  }, {&sends});
+  binomial_broadcast(g, data, 0);
 }
 
 }  // namespace fast::collective::detail

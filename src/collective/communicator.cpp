@@ -1,7 +1,6 @@
 #include "fast/collective/communicator.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <initializer_list>
 #include <vector>
 
@@ -26,35 +25,6 @@ using detail::run_then_drain;
 using detail::scale;
 using detail::wrap;
 using detail::check_reducible;
-
-int ceil_log2(int n) {
-  int k = 0;
-  while ((1 << k) < n) ++k;
-  return k;
-}
-
-// Broadcast of m bytes among n members: the pipelined chain, (n - 1 + pieces - 1) hops of one
-// piece, against the binomial tree, ceil(log2 n) hops of the whole vector (latency-bandwidth
-// model, docs/collectives.md). Strictly cheaper only: ties keep the chain.
-bool binomial_broadcast_pays(std::size_t bytes, int n, std::size_t chunk_bytes, const runtime::NetworkModel& net) {
-  const double m = static_cast<double>(bytes);
-  const double pieces = std::max(1.0, std::ceil(m / static_cast<double>(chunk_bytes)));
-  const double beta = 1.0 / net.bandwidth_bytes_per_second;
-  const double chain = (n - 1 + pieces - 1) * (net.latency_seconds + m / pieces * beta);
-  const double tree = ceil_log2(n) * (net.latency_seconds + m * beta);
-  return tree < chain;
-}
-
-// All-gather of b bytes per member: the ring, n-1 steps of one block, against Bruck's, ceil(log2 n)
-// rounds of the same bytes in all, plus a local pass over the n blocks (the final rotation).
-bool bruck_allgather_pays(std::size_t bytes, int n, const runtime::NetworkModel& net) {
-  const double b = static_cast<double>(bytes);
-  const double beta = 1.0 / net.bandwidth_bytes_per_second;
-  const double gamma = net.local_bytes_per_second > 0 ? 1.0 / net.local_bytes_per_second : 0.0;
-  const double ring = (n - 1) * (net.latency_seconds + b * beta);
-  const double bruck = ceil_log2(n) * net.latency_seconds + (n - 1) * b * beta + n * b * gamma;
-  return bruck < ring;
-}
 
 std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::size_t chunk_bytes) {
   const std::size_t segment = (numel + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
@@ -97,7 +67,7 @@ runtime::NativeCollectives* Communicator::native() const {
 
 void Communicator::native_allreduce(runtime::NativeCollectives& native, std::uint64_t ticket, MutableView data,
                                     ReduceOp op) {
-  counts_[static_cast<std::size_t>(AllreduceAlgorithm::automatic)].fetch_add(1, std::memory_order_relaxed);
+  native_count_.fetch_add(1, std::memory_order_relaxed);
   native.allreduce_sum(ticket, data);
   if (op == ReduceOp::avg) scale(data, 1.0 / group_size());
 }
@@ -131,47 +101,48 @@ AllreduceAlgorithm Communicator::resolve(std::size_t bytes, const AllreduceOptio
 
 std::vector<std::pair<std::string, std::uint64_t>> Communicator::allreduce_counts() const {
   std::vector<std::pair<std::string, std::uint64_t>> out;
-  for (std::size_t a = 0; a < counts_.size(); ++a) {
-    const std::uint64_t c = counts_[a].load(std::memory_order_relaxed);
-    if (c == 0) continue;
-    const auto algorithm = static_cast<AllreduceAlgorithm>(a);
-    out.emplace_back(algorithm == AllreduceAlgorithm::automatic ? std::string("native") : std::string(name_of(algorithm)), c);
-  }
+  if (const std::uint64_t c = native_count_.load(std::memory_order_relaxed)) out.emplace_back("native", c);
+  for (std::size_t a = 0; a < counts_.size(); ++a)
+    if (const std::uint64_t c = counts_[a].load(std::memory_order_relaxed))
+      out.emplace_back(name_of(static_cast<AllreduceAlgorithm>(a)), c);
   return out;
 }
 
-core::Buffer Communicator::take_scratch() {
-  std::lock_guard<std::mutex> lock(scratch_mutex_);
-  if (scratch_pool_.empty()) return {};
-  core::Buffer b = std::move(scratch_pool_.back());
-  scratch_pool_.pop_back();
-  return b;
-}
+// Borrows a buffer from the Communicator's pool (or a new one) and gives it back on destruction.
+class Communicator::ScratchLease {
+ public:
+  explicit ScratchLease(Communicator& comm) : comm_(comm) {
+    std::lock_guard<std::mutex> lock(comm_.scratch_mutex_);
+    if (comm_.scratch_pool_.empty()) return;
+    buffer_ = std::move(comm_.scratch_pool_.back());
+    comm_.scratch_pool_.pop_back();
+  }
+  ~ScratchLease() {
+    std::lock_guard<std::mutex> lock(comm_.scratch_mutex_);
+    comm_.scratch_pool_.push_back(std::move(buffer_));
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  core::Buffer& buffer() noexcept { return buffer_; }
 
-void Communicator::give_scratch(core::Buffer buffer) {
-  std::lock_guard<std::mutex> lock(scratch_mutex_);
-  scratch_pool_.push_back(std::move(buffer));
-}
+ private:
+  Communicator& comm_;
+  core::Buffer buffer_;
+};
 
 void Communicator::run_allreduce(MutableView data, const AllreduceOptions& options, std::uint32_t sequence) {
   check_reducible(data);
   const AllreduceAlgorithm algorithm = resolve(data.bytes(), options);
   counts_[static_cast<std::size_t>(algorithm)].fetch_add(1, std::memory_order_relaxed);
   if (algorithm == AllreduceAlgorithm::ring) return ring_allreduce(data, options, sequence);
-  core::Buffer scratch = take_scratch();
-  const detail::GroupCall group{ctx_, members_, index_, sequence, scratch};
-  try {
-    switch (algorithm) {
-      case AllreduceAlgorithm::recursive_doubling: detail::recursive_doubling_allreduce(group, data, options.op); break;
-      case AllreduceAlgorithm::halving_doubling: detail::halving_doubling_allreduce(group, data, options.op); break;
-      case AllreduceAlgorithm::tree: detail::tree_allreduce(group, data, options.op); break;
-      default: FAST_THROW(core::InvalidArgument, "allreduce: no algorithm '{}'", name_of(algorithm));
-    }
-  } catch (...) {
-    give_scratch(std::move(scratch));
-    throw;
+  ScratchLease scratch(*this);
+  const detail::GroupCall group{ctx_, members_, index_, sequence, scratch.buffer()};
+  switch (algorithm) {
+    case AllreduceAlgorithm::recursive_doubling: return detail::recursive_doubling_allreduce(group, data, options.op);
+    case AllreduceAlgorithm::halving_doubling: return detail::halving_doubling_allreduce(group, data, options.op);
+    case AllreduceAlgorithm::tree: return detail::tree_allreduce(group, data, options.op);
+    default: FAST_THROW(core::InvalidArgument, "allreduce: no algorithm '{}'", name_of(algorithm));
   }
-  give_scratch(std::move(scratch));
 }
 
 // Ring all-reduce: n-1 reduce-scatter steps then n-1 all-gather steps. At global step g
@@ -181,7 +152,6 @@ void Communicator::run_allreduce(MutableView data, const AllreduceOptions& optio
 // of step g-1 has arrived (the pipeline). Sends read the caller's memory in place, so before a
 // piece is overwritten, the send that last read it (step g+1-n) is waited for.
 void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& options, std::uint32_t sequence) {
-  check_reducible(data);
   FAST_ENFORCE(options.chunk_bytes > 0, "allreduce: chunk_bytes must be positive");
   const int n = group_size();
   const int r = index_;  // ring positions are indices in the group
@@ -224,7 +194,7 @@ void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& opti
   }, {&recvs, &sends});
 }
 
-// Small messages or slow links: a binomial tree (binomial_broadcast_pays). Otherwise a
+// Small messages or slow links: a binomial tree (broadcast_by_tree). Otherwise a
 // pipelined chain from the root: the worker at distance d from the root receives each piece from
 // distance d-1 and forwards it to distance d+1.
 void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes) {
@@ -238,7 +208,7 @@ void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes
   // Nothing to send: every member has the same (empty) length, so all return here. (The sim
   // runtime cannot carry zero-byte messages: their transfers never end.)
   if (n == 1 || data.numel() == 0) return;
-  if (binomial_broadcast_pays(data.bytes(), n, chunk_bytes, network_)) {
+  if (broadcast_by_tree(data.bytes(), n, chunk_bytes, network_)) {
     core::Buffer scratch;
     detail::binomial_broadcast({ctx_, members_, index_, sequence, scratch}, data,
                                static_cast<int>(root_at - members_.begin()));
@@ -264,7 +234,7 @@ void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes
   }, {&sends});
 }
 
-// Bruck's all-gather where its log2 latencies pay (bruck_allgather_pays); otherwise the ring (positions
+// Bruck's all-gather where its log2 latencies pay (allgather_by_bruck); otherwise the ring (positions
 // are group indices): at step s worker r forwards block (r - s) and receives block (r - s - 1).
 void Communicator::allgather(core::ConstView in, MutableView out) {
   const std::uint32_t sequence = next_sequence();
@@ -277,16 +247,9 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
   if (auto* native_ops = native()) return native_ops->allgather(native_ops->reserve(), in, out);
   const std::size_t block = in.numel();
   if (block == 0) return;  // every member's block is empty (see broadcast)
-  if (n > 1 && bruck_allgather_pays(in.bytes(), n, network_)) {
-    core::Buffer scratch = take_scratch();
-    try {
-      detail::bruck_allgather({ctx_, members_, index_, sequence, scratch}, in, out);
-    } catch (...) {
-      give_scratch(std::move(scratch));
-      throw;
-    }
-    give_scratch(std::move(scratch));
-    return;
+  if (n > 1 && allgather_by_bruck(in.bytes(), n, network_)) {
+    ScratchLease scratch(*this);
+    return detail::bruck_allgather({ctx_, members_, index_, sequence, scratch.buffer()}, in, out);
   }
   core::copy(in, out.slice(block * static_cast<std::size_t>(r), block));
   if (n == 1) return;

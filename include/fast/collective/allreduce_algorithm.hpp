@@ -1,5 +1,6 @@
 #pragma once
-// All-reduce algorithms and the rule that picks one (docs/collectives.md).
+// All-reduce algorithms and the rule that picks one (docs/collectives.md); the same model's rules
+// for broadcast and all-gather.
 //
 //   ring                the pipelined ring: 2(n-1) messages of m/n bytes per worker. Bandwidth-
 //                       optimal; its 2(n-1) latencies hurt small messages and slow links.
@@ -60,5 +61,12 @@ inline constexpr double kNearTie = 0.01;
 // fewest bytes (then: ring, halving-doubling, recursive-doubling, tree). A pure function of its
 // arguments, so every member picks the same.
 AllreduceAlgorithm choose_allreduce(std::size_t bytes, int members, const runtime::NetworkModel& network);
+
+// The same model for the other collectives that move whole vectors. Strictly cheaper only (ties
+// keep the first-named algorithm):
+// whether a binomial tree beats the pipelined chain (pieces of chunk_bytes) for a broadcast,
+bool broadcast_by_tree(std::size_t bytes, int members, std::size_t chunk_bytes, const runtime::NetworkModel& network);
+// and whether Bruck's algorithm beats the ring for an all-gather of `bytes` per member.
+bool allgather_by_bruck(std::size_t bytes, int members, const runtime::NetworkModel& network);
 
 }  // namespace fast::collective

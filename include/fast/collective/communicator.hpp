@@ -29,12 +29,12 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
-#include <cstdint>
-#include <span>
 #include <vector>
 
 #include "fast/collective/allreduce_algorithm.hpp"
@@ -140,17 +140,17 @@ class Communicator {
   // Runs the resolved algorithm (every one but the ring in allreduce_algorithms.cpp).
   void run_allreduce(core::MutableView data, const AllreduceOptions& options, std::uint32_t sequence);
   // Scratch space for one call of the algorithms that receive into a buffer; calls may overlap
-  // (allreduce_async), so each takes its own and gives it back.
-  core::Buffer take_scratch();
-  void give_scratch(core::Buffer buffer);
+  // (allreduce_async), so each borrows its own from the pool and returns it when the lease ends.
+  class ScratchLease;
 
   runtime::Context& ctx_;
   std::atomic<std::uint32_t> sequence_{0};
   std::vector<core::Buffer> scratch_;  // neighbor_average: one receive buffer per in-neighbour
   runtime::NetworkModel network_;      // what the automatic choice assumes
   AllreduceAlgorithm default_algorithm_ = AllreduceAlgorithm::automatic;
-  // all-reduces run, by algorithm (index: AllreduceAlgorithm; automatic's slot counts native calls)
+  // all-reduces run, by algorithm (index: AllreduceAlgorithm; automatic's slot stays 0), and native
   std::array<std::atomic<std::uint64_t>, 5> counts_{};
+  std::atomic<std::uint64_t> native_count_{0};
   std::mutex scratch_mutex_;
   std::vector<core::Buffer> scratch_pool_;
   std::vector<int> members_;           // the group, in rank order

@@ -93,7 +93,7 @@ void finish_matched(Op& op, std::unique_lock<std::mutex>& lock) {
   while (!op.done) {
     if (take_handover(op, lock)) continue;
     op.waiting = true;
-    op.sleep(lock, std::chrono::steady_clock::now() + std::chrono::hours(24));
+    op.sleep(lock);
   }
   op.waiting = false;
 }

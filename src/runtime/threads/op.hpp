@@ -68,7 +68,13 @@ struct Op {
   std::atomic<bool> finished{false};
 
   void complete(std::exception_ptr e);
-  // Blocks on cv (lock held) until notified or `until`; counts itself in sleepers meanwhile.
+  // Blocks on cv (lock held) until notified (or `until`); counts itself in sleepers meanwhile.
+  template <typename Lock>
+  void sleep(Lock& lock) {
+    ++sleepers;
+    cv.wait(lock);
+    --sleepers;
+  }
   template <typename Lock, typename TimePoint>
   void sleep(Lock& lock, TimePoint until) {
     ++sleepers;
