@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "closed_form.hpp"
 #include "fast/collective/communicator.hpp"
 #include "fast/runtime/launcher.hpp"
 
@@ -26,27 +27,7 @@ const std::vector<AllreduceAlgorithm> kAlgorithms{AllreduceAlgorithm::ring, Allr
                                                   AllreduceAlgorithm::automatic};
 const std::vector<std::size_t> kLengths{0, 1, 7, 1000, (std::size_t{1} << 20) + 3};
 
-// Worker r's element i: an exact binary fraction, so every order of addition gives the exact sum
-// in f32 and f64. Closed form of the sum over ranks 0..n-1: 0.5 (i % 97 + 1) n (n + 1) / 2.
-double value(int rank, std::size_t i) { return 0.5 * static_cast<double>(rank + 1) * static_cast<double>(i % 97 + 1); }
-double sum_of(int n, std::size_t i) { return 0.5 * static_cast<double>(i % 97 + 1) * n * (n + 1) / 2.0; }
-
-template <typename T>
-std::size_t check_closed_form(Communicator& comm, AllreduceAlgorithm algorithm, std::size_t len, ReduceOp op) {
-  const int n = comm.size();
-  std::vector<T> data(len);
-  for (std::size_t i = 0; i < len; ++i) data[i] = static_cast<T>(value(comm.rank(), i));
-  comm.allreduce(core::MutableView(std::span<T>(data)), {.op = op, .algorithm = algorithm});
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < len; ++i) {
-    const double expect = op == ReduceOp::sum ? sum_of(n, i) : sum_of(n, i) / n;
-    const double tol = op == ReduceOp::sum ? 0.0 : 1e-6 * std::abs(expect);
-    if (std::abs(static_cast<double>(data[i]) - expect) > tol && bad++ < 3)
-      ADD_FAILURE() << name_of(algorithm) << " " << n << " workers, rank " << comm.rank() << ", length " << len
-                    << ", element " << i << ": got " << data[i] << ", expected " << expect;
-  }
-  return bad;
-}
+using closed_form::allreduce_mismatches;
 
 using Param = std::tuple<std::string, int>;
 class AllreduceAlgorithms : public ::testing::TestWithParam<Param> {};
@@ -59,8 +40,8 @@ TEST_P(AllreduceAlgorithms, MatchTheClosedFormForEveryLengthTypeAndOperation) {
     for (AllreduceAlgorithm algorithm : kAlgorithms)
       for (std::size_t len : kLengths)
         for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
-          bad += check_closed_form<float>(comm, algorithm, len, op);
-          bad += check_closed_form<double>(comm, algorithm, len, op);
+          bad += allreduce_mismatches<float>(comm, len, {.op = op, .algorithm = algorithm});
+          bad += allreduce_mismatches<double>(comm, len, {.op = op, .algorithm = algorithm});
         }
     EXPECT_EQ(bad, 0u) << "rank " << ctx.rank();
   });

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "closed_form.hpp"
 #include "fast/collective/communicator.hpp"
 #include "fast/runtime/threads/world.hpp"
 
@@ -14,10 +15,7 @@ namespace {
 
 using runtime::Context;
 
-// Worker r's element i: an exact binary fraction, so sums are exact in f32 and f64.
-double value(int rank, std::size_t i) { return 0.5 * static_cast<double>(rank + 1) * static_cast<double>(i % 97 + 1); }
-// Closed form of the sum over ranks 0..n-1: 0.5 * (i % 97 + 1) * n (n + 1) / 2.
-double sum_of(int n, std::size_t i) { return 0.5 * static_cast<double>(i % 97 + 1) * n * (n + 1) / 2.0; }
+using closed_form::allreduce_mismatches;
 
 enum class Dt { f32, f64 };
 using Param = std::tuple<int, std::size_t, Dt>;
@@ -28,17 +26,9 @@ template <typename T>
 void run_allreduce(int n, std::size_t len, ReduceOp op, std::size_t chunk_bytes) {
   runtime::threads::World world({.size = n, .op_timeout_seconds = 120});
   world.run([&](Context& ctx) {
-    std::vector<T> data(len);
-    for (std::size_t i = 0; i < len; ++i) data[i] = static_cast<T>(value(ctx.rank(), i));
     Communicator comm(ctx);
-    comm.allreduce(core::MutableView(std::span<T>(data)), {.op = op, .chunk_bytes = chunk_bytes});
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < len; ++i) {
-      const double expect = op == ReduceOp::sum ? sum_of(n, i) : sum_of(n, i) / n;
-      const double tol = op == ReduceOp::sum ? 0.0 : 1e-6 * std::abs(expect);
-      if (std::abs(static_cast<double>(data[i]) - expect) > tol && bad++ < 3)
-        ADD_FAILURE() << "rank " << ctx.rank() << " element " << i << ": got " << data[i] << ", expected " << expect;
-    }
+    const std::size_t bad = allreduce_mismatches<T>(
+        comm, len, {.op = op, .chunk_bytes = chunk_bytes, .algorithm = AllreduceAlgorithm::ring});
     EXPECT_EQ(bad, 0u) << "rank " << ctx.rank();
   });
 }
