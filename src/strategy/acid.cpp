@@ -89,11 +89,8 @@ topology::Graph checked_graph(const StrategyOptions& options, int n) {
   FAST_ENFORCE(auto_or_valid(options.acid_alpha_tilde),
                "acid: acid_alpha_tilde must be >= 0, or -1 for the paper's value from the graph, got {}",
                options.acid_alpha_tilde);
-  topology::Graph graph = topology::make_topology(options.topology, n, options.seed);
-  FAST_ENFORCE(graph.is_symmetric(),
-               "acid: topology '{}' is directed; acid needs an undirected one (pairwise exchanges)", options.topology);
-  topology::check_connected(graph);
-  return graph;
+  return topology::make_undirected_connected(options.topology, n, options.seed, "acid",
+                                             "acid needs an undirected one (pairwise exchanges)");
 }
 }  // namespace
 

@@ -10,16 +10,8 @@ namespace fast::strategy {
 
 namespace {
 topology::Graph checked_graph(const StrategyOptions& options, int n) {
-  topology::Graph graph = topology::make_topology(options.topology, n, options.seed);
-  FAST_ENFORCE(graph.is_symmetric(),
-               "adpsgd: topology '{}' is directed; adpsgd averages pairwise over undirected edges (use gosgd for "
-               "directed graphs)",
-               options.topology);
-  FAST_ENFORCE(graph.is_connected(),
-               "adpsgd: topology '{}' is disconnected on {} workers; the replicas of different components would "
-               "never agree",
-               options.topology, n);
-  return graph;
+  return topology::make_undirected_connected(options.topology, n, options.seed, "adpsgd",
+                                             "adpsgd averages pairwise over undirected edges (use gosgd for directed graphs)");
 }
 }  // namespace
 

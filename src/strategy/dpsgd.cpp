@@ -11,13 +11,8 @@ namespace {
 topology::Graph checked_graph(const StrategyOptions& options, int n) {
   FAST_ENFORCE(options.consensus_step >= 0 && options.consensus_step <= 1,
                "dpsgd: consensus_step must be in (0, 1], or 0 for the codec's default; got {}", options.consensus_step);
-  topology::Graph graph = topology::make_topology(options.topology, n, options.seed);
-  FAST_ENFORCE(graph.is_symmetric(),
-               "dpsgd: topology '{}' is directed; dpsgd needs an undirected one (its mixing must be doubly "
-               "stochastic)",
-               options.topology);
-  topology::check_connected(graph);
-  return graph;
+  return topology::make_undirected_connected(options.topology, n, options.seed, "dpsgd",
+                                             "dpsgd needs an undirected one (its mixing must be doubly stochastic)");
 }
 }  // namespace
 

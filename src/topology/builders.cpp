@@ -220,6 +220,16 @@ const std::vector<std::string>& topology_names() {
   return names;
 }
 
+Graph make_undirected_connected(const std::string& spec, int n, std::uint64_t seed, std::string_view user,
+                                std::string_view why_undirected) {
+  Graph graph = make_topology(spec, n, seed);
+  FAST_ENFORCE(graph.is_symmetric(), "{}: topology '{}' is directed; {}", user, spec, why_undirected);
+  FAST_ENFORCE(graph.is_connected(),
+               "{}: topology '{}' is disconnected on {} workers; the replicas of different components would never agree",
+               user, spec, n);
+  return graph;
+}
+
 Graph make_topology(const std::string& spec, int n, std::uint64_t seed) {
   const auto colon = spec.find(':');
   const std::string name = spec.substr(0, colon);

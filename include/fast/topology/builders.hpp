@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fast/topology/graph.hpp"
@@ -65,6 +66,11 @@ Graph from_edge_list_file(const std::string& path, int n_hint = 0);
 // R * C must equal n. random-regular uses `seed`. file uses n as n_hint.
 // Unknown names throw InvalidArgument listing the allowed names.
 Graph make_topology(const std::string& spec, int n, std::uint64_t seed = 0);
+// make_topology, for a user that exchanges over undirected edges: InvalidArgument naming `user`
+// and the spec when the graph is directed (`why_undirected` says what needs it undirected) or
+// disconnected on n workers.
+Graph make_undirected_connected(const std::string& spec, int n, std::uint64_t seed, std::string_view user,
+                                std::string_view why_undirected);
 
 // The NAMEs accepted by make_topology, in documentation order.
 const std::vector<std::string>& topology_names();
