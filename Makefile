@@ -10,9 +10,10 @@ CMAKE_FLAGS ?=
 
 # Debian packages needed to build and test; the benchmarks need a few more.
 DEB_PACKAGES := cmake ninja-build g++ pkg-config zlib1g-dev libtorch-dev libopenblas0-pthread \
-  libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libeigen3-dev libgtest-dev libsimgrid-dev libzmq3-dev cppzmq-dev \
-  libopenmpi-dev openmpi-bin dataset-fashion-mnist iproute2 libjs-chart.js chromium
-DEB_BENCH_PACKAGES := python3-torch
+  libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libeigen3-dev libgtest-dev libzip-dev libsimgrid-dev libzmq3-dev cppzmq-dev \
+  libopenmpi-dev openmpi-bin dataset-fashion-mnist iproute2 libjs-chart.js chromium python3-torch python3-numpy
+# The benchmarks need nothing more since python3-torch (PyTorch DDP, gloo) is a test dependency.
+DEB_BENCH_PACKAGES :=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -104,17 +104,19 @@ int main(int argc, char** argv) {
     const std::int64_t n = data.train->size();
     const std::int64_t steps_per_epoch = n / args.batch;
 
-    torch::nn::Sequential model = fast::torch::make_model(args.model);
+    fast::torch::Model model = fast::torch::make_model(args.model);
+    std::vector<torch::Tensor> parameters;
+    for (auto& [name, p] : model.named_parameters()) parameters.push_back(p);
     {
       const std::vector<float> init = fast::torch::initial_parameters(args.model, args.seed);
       torch::NoGradGuard no_grad;
       std::size_t offset = 0;
-      for (torch::Tensor& p : model->parameters()) {
+      for (torch::Tensor& p : parameters) {
         p.copy_(torch::from_blob(const_cast<float*>(init.data() + offset), p.sizes(), torch::kFloat32));
         offset += static_cast<std::size_t>(p.numel());
       }
     }
-    torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(args.lr).momentum(args.momentum));
+    torch::optim::SGD optimizer(parameters, torch::optim::SGDOptions(args.lr).momentum(args.momentum));
     torch::Generator gen = at::detail::createCPUGenerator(args.seed);
 
     torch::Tensor perm;
@@ -129,7 +131,7 @@ int main(int argc, char** argv) {
       const torch::Tensor x = images.index_select(0, idx);
       const torch::Tensor y = labels.index_select(0, idx);
       optimizer.zero_grad();
-      torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+      torch::Tensor loss = torch::nn::functional::cross_entropy(model.forward(x), y);
       loss.backward();
       optimizer.step();
       const double loss_value = loss.item<double>();

@@ -60,7 +60,7 @@ TEST(Cli, UnknownStrategyExitsNonZeroListingNames) {
 TEST(Cli, UnknownModelExitsNonZeroListingNames) {
   const Result r = run_fast("train --model resnet9000 --steps 1");
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("expected one of: mlp, cnn"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("expected one of mlp, cnn, resnet, or a TorchScript file"), std::string::npos) << r.output;
 }
 
 TEST(Cli, WrongTypeInConfigNamesTheKey) {

@@ -70,7 +70,8 @@ std::string config_toml(const torch::TrainOptions& options) {
   for (const ConfigKey& k : config_keys()) {
     if (k.name == "metrics" || k.name == "summary") continue;  // per repetition, set by fast compare
     const std::string value = k.get(options);
-    if (value == k.get(defaults)) continue;
+    // lr is always written: without it the optimizer key would pick its own default lr.
+    if (value == k.get(defaults) && k.name != "lr") continue;
     const bool quoted = k.type == KeyType::string || k.type == KeyType::path;
     text += fmt::format("{} = {}\n", k.name, quoted ? toml_string(value) : value);
   }

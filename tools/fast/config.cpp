@@ -163,20 +163,37 @@ std::vector<ConfigKey> build_keys() {
        "(asynchronous pairwise gossip), gosgd (push-sum gossip), acid (A2CiD2). docs/strategies.md.",
        [](TrainOptions& o, const std::string& v) { o.worker.strategy.name = one_of(v, strategy::strategy_names(), "strategy"); },
        [](const TrainOptions& o) { return o.worker.strategy.name; }},
-      {"model", KeyType::string, "Model: mlp (784-256-128-10) or cnn (2 conv + 2 linear layers).",
+      {"model", KeyType::string,
+       "Model: mlp (2 hidden layers), cnn (2 conv + 2 linear layers), resnet (residual CNN, 1.6 M parameters), or a "
+       "TorchScript file (a path with '/' or ending in .pt, saved with torch.jit.script(m).save(path)); built-in "
+       "models adapt to the dataset's sample shape and classes. docs/models.md.",
        [](TrainOptions& o, const std::string& v) { o.model = v; }, [](const TrainOptions& o) { return o.model; }},
-      {"dataset", KeyType::string, "Dataset: fashion-mnist.",
-       [](TrainOptions& o, const std::string& v) { o.dataset = one_of(v, {"fashion-mnist"}, "dataset"); },
+      FAST_NUMBER_KEY("model_flops", "sim: floating-point operations to train on one sample (forward + backward); 0: "
+                      "computed from the model (a TorchScript file: 6 x its parameters).", model_flops, non_negative),
+      {"dataset", KeyType::string,
+       "Dataset: fashion-mnist (the IDX files of data_dir), npz:train=FILE,test=FILE (arrays x and y), "
+       "npy:train_x=F,train_y=F,test_x=F,test_y=F, or synthetic[:shape=1x28x28,classes=10,train=60000,test=10000,"
+       "noise=0.25,seed=1]. docs/data.md.",
+       [](TrainOptions& o, const std::string& v) { o.dataset = v; },
        [](const TrainOptions& o) { return o.dataset; }},
-      {"data_dir", KeyType::path, "Folder of the gzip IDX files (default: FAST_DATA_DIR).",
+      {"data_dir", KeyType::path, "fashion-mnist: folder of the gzip IDX files (default: FAST_DATA_DIR).",
        [](TrainOptions& o, const std::string& v) { o.data_dir = v; },
        [](const TrainOptions& o) { return o.data_dir.empty() ? std::string("$FAST_DATA_DIR") : o.data_dir.string(); }},
       FAST_INT_KEY("epochs", "Passes over the training set (used when steps = 0).", epochs, 1),
       FAST_INT_KEY("steps", "Steps per worker; 0 means epochs x steps per epoch.", steps, 0),
       FAST_INT_KEY("batch", "Mini-batch size per worker.", batch, 1),
-      FAST_NUMBER_KEY("lr", "Base learning rate.", worker.optimizer.lr, learning_rate),
+      {"lr", KeyType::number,
+       "Base learning rate; default: 0.05 for sgd, momentum and nesterov, 0.001 for adam and adamw.",
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.optimizer.lr = learning_rate(parse_number(v, "lr"), "lr");
+         o.lr_given = true;
+       },
+       [](const TrainOptions& o) { return text(o.worker.optimizer.lr); }},
       {"optimizer", KeyType::string, "Optimizer: sgd, momentum, nesterov, adam or adamw.",
-       [](TrainOptions& o, const std::string& v) { o.worker.optimizer.name = one_of(v, optim::optimizer_names(), "optimizer"); },
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.optimizer.name = one_of(v, optim::optimizer_names(), "optimizer");
+         if (!o.lr_given) o.worker.optimizer.lr = torch::default_lr(o.worker.optimizer.name);
+       },
        [](const TrainOptions& o) { return o.worker.optimizer.name; }},
       FAST_NUMBER_KEY("momentum", "Momentum factor of momentum and nesterov, in [0, 1).", worker.optimizer.momentum, fraction_below_one),
       FAST_NUMBER_KEY("weight_decay", "Weight decay (L2 in the gradient; decoupled for adamw).", worker.optimizer.weight_decay, non_negative),

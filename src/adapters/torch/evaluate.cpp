@@ -6,13 +6,13 @@
 
 namespace fast::torch {
 
-EvalResult evaluate(::torch::nn::Sequential& model, const Dataset& data, std::int64_t batch) {
+EvalResult evaluate(Model& model, const Dataset& data, std::int64_t batch) {
   FAST_ENFORCE(batch >= 1, "evaluate: expected batch >= 1, got {}", batch);
   const std::int64_t n = data.size();
   FAST_ENFORCE(n > 0, "evaluate: expected a non-empty dataset, got 0 samples");
   ::torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
+  const bool was_training = model.is_training();
+  model.train(false);
   double loss_sum = 0;
   std::int64_t correct = 0;
   try {
@@ -20,17 +20,17 @@ EvalResult evaluate(::torch::nn::Sequential& model, const Dataset& data, std::in
       const std::int64_t count = std::min(batch, n - start);
       const ::torch::Tensor x = data.images.narrow(0, start, count);
       const ::torch::Tensor y = data.labels.narrow(0, start, count);
-      const ::torch::Tensor logits = model->forward(x);
+      const ::torch::Tensor logits = model.forward(x);
       FAST_ENFORCE(logits.dim() == 2 && logits.size(0) == count,
                    "evaluate: expected logits of shape [{}, classes], got {}", count, fmt::join(logits.sizes(), "x"));
       loss_sum += ::torch::nll_loss(::torch::log_softmax(logits, 1), y, {}, ::at::Reduction::Sum).item<double>();
       correct += logits.argmax(1).eq(y).sum().item<std::int64_t>();
     }
   } catch (...) {
-    model->train(was_training);
+    model.train(was_training);
     throw;
   }
-  model->train(was_training);
+  model.train(was_training);
   return {.accuracy = static_cast<double>(correct) / static_cast<double>(n),
           .loss = loss_sum / static_cast<double>(n),
           .samples = n};

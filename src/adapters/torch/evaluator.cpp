@@ -20,7 +20,7 @@ FinalModel parse_final_model(const std::string& name) {
              fmt::join(final_model_names(), ", "));
 }
 
-Evaluator::Evaluator(strategy::Worker& worker, Replica& replica, ::torch::nn::Sequential& model,
+Evaluator::Evaluator(strategy::Worker& worker, Replica& replica, Model& model,
                      std::shared_ptr<const Dataset> test, FinalModel final_model)
     : worker_(worker),
       replica_(replica),
@@ -40,7 +40,8 @@ EvalResult Evaluator::score_sliced(std::span<float> candidate) {
   const std::int64_t n = test_->size();
   const std::int64_t begin = n * index / members;
   const std::int64_t end = n * (index + 1) / members;
-  const Dataset slice{test_->images.narrow(0, begin, end - begin), test_->labels.narrow(0, begin, end - begin)};
+  const Dataset slice{test_->images.narrow(0, begin, end - begin), test_->labels.narrow(0, begin, end - begin),
+                      test_->classes};
   const EvalResult local = evaluate(model_, slice);
   std::swap_ranges(params.begin(), params.end(), candidate.begin());
   std::vector<double> sums{local.accuracy * static_cast<double>(local.samples),

@@ -1,44 +1,82 @@
 #include "fast/adapters/torch/models.hpp"
 
 #include <cmath>
+#include <numeric>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
 #include <torch/nn/modules/pooling.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 
 #include "fast/core/error.hpp"
+#include "resnet.hpp"
 
 namespace fast::torch {
 
 namespace nn = ::torch::nn;
 
-std::vector<std::string> model_names() { return {"mlp", "cnn"}; }
+namespace {
 
-nn::Sequential make_model(const std::string& name) {
-  if (name == "mlp") {
-    return nn::Sequential(nn::Flatten(), nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 128), nn::ReLU(),
-                          nn::Linear(128, 10));
-  }
-  if (name == "cnn") {
-    // 28x28 -conv3-> 26x26 -pool2-> 13x13 -conv3-> 11x11 -pool2-> 5x5; 64*5*5 = 1600.
-    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 32, 3)), nn::ReLU(), nn::MaxPool2d(nn::MaxPool2dOptions(2)),
-                          nn::Conv2d(nn::Conv2dOptions(32, 64, 3)), nn::ReLU(), nn::MaxPool2d(nn::MaxPool2dOptions(2)),
-                          nn::Flatten(), nn::Linear(1600, 128), nn::ReLU(), nn::Linear(128, 10));
-  }
-  FAST_THROW(InvalidArgument, "unknown model '{}': expected one of {}", name, fmt::join(model_names(), ", "));
+std::int64_t features_of(const SampleSpec& input) {
+  return std::accumulate(input.shape.begin(), input.shape.end(), std::int64_t{1}, std::multiplies<>());
 }
 
-std::vector<float> initial_parameters(const std::string& name, std::uint64_t seed) {
-  nn::Sequential model = make_model(name);
+void require_builtin(const std::string& spec) {
+  const auto names = model_names();
+  if (std::find(names.begin(), names.end(), spec) != names.end()) return;
+  FAST_THROW(InvalidArgument, "model: unknown name '{}'; expected one of {}, or a TorchScript file (a path with "
+             "'/' or ending in .pt)", spec, fmt::join(names, ", "));
+}
+
+void check_input(const std::string& name, const SampleSpec& input) {
+  require_builtin(name);
+  FAST_ENFORCE(!input.shape.empty() && features_of(input) >= 1 && input.classes >= 2,
+               "model {}: expected samples of at least one feature and at least 2 classes, got {}", name,
+               input.describe());
+  if (name == "mlp") return;
+  FAST_ENFORCE(input.shape.size() == 3, "model {}: expected samples of shape CxHxW (images), got {}", name,
+               input.describe());
+  FAST_ENFORCE(name != "cnn" || (input.shape[1] >= 10 && input.shape[2] >= 10),
+               "model cnn: expected images of at least 10x10 (two 3x3 convolutions and two 2x2 poolings), got {}",
+               input.describe());
+}
+
+nn::Sequential make_mlp(const SampleSpec& input) {
+  return nn::Sequential(nn::Flatten(), nn::Linear(features_of(input), 256), nn::ReLU(), nn::Linear(256, 128),
+                        nn::ReLU(), nn::Linear(128, input.classes));
+}
+
+nn::Sequential make_cnn(const SampleSpec& input) {
+  // 28x28 -conv3-> 26x26 -pool2-> 13x13 -conv3-> 11x11 -pool2-> 5x5; 64*5*5 = 1600.
+  const std::int64_t h = ((input.shape[1] - 2) / 2 - 2) / 2;
+  const std::int64_t w = ((input.shape[2] - 2) / 2 - 2) / 2;
+  return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(input.shape[0], 32, 3)), nn::ReLU(),
+                        nn::MaxPool2d(nn::MaxPool2dOptions(2)), nn::Conv2d(nn::Conv2dOptions(32, 64, 3)), nn::ReLU(),
+                        nn::MaxPool2d(nn::MaxPool2dOptions(2)), nn::Flatten(), nn::Linear(64 * h * w, 128), nn::ReLU(),
+                        nn::Linear(128, input.classes));
+}
+
+Model wrap(const std::string& name, nn::Sequential seq) {
+  return Model(name, seq.ptr(), [seq](const ::torch::Tensor& x) mutable { return seq->forward(x); });
+}
+
+// Draws every parameter of `module` (recursively, in registration order) as models.hpp states.
+void initialise(nn::Module& module, const std::string& name, std::uint64_t seed) {
   ::torch::Generator gen = ::at::make_generator<::at::CPUGeneratorImpl>(seed);
   ::torch::NoGradGuard no_grad;
-  for (const auto& layer : model->children()) {
-    const auto params = layer->named_parameters(/*recurse=*/false);
+  for (const auto& layer : module.modules(/*include_self=*/true)) {
+    auto params = layer->named_parameters(/*recurse=*/false);
     if (params.is_empty()) continue;
+    if (layer->as<nn::GroupNorm>() != nullptr) {
+      params["weight"].fill_(1.0);
+      params["bias"].fill_(0.0);
+      continue;
+    }
     const ::torch::Tensor* weight = params.find("weight");
     FAST_ENFORCE_AS(InvalidUsage, weight != nullptr && weight->dim() >= 2,
                     "initial_parameters: model '{}' has a {} layer without a Linear/Conv weight", name, layer->name());
@@ -47,26 +85,24 @@ std::vector<float> initial_parameters(const std::string& name, std::uint64_t see
     const double bound = 1.0 / std::sqrt(fan_in);
     for (auto& item : params) item.value().uniform_(-bound, bound, gen);
   }
+}
+
+std::vector<float> flatten(Model& model) {
   std::vector<float> flat;
-  flat.reserve(static_cast<std::size_t>(parameter_count(name)));
-  for (const ::torch::Tensor& p : model->parameters()) {
-    const ::torch::Tensor c = p.contiguous();
+  for (const auto& [name, p] : model.named_parameters()) {
+    const ::torch::Tensor c = p.detach().contiguous();
     const float* data = c.data_ptr<float>();
     flat.insert(flat.end(), data, data + c.numel());
   }
   return flat;
 }
 
-std::int64_t parameter_count(const std::string& name) {
-  std::int64_t total = 0;
-  for (const ::torch::Tensor& p : make_model(name)->parameters()) total += p.numel();
-  return total;
-}
-
-double model_flops_per_sample(const std::string& name) {
-  nn::Sequential model = make_model(name);
+// Multiply-accumulates of a Sequential of Linear/Conv2d/activation/pooling layers on one sample.
+double sequential_macs(nn::Sequential& model, const SampleSpec& input) {
   ::torch::NoGradGuard no_grad;
-  ::torch::Tensor x = ::torch::zeros({1, 1, 28, 28});
+  std::vector<std::int64_t> shape{1};
+  shape.insert(shape.end(), input.shape.begin(), input.shape.end());
+  ::torch::Tensor x = ::torch::zeros(shape);
   double macs = 0;
   for (auto& layer : *model) {
     x = layer.forward(x);
@@ -76,6 +112,79 @@ double model_flops_per_sample(const std::string& name) {
       const ::torch::Tensor& w = conv->weight;               // [out_c, in_c, kh, kw]
       macs += static_cast<double>(x.numel()) * static_cast<double>(w.numel() / w.size(0));
     }
+  }
+  return macs;
+}
+
+}  // namespace
+
+std::string SampleSpec::describe() const {
+  return fmt::format("{}, {} classes", fmt::join(shape, "x"), classes);
+}
+
+std::vector<std::string> model_names() { return {"mlp", "cnn", "resnet"}; }
+
+bool is_model_file(const std::string& spec) {
+  return spec.find('/') != std::string::npos || (spec.size() > 3 && spec.ends_with(".pt"));
+}
+
+Model make_model(const std::string& spec, const SampleSpec& input) {
+  if (is_model_file(spec)) return Model::load_script(spec);
+  check_input(spec, input);
+  if (spec == "mlp") return wrap(spec, make_mlp(input));
+  if (spec == "cnn") return wrap(spec, make_cnn(input));
+  ResNet net(input.shape[0], input.classes);
+  return Model(spec, net.ptr(), [net](const ::torch::Tensor& x) mutable { return net->forward(x); });
+}
+
+void check_model_fits(Model& model, const SampleSpec& input) {
+  std::vector<std::int64_t> shape{2};
+  shape.insert(shape.end(), input.shape.begin(), input.shape.end());
+  ::torch::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.train(false);
+  ::torch::Tensor out;
+  try {
+    out = model.forward(::torch::zeros(shape));
+  } catch (const std::exception& e) {  // c10::Error, or the TorchScript interpreter's error
+    model.train(was_training);
+    FAST_THROW(InvalidArgument, "model {}: its forward does not accept a batch of the dataset's samples [2, {}]: {}",
+               model.name(), input.describe(), libtorch_message(e.what()));
+  }
+  model.train(was_training);
+  FAST_ENFORCE(out.dim() == 2 && out.size(0) == 2 && out.size(1) == input.classes &&
+                   out.scalar_type() == ::torch::kFloat32,
+               "model {}: for a batch of 2 samples of {} expected float32 logits of shape [2, {}], got {} of shape [{}]",
+               model.name(), input.describe(), input.classes, std::string(c10::toString(out.scalar_type())),
+               fmt::join(out.sizes(), ", "));
+}
+
+std::vector<float> initial_parameters(const std::string& spec, const SampleSpec& input, std::uint64_t seed) {
+  Model model = make_model(spec, input);
+  if (::torch::nn::Module* module = model.module()) initialise(*module, spec, seed);
+  return flatten(model);
+}
+
+std::vector<float> initial_parameters(const std::string& spec, std::uint64_t seed) {
+  return initial_parameters(spec, SampleSpec{}, seed);
+}
+
+std::int64_t parameter_count(const std::string& spec, const SampleSpec& input) {
+  Model model = make_model(spec, input);
+  std::int64_t total = 0;
+  for (const auto& [name, p] : model.named_parameters()) total += p.numel();
+  return total;
+}
+
+double model_flops_per_sample(const std::string& spec, const SampleSpec& input) {
+  if (is_model_file(spec)) return 6.0 * static_cast<double>(parameter_count(spec, input));
+  check_input(spec, input);
+  double macs = 0;
+  if (spec == "resnet") {
+    macs = ResNet(input.shape[0], input.classes)->macs(input.shape[1], input.shape[2]);
+  } else {
+    nn::Sequential model = spec == "mlp" ? make_mlp(input) : make_cnn(input);
+    macs = sequential_macs(model, input);
   }
   return 3.0 * 2.0 * macs;
 }

@@ -10,20 +10,26 @@
 namespace fast::torch {
 
 Replica::Replica(::torch::nn::Module& module) {
-  const auto named = module.named_parameters(/*recurse=*/true);
-  FAST_ENFORCE(named.size() > 0, "Replica: module '{}' has no parameters", module.name());
+  std::vector<NamedTensor> named;
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) named.emplace_back(item.key(), item.value());
+  repoint(std::move(named), module.name());
+}
+
+Replica::Replica(Model& model) { repoint(model.named_parameters(), model.name()); }
+
+void Replica::repoint(std::vector<NamedTensor> named, const std::string& what) {
+  FAST_ENFORCE(!named.empty(), "Replica: module '{}' has no parameters", what);
   std::int64_t total = 0;
-  for (const auto& item : named) {
-    const ::torch::Tensor& p = item.value();
-    FAST_ENFORCE(p.defined(), "Replica: parameter '{}' is undefined", item.key());
-    FAST_ENFORCE(p.scalar_type() == ::torch::kFloat32, "Replica: parameter '{}': expected float32, got {}",
-                 item.key(), std::string(c10::toString(p.scalar_type())));
-    FAST_ENFORCE(p.device().is_cpu(), "Replica: parameter '{}': expected a CPU tensor, got {}", item.key(),
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    const auto& [name, p] = named[i];
+    FAST_ENFORCE(p.defined(), "Replica: parameter '{}' is undefined", name);
+    FAST_ENFORCE(p.scalar_type() == ::torch::kFloat32, "Replica: parameter '{}': expected float32, got {}", name,
+                 std::string(c10::toString(p.scalar_type())));
+    FAST_ENFORCE(p.device().is_cpu(), "Replica: parameter '{}': expected a CPU tensor, got {}", name,
                  p.device().str());
-    for (const auto& other : named) {
-      if (&other == &item) break;
-      FAST_ENFORCE(!other.value().is_same(p), "Replica: parameters '{}' and '{}' are the same tensor (tied weights "
-                   "are not supported: each parameter needs its own slice)", other.key(), item.key());
+    for (std::size_t j = 0; j < i; ++j) {
+      FAST_ENFORCE(!named[j].second.is_same(p), "Replica: parameters '{}' and '{}' are the same tensor (tied weights "
+                   "are not supported: each parameter needs its own slice)", named[j].first, name);
     }
     total += p.numel();
   }
@@ -36,8 +42,7 @@ Replica::Replica(::torch::nn::Module& module) {
 
   ::torch::NoGradGuard no_grad;
   std::int64_t offset = 0;
-  for (const auto& item : named) {
-    ::torch::Tensor p = item.value();  // shares the TensorImpl of the module's parameter
+  for (auto& [name, p] : named) {  // p shares the TensorImpl of the module's parameter
     const std::int64_t n = p.numel();
     ::torch::Tensor data = params_.narrow(0, offset, n).view(p.sizes());
     data.copy_(p);
@@ -48,7 +53,7 @@ Replica::Replica(::torch::nn::Module& module) {
     block.numel = static_cast<std::size_t>(n);
     for (const std::int64_t d : p.sizes()) block.shape.push_back(static_cast<std::size_t>(d));
     block.rows = p.dim() >= 2 ? static_cast<std::size_t>(p.size(0)) : 1;
-    block.name = item.key();
+    block.name = name;
     layout_.push_back(std::move(block));
     offset += n;
   }

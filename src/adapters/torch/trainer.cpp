@@ -18,7 +18,7 @@
 
 #include "fast/adapters/torch/evaluate.hpp"
 #include "fast/adapters/torch/evaluator.hpp"
-#include "fast/adapters/torch/fashion_mnist.hpp"
+#include "fast/adapters/torch/datasets.hpp"
 #include "fast/adapters/torch/loader.hpp"
 #include "fast/adapters/torch/models.hpp"
 #include "fast/adapters/torch/replica.hpp"
@@ -92,10 +92,18 @@ void validate(const TrainOptions& o) {
   FAST_ENFORCE(o.process.workers_per_process >= 1, "workers_per_process: expected >= 1, got {}",
                o.process.workers_per_process);
   FAST_ENFORCE(o.batch >= 1, "batch: expected >= 1, got {}", o.batch);
-  FAST_ENFORCE(o.dataset == "fashion-mnist", "dataset: unknown name '{}'; expected one of: fashion-mnist", o.dataset);
-  const auto names = model_names();
-  FAST_ENFORCE(std::find(names.begin(), names.end(), o.model) != names.end(),
-               "model: unknown name '{}'; expected one of: {}", o.model, fmt::join(names, ", "));
+  (void)parse_dataset_spec(o.dataset);
+  if (is_model_file(o.model)) {
+    (void)Model::load_script(o.model);  // a TorchScript archive (its fit is checked once the data is read)
+  } else {
+    const auto names = model_names();
+    FAST_ENFORCE(std::find(names.begin(), names.end(), o.model) != names.end(),
+                 "model: unknown name '{}'; expected one of {}, or a TorchScript file (a path with '/' or ending in .pt)",
+                 o.model, fmt::join(names, ", "));
+  }
+  FAST_ENFORCE(std::isfinite(o.model_flops) && o.model_flops >= 0 && o.model_flops <= 1e18,
+               "model_flops: expected floating-point operations per sample in [0, 1e18] (0: from the model), got {}",
+               o.model_flops);
   (void)parse_final_model(o.final_model);
   strategy::StrategyOptions s = o.worker.strategy;
   s.optimizer = o.worker.optimizer;  // as the Worker fills it in
@@ -121,7 +129,8 @@ double l2_norm(std::span<const float> v) {
 // Read-only inputs of every worker of this process.
 struct RunInputs {
   const TrainOptions& options;
-  const FashionMnist& data;
+  const DataSplits& data;
+  SampleSpec input;  // the dataset's sample shape and class count
   const std::vector<float>& initial;
   FinalModel final_model;
   std::uint64_t process_token;  // random, the same for every worker of this process
@@ -131,8 +140,8 @@ struct RunInputs {
 class TorchWorker final : public ModelSide {
  public:
   TorchWorker(runtime::Context& ctx, const RunInputs& in)
-      : model_(make_model(in.options.model)),
-        replica_(*model_),
+      : model_(make_model(in.options.model, in.input)),
+        replica_(model_),
         loader_(in.data.train, ctx.rank(), ctx.size(), in.options.batch, in.options.seed) {
     replica_.load(core::ConstView(std::span<const float>(in.initial)));
   }
@@ -146,7 +155,7 @@ class TorchWorker final : public ModelSide {
   double gradient(std::int64_t epoch, std::int64_t index) override {
     const Batch batch = loader_.batch(epoch, index);
     replica_.zero_grad();
-    ::torch::Tensor loss = ::torch::nn::functional::cross_entropy(model_->forward(batch.x), batch.y);
+    ::torch::Tensor loss = ::torch::nn::functional::cross_entropy(model_.forward(batch.x), batch.y);
     loss.backward();
     return loss.item<double>();
   }
@@ -168,7 +177,7 @@ class TorchWorker final : public ModelSide {
             .param_norm = l2_norm(evaluator_->representative())};
   }
 
-  ::torch::nn::Sequential model_;
+  Model model_;
   Replica replica_;
   ShardedLoader loader_;
   std::optional<Evaluator> evaluator_;
@@ -205,15 +214,16 @@ bool first_member_here(const collective::Communicator& comm, const ProcessPlace&
   return false;
 }
 
-LoopPlan make_plan(const TrainOptions& o, std::int64_t steps_per_epoch, double initial_norm) {
+LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t steps_per_epoch, double initial_norm) {
+  const double flops = o.model_flops > 0 ? o.model_flops : model_flops_per_sample(o.model, input);
   return {.steps_per_epoch = steps_per_epoch,
           .total_steps = o.steps > 0 ? o.steps : o.epochs * steps_per_epoch,
           .eval_interval_steps = o.eval_every > 0 ? o.eval_every : steps_per_epoch,
           .batch = o.batch,
           .log_every = o.log_every,
-          .flops_per_step = model_flops_per_sample(o.model) * static_cast<double>(o.batch),
+          .flops_per_step = flops * static_cast<double>(o.batch),
           .initial_norm = initial_norm,
-          .classes = kFashionMnistClasses,
+          .classes = static_cast<int>(input.classes),
           .stop_on_divergence = o.stop_on_divergence};
 }
 
@@ -229,7 +239,7 @@ metrics::StartRecord start_record(const TrainOptions& o, const LoopPlan& plan, i
 void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outputs) {
   const TrainOptions& o = in.options;
   TorchWorker torch_side(ctx, in);
-  const LoopPlan plan = make_plan(o, torch_side.steps_per_epoch(), l2_norm(in.initial));
+  const LoopPlan plan = make_plan(o, in.input, torch_side.steps_per_epoch(), l2_norm(in.initial));
   runtime::SlowdownOptions slowdown_options = o.slowdown;
   slowdown_options.seed = o.seed;
   runtime::Slowdown slowdown(slowdown_options, ctx.rank(), ctx.size());
@@ -272,28 +282,34 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
 
 nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, const EpochFn& on_epoch) {
   validate(options);
-  const std::filesystem::path data_dir =
-      options.data_dir.empty() ? std::filesystem::path(core::env_string("FAST_DATA_DIR")) : options.data_dir;
-  const FashionMnist data = load_fashion_mnist(data_dir);
-  // Every worker scores a slice of the test set: an empty one, or fewer images than workers, would
+  const DatasetSpec spec = parse_dataset_spec(options.dataset);
+  const DataSplits data = load_datasets(spec, options.data_dir);
+  const std::string source = spec.kind != "fashion-mnist" ? fmt::format("dataset '{}'", options.dataset)
+                             : options.data_dir.empty()    ? fmt::format("FAST_DATA_DIR '{}'", core::env_string("FAST_DATA_DIR"))
+                                                           : fmt::format("data_dir '{}'", options.data_dir.string());
+  // Every worker scores a slice of the test set: an empty one, or fewer samples than workers, would
   // only fail (or give a NaN accuracy) at the first evaluation, after training.
-  FAST_ENFORCE(data.test->size() >= 1, "data_dir '{}': the test set (t10k-*) is empty; expected at least one image",
-               data_dir.string());
+  FAST_ENFORCE(data.test->size() >= 1, "{}: the test set is empty; expected at least one sample", source);
   if (const int world = world_before_launch(options); world > 0) {
     FAST_ENFORCE(data.test->size() >= world,
-                 "data_dir '{}': the test set has {} images, fewer than the {} workers that each score a slice of it",
-                 data_dir.string(), data.test->size(), world);
+                 "{}: the test set has {} samples, fewer than the {} workers that each score a slice of it", source,
+                 data.test->size(), world);
     // Enough samples for one step of every worker (checked again by each worker's loader).
     (void)ShardedLoader(data.train, 0, world, options.batch, options.seed);
   }
-  const std::vector<float> initial = initial_parameters(options.model, options.seed);
+  const SampleSpec input{.shape = data.train->sample_shape(), .classes = data.train->classes};
+  {
+    Model probe = make_model(options.model, input);
+    check_model_fits(probe, input);
+  }
+  const std::vector<float> initial = initial_parameters(options.model, input, options.seed);
   // Intra-op threads: this process's cores divided among its workers, under sim as under threads.
   // Under sim one actor runs at a time, but each actor is an OS thread with its own OpenMP team,
   // whose idle threads spin after every parallel region: with 2 threads per actor, 256 simulated
   // workers spent 84% of the CPU spinning in libgomp (docs/simulation.md, "Scale").
   configure_torch_threads(workers_on_host(options));
 
-  const RunInputs inputs{.options = options, .data = data, .initial = initial,
+  const RunInputs inputs{.options = options, .data = data, .input = input, .initial = initial,
                          .final_model = parse_final_model(options.final_model),
                          .process_token = std::random_device{}() * 0x100000000ULL + std::random_device{}()};
   ProcessOutputs outputs(progress, on_epoch);

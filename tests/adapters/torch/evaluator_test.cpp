@@ -26,8 +26,8 @@ TEST(Evaluator, ConsensusDistanceAndPoliciesOnKnownReplicas) {
     std::vector<std::vector<float>> reps(3);
     runtime::threads::World world({.size = 3});
     world.run([&](runtime::Context& ctx) {
-      ::torch::nn::Sequential model = make_model("mlp");
-      Replica replica(*model);
+      Model model = make_model("mlp");
+      Replica replica(model);
       std::vector<float> x = x0;
       for (float& v : x) v += 0.01f * static_cast<float>(ctx.rank());
       replica.load(core::ConstView(std::span<const float>(x)));

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/types.h>
 
@@ -41,13 +42,13 @@ Dataset synthetic(std::int64_t n) {
 }
 
 // Flatten + Linear(784, 10) with zero weights: logits = bias for every sample.
-::torch::nn::Sequential bias_model(const std::vector<float>& bias) {
-  ::torch::nn::Sequential model(::torch::nn::Flatten(), ::torch::nn::Linear(784, 10));
+Model bias_model(const std::vector<float>& bias) {
+  ::torch::nn::Sequential seq(::torch::nn::Flatten(), ::torch::nn::Linear(784, 10));
   ::torch::NoGradGuard no_grad;
-  auto* linear = model[1]->as<::torch::nn::Linear>();
+  auto* linear = seq[1]->as<::torch::nn::Linear>();
   linear->weight.zero_();
   linear->bias.copy_(::torch::tensor(bias));
-  return model;
+  return Model("bias", seq.ptr(), [seq](const ::torch::Tensor& x) mutable { return seq->forward(x); });
 }
 
 TEST(Evaluate, UniformLogitsGiveLogTenLossAndFirstClassAccuracy) {
@@ -74,13 +75,13 @@ TEST(Evaluate, ClosedFormLossAndAccuracyForFixedLogits) {
 TEST(Evaluate, RestoresTrainingModeAndLeavesGradsAlone) {
   auto model = make_model("mlp");
   const Dataset data = synthetic(20);
-  model->train(true);
+  model.train(true);
   evaluate(model, data, 8);
-  EXPECT_TRUE(model->is_training());
-  model->train(false);
+  EXPECT_TRUE(model.is_training());
+  model.train(false);
   evaluate(model, data, 8);
-  EXPECT_FALSE(model->is_training());
-  for (const auto& p : model->parameters()) EXPECT_FALSE(p.grad().defined());
+  EXPECT_FALSE(model.is_training());
+  for (const auto& [name, p] : model.named_parameters()) EXPECT_FALSE(p.grad().defined()) << name;
 }
 
 TEST(Evaluate, RejectsBadBatchAndEmptyData) {

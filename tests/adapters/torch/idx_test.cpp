@@ -236,7 +236,7 @@ TEST_F(IdxFiles, ATestSetTooSmallForTheWorkersIsRefusedBeforeTraining) {
     } catch (const core::InvalidArgument& e) {
       const std::string what = e.what();
       EXPECT_NE(what.find(dir_.string()), std::string::npos) << what;
-      EXPECT_NE(what.find(test == 0 ? "is empty" : "has 2 images, fewer than the 3 workers"), std::string::npos) << what;
+      EXPECT_NE(what.find(test == 0 ? "is empty" : "has 2 samples, fewer than the 3 workers"), std::string::npos) << what;
     }
     EXPECT_FALSE(trained);
   }

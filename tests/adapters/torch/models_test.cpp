@@ -20,7 +20,7 @@ constexpr std::int64_t conv(std::int64_t in_c, std::int64_t out_c, std::int64_t 
 constexpr std::int64_t kMlpParams = linear(784, 256) + linear(256, 128) + linear(128, 10);
 constexpr std::int64_t kCnnParams = conv(1, 32, 3) + conv(32, 64, 3) + linear(64 * 5 * 5, 128) + linear(128, 10);
 
-TEST(ModelZoo, NamesAreMlpAndCnn) { EXPECT_EQ(model_names(), (std::vector<std::string>{"mlp", "cnn"})); }
+TEST(ModelZoo, NamesAreMlpCnnResnet) { EXPECT_EQ(model_names(), (std::vector<std::string>{"mlp", "cnn", "resnet"})); }
 
 TEST(ModelZoo, ParameterCountsMatchLayerFormulas) {
   static_assert(kMlpParams == 235146 && kCnnParams == 225034);
@@ -28,27 +28,29 @@ TEST(ModelZoo, ParameterCountsMatchLayerFormulas) {
   EXPECT_EQ(parameter_count("cnn"), kCnnParams);
   EXPECT_LT(parameter_count("cnn"), 500000);
   std::int64_t counted = 0;
-  for (const auto& p : make_model("cnn")->parameters()) counted += p.numel();
+  Model cnn = make_model("cnn");
+  for (const auto& [name, p] : cnn.named_parameters()) counted += p.numel();
   EXPECT_EQ(counted, kCnnParams);
 }
 
 TEST(ModelZoo, EveryModelMapsImagesToTenLogits) {
   ::torch::NoGradGuard no_grad;
   for (const auto& name : model_names()) {
-    auto model = make_model(name);
-    const ::torch::Tensor out = model->forward(::torch::randn({7, 1, 28, 28}));
+    Model model = make_model(name);
+    const ::torch::Tensor out = model.forward(::torch::randn({7, 1, 28, 28}));
     EXPECT_EQ(out.sizes(), (std::vector<std::int64_t>{7, 10})) << name;
   }
 }
 
 TEST(ModelZoo, UnknownNameIsInvalidArgumentListingAllowedNames) {
   try {
-    make_model("resnet");
+    make_model("resnet50");
     FAIL() << "no throw";
   } catch (const InvalidArgument& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("'resnet'"), std::string::npos) << what;
-    EXPECT_NE(what.find("mlp, cnn"), std::string::npos) << what;
+    EXPECT_NE(what.find("'resnet50'"), std::string::npos) << what;
+    EXPECT_NE(what.find("mlp, cnn, resnet"), std::string::npos) << what;
+    EXPECT_NE(what.find("TorchScript file"), std::string::npos) << what;
   }
   EXPECT_THROW(initial_parameters("", 1), InvalidArgument);
   EXPECT_THROW(model_flops_per_sample("MLP"), InvalidArgument);
@@ -126,12 +128,83 @@ TEST(ModelZoo, InitialParametersAreUniformWithinOneOverSqrtFanIn) {
 }
 
 TEST(ModelZoo, InitialParametersLoadIntoAReplica) {
-  auto model = make_model("mlp");
-  Replica replica(*model);
+  Model model = make_model("mlp");
+  Replica replica(model);
   const auto values = initial_parameters("mlp", 11);
   replica.load(core::ConstView(std::span<const float>(values)));
-  EXPECT_TRUE(::torch::equal(model->parameters().front().detach().flatten(),
+  EXPECT_TRUE(::torch::equal(model.named_parameters().front().second.detach().flatten(),
                              ::torch::tensor(std::vector<float>(values.begin(), values.begin() + 784 * 256))));
+}
+
+// resnet (resnet.hpp), counted by hand: convolutions without bias (in*out*k*k), GroupNorm 2*channels,
+// a shortcut (1x1 convolution + GroupNorm) where the block changes stride or width.
+constexpr std::int64_t conv_nb(std::int64_t in, std::int64_t out, std::int64_t k) { return in * out * k * k; }
+constexpr std::int64_t gn(std::int64_t c) { return 2 * c; }
+constexpr std::int64_t block(std::int64_t in, std::int64_t out, bool shortcut) {
+  return conv_nb(in, out, 3) + gn(out) + conv_nb(out, out, 3) + gn(out) + (shortcut ? conv_nb(in, out, 1) + gn(out) : 0);
+}
+constexpr std::int64_t resnet_params(std::int64_t channels, std::int64_t classes) {
+  return conv_nb(channels, 32, 3) + gn(32) + 2 * block(32, 32, false) + block(32, 64, true) + block(64, 64, false) +
+         block(64, 128, true) + block(128, 128, false) + block(128, 256, true) + linear(256, classes);
+}
+
+TEST(ModelZoo, ResnetHasTheParametersOfItsLayersAndBetweenOneAndFiveMillion) {
+  static_assert(resnet_params(1, 10) == 1616362);
+  EXPECT_EQ(parameter_count("resnet"), resnet_params(1, 10));
+  EXPECT_EQ(parameter_count("resnet", {{3, 32, 32}, 100}), resnet_params(3, 100));
+  EXPECT_GE(parameter_count("resnet"), 1'000'000);
+  EXPECT_LE(parameter_count("resnet"), 5'000'000);
+}
+
+TEST(ModelZoo, ResnetFlopsFollowTheFeatureMapSizes) {
+  // 28x28: stem and stage 1 at 28x28, stage 2 at 14x14, stage 3 at 7x7, stage 4 at 4x4
+  // (3x3 convolutions with padding 1 and stride 2: floor((n - 1) / 2) + 1).
+  const double stem = 28 * 28 * conv_nb(1, 32, 3);
+  const double stage1 = 4.0 * 28 * 28 * conv_nb(32, 32, 3);
+  const double stage2 = 14 * 14 * (conv_nb(32, 64, 3) + conv_nb(32, 64, 1) + 3.0 * conv_nb(64, 64, 3));
+  const double stage3 = 7 * 7 * (conv_nb(64, 128, 3) + conv_nb(64, 128, 1) + 3.0 * conv_nb(128, 128, 3));
+  const double stage4 = 4 * 4 * (conv_nb(128, 256, 3) + conv_nb(128, 256, 1) + conv_nb(256, 256, 3));
+  EXPECT_DOUBLE_EQ(model_flops_per_sample("resnet"), 6.0 * (stem + stage1 + stage2 + stage3 + stage4 + 256 * 10));
+}
+
+TEST(ModelZoo, ResnetGroupNormsStartAsIdentityAndConvolutionsUniform) {
+  Model model = make_model("resnet");
+  const auto values = initial_parameters("resnet", 5);
+  std::size_t offset = 0;
+  for (const auto& [name, p] : model.named_parameters()) {
+    const auto n = static_cast<std::size_t>(p.numel());
+    const bool norm = name.find("norm") != std::string::npos;
+    const double fan_in = p.dim() >= 2 ? static_cast<double>(p.numel() / p.size(0)) : 256.0;  // head bias: 256
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = values[offset + i];
+      if (norm) ASSERT_EQ(v, name.ends_with("weight") ? 1.0f : 0.0f) << name;
+      else ASSERT_LE(std::abs(v), 1.0 / std::sqrt(fan_in)) << name;
+    }
+    offset += n;
+  }
+  EXPECT_EQ(offset, values.size());
+}
+
+TEST(ModelZoo, BuiltInModelsAdaptToTheSampleShapeAndClasses) {
+  ::torch::NoGradGuard no_grad;
+  const SampleSpec colour{{3, 32, 32}, 100};
+  for (const auto& name : model_names()) {
+    Model model = make_model(name, colour);
+    EXPECT_EQ(model.forward(::torch::randn({5, 3, 32, 32})).sizes(), (std::vector<std::int64_t>{5, 100})) << name;
+  }
+  // cnn on 32x32: 30 -> 15 -> 13 -> 6, so fc1 has 64*6*6 inputs.
+  EXPECT_EQ(parameter_count("cnn", colour), conv(3, 32, 3) + conv(32, 64, 3) + linear(64 * 6 * 6, 128) + linear(128, 100));
+  // mlp on 20 features in 3 classes.
+  EXPECT_EQ(parameter_count("mlp", {{20}, 3}), linear(20, 256) + linear(256, 128) + linear(128, 3));
+  Model mlp = make_model("mlp", {{20}, 3});
+  EXPECT_EQ(mlp.forward(::torch::randn({4, 20})).sizes(), (std::vector<std::int64_t>{4, 3}));
+}
+
+TEST(ModelZoo, ShapesABuiltInModelCannotTakeAreRefused) {
+  EXPECT_THROW((void)make_model("cnn", {{1, 8, 8}, 10}), InvalidArgument);   // too small for two poolings
+  EXPECT_THROW((void)make_model("cnn", {{784}, 10}), InvalidArgument);       // not an image
+  EXPECT_THROW((void)make_model("resnet", {{20}, 3}), InvalidArgument);
+  EXPECT_THROW((void)make_model("mlp", {{20}, 1}), InvalidArgument);         // one class
 }
 
 }  // namespace

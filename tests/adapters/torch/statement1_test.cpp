@@ -33,8 +33,8 @@ std::vector<std::vector<float>> train(const FashionMnist& data, int workers, int
   configure_torch_threads(workers);
   runtime::threads::World world({.size = workers});
   world.run([&](runtime::Context& ctx) {
-    ::torch::nn::Sequential model = make_model("mlp");
-    Replica replica(*model);
+    Model model = make_model("mlp");
+    Replica replica(model);
     replica.load(core::ConstView(std::span<const float>(init)));
     ShardedLoader loader(data.train, ctx.rank(), workers, batch, kDataSeed);
     strategy::Worker worker(ctx, {.optimizer = {.name = optimizer, .lr = 0.1}},
@@ -42,7 +42,7 @@ std::vector<std::vector<float>> train(const FashionMnist& data, int workers, int
     for (int s = 0; s < kSteps; ++s) {
       const Batch b = loader.batch(0, s);
       replica.zero_grad();
-      ::torch::nn::functional::cross_entropy(model->forward(b.x), b.y).backward();
+      ::torch::nn::functional::cross_entropy(model.forward(b.x), b.y).backward();
       worker.step();
     }
     auto p = replica.param_span();

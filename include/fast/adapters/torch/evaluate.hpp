@@ -3,9 +3,8 @@
 
 #include <cstdint>
 
-#include <torch/nn/modules/container/sequential.h>
-
 #include "fast/adapters/torch/fashion_mnist.hpp"
+#include "fast/adapters/torch/model.hpp"
 
 namespace fast::torch {
 
@@ -18,6 +17,6 @@ struct EvalResult {
 // Runs model on every sample of data in chunks of `batch`, under NoGradGuard and in eval mode
 // (the previous training mode is restored). Does not touch gradients. InvalidArgument when batch
 // < 1 or data is empty. Not thread-safe for one model; different models may be evaluated at once.
-EvalResult evaluate(::torch::nn::Sequential& model, const Dataset& data, std::int64_t batch = 1000);
+EvalResult evaluate(Model& model, const Dataset& data, std::int64_t batch = 1000);
 
 }  // namespace fast::torch

@@ -22,8 +22,6 @@
 #include <string>
 #include <vector>
 
-#include <torch/nn/modules/container/sequential.h>
-
 #include "fast/adapters/torch/evaluate.hpp"
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/replica.hpp"
@@ -47,7 +45,7 @@ struct RoundResult {
 
 class Evaluator {
  public:
-  Evaluator(strategy::Worker& worker, Replica& replica, ::torch::nn::Sequential& model,
+  Evaluator(strategy::Worker& worker, Replica& replica, Model& model,
             std::shared_ptr<const Dataset> test, FinalModel final_model);
 
   // Collective round (above). With replica_accuracies = false (mid-run evaluations), each replica
@@ -65,7 +63,7 @@ class Evaluator {
 
   strategy::Worker& worker_;
   Replica& replica_;
-  ::torch::nn::Sequential& model_;
+  Model& model_;
   std::shared_ptr<const Dataset> test_;
   FinalModel final_;
   std::vector<float> representative_;

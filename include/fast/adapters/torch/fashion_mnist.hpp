@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <memory>
 
-#include <torch/types.h>
+#include "fast/adapters/torch/dataset.hpp"
 
 namespace fast::torch {
 
@@ -14,18 +14,9 @@ inline constexpr int kFashionMnistClasses = 10;
 inline constexpr double kFashionMnistMean = 0.2860;  // of x/255 over the training images
 inline constexpr double kFashionMnistStd = 0.3530;
 
-// A labelled image set. Immutable once built; share it through shared_ptr<const Dataset>.
-// Readers may use it from any number of threads (tensors are only read).
-struct Dataset {
-  ::torch::Tensor images;  // [N,1,28,28] float32, (x/255 - 0.2860)/0.3530
-  ::torch::Tensor labels;  // [N] int64, each in [0, 10)
-  std::int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
-};
-
-struct FashionMnist {
-  std::shared_ptr<const Dataset> train;  // 60000 samples
-  std::shared_ptr<const Dataset> test;   // 10000 samples
-};
+// Fashion-MNIST: train 60000 and test 10000 samples of [1,28,28] float32,
+// (x/255 - 0.2860)/0.3530, 10 classes.
+using FashionMnist = DataSplits;
 
 // The folder FAST reads by default: $FAST_DATA_DIR, else /usr/share/datasets/fashion-mnist
 // (where the Debian package dataset-fashion-mnist installs the files).

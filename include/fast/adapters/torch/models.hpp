@@ -1,46 +1,73 @@
 #pragma once
-// The model zoo: small networks for 1x28x28 images and 10 classes, chosen by name.
-// Layer shapes and parameter counts are listed in docs/models.md.
+// The models `fast train --model` accepts: a built-in network by name, or a TorchScript file.
+// Layer shapes and parameter counts are listed in docs/models.md. Built-in networks adapt to the
+// dataset: their input layer to the sample shape and their output layer to the class count. For
+// Fashion-MNIST (1x28x28, 10 classes):
 //
-//   mlp  Flatten, Linear(784,256), ReLU, Linear(256,128), ReLU, Linear(128,10)      235,146 parameters
-//   cnn  Conv2d(1,32,3), ReLU, MaxPool2d(2), Conv2d(32,64,3), ReLU, MaxPool2d(2),
-//        Flatten, Linear(1600,128), ReLU, Linear(128,10)                           225,034 parameters
+//   mlp     Flatten, Linear(784,256), ReLU, Linear(256,128), ReLU, Linear(128,10)       235,146 parameters
+//   cnn     Conv2d(1,32,3), ReLU, MaxPool2d(2), Conv2d(32,64,3), ReLU, MaxPool2d(2),
+//           Flatten, Linear(1600,128), ReLU, Linear(128,10)                            225,034 parameters
+//   resnet  residual CNN (resnet.hpp): a stem and four stages of basic blocks (32, 64, 128, 256
+//           channels) with GroupNorm, global average pooling, Linear(256,10)          1,616,362 parameters
 //
-// Inputs are [B,1,28,28] float32; outputs are [B,10] logits.
+// A model spec that names a file (it contains '/' or ends in ".pt") is loaded with
+// Model::load_script: any TorchScript module whose forward maps [B, sample shape] float32 to
+// [B, classes] logits. check_model_fits() says whether it does, before training.
 // Thread-safety: every function may be called from several threads at once.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include <torch/nn/modules/container/sequential.h>
+#include "fast/adapters/torch/model.hpp"
 
 namespace fast::torch {
 
-// The names make_model accepts, in a fixed order: {"mlp", "cnn"}.
+// What a model is built for: the shape of one sample (without the batch dimension) and the
+// number of classes. Fashion-MNIST: {{1, 28, 28}, 10}.
+struct SampleSpec {
+  std::vector<std::int64_t> shape{1, 28, 28};
+  std::int64_t classes = 10;
+  std::string describe() const;  // "1x28x28, 10 classes"
+};
+
+// The built-in names, in a fixed order: {"mlp", "cnn", "resnet"}.
 std::vector<std::string> model_names();
 
-// A new model of that name, with libtorch's default initialisation drawn from libtorch's global
-// generator (use initial_parameters for reproducible values). Unknown name: InvalidArgument
-// listing the allowed names.
-::torch::nn::Sequential make_model(const std::string& name);
+// Whether `spec` names a file rather than a built-in model (contains '/' or ends in ".pt").
+bool is_model_file(const std::string& spec);
 
-// The flat initial parameter vector of model `name` for `seed`, in Replica layout
-// (module.parameters() order, row-major). Every parameter of a Linear or Conv2d layer is drawn
-// from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_features or in_channels*kh*kw: the same
-// distribution as libtorch's default (kaiming_uniform with a=sqrt(5) for the weight), but drawn
-// from a private generator seeded with `seed`, so the result depends on (name, seed) only: the
-// same seed gives the same bytes, also when called from several threads at once.
-std::vector<float> initial_parameters(const std::string& name, std::uint64_t seed);
+// A new model for `spec`: a built-in network for `input` with libtorch's default initialisation
+// (use initial_parameters for reproducible values), or the TorchScript module of the file (input
+// not used; see check_model_fits). Unknown name: InvalidArgument listing the built-in names and
+// how to name a file. cnn and resnet need a sample shape [C, H, W] with H, W >= 10 (InvalidArgument).
+Model make_model(const std::string& spec, const SampleSpec& input = {});
 
-// Number of parameter elements of model `name`.
-std::int64_t parameter_count(const std::string& name);
+// Runs the model on a batch of two zero samples of `input` (no gradient, eval mode) and checks the
+// output is [2, classes] float32. InvalidArgument naming the model, the input shape, and what
+// forward returned or the first line of libtorch's error. Built-in models always fit.
+void check_model_fits(Model& model, const SampleSpec& input);
+
+// The flat initial parameter vector of `spec` for `seed`, in Replica layout (named_parameters()
+// order, row-major). Built-in: every Linear and Conv2d parameter is drawn from
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_features or in_channels*kh*kw (libtorch's
+// default distribution, drawn from a private generator seeded with `seed`, module by module in
+// registration order); GroupNorm weights are 1 and biases 0. The result depends on (spec, input,
+// seed) only. A file: the parameters saved in it (seed not used), the same for every worker.
+std::vector<float> initial_parameters(const std::string& spec, const SampleSpec& input, std::uint64_t seed);
+// The same for Fashion-MNIST's samples.
+std::vector<float> initial_parameters(const std::string& spec, std::uint64_t seed);
+
+// Number of parameter elements.
+std::int64_t parameter_count(const std::string& spec, const SampleSpec& input = {});
 
 // Floating-point operations to train on one sample (forward + backward), for simulated time:
 //   flops = 3 * 2 * MACs,  MACs = sum over Linear layers of in*out
-//                               + sum over Conv2d layers of out_h*out_w*out_c*in_c*kh*kw
-// (backward costs about twice the forward; biases, activations and pooling are ignored).
-// mlp: 1,408,512; cnn: 15,786,240.
-double model_flops_per_sample(const std::string& name);
+//                               + sum over Conv2d layers of out_h*out_w*out_c*(in_c/groups)*kh*kw
+// (backward costs about twice the forward; biases, activations, norms and pooling are ignored).
+// Fashion-MNIST: mlp 1,408,512; cnn 15,786,240; resnet 571,140,096. A file: 6 x its parameter
+// count (exact for a network of Linear layers, an underestimate for convolutions, whose weights
+// are reused at every position; fast train's model_flops setting overrides it).
+double model_flops_per_sample(const std::string& spec, const SampleSpec& input = {});
 
 }  // namespace fast::torch

@@ -21,9 +21,12 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
+#include <vector>
 
 #include <torch/nn/module.h>
 
+#include "fast/adapters/torch/model.hpp"
 #include "fast/core/layout.hpp"
 #include "fast/core/tensor_view.hpp"
 
@@ -36,6 +39,8 @@ class Replica {
   // have at least one parameter (InvalidArgument otherwise, naming the parameter). Gradients
   // start at zero (grads the module had before are dropped).
   explicit Replica(::torch::nn::Module& module);
+  // The same for any Model (built-in or TorchScript), through Model::named_parameters().
+  explicit Replica(Model& model);
 
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
@@ -62,6 +67,9 @@ class Replica {
   void load(core::ConstView src);
 
  private:
+  // Both constructors: checks and re-points `named` (what names the module in messages).
+  void repoint(std::vector<NamedTensor> named, const std::string& what);
+
   ::torch::Tensor params_;
   ::torch::Tensor grads_;
   float* param_data_ = nullptr;  // params_'s elements

@@ -1,0 +1,92 @@
+// Arrays (npy.hpp) to Datasets: the checks and conversions datasets.hpp describes.
+
+#include <cmath>
+#include <cstring>
+
+#include "fast/adapters/torch/datasets.hpp"
+#include "fast/adapters/torch/npy.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::torch {
+
+namespace {
+
+// Labels as int64, each >= 0 and < max_classes (0: no upper bound yet); InvalidArgument naming
+// the first bad one.
+::torch::Tensor labels_of(const NpyArray& y, std::int64_t n, std::int64_t max_classes, const std::string& where) {
+  FAST_ENFORCE(is_integer(y.type), "{}: labels y: expected integers, got {}", where, descr_of(y.type));
+  FAST_ENFORCE(y.shape.size() == 1, "{}: labels y: expected one dimension [N], got shape ({})", where,
+               fmt::join(y.shape, ", "));
+  FAST_ENFORCE(y.shape[0] == n, "{}: features x hold {} samples but labels y hold {}; expected the same count", where,
+               n, y.shape[0]);
+  ::torch::Tensor out = ::torch::empty({n}, ::torch::kInt64);
+  std::int64_t* p = out.data_ptr<std::int64_t>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    p[i] = y.integer(static_cast<std::size_t>(i));
+    FAST_ENFORCE(p[i] >= 0 && (max_classes == 0 || p[i] < max_classes),
+                 "{}: label out of range at index {}: expected 0 to {}, got {}", where, i,
+                 max_classes == 0 ? std::string("2^63") : std::to_string(max_classes - 1), p[i]);
+  }
+  return out;
+}
+
+// Features as float32 [N, ...]: uint8 scaled by 1/255 (standardised later, with the training
+// set's statistics), other types converted and checked finite.
+::torch::Tensor features_of(const NpyArray& x, const std::string& where) {
+  FAST_ENFORCE(x.shape.size() >= 2 && x.shape[0] >= 1,
+               "{}: features x: expected at least two dimensions [N, features...] with N >= 1, got shape ({})", where,
+               fmt::join(x.shape, ", "));
+  ::torch::Tensor out = ::torch::empty(x.shape, ::torch::kFloat32);
+  float* p = out.data_ptr<float>();
+  const auto n = static_cast<std::size_t>(x.count());
+  if (x.type == NpyType::u8) {
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<float>(x.bytes[i]) / 255.0f;
+    return out;
+  }
+  if (x.type == NpyType::f32) std::memcpy(p, x.bytes.data(), n * sizeof(float));
+  else for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<float>(x.number(i));
+  for (std::size_t i = 0; i < n; ++i) {
+    FAST_ENFORCE(std::isfinite(p[i]), "{}: features x: value {} at flat index {} is not a finite float32", where,
+                 x.number(i), i);
+  }
+  return out;
+}
+
+}  // namespace
+
+DataSplits tensor_datasets(const NpyArray& train_x, const NpyArray& train_y, const NpyArray& test_x,
+                           const NpyArray& test_y, const std::string& where_train, const std::string& where_test) {
+  FAST_ENFORCE(train_x.type == NpyType::u8 || test_x.type != NpyType::u8,
+               "{}: test features are uint8 pixels but the training features ({}) are {}; expected the same kind",
+               where_test, where_train, descr_of(train_x.type));
+  auto train = std::make_shared<Dataset>();
+  auto test = std::make_shared<Dataset>();
+  train->images = features_of(train_x, where_train);
+  train->labels = labels_of(train_y, train_x.shape[0], 0, where_train);
+  train->classes = train->labels.max().item<std::int64_t>() + 1;
+  FAST_ENFORCE(train->classes >= 2, "{}: labels y: expected at least 2 classes (labels 0 and 1), got only label 0",
+               where_train);
+  test->images = features_of(test_x, where_test);
+  FAST_ENFORCE(train->sample_shape() == test->sample_shape(),
+               "{}: test samples have shape ({}), the training samples ({}) have ({}); expected the same", where_test,
+               fmt::join(test->sample_shape(), ", "), where_train, fmt::join(train->sample_shape(), ", "));
+  test->labels = labels_of(test_y, test_x.shape[0], train->classes, where_test);
+  test->classes = train->classes;
+  if (train_x.type == NpyType::u8) {
+    // Standardise both with the training set's statistics (double accumulation).
+    const double mean = train->images.mean(::torch::kFloat64).item<double>();
+    const double sd = train->images.to(::torch::kFloat64).std(/*unbiased=*/false).item<double>();
+    const double scale = sd > 0 ? 1.0 / sd : 1.0;
+    train->images.sub_(mean).mul_(scale);
+    test->images.sub_(mean).mul_(scale);
+  }
+  return {.train = std::move(train), .test = std::move(test)};
+}
+
+std::vector<std::int64_t> Dataset::sample_shape() const {
+  if (!images.defined()) return {};
+  const auto sizes = images.sizes();
+  return {sizes.begin() + 1, sizes.end()};
+}
+
+}  // namespace fast::torch

@@ -1,0 +1,136 @@
+// Dataset specs, the synthetic dataset and the checks on arrays from files (datasets.hpp).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "fast/adapters/torch/datasets.hpp"
+#include "fast/adapters/torch/npy.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::torch {
+namespace {
+
+template <typename T>
+NpyArray array(NpyType type, std::vector<std::int64_t> shape, const std::vector<T>& values) {
+  NpyArray a;
+  a.type = type;
+  a.shape = std::move(shape);
+  a.bytes.resize(values.size() * sizeof(T));
+  std::memcpy(a.bytes.data(), values.data(), a.bytes.size());
+  return a;
+}
+
+void expect_invalid(const std::function<void()>& f, const std::string& expected) {
+  try {
+    f();
+    ADD_FAILURE() << "accepted; expected: " << expected;
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+}
+
+TEST(DatasetSpec, ParsesKindsKeysAndDefaults) {
+  EXPECT_EQ(dataset_kinds(), (std::vector<std::string>{"fashion-mnist", "npz", "npy", "synthetic"}));
+  EXPECT_EQ(parse_dataset_spec("fashion-mnist").kind, "fashion-mnist");
+  const DatasetSpec s = parse_dataset_spec("synthetic:classes=4,shape=8");
+  EXPECT_EQ(s.kind, "synthetic");
+  EXPECT_EQ(s.args.at("classes"), "4");
+  EXPECT_EQ(s.args.at("shape"), "8");
+  EXPECT_EQ(s.args.at("train"), "60000");  // defaults filled in
+  EXPECT_EQ(s.args.at("noise"), "0.25");
+}
+
+TEST(DatasetSpec, MistakesAreNamedBeforeAnythingIsRead) {
+  expect_invalid([] { parse_dataset_spec("cifar10"); }, "unknown kind 'cifar10'; expected one of fashion-mnist, npz, npy, synthetic");
+  expect_invalid([] { parse_dataset_spec("synthetic:colour=3"); }, "unknown key 'colour' for synthetic");
+  expect_invalid([] { parse_dataset_spec("synthetic:classes"); }, "expected key=value items, got 'classes'");
+  expect_invalid([] { parse_dataset_spec("synthetic:classes=1"); }, "classes: expected an integer in [2, 100000], got '1'");
+  expect_invalid([] { parse_dataset_spec("synthetic:shape=3x0x4"); }, "shape: expected dimensions of 1 to 1000000");
+  expect_invalid([] { parse_dataset_spec("synthetic:noise=nan"); }, "noise: expected a number in [0, 1e6], got 'nan'");
+  expect_invalid([] { parse_dataset_spec("synthetic:seed=1,seed=2"); }, "key 'seed' given twice");
+  expect_invalid([] { parse_dataset_spec("npz:train=/dev/null"); }, "missing test=FILE; npz needs train, test");
+  EXPECT_THROW(parse_dataset_spec("npz:train=/nonexistent/a.npz,test=/nonexistent/b.npz"), IoError);
+}
+
+TEST(SyntheticDataset, HasTheAskedShapeBalancedLabelsAndTheSameBytesForASeed) {
+  const DatasetSpec spec = parse_dataset_spec("synthetic:shape=2x3,classes=3,train=300,test=30,noise=0.5,seed=9");
+  const DataSplits a = load_datasets(spec, {});
+  const DataSplits b = load_datasets(spec, {});
+  EXPECT_EQ(a.train->images.sizes(), (std::vector<std::int64_t>{300, 2, 3}));
+  EXPECT_EQ(a.test->images.sizes(), (std::vector<std::int64_t>{30, 2, 3}));
+  EXPECT_EQ(a.train->classes, 3);
+  EXPECT_EQ(a.train->sample_shape(), (std::vector<std::int64_t>{2, 3}));
+  for (std::int64_t i = 0; i < 300; ++i) ASSERT_EQ(a.train->labels[i].item<std::int64_t>(), i % 3);
+  EXPECT_TRUE(::torch::equal(a.train->images, b.train->images));
+  EXPECT_TRUE(::torch::equal(a.test->images, b.test->images));
+  const DataSplits c = load_datasets(parse_dataset_spec("synthetic:shape=2x3,classes=3,train=300,test=30,noise=0.5,seed=10"), {});
+  EXPECT_FALSE(::torch::equal(a.train->images, c.train->images));
+}
+
+TEST(SyntheticDataset, SamplesScatterAroundTheirClassCentreWithTheStatedNoise) {
+  // noise 0.25 on 64 features: per-feature standard deviation 0.25 * 8 = 2 around the class mean.
+  const DataSplits d = load_datasets(parse_dataset_spec("synthetic:shape=64,classes=2,train=20000,test=2,seed=3"), {});
+  const ::torch::Tensor x = d.train->images;
+  const ::torch::Tensor even = x.index({::torch::indexing::Slice(0, ::torch::indexing::None, 2)});
+  const ::torch::Tensor centre = even.mean(0);
+  const double sd = (even - centre).pow(2).mean().sqrt().item<double>();
+  // 10000 x 64 draws: the estimate's relative error is about 1/sqrt(2 x 640000) = 0.09%; 1% leaves room.
+  EXPECT_NEAR(sd, 2.0, 0.02);
+  // Centres are N(0, 1) per feature: their mean square over 64 features is within 3 x sqrt(2/64) of 1.
+  EXPECT_NEAR(centre.pow(2).mean().item<double>(), 1.0, 3 * std::sqrt(2.0 / 64));
+}
+
+TEST(TensorDatasets, PixelsAreScaledAndStandardisedWithTheTrainingStatistics) {
+  const auto x = array<std::uint8_t>(NpyType::u8, {4, 1}, {0, 255, 0, 255});
+  const auto y = array<std::int64_t>(NpyType::i64, {4}, {0, 1, 0, 1});
+  const auto tx = array<std::uint8_t>(NpyType::u8, {2, 1}, {51, 255});
+  const auto ty = array<std::uint8_t>(NpyType::u8, {2}, {1, 0});
+  const DataSplits d = tensor_datasets(x, y, tx, ty, "train", "test");
+  // Training pixels 0, 1, 0, 1 (after /255): mean 0.5, standard deviation 0.5.
+  EXPECT_FLOAT_EQ(d.train->images[0][0].item<float>(), -1.0f);
+  EXPECT_FLOAT_EQ(d.train->images[1][0].item<float>(), 1.0f);
+  EXPECT_NEAR(d.test->images[0][0].item<float>(), (0.2 - 0.5) / 0.5, 1e-6);
+  EXPECT_EQ(d.train->classes, 2);
+  EXPECT_EQ(d.test->classes, 2);
+  EXPECT_EQ(d.test->labels[0].item<std::int64_t>(), 1);
+}
+
+TEST(TensorDatasets, FloatFeaturesAreKeptAsGiven) {
+  const auto x = array<double>(NpyType::f64, {2, 2}, {0.5, -2, 3, 4});
+  const auto y = array<std::int32_t>(NpyType::i32, {2}, {0, 2});
+  const DataSplits d = tensor_datasets(x, y, x, y, "train", "test");
+  EXPECT_FLOAT_EQ(d.train->images[0][1].item<float>(), -2.0f);
+  EXPECT_EQ(d.train->classes, 3);
+}
+
+TEST(TensorDatasets, BadArraysAreRefusedNamingTheSourceAndTheFault) {
+  const auto x = array<float>(NpyType::f32, {3, 2}, {1, 2, 3, 4, 5, 6});
+  const auto y = array<std::int64_t>(NpyType::i64, {3}, {0, 1, 1});
+  auto run = [](const NpyArray& a, const NpyArray& b, const NpyArray& c, const NpyArray& d) {
+    return [=] { (void)tensor_datasets(a, b, c, d, "train.npz", "test.npz"); };
+  };
+  expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {2}, {0, 1}), x, y),
+                 "train.npz: features x hold 3 samples but labels y hold 2");
+  expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, -4}), x, y),
+                 "train.npz: label out of range at index 2: expected 0 to 2^63, got -4");
+  expect_invalid(run(x, y, x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, 2})),
+                 "test.npz: label out of range at index 2: expected 0 to 1, got 2");
+  expect_invalid(run(x, array<float>(NpyType::f32, {3}, {0, 1, 1}), x, y), "train.npz: labels y: expected integers, got <f4");
+  expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3, 1}, {0, 1, 1}), x, y),
+                 "labels y: expected one dimension [N], got shape (3, 1)");
+  expect_invalid(run(array<float>(NpyType::f32, {6}, {1, 2, 3, 4, 5, 6}), y, x, y),
+                 "train.npz: features x: expected at least two dimensions");
+  expect_invalid(run(x, y, array<float>(NpyType::f32, {2, 3}, {1, 2, 3, 4, 5, 6}), array<std::int64_t>(NpyType::i64, {2}, {0, 1})),
+                 "test.npz: test samples have shape (3), the training samples (train.npz) have (2)");
+  expect_invalid(run(array<float>(NpyType::f32, {3, 2}, {1, 2, NAN, 4, 5, 6}), y, x, y),
+                 "train.npz: features x: value nan at flat index 2 is not a finite float32");
+  expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3}, {0, 0, 0}), x, y), "expected at least 2 classes");
+}
+
+}  // namespace
+}  // namespace fast::torch
