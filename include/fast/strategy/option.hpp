@@ -14,7 +14,7 @@
 // layer replaces that prefix with the file, line and key, or the flag.
 //
 // Thread-safety: a declaration is a value; once registered it is only read, and its const members
-// may be called from any thread (bound fields are written only through the StrategyOptions passed).
+// may be called from any thread (fields are written only in the StrategyOptions passed).
 
 #include <cstdint>
 #include <functional>
