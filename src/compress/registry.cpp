@@ -22,6 +22,7 @@ using Options = std::map<std::string, std::string, std::less<>>;
 
 struct Entry {
   std::string_view name;
+  std::string_view usage;                // its options in a spec, for help texts ("" none): "[:levels=S]"
   std::array<std::string_view, 3> keys;  // allowed option keys ("" = unused slot)
   std::unique_ptr<Codec> (*make)(const Options&, std::uint64_t, const core::Layout*);
 };
@@ -62,10 +63,10 @@ KeepCount parse_keep(std::string_view codec, const Options& o) {
 }
 
 const std::array kRegistry{
-    Entry{"none", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_none(); }},
-    Entry{"fp16", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_fp16(); }},
-    Entry{"bf16", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_bf16(); }},
-    Entry{"int8", {"levels"},
+    Entry{"none", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_none(); }},
+    Entry{"fp16", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_fp16(); }},
+    Entry{"bf16", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_bf16(); }},
+    Entry{"int8", "[:levels=S]", {"levels"},
           [](const Options& o, std::uint64_t seed, const core::Layout*) {
             std::uint64_t levels = 127;
             if (auto it = o.find("levels"); it != o.end()) levels = parse_count("int8", "levels", it->second);
@@ -73,8 +74,8 @@ const std::array kRegistry{
                          levels);
             return make_int8(static_cast<int>(levels), seed);
           }},
-    Entry{"sign", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_sign(); }},
-    Entry{"topk", {"ratio", "k", "scope"},
+    Entry{"sign", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_sign(); }},
+    Entry{"topk", "[:ratio=R|k=K,scope=global|tensor]", {"ratio", "k", "scope"},
           [](const Options& o, std::uint64_t, const core::Layout* layout) {
             bool per_tensor = false;
             if (auto it = o.find("scope"); it != o.end()) {
@@ -84,9 +85,9 @@ const std::array kRegistry{
             }
             return make_topk(parse_keep("topk", o), per_tensor, layout);
           }},
-    Entry{"randk", {"ratio", "k"},
+    Entry{"randk", "[:ratio=R|k=K]", {"ratio", "k"},
           [](const Options& o, std::uint64_t seed, const core::Layout*) { return make_randk(parse_keep("randk", o), seed); }},
-    Entry{"threshold", {"value"},
+    Entry{"threshold", ":value=T", {"value"},
           [](const Options& o, std::uint64_t, const core::Layout*) {
             const auto it = o.find("value");
             FAST_ENFORCE(it != o.end(), "codec 'threshold': option value is required (threshold:value=T)");
@@ -94,7 +95,7 @@ const std::array kRegistry{
             FAST_ENFORCE(t >= 0 && t <= 3.4e38, "codec 'threshold': option value expected in [0, 3.4e38], got {}", t);
             return make_threshold(static_cast<float>(t));
           }},
-    Entry{"powersgd", {"rank", "warm_start"},
+    Entry{"powersgd", "[:rank=R,warm_start=true|false]", {"rank", "warm_start"},
           [](const Options& o, std::uint64_t seed, const core::Layout* layout) {
             PowerSgdOptions opt;
             opt.seed = seed;
@@ -116,6 +117,12 @@ std::vector<std::string> codec_names() {
   std::vector<std::string> names;
   for (const Entry& e : kRegistry) names.emplace_back(e.name);
   return names;
+}
+
+std::vector<std::string> codec_specs() {
+  std::vector<std::string> specs;
+  for (const Entry& e : kRegistry) specs.push_back(std::string(e.name) + std::string(e.usage));
+  return specs;
 }
 
 std::unique_ptr<Codec> make_codec(std::string_view spec, std::uint64_t seed, const core::Layout* layout) {

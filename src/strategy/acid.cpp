@@ -1,4 +1,5 @@
 #include "fast/strategy/acid.hpp"
+#include "builtin.hpp"
 
 #include <algorithm>
 #include <array>
@@ -240,6 +241,24 @@ void AcidStrategy::finish(ModelState /*state*/) {
   finished_ = true;
   window_->close();  // every worker's accumulations into this worker's inboxes have landed
   fold_and_publish();
+}
+
+// The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
+StrategyRegistration builtin::acid_registration() {
+  return {.name = "acid",
+          .summary = "A2CiD2",
+          .make = factory_of<AcidStrategy>(),
+          .options = {StrategyOption::field("comm_rate", &StrategyOptions::comm_rate,
+                                            "expected pairwise communications per gradient step.")
+                          .greater_than(0),
+                      StrategyOption::field("acid_eta", &StrategyOptions::acid_eta,
+                                            "momentum mixing rate per gradient step; -1: from the graph, as the "
+                                            "paper sets it."),
+                      StrategyOption::field("acid_alpha_tilde", &StrategyOptions::acid_alpha_tilde,
+                                            "gossip weight of the momentum variable; -1: from the graph, as the "
+                                            "paper sets it."),
+                      topology_option(), consensus_step_option()},
+          .check = &AcidStrategy::check_options};
 }
 
 }  // namespace fast::strategy

@@ -1,4 +1,5 @@
 #include "fast/strategy/adpsgd.hpp"
+#include "builtin.hpp"
 
 #include <algorithm>
 
@@ -107,6 +108,15 @@ void AdpsgdStrategy::finish(ModelState state) {
   collective::Window::Local local = window_->local();
   FAST_ENFORCE_EQ(state.params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
   std::copy(model_.begin(), model_.end(), state.params.begin());
+}
+
+// The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
+StrategyRegistration builtin::adpsgd_registration() {
+  return {.name = "adpsgd",
+          .summary = "asynchronous pairwise gossip",
+          .make = factory_of<AdpsgdStrategy>(),
+          .options = {topology_option()},
+          .check = &AdpsgdStrategy::check_options};
 }
 
 }  // namespace fast::strategy

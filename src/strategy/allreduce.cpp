@@ -1,4 +1,5 @@
 #include "fast/strategy/allreduce.hpp"
+#include "builtin.hpp"
 
 #include <algorithm>
 
@@ -88,6 +89,16 @@ StepOutcome AllreduceStrategy::dgc_step(const StepInput& input, double t0) {
 void AllreduceStrategy::representative(ModelState state, std::span<float> out) {
   FAST_ENFORCE_EQ(out.size(), state.params.size(), "representative: output length must equal the parameter count");
   std::copy(state.params.begin(), state.params.end(), out.begin());
+}
+
+// The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
+StrategyRegistration builtin::allreduce_registration() {
+  std::vector<StrategyOption> options{sparse_allreduce_option()};
+  for (StrategyOption& o : dgc_options()) options.push_back(std::move(o));
+  return {.name = "allreduce",
+          .summary = "synchronous gradient averaging",
+          .make = factory_of<AllreduceStrategy>(),
+          .options = std::move(options)};
 }
 
 }  // namespace fast::strategy

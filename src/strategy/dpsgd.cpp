@@ -1,4 +1,5 @@
 #include "fast/strategy/dpsgd.hpp"
+#include "builtin.hpp"
 
 #include "fast/core/error.hpp"
 #include "fast/topology/builders.hpp"
@@ -59,6 +60,15 @@ StepOutcome DpsgdStrategy::step(const StepInput& input) {
   outcome.comm_seconds = ctx.now() - t0;
   outcome.applied = apply_update(input, options_.non_finite);
   return outcome;
+}
+
+// The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
+StrategyRegistration builtin::dpsgd_registration() {
+  return {.name = "dpsgd",
+          .summary = "synchronous gossip",
+          .make = factory_of<DpsgdStrategy>(),
+          .options = {topology_option(), consensus_step_option()},
+          .check = &DpsgdStrategy::check_options};
 }
 
 }  // namespace fast::strategy

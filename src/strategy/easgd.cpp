@@ -1,4 +1,5 @@
 #include "fast/strategy/easgd.hpp"
+#include "builtin.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -122,6 +123,19 @@ bool EasgdStrategy::snapshot(ModelState state, std::span<float> out) {
     with_centre("snapshot", [&] { window_->get(0, core::MutableView(out), 0, nullptr, collective::Wire::exact).wait(); });
   }
   return true;
+}
+
+// The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
+StrategyRegistration builtin::easgd_registration() {
+  return {.name = "easgd",
+          .summary = "elastic averaging",
+          .make = factory_of<EasgdStrategy>(),
+          .options = {StrategyOption::field("alpha", &StrategyOptions::alpha, "elastic moving rate, in (0, 1).")
+                          .greater_than(0),
+                      StrategyOption::field("tau", &StrategyOptions::tau,
+                                            "local steps between elastic exchanges with the centre.")
+                          .at_least(1)},
+          .check = &EasgdStrategy::check_options};
 }
 
 }  // namespace fast::strategy

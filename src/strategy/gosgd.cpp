@@ -1,4 +1,5 @@
 #include "fast/strategy/gosgd.hpp"
+#include "builtin.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -217,6 +218,18 @@ collective::Window::Local GosgdStrategy::hold_mass(MassView& out) {
   for (const Slot& slot : slots_)
     if (slot.busy) out.pending.push_back(slot.push);
   return local;
+}
+
+// The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
+StrategyRegistration builtin::gosgd_registration() {
+  return {.name = "gosgd",
+          .summary = "push-sum gossip",
+          .make = factory_of<GosgdStrategy>(),
+          .options = {StrategyOption::field("gossip_probability", &StrategyOptions::gossip_probability,
+                                            "probability that a step pushes half its mass to a peer, in (0, 1].")
+                          .greater_than(0),
+                      topology_option()},
+          .check = &GosgdStrategy::check_options};
 }
 
 }  // namespace fast::strategy

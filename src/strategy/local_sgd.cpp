@@ -1,4 +1,5 @@
 #include "fast/strategy/local_sgd.hpp"
+#include "builtin.hpp"
 
 #include <algorithm>
 
@@ -61,6 +62,21 @@ StepOutcome LocalSgdStrategy::step(const StepInput& input) {
     outcome.comm_seconds += ctx.now() - t0;
   }
   return outcome;
+}
+
+// The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
+StrategyRegistration builtin::local_sgd_registration() {
+  return {.name = "local-sgd",
+          .summary = "periodic model averaging",
+          .make = factory_of<LocalSgdStrategy>(),
+          .options = {StrategyOption::field("period", &StrategyOptions::period,
+                                            "average the replicas every this many steps.")
+                          .at_least(1),
+                      StrategyOption::field("sync_warmup", &StrategyOptions::sync_warmup,
+                                            "the first this many steps average gradients (as allreduce).")
+                          .at_least(0),
+                      sparse_allreduce_option()},
+          .check = &LocalSgdStrategy::check_options};
 }
 
 }  // namespace fast::strategy

@@ -1,4 +1,5 @@
 #include "fast/strategy/ps.hpp"
+#include "builtin.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -258,5 +259,30 @@ void PsStrategy::representative(ModelState state, std::span<float> out) {
 StalenessStats PsStrategy::staleness() const { return server_ ? server_->staleness() : StalenessStats{}; }
 
 std::int64_t PsStrategy::max_clock_lag() const { return server_ ? server_->max_clock_lag() : 0; }
+
+// The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
+StrategyRegistration builtin::ps_registration() {
+  std::vector<StrategyOption> options{
+      StrategyOption::field("mode", &StrategyOptions::mode, "sync, async or ssp (stale synchronous, bounded by staleness).")
+          .one_of({"sync", "async", "ssp"}),
+      StrategyOption::field("lr_semantics", &StrategyOptions::lr_semantics,
+                            "modes async and ssp: per-sample (each gradient applied with lr / workers, so a given lr "
+                            "is the same step per sample as allreduce's) or per-gradient (each gradient applied with "
+                            "lr: Downpour as published).")
+          .one_of({"per-sample", "per-gradient"}),
+      StrategyOption::field("staleness", &StrategyOptions::staleness,
+                            "mode ssp: a worker never runs more than this many steps ahead of the slowest.")
+          .at_least(0),
+      StrategyOption::field("servers", &StrategyOptions::servers,
+                            "parameter-server shards, hosted by workers 0..servers-1.")
+          .at_least(1),
+  };
+  for (StrategyOption& o : dgc_options()) options.push_back(std::move(o));
+  return {.name = "ps",
+          .summary = "parameter server, see mode",
+          .make = factory_of<PsStrategy>(),
+          .options = std::move(options),
+          .check = &PsStrategy::check_options};
+}
 
 }  // namespace fast::strategy

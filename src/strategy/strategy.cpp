@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -12,50 +11,11 @@
 #include "fast/core/error.hpp"
 #include "fast/core/finite.hpp"
 #include "fast/core/log.hpp"
-#include "fast/strategy/acid.hpp"
-#include "fast/strategy/adpsgd.hpp"
+#include "builtin.hpp"
 #include "fast/strategy/aggregate.hpp"
-#include "fast/strategy/allreduce.hpp"
-#include "fast/strategy/dpsgd.hpp"
-#include "fast/strategy/easgd.hpp"
-#include "fast/strategy/gosgd.hpp"
-#include "fast/strategy/local_sgd.hpp"
-#include "fast/strategy/ps.hpp"
 
 namespace fast::strategy {
 
-namespace {
-using Factory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&, collective::Communicator&)>;
-
-// The registry: every strategy by name, its factory and its option check (the constructor's checks
-// that need only the world size). A new strategy adds one line here.
-struct Entry {
-  std::string name;
-  Factory make;
-  void (*check)(const StrategyOptions&, int);
-};
-
-template <typename S>
-Entry entry(std::string name) {
-  return {std::move(name),
-          [](const StrategyOptions& o, collective::Communicator& c) -> std::unique_ptr<Strategy> {
-            return std::make_unique<S>(o, c);
-          },
-          [](const StrategyOptions& o, int workers) {
-            if constexpr (requires { S::check_options(o, workers); }) S::check_options(o, workers);
-          }};
-}
-
-const std::vector<Entry>& registry() {
-  // In documentation order: from synchronous to asynchronous, central to decentralized.
-  static const std::vector<Entry> entries{
-      entry<AllreduceStrategy>("allreduce"), entry<PsStrategy>("ps"),         entry<LocalSgdStrategy>("local-sgd"),
-      entry<EasgdStrategy>("easgd"),         entry<DpsgdStrategy>("dpsgd"),   entry<AdpsgdStrategy>("adpsgd"),
-      entry<GosgdStrategy>("gosgd"),         entry<AcidStrategy>("acid"),
-  };
-  return entries;
-}
-}  // namespace
 
 void Strategy::representative(ModelState state, std::span<float> out) {
   FAST_ENFORCE_EQ(out.size(), state.params.size(), "representative: output length must equal the parameter count");
@@ -102,11 +62,6 @@ double default_consensus_step(const std::string& codec) {
   return 0.05;  // topk, randk, threshold, powersgd
 }
 
-std::vector<std::string> strategy_names() {
-  std::vector<std::string> names;
-  for (const Entry& e : registry()) names.push_back(e.name);
-  return names;
-}
 
 void validate_dgc(const StrategyOptions& options) {
   if (!options.dgc) return;
@@ -166,7 +121,7 @@ void Strategy::dgc_sent(compress::Dgc& dgc, compress::ErrorFeedback& feedback, s
 
 // The options every strategy shares: aggregate (a robust rule: allreduce or ps, each worker's whole
 // gradient, so no codec and no dgc; ps adds mode sync) and fault_inject.
-void check_common(const StrategyOptions& options, int workers) {
+void builtin::check_common(const StrategyOptions& options, int workers) {
   if (!Aggregate::parse(options.aggregate, workers).is_mean()) {
     FAST_ENFORCE(options.name == "allreduce" || options.name == "ps",
                  "aggregate '{}': the robust rules apply to allreduce and ps (mode sync); strategy '{}' takes "
@@ -178,30 +133,6 @@ void check_common(const StrategyOptions& options, int workers) {
                  options.aggregate, options.compress, options.dgc ? " and dgc" : "");
   }
   (void)FaultInjection::parse(options.fault_inject, workers);
-}
-
-// The registry entry of options.name, after the checks every strategy shares; InvalidArgument
-// listing the names for an unknown one.
-const Entry& checked_entry(const StrategyOptions& options, int workers) {
-  for (const Entry& e : registry())
-    if (e.name == options.name) {
-      validate_dgc(options);
-      check_common(options, workers);
-      return e;
-    }
-  FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'; expected one of: {}", options.name,
-             fmt::join(strategy_names(), ", "));
-}
-
-void check_strategy_options(const StrategyOptions& options, int workers) {
-  const Entry& e = checked_entry(options, workers);
-  (void)parse_sparse_reduce(options.sparse_allreduce);
-  (void)compress::make_codec(options.compress);
-  e.check(options, workers);
-}
-
-std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm) {
-  return checked_entry(options, comm.size()).make(options, comm);
 }
 
 }  // namespace fast::strategy

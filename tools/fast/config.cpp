@@ -1,23 +1,25 @@
 #include "config.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
-#include <cstdlib>
+#include <deque>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "fast/adapters/torch/models.hpp"
 #include "fast/collective/allreduce_algorithm.hpp"
-#include "fast/compress/codec.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/runtime/cluster.hpp"
 #include "fast/runtime/launcher.hpp"
+#include "fast/runtime/registry.hpp"
 #include "fast/optim/schedule.hpp"
+#include "fast/strategy/registry.hpp"
 #include "fast/strategy/strategy.hpp"
 
 namespace fast::cli {
@@ -26,23 +28,13 @@ namespace {
 
 using torch::TrainOptions;
 
+// Text parsing is the strategy options' (fast/strategy/option.hpp), so that every setting reads and
+// refuses values alike.
 long long parse_integer(const std::string& text, std::string_view origin) {
-  long long value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  FAST_ENFORCE(!text.empty() && ec == std::errc() && end == text.data() + text.size(),
-               "{}: expected an integer, got '{}'", origin, text);
-  return value;
+  return strategy::parse_integer_text(text, origin);
 }
 
-// Every number setting is finite: "inf" and "nan" read as doubles, but no setting means them (an
-// infinite slowdown or time limit would hang or overflow the clock).
-double parse_number(const std::string& text, std::string_view origin) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  FAST_ENFORCE(!text.empty() && end == text.c_str() + text.size(), "{}: expected a number, got '{}'", origin, text);
-  FAST_ENFORCE(std::isfinite(value), "{}: expected a finite number, got '{}'", origin, text);
-  return value;
-}
+double parse_number(const std::string& text, std::string_view origin) { return strategy::parse_number_text(text, origin); }
 
 template <typename T>
 T at_least(long long value, long long minimum, std::string_view key) {
@@ -88,10 +80,7 @@ double time_limit(double value, std::string_view key) {
 }
 
 // "true" | "false" (a flag given without a value is "true").
-bool parse_bool(const std::string& text, std::string_view key) {
-  FAST_ENFORCE(text == "true" || text == "false", "{}: expected true or false, got '{}'", key, text);
-  return text == "true";
-}
+bool parse_bool(const std::string& text, std::string_view key) { return strategy::parse_bool_text(text, key); }
 
 double non_negative(double value, std::string_view key) {
   FAST_ENFORCE(value >= 0, "{}: expected a number >= 0, got {}", key, value);
@@ -124,6 +113,46 @@ std::string one_of(const std::string& value, const std::vector<std::string>& all
 std::string text(double v) { return fmt::format("{}", v); }
 std::string text(long long v) { return fmt::format("{}", v); }
 
+// The help of `runtime`, `strategy`: the registries' names with their one-line descriptions.
+std::string runtime_help() {
+  std::vector<std::string> items;
+  for (const runtime::RuntimeBackend& b : runtime::runtime_backends())
+    items.push_back(fmt::format("{} ({})", b.name, b.description));
+  return fmt::format("Where workers run, one of this build's runtimes: {}. docs/launch.md, docs/simulation.md.",
+                     fmt::join(items, "; "));
+}
+
+std::string strategy_help() {
+  std::vector<std::string> items;
+  for (const auto& [name, summary] : strategy::strategy_summaries()) items.push_back(fmt::format("{} ({})", name, summary));
+  return fmt::format("Coordination strategy: {}. docs/strategies.md.", fmt::join(items, ", "));
+}
+
+KeyType key_type(strategy::OptionType type) {
+  switch (type) {
+    case strategy::OptionType::integer: return KeyType::integer;
+    case strategy::OptionType::number: return KeyType::number;
+    case strategy::OptionType::boolean: return KeyType::boolean;
+    case strategy::OptionType::string:
+    case strategy::OptionType::choice: return KeyType::string;
+  }
+  return KeyType::string;
+}
+
+// The key of a declared strategy option: its description names the strategies that read it
+// (none: every strategy); its value is parsed, checked and stored by the declaration.
+ConfigKey strategy_key(const strategy::DeclaredOption& d) {
+  const strategy::StrategyOption& option = d.option;
+  std::string description = option.help();
+  if (!d.strategies.empty()) description = fmt::format("{}: {}", fmt::join(d.strategies, ", "), description);
+  ConfigKey key{option.name(), key_type(option.type()), std::move(description),
+                [option](TrainOptions& o, const std::string& v) { option.store(o.worker.strategy, option.parse(v)); },
+                [option](const TrainOptions& o) { return option.text(option.load(o.worker.strategy)); }};
+  key.strategy_option = true;
+  key.accepts = option.expected();
+  return key;
+}
+
 #define FAST_INT_KEY(NAME, DESC, FIELD, MIN)                                                                    \
   ConfigKey {                                                                                                    \
     NAME, KeyType::integer, DESC,                                                                                \
@@ -139,13 +168,10 @@ std::string text(long long v) { return fmt::format("{}", v); }
         [](const TrainOptions& o) { return text(o.FIELD); }                                                     \
   }
 
-std::vector<ConfigKey> build_keys() {
+// The settings of `fast train` other than the strategies' options, in documentation order.
+std::vector<ConfigKey> general_keys() {
   std::vector<ConfigKey> keys{
-      {"runtime", KeyType::string,
-       "Where workers run: threads (N threads of this process), sim (SimGrid actors on the simulated hosts of "
-       "`cluster`: real training, simulated time; docs/simulation.md), zmq (one process of "
-       "`workers_per_process` workers per `fast launch` slot, over ZeroMQ; docs/launch.md) or mpi (one worker "
-       "per MPI rank, under mpirun or srun; docs/launch.md).",
+      {"runtime", KeyType::string, runtime_help(),
        [](TrainOptions& o, const std::string& v) { o.runtime = one_of(v, runtime::runtime_names(), "runtime"); },
        [](const TrainOptions& o) { return o.runtime; }},
       {"cluster", KeyType::path,
@@ -157,16 +183,13 @@ std::vector<ConfigKey> build_keys() {
        },
        [](const TrainOptions& o) { return o.cluster.string(); }},
       FAST_INT_KEY("workers", "Number of workers.", workers, 1),
-      {"strategy", KeyType::string,
-       "Coordination strategy: allreduce (synchronous gradient averaging), ps (parameter server, see mode), "
-       "local-sgd (periodic model averaging), easgd (elastic averaging), dpsgd (synchronous gossip), adpsgd "
-       "(asynchronous pairwise gossip), gosgd (push-sum gossip), acid (A2CiD2). docs/strategies.md.",
+      {"strategy", KeyType::string, strategy_help(),
        [](TrainOptions& o, const std::string& v) { o.worker.strategy.name = one_of(v, strategy::strategy_names(), "strategy"); },
        [](const TrainOptions& o) { return o.worker.strategy.name; }},
       {"model", KeyType::string,
-       "Model: mlp (2 hidden layers), cnn (2 conv + 2 linear layers), resnet (residual CNN, 1.6 M parameters), or a "
-       "TorchScript file (a path with '/' or ending in .pt, saved with torch.jit.script(m).save(path)); built-in "
-       "models adapt to the dataset's sample shape and classes. docs/models.md.",
+       fmt::format("Model: {} (built-in, sized by the dataset's sample shape and classes), or a TorchScript file (a "
+                   "path with '/' or ending in .pt, saved with torch.jit.script(m).save(path)). docs/models.md.",
+                   fmt::join(torch::model_names(), ", ")),
        [](TrainOptions& o, const std::string& v) { o.model = v; }, [](const TrainOptions& o) { return o.model; }},
       FAST_NUMBER_KEY("model_flops", "sim: floating-point operations to train on one sample (forward + backward); 0: "
                       "computed from the model (a TorchScript file: 6 x its parameters).", model_flops, non_negative),
@@ -224,52 +247,6 @@ std::vector<ConfigKey> build_keys() {
        [](TrainOptions& o, const std::string& v) { o.stop_on_divergence = parse_bool(v, "stop_on_divergence"); },
        [](const TrainOptions& o) { return std::string(o.stop_on_divergence ? "true" : "false"); }},
       FAST_NUMBER_KEY("target_accuracy", "The summary reports the first time the test accuracy reached this, in [0, 1]; 0: off.", target_accuracy, fraction),
-      FAST_INT_KEY("chunk_bytes", "Pipeline piece size of the ring all-reduce, bytes.", worker.strategy.chunk_bytes, 64),
-      FAST_INT_KEY("period", "local-sgd: average the replicas every this many steps.", worker.strategy.period, 1),
-      FAST_INT_KEY("sync_warmup", "local-sgd: the first this many steps average gradients (as allreduce).", worker.strategy.sync_warmup, 0),
-      {"mode", KeyType::string, "ps: sync, async or ssp (stale synchronous, bounded by staleness).",
-       [](TrainOptions& o, const std::string& v) { o.worker.strategy.mode = one_of(v, {"sync", "async", "ssp"}, "mode"); },
-       [](const TrainOptions& o) { return o.worker.strategy.mode; }},
-      {"lr_semantics", KeyType::string,
-       "ps async and ssp: per-sample (each gradient applied with lr / workers, so a given lr is the same step per "
-       "sample as allreduce's) or per-gradient (each gradient applied with lr: Downpour as published).",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.strategy.lr_semantics = one_of(v, {"per-sample", "per-gradient"}, "lr_semantics");
-       },
-       [](const TrainOptions& o) { return o.worker.strategy.lr_semantics; }},
-      FAST_INT_KEY("staleness", "ps ssp: a worker never runs more than this many steps ahead of the slowest.", worker.strategy.staleness, 0),
-      FAST_INT_KEY("servers", "ps: parameter-server shards, hosted by workers 0..servers-1.", worker.strategy.servers, 1),
-      FAST_NUMBER_KEY("alpha", "easgd: elastic moving rate, in (0, 1).", worker.strategy.alpha, positive),
-      FAST_INT_KEY("tau", "easgd: local steps between elastic exchanges with the centre.", worker.strategy.tau, 1),
-      FAST_NUMBER_KEY("gossip_probability", "gosgd: probability that a step pushes half its mass to a peer, in (0, 1].", worker.strategy.gossip_probability, positive),
-      FAST_NUMBER_KEY("comm_rate", "acid: expected pairwise communications per gradient step.", worker.strategy.comm_rate, positive),
-      FAST_NUMBER_KEY("acid_eta", "acid: momentum mixing rate per gradient step; -1: from the graph, as the paper sets it.", worker.strategy.acid_eta, any_number),
-      FAST_NUMBER_KEY("acid_alpha_tilde", "acid: gossip weight of the momentum variable; -1: from the graph, as the paper sets it.", worker.strategy.acid_alpha_tilde, any_number),
-      {"compress", KeyType::string,
-       "Codec of every tensor a strategy sends, NAME[:key=value,...]: none, fp16, bf16, int8[:levels=S], sign, "
-       "topk[:ratio=R|k=K], randk[:ratio=R|k=K], threshold:value=T, powersgd[:rank=R] (docs/compression.md).",
-       [](TrainOptions& o, const std::string& v) {
-         (void)compress::make_codec(v);  // rejects unknown names and options here, naming the key
-         o.worker.strategy.compress = v;
-       },
-       [](const TrainOptions& o) { return o.worker.strategy.compress; }},
-      FAST_NUMBER_KEY("consensus_step", "dpsgd and acid with a codec: CHOCO-gossip's consensus step gamma in (0, 1] (acid: the fraction of the paper's update a communication applies); 0: the codec's default (1 for fp16/bf16, 0.8 int8, 0.4 sign, 0.05 sparse and powersgd).", worker.strategy.consensus_step, non_negative),
-      {"aggregate", KeyType::string,
-       "allreduce and ps sync: how the workers' gradients are combined: mean, median, trimmed-mean:F or krum:F "
-       "(robust to F faulty workers; allreduce then all-gathers every gradient; docs/faults.md).",
-       [](TrainOptions& o, const std::string& v) { o.worker.strategy.aggregate = v; },
-       [](const TrainOptions& o) { return o.worker.strategy.aggregate; }},
-      {"fault_inject", KeyType::string,
-       "Make workers faulty, for tests and demonstrations: KIND@W1,W2 with KIND nan, zeros or scale:FACTOR "
-       "(e.g. scale:-100@4: worker 4 sends -100 x its gradient); empty: none (docs/faults.md).",
-       [](TrainOptions& o, const std::string& v) { o.worker.strategy.fault_inject = v; },
-       [](const TrainOptions& o) { return o.worker.strategy.fault_inject; }},
-      {"sparse_allreduce", KeyType::string,
-       "allreduce and local-sgd with int8, sign, topk or randk: how the messages are averaged: gather (all-gather "
-       "of the encoded messages), dense (ring all-reduce of the decoded ones) or auto (by the payload bound against "
-       "the dense ring's bytes; docs/compression.md).",
-       [](TrainOptions& o, const std::string& v) { o.worker.strategy.sparse_allreduce = one_of(v, {"auto", "gather", "dense"}, "sparse_allreduce"); },
-       [](const TrainOptions& o) { return o.worker.strategy.sparse_allreduce; }},
       {"allreduce_algorithm", KeyType::string,
        "all-reduce algorithm of FAST's collectives (allreduce's gradients, local-sgd's and easgd's averages, "
        "PowerSGD's factors, the representative model and the run's totals): auto (by message size, workers and "
@@ -298,38 +275,12 @@ std::vector<ConfigKey> build_keys() {
          return o.worker.communicator.bandwidth_bytes_per_second ? text(*o.worker.communicator.bandwidth_bytes_per_second)
                                                                  : std::string("runtime");
        }},
-      {"dgc", KeyType::boolean,
-       "Deep Gradient Compression (allreduce and ps, with compress = topk:ratio=R or randk:ratio=R, optimizer sgd, "
-       "momentum or nesterov): momentum correction on each worker, momentum factor masking, local clipping, "
-       "sparsity warm-up (docs/compression.md). A flag: --dgc.",
-       [](TrainOptions& o, const std::string& v) { o.worker.strategy.dgc = parse_bool(v, "dgc"); },
-       [](const TrainOptions& o) { return std::string(o.worker.strategy.dgc ? "true" : "false"); }},
-      FAST_NUMBER_KEY("dgc_clip", "dgc: local gradient clipping, the global L2 bound C (each worker clips its gradient to C / sqrt(workers)); 0: off.", worker.strategy.dgc_clip, non_negative),
-      {"dgc_masking", KeyType::string, "dgc: momentum factor masking (reset the velocity of the coordinates sent): on or off.",
-       [](TrainOptions& o, const std::string& v) { o.worker.strategy.dgc_masking = one_of(v, {"on", "off"}, "dgc_masking") == "on"; },
-       [](const TrainOptions& o) { return std::string(o.worker.strategy.dgc_masking ? "on" : "off"); }},
       FAST_NUMBER_KEY("dgc_warmup_epochs", "dgc: sparsity warm-up, epochs over which the density decays exponentially from dgc_warmup_ratio to the codec's ratio; 0: none.", dgc_warmup_epochs, non_negative),
-      FAST_NUMBER_KEY("dgc_warmup_ratio", "dgc: density at the start of the sparsity warm-up, in (0, 1].", worker.strategy.dgc_warmup_ratio, positive),
-      {"topology", KeyType::string,
-       "Decentralized strategies: the graph, NAME[:params]: ring, torus2d[:RxC], star, complete, tree, hypercube, "
-       "exponential, random-regular:D, file:PATH; gosgd also takes time-varying schedules: exponential-peer, "
-       "random-matching, random-peer, cycle:A;B (docs/topology.md).",
-       [](TrainOptions& o, const std::string& v) { o.worker.strategy.topology = v; },
-       [](const TrainOptions& o) { return o.worker.strategy.topology; }},
       {"final", KeyType::string,
        "Representative model evaluated and reported: average (of the replicas), rank0, or best (highest test "
        "accuracy).",
        [](TrainOptions& o, const std::string& v) { o.final_model = one_of(v, {"average", "rank0", "best"}, "final"); },
        [](const TrainOptions& o) { return o.final_model; }},
-      {"non_finite", KeyType::string, "Reaction to a NaN/inf aggregated gradient: skip the step, or error.",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.strategy.non_finite =
-             one_of(v, {"skip", "error"}, "non_finite") == "skip" ? strategy::NonFinitePolicy::skip
-                                                                   : strategy::NonFinitePolicy::error;
-       },
-       [](const TrainOptions& o) {
-         return std::string(o.worker.strategy.non_finite == strategy::NonFinitePolicy::skip ? "skip" : "error");
-       }},
       {"slowdown", KeyType::string,
        "Emulated slow workers: one factor >= 1 per worker, comma-separated (1,1,1,4); worker r waits "
        "(f-1) x its compute time each step. Empty: none.",
@@ -397,6 +348,21 @@ std::vector<ConfigKey> build_keys() {
 #undef FAST_INT_KEY
 #undef FAST_NUMBER_KEY
 
+// The general keys, then every declared strategy option; InvalidArgument when a strategy declared
+// an option under the name of a general key.
+std::vector<ConfigKey> build_keys() {
+  std::vector<ConfigKey> keys = general_keys();
+  const std::size_t general = keys.size();
+  for (const strategy::DeclaredOption& d : strategy::declared_options()) {
+    for (std::size_t i = 0; i < general; ++i)
+      FAST_ENFORCE(keys[i].name != d.option.name(),
+                   "strategy option '{}' (declared by {}) has the name of a fast train setting; rename the option",
+                   d.option.name(), d.strategies.empty() ? std::string("the common options") : d.strategies.front());
+    keys.push_back(strategy_key(d));
+  }
+  return keys;
+}
+
 }  // namespace
 
 // Keys are spelled with '_' in files; '-' is accepted too (and is the flags' spelling).
@@ -433,8 +399,17 @@ std::string_view toml_type_name(const toml::node& node) {
 }  // namespace
 
 const std::vector<ConfigKey>& config_keys() {
-  static const std::vector<ConfigKey> keys = build_keys();
-  return keys;
+  // Rebuilt when a strategy was registered since; earlier lists stay alive (they are referenced).
+  static std::mutex mutex;
+  static std::deque<std::vector<ConfigKey>> lists;
+  static std::uint64_t generation = 0;
+  const std::lock_guard lock(mutex);
+  const std::uint64_t now = strategy::registry_generation();
+  if (lists.empty() || now != generation) {
+    lists.push_back(build_keys());
+    generation = now;
+  }
+  return lists.back();
 }
 
 std::string flag_name(std::string_view key) {
@@ -519,16 +494,34 @@ void apply_config_file(TrainOptions& options, const std::filesystem::path& file)
   apply_config_table(options, parse_toml_file(file), file);
 }
 
+namespace {
+
+std::string default_text(const ConfigKey& k, const TrainOptions& defaults) {
+  const std::string def = k.get(defaults);
+  return def.empty() ? "\"\"" : def;
+}
+
+}  // namespace
+
 std::string config_markdown() {
   const TrainOptions defaults;
   std::string md =
       "| key | flag | type | default | description |\n"
       "| --- | --- | --- | --- | --- |\n";
-  for (const ConfigKey& k : config_keys()) {
-    std::string def = k.get(defaults);
-    md += fmt::format("| `{}` | `{}` | {} | `{}` | {} |\n", k.name, flag_name(k.name), key_type_name(k.type),
-                      def.empty() ? "\"\"" : def, k.description);
-  }
+  for (const ConfigKey& k : config_keys())
+    if (!k.strategy_option)
+      md += fmt::format("| `{}` | `{}` | {} | `{}` | {} |\n", k.name, flag_name(k.name), key_type_name(k.type),
+                        default_text(k, defaults), k.description);
+  md +=
+      "\n### Strategy options\n\nDeclared by the strategies in their registry entries "
+      "(docs/architecture.md, \"Adding a strategy\"); the description starts with the strategies that read the "
+      "option (none: every strategy). Setting an option the chosen strategy does not read changes nothing.\n\n"
+      "| key | flag | type | default | accepts | description |\n"
+      "| --- | --- | --- | --- | --- | --- |\n";
+  for (const ConfigKey& k : config_keys())
+    if (k.strategy_option)
+      md += fmt::format("| `{}` | `{}` | {} | `{}` | {} | {} |\n", k.name, flag_name(k.name), key_type_name(k.type),
+                        default_text(k, defaults), k.accepts, k.description);
   md += "\n### Environment variables\n\n| variable | type | default | description |\n| --- | --- | --- | --- |\n";
   for (const core::EnvVar& v : core::env_table())
     md += fmt::format("| `{}` | {} | `{}` | {} |\n", v.name, core::env_type_name(v.type), v.default_value,

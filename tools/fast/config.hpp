@@ -2,6 +2,9 @@
 // The `fast train` settings, in one table: key, type, default, description. The same table parses
 // the TOML config file, defines the command-line flags (--key VALUE), prints --help and is the
 // source of docs/config.md (`fast config-doc`). Precedence: defaults < config file < flags.
+// The table holds the general settings (config.cpp) and then one key per option the strategies
+// declare (fast/strategy/registry.hpp), generated from the declarations: a strategy registered
+// before the table is read brings its options as keys and flags.
 
 #include <filesystem>
 #include <functional>
@@ -19,16 +22,20 @@ namespace fast::cli {
 enum class KeyType { string, integer, number, path, boolean };
 
 struct ConfigKey {
-  std::string_view name;
+  std::string name;
   KeyType type;
-  std::string_view description;
+  std::string description;
   // Writes the value (already checked to be of `type`, given as text) into options; throws
   // InvalidArgument naming the key for an out-of-range value.
   std::function<void(torch::TrainOptions&, const std::string&)> set;
   // The current value as text (for --help and docs: the defaults).
   std::function<std::string(const torch::TrainOptions&)> get;
+  bool strategy_option = false;  // generated from a strategy's option declaration
+  std::string accepts;           // strategy options: what a value must be ("an integer >= 1")
 };
 
+// The table. Built on first use and again after a strategy registration (earlier tables stay
+// valid); InvalidArgument when a strategy option has the name of a general setting. Thread-safe.
 const std::vector<ConfigKey>& config_keys();
 std::string_view key_type_name(KeyType type);
 // The command-line flag of a key: "--" + key with '_' spelled '-' (data_dir: --data-dir).

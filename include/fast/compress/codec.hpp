@@ -77,6 +77,8 @@ class Codec {
 
 // The names make_codec accepts, in registry order.
 std::vector<std::string> codec_names();
+// The same, each with the form of its options for help texts ("int8[:levels=S]", "threshold:value=T").
+std::vector<std::string> codec_specs();
 
 // Builds a codec from "NAME" or "NAME:key=value,key=value". seed feeds the random stream of the
 // stateful codecs (int8, randk, powersgd); the others ignore it. layout (copied) gives powersgd the

@@ -7,6 +7,8 @@
 // activities (asynchronous ones) synchronises through the worker's Context primitives only.
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -21,6 +23,7 @@
 #include "fast/compress/meter.hpp"
 #include "fast/core/layout.hpp"
 #include "fast/optim/optimizer.hpp"
+#include "fast/strategy/option.hpp"
 
 namespace fast::strategy {
 
@@ -39,6 +42,13 @@ enum class NonFinitePolicy : std::uint8_t {
   error,  // throw InvalidArgument naming the step
 };
 
+// The options of a strategy, an aggregate (tests and library users fill it with designated
+// initializers). Its fields are the typed view of the built-in strategies' declared options: each
+// field but name, seed, dgc_warmup_steps and optimizer (filled in by the framework: Worker,
+// train()) is bound to a StrategyOption declared beside the strategy that reads it (its file's
+// registration function; the options several strategies share in src/strategy/shared_options.cpp),
+// which holds its key, type, range and help; a field's initializer is its declared default.
+// Options declared by strategies registered from outside the library live in `values`.
 struct StrategyOptions {
   std::string name = "allreduce";                     // one of strategy_names()
   std::size_t chunk_bytes = std::size_t{4} << 20;      // pipeline piece of all-reduce based exchanges
@@ -84,6 +94,21 @@ struct StrategyOptions {
   // The worker's optimizer settings, filled in by Worker: strategies that update a model other
   // than the replica (ps servers, easgd's centre) build their own optimizer from them.
   optim::OptimizerOptions optimizer;
+  // The options declared without a field (strategies registered from outside the library), by
+  // name, when set; an option not set here has its declared default.
+  std::map<std::string, OptionValue, std::less<>> values;
+
+  // The value of the declared option `name` (a field's or not), as declared: get_integer for
+  // integer options, get_number for number options, get_string for string and choice options,
+  // get_bool for boolean ones. InvalidArgument naming the option for an undeclared name or a
+  // getter of another type.
+  std::int64_t get_integer(std::string_view name) const;
+  double get_number(std::string_view name) const;
+  std::string get_string(std::string_view name) const;
+  bool get_bool(std::string_view name) const;
+  // Validates `value` against the declaration of option `name` and stores it (the field or
+  // `values`); InvalidArgument naming the option otherwise.
+  void set(std::string_view name, const OptionValue& value);
 };
 
 // Everything one step needs. lr is this step's learning rate (the schedule already applied).

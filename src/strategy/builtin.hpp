@@ -1,0 +1,34 @@
+#pragma once
+// The built-in strategies' registration functions, one per strategy file, and the declarations of
+// the options several of them share. registry.cpp registers them, in documentation order, the
+// first time the registry is used (a static library would drop self-registering objects).
+
+#include <vector>
+
+#include "fast/strategy/registry.hpp"
+
+namespace fast::strategy::builtin {
+
+StrategyRegistration allreduce_registration();  // allreduce.cpp
+StrategyRegistration ps_registration();         // ps.cpp
+StrategyRegistration local_sgd_registration();  // local_sgd.cpp
+StrategyRegistration easgd_registration();      // easgd.cpp
+StrategyRegistration dpsgd_registration();      // dpsgd.cpp
+StrategyRegistration adpsgd_registration();     // adpsgd.cpp
+StrategyRegistration gosgd_registration();      // gosgd.cpp
+StrategyRegistration acid_registration();       // acid.cpp
+
+// shared_options.cpp: the options every strategy takes (chunk_bytes, non_finite, compress,
+// aggregate, fault_inject) ...
+std::vector<StrategyOption> common_options();
+// ... and those some strategies share.
+StrategyOption topology_option();                 // dpsgd, adpsgd, gosgd, acid
+StrategyOption consensus_step_option();           // dpsgd, acid
+StrategyOption sparse_allreduce_option();         // allreduce, local-sgd
+std::vector<StrategyOption> dgc_options();        // allreduce, ps: dgc, dgc_clip, dgc_masking, dgc_warmup_ratio
+
+// strategy.cpp: the checks of the common options (aggregate, fault_inject) for a world of
+// `workers`; InvalidArgument naming the option.
+void check_common(const StrategyOptions& options, int workers);
+
+}  // namespace fast::strategy::builtin

@@ -1,0 +1,236 @@
+#include "fast/strategy/registry.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "builtin.hpp"
+#include "fast/compress/codec.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::strategy {
+
+namespace {
+
+bool well_formed(std::string_view name, char separator) {
+  if (name.empty() || name.front() < 'a' || name.front() > 'z') return false;
+  return std::all_of(name.begin(), name.end(), [separator](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == separator;
+  });
+}
+
+// The registry: strategies in registration order and every declared option, the common ones
+// first. One instance, built with the built-in strategies on first use; every member locks.
+class Registry {
+ public:
+  static Registry& instance() {
+    static Registry registry;
+    return registry;
+  }
+
+  void add(StrategyRegistration r) {
+    const std::lock_guard lock(mutex_);
+    check(r);
+    for (StrategyOption& o : r.options) {
+      DeclaredOption* known = find(o.name());
+      if (known != nullptr) {
+        known->strategies.push_back(r.name);
+      } else {
+        options_.push_back({std::move(o), {r.name}});
+      }
+    }
+    r.options.clear();  // kept once, in options_
+    strategies_.push_back(std::move(r));
+    ++generation_;
+  }
+
+  // The factory and check of strategy `name` (copies: they run without the lock, and may make
+  // strategies themselves); InvalidArgument listing the names for an unknown one.
+  StrategyRegistration entry(const std::string& name) {
+    const std::lock_guard lock(mutex_);
+    for (const StrategyRegistration& r : strategies_)
+      if (r.name == name) return {r.name, r.summary, r.make, {}, r.check};
+    FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'; expected one of: {}", name,
+               fmt::join(names_locked(), ", "));
+  }
+
+  std::vector<std::string> names() {
+    const std::lock_guard lock(mutex_);
+    return names_locked();
+  }
+
+  std::vector<std::pair<std::string, std::string>> summaries() {
+    const std::lock_guard lock(mutex_);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const StrategyRegistration& r : strategies_) out.emplace_back(r.name, r.summary);
+    return out;
+  }
+
+  std::vector<DeclaredOption> options() {
+    const std::lock_guard lock(mutex_);
+    return options_;
+  }
+
+  std::optional<StrategyOption> option(std::string_view name) {
+    const std::lock_guard lock(mutex_);
+    const DeclaredOption* d = find(name);
+    return d != nullptr ? std::optional<StrategyOption>(d->option) : std::nullopt;
+  }
+
+  std::uint64_t generation() {
+    const std::lock_guard lock(mutex_);
+    return generation_;
+  }
+
+  OptionValue load(const StrategyOptions& options, std::string_view name) {
+    const std::lock_guard lock(mutex_);
+    return declared(name).option.load(options);
+  }
+
+  void store(StrategyOptions& options, std::string_view name, const OptionValue& value) {
+    const std::lock_guard lock(mutex_);
+    declared(name).option.store(options, value);
+  }
+
+ private:
+  Registry() {
+    for (StrategyOption& o : builtin::common_options()) options_.push_back({std::move(o), {}});
+    for (auto* registration : {builtin::allreduce_registration, builtin::ps_registration,
+                               builtin::local_sgd_registration, builtin::easgd_registration,
+                               builtin::dpsgd_registration, builtin::adpsgd_registration,
+                               builtin::gosgd_registration, builtin::acid_registration})
+      add(registration());
+  }
+
+  DeclaredOption* find(std::string_view name) {
+    for (DeclaredOption& d : options_)
+      if (d.option.name() == name) return &d;
+    return nullptr;
+  }
+
+  const DeclaredOption& declared(std::string_view name) {
+    const DeclaredOption* d = find(name);
+    FAST_ENFORCE(d != nullptr, "strategy option '{}' is not declared by any strategy", name);
+    return *d;
+  }
+
+  std::vector<std::string> names_locked() const {
+    std::vector<std::string> names;
+    for (const StrategyRegistration& r : strategies_) names.push_back(r.name);
+    return names;
+  }
+
+  // Everything register_strategy refuses, before anything is changed.
+  void check(const StrategyRegistration& r) {
+    FAST_ENFORCE(well_formed(r.name, '-'),
+                 "register_strategy: name '{}': expected lowercase letters, digits and '-', starting with a letter",
+                 r.name);
+    for (const StrategyRegistration& other : strategies_)
+      FAST_ENFORCE(other.name != r.name, "register_strategy: strategy '{}' is already registered", r.name);
+    FAST_ENFORCE(static_cast<bool>(r.make), "register_strategy: strategy '{}' has no factory", r.name);
+    for (std::size_t i = 0; i < r.options.size(); ++i) {
+      const StrategyOption& o = r.options[i];
+      FAST_ENFORCE(well_formed(o.name(), '_'),
+                   "register_strategy: strategy '{}': option name '{}': expected lowercase letters, digits and '_', "
+                   "starting with a letter",
+                   r.name, o.name());
+      for (std::size_t j = 0; j < i; ++j)
+        FAST_ENFORCE(r.options[j].name() != o.name(), "register_strategy: strategy '{}' declares option '{}' twice",
+                     r.name, o.name());
+      try {
+        o.validate(o.default_value());
+      } catch (const core::InvalidArgument& e) {
+        FAST_THROW(core::InvalidArgument, "register_strategy: strategy '{}': the default of option {}", r.name,
+                   e.what());
+      }
+      const DeclaredOption* known = find(o.name());
+      if (known == nullptr) continue;
+      FAST_ENFORCE(!known->strategies.empty(),
+                   "register_strategy: strategy '{}': option '{}' is a common option of every strategy; declare "
+                   "another name",
+                   r.name, o.name());
+      FAST_ENFORCE(known->option.same_setting(o),
+                   "register_strategy: strategy '{}': option '{}' ({}, default {}) differs from its declaration by "
+                   "{} ({}, default {})",
+                   r.name, o.name(), o.expected(), o.text(o.default_value()), known->strategies.front(),
+                   known->option.expected(), known->option.text(known->option.default_value()));
+    }
+  }
+
+  std::mutex mutex_;
+  std::vector<StrategyRegistration> strategies_;  // their options are in options_
+  std::vector<DeclaredOption> options_;
+  std::uint64_t generation_ = 0;
+};
+
+}  // namespace
+
+void register_strategy(StrategyRegistration registration) { Registry::instance().add(std::move(registration)); }
+
+std::vector<DeclaredOption> declared_options() { return Registry::instance().options(); }
+
+std::optional<StrategyOption> find_option(std::string_view name) { return Registry::instance().option(name); }
+
+std::vector<std::pair<std::string, std::string>> strategy_summaries() { return Registry::instance().summaries(); }
+
+std::uint64_t registry_generation() { return Registry::instance().generation(); }
+
+std::vector<std::string> strategy_names() { return Registry::instance().names(); }
+
+namespace {
+
+template <typename T>
+T typed_value(const StrategyOptions& options, std::string_view name, std::string_view getter) {
+  const OptionValue v = Registry::instance().load(options, name);
+  const T* typed = std::get_if<T>(&v);
+  FAST_ENFORCE(typed != nullptr, "strategy option '{}': {} does not read its type ({})", name, getter,
+               option_type_name(find_option(name)->type()));
+  return *typed;
+}
+
+}  // namespace
+
+std::int64_t StrategyOptions::get_integer(std::string_view key) const {
+  return typed_value<std::int64_t>(*this, key, "get_integer");
+}
+
+double StrategyOptions::get_number(std::string_view key) const { return typed_value<double>(*this, key, "get_number"); }
+
+std::string StrategyOptions::get_string(std::string_view key) const {
+  return typed_value<std::string>(*this, key, "get_string");
+}
+
+bool StrategyOptions::get_bool(std::string_view key) const { return typed_value<bool>(*this, key, "get_bool"); }
+
+void StrategyOptions::set(std::string_view key, const OptionValue& value) {
+  Registry::instance().store(*this, key, value);
+}
+
+namespace {
+
+// The registry entry of options.name, after the checks every strategy shares; InvalidArgument
+// listing the names for an unknown one.
+StrategyRegistration checked_entry(const StrategyOptions& options, int workers) {
+  StrategyRegistration entry = Registry::instance().entry(options.name);
+  validate_dgc(options);
+  builtin::check_common(options, workers);
+  return entry;
+}
+
+}  // namespace
+
+void check_strategy_options(const StrategyOptions& options, int workers) {
+  const StrategyRegistration entry = checked_entry(options, workers);
+  (void)parse_sparse_reduce(options.sparse_allreduce);
+  (void)compress::make_codec(options.compress);
+  if (entry.check) entry.check(options, workers);
+}
+
+std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm) {
+  return checked_entry(options, comm.size()).make(options, comm);
+}
+
+}  // namespace fast::strategy

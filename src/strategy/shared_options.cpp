@@ -1,0 +1,99 @@
+// The declarations of the options every strategy takes and of those several strategies share
+// (builtin.hpp). Each strategy's own options are declared in its file's registration function.
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "builtin.hpp"
+#include "fast/compress/codec.hpp"
+
+namespace fast::strategy::builtin {
+
+namespace {
+
+// A choice between two values stored as a bool field: `on` is true, `off` false.
+StrategyOption on_off(std::string name, bool StrategyOptions::*field, std::string on, std::string off, std::string help) {
+  return StrategyOption::bound(
+             std::move(name), OptionType::choice, std::move(help),
+             [field, on](StrategyOptions& o, const OptionValue& v) { o.*field = std::get<std::string>(v) == on; },
+             [field, on, off](const StrategyOptions& o) { return OptionValue(o.*field ? on : off); })
+      .one_of({on, off});
+}
+
+}  // namespace
+
+std::vector<StrategyOption> common_options() {
+  const auto codec_check = [](const OptionValue& v) {
+    (void)compress::make_codec(std::get<std::string>(v));  // rejects unknown names and options, naming them
+  };
+  return {
+      StrategyOption::field("chunk_bytes", &StrategyOptions::chunk_bytes,
+                            "Pipeline piece size of the ring all-reduce, bytes.")
+          .at_least(64),
+      StrategyOption::bound(
+          "non_finite", OptionType::choice, "Reaction to a NaN/inf aggregated gradient: skip the step, or error.",
+          [](StrategyOptions& o, const OptionValue& v) {
+            o.non_finite = std::get<std::string>(v) == "skip" ? NonFinitePolicy::skip : NonFinitePolicy::error;
+          },
+          [](const StrategyOptions& o) {
+            return OptionValue(std::string(o.non_finite == NonFinitePolicy::skip ? "skip" : "error"));
+          })
+          .one_of({"skip", "error"}),
+      StrategyOption::field("compress", &StrategyOptions::compress,
+                            fmt::format("Codec of every tensor a strategy sends, NAME[:key=value,...]: {} "
+                                        "(docs/compression.md).",
+                                        fmt::join(compress::codec_specs(), ", ")))
+          .check(codec_check),
+      StrategyOption::field("aggregate", &StrategyOptions::aggregate,
+                            "How the workers' gradients are combined: mean, or (allreduce, and ps with mode sync) "
+                            "median, trimmed-mean:F or krum:F (robust to F faulty workers; allreduce then "
+                            "all-gathers every gradient; docs/faults.md)."),
+      StrategyOption::field("fault_inject", &StrategyOptions::fault_inject,
+                            "Make workers faulty, for tests and demonstrations: KIND@W1,W2 with KIND nan, zeros or "
+                            "scale:FACTOR (e.g. scale:-100@4: worker 4 sends -100 x its gradient); empty: none "
+                            "(docs/faults.md)."),
+  };
+}
+
+StrategyOption topology_option() {
+  return StrategyOption::field("topology", &StrategyOptions::topology,
+                               "the graph, NAME[:params]: ring, torus2d[:RxC], star, complete, tree, hypercube, "
+                               "exponential, random-regular:D, file:PATH; gosgd also takes time-varying schedules: "
+                               "exponential-peer, random-matching, random-peer, cycle:A;B (docs/topology.md).");
+}
+
+StrategyOption consensus_step_option() {
+  return StrategyOption::field("consensus_step", &StrategyOptions::consensus_step,
+                               "with a codec: CHOCO-gossip's consensus step gamma in (0, 1] (acid: the fraction of "
+                               "the paper's update a communication applies); 0: the codec's default (1 for "
+                               "fp16/bf16, 0.8 int8, 0.4 sign, 0.05 sparse and powersgd).")
+      .at_least(0);
+}
+
+StrategyOption sparse_allreduce_option() {
+  return StrategyOption::field("sparse_allreduce", &StrategyOptions::sparse_allreduce,
+                               "with int8, sign, topk or randk: how the messages are averaged: gather (all-gather "
+                               "of the encoded messages), dense (ring all-reduce of the decoded ones) or auto (by "
+                               "the payload bound against the dense ring's bytes; docs/compression.md).")
+      .one_of({"auto", "gather", "dense"});
+}
+
+std::vector<StrategyOption> dgc_options() {
+  return {
+      StrategyOption::field("dgc", &StrategyOptions::dgc,
+                            "Deep Gradient Compression (with compress = topk:ratio=R or randk:ratio=R, optimizer "
+                            "sgd, momentum or nesterov): momentum correction on each worker, momentum factor "
+                            "masking, local clipping, sparsity warm-up (docs/compression.md). A flag: --dgc."),
+      StrategyOption::field("dgc_clip", &StrategyOptions::dgc_clip,
+                            "dgc: local gradient clipping, the global L2 bound C (each worker clips its gradient to "
+                            "C / sqrt(workers)); 0: off.")
+          .at_least(0),
+      on_off("dgc_masking", &StrategyOptions::dgc_masking, "on", "off",
+             "dgc: momentum factor masking (reset the velocity of the coordinates sent): on or off."),
+      StrategyOption::field("dgc_warmup_ratio", &StrategyOptions::dgc_warmup_ratio,
+                            "dgc: density at the start of the sparsity warm-up, in (0, 1].")
+          .greater_than(0),
+  };
+}
+
+}  // namespace fast::strategy::builtin

@@ -1,0 +1,94 @@
+// The strategy registry and its option declarations (fast/strategy/registry.hpp, option.hpp).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/error_message.hpp"
+#include "fast/core/error.hpp"
+#include "fast/strategy/registry.hpp"
+
+namespace fast::strategy {
+namespace {
+
+using testing::expect_error;
+
+const DeclaredOption& declared(const std::vector<DeclaredOption>& all, const std::string& name) {
+  for (const DeclaredOption& d : all)
+    if (d.option.name() == name) return d;
+  ADD_FAILURE() << "option " << name << " is not declared";
+  return all.front();
+}
+
+TEST(StrategyRegistry, BuiltInStrategiesInDocumentationOrder) {
+  EXPECT_EQ(strategy_names(),
+            (std::vector<std::string>{"allreduce", "ps", "local-sgd", "easgd", "dpsgd", "adpsgd", "gosgd", "acid"}));
+  for (const auto& [name, summary] : strategy_summaries()) EXPECT_FALSE(summary.empty()) << name;
+}
+
+TEST(StrategyRegistry, SharedOptionsNameEveryStrategyThatDeclaresThem) {
+  const std::vector<DeclaredOption> all = declared_options();
+  EXPECT_EQ(declared(all, "topology").strategies, (std::vector<std::string>{"dpsgd", "adpsgd", "gosgd", "acid"}));
+  EXPECT_EQ(declared(all, "consensus_step").strategies, (std::vector<std::string>{"dpsgd", "acid"}));
+  EXPECT_EQ(declared(all, "dgc").strategies, (std::vector<std::string>{"allreduce", "ps"}));
+  EXPECT_EQ(declared(all, "period").strategies, (std::vector<std::string>{"local-sgd"}));
+  EXPECT_TRUE(declared(all, "compress").strategies.empty());  // common
+  for (const DeclaredOption& d : all)  // each name once
+    EXPECT_EQ(std::count_if(all.begin(), all.end(), [&](const DeclaredOption& o) { return o.option.name() == d.option.name(); }), 1)
+        << d.option.name();
+}
+
+// A bound option's default is its field's initializer, and its text reads back to the same value.
+TEST(StrategyRegistry, DefaultsAreTheTypedViewsAndRoundTripThroughText) {
+  const StrategyOptions defaults;
+  EXPECT_EQ(find_option("period")->default_value(), OptionValue(std::int64_t{8}));
+  EXPECT_EQ(find_option("mode")->default_value(), OptionValue(std::string("async")));
+  EXPECT_EQ(find_option("dgc_masking")->default_value(), OptionValue(std::string("on")));
+  EXPECT_EQ(find_option("non_finite")->default_value(), OptionValue(std::string("skip")));
+  for (const DeclaredOption& d : declared_options()) {
+    const OptionValue v = d.option.load(defaults);
+    EXPECT_EQ(v, d.option.default_value()) << d.option.name();
+    EXPECT_EQ(d.option.parse(d.option.text(v)), v) << d.option.name();
+  }
+}
+
+TEST(StrategyRegistry, GettersAndSetReadAndWriteTheTypedView) {
+  StrategyOptions o;
+  o.set("period", std::int64_t{3});
+  EXPECT_EQ(o.period, 3);
+  EXPECT_EQ(o.get_integer("period"), 3);
+  o.set("dgc_masking", std::string("off"));
+  EXPECT_FALSE(o.dgc_masking);
+  EXPECT_EQ(o.get_string("dgc_masking"), "off");
+  o.set("non_finite", std::string("error"));
+  EXPECT_EQ(o.non_finite, NonFinitePolicy::error);
+  o.alpha = 0.3;
+  EXPECT_EQ(o.get_number("alpha"), 0.3);
+  EXPECT_TRUE(o.values.empty());  // built-in options live in their fields
+}
+
+TEST(StrategyRegistry, BadValuesNameTheOptionTheExpectationAndTheValue) {
+  StrategyOptions o;
+  expect_error<core::InvalidArgument>([&] { o.set("period", std::int64_t{0}); },
+                                      {"period: expected an integer >= 1, got 0"});
+  expect_error<core::InvalidArgument>([&] { o.set("mode", std::string("eventual")); },
+                                      {"mode: unknown value 'eventual'; expected one of: sync, async, ssp"});
+  expect_error<core::InvalidArgument>([&] { o.set("alpha", std::string("big")); },
+                                      {"alpha: expected a positive number, got a value of another type"});
+  expect_error<core::InvalidArgument>([&] { o.set("compress", std::string("zip")); }, {"unknown codec 'zip'"});
+  expect_error<core::InvalidArgument>([&] { (void)o.get_string("period"); },
+                                      {"strategy option 'period': get_string does not read its type (integer)"});
+  expect_error<core::InvalidArgument>([&] { (void)o.get_number("colour"); },
+                                      {"strategy option 'colour' is not declared by any strategy"});
+  expect_error<core::InvalidArgument>([&] { (void)find_option("dgc_warmup_ratio")->parse("0"); },
+                                      {"dgc_warmup_ratio: expected a positive number, got 0"});
+  expect_error<core::InvalidArgument>([&] { (void)find_option("chunk_bytes")->parse("1e3"); },
+                                      {"chunk_bytes: expected an integer, got '1e3'"});
+  EXPECT_EQ(o.period, 8);  // nothing refused was stored
+  EXPECT_EQ(o.mode, "async");
+}
+
+}  // namespace
+}  // namespace fast::strategy

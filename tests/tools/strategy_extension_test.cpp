@@ -1,0 +1,187 @@
+// A strategy defined outside the library — here, in this test — registered by name with one option
+// of its own, configured from a config file and trained with through the path `fast train` takes
+// (apply_config_file, then torch::train). docs/architecture.md, "Adding a strategy".
+//
+// The strategy, scaled-sgd, is synchronous gradient averaging whose averaged gradient is multiplied
+// by its option gradient_scale before the update. With plain SGD and gradient_scale = 2, every
+// update is p - lr * (2 g) = p - (2 lr) * g exactly (doubling a float is exact), so training it
+// with lr = 0.05 must give the same parameters, bit for bit, as the built-in allreduce with lr = 0.1.
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error_message.hpp"
+#include "config.hpp"
+#include "fast/adapters/torch/trainer.hpp"
+#include "fast/core/error.hpp"
+#include "fast/strategy/registry.hpp"
+
+namespace fast {
+namespace {
+
+// The gradient_scale of every scaled-sgd strategy built, in construction order.
+std::mutex seen_mutex;
+std::vector<double> seen_scales;
+
+class ScaledSgd final : public strategy::Strategy {
+ public:
+  ScaledSgd(const strategy::StrategyOptions& options, collective::Communicator& comm)
+      : Strategy(comm), options_(options), scale_(options.get_number("gradient_scale")) {
+    const std::lock_guard lock(seen_mutex);
+    seen_scales.push_back(scale_);
+  }
+  std::string_view name() const override { return "scaled-sgd"; }
+  strategy::StepOutcome step(const strategy::StepInput& input) override {
+    const double t0 = comm_.context().now();
+    comm_.allreduce(core::MutableView(input.state.grads),
+                    {.op = collective::ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+    for (float& g : input.state.grads) g = static_cast<float>(g * scale_);
+    strategy::StepOutcome outcome{.comm_seconds = comm_.context().now() - t0};
+    outcome.applied = apply_update(input, options_.non_finite);
+    return outcome;
+  }
+  // Every replica applied the same update: the representative is this one (as allreduce's).
+  void representative(strategy::ModelState state, std::span<float> out) override {
+    std::copy(state.params.begin(), state.params.end(), out.begin());
+  }
+  bool replicas_identical() const override { return true; }
+
+ private:
+  strategy::StrategyOptions options_;
+  double scale_;
+};
+
+// Registered once per process, before any config is read (as a program would at start-up).
+void register_scaled_sgd() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    strategy::register_strategy(
+        {.name = "scaled-sgd",
+         .summary = "allreduce with a scaled averaged gradient",
+         .make = strategy::factory_of<ScaledSgd>(),
+         .options = {strategy::StrategyOption::number("gradient_scale", 1.0,
+                                                      "factor of the averaged gradient before the update.")
+                         .greater_than(0)
+                         .at_most(16)}});
+  });
+}
+
+std::filesystem::path write_config(const std::string& name, const std::string& body) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fast_extension_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / name;
+  std::ofstream(path) << body;
+  return path;
+}
+
+// Two workers, 30 steps of plain SGD on the MLP: a few seconds.
+const std::string kRun = "workers = 2\nmodel = \"mlp\"\nsteps = 30\nbatch = 16\noptimizer = \"sgd\"\nseed = 7\n";
+
+nlohmann::json train_file(const std::filesystem::path& file) {
+  torch::TrainOptions options;
+  cli::apply_config_file(options, file);
+  return torch::train(options);
+}
+
+TEST(StrategyExtension, OptionFromAConfigFileReachesTheStrategyAndTrainsAsItsClosedForm) {
+  register_scaled_sgd();
+  const auto config = write_config("scaled.toml", kRun + "strategy = \"scaled-sgd\"\ngradient_scale = 2.0\nlr = 0.05\n");
+  torch::TrainOptions options;
+  cli::apply_config_file(options, config);
+  EXPECT_EQ(options.worker.strategy.name, "scaled-sgd");
+  EXPECT_EQ(options.worker.strategy.get_number("gradient_scale"), 2.0);
+
+  {
+    const std::lock_guard lock(seen_mutex);
+    seen_scales.clear();
+  }
+  const nlohmann::json scaled = torch::train(options);
+  {
+    const std::lock_guard lock(seen_mutex);
+    EXPECT_EQ(seen_scales, (std::vector<double>{2.0, 2.0}));  // one strategy per worker, each saw the file's value
+  }
+  const nlohmann::json doubled_lr = train_file(write_config("allreduce_0.1.toml", kRun + "lr = 0.1\n"));
+  const nlohmann::json same_lr = train_file(write_config("allreduce_0.05.toml", kRun + "lr = 0.05\n"));
+  EXPECT_EQ(scaled["strategy"], "scaled-sgd");
+  EXPECT_EQ(scaled["steps"], doubled_lr["steps"]);
+  EXPECT_EQ(scaled["param_hash"], doubled_lr["param_hash"]) << scaled.dump() << "\n" << doubled_lr.dump();
+  EXPECT_EQ(scaled["final_accuracy"], doubled_lr["final_accuracy"]);
+  EXPECT_NE(scaled["param_hash"], same_lr["param_hash"]);  // the option changed the training
+}
+
+TEST(StrategyExtension, ItsOptionIsAKeyAFlagAndADocumentedSetting) {
+  register_scaled_sgd();
+  const cli::ConfigKey* key = cli::find_config_key("gradient-scale");
+  ASSERT_NE(key, nullptr);
+  EXPECT_EQ(key->type, cli::KeyType::number);
+  EXPECT_EQ(key->get(torch::TrainOptions{}), "1");  // the declared default
+  EXPECT_EQ(cli::flag_name(key->name), "--gradient-scale");
+  const std::string doc = cli::config_markdown();
+  EXPECT_NE(doc.find("| `gradient_scale` | `--gradient-scale` | number | `1` | a number in (0, 16] | scaled-sgd: factor"),
+            std::string::npos)
+      << doc;
+  EXPECT_NE(doc.find("scaled-sgd (allreduce with a scaled averaged gradient)"), std::string::npos);  // strategy's help
+
+  torch::TrainOptions options;
+  cli::apply_setting(options, "gradient_scale", "0.5", "--gradient-scale");
+  EXPECT_EQ(options.worker.strategy.get_number("gradient_scale"), 0.5);
+  cli::apply_setting(options, "strategy", "scaled-sgd", "--strategy");
+  EXPECT_EQ(options.worker.strategy.name, "scaled-sgd");
+}
+
+TEST(StrategyExtension, BadValuesNameTheFileTheKeyAndWhatWasExpected) {
+  register_scaled_sgd();
+  torch::TrainOptions options;
+  const std::string range = testing::error_message<core::Error>(
+      [&] { cli::apply_config_file(options, write_config("range.toml", "strategy = \"scaled-sgd\"\ngradient_scale = 0\n")); });
+  EXPECT_NE(range.find("range.toml' line 2: key 'gradient_scale': expected a number in (0, 16], got 0"), std::string::npos)
+      << range;
+  const std::string type = testing::error_message<core::Error>(
+      [&] { cli::apply_config_file(options, write_config("type.toml", "gradient_scale = \"big\"\n")); });
+  EXPECT_NE(type.find("type.toml' line 1: key 'gradient_scale' expects number, got a string"), std::string::npos) << type;
+  const std::string flag = testing::error_message<core::Error>(
+      [&] { cli::apply_setting(options, "gradient_scale", "17", "--gradient-scale"); });
+  EXPECT_NE(flag.find("--gradient-scale: expected a number in (0, 16], got 17"), std::string::npos) << flag;
+}
+
+TEST(StrategyExtension, ConflictingRegistrationsAreRefusedAndChangeNothing) {
+  register_scaled_sgd();
+  const auto names_before = strategy::strategy_names();
+  const auto refuse = [](strategy::StrategyRegistration r) {
+    return testing::error_message<core::InvalidArgument>([&] { strategy::register_strategy(std::move(r)); });
+  };
+  const auto make = strategy::factory_of<ScaledSgd>();
+  EXPECT_NE(refuse({.name = "scaled-sgd", .make = make}).find("strategy 'scaled-sgd' is already registered"),
+            std::string::npos);
+  EXPECT_NE(refuse({.name = "Bad Name", .make = make}).find("name 'Bad Name'"), std::string::npos);
+  // The same option name with another declaration than scaled-sgd's.
+  EXPECT_NE(refuse({.name = "other",
+                    .make = make,
+                    .options = {strategy::StrategyOption::integer("gradient_scale", 1, "another meaning.")}})
+                .find("option 'gradient_scale' (an integer, default 1) differs from its declaration by scaled-sgd "
+                      "(a number in (0, 16], default 1)"),
+            std::string::npos);
+  EXPECT_NE(refuse({.name = "other", .make = make, .options = {strategy::StrategyOption::string("compress", "none", "x")}})
+                .find("option 'compress' is a common option"),
+            std::string::npos);
+  EXPECT_NE(refuse({.name = "other",
+                    .make = make,
+                    .options = {strategy::StrategyOption::number("rate", -1, "x").greater_than(0)}})
+                .find("the default of option rate: expected a positive number, got -1"),
+            std::string::npos);
+  EXPECT_EQ(strategy::strategy_names(), names_before);
+  EXPECT_FALSE(strategy::find_option("rate").has_value());
+}
+
+}  // namespace
+}  // namespace fast
