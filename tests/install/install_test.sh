@@ -10,7 +10,9 @@
 #   headers: every installed header compiles on its own (a copy of tests/install/headers), and
 #     find_package(fast COMPONENTS <the built runtimes>) succeeds where an unknown component fails.
 # Every step runs under `timeout` in the background and is killed (with its process group) if this
-# script is stopped; TMP is removed on exit. Nothing is written into the source or build tree.
+# script is stopped; TMP is removed on exit. Nothing is written into the source tree; in the build
+# tree only install_manifest.txt, which every `cmake --install` rewrites (the two tests may race on
+# it; nothing reads it).
 # Usage: install_test.sh MODE CMAKE SOURCE_DIR BUILD_DIR GENERATOR CXX_COMPILER LAUNCHER "RUNTIMES" "FLAGS"
 #   MODE: consumer or headers; LAUNCHER: the compiler launcher of the build (ccache) or "";
 #   RUNTIMES: e.g. "threads sim zmq mpi"; FLAGS: compile and link flags the build's libraries
