@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The installed package, used as another project uses it (docs/install.md). Both modes first
+#   install: `cmake --install BUILD --prefix TMP/prefix` of the current build; the command, a
+#   library and the package files must be there, `fast --help` must run, and no installed CMake
+#   file may name the source or build tree (the package is relocatable). Then
+#   consumer: a copy of examples/cpp-consumer in TMP is configured with -DCMAKE_PREFIX_PATH=TMP/prefix
+#     (find_package(fast)), built and run: it trains its own model with 2 workers on the threads
+#     runtime and must exit 0 (test accuracy above its bound, replicas identical) and list exactly
+#     the runtimes of this build;
+#   headers: every installed header compiles on its own (a copy of tests/install/headers), and
+#     find_package(fast COMPONENTS <the built runtimes>) succeeds where an unknown component fails.
+# Every step runs under `timeout` in the background and is killed (with its process group) if this
+# script is stopped; TMP is removed on exit. Nothing is written into the source tree; in the build
+# tree only install_manifest.txt, which every `cmake --install` rewrites (the two tests may race on
+# it; nothing reads it).
+# Usage: install_test.sh MODE CMAKE SOURCE_DIR BUILD_DIR GENERATOR CXX_COMPILER LAUNCHER "RUNTIMES" "FLAGS"
+#   MODE: consumer or headers; LAUNCHER: the compiler launcher of the build (ccache) or "";
+#   RUNTIMES: e.g. "threads sim zmq mpi"; FLAGS: compile and link flags the build's libraries
+#   require of their users (sanitizers) or "".
+set -u
+if [ $# -ne 9 ] || { [ "$1" != consumer ] && [ "$1" != headers ]; }; then
+  echo "usage: $0 consumer|headers CMAKE SOURCE_DIR BUILD_DIR GENERATOR CXX_COMPILER LAUNCHER RUNTIMES FLAGS" \
+       "(got $# arguments, mode '${1:-}')" >&2
+  exit 2
+fi
+mode="$1" cmake="$2" source="$3" build="$4" generator="$5" cxx="$6" launcher="$7" runtimes="$8" flags="$9"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/fast-install-test.XXXXXX") || exit 1
+prefix="$tmp/prefix"
+step_pid=""
+cleanup() {
+  [ -n "$step_pid" ] && kill "$step_pid" 2>/dev/null && wait "$step_pid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# run_step NAME SECONDS COMMAND...: runs COMMAND under timeout with its output in TMP/NAME.log;
+# on failure prints the log's end and fails naming the step.
+run_step() {
+  local name="$1" seconds="$2"
+  shift 2
+  timeout -k 10 "$seconds" "$@" > "$tmp/$name.log" 2>&1 &
+  step_pid=$!
+  wait "$step_pid"
+  local rc=$?
+  step_pid=""
+  if [ "$rc" -ne 0 ]; then
+    tail -n 40 "$tmp/$name.log" >&2
+    [ "$rc" -eq 124 ] && fail "$name: did not finish within $seconds s"
+    fail "$name: exit status $rc (output above)"
+  fi
+}
+
+configure_args=(-G "$generator" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix")
+[ -n "$launcher" ] && configure_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+[ -n "$flags" ] && configure_args+=(-DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags")
+
+# Install (both modes) and check what was installed.
+check_install() {
+  run_step install 300 "$cmake" --install "$build" --prefix "$prefix"
+  for f in bin/fast include/fast/strategy/worker.hpp include/fast/adapters/torch/replica.hpp; do
+    [ -f "$prefix/$f" ] || fail "install: $f missing under the prefix"
+  done
+  package=$(dirname "$(find "$prefix" -name fastConfig.cmake -print -quit)")
+  [ -d "$package" ] || fail "install: no fastConfig.cmake under the prefix"
+  for f in fastConfigVersion.cmake fastTargets.cmake; do
+    [ -f "$package/$f" ] || fail "install: $f missing beside fastConfig.cmake ($package)"
+  done
+  ls "$prefix"/lib*/libfast_core.a > /dev/null 2>&1 || fail "install: libfast_core.a missing under $prefix/lib*"
+  run_step fast-help 60 "$prefix/bin/fast" --help
+  grep -q "Subcommands:" "$tmp/fast-help.log" || fail "installed fast --help: no 'Subcommands:' in its output"
+  if grep -rlF -e "$source" -e "$build" "$package"; then
+    fail "the installed CMake files above name the source or build tree; they must use the prefix only"
+  fi
+}
+
+# consumer: examples/cpp-consumer from a copy, configured against the prefix, built, run, checked.
+check_consumer() {
+  cp -r "$source/examples/cpp-consumer" "$tmp/consumer-src"
+  run_step consumer-configure 300 "$cmake" -S "$tmp/consumer-src" -B "$tmp/consumer-build" -DCMAKE_BUILD_TYPE=Release \
+    "${configure_args[@]}"
+  run_step consumer-build 600 "$cmake" --build "$tmp/consumer-build"
+  run_step consumer-run 120 "$tmp/consumer-build/cpp-consumer"
+  cat "$tmp/consumer-run.log"
+  grep -qx "runtimes: $runtimes" "$tmp/consumer-run.log" ||
+    fail "consumer: expected the line 'runtimes: $runtimes' (this build's runtimes), got:" \
+         "$(grep '^runtimes' "$tmp/consumer-run.log")"
+  grep -Eq "^steps [0-9]+, replicas identical: yes, test accuracy 0\.[0-9]{4} \(bound 0\.[0-9]+\)$" \
+    "$tmp/consumer-run.log" || fail "consumer: no result line 'steps N, replicas identical: yes, test accuracy A (bound B)'"
+  echo "PASS: installed; the consumer found the package, built, trained and checked its result"
+}
+
+# headers: tests/install/headers from a copy: one translation unit per installed header, and the components.
+check_headers() {
+  cp -r "$source/tests/install/headers" "$tmp/headers-src"
+  run_step headers-configure 300 "$cmake" -S "$tmp/headers-src" -B "$tmp/headers-build" "${configure_args[@]}" \
+    -DFAST_EXPECTED_RUNTIMES="$runtimes"
+  run_step headers-build 600 "$cmake" --build "$tmp/headers-build"
+  grep -h "checking [0-9]* installed headers" "$tmp/headers-configure.log"
+  echo "PASS: installed; every installed header compiles alone; components as built"
+}
+
+check_install
+"check_$mode"
