@@ -23,9 +23,11 @@
 #include "fast/adapters/torch/trainer.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#if FAST_WITH_ZMQ
 #include "keygen.hpp"
 #include "launch.hpp"
 #include "rendezvous_cmd.hpp"
+#endif
 #include "progress.hpp"
 #include "report.hpp"
 
@@ -191,12 +193,14 @@ int run(int argc, char** argv) {
   rep->add_option("--out", report_out, "The page to write (default: DIR/report.html; FILE.html beside a metrics file)");
 
   CLI::App* doc = app.add_subcommand("config-doc", "Print the settings table (markdown) used in docs/config.md");
+#if FAST_WITH_ZMQ  // launch, keygen and rendezvous serve the zmq runtime
   fast::cli::LaunchCommand launch_options;
   CLI::App* launch = fast::cli::add_launch_command(app, launch_options);
   fast::cli::KeygenCommand keygen_options;
   CLI::App* keygen = fast::cli::add_keygen_command(app, keygen_options);
   fast::runtime::ProcessOptions rendezvous_options;
   CLI::App* rendezvous = fast::cli::add_rendezvous_command(app, rendezvous_options);
+#endif
 
   try {
     app.parse(argc, argv);
@@ -204,9 +208,11 @@ int run(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
+#if FAST_WITH_ZMQ
   if (launch->parsed()) return fast::cli::run_launch(launch_options);
   if (keygen->parsed()) return fast::cli::run_keygen(keygen_options);
   if (rendezvous->parsed()) return fast::cli::run_rendezvous(rendezvous_options);
+#endif
 
   if (rep->parsed()) {
     std::printf("report: %s (open it in a browser)\n", fast::cli::write_report(report_dir, report_out).string().c_str());
