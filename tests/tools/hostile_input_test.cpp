@@ -33,9 +33,10 @@ void expect_refused(const Case& c, bool early = true) {
   EXPECT_EQ(r.code, 2) << c.env << c.args << "\n" << r.output;
   for (const std::string& part : c.expected)
     EXPECT_NE(r.output.find(part), std::string::npos) << c.env << c.args << ": no '" << part << "' in\n" << r.output;
-  if (early)
+  if (early) {
     EXPECT_EQ(r.output.find("libtorch intra-op threads"), std::string::npos)
         << c.env << c.args << ": the dataset was loaded before the error\n" << r.output;
+  }
   // No build paths: the source location FAST_ENFORCE records is not shown to the user.
   EXPECT_EQ(r.output.find(".cpp:"), std::string::npos) << c.env << c.args << "\n" << r.output;
   EXPECT_EQ(r.output.find("check '"), std::string::npos) << c.env << c.args << "\n" << r.output;
@@ -75,6 +76,24 @@ TEST(HostileInput, StrategyAndOptimizerOptionsAreCheckedBeforeAnyDataIsRead) {
            {"", "train --steps 5 --slowdown 1,2,3", {"slowdown", "(2)", "got 3"}},
        })
     expect_refused(c);
+}
+
+// Model and dataset specs (issue 15): named and refused before any data is read.
+TEST(HostileInput, ModelAndDatasetSpecsAreCheckedBeforeAnyDataIsRead) {
+  for (const Case& c : std::vector<Case>{
+           {"", "train --steps 5 --dataset cifar10", {"dataset 'cifar10'", "unknown kind", "fashion-mnist, npz, npy, synthetic"}},
+           {"", "train --steps 5 --dataset synthetic:classes=1", {"classes", "[2, 100000]", "got '1'"}},
+           {"", "train --steps 5 --dataset synthetic:shape=1x0", {"shape", "got '1x0'"}},
+           {"", "train --steps 5 --dataset npz:train=/nonexistent.npz", {"missing test=FILE"}},
+           {"", "train --steps 5 --model resnet50", {"'resnet50'", "mlp, cnn, resnet", "TorchScript file"}},
+           {"", "train --steps 5 --model-flops -1", {"--model-flops", "got -1"}},
+       })
+    expect_refused(c);
+  // A missing file is an IoError (exit code 3, docs/errors.md), also found before any data is read.
+  const auto r = run({"", "train --steps 5 --model ./missing.pt", {}});
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("model ./missing.pt: no such file"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("libtorch intra-op threads"), std::string::npos) << r.output;
 }
 
 TEST(HostileInput, FoldersWhereFilesAreExpectedAreRefused) {
