@@ -2,6 +2,7 @@
 
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/random.hpp"
 
 namespace fast::collective {
 
@@ -23,7 +24,7 @@ ChocoGossip::ChocoGossip(Communicator& comm, std::size_t n, std::vector<int> in_
                options_.gamma);
   for (int p : in_) runtime::check_peer(comm.context(), p, "ChocoGossip in-neighbour");
   for (int p : out_) runtime::check_peer(comm.context(), p, "ChocoGossip out-neighbour");
-  const std::uint64_t seed = options_.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(comm.rank()) + 1;
+  const std::uint64_t seed = core::worker_seed(options_.seed, static_cast<std::uint64_t>(comm.rank()));
   self_ = std::make_unique<compress::DeltaSender>(compress::make_codec(options_.codec, seed, options_.layout), n_, options_.initial);
   for (std::size_t k = 0; k < in_.size(); ++k)
     peers_.push_back(std::make_unique<compress::DeltaReceiver>(compress::make_codec(options_.codec, 0, options_.layout), n_, options_.initial));

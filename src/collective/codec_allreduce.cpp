@@ -5,6 +5,7 @@
 #include "fast/compress/powersgd.hpp"
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/random.hpp"
 
 namespace fast::collective {
 
@@ -23,10 +24,6 @@ std::pair<std::size_t, std::size_t> segment(std::size_t n, int parts, int s) {
   return {n * i / w, n * (i + 1) / w};
 }
 int wrap(int v, int n) { return ((v % n) + n) % n; }
-// Per-worker stream of the codec: the seed mixed with the rank, so workers draw independently.
-std::uint64_t worker_seed(std::uint64_t seed, int rank) {
-  return seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank) + 1;
-}
 }  // namespace
 
 // Per key: PowerSGD's Q (in state) and the error-feedback residual.
@@ -39,7 +36,7 @@ CodecAllreduce::CodecAllreduce(Communicator& comm, CodecAllreduceOptions options
     : comm_(comm), options_(std::move(options)) {
   const core::Layout* layout = options_.layout.empty() ? nullptr : &options_.layout;
   std::unique_ptr<compress::Codec> codec =
-      compress::make_codec(options_.codec, worker_seed(options_.seed, comm.rank()), layout);
+      compress::make_codec(options_.codec, core::worker_seed(options_.seed, static_cast<std::uint64_t>(comm.rank())), layout);
   const std::string_view name = codec->name();
   if (const auto o = compress::powersgd_options_of(*codec)) {
     path_ = Path::low_rank;

@@ -14,6 +14,7 @@
 
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/random.hpp"
 #include "fast/core/log.hpp"
 #include "window_arithmetic.hpp"
 
@@ -102,7 +103,7 @@ struct CodecLinks {
   // A codec for the link to `peer` over [offset, offset + count), with the layout's blocks inside that range.
   std::unique_ptr<compress::Codec> make(const Key& key, std::uint64_t direction) const {
     const auto [peer, offset, count] = key;
-    const std::uint64_t s = ((seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank)) * 0x100000001B3ull +
+    const std::uint64_t s = ((seed * core::kGoldenGamma + static_cast<std::uint64_t>(rank)) * 0x100000001B3ull +
                              static_cast<std::uint64_t>(peer)) * 4 + direction;
     if (layout == nullptr) return compress::make_codec(spec, s);
     const core::Layout range = core::sub_layout(*layout, offset, count);  // the blocks inside the range

@@ -14,26 +14,22 @@
 
 #include "codecs.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/random.hpp"
 #include "wire.hpp"
 
 namespace fast::compress {
 
 namespace {
 
-std::uint64_t mix64(std::uint64_t z) noexcept {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-// Standard normal values from a counter-based stream (Box-Muller on splitmix64 outputs).
+// Standard normal values from a counter-based stream: out[i], out[i + 1] (i even) are the
+// Box-Muller pair of outputs i + 1 and i + 2 of SplitMix64(key).
 void fill_normal(std::span<float> out, std::uint64_t key) {
   for (std::size_t i = 0; i < out.size(); i += 2) {
-    const double u1 = (static_cast<double>(mix64(key + 0x9e3779b97f4a7c15ull * (2 * i + 1)) >> 11) + 1.0) * 0x1.0p-53;
-    const double u2 = static_cast<double>(mix64(key + 0x9e3779b97f4a7c15ull * (2 * i + 2)) >> 11) * 0x1.0p-53;
-    const double rad = std::sqrt(-2.0 * std::log(u1));
-    out[i] = static_cast<float>(rad * std::cos(2 * M_PI * u2));
-    if (i + 1 < out.size()) out[i + 1] = static_cast<float>(rad * std::sin(2 * M_PI * u2));
+    const double u1 = core::uniform01_left_open(core::splitmix64_at(key, 2 * i + 1));
+    const double u2 = core::uniform01(core::splitmix64_at(key, 2 * i + 2));
+    const core::NormalPair z = core::box_muller(u1, u2);
+    out[i] = static_cast<float>(z.first);
+    if (i + 1 < out.size()) out[i + 1] = static_cast<float>(z.second);
   }
 }
 
@@ -68,7 +64,7 @@ PowerSgdState::PowerSgdState(const core::Layout& layout, std::size_t n, PowerSgd
 }
 
 void PowerSgdState::reset_q() {
-  fill_normal(q_, mix64(options_.seed ^ mix64(++draws_)));
+  fill_normal(q_, core::mix64(options_.seed ^ core::mix64(++draws_)));
 }
 
 void PowerSgdState::compute_p(std::span<const float> m, std::span<float> p) const {
@@ -154,7 +150,7 @@ void PowerSgdState::set_q(std::span<const float> q) {
       for (std::size_t j = 0; j < b.cols && zero; ++j) zero = col[j * b.rank + c] == 0.0f;
       if (!zero) continue;
       fresh.resize(b.cols);
-      fill_normal(fresh, mix64(options_.seed ^ mix64(++draws_)));
+      fill_normal(fresh, core::mix64(options_.seed ^ core::mix64(++draws_)));
       for (std::size_t j = 0; j < b.cols; ++j) col[j * b.rank + c] = fresh[j];
     }
 }

@@ -7,7 +7,7 @@
 //                                       kept; padding bits zero; popcount = k          ceil(n / 8) bytes
 //                    The encoder picks the smallest form; on a tie the lower form number.
 //   randk:           body = u64 k, u64 message seed, k f32 values; the indices are the k distinct
-//                    indices sample_indices(n, k, seed) draws (Floyd's algorithm on a splitmix64 stream),
+//                    indices sample_indices(n, k, seed) draws (Floyd's algorithm on a core::SplitMix64 stream),
 //                    in increasing order, so encoder and decoder agree without sending them.
 // Every other element decodes to 0.
 
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "codecs.hpp"
+#include "fast/core/random.hpp"
 #include "wire.hpp"
 
 namespace fast::compress {
@@ -310,31 +311,13 @@ class ThresholdCodec final : public Codec {
   float value_;
 };
 
-// splitmix64: a small, fully specified generator, so both ends of a link draw the same indices.
-struct SplitMix64 {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, m), m > 0, by rejection (no modulo bias).
-  std::uint64_t below(std::uint64_t m) {
-    const std::uint64_t limit = (0 - m) % m;  // 2^64 mod m
-    for (;;) {
-      const std::uint64_t r = next();
-      if (r >= limit) return r % m;
-    }
-  }
-};
-
-// k distinct indices of [0, n), increasing (Floyd's sampling).
+// k distinct indices of [0, n), increasing (Floyd's sampling on core::SplitMix64(seed), a fully
+// specified generator, so both ends of a link draw the same indices).
 std::vector<std::uint32_t> sample_indices(std::size_t n, std::size_t k, std::uint64_t seed) {
   std::vector<std::uint8_t> chosen(n, 0);
-  SplitMix64 g{seed};
+  core::SplitMix64 g(seed);
   for (std::size_t j = n - k; j < n; ++j) {
-    const auto t = static_cast<std::size_t>(g.below(j + 1));
+    const auto t = static_cast<std::size_t>(core::below_rejecting_bottom(g, j + 1));
     chosen[chosen[t] ? j : t] = 1;
   }
   std::vector<std::uint32_t> idx(k + 1);

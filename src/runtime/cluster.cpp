@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/random.hpp"
 
 namespace fast::runtime {
 
@@ -95,15 +96,6 @@ double positive(double v, const std::string& where, const char* what) {
   return v;
 }
 
-// Uniform double in [0, 1) from a splitmix64 stream: the same values on every platform.
-double uniform01(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  z ^= z >> 31;
-  return static_cast<double>(z >> 11) * 0x1.0p-53;
-}
-
 void read_hosts(const Reader& r, const toml::table& t, Cluster& c) {
   r.known(t, "hosts.", {"count", "speed", "cores", "memory_bandwidth", "factors", "distribution", "seed"});
   double speed = 1e9;
@@ -150,8 +142,8 @@ void read_hosts(const Reader& r, const toml::table& t, Cluster& c) {
     }
     FAST_ENFORCE(ok, "{}: expected \"uniform:LO-HI\" with 0 < LO <= HI, got '{}'", r.where("hosts.distribution"),
                  distribution);
-    std::uint64_t state = c.seed;
-    for (int h = 0; h < c.hosts; ++h) factors.push_back(lo + (hi - lo) * uniform01(state));
+    core::SplitMix64 rng(c.seed);  // the same factors on every platform
+    for (int h = 0; h < c.hosts; ++h) factors.push_back(lo + (hi - lo) * core::uniform01(rng()));
   }
   c.speeds.assign(static_cast<std::size_t>(c.hosts), speed);
   for (std::size_t i = 0; i < factors.size(); ++i) c.speeds[i] = speed * factors[i];

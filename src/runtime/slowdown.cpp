@@ -7,8 +7,7 @@ namespace fast::runtime {
 Slowdown::Slowdown(const SlowdownOptions& options, int rank, int workers)
     : probability_(options.straggler_probability),
       straggler_(options.straggler_factor),
-      // Distinct, reproducible streams per worker: the seed and the rank mixed by a large odd constant.
-      rng_(options.seed * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(rank) + 1) {
+      rng_(core::derive_seed(options.seed, kSlowdownSalt, static_cast<std::uint64_t>(rank))) {
   if (!options.factors.empty()) {
     FAST_ENFORCE(static_cast<int>(options.factors.size()) == workers,
                  "slowdown: expected one factor per worker ({}), got {}", workers, options.factors.size());
@@ -24,7 +23,7 @@ Slowdown::Slowdown(const SlowdownOptions& options, int rank, int workers)
 
 double Slowdown::after_compute(Context& ctx, double compute_seconds) {
   double factor = base_;
-  if (probability_ > 0.0 && std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < probability_) {
+  if (probability_ > 0.0 && core::bernoulli(rng_, probability_)) {
     factor *= straggler_;
     ++straggled_;
   }

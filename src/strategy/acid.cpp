@@ -7,6 +7,7 @@
 
 
 #include "fast/core/error.hpp"
+#include "fast/core/random.hpp"
 #include "fast/topology/spectral.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/mixing.hpp"
@@ -14,32 +15,6 @@
 namespace fast::strategy {
 
 namespace {
-
-// SplitMix64 (Steele, Lea, Flood 2014): the finaliser as a hash, the sequence as a generator.
-constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
-std::uint64_t finalise(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-class Stream {
- public:
-  explicit Stream(std::uint64_t key) : state_(key) {}
-  std::uint64_t next() { return finalise(state_ += kGolden); }
-  // Uniform on the open interval (0, 1): 53 random bits, centred in their cell.
-  double open01() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }
-  // Poisson(mean) by multiplying uniforms (Knuth); mean <= 32 here, so exp(-mean) > 1e-14.
-  int poisson(double mean) {
-    const double limit = std::exp(-mean);
-    int k = 0;
-    for (double p = open01(); p > limit; p *= open01()) ++k;
-    return k;
-  }
-
- private:
-  std::uint64_t state_;
-};
 
 bool auto_or_valid(double v) { return v == -1 || (std::isfinite(v) && v >= 0); }
 
@@ -140,13 +115,16 @@ std::vector<AcidEvent> AcidStrategy::events(std::int64_t step) const {
   FAST_ENFORCE(step >= 0, "acid: events of step {}: the step must be >= 0", step);
   std::vector<AcidEvent> out;
   if (neighbors_.empty()) return out;
-  Stream rng(finalise(finalise(finalise(options_.seed + kGolden) ^ static_cast<std::uint64_t>(comm_.rank())) ^
-                      static_cast<std::uint64_t>(step)));
-  const int count = rng.poisson(options_.comm_rate / 2);
+  // The stream of (seed, rank, step): mix64 chained over the seed's first SplitMix64 output, the
+  // rank and the step. Poisson by Knuth's product (mean = comm_rate / 2 <= 32: exp(-mean) > 1e-14).
+  using core::mix64;
+  core::SplitMix64 rng(mix64(mix64(core::splitmix64_at(options_.seed, 1) ^ static_cast<std::uint64_t>(comm_.rank())) ^
+                             static_cast<std::uint64_t>(step)));
+  const int count = core::poisson_knuth(rng, options_.comm_rate / 2);
   const auto degree = static_cast<double>(neighbors_.size());
   for (int k = 0; k < count; ++k) {
-    const double time = rng.open01();
-    const auto index = std::min(neighbors_.size() - 1, static_cast<std::size_t>(rng.open01() * degree));
+    const double time = core::uniform01_open(rng());
+    const auto index = std::min(neighbors_.size() - 1, static_cast<std::size_t>(core::uniform01_open(rng()) * degree));
     out.push_back({time, neighbors_[index]});
   }
   std::sort(out.begin(), out.end(), [](const AcidEvent& a, const AcidEvent& b) { return a.time < b.time; });

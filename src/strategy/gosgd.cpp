@@ -62,7 +62,7 @@ GosgdStrategy::~GosgdStrategy() = default;
 
 bool GosgdStrategy::gossips(double p, std::uint64_t seed, int rank, std::int64_t step) {
   if (p >= 1) return true;
-  const double u = static_cast<double>(gossip_draw(seed, kGosgdCoinSalt, rank, step).next() >> 11) * 0x1.0p-53;
+  const double u = core::uniform01(gossip_draw(seed, kGosgdCoinSalt, rank, step).next());
   return u < p;
 }
 

@@ -8,7 +8,7 @@
 
 #include "fast/runtime/context.hpp"
 
-#include "fast/topology/splitmix.hpp"
+#include "fast/core/random.hpp"
 
 namespace fast::strategy {
 
@@ -26,11 +26,11 @@ inline std::vector<int> alive_only(const std::vector<int>& candidates, const run
   return out;
 }
 
-// A generator for one worker's draws of one step.
-inline topology::SplitMix64 gossip_draw(std::uint64_t seed, std::uint64_t salt, int rank, std::int64_t step) {
-  using topology::mix64;
-  const std::uint64_t base = mix64(mix64(seed ^ salt) + static_cast<std::uint64_t>(rank) * 0x9E3779B97F4A7C15ULL);
-  return topology::SplitMix64(mix64(base + static_cast<std::uint64_t>(step) * 0xD1B54A32D192ED03ULL));
+// A generator for one worker's draws of one step: the rank's stream of the salt's use
+// (core::derive_seed), then the step's seed within it, counted with a second odd increment.
+inline core::SplitMix64 gossip_draw(std::uint64_t seed, std::uint64_t salt, int rank, std::int64_t step) {
+  const std::uint64_t base = core::derive_seed(seed, salt, static_cast<std::uint64_t>(rank));
+  return core::SplitMix64(core::splitmix64_at(base, static_cast<std::uint64_t>(step), 0xD1B54A32D192ED03ULL));
 }
 
 }  // namespace fast::strategy

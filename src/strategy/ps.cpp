@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fast/core/error.hpp"
+#include "fast/core/random.hpp"
 #include "fast/core/finite.hpp"
 #include "fast/core/log.hpp"
 #include "ps_server.hpp"
@@ -125,7 +126,7 @@ void PsStrategy::attach(ModelState state) {
     exposed = server_->exposed();
   }
   if (compresses(options_)) {
-    const std::uint64_t seed = options_.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(me) + 1;
+    const std::uint64_t seed = core::worker_seed(options_.seed, static_cast<std::uint64_t>(me));
     for (std::size_t s = 0; s < k; ++s) {
       push_codecs_.push_back(
           std::make_unique<compress::ErrorFeedback>(compress::make_codec(options_.compress, seed + s, layout)));

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "fast/core/error.hpp"
-#include "fast/topology/splitmix.hpp"
+#include "fast/core/random.hpp"
 
 namespace fast::topology {
 
@@ -24,7 +24,7 @@ int exponent_count(int n) {
 }
 
 // One attempt at pairing the half-edges into a simple graph; false when it got stuck.
-bool try_random_regular(int n, int d, SplitMix64& rng, Graph& out) {
+bool try_random_regular(int n, int d, core::SplitMix64& rng, Graph& out) {
   std::vector<int> points;
   points.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(d));
   for (int i = 0; i < n; ++i) {
@@ -166,7 +166,7 @@ Graph random_regular(int n, int d, std::uint64_t seed) {
   FAST_ENFORCE((static_cast<std::int64_t>(n) * d) % 2 == 0,
                "random_regular: n * d must be even, got n = {}, d = {} (n * d = {})", n, d,
                static_cast<std::int64_t>(n) * d);
-  SplitMix64 rng(seed);
+  core::SplitMix64 rng(seed);
   Graph g(n);
   constexpr int kMaxAttempts = 10000;
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {

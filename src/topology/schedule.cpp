@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "fast/core/error.hpp"
+#include "fast/core/random.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/mixing.hpp"
-#include "fast/topology/splitmix.hpp"
 
 namespace fast::topology {
 
@@ -22,10 +22,12 @@ using RoundBuilder = Graph (*)(int n, std::uint64_t seed, std::int64_t round);
 constexpr std::uint64_t kMatchingSalt = 0x6D61746368696E67ULL;  // "matching"
 constexpr std::uint64_t kPeerSalt = 0x706565722D6F6E65ULL;      // "peer-one"
 
-// The generator of one round: depends on (seed, salt, round) only. Distinct rounds give distinct
-// states (multiplication by an odd constant and mix64 are both bijective on 64 bits).
+using core::SplitMix64;
+
+// The generator of one round: depends on (seed, salt, round) only; distinct rounds give distinct
+// states (core::derive_seed).
 SplitMix64 round_generator(std::uint64_t seed, std::uint64_t salt, std::int64_t round) {
-  return SplitMix64(mix64(mix64(seed ^ salt) + static_cast<std::uint64_t>(round) * 0x9E3779B97F4A7C15ULL));
+  return SplitMix64(core::derive_seed(seed, salt, static_cast<std::uint64_t>(round)));
 }
 
 // A uniformly random permutation (Fisher-Yates with the unbiased bounded draw), paired off in

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include "fast/core/exit_code.hpp"
+
 namespace fast::testing {
 
 // The whole content of a file ("" when it cannot be read).
@@ -31,7 +33,7 @@ inline std::string dir_name(std::string s) {
 }
 
 struct FastResult {
-  int code;            // exit code, -1 if the command did not exit normally
+  int code;            // exit code (fast/core/exit_code.hpp), -1 if the command did not exit normally
   std::string output;  // stdout and stderr
 };
 

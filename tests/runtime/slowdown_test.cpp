@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "fast/runtime/slowdown.hpp"
 #include "fast/runtime/threads/world.hpp"
@@ -38,6 +41,63 @@ TEST(Slowdown, RandomStragglersFollowTheirProbabilityReproducibly) {
     EXPECT_EQ(a, count(7));  // same seed, same rank: same draws
     // Binomial(4000, 0.2): mean 800, sigma ~25.3; 5 sigma bounds.
     EXPECT_NEAR(static_cast<double>(a), kSteps * kP, 5 * std::sqrt(kSteps * kP * (1 - kP)));
+  });
+}
+
+// The straggle flags of one worker, one per after_compute with zero compute time (no waiting).
+std::string flags(Context& ctx, const SlowdownOptions& options, int rank, int workers, int steps) {
+  Slowdown slow(options, rank, workers);
+  std::string out;
+  for (int i = 0; i < steps; ++i) {
+    const std::int64_t before = slow.straggled_steps();
+    slow.after_compute(ctx, 0.0);
+    out += slow.straggled_steps() > before ? '1' : '0';
+  }
+  return out;
+}
+
+// The draws follow the rule in slowdown.hpp exactly: flags computed independently (a Python
+// transcription of SplitMix64, derive_seed and uniform01 from the published algorithm and the
+// formulas of fast/core/random.hpp) for seed 7, p = 0.2, ranks 0 and 1.
+TEST(Slowdown, StragglerDrawsFollowTheDocumentedRule) {
+  threads::World world({.size = 1});
+  world.run([](Context& ctx) {
+    const SlowdownOptions o{.straggler_probability = 0.2, .straggler_factor = 2.0, .seed = 7};
+    EXPECT_EQ(flags(ctx, o, 0, 2, 40), "1000000000101000100001000001010011100100");
+    EXPECT_EQ(flags(ctx, o, 1, 2, 40), "0000101000001010000011000100000111011011");
+    EXPECT_EQ(flags(ctx, o, 1, 2, 40), flags(ctx, o, 1, 2, 40));
+    EXPECT_NE(flags(ctx, {.straggler_probability = 0.2, .straggler_factor = 2.0, .seed = 8}, 0, 2, 40),
+              flags(ctx, o, 0, 2, 40));
+  });
+}
+
+// Independent Bernoulli(p) draws per step: the gaps between straggling steps are geometric,
+// P(gap >= g) = (1 - p)^(g - 1). Over 200000 steps (about 40000 gaps at p = 0.2) the fraction of gaps
+// >= 1, 2, 5, 10 is within 5 binomial standard errors sqrt(q (1 - q) / gaps) of (1 - p)^(g - 1), and
+// the straggling fraction within 5 standard errors of p; fixed seeds, so deterministic.
+TEST(Slowdown, StragglerGapsAreGeometric) {
+  threads::World world({.size = 1});
+  world.run([](Context& ctx) {
+    constexpr int kSteps = 200000;
+    constexpr double kP = 0.2;
+    for (int rank : {0, 3}) {
+      const std::string f = flags(ctx, {.straggler_probability = kP, .straggler_factor = 3.0, .seed = 41}, rank, 4, kSteps);
+      std::vector<int> gaps;
+      int last = -1;
+      for (int i = 0; i < kSteps; ++i)
+        if (f[static_cast<std::size_t>(i)] == '1') {
+          if (last >= 0) gaps.push_back(i - last);
+          last = i;
+        }
+      const double hits = static_cast<double>(gaps.size() + 1);
+      EXPECT_NEAR(hits / kSteps, kP, 5 * std::sqrt(kP * (1 - kP) / kSteps)) << "rank " << rank;
+      for (int g : {1, 2, 5, 10}) {
+        const double q = std::pow(1 - kP, g - 1);
+        const auto at_least = static_cast<double>(std::count_if(gaps.begin(), gaps.end(), [&](int x) { return x >= g; }));
+        const auto n = static_cast<double>(gaps.size());
+        EXPECT_NEAR(at_least / n, q, 5 * std::sqrt(q * (1 - q) / n) + 1e-12) << "rank " << rank << ", gap >= " << g;
+      }
+    }
   });
 }
 

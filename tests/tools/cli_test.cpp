@@ -21,6 +21,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+namespace exit_code = fast::core::exit_code;
 
 using Result = fast::testing::FastResult;
 
@@ -53,7 +54,7 @@ std::string read_prefix(const fs::path& path, std::size_t n) {
 
 TEST(Cli, UnknownStrategyExitsNonZeroListingNames) {
   const Result r = run_fast("train --strategy telepathy");
-  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.code, exit_code::bad_input) << r.output;
   EXPECT_NE(r.output.find("expected one of: allreduce"), std::string::npos) << r.output;
 }
 
@@ -72,7 +73,7 @@ TEST(Cli, ABareTrainReachesTheIssuesTarget) {
 
 TEST(Cli, UnknownModelExitsNonZeroListingNames) {
   const Result r = run_fast("train --model resnet9000 --steps 1");
-  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.code, exit_code::bad_input) << r.output;
   EXPECT_NE(r.output.find("expected one of mlp, cnn, resnet, or a TorchScript file"), std::string::npos) << r.output;
 }
 
@@ -80,14 +81,14 @@ TEST(Cli, WrongTypeInConfigNamesTheKey) {
   const fs::path cfg = temp_dir("cfg") / "bad.toml";
   std::ofstream(cfg) << "workers = 2\nepochs = \"three\"\n";
   const Result r = run_fast("train --config " + cfg.string());
-  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.code, exit_code::bad_input) << r.output;
   EXPECT_NE(r.output.find("key 'epochs' expects integer, got a string"), std::string::npos) << r.output;
 }
 
 TEST(Cli, MissingDatasetFileExitsNonZeroNamingIt) {
   const fs::path dir = damaged_copy("missing", "t10k-labels-idx1-ubyte.gz", nullptr);
   const Result r = run_fast("train --steps 1 --data-dir " + dir.string());
-  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.code, exit_code::ok) << r.output;
   EXPECT_NE(r.output.find("t10k-labels-idx1-ubyte.gz"), std::string::npos) << r.output;
 }
 
@@ -95,7 +96,7 @@ TEST(Cli, TruncatedDatasetFileExitsNonZeroNamingIt) {
   const std::string part = read_prefix(kData / "train-images-idx3-ubyte.gz", 100000);
   const fs::path dir = damaged_copy("truncated", "train-images-idx3-ubyte.gz", &part);
   const Result r = run_fast("train --steps 1 --data-dir " + dir.string());
-  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.code, exit_code::ok) << r.output;
   EXPECT_NE(r.output.find("train-images-idx3-ubyte.gz"), std::string::npos) << r.output;
 }
 
@@ -104,7 +105,7 @@ TEST(Cli, CorruptDatasetFileExitsNonZeroNamingIt) {
   for (std::size_t i = 40; i < bytes.size() && i < 2000; i += 7) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
   const fs::path dir = damaged_copy("corrupt", "train-labels-idx1-ubyte.gz", &bytes);
   const Result r = run_fast("train --steps 1 --data-dir " + dir.string());
-  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.code, exit_code::ok) << r.output;
   EXPECT_NE(r.output.find("train-labels-idx1-ubyte.gz"), std::string::npos) << r.output;
 }
 
@@ -113,7 +114,7 @@ TEST(Cli, ShortRunWritesSummaryAndMetrics) {
   const Result r = run_fast("train --model mlp --workers 2 --steps 30 --batch 32 --optimizer adam --lr 0.001 "
                             "--progress never --log-every 10 --metrics " + (dir / "m.jsonl").string() +
                             " --summary " + (dir / "s.json").string());
-  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_NE(r.output.find("final test accuracy"), std::string::npos) << r.output;
   std::ifstream in(dir / "s.json");
   const nlohmann::json s = nlohmann::json::parse(in);
@@ -159,12 +160,12 @@ TEST(Cli, DgcRefusesWhatItCannotApplyBeforeReadingData) {
   };
   for (const auto& [flags, needle] : cases) {
     const Result r = run_fast(base + flags);
-    EXPECT_EQ(r.code, 2) << flags << "\n" << r.output;
+    EXPECT_EQ(r.code, exit_code::bad_input) << flags << "\n" << r.output;
     EXPECT_NE(r.output.find(needle), std::string::npos) << flags << "\n" << r.output;
     EXPECT_EQ(r.output.find("/nonexistent/fast-data"), std::string::npos) << flags << "\n" << r.output;
   }
   const Result warmup = run_fast("train --steps 1 --data-dir /nonexistent/fast-data --dgc-warmup-epochs 1");
-  EXPECT_EQ(warmup.code, 2) << warmup.output;
+  EXPECT_EQ(warmup.code, exit_code::bad_input) << warmup.output;
   EXPECT_NE(warmup.output.find("without dgc"), std::string::npos) << warmup.output;
 }
 
@@ -174,7 +175,7 @@ TEST(Cli, DgcRunTrainsWithTopOnePercentMessages) {
   const fs::path dir = temp_dir("dgc");
   const Result r = run_fast("train --model mlp --workers 2 --steps 60 --optimizer momentum --lr 0.05 --dgc "
                             "--compress topk:ratio=0.01 --progress never --summary " + (dir / "s.json").string());
-  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
   std::ifstream in(dir / "s.json");
   const nlohmann::json s = nlohmann::json::parse(in);
   EXPECT_GT(s["final_accuracy"].get<double>(), 0.5);
@@ -194,7 +195,7 @@ namespace {
 
 TEST(Cli, ConfigDocIsUpToDate) {
   const Result r = run_fast("config-doc");
-  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
   std::ifstream in(fs::path(FAST_TEST_SOURCE_DIR) / "docs" / "config.md");
   const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(doc.find(r.output), std::string::npos)
@@ -205,7 +206,7 @@ TEST(Cli, ConfigDocIsUpToDate) {
 // each one defaults to.
 TEST(Cli, InsecureIsAFlagWithoutAValueAndZmqSettingsAreListed) {
   const Result help = run_fast("train --help");
-  ASSERT_EQ(help.code, 0) << help.output;
+  ASSERT_EQ(help.code, exit_code::ok) << help.output;
   for (const char* flag : {"--rendezvous", "--world-size", "--process-rank", "--workers-per-process", "--key",
                            "--allow", "--insecure", "--peer-timeout", "--rendezvous-timeout", "--transport", "--host"})
     EXPECT_NE(help.output.find(flag), std::string::npos) << flag;
@@ -213,7 +214,7 @@ TEST(Cli, InsecureIsAFlagWithoutAValueAndZmqSettingsAreListed) {
   const fs::path dir = temp_dir("insecure");
   const Result r = run_fast("train --insecure --model mlp --workers 1 --steps 2 --batch 16 --progress never --summary " +
                             (dir / "s.json").string());
-  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
   std::ifstream in(dir / "s.json");
   const nlohmann::json s = nlohmann::json::parse(in);
   EXPECT_EQ(s["param_hash"].get<std::string>().size(), 16u) << s.dump();
@@ -221,7 +222,7 @@ TEST(Cli, InsecureIsAFlagWithoutAValueAndZmqSettingsAreListed) {
 
 TEST(Cli, HelpListsEverySettingAndTheEnvironment) {
   const Result r = run_fast("train --help");
-  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.code, exit_code::ok) << r.output;
   for (const char* flag : {"--config", "--strategy", "--workers", "--model", "--dataset", "--epochs", "--steps",
                            "--batch", "--lr", "--optimizer", "--seed", "--runtime", "--metrics", "--summary",
                            "--data-dir"})
@@ -260,7 +261,7 @@ TEST(Cli, CompareRunsTwoConfigsAndTabulatesTheirSummaries) {
                                       "period = 5\n";
   const Result r = run_fast("compare " + (dir / "ar.toml").string() + " " + (dir / "lsgd.toml").string() +
                             " --optimizer adam --lr 0.001 --progress never --out " + (dir / "out").string());
-  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_NE(r.output.find("[1/2] ar (repetition 1/1, seed 1)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[2/2] lsgd: final accuracy"), std::string::npos) << r.output;
 
@@ -323,7 +324,7 @@ TEST(Cli, CompareRejectsABadSweepBeforeRunningAnything) {
   std::ofstream(dir / "sweep.toml") << "[sweep]\nworkers = [2]\nstrategy = [\"allreduce\", \"telepathy\"]\n";
   const Result r = run_fast("compare " + (dir / "good.toml").string() + " " + (dir / "sweep.toml").string() +
                             " --out " + (dir / "out").string());
-  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.code, exit_code::bad_input) << r.output;
   EXPECT_NE(r.output.find("sweep.toml' line 3"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("key 'strategy'"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "out")) << "nothing may run before every file is checked";

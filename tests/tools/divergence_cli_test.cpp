@@ -12,6 +12,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+namespace exit_code = fast::core::exit_code;
 using fast::testing::run_fast_in;
 
 fs::path temp_dir(const std::string& name) { return fast::testing::test_dir("fast_divergence", name); }
@@ -32,7 +33,7 @@ const std::string kRun =
 TEST(Divergence, TheIssuesRunIsFlaggedOnTheTerminalAndInTheSummary) {
   const fs::path dir = temp_dir("flagged");
   const auto r = run_fast_in({}, kRun + "--lr-semantics per-gradient --summary " + (dir / "s.json").string());
-  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_NE(r.output.find("[fast warn] training diverged: worker "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("DIVERGED: worker "), std::string::npos) << r.output;
   const nlohmann::json s = read_json(dir / "s.json");
@@ -48,7 +49,7 @@ TEST(Divergence, TheIssuesRunIsFlaggedOnTheTerminalAndInTheSummary) {
 TEST(Divergence, TheSameRunWithPerSampleSemanticsTrainsAndIsNotFlagged) {
   const fs::path dir = temp_dir("healthy");
   const auto r = run_fast_in({}, kRun + "--summary " + (dir / "s.json").string());
-  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_EQ(r.output.find("diverged"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("DIVERGED"), std::string::npos) << r.output;
   const nlohmann::json s = read_json(dir / "s.json");
@@ -67,7 +68,7 @@ TEST(Divergence, StopOnDivergenceEndsTheRunEarly) {
                                  std::string("train --strategy allreduce --workers 2 --optimizer momentum --lr 5 "
                                              "--epochs 1 --progress never --eval-every 20 ")}) {
     const auto r = run_fast_in({}, run + "--stop-on-divergence --summary " + (dir / "s.json").string());
-    ASSERT_EQ(r.code, 0) << r.output;
+    ASSERT_EQ(r.code, exit_code::ok) << r.output;
     EXPECT_NE(r.output.find("stopping (stop_on_divergence)"), std::string::npos) << r.output;
     const nlohmann::json s = read_json(dir / "s.json");
     EXPECT_TRUE(s["diverged"].get<bool>()) << run;
@@ -86,12 +87,12 @@ TEST(Divergence, AByzantineWorkerMakesTheMeanDivergeButNotTheRobustRules) {
   const std::string run = "train --strategy allreduce --workers 5 --steps 60 --optimizer momentum --lr 0.05 "
                           "--fault-inject scale:-100@4 --progress never --summary " + (dir / "s.json").string();
   const auto mean = run_fast_in({}, run);
-  ASSERT_EQ(mean.code, 0) << mean.output;
+  ASSERT_EQ(mean.code, exit_code::ok) << mean.output;
   EXPECT_NE(mean.output.find("DIVERGED: "), std::string::npos) << mean.output;
   EXPECT_TRUE(read_json(dir / "s.json")["diverged"].get<bool>());
   for (const char* rule : {"trimmed-mean:1", "median"}) {
     const auto robust = run_fast_in({}, run + " --aggregate " + rule);
-    ASSERT_EQ(robust.code, 0) << robust.output;
+    ASSERT_EQ(robust.code, exit_code::ok) << robust.output;
     const nlohmann::json s = read_json(dir / "s.json");
     EXPECT_FALSE(s["diverged"].get<bool>()) << rule;
     EXPECT_GT(s["final_accuracy"].get<double>(), 0.6) << rule;  // 60 steps: well above chance (0.1)

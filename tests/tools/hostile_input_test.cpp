@@ -14,6 +14,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+namespace exit_code = fast::core::exit_code;
 
 struct Case {
   std::string env;   // "NAME=VALUE " prefix, or ""
@@ -30,7 +31,7 @@ fast::testing::FastResult run(const Case& c) {
 // the simulation starts, after it).
 void expect_refused(const Case& c, bool early = true) {
   const auto r = run(c);
-  EXPECT_EQ(r.code, 2) << c.env << c.args << "\n" << r.output;
+  EXPECT_EQ(r.code, exit_code::bad_input) << c.env << c.args << "\n" << r.output;
   for (const std::string& part : c.expected)
     EXPECT_NE(r.output.find(part), std::string::npos) << c.env << c.args << ": no '" << part << "' in\n" << r.output;
   if (early) {

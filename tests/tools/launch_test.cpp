@@ -26,6 +26,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+namespace exit_code = fast::core::exit_code;
 using Clock = std::chrono::steady_clock;
 
 fs::path temp_dir(const std::string& name) { return fast::testing::test_dir("fast_launch_test", name); }
@@ -81,7 +82,7 @@ FastRun start_fast(const fs::path& dir, const std::vector<std::string>& args) {
     ::dup2(out, STDOUT_FILENO);
     ::dup2(err, STDERR_FILENO);
     ::execv(cargv[0], cargv.data());
-    ::_exit(127);
+    ::_exit(exit_code::cannot_exec);
   }
   return run;
 }
@@ -151,7 +152,7 @@ TEST(Launch, EachProcessGetsItsRankWorldSizeAndRendezvous) {
       "env", launch_sh({"-n", "3"},
                        "echo \"rank=$FAST_PROCESS_RANK size=$FAST_WORLD_SIZE rdv=$FAST_RENDEZVOUS "
                        "launched=$FAST_LAUNCHED insecure=$FAST_INSECURE\""));
-  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  ASSERT_EQ(r.code, exit_code::ok) << r.out << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(rdv=(127\.0\.0\.1:\d+))"))) << r.out;
   const std::string rdv = m[1];
@@ -167,7 +168,7 @@ TEST(Launch, EachProcessGetsItsRankWorldSizeAndRendezvous) {
 
 TEST(Launch, PortOptionSetsTheRendezvousPort) {
   const FastDone r = run_fast("port", launch_sh({"-n", "2", "--port", "45123"}, "echo \"rdv=$FAST_RENDEZVOUS\""));
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.code, exit_code::ok) << r.err;
   EXPECT_TRUE(contains(r.out, "[0] rdv=127.0.0.1:45123\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "[1] rdv=127.0.0.1:45123\n")) << r.out;
 }
@@ -178,7 +179,7 @@ TEST(Launch, GeneratedKeyIs0600InA0700FolderAdmittedByTheAllowListAndRemovedAtEx
                         "echo \"key=$FAST_KEY_FILE\"; echo \"modes=$(stat -c %a \"$FAST_KEY_FILE\" "
                         "\"$(dirname \"$FAST_KEY_FILE\")\" | tr '\\n' ' ')\"; grep public \"$FAST_KEY_FILE\"; "
                         "grep -v '^#' \"$FAST_ALLOW_FILE\""));
-  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  ASSERT_EQ(r.code, exit_code::ok) << r.out << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\[0\] key=(\S+))"))) << r.out;
   const fs::path key = m[1].str();
@@ -196,7 +197,7 @@ TEST(Launch, LinesOfConcurrentWritersStayWholeAndPartialLastLinesAreFlushed) {
       "printf 'r=%s i=%s ' $FAST_PROCESS_RANK $i; printf '%s' $pad; printf ' end\\n'; "
       "printf 'e=%s i=%s\\n' $FAST_PROCESS_RANK $i >&2; i=$((i+1)); done; printf 'tail-%s' $FAST_PROCESS_RANK";
   const FastDone r = run_fast("lines", launch_sh({"-n", "4"}, script), 60);
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.code, exit_code::ok) << r.err;
   const std::regex line_re(R"(\[(\d)\] r=(\d) i=(\d+) x{3000} end)");
   std::map<int, int> next;  // rank -> next expected i
   int tails = 0;
@@ -225,7 +226,7 @@ TEST(Launch, FirstFailureGivesItsExitCodeAndIsNamed) {
   const FastDone r = run_fast(
       "fail", launch_sh({"-n", "3", "--grace", "20"},
                         "echo pid=$$; if [ $FAST_PROCESS_RANK = 1 ]; then exit 3; fi; sleep 0.5; exit 0"));
-  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_EQ(r.code, 3) << r.out << r.err;  // the script's own code, passed through
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\[1\] pid=(\d+))"))) << r.out;
   EXPECT_TRUE(contains(r.err, "fast launch: process 1 (pid " + m[1].str() + ") failed first: exit code 3\n")) << r.err;
@@ -236,7 +237,7 @@ TEST(Launch, KilledProcessGives128PlusSignalAndTheOthersAreStoppedAfterTheGrace)
   const FastDone r = run_fast(
       "killed", launch_sh({"-n", "3", "--grace", "1"},
                           "echo pid=$$; if [ $FAST_PROCESS_RANK = 2 ]; then kill -KILL $$; fi; exec sleep 60"));
-  EXPECT_EQ(r.code, 137) << r.out << r.err;
+  EXPECT_EQ(r.code, exit_code::killed_by(SIGKILL)) << r.out << r.err;
   EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(process 2 \(pid \d+\) failed first: killed by signal SIGKILL)")))
       << r.err;
   EXPECT_TRUE(contains(r.err, "sending SIGTERM to the 2 processes still running")) << r.err;
@@ -248,7 +249,7 @@ TEST(Launch, KilledProcessGives128PlusSignalAndTheOthersAreStoppedAfterTheGrace)
 
 TEST(Launch, TimeoutStopsSleepingProcessesWithExitCode124) {
   const FastDone r = run_fast("timeout", launch_sh({"-n", "2", "--timeout", "1"}, "echo pid=$$; exec sleep 60"));
-  EXPECT_EQ(r.code, 124) << r.out << r.err;
+  EXPECT_EQ(r.code, exit_code::launch_timeout) << r.out << r.err;
   EXPECT_TRUE(contains(r.err, "--timeout 1 s reached")) << r.err;
   EXPECT_LT(r.seconds, 10);
   const auto pids = printed_pids(r.out);
@@ -260,7 +261,7 @@ TEST(Launch, TimeoutEscalatesToSigkillWhenSigtermIsIgnored) {
   // The shell ignores SIGTERM; its sleeps (same process group) are killed with it.
   const FastDone r = run_fast(
       "escalate", launch_sh({"-n", "2", "--timeout", "1"}, "trap '' TERM; echo pid=$$; while :; do sleep 0.2; done"));
-  EXPECT_EQ(r.code, 124) << r.out << r.err;
+  EXPECT_EQ(r.code, exit_code::launch_timeout) << r.out << r.err;
   EXPECT_TRUE(contains(r.err, "sending SIGKILL to the 2 processes still running")) << r.err;
   EXPECT_GT(r.seconds, 5.5);
   EXPECT_LT(r.seconds, 15);
@@ -278,7 +279,7 @@ TEST(Launch, ForwardsSigtermToEveryProcessAndRemovesTheKeys) {
   ASSERT_TRUE(ready) << read_text(run.out) << read_text(run.err);
   EXPECT_TRUE(contains(r.out, "[0] got TERM\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "[1] got TERM\n")) << r.out;
-  EXPECT_EQ(r.code, 7) << r.err;
+  EXPECT_EQ(r.code, 7) << r.err;  // the scripts' own code (their TERM trap), passed through
   EXPECT_TRUE(contains(r.err, "got SIGTERM; forwarded it to 2 processes")) << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\[0\] key=(\S+))"))) << r.out;
@@ -289,7 +290,7 @@ TEST(Launch, InsecureWarnsAndGivesNoKeys) {
   const FastDone r = run_fast("insecure", launch_sh({"-n", "1", "--insecure"},
                                                     "echo \"insecure=$FAST_INSECURE key=$FAST_KEY_FILE "
                                                     "allow=$FAST_ALLOW_FILE\""));
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.code, exit_code::ok) << r.err;
   EXPECT_TRUE(contains(r.err, "WARNING: --insecure")) << r.err;
   EXPECT_TRUE(contains(r.out, "[0] insecure=1 key= allow=\n")) << r.out;
 }
@@ -298,11 +299,11 @@ TEST(Launch, GivenKeyAndAllowFilesArePassedThrough) {
   const fs::path dir = temp_dir("given");
   fs::remove(dir / "host.key");
   fs::remove(dir / "host.key.pub");
-  ASSERT_EQ(run_fast("given_keygen", {"keygen", "--out", (dir / "host.key").string()}).code, 0);
+  ASSERT_EQ(run_fast("given_keygen", {"keygen", "--out", (dir / "host.key").string()}).code, exit_code::ok);
   const FastDone r = run_fast("given_run", launch_sh({"-n", "1", "--key", (dir / "host.key").string(), "--allow",
                                                       (dir / "host.key.pub").string()},
                                                      "echo \"key=$FAST_KEY_FILE allow=$FAST_ALLOW_FILE\""));
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.code, exit_code::ok) << r.err;
   EXPECT_TRUE(contains(r.out, "[0] key=" + (dir / "host.key").string() + " allow=" + (dir / "host.key.pub").string()))
       << r.out;
   EXPECT_TRUE(fs::exists(dir / "host.key")) << "a given key file is not the run's to remove";
@@ -313,9 +314,9 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
   const fs::path marker = dir / "started";
   const std::string touch = "touch " + marker.string();
   fs::remove(dir / "other.key");
-  ASSERT_EQ(run_fast("bad_keygen", {"keygen", "--out", (dir / "other.key").string()}).code, 0);
+  ASSERT_EQ(run_fast("bad_keygen", {"keygen", "--out", (dir / "other.key").string()}).code, exit_code::ok);
   const fs::path other_pub = dir / "other.key.pub";
-  ASSERT_EQ(run_fast("bad_keygen2", {"keygen", "--out", (dir / "mine.key").string(), "--force"}).code, 0);
+  ASSERT_EQ(run_fast("bad_keygen2", {"keygen", "--out", (dir / "mine.key").string(), "--force"}).code, exit_code::ok);
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {launch_sh({"-n", "0"}, touch), "-n expects a number of processes in [1, 1024], got 0"},
       {{"launch", "-n", "2"}, "expected a command to run after the options"},
@@ -332,7 +333,7 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
   };
   for (const auto& [args, message] : cases) {
     const FastDone r = run_fast("bad_run", args);
-    EXPECT_EQ(r.code, 2) << message << "\n" << r.err;
+    EXPECT_EQ(r.code, exit_code::bad_input) << message << "\n" << r.err;
     EXPECT_TRUE(contains(r.err, message)) << "'" << message << "' not in:\n" << r.err;
     EXPECT_FALSE(contains(r.err, "starting")) << r.err;
   }
@@ -341,7 +342,7 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
 
 TEST(Launch, HelpDocumentsEveryOption) {
   const FastDone r = run_fast("help", {"launch", "--help"});
-  ASSERT_EQ(r.code, 0);
+  ASSERT_EQ(r.code, exit_code::ok);
   for (const char* part : {"-n,--nprocs", "--port", "--insecure", "--key", "--allow", "--grace", "--timeout",
                            "-- COMMAND", "FAST_PROCESS_RANK", "Exit code"}) {
     EXPECT_TRUE(contains(r.out, part)) << part << " not in:\n" << r.out;
@@ -353,7 +354,7 @@ TEST(Keygen, WritesAKeyFile0600AndAPublicLineWithTheHostname) {
   fs::remove(dir / "host.key");
   fs::remove(dir / "host.key.pub");
   const FastDone r = run_fast("keygen_run", {"keygen", "--out", (dir / "host.key").string()});
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.code, exit_code::ok) << r.err;
   struct stat st {};
   ASSERT_EQ(::stat((dir / "host.key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
@@ -373,22 +374,22 @@ TEST(Keygen, RefusesToOverwriteWithoutForce) {
   const std::string out = (dir / "host.key").string();
   fs::remove(out);
   fs::remove(out + ".pub");
-  ASSERT_EQ(run_fast("keygen_force1", {"keygen", "--out", out}).code, 0);
+  ASSERT_EQ(run_fast("keygen_force1", {"keygen", "--out", out}).code, exit_code::ok);
   const std::string first = read_text(out);
   const FastDone again = run_fast("keygen_force2", {"keygen", "--out", out});
-  EXPECT_EQ(again.code, 2);
+  EXPECT_EQ(again.code, exit_code::bad_input);
   EXPECT_TRUE(contains(again.err, "'" + out + "' already exists; not overwriting it (--force does)")) << again.err;
   EXPECT_EQ(read_text(out), first);
   fs::remove(out);  // the .pub alone also blocks
   EXPECT_TRUE(contains(run_fast("keygen_force3", {"keygen", "--out", out}).err, out + ".pub' already exists"));
   EXPECT_FALSE(fs::exists(out));
-  ASSERT_EQ(run_fast("keygen_force4", {"keygen", "--out", out, "--force"}).code, 0);
+  ASSERT_EQ(run_fast("keygen_force4", {"keygen", "--out", out, "--force"}).code, exit_code::ok);
   EXPECT_NE(read_text(out), first);
 }
 
 TEST(Keygen, HelpDocumentsEveryOption) {
   const FastDone r = run_fast("keygen_help", {"keygen", "--help"});
-  ASSERT_EQ(r.code, 0);
+  ASSERT_EQ(r.code, exit_code::ok);
   for (const char* part : {"--out", "--force", "0600", ".pub", "--allow"}) {
     EXPECT_TRUE(contains(r.out, part)) << part << " not in:\n" << r.out;
   }

@@ -28,6 +28,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+namespace exit_code = fast::core::exit_code;
 using nlohmann::json;
 using fast::testing::dir_name;
 using fast::testing::slurp;
@@ -54,7 +55,7 @@ std::string mpirun(int ranks, const std::string& train_args) {
 json threads_run(const fs::path& dir, const std::string& args) {
   const auto r = fast::testing::run_fast_in(
       dir, "train --runtime threads --workers 4 --progress never --summary t.json" + kTrain + args);
-  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.code, exit_code::ok) << r.output;
   return json::parse(slurp(dir / "t.json"));
 }
 
@@ -166,10 +167,10 @@ INSTANTIATE_TEST_SUITE_P(Seeds, MpiFault, ::testing::Range(1, 4));
 // collectives on a runtime that has none.
 TEST(MpiOptions, CollectivesChoiceIsChecked) {
   const auto bad = fast::testing::run_fast_in("", "train --runtime threads --collectives ring --steps 1");
-  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.code, exit_code::ok);
   EXPECT_NE(bad.output.find("collectives"), std::string::npos) << bad.output;
   const auto none = fast::testing::run_fast_in("", "train --runtime threads --collectives native --steps 1");
-  EXPECT_NE(none.code, 0);
+  EXPECT_NE(none.code, exit_code::ok);
   EXPECT_NE(none.output.find("the threads runtime has no native collectives"), std::string::npos) << none.output;
 }
 

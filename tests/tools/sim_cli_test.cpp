@@ -26,6 +26,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+namespace exit_code = fast::core::exit_code;
 
 using Result = fast::testing::FastResult;
 using fast::testing::slurp;
@@ -65,7 +66,7 @@ TEST_P(SimDeterminism, TwoRunsGiveByteIdenticalFiles) {
     const Result r = run_in(dir, "train --runtime sim --cluster tiny.toml --workers 4 --model mlp --steps 8 --batch 16 "
                                  "--eval-every 4 --log-every 2 --metrics m.jsonl --summary s.json --progress never "
                                  "--strategy " + strategy);
-    ASSERT_EQ(r.code, 0) << r.output;
+    ASSERT_EQ(r.code, exit_code::ok) << r.output;
     metrics[k] = slurp(dir / "m.jsonl");
     summaries[k] = slurp(dir / "s.json");
     fs::remove_all(dir);
@@ -91,9 +92,9 @@ TEST(SimCli, AllreduceGivesTheSameParamHashAsThreads) {
   const std::string common = "--workers 4 --model mlp --steps 8 --batch 16 --eval-every 4 --seed 3 --progress never "
                              "--strategy allreduce --allreduce-algorithm halving-doubling";
   const Result sim = run_in(dir, "train --runtime sim --cluster tiny.toml --summary sim.json " + common);
-  ASSERT_EQ(sim.code, 0) << sim.output;
+  ASSERT_EQ(sim.code, exit_code::ok) << sim.output;
   const Result threads = run_in(dir, "train --runtime threads --summary threads.json " + common);
-  ASSERT_EQ(threads.code, 0) << threads.output;
+  ASSERT_EQ(threads.code, exit_code::ok) << threads.output;
   const nlohmann::json a = nlohmann::json::parse(slurp(dir / "sim.json"));
   const nlohmann::json b = nlohmann::json::parse(slurp(dir / "threads.json"));
   ASSERT_TRUE(a["param_hash"].is_string()) << a.dump();
@@ -108,7 +109,7 @@ TEST(SimFailure, HostOffUnderAllreduceEndsWithPeerLost) {
   write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 2\noff = 0.1\n");
   const Result r = run_in(dir, "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 50 "
                                "--batch 16 --progress never --strategy allreduce");
-  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_EQ(r.code, exit_code::io_or_peer_lost) << r.output;
   EXPECT_NE(r.output.find("peer lost"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("worker 2 (host host-2) was lost at 0.1 s"), std::string::npos) << r.output;
   fs::remove_all(dir);
@@ -124,7 +125,7 @@ TEST(SimCli, CompareRunsSeveralSimRunsLikeFastTrain) {
         "[base]\nruntime = \"sim\"\ncluster = \"tiny.toml\"\nworkers = 4\nmodel = \"mlp\"\nsteps = 6\n"
         "batch = 16\neval_every = 3\nlog_every = 2\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
   const Result r = run_in(dir, "compare sweep.toml --out cmp --progress never");
-  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
   const std::string names[2] = {"allreduce", "adpsgd"};
   for (int i = 0; i < 2; ++i) {
     const fs::path rep = dir / "cmp" / ("0" + std::to_string(i + 1) + "-strategy-" + names[i]) / "1";
@@ -132,7 +133,7 @@ TEST(SimCli, CompareRunsSeveralSimRunsLikeFastTrain) {
     const Result t = run_in(dir, "train --runtime sim --cluster tiny.toml --workers 4 --model mlp --steps 6 --batch 16 "
                                  "--eval-every 3 --log-every 2 --metrics m.jsonl --progress never --strategy " +
                                      names[i]);
-    ASSERT_EQ(t.code, 0) << t.output;
+    ASSERT_EQ(t.code, exit_code::ok) << t.output;
     // The end record names its own metrics file, the one thing that differs.
     const std::regex path("\"metrics\":\"[^\"]*\"");
     EXPECT_EQ(std::regex_replace(slurp(rep / "metrics.jsonl"), path, ""),
@@ -159,7 +160,7 @@ TEST_P(SimFailureSynchronous, HostOffEndsWithPeerLostNamingTheWorker) {
   write(dir / "failing.toml", kFailingCluster);
   const Result r = run_in(dir, "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 50 "
                                "--batch 16 --progress never --summary s.json --strategy " + GetParam());
-  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_EQ(r.code, exit_code::io_or_peer_lost) << r.output;
   EXPECT_NE(r.output.find("peer lost"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("worker 2 (host host-2) was lost at 0.1 s"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "s.json"));  // no summary for a run that did not finish
@@ -181,7 +182,7 @@ TEST_P(SimFailureAsynchronous, SurvivorsFinishWithFinalEvaluationAndSummary) {
   const Result r = run_in(dir, "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 "
                                "--batch 16 --eval-every 8 --progress never --metrics m.jsonl --summary s.json "
                                "--strategy " + GetParam());
-  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
   const nlohmann::json s = nlohmann::json::parse(slurp(dir / "s.json"));
   ASSERT_TRUE(s["final_accuracy"].is_number()) << s.dump();
   EXPECT_GE(s["final_accuracy"].get<double>(), 0.0);
@@ -213,7 +214,7 @@ TEST(SimFailure, LostParameterServerShardEndsWithPeerLostNamingTheShard) {
   write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 1\noff = 0.1\n");
   const Result r = run_in(dir, "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 "
                                "--batch 16 --progress never --strategy ps --mode async --servers 2");
-  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_EQ(r.code, exit_code::io_or_peer_lost) << r.output;
   EXPECT_NE(r.output.find("the server of shard 1 (on worker 1) was lost"), std::string::npos) << r.output;
   fs::remove_all(dir);
 }
@@ -223,7 +224,7 @@ TEST(SimFailure, LostWorkerZeroEndsAsynchronousRunWithPeerLost) {
   write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 0\noff = 0.1\n");
   const Result r = run_in(dir, "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 "
                                "--batch 16 --progress never --strategy adpsgd");
-  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_EQ(r.code, exit_code::io_or_peer_lost) << r.output;
   EXPECT_NE(r.output.find("worker 0, which holds the shared batch budget"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("worker 0 (host host-0) was lost at 0.1 s"), std::string::npos) << r.output;
   fs::remove_all(dir);
@@ -237,7 +238,7 @@ TEST(SimFailure, LostEasgdCentreEndsWithPeerLostNamingWorkerZero) {
   write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 0\noff = 0.1\n");
   const Result r = run_in(dir, "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 "
                                "--batch 16 --progress never --strategy easgd --tau 2");
-  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_EQ(r.code, exit_code::io_or_peer_lost) << r.output;
   const bool centre = r.output.find("the centre's host (worker 0) was lost") != std::string::npos;
   const bool budget = r.output.find("worker 0, which holds the shared batch budget") != std::string::npos;
   EXPECT_TRUE(centre || budget) << r.output;
@@ -249,7 +250,7 @@ TEST(SimCli, ClusterFileErrorsNameTheFile) {
   const fs::path dir = temp_dir("bad");
   write(dir / "bad.toml", "[network]\nbandwidth = \"fast\"\n");
   const Result r = run_in(dir, "train --runtime sim --cluster bad.toml --workers 2 --steps 1 --progress never");
-  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.code, exit_code::bad_input) << r.output;
   EXPECT_NE(r.output.find("bad.toml"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("network.bandwidth"), std::string::npos) << r.output;
   fs::remove_all(dir);

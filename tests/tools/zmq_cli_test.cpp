@@ -23,6 +23,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+namespace exit_code = fast::core::exit_code;
 using nlohmann::json;
 using fast::testing::dir_name;
 using fast::testing::slurp;
@@ -37,7 +38,7 @@ const std::string kTrainShown = " --model mlp --seed 11 --progress auto --eval-e
 // The summary of `fast train --runtime threads --workers 4 ARGS`.
 json threads_run(const fs::path& dir, const std::string& args) {
   const auto r = fast::testing::run_fast_in(dir, "train --runtime threads --workers 4 --summary t.json" + kTrain + args);
-  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.code, exit_code::ok) << r.output;
   return json::parse(slurp(dir / "t.json"));
 }
 
@@ -45,7 +46,7 @@ json threads_run(const fs::path& dir, const std::string& args) {
 json zmq_run(const fs::path& dir, const std::string& args, const std::string& launch = "") {
   const auto r = fast::testing::run_fast_in(
       dir, "launch -n 4 --timeout 600 " + launch + " -- " + kFast + " train --runtime zmq --summary z.json" + kTrain + args);
-  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.code, exit_code::ok) << r.output;
   return json::parse(slurp(dir / "z.json"));
 }
 
@@ -73,7 +74,7 @@ TEST(ZmqSynchronous, TcpTransportAndTwoWorkersPerProcessGiveTheSameParameters) {
   const auto r = fast::testing::run_fast_in(
       dir, "launch -n 2 --timeout 600 -- env FAST_TRANSPORT=tcp " + kFast +
                " train --runtime zmq --workers-per-process 2 --summary z.json" + kTrain + args);
-  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_EQ(json::parse(slurp(dir / "z.json"))["param_hash"], t["param_hash"]);
   fs::remove_all(dir);
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/exit_code.hpp"
 #include "fast/runtime/zmq/keys.hpp"
 
 namespace fast::cli {
@@ -61,7 +62,7 @@ int run_keygen(const KeygenCommand& o) {
   std::printf("Add this line to the run's allow-list on every host (--allow FILE, or FAST_ALLOW_FILE):\n  %s\n",
               line.c_str());
   std::printf("and give this host's processes the key pair: --key %s (or FAST_KEY_FILE).\n", key_path.c_str());
-  return 0;
+  return core::exit_code::ok;
 }
 
 }  // namespace fast::cli

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/exit_code.hpp"
 #include "fast/runtime/zmq/keys.hpp"
 #include "process_group.hpp"
 #include "signal_pipe.hpp"
@@ -253,7 +254,7 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o) 
     Clock::time_point now = Clock::now();
     if (!timed_out && now >= timeout_at) {
       timed_out = true;
-      if (!code) code = 124;
+      if (!code) code = core::exit_code::launch_timeout;
       say(fmt::format("--timeout {} s reached; stopping the {} processes still running", o.timeout_seconds,
                       group.running()));
       stopping.begin(now, 0);
@@ -281,7 +282,7 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o) 
     }
   }
   group.finish();
-  return code.value_or(0);
+  return code.value_or(core::exit_code::ok);
 }
 
 }  // namespace

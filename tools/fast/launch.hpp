@@ -26,8 +26,9 @@ struct LaunchCommand {
 CLI::App* add_launch_command(CLI::App& app, LaunchCommand& options);
 
 // Checks options (InvalidArgument before anything starts), runs the processes until every one
-// ended and returns launch's exit code: 0 if all succeeded, else the first failed process's code
-// (128 + signal if killed), 124 when --timeout stopped the run first.
+// ended and returns launch's exit code (fast/core/exit_code.hpp): ok (0) if all succeeded, else the
+// first failed process's code (killed_by(signal) = 128 + signal if killed), launch_timeout (124)
+// when --timeout stopped the run first.
 int run_launch(const LaunchCommand& options);
 
 }  // namespace fast::cli

@@ -23,6 +23,7 @@
 #include "fast/adapters/torch/trainer.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/exit_code.hpp"
 #if FAST_WITH_ZMQ
 #include "keygen.hpp"
 #include "launch.hpp"
@@ -32,6 +33,8 @@
 #include "report.hpp"
 
 namespace {
+
+namespace exit_code = fast::core::exit_code;
 
 std::string environment_help() {
   std::string text = "\nEnvironment:\n";
@@ -97,20 +100,16 @@ nlohmann::json train_in_child(const fast::torch::TrainOptions& run) {
     ::dup2(STDERR_FILENO, STDOUT_FILENO);
     ::execv("/proc/self/exe", argv.data());
     std::fprintf(stderr, "fast compare: cannot run /proc/self/exe for '%s'\n", rep.string().c_str());
-    ::_exit(127);
+    ::_exit(exit_code::cannot_exec);
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     FAST_ENFORCE_AS(fast::core::IoError, errno == EINTR, "fast compare: waitpid failed for the run in '{}'",
                     rep.string());
   }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  const std::string what = fmt::format("the run in '{}' (fast train --config {}) exited with code {}", rep.string(),
-                                       config.string(), code);
-  if (code == 2) throw fast::core::InvalidArgument(what);
-  if (code == 3) throw fast::core::IoError(what);
-  if (code == 4) throw fast::core::TimeoutError(what);
-  if (code != 0) throw fast::core::Error(what);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : exit_code::killed_by(WTERMSIG(status));
+  exit_code::throw_unless_ok(code, fmt::format("the run in '{}' (fast train --config {}) exited with code {}",
+                                               rep.string(), config.string(), code));
   std::ifstream in(run.summary);
   FAST_ENFORCE_AS(fast::core::IoError, in.good(), "fast compare: the run in '{}' wrote no summary '{}'", rep.string(),
                   run.summary.string());
@@ -141,7 +140,7 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
   std::printf("%s", fast::cli::to_markdown(fast::cli::build_table(results)).c_str());
   std::printf("table: %s, %s\nreport: %s (open it in a browser)\n", (options.out / "compare.md").string().c_str(),
               (options.out / "compare.csv").string().c_str(), (options.out / "report.html").string().c_str());
-  return 0;
+  return exit_code::ok;
 }
 
 int run(int argc, char** argv) {
@@ -205,7 +204,7 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return app.exit(e) == 0 ? exit_code::ok : exit_code::bad_input;
   }
 
 #if FAST_WITH_ZMQ
@@ -216,11 +215,11 @@ int run(int argc, char** argv) {
 
   if (rep->parsed()) {
     std::printf("report: %s (open it in a browser)\n", fast::cli::write_report(report_dir, report_out).string().c_str());
-    return 0;
+    return exit_code::ok;
   }
   if (doc->parsed()) {
     std::cout << fast::cli::config_markdown();
-    return 0;
+    return exit_code::ok;
   }
 
   if (cmp->parsed()) {
@@ -264,7 +263,7 @@ int run(int argc, char** argv) {
               (options.runtime == "zmq" || options.runtime == "mpi") && !options.summary.empty()
                   ? " (written by the process of worker 0)"
                   : "");
-  return 0;
+  return exit_code::ok;
 }
 
 // The message of an error as the user sees it: without the source location and check text that
@@ -283,24 +282,24 @@ int main(int argc, char** argv) {
     return run(argc, argv);
   } catch (const fast::InvalidArgument& e) {
     std::fprintf(stderr, "fast: error: %s\n", shown(e).c_str());
-    return 2;
+    return exit_code::bad_input;
   } catch (const fast::InvalidUsage& e) {
     std::fprintf(stderr, "fast: error: %s\n", shown(e).c_str());
-    return 2;
+    return exit_code::bad_input;
   } catch (const fast::IoError& e) {
     std::fprintf(stderr, "fast: I/O error: %s\n", shown(e).c_str());
-    return 3;
+    return exit_code::io_or_peer_lost;
   } catch (const fast::PeerLost& e) {
     std::fprintf(stderr, "fast: peer lost: %s\n", shown(e).c_str());
-    return 3;
+    return exit_code::io_or_peer_lost;
   } catch (const fast::TimeoutError& e) {
     std::fprintf(stderr, "fast: timeout: %s\n", shown(e).c_str());
-    return 4;
+    return exit_code::timeout;
   } catch (const fast::Error& e) {
     std::fprintf(stderr, "fast: error: %s\n", shown(e).c_str());
-    return 5;
+    return exit_code::failed;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fast: unexpected error: %s\n", shown(e).c_str());
-    return 1;
+    return exit_code::unexpected;
   }
 }

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/exit_code.hpp"
 
 namespace fast::cli {
 
@@ -48,7 +49,7 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
                              char* const* envp, const char* exec_failed) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);  // launch died before prctl
+  if (::getppid() != parent) ::_exit(core::exit_code::cannot_exec);  // launch died before prctl
   const int null_fd = ::open("/dev/null", O_RDONLY);
   if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
   ::dup2(out_fd, STDOUT_FILENO);
@@ -59,11 +60,12 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::execve(program, argv, envp);
   [[maybe_unused]] auto n = ::write(STDERR_FILENO, exec_failed, std::strlen(exec_failed));
-  ::_exit(127);
+  ::_exit(core::exit_code::cannot_exec);
 }
 
 ChildExit exit_of(int status) {
-  return WIFSIGNALED(status) ? ChildExit{128 + WTERMSIG(status), WTERMSIG(status)} : ChildExit{WEXITSTATUS(status), 0};
+  return WIFSIGNALED(status) ? ChildExit{core::exit_code::killed_by(WTERMSIG(status)), WTERMSIG(status)}
+                             : ChildExit{WEXITSTATUS(status), 0};
 }
 
 }  // namespace

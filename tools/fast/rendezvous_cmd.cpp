@@ -1,5 +1,6 @@
 #include "rendezvous_cmd.hpp"
 
+#include "fast/core/exit_code.hpp"
 #include "fast/core/log.hpp"
 #include "fast/runtime/zmq/serve.hpp"
 
@@ -25,7 +26,7 @@ CLI::App* add_rendezvous_command(CLI::App& app, runtime::ProcessOptions& options
 int run_rendezvous(const runtime::ProcessOptions& options) {
   runtime::zmq::serve_rendezvous(options);
   core::log(core::LogLevel::info, "rendezvous: {} processes met at {}", options.world_size, options.rendezvous);
-  return 0;
+  return core::exit_code::ok;
 }
 
 }  // namespace fast::cli

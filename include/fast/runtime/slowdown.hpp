@@ -5,12 +5,18 @@
 //   f = factors[rank]                      (a fixed per-worker factor, `--slowdown 1,1,1,4`)
 //     x straggler_factor with probability straggler_probability, drawn each step
 //                                          (random stragglers, seeded per worker: reproducible)
+// The straggler draw of a worker's k-th after_compute with p = straggler_probability > 0 is
+//   u_k = core::uniform01(k-th output of core::SplitMix64(core::derive_seed(seed, kSlowdownSalt, rank)))
+//   straggles when u_k < p
+// (fast/core/random.hpp): a Bernoulli(p) draw per step, independent across steps and workers, the
+// same on every platform and standard library (the std::uniform_real_distribution FAST drew with
+// before gives different values under different standard libraries). With p = 0 nothing is drawn.
 // Under `sim` the cluster description plays this role instead. Not thread-safe: one per worker.
 
 #include <cstdint>
-#include <random>
 #include <vector>
 
+#include "fast/core/random.hpp"
 #include "fast/runtime/context.hpp"
 
 namespace fast::runtime {
@@ -24,6 +30,9 @@ struct SlowdownOptions {
 
 class Slowdown {
  public:
+  // "slowdown" in ASCII: the salt of the straggler draws' seeds.
+  static constexpr std::uint64_t kSlowdownSalt = 0x736c6f77646f776eULL;
+
   // InvalidArgument for a factor < 1, a factor count different from `workers`, a probability
   // outside [0, 1] or a straggler factor < 1, naming the option and the value got.
   Slowdown(const SlowdownOptions& options, int rank, int workers);
@@ -41,7 +50,7 @@ class Slowdown {
   double base_ = 1.0;
   double probability_ = 0.0;
   double straggler_ = 1.0;
-  std::mt19937_64 rng_;
+  core::SplitMix64 rng_;
   double waited_ = 0.0;
   std::int64_t straggled_ = 0;
 };

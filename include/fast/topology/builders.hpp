@@ -47,7 +47,7 @@ Graph exponential_peer(int n, std::int64_t round);
 
 // Random simple d-regular undirected graph (no self-loops, no multi-edges), built by random
 // pairing of the n * d half-edges, restarted until simple. Deterministic for a given (n, d, seed)
-// on every platform (own 64-bit generator, no std distributions). Requires 0 <= d < n and n * d
+// on every platform (core::SplitMix64(seed), no std distributions). Requires 0 <= d < n and n * d
 // even. Not necessarily connected (check_connected() if it matters; d >= 3 almost always is).
 Graph random_regular(int n, int d, std::uint64_t seed);
 

@@ -5,7 +5,8 @@
 //
 // Determinism: every worker that builds a schedule from the same (spec, n, seed) gets the same
 // graph for the same round, with no communication, on every platform (random kinds use the
-// SplitMix64 generator that random_regular uses, seeded from (seed, round); no std distributions).
+// SplitMix64 generator of fast/core/random.hpp, as random_regular does, seeded with
+// core::derive_seed(seed, salt of the kind, round); no std distributions).
 //
 // Kinds (make_schedule specs):
 //   any make_topology spec   static: every round uses that graph; period 1.

@@ -7,13 +7,12 @@
 #include <limits>
 #include <ranges>
 #include <cmath>
-#include <numbers>
 
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/npy.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
-#include "fast/topology/splitmix.hpp"
+#include "fast/core/random.hpp"
 
 #include <torch/types.h>
 
@@ -93,13 +92,14 @@ DataSplits synthetic(const DatasetSpec& spec) {
                "dataset '{}': {} samples of {} features: expected at most 2e9 values in all (8 GB)", spec.text,
                n_train + n_test, features);
   const double sigma = noise * std::sqrt(static_cast<double>(features));
-  // Box-Muller on two uniform draws in (0, 1].
-  auto normal = [](topology::SplitMix64& g) {
-    const double u1 = (static_cast<double>(g.next() >> 11) + 1.0) * 0x1.0p-53;
-    const double u2 = static_cast<double>(g.next() >> 11) * 0x1.0p-53;
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  // One standard normal per two draws (the first of a Box-Muller pair).
+  auto normal = [](core::SplitMix64& g) {
+    const double u1 = core::uniform01_left_open(g());
+    return core::box_muller(u1, core::uniform01(g())).first;
   };
-  topology::SplitMix64 centre_rng(topology::mix64(seed ^ 0xC3A5C85C97CB3127ULL));
+  // Streams of `seed` for the centres, the training set and the test set (salts spell their use).
+  constexpr std::uint64_t kCentres = 0x63656E7472657300ULL;  // "centres"
+  core::SplitMix64 centre_rng(core::derive_seed(seed, kCentres, 0));
   std::vector<float> centres(static_cast<std::size_t>(classes * features));
   for (float& c : centres) c = static_cast<float>(normal(centre_rng));
   auto split = [&](std::int64_t n, std::uint64_t salt) {
@@ -111,7 +111,7 @@ DataSplits synthetic(const DatasetSpec& spec) {
     data->classes = classes;
     float* x = data->images.data_ptr<float>();
     std::int64_t* y = data->labels.data_ptr<std::int64_t>();
-    topology::SplitMix64 rng(topology::mix64(seed ^ salt));
+    core::SplitMix64 rng(core::derive_seed(seed, salt, 0));
     for (std::int64_t i = 0; i < n; ++i) {
       y[i] = i % classes;
       const float* c = centres.data() + y[i] * features;
@@ -119,7 +119,8 @@ DataSplits synthetic(const DatasetSpec& spec) {
     }
     return std::shared_ptr<const Dataset>(std::move(data));
   };
-  return {.train = split(n_train, 0x7A1B0D1E5EEDULL), .test = split(n_test, 0x7E57DA7A5EEDULL)};
+  return {.train = split(n_train, 0x747261696E000000ULL /* "train" */),
+          .test = split(n_test, 0x7465737400000000ULL /* "test" */)};
 }
 
 DataSplits from_files(const DatasetSpec& spec) {

@@ -5,39 +5,18 @@
 #include <random>
 
 #include "fast/core/error.hpp"
+#include "fast/core/random.hpp"
 
 namespace fast::torch {
-
-namespace {
-
-// SplitMix64's finaliser (Steele, Lea, Flood 2014).
-std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-// Uniform in [0, n) from 64-bit draws, by rejection: unbiased and fully specified.
-std::uint64_t uniform_below(std::mt19937_64& gen, std::uint64_t n) {
-  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
-  const std::uint64_t limit = kMax - kMax % n;
-  std::uint64_t r;
-  do {
-    r = gen();
-  } while (r >= limit);
-  return r % n;
-}
-
-}  // namespace
 
 std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, std::int64_t epoch) {
   FAST_ENFORCE(n >= 0, "epoch_permutation: expected n >= 0, got {}", n);
   FAST_ENFORCE(epoch >= 0, "epoch_permutation: expected epoch >= 0, got {}", epoch);
-  std::mt19937_64 gen(mix64(seed + 0x9e3779b97f4a7c15ULL * (static_cast<std::uint64_t>(epoch) + 1)));
+  std::mt19937_64 gen(core::splitmix64_at(seed, static_cast<std::uint64_t>(epoch) + 1));
   std::vector<std::int64_t> perm(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) perm[static_cast<std::size_t>(i)] = i;
   for (std::int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<std::size_t>(uniform_below(gen, static_cast<std::uint64_t>(i) + 1));
+    const auto j = static_cast<std::size_t>(core::below_rejecting_top(gen, static_cast<std::uint64_t>(i) + 1));
     std::swap(perm[static_cast<std::size_t>(i)], perm[j]);
   }
   return perm;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/random.hpp"
 
 namespace fast::runtime::sim {
 
@@ -149,17 +150,12 @@ void add_speed_profiles(const Cluster& c, const std::vector<sg::Host*>& hosts) {
     explicit_profile[static_cast<std::size_t>(p.host)] = true;
   }
   if (c.straggler_probability <= 0 || c.straggler_factor <= 1) return;
-  std::uint64_t state = c.seed ^ 0x5bd1e9955bd1e995ULL;
+  core::SplitMix64 rng(c.seed ^ 0x5bd1e9955bd1e995ULL);  // the same draws on every platform
   for (std::size_t h = 0; h < hosts.size(); ++h) {
     std::string text;
     double last = 1.0;
     for (double t = 0; t < c.straggler_horizon; t += c.straggler_period) {
-      // splitmix64, as in cluster.cpp: identical draws everywhere.
-      std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      z ^= z >> 31;
-      const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+      const double u = core::uniform01(rng());
       const double value = u < c.straggler_probability ? 1.0 / c.straggler_factor : 1.0;
       if (value != last || t == 0) text += fmt::format("{} {}\n", t, value);
       last = value;

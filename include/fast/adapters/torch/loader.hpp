@@ -31,6 +31,8 @@ struct Batch {
 //   mix64(z): z = (z ^ z>>30) * 0xbf58476d1ce4e5b9; z = (z ^ z>>27) * 0x94d049bb133111eb; z ^ z>>31
 //   P = [0, 1, ..., n-1]; for i = n-1 down to 1: j = below(i+1); swap(P[i], P[j])
 //   below(m): draw r = g() until r < 2^64-1 - (2^64-1) % m; return r % m
+// (fast/core/random.hpp: g's seed is core::splitmix64_at(seed, e + 1), below is
+// core::below_rejecting_top)
 // (own Fisher-Yates and rejection sampling: std::shuffle and std::uniform_int_distribution are
 // implementation-defined).
 std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, std::int64_t epoch);
