@@ -6,12 +6,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include <torch/script.h>
 
 #include "fast/adapters/torch/models.hpp"
 #include "fast/adapters/torch/replica.hpp"
+#include "common/temp_dir_test.hpp"
 #include "fast/core/error.hpp"
 
 namespace fast::torch {
@@ -19,14 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class ModelFiles : public ::testing::Test {
+class ModelFiles : public fast::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("fast_model_files_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // A linear classifier of 4 features and 3 classes: logits = x.flatten(1) @ w.t() + b, with
   // w[i][j] = 0.1 * (i + 1) * (j - 1) and b[i] = i; parameters registered in the order w, b.
   std::string save_linear(const std::string& name, ::torch::Dtype dtype = ::torch::kFloat32) {
@@ -44,8 +38,6 @@ class ModelFiles : public ::testing::Test {
     m.save(file);
     return file;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(ModelFiles, APathIsAFileSpecAndAPlainNameIsNot) {

@@ -8,11 +8,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include <zip.h>
 
 #include "fast/adapters/torch/npy.hpp"
+#include "common/temp_dir_test.hpp"
 #include "fast/core/error.hpp"
 
 namespace fast::torch {
@@ -50,13 +50,8 @@ std::string raw(std::initializer_list<T> values) {
   return out;
 }
 
-class Npy : public ::testing::Test {
+class Npy : public fast::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("fast_npy_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   fs::path write(const std::string& name, const std::string& bytes) {
     std::ofstream(dir_ / name, std::ios::binary) << bytes;
     return dir_ / name;
@@ -73,7 +68,6 @@ class Npy : public ::testing::Test {
       EXPECT_NE(what.find(expected), std::string::npos) << what;
     }
   }
-  fs::path dir_;
 };
 
 TEST_F(Npy, ReadsFloatAndIntegerArraysOfEveryVersion) {
