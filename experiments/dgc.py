@@ -41,7 +41,7 @@ def run(fast, out_dir, model, strategy, name, epochs, flags, seed, extra):
     if not os.path.exists(summary):
         os.makedirs(folder, exist_ok=True)
         cmd = [fast, "train", "--workers", "4", "--model", model, "--optimizer", "momentum", "--momentum", "0.9",
-               "--lr", "0.05", "--epochs", str(epochs), "--seed", str(seed), "--progress", "never",
+               "--lr", "0.05", "--schedule", "constant", "--epochs", str(epochs), "--seed", str(seed), "--progress", "never",
                "--summary", summary + ".tmp"] + STRATEGIES[strategy] + flags + extra
         print("$ " + " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
