@@ -8,16 +8,14 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-# Debian packages needed to build and test; the benchmarks need a few more.
+# Debian packages needed to build, test and benchmark (python3-torch: the model-file test, PyTorch DDP).
 DEB_PACKAGES := cmake ninja-build g++ pkg-config zlib1g-dev libtorch-dev libopenblas0-pthread \
   libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libeigen3-dev libgtest-dev libzip-dev libsimgrid-dev libzmq3-dev cppzmq-dev \
   libopenmpi-dev openmpi-bin dataset-fashion-mnist iproute2 libjs-chart.js chromium python3-torch python3-numpy
-# The benchmarks need nothing more since python3-torch (PyTorch DDP, gloo) is a test dependency.
-DEB_BENCH_PACKAGES :=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help deps deps-bench configure build test demo bench sanitize clean
+.PHONY: help deps configure build test demo bench sanitize clean
 
 help:
 	@echo "make demo      set up, build, train cnn on Fashion-MNIST with 2 workers (examples/demo.toml)"
@@ -39,9 +37,6 @@ endef
 deps:
 	$(call install_missing,$(DEB_PACKAGES))
 
-deps-bench: deps
-	$(call install_missing,$(DEB_BENCH_PACKAGES))
-
 configure: deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > /dev/null
 
@@ -54,7 +49,7 @@ test: build
 demo: build
 	@$(BUILD)/bin/fast train --config examples/demo.toml
 
-bench: deps-bench
+bench: deps
 	@$(MAKE) --no-print-directory build BUILD=build-bench CMAKE_FLAGS="-DFAST_BUILD_BENCH=ON -DFAST_BUILD_TESTS=OFF"
 	@bench/run.sh build-bench
 

@@ -98,7 +98,7 @@ need_exe "$PY" "Debian's python3"
 "$PY" -c 'import numpy' 2>/dev/null || die "$PY cannot import numpy"
 if wants c || wants e || wants f; then
   "$PY" -c 'import torch, torch.distributed as d; assert d.is_available() and d.is_gloo_available()' 2>/dev/null \
-    || die "$PY cannot import torch with gloo (Debian package python3-torch: make deps-bench)"
+    || die "$PY cannot import torch with gloo (Debian package python3-torch: make deps)"
 fi
 
 # mpirun refuses root unless told; only set when we are root.

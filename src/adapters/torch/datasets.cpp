@@ -78,19 +78,34 @@ std::vector<std::int64_t> shape_arg(const DatasetSpec& spec) {
   return shape;
 }
 
+// A synthetic spec's values, each checked (InvalidArgument naming the key).
+struct SyntheticSpec {
+  std::vector<std::int64_t> shape;
+  std::int64_t features = 1;  // prod(shape)
+  std::int64_t classes = 0, n_train = 0, n_test = 0;
+  double noise = 0;
+  std::uint64_t seed = 0;
+};
+
+SyntheticSpec synthetic_spec(const DatasetSpec& spec) {
+  SyntheticSpec s;
+  s.shape = shape_arg(spec);
+  for (const std::int64_t d : s.shape) s.features *= d;
+  s.classes = integer_arg(spec, "classes", 2, 100'000);
+  s.n_train = integer_arg(spec, "train", 1, 100'000'000);
+  s.n_test = integer_arg(spec, "test", 1, 100'000'000);
+  s.noise = number_arg(spec, "noise");
+  s.seed = static_cast<std::uint64_t>(integer_arg(spec, "seed", 0, std::numeric_limits<std::int64_t>::max()));
+  FAST_ENFORCE((s.n_train + s.n_test + s.classes) * s.features <= 2'000'000'000,
+               "dataset '{}': {} samples of {} features: expected at most 2e9 values in all (8 GB)", spec.text,
+               s.n_train + s.n_test, s.features);
+  return s;
+}
+
 // The synthetic splits described in datasets.hpp.
 DataSplits synthetic(const DatasetSpec& spec) {
-  const std::vector<std::int64_t> shape = shape_arg(spec);
-  const std::int64_t classes = integer_arg(spec, "classes", 2, 100'000);
-  const std::int64_t n_train = integer_arg(spec, "train", 1, 100'000'000);
-  const std::int64_t n_test = integer_arg(spec, "test", 1, 100'000'000);
-  const double noise = number_arg(spec, "noise");
-  const auto seed = static_cast<std::uint64_t>(integer_arg(spec, "seed", 0, std::numeric_limits<std::int64_t>::max()));
-  std::int64_t features = 1;
-  for (const std::int64_t d : shape) features *= d;
-  FAST_ENFORCE((n_train + n_test + classes) * features <= 2'000'000'000,
-               "dataset '{}': {} samples of {} features: expected at most 2e9 values in all (8 GB)", spec.text,
-               n_train + n_test, features);
+  const SyntheticSpec s = synthetic_spec(spec);
+  const auto& [shape, features, classes, n_train, n_test, noise, seed] = s;
   const double sigma = noise * std::sqrt(static_cast<double>(features));
   // One standard normal per two draws (the first of a Box-Muller pair).
   auto normal = [](core::SplitMix64& g) {
@@ -181,14 +196,7 @@ DatasetSpec parse_dataset_spec(const std::string& text) {
                     "dataset '{}': {}: '{}' is not a file", text, key, spec.args[key]);
   }
   for (const auto& [key, value] : keys.optional) spec.args.try_emplace(key, value);
-  if (spec.kind == "synthetic") {  // check the numbers now, before anything is read
-    (void)shape_arg(spec);
-    (void)integer_arg(spec, "classes", 2, 100'000);
-    (void)integer_arg(spec, "train", 1, 100'000'000);
-    (void)integer_arg(spec, "test", 1, 100'000'000);
-    (void)number_arg(spec, "noise");
-    (void)integer_arg(spec, "seed", 0, std::numeric_limits<std::int64_t>::max());
-  }
+  if (spec.kind == "synthetic") (void)synthetic_spec(spec);  // the numbers, before anything is read
   return spec;
 }
 

@@ -61,8 +61,10 @@ nn::Sequential make_cnn(const SampleSpec& input) {
                         nn::Linear(128, input.classes));
 }
 
-Model wrap(const std::string& name, nn::Sequential seq) {
-  return Model(name, seq.ptr(), [seq](const ::torch::Tensor& x) mutable { return seq->forward(x); });
+// A built-in module holder (Sequential, ResNet) as a Model.
+template <typename Holder>
+Model wrap(const std::string& name, Holder net) {
+  return Model(name, net.ptr(), [net](const ::torch::Tensor& x) mutable { return net->forward(x); });
 }
 
 // Draws every parameter of `module` (recursively, in registration order) as models.hpp states.
@@ -133,8 +135,7 @@ Model make_model(const std::string& spec, const SampleSpec& input) {
   check_input(spec, input);
   if (spec == "mlp") return wrap(spec, make_mlp(input));
   if (spec == "cnn") return wrap(spec, make_cnn(input));
-  ResNet net(input.shape[0], input.classes);
-  return Model(spec, net.ptr(), [net](const ::torch::Tensor& x) mutable { return net->forward(x); });
+  return wrap(spec, ResNet(input.shape[0], input.classes));
 }
 
 void check_model_fits(Model& model, const SampleSpec& input) {
@@ -159,10 +160,14 @@ void check_model_fits(Model& model, const SampleSpec& input) {
                fmt::join(out.sizes(), ", "));
 }
 
+std::vector<float> initial_parameters(Model& model, std::uint64_t seed) {
+  if (::torch::nn::Module* module = model.module()) initialise(*module, model.name(), seed);
+  return flatten(model);
+}
+
 std::vector<float> initial_parameters(const std::string& spec, const SampleSpec& input, std::uint64_t seed) {
   Model model = make_model(spec, input);
-  if (::torch::nn::Module* module = model.module()) initialise(*module, spec, seed);
-  return flatten(model);
+  return initial_parameters(model, seed);
 }
 
 std::vector<float> initial_parameters(const std::string& spec, std::uint64_t seed) {

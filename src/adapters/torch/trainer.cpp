@@ -298,11 +298,12 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
     (void)ShardedLoader(data.train, 0, world, options.batch, options.seed);
   }
   const SampleSpec input{.shape = data.train->sample_shape(), .classes = data.train->classes};
-  {
-    Model probe = make_model(options.model, input);
-    check_model_fits(probe, input);
-  }
-  const std::vector<float> initial = initial_parameters(options.model, input, options.seed);
+  // Every worker's initial parameters, from one model built here and checked against the data first.
+  const std::vector<float> initial = [&] {
+    Model model = make_model(options.model, input);
+    check_model_fits(model, input);
+    return initial_parameters(model, options.seed);
+  }();
   // Intra-op threads: this process's cores divided among its workers, under sim as under threads.
   // Under sim one actor runs at a time, but each actor is an OS thread with its own OpenMP team,
   // whose idle threads spin after every parallel region: with 2 threads per actor, 256 simulated

@@ -55,6 +55,9 @@ void check_model_fits(Model& model, const SampleSpec& input);
 // registration order); GroupNorm weights are 1 and biases 0. The result depends on (spec, input,
 // seed) only. A file: the parameters saved in it (seed not used), the same for every worker.
 std::vector<float> initial_parameters(const std::string& spec, const SampleSpec& input, std::uint64_t seed);
+// The same for a model make_model() returned: a built-in model's parameters are drawn into it (the
+// result does not depend on their previous values); a file's are read.
+std::vector<float> initial_parameters(Model& model, std::uint64_t seed);
 // The same for Fashion-MNIST's samples.
 std::vector<float> initial_parameters(const std::string& spec, std::uint64_t seed);
 
