@@ -10,7 +10,7 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
-#include "fast/adapters/torch/models.hpp"
+#include "fast/adapters/torch/model_names.hpp"
 #include "fast/collective/allreduce_algorithm.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"

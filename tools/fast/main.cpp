@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <regex>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -266,14 +265,7 @@ int run(int argc, char** argv) {
   return exit_code::ok;
 }
 
-// The message of an error as the user sees it: without the source location and check text that
-// FAST_ENFORCE appends (" (dir/file.cpp:42: check 'x > 0' failed)"), which name the build's files.
-// FAST_LOG_LEVEL=debug shows them.
-std::string shown(const std::exception& e) {
-  static const std::regex location(R"( \([^\s()]+\.(cpp|hpp|h):[0-9]+: check '.*?' failed\))");
-  if (fast::core::env_string("FAST_LOG_LEVEL") == "debug") return e.what();
-  return std::regex_replace(std::string(e.what()), location, "");
-}
+std::string shown(const std::exception& e) { return fast::core::user_message(e); }
 
 }  // namespace
 

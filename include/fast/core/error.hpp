@@ -49,6 +49,11 @@ class RemoteError : public Error {
   using Error::Error;
 };
 
+// The message of an error as a user sees it (the command's stderr, a Python exception): without the
+// source location and check text that FAST_ENFORCE appends (" (dir/file.cpp:42: check 'x > 0'
+// failed)"), which name the build's files. FAST_LOG_LEVEL=debug keeps them.
+std::string user_message(const std::exception& e);
+
 namespace detail {
 // Builds "<message> (<file>:<line>: check '<cond>' failed)" and throws E.
 template <typename E>

@@ -124,11 +124,6 @@ std::string SampleSpec::describe() const {
   return fmt::format("{}, {} classes", fmt::join(shape, "x"), classes);
 }
 
-std::vector<std::string> model_names() { return {"mlp", "cnn", "resnet"}; }
-
-bool is_model_file(const std::string& spec) {
-  return spec.find('/') != std::string::npos || (spec.size() > 3 && spec.ends_with(".pt"));
-}
 
 Model make_model(const std::string& spec, const SampleSpec& input) {
   if (is_model_file(spec)) return Model::load_script(spec);

@@ -1,5 +1,7 @@
 #include "process_outputs.hpp"
 
+#include <algorithm>
+
 #include "fast/core/log.hpp"
 
 namespace fast::torch {
@@ -60,6 +62,27 @@ bool ProcessOutputs::hosts_rank0() const {
 void ProcessOutputs::write_end(double time, const nlohmann::json& summary) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (writer_) writer_->write(metrics::end_record(time, summary));
+}
+
+ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm, std::uint64_t token) {
+  ProcessPlace place;
+  place.token_of.assign(static_cast<std::size_t>(ctx.size()), token);
+  if (ctx.local_size() == ctx.size()) return place;
+  place.whole_world = false;
+  const std::uint64_t mine = token;
+  comm.allgather(core::ConstView(&mine, 1, core::DType::i64),
+                 core::MutableView(place.token_of.data(), place.token_of.size(), core::DType::i64));
+  place.first_rank =
+      static_cast<int>(std::find(place.token_of.begin(), place.token_of.end(), token) - place.token_of.begin());
+  place.hosts_rank0 = place.token_of[0] == token;
+  return place;
+}
+
+bool first_member_here(const collective::Communicator& comm, const ProcessPlace& place, int rank) {
+  const std::uint64_t mine = place.token_of[static_cast<std::size_t>(rank)];
+  for (int m : comm.members())
+    if (place.token_of[static_cast<std::size_t>(m)] == mine) return m == rank;
+  return false;
 }
 
 }  // namespace fast::torch

@@ -10,13 +10,16 @@
 // (its own std::mutex, held only while writing or calling a callback, never across a wait on
 // another worker) serialises them.
 
+#include <cstdint>
 #include <filesystem>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "fast/adapters/torch/train_options.hpp"
+#include "fast/collective/communicator.hpp"
 #include "fast/metrics/divergence.hpp"
 #include "fast/metrics/jsonl_writer.hpp"
 #include "fast/metrics/records.hpp"
@@ -63,5 +66,22 @@ class ProcessOutputs {
   std::optional<metrics::JsonlWriter> writer_;  // set by open() when there is a metrics file
   std::optional<nlohmann::json> summary_;
 };
+
+// Where a worker's process stands in the world: which ranks share it (a process is known by a
+// random token its workers share), its lowest rank, whether it holds every worker, and rank 0.
+struct ProcessPlace {
+  std::vector<std::uint64_t> token_of;  // per rank
+  int first_rank = 0;                   // lowest rank of this process
+  bool whole_world = true;              // every worker is in this process
+  bool hosts_rank0 = true;
+};
+
+// Every worker in one process (threads, sim): no communication. Otherwise (zmq, mpi) a collective:
+// the workers all-gather their process's token.
+ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm, std::uint64_t token);
+
+// Whether this worker is the lowest-ranked member of the communicator's group in its process (it
+// builds the summary of the process).
+bool first_member_here(const collective::Communicator& comm, const ProcessPlace& place, int rank);
 
 }  // namespace fast::torch

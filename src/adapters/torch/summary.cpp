@@ -136,4 +136,11 @@ json build_summary(const SummaryInputs& in) {
   return summary;
 }
 
+metrics::StartRecord start_record(const TrainOptions& o, const LoopPlan& plan, int workers, std::uint64_t parameters) {
+  return {.strategy = o.worker.strategy.name, .runtime = o.runtime, .workers = workers, .model = o.model,
+          .parameters = parameters, .batch = o.batch, .steps = plan.total_steps,
+          .steps_per_epoch = plan.steps_per_epoch, .optimizer = o.worker.optimizer.name,
+          .lr = o.worker.optimizer.lr, .seed = o.seed, .param_norm = plan.initial_norm};
+}
+
 }  // namespace fast::torch

@@ -31,4 +31,7 @@ struct SummaryInputs {
 // lowest-ranked member (worker 0 unless it was lost).
 nlohmann::json build_summary(const SummaryInputs& in);
 
+// The `start` record of a run of `workers` workers on a model of `parameters` parameters.
+metrics::StartRecord start_record(const TrainOptions& o, const LoopPlan& plan, int workers, std::uint64_t parameters);
+
 }  // namespace fast::torch

@@ -183,37 +183,6 @@ class TorchWorker final : public ModelSide {
   std::optional<Evaluator> evaluator_;
 };
 
-// Where this worker's process stands in the world. Every worker in one process (threads, sim):
-// no communication. Otherwise (zmq) a collective: the workers all-gather their process's token.
-struct ProcessPlace {
-  std::vector<std::uint64_t> token_of;  // per rank
-  int first_rank = 0;                   // lowest rank of this process
-  bool whole_world = true;              // every worker is in this process
-  bool hosts_rank0 = true;
-};
-
-ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm, std::uint64_t token) {
-  ProcessPlace place;
-  place.token_of.assign(static_cast<std::size_t>(ctx.size()), token);
-  if (ctx.local_size() == ctx.size()) return place;
-  place.whole_world = false;
-  const std::uint64_t mine = token;
-  comm.allgather(core::ConstView(&mine, 1, core::DType::i64),
-                 core::MutableView(place.token_of.data(), place.token_of.size(), core::DType::i64));
-  place.first_rank = static_cast<int>(std::find(place.token_of.begin(), place.token_of.end(), token) - place.token_of.begin());
-  place.hosts_rank0 = place.token_of[0] == token;
-  return place;
-}
-
-// Whether this worker is the lowest-ranked member of the group in its process (it builds the
-// summary of the process).
-bool first_member_here(const collective::Communicator& comm, const ProcessPlace& place, int rank) {
-  const std::uint64_t mine = place.token_of[static_cast<std::size_t>(rank)];
-  for (int m : comm.members())
-    if (place.token_of[static_cast<std::size_t>(m)] == mine) return m == rank;
-  return false;
-}
-
 LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t steps_per_epoch, double initial_norm) {
   const double flops = o.model_flops > 0 ? o.model_flops : model_flops_per_sample(o.model, input);
   return {.steps_per_epoch = steps_per_epoch,
@@ -225,13 +194,6 @@ LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t 
           .initial_norm = initial_norm,
           .classes = static_cast<int>(input.classes),
           .stop_on_divergence = o.stop_on_divergence};
-}
-
-metrics::StartRecord start_record(const TrainOptions& o, const LoopPlan& plan, int workers, std::uint64_t parameters) {
-  return {.strategy = o.worker.strategy.name, .runtime = o.runtime, .workers = workers, .model = o.model,
-          .parameters = parameters, .batch = o.batch, .steps = plan.total_steps,
-          .steps_per_epoch = plan.steps_per_epoch, .optimizer = o.worker.optimizer.name,
-          .lr = o.worker.optimizer.lr, .seed = o.seed, .param_norm = plan.initial_norm};
 }
 
 // The whole life of one worker: set-up, its schedule, the final evaluation, the combination of

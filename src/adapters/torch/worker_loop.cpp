@@ -37,6 +37,11 @@ strategy::StepReport WorkerLoop::train_step(std::int64_t epoch, std::int64_t ind
   ctx_.compute(plan_.flops_per_step);
   if (slowdown_.active()) slowdown_.after_compute(ctx_, ctx_.now() - compute_start);
   const strategy::StepReport report = worker_.step();
+  record_step(loss, report, epoch);
+  return report;
+}
+
+void WorkerLoop::record_step(double loss, const strategy::StepReport& report, std::int64_t epoch) {
   check(divergence_.on_train_loss(report.step + 1, loss));
   last_lr_ = report.lr;
   loss_sum_ += loss;
@@ -44,7 +49,6 @@ strategy::StepReport WorkerLoop::train_step(std::int64_t epoch, std::int64_t ind
   log_loss_sum_ += loss;
   ++log_loss_count_;
   if ((report.step + 1) % plan_.log_every == 0) write_train_record(report.step + 1, epoch, report.lr);
-  return report;
 }
 
 void WorkerLoop::flush_train_record() {

@@ -70,6 +70,9 @@ class WorkerLoop {
   // One training step on batch (epoch, index): gradient, emulated slowness, Worker::step(), and a
   // train record every log_every steps.
   strategy::StepReport train_step(std::int64_t epoch, std::int64_t index);
+  // The bookkeeping of train_step after Worker::step() (the divergence check, the losses, the train
+  // record), for loops that take the gradient and the step themselves (the Python module).
+  void record_step(double loss, const strategy::StepReport& report, std::int64_t epoch);
   // Writes a train record for the steps not yet reported, if any.
   void flush_train_record();
   // Progress of the whole run as `done` lockstep steps out of total_steps. Worker 0 only (others

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "fast/adapters/torch/model.hpp"
+#include "fast/adapters/torch/model_names.hpp"
 
 namespace fast::torch {
 
@@ -30,12 +31,6 @@ struct SampleSpec {
   std::int64_t classes = 10;
   std::string describe() const;  // "1x28x28, 10 classes"
 };
-
-// The built-in names, in a fixed order: {"mlp", "cnn", "resnet"}.
-std::vector<std::string> model_names();
-
-// Whether `spec` names a file rather than a built-in model (contains '/' or ends in ".pt").
-bool is_model_file(const std::string& spec);
 
 // A new model for `spec`: a built-in network for `input` with libtorch's default initialisation
 // (use initial_parameters for reproducible values), or the TorchScript module of the file (input

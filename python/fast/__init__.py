@@ -1,0 +1,89 @@
+"""FAST: Flexible (A)synchronous Scalable Training, from Python (docs/python.md).
+
+The core API works on flat buffers (numpy arrays or CPU torch tensors, shared without copies):
+
+    import fast
+    ctx = fast.init()                 # this process's worker (fast launch, mpirun, or a world of one)
+    worker = fast.Worker(ctx, params, grads, strategy="adpsgd", steps=1000)
+    for batch in data:
+        ...                           # write the gradient into grads
+        worker.step()                 # exchange, aggregate, update params in place
+    worker.finish()
+    model = worker.representative()
+
+fast.torch wraps a torch.nn.Module (parameters and gradients re-pointed into one flat buffer each).
+The tensor mover (Context.send/recv, Window) and the collectives (Communicator) serve those who write
+their own strategies. FAST's exceptions are fast.Error and its subclasses InvalidArgument (also a
+ValueError), InvalidUsage, IoError (also an OSError), TimeoutError, PeerLost and RemoteError.
+"""
+
+import atexit as _atexit
+import sys as _sys
+
+from fast import _fast
+from fast._fast import (  # noqa: F401  (the public API)
+    Communicator,
+    Context,
+    Error,
+    InvalidArgument,
+    InvalidUsage,
+    IoError,
+    Metrics,
+    PeerLost,
+    RemoteError,
+    StepReport,
+    TimeoutError,
+    Window,
+    Work,
+    Worker,
+    context,
+    epoch_permutation,
+    run,
+    runtime_names,
+    worker_settings,
+)
+
+__all__ = [
+    "Communicator", "Context", "Error", "InvalidArgument", "InvalidUsage", "IoError", "Metrics", "PeerLost",
+    "RemoteError", "StepReport", "TimeoutError", "Window", "Work", "Worker", "context", "epoch_permutation", "init", "run",
+    "runtime_names", "shutdown", "worker_settings",
+]
+
+_failure = None          # the uncaught exception that ends this process, told to the others at exit
+_hooks_installed = False
+
+
+def init(runtime=None, op_timeout=-1.0, collectives=""):
+    """Joins the world this process was started into; returns this process's worker's Context.
+
+    runtime: "zmq" (started by `fast launch`, which sets FAST_RENDEZVOUS), "mpi" (mpirun or srun) or
+    "threads" (a world of this one worker); None detects it from the environment. op_timeout: seconds
+    a blocking operation may wait (< 0: FAST_OP_TIMEOUT). collectives: "fast", "native" (mpi) or ""
+    (the runtime's default). The world lasts until shutdown(), which runs at the interpreter's exit;
+    if the program ends with an uncaught exception, the other processes are told this one failed.
+    """
+    ctx = _fast.init(runtime, op_timeout, collectives)
+    _install_exit_hooks()
+    return ctx
+
+
+def shutdown(failure=""):
+    """Leaves the world of init() (every process calls it: it ends the run's connections). A failure
+    message tells the other processes that this one failed. Nothing happens without a world."""
+    _fast.shutdown(failure)
+
+
+def _install_exit_hooks():
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+    previous = _sys.excepthook
+
+    def excepthook(kind, value, traceback):
+        global _failure
+        _failure = f"{kind.__name__}: {value}"
+        previous(kind, value, traceback)
+
+    _sys.excepthook = excepthook
+    _atexit.register(lambda: _fast.shutdown(_failure or ""))

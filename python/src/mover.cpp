@@ -1,0 +1,291 @@
+// The tensor mover and the collectives in Python: fast.Context (point-to-point messages by peer and
+// tag), fast.Work, fast.Communicator (all-reduce, broadcast, all-gather, barrier) and fast.Window
+// (one-sided put, get, accumulate). Every call that may wait releases the GIL.
+#include "mover.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "arrays.hpp"
+#include "fast/collective/communicator.hpp"
+#include "fast/collective/window.hpp"
+#include "fast/core/buffer.hpp"
+#include "fast/core/error.hpp"
+#include "fast/runtime/tag.hpp"
+
+namespace fast::python {
+
+namespace {
+
+// User tags: the low 56 bits (TagKind::user is 0 in the top byte, runtime/tag.hpp).
+runtime::Tag user_tag(std::int64_t tag) {
+  FAST_ENFORCE(tag >= 0 && tag < (std::int64_t{1} << 56), "tag: expected an integer in [0, 2**56), got {}", tag);
+  return static_cast<runtime::Tag>(tag);
+}
+
+runtime::Combine parse_combine(const std::string& combine) {
+  if (combine == "copy") return runtime::Combine::copy;
+  if (combine == "sum") return runtime::Combine::sum;
+  FAST_THROW(InvalidArgument, "combine: expected 'copy' or 'sum', got '{}'", combine);
+}
+
+collective::ReduceOp parse_op(const std::string& op) {
+  if (op == "sum") return collective::ReduceOp::sum;
+  if (op == "mean") return collective::ReduceOp::avg;
+  FAST_THROW(InvalidArgument, "op: expected 'sum' or 'mean', got '{}'", op);
+}
+
+// A Communicator on a Python Context.
+struct PyCommunicator {
+  ContextRef ctx;
+  std::unique_ptr<collective::Communicator> comm;
+  collective::Communicator& get() const {
+    (void)ctx->get();
+    return *comm;
+  }
+};
+
+// A Window on a Python Communicator; keeps the exposed array and the communicator alive.
+struct PyWindow {
+  std::shared_ptr<PyCommunicator> comm;
+  Array local;
+  std::unique_ptr<collective::Window> window;
+  collective::Window& get() const {
+    (void)comm->get();
+    FAST_ENFORCE_AS(core::InvalidUsage, window != nullptr, "fast.Window: used after close()");
+    return *window;
+  }
+};
+
+PyWork make_work(core::Work work, std::vector<py::object> keep) {
+  return PyWork{std::make_shared<core::Work>(std::move(work)), std::move(keep)};
+}
+
+void bind_context(py::module_& m) {
+  py::class_<ContextHandle, ContextRef>(m, "Context", R"(This worker's view of its world: ranks, time and
+point-to-point messages (the tensor mover). From fast.init() or the argument of fast.run's function.)")
+      .def_property_readonly("rank", [](const ContextHandle& c) { return c.get().rank(); }, "This worker's rank.")
+      .def_property_readonly("size", [](const ContextHandle& c) { return c.get().size(); }, "Workers in the world.")
+      .def_property_readonly("local_size", [](const ContextHandle& c) { return c.get().local_size(); },
+                             "Workers in this process.")
+      .def_property_readonly("runtime", [](const ContextHandle& c) { return c.get().runtime_name(); })
+      .def_property_readonly("open", &ContextHandle::open, "False once the world has ended.")
+      .def("now", [](const ContextHandle& c) { return c.get().now(); },
+           "Seconds since the world started, on the runtime's clock (simulated under sim).")
+      .def("sleep", [](const ContextHandle& c, double s) {
+        runtime::Context& ctx = c.get();
+        py::gil_scoped_release release;
+        ctx.sleep(s);
+      })
+      .def("alive", [](const ContextHandle& c, int peer) {
+        runtime::check_peer(c.get(), peer, "alive");
+        return c.get().alive(peer);
+      })
+      .def("bytes_sent", [](const ContextHandle& c) { return c.get().bytes_sent(); },
+           "Payload bytes this worker sent to all peers so far.")
+      .def(
+          "send",
+          [](const ContextHandle& c, int peer, std::int64_t tag, const py::object& data) {
+            runtime::Context& ctx = c.get();
+            runtime::check_peer(ctx, peer, "send");
+            Array a = as_array(data, "send: data", false);
+            core::Work w;
+            {
+              py::gil_scoped_release release;
+              w = ctx.send(peer, user_tag(tag), a.const_view());
+            }
+            return make_work(std::move(w), {a.owner});
+          },
+          py::arg("peer"), py::arg("tag"), py::arg("data"),
+          "Sends data to peer under tag (an int in [0, 2**56)). data must stay unchanged until the Work completes.")
+      .def(
+          "recv",
+          [](const ContextHandle& c, int peer, std::int64_t tag, const py::object& out, const std::string& combine) {
+            runtime::Context& ctx = c.get();
+            runtime::check_peer(ctx, peer, "recv");
+            Array a = as_array(out, "recv: out", true);
+            core::Work w;
+            {
+              py::gil_scoped_release release;
+              w = ctx.recv(peer, user_tag(tag), a.mutable_view(), parse_combine(combine));
+            }
+            return make_work(std::move(w), {a.owner});
+          },
+          py::arg("peer"), py::arg("tag"), py::arg("out"), py::arg("combine") = "copy",
+          "Receives peer's message under tag into out (same dtype and length); combine='sum' adds it into out.")
+      .def(
+          "recv_any",
+          [](const ContextHandle& c, std::int64_t tag) {
+            runtime::Context& ctx = c.get();
+            core::Buffer buffer;
+            int source = -1;
+            {
+              py::gil_scoped_release release;
+              ctx.recv_any(user_tag(tag), buffer, source).wait();
+            }
+            py::array out = new_array(buffer.dtype(), {static_cast<py::ssize_t>(buffer.numel())});
+            std::memcpy(out.mutable_data(), buffer.data(), buffer.bytes());
+            return py::make_tuple(source, out);
+          },
+          py::arg("tag"), "Waits for the oldest message under tag from any peer; returns (source, 1-D array).");
+}
+
+void bind_work(py::module_& m) {
+  py::class_<PyWork>(m, "Work", "An operation under way. Holds the arrays it reads or writes until it completes.")
+      .def("wait",
+           [](const PyWork& w, std::optional<double> timeout) {
+             bool done = true;
+             {
+               py::gil_scoped_release release;
+               if (timeout) done = w.work->wait(*timeout);
+               else w.work->wait();
+             }
+             return done;
+           },
+           py::arg("timeout") = py::none(),
+           "Waits until it completes (timeout: at most that many seconds; returns False if still running). Raises "
+           "the operation's error.")
+      .def("is_completed", [](const PyWork& w) { return w.work->is_completed(); });
+}
+
+void bind_communicator(py::module_& m) {
+  py::class_<PyCommunicator, std::shared_ptr<PyCommunicator>>(m, "Communicator", R"(Collectives among every
+worker of a Context. Every worker calls the same collectives in the same order with arrays of the same
+dtype and length.)")
+      .def(py::init([](const ContextRef& ctx, const std::string& allreduce_algorithm) {
+             collective::CommunicatorOptions options;
+             options.allreduce_algorithm = collective::parse_allreduce_algorithm(allreduce_algorithm);
+             return std::make_shared<PyCommunicator>(
+                 PyCommunicator{ctx, std::make_unique<collective::Communicator>(ctx->get(), options)});
+           }),
+           py::arg("context"), py::arg("allreduce_algorithm") = "auto")
+      .def_property_readonly("rank", [](const PyCommunicator& c) { return c.get().rank(); })
+      .def_property_readonly("size", [](const PyCommunicator& c) { return c.get().size(); })
+      .def(
+          "allreduce",
+          [](const PyCommunicator& c, const py::object& data, const std::string& op) {
+            collective::Communicator& comm = c.get();
+            Array a = as_array(data, "allreduce: data", true);
+            const collective::AllreduceOptions options{.op = parse_op(op)};
+            py::gil_scoped_release release;
+            comm.allreduce(a.mutable_view(), options);
+          },
+          py::arg("data"), py::arg("op") = "sum", "In place: data = the sum (op='mean': the mean) over the workers.")
+      .def(
+          "broadcast",
+          [](const PyCommunicator& c, const py::object& data, int root) {
+            collective::Communicator& comm = c.get();
+            runtime::check_peer(comm.context(), root, "broadcast: root");
+            Array a = as_array(data, "broadcast: data", true);
+            py::gil_scoped_release release;
+            comm.broadcast(a.mutable_view(), root);
+          },
+          py::arg("data"), py::arg("root") = 0, "In place: data = root's data.")
+      .def(
+          "allgather",
+          [](const PyCommunicator& c, const py::object& data) {
+            collective::Communicator& comm = c.get();
+            Array a = as_array(data, "allgather: data", false);
+            std::vector<py::ssize_t> shape{comm.size()};
+            shape.insert(shape.end(), a.shape.begin(), a.shape.end());
+            py::array out = new_array(a.dtype, shape);
+            core::MutableView view(out.mutable_data(), a.numel * static_cast<std::size_t>(comm.size()), a.dtype);
+            {
+              py::gil_scoped_release release;
+              comm.allgather(a.const_view(), view);
+            }
+            return out;
+          },
+          py::arg("data"), "Returns an array of shape (size, *data.shape): row r is worker r's data.")
+      .def("barrier", [](const PyCommunicator& c) {
+        collective::Communicator& comm = c.get();
+        py::gil_scoped_release release;
+        comm.barrier();
+      });
+}
+
+void bind_window(py::module_& m) {
+  py::class_<PyWindow, std::shared_ptr<PyWindow>>(m, "Window", R"(One-sided access to an array every worker
+exposes under one name (collective to create and to close). The owner's array must stay alive while the
+window is open; the window holds it.)")
+      .def(py::init([](const std::shared_ptr<PyCommunicator>& comm, const std::string& name, const py::object& local,
+                       const std::string& codec) {
+             auto w = std::make_shared<PyWindow>();
+             w->comm = comm;
+             w->local = as_array(local, "Window: local", true);
+             collective::Communicator& c = comm->get();
+             py::gil_scoped_release release;
+             w->window = std::make_unique<collective::Window>(c, name, w->local.mutable_view(),
+                                                              collective::WindowOptions{.codec = codec});
+             return w;
+           }),
+           py::arg("communicator"), py::arg("name"), py::arg("local"), py::arg("codec") = "none")
+      .def(
+          "put",
+          [](const PyWindow& w, int peer, const py::object& src, std::size_t offset) {
+            Array a = as_array(src, "Window.put: src", false);
+            core::Work work;
+            {
+              py::gil_scoped_release release;
+              work = w.get().put(peer, a.const_view(), offset);
+            }
+            return make_work(std::move(work), {a.owner});
+          },
+          py::arg("peer"), py::arg("src"), py::arg("offset") = 0, "peer's array[offset:offset+len(src)] = src.")
+      .def(
+          "get",
+          [](const PyWindow& w, int peer, const py::object& out, std::size_t offset) {
+            Array a = as_array(out, "Window.get: out", true);
+            core::Work work;
+            {
+              py::gil_scoped_release release;
+              work = w.get().get(peer, a.mutable_view(), offset);
+            }
+            return make_work(std::move(work), {a.owner});
+          },
+          py::arg("peer"), py::arg("out"), py::arg("offset") = 0, "out = peer's array[offset:offset+len(out)].")
+      .def(
+          "accumulate",
+          [](const PyWindow& w, int peer, const py::object& src, std::size_t offset) {
+            Array a = as_array(src, "Window.accumulate: src", false);
+            core::Work work;
+            {
+              py::gil_scoped_release release;
+              work = w.get().accumulate(peer, a.const_view(), offset);
+            }
+            return make_work(std::move(work), {a.owner});
+          },
+          py::arg("peer"), py::arg("src"), py::arg("offset") = 0, "peer's array[offset:...] += src (float32/64).")
+      .def("close", [](PyWindow& w) {
+        if (w.window == nullptr) return;
+        collective::Window& window = w.get();
+        {
+          py::gil_scoped_release release;
+          window.close();
+        }
+        w.window.reset();
+      });
+}
+
+}  // namespace
+
+PyWork::~PyWork() {
+  // Dropping an operation may wait for a transfer under way (Context contract): without the GIL, so
+  // the worker thread that completes it can run Python meanwhile; the arrays go after it.
+  if (work && PyGILState_Check() == 1) {
+    py::gil_scoped_release release;
+    work.reset();
+  }
+}
+
+void bind_mover(py::module_& m) {
+  bind_context(m);
+  bind_work(m);
+  bind_communicator(m);
+  bind_window(m);
+}
+
+}  // namespace fast::python

@@ -1,0 +1,228 @@
+#include "process.hpp"
+
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "fast/core/env.hpp"
+#include "fast/core/error.hpp"
+#include "fast/runtime/launcher.hpp"
+
+namespace fast::python {
+
+runtime::Context& ContextHandle::get() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  FAST_ENFORCE_AS(core::InvalidUsage, ctx_ != nullptr,
+                  "this fast.Context's world has ended (fast.shutdown() was called, or the function given to fast.run "
+                  "returned); objects built on it can no longer be used");
+  return *ctx_;
+}
+
+void ContextHandle::close() noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ctx_ = nullptr;
+}
+
+bool ContextHandle::open() const noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ctx_ != nullptr;
+}
+
+namespace {
+
+// The runtime this process was started under, when init() is not told: fast launch sets
+// FAST_RENDEZVOUS (zmq), mpirun and srun set their rank variables (mpi), else one worker (threads).
+std::string detected_runtime() {
+  if (!core::env_string("FAST_RENDEZVOUS").empty()) return "zmq";
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(name) != nullptr) return "mpi";
+  }
+  return "threads";
+}
+
+// The world of fast.init(): launch() on a background thread, its one local worker parked until
+// shutdown. One per process.
+class ProcessWorld {
+ public:
+  static ProcessWorld& instance() {
+    static ProcessWorld* world = new ProcessWorld();  // never destroyed: shutdown() ends it
+    return *world;
+  }
+
+  // Starts the world and waits until its worker's Context exists (or the launch failed: rethrown).
+  ContextRef start(const runtime::LaunchOptions& options) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    FAST_ENFORCE_AS(core::InvalidUsage, !thread_.joinable(),
+                    "fast.init: this process already joined a world (runtime '{}'); call fast.shutdown() first",
+                    options_.runtime);
+    options_ = options;
+    handle_.reset();
+    error_ = nullptr;
+    release_ = false;
+    failure_.clear();
+    thread_ = std::thread([this] { run(); });
+    cv_.wait(lock, [&] { return handle_ != nullptr || error_ != nullptr; });
+    if (handle_ == nullptr) {
+      lock.unlock();
+      thread_.join();
+      std::rethrow_exception(error_);
+    }
+    return handle_;
+  }
+
+  // Ends the world: the worker function returns (throws when `failure` is not empty, so the other
+  // processes learn that this one failed), launch() ends. Rethrows launch()'s error, if any.
+  void stop(const std::string& failure) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!thread_.joinable()) return;
+      if (handle_) handle_->close();
+      release_ = true;
+      failure_ = failure;
+    }
+    cv_.notify_all();
+    thread_.join();
+    std::exception_ptr error;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      error = error_;
+      error_ = nullptr;
+      handle_.reset();
+    }
+    if (error && failure.empty()) std::rethrow_exception(error);
+  }
+
+  ContextRef current() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return handle_;
+  }
+
+ private:
+  void run() {
+    try {
+      runtime::launch(options_, [this](runtime::Context& ctx) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        handle_ = std::make_shared<ContextHandle>(&ctx);
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return release_; });
+        handle_->close();
+        if (!failure_.empty()) throw core::Error(failure_);
+      });
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      error_ = std::current_exception();
+      if (handle_) handle_->close();
+    }
+    cv_.notify_all();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::thread thread_;
+  runtime::LaunchOptions options_;
+  ContextRef handle_;
+  std::exception_ptr error_;
+  bool release_ = false;
+  std::string failure_;
+};
+
+ContextRef init(std::optional<std::string> runtime, double op_timeout, const std::string& collectives) {
+  runtime::LaunchOptions options;
+  options.runtime = runtime.value_or(detected_runtime());
+  FAST_ENFORCE(options.runtime != "sim",
+               "fast.init: runtime 'sim' simulates a whole world in one process; use fast.run(fn, workers=N, "
+               "runtime='sim') instead");
+  options.workers = 1;
+  options.op_timeout_seconds = op_timeout;
+  options.collectives = collectives;
+  py::gil_scoped_release release;
+  return ProcessWorld::instance().start(options);
+}
+
+// fast.run: fn(context) on every worker; returns the results in rank order. The first Python
+// exception (in time) is re-raised as it was; the other workers were released from their waits.
+py::list run(const py::function& fn, int workers, const std::string& runtime, const std::string& cluster,
+             double op_timeout) {
+  FAST_ENFORCE(runtime == "threads" || runtime == "sim",
+               "fast.run: runtime must be 'threads' or 'sim' (a world inside this process), got '{}'; for processes "
+               "use fast launch or mpirun with fast.init()", runtime);
+  FAST_ENFORCE(workers >= 1, "fast.run: workers must be >= 1, got {}", workers);
+  std::vector<py::object> results(static_cast<std::size_t>(workers));
+  std::mutex error_mutex;
+  std::optional<py::error_already_set> first_error;
+  const runtime::LaunchOptions options{.runtime = runtime, .workers = workers, .op_timeout_seconds = op_timeout,
+                                       .cluster = cluster};
+  auto worker = [&](runtime::Context& ctx) {
+    auto handle = std::make_shared<ContextHandle>(&ctx);
+    py::gil_scoped_acquire acquire;
+    try {
+      results[static_cast<std::size_t>(ctx.rank())] = fn(handle);
+      handle->close();
+    } catch (py::error_already_set& e) {
+      handle->close();
+      const std::string what = e.what();
+      {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!first_error) first_error = std::move(e);
+      }
+      throw core::Error(fmt::format("worker {} raised {}", ctx.rank(), what));
+    } catch (...) {
+      handle->close();
+      throw;
+    }
+  };
+  std::exception_ptr launch_error;
+  {
+    py::gil_scoped_release release;
+    try {
+      runtime::launch(options, worker);
+    } catch (...) {
+      launch_error = std::current_exception();
+    }
+  }
+  if (first_error) throw std::move(*first_error);
+  if (launch_error) std::rethrow_exception(launch_error);
+  py::list out;
+  for (py::object& r : results) out.append(r ? r : py::none());
+  return out;
+}
+
+}  // namespace
+
+void bind_process(py::module_& m) {
+  m.def("runtime_names", &runtime::runtime_names, "The runtimes of this build (fast.init's and fast.run's runtime).");
+  m.def("init", &init, py::arg("runtime") = py::none(), py::arg("op_timeout") = -1.0, py::arg("collectives") = "",
+        R"(Joins the world this process was started into and returns this process's worker's Context.
+
+runtime: 'zmq' (started by fast launch: FAST_RENDEZVOUS is set), 'mpi' (started by mpirun or srun) or
+'threads' (a world of one worker); None detects it from the environment. op_timeout: seconds a blocking
+operation may wait (< 0: FAST_OP_TIMEOUT). collectives: 'fast', 'native' (mpi) or '' (the runtime's default).
+The world lasts until fast.shutdown() or the interpreter's exit.)");
+  m.def(
+      "shutdown",
+      [](const std::string& failure) {
+        py::gil_scoped_release release;
+        ProcessWorld::instance().stop(failure);
+      },
+      py::arg("failure") = "",
+      R"(Leaves the world of fast.init() (collective under zmq and mpi: every process calls it). With a
+failure message the other processes are told that this one failed. Does nothing without a world.)");
+  m.def(
+      "context", [] { return ProcessWorld::instance().current(); },
+      "The Context of fast.init()'s world, or None before init() and after shutdown().");
+  m.def("run", &run, py::arg("fn"), py::arg("workers"), py::arg("runtime") = "threads", py::arg("cluster") = "",
+        py::arg("op_timeout") = -1.0,
+        R"(Runs fn(context) on `workers` workers of this process and returns their results in rank order.
+
+runtime: 'threads' (one thread per worker) or 'sim' (SimGrid actors on a simulated cluster: `cluster` file,
+or one host per worker). If a worker raises, the others are released from their waits and its exception is
+re-raised here.)");
+}
+
+}  // namespace fast::python

@@ -1,0 +1,47 @@
+#pragma once
+// The worlds a Python process takes part in, as Python sees them.
+//
+// fast.init() joins the world this process was started into (fast launch: zmq; mpirun: mpi;
+// otherwise a world of one worker) and keeps it until fast.shutdown() (or interpreter exit). The
+// runtime's launch() runs its worker function on a thread of its own and returns only when the
+// function does; ProcessWorld runs launch() on a background thread whose worker function hands its
+// Context to Python and then waits for shutdown. Python's main thread is then that worker's main
+// activity (the Context contract allows any activity of the worker).
+//
+// fast.run(fn, workers=N) runs fn(context) on N workers of one process (threads or sim): each
+// worker's thread (a SimGrid actor under sim) takes the GIL to run Python and releases it whenever
+// FAST waits, so the workers interleave.
+//
+// ContextHandle: what a Python Context object holds. Once its world ended (shutdown, or the end of
+// fn under run()) every use of it, or of an object built on it, raises InvalidUsage instead of
+// touching freed memory.
+
+#include <memory>
+#include <mutex>
+
+#include <pybind11/pybind11.h>
+
+#include "fast/runtime/context.hpp"
+
+namespace fast::python {
+
+namespace py = pybind11;
+
+class ContextHandle {
+ public:
+  explicit ContextHandle(runtime::Context* ctx) : ctx_(ctx) {}
+  // The context; InvalidUsage when its world has ended.
+  runtime::Context& get() const;
+  void close() noexcept;
+  bool open() const noexcept;
+
+ private:
+  mutable std::mutex mutex_;
+  runtime::Context* ctx_;
+};
+using ContextRef = std::shared_ptr<ContextHandle>;
+
+// Registers init, shutdown, run, runtime_names and the Context and Work types.
+void bind_process(py::module_& m);
+
+}  // namespace fast::python

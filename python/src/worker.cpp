@@ -1,0 +1,231 @@
+#include "worker.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <pybind11/stl.h>
+
+#include "config.hpp"
+#include "fast/core/error.hpp"
+#include "fast/optim/optimizer.hpp"
+
+namespace fast::python {
+
+namespace {
+
+// The general settings of `fast train` that configure a Worker; every strategy option too.
+const std::vector<std::string>& general_worker_keys() {
+  static const std::vector<std::string> keys{
+      "strategy",     "optimizer",   "lr",    "momentum",      "weight_decay",        "beta1",           "beta2",
+      "eps",          "schedule",    "warmup_steps", "step_size", "gamma",             "min_lr_factor",   "seed",
+      "steps",        "allreduce_algorithm", "network_latency", "network_bandwidth",  "dgc_warmup_epochs"};
+  return keys;
+}
+
+// A keyword argument's value as the text a `fast train` flag would give.
+std::string setting_text(const std::string& key, const py::handle& value) {
+  if (py::isinstance<py::bool_>(value)) return value.cast<bool>() ? "true" : "false";
+  if (py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value) || py::isinstance<py::str>(value))
+    return py::str(value).cast<std::string>();
+  FAST_THROW(InvalidArgument, "fast.Worker: setting '{}' expects a str, int, float or bool, got {}", key,
+             py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>());
+}
+
+torch::TrainOptions apply_settings(const py::kwargs& settings) {
+  torch::TrainOptions o;
+  const std::vector<std::string> allowed = worker_setting_names();
+  for (const auto& [k, v] : settings) {
+    std::string key = py::str(k).cast<std::string>();
+    std::replace(key.begin(), key.end(), '-', '_');
+    FAST_ENFORCE(std::find(allowed.begin(), allowed.end(), key) != allowed.end(),
+                 "fast.Worker: unknown setting '{}'; expected one of {} (docs/config.md)", key, fmt::join(allowed, ", "));
+    cli::apply_setting(o, key, setting_text(key, v), key);
+  }
+  return o;
+}
+
+// (name, shape) pairs as blocks covering n elements.
+core::Layout make_layout(const py::object& layout, std::size_t n) {
+  if (layout.is_none()) return core::flat_layout(n);
+  core::Layout blocks;
+  std::size_t offset = 0;
+  for (const py::handle item : layout) {
+    const auto pair = item.cast<py::tuple>();
+    FAST_ENFORCE(pair.size() == 2, "fast.Worker: layout entries must be (name, shape) pairs, got {}",
+                 py::repr(item).cast<std::string>());
+    core::TensorBlock b;
+    b.name = py::str(pair[0]).cast<std::string>();
+    b.shape = pair[1].cast<std::vector<std::size_t>>();
+    b.numel = 1;
+    for (std::size_t d : b.shape) b.numel *= d;
+    b.rows = b.shape.empty() ? 1 : b.shape.front();
+    b.offset = offset;
+    offset += b.numel;
+    blocks.push_back(std::move(b));
+  }
+  FAST_ENFORCE(offset == n, "fast.Worker: the layout covers {} elements, the parameters have {}", offset, n);
+  return blocks;
+}
+
+// The checks `fast train` makes before starting (trainer.cpp validate), for the Worker's part.
+strategy::WorkerOptions worker_options(const torch::TrainOptions& o, int world, std::int64_t steps_per_epoch) {
+  strategy::WorkerOptions w = o.worker;
+  w.strategy.seed = o.seed;
+  if (w.schedule.total_steps == 0) w.schedule.total_steps = o.steps;
+  FAST_ENFORCE(w.schedule.name != "cosine" || w.schedule.total_steps > 0,
+               "fast.Worker: schedule 'cosine' (the default, as in fast train) anneals the learning rate to 0 over "
+               "the run: give steps=N (steps per worker), or choose schedule='constant'");
+  strategy::StrategyOptions s = w.strategy;
+  s.optimizer = w.optimizer;
+  strategy::validate_dgc(s);
+  (void)optim::make_optimizer(w.optimizer, 1);
+  strategy::check_strategy_options(s, world);
+  FAST_ENFORCE(o.dgc_warmup_epochs == 0 || w.strategy.dgc,
+               "dgc_warmup_epochs: set to {} without dgc; the warm-up is part of DGC (dgc=True)", o.dgc_warmup_epochs);
+  if (o.dgc_warmup_epochs > 0) {
+    FAST_ENFORCE(steps_per_epoch > 0, "dgc_warmup_epochs: give steps_per_epoch=N to fast.Worker to count epochs");
+    w.strategy.dgc_warmup_steps = std::max<std::int64_t>(
+        1, std::llround(o.dgc_warmup_epochs * static_cast<double>(steps_per_epoch)));
+  }
+  return w;
+}
+
+}  // namespace
+
+std::vector<std::string> worker_setting_names() {
+  std::vector<std::string> names = general_worker_keys();
+  for (const cli::ConfigKey& k : cli::config_keys())
+    if (k.strategy_option) names.push_back(k.name);
+  return names;
+}
+
+PyWorker::PyWorker(ContextRef ctx, const py::object& params, const py::object& grads, const py::object& layout,
+                   std::int64_t steps_per_epoch, const py::kwargs& settings)
+    : ctx_(std::move(ctx)),
+      params_(as_float32(params, "fast.Worker: params", true)),
+      grads_(as_float32(grads, "fast.Worker: grads", true)),
+      layout_(make_layout(layout, params_.numel)),
+      options_(apply_settings(settings)),
+      steps_per_epoch_(steps_per_epoch) {
+  FAST_ENFORCE(params_.numel == grads_.numel, "fast.Worker: params has {} elements, grads has {}; expected the same",
+               params_.numel, grads_.numel);
+  FAST_ENFORCE(params_.numel > 0, "fast.Worker: params is empty");
+  FAST_ENFORCE(steps_per_epoch >= 0, "fast.Worker: steps_per_epoch must be >= 0, got {}", steps_per_epoch);
+  runtime::Context& c = ctx_->get();
+  const strategy::WorkerOptions w = worker_options(options_, c.size(), steps_per_epoch);
+  const strategy::ModelState state{.params = {static_cast<float*>(params_.data), params_.numel},
+                                   .grads = {static_cast<float*>(grads_.data), grads_.numel},
+                                   .layout = layout_};
+  py::gil_scoped_release release;
+  worker_ = std::make_unique<strategy::Worker>(c, w, state);
+}
+
+PyWorker::~PyWorker() {
+  if (worker_ && PyGILState_Check() == 1) {
+    py::gil_scoped_release release;
+    worker_.reset();
+  }
+}
+
+strategy::Worker& PyWorker::get() const {
+  (void)ctx_->get();
+  return *worker_;
+}
+
+std::span<const float> PyWorker::params() const { return {static_cast<const float*>(params_.data), params_.numel}; }
+
+strategy::StepReport PyWorker::step() {
+  FAST_ENFORCE_AS(core::InvalidUsage, !finished_,
+                  "fast.Worker.step: called after finish(); the run has ended (make a new Worker to train again)");
+  strategy::Worker& w = get();
+  py::gil_scoped_release release;
+  return w.step();
+}
+
+void PyWorker::finish() {
+  strategy::Worker& w = get();
+  {
+    py::gil_scoped_release release;
+    w.finish();
+  }
+  finished_ = true;
+}
+
+py::array PyWorker::representative(const py::object& out) {
+  strategy::Worker& w = get();
+  py::object target = out.is_none() ? py::object(new_array(core::DType::f32, {static_cast<py::ssize_t>(params_.numel)}))
+                                    : out;
+  Array a = as_float32(target, "Worker.representative: out", true);
+  FAST_ENFORCE(a.numel == params_.numel, "Worker.representative: out has {} elements, the model {}", a.numel,
+               params_.numel);
+  {
+    py::gil_scoped_release release;
+    w.representative({static_cast<float*>(a.data), a.numel});
+  }
+  return py::reinterpret_borrow<py::array>(a.owner);
+}
+
+py::tuple PyWorker::snapshot(const py::object& out) {
+  strategy::Worker& w = get();
+  py::object target = out.is_none() ? py::object(new_array(core::DType::f32, {static_cast<py::ssize_t>(params_.numel)}))
+                                    : out;
+  Array a = as_float32(target, "Worker.snapshot: out", true);
+  FAST_ENFORCE(a.numel == params_.numel, "Worker.snapshot: out has {} elements, the model {}", a.numel, params_.numel);
+  strategy::SnapshotResult r;
+  {
+    py::gil_scoped_release release;
+    r = w.snapshot({static_cast<float*>(a.data), a.numel});
+  }
+  return py::make_tuple(a.owner, r.consensus_distance);
+}
+
+py::dict PyWorker::settings() const {
+  py::dict d;
+  for (const std::string& name : worker_setting_names()) {
+    const cli::ConfigKey* key = cli::find_config_key(name);
+    if (key != nullptr) d[py::str(name)] = key->get(options_);
+  }
+  return d;
+}
+
+void bind_worker(py::module_& m) {
+  py::class_<strategy::StepReport>(m, "StepReport", "What Worker.step() did.")
+      .def_readonly("step", &strategy::StepReport::step, "Index of the step just taken (0-based).")
+      .def_readonly("lr", &strategy::StepReport::lr, "Learning rate used.")
+      .def_readonly("applied", &strategy::StepReport::applied, "False when the update was skipped (non-finite).")
+      .def_readonly("comm_seconds", &strategy::StepReport::comm_seconds, "Communication and waiting time of the step.")
+      .def("__repr__", [](const strategy::StepReport& r) {
+        return fmt::format("StepReport(step={}, lr={}, applied={}, comm_seconds={})", r.step, r.lr, r.applied,
+                           r.comm_seconds);
+      });
+  py::class_<PyWorker>(m, "Worker", R"(The coordination of one worker: after the framework wrote the gradient
+into `grads`, step() exchanges, aggregates and updates `params` in place, per the strategy.
+
+Worker(context, params, grads, layout=None, steps_per_epoch=0, **settings): params and grads are flat float32
+arrays (numpy or CPU torch tensors) of the same length, shared without copies. settings are `fast train`'s, by
+the same names and with the same defaults (docs/config.md): strategy, optimizer, lr, momentum, schedule, steps,
+seed, topology, compress, mode, ... Collective: every worker constructs it with the same settings.)")
+      .def(py::init<ContextRef, const py::object&, const py::object&, const py::object&, std::int64_t,
+                    const py::kwargs&>(),
+           py::arg("context"), py::arg("params"), py::arg("grads"), py::arg("layout") = py::none(),
+           py::arg("steps_per_epoch") = 0)
+      .def("step", &PyWorker::step, "One step on the gradient in grads; returns a StepReport.")
+      .def("finish", &PyWorker::finish,
+           "Collective, after the last step: stops the strategy's activities. Idempotent.")
+      .def("representative", &PyWorker::representative, py::arg("out") = py::none(),
+           "Collective: the model to evaluate or save (per the strategy), into out or a new array. After finish() "
+           "for asynchronous strategies.")
+      .def("snapshot", &PyWorker::snapshot, py::arg("out") = py::none(),
+           "Asynchronous strategies, not collective: (current consensus model, consensus distance).")
+      .def_property_readonly("steps", [](const PyWorker& w) { return w.get().steps(); })
+      .def_property_readonly("skipped_steps", [](const PyWorker& w) { return w.get().skipped_steps(); })
+      .def_property_readonly("comm_seconds", [](const PyWorker& w) { return w.get().comm_seconds(); })
+      .def_property_readonly("asynchronous", [](const PyWorker& w) { return w.get().strategy().asynchronous(); })
+      .def_property_readonly("finished", &PyWorker::finished)
+      .def_property_readonly("settings", &PyWorker::settings, "The settings as applied (fast train's names).");
+  m.def("worker_settings", &worker_setting_names, "The names of the settings fast.Worker takes.");
+}
+
+}  // namespace fast::python

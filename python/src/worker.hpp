@@ -1,0 +1,63 @@
+#pragma once
+// fast.Worker: a strategy::Worker on flat float32 buffers that Python owns (numpy arrays or CPU
+// torch tensors, shared without copies), configured by the settings of `fast train` passed as
+// keyword arguments: the same names, values, checks and defaults (docs/config.md).
+//
+// One per worker, used from its worker's thread only (as strategy::Worker).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <pybind11/pybind11.h>
+
+#include "arrays.hpp"
+#include "fast/adapters/torch/train_options.hpp"
+#include "fast/core/layout.hpp"
+#include "fast/strategy/worker.hpp"
+#include "process.hpp"
+
+namespace fast::python {
+
+class PyWorker {
+ public:
+  // Collective (every worker constructs its Worker with the same settings). layout: a list of
+  // (name, shape) pairs covering params in order, or None (one flat block). steps_per_epoch: used
+  // by dgc_warmup_epochs and by fast.Metrics (0: unknown).
+  PyWorker(ContextRef ctx, const py::object& params, const py::object& grads, const py::object& layout,
+           std::int64_t steps_per_epoch, const py::kwargs& settings);
+  ~PyWorker();
+
+  strategy::StepReport step();
+  void finish();
+  py::array representative(const py::object& out);
+  py::tuple snapshot(const py::object& out);
+
+  strategy::Worker& get() const;
+  runtime::Context& context() const { return ctx_->get(); }
+  const torch::TrainOptions& options() const noexcept { return options_; }
+  std::int64_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
+  std::span<const float> params() const;
+  bool finished() const noexcept { return finished_; }
+  void mark_finished() noexcept { finished_ = true; }  // Metrics.finish() called Worker::finish()
+  // The settings as applied, `fast train`'s names and text values.
+  py::dict settings() const;
+
+ private:
+  ContextRef ctx_;
+  Array params_;
+  Array grads_;
+  core::Layout layout_;
+  torch::TrainOptions options_;
+  std::int64_t steps_per_epoch_ = 0;
+  std::unique_ptr<strategy::Worker> worker_;
+  bool finished_ = false;
+};
+
+// The names of the `fast train` settings a Worker takes.
+std::vector<std::string> worker_setting_names();
+
+void bind_worker(py::module_& m);
+
+}  // namespace fast::python
