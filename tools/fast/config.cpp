@@ -237,6 +237,11 @@ std::vector<ConfigKey> general_keys() {
       {"summary", KeyType::path, "JSON summary file written at the end; empty: none.",
        [](TrainOptions& o, const std::string& v) { o.summary = v; },
        [](const TrainOptions& o) { return o.summary.string(); }},
+      {"save_model", KeyType::path,
+       "Write the final representative model's flat float32 parameters to this .npy file (numpy.load reads it; "
+       "written by the process of its lowest-ranked worker); empty: none.",
+       [](TrainOptions& o, const std::string& v) { o.save_model = v; },
+       [](const TrainOptions& o) { return o.save_model.string(); }},
       FAST_INT_KEY("log_every", "A train metrics record every this many steps, per worker.", log_every, 1),
       FAST_INT_KEY("eval_every", "Evaluate on the test set every this many steps (asynchronous strategies: every this many "
                    "steps of all workers together, divided by the worker count); 0: at each epoch's end.", eval_every, 0),

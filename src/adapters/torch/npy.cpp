@@ -229,6 +229,31 @@ NpyArray read_npy(const std::filesystem::path& file) {
   return read_npy(source);
 }
 
+void write_npy(const std::filesystem::path& file, std::span<const float> values) {
+  // Version 1.0: magic, version, little-endian header length, then the dict padded with spaces and
+  // ended by a newline so that the data starts at a multiple of 64 bytes.
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(values.size()) + ",), }";
+  const std::size_t prelude = 10;
+  header.append(64 - (prelude + header.size() + 1) % 64, ' ');
+  header.push_back('\n');
+  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
+  const std::filesystem::path tmp = file.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    FAST_ENFORCE_AS(core::IoError, out.good(), "{}: cannot open the file for writing", tmp.string());
+    const auto length = static_cast<std::uint16_t>(header.size());
+    const char magic[8] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
+    out.write(magic, sizeof(magic));
+    const char le[2] = {static_cast<char>(length & 0xFF), static_cast<char>(length >> 8)};
+    out.write(le, 2);
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    static_assert(std::endian::native == std::endian::little, "the .npy data is written as stored: little-endian");
+    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size_bytes()));
+    FAST_ENFORCE_AS(core::IoError, out.good(), "{}: write failed", tmp.string());
+  }
+  std::filesystem::rename(tmp, file);
+}
+
 namespace {
 
 class ZipMember final : public ByteSource {

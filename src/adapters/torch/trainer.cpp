@@ -21,6 +21,7 @@
 #include "fast/adapters/torch/datasets.hpp"
 #include "fast/adapters/torch/loader.hpp"
 #include "fast/adapters/torch/models.hpp"
+#include "fast/adapters/torch/npy.hpp"
 #include "fast/adapters/torch/replica.hpp"
 #include "fast/adapters/torch/threads.hpp"
 #include "fast/core/env.hpp"
@@ -105,6 +106,8 @@ void validate(const TrainOptions& o) {
                "model_flops: expected floating-point operations per sample in [0, 1e18] (0: from the model), got {}",
                o.model_flops);
   (void)parse_final_model(o.final_model);
+  FAST_ENFORCE(o.save_model.empty() || (o.save_model.extension() == ".npy" && !std::filesystem::is_directory(o.save_model)),
+               "save_model: expected the path of a .npy file to write, got '{}'", o.save_model.string());
   strategy::StrategyOptions s = o.worker.strategy;
   s.optimizer = o.worker.optimizer;  // as the Worker fills it in
   s.seed = o.seed;
@@ -234,6 +237,8 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   mine.param_norm = l2_norm(torch_side.representative());
   mine.param_hash = metrics::fnv1a64(torch_side.representative());
   const RunTotals totals = gather_totals(worker.communicator(), mine, loop.evaluations());
+  if (!o.save_model.empty() && ctx.rank() == worker.communicator().members().front())
+    write_npy(o.save_model, torch_side.representative());
   if (first_member_here(worker.communicator(), place, ctx.rank()))
     outputs.offer_summary(build_summary({.options = o, .plan = plan, .parameters = in.initial.size(),
                                          .final_eval = final_eval, .totals = totals,

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -56,5 +57,10 @@ NpyArray read_npy(const std::filesystem::path& file);
 // np.savez_compressed write them) into arrays keyed by NAME. A member that is not .npy, or an
 // archive that libzip cannot open, is an InvalidArgument naming the file and the member.
 std::map<std::string, NpyArray> read_npz(const std::filesystem::path& file);
+
+// Writes values as a 1-D float32 .npy file (numpy.load reads it), through a temporary file renamed
+// into place, so a crash never leaves a partial file under `file`. Parent folders are created.
+// IoError naming the file when it cannot be written.
+void write_npy(const std::filesystem::path& file, std::span<const float> values);
 
 }  // namespace fast::torch

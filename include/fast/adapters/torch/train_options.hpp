@@ -50,6 +50,7 @@ struct TrainOptions {
   bool lr_given = false;                    // lr was set; otherwise choosing an optimizer sets default_lr()
   std::filesystem::path metrics;            // JSONL metrics file; empty: none
   std::filesystem::path summary;            // JSON summary file; empty: none
+  std::filesystem::path save_model;         // .npy file of the representative model's flat parameters; empty: none
   std::int64_t log_every = 50;              // a `train` metrics record every this many steps (per worker)
   std::int64_t eval_every = 0;              // evaluate every this many steps; 0: at each epoch's end
   double op_timeout = -1;                   // blocking-operation limit in seconds; < 0: FAST_OP_TIMEOUT
