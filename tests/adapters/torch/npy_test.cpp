@@ -123,6 +123,24 @@ TEST_F(Npy, WrongMagicVersionOrTypeIsRefused) {
   expect_refused("short", "expected at least 10 bytes, got 5");
 }
 
+// write_npy's file reads back whole (every value, the 1-D shape) and its data starts at a multiple of
+// 64 bytes, as NumPy's format asks; no temporary file is left beside it.
+TEST_F(Npy, WrittenFilesReadBackExactly) {
+  for (std::size_t n : {0UL, 1UL, 13UL, 1000UL}) {
+    std::vector<float> values(n);
+    for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<float>(i) * -0.375f + 1e-7f;
+    const fs::path file = dir_ / "sub" / ("w" + std::to_string(n) + ".npy");
+    write_npy(file, values);
+    const NpyArray a = read_npy(file);
+    EXPECT_EQ(a.type, NpyType::f32);
+    EXPECT_EQ(a.shape, (std::vector<std::int64_t>{static_cast<std::int64_t>(n)}));
+    ASSERT_EQ(a.bytes.size(), n * sizeof(float));
+    EXPECT_EQ(std::memcmp(a.bytes.data(), values.data(), a.bytes.size()), 0);
+    EXPECT_EQ((fs::file_size(file) - n * sizeof(float)) % 64, 0U);
+    EXPECT_FALSE(fs::exists(file.string() + ".tmp"));
+  }
+}
+
 TEST_F(Npy, MissingFileIsAnIoError) { EXPECT_THROW((void)read_npy(dir_ / "none.npy"), IoError); }
 
 // A .npz of the given members, written with libzip (stored, or deflated when `compress`).
