@@ -53,7 +53,8 @@ def main():
     args = p.parse_args()
 
     ctx = fast.init()
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // ctx.local_size // int(os.environ.get("FAST_WORLD_SIZE", 1))))
+    here = int(os.environ.get("FAST_WORLD_SIZE") or os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE") or 1)  # processes
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // here))
     torch.manual_seed(args.seed)
     x, y = load(args.data_dir, "train")
     x_test, y_test = load(args.data_dir, "t10k")

@@ -86,4 +86,13 @@ def _install_exit_hooks():
         previous(kind, value, traceback)
 
     _sys.excepthook = excepthook
-    _atexit.register(lambda: _fast.shutdown(_failure or ""))
+
+    def at_exit():
+        # The world's own error (a peer that failed or was lost) was raised by the operation that
+        # met it; at exit it is only shown, on one line, not raised from an atexit callback.
+        try:
+            _fast.shutdown(_failure or "")
+        except Error as e:
+            print(f"fast: at exit: {type(e).__name__}: {e}", file=_sys.stderr)
+
+    _atexit.register(at_exit)

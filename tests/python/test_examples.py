@@ -1,0 +1,59 @@
+"""The Python examples (docs/python.md): the custom strategy of examples/python/custom_strategy.py takes the
+step its closed form gives, and the example programs run to the end under `fast launch`."""
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fast
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FAST_BIN = os.environ.get("FAST_BIN", os.path.join(ROOT, "build", "bin", "fast"))
+sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
+from custom_strategy import RingGossip  # noqa: E402
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 5])
+def test_ring_gossip_step_is_the_neighbour_average_of_the_local_steps(workers):
+    lr, n = 0.25, 7
+
+    def start(rank):  # worker r's parameters and gradient, known to every worker
+        return np.arange(n, dtype=np.float32) * (rank + 1), np.full(n, rank - 1.5, dtype=np.float32)
+
+    def body(ctx):
+        params, grads = start(ctx.rank)
+        strategy = RingGossip(ctx, params, grads, lr)
+        strategy.step()
+        after = params.copy()
+        strategy.finish()
+        return after, params
+
+    results = fast.run(body, workers=workers)
+    local = [p - lr * g for p, g in (start(r) for r in range(workers))]
+    for r, (after, final) in enumerate(results):
+        expected = (local[(r - 1) % workers] + local[r] + local[(r + 1) % workers]) / 3
+        np.testing.assert_allclose(after, expected, rtol=1e-6)
+        np.testing.assert_allclose(final, np.mean([res[0] for res in results], axis=0), rtol=1e-6)
+
+
+def run_example(args, timeout):
+    proc = subprocess.Popen([FAST_BIN, "launch", "-n", "2", "--timeout", str(timeout - 10), "--", sys.executable]
+                            + args, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"{args[0]} did not end within {timeout} s")
+    assert proc.returncode == 0, out[-3000:]
+    return out
+
+
+def test_custom_strategy_example_trains():
+    out = run_example([os.path.join(ROOT, "examples", "python", "custom_strategy.py")], 180)
+    line = [l for l in out.splitlines() if "test accuracy" in l][-1]
+    assert float(line.split()[-1]) >= 0.75, line
