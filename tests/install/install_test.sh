@@ -8,18 +8,20 @@
 #     runtime and must exit 0 (test accuracy above its bound, replicas identical) and list exactly
 #     the runtimes of this build;
 #   headers: every installed header compiles on its own (a copy of tests/install/headers), and
-#     find_package(fast COMPONENTS <the built runtimes>) succeeds where an unknown component fails.
+#     find_package(fast COMPONENTS <the built runtimes>) succeeds where an unknown component fails;
+#   python: the Python package lies under the prefix where Debian's /usr/bin/python3 looks for
+#     packages of that prefix (checked for /usr/local), imports from there, and trains a step.
 # Every step runs under `timeout` in the background and is killed (with its process group) if this
 # script is stopped; TMP is removed on exit. Nothing is written into the source tree; in the build
 # tree only install_manifest.txt, which every `cmake --install` rewrites (the two tests may race on
 # it; nothing reads it).
 # Usage: install_test.sh MODE CMAKE SOURCE_DIR BUILD_DIR GENERATOR CXX_COMPILER LAUNCHER "RUNTIMES" "FLAGS"
-#   MODE: consumer or headers; LAUNCHER: the compiler launcher of the build (ccache) or "";
+#   MODE: consumer, headers or python; LAUNCHER: the compiler launcher of the build (ccache) or "";
 #   RUNTIMES: e.g. "threads sim zmq mpi"; FLAGS: compile and link flags the build's libraries
 #   require of their users (sanitizers) or "".
 set -u
-if [ $# -ne 9 ] || { [ "$1" != consumer ] && [ "$1" != headers ]; }; then
-  echo "usage: $0 consumer|headers CMAKE SOURCE_DIR BUILD_DIR GENERATOR CXX_COMPILER LAUNCHER RUNTIMES FLAGS" \
+if [ $# -ne 9 ] || { [ "$1" != consumer ] && [ "$1" != headers ] && [ "$1" != python ]; }; then
+  echo "usage: $0 consumer|headers|python CMAKE SOURCE_DIR BUILD_DIR GENERATOR CXX_COMPILER LAUNCHER RUNTIMES FLAGS" \
        "(got $# arguments, mode '${1:-}')" >&2
   exit 2
 fi
@@ -103,6 +105,37 @@ check_headers() {
   run_step headers-build 600 "$cmake" --build "$tmp/headers-build"
   grep -h "checking [0-9]* installed headers" "$tmp/headers-configure.log"
   echo "PASS: installed; every installed header compiles alone; components as built"
+}
+
+# python: the package's place under the prefix is one of Debian python3's site folders once the
+# prefix is /usr/local (site.getsitepackages()); imported from there, it trains one step.
+check_python() {
+  local module pydir rel
+  module=$(find "$prefix" -name "_fast*.so" -path "*/fast/*" -print -quit)
+  [ -n "$module" ] || fail "python: no fast/_fast*.so under the prefix"
+  pydir=$(dirname "$(dirname "$module")")
+  rel=${pydir#"$prefix"/}
+  for f in __init__.py torch.py; do
+    [ -f "$pydir/fast/$f" ] || fail "python: fast/$f missing beside the module ($pydir/fast)"
+  done
+  /usr/bin/python3 -c "import site, sys; sys.exit('/usr/local/$rel' not in site.getsitepackages())" ||
+    fail "python: '$rel' under /usr/local is not among Debian python3's site folders:" \
+         "$(/usr/bin/python3 -c 'import site; print(site.getsitepackages())')"
+  cat > "$tmp/step.py" <<'PY'
+import os, sys
+import numpy as np
+import fast, fast.torch
+assert fast.__file__.startswith(os.environ["PYTHONPATH"]), fast.__file__
+ctx = fast.init()
+p, g = np.ones(3, np.float32), np.full(3, 2.0, np.float32)
+w = fast.Worker(ctx, p, g, optimizer="sgd", lr=0.25, schedule="constant")
+w.step()
+assert np.array_equal(p, np.full(3, 0.5, np.float32)), p
+print("python: imported", fast.__file__, "and stepped")
+PY
+  run_step python-import 120 env PYTHONPATH="$pydir" /usr/bin/python3 "$tmp/step.py"
+  cat "$tmp/python-import.log"
+  echo "PASS: installed; the Python package is where Debian's python3 finds it and works from there"
 }
 
 check_install
