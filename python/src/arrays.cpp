@@ -53,7 +53,8 @@ Array as_array(const py::handle& object, const char* what, bool writable) {
   if (is_torch_tensor(object)) source = torch_numpy(object, what);
   FAST_ENFORCE(PyObject_CheckBuffer(source.ptr()) == 1,
                "{}: expected a numpy array, a torch.Tensor or another buffer, got {}", what, type_name(object));
-  const py::buffer_info info = py::reinterpret_borrow<py::buffer>(source).request(writable);
+  // Requested read-only: a read-only buffer is refused below with a message naming the argument.
+  const py::buffer_info info = py::reinterpret_borrow<py::buffer>(source).request(false);
   Array a;
   FAST_ENFORCE(dtype_of_format(info, a.dtype),
                "{}: expected float32, float64, float16, int32, int64 or uint8 elements, got buffer format '{}' "
@@ -67,7 +68,7 @@ Array as_array(const py::handle& object, const char* what, bool writable) {
                  ".contiguous())", what, fmt::join(info.shape, "x"), fmt::join(info.strides, ","));
     expected *= info.shape[i];
   }
-  FAST_ENFORCE(!writable || !info.readonly, "{}: FAST writes into this array, got a read-only one", what);
+  FAST_ENFORCE(!writable || !info.readonly, "{}: FAST writes into this array, got a read-only one (copy it, e.g. numpy.array(a))", what);
   a.owner = std::move(source);
   a.data = info.ptr;
   a.numel = static_cast<std::size_t>(info.size);
