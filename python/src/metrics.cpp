@@ -75,7 +75,11 @@ class PyModelSide : public torch::ModelSide {
     sums[1] = loss_sum;
     sums[2] = count;
     w.communicator().allreduce(core::MutableView(std::span<double>(sums)));
-    return record(sums[0], sums[1], sums[2], sums[3] / w.context().size());
+    metrics::EvalRecord r = record(sums[0], sums[1], sums[2], sums[3] / w.context().size());
+    // Identical replicas all score what the representative scores (as fast train reports them);
+    // otherwise each worker holds only its slice of the test set: not measured (-1).
+    if (w.strategy().replicas_identical()) r.replica_accuracy_min = r.replica_accuracy_max = r.accuracy;
+    return r;
   }
 
   // Asynchronous, this worker alone: the current consensus model scored on this worker's slice.

@@ -8,6 +8,7 @@ train's defaults (momentum 0.9, lr 0.05, cosine schedule over the run). `fast tr
 its final representative model. Agreement: max |python - c++| <= 1e-6 x max |c++|.
 """
 import gzip
+import json
 import os
 import signal
 import subprocess
@@ -39,22 +40,40 @@ def load_train():
             torch.from_numpy(y.astype(np.int64)))
 
 
-def train_python(ctx, initial, x, y):
-    """fast train's lockstep loop, in Python: STEPS steps, worker r's batch i at perm[(i W + r) B : +B]."""
+def load_test():
+    with gzip.open(os.path.join(DATA_DIR, "t10k-images-idx3-ubyte.gz")) as f:
+        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
+    with gzip.open(os.path.join(DATA_DIR, "t10k-labels-idx1-ubyte.gz")) as f:
+        y = np.frombuffer(f.read(), np.uint8, offset=8)
+    return (torch.from_numpy(x.copy()).float().div_(255.0).sub_(MEAN).div_(STD),
+            torch.from_numpy(y.astype(np.int64)))
+
+
+def train_python(ctx, initial, x, y, track=None):
+    """fast train's lockstep loop, in Python: STEPS steps, worker r's batch i at perm[(i W + r) B : +B].
+    track: a folder where fast train's records (py.jsonl) and summary (py.json) are written."""
     torch.set_num_threads(1)
     model = mlp()
     model.load_state_dict(initial)
     steps_per_epoch = len(y) // (ctx.size * BATCH)
     worker = fast.torch.Worker(model, ctx, strategy="allreduce", steps=STEPS, seed=SEED,
                                steps_per_epoch=steps_per_epoch)
+    if track is not None:
+        worker.track(metrics=track / "py.jsonl", summary=track / "py.json", model="mlp", dataset="fashion-mnist",
+                     batch=BATCH, log_every=8)
     for step in range(STEPS):
         epoch, i = divmod(step, steps_per_epoch)
         order = torch.from_numpy(fast.epoch_permutation(len(y), SEED, epoch))
         idx = order[(i * ctx.size + ctx.rank) * BATCH:][:BATCH]
         worker.zero_grad()
-        torch.nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
-        worker.step()
-    worker.finish()
+        loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
+        loss.backward()
+        worker.step(loss)
+    if track is not None:
+        x_test, y_test = load_test()
+        worker.finish((x_test[ctx.rank::ctx.size], y_test[ctx.rank::ctx.size]))
+    else:
+        worker.finish()
     return worker.params.copy()
 
 
@@ -81,7 +100,8 @@ def reference(tmp_path_factory):
     torch.jit.script(model).save(str(folder / "mlp.pt"))
     run_bounded([FAST_BIN, "train", "--model", str(folder / "mlp.pt"), "--workers", str(WORKERS), "--strategy",
                  "allreduce", "--steps", str(STEPS), "--batch", str(BATCH), "--seed", str(SEED), "--data-dir",
-                 DATA_DIR, "--save-model", str(folder / "cpp.npy")], dict(os.environ), 300)
+                 DATA_DIR, "--save-model", str(folder / "cpp.npy"), "--metrics", str(folder / "cpp.jsonl"), "--summary",
+                 str(folder / "cpp.json"), "--log-every", "8"], dict(os.environ), 300)
     return folder, initial, np.load(folder / "cpp.npy")
 
 
@@ -112,12 +132,57 @@ np.save(sys.argv[3] + f".rank{ctx.rank}.npy", t.train_python(ctx, initial, x, y)
 '''
 
 
-def test_processes_agree_with_fast_train(reference):
+LAUNCHERS = {
+    "fast launch": lambda: [FAST_BIN, "launch", "-n", str(WORKERS), "--timeout", "240", "--"],
+    "mpirun": lambda: ["mpirun", "--oversubscribe", "-np", str(WORKERS)],
+}
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_processes_agree_with_fast_train(reference, launcher):
+    """One process per worker: zmq under fast launch, mpi under mpirun."""
+    if launcher == "mpirun" and "mpi" not in fast.runtime_names():
+        pytest.skip("this build has no mpi runtime (FAST_WITH_MPI=OFF)")
     folder, initial, cpp = reference
     torch.save(initial, folder / "initial.pt")
     (folder / "worker.py").write_text(SCRIPT)
-    run_bounded([FAST_BIN, "launch", "-n", str(WORKERS), "--timeout", "240", "--", sys.executable,
-                 str(folder / "worker.py"), os.path.dirname(os.path.abspath(__file__)), str(folder / "initial.pt"),
-                 str(folder / "py")], dict(os.environ), 300)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    prefix = str(folder / launcher.replace(" ", "_"))
+    run_bounded(LAUNCHERS[launcher]() + [sys.executable, str(folder / "worker.py"),
+                                         os.path.dirname(os.path.abspath(__file__)), str(folder / "initial.pt"), prefix],
+                env, 300)
     for rank in range(WORKERS):
-        assert_agree(np.load(folder / f"py.rank{rank}.npy"), cpp)
+        assert_agree(np.load(f"{prefix}.rank{rank}.npy"), cpp)
+
+def records_by_event(path):
+    """{event: set of keys} over a JSONL metrics file."""
+    keys = {}
+    with open(path) as f:
+        for line in f:
+            record = json.loads(line)
+            keys.setdefault(record["event"], set()).update(record)
+    return keys
+
+
+def test_records_and_summary_have_fast_trains_schema_and_values(reference):
+    """fast.torch.Worker.track writes fast train's records and summary: the same events with the same
+    keys, and for the same final model the same test accuracy and loss, steps and bytes."""
+    folder, initial, cpp = reference
+    x, y = load_train()
+    fast.run(lambda ctx: train_python(ctx, initial, x, y, track=folder), workers=WORKERS)
+    with open(folder / "cpp.json") as f:
+        want = json.load(f)
+    with open(folder / "py.json") as f:
+        got = json.load(f)
+    assert set(got) == set(want), f"keys only in fast train: {set(want) - set(got)}; only in Python: {set(got) - set(want)}"
+    for key in ("final_accuracy", "replica_accuracy_min", "replica_accuracy_max"):
+        assert got[key] == pytest.approx(want[key], abs=3e-4), key
+    assert got["final_loss"] == pytest.approx(want["final_loss"], rel=1e-4)
+    assert got["param_norm"] == pytest.approx(want["param_norm"], rel=1e-6)
+    for key in ("workers", "strategy", "steps", "steps_per_worker", "parameters", "epochs", "allreduce_algorithms"):
+        assert got[key] == want[key], key
+    # fast.torch.Worker also broadcasts rank 0's initial parameters (4 bytes each, to the one other
+    # worker) and all-gathers the layout digests (a few words): fast train does neither.
+    extra = got["bytes_sent"] - want["bytes_sent"]
+    assert 4 * want["parameters"] <= extra <= 4 * want["parameters"] + 64, extra
+    assert records_by_event(folder / "py.jsonl") == records_by_event(folder / "cpp.jsonl")

@@ -1,0 +1,155 @@
+"""Bad input gets a clear Python exception of FAST's types, naming what is wrong, and no crash
+(docs/python.md, "Errors"): unknown names, float64, non-contiguous and non-CPU buffers, layouts that
+differ between workers (threads and processes), calling step() after finish()."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+import fast
+import fast.torch
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FAST_BIN = os.environ.get("FAST_BIN", os.path.join(ROOT, "build", "bin", "fast"))
+
+
+def one_worker(fn):
+    """fn(ctx) on a world of one worker; its exception is re-raised here."""
+    return fast.run(fn, workers=1)[0]
+
+
+def buffers(n=8, dtype=np.float32):
+    return np.zeros(n, dtype=dtype), np.zeros(n, dtype=dtype)
+
+
+def test_exception_hierarchy():
+    assert issubclass(fast.InvalidArgument, fast.Error) and issubclass(fast.InvalidArgument, ValueError)
+    assert issubclass(fast.IoError, OSError)
+    for name in ("InvalidUsage", "TimeoutError", "PeerLost", "RemoteError"):
+        assert issubclass(getattr(fast, name), fast.Error)
+
+
+def test_unknown_strategy_names_the_choices():
+    with pytest.raises(fast.InvalidArgument, match=r"strategy.*'gossipy'.*allreduce"):
+        one_worker(lambda ctx: fast.Worker(ctx, *buffers(), strategy="gossipy", steps=10))
+
+
+@pytest.mark.parametrize("settings, pattern", [
+    (dict(optimizer="adagrad"), r"optimizer.*adagrad"),
+    (dict(lr="fast"), r"lr.*fast"),
+    (dict(compress="zip"), r"zip"),
+    (dict(learning_rate=0.1), r"unknown setting 'learning_rate'"),
+    (dict(steps=[1]), r"setting 'steps' expects a str, int, float or bool, got list"),
+    (dict(), r"schedule 'cosine'.*steps=N"),
+])
+def test_bad_settings(settings, pattern):
+    with pytest.raises(fast.InvalidArgument, match=pattern):
+        one_worker(lambda ctx: fast.Worker(ctx, *buffers(), **settings))
+
+
+def test_float64_buffers():
+    with pytest.raises(fast.InvalidArgument, match=r"fast.Worker: params: expected float32 elements.*got f64"):
+        one_worker(lambda ctx: fast.Worker(ctx, *buffers(dtype=np.float64), steps=1))
+    with pytest.raises(fast.InvalidArgument, match=r"parameter '0.weight' is torch.float64"):
+        fast.torch.FlatModel(torch.nn.Sequential(torch.nn.Linear(2, 2)).double())
+
+
+def test_non_contiguous_buffers():
+    params = np.zeros((4, 4), dtype=np.float32)[:, ::2]
+    with pytest.raises(fast.InvalidArgument, match=r"params: expected a C-contiguous array"):
+        one_worker(lambda ctx: fast.Worker(ctx, params, np.zeros(8, np.float32), steps=1))
+    tensor = torch.zeros(4, 4).t()
+    with pytest.raises(fast.InvalidArgument, match=r"grads: expected a contiguous tensor"):
+        one_worker(lambda ctx: fast.Worker(ctx, torch.zeros(16), tensor, steps=1))
+
+
+def test_non_cpu_tensors():
+    """A tensor outside host memory (the meta device stands for a GPU here: no data in CPU memory)."""
+    with pytest.raises(fast.InvalidArgument, match=r"params: expected a tensor in CPU memory.*'meta'"):
+        one_worker(lambda ctx: fast.Worker(ctx, torch.zeros(8, device="meta"), torch.zeros(8), steps=1))
+    with pytest.raises(fast.InvalidArgument, match=r"parameter '0.weight' is on device 'meta'"):
+        fast.torch.FlatModel(torch.nn.Sequential(torch.nn.Linear(2, 2)).to("meta"))
+
+
+def test_other_bad_buffers():
+    with pytest.raises(fast.InvalidArgument, match=r"params has 8 elements, grads has 4"):
+        one_worker(lambda ctx: fast.Worker(ctx, np.zeros(8, np.float32), np.zeros(4, np.float32), steps=1))
+    with pytest.raises(fast.InvalidArgument, match=r"expected a numpy array, a torch.Tensor or another buffer, got "
+                                                   r"builtins.list"):
+        one_worker(lambda ctx: fast.Worker(ctx, [0.0] * 8, np.zeros(8, np.float32), steps=1))
+    frozen = np.zeros(8, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(fast.InvalidArgument, match=r"params: FAST writes into this array, got a read-only one"):
+        one_worker(lambda ctx: fast.Worker(ctx, frozen, np.zeros(8, np.float32), steps=1))
+    with pytest.raises(fast.InvalidArgument, match=r"no parameter that requires a gradient"):
+        fast.torch.FlatModel(torch.nn.ReLU())
+
+
+def test_step_after_finish():
+    def body(ctx):
+        w = fast.Worker(ctx, *buffers(), steps=1)
+        w.step()
+        w.finish()
+        w.step()
+
+    with pytest.raises(fast.InvalidUsage, match=r"step: called after finish\(\)"):
+        one_worker(body)
+
+
+def net(rank):
+    """Rank 1 builds a wider hidden layer than the others."""
+    hidden = 16 if rank == 1 else 8
+    return torch.nn.Sequential(torch.nn.Linear(4, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 2))
+
+
+def test_layouts_that_differ_between_workers_threads():
+    def body(ctx):
+        try:
+            fast.torch.Worker(net(ctx.rank), ctx, steps=1)
+        except fast.InvalidArgument as e:
+            return str(e)
+        return None
+
+    messages = fast.run(body, workers=3)
+    for rank, message in enumerate(messages):
+        assert message is not None, f"worker {rank} accepted a layout that differs"
+        assert f"worker {rank} has 4 tensors" in message and "every worker must build the same architecture" in message
+    assert "workers [0, 2] have another" in messages[1]
+
+
+MISMATCH = textwrap.dedent("""
+    import sys, torch
+    sys.path.insert(0, sys.argv[1])
+    import fast, fast.torch, test_errors
+    ctx = fast.init()
+    try:
+        fast.torch.Worker(test_errors.net(ctx.rank), ctx, steps=1)
+    except fast.InvalidArgument as e:
+        print(f"rank {ctx.rank}: InvalidArgument: {e}", flush=True)
+        sys.exit(3)
+    print(f"rank {ctx.rank}: accepted", flush=True)
+""")
+
+
+def test_layouts_that_differ_between_processes(tmp_path):
+    script = tmp_path / "mismatch.py"
+    script.write_text(MISMATCH)
+    proc = subprocess.Popen([FAST_BIN, "launch", "-n", "2", "--timeout", "120", "--", sys.executable, str(script),
+                             os.path.dirname(os.path.abspath(__file__))], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=150)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("fast launch did not end within 150 s")
+    assert proc.returncode != 0, out
+    assert "accepted" not in out, out
+    for rank in (0, 1):
+        assert f"rank {rank}: InvalidArgument: fast.torch: the model's parameter layout differs" in out, out
+    assert "Segmentation" not in out and "core dumped" not in out, out
