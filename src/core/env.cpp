@@ -32,7 +32,7 @@ constexpr std::array kTable{
     EnvVar{"FAST_RENDEZVOUS_TIMEOUT", EnvType::number, "60",
            "Seconds a process waits at the rendezvous for every process of the run."},
     EnvVar{"FAST_TRANSPORT", EnvType::string, "",
-           "ipc (one host) or tcp; empty: ipc when every process is on the rendezvous's host, else tcp."},
+           "tcp or ipc (processes of one host only); empty: tcp (on one host ipc was slower, docs/launch.md)."},
     EnvVar{"FAST_HOST", EnvType::string, "",
            "Address this process binds and is reached at over tcp; empty: the address that reaches the rendezvous."},
     EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts."},

@@ -332,7 +332,7 @@ std::vector<ConfigKey> general_keys() {
        [](TrainOptions& o, const std::string& v) { o.process.rendezvous_timeout_seconds = positive(parse_number(v, "rendezvous_timeout"), "rendezvous_timeout"); },
        [](const TrainOptions& o) { return o.process.rendezvous_timeout_seconds < 0 ? std::string("$FAST_RENDEZVOUS_TIMEOUT") : text(o.process.rendezvous_timeout_seconds); }},
       {"transport", KeyType::string,
-       "--runtime zmq: ipc (one host) or tcp; empty: ipc when every process is on the rendezvous's host, else tcp "
+       "--runtime zmq: tcp or ipc (processes of one host only); empty: tcp "
        "(default: FAST_TRANSPORT).",
        [](TrainOptions& o, const std::string& v) { o.process.transport = v.empty() ? v : one_of(v, {"ipc", "tcp"}, "transport"); },
        [](const TrainOptions& o) { return o.process.transport.empty() ? std::string("$FAST_TRANSPORT") : o.process.transport; }},
