@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Tables of the benchmark results written by bench/run.sh (standard library only).
 
-usage: bench/report.py {allreduce|overhead|ddp|codec|processes|ddp_zmq|mpi|all} RESULTS_DIR
+usage: bench/report.py {allreduce|overhead|ddp|codec|processes|ddp_zmq|mpi|python_zmq|python_mpi|all} RESULTS_DIR
 
   allreduce (a), overhead (b), ddp (c), codec (d), processes (e: all-reduce across processes),
   ddp_zmq (f: `fast train --runtime zmq`, 2 processes, vs DDP), mpi (g: all-reduce through the mpi
-  runtime, native and ring, vs MPI_Allreduce); all: every one with results.
+  runtime, native and ring, vs MPI_Allreduce), python_zmq and python_mpi (j: a Python training loop
+  with fast.torch, 2 processes under fast launch / mpirun, vs DDP); all: every one with results.
 
 Reads RESULTS_DIR/raw/ (see bench/run.sh for the file names), prints one table per benchmark
 with the FAST figure, the peer figure and their ratio (medians over the repetitions), states
@@ -31,6 +32,7 @@ GOAL_DDP = {"mlp": 2.0, "cnn": 1.1}  # (c) FAST samples/s / DDP samples/s
 GOAL_PROC_MPI_TCP = 1.0         # (e) FAST zmq tcp (CURVE) busbw / OpenMPI tcp busbw, from 1 MiB up
 GOAL_PROC_GLOO = 2.0            # (e) FAST zmq tcp (CURVE) busbw / gloo busbw, from 1 MiB up
 GOAL_DDP_ZMQ = {"mlp": 2.0, "cnn": 1.2}  # (f) FAST zmq samples/s / DDP samples/s
+GOAL_PYTHON = {"mlp": 1.5, "cnn": 1.1}  # (j) FAST from Python samples/s / DDP samples/s
 NOISY_SPREAD = 1.25             # (b), (c): max/min of one side's runs above this marks the verdict noisy
 
 
@@ -307,14 +309,15 @@ def read_runs(raw, prefix):
     return runs
 
 
-def report_training(out, prefix, peer, title, goal_for, goal_text, summary_name):
+def report_training(out, prefix, peer, title, goal_for, goal_text, summary_name, fast_impl="fast"):
+    """fast_impl: the raw files' name for the FAST side ("fast"; (j): "zmq" or "mpi")."""
     raw = os.path.join(out, "raw")
     runs = read_runs(raw, prefix)
     if not runs:
         raise SystemExit(f"report.py: no results {prefix}_* in {raw}")
     rows, summary, result = [], [], {"goal": goal_text, "models": {}}
     for model in ("mlp", "cnn"):
-        fast, other = runs.get((model, "fast"), []), runs.get((model, peer), [])
+        fast, other = runs.get((model, fast_impl), []), runs.get((model, peer), [])
         if not fast or not other:
             continue
         f_sps = [r["samples_per_second"] for r in fast]
@@ -373,6 +376,16 @@ def report_ddp_zmq(out):
         lambda m: GOAL_DDP_ZMQ[m], "FAST zmq >= 2x DDP on mlp, >= 1.2x on cnn", "ddp_zmq")
 
 
+def report_python(out, runtime, launcher):
+    return report_training(
+        out, "j", "ddp",
+        f"(j) 2 processes, a training loop written in Python: fast.torch under `{launcher}` ({runtime}) vs PyTorch "
+        "DDP over gloo (2 processes), samples/s of all workers (median; same model, batch, optimizer; 1 torch "
+        "thread per process)",
+        lambda m: GOAL_PYTHON[m], f"FAST from Python ({runtime}) >= 1.5x DDP on mlp, >= 1.1x on cnn",
+        f"python_{runtime}", fast_impl=runtime)
+
+
 # ---------------------------------------------------------------- (d) codec throughput
 def report_codec(out):
     raw = os.path.join(out, "raw")
@@ -420,8 +433,11 @@ REPORTS = {
     "processes": (report_processes, "e_*.csv"),
     "ddp_zmq": (report_ddp_zmq, "f_*"),
     "mpi": (report_mpi, "g_*.csv"),
+    "python_zmq": (lambda out: report_python(out, "zmq", "fast launch -n 2"), "j_*_zmq_*"),
+    "python_mpi": (lambda out: report_python(out, "mpi", "mpirun -np 2"), "j_*_mpi_*"),
 }
-TRAINING_TAGS = {"overhead": "(b) overhead", "ddp": "(c) 2 workers vs DDP", "ddp_zmq": "(f) 2 processes (zmq) vs DDP"}
+TRAINING_TAGS = {"overhead": "(b) overhead", "ddp": "(c) 2 workers vs DDP", "ddp_zmq": "(f) 2 processes (zmq) vs DDP",
+                 "python_zmq": "(j) Python, 2 processes (zmq) vs DDP", "python_mpi": "(j) Python, 2 processes (mpi) vs DDP"}
 
 
 def worst_text(worst):

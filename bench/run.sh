@@ -10,12 +10,14 @@
 #   (f) 2 processes: `fast launch -n 2 -- fast train --runtime zmq` vs PyTorch DDP over gloo (bench/ddp.py)
 #   (g) all-reduce bus bandwidth through `--runtime mpi`, 2 and 4 ranks: the Communicator with MPI's native
 #       collectives and with FAST's ring vs MPI_Allreduce called directly, all under mpirun
+#   (j) 2 processes, training loop written in Python: fast.torch (bench/python_train.py) under
+#       `fast launch -n 2` (zmq) and `mpirun -np 2` (mpi) vs PyTorch DDP over gloo (bench/ddp.py)
 # usage: bench/run.sh BUILD_DIR        (after building BUILD_DIR with -DFAST_BUILD_BENCH=ON; `make bench`)
 # Raw results: BUILD_DIR/bench-results/raw/, tables: bench-results/*_summary.csv and summary.json.
 # Methods and recorded figures: docs/benchmarks.md.
 #
 # Environment knobs (a-d with the defaults took 3 to 11 minutes on 2 busy cores; e and f add more):
-#   BENCH_ONLY="a b c d e f g"  which benchmarks to run
+#   BENCH_ONLY="a b c d e f g j"  which benchmarks to run
 #   BENCH_REPS=5           repetitions of each measurement (alternating FAST and peer); medians reported
 #   BENCH_QUICK=1          a short smoke run (1 repetition, small sizes, few steps) to check the harness
 #   BENCH_B_THREADS=2      libtorch intra-op threads for (b), both sides (FAST_TORCH_THREADS)
@@ -40,7 +42,7 @@ RAW=$OUT/raw
 PY=/usr/bin/python3   # Debian's python3 with python3-torch, not the first python3 on PATH
 REPORT=("$PY" "$ROOT/bench/report.py")
 
-ONLY=${BENCH_ONLY:-a b c d e f g}
+ONLY=${BENCH_ONLY:-a b c d e f g j}
 REPS=${BENCH_REPS:-5}
 QUICK=${BENCH_QUICK:-0}
 B_THREADS=${BENCH_B_THREADS:-2}
@@ -81,7 +83,11 @@ if wants e || wants g; then
   need_exe "$BIN/bench_allreduce_mpi" "build with -DFAST_BUILD_BENCH=ON: make bench"
   command -v mpirun >/dev/null || die "mpirun not found (Debian packages openmpi-bin libopenmpi-dev: make deps)"
 fi
-if wants e || wants f; then
+if wants j; then
+  [[ -f $BUILD/python/fast/__init__.py ]] || die "missing $BUILD/python/fast (the Python package: FAST_WITH_PYTHON=ON, pybind11-dev)"
+  command -v mpirun >/dev/null || die "mpirun not found (Debian packages openmpi-bin libopenmpi-dev: make deps)"
+fi
+if wants e || wants f || wants j; then
   need_exe "$BIN/fast" "the fast command (tools/fast) did not build"
   "$BIN/fast" launch --help >/dev/null 2>&1 || die "$BIN/fast launch --help failed"
 fi
@@ -96,7 +102,7 @@ if wants b; then need_exe "$BIN/bench_plain_loop" "build with -DFAST_BUILD_BENCH
 if wants d; then need_exe "$BIN/bench_codec_throughput" "build with -DFAST_BUILD_BENCH=ON: make bench"; fi
 need_exe "$PY" "Debian's python3"
 "$PY" -c 'import numpy' 2>/dev/null || die "$PY cannot import numpy"
-if wants c || wants e || wants f; then
+if wants c || wants e || wants f || wants j; then
   "$PY" -c 'import torch, torch.distributed as d; assert d.is_available() and d.is_gloo_available()' 2>/dev/null \
     || die "$PY cannot import torch with gloo (Debian package python3-torch: make deps)"
 fi
@@ -345,6 +351,37 @@ if wants g; then
   done
   echo
   "${REPORT[@]}" mpi "$OUT" | tee -a "$LOG"
+  echo
+fi
+
+# ------------------------------------------------------------------ (j) Python loop vs DDP
+# j_<model>_{zmq,mpi,ddp}_rep<k>.json: bench/python_train.py under fast launch (zmq) and mpirun (mpi),
+# bench/ddp.py, in an order that rotates with the repetition.
+if wants j; then
+  note "(j) 2 processes, Python training loop: fast.torch under fast launch -n 2 (zmq, CURVE) and mpirun -np 2 (mpi) vs PyTorch DDP/gloo; 1 torch thread per process"
+  for model in mlp cnn; do
+    steps=$C_STEPS_MLP; [[ $model == cnn ]] && steps=$C_STEPS_CNN
+    common=(--model "$model" --batch $BATCH --lr $LR --momentum $MOMENTUM --steps "$steps" --warmup $((steps / 10))
+            --threads 1 --data-dir "$DATA_DIR")
+    for rep in $(seq 1 "$REPS"); do
+      case $((rep % 3)) in 1) order=(ddp zmq mpi) ;; 2) order=(zmq mpi ddp) ;; *) order=(mpi ddp zmq) ;; esac
+      for side in "${order[@]}"; do
+        name="j_${model}_${side}_rep$rep"
+        case $side in
+          ddp) run "$name" "$PY" "$ROOT/bench/ddp.py" --workers 2 "${common[@]}" --out "$RAW/$name.json" ;;
+          zmq) run "$name" env PYTHONPATH="$BUILD/python" "$BIN/fast" launch -n 2 --timeout "$LAUNCH_TIMEOUT" -- \
+                 "$PY" "$ROOT/bench/python_train.py" "${common[@]}" --out "$RAW/$name.json" ;;
+          mpi) run "$name" env PYTHONPATH="$BUILD/python" timeout -k 10 "$LAUNCH_TIMEOUT" mpirun -np 2 --bind-to none \
+                 -x PYTHONPATH "$PY" "$ROOT/bench/python_train.py" "${common[@]}" --out "$RAW/$name.json" ;;
+        esac
+        need_file "$RAW/$name.json" "no result; see $RAW/$name.log"
+        note "    $model rep $rep/$REPS $side ($steps steps/worker): $(show "$RAW/$name.json")"
+      done
+    done
+  done
+  echo
+  "${REPORT[@]}" python_zmq "$OUT" | tee -a "$LOG"
+  "${REPORT[@]}" python_mpi "$OUT" | tee -a "$LOG"
   echo
 fi
 
