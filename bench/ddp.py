@@ -69,6 +69,47 @@ def load_train(data_dir):
     return x.contiguous(), y
 
 
+def timed_steps(args, x_all, y_all, workers, rank, barrier, step):
+    """The timed training loop (shared with bench/python_train.py, so both sides take the same
+    batches the same way): after barrier(), args.steps calls of step(xb, yb) -> loss tensor on worker
+    rank's slice of a per-epoch permutation. Returns (seconds from step 0, seconds after the warm-up
+    steps, the losses)."""
+    n = y_all.shape[0]
+    B = args.batch
+    steps_per_epoch = n // (workers * B)
+    gen = torch.Generator().manual_seed(args.seed)
+    perm = None
+    losses = []
+    barrier()
+    t0 = time.perf_counter()
+    t_warm = t0
+    for s in range(args.steps):
+        i = s % steps_per_epoch
+        if i == 0:
+            perm = torch.randperm(n, generator=gen)
+        start = i * workers * B + rank * B
+        idx = perm[start:start + B]
+        losses.append(step(x_all.index_select(0, idx), y_all.index_select(0, idx)).item())
+        if s + 1 == args.warmup:
+            t_warm = time.perf_counter()
+    t1 = time.perf_counter()
+    return t1 - t0, t1 - t_warm, losses
+
+
+def result(impl, args, workers, wall, wall_warm, losses):
+    """The JSON record of a run (both sides): wall and warm times are the maxima over the workers."""
+    B, tail = args.batch, losses[-50:]
+    return {
+        "impl": impl, "torch": torch.__version__, "model": args.model, "workers": workers,
+        "batch": B, "steps": args.steps, "warmup": args.warmup, "threads": args.threads,
+        "wall_seconds": wall,
+        "samples_per_second": args.steps * B * workers / wall,
+        "samples_per_second_warm": (args.steps - args.warmup) * B * workers / wall_warm if args.warmup else
+        args.steps * B * workers / wall,
+        "final_train_loss": sum(tail) / len(tail),
+    }
+
+
 def worker(rank, args, port, queue):
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
@@ -77,52 +118,23 @@ def worker(rank, args, port, queue):
     dist.init_process_group("gloo", rank=rank, world_size=args.workers)
     try:
         x_all, y_all = load_train(args.data_dir)
-        n = y_all.shape[0]
-        W, B = args.workers, args.batch
-        steps_per_epoch = n // (W * B)
-
         torch.manual_seed(args.seed)
         model = make_model(args.model)
         ddp = nn.parallel.DistributedDataParallel(model)
         opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=args.momentum)
-        gen = torch.Generator().manual_seed(args.seed)
 
-        perm = None
-        losses = []
-        dist.barrier()
-        t0 = time.perf_counter()
-        t_warm = t0
-        for s in range(args.steps):
-            step = s % steps_per_epoch
-            if step == 0:
-                perm = torch.randperm(n, generator=gen)
-            start = step * W * B + rank * B
-            idx = perm[start:start + B]
-            xb = x_all.index_select(0, idx)
-            yb = y_all.index_select(0, idx)
+        def step(xb, yb):
             opt.zero_grad()
             loss = F.cross_entropy(ddp(xb), yb)
             loss.backward()
             opt.step()
-            losses.append(loss.item())
-            if s + 1 == args.warmup:
-                t_warm = time.perf_counter()
-        t1 = time.perf_counter()
+            return loss
 
-        times = torch.tensor([t1 - t0, t1 - t_warm], dtype=torch.float64)
+        wall, wall_warm, losses = timed_steps(args, x_all, y_all, args.workers, rank, dist.barrier, step)
+        times = torch.tensor([wall, wall_warm], dtype=torch.float64)
         dist.all_reduce(times, op=dist.ReduceOp.MAX)
         if rank == 0:
-            wall, wall_warm = times.tolist()
-            tail = losses[-50:]
-            queue.put({
-                "impl": "pytorch_ddp_gloo", "torch": torch.__version__, "model": args.model, "workers": W,
-                "batch": B, "steps": args.steps, "warmup": args.warmup, "threads": args.threads,
-                "wall_seconds": wall,
-                "samples_per_second": args.steps * B * W / wall,
-                "samples_per_second_warm": (args.steps - args.warmup) * B * W / wall_warm if args.warmup else
-                args.steps * B * W / wall,
-                "final_train_loss": sum(tail) / len(tail),
-            })
+            queue.put(result("pytorch_ddp_gloo", args, args.workers, *times.tolist(), losses))
     finally:
         dist.destroy_process_group()
 

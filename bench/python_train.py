@@ -17,14 +17,13 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ddp import load_train, make_model  # noqa: E402  (the peer's model and data: one definition)
+from ddp import load_train, make_model, result, timed_steps  # noqa: E402  (the peer's model, data and loop)
 
 import fast  # noqa: E402
 import fast.torch  # noqa: E402
@@ -50,54 +49,25 @@ def main():
     torch.set_num_interop_threads(1)
     ctx = fast.init()
     x_all, y_all = load_train(args.data_dir)
-    n = y_all.shape[0]
-    W, B, rank = ctx.size, args.batch, ctx.rank
-    steps_per_epoch = n // (W * B)
-
     torch.manual_seed(args.seed)
     model = make_model(args.model)
     worker = fast.torch.Worker(model, ctx, strategy="allreduce", optimizer="momentum", lr=args.lr,
                                momentum=args.momentum, schedule="constant", steps=args.steps, seed=args.seed)
-    gen = torch.Generator().manual_seed(args.seed)
     comm = fast.Communicator(ctx)
 
-    perm = None
-    losses = []
-    comm.barrier()
-    t0 = time.perf_counter()
-    t_warm = t0
-    for s in range(args.steps):
-        step = s % steps_per_epoch
-        if step == 0:
-            perm = torch.randperm(n, generator=gen)
-        start = step * W * B + rank * B
-        idx = perm[start:start + B]
-        xb = x_all.index_select(0, idx)
-        yb = y_all.index_select(0, idx)
+    def step(xb, yb):
         worker.zero_grad()
         loss = F.cross_entropy(model(xb), yb)
         loss.backward()
         worker.step()
-        losses.append(loss.item())
-        if s + 1 == args.warmup:
-            t_warm = time.perf_counter()
-    t1 = time.perf_counter()
-    worker.finish()
+        return loss
 
-    times = comm.allgather(np.array([t1 - t0, t1 - t_warm], dtype=np.float64)).max(axis=0)
-    if rank == 0:
-        wall, wall_warm = float(times[0]), float(times[1])
-        tail = losses[-50:]
-        result = {
-            "impl": f"fast_python_{ctx.runtime}", "torch": torch.__version__, "model": args.model, "workers": W,
-            "batch": B, "steps": args.steps, "warmup": args.warmup, "threads": args.threads,
-            "wall_seconds": wall,
-            "samples_per_second": args.steps * B * W / wall,
-            "samples_per_second_warm": (args.steps - args.warmup) * B * W / wall_warm if args.warmup else
-            args.steps * B * W / wall,
-            "final_train_loss": sum(tail) / len(tail),
-        }
-        line = json.dumps(result)
+    wall, wall_warm, losses = timed_steps(args, x_all, y_all, ctx.size, ctx.rank, comm.barrier, step)
+    worker.finish()
+    times = comm.allgather(np.array([wall, wall_warm], dtype=np.float64)).max(axis=0)
+    if ctx.rank == 0:
+        line = json.dumps(result(f"fast_python_{ctx.runtime}", args, ctx.size, float(times[0]), float(times[1]),
+                                 losses))
         print(line)
         if args.out:
             with open(args.out, "w") as f:

@@ -1,17 +1,15 @@
 """Python and C++ agree (docs/python.md, "Python and fast train agree"): the same model, seed, data order and
 synchronous strategy give the same final parameters from a training loop written in Python with fast.torch
-and from `fast train`, under the threads runtime (fast.run) and across processes (fast launch, zmq).
+and from `fast train`, under the threads runtime (fast.run) and across processes (fast launch: zmq;
+mpirun: mpi); the tracked run's records and summary have fast train's schema and values.
 
 The model is written in Python and handed to `fast train` as a TorchScript file, whose initial values it
 keeps; the Python loop visits Fashion-MNIST in fast train's order (fast.epoch_permutation) and uses fast
 train's defaults (momentum 0.9, lr 0.05, cosine schedule over the run). `fast train --save-model` writes
 its final representative model. Agreement: max |python - c++| <= 1e-6 x max |c++|.
 """
-import gzip
 import json
 import os
-import signal
-import subprocess
 import sys
 
 import numpy as np
@@ -20,11 +18,13 @@ import torch
 
 import fast
 import fast.torch
+from processes import FAST_BIN, ROOT, run_bounded
 
-FAST_BIN = os.environ.get("FAST_BIN", "build/bin/fast")
+sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
+from train_fmnist import load  # noqa: E402  (Fashion-MNIST, normalised as fast train does)
+
 DATA_DIR = os.environ.get("FAST_DATA_DIR", "/usr/share/datasets/fashion-mnist")
 WORKERS, STEPS, BATCH, SEED = 2, 24, 32, 3
-MEAN, STD = 0.2860, 0.3530
 
 
 def mlp():
@@ -32,21 +32,11 @@ def mlp():
 
 
 def load_train():
-    with gzip.open(os.path.join(DATA_DIR, "train-images-idx3-ubyte.gz")) as f:
-        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
-    with gzip.open(os.path.join(DATA_DIR, "train-labels-idx1-ubyte.gz")) as f:
-        y = np.frombuffer(f.read(), np.uint8, offset=8)
-    return (torch.from_numpy(x.copy()).float().div_(255.0).sub_(MEAN).div_(STD),
-            torch.from_numpy(y.astype(np.int64)))
+    return load(DATA_DIR, "train")
 
 
 def load_test():
-    with gzip.open(os.path.join(DATA_DIR, "t10k-images-idx3-ubyte.gz")) as f:
-        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
-    with gzip.open(os.path.join(DATA_DIR, "t10k-labels-idx1-ubyte.gz")) as f:
-        y = np.frombuffer(f.read(), np.uint8, offset=8)
-    return (torch.from_numpy(x.copy()).float().div_(255.0).sub_(MEAN).div_(STD),
-            torch.from_numpy(y.astype(np.int64)))
+    return load(DATA_DIR, "t10k")
 
 
 def train_python(ctx, initial, x, y, track=None):
@@ -77,19 +67,6 @@ def train_python(ctx, initial, x, y, track=None):
     return worker.params.copy()
 
 
-def run_bounded(cmd, env, timeout):
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"{cmd[:3]} did not end within {timeout} s")
-    assert proc.returncode == 0, f"{' '.join(cmd)} exited with {proc.returncode}:\n{out[-3000:]}"
-    return out
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """The model file, its initial state and fast train's final parameters."""
@@ -101,7 +78,7 @@ def reference(tmp_path_factory):
     run_bounded([FAST_BIN, "train", "--model", str(folder / "mlp.pt"), "--workers", str(WORKERS), "--strategy",
                  "allreduce", "--steps", str(STEPS), "--batch", str(BATCH), "--seed", str(SEED), "--data-dir",
                  DATA_DIR, "--save-model", str(folder / "cpp.npy"), "--metrics", str(folder / "cpp.jsonl"), "--summary",
-                 str(folder / "cpp.json"), "--log-every", "8"], dict(os.environ), 300)
+                 str(folder / "cpp.json"), "--log-every", "8"], 300)
     return folder, initial, np.load(folder / "cpp.npy")
 
 
@@ -150,7 +127,7 @@ def test_processes_agree_with_fast_train(reference, launcher):
     prefix = str(folder / launcher.replace(" ", "_"))
     run_bounded(LAUNCHERS[launcher]() + [sys.executable, str(folder / "worker.py"),
                                          os.path.dirname(os.path.abspath(__file__)), str(folder / "initial.pt"), prefix],
-                env, 300)
+                300, env)
     for rank in range(WORKERS):
         assert_agree(np.load(f"{prefix}.rank{rank}.npy"), cpp)
 

@@ -2,8 +2,6 @@
 (docs/python.md, "Errors"): unknown names, float64, non-contiguous and non-CPU buffers, layouts that
 differ between workers (threads and processes), calling step() after finish()."""
 import os
-import signal
-import subprocess
 import sys
 import textwrap
 
@@ -13,9 +11,8 @@ import torch
 
 import fast
 import fast.torch
+from processes import FAST_BIN, run_bounded
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-FAST_BIN = os.environ.get("FAST_BIN", os.path.join(ROOT, "build", "bin", "fast"))
 
 
 def one_worker(fn):
@@ -139,16 +136,9 @@ MISMATCH = textwrap.dedent("""
 def test_layouts_that_differ_between_processes(tmp_path):
     script = tmp_path / "mismatch.py"
     script.write_text(MISMATCH)
-    proc = subprocess.Popen([FAST_BIN, "launch", "-n", "2", "--timeout", "120", "--", sys.executable, str(script),
-                             os.path.dirname(os.path.abspath(__file__))], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=150)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail("fast launch did not end within 150 s")
-    assert proc.returncode != 0, out
+    code, out = run_bounded([FAST_BIN, "launch", "-n", "2", "--timeout", "120", "--", sys.executable, script,
+                             os.path.dirname(os.path.abspath(__file__))], 150, check=False)
+    assert code != 0, out
     assert "accepted" not in out, out
     for rank in (0, 1):
         assert f"rank {rank}: InvalidArgument: fast.torch: the model's parameter layout differs" in out, out

@@ -1,17 +1,14 @@
 """The Python examples (docs/python.md): the custom strategy of examples/python/custom_strategy.py takes the
 step its closed form gives, and the example programs run to the end under `fast launch`."""
 import os
-import signal
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
 import fast
+from processes import FAST_BIN, ROOT, run_bounded
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-FAST_BIN = os.environ.get("FAST_BIN", os.path.join(ROOT, "build", "bin", "fast"))
 sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
 from custom_strategy import RingGossip  # noqa: E402
 
@@ -40,17 +37,8 @@ def test_ring_gossip_step_is_the_neighbour_average_of_the_local_steps(workers):
 
 
 def run_example(args, timeout):
-    proc = subprocess.Popen([FAST_BIN, "launch", "-n", "2", "--timeout", str(timeout - 10), "--", sys.executable]
-                            + args, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"{args[0]} did not end within {timeout} s")
-    assert proc.returncode == 0, out[-3000:]
-    return out
+    return run_bounded([FAST_BIN, "launch", "-n", "2", "--timeout", str(timeout - 10), "--", sys.executable] + args,
+                       timeout)[1]
 
 
 def test_custom_strategy_example_trains():

@@ -3,14 +3,12 @@ written in Python reaches 0.85 test accuracy on Fashion-MNIST with a synchronous
 and a parameter-server strategy, and its summary file has fast train's schema and this run's values."""
 import json
 import os
-import signal
-import subprocess
 import sys
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-FAST_BIN = os.environ.get("FAST_BIN", os.path.join(ROOT, "build", "bin", "fast"))
+from processes import FAST_BIN, ROOT, run_bounded
+
 EXAMPLE = os.path.join(ROOT, "examples", "python", "train_fmnist.py")
 WORKERS, EPOCHS, TIMEOUT = 4, 3, 420
 
@@ -20,14 +18,7 @@ def test_reaches_085_with_four_processes(strategy, tmp_path):
     summary_file = tmp_path / "summary.json"
     cmd = [FAST_BIN, "launch", "-n", str(WORKERS), "--timeout", str(TIMEOUT - 20), "--", sys.executable, EXAMPLE,
            "--strategy", strategy, "--epochs", str(EPOCHS), "--summary", str(summary_file)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"{strategy}: fast launch did not end within {TIMEOUT} s")
-    assert proc.returncode == 0, out[-3000:]
+    _, out = run_bounded(cmd, TIMEOUT)
     with open(summary_file) as f:
         summary = json.load(f)
     assert summary["strategy"] == strategy and summary["workers"] == WORKERS, summary
