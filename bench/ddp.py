@@ -145,10 +145,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parse_arguments(description, workers_flag):
+    """The command line both sides take (bench/python_train.py: the world gives the worker count)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
-    p.add_argument("--workers", type=int, default=2)
+    if workers_flag:
+        p.add_argument("--workers", type=int, default=2)
     p.add_argument("--batch", type=int, default=64, help="per worker")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
@@ -161,6 +163,11 @@ def main():
     args = p.parse_args()
     if not (0 <= args.warmup < args.steps):
         p.error("need 0 <= warmup < steps")
+    return args
+
+
+def main():
+    args = parse_arguments(__doc__.split("\n")[0], workers_flag=True)
     if not dist.is_available() or not dist.is_gloo_available():
         raise SystemExit("ddp.py: this torch has no gloo backend")
 

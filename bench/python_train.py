@@ -13,7 +13,6 @@ workers; samples/s = steps * B * W / wall; samples_per_second_warm after the fir
 Worker 0 prints one line of JSON (and writes it to --out when given).
 """
 
-import argparse
 import json
 import os
 import sys
@@ -23,28 +22,14 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ddp import load_train, make_model, result, timed_steps  # noqa: E402  (the peer's model, data and loop)
+from ddp import load_train, make_model, parse_arguments, result, timed_steps  # noqa: E402  (the peer's model, data and loop)
 
 import fast  # noqa: E402
 import fast.torch  # noqa: E402
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
-    p.add_argument("--batch", type=int, default=64, help="per worker")
-    p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--momentum", type=float, default=0.9)
-    p.add_argument("--steps", type=int, default=500, help="per worker")
-    p.add_argument("--warmup", type=int, default=20)
-    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads per process")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--data-dir", default=os.environ.get("FAST_DATA_DIR", "/usr/share/datasets/fashion-mnist"))
-    p.add_argument("--out", default="")
-    args = p.parse_args()
-    if not (0 <= args.warmup < args.steps):
-        p.error("need 0 <= warmup < steps")
-
+    args = parse_arguments(__doc__.split("\n")[0], workers_flag=False)
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     ctx = fast.init()
