@@ -110,6 +110,15 @@ def result(impl, args, workers, wall, wall_warm, losses):
     }
 
 
+def emit(record, out):
+    """Prints the record as one line of JSON and writes it to the file out (when not empty)."""
+    line = json.dumps(record)
+    print(line)
+    if out:
+        with open(out, "w") as f:
+            f.write(line + "\n")
+
+
 def worker(rank, args, port, queue):
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
@@ -177,12 +186,7 @@ def main():
                        start_method="spawn")
     if queue.empty():
         raise SystemExit("ddp.py: no result from rank 0")
-    result = queue.get()
-    line = json.dumps(result)
-    print(line)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(line + "\n")
+    emit(queue.get(), args.out)
 
 
 if __name__ == "__main__":

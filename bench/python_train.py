@@ -13,7 +13,6 @@ workers; samples/s = steps * B * W / wall; samples_per_second_warm after the fir
 Worker 0 prints one line of JSON (and writes it to --out when given).
 """
 
-import json
 import os
 import sys
 
@@ -21,8 +20,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ddp import load_train, make_model, parse_arguments, result, timed_steps  # noqa: E402  (the peer's model, data and loop)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the peer's model, data, loop and record
+from ddp import emit, load_train, make_model, parse_arguments, result, timed_steps  # noqa: E402
 
 import fast  # noqa: E402
 import fast.torch  # noqa: E402
@@ -51,12 +50,7 @@ def main():
     worker.finish()
     times = comm.allgather(np.array([wall, wall_warm], dtype=np.float64)).max(axis=0)
     if ctx.rank == 0:
-        line = json.dumps(result(f"fast_python_{ctx.runtime}", args, ctx.size, float(times[0]), float(times[1]),
-                                 losses))
-        print(line)
-        if args.out:
-            with open(args.out, "w") as f:
-                f.write(line + "\n")
+        emit(result(f"fast_python_{ctx.runtime}", args, ctx.size, float(times[0]), float(times[1]), losses), args.out)
 
 
 if __name__ == "__main__":
