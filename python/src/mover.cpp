@@ -64,6 +64,20 @@ PyWork make_work(core::Work work, std::vector<py::object> keep) {
   return PyWork{std::make_shared<core::Work>(std::move(work)), std::move(keep)};
 }
 
+// One one-sided operation on `array` (checked as `what`; writable when the window writes into it):
+// op(window, array) -> Work, called without the GIL; the Work keeps the array alive.
+template <class Op>
+PyWork window_op(const PyWindow& w, const py::object& array, const char* what, bool writable, Op op) {
+  collective::Window& window = w.get();
+  Array a = as_array(array, what, writable);
+  core::Work work;
+  {
+    py::gil_scoped_release release;
+    work = op(window, a);
+  }
+  return make_work(std::move(work), {a.owner});
+}
+
 void bind_context(py::module_& m) {
   py::class_<ContextHandle, ContextRef>(m, "Context", R"(This worker's view of its world: ranks, time and
 point-to-point messages (the tensor mover). From fast.init() or the argument of fast.run's function.)")
@@ -226,37 +240,25 @@ window is open; the window holds it.)")
       .def(
           "put",
           [](const PyWindow& w, int peer, const py::object& src, std::size_t offset) {
-            Array a = as_array(src, "Window.put: src", false);
-            core::Work work;
-            {
-              py::gil_scoped_release release;
-              work = w.get().put(peer, a.const_view(), offset);
-            }
-            return make_work(std::move(work), {a.owner});
+            return window_op(w, src, "Window.put: src", false, [&](collective::Window& win, const Array& a) {
+              return win.put(peer, a.const_view(), offset);
+            });
           },
           py::arg("peer"), py::arg("src"), py::arg("offset") = 0, "peer's array[offset:offset+len(src)] = src.")
       .def(
           "get",
           [](const PyWindow& w, int peer, const py::object& out, std::size_t offset) {
-            Array a = as_array(out, "Window.get: out", true);
-            core::Work work;
-            {
-              py::gil_scoped_release release;
-              work = w.get().get(peer, a.mutable_view(), offset);
-            }
-            return make_work(std::move(work), {a.owner});
+            return window_op(w, out, "Window.get: out", true, [&](collective::Window& win, const Array& a) {
+              return win.get(peer, a.mutable_view(), offset);
+            });
           },
           py::arg("peer"), py::arg("out"), py::arg("offset") = 0, "out = peer's array[offset:offset+len(out)].")
       .def(
           "accumulate",
           [](const PyWindow& w, int peer, const py::object& src, std::size_t offset) {
-            Array a = as_array(src, "Window.accumulate: src", false);
-            core::Work work;
-            {
-              py::gil_scoped_release release;
-              work = w.get().accumulate(peer, a.const_view(), offset);
-            }
-            return make_work(std::move(work), {a.owner});
+            return window_op(w, src, "Window.accumulate: src", false, [&](collective::Window& win, const Array& a) {
+              return win.accumulate(peer, a.const_view(), offset);
+            });
           },
           py::arg("peer"), py::arg("src"), py::arg("offset") = 0, "peer's array[offset:...] += src (float32/64).")
       .def("close", [](PyWindow& w) {
