@@ -50,7 +50,15 @@ double consensus_distance(const std::vector<std::vector<float>>& replicas) {
 // when exchanges overlap), so after E exchanges |sum_end - sum_start| <= E * 2u * 2 max|x(0)| per
 // coordinate (observed: at most 2.4e-6 against bounds of 1.4e-3 to 6.4e-3). The replicas also
 // contract towards their average: the test asks for 1e-4 of the initial consensus distance
-// (observed: 0, the replicas end bitwise equal, on every case).
+// (observed: 0, the replicas end bitwise equal, on every case). That contraction depends on the
+// schedule, so the first 900 steps are paced by a barrier every 10 (the last 100 - 3 r steps and
+// finish() are not): unpaced, threads workers may run one after another (a loaded 2-core machine
+// did), and on a ring of 9 a worker that takes all its steps alone only equalizes itself with its
+// two neighbours, a sweep that leaves 9e-2 of the initial distance (CI saw 3e-3). With the pacing,
+// a worst-case schedule (in every 10-step window each worker's steps run alone, in rank, reverse
+// or random order) leaves at most 2e-32 of it: a computation of the pairwise averages in double
+// over the 2..9-worker ring, complete and star, 5 neighbour draws each (pairwise averaging never
+// increases the distance, so the unpaced tail cannot undo it).
 TEST(Adpsgd, ThousandExchangesNeverDeadlockAndKeepTheSum) {
   constexpr std::size_t kDim = 8;
   constexpr int kSteps = 1000;
@@ -69,7 +77,10 @@ TEST(Adpsgd, ThousandExchangesNeverDeadlockAndKeepTheSum) {
                       {.strategy = {.name = "adpsgd", .topology = spec, .seed = 11},
                        .optimizer = {.name = "sgd", .lr = 0.1}},
                       {.params = x, .grads = g});
-        for (int t = 0; t < kSteps - 3 * r; ++t) worker.step();
+        for (int t = 0; t < kSteps - 3 * r; ++t) {
+          worker.step();
+          if (t % 10 == 9 && t < 900) worker.communicator().barrier();  // pacing, see above
+        }
         worker.finish();
         steps[r] = worker.steps();
         end[r] = x;
