@@ -128,3 +128,17 @@ void Adam::step(std::span<float> params, std::span<const float> grads, double lr
 }
 
 }  // namespace fast::optim
+
+namespace fast::optim {
+
+std::vector<std::span<float>> Adam::state() {
+  return {std::span<float>(static_cast<float*>(exp_avg_.data()), numel_),
+          std::span<float>(static_cast<float*>(exp_avg_sq_.data()), numel_)};
+}
+
+void Adam::set_steps_taken(std::int64_t steps) {
+  FAST_ENFORCE(steps >= 0, "{}: steps taken must be >= 0, got {}", name(), steps);
+  steps_ = steps;
+}
+
+}  // namespace fast::optim

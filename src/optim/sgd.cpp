@@ -159,3 +159,17 @@ void Sgd::step(std::span<float> params, std::span<const float> grads, double lr)
 }
 
 }  // namespace fast::optim
+
+namespace fast::optim {
+
+std::vector<std::span<float>> Sgd::state() {
+  if (kind_ == Kind::plain) return {};
+  return {std::span<float>(static_cast<float*>(buffer_.data()), numel_)};
+}
+
+void Sgd::set_steps_taken(std::int64_t steps) {
+  FAST_ENFORCE(steps >= 0, "{}: steps taken must be >= 0, got {}", name(), steps);
+  steps_ = steps;
+}
+
+}  // namespace fast::optim

@@ -32,13 +32,27 @@ bool asynchronous_strategy(const StrategyOptions& options) {
   return options.name == "easgd" || options.name == "adpsgd" || options.name == "gosgd" || options.name == "acid";
 }
 
+std::string resume_refusal(const StrategyOptions& options) {
+  const std::string& name = options.name;
+  if (name != "allreduce" && name != "local-sgd" && name != "dpsgd")
+    return fmt::format("strategy '{}' keeps state of its own (windows, servers, push-sum weights or a centre) that "
+                       "checkpoints do not save yet; checkpoints and resume support allreduce, local-sgd and dpsgd",
+                       name);
+  if (Strategy::compresses(options))
+    return fmt::format("compress = '{}' keeps error-feedback residuals or codec references that checkpoints do not "
+                       "save yet; checkpoints and resume support compress = none", options.compress);
+  if (options.dgc) return "dgc keeps momentum and residual vectors that checkpoints do not save yet";
+  return {};
+}
+
 Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState state)
     : comm_(ctx, options.communicator),
       state_(checked(state)),
       optimizer_(optim::make_optimizer(options.optimizer, state.params.size())),
       schedule_(options.optimizer.lr, options.schedule),
       strategy_(make_strategy(for_strategy(options), comm_)),
-      fault_(FaultInjection::parse(options.strategy.fault_inject, comm_.size())) {
+      fault_(FaultInjection::parse(options.strategy.fault_inject, comm_.size())),
+      resume_refusal_(resume_refusal(options.strategy)) {
   FAST_ENFORCE_EQ(strategy_->asynchronous(), asynchronous_strategy(options.strategy),
                   "Worker: asynchronous_strategy() disagrees with strategy '{}'", strategy_->name());
   strategy_->attach(state_);
@@ -123,6 +137,43 @@ SnapshotResult Worker::snapshot(std::span<float> out) {
   if (!strategy_->snapshot(state_, out))
     for (std::size_t i = 0; i < len; ++i) out[i] = static_cast<float>(sum[i] / n);
   return result;
+}
+
+Checkpoint Worker::save() {
+  FAST_ENFORCE_AS(core::InvalidUsage, resume_refusal_.empty(), "Worker::save: {}", resume_refusal_);
+  FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::save: after finish()");
+  Checkpoint out;
+  out.arrays.emplace("params", std::vector<float>(state_.params.begin(), state_.params.end()));
+  const std::vector<std::span<float>> buffers = optimizer_->state();
+  for (std::size_t k = 0; k < buffers.size(); ++k)
+    out.arrays.emplace(fmt::format("optimizer.{}", k), std::vector<float>(buffers[k].begin(), buffers[k].end()));
+  out.integers.emplace("optimizer.steps", optimizer_->steps_taken());
+  out.integers.emplace("steps", steps_);
+  out.integers.emplace("skipped_steps", skipped_);
+  return out;
+}
+
+void Worker::restore(const Checkpoint& checkpoint, std::string_view source) {
+  FAST_ENFORCE_AS(core::InvalidUsage, resume_refusal_.empty(), "Worker::restore: {}", resume_refusal_);
+  FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::restore: after finish()");
+  const std::size_t n = state_.params.size();
+  const std::vector<std::span<float>> buffers = optimizer_->state();
+  // Everything is checked before anything changes.
+  const std::vector<float>& params = checkpoint.array("params", n, source);
+  std::vector<const std::vector<float>*> saved;
+  for (std::size_t k = 0; k < buffers.size(); ++k)
+    saved.push_back(&checkpoint.array(fmt::format("optimizer.{}", k), n, source));
+  const std::int64_t optimizer_steps = checkpoint.integer("optimizer.steps", source);
+  const std::int64_t steps = checkpoint.integer("steps", source);
+  const std::int64_t skipped = checkpoint.integer("skipped_steps", source);
+  if (steps < 0 || skipped < 0 || skipped > steps || optimizer_steps < 0 || optimizer_steps > steps)
+    FAST_THROW(core::IoError, "checkpoint '{}': inconsistent counts: steps {}, skipped_steps {}, optimizer.steps {}",
+               source, steps, skipped, optimizer_steps);
+  std::copy(params.begin(), params.end(), state_.params.begin());
+  for (std::size_t k = 0; k < buffers.size(); ++k) std::copy(saved[k]->begin(), saved[k]->end(), buffers[k].begin());
+  optimizer_->set_steps_taken(optimizer_steps);
+  steps_ = steps;
+  skipped_ = skipped;
 }
 
 }  // namespace fast::strategy

@@ -242,6 +242,22 @@ std::vector<ConfigKey> general_keys() {
        "written by the process of its lowest-ranked worker); empty: none.",
        [](TrainOptions& o, const std::string& v) { o.save_model = v; },
        [](const TrainOptions& o) { return o.save_model.string(); }},
+      {"checkpoint_dir", KeyType::path,
+       "Folder of this run's checkpoints (docs/faults.md): one file per worker and a manifest per checkpoint, "
+       "written every checkpoint_every steps, at the end and on SIGINT/SIGTERM; shared by every process of the "
+       "run. allreduce, local-sgd and dpsgd without compress or dgc. Empty: none.",
+       [](TrainOptions& o, const std::string& v) { o.checkpoint_dir = v; },
+       [](const TrainOptions& o) { return o.checkpoint_dir.string(); }},
+      FAST_INT_KEY("checkpoint_every", "A checkpoint every this many steps per worker; 0: only at the end and on "
+                   "SIGINT/SIGTERM. Needs checkpoint_dir.", checkpoint_every, 0),
+      FAST_INT_KEY("checkpoint_keep", "Complete checkpoints kept in checkpoint_dir; older ones are removed.",
+                   checkpoint_keep, 1),
+      {"resume", KeyType::path,
+       "Continue from the newest complete checkpoint in this folder (an earlier run's checkpoint_dir; the same "
+       "workers, model, dataset, batch, seed, strategy and optimizer): parameters, optimizer state, step and data "
+       "position. steps and epochs still count from the start of the run. Empty: start anew.",
+       [](TrainOptions& o, const std::string& v) { o.resume = v; },
+       [](const TrainOptions& o) { return o.resume.string(); }},
       FAST_INT_KEY("log_every", "A train metrics record every this many steps, per worker.", log_every, 1),
       FAST_INT_KEY("eval_every", "Evaluate on the test set every this many steps (asynchronous strategies: every this many "
                    "steps of all workers together, divided by the worker count); 0: at each epoch's end.", eval_every, 0),

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -23,6 +24,7 @@
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/exit_code.hpp"
+#include "fast/core/stop_request.hpp"
 #if FAST_WITH_ZMQ
 #include "keygen.hpp"
 #include "launch.hpp"
@@ -240,6 +242,9 @@ int run(int argc, char** argv) {
                static_cast<long long>(options.batch), options.worker.optimizer.name.c_str(),
                options.worker.optimizer.lr);
   const auto wall_start = std::chrono::steady_clock::now();
+  // SIGINT/SIGTERM: finish the step, write a checkpoint and a summary marked interrupted (a second
+  // signal ends the process at once).
+  fast::core::install_stop_handlers();
   const nlohmann::json summary = fast::torch::train(
       options, [&](const fast::torch::Progress& p) { display.on_progress(p); },
       [&](const fast::torch::EpochReport& e) { display.on_epoch(e); });
@@ -262,6 +267,15 @@ int run(int argc, char** argv) {
               (options.runtime == "zmq" || options.runtime == "mpi") && !options.summary.empty()
                   ? " (written by the process of worker 0)"
                   : "");
+  if (summary.value("interrupted", false)) {
+    const std::string by = summary["interrupted_by"].get<std::string>();
+    std::printf("interrupted by %s at step %lld of %lld%s%s\n", by.c_str(),
+                summary["interrupted_at_step"].get<long long>(), summary["steps"].get<long long>(),
+                summary["checkpoint"].is_null() ? "; no checkpoint (set --checkpoint-dir to resume later)"
+                                                : "; resume with --resume ",
+                summary["checkpoint"].is_null() ? "" : options.checkpoint_dir.c_str());
+    return 128 + (by == "SIGTERM" ? SIGTERM : SIGINT);
+  }
   return exit_code::ok;
 }
 

@@ -31,6 +31,9 @@ class Adam final : public Optimizer {
   std::string_view name() const override;
   std::size_t numel() const override { return numel_; }
   std::size_t state_buffers() const override { return 2; }
+  std::vector<std::span<float>> state() override;
+  std::int64_t steps_taken() const override { return steps_; }
+  void set_steps_taken(std::int64_t steps) override;
 
  private:
   bool decoupled_;  // adamw

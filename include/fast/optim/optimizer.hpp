@@ -11,6 +11,7 @@
 // Thread-safety: one Optimizer per replica; not synchronised. step() does not allocate.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -51,6 +52,16 @@ class Optimizer {
   // Number of numel()-sized float32 state buffers one step() reads and writes (plain sgd 0,
   // momentum and nesterov 1, adam and adamw 2).
   virtual std::size_t state_buffers() const = 0;
+  // Checkpoints (docs/faults.md "Checkpoints and resume"): the state buffers, state_buffers() of
+  // them, numel() floats each, in a fixed order (momentum, nesterov: the momentum buffer; adam,
+  // adamw: the first then the second moment), owned by the optimizer and valid for its lifetime;
+  // and the number of step() calls so far (Adam's bias correction, the first momentum step). An
+  // optimizer whose buffers and step count are set to another's saved values continues exactly as
+  // that one would.
+  virtual std::vector<std::span<float>> state() = 0;
+  virtual std::int64_t steps_taken() const = 0;
+  // InvalidArgument for a negative count.
+  virtual void set_steps_taken(std::int64_t steps) = 0;
   // Bytes one step() streams through memory: parameters read and written, gradients read, each
   // state buffer read and written (runtime::Context::memory_traffic).
   double step_traffic_bytes() const {

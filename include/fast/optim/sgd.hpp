@@ -26,6 +26,9 @@ class Sgd final : public Optimizer {
   std::string_view name() const override;
   std::size_t numel() const override { return numel_; }
   std::size_t state_buffers() const override { return kind_ == Kind::plain ? 0 : 1; }
+  std::vector<std::span<float>> state() override;
+  std::int64_t steps_taken() const override { return steps_; }
+  void set_steps_taken(std::int64_t steps) override;
 
  private:
   enum class Kind { plain, momentum, nesterov };

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "fast/collective/communicator.hpp"
@@ -25,6 +27,7 @@
 #include "fast/optim/schedule.hpp"
 #include "fast/runtime/context.hpp"
 #include "fast/strategy/aggregate.hpp"
+#include "fast/strategy/checkpoint.hpp"
 #include "fast/strategy/strategy.hpp"
 
 namespace fast::strategy {
@@ -52,6 +55,12 @@ struct StepReport {
 // worker. The Worker checks that it agrees with the strategy.
 bool asynchronous_strategy(const StrategyOptions& options);
 
+// Checkpoints (docs/faults.md, "Checkpoints and resume"): "" when a Worker of this strategy can
+// save everything it needs to continue exactly (Worker::save), else why not. Today: allreduce,
+// local-sgd and dpsgd without a codec or DGC (their state is the replica, the optimizer and the step
+// count); the others keep state of their own (windows, servers, residuals) that is not saved yet.
+std::string resume_refusal(const StrategyOptions& options);
+
 class Worker {
  public:
   // Collective (asynchronous strategies open windows). state must stay valid for the Worker's
@@ -78,6 +87,15 @@ class Worker {
   // are skipped). InvalidUsage for synchronous strategies (use representative()).
   SnapshotResult snapshot(std::span<float> out);
 
+  // Checkpoints: this worker's state, after its last step: the parameters ("params"), the
+  // optimizer's state buffers ("optimizer.0", ...) and step count, the steps and skipped steps
+  // taken. restore() puts a saved state back before the next step, so the run continues as if it
+  // had not stopped. Not collective. InvalidUsage when resume_refusal() refuses the strategy or
+  // after finish(); restore(): IoError naming `source` when the checkpoint does not fit (another
+  // model or optimizer).
+  Checkpoint save();
+  void restore(const Checkpoint& checkpoint, std::string_view source);
+
   std::int64_t steps() const noexcept { return steps_; }
   std::int64_t skipped_steps() const noexcept { return skipped_; }
   double comm_seconds() const noexcept { return comm_seconds_; }
@@ -92,6 +110,7 @@ class Worker {
   optim::LrSchedule schedule_;
   std::unique_ptr<Strategy> strategy_;
   FaultInjection fault_;  // StrategyOptions::fault_inject (none by default)
+  std::string resume_refusal_;  // resume_refusal() of the strategy: "" when save() and restore() work
   std::vector<float> published_;                       // asynchronous, no replica_window(): params after the last step
   std::unique_ptr<collective::Window> replicas_;       // exposes published_
   bool finished_ = false;

@@ -49,8 +49,9 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
     loop.report_progress(lockstep_done, static_cast<std::int64_t>(claimed / workers) / plan.steps_per_epoch);
     if (std::floor((claimed + 1) / per_eval) > std::floor(claimed / per_eval) && claimed + 1 < budget)
       loop.evaluate_snapshot((claimed + 1) / workers);
-    if (loop.diverged_and_stopping() && !spent) {
-      // stop_on_divergence: spend the rest of the budget at once, so every worker's next claim ends it.
+    if ((loop.diverged_and_stopping() || loop.stop_requested_here()) && !spent) {
+      // stop_on_divergence, SIGINT/SIGTERM: spend the rest of the budget at once, so every worker's
+      // next claim ends it.
       const std::vector<double> rest{budget};
       claims.fetch_accumulate(0, core::ConstView(std::span<const double>(rest)),
                               core::MutableView(std::span<double>(before))).wait();

@@ -8,9 +8,12 @@ namespace fast::torch {
 // eval_interval_steps steps (but not at the last step: the final evaluation follows the loop) all
 // workers evaluate together; with stop_on_divergence they stop after an evaluation at which some
 // worker's divergence check had latched. A lost worker ends the run with its PeerLost (the strategy's).
+// A resumed run starts at plan.first_step (its data position: epoch and batch follow from the step).
+// Stop requests are agreed on after a step (WorkerLoop::stop_agreed); checkpoints are written
+// every checkpoint_every steps (not at the last: trainer.cpp writes the final one).
 void run_lockstep(WorkerLoop& loop) {
   const LoopPlan& plan = loop.plan();
-  for (std::int64_t s = 0; s < plan.total_steps; ++s) {
+  for (std::int64_t s = plan.first_step; s < plan.total_steps; ++s) {
     const std::int64_t epoch = s / plan.steps_per_epoch;
     loop.train_step(epoch, s % plan.steps_per_epoch);
     loop.report_progress(s + 1, epoch);
@@ -18,6 +21,9 @@ void run_lockstep(WorkerLoop& loop) {
       loop.evaluate_collective(s + 1, false);
       if (loop.stop_for_divergence()) break;  // stop_on_divergence: decided together, at an evaluation
     }
+    if (loop.stop_agreed(s + 1)) break;  // SIGINT/SIGTERM: decided together
+    if (plan.checkpoint_every > 0 && (s + 1) % plan.checkpoint_every == 0 && s + 1 < plan.total_steps)
+      loop.checkpoint(s + 1);
   }
 }
 

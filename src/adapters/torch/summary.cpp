@@ -84,7 +84,8 @@ json build_summary(const SummaryInputs& in) {
   const Combined c = combine(totals);
   const WorkerTotals& first = *totals.by_rank[static_cast<std::size_t>(totals.members.front())];
   const TargetTimes target = time_to_target(totals.evaluations, o.target_accuracy);
-  const double samples = static_cast<double>(c.steps * o.batch);
+  // Samples trained by this run (a resumed run's checkpoint steps were trained by an earlier one).
+  const double samples = static_cast<double>((c.steps - in.plan.first_step * totals.world) * o.batch);
   const double epochs = static_cast<double>(c.steps) / static_cast<double>(in.plan.steps_per_epoch * totals.world);
   json summary{{"strategy", o.worker.strategy.name},
                {"runtime", o.runtime},

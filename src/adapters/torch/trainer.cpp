@@ -10,6 +10,7 @@
 #include "fast/adapters/torch/trainer.hpp"
 
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -26,9 +27,11 @@
 #include "fast/adapters/torch/threads.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/stop_request.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/slowdown.hpp"
 #include "fast/strategy/worker.hpp"
+#include "checkpoint_store.hpp"
 #include "process_outputs.hpp"
 #include "summary.hpp"
 #include "worker_loop.hpp"
@@ -77,6 +80,30 @@ void validate_environment() {
                "environment variable FAST_OP_TIMEOUT: expected seconds in (0, 1e9], got {}", limit);
 }
 
+// checkpoint_dir, checkpoint_every, checkpoint_keep and resume (docs/faults.md): the strategy must
+// be resumable, the folders folders, and a folder to resume from must hold a complete checkpoint.
+void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions& s) {
+  FAST_ENFORCE(o.checkpoint_every >= 0, "checkpoint_every: expected steps >= 0, got {}", o.checkpoint_every);
+  FAST_ENFORCE(o.checkpoint_keep >= 1, "checkpoint_keep: expected >= 1, got {}", o.checkpoint_keep);
+  FAST_ENFORCE(o.checkpoint_every == 0 || !o.checkpoint_dir.empty(),
+               "checkpoint_every: set to {} without checkpoint_dir; expected a folder to write the checkpoints to",
+               o.checkpoint_every);
+  if (o.checkpoint_dir.empty() && o.resume.empty()) return;
+  const std::string refusal = strategy::resume_refusal(s);
+  FAST_ENFORCE(refusal.empty(), "{}: {}", o.checkpoint_dir.empty() ? "resume" : "checkpoint_dir", refusal);
+  FAST_ENFORCE(o.checkpoint_dir.empty() || !std::filesystem::exists(o.checkpoint_dir) ||
+                   std::filesystem::is_directory(o.checkpoint_dir),
+               "checkpoint_dir: '{}' is a file; expected a folder (created if missing)", o.checkpoint_dir.string());
+  if (o.resume.empty()) return;
+  FAST_ENFORCE(std::filesystem::is_directory(o.resume), "resume: '{}' is not a folder; expected a checkpoint_dir of "
+               "an earlier run", o.resume.string());
+  bool complete = false;
+  for (const auto& entry : std::filesystem::directory_iterator(o.resume))
+    complete = complete || std::filesystem::is_regular_file(entry.path() / "manifest.json");
+  FAST_ENFORCE(complete, "resume: '{}' holds no complete checkpoint (a step-N folder with a manifest.json); "
+               "expected the checkpoint_dir of an earlier run", o.resume.string());
+}
+
 // Checks everything that can be checked before a worker starts, so bad input fails fast and clearly.
 void validate(const TrainOptions& o) {
   validate_environment();
@@ -117,6 +144,7 @@ void validate(const TrainOptions& o) {
     runtime::Slowdown(o.slowdown, 0, world);
     strategy::check_strategy_options(s, world);
   }
+  validate_checkpoints(o, s);
   FAST_ENFORCE(o.dgc_warmup_epochs >= 0 && std::isfinite(o.dgc_warmup_epochs),
                "dgc_warmup_epochs: expected a finite number >= 0, got {}", o.dgc_warmup_epochs);
   FAST_ENFORCE(o.dgc_warmup_epochs == 0 || o.worker.strategy.dgc,
@@ -196,7 +224,43 @@ LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t 
           .flops_per_step = flops * static_cast<double>(o.batch),
           .initial_norm = initial_norm,
           .classes = static_cast<int>(input.classes),
-          .stop_on_divergence = o.stop_on_divergence};
+          .stop_on_divergence = o.stop_on_divergence,
+          .checkpoint_every = o.checkpoint_every,
+          // Under sim a signal ends the process as it always did: an agreement would add collectives
+          // to the simulated run, whose timings must not depend on whether handlers are installed.
+          .stoppable = o.runtime != "sim" && core::stop_handlers_installed()};
+}
+
+// What a checkpoint must match to be resumed by this run (CheckpointStore's identity).
+nlohmann::json run_identity(const TrainOptions& o, int workers, std::size_t parameters) {
+  return {{"workers", workers},          {"parameters", parameters}, {"model", o.model},
+          {"dataset", o.dataset},        {"batch", o.batch},         {"seed", o.seed},
+          {"strategy", o.worker.strategy.name}, {"optimizer", o.worker.optimizer.name}};
+}
+
+// Collective: the signal that interrupted the run on any worker (SIGTERM before SIGINT), 0 if none.
+// Asynchronous workers stop on their own (a worker of another process may only have seen the
+// budget spent), so the summary asks them all.
+int agree_on_interruption(collective::Communicator& comm, int mine) {
+  std::vector<double> seen{mine == SIGTERM ? 1.0 : 0.0, mine == SIGINT ? 1.0 : 0.0};
+  comm.allreduce(core::MutableView(std::span<double>(seen)));
+  return seen[0] > 0 ? SIGTERM : seen[1] > 0 ? SIGINT : 0;
+}
+
+// interrupted (and by what), resumed_from_step, checkpoint (the last folder written) and
+// checkpoint_step (docs/metrics.md).
+void add_resume_fields(nlohmann::json& summary, const TrainOptions& o, const LoopPlan& plan, int interrupted_by,
+                       WorkerLoop& loop) {
+  summary["interrupted"] = interrupted_by != 0;
+  if (interrupted_by != 0) {
+    summary["interrupted_by"] = interrupted_by == SIGTERM ? "SIGTERM" : "SIGINT";
+    summary["interrupted_at_step"] = loop.worker().steps();  // of the summary's writer
+  }
+  summary["resumed_from_step"] = o.resume.empty() ? nlohmann::json(nullptr) : nlohmann::json(plan.first_step);
+  summary["checkpoint"] = loop.last_checkpoint_step() < 0 ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(loop.last_checkpoint().string());
+  summary["checkpoint_step"] = loop.last_checkpoint_step() < 0 ? nlohmann::json(nullptr)
+                                                               : nlohmann::json(loop.last_checkpoint_step());
 }
 
 // The whole life of one worker: set-up, its schedule, the final evaluation, the combination of
@@ -204,7 +268,7 @@ LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t 
 void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outputs) {
   const TrainOptions& o = in.options;
   TorchWorker torch_side(ctx, in);
-  const LoopPlan plan = make_plan(o, in.input, torch_side.steps_per_epoch(), l2_norm(in.initial));
+  LoopPlan plan = make_plan(o, in.input, torch_side.steps_per_epoch(), l2_norm(in.initial));
   runtime::SlowdownOptions slowdown_options = o.slowdown;
   slowdown_options.seed = o.seed;
   runtime::Slowdown slowdown(slowdown_options, ctx.rank(), ctx.size());
@@ -216,18 +280,32 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
         1, std::llround(o.dgc_warmup_epochs * static_cast<double>(plan.steps_per_epoch)));
   strategy::Worker worker(ctx, worker_options, torch_side.state());
   torch_side.attach(worker, in);
+  const nlohmann::json identity = run_identity(o, ctx.size(), in.initial.size());
+  if (!o.resume.empty()) {
+    plan.first_step = CheckpointStore::restore_newest(o.resume, worker, identity);
+    FAST_ENFORCE(plan.first_step <= plan.total_steps,
+                 "resume: the checkpoint in '{}' is at step {}, beyond this run's {} steps per worker; expected "
+                 "steps (or epochs) at least as many", o.resume.string(), plan.first_step, plan.total_steps);
+  }
+  std::optional<CheckpointStore> checkpoints;
+  if (!o.checkpoint_dir.empty()) checkpoints.emplace(o.checkpoint_dir, o.checkpoint_keep, identity);
   const ProcessPlace place = place_process(ctx, worker.communicator(), in.process_token);
   outputs.open(o.metrics, place.first_rank, place.whole_world, place.hosts_rank0,
                start_record(o, plan, ctx.size(), in.initial.size()));
 
   WorkerLoop loop(ctx, worker, slowdown, torch_side, outputs, plan);
+  if (checkpoints) loop.set_checkpoints(&*checkpoints);
   const bool asynchronous = worker.strategy().asynchronous();
   BudgetClaims claims;
   if (asynchronous) claims = run_asynchronous(loop);  // ends with Worker::finish()
   else run_lockstep(loop);
   const double train_end = loop.elapsed();
-  if (!asynchronous) loop.flush_train_record();
+  if (!asynchronous) {
+    loop.flush_train_record();
+    loop.checkpoint(worker.steps());  // the last state (at the end, or where a signal stopped the run)
+  }
   worker.finish();
+  const int interrupted_by = agree_on_interruption(worker.communicator(), loop.stopped_by());
   const metrics::EvalRecord final_eval = loop.evaluate_collective(plan.total_steps, true);
 
   WorkerTotals mine = loop.totals();
@@ -239,10 +317,13 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   const RunTotals totals = gather_totals(worker.communicator(), mine, loop.evaluations());
   if (!o.save_model.empty() && ctx.rank() == worker.communicator().members().front())
     write_npy(o.save_model, torch_side.representative());
-  if (first_member_here(worker.communicator(), place, ctx.rank()))
-    outputs.offer_summary(build_summary({.options = o, .plan = plan, .parameters = in.initial.size(),
-                                         .final_eval = final_eval, .totals = totals,
-                                         .communicator = worker.communicator()}));
+  if (first_member_here(worker.communicator(), place, ctx.rank())) {
+    nlohmann::json summary = build_summary({.options = o, .plan = plan, .parameters = in.initial.size(),
+                                            .final_eval = final_eval, .totals = totals,
+                                            .communicator = worker.communicator()});
+    add_resume_fields(summary, o, plan, interrupted_by, loop);
+    outputs.offer_summary(std::move(summary));
+  }
 }
 
 }  // namespace

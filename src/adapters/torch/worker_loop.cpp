@@ -1,7 +1,11 @@
 #include "worker_loop.hpp"
 
 #include <algorithm>
+#include <csignal>
 #include <cmath>
+
+#include "fast/core/log.hpp"
+#include "fast/core/stop_request.hpp"
 
 namespace fast::torch {
 
@@ -16,7 +20,10 @@ WorkerLoop::WorkerLoop(runtime::Context& ctx, strategy::Worker& worker, runtime:
       lead_(ctx.rank() == 0),
       start_(ctx.now()),
       last_report_(start_),
-      divergence_(ctx.rank(), plan.initial_norm, plan.classes) {}
+      divergence_(ctx.rank(), plan.initial_norm, plan.classes),
+      next_agreement_(plan.first_step + 1),
+      agreed_at_step_(plan.first_step),
+      agreed_at_time_(start_) {}
 
 void WorkerLoop::check(const std::optional<metrics::DivergenceSign>& sign) {
   if (sign) outputs_.diverged(*sign, plan_.stop_on_divergence);
@@ -29,6 +36,39 @@ bool WorkerLoop::stop_for_divergence() {
   std::vector<double> flag{divergence_.diverged() ? 1.0 : 0.0};
   worker_.communicator().allreduce(core::MutableView(std::span<double>(flag)));
   return flag[0] > 0;
+}
+
+// The first member proposes the next interval from its own pace since the last agreement; the
+// all-reduce carries it with the stop flags, so every worker agrees on both.
+bool WorkerLoop::stop_agreed(std::int64_t done) {
+  if (!plan_.stoppable || done < next_agreement_) return false;
+  collective::Communicator& comm = worker_.communicator();
+  const int signal = core::stop_requested();
+  std::vector<double> agreed{signal == SIGTERM ? 1.0 : 0.0, signal != 0 && signal != SIGTERM ? 1.0 : 0.0, 0.0};
+  if (ctx_.rank() == comm.members().front()) {
+    const double per_step = (ctx_.now() - agreed_at_time_) / static_cast<double>(std::max<std::int64_t>(1, done - agreed_at_step_));
+    agreed[2] = std::clamp(std::ceil(0.25 / std::max(per_step, 1e-6)), 1.0, 10000.0);
+  }
+  comm.allreduce(core::MutableView(std::span<double>(agreed)));
+  next_agreement_ = done + static_cast<std::int64_t>(agreed[2]);
+  agreed_at_step_ = done;
+  agreed_at_time_ = ctx_.now();
+  if (agreed[0] > 0) stopped_by_ = SIGTERM;
+  else if (agreed[1] > 0) stopped_by_ = SIGINT;
+  return stopped_by_ != 0;
+}
+
+bool WorkerLoop::stop_requested_here() {
+  if (!plan_.stoppable || stopped_by_ != 0) return stopped_by_ != 0;
+  stopped_by_ = core::stop_requested();
+  return stopped_by_ != 0;
+}
+
+void WorkerLoop::checkpoint(std::int64_t done) {
+  if (checkpoints_ == nullptr || done == last_checkpoint_step_) return;
+  last_checkpoint_ = checkpoints_->write(worker_, done);
+  last_checkpoint_step_ = done;
+  if (lead_) core::log(core::LogLevel::info, "checkpoint: step {} written to '{}'", done, last_checkpoint_.string());
 }
 
 strategy::StepReport WorkerLoop::train_step(std::int64_t epoch, std::int64_t index) {
@@ -80,14 +120,15 @@ void WorkerLoop::report_progress(std::int64_t done, std::int64_t epoch) {
   const bool last = done >= plan_.total_steps;
   if (!lead_ || (now - last_report_ < 0.25 && !last)) return;
   const double elapsed = now - start_;
-  const double samples = static_cast<double>(done * plan_.batch * ctx_.size());
+  const std::int64_t here = done - plan_.first_step;  // steps of this run (a resumed one started later)
+  const double samples = static_cast<double>(here * plan_.batch * ctx_.size());
   outputs_.progress({.step = std::min(done, plan_.total_steps),
                      .total_steps = plan_.total_steps,
                      .epoch = epoch,
                      .elapsed_seconds = elapsed,
                      .samples_per_second = samples / std::max(elapsed, 1e-9),
                      .loss = loss_count_ > 0 ? loss_sum_ / static_cast<double>(loss_count_) : 0.0,
-                     .eta_seconds = elapsed / static_cast<double>(std::max<std::int64_t>(done, 1)) *
+                     .eta_seconds = elapsed / static_cast<double>(std::max<std::int64_t>(here, 1)) *
                                     static_cast<double>(std::max<std::int64_t>(plan_.total_steps - done, 0)),
                      .done = last});
   last_report_ = now;

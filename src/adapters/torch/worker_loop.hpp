@@ -14,6 +14,7 @@
 // link to other workers of its process is ProcessOutputs (output only).
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "fast/runtime/context.hpp"
 #include "fast/runtime/slowdown.hpp"
 #include "fast/strategy/worker.hpp"
+#include "checkpoint_store.hpp"
 #include "process_outputs.hpp"
 #include "run_totals.hpp"
 
@@ -54,6 +56,9 @@ struct LoopPlan {
   double initial_norm = 0;               // L2 norm of the initial model (divergence check)
   int classes = 10;                      // of the dataset: chance accuracy is 1 / classes
   bool stop_on_divergence = false;       // end the run early once it diverged
+  std::int64_t first_step = 0;           // steps already taken (a resumed run: the checkpoint's step)
+  std::int64_t checkpoint_every = 0;     // lockstep: a checkpoint every this many steps (0: none)
+  bool stoppable = false;                // poll core::stop_requested() (fast train's SIGINT/SIGTERM)
 };
 
 class WorkerLoop {
@@ -90,6 +95,23 @@ class WorkerLoop {
   bool diverged_and_stopping() const noexcept { return plan_.stop_on_divergence && divergence_.diverged(); }
   const metrics::DivergenceCheck& divergence() const noexcept { return divergence_; }
 
+  // Stop requests (core::stop_requested, plan.stoppable). Lockstep, collective at agreement points
+  // (every worker calls it after the same steps; between points it returns false without
+  // communicating): whether any worker was asked to stop, by a small all-reduce whose interval the
+  // first member sets to about 0.25 s of steps. The signal is then kept in stopped_by().
+  bool stop_agreed(std::int64_t done);
+  // Asynchronous, local: whether this worker was asked to stop (then kept in stopped_by()).
+  bool stop_requested_here();
+  // The signal that stopped this worker's loop (SIGINT, SIGTERM), 0 if none.
+  int stopped_by() const noexcept { return stopped_by_; }
+  // Lockstep, collective: a checkpoint after `done` steps when a store is set (set_checkpoints);
+  // nothing otherwise. Remembers the folder written.
+  void set_checkpoints(CheckpointStore* store) noexcept { checkpoints_ = store; }
+  void checkpoint(std::int64_t done);
+  // The folder of the last checkpoint written, and its step (-1: none).
+  const std::filesystem::path& last_checkpoint() const noexcept { return last_checkpoint_; }
+  std::int64_t last_checkpoint_step() const noexcept { return last_checkpoint_step_; }
+
   // This worker's evaluations so far (for the time to target).
   std::span<const EvalEvent> evaluations() const noexcept { return evaluations_; }
   // This worker's totals now (claims, budget_counter, wall_seconds, param_* left at 0).
@@ -116,6 +138,13 @@ class WorkerLoop {
   double last_lr_ = 0;
   std::vector<EvalEvent> evaluations_;
   metrics::DivergenceCheck divergence_;
+  int stopped_by_ = 0;
+  std::int64_t next_agreement_ = 0;  // lockstep: the step count of the next stop agreement
+  std::int64_t agreed_at_step_ = 0;  // and of the last one, with its time (runtime clock)
+  double agreed_at_time_ = 0;
+  CheckpointStore* checkpoints_ = nullptr;
+  std::filesystem::path last_checkpoint_;
+  std::int64_t last_checkpoint_step_ = -1;
 };
 
 void run_lockstep(WorkerLoop& loop);

@@ -51,6 +51,10 @@ struct TrainOptions {
   std::filesystem::path metrics;            // JSONL metrics file; empty: none
   std::filesystem::path summary;            // JSON summary file; empty: none
   std::filesystem::path save_model;         // .npy file of the representative model's flat parameters; empty: none
+  std::filesystem::path checkpoint_dir;     // checkpoints of this run (docs/faults.md); empty: none
+  std::int64_t checkpoint_every = 0;        // a checkpoint every this many steps; 0: at the end and on SIGINT/SIGTERM only
+  std::int64_t checkpoint_keep = 2;         // complete checkpoints kept in checkpoint_dir (older ones are removed)
+  std::filesystem::path resume;             // continue from the newest complete checkpoint in this folder; empty: start anew
   std::int64_t log_every = 50;              // a `train` metrics record every this many steps (per worker)
   std::int64_t eval_every = 0;              // evaluate every this many steps; 0: at each epoch's end
   double op_timeout = -1;                   // blocking-operation limit in seconds; < 0: FAST_OP_TIMEOUT

@@ -1,0 +1,59 @@
+#pragma once
+// Checkpoint: what one worker saves to continue a run exactly where it stopped (docs/faults.md,
+// "Checkpoints and resume"): named float32 arrays (the replica, the optimizer's state buffers, a
+// strategy's own vectors) and named 64-bit integers (step counts), and its file format.
+//
+// File format (version 1, little-endian, one file per worker):
+//
+//   offset  size  field
+//    0       8    magic "FASTCKPT"
+//    8       4    u32 version (1)
+//   12       4    u32 section count
+//   16       .    sections, each: u8 kind (1: f32 array, 2: i64), u16 name length (1..255), the
+//                 name, u64 element count (1 for i64), the elements
+//   end-4    4    u32 CRC-32 (zlib) of every byte before it
+//
+// Decoding validates, in this order, before any allocation larger than the file: the length, the
+// magic, the version, the checksum, then each section's kind, name length and element count
+// against the bytes that remain; a repeated name and trailing bytes are errors too. Every error is
+// core::IoError naming the source, what was wrong, expected and got.
+//
+// Writing is atomic: the bytes go to "<file>.tmp-<pid>", are flushed to the disk (fsync), and the
+// temporary file is renamed over <file>; a crash during the write leaves either the previous file
+// or none, never a partial one under the final name.
+//
+// Thread-safety: free functions on their arguments; distinct files may be written concurrently.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fast::strategy {
+
+struct Checkpoint {
+  std::map<std::string, std::vector<float>, std::less<>> arrays;
+  std::map<std::string, std::int64_t, std::less<>> integers;
+
+  // The array `name` with exactly `size` elements; IoError naming the checkpoint `source`, the
+  // array, the expected and the saved size otherwise (a checkpoint of another model or optimizer).
+  const std::vector<float>& array(std::string_view name, std::size_t size, std::string_view source) const;
+  // The integer `name`; IoError naming `source` when it is missing.
+  std::int64_t integer(std::string_view name, std::string_view source) const;
+};
+
+std::vector<std::byte> encode_checkpoint(const Checkpoint& checkpoint);
+// IoError (see the format above); `source` names the bytes in messages (a file path).
+Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view source);
+
+// Atomic write (see above). IoError naming the file when it cannot be written.
+void write_checkpoint_file(const std::filesystem::path& file, const Checkpoint& checkpoint);
+// IoError naming the file when it cannot be read or does not decode.
+Checkpoint read_checkpoint_file(const std::filesystem::path& file);
+
+}  // namespace fast::strategy

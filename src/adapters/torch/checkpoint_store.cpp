@@ -1,0 +1,184 @@
+#include "checkpoint_store.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <optional>
+#include <vector>
+
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+
+namespace fast::torch {
+
+namespace {
+
+constexpr const char* kManifest = "manifest.json";
+constexpr std::size_t kMaxCandidates = 64;  // complete checkpoints tried on resume, newest first
+
+std::filesystem::path worker_file(const std::filesystem::path& step_folder, int rank) {
+  return step_folder / fmt::format("worker-{}.ckpt", rank);
+}
+
+// The step of a folder named step-<digits>, or -1.
+std::int64_t step_of(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  if (name.size() <= 5 || name.compare(0, 5, "step-") != 0) return -1;
+  std::int64_t step = -1;
+  const auto [end, error] = std::from_chars(name.data() + 5, name.data() + name.size(), step);
+  return error == std::errc() && end == name.data() + name.size() ? step : -1;
+}
+
+// Step folders of `folder` (complete ones, or every one), newest first.
+std::vector<std::int64_t> step_folders(const std::filesystem::path& folder, bool complete_only) {
+  std::vector<std::int64_t> steps;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    const std::int64_t step = step_of(entry.path());
+    if (step < 0 || !entry.is_directory()) continue;
+    if (complete_only && !std::filesystem::is_regular_file(entry.path() / kManifest)) continue;
+    steps.push_back(step);
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  return steps;
+}
+
+void write_text_atomically(const std::filesystem::path& file, const std::string& text) {
+  const std::filesystem::path temporary = file.string() + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) FAST_THROW(core::IoError, "checkpoint manifest '{}': cannot write it", temporary.string());
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, file, ec);
+  if (ec) FAST_THROW(core::IoError, "checkpoint manifest '{}': cannot rename it into place: {}", file.string(), ec.message());
+}
+
+nlohmann::json read_manifest(const std::filesystem::path& step_folder) {
+  const std::filesystem::path file = step_folder / kManifest;
+  std::ifstream in(file);
+  if (!in) FAST_THROW(core::IoError, "checkpoint manifest '{}': cannot read it", file.string());
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    FAST_THROW(core::IoError, "checkpoint manifest '{}': not valid JSON: {}", file.string(), e.what());
+  }
+}
+
+// InvalidArgument naming the first field of `now` that the manifest saved differently.
+void check_identity(const nlohmann::json& manifest, const nlohmann::json& now, const std::filesystem::path& folder) {
+  const nlohmann::json saved = manifest.value("run", nlohmann::json::object());
+  for (const auto& [key, value] : now.items()) {
+    const nlohmann::json was = saved.contains(key) ? saved[key] : nlohmann::json();
+    FAST_ENFORCE(was == value,
+                 "resume: the checkpoint in '{}' was written by a run with {} = {}; this run has {} = {} (resume "
+                 "with the same {}, or start a new run without --resume)",
+                 folder.string(), key, was.dump(), key, value.dump(), key);
+  }
+}
+
+// Collective: whether every worker's `ok` is true (an all-reduce of the failures, also a barrier).
+bool everyone(collective::Communicator& comm, bool ok) {
+  std::vector<double> failed{ok ? 0.0 : 1.0};
+  comm.allreduce(core::MutableView(std::span<double>(failed)));
+  return failed[0] == 0;
+}
+
+}  // namespace
+
+CheckpointStore::CheckpointStore(std::filesystem::path folder, std::int64_t keep, nlohmann::json identity)
+    : folder_(std::move(folder)), keep_(keep), identity_(std::move(identity)) {
+  FAST_ENFORCE(keep_ >= 1, "checkpoint_keep: expected >= 1, got {}", keep_);
+}
+
+std::filesystem::path CheckpointStore::step_folder(const std::filesystem::path& folder, std::int64_t step) {
+  return folder / fmt::format("step-{:012d}", step);
+}
+
+std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int64_t step) {
+  collective::Communicator& comm = worker.communicator();
+  const std::filesystem::path target = step_folder(folder_, step);
+  std::string failure;
+  try {
+    std::filesystem::create_directories(target);
+    strategy::write_checkpoint_file(worker_file(target, worker.context().rank()), worker.save());
+  } catch (const std::filesystem::filesystem_error& e) {
+    failure = fmt::format("cannot create '{}': {}", target.string(), e.code().message());
+  } catch (const core::IoError& e) {
+    failure = e.what();
+  }
+  const bool written = everyone(comm, failure.empty());
+  if (!failure.empty()) FAST_THROW(core::IoError, "checkpoint at step {}: {}", step, failure);
+  FAST_ENFORCE_AS(core::IoError, written,
+                  "checkpoint at step {}: another worker could not write its file in '{}' (its error is in its output)",
+                  step, target.string());
+  if (worker.context().rank() == comm.members().front()) {
+    const nlohmann::json manifest{{"format", 1}, {"step", step}, {"workers", comm.group_size()}, {"run", identity_}};
+    write_text_atomically(target / kManifest, manifest.dump(2) + "\n");
+    prune(step);
+  }
+  return target;
+}
+
+void CheckpointStore::prune(std::int64_t newest) const {
+  const std::vector<std::int64_t> complete = step_folders(folder_, true);
+  std::vector<std::int64_t> kept(complete.begin(), complete.begin() + std::min<std::size_t>(complete.size(), keep_));
+  for (std::int64_t step : step_folders(folder_, false)) {
+    const bool keep = std::find(kept.begin(), kept.end(), step) != kept.end() || step > newest;
+    if (keep) continue;
+    std::error_code ec;
+    std::filesystem::remove_all(step_folder(folder_, step), ec);
+    if (ec) core::log(core::LogLevel::warn, "checkpoints: could not remove '{}': {}", step_folder(folder_, step).string(), ec.message());
+  }
+}
+
+std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
+                                             const nlohmann::json& identity) {
+  collective::Communicator& comm = worker.communicator();
+  const bool first = worker.context().rank() == comm.members().front();
+  // The first member's list, so that every worker tries the same steps in the same order.
+  std::vector<double> candidates(kMaxCandidates + 1, 0.0);
+  if (first) {
+    const std::vector<std::int64_t> steps = step_folders(folder, true);
+    candidates[0] = static_cast<double>(std::min(steps.size(), kMaxCandidates));
+    for (std::size_t k = 0; k < steps.size() && k < kMaxCandidates; ++k) candidates[k + 1] = static_cast<double>(steps[k]);
+  }
+  comm.broadcast(core::MutableView(std::span<double>(candidates)), comm.members().front());
+  const auto count = static_cast<std::size_t>(candidates[0]);
+  FAST_ENFORCE_AS(core::IoError, count > 0,
+                  "resume: no complete checkpoint in '{}' (expected step-N folders with a manifest.json, written by "
+                  "--checkpoint-dir; the folder must be shared by every process)", folder.string());
+  std::string last_failure;
+  for (std::size_t k = 1; k <= count; ++k) {
+    const auto step = static_cast<std::int64_t>(candidates[k]);
+    const std::filesystem::path target = step_folder(folder, step);
+    const std::filesystem::path file = worker_file(target, worker.context().rank());
+    std::string failure;
+    std::optional<strategy::Checkpoint> checkpoint;
+    try {
+      const nlohmann::json manifest = read_manifest(target);
+      check_identity(manifest, identity, folder);  // a different run: an error, not a fallback
+      checkpoint = strategy::read_checkpoint_file(file);
+      if (checkpoint->integer("steps", file.string()) != step)
+        FAST_THROW(core::IoError, "checkpoint '{}': saved after {} steps, its folder says {}", file.string(),
+                   checkpoint->integer("steps", file.string()), step);
+    } catch (const core::IoError& e) {
+      failure = e.what();
+    }
+    if (everyone(comm, failure.empty())) {
+      worker.restore(*checkpoint, file.string());
+      if (first) core::log(core::LogLevel::info, "resume: continuing from '{}' (step {})", target.string(), step);
+      return step;
+    }
+    last_failure = failure.empty() ? fmt::format("another worker could not read its file in '{}'", target.string()) : failure;
+    if (first) core::log(core::LogLevel::warn, "resume: skipping the checkpoint '{}': {}", target.string(), last_failure);
+  }
+  FAST_THROW(core::IoError, "resume: none of the {} complete checkpoints in '{}' is readable by every worker; the "
+             "oldest failed with: {}", count, folder.string(), last_failure);
+}
+
+}  // namespace fast::torch

@@ -1,0 +1,58 @@
+#pragma once
+// CheckpointStore: the checkpoints of a `fast train` run in one folder (docs/faults.md,
+// "Checkpoints and resume"). Torch-free.
+//
+// Layout: FOLDER/step-<12-digit step>/worker-<rank>.ckpt, one file per worker
+// (strategy::Checkpoint's format, written atomically), then FOLDER/step-<...>/manifest.json,
+// written (atomically) by the group's first member once every worker's file is in place (after a
+// barrier): a step folder without a manifest is incomplete and never resumed from. The manifest
+// holds the step, the time and the run's identity (workers, parameters, model, dataset, batch,
+// seed, strategy, optimizer); a resume whose identity differs is refused, naming the field.
+// After a complete write the first member removes the older step folders beyond the `keep` newest
+// complete ones, and every incomplete folder older than the new one.
+//
+// The folder must be shared by every process of the run (one host, or a filesystem every host
+// mounts): each worker reads and writes its own file, and all read the manifest.
+//
+// One store per worker, used by that worker's main activity; the collective calls must be made by
+// every worker of the group at the same step.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "fast/strategy/worker.hpp"
+
+namespace fast::torch {
+
+class CheckpointStore {
+ public:
+  // keep >= 1. Creates nothing yet.
+  CheckpointStore(std::filesystem::path folder, std::int64_t keep, nlohmann::json identity);
+
+  // Collective: writes this worker's state after `step` steps (Worker::save), then the manifest
+  // and the pruning (first member). Returns the step folder. IoError naming the file that could not
+  // be written (every worker then fails the same barrier's peers... see write()).
+  std::filesystem::path write(strategy::Worker& worker, std::int64_t step);
+
+  // Collective: restores into `worker` the newest complete checkpoint of `folder` that every worker
+  // can read, falling back to older complete ones (with a warning naming what was wrong), and
+  // returns its step. InvalidArgument when a manifest's identity differs from `identity` (naming the
+  // field, saved and now); IoError when no complete checkpoint is readable by every worker.
+  static std::int64_t restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
+                                     const nlohmann::json& identity);
+
+  // FOLDER/step-<12 digits>.
+  static std::filesystem::path step_folder(const std::filesystem::path& folder, std::int64_t step);
+
+ private:
+  void prune(std::int64_t newest) const;
+
+  std::filesystem::path folder_;
+  std::int64_t keep_;
+  nlohmann::json identity_;
+};
+
+}  // namespace fast::torch

@@ -1,0 +1,221 @@
+#include "fast/strategy/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "fast/core/error.hpp"
+#include "fast/wire/frame.hpp"
+
+namespace fast::strategy {
+
+static_assert(std::endian::native == std::endian::little, "checkpoint files are little-endian");
+
+namespace {
+
+constexpr char kMagic[8] = {'F', 'A', 'S', 'T', 'C', 'K', 'P', 'T'};
+constexpr std::uint32_t kVersion = 1;
+constexpr std::uint8_t kArray = 1;
+constexpr std::uint8_t kInteger = 2;
+constexpr std::size_t kMaxName = 255;
+
+template <typename T>
+void put(std::vector<std::byte>& out, const T& value) {
+  const auto* p = reinterpret_cast<const std::byte*>(&value);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+void put_name(std::vector<std::byte>& out, std::string_view name) {
+  FAST_ENFORCE(!name.empty() && name.size() <= kMaxName, "checkpoint: section name '{}' must have 1 to {} bytes",
+               name, kMaxName);
+  put(out, static_cast<std::uint16_t>(name.size()));
+  const auto* p = reinterpret_cast<const std::byte*>(name.data());
+  out.insert(out.end(), p, p + name.size());
+}
+
+// Reads from a validated span; every read is checked against what remains.
+class Reader {
+ public:
+  Reader(std::span<const std::byte> bytes, std::string_view source) : bytes_(bytes), source_(source) {}
+  template <typename T>
+  T get(std::string_view what) {
+    need(sizeof(T), what);
+    T value;
+    std::memcpy(&value, bytes_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return value;
+  }
+  std::span<const std::byte> take(std::size_t n, std::string_view what) {
+    need(n, what);
+    const auto out = bytes_.subspan(at_, n);
+    at_ += n;
+    return out;
+  }
+  std::size_t remaining() const noexcept { return bytes_.size() - at_; }
+  std::size_t offset() const noexcept { return at_; }
+
+ private:
+  void need(std::size_t n, std::string_view what) const {
+    if (n > remaining())
+      FAST_THROW(core::IoError, "checkpoint '{}': truncated at byte {}: {} needs {} bytes, {} remain", source_, at_,
+                 what, n, remaining());
+  }
+  std::span<const std::byte> bytes_;
+  std::string_view source_;
+  std::size_t at_ = 0;
+};
+
+void check_header(std::span<const std::byte> bytes, std::string_view source) {
+  constexpr std::size_t kMinimum = sizeof kMagic + 8 + 4;
+  if (bytes.size() < kMinimum)
+    FAST_THROW(core::IoError, "checkpoint '{}': {} bytes, expected at least {} (a truncated or empty file)", source,
+               bytes.size(), kMinimum);
+  if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    FAST_THROW(core::IoError, "checkpoint '{}': not a FAST checkpoint (expected the magic 'FASTCKPT')", source);
+  std::uint32_t version = 0;
+  std::memcpy(&version, bytes.data() + sizeof kMagic, sizeof version);
+  if (version != kVersion)
+    FAST_THROW(core::IoError, "checkpoint '{}': format version {}, expected {}", source, version, kVersion);
+  const auto body = bytes.first(bytes.size() - 4);
+  std::uint32_t stored = 0;
+  std::memcpy(&stored, bytes.data() + body.size(), sizeof stored);
+  const std::uint32_t computed = wire::checksum(body);
+  if (stored != computed)
+    FAST_THROW(core::IoError, "checkpoint '{}': checksum {:#010x} does not match the content's {:#010x} (a corrupt "
+               "or partly written file)", source, stored, computed);
+}
+
+}  // namespace
+
+const std::vector<float>& Checkpoint::array(std::string_view name, std::size_t size, std::string_view source) const {
+  const auto it = arrays.find(name);
+  if (it == arrays.end()) FAST_THROW(core::IoError, "checkpoint '{}': no array '{}'", source, name);
+  if (it->second.size() != size)
+    FAST_THROW(core::IoError, "checkpoint '{}': array '{}' has {} elements, expected {} (saved by another model, "
+               "optimizer or strategy?)", source, name, it->second.size(), size);
+  return it->second;
+}
+
+std::int64_t Checkpoint::integer(std::string_view name, std::string_view source) const {
+  const auto it = integers.find(name);
+  if (it == integers.end()) FAST_THROW(core::IoError, "checkpoint '{}': no integer '{}'", source, name);
+  return it->second;
+}
+
+std::vector<std::byte> encode_checkpoint(const Checkpoint& checkpoint) {
+  std::size_t bytes = sizeof kMagic + 12;
+  for (const auto& [name, values] : checkpoint.arrays) bytes += 11 + name.size() + values.size() * sizeof(float);
+  for (const auto& [name, value] : checkpoint.integers) bytes += 19 + name.size();
+  std::vector<std::byte> out;
+  out.reserve(bytes);
+  const auto* magic = reinterpret_cast<const std::byte*>(kMagic);
+  out.insert(out.end(), magic, magic + sizeof kMagic);
+  put(out, kVersion);
+  put(out, static_cast<std::uint32_t>(checkpoint.arrays.size() + checkpoint.integers.size()));
+  for (const auto& [name, values] : checkpoint.arrays) {
+    put(out, kArray);
+    put_name(out, name);
+    put(out, static_cast<std::uint64_t>(values.size()));
+    const auto* p = reinterpret_cast<const std::byte*>(values.data());
+    out.insert(out.end(), p, p + values.size() * sizeof(float));
+  }
+  for (const auto& [name, value] : checkpoint.integers) {
+    put(out, kInteger);
+    put_name(out, name);
+    put(out, std::uint64_t{1});
+    put(out, value);
+  }
+  put(out, wire::checksum(out));
+  return out;
+}
+
+Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view source) {
+  check_header(bytes, source);
+  Reader in(bytes.first(bytes.size() - 4), source);
+  (void)in.take(sizeof kMagic + 4, "the header");
+  const auto sections = in.get<std::uint32_t>("the section count");
+  Checkpoint out;
+  std::set<std::string, std::less<>> names;
+  for (std::uint32_t k = 0; k < sections; ++k) {
+    const auto kind = in.get<std::uint8_t>("a section kind");
+    if (kind != kArray && kind != kInteger)
+      FAST_THROW(core::IoError, "checkpoint '{}': section {} has kind {}, expected 1 (array) or 2 (integer)", source,
+                 k, kind);
+    const auto length = in.get<std::uint16_t>("a section name length");
+    if (length == 0 || length > kMaxName)
+      FAST_THROW(core::IoError, "checkpoint '{}': section {} name length {}, expected 1 to {}", source, k, length,
+                 kMaxName);
+    const auto name_bytes = in.take(length, "a section name");
+    std::string name(reinterpret_cast<const char*>(name_bytes.data()), name_bytes.size());
+    if (!names.insert(name).second) FAST_THROW(core::IoError, "checkpoint '{}': section '{}' appears twice", source, name);
+    const auto count = in.get<std::uint64_t>("an element count");
+    if (kind == kInteger) {
+      if (count != 1)
+        FAST_THROW(core::IoError, "checkpoint '{}': integer '{}' has count {}, expected 1", source, name, count);
+      out.integers.emplace(std::move(name), in.get<std::int64_t>("an integer"));
+      continue;
+    }
+    // Checked against the bytes left before anything is allocated.
+    if (count > in.remaining() / sizeof(float))
+      FAST_THROW(core::IoError, "checkpoint '{}': array '{}' declares {} elements, only {} bytes remain", source, name,
+                 count, in.remaining());
+    const auto data = in.take(static_cast<std::size_t>(count) * sizeof(float), "array data");
+    std::vector<float> values(static_cast<std::size_t>(count));
+    std::memcpy(values.data(), data.data(), data.size());
+    out.arrays.emplace(std::move(name), std::move(values));
+  }
+  if (in.remaining() != 0)
+    FAST_THROW(core::IoError, "checkpoint '{}': {} bytes after the last of {} sections, expected none", source,
+               in.remaining(), sections);
+  return out;
+}
+
+void write_checkpoint_file(const std::filesystem::path& file, const Checkpoint& checkpoint) {
+  const std::vector<std::byte> bytes = encode_checkpoint(checkpoint);
+  const std::filesystem::path temporary = file.string() + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) FAST_THROW(core::IoError, "checkpoint '{}': cannot create it: {}", temporary.string(), std::strerror(errno));
+  std::size_t written = 0;
+  while (written < bytes.size()) {
+    const ::ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = errno;
+      ::close(fd);
+      std::filesystem::remove(temporary);
+      FAST_THROW(core::IoError, "checkpoint '{}': write failed after {} of {} bytes: {}", temporary.string(), written,
+                 bytes.size(), std::strerror(error));
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  const int error = errno;
+  ::close(fd);
+  if (!synced) {
+    std::filesystem::remove(temporary);
+    FAST_THROW(core::IoError, "checkpoint '{}': fsync failed: {}", temporary.string(), std::strerror(error));
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, file, ec);
+  if (ec) {
+    std::filesystem::remove(temporary);
+    FAST_THROW(core::IoError, "checkpoint '{}': cannot rename the written file into place: {}", file.string(),
+               ec.message());
+  }
+}
+
+Checkpoint read_checkpoint_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in || std::filesystem::is_directory(file))
+    FAST_THROW(core::IoError, "checkpoint '{}': cannot read it (missing or a folder)", file.string());
+  std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) FAST_THROW(core::IoError, "checkpoint '{}': read failed", file.string());
+  return decode_checkpoint(std::as_bytes(std::span<const char>(raw)), file.string());
+}
+
+}  // namespace fast::strategy
