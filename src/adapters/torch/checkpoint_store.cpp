@@ -168,6 +168,7 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
                    checkpoint->integer("steps", file.string()), step);
     } catch (const core::IoError& e) {
       failure = e.what();
+      core::log(core::LogLevel::warn, "resume: worker {} cannot use step {}: {}", worker.context().rank(), step, failure);
     }
     if (everyone(comm, failure.empty())) {
       worker.restore(*checkpoint, file.string());

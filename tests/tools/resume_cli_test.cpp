@@ -1,0 +1,269 @@
+// Checkpoints and resume through `fast train` (docs/faults.md): under threads, zmq (fast launch,
+// 2 processes) and mpi (mpirun, 2 ranks) where built, allreduce, dpsgd and local-sgd resumed from
+// a mid-run checkpoint end with the param_hash of the uninterrupted run; a checkpoint whose write
+// was killed midway is ignored, a corrupt one skipped for the previous one; SIGTERM and SIGINT end a
+// run at once with exit 143 / 130, a summary marked interrupted and a checkpoint that resumes
+// exactly; what cannot be resumed is refused before training. Every command runs in a process
+// group of its own, bounded in time and killed as a group.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "common/run_fast.hpp"
+#include "common/spawned.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace exit_code = fast::core::exit_code;
+using nlohmann::json;
+using fast::testing::dir_name;
+using fast::testing::slurp;
+
+const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
+const std::string kTrain = " --model mlp --batch 32 --seed 5 --eval-every 0 --progress never --summary s.json ";
+
+// The command line of a 2-worker `fast train ARGS` under `runtime`.
+std::string command(const std::string& runtime, const std::string& args) {
+  if (runtime == "zmq") return kFast + " launch -n 2 --timeout 300 -- " + kFast + " train --runtime zmq" + kTrain + args;
+  if (runtime == "mpi") return "mpirun -np 2 --oversubscribe " + kFast + " train --runtime mpi" + kTrain + args;
+  return kFast + " train --runtime threads --workers 2" + kTrain + args;
+}
+
+struct Ran {
+  int status = -1;  // wait status; -1: killed after the time limit
+  std::string log;
+  json summary;     // s.json, or null
+};
+
+Ran run(const fs::path& dir, const std::string& runtime, const std::string& args, double seconds = 300) {
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  fs::remove(dir / "s.json");
+  const auto s = fast::testing::spawn_in_group(dir, command(runtime, args));
+  Ran r;
+  r.status = fast::testing::wait_or_kill_group(s, seconds);
+  r.log = slurp(s.log);
+  if (fs::exists(dir / "s.json")) r.summary = json::parse(slurp(dir / "s.json"));
+  return r;
+}
+
+bool ok(const Ran& r) { return r.status != -1 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0; }
+
+std::vector<std::string> runtimes() {
+  std::vector<std::string> out{"threads"};
+#ifdef FAST_TEST_ZMQ
+  out.push_back("zmq");
+#endif
+#ifdef FAST_TEST_MPI
+  out.push_back("mpi");
+#endif
+  return out;
+}
+
+struct Case {
+  std::string runtime;
+  std::string strategy;
+  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.runtime << " " << c.strategy; }
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return info.param.runtime + "_" + dir_name(info.param.strategy);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const std::string& runtime : runtimes())
+    for (const char* strategy : {"allreduce", "dpsgd", "local-sgd --period 4"}) out.push_back({runtime, strategy});
+  return out;
+}
+
+class Resume : public ::testing::TestWithParam<Case> {};
+
+// 80 steps with a checkpoint every 30 (at 30, 60 and the final 80, cosine learning rate over the 80
+// steps); the newest two are removed, and a run of 80 steps resumed from step 30 ends with the same
+// param_hash: parameters, momentum buffer, step count and data position all restored.
+TEST_P(Resume, FromAMidRunCheckpointEndsWithTheParametersOfTheWholeRun) {
+  const auto& [runtime, strategy] = GetParam();
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", runtime + "_" + dir_name(strategy));
+  fs::remove_all(dir / "ck");
+  const std::string args = "--steps 80 --strategy " + strategy;
+  const Ran whole = run(dir, runtime, args + " --checkpoint-dir ck --checkpoint-every 30 --checkpoint-keep 3");
+  ASSERT_TRUE(ok(whole)) << whole.log;
+  for (int step : {30, 60, 80}) ASSERT_TRUE(fs::exists(dir / "ck" / fmt::format("step-{:012d}", step) / "manifest.json")) << step;
+  EXPECT_EQ(whole.summary["checkpoint_step"], 80);
+  fs::remove_all(dir / "ck" / fmt::format("step-{:012d}", 80));
+  fs::remove_all(dir / "ck" / fmt::format("step-{:012d}", 60));
+  const Ran resumed = run(dir, runtime, args + " --resume ck");
+  ASSERT_TRUE(ok(resumed)) << resumed.log;
+  EXPECT_EQ(resumed.summary["resumed_from_step"], 30);
+  EXPECT_EQ(resumed.summary["param_hash"], whole.summary["param_hash"]) << resumed.log;
+  EXPECT_EQ(resumed.summary["final_accuracy"], whole.summary["final_accuracy"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, Resume, ::testing::ValuesIn(cases()), case_name);
+
+fs::path step_dir(const fs::path& ck, int step) { return ck / fmt::format("step-{:012d}", step); }
+
+// The form: N steps, then --resume for N more (constant learning rate, so that the first
+// run's schedule is the first half of the whole run's), against 2N straight.
+TEST(ResumeThreads, NStepsThenNMoreEqualTwoNStraight) {
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "n_plus_n");
+  fs::remove_all(dir / "ck");
+  const Ran straight = run(dir, "threads", "--steps 60 --schedule constant");
+  ASSERT_TRUE(ok(straight)) << straight.log;
+  const Ran first = run(dir, "threads", "--steps 30 --schedule constant --checkpoint-dir ck");
+  ASSERT_TRUE(ok(first)) << first.log;
+  EXPECT_EQ(first.summary["checkpoint_step"], 30);
+  const Ran second = run(dir, "threads", "--steps 60 --schedule constant --resume ck");
+  ASSERT_TRUE(ok(second)) << second.log;
+  EXPECT_EQ(second.summary["param_hash"], straight.summary["param_hash"]);
+  EXPECT_EQ(second.summary["steps"], 60);
+}
+
+// A write killed midway leaves a step folder without a manifest (and maybe a temporary or a
+// truncated file): it is ignored. A complete checkpoint with a corrupt file is skipped, with a
+// warning naming it, for the previous one. Each resume ends with the whole run's param_hash.
+TEST(ResumeThreads, AKilledWriteIsIgnoredAndACorruptCheckpointFallsBackToThePreviousOne) {
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "killed_write");
+  const fs::path ck = dir / "ck";
+  fs::remove_all(ck);
+  const Ran whole = run(dir, "threads", "--steps 90 --checkpoint-dir ck --checkpoint-every 30 --checkpoint-keep 3");
+  ASSERT_TRUE(ok(whole)) << whole.log;
+  // Step 90 "killed midway": worker 0's file cut in half, worker 1's still a temporary, no manifest.
+  const std::string bytes = slurp(step_dir(ck, 90) / "worker-0.ckpt");
+  fs::remove_all(step_dir(ck, 90));
+  fs::create_directories(step_dir(ck, 90));
+  std::ofstream(step_dir(ck, 90) / "worker-0.ckpt", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::ofstream(step_dir(ck, 90) / "worker-1.ckpt.tmp-4242", std::ios::binary) << bytes.substr(0, 100);
+  const Ran from60 = run(dir, "threads", "--steps 90 --resume ck");
+  ASSERT_TRUE(ok(from60)) << from60.log;
+  EXPECT_EQ(from60.summary["resumed_from_step"], 60);
+  EXPECT_EQ(from60.summary["param_hash"], whole.summary["param_hash"]);
+  // Step 60 complete, but worker 1's file corrupt (one byte changed): skipped for step 30.
+  std::string file = slurp(step_dir(ck, 60) / "worker-1.ckpt");
+  file[file.size() / 2] = static_cast<char>(file[file.size() / 2] ^ 0x01);
+  std::ofstream(step_dir(ck, 60) / "worker-1.ckpt", std::ios::binary | std::ios::trunc) << file;
+  const Ran from30 = run(dir, "threads", "--steps 90 --resume ck");
+  ASSERT_TRUE(ok(from30)) << from30.log;
+  EXPECT_EQ(from30.summary["resumed_from_step"], 30);
+  EXPECT_EQ(from30.summary["param_hash"], whole.summary["param_hash"]);
+  EXPECT_NE(from30.log.find("skipping the checkpoint"), std::string::npos) << from30.log;
+  EXPECT_NE(from30.log.find("checksum"), std::string::npos) << from30.log;
+}
+
+// Refused before training, exit 2, naming the setting: strategies that cannot be resumed, a
+// folder with no complete checkpoint, checkpoint_every without a folder; and, once the data is
+// read, a checkpoint of another world size or beyond the run's steps.
+TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "refused");
+  fs::remove_all(dir / "ck");
+  fs::create_directories(dir / "empty");
+  struct Refusal {
+    std::string args;
+    std::string expected;
+  };
+  for (const Refusal& c : {Refusal{"--strategy adpsgd --checkpoint-dir ck", "checkpoint_dir: strategy 'adpsgd'"},
+                           Refusal{"--compress topk:ratio=0.1 --checkpoint-dir ck", "compress = 'topk:ratio=0.1'"},
+                           Refusal{"--resume empty", "resume: '" + std::string("empty") + "' holds no complete checkpoint"},
+                           Refusal{"--resume missing", "resume: 'missing' is not a folder"},
+                           Refusal{"--checkpoint-every 10", "checkpoint_every: set to 10 without checkpoint_dir"}}) {
+    const Ran r = run(dir, "threads", "--steps 20 " + c.args);
+    ASSERT_NE(r.status, -1);
+    EXPECT_EQ(WEXITSTATUS(r.status), exit_code::bad_input) << c.args << "\n" << r.log;
+    EXPECT_NE(r.log.find(c.expected), std::string::npos) << c.args << "\n" << r.log;
+    EXPECT_EQ(r.log.find("final test accuracy"), std::string::npos) << c.args;
+  }
+  ASSERT_TRUE(ok(run(dir, "threads", "--steps 20 --checkpoint-dir ck")));
+  const Ran beyond = run(dir, "threads", "--steps 10 --resume ck");
+  EXPECT_EQ(WEXITSTATUS(beyond.status), exit_code::bad_input) << beyond.log;
+  EXPECT_NE(beyond.log.find("at step 20, beyond this run's 10 steps"), std::string::npos) << beyond.log;
+  const auto other_world = fast::testing::run_fast_in(dir, "train --runtime threads --workers 3 --steps 40 --resume ck" + kTrain);
+  EXPECT_EQ(other_world.code, exit_code::bad_input) << other_world.output;
+  EXPECT_NE(other_world.output.find("workers = 2; this run has workers = 3"), std::string::npos) << other_world.output;
+}
+
+// Polls `file` until it holds `text` or `seconds` pass.
+bool wait_for(const fs::path& file, const std::string& text, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (slurp(file).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+struct Interrupt {
+  std::string runtime;
+  int signal;
+  friend void PrintTo(const Interrupt& i, std::ostream* os) { *os << i.runtime << " signal " << i.signal; }
+};
+
+class Interrupted : public ::testing::TestWithParam<Interrupt> {};
+
+// A long run (a million steps, constant learning rate) with 2 workers, signalled once training
+// has started: it exits with 128 + the signal within 5 s, its summary says interrupted (by which
+// signal, at which step), and its checkpoint at that step resumes: a run of that step + 40 steps
+// resumed from it ends with the param_hash of the same run straight. Under zmq the signal goes to
+// `fast launch`, which forwards it to every process.
+TEST_P(Interrupted, ExitsAtOnceWithASummaryAndACheckpointThatResumesExactly) {
+  const auto& [runtime, signal] = GetParam();
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "signal_" + runtime + std::to_string(signal));
+  fs::remove_all(dir / "ck");
+  fs::remove(dir / "m.jsonl");
+  fs::remove(dir / "m.rank0.jsonl");
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const std::string args = "--schedule constant --checkpoint-dir ck --log-every 20 --metrics m.jsonl";
+  fs::remove(dir / "s.json");
+  const auto s = fast::testing::spawn_in_group(dir, command(runtime, "--steps 1000000 " + args));
+  // Training has started once a train record is out (one metrics file per process under zmq).
+  const fs::path metrics = runtime == "threads" ? dir / "m.jsonl" : dir / "m.rank0.jsonl";
+  ASSERT_TRUE(wait_for(metrics, "\"event\":\"train\"", 120)) << slurp(s.log);
+  const auto signalled = std::chrono::steady_clock::now();
+  ::kill(s.pid, signal);
+  const int status = fast::testing::wait_or_kill_group(s, 30);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  const std::string log = slurp(s.log);
+  ASSERT_NE(status, -1) << "no exit 30 s after the signal\n" << log;
+  ASSERT_TRUE(WIFEXITED(status)) << log;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + signal) << log;
+  EXPECT_LT(seconds, 5.0) << log;
+  ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
+  const json summary = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(summary["interrupted"], true);
+  EXPECT_EQ(summary["interrupted_by"], signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  const std::int64_t at = summary["interrupted_at_step"].get<std::int64_t>();
+  EXPECT_GT(at, 0);
+  EXPECT_EQ(summary["checkpoint_step"], at);
+  EXPECT_NE(slurp(metrics).find("\"event\":\"end\""), std::string::npos);  // the end record is written
+  const std::string total = " --steps " + std::to_string(at + 40) + " --schedule constant ";
+  const Ran resumed = run(dir, runtime, total + "--resume ck");
+  ASSERT_TRUE(ok(resumed)) << resumed.log;
+  EXPECT_EQ(resumed.summary["resumed_from_step"], at);
+  const Ran straight = run(dir, runtime, total);
+  ASSERT_TRUE(ok(straight)) << straight.log;
+  EXPECT_EQ(resumed.summary["param_hash"], straight.summary["param_hash"]);
+}
+
+std::vector<Interrupt> interrupts() {
+  std::vector<Interrupt> out{{"threads", SIGTERM}, {"threads", SIGINT}};
+#ifdef FAST_TEST_ZMQ
+  out.push_back({"zmq", SIGTERM});
+#endif
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, Interrupted, ::testing::ValuesIn(interrupts()),
+                         [](const ::testing::TestParamInfo<Interrupt>& info) {
+                           return info.param.runtime + (info.param.signal == SIGTERM ? "_SIGTERM" : "_SIGINT");
+                         });
+
+}  // namespace
