@@ -21,6 +21,7 @@ enum class TagKind : std::uint8_t {
   strategy = 2,    // strategy/ exchanges
   window = 3,      // one-sided windows
   control = 4,     // runtime control messages
+  trainer = 5,     // training loops (fast train's stop notice: src/adapters/torch/worker_loop.cpp)
 };
 
 constexpr Tag make_tag(TagKind kind, std::uint32_t sequence, std::uint32_t detail) {

@@ -1,6 +1,7 @@
 #include "summary.hpp"
 
 #include <algorithm>
+#include <csignal>
 
 namespace fast::torch {
 
@@ -76,6 +77,30 @@ void add_collectives(json& summary, const TrainOptions& o, const collective::Com
   summary["network_bandwidth"] = comm.network().bandwidth_bytes_per_second;
 }
 
+// The signal that interrupted the run on any worker (SIGTERM before SIGINT), 0 if none.
+// Asynchronous workers stop on their own (a worker of another process may only have seen the
+// budget spent), so every member's totals are asked.
+int interruption(const RunTotals& totals) {
+  int by = 0;
+  for (const auto& t : totals.by_rank)
+    if (t && t->stopped_by != 0 && by != SIGTERM) by = static_cast<int>(t->stopped_by);
+  return by;
+}
+
+// interrupted (by what, at which step of the summary's writer), resumed_from_step, checkpoint
+// (the last folder written) and checkpoint_step (docs/metrics.md).
+void add_resume_fields(json& summary, const SummaryInputs& in, const WorkerTotals& first) {
+  const int by = interruption(in.totals);
+  summary["interrupted"] = by != 0;
+  if (by != 0) {
+    summary["interrupted_by"] = by == SIGTERM ? "SIGTERM" : "SIGINT";
+    summary["interrupted_at_step"] = first.steps;
+  }
+  summary["resumed_from_step"] = in.options.resume.empty() ? json(nullptr) : json(in.plan.first_step);
+  summary["checkpoint"] = in.checkpoint_step < 0 ? json(nullptr) : json(in.checkpoint.string());
+  summary["checkpoint_step"] = in.checkpoint_step < 0 ? json(nullptr) : json(in.checkpoint_step);
+}
+
 }  // namespace
 
 json build_summary(const SummaryInputs& in) {
@@ -134,6 +159,7 @@ json build_summary(const SummaryInputs& in) {
   summary["stopped_early"] = c.steps < in.plan.total_steps * totals.world && o.stop_on_divergence && summary["diverged"].get<bool>();
   if (!c.lost.empty()) summary["lost_workers"] = c.lost;
   add_collectives(summary, o, in.communicator);
+  add_resume_fields(summary, in, first);
   return summary;
 }
 

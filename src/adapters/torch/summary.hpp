@@ -3,6 +3,7 @@
 // holds after gather_totals(), so any member can build it and all build the same one. Torch-free.
 
 #include <cstdint>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,9 @@ struct SummaryInputs {
   const RunTotals& totals;
   // The summary writer's Communicator: its all-reduce counts by algorithm and its network model.
   const collective::Communicator& communicator;
+  // The last checkpoint this run wrote (WorkerLoop::last_checkpoint), and its step; -1: none.
+  std::filesystem::path checkpoint = {};
+  std::int64_t checkpoint_step = -1;
 };
 
 // Figures of lost workers (asynchronous runs; docs/metrics.md): their steps are the batches they

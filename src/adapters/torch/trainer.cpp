@@ -238,37 +238,15 @@ nlohmann::json run_identity(const TrainOptions& o, int workers, std::size_t para
           {"strategy", o.worker.strategy.name}, {"optimizer", o.worker.optimizer.name}};
 }
 
-// Collective: the signal that interrupted the run on any worker (SIGTERM before SIGINT), 0 if none.
-// Asynchronous workers stop on their own (a worker of another process may only have seen the
-// budget spent), so the summary asks them all.
-int agree_on_interruption(collective::Communicator& comm, int mine) {
-  std::vector<double> seen{mine == SIGTERM ? 1.0 : 0.0, mine == SIGINT ? 1.0 : 0.0};
-  comm.allreduce(core::MutableView(std::span<double>(seen)));
-  return seen[0] > 0 ? SIGTERM : seen[1] > 0 ? SIGINT : 0;
-}
-
-// interrupted (and by what), resumed_from_step, checkpoint (the last folder written) and
-// checkpoint_step (docs/metrics.md).
-void add_resume_fields(nlohmann::json& summary, const TrainOptions& o, const LoopPlan& plan, int interrupted_by,
-                       WorkerLoop& loop) {
-  summary["interrupted"] = interrupted_by != 0;
-  if (interrupted_by != 0) {
-    summary["interrupted_by"] = interrupted_by == SIGTERM ? "SIGTERM" : "SIGINT";
-    summary["interrupted_at_step"] = loop.worker().steps();  // of the summary's writer
-  }
-  summary["resumed_from_step"] = o.resume.empty() ? nlohmann::json(nullptr) : nlohmann::json(plan.first_step);
-  summary["checkpoint"] = loop.last_checkpoint_step() < 0 ? nlohmann::json(nullptr)
-                                                          : nlohmann::json(loop.last_checkpoint().string());
-  summary["checkpoint_step"] = loop.last_checkpoint_step() < 0 ? nlohmann::json(nullptr)
-                                                               : nlohmann::json(loop.last_checkpoint_step());
-}
-
 // The whole life of one worker: set-up, its schedule, the final evaluation, the combination of
 // the totals, and (one worker per process) the summary into `outputs`.
 void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outputs) {
   const TrainOptions& o = in.options;
   TorchWorker torch_side(ctx, in);
   LoopPlan plan = make_plan(o, in.input, torch_side.steps_per_epoch(), l2_norm(in.initial));
+  // How far ahead of another a lockstep worker can be: a step (allreduce, ps sync), the diameter
+  // of the graph (dpsgd, at most the world), a period (local-sgd).
+  plan.stop_margin = ctx.size() + 2 + (o.worker.strategy.name == "local-sgd" ? o.worker.strategy.period : 0);
   runtime::SlowdownOptions slowdown_options = o.slowdown;
   slowdown_options.seed = o.seed;
   runtime::Slowdown slowdown(slowdown_options, ctx.rank(), ctx.size());
@@ -305,7 +283,6 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
     loop.checkpoint(worker.steps());  // the last state (at the end, or where a signal stopped the run)
   }
   worker.finish();
-  const int interrupted_by = agree_on_interruption(worker.communicator(), loop.stopped_by());
   const metrics::EvalRecord final_eval = loop.evaluate_collective(plan.total_steps, true);
 
   WorkerTotals mine = loop.totals();
@@ -314,15 +291,16 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   mine.wall_seconds = train_end;
   mine.param_norm = l2_norm(torch_side.representative());
   mine.param_hash = metrics::fnv1a64(torch_side.representative());
+  mine.stopped_by = loop.stopped_by();
   const RunTotals totals = gather_totals(worker.communicator(), mine, loop.evaluations());
   if (!o.save_model.empty() && ctx.rank() == worker.communicator().members().front())
     write_npy(o.save_model, torch_side.representative());
   if (first_member_here(worker.communicator(), place, ctx.rank())) {
-    nlohmann::json summary = build_summary({.options = o, .plan = plan, .parameters = in.initial.size(),
-                                            .final_eval = final_eval, .totals = totals,
-                                            .communicator = worker.communicator()});
-    add_resume_fields(summary, o, plan, interrupted_by, loop);
-    outputs.offer_summary(std::move(summary));
+    outputs.offer_summary(build_summary({.options = o, .plan = plan, .parameters = in.initial.size(),
+                                         .final_eval = final_eval, .totals = totals,
+                                         .communicator = worker.communicator(),
+                                         .checkpoint = loop.last_checkpoint(),
+                                         .checkpoint_step = loop.last_checkpoint_step()}));
   }
 }
 

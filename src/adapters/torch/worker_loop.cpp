@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cmath>
 
+#include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/stop_request.hpp"
 
@@ -20,10 +21,7 @@ WorkerLoop::WorkerLoop(runtime::Context& ctx, strategy::Worker& worker, runtime:
       lead_(ctx.rank() == 0),
       start_(ctx.now()),
       last_report_(start_),
-      divergence_(ctx.rank(), plan.initial_norm, plan.classes),
-      next_agreement_(plan.first_step + 1),
-      agreed_at_step_(plan.first_step),
-      agreed_at_time_(start_) {}
+      divergence_(ctx.rank(), plan.initial_norm, plan.classes) {}
 
 void WorkerLoop::check(const std::optional<metrics::DivergenceSign>& sign) {
   if (sign) outputs_.diverged(*sign, plan_.stop_on_divergence);
@@ -38,24 +36,36 @@ bool WorkerLoop::stop_for_divergence() {
   return flag[0] > 0;
 }
 
-// The first member proposes the next interval from its own pace since the last agreement; the
-// all-reduce carries it with the stop flags, so every worker agrees on both.
+namespace {
+constexpr runtime::Tag kStopTag = runtime::make_tag(runtime::TagKind::trainer, 0, 0);
+}  // namespace
+
 bool WorkerLoop::stop_agreed(std::int64_t done) {
-  if (!plan_.stoppable || done < next_agreement_) return false;
+  if (!plan_.stoppable) return false;
   collective::Communicator& comm = worker_.communicator();
-  const int signal = core::stop_requested();
-  std::vector<double> agreed{signal == SIGTERM ? 1.0 : 0.0, signal != 0 && signal != SIGTERM ? 1.0 : 0.0, 0.0};
-  if (ctx_.rank() == comm.members().front()) {
-    const double per_step = (ctx_.now() - agreed_at_time_) / static_cast<double>(std::max<std::int64_t>(1, done - agreed_at_step_));
-    agreed[2] = std::clamp(std::ceil(0.25 / std::max(per_step, 1e-6)), 1.0, 10000.0);
+  const int first = comm.members().front();
+  if (stop_at_ < 0 && ctx_.rank() == first) {
+    if (const int signal = core::stop_requested(); signal != 0) {
+      stop_notice_ = {done + plan_.stop_margin, signal};
+      for (int member : comm.members())
+        if (member != first)
+          stop_sends_.push_back(ctx_.send(member, kStopTag, core::ConstView(std::span<const std::int64_t>(stop_notice_))));
+      stop_at_ = stop_notice_[0];
+    }
+  } else if (stop_at_ < 0) {
+    stop_notice_.assign(2, 0);
+    if (ctx_.try_recv(first, kStopTag, core::MutableView(std::span<std::int64_t>(stop_notice_)))) {
+      stop_at_ = stop_notice_[0];
+      FAST_ENFORCE_AS(core::InvalidUsage, done <= stop_at_,
+                      "stop: worker {} is at step {}, past the agreed last step {} (stop_margin too small)",
+                      ctx_.rank(), done, stop_at_);
+    }
   }
-  comm.allreduce(core::MutableView(std::span<double>(agreed)));
-  next_agreement_ = done + static_cast<std::int64_t>(agreed[2]);
-  agreed_at_step_ = done;
-  agreed_at_time_ = ctx_.now();
-  if (agreed[0] > 0) stopped_by_ = SIGTERM;
-  else if (agreed[1] > 0) stopped_by_ = SIGINT;
-  return stopped_by_ != 0;
+  if (stop_at_ < 0 || done < stop_at_) return false;
+  for (core::Work& sent : stop_sends_) sent.wait();  // every member has taken its notice by now
+  stop_sends_.clear();
+  stopped_by_ = static_cast<int>(stop_notice_[1]);
+  return true;
 }
 
 bool WorkerLoop::stop_requested_here() {

@@ -59,6 +59,7 @@ struct LoopPlan {
   std::int64_t first_step = 0;           // steps already taken (a resumed run: the checkpoint's step)
   std::int64_t checkpoint_every = 0;     // lockstep: a checkpoint every this many steps (0: none)
   bool stoppable = false;                // poll core::stop_requested() (fast train's SIGINT/SIGTERM)
+  std::int64_t stop_margin = 2;          // lockstep: steps between a stop notice and the agreed last step
 };
 
 class WorkerLoop {
@@ -95,10 +96,14 @@ class WorkerLoop {
   bool diverged_and_stopping() const noexcept { return plan_.stop_on_divergence && divergence_.diverged(); }
   const metrics::DivergenceCheck& divergence() const noexcept { return divergence_; }
 
-  // Stop requests (core::stop_requested, plan.stoppable). Lockstep, collective at agreement points
-  // (every worker calls it after the same steps; between points it returns false without
-  // communicating): whether any worker was asked to stop, by a small all-reduce whose interval the
-  // first member sets to about 0.25 s of steps. The signal is then kept in stopped_by().
+  // Stop requests (core::stop_requested, plan.stoppable). Lockstep, called by every worker after
+  // each step (`done` steps taken): whether to stop now. The group's first member, once asked to
+  // stop, picks the step T = done + plan.stop_margin and sends (T, signal) to every other member;
+  // the others poll for it after each step (no traffic until a stop), and every worker stops after
+  // step T. The margin exceeds how far a worker of a lockstep strategy can be ahead of another, so
+  // no worker has passed T when the notice arrives (InvalidUsage naming the steps otherwise).
+  // Under fast launch, mpirun or threads every process sees the signal; a signal that reaches
+  // only a process without the first member stops nothing. The signal is kept in stopped_by().
   bool stop_agreed(std::int64_t done);
   // Asynchronous, local: whether this worker was asked to stop (then kept in stopped_by()).
   bool stop_requested_here();
@@ -139,9 +144,9 @@ class WorkerLoop {
   std::vector<EvalEvent> evaluations_;
   metrics::DivergenceCheck divergence_;
   int stopped_by_ = 0;
-  std::int64_t next_agreement_ = 0;  // lockstep: the step count of the next stop agreement
-  std::int64_t agreed_at_step_ = 0;  // and of the last one, with its time (runtime clock)
-  double agreed_at_time_ = 0;
+  std::int64_t stop_at_ = -1;                 // lockstep: the agreed last step T (-1: none yet)
+  std::vector<std::int64_t> stop_notice_;     // (T, signal), sent by the first member or received
+  std::vector<core::Work> stop_sends_;        // the first member's notices, until taken
   CheckpointStore* checkpoints_ = nullptr;
   std::filesystem::path last_checkpoint_;
   std::int64_t last_checkpoint_step_ = -1;
