@@ -271,7 +271,7 @@ int run(int argc, char** argv) {
     const std::string by = summary["interrupted_by"].get<std::string>();
     std::printf("interrupted by %s at step %lld of %lld%s%s\n", by.c_str(),
                 summary["interrupted_at_step"].get<long long>(), summary["steps"].get<long long>(),
-                summary["checkpoint"].is_null() ? "; no checkpoint (set --checkpoint-dir to resume later)"
+                summary["checkpoint"].is_null() ? "; no checkpoint written (see --checkpoint-dir)"
                                                 : "; resume with --resume ",
                 summary["checkpoint"].is_null() ? "" : options.checkpoint_dir.c_str());
     return 128 + (by == "SIGTERM" ? SIGTERM : SIGINT);
