@@ -274,7 +274,7 @@ int run(int argc, char** argv) {
                 summary["checkpoint"].is_null() ? "; no checkpoint written (see --checkpoint-dir)"
                                                 : "; resume with --resume ",
                 summary["checkpoint"].is_null() ? "" : options.checkpoint_dir.c_str());
-    return 128 + (by == "SIGTERM" ? SIGTERM : SIGINT);
+    return exit_code::killed_by(by == "SIGTERM" ? SIGTERM : SIGINT);
   }
   return exit_code::ok;
 }
