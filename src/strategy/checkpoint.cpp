@@ -175,11 +175,10 @@ Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view 
   return out;
 }
 
-void write_checkpoint_file(const std::filesystem::path& file, const Checkpoint& checkpoint) {
-  const std::vector<std::byte> bytes = encode_checkpoint(checkpoint);
+void write_file_atomically(const std::filesystem::path& file, std::span<const std::byte> bytes, std::string_view what) {
   const std::filesystem::path temporary = file.string() + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) FAST_THROW(core::IoError, "checkpoint '{}': cannot create it: {}", temporary.string(), std::strerror(errno));
+  if (fd < 0) FAST_THROW(core::IoError, "{} '{}': cannot create it: {}", what, temporary.string(), std::strerror(errno));
   std::size_t written = 0;
   while (written < bytes.size()) {
     const ::ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
@@ -188,7 +187,7 @@ void write_checkpoint_file(const std::filesystem::path& file, const Checkpoint& 
       const int error = errno;
       ::close(fd);
       std::filesystem::remove(temporary);
-      FAST_THROW(core::IoError, "checkpoint '{}': write failed after {} of {} bytes: {}", temporary.string(), written,
+      FAST_THROW(core::IoError, "{} '{}': write failed after {} of {} bytes: {}", what, temporary.string(), written,
                  bytes.size(), std::strerror(error));
     }
     written += static_cast<std::size_t>(n);
@@ -198,15 +197,19 @@ void write_checkpoint_file(const std::filesystem::path& file, const Checkpoint& 
   ::close(fd);
   if (!synced) {
     std::filesystem::remove(temporary);
-    FAST_THROW(core::IoError, "checkpoint '{}': fsync failed: {}", temporary.string(), std::strerror(error));
+    FAST_THROW(core::IoError, "{} '{}': fsync failed: {}", what, temporary.string(), std::strerror(error));
   }
   std::error_code ec;
   std::filesystem::rename(temporary, file, ec);
   if (ec) {
     std::filesystem::remove(temporary);
-    FAST_THROW(core::IoError, "checkpoint '{}': cannot rename the written file into place: {}", file.string(),
+    FAST_THROW(core::IoError, "{} '{}': cannot rename the written file into place: {}", what, file.string(),
                ec.message());
   }
+}
+
+void write_checkpoint_file(const std::filesystem::path& file, const Checkpoint& checkpoint) {
+  write_file_atomically(file, encode_checkpoint(checkpoint), "checkpoint");
 }
 
 Checkpoint read_checkpoint_file(const std::filesystem::path& file) {

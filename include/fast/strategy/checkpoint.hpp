@@ -51,6 +51,9 @@ std::vector<std::byte> encode_checkpoint(const Checkpoint& checkpoint);
 // IoError (see the format above); `source` names the bytes in messages (a file path).
 Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view source);
 
+// `bytes` written atomically to `file` (see above: a temporary, fsync, rename); IoError naming
+// `what` and the file when it cannot be written (the temporary is removed).
+void write_file_atomically(const std::filesystem::path& file, std::span<const std::byte> bytes, std::string_view what);
 // Atomic write (see above). IoError naming the file when it cannot be written.
 void write_checkpoint_file(const std::filesystem::path& file, const Checkpoint& checkpoint);
 // IoError naming the file when it cannot be read or does not decode.

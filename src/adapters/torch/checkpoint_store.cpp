@@ -1,7 +1,5 @@
 #include "checkpoint_store.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
 #include <fstream>
@@ -43,19 +41,6 @@ std::vector<std::int64_t> step_folders(const std::filesystem::path& folder, bool
   }
   std::sort(steps.rbegin(), steps.rend());
   return steps;
-}
-
-void write_text_atomically(const std::filesystem::path& file, const std::string& text) {
-  const std::filesystem::path temporary = file.string() + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) FAST_THROW(core::IoError, "checkpoint manifest '{}': cannot write it", temporary.string());
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, file, ec);
-  if (ec) FAST_THROW(core::IoError, "checkpoint manifest '{}': cannot rename it into place: {}", file.string(), ec.message());
 }
 
 nlohmann::json read_manifest(const std::filesystem::path& step_folder) {
@@ -118,7 +103,8 @@ std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int6
                   step, target.string());
   if (worker.context().rank() == comm.members().front()) {
     const nlohmann::json manifest{{"format", 1}, {"step", step}, {"workers", comm.group_size()}, {"run", identity_}};
-    write_text_atomically(target / kManifest, manifest.dump(2) + "\n");
+    const std::string text = manifest.dump(2) + "\n";
+    strategy::write_file_atomically(target / kManifest, std::as_bytes(std::span<const char>(text)), "checkpoint manifest");
     prune(step);
   }
   return target;
