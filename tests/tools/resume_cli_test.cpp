@@ -30,11 +30,12 @@ using fast::testing::slurp;
 const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
 const std::string kTrain = " --model mlp --batch 32 --seed 5 --eval-every 0 --progress never --summary s.json ";
 
-// The command line of a 2-worker `fast train ARGS` under `runtime`.
-std::string command(const std::string& runtime, const std::string& args) {
-  if (runtime == "zmq") return kFast + " launch -n 2 --timeout 300 -- " + kFast + " train --runtime zmq" + kTrain + args;
-  if (runtime == "mpi") return "mpirun -np 2 --oversubscribe " + kFast + " train --runtime mpi" + kTrain + args;
-  return kFast + " train --runtime threads --workers 2" + kTrain + args;
+// The command line of a `fast train ARGS` of `workers` workers under `runtime`.
+std::string command(const std::string& runtime, const std::string& args, int workers = 2) {
+  const std::string n = std::to_string(workers);
+  if (runtime == "zmq") return kFast + " launch -n " + n + " --timeout 300 -- " + kFast + " train --runtime zmq" + kTrain + args;
+  if (runtime == "mpi") return "mpirun -np " + n + " --oversubscribe " + kFast + " train --runtime mpi" + kTrain + args;
+  return kFast + " train --runtime threads --workers " + n + kTrain + args;
 }
 
 struct Ran {
@@ -43,13 +44,13 @@ struct Ran {
   json summary;     // s.json, or null
 };
 
-Ran run(const fs::path& dir, const std::string& runtime, const std::string& args, double seconds = 300) {
+Ran run(const fs::path& dir, const std::string& runtime, const std::string& args, int workers = 2) {
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   fs::remove(dir / "s.json");
-  const auto s = fast::testing::spawn_in_group(dir, command(runtime, args));
+  const auto s = fast::testing::spawn_in_group(dir, command(runtime, args, workers));
   Ran r;
-  r.status = fast::testing::wait_or_kill_group(s, seconds);
+  r.status = fast::testing::wait_or_kill_group(s, 300);
   r.log = slurp(s.log);
   if (fs::exists(dir / "s.json")) r.summary = json::parse(slurp(dir / "s.json"));
   return r;
@@ -203,19 +204,23 @@ bool wait_for(const fs::path& file, const std::string& text, double seconds) {
 struct Interrupt {
   std::string runtime;
   int signal;
-  friend void PrintTo(const Interrupt& i, std::ostream* os) { *os << i.runtime << " signal " << i.signal; }
+  int workers;
+  friend void PrintTo(const Interrupt& i, std::ostream* os) {
+    *os << i.runtime << " signal " << i.signal << ", " << i.workers << " workers";
+  }
 };
 
 class Interrupted : public ::testing::TestWithParam<Interrupt> {};
 
-// A long run (a million steps, constant learning rate) with 2 workers, signalled once training
+// A long run (a million steps, constant learning rate) of 2 or 4 workers, signalled once training
 // has started: it exits with 128 + the signal within 5 s, its summary says interrupted (by which
 // signal, at which step), and its checkpoint at that step resumes: a run of that step + 40 steps
 // resumed from it ends with the param_hash of the same run straight. Under zmq the signal goes to
 // `fast launch`, which forwards it to every process.
 TEST_P(Interrupted, ExitsAtOnceWithASummaryAndACheckpointThatResumesExactly) {
-  const auto& [runtime, signal] = GetParam();
-  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "signal_" + runtime + std::to_string(signal));
+  const auto& [runtime, signal, workers] = GetParam();
+  const fs::path dir =
+      fast::testing::test_dir("fast_resume_cli", "signal_" + runtime + std::to_string(signal) + "_" + std::to_string(workers));
   fs::remove_all(dir / "ck");
   fs::remove(dir / "m.jsonl");
   fs::remove(dir / "m.rank0.jsonl");
@@ -223,7 +228,7 @@ TEST_P(Interrupted, ExitsAtOnceWithASummaryAndACheckpointThatResumesExactly) {
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   const std::string args = "--schedule constant --checkpoint-dir ck --log-every 20 --metrics m.jsonl";
   fs::remove(dir / "s.json");
-  const auto s = fast::testing::spawn_in_group(dir, command(runtime, "--steps 1000000 " + args));
+  const auto s = fast::testing::spawn_in_group(dir, command(runtime, "--steps 1000000 " + args, workers));
   // Training has started once a train record is out (one metrics file per process under zmq).
   const fs::path metrics = runtime == "threads" ? dir / "m.jsonl" : dir / "m.rank0.jsonl";
   ASSERT_TRUE(wait_for(metrics, "\"event\":\"train\"", 120)) << slurp(s.log);
@@ -245,25 +250,26 @@ TEST_P(Interrupted, ExitsAtOnceWithASummaryAndACheckpointThatResumesExactly) {
   EXPECT_EQ(summary["checkpoint_step"], at);
   EXPECT_NE(slurp(metrics).find("\"event\":\"end\""), std::string::npos);  // the end record is written
   const std::string total = " --steps " + std::to_string(at + 40) + " --schedule constant ";
-  const Ran resumed = run(dir, runtime, total + "--resume ck");
+  const Ran resumed = run(dir, runtime, total + "--resume ck", workers);
   ASSERT_TRUE(ok(resumed)) << resumed.log;
   EXPECT_EQ(resumed.summary["resumed_from_step"], at);
-  const Ran straight = run(dir, runtime, total);
+  const Ran straight = run(dir, runtime, total, workers);
   ASSERT_TRUE(ok(straight)) << straight.log;
   EXPECT_EQ(resumed.summary["param_hash"], straight.summary["param_hash"]);
 }
 
 std::vector<Interrupt> interrupts() {
-  std::vector<Interrupt> out{{"threads", SIGTERM}, {"threads", SIGINT}};
+  std::vector<Interrupt> out{{"threads", SIGTERM, 4}, {"threads", SIGINT, 2}};
 #ifdef FAST_TEST_ZMQ
-  out.push_back({"zmq", SIGTERM});
+  out.push_back({"zmq", SIGTERM, 4});
 #endif
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, Interrupted, ::testing::ValuesIn(interrupts()),
                          [](const ::testing::TestParamInfo<Interrupt>& info) {
-                           return info.param.runtime + (info.param.signal == SIGTERM ? "_SIGTERM" : "_SIGINT");
+                           return info.param.runtime + (info.param.signal == SIGTERM ? "_SIGTERM_" : "_SIGINT_") +
+                                  std::to_string(info.param.workers) + "workers";
                          });
 
 }  // namespace
