@@ -80,6 +80,10 @@ CheckpointStore::CheckpointStore(std::filesystem::path folder, std::int64_t keep
   FAST_ENFORCE(keep_ >= 1, "checkpoint_keep: expected >= 1, got {}", keep_);
 }
 
+std::vector<std::int64_t> CheckpointStore::complete_steps(const std::filesystem::path& folder) {
+  return step_folders(folder, true);
+}
+
 std::filesystem::path CheckpointStore::step_folder(const std::filesystem::path& folder, std::int64_t step) {
   return folder / fmt::format("step-{:012d}", step);
 }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,9 @@ class CheckpointStore {
   // field, saved and now); IoError when no complete checkpoint is readable by every worker.
   static std::int64_t restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
                                      const nlohmann::json& identity);
+
+  // Steps of the complete checkpoints (step folders with a manifest) in `folder`, newest first.
+  static std::vector<std::int64_t> complete_steps(const std::filesystem::path& folder);
 
   // FOLDER/step-<12 digits>.
   static std::filesystem::path step_folder(const std::filesystem::path& folder, std::int64_t step);

@@ -10,7 +10,6 @@
 #include "fast/adapters/torch/trainer.hpp"
 
 #include <cmath>
-#include <csignal>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -97,10 +96,7 @@ void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions
   if (o.resume.empty()) return;
   FAST_ENFORCE(std::filesystem::is_directory(o.resume), "resume: '{}' is not a folder; expected a checkpoint_dir of "
                "an earlier run", o.resume.string());
-  bool complete = false;
-  for (const auto& entry : std::filesystem::directory_iterator(o.resume))
-    complete = complete || std::filesystem::is_regular_file(entry.path() / "manifest.json");
-  FAST_ENFORCE(complete, "resume: '{}' holds no complete checkpoint (a step-N folder with a manifest.json); "
+  FAST_ENFORCE(!CheckpointStore::complete_steps(o.resume).empty(), "resume: '{}' holds no complete checkpoint (a step-N folder with a manifest.json); "
                "expected the checkpoint_dir of an earlier run", o.resume.string());
 }
 

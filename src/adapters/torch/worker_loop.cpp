@@ -53,7 +53,7 @@ bool WorkerLoop::stop_agreed(std::int64_t done) {
       stop_at_ = stop_notice_[0];
     }
   } else if (stop_at_ < 0) {
-    stop_notice_.assign(2, 0);
+    stop_notice_.resize(2);  // the receive buffer, sized once
     if (ctx_.try_recv(first, kStopTag, core::MutableView(std::span<std::int64_t>(stop_notice_)))) {
       stop_at_ = stop_notice_[0];
       FAST_ENFORCE_AS(core::InvalidUsage, done <= stop_at_,
