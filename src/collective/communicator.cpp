@@ -35,7 +35,7 @@ std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::si
 }  // namespace
 
 Communicator::Communicator(runtime::Context& ctx, CommunicatorOptions options)
-    : ctx_(ctx), default_algorithm_(options.allreduce_algorithm) {
+    : ctx_(ctx), joining_(ctx.joins_run_under_way()), default_algorithm_(options.allreduce_algorithm) {
   if (auto model = ctx.network_model()) network_ = *model;
   else network_ = default_network();
   if (options.latency_seconds) network_.latency_seconds = *options.latency_seconds;
@@ -47,6 +47,13 @@ Communicator::Communicator(runtime::Context& ctx, CommunicatorOptions options)
   members_.reserve(static_cast<std::size_t>(ctx.size()));
   for (int r = 0; r < ctx.size(); ++r) members_.push_back(r);
   index_ = ctx.rank();
+}
+
+void Communicator::not_while_joining() const {
+  FAST_THROW(core::InvalidUsage,
+             "communicator: worker {} joins a run under way (it took a lost worker's rank back) and cannot run a "
+             "set-up collective with the others; only set-up that can stand in for its collectives may run before "
+             "end_join()", ctx_.rank());
 }
 
 void Communicator::exclude_lost() {

@@ -1,5 +1,6 @@
 #include "fast/collective/window.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -389,7 +390,13 @@ Window::Window(Communicator& comm, std::string name, MutableView local, WindowOp
   const std::array<std::int64_t, 2> mine{static_cast<std::int64_t>(local.numel()),
                                          static_cast<std::int64_t>(local.dtype())};
   std::vector<std::int64_t> all(2 * static_cast<std::size_t>(n));
-  comm.allgather(i64_view(mine.data(), 2), MutableView(std::span<std::int64_t>(all)));
+  if (comm.joining()) {
+    // Joining a run under way: every worker's shape is taken to be this one's (see the header).
+    comm.skip_collective();
+    for (int p = 0; p < n; ++p) std::copy(mine.begin(), mine.end(), all.begin() + 2 * p);
+  } else {
+    comm.allgather(i64_view(mine.data(), 2), MutableView(std::span<std::int64_t>(all)));
+  }
   for (int p = 0; p < n; ++p) {
     peer_numel_.push_back(all[2 * static_cast<std::size_t>(p)]);
     peer_dtype_.push_back(all[2 * static_cast<std::size_t>(p) + 1]);

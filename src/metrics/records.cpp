@@ -42,6 +42,11 @@ json to_json(const TrainRecord& r) {
           {"slowdown_seconds", r.slowdown_seconds}};
 }
 
+json to_json(const MembershipRecord& r) {
+  return {{"event", "membership"}, {"time", r.time}, {"worker", r.worker},
+          {"change", r.joined ? "joined" : "lost"}, {"detail", r.detail}};
+}
+
 json to_json(const EvalRecord& r) {
   json record{{"event", "eval"},       {"time", r.time},         {"epoch", r.epoch},
               {"step", r.step},        {"worker", r.worker},     {"accuracy", r.accuracy},

@@ -86,6 +86,12 @@ class Matcher {
     return false;
   }
 
+  // Drops every message queued from source `src` (a remote sender that was replaced).
+  void drop_messages_from(int src) {
+    for (auto it = messages_.lower_bound({src, 0}); it != messages_.end() && it->first.first == src;)
+      it = messages_.erase(it);
+  }
+
   // Removes and returns every receive queued for source `src` (not those from any source).
   template <typename Fn>
   void drain_recvs_from(int src, Fn&& fn) {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <fmt/ranges.h>
+
 #include "fast/core/error.hpp"
 #include "gossip.hpp"
 #include "fast/topology/builders.hpp"
@@ -97,6 +99,30 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
   ctx.memory_traffic((outcome.applied ? 4.0 : 2.0) * model_bytes);
   read_version_ = local.version();
   return outcome;
+}
+
+void AdpsgdStrategy::rejoin(ModelState state) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_, "adpsgd: rejoin() before attach() or after finish()");
+  FAST_ENFORCE_AS(core::InvalidUsage, !compresses(options_), "adpsgd: rejoin with compress = '{}': {}",
+                  options_.compress, "the links' codec references would not match the neighbours'");
+  FAST_ENFORCE_EQ(state.params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
+  runtime::Context& ctx = comm_.context();
+  for (int peer : alive_only(neighbors_, ctx)) {
+    try {
+      window_->get(peer, core::MutableView(std::span<float>(peer_))).wait();
+    } catch (const core::PeerLost&) {
+      if (ctx.alive(peer)) throw;
+      continue;  // lost meanwhile: try the next one
+    }
+    collective::Window::Local local = window_->local();
+    std::copy(peer_.begin(), peer_.end(), model_.begin());
+    std::copy(peer_.begin(), peer_.end(), state.params.begin());
+    local.bump();
+    read_version_ = local.version();
+    return;
+  }
+  FAST_THROW(core::PeerLost, "adpsgd: worker {} rejoins but none of its neighbours ({}) is live to take a model from",
+             comm_.rank(), fmt::join(neighbors_, ", "));
 }
 
 void AdpsgdStrategy::finish(ModelState state) {

@@ -17,6 +17,10 @@
 namespace fast::strategy {
 
 
+void Strategy::rejoin(ModelState /*state*/) {
+  FAST_THROW(core::InvalidUsage, "strategy '{}' cannot take a worker back into a run under way", name());
+}
+
 void Strategy::representative(ModelState state, std::span<float> out) {
   FAST_ENFORCE_EQ(out.size(), state.params.size(), "representative: output length must equal the parameter count");
   std::copy(state.params.begin(), state.params.end(), out.begin());

@@ -45,6 +45,23 @@ std::string resume_refusal(const StrategyOptions& options) {
   return {};
 }
 
+std::string rejoin_refusal(const StrategyOptions& options) {
+  if (options.name != "adpsgd")
+    return fmt::format("strategy '{}' cannot take a worker back into a run under way (its state is more than a "
+                       "model a neighbour holds); rejoining supports adpsgd", options.name);
+  if (Strategy::compresses(options))
+    return fmt::format("compress = '{}' keeps per-link codec references that a new process does not have; "
+                       "rejoining supports compress = none", options.compress);
+  return {};
+}
+
+void Worker::rejoin(std::int64_t step) {
+  FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::rejoin: called after finish()");
+  FAST_ENFORCE_AS(core::InvalidUsage, step >= 0, "Worker::rejoin: step must be >= 0, got {}", step);
+  strategy_->rejoin(state_);
+  steps_ = step;
+}
+
 Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState state)
     : comm_(ctx, options.communicator),
       state_(checked(state)),

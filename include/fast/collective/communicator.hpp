@@ -130,8 +130,23 @@ class Communicator {
   // collective's. Same contract as the collectives: every worker calls it at the same point.
   std::uint32_t reserve_sequence() { return next_sequence(); }
 
+  // Joining mode: a worker that replaces a lost one in a run under way (Context::
+  // joins_run_under_way) starts in it. The others are past their set-up collectives, so this
+  // worker must not run them: set-up code that can stand in for one locally (Window's shapes,
+  // the trainer's process placement) calls skip_collective(), which takes the collective's
+  // sequence number without any message, so the later collectives (the closing ones of an
+  // asynchronous run) meet the others'. Every other collective throws InvalidUsage while joining.
+  // end_join() ends the mode once the set-up is over. Same thread as the collectives.
+  bool joining() const noexcept { return joining_; }
+  std::uint32_t skip_collective() { return sequence_.fetch_add(1, std::memory_order_relaxed); }
+  void end_join() noexcept { joining_ = false; }
+
  private:
-  std::uint32_t next_sequence() { return sequence_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint32_t next_sequence() {
+    if (joining_) not_while_joining();
+    return sequence_.fetch_add(1, std::memory_order_relaxed);
+  }
+  [[noreturn]] void not_while_joining() const;
   // The context's native collectives when it offers them and the group is the whole world; null otherwise.
   runtime::NativeCollectives* native() const;
   void native_allreduce(runtime::NativeCollectives& native, std::uint64_t ticket, core::MutableView data,
@@ -145,6 +160,7 @@ class Communicator {
 
   runtime::Context& ctx_;
   std::atomic<std::uint32_t> sequence_{0};
+  bool joining_ = false;
   std::vector<core::Buffer> scratch_;  // neighbor_average: one receive buffer per in-neighbour
   runtime::NetworkModel network_;      // what the automatic choice assumes
   AllreduceAlgorithm default_algorithm_ = AllreduceAlgorithm::automatic;

@@ -89,6 +89,9 @@ class Window {
   // too) under `name`, which must be unique among this worker's open windows. All-gathers every
   // worker's length and dtype, so a request out of range or of the wrong dtype is rejected by the
   // requester (InvalidArgument naming window, peer, range and dtype) before anything is sent.
+  // A worker that joins a run under way (Communicator::joining) runs no collective: it takes every
+  // worker's length and dtype to be its own, which holds for windows whose shape is the same on
+  // every worker (the model windows of the asynchronous strategies, the trainer's batch budget).
   // Every worker passes the same options.codec.
   Window(Communicator& comm, std::string name, core::MutableView local, WindowOptions options = {});
   // Stops the service if close() was not called (without the collective wait: requests that

@@ -67,7 +67,17 @@ struct EvalRecord {
   double param_norm = 0;            // L2 norm of the evaluated (representative) model
 };
 
+// `membership`: a worker lost, or a new process that took a lost worker's rank back (zmq
+// rejoin), as worker 0's process saw it.
+struct MembershipRecord {
+  double time = 0;                  // seconds since training started, runtime clock of worker 0
+  int worker = 0;                   // the rank lost or taken back
+  bool joined = false;              // "change": "joined" when true, else "lost"
+  std::string detail;               // where it ran and why
+};
+
 nlohmann::json to_json(const StartRecord& r);  // {"event": "start", "time": 0, ...}
+nlohmann::json to_json(const MembershipRecord& r);  // {"event": "membership", "change": "lost" | "joined", ...}
 nlohmann::json to_json(const TrainRecord& r);  // {"event": "train", ...}
 nlohmann::json to_json(const EvalRecord& r);   // {"event": "eval", ...}; replica fields only when measured
 // `end`: the summary (docs/metrics.md, "Summary") with "event": "end" and `time` first.

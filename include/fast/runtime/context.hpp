@@ -43,6 +43,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fast/core/buffer.hpp"
 #include "fast/core/tensor_view.hpp"
@@ -59,6 +60,14 @@ class NativeCollectives;  // native_collectives.hpp
 enum class Combine : std::uint8_t {
   copy,  // dst = message
   sum,   // dst += message (f32 and f64 only)
+};
+
+// A worker lost, or one that rejoined in its place (Context::membership_events).
+struct MembershipEvent {
+  double at = 0;        // seconds on the observing worker's clock (Context::now)
+  int worker = 0;       // the rank
+  bool joined = false;  // false: lost; true: a new process took the rank back
+  std::string detail;   // where it ran and why (for logs and the metrics)
 };
 
 // Traffic of one worker to or from one peer since the world started. Sizes are payload bytes.
@@ -130,9 +139,11 @@ class Context {
   // Name of the runtime ("threads", "sim", ...).
   virtual std::string runtime_name() const = 0;
 
-  // Lost peers (see the contract above); a lost peer never comes back. alive(peer) is false only
-  // once this runtime knows the peer is lost. Runtimes that cannot lose a worker (threads: a
-  // failing worker aborts the whole world instead) keep the defaults: always alive.
+  // Lost peers (see the contract above). alive(peer) is false only once this runtime knows the
+  // peer is lost. Runtimes that cannot lose a worker (threads: a failing worker aborts the whole
+  // world instead) keep the defaults: always alive. A lost peer stays lost, except under zmq when
+  // a new process takes its place in an asynchronous run (rejoin, docs/faults.md): alive(peer) is
+  // true again from then on, and what the old process had sent but nobody had received is dropped.
   virtual bool alive(int /*peer*/) const { return true; }
   // Throws PeerLost naming the peer, where it ran, when and why it was lost, if it is lost.
   virtual void ensure_alive(int /*peer*/) const {}
@@ -142,6 +153,14 @@ class Context {
   // declared lost (up to the peer timeout); sim and threads return at once (sim loses workers at
   // known instants, threads loses none).
   virtual void settle_lost_peers() {}
+
+  // Whether this worker joins a run already under way, in place of a lost one (zmq rejoin): the
+  // others are past their set-up, so this worker must not run set-up collectives with them
+  // (Communicator's joining mode) and takes its model from a live peer. False everywhere else.
+  virtual bool joins_run_under_way() const { return false; }
+  // The workers this runtime saw lost or rejoin, in the order seen (at: seconds on this
+  // worker's clock, now()). Empty for runtimes without losses. Thread-safe.
+  virtual std::vector<MembershipEvent> membership_events() const { return {}; }
 
   // The runtime's own world-wide collectives (native_collectives.hpp), or null when it offers none
   // or the run chose FAST's (LaunchOptions::collectives = "fast"). Owned by the runtime; valid

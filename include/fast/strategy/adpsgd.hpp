@@ -42,6 +42,8 @@
 // ones; with no live neighbour the step takes no average. A fetch_average that fails with PeerLost
 // because the peer was lost meanwhile leaves x_i unchanged (no average that step). The lost
 // worker's model is gone with it: the representative is the average of the survivors' models.
+// A worker that rejoins (zmq, docs/faults.md) starts from a copy of a live neighbour's model
+// (rejoin()); from then on it is drawn again and averages as any other.
 
 #include <cstdint>
 #include <memory>
@@ -69,6 +71,10 @@ class AdpsgdStrategy final : public Strategy {
   StepOutcome step(const StepInput& input) override;
   bool asynchronous() const override { return true; }
   void finish(ModelState state) override;
+  // Takes x_j of the first live neighbour (in neighbour order) as this worker's model: its window
+  // and state.params. PeerLost when no neighbour is live; InvalidUsage with a codec (the links'
+  // references would not match the neighbours').
+  void rejoin(ModelState state) override;
   StalenessStats staleness() const override { return staleness_; }
 
   // The neighbour worker `rank` averages with at `step`: neighbors[h(seed, rank, step) mod degree]

@@ -180,6 +180,11 @@ class Strategy {
   // finish(). The Worker then reads replicas from it instead of publishing a copy of its own.
   // Default: none (the Worker publishes).
   virtual collective::Window* replica_window() { return nullptr; }
+  // A worker that joins a run under way in place of a lost one (Context::joins_run_under_way),
+  // after attach(): takes a model from a live peer into state.params and its own exposed state,
+  // so its first step starts from the run's progress. Not collective. Default: InvalidUsage (the
+  // strategy cannot take a worker back; rejoin_refusal() says why).
+  virtual void rejoin(ModelState state);
   // Staleness of the gradients applied by this worker (a parameter server: by its shard).
   virtual StalenessStats staleness() const { return {}; }
   // This worker's codec traffic (StrategyOptions::compress): every tensor it encoded, dense

@@ -61,6 +61,11 @@ bool asynchronous_strategy(const StrategyOptions& options);
 // count); the others keep state of their own (windows, servers, residuals) that is not saved yet.
 std::string resume_refusal(const StrategyOptions& options);
 
+// Rejoins (docs/faults.md, "Elastic asynchronous runs"): "" when a Worker of this strategy can
+// join a run under way in place of a lost one (Worker::rejoin), else why not. Today: adpsgd
+// without a codec (a model taken from a live neighbour is all its state).
+std::string rejoin_refusal(const StrategyOptions& options);
+
 class Worker {
  public:
   // Collective (asynchronous strategies open windows). state must stay valid for the Worker's
@@ -95,6 +100,12 @@ class Worker {
   // model or optimizer).
   Checkpoint save();
   void restore(const Checkpoint& checkpoint, std::string_view source);
+
+  // This worker joins a run under way (Context::joins_run_under_way): the strategy takes a model
+  // from a live peer (Strategy::rejoin), and the step count (the learning-rate schedule's clock)
+  // starts at `step`, the run's progress. Not collective. InvalidUsage when rejoin_refusal()
+  // refuses the strategy; PeerLost when no peer to take a model from is live.
+  void rejoin(std::int64_t step);
 
   std::int64_t steps() const noexcept { return steps_; }
   std::int64_t skipped_steps() const noexcept { return skipped_; }

@@ -5,6 +5,7 @@
 
 #include "fast/collective/window.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 #include "worker_loop.hpp"
 
 namespace fast::torch {
@@ -31,7 +32,19 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
   std::vector<double> before(1);
   BudgetClaims made;
   bool spent = false;  // this worker spent the budget (stop_on_divergence)
-  for (std::int64_t s = 0;; ++s) {
+  std::int64_t first = 0;
+  if (worker.communicator().joining()) {
+    // A new process that took a lost worker's rank back: it starts at the run's progress (the
+    // budget claimed so far, in lockstep-equivalent steps) with a live neighbour's model.
+    claims.get(0, core::MutableView(std::span<double>(before))).wait();
+    first = static_cast<std::int64_t>(before[0] / workers);
+    worker.rejoin(first);
+    worker.communicator().end_join();
+    core::log(core::LogLevel::warn, "worker {} rejoined the run at step {} of {} (budget: {} of {} batches claimed)",
+              ctx.rank(), first, plan.total_steps, static_cast<std::int64_t>(before[0]),
+              static_cast<std::int64_t>(budget));
+  }
+  for (std::int64_t s = first;; ++s) {
     try {
       claims.fetch_accumulate(0, core::ConstView(std::span<const double>(one)),
                               core::MutableView(std::span<double>(before))).wait();
@@ -61,6 +74,7 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
   // finish() first: it releases peers that wait on this worker's progress (ps ssp) before any
   // collective wait; the claims window closes after it, when nobody claims any more.
   loop.flush_train_record();
+  loop.record_membership();
   worker.finish();
   claims.close();
   // close() stopped the service: the counter is this worker's own memory again.

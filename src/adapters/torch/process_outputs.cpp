@@ -70,6 +70,19 @@ ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm
   if (ctx.local_size() == ctx.size()) return place;
   place.whole_world = false;
   const std::uint64_t mine = token;
+  if (comm.joining()) {
+    // A process that took a lost rank back runs no set-up collective: the zmq runtime gives each
+    // process an equal, contiguous block of ranks, so the others' places follow from the ranks.
+    comm.skip_collective();
+    const int local = ctx.local_size();
+    const int first = ctx.rank() - ctx.rank() % local;
+    for (int w = 0; w < ctx.size(); ++w)
+      place.token_of[static_cast<std::size_t>(w)] =
+          (w >= first && w < first + local) ? token : static_cast<std::uint64_t>(w / local) ^ ~token;
+    place.first_rank = first;
+    place.hosts_rank0 = first == 0;
+    return place;
+  }
   comm.allgather(core::ConstView(&mine, 1, core::DType::i64),
                  core::MutableView(place.token_of.data(), place.token_of.size(), core::DType::i64));
   place.first_rank =

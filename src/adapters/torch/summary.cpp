@@ -158,6 +158,12 @@ json build_summary(const SummaryInputs& in) {
   summary["divergence"] = divergence.describe();
   summary["stopped_early"] = c.steps < in.plan.total_steps * totals.world && o.stop_on_divergence && summary["diverged"].get<bool>();
   if (!c.lost.empty()) summary["lost_workers"] = c.lost;
+  summary["live_workers"] = totals.members.size();
+  // Ranks a new process took back during the run (zmq rejoin), in the order seen here.
+  json rejoined = json::array();
+  for (const runtime::MembershipEvent& e : in.communicator.context().membership_events())
+    if (e.joined) rejoined.push_back(e.worker);
+  summary["rejoined_workers"] = rejoined;
   add_collectives(summary, o, in.communicator);
   add_resume_fields(summary, in, first);
   return summary;

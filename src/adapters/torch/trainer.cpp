@@ -238,6 +238,11 @@ nlohmann::json run_identity(const TrainOptions& o, int workers, std::size_t para
 // the totals, and (one worker per process) the summary into `outputs`.
 void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outputs) {
   const TrainOptions& o = in.options;
+  if (ctx.joins_run_under_way()) {  // a new process that took a lost worker's rank back (zmq)
+    const std::string refusal = strategy::rejoin_refusal(o.worker.strategy);
+    FAST_ENFORCE(refusal.empty(), "rejoin: this process would take worker {} back into the run under way, but {}",
+                 ctx.rank(), refusal);
+  }
   TorchWorker torch_side(ctx, in);
   LoopPlan plan = make_plan(o, in.input, torch_side.steps_per_epoch(), l2_norm(in.initial));
   // How far ahead of another a lockstep worker can be: a step (allreduce, ps sync), the diameter
@@ -255,7 +260,7 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   strategy::Worker worker(ctx, worker_options, torch_side.state());
   torch_side.attach(worker, in);
   const nlohmann::json identity = run_identity(o, ctx.size(), in.initial.size());
-  if (!o.resume.empty()) {
+  if (!o.resume.empty() && !ctx.joins_run_under_way()) {  // a rejoining worker takes a neighbour's model
     plan.first_step = CheckpointStore::restore_newest(o.resume, worker, identity);
     FAST_ENFORCE(plan.first_step <= plan.total_steps,
                  "resume: the checkpoint in '{}' is at step {}, beyond this run's {} steps per worker; expected "

@@ -144,6 +144,17 @@ void WorkerLoop::report_progress(std::int64_t done, std::int64_t epoch) {
   last_report_ = now;
   loss_sum_ = 0;
   loss_count_ = 0;
+  record_membership();
+}
+
+void WorkerLoop::record_membership() {
+  if (!lead_) return;
+  const std::vector<runtime::MembershipEvent> events = ctx_.membership_events();
+  for (; membership_seen_ < events.size(); ++membership_seen_) {
+    const runtime::MembershipEvent& e = events[membership_seen_];
+    outputs_.write(metrics::to_json(metrics::MembershipRecord{
+        .time = e.at - start_, .worker = e.worker, .joined = e.joined, .detail = e.detail}));
+  }
 }
 
 // Writes the record, shows it (process of worker 0) and keeps it for the time to target.

@@ -84,6 +84,10 @@ class WorkerLoop {
   // Progress of the whole run as `done` lockstep steps out of total_steps. Worker 0 only (others
   // return at once), about every 0.25 s and at the last step.
   void report_progress(std::int64_t done, std::int64_t epoch);
+  // Worker 0 (others return at once): a `membership` record for each loss or rejoin the runtime
+  // reported since the last call (Context::membership_events). Called with the progress reports
+  // and once after training.
+  void record_membership();
   // Collective evaluation after `step` steps; worker 0 writes the record and shows it.
   metrics::EvalRecord evaluate_collective(std::int64_t step, bool final_round);
   // Asynchronous: this worker evaluates a snapshot after `rounds` lockstep-equivalent steps.
@@ -150,6 +154,7 @@ class WorkerLoop {
   CheckpointStore* checkpoints_ = nullptr;
   std::filesystem::path last_checkpoint_;
   std::int64_t last_checkpoint_step_ = -1;
+  std::size_t membership_seen_ = 0;  // membership events already recorded
 };
 
 void run_lockstep(WorkerLoop& loop);

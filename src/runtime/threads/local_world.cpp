@@ -62,4 +62,8 @@ void LocalWorld::fail_source(int src, const std::string& reason) {
   for (auto& box : mailboxes_) box->fail_source(src, reason);
 }
 
+void LocalWorld::revive_source(int src) {
+  for (auto& box : mailboxes_) box->revive_source(src);
+}
+
 }  // namespace fast::runtime::threads

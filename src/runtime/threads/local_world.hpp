@@ -41,6 +41,8 @@ class LocalWorld {
   void abort_all(const std::string& message);
   // Remote worker src is lost: receives from it fail with PeerLost(reason) (Mailbox::fail_source).
   void fail_source(int src, const std::string& reason);
+  // Remote worker src rejoined (Mailbox::revive_source).
+  void revive_source(int src);
 
  private:
   Mailbox& mailbox(int rank) { return *mailboxes_[static_cast<std::size_t>(rank - state_.first_rank())]; }

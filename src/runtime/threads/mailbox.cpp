@@ -84,4 +84,10 @@ void Mailbox::fail_source(int src, const std::string& reason) {
   for (auto& op : failed) op->complete(std::make_exception_ptr(core::PeerLost(reason)));
 }
 
+void Mailbox::revive_source(int src) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  lost_.erase(src);
+  matcher_.drop_messages_from(src);
+}
+
 }  // namespace fast::runtime::threads

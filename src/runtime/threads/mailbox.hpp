@@ -32,6 +32,10 @@ class Mailbox {
   // PeerLost(reason) and later receives from it throw that, unless a message it sent before it
   // was lost is still queued (those are delivered). Receives from any source are left alone.
   void fail_source(int src, const std::string& reason);
+  // A new process took lost source `src`'s rank (zmq rejoin): receives from it work again, and
+  // the messages its predecessor sent that are still queued are dropped (they belong to requests
+  // and collectives of a process that no longer exists).
+  void revive_source(int src);
 
  private:
   void check_open(const Op& op, const WorldState& world) const;

@@ -57,6 +57,12 @@ Mailbox& ThreadsContext::own_mailbox() const {
 int ThreadsContext::local_size() const { return world_.local_size(); }
 std::string ThreadsContext::runtime_name() const { return world_.runtime_name(); }
 
+bool ThreadsContext::joins_run_under_way() const { return world_.joining(); }
+
+std::vector<MembershipEvent> ThreadsContext::membership_events() const {
+  return world_.transport() != nullptr ? world_.transport()->membership_events() : std::vector<MembershipEvent>{};
+}
+
 bool ThreadsContext::alive(int peer) const {
   check_peer(*this, peer, "alive");
   return world_.is_local(peer) || world_.transport()->alive(peer);

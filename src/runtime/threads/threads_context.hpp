@@ -53,6 +53,8 @@ class ThreadsContext final : public Context {
   bool alive(int peer) const override;
   void ensure_alive(int peer) const override;
   void settle_lost_peers() override;
+  bool joins_run_under_way() const override;
+  std::vector<MembershipEvent> membership_events() const override;
   NativeCollectives* native_collectives() override;
 
  private:

@@ -9,6 +9,7 @@
 
 #include "fast/core/tensor_view.hpp"
 #include "fast/core/work.hpp"
+#include "fast/runtime/context.hpp"
 #include "fast/runtime/native_collectives.hpp"
 #include "fast/runtime/tag.hpp"
 
@@ -21,12 +22,15 @@ class Transport {
   // caller's memory may be reused (the message may still be on its way): at once when the
   // transport copied it, or when the socket layer released it. Throws PeerLost when dst is lost.
   virtual core::Work send(int src, int dst, Tag tag, core::ConstView data) = 0;
-  // False once dst is known lost (dead, frozen, failed or gone); never true again.
+  // False once dst is known lost (dead, frozen, failed or gone); true again only if a new process
+  // took its rank back (zmq rejoin).
   virtual bool alive(int rank) const = 0;
   // Throws PeerLost naming the worker, its process and host, and why, when it is lost.
   virtual void ensure_alive(int rank) const = 0;
   // Context::settle_lost_peers for the workers of other processes.
   virtual void settle_lost_peers() = 0;
+  // Context::membership_events: losses and rejoins seen so far (at: WorldState::now()).
+  virtual std::vector<MembershipEvent> membership_events() const { return {}; }
   // Context::native_collectives for the workers of this process (null: none).
   virtual NativeCollectives* native_collectives() { return nullptr; }
 };

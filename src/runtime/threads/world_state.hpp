@@ -16,6 +16,7 @@ struct WorldShape {
   int world_size = 1;   // workers in the whole run
   int first_rank = 0;   // this process runs ranks [first_rank, first_rank + local_size)
   int local_size = 1;
+  bool joining = false; // these ranks replace lost ones in a run under way (Context::joins_run_under_way)
 };
 
 class WorldState {
@@ -27,6 +28,7 @@ class WorldState {
   int local_size() const noexcept { return shape_.local_size; }
   int first_rank() const noexcept { return shape_.first_rank; }
   bool is_local(int rank) const noexcept { return rank >= shape_.first_rank && rank < shape_.first_rank + shape_.local_size; }
+  bool joining() const noexcept { return shape_.joining; }
   const std::string& runtime_name() const noexcept { return runtime_name_; }
   Transport* transport() const noexcept { return transport_; }
   // Threads of spawned activities (Context::spawn) running now: with the workers, the threads that

@@ -29,6 +29,9 @@ namespace {
   ::zmq::socket_t router(context, ::zmq::socket_type::router);
   router.set(::zmq::sockopt::linger, 2000);
   router.set(::zmq::sockopt::rcvhwm, 0);
+  // A process that takes a lost rank back connects with its predecessor's routing id ("p<rank>"):
+  // the new connection wins should the old one still be open.
+  router.set(::zmq::sockopt::router_handover, 1);
   if (!s.insecure) {
     router.set(::zmq::sockopt::curve_server, 1);
     router.set(::zmq::sockopt::curve_secretkey, s.secret_key);
@@ -80,14 +83,19 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
     ~RemoveSocketFile() { std::filesystem::remove(path); }
   } remove_ipc{ipc_path};
 
-  const RendezvousResult meeting = rendezvous(context, s, self);
-  const ProcessInfo& me = meeting.table[static_cast<std::size_t>(meeting.process_rank)];
-  core::log(core::LogLevel::debug, "zmq runtime: {} runs workers [{}, {}) of {}", me.where(), me.first_worker,
-            me.first_worker + me.workers, s.world_size * s.workers_per_process);
+  RendezvousResult meeting = rendezvous(context, s, self);
+  const ProcessInfo me = meeting.table[static_cast<std::size_t>(meeting.process_rank)];
+  core::log(meeting.rejoining ? core::LogLevel::warn : core::LogLevel::debug,
+            "zmq runtime: {} runs workers [{}, {}) of {}{}", me.where(), me.first_worker, me.first_worker + me.workers,
+            s.world_size * s.workers_per_process, meeting.rejoining ? ", rejoining the run under way" : "");
+  FAST_ENFORCE(!meeting.rejoining || s.tolerate_lost,
+               "zmq runtime: this process rejoins a run under way, which only asynchronous runs allow");
 
   ZmqTransport transport(context, s, meeting.table, meeting.process_rank, std::move(router));
+  // Runs that go on without a lost process can take one back: the rendezvous server stays open.
+  if (s.tolerate_lost && meeting.desk) transport.serve_rejoins(std::move(*meeting.desk));
   threads::LocalWorld world({.world_size = s.world_size * s.workers_per_process, .first_rank = me.first_worker,
-                             .local_size = me.workers},
+                             .local_size = me.workers, .joining = meeting.rejoining},
                             s.op_timeout, "zmq", &transport);
   std::mutex lost_mutex;
   std::string lost_reason;  // the loss that ended a run which does not tolerate losses

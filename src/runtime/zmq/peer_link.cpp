@@ -39,4 +39,11 @@ void PeerLink::close() {
   dealer_.reset();
 }
 
+void PeerLink::reopen(std::unique_ptr<::zmq::socket_t> dealer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  backlog_.clear();
+  if (dealer_) dealer_->set(::zmq::sockopt::linger, 0);
+  dealer_ = std::move(dealer);
+}
+
 }  // namespace fast::runtime::zmq

@@ -36,6 +36,9 @@ class PeerLink {
   void send_if_idle(Frame frame);
   // Closes the socket without lingering, dropping every queued frame.
   void close();
+  // Replaces a closed (or open) socket by `dealer`, connected to the process that took the peer's
+  // rank back (a rejoin); frames still queued for the old one are dropped.
+  void reopen(std::unique_ptr<::zmq::socket_t> dealer);
 
  private:
   bool try_send(Frame& frame);  // lock held

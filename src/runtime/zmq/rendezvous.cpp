@@ -14,7 +14,7 @@
 #include "fast/runtime/zmq/serve.hpp"
 #include "fast/wire/frame.hpp"
 #include "authenticator.hpp"
-#include "frames.hpp"
+#include "hello.hpp"
 
 namespace fast::runtime::zmq {
 
@@ -22,50 +22,6 @@ namespace {
 
 using nlohmann::json;
 using clock = std::chrono::steady_clock;
-constexpr std::size_t kMaxHelloBytes = 64 * 1024;
-
-json to_json(const ProcessInfo& p) {
-  return {{"rank", p.rank}, {"first_worker", p.first_worker}, {"workers", p.workers}, {"host_id", p.host_id},
-          {"hostname", p.hostname}, {"ipc", p.ipc_endpoint}, {"tcp", p.tcp_endpoint}, {"public_key", p.public_key},
-          {"pid", p.pid}};
-}
-
-ProcessInfo from_json(const json& j) {
-  ProcessInfo p;
-  p.rank = j.at("rank").get<int>();
-  p.first_worker = j.at("first_worker").get<int>();
-  p.workers = j.at("workers").get<int>();
-  p.host_id = j.at("host_id").get<std::string>();
-  p.hostname = j.at("hostname").get<std::string>();
-  p.ipc_endpoint = j.at("ipc").get<std::string>();
-  p.tcp_endpoint = j.at("tcp").get<std::string>();
-  p.public_key = j.at("public_key").get<std::string>();
-  p.pid = j.at("pid").get<long>();
-  return p;
-}
-
-std::vector<::zmq::message_t> frame(const json& body) {
-  const std::string text = body.dump();
-  FAST_ENFORCE(text.size() <= kMaxHelloBytes, "rendezvous: message of {} bytes exceeds {}", text.size(), kMaxHelloBytes);
-  std::vector<::zmq::message_t> parts;
-  parts.push_back(header_message(
-      {.kind = wire::FrameKind::hello, .dtype = core::DType::u8, .count = text.size(), .payload_bytes = text.size()}));
-  parts.emplace_back(text.data(), text.size());
-  return parts;
-}
-
-// The JSON body of a hello frame (the last two parts), validated.
-json unframe(std::vector<::zmq::message_t>& parts, std::size_t first) {
-  FAST_ENFORCE(parts.size() == first + 2, "rendezvous: expected a header and a payload, got {} parts", parts.size() - first);
-  const wire::FrameHeader h = wire::decode_header(bytes_of(parts[first]), {.max_payload_bytes = kMaxHelloBytes});
-  FAST_ENFORCE(h.kind == wire::FrameKind::hello, "rendezvous: frame kind: expected hello, got {}", static_cast<int>(h.kind));
-  wire::check_payload(h, bytes_of(parts[first + 1]));
-  try {
-    return json::parse(parts[first + 1].to_string_view());
-  } catch (const json::exception& e) {
-    FAST_THROW(core::InvalidArgument, "rendezvous: malformed message: {}", e.what());
-  }
-}
 
 void secure_server(::zmq::socket_t& s, const Settings& settings) {
   if (settings.insecure) return;
@@ -84,6 +40,8 @@ class Server {
   Server(::zmq::socket_t socket, const Settings& settings) : socket_(std::move(socket)), s_(settings) {}
   // Collects every hello (own first when given), answers everyone, returns the table.
   ProcessTable run(std::optional<ProcessInfo> own);
+  // The rendezvous socket, for the rejoins of a run under way (ZmqTransport::serve_rejoins).
+  ::zmq::socket_t release() { return std::move(socket_); }
 
  private:
   void admit(const std::string& who, ProcessInfo p);
@@ -114,16 +72,18 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
     ::zmq::poll(&item, 1, std::chrono::milliseconds(100));
     std::vector<::zmq::message_t> parts;
     if (!::zmq::recv_multipart(socket_, std::back_inserter(parts), ::zmq::recv_flags::dontwait)) continue;
+    int world = 0;
+    ProcessInfo info;
     try {
-      const json hello = unframe(parts, 1);
-      FAST_ENFORCE(hello.at("world_size").get<int>() == s_.world_size,
-                   "rendezvous: a process has world size {}, expected {}", hello.at("world_size").get<int>(), s_.world_size);
-      admit(parts[0].to_string(), from_json(hello.at("process")));
-    } catch (const core::InvalidArgument& e) {
-      throw;
+      const json hello = read_hello(parts, 1);
+      world = hello.at("world_size").get<int>();
+      info = process_from_json(hello.at("process"));
     } catch (const std::exception& e) {
       core::log(core::LogLevel::warn, "rendezvous: ignored a malformed hello: {}", e.what());
+      continue;
     }
+    FAST_ENFORCE(world == s_.world_size, "rendezvous: a process has world size {}, expected {}", world, s_.world_size);
+    admit(parts[0].to_string(), std::move(info));
   }
   // Ranks: given ones stay, the others in arrival order.
   std::vector<bool> taken(static_cast<std::size_t>(s_.world_size));
@@ -145,7 +105,7 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
   for (const ProcessInfo& p : table) list.push_back(to_json(p));
   for (auto& [id, p] : arrived_) {
     if (id.empty()) continue;
-    std::vector<::zmq::message_t> reply = frame({{"your_rank", p.rank}, {"processes", list}});
+    std::vector<::zmq::message_t> reply = hello_parts({{"your_rank", p.rank}, {"processes", list}});
     reply.insert(reply.begin(), ::zmq::message_t(id.data(), id.size()));
     ::zmq::send_multipart(socket_, reply);
   }
@@ -174,7 +134,7 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
     socket.set(::zmq::sockopt::curve_secretkey, s.secret_key);
   }
   socket.connect(endpoint(s));
-  ::zmq::send_multipart(socket, frame({{"world_size", s.world_size}, {"process", to_json(self)}}));
+  ::zmq::send_multipart(socket, hello_parts({{"world_size", s.world_size}, {"process", to_json(self)}}));
   ::zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
   ::zmq::poll(&item, 1, std::chrono::milliseconds(static_cast<long>(s.rendezvous_timeout * 1000)));
   std::vector<::zmq::message_t> parts;
@@ -183,9 +143,12 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
                   "rendezvous at {}: no answer within {} s (--rendezvous-timeout): is every process started, with the "
                   "same --world-size, and is this host's key in the server's allow-list?",
                   endpoint(s), s.rendezvous_timeout);
-  const json reply = unframe(parts, 0);
-  RendezvousResult result{reply.at("your_rank").get<int>(), {}};
-  for (const json& p : reply.at("processes")) result.table.push_back(from_json(p));
+  const json reply = read_hello(parts, 0);
+  if (reply.contains("refused"))
+    FAST_THROW(core::InvalidArgument, "rendezvous at {}: the run refused this process: {}", endpoint(s),
+               reply.at("refused").get<std::string>());
+  RendezvousResult result{.process_rank = reply.at("your_rank").get<int>(), .rejoining = reply.value("rejoin", false)};
+  for (const json& p : reply.at("processes")) result.table.push_back(process_from_json(p));
   FAST_ENFORCE(static_cast<int>(result.table.size()) == s.world_size && result.process_rank >= 0 &&
                    result.process_rank < s.world_size,
                "rendezvous: the table has {} processes and rank {}, expected {} processes", result.table.size(),
@@ -202,7 +165,7 @@ RendezvousResult rendezvous(::zmq::context_t& context, const Settings& s, Proces
   if (self.rank < 0) self.rank = 0;
   Server srv(std::move(*server), s);
   ProcessTable table = srv.run(self);
-  return {0, std::move(table)};
+  return {.process_rank = 0, .table = std::move(table), .desk = srv.release()};
 }
 
 void serve_rendezvous(::zmq::context_t& context, const Settings& s) {

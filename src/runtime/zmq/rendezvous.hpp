@@ -8,10 +8,14 @@
 // socket admits only keys of the allow-list; the server's key is the allow-list's first key.
 //
 // Messages are wire/ frames of kind `hello` whose payload is JSON (at most 64 KiB), validated
-// before use. Errors: TimeoutError naming how many processes arrived; InvalidArgument naming the
+// before use (hello.hpp). A hello that reaches the server after the run started asks to take a
+// lost rank back (a rejoin); the transport of the serving process answers it (transport.hpp):
+// with the table and "rejoin": true, or with "refused": why. Errors: TimeoutError naming how many processes arrived; InvalidArgument naming the
 // disagreeing process and field.
 
 #include <zmq.hpp>
+
+#include <optional>
 
 #include "process_table.hpp"
 #include "settings.hpp"
@@ -21,6 +25,11 @@ namespace fast::runtime::zmq {
 struct RendezvousResult {
   int process_rank = 0;
   ProcessTable table;
+  // The server answered with a rejoin: this process takes a lost rank back in a run under way.
+  bool rejoining = false;
+  // The process that served the rendezvous keeps its socket: it answers the hellos of processes
+  // that come back during the run (ZmqTransport::serve_rejoins). Empty in the other processes.
+  std::optional<::zmq::socket_t> desk;
 };
 
 // self: this process's info (rank = settings.process_rank, possibly -1).

@@ -52,24 +52,28 @@ double ZmqTransport::clock() const {
 
 int ZmqTransport::process_of(int rank) const { return rank / table_[0].workers; }
 
+std::unique_ptr<::zmq::socket_t> ZmqTransport::make_dealer(const ProcessInfo& peer) {
+  auto dealer = std::make_unique<::zmq::socket_t>(context_, ::zmq::socket_type::dealer);
+  dealer->set(::zmq::sockopt::routing_id, fmt::format("p{}", process_));
+  dealer->set(::zmq::sockopt::sndhwm, 0);  // never drop or block: a lost peer's socket is closed instead
+  dealer->set(::zmq::sockopt::linger, 2000);
+  if (!settings_.insecure) {
+    dealer->set(::zmq::sockopt::curve_serverkey, peer.public_key);
+    dealer->set(::zmq::sockopt::curve_publickey, settings_.public_key);
+    dealer->set(::zmq::sockopt::curve_secretkey, settings_.secret_key);
+  }
+  // tcp:// unless ipc is asked for: on one host ZeroMQ's ipc:// (a Unix socket) carried 1 MiB
+  // CURVE messages 1.45x slower than tcp:// over loopback (docs/benchmarks.md, (j)).
+  dealer->connect(settings_.transport == "ipc" ? peer.ipc_endpoint : peer.tcp_endpoint);
+  return dealer;
+}
+
 void ZmqTransport::open_dealers() {
   links_.resize(table_.size());
   for (const ProcessInfo& peer : table_) {
     if (peer.rank == process_) continue;
-    auto dealer = std::make_unique<::zmq::socket_t>(context_, ::zmq::socket_type::dealer);
-    dealer->set(::zmq::sockopt::routing_id, fmt::format("p{}", process_));
-    dealer->set(::zmq::sockopt::sndhwm, 0);  // never drop or block: a lost peer's socket is closed instead
-    dealer->set(::zmq::sockopt::linger, 2000);
-    if (!settings_.insecure) {
-      dealer->set(::zmq::sockopt::curve_serverkey, peer.public_key);
-      dealer->set(::zmq::sockopt::curve_publickey, settings_.public_key);
-      dealer->set(::zmq::sockopt::curve_secretkey, settings_.secret_key);
-    }
-    // tcp:// unless ipc is asked for: on one host ZeroMQ's ipc:// (a Unix socket) carried 1 MiB
-    // CURVE messages 1.45x slower than tcp:// over loopback (docs/benchmarks.md, (j)).
-    dealer->connect(settings_.transport == "ipc" ? peer.ipc_endpoint : peer.tcp_endpoint);
     peers_[static_cast<std::size_t>(peer.rank)].last_heard = clock();
-    links_[static_cast<std::size_t>(peer.rank)] = std::make_unique<PeerLink>(std::move(dealer));
+    links_[static_cast<std::size_t>(peer.rank)] = std::make_unique<PeerLink>(make_dealer(peer));
   }
 }
 
@@ -131,6 +135,11 @@ void ZmqTransport::ensure_alive(int rank) const {
                                    peers_[static_cast<std::size_t>(p)].reason));
 }
 
+
+std::vector<MembershipEvent> ZmqTransport::membership_events() const {
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  return events_;
+}
 
 void ZmqTransport::settle_lost_peers() {
   const double since = clock();

@@ -21,6 +21,17 @@
 // A message larger than what the link carries in peer_timeout delays the heartbeats behind it:
 // peer_timeout must exceed the largest message's transfer time (docs/launch.md).
 //
+// Rejoins (runs that tolerate losses; docs/faults.md): the process that served the rendezvous
+// keeps its socket (serve_rejoins) and answers hellos that arrive during the run. A hello for a
+// rank r > 0 (or -1: the lowest lost rank) of the same world size and workers per process, signed
+// by the key it names, waits until this process counts r lost (refused after peer_timeout + 2 s
+// if r stays live). Then it is announced to every other live process (a hello frame
+// {"rejoin": info}); each one revives r (revive(): the new endpoints and key, a new link, the
+// predecessor's queued messages dropped, alive(r) true again) and acknowledges ({"ack": r}).
+// Once every live process acknowledged (or was lost), this process revives r and answers the
+// newcomer with the table and "rejoin": true, so the newcomer's first frame finds every process
+// ready for it. The serving process itself (rank 0) cannot be replaced.
+//
 // Thread-safety: send/alive/ensure_alive/where from any worker thread; the rest from the thread
 // that runs the process's world.
 
@@ -32,9 +43,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "fast/wire/frame.hpp"
 #include "../threads/local_world.hpp"
@@ -57,6 +71,9 @@ class ZmqTransport final : public threads::Transport {
   // Starts the I/O thread, delivering into `world`. on_lost(reason) runs on the I/O thread when a
   // process is lost other than by a clean end.
   void start(threads::LocalWorld& world, std::function<void(const std::string&)> on_lost);
+  // Process 0 of a run that tolerates losses: answer rejoin hellos on `desk` (the rendezvous
+  // socket, moved in). Before start().
+  void serve_rejoins(::zmq::socket_t desk);
   // This process's workers returned: tells every process (bye, with `error` when one failed) and
   // waits until every other process ended or was lost, at most `limit_seconds`.
   void finish(const std::string& error, double limit_seconds);
@@ -69,6 +86,7 @@ class ZmqTransport final : public threads::Transport {
   // Waits until every other process was heard from after the call, or is lost (at most the peer
   // timeout + 1 s).
   void settle_lost_peers() override;
+  std::vector<MembershipEvent> membership_events() const override;
 
  private:
   struct PeerState {
@@ -76,6 +94,15 @@ class ZmqTransport final : public threads::Transport {
     bool ended = false;     // said bye without error
     bool lost = false;      // lost in any way, ended included
     std::string reason;
+  };
+
+  // A rejoin hello being answered (process 0; I/O thread only).
+  struct PendingRejoin {
+    std::string id;          // the newcomer's routing id on the desk
+    ProcessInfo info;        // with its rank chosen
+    double since = 0;        // when the hello arrived
+    bool announced = false;  // the others were told; waiting for `awaiting`
+    std::vector<int> awaiting;
   };
 
   int process_of(int rank) const;
@@ -92,7 +119,15 @@ class ZmqTransport final : public threads::Transport {
   void check_peers();
   void mark_lost(int process, const std::string& why, bool clean);
   void open_dealers();
+  std::unique_ptr<::zmq::socket_t> make_dealer(const ProcessInfo& peer);
   double clock() const;
+  // Rejoins (transport_rejoin.cpp).
+  void receive_rejoin_hellos();
+  void progress_rejoins();
+  void answer_newcomer(const std::string& id, const nlohmann::json& body);
+  void on_hello_frame(int from, const ::zmq::message_t& payload);
+  void revive(const ProcessInfo& info);
+  void send_hello(int process, const nlohmann::json& body);
 
   ::zmq::context_t& context_;
   Settings settings_;
@@ -109,6 +144,10 @@ class ZmqTransport final : public threads::Transport {
   std::condition_variable peers_cv_;
   std::vector<PeerState> peers_;  // by process
   std::unique_ptr<std::atomic<bool>[]> lost_;  // by process: fast path of alive()
+  std::vector<MembershipEvent> events_;         // under peers_mutex_
+
+  std::optional<::zmq::socket_t> desk_;  // process 0: the rendezvous socket, for rejoins
+  std::deque<PendingRejoin> pending_;    // I/O thread only
 
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -53,8 +53,9 @@ void ZmqTransport::loop() {
   while (!stop_) {
     ::zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
                                  {nullptr, wake_fd_, ZMQ_POLLIN, 0},
-                                 {monitor.handle(), 0, ZMQ_POLLIN, 0}};
-    ::zmq::poll(items, 3, std::chrono::milliseconds(20));
+                                 {monitor.handle(), 0, ZMQ_POLLIN, 0},
+                                 {desk_ ? desk_->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
+    ::zmq::poll(items, desk_ ? 4 : 3, std::chrono::milliseconds(20));
     if (items[1].revents & ZMQ_POLLIN) {
       std::uint64_t count = 0;
       (void)!read(wake_fd_, &count, sizeof(count));
@@ -79,12 +80,16 @@ void ZmqTransport::loop() {
                                                               : fmt::format("the client went away during its handshake ({})", std::strerror(static_cast<int>(value))));
       }
     }
+    if (desk_ && (items[3].revents & ZMQ_POLLIN)) receive_rejoin_hellos();
+    if (!pending_.empty()) progress_rejoins();
     if (clock() >= next_heartbeat) {
       send_heartbeats();
       next_heartbeat = clock() + heartbeat;
     }
     check_peers();
   }
+  for (const PendingRejoin& p : pending_) answer_newcomer(p.id, {{"refused", "the run is ending"}});
+  pending_.clear();
   flush_links();
   zmq_socket_monitor(router_.handle(), nullptr, 0);
 }
@@ -142,6 +147,8 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
     if (header.kind == wire::FrameKind::data) {
       FAST_ENFORCE(world_->state().is_local(header.dst), "frame: dst: expected a worker of this process, got {}", header.dst);
       deliver_data(header, std::move(parts[2]));
+    } else if (header.kind == wire::FrameKind::hello) {
+      on_hello_frame(from, parts[2]);
     } else if (header.kind == wire::FrameKind::bye) {
       std::string reason = parts[2].to_string().substr(0, kMaxReasonBytes);
       mark_lost(from, reason.empty() ? "left the run (its workers ended)" : "failed: " + reason, reason.empty());
@@ -196,6 +203,10 @@ void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
     s.ended = clean;
     s.reason = why;
     lost_[static_cast<std::size_t>(process)] = true;
+    if (!clean)
+      for (int w = peer.first_worker; w < peer.first_worker + peer.workers; ++w)
+        events_.push_back({.at = world_->state().now(), .worker = w, .joined = false,
+                           .detail = fmt::format("{} {}", peer.where(), why)});
   }
   peers_cv_.notify_all();
   std::string first;
@@ -214,7 +225,12 @@ void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
 
 void ZmqTransport::finish(const std::string& error, double limit_seconds) {
   const std::string text = error.substr(0, kMaxReasonBytes);
-  for (const ProcessInfo& peer : table_)
+  ProcessTable table;
+  {
+    std::lock_guard<std::mutex> lock(peers_mutex_);  // revive() may replace an entry meanwhile
+    table = table_;
+  }
+  for (const ProcessInfo& peer : table)
     if (peer.rank != process_) send_frame(peer.rank, control_frame(wire::FrameKind::bye, peer, text));
   std::unique_lock<std::mutex> lock(peers_mutex_);
   const bool all = peers_cv_.wait_for(lock, std::chrono::duration<double>(limit_seconds), [&] {

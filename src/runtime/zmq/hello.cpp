@@ -1,0 +1,59 @@
+#include "hello.hpp"
+
+#include <fmt/format.h>
+
+#include "fast/core/error.hpp"
+#include "fast/wire/frame.hpp"
+#include "frames.hpp"
+
+namespace fast::runtime::zmq {
+
+using nlohmann::json;
+
+json to_json(const ProcessInfo& p) {
+  return {{"rank", p.rank}, {"first_worker", p.first_worker}, {"workers", p.workers}, {"host_id", p.host_id},
+          {"hostname", p.hostname}, {"ipc", p.ipc_endpoint}, {"tcp", p.tcp_endpoint}, {"public_key", p.public_key},
+          {"pid", p.pid}};
+}
+
+ProcessInfo process_from_json(const json& j) {
+  try {
+    ProcessInfo p;
+    p.rank = j.at("rank").get<int>();
+    p.first_worker = j.at("first_worker").get<int>();
+    p.workers = j.at("workers").get<int>();
+    p.host_id = j.at("host_id").get<std::string>();
+    p.hostname = j.at("hostname").get<std::string>();
+    p.ipc_endpoint = j.at("ipc").get<std::string>();
+    p.tcp_endpoint = j.at("tcp").get<std::string>();
+    p.public_key = j.at("public_key").get<std::string>();
+    p.pid = j.at("pid").get<long>();
+    return p;
+  } catch (const json::exception& e) {
+    FAST_THROW(core::InvalidArgument, "hello: malformed process description: {}", e.what());
+  }
+}
+
+std::vector<::zmq::message_t> hello_parts(const json& body) {
+  const std::string text = body.dump();
+  FAST_ENFORCE(text.size() <= kMaxHelloBytes, "hello: message of {} bytes exceeds {}", text.size(), kMaxHelloBytes);
+  std::vector<::zmq::message_t> parts;
+  parts.push_back(header_message(
+      {.kind = wire::FrameKind::hello, .dtype = core::DType::u8, .count = text.size(), .payload_bytes = text.size()}));
+  parts.emplace_back(text.data(), text.size());
+  return parts;
+}
+
+json read_hello(std::vector<::zmq::message_t>& parts, std::size_t first) {
+  FAST_ENFORCE(parts.size() == first + 2, "hello: expected a header and a payload, got {} parts", parts.size() - first);
+  const wire::FrameHeader h = wire::decode_header(bytes_of(parts[first]), {.max_payload_bytes = kMaxHelloBytes});
+  FAST_ENFORCE(h.kind == wire::FrameKind::hello, "hello: frame kind: expected hello, got {}", static_cast<int>(h.kind));
+  wire::check_payload(h, bytes_of(parts[first + 1]));
+  try {
+    return json::parse(parts[first + 1].to_string_view());
+  } catch (const json::exception& e) {
+    FAST_THROW(core::InvalidArgument, "hello: malformed message: {}", e.what());
+  }
+}
+
+}  // namespace fast::runtime::zmq

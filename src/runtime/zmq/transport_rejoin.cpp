@@ -1,0 +1,194 @@
+// ZmqTransport's rejoins (transport.hpp): process 0 answers the hellos of processes that take a
+// lost rank back; every process revives a rank it is told about.
+#include <zmq_addon.hpp>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+#include "frames.hpp"
+#include "hello.hpp"
+#include "transport.hpp"
+
+namespace fast::runtime::zmq {
+
+using nlohmann::json;
+
+namespace {
+constexpr int kMaxHellosPerWakeUp = 16;
+constexpr double kLiveRankGraceSeconds = 2;  // a rank still live after peer_timeout + this: refused
+}  // namespace
+
+void ZmqTransport::serve_rejoins(::zmq::socket_t desk) {
+  FAST_ENFORCE_AS(core::InvalidUsage, !thread_.joinable(), "zmq runtime: serve_rejoins() after start()");
+  desk.set(::zmq::sockopt::linger, 0);
+  desk_ = std::move(desk);
+}
+
+void ZmqTransport::answer_newcomer(const std::string& id, const json& body) {
+  std::vector<::zmq::message_t> reply = hello_parts(body);
+  reply.insert(reply.begin(), ::zmq::message_t(id.data(), id.size()));
+  (void)::zmq::send_multipart(*desk_, reply, ::zmq::send_flags::dontwait);
+}
+
+void ZmqTransport::send_hello(int process, const json& body) {
+  const std::string text = body.dump();
+  const wire::FrameHeader header{.kind = wire::FrameKind::hello, .dtype = core::DType::u8,
+                                 .src = table_[static_cast<std::size_t>(process_)].first_worker,
+                                 .dst = table_[static_cast<std::size_t>(process)].first_worker,
+                                 .count = text.size(), .payload_bytes = text.size()};
+  send_frame(process, {header_message(header), ::zmq::message_t(text.data(), text.size())});
+}
+
+void ZmqTransport::receive_rejoin_hellos() {
+  const int processes = static_cast<int>(table_.size());
+  for (int i = 0; i < kMaxHellosPerWakeUp; ++i) {
+    std::vector<::zmq::message_t> parts;
+    if (!::zmq::recv_multipart(*desk_, std::back_inserter(parts), ::zmq::recv_flags::dontwait)) return;
+    if (parts.size() < 2) continue;
+    const std::string id = parts[0].to_string();
+    try {
+      const json hello = read_hello(parts, 1);
+      ProcessInfo info = process_from_json(hello.at("process"));
+      const int world = hello.at("world_size").get<int>();
+      FAST_ENFORCE(world == processes, "world size: expected {}, got {}", processes, world);
+      FAST_ENFORCE(info.workers == table_[0].workers, "workers per process: expected {}, got {}", table_[0].workers,
+                   info.workers);
+      if (!settings_.insecure) {
+        const char* key = zmq_msg_gets(parts[1].handle(), "User-Id");
+        FAST_ENFORCE(key != nullptr && info.public_key == key, "public key: it names {} but connected with {}",
+                     info.public_key, key ? key : "none");
+      }
+      if (info.rank < 0) {
+        std::lock_guard<std::mutex> lock(peers_mutex_);
+        for (int p = 1; p < processes && info.rank < 0; ++p)
+          if (peers_[static_cast<std::size_t>(p)].lost && !peers_[static_cast<std::size_t>(p)].ended) info.rank = p;
+        FAST_ENFORCE(info.rank >= 0, "rank: no process of the run is lost now; give the rank to take back "
+                                     "(FAST_PROCESS_RANK) to wait until it is");
+      }
+      FAST_ENFORCE(info.rank >= 1 && info.rank < processes,
+                   "rank: expected a rank in [1, {}) to take back (rank 0 serves the rendezvous and cannot be "
+                   "replaced), got {}", processes, info.rank);
+      for (const PendingRejoin& p : pending_)
+        FAST_ENFORCE(p.info.rank != info.rank, "rank {}: another process is taking it back already", info.rank);
+      info.first_worker = info.rank * info.workers;
+      core::log(core::LogLevel::info, "zmq runtime: pid {} on {} asks to take rank {} back", info.pid, info.hostname,
+                info.rank);
+      pending_.push_back({.id = id, .info = std::move(info), .since = clock()});
+    } catch (const std::exception& e) {
+      core::log(core::LogLevel::warn, "zmq runtime: refused a process that asked to join the run: {}", e.what());
+      try {
+        answer_newcomer(id, {{"refused", e.what()}});
+      } catch (const std::exception&) {
+      }
+    }
+  }
+}
+
+void ZmqTransport::progress_rejoins() {
+  const double now = clock();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    PendingRejoin& p = *it;
+    const int r = p.info.rank;
+    bool done = false;
+    if (!p.announced) {
+      bool lost = false;
+      double heard = 0;
+      {
+        std::lock_guard<std::mutex> lock(peers_mutex_);
+        lost = peers_[static_cast<std::size_t>(r)].lost;
+        heard = peers_[static_cast<std::size_t>(r)].last_heard;
+      }
+      if (lost) {
+        p.announced = true;
+        for (int q = 1; q < static_cast<int>(table_.size()); ++q)
+          if (q != r && !lost_[static_cast<std::size_t>(q)].load()) {
+            send_hello(q, {{"rejoin", to_json(p.info)}});
+            p.awaiting.push_back(q);
+          }
+      } else if (now - p.since > settings_.peer_timeout + kLiveRankGraceSeconds) {
+        answer_newcomer(p.id, {{"refused", fmt::format("rank {} is live (heard from {:.1f} s ago); a rank can be taken "
+                                                       "back only once it is lost (--peer-timeout {} s of silence)",
+                                                       r, now - heard, settings_.peer_timeout)}});
+        done = true;
+      }
+    }
+    if (p.announced && !done) {
+      std::erase_if(p.awaiting, [&](int q) { return lost_[static_cast<std::size_t>(q)].load(); });
+      if (p.awaiting.empty()) {
+        revive(p.info);
+        json list = json::array();
+        {
+          std::lock_guard<std::mutex> lock(peers_mutex_);
+          for (const ProcessInfo& q : table_) list.push_back(to_json(q));
+        }
+        answer_newcomer(p.id, {{"your_rank", r}, {"processes", list}, {"rejoin", true}});
+        done = true;
+      } else if (now - p.since > settings_.rendezvous_timeout) {
+        answer_newcomer(p.id, {{"refused", fmt::format("processes {} did not acknowledge the rejoin of rank {} within "
+                                                       "{} s (--rendezvous-timeout)",
+                                                       fmt::join(p.awaiting, ", "), r, settings_.rendezvous_timeout)}});
+        done = true;
+      }
+    }
+    it = done ? pending_.erase(it) : std::next(it);
+  }
+}
+
+void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
+  FAST_ENFORCE(payload.size() <= kMaxHelloBytes, "frame: hello of {} bytes exceeds {}", payload.size(), kMaxHelloBytes);
+  json body;
+  try {
+    body = json::parse(payload.to_string_view());
+  } catch (const json::exception& e) {
+    FAST_THROW(core::InvalidArgument, "frame: malformed hello: {}", e.what());
+  }
+  const int processes = static_cast<int>(table_.size());
+  if (body.contains("rejoin")) {
+    FAST_ENFORCE(from == 0, "frame: a rejoin must be announced by process 0, got one from process {}", from);
+    ProcessInfo info = process_from_json(body.at("rejoin"));
+    FAST_ENFORCE(info.rank >= 1 && info.rank < processes && info.rank != process_ &&
+                     info.workers == table_[0].workers && info.first_worker == info.rank * info.workers,
+                 "frame: rejoin of rank {} (workers [{}, +{})): not a rank another process can take back",
+                 info.rank, info.first_worker, info.workers);
+    revive(info);
+    send_hello(0, {{"ack", info.rank}});
+  } else if (body.contains("ack") && body.at("ack").is_number_integer()) {
+    FAST_ENFORCE(process_ == 0, "frame: a rejoin acknowledgement reached process {}, not 0", process_);
+    const int r = body.at("ack").get<int>();
+    for (PendingRejoin& p : pending_)
+      if (p.info.rank == r) std::erase(p.awaiting, from);
+  } else {
+    FAST_THROW(core::InvalidArgument, "frame: hello: expected 'rejoin' or 'ack', got {}", body.dump().substr(0, 200));
+  }
+}
+
+void ZmqTransport::revive(const ProcessInfo& info) {
+  const int r = info.rank;
+  // This process may not have counted the old one lost yet: it is gone all the same (receives
+  // from it fail now rather than at their time limit).
+  if (!lost_[static_cast<std::size_t>(r)].load())
+    mark_lost(r, "was replaced: a new process took its rank back", false);
+  links_[static_cast<std::size_t>(r)]->reopen(make_dealer(info));
+  for (int w = info.first_worker; w < info.first_worker + info.workers; ++w) world_->revive_source(w);
+  {
+    std::lock_guard<std::mutex> lock(peers_mutex_);
+    table_[static_cast<std::size_t>(r)] = info;
+    peers_[static_cast<std::size_t>(r)] = PeerState{.last_heard = clock()};
+    for (int w = info.first_worker; w < info.first_worker + info.workers; ++w)
+      events_.push_back({.at = world_->state().now(), .worker = w, .joined = true,
+                         .detail = fmt::format("{} took the rank back", info.where())});
+    lost_[static_cast<std::size_t>(r)] = false;
+  }
+  peers_cv_.notify_all();
+  core::log(core::LogLevel::warn, "zmq runtime: worker{} {} rejoined the run: {} took the rank back",
+            info.workers > 1 ? "s" : "", info.workers > 1 ? fmt::format("[{}, {})", info.first_worker,
+                                                                         info.first_worker + info.workers)
+                                                          : std::to_string(info.first_worker),
+            info.where());
+}
+
+}  // namespace fast::runtime::zmq

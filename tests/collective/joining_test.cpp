@@ -1,0 +1,103 @@
+// Communicator's joining mode (a worker that takes a lost worker's rank back in a run under way):
+// set-up collectives it stands in for take their sequence numbers without any message, so its later
+// collectives meet the others'; every other collective is refused while it joins.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <vector>
+
+#include "common/error_message.hpp"
+#include "fast/collective/communicator.hpp"
+#include "fast/core/error.hpp"
+#include "fast/runtime/threads/world.hpp"
+
+namespace fast::collective {
+namespace {
+
+using runtime::Context;
+
+// A worker's Context, reporting that it joins a run under way (as the zmq runtime does for a
+// process that took a rank back); everything else is the wrapped context's.
+class JoiningContext final : public Context {
+ public:
+  explicit JoiningContext(Context& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  double now() const override { return inner_.now(); }
+  void sleep(double seconds) override { inner_.sleep(seconds); }
+  void compute(double flops) override { inner_.compute(flops); }
+  core::Work send(int peer, runtime::Tag tag, core::ConstView data) override { return inner_.send(peer, tag, data); }
+  core::Work recv(int peer, runtime::Tag tag, core::MutableView dst, runtime::Combine combine) override {
+    return inner_.recv(peer, tag, dst, combine);
+  }
+  core::Work recv(int peer, runtime::Tag tag, core::Buffer& out) override { return inner_.recv(peer, tag, out); }
+  core::Work recv_any(runtime::Tag tag, core::Buffer& out, int& source) override {
+    return inner_.recv_any(tag, out, source);
+  }
+  std::optional<std::size_t> try_recv(int peer, runtime::Tag tag, core::MutableView dst,
+                                      runtime::Combine combine) override {
+    return inner_.try_recv(peer, tag, dst, combine);
+  }
+  core::Work spawn(std::string name, std::function<void()> fn) override { return inner_.spawn(std::move(name), std::move(fn)); }
+  std::unique_ptr<runtime::Mutex> make_mutex() override { return inner_.make_mutex(); }
+  std::unique_ptr<runtime::CondVar> make_condvar() override { return inner_.make_condvar(); }
+  runtime::LinkStats link_stats(int peer) const override { return inner_.link_stats(peer); }
+  std::string runtime_name() const override { return inner_.runtime_name(); }
+  bool joins_run_under_way() const override { return true; }
+
+ private:
+  Context& inner_;
+};
+
+TEST(Joining, SkippedSetUpCollectivesKeepTheLaterOnesMatched) {
+  constexpr int n = 4;
+  constexpr int newcomer = 2;
+  runtime::threads::World world({.size = n, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    const int r = ctx.rank();
+    // The set-up of the run: two all-gathers. Worker 2's first incarnation takes part in them.
+    Communicator first(ctx);
+    for (int k = 0; k < 2; ++k) {
+      const std::vector<double> mine{static_cast<double>(r + 10 * k)};
+      std::vector<double> all(n);
+      first.allgather(core::ConstView(std::span<const double>(mine)), core::MutableView(std::span<double>(all)));
+      for (int p = 0; p < n; ++p) EXPECT_EQ(all[static_cast<std::size_t>(p)], p + 10 * k);
+    }
+    Communicator* comm = &first;
+    JoiningContext joining(ctx);
+    std::optional<Communicator> second;
+    if (r == newcomer) {
+      // Its second incarnation joins: it stands in for both all-gathers without a message, and may
+      // run no collective meanwhile.
+      second.emplace(joining);
+      comm = &*second;
+      EXPECT_TRUE(comm->joining());
+      std::vector<double> one{1.0};
+      fast::testing::expect_error<core::InvalidUsage>([&] { comm->allreduce(core::MutableView(std::span<double>(one))); },
+                                  {"worker 2 joins a run under way", "end_join()"});
+      comm->skip_collective();
+      comm->skip_collective();
+      comm->end_join();
+      EXPECT_FALSE(comm->joining());
+    } else {
+      EXPECT_FALSE(first.joining());
+    }
+    // The first collective after the set-up meets every worker's: sum of ranks, then a barrier.
+    std::vector<double> sum{static_cast<double>(r + 1)};
+    comm->allreduce(core::MutableView(std::span<double>(sum)));
+    EXPECT_EQ(sum[0], n * (n + 1) / 2.0);
+    comm->barrier();
+  });
+}
+
+TEST(Joining, ContextsOfEveryRuntimeButARejoinDoNotJoin) {
+  runtime::threads::World world({.size = 2, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    EXPECT_FALSE(ctx.joins_run_under_way());
+    EXPECT_TRUE(ctx.membership_events().empty());
+    EXPECT_FALSE(Communicator(ctx).joining());
+  });
+}
+
+}  // namespace
+}  // namespace fast::collective
