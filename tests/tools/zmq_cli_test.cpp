@@ -3,7 +3,9 @@
 // same seed (param_hash, bit for bit); asynchronous ones within 1 point of their accuracy under
 // `threads`. Faults: a worker process killed (SIGKILL) or frozen (SIGSTOP) at a random moment ends a
 // synchronous run with PeerLost naming it within the peer timeout + 5 s, never a hang; under an
-// asynchronous strategy the survivors finish and the summary lists the lost worker.
+// asynchronous strategy the survivors finish and the summary lists the lost worker. Churn: an adpsgd
+// worker killed at 30% of the run and started again 5 s later rejoins, and the run ends with 4 live
+// workers (issue "Faults, resume and hostile input", acceptance 3).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -219,5 +221,111 @@ INSTANTIATE_TEST_SUITE_P(Asynchronous, ZmqFault,
                                                               Fault{"easgd --tau 2 --alpha 0.1", SIGKILL, false}),
                                             ::testing::Range(1, 3)),
                          fault_name);
+
+// ----------------------------------------------------------------------------- churn
+
+// The environment of a running process (/proc/PID/environ): what an operator who starts it again
+// gives the new one (its rank, the rendezvous, the key files).
+std::vector<std::string> environment_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::vector<std::string> entries;
+  std::string entry;
+  while (std::getline(in, entry, '\0'))
+    if (!entry.empty()) entries.push_back(entry);
+  return entries;
+}
+
+// `text` quoted for /bin/sh.
+std::string shell_quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The percentage of worker 0's last progress line ("[0] epoch E | step S/T (P%)"), or -1.
+int progress_percent(const std::string& log) {
+  static const std::regex line("\\[0\\] epoch [0-9]+ \\| step [0-9]+/[0-9]+ \\(([0-9]+)%\\)");
+  int percent = -1;
+  for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it) percent = std::stoi((*it)[1]);
+  return percent;
+}
+
+TEST(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers) {
+  const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn");
+  // 3 epochs of mlp; every worker paced (--slowdown) so that the run outlasts the kill, the 5 s
+  // pause and the new process's start-up by far.
+  const std::string train = kFast + " train --runtime zmq --peer-timeout 2 --summary s.json --metrics m.jsonl" +
+                            kTrainShown + "--strategy adpsgd --batch 64 --epochs 3 --slowdown 12,12,12,12";
+  Launched l = fast::testing::spawn_in_group(dir, kFast + " launch -n 4 --grace 200 --timeout 300 -- " + train,
+                                             "launch.log");
+  const int victim = 2;
+  const pid_t pid = worker_pid(l, victim);
+  ASSERT_GT(pid, 0) << slurp(l.log);
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
+  const auto started = clock_type::now();
+  while (progress_percent(slurp(l.log)) < 30 && clock_type::now() - started < std::chrono::seconds(200))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_GE(progress_percent(slurp(l.log)), 30) << slurp(l.log);
+  const std::vector<std::string> env = environment_of(pid);
+  ASSERT_FALSE(env.empty());
+  kill(pid, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  const int percent_at_restart = progress_percent(slurp(l.log));
+  std::string command = "env -i";
+  for (const std::string& e : env) command += " " + shell_quoted(e);
+  Launched again = fast::testing::spawn_in_group(dir, command + " " + train, "rejoin.log");
+
+  const int launch_status = fast::testing::wait_or_kill_group(l, 240);
+  const int again_status = fast::testing::wait_or_kill_group(again, 60);
+  const std::string log = slurp(l.log) + "\n--- the process started again:\n" + slurp(again.log);
+  ASSERT_NE(launch_status, -1) << "fast launch did not end; output:\n" << log;
+  ASSERT_NE(again_status, -1) << "the process started again did not end; output:\n" << log;
+  EXPECT_LT(percent_at_restart, 90) << "the run was nearly over when the process came back; output:\n" << log;
+  EXPECT_TRUE(WIFEXITED(again_status) && WEXITSTATUS(again_status) == 0) << log;
+  EXPECT_NE(slurp(again.log).find("rejoined the run at step"), std::string::npos) << log;
+  ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["live_workers"], 4) << s.dump();
+  EXPECT_EQ(s["rejoined_workers"], json::array({victim})) << s.dump();
+  EXPECT_FALSE(s.contains("lost_workers")) << s.dump();
+  EXPECT_GE(s["final_accuracy"].get<double>(), 0.85) << s.dump() << "\n" << log;
+  // The metrics of worker 0's process record the loss, then the rejoin.
+  std::vector<std::string> changes;
+  std::istringstream records(slurp(dir / "m.rank0.jsonl"));
+  for (std::string line; std::getline(records, line);) {
+    const json r = json::parse(line);
+    if (r["event"] == "membership" && r["worker"] == victim) changes.push_back(r["change"].get<std::string>());
+  }
+  EXPECT_EQ(changes, (std::vector<std::string>{"lost", "joined"})) << slurp(dir / "m.rank0.jsonl");
+  if (!HasFailure()) fs::remove_all(dir);  // kept for a look otherwise
+}
+
+// A process that claims the rank of a live worker is refused (exit 2, naming the rank) once the
+// rank stayed live for the peer timeout + 2 s; the run goes on with its 4 workers untouched.
+TEST(ZmqChurn, ProcessClaimingALiveRankIsRefused) {
+  const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn_refused");
+  const std::string train = kFast + " train --runtime zmq --peer-timeout 2 --summary s.json" + kTrainShown +
+                            "--strategy adpsgd --batch 64 --steps 400 --slowdown 12,12,12,12";
+  Launched l = fast::testing::spawn_in_group(dir, kFast + " launch -n 4 --grace 200 --timeout 300 -- " + train,
+                                             "launch.log");
+  const pid_t pid = worker_pid(l, 1);
+  ASSERT_GT(pid, 0) << slurp(l.log);
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
+  std::string command = "env -i";
+  for (const std::string& e : environment_of(pid)) command += " " + shell_quoted(e);
+  Launched intruder = fast::testing::spawn_in_group(dir, command + " " + train, "intruder.log");
+  const int intruder_status = fast::testing::wait_or_kill_group(intruder, 60);
+  const int launch_status = fast::testing::wait_or_kill_group(l, 240);
+  const std::string log = slurp(l.log) + "\n--- the extra process:\n" + slurp(intruder.log);
+  ASSERT_NE(intruder_status, -1) << log;
+  EXPECT_TRUE(WIFEXITED(intruder_status) && WEXITSTATUS(intruder_status) == exit_code::bad_input) << log;
+  EXPECT_NE(slurp(intruder.log).find("rank 1 is live"), std::string::npos) << log;
+  ASSERT_NE(launch_status, -1) << log;
+  EXPECT_TRUE(WIFEXITED(launch_status) && WEXITSTATUS(launch_status) == 0) << log;
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["live_workers"], 4) << s.dump();
+  EXPECT_EQ(s["rejoined_workers"], json::array()) << s.dump();
+  if (!HasFailure()) fs::remove_all(dir);
+}
 
 }  // namespace
