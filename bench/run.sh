@@ -12,12 +12,15 @@
 #       collectives and with FAST's ring vs MPI_Allreduce called directly, all under mpirun
 #   (j) 2 processes, training loop written in Python: fast.torch (bench/python_train.py) under
 #       `fast launch -n 2` (zmq) and `mpirun -np 2` (mpi) vs PyTorch DDP over gloo (bench/ddp.py)
+#   (k) churn soak (bench/churn_soak.py; no peer: the ratio is worker 0's resident memory at the last
+#       kill over the first): an adpsgd run of 4 zmq processes, one killed every 30 s and started again
+#       5 s later for 10 minutes (BENCH_QUICK: 1 minute, every 15 s); every restart must rejoin
 # usage: bench/run.sh BUILD_DIR        (after building BUILD_DIR with -DFAST_BUILD_BENCH=ON; `make bench`)
 # Raw results: BUILD_DIR/bench-results/raw/, tables: bench-results/*_summary.csv and summary.json.
 # Methods and recorded figures: docs/benchmarks.md.
 #
 # Environment knobs (a-d with the defaults took 3 to 11 minutes on 2 busy cores; e and f add more):
-#   BENCH_ONLY="a b c d e f g j"  which benchmarks to run
+#   BENCH_ONLY="a b c d e f g j k"  which benchmarks to run
 #   BENCH_REPS=5           repetitions of each measurement (alternating FAST and peer); medians reported
 #   BENCH_QUICK=1          a short smoke run (1 repetition, small sizes, few steps) to check the harness
 #   BENCH_B_THREADS=2      libtorch intra-op threads for (b), both sides (FAST_TORCH_THREADS)
@@ -42,7 +45,7 @@ RAW=$OUT/raw
 PY=/usr/bin/python3   # Debian's python3 with python3-torch, not the first python3 on PATH
 REPORT=("$PY" "$ROOT/bench/report.py")
 
-ONLY=${BENCH_ONLY:-a b c d e f g j}
+ONLY=${BENCH_ONLY:-a b c d e f g j k}
 REPS=${BENCH_REPS:-5}
 QUICK=${BENCH_QUICK:-0}
 B_THREADS=${BENCH_B_THREADS:-2}
@@ -382,6 +385,16 @@ if wants j; then
   echo
   "${REPORT[@]}" python_zmq "$OUT" | tee -a "$LOG"
   "${REPORT[@]}" python_mpi "$OUT" | tee -a "$LOG"
+  echo
+fi
+
+# ------------------------------------------------------------------ (k) churn soak
+if wants k; then
+  note "(k) churn soak: adpsgd, 4 zmq processes, a kill (SIGKILL) and a restart after 5 s, round robin over ranks 1-3"
+  soak=(--minutes 10 --period 30)
+  [[ $QUICK == 1 ]] && soak=(--minutes 1 --period 15)
+  run k_churn_soak "$PY" "$ROOT/bench/churn_soak.py" --fast "$BIN/fast" "${soak[@]}" --out "$RAW/k_churn_soak.json"
+  tail -n 4 "$RAW/k_churn_soak.log" | tee -a "$LOG"
   echo
 fi
 

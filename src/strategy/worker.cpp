@@ -34,10 +34,10 @@ bool asynchronous_strategy(const StrategyOptions& options) {
 
 std::string resume_refusal(const StrategyOptions& options) {
   const std::string& name = options.name;
-  if (name != "allreduce" && name != "local-sgd" && name != "dpsgd")
-    return fmt::format("strategy '{}' keeps state of its own (windows, servers, push-sum weights or a centre) that "
-                       "checkpoints do not save yet; checkpoints and resume support allreduce, local-sgd and dpsgd",
-                       name);
+  if (name != "allreduce" && name != "local-sgd" && name != "dpsgd" && name != "adpsgd")
+    return fmt::format("strategy '{}' keeps state of its own (servers, push-sum weights, a second variable or a "
+                       "centre) that checkpoints do not save yet; checkpoints and resume support allreduce, "
+                       "local-sgd, dpsgd and adpsgd", name);
   if (Strategy::compresses(options))
     return fmt::format("compress = '{}' keeps error-feedback residuals or codec references that checkpoints do not "
                        "save yet; checkpoints and resume support compress = none", options.compress);
@@ -158,7 +158,6 @@ SnapshotResult Worker::snapshot(std::span<float> out) {
 
 Checkpoint Worker::save() {
   FAST_ENFORCE_AS(core::InvalidUsage, resume_refusal_.empty(), "Worker::save: {}", resume_refusal_);
-  FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::save: after finish()");
   Checkpoint out;
   out.arrays.emplace("params", std::vector<float>(state_.params.begin(), state_.params.end()));
   const std::vector<std::span<float>> buffers = optimizer_->state();
@@ -191,6 +190,12 @@ void Worker::restore(const Checkpoint& checkpoint, std::string_view source) {
   optimizer_->set_steps_taken(optimizer_steps);
   steps_ = steps;
   skipped_ = skipped;
+  strategy_->restored(state_);
+  if (replicas_) {
+    collective::Window::Local local = replicas_->local();
+    std::copy(state_.params.begin(), state_.params.end(), published_.begin());
+    local.bump();
+  }
 }
 
 }  // namespace fast::strategy

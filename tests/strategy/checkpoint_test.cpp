@@ -167,7 +167,9 @@ TEST(WorkerCheckpoint, ARestoredWorkerContinuesBitForBit) {
 
 TEST(WorkerCheckpoint, RefusesStrategiesWithStateOfTheirOwnAndCheckpointsOfAnotherOptimizer) {
   EXPECT_EQ(resume_refusal({.name = "allreduce"}), "");
-  EXPECT_NE(resume_refusal({.name = "adpsgd"}).find("adpsgd"), std::string::npos);
+  EXPECT_EQ(resume_refusal({.name = "adpsgd"}), "");
+  EXPECT_NE(resume_refusal({.name = "gosgd"}).find("gosgd"), std::string::npos);
+  EXPECT_NE(resume_refusal({.name = "adpsgd", .compress = "topk:ratio=0.1"}).find("topk"), std::string::npos);
   EXPECT_NE(resume_refusal({.name = "ps", .mode = "sync"}).find("'ps'"), std::string::npos);
   EXPECT_NE(resume_refusal({.name = "allreduce", .compress = "topk:ratio=0.1"}).find("topk"), std::string::npos);
   runtime::threads::World({.size = 1}).run([&](Context& ctx) {
@@ -178,9 +180,31 @@ TEST(WorkerCheckpoint, RefusesStrategiesWithStateOfTheirOwnAndCheckpointsOfAnoth
     fast::testing::expect_error<core::IoError>([&] { adam.restore(plain, "sgd.ckpt"); },
                                               {"sgd.ckpt", "no array 'optimizer.0'"});
     std::vector<float> y(4), h(4);
-    Worker async(ctx, {.strategy = {.name = "adpsgd"}}, {.params = y, .grads = h});
-    fast::testing::expect_error<core::InvalidUsage>([&] { (void)async.save(); }, {"adpsgd"});
+    Worker async(ctx, {.strategy = {.name = "gosgd"}}, {.params = y, .grads = h});
+    fast::testing::expect_error<core::InvalidUsage>([&] { (void)async.save(); }, {"gosgd"});
     async.finish();
+  });
+}
+
+// adpsgd: a restored model becomes the worker's exposed x_i (what its peers average with), and a
+// save after finish() holds the final model.
+TEST(WorkerCheckpoint, AdpsgdRestoredModelIsWhatThePeersSee) {
+  constexpr int n = 2;
+  runtime::threads::World({.size = n}).run([&](Context& ctx) {
+    std::vector<float> x(3, 0.0f), g(3, 0.0f);
+    Worker worker(ctx, {.strategy = {.name = "adpsgd"}, .optimizer = {.name = "sgd"}}, {.params = x, .grads = g});
+    Checkpoint saved;
+    saved.arrays.emplace("params", std::vector<float>(3, static_cast<float>(5 + ctx.rank())));
+    saved.integers = {{"optimizer.steps", 7}, {"steps", 7 + ctx.rank()}, {"skipped_steps", 0}};
+    worker.restore(saved, "mem");
+    EXPECT_EQ(worker.steps(), 7 + ctx.rank());
+    worker.communicator().barrier();  // both restored
+    std::vector<float> average(3);
+    worker.snapshot(average);  // the mean of the replicas the window exposes
+    EXPECT_EQ(average, std::vector<float>(3, 5.5f));
+    worker.communicator().barrier();
+    worker.finish();
+    EXPECT_EQ(worker.save().arrays.at("params"), std::vector<float>(3, static_cast<float>(5 + ctx.rank())));
   });
 }
 

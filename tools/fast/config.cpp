@@ -245,11 +245,11 @@ std::vector<ConfigKey> general_keys() {
       {"checkpoint_dir", KeyType::path,
        "Folder of this run's checkpoints (docs/faults.md): one file per worker and a manifest per checkpoint, "
        "written every checkpoint_every steps, at the end and on SIGINT/SIGTERM; shared by every process of the "
-       "run. allreduce, local-sgd and dpsgd without compress or dgc. Empty: none.",
+       "run. allreduce, local-sgd, dpsgd and adpsgd without compress or dgc. Empty: none.",
        [](TrainOptions& o, const std::string& v) { o.checkpoint_dir = v; },
        [](const TrainOptions& o) { return o.checkpoint_dir.string(); }},
       FAST_INT_KEY("checkpoint_every", "A checkpoint every this many steps per worker; 0: only at the end and on "
-                   "SIGINT/SIGTERM. Needs checkpoint_dir.", checkpoint_every, 0),
+                   "SIGINT/SIGTERM (asynchronous strategies: 0 only). Needs checkpoint_dir.", checkpoint_every, 0),
       FAST_INT_KEY("checkpoint_keep", "Complete checkpoints kept in checkpoint_dir; older ones are removed.",
                    checkpoint_keep, 1),
       {"resume", KeyType::path,

@@ -180,6 +180,9 @@ class Strategy {
   // finish(). The Worker then reads replicas from it instead of publishing a copy of its own.
   // Default: none (the Worker publishes).
   virtual collective::Window* replica_window() { return nullptr; }
+  // After Worker::restore replaced state.params (a checkpoint): adopt them as this worker's own
+  // state (a model exposed in a window). Not collective. Default: nothing to do.
+  virtual void restored(ModelState /*state*/) {}
   // A worker that joins a run under way in place of a lost one (Context::joins_run_under_way),
   // after attach(): takes a model from a live peer into state.params and its own exposed state,
   // so its first step starts from the run's progress. Not collective. Default: InvalidUsage (the

@@ -56,9 +56,11 @@ struct StepReport {
 bool asynchronous_strategy(const StrategyOptions& options);
 
 // Checkpoints (docs/faults.md, "Checkpoints and resume"): "" when a Worker of this strategy can
-// save everything it needs to continue exactly (Worker::save), else why not. Today: allreduce,
+// save everything it needs to continue (Worker::save), else why not. Today: allreduce,
 // local-sgd and dpsgd without a codec or DGC (their state is the replica, the optimizer and the step
-// count); the others keep state of their own (windows, servers, residuals) that is not saved yet.
+// count; resumed exactly), and adpsgd (each worker's averaged model; resumed from the end of a run
+// or an interrupted one, docs/faults.md); the others keep state of their own (servers, push-sum
+// weights, residuals) that is not saved yet.
 std::string resume_refusal(const StrategyOptions& options);
 
 // Rejoins (docs/faults.md, "Elastic asynchronous runs"): "" when a Worker of this strategy can
@@ -95,9 +97,11 @@ class Worker {
   // Checkpoints: this worker's state, after its last step: the parameters ("params"), the
   // optimizer's state buffers ("optimizer.0", ...) and step count, the steps and skipped steps
   // taken. restore() puts a saved state back before the next step, so the run continues as if it
-  // had not stopped. Not collective. InvalidUsage when resume_refusal() refuses the strategy or
-  // after finish(); restore(): IoError naming `source` when the checkpoint does not fit (another
-  // model or optimizer).
+  // had not stopped (the strategy adopts the parameters: Strategy::restored). Not collective.
+  // InvalidUsage when resume_refusal() refuses the strategy, and for restore() after finish();
+  // save() after finish() saves the final model (asynchronous strategies: the model with every
+  // average that reached it). restore(): IoError naming `source` when the checkpoint does not fit
+  // (another model or optimizer).
   Checkpoint save();
   void restore(const Checkpoint& checkpoint, std::string_view source);
 

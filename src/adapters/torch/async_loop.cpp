@@ -24,7 +24,8 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
   strategy::Worker& worker = loop.worker();
   const LoopPlan& plan = loop.plan();
   const int workers = ctx.size();
-  std::vector<double> counter(1, 0.0);
+  // A resumed run continues the budget where its checkpoint was (plan.first_step steps of each).
+  std::vector<double> counter(1, ctx.rank() == 0 ? static_cast<double>(plan.first_step * workers) : 0.0);
   collective::Window claims(worker.communicator(), "trainer.claims", core::MutableView(std::span<double>(counter)));
   const double budget = static_cast<double>(plan.total_steps * workers);
   const double per_eval = static_cast<double>(plan.eval_interval_steps * workers);
@@ -32,19 +33,19 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
   std::vector<double> before(1);
   BudgetClaims made;
   bool spent = false;  // this worker spent the budget (stop_on_divergence)
-  std::int64_t first = 0;
   if (worker.communicator().joining()) {
     // A new process that took a lost worker's rank back: it starts at the run's progress (the
     // budget claimed so far, in lockstep-equivalent steps) with a live neighbour's model.
     claims.get(0, core::MutableView(std::span<double>(before))).wait();
-    first = static_cast<std::int64_t>(before[0] / workers);
+    const auto first = static_cast<std::int64_t>(before[0] / workers);
     worker.rejoin(first);
     worker.communicator().end_join();
     core::log(core::LogLevel::warn, "worker {} rejoined the run at step {} of {} (budget: {} of {} batches claimed)",
               ctx.rank(), first, plan.total_steps, static_cast<std::int64_t>(before[0]),
               static_cast<std::int64_t>(budget));
   }
-  for (std::int64_t s = first;; ++s) {
+  // Each worker walks its own shard from its own step count (0, a checkpoint's, or a rejoin's).
+  for (std::int64_t s = worker.steps();; ++s) {
     try {
       claims.fetch_accumulate(0, core::ConstView(std::span<const double>(one)),
                               core::MutableView(std::span<double>(before))).wait();

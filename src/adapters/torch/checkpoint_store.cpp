@@ -94,7 +94,9 @@ std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int6
   std::string failure;
   try {
     std::filesystem::create_directories(target);
-    strategy::write_checkpoint_file(worker_file(target, worker.context().rank()), worker.save());
+    strategy::Checkpoint state = worker.save();
+    state.integers["checkpoint_step"] = step;  // an asynchronous worker's own steps differ from it
+    strategy::write_checkpoint_file(worker_file(target, worker.context().rank()), state);
   } catch (const std::filesystem::filesystem_error& e) {
     failure = fmt::format("cannot create '{}': {}", target.string(), e.code().message());
   } catch (const core::IoError& e) {
@@ -153,9 +155,13 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
       const nlohmann::json manifest = read_manifest(target);
       check_identity(manifest, identity, folder);  // a different run: an error, not a fallback
       checkpoint = strategy::read_checkpoint_file(file);
-      if (checkpoint->integer("steps", file.string()) != step)
-        FAST_THROW(core::IoError, "checkpoint '{}': saved after {} steps, its folder says {}", file.string(),
-                   checkpoint->integer("steps", file.string()), step);
+      // Files of the first checkpoint format version had only "steps" (lockstep: the same number).
+      const std::int64_t saved_at = checkpoint->integers.contains("checkpoint_step")
+                                        ? checkpoint->integer("checkpoint_step", file.string())
+                                        : checkpoint->integer("steps", file.string());
+      if (saved_at != step)
+        FAST_THROW(core::IoError, "checkpoint '{}': saved at step {}, its folder says {}", file.string(), saved_at,
+                   step);
     } catch (const core::IoError& e) {
       failure = e.what();
       core::log(core::LogLevel::warn, "resume: worker {} cannot use step {}: {}", worker.context().rank(), step, failure);

@@ -90,6 +90,10 @@ void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions
   if (o.checkpoint_dir.empty() && o.resume.empty()) return;
   const std::string refusal = strategy::resume_refusal(s);
   FAST_ENFORCE(refusal.empty(), "{}: {}", o.checkpoint_dir.empty() ? "resume" : "checkpoint_dir", refusal);
+  FAST_ENFORCE(o.checkpoint_every == 0 || !strategy::asynchronous_strategy(s),
+               "checkpoint_every: set to {} with the asynchronous strategy '{}', whose workers are never at one step "
+               "together; expected 0 (asynchronous runs write their checkpoint at the end and when interrupted)",
+               o.checkpoint_every, s.name);
   FAST_ENFORCE(o.checkpoint_dir.empty() || !std::filesystem::exists(o.checkpoint_dir) ||
                    std::filesystem::is_directory(o.checkpoint_dir),
                "checkpoint_dir: '{}' is a file; expected a folder (created if missing)", o.checkpoint_dir.string());
@@ -276,8 +280,12 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   if (checkpoints) loop.set_checkpoints(&*checkpoints);
   const bool asynchronous = worker.strategy().asynchronous();
   BudgetClaims claims;
-  if (asynchronous) claims = run_asynchronous(loop);  // ends with Worker::finish()
-  else run_lockstep(loop);
+  if (asynchronous) {
+    claims = run_asynchronous(loop);  // ends with Worker::finish()
+    loop.checkpoint_asynchronous();   // every worker's final model
+  } else {
+    run_lockstep(loop);
+  }
   const double train_end = loop.elapsed();
   if (!asynchronous) {
     loop.flush_train_record();

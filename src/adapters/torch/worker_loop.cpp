@@ -81,6 +81,20 @@ void WorkerLoop::checkpoint(std::int64_t done) {
   if (lead_) core::log(core::LogLevel::info, "checkpoint: step {} written to '{}'", done, last_checkpoint_.string());
 }
 
+void WorkerLoop::checkpoint_asynchronous() {
+  if (checkpoints_ == nullptr) return;
+  collective::Communicator& comm = worker_.communicator();
+  if (comm.group_size() != ctx_.size()) {  // the same on every member: exclude_lost() agreed on it
+    if (ctx_.rank() == comm.members().front())
+      core::log(core::LogLevel::warn, "checkpoint: none written: {} of {} workers were lost, and a resume needs every "
+                "worker's model", ctx_.size() - comm.group_size(), ctx_.size());
+    return;
+  }
+  std::vector<double> steps{static_cast<double>(worker_.steps())};
+  comm.allreduce(core::MutableView(std::span<double>(steps)));
+  checkpoint(static_cast<std::int64_t>(steps[0]) / ctx_.size());
+}
+
 strategy::StepReport WorkerLoop::train_step(std::int64_t epoch, std::int64_t index) {
   const double compute_start = slowdown_.active() ? ctx_.now() : 0.0;
   const double loss = model_.gradient(epoch, index);

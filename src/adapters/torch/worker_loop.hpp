@@ -117,6 +117,11 @@ class WorkerLoop {
   // nothing otherwise. Remembers the folder written.
   void set_checkpoints(CheckpointStore* store) noexcept { checkpoints_ = store; }
   void checkpoint(std::int64_t done);
+  // Asynchronous, collective among the group, after Worker::finish(): a checkpoint of every
+  // worker's final model (Worker::save) at the run's progress, all steps taken / workers (rounded
+  // down), when a store is set. None, with a warning, when workers were lost: a resume needs every
+  // worker's file.
+  void checkpoint_asynchronous();
   // The folder of the last checkpoint written, and its step (-1: none).
   const std::filesystem::path& last_checkpoint() const noexcept { return last_checkpoint_; }
   std::int64_t last_checkpoint_step() const noexcept { return last_checkpoint_step_; }

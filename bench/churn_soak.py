@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Churn soak of an elastic asynchronous run (docs/faults.md, "Elastic asynchronous runs").
+
+`fast launch -n 4 -- fast train --runtime zmq --strategy adpsgd` trains for longer than the soak; every
+--period seconds one worker process (ranks 1, 2, 3 in turn: rank 0 serves the rejoins) is killed with
+SIGKILL and started again --restart-after seconds later with the environment it had (its rank, the
+rendezvous, the key files), as an operator or a supervisor would. After --minutes the run is stopped
+with SIGTERM (an interrupted run: summary, exit 143).
+
+Checks, printed as a table and in --out (JSON):
+  - no hang: every process started again logs "rejoined the run" within --rejoin-limit seconds, and
+    the run ends after SIGTERM within 60 s with a summary naming 4 live workers;
+  - no memory growth: the resident memory (VmRSS) of worker 0's process, which lives through every
+    kill and answers every rejoin, between the first and the last kill: at most 10% more.
+
+Usage: bench/churn_soak.py --fast BUILD/bin/fast [--minutes 10] [--period 30] [--out FILE]
+Needs FAST_DATA_DIR (Fashion-MNIST). Standard library only. Every process it starts is in one process
+group, killed at the end whatever happens.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def rss_kib(pid):
+    """VmRSS of a process in KiB, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def environment_of(pid):
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        entries = [e for e in f.read().split(b"\0") if e]
+    return dict(e.decode().split("=", 1) for e in entries)
+
+
+def pids_by_rank(log_text):
+    """{rank: pid} from the "[r] ... pid P listens on" lines of fast launch's output."""
+    return {int(m.group(1)): int(m.group(2))
+            for m in re.finditer(r"\[(\d+)\][^\n]*pid (\d+) listens on", log_text)}
+
+
+def read(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--fast", required=True, help="the fast executable")
+    p.add_argument("--minutes", type=float, default=10, help="length of the soak (default 10)")
+    p.add_argument("--period", type=float, default=30, help="seconds between kills (default 30)")
+    p.add_argument("--restart-after", type=float, default=5, help="seconds from a kill to the restart (default 5)")
+    p.add_argument("--rejoin-limit", type=float, default=60, help="seconds a restarted process may take to rejoin")
+    p.add_argument("--out", help="write the results as JSON here")
+    a = p.parse_args()
+    fast = os.path.abspath(a.fast)
+    work = tempfile.mkdtemp(prefix="fast-churn-soak-")
+    train = [fast, "train", "--runtime", "zmq", "--strategy", "adpsgd", "--model", "mlp", "--batch", "64",
+             "--steps", "100000000", "--slowdown", "12,12,12,12", "--peer-timeout", "2", "--progress", "never",
+             "--eval-every", "1000000", "--summary", "s.json"]
+    launch_log = os.path.join(work, "launch.log")
+    launch = subprocess.Popen([fast, "launch", "-n", "4", "--grace", "100000", "--"] + train, cwd=work,
+                              stdout=open(launch_log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    started = []  # every process this script started itself (restarts)
+    result = {"kills": [], "ok": False}
+    try:
+        deadline = time.time() + 120
+        while len(pids_by_rank(read(launch_log))) < 4 and time.time() < deadline:
+            time.sleep(0.2)
+        pids = pids_by_rank(read(launch_log))
+        if len(pids) < 4:
+            sys.exit(f"churn_soak: the 4 processes did not start within 120 s; output:\n{read(launch_log)}")
+        time.sleep(a.period)  # let training settle before the first kill
+        never_killed = {0, 1, 2, 3}
+        kills = int(a.minutes * 60 / a.period)
+        for k in range(kills):
+            rank = 1 + k % 3
+            never_killed.discard(rank)
+            watched = {r: rss_kib(pids[r]) for r in sorted(never_killed | {0})}
+            env = environment_of(pids[rank])
+            os.kill(pids[rank], signal.SIGKILL)
+            t_kill = time.time()
+            time.sleep(a.restart_after)
+            log = os.path.join(work, f"restart{k}.log")
+            proc = subprocess.Popen(train, cwd=work, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            started.append(proc)
+            while "rejoined the run at step" not in read(log) and time.time() - t_kill < a.rejoin_limit:
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+            rejoined = "rejoined the run at step" in read(log)
+            seconds = time.time() - t_kill
+            pids[rank] = proc.pid
+            result["kills"].append({"kill": k + 1, "rank": rank, "rejoined": rejoined,
+                                    "kill_to_rejoin_seconds": round(seconds, 2), "rss_kib_before_kill": watched})
+            print(f"kill {k + 1:2d}/{kills}: rank {rank}, rejoined {rejoined} after {seconds:5.1f} s, "
+                  f"RSS before the kill (KiB): {watched}", flush=True)
+            if not rejoined:
+                print(f"churn_soak: rank {rank} did not rejoin; its output:\n{read(log)}", flush=True)
+                break
+            time.sleep(max(0.0, a.period - (time.time() - t_kill)))
+        os.killpg(launch.pid, signal.SIGTERM)
+        for proc in started:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        try:
+            launch.wait(timeout=60)
+            for proc in started:
+                proc.wait(timeout=10)
+            ended = True
+        except subprocess.TimeoutExpired:
+            ended = False
+        summary = json.load(open(os.path.join(work, "s.json"))) if os.path.exists(os.path.join(work, "s.json")) else {}
+        first, last = result["kills"][0]["rss_kib_before_kill"], result["kills"][-1]["rss_kib_before_kill"]
+        growth = {r: (last[r] / first[r] - 1) if first.get(r) and last.get(r) else None for r in last}
+        result.update({"ended_after_sigterm": ended, "live_workers": summary.get("live_workers"),
+                       "rejoined_workers": len(summary.get("rejoined_workers", [])),
+                       "rss_growth_first_to_last_kill": growth,
+                       "all_rejoined": all(k["rejoined"] for k in result["kills"]) and len(result["kills"]) == kills})
+        result["ok"] = (result["all_rejoined"] and ended and summary.get("live_workers") == 4 and
+                        all(g is not None and g <= 0.10 for g in growth.values()))
+        print(f"\nchurn soak: {len(result['kills'])} kills in {a.minutes:g} min (every {a.period:g} s, restart "
+              f"after {a.restart_after:g} s); all rejoined: {result['all_rejoined']}; ended after SIGTERM: {ended}; "
+              f"live workers at the end: {summary.get('live_workers')}")
+        for r, g in sorted(growth.items()):
+            print(f"  rank {r} (never killed): VmRSS {first[r]} KiB at the first kill, {last[r]} KiB at the last: "
+                  f"{'n/a' if g is None else f'{100 * g:+.1f}%'} (limit +10%)")
+        print("PASS" if result["ok"] else "FAIL")
+    finally:
+        for group in [launch.pid] + [proc.pid for proc in started]:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if a.out:
+            with open(a.out, "w") as f:
+                json.dump(result, f, indent=1)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
