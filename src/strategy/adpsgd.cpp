@@ -125,8 +125,9 @@ void AdpsgdStrategy::rejoin(ModelState state) {
              comm_.rank(), fmt::join(neighbors_, ", "));
 }
 
-void AdpsgdStrategy::restored(ModelState state) {
-  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_, "adpsgd: restored() before attach() or after finish()");
+void AdpsgdStrategy::restore_state(const Checkpoint& /*checkpoint*/, std::string_view /*source*/, ModelState state) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
+                  "adpsgd: restore_state() before attach() or after finish()");
   FAST_ENFORCE_EQ(state.params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
   collective::Window::Local local = window_->local();
   std::copy(state.params.begin(), state.params.end(), model_.begin());

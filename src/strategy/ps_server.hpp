@@ -60,6 +60,10 @@ class PsServer {
   // The shard's memory, to expose in the window. Touched only under the window's Local guard once
   // attach()ed.
   std::span<float> exposed() noexcept { return params_; }
+  // The shard's optimizer, for checkpoints (PsStrategy::save_state / restore_state): only while the
+  // server applies nothing (after run() returned, or before any worker pushed), under the window's
+  // Local guard.
+  optim::Optimizer& optimizer() noexcept { return *optimizer_; }
   // The window exposing exposed(); must outlive run().
   void attach(collective::Window& window) noexcept { window_ = &window; }
   // sync with a codec that has a keep ratio (DGC): density(r) is the keep ratio of the pushes of

@@ -34,10 +34,13 @@ bool asynchronous_strategy(const StrategyOptions& options) {
 
 std::string resume_refusal(const StrategyOptions& options) {
   const std::string& name = options.name;
-  if (name != "allreduce" && name != "local-sgd" && name != "dpsgd" && name != "adpsgd")
-    return fmt::format("strategy '{}' keeps state of its own (servers, push-sum weights, a second variable or a "
-                       "centre) that checkpoints do not save yet; checkpoints and resume support allreduce, "
-                       "local-sgd, dpsgd and adpsgd", name);
+  if (name == "ps" && options.mode != "async")
+    return fmt::format("strategy 'ps' with mode = '{}' keeps server rounds or clocks that checkpoints do not save yet; "
+                       "checkpoints and resume support ps with mode = async", options.mode);
+  if (name != "allreduce" && name != "local-sgd" && name != "dpsgd" && name != "adpsgd" && name != "ps")
+    return fmt::format("strategy '{}' keeps state of its own (push-sum weights, a second variable or a centre) that "
+                       "checkpoints do not save yet; checkpoints and resume support allreduce, local-sgd, dpsgd, "
+                       "adpsgd and ps (mode async)", name);
   if (Strategy::compresses(options))
     return fmt::format("compress = '{}' keeps error-feedback residuals or codec references that checkpoints do not "
                        "save yet; checkpoints and resume support compress = none", options.compress);
@@ -166,6 +169,7 @@ Checkpoint Worker::save() {
   out.integers.emplace("optimizer.steps", optimizer_->steps_taken());
   out.integers.emplace("steps", steps_);
   out.integers.emplace("skipped_steps", skipped_);
+  strategy_->save_state(out);
   return out;
 }
 
@@ -182,6 +186,8 @@ void Worker::restore(const Checkpoint& checkpoint, std::string_view source) {
   const std::int64_t optimizer_steps = checkpoint.integer("optimizer.steps", source);
   const std::int64_t steps = checkpoint.integer("steps", source);
   const std::int64_t skipped = checkpoint.integer("skipped_steps", source);
+  // optimizer.steps <= steps holds where the worker's optimizer takes the steps (not under ps, whose
+  // servers do).
   if (steps < 0 || skipped < 0 || skipped > steps || optimizer_steps < 0 || optimizer_steps > steps)
     FAST_THROW(core::IoError, "checkpoint '{}': inconsistent counts: steps {}, skipped_steps {}, optimizer.steps {}",
                source, steps, skipped, optimizer_steps);
@@ -190,7 +196,7 @@ void Worker::restore(const Checkpoint& checkpoint, std::string_view source) {
   optimizer_->set_steps_taken(optimizer_steps);
   steps_ = steps;
   skipped_ = skipped;
-  strategy_->restored(state_);
+  strategy_->restore_state(checkpoint, source, state_);
   if (replicas_) {
     collective::Window::Local local = replicas_->local();
     std::copy(state_.params.begin(), state_.params.end(), published_.begin());

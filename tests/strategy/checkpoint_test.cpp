@@ -208,5 +208,38 @@ TEST(WorkerCheckpoint, AdpsgdRestoredModelIsWhatThePeersSee) {
   });
 }
 
+// ps (async): a restored checkpoint puts the shard and the server's optimizer state back (what the
+// workers pull), and a save after finish() holds the server's optimizer state on the server rank.
+TEST(WorkerCheckpoint, PsRestoresTheServerShardAndItsOptimizer) {
+  constexpr int n = 2;
+  runtime::threads::World({.size = n}).run([&](Context& ctx) {
+    std::vector<float> x(4, 0.0f), g(4, 0.0f);
+    Worker worker(ctx, {.strategy = {.name = "ps", .mode = "async"}, .optimizer = {.name = "momentum", .momentum = 0.9}},
+                  {.params = x, .grads = g});
+    Checkpoint saved;
+    saved.arrays.emplace("params", std::vector<float>{1, 2, 3, 4});
+    saved.arrays.emplace("optimizer.0", std::vector<float>(4, 0.0f));  // the worker's own (unused by ps)
+    saved.integers = {{"optimizer.steps", 0}, {"steps", 9}, {"skipped_steps", 0}};
+    if (ctx.rank() == 0) {  // the one server: its momentum buffer and step count
+      saved.arrays.emplace("ps.server.optimizer.0", std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
+      saved.integers.emplace("ps.server.optimizer.steps", 9);
+    }
+    worker.restore(saved, "mem");
+    worker.communicator().barrier();
+    std::vector<float> pulled(4);
+    worker.snapshot(pulled);  // the server's shard
+    EXPECT_EQ(pulled, (std::vector<float>{1, 2, 3, 4}));
+    worker.communicator().barrier();
+    worker.finish();
+    const Checkpoint after = worker.save();
+    EXPECT_EQ(after.arrays.at("params"), (std::vector<float>{1, 2, 3, 4}));
+    EXPECT_EQ(after.arrays.contains("ps.server.optimizer.0"), ctx.rank() == 0);
+    if (ctx.rank() == 0) {
+      EXPECT_EQ(after.arrays.at("ps.server.optimizer.0"), std::vector<float>(4, 0.5f));
+      EXPECT_EQ(after.integers.at("ps.server.optimizer.steps"), 9);
+    }
+  });
+}
+
 }  // namespace
 }  // namespace fast::strategy

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <tuple>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -174,6 +175,7 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
     std::string expected;
   };
   for (const Refusal& c : {Refusal{"--strategy gosgd --checkpoint-dir ck", "checkpoint_dir: strategy 'gosgd'"},
+                           Refusal{"--strategy ps --mode ssp --checkpoint-dir ck", "strategy 'ps' with mode = 'ssp'"},
                            Refusal{"--strategy adpsgd --checkpoint-dir ck --checkpoint-every 10",
                                    "checkpoint_every: set to 10 with the asynchronous strategy 'adpsgd'"},
                            Refusal{"--compress topk:ratio=0.1 --checkpoint-dir ck", "compress = 'topk:ratio=0.1'"},
@@ -276,21 +278,21 @@ INSTANTIATE_TEST_SUITE_P(Signals, Interrupted, ::testing::ValuesIn(interrupts())
                                   std::to_string(info.param.workers) + "workers";
                          });
 
-// adpsgd (asynchronous: no two runs are alike, so the check is the accuracy, not the parameters):
-// 4 workers, 3 epochs of mlp under the default cosine schedule, SIGTERM at about half of the run
-// (each worker paced by --slowdown so that the signal lands there). The checkpoint holds every
-// worker's final model; resumed to the full length, the run reaches the accuracy of the run
-// straight within 1 point.
-class AsynchronousResume : public ::testing::TestWithParam<std::string> {};
+// adpsgd and ps (mode async) (asynchronous: no two runs are alike, so the check is the accuracy,
+// not the parameters): 4 workers, 3 epochs of mlp under the default cosine schedule, SIGTERM at
+// about half of the run (each worker paced by --slowdown so that the signal lands there). The
+// checkpoint holds every worker's final model (and the ps server's shard and optimizer); resumed
+// to the full length, the run reaches the accuracy of the run straight within 1 point.
+class AsynchronousResume : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
-TEST_P(AsynchronousResume, AdpsgdInterruptedAndResumedReachesTheAccuracyOfTheRunStraight) {
-  const std::string runtime = GetParam();
-  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "async_" + runtime);
+TEST_P(AsynchronousResume, InterruptedAndResumedReachesTheAccuracyOfTheRunStraight) {
+  const auto& [strategy, runtime] = GetParam();
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "async_" + strategy + "_" + runtime);
   fs::remove_all(dir / "ck");
   fs::remove(dir / "m.jsonl");
   fs::remove(dir / "m.rank0.jsonl");
   fs::remove(dir / "s.json");
-  const std::string length = "--strategy adpsgd --epochs 3 ";
+  const std::string length = "--strategy " + strategy + " --epochs 3 ";
   const auto s = fast::testing::spawn_in_group(
       dir, command(runtime, length + "--slowdown 4,4,4,4 --checkpoint-dir ck --log-every 20 --metrics m.jsonl", 4));
   const fs::path metrics = runtime == "threads" ? dir / "m.jsonl" : dir / "m.rank0.jsonl";
@@ -311,7 +313,7 @@ TEST_P(AsynchronousResume, AdpsgdInterruptedAndResumedReachesTheAccuracyOfTheRun
   EXPECT_EQ(resumed.summary["resumed_from_step"], at);
   const Ran straight = run(dir, runtime, length, 4);
   ASSERT_TRUE(ok(straight)) << straight.log;
-  std::cout << runtime << ": interrupted at step " << at << "; resumed " << resumed.summary["final_accuracy"]
+  std::cout << strategy << " " << runtime << ": interrupted at step " << at << "; resumed " << resumed.summary["final_accuracy"]
             << ", straight " << straight.summary["final_accuracy"] << std::endl;
   EXPECT_GE(resumed.summary["final_accuracy"].get<double>(), straight.summary["final_accuracy"].get<double>() - 0.01)
       << "resumed " << resumed.summary.dump() << "\nstraight " << straight.summary.dump();
@@ -324,7 +326,8 @@ std::vector<std::string> signal_runtimes() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Runtimes, AsynchronousResume, ::testing::ValuesIn(signal_runtimes()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Strategies, AsynchronousResume,
+                         ::testing::Combine(::testing::Values("adpsgd", "ps"), ::testing::ValuesIn(signal_runtimes())),
+                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
 
 }  // namespace

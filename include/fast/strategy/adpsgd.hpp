@@ -75,8 +75,8 @@ class AdpsgdStrategy final : public Strategy {
   // and state.params. PeerLost when no neighbour is live; InvalidUsage with a codec (the links'
   // references would not match the neighbours').
   void rejoin(ModelState state) override;
-  // The restored parameters become x_i (the window's model).
-  void restored(ModelState state) override;
+  // The restored parameters become x_i (the window's model); nothing else is saved.
+  void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
   StalenessStats staleness() const override { return staleness_; }
 
   // The neighbour worker `rank` averages with at `step`: neighbors[h(seed, rank, step) mod degree]

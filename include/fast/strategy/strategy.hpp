@@ -27,6 +27,8 @@
 
 namespace fast::strategy {
 
+struct Checkpoint;  // fast/strategy/checkpoint.hpp
+
 // A replica's flat float32 parameters and gradients, owned by the framework adapter. Same length.
 // layout (optional; empty = one flat vector) names the model's tensors inside the flat buffers, for
 // codecs that use shapes (powersgd); it must cover [0, params.size()) in order when given.
@@ -180,9 +182,14 @@ class Strategy {
   // finish(). The Worker then reads replicas from it instead of publishing a copy of its own.
   // Default: none (the Worker publishes).
   virtual collective::Window* replica_window() { return nullptr; }
-  // After Worker::restore replaced state.params (a checkpoint): adopt them as this worker's own
-  // state (a model exposed in a window). Not collective. Default: nothing to do.
-  virtual void restored(ModelState /*state*/) {}
+  // Checkpoints (Worker::save / Worker::restore): the strategy's own state beyond the parameters
+  // and the worker's optimizer, as named sections of the checkpoint ("<strategy>.<name>").
+  // save_state: also after finish() (the final state). restore_state: after Worker::restore put
+  // the parameters back into state.params, before the first step: adopts them as this worker's
+  // own state (a model or a shard exposed in a window) and reads its sections, checking every one
+  // (IoError naming `source`) before changing anything. Not collective. Defaults: nothing.
+  virtual void save_state(Checkpoint& /*out*/) {}
+  virtual void restore_state(const Checkpoint& /*checkpoint*/, std::string_view /*source*/, ModelState /*state*/) {}
   // A worker that joins a run under way in place of a lost one (Context::joins_run_under_way),
   // after attach(): takes a model from a live peer into state.params and its own exposed state,
   // so its first step starts from the run's progress. Not collective. Default: InvalidUsage (the
