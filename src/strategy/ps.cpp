@@ -271,7 +271,7 @@ void PsStrategy::restore_state(const Checkpoint& checkpoint, std::string_view so
   std::copy(values.begin(), values.end(), server_->exposed().begin());
   for (std::size_t j = 0; j < buffers.size(); ++j) std::copy(saved[j]->begin(), saved[j]->end(), buffers[j].begin());
   optimizer.set_steps_taken(steps);
-  local.bump();
+  // No bump: the shard's version counts applied gradients (the staleness clock), which restarts at 0.
 }
 
 bool PsStrategy::snapshot(ModelState /*state*/, std::span<float> out) {
