@@ -292,7 +292,9 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
     loop.checkpoint(worker.steps());  // the last state (at the end, or where a signal stopped the run)
   }
   worker.finish();
-  const metrics::EvalRecord final_eval = loop.evaluate_collective(plan.total_steps, true);
+  // A lockstep run stopped by a signal is evaluated at the step it stopped at.
+  const std::int64_t final_step = !asynchronous && loop.stopped_by() != 0 ? worker.steps() : plan.total_steps;
+  const metrics::EvalRecord final_eval = loop.evaluate_collective(final_step, true);
 
   WorkerTotals mine = loop.totals();
   mine.claims = claims.claims;

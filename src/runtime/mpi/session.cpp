@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "fast/core/error.hpp"
+#include "fast/core/stop_request.hpp"
 
 namespace fast::runtime::mpi {
 
@@ -28,7 +29,8 @@ void write_notice(int rank, const std::string& failure) {
   const std::string text =
       "[fast error] mpi runtime, rank " + std::to_string(rank) +
       ": ended by the MPI launcher (SIGTERM): " +
-      (failure.empty() ? std::string("another rank ended abnormally (MPI is fail-stop: docs/launch.md, \"MPI\")")
+      (failure.empty() ? std::string("another rank ended abnormally, or the job was stopped (MPI is fail-stop: "
+                                     "docs/launch.md, \"MPI\")")
                        : failure) +
       "\n";
   std::lock_guard<std::mutex> lock(notice_mutex);
@@ -44,6 +46,29 @@ extern "C" void on_sigterm(int sig) {
   if (n > 0) (void)!::write(2, notice.data(), n);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
+}
+
+// The graceful stop's time limit ran out: this rank is blocked (a dead peer in a collective), so
+// it ends as a rank ended by the launcher does (its notice is out already).
+extern "C" void on_grace_expired(int /*sig*/) {
+  ::signal(SIGTERM, SIG_DFL);
+  ::raise(SIGTERM);
+}
+
+// `fast train` stops on SIGTERM (core/stop_request.hpp: the workers agree on a last step, write a
+// checkpoint and a summary). mpirun and srun send SIGTERM both when the user stops the job and when
+// another rank died, and a rank cannot tell which. So the first SIGTERM writes the notice (the
+// launcher may SIGKILL a rank that does not end soon: with a dead rank OpenMPI did after about 2 s),
+// asks for the graceful stop and arms an alarm: a rank that has not ended within kGraceSeconds (its
+// peers cannot agree: one is dead) ends as before. A second SIGTERM ends it at once.
+constexpr unsigned kGraceSeconds = 10;
+extern "C" void on_sigterm_graceful(int sig) {
+  const std::size_t n = notice_length.load();
+  if (n > 0) (void)!::write(2, notice.data(), n);
+  ::signal(SIGTERM, on_grace_expired);
+  ::signal(SIGALRM, on_grace_expired);
+  ::alarm(kGraceSeconds);
+  core::request_stop(sig);
 }
 
 void finalize_at_exit() {
@@ -91,7 +116,7 @@ Session start() {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   own_rank = s.rank;
   write_notice(s.rank, "");
-  ::signal(SIGTERM, on_sigterm);
+  ::signal(SIGTERM, core::stop_handlers_installed() ? on_sigterm_graceful : on_sigterm);
   return s;
 }
 
