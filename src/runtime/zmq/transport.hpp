@@ -25,7 +25,7 @@
 // keeps its socket (serve_rejoins) and answers hellos that arrive during the run. A hello for a
 // rank r > 0 (or -1: the lowest lost rank) of the same world size and workers per process, signed
 // by the key it names, waits until this process counts r lost (refused after peer_timeout + 2 s
-// if r stays live). Then it is announced to every other live process (a hello frame
+// if r stays live, at once if r ended its work cleanly). Then it is announced to every other live process (a hello frame
 // {"rejoin": info}); each one revives r (revive(): the new endpoints and key, a new link, the
 // predecessor's queued messages dropped, alive(r) true again) and acknowledges ({"ack": r}).
 // Once every live process acknowledged (or was lost), this process revives r and answers the

@@ -95,14 +95,19 @@ void ZmqTransport::progress_rejoins() {
     const int r = p.info.rank;
     bool done = false;
     if (!p.announced) {
-      bool lost = false;
+      bool lost = false, ended = false;
       double heard = 0;
       {
         std::lock_guard<std::mutex> lock(peers_mutex_);
         lost = peers_[static_cast<std::size_t>(r)].lost;
+        ended = peers_[static_cast<std::size_t>(r)].ended;
         heard = peers_[static_cast<std::size_t>(r)].last_heard;
       }
-      if (lost) {
+      if (ended) {
+        answer_newcomer(p.id, {{"refused", fmt::format("rank {} ended its work cleanly; only a lost rank can be "
+                                                       "taken back", r)}});
+        done = true;
+      } else if (lost) {
         p.announced = true;
         for (int q = 1; q < static_cast<int>(table_.size()); ++q)
           if (q != r && !lost_[static_cast<std::size_t>(q)].load()) {
