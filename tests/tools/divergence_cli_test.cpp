@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iostream>
 
 #include <nlohmann/json.hpp>
 
@@ -100,4 +101,35 @@ TEST(Divergence, AByzantineWorkerMakesTheMeanDivergeButNotTheRobustRules) {
   fs::remove_all(dir);
 }
 
+// The acceptance run (docs/faults.md, "Measured"): 5 workers, 3 epochs, worker 4 sending
+// -100 x its gradient. Each robust rule under attack ends within 2 points of the same rule's clean
+// run, and median and trimmed-mean:1 also within 2 points of the clean mean (allreduce under
+// threads is deterministic for a seed, so these are fixed figures; measured under the default
+// cosine schedule: mean 0.8727 clean; median 0.8695 clean, 0.8574 attacked; trimmed-mean:1 0.8706,
+// 0.8582; krum:1 0.8508, 0.8521, which is 2.06 points below the clean mean: not asserted).
+TEST(Divergence, RobustRulesUnderAttackEndWithinTwoPointsOfTheirCleanRun) {
+  const fs::path dir = temp_dir("byzantine_3_epochs");
+  const std::string run = "train --strategy allreduce --workers 5 --epochs 3 --batch 64 --optimizer momentum "
+                          "--lr 0.05 --seed 1 --progress never --summary " + (dir / "s.json").string();
+  const auto clean_mean = run_fast_in({}, run);
+  ASSERT_EQ(clean_mean.code, exit_code::ok) << clean_mean.output;
+  const double mean_accuracy = read_json(dir / "s.json")["final_accuracy"].get<double>();
+  for (const std::string rule : {"median", "trimmed-mean:1", "krum:1"}) {
+    double accuracy[2] = {0, 0};  // clean, attacked
+    for (int attacked = 0; attacked < 2; ++attacked) {
+      const auto r = run_fast_in({}, run + " --aggregate " + rule + (attacked ? " --fault-inject scale:-100@4" : ""));
+      ASSERT_EQ(r.code, exit_code::ok) << r.output;
+      const nlohmann::json s = read_json(dir / "s.json");
+      EXPECT_FALSE(s["diverged"].get<bool>()) << rule;
+      accuracy[attacked] = s["final_accuracy"].get<double>();
+    }
+    std::cout << rule << ": clean " << accuracy[0] << ", worker 4 sends -100 x: " << accuracy[1]
+              << " (clean mean " << mean_accuracy << ")" << std::endl;
+    EXPECT_GE(accuracy[1], accuracy[0] - 0.02) << rule;
+    if (rule != "krum:1") EXPECT_GE(accuracy[1], mean_accuracy - 0.02) << rule;
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
+
