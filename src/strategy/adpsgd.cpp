@@ -114,11 +114,8 @@ void AdpsgdStrategy::rejoin(ModelState state) {
       if (ctx.alive(peer)) throw;
       continue;  // lost meanwhile: try the next one
     }
-    collective::Window::Local local = window_->local();
-    std::copy(peer_.begin(), peer_.end(), model_.begin());
     std::copy(peer_.begin(), peer_.end(), state.params.begin());
-    local.bump();
-    read_version_ = local.version();
+    adopt(state.params);
     return;
   }
   FAST_THROW(core::PeerLost, "adpsgd: worker {} rejoins but none of its neighbours ({}) is live to take a model from",
@@ -129,8 +126,12 @@ void AdpsgdStrategy::restore_state(const Checkpoint& /*checkpoint*/, std::string
   FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
                   "adpsgd: restore_state() before attach() or after finish()");
   FAST_ENFORCE_EQ(state.params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
+  adopt(state.params);
+}
+
+void AdpsgdStrategy::adopt(std::span<const float> model) {
   collective::Window::Local local = window_->local();
-  std::copy(state.params.begin(), state.params.end(), model_.begin());
+  std::copy(model.begin(), model.end(), model_.begin());
   local.bump();
   read_version_ = local.version();
 }

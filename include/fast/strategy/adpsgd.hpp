@@ -85,6 +85,9 @@ class AdpsgdStrategy final : public Strategy {
   const std::vector<int>& neighbors() const noexcept { return neighbors_; }
 
  private:
+  // x_i = model (rejoin, restore_state), under the window's guard; the read version follows.
+  void adopt(std::span<const float> model);
+
   StrategyOptions options_;
   std::vector<int> neighbors_;
   std::vector<float> model_;  // x_i, exposed in window_; touched only under window_->local()

@@ -113,7 +113,8 @@ class ZmqTransport final : public threads::Transport {
   void receive_all();
   void receive_one(std::vector<::zmq::message_t>& parts);
   void deliver_data(const wire::FrameHeader& header, ::zmq::message_t payload);
-  // A heartbeat or bye frame to `peer` carrying `text` (a bye's error; empty otherwise).
+  // A heartbeat, bye or hello frame to `peer` carrying `text` (a bye's error, a hello's JSON; empty
+  // for a heartbeat).
   Frame control_frame(wire::FrameKind kind, const ProcessInfo& peer, const std::string& text) const;
   void send_heartbeats();
   void check_peers();

@@ -9,7 +9,6 @@
 
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
-#include "frames.hpp"
 #include "hello.hpp"
 #include "transport.hpp"
 
@@ -35,12 +34,7 @@ void ZmqTransport::answer_newcomer(const std::string& id, const json& body) {
 }
 
 void ZmqTransport::send_hello(int process, const json& body) {
-  const std::string text = body.dump();
-  const wire::FrameHeader header{.kind = wire::FrameKind::hello, .dtype = core::DType::u8,
-                                 .src = table_[static_cast<std::size_t>(process_)].first_worker,
-                                 .dst = table_[static_cast<std::size_t>(process)].first_worker,
-                                 .count = text.size(), .payload_bytes = text.size()};
-  send_frame(process, {header_message(header), ::zmq::message_t(text.data(), text.size())});
+  send_frame(process, control_frame(wire::FrameKind::hello, table_[static_cast<std::size_t>(process)], body.dump()));
 }
 
 void ZmqTransport::receive_rejoin_hellos() {
