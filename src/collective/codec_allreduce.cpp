@@ -1,10 +1,13 @@
 #include "fast/collective/codec_allreduce.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <string>
 
 #include "fast/compress/powersgd.hpp"
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/saved_state.hpp"
 #include "fast/core/random.hpp"
 
 namespace fast::collective {
@@ -187,15 +190,45 @@ void CodecAllreduce::gather(std::span<float> data, std::uint64_t key) {
   for (float& x : data) x *= inv;
 }
 
+std::unique_ptr<CodecAllreduce::LowRank> CodecAllreduce::make_low_rank(std::size_t n) const {
+  const core::Layout layout = options_.layout.empty() ? core::flat_layout(n) : options_.layout;
+  return std::unique_ptr<LowRank>(new LowRank{compress::PowerSgdState(layout, n, powersgd_), std::vector<double>(n, 0.0)});
+}
+
+void CodecAllreduce::save(std::string_view prefix, core::SavedState& out) const {
+  if (feedback_) feedback_->save(std::string(prefix) + ".feedback", out);
+  for (const auto& [key, slot] : low_rank_) {
+    const std::string base = fmt::format("{}.low_rank.{}", prefix, key);
+    slot->state.save(base, out);
+    out.doubles.insert_or_assign(base + ".residual", slot->residual);
+  }
+}
+
+void CodecAllreduce::restore(std::string_view prefix, const core::SavedState& in, std::string_view source) {
+  if (feedback_) feedback_->restore(std::string(prefix) + ".feedback", in, source);
+  const std::string base = std::string(prefix) + ".low_rank.";
+  std::unordered_map<std::uint64_t, std::unique_ptr<LowRank>> restored;  // in place only once all is read
+  for (const std::string& name : in.double_names(base)) {
+    const std::string_view rest = std::string_view(name).substr(base.size());
+    std::uint64_t key = 0;
+    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), key);
+    if (error != std::errc() || std::string_view(end, rest.data() + rest.size()) != ".residual")
+      FAST_THROW(core::IoError, "checkpoint '{}': '{}' is not a low-rank residual (expected {}<key>.residual)", source,
+                 name, base);
+    const std::vector<double>& residual = in.doubles.find(name)->second;
+    std::unique_ptr<LowRank> slot = make_low_rank(residual.size());
+    slot->state.restore(fmt::format("{}{}", base, key), in, source);
+    slot->residual = residual;
+    restored.emplace(key, std::move(slot));
+  }
+  low_rank_ = std::move(restored);
+}
+
 // PowerSGD's low-rank all-reduce (compress/powersgd.hpp gives the recipe): two dense all-reduces
 // of the factors P and Q, one of the elements outside the matrix blocks.
 void CodecAllreduce::low_rank(std::span<float> data, std::uint64_t key) {
   auto& slot = low_rank_[key];
-  if (!slot) {
-    const core::Layout layout = options_.layout.empty() ? core::flat_layout(data.size()) : options_.layout;
-    slot = std::unique_ptr<LowRank>(new LowRank{compress::PowerSgdState(layout, data.size(), powersgd_),
-                                                std::vector<double>(data.size(), 0.0)});
-  }
+  if (!slot) slot = make_low_rank(data.size());
   FAST_ENFORCE_EQ(slot->residual.size(), data.size(), "CodecAllreduce(powersgd): tensor length of key {}", key);
   compress::PowerSgdState& state = slot->state;
   // M = data + residual (float32), kept to form the new residual.

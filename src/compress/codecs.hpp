@@ -4,11 +4,36 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <random>
+#include <string_view>
 
 #include "fast/compress/codec.hpp"
 #include "fast/compress/powersgd.hpp"
 
+namespace fast::core {
+struct SavedState;
+}  // namespace fast::core
+
 namespace fast::compress {
+
+// A codec's random stream (int8, randk: one draw per encode) that counts its draws, so that a
+// checkpoint can put it back: the seed again, then the saved number of draws discarded.
+class CountedStream {
+ public:
+  explicit CountedStream(std::uint64_t seed) : seed_(seed), rng_(seed) {}
+  std::uint64_t operator()() {
+    ++draws_;
+    return rng_();
+  }
+  // "<prefix>.draws".
+  void save(std::string_view prefix, core::SavedState& out) const;
+  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source);
+
+ private:
+  std::uint64_t seed_;
+  std::mt19937_64 rng_;
+  std::uint64_t draws_ = 0;
+};
 
 std::unique_ptr<Codec> make_none();
 std::unique_ptr<Codec> make_fp16();

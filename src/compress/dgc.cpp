@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "fast/core/error.hpp"
+#include "fast/core/saved_state.hpp"
 #include "fast/core/finite.hpp"
 
 namespace fast::compress {
@@ -81,6 +83,18 @@ void Dgc::mask(std::span<const float> sent, std::size_t offset) {
   if (!options_.masking || velocity_.empty()) return;
   for (std::size_t j = 0; j < sent.size(); ++j)
     if (sent[j] != 0.0f) velocity_[offset + j] = 0.0f;
+}
+
+void Dgc::save(std::string_view prefix, core::SavedState& out) const {
+  out.arrays.insert_or_assign(std::string(prefix) + ".velocity", velocity_);
+  out.integers.insert_or_assign(std::string(prefix) + ".started", first_ ? 0 : 1);
+}
+
+void Dgc::restore(std::string_view prefix, const core::SavedState& in, std::string_view source) {
+  const std::vector<float>& velocity = in.array(std::string(prefix) + ".velocity", velocity_.size(), source);
+  const std::int64_t started = in.integer(std::string(prefix) + ".started", 0, 1, source);
+  velocity_ = velocity;
+  first_ = started == 0;
 }
 
 }  // namespace fast::compress

@@ -10,11 +10,14 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <limits>
 #include <optional>
 
 #include "codecs.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/random.hpp"
+#include "fast/core/saved_state.hpp"
 #include "wire.hpp"
 
 namespace fast::compress {
@@ -61,6 +64,19 @@ PowerSgdState::PowerSgdState(const core::Layout& layout, std::size_t n, PowerSgd
   for (auto [lo, hi] : dense_) dense_size_ += hi - lo;
   q_.resize(q_size);
   reset_q();
+}
+
+void PowerSgdState::save(std::string_view prefix, core::SavedState& out) const {
+  out.arrays.insert_or_assign(std::string(prefix) + ".q", q_);
+  out.integers.insert_or_assign(std::string(prefix) + ".draws", static_cast<std::int64_t>(draws_));
+}
+
+void PowerSgdState::restore(std::string_view prefix, const core::SavedState& in, std::string_view source) {
+  const std::vector<float>& q = in.array(std::string(prefix) + ".q", q_.size(), source);
+  const std::int64_t draws =
+      in.integer(std::string(prefix) + ".draws", 0, std::numeric_limits<std::int64_t>::max(), source);
+  q_ = q;
+  draws_ = static_cast<std::uint64_t>(draws);
 }
 
 void PowerSgdState::reset_q() {
@@ -304,6 +320,23 @@ class PowerSgdCodec final : public Codec {
   }
 
   const PowerSgdOptions& options() const noexcept { return options_; }
+
+  // "<prefix>.n": the length of the tensor the state was made for (0: no encode yet), then the state's.
+  void save_state(std::string_view prefix, core::SavedState& out) const override {
+    out.integers.insert_or_assign(std::string(prefix) + ".n", static_cast<std::int64_t>(state_ ? state_->size() : 0));
+    if (state_) state_->save(prefix, out);
+  }
+  void restore_state(std::string_view prefix, const core::SavedState& in, std::string_view source) override {
+    const auto n = static_cast<std::size_t>(
+        in.integer(std::string(prefix) + ".n", 0, std::numeric_limits<std::int64_t>::max(), source));
+    if (n == 0) {
+      state_.reset();
+      return;
+    }
+    PowerSgdState restored(layout_ ? *layout_ : core::flat_layout(n), n, options_);
+    restored.restore(prefix, in, source);
+    state_.emplace(std::move(restored));
+  }
 
  private:
   PowerSgdOptions options_;

@@ -113,9 +113,14 @@ class Int8Codec final : public Codec {
     for (std::size_t i = 0; i < n; ++i) y[i] = static_cast<float>(lp[i]) * step;
   }
 
+  void save_state(std::string_view prefix, core::SavedState& out) const override { rng_.save(prefix, out); }
+  void restore_state(std::string_view prefix, const core::SavedState& in, std::string_view source) override {
+    rng_.restore(prefix, in, source);
+  }
+
  private:
   int levels_;
-  std::mt19937_64 rng_;
+  CountedStream rng_;
 };
 
 class SignCodec final : public Codec {

@@ -366,9 +366,14 @@ class RandkCodec final : public Codec {
     for (std::size_t j = 0; j < k; ++j) y[idx[j]] = wire::get<float>(body + 16 + 4 * j);
   }
 
+  void save_state(std::string_view prefix, core::SavedState& out) const override { rng_.save(prefix, out); }
+  void restore_state(std::string_view prefix, const core::SavedState& in, std::string_view source) override {
+    rng_.restore(prefix, in, source);
+  }
+
  private:
   KeepCount keep_;
-  std::mt19937_64 rng_;
+  CountedStream rng_;
 };
 
 }  // namespace

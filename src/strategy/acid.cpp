@@ -7,6 +7,7 @@
 
 
 #include "fast/core/error.hpp"
+#include "fast/core/saved_state.hpp"
 #include "fast/core/random.hpp"
 #include "fast/topology/spectral.hpp"
 #include "fast/topology/builders.hpp"
@@ -212,6 +213,23 @@ StepOutcome AcidStrategy::step(const StepInput& input) {
     for (std::size_t i = 0; i < x_.size(); ++i) x_tilde_[i] += x_[i] - before_[i];
   fold_and_publish();
   return outcome;
+}
+
+void AcidStrategy::save_state(Checkpoint& out) {
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_, "acid: save_state() before finish() (an asynchronous run's "
+                  "checkpoint is taken once every exchange has landed)");
+  out.arrays.insert_or_assign("acid.x_tilde", x_tilde_);
+}
+
+void AcidStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_ && state.params.data() == x_.data(),
+                  "acid: restore_state() must come after attach(), with its parameters, and before finish()");
+  const std::vector<float>& x_tilde = checkpoint.array("acid.x_tilde", x_tilde_.size(), source);
+  {
+    collective::Window::Local local = window_->local();
+    x_tilde_ = x_tilde;
+  }
+  fold_and_publish();  // the restored x (Worker::restore wrote it) becomes what the neighbours read
 }
 
 void AcidStrategy::finish(ModelState /*state*/) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "fast/core/error.hpp"
+#include "fast/core/saved_state.hpp"
+#include "fast/strategy/optimizer_state.hpp"
 
 namespace fast::strategy {
 
@@ -51,6 +53,23 @@ void AllreduceStrategy::attach(ModelState state) {
                                                  .sparse = parse_sparse_reduce(options_.sparse_allreduce)});
   dgc_ = make_dgc(options_, state.params.size());
   if (dgc_) dgc_update_ = optim::make_optimizer(dgc_update_optimizer(options_.optimizer), state.params.size());
+}
+
+void AllreduceStrategy::save_state(Checkpoint& out) {
+  if (reduce_) reduce_->save("allreduce.codec", out);
+  if (dgc_) {
+    dgc_->save("allreduce.dgc", out);
+    save_optimizer("allreduce.dgc.update", *dgc_update_, out);
+  }
+}
+
+void AllreduceStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState /*state*/) {
+  if (dgc_) {
+    SavedOptimizer update("allreduce.dgc.update", checkpoint, source, *dgc_update_);
+    dgc_->restore("allreduce.dgc", checkpoint, source);
+    update.apply();
+  }
+  if (reduce_) reduce_->restore("allreduce.codec", checkpoint, source);
 }
 
 StepOutcome AllreduceStrategy::step(const StepInput& input) {

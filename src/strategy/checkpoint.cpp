@@ -19,9 +19,11 @@ static_assert(std::endian::native == std::endian::little, "checkpoint files are 
 namespace {
 
 constexpr char kMagic[8] = {'F', 'A', 'S', 'T', 'C', 'K', 'P', 'T'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kOldestVersion = 1;  // version 1: no f64 arrays
 constexpr std::uint8_t kArray = 1;
 constexpr std::uint8_t kInteger = 2;
+constexpr std::uint8_t kDoubles = 3;
 constexpr std::size_t kMaxName = 255;
 
 template <typename T>
@@ -70,7 +72,29 @@ class Reader {
   std::size_t at_ = 0;
 };
 
-void check_header(std::span<const std::byte> bytes, std::string_view source) {
+template <typename T>
+void put_array(std::vector<std::byte>& out, std::uint8_t kind, std::string_view name, const std::vector<T>& values) {
+  put(out, kind);
+  put_name(out, name);
+  put(out, static_cast<std::uint64_t>(values.size()));
+  const auto* p = reinterpret_cast<const std::byte*>(values.data());
+  out.insert(out.end(), p, p + values.size() * sizeof(T));
+}
+
+// Checked against the bytes left before anything is allocated.
+template <typename T>
+std::vector<T> take_array(Reader& in, std::uint64_t count, std::string_view name, std::string_view source) {
+  if (count > in.remaining() / sizeof(T))
+    FAST_THROW(core::IoError, "checkpoint '{}': array '{}' declares {} elements, only {} bytes remain", source, name,
+               count, in.remaining());
+  const auto data = in.take(static_cast<std::size_t>(count) * sizeof(T), "array data");
+  std::vector<T> values(static_cast<std::size_t>(count));
+  std::memcpy(values.data(), data.data(), data.size());
+  return values;
+}
+
+// The header's version (checked: kOldestVersion to kVersion).
+std::uint32_t check_header(std::span<const std::byte> bytes, std::string_view source) {
   constexpr std::size_t kMinimum = sizeof kMagic + 8 + 4;
   if (bytes.size() < kMinimum)
     FAST_THROW(core::IoError, "checkpoint '{}': {} bytes, expected at least {} (a truncated or empty file)", source,
@@ -79,8 +103,9 @@ void check_header(std::span<const std::byte> bytes, std::string_view source) {
     FAST_THROW(core::IoError, "checkpoint '{}': not a FAST checkpoint (expected the magic 'FASTCKPT')", source);
   std::uint32_t version = 0;
   std::memcpy(&version, bytes.data() + sizeof kMagic, sizeof version);
-  if (version != kVersion)
-    FAST_THROW(core::IoError, "checkpoint '{}': format version {}, expected {}", source, version, kVersion);
+  if (version < kOldestVersion || version > kVersion)
+    FAST_THROW(core::IoError, "checkpoint '{}': format version {}, expected {} to {}", source, version, kOldestVersion,
+               kVersion);
   const auto body = bytes.first(bytes.size() - 4);
   std::uint32_t stored = 0;
   std::memcpy(&stored, bytes.data() + body.size(), sizeof stored);
@@ -88,42 +113,25 @@ void check_header(std::span<const std::byte> bytes, std::string_view source) {
   if (stored != computed)
     FAST_THROW(core::IoError, "checkpoint '{}': checksum {:#010x} does not match the content's {:#010x} (a corrupt "
                "or partly written file)", source, stored, computed);
+  return version;
 }
 
 }  // namespace
 
-const std::vector<float>& Checkpoint::array(std::string_view name, std::size_t size, std::string_view source) const {
-  const auto it = arrays.find(name);
-  if (it == arrays.end()) FAST_THROW(core::IoError, "checkpoint '{}': no array '{}'", source, name);
-  if (it->second.size() != size)
-    FAST_THROW(core::IoError, "checkpoint '{}': array '{}' has {} elements, expected {} (saved by another model, "
-               "optimizer or strategy?)", source, name, it->second.size(), size);
-  return it->second;
-}
-
-std::int64_t Checkpoint::integer(std::string_view name, std::string_view source) const {
-  const auto it = integers.find(name);
-  if (it == integers.end()) FAST_THROW(core::IoError, "checkpoint '{}': no integer '{}'", source, name);
-  return it->second;
-}
-
 std::vector<std::byte> encode_checkpoint(const Checkpoint& checkpoint) {
   std::size_t bytes = sizeof kMagic + 12;
   for (const auto& [name, values] : checkpoint.arrays) bytes += 11 + name.size() + values.size() * sizeof(float);
+  for (const auto& [name, values] : checkpoint.doubles) bytes += 11 + name.size() + values.size() * sizeof(double);
   for (const auto& [name, value] : checkpoint.integers) bytes += 19 + name.size();
   std::vector<std::byte> out;
   out.reserve(bytes);
   const auto* magic = reinterpret_cast<const std::byte*>(kMagic);
   out.insert(out.end(), magic, magic + sizeof kMagic);
   put(out, kVersion);
-  put(out, static_cast<std::uint32_t>(checkpoint.arrays.size() + checkpoint.integers.size()));
-  for (const auto& [name, values] : checkpoint.arrays) {
-    put(out, kArray);
-    put_name(out, name);
-    put(out, static_cast<std::uint64_t>(values.size()));
-    const auto* p = reinterpret_cast<const std::byte*>(values.data());
-    out.insert(out.end(), p, p + values.size() * sizeof(float));
-  }
+  put(out, static_cast<std::uint32_t>(checkpoint.arrays.size() + checkpoint.doubles.size() +
+                                      checkpoint.integers.size()));
+  for (const auto& [name, values] : checkpoint.arrays) put_array(out, kArray, name, values);
+  for (const auto& [name, values] : checkpoint.doubles) put_array(out, kDoubles, name, values);
   for (const auto& [name, value] : checkpoint.integers) {
     put(out, kInteger);
     put_name(out, name);
@@ -135,7 +143,7 @@ std::vector<std::byte> encode_checkpoint(const Checkpoint& checkpoint) {
 }
 
 Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view source) {
-  check_header(bytes, source);
+  const std::uint32_t version = check_header(bytes, source);
   Reader in(bytes.first(bytes.size() - 4), source);
   (void)in.take(sizeof kMagic + 4, "the header");
   const auto sections = in.get<std::uint32_t>("the section count");
@@ -143,9 +151,9 @@ Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view 
   std::set<std::string, std::less<>> names;
   for (std::uint32_t k = 0; k < sections; ++k) {
     const auto kind = in.get<std::uint8_t>("a section kind");
-    if (kind != kArray && kind != kInteger)
-      FAST_THROW(core::IoError, "checkpoint '{}': section {} has kind {}, expected 1 (array) or 2 (integer)", source,
-                 k, kind);
+    if (kind != kArray && kind != kInteger && (kind != kDoubles || version < 2))
+      FAST_THROW(core::IoError, "checkpoint '{}': section {} has kind {}, expected 1 (array), 2 (integer){}", source,
+                 k, kind, version < 2 ? "" : " or 3 (float64 array)");
     const auto length = in.get<std::uint16_t>("a section name length");
     if (length == 0 || length > kMaxName)
       FAST_THROW(core::IoError, "checkpoint '{}': section {} name length {}, expected 1 to {}", source, k, length,
@@ -160,14 +168,10 @@ Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view 
       out.integers.emplace(std::move(name), in.get<std::int64_t>("an integer"));
       continue;
     }
-    // Checked against the bytes left before anything is allocated.
-    if (count > in.remaining() / sizeof(float))
-      FAST_THROW(core::IoError, "checkpoint '{}': array '{}' declares {} elements, only {} bytes remain", source, name,
-                 count, in.remaining());
-    const auto data = in.take(static_cast<std::size_t>(count) * sizeof(float), "array data");
-    std::vector<float> values(static_cast<std::size_t>(count));
-    std::memcpy(values.data(), data.data(), data.size());
-    out.arrays.emplace(std::move(name), std::move(values));
+    if (kind == kDoubles)
+      out.doubles.emplace(name, take_array<double>(in, count, name, source));
+    else
+      out.arrays.emplace(name, take_array<float>(in, count, name, source));
   }
   if (in.remaining() != 0)
     FAST_THROW(core::IoError, "checkpoint '{}': {} bytes after the last of {} sections, expected none", source,

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fast/core/error.hpp"
+#include "fast/core/saved_state.hpp"
 
 namespace fast::strategy {
 
@@ -103,6 +104,24 @@ void EasgdStrategy::representative(ModelState state, std::span<float> out) {
     std::copy(centre_.begin(), centre_.end(), out.begin());
   }
   comm_.broadcast(core::MutableView(out), 0);
+}
+
+void EasgdStrategy::save_state(Checkpoint& out) {
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_, "easgd: save_state() before finish() (an asynchronous run's "
+                  "checkpoint is taken once every exchange has landed)");
+  if (comm_.rank() != 0) return;
+  collective::Window::Local local = window_->local();
+  out.arrays.insert_or_assign("easgd.centre", centre_);
+}
+
+void EasgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState /*state*/) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
+                  "easgd: restore_state() must come after attach() and before finish()");
+  if (comm_.rank() != 0) return;
+  const std::vector<float>& centre = checkpoint.array("easgd.centre", centre_.size(), source);
+  collective::Window::Local local = window_->local();
+  std::copy(centre.begin(), centre.end(), centre_.begin());
+  local.bump();
 }
 
 void EasgdStrategy::finish(ModelState /*state*/) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fast/core/error.hpp"
+#include "fast/core/saved_state.hpp"
 #include "gossip.hpp"
 
 namespace fast::strategy {
@@ -197,6 +198,26 @@ void GosgdStrategy::finish(ModelState state) {
   FAST_ENFORCE_EQ(state.params.size(), dim_, "gosgd: the parameter count changed since construction");
   collective::Window::Local local = window_->local();
   fold();
+  write_model(state.params);
+}
+
+void GosgdStrategy::save_state(Checkpoint& out) {
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_, "gosgd: save_state() before finish() (an asynchronous run's "
+                  "checkpoint is taken once every push has landed)");
+  out.doubles.insert_or_assign("gosgd.numerator", x_);
+  out.doubles.insert_or_assign("gosgd.mass", std::vector<double>{w_});
+}
+
+void GosgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
+                  "gosgd: restore_state() must come after attach() and before finish()");
+  const std::vector<double>& x = checkpoint.double_array("gosgd.numerator", dim_, source);
+  const double w = checkpoint.double_array("gosgd.mass", 1, source)[0];
+  if (!(w > 0 && std::isfinite(w)))
+    FAST_THROW(core::IoError, "checkpoint '{}': gosgd.mass is {}, expected a finite number > 0", source, w);
+  collective::Window::Local local = window_->local();
+  x_ = x;
+  w_ = w;
   write_model(state.params);
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "fast/core/error.hpp"
+#include "fast/core/saved_state.hpp"
 
 namespace fast::strategy {
 
@@ -30,6 +31,19 @@ void LocalSgdStrategy::attach(ModelState state) {
   comm_.allreduce(core::MutableView(std::span<float>(anchor_)), {.op = collective::ReduceOp::avg});
   std::copy(anchor_.begin(), anchor_.end(), state.params.begin());
   delta_.resize(anchor_.size());
+}
+
+void LocalSgdStrategy::save_state(Checkpoint& out) {
+  if (!reduce_) return;
+  out.arrays.insert_or_assign("local_sgd.anchor", anchor_);
+  reduce_->save("local_sgd.codec", out);
+}
+
+void LocalSgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState /*state*/) {
+  if (!reduce_) return;
+  const std::vector<float>& anchor = checkpoint.array("local_sgd.anchor", anchor_.size(), source);
+  reduce_->restore("local_sgd.codec", checkpoint, source);
+  anchor_ = anchor;
 }
 
 StepOutcome LocalSgdStrategy::step(const StepInput& input) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fast/core/error.hpp"
+#include "fast/strategy/optimizer_state.hpp"
 #include "fast/strategy/checkpoint.hpp"
 #include "fast/core/random.hpp"
 #include "fast/core/finite.hpp"
@@ -247,10 +248,7 @@ void PsStrategy::save_state(Checkpoint& out) {
   if (!server_) return;
   FAST_ENFORCE_AS(core::InvalidUsage, !server_running_ || clock_ == 0,
                   "ps: save_state() while the server applies gradients (checkpoints are taken after finish())");
-  const std::vector<std::span<float>> buffers = server_->optimizer().state();
-  for (std::size_t j = 0; j < buffers.size(); ++j)
-    out.arrays.emplace(fmt::format("ps.server.optimizer.{}", j), std::vector<float>(buffers[j].begin(), buffers[j].end()));
-  out.integers.emplace("ps.server.optimizer.steps", server_->optimizer().steps_taken());
+  save_optimizer("ps.server.optimizer", server_->optimizer(), out);
 }
 
 void PsStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) {
@@ -259,18 +257,10 @@ void PsStrategy::restore_state(const Checkpoint& checkpoint, std::string_view so
   if (!server_) return;
   const int me = comm_.context().rank();
   const std::span<float> values = shard_of(state.params, me);
-  optim::Optimizer& optimizer = server_->optimizer();
-  const std::vector<std::span<float>> buffers = optimizer.state();
-  std::vector<const std::vector<float>*> saved;  // every section checked before anything changes
-  for (std::size_t j = 0; j < buffers.size(); ++j)
-    saved.push_back(&checkpoint.array(fmt::format("ps.server.optimizer.{}", j), buffers[j].size(), source));
-  const std::int64_t steps = checkpoint.integer("ps.server.optimizer.steps", source);
-  FAST_ENFORCE_AS(core::IoError, steps >= 0, "checkpoint '{}': ps.server.optimizer.steps is {}, expected >= 0", source,
-                  steps);
+  SavedOptimizer optimizer("ps.server.optimizer", checkpoint, source, server_->optimizer());  // checked first
   collective::Window::Local local = window_->local();  // the server applies pushes under it
   std::copy(values.begin(), values.end(), server_->exposed().begin());
-  for (std::size_t j = 0; j < buffers.size(); ++j) std::copy(saved[j]->begin(), saved[j]->end(), buffers[j].begin());
-  optimizer.set_steps_taken(steps);
+  optimizer.apply();
   // No bump: the shard's version counts applied gradients (the staleness clock), which restarts at 0.
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fast/core/error.hpp"
+#include "fast/strategy/optimizer_state.hpp"
 
 namespace fast::strategy {
 
@@ -37,14 +38,16 @@ std::string resume_refusal(const StrategyOptions& options) {
   if (name == "ps" && options.mode != "async")
     return fmt::format("strategy 'ps' with mode = '{}' keeps server rounds or clocks that checkpoints do not save yet; "
                        "checkpoints and resume support ps with mode = async", options.mode);
-  if (name != "allreduce" && name != "local-sgd" && name != "dpsgd" && name != "adpsgd" && name != "ps")
-    return fmt::format("strategy '{}' keeps state of its own (push-sum weights, a second variable or a centre) that "
-                       "checkpoints do not save yet; checkpoints and resume support allreduce, local-sgd, dpsgd, "
-                       "adpsgd and ps (mode async)", name);
-  if (Strategy::compresses(options))
-    return fmt::format("compress = '{}' keeps error-feedback residuals or codec references that checkpoints do not "
-                       "save yet; checkpoints and resume support compress = none", options.compress);
-  if (options.dgc) return "dgc keeps momentum and residual vectors that checkpoints do not save yet";
+  // allreduce and local-sgd save their codec's all-reduce (and allreduce its DGC state); the others
+  // keep codec references per link (dpsgd's gossip, ps's shards) that checkpoints do not save yet.
+  const bool saves_codec = name == "allreduce" || name == "local-sgd";
+  if (Strategy::compresses(options) && !saves_codec)
+    return fmt::format("strategy '{}' with compress = '{}' keeps per-link codec references that checkpoints do not "
+                       "save yet; checkpoints and resume support compress with allreduce and local-sgd, and every "
+                       "strategy with compress = none", name, options.compress);
+  if (options.dgc && name != "allreduce")
+    return fmt::format("strategy '{}' with dgc keeps per-shard momentum and residuals that checkpoints do not save "
+                       "yet; checkpoints and resume support dgc with allreduce", name);
   return {};
 }
 
@@ -163,10 +166,7 @@ Checkpoint Worker::save() {
   FAST_ENFORCE_AS(core::InvalidUsage, resume_refusal_.empty(), "Worker::save: {}", resume_refusal_);
   Checkpoint out;
   out.arrays.emplace("params", std::vector<float>(state_.params.begin(), state_.params.end()));
-  const std::vector<std::span<float>> buffers = optimizer_->state();
-  for (std::size_t k = 0; k < buffers.size(); ++k)
-    out.arrays.emplace(fmt::format("optimizer.{}", k), std::vector<float>(buffers[k].begin(), buffers[k].end()));
-  out.integers.emplace("optimizer.steps", optimizer_->steps_taken());
+  save_optimizer("optimizer", *optimizer_, out);
   out.integers.emplace("steps", steps_);
   out.integers.emplace("skipped_steps", skipped_);
   strategy_->save_state(out);
@@ -177,13 +177,10 @@ void Worker::restore(const Checkpoint& checkpoint, std::string_view source) {
   FAST_ENFORCE_AS(core::InvalidUsage, resume_refusal_.empty(), "Worker::restore: {}", resume_refusal_);
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::restore: after finish()");
   const std::size_t n = state_.params.size();
-  const std::vector<std::span<float>> buffers = optimizer_->state();
   // Everything is checked before anything changes.
   const std::vector<float>& params = checkpoint.array("params", n, source);
-  std::vector<const std::vector<float>*> saved;
-  for (std::size_t k = 0; k < buffers.size(); ++k)
-    saved.push_back(&checkpoint.array(fmt::format("optimizer.{}", k), n, source));
-  const std::int64_t optimizer_steps = checkpoint.integer("optimizer.steps", source);
+  SavedOptimizer optimizer("optimizer", checkpoint, source, *optimizer_);
+  const std::int64_t optimizer_steps = optimizer.steps();
   const std::int64_t steps = checkpoint.integer("steps", source);
   const std::int64_t skipped = checkpoint.integer("skipped_steps", source);
   // optimizer.steps <= steps holds where the worker's optimizer takes the steps (not under ps, whose
@@ -192,8 +189,7 @@ void Worker::restore(const Checkpoint& checkpoint, std::string_view source) {
     FAST_THROW(core::IoError, "checkpoint '{}': inconsistent counts: steps {}, skipped_steps {}, optimizer.steps {}",
                source, steps, skipped, optimizer_steps);
   std::copy(params.begin(), params.end(), state_.params.begin());
-  for (std::size_t k = 0; k < buffers.size(); ++k) std::copy(saved[k]->begin(), saved[k]->end(), buffers[k].begin());
-  optimizer_->set_steps_taken(optimizer_steps);
+  optimizer.apply();
   steps_ = steps;
   skipped_ = skipped;
   strategy_->restore_state(checkpoint, source, state_);

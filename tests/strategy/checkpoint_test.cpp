@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,13 @@ Checkpoint sample() {
   return c;
 }
 
+// sample() with a float64 array: "residual" sorts after the float32 arrays, before the integers.
+Checkpoint with_doubles() {
+  Checkpoint c = sample();
+  c.doubles["residual"] = {0.1, -1e-300, 3.0};
+  return c;
+}
+
 // A file's bytes with its trailing checksum recomputed (a hostile file that passes the checksum).
 std::vector<std::byte> resealed(std::vector<std::byte> bytes) {
   const std::uint32_t crc = wire::checksum(std::span<const std::byte>(bytes).first(bytes.size() - 4));
@@ -46,6 +54,42 @@ TEST(Checkpoint, RoundTripsArraysAndIntegers) {
   const Checkpoint d = decode_checkpoint(bytes, "sample");
   EXPECT_EQ(d.arrays, c.arrays);
   EXPECT_EQ(d.integers, c.integers);
+  EXPECT_TRUE(d.doubles.empty());
+}
+
+TEST(Checkpoint, RoundTripsFloat64ArraysBitForBit) {
+  const Checkpoint c = with_doubles();
+  const std::vector<std::byte> bytes = encode_checkpoint(c);
+  // sample()'s bytes plus one f64 section: 1 + 2 + 8 ("residual") + 8 + 3 x 8.
+  EXPECT_EQ(bytes.size(), encode_checkpoint(sample()).size() + 43u);
+  const Checkpoint d = decode_checkpoint(bytes, "doubles");
+  EXPECT_EQ(d.doubles, c.doubles);
+  EXPECT_EQ(d.arrays, c.arrays);
+  EXPECT_EQ(d.double_array("residual", 3, "f")[1], -1e-300);
+  fast::testing::expect_error<core::IoError>([&] { d.double_array("residual", 2, "f"); },
+                                            {"float64 array 'residual' has 3 elements, expected 2"});
+  fast::testing::expect_error<core::IoError>([&] { d.double_array("params", 3, "f"); },
+                                            {"no float64 array 'params'"});
+  EXPECT_EQ(d.double_names("res"), std::vector<std::string>{"residual"});
+  EXPECT_TRUE(d.double_names("params").empty());
+  for (std::size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_THROW(decode_checkpoint(std::span<const std::byte>(bytes).first(n), "cut"), core::IoError) << n;
+}
+
+// Files written before float64 arrays existed (version 1) still read; a version 1 file cannot hold
+// kind 3.
+TEST(Checkpoint, ReadsVersionOneFilesWhichHaveNoFloat64Arrays) {
+  auto as_version_one = [](std::vector<std::byte> bytes) {
+    const std::uint32_t one = 1;
+    std::memcpy(bytes.data() + 8, &one, 4);
+    return resealed(bytes);
+  };
+  const Checkpoint d = decode_checkpoint(as_version_one(encode_checkpoint(sample())), "v1");
+  EXPECT_EQ(d.arrays, sample().arrays);
+  EXPECT_EQ(d.integers, sample().integers);
+  fast::testing::expect_error<core::IoError>(
+      [&] { decode_checkpoint(as_version_one(encode_checkpoint(with_doubles())), "v1"); },
+      {"kind 3", "expected 1 (array), 2 (integer)"});
 }
 
 TEST(Checkpoint, EveryTruncationAndEveryFlippedByteIsRefused) {
@@ -73,13 +117,16 @@ TEST(Checkpoint, HostileSectionsAreRefusedWithTheirReason) {
                                             {"huge", "optimizer.0", "declares", "remain"});
   const std::uint8_t kind = 9;
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(16, &kind, 1), "kind"); },
-                                            {"kind 9", "expected 1 (array) or 2 (integer)"});
+                                            {"kind 9", "expected 1 (array), 2 (integer) or 3 (float64 array)"});
   const std::uint16_t no_name = 0;
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(17, &no_name, 2), "name"); },
                                             {"name length 0"});
-  const std::uint32_t version = 2;
+  const std::uint32_t version = 3;
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(8, &version, 4), "v"); },
-                                            {"format version 2, expected 1"});
+                                            {"format version 3, expected 1 to 2"});
+  const std::uint32_t zero = 0;
+  fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(8, &zero, 4), "v"); },
+                                            {"format version 0, expected 1 to 2"});
   const std::uint32_t sections = 3;  // one section fewer than written: trailing bytes
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(12, &sections, 4), "count"); },
                                             {"after the last of 3 sections"});
@@ -98,6 +145,9 @@ TEST(Checkpoint, ArrayAndIntegerLookupsNameWhatIsMissingOrOfAnotherSize) {
                                             {"'f'", "params", "3 elements, expected 4"});
   fast::testing::expect_error<core::IoError>([&] { c.array("moments", 3, "f"); }, {"no array 'moments'"});
   fast::testing::expect_error<core::IoError>([&] { c.integer("epoch", "f"); }, {"no integer 'epoch'"});
+  EXPECT_EQ(c.integer("steps", 0, 42, "f"), 42);
+  fast::testing::expect_error<core::IoError>([&] { c.integer("skipped_steps", 0, 42, "f"); },
+                                            {"'skipped_steps' is -7, expected 0 to 42"});
 }
 
 class CheckpointFile : public fast::testing::TempDirTest {};
@@ -121,57 +171,108 @@ TEST_F(CheckpointFile, WritesAtomicallyAndReadsBack) {
                                             {"cannot create"});
 }
 
-// 2 workers on the quadratic with momentum and with adam: 40 steps straight, against 20 steps,
-// save, a fresh Worker restored from the checkpoint, 20 more steps: the same bits.
-TEST(WorkerCheckpoint, ARestoredWorkerContinuesBitForBit) {
+// The replicas of 2 workers on the quadratic after 40 steps straight, and after 20 steps, save, a
+// fresh Worker restored from the checkpoint (through the file format, after `edit`), 20 more.
+struct SplitRun {
+  std::vector<std::vector<float>> straight, resumed;
+};
+
+SplitRun split_run(const WorkerOptions& options, const core::Layout& layout = {},
+                   const std::function<void(Checkpoint&)>& edit = {}) {
   constexpr std::size_t kDim = 33;
+  SplitRun out{.straight = std::vector<std::vector<float>>(2), .resumed = std::vector<std::vector<float>>(2)};
+  runtime::threads::World({.size = 2}).run([&](Context& ctx) {
+    std::vector<float> x(kDim, 0.5f), g(kDim);
+    Worker worker(ctx, options, {.params = x, .grads = g, .layout = layout});
+    for (int t = 0; t < 40; ++t) {
+      testing::gradient(ctx.rank(), x, g);
+      worker.step();
+    }
+    out.straight[ctx.rank()] = x;
+  });
+  runtime::threads::World({.size = 2}).run([&](Context& ctx) {
+    std::vector<float> x(kDim, 0.5f), g(kDim);
+    Checkpoint saved;
+    {
+      Worker worker(ctx, options, {.params = x, .grads = g, .layout = layout});
+      for (int t = 0; t < 20; ++t) {
+        testing::gradient(ctx.rank(), x, g);
+        worker.step();
+      }
+      saved = decode_checkpoint(encode_checkpoint(worker.save()), "memory");
+    }
+    if (edit) edit(saved);
+    std::vector<float> y(kDim, 0.0f), h(kDim);  // a fresh replica: restore() fills it
+    Worker worker(ctx, options, {.params = y, .grads = h, .layout = layout});
+    worker.restore(saved, "memory");
+    EXPECT_EQ(worker.steps(), 20);
+    for (int t = 0; t < 20; ++t) {
+      testing::gradient(ctx.rank(), y, h);
+      worker.step();
+    }
+    out.resumed[ctx.rank()] = y;
+  });
+  return out;
+}
+
+// With momentum and with adam: the same bits.
+TEST(WorkerCheckpoint, ARestoredWorkerContinuesBitForBit) {
   for (const char* optimizer : {"momentum", "adam"}) {
     for (const char* strategy : {"allreduce", "local-sgd", "dpsgd"}) {
-      const WorkerOptions options{.strategy = {.name = strategy, .period = 3},
-                                  .optimizer = {.name = optimizer, .lr = 0.05}};
-      std::vector<std::vector<float>> straight(2), resumed(2);
-      runtime::threads::World({.size = 2}).run([&](Context& ctx) {
-        std::vector<float> x(kDim, 0.5f), g(kDim);
-        Worker worker(ctx, options, {.params = x, .grads = g});
-        for (int t = 0; t < 40; ++t) {
-          testing::gradient(ctx.rank(), x, g);
-          worker.step();
-        }
-        straight[ctx.rank()] = x;
-      });
-      runtime::threads::World({.size = 2}).run([&](Context& ctx) {
-        std::vector<float> x(kDim, 0.5f), g(kDim);
-        Checkpoint saved;
-        {
-          Worker worker(ctx, options, {.params = x, .grads = g});
-          for (int t = 0; t < 20; ++t) {
-            testing::gradient(ctx.rank(), x, g);
-            worker.step();
-          }
-          saved = decode_checkpoint(encode_checkpoint(worker.save()), "memory");
-        }
-        std::vector<float> y(kDim, 0.0f), h(kDim);  // a fresh replica: restore() fills it
-        Worker worker(ctx, options, {.params = y, .grads = h});
-        worker.restore(saved, "memory");
-        EXPECT_EQ(worker.steps(), 20);
-        for (int t = 0; t < 20; ++t) {
-          testing::gradient(ctx.rank(), y, h);
-          worker.step();
-        }
-        resumed[ctx.rank()] = y;
-      });
-      EXPECT_EQ(resumed, straight) << strategy << " " << optimizer;
+      const SplitRun run = split_run({.strategy = {.name = strategy, .period = 3},
+                                      .optimizer = {.name = optimizer, .lr = 0.05}});
+      EXPECT_EQ(run.resumed, run.straight) << strategy << " " << optimizer;
     }
+  }
+}
+
+// Every codec under allreduce and local-sgd, and allreduce's DGC (its warm-up crossing the save):
+// error-feedback residuals, random streams, PowerSGD's Q, DGC's velocity come back, so the resumed
+// run has the same bits. Without the saved float64 residuals (the checkpoint stripped of them) the
+// same resume ends elsewhere: the test sees the state it checks.
+TEST(WorkerCheckpoint, ARestoredWorkerWithACodecContinuesBitForBit) {
+  // 33 parameters: a 4 x 8 matrix (PowerSGD compresses it) and one dense element.
+  const core::Layout layout{{.offset = 0, .numel = 32, .rows = 4, .shape = {4, 8}, .name = "w"},
+                            {.offset = 32, .numel = 1, .rows = 1, .shape = {1}, .name = "b"}};
+  struct Case {
+    const char* strategy;
+    const char* compress;
+    bool dgc = false;
+  };
+  for (const Case& c : {Case{"allreduce", "fp16"}, Case{"allreduce", "bf16"}, Case{"allreduce", "int8"},
+                        Case{"allreduce", "sign"}, Case{"allreduce", "topk:ratio=0.2"},
+                        Case{"allreduce", "randk:ratio=0.2"}, Case{"allreduce", "threshold:value=0.05"},
+                        Case{"allreduce", "powersgd:rank=1"}, Case{"allreduce", "topk:ratio=0.2", true},
+                        Case{"local-sgd", "int8"}, Case{"local-sgd", "randk:ratio=0.3"},
+                        Case{"local-sgd", "powersgd:rank=1"}}) {
+    const WorkerOptions options{.strategy = {.name = c.strategy,
+                                             .period = 3,
+                                             .compress = c.compress,
+                                             .dgc = c.dgc,
+                                             .dgc_warmup_steps = 30},
+                                .optimizer = {.name = "momentum", .lr = 0.05}};
+    const std::string label = fmt::format("{} {}{}", c.strategy, c.compress, c.dgc ? " dgc" : "");
+    const SplitRun run = split_run(options, layout);
+    EXPECT_EQ(run.resumed, run.straight) << label;
+    const SplitRun stripped = split_run(options, layout, [](Checkpoint& saved) { saved.doubles.clear(); });
+    EXPECT_EQ(stripped.straight, run.straight) << label;
+    EXPECT_NE(stripped.resumed, run.straight) << label << ": the residuals made no difference";
   }
 }
 
 TEST(WorkerCheckpoint, RefusesStrategiesWithStateOfTheirOwnAndCheckpointsOfAnotherOptimizer) {
   EXPECT_EQ(resume_refusal({.name = "allreduce"}), "");
   EXPECT_EQ(resume_refusal({.name = "adpsgd"}), "");
-  EXPECT_NE(resume_refusal({.name = "gosgd"}).find("gosgd"), std::string::npos);
+  for (const char* name : {"gosgd", "acid", "easgd", "local-sgd", "dpsgd"}) EXPECT_EQ(resume_refusal({.name = name}), "");
+  EXPECT_NE(resume_refusal({.name = "gosgd", .compress = "int8"}).find("'gosgd' with compress = 'int8'"),
+            std::string::npos);
   EXPECT_NE(resume_refusal({.name = "adpsgd", .compress = "topk:ratio=0.1"}).find("topk"), std::string::npos);
   EXPECT_NE(resume_refusal({.name = "ps", .mode = "sync"}).find("'ps'"), std::string::npos);
-  EXPECT_NE(resume_refusal({.name = "allreduce", .compress = "topk:ratio=0.1"}).find("topk"), std::string::npos);
+  EXPECT_EQ(resume_refusal({.name = "allreduce", .compress = "topk:ratio=0.1", .dgc = true}), "");
+  EXPECT_EQ(resume_refusal({.name = "local-sgd", .compress = "powersgd"}), "");
+  EXPECT_NE(resume_refusal({.name = "dpsgd", .compress = "topk:ratio=0.1"}).find("topk"), std::string::npos);
+  EXPECT_NE(resume_refusal({.name = "ps", .mode = "async", .compress = "topk:ratio=0.1", .dgc = true}).find("'ps'"),
+            std::string::npos);
   runtime::threads::World({.size = 1}).run([&](Context& ctx) {
     std::vector<float> x(4, 1.0f), g(4, 0.0f);
     Worker sgd(ctx, {.strategy = {.name = "allreduce"}, .optimizer = {.name = "sgd"}}, {.params = x, .grads = g});
@@ -180,9 +281,69 @@ TEST(WorkerCheckpoint, RefusesStrategiesWithStateOfTheirOwnAndCheckpointsOfAnoth
     fast::testing::expect_error<core::IoError>([&] { adam.restore(plain, "sgd.ckpt"); },
                                               {"sgd.ckpt", "no array 'optimizer.0'"});
     std::vector<float> y(4), h(4);
-    Worker async(ctx, {.strategy = {.name = "gosgd"}}, {.params = y, .grads = h});
-    fast::testing::expect_error<core::InvalidUsage>([&] { (void)async.save(); }, {"gosgd"});
+    Worker async(ctx, {.strategy = {.name = "gosgd", .compress = "int8"}}, {.params = y, .grads = h});
+    fast::testing::expect_error<core::InvalidUsage>([&] { (void)async.save(); }, {"gosgd", "int8"});
     async.finish();
+  });
+}
+
+// gosgd, acid and easgd (taken after finish(), as `fast train` does): 3 workers train 30 steps and
+// finish; a fresh worker restored from each one's checkpoint, finished at once, holds the same
+// state: saving it again gives the same checkpoint (gosgd's numerator and mass, acid's x~, easgd's
+// centre on worker 0, the parameters), and the representative model is the saved run's.
+TEST(WorkerCheckpoint, AsynchronousStrategiesRestoreTheirOwnState) {
+  constexpr int n = 3;
+  constexpr std::size_t kDim = 9;
+  for (const char* strategy : {"gosgd", "acid", "easgd"}) {
+    const WorkerOptions options{.strategy = {.name = strategy, .tau = 2}, .optimizer = {.name = "momentum", .lr = 0.05}};
+    std::vector<Checkpoint> saved(n), again(n);
+    std::vector<std::vector<float>> before(n), after(n);
+    runtime::threads::World({.size = n}).run([&](Context& ctx) {
+      std::vector<float> x(kDim, 0.5f), g(kDim);
+      Worker worker(ctx, options, {.params = x, .grads = g});
+      for (int t = 0; t < 30; ++t) {
+        testing::gradient(ctx.rank(), x, g);
+        worker.step();
+      }
+      worker.finish();
+      saved[ctx.rank()] = decode_checkpoint(encode_checkpoint(worker.save()), "memory");
+      before[ctx.rank()].resize(kDim);
+      worker.representative(before[ctx.rank()]);
+    });
+    runtime::threads::World({.size = n}).run([&](Context& ctx) {
+      std::vector<float> y(kDim, 0.0f), h(kDim);
+      Worker worker(ctx, options, {.params = y, .grads = h});
+      worker.restore(saved[ctx.rank()], "memory");
+      worker.communicator().barrier();  // every worker restored
+      worker.finish();
+      again[ctx.rank()] = worker.save();
+      after[ctx.rank()].resize(kDim);
+      worker.representative(after[ctx.rank()]);
+    });
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(again[r].arrays, saved[r].arrays) << strategy << " worker " << r;
+      EXPECT_EQ(again[r].doubles, saved[r].doubles) << strategy << " worker " << r;
+      EXPECT_EQ(again[r].integers, saved[r].integers) << strategy << " worker " << r;
+      EXPECT_EQ(after[r], before[r]) << strategy << " worker " << r;
+    }
+    // What each strategy saved of its own (besides the parameters and the optimizer).
+    const std::string own = std::string(strategy) == "gosgd" ? "gosgd.numerator"
+                            : std::string(strategy) == "acid" ? "acid.x_tilde"
+                                                              : "easgd.centre";
+    EXPECT_TRUE(saved[0].arrays.contains(own) || saved[0].doubles.contains(own)) << strategy;
+  }
+  // gosgd's mass is checked: a checkpoint with a mass of 0 is refused, naming it.
+  runtime::threads::World({.size = 1}).run([&](Context& ctx) {
+    std::vector<float> x(kDim, 0.5f), g(kDim);
+    Worker worker(ctx, {.strategy = {.name = "gosgd"}}, {.params = x, .grads = g});
+    worker.finish();
+    Checkpoint bad = worker.save();
+    bad.doubles["gosgd.mass"] = {0.0};
+    std::vector<float> y(kDim), h(kDim);
+    Worker fresh(ctx, {.strategy = {.name = "gosgd"}}, {.params = y, .grads = h});
+    fast::testing::expect_error<core::IoError>([&] { fresh.restore(bad, "m.ckpt"); },
+                                              {"m.ckpt", "gosgd.mass is 0, expected a finite number > 0"});
+    fresh.finish();
   });
 }
 

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -85,6 +86,14 @@ class CodecAllreduce {
   // others): compress::Dgc's sparsity warm-up sets its codec's keep ratio and masks its residual.
   compress::ErrorFeedback* feedback() noexcept { return feedback_.get(); }
 
+  // Checkpoints: everything a later average() depends on besides its input: the error feedback of
+  // the ring and gather paths (residuals and the codec's stream, "<prefix>.feedback...") and, on the
+  // low_rank path, each key's Q, stream draws and residual ("<prefix>.low_rank.<key>..."). restore
+  // takes them into a CodecAllreduce of the same codec, seed, layout and rank (IoError naming
+  // `source` for a missing or malformed value). Local: no communication.
+  void save(std::string_view prefix, core::SavedState& out) const;
+  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source);
+
  private:
   void ring(std::span<float> data, std::uint64_t key);
   void gather(std::span<float> data, std::uint64_t key);
@@ -96,6 +105,7 @@ class CodecAllreduce {
   std::unique_ptr<compress::ErrorFeedback> feedback_;  // ring and gather paths
   std::unique_ptr<compress::Codec> hop_codec_;         // ring path: encodes partial sums
   struct LowRank;                                      // low_rank path: per key, Q and the residual
+  std::unique_ptr<LowRank> make_low_rank(std::size_t n) const;
   std::unordered_map<std::uint64_t, std::unique_ptr<LowRank>> low_rank_;
   compress::PowerSgdOptions powersgd_;                 // low_rank path
 };

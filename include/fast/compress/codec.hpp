@@ -35,6 +35,10 @@
 #include "fast/core/layout.hpp"
 #include "fast/core/tensor_view.hpp"
 
+namespace fast::core {
+struct SavedState;  // fast/core/saved_state.hpp
+}  // namespace fast::core
+
 namespace fast::compress {
 
 // The codec id byte of the payload header.
@@ -73,6 +77,15 @@ class Codec {
   // compress::Dgc) and returns true; returns false and changes nothing where keep_ratio() is 0.
   // InvalidArgument for r outside (0, 1].
   virtual bool set_keep_ratio(double /*r*/) { return false; }
+
+  // Checkpoints: the state a later encode depends on (int8 and randk: the position of their random
+  // stream; powersgd: its warm-started Q and the draws of its stream), saved into `out` under names
+  // that start with `prefix` (stateless codecs save nothing). restore_state sets it back from `in`,
+  // a codec made with the same spec and seed; IoError naming `source` when a value is missing or of
+  // another size, and then nothing changes.
+  virtual void save_state(std::string_view /*prefix*/, core::SavedState& /*out*/) const {}
+  virtual void restore_state(std::string_view /*prefix*/, const core::SavedState& /*in*/,
+                             std::string_view /*source*/) {}
 };
 
 // The names make_codec accepts, in registry order.

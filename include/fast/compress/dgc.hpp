@@ -29,7 +29,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
+
+namespace fast::core {
+struct SavedState;  // fast/core/saved_state.hpp
+}  // namespace fast::core
 
 namespace fast::compress {
 
@@ -70,6 +75,12 @@ class Dgc {
   // The factor the last accumulate() scaled the gradient by (1: not clipped).
   double last_clip_scale() const noexcept { return clip_scale_; }
   const DgcOptions& options() const noexcept { return options_; }
+
+  // Checkpoints: u ("<prefix>.velocity", empty when momentum is 0) and whether accumulate() has run
+  // ("<prefix>.started"). restore takes them back into a Dgc of the same options and size (IoError
+  // naming `source` otherwise; nothing changes then).
+  void save(std::string_view prefix, core::SavedState& out) const;
+  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source);
 
  private:
   DgcOptions options_;

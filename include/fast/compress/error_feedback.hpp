@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -42,6 +43,13 @@ class ErrorFeedback {
   // message carried (compress::Dgc's momentum factor masking). The last encode must have been of
   // key: InvalidArgument when key has no residual or another length.
   void clear_sent(std::uint64_t key);
+
+  // Checkpoints: every key's residual as the float64 array "<prefix>.residual.<key>", and the
+  // codec's state under "<prefix>.codec". restore replaces every residual with the saved ones (keys
+  // that saved none start from zero again); IoError naming `source` for a malformed name, and then
+  // nothing changes.
+  void save(std::string_view prefix, core::SavedState& out) const;
+  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source);
 
   Codec& codec() noexcept { return *codec_; }
   const Codec& codec() const noexcept { return *codec_; }

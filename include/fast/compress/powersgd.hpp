@@ -38,10 +38,15 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "fast/core/layout.hpp"
+
+namespace fast::core {
+struct SavedState;  // fast/core/saved_state.hpp
+}  // namespace fast::core
 
 namespace fast::compress {
 
@@ -90,6 +95,12 @@ class PowerSgdState {
   void reset_q();
   // out (size()) = P Q^T on every matrix block; the dense elements of out are left as they are.
   void reconstruct(std::span<const float> p, std::span<const float> q, std::span<float> out) const;
+
+  // Checkpoints: Q and the stream's draw count, as "<prefix>.q" and "<prefix>.draws". restore takes
+  // them back into a state of the same layout and options (IoError naming `source` for another
+  // size; nothing changes then).
+  void save(std::string_view prefix, core::SavedState& out) const;
+  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source);
 
  private:
   std::size_t n_;

@@ -150,6 +150,11 @@ class AcidStrategy final : public Strategy {
   bool asynchronous() const override { return true; }
   // Collective: closes the window and folds the last inbox contributions into x_i and x~_i.
   void finish(ModelState state) override;
+  // Checkpoints (taken after finish(), docs/faults.md): the second variable x~ ("acid.x_tilde"); the
+  // restored parameters are published as x. restore_state: after attach(),
+  // before the first step; IoError naming `source` for a missing or malformed value.
+  void save_state(Checkpoint& out) override;
+  void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
 
   // The communications this worker initiates during its step `step` (>= 0), sorted by time; a
   // pure function of (seed, rank, step, comm_rate, topology).

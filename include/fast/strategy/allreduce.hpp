@@ -35,6 +35,11 @@ class AllreduceStrategy final : public Strategy {
   bool replicas_identical() const override { return true; }
   // Builds the codec's all-reduce (when compress is not "none") with the model's layout.
   void attach(ModelState state) override;
+  // Checkpoints: the codec's all-reduce ("allreduce.codec...": error-feedback residuals, random
+  // stream, PowerSGD's Q) and DGC's velocity and update optimizer ("allreduce.dgc..."); nothing
+  // without a codec. restore_state: after attach(), before the first step.
+  void save_state(Checkpoint& out) override;
+  void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
 
  private:
   StepOutcome dgc_step(const StepInput& input, double t0);

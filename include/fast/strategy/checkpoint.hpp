@@ -1,16 +1,17 @@
 #pragma once
 // Checkpoint: what one worker saves to continue a run exactly where it stopped (docs/faults.md,
-// "Checkpoints and resume"): named float32 arrays (the replica, the optimizer's state buffers, a
-// strategy's own vectors) and named 64-bit integers (step counts), and its file format.
+// "Checkpoints and resume"): a core::SavedState of named float32 arrays (the replica, the
+// optimizer's state buffers, a strategy's own vectors), float64 arrays (error-feedback residuals,
+// push-sum numerators) and 64-bit integers (step and draw counts), and its file format.
 //
-// File format (version 1, little-endian, one file per worker):
+// File format (version 2, little-endian, one file per worker):
 //
 //   offset  size  field
 //    0       8    magic "FASTCKPT"
-//    8       4    u32 version (1)
+//    8       4    u32 version (2; version 1 files, which have no kind 3, are read too)
 //   12       4    u32 section count
-//   16       .    sections, each: u8 kind (1: f32 array, 2: i64), u16 name length (1..255), the
-//                 name, u64 element count (1 for i64), the elements
+//   16       .    sections, each: u8 kind (1: f32 array, 2: i64, 3: f64 array), u16 name length
+//                 (1..255), the name, u64 element count (1 for i64), the elements
 //   end-4    4    u32 CRC-32 (zlib) of every byte before it
 //
 // Decoding validates, in this order, before any allocation larger than the file: the length, the
@@ -34,18 +35,11 @@
 #include <string_view>
 #include <vector>
 
+#include "fast/core/saved_state.hpp"
+
 namespace fast::strategy {
 
-struct Checkpoint {
-  std::map<std::string, std::vector<float>, std::less<>> arrays;
-  std::map<std::string, std::int64_t, std::less<>> integers;
-
-  // The array `name` with exactly `size` elements; IoError naming the checkpoint `source`, the
-  // array, the expected and the saved size otherwise (a checkpoint of another model or optimizer).
-  const std::vector<float>& array(std::string_view name, std::size_t size, std::string_view source) const;
-  // The integer `name`; IoError naming `source` when it is missing.
-  std::int64_t integer(std::string_view name, std::string_view source) const;
-};
+using Checkpoint = core::SavedState;
 
 std::vector<std::byte> encode_checkpoint(const Checkpoint& checkpoint);
 // IoError (see the format above); `source` names the bytes in messages (a file path).

@@ -68,6 +68,11 @@ class EasgdStrategy final : public Strategy {
   StepOutcome step(const StepInput& input) override;
   // Collective: out = the centre (rank 0's, broadcast). Valid before and after finish().
   void representative(ModelState state, std::span<float> out) override;
+  // Checkpoints (taken after finish(), docs/faults.md): worker 0 saves the centre ("easgd.centre"); the
+  // others, nothing. restore_state: after attach(),
+  // before the first step; IoError naming `source` for a missing or malformed value.
+  void save_state(Checkpoint& out) override;
+  void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
   bool asynchronous() const override { return true; }
   // Collective: closes the centre window (every exchange of every worker has landed).
   void finish(ModelState state) override;

@@ -87,6 +87,11 @@ class GosgdStrategy final : public Strategy {
   StepOutcome step(const StepInput& input) override;
   bool asynchronous() const override { return true; }
   void finish(ModelState state) override;
+  // Checkpoints (taken after finish(), docs/faults.md): the numerator x ("gosgd.numerator", float64) and
+  // the mass w ("gosgd.mass"); the restored model is x / w. restore_state: after attach(),
+  // before the first step; IoError naming `source` for a missing or malformed value.
+  void save_state(Checkpoint& out) override;
+  void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
   // Collective, after finish(): out = sum_i x_i / sum_i w_i.
   void representative(ModelState state, std::span<float> out) override;
 

@@ -25,9 +25,13 @@
 #include "fast/optim/optimizer.hpp"
 #include "fast/strategy/option.hpp"
 
+namespace fast::core {
+struct SavedState;  // fast/core/saved_state.hpp
+}  // namespace fast::core
+
 namespace fast::strategy {
 
-struct Checkpoint;  // fast/strategy/checkpoint.hpp
+using Checkpoint = core::SavedState;  // its file format: fast/strategy/checkpoint.hpp
 
 // A replica's flat float32 parameters and gradients, owned by the framework adapter. Same length.
 // layout (optional; empty = one flat vector) names the model's tensors inside the flat buffers, for
