@@ -246,8 +246,13 @@ void PsStrategy::finish(ModelState state) {
 
 void PsStrategy::save_state(Checkpoint& out) {
   if (!server_) return;
-  FAST_ENFORCE_AS(core::InvalidUsage, !server_running_ || clock_ == 0,
-                  "ps: save_state() while the server applies gradients (checkpoints are taken after finish())");
+  // async, ssp: after finish() (the server no longer runs). sync: also between two steps of the
+  // lockstep run (every worker received the last round's reply, so the server waits for the next
+  // round's pushes); the window's guard orders this read after the server's last update.
+  FAST_ENFORCE_AS(core::InvalidUsage, !server_running_ || clock_ == 0 || mode_ == PsMode::sync,
+                  "ps: save_state() while the server applies gradients (mode {}: checkpoints are taken after "
+                  "finish())", options_.mode);
+  collective::Window::Local local = window_->local();
   save_optimizer("ps.server.optimizer", server_->optimizer(), out);
 }
 

@@ -35,9 +35,6 @@ bool asynchronous_strategy(const StrategyOptions& options) {
 
 std::string resume_refusal(const StrategyOptions& options) {
   const std::string& name = options.name;
-  if (name == "ps" && options.mode != "async")
-    return fmt::format("strategy 'ps' with mode = '{}' keeps server rounds or clocks that checkpoints do not save yet; "
-                       "checkpoints and resume support ps with mode = async", options.mode);
   // allreduce and local-sgd save their codec's all-reduce (and allreduce its DGC state); the others
   // keep codec references per link (dpsgd's gossip, ps's shards) that checkpoints do not save yet.
   const bool saves_codec = name == "allreduce" || name == "local-sgd";

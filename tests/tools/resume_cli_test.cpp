@@ -94,7 +94,7 @@ std::vector<Case> cases() {
   std::vector<Case> out;
   for (const std::string& runtime : runtimes())
     for (const char* strategy : {"allreduce", "dpsgd", "local-sgd --period 4", "allreduce --compress int8",
-                                 "local-sgd --period 4 --compress powersgd:rank=2"})
+                                 "local-sgd --period 4 --compress powersgd:rank=2", "ps --mode sync"})
       out.push_back({runtime, strategy});
   // DGC (momentum correction, a sparsity warm-up that crosses the checkpoint at step 30).
   out.push_back({"threads", "allreduce --compress topk:ratio=0.05 --dgc --dgc-warmup-epochs 0.05"});
@@ -188,7 +188,7 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
   };
   for (const Refusal& c : {Refusal{"--strategy gosgd --compress int8 --checkpoint-dir ck",
                                    "checkpoint_dir: strategy 'gosgd' with compress = 'int8'"},
-                           Refusal{"--strategy ps --mode ssp --checkpoint-dir ck", "strategy 'ps' with mode = 'ssp'"},
+                           Refusal{"--strategy ps --compress int8 --checkpoint-dir ck", "'ps' with compress = 'int8'"},
                            Refusal{"--strategy adpsgd --checkpoint-dir ck --checkpoint-every 10",
                                    "checkpoint_every: set to 10 with the asynchronous strategy 'adpsgd'"},
                            Refusal{"--strategy dpsgd --compress topk:ratio=0.1 --checkpoint-dir ck",
@@ -351,7 +351,7 @@ class AsynchronousStateResume : public ::testing::TestWithParam<std::tuple<std::
 
 TEST_P(AsynchronousStateResume, ResumedWithNothingLeftEndsWithTheSavedModel) {
   const auto& [strategy, runtime] = GetParam();
-  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "state_" + strategy + "_" + runtime);
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "state_" + dir_name(strategy) + "_" + runtime);
   fs::remove_all(dir / "ck");
   const std::string args = "--strategy " + strategy + " --schedule constant ";
   const Ran first = run(dir, runtime, args + "--steps 150 --checkpoint-dir ck", 4);
@@ -375,7 +375,8 @@ TEST_P(AsynchronousStateResume, ResumedWithNothingLeftEndsWithTheSavedModel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, AsynchronousStateResume,
-                         ::testing::Combine(::testing::Values("gosgd", "acid", "easgd"), ::testing::ValuesIn(runtimes())),
-                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+                         ::testing::Combine(::testing::Values("gosgd", "acid", "easgd", "ps --mode ssp"),
+                                            ::testing::ValuesIn(runtimes())),
+                         [](const auto& info) { return dir_name(std::get<0>(info.param)) + "_" + std::get<1>(info.param); });
 
 }  // namespace

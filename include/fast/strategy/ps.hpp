@@ -138,9 +138,11 @@ class PsStrategy final : public Strategy {
   bool asynchronous() const override { return mode_ != PsMode::sync; }
   void finish(ModelState state) override;
   bool snapshot(ModelState state, std::span<float> out) override;
-  // Checkpoints (mode async only, resume_refusal()): a server rank adds its shard's optimizer state
-  // ("ps.server.optimizer.<k>", "ps.server.optimizer.steps"); the shard's values are the saved
-  // parameters' slice. restore_state() puts both back into this rank's server before any push.
+  // Checkpoints (every mode; async and ssp after finish(), sync between two lockstep steps too): a
+  // server rank adds its shard's optimizer state ("ps.server.optimizer.<k>",
+  // "ps.server.optimizer.steps"); the shard's values are the saved parameters' slice.
+  // restore_state() puts both back into this rank's server before any push. Per-worker push
+  // counts, ssp clocks and shard versions restart at 0 on every worker and server together.
   void save_state(Checkpoint& out) override;
   void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
   StalenessStats staleness() const override;
