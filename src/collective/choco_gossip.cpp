@@ -2,6 +2,7 @@
 
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/saved_state.hpp"
 #include "fast/core/random.hpp"
 
 namespace fast::collective {
@@ -33,6 +34,18 @@ ChocoGossip::ChocoGossip(Communicator& comm, std::size_t n, std::vector<int> in_
 ChocoGossip::~ChocoGossip() = default;
 
 std::span<const float> ChocoGossip::public_copy() const noexcept { return self_->reference(); }
+
+void ChocoGossip::save(std::string_view prefix, core::SavedState& out) const {
+  self_->save(fmt::format("{}.self", prefix), out);
+  for (std::size_t k = 0; k < in_.size(); ++k) peers_[k]->save(fmt::format("{}.from.{}", prefix, in_[k]), out);
+}
+
+void ChocoGossip::restore(std::string_view prefix, const core::SavedState& in, std::string_view source) {
+  for (std::size_t k = 0; k < in_.size(); ++k)  // every copy read before any changes
+    (void)in.array(fmt::format("{}.from.{}.reference", prefix, in_[k]), n_, source);
+  self_->restore(fmt::format("{}.self", prefix), in, source);
+  for (std::size_t k = 0; k < in_.size(); ++k) peers_[k]->restore(fmt::format("{}.from.{}", prefix, in_[k]), in, source);
+}
 
 void ChocoGossip::mix(std::span<float> x) {
   FAST_ENFORCE_EQ(x.size(), n_, "ChocoGossip::mix: tensor length");

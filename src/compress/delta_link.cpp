@@ -1,8 +1,10 @@
 #include "fast/compress/delta_link.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "fast/core/error.hpp"
+#include "fast/core/saved_state.hpp"
 
 namespace fast::compress {
 
@@ -43,6 +45,25 @@ DeltaReceiver::DeltaReceiver(std::unique_ptr<Codec> codec, std::size_t n, std::s
     : codec_(std::move(codec)), reference_(n, 0.0f), decoded_(n) {
   FAST_ENFORCE(codec_ != nullptr, "DeltaReceiver: codec must not be null");
   start_from(reference_, initial, "DeltaReceiver");
+}
+
+void DeltaSender::save(std::string_view prefix, core::SavedState& out) const {
+  out.arrays.insert_or_assign(std::string(prefix) + ".reference", reference_);
+  codec_->save_state(std::string(prefix) + ".codec", out);
+}
+
+void DeltaSender::restore(std::string_view prefix, const core::SavedState& in, std::string_view source) {
+  const std::vector<float>& reference = in.array(std::string(prefix) + ".reference", reference_.size(), source);
+  codec_->restore_state(std::string(prefix) + ".codec", in, source);
+  reference_ = reference;
+}
+
+void DeltaReceiver::save(std::string_view prefix, core::SavedState& out) const {
+  out.arrays.insert_or_assign(std::string(prefix) + ".reference", reference_);
+}
+
+void DeltaReceiver::restore(std::string_view prefix, const core::SavedState& in, std::string_view source) {
+  reference_ = in.array(std::string(prefix) + ".reference", reference_.size(), source);
 }
 
 std::span<const float> DeltaReceiver::decode(core::ConstView payload) {

@@ -2,6 +2,7 @@
 #include "builtin.hpp"
 
 #include "fast/core/error.hpp"
+#include "fast/core/saved_state.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/mixing.hpp"
 
@@ -44,6 +45,14 @@ void DpsgdStrategy::attach(ModelState state) {
                                .layout = layout_.empty() ? nullptr : &layout_,
                                .meter = &meter_,
                                .initial = start});
+}
+
+void DpsgdStrategy::save_state(Checkpoint& out) {
+  if (choco_) choco_->save("dpsgd.choco", out);
+}
+
+void DpsgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState /*state*/) {
+  if (choco_) choco_->restore("dpsgd.choco", checkpoint, source);
 }
 
 StepOutcome DpsgdStrategy::step(const StepInput& input) {

@@ -35,12 +35,13 @@ bool asynchronous_strategy(const StrategyOptions& options) {
 
 std::string resume_refusal(const StrategyOptions& options) {
   const std::string& name = options.name;
-  // allreduce and local-sgd save their codec's all-reduce (and allreduce its DGC state); the others
-  // keep codec references per link (dpsgd's gossip, ps's shards) that checkpoints do not save yet.
-  const bool saves_codec = name == "allreduce" || name == "local-sgd";
+  // allreduce and local-sgd save their codec's all-reduce (and allreduce its DGC state), dpsgd its
+  // CHOCO copies; the others keep codec references per link in their windows (asynchronous
+  // strategies, ps's shards) that checkpoints do not save yet.
+  const bool saves_codec = name == "allreduce" || name == "local-sgd" || name == "dpsgd";
   if (Strategy::compresses(options) && !saves_codec)
     return fmt::format("strategy '{}' with compress = '{}' keeps per-link codec references that checkpoints do not "
-                       "save yet; checkpoints and resume support compress with allreduce and local-sgd, and every "
+                       "save yet; checkpoints and resume support compress with allreduce, local-sgd and dpsgd, and every "
                        "strategy with compress = none", name, options.compress);
   if (options.dgc && name != "allreduce")
     return fmt::format("strategy '{}' with dgc keeps per-shard momentum and residuals that checkpoints do not save "

@@ -227,10 +227,10 @@ TEST(WorkerCheckpoint, ARestoredWorkerContinuesBitForBit) {
   }
 }
 
-// Every codec under allreduce and local-sgd, and allreduce's DGC (its warm-up crossing the save):
-// error-feedback residuals, random streams, PowerSGD's Q, DGC's velocity come back, so the resumed
-// run has the same bits. Without the saved float64 residuals (the checkpoint stripped of them) the
-// same resume ends elsewhere: the test sees the state it checks.
+// Every codec under allreduce and local-sgd, some under dpsgd (CHOCO), and allreduce's DGC (its
+// warm-up crossing the save): error-feedback residuals, random streams, PowerSGD's Q, CHOCO's
+// public copies, DGC's velocity come back, so the resumed run has the same bits. With the saved
+// residuals and copies zeroed the same resume ends elsewhere: the test sees the state it checks.
 TEST(WorkerCheckpoint, ARestoredWorkerWithACodecContinuesBitForBit) {
   // 33 parameters: a 4 x 8 matrix (PowerSGD compresses it) and one dense element.
   const core::Layout layout{{.offset = 0, .numel = 32, .rows = 4, .shape = {4, 8}, .name = "w"},
@@ -245,7 +245,8 @@ TEST(WorkerCheckpoint, ARestoredWorkerWithACodecContinuesBitForBit) {
                         Case{"allreduce", "randk:ratio=0.2"}, Case{"allreduce", "threshold:value=0.05"},
                         Case{"allreduce", "powersgd:rank=1"}, Case{"allreduce", "topk:ratio=0.2", true},
                         Case{"local-sgd", "int8"}, Case{"local-sgd", "randk:ratio=0.3"},
-                        Case{"local-sgd", "powersgd:rank=1"}}) {
+                        Case{"local-sgd", "powersgd:rank=1"}, Case{"dpsgd", "int8"}, Case{"dpsgd", "topk:ratio=0.2"},
+                        Case{"dpsgd", "powersgd:rank=1"}}) {
     const WorkerOptions options{.strategy = {.name = c.strategy,
                                              .period = 3,
                                              .compress = c.compress,
@@ -255,9 +256,14 @@ TEST(WorkerCheckpoint, ARestoredWorkerWithACodecContinuesBitForBit) {
     const std::string label = fmt::format("{} {}{}", c.strategy, c.compress, c.dgc ? " dgc" : "");
     const SplitRun run = split_run(options, layout);
     EXPECT_EQ(run.resumed, run.straight) << label;
-    const SplitRun stripped = split_run(options, layout, [](Checkpoint& saved) { saved.doubles.clear(); });
+    // The residuals (float64) and CHOCO's copies (".reference") zeroed: what a resume without them has.
+    const SplitRun stripped = split_run(options, layout, [](Checkpoint& saved) {
+      for (auto& [name, values] : saved.doubles) std::fill(values.begin(), values.end(), 0.0);
+      for (auto& [name, values] : saved.arrays)
+        if (name.ends_with(".reference")) std::fill(values.begin(), values.end(), 0.0f);
+    });
     EXPECT_EQ(stripped.straight, run.straight) << label;
-    EXPECT_NE(stripped.resumed, run.straight) << label << ": the residuals made no difference";
+    EXPECT_NE(stripped.resumed, run.straight) << label << ": the codec's saved state made no difference";
   }
 }
 
@@ -272,7 +278,8 @@ TEST(WorkerCheckpoint, RefusesStrategiesWithStateOfTheirOwnAndCheckpointsOfAnoth
   EXPECT_EQ(resume_refusal({.name = "ps", .mode = "ssp"}), "");
   EXPECT_EQ(resume_refusal({.name = "allreduce", .compress = "topk:ratio=0.1", .dgc = true}), "");
   EXPECT_EQ(resume_refusal({.name = "local-sgd", .compress = "powersgd"}), "");
-  EXPECT_NE(resume_refusal({.name = "dpsgd", .compress = "topk:ratio=0.1"}).find("topk"), std::string::npos);
+  EXPECT_EQ(resume_refusal({.name = "dpsgd", .compress = "topk:ratio=0.1"}), "");
+  EXPECT_NE(resume_refusal({.name = "acid", .compress = "topk:ratio=0.1"}).find("topk"), std::string::npos);
   EXPECT_NE(resume_refusal({.name = "ps", .mode = "async", .compress = "topk:ratio=0.1", .dgc = true}).find("'ps'"),
             std::string::npos);
   runtime::threads::World({.size = 1}).run([&](Context& ctx) {

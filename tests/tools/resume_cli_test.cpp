@@ -94,7 +94,8 @@ std::vector<Case> cases() {
   std::vector<Case> out;
   for (const std::string& runtime : runtimes())
     for (const char* strategy : {"allreduce", "dpsgd", "local-sgd --period 4", "allreduce --compress int8",
-                                 "local-sgd --period 4 --compress powersgd:rank=2", "ps --mode sync"})
+                                 "local-sgd --period 4 --compress powersgd:rank=2", "ps --mode sync",
+                                 "dpsgd --compress topk:ratio=0.1"})
       out.push_back({runtime, strategy});
   // DGC (momentum correction, a sparsity warm-up that crosses the checkpoint at step 30).
   out.push_back({"threads", "allreduce --compress topk:ratio=0.05 --dgc --dgc-warmup-epochs 0.05"});
@@ -191,8 +192,8 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
                            Refusal{"--strategy ps --compress int8 --checkpoint-dir ck", "'ps' with compress = 'int8'"},
                            Refusal{"--strategy adpsgd --checkpoint-dir ck --checkpoint-every 10",
                                    "checkpoint_every: set to 10 with the asynchronous strategy 'adpsgd'"},
-                           Refusal{"--strategy dpsgd --compress topk:ratio=0.1 --checkpoint-dir ck",
-                                   "'dpsgd' with compress = 'topk:ratio=0.1'"},
+                           Refusal{"--strategy acid --compress topk:ratio=0.1 --checkpoint-dir ck",
+                                   "'acid' with compress = 'topk:ratio=0.1'"},
                            Refusal{"--resume empty", "resume: '" + std::string("empty") + "' holds no complete checkpoint"},
                            Refusal{"--resume missing", "resume: 'missing' is not a folder"},
                            Refusal{"--checkpoint-every 10", "checkpoint_every: set to 10 without checkpoint_dir"}}) {

@@ -57,6 +57,12 @@ class ChocoGossip {
   // This worker's public copy x^_i (what its neighbours hold of it).
   std::span<const float> public_copy() const noexcept;
 
+  // Checkpoints: x^_i with its codec's state ("<prefix>.self...") and the copy x^_j of each
+  // in-neighbour j ("<prefix>.from.<j>.reference"). restore: into a ChocoGossip of the same
+  // neighbours, length and codec; IoError naming `source` for a missing value. Local.
+  void save(std::string_view prefix, core::SavedState& out) const;
+  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source);
+
  private:
   Communicator& comm_;
   std::size_t n_;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "fast/compress/codec.hpp"
@@ -42,6 +43,10 @@ class DeltaSender {
   std::span<const float> reference() const noexcept { return reference_; }
   // The codec (its keep ratio may change between messages: Codec::set_keep_ratio).
   Codec& codec() noexcept { return *codec_; }
+  // Checkpoints: the reference ("<prefix>.reference") and the codec's state ("<prefix>.codec").
+  // restore: IoError naming `source` for a missing value or another length; nothing changes then.
+  void save(std::string_view prefix, core::SavedState& out) const;
+  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source);
 
  private:
   std::unique_ptr<Codec> codec_;
@@ -58,6 +63,9 @@ class DeltaReceiver {
   // adds its decoding to the reference, and returns the reference.
   std::span<const float> decode(core::ConstView payload);
   std::span<const float> reference() const noexcept { return reference_; }
+  // Checkpoints: the reference ("<prefix>.reference"); as DeltaSender's.
+  void save(std::string_view prefix, core::SavedState& out) const;
+  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source);
 
  private:
   std::unique_ptr<Codec> codec_;

@@ -41,6 +41,10 @@ class DpsgdStrategy final : public Strategy {
 
   // With a codec: the CHOCO exchange, sized from the model.
   void attach(ModelState state) override;
+  // Checkpoints with a codec: CHOCO's public copies and codec state ("dpsgd.choco..."); nothing
+  // without one. restore_state: after attach(), before the first step.
+  void save_state(Checkpoint& out) override;
+  void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
   double self_weight() const noexcept { return self_weight_; }
   const std::vector<int>& neighbors() const noexcept { return neighbors_; }
 
