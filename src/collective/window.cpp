@@ -391,9 +391,13 @@ Window::Window(Communicator& comm, std::string name, MutableView local, WindowOp
                                          static_cast<std::int64_t>(local.dtype())};
   std::vector<std::int64_t> all(2 * static_cast<std::size_t>(n));
   if (comm.joining()) {
-    // Joining a run under way: every worker's shape is taken to be this one's (see the header).
+    // Joining a run under way: every worker's shape is taken to be this one's, or its length
+    // from joining_numel (see the header).
     comm.skip_collective();
-    for (int p = 0; p < n; ++p) std::copy(mine.begin(), mine.end(), all.begin() + 2 * p);
+    for (int p = 0; p < n; ++p) {
+      std::copy(mine.begin(), mine.end(), all.begin() + 2 * p);
+      if (options_.joining_numel) all[2 * static_cast<std::size_t>(p)] = static_cast<std::int64_t>(options_.joining_numel(p));
+    }
   } else {
     comm.allgather(i64_view(mine.data(), 2), MutableView(std::span<std::int64_t>(all)));
   }

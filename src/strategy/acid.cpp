@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 
+#include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
 #include "fast/core/saved_state.hpp"
@@ -230,6 +231,35 @@ void AcidStrategy::restore_state(const Checkpoint& checkpoint, std::string_view 
     x_tilde_ = x_tilde;
   }
   fold_and_publish();  // the restored x (Worker::restore wrote it) becomes what the neighbours read
+}
+
+void AcidStrategy::rejoin(ModelState state) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_ && state.params.data() == x_.data(),
+                  "acid: rejoin() needs attach() first, with its parameters, and no finish() yet");
+  FAST_ENFORCE_AS(core::InvalidUsage, !compresses(options_), "acid: rejoin with compress = '{}': {}", options_.compress,
+                  "the links' codec references would not match the neighbours'");
+  runtime::Context& ctx = comm_.context();
+  for (const int peer : neighbors_) {
+    if (!ctx.alive(peer)) continue;
+    try {
+      window_->get(peer, core::MutableView(std::span<float>(before_)), 0, nullptr, collective::Wire::exact).wait();
+    } catch (const core::PeerLost&) {
+      if (ctx.alive(peer)) throw;
+      continue;  // lost meanwhile: try the next one
+    }
+    // x = x~ = the neighbour's x; what reached the inboxes before was computed against this
+    // worker's model before the copy, so it is dropped; the copy is published.
+    const std::size_t len = x_.size();
+    collective::Window::Local local = window_->local();
+    std::copy(before_.begin(), before_.end(), x_.begin());
+    std::copy(before_.begin(), before_.end(), x_tilde_.begin());
+    std::copy(before_.begin(), before_.end(), exposed_.begin());
+    std::fill(exposed_.begin() + static_cast<std::ptrdiff_t>(len), exposed_.end(), 0.0f);
+    local.bump();
+    return;
+  }
+  FAST_THROW(core::PeerLost, "acid: worker {} rejoins but none of its neighbours ({}) is live to take a model from",
+             comm_.rank(), fmt::join(neighbors_, ", "));
 }
 
 void AcidStrategy::finish(ModelState /*state*/) {

@@ -26,9 +26,14 @@ void EasgdStrategy::attach(ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, window_ == nullptr, "easgd: attach() called twice");
   const std::size_t len = state.params.size();
   if (compresses(options_)) start_ = common_start(state);
-  // The centre starts at the average of the initial replicas (identical replicas: their value).
+  // The centre starts at the average of the initial replicas (identical replicas: their value). A
+  // worker rejoining a run under way (never worker 0) takes the all-reduce's turn without it: its
+  // replica comes from the centre (rejoin()).
   std::vector<float> average(state.params.begin(), state.params.end());
-  comm_.allreduce(core::MutableView(std::span<float>(average)), {.op = collective::ReduceOp::avg});
+  if (comm_.joining())
+    comm_.skip_collective();
+  else
+    comm_.allreduce(core::MutableView(std::span<float>(average)), {.op = collective::ReduceOp::avg});
   if (comm_.rank() == 0) centre_ = std::move(average);
   read_.resize(len);
   diff_.resize(len);
@@ -37,9 +42,11 @@ void EasgdStrategy::attach(ModelState state) {
                                                  with_start(codec_window(options_, layout_.empty() ? nullptr : &layout_)));
 }
 
-// The centre (worker 0's window) starts at the common initial model.
+// The centre (worker 0's window) starts at the common initial model. Only worker 0 exposes a
+// tensor, of the model's length (what a worker that rejoins the run cannot all-gather).
 collective::WindowOptions EasgdStrategy::with_start(collective::WindowOptions options) const {
   options.initial = [this](int owner) { return owner == 0 ? std::span<const float>(start_) : std::span<const float>(); };
+  options.joining_numel = [n = read_.size()](int owner) { return owner == 0 ? n : std::size_t{0}; };
   return options;
 }
 
@@ -122,6 +129,15 @@ void EasgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view
   collective::Window::Local local = window_->local();
   std::copy(centre.begin(), centre.end(), centre_.begin());
   local.bump();
+}
+
+void EasgdStrategy::rejoin(ModelState state) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_, "easgd: rejoin() before attach() or after finish()");
+  FAST_ENFORCE_AS(core::InvalidUsage, comm_.rank() != 0 && !compresses(options_),
+                  "easgd: rejoin of worker {} with compress = '{}': only workers other than 0 (the centre's) rejoin, "
+                  "without a codec", comm_.rank(), options_.compress);
+  FAST_ENFORCE_EQ(state.params.size(), read_.size(), "easgd: the parameter count changed since attach()");
+  with_centre("rejoin", [&] { window_->get(0, core::MutableView(state.params), 0, nullptr, collective::Wire::exact).wait(); });
 }
 
 void EasgdStrategy::finish(ModelState /*state*/) {

@@ -50,9 +50,10 @@ std::string resume_refusal(const StrategyOptions& options) {
 }
 
 std::string rejoin_refusal(const StrategyOptions& options) {
-  if (options.name != "adpsgd")
+  const std::string& name = options.name;
+  if (name != "adpsgd" && name != "acid" && name != "easgd")
     return fmt::format("strategy '{}' cannot take a worker back into a run under way (its state is more than a "
-                       "model a neighbour holds); rejoining supports adpsgd", options.name);
+                       "model a neighbour holds); rejoining supports adpsgd, acid and easgd", name);
   if (Strategy::compresses(options))
     return fmt::format("compress = '{}' keeps per-link codec references that a new process does not have; "
                        "rejoining supports compress = none", options.compress);

@@ -8,6 +8,7 @@
 
 #include "common/error_message.hpp"
 #include "fast/collective/communicator.hpp"
+#include "fast/collective/window.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/threads/world.hpp"
 
@@ -87,6 +88,49 @@ TEST(Joining, SkippedSetUpCollectivesKeepTheLaterOnesMatched) {
     comm->allreduce(core::MutableView(std::span<double>(sum)));
     EXPECT_EQ(sum[0], n * (n + 1) / 2.0);
     comm->barrier();
+  });
+}
+
+// A window whose lengths differ between workers (only worker 0 exposes a tensor, as easgd's
+// centre): a joining worker cannot all-gather the lengths; joining_numel gives them, and its
+// requests are validated against them as the others' are.
+TEST(Joining, AWindowOfUnequalLengthsTakesThemFromJoiningNumel) {
+  constexpr int n = 3;
+  constexpr int newcomer = 2;
+  constexpr std::size_t len = 5;
+  runtime::threads::World world({.size = n, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    const int r = ctx.rank();
+    Communicator first(ctx);
+    std::vector<float> centre(r == 0 ? len : 0, 0.0f);
+    for (std::size_t i = 0; i < centre.size(); ++i) centre[i] = 1.5f + static_cast<float>(i);
+    WindowOptions options;
+    options.joining_numel = [](int owner) { return owner == 0 ? len : std::size_t{0}; };
+    std::optional<Window> window;
+    window.emplace(first, "centre", core::MutableView(std::span<float>(centre)), options);
+    JoiningContext joining(ctx);
+    std::optional<Communicator> second;
+    Communicator* comm = &first;
+    if (r == newcomer) {
+      window.reset();  // the first incarnation's window is gone with it
+      second.emplace(joining);
+      comm = &*second;
+      // Without joining_numel, worker 0's length is taken to be this worker's, 0 (on a communicator
+      // of its own, so that the real one's sequence stays matched).
+      Communicator probe(joining);
+      std::optional<Window> guessed;
+      guessed.emplace(probe, "centre", core::MutableView(std::span<float>(centre)));
+      std::vector<float> read(len);
+      fast::testing::expect_error<core::InvalidArgument>(
+          [&] { guessed->get(0, core::MutableView(std::span<float>(read))).wait(); }, {"exposes 0 elements"});
+      guessed.reset();
+      window.emplace(*comm, "centre", core::MutableView(std::span<float>(centre)), options);
+      window->get(0, core::MutableView(std::span<float>(read))).wait();
+      EXPECT_EQ(read, (std::vector<float>{1.5f, 2.5f, 3.5f, 4.5f, 5.5f}));
+      comm->end_join();
+    }
+    comm->barrier();  // everyone's reads done before worker 0's window goes
+    window->close();
   });
 }
 

@@ -250,12 +250,17 @@ int progress_percent(const std::string& log) {
   return percent;
 }
 
-TEST(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers) {
-  const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn");
+// adpsgd (the run), acid and easgd: a rejoining worker takes a live neighbour's model (acid:
+// as x and x~) or the centre (easgd).
+class ZmqChurn : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers) {
+  const std::string strategy = GetParam();
+  const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn_" + strategy);
   // 3 epochs of mlp; every worker paced (--slowdown) so that the run outlasts the kill, the 5 s
   // pause and the new process's start-up by far.
   const std::string train = kFast + " train --runtime zmq --peer-timeout 2 --summary s.json --metrics m.jsonl" +
-                            kTrainShown + "--strategy adpsgd --batch 64 --epochs 3 --slowdown 12,12,12,12";
+                            kTrainShown + "--strategy " + strategy + " --batch 64 --epochs 3 --slowdown 12,12,12,12";
   Launched l = fast::testing::spawn_in_group(dir, kFast + " launch -n 4 --grace 200 --timeout 300 -- " + train,
                                              "launch.log");
   const int victim = 2;
@@ -297,12 +302,16 @@ TEST(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers) 
     if (r["event"] == "membership" && r["worker"] == victim) changes.push_back(r["change"].get<std::string>());
   }
   EXPECT_EQ(changes, (std::vector<std::string>{"lost", "joined"})) << slurp(dir / "m.rank0.jsonl");
+  std::cout << strategy << ": restarted at " << percent_at_restart << "%, final accuracy " << s["final_accuracy"]
+            << std::endl;
   if (!HasFailure()) fs::remove_all(dir);  // kept for a look otherwise
 }
 
+INSTANTIATE_TEST_SUITE_P(Strategies, ZmqChurn, ::testing::Values("adpsgd", "acid", "easgd"));
+
 // A process that claims the rank of a live worker is refused (exit 2, naming the rank) once the
 // rank stayed live for the peer timeout + 2 s; the run goes on with its 4 workers untouched.
-TEST(ZmqChurn, ProcessClaimingALiveRankIsRefused) {
+TEST(ZmqChurnRefusal, ProcessClaimingALiveRankIsRefused) {
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn_refused");
   const std::string train = kFast + " train --runtime zmq --peer-timeout 2 --summary s.json" + kTrainShown +
                             "--strategy adpsgd --batch 64 --steps 400 --slowdown 12,12,12,12";

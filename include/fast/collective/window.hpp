@@ -78,6 +78,10 @@ struct WindowOptions {
   // the shared initial model), or an empty span (zeros): the references of state transfers on a
   // range of owner's tensor start from them, at both ends. Not set: zeros.
   std::function<std::span<const float>(int owner)> initial;
+  // For a worker that joins a run under way (see Window()): worker `owner`'s tensor length, where
+  // lengths differ between workers (easgd's centre, on worker 0 only). Not set: every worker's
+  // length is taken to be the joining worker's own. Ignored by the other workers.
+  std::function<std::size_t(int owner)> joining_numel;
 };
 
 // How one accumulate or get travels: through the window's codec, or as it is.
@@ -90,8 +94,9 @@ class Window {
   // worker's length and dtype, so a request out of range or of the wrong dtype is rejected by the
   // requester (InvalidArgument naming window, peer, range and dtype) before anything is sent.
   // A worker that joins a run under way (Communicator::joining) runs no collective: it takes every
-  // worker's length and dtype to be its own, which holds for windows whose shape is the same on
-  // every worker (the model windows of the asynchronous strategies, the trainer's batch budget).
+  // worker's dtype to be its own and its length from options.joining_numel, or its own when not
+  // set, which holds for windows whose shape is the same on every worker (the model windows of the
+  // asynchronous strategies, the trainer's batch budget).
   // Every worker passes the same options.codec.
   Window(Communicator& comm, std::string name, core::MutableView local, WindowOptions options = {});
   // Stops the service if close() was not called (without the collective wait: requests that

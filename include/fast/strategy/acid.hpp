@@ -155,6 +155,10 @@ class AcidStrategy final : public Strategy {
   // before the first step; IoError naming `source` for a missing or malformed value.
   void save_state(Checkpoint& out) override;
   void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
+  // A worker taking a lost rank back into the run (docs/faults.md, "Elastic asynchronous runs"):
+  // x = the first live neighbour's published x, x~ = x; PeerLost when no neighbour is live.
+  // Without a codec only (the links' references would not match).
+  void rejoin(ModelState state) override;
 
   // The communications this worker initiates during its step `step` (>= 0), sorted by time; a
   // pure function of (seed, rank, step, comm_rate, topology).

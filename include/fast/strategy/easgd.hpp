@@ -73,6 +73,9 @@ class EasgdStrategy final : public Strategy {
   // before the first step; IoError naming `source` for a missing or malformed value.
   void save_state(Checkpoint& out) override;
   void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
+  // A worker other than 0 taking a lost rank back into the run (docs/faults.md, "Elastic
+  // asynchronous runs"): its replica becomes the centre as read now. Without a codec only.
+  void rejoin(ModelState state) override;
   bool asynchronous() const override { return true; }
   // Collective: closes the centre window (every exchange of every worker has landed).
   void finish(ModelState state) override;
