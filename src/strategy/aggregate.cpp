@@ -56,35 +56,64 @@ void krum_distances(std::span<const float> g, int w, std::span<double> d) {
     }
 }
 
-int krum_choice(std::span<const double> d, int w, int f) {
+namespace {
+// Each worker's Krum score: the sum of its W - F - 2 smallest distances to the others (a
+// non-finite distance, NaN or infinity, counts as infinite).
+std::vector<double> krum_scores(std::span<const double> d, int w, int f) {
   const auto W = static_cast<std::size_t>(w);
   const auto nearest = static_cast<std::size_t>(w - f - 2);
-  int best = 0;
-  double best_score = std::numeric_limits<double>::infinity();
-  std::vector<double> others;
+  std::vector<double> scores(W), others;
   for (std::size_t a = 0; a < W; ++a) {
     others.clear();
-    for (std::size_t b = 0; b < W; ++b)  // a non-finite distance (NaN or infinity) counts as infinite
+    for (std::size_t b = 0; b < W; ++b)
       if (b != a) others.push_back(std::isfinite(d[a * W + b]) ? d[a * W + b] : std::numeric_limits<double>::infinity());
     std::partial_sort(others.begin(), others.begin() + static_cast<std::ptrdiff_t>(nearest), others.end());
     double score = 0;
     for (std::size_t k = 0; k < nearest; ++k) score += others[k];
-    if (score < best_score) {  // ties: the lowest rank
-      best_score = score;
-      best = static_cast<int>(a);
-    }
+    scores[a] = score;
   }
-  return best;
+  return scores;
+}
+}  // namespace
+
+std::vector<int> krum_selection(std::span<const double> d, int w, int f, int count) {
+  FAST_ENFORCE(count >= 1 && count <= w, "krum_selection: count {} outside [1, {}]", count, w);
+  const std::vector<double> scores = krum_scores(d, w, f);
+  std::vector<int> order(static_cast<std::size_t>(w));
+  for (int a = 0; a < w; ++a) order[static_cast<std::size_t>(a)] = a;
+  // Least score first; ties (and infinite scores, which are all equal): the lowest rank first.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return scores[static_cast<std::size_t>(a)] < scores[static_cast<std::size_t>(b)];
+  });
+  order.resize(static_cast<std::size_t>(count));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+int krum_choice(std::span<const double> d, int w, int f) {
+  const std::vector<double> scores = krum_scores(d, w, f);
+  // The first least score: ties go to the lowest rank.
+  return static_cast<int>(std::min_element(scores.begin(), scores.end()) - scores.begin());
+}
+
+void average_rows(std::span<const float> rows, std::span<const int> selected, std::span<float> out) {
+  const std::size_t n = out.size();
+  FAST_ENFORCE(!selected.empty(), "average_rows: no row selected");
+  for (std::size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (const int r : selected) sum += rows[static_cast<std::size_t>(r) * n + i];
+    out[i] = static_cast<float>(sum / static_cast<double>(selected.size()));
+  }
 }
 
 namespace {
 
-int krum(std::span<const float> g, int w, int f, std::size_t n, std::span<float> out) {
+// krum (m = 1: the chosen gradient itself) and multi-krum (the mean of the m chosen).
+int krum(std::span<const float> g, int w, int f, int m, std::span<float> out) {
   std::vector<double> d(static_cast<std::size_t>(w) * static_cast<std::size_t>(w));
   krum_distances(g, w, d);
-  const int best = krum_choice(d, w, f);
-  std::copy_n(g.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(best) * n), n, out.begin());
-  return best;
+  average_rows(g, krum_selection(d, w, f, m), out);
+  return krum_choice(d, w, f);
 }
 
 }  // namespace
@@ -99,18 +128,31 @@ Aggregate Aggregate::parse(const std::string& spec, int workers) {
     a.rule_ = name == "mean" ? AggregateRule::mean : AggregateRule::median;
     return a;
   }
-  FAST_ENFORCE(name == "trimmed-mean" || name == "krum",
-               "aggregate: unknown rule '{}'; expected one of mean, median, trimmed-mean:F, krum:F", spec);
+  FAST_ENFORCE(name == "trimmed-mean" || name == "krum" || name == "multi-krum",
+               "aggregate: unknown rule '{}'; expected one of mean, median, trimmed-mean:F, krum:F, multi-krum:F[:M]",
+               spec);
   FAST_ENFORCE(has_f, "aggregate '{}': expected {}:F, F the number of faulty workers to tolerate", spec, name);
-  a.f_ = parse_count(spec.substr(colon + 1), spec, "aggregate's F, the number of faulty workers to tolerate,");
+  std::string f_text = spec.substr(colon + 1);
+  std::string m_text;
+  if (const std::size_t second = f_text.find(':'); second != std::string::npos) {
+    FAST_ENFORCE(name == "multi-krum", "aggregate '{}': {} takes one parameter, F", spec, name);
+    m_text = f_text.substr(second + 1);
+    f_text.resize(second);
+  }
+  a.f_ = parse_count(f_text, spec, "aggregate's F, the number of faulty workers to tolerate,");
   if (name == "trimmed-mean") {
     a.rule_ = AggregateRule::trimmed_mean;
     FAST_ENFORCE(workers > 2 * a.f_, "aggregate '{}': trimmed-mean:F needs more than 2F workers, got {} for F = {}",
                  spec, workers, a.f_);
   } else {
-    a.rule_ = AggregateRule::krum;
-    FAST_ENFORCE(workers > 2 * a.f_ + 2, "aggregate '{}': krum:F needs more than 2F + 2 workers, got {} for F = {}",
-                 spec, workers, a.f_);
+    a.rule_ = name == "krum" ? AggregateRule::krum : AggregateRule::multi_krum;
+    FAST_ENFORCE(workers > 2 * a.f_ + 2, "aggregate '{}': {}:F needs more than 2F + 2 workers, got {} for F = {}",
+                 spec, name, workers, a.f_);
+    if (a.rule_ == AggregateRule::multi_krum) {
+      a.m_ = m_text.empty() ? workers - a.f_ : parse_count(m_text, spec, "multi-krum's M, the gradients averaged,");
+      FAST_ENFORCE(a.m_ >= 1 && a.m_ <= workers - a.f_,
+                   "aggregate '{}': multi-krum's M must be in [1, W - F] = [1, {}], got {}", spec, workers - a.f_, a.m_);
+    }
   }
   return a;
 }
@@ -130,7 +172,8 @@ int Aggregate::apply(std::span<const float> gradients, int workers, std::span<fl
     }
     case AggregateRule::median: trimmed_mean(gradients, workers, (workers - 1) / 2, n, out); return -1;
     case AggregateRule::trimmed_mean: trimmed_mean(gradients, workers, f_, n, out); return -1;
-    case AggregateRule::krum: return krum(gradients, workers, f_, n, out);
+    case AggregateRule::krum:
+    case AggregateRule::multi_krum: return krum(gradients, workers, f_, m_, out);
   }
   return -1;
 }

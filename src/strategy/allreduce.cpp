@@ -16,9 +16,10 @@ AllreduceStrategy::AllreduceStrategy(const StrategyOptions& options, collective:
 // (the last ones zero-padded); an all-to-all gives worker k slice k of every gradient, worker k
 // applies the rule to it, and an all-gather of the W results gives every worker the whole
 // aggregate. Each coordinate is computed once, from the W values in rank order, so every replica
-// ends with the same bits; the bytes are the ring's, 2 (W-1) L per worker. krum compares whole
-// gradients: the squared distances over each slice are summed by an all-reduce of W x W doubles,
-// every worker makes the same choice, and contributes its slice of the chosen gradient.
+// ends with the same bits; the bytes are the ring's, 2 (W-1) L per worker. krum and multi-krum
+// compare whole gradients: the squared distances over each slice are summed by an all-reduce of
+// W x W doubles, every worker makes the same choice, and contributes its slice of the chosen
+// gradient (multi-krum: the mean of the chosen ones' slices).
 void AllreduceStrategy::robust_aggregate(std::span<float> grads) {
   const int w = comm_.size();
   const std::size_t n = grads.size(), len = (n + static_cast<std::size_t>(w) - 1) / static_cast<std::size_t>(w);
@@ -27,13 +28,12 @@ void AllreduceStrategy::robust_aggregate(std::span<float> grads) {
   gathered_.resize(padded_.size());
   comm_.alltoall(core::ConstView(std::span<const float>(padded_)), core::MutableView(std::span<float>(gathered_)));
   std::span<float> result = std::span<float>(padded_).first(len);  // padded_ is free again: reuse it
-  if (aggregate_.rule() == AggregateRule::krum) {
+  if (aggregate_.by_krum_score()) {
     distances_.resize(static_cast<std::size_t>(w) * static_cast<std::size_t>(w));
     krum_distances(gathered_, w, distances_);
     comm_.allreduce(core::MutableView(std::span<double>(distances_)));
-    const int best = krum_choice(distances_, w, aggregate_.tolerated());
-    std::copy_n(gathered_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(best) * len), len,
-                result.begin());
+    const std::vector<int> chosen = krum_selection(distances_, w, aggregate_.tolerated(), aggregate_.selected());
+    average_rows(gathered_, chosen, result);  // krum: the one chosen gradient's slice, as it is
   } else {
     aggregate_.apply(gathered_, w, result);
   }

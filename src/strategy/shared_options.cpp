@@ -46,7 +46,7 @@ std::vector<StrategyOption> common_options() {
           .check(codec_check),
       StrategyOption::field("aggregate", &StrategyOptions::aggregate,
                             "How the workers' gradients are combined: mean, or (allreduce, and ps with mode sync) "
-                            "median, trimmed-mean:F or krum:F (robust to F faulty workers; allreduce then "
+                            "median, trimmed-mean:F, krum:F or multi-krum:F[:M] (robust to F faulty workers; allreduce then "
                             "all-gathers every gradient; docs/faults.md)."),
       StrategyOption::field("fault_inject", &StrategyOptions::fault_inject,
                             "Make workers faulty, for tests and demonstrations: KIND@W1,W2 with KIND nan, zeros or "

@@ -65,10 +65,37 @@ TEST(Aggregate, KrumChoosesTheGradientClosestToItsNeighbours) {
   EXPECT_NE(chosen, 0);
 }
 
+TEST(Aggregate, MultiKrumAveragesTheGradientsWithTheLeastScores) {
+  // The gradients of KrumChoosesTheGradientClosestToItsNeighbours: scores w0 0.02, w1 0.05,
+  // w2 0.09, w3 0.05, w4 huge.
+  const std::vector<float> g{1.0f, 1.0f, 1.1f, 1.0f, 1.0f, 1.2f, 0.9f, 1.0f, 100, -100};
+  int chosen = -1;
+  // M = 3: w0, then w1 and w3 (tied at 0.05: both, in rank order) -> the mean of rows 0, 1, 3.
+  EXPECT_EQ(apply("multi-krum:1:3", g, 5, &chosen),
+            (std::vector<float>{static_cast<float>((1.0 + 1.1f + 0.9f) / 3), static_cast<float>((1.0 + 1.0 + 1.0) / 3)}));
+  EXPECT_EQ(chosen, 0);
+  // M = 2: the tie at 0.05 goes to the lower rank, w1 -> the mean of rows 0 and 1.
+  EXPECT_EQ(apply("multi-krum:1:2", g, 5),
+            (std::vector<float>{static_cast<float>((1.0 + 1.1f) / 2), static_cast<float>((1.0 + 1.0) / 2)}));
+  // Default M = W - F = 4: every worker but the outlier.
+  EXPECT_EQ(apply("multi-krum:1", g, 5),
+            (std::vector<float>{static_cast<float>((1.0 + 1.1f + 1.0 + 0.9f) / 4), static_cast<float>((1.0 + 1.0 + 1.2f + 1.0) / 4)}));
+  EXPECT_EQ(Aggregate::parse("multi-krum:1", 5).selected(), 4);
+  // M = 1 is krum.
+  EXPECT_EQ(apply("multi-krum:1:1", g, 5), apply("krum:1", g, 5));
+  EXPECT_EQ(krum_selection(std::vector<double>(25, 0.0), 5, 1, 5), (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
 TEST(Aggregate, BadSpecsNameTheRuleAndTheBound) {
   using fast::testing::expect_error;
   expect_error<core::InvalidArgument>([] { Aggregate::parse("average", 5); },
-                                      {"unknown rule 'average'", "mean, median, trimmed-mean:F, krum:F"});
+                                      {"unknown rule 'average'", "mean, median, trimmed-mean:F, krum:F, multi-krum:F[:M]"});
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:1:5", 5); },
+                                      {"multi-krum's M must be in [1, W - F] = [1, 4], got 5"});
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:1:0", 5); }, {"got 0"});
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:2", 5); }, {"multi-krum:F needs more than 2F + 2"});
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("krum:1:2", 5); }, {"krum takes one parameter, F"});
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:1:x", 5); }, {"'x'"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("krum", 5); }, {"krum:F"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("krum:2", 5); }, {"more than 2F + 2 workers", "got 5"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("trimmed-mean:2", 4); }, {"more than 2F workers", "got 4"});
@@ -130,7 +157,7 @@ TEST(Aggregate, AllreduceAndPsSyncWithOneByzantineWorkerFollowTheHonestClosedFor
   constexpr std::size_t kDim = 6;
   constexpr double kLr = 0.1;
   for (const char* strategy : {"allreduce", "ps"})
-  for (const char* rule : {"median", "trimmed-mean:1", "krum:1", "mean"}) {
+  for (const char* rule : {"median", "trimmed-mean:1", "krum:1", "multi-krum:1", "multi-krum:1:2", "mean"}) {
     const std::vector<float> final_x = run_shared_centre(strategy, rule, "scale:-100@4", kW, kSteps, kDim, kLr).x;
     const bool mean = std::string(rule) == "mean";
     const double factor = std::pow(mean ? 1 + 19.2 * kLr : 1 - kLr, kSteps);

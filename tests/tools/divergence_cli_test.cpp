@@ -103,10 +103,11 @@ TEST(Divergence, AByzantineWorkerMakesTheMeanDivergeButNotTheRobustRules) {
 
 // The acceptance run (docs/faults.md, "Measured"): 5 workers, 3 epochs, worker 4 sending
 // -100 x its gradient. Each robust rule under attack ends within 2 points of the same rule's clean
-// run, and median and trimmed-mean:1 also within 2 points of the clean mean (allreduce under
-// threads is deterministic for a seed, so these are fixed figures; measured under the default
-// cosine schedule: mean 0.8727 clean; median 0.8695 clean, 0.8574 attacked; trimmed-mean:1 0.8706,
-// 0.8582; krum:1 0.8508, 0.8521, which is 2.06 points below the clean mean: not asserted).
+// run, and all but krum:1 also within 2 points of the clean mean (allreduce under threads is
+// deterministic for a seed, so these are fixed figures; measured under the default cosine
+// schedule: mean 0.8727 clean; median 0.8695 clean, 0.8574 attacked; trimmed-mean:1 0.8706,
+// 0.8582; krum:1 0.8508, 0.8521, which is 2.06 points below the clean mean: not asserted, Krum
+// applies one worker's gradient; multi-krum:1, the mean of the W - F best, measured below).
 TEST(Divergence, RobustRulesUnderAttackEndWithinTwoPointsOfTheirCleanRun) {
   const fs::path dir = temp_dir("byzantine_3_epochs");
   const std::string run = "train --strategy allreduce --workers 5 --epochs 3 --batch 64 --optimizer momentum "
@@ -114,7 +115,7 @@ TEST(Divergence, RobustRulesUnderAttackEndWithinTwoPointsOfTheirCleanRun) {
   const auto clean_mean = run_fast_in({}, run);
   ASSERT_EQ(clean_mean.code, exit_code::ok) << clean_mean.output;
   const double mean_accuracy = read_json(dir / "s.json")["final_accuracy"].get<double>();
-  for (const std::string rule : {"median", "trimmed-mean:1", "krum:1"}) {
+  for (const std::string rule : {"median", "trimmed-mean:1", "krum:1", "multi-krum:1"}) {
     double accuracy[2] = {0, 0};  // clean, attacked
     for (int attacked = 0; attacked < 2; ++attacked) {
       const auto r = run_fast_in({}, run + " --aggregate " + rule + (attacked ? " --fault-inject scale:-100@4" : ""));

@@ -11,6 +11,10 @@
 //   krum:F          the one gradient whose squared distances to its W - F - 2 nearest others sum
 //                   to the least (Blanchard et al., "Machine learning with adversaries: Byzantine
 //                   tolerant gradient descent", NeurIPS 2017); needs W > 2F + 2
+//   multi-krum:F[:M] the mean of the M gradients with the least Krum scores (the paper's
+//                   Multi-Krum; ties: the lowest ranks), M in [1, W - F], default W - F; krum:F is
+//                   multi-krum:F:1. Averaging M honest gradients keeps most of the mean's variance
+//                   reduction where Krum applies one worker's gradient; needs W > 2F + 2
 //
 // Every rule but mean needs the W values of each coordinate in one place: `allreduce` cuts the
 // coordinates into W slices (an all-to-all, the rule on one slice each, an all-gather), `ps` sync
@@ -28,25 +32,30 @@
 
 namespace fast::strategy {
 
-enum class AggregateRule { mean, median, trimmed_mean, krum };
+enum class AggregateRule { mean, median, trimmed_mean, krum, multi_krum };
 
 class Aggregate {
  public:
-  // "mean" | "median" | "trimmed-mean:F" | "krum:F" for `workers` workers; InvalidArgument naming
-  // the option, the allowed forms and the bound on F otherwise.
+  // "mean" | "median" | "trimmed-mean:F" | "krum:F" | "multi-krum:F[:M]" for `workers` workers;
+  // InvalidArgument naming the option, the allowed forms and the bounds on F and M otherwise.
   static Aggregate parse(const std::string& spec, int workers);
 
   AggregateRule rule() const noexcept { return rule_; }
   int tolerated() const noexcept { return f_; }  // F (0 for mean and median)
   bool is_mean() const noexcept { return rule_ == AggregateRule::mean; }
+  // krum and multi-krum: the rules that choose whole gradients by their Krum scores.
+  bool by_krum_score() const noexcept { return rule_ == AggregateRule::krum || rule_ == AggregateRule::multi_krum; }
+  int selected() const noexcept { return m_; }  // M: 1 for krum, the gradients multi-krum averages
 
   // `gradients`: W gradients of n floats each, worker w's at [w n, (w + 1) n); writes the
-  // aggregate (n floats) to out. Returns, for krum, the index of the chosen worker (-1 otherwise).
+  // aggregate (n floats) to out. Returns, for krum and multi-krum, the index of the worker with the
+  // least score (-1 otherwise).
   int apply(std::span<const float> gradients, int workers, std::span<float> out) const;
 
  private:
   AggregateRule rule_ = AggregateRule::mean;
   int f_ = 0;
+  int m_ = 1;
 };
 
 // Krum in two parts, so that the distances can be summed over slices of the coordinates:
@@ -55,6 +64,12 @@ class Aggregate {
 // sum to the least (a non-finite distance counts as infinite; ties: the lowest rank).
 void krum_distances(std::span<const float> gradients, int workers, std::span<double> distances);
 int krum_choice(std::span<const double> distances, int workers, int tolerated);
+// The `count` workers with the least scores (as krum_choice; ties: the lowest ranks), in increasing
+// rank order; the first of krum_choice's order is krum_choice.
+std::vector<int> krum_selection(std::span<const double> distances, int workers, int tolerated, int count);
+// out[i] = the mean of rows[r][i] over the selected rows r (W rows of out.size() floats in `rows`),
+// summed in double in increasing rank order: the same bits on every worker.
+void average_rows(std::span<const float> rows, std::span<const int> selected, std::span<float> out);
 
 // Fault injection (StrategyOptions::fault_inject, for tests and demonstrations): "KIND@W1,W2,..."
 // with KIND nan | zeros | scale:FACTOR makes workers W1, W2, ... replace their gradient, before

@@ -78,7 +78,7 @@ struct StrategyOptions {
   double acid_eta = -1;                                // acid: momentum mixing rate; < 0: from the graph (paper)
   double acid_alpha_tilde = -1;                        // acid: gossip weight of x~; < 0: from the graph (paper)
   double gossip_probability = 1.0;                     // gosgd: probability that a step pushes to a peer, in (0, 1]
-  // allreduce and ps sync: how the W gradients are combined: mean | median | trimmed-mean:F | krum:F
+  // allreduce and ps sync: how the W gradients are combined: mean | median | trimmed-mean:F | krum:F | multi-krum:F[:M]
   // (Aggregate; allreduce's robust rules all-gather every gradient). Other strategies take only mean.
   std::string aggregate = "mean";
   // Tests and demonstrations: "KIND@W1,W2" (KIND nan | zeros | scale:FACTOR) makes those workers'
