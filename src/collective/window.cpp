@@ -171,6 +171,7 @@ struct Window::Shared {
     Work work;
     int peer;
     std::shared_ptr<const void> keep;
+    double sent_at;  // Context::now when it was sent (a loss of the peer since: runtime::lost_since)
   };
   std::vector<Reply> replies;
 
@@ -206,12 +207,13 @@ void Window::Shared::serve() {
       reap(true);
       return;
     }
+    const double received = ctx.now();
     try {
       apply(src, request);
     } catch (const core::PeerLost& e) {
-      // The requester was lost during its request: nobody waits for the answer; serve the others.
-      // (Its payload, if not arrived, was not applied.)
-      if (ctx.alive(src)) throw;
+      // The requester was lost during its request (it may have rejoined since, a new process that
+      // never waits for this answer): serve the others. (Its payload, if not arrived, was not applied.)
+      if (!runtime::lost_since(ctx, src, received)) throw;
       core::log(core::LogLevel::debug, "window '{}': request of lost worker {} dropped: {}", name, src, e.what());
     }
     reap(false);
@@ -219,9 +221,10 @@ void Window::Shared::serve() {
 }
 
 void Window::Shared::answer(int src, std::uint32_t seq, std::shared_ptr<core::Buffer> data, std::int64_t ack) {
-  if (data) replies.push_back({ctx.send(src, tag(seq), std::as_const(*data).view()), src, data});
+  const double now = ctx.now();
+  if (data) replies.push_back({ctx.send(src, tag(seq), std::as_const(*data).view()), src, data, now});
   auto value = std::make_shared<std::int64_t>(ack);
-  replies.push_back({ctx.send(src, tag(seq | kSeqLimit), i64_view(value.get(), 1)), src, value});
+  replies.push_back({ctx.send(src, tag(seq | kSeqLimit), i64_view(value.get(), 1)), src, value, now});
 }
 
 void Window::Shared::reap(bool all) {
@@ -234,7 +237,7 @@ void Window::Shared::reap(bool all) {
     try {
       r.work.wait();
     } catch (const core::PeerLost& e) {
-      if (ctx.alive(r.peer)) throw;
+      if (!runtime::lost_since(ctx, r.peer, r.sent_at)) throw;
       core::log(core::LogLevel::debug, "window '{}': answer to lost worker {} dropped: {}", name, r.peer, e.what());
     }
   }

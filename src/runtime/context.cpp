@@ -12,4 +12,11 @@ void check_peer(const Context& ctx, int peer, const char* what) {
   FAST_ENFORCE(peer >= 0 && peer < ctx.size(), "{}: peer rank {} out of range [0, {})", what, peer, ctx.size());
 }
 
+bool lost_since(const Context& ctx, int peer, double since) {
+  if (!ctx.alive(peer)) return true;
+  for (const MembershipEvent& e : ctx.membership_events())
+    if (e.worker == peer && !e.joined && e.at >= since) return true;
+  return false;
+}
+
 }  // namespace fast::runtime

@@ -171,12 +171,13 @@ void AcidStrategy::communicate(int peer) {
   // Peer's [published | inbox | inbox~]: m = x_i - (published + inbox), inbox += alpha m,
   // inbox~ += alpha~ m, atomically under the peer's window lock; m comes back.
   const std::array<double, 3> coefficients{0.0, alpha, alpha_tilde};
+  const double t0 = ctx.now();
   try {
     window_->exchange_difference(peer, core::ConstView(std::span<const float>(x_.data(), len)),
                                  core::MutableView(std::span<float>(difference_)), coefficients, 2)
         .wait();
   } catch (const core::PeerLost&) {
-    if (ctx.alive(peer)) throw;
+    if (!runtime::lost_since(ctx, peer, t0)) throw;
     return;  // lost during the exchange: this worker's x_i, x~_i stay as they were
   }
   for (std::size_t i = 0; i < len; ++i) {
@@ -241,10 +242,11 @@ void AcidStrategy::rejoin(ModelState state) {
   runtime::Context& ctx = comm_.context();
   for (const int peer : neighbors_) {
     if (!ctx.alive(peer)) continue;
+    const double t0 = ctx.now();
     try {
       window_->get(peer, core::MutableView(std::span<float>(before_)), 0, nullptr, collective::Wire::exact).wait();
     } catch (const core::PeerLost&) {
-      if (ctx.alive(peer)) throw;
+      if (!runtime::lost_since(ctx, peer, t0)) throw;
       continue;  // lost meanwhile: try the next one
     }
     // x = x~ = the neighbour's x; what reached the inboxes before was computed against this

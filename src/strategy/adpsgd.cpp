@@ -71,7 +71,7 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
     try {
       window_->fetch_average(peer, mine, core::MutableView(std::span<float>(peer_))).wait();
     } catch (const core::PeerLost&) {
-      if (ctx.alive(peer)) throw;
+      if (!runtime::lost_since(ctx, peer, t0)) throw;
       peer = -1;  // the peer was lost during the exchange: no average this step
     }
   }
@@ -108,10 +108,11 @@ void AdpsgdStrategy::rejoin(ModelState state) {
   FAST_ENFORCE_EQ(state.params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
   runtime::Context& ctx = comm_.context();
   for (int peer : alive_only(neighbors_, ctx)) {
+    const double t0 = ctx.now();
     try {
       window_->get(peer, core::MutableView(std::span<float>(peer_))).wait();
     } catch (const core::PeerLost&) {
-      if (ctx.alive(peer)) throw;
+      if (!runtime::lost_since(ctx, peer, t0)) throw;
       continue;  // lost meanwhile: try the next one
     }
     std::copy(peer_.begin(), peer_.end(), state.params.begin());

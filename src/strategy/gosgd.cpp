@@ -78,8 +78,9 @@ void GosgdStrategy::wait_push(Slot& slot) {
   try {
     slot.work.wait();
   } catch (const core::PeerLost&) {
-    // The receiver was lost: the mass and numerator it carried are lost with it.
-    if (comm_.context().alive(slot.push.peer)) throw;
+    // The receiver was lost (it may have rejoined since: a new process, which never got this
+    // push): the mass and numerator it carried are lost with it.
+    if (!runtime::lost_since(comm_.context(), slot.push.peer, slot.issued)) throw;
   }
 }
 
@@ -149,6 +150,7 @@ StepOutcome GosgdStrategy::step(const StepInput& input) {
       slot->push = {.peer = peer, .seq = pushed_to_[static_cast<std::size_t>(peer)]++, .mass = w_};
       slot->busy = true;
       slot->order = pushes_++;
+      slot->issued = t0;
     } else {
       slot = nullptr;
     }
@@ -176,7 +178,7 @@ StepOutcome GosgdStrategy::step(const StepInput& input) {
     } catch (const core::PeerLost&) {
       // The peer was lost after the draw (on a real clock a loss can land between the two): the
       // mass and numerator this push carried are lost with it, as when it is lost after receiving.
-      if (ctx.alive(peer)) throw;
+      if (!runtime::lost_since(ctx, peer, t0)) throw;
       slot->work = core::Work();
     }
   }
@@ -218,6 +220,18 @@ void GosgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view
   collective::Window::Local local = window_->local();
   x_ = x;
   w_ = w;
+  write_model(state.params);
+}
+
+void GosgdStrategy::rejoin(ModelState state) {
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_, "gosgd: rejoin() before attach() or after finish()");
+  FAST_ENFORCE_AS(core::InvalidUsage, !codec_, "gosgd: rejoin with compress = '{}': {}", options_.compress,
+                  "the links' codec references would not match the peers'");
+  FAST_ENFORCE_EQ(state.params.size(), dim_, "gosgd: the parameter count changed since construction");
+  collective::Window::Local local = window_->local();
+  x_.assign(state.params.begin(), state.params.end());
+  w_ = 1.0;
+  fold();
   write_model(state.params);
 }
 

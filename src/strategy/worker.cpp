@@ -51,9 +51,9 @@ std::string resume_refusal(const StrategyOptions& options) {
 
 std::string rejoin_refusal(const StrategyOptions& options) {
   const std::string& name = options.name;
-  if (name != "adpsgd" && name != "acid" && name != "easgd")
+  if (name != "adpsgd" && name != "acid" && name != "easgd" && name != "gosgd")
     return fmt::format("strategy '{}' cannot take a worker back into a run under way (its state is more than a "
-                       "model a neighbour holds); rejoining supports adpsgd, acid and easgd", name);
+                       "model a neighbour holds); rejoining supports adpsgd, acid, easgd and gosgd", name);
   if (Strategy::compresses(options))
     return fmt::format("compress = '{}' keeps per-link codec references that a new process does not have; "
                        "rejoining supports compress = none", options.compress);
@@ -63,8 +63,25 @@ std::string rejoin_refusal(const StrategyOptions& options) {
 void Worker::rejoin(std::int64_t step) {
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::rejoin: called after finish()");
   FAST_ENFORCE_AS(core::InvalidUsage, step >= 0, "Worker::rejoin: step must be >= 0, got {}", step);
+  if (replicas_) take_live_replica();
   strategy_->rejoin(state_);
   steps_ = step;
+}
+
+void Worker::take_live_replica() {
+  runtime::Context& ctx = comm_.context();
+  for (int p = 0; p < comm_.size(); ++p) {
+    if (p == comm_.rank() || !ctx.alive(p)) continue;
+    const double t0 = ctx.now();
+    try {
+      replicas_->get(p, core::MutableView(state_.params), 0, nullptr, collective::Wire::exact).wait();
+    } catch (const core::PeerLost&) {
+      if (!runtime::lost_since(ctx, p, t0)) throw;
+      continue;  // lost meanwhile: the next one
+    }
+    return;
+  }
+  FAST_THROW(core::PeerLost, "worker {} rejoins but no other worker is live to take a model from", comm_.rank());
 }
 
 Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState state)
@@ -136,10 +153,11 @@ SnapshotResult Worker::snapshot(std::span<float> out) {
   double sum_sq = 0;
   for (int p = 0; p < comm_.size(); ++p) {
     if (!ctx.alive(p)) continue;
+    const double t0 = ctx.now();
     try {
       window->get(p, core::MutableView(std::span<float>(replica))).wait();
     } catch (const core::PeerLost&) {
-      if (ctx.alive(p)) throw;
+      if (!runtime::lost_since(ctx, p, t0)) throw;
       continue;  // lost during the read
     }
     ++n;

@@ -250,8 +250,8 @@ int progress_percent(const std::string& log) {
   return percent;
 }
 
-// adpsgd (the run), acid and easgd: a rejoining worker takes a live neighbour's model (acid:
-// as x and x~) or the centre (easgd).
+// adpsgd (the run), acid, easgd and gosgd: a rejoining worker takes a live neighbour's
+// model (acid: as x and x~), the centre (easgd) or a live peer's replica with mass 1 (gosgd).
 class ZmqChurn : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers) {
@@ -307,7 +307,7 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
   if (!HasFailure()) fs::remove_all(dir);  // kept for a look otherwise
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, ZmqChurn, ::testing::Values("adpsgd", "acid", "easgd"));
+INSTANTIATE_TEST_SUITE_P(Strategies, ZmqChurn, ::testing::Values("adpsgd", "acid", "easgd", "gosgd"));
 
 // A process that claims the rank of a live worker is refused (exit 2, naming the rank) once the
 // rank stayed live for the peer timeout + 2 s; the run goes on with its 4 workers untouched.

@@ -176,4 +176,10 @@ class Context {
 // Checks peer is a valid rank of ctx, naming `what` in the error.
 void check_peer(const Context& ctx, int peer, const char* what);
 
+// Whether `peer` was lost at some point since `since` (seconds of ctx.now()): it is not alive now,
+// or its loss was seen at or after `since` and a new process has taken the rank back since (zmq
+// rejoin). An operation issued at `since` that failed with PeerLost failed because of that loss
+// when this is true (drop it, as for a lost peer), and for another reason when it is false.
+bool lost_since(const Context& ctx, int peer, double since);
+
 }  // namespace fast::runtime

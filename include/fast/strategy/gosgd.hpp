@@ -92,6 +92,11 @@ class GosgdStrategy final : public Strategy {
   // before the first step; IoError naming `source` for a missing or malformed value.
   void save_state(Checkpoint& out) override;
   void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
+  // A worker taking a lost rank back into the run (docs/faults.md, "Elastic asynchronous runs"):
+  // state.params holds a live peer's replica (Worker::rejoin); x = that model, w = 1, the mass
+  // every worker starts with (the lost worker's mass went with it; pushes that reached this
+  // worker's inbox meanwhile are kept, they are mass its peers gave away). Without a codec only.
+  void rejoin(ModelState state) override;
   // Collective, after finish(): out = sum_i x_i / sum_i w_i.
   void representative(ModelState state, std::span<float> out) override;
 
@@ -125,6 +130,7 @@ class GosgdStrategy final : public Strategy {
     core::Work work;
     PendingPush push;
     std::uint64_t order = 0;  // this worker's push count when it was issued
+    double issued = 0;        // when it was issued (Context::now), to tell a loss of the receiver since
     bool busy = false;
   };
   Slot& free_slot();

@@ -196,8 +196,10 @@ class Strategy {
   virtual void restore_state(const Checkpoint& /*checkpoint*/, std::string_view /*source*/, ModelState /*state*/) {}
   // A worker that joins a run under way in place of a lost one (Context::joins_run_under_way),
   // after attach(): takes a model from a live peer into state.params and its own exposed state,
-  // so its first step starts from the run's progress. Not collective. Default: InvalidUsage (the
-  // strategy cannot take a worker back; rejoin_refusal() says why).
+  // so its first step starts from the run's progress. Where the Worker publishes the replicas (no
+  // replica_window()), state.params already holds the lowest live peer's published replica when
+  // rejoin() is called. Not collective. Default: InvalidUsage (the strategy cannot take a worker
+  // back; rejoin_refusal() says why).
   virtual void rejoin(ModelState state);
   // Staleness of the gradients applied by this worker (a parameter server: by its shard).
   virtual StalenessStats staleness() const { return {}; }

@@ -56,16 +56,15 @@ struct StepReport {
 bool asynchronous_strategy(const StrategyOptions& options);
 
 // Checkpoints (docs/faults.md, "Checkpoints and resume"): "" when a Worker of this strategy can
-// save everything it needs to continue (Worker::save), else why not. Today: allreduce,
-// local-sgd and dpsgd without a codec or DGC (their state is the replica, the optimizer and the step
-// count; resumed exactly), and adpsgd (each worker's averaged model; resumed from the end of a run
-// or an interrupted one, docs/faults.md); the others keep state of their own (servers, push-sum
-// weights, residuals) that is not saved yet.
+// save everything it needs to continue (Worker::save), else why not. Today: every strategy, with
+// compress only under allreduce, local-sgd and dpsgd and dgc only under allreduce (the windows of
+// the others keep per-link codec references that are not saved yet).
 std::string resume_refusal(const StrategyOptions& options);
 
 // Rejoins (docs/faults.md, "Elastic asynchronous runs"): "" when a Worker of this strategy can
-// join a run under way in place of a lost one (Worker::rejoin), else why not. Today: adpsgd
-// without a codec (a model taken from a live neighbour is all its state).
+// join a run under way in place of a lost one (Worker::rejoin), else why not. Today: adpsgd, acid,
+// easgd and gosgd without a codec (a model taken from a live peer, or easgd's centre, is all the
+// state they need; gosgd starts again with mass 1).
 std::string rejoin_refusal(const StrategyOptions& options);
 
 class Worker {
@@ -119,6 +118,10 @@ class Worker {
   runtime::Context& context() noexcept { return comm_.context(); }
 
  private:
+  // rejoin(): state_.params = the lowest live peer's published replica (replicas_); PeerLost when
+  // none is live.
+  void take_live_replica();
+
   collective::Communicator comm_;
   ModelState state_;
   std::unique_ptr<optim::Optimizer> optimizer_;
