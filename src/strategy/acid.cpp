@@ -221,12 +221,14 @@ void AcidStrategy::save_state(Checkpoint& out) {
   FAST_ENFORCE_AS(core::InvalidUsage, finished_, "acid: save_state() before finish() (an asynchronous run's "
                   "checkpoint is taken once every exchange has landed)");
   out.arrays.insert_or_assign("acid.x_tilde", x_tilde_);
+  window_->save_links("acid.window", out);  // with a codec: its links' references
 }
 
 void AcidStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_ && state.params.data() == x_.data(),
                   "acid: restore_state() must come after attach(), with its parameters, and before finish()");
   const std::vector<float>& x_tilde = checkpoint.array("acid.x_tilde", x_tilde_.size(), source);
+  window_->restore_links("acid.window", checkpoint, source);
   {
     collective::Window::Local local = window_->local();
     x_tilde_ = x_tilde;

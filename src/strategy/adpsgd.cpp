@@ -123,10 +123,17 @@ void AdpsgdStrategy::rejoin(ModelState state) {
              comm_.rank(), fmt::join(neighbors_, ", "));
 }
 
-void AdpsgdStrategy::restore_state(const Checkpoint& /*checkpoint*/, std::string_view /*source*/, ModelState state) {
+void AdpsgdStrategy::save_state(Checkpoint& out) {
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_, "adpsgd: save_state() before finish() (an asynchronous run's "
+                  "checkpoint is taken once every exchange has landed)");
+  window_->save_links("adpsgd.window", out);  // with a codec: its links' references; else nothing
+}
+
+void AdpsgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
                   "adpsgd: restore_state() before attach() or after finish()");
   FAST_ENFORCE_EQ(state.params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
+  window_->restore_links("adpsgd.window", checkpoint, source);
   adopt(state.params);
 }
 

@@ -116,6 +116,7 @@ void EasgdStrategy::representative(ModelState state, std::span<float> out) {
 void EasgdStrategy::save_state(Checkpoint& out) {
   FAST_ENFORCE_AS(core::InvalidUsage, finished_, "easgd: save_state() before finish() (an asynchronous run's "
                   "checkpoint is taken once every exchange has landed)");
+  window_->save_links("easgd.window", out);  // with a codec: its links' references
   if (comm_.rank() != 0) return;
   collective::Window::Local local = window_->local();
   out.arrays.insert_or_assign("easgd.centre", centre_);
@@ -124,8 +125,12 @@ void EasgdStrategy::save_state(Checkpoint& out) {
 void EasgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState /*state*/) {
   FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
                   "easgd: restore_state() must come after attach() and before finish()");
-  if (comm_.rank() != 0) return;
+  if (comm_.rank() != 0) {
+    window_->restore_links("easgd.window", checkpoint, source);
+    return;
+  }
   const std::vector<float>& centre = checkpoint.array("easgd.centre", centre_.size(), source);
+  window_->restore_links("easgd.window", checkpoint, source);
   collective::Window::Local local = window_->local();
   std::copy(centre.begin(), centre.end(), centre_.begin());
   local.bump();

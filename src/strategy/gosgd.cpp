@@ -208,6 +208,7 @@ void GosgdStrategy::save_state(Checkpoint& out) {
                   "checkpoint is taken once every push has landed)");
   out.doubles.insert_or_assign("gosgd.numerator", x_);
   out.doubles.insert_or_assign("gosgd.mass", std::vector<double>{w_});
+  window_->save_links("gosgd.window", out);  // with a codec: its links' references
 }
 
 void GosgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) {
@@ -217,6 +218,7 @@ void GosgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view
   const double w = checkpoint.double_array("gosgd.mass", 1, source)[0];
   if (!(w > 0 && std::isfinite(w)))
     FAST_THROW(core::IoError, "checkpoint '{}': gosgd.mass is {}, expected a finite number > 0", source, w);
+  window_->restore_links("gosgd.window", checkpoint, source);
   collective::Window::Local local = window_->local();
   x_ = x;
   w_ = w;

@@ -36,13 +36,12 @@ bool asynchronous_strategy(const StrategyOptions& options) {
 std::string resume_refusal(const StrategyOptions& options) {
   const std::string& name = options.name;
   // allreduce and local-sgd save their codec's all-reduce (and allreduce its DGC state), dpsgd its
-  // CHOCO copies; the others keep codec references per link in their windows (asynchronous
-  // strategies, ps's shards) that checkpoints do not save yet.
-  const bool saves_codec = name == "allreduce" || name == "local-sgd" || name == "dpsgd";
-  if (Strategy::compresses(options) && !saves_codec)
-    return fmt::format("strategy '{}' with compress = '{}' keeps per-link codec references that checkpoints do not "
-                       "save yet; checkpoints and resume support compress with allreduce, local-sgd and dpsgd, and every "
-                       "strategy with compress = none", name, options.compress);
+  // CHOCO copies, the asynchronous strategies their windows' links; ps keeps codec state in its
+  // pushes and replies that checkpoints do not save yet.
+  if (Strategy::compresses(options) && name == "ps")
+    return fmt::format("strategy 'ps' with compress = '{}' keeps per-shard codec references and residuals that "
+                       "checkpoints do not save yet; checkpoints and resume support compress with every other "
+                       "strategy, and ps with compress = none", options.compress);
   if (options.dgc && name != "allreduce")
     return fmt::format("strategy '{}' with dgc keeps per-shard momentum and residuals that checkpoints do not save "
                        "yet; checkpoints and resume support dgc with allreduce", name);

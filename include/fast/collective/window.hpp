@@ -59,6 +59,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fast/collective/communicator.hpp"
@@ -66,6 +67,10 @@
 #include "fast/core/layout.hpp"
 #include "fast/core/tensor_view.hpp"
 #include "fast/core/work.hpp"
+
+namespace fast::core {
+struct SavedState;  // fast/core/saved_state.hpp
+}  // namespace fast::core
 
 namespace fast::collective {
 
@@ -171,6 +176,17 @@ class Window {
   // Collective: returns once every worker called close(); then stops this worker's service.
   // Idempotent.
   void close();
+
+  // Checkpoints of a window with a codec (nothing without one): the state of every link this
+  // worker keeps, for its own requests and for its service's answers (error-feedback residuals,
+  // the references of states sent and received, the codecs' streams), under `prefix`.
+  // save_links: once no operation is in flight (after close(): every worker's have completed).
+  // restore_links: after construction, before anyone's first operation on the window (the
+  // caller's later collective orders it), on the window of the same name, codec and layout in the
+  // resumed run; the peers restore theirs from the same checkpoint step, so both ends of every
+  // link hold the same reference again. IoError naming `source` for a missing or malformed value.
+  void save_links(std::string_view prefix, core::SavedState& out) const;
+  void restore_links(std::string_view prefix, const core::SavedState& in, std::string_view source);
 
  private:
   core::Work request(int op, int peer, core::ConstView payload, core::MutableView reply, std::size_t offset,

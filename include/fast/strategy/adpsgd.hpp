@@ -75,7 +75,10 @@ class AdpsgdStrategy final : public Strategy {
   // and state.params. PeerLost when no neighbour is live; InvalidUsage with a codec (the links'
   // references would not match the neighbours').
   void rejoin(ModelState state) override;
-  // The restored parameters become x_i (the window's model); nothing else is saved.
+  // Checkpoints (after finish()): with a codec, the window's link references ("adpsgd.window...");
+  // nothing else (the model is the worker's parameters). restore_state(): the restored parameters
+  // become x_i (the window's model) and the links' references come back, before the first exchange.
+  void save_state(Checkpoint& out) override;
   void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
   StalenessStats staleness() const override { return staleness_; }
 
