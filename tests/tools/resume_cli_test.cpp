@@ -347,12 +347,14 @@ INSTANTIATE_TEST_SUITE_P(Strategies, AsynchronousResume,
                          ::testing::Combine(::testing::Values("adpsgd", "ps"), ::testing::ValuesIn(runtimes())),
                          [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
 
-// gosgd, acid and easgd keep state of their own (push-sum numerator and mass, the second variable
-// x~, the centre on worker 0), saved with the final models. 4 workers, 150 steps each at a constant
-// rate with a checkpoint; resumed with nothing left to train, the run ends with exactly the saved
-// representative (same param_hash: gosgd's sum x / sum w, acid's mean, easgd's centre). Under
-// threads also: resumed to 300 steps, it reaches the accuracy of 300 steps straight within 1 point.
-// (Checked under mpi by hand: the same param_hash for all four.)
+// gosgd, acid, easgd and ps ssp keep state of their own (push-sum numerator and mass, the second
+// variable x~, the centre on worker 0, the server's shard and optimizer), saved with the final
+// models, and with a codec their windows' links. 4 workers, 150 steps each at a constant rate with
+// a checkpoint; resumed with nothing left to train, the run ends with exactly the saved
+// representative (same param_hash: gosgd's sum x / sum w, acid's mean, easgd's centre, ps's
+// shards). The accuracy of a resumed run is not compared here: at 300 steps two runs straight of
+// these asynchronous strategies differ by up to 1.5 points, so a 1-point check would fail by chance
+// (AsynchronousResume compares adpsgd and ps at 3 epochs; docs/faults.md has measured figures).
 class AsynchronousStateResume : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(AsynchronousStateResume, ResumedWithNothingLeftEndsWithTheSavedModel) {
@@ -368,16 +370,12 @@ TEST_P(AsynchronousStateResume, ResumedWithNothingLeftEndsWithTheSavedModel) {
   EXPECT_EQ(nothing_left.summary["resumed_from_step"], 150);
   EXPECT_EQ(nothing_left.summary["param_hash"], first.summary["param_hash"]) << nothing_left.log;
   EXPECT_EQ(nothing_left.summary["final_accuracy"], first.summary["final_accuracy"]);
-  if (runtime != "threads") return;
+  // Resumed to 300 steps, it trains on from the saved state (the steps continue from 150).
   const Ran resumed = run(dir, runtime, args + "--steps 300 --resume ck", 4);
   ASSERT_TRUE(ok(resumed)) << resumed.log;
   EXPECT_EQ(resumed.summary["resumed_from_step"], 150);
-  const Ran straight = run(dir, runtime, args + "--steps 300", 4);
-  ASSERT_TRUE(ok(straight)) << straight.log;
-  std::cout << strategy << ": 150 steps " << first.summary["final_accuracy"] << "; resumed to 300 "
-            << resumed.summary["final_accuracy"] << ", straight " << straight.summary["final_accuracy"] << std::endl;
-  EXPECT_GE(resumed.summary["final_accuracy"].get<double>(), straight.summary["final_accuracy"].get<double>() - 0.01)
-      << "resumed " << resumed.summary.dump() << "\nstraight " << straight.summary.dump();
+  EXPECT_EQ(resumed.summary["steps"], 300);
+  EXPECT_FALSE(resumed.summary["diverged"].get<bool>()) << resumed.summary.dump();
 }
 
 // Every strategy under threads, acid and gosgd with a codec too (their windows' link references
