@@ -352,8 +352,8 @@ INSTANTIATE_TEST_SUITE_P(Strategies, AsynchronousResume,
 // models, and with a codec their windows' links. 4 workers, 150 steps each at a constant rate with
 // a checkpoint; resumed with nothing left to train, the run ends with exactly the saved
 // representative (same param_hash: gosgd's sum x / sum w, acid's mean, easgd's centre, ps's
-// shards). The accuracy of a resumed run is not compared here: at 300 steps two runs straight of
-// these asynchronous strategies differ by up to 1.5 points, so a 1-point check would fail by chance
+// shards). The accuracy of a resumed run is not compared here: at 300 steps single pairs of a
+// resumed run and a run straight differed by -1.45 to +1.39 points, so a 1-point check fails by chance
 // (AsynchronousResume compares adpsgd and ps at 3 epochs; docs/faults.md has measured figures).
 class AsynchronousStateResume : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
