@@ -1,7 +1,7 @@
 # FAST — the two commands of the README do all set-up on a fresh Debian 12 machine:
 #   make demo   installs missing Debian packages, configures, builds, trains the demo job
 #   make test   same set-up, then runs the whole test suite
-# Other targets: build, bench, sanitize, docs-check, clean. `make help` lists them.
+# Other targets: build, bench, sanitize, clean. `make help` lists them.
 
 SHELL := /bin/bash
 BUILD ?= build
