@@ -1,7 +1,6 @@
 #include "fast/collective/codec_allreduce.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <string>
 
 #include "fast/compress/powersgd.hpp"
@@ -208,17 +207,10 @@ void CodecAllreduce::restore(std::string_view prefix, const core::SavedState& in
   if (feedback_) feedback_->restore(std::string(prefix) + ".feedback", in, source);
   const std::string base = std::string(prefix) + ".low_rank.";
   std::unordered_map<std::uint64_t, std::unique_ptr<LowRank>> restored;  // in place only once all is read
-  for (const std::string& name : in.double_names(base)) {
-    const std::string_view rest = std::string_view(name).substr(base.size());
-    std::uint64_t key = 0;
-    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), key);
-    if (error != std::errc() || std::string_view(end, rest.data() + rest.size()) != ".residual")
-      FAST_THROW(core::IoError, "checkpoint '{}': '{}' is not a low-rank residual (expected {}<key>.residual)", source,
-                 name, base);
-    const std::vector<double>& residual = in.doubles.find(name)->second;
-    std::unique_ptr<LowRank> slot = make_low_rank(residual.size());
+  for (const auto& [key, residual] : in.keyed_doubles(base, ".residual", source)) {
+    std::unique_ptr<LowRank> slot = make_low_rank(residual->size());
     slot->state.restore(fmt::format("{}{}", base, key), in, source);
-    slot->residual = residual;
+    slot->residual = *residual;
     restored.emplace(key, std::move(slot));
   }
   low_rank_ = std::move(restored);

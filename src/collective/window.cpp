@@ -519,6 +519,21 @@ void Window::close() {
   stop_service();
 }
 
+int Window::get_first_live(std::span<const int> peers, core::MutableView dst, Wire wire) {
+  runtime::Context& ctx = comm_.context();
+  for (const int peer : peers) {
+    if (!ctx.alive(peer)) continue;
+    const double t0 = ctx.now();
+    try {
+      get(peer, dst, 0, nullptr, wire).wait();
+      return peer;
+    } catch (const core::PeerLost&) {
+      if (!runtime::lost_since(ctx, peer, t0)) throw;  // else lost meanwhile: the next one
+    }
+  }
+  return -1;
+}
+
 void Window::save_links(std::string_view prefix, core::SavedState& out) const {
   if (links_ == nullptr) return;
   {

@@ -1,6 +1,5 @@
 #include "fast/compress/error_feedback.hpp"
 
-#include <charconv>
 #include <string>
 
 #include "fast/core/error.hpp"
@@ -45,16 +44,9 @@ void ErrorFeedback::save(std::string_view prefix, core::SavedState& out) const {
 }
 
 void ErrorFeedback::restore(std::string_view prefix, const core::SavedState& in, std::string_view source) {
-  const std::string base = std::string(prefix) + ".residual.";
   std::unordered_map<std::uint64_t, std::vector<double>> restored;
-  for (const std::string& name : in.double_names(base)) {
-    const std::string_view digits = std::string_view(name).substr(base.size());
-    std::uint64_t key = 0;
-    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), key);
-    if (error != std::errc() || end != digits.data() + digits.size() || digits.empty())
-      FAST_THROW(core::IoError, "checkpoint '{}': '{}' is not a residual name (expected {}<key>)", source, name, base);
-    restored.emplace(key, in.doubles.find(name)->second);
-  }
+  for (const auto& [key, residual] : in.keyed_doubles(std::string(prefix) + ".residual.", "", source))
+    restored.emplace(key, *residual);
   codec_->restore_state(std::string(prefix) + ".codec", in, source);
   residuals_ = std::move(restored);
 }

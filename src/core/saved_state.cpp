@@ -1,5 +1,7 @@
 #include "fast/core/saved_state.hpp"
 
+#include <charconv>
+
 #include "fast/core/error.hpp"
 
 namespace fast::core {
@@ -40,10 +42,18 @@ std::int64_t SavedState::integer(std::string_view name, std::int64_t low, std::i
   return value;
 }
 
-std::vector<std::string> SavedState::double_names(std::string_view prefix) const {
-  std::vector<std::string> out;
-  for (auto it = doubles.lower_bound(prefix); it != doubles.end() && it->first.starts_with(prefix); ++it)
-    out.push_back(it->first);
+std::map<std::uint64_t, const std::vector<double>*> SavedState::keyed_doubles(std::string_view prefix,
+                                                                              std::string_view suffix,
+                                                                              std::string_view source) const {
+  std::map<std::uint64_t, const std::vector<double>*> out;
+  for (auto it = doubles.lower_bound(prefix); it != doubles.end() && it->first.starts_with(prefix); ++it) {
+    const std::string_view rest = std::string_view(it->first).substr(prefix.size());
+    std::uint64_t key = 0;
+    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), key);
+    if (error != std::errc() || end == rest.data() || std::string_view(end, rest.data() + rest.size()) != suffix)
+      FAST_THROW(IoError, "checkpoint '{}': float64 array '{}' is not named {}<key>{}", source, it->first, prefix, suffix);
+    out.emplace(key, &it->second);
+  }
   return out;
 }
 

@@ -241,29 +241,18 @@ void AcidStrategy::rejoin(ModelState state) {
                   "acid: rejoin() needs attach() first, with its parameters, and no finish() yet");
   FAST_ENFORCE_AS(core::InvalidUsage, !compresses(options_), "acid: rejoin with compress = '{}': {}", options_.compress,
                   "the links' codec references would not match the neighbours'");
-  runtime::Context& ctx = comm_.context();
-  for (const int peer : neighbors_) {
-    if (!ctx.alive(peer)) continue;
-    const double t0 = ctx.now();
-    try {
-      window_->get(peer, core::MutableView(std::span<float>(before_)), 0, nullptr, collective::Wire::exact).wait();
-    } catch (const core::PeerLost&) {
-      if (!runtime::lost_since(ctx, peer, t0)) throw;
-      continue;  // lost meanwhile: try the next one
-    }
-    // x = x~ = the neighbour's x; what reached the inboxes before was computed against this
-    // worker's model before the copy, so it is dropped; the copy is published.
-    const std::size_t len = x_.size();
-    collective::Window::Local local = window_->local();
-    std::copy(before_.begin(), before_.end(), x_.begin());
-    std::copy(before_.begin(), before_.end(), x_tilde_.begin());
-    std::copy(before_.begin(), before_.end(), exposed_.begin());
-    std::fill(exposed_.begin() + static_cast<std::ptrdiff_t>(len), exposed_.end(), 0.0f);
-    local.bump();
-    return;
-  }
-  FAST_THROW(core::PeerLost, "acid: worker {} rejoins but none of its neighbours ({}) is live to take a model from",
-             comm_.rank(), fmt::join(neighbors_, ", "));
+  if (window_->get_first_live(neighbors_, core::MutableView(std::span<float>(before_))) < 0)
+    FAST_THROW(core::PeerLost, "acid: worker {} rejoins but none of its neighbours ({}) is live to take a model from",
+               comm_.rank(), fmt::join(neighbors_, ", "));
+  // x = x~ = the neighbour's x; what reached the inboxes before was computed against this worker's
+  // model before the copy, so it is dropped; the copy is published.
+  const std::size_t len = x_.size();
+  collective::Window::Local local = window_->local();
+  std::copy(before_.begin(), before_.end(), x_.begin());
+  std::copy(before_.begin(), before_.end(), x_tilde_.begin());
+  std::copy(before_.begin(), before_.end(), exposed_.begin());
+  std::fill(exposed_.begin() + static_cast<std::ptrdiff_t>(len), exposed_.end(), 0.0f);
+  local.bump();
 }
 
 void AcidStrategy::finish(ModelState /*state*/) {

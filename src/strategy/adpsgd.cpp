@@ -106,16 +106,7 @@ void AdpsgdStrategy::rejoin(ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, !compresses(options_), "adpsgd: rejoin with compress = '{}': {}",
                   options_.compress, "the links' codec references would not match the neighbours'");
   FAST_ENFORCE_EQ(state.params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
-  runtime::Context& ctx = comm_.context();
-  for (int peer : alive_only(neighbors_, ctx)) {
-    const double t0 = ctx.now();
-    try {
-      window_->get(peer, core::MutableView(std::span<float>(peer_))).wait();
-    } catch (const core::PeerLost&) {
-      if (!runtime::lost_since(ctx, peer, t0)) throw;
-      continue;  // lost meanwhile: try the next one
-    }
-    std::copy(peer_.begin(), peer_.end(), state.params.begin());
+  if (window_->get_first_live(neighbors_, core::MutableView(state.params)) >= 0) {
     adopt(state.params);
     return;
   }

@@ -90,11 +90,7 @@ std::vector<int> krum_selection(std::span<const double> d, int w, int f, int cou
   return order;
 }
 
-int krum_choice(std::span<const double> d, int w, int f) {
-  const std::vector<double> scores = krum_scores(d, w, f);
-  // The first least score: ties go to the lowest rank.
-  return static_cast<int>(std::min_element(scores.begin(), scores.end()) - scores.begin());
-}
+int krum_choice(std::span<const double> d, int w, int f) { return krum_selection(d, w, f, 1).front(); }
 
 void average_rows(std::span<const float> rows, std::span<const int> selected, std::span<float> out) {
   const std::size_t n = out.size();

@@ -125,14 +125,12 @@ void EasgdStrategy::save_state(Checkpoint& out) {
 void EasgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState /*state*/) {
   FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
                   "easgd: restore_state() must come after attach() and before finish()");
-  if (comm_.rank() != 0) {
-    window_->restore_links("easgd.window", checkpoint, source);
-    return;
-  }
-  const std::vector<float>& centre = checkpoint.array("easgd.centre", centre_.size(), source);
+  // Worker 0's centre is read (and checked) before anything changes.
+  const std::vector<float>* centre = comm_.rank() == 0 ? &checkpoint.array("easgd.centre", centre_.size(), source) : nullptr;
   window_->restore_links("easgd.window", checkpoint, source);
+  if (centre == nullptr) return;
   collective::Window::Local local = window_->local();
-  std::copy(centre.begin(), centre.end(), centre_.begin());
+  std::copy(centre->begin(), centre->end(), centre_.begin());
   local.bump();
 }
 

@@ -68,19 +68,11 @@ void Worker::rejoin(std::int64_t step) {
 }
 
 void Worker::take_live_replica() {
-  runtime::Context& ctx = comm_.context();
-  for (int p = 0; p < comm_.size(); ++p) {
-    if (p == comm_.rank() || !ctx.alive(p)) continue;
-    const double t0 = ctx.now();
-    try {
-      replicas_->get(p, core::MutableView(state_.params), 0, nullptr, collective::Wire::exact).wait();
-    } catch (const core::PeerLost&) {
-      if (!runtime::lost_since(ctx, p, t0)) throw;
-      continue;  // lost meanwhile: the next one
-    }
-    return;
-  }
-  FAST_THROW(core::PeerLost, "worker {} rejoins but no other worker is live to take a model from", comm_.rank());
+  std::vector<int> others;
+  for (int p = 0; p < comm_.size(); ++p)
+    if (p != comm_.rank()) others.push_back(p);
+  if (replicas_->get_first_live(others, core::MutableView(state_.params)) < 0)
+    FAST_THROW(core::PeerLost, "worker {} rejoins but no other worker is live to take a model from", comm_.rank());
 }
 
 Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState state)

@@ -70,8 +70,17 @@ TEST(Checkpoint, RoundTripsFloat64ArraysBitForBit) {
                                             {"float64 array 'residual' has 3 elements, expected 2"});
   fast::testing::expect_error<core::IoError>([&] { d.double_array("params", 3, "f"); },
                                             {"no float64 array 'params'"});
-  EXPECT_EQ(d.double_names("res"), std::vector<std::string>{"residual"});
-  EXPECT_TRUE(d.double_names("params").empty());
+  EXPECT_TRUE(d.keyed_doubles("params.", "", "f").empty());
+  Checkpoint keyed;
+  keyed.doubles["r.7.residual"] = {1.0};
+  keyed.doubles["r.12.residual"] = {2.0, 3.0};
+  const auto by_key = keyed.keyed_doubles("r.", ".residual", "f");
+  ASSERT_EQ(by_key.size(), 2u);
+  EXPECT_EQ(*by_key.at(7), std::vector<double>{1.0});
+  EXPECT_EQ(by_key.at(12)->size(), 2u);
+  keyed.doubles["r.x.residual"] = {0.0};
+  fast::testing::expect_error<core::IoError>([&] { (void)keyed.keyed_doubles("r.", ".residual", "f"); },
+                                            {"'r.x.residual' is not named r.<key>.residual"});
   for (std::size_t n = 0; n < bytes.size(); ++n)
     EXPECT_THROW(decode_checkpoint(std::span<const std::byte>(bytes).first(n), "cut"), core::IoError) << n;
 }

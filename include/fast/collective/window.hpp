@@ -117,6 +117,11 @@ class Window {
   // Wire::exact reads the values as they are, bypassing the codec (a measurement, not training traffic).
   core::Work get(int peer, core::MutableView dst, std::size_t offset = 0, std::uint64_t* version = nullptr,
                  Wire wire = Wire::codec);
+  // Blocking: dst = tensor[0, dst.numel()) of the first of `peers`, in order, that is live and
+  // answers (one taking a lost rank back: a model to start from); peers lost before or during
+  // their read are skipped (runtime::lost_since). Returns the rank read, or -1 when none was.
+  // Other failures propagate.
+  int get_first_live(std::span<const int> peers, core::MutableView dst, Wire wire = Wire::exact);
   // peer's tensor[offset, ...) += src (f32 or f64).
   core::Work accumulate(int peer, core::ConstView src, std::size_t offset = 0, Wire wire = Wire::codec);
   // peer's tensor[offset, ...) += scale * state (f32 or f64). Without a codec this is accumulate of

@@ -31,8 +31,11 @@ struct SavedState {
   std::int64_t integer(std::string_view name, std::string_view source) const;
   // The integer `name`, which must lie in [low, high]: IoError naming `source`, expected and got otherwise.
   std::int64_t integer(std::string_view name, std::int64_t low, std::int64_t high, std::string_view source) const;
-  // The names of the float64 arrays that start with `prefix`, in order.
-  std::vector<std::string> double_names(std::string_view prefix) const;
+  // The float64 arrays named "<prefix><key><suffix>", key an unsigned decimal integer (per-key
+  // state such as error-feedback residuals), by key. Every float64 array whose name starts with
+  // `prefix` must have that form: IoError naming `source` and the name otherwise.
+  std::map<std::uint64_t, const std::vector<double>*> keyed_doubles(std::string_view prefix, std::string_view suffix,
+                                                                    std::string_view source) const;
 };
 
 }  // namespace fast::core
