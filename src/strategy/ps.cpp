@@ -244,29 +244,52 @@ void PsStrategy::finish(ModelState state) {
   window_->close();
 }
 
+// The codec state a worker keeps for its pushes and replies (see ps.hpp for the names). The
+// window's links carry state only for async and ssp: sync reads the shards exactly.
+void PsStrategy::save_links(Checkpoint& out) const {
+  for (std::size_t k = 0; k < push_codecs_.size(); ++k) push_codecs_[k]->save(fmt::format("ps.push.{}", k), out);
+  for (std::size_t k = 0; k < reply_codecs_.size(); ++k) reply_codecs_[k]->save(fmt::format("ps.reply.{}", k), out);
+  if (dgc_) dgc_->save("ps.dgc", out);
+  if (mode_ != PsMode::sync) window_->save_links("ps.window", out);
+}
+
+void PsStrategy::restore_links(const Checkpoint& checkpoint, std::string_view source) {
+  for (std::size_t k = 0; k < push_codecs_.size(); ++k)
+    push_codecs_[k]->restore(fmt::format("ps.push.{}", k), checkpoint, source);
+  for (std::size_t k = 0; k < reply_codecs_.size(); ++k)
+    reply_codecs_[k]->restore(fmt::format("ps.reply.{}", k), checkpoint, source);
+  if (dgc_) dgc_->restore("ps.dgc", checkpoint, source);
+  if (mode_ != PsMode::sync) window_->restore_links("ps.window", checkpoint, source);
+}
+
 void PsStrategy::save_state(Checkpoint& out) {
-  if (!server_) return;
   // async, ssp: after finish() (the server no longer runs). sync: also between two steps of the
   // lockstep run (every worker received the last round's reply, so the server waits for the next
-  // round's pushes); the window's guard orders this read after the server's last update.
+  // round's pushes); the window's guard orders this read after the server's last update and the
+  // encoding of its last replies.
   FAST_ENFORCE_AS(core::InvalidUsage, !server_running_ || clock_ == 0 || mode_ == PsMode::sync,
                   "ps: save_state() while the server applies gradients (mode {}: checkpoints are taken after "
                   "finish())", options_.mode);
+  save_links(out);
+  if (!server_) return;
   collective::Window::Local local = window_->local();
   save_optimizer("ps.server.optimizer", server_->optimizer(), out);
+  server_->save("ps.server", out);
 }
 
 void PsStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, attached_ && !finished_ && clock_ == 0,
                   "ps: restore_state() must come after attach() and before the first step");
-  if (!server_) return;
-  const int me = comm_.context().rank();
-  const std::span<float> values = shard_of(state.params, me);
-  SavedOptimizer optimizer("ps.server.optimizer", checkpoint, source, server_->optimizer());  // checked first
-  collective::Window::Local local = window_->local();  // the server applies pushes under it
-  std::copy(values.begin(), values.end(), server_->exposed().begin());
-  optimizer.apply();
-  // No bump: the shard's version counts applied gradients (the staleness clock), which restarts at 0.
+  if (server_) {
+    const int me = comm_.context().rank();
+    const std::span<float> values = shard_of(state.params, me);
+    SavedOptimizer optimizer("ps.server.optimizer", checkpoint, source, server_->optimizer());  // checked first
+    collective::Window::Local local = window_->local();  // the server applies pushes under it
+    server_->restore("ps.server", checkpoint, source, values);
+    optimizer.apply();
+    // No bump: the shard's version counts applied gradients (the staleness clock), which restarts at 0.
+  }
+  restore_links(checkpoint, source);
 }
 
 bool PsStrategy::snapshot(ModelState /*state*/, std::span<float> out) {

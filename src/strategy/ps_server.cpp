@@ -213,8 +213,18 @@ void PsServer::close_sync_round() {
       local.bump();
     }
     std::copy(params_.begin(), params_.end(), reply_.begin());
+    send_replies();  // under the guard: a checkpoint between two steps sees the links after them
   }
   for (int i = 0; i < round_finite_; ++i) record(0, 0);
+  std::fill(sum_.begin(), sum_.end(), 0.0);
+  round_.clear();
+  round_finite_ = 0;
+  round_lr_rank_ = -1;
+}
+
+// Sends the new shard (reply_) to every worker of the round; with a codec through its link, at
+// the round's reply density when DGC sets one.
+void PsServer::send_replies() {
   double reply_ratio = 0;  // 0: the codec's own
   if (reply_density_ && !params_.empty()) {
     const double n = static_cast<double>(params_.size());
@@ -231,10 +241,29 @@ void PsServer::close_sync_round() {
       replies_[wu] = ctx_.send(w, tag(shard_, kReply), core::ConstView(std::span<const float>(reply_)));
     }
   }
-  std::fill(sum_.begin(), sum_.end(), 0.0);
-  round_.clear();
-  round_finite_ = 0;
-  round_lr_rank_ = -1;
+}
+
+void PsServer::save(std::string_view prefix, core::SavedState& out) const {
+  if (mode_ != PsMode::sync) return;
+  out.integers.insert_or_assign(std::string(prefix) + ".rounds", rounds_);
+  if (senders_.empty()) return;
+  out.arrays.insert_or_assign(std::string(prefix) + ".shard", params_);
+  for (std::size_t w = 0; w < senders_.size(); ++w) senders_[w]->save(fmt::format("{}.reply.{}", prefix, w), out);
+}
+
+void PsServer::restore(std::string_view prefix, const core::SavedState& in, std::string_view source,
+                       std::span<const float> shard) {
+  FAST_ENFORCE_EQ(shard.size(), params_.size(), "ps: server of shard {}: restored shard length", shard_);
+  std::int64_t rounds = 0;
+  if (mode_ == PsMode::sync)
+    rounds = in.integer(std::string(prefix) + ".rounds", 0, std::numeric_limits<std::int64_t>::max(), source);
+  if (!senders_.empty()) {
+    shard = in.array(std::string(prefix) + ".shard", params_.size(), source);
+    for (std::size_t w = 0; w < senders_.size(); ++w)
+      senders_[w]->restore(fmt::format("{}.reply.{}", prefix, w), in, source);
+  }
+  std::copy(shard.begin(), shard.end(), params_.begin());
+  rounds_ = rounds;
 }
 
 std::int64_t PsServer::min_pushed() const {

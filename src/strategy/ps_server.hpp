@@ -17,6 +17,7 @@
 #include "fast/compress/delta_link.hpp"
 #include "fast/compress/meter.hpp"
 #include "fast/core/buffer.hpp"
+#include "fast/core/saved_state.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/runtime/context.hpp"
 #include "fast/strategy/aggregate.hpp"
@@ -64,6 +65,17 @@ class PsServer {
   // server applies nothing (after run() returned, or before any worker pushed), under the window's
   // Local guard.
   optim::Optimizer& optimizer() noexcept { return *optimizer_; }
+  // Checkpoints. sync: the rounds closed (for DGC's reply density) and, with a codec, the shard
+  // (the workers hold it only as decoded) and each worker's reply link (reference and codec
+  // stream), as "<prefix>.rounds", "<prefix>.shard" and "<prefix>.reply.<w>"; async, ssp:
+  // nothing (their final pull is exact). Only under the window's Local guard while no round
+  // closes: before any push, after run(), or between two lockstep steps (a round's replies are
+  // encoded under that guard). restore takes the shard from `shard` (the worker's saved slice)
+  // where nothing else holds it; IoError naming `source` for a missing or malformed value (the
+  // links before it are restored then: the caller stops).
+  void save(std::string_view prefix, core::SavedState& out) const;
+  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source,
+               std::span<const float> shard);
   // The window exposing exposed(); must outlive run().
   void attach(collective::Window& window) noexcept { window_ = &window; }
   // sync with a codec that has a keep ratio (DGC): density(r) is the keep ratio of the pushes of
@@ -88,6 +100,7 @@ class PsServer {
   void on_push(int src, const ps_protocol::Request& request);
   void on_done(int src);
   void close_sync_round();
+  void send_replies();  // sync: under the window's Local guard
   void robust_round();
   void release_waiting();  // async / ssp: acknowledges every push whose read may proceed
   std::int64_t min_pushed() const;

@@ -33,21 +33,6 @@ bool asynchronous_strategy(const StrategyOptions& options) {
   return options.name == "easgd" || options.name == "adpsgd" || options.name == "gosgd" || options.name == "acid";
 }
 
-std::string resume_refusal(const StrategyOptions& options) {
-  const std::string& name = options.name;
-  // allreduce and local-sgd save their codec's all-reduce (and allreduce its DGC state), dpsgd its
-  // CHOCO copies, the asynchronous strategies their windows' links; ps keeps codec state in its
-  // pushes and replies that checkpoints do not save yet.
-  if (Strategy::compresses(options) && name == "ps")
-    return fmt::format("strategy 'ps' with compress = '{}' keeps per-shard codec references and residuals that "
-                       "checkpoints do not save yet; checkpoints and resume support compress with every other "
-                       "strategy, and ps with compress = none", options.compress);
-  if (options.dgc && name != "allreduce")
-    return fmt::format("strategy '{}' with dgc keeps per-shard momentum and residuals that checkpoints do not save "
-                       "yet; checkpoints and resume support dgc with allreduce", name);
-  return {};
-}
-
 std::string rejoin_refusal(const StrategyOptions& options) {
   const std::string& name = options.name;
   if (name != "adpsgd" && name != "acid" && name != "easgd" && name != "gosgd")
@@ -81,8 +66,7 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
       optimizer_(optim::make_optimizer(options.optimizer, state.params.size())),
       schedule_(options.optimizer.lr, options.schedule),
       strategy_(make_strategy(for_strategy(options), comm_)),
-      fault_(FaultInjection::parse(options.strategy.fault_inject, comm_.size())),
-      resume_refusal_(resume_refusal(options.strategy)) {
+      fault_(FaultInjection::parse(options.strategy.fault_inject, comm_.size())) {
   FAST_ENFORCE_EQ(strategy_->asynchronous(), asynchronous_strategy(options.strategy),
                   "Worker: asynchronous_strategy() disagrees with strategy '{}'", strategy_->name());
   strategy_->attach(state_);
@@ -171,7 +155,6 @@ SnapshotResult Worker::snapshot(std::span<float> out) {
 }
 
 Checkpoint Worker::save() {
-  FAST_ENFORCE_AS(core::InvalidUsage, resume_refusal_.empty(), "Worker::save: {}", resume_refusal_);
   Checkpoint out;
   out.arrays.emplace("params", std::vector<float>(state_.params.begin(), state_.params.end()));
   save_optimizer("optimizer", *optimizer_, out);
@@ -182,7 +165,6 @@ Checkpoint Worker::save() {
 }
 
 void Worker::restore(const Checkpoint& checkpoint, std::string_view source) {
-  FAST_ENFORCE_AS(core::InvalidUsage, resume_refusal_.empty(), "Worker::restore: {}", resume_refusal_);
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::restore: after finish()");
   const std::size_t n = state_.params.size();
   // Everything is checked before anything changes.

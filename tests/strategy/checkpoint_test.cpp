@@ -248,6 +248,7 @@ TEST(WorkerCheckpoint, ARestoredWorkerWithACodecContinuesBitForBit) {
     const char* strategy;
     const char* compress;
     bool dgc = false;
+    std::int64_t servers = 1;  // ps
   };
   for (const Case& c : {Case{"allreduce", "fp16"}, Case{"allreduce", "bf16"}, Case{"allreduce", "int8"},
                         Case{"allreduce", "sign"}, Case{"allreduce", "topk:ratio=0.2"},
@@ -255,9 +256,12 @@ TEST(WorkerCheckpoint, ARestoredWorkerWithACodecContinuesBitForBit) {
                         Case{"allreduce", "powersgd:rank=1"}, Case{"allreduce", "topk:ratio=0.2", true},
                         Case{"local-sgd", "int8"}, Case{"local-sgd", "randk:ratio=0.3"},
                         Case{"local-sgd", "powersgd:rank=1"}, Case{"dpsgd", "int8"}, Case{"dpsgd", "topk:ratio=0.2"},
-                        Case{"dpsgd", "powersgd:rank=1"}}) {
+                        Case{"dpsgd", "powersgd:rank=1"}, Case{"ps", "int8", false, 2}, Case{"ps", "randk:ratio=0.3"},
+                        Case{"ps", "powersgd:rank=1"}, Case{"ps", "topk:ratio=0.2", true, 2}}) {
     const WorkerOptions options{.strategy = {.name = c.strategy,
                                              .period = 3,
+                                             .mode = "sync",
+                                             .servers = c.servers,
                                              .compress = c.compress,
                                              .dgc = c.dgc,
                                              .dgc_warmup_steps = 30},
@@ -276,26 +280,45 @@ TEST(WorkerCheckpoint, ARestoredWorkerWithACodecContinuesBitForBit) {
   }
 }
 
-TEST(WorkerCheckpoint, RefusesStrategiesWithStateOfTheirOwnAndCheckpointsOfAnotherOptimizer) {
-  EXPECT_EQ(resume_refusal({.name = "allreduce"}), "");
-  EXPECT_EQ(resume_refusal({.name = "adpsgd"}), "");
-  for (const char* name : {"gosgd", "acid", "easgd", "local-sgd", "dpsgd"}) EXPECT_EQ(resume_refusal({.name = name}), "");
-  EXPECT_EQ(resume_refusal({.name = "gosgd", .compress = "int8"}), "");
-  EXPECT_NE(resume_refusal({.name = "ps", .compress = "int8"}).find("'ps' with compress = 'int8'"), std::string::npos);
-  EXPECT_EQ(resume_refusal({.name = "adpsgd", .compress = "topk:ratio=0.1"}), "");
+// ps in mode sync with DGC on two servers: each server saves the rounds it closed (they set its
+// replies' density), its shard and its replies' links; a worker restored from a checkpoint saves
+// the same checkpoint again.
+TEST(WorkerCheckpoint, PsServersSaveTheirRoundsShardsAndReplyLinks) {
+  const WorkerOptions options{.strategy = {.name = "ps", .mode = "sync", .servers = 2, .compress = "topk:ratio=0.2",
+                                           .dgc = true, .dgc_warmup_steps = 30},
+                              .optimizer = {.name = "momentum", .lr = 0.05}};
+  runtime::threads::World({.size = 2}).run([&](Context& ctx) {
+    std::vector<float> x(33, 0.5f), g(33);
+    Checkpoint saved;
+    {
+      Worker worker(ctx, options, {.params = x, .grads = g});
+      for (int t = 0; t < 7; ++t) {
+        testing::gradient(ctx.rank(), x, g);
+        worker.step();
+      }
+      saved = decode_checkpoint(encode_checkpoint(worker.save()), "memory");
+    }
+    EXPECT_EQ(saved.integers.at("ps.server.rounds"), 7);
+    EXPECT_EQ(saved.arrays.at("ps.server.shard").size(), ctx.rank() == 0 ? 17u : 16u);
+    for (const char* name : {"ps.server.reply.0.reference", "ps.server.reply.1.reference", "ps.reply.0.reference",
+                             "ps.reply.1.reference", "ps.dgc.velocity"})
+      EXPECT_TRUE(saved.arrays.contains(name) || saved.doubles.contains(name)) << name;
+    std::vector<float> y(33, 0.0f), h(33);
+    Worker worker(ctx, options, {.params = y, .grads = h});
+    worker.restore(saved, "memory");
+    const Checkpoint again = worker.save();
+    EXPECT_EQ(again.arrays, saved.arrays);
+    EXPECT_EQ(again.doubles, saved.doubles);
+    EXPECT_EQ(again.integers, saved.integers);
+  });
+}
+
+TEST(WorkerCheckpoint, RefusesRejoinsOfStrategiesWithStateOfTheirOwnAndCheckpointsOfAnotherOptimizer) {
   for (const char* name : {"adpsgd", "acid", "easgd", "gosgd"}) EXPECT_EQ(rejoin_refusal({.name = name}), "") << name;
   for (const char* name : {"ps", "allreduce"})
     EXPECT_NE(rejoin_refusal({.name = name}).find("strategy '" + std::string(name) + "' cannot take a worker back"),
               std::string::npos) << name;
   EXPECT_NE(rejoin_refusal({.name = "acid", .compress = "int8"}).find("compress = 'int8'"), std::string::npos);
-  EXPECT_EQ(resume_refusal({.name = "ps", .mode = "sync"}), "");
-  EXPECT_EQ(resume_refusal({.name = "ps", .mode = "ssp"}), "");
-  EXPECT_EQ(resume_refusal({.name = "allreduce", .compress = "topk:ratio=0.1", .dgc = true}), "");
-  EXPECT_EQ(resume_refusal({.name = "local-sgd", .compress = "powersgd"}), "");
-  EXPECT_EQ(resume_refusal({.name = "dpsgd", .compress = "topk:ratio=0.1"}), "");
-  EXPECT_EQ(resume_refusal({.name = "acid", .compress = "topk:ratio=0.1"}), "");
-  EXPECT_NE(resume_refusal({.name = "ps", .mode = "async", .compress = "topk:ratio=0.1", .dgc = true}).find("'ps'"),
-            std::string::npos);
   runtime::threads::World({.size = 1}).run([&](Context& ctx) {
     std::vector<float> x(4, 1.0f), g(4, 0.0f);
     Worker sgd(ctx, {.strategy = {.name = "allreduce"}, .optimizer = {.name = "sgd"}}, {.params = x, .grads = g});
@@ -303,15 +326,11 @@ TEST(WorkerCheckpoint, RefusesStrategiesWithStateOfTheirOwnAndCheckpointsOfAnoth
     Worker adam(ctx, {.strategy = {.name = "allreduce"}, .optimizer = {.name = "adam"}}, {.params = x, .grads = g});
     fast::testing::expect_error<core::IoError>([&] { adam.restore(plain, "sgd.ckpt"); },
                                               {"sgd.ckpt", "no array 'optimizer.0'"});
-    std::vector<float> y(4), h(4);
-    Worker server(ctx, {.strategy = {.name = "ps", .compress = "int8"}}, {.params = y, .grads = h});
-    fast::testing::expect_error<core::InvalidUsage>([&] { (void)server.save(); }, {"'ps'", "int8"});
-    server.finish();
   });
 }
 
-// gosgd, acid, easgd and adpsgd (taken after finish(), as `fast train` does), without and with a
-// codec: 3 workers train 30 steps and finish; a fresh worker restored from each one's checkpoint,
+// gosgd, acid, easgd, adpsgd and ps (mode async) (taken after finish(), as `fast train` does),
+// without and with a codec: 3 workers train 30 steps and finish; a fresh worker restored from each one's checkpoint,
 // finished at once, holds the same state: saving it again gives the same checkpoint (gosgd's
 // numerator and mass, acid's x~, easgd's centre on worker 0, the parameters, and with a codec
 // every window link's residuals, references and codec streams), and the representative model is
@@ -320,7 +339,7 @@ TEST(WorkerCheckpoint, AsynchronousStrategiesRestoreTheirOwnState) {
   constexpr int n = 3;
   constexpr std::size_t kDim = 9;
   for (const char* compress : {"none", "int8", "topk:ratio=0.3"})
-  for (const char* strategy : {"gosgd", "acid", "easgd", "adpsgd"}) {
+  for (const char* strategy : {"gosgd", "acid", "easgd", "adpsgd", "ps"}) {
     const WorkerOptions options{.strategy = {.name = strategy, .tau = 2, .compress = compress},
                                 .optimizer = {.name = "momentum", .lr = 0.05}};
     std::vector<Checkpoint> saved(n), again(n);
@@ -357,7 +376,10 @@ TEST(WorkerCheckpoint, AsynchronousStrategiesRestoreTheirOwnState) {
     // codec the links of its window, for its requests or its service's answers (30 steps of
     // exchanges made some on every worker; easgd's worker 0 only answers).
     const std::string name = strategy;
-    const std::string own = name == "gosgd" ? "gosgd.numerator" : name == "acid" ? "acid.x_tilde" : "easgd.centre";
+    const std::string own = name == "gosgd" ? "gosgd.numerator"
+                            : name == "acid" ? "acid.x_tilde"
+                            : name == "ps"   ? "ps.server.optimizer.0"
+                                             : "easgd.centre";
     if (name != "adpsgd") {
       EXPECT_TRUE(saved[0].arrays.contains(own) || saved[0].doubles.contains(own)) << strategy;
     }
@@ -367,6 +389,10 @@ TEST(WorkerCheckpoint, AsynchronousStrategiesRestoreTheirOwnState) {
       for (const char* side : {".window.requests.links", ".window.service.links"})
         if (const auto it = saved[r].integers.find(name + side); it != saved[r].integers.end()) links += it->second;
       EXPECT_EQ(links > 0, codec) << strategy << " " << compress << " " << r;
+      // ps: the error feedback of every push to the one server.
+      if (name == "ps" && codec) {
+        EXPECT_TRUE(saved[r].doubles.contains("ps.push.0.residual.0")) << compress << " " << r;
+      }
     }
   }
   // gosgd's mass is checked: a checkpoint with a mass of 0 is refused, naming it.

@@ -245,7 +245,7 @@ std::vector<ConfigKey> general_keys() {
       {"checkpoint_dir", KeyType::path,
        "Folder of this run's checkpoints (docs/faults.md): one file per worker and a manifest per checkpoint, "
        "written every checkpoint_every steps, at the end and on SIGINT/SIGTERM; shared by every process of the "
-       "run. Every strategy; ps without compress and dgc. Empty: none.",
+       "run. Every strategy, with every codec and dgc. Empty: none.",
        [](TrainOptions& o, const std::string& v) { o.checkpoint_dir = v; },
        [](const TrainOptions& o) { return o.checkpoint_dir.string(); }},
       FAST_INT_KEY("checkpoint_every", "A checkpoint every this many steps per worker; 0: only at the end and on "

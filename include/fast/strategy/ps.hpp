@@ -138,11 +138,15 @@ class PsStrategy final : public Strategy {
   bool asynchronous() const override { return mode_ != PsMode::sync; }
   void finish(ModelState state) override;
   bool snapshot(ModelState state, std::span<float> out) override;
-  // Checkpoints (every mode; async and ssp after finish(), sync between two lockstep steps too): a
-  // server rank adds its shard's optimizer state ("ps.server.optimizer.<k>",
-  // "ps.server.optimizer.steps"); the shard's values are the saved parameters' slice.
-  // restore_state() puts both back into this rank's server before any push. Per-worker push
-  // counts, ssp clocks and shard versions restart at 0 on every worker and server together.
+  // Checkpoints (every mode; async and ssp after finish(), sync between two lockstep steps too).
+  // Every worker saves, with a codec, its pushes' error feedback per shard ("ps.push.<k>"), in
+  // sync its replies' references ("ps.reply.<k>"), in async and ssp its window's links
+  // ("ps.window"), and with dgc its momentum correction ("ps.dgc"). A server rank adds its shard's
+  // optimizer state ("ps.server.optimizer.<k>", "ps.server.optimizer.steps") and, in sync, the
+  // rounds it closed and with a codec its replies' links ("ps.server.rounds", "ps.server.reply.<w>");
+  // the shard's values are the saved parameters' slice. restore_state() puts all of it back before
+  // any push (IoError naming `source` for a missing or malformed value). Per-worker push counts,
+  // ssp clocks and shard versions restart at 0 on every worker and server together.
   void save_state(Checkpoint& out) override;
   void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
   StalenessStats staleness() const override;
@@ -158,6 +162,9 @@ class PsStrategy final : public Strategy {
   template <typename Fn>
   void with_servers(const char* what, Fn&& fn);  // a lost server's PeerLost names its shard
   std::span<float> shard_of(std::span<float> v, int k) const;
+  // This worker's codec state for its pushes, replies and window (save_state / restore_state).
+  void save_links(Checkpoint& out) const;
+  void restore_links(const Checkpoint& checkpoint, std::string_view source);
   std::vector<core::Work> push(const StepInput& input, bool finite);
   void pull(std::span<float> params, collective::Wire wire = collective::Wire::codec);
 

@@ -55,12 +55,6 @@ struct StepReport {
 // worker. The Worker checks that it agrees with the strategy.
 bool asynchronous_strategy(const StrategyOptions& options);
 
-// Checkpoints (docs/faults.md, "Checkpoints and resume"): "" when a Worker of this strategy can
-// save everything it needs to continue (Worker::save), else why not. Today: every strategy, with
-// compress only under allreduce, local-sgd and dpsgd and dgc only under allreduce (the windows of
-// the others keep per-link codec references that are not saved yet).
-std::string resume_refusal(const StrategyOptions& options);
-
 // Rejoins (docs/faults.md, "Elastic asynchronous runs"): "" when a Worker of this strategy can
 // join a run under way in place of a lost one (Worker::rejoin), else why not. Today: adpsgd, acid,
 // easgd and gosgd without a codec (a model taken from a live peer, or easgd's centre, is all the
@@ -97,8 +91,8 @@ class Worker {
   // optimizer's state buffers ("optimizer.0", ...) and step count, the steps and skipped steps
   // taken. restore() puts a saved state back before the next step, so the run continues as if it
   // had not stopped (the strategy adopts the parameters: Strategy::restored). Not collective.
-  // InvalidUsage when resume_refusal() refuses the strategy, and for restore() after finish();
-  // save() after finish() saves the final model (asynchronous strategies: the model with every
+  // Every strategy, codec and dgc saves its own state (docs/faults.md has the table). InvalidUsage
+  // for restore() after finish(); save() after finish() saves the final model (asynchronous strategies: the model with every
   // average that reached it). restore(): IoError naming `source` when the checkpoint does not fit
   // (another model or optimizer).
   Checkpoint save();
@@ -128,7 +122,6 @@ class Worker {
   optim::LrSchedule schedule_;
   std::unique_ptr<Strategy> strategy_;
   FaultInjection fault_;  // StrategyOptions::fault_inject (none by default)
-  std::string resume_refusal_;  // resume_refusal() of the strategy: "" when save() and restore() work
   std::vector<float> published_;                       // asynchronous, no replica_window(): params after the last step
   std::unique_ptr<collective::Window> replicas_;       // exposes published_
   bool finished_ = false;

@@ -79,8 +79,9 @@ void validate_environment() {
                "environment variable FAST_OP_TIMEOUT: expected seconds in (0, 1e9], got {}", limit);
 }
 
-// checkpoint_dir, checkpoint_every, checkpoint_keep and resume (docs/faults.md): the strategy must
-// be resumable, the folders folders, and a folder to resume from must hold a complete checkpoint.
+// checkpoint_dir, checkpoint_every, checkpoint_keep and resume (docs/faults.md): an asynchronous
+// strategy checkpoints at the end only, the folders must be folders, and a folder to resume from
+// must hold a complete checkpoint.
 void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions& s) {
   FAST_ENFORCE(o.checkpoint_every >= 0, "checkpoint_every: expected steps >= 0, got {}", o.checkpoint_every);
   FAST_ENFORCE(o.checkpoint_keep >= 1, "checkpoint_keep: expected >= 1, got {}", o.checkpoint_keep);
@@ -88,8 +89,6 @@ void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions
                "checkpoint_every: set to {} without checkpoint_dir; expected a folder to write the checkpoints to",
                o.checkpoint_every);
   if (o.checkpoint_dir.empty() && o.resume.empty()) return;
-  const std::string refusal = strategy::resume_refusal(s);
-  FAST_ENFORCE(refusal.empty(), "{}: {}", o.checkpoint_dir.empty() ? "resume" : "checkpoint_dir", refusal);
   FAST_ENFORCE(o.checkpoint_every == 0 || !strategy::asynchronous_strategy(s),
                "checkpoint_every: set to {} with the asynchronous strategy '{}', whose workers are never at one step "
                "together; expected 0 (asynchronous runs write their checkpoint at the end and when interrupted)",
