@@ -111,6 +111,7 @@ void PsStrategy::attach(ModelState state) {
   offsets_.assign(k + 1, 0);
   for (std::size_t s = 0; s < k; ++s) offsets_[s + 1] = offsets_[s] + d / k + (s < d % k ? 1 : 0);
   version_read_.assign(k, 0);
+  first_clock_.assign(k, 0);
   headers_.resize(k);
   acks_.resize(k);
   runtime::Context& ctx = comm_.context();
@@ -146,6 +147,12 @@ void PsStrategy::attach(ModelState state) {
     server_->set_reply_density(  // Dgc::density reads constant options: safe from the server's activity
         [dgc = dgc_.get()](std::int64_t round) { return dgc->density(round); });
   collective::WindowOptions window_options = codec_window(options_, layout);
+  // A worker that rejoins a run under way cannot all-gather the shards' lengths (servers expose one
+  // each, the others nothing).
+  window_options.joining_numel = [this](int owner) {
+    const auto o = static_cast<std::size_t>(owner);
+    return owner < servers_ ? offsets_[o + 1] - offsets_[o] : std::size_t{0};
+  };
   window_options.initial = [this](int owner) {
     return owner < servers_ ? std::span<const float>(shard_of(std::span<float>(start_), owner)) : std::span<const float>();
   };
@@ -170,7 +177,7 @@ std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
       works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(shard_of(input.state.params, k))));
     else
       works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
-    headers_[ku] = Request{.kind = Request::Kind::push, .clock = clock_, .version = version_read_[ku],
+    headers_[ku] = Request{.kind = Request::Kind::push, .clock = first_clock_[ku] + clock_, .version = version_read_[ku],
                            .finite = finite, .lr = input.lr * lr_scale_}
                        .to_words();
     works.push_back(ctx.send(k, tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(headers_[ku]))));
@@ -290,6 +297,29 @@ void PsStrategy::restore_state(const Checkpoint& checkpoint, std::string_view so
     // No bump: the shard's version counts applied gradients (the staleness clock), which restarts at 0.
   }
   restore_links(checkpoint, source);
+}
+
+void PsStrategy::rejoin(ModelState state) {
+  runtime::Context& ctx = comm_.context();
+  FAST_ENFORCE_AS(core::InvalidUsage, attached_ && !finished_ && clock_ == 0,
+                  "ps: rejoin() must come after attach() and before the first step");
+  FAST_ENFORCE_AS(core::InvalidUsage, mode_ != PsMode::sync, "ps: rejoin with mode = sync: {}",
+                  "a round needs every worker, so a lost one ends the run");
+  FAST_ENFORCE_AS(core::InvalidUsage, !compresses(options_), "ps: rejoin with compress = '{}': {}", options_.compress,
+                  "the pushes' residuals and the pulls' references would not match the servers'");
+  FAST_ENFORCE_AS(core::InvalidUsage, !server_,
+                  "ps: worker {} hosts the server of shard {}, whose part of the model was lost with its first "
+                  "process: a server rank cannot rejoin", ctx.rank(), ctx.rank());
+  std::vector<Header> join(static_cast<std::size_t>(servers_), Request{.kind = Request::Kind::join}.to_words());
+  std::vector<core::Work> works;
+  for (int k = 0; k < servers_; ++k) {
+    const auto ku = static_cast<std::size_t>(k);
+    works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
+    works.push_back(ctx.send(k, tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(join[ku]))));
+  }
+  with_servers("rejoin", [&] { core::wait_all(works); });
+  for (std::size_t k = 0; k < first_clock_.size(); ++k) first_clock_[k] = acks_[k][0];
+  with_servers("rejoin", [&] { pull(state.params, collective::Wire::exact); });
 }
 
 bool PsStrategy::snapshot(ModelState /*state*/, std::span<float> out) {

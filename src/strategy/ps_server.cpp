@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 
 namespace fast::strategy {
 
@@ -78,14 +79,20 @@ void PsServer::run() {
       FAST_ENFORCE(src == ctx_.rank(), "ps: server of shard {}: stop request from worker {}", shard_, src);
       break;
     }
+    if (h.kind == Request::Kind::join) {
+      on_join(src);
+      continue;
+    }
     if (tolerant && done_[who] && !ctx_.alive(src)) continue;  // sent before it was lost, counted done since
     FAST_ENFORCE(!done_[who], "ps: server of shard {}: request from worker {} after its done", shard_, src);
     if (h.kind == Request::Kind::push) {
+      const double since = ctx_.now();
       try {
         on_push(src, h);
       } catch (const core::PeerLost&) {
-        if (!tolerant || ctx_.alive(src)) throw;
-        note_lost();  // lost while pushing: its gradient was not applied
+        // Lost while pushing (a new process may have taken the rank back since): not applied.
+        if (!tolerant || !runtime::lost_since(ctx_, src, since)) throw;
+        note_lost();
       }
     } else {
       on_done(src);
@@ -158,6 +165,27 @@ void PsServer::on_push(int src, const Request& h) {
   }
   waiting_[who] = 1;
   release_waiting();
+}
+
+void PsServer::on_join(int src) {
+  FAST_ENFORCE(mode_ != PsMode::sync, "ps: server of shard {}: join request from worker {} in mode sync", shard_, src);
+  FAST_ENFORCE(src != ctx_.rank(), "ps: server of shard {}: join request from its own rank", shard_);
+  const auto who = static_cast<std::size_t>(src);
+  if (done_[who]) {
+    done_[who] = 0;
+    --done_count_;
+  }
+  waiting_[who] = 0;
+  replies_[who] = core::Work();  // an acknowledgement to the old process: dropped
+  std::int64_t others = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t w = 0; w < pushed_.size(); ++w)
+    if (w != who && !done_[w]) others = std::min(others, pushed_[w]);
+  pushed_[who] = others == std::numeric_limits<std::int64_t>::max() ? 0 : others;
+  read_min_[who] = min_pushed();
+  core::log(core::LogLevel::info, "ps: server of shard {}: worker {} rejoined; its pushes count from {}", shard_, src,
+            pushed_[who]);
+  acks_[who] = {pushed_[who], read_min_[who]};
+  replies_[who] = ctx_.send(src, tag(shard_, kReply), core::ConstView(std::span<const std::int64_t>(acks_[who])));
 }
 
 void PsServer::on_done(int src) {

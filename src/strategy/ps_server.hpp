@@ -89,7 +89,9 @@ class PsServer {
   // The server loop: serves requests until every worker sent `done`, or a stop request from its
   // own rank arrives. Throws on a protocol violation or when the world fails. async / ssp: a
   // worker the runtime reports lost (Context::alive) counts as done; its unfinished request is
-  // dropped.
+  // dropped. A `join` from a worker (a new process in a lost one's place) drops what the server
+  // kept of the old process and counts the newcomer's pushes from the smallest push count of the
+  // other unfinished workers, which it acknowledges as {that count, smallest push count}.
   void run();
 
   // Thread-safe (the statistics' mutex).
@@ -99,6 +101,7 @@ class PsServer {
  private:
   void on_push(int src, const ps_protocol::Request& request);
   void on_done(int src);
+  void on_join(int src);
   void close_sync_round();
   void send_replies();  // sync: under the window's Local guard
   void robust_round();

@@ -35,9 +35,10 @@ bool asynchronous_strategy(const StrategyOptions& options) {
 
 std::string rejoin_refusal(const StrategyOptions& options) {
   const std::string& name = options.name;
-  if (name != "adpsgd" && name != "acid" && name != "easgd" && name != "gosgd")
-    return fmt::format("strategy '{}' cannot take a worker back into a run under way (its state is more than a "
-                       "model a neighbour holds); rejoining supports adpsgd, acid, easgd and gosgd", name);
+  if (!asynchronous_strategy(options))
+    return fmt::format("strategy '{}'{} is synchronous: a lost worker ends the run, so none can be taken back; "
+                       "rejoining supports adpsgd, acid, easgd, gosgd and ps in mode async or ssp",
+                       name, name == "ps" ? " in mode " + options.mode : std::string());
   if (Strategy::compresses(options))
     return fmt::format("compress = '{}' keeps per-link codec references that a new process does not have; "
                        "rejoining supports compress = none", options.compress);

@@ -81,7 +81,8 @@ std::array<std::int64_t, PsRequest::kWords> PsRequest::to_words() const {
 
 PsRequest PsRequest::from_words(std::span<const std::int64_t> w) {
   FAST_ENFORCE(w.size() == kWords, "ps request: length: expected {} words, got {}", kWords, w.size());
-  FAST_ENFORCE(w[0] >= 1 && w[0] <= 3, "ps request: kind: expected 1 (push), 2 (done) or 3 (stop), got {}", w[0]);
+  FAST_ENFORCE(w[0] >= 1 && w[0] <= 4, "ps request: kind: expected 1 (push), 2 (done), 3 (stop) or 4 (join), got {}",
+               w[0]);
   FAST_ENFORCE(w[1] >= 0, "ps request: clock: expected >= 0, got {}", w[1]);
   FAST_ENFORCE(w[2] >= 0, "ps request: version: expected >= 0, got {}", w[2]);
   FAST_ENFORCE(w[3] == 0 || w[3] == 1, "ps request: finite: expected 0 or 1, got {}", w[3]);

@@ -314,9 +314,12 @@ TEST(WorkerCheckpoint, PsServersSaveTheirRoundsShardsAndReplyLinks) {
 }
 
 TEST(WorkerCheckpoint, RefusesRejoinsOfStrategiesWithStateOfTheirOwnAndCheckpointsOfAnotherOptimizer) {
-  for (const char* name : {"adpsgd", "acid", "easgd", "gosgd"}) EXPECT_EQ(rejoin_refusal({.name = name}), "") << name;
-  for (const char* name : {"ps", "allreduce"})
-    EXPECT_NE(rejoin_refusal({.name = name}).find("strategy '" + std::string(name) + "' cannot take a worker back"),
+  for (const char* name : {"adpsgd", "acid", "easgd", "gosgd", "ps"}) EXPECT_EQ(rejoin_refusal({.name = name}), "") << name;
+  EXPECT_EQ(rejoin_refusal({.name = "ps", .mode = "ssp"}), "");
+  EXPECT_NE(rejoin_refusal({.name = "ps", .mode = "sync"}).find("strategy 'ps' in mode sync is synchronous"),
+            std::string::npos);
+  for (const char* name : {"allreduce", "dpsgd", "local-sgd"})
+    EXPECT_NE(rejoin_refusal({.name = name}).find("strategy '" + std::string(name) + "' is synchronous"),
               std::string::npos) << name;
   EXPECT_NE(rejoin_refusal({.name = "acid", .compress = "int8"}).find("compress = 'int8'"), std::string::npos);
   runtime::threads::World({.size = 1}).run([&](Context& ctx) {

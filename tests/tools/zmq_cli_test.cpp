@@ -250,13 +250,14 @@ int progress_percent(const std::string& log) {
   return percent;
 }
 
-// adpsgd (the run), acid, easgd and gosgd: a rejoining worker takes a live neighbour's
-// model (acid: as x and x~), the centre (easgd) or a live peer's replica with mass 1 (gosgd).
+// adpsgd (the run), acid, easgd, gosgd and ps in mode ssp: a rejoining worker takes a live
+// neighbour's model (acid: as x and x~), the centre (easgd), a live peer's replica with mass 1
+// (gosgd) or the servers' shards, with the push count the servers give it (ps; worker 0 serves).
 class ZmqChurn : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers) {
   const std::string strategy = GetParam();
-  const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn_" + strategy);
+  const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn_" + strategy.substr(0, strategy.find(' ')));
   // 3 epochs of mlp; every worker paced (--slowdown) so that the run outlasts the kill, the 5 s
   // pause and the new process's start-up by far.
   const std::string train = kFast + " train --runtime zmq --peer-timeout 2 --summary s.json --metrics m.jsonl" +
@@ -288,6 +289,10 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
   EXPECT_LT(percent_at_restart, 90) << "the run was nearly over when the process came back; output:\n" << log;
   EXPECT_TRUE(WIFEXITED(again_status) && WEXITSTATUS(again_status) == 0) << log;
   EXPECT_NE(slurp(again.log).find("rejoined the run at step"), std::string::npos) << log;
+  if (strategy.starts_with("ps")) {
+    EXPECT_NE(slurp(l.log).find("ps: server of shard 0: worker 2 rejoined; its pushes count from"), std::string::npos)
+        << log;
+  }
   ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
   const json s = json::parse(slurp(dir / "s.json"));
   EXPECT_EQ(s["live_workers"], 4) << s.dump();
@@ -307,7 +312,7 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
   if (!HasFailure()) fs::remove_all(dir);  // kept for a look otherwise
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, ZmqChurn, ::testing::Values("adpsgd", "acid", "easgd", "gosgd"));
+INSTANTIATE_TEST_SUITE_P(Strategies, ZmqChurn, ::testing::Values("adpsgd", "acid", "easgd", "gosgd", "ps --mode ssp"));
 
 // A process that claims the rank of a live worker is refused (exit 2, naming the rank) once the
 // rank stayed live for the peer timeout + 2 s; the run goes on with its 4 workers untouched.

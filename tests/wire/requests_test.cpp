@@ -75,8 +75,14 @@ TEST(WireRequests, PsRequestRoundTripsAndValidates) {
   EXPECT_FALSE(d.finite);
   EXPECT_EQ(d.lr, 0.05);
   auto w = r.to_words();
-  w[0] = 0;
-  EXPECT_NE((error_of<PsRequest>(w)).find("kind: expected 1 (push), 2 (done) or 3 (stop), got 0"), std::string::npos);
+  w[0] = 4;
+  EXPECT_EQ(PsRequest::from_words(w).kind, PsRequest::Kind::join);
+  for (const std::int64_t kind : {0, 5}) {
+    w[0] = kind;
+    EXPECT_NE((error_of<PsRequest>(w)).find("kind: expected 1 (push), 2 (done), 3 (stop) or 4 (join), got " +
+                                            std::to_string(kind)),
+              std::string::npos);
+  }
   w = r.to_words();
   w[1] = -1;
   EXPECT_NE((error_of<PsRequest>(w)).find("clock: expected >= 0, got -1"), std::string::npos);

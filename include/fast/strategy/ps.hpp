@@ -100,6 +100,9 @@
 // its shard of the model is gone: the next push, pull, snapshot or finish of every worker throws
 // PeerLost naming the shard ("the server of shard k (on worker k) was lost"). finish() then runs
 // among the survivors (Worker::finish drops lost workers from the Communicator's group first).
+// async and ssp take a lost worker back (zmq rejoin, rejoin()): a `join` request (kind 4) makes
+// each server forget the old process and count the newcomer's pushes from the smallest push count
+// of the other unfinished workers; the newcomer's clock at that server starts there.
 
 #include <array>
 #include <cstdint>
@@ -149,6 +152,11 @@ class PsStrategy final : public Strategy {
   // ssp clocks and shard versions restart at 0 on every worker and server together.
   void save_state(Checkpoint& out) override;
   void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
+  // async, ssp, no codec, a worker hosting no server (a server's shard is lost with its host):
+  // this worker is a new process in a lost one's place. It sends `join` to every server, takes
+  // the push count each one acknowledges as its clock there, and pulls the shards into
+  // state.params. InvalidUsage otherwise; PeerLost naming the shard when a server is lost.
+  void rejoin(ModelState state) override;
   StalenessStats staleness() const override;
 
   PsMode mode() const noexcept { return mode_; }
@@ -176,6 +184,7 @@ class PsStrategy final : public Strategy {
   bool finished_ = false;
   std::vector<std::size_t> offsets_;             // shard k = [offsets_[k], offsets_[k + 1])
   std::int64_t clock_ = 0;                       // pushes made by this worker
+  std::vector<std::int64_t> first_clock_;        // per server: the push count it gave at rejoin (else 0)
   std::vector<std::uint64_t> version_read_;      // per shard: version of the parameters last pulled
   std::vector<std::array<std::int64_t, 5>> headers_;  // per shard: request header being sent
   std::vector<std::array<std::int64_t, 2>> acks_;     // per shard: acknowledgement being received

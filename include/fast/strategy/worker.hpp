@@ -56,9 +56,11 @@ struct StepReport {
 bool asynchronous_strategy(const StrategyOptions& options);
 
 // Rejoins (docs/faults.md, "Elastic asynchronous runs"): "" when a Worker of this strategy can
-// join a run under way in place of a lost one (Worker::rejoin), else why not. Today: adpsgd, acid,
-// easgd and gosgd without a codec (a model taken from a live peer, or easgd's centre, is all the
-// state they need; gosgd starts again with mass 1).
+// join a run under way in place of a lost one (Worker::rejoin), else why not. Today: every
+// asynchronous strategy (adpsgd, acid, easgd, gosgd, ps in mode async or ssp) without a codec (a
+// model taken from a live peer, easgd's centre or ps's servers is all the state they need; gosgd
+// starts again with mass 1). The strategy's rejoin() refuses what depends on the rank: worker 0
+// under easgd, a server rank under ps.
 std::string rejoin_refusal(const StrategyOptions& options);
 
 class Worker {

@@ -43,7 +43,8 @@ const char* name_of(WindowRequest::Op op) noexcept;
 
 // A parameter-server request (strategy/ps.hpp), sent by a worker to the server of a shard.
 struct PsRequest {
-  enum class Kind : std::int64_t { push = 1, done = 2, stop = 3 };
+  // join: a new process took a lost worker's rank back (async, ssp; docs/faults.md).
+  enum class Kind : std::int64_t { push = 1, done = 2, stop = 3, join = 4 };
   static constexpr std::size_t kWords = 5;
 
   Kind kind = Kind::stop;
