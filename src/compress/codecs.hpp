@@ -38,7 +38,7 @@ class CountedStream {
 std::unique_ptr<Codec> make_none();
 std::unique_ptr<Codec> make_fp16();
 std::unique_ptr<Codec> make_bf16();
-std::unique_ptr<Codec> make_int8(int levels, std::uint64_t seed);
+std::unique_ptr<Codec> make_int8(int levels, std::uint64_t bucket, std::uint64_t seed);
 std::unique_ptr<Codec> make_sign();
 
 // How many elements a topk/randk codec keeps of n: exactly `k` (clamped to n) when k > 0, else

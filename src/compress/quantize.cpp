@@ -1,5 +1,7 @@
 // Quantizing codecs.
-//   int8 (QSGD): body = f32 norm, u8 levels s, then n int8 levels l_i in [-s, s]; x_i ~ norm * l_i / s.
+//   int8 (QSGD with buckets): body = u8 levels s, u32 bucket B, the f32 norm of each of the ceil(n / B)
+//                buckets of B consecutive elements (the last may be shorter), then n int8 levels l_i in
+//                [-s, s]; x_i ~ norm_b * l_i / s with b = i / B.
 //                The rounding draws come from a counter-based hash (uniform24) keyed by one 64-bit draw of
 //                the codec's mt19937_64 stream per message.
 //   sign:        body = f32 scale (mean |x|), then ceil(n / 8) bytes of sign bits, bit i%8 (LSB first) of
@@ -64,53 +66,78 @@ FAST_TARGET_AVX2 void quantize_avx2(const float* x, std::int8_t* l, std::size_t 
 
 class Int8Codec final : public Codec {
  public:
-  Int8Codec(int levels, std::uint64_t seed) : levels_(levels), rng_(seed) {}
+  Int8Codec(int levels, std::uint64_t bucket, std::uint64_t seed) : levels_(levels), bucket_(bucket), rng_(seed) {}
   std::string_view name() const override { return "int8"; }
-  std::size_t encoded_bytes(std::size_t n) const override { return kHeaderBytes + 5 + n; }
+  std::size_t encoded_bytes(std::size_t n) const override { return encoded_bytes(n, bucket_); }
   bool unbiased() const override { return true; }
 
   void encode(core::ConstView input, core::Buffer& out) override {
     wire::check_input(name(), input);
     auto x = input.as<float>();
-    const auto norm = static_cast<float>(std::sqrt(sum_of(x, [](double v) { return v * v; })));
-    FAST_ENFORCE(std::isfinite(norm), "codec 'int8': input norm {} is not finite", norm);
-    std::uint8_t* body = wire::begin_payload(out, encoded_bytes(x.size()), CodecId::int8, x.size());
-    wire::put<float>(body, norm);
-    body[4] = static_cast<std::uint8_t>(levels_);
-    const auto s = static_cast<float>(levels_);
-    const float inv = norm > 0 ? static_cast<float>(levels_ / static_cast<double>(norm)) : 0.0f;
+    const std::size_t n = x.size();
+    const std::size_t buckets = bucket_count(n, bucket_);
+    std::uint8_t* body = wire::begin_payload(out, encoded_bytes(n), CodecId::int8, n);
+    body[0] = static_cast<std::uint8_t>(levels_);
+    wire::put<std::uint32_t>(body + 1, static_cast<std::uint32_t>(bucket_));
+    std::uint8_t* norms = body + 5;
+    // Every norm first: a non-finite input is refused before any level is drawn.
+    for (std::size_t b = 0; b < buckets; ++b) {
+      const std::size_t first = b * bucket_, count = std::min<std::size_t>(bucket_, n - first);
+      const auto norm = static_cast<float>(std::sqrt(sum_of(x.subspan(first, count), [](double v) { return v * v; })));
+      FAST_ENFORCE(std::isfinite(norm), "codec 'int8': input norm {} of elements {}..{} is not finite", norm, first,
+                   first + count - 1);
+      wire::put<float>(norms + 4 * b, norm);
+    }
     // Per message: a 64-bit draw of the codec's stream; element i uses the key and i (the high half of i
     // is folded in, so n >= 2^32 gets distinct draws).
     const std::uint64_t draw = rng_();
-    const float* xp = x.data();
-    std::int8_t* lp = reinterpret_cast<std::int8_t*>(body + 5);
-    const std::size_t n = x.size();
-    for (std::size_t base = 0; base < n; base += std::size_t{1} << 32) {
-      const auto key = static_cast<std::uint32_t>(draw ^ (draw >> 32) ^ (base >> 32) * 0x632be5abu);
-      const std::size_t end = std::min(n, base + (std::size_t{1} << 32));
-      (core::cpu_features().avx2 ? quantize_avx2 : quantize_base)(xp, lp, base, end, s, inv, key);
+    const auto s = static_cast<float>(levels_);
+    std::int8_t* lp = reinterpret_cast<std::int8_t*>(norms + 4 * buckets);
+    const auto quantize_range = core::cpu_features().avx2 ? quantize_avx2 : quantize_base;
+    for (std::size_t b = 0; b < buckets; ++b) {
+      const auto norm = wire::get<float>(norms + 4 * b);
+      const float inv = norm > 0 ? static_cast<float>(levels_ / static_cast<double>(norm)) : 0.0f;
+      const std::size_t first = b * bucket_, last = first + std::min<std::size_t>(bucket_, n - first);
+      for (std::size_t begin = first; begin < last;) {  // split where i >> 32 changes
+        const std::size_t end = std::min(last, (begin >> 32 << 32) + (std::size_t{1} << 32));
+        const auto key = static_cast<std::uint32_t>(draw ^ (draw >> 32) ^ (begin >> 32) * 0x632be5abu);
+        quantize_range(x.data(), lp, begin, end, s, inv, key);
+        begin = end;
+      }
     }
   }
 
   void decode(core::ConstView payload, core::MutableView out) const override {
     auto p = wire::check_header(name(), CodecId::int8, payload, out);
-    wire::check_length(name(), p.size(), encoded_bytes(out.numel()), "16-byte header + 5 + n");
-    const std::uint8_t* body = p.data() + kHeaderBytes;
-    const auto norm = wire::get<float>(body);
-    const int s = body[4];
-    FAST_ENFORCE(std::isfinite(norm) && norm >= 0, "codec 'int8': payload norm {}, expected finite and >= 0", norm);
-    FAST_ENFORCE(s >= 1 && s <= 127, "codec 'int8': payload levels {}, expected 1..127", s);
     const std::size_t n = out.numel();
-    const auto* lp = reinterpret_cast<const std::int8_t*>(body + 5);
+    FAST_ENFORCE(p.size() >= kHeaderBytes + 5, "codec 'int8': payload of {} bytes, expected at least {}", p.size(),
+                 kHeaderBytes + 5);
+    const std::uint8_t* body = p.data() + kHeaderBytes;
+    const int s = body[0];
+    const std::uint32_t bucket = wire::get<std::uint32_t>(body + 1);
+    FAST_ENFORCE(s >= 1 && s <= 127, "codec 'int8': payload levels {}, expected 1..127", s);
+    FAST_ENFORCE(bucket >= 1, "codec 'int8': payload bucket 0, expected >= 1");
+    wire::check_length(name(), p.size(), encoded_bytes(n, bucket), "16-byte header + 5 + 4 per bucket + n");
+    const std::size_t buckets = bucket_count(n, bucket);
+    const std::uint8_t* norms = body + 5;
+    for (std::size_t b = 0; b < buckets; ++b) {
+      const auto norm = wire::get<float>(norms + 4 * b);
+      FAST_ENFORCE(std::isfinite(norm) && norm >= 0, "codec 'int8': payload norm {} of bucket {}, expected finite and >= 0",
+                   norm, b);
+    }
+    const auto* lp = reinterpret_cast<const std::int8_t*>(norms + 4 * buckets);
     std::int32_t bad = 0;
     for (std::size_t i = 0; i < n; ++i) bad |= static_cast<std::int32_t>(lp[i] < -s) | static_cast<std::int32_t>(lp[i] > s);
     if (bad != 0)
       for (std::size_t i = 0; i < n; ++i)
         FAST_ENFORCE(lp[i] >= -s && lp[i] <= s, "codec 'int8': level {} of element {} out of range, expected -{}..{}",
                      static_cast<int>(lp[i]), i, s, s);
-    const auto step = static_cast<float>(static_cast<double>(norm) / s);
     float* y = out.as<float>().data();
-    for (std::size_t i = 0; i < n; ++i) y[i] = static_cast<float>(lp[i]) * step;
+    for (std::size_t b = 0; b < buckets; ++b) {
+      const auto step = static_cast<float>(static_cast<double>(wire::get<float>(norms + 4 * b)) / s);
+      const std::size_t first = b * bucket, last = first + std::min<std::size_t>(bucket, n - first);
+      for (std::size_t i = first; i < last; ++i) y[i] = static_cast<float>(lp[i]) * step;
+    }
   }
 
   void save_state(std::string_view prefix, core::SavedState& out) const override { rng_.save(prefix, out); }
@@ -119,7 +146,13 @@ class Int8Codec final : public Codec {
   }
 
  private:
+  static std::size_t bucket_count(std::size_t n, std::size_t bucket) noexcept { return (n + bucket - 1) / bucket; }
+  static std::size_t encoded_bytes(std::size_t n, std::size_t bucket) noexcept {
+    return kHeaderBytes + 5 + 4 * bucket_count(n, bucket) + n;
+  }
+
   int levels_;
+  std::uint64_t bucket_;  // elements per norm, in [1, 2^32)
   CountedStream rng_;
 };
 
@@ -176,7 +209,9 @@ class SignCodec final : public Codec {
 
 }  // namespace
 
-std::unique_ptr<Codec> make_int8(int levels, std::uint64_t seed) { return std::make_unique<Int8Codec>(levels, seed); }
+std::unique_ptr<Codec> make_int8(int levels, std::uint64_t bucket, std::uint64_t seed) {
+  return std::make_unique<Int8Codec>(levels, bucket, seed);
+}
 std::unique_ptr<Codec> make_sign() { return std::make_unique<SignCodec>(); }
 
 }  // namespace fast::compress

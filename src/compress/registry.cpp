@@ -66,13 +66,16 @@ const std::array kRegistry{
     Entry{"none", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_none(); }},
     Entry{"fp16", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_fp16(); }},
     Entry{"bf16", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_bf16(); }},
-    Entry{"int8", "[:levels=S]", {"levels"},
+    Entry{"int8", "[:levels=S,bucket=B]", {"levels", "bucket"},
           [](const Options& o, std::uint64_t seed, const core::Layout*) {
-            std::uint64_t levels = 127;
+            std::uint64_t levels = 127, bucket = 512;
             if (auto it = o.find("levels"); it != o.end()) levels = parse_count("int8", "levels", it->second);
             FAST_ENFORCE(levels >= 1 && levels <= 127, "codec 'int8': option levels expected in 1..127, got {}",
                          levels);
-            return make_int8(static_cast<int>(levels), seed);
+            if (auto it = o.find("bucket"); it != o.end()) bucket = parse_count("int8", "bucket", it->second);
+            FAST_ENFORCE(bucket >= 1 && bucket <= 0xFFFFFFFFu,
+                         "codec 'int8': option bucket (elements per norm) expected in 1..4294967295, got {}", bucket);
+            return make_int8(static_cast<int>(levels), bucket, seed);
           }},
     Entry{"sign", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_sign(); }},
     Entry{"topk", "[:ratio=R|k=K,scope=global|tensor]", {"ratio", "k", "scope"},

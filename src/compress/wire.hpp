@@ -14,7 +14,7 @@
 namespace fast::compress::wire {
 
 inline constexpr std::uint8_t kMagic[4] = {'F', 'C', 'D', 'C'};
-inline constexpr std::uint8_t kVersion = 2;  // 2: sparse index forms (u32, delta, bitmap); powersgd
+inline constexpr std::uint8_t kVersion = 3;  // 2: sparse index forms (u32, delta, bitmap), powersgd; 3: int8 buckets
 
 template <typename T>
 void put(std::uint8_t* p, T v) noexcept {

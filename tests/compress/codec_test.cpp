@@ -163,21 +163,46 @@ TEST(Codec, Bf16RelativeErrorAtMostTwoToMinus8) {
 
 // --- quantizers --------------------------------------------------------------------------------
 
-TEST(Codec, Int8DecodesToANeighbouringLevelOfTheNorm) {
-  auto c = make_codec("int8:levels=7", 11);
-  const auto x = random_values(300, 6);
-  const auto p = encode(*c, x);
-  EXPECT_EQ(p.size(), c->encoded_bytes(x.size()));
-  double sq = 0;
-  for (float v : x) sq += double(v) * v;
-  const double norm = std::sqrt(sq);
-  const auto y = decode(*c, p, x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double l = y[i] / norm * 7;
-    EXPECT_NEAR(l, std::round(l), 1e-4) << i;
-    EXPECT_LE(std::fabs(y[i] - x[i]), norm / 7 * (1 + 1e-6)) << i;
-    EXPECT_TRUE(y[i] == 0 || (y[i] > 0) == (x[i] > 0)) << i;
+// Each element decodes to a level of its bucket's norm next to its value: 300 elements in buckets
+// of 64 (the last one 44), and in one bucket (the default 512 > 300).
+TEST(Codec, Int8DecodesToANeighbouringLevelOfItsBucketsNorm) {
+  for (const std::size_t bucket : {64, 512}) {
+    auto c = make_codec("int8:levels=7,bucket=" + std::to_string(bucket), 11);
+    const auto x = random_values(300, 6);
+    const auto p = encode(*c, x);
+    EXPECT_EQ(p.size(), 16 + 5 + 4 * ((x.size() + bucket - 1) / bucket) + x.size());
+    EXPECT_EQ(p.size(), c->encoded_bytes(x.size()));
+    const auto y = decode(*c, p, x.size());
+    for (std::size_t first = 0; first < x.size(); first += bucket) {
+      const std::size_t last = std::min(x.size(), first + bucket);
+      double sq = 0;
+      for (std::size_t i = first; i < last; ++i) sq += double(x[i]) * x[i];
+      const double norm = std::sqrt(sq);
+      for (std::size_t i = first; i < last; ++i) {
+        const double l = y[i] / norm * 7;
+        EXPECT_NEAR(l, std::round(l), 1e-4) << bucket << " " << i;
+        EXPECT_LE(std::fabs(y[i] - x[i]), norm / 7 * (1 + 1e-6)) << bucket << " " << i;
+        EXPECT_TRUE(y[i] == 0 || (y[i] > 0) == (x[i] > 0)) << bucket << " " << i;
+      }
+    }
   }
+}
+
+// The error of a model-sized message (235,146 elements, the mlp's size) is bounded by the bucket:
+// per element Var <= (norm_b / s)^2 / 4, so E|err|^2 <= sum_b B (norm_b / s)^2 / 4 = B |x|^2 / (4 s^2),
+// a relative error of at most sqrt(B) / (2 s) = 0.089 for B = 512, s = 127 (one norm for the whole
+// vector would allow sqrt(n) / (2 s) = 1.9: more noise than signal, which made model gossip diverge).
+TEST(Codec, Int8RelativeErrorIsBoundedByTheBucketNotTheLength) {
+  const auto x = random_values(235146, 21);
+  auto c = make_codec("int8", 3);
+  const auto y = decode(*c, encode(*c, x), x.size());
+  double err = 0, sq = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    err += (double(y[i]) - x[i]) * (double(y[i]) - x[i]);
+    sq += double(x[i]) * x[i];
+  }
+  EXPECT_LE(std::sqrt(err / sq), std::sqrt(512.0) / (2 * 127));
+  EXPECT_GT(err, 0);
 }
 
 // QSGD: decode x_i = norm l_i / s with E[l_i] = |x_i| s / norm, so per element
@@ -421,13 +446,13 @@ TEST(CodecMalformed, HeaderDefectsAreRejectedForEveryCodec) {
 
 void put_u64(std::vector<std::uint8_t>& p, std::size_t at, std::uint64_t v) { std::memcpy(p.data() + at, &v, 8); }
 
-// Sparse body (version 2): u64 k at 16, u8 form at 24, k f32 values at 25, the index section at 25 + 4k.
+// Sparse body (format version 2 and 3): u64 k at 16, u8 form at 24, k f32 values at 25, the index section at 25 + 4k.
 std::vector<std::uint8_t> sparse_payload(std::size_t n, std::size_t k, std::uint8_t form,
                                          const std::vector<std::uint8_t>& index_section) {
   std::vector<std::uint8_t> p(25 + 4 * k, 0);
   std::memcpy(p.data(), "FCDC", 4);
   p[4] = 5;  // topk
-  p[5] = 2;
+  p[5] = 3;  // format version
   std::memcpy(p.data() + 8, &n, 8);
   std::memcpy(p.data() + 16, &k, 8);
   p[24] = form;
@@ -552,18 +577,25 @@ TEST(CodecMalformed, SparseBodyDefectsAreRejected) {
 
 TEST(CodecMalformed, QuantizerBodyDefectsAreRejected) {
   const auto x = random_values(10, 15);
-  auto q = make_codec("int8:levels=3");
+  auto q = make_codec("int8:levels=3,bucket=4");  // 3 buckets: body = s, bucket, 3 norms, 10 levels
   const auto good = encode(*q, x);
+  ASSERT_EQ(good.size(), 16 + 5 + 12 + 10u);
   auto level = good;
-  level[21 + 2] = 4;  // |level| > s = 3
+  level[33 + 2] = 4;  // |level| > s = 3
   expect_rejected(*q, level, x.size(), "out of range");
   auto levels = good;
-  levels[20] = 0;
+  levels[16] = 0;
   expect_rejected(*q, levels, x.size(), "levels 0");
   auto norm = good;
   const float nan = NAN;
-  std::memcpy(norm.data() + 16, &nan, 4);
-  expect_rejected(*q, norm, x.size(), "norm");
+  std::memcpy(norm.data() + 21 + 4, &nan, 4);
+  expect_rejected(*q, norm, x.size(), "norm nan of bucket 1");
+  auto bucket = good;
+  const std::uint32_t zero = 0, five = 5;
+  std::memcpy(bucket.data() + 17, &zero, 4);
+  expect_rejected(*q, bucket, x.size(), "bucket 0");
+  std::memcpy(bucket.data() + 17, &five, 4);  // 2 buckets of 5: 4 bytes too many
+  expect_rejected(*q, bucket, x.size(), "4 per bucket");
 
   auto s = make_codec("sign");
   const auto sg = encode(*s, x);  // 10 bits: 6 padding bits in the second byte

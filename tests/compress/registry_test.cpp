@@ -38,7 +38,9 @@ TEST(CodecRegistry, OptionsAreParsed) {
   EXPECT_EQ(make_codec("topk")->encoded_bytes(1000), sparse_bound(1000, 10));  // default ratio 0.01
   EXPECT_EQ(make_codec("topk")->encoded_bytes(5), sparse_bound(5, 1));        // at least one
   EXPECT_EQ(make_codec("randk:ratio=0.5")->encoded_bytes(10), 16 + 16 + 4 * 5u);
-  EXPECT_EQ(make_codec("int8:levels=1")->encoded_bytes(10), 16 + 5 + 10u);
+  EXPECT_EQ(make_codec("int8:levels=1")->encoded_bytes(10), 16 + 5 + 4 + 10u);
+  EXPECT_EQ(make_codec("int8:bucket=4")->encoded_bytes(10), 16 + 5 + 12 + 10u);
+  EXPECT_EQ(make_codec("int8")->encoded_bytes(1025), 16 + 5 + 12 + 1025u);
   EXPECT_EQ(make_codec("threshold:value=0")->encoded_bytes(10), sparse_bound(10, 10));
 }
 
@@ -67,6 +69,9 @@ TEST(CodecRegistry, BadValuesNameTheKeyAndTheRange) {
   EXPECT_NE(error_of("topk:k=3,ratio=0.1").find("exclusive"), std::string::npos);
   EXPECT_NE(error_of("int8:levels=128").find("levels expected in 1..127, got 128"), std::string::npos);
   EXPECT_NE(error_of("int8:levels=0").find("levels expected in 1..127, got 0"), std::string::npos);
+  EXPECT_NE(error_of("int8:bucket=0").find("bucket (elements per norm) expected in 1..4294967295, got 0"),
+            std::string::npos);
+  EXPECT_NE(error_of("int8:bucket=4294967296").find("got 4294967296"), std::string::npos);
   EXPECT_NE(error_of("threshold").find("option value is required"), std::string::npos);
   EXPECT_NE(error_of("threshold:value=-1").find("value expected in [0, 3.4e38], got -1"), std::string::npos);
   EXPECT_NE(error_of("threshold:value=inf").find("not a finite number"), std::string::npos);

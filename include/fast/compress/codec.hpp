@@ -90,7 +90,7 @@ class Codec {
 
 // The names make_codec accepts, in registry order.
 std::vector<std::string> codec_names();
-// The same, each with the form of its options for help texts ("int8[:levels=S]", "threshold:value=T").
+// The same, each with the form of its options for help texts ("int8[:levels=S,bucket=B]", "threshold:value=T").
 std::vector<std::string> codec_specs();
 
 // Builds a codec from "NAME" or "NAME:key=value,key=value". seed feeds the random stream of the
@@ -105,10 +105,12 @@ std::vector<std::string> codec_specs();
 //                        <= 2^-25 below; encode throws InvalidArgument for a finite |x| that rounds to inf
 //                        (|x| >= 65520). NaN and inf pass through.
 //   bf16                 bfloat16, round to nearest even. |err| <= 2^-8 |x| for normal x.
-//   int8:levels=s        QSGD with s levels (1..127, default 127): norm ||x||_2 (f32) and one signed level
-//                        l_i in [-s, s] per element; decode x_i = norm * l_i / s. Unbiased (up to the 2^-24
-//                        resolution of the rounding draw); per element Var = (norm/s)^2 p (1 - p) <=
-//                        (norm/s)^2 / 4 with p the fraction of |x_i| s / norm.
+//   int8:levels=s,bucket=B  QSGD with s levels (1..127, default 127) and buckets of B elements (1..2^32-1,
+//                        default 512, QSGD's bucketing): the norm ||x_b||_2 (f32) of each bucket of B
+//                        consecutive elements (the last may be shorter) and one signed level l_i in [-s, s]
+//                        per element; decode x_i = norm_b * l_i / s. Unbiased (up to the 2^-24 resolution of
+//                        the rounding draw); per element Var = (norm_b/s)^2 p (1 - p) <= (norm_b/s)^2 / 4
+//                        with p the fraction of |x_i| s / norm_b, so E||err||^2 <= B ||x||^2 / (4 s^2).
 //   sign                 scaled sign: scale = mean |x| (f32), one bit per element; decode = +scale for
 //                        x_i >= 0 (and +0, -0), -scale for x_i < 0. Biased.
 //   topk:ratio=r | k=K   the k = min(n, K) or max(1, ceil(r n)) (r in (0, 1], default 0.01) largest |x_i|,
