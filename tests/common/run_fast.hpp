@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/test_dir.hpp"
 #include "fast/core/exit_code.hpp"
 
 namespace fast::testing {
@@ -56,12 +57,5 @@ inline FastResult run_fast_in(const std::filesystem::path& dir, const std::strin
   return run_command(command);
 }
 
-// <tmp>/<prefix>_<pid>/<name>, created.
-inline std::filesystem::path test_dir(const std::string& prefix, const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / (prefix + "_" + std::to_string(::getpid())) / name;
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 }  // namespace fast::testing

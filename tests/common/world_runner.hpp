@@ -195,6 +195,17 @@ inline Children spawn_mpirun(const WorldCase& c, const std::map<std::string, std
   return children;
 }
 
+// The zmq runtime's ipc socket file of a process that ended (<tmp>/fast-<pid>-<random>.sock): one
+// that was killed could not remove it.
+inline void remove_socket_files(pid_t pid) {
+  const std::string prefix = "fast-" + std::to_string(pid) + "-";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(prefix) && name.ends_with(".sock")) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
 // Waits for every child at most limit_seconds (then kills them all by pid); checks how each ended.
 inline void reap_children(Children& children, const ExpectedEnd& expected, double limit_seconds) {
   using clock = std::chrono::steady_clock;
@@ -227,6 +238,7 @@ inline void reap_children(Children& children, const ExpectedEnd& expected, doubl
       if (want_signal != 0 && !(WIFSIGNALED(status[i]) && WTERMSIG(status[i]) == want_signal))
         why = "expected to be killed by signal " + std::to_string(want_signal);
     }
+    remove_socket_files(children.pids[i]);
     std::ifstream log(children.logs[i]);
     std::stringstream text;
     text << log.rdbuf();
@@ -259,7 +271,8 @@ inline void run_world(const WorldCase& c, const runtime::WorkerFn& fn, runtime::
     return;
   }
   Children children = c.runtime == "mpi" ? spawn_mpirun(c, env) : spawn_children(c, env);
-  reap_children(children, expected, limit_seconds);
+  reap_children(children, expected, limit_seconds);  // a failure prints the logs first
+  std::filesystem::remove_all(children.dir);
 }
 
 }  // namespace fast::testing

@@ -8,12 +8,13 @@
 
 #include "fast/core/error.hpp"
 #include "fast/metrics/jsonl_writer.hpp"
+#include "common/test_dir.hpp"
 
 namespace fast::metrics {
 namespace {
 
 std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() / ("fast_metrics_test_" + std::to_string(::getpid())) / name;
+  return fast::testing::test_dir("fast_metrics_test", "files") / name;
 }
 
 TEST(JsonlWriter, ConcurrentWritersProduceWholeLines) {

@@ -256,6 +256,7 @@ TEST_P(Conformance, ALostPeerFailsOperationsWithPeerLostNamingIt) {
     for (int p = (victim / c.workers_per_process); p <= victim / c.workers_per_process; ++p) killed[p] = SIGKILL;
     testing::run_world(c, fn, options, killed, {{"FAST_PEER_TIMEOUT", "1.5"}}, 60);
   }
+  if (!cluster.empty()) std::filesystem::remove(cluster);
 }
 
 // Every runtime of this build (a build without SimGrid or ZeroMQ lacks their cases).

@@ -23,6 +23,7 @@
 #include "config.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/launcher.hpp"
+#include "common/test_dir.hpp"
 
 namespace fast::cli {
 namespace {
@@ -30,11 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-fs::path temp_dir() {
-  const fs::path dir = fs::temp_directory_path() / ("fast_compare_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path temp_dir() { return fast::testing::test_dir("fast_compare_test", "files"); }
 
 fs::path write_toml(const std::string& name, const std::string& body) {
   const fs::path path = temp_dir() / name;

@@ -9,14 +9,13 @@
 #include "common/error_message.hpp"
 #include "config.hpp"
 #include "fast/core/error.hpp"
+#include "common/test_dir.hpp"
 
 namespace fast::cli {
 namespace {
 
 std::filesystem::path write_toml(const std::string& name, const std::string& body) {
-  const auto dir = std::filesystem::temp_directory_path() / ("fast_config_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
+  const auto path = fast::testing::test_dir("fast_config_test", "files") / name;
   std::ofstream(path) << body;
   return path;
 }

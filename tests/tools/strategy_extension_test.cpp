@@ -25,6 +25,7 @@
 #include "fast/adapters/torch/trainer.hpp"
 #include "fast/core/error.hpp"
 #include "fast/strategy/registry.hpp"
+#include "common/test_dir.hpp"
 
 namespace fast {
 namespace {
@@ -77,9 +78,7 @@ void register_scaled_sgd() {
 }
 
 std::filesystem::path write_config(const std::string& name, const std::string& body) {
-  const auto dir = std::filesystem::temp_directory_path() / ("fast_extension_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
+  const auto path = fast::testing::test_dir("fast_extension_test", "files") / name;
   std::ofstream(path) << body;
   return path;
 }
