@@ -274,9 +274,9 @@ void PsStrategy::save_state(Checkpoint& out) {
   // lockstep run (every worker received the last round's reply, so the server waits for the next
   // round's pushes); the window's guard orders this read after the server's last update and the
   // encoding of its last replies.
-  FAST_ENFORCE_AS(core::InvalidUsage, !server_running_ || clock_ == 0 || mode_ == PsMode::sync,
-                  "ps: save_state() while the server applies gradients (mode {}: checkpoints are taken after "
-                  "finish())", options_.mode);
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_ || clock_ == 0 || mode_ == PsMode::sync,
+                  "ps: save_state() while the servers apply gradients and the window serves reads (mode {}: "
+                  "checkpoints are taken after finish())", options_.mode);
   save_links(out);
   if (!server_) return;
   collective::Window::Local local = window_->local();

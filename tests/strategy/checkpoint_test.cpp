@@ -313,6 +313,20 @@ TEST(WorkerCheckpoint, PsServersSaveTheirRoundsShardsAndReplyLinks) {
   });
 }
 
+// ps in mode async: a checkpoint between two steps is refused on every worker (the servers apply
+// gradients and the window serves reads meanwhile); after finish() it is taken.
+TEST(WorkerCheckpoint, PsAsyncRefusesACheckpointBeforeFinish) {
+  runtime::threads::World({.size = 2}).run([&](Context& ctx) {
+    std::vector<float> x(9, 0.5f), g(9);
+    Worker worker(ctx, {.strategy = {.name = "ps", .mode = "async", .compress = "int8"}}, {.params = x, .grads = g});
+    testing::gradient(ctx.rank(), x, g);
+    worker.step();
+    fast::testing::expect_error<core::InvalidUsage>([&] { (void)worker.save(); }, {"after finish()"});
+    worker.finish();
+    EXPECT_TRUE(worker.save().doubles.contains("ps.push.0.residual.0"));
+  });
+}
+
 TEST(WorkerCheckpoint, RefusesRejoinsOfStrategiesWithStateOfTheirOwnAndCheckpointsOfAnotherOptimizer) {
   for (const char* name : {"adpsgd", "acid", "easgd", "gosgd", "ps"}) EXPECT_EQ(rejoin_refusal({.name = name}), "") << name;
   EXPECT_EQ(rejoin_refusal({.name = "ps", .mode = "ssp"}), "");
