@@ -33,7 +33,7 @@ bool asynchronous_strategy(const StrategyOptions& options) {
   return options.name == "easgd" || options.name == "adpsgd" || options.name == "gosgd" || options.name == "acid";
 }
 
-std::string rejoin_refusal(const StrategyOptions& options) {
+std::string rejoin_refusal(const StrategyOptions& options, int rank) {
   const std::string& name = options.name;
   if (!asynchronous_strategy(options))
     return fmt::format("strategy '{}'{} is synchronous: a lost worker ends the run, so none can be taken back; "
@@ -42,6 +42,9 @@ std::string rejoin_refusal(const StrategyOptions& options) {
   if (Strategy::compresses(options))
     return fmt::format("compress = '{}' keeps per-link codec references that a new process does not have; "
                        "rejoining supports compress = none", options.compress);
+  if (name == "ps" && rank >= 0 && rank < options.servers)
+    return fmt::format("worker {} hosts the server of shard {}, whose part of the model was lost with its first "
+                       "process; only workers {} and up (no server) can rejoin a ps run", rank, rank, options.servers);
   return {};
 }
 

@@ -330,6 +330,9 @@ TEST(WorkerCheckpoint, PsAsyncRefusesACheckpointBeforeFinish) {
 TEST(WorkerCheckpoint, RefusesRejoinsOfStrategiesWithStateOfTheirOwnAndCheckpointsOfAnotherOptimizer) {
   for (const char* name : {"adpsgd", "acid", "easgd", "gosgd", "ps"}) EXPECT_EQ(rejoin_refusal({.name = name}), "") << name;
   EXPECT_EQ(rejoin_refusal({.name = "ps", .mode = "ssp"}), "");
+  EXPECT_EQ(rejoin_refusal({.name = "ps", .servers = 2}, 2), "");
+  EXPECT_NE(rejoin_refusal({.name = "ps", .servers = 2}, 1).find("worker 1 hosts the server of shard 1"),
+            std::string::npos);
   EXPECT_NE(rejoin_refusal({.name = "ps", .mode = "sync"}).find("strategy 'ps' in mode sync is synchronous"),
             std::string::npos);
   for (const char* name : {"allreduce", "dpsgd", "local-sgd"})

@@ -59,9 +59,9 @@ bool asynchronous_strategy(const StrategyOptions& options);
 // join a run under way in place of a lost one (Worker::rejoin), else why not. Today: every
 // asynchronous strategy (adpsgd, acid, easgd, gosgd, ps in mode async or ssp) without a codec (a
 // model taken from a live peer, easgd's centre or ps's servers is all the state they need; gosgd
-// starts again with mass 1). The strategy's rejoin() refuses what depends on the rank: worker 0
-// under easgd, a server rank under ps.
-std::string rejoin_refusal(const StrategyOptions& options);
+// starts again with mass 1). `rank`: the worker that would rejoin (-1: any); a ps server's rank is
+// refused (its shard was lost with its process). Rank 0 never rejoins (the zmq runtime refuses it).
+std::string rejoin_refusal(const StrategyOptions& options, int rank = -1);
 
 class Worker {
  public:

@@ -242,7 +242,7 @@ nlohmann::json run_identity(const TrainOptions& o, int workers, std::size_t para
 void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outputs) {
   const TrainOptions& o = in.options;
   if (ctx.joins_run_under_way()) {  // a new process that took a lost worker's rank back (zmq)
-    const std::string refusal = strategy::rejoin_refusal(o.worker.strategy);
+    const std::string refusal = strategy::rejoin_refusal(o.worker.strategy, ctx.rank());
     FAST_ENFORCE(refusal.empty(), "rejoin: this process would take worker {} back into the run under way, but {}",
                  ctx.rank(), refusal);
   }
