@@ -302,6 +302,7 @@ class PowerSgdCodec final : public Codec {
     const std::uint8_t* dense = rd;
     for (const Rec& b : recs) dense += 4 * b.rank * (b.rows + b.cols);
     auto copy_dense = [&](std::size_t lo, std::size_t hi) {
+      if (hi == lo) return;  // an empty output's data() may be null
       std::memcpy(y.data() + lo, dense, 4 * (hi - lo));
       dense += 4 * (hi - lo);
     };
