@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_dir.hpp"
 #include "fast/runtime/launcher.hpp"
 #if FAST_TEST_HAS_ZMQ
 #include "fast/runtime/zmq/keys.hpp"
@@ -193,17 +194,6 @@ inline Children spawn_mpirun(const WorldCase& c, const std::map<std::string, std
   children.process_group = true;
   children.ranks_per_log = static_cast<std::size_t>(c.workers);
   return children;
-}
-
-// The zmq runtime's ipc socket file of a process that ended (<tmp>/fast-<pid>-<random>.sock): one
-// that was killed could not remove it.
-inline void remove_socket_files(pid_t pid) {
-  const std::string prefix = "fast-" + std::to_string(pid) + "-";
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with(prefix) && name.ends_with(".sock")) std::filesystem::remove(entry.path(), ec);
-  }
 }
 
 // Waits for every child at most limit_seconds (then kills them all by pid); checks how each ended.

@@ -165,6 +165,7 @@ TEST_P(ZmqFault, LostWorkerIsNamedAndNothingHangs) {
   Launched l = start_launch(dir, "--batch 32 --steps 1000 --strategy " + fault.strategy);
   const pid_t pid = worker_pid(l, victim);
   ASSERT_GT(pid, 0) << slurp(l.log);
+  const fast::testing::RemovesSocketFiles killed{pid};
   // Killing a process before every process has joined the rendezvous is another fault (the
   // survivors wait --rendezvous-timeout for it); this test is about a fault during training.
   ASSERT_TRUE(training_started(l)) << slurp(l.log);
@@ -267,6 +268,7 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
   const int victim = 2;
   const pid_t pid = worker_pid(l, victim);
   ASSERT_GT(pid, 0) << slurp(l.log);
+  const fast::testing::RemovesSocketFiles killed{pid};
   ASSERT_TRUE(training_started(l)) << slurp(l.log);
   const auto started = clock_type::now();
   while (progress_percent(slurp(l.log)) < 30 && clock_type::now() - started < std::chrono::seconds(200))
