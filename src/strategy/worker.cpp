@@ -51,7 +51,7 @@ std::string rejoin_refusal(const StrategyOptions& options, int rank) {
 void Worker::rejoin(std::int64_t step) {
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::rejoin: called after finish()");
   FAST_ENFORCE_AS(core::InvalidUsage, step >= 0, "Worker::rejoin: step must be >= 0, got {}", step);
-  if (replicas_) take_live_replica();
+  if (replicas_ && strategy_->rejoins_from_published_replica()) take_live_replica();
   strategy_->rejoin(state_);
   steps_ = step;
 }

@@ -97,6 +97,7 @@ class GosgdStrategy final : public Strategy {
   // every worker starts with (the lost worker's mass went with it; pushes that reached this
   // worker's inbox meanwhile are kept, they are mass its peers gave away). Without a codec only.
   void rejoin(ModelState state) override;
+  bool rejoins_from_published_replica() const override { return true; }
   // Collective, after finish(): out = sum_i x_i / sum_i w_i.
   void representative(ModelState state, std::span<float> out) override;
 

@@ -197,10 +197,13 @@ class Strategy {
   // A worker that joins a run under way in place of a lost one (Context::joins_run_under_way),
   // after attach(): takes a model from a live peer into state.params and its own exposed state,
   // so its first step starts from the run's progress. Where the Worker publishes the replicas (no
-  // replica_window()), state.params already holds the lowest live peer's published replica when
-  // rejoin() is called. Not collective. Default: InvalidUsage (the strategy cannot take a worker
-  // back; rejoin_refusal() says why).
+  // replica_window()) and rejoins_from_published_replica(), state.params already holds the lowest
+  // live peer's published replica when rejoin() is called. Not collective. Default: InvalidUsage
+  // (the strategy cannot take a worker back; rejoin_refusal() says why).
   virtual void rejoin(ModelState state);
+  // Whether rejoin() starts from a live peer's published replica (read by the Worker first); false
+  // for strategies that take their model elsewhere (easgd's centre, ps's servers). Default false.
+  virtual bool rejoins_from_published_replica() const { return false; }
   // Staleness of the gradients applied by this worker (a parameter server: by its shard).
   virtual StalenessStats staleness() const { return {}; }
   // This worker's codec traffic (StrategyOptions::compress): every tensor it encoded, dense
