@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -149,6 +150,11 @@ def main():
         if a.out:
             with open(a.out, "w") as f:
                 json.dump(result, f, indent=1)
+        # The run's logs: kept for a look when the soak failed, removed otherwise.
+        if result["ok"]:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"logs kept in {work}")
     return 0 if result["ok"] else 1
 
 
