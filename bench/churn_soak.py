@@ -18,6 +18,7 @@ Needs FAST_DATA_DIR (Fashion-MNIST). Standard library only. Every process it sta
 group, killed at the end whatever happens.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -76,6 +77,7 @@ def main():
     launch = subprocess.Popen([fast, "launch", "-n", "4", "--grace", "100000", "--"] + train, cwd=work,
                               stdout=open(launch_log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
     started = []  # every process this script started itself (restarts)
+    killed = []  # every process it killed: their zmq socket files stay behind
     result = {"kills": [], "ok": False}
     try:
         deadline = time.time() + 120
@@ -93,6 +95,7 @@ def main():
             watched = {r: rss_kib(pids[r]) for r in sorted(never_killed | {0})}
             env = environment_of(pids[rank])
             os.kill(pids[rank], signal.SIGKILL)
+            killed.append(pids[rank])
             t_kill = time.time()
             time.sleep(a.restart_after)
             log = os.path.join(work, f"restart{k}.log")
@@ -150,6 +153,9 @@ def main():
         if a.out:
             with open(a.out, "w") as f:
                 json.dump(result, f, indent=1)
+        for pid in killed:
+            for path in glob.glob(os.path.join(tempfile.gettempdir(), f"fast-{pid}-*.sock")):
+                os.remove(path)
         # The run's logs: kept for a look when the soak failed, removed otherwise.
         if result["ok"]:
             shutil.rmtree(work, ignore_errors=True)
