@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -132,8 +133,10 @@ TEST(Divergence, Int8GossipOfAModelTrainsWithBucketsAndDivergesWithOneNorm) {
 // run, and all but krum:1 also within 2 points of the clean mean (allreduce under threads is
 // deterministic for a seed, so these are fixed figures; measured under the default cosine
 // schedule: mean 0.8727 clean; median 0.8695 clean, 0.8574 attacked; trimmed-mean:1 0.8706,
-// 0.8582; krum:1 0.8508, 0.8521, which is 2.06 points below the clean mean: not asserted, Krum
-// applies one worker's gradient; multi-krum:1, the mean of the W - F best, measured below).
+// 0.8582; krum:1 0.8508, 0.8521; multi-krum:1, the mean of the W - F best, 0.8696, 0.8704).
+// krum:1 applies one worker's gradient, and with seed 1 alone it ends 2.06 points below the clean
+// mean; it is compared with the clean mean over seeds 1-3 instead (measured: clean mean 0.8727,
+// 0.8705, 0.8688; krum:1 attacked 0.8521, 0.8553, 0.8497; 1.83 points below on average).
 TEST(Divergence, RobustRulesUnderAttackEndWithinTwoPointsOfTheirCleanRun) {
   const fs::path dir = temp_dir("byzantine_3_epochs");
   const std::string run = "train --strategy allreduce --workers 5 --epochs 3 --batch 64 --optimizer momentum "
@@ -154,7 +157,21 @@ TEST(Divergence, RobustRulesUnderAttackEndWithinTwoPointsOfTheirCleanRun) {
     EXPECT_GE(accuracy[1], accuracy[0] - 0.02) << rule;
     if (rule != "krum:1") {
       EXPECT_GE(accuracy[1], mean_accuracy - 0.02) << rule;
+      continue;
     }
+    double krum_sum = accuracy[1], mean_sum = mean_accuracy;
+    for (const char* seed : {"2", "3"}) {
+      const std::string other = std::regex_replace(run, std::regex("--seed 1 "), std::string("--seed ") + seed + " ");
+      const nlohmann::json mean = trained(other, dir);
+      const nlohmann::json krum = trained(other + " --aggregate krum:1 --fault-inject scale:-100@4", dir);
+      ASSERT_FALSE(mean.is_null() || krum.is_null()) << seed;
+      EXPECT_FALSE(krum["diverged"].get<bool>()) << seed;
+      mean_sum += mean["final_accuracy"].get<double>();
+      krum_sum += krum["final_accuracy"].get<double>();
+    }
+    std::cout << "krum:1 under attack over seeds 1-3: " << krum_sum / 3 << " (clean mean " << mean_sum / 3 << ")"
+              << std::endl;
+    EXPECT_GE(krum_sum / 3, mean_sum / 3 - 0.02);
   }
   fs::remove_all(dir);
 }
