@@ -177,10 +177,8 @@ void PsServer::on_join(int src) {
   }
   waiting_[who] = 0;
   replies_[who] = core::Work();  // an acknowledgement to the old process: dropped
-  std::int64_t others = std::numeric_limits<std::int64_t>::max();
-  for (std::size_t w = 0; w < pushed_.size(); ++w)
-    if (w != who && !done_[w]) others = std::min(others, pushed_[w]);
-  pushed_[who] = others == std::numeric_limits<std::int64_t>::max() ? 0 : others;
+  const std::int64_t others = min_pushed(src);
+  pushed_[who] = others == std::numeric_limits<std::int64_t>::max() ? 0 : others;  // max: nobody else left
   read_min_[who] = min_pushed();
   core::log(core::LogLevel::info, "ps: server of shard {}: worker {} rejoined; its pushes count from {}", shard_, src,
             pushed_[who]);
@@ -294,10 +292,10 @@ void PsServer::restore(std::string_view prefix, const core::SavedState& in, std:
   rounds_ = rounds;
 }
 
-std::int64_t PsServer::min_pushed() const {
+std::int64_t PsServer::min_pushed(int except) const {
   std::int64_t m = std::numeric_limits<std::int64_t>::max();
   for (std::size_t w = 0; w < pushed_.size(); ++w)
-    if (!done_[w]) m = std::min(m, pushed_[w]);
+    if (!done_[w] && static_cast<int>(w) != except) m = std::min(m, pushed_[w]);
   return m;
 }
 

@@ -106,7 +106,8 @@ class PsServer {
   void send_replies();  // sync: under the window's Local guard
   void robust_round();
   void release_waiting();  // async / ssp: acknowledges every push whose read may proceed
-  std::int64_t min_pushed() const;
+  // The smallest push count of the unfinished workers other than `except` (int64 max: none).
+  std::int64_t min_pushed(int except = -1) const;
   void record(std::uint64_t version_lag, std::int64_t clock_lag);
   void wait_replies();
   void wait_reply(std::size_t worker);  // a reply to a lost worker is dropped

@@ -94,9 +94,9 @@ class Worker {
   // taken. restore() puts a saved state back before the next step, so the run continues as if it
   // had not stopped (the strategy adopts the parameters: Strategy::restored). Not collective.
   // Every strategy, codec and dgc saves its own state (docs/faults.md has the table). InvalidUsage
-  // for restore() after finish(); save() after finish() saves the final model (asynchronous strategies: the model with every
-  // average that reached it). restore(): IoError naming `source` when the checkpoint does not fit
-  // (another model or optimizer).
+  // for restore() after finish(); save() after finish() saves the final model (asynchronous
+  // strategies: the model with every average that reached it). restore(): IoError naming `source`
+  // when the checkpoint does not fit (another model or optimizer).
   Checkpoint save();
   void restore(const Checkpoint& checkpoint, std::string_view source);
 
