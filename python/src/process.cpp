@@ -156,8 +156,10 @@ py::list run(const py::function& fn, int workers, const std::string& runtime, co
   std::vector<py::object> results(static_cast<std::size_t>(workers));
   std::mutex error_mutex;
   std::optional<py::error_already_set> first_error;
+  // thread_per_worker: each worker holds Python frames across FAST's waits, and a Python thread
+  // state belongs to one OS thread (sim's actors would otherwise share one).
   const runtime::LaunchOptions options{.runtime = runtime, .workers = workers, .op_timeout_seconds = op_timeout,
-                                       .cluster = cluster};
+                                       .cluster = cluster, .thread_per_worker = true};
   auto worker = [&](runtime::Context& ctx) {
     auto handle = std::make_shared<ContextHandle>(&ctx);
     py::gil_scoped_acquire acquire;

@@ -56,6 +56,13 @@ struct LaunchOptions {
   // else the runtime's default: native under mpi, fast elsewhere). "native" on a runtime without
   // native collectives is an InvalidArgument.
   std::string collectives;
+  // sim: whether each worker needs an OS thread of its own. false (the default): the actors take
+  // turns on one OS thread, switching stacks at runtime calls (SimGrid's raw contexts: a switch
+  // costs about as much as a function call). true: one OS thread per actor (SimGrid's thread
+  // contexts, a kernel hand-over per switch), needed when worker code keeps per-thread state across
+  // runtime calls, as a Python interpreter does. Builds with a sanitizer always use threads (the
+  // sanitizers cannot follow swapped stacks). Other runtimes ignore it.
+  bool thread_per_worker = false;
 };
 
 // Names accepted by LaunchOptions::runtime in this build.

@@ -28,7 +28,7 @@ namespace {
 }
 
 void move_payload(const Message& m, RecvOp& recv) {
-  const core::ConstView in = m.data.view();
+  const core::ConstView in = m.data->view();
   if (recv.kind == RecvOp::Kind::buffer)
     detail::deliver_into(in, *recv.out);
   else
@@ -64,7 +64,7 @@ void deliver(RecvOp& recv) {
     move_payload(m, recv);
     if (recv.counters != nullptr) {
       LinkCounters& c = recv.counters[static_cast<std::size_t>(m.src)];
-      c.bytes_received += m.data.bytes();
+      c.bytes_received += m.data->bytes();
       c.messages_received += 1;
     }
   } catch (const std::exception&) {

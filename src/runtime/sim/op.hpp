@@ -1,7 +1,8 @@
 #pragma once
 // Messages and receives of the sim runtime, and the Work handles that wait on them.
 //
-// A send copies the caller's elements into a Message (so the caller's memory is free at once) and
+// A send copies the caller's elements into a Message (so the caller's memory is free at once; one
+// copy serves several sends of the same memory while the first is under way) and
 // starts its simulated transfer from the sender's host to the receiver's host at once, sized by
 // the real byte count (Comm::sendto_async: eager, like TCP with large buffers). The message is
 // queued in the receiver's Inbox in send order and matched with receives there. A matched receive
@@ -38,7 +39,9 @@ struct Message {
   int src = 0;
   int dst = 0;
   Tag tag = 0;
-  core::Buffer data;                     // the sender's elements, copied at send time
+  // The sender's elements, copied at send time; shared (read-only) by the messages that one worker
+  // sent from the same memory while the first one's send was under way (SimContext::payload_of).
+  std::shared_ptr<const core::Buffer> data;
   simgrid::s4u::CommPtr transfer;        // its simulated transfer
   bool arrived = false;                  // the transfer finished (cached once seen)
 };
@@ -81,6 +84,7 @@ class SendWork final : public core::WorkImpl {
   bool completed() const override;
   bool wait_for(double timeout_seconds) override;
   std::exception_ptr error() const override { return error_; }
+  const std::shared_ptr<Message>& message() const noexcept { return message_; }
 
  private:
   std::shared_ptr<Message> message_;

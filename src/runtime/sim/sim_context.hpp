@@ -47,10 +47,14 @@ class SimContext final : public Context {
  private:
   core::Work post_recv(std::shared_ptr<RecvOp> op);
   void check_alive(const char* what) const;
+  std::shared_ptr<const core::Buffer> payload_of(core::ConstView data);
 
   int rank_;
   WorldState& world_;
   std::unique_ptr<LinkCounters[]> counters_;
+  // This worker's last send while its Work is held, and the memory it was copied from (payload_of).
+  std::weak_ptr<SendWork> last_send_;
+  const void* last_source_ = nullptr;
   simgrid::s4u::MutexPtr sleep_mutex_;             // sleep(): a wait a loss can end
   simgrid::s4u::ConditionVariablePtr sleep_cv_;
 };

@@ -42,6 +42,23 @@ void configure_engine(const std::string& model) {
   configured_model = model;
 }
 
+// SimGrid's context factory. raw: every actor on the one OS thread that runs the engine, with a
+// stack of its own (8 MiB, mapped lazily), switched at each simcall by a few instructions; at 256
+// workers it took the wall time of a dpsgd epoch from 10.5 s to 6.8 s (docs/simulation.md, "Scale").
+// Sound for FAST's workers: they yield only inside runtime calls, never inside a libtorch call, so
+// libtorch's thread-local state (grad mode, the autograd engine's) is never seen half-way by another
+// actor, and one OpenMP team serves them all. thread: one OS thread per actor, for worker code that
+// keeps per-thread state across runtime calls (Python) and under sanitizers, which report swapped
+// stacks as overflows (ASan) or races (TSan).
+const char* context_factory(const WorldOptions& options) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  (void)options;
+  return "thread";
+#else
+  return options.thread_per_actor ? "thread" : "raw";
+#endif
+}
+
 }  // namespace
 
 World::World(WorldOptions options) : options_(std::move(options)) {
@@ -56,11 +73,9 @@ double World::run(const WorkerFn& fn) {
                   "sim World: another simulation is running in this process");
   const Cluster& cluster = options_.cluster;
   const int n = options_.size;
-  // One OS thread per actor (SimGrid's thread context factory): libtorch's thread-local state stays
-  // per worker, each actor has a full-size stack, and sanitizers see ordinary threads. The factory
-  // is read when the engine is built, so it goes on the engine's command line (set_config
-  // afterwards is too late: actors would run on swapped stacks of one thread).
-  std::string program = "fast", factory = "--cfg=contexts/factory:thread";
+  // The factory is read when the engine is built, so it goes on the engine's command line
+  // (set_config afterwards is too late).
+  std::string program = "fast", factory = std::string("--cfg=contexts/factory:") + context_factory(options_);
   std::array<char*, 3> argv{program.data(), factory.data(), nullptr};
   int argc = 2;
   sg::Engine engine(&argc, argv.data());

@@ -30,6 +30,7 @@ struct WorldOptions {
   double op_timeout_seconds = -1;  // limit of a blocking operation in simulated seconds; < 0: FAST_OP_TIMEOUT
   Cluster cluster;                 // the simulated machine; hosts == 0 ... see default_cluster
   bool tolerate_lost = false;      // a worker lost with its host is not the run's error (above)
+  bool thread_per_actor = false;   // one OS thread per actor (LaunchOptions::thread_per_worker)
 };
 
 class World {
