@@ -1,6 +1,7 @@
 #include "fast/collective/communicator.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <initializer_list>
 #include <vector>
 
@@ -274,6 +275,31 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
   }, {&sends});
 }
 
+std::vector<core::Buffer> Communicator::gather(core::ConstView in, int root) {
+  runtime::check_peer(ctx_, root, "gather root");
+  FAST_ENFORCE(in.numel() > 0, "gather: expected at least one element (the sim runtime carries no empty messages)");
+  const std::uint32_t sequence = next_sequence();
+  const auto root_at = std::find(members_.begin(), members_.end(), root);
+  FAST_ENFORCE(root_at != members_.end(), "gather: root {} is not a member of the group (lost?)", root);
+  const runtime::Tag tag = make_tag(TagKind::collective, sequence, 0);
+  if (root != rank()) {
+    ctx_.send(root, tag, in).wait();
+    return {};
+  }
+  std::vector<core::Buffer> out(members_.size());
+  std::vector<Work> recvs;
+  run_then_drain([&] {
+    for (std::size_t i = 0; i < members_.size(); ++i)
+      if (members_[i] != rank()) recvs.push_back(ctx_.recv(members_[i], tag, out[i]));
+    for (Work& r : recvs) r.wait();
+  }, {&recvs});
+  out[static_cast<std::size_t>(index_)] = core::Buffer::copy_of(in);
+  for (std::size_t i = 0; i < members_.size(); ++i)
+    FAST_ENFORCE(out[i].dtype() == in.dtype(), "gather: member {} sent {}, expected {}", members_[i],
+                 core::name_of(out[i].dtype()), core::name_of(in.dtype()));
+  return out;
+}
+
 void Communicator::alltoall(core::ConstView in, MutableView out) {
   const std::uint32_t sequence = next_sequence();
   const int n = group_size();
@@ -332,27 +358,49 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
   for (int peer : out_neighbors) runtime::check_peer(ctx_, peer, "neighbor_average out-neighbour");
   const std::uint32_t sequence = next_sequence();
   const runtime::Tag tag = make_tag(TagKind::collective, sequence, 0);
-  if (scratch_.size() < in_neighbors.size()) scratch_.resize(in_neighbors.size());
+  // The in-neighbours are received one after the other, in list order (their senders do not wait
+  // for it), so the sums round the same way on every runtime. With one weight w for every
+  // in-neighbour (regular graphs under Metropolis-Hastings or uniform weights) the messages are
+  // added by the receives themselves into one scratch buffer, and data <- self * data + w * sum;
+  // otherwise each is received into a second buffer and added with its weight.
+  const bool one_weight = std::adjacent_find(in_weights.begin(), in_weights.end(), std::not_equal_to<>()) == in_weights.end();
+  if (scratch_.size() < 2) scratch_.resize(2);
+  core::Buffer& sum_buffer = scratch_[0];
+  core::Buffer& incoming = scratch_[1];
+  sum_buffer.resize(data.numel(), core::DType::f32);
+  if (!one_weight) incoming.resize(data.numel(), core::DType::f32);
+  const std::span<float> x = data.as<float>();
+  const std::span<float> sum = sum_buffer.as<float>();
+  const auto self = static_cast<float>(self_weight);
+  if (one_weight) {
+    std::fill(sum.begin(), sum.end(), 0.0f);
+  } else {
+    for (std::size_t i = 0; i < x.size(); ++i) sum[i] = self * x[i];
+  }
   std::vector<Work> sends;
   std::vector<Work> recvs;
   sends.reserve(out_neighbors.size());
-  recvs.reserve(in_neighbors.size());
   run_then_drain([&] {
     for (int peer : out_neighbors) sends.push_back(ctx_.send(peer, tag, data));
     for (std::size_t k = 0; k < in_neighbors.size(); ++k) {
-      scratch_[k].resize(data.numel(), core::DType::f32);
-      recvs.push_back(ctx_.recv(in_neighbors[k], tag, scratch_[k].view()));
+      if (one_weight) {
+        recvs.assign(1, ctx_.recv(in_neighbors[k], tag, sum_buffer.view(), runtime::Combine::sum));
+        recvs.front().wait();
+        continue;
+      }
+      recvs.assign(1, ctx_.recv(in_neighbors[k], tag, incoming.view()));
+      recvs.front().wait();
+      const auto w = static_cast<float>(in_weights[k]);
+      const std::span<const float> other = incoming.as<float>();
+      for (std::size_t i = 0; i < x.size(); ++i) sum[i] += w * other[i];
     }
-    core::wait_all(recvs);
     core::wait_all(sends);  // the neighbours have read this worker's data: it may change now
   }, {&recvs, &sends});
-  std::span<float> x = data.as<float>();
-  const auto self = static_cast<float>(self_weight);
-  for (float& v : x) v *= self;
-  for (std::size_t k = 0; k < in_neighbors.size(); ++k) {
-    const auto w = static_cast<float>(in_weights[k]);
-    const std::span<const float> other = scratch_[k].as<float>();
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] += w * other[i];
+  if (one_weight) {
+    const auto w = in_weights.empty() ? 0.0f : static_cast<float>(in_weights.front());
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = self * x[i] + w * sum[i];
+  } else {
+    std::copy(sum.begin(), sum.end(), x.begin());
   }
 }
 

@@ -134,6 +134,33 @@ TEST(Alltoall, BlockIOfEveryMemberReachesMemberI) {
   }
 }
 
+// Member r sends r + 1 values r * 10 + i (lengths differ): the root gets each member's list in
+// member order, its own included; the other members get nothing. Every root in turn.
+TEST(Gather, EveryMembersInputOfItsOwnLengthReachesTheRootOnly) {
+  for (int n : {1, 2, 3, 5}) {
+    runtime::threads::World world({.size = n});
+    world.run([n](Context& ctx) {
+      Communicator comm(ctx);
+      const int r = ctx.rank();
+      std::vector<std::int64_t> in(static_cast<std::size_t>(r + 1));
+      for (int i = 0; i <= r; ++i) in[static_cast<std::size_t>(i)] = r * 10 + i;
+      for (int root = 0; root < n; ++root) {
+        const std::vector<core::Buffer> got = comm.gather(core::ConstView(std::span<const std::int64_t>(in)), root);
+        if (r != root) {
+          EXPECT_TRUE(got.empty());
+          continue;
+        }
+        ASSERT_EQ(got.size(), static_cast<std::size_t>(n));
+        for (int m = 0; m < n; ++m) {
+          const std::span<const std::int64_t> list = got[static_cast<std::size_t>(m)].as<std::int64_t>();
+          ASSERT_EQ(list.size(), static_cast<std::size_t>(m + 1)) << "n=" << n << " root=" << root << " from " << m;
+          for (int i = 0; i <= m; ++i) EXPECT_EQ(list[static_cast<std::size_t>(i)], m * 10 + i);
+        }
+      }
+    });
+  }
+}
+
 TEST(Barrier, NoRankLeavesBeforeAllEntered) {
   for (int n : {1, 2, 3, 6, 8}) {
     std::atomic<int> entered{0};

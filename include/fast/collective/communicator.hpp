@@ -100,6 +100,12 @@ class Communicator {
   // (out.numel() == in.numel() * group_size()). Bruck's algorithm or the ring, whichever the
   // network model predicts faster.
   void allgather(core::ConstView in, core::MutableView out);
+  // Each member's `in` (any length, the same dtype everywhere, at least one element) arrives at
+  // `root` (a member's rank): there it returns one Buffer per member, in member order (its own
+  // copied); elsewhere an empty vector. Direct messages to the root (group_size() - 1 received
+  // there). Blocking. For results that only some members read (run totals, which grow with the
+  // world: an allgather would give every member all of them).
+  std::vector<core::Buffer> gather(core::ConstView in, int root);
   // Personalised exchange: `in` holds group_size() equal blocks, block i for the i-th member;
   // `out` (same length and dtype) receives block i from the i-th member, its own block copied.
   // Each pair exchanges directly (group_size() - 1 messages sent per member). Blocking.
@@ -120,8 +126,8 @@ class Communicator {
   //   data <- self_weight * data + sum_k in_weights[k] * (data of worker in_neighbors[k])
   // This worker's data (before the update) is sent to every worker of out_neighbors. Collective:
   // every worker calls it at the same point, with lists that agree (u lists v as out-neighbour
-  // exactly when v lists u as in-neighbour). Memory: one scratch copy per in-neighbour, kept for
-  // the next call.
+  // exactly when v lists u as in-neighbour). Memory, whatever the degree: one scratch copy of data
+  // when every in-weight is the same, else two; kept for the next call.
   void neighbor_average(core::MutableView data, std::span<const int> in_neighbors,
                         std::span<const double> in_weights, std::span<const int> out_neighbors, double self_weight);
 
@@ -161,7 +167,7 @@ class Communicator {
   runtime::Context& ctx_;
   std::atomic<std::uint32_t> sequence_{0};
   bool joining_ = false;
-  std::vector<core::Buffer> scratch_;  // neighbor_average: one receive buffer per in-neighbour
+  std::vector<core::Buffer> scratch_;  // neighbor_average: the weighted sum and one receive buffer
   runtime::NetworkModel network_;      // what the automatic choice assumes
   AllreduceAlgorithm default_algorithm_ = AllreduceAlgorithm::automatic;
   // all-reduces run, by algorithm (index: AllreduceAlgorithm; automatic's slot stays 0), and native
