@@ -5,6 +5,7 @@
 // model on this worker's slice of the test set.
 #include "metrics.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -243,10 +244,13 @@ py::object PyMetrics::finish(const py::function& score) {
     mine.wall_seconds = train_end;
     mine.param_norm = l2_norm(s.model.representative());
     mine.param_hash = metrics::fnv1a64(s.model.representative());
-    const torch::RunTotals totals = torch::gather_totals(w.communicator(), mine, s.loop.evaluations());
+    // Every worker returns the summary, so every member reads the totals (Python's worlds are small).
+    const std::optional<torch::RunTotals> totals =
+        torch::gather_totals(w.communicator(), mine, s.loop.evaluations(), w.communicator().members());
     summary = torch::build_summary({.options = s.options, .plan = s.plan, .parameters = s.worker.params().size(),
-                                    .final_eval = final_eval, .totals = totals, .communicator = w.communicator()});
-    if (torch::first_member_here(w.communicator(), s.place, w.context().rank())) {
+                                    .final_eval = final_eval, .totals = *totals, .communicator = w.communicator()});
+    const std::vector<int> builders = torch::summary_builders(w.communicator(), s.place);
+    if (std::find(builders.begin(), builders.end(), w.context().rank()) != builders.end()) {
       s.outputs->write_end(summary["wall_seconds"].get<double>(), summary);
       if (!s.options.summary.empty() && s.place.hosts_rank0) metrics::write_json_file(s.options.summary, summary);
     }

@@ -220,6 +220,27 @@ TEST(Cli, InsecureIsAFlagWithoutAValueAndZmqSettingsAreListed) {
   EXPECT_EQ(s["param_hash"].get<std::string>().size(), 16u) << s.dump();
 }
 
+// A boolean that defaults to true is turned off by its --no- flag; final = best, which scores
+// every replica, refuses it before any data is read.
+TEST(Cli, NoReplicaAccuracyLeavesMinAndMaxUnscored) {
+  const fs::path dir = temp_dir("replica_accuracy");
+  const std::string common = "train --model mlp --workers 2 --strategy dpsgd --steps 2 --batch 16 --progress never ";
+  const Result off = run_fast(common + "--no-replica-accuracy --summary " + (dir / "off.json").string());
+  ASSERT_EQ(off.code, exit_code::ok) << off.output;
+  const Result on = run_fast(common + "--summary " + (dir / "on.json").string());
+  ASSERT_EQ(on.code, exit_code::ok) << on.output;
+  std::ifstream off_in(dir / "off.json"), on_in(dir / "on.json");
+  const nlohmann::json a = nlohmann::json::parse(off_in), b = nlohmann::json::parse(on_in);
+  EXPECT_EQ(a["replica_accuracy_min"], -1);
+  EXPECT_EQ(a["replica_accuracy_max"], -1);
+  EXPECT_GT(b["replica_accuracy_min"].get<double>(), 0.0) << b.dump();
+  EXPECT_EQ(a["param_hash"], b["param_hash"]);  // only the scoring differs
+  EXPECT_EQ(a["final_accuracy"], b["final_accuracy"]);
+  const Result best = run_fast(common + "--final best --no-replica-accuracy");
+  EXPECT_EQ(best.code, exit_code::bad_input) << best.output;
+  EXPECT_NE(best.output.find("replica_accuracy"), std::string::npos) << best.output;
+}
+
 TEST(Cli, HelpListsEverySettingAndTheEnvironment) {
   const Result r = run_fast("train --help");
   EXPECT_EQ(r.code, exit_code::ok) << r.output;

@@ -302,6 +302,13 @@ std::vector<ConfigKey> general_keys() {
        "accuracy).",
        [](TrainOptions& o, const std::string& v) { o.final_model = one_of(v, {"average", "rank0", "best"}, "final"); },
        [](const TrainOptions& o) { return o.final_model; }},
+      {"replica_accuracy", KeyType::boolean,
+       "The final evaluation also scores every worker's own replica on the whole test set (the summary's "
+       "replica_accuracy_min and _max) when the replicas differ. Each replica costs one pass over the test set, "
+       "which dominates large simulated runs; false: the representative model only (min and max are -1). "
+       "final = best needs it. On the command line: --no-replica-accuracy.",
+       [](TrainOptions& o, const std::string& v) { o.replica_accuracy = parse_bool(v, "replica_accuracy"); },
+       [](const TrainOptions& o) { return std::string(o.replica_accuracy ? "true" : "false"); }},
       {"slowdown", KeyType::string,
        "Emulated slow workers: one factor >= 1 per worker, comma-separated (1,1,1,4); worker r waits "
        "(f-1) x its compute time each step. Empty: none.",

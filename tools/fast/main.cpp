@@ -44,6 +44,9 @@ std::string environment_help() {
   return text;
 }
 
+// --no-KEY: the flag that sets a boolean setting to false.
+std::string negated_flag_name(std::string_view key) { return "--no-" + fast::cli::flag_name(key).substr(2); }
+
 // One --key VALUE option per setting, written into values[i] (config_keys()[i]).
 void add_setting_flags(CLI::App* command, std::vector<std::string>& values) {
   const fast::torch::TrainOptions defaults;
@@ -52,7 +55,9 @@ void add_setting_flags(CLI::App* command, std::vector<std::string>& values) {
     const auto& key = fast::cli::config_keys()[i];
     const std::string help = fmt::format("{} [{}, default {}]", key.description, fast::cli::key_type_name(key.type),
                                          key.get(defaults).empty() ? "none" : key.get(defaults));
-    if (key.type == fast::cli::KeyType::boolean)
+    if (key.type == fast::cli::KeyType::boolean && key.get(defaults) == "true")
+      command->add_flag(fast::cli::flag_name(key.name) + ",!" + negated_flag_name(key.name), help);  // given_flags
+    else if (key.type == fast::cli::KeyType::boolean)
       command->add_flag(fast::cli::flag_name(key.name), help);  // given: "true" (given_flags)
     else
       command->add_option(fast::cli::flag_name(key.name), values[i], help);
@@ -65,8 +70,16 @@ std::vector<fast::cli::SettingOverride> given_flags(const CLI::App* command, con
   for (std::size_t i = 0; i < fast::cli::config_keys().size(); ++i) {
     const auto& key = fast::cli::config_keys()[i];
     const std::string flag = fast::cli::flag_name(key.name);
+    if (key.type == fast::cli::KeyType::boolean) {
+      // A flag and, for the booleans that default to true, its --no- form (the last one given wins).
+      const CLI::Option* option = command->get_option(flag);
+      if (option->count() == 0) continue;
+      const bool on = option->as<bool>();
+      given.push_back({std::string(key.name), on ? "true" : "false", on ? flag : negated_flag_name(key.name)});
+      continue;
+    }
     if (command->count(flag) == 0) continue;
-    given.push_back({std::string(key.name), key.type == fast::cli::KeyType::boolean ? "true" : values[i], flag});
+    given.push_back({std::string(key.name), values[i], flag});
   }
   return given;
 }

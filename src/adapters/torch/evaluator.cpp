@@ -26,24 +26,38 @@ Evaluator::Evaluator(strategy::Worker& worker, Replica& replica, Model& model,
       replica_(replica),
       model_(model),
       test_(std::move(test)),
-      final_(final_model),
-      representative_(replica.numel()) {}
+      final_(final_model) {}
 
-// Swaps `candidate` into the model, scores this worker's slice of the test set, swaps back, and
-// all-reduces the sums. Collective; the slices are cut among the communicator's group.
+namespace {
+
+// Scores `candidate` by swapping it into the model's parameters (no copy of either) and back, also
+// when scoring throws: both are as they were on return.
+EvalResult score_swapped(Model& model, std::span<float> params, std::span<float> candidate, const Dataset& data) {
+  std::swap_ranges(params.begin(), params.end(), candidate.begin());
+  try {
+    const EvalResult result = evaluate(model, data);
+    std::swap_ranges(params.begin(), params.end(), candidate.begin());
+    return result;
+  } catch (...) {
+    std::swap_ranges(params.begin(), params.end(), candidate.begin());
+    throw;
+  }
+}
+
+}  // namespace
+
+// Scores `candidate` on this worker's slice of the test set and all-reduces the sums. Collective;
+// the slices are cut among the communicator's group. `candidate` is unchanged on return.
 EvalResult Evaluator::score_sliced(std::span<float> candidate) {
   const collective::Communicator& comm = worker_.communicator();
   const std::int64_t index = comm.group_index();
   const std::int64_t members = comm.group_size();
-  std::span<float> params = replica_.param_span();
-  std::swap_ranges(params.begin(), params.end(), candidate.begin());
   const std::int64_t n = test_->size();
   const std::int64_t begin = n * index / members;
   const std::int64_t end = n * (index + 1) / members;
   const Dataset slice{test_->images.narrow(0, begin, end - begin), test_->labels.narrow(0, begin, end - begin),
                       test_->classes};
-  const EvalResult local = evaluate(model_, slice);
-  std::swap_ranges(params.begin(), params.end(), candidate.begin());
+  const EvalResult local = score_swapped(model_, replica_.param_span(), candidate, slice);
   std::vector<double> sums{local.accuracy * static_cast<double>(local.samples),
                            local.loss * static_cast<double>(local.samples), static_cast<double>(local.samples)};
   worker_.communicator().allreduce(core::MutableView(std::span<double>(sums)));
@@ -59,19 +73,21 @@ RoundResult Evaluator::run(bool replica_accuracies) {
 
   std::vector<double> accuracies(static_cast<std::size_t>(n), 0.0);
   int best = 0;
+  representative_.resize(params.size());  // allocated at the first evaluation, not for the whole run
   if (final_ == FinalModel::average) worker_.representative(representative_);
   if (!identical) {
     // The average replica: the representative already is it under `average` (the strategies whose
     // replicas differ represent themselves by their average); otherwise one all-reduce.
-    if (final_ == FinalModel::average) {
-      mean_ = representative_;
-    } else {
-      mean_.assign(params.begin(), params.end());
-      comm.allreduce(core::MutableView(std::span<float>(mean_)), {.op = collective::ReduceOp::avg});
+    std::vector<float> mean;  // under `average` the representative itself (no copy)
+    if (final_ != FinalModel::average) {
+      mean.assign(params.begin(), params.end());
+      comm.allreduce(core::MutableView(std::span<float>(mean)), {.op = collective::ReduceOp::avg});
     }
+    const std::span<const float> average = final_ == FinalModel::average ? std::span<const float>(representative_)
+                                                                           : std::span<const float>(mean);
     std::vector<double> squared{0.0};
     for (std::size_t i = 0; i < params.size(); ++i) {
-      const double d = static_cast<double>(params[i]) - mean_[i];
+      const double d = static_cast<double>(params[i]) - average[i];
       squared[0] += d * d;
     }
     comm.allreduce(core::MutableView(std::span<double>(squared)));
@@ -91,8 +107,7 @@ RoundResult Evaluator::run(bool replica_accuracies) {
     std::copy(params.begin(), params.end(), representative_.begin());
     comm.broadcast(core::MutableView(std::span<float>(representative_)), result.representative_rank);
   }
-  std::vector<float> candidate(representative_);
-  result.representative = score_sliced(candidate);
+  result.representative = score_sliced(representative_);
   if (identical) {
     result.replica_accuracy_min = result.replica_accuracy_max = result.representative.accuracy;
   } else if (!replica_accuracies) {
@@ -106,19 +121,11 @@ RoundResult Evaluator::run(bool replica_accuracies) {
 
 RoundResult Evaluator::snapshot_round() {
   RoundResult result;
+  representative_.resize(replica_.numel());
   const strategy::SnapshotResult snap = worker_.snapshot(representative_);
   result.consensus_distance = snap.consensus_distance;
   result.replica_accuracy_min = result.replica_accuracy_max = -1;
-  std::span<float> params = replica_.param_span();
-  std::vector<float> candidate(representative_);
-  std::swap_ranges(params.begin(), params.end(), candidate.begin());
-  try {
-    result.representative = evaluate(model_, *test_);
-  } catch (...) {
-    std::swap_ranges(params.begin(), params.end(), candidate.begin());
-    throw;
-  }
-  std::swap_ranges(params.begin(), params.end(), candidate.begin());
+  result.representative = score_swapped(model_, replica_.param_span(), representative_, *test_);
   return result;
 }
 

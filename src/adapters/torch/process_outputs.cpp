@@ -91,11 +91,16 @@ ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm
   return place;
 }
 
-bool first_member_here(const collective::Communicator& comm, const ProcessPlace& place, int rank) {
-  const std::uint64_t mine = place.token_of[static_cast<std::size_t>(rank)];
-  for (int m : comm.members())
-    if (place.token_of[static_cast<std::size_t>(m)] == mine) return m == rank;
-  return false;
+std::vector<int> summary_builders(const collective::Communicator& comm, const ProcessPlace& place) {
+  std::vector<int> builders;
+  std::vector<std::uint64_t> seen;
+  for (int m : comm.members()) {
+    const std::uint64_t token = place.token_of[static_cast<std::size_t>(m)];
+    if (std::find(seen.begin(), seen.end(), token) != seen.end()) continue;
+    seen.push_back(token);
+    builders.push_back(m);
+  }
+  return builders;
 }
 
 }  // namespace fast::torch

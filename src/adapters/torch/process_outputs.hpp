@@ -80,8 +80,8 @@ struct ProcessPlace {
 // the workers all-gather their process's token.
 ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm, std::uint64_t token);
 
-// Whether this worker is the lowest-ranked member of the communicator's group in its process (it
-// builds the summary of the process).
-bool first_member_here(const collective::Communicator& comm, const ProcessPlace& place, int rank);
+// The lowest-ranked member of the communicator's group in each process, in rank order: the
+// workers that build their process's summary (and so read the run's totals).
+std::vector<int> summary_builders(const collective::Communicator& comm, const ProcessPlace& place);
 
 }  // namespace fast::torch

@@ -11,7 +11,6 @@ namespace fast::torch {
 namespace {
 
 using core::ConstView;
-using core::MutableView;
 
 // WorkerTotals travel as two fixed-size vectors per worker, one of integers and one of doubles.
 // Their layout is written once, by pack(), and read back in the same order by unpack().
@@ -92,59 +91,63 @@ WorkerTotals unpack(std::span<const std::int64_t> ints, std::span<const double> 
 
 constexpr std::size_t kEventValues = 4;  // model_time, end_time, off_clock, accuracy
 
-// All-gathers `mine` (the same length on every member) into one block per member, in group order.
-template <typename T>
-std::vector<T> allgather(collective::Communicator& comm, const std::vector<T>& mine) {
-  std::vector<T> all(mine.size() * static_cast<std::size_t>(comm.group_size()));
-  comm.allgather(ConstView(std::span<const T>(mine)), MutableView(std::span<T>(all)));
-  return all;
+// A member's totals and evaluations as one integer and one real vector: pack()'s layout, then
+// (integers) the number of evaluations and (reals) their values.
+Packed pack_with_events(const WorkerTotals& mine, std::span<const EvalEvent> evaluations) {
+  Packed p = pack(mine);
+  p.ints.push_back(static_cast<std::int64_t>(evaluations.size()));
+  for (const EvalEvent& e : evaluations) p.reals.insert(p.reals.end(), {e.model_time, e.end_time, e.off_clock, e.accuracy});
+  return p;
 }
 
-}  // namespace
-
-RunTotals gather_totals(collective::Communicator& comm, const WorkerTotals& mine, std::span<const EvalEvent> evaluations) {
+// The RunTotals of a reader from the members' gathered vectors (member order).
+RunTotals unpack_all(const collective::Communicator& comm, std::span<const core::Buffer> ints,
+                     std::span<const core::Buffer> reals, std::size_t fixed_ints, std::size_t fixed_reals) {
   const int world = comm.size();
-  FAST_ENFORCE_EQ(mine.bytes_to.size(), static_cast<std::size_t>(world), "gather_totals: bytes_to needs one entry per worker");
-  FAST_ENFORCE_EQ(mine.bytes_from.size(), static_cast<std::size_t>(world), "gather_totals: bytes_from needs one entry per worker");
   RunTotals out;
   out.world = world;
   out.members = comm.members();
   out.by_rank.resize(static_cast<std::size_t>(world));
-
-  const Packed packed = pack(mine);
-  const std::vector<std::int64_t> ints = allgather(comm, packed.ints);
-  const std::vector<double> reals = allgather(comm, packed.reals);
   std::int64_t member_claims = 0, counter = 0;
   for (std::size_t m = 0; m < out.members.size(); ++m) {
-    WorkerTotals t = unpack(std::span(ints).subspan(m * packed.ints.size(), packed.ints.size()),
-                            std::span(reals).subspan(m * packed.reals.size(), packed.reals.size()), world);
+    const std::span<const std::int64_t> i = ints[m].as<std::int64_t>();
+    const std::span<const double> r = reals[m].as<double>();
+    FAST_ENFORCE(i.size() == fixed_ints + 1 && r.size() >= fixed_reals,
+                 "gather_totals: member {} sent {} integers and {} reals, expected {} and at least {}", out.members[m],
+                 i.size(), r.size(), fixed_ints + 1, fixed_reals);
+    WorkerTotals t = unpack(i.first(fixed_ints), r.first(fixed_reals), world);
+    const auto events = static_cast<std::size_t>(i[fixed_ints]);
+    FAST_ENFORCE(r.size() == fixed_reals + events * kEventValues,
+                 "gather_totals: member {} announced {} evaluations and sent {} reals", out.members[m], events, r.size());
+    for (std::size_t e = 0; e < events; ++e) {
+      const double* v = r.data() + fixed_reals + e * kEventValues;
+      out.evaluations.push_back({.model_time = v[0], .end_time = v[1], .off_clock = v[2], .accuracy = v[3], .rank = out.members[m]});
+    }
     member_claims += t.claims;
     counter += t.budget_counter;
     out.by_rank[static_cast<std::size_t>(out.members[m])] = std::move(t);
   }
   if (out.members.size() < static_cast<std::size_t>(world)) out.lost_claims = std::max<std::int64_t>(0, counter - member_claims);
+  std::stable_sort(out.evaluations.begin(), out.evaluations.end(), [](const EvalEvent& a, const EvalEvent& b) {
+    return std::tie(a.end_time, a.rank) < std::tie(b.end_time, b.rank);
+  });
+  return out;
+}
 
-  // Evaluations: counts first, then every member's list padded to the longest.
-  const std::vector<std::int64_t> counts = allgather(comm, std::vector<std::int64_t>{static_cast<std::int64_t>(evaluations.size())});
-  const std::size_t longest = static_cast<std::size_t>(*std::max_element(counts.begin(), counts.end()));
-  if (longest > 0) {
-    std::vector<double> own(longest * kEventValues, 0.0);
-    for (std::size_t e = 0; e < evaluations.size(); ++e) {
-      double* v = own.data() + e * kEventValues;
-      v[0] = evaluations[e].model_time;
-      v[1] = evaluations[e].end_time;
-      v[2] = evaluations[e].off_clock;
-      v[3] = evaluations[e].accuracy;
-    }
-    const std::vector<double> all = allgather(comm, own);
-    for (std::size_t m = 0; m < out.members.size(); ++m)
-      for (std::size_t e = 0; e < static_cast<std::size_t>(counts[m]); ++e) {
-        const double* v = all.data() + (m * longest + e) * kEventValues;
-        out.evaluations.push_back({.model_time = v[0], .end_time = v[1], .off_clock = v[2], .accuracy = v[3], .rank = out.members[m]});
-      }
-    std::stable_sort(out.evaluations.begin(), out.evaluations.end(), [](const EvalEvent& a, const EvalEvent& b) {
-      return std::tie(a.end_time, a.rank) < std::tie(b.end_time, b.rank);
-    });
+}  // namespace
+
+std::optional<RunTotals> gather_totals(collective::Communicator& comm, const WorkerTotals& mine,
+                                       std::span<const EvalEvent> evaluations, std::span<const int> readers) {
+  const int world = comm.size();
+  FAST_ENFORCE_EQ(mine.bytes_to.size(), static_cast<std::size_t>(world), "gather_totals: bytes_to needs one entry per worker");
+  FAST_ENFORCE_EQ(mine.bytes_from.size(), static_cast<std::size_t>(world), "gather_totals: bytes_from needs one entry per worker");
+  const std::size_t fixed_ints = pack(mine).ints.size(), fixed_reals = pack(mine).reals.size();
+  const Packed packed = pack_with_events(mine, evaluations);
+  std::optional<RunTotals> out;
+  for (int reader : readers) {
+    const std::vector<core::Buffer> ints = comm.gather(ConstView(std::span<const std::int64_t>(packed.ints)), reader);
+    const std::vector<core::Buffer> reals = comm.gather(ConstView(std::span<const double>(packed.reals)), reader);
+    if (reader == comm.rank()) out = unpack_all(comm, ints, reals, fixed_ints, fixed_reals);
   }
   return out;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The end of a training run: each worker's own figures (WorkerTotals, its evaluations) are
-// combined by COLLECTIVES among the communicator's group, so that every member ends with the same
-// RunTotals whether the workers share a process or not. After Worker::finish() of an
+// combined by COLLECTIVES among the communicator's group, so that every worker that reads them
+// (each process's summary builder) ends with the same RunTotals whether the workers share a
+// process or not. After Worker::finish() of an
 // asynchronous strategy the group is the survivors of lost workers: a lost worker takes no part,
 // and what the survivors know of it is reconstructed (below). No memory is shared between workers.
 //
@@ -32,8 +33,9 @@ struct WorkerTotals {
   double idle_seconds = 0;                 // Worker::comm_seconds
   double slowdown_seconds = 0;             // emulated slowness waited
   double wall_seconds = 0;                 // training time: first step to last (see trainer.cpp)
-  double param_norm = 0;                   // L2 norm of the representative model
-  std::uint64_t param_hash = 0;            // metrics::fnv1a64 of the representative model
+  double param_norm = 0;                   // L2 norm of the representative model (the summary reads
+                                           // the group's first member's; fast train sets no other)
+  std::uint64_t param_hash = 0;            // metrics::fnv1a64 of the representative model (as param_norm)
   std::vector<std::uint64_t> bytes_to;     // payload bytes sent to each peer (size: world)
   std::vector<std::uint64_t> bytes_from;   // payload bytes received from each peer (size: world)
   metrics::DivergenceSign divergence;      // the first sign of divergence this worker saw (kind none: none)
@@ -61,9 +63,12 @@ struct RunTotals {
 };
 
 // Collective among comm's group (every member calls it at the same point, with bytes_to and
-// bytes_from of length comm.size()): all-gathers the members' totals and evaluations. Returns the
-// same RunTotals on every member.
-RunTotals gather_totals(collective::Communicator& comm, const WorkerTotals& mine, std::span<const EvalEvent> evaluations);
+// bytes_from of length comm.size(), and the same `readers`: members' ranks): gathers the members'
+// totals and evaluations at each reader. Returns the same RunTotals on every reader, nullopt on
+// the other members. Only readers hold everyone's totals (their per-link bytes grow with the
+// world: at 1,024 workers an all-gather gave each worker 16 MB of them).
+std::optional<RunTotals> gather_totals(collective::Communicator& comm, const WorkerTotals& mine,
+                                       std::span<const EvalEvent> evaluations, std::span<const int> readers);
 
 // The first evaluation that reached `target` accuracy on the training clock: training time =
 // model_time - (off_clock of every evaluation that ended before this one ended, in the order of

@@ -131,7 +131,9 @@ void validate(const TrainOptions& o) {
   FAST_ENFORCE(std::isfinite(o.model_flops) && o.model_flops >= 0 && o.model_flops <= 1e18,
                "model_flops: expected floating-point operations per sample in [0, 1e18] (0: from the model), got {}",
                o.model_flops);
-  (void)parse_final_model(o.final_model);
+  FAST_ENFORCE(parse_final_model(o.final_model) != FinalModel::best || o.replica_accuracy,
+               "final = best picks the replica with the highest test accuracy, which needs replica_accuracy = true "
+               "(got false)");
   FAST_ENFORCE(o.save_model.empty() || (o.save_model.extension() == ".npy" && !std::filesystem::is_directory(o.save_model)),
                "save_model: expected the path of a .npy file to write, got '{}'", o.save_model.string());
   strategy::StrategyOptions s = o.worker.strategy;
@@ -163,6 +165,7 @@ struct RunInputs {
   SampleSpec input;  // the dataset's sample shape and class count
   const std::vector<float>& initial;
   FinalModel final_model;
+  bool replica_accuracy;  // the final evaluation scores every replica too (TrainOptions::replica_accuracy)
   std::uint64_t process_token;  // random, the same for every worker of this process
 };
 
@@ -172,7 +175,8 @@ class TorchWorker final : public ModelSide {
   TorchWorker(runtime::Context& ctx, const RunInputs& in)
       : model_(make_model(in.options.model, in.input)),
         replica_(model_),
-        loader_(in.data.train, ctx.rank(), ctx.size(), in.options.batch, in.options.seed) {
+        loader_(in.data.train, ctx.rank(), ctx.size(), in.options.batch, in.options.seed),
+        replica_accuracy_(in.replica_accuracy) {
     replica_.load(core::ConstView(std::span<const float>(in.initial)));
   }
   strategy::ModelState state() { return {.params = replica_.param_span(), .grads = replica_.grad_span(), .layout = replica_.layout()}; }
@@ -189,7 +193,9 @@ class TorchWorker final : public ModelSide {
     loss.backward();
     return loss.item<double>();
   }
-  metrics::EvalRecord evaluate(bool final_round) override { return record(evaluator_->run(final_round)); }
+  metrics::EvalRecord evaluate(bool final_round) override {
+    return record(evaluator_->run(final_round && replica_accuracy_));
+  }
   metrics::EvalRecord snapshot() override { return record(evaluator_->snapshot_round()); }
   std::span<const float> representative() const override { return evaluator_->representative(); }
 
@@ -211,6 +217,7 @@ class TorchWorker final : public ModelSide {
   Replica replica_;
   ShardedLoader loader_;
   std::optional<Evaluator> evaluator_;
+  bool replica_accuracy_;
 };
 
 LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t steps_per_epoch, double initial_norm) {
@@ -299,15 +306,18 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   mine.claims = claims.claims;
   mine.budget_counter = claims.counter;
   mine.wall_seconds = train_end;
-  mine.param_norm = l2_norm(torch_side.representative());
-  mine.param_hash = metrics::fnv1a64(torch_side.representative());
+  if (ctx.rank() == worker.communicator().members().front()) {  // the summary reads the first member's
+    mine.param_norm = l2_norm(torch_side.representative());
+    mine.param_hash = metrics::fnv1a64(torch_side.representative());
+  }
   mine.stopped_by = loop.stopped_by();
-  const RunTotals totals = gather_totals(worker.communicator(), mine, loop.evaluations());
+  const std::optional<RunTotals> totals =
+      gather_totals(worker.communicator(), mine, loop.evaluations(), summary_builders(worker.communicator(), place));
   if (!o.save_model.empty() && ctx.rank() == worker.communicator().members().front())
     write_npy(o.save_model, torch_side.representative());
-  if (first_member_here(worker.communicator(), place, ctx.rank())) {
+  if (totals) {
     outputs.offer_summary(build_summary({.options = o, .plan = plan, .parameters = in.initial.size(),
-                                         .final_eval = final_eval, .totals = totals,
+                                         .final_eval = final_eval, .totals = *totals,
                                          .communicator = worker.communicator(),
                                          .checkpoint = loop.last_checkpoint(),
                                          .checkpoint_step = loop.last_checkpoint_step()}));
@@ -348,6 +358,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
 
   const RunInputs inputs{.options = options, .data = data, .input = input, .initial = initial,
                          .final_model = parse_final_model(options.final_model),
+                         .replica_accuracy = options.replica_accuracy,
                          .process_token = std::random_device{}() * 0x100000000ULL + std::random_device{}()};
   ProcessOutputs outputs(progress, on_epoch);
   // Asynchronous strategies go on without a worker lost with its host (docs/simulation.md,

@@ -55,7 +55,7 @@ class Evaluator {
   // representative) on the whole test set and reports the published replicas' consensus
   // distance. Replica accuracies are not measured (left at -1): that would take every worker.
   RoundResult snapshot_round();
-  // The representative model of the last run().
+  // The representative model of the last run() or snapshot_round() (empty before the first).
   std::span<const float> representative() const noexcept { return representative_; }
 
  private:
@@ -67,7 +67,6 @@ class Evaluator {
   std::shared_ptr<const Dataset> test_;
   FinalModel final_;
   std::vector<float> representative_;
-  std::vector<float> mean_;
 };
 
 }  // namespace fast::torch

@@ -8,8 +8,8 @@
 // samples that one worker with batch W*b sees. Each epoch has floor(N / (workers*batch)) steps;
 // the remaining samples of the permutation are skipped in that epoch.
 //
-// Thread-safety: batch() may be called from several threads at once (the current epoch's
-// permutation is cached under a mutex). Movable, not copyable. The dataset is shared and only read.
+// Thread-safety: batch() may be called from several threads at once (this worker's part of the
+// current epoch's permutation is cached under a mutex). Movable, not copyable. The dataset is shared and only read.
 
 #include <cstdint>
 #include <memory>
@@ -59,7 +59,7 @@ class ShardedLoader {
   int workers_;
   std::int64_t batch_;
   std::uint64_t seed_;
-  struct Cache;                  // the last epoch's permutation, under a mutex
+  struct Cache;                  // this worker's part of the last epoch's permutation, under a mutex
   std::unique_ptr<Cache> cache_;
 };
 

@@ -60,6 +60,7 @@ struct TrainOptions {
   double op_timeout = -1;                   // blocking-operation limit in seconds; < 0: FAST_OP_TIMEOUT
   runtime::SlowdownOptions slowdown;        // emulated slow workers and stragglers (seed: `seed`)
   std::string final_model = "average";     // representative model: average | rank0 | best
+  bool replica_accuracy = true;             // the final evaluation also scores every replica (replica_accuracy_min/max)
   double target_accuracy = 0.85;            // the summary reports the time to this test accuracy; 0: off
   runtime::ProcessOptions process;          // zmq: rendezvous, keys, workers per process (docs/config.md)
   std::string collectives;                  // fast | native | "" (runtime::LaunchOptions::collectives)
