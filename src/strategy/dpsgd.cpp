@@ -18,17 +18,20 @@ topology::Graph checked_graph(const StrategyOptions& options, int n) {
 }
 }  // namespace
 
-void DpsgdStrategy::check_options(const StrategyOptions& options, int workers) { (void)checked_graph(options, workers); }
+// The whole mixing matrix is built and checked once, here (before a run); each worker computes
+// only its own row.
+void DpsgdStrategy::check_options(const StrategyOptions& options, int workers) {
+  topology::check_doubly_stochastic(topology::metropolis_hastings(checked_graph(options, workers)), 1e-12);
+}
 
 DpsgdStrategy::DpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
     : Strategy(comm), options_(options) {
   const int me = comm.rank();
   const topology::Graph graph = checked_graph(options, comm.size());
-  const topology::MixingMatrix w = topology::metropolis_hastings(graph);
-  topology::check_doubly_stochastic(w, 1e-12);
   neighbors_ = graph.neighbors_in(me);
-  for (int j : neighbors_) weights_.push_back(w.w(me, j));
-  self_weight_ = w.w(me, me);
+  topology::MixingRow row = topology::metropolis_hastings_row(graph, me, neighbors_);
+  weights_ = std::move(row.neighbors);
+  self_weight_ = row.self;
 }
 
 void DpsgdStrategy::attach(ModelState state) {

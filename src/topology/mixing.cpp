@@ -100,15 +100,23 @@ MixingMatrix metropolis_hastings(const Graph& graph) {
   const int n = graph.size();
   MixingMatrix w(n);
   for (int i = 0; i < n; ++i) {
-    double off = 0.0;
-    for (int j : graph.neighbors_out(i)) {
-      const double wij = 1.0 / (1.0 + std::max(graph.degree(i), graph.degree(j)));
-      w.w(i, j) = wij;
-      off += wij;
-    }
-    w.w(i, i) = 1.0 - off;
+    const MixingRow row = metropolis_hastings_row(graph, i, graph.neighbors_out(i));
+    for (std::size_t k = 0; k < row.neighbors.size(); ++k) w.w(i, graph.neighbors_out(i)[k]) = row.neighbors[k];
+    w.w(i, i) = row.self;
   }
   return w;
+}
+
+MixingRow metropolis_hastings_row(const Graph& graph, int i, std::span<const int> neighbors) {
+  MixingRow row;
+  double off = 0.0;
+  for (int j : neighbors) {
+    const double wij = 1.0 / (1.0 + std::max(graph.degree(i), graph.degree(j)));
+    row.neighbors.push_back(wij);
+    off += wij;
+  }
+  row.self = 1.0 - off;
+  return row;
 }
 
 MixingMatrix uniform_neighbor_weights(const Graph& graph) {

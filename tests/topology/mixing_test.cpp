@@ -51,6 +51,25 @@ TEST(Mixing, MetropolisHastingsWeightsFollowMaxDegree) {
   EXPECT_DOUBLE_EQ(r.row(2)[3], 1.0 / 3);
 }
 
+// One row without the matrix, in the order of the neighbour list given: the same closed forms.
+TEST(Mixing, MetropolisHastingsRowMatchesTheClosedFormInTheOrderGiven) {
+  const Graph s = star(5);
+  const MixingRow center = metropolis_hastings_row(s, 0, std::vector<int>{4, 1, 3, 2});
+  ASSERT_EQ(center.neighbors.size(), 4u);
+  for (double w : center.neighbors) EXPECT_DOUBLE_EQ(w, 0.2);
+  EXPECT_NEAR(center.self, 0.2, 1e-15);
+  const MixingRow leaf = metropolis_hastings_row(s, 3, std::vector<int>{0});
+  ASSERT_EQ(leaf.neighbors.size(), 1u);
+  EXPECT_DOUBLE_EQ(leaf.neighbors[0], 0.2);
+  EXPECT_DOUBLE_EQ(leaf.self, 0.8);
+  // A torus of 3 x 4 (degree 4): 1/5 to each neighbour and to itself.
+  const Graph t = torus2d(3, 4);
+  const MixingRow row = metropolis_hastings_row(t, 5, t.neighbors_in(5));
+  ASSERT_EQ(row.neighbors.size(), 4u);
+  for (double w : row.neighbors) EXPECT_DOUBLE_EQ(w, 0.2);
+  EXPECT_NEAR(row.self, 0.2, 1e-15);
+}
+
 TEST(Mixing, MetropolisHastingsRejectsDirectedGraph) {
   const std::string what = invalid_message([] { metropolis_hastings(exponential(8)); });
   EXPECT_NE(what.find("symmetric"), std::string::npos) << what;

@@ -47,6 +47,16 @@ class MixingMatrix {
 // InvalidArgument if the graph is not symmetric.
 MixingMatrix metropolis_hastings(const Graph& graph);
 
+// Row i of metropolis_hastings(graph) without the n x n matrix: the weights W(i, j) of `neighbors`
+// (all of i's neighbours, in any order) in that order, and W(i, i). The graph's symmetry is not
+// checked here (metropolis_hastings does). For a worker that needs only its own row: each of 1,024
+// simulated dpsgd workers built the whole matrix (8 MB) and checked it.
+struct MixingRow {
+  std::vector<double> neighbors;
+  double self = 1.0;
+};
+MixingRow metropolis_hastings_row(const Graph& graph, int i, std::span<const int> neighbors);
+
 // Uniform weights over the closed out-neighborhood: W(i, j) = 1 / (d_i + 1) for j == i and every
 // edge i -> j (d_i the out-degree). Row stochastic; doubly stochastic when the graph is regular
 // (e.g. ring, torus, hypercube, exponential), not in general. Works for directed graphs.
