@@ -15,12 +15,14 @@
 #   (k) churn soak (bench/churn_soak.py; no peer: the ratio is worker 0's resident memory at the last
 #       kill over the first): an adpsgd run of 4 zmq processes, one killed every 30 s and started again
 #       5 s later for 10 minutes (BENCH_QUICK: 1 minute, every 15 s); every restart must rejoin
+#   (l) simulation at scale (bench/sim_scale.py): dpsgd on a torus of 256 and 1,024 simulated workers, mlp,
+#       one epoch at >= 5 steps per worker vs the same samples trained by one worker under threads
 # usage: bench/run.sh BUILD_DIR        (after building BUILD_DIR with -DFAST_BUILD_BENCH=ON; `make bench`)
 # Raw results: BUILD_DIR/bench-results/raw/, tables: bench-results/*_summary.csv and summary.json.
 # Methods and recorded figures: docs/benchmarks.md.
 #
 # Environment knobs (a-d with the defaults took 3 to 11 minutes on 2 busy cores; e and f add more):
-#   BENCH_ONLY="a b c d e f g j k"  which benchmarks to run
+#   BENCH_ONLY="a b c d e f g j k l"  which benchmarks to run
 #   BENCH_REPS=5           repetitions of each measurement (alternating FAST and peer); medians reported
 #   BENCH_QUICK=1          a short smoke run (1 repetition, small sizes, few steps) to check the harness
 #   BENCH_B_THREADS=2      libtorch intra-op threads for (b), both sides (FAST_TORCH_THREADS)
@@ -45,7 +47,7 @@ RAW=$OUT/raw
 PY=/usr/bin/python3   # Debian's python3 with python3-torch, not the first python3 on PATH
 REPORT=("$PY" "$ROOT/bench/report.py")
 
-ONLY=${BENCH_ONLY:-a b c d e f g j k}
+ONLY=${BENCH_ONLY:-a b c d e f g j k l}
 REPS=${BENCH_REPS:-5}
 QUICK=${BENCH_QUICK:-0}
 B_THREADS=${BENCH_B_THREADS:-2}
@@ -94,7 +96,7 @@ if wants e || wants f || wants j; then
   need_exe "$BIN/fast" "the fast command (tools/fast) did not build"
   "$BIN/fast" launch --help >/dev/null 2>&1 || die "$BIN/fast launch --help failed"
 fi
-if wants b || wants c || wants f; then
+if wants b || wants c || wants f || wants l; then
   need_exe "$BIN/fast" "the fast command (tools/fast) did not build"
   "$BIN/fast" train --help >/dev/null 2>&1 || die "$BIN/fast train --help failed"
   for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
@@ -395,6 +397,16 @@ if wants k; then
   [[ $QUICK == 1 ]] && soak=(--minutes 1 --period 15)
   run k_churn_soak "$PY" "$ROOT/bench/churn_soak.py" --fast "$BIN/fast" "${soak[@]}" --out "$RAW/k_churn_soak.json"
   tail -n 4 "$RAW/k_churn_soak.log" | tee -a "$LOG"
+  echo
+fi
+
+# ------------------------------------------------------------------ (l) simulation at scale
+if wants l; then
+  note "(l) simulation at scale: dpsgd on a torus of simulated workers vs the same samples on one worker"
+  scale=(--workers 256,1024)
+  [[ $QUICK == 1 ]] && scale=(--workers 256)
+  run l_sim_scale "$PY" "$ROOT/bench/sim_scale.py" --fast "$BIN/fast" --root "$ROOT" "${scale[@]}" --out "$RAW/l_sim_scale.json"
+  grep -E '^\||^(MET|MISSED)' "$RAW/l_sim_scale.log" | tee -a "$LOG"
   echo
 fi
 
