@@ -52,29 +52,42 @@ factor = 3
 period = "50ms"
 )";
 
+// The metrics and summary files of two runs of `fast train --runtime sim --cluster c.toml ARGS
+// --strategy STRATEGY` with the same settings, each in its own folder.
+struct TwoRuns {
+  std::string metrics[2], summaries[2];
+};
+TwoRuns run_twice(const std::string& label, const char* cluster, const std::string& args, const std::string& strategy) {
+  std::string name = label + strategy;
+  for (char& ch : name)
+    if (ch == ' ' || ch == '-') ch = '_';
+  TwoRuns out;
+  for (int k = 0; k < 2; ++k) {
+    const fs::path dir = temp_dir(name + "_" + std::to_string(k));
+    write(dir / "c.toml", cluster);
+    const Result r = run_in(dir, "train --runtime sim --cluster c.toml " + args +
+                                     " --metrics m.jsonl --summary s.json --progress never --strategy " + strategy);
+    EXPECT_EQ(r.code, exit_code::ok) << r.output;
+    out.metrics[k] = slurp(dir / "m.jsonl");
+    out.summaries[k] = slurp(dir / "s.json");
+    fs::remove_all(dir);
+  }
+  return out;
+}
+
+void expect_identical(const TwoRuns& runs) {
+  EXPECT_EQ(runs.metrics[0], runs.metrics[1]);
+  EXPECT_EQ(runs.summaries[0], runs.summaries[1]);
+}
+
 class SimDeterminism : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SimDeterminism, TwoRunsGiveByteIdenticalFiles) {
-  const std::string strategy = GetParam();
-  std::string name = strategy;
-  for (char& ch : name)
-    if (ch == ' ' || ch == '-') ch = '_';
-  std::string outputs[2], metrics[2], summaries[2];
-  for (int k = 0; k < 2; ++k) {
-    const fs::path dir = temp_dir(name + "_" + std::to_string(k));
-    write(dir / "tiny.toml", kTinyCluster);
-    const Result r = run_in(dir, "train --runtime sim --cluster tiny.toml --workers 4 --model mlp --steps 8 --batch 16 "
-                                 "--eval-every 4 --log-every 2 --metrics m.jsonl --summary s.json --progress never "
-                                 "--strategy " + strategy);
-    ASSERT_EQ(r.code, exit_code::ok) << r.output;
-    metrics[k] = slurp(dir / "m.jsonl");
-    summaries[k] = slurp(dir / "s.json");
-    fs::remove_all(dir);
-  }
-  EXPECT_FALSE(metrics[0].empty());
-  EXPECT_NE(summaries[0].find("\"simulated_seconds\""), std::string::npos);
-  EXPECT_EQ(metrics[0], metrics[1]);
-  EXPECT_EQ(summaries[0], summaries[1]);
+  const TwoRuns runs = run_twice("", kTinyCluster, "--workers 4 --model mlp --steps 8 --batch 16 --eval-every 4 --log-every 2",
+                                 GetParam());
+  EXPECT_FALSE(runs.metrics[0].empty());
+  EXPECT_NE(runs.summaries[0].find("\"simulated_seconds\""), std::string::npos);
+  expect_identical(runs);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllStrategies, SimDeterminism,
@@ -104,26 +117,12 @@ period = "50ms"
 class SimDeterminism64 : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SimDeterminism64, TwoRunsGiveByteIdenticalFiles) {
-  const std::string strategy = GetParam();
-  std::string name = strategy;
-  for (char& ch : name)
-    if (ch == ' ' || ch == '-') ch = '_';
-  std::string metrics[2], summaries[2];
-  for (int k = 0; k < 2; ++k) {
-    const fs::path dir = temp_dir("w64_" + name + "_" + std::to_string(k));
-    write(dir / "c64.toml", kCluster64);
-    const Result r = run_in(dir, "train --runtime sim --cluster c64.toml --workers 64 --model mlp --steps 4 --batch 8 "
-                                 "--eval-every 2 --log-every 1 --no-replica-accuracy --metrics m.jsonl --summary s.json "
-                                 "--progress never --strategy " + strategy);
-    ASSERT_EQ(r.code, exit_code::ok) << r.output;
-    metrics[k] = slurp(dir / "m.jsonl");
-    summaries[k] = slurp(dir / "s.json");
-    fs::remove_all(dir);
-  }
-  EXPECT_NE(metrics[0].find("\"eval\""), std::string::npos) << metrics[0].substr(0, 2000);
-  EXPECT_NE(summaries[0].find("\"workers\": 64"), std::string::npos) << summaries[0].substr(0, 2000);
-  EXPECT_EQ(metrics[0], metrics[1]);
-  EXPECT_EQ(summaries[0], summaries[1]);
+  const TwoRuns runs = run_twice("w64_", kCluster64,
+                                 "--workers 64 --model mlp --steps 4 --batch 8 --eval-every 2 --log-every 1 "
+                                 "--no-replica-accuracy", GetParam());
+  EXPECT_NE(runs.metrics[0].find("\"eval\""), std::string::npos) << runs.metrics[0].substr(0, 2000);
+  EXPECT_NE(runs.summaries[0].find("\"workers\": 64"), std::string::npos) << runs.summaries[0].substr(0, 2000);
+  expect_identical(runs);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllStrategies, SimDeterminism64,
