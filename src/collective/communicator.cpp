@@ -360,9 +360,10 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
   const runtime::Tag tag = make_tag(TagKind::collective, sequence, 0);
   // The in-neighbours are received one after the other, in list order (their senders do not wait
   // for it), so the sums round the same way on every runtime. With one weight w for every
-  // in-neighbour (regular graphs under Metropolis-Hastings or uniform weights) the messages are
-  // added by the receives themselves into one scratch buffer, and data <- self * data + w * sum;
-  // otherwise each is received into a second buffer and added with its weight.
+  // in-neighbour (regular graphs under Metropolis-Hastings or uniform weights) the first message is
+  // received into one scratch buffer and the others added to it by the receives themselves
+  // (Combine::sum), and data <- self * data + w * sum; otherwise each is received into a second
+  // buffer and added with its weight.
   const bool one_weight = std::adjacent_find(in_weights.begin(), in_weights.end(), std::not_equal_to<>()) == in_weights.end();
   if (scratch_.size() < 2) scratch_.resize(2);
   core::Buffer& sum_buffer = scratch_[0];
@@ -372,11 +373,8 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
   const std::span<float> x = data.as<float>();
   const std::span<float> sum = sum_buffer.as<float>();
   const auto self = static_cast<float>(self_weight);
-  if (one_weight) {
-    std::fill(sum.begin(), sum.end(), 0.0f);
-  } else {
+  if (!one_weight)
     for (std::size_t i = 0; i < x.size(); ++i) sum[i] = self * x[i];
-  }
   std::vector<Work> sends;
   std::vector<Work> recvs;
   sends.reserve(out_neighbors.size());
@@ -384,7 +382,8 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
     for (int peer : out_neighbors) sends.push_back(ctx_.send(peer, tag, data));
     for (std::size_t k = 0; k < in_neighbors.size(); ++k) {
       if (one_weight) {
-        recvs.assign(1, ctx_.recv(in_neighbors[k], tag, sum_buffer.view(), runtime::Combine::sum));
+        recvs.assign(1, ctx_.recv(in_neighbors[k], tag, sum_buffer.view(),
+                                  k == 0 ? runtime::Combine::copy : runtime::Combine::sum));
         recvs.front().wait();
         continue;
       }
@@ -396,8 +395,10 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
     }
     core::wait_all(sends);  // the neighbours have read this worker's data: it may change now
   }, {&recvs, &sends});
-  if (one_weight) {
-    const auto w = in_weights.empty() ? 0.0f : static_cast<float>(in_weights.front());
+  if (one_weight && in_weights.empty()) {
+    for (float& v : x) v *= self;
+  } else if (one_weight) {
+    const auto w = static_cast<float>(in_weights.front());
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = self * x[i] + w * sum[i];
   } else {
     std::copy(sum.begin(), sum.end(), x.begin());

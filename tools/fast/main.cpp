@@ -55,10 +55,9 @@ void add_setting_flags(CLI::App* command, std::vector<std::string>& values) {
     const auto& key = fast::cli::config_keys()[i];
     const std::string help = fmt::format("{} [{}, default {}]", key.description, fast::cli::key_type_name(key.type),
                                          key.get(defaults).empty() ? "none" : key.get(defaults));
-    if (key.type == fast::cli::KeyType::boolean && key.get(defaults) == "true")
-      command->add_flag(fast::cli::flag_name(key.name) + ",!" + negated_flag_name(key.name), help);  // given_flags
-    else if (key.type == fast::cli::KeyType::boolean)
-      command->add_flag(fast::cli::flag_name(key.name), help);  // given: "true" (given_flags)
+    if (key.type == fast::cli::KeyType::boolean)  // a flag; --no-KEY too where it defaults to true (given_flags)
+      command->add_flag(fast::cli::flag_name(key.name) +
+                            (key.get(defaults) == "true" ? ",!" + negated_flag_name(key.name) : std::string()), help);
     else
       command->add_option(fast::cli::flag_name(key.name), values[i], help);
   }

@@ -91,13 +91,11 @@ WorkerTotals unpack(std::span<const std::int64_t> ints, std::span<const double> 
 
 constexpr std::size_t kEventValues = 4;  // model_time, end_time, off_clock, accuracy
 
-// A member's totals and evaluations as one integer and one real vector: pack()'s layout, then
-// (integers) the number of evaluations and (reals) their values.
-Packed pack_with_events(const WorkerTotals& mine, std::span<const EvalEvent> evaluations) {
-  Packed p = pack(mine);
+// Appends the evaluations to a member's packed totals: their number to the integers, their values
+// to the reals.
+void add_events(Packed& p, std::span<const EvalEvent> evaluations) {
   p.ints.push_back(static_cast<std::int64_t>(evaluations.size()));
   for (const EvalEvent& e : evaluations) p.reals.insert(p.reals.end(), {e.model_time, e.end_time, e.off_clock, e.accuracy});
-  return p;
 }
 
 // The RunTotals of a reader from the members' gathered vectors (member order).
@@ -141,8 +139,9 @@ std::optional<RunTotals> gather_totals(collective::Communicator& comm, const Wor
   const int world = comm.size();
   FAST_ENFORCE_EQ(mine.bytes_to.size(), static_cast<std::size_t>(world), "gather_totals: bytes_to needs one entry per worker");
   FAST_ENFORCE_EQ(mine.bytes_from.size(), static_cast<std::size_t>(world), "gather_totals: bytes_from needs one entry per worker");
-  const std::size_t fixed_ints = pack(mine).ints.size(), fixed_reals = pack(mine).reals.size();
-  const Packed packed = pack_with_events(mine, evaluations);
+  Packed packed = pack(mine);
+  const std::size_t fixed_ints = packed.ints.size(), fixed_reals = packed.reals.size();
+  add_events(packed, evaluations);
   std::optional<RunTotals> out;
   for (int reader : readers) {
     const std::vector<core::Buffer> ints = comm.gather(ConstView(std::span<const std::int64_t>(packed.ints)), reader);

@@ -165,7 +165,6 @@ struct RunInputs {
   SampleSpec input;  // the dataset's sample shape and class count
   const std::vector<float>& initial;
   FinalModel final_model;
-  bool replica_accuracy;  // the final evaluation scores every replica too (TrainOptions::replica_accuracy)
   std::uint64_t process_token;  // random, the same for every worker of this process
 };
 
@@ -176,7 +175,7 @@ class TorchWorker final : public ModelSide {
       : model_(make_model(in.options.model, in.input)),
         replica_(model_),
         loader_(in.data.train, ctx.rank(), ctx.size(), in.options.batch, in.options.seed),
-        replica_accuracy_(in.replica_accuracy) {
+        replica_accuracy_(in.options.replica_accuracy) {
     replica_.load(core::ConstView(std::span<const float>(in.initial)));
   }
   strategy::ModelState state() { return {.params = replica_.param_span(), .grads = replica_.grad_span(), .layout = replica_.layout()}; }
@@ -306,14 +305,15 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   mine.claims = claims.claims;
   mine.budget_counter = claims.counter;
   mine.wall_seconds = train_end;
-  if (ctx.rank() == worker.communicator().members().front()) {  // the summary reads the first member's
+  const bool first_member = ctx.rank() == worker.communicator().members().front();
+  if (first_member) {  // the summary reads the first member's
     mine.param_norm = l2_norm(torch_side.representative());
     mine.param_hash = metrics::fnv1a64(torch_side.representative());
   }
   mine.stopped_by = loop.stopped_by();
   const std::optional<RunTotals> totals =
       gather_totals(worker.communicator(), mine, loop.evaluations(), summary_builders(worker.communicator(), place));
-  if (!o.save_model.empty() && ctx.rank() == worker.communicator().members().front())
+  if (!o.save_model.empty() && first_member)
     write_npy(o.save_model, torch_side.representative());
   if (totals) {
     outputs.offer_summary(build_summary({.options = o, .plan = plan, .parameters = in.initial.size(),
@@ -358,7 +358,6 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
 
   const RunInputs inputs{.options = options, .data = data, .input = input, .initial = initial,
                          .final_model = parse_final_model(options.final_model),
-                         .replica_accuracy = options.replica_accuracy,
                          .process_token = std::random_device{}() * 0x100000000ULL + std::random_device{}()};
   ProcessOutputs outputs(progress, on_epoch);
   // Asynchronous strategies go on without a worker lost with its host (docs/simulation.md,
