@@ -11,20 +11,33 @@ void Buffer::Free::operator()(void* p) const noexcept { std::free(p); }
 Buffer::Buffer(std::size_t numel, DType dtype) { resize(numel, dtype); }
 
 Buffer Buffer::copy_of(ConstView view) {
-  Buffer b(view.numel(), view.dtype());
-  if (view.bytes() > 0) std::memcpy(b.data(), view.data(), view.bytes());
+  Buffer b;
+  const std::size_t bytes = view.bytes();
+  // Written once: the copy, then zeros in the alignment tail only (not zeros everywhere first: the
+  // sim runtime copies every message it sends).
+  if (bytes > 0) {
+    b.allocate(bytes);
+    std::memcpy(b.data(), view.data(), bytes);
+    std::memset(static_cast<std::byte*>(b.data()) + bytes, 0, b.capacity_bytes_ - bytes);
+  }
+  b.numel_ = view.numel();
+  b.dtype_ = view.dtype();
   return b;
+}
+
+void Buffer::allocate(std::size_t bytes) {
+  const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  data_.reset(p);
+  capacity_bytes_ = rounded;
 }
 
 void Buffer::resize(std::size_t numel, DType dtype) {
   const std::size_t need = numel * size_of(dtype);
   if (need > capacity_bytes_) {
-    const std::size_t rounded = (need + kAlignment - 1) / kAlignment * kAlignment;
-    void* p = std::aligned_alloc(kAlignment, rounded);
-    if (p == nullptr) throw std::bad_alloc();
-    std::memset(p, 0, rounded);
-    data_.reset(p);
-    capacity_bytes_ = rounded;
+    allocate(need);
+    std::memset(data(), 0, capacity_bytes_);
   }
   numel_ = numel;
   dtype_ = dtype;

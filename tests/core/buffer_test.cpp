@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "fast/core/buffer.hpp"
@@ -25,6 +26,23 @@ TEST(Buffer, CopyOfAndTypedAccess) {
   ASSERT_EQ(b.numel(), 3u);
   EXPECT_EQ(b.as<float>()[2], 3.f);
   EXPECT_THROW(b.as<double>(), InvalidArgument);
+}
+
+// copy_of writes the copy and zeroes only the rest of its 64-byte capacity: growing within that
+// capacity shows the copy followed by zeros, as after Buffer(numel, dtype).
+TEST(Buffer, CopyOfIsAlignedAndZeroBeyondTheCopy) {
+  std::vector<float> v{1.f, 2.f, 3.f};
+  Buffer b = Buffer::copy_of(ConstView(std::span<const float>(v)));
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % Buffer::kAlignment, 0u);
+  b.resize(Buffer::kAlignment / sizeof(float), DType::f32);
+  const std::span<const float> grown = std::as_const(b).as<float>();
+  ASSERT_EQ(grown.size(), 16u);
+  EXPECT_EQ(grown[0], 1.f);
+  EXPECT_EQ(grown[2], 3.f);
+  for (std::size_t i = 3; i < grown.size(); ++i) EXPECT_EQ(grown[i], 0.f) << "element " << i;
+  const Buffer empty = Buffer::copy_of(ConstView(std::span<const float>()));
+  EXPECT_EQ(empty.numel(), 0u);
+  EXPECT_EQ(empty.data(), nullptr);
 }
 
 TEST(Buffer, EmptyBufferIsValid) {

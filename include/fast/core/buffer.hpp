@@ -46,6 +46,10 @@ class Buffer {
   }
 
  private:
+  // Replaces the storage by `bytes` (rounded up to kAlignment) of uninitialised memory; the
+  // contents are lost. bad_alloc on failure.
+  void allocate(std::size_t bytes);
+
   struct Free {
     void operator()(void* p) const noexcept;
   };
