@@ -351,4 +351,19 @@ TEST(Cli, CompareRejectsABadSweepBeforeRunningAnything) {
   EXPECT_FALSE(fs::exists(dir / "out")) << "nothing may run before every file is checked";
 }
 
+// Settings valid one by one but not together (dpsgd needs an undirected graph; exponential is
+// directed), in the second run of a sweep: refused with the run named before the first run starts.
+TEST(Cli, CompareChecksEveryRunAsTrainWouldBeforeRunningAnything) {
+  const fs::path dir = temp_dir("compare-bad-run");
+  fs::remove_all(dir / "out");
+  std::ofstream(dir / "sweep.toml") << "[base]\nworkers = 4\nsteps = 1\n\n[[run]]\nname = \"fine\"\n"
+                                       "strategy = \"allreduce\"\n\n[[run]]\nname = \"directed\"\n"
+                                       "strategy = \"dpsgd\"\ntopology = \"exponential\"\n";
+  const Result r = run_fast("compare " + (dir / "sweep.toml").string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.code, exit_code::bad_input) << r.output;
+  EXPECT_NE(r.output.find("run 'directed' of '" + (dir / "sweep.toml").string() + "'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("topology 'exponential' is directed"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out")) << "the first run started before the second was checked";
+}
+
 }  // namespace

@@ -15,11 +15,9 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "compare.hpp"
 #include "config.hpp"
-#include "fast/adapters/torch/models.hpp"
 #include "fast/adapters/torch/trainer.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -132,11 +130,9 @@ nlohmann::json train_in_child(const fast::torch::TrainOptions& run) {
 int compare(const std::vector<std::string>& files, const fast::cli::CompareOptions& options,
             const std::vector<fast::cli::SettingOverride>& flags, const std::string& progress_mode) {
   // Every file, sweep and flag is checked before the first run starts.
-  const auto specs = fast::cli::plan_runs({files.begin(), files.end()}, flags, [](const fast::torch::TrainOptions& o) {
-    const auto names = fast::torch::model_names();
-    FAST_ENFORCE(std::find(names.begin(), names.end(), o.model) != names.end(),
-                 "model: unknown name '{}'; expected one of: {}", o.model, fmt::join(names, ", "));
-  });
+  // Each run also as `fast train` would check it before reading data (the strategy's options for
+  // its world size among them), so a mistake in the last run of a sweep is found before the first.
+  const auto specs = fast::cli::plan_runs({files.begin(), files.end()}, flags, fast::torch::validate_options);
   std::fprintf(stderr, "fast compare: %zu configurations x %d repetitions, output in %s\n", specs.size(),
                options.repeat, options.out.string().c_str());
   const bool terminal = terminal_progress(progress_mode);

@@ -326,6 +326,8 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
 
 }  // namespace
 
+void validate_options(const TrainOptions& options) { validate(options); }
+
 nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, const EpochFn& on_epoch) {
   validate(options);
   const DatasetSpec spec = parse_dataset_spec(options.dataset);

@@ -26,4 +26,12 @@ namespace fast::torch {
 
 nlohmann::json train(const TrainOptions& options, const ProgressFn& progress = {}, const EpochFn& on_epoch = {});
 
+// The checks train() makes before it reads any data: each setting's range, the model name or file,
+// the output files, the optimizer's and the strategy's options for the world size (e.g. dpsgd on a
+// directed topology), checkpoints and resume, and the environment variables train() reads. Throws
+// core::InvalidArgument naming the setting, what it expected and what it got (core::IoError for an
+// unreadable TorchScript file). Reads no data and starts nothing; `fast compare` runs it for every
+// run of a sweep before the first one starts.
+void validate_options(const TrainOptions& options);
+
 }  // namespace fast::torch
