@@ -198,6 +198,17 @@ TEST(CompareSweep, WholeRunChecksNameTheRunBeforeAnythingRuns) {
   });
   EXPECT_EQ(checked, 2);
   EXPECT_NE(e.find("run 'model=resnet' of '" + m.string() + "': model: unknown name 'resnet'"), std::string::npos) << e;
+  // A file the check cannot read (a TorchScript model): still an IoError, with the run named.
+  try {
+    plan_runs({m}, {}, [](const torch::TrainOptions& o) {
+      FAST_ENFORCE_AS(core::IoError, o.model == "mlp", "model file '{}' cannot be read", o.model);
+    });
+    ADD_FAILURE() << "expected an IoError";
+  } catch (const core::IoError& io) {
+    EXPECT_NE(std::string(io.what()).find("run 'model=resnet' of '" + m.string() + "': model file 'resnet'"),
+              std::string::npos)
+        << io.what();
+  }
 }
 
 TEST(CompareTable, MedianOfOddEvenAndInfiniteValues) {

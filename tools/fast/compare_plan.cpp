@@ -201,6 +201,8 @@ std::vector<RunSpec> plan_runs(const std::vector<fs::path>& files, const std::ve
       if (check) check(spec.options);
     } catch (const core::InvalidArgument& e) {
       FAST_THROW(core::InvalidArgument, "run '{}' of '{}': {}", spec.label, spec.source.string(), e.what());
+    } catch (const core::IoError& e) {  // e.g. a TorchScript model file that cannot be read
+      FAST_THROW(core::IoError, "run '{}' of '{}': {}", spec.label, spec.source.string(), e.what());
     }
   }
   return runs;

@@ -49,8 +49,9 @@ bool is_sweep_file(const toml::table& table);
 // The runs of one sweep file (already parsed; `file` names it in errors and anchors a relative base).
 std::vector<RunSpec> expand_sweep(const toml::table& table, const std::filesystem::path& file);
 
-// A check of a whole run's settings beyond the settings table (e.g. the model name, known only to
-// the torch adapter); throws InvalidArgument.
+// A check of a whole run's settings beyond the settings table (`fast compare` passes
+// torch::validate_options: the model, the strategy's options for the worker count, ...); throws
+// InvalidArgument, or IoError for a file it cannot read.
 using RunCheck = std::function<void(const torch::TrainOptions& options)>;
 
 // Every run of every file, in order, with the overrides applied. Throws InvalidArgument naming the
