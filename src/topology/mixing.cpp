@@ -100,8 +100,9 @@ MixingMatrix metropolis_hastings(const Graph& graph) {
   const int n = graph.size();
   MixingMatrix w(n);
   for (int i = 0; i < n; ++i) {
-    const MixingRow row = metropolis_hastings_row(graph, i, graph.neighbors_out(i));
-    for (std::size_t k = 0; k < row.neighbors.size(); ++k) w.w(i, graph.neighbors_out(i)[k]) = row.neighbors[k];
+    const std::vector<int>& out = graph.neighbors_out(i);
+    const MixingRow row = metropolis_hastings_row(graph, i, out);
+    for (std::size_t k = 0; k < out.size(); ++k) w.w(i, out[k]) = row.neighbors[k];
     w.w(i, i) = row.self;
   }
   return w;
