@@ -74,8 +74,10 @@ FrameHeader decode_header(std::span<const std::byte> bytes, const Limits& limits
   if (sum != want) throw FrameError(fmt::format("frame: header checksum: expected {:#010x}, got {:#010x}", want, sum));
   const auto kind = get<std::uint8_t>(in, 6), flags = get<std::uint8_t>(in, 7), dtype = get<std::uint8_t>(in, 8);
   if (!known_kind(kind)) throw FrameError(fmt::format("frame: kind: expected 1 (data) to 4 (bye), got {}", kind));
-  if ((flags & ~kFlagPayloadChecksum) != 0)
-    throw FrameError(fmt::format("frame: flags: expected only bit 0, got {:#04x}", flags));
+  const std::uint8_t known = limits.allow_shared ? (kFlagPayloadChecksum | kFlagPayloadShared) : kFlagPayloadChecksum;
+  if ((flags & ~known) != 0 || flags == (kFlagPayloadChecksum | kFlagPayloadShared))
+    throw FrameError(fmt::format("frame: flags: expected {}, got {:#04x}",
+                                 limits.allow_shared ? "bit 0 or bit 1, not both" : "only bit 0", flags));
   if (!known_dtype(dtype)) throw FrameError(fmt::format("frame: dtype: expected 0 to 6, got {}", dtype));
   if (get<std::uint8_t>(in, 9) != 0 || get<std::uint16_t>(in, 10) != 0 || get<std::uint32_t>(in, 52) != 0)
     throw FrameError("frame: reserved bytes: expected 0, got other values");
@@ -97,12 +99,30 @@ FrameHeader decode_header(std::span<const std::byte> bytes, const Limits& limits
 }
 
 void check_payload(const FrameHeader& h, std::span<const std::byte> payload) {
+  if ((h.flags & kFlagPayloadShared) != 0) {
+    if (payload.size() != kLocatorBytes)
+      throw FrameError(fmt::format("frame: shared payload locator: expected {} bytes, got {}", kLocatorBytes,
+                                   payload.size()));
+    return;
+  }
   if (payload.size() != h.payload_bytes)
     throw FrameError(fmt::format("frame: payload length: expected {} bytes, got {}", h.payload_bytes, payload.size()));
   if ((h.flags & kFlagPayloadChecksum) == 0) return;
   const std::uint32_t sum = checksum(payload);
   if (sum != h.payload_checksum)
     throw FrameError(fmt::format("frame: payload checksum: expected {:#010x}, got {:#010x}", h.payload_checksum, sum));
+}
+
+std::array<std::byte, kLocatorBytes> encode_locator(std::uint64_t position) {
+  std::array<std::byte, kLocatorBytes> out{};
+  put<std::uint64_t>(out.data(), 0, position);
+  return out;
+}
+
+std::uint64_t decode_locator(std::span<const std::byte> part) {
+  if (part.size() != kLocatorBytes)
+    throw FrameError(fmt::format("frame: shared payload locator: expected {} bytes, got {}", kLocatorBytes, part.size()));
+  return get<std::uint64_t>(part.data(), 0);
 }
 
 }  // namespace fast::wire

@@ -42,9 +42,11 @@ struct WorldCase {
   int workers = 2;         // in the whole world
   std::string transport;   // zmq: ipc | tcp
   int workers_per_process = 1;
+  long long shm_bytes = -1;  // zmq: FAST_SHM_BYTES, the shared-memory ring per pair (0: none); -1: the default
   std::string name() const {
     return runtime + (transport.empty() ? "" : "_" + transport) + "_" + std::to_string(workers) + "workers" +
-           (workers_per_process > 1 ? "_" + std::to_string(workers_per_process) + "perprocess" : "");
+           (workers_per_process > 1 ? "_" + std::to_string(workers_per_process) + "perprocess" : "") +
+           (shm_bytes == 0 ? "_noshm" : shm_bytes > 0 ? "_shm" + std::to_string(shm_bytes >> 10) + "KiB" : "");
   }
 };
 
@@ -100,6 +102,7 @@ inline Children spawn_children(const WorldCase& c, const std::map<std::string, s
       {"FAST_WORLD_SIZE", std::to_string(processes)}, {"FAST_KEY_FILE", (dir / "run.key").string()},
       {"FAST_ALLOW_FILE", (dir / "allow.txt").string()}, {"FAST_TRANSPORT", c.transport},
       {"FAST_TEST_WORKERS_PER_PROCESS", std::to_string(c.workers_per_process)}};
+  if (c.shm_bytes >= 0) env["FAST_SHM_BYTES"] = std::to_string(c.shm_bytes);
   for (const auto& [k, v] : extra_env) env[k] = v;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string kv = *e;

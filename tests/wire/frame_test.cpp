@@ -150,6 +150,34 @@ TEST(WireFrame, PayloadLengthAndChecksumAreChecked) {
   EXPECT_EQ(checksum({reinterpret_cast<const std::byte*>(text), 9}), 0xCBF43926u);
 }
 
+TEST(WireFrame, ASharedPayloadIsAnEightByteLocatorAcceptedOnlyWhereAllowed) {
+  FrameHeader h = sample();
+  h.flags = kFlagPayloadShared;
+  h.payload_checksum = 0;
+  const Bytes b = encoded(h);
+  EXPECT_NE(error_of(b).find("flags: expected only bit 0, got 0x02"), std::string::npos) << error_of(b);
+  const FrameHeader d = decode_header(b, {.allow_shared = true});
+  EXPECT_EQ(d.flags, kFlagPayloadShared);
+  EXPECT_EQ(d.payload_bytes, 8000u);  // the payload's own size, not the locator's
+  h.flags = kFlagPayloadShared | kFlagPayloadChecksum;
+  EXPECT_NE(error_of(encoded(h), {.allow_shared = true}).find("flags: expected bit 0 or bit 1, not both, got 0x03"),
+            std::string::npos);
+  EXPECT_NE(error_of(encoded(h)).find("flags: expected only bit 0, got 0x03"), std::string::npos);
+
+  const auto locator = encode_locator(0x0102030405060708ull);
+  EXPECT_EQ(locator[0], std::byte{8});  // little-endian
+  EXPECT_EQ(decode_locator(locator), 0x0102030405060708ull);
+  EXPECT_NO_THROW(check_payload(d, locator));
+  std::vector<std::byte> payload(8000);
+  try {
+    check_payload(d, payload);  // the payload itself in the part: not a locator
+    ADD_FAILURE();
+  } catch (const FrameError& e) {
+    EXPECT_NE(std::string(e.what()).find("shared payload locator: expected 8 bytes, got 8000"), std::string::npos);
+  }
+  EXPECT_THROW(decode_locator(std::span(payload).first(7)), FrameError);
+}
+
 TEST(WireFrame, EncodeRefusesACountThatDisagreesWithTheBytes) {
   FrameHeader h = sample();
   h.payload_bytes = 12;
@@ -172,7 +200,8 @@ void fuzz_one(std::span<const std::byte> bytes, const Limits& limits, int& rejec
 
 TEST(WireFrame, FuzzOf120000FramesRejectsEveryBadOneWithoutCrashOrLargeAllocation) {
   std::mt19937_64 random(20261123);
-  const Limits limits{.max_payload_bytes = 1ull << 30, .world_size = 8};
+  const Limits strict{.max_payload_bytes = 1ull << 30, .world_size = 8};
+  const Limits shared{.max_payload_bytes = 1ull << 30, .world_size = 8, .allow_shared = true};
   int rejected = 0, accepted = 0;
   std::vector<std::byte> buffer(2 * kHeaderBytes);
   const auto hostile_u64 = [&] {
@@ -183,7 +212,8 @@ TEST(WireFrame, FuzzOf120000FramesRejectsEveryBadOneWithoutCrashOrLargeAllocatio
   g_watch = true;
   for (int i = 0; i < 120000; ++i) {
     const int mode = i % 6;
-    FrameHeader h{.kind = static_cast<FrameKind>(1 + random() % 4), .flags = static_cast<std::uint8_t>(random() % 2),
+    const Limits& limits = i % 2 == 0 ? strict : shared;
+    FrameHeader h{.kind = static_cast<FrameKind>(1 + random() % 4), .flags = static_cast<std::uint8_t>(random() % 4),
                   .dtype = static_cast<core::DType>(random() % 7), .src = static_cast<std::int32_t>(random() % 8),
                   .dst = static_cast<std::int32_t>(random() % 8), .tag = random(), .count = random() % 100000};
     h.payload_bytes = h.count * core::size_of(h.dtype);

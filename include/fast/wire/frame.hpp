@@ -8,7 +8,7 @@
 //    0  u32  magic            kMagic ("FAST")
 //    4  u16  version          kVersion
 //    6  u8   kind             FrameKind
-//    7  u8   flags            kFlagPayloadChecksum; other bits must be 0
+//    7  u8   flags            kFlagPayloadChecksum, kFlagPayloadShared (not both); other bits must be 0
 //    8  u8   dtype            core::DType
 //    9  u8[3] reserved        0
 //   12  i32  src              sender rank
@@ -20,6 +20,7 @@
 //   48  u32  header_checksum  CRC-32 (zlib) of bytes 0..47
 //   52  u32  reserved         0
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -33,6 +34,11 @@ inline constexpr std::uint32_t kMagic = 0x54534146;  // "FAST" little-endian
 inline constexpr std::uint16_t kVersion = 1;
 enum class FrameKind : std::uint8_t { data = 1, heartbeat = 2, hello = 3, bye = 4 };
 inline constexpr std::uint8_t kFlagPayloadChecksum = 1;  // payload_checksum is set and must match
+// The payload lies in the sender's shared-memory ring (processes of one host, zmq runtime): the
+// payload part is a kLocatorBytes locator, the u64 ring position the receiver expects next, and
+// payload_bytes still counts the payload itself. Accepted only where Limits::allow_shared.
+inline constexpr std::uint8_t kFlagPayloadShared = 2;
+inline constexpr std::size_t kLocatorBytes = 8;
 
 struct FrameHeader {
   FrameKind kind = FrameKind::data;
@@ -51,6 +57,7 @@ inline constexpr std::size_t kHeaderBytes = 56;
 struct Limits {
   std::uint64_t max_payload_bytes = 1ull << 34;  // a frame declaring more is refused
   std::int32_t world_size = 0;                   // src and dst must be in [0, world_size); 0: unchecked
+  bool allow_shared = false;                     // kFlagPayloadShared is refused unless set
 };
 
 // A malformed frame.
@@ -67,8 +74,13 @@ void encode_header(const FrameHeader& header, std::span<std::byte, kHeaderBytes>
 // ranks in range. Throws FrameError "frame: <field>: expected X, got Y". Allocates nothing but the
 // error message.
 FrameHeader decode_header(std::span<const std::byte> bytes, const Limits& limits);
-// payload.size() == header.payload_bytes, and the checksum when kFlagPayloadChecksum is set.
+// payload.size() == header.payload_bytes, and the checksum when kFlagPayloadChecksum is set; with
+// kFlagPayloadShared, payload.size() == kLocatorBytes (the ring checks the rest).
 void check_payload(const FrameHeader& header, std::span<const std::byte> payload);
+// The locator part of a kFlagPayloadShared frame (little-endian u64), and back. decode_locator
+// expects exactly kLocatorBytes (FrameError otherwise).
+std::array<std::byte, kLocatorBytes> encode_locator(std::uint64_t position);
+std::uint64_t decode_locator(std::span<const std::byte> part);
 // CRC-32 of zlib (about 1-10 GB/s), the payload checksum.
 std::uint32_t checksum(std::span<const std::byte> bytes);
 

@@ -81,6 +81,11 @@ void ZmqTransport::start(threads::LocalWorld& world, std::function<void(const st
   world_ = &world;
   on_lost_ = std::move(on_lost);
   open_dealers();
+  outbound_.resize(table_.size());
+  inbound_.resize(table_.size());
+  for (auto& out : outbound_) out = std::make_unique<OutboundShared>();
+  for (const ProcessInfo& peer : table_)
+    if (peer.rank != process_) offer_ring(peer.rank);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -99,6 +104,7 @@ core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {
   const std::size_t bytes = data.bytes();
   wire::FrameHeader header{.kind = wire::FrameKind::data, .dtype = data.dtype(), .src = src, .dst = dst, .tag = tag,
                            .count = data.numel(), .payload_bytes = bytes};
+  if (bytes >= kSharedMinBytes && send_shared(process_of(dst), header, data)) return {};
   const std::span<const std::byte> payload(static_cast<const std::byte*>(data.data()), bytes);
   if (settings_.insecure) {  // CURVE authenticates every message; without it, a checksum guards the payload
     header.flags |= wire::kFlagPayloadChecksum;

@@ -14,6 +14,15 @@
 // once; a larger one is handed to ZeroMQ without a copy and its Work completes when ZeroMQ
 // releases it.
 //
+// Shared memory (transport_shared.cpp, shared_ring.hpp): at start (and when a rank is taken back)
+// this process offers every process of its host (same host_id) a ring of
+// Settings::shared_ring_bytes, in a hello frame {"shm": {id, fd, bytes}}; the peer maps it and
+// answers {"shm_ready": id} (or {"shm_refused": id}, and logs why). From then on a payload of at
+// least kSharedMinBytes to that process is copied into the ring, its Work completes at once, and
+// only a frame with wire::kFlagPayloadShared and the ring position travels through ZeroMQ; when
+// the ring is full the payload goes through ZeroMQ as before. Frames leave in the order of their
+// ring positions, which the receiver checks.
+//
 // Lost peers: every process sends a heartbeat to every other every min(peer_timeout / 4, 1 s); a
 // process not heard from (any frame counts) for peer_timeout seconds, one that sent `bye` with an
 // error, or one that ended cleanly (`bye` without error) is lost: receives from its workers fail
@@ -56,12 +65,14 @@
 #include "peer_link.hpp"
 #include "process_table.hpp"
 #include "settings.hpp"
+#include "shared_ring.hpp"
 
 namespace fast::runtime::zmq {
 
 class ZmqTransport final : public threads::Transport {
  public:
   static constexpr std::size_t kZeroCopyBytes = 64 * 1024;
+  static constexpr std::size_t kSharedMinBytes = 4 * 1024;
 
   // router: this process's bound data socket (moved in). table: every process, from the rendezvous.
   ZmqTransport(::zmq::context_t& context, const Settings& settings, ProcessTable table, int process,
@@ -129,6 +140,12 @@ class ZmqTransport final : public threads::Transport {
   void on_hello_frame(int from, const ::zmq::message_t& payload);
   void revive(const ProcessInfo& info);
   void send_hello(int process, const nlohmann::json& body);
+  // Shared memory (transport_shared.cpp).
+  void offer_ring(int process);
+  void retire_ring(int process);
+  bool send_shared(int process, wire::FrameHeader header, core::ConstView data);
+  void on_shared_hello(int from, const nlohmann::json& body);
+  void deliver_shared(int from, const wire::FrameHeader& header, const ::zmq::message_t& locator);
 
   ::zmq::context_t& context_;
   Settings settings_;
@@ -146,6 +163,17 @@ class ZmqTransport final : public threads::Transport {
   std::vector<PeerState> peers_;  // by process
   std::unique_ptr<std::atomic<bool>[]> lost_;  // by process: fast path of alive()
   std::vector<MembershipEvent> events_;         // under peers_mutex_
+
+  // Shared memory with processes of this host.
+  struct OutboundShared {
+    std::mutex mutex;
+    std::unique_ptr<OutboundRing> ring;  // offered to the peer (null: none)
+    std::uint64_t id = 0;                // the offer's id
+    bool ready = false;                  // the peer mapped it: payloads go through it
+  };
+  std::vector<std::unique_ptr<OutboundShared>> outbound_;  // by process; fixed after start()
+  std::vector<std::shared_ptr<InboundRing>> inbound_;      // by process; I/O thread only
+  std::atomic<std::uint64_t> next_ring_id_{1};
 
   std::optional<::zmq::socket_t> desk_;  // process 0: the rendezvous socket, for rejoins
   std::deque<PendingRejoin> pending_;    // I/O thread only

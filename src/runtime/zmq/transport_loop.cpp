@@ -133,8 +133,9 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
                    "frame: key: expected the key of {} ({}), got {}", sender->where(), sender->public_key,
                    key ? key : "none");
     }
-    const wire::FrameHeader header = wire::decode_header(
-        bytes_of(parts[1]), {.max_payload_bytes = wire::Limits{}.max_payload_bytes, .world_size = world_->state().size()});
+    const wire::FrameHeader header =
+        wire::decode_header(bytes_of(parts[1]), {.max_payload_bytes = wire::Limits{}.max_payload_bytes,
+                                                 .world_size = world_->state().size(), .allow_shared = true});
     FAST_ENFORCE(header.src >= sender->first_worker && header.src < sender->first_worker + sender->workers,
                  "frame: src: expected a worker of {} in [{}, {}), got {}", sender->where(), sender->first_worker,
                  sender->first_worker + sender->workers, header.src);
@@ -146,7 +147,13 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
     peers_cv_.notify_all();  // settle_lost_peers() waits for news of every peer
     if (header.kind == wire::FrameKind::data) {
       FAST_ENFORCE(world_->state().is_local(header.dst), "frame: dst: expected a worker of this process, got {}", header.dst);
-      deliver_data(header, std::move(parts[2]));
+      if ((header.flags & wire::kFlagPayloadShared) != 0)
+        deliver_shared(from, header, parts[2]);
+      else
+        deliver_data(header, std::move(parts[2]));
+    } else if ((header.flags & wire::kFlagPayloadShared) != 0) {
+      FAST_THROW(wire::FrameError, "frame: flags: a shared payload in a frame of kind {}, not data",
+                 static_cast<int>(header.kind));
     } else if (header.kind == wire::FrameKind::hello) {
       on_hello_frame(from, parts[2]);
     } else if (header.kind == wire::FrameKind::bye) {

@@ -160,8 +160,11 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
     const int r = body.at("ack").get<int>();
     for (PendingRejoin& p : pending_)
       if (p.info.rank == r) std::erase(p.awaiting, from);
+  } else if (body.contains("shm") || body.contains("shm_ready") || body.contains("shm_refused")) {
+    on_shared_hello(from, body);
   } else {
-    FAST_THROW(core::InvalidArgument, "frame: hello: expected 'rejoin' or 'ack', got {}", body.dump().substr(0, 200));
+    FAST_THROW(core::InvalidArgument, "frame: hello: expected 'rejoin', 'ack' or a shared-memory ring's, got {}",
+               body.dump().substr(0, 200));
   }
 }
 
@@ -171,6 +174,7 @@ void ZmqTransport::revive(const ProcessInfo& info) {
   // from it fail now rather than at their time limit).
   if (!lost_[static_cast<std::size_t>(r)].load())
     mark_lost(r, "was replaced: a new process took its rank back", false);
+  retire_ring(r);  // before the new link: no payload of the old ring may reach the new process
   links_[static_cast<std::size_t>(r)]->reopen(make_dealer(info));
   for (int w = info.first_worker; w < info.first_worker + info.workers; ++w) world_->revive_source(w);
   {
@@ -183,6 +187,7 @@ void ZmqTransport::revive(const ProcessInfo& info) {
     lost_[static_cast<std::size_t>(r)] = false;
   }
   peers_cv_.notify_all();
+  offer_ring(r);
   core::log(core::LogLevel::warn, "zmq runtime: worker{} {} rejoined the run: {} took the rank back",
             info.workers > 1 ? "s" : "", info.workers > 1 ? fmt::format("[{}, {})", info.first_worker,
                                                                          info.first_worker + info.workers)
