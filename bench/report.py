@@ -194,7 +194,7 @@ def report_allreduce(out):
 
 
 # ---------------------------------------------------------------- (e) all-reduce across processes
-E_FAST = ("fast_zmq_ipc", "fast_zmq_tcp", "fast_zmq_ipc_insecure", "fast_zmq_tcp_insecure")
+E_FAST = ("fast_zmq_tcp", "fast_zmq_tcp_insecure", "fast_zmq_shm")
 E_PEERS = ("mpi_shm", "mpi_tcp", "gloo")
 
 
@@ -209,11 +209,12 @@ def report_processes(out):
     text = [f"(e) all-reduce bus bandwidth across processes, GB/s (busbw = bytes/time * 2(n-1)/n; median of {reps} "
             f"runs; float sum, in place; {load_text(raw, 'e_*')})",
             "    FAST: `fast launch -n N -- bench_allreduce_fast --runtime zmq`, one worker per process, chunk 4 MiB; "
-            "FAST_TRANSPORT ipc or tcp (127.0.0.1), CURVE (default) or --insecure",
+            "tcp on 127.0.0.1 without shared memory (FAST_SHM_BYTES=0, as between hosts), CURVE (default) or --insecure; "
+            "FAST shm: the default on one host (CURVE frames, payloads from 4 KiB through shared memory)",
             "    MPI shm: mpirun --bind-to none, defaults (shared memory, vader); MPI tcp: --mca pml ob1 --mca btl tcp,self "
             "--mca btl_tcp_if_include lo; 4 processes on fewer cores: --oversubscribe",
             "    gloo: torch.distributed all_reduce, N processes on 127.0.0.1 (bench/allreduce_gloo.py)",
-            "    goals: FAST tcp (CURVE) / MPI tcp and / gloo; ipc / MPI shm for information"]
+            "    goals: FAST tcp (CURVE) / MPI tcp and / gloo; FAST shm / MPI shm for information"]
     for n in sorted({k[1] for k in med}):
         sizes = sorted({k[2] for k in med if k[1] == n})
         rows, vs_tcp, vs_gloo, vs_shm = [], RatioGoal(GOAL_PROC_MPI_TCP), RatioGoal(GOAL_PROC_GLOO), RatioGoal(0)
@@ -221,27 +222,26 @@ def report_processes(out):
             f = {impl: get(impl, n, b) for impl in E_FAST}
             p = {impl: get(impl, n, b) for impl in E_PEERS}
             r_tcp, r_gloo = div(f["fast_zmq_tcp"], p["mpi_tcp"]), div(f["fast_zmq_tcp"], p["gloo"])
-            r_shm = div(f["fast_zmq_ipc"], p["mpi_shm"])
+            r_shm = div(f["fast_zmq_shm"], p["mpi_shm"])
             vs_tcp.add(b, r_tcp)
             vs_gloo.add(b, r_gloo)
             vs_shm.add(b, r_shm)
             rows.append([human_bytes(b), fmt_bw(p["mpi_tcp"]), fmt_bw(p["gloo"]), fmt_bw(f["fast_zmq_tcp"]),
                          fmt_ratio(r_tcp), fmt_ratio(r_gloo), fmt_bw(f["fast_zmq_tcp_insecure"]),
-                         fmt_bw(p["mpi_shm"]), fmt_bw(f["fast_zmq_ipc"]), fmt_ratio(r_shm),
-                         fmt_bw(f["fast_zmq_ipc_insecure"])])
+                         fmt_bw(p["mpi_shm"]), fmt_bw(f["fast_zmq_shm"]), fmt_ratio(r_shm)])
             summary_rows.append({"ranks": n, "bytes": b, **{f"{k}_busbw": v for k, v in {**p, **f}.items()},
                                  "ratio_tcp_vs_mpi_tcp": r_tcp, "ratio_tcp_vs_gloo": r_gloo,
-                                 "ratio_ipc_vs_mpi_shm": r_shm})
+                                 "ratio_shm_vs_mpi_shm": r_shm})
         text.append(f"\n  {n} processes")
         text.append(table(["size", "MPI tcp", "gloo", "FAST tcp", "/ MPI tcp", "/ gloo", "tcp insecure",
-                           "MPI shm", "FAST ipc", "/ MPI shm", "ipc insecure"], rows))
+                           "MPI shm", "FAST shm", "/ MPI shm"], rows))
         text.append(vs_tcp.line(f"FAST zmq tcp (CURVE) >= {GOAL_PROC_MPI_TCP}x OpenMPI tcp"))
         text.append(vs_gloo.line(f"FAST zmq tcp (CURVE) >= {GOAL_PROC_GLOO}x gloo"))
-        text.append("  information: FAST zmq ipc (CURVE) / OpenMPI shared memory, sizes >= 1 MiB: "
+        text.append("  information: FAST zmq with shared memory (CURVE frames) / OpenMPI shared memory, sizes >= 1 MiB: "
                     + ("n/a" if vs_shm.worst is None else
                        f"worst {vs_shm.worst:.2f}x, geometric mean {vs_shm.geomean:.2f}x"))
         result["ranks"][str(n)] = {"vs_mpi_tcp": vs_tcp.result(), "vs_gloo": vs_gloo.result(),
-                                   "ipc_vs_mpi_shm": {"worst_ratio_from_1MiB": vs_shm.worst,
+                                   "shm_vs_mpi_shm": {"worst_ratio_from_1MiB": vs_shm.worst,
                                                       "geomean_ratio_from_1MiB": vs_shm.geomean}}
     write_csv(os.path.join(out, "processes_summary.csv"), summary_rows)
     return result, "\n".join(text)
@@ -371,7 +371,7 @@ def report_ddp(out):
 def report_ddp_zmq(out):
     return report_training(
         out, "f", "ddp",
-        "(f) 2 processes: `fast launch -n 2 -- fast train --runtime zmq` (CURVE, ipc) vs PyTorch DDP over gloo "
+        "(f) 2 processes: `fast launch -n 2 -- fast train --runtime zmq` (CURVE, shared memory) vs PyTorch DDP over gloo "
         "(2 processes), samples/s of all workers (median; 1 torch thread per worker)",
         lambda m: GOAL_DDP_ZMQ[m], "FAST zmq >= 2x DDP on mlp, >= 1.2x on cnn", "ddp_zmq")
 
@@ -456,8 +456,8 @@ def verdict_lines(name, r):
                 g = v[key]
                 lines.append(f"(e) all-reduce, {n} processes: {verdict(g['goal_met'])} -- FAST zmq tcp (CURVE) "
                              f">= {g['goal']}x {peer} from 1 MiB up; worst ratio {worst_text(g['worst_ratio_from_1MiB'])}")
-            info = v["ipc_vs_mpi_shm"]
-            lines.append(f"(e) all-reduce, {n} processes: information -- FAST zmq ipc (CURVE) / OpenMPI shared memory "
+            info = v["shm_vs_mpi_shm"]
+            lines.append(f"(e) all-reduce, {n} processes: information -- FAST zmq shared memory / OpenMPI shared memory "
                          f"from 1 MiB up: worst {worst_text(info['worst_ratio_from_1MiB'])}, geometric mean "
                          f"{worst_text(info['geomean_ratio_from_1MiB'])}")
         return lines

@@ -5,8 +5,9 @@
 #   (b) framework overhead: `fast train --workers 1` vs a plain libtorch loop (bench_plain_loop)
 #   (c) 2-worker throughput: `fast train --workers 2` vs PyTorch DDP over gloo (bench/ddp.py)
 #   (d) codec throughput: encode + decode GB/s of each compression codec on a 25 MB gradient vs memcpy
-#   (e) all-reduce bus bandwidth across processes, 2 and 4: FAST's zmq runtime (`fast launch`; ipc and tcp,
-#       CURVE and --insecure) vs OpenMPI (shared memory; tcp on loopback) and torch.distributed gloo
+#   (e) all-reduce bus bandwidth across processes, 2 and 4: FAST's zmq runtime (`fast launch`; tcp without
+#       shared memory, CURVE and --insecure; the default with shared memory) vs OpenMPI (shared memory; tcp on
+#       loopback) and torch.distributed gloo
 #   (f) 2 processes: `fast launch -n 2 -- fast train --runtime zmq` vs PyTorch DDP over gloo (bench/ddp.py)
 #   (g) all-reduce bus bandwidth through `--runtime mpi`, 2 and 4 ranks: the Communicator with MPI's native
 #       collectives and with FAST's ring vs MPI_Allreduce called directly, all under mpirun
@@ -179,7 +180,7 @@ fi
 # ------------------------------------------------------------------ (b), (c), (f) training
 # fast_train NAME WORKERS MODEL STEPS [RUNTIME]: one `fast train` run, its summary in raw/NAME.json.
 # RUNTIME threads (default): WORKERS threads of one process; zmq: `fast launch -n WORKERS` processes of
-# one worker each (CURVE, the default transport: ipc on one host), process 0 writes the summary.
+# one worker each (the defaults: CURVE, shared memory on one host), process 0 writes the summary.
 fast_train() {
   local name=$1 workers=$2 model=$3 steps=$4 runtime=${5:-threads}
   local cmd=("$BIN/fast" train --workers "$workers")
@@ -261,7 +262,9 @@ fi
 
 # ------------------------------------------------------------------ (e) all-reduce across processes
 # e_step KIND N REP: one sweep of (e) with N processes, its CSV in raw/e_KIND_nN_repREP.csv (impl column KIND).
-#   fast_zmq_{ipc,tcp}[_insecure]: fast launch -n N [--insecure] with FAST_TRANSPORT=ipc|tcp
+#   fast_zmq_tcp[_insecure]: fast launch -n N [--insecure], FAST_TRANSPORT=tcp, FAST_SHM_BYTES=0: every byte
+#     through ZeroMQ over loopback, as between hosts
+#   fast_zmq_shm: fast launch -n N, FAST's default on one host: payloads from 4 KiB in shared memory
 #   mpi_shm: mpirun's defaults (shared memory, btl vader); mpi_tcp: pml ob1 over btl tcp,self, on lo only
 #   gloo: bench/allreduce_gloo.py, N spawned processes on 127.0.0.1
 e_step() {
@@ -269,10 +272,11 @@ e_step() {
   if (( n > $(nproc) )); then mpi+=(--oversubscribe); fi
   case $kind in
     fast_zmq_*)
-      local transport=${kind#fast_zmq_} secure=()
-      transport=${transport%_insecure}
+      local ring=0 secure=()
       if [[ $kind == *_insecure ]]; then secure=(--insecure); fi
-      run "$name" env FAST_TRANSPORT="$transport" "$BIN/fast" launch -n "$n" "${secure[@]}" --timeout "$LAUNCH_TIMEOUT" \
+      if [[ $kind == fast_zmq_shm ]]; then ring=33554432; fi
+      run "$name" env FAST_TRANSPORT=tcp FAST_SHM_BYTES=$ring "$BIN/fast" launch -n "$n" "${secure[@]}" \
+        --timeout "$LAUNCH_TIMEOUT" \
         -- "$BIN/bench_allreduce_fast" --runtime zmq "${A_ARGS[@]}" --label "$kind" --out "$RAW/$name.csv" ;;
     mpi_shm)
       run "$name" "${mpi[@]}" "$BIN/bench_allreduce_mpi" "${A_ARGS[@]}" --label "$kind" --out "$RAW/$name.csv" ;;
@@ -289,10 +293,10 @@ e_step() {
 
 if wants e; then
   note "(e) all-reduce across processes, 4 KiB..$( [[ $QUICK == 1 ]] && echo 4 || echo 64) MiB (x4), 2 and 4 processes"
-  note "    FAST: fast launch -n N -- bench_allreduce_fast --runtime zmq (chunk_bytes 4M); FAST_TRANSPORT ipc|tcp; CURVE | --insecure"
+  note "    FAST: fast launch -n N -- bench_allreduce_fast --runtime zmq (chunk_bytes 4M); tcp without shared memory (CURVE | --insecure), and the default (shared memory, CURVE)"
   note "    MPI: mpirun --bind-to none (--oversubscribe above $(nproc)); shared memory (defaults) | --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
   note "    gloo: torch.distributed all_reduce, N processes on 127.0.0.1 (bench/allreduce_gloo.py)"
-  E_KINDS=(fast_zmq_tcp mpi_tcp gloo fast_zmq_ipc mpi_shm fast_zmq_tcp_insecure fast_zmq_ipc_insecure)
+  E_KINDS=(fast_zmq_tcp mpi_tcp gloo fast_zmq_shm mpi_shm fast_zmq_tcp_insecure)
   for rep in $(seq 1 "$REPS"); do
     kinds=("${E_KINDS[@]}")
     if (( rep % 2 == 0 )); then  # every other repetition in reverse order: load drifts hit every kind alike
@@ -312,7 +316,7 @@ fi
 
 # ------------------------------------------------------------------ (f) 2 processes vs DDP
 if wants f; then
-  note "(f) 2 processes: fast launch -n 2 -- fast train --runtime zmq (CURVE, ipc; FAST_TORCH_THREADS=1) vs PyTorch DDP/gloo, 2 processes x 1 thread"
+  note "(f) 2 processes: fast launch -n 2 -- fast train --runtime zmq (CURVE, shared memory: the defaults on one host; FAST_TORCH_THREADS=1) vs PyTorch DDP/gloo, 2 processes x 1 thread"
   train_vs_ddp f zmq
   echo
   "${REPORT[@]}" ddp_zmq "$OUT" | tee -a "$LOG"
@@ -363,7 +367,7 @@ fi
 # j_<model>_{zmq,mpi,ddp}_rep<k>.json: bench/python_train.py under fast launch (zmq) and mpirun (mpi),
 # bench/ddp.py, in an order that rotates with the repetition.
 if wants j; then
-  note "(j) 2 processes, Python training loop: fast.torch under fast launch -n 2 (zmq, CURVE) and mpirun -np 2 (mpi) vs PyTorch DDP/gloo; 1 torch thread per process"
+  note "(j) 2 processes, Python training loop: fast.torch under fast launch -n 2 (zmq, CURVE, shared memory) and mpirun -np 2 (mpi) vs PyTorch DDP/gloo; 1 torch thread per process"
   for model in mlp cnn; do
     steps=$C_STEPS_MLP; [[ $model == cnn ]] && steps=$C_STEPS_CNN
     common=(--model "$model" --batch $BATCH --lr $LR --momentum $MOMENTUM --steps "$steps" --warmup $((steps / 10))

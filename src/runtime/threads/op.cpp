@@ -110,11 +110,13 @@ bool spin_pays(const WorldState& world) {
   static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   return static_cast<unsigned>(world.local_size() + world.activities()) <= cores;
 }
-// Whether yielding the core (sched_yield) before blocking pays: in a world of this process only
-// (no transport), when the threads outnumber the cores. A yield hands the core to a runnable
-// thread of the world, often the one whose message this op waits for; with nothing else runnable
-// it returns at once, so the loop is bounded (kYields) to not burn a core for long.
-bool yield_pays(const WorldState& world) { return world.transport() == nullptr && !spin_pays(world); }
+// Whether yielding the core (sched_yield) before blocking pays: whenever spinning does not. A
+// yield hands the core to a runnable thread, often the one whose message this op waits for: in a
+// world of this process, the worker that sends it; with a transport (zmq, mpi), the transport's
+// threads, which deliver it. With nothing else runnable it returns at once, so the loop is bounded
+// (kYields) to not burn a core for long. With a transport it raised 2-process training of the mlp
+// under zmq from 65k to 80k samples/s (docs/benchmarks.md, (f)).
+bool yield_pays(const WorldState& world) { return !spin_pays(world); }
 }  // namespace
 
 // The op's error is released here, on the owner's thread: the op itself may outlive this handle
