@@ -9,9 +9,9 @@
 // One ring per (sender process, receiver process), owned by the sender: a memfd of a 4 KiB control
 // page and `capacity` data bytes, sealed against shrinking and growing, so a mapping of it can
 // never fault however the other side behaves. The receiver opens it through /proc/<sender
-// pid>/fd/<fd> (which the kernel allows to the same user only), checks its size and seals, and
-// maps it. The control page holds one u64 that only the receiver writes: how far (a ring
-// position, in bytes since the start) it has released.
+// pid>/fd/<fd> (which the kernel allows only to the same user, or root), checks its size and
+// seals, and maps it. The control page holds one u64 that only the receiver writes: how far (a
+// ring position, in bytes since the start) it has released.
 //
 // Placement (place()): a message of n bytes allocated at ring position p starts at p, or at the
 // next multiple of capacity when it would cross the end of the data area, and its region ends at
