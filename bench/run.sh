@@ -274,7 +274,7 @@ e_step() {
     fast_zmq_*)
       local ring=0 secure=()
       if [[ $kind == *_insecure ]]; then secure=(--insecure); fi
-      if [[ $kind == fast_zmq_shm ]]; then ring=33554432; fi
+      if [[ $kind == fast_zmq_shm ]]; then ring=-1; fi  # the default: automatic
       run "$name" env FAST_TRANSPORT=tcp FAST_SHM_BYTES=$ring "$BIN/fast" launch -n "$n" "${secure[@]}" \
         --timeout "$LAUNCH_TIMEOUT" \
         -- "$BIN/bench_allreduce_fast" --runtime zmq "${A_ARGS[@]}" --label "$kind" --out "$RAW/$name.csv" ;;

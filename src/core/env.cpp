@@ -33,9 +33,10 @@ constexpr std::array kTable{
            "Seconds a process waits at the rendezvous for every process of the run."},
     EnvVar{"FAST_TRANSPORT", EnvType::string, "",
            "tcp or ipc (processes of one host only); empty: tcp (on one host ipc was slower, docs/launch.md)."},
-    EnvVar{"FAST_SHM_BYTES", EnvType::integer, "33554432",
+    EnvVar{"FAST_SHM_BYTES", EnvType::integer, "-1",
            "Bytes of each shared-memory ring between two processes of one host (runtime zmq): payloads from 4 KiB "
-           "go through it rather than through ZeroMQ; 0: none."},
+           "go through it rather than through ZeroMQ; 0: none; -1: 256 MiB per process shared among the other "
+           "processes of the host, 1 to 32 MiB per ring."},
     EnvVar{"FAST_HOST", EnvType::string, "",
            "Address this process binds and is reached at over tcp; empty: the address that reaches the rendezvous."},
     EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts."},

@@ -45,6 +45,17 @@ TEST(SharedRing, PlacementStartsWhereAllocatedOrAtTheNextLapAndEndsOnSixtyFourBy
   EXPECT_EQ(place(3 * 4096, 4096, 4096).start, 3 * 4096u);  // a whole lap from its start
 }
 
+TEST(SharedRing, AutomaticCapacitySharesTwoHundredFiftySixMiBAmongThePeersOfTheHost) {
+  EXPECT_EQ(ring_capacity(0, 3), 0u);                     // off
+  EXPECT_EQ(ring_capacity(65536, 100), 65536u);           // as set, whatever the peers
+  EXPECT_EQ(ring_capacity(-1, 1), std::size_t{32} << 20);  // 256 MiB / 1, at most 32 MiB
+  EXPECT_EQ(ring_capacity(-1, 8), std::size_t{32} << 20);  // 256 / 8 = 32 MiB
+  EXPECT_EQ(ring_capacity(-1, 16), std::size_t{16} << 20);
+  EXPECT_EQ(ring_capacity(-1, 15), (std::size_t{256} << 20) / 15 / 64 * 64);  // 17,895,680: a multiple of 64
+  EXPECT_EQ(ring_capacity(-1, 1000), std::size_t{1} << 20);  // at least 1 MiB
+  EXPECT_EQ(ring_capacity(-1, 0), std::size_t{32} << 20);
+}
+
 TEST(SharedRing, PayloadsArriveIntactAndFreedSpaceIsReusedAcrossTheEnd) {
   OutboundRing out(kCapacity);
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());

@@ -86,10 +86,11 @@ Settings resolve_settings(const LaunchOptions& options) {
   if (s.host.empty()) s.host = local_address_towards(s.rendezvous_host, s.rendezvous_port);
   s.tolerate_lost = options.tolerate_lost_workers;
   const long long ring = core::env_int("FAST_SHM_BYTES");
-  FAST_ENFORCE(ring == 0 || (ring >= (64ll << 10) && ring <= (64ll << 30) && ring % 64 == 0),
-               "FAST_SHM_BYTES: expected 0 (no shared memory) or a multiple of 64 from 65536 to 68719476736, got {}",
+  FAST_ENFORCE(ring == -1 || ring == 0 || (ring >= (64ll << 10) && ring <= (64ll << 30) && ring % 64 == 0),
+               "FAST_SHM_BYTES: expected -1 (automatic), 0 (no shared memory) or a multiple of 64 from 65536 to "
+               "68719476736, got {}",
                ring);
-  s.shared_ring_bytes = static_cast<std::size_t>(ring);
+  s.shared_ring_bytes = ring;
   return s;
 }
 

@@ -24,7 +24,7 @@ struct Settings {
   std::string transport;          // "", "ipc" or "tcp"
   std::string host;               // address bound and advertised for tcp
   bool tolerate_lost = false;
-  std::size_t shared_ring_bytes = 0;  // per pair of processes of one host; 0: no shared memory
+  long long shared_ring_bytes = -1;  // per pair of processes of one host; 0: none; -1: automatic (ring_capacity)
 };
 
 // InvalidArgument naming the option (and its FAST_* variable), expected versus got.

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -35,6 +36,12 @@ RingPlacement place(std::uint64_t position, std::uint64_t bytes, std::uint64_t c
   const std::uint64_t offset = position % capacity;
   if (offset + bytes > capacity) start = position + (capacity - offset);
   return {start, start + round_up(bytes)};
+}
+
+std::size_t ring_capacity(long long setting, int peers) {
+  if (setting >= 0) return static_cast<std::size_t>(setting);
+  const std::size_t share = kAutoRingBudget / static_cast<std::size_t>(std::max(peers, 1));
+  return std::clamp(share, kAutoRingMin, kAutoRingMax) / kAlign * kAlign;
 }
 
 OutboundRing::OutboundRing(std::size_t capacity) : capacity_(capacity) {

@@ -43,6 +43,15 @@ struct RingPlacement {
 // Where a message of `bytes` (0 < bytes <= capacity) allocated at ring position `position` lies.
 RingPlacement place(std::uint64_t position, std::uint64_t bytes, std::uint64_t capacity);
 
+// The capacity of each of a process's rings: `setting` (FAST_SHM_BYTES) when >= 0 (0: no rings),
+// else automatic: kAutoRingBudget shared among the `peers` other processes of the host, each ring
+// between kAutoRingMin and kAutoRingMax, a multiple of 64. A ring's pages stay resident once its
+// positions have wrapped, so the budget bounds what a process keeps however many share the host.
+inline constexpr std::size_t kAutoRingBudget = std::size_t{256} << 20;
+inline constexpr std::size_t kAutoRingMin = std::size_t{1} << 20;
+inline constexpr std::size_t kAutoRingMax = std::size_t{32} << 20;
+std::size_t ring_capacity(long long setting, int peers);
+
 // The sender's side. Thread-safety: put() from any thread (serialised by the ring's lock).
 class OutboundRing {
  public:

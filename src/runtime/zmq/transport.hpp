@@ -15,8 +15,8 @@
 // releases it.
 //
 // Shared memory (transport_shared.cpp, shared_ring.hpp): at start (and when a rank is taken back)
-// this process offers every process of its host (same host_id) a ring of
-// Settings::shared_ring_bytes, in a hello frame {"shm": {id, fd, bytes}}; the peer maps it and
+// this process offers every process of its host (same host_id) a ring (its
+// capacity: ring_capacity()), in a hello frame {"shm": {id, fd, bytes}}; the peer maps it and
 // answers {"shm_ready": id} (or {"shm_refused": id}, and logs why). From then on a payload of at
 // least kSharedMinBytes to that process is copied into the ring, its Work completes at once, and
 // only a frame with wire::kFlagPayloadShared and the ring position travels through ZeroMQ; when

@@ -1,5 +1,7 @@
 // ZmqTransport's shared memory with the processes of its host (transport.hpp, shared_ring.hpp):
 // offering a ring, mapping a peer's, sending and delivering payloads through them.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
@@ -13,10 +15,15 @@ using nlohmann::json;
 
 void ZmqTransport::offer_ring(int process) {
   const ProcessInfo& peer = table_[static_cast<std::size_t>(process)];
-  if (settings_.shared_ring_bytes == 0 || peer.host_id != table_[static_cast<std::size_t>(process_)].host_id) return;
+  const std::string& host = table_[static_cast<std::size_t>(process_)].host_id;
+  const auto peers = std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) {
+    return p.rank != process_ && p.host_id == host;
+  });
+  const std::size_t capacity = ring_capacity(settings_.shared_ring_bytes, static_cast<int>(peers));
+  if (capacity == 0 || peer.host_id != host) return;
   std::unique_ptr<OutboundRing> ring;
   try {
-    ring = std::make_unique<OutboundRing>(settings_.shared_ring_bytes);
+    ring = std::make_unique<OutboundRing>(capacity);
   } catch (const core::Error& e) {
     core::log(core::LogLevel::info, "zmq runtime: no shared memory with {}: {}", peer.where(), e.what());
     return;
