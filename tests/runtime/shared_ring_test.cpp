@@ -26,12 +26,8 @@ std::vector<std::byte> bytes_of(std::size_t n, int seed) {
   return v;
 }
 
-// put(), returning the position it sent, or nullopt when the ring had no room.
-std::optional<std::uint64_t> put(OutboundRing& ring, const std::vector<std::byte>& payload) {
-  std::optional<std::uint64_t> sent;
-  if (!ring.put(payload, [&](std::uint64_t position) { sent = position; })) return std::nullopt;
-  return sent;
-}
+// put(): the position of the payload, or nullopt when the ring had no room.
+std::optional<std::uint64_t> put(OutboundRing& ring, const std::vector<std::byte>& payload) { return ring.put(payload); }
 
 TEST(SharedRing, PlacementStartsWhereAllocatedOrAtTheNextLapAndEndsOnSixtyFourBytes) {
   EXPECT_EQ(place(0, 1, 4096).start, 0u);
@@ -82,9 +78,7 @@ TEST(SharedRing, AFullRingRefusesUntilTheOldestPayloadIsReleased) {
     ASSERT_TRUE(position.has_value()) << i;
     held.push_back(in->take(*position, 1024));
   }
-  bool called = false;
-  EXPECT_FALSE(out.put(bytes_of(1, 9), [&](std::uint64_t) { called = true; }));
-  EXPECT_FALSE(called);  // nothing was sent for a refused payload
+  EXPECT_FALSE(put(out, bytes_of(1, 9)).has_value());  // no position: no frame is sent for it
   held[2].owner.reset();  // released out of order: the oldest still holds its region
   held[1].owner.reset();
   EXPECT_FALSE(put(out, bytes_of(1, 9)).has_value());
@@ -97,7 +91,7 @@ TEST(SharedRing, AFullRingRefusesUntilTheOldestPayloadIsReleased) {
   const InboundRing::Payload last = in->take(*position, 3 * 1024);
   const auto want = bytes_of(3 * 1024, 7);
   EXPECT_TRUE(std::equal(last.bytes.begin(), last.bytes.end(), want.begin()));
-  EXPECT_FALSE(out.put({}, [](std::uint64_t) {}));  // empty or larger than the ring: never through it
+  EXPECT_FALSE(out.put({}).has_value());  // empty or larger than the ring: never through it
   EXPECT_FALSE(put(out, bytes_of(kCapacity + 1, 0)).has_value());
 }
 

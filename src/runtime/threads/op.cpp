@@ -110,13 +110,6 @@ bool spin_pays(const WorldState& world) {
   static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   return static_cast<unsigned>(world.local_size() + world.activities()) <= cores;
 }
-// Whether yielding the core (sched_yield) before blocking pays: whenever spinning does not. A
-// yield hands the core to a runnable thread, often the one whose message this op waits for: in a
-// world of this process, the worker that sends it; with a transport (zmq, mpi), the transport's
-// threads, which deliver it. With nothing else runnable it returns at once, so the loop is bounded
-// (kYields) to not burn a core for long. With a transport it raised 2-process training of the mlp
-// under zmq from 65k to 80k samples/s (docs/benchmarks.md, (f)).
-bool yield_pays(const WorldState& world) { return !spin_pays(world); }
 }  // namespace
 
 // The op's error is released here, on the owner's thread: the op itself may outlive this handle
@@ -160,9 +153,13 @@ bool OpWork::wait_for(double timeout_seconds) {
   constexpr int kYields = 64;                             // sched_yield calls before blocking, when spinning does not pay
   if (spin_pays(world_)) {
     for (int i = 0; i < kSpins && !op_->ready.load(std::memory_order_acquire); ++i) __builtin_ia32_pause();
-  } else if (yield_pays(world_)) {
-    // More threads than cores: give the core away instead of spinning, a bounded number of times,
-    // so the thread this op waits for runs sooner than after a sleep and a futex wake-up.
+  } else {
+    // Give the core away instead of spinning, a bounded number of times, so that the thread this
+    // op waits for runs sooner than after a sleep and a futex wake-up: in a world of this process,
+    // the worker that sends the message; with a transport (zmq, mpi), the transport's threads,
+    // which deliver it. With nothing else runnable a yield returns at once, so the loop burns at
+    // most kYields calls. With a transport it raised 2-process training of the mlp under zmq from
+    // 65k to 80k samples/s (docs/benchmarks.md, (f)).
     for (int i = 0; i < kYields && !op_->ready.load(std::memory_order_acquire); ++i) std::this_thread::yield();
   }
   if (op_->finished.load(std::memory_order_acquire)) return true;

@@ -66,21 +66,19 @@ OutboundRing::~OutboundRing() {
   if (fd_ >= 0) close(fd_);
 }
 
-bool OutboundRing::put(std::span<const std::byte> payload, const std::function<void(std::uint64_t)>& send) {
+std::optional<std::uint64_t> OutboundRing::put(std::span<const std::byte> payload) {
   const std::uint64_t n = payload.size();
-  if (n == 0 || n > capacity_) return false;
-  std::lock_guard<std::mutex> lock(mutex_);
+  if (n == 0 || n > capacity_) return std::nullopt;
   const std::uint64_t released = released_of(base_).load(std::memory_order_acquire);
   // What the receiver wrote cannot be trusted: it must lie in [head - capacity, head].
-  if (released > head_ || head_ - released > capacity_) return false;
+  if (released > head_ || head_ - released > capacity_) return std::nullopt;
   const RingPlacement p = place(head_, n, capacity_);
-  if (p.end - released > capacity_) return false;
+  if (p.end - released > capacity_) return std::nullopt;
   std::memcpy(base_ + kControlBytes + p.start % capacity_, payload.data(), n);
   const std::uint64_t position = head_;
   head_ = p.end;
   std::atomic_thread_fence(std::memory_order_release);  // the bytes before the frame that names them
-  send(position);
-  return true;
+  return position;
 }
 
 std::shared_ptr<InboundRing> InboundRing::open(long pid, int fd, std::uint64_t file_bytes) {

@@ -28,9 +28,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <utility>
 
@@ -52,7 +52,8 @@ inline constexpr std::size_t kAutoRingMin = std::size_t{1} << 20;
 inline constexpr std::size_t kAutoRingMax = std::size_t{32} << 20;
 std::size_t ring_capacity(long long setting, int peers);
 
-// The sender's side. Thread-safety: put() from any thread (serialised by the ring's lock).
+// The sender's side. Thread-safety: none; the caller serialises put() and sends the frames in the
+// order of the positions it returned (the transport holds one lock across both).
 class OutboundRing {
  public:
   static constexpr std::size_t kControlBytes = 4096;
@@ -68,17 +69,16 @@ class OutboundRing {
   std::uint64_t file_bytes() const { return kControlBytes + capacity_; }
   std::size_t capacity() const { return capacity_; }
 
-  // Copies `payload` (1 to capacity bytes) into the ring and, still under the ring's lock, calls
-  // send(locator) so that frames leave in the order of their positions. False when the ring has no
-  // room now (nothing is copied or sent: the caller sends the payload through ZeroMQ).
-  bool put(std::span<const std::byte> payload, const std::function<void(std::uint64_t)>& send);
+  // Copies `payload` (1 to capacity bytes) into the ring and returns its position, for the frame
+  // that names it. nullopt when the ring has no room now (nothing is copied: the caller sends the
+  // payload through ZeroMQ).
+  std::optional<std::uint64_t> put(std::span<const std::byte> payload);
 
  private:
   int fd_ = -1;
   std::size_t capacity_ = 0;
   std::byte* base_ = nullptr;  // the whole mapping: control page, then data
-  std::mutex mutex_;
-  std::uint64_t head_ = 0;     // under mutex_: where the next message is allocated
+  std::uint64_t head_ = 0;     // where the next message is allocated
 };
 
 // The receiver's side: a sender's ring, mapped. Thread-safety: take() from one thread (the

@@ -166,7 +166,7 @@ class ZmqTransport final : public threads::Transport {
 
   // Shared memory with processes of this host.
   struct OutboundShared {
-    std::mutex mutex;
+    std::mutex mutex;                    // guards the rest, and orders ring positions with their frames
     std::unique_ptr<OutboundRing> ring;  // offered to the peer (null: none)
     std::uint64_t id = 0;                // the offer's id
     bool ready = false;                  // the peer mapped it: payloads go through it

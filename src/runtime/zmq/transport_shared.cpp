@@ -28,12 +28,13 @@ void ZmqTransport::offer_ring(int process) {
     core::log(core::LogLevel::info, "zmq runtime: no shared memory with {}: {}", peer.where(), e.what());
     return;
   }
-  const json offer = {{"shm", {{"id", next_ring_id_++}, {"fd", ring->fd()}, {"bytes", ring->file_bytes()}}}};
+  const std::uint64_t id = next_ring_id_++;
+  const json offer = {{"shm", {{"id", id}, {"fd", ring->fd()}, {"bytes", ring->file_bytes()}}}};
   {
     OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
     std::lock_guard<std::mutex> lock(out.mutex);
     out.ring = std::move(ring);
-    out.id = offer["shm"]["id"].get<std::uint64_t>();
+    out.id = id;
     out.ready = false;
   }
   send_hello(process, offer);
@@ -56,10 +57,12 @@ bool ZmqTransport::send_shared(int process, wire::FrameHeader header, core::Cons
   header.flags = wire::kFlagPayloadShared;
   header.payload_checksum = 0;
   const std::span<const std::byte> payload(static_cast<const std::byte*>(data.data()), data.bytes());
-  return out.ring->put(payload, [&](std::uint64_t position) {
-    const auto locator = wire::encode_locator(position);
-    send_frame(process, {header_message(header), ::zmq::message_t(locator.data(), locator.size())});
-  });
+  const std::optional<std::uint64_t> position = out.ring->put(payload);
+  if (!position) return false;
+  // Still under out.mutex: frames to this process leave in the order of their ring positions.
+  const auto locator = wire::encode_locator(*position);
+  send_frame(process, {header_message(header), ::zmq::message_t(locator.data(), locator.size())});
+  return true;
 }
 
 void ZmqTransport::on_shared_hello(int from, const json& body) {
