@@ -19,9 +19,11 @@ void MpiCollectives::in_turn(std::uint64_t ticket, Fn&& fn) {
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [&] { return turn_ == ticket; });
   }
+  inside_.fetch_add(1, std::memory_order_relaxed);
   struct PassOn {
     MpiCollectives& self;
     ~PassOn() {
+      self.inside_.fetch_sub(1, std::memory_order_relaxed);
       {
         std::lock_guard<std::mutex> lock(self.mutex_);
         ++self.turn_;

@@ -25,6 +25,9 @@ class MpiCollectives final : public NativeCollectives {
   explicit MpiCollectives(MPI_Comm comm) : comm_(comm) {}
 
   std::uint64_t reserve() override { return next_.fetch_add(1); }
+  // Whether an activity of this rank is inside an MPI collective now (read by the transport's
+  // progress thread, which polls less meanwhile: the calling thread is progressing MPI itself).
+  bool inside() const { return inside_.load(std::memory_order_relaxed) > 0; }
   void allreduce_sum(std::uint64_t ticket, core::MutableView data) override;
   void broadcast(std::uint64_t ticket, core::MutableView data, int root) override;
   void allgather(std::uint64_t ticket, core::ConstView in, core::MutableView out) override;
@@ -37,6 +40,7 @@ class MpiCollectives final : public NativeCollectives {
 
   MPI_Comm comm_;
   std::atomic<std::uint64_t> next_{0};
+  std::atomic<int> inside_{0};
   std::mutex mutex_;
   std::condition_variable cv_;
   std::uint64_t turn_ = 0;

@@ -51,6 +51,7 @@ void MpiTransport::start(threads::LocalWorld& world, std::function<void(const st
 void MpiTransport::stop() {
   if (!thread_.joinable()) return;
   stop_ = true;
+  ring();
   thread_.join();
   // Sends MPI never completed (finish() timed out): their memory may still be read by MPI, so it
   // is left to the process's end; their Works fail.
@@ -110,6 +111,7 @@ void MpiTransport::post(Pending pending, const void* buffer, int count, MPI_Data
   }
   ++in_flight_;
   kicked_ = true;
+  ring();
 }
 
 bool MpiTransport::alive(int rank) const { return !lost_[static_cast<std::size_t>(rank)].load(); }

@@ -16,7 +16,12 @@
 // receive, and no other thread can take the message in between), validates the header and hands
 // the message to the LocalWorld. It also completes the pending sends (MPI_Testsome). Between
 // polls that found nothing it yields 200 times, then sleeps 20 us while messages flowed in the
-// last 50 ms, 200 us after that and 1 ms after a quiet second (docs/benchmarks.md, (h)).
+// last 50 ms, 200 us after that and 1 ms after a quiet second (docs/benchmarks.md, (h)). While an
+// activity of the rank is inside a native collective (which progresses MPI on its own thread) it
+// does not yield and polls every 5 ms, or at once when a send is posted, leaving the cores to
+// the collective; it goes on polling because a peer may need this rank's point-to-point service
+// before it enters the same collective. A message that arrives as the collective ends waits at
+// most those 5 ms (docs/benchmarks.md, (g)).
 //
 // End and failure (MPI is fail-stop: a rank that dies makes mpirun end the others). A rank whose
 // worker fails sends `bye` with the error to every rank (kControlTag); a rank whose worker ended
@@ -42,6 +47,7 @@
 #include "../completion.hpp"
 #include "../threads/local_world.hpp"
 #include "../threads/transport.hpp"
+#include "collectives.hpp"
 
 namespace fast::runtime::mpi {
 
@@ -67,7 +73,7 @@ class MpiTransport final : public threads::Transport {
   void stop();
 
   // The native collectives this rank's worker sees (null: FAST's own; set before start()).
-  void set_native_collectives(NativeCollectives* native) { native_ = native; }
+  void set_native_collectives(MpiCollectives* native) { native_ = native; }
 
   core::Work send(int src, int dst, Tag tag, core::ConstView data) override;
   bool alive(int rank) const override;
@@ -91,6 +97,10 @@ class MpiTransport final : public threads::Transport {
   void post(Pending pending, const void* buffer, int count, MPI_Datatype type, int dst, int mpi_tag);
   void send_bye(const std::string& error);
   void loop();
+  // Wakes the progress thread from sleep_in_collective() (a send was posted, or stop).
+  void ring();
+  // Waits up to 5 ms while an activity of the rank is inside a native collective.
+  void sleep_in_collective();
   bool receive_some();
   bool complete_sends();
   void on_message(int source, int mpi_tag, std::unique_ptr<std::byte[]> bytes, std::size_t size);
@@ -100,7 +110,7 @@ class MpiTransport final : public threads::Transport {
   int rank_;
   int size_;
   double op_timeout_;
-  NativeCollectives* native_ = nullptr;
+  MpiCollectives* native_ = nullptr;
   threads::LocalWorld* world_ = nullptr;
   std::function<void(const std::string&)> on_failed_;
 
@@ -109,6 +119,9 @@ class MpiTransport final : public threads::Transport {
   std::vector<Pending> pending_;  // progress thread only
   std::atomic<int> in_flight_{0};
   std::atomic<bool> kicked_{false};
+  std::mutex bell_mutex_;
+  std::condition_variable bell_;
+  std::atomic<bool> sleeping_{false};  // the progress thread is in sleep_in_collective()
 
   mutable std::mutex peers_mutex_;
   std::condition_variable peers_cv_;

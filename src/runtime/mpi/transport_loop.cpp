@@ -22,6 +22,25 @@ std::chrono::microseconds poll_interval(double quiet_seconds) {
   return std::chrono::microseconds(1000);
 }
 
+// While an activity of the rank is inside a native collective, the progress thread polls every
+// 5 ms, or at once when a send is posted (ring()): the collective progresses MPI on its own
+// thread, and polls every 20 us, 200 us or even 1 ms slowed it down by 5-15% (docs/benchmarks.md,
+// (g)).
+constexpr std::chrono::milliseconds kInCollectivePoll{5};
+
+void MpiTransport::ring() {
+  if (!sleeping_.load()) return;
+  { std::lock_guard<std::mutex> lock(bell_mutex_); }
+  bell_.notify_one();
+}
+
+void MpiTransport::sleep_in_collective() {
+  std::unique_lock<std::mutex> lock(bell_mutex_);
+  sleeping_ = true;  // before the predicate reads kicked_: ring() sees it, or the predicate sees kicked_
+  bell_.wait_for(lock, kInCollectivePoll, [&] { return kicked_.load() || stop_.load() || !native_->inside(); });
+  sleeping_ = false;
+}
+
 void MpiTransport::loop() {
   using clock = std::chrono::steady_clock;
   int idle = 0;
@@ -34,6 +53,10 @@ void MpiTransport::loop() {
       if (received || completed || kicked_.exchange(false)) {
         idle = 0;
         last_activity = clock::now();
+        continue;
+      }
+      if (native_ != nullptr && native_->inside()) {
+        sleep_in_collective();
         continue;
       }
       if (++idle < 200) {  // a reply is often microseconds away: yield before sleeping
