@@ -15,6 +15,7 @@
 #include "common/world_runner.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/launcher.hpp"
+#include "fast/runtime/native_collectives.hpp"
 
 namespace fast::runtime {
 namespace {
@@ -227,6 +228,47 @@ TEST_P(Conformance, SpawnedActivitiesShareMutexAndCondVarAndReportErrors) {
     Work b = ctx.spawn("thrower", [] { throw core::InvalidUsage("activity error"); });
     EXPECT_THROW(b.wait(), core::InvalidUsage);
   });
+}
+
+// Native collectives (mpi): a rank inside one still serves its peers' point-to-point requests,
+// which they may need before they can join it. Rank 0 enters a barrier at once; an activity of
+// rank 0 answers each other rank's request (sent 0.1 s later, while rank 0 waits in the barrier)
+// with 128 KiB (an in-place send under mpi, completed by the progress thread), and only then do the
+// others join the barrier. A rank that did not serve would leave rank 1 waiting until its 30 s
+// operation limit.
+TEST_P(Conformance, ARankInsideANativeCollectiveStillServesItsPeers) {
+  if (GetParam().runtime != "mpi") GTEST_SKIP() << "only the mpi runtime offers native collectives";
+  run([](Context& ctx) {
+    NativeCollectives* native = ctx.native_collectives();
+    ASSERT_NE(native, nullptr);
+    constexpr std::size_t kAnswer = 32768;  // floats
+    if (ctx.rank() == 0) {
+      Work answers = ctx.spawn("answers", [&] {
+        for (int p = 1; p < ctx.size(); ++p) {
+          int source = -1;
+          core::Buffer any;
+          ctx.recv_any(user_tag(30), any, source).wait();
+          ASSERT_EQ(any.numel(), 1u);
+          const float asked = any.view().as<float>()[0];
+          EXPECT_EQ(asked, static_cast<float>(source * 10));
+          const std::vector<float> answer(kAnswer, asked + 1);
+          ctx.send(source, user_tag(31), cview(answer)).wait();
+        }
+      });
+      native->barrier(native->reserve());
+      answers.wait();
+      return;
+    }
+    ctx.sleep(0.1);
+    const std::vector<float> request(1, static_cast<float>(ctx.rank() * 10));
+    Work sent = ctx.send(0, user_tag(30), cview(request));
+    std::vector<float> answer(kAnswer);
+    ctx.recv(0, user_tag(31), mview(answer)).wait();
+    sent.wait();
+    EXPECT_EQ(answer.front(), static_cast<float>(ctx.rank() * 10 + 1));
+    EXPECT_EQ(answer.back(), static_cast<float>(ctx.rank() * 10 + 1));
+    native->barrier(native->reserve());
+  }, {.op_timeout_seconds = 30});
 }
 
 // A wait with a time limit returns false; a receive never matched ends with TimeoutError after
