@@ -24,7 +24,7 @@ std::chrono::microseconds poll_interval(double quiet_seconds) {
 
 // While an activity of the rank is inside a native collective, the progress thread polls every
 // 5 ms, or at once when a send is posted (ring()): the collective progresses MPI on its own
-// thread, and polls every 20 us, 200 us or even 1 ms slowed it down by 5-15% (docs/benchmarks.md,
+// thread, and polls every 20 us, 200 us or even 1 ms slowed it down by up to 30% (docs/benchmarks.md,
 // (g)).
 constexpr std::chrono::milliseconds kInCollectivePoll{5};
 
