@@ -89,7 +89,7 @@ std::vector<T> take_array(Reader& in, std::uint64_t count, std::string_view name
                count, in.remaining());
   const auto data = in.take(static_cast<std::size_t>(count) * sizeof(T), "array data");
   std::vector<T> values(static_cast<std::size_t>(count));
-  std::memcpy(values.data(), data.data(), data.size());
+  if (!values.empty()) std::memcpy(values.data(), data.data(), data.size());  // never memcpy from null
   return values;
 }
 

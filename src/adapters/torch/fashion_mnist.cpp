@@ -44,10 +44,10 @@ std::shared_ptr<const Dataset> load_idx_split(const std::filesystem::path& image
   const auto n = static_cast<std::int64_t>(images.count);
   auto data = std::make_shared<Dataset>();
   ::torch::Tensor raw = ::torch::empty({n, 1, std::int64_t{images.rows}, std::int64_t{images.cols}}, ::torch::kUInt8);
-  std::memcpy(raw.data_ptr<std::uint8_t>(), images.pixels.data(), images.pixels.size());
+  if (!images.pixels.empty()) std::memcpy(raw.data_ptr<std::uint8_t>(), images.pixels.data(), images.pixels.size());
   data->images = raw.to(::torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
   ::torch::Tensor lab = ::torch::empty({n}, ::torch::kUInt8);
-  std::memcpy(lab.data_ptr<std::uint8_t>(), labels.data(), labels.size());
+  if (!labels.empty()) std::memcpy(lab.data_ptr<std::uint8_t>(), labels.data(), labels.size());
   data->labels = lab.to(::torch::kInt64);
   return data;
 }
