@@ -57,7 +57,7 @@ bench: deps
 
 sanitize: deps
 	@$(MAKE) --no-print-directory build BUILD=build-asan CMAKE_FLAGS="-DFAST_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo"
-	@ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan --output-on-failure -j $(JOBS) --timeout 1800
+	@ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS) --timeout 1800
 	@$(MAKE) --no-print-directory build BUILD=build-tsan CMAKE_FLAGS="-DFAST_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo"
 	@TSAN_OPTIONS="suppressions=$(CURDIR)/.ci/tsan.supp halt_on_error=1 ignore_noninstrumented_modules=1" ctest --test-dir build-tsan --output-on-failure -j $(JOBS) --timeout 1800
 
