@@ -26,9 +26,6 @@ std::vector<std::byte> bytes_of(std::size_t n, int seed) {
   return v;
 }
 
-// put(): the position of the payload, or nullopt when the ring had no room.
-std::optional<std::uint64_t> put(OutboundRing& ring, const std::vector<std::byte>& payload) { return ring.put(payload); }
-
 TEST(SharedRing, PlacementStartsWhereAllocatedOrAtTheNextLapAndEndsOnSixtyFourBytes) {
   EXPECT_EQ(place(0, 1, 4096).start, 0u);
   EXPECT_EQ(place(0, 1, 4096).end, 64u);
@@ -59,7 +56,7 @@ TEST(SharedRing, PayloadsArriveIntactAndFreedSpaceIsReusedAcrossTheEnd) {
   std::uint64_t expected = 0;
   for (int round = 0; round < 50; ++round) {  // 50 x 1000 bytes through a 4096-byte ring: it wraps
     const auto payload = bytes_of(1000, round);
-    const auto position = put(out, payload);
+    const auto position = out.put(payload);
     ASSERT_TRUE(position.has_value()) << round;
     EXPECT_EQ(*position, expected);
     InboundRing::Payload got = in->take(*position, payload.size());
@@ -74,32 +71,32 @@ TEST(SharedRing, AFullRingRefusesUntilTheOldestPayloadIsReleased) {
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
   std::vector<InboundRing::Payload> held;
   for (int i = 0; i < 4; ++i) {  // 4 x 1024 bytes fill the ring exactly
-    const auto position = put(out, bytes_of(1024, i));
+    const auto position = out.put(bytes_of(1024, i));
     ASSERT_TRUE(position.has_value()) << i;
     held.push_back(in->take(*position, 1024));
   }
-  EXPECT_FALSE(put(out, bytes_of(1, 9)).has_value());  // no position: no frame is sent for it
+  EXPECT_FALSE(out.put(bytes_of(1, 9)).has_value());  // no position: no frame is sent for it
   held[2].owner.reset();  // released out of order: the oldest still holds its region
   held[1].owner.reset();
-  EXPECT_FALSE(put(out, bytes_of(1, 9)).has_value());
+  EXPECT_FALSE(out.put(bytes_of(1, 9)).has_value());
   held[0].owner.reset();  // now the first three regions are free, in order
-  const auto position = put(out, bytes_of(3 * 1024, 7));
+  const auto position = out.put(bytes_of(3 * 1024, 7));
   ASSERT_TRUE(position.has_value());
   EXPECT_EQ(*position, 4096u);
   // The fourth region (positions 3072-4096 of the first lap) is still held: 3 KiB fill the rest.
-  EXPECT_FALSE(put(out, bytes_of(1, 9)).has_value());
+  EXPECT_FALSE(out.put(bytes_of(1, 9)).has_value());
   const InboundRing::Payload last = in->take(*position, 3 * 1024);
   const auto want = bytes_of(3 * 1024, 7);
   EXPECT_TRUE(std::equal(last.bytes.begin(), last.bytes.end(), want.begin()));
   EXPECT_FALSE(out.put({}).has_value());  // empty or larger than the ring: never through it
-  EXPECT_FALSE(put(out, bytes_of(kCapacity + 1, 0)).has_value());
+  EXPECT_FALSE(out.put(bytes_of(kCapacity + 1, 0)).has_value());
 }
 
 TEST(SharedRing, APayloadOwnerKeepsTheMappingAfterTheRingIsDropped) {
   OutboundRing out(kCapacity);
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
   const auto payload = bytes_of(2000, 3);
-  InboundRing::Payload got = in->take(*put(out, payload), payload.size());
+  InboundRing::Payload got = in->take(*out.put(payload), payload.size());
   in.reset();  // the transport forgets the ring (its process was replaced)
   EXPECT_TRUE(std::equal(got.bytes.begin(), got.bytes.end(), payload.begin()));
 }
@@ -117,7 +114,7 @@ TEST(SharedRing, TheReceiverRefusesAPositionOrSizeItDoesNotExpectAndKeepsItsStat
     EXPECT_NE(std::string(e.what()).find("position: expected 0, got 128"), std::string::npos) << e.what();
   }
   const auto payload = bytes_of(100, 1);
-  const auto position = put(out, payload);
+  const auto position = out.put(payload);
   ASSERT_EQ(position, 0u);
   EXPECT_NO_THROW(in->take(*position, payload.size()));
 }
@@ -128,13 +125,13 @@ TEST(SharedRing, TheSenderTreatsAReleasedValueThatCannotBeRightAsAFullRing) {
   auto* control = static_cast<std::uint64_t*>(
       mmap(nullptr, OutboundRing::kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED, out.fd(), 0));
   ASSERT_NE(control, MAP_FAILED);
-  ASSERT_TRUE(put(out, bytes_of(1024, 0)).has_value());  // head 1024
+  ASSERT_TRUE(out.put(bytes_of(1024, 0)).has_value());  // head 1024
   for (std::uint64_t lie : {std::uint64_t{2048}, ~std::uint64_t{0}}) {  // beyond what was sent
     std::atomic_ref<std::uint64_t>(*control).store(lie);
-    EXPECT_FALSE(put(out, bytes_of(64, 1)).has_value()) << lie;
+    EXPECT_FALSE(out.put(bytes_of(64, 1)).has_value()) << lie;
   }
   std::atomic_ref<std::uint64_t>(*control).store(1024);  // a plausible value: room again
-  EXPECT_TRUE(put(out, bytes_of(64, 1)).has_value());
+  EXPECT_TRUE(out.put(bytes_of(64, 1)).has_value());
   munmap(control, OutboundRing::kControlBytes);
 }
 

@@ -16,11 +16,11 @@ using nlohmann::json;
 void ZmqTransport::offer_ring(int process) {
   const ProcessInfo& peer = table_[static_cast<std::size_t>(process)];
   const std::string& host = table_[static_cast<std::size_t>(process_)].host_id;
+  if (settings_.shared_ring_bytes == 0 || peer.host_id != host) return;
   const auto peers = std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) {
     return p.rank != process_ && p.host_id == host;
   });
   const std::size_t capacity = ring_capacity(settings_.shared_ring_bytes, static_cast<int>(peers));
-  if (capacity == 0 || peer.host_id != host) return;
   std::unique_ptr<OutboundRing> ring;
   try {
     ring = std::make_unique<OutboundRing>(capacity);
