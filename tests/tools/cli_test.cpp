@@ -77,6 +77,15 @@ TEST(Cli, UnknownModelExitsNonZeroListingNames) {
   EXPECT_NE(r.output.find("expected one of mlp, cnn, resnet, or a TorchScript file"), std::string::npos) << r.output;
 }
 
+// --device is checked before the data is read: a missing data folder is not what is reported.
+TEST(Cli, MalformedDeviceExitsNonZeroBeforeReadingData) {
+  const Result r = run_fast("train --device gpu --steps 1 --data-dir /nonexistent/fashion");
+  EXPECT_EQ(r.code, exit_code::bad_input) << r.output;
+  EXPECT_NE(r.output.find("device: expected cpu, cuda or cuda:K (K a GPU index >= 0), got 'gpu'"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("nonexistent"), std::string::npos) << r.output;
+}
+
 TEST(Cli, WrongTypeInConfigNamesTheKey) {
   const fs::path cfg = temp_dir("cfg") / "bad.toml";
   std::ofstream(cfg) << "workers = 2\nepochs = \"three\"\n";

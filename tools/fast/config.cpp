@@ -191,6 +191,12 @@ std::vector<ConfigKey> general_keys() {
                    "path with '/' or ending in .pt, saved with torch.jit.script(m).save(path)). docs/models.md.",
                    fmt::join(torch::model_names(), ", ")),
        [](TrainOptions& o, const std::string& v) { o.model = v; }, [](const TrainOptions& o) { return o.model; }},
+      {"device", KeyType::string,
+       "Where each worker computes: cpu; cuda (worker r on GPU r mod the GPUs its process sees); cuda:K (every "
+       "worker of the process on GPU K). On a GPU the model, its flat parameter and gradient buffers and the batches "
+       "are in device memory, and the strategy works on host copies refreshed each step. Needs FAST built against "
+       "a CUDA-enabled libtorch (docs/gpu.md); checked before any data is read.",
+       [](TrainOptions& o, const std::string& v) { o.device = v; }, [](const TrainOptions& o) { return o.device; }},
       FAST_NUMBER_KEY("model_flops", "sim: floating-point operations to train on one sample (forward + backward); 0: "
                       "computed from the model (a TorchScript file: 6 x its parameters).", model_flops, non_negative),
       {"dataset", KeyType::string,

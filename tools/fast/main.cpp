@@ -245,9 +245,10 @@ int run(int argc, char** argv) {
   const std::string workers = options.runtime == "zmq"   ? fmt::format("{} workers per process", options.process.workers_per_process)
                               : options.runtime == "mpi" ? std::string("1 worker per rank")
                                                          : fmt::format("{} workers", options.workers);
-  std::fprintf(stderr, "fast train: %s, %s (%s), model %s, batch %lld per worker, optimizer %s lr %g\n",
-               options.worker.strategy.name.c_str(), workers.c_str(), options.runtime.c_str(), options.model.c_str(),
-               static_cast<long long>(options.batch), options.worker.optimizer.name.c_str(),
+  const std::string device = options.device == "cpu" ? std::string() : " on " + options.device;
+  std::fprintf(stderr, "fast train: %s, %s (%s%s), model %s, batch %lld per worker, optimizer %s lr %g\n",
+               options.worker.strategy.name.c_str(), workers.c_str(), options.runtime.c_str(), device.c_str(),
+               options.model.c_str(), static_cast<long long>(options.batch), options.worker.optimizer.name.c_str(),
                options.worker.optimizer.lr);
   const auto wall_start = std::chrono::steady_clock::now();
   // SIGINT/SIGTERM: finish the step, write a checkpoint and a summary marked interrupted (a second

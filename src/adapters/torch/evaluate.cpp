@@ -15,11 +15,12 @@ EvalResult evaluate(Model& model, const Dataset& data, std::int64_t batch) {
   model.train(false);
   double loss_sum = 0;
   std::int64_t correct = 0;
+  const ::torch::Device device = model.device();  // the batches go where the model is (no copy on the CPU)
   try {
     for (std::int64_t start = 0; start < n; start += batch) {
       const std::int64_t count = std::min(batch, n - start);
-      const ::torch::Tensor x = data.images.narrow(0, start, count);
-      const ::torch::Tensor y = data.labels.narrow(0, start, count);
+      const ::torch::Tensor x = data.images.narrow(0, start, count).to(device);
+      const ::torch::Tensor y = data.labels.narrow(0, start, count).to(device);
       const ::torch::Tensor logits = model.forward(x);
       FAST_ENFORCE(logits.dim() == 2 && logits.size(0) == count,
                    "evaluate: expected logits of shape [{}, classes], got {}", count, fmt::join(logits.sizes(), "x"));

@@ -30,16 +30,22 @@ Evaluator::Evaluator(strategy::Worker& worker, Replica& replica, Model& model,
 
 namespace {
 
-// Scores `candidate` by swapping it into the model's parameters (no copy of either) and back, also
-// when scoring throws: both are as they were on return.
-EvalResult score_swapped(Model& model, std::span<float> params, std::span<float> candidate, const Dataset& data) {
-  std::swap_ranges(params.begin(), params.end(), candidate.begin());
+// Scores `candidate` by swapping it into the replica's parameters (no copy of either on the CPU;
+// staged on a device: the host copy is swapped and sent over) and back, also when scoring throws:
+// both are as they were on return, on the host and on the device.
+EvalResult score_swapped(Model& model, Replica& replica, std::span<float> candidate, const Dataset& data) {
+  const std::span<float> params = replica.param_span();
+  const auto swap = [&] {
+    std::swap_ranges(params.begin(), params.end(), candidate.begin());
+    replica.to_device();
+  };
+  swap();
   try {
     const EvalResult result = evaluate(model, data);
-    std::swap_ranges(params.begin(), params.end(), candidate.begin());
+    swap();
     return result;
   } catch (...) {
-    std::swap_ranges(params.begin(), params.end(), candidate.begin());
+    swap();
     throw;
   }
 }
@@ -57,7 +63,7 @@ EvalResult Evaluator::score_sliced(std::span<float> candidate) {
   const std::int64_t end = n * (index + 1) / members;
   const Dataset slice{test_->images.narrow(0, begin, end - begin), test_->labels.narrow(0, begin, end - begin),
                       test_->classes};
-  const EvalResult local = score_swapped(model_, replica_.param_span(), candidate, slice);
+  const EvalResult local = score_swapped(model_, replica_, candidate, slice);
   std::vector<double> sums{local.accuracy * static_cast<double>(local.samples),
                            local.loss * static_cast<double>(local.samples), static_cast<double>(local.samples)};
   worker_.communicator().allreduce(core::MutableView(std::span<double>(sums)));
@@ -93,6 +99,7 @@ RoundResult Evaluator::run(bool replica_accuracies) {
     comm.allreduce(core::MutableView(std::span<double>(squared)));
     result.consensus_distance = squared[0] / n;
     if (replica_accuracies || final_ == FinalModel::best) {
+      replica_.to_device();  // staged: the host copy the strategy updated last
       const double own = evaluate(model_, *test_).accuracy;
       comm.allgather(core::ConstView(&own, 1, core::DType::f64), core::MutableView(std::span<double>(accuracies)));
       best = static_cast<int>(std::max_element(accuracies.begin(), accuracies.end()) - accuracies.begin());
@@ -125,7 +132,7 @@ RoundResult Evaluator::snapshot_round() {
   const strategy::SnapshotResult snap = worker_.snapshot(representative_);
   result.consensus_distance = snap.consensus_distance;
   result.replica_accuracy_min = result.replica_accuracy_max = -1;
-  result.representative = score_swapped(model_, replica_.param_span(), representative_, *test_);
+  result.representative = score_swapped(model_, replica_, representative_, *test_);
   return result;
 }
 

@@ -110,6 +110,16 @@ bool Model::is_training() const {
   return impl_->script ? impl_->script->is_training() : impl_->module->is_training();
 }
 
+void Model::to(::torch::Device device) {
+  if (impl_->script) impl_->script->to(device);
+  else impl_->module->to(device);
+}
+
+::torch::Device Model::device() {
+  const std::vector<NamedTensor> named = named_parameters();
+  return named.empty() ? ::torch::Device(::torch::kCPU) : named.front().second.device();
+}
+
 const std::string& Model::name() const noexcept { return impl_->name; }
 bool Model::scripted() const noexcept { return impl_->script.has_value(); }
 ::torch::nn::Module* Model::module() noexcept { return impl_->module.get(); }

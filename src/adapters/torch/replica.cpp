@@ -17,6 +17,13 @@ Replica::Replica(::torch::nn::Module& module) {
 
 Replica::Replica(Model& model) { repoint(model.named_parameters(), model.name()); }
 
+Replica::Replica(Model& model, Placement placement) {
+  placement_ = placement;
+  placement_.staged = placement.staged || !placement.device.is_cpu();
+  if (!placement_.device.is_cpu()) model.to(placement_.device);
+  repoint(model.named_parameters(), model.name());
+}
+
 void Replica::repoint(std::vector<NamedTensor> named, const std::string& what) {
   FAST_ENFORCE(!named.empty(), "Replica: module '{}' has no parameters", what);
   std::int64_t total = 0;
@@ -25,17 +32,26 @@ void Replica::repoint(std::vector<NamedTensor> named, const std::string& what) {
     FAST_ENFORCE(p.defined(), "Replica: parameter '{}' is undefined", name);
     FAST_ENFORCE(p.scalar_type() == ::torch::kFloat32, "Replica: parameter '{}': expected float32, got {}", name,
                  std::string(c10::toString(p.scalar_type())));
-    FAST_ENFORCE(p.device().is_cpu(), "Replica: parameter '{}': expected a CPU tensor, got {}", name,
-                 p.device().str());
+    FAST_ENFORCE(p.device() == placement_.device, "Replica: parameter '{}': expected a tensor on {}, got {}", name,
+                 placement_.device.str(), p.device().str());
     for (std::size_t j = 0; j < i; ++j) {
       FAST_ENFORCE(!named[j].second.is_same(p), "Replica: parameters '{}' and '{}' are the same tensor (tied weights "
                    "are not supported: each parameter needs its own slice)", named[j].first, name);
     }
     total += p.numel();
   }
-  const auto options = ::torch::TensorOptions().dtype(::torch::kFloat32).device(::torch::kCPU);
-  params_ = ::torch::empty({total}, options);
-  grads_ = ::torch::zeros({total}, options);
+  const auto on_device = ::torch::TensorOptions().dtype(::torch::kFloat32).device(placement_.device);
+  device_params_ = ::torch::empty({total}, on_device);
+  device_grads_ = ::torch::zeros({total}, on_device);
+  if (placement_.staged) {  // host copies; pinned for a GPU, so that copies need no bounce buffer
+    const auto on_host = ::torch::TensorOptions().dtype(::torch::kFloat32).device(::torch::kCPU)
+                             .pinned_memory(!placement_.device.is_cpu());
+    params_ = ::torch::empty({total}, on_host);
+    grads_ = ::torch::zeros({total}, on_host);
+  } else {
+    params_ = device_params_;
+    grads_ = device_grads_;
+  }
   param_data_ = params_.data_ptr<float>();
   grad_data_ = grads_.data_ptr<float>();
   numel_ = static_cast<std::size_t>(total);
@@ -44,10 +60,10 @@ void Replica::repoint(std::vector<NamedTensor> named, const std::string& what) {
   std::int64_t offset = 0;
   for (auto& [name, p] : named) {  // p shares the TensorImpl of the module's parameter
     const std::int64_t n = p.numel();
-    ::torch::Tensor data = params_.narrow(0, offset, n).view(p.sizes());
+    ::torch::Tensor data = device_params_.narrow(0, offset, n).view(p.sizes());
     data.copy_(p);
     p.set_data(data);
-    p.mutable_grad() = grads_.narrow(0, offset, n).view(p.sizes());
+    p.mutable_grad() = device_grads_.narrow(0, offset, n).view(p.sizes());
     core::TensorBlock block;
     block.offset = static_cast<std::size_t>(offset);
     block.numel = static_cast<std::size_t>(n);
@@ -57,6 +73,7 @@ void Replica::repoint(std::vector<NamedTensor> named, const std::string& what) {
     layout_.push_back(std::move(block));
     offset += n;
   }
+  if (placement_.staged) params_.copy_(device_params_);
 }
 
 core::MutableView Replica::params() noexcept { return {param_data_, numel_, core::DType::f32}; }
@@ -64,12 +81,24 @@ core::MutableView Replica::grads() noexcept { return {grad_data_, numel_, core::
 std::span<float> Replica::param_span() noexcept { return {param_data_, numel_}; }
 std::span<float> Replica::grad_span() noexcept { return {grad_data_, numel_}; }
 
-void Replica::zero_grad() { grads_.zero_(); }
+void Replica::zero_grad() {
+  device_grads_.zero_();
+  if (placement_.staged) grads_.zero_();
+}
+
+void Replica::to_device() {
+  if (placement_.staged) device_params_.copy_(params_);
+}
+
+void Replica::from_device() {
+  if (placement_.staged) grads_.copy_(device_grads_);
+}
 
 void Replica::load(core::ConstView src) {
   FAST_ENFORCE(src.dtype() == core::DType::f32, "Replica::load: expected f32 values, got {}", core::name_of(src.dtype()));
   FAST_ENFORCE_EQ(src.numel(), numel(), "Replica::load: parameter count");
   core::copy(src, params());
+  to_device();
 }
 
 }  // namespace fast::torch

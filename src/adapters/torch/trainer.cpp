@@ -16,6 +16,7 @@
 
 #include <torch/torch.h>
 
+#include "fast/adapters/torch/device.hpp"
 #include "fast/adapters/torch/evaluate.hpp"
 #include "fast/adapters/torch/evaluator.hpp"
 #include "fast/adapters/torch/datasets.hpp"
@@ -119,6 +120,7 @@ void validate(const TrainOptions& o) {
   FAST_ENFORCE(o.process.workers_per_process >= 1, "workers_per_process: expected >= 1, got {}",
                o.process.workers_per_process);
   FAST_ENFORCE(o.batch >= 1, "batch: expected >= 1, got {}", o.batch);
+  check_device(o.device);
   (void)parse_dataset_spec(o.dataset);
   if (is_model_file(o.model)) {
     (void)Model::load_script(o.model);  // a TorchScript archive (its fit is checked once the data is read)
@@ -173,7 +175,7 @@ class TorchWorker final : public ModelSide {
  public:
   TorchWorker(runtime::Context& ctx, const RunInputs& in)
       : model_(make_model(in.options.model, in.input)),
-        replica_(model_),
+        replica_(model_, {.device = worker_device(in.options.device, ctx.rank()), .staged = in.options.device_staging}),
         loader_(in.data.train, ctx.rank(), ctx.size(), in.options.batch, in.options.seed),
         replica_accuracy_(in.options.replica_accuracy) {
     replica_.load(core::ConstView(std::span<const float>(in.initial)));
@@ -188,8 +190,12 @@ class TorchWorker final : public ModelSide {
   double gradient(std::int64_t epoch, std::int64_t index) override {
     const Batch batch = loader_.batch(epoch, index);
     replica_.zero_grad();
-    ::torch::Tensor loss = ::torch::nn::functional::cross_entropy(model_.forward(batch.x), batch.y);
+    replica_.to_device();  // staged (a GPU): the parameters the strategy left on the host
+    const ::torch::Device device = replica_.device();
+    ::torch::Tensor loss =
+        ::torch::nn::functional::cross_entropy(model_.forward(batch.x.to(device)), batch.y.to(device));
     loss.backward();
+    replica_.from_device();  // staged: the gradient, for Worker::step() on the host
     return loss.item<double>();
   }
   metrics::EvalRecord evaluate(bool final_round) override {

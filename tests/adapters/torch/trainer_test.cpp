@@ -191,6 +191,29 @@ TEST(Trainer, BadOptionsFailBeforeAnyWorkerStarts) {
   o = small_run(1);
   o.data_dir = "/nonexistent/fashion";
   EXPECT_THROW(train(o), core::IoError);
+  o = small_run(1);
+  o.device = "gpu";
+  o.data_dir = "/nonexistent/fashion";  // the device is refused first, before the data is looked at
+  EXPECT_THROW(train(o), core::InvalidArgument);
+}
+
+// The device path (docs/gpu.md) on the CPU: each worker's module on its own flat buffers, the
+// strategy on host copies refreshed every step, every evaluation through the copies. It must end
+// exactly where the plain CPU path does, for the strategies that read the gradient (allreduce, ps)
+// and for one that averages models (dpsgd), evaluations included.
+TEST(Trainer, TheDevicePathsStagingEndsBitForBitWhereTheCpuPathDoes) {
+  for (const char* name : {"allreduce", "ps", "dpsgd"}) {
+    TrainOptions o = small_run(4);
+    o.worker.strategy.name = name;
+    o.worker.strategy.mode = "sync";
+    const auto plain = train(o);
+    o.device_staging = true;
+    const auto staged = train(o);
+    EXPECT_EQ(plain["param_hash"], staged["param_hash"]) << name;
+    EXPECT_EQ(plain["final_accuracy"], staged["final_accuracy"]) << name;
+    EXPECT_EQ(plain["final_loss"], staged["final_loss"]) << name;
+    EXPECT_EQ(plain["replica_accuracy_min"], staged["replica_accuracy_min"]) << name;
+  }
 }
 
 }  // namespace

@@ -58,6 +58,11 @@ class Model {
   std::vector<NamedTensor> named_parameters();
   void train(bool on);
   bool is_training() const;
+  // Moves every parameter and buffer to `device` (module.to(device)); parameters then are new
+  // tensors, so a Replica re-points them afterwards (Replica's constructor calls this).
+  void to(::torch::Device device);
+  // The device of the first parameter (CPU for a model without any).
+  ::torch::Device device();
   const std::string& name() const noexcept;
   // True for a model loaded from a file.
   bool scripted() const noexcept;

@@ -17,6 +17,14 @@
 // detaching them from the flat buffer) and never assign new tensors to parameters or grads; use
 // Replica::zero_grad() and write through params()/load(). Backward passes without create_graph
 // accumulate in place; with create_graph=true libtorch replaces the grad tensor (not supported).
+//
+// On a device (Placement: a GPU, or `staged` on the CPU): the module's parameters and gradients
+// are re-pointed into two flat tensors on the device instead, and params()/grads() are views of
+// two host copies (pinned host memory for a GPU), which are what the strategy, the codecs and the
+// runtimes read and write. The caller moves them across (docs/gpu.md): to_device() copies the host
+// parameters to the device before a forward pass, from_device() the device gradient to the host
+// after a backward pass. On the CPU without staging both are no-ops and the views are the
+// module's own storage, as above.
 // Thread-safety: none; one worker thread owns a Replica and its module.
 
 #include <cstddef>
@@ -34,6 +42,14 @@ namespace fast::torch {
 
 class Replica {
  public:
+  // Where the module computes. `staged` keeps separate device and host buffers even on the CPU
+  // (what a GPU worker does, without a GPU: the tests of the device path use it); any device other
+  // than the CPU is always staged.
+  struct Placement {
+    ::torch::Device device = ::torch::Device(::torch::kCPU);
+    bool staged = false;
+  };
+
   // Re-points module's parameters as described above. Every parameter must be a defined,
   // float32, CPU tensor, no tensor may be registered twice (tied weights), and the module must
   // have at least one parameter (InvalidArgument otherwise, naming the parameter). Gradients
@@ -41,6 +57,9 @@ class Replica {
   explicit Replica(::torch::nn::Module& module);
   // The same for any Model (built-in or TorchScript), through Model::named_parameters().
   explicit Replica(Model& model);
+  // The same on `placement`: the model is moved to placement.device first (Model::to), then
+  // re-pointed into flat buffers there; params() and grads() are the host copies (see above).
+  Replica(Model& model, Placement placement);
 
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
@@ -52,26 +71,40 @@ class Replica {
   core::MutableView grads() noexcept;
   std::span<float> param_span() noexcept;
   std::span<float> grad_span() noexcept;
-  // The flat tensors themselves ([numel()] float32), sharing storage with the module.
-  const ::torch::Tensor& flat_params() const noexcept { return params_; }
-  const ::torch::Tensor& flat_grads() const noexcept { return grads_; }
+  // The flat tensors the module's parameters and gradients share storage with ([numel()] float32,
+  // on device()); on the CPU without staging, the same memory as params()/grads().
+  const ::torch::Tensor& flat_params() const noexcept { return device_params_; }
+  const ::torch::Tensor& flat_grads() const noexcept { return device_grads_; }
+
+  // Where the module computes, and whether the views are host copies of its buffers.
+  ::torch::Device device() const noexcept { return placement_.device; }
+  bool staged() const noexcept { return placement_.staged; }
+  // Staged: the host parameters to the device (before a forward pass, after the host copy changed);
+  // the device gradient to the host (after a backward pass). Blocking; no-ops when not staged.
+  void to_device();
+  void from_device();
 
   // The flat buffer's tensors, in module.parameters() order, with their shapes and names.
   const core::Layout& layout() const noexcept { return layout_; }
   // Total number of parameter elements.
   std::size_t numel() const noexcept { return numel_; }
 
-  // Sets the flat gradient to zero in place; grads stay defined and keep their addresses.
+  // Sets the flat gradient to zero in place (both copies when staged); grads stay defined and keep
+  // their addresses.
   void zero_grad();
-  // Copies a flat parameter vector in: src must be f32 with numel() elements (InvalidArgument).
+  // Copies a flat parameter vector in (and to the device when staged): src must be f32 with
+  // numel() elements (InvalidArgument).
   void load(core::ConstView src);
 
  private:
   // Both constructors: checks and re-points `named` (what names the module in messages).
   void repoint(std::vector<NamedTensor> named, const std::string& what);
 
-  ::torch::Tensor params_;
+  Placement placement_;
+  ::torch::Tensor params_;         // host (the views)
   ::torch::Tensor grads_;
+  ::torch::Tensor device_params_;  // what the module uses: params_/grads_ unless staged
+  ::torch::Tensor device_grads_;
   float* param_data_ = nullptr;  // params_'s elements
   float* grad_data_ = nullptr;   // grads_'s elements
   std::size_t numel_ = 0;

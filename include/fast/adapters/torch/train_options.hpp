@@ -66,6 +66,8 @@ struct TrainOptions {
   std::string collectives;                  // fast | native | "" (runtime::LaunchOptions::collectives)
   bool stop_on_divergence = false;         // end the run early once it diverged (docs/metrics.md "Divergence")
   double dgc_warmup_epochs = 0;             // dgc: the sparsity warm-up in epochs (worker.strategy.dgc_warmup_steps)
+  std::string device = "cpu";              // where each worker computes: cpu, cuda, cuda:K (device.hpp, docs/gpu.md)
+  bool device_staging = false;              // tests: the device path's host copies on the CPU (Replica::Placement::staged)
 };
 
 // What the training loop reports to a live display (from worker 0, about every 0.25 s). The
