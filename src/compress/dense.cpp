@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "codecs.hpp"
+#include "fast/compress/pack.hpp"
 #include "fast/compress/half.hpp"
 #include "fast/core/cpu.hpp"
 #include "wire.hpp"
@@ -110,5 +111,12 @@ class HalfCodec final : public Codec {
 std::unique_ptr<Codec> make_none() { return std::make_unique<NoneCodec>(); }
 std::unique_ptr<Codec> make_fp16() { return std::make_unique<HalfCodec<CodecId::fp16>>(); }
 std::unique_ptr<Codec> make_bf16() { return std::make_unique<HalfCodec<CodecId::bf16>>(); }
+
+void pack_halves(CodecId id, std::span<const std::uint16_t> words, core::Buffer& out) {
+  FAST_ENFORCE(id == CodecId::fp16 || id == CodecId::bf16, "pack_halves: codec id {}; expected fp16 or bf16",
+               static_cast<int>(id));
+  std::uint8_t* body = wire::begin_payload(out, kHeaderBytes + 2 * words.size(), id, words.size());
+  if (!words.empty()) std::memcpy(body, words.data(), 2 * words.size());
+}
 
 }  // namespace fast::compress

@@ -10,10 +10,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <random>
 #include <span>
 
 #include "codecs.hpp"
+#include "fast/compress/pack.hpp"
 #include "fast/core/cpu.hpp"
 #include "wire.hpp"
 
@@ -156,6 +159,13 @@ class Int8Codec final : public Codec {
   CountedStream rng_;
 };
 
+// Resizes out to a sign payload of n elements, writes the header and the scale; returns the bits.
+std::uint8_t* begin_sign_payload(std::size_t n, float scale, core::Buffer& out) {
+  std::uint8_t* body = wire::begin_payload(out, kHeaderBytes + 4 + (n + 7) / 8, CodecId::sign, n);
+  wire::put<float>(body, scale);
+  return body + 4;
+}
+
 class SignCodec final : public Codec {
  public:
   std::string_view name() const override { return "sign"; }
@@ -167,9 +177,7 @@ class SignCodec final : public Codec {
     const double sum = sum_of(x, [](double v) { return std::fabs(v); });
     const auto scale = x.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(x.size()));
     FAST_ENFORCE(std::isfinite(scale), "codec 'sign': mean |x| = {} is not finite", scale);
-    std::uint8_t* body = wire::begin_payload(out, encoded_bytes(x.size()), CodecId::sign, x.size());
-    wire::put<float>(body, scale);
-    std::uint8_t* bits = body + 4;
+    std::uint8_t* bits = begin_sign_payload(x.size(), scale, out);
     const float* xp = x.data();
     const std::size_t n = x.size(), n8 = n / 8;
     for (std::size_t j = 0; j < n8; ++j) {
@@ -213,5 +221,16 @@ std::unique_ptr<Codec> make_int8(int levels, std::uint64_t bucket, std::uint64_t
   return std::make_unique<Int8Codec>(levels, bucket, seed);
 }
 std::unique_ptr<Codec> make_sign() { return std::make_unique<SignCodec>(); }
+
+void pack_sign(std::size_t n, float scale, std::span<const std::uint8_t> bits, core::Buffer& out) {
+  FAST_ENFORCE(std::isfinite(scale) && scale >= 0, "codec 'sign': scale {}; expected mean |x|, finite and >= 0", scale);
+  FAST_ENFORCE(bits.size() == (n + 7) / 8, "codec 'sign': {} bit bytes for n = {}; expected ceil(n / 8) = {}",
+               bits.size(), n, (n + 7) / 8);
+  if (n % 8 != 0)
+    FAST_ENFORCE((bits.back() >> (n % 8)) == 0, "codec 'sign': padding bits of the last byte are {:#x}, expected 0",
+                 bits.back() >> (n % 8));
+  std::uint8_t* dst = begin_sign_payload(n, scale, out);
+  if (!bits.empty()) std::memcpy(dst, bits.data(), bits.size());
+}
 
 }  // namespace fast::compress

@@ -22,16 +22,18 @@
 
 #include "codecs.hpp"
 #include "fast/core/random.hpp"
+#include "fast/compress/pack.hpp"
 #include "wire.hpp"
 
 namespace fast::compress {
 
-std::size_t KeepCount::of(std::size_t n) const {
+std::size_t kept_count(double ratio, std::size_t n) {
   if (n == 0) return 0;
-  if (k > 0) return std::min(k, n);
   const auto want = static_cast<std::size_t>(std::ceil(ratio * static_cast<double>(n)));
   return std::clamp<std::size_t>(want, 1, n);
 }
+
+std::size_t KeepCount::of(std::size_t n) const { return k > 0 ? std::min(k, n) : kept_count(ratio, n); }
 
 namespace {
 
@@ -52,7 +54,7 @@ std::size_t varint_size(std::uint32_t v) noexcept {
   return 1 + (v >= (1u << 7)) + (v >= (1u << 14)) + (v >= (1u << 21)) + (v >= (1u << 28));
 }
 
-std::size_t delta_bytes(const std::vector<std::uint32_t>& idx) {
+std::size_t delta_bytes(std::span<const std::uint32_t> idx) {
   std::size_t bytes = 0;
   std::uint32_t prev_next = 0;  // previous index + 1
   for (const std::uint32_t i : idx) {
@@ -63,7 +65,7 @@ std::size_t delta_bytes(const std::vector<std::uint32_t>& idx) {
 }
 
 // Index-section bytes of each form for k kept indices of n.
-std::size_t form_bytes(IndexForm f, std::size_t n, const std::vector<std::uint32_t>& idx) {
+std::size_t form_bytes(IndexForm f, std::size_t n, std::span<const std::uint32_t> idx) {
   switch (f) {
     case kU32: return 4 * idx.size();
     case kDelta: return delta_bytes(idx);
@@ -75,9 +77,11 @@ std::size_t form_bytes(IndexForm f, std::size_t n, const std::vector<std::uint32
 // chosen when larger than u32).
 std::size_t indexed_bound(std::size_t n, std::size_t k) { return kIndexedFixed + 4 * k + std::min(4 * k, (n + 7) / 8); }
 
-// Writes the topk/threshold body for the strictly increasing indices idx of x.
-void encode_indexed(CodecId id, std::span<const float> x, const std::vector<std::uint32_t>& idx, core::Buffer& out) {
-  const std::size_t n = x.size(), k = idx.size();
+// Writes the topk/threshold body for the strictly increasing indices idx of an n-element input whose
+// kept values value_at(j) gives, j = 0 .. k-1.
+template <typename ValueAt>
+void write_indexed(CodecId id, std::size_t n, std::span<const std::uint32_t> idx, ValueAt value_at, core::Buffer& out) {
+  const std::size_t k = idx.size();
   IndexForm form = kU32;
   std::size_t ibytes = form_bytes(kU32, n, idx);
   for (IndexForm f : {kDelta, kBitmap}) {
@@ -88,7 +92,7 @@ void encode_indexed(CodecId id, std::span<const float> x, const std::vector<std:
   wire::put<std::uint64_t>(body, k);
   body[8] = form;
   std::uint8_t* vp = body + 9;
-  for (std::size_t j = 0; j < k; ++j) wire::put<float>(vp + 4 * j, x[idx[j]]);
+  for (std::size_t j = 0; j < k; ++j) wire::put<float>(vp + 4 * j, value_at(j));
   std::uint8_t* ip = vp + 4 * k;
   if (form == kU32) {
     for (std::size_t j = 0; j < k; ++j) wire::put<std::uint32_t>(ip + 4 * j, idx[j]);
@@ -107,6 +111,10 @@ void encode_indexed(CodecId id, std::span<const float> x, const std::vector<std:
     std::memset(ip, 0, ibytes);  // a reused Buffer keeps old bytes
     for (const std::uint32_t i : idx) ip[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
   }
+}
+
+void encode_indexed(CodecId id, std::span<const float> x, const std::vector<std::uint32_t>& idx, core::Buffer& out) {
+  write_indexed(id, x.size(), idx, [&](std::size_t j) { return x[idx[j]]; }, out);
 }
 
 // Validates the index section (form, length, range, order, popcount) and returns the indices.
@@ -377,6 +385,21 @@ class RandkCodec final : public Codec {
 };
 
 }  // namespace
+
+void pack_sparse(CodecId id, std::size_t n, std::span<const std::uint32_t> indices, std::span<const float> values,
+                 core::Buffer& out) {
+  const std::string_view codec = id == CodecId::topk ? "topk" : "threshold";
+  FAST_ENFORCE(id == CodecId::topk || id == CodecId::threshold,
+               "pack_sparse: codec id {}; expected topk or threshold", static_cast<int>(id));
+  FAST_ENFORCE(n <= kMaxSparseN, "codec '{}': n = {} exceeds the u32 index range", codec, n);
+  FAST_ENFORCE(values.size() == indices.size(), "codec '{}': {} values for {} indices; expected one per index", codec,
+               values.size(), indices.size());
+  for (std::size_t j = 0; j < indices.size(); ++j)
+    FAST_ENFORCE(indices[j] < n && (j == 0 || indices[j] > indices[j - 1]),
+                 "codec '{}': index {} of entry {}; expected strictly increasing indices below n = {}", codec,
+                 indices[j], j, n);
+  write_indexed(id, n, indices, [&](std::size_t j) { return values[j]; }, out);
+}
 
 std::unique_ptr<Codec> make_topk(KeepCount keep, bool per_tensor, const core::Layout* layout) {
   return std::make_unique<TopkCodec>(keep, per_tensor, layout);
