@@ -9,6 +9,14 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FAST_BIN = os.environ.get("FAST_BIN", os.path.join(ROOT, "build", "bin", "fast"))
 
 
+def require_runtime(name):
+    """Skips the calling test where this build lacks the runtime `name` (FAST_WITH_SIM, FAST_WITH_ZMQ or
+    FAST_WITH_MPI off, e.g. -DFAST_MINIMAL=ON); `fast launch` starts zmq processes."""
+    import fast
+    if name not in fast.runtime_names():
+        pytest.skip(f"this build has no {name} runtime")
+
+
 def run_bounded(cmd, timeout, env=None, check=True):
     """Runs cmd (a list) in its own process group with stdout and stderr together; the test fails if
     it runs past timeout seconds (the whole group is killed first) or, with check, if it exits with

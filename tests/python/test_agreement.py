@@ -18,7 +18,7 @@ import torch
 
 import fast
 import fast.torch
-from processes import FAST_BIN, ROOT, run_bounded
+from processes import FAST_BIN, ROOT, require_runtime, run_bounded
 
 sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
 from train_fmnist import load  # noqa: E402  (Fashion-MNIST, normalised as fast train does)
@@ -118,8 +118,7 @@ LAUNCHERS = {
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_processes_agree_with_fast_train(reference, launcher):
     """One process per worker: zmq under fast launch, mpi under mpirun."""
-    if launcher == "mpirun" and "mpi" not in fast.runtime_names():
-        pytest.skip("this build has no mpi runtime (FAST_WITH_MPI=OFF)")
+    require_runtime("mpi" if launcher == "mpirun" else "zmq")
     folder, initial, cpp = reference
     torch.save(initial, folder / "initial.pt")
     (folder / "worker.py").write_text(SCRIPT)

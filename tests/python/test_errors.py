@@ -11,7 +11,7 @@ import torch
 
 import fast
 import fast.torch
-from processes import FAST_BIN, run_bounded
+from processes import FAST_BIN, require_runtime, run_bounded
 
 
 
@@ -134,6 +134,7 @@ MISMATCH = textwrap.dedent("""
 
 
 def test_layouts_that_differ_between_processes(tmp_path):
+    require_runtime("zmq")
     script = tmp_path / "mismatch.py"
     script.write_text(MISMATCH)
     code, out = run_bounded([FAST_BIN, "launch", "-n", "2", "--timeout", "120", "--", sys.executable, script,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fast
-from processes import FAST_BIN, ROOT, run_bounded
+from processes import FAST_BIN, ROOT, require_runtime, run_bounded
 
 sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
 from custom_strategy import RingGossip  # noqa: E402
@@ -37,6 +37,7 @@ def test_ring_gossip_step_is_the_neighbour_average_of_the_local_steps(workers):
 
 
 def run_example(args, timeout):
+    require_runtime("zmq")
     return run_bounded([FAST_BIN, "launch", "-n", "2", "--timeout", str(timeout - 10), "--", sys.executable] + args,
                        timeout)[1]
 

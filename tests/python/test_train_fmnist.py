@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from processes import FAST_BIN, ROOT, run_bounded
+from processes import FAST_BIN, ROOT, require_runtime, run_bounded
 
 EXAMPLE = os.path.join(ROOT, "examples", "python", "train_fmnist.py")
 WORKERS, EPOCHS, TIMEOUT = 4, 3, 420
@@ -15,6 +15,7 @@ WORKERS, EPOCHS, TIMEOUT = 4, 3, 420
 
 @pytest.mark.parametrize("strategy", ["allreduce", "adpsgd", "ps"])
 def test_reaches_085_with_four_processes(strategy, tmp_path):
+    require_runtime("zmq")
     summary_file = tmp_path / "summary.json"
     cmd = [FAST_BIN, "launch", "-n", str(WORKERS), "--timeout", str(TIMEOUT - 20), "--", sys.executable, EXAMPLE,
            "--strategy", strategy, "--epochs", str(EPOCHS), "--summary", str(summary_file)]

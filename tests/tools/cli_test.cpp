@@ -202,7 +202,11 @@ TEST(Cli, DgcRunTrainsWithTopOnePercentMessages) {
 
 namespace {
 
+// docs/config.md describes the full build: the runtime setting lists every runtime.
 TEST(Cli, ConfigDocIsUpToDate) {
+#if !defined(FAST_TEST_SIM) || !defined(FAST_TEST_ZMQ) || !defined(FAST_TEST_MPI)
+  GTEST_SKIP() << "this build lacks a runtime, which its settings table leaves out";
+#endif
   const Result r = run_fast("config-doc");
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
   std::ifstream in(fs::path(FAST_TEST_SOURCE_DIR) / "docs" / "config.md");

@@ -26,6 +26,11 @@ nlohmann::json read_json(const fs::path& file) {
 
 // Under sim, so that the asynchronous run is the same every time (under threads the interleaving
 // decides whether this run blows up before the end of the epoch: it did in one try of two).
+#ifdef FAST_TEST_SIM
+#define SKIP_WITHOUT_SIM() (void)0
+#else
+#define SKIP_WITHOUT_SIM() GTEST_SKIP() << "this build has no sim runtime"
+#endif
 const std::string kRun =
     "train --runtime sim --strategy ps --workers 4 --optimizer momentum --lr 0.05 --epochs 1 --progress never ";
 
@@ -33,6 +38,7 @@ const std::string kRun =
 // allreduce) with momentum 0.9: the model blows up; the terminal says so while it runs and at the
 // end, the summary marks the run.
 TEST(Divergence, TheIssuesRunIsFlaggedOnTheTerminalAndInTheSummary) {
+  SKIP_WITHOUT_SIM();
   const fs::path dir = temp_dir("flagged");
   const auto r = run_fast_in({}, kRun + "--lr-semantics per-gradient --summary " + (dir / "s.json").string());
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
@@ -49,6 +55,7 @@ TEST(Divergence, TheIssuesRunIsFlaggedOnTheTerminalAndInTheSummary) {
 // The same settings with the default per-sample semantics (lr / 4 per gradient) train normally
 // and are not flagged.
 TEST(Divergence, TheSameRunWithPerSampleSemanticsTrainsAndIsNotFlagged) {
+  SKIP_WITHOUT_SIM();
   const fs::path dir = temp_dir("healthy");
   const auto r = run_fast_in({}, kRun + "--summary " + (dir / "s.json").string());
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
@@ -65,6 +72,7 @@ TEST(Divergence, TheSameRunWithPerSampleSemanticsTrainsAndIsNotFlagged) {
 // every 10 steps), so it takes fewer batches than the 4 x 234 it would; a lockstep run that
 // diverges stops at the evaluation.
 TEST(Divergence, StopOnDivergenceEndsTheRunEarly) {
+  SKIP_WITHOUT_SIM();
   const fs::path dir = temp_dir("stop");
   for (const std::string& run : {kRun + "--lr-semantics per-gradient --eval-every 10 ",
                                  std::string("train --strategy allreduce --workers 2 --optimizer momentum --lr 5 "
