@@ -24,6 +24,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "fast/adapters/torch/device.hpp"
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/models.hpp"
 
@@ -40,13 +41,14 @@ struct Args {
   std::uint64_t seed = 1;
   std::string data_dir;
   std::string out;
+  std::string device = "cpu";  // cpu, cuda, cuda:K (fast train's --device): model and batches there
 };
 
 [[noreturn]] void usage(const char* prog, const std::string& msg) {
   std::fprintf(stderr,
                "%s: %s\n"
                "usage: %s [--model mlp|cnn] [--batch B] [--lr X] [--momentum X] [--steps N] [--warmup W]\n"
-               "          [--threads T] [--seed S] [--data-dir DIR] [--out FILE.json]\n",
+               "          [--threads T] [--seed S] [--data-dir DIR] [--device cpu|cuda|cuda:K] [--out FILE.json]\n",
                prog, msg.c_str(), prog);
   std::exit(2);
 }
@@ -68,6 +70,7 @@ Args parse(int argc, char** argv) {
     else if (key == "--seed") a.seed = std::stoull(v);
     else if (key == "--data-dir") a.data_dir = v;
     else if (key == "--out") a.out = v;
+    else if (key == "--device") a.device = v;
     else usage(argv[0], "unknown option " + key);
   }
   if (a.batch < 1 || a.steps < 1 || a.warmup < 0 || a.warmup >= a.steps) {
@@ -104,6 +107,8 @@ int main(int argc, char** argv) {
     const std::int64_t n = data.train->size();
     const std::int64_t steps_per_epoch = n / args.batch;
 
+    fast::torch::check_device(args.device, "--device");
+    const torch::Device device = fast::torch::worker_device(args.device, 0);
     fast::torch::Model model = fast::torch::make_model(args.model);
     std::vector<torch::Tensor> parameters;
     for (auto& [name, p] : model.named_parameters()) parameters.push_back(p);
@@ -116,6 +121,7 @@ int main(int argc, char** argv) {
         offset += static_cast<std::size_t>(p.numel());
       }
     }
+    model.to(device);  // the parameters keep their identity (their data moves), as the optimizer needs
     torch::optim::SGD optimizer(parameters, torch::optim::SGDOptions(args.lr).momentum(args.momentum));
     torch::Generator gen = at::detail::createCPUGenerator(args.seed);
 
@@ -128,8 +134,8 @@ int main(int argc, char** argv) {
       const std::int64_t step = s % steps_per_epoch;
       if (step == 0) perm = torch::randperm(n, gen, torch::kInt64);
       const torch::Tensor idx = perm.slice(0, step * args.batch, (step + 1) * args.batch);
-      const torch::Tensor x = images.index_select(0, idx);
-      const torch::Tensor y = labels.index_select(0, idx);
+      const torch::Tensor x = images.index_select(0, idx).to(device);  // as fast train: CPU data, batch copied over
+      const torch::Tensor y = labels.index_select(0, idx).to(device);
       optimizer.zero_grad();
       torch::Tensor loss = torch::nn::functional::cross_entropy(model.forward(x), y);
       loss.backward();
@@ -144,12 +150,12 @@ int main(int argc, char** argv) {
     const double wall = t1 - t0;
     const double sps = static_cast<double>(args.steps * args.batch) / wall;
     const double sps_warm = static_cast<double>((args.steps - args.warmup) * args.batch) / (t1 - t_warm);
-    char line[512];
+    char line[768];
     std::snprintf(line, sizeof(line),
-                  "{\"impl\": \"plain_libtorch\", \"model\": \"%s\", \"batch\": %lld, \"steps\": %lld, "
+                  "{\"impl\": \"plain_libtorch\", \"device\": \"%s\", \"model\": \"%s\", \"batch\": %lld, \"steps\": %lld, "
                   "\"warmup\": %lld, \"threads\": %d, \"wall_seconds\": %.6f, \"samples_per_second\": %.3f, "
                   "\"samples_per_second_warm\": %.3f, \"final_train_loss\": %.5f}",
-                  args.model.c_str(), static_cast<long long>(args.batch), static_cast<long long>(args.steps),
+                  args.device.c_str(), args.model.c_str(), static_cast<long long>(args.batch), static_cast<long long>(args.steps),
                   static_cast<long long>(args.warmup), threads, wall, sps, sps_warm,
                   loss_tail / static_cast<double>(args.steps - tail_from));
     std::printf("%s\n", line);
