@@ -7,6 +7,7 @@
 # device codecs. Every result lands in $OUT (else build-gpu/gpu-check): logs, summaries, CSVs.
 # usage: bench/gpu/check.sh [quick]    (quick: short runs, to try the script itself, e.g. on a CPU
 #                                       with GPU_CHECK_DEVICE=cpu)
+# GPU_CHECK_DEVICE (default cuda:0), GPU_CHECK_CMAKE_FLAGS (more configure flags, e.g. a compiler launcher).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -28,12 +29,12 @@ export FAST_DATA_DIR=$ROOT/.gpu/fashion-mnist
 
 log "machine"
 { nvidia-smi || true; python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
-  "gpus", torch.cuda.device_count(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")'
+  "gpus", torch.cuda.device_count(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")' || true
   nproc; g++ --version | head -1; cmake --version | head -1; } 2>&1 | tee "$RES/machine.txt"
 
 log "build"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFAST_MINIMAL=ON -DFAST_WITH_ZMQ=ON -DFAST_WITH_PYTHON=OFF \
-      -DFAST_BUILD_BENCH=ON -DCMAKE_PREFIX_PATH="$DEPS/usr" > "$RES/configure.log" 2>&1 || { tail -40 "$RES/configure.log"; exit 1; }
+      -DFAST_BUILD_BENCH=ON -DCMAKE_PREFIX_PATH="$DEPS/usr" ${GPU_CHECK_CMAKE_FLAGS:-} > "$RES/configure.log" 2>&1 || { tail -40 "$RES/configure.log"; exit 1; }
 cmake --build "$BUILD" -j "$(nproc)" --target fast bench_plain_loop bench_device_codecs torch_adapter_test \
       > "$RES/build.log" 2>&1 || { grep -m 20 -A 5 'error' "$RES/build.log"; exit 1; }
 BIN=$BUILD/bin

@@ -11,7 +11,7 @@ DEST=$ROOT/.gpu
 DATA=${FAST_DATA_DIR:-/usr/share/datasets/fashion-mnist}
 # Headers and libraries FAST links (fmt, JSON, TOML, CLI11, libzip, zlib, GoogleTest; ZeroMQ for two
 # processes on one GPU, with the shared libraries libzmq5 loads), and pkg-config.
-PACKAGES=(libfmt-dev libfmt9 nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libzip-dev libzip4 zlib1g-dev
+PACKAGES=(libfmt-dev libfmt9 nlohmann-json3-dev libtomlplusplus-dev libtomlplusplus3 libcli11-dev libzip-dev libzip4 zlib1g-dev
           libgtest-dev googletest libzmq3-dev libzmq5 cppzmq-dev libsodium23 libpgm-5.3-0 libnorm1 libbsd0
           libmd0 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1
           pkgconf pkgconf-bin libpkgconf3)
