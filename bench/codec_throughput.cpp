@@ -19,26 +19,13 @@
 
 #include "fast/compress/codec.hpp"
 #include "fast/core/layout.hpp"
+#include "bench_util.hpp"
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  for (;;) {
-    const auto comma = s.find(',', at);
-    out.push_back(s.substr(at, comma - at));
-    if (comma == std::string::npos) return out;
-    at = comma + 1;
-  }
-}
+using fast::bench::median;
+using fast::bench::now;
+using fast::bench::split;
 
 // The goals of docs/benchmarks.md (GB/s of input); 0 = none.
 double goal_of(const std::string& spec) {

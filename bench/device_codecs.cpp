@@ -22,25 +22,14 @@
 #include "fast/adapters/torch/device.hpp"
 #include "fast/adapters/torch/device_codec.hpp"
 #include "fast/compress/codec.hpp"
+#include "fast/core/error.hpp"
+#include "bench_util.hpp"
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  for (std::size_t at = 0;;) {
-    const auto comma = s.find(',', at);
-    out.push_back(s.substr(at, comma - at));
-    if (comma == std::string::npos) return out;
-    at = comma + 1;
-  }
-}
+using fast::bench::median;
+using fast::bench::now;
+using fast::bench::split;
 
 // Median seconds of `reps` calls of f after one warm-up call.
 template <typename F>
@@ -102,6 +91,6 @@ int main(int argc, char** argv) try {
   }
   return 0;
 } catch (const std::exception& e) {
-  std::fprintf(stderr, "bench_device_codecs: %s\n", e.what());
+  std::fprintf(stderr, "bench_device_codecs: %s\n", fast::core::user_message(e).c_str());
   return 1;
 }

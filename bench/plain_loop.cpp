@@ -27,6 +27,7 @@
 #include "fast/adapters/torch/device.hpp"
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/models.hpp"
+#include "fast/core/error.hpp"
 
 namespace {
 
@@ -165,7 +166,7 @@ int main(int argc, char** argv) {
       if (!f) throw std::runtime_error("cannot write " + args.out);
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    std::fprintf(stderr, "%s: %s\n", argv[0], fast::core::user_message(e).c_str());
     return 1;
   }
   return 0;
