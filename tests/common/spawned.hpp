@@ -17,6 +17,15 @@ extern char** environ;
 
 namespace fast::testing {
 
+// How many times longer a bound on a whole training run must be in this build. ThreadSanitizer
+// slows a training run about tenfold, and the multi-process runs are sized to end well inside their
+// bounds in a plain build: under TSan they get twice the time (`make sanitize`); 1 elsewhere.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr int kRunTimeScale = 2;
+#else
+inline constexpr int kRunTimeScale = 1;
+#endif
+
 struct Spawned {
   pid_t pid = -1;              // the shell, leader of the group; -1 when it could not start
   std::filesystem::path log;   // its stdout and stderr

@@ -263,8 +263,9 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
   // pause and the new process's start-up by far.
   const std::string train = kFast + " train --runtime zmq --peer-timeout 2 --summary s.json --metrics m.jsonl" +
                             kTrainShown + "--strategy " + strategy + " --batch 64 --epochs 3 --slowdown 12,12,12,12";
-  Launched l = fast::testing::spawn_in_group(dir, kFast + " launch -n 4 --grace 200 --timeout 300 -- " + train,
-                                             "launch.log");
+  const int scale = fast::testing::kRunTimeScale;
+  Launched l = fast::testing::spawn_in_group(
+      dir, kFast + " launch -n 4 --grace 200 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
   const int victim = 2;
   const pid_t pid = worker_pid(l, victim);
   ASSERT_GT(pid, 0) << slurp(l.log);
@@ -283,8 +284,8 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
   for (const std::string& e : env) command += " " + shell_quoted(e);
   Launched again = fast::testing::spawn_in_group(dir, command + " " + train, "rejoin.log");
 
-  const int launch_status = fast::testing::wait_or_kill_group(l, 240);
-  const int again_status = fast::testing::wait_or_kill_group(again, 60);
+  const int launch_status = fast::testing::wait_or_kill_group(l, 240 * scale);
+  const int again_status = fast::testing::wait_or_kill_group(again, 60 * scale);
   const std::string log = slurp(l.log) + "\n--- the process started again:\n" + slurp(again.log);
   ASSERT_NE(launch_status, -1) << "fast launch did not end; output:\n" << log;
   ASSERT_NE(again_status, -1) << "the process started again did not end; output:\n" << log;
