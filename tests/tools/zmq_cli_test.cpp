@@ -265,7 +265,8 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
                             kTrainShown + "--strategy " + strategy + " --batch 64 --epochs 3 --slowdown 12,12,12,12";
   const int scale = fast::testing::kRunTimeScale;
   Launched l = fast::testing::spawn_in_group(
-      dir, kFast + " launch -n 4 --grace 200 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
+      dir, kFast + " launch -n 4 --grace " + std::to_string(200 * scale) + " --timeout " + std::to_string(300 * scale) +
+               " -- " + train, "launch.log");
   const int victim = 2;
   const pid_t pid = worker_pid(l, victim);
   ASSERT_GT(pid, 0) << slurp(l.log);
