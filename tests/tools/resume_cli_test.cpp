@@ -36,7 +36,8 @@ const std::string kTrain = " --model mlp --batch 32 --seed 5 --eval-every 0 --pr
 // The command line of a `fast train ARGS` of `workers` workers under `runtime`.
 std::string command(const std::string& runtime, const std::string& args, int workers = 2) {
   const std::string n = std::to_string(workers);
-  if (runtime == "zmq") return kFast + " launch -n " + n + " --timeout 300 -- " + kFast + " train --runtime zmq" + kTrain + args;
+  const std::string limit = std::to_string(300 * fast::testing::kRunTimeScale);
+  if (runtime == "zmq") return kFast + " launch -n " + n + " --timeout " + limit + " -- " + kFast + " train --runtime zmq" + kTrain + args;
   if (runtime == "mpi") return "mpirun -np " + n + " --oversubscribe " + kFast + " train --runtime mpi" + kTrain + args;
   return kFast + " train --runtime threads --workers " + n + kTrain + args;
 }
@@ -61,7 +62,7 @@ Ran run(const fs::path& dir, const std::string& runtime, const std::string& args
   fs::remove(dir / "s.json");
   const auto s = fast::testing::spawn_in_group(dir, command(runtime, args, workers));
   Ran r;
-  r.status = fast::testing::wait_or_kill_group(s, 300);
+  r.status = fast::testing::wait_or_kill_group(s, 300 * fast::testing::kRunTimeScale);
   r.log = slurp(s.log);
   if (fs::exists(dir / "s.json")) r.summary = json::parse(slurp(dir / "s.json"));
   return r;
