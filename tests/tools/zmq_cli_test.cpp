@@ -204,23 +204,24 @@ std::string fault_name(const ::testing::TestParamInfo<std::tuple<Fault, int>>& i
   return dir_name(f.strategy) + (f.signal == SIGKILL ? "_SIGKILL_seed" : "_SIGSTOP_seed") + std::to_string(seed);
 }
 
-INSTANTIATE_TEST_SUITE_P(Synchronous, ZmqFault,
-                         ::testing::Combine(::testing::Values(Fault{"allreduce", SIGKILL, true},
-                                                              Fault{"dpsgd", SIGKILL, true},
-                                                              Fault{"ps --mode sync", SIGKILL, true}),
-                                            ::testing::Range(1, 11)),
+// Ten kill moments (seeds) per synchronous strategy: 1-3 in every `make test`, 4-10 labelled long
+// (`make test-all`; tests/CMakeLists.txt), as are the asynchronous strategies' second seed.
+const auto kSynchronousFaults = ::testing::Values(Fault{"allreduce", SIGKILL, true}, Fault{"dpsgd", SIGKILL, true},
+                                                  Fault{"ps --mode sync", SIGKILL, true});
+INSTANTIATE_TEST_SUITE_P(Synchronous, ZmqFault, ::testing::Combine(kSynchronousFaults, ::testing::Range(1, 4)),
+                         fault_name);
+INSTANTIATE_TEST_SUITE_P(LongSynchronous, ZmqFault, ::testing::Combine(kSynchronousFaults, ::testing::Range(4, 11)),
                          fault_name);
 INSTANTIATE_TEST_SUITE_P(Frozen, ZmqFault,
                          ::testing::Combine(::testing::Values(Fault{"allreduce", SIGSTOP, true}),
                                             ::testing::Range(1, 4)),
                          fault_name);
-INSTANTIATE_TEST_SUITE_P(Asynchronous, ZmqFault,
-                         ::testing::Combine(::testing::Values(Fault{"adpsgd", SIGKILL, false},
-                                                              Fault{"gosgd", SIGKILL, false},
-                                                              Fault{"acid", SIGKILL, false},
-                                                              Fault{"ps --mode async", SIGKILL, false},
-                                                              Fault{"easgd --tau 2 --alpha 0.1", SIGKILL, false}),
-                                            ::testing::Range(1, 3)),
+const auto kAsynchronousFaults =
+    ::testing::Values(Fault{"adpsgd", SIGKILL, false}, Fault{"gosgd", SIGKILL, false}, Fault{"acid", SIGKILL, false},
+                      Fault{"ps --mode async", SIGKILL, false}, Fault{"easgd --tau 2 --alpha 0.1", SIGKILL, false});
+INSTANTIATE_TEST_SUITE_P(Asynchronous, ZmqFault, ::testing::Combine(kAsynchronousFaults, ::testing::Range(1, 2)),
+                         fault_name);
+INSTANTIATE_TEST_SUITE_P(LongAsynchronous, ZmqFault, ::testing::Combine(kAsynchronousFaults, ::testing::Range(2, 3)),
                          fault_name);
 
 // ----------------------------------------------------------------------------- churn
@@ -316,7 +317,10 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
   if (!HasFailure()) fs::remove_all(dir);  // kept for a look otherwise
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, ZmqChurn, ::testing::Values("adpsgd", "acid", "easgd", "gosgd", "ps --mode ssp"));
+// adpsgd (pairwise gossip) and ps ssp (a rejoining worker's pushes counted by the servers) in every
+// `make test`; the other gossip strategies labelled long (`make test-all`).
+INSTANTIATE_TEST_SUITE_P(Strategies, ZmqChurn, ::testing::Values("adpsgd", "ps --mode ssp"));
+INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqChurn, ::testing::Values("acid", "easgd", "gosgd"));
 
 // A process that claims the rank of a live worker is refused (exit 2, naming the rank) once the
 // rank stayed live for the peer timeout + 2 s; the run goes on with its 4 workers untouched.
