@@ -13,7 +13,7 @@
 namespace fast::strategy {
 namespace {
 
-using testing::expect_error;
+using fast::testing::expect_error;
 
 const DeclaredOption& declared(const std::vector<DeclaredOption>& all, const std::string& name) {
   for (const DeclaredOption& d : all)
