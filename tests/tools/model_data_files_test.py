@@ -108,10 +108,15 @@ def train_to_target(fast, tmp, label, extra, failures):
         failures.append(f"{label}: final accuracy {accuracy:.4f} < 0.85\n{out}")
 
 
-def same_training(fast, tmp, cnn, npz, failures):
+def npz_dataset(npz):
+    """fast train's arguments that read the .npz archives written by fashion_mnist_npz."""
+    return ["--dataset", f"npz:train={npz['train']},test={npz['test']}"]
+
+
+def both_formats_learn(fast, tmp, cnn, npz, failures):
     """40 steps from the IDX files and from the .npz files: both learn, and alike."""
     results = {}
-    for label, extra in (("idx", []), ("npz", ["--dataset", f"npz:train={npz['train']},test={npz['test']}"])):
+    for label, extra in (("idx", []), ("npz", npz_dataset(npz))):
         summary = os.path.join(tmp, f"quick_{label}.json")
         code, out = run(fast, ["--model", cnn, "--workers", "4", "--steps", "40", "--seed", "3", "--summary", summary,
                                *extra], 300)
@@ -185,11 +190,10 @@ def main():
             failures.append("ldd fast lists libpython:\n" + ldd)
         bad_file_cases(fast, tmp, npz, failures)
         if args.part == "quick":
-            same_training(fast, tmp, cnn, npz, failures)
+            both_formats_learn(fast, tmp, cnn, npz, failures)
         else:
             train_to_target(fast, tmp, "scripted cnn, IDX files", ["--model", cnn], failures)
-            train_to_target(fast, tmp, "scripted cnn, npz files",
-                            ["--model", cnn, "--dataset", f"npz:train={npz['train']},test={npz['test']}"], failures)
+            train_to_target(fast, tmp, "scripted cnn, npz files", ["--model", cnn, *npz_dataset(npz)], failures)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for f in failures:
