@@ -10,9 +10,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -31,6 +29,7 @@
 #include "fast/runtime/launcher.hpp"
 #if FAST_TEST_HAS_ZMQ
 #include "fast/runtime/zmq/keys.hpp"
+#include "fast/runtime/zmq/ports.hpp"
 #endif
 
 extern char** environ;
@@ -53,19 +52,6 @@ struct WorldCase {
 inline void PrintTo(const WorldCase& c, std::ostream* os) { *os << c.name(); }
 
 inline bool is_test_child() { return std::getenv("FAST_TEST_CHILD") != nullptr; }
-
-// A free TCP port on 127.0.0.1 (bound once, then released).
-inline int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // How each child process is expected to end: exit code 0, or killed by `signal`.
 using ExpectedEnd = std::map<int, int>;  // process rank -> signal (absent: exit 0)
@@ -98,7 +84,8 @@ inline Children spawn_children(const WorldCase& c, const std::map<std::string, s
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const std::string filter = std::string("--gtest_filter=") + info->test_suite_name() + "." + info->name();
   std::map<std::string, std::string> env = {
-      {"FAST_TEST_CHILD", "1"}, {"FAST_RENDEZVOUS", "127.0.0.1:" + std::to_string(free_port())},
+      {"FAST_TEST_CHILD", "1"},
+      {"FAST_RENDEZVOUS", "127.0.0.1:" + std::to_string(runtime::zmq::free_loopback_port())},
       {"FAST_WORLD_SIZE", std::to_string(processes)}, {"FAST_KEY_FILE", (dir / "run.key").string()},
       {"FAST_ALLOW_FILE", (dir / "allow.txt").string()}, {"FAST_TRANSPORT", c.transport},
       {"FAST_TEST_WORKERS_PER_PROCESS", std::to_string(c.workers_per_process)}};

@@ -1,8 +1,5 @@
 #include "launch.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <random>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -23,6 +19,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/exit_code.hpp"
 #include "fast/runtime/zmq/keys.hpp"
+#include "fast/runtime/zmq/ports.hpp"
 #include "process_group.hpp"
 #include "signal_pipe.hpp"
 
@@ -67,49 +64,6 @@ fs::path find_program(const std::string& name) {
   }
   if (name == "fast") return fs::read_symlink("/proc/self/exe");
   FAST_THROW(core::InvalidArgument, "fast launch: command '{}' not found on PATH ({})", name, dirs);
-}
-
-// Binds a TCP socket to 127.0.0.1:port (0: any) and closes it; returns the port bound, or 0 with
-// errno set when the bind fails.
-int probe_port(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  FAST_ENFORCE_AS(core::IoError, fd >= 0, "fast launch: cannot create a socket ({})", std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  socklen_t len = sizeof addr;
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  const int saved = errno;
-  ::close(fd);
-  errno = saved;
-  return ok ? ntohs(addr.sin_port) : 0;
-}
-
-// The lowest port of the kernel's ephemeral range, the ports bind(0) and outgoing connections take
-// (32768 where /proc does not say).
-int ephemeral_low() {
-  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
-  int low = 0, high = 0;
-  return range >> low >> high && low > 4096 ? low : 32768;
-}
-
-// A TCP port of 127.0.0.1 free right now, for the rendezvous that process 0 binds a moment later.
-// Drawn at random from the 12,000 ports below the ephemeral range: a port from bind(0) lies in that
-// range, where every other program's sockets (and concurrent runs' probes) draw theirs, and one of
-// them could take it before process 0 binds it (seen in CI as "Address already in use"). Falls back
-// to bind(0) when 64 draws are all taken.
-int free_port() {
-  const int low = ephemeral_low();
-  std::mt19937 gen(std::random_device{}());
-  std::uniform_int_distribution<int> pick(std::max(1024, low - 12000), low - 1);
-  for (int attempt = 0; attempt < 64; ++attempt)
-    if (const int port = probe_port(pick(gen)); port != 0) return port;
-  const int port = probe_port(0);
-  FAST_ENFORCE_AS(core::IoError, port != 0, "fast launch: cannot find a free port on 127.0.0.1 ({})",
-                  std::strerror(errno));
-  return port;
 }
 
 // The key and allow files of a run. Generated ones live in a fresh mkdtemp folder (0700) that the
@@ -322,7 +276,7 @@ CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
 int run_launch(const LaunchCommand& o) {
   validate(o);
   const fs::path program = find_program(o.command.front());
-  const int port = o.port != 0 ? o.port : free_port();
+  const int port = o.port != 0 ? o.port : keys::free_loopback_port();
   SignalPipe signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD});  // before the keys exist: they are removed on signals
   const RunKeys keys(o);
   if (o.insecure) {
