@@ -6,7 +6,8 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "fast/compress/pack.hpp"
 #include "fast/core/error.hpp"

@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/nn/functional/loss.h>
 
 #include "fast/adapters/torch/device.hpp"
 #include "fast/adapters/torch/evaluate.hpp"

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <vector>
 
-#include <torch/torch.h>
 
 #include "fast/adapters/torch/evaluator.hpp"
 #include "fast/adapters/torch/fashion_mnist.hpp"

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/nn/functional/loss.h>
 
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/loader.hpp"
