@@ -12,7 +12,7 @@ namespace {
 constexpr std::array kTable{
     EnvVar{"FAST_LOG_LEVEL", EnvType::string, "info", "Log verbosity on stderr: error, warn, info or debug."},
     EnvVar{"FAST_DATA_DIR", EnvType::path, "/usr/share/datasets/fashion-mnist",
-           "Folder of the Fashion-MNIST gzip IDX files when no --data-dir is given."},
+           "Folder of the Fashion-MNIST IDX files (gzip or not) when no --data-dir is given."},
     EnvVar{"FAST_OP_TIMEOUT", EnvType::number, "600",
            "Seconds a blocking runtime operation (recv, collective step) may wait before TimeoutError."},
     EnvVar{"FAST_TORCH_THREADS", EnvType::integer, "0",

@@ -205,7 +205,7 @@ std::vector<ConfigKey> general_keys() {
        "noise=0.25,seed=1]. docs/data.md.",
        [](TrainOptions& o, const std::string& v) { o.dataset = v; },
        [](const TrainOptions& o) { return o.dataset; }},
-      {"data_dir", KeyType::path, "fashion-mnist: folder of the gzip IDX files (default: FAST_DATA_DIR).",
+      {"data_dir", KeyType::path, "fashion-mnist: folder of the four IDX files, gzip or not (default: FAST_DATA_DIR).",
        [](TrainOptions& o, const std::string& v) { o.data_dir = v; },
        [](const TrainOptions& o) { return o.data_dir.empty() ? std::string("$FAST_DATA_DIR") : o.data_dir.string(); }},
       FAST_INT_KEY("epochs", "Passes over the training set (used when steps = 0).", epochs, 1),

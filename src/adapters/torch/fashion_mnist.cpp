@@ -11,15 +11,21 @@ namespace fast::torch {
 
 namespace {
 
-void require_file(const std::filesystem::path& file) {
+// dir/name, uncompressed, where it exists (torchvision's raw folder holds both forms; reading it
+// skips the inflate, about 0.4 s of CPU per process for the four files), else dir/name.gz, which
+// must exist.
+std::filesystem::path idx_file(const std::filesystem::path& dir, const std::string& name) {
   std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) {
+  if (std::filesystem::is_regular_file(dir / name, ec)) return dir / name;
+  const std::filesystem::path gz = dir / (name + ".gz");
+  if (!std::filesystem::exists(gz, ec)) {
     FAST_THROW(IoError,
-               "{}: Fashion-MNIST file missing: expected the gzip IDX file there, got no such file "
-               "(install the Debian package dataset-fashion-mnist, or point FAST_DATA_DIR / --data-dir at a folder "
-               "holding the four files)",
-               file.string());
+               "{}: Fashion-MNIST file missing: expected the gzip IDX file there (or {} uncompressed), got no such "
+               "file (install the Debian package dataset-fashion-mnist, or point FAST_DATA_DIR / --data-dir at a "
+               "folder holding the four files)",
+               gz.string(), name);
   }
+  return gz;
 }
 
 }  // namespace
@@ -53,11 +59,10 @@ std::shared_ptr<const Dataset> load_idx_split(const std::filesystem::path& image
 }
 
 FashionMnist load_fashion_mnist(const std::filesystem::path& dir) {
-  const auto train_images = dir / "train-images-idx3-ubyte.gz";
-  const auto train_labels = dir / "train-labels-idx1-ubyte.gz";
-  const auto test_images = dir / "t10k-images-idx3-ubyte.gz";
-  const auto test_labels = dir / "t10k-labels-idx1-ubyte.gz";
-  for (const auto& f : {train_images, train_labels, test_images, test_labels}) require_file(f);
+  const auto train_images = idx_file(dir, "train-images-idx3-ubyte");
+  const auto train_labels = idx_file(dir, "train-labels-idx1-ubyte");
+  const auto test_images = idx_file(dir, "t10k-images-idx3-ubyte");
+  const auto test_labels = idx_file(dir, "t10k-labels-idx1-ubyte");
   // The two splits are independent: read the test split on a second thread.
   auto test = std::async(std::launch::async, [&] { return load_idx_split(test_images, test_labels); });
   FashionMnist out;

@@ -30,10 +30,10 @@ class Reader {
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
     if (!std::filesystem::exists(status)) {
-      FAST_THROW(IoError, "{}: cannot open IDX file: expected an existing gzip file, got no such file", path_);
+      FAST_THROW(IoError, "{}: cannot open IDX file: expected an existing IDX file (gzip or uncompressed), got no such file", path_);
     }
     if (std::filesystem::is_directory(status)) {
-      FAST_THROW(IoError, "{}: cannot open IDX file: expected a gzip file, got a directory", path_);
+      FAST_THROW(IoError, "{}: cannot open IDX file: expected an IDX file (gzip or uncompressed), got a directory", path_);
     }
     errno = 0;
     file_.reset(gzopen(path_.c_str(), "rb"));

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -31,6 +32,20 @@ TEST(FashionMnist, RealDatasetHas60000And10000SamplesWithBalancedLabels) {
   EXPECT_NEAR(data.train->images.mean().item<double>(), 0.0, 0.01);
   EXPECT_NEAR(data.train->images.std().item<double>(), 1.0, 0.01);
   EXPECT_NEAR(data.train->images.min().item<double>(), -kFashionMnistMean / kFashionMnistStd, 1e-5);
+  // The same data from the .gz files alone (the suite's folder also holds them uncompressed, and
+  // FAST reads those first: tests/CMakeLists.txt).
+  const auto gz_only = std::filesystem::temp_directory_path() / ("fast_fmnist_gz_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(gz_only);
+  std::filesystem::create_directories(gz_only);
+  for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                        "t10k-labels-idx1-ubyte.gz"})
+    std::filesystem::create_symlink(std::filesystem::absolute(dir / f), gz_only / f);
+  const FashionMnist from_gz = load_fashion_mnist(gz_only);
+  std::filesystem::remove_all(gz_only);
+  EXPECT_TRUE(::torch::equal(from_gz.train->images, data.train->images));
+  EXPECT_TRUE(::torch::equal(from_gz.train->labels, data.train->labels));
+  EXPECT_TRUE(::torch::equal(from_gz.test->images, data.test->images));
+  EXPECT_TRUE(::torch::equal(from_gz.test->labels, data.test->labels));
 }
 
 // 2N samples whose labels are i % 10; images are zero.

@@ -216,6 +216,26 @@ TEST_F(IdxFiles, MissingDatasetFileIsIoErrorNamingItAndThePackage) {
                         {(dir_ / "train-images-idx3-ubyte.gz").string(), "dataset-fashion-mnist"});
 }
 
+// Each of the four files is read uncompressed where it is there (name without .gz), else from its
+// .gz: here the uncompressed training labels (all 3) win over their .gz (0..9), the other files
+// come from their .gz; without the uncompressed file the .gz is read.
+TEST_F(IdxFiles, AnUncompressedDatasetFileIsReadBeforeItsGz) {
+  images("train-images-idx3-ubyte.gz", 20);
+  labels("train-labels-idx1-ubyte.gz", 20);
+  images("t10k-images-idx3-ubyte.gz", 10);
+  labels("t10k-labels-idx1-ubyte.gz", 10);
+  write_bytes(dir_ / "train-labels-idx1-ubyte", idx(kIdxLabelsMagic, {20}, Bytes(20, 3)));
+  const FashionMnist both = load_fashion_mnist(dir_);
+  EXPECT_TRUE(::torch::equal(both.train->labels, ::torch::full({20}, 3, ::torch::kInt64)));
+  const Bytes expected = pattern(10, 10);
+  for (std::int64_t i = 0; i < 10; ++i) EXPECT_EQ(both.test->labels[i].item<std::int64_t>(), expected[i]);
+  fs::remove(dir_ / "train-labels-idx1-ubyte");
+  const FashionMnist gz = load_fashion_mnist(dir_);
+  const Bytes train_expected = pattern(20, 10);
+  for (std::int64_t i = 0; i < 20; ++i) EXPECT_EQ(gz.train->labels[i].item<std::int64_t>(), train_expected[i]);
+  EXPECT_TRUE(::torch::equal(gz.train->images, both.train->images));
+}
+
 // A test set that is empty, or smaller than the worker count (each worker scores a slice), is
 // refused when the data is read, before any training (it used to fail at the first evaluation).
 TEST_F(IdxFiles, ATestSetTooSmallForTheWorkersIsRefusedBeforeTraining) {

@@ -27,8 +27,9 @@ std::filesystem::path default_data_dir();
 std::shared_ptr<const Dataset> load_idx_split(const std::filesystem::path& images_file,
                                               const std::filesystem::path& labels_file);
 
-// Reads train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and
-// t10k-labels-idx1-ubyte.gz from dir. A missing file is an IoError naming it and how to get it.
+// Reads train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and
+// t10k-labels-idx1-ubyte from dir: each file uncompressed where it is there, else its .gz (the
+// Debian package's form). A missing file is an IoError naming the .gz and how to get it.
 FashionMnist load_fashion_mnist(const std::filesystem::path& dir);
 
 }  // namespace fast::torch

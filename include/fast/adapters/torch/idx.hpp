@@ -1,5 +1,6 @@
 #pragma once
-// Reader of gzip-compressed IDX files (the MNIST / Fashion-MNIST format), unsigned-byte payloads.
+// Reader of IDX files, gzip-compressed or not (the MNIST / Fashion-MNIST format), unsigned-byte
+// payloads.
 //
 // IDX layout (all integers big-endian u32): magic = 0x0000TTDD (TT = 0x08: u8 elements,
 // DD = number of dimensions), then DD sizes, then the product of the sizes in bytes.
