@@ -365,7 +365,7 @@ INSTANTIATE_TEST_SUITE_P(LongStrategies, AsynchronousResume,
 
 // gosgd, acid, easgd and ps ssp keep state of their own (push-sum numerator and mass, the second
 // variable x~, the centre on worker 0, the server's shard and optimizer), saved with the final
-// models, and with a codec their windows' links. 4 workers, 150 steps each at a constant rate with
+// models, and with a codec their windows' links. 4 workers, 80 steps each at a constant rate with
 // a checkpoint; resumed with nothing left to train, the run ends with exactly the saved
 // representative (same param_hash: gosgd's sum x / sum w, acid's mean, easgd's centre, ps's
 // shards). The accuracy of a resumed run is not compared here: at 300 steps single pairs of a
@@ -378,19 +378,19 @@ TEST_P(AsynchronousStateResume, ResumedWithNothingLeftEndsWithTheSavedModel) {
   const fs::path dir = fast::testing::test_dir("fast_resume_cli", "state_" + dir_name(strategy) + "_" + runtime);
   fs::remove_all(dir / "ck");
   const std::string args = "--strategy " + strategy + " --schedule constant ";
-  const Ran first = run(dir, runtime, args + "--steps 150 --checkpoint-dir ck", 4);
+  const Ran first = run(dir, runtime, args + "--steps 80 --checkpoint-dir ck", 4);
   ASSERT_TRUE(ok(first)) << first.log;
-  EXPECT_EQ(first.summary["checkpoint_step"], 150) << first.summary.dump();
-  const Ran nothing_left = run(dir, runtime, args + "--steps 150 --resume ck", 4);
+  EXPECT_EQ(first.summary["checkpoint_step"], 80) << first.summary.dump();
+  const Ran nothing_left = run(dir, runtime, args + "--steps 80 --resume ck", 4);
   ASSERT_TRUE(ok(nothing_left)) << nothing_left.log;
-  EXPECT_EQ(nothing_left.summary["resumed_from_step"], 150);
+  EXPECT_EQ(nothing_left.summary["resumed_from_step"], 80);
   EXPECT_EQ(nothing_left.summary["param_hash"], first.summary["param_hash"]) << nothing_left.log;
   EXPECT_EQ(nothing_left.summary["final_accuracy"], first.summary["final_accuracy"]);
-  // Resumed to 300 steps, it trains on from the saved state (the steps continue from 150).
-  const Ran resumed = run(dir, runtime, args + "--steps 300 --resume ck", 4);
+  // Resumed to 160 steps, it trains on from the saved state (the steps continue from 80).
+  const Ran resumed = run(dir, runtime, args + "--steps 160 --resume ck", 4);
   ASSERT_TRUE(ok(resumed)) << resumed.log;
-  EXPECT_EQ(resumed.summary["resumed_from_step"], 150);
-  EXPECT_EQ(resumed.summary["steps"], 300);
+  EXPECT_EQ(resumed.summary["resumed_from_step"], 80);
+  EXPECT_EQ(resumed.summary["steps"], 160);
   EXPECT_FALSE(resumed.summary["diverged"].get<bool>()) << resumed.summary.dump();
 }
 
