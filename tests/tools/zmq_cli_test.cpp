@@ -264,9 +264,9 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
   const std::string strategy = GetParam();
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn_" + strategy.substr(0, strategy.find(' ')));
   // 3 epochs of mlp; every worker paced (--slowdown) so that the run outlasts the kill, the 5 s
-  // pause and the new process's start-up by far.
+  // pause and the new process's start-up by far (restarted at 40-41% of the run on 2 cores).
   const std::string train = kFast + " train --runtime zmq --peer-timeout 2 --summary s.json --metrics m.jsonl" +
-                            kTrainShown + "--strategy " + strategy + " --batch 64 --epochs 3 --slowdown 12,12,12,12";
+                            kTrainShown + "--strategy " + strategy + " --batch 64 --epochs 3 --slowdown 6,6,6,6";
   const int scale = fast::testing::kRunTimeScale;
   Launched l = fast::testing::spawn_in_group(
       dir, kFast + " launch -n 4 --grace " + std::to_string(200 * scale) + " --timeout " + std::to_string(300 * scale) +
