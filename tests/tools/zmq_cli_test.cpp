@@ -207,17 +207,22 @@ std::string fault_name(const ::testing::TestParamInfo<std::tuple<Fault, int>>& i
   return dir_name(f.strategy) + (f.signal == SIGKILL ? "_SIGKILL_seed" : "_SIGSTOP_seed") + std::to_string(seed);
 }
 
-// Ten kill moments (seeds) per synchronous strategy: 1-3 in every `make test`, 4-10 labelled long
-// (`make test-all`; tests/CMakeLists.txt), as are the asynchronous strategies' second seed.
+// Ten kill moments (seeds) per synchronous strategy: 1-2 in every `make test`, 3-10 labelled long
+// (`make test-all`; tests/CMakeLists.txt), as are SIGSTOP's third seed and the asynchronous
+// strategies' second.
 const auto kSynchronousFaults = ::testing::Values(Fault{"allreduce", SIGKILL, true}, Fault{"dpsgd", SIGKILL, true},
                                                   Fault{"ps --mode sync", SIGKILL, true});
-INSTANTIATE_TEST_SUITE_P(Synchronous, ZmqFault, ::testing::Combine(kSynchronousFaults, ::testing::Range(1, 4)),
+INSTANTIATE_TEST_SUITE_P(Synchronous, ZmqFault, ::testing::Combine(kSynchronousFaults, ::testing::Range(1, 3)),
                          fault_name);
-INSTANTIATE_TEST_SUITE_P(LongSynchronous, ZmqFault, ::testing::Combine(kSynchronousFaults, ::testing::Range(4, 11)),
+INSTANTIATE_TEST_SUITE_P(LongSynchronous, ZmqFault, ::testing::Combine(kSynchronousFaults, ::testing::Range(3, 11)),
                          fault_name);
 INSTANTIATE_TEST_SUITE_P(Frozen, ZmqFault,
                          ::testing::Combine(::testing::Values(Fault{"allreduce", SIGSTOP, true}),
-                                            ::testing::Range(1, 4)),
+                                            ::testing::Range(1, 3)),
+                         fault_name);
+INSTANTIATE_TEST_SUITE_P(LongFrozen, ZmqFault,
+                         ::testing::Combine(::testing::Values(Fault{"allreduce", SIGSTOP, true}),
+                                            ::testing::Range(3, 4)),
                          fault_name);
 const auto kAsynchronousFaults =
     ::testing::Values(Fault{"adpsgd", SIGKILL, false}, Fault{"gosgd", SIGKILL, false}, Fault{"acid", SIGKILL, false},
