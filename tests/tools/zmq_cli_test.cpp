@@ -335,9 +335,9 @@ INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqChurn, ::testing::Values("acid", "ea
 // (about 20 s on 2 cores) outlasts the refusal (about 6 s after training started) by far.
 TEST(ZmqChurnRefusal, ProcessClaimingALiveRankIsRefused) {
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn_refused");
+  const std::string steps = std::to_string(160 * fast::testing::kRunTimeScale);
   const std::string train = kFast + " train --runtime zmq --peer-timeout 2 --summary s.json" + kTrainShown +
-                            "--strategy adpsgd --batch 64 --steps " + std::to_string(160 * fast::testing::kRunTimeScale) +
-                            " --slowdown 12,12,12,12";
+                            "--strategy adpsgd --batch 64 --slowdown 12,12,12,12 --steps " + steps;
   Launched l = fast::testing::spawn_in_group(dir, kFast + " launch -n 4 --grace 200 --timeout 300 -- " + train,
                                              "launch.log");
   const pid_t pid = worker_pid(l, 1);
