@@ -22,7 +22,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 help:
 	@echo "make demo      set up, build, train cnn on Fashion-MNIST with 2 workers (examples/demo.toml)"
 	@echo "make test      set up, build, run the test suite but the tests labelled long (what CI runs)"
-	@echo "make test-all  the same with the long tests: more seeds, strategies and runtimes (about 1.5x as long)"
+	@echo "make test-all  the same with the long tests: more seeds, strategies and runtimes (about twice the test time)"
 	@echo "make build     set up and build; the command lands in $(BUILD)/bin/fast"
 	@echo "make bench     build and run the benchmarks against OpenMPI, libtorch and PyTorch DDP (not CI)"
 	@echo "make sanitize  run the test suite under AddressSanitizer and ThreadSanitizer"
