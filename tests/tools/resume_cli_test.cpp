@@ -303,7 +303,8 @@ INSTANTIATE_TEST_SUITE_P(Signals, Interrupted, ::testing::ValuesIn(interrupts())
 
 // adpsgd and ps (mode async) (asynchronous: no two runs are alike, so the check is the accuracy,
 // not the parameters): 4 workers, 3 epochs of mlp under the default cosine schedule, SIGTERM at
-// about half of the run (when worker 0 logged step 700 of 1404). The checkpoint holds every
+// about half of the run (when the metrics show step 700 of 1404: any worker's under threads,
+// worker 0's under zmq and mpi). The checkpoint holds every
 // worker's final model (and the ps server's shard and optimizer); resumed to the full length, the
 // run reaches the accuracy of the run straight within 1 point. The three runs are alike but for the
 // interruption: no --slowdown in the first (paced, ps async ran with more staleness and ended about

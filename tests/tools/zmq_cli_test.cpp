@@ -216,14 +216,9 @@ INSTANTIATE_TEST_SUITE_P(Synchronous, ZmqFault, ::testing::Combine(kSynchronousF
                          fault_name);
 INSTANTIATE_TEST_SUITE_P(LongSynchronous, ZmqFault, ::testing::Combine(kSynchronousFaults, ::testing::Range(3, 11)),
                          fault_name);
-INSTANTIATE_TEST_SUITE_P(Frozen, ZmqFault,
-                         ::testing::Combine(::testing::Values(Fault{"allreduce", SIGSTOP, true}),
-                                            ::testing::Range(1, 3)),
-                         fault_name);
-INSTANTIATE_TEST_SUITE_P(LongFrozen, ZmqFault,
-                         ::testing::Combine(::testing::Values(Fault{"allreduce", SIGSTOP, true}),
-                                            ::testing::Range(3, 4)),
-                         fault_name);
+const auto kFrozenFault = ::testing::Values(Fault{"allreduce", SIGSTOP, true});
+INSTANTIATE_TEST_SUITE_P(Frozen, ZmqFault, ::testing::Combine(kFrozenFault, ::testing::Range(1, 3)), fault_name);
+INSTANTIATE_TEST_SUITE_P(LongFrozen, ZmqFault, ::testing::Combine(kFrozenFault, ::testing::Range(3, 4)), fault_name);
 const auto kAsynchronousFaults =
     ::testing::Values(Fault{"adpsgd", SIGKILL, false}, Fault{"gosgd", SIGKILL, false}, Fault{"acid", SIGKILL, false},
                       Fault{"ps --mode async", SIGKILL, false}, Fault{"easgd --tau 2 --alpha 0.1", SIGKILL, false});
