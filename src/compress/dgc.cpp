@@ -40,10 +40,11 @@ double Dgc::density(std::int64_t step) const {
   return std::exp((1 - f) * std::log(o.warmup_ratio) + f * std::log(o.ratio));
 }
 
-bool Dgc::accumulate(std::span<float> grads, std::span<const float> params) {
+bool Dgc::accumulate(std::span<float> grads, std::span<const float> params, double lr) {
   FAST_ENFORCE(grads.size() == numel_ && params.size() == numel_,
                "dgc: gradient and parameters must have {} elements, got {} and {}", numel_, grads.size(),
                params.size());
+  FAST_ENFORCE(lr >= 0 && std::isfinite(lr), "dgc: the learning rate must be a finite number >= 0, got {}", lr);
   clip_scale_ = 1;
   if (!core::all_finite(grads)) {
     std::fill(grads.begin(), grads.end(), 0.0f);
@@ -61,17 +62,18 @@ bool Dgc::accumulate(std::span<float> grads, std::span<const float> params) {
   const auto wd = static_cast<float>(o.weight_decay);
   const auto mu = static_cast<float>(o.momentum);
   const auto omd = static_cast<float>(1 - o.dampening);
+  const auto rate = static_cast<float>(lr);
   for (std::size_t i = 0; i < numel_; ++i) {
     float g = grads[i];
     if (clip_scale_ != 1) g *= scale;
     if (wd != 0) g += wd * params[i];
     if (velocity_.empty()) {
-      grads[i] = g;
+      grads[i] = rate * g;
       continue;
     }
     const float u = first_ ? g : mu * velocity_[i] + omd * g;
     velocity_[i] = u;
-    grads[i] = o.nesterov ? g + mu * u : u;
+    grads[i] = rate * (o.nesterov ? g + mu * u : u);
   }
   first_ = false;
   return true;
@@ -88,11 +90,20 @@ void Dgc::mask(std::span<const float> sent, std::size_t offset) {
 void Dgc::save(std::string_view prefix, core::SavedState& out) const {
   out.arrays.insert_or_assign(std::string(prefix) + ".velocity", velocity_);
   out.integers.insert_or_assign(std::string(prefix) + ".started", first_ ? 0 : 1);
+  out.integers.insert_or_assign(std::string(prefix) + ".residual_units", kResidualUnits);
 }
 
 void Dgc::restore(std::string_view prefix, const core::SavedState& in, std::string_view source) {
   const std::vector<float>& velocity = in.array(std::string(prefix) + ".velocity", velocity_.size(), source);
   const std::int64_t started = in.integer(std::string(prefix) + ".started", 0, 1, source);
+  const std::string units = std::string(prefix) + ".residual_units";
+  FAST_ENFORCE_AS(core::IoError, in.integers.contains(units),
+                  "checkpoint '{}': its DGC residual holds gradients, from a FAST before 2026-11-27 that "
+                  "applied the learning rate when a coordinate was sent; this FAST applies it when the "
+                  "gradient is taken, so the residual cannot be resumed (no integer '{}'): train again "
+                  "from the start, or resume with the FAST that wrote it",
+                  source, units);
+  in.integer(units, kResidualUnits, kResidualUnits, source);
   velocity_ = velocity;
   first_ = started == 0;
 }

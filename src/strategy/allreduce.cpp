@@ -93,13 +93,15 @@ StepOutcome AllreduceStrategy::step(const StepInput& input) {
 // residual is still sent), and the policy is applied to that worker after the collective.
 StepOutcome AllreduceStrategy::dgc_step(const StepInput& input, double t0) {
   runtime::Context& ctx = comm_.context();
-  const bool finite = dgc_->accumulate(input.state.grads, input.state.params);
+  // grads become this step's update at its learning rate (Dgc applies it), so the sparse average
+  // is applied at rate 1.
+  const bool finite = dgc_->accumulate(input.state.grads, input.state.params, input.lr);
   compress::ErrorFeedback& feedback = *reduce_->feedback();
   feedback.codec().set_keep_ratio(dgc_->density(input.step));
   reduce_->average(core::MutableView(input.state.grads), 0);
   dgc_sent(*dgc_, feedback, 0);
   StepOutcome outcome{.comm_seconds = ctx.now() - t0};
-  outcome.applied = apply_update({.state = input.state, .optimizer = *dgc_update_, .lr = input.lr, .step = input.step},
+  outcome.applied = apply_update({.state = input.state, .optimizer = *dgc_update_, .lr = 1.0, .step = input.step},
                                  options_.non_finite);
   if (!finite && outcome.applied) report_non_finite(input, options_.non_finite, "contributed nothing new (dgc) at step");
   return outcome;

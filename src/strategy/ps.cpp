@@ -178,7 +178,7 @@ std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
     else
       works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
     headers_[ku] = Request{.kind = Request::Kind::push, .clock = first_clock_[ku] + clock_, .version = version_read_[ku],
-                           .finite = finite, .lr = input.lr * lr_scale_}
+                           .finite = finite, .lr = dgc_ ? 1.0 : input.lr * lr_scale_}
                        .to_words();
     works.push_back(ctx.send(k, tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(headers_[ku]))));
     if (finite && !push_codecs_.empty()) {
@@ -212,8 +212,9 @@ StepOutcome PsStrategy::step(const StepInput& input) {
   FAST_ENFORCE_EQ(input.state.params.size(), offsets_.back(), "ps: the parameter count changed since attach()");
   runtime::Context& ctx = comm_.context();
   const double t0 = ctx.now();
-  // With dgc, grads become the accumulated velocity (a non-finite gradient leaves DGC's state as it was).
-  const bool finite = dgc_ ? dgc_->accumulate(input.state.grads, input.state.params)
+  // With dgc, grads become this step's update, the learning rate applied (a non-finite gradient
+  // leaves DGC's state as it was); the servers then apply the pushes at rate 1 (push()).
+  const bool finite = dgc_ ? dgc_->accumulate(input.state.grads, input.state.params, input.lr * lr_scale_)
                            : core::all_finite(input.state.grads);
   // sync: the replies are the new shards, received into the parameters. async / ssp: the
   // acknowledgements (ssp: delayed until the read is allowed), then the one-sided pull.

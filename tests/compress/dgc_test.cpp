@@ -1,11 +1,12 @@
 // compress::Dgc (Deep Gradient Compression, worker side) against closed forms and its definitions:
-// momentum correction's conservation (sent + residual == what dense momentum SGD applies), its
-// equivalence to dense momentum SGD at density 1, masking, clipping, weight decay, nesterov, the
-// warm-up densities and the codecs' keep ratio.
+// momentum correction's conservation (sent + residual == what dense momentum SGD applies, under a
+// decaying learning rate too), its equivalence to dense momentum SGD at density 1, masking,
+// clipping, weight decay, nesterov, the warm-up densities and the codecs' keep ratio.
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numbers>
 #include <numeric>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "fast/compress/dgc.hpp"
 #include "fast/compress/error_feedback.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/saved_state.hpp"
 #include "fast/optim/optimizer.hpp"
 
 namespace fast::compress {
@@ -28,8 +30,8 @@ void quadratic_gradient(std::span<const float> x, std::span<float> g) {
     g[i] = static_cast<float>(curvature(i) * (static_cast<double>(x[i]) - target(i)));
 }
 
-// One worker running DGC with error feedback around topk:ratio=ratio, applying what it sends with
-// plain SGD (x -= lr * sent), as the strategies do with one worker.
+// One worker running DGC with error feedback around topk:ratio=ratio, applying what it sends
+// (x -= sent: the learning rate is in it), as the strategies do with one worker.
 struct DgcRun {
   Dgc dgc;
   ErrorFeedback feedback;
@@ -40,7 +42,7 @@ struct DgcRun {
       : dgc(options, kN), feedback(make_codec("topk:ratio=" + std::to_string(ratio))) {}
   // One step on gradient g (already written): returns a (what was fed to the error feedback).
   std::vector<float> step(std::int64_t t, double lr) {
-    EXPECT_TRUE(dgc.accumulate(g, x));
+    EXPECT_TRUE(dgc.accumulate(g, x, lr));
     std::vector<float> a = g;
     feedback.codec().set_keep_ratio(dgc.density(t));
     core::Buffer payload;
@@ -48,7 +50,7 @@ struct DgcRun {
     const std::span<const float> sent = feedback.last_sent();
     for (std::size_t i = 0; i < kN; ++i) {
       sent_sum[i] += sent[i];
-      x[i] -= static_cast<float>(lr) * sent[i];
+      x[i] -= sent[i];
     }
     if (dgc.options().masking) {
       dgc.mask(sent);
@@ -58,56 +60,74 @@ struct DgcRun {
   }
 };
 
+// A cosine learning rate over T steps, as optim's cosine schedule without a floor: it falls from
+// 0.01 to 0.01 (1 + cos(pi (T-1)/T)) / 2 at the last step (for T = 60, a 1460th of it).
+double cosine_lr(int t, int steps) {
+  return 0.01 * 0.5 * (1 + std::cos(std::numbers::pi * static_cast<double>(t) / static_cast<double>(steps)));
+}
+
 // A linear objective (constant gradient c) makes dense momentum SGD's velocity a closed form:
-// u_t = c (1 - m^(t+1)) / (1 - m) (u_0 = c, as torch), so the sum of what dense momentum SGD
-// applies over T steps (lr aside) is c / (1 - m) (T - m (1 - m^T) / (1 - m)). Without masking,
-// DGC's messages plus its residual add up to exactly that, whatever the density.
+// u_t = c (1 - m^(t+1)) / (1 - m) (u_0 = c, as torch). At a constant rate lr the sum of what dense
+// momentum SGD applies over T steps is lr c / (1 - m) (T - m (1 - m^T) / (1 - m)); under a
+// schedule lr_t it is c sum_t lr_t (1 - m^(t+1)) / (1 - m). Without masking, DGC's messages plus
+// its residual add up to exactly that, whatever the density: each step's velocity at the rate of
+// that step, however late it is sent.
 TEST(Dgc, MomentumCorrectionConservesTheDenseMomentumSumInClosedForm) {
-  constexpr double kM = 0.9;
+  constexpr double kM = 0.9, kLr = 0.01;
   constexpr int kT = 60;
+  for (const bool decaying : {false, true})
   for (double ratio : {0.01, 0.1, 1.0}) {
     DgcRun run({.momentum = kM, .masking = false, .ratio = ratio}, ratio);
+    double factor = 0;  // sum_t lr_t (1 - m^(t+1)) / (1 - m), term by term under the schedule
     for (int t = 0; t < kT; ++t) {
       for (std::size_t i = 0; i < kN; ++i) run.g[i] = static_cast<float>(std::cos(0.7 * static_cast<double>(i)));
-      run.step(t, 0.01);
+      const double lr = decaying ? cosine_lr(t, kT) : kLr;
+      run.step(t, lr);
+      factor += lr * (1 - std::pow(kM, t + 1)) / (1 - kM);
+    }
+    if (!decaying) {  // the sum in closed form
+      const double closed = kLr * (kT - kM * (1 - std::pow(kM, kT)) / (1 - kM)) / (1 - kM);
+      ASSERT_NEAR(factor, closed, 1e-12 * closed);
     }
     const std::span<const double> residual = run.feedback.residual(0);
-    const double factor = (kT - kM * (1 - std::pow(kM, kT)) / (1 - kM)) / (1 - kM);
     for (std::size_t i = 0; i < kN; ++i) {
       const double c = static_cast<float>(std::cos(0.7 * static_cast<double>(i)));
       const double expect = c * factor;
       ASSERT_NEAR(run.sent_sum[i] + residual[i], expect, 2e-5 * std::abs(expect) + 1e-9)
-          << "ratio " << ratio << " element " << i;
+          << (decaying ? "cosine lr" : "constant lr") << ", ratio " << ratio << ", element " << i;
     }
   }
 }
 
 // On the quadratic the gradients depend on where DGC's delayed updates took x; recomputing dense
-// momentum's velocities from the gradients DGC saw (in float64, independently of Dgc) gives the
-// same conservation.
+// momentum's updates lr_t u_t from the gradients DGC saw (in float64, independently of Dgc), under
+// a cosine learning rate, gives the same conservation.
 TEST(Dgc, MomentumCorrectionConservesOnAQuadratic) {
-  constexpr double kM = 0.9, kLr = 0.02;
+  constexpr double kM = 0.9;
+  constexpr int kT = 80;
   DgcRun run({.momentum = kM, .masking = false, .ratio = 0.05}, 0.05);
-  std::vector<double> u(kN, 0.0), applied(kN, 0.0);
-  for (int t = 0; t < 80; ++t) {
+  std::vector<double> u(kN, 0.0), applied(kN, 0.0), magnitude(kN, 0.0);
+  for (int t = 0; t < kT; ++t) {
     quadratic_gradient(run.x, run.g);
+    const double lr = 2 * cosine_lr(t, kT);
     for (std::size_t i = 0; i < kN; ++i) {
       u[i] = t == 0 ? run.g[i] : kM * u[i] + run.g[i];
-      applied[i] += u[i];
+      applied[i] += lr * u[i];
+      magnitude[i] += lr * std::abs(u[i]);  // the terms' scale: the sum cancels, float32's rounding does not
     }
-    run.step(t, kLr);
+    run.step(t, lr);
   }
   const std::span<const double> residual = run.feedback.residual(0);
   double sent_norm = 0;
   for (std::size_t i = 0; i < kN; ++i) {
-    ASSERT_NEAR(run.sent_sum[i] + residual[i], applied[i], 1e-4 * (1 + std::abs(applied[i]))) << "element " << i;
+    ASSERT_NEAR(run.sent_sum[i] + residual[i], applied[i], 1e-5 * magnitude[i] + 1e-12) << "element " << i;
     sent_norm += std::abs(run.sent_sum[i]);
   }
-  EXPECT_GT(sent_norm, 1.0);  // the test moved x
+  EXPECT_GT(sent_norm, 0.2);  // the test moved x
 }
 
-// At density 1 and without masking every a is sent whole: DGC + plain SGD is FAST's momentum
-// optimizer, to float rounding (the same float32 operations in the same order here).
+// At density 1 and without masking every a is sent whole: DGC is FAST's momentum optimizer, to
+// float rounding (the same float32 operations in the same order here), at any learning rate.
 TEST(Dgc, AtDensityOneWithoutMaskingIsDenseMomentumSgd) {
   for (const char* name : {"momentum", "nesterov"}) {
     const bool nesterov = std::string(name) == "nesterov";
@@ -117,8 +137,8 @@ TEST(Dgc, AtDensityOneWithoutMaskingIsDenseMomentumSgd) {
     for (int t = 0; t < 50; ++t) {
       quadratic_gradient(run.x, run.g);
       quadratic_gradient(y, gy);
-      run.step(t, 0.05);
-      dense->step(y, gy, 0.05);
+      run.step(t, 5 * cosine_lr(t, 50));
+      dense->step(y, gy, 5 * cosine_lr(t, 50));
     }
     for (std::size_t i = 0; i < kN; ++i)
       ASSERT_NEAR(run.x[i], y[i], 1e-5 * (1 + std::abs(y[i]))) << name << " element " << i;
@@ -163,12 +183,12 @@ TEST(Dgc, ClipsTheLocalGradientToTheBoundOverRootWorkers) {
   Dgc dgc({.weight_decay = 0.5, .clip_norm = 4.0, .workers = 4, .ratio = 1.0}, 4);
   std::vector<float> x{1, 2, 3, 4};
   std::vector<float> g{6, 0, 8, 0};  // norm 10 > 4 / sqrt(4) = 2: scaled by 0.2
-  ASSERT_TRUE(dgc.accumulate(g, x));
+  ASSERT_TRUE(dgc.accumulate(g, x, 1.0));
   EXPECT_DOUBLE_EQ(dgc.last_clip_scale(), 0.2);
   const std::vector<float> expect{1.2f + 0.5f, 1.0f, 1.6f + 1.5f, 2.0f};
   for (std::size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(g[i], expect[i]) << i;
   std::vector<float> small{0.6f, 0, 0.8f, 0};  // norm 1 < 2: not clipped
-  ASSERT_TRUE(dgc.accumulate(small, x));
+  ASSERT_TRUE(dgc.accumulate(small, x, 1.0));
   EXPECT_EQ(dgc.last_clip_scale(), 1.0);
   EXPECT_FLOAT_EQ(small[0], 0.6f + 0.5f);
 }
@@ -176,11 +196,62 @@ TEST(Dgc, ClipsTheLocalGradientToTheBoundOverRootWorkers) {
 TEST(Dgc, NonFiniteGradientLeavesTheVelocityAndSendsNothingNew) {
   Dgc dgc({.momentum = 0.9, .ratio = 0.5}, 3);
   std::vector<float> x(3, 0.0f), g{1, 2, 3};
-  ASSERT_TRUE(dgc.accumulate(g, x));
+  ASSERT_TRUE(dgc.accumulate(g, x, 0.5));
   std::vector<float> bad{1, std::nanf(""), 3};
-  EXPECT_FALSE(dgc.accumulate(bad, x));
+  EXPECT_FALSE(dgc.accumulate(bad, x, 0.5));
   EXPECT_EQ(bad, std::vector<float>(3, 0.0f));
   EXPECT_EQ(std::vector<float>(dgc.velocity().begin(), dgc.velocity().end()), (std::vector<float>{1, 2, 3}));
+}
+
+// What accumulate() hands the error feedback, by definition: a = lr_t u_t (momentum), lr_t (g +
+// m u_t) (nesterov), lr_t g (no momentum), with this step's rate; u itself has no rate in it.
+TEST(Dgc, TheUpdateIsTheVelocityAtTheRateOfItsOwnStep) {
+  const std::vector<float> x{0, 0};
+  for (const bool nesterov : {false, true}) {
+    Dgc dgc({.momentum = 0.5, .nesterov = nesterov, .ratio = 1.0}, 2);
+    std::vector<float> g{1, 2};
+    ASSERT_TRUE(dgc.accumulate(g, x, 0.1));  // u_0 = g
+    const std::vector<float> first = nesterov ? std::vector<float>{0.1f * 1.5f, 0.1f * 3.0f} : std::vector<float>{0.1f, 0.2f};
+    EXPECT_FLOAT_EQ(g[0], first[0]);
+    EXPECT_FLOAT_EQ(g[1], first[1]);
+    std::vector<float> g2{4, -2};
+    ASSERT_TRUE(dgc.accumulate(g2, x, 0.3));  // u_1 = 0.5 u_0 + g2 = {4.5, -1}
+    EXPECT_FLOAT_EQ(dgc.velocity()[0], 4.5f);
+    EXPECT_FLOAT_EQ(dgc.velocity()[1], -1.0f);
+    const std::vector<float> second = nesterov ? std::vector<float>{0.3f * (4 + 2.25f), 0.3f * (-2 - 0.5f)}
+                                               : std::vector<float>{0.3f * 4.5f, 0.3f * -1.0f};
+    EXPECT_FLOAT_EQ(g2[0], second[0]) << (nesterov ? "nesterov" : "momentum");
+    EXPECT_FLOAT_EQ(g2[1], second[1]) << (nesterov ? "nesterov" : "momentum");
+  }
+  Dgc plain({.ratio = 1.0}, 2);
+  std::vector<float> g{1, 2};
+  ASSERT_TRUE(plain.accumulate(g, x, 0.25));
+  EXPECT_EQ(g, (std::vector<float>{0.25f, 0.5f}));
+  EXPECT_THROW(plain.accumulate(g, x, -0.1), core::InvalidArgument);
+  EXPECT_THROW(plain.accumulate(g, x, std::nan("")), core::InvalidArgument);
+}
+
+// Checkpoints: what save() writes comes back; a checkpoint without the residual's units (written
+// when the residual held gradients, before the rate moved into accumulate) is refused, saying why.
+TEST(Dgc, RestoresItsStateAndRefusesAResidualOfGradients) {
+  Dgc dgc({.momentum = 0.9, .ratio = 0.5}, 3);
+  std::vector<float> x(3, 0.0f), g{1, 2, 3};
+  ASSERT_TRUE(dgc.accumulate(g, x, 0.1));
+  core::SavedState saved;
+  dgc.save("allreduce.dgc", saved);
+  Dgc back({.momentum = 0.9, .ratio = 0.5}, 3);
+  back.restore("allreduce.dgc", saved, "ckpt");
+  EXPECT_EQ(std::vector<float>(back.velocity().begin(), back.velocity().end()), (std::vector<float>{1, 2, 3}));
+  saved.integers.erase("allreduce.dgc.residual_units");
+  Dgc old({.momentum = 0.9, .ratio = 0.5}, 3);
+  try {
+    old.restore("allreduce.dgc", saved, "ckpt");
+    ADD_FAILURE() << "a residual of gradients was resumed";
+  } catch (const core::IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("checkpoint 'ckpt': its DGC residual holds gradients"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(std::vector<float>(old.velocity().begin(), old.velocity().end()), std::vector<float>(3, 0.0f));
 }
 
 // density(t) = r0^(1 - t/T) r^(t/T) for t < T, then r.

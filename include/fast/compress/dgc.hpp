@@ -3,22 +3,27 @@
 // bandwidth for distributed training", ICLR 2018), the worker's side: what turns a local gradient
 // into the vector a sparsifying codec with error feedback (compress::ErrorFeedback) sends, and what
 // is reset once it was sent. Strategies that send gradients (allreduce, ps) use it; the update they
-// then apply is plain SGD, x <- x - lr * G with G the average of the workers' sparse messages,
-// because the momentum was applied here, before the sparsification.
+// then apply is x <- x - G with G the average of the workers' sparse messages, because the
+// momentum and the learning rate were applied here, before the sparsification.
 //
 // One step of worker w, with local gradient g, parameters x, N workers (docs/compression.md):
 //   1. local gradient clipping (clip_norm C > 0): g <- g * min(1, (C / sqrt(N)) / ||g||_2)
 //   2. weight decay:                            g <- g + lambda x
 //   3. momentum correction:                     u <- m u + (1 - dampening) g   (u <- g at the first
-//                                               step, as torch's SGD), a <- u, or a <- g + m u (nesterov)
+//                                               step, as torch's SGD), a <- lr_t u, or
+//                                               a <- lr_t (g + m u) (nesterov); with momentum 0, lr_t g
 //   4. accumulation and sparsification, by ErrorFeedback around the codec: v <- v + a; the codec
 //      sends s = topk(v) at this step's density; v <- v - s
 //   5. momentum factor masking (masking = true): u_i <- 0 and v_i <- 0 wherever s_i != 0.
+// The learning rate is applied in step 3, when the gradient is taken, not when its accumulation is
+// sent: under a decaying schedule a coordinate sent many steps after its gradient arrived moves by
+// the rate of the steps that computed it, as in dense momentum SGD (x <- x - lr_t u_t), and not by
+// the smaller rate of the step that happened to send it.
 // Without masking and at density 1 every a is sent whole, and the average of the workers' u is
 // the momentum buffer dense momentum SGD keeps for the averaged gradient: DGC is then dense
-// momentum SGD up to float rounding (tests/compress/dgc_test.cpp). Without masking, at any density,
-// sum of the messages sent + v == sum of the a's (what dense momentum SGD would have applied, lr
-// aside), to float64 rounding.
+// momentum SGD up to float rounding (tests/compress/dgc_test.cpp). Without masking, at any density
+// and under any schedule, sum of the messages sent + v == sum of the a's (what dense momentum SGD
+// would have applied), to float64 rounding.
 //
 // Sparsity warm-up (warmup_steps T > 0): the density of step t < T decays exponentially from
 // warmup_ratio (r0) to the codec's ratio (r): density(t) = r0^(1 - t/T) * r^(t/T); from step T on,
@@ -59,11 +64,12 @@ class Dgc {
   // The codec's keep ratio for step `step` (0-based), as above.
   double density(std::int64_t step) const;
 
-  // Steps 1-3 in place: grads (this worker's gradient g, numel elements) becomes a; params (x,
-  // numel elements) is read for the weight decay. Returns false, leaving u unchanged and grads all
-  // zero (nothing new to send), when g holds NaN or infinity; the caller decides what that means.
-  // InvalidArgument for spans of another length.
-  bool accumulate(std::span<float> grads, std::span<const float> params);
+  // Steps 1-3 in place: grads (this worker's gradient g, numel elements) becomes a, the update of
+  // this step at learning rate lr (>= 0, finite: the schedule's rate of this step); params (x, numel
+  // elements) is read for the weight decay. Returns false, leaving u unchanged and grads all zero
+  // (nothing new to send), when g holds NaN or infinity; the caller decides what that means.
+  // InvalidArgument for spans of another length or a bad lr.
+  bool accumulate(std::span<float> grads, std::span<const float> params, double lr);
 
   // Step 5 for u: u_i <- 0 wherever sent[j] != 0, i = offset + j (sent: this worker's message, or
   // a slice of it starting at element offset). Nothing without masking. The caller clears v
@@ -76,9 +82,13 @@ class Dgc {
   double last_clip_scale() const noexcept { return clip_scale_; }
   const DgcOptions& options() const noexcept { return options_; }
 
-  // Checkpoints: u ("<prefix>.velocity", empty when momentum is 0) and whether accumulate() has run
-  // ("<prefix>.started"). restore takes them back into a Dgc of the same options and size (IoError
-  // naming `source` otherwise; nothing changes then).
+  // Checkpoints: u ("<prefix>.velocity", empty when momentum is 0), whether accumulate() has run
+  // ("<prefix>.started") and the units of the residual v the strategy saves beside it
+  // ("<prefix>.residual_units" = kResidualUnits: updates, the learning rate applied; a checkpoint
+  // written before 2026-11-27 held gradients and has no such entry). restore takes them back into a
+  // Dgc of the same options and size (IoError naming `source` otherwise, an older checkpoint
+  // included; nothing changes then).
+  static constexpr std::int64_t kResidualUnits = 1;
   void save(std::string_view prefix, core::SavedState& out) const;
   void restore(std::string_view prefix, const core::SavedState& in, std::string_view source);
 
