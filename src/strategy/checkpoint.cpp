@@ -123,10 +123,9 @@ std::vector<std::byte> encode_checkpoint(const Checkpoint& checkpoint) {
   for (const auto& [name, values] : checkpoint.arrays) bytes += 11 + name.size() + values.size() * sizeof(float);
   for (const auto& [name, values] : checkpoint.doubles) bytes += 11 + name.size() + values.size() * sizeof(double);
   for (const auto& [name, value] : checkpoint.integers) bytes += 19 + name.size();
-  std::vector<std::byte> out;
+  std::vector<std::byte> out(sizeof kMagic);
   out.reserve(bytes);
-  const auto* magic = reinterpret_cast<const std::byte*>(kMagic);
-  out.insert(out.end(), magic, magic + sizeof kMagic);
+  std::memcpy(out.data(), kMagic, sizeof kMagic);
   put(out, kVersion);
   put(out, static_cast<std::uint32_t>(checkpoint.arrays.size() + checkpoint.doubles.size() +
                                       checkpoint.integers.size()));

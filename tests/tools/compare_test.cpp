@@ -21,6 +21,7 @@
 #include "compare_plan.hpp"
 #include "compare_table.hpp"
 #include "config.hpp"
+#include "report.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "common/test_dir.hpp"
@@ -439,6 +440,22 @@ TEST(CompareRun, SlugIsLowercaseAlphanumericAndDashes) {
   EXPECT_EQ(slug("PS async (s=4)"), "ps-async-s-4");
   EXPECT_EQ(slug("!!!"), "run");
   EXPECT_EQ(slug(std::string(100, 'a')).size(), 60u);
+}
+
+// The page inlines the data as JSON inside a <script> element, where any "</" would end the
+// element early: each becomes "<\/" (the same JSON string), and nothing else changes.
+TEST(ReportPage, InlinedDataCannotCloseItsScriptElement) {
+  const json data = {{"title", "a</script><script>boom()</script></"}, {"runs", json::array({"x</y", "</</"})}};
+  const std::string page = report_html(data);
+  EXPECT_EQ(page.find("</script><script>boom()"), std::string::npos);
+  std::string expect;  // the dump with every "</" escaped, written out independently
+  const std::string dumped = data.dump();
+  for (std::size_t i = 0; i < dumped.size(); ++i) {
+    expect += dumped[i];
+    if (dumped[i] == '<' && i + 1 < dumped.size() && dumped[i + 1] == '/') expect += '\\';
+  }
+  EXPECT_NE(page.find(expect), std::string::npos) << expect;
+  EXPECT_EQ(json::parse(expect), data);  // the escape is the same JSON
 }
 
 }  // namespace

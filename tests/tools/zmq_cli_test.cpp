@@ -339,7 +339,7 @@ TEST(ZmqChurnRefusal, ProcessClaimingALiveRankIsRefused) {
   ASSERT_GT(pid, 0) << slurp(l.log);
   ASSERT_TRUE(training_started(l)) << slurp(l.log);
   std::string command = "env -i";
-  for (const std::string& e : environment_of(pid)) command += " " + shell_quoted(e);
+  for (const std::string& e : environment_of(pid)) command.append(" ").append(shell_quoted(e));
   Launched intruder = fast::testing::spawn_in_group(dir, command + " " + train, "intruder.log");
   const int intruder_status = fast::testing::wait_or_kill_group(intruder, 60);
   const int percent_at_refusal = progress_percent(slurp(l.log));

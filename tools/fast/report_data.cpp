@@ -101,9 +101,15 @@ json run_data(const ReportRun& r) {
 }
 
 // "</" inside the inlined JSON would end its <script> element: "<\/" is the same JSON string.
-std::string script_safe(std::string text) {
-  for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 3)) text.insert(at + 1, "\\");
-  return text;
+std::string script_safe(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t from = 0;
+  for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 2)) {
+    out.append(text, from, at + 1 - from).push_back('\\');
+    from = at + 1;
+  }
+  return out.append(text, from);
 }
 
 void replace_once(std::string& page, std::string_view mark, std::string_view with) {
