@@ -34,6 +34,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/fast DESTINATION ${CMAKE_INSTALL
         FILES_MATCHING PATTERN "*.hpp" ${header_excludes})
 
 install(TARGETS fast RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS fast-train RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/fast)  # run by `fast train` and `fast compare`
 
 set(FAST_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fast)
 install(EXPORT fastTargets NAMESPACE fast:: DESTINATION ${FAST_CMAKE_DIR})

@@ -76,6 +76,13 @@ check_install() {
   ls "$prefix"/lib*/libfast_core.a > /dev/null 2>&1 || fail "install: libfast_core.a missing under $prefix/lib*"
   run_step fast-help 60 "$prefix/bin/fast" --help
   grep -q "Subcommands:" "$tmp/fast-help.log" || fail "installed fast --help: no 'Subcommands:' in its output"
+  # train runs the helper from the prefix's libexec: a missing data folder is its error (exit 3),
+  # where a missing helper would be 127.
+  [ -x "$prefix/libexec/fast/fast-train" ] || fail "install: libexec/fast/fast-train missing under the prefix"
+  "$prefix/bin/fast" train --steps 1 --data-dir "$tmp/no-data" > "$tmp/fast-train.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 3 ] && grep -q "Fashion-MNIST file missing" "$tmp/fast-train.log" ||
+    fail "installed fast train: expected the helper's missing-data error (exit 3), got exit $rc: $(tail -n 3 "$tmp/fast-train.log")"
   if grep -rlF -e "$source" -e "$build" "$package"; then
     fail "the installed CMake files above name the source or build tree; they must use the prefix only"
   fi

@@ -1,0 +1,142 @@
+#include "command_line.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "fast/core/env.hpp"
+#include "fast/core/error.hpp"
+#include "fast/core/exit_code.hpp"
+
+namespace fast::cli {
+
+namespace {
+
+namespace exit_code = core::exit_code;
+
+std::string environment_help() {
+  std::string text = "\nEnvironment:\n";
+  for (const auto& v : core::env_table())
+    text += fmt::format("  {:<24} {} (default: {})\n", v.name, v.description, v.default_value);
+  return text;
+}
+
+// --no-KEY: the flag that sets a boolean setting to false.
+std::string negated_flag_name(std::string_view key) { return "--no-" + flag_name(key).substr(2); }
+
+// One --key VALUE option per setting, written into values[i] (config_keys()[i]).
+void add_setting_flags(CLI::App* command, std::vector<std::string>& values) {
+  const torch::TrainOptions defaults;
+  values.resize(config_keys().size());
+  for (std::size_t i = 0; i < config_keys().size(); ++i) {
+    const auto& key = config_keys()[i];
+    const std::string help = fmt::format("{} [{}, default {}]", key.description, key_type_name(key.type),
+                                         key.get(defaults).empty() ? "none" : key.get(defaults));
+    if (key.type == KeyType::boolean)  // a flag; --no-KEY too where it defaults to true (given_flags)
+      command->add_flag(flag_name(key.name) + (key.get(defaults) == "true" ? ",!" + negated_flag_name(key.name)
+                                                                             : std::string()),
+                        help);
+    else
+      command->add_option(flag_name(key.name), values[i], help);
+  }
+}
+
+}  // namespace
+
+void describe_app(CLI::App& app) {
+  app.description("FAST: flexible (a)synchronous scalable training of neural networks across workers");
+  app.footer(environment_help() + "\nExit codes: 0 ok, 2 bad input, 3 I/O or peer failure, 4 timeout, 5 other error.");
+  app.require_subcommand(1);
+}
+
+void add_train_command(CLI::App& app, TrainCommand& c) {
+  c.app = app.add_subcommand("train", "Train a model with a coordination strategy across workers");
+  c.app->footer(environment_help());
+  c.app->add_option("--config", c.config_path, "TOML config file (keys as below; flags override it)");
+  c.app->add_option("--progress", c.progress, "Live progress line: auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  add_setting_flags(c.app, c.values);
+}
+
+void add_compare_command(CLI::App& app, CompareCommand& c) {
+  c.app = app.add_subcommand(
+      "compare", "Run several configurations (config files, sweep files) and tabulate them (docs/compare.md)");
+  c.app->footer("Setting flags apply to every run (a key that a sweep varies may not be given)." + environment_help());
+  c.app->add_option("files", c.files, "Config files (one run each) and sweep files ([sweep], [[run]])")->required();
+  c.app->add_option("--out", c.out, "Output folder: per-run metrics and summaries, compare.md, compare.csv")
+      ->capture_default_str();
+  c.app->add_option("--repeat", c.options.repeat, "Runs per configuration (seeds seed, seed+1, ...); the table shows medians")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  c.app->add_option("--jobs", c.options.jobs,
+                    "Simulated runs (runtime sim) to run side by side; other runs go one at a time, after them")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  c.app->add_option("--progress", c.progress, "Live progress line of each run: auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  add_setting_flags(c.app, c.values);
+}
+
+std::vector<SettingOverride> given_flags(const CLI::App* command, const std::vector<std::string>& values) {
+  std::vector<SettingOverride> given;
+  for (std::size_t i = 0; i < config_keys().size(); ++i) {
+    const auto& key = config_keys()[i];
+    const std::string flag = flag_name(key.name);
+    if (key.type == KeyType::boolean) {
+      // A flag and, for the booleans that default to true, its --no- form (the last one given wins).
+      const CLI::Option* option = command->get_option(flag);
+      if (option->count() == 0) continue;
+      const bool on = option->as<bool>();
+      given.push_back({std::string(key.name), on ? "true" : "false", on ? flag : negated_flag_name(key.name)});
+      continue;
+    }
+    if (command->count(flag) == 0) continue;
+    given.push_back({std::string(key.name), values[i], flag});
+  }
+  return given;
+}
+
+bool terminal_progress(const std::string& mode) {
+  return mode == "always" || (mode == "auto" && ::isatty(STDERR_FILENO));
+}
+
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? exit_code::ok : exit_code::bad_input;
+  }
+  return std::nullopt;
+}
+
+int run_with_exit_codes(int (*body)(int, char**), int argc, char** argv) {
+  const auto shown = [](const std::exception& e) { return core::user_message(e); };
+  try {
+    return body(argc, argv);
+  } catch (const InvalidArgument& e) {
+    std::fprintf(stderr, "fast: error: %s\n", shown(e).c_str());
+    return exit_code::bad_input;
+  } catch (const InvalidUsage& e) {
+    std::fprintf(stderr, "fast: error: %s\n", shown(e).c_str());
+    return exit_code::bad_input;
+  } catch (const IoError& e) {
+    std::fprintf(stderr, "fast: I/O error: %s\n", shown(e).c_str());
+    return exit_code::io_or_peer_lost;
+  } catch (const PeerLost& e) {
+    std::fprintf(stderr, "fast: peer lost: %s\n", shown(e).c_str());
+    return exit_code::io_or_peer_lost;
+  } catch (const TimeoutError& e) {
+    std::fprintf(stderr, "fast: timeout: %s\n", shown(e).c_str());
+    return exit_code::timeout;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "fast: error: %s\n", shown(e).c_str());
+    return exit_code::failed;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fast: unexpected error: %s\n", shown(e).c_str());
+    return exit_code::unexpected;
+  }
+}
+
+}  // namespace fast::cli

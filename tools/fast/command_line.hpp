@@ -1,0 +1,63 @@
+#pragma once
+// The command line of `fast`, shared by the command's two executables:
+//   - `fast` (main.cpp): every subcommand; it does not link libtorch, so `fast --help`, `fast
+//     launch`, `keygen`, `rendezvous`, `report` and `config-doc` start without loading it (Debian's
+//     libtorch costs about 0.85 s of CPU at every start);
+//   - its training helper, LIBEXECDIR/fast/fast-train (train_main.cpp): `train` and `compare`,
+//     which need libtorch. `fast` parses the whole command line first (so `fast train --help` and
+//     a wrong flag need no libtorch either), then replaces itself with the helper (execv, same
+//     process id, same arguments), which parses them again with the same definitions.
+// Thread-safety: none needed (used by main() before any thread starts).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "compare.hpp"
+#include "config.hpp"
+
+namespace fast::cli {
+
+// `fast train`: --config FILE, --progress MODE and one flag per setting (config_keys()).
+struct TrainCommand {
+  CLI::App* app = nullptr;  // owned by the CLI::App it was added to
+  std::string config_path;
+  std::string progress = "auto";
+  std::vector<std::string> values;  // values[i]: the flag of config_keys()[i], when given
+};
+
+// `fast compare FILES...`: --out, --repeat, --jobs, --progress and the setting flags.
+struct CompareCommand {
+  CLI::App* app = nullptr;
+  std::vector<std::string> files;
+  CompareOptions options;
+  std::string out = CompareOptions{}.out.string();
+  std::string progress = "auto";
+  std::vector<std::string> values;
+};
+
+// The application's description, footer (environment variables, exit codes) and the rule that a
+// subcommand is required.
+void describe_app(CLI::App& app);
+// Adds the subcommand to `app`, binding its flags to `command`'s fields (which must outlive the
+// parse: keep `command` where it is).
+void add_train_command(CLI::App& app, TrainCommand& command);
+void add_compare_command(CLI::App& app, CompareCommand& command);
+
+// The setting flags given on the command line of `command`, in settings-table order.
+std::vector<SettingOverride> given_flags(const CLI::App* command, const std::vector<std::string>& values);
+// Whether the progress line is drawn in place: "always", or "auto" with stderr a terminal.
+bool terminal_progress(const std::string& mode);
+
+// Parses argv into `app`. Returns the exit code the process ends with when the parse ends it (help
+// printed: ok; a usage error printed: bad_input), or nothing when the subcommand should run.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
+
+// Runs body(argc, argv) and returns its exit code; FAST's exceptions become the exit codes and
+// messages of docs/errors.md ("fast: error: ...", 2 bad input, 3 I/O or peer, 4 timeout, 5 other
+// FAST error, 1 anything else). Exceptions become exit codes here and only here.
+int run_with_exit_codes(int (*body)(int, char**), int argc, char** argv);
+
+}  // namespace fast::cli

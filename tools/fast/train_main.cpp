@@ -1,0 +1,176 @@
+// The training helper of the `fast` command (LIBEXECDIR/fast/fast-train): `fast train` and `fast
+// compare`, the subcommands that need libtorch. `fast` (main.cpp) parses the command line, then
+// replaces itself with this program, same arguments and process id (command_line.hpp); the
+// comparison's simulated runs start it again as `fast train` (train_in_child). Exit codes as
+// `fast`'s (docs/errors.md).
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "command_line.hpp"
+#include "compare.hpp"
+#include "config.hpp"
+#include "fast/adapters/torch/trainer.hpp"
+#include "fast/core/error.hpp"
+#include "fast/core/exit_code.hpp"
+#include "fast/core/stop_request.hpp"
+#include "progress.hpp"
+
+namespace {
+
+namespace exit_code = fast::core::exit_code;
+using fast::cli::terminal_progress;
+
+// Runs one `sim` run of `fast compare` as a child `fast train` process (this helper), because
+// SimGrid supports one simulation per process: a second engine in the same process inherits the
+// first one's clock and state and fails. The run's settings go to REP/config.toml (REP: the folder
+// of its metrics and summary); the child's exit code becomes the matching exception (docs/errors.md).
+nlohmann::json train_in_child(const fast::torch::TrainOptions& run) {
+  const std::filesystem::path rep = std::filesystem::path(run.summary).parent_path();
+  const std::filesystem::path config = rep / "config.toml";
+  {
+    std::ofstream f(config);
+    f << fast::cli::config_toml(run);
+    FAST_ENFORCE_AS(fast::core::IoError, f.good(), "fast compare: cannot write '{}'", config.string());
+  }
+  std::vector<std::string> args = {"fast",      "train",     "--config", config.string(),   "--progress",
+                                   "never",     "--metrics", run.metrics.string(), "--summary", run.summary.string()};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  FAST_ENFORCE_AS(fast::core::IoError, pid >= 0, "fast compare: fork failed for the run in '{}'", rep.string());
+  if (pid == 0) {
+    // The child's stdout (fast train's closing lines) would interleave with the table: send it to stderr.
+    ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    ::execv("/proc/self/exe", argv.data());
+    std::fprintf(stderr, "fast compare: cannot run /proc/self/exe for '%s'\n", rep.string().c_str());
+    ::_exit(exit_code::cannot_exec);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    FAST_ENFORCE_AS(fast::core::IoError, errno == EINTR, "fast compare: waitpid failed for the run in '{}'",
+                    rep.string());
+  }
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : exit_code::killed_by(WTERMSIG(status));
+  exit_code::throw_unless_ok(code, fmt::format("the run in '{}' (fast train --config {}) exited with code {}",
+                                               rep.string(), config.string(), code));
+  std::ifstream in(run.summary);
+  FAST_ENFORCE_AS(fast::core::IoError, in.good(), "fast compare: the run in '{}' wrote no summary '{}'", rep.string(),
+                  run.summary.string());
+  return nlohmann::json::parse(in);
+}
+
+int compare(const std::vector<std::string>& files, const fast::cli::CompareOptions& options,
+            const std::vector<fast::cli::SettingOverride>& flags, const std::string& progress_mode) {
+  // Every file, sweep and flag is checked before the first run starts.
+  // Each run also as `fast train` would check it before reading data (the strategy's options for
+  // its world size among them), so a mistake in the last run of a sweep is found before the first.
+  const auto specs = fast::cli::plan_runs({files.begin(), files.end()}, flags, fast::torch::validate_options);
+  std::fprintf(stderr, "fast compare: %zu configurations x %d repetitions, output in %s\n", specs.size(),
+               options.repeat, options.out.string().c_str());
+  const bool terminal = terminal_progress(progress_mode);
+  const auto results = fast::cli::run_comparison(specs, options, [&](const fast::torch::TrainOptions& run) {
+    if (run.runtime == "sim") return train_in_child(run);
+    // On a terminal the in-place line of `fast train`; elsewhere only compare's line per run.
+    fast::cli::ProgressDisplay display(terminal, !terminal);
+    return fast::torch::train(
+        run, [&](const fast::torch::Progress& p) { display.on_progress(p); },
+        [&](const fast::torch::EpochReport& e) {
+          if (terminal) display.on_epoch(e);
+        });
+  });
+  std::printf("%s", fast::cli::to_markdown(fast::cli::build_table(results)).c_str());
+  std::printf("table: %s, %s\nreport: %s (open it in a browser)\n", (options.out / "compare.md").string().c_str(),
+              (options.out / "compare.csv").string().c_str(), (options.out / "report.html").string().c_str());
+  return exit_code::ok;
+}
+
+// fast train's closing lines on stdout: the final accuracy, divergence, the simulated time, where the
+// metrics and summary went, an interruption. Returns the exit code (an interrupted run: as killed by
+// its signal).
+int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOptions& options, double wall_seconds) {
+  std::printf("final test accuracy: %.4f (%s, %d workers, %lld steps, %.1f s, %.0f samples/s)\n",
+              summary["final_accuracy"].get<double>(), options.worker.strategy.name.c_str(),
+              summary["workers"].get<int>(), summary["steps"].get<long long>(), summary["wall_seconds"].get<double>(),
+              summary["samples_per_second"].get<double>());
+  if (summary.value("diverged", false))
+    std::printf("DIVERGED: %s%s\n", summary["divergence"].get<std::string>().c_str(),
+                summary.value("stopped_early", false) ? " (stopped early: stop_on_divergence)" : "");
+  if (summary.contains("simulated_seconds")) {
+    // The only wall-clock figure of a sim run: printed, never written to the metrics or summary.
+    std::printf("simulated: %.3f s on %s; wall time of the simulation: %.1f s\n",
+                summary["simulated_seconds"].get<double>(),
+                options.cluster.empty() ? "the default cluster" : options.cluster.c_str(), wall_seconds);
+  }
+  std::printf("metrics: %s\n", options.metrics.empty() ? "(none: set --metrics FILE)" : options.metrics.c_str());
+  std::printf("summary: %s%s\n", options.summary.empty() ? "(none: set --summary FILE)" : options.summary.c_str(),
+              (options.runtime == "zmq" || options.runtime == "mpi") && !options.summary.empty()
+                  ? " (written by the process of worker 0)"
+                  : "");
+  if (!summary.value("interrupted", false)) return exit_code::ok;
+  const std::string by = summary["interrupted_by"].get<std::string>();
+  std::printf("interrupted by %s at step %lld of %lld%s%s\n", by.c_str(),
+              summary["interrupted_at_step"].get<long long>(), summary["steps"].get<long long>(),
+              summary["checkpoint"].is_null() ? "; no checkpoint written (see --checkpoint-dir)" : "; resume with --resume ",
+              summary["checkpoint"].is_null() ? "" : options.checkpoint_dir.c_str());
+  return exit_code::killed_by(by == "SIGTERM" ? SIGTERM : SIGINT);
+}
+
+int train(const fast::cli::TrainCommand& command) {
+  fast::torch::TrainOptions options;
+  if (!command.config_path.empty()) fast::cli::apply_config_file(options, command.config_path);
+  for (const auto& flag : fast::cli::given_flags(command.app, command.values))
+    fast::cli::apply_setting(options, flag.key, flag.value, flag.origin);
+  const bool terminal = terminal_progress(command.progress);
+  fast::cli::ProgressDisplay display(terminal, command.progress == "never");
+  // Under zmq and mpi the world is known once the processes met: this process's share is what it knows now.
+  const std::string workers = options.runtime == "zmq"   ? fmt::format("{} workers per process", options.process.workers_per_process)
+                              : options.runtime == "mpi" ? std::string("1 worker per rank")
+                                                         : fmt::format("{} workers", options.workers);
+  const std::string device = options.device == "cpu" ? std::string() : " on " + options.device;
+  std::fprintf(stderr, "fast train: %s, %s (%s%s), model %s, batch %lld per worker, optimizer %s lr %g\n",
+               options.worker.strategy.name.c_str(), workers.c_str(), options.runtime.c_str(), device.c_str(),
+               options.model.c_str(), static_cast<long long>(options.batch), options.worker.optimizer.name.c_str(),
+               options.worker.optimizer.lr);
+  const auto wall_start = std::chrono::steady_clock::now();
+  // SIGINT/SIGTERM: finish the step, write a checkpoint and a summary marked interrupted (a second
+  // signal ends the process at once).
+  fast::core::install_stop_handlers();
+  const nlohmann::json summary = fast::torch::train(
+      options, [&](const fast::torch::Progress& p) { display.on_progress(p); },
+      [&](const fast::torch::EpochReport& e) { display.on_epoch(e); });
+  return report_outcome(summary, options,
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count());
+}
+
+int run(int argc, char** argv) {
+  CLI::App app;
+  fast::cli::describe_app(app);
+  fast::cli::TrainCommand train_command;
+  fast::cli::add_train_command(app, train_command);
+  fast::cli::CompareCommand compare_command;
+  fast::cli::add_compare_command(app, compare_command);
+  if (const auto code = fast::cli::parse_command_line(app, argc, argv)) return *code;
+  if (compare_command.app->parsed()) {
+    compare_command.options.out = compare_command.out;
+    return compare(compare_command.files, compare_command.options,
+                   fast::cli::given_flags(compare_command.app, compare_command.values), compare_command.progress);
+  }
+  return train(train_command);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return fast::cli::run_with_exit_codes(run, argc, argv); }
