@@ -161,7 +161,7 @@ TEST(Cluster, SimGridPlatformXmlIsAccepted) {
 
 TEST(Cluster, ShippedClustersBuildAndRun) {
   // Each generated topology builds; a worker on every host exchanges with its neighbour.
-  for (const std::string text : {std::string("[hosts]\ncount = 4\n[network]\ntopology = \"star\"\nbackbone_bandwidth = 1e9"),
+  for (const std::string& text : {std::string("[hosts]\ncount = 4\n[network]\ntopology = \"star\"\nbackbone_bandwidth = 1e9"),
                                  std::string("[hosts]\ncount = 4\n[network]\ntopology = \"full\""),
                                  std::string("[hosts]\ncount = 4\n[network]\ntopology = \"torus\"\ntorus = [2, 2]"),
                                  std::string("[hosts]\ncount = 4\n[network]\ntopology = \"fat-tree\"\nfat_tree = \"2;2,2;1,2;1,1\"")}) {

@@ -26,6 +26,10 @@ void note(std::size_t n) {
 }
 }  // namespace
 
+// GCC 12 pairs the free() below with the malloc() of operator new only through the replaced
+// operators, and reports it as mismatched (-Wmismatched-new-delete): both sides are this file's.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(std::size_t n) {
   note(n);
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
@@ -36,6 +40,7 @@ void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace fast::wire {
 namespace {

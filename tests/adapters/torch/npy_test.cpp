@@ -135,7 +135,9 @@ TEST_F(Npy, WrittenFilesReadBackExactly) {
     EXPECT_EQ(a.type, NpyType::f32);
     EXPECT_EQ(a.shape, (std::vector<std::int64_t>{static_cast<std::int64_t>(n)}));
     ASSERT_EQ(a.bytes.size(), n * sizeof(float));
-    if (n > 0) EXPECT_EQ(std::memcmp(a.bytes.data(), values.data(), a.bytes.size()), 0);
+    if (n > 0) {
+      EXPECT_EQ(std::memcmp(a.bytes.data(), values.data(), a.bytes.size()), 0);
+    }
     EXPECT_EQ((fs::file_size(file) - n * sizeof(float)) % 64, 0U);
     EXPECT_FALSE(fs::exists(file.string() + ".tmp"));
   }
