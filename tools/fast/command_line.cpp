@@ -43,8 +43,6 @@ void add_setting_flags(CLI::App* command, std::vector<std::string>& values) {
   }
 }
 
-}  // namespace
-
 void describe_app(CLI::App& app) {
   app.description("FAST: flexible (a)synchronous scalable training of neural networks across workers");
   app.footer(environment_help() + "\nExit codes: 0 ok, 2 bad input, 3 I/O or peer failure, 4 timeout, 5 other error.");
@@ -77,6 +75,14 @@ void add_compare_command(CLI::App& app, CompareCommand& c) {
   c.app->add_option("--progress", c.progress, "Live progress line of each run: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   add_setting_flags(c.app, c.values);
+}
+
+}  // namespace
+
+void add_training_commands(CLI::App& app, TrainingCommands& commands) {
+  describe_app(app);
+  add_train_command(app, commands.train);
+  add_compare_command(app, commands.compare);
 }
 
 std::vector<SettingOverride> given_flags(const CLI::App* command, const std::vector<std::string>& values) {

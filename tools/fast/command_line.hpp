@@ -38,13 +38,17 @@ struct CompareCommand {
   std::vector<std::string> values;
 };
 
-// The application's description, footer (environment variables, exit codes) and the rule that a
-// subcommand is required.
-void describe_app(CLI::App& app);
-// Adds the subcommand to `app`, binding its flags to `command`'s fields (which must outlive the
-// parse: keep `command` where it is).
-void add_train_command(CLI::App& app, TrainCommand& command);
-void add_compare_command(CLI::App& app, CompareCommand& command);
+// The subcommands that `fast` hands to the helper.
+struct TrainingCommands {
+  TrainCommand train;
+  CompareCommand compare;
+};
+
+// Describes `app` (description, footer with the environment variables and exit codes, one
+// subcommand required) and adds train and compare, binding their flags to `commands`' fields
+// (which must outlive the parse: keep `commands` where it is). Both executables start from this,
+// so they parse alike.
+void add_training_commands(CLI::App& app, TrainingCommands& commands);
 
 // The setting flags given on the command line of `command`, in settings-table order.
 std::vector<SettingOverride> given_flags(const CLI::App* command, const std::vector<std::string>& values);

@@ -56,11 +56,8 @@ int run_helper(char** argv) {
 
 int run(int argc, char** argv) {
   CLI::App app;
-  fast::cli::describe_app(app);
-  fast::cli::TrainCommand train;
-  fast::cli::add_train_command(app, train);
-  fast::cli::CompareCommand compare;
-  fast::cli::add_compare_command(app, compare);
+  fast::cli::TrainingCommands training;
+  fast::cli::add_training_commands(app, training);
   CLI::App* rep = app.add_subcommand(
       "report", "Write a self-contained HTML page with the curves and table of a run or a comparison (docs/compare.md)");
   std::string report_dir, report_out;
@@ -79,7 +76,7 @@ int run(int argc, char** argv) {
 #endif
 
   if (const auto code = fast::cli::parse_command_line(app, argc, argv)) return *code;
-  if (train.app->parsed() || compare.app->parsed()) return run_helper(argv);
+  if (training.train.app->parsed() || training.compare.app->parsed()) return run_helper(argv);
 #if FAST_WITH_ZMQ
   if (launch->parsed()) return fast::cli::run_launch(launch_options);
   if (keygen->parsed()) return fast::cli::run_keygen(keygen_options);

@@ -157,18 +157,15 @@ int train(const fast::cli::TrainCommand& command) {
 
 int run(int argc, char** argv) {
   CLI::App app;
-  fast::cli::describe_app(app);
-  fast::cli::TrainCommand train_command;
-  fast::cli::add_train_command(app, train_command);
-  fast::cli::CompareCommand compare_command;
-  fast::cli::add_compare_command(app, compare_command);
+  fast::cli::TrainingCommands commands;
+  fast::cli::add_training_commands(app, commands);
   if (const auto code = fast::cli::parse_command_line(app, argc, argv)) return *code;
-  if (compare_command.app->parsed()) {
-    compare_command.options.out = compare_command.out;
-    return compare(compare_command.files, compare_command.options,
-                   fast::cli::given_flags(compare_command.app, compare_command.values), compare_command.progress);
+  fast::cli::CompareCommand& c = commands.compare;
+  if (c.app->parsed()) {
+    c.options.out = c.out;
+    return compare(c.files, c.options, fast::cli::given_flags(c.app, c.values), c.progress);
   }
-  return train(train_command);
+  return train(commands.train);
 }
 
 }  // namespace
