@@ -122,7 +122,8 @@ void PsStrategy::attach(ModelState state) {
   const core::Layout* layout = layout_.empty() ? nullptr : &layout_;
   std::span<float> exposed;
   if (me < servers_) {
-    // With dgc the servers apply the workers' sparse messages with plain SGD (the momentum ran on the workers).
+    // With dgc the servers apply the workers' sparse messages with plain SGD at rate 1 (the momentum
+    // and the learning rate ran on the workers).
     server_ = std::make_unique<PsServer>(ctx, mode_, options_.staleness, me, shard_of(state.params, me),
                                          options_.dgc ? dgc_update_optimizer(options_.optimizer) : options_.optimizer,
                                          options_.compress, &meter_, layout);

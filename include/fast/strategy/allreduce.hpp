@@ -11,8 +11,9 @@
 // error feedback on each worker's gradient; replicas stay identical (every worker decodes the
 // same messages in the same order).
 // With dgc (compress::Dgc): each worker's gradient first goes through DGC's clipping, weight decay
-// and momentum correction; the codec sends the top of the accumulated velocity at the step's
-// density; the average of the messages is applied with plain SGD (dgc_update_optimizer).
+// and momentum correction at the step's learning rate; the codec sends the top of the accumulated
+// updates at the step's density; the average of the messages is applied with plain SGD at rate 1
+// (dgc_update_optimizer).
 //
 // On a lost peer: the strategy is synchronous (every step waits for every worker), so it cannot
 // go on; the launcher ends the run at once with the lost worker's PeerLost (fast exits with 3).

@@ -90,8 +90,9 @@
 // server and the worker both keep (states); evaluation reads stay exact.
 //
 // With dgc (compress::Dgc): each worker runs DGC's clipping, weight decay and momentum correction
-// on its whole gradient before the per-shard error feedback; masking per shard after each encode;
-// the servers apply the messages with plain SGD (dgc_update_optimizer), averaged in sync mode.
+// at the step's learning rate on its whole gradient before the per-shard error feedback; masking per
+// shard after each encode; the servers apply the messages with plain SGD at rate 1 (the pushes'
+// headers carry lr 1; dgc_update_optimizer), averaged in sync mode.
 //
 // On a lost peer: sync mode cannot go on (a round needs every worker): the launcher ends the run
 // with the lost worker's PeerLost. async and ssp go on: a server counts a lost worker as done as

@@ -255,8 +255,9 @@ void validate_dgc(const StrategyOptions& options);
 // (the name, DGC, the codec spec, sparse_allreduce, and the strategy's own options and topology),
 // without a communicator: `fast train` calls it before any data is read. Throws InvalidArgument.
 void check_strategy_options(const StrategyOptions& options, int workers);
-// The optimizer that applies DGC's aggregate: plain SGD at the same base rate (the momentum and the
-// weight decay were applied on each worker before the sparsification).
+// The optimizer that applies DGC's aggregate: plain SGD, stepped at rate 1 by the strategies (the
+// momentum, the weight decay and the learning rate were applied on each worker before the
+// sparsification; compress::Dgc::accumulate).
 optim::OptimizerOptions dgc_update_optimizer(const optim::OptimizerOptions& options);
 // The collective::SparseReduce named by StrategyOptions::sparse_allreduce; InvalidArgument naming
 // the option and the allowed values otherwise.
