@@ -118,30 +118,27 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
 }
 
 int run_with_exit_codes(int (*body)(int, char**), int argc, char** argv) {
-  const auto shown = [](const std::exception& e) { return core::user_message(e); };
+  // The message "fast: <kind>: <what>" on stderr, and the exit code of that kind.
+  const auto fail = [](const char* kind, const std::exception& e, int code) {
+    std::fprintf(stderr, "fast: %s: %s\n", kind, core::user_message(e).c_str());
+    return code;
+  };
   try {
     return body(argc, argv);
   } catch (const InvalidArgument& e) {
-    std::fprintf(stderr, "fast: error: %s\n", shown(e).c_str());
-    return exit_code::bad_input;
+    return fail("error", e, exit_code::bad_input);
   } catch (const InvalidUsage& e) {
-    std::fprintf(stderr, "fast: error: %s\n", shown(e).c_str());
-    return exit_code::bad_input;
+    return fail("error", e, exit_code::bad_input);
   } catch (const IoError& e) {
-    std::fprintf(stderr, "fast: I/O error: %s\n", shown(e).c_str());
-    return exit_code::io_or_peer_lost;
+    return fail("I/O error", e, exit_code::io_or_peer_lost);
   } catch (const PeerLost& e) {
-    std::fprintf(stderr, "fast: peer lost: %s\n", shown(e).c_str());
-    return exit_code::io_or_peer_lost;
+    return fail("peer lost", e, exit_code::io_or_peer_lost);
   } catch (const TimeoutError& e) {
-    std::fprintf(stderr, "fast: timeout: %s\n", shown(e).c_str());
-    return exit_code::timeout;
+    return fail("timeout", e, exit_code::timeout);
   } catch (const Error& e) {
-    std::fprintf(stderr, "fast: error: %s\n", shown(e).c_str());
-    return exit_code::failed;
+    return fail("error", e, exit_code::failed);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fast: unexpected error: %s\n", shown(e).c_str());
-    return exit_code::unexpected;
+    return fail("unexpected error", e, exit_code::unexpected);
   }
 }
 
