@@ -33,6 +33,7 @@ struct AllreduceArgs {
   std::string runtime = "threads";                           // FAST only: threads | zmq (under fast launch) | mpi (under mpirun)
   std::string collectives;                                   // FAST only, mpi: fast | native (empty: the runtime's default)
   std::vector<std::string> algorithms{"auto"};               // FAST only: allreduce algorithms (allreduce_algorithm names)
+  bool shared_memory = true;                                 // FAST only: CommunicatorOptions::shared_memory (--shared-memory on|off)
 };
 
 inline std::vector<std::size_t> sizes(const AllreduceArgs& a) {
@@ -62,9 +63,10 @@ inline void print_row(std::FILE* f, const char* impl, int ranks, std::size_t byt
                "%s: %s\n"
                "usage: %s [--min-bytes B] [--max-bytes B] [--factor F] [--budget-bytes B] [--min-iters N]\n"
                "          [--max-iters N] [--warmup N] [--chunks B,B,...] [--ranks N,N,...] [--runtime threads|zmq|mpi] [--collectives fast|native] [--label NAME]\n"
+               "          [--shared-memory on|off]\n"
                "          [--algorithms auto,ring,recursive-doubling,halving-doubling,tree]\n"
                "          [--out FILE.csv]\n"
-               "  sizes accept suffixes K, M (KiB, MiB); --chunks, --ranks, --runtime, --collectives and --algorithms are for the FAST program only;\n"
+               "  sizes accept suffixes K, M (KiB, MiB); --chunks, --ranks, --runtime, --collectives, --algorithms and --shared-memory are for the FAST program only;\n"
                "  FAST's rows are labelled fast-ALGORITHM, or fast (the label) for auto, the automatic choice, whose\n"
                "  pick is printed to stderr; only the ring runs every --chunks value, the others the default 4 MiB.\n",
                prog, msg, prog);
@@ -116,7 +118,10 @@ inline std::string parse_args(int argc, char** argv, AllreduceArgs& a) {
     else if (key == "--label") a.label = v;
     else if (key == "--runtime") a.runtime = v;
     else if (key == "--collectives") a.collectives = v;
-    else if (key == "--algorithms") a.algorithms = parse_list<std::string>(v, [](const std::string& s) { return s; });
+    else if (key == "--shared-memory") {
+      if (v != "on" && v != "off") usage(prog, "--shared-memory: expected on or off");
+      a.shared_memory = v == "on";
+    } else if (key == "--algorithms") a.algorithms = parse_list<std::string>(v, [](const std::string& s) { return s; });
     else if (key == "--out") out = v;
     else usage(prog, ("unknown option " + key).c_str());
   }

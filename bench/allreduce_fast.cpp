@@ -46,7 +46,7 @@ std::vector<std::size_t> chunks_for(const bench::AllreduceArgs& args, const std:
 }
 
 void measure(fast::runtime::Context& ctx, const bench::AllreduceArgs& args, std::FILE* out) {
-  fast::collective::Communicator comm(ctx);
+  fast::collective::Communicator comm(ctx, {.shared_memory = args.shared_memory});
   const int r = ctx.rank(), n = ctx.size();
   double wrong = 0;  // this rank saw a wrong sum
   std::vector<float> buf(args.max_bytes / sizeof(float));  // first touched by this rank's thread

@@ -7,6 +7,7 @@
 
 #include "fast/core/error.hpp"
 #include "fast/runtime/native_collectives.hpp"
+#include "fast/runtime/shared_rendezvous.hpp"
 #include "allreduce_algorithms.hpp"
 #include "group_ops.hpp"
 
@@ -27,16 +28,13 @@ using detail::scale;
 using detail::wrap;
 using detail::check_reducible;
 
-std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::size_t chunk_bytes) {
-  const std::size_t segment = (numel + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
-  const std::size_t chunk = std::max<std::size_t>(1, chunk_bytes / elem_bytes);
-  return std::max<std::size_t>(1, (segment + chunk - 1) / chunk);
-}
-
 }  // namespace
 
 Communicator::Communicator(runtime::Context& ctx, CommunicatorOptions options)
-    : ctx_(ctx), joining_(ctx.joins_run_under_way()), default_algorithm_(options.allreduce_algorithm) {
+    : ctx_(ctx),
+      joining_(ctx.joins_run_under_way()),
+      default_algorithm_(options.allreduce_algorithm),
+      shared_memory_(options.shared_memory) {
   if (auto model = ctx.network_model()) network_ = *model;
   else network_ = default_network();
   if (options.latency_seconds) network_.latency_seconds = *options.latency_seconds;
@@ -80,11 +78,22 @@ void Communicator::native_allreduce(runtime::NativeCollectives& native, std::uin
   if (op == ReduceOp::avg) scale(data, 1.0 / group_size());
 }
 
+runtime::SharedRendezvous* Communicator::shared_for(const MutableView& data, const AllreduceOptions& options) const {
+  if (!shared_memory_ || group_size() != ctx_.size() || group_size() < 2 || data.numel() == 0) return nullptr;
+  if (options.chunk_bytes == 0) return nullptr;  // the message path names the error
+  return ctx_.shared_rendezvous();
+}
+
 void Communicator::allreduce(MutableView data, const AllreduceOptions& options) {
   const std::uint32_t sequence = next_sequence();
   if (auto* n = native()) {
     check_reducible(data);  // before the ticket: a ticket taken is a ticket run
     native_allreduce(*n, n->reserve(), data, options.op);
+    return;
+  }
+  if (auto* rendezvous = shared_for(data, options)) {
+    check_reducible(data);  // before the ticket, as above
+    shared_allreduce(*rendezvous, rendezvous->reserve(), data, options);
     return;
   }
   run_allreduce(data, options, sequence);
@@ -96,6 +105,13 @@ Work Communicator::allreduce_async(MutableView data, AllreduceOptions options) {
     check_reducible(data);
     const std::uint64_t ticket = n->reserve();
     return ctx_.spawn("allreduce", [this, n, ticket, data, op = options.op] { native_allreduce(*n, ticket, data, op); });
+  }
+  if (auto* rendezvous = shared_for(data, options)) {
+    check_reducible(data);
+    const std::uint64_t ticket = rendezvous->reserve();
+    return ctx_.spawn("allreduce", [this, rendezvous, ticket, data, options] {
+      shared_allreduce(*rendezvous, ticket, data, options);
+    });
   }
   return ctx_.spawn("allreduce", [this, data, options, sequence] { run_allreduce(data, options, sequence); });
 }
@@ -138,6 +154,15 @@ class Communicator::ScratchLease {
   core::Buffer buffer_;
 };
 
+void Communicator::shared_allreduce(runtime::SharedRendezvous& rendezvous, std::uint64_t ticket, MutableView data,
+                                    const AllreduceOptions& options) {
+  const AllreduceAlgorithm algorithm = resolve(data.bytes(), options);
+  counts_[static_cast<std::size_t>(algorithm)].fetch_add(1, std::memory_order_relaxed);
+  ScratchLease scratch(*this);
+  detail::shared_allreduce(rendezvous, ticket, index_, group_size(), algorithm, data, options.op, options.chunk_bytes,
+                           scratch.buffer());
+}
+
 void Communicator::run_allreduce(MutableView data, const AllreduceOptions& options, std::uint32_t sequence) {
   check_reducible(data);
   const AllreduceAlgorithm algorithm = resolve(data.bytes(), options);
@@ -165,7 +190,7 @@ void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& opti
   const int r = index_;  // ring positions are indices in the group
   if (n == 1) return;  // sum and average of one worker are the data itself
   const std::size_t numel = data.numel();
-  const std::size_t pieces = pieces_for(numel, n, core::size_of(data.dtype()), options.chunk_bytes);
+  const std::size_t pieces = detail::pieces_for(numel, n, core::size_of(data.dtype()), options.chunk_bytes);
   const int steps = 2 * (n - 1);
   FAST_ENFORCE(static_cast<std::size_t>(steps) * pieces <= runtime::kMaxTagDetail,
                "allreduce: {} elements in pieces of {} bytes need too many messages; raise chunk_bytes", numel,

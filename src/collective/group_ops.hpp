@@ -31,6 +31,14 @@ inline Range piece_range(std::size_t numel, int segments, int segment, std::size
 
 inline int wrap(int value, int n) { return ((value % n) + n) % n; }
 
+// Pieces per ring segment: each of the n segments of numel elements is cut into pieces of at most
+// chunk_bytes (at least one piece).
+inline std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::size_t chunk_bytes) {
+  const std::size_t segment = (numel + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+  const std::size_t chunk = std::max<std::size_t>(1, chunk_bytes / elem_bytes);
+  return std::max<std::size_t>(1, (segment + chunk - 1) / chunk);
+}
+
 // v *= factor (f32 or f64).
 inline void scale(core::MutableView v, double factor) {
   if (v.dtype() == core::DType::f32) {

@@ -45,6 +45,10 @@ class JoiningContext final : public Context {
   runtime::LinkStats link_stats(int peer) const override { return inner_.link_stats(peer); }
   std::string runtime_name() const override { return inner_.runtime_name(); }
   bool joins_run_under_way() const override { return true; }
+  // The capabilities too: every worker's Communicator must choose the same paths.
+  runtime::NativeCollectives* native_collectives() override { return inner_.native_collectives(); }
+  runtime::SharedRendezvous* shared_rendezvous() override { return inner_.shared_rendezvous(); }
+  std::optional<runtime::NetworkModel> network_model() const override { return inner_.network_model(); }
 
  private:
   Context& inner_;

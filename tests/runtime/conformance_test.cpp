@@ -16,6 +16,7 @@
 #include "fast/core/error.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/native_collectives.hpp"
+#include "fast/runtime/shared_rendezvous.hpp"
 
 namespace fast::runtime {
 namespace {
@@ -269,6 +270,32 @@ TEST_P(Conformance, ARankInsideANativeCollectiveStillServesItsPeers) {
     EXPECT_EQ(answer.back(), static_cast<float>(ctx.rank() * 10 + 1));
     native->barrier(native->reserve());
   }, {.op_timeout_seconds = 30});
+}
+
+// The shared address space (threads only: the other runtimes' workers do not share memory and
+// offer none). Each worker publishes an array, writes its rank's slot of every worker's array
+// between meet and leave, and after leave finds every slot of its own written; three uses in a
+// row reuse the board.
+TEST_P(Conformance, TheSharedRendezvousJoinsEveryWorkersMemoryWhereOffered) {
+  const bool offered = GetParam().runtime == "threads";
+  run([offered](Context& ctx) {
+    SharedRendezvous* board = ctx.shared_rendezvous();
+    if (!offered) {
+      EXPECT_EQ(board, nullptr) << ctx.runtime_name() << " offers a shared address space";
+      return;
+    }
+    ASSERT_NE(board, nullptr);
+    const int n = ctx.size();
+    for (int use = 0; use < 3; ++use) {
+      std::vector<int> mine(static_cast<std::size_t>(n), -1);
+      const std::uint64_t ticket = board->reserve();
+      EXPECT_EQ(ticket, static_cast<std::uint64_t>(use));
+      void* const* all = board->meet(ticket, mine.data());
+      for (int r = 0; r < n; ++r) static_cast<int*>(all[r])[ctx.rank()] = 10 * ctx.rank() + use;
+      board->leave(ticket);
+      for (int r = 0; r < n; ++r) EXPECT_EQ(mine[static_cast<std::size_t>(r)], 10 * r + use) << "slot " << r;
+    }
+  });
 }
 
 // A wait with a time limit returns false; a receive never matched ends with TimeoutError after

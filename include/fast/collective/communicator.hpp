@@ -3,7 +3,10 @@
 // broadcast, all-gather and barrier. They work on every runtime because they use only Context.
 // Where the Context offers native collectives (Context::native_collectives: the mpi runtime) and
 // the group is the whole world, allreduce, broadcast, allgather and barrier call those instead
-// (the same results up to the order of floating-point additions).
+// (the same results up to the order of floating-point additions). Where it offers a shared
+// address space (Context::shared_rendezvous: threads), an all-reduce over the whole world runs
+// its algorithm's additions through it instead of messages, with the same results bit for bit
+// (CommunicatorOptions::shared_memory).
 //
 // Contract (as in MPI): every worker of the world calls the same collectives in the same order
 // with compatible arguments (same length, dtype, root). Each call takes the next sequence number
@@ -68,6 +71,12 @@ struct CommunicatorOptions {
   // `network_latency`, `network_bandwidth` in `fast train`). Must be the same on every worker.
   std::optional<double> latency_seconds;
   std::optional<double> bandwidth_bytes_per_second;
+  // Where the runtime offers a shared address space (Context::shared_rendezvous: threads), an
+  // all-reduce among the whole world computes its algorithm's sums in place, reading and writing
+  // the other workers' memory directly: the same additions in the same order as the algorithm's
+  // messages, so the same bits (docs/collectives.md, "All-reduce in shared memory"). false:
+  // always messages. Must be the same on every worker.
+  bool shared_memory = true;
 };
 
 class Communicator {
@@ -157,6 +166,11 @@ class Communicator {
   runtime::NativeCollectives* native() const;
   void native_allreduce(runtime::NativeCollectives& native, std::uint64_t ticket, core::MutableView data,
                         ReduceOp op);
+  // The context's shared rendezvous when this all-reduce should use it (see
+  // CommunicatorOptions::shared_memory); null otherwise.
+  runtime::SharedRendezvous* shared_for(const core::MutableView& data, const AllreduceOptions& options) const;
+  void shared_allreduce(runtime::SharedRendezvous& rendezvous, std::uint64_t ticket, core::MutableView data,
+                        const AllreduceOptions& options);
   void ring_allreduce(core::MutableView data, const AllreduceOptions& options, std::uint32_t sequence);
   // Runs the resolved algorithm (every one but the ring in allreduce_algorithms.cpp).
   void run_allreduce(core::MutableView data, const AllreduceOptions& options, std::uint32_t sequence);
@@ -170,6 +184,7 @@ class Communicator {
   std::vector<core::Buffer> scratch_;  // neighbor_average: the weighted sum and one receive buffer
   runtime::NetworkModel network_;      // what the automatic choice assumes
   AllreduceAlgorithm default_algorithm_ = AllreduceAlgorithm::automatic;
+  bool shared_memory_ = true;          // CommunicatorOptions::shared_memory
   // all-reduces run, by algorithm (index: AllreduceAlgorithm; automatic's slot stays 0), and native
   std::array<std::atomic<std::uint64_t>, 5> counts_{};
   std::atomic<std::uint64_t> native_count_{0};

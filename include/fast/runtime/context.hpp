@@ -55,6 +55,7 @@
 namespace fast::runtime {
 
 class NativeCollectives;  // native_collectives.hpp
+class SharedRendezvous;   // shared_rendezvous.hpp
 
 // What a receive does with the incoming elements.
 enum class Combine : std::uint8_t {
@@ -166,6 +167,13 @@ class Context {
   // or the run chose FAST's (LaunchOptions::collectives = "fast"). Owned by the runtime; valid
   // while the worker runs. mpi offers them; threads, sim and zmq do not.
   virtual NativeCollectives* native_collectives() { return nullptr; }
+
+  // A rendezvous in one address space shared by every worker of the world (shared_rendezvous.hpp),
+  // or null: threads offers it; sim, zmq and mpi do not (their workers' memory is not shared,
+  // even where some of them share a process). Owned by the runtime; valid while the worker runs.
+  // Every worker of a world must see the same answer (the collectives choose their path by it): a
+  // Context that wraps another forwards it.
+  virtual SharedRendezvous* shared_rendezvous() { return nullptr; }
 
   // What this runtime knows of its network (network_model.hpp), the same on every worker, or
   // nothing: sim derives it from its cluster (the slowest of the routes it samples); the real

@@ -11,6 +11,7 @@ LocalWorld::LocalWorld(WorldShape shape, double op_timeout_seconds, std::string 
     : state_(shape, op_timeout_seconds, std::move(runtime_name), transport) {
   mailboxes_.reserve(static_cast<std::size_t>(shape.local_size));
   for (int r = 0; r < shape.local_size; ++r) mailboxes_.push_back(std::make_unique<Mailbox>());
+  if (transport == nullptr && shape.local_size == shape.world_size) board_ = std::make_unique<SharedBoard>(state_);
 }
 
 std::vector<std::exception_ptr> LocalWorld::run(const WorkerFn& fn, const FailureFn& on_failure) {
@@ -24,7 +25,7 @@ std::vector<std::exception_ptr> LocalWorld::run(const WorkerFn& fn, const Failur
   };
   auto body = [&](int rank) {
     try {
-      ThreadsContext ctx(rank, state_, mailboxes_, activities_);
+      ThreadsContext ctx(rank, state_, mailboxes_, activities_, board_.get());
       fn(ctx);
     } catch (const std::exception& e) {
       fail(rank, std::current_exception(), e.what());

@@ -14,6 +14,7 @@
 #include "fast/core/tensor_view.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "mailbox.hpp"
+#include "shared_board.hpp"
 #include "threads_context.hpp"
 #include "world_state.hpp"
 
@@ -50,6 +51,7 @@ class LocalWorld {
   WorldState state_;
   std::vector<std::unique_ptr<Mailbox>> mailboxes_;
   ActivityList activities_;
+  std::unique_ptr<SharedBoard> board_;  // when every worker of the world is local (no transport)
 };
 
 }  // namespace fast::runtime::threads

@@ -98,18 +98,6 @@ void finish_matched(Op& op, std::unique_lock<std::mutex>& lock) {
   op.waiting = false;
 }
 
-// Whether spinning before blocking pays: only when every thread of the world (workers and the
-// threads of their spawned activities, e.g. a parameter server or a window's service) can have a
-// core of its own. Otherwise a spinning waiter holds a core that the thread it waits for may need:
-// measured on 2 cores with 2 workers of an asynchronous strategy (3 to 5 threads), spinning cost
-// about 1 ms per step (docs/simulation.md, "Validation").
-// Never with a transport (zmq): other processes of the host want the cores, and a message from
-// another process arrives through the transport's threads, not this world's.
-bool spin_pays(const WorldState& world) {
-  if (world.transport() != nullptr) return false;
-  static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(world.local_size() + world.activities()) <= cores;
-}
 }  // namespace
 
 // The op's error is released here, on the owner's thread: the op itself may outlive this handle
@@ -151,7 +139,7 @@ bool OpWork::wait_for(double timeout_seconds) {
   constexpr auto kPoll = std::chrono::milliseconds(50);  // how often an idle waiter checks for abort
   constexpr int kSpins = 4000;                            // 20-110 us of polling before blocking (109 us on AMD EPYC Zen 4)
   constexpr int kYields = 64;                             // sched_yield calls before blocking, when spinning does not pay
-  if (spin_pays(world_)) {
+  if (world_.spin_pays()) {
     for (int i = 0; i < kSpins && !op_->ready.load(std::memory_order_acquire); ++i) __builtin_ia32_pause();
   } else {
     // Give the core away instead of spinning, a bounded number of times, so that the thread this

@@ -10,6 +10,7 @@
 #include "../completion.hpp"
 #include "mailbox.hpp"
 #include "op.hpp"
+#include "shared_board.hpp"
 #include "threads_sync.hpp"
 #include "transport.hpp"
 #include "world_state.hpp"
@@ -34,12 +35,15 @@ void ActivityList::join_all() {
 }
 
 ThreadsContext::ThreadsContext(int rank, WorldState& world, std::vector<std::unique_ptr<Mailbox>>& mailboxes,
-                               ActivityList& activities)
+                               ActivityList& activities, SharedBoard* board)
     : rank_(rank),
       world_(world),
       mailboxes_(mailboxes),
       activities_(activities),
-      counters_(std::make_unique<LinkCounters[]>(static_cast<std::size_t>(world.size()))) {}
+      board_(board),
+      counters_(std::make_unique<LinkCounters[]>(static_cast<std::size_t>(world.size()))) {
+  if (board_ != nullptr) board_->seat(rank_).attach(counters_.get());
+}
 
 int ThreadsContext::size() const { return world_.size(); }
 void ThreadsContext::settle_lost_peers() {
@@ -48,6 +52,10 @@ void ThreadsContext::settle_lost_peers() {
 
 NativeCollectives* ThreadsContext::native_collectives() {
   return world_.transport() != nullptr ? world_.transport()->native_collectives() : nullptr;
+}
+
+SharedRendezvous* ThreadsContext::shared_rendezvous() {
+  return board_ != nullptr ? &board_->seat(rank_) : nullptr;
 }
 
 Mailbox& ThreadsContext::own_mailbox() const {

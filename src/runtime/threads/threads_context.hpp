@@ -13,6 +13,7 @@
 namespace fast::runtime::threads {
 
 class Mailbox;
+class SharedBoard;
 class WorldState;
 
 // Threads started by spawn(), joined by the World when the run ends. Thread-safe.
@@ -28,8 +29,9 @@ class ActivityList {
 
 class ThreadsContext final : public Context {
  public:
+  // board: the world's SharedBoard when every worker lives in this process, else null.
   ThreadsContext(int rank, WorldState& world, std::vector<std::unique_ptr<Mailbox>>& mailboxes,
-                 ActivityList& activities);
+                 ActivityList& activities, SharedBoard* board = nullptr);
 
   int rank() const override { return rank_; }
   int size() const override;
@@ -56,6 +58,7 @@ class ThreadsContext final : public Context {
   bool joins_run_under_way() const override;
   std::vector<MembershipEvent> membership_events() const override;
   NativeCollectives* native_collectives() override;
+  SharedRendezvous* shared_rendezvous() override;
 
  private:
   core::Work post_recv(std::shared_ptr<struct Op> op);
@@ -65,6 +68,7 @@ class ThreadsContext final : public Context {
   WorldState& world_;
   std::vector<std::unique_ptr<Mailbox>>& mailboxes_;
   ActivityList& activities_;
+  SharedBoard* board_;
   std::unique_ptr<LinkCounters[]> counters_;
 };
 

@@ -1,5 +1,8 @@
 #include "world_state.hpp"
 
+#include <algorithm>
+#include <thread>
+
 #include <fmt/format.h>
 
 namespace fast::runtime::threads {
@@ -13,6 +16,12 @@ WorldState::WorldState(WorldShape shape, double op_timeout_seconds, std::string 
 
 double WorldState::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+bool WorldState::spin_pays() const noexcept {
+  if (transport_ != nullptr) return false;
+  static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(local_size() + activities()) <= cores;
 }
 
 void WorldState::abort(int rank, const std::string& reason) {

@@ -37,6 +37,14 @@ class WorldState {
   void activity_started() noexcept { activities_.fetch_add(1, std::memory_order_relaxed); }
   void activity_ended() noexcept { activities_.fetch_sub(1, std::memory_order_relaxed); }
   double op_timeout() const noexcept { return op_timeout_; }
+  // Whether a waiter should spin before blocking: only when every thread of the world (workers
+  // and the threads of their spawned activities, e.g. a parameter server or a window's service)
+  // can have a core of its own. Otherwise a spinning waiter holds a core that the thread it waits
+  // for may need: measured on 2 cores with 2 workers of an asynchronous strategy (3 to 5
+  // threads), spinning cost about 1 ms per step (docs/simulation.md, "Validation").
+  // Never with a transport (zmq): other processes of the host want the cores, and a message from
+  // another process arrives through the transport's threads, not this world's.
+  bool spin_pays() const noexcept;
   // Seconds since this state was made (for zmq: once the rendezvous completed).
   double now() const;
 
