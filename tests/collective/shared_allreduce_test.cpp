@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "closed_form.hpp"
+#include "common/failing_worker.hpp"
 #include "fast/collective/communicator.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/launcher.hpp"
@@ -188,25 +189,15 @@ TEST(SharedAllreduce, ArgumentsThatDisagreeFailEveryWorkerNamingBoth) {
 }
 
 TEST(SharedAllreduce, AFailingWorkerReleasesTheOthersWithRemoteError) {
-  std::atomic<int> released{0};
-  try {
-    runtime::launch({.runtime = "threads", .workers = 3, .op_timeout_seconds = 60}, [&](Context& ctx) {
-      Communicator comm(ctx);
-      if (ctx.rank() == 2) throw core::IoError("disk on fire");
-      std::vector<float> data(8, 1.0f);
-      try {
-        comm.allreduce(core::MutableView(std::span<float>(data)));
-      } catch (const core::RemoteError& e) {
-        EXPECT_NE(std::string(e.what()).find("worker 2 failed: disk on fire"), std::string::npos) << e.what();
-        ++released;
-        throw;
-      }
-    });
-    FAIL() << "no throw";
-  } catch (const core::IoError& e) {
-    EXPECT_STREQ(e.what(), "disk on fire");
-  }
-  EXPECT_EQ(released.load(), 2);
+  fast::testing::expect_failure_releases_the_others(
+      [](const runtime::WorkerFn& fn) {
+        runtime::launch({.runtime = "threads", .workers = 3, .op_timeout_seconds = 60}, fn);
+      },
+      [](Context& ctx) {
+        Communicator comm(ctx);
+        std::vector<float> data(8, 1.0f);
+        comm.allreduce(core::MutableView(std::span<float>(data)));  // worker 2 never comes
+      });
 }
 
 TEST(SharedAllreduce, AWorkerThatNeverComesTimesTheOthersOut) {

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <vector>
 
+#include "common/failing_worker.hpp"
 #include "common/views.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/threads/world.hpp"
@@ -207,25 +208,12 @@ TEST(ThreadsRuntime, LinkStatsCountBytesPerPeer) {
 }
 
 TEST(ThreadsRuntime, WorkerFailureReleasesBlockedPeersAndIsRethrown) {
-  threads::World world({.size = 3, .op_timeout_seconds = 30});
-  std::atomic<int> released{0};
-  try {
-    world.run([&](Context& ctx) {
-      if (ctx.rank() == 2) throw core::IoError("disk on fire");
-      std::vector<float> v(4);
-      try {
+  fast::testing::expect_failure_releases_the_others(
+      [](const WorkerFn& fn) { threads::World({.size = 3, .op_timeout_seconds = 30}).run(fn); },
+      [](Context& ctx) {
+        std::vector<float> v(4);
         ctx.recv(2, make_tag(TagKind::user, 7, 0), mview(v)).wait();  // never sent
-      } catch (const core::RemoteError& e) {
-        EXPECT_NE(std::string(e.what()).find("worker 2 failed: disk on fire"), std::string::npos) << e.what();
-        ++released;
-        throw;
-      }
-    });
-    FAIL() << "no throw";
-  } catch (const core::IoError& e) {
-    EXPECT_STREQ(e.what(), "disk on fire");  // the root cause, not the RemoteErrors it caused
-  }
-  EXPECT_EQ(released.load(), 2);
+      });
 }
 
 TEST(ThreadsRuntime, UnmatchedRecvTimesOut) {
