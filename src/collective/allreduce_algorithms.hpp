@@ -45,7 +45,7 @@ void tree_allreduce(const GroupCall& group, core::MutableView data, ReduceOp op)
 // `ticket` was reserved when the call was issued. Arguments that differ between workers (length,
 // dtype, op, algorithm) fail every worker with InvalidArgument naming both. Link statistics count
 // the messages the message path would have sent (for_each_message; chunk_bytes: the ring's
-// pieces). scratch: n * 1024 elements. n >= 2.
+// pieces). scratch: n blocks of up to 1024 elements (at most 1 MiB). n >= 2.
 void shared_allreduce(runtime::SharedRendezvous& rendezvous, std::uint64_t ticket, int index, int n,
                       AllreduceAlgorithm algorithm, core::MutableView data, ReduceOp op, std::size_t chunk_bytes,
                       core::Buffer& scratch);

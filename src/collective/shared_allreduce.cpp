@@ -27,16 +27,23 @@ struct Published {
   AllreduceAlgorithm algorithm;
 };
 
-constexpr std::size_t kBlock = 1024;  // elements per pass: the partial sums of one block stay in cache
+// Elements per pass: 1024, fewer for large worlds so that the n slots of partial sums stay within
+// 1 MiB (in cache, and bounded per worker however many workers share the process).
+template <typename T>
+std::size_t block_for(int n) {
+  const std::size_t fits = (std::size_t{1} << 20) / (static_cast<std::size_t>(n) * sizeof(T));
+  return std::clamp<std::size_t>(fits, 64, 1024);
+}
 
 // Partial sums of one block of elements [begin, begin + len): part[k] points at member k's data
-// or at slot k of the scratch space (n slots of kBlock elements), never at another slot, so
+// or at slot k of the scratch space (n slots of `block` elements), never at another slot, so
 // add(k, j), one message's add_into, may always write slot k: part[k] <- part[k] + part[j],
 // elementwise (a + b == b + a in IEEE arithmetic, so which side received does not matter).
 template <typename T>
 class BlockSums {
  public:
-  BlockSums(const std::vector<T*>& all, T* scratch) : all_(all), scratch_(scratch), part_(all.size()) {}
+  BlockSums(const std::vector<T*>& all, T* scratch, std::size_t block)
+      : all_(all), scratch_(scratch), block_(block), part_(all.size()) {}
 
   void start(std::size_t begin, std::size_t len) {
     begin_ = begin;
@@ -66,13 +73,14 @@ class BlockSums {
     for (std::size_t i = 0; i < len_; ++i) s[i] = a[i] + b[i];
     part_[static_cast<std::size_t>(k)] = s;
   }
-  T* slot(int k) const { return scratch_ + static_cast<std::size_t>(k) * kBlock; }
+  T* slot(int k) const { return scratch_ + static_cast<std::size_t>(k) * block_; }
 
  private:
   const T* member(int r) const { return all_[static_cast<std::size_t>(r)] + begin_; }
 
   const std::vector<T*>& all_;
   T* scratch_;
+  std::size_t block_;
   std::vector<const T*> part_;
   std::size_t begin_ = 0, len_ = 0;
 };
@@ -124,12 +132,13 @@ void reduce_share(const std::vector<T*>& all, int index, std::size_t numel, Redu
   const int n = static_cast<int>(all.size());
   const Range range = piece_range(numel, n, index, 1, 0);
   if (range.size() == 0) return;
-  const std::size_t need = static_cast<std::size_t>(n) * kBlock;
+  const std::size_t block = block_for<T>(n);
+  const std::size_t need = static_cast<std::size_t>(n) * block;
   if (scratch.numel() < need || scratch.dtype() != core::dtype_of_v<T>) scratch.resize(need, core::dtype_of_v<T>);
   T* space = scratch.view().as<T>().data();
-  BlockSums<T> sums(all, space);
-  for (std::size_t b = range.begin; b < range.end; b += kBlock) {
-    const std::size_t len = std::min(kBlock, range.end - b);
+  BlockSums<T> sums(all, space, block);
+  for (std::size_t b = range.begin; b < range.end; b += block) {
+    const std::size_t len = std::min(block, range.end - b);
     sums.start(b, len);
     T* out = sums.slot(block_sum(sums, algorithm, n, index));
     if (op == ReduceOp::avg) scale(core::MutableView(std::span<T>(out, len)), 1.0 / n);

@@ -122,6 +122,31 @@ TEST(SharedAllreduce, CountsTheMessagePathsTrafficInTheLinkStatistics) {
   }
 }
 
+// Past 128 workers (f64) the blocks of the computation shrink below 1024 elements, so that the
+// partial sums stay within 1 MiB per worker: the same bits there too, for the ring and recursive
+// doubling (the folding of 260 onto 256), with every worker's share several blocks long.
+TEST(SharedAllreduce, GivesTheMessagePathsBitsWithManyWorkersAndSmallerBlocks) {
+  const int n = 260;
+  const std::size_t len = static_cast<std::size_t>(n) * 1100 + 7;
+  auto results = [&](bool shared) {
+    std::vector<std::vector<double>> out(static_cast<std::size_t>(n));
+    runtime::launch({.runtime = "threads", .workers = n, .op_timeout_seconds = 300}, [&](Context& ctx) {
+      Communicator comm(ctx, {.shared_memory = shared});
+      for (AllreduceAlgorithm algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::recursive_doubling}) {
+        std::vector<double> data(len);
+        for (std::size_t i = 0; i < len; ++i) data[i] = rounding_value<double>(ctx.rank(), i);
+        comm.allreduce(core::MutableView(std::span<double>(data)), {.op = ReduceOp::avg, .algorithm = algorithm});
+        if (ctx.rank() % 37 == 0) {  // a sample of ranks: every rank's copy is the same sum
+          std::vector<double>& mine = out[static_cast<std::size_t>(ctx.rank())];
+          mine.insert(mine.end(), data.begin(), data.end());
+        }
+      }
+    });
+    return out;
+  };
+  expect_same_bits(results(true), results(false), std::to_string(n) + " workers, shared against messages");
+}
+
 TEST(SharedAllreduce, MatchesTheClosedForm) {
   for (int n : {2, 3, 8}) {
     runtime::launch({.runtime = "threads", .workers = n}, [&](Context& ctx) {
