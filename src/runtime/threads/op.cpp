@@ -137,19 +137,7 @@ bool OpWork::wait_for(double timeout_seconds) {
   using clock = std::chrono::steady_clock;
   if (op_->finished.load(std::memory_order_acquire)) return true;
   constexpr auto kPoll = std::chrono::milliseconds(50);  // how often an idle waiter checks for abort
-  constexpr int kSpins = 4000;                            // 20-110 us of polling before blocking (109 us on AMD EPYC Zen 4)
-  constexpr int kYields = 64;                             // sched_yield calls before blocking, when spinning does not pay
-  if (world_.spin_pays()) {
-    for (int i = 0; i < kSpins && !op_->ready.load(std::memory_order_acquire); ++i) __builtin_ia32_pause();
-  } else {
-    // Give the core away instead of spinning, a bounded number of times, so that the thread this
-    // op waits for runs sooner than after a sleep and a futex wake-up: in a world of this process,
-    // the worker that sends the message; with a transport (zmq, mpi), the transport's threads,
-    // which deliver it. With nothing else runnable a yield returns at once, so the loop burns at
-    // most kYields calls. With a transport it raised 2-process training of the mlp under zmq from
-    // 65k to 80k samples/s (docs/benchmarks.md, (f)).
-    for (int i = 0; i < kYields && !op_->ready.load(std::memory_order_acquire); ++i) std::this_thread::yield();
-  }
+  world_.poll_before_blocking([&] { return op_->ready.load(std::memory_order_acquire); });
   if (op_->finished.load(std::memory_order_acquire)) return true;
   const bool default_limit = timeout_seconds < 0;
   const double limit = default_limit ? world_.op_timeout() : timeout_seconds;

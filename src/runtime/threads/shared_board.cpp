@@ -37,19 +37,7 @@ void SharedBoard::arrive() {
 template <typename Pred>
 void SharedBoard::wait_until(Pred pred, const char* what, std::uint64_t ticket) {
   using clock = std::chrono::steady_clock;
-  constexpr int kSpins = 4000;   // as OpWork::wait_for: tens of microseconds of polling
-  constexpr int kYields = 64;
-  if (world_.spin_pays()) {
-    for (int i = 0; i < kSpins; ++i) {
-      if (pred()) return;
-      __builtin_ia32_pause();
-    }
-  } else {
-    for (int i = 0; i < kYields; ++i) {
-      if (pred()) return;
-      std::this_thread::yield();
-    }
-  }
+  if (world_.poll_before_blocking(pred)) return;
   const auto deadline =
       clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(world_.op_timeout()));
   std::unique_lock<std::mutex> lock(mutex_);
