@@ -57,44 +57,29 @@ void recv_all(const GroupCall& g, int peer, std::uint32_t detail, MutableView da
   if (data.numel() > 0) g.ctx.recv(peer, tag_of(g, detail), data).wait();
 }
 
-// Folding of a group of n members onto p = 2^floor(log2 n): among the first 2(n - p) members,
-// each even index hands its vector to the next odd one, which adds it, and sits out. Members
-// that take part get a virtual index in [0, p): odd i < 2(n-p) -> i / 2, i >= 2(n-p) -> i - (n-p).
-struct Fold {
-  int p = 1;       // members taking part
-  int extra = 0;   // n - p
-  int virtual_index = -1;  // -1: this member sits out
-  int real(int v) const { return v < extra ? 2 * v + 1 : v + extra; }
-};
-
-Fold fold_in(const GroupCall& g, MutableView data) {
-  const int n = static_cast<int>(g.members.size());
-  Fold f;
-  while (f.p * 2 <= n) f.p *= 2;
-  f.extra = n - f.p;
+// The folding's first exchange (group_ops.hpp's Folding): a folded even member hands its vector to
+// the next odd one, which adds it.
+Folding fold_in(const GroupCall& g, MutableView data) {
+  const Folding f(static_cast<int>(g.members.size()));
   const int i = g.index;
-  if (i < 2 * f.extra) {
-    if (i % 2 == 0) {
-      send_all(g, rank_at(g, i + 1), kFoldDetail, data);
-      return f;  // sits out
-    }
-    if (data.numel() > 0) {
-      MutableView theirs = scratch_for(g, data.numel(), data.dtype());
-      recv_all(g, rank_at(g, i - 1), kFoldDetail, theirs);
-      add_into(data, theirs);
-    }
-    f.virtual_index = i / 2;
-  } else {
-    f.virtual_index = i - f.extra;
+  if (!f.folded(i)) return f;
+  if (f.virtual_index(i) < 0) {
+    send_all(g, rank_at(g, i + 1), kFoldDetail, data);
+    return f;  // sits out
+  }
+  if (data.numel() > 0) {
+    MutableView theirs = scratch_for(g, data.numel(), data.dtype());
+    recv_all(g, rank_at(g, i - 1), kFoldDetail, theirs);
+    add_into(data, theirs);
   }
   return f;
 }
 
 // The result to (odd member) or from (even member, sitting out) the folding partner.
-void fold_out(const GroupCall& g, const Fold& f, MutableView data) {
+void fold_out(const GroupCall& g, const Folding& f, MutableView data) {
   const int i = g.index;
-  if (i >= 2 * f.extra) return;
-  if (i % 2 == 0)
+  if (!f.folded(i)) return;
+  if (f.virtual_index(i) < 0)
     recv_all(g, rank_at(g, i + 1), kUnfoldDetail, data);
   else
     send_all(g, rank_at(g, i - 1), kUnfoldDetail, data);
@@ -106,11 +91,11 @@ void fold_out(const GroupCall& g, const Fold& f, MutableView data) {
 void recursive_doubling_allreduce(const GroupCall& g, MutableView data, ReduceOp op) {
   const int n = static_cast<int>(g.members.size());
   if (n == 1 || data.numel() == 0) return;
-  const Fold f = fold_in(g, data);
-  if (f.virtual_index >= 0) {
+  const Folding f = fold_in(g, data);
+  if (const int v = f.virtual_index(g.index); v >= 0) {
     std::uint32_t round = 0;
     for (int d = 1; d < f.p; d *= 2, ++round)
-      exchange_add(g, rank_at(g, f.real(f.virtual_index ^ d)), round, data);
+      exchange_add(g, rank_at(g, f.real(v ^ d)), round, data);
     if (op == ReduceOp::avg) scale(data, 1.0 / n);
   }
   fold_out(g, f, data);
@@ -124,9 +109,8 @@ void recursive_doubling_allreduce(const GroupCall& g, MutableView data, ReduceOp
 void halving_doubling_allreduce(const GroupCall& g, MutableView data, ReduceOp op) {
   const int n = static_cast<int>(g.members.size());
   if (n == 1 || data.numel() == 0) return;
-  const Fold f = fold_in(g, data);
-  if (f.virtual_index >= 0) {
-    const int v = f.virtual_index;
+  const Folding f = fold_in(g, data);
+  if (const int v = f.virtual_index(g.index); v >= 0) {
     std::vector<Range> parents;  // the range before each halving step, outermost first
     Range mine{0, data.numel()};
     std::uint32_t round = 0;

@@ -23,18 +23,6 @@ void ring_messages(int r, int n, std::size_t numel, std::size_t elem, std::size_
     }
 }
 
-struct Folding {
-  int p = 1, extra = 0;
-  explicit Folding(int n) {
-    while (p * 2 <= n) p *= 2;
-    extra = n - p;
-  }
-  int real(int v) const { return v < extra ? 2 * v + 1 : v + extra; }
-  // fold_in / fold_out: an even member below 2 extra sends its vector and sits out (-1); an odd
-  // one will send the result back. Returns the virtual index.
-  int virtual_index(int i) const { return i < 2 * extra ? (i % 2 == 0 ? -1 : i / 2) : i - extra; }
-};
-
 void folded_messages(AllreduceAlgorithm algorithm, int i, int n, std::size_t numel, std::size_t elem,
                      const Sent& sent) {
   const Folding f(n);
@@ -63,7 +51,7 @@ void folded_messages(AllreduceAlgorithm algorithm, int i, int n, std::size_t num
       parents.pop_back();
     }
   }
-  if (i < 2 * f.extra) sent(i - 1, m);  // fold_out: the result to the member that sat out
+  if (f.folded(i)) sent(i - 1, m);  // fold_out: the result to the member that sat out
 }
 
 // tree_allreduce: the binomial reduction to index 0, then binomial_broadcast from it.

@@ -31,6 +31,26 @@ inline Range piece_range(std::size_t numel, int segments, int segment, std::size
 
 inline int wrap(int value, int n) { return ((value % n) + n) % n; }
 
+// Folding of a group of n members onto p = 2^floor(log2 n) (recursive doubling and
+// halving-doubling): among the first 2(n - p) members, each even index hands its vector to the next
+// odd one, which adds it, and sits out. Members that take part get a virtual index in [0, p): odd
+// i < 2(n-p) -> i / 2, i >= 2(n-p) -> i - (n-p). Used by the message path, the shared path and the
+// traffic count alike.
+struct Folding {
+  int p = 1;      // members taking part
+  int extra = 0;  // n - p
+  explicit Folding(int n) {
+    while (p * 2 <= n) p *= 2;
+    extra = n - p;
+  }
+  // The member index of virtual index v.
+  int real(int v) const { return v < extra ? 2 * v + 1 : v + extra; }
+  // The virtual index of member i, or -1 when it sits out.
+  int virtual_index(int i) const { return i < 2 * extra ? (i % 2 == 0 ? -1 : i / 2) : i - extra; }
+  // Whether member i is one of a folded pair (it sends or receives the result at the end).
+  bool folded(int i) const { return i < 2 * extra; }
+};
+
 // Pieces per ring segment: each of the n segments of numel elements is cut into pieces of at most
 // chunk_bytes (at least one piece).
 inline std::size_t pieces_for(std::size_t numel, int n, std::size_t elem_bytes, std::size_t chunk_bytes) {

@@ -50,19 +50,19 @@ class BlockSums {
     len_ = len;
     for (std::size_t r = 0; r < all_.size(); ++r) part_[r] = member(static_cast<int>(r));
   }
-  // The folding of rd and hd (fold_in): virtual index v < extra holds members 2v + 1 and 2v added
-  // (into slot v), the others member v + extra; afterwards part[v] is virtual index v's partial.
-  void fold(int p) {
-    const int extra = static_cast<int>(all_.size()) - p;
-    for (int v = 0; v < p; ++v) {
-      if (v < extra) {
+  // The folding of rd and hd (Folding, as fold_in): virtual index v < extra holds members 2v + 1
+  // and 2v added (into slot v), the others member v + extra; afterwards part[v] is virtual index
+  // v's partial.
+  void fold(const Folding& f) {
+    for (int v = 0; v < f.p; ++v) {
+      if (v < f.extra) {
         T* s = slot(v);
         const T* odd = member(2 * v + 1);
         const T* even = member(2 * v);
         for (std::size_t i = 0; i < len_; ++i) s[i] = odd[i] + even[i];
         part_[static_cast<std::size_t>(v)] = s;
       } else {
-        part_[static_cast<std::size_t>(v)] = member(v + extra);
+        part_[static_cast<std::size_t>(v)] = member(f.real(v));
       }
     }
   }
@@ -85,12 +85,6 @@ class BlockSums {
   std::size_t begin_ = 0, len_ = 0;
 };
 
-int largest_power_of_two(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
-
 // The sum of one block in `algorithm`'s order; `segment`: the ring's segment of the block (the
 // segment whose chain starts at that worker). Returns the slot that holds the sum (n >= 2: every
 // order adds at least once into it).
@@ -101,16 +95,16 @@ int block_sum(BlockSums<T>& s, AllreduceAlgorithm algorithm, int n, int segment)
       for (int t = 1; t < n; ++t) s.add(segment, (segment + t) % n);
       return segment;
     case AllreduceAlgorithm::recursive_doubling: {  // pairs at distance 1, 2, 4, ...
-      const int p = largest_power_of_two(n);
-      s.fold(p);
-      for (int d = 1; d < p; d *= 2)
-        for (int v = 0; v < p; v += 2 * d) s.add(v, v + d);
+      const Folding f(n);
+      s.fold(f);
+      for (int d = 1; d < f.p; d *= 2)
+        for (int v = 0; v < f.p; v += 2 * d) s.add(v, v + d);
       return 0;
     }
     case AllreduceAlgorithm::halving_doubling: {  // pairs at distance p/2, p/4, ..., 1
-      const int p = largest_power_of_two(n);
-      s.fold(p);
-      for (int d = p / 2; d >= 1; d /= 2)
+      const Folding f(n);
+      s.fold(f);
+      for (int d = f.p / 2; d >= 1; d /= 2)
         for (int v = 0; v < d; ++v) s.add(v, v + d);
       return 0;
     }
