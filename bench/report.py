@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Tables of the benchmark results written by bench/run.sh (standard library only).
 
-usage: bench/report.py {allreduce|overhead|ddp|codec|processes|ddp_zmq|mpi|python_zmq|python_mpi|all} RESULTS_DIR
+usage: bench/report.py {allreduce|overhead|ddp|codec|processes|ddp_zmq|mpi|windows|python_zmq|python_mpi|all} RESULTS_DIR
 
   allreduce (a), overhead (b), ddp (c), codec (d), processes (e: all-reduce across processes),
   ddp_zmq (f: `fast train --runtime zmq`, 2 processes, vs DDP), mpi (g: all-reduce through the mpi
-  runtime, native and ring, vs MPI_Allreduce), python_zmq and python_mpi (j: a Python training loop
+  runtime, native and ring, vs MPI_Allreduce), windows (h: one-sided windows under the mpi runtime,
+  on MPI RMA and on the service, vs MPI RMA called directly), python_zmq and python_mpi (j: a Python training loop
   with fast.torch, 2 processes under fast launch / mpirun, vs DDP); all: every one with results.
 
 Reads RESULTS_DIR/raw/ (see bench/run.sh for the file names), prints one table per benchmark
@@ -296,6 +297,85 @@ def report_mpi(out):
     return result, "\n".join(text)
 
 
+# ---------------------------------------------------------- (h) one-sided windows under the mpi runtime
+H_IMPLS = ("fast_window_service", "fast_window_rma", "mpi_rma_create", "mpi_rma_allocate")
+
+
+def report_windows(out):
+    """(h): microseconds per window operation; the decision it informs is where the mpi runtime's windows run."""
+    raw = os.path.join(out, "raw")
+    times, reps = defaultdict(list), defaultdict(set)
+    for path in sorted(glob.glob(os.path.join(raw, "h_*.csv"))):
+        owner = os.path.basename(path).split("_")[1]  # h_<owner>_rep<k>.csv
+        with open(path) as f:
+            for row in csv.DictReader(f):
+                key = (owner, row["impl"], row["op"], int(row["bytes"]))
+                times[key].append(float(row["seconds_per_op"]) * 1e6)
+                reps[owner].add(path)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    text = [f"(h) one-sided windows under mpirun -np 2, microseconds per operation (median of the runs; "
+            f"{load_text(raw, 'h_*')})",
+            "    FAST service: Window over --runtime mpi with FAST_WINDOWS=service (the owner's service activity); "
+            "FAST RMA: the default (MPI RMA, the requester applies the operation under an exclusive lock);",
+            "    MPI RMA create: the same lock, get, add, put and version count called directly on MPI_Win_create "
+            "memory; MPI RMA allocate: a shared lock and MPI_Accumulate / MPI_Get on MPI_Win_allocate memory",
+            "    owner idle: rank 0 waits in MPI; owner busy: rank 0 computes without calling MPI (as a training worker)"]
+    summary_rows, result = [], {"owners": {}}
+    for owner in sorted({k[0] for k in med}):
+        rows, faster = [], []
+        for b in sorted({k[3] for k in med if k[0] == owner}):
+            for op in ("accumulate", "get"):
+                f = {impl: med.get((owner, impl, op, b)) for impl in H_IMPLS}
+                speedup = div(f["fast_window_service"], f["fast_window_rma"])
+                overhead = div(f["fast_window_rma"], f["mpi_rma_create"])
+                faster.append(speedup)
+                fmt = lambda x: "n/a" if x is None else f"{x:.1f}"
+                rows.append([human_bytes(b), op] + [fmt(f[i]) for i in H_IMPLS[:2]] + [fmt_ratio(speedup)]
+                            + [fmt(f["mpi_rma_create"]), fmt_ratio(overhead), fmt(f["mpi_rma_allocate"])])
+                summary_rows.append({"owner": owner, "bytes": b, "op": op, **{f"{i}_us": f[i] for i in H_IMPLS},
+                                     "service_over_rma": speedup, "rma_over_direct": overhead})
+        known = [x for x in faster if x is not None]
+        text.append(f"\n  owner {owner} ({len(reps[owner])} runs)")
+        text.append(table(["size", "op", "FAST service", "FAST RMA", "service / RMA", "MPI RMA create",
+                           "FAST RMA / create", "MPI RMA allocate"], rows))
+        text.append("  information: FAST's windows on MPI RMA are faster than on the service at "
+                    f"{sum(x > 1 for x in known)} of {len(known)} sizes and operations"
+                    + ("" if not known else f" (service / RMA {min(known):.2f}x to {max(known):.2f}x)"))
+        result["owners"][owner] = {"rma_faster": sum(x > 1 for x in known), "cases": len(known),
+                                   "min_speedup": min(known) if known else None,
+                                   "max_speedup": max(known) if known else None}
+    write_csv(os.path.join(out, "windows_summary.csv"), summary_rows)
+    training = report_windows_training(raw, result)
+    return result, "\n".join(text + training)
+
+
+def report_windows_training(raw, result):
+    """(h), second part: h_train_<tag>_<windows>_rep<k>.json, 4-rank trainings with each kind of window."""
+    runs = defaultdict(list)  # (tag, windows) -> summaries
+    for path in sorted(glob.glob(os.path.join(raw, "h_train_*.json"))):
+        m = re.match(r"h_train_(.+)_(rma|service)_rep\d+\.json$", os.path.basename(path))
+        if m:
+            with open(path) as f:
+                runs[(m.group(1), m.group(2))].append(json.load(f))
+    if not runs:
+        return []
+    med = lambda tag, w, key: (statistics.median(r[key] for r in runs[(tag, w)]) if runs.get((tag, w)) else None)
+    rows, result["training"] = [], {}
+    for tag in sorted({k[0] for k in runs}):
+        f = {w: med(tag, w, "samples_per_second") for w in ("rma", "service")}
+        acc = {w: med(tag, w, "final_accuracy") for w in ("rma", "service")}
+        ratio = div(f["rma"], f["service"])
+        fmt = lambda x, spec: "n/a" if x is None else format(x, spec)
+        rows.append([tag, fmt(f["rma"], ".0f"), fmt(f["service"], ".0f"), fmt_ratio(ratio), fmt(acc["rma"], ".4f"),
+                     fmt(acc["service"], ".4f"), str(len(runs.get((tag, "rma"), [])))])
+        result["training"][tag] = {"samples_per_second_rma": f["rma"], "samples_per_second_service": f["service"],
+                                   "ratio": ratio, "accuracy_rma": acc["rma"], "accuracy_service": acc["service"]}
+    return [f"\n  asynchronous strategies, mlp, mpirun -np 4 `fast train --runtime mpi` (median of the runs; "
+            f"{load_text(raw, 'h_train_*')})",
+            table(["strategy", "samples/s RMA", "samples/s service", "RMA / service", "accuracy RMA",
+                   "accuracy service", "runs"], rows)]
+
+
 # ---------------------------------------------------------- (b), (c) training runs
 def read_runs(raw, prefix):
     """{(model, impl): [record]} from raw/<prefix>_<model>_<impl>_rep<k>.json."""
@@ -433,6 +513,7 @@ REPORTS = {
     "processes": (report_processes, "e_*.csv"),
     "ddp_zmq": (report_ddp_zmq, "f_*"),
     "mpi": (report_mpi, "g_*.csv"),
+    "windows": (report_windows, "h_*.csv"),
     "python_zmq": (lambda out: report_python(out, "zmq", "fast launch -n 2"), "j_*_zmq_*"),
     "python_mpi": (lambda out: report_python(out, "mpi", "mpirun -np 2"), "j_*_mpi_*"),
 }
@@ -466,6 +547,11 @@ def verdict_lines(name, r):
                 f">= {v['native']['goal']}x MPI_Allreduce from 64 KiB up; worst ratio "
                 f"{worst_text(v['native']['worst_ratio_from_1MiB'])}; ring worst {worst_text(v['ring']['worst_ratio_from_64KiB'])}"
                 for n, v in r["ranks"].items()]
+    if name == "windows":
+        return ([f"(h) one-sided windows under mpi, owner {o}: information -- on MPI RMA faster than on the service "
+                 f"in {v['rma_faster']} of {v['cases']} cases" for o, v in r["owners"].items()]
+                + [f"(h) {tag} under mpirun -np 4: information -- samples/s with windows on MPI RMA / on the service "
+                   f"{worst_text(v['ratio'])}" for tag, v in r.get("training", {}).items()])
     if name == "codec":
         return [f"(d) codec {c}: {verdict(v['goal_met'])} -- {v['GBps']:.2f} GB/s, goal >= {v['goal_GBps']} GB/s"
                 f" ({v['vs_memcpy']:.2f}x memcpy)" for c, v in r["codecs"].items() if v["goal_met"] is not None]

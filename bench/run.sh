@@ -11,6 +11,10 @@
 #   (f) 2 processes: `fast launch -n 2 -- fast train --runtime zmq` vs PyTorch DDP over gloo (bench/ddp.py)
 #   (g) all-reduce bus bandwidth through `--runtime mpi`, 2 and 4 ranks: the Communicator with MPI's native
 #       collectives and with FAST's ring vs MPI_Allreduce called directly, all under mpirun
+#   (h) one-sided windows under mpirun -np 2 (bench_window_mpi): FAST's windows on MPI RMA (the default) and
+#       on the owner's service vs MPI RMA called directly, with the owner idle and computing (informs where
+#       the mpi runtime's windows run; no goal); and the asynchronous strategies under `mpirun -np 4 fast
+#       train --runtime mpi` with their windows on MPI RMA and on the service (samples/s, accuracy)
 #   (j) 2 processes, training loop written in Python: fast.torch (bench/python_train.py) under
 #       `fast launch -n 2` (zmq) and `mpirun -np 2` (mpi) vs PyTorch DDP over gloo (bench/ddp.py)
 #   (k) churn soak (bench/churn_soak.py; no peer: the ratio is worker 0's resident memory at the last
@@ -23,7 +27,7 @@
 # Methods and recorded figures: docs/benchmarks.md.
 #
 # Environment knobs (a-d with the defaults took 3 to 11 minutes on 2 busy cores; e and f add more):
-#   BENCH_ONLY="a b c d e f g j k l"  which benchmarks to run
+#   BENCH_ONLY="a b c d e f g h j k l"  which benchmarks to run
 #   BENCH_REPS=5           repetitions of each measurement (alternating FAST and peer); medians reported
 #   BENCH_QUICK=1          a short smoke run (1 repetition, small sizes, few steps) to check the harness
 #   BENCH_B_THREADS=2      libtorch intra-op threads for (b), both sides (FAST_TORCH_THREADS)
@@ -48,7 +52,7 @@ RAW=$OUT/raw
 PY=/usr/bin/python3   # Debian's python3 with python3-torch, not the first python3 on PATH
 REPORT=("$PY" "$ROOT/bench/report.py")
 
-ONLY=${BENCH_ONLY:-a b c d e f g j k l}
+ONLY=${BENCH_ONLY:-a b c d e f g h j k l}
 REPS=${BENCH_REPS:-5}
 QUICK=${BENCH_QUICK:-0}
 B_THREADS=${BENCH_B_THREADS:-2}
@@ -64,7 +68,11 @@ if [[ $QUICK == 1 ]]; then
   A_ARGS=(--max-bytes 4M --budget-bytes 32M --max-iters 200 --min-iters 3)
   B_STEPS_MLP=100; B_STEPS_CNN=10; C_STEPS_MLP=100; C_STEPS_CNN=10
   D_ARGS=(--n 655360 --rows 640 --reps 3)
+  H_MAX_BYTES=65536
+  H_TRAIN=(--steps 40)
 else
+  H_MAX_BYTES=16777216
+  H_TRAIN=(--epochs 1)
   D_ARGS=(--n 6553600 --rows 2560 --reps 7)
   A_ARGS=(--max-bytes 64M --budget-bytes 512M --max-iters 2000 --min-iters 8)
   B_STEPS_MLP=2000; B_STEPS_CNN=300; C_STEPS_MLP=2000; C_STEPS_CNN=300
@@ -97,7 +105,7 @@ if wants e || wants f || wants j; then
   need_exe "$BIN/fast" "the fast command (tools/fast) did not build"
   "$BIN/fast" launch --help >/dev/null 2>&1 || die "$BIN/fast launch --help failed"
 fi
-if wants b || wants c || wants f || wants l; then
+if wants b || wants c || wants f || wants h || wants l; then
   need_exe "$BIN/fast" "the fast command (tools/fast) did not build"
   "$BIN/fast" train --help >/dev/null 2>&1 || die "$BIN/fast train --help failed"
   for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
@@ -360,6 +368,49 @@ if wants g; then
   done
   echo
   "${REPORT[@]}" mpi "$OUT" | tee -a "$LOG"
+  echo
+fi
+
+# ------------------------------------------------------------------ (h) one-sided windows under mpi
+# h_<owner>_rep<k>.csv: bench_window_mpi under mpirun -np 2 (every implementation, alternating inside).
+if wants h; then
+  note "(h) one-sided windows under mpirun -np 2, 4 KiB..$((H_MAX_BYTES >> 10)) KiB (x4): FAST on MPI RMA | FAST service | MPI RMA direct; owner idle and computing"
+  need_exe "$BIN/bench_window_mpi" "build with OpenMPI"
+  for rep in $(seq 1 "$REPS"); do
+    for owner in idle busy; do
+      name="h_${owner}_rep$rep"
+      note "    rep $rep/$REPS: owner $owner"
+      run "$name" timeout -k 10 "$LAUNCH_TIMEOUT" mpirun -np 2 --bind-to none "$BIN/bench_window_mpi" --reps 1 \
+        --max-bytes "$H_MAX_BYTES" --owner "$owner" --out "$RAW/$name.csv"
+      need_file "$RAW/$name.csv" "no results; see $RAW/$name.log"
+    done
+  done
+  # h_train_<strategy>_<windows>_rep<k>.json: summaries of 4-rank trainings, the two windows alternating.
+  note "(h) asynchronous strategies, mlp, mpirun -np 4: windows on MPI RMA | on the service"
+  mpi4=(timeout -k 10 "$LAUNCH_TIMEOUT" mpirun -np 4 --bind-to none -x FAST_WINDOWS)
+  if (( 4 > $(nproc) )); then mpi4+=(--oversubscribe); fi
+  for rep in $(seq 1 "$REPS"); do
+    order=(rma service); if (( rep % 2 == 0 )); then order=(service rma); fi
+    for tag in ps-async ps-ssp easgd adpsgd gosgd acid; do
+      case $tag in
+        ps-async) strategy="ps --mode async" ;;
+        ps-ssp) strategy="ps --mode ssp --staleness 2" ;;
+        easgd) strategy="easgd --tau 2 --alpha 0.1" ;;
+        *) strategy=$tag ;;
+      esac
+      for windows in "${order[@]}"; do
+        name="h_train_${tag}_${windows}_rep$rep"
+        note "    rep $rep/$REPS: $strategy, windows $windows"
+        # shellcheck disable=SC2086  # the strategy's words are separate arguments
+        run "$name" env FAST_WINDOWS="$windows" "${mpi4[@]}" "$BIN/fast" train --runtime mpi --model mlp --seed 11 \
+          --eval-every 0 --progress never --batch 64 "${H_TRAIN[@]}" --optimizer momentum --momentum 0.9 --lr 0.01 \
+          --strategy $strategy --summary "$RAW/$name.json"
+        need_file "$RAW/$name.json" "no summary; see $RAW/$name.log"
+      done
+    done
+  done
+  echo
+  "${REPORT[@]}" windows "$OUT" | tee -a "$LOG"
   echo
 fi
 

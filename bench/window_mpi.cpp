@@ -1,12 +1,23 @@
-// Benchmark (h): one-sided window operations under `mpirun -np 2`: FAST's Window (a service
-// activity of the owner answering point-to-point requests, here over the `mpi` runtime) against
-// MPI RMA with a passive target (MPI_Win_lock / MPI_Accumulate or MPI_Get / MPI_Win_unlock), in the
-// same processes, alternating. Rank 1 issues the operations on rank 0's tensor while rank 0 waits;
-// each operation is complete at the target when timed (FAST: its Work; MPI: MPI_Win_unlock).
+// Benchmark (h): one-sided window operations under `mpirun -np 2`: FAST's Window over the `mpi`
+// runtime, both ways (fast_window_service: a service activity of the owner answering
+// point-to-point requests; fast_window_rma: the runtime's one-sided memory on MPI RMA, the
+// default), against MPI RMA called directly with a passive target, in the same processes,
+// alternating. Rank 1 issues the operations
+// on rank 0's tensor; each operation is complete at the target when timed (FAST: its Work; MPI:
+// MPI_Win_unlock). Two RMA variants:
+//   mpi_rma_allocate  the best case: memory from MPI_Win_allocate (on one host OpenMPI's `osc sm`,
+//                     plain loads and stores), a shared lock, MPI_Accumulate(MPI_SUM) or MPI_Get;
+//   mpi_rma_create    what a FAST window on RMA would have to do: it exposes the caller's memory
+//                     (MPI_Win_create), and its operations are atomic as a whole and count a
+//                     version: an exclusive lock, MPI_Get, MPI_Win_flush, the sum formed at the
+//                     requester, MPI_Put, MPI_Fetch_and_op on a version window, MPI_Win_unlock
+//                     (get: MPI_Get and the version read).
+// --owner idle: rank 0 waits in MPI (FAST: in a receive) meanwhile; --owner busy: rank 0's thread
+// computes without calling MPI (as a training worker does), looking for the end every 10 ms.
 // Prints CSV: impl,op,bytes,iterations,seconds_per_op,GBps. Decides where the mpi runtime's windows
 // belong (docs/benchmarks.md, (h)).
 //
-// usage: mpirun -np 2 bench_window_mpi [--reps N] [--max-bytes B] [--out FILE]
+// usage: mpirun -np 2 bench_window_mpi [--reps N] [--max-bytes B] [--owner idle|busy] [--out FILE]
 
 #include <mpi.h>
 
@@ -14,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -27,6 +39,7 @@ namespace {
 struct Args {
   int reps = 3;
   std::size_t max_bytes = std::size_t{16} << 20;
+  bool busy_owner = false;
   std::string out;
 };
 
@@ -46,9 +59,40 @@ void row(std::FILE* out, const char* impl, const char* op, std::size_t bytes, st
   std::fflush(out);
 }
 
-// FAST: a Window over the mpi runtime; rank 1 accumulates into and gets from rank 0's tensor.
-void fast_side(const Args& a, std::FILE* out) {
-  fast::runtime::launch({.runtime = "mpi", .op_timeout_seconds = 600}, [&](fast::runtime::Context& ctx) {
+// Computes (no MPI call) for `seconds`.
+void spin(double seconds) {
+  volatile double x = 1;
+  const double until = now() + seconds;
+  while (now() < until)
+    for (int i = 0; i < 1000; ++i) x = x * 1.0000001 + 1e-9;
+}
+
+// Rank 0 until rank 1 sends the end (tag 7 of MPI_COMM_WORLD): waiting in MPI, or computing.
+void owner_waits(const Args& a) {
+  int end = 0, flag = 0;
+  MPI_Request r;
+  MPI_Irecv(&end, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, &r);
+  if (!a.busy_owner) {
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    return;
+  }
+  while (flag == 0) {
+    spin(0.01);
+    MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+  }
+}
+
+void end_owner() {
+  int end = 1;
+  MPI_Send(&end, 1, MPI_INT, 0, 7, MPI_COMM_WORLD);
+}
+
+// FAST: a Window over the mpi runtime, its windows on MPI RMA (`windows` = "rma", the default) or
+// on the owner's service; rank 1 accumulates into and gets from rank 0's tensor.
+void fast_side(const Args& a, const std::string& windows, std::FILE* out) {
+  const std::string impl = "fast_window_" + windows;
+  fast::runtime::launch({.runtime = "mpi", .op_timeout_seconds = 600, .windows = windows},
+                        [&](fast::runtime::Context& ctx) {
     fast::collective::Communicator comm(ctx);
     std::vector<float> exposed(a.max_bytes / sizeof(float)), mine(a.max_bytes / sizeof(float), 1.0f);
     fast::collective::Window window(comm, "bench", fast::core::MutableView(std::span<float>(exposed)));
@@ -60,18 +104,26 @@ void fast_side(const Args& a, std::FILE* out) {
         window.accumulate(0, src).wait();  // warm-up
         double t0 = now();
         for (std::size_t i = 0; i < iters; ++i) window.accumulate(0, src).wait();
-        row(out, "fast_window", "accumulate", bytes, iters, now() - t0);
+        row(out, impl.c_str(), "accumulate", bytes, iters, now() - t0);
         t0 = now();
         for (std::size_t i = 0; i < iters; ++i) window.get(0, dst).wait();
-        row(out, "fast_window", "get", bytes, iters, now() - t0);
+        row(out, impl.c_str(), "get", bytes, iters, now() - t0);
       }
+      ctx.send(0, fast::runtime::make_tag(fast::runtime::TagKind::user, 1, 0), {}).wait();
+    } else {
+      fast::core::Work done = ctx.recv(1, fast::runtime::make_tag(fast::runtime::TagKind::user, 1, 0),
+                                       fast::core::MutableView());
+      while (a.busy_owner ? !done.is_completed() : !done.wait(1.0)) {
+        if (a.busy_owner) spin(0.01);
+      }
+      done.wait();
     }
     window.close();
   });
 }
 
-// MPI RMA, passive target: rank 1 locks rank 0's window for each operation.
-void rma_side(const Args& a, int rank, std::FILE* out) {
+// MPI RMA, passive target, best case: memory from MPI_Win_allocate, a shared lock per operation.
+void rma_allocate_side(const Args& a, int rank, std::FILE* out) {
   float* base = nullptr;
   MPI_Win win;
   MPI_Win_allocate(static_cast<MPI_Aint>(a.max_bytes), sizeof(float), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
@@ -90,17 +142,73 @@ void rma_side(const Args& a, int rank, std::FILE* out) {
       accumulate();  // warm-up
       double t0 = now();
       for (std::size_t i = 0; i < iters; ++i) accumulate();
-      row(out, "mpi_rma", "accumulate", bytes, iters, now() - t0);
+      row(out, "mpi_rma_allocate", "accumulate", bytes, iters, now() - t0);
       t0 = now();
       for (std::size_t i = 0; i < iters; ++i) {
         MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
         MPI_Get(mine.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, win);
         MPI_Win_unlock(0, win);
       }
-      row(out, "mpi_rma", "get", bytes, iters, now() - t0);
+      row(out, "mpi_rma_allocate", "get", bytes, iters, now() - t0);
     }
+    end_owner();
+  } else {
+    owner_waits(a);
   }
   MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_free(&win);
+}
+
+// MPI RMA as a FAST window would use it: the caller's memory (MPI_Win_create), each operation
+// atomic as a whole under an exclusive lock and counted in a version (a second window).
+void rma_create_side(const Args& a, int rank, std::FILE* out) {
+  std::vector<float> exposed(a.max_bytes / sizeof(float), 0.0f), mine(exposed.size(), 1.0f), sum(exposed.size());
+  MPI_Win win, versions;
+  MPI_Win_create(exposed.data(), static_cast<MPI_Aint>(a.max_bytes), sizeof(float), MPI_INFO_NULL, MPI_COMM_WORLD,
+                 &win);
+  std::uint64_t* version = nullptr;
+  MPI_Win_allocate(sizeof(std::uint64_t), sizeof(std::uint64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &version, &versions);
+  *version = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 1) {
+    const std::uint64_t one = 1, none = 0;
+    std::uint64_t seen = 0;
+    auto count = [&](const std::uint64_t* add, MPI_Op op) {
+      MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, versions);
+      MPI_Fetch_and_op(add, &seen, MPI_UINT64_T, 0, 0, op, versions);
+      MPI_Win_unlock(0, versions);
+    };
+    for (const std::size_t bytes : sizes(a)) {
+      const int n = static_cast<int>(bytes / sizeof(float));
+      const std::size_t iters = iterations(bytes);
+      auto accumulate = [&] {
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+        MPI_Get(sum.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, win);
+        MPI_Win_flush(0, win);
+        for (int i = 0; i < n; ++i) sum[static_cast<std::size_t>(i)] += mine[static_cast<std::size_t>(i)];
+        MPI_Put(sum.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, win);
+        count(&one, MPI_SUM);
+        MPI_Win_unlock(0, win);
+      };
+      accumulate();  // warm-up
+      double t0 = now();
+      for (std::size_t i = 0; i < iters; ++i) accumulate();
+      row(out, "mpi_rma_create", "accumulate", bytes, iters, now() - t0);
+      t0 = now();
+      for (std::size_t i = 0; i < iters; ++i) {
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+        MPI_Get(sum.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, win);
+        count(&none, MPI_NO_OP);
+        MPI_Win_unlock(0, win);
+      }
+      row(out, "mpi_rma_create", "get", bytes, iters, now() - t0);
+    }
+    end_owner();
+  } else {
+    owner_waits(a);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_free(&versions);
   MPI_Win_free(&win);
 }
 
@@ -113,8 +221,9 @@ int main(int argc, char** argv) {
     if (key == "--reps") a.reps = std::atoi(value.c_str());
     else if (key == "--max-bytes") a.max_bytes = std::strtoull(value.c_str(), nullptr, 10);
     else if (key == "--out") a.out = value;
+    else if (key == "--owner" && (value == "idle" || value == "busy")) a.busy_owner = value == "busy";
     else {
-      std::fprintf(stderr, "usage: mpirun -np 2 %s [--reps N] [--max-bytes B] [--out FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: mpirun -np 2 %s [--reps N] [--max-bytes B] [--owner idle|busy] [--out FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -124,7 +233,8 @@ int main(int argc, char** argv) {
   if (out == nullptr) return 1;
   if (writer) std::fprintf(out, "impl,op,bytes,iterations,seconds_per_op,GBps\n");
   for (int rep = 0; rep < a.reps; ++rep) {
-    fast_side(a, out);  // initialises MPI (MPI_THREAD_MULTIPLE) the first time
+    fast_side(a, "service", out);  // initialises MPI (MPI_THREAD_MULTIPLE) the first time
+    fast_side(a, "rma", out);
     int rank = 0, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -132,7 +242,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: run it with mpirun -np 2\n", argv[0]);
       return 2;
     }
-    rma_side(a, rank, out);
+    rma_allocate_side(a, rank, out);
+    rma_create_side(a, rank, out);
   }
   if (out != stdout) std::fclose(out);
   return 0;

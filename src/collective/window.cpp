@@ -17,6 +17,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/random.hpp"
 #include "fast/core/log.hpp"
+#include "fast/runtime/remote_memory.hpp"
 #include "codec_links.hpp"
 #include "window_arithmetic.hpp"
 
@@ -68,12 +69,6 @@ double owner_traffic(std::int64_t op, double bytes) {
   return reply + (op == kPut ? 2 : 3) * bytes;
 }
 
-// An exchange_difference's parameters, as the header carries them.
-struct Exchange {
-  std::size_t summed = 0;
-  std::vector<double> coefficients;  // one per block; empty for the other operations
-};
-
 // Bytes the owner streams through memory for an exchange_difference on blocks of `bytes` each:
 // the summed blocks read, m written and copied into the reply, a read-modify-write per block moved.
 double exchange_traffic(const Exchange& x, double bytes) {
@@ -106,6 +101,9 @@ struct Window::Shared {
     double sent_at;  // Context::now when it was sent (a loss of the peer since: runtime::lost_since)
   };
   std::vector<Reply> replies;
+  // On one-sided memory: this worker's region handle (owned by the Window) and rank; null: the service.
+  runtime::RemoteRegion* region = nullptr;
+  int rank = 0;
 
   Tag tag(std::uint32_t detail) const { return runtime::make_tag(TagKind::window, id, detail); }
   void serve();
@@ -210,32 +208,12 @@ void Window::Shared::apply(int src, const wire::WindowRequest& r) {
     ctx.recv(src, tag(seq | 0x800000), incoming.view()).wait();
   }
   std::shared_ptr<core::Buffer> reply;
+  if (returns_data(op)) reply = std::make_shared<core::Buffer>(count, view.dtype());
   std::int64_t ack = 0;
   {
     std::lock_guard<runtime::Mutex> lock(*mutex);
-    if (op == kExchangeDifference) {
-      reply = std::make_shared<core::Buffer>(count, view.dtype());
-      difference_into(region, count, exchange.summed, std::as_const(incoming).view(), reply->view());
-      add_to_blocks(region, count, exchange.coefficients, std::as_const(*reply).view());
-    } else {
-      if (returns_data(op)) {
-        reply = std::make_shared<core::Buffer>(count, view.dtype());
-        core::copy(core::ConstView(region), reply->view());
-      }
-      if (op == kFetchAverage) {
-        if (view.dtype() == core::DType::f32)
-          average_into(region.as<float>(), std::as_const(incoming).as<float>());
-        else
-          average_into(region.as<double>(), std::as_const(incoming).as<double>());
-      } else if (op == kAccumulateScaled) {
-        add_scaled(region, std::as_const(incoming).view(), scale);
-        add_scalar(scale_at, scale);
-      } else if (op == kPut) {
-        core::copy(std::as_const(incoming).view(), region);
-      } else if (op != kGet) {  // accumulate, fetch_accumulate
-        add_same(region, std::as_const(incoming).view());
-      }
-    }
+    apply_plain(r.op, region, std::as_const(incoming).view(), reply ? reply->view() : MutableView(), count, exchange,
+                scale, scale_at);
     if (op != kGet) ++version;
     ack = static_cast<std::int64_t>(version);
     ctx.memory_traffic(op == kExchangeDifference  // under the lock, as the work
@@ -310,9 +288,42 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
   answer(src, seq, std::move(reply), ack);
 }
 
-Window::Local::Local(std::shared_ptr<Shared> shared) : shared_(std::move(shared)), lock_(*shared_->mutex) {}
+// On one-sided memory the guard takes the owner's own region, and the version lives in the region's
+// counter: read when the guard starts, the guard's bumps added when it ends.
+Window::Local::Local(std::shared_ptr<Shared> shared) : shared_(std::move(shared)), lock_(*shared_->mutex) {
+  if (shared_->region == nullptr) return;
+  shared_->region->acquire(shared_->rank);
+  try {
+    shared_->version = shared_->region->add_to_counter(shared_->rank, 0);
+  } catch (...) {
+    shared_->region->release(shared_->rank);
+    throw;
+  }
+  holds_region_ = true;
+}
+
+Window::Local::Local(Local&& other) noexcept
+    : shared_(std::move(other.shared_)),
+      lock_(std::move(other.lock_)),
+      bumps_(std::exchange(other.bumps_, 0)),
+      holds_region_(std::exchange(other.holds_region_, false)) {}
+
+Window::Local::~Local() {
+  if (!holds_region_) return;
+  try {
+    if (bumps_ > 0) shared_->region->add_to_counter(shared_->rank, bumps_);
+    shared_->region->release(shared_->rank);
+  } catch (const std::exception& e) {
+    // MPI is fail-stop: an error here means the run is ending; the next operation reports it.
+    core::log(core::LogLevel::warn, "window '{}': the owner's guard ended with: {}", shared_->name, e.what());
+  }
+}
+
 MutableView Window::Local::view() const noexcept { return shared_->view; }
-void Window::Local::bump() noexcept { ++shared_->version; }
+void Window::Local::bump() noexcept {
+  ++shared_->version;
+  ++bumps_;
+}
 std::uint64_t Window::Local::version() const noexcept { return shared_->version; }
 
 Window::Window(Communicator& comm, std::string name, MutableView local, WindowOptions options)
@@ -346,11 +357,17 @@ Window::Window(Communicator& comm, std::string name, MutableView local, WindowOp
     links_ = std::unique_ptr<Links>(new Links{ctx.make_mutex(), CodecLinks(options_, comm.rank())});
   }
   shared_ = std::shared_ptr<Shared>(new Shared{ctx, ctx.make_mutex(), local, 0, id_, name_, std::move(owner_links)});
-  service_ = ctx.spawn("window " + name_, [shared = shared_] { shared->serve(); });
+  shared_->rank = comm.rank();
+  // One-sided memory where the runtime offers it, for windows without a codec (the same answer on
+  // every worker: the same runtime and codec; a joining worker never finds it, mpi has none).
+  runtime::RemoteMemory* remote = ctx.remote_memory();
+  if (remote != nullptr && links_ == nullptr && !comm.joining()) region_ = remote->expose(local.data(), local.bytes());
+  shared_->region = region_.get();
+  if (region_ == nullptr) service_ = ctx.spawn("window " + name_, [shared = shared_] { shared->serve(); });
 }
 
 Window::~Window() {
-  if (closed_) return;
+  if (closed_ || region_ != nullptr) return;  // an unclosed region frees nothing collective
   try {
     stop_service();
   } catch (const std::exception& e) {
@@ -386,6 +403,8 @@ Work Window::request(int op, int peer, ConstView payload, MutableView reply, std
       dtype != core::DType::f64)
     FAST_THROW(core::InvalidArgument, "window '{}': {} needs f32 or f64 data, got {}", name_, op_name(op),
                core::name_of(dtype));
+  if (region_ != nullptr)
+    return one_sided(op, peer, payload, reply, offset, version, count, scale, scale_at, coefficients, summed);
   runtime::Context& ctx = comm_.context();
   const std::uint32_t seq = next_seq_.fetch_add(1, std::memory_order_relaxed) % kSeqLimit;
   struct Pending {
@@ -516,6 +535,16 @@ void Window::stop_service() {
 void Window::close() {
   if (closed_) return;
   comm_.barrier();  // every worker has finished its requests (each waits for its own)
+  if (region_ != nullptr) {
+    // Nobody reaches the tensor any more: the owner's guards go on with the lock alone, and the
+    // version the region counted stays readable through them.
+    closed_ = true;
+    std::lock_guard<runtime::Mutex> lock(*shared_->mutex);  // no guard of the owner is open
+    shared_->version = region_->add_to_counter(comm_.rank(), 0);
+    shared_->region = nullptr;
+    region_->close();
+    return;
+  }
   stop_service();
 }
 

@@ -102,4 +102,36 @@ void add_scalar(MutableView at, double value) {
     at.as<double>()[0] += value;
 }
 
+void apply_plain(wire::WindowRequest::Op op, MutableView region, ConstView incoming, MutableView reply,
+                 std::size_t count, const Exchange& exchange, double scale, MutableView scale_at) {
+  using Op = wire::WindowRequest::Op;
+  if (op == Op::exchange_difference) {
+    difference_into(region, count, exchange.summed, incoming, reply);
+    add_to_blocks(region, count, exchange.coefficients, reply);
+    return;
+  }
+  if (op == Op::get || op == Op::fetch_accumulate || op == Op::fetch_average) core::copy(ConstView(region), reply);
+  switch (op) {
+    case Op::fetch_average:
+      if (region.dtype() == core::DType::f32)
+        average_into(region.as<float>(), incoming.as<float>());
+      else
+        average_into(region.as<double>(), incoming.as<double>());
+      break;
+    case Op::accumulate_scaled:
+      add_scaled(region, incoming, scale);
+      add_scalar(scale_at, scale);
+      break;
+    case Op::put:
+      core::copy(incoming, region);
+      break;
+    case Op::accumulate:
+    case Op::fetch_accumulate:
+      add_same(region, incoming);
+      break;
+    default:  // get
+      break;
+  }
+}
+
 }  // namespace fast::collective::detail

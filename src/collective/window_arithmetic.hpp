@@ -1,6 +1,7 @@
 #pragma once
-// The element-wise arithmetic a window's service applies to its exposed tensor (internal to
-// src/collective; window.cpp). Views are f32 or f64; lengths are the caller's to match.
+// The element-wise arithmetic a window applies to its exposed tensor (internal to src/collective:
+// the owner's service in window.cpp, the requester on one-sided memory in window_one_sided.cpp).
+// Views are f32 or f64 unless said; lengths are the caller's to match.
 
 #include <cstddef>
 #include <span>
@@ -8,6 +9,7 @@
 
 #include "fast/core/buffer.hpp"
 #include "fast/core/tensor_view.hpp"
+#include "fast/wire/requests.hpp"
 
 namespace fast::collective::detail {
 
@@ -45,5 +47,20 @@ void average_into(std::span<T> region, std::span<const T> incoming) {
   for (std::size_t i = 0; i < region.size(); ++i)
     region[i] = static_cast<T>((static_cast<double>(region[i]) + static_cast<double>(incoming[i])) * 0.5);
 }
+
+// An exchange_difference's parameters, as the request header carries them.
+struct Exchange {
+  std::size_t summed = 0;
+  std::vector<double> coefficients;  // one per block; empty for the other operations
+};
+
+// One uncompressed operation (not stop) on `region`, the owner's elements it touches (any dtype
+// for put and get; for exchange_difference the B blocks of `count` elements): `incoming` is the
+// request's payload (empty for get), `reply` receives the data the operation returns (get,
+// fetch_accumulate, fetch_average: the region before; exchange_difference: m; otherwise empty),
+// `scale_at` is accumulate_scaled's extra element (empty: none). The same arithmetic, bit for bit,
+// wherever the operation is applied.
+void apply_plain(wire::WindowRequest::Op op, MutableView region, ConstView incoming, MutableView reply,
+                 std::size_t count, const Exchange& exchange, double scale, MutableView scale_at);
 
 }  // namespace fast::collective::detail

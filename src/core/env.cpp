@@ -43,6 +43,9 @@ constexpr std::array kTable{
     EnvVar{"FAST_COLLECTIVES", EnvType::string, "",
            "fast (FAST's ring collectives) or native (the runtime's own: MPI_Allreduce... under mpi); empty: the "
            "runtime's default (native under mpi, fast elsewhere)."},
+    EnvVar{"FAST_WINDOWS", EnvType::string, "",
+           "rma (one-sided windows on the runtime's one-sided memory: MPI RMA under mpi) or service (the owner's "
+           "service activity over messages); empty: the runtime's default (rma under mpi, service elsewhere)."},
 };
 
 const EnvVar& lookup(std::string_view name) {

@@ -36,6 +36,13 @@ double launch(const LaunchOptions& options, const WorkerFn& fn) {
   FAST_ENFORCE(resolved.collectives == "fast" || backend.native_collectives,
                "collectives: native: the {} runtime has no native collectives (the mpi runtime has); use fast",
                options.runtime);
+  if (resolved.windows.empty()) resolved.windows = core::env_string("FAST_WINDOWS");
+  if (resolved.windows.empty()) resolved.windows = backend.remote_memory ? "rma" : "service";
+  FAST_ENFORCE(resolved.windows == "rma" || resolved.windows == "service",
+               "windows: expected rma or service, got '{}'", resolved.windows);
+  FAST_ENFORCE(resolved.windows == "service" || backend.remote_memory,
+               "windows: rma: the {} runtime has no one-sided memory (the mpi runtime has); use service",
+               options.runtime);
   return backend.launch(resolved, fn);
 }
 

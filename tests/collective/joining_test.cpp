@@ -48,6 +48,7 @@ class JoiningContext final : public Context {
   // The capabilities too: every worker's Communicator must choose the same paths.
   runtime::NativeCollectives* native_collectives() override { return inner_.native_collectives(); }
   runtime::SharedRendezvous* shared_rendezvous() override { return inner_.shared_rendezvous(); }
+  runtime::RemoteMemory* remote_memory() override { return inner_.remote_memory(); }
   std::optional<runtime::NetworkModel> network_model() const override { return inner_.network_model(); }
 
  private:

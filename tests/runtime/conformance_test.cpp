@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <fstream>
 #include <numeric>
@@ -16,6 +17,7 @@
 #include "fast/core/error.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/native_collectives.hpp"
+#include "fast/runtime/remote_memory.hpp"
 #include "fast/runtime/shared_rendezvous.hpp"
 
 namespace fast::runtime {
@@ -296,6 +298,82 @@ TEST_P(Conformance, TheSharedRendezvousJoinsEveryWorkersMemoryWhereOffered) {
       for (int r = 0; r < n; ++r) EXPECT_EQ(mine[static_cast<std::size_t>(r)], 10 * r + use) << "slot " << r;
     }
   });
+}
+
+// One-sided memory (mpi only: MPI RMA). Every worker exposes eight i64 slots; two activities of
+// every worker add 1 to worker 0's slot 0 forty times each by a read-modify-write under acquire,
+// counting in worker 0's counter, so a lost update would show; every worker writes its rank into
+// the next worker's slot 1 + rank and reads it back; worker 0 also stores into its own memory
+// directly while it holds itself. A range outside the owner's bytes is refused before anything
+// moves. Writes count as bytes sent to the owner in the writer's link statistics.
+TEST_P(Conformance, OneSidedMemoryIsExclusiveAndCountsWhereOffered) {
+  const bool offered = GetParam().runtime == "mpi";
+  run([offered](Context& ctx) {
+    RemoteMemory* memory = ctx.remote_memory();
+    if (!offered) {
+      EXPECT_EQ(memory, nullptr) << ctx.runtime_name() << " offers one-sided memory";
+      return;
+    }
+    ASSERT_NE(memory, nullptr);
+    const int n = ctx.size(), r = ctx.rank(), next = (r + 1) % n;
+    constexpr int kAdds = 40;
+    std::vector<std::int64_t> mine(8, -1);
+    mine[0] = 0;
+    std::unique_ptr<RemoteRegion> region = memory->expose(mine.data(), mine.size() * sizeof(std::int64_t));
+    if (region == nullptr) {  // this machine's MPI has no one-sided component (its warning says why)
+      std::printf("one-sided memory not checked: MPI offers none on this machine\n");
+      return;
+    }
+    const std::uint64_t sent_before = ctx.link_stats(next).bytes_sent;
+    auto adder = [&] {
+      for (int i = 0; i < kAdds; ++i) {
+        std::int64_t value = 0;
+        region->acquire(0);
+        region->read(0, 0, &value, sizeof(value));
+        ++value;
+        region->write(0, 0, &value, sizeof(value));
+        region->add_to_counter(0, 1);
+        region->release(0);
+      }
+    };
+    Work other = ctx.spawn("adder", adder);
+    adder();
+    other.wait();
+    const std::int64_t me = r;
+    region->acquire(next);
+    region->write(next, sizeof(std::int64_t) * static_cast<std::size_t>(1 + r), &me, sizeof(me));
+    region->release(next);
+    std::int64_t back = -1;
+    region->acquire(next);
+    region->read(next, sizeof(std::int64_t) * static_cast<std::size_t>(1 + r), &back, sizeof(back));
+    EXPECT_THROW(region->read(next, 8 * sizeof(std::int64_t) - 4, &back, 8), core::InvalidArgument);
+    region->release(next);
+    EXPECT_EQ(back, r);
+    EXPECT_EQ(ctx.link_stats(next).bytes_sent - sent_before, sizeof(std::int64_t) * (next == 0 ? 2 * kAdds + 1 : 1));
+    // Everyone is done before worker 0 looks: a message to 0, its answer after the checks.
+    std::vector<float> token(1);
+    if (r != 0) {
+      ctx.send(0, user_tag(40), cview(token)).wait();
+      ctx.recv(0, user_tag(41), mview(token)).wait();
+    } else {
+      for (int p = 1; p < n; ++p) ctx.recv(p, user_tag(40), mview(token)).wait();
+      region->acquire(0);
+      EXPECT_EQ(mine[0], 2 * kAdds * n) << "an update was lost";
+      EXPECT_EQ(region->add_to_counter(0, 0), static_cast<std::uint64_t>(2 * kAdds * n));
+      mine[7] = 77;  // the owner's own store while it holds itself
+      region->release(0);
+      for (int p = 1; p < n; ++p) ctx.send(p, user_tag(41), cview(token)).wait();
+    }
+    std::int64_t seen = 0;
+    region->acquire(0);
+    region->read(0, 7 * sizeof(std::int64_t), &seen, sizeof(seen));
+    region->release(0);
+    EXPECT_EQ(seen, 77);
+    region->acquire(r);  // the previous worker's write, through this worker's own memory
+    EXPECT_EQ(mine[static_cast<std::size_t>(1 + (r + n - 1) % n)], (r + n - 1) % n);
+    region->release(r);
+    region->close();
+  }, {.op_timeout_seconds = 30});
 }
 
 // A wait with a time limit returns false; a receive never matched ends with TimeoutError after

@@ -5,8 +5,18 @@
 // service activity of the owner answers requests, so the owner may be computing, sleeping or
 // waiting meanwhile.
 //
-// Built on Context point-to-point messages only (recv_any for requests), so it works on every
-// runtime. Each request is a header (op, offset, count, dtype, sequence, ...) plus, for put,
+// Two ways to reach the owner's tensor, chosen when the window opens, the same on every worker:
+//
+// One-sided memory (Context::remote_memory, fast/runtime/remote_memory.hpp: the mpi runtime's MPI
+// RMA, LaunchOptions::windows = "rma"), for windows without a codec: the requester itself takes
+// the owner's region alone, reads what the operation needs, applies the operation's arithmetic
+// (the service's, bit for bit), writes the result back and counts the version, and releases the
+// region. No activity of the owner runs; every operation completes before it returns (its Work
+// is complete). The owner's Local guard takes its own region the same way (after close(): its
+// lock alone, as nobody else reaches the tensor).
+//
+// The service, everywhere else: built on Context point-to-point messages only (recv_any for
+// requests), so it works on every runtime. Each request is a header (op, offset, count, dtype, sequence, ...) plus, for put,
 // accumulate, fetch_accumulate, fetch_average and exchange_difference, a payload message; the owner
 // answers with the data (get, fetch_accumulate, fetch_average, exchange_difference) and an
 // acknowledgement carrying the tensor's
@@ -71,6 +81,9 @@
 namespace fast::core {
 struct SavedState;  // fast/core/saved_state.hpp
 }  // namespace fast::core
+namespace fast::runtime {
+class RemoteRegion;  // fast/runtime/remote_memory.hpp
+}  // namespace fast::runtime
 
 namespace fast::collective {
 
@@ -161,9 +174,14 @@ class Window {
 
   struct Shared;  // state shared with the service activity
 
-  // The owner's own access to its exposed tensor: holds the window lock for the guard's lifetime.
+  // The owner's own access to its exposed tensor: holds the window lock (on one-sided memory: the
+  // owner's region, see above) for the guard's lifetime. Constructed and destroyed by the same
+  // activity; movable (the moved-from guard holds nothing), not copyable.
   class Local {
    public:
+    ~Local();
+    Local(Local&& other) noexcept;
+    Local& operator=(Local&&) = delete;
     core::MutableView view() const noexcept;
     // Counts an owner-side change in the version (e.g. a parameter server applied an update).
     void bump() noexcept;
@@ -174,6 +192,8 @@ class Window {
     explicit Local(std::shared_ptr<Shared> shared);
     std::shared_ptr<Shared> shared_;
     std::unique_lock<runtime::Mutex> lock_;
+    std::uint64_t bumps_ = 0;  // on one-sided memory: added to the owner's counter at the end
+    bool holds_region_ = false;  // on one-sided memory: this guard holds the owner's region
   };
   Local local();
 
@@ -198,6 +218,11 @@ class Window {
                      std::uint64_t* version, core::DType dtype, std::size_t count, bool encoded,
                      double scale = 0, std::int64_t scale_at = -1, std::span<const double> coefficients = {},
                      std::size_t summed = 0);
+  // request() on one-sided memory (window_one_sided.cpp): the operation applied by this worker
+  // inside owner's region; complete when it returns.
+  core::Work one_sided(int op, int peer, core::ConstView payload, core::MutableView reply, std::size_t offset,
+                       std::uint64_t* version, std::size_t count, double scale, std::int64_t scale_at,
+                       std::span<const double> coefficients, std::size_t summed);
   bool encodes(core::DType dtype) const noexcept;
   void check_range(const char* what, int peer, std::size_t offset, std::size_t count, core::DType dtype) const;
   void stop_service();
@@ -212,7 +237,8 @@ class Window {
   WindowOptions options_;
   struct Links;                    // requester-side codec state per (peer, range)
   std::unique_ptr<Links> links_;
-  core::Work service_;
+  core::Work service_;                              // the service activity (none on one-sided memory)
+  std::unique_ptr<runtime::RemoteRegion> region_;   // one-sided memory, or null: the service
   bool closed_ = false;
 };
 

@@ -56,6 +56,7 @@ namespace fast::runtime {
 
 class NativeCollectives;  // native_collectives.hpp
 class SharedRendezvous;   // shared_rendezvous.hpp
+class RemoteMemory;       // remote_memory.hpp
 
 // What a receive does with the incoming elements.
 enum class Combine : std::uint8_t {
@@ -174,6 +175,12 @@ class Context {
   // Every worker of a world must see the same answer (the collectives choose their path by it): a
   // Context that wraps another forwards it.
   virtual SharedRendezvous* shared_rendezvous() { return nullptr; }
+
+  // One-sided access to memory other workers expose (remote_memory.hpp), or null: mpi offers it
+  // on MPI RMA unless the run chose FAST's service (LaunchOptions::windows = "service"); threads,
+  // sim and zmq do not. Owned by the runtime; valid while the worker runs. Every worker of a world
+  // sees the same answer; a Context that wraps another forwards it.
+  virtual RemoteMemory* remote_memory() { return nullptr; }
 
   // What this runtime knows of its network (network_model.hpp), the same on every worker, or
   // nothing: sim derives it from its cluster (the slowest of the routes it samples); the real

@@ -56,6 +56,12 @@ struct LaunchOptions {
   // else the runtime's default: native under mpi, fast elsewhere). "native" on a runtime without
   // native collectives is an InvalidArgument.
   std::string collectives;
+  // Where one-sided windows (fast/collective/window.hpp) run: "rma" (the runtime's one-sided
+  // memory, Context::remote_memory: MPI RMA under mpi), "service" (the owner's service activity
+  // over point-to-point messages, every runtime) or "" (FAST_WINDOWS, else the runtime's default:
+  // rma under mpi, service elsewhere). "rma" on a runtime without one-sided memory is an
+  // InvalidArgument. Windows with a codec always use the service.
+  std::string windows;
   // sim: whether each worker needs an OS thread of its own. false (the default): the actors take
   // turns on one OS thread, switching stacks at runtime calls (SimGrid's raw contexts: a switch
   // costs about as much as a function call). true: one OS thread per actor (SimGrid's thread

@@ -15,10 +15,13 @@ struct RuntimeBackend {
   std::string_view name;         // LaunchOptions::runtime
   std::string_view description;  // one line, for --help and docs
   // Runs the local workers of a world (launch()'s contract); options are already validated for
-  // the fields every runtime shares, and `collectives` is resolved to "fast" or "native".
+  // the fields every runtime shares, `collectives` is resolved to "fast" or "native" and `windows`
+  // to "rma" or "service".
   double (*launch)(const LaunchOptions& options, const WorkerFn& fn) = nullptr;
   // Whether it offers native collectives (LaunchOptions::collectives = "native").
   bool native_collectives = false;
+  // Whether it offers one-sided memory (LaunchOptions::windows = "rma").
+  bool remote_memory = false;
 };
 
 // Every backend of this build, in a fixed order (threads first).

@@ -43,13 +43,17 @@ double run_mpi(const LaunchOptions& options, const WorkerFn& fn) {
       options.op_timeout_seconds >= 0 ? options.op_timeout_seconds : core::env_number("FAST_OP_TIMEOUT");
   Communicator data;   // the transport's messages
   Communicator group;  // the native collectives
+  Communicator windows;  // the one-sided windows (MPI RMA)
   MpiCollectives native(group.comm);
+  MpiRemoteMemory remote(windows.comm, session.rank, session.size);
   MpiTransport transport(data.comm, session.rank, session.size, op_timeout);
   if (options.collectives == "native") transport.set_native_collectives(&native);
+  if (options.windows == "rma") transport.set_remote_memory(&remote);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  core::log(core::LogLevel::info, "mpi runtime: rank {} of {}, pid {} on host {}, {} collectives", session.rank,
-            session.size, static_cast<long>(getpid()), host, options.collectives);
+  core::log(core::LogLevel::info, "mpi runtime: rank {} of {}, pid {} on host {}, {} collectives, windows on {}",
+            session.rank, session.size, static_cast<long>(getpid()), host, options.collectives,
+            options.windows == "rma" ? "MPI RMA" : "FAST's service");
 
   check(MPI_Barrier(group.comm), "MPI_Barrier");  // now() = 0 at the same instant on every rank
   threads::LocalWorld world({.world_size = session.size, .first_rank = session.rank, .local_size = 1}, op_timeout,
@@ -83,9 +87,11 @@ double run_mpi(const LaunchOptions& options, const WorkerFn& fn) {
 
 RuntimeBackend backend() {
   return {.name = "mpi",
-          .description = "one worker per MPI rank (mpirun, srun), OpenMPI point-to-point and native collectives",
+          .description = "one worker per MPI rank (mpirun, srun), OpenMPI point-to-point, native collectives and "
+                         "one-sided windows on MPI RMA",
           .launch = run_mpi,
-          .native_collectives = true};
+          .native_collectives = true,
+          .remote_memory = true};
 }
 
 }  // namespace fast::runtime::mpi

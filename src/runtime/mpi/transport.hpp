@@ -48,6 +48,7 @@
 #include "../threads/local_world.hpp"
 #include "../threads/transport.hpp"
 #include "collectives.hpp"
+#include "remote_memory.hpp"
 
 namespace fast::runtime::mpi {
 
@@ -74,6 +75,8 @@ class MpiTransport final : public threads::Transport {
 
   // The native collectives this rank's worker sees (null: FAST's own; set before start()).
   void set_native_collectives(MpiCollectives* native) { native_ = native; }
+  // The one-sided memory this rank's worker sees (null: FAST's window service; set before start()).
+  void set_remote_memory(MpiRemoteMemory* remote) { remote_ = remote; }
 
   core::Work send(int src, int dst, Tag tag, core::ConstView data) override;
   bool alive(int rank) const override;
@@ -81,6 +84,10 @@ class MpiTransport final : public threads::Transport {
   // MPI delivers a bye after every message sent before it; there is nothing to wait for.
   void settle_lost_peers() override {}
   NativeCollectives* native_collectives() override { return native_; }
+  RemoteMemory* remote_memory(threads::LinkCounters* counters) override {
+    if (remote_ != nullptr) remote_->count_into(counters);
+    return remote_;
+  }
 
  private:
   struct Pending {
@@ -111,6 +118,7 @@ class MpiTransport final : public threads::Transport {
   int size_;
   double op_timeout_;
   MpiCollectives* native_ = nullptr;
+  MpiRemoteMemory* remote_ = nullptr;
   threads::LocalWorld* world_ = nullptr;
   std::function<void(const std::string&)> on_failed_;
 

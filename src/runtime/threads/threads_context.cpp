@@ -54,6 +54,10 @@ NativeCollectives* ThreadsContext::native_collectives() {
   return world_.transport() != nullptr ? world_.transport()->native_collectives() : nullptr;
 }
 
+RemoteMemory* ThreadsContext::remote_memory() {
+  return world_.transport() != nullptr ? world_.transport()->remote_memory(counters_.get()) : nullptr;
+}
+
 SharedRendezvous* ThreadsContext::shared_rendezvous() {
   return board_ != nullptr ? &board_->seat(rank_) : nullptr;
 }

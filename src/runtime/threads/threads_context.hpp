@@ -59,6 +59,7 @@ class ThreadsContext final : public Context {
   std::vector<MembershipEvent> membership_events() const override;
   NativeCollectives* native_collectives() override;
   SharedRendezvous* shared_rendezvous() override;
+  RemoteMemory* remote_memory() override;
 
  private:
   core::Work post_recv(std::shared_ptr<struct Op> op);

@@ -15,6 +15,8 @@
 
 namespace fast::runtime::threads {
 
+struct LinkCounters;  // op.hpp
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -33,6 +35,9 @@ class Transport {
   virtual std::vector<MembershipEvent> membership_events() const { return {}; }
   // Context::native_collectives for the workers of this process (null: none).
   virtual NativeCollectives* native_collectives() { return nullptr; }
+  // Context::remote_memory for the worker of this process whose per-peer counters are `counters`
+  // (where its one-sided traffic is counted), or null: none.
+  virtual RemoteMemory* remote_memory(LinkCounters* /*counters*/) { return nullptr; }
 };
 
 }  // namespace fast::runtime::threads
