@@ -53,16 +53,18 @@ _failure = None          # the uncaught exception that ends this process, told t
 _hooks_installed = False
 
 
-def init(runtime=None, op_timeout=-1.0, collectives=""):
+def init(runtime=None, op_timeout=-1.0, collectives="", windows=""):
     """Joins the world this process was started into; returns this process's worker's Context.
 
     runtime: "zmq" (started by `fast launch`, which sets FAST_RENDEZVOUS), "mpi" (mpirun or srun) or
     "threads" (a world of this one worker); None detects it from the environment. op_timeout: seconds
-    a blocking operation may wait (< 0: FAST_OP_TIMEOUT). collectives: "fast", "native" (mpi) or ""
+    a blocking operation may wait (< 0: FAST_OP_TIMEOUT). windows: "rma" (MPI RMA under mpi, its default),
+    "service" (the owner's service activity) or "" (FAST_WINDOWS, else the runtime's default).
+    collectives: "fast", "native" (mpi) or ""
     (the runtime's default). The world lasts until shutdown(), which runs at the interpreter's exit;
     if the program ends with an uncaught exception, the other processes are told this one failed.
     """
-    ctx = _fast.init(runtime, op_timeout, collectives)
+    ctx = _fast.init(runtime, op_timeout, collectives, windows)
     _install_exit_hooks()
     return ctx
 

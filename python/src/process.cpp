@@ -132,7 +132,8 @@ class ProcessWorld {
   std::string failure_;
 };
 
-ContextRef init(std::optional<std::string> runtime, double op_timeout, const std::string& collectives) {
+ContextRef init(std::optional<std::string> runtime, double op_timeout, const std::string& collectives,
+               const std::string& windows) {
   runtime::LaunchOptions options;
   options.runtime = runtime.value_or(detected_runtime());
   FAST_ENFORCE(options.runtime != "sim",
@@ -141,6 +142,7 @@ ContextRef init(std::optional<std::string> runtime, double op_timeout, const std
   options.workers = 1;
   options.op_timeout_seconds = op_timeout;
   options.collectives = collectives;
+  options.windows = windows;
   py::gil_scoped_release release;
   return ProcessWorld::instance().start(options);
 }
@@ -200,11 +202,13 @@ py::list run(const py::function& fn, int workers, const std::string& runtime, co
 void bind_process(py::module_& m) {
   m.def("runtime_names", &runtime::runtime_names, "The runtimes of this build (fast.init's and fast.run's runtime).");
   m.def("init", &init, py::arg("runtime") = py::none(), py::arg("op_timeout") = -1.0, py::arg("collectives") = "",
+        py::arg("windows") = "",
         R"(Joins the world this process was started into and returns this process's worker's Context.
 
 runtime: 'zmq' (started by fast launch: FAST_RENDEZVOUS is set), 'mpi' (started by mpirun or srun) or
 'threads' (a world of one worker); None detects it from the environment. op_timeout: seconds a blocking
 operation may wait (< 0: FAST_OP_TIMEOUT). collectives: 'fast', 'native' (mpi) or '' (the runtime's default).
+windows: where Windows run, 'rma' (MPI RMA under mpi), 'service' or '' (FAST_WINDOWS, else the runtime's default).
 The world lasts until fast.shutdown() or the interpreter's exit.)");
   m.def(
       "shutdown",

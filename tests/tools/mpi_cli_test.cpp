@@ -174,8 +174,8 @@ TEST(MpiOptions, CollectivesChoiceIsChecked) {
   EXPECT_NE(none.output.find("the threads runtime has no native collectives"), std::string::npos) << none.output;
 }
 
-// The same for where windows run (FAST_WINDOWS): an unknown choice, and MPI RMA on a runtime
-// without one-sided memory.
+// The same for where windows run (FAST_WINDOWS, --windows): an unknown choice, and MPI RMA on a
+// runtime without one-sided memory.
 TEST(MpiOptions, WindowsChoiceIsChecked) {
   const std::string fast = std::string(FAST_TEST_BIN_DIR) + "/fast train --runtime threads --steps 1 2>&1";
   const auto bad = fast::testing::run_command("FAST_WINDOWS=shared " + fast);
@@ -184,6 +184,13 @@ TEST(MpiOptions, WindowsChoiceIsChecked) {
   const auto none = fast::testing::run_command("FAST_WINDOWS=rma " + fast);
   EXPECT_NE(none.code, exit_code::ok);
   EXPECT_NE(none.output.find("the threads runtime has no one-sided memory"), std::string::npos) << none.output;
+  const auto flag = fast::testing::run_fast_in("", "train --runtime threads --windows rdma --steps 1");
+  EXPECT_NE(flag.code, exit_code::ok);
+  EXPECT_NE(flag.output.find("windows"), std::string::npos) << flag.output;
+  const auto flag_none = fast::testing::run_fast_in("", "train --runtime threads --windows rma --steps 1");
+  EXPECT_NE(flag_none.code, exit_code::ok);
+  EXPECT_NE(flag_none.output.find("the threads runtime has no one-sided memory"), std::string::npos)
+      << flag_none.output;
 }
 
 }  // namespace

@@ -371,6 +371,13 @@ std::vector<ConfigKey> general_keys() {
        "(default: FAST_COLLECTIVES). The two give the same results up to the order of floating-point additions.",
        [](TrainOptions& o, const std::string& v) { o.collectives = v.empty() ? v : one_of(v, {"fast", "native"}, "collectives"); },
        [](const TrainOptions& o) { return o.collectives.empty() ? std::string("$FAST_COLLECTIVES") : o.collectives; }},
+      {"windows", KeyType::string,
+       "where the one-sided windows of ps, easgd, adpsgd, gosgd and acid run: rma (MPI RMA under --runtime mpi: the "
+       "requester applies each operation under the owner's lock, the owner takes no part) or service (the owner's "
+       "service activity answers requests over messages, every runtime); empty: rma under mpi, service elsewhere "
+       "(default: FAST_WINDOWS). Windows with a codec (compress) always use the service.",
+       [](TrainOptions& o, const std::string& v) { o.windows = v.empty() ? v : one_of(v, {"rma", "service"}, "windows"); },
+       [](const TrainOptions& o) { return o.windows.empty() ? std::string("$FAST_WINDOWS") : o.windows; }},
       {"host", KeyType::string,
        "--runtime zmq: the address this process binds and is reached at over tcp; empty: the address that reaches "
        "the rendezvous (default: FAST_HOST).",

@@ -373,7 +373,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   const double run_seconds = runtime::launch(
       {.runtime = options.runtime, .workers = options.workers, .op_timeout_seconds = options.op_timeout,
        .cluster = options.cluster, .tolerate_lost_workers = strategy::asynchronous_strategy(options.worker.strategy),
-       .process = options.process, .collectives = options.collectives},
+       .process = options.process, .collectives = options.collectives, .windows = options.windows},
       [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
 
   std::optional<nlohmann::json> summary = outputs.summary();

@@ -64,6 +64,7 @@ struct TrainOptions {
   double target_accuracy = 0.85;            // the summary reports the time to this test accuracy; 0: off
   runtime::ProcessOptions process;          // zmq: rendezvous, keys, workers per process (docs/config.md)
   std::string collectives;                  // fast | native | "" (runtime::LaunchOptions::collectives)
+  std::string windows;                      // rma | service | "" (runtime::LaunchOptions::windows)
   bool stop_on_divergence = false;         // end the run early once it diverged (docs/metrics.md "Divergence")
   double dgc_warmup_epochs = 0;             // dgc: the sparsity warm-up in epochs (worker.strategy.dgc_warmup_steps)
   std::string device = "cpu";              // where each worker computes: cpu, cuda, cuda:K (device.hpp, docs/gpu.md)
