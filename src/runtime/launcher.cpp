@@ -22,6 +22,22 @@ const RuntimeBackend& find_runtime(std::string_view name) {
              fmt::join(runtime_names(), ", "));
 }
 
+namespace {
+// A choice between FAST's own way (`portable`, every runtime) and a runtime's capability
+// (`special`, where `offered`): the option, else environment variable `env`, else the capability
+// where the runtime has it. InvalidArgument for another value, or for `special` without it.
+std::string resolve_choice(std::string value, const char* key, const char* env, const char* portable,
+                           const char* special, bool offered, const char* capability, const std::string& runtime) {
+  if (value.empty()) value = core::env_string(env);
+  if (value.empty()) value = offered ? special : portable;
+  FAST_ENFORCE(value == portable || value == special, "{}: expected {} or {}, got '{}'", key, portable, special,
+               value);
+  FAST_ENFORCE(value == portable || offered, "{}: {}: the {} runtime has no {} (the mpi runtime has); use {}", key,
+               special, runtime, capability, portable);
+  return value;
+}
+}  // namespace
+
 double launch(const LaunchOptions& options, const WorkerFn& fn) {
   const RuntimeBackend& backend = find_runtime(options.runtime);
   FAST_ENFORCE(options.workers >= 1, "workers: expected a count >= 1, got {}", options.workers);
@@ -29,20 +45,10 @@ double launch(const LaunchOptions& options, const WorkerFn& fn) {
                "cluster: a cluster file is for the sim runtime, got runtime '{}' with cluster '{}'", options.runtime,
                options.cluster.string());
   LaunchOptions resolved = options;
-  if (resolved.collectives.empty()) resolved.collectives = core::env_string("FAST_COLLECTIVES");
-  if (resolved.collectives.empty()) resolved.collectives = backend.native_collectives ? "native" : "fast";
-  FAST_ENFORCE(resolved.collectives == "fast" || resolved.collectives == "native",
-               "collectives: expected fast or native, got '{}'", resolved.collectives);
-  FAST_ENFORCE(resolved.collectives == "fast" || backend.native_collectives,
-               "collectives: native: the {} runtime has no native collectives (the mpi runtime has); use fast",
-               options.runtime);
-  if (resolved.windows.empty()) resolved.windows = core::env_string("FAST_WINDOWS");
-  if (resolved.windows.empty()) resolved.windows = backend.remote_memory ? "rma" : "service";
-  FAST_ENFORCE(resolved.windows == "rma" || resolved.windows == "service",
-               "windows: expected rma or service, got '{}'", resolved.windows);
-  FAST_ENFORCE(resolved.windows == "service" || backend.remote_memory,
-               "windows: rma: the {} runtime has no one-sided memory (the mpi runtime has); use service",
-               options.runtime);
+  resolved.collectives = resolve_choice(options.collectives, "collectives", "FAST_COLLECTIVES", "fast", "native",
+                                        backend.native_collectives, "native collectives", options.runtime);
+  resolved.windows = resolve_choice(options.windows, "windows", "FAST_WINDOWS", "service", "rma", backend.remote_memory,
+                                    "one-sided memory", options.runtime);
   return backend.launch(resolved, fn);
 }
 
