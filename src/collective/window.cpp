@@ -367,7 +367,12 @@ Window::Window(Communicator& comm, std::string name, MutableView local, WindowOp
 }
 
 Window::~Window() {
-  if (closed_ || region_ != nullptr) return;  // an unclosed region frees nothing collective
+  if (closed_) return;
+  if (region_ != nullptr) {  // an unclosed region frees nothing collective; later guards take the lock alone
+    std::lock_guard<runtime::Mutex> lock(*shared_->mutex);
+    shared_->region = nullptr;
+    return;
+  }
   try {
     stop_service();
   } catch (const std::exception& e) {
