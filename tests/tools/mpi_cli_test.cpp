@@ -125,6 +125,28 @@ INSTANTIATE_TEST_SUITE_P(Strategies, MpiAsynchronous,
 
 // A rank killed (SIGKILL) during training: mpirun ends the job within 30 s, exits with an error,
 // and every other rank writes why it ended.
+// Where MPI has no one-sided component for the job (OpenMPI's osc pt2pt, forced here, refuses
+// MPI_THREAD_MULTIPLE), every window falls back to the service with a warning on every rank, and
+// an asynchronous run trains to the end.
+TEST(MpiWindows, FallBackToTheServiceWhereMpiHasNoOneSidedComponent) {
+  const fs::path dir = fast::testing::test_dir("fast_mpi_cli", "windows_fallback");
+  ::setenv("OMPI_MCA_osc", "pt2pt", 1);  // forwarded to the ranks by mpirun
+  const Started s = start(dir, mpirun(2, "--progress never --summary m.json --batch 32 --steps 40 --strategy adpsgd"));
+  ::unsetenv("OMPI_MCA_osc");
+  const int status = wait_or_kill_group(s, 120);
+  const std::string log = slurp(s.log);
+  ASSERT_TRUE(exited_cleanly(status)) << log;
+  int warnings = 0;
+  for (auto at = log.find("MPI offers no one-sided windows"); at != std::string::npos;
+       at = log.find("MPI offers no one-sided windows", at + 1))
+    ++warnings;
+  EXPECT_EQ(warnings, 2) << "one warning per rank:\n" << log;
+  const json m = json::parse(slurp(dir / "m.json"));
+  EXPECT_EQ(m["steps"], 40) << m.dump();
+  EXPECT_GT(m["final_accuracy"].get<double>(), 0.3) << m.dump();
+  fs::remove_all(dir);
+}
+
 class MpiFault : public ::testing::TestWithParam<int> {};
 
 TEST_P(MpiFault, AKilledRankEndsTheJobWithAnErrorOnEveryRank) {
