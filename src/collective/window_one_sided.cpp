@@ -1,6 +1,6 @@
 // Window operations on one-sided memory (fast/runtime/remote_memory.hpp; window.hpp says when a
-// window uses it): the requester holds the owner's region alone, reads the elements the operation
-// touches, applies the service's arithmetic (apply_plain, bit for bit), writes them back, counts
+// window uses it): the requester holds the owner's region alone (a get: shared with other gets
+// only), reads the elements the operation touches, applies the service's arithmetic (apply_plain, bit for bit), writes them back, counts
 // the version and releases the region. Every operation is complete when it returns.
 #include <algorithm>
 #include <utility>
@@ -22,7 +22,10 @@ namespace {
 // Holds owner's region for a scope; release() ends it early and reports its error.
 class Held {
  public:
-  Held(runtime::RemoteRegion& region, int owner) : region_(region), owner_(owner) { region_.acquire(owner_); }
+  Held(runtime::RemoteRegion& region, int owner, runtime::RemoteRegion::Access access)
+      : region_(region), owner_(owner) {
+    region_.acquire(owner_, access);
+  }
   ~Held() {
     if (!held_) return;
     try {
@@ -75,7 +78,9 @@ core::Work Window::one_sided(int op_code, int peer, ConstView payload, MutableVi
   const std::size_t width = core::size_of(dtype);
   const std::size_t extent = coefficients.empty() ? count : count * coefficients.size();
   const std::size_t at = offset * width;
-  Held held(region, peer);
+  // A get only reads: it shares the owner's region with other gets (never with a writer).
+  using Access = runtime::RemoteRegion::Access;
+  Held held(region, peer, op == Op::get ? Access::shared : Access::exclusive);
   if (op == Op::get) {
     region.read(peer, at, reply.data(), count * width);
     const std::uint64_t read_at = region.add_to_counter(peer, 0);

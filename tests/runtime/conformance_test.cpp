@@ -376,6 +376,59 @@ TEST_P(Conformance, OneSidedMemoryIsExclusiveAndCountsWhereOffered) {
   }, {.op_timeout_seconds = 30});
 }
 
+// Shared acquisitions (readers) never overlap an exclusive one: one activity of every rank
+// rewrites worker 0's whole 1 MiB region with one value (read-modify-write of its first element,
+// then every element) while another reads the whole region under a shared acquisition; every read
+// finds a single value, never a region half written. (Without the readers' lock the reads tear.)
+TEST_P(Conformance, OneSidedReadersNeverSeeAHalfWrittenRegion) {
+  const bool offered = GetParam().runtime == "mpi";
+  run([offered](Context& ctx) {
+    RemoteMemory* memory = ctx.remote_memory();
+    ASSERT_EQ(memory != nullptr, offered) << ctx.runtime_name();
+    if (!offered) return;
+    std::vector<float> mine(262144, 0.0f);
+    std::unique_ptr<RemoteRegion> region = memory->expose(mine.data(), mine.size() * sizeof(float));
+    if (region == nullptr) {
+      std::printf("one-sided memory not checked: MPI offers none on this machine\n");
+      return;
+    }
+    const std::size_t bytes = mine.size() * sizeof(float);
+    Work writer = ctx.spawn("writer", [&] {
+      std::vector<float> next(mine.size());
+      for (int i = 0; i < 30; ++i) {
+        region->acquire(0);
+        float value = 0;
+        region->read(0, 0, &value, sizeof(value));
+        std::fill(next.begin(), next.end(), value + 1.0f);
+        region->write(0, 0, next.data(), bytes);
+        region->release(0);
+      }
+    });
+    std::vector<float> seen(mine.size());
+    int torn = 0;
+    for (int i = 0; i < 60; ++i) {
+      region->acquire(0, RemoteRegion::Access::shared);
+      region->read(0, 0, seen.data(), bytes);
+      region->release(0);
+      torn += std::count(seen.begin(), seen.end(), seen[0]) != static_cast<std::ptrdiff_t>(seen.size()) ? 1 : 0;
+    }
+    writer.wait();
+    EXPECT_EQ(torn, 0) << "reads that found two values at once";
+    std::vector<float> token(1);  // everyone is done before anyone frees the region
+    if (ctx.rank() != 0) {
+      ctx.send(0, user_tag(42), cview(token)).wait();
+      ctx.recv(0, user_tag(43), mview(token)).wait();
+    } else {
+      for (int p = 1; p < ctx.size(); ++p) ctx.recv(p, user_tag(42), mview(token)).wait();
+      region->acquire(0);
+      EXPECT_EQ(mine[0], 30.0f * static_cast<float>(ctx.size()));
+      region->release(0);
+      for (int p = 1; p < ctx.size(); ++p) ctx.send(p, user_tag(43), cview(token)).wait();
+    }
+    region->close();
+  }, {.op_timeout_seconds = 30});
+}
+
 // A wait with a time limit returns false; a receive never matched ends with TimeoutError after
 // the operation time limit.
 TEST_P(Conformance, WaitsTimeOut) {

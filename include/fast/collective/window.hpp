@@ -9,7 +9,7 @@
 //
 // One-sided memory (Context::remote_memory, fast/runtime/remote_memory.hpp: the mpi runtime's MPI
 // RMA, LaunchOptions::windows = "rma"), for windows without a codec: the requester itself takes
-// the owner's region alone, reads what the operation needs, applies the operation's arithmetic
+// the owner's region alone (a get shares it with other gets, never with a writer), reads what the operation needs, applies the operation's arithmetic
 // (the service's, bit for bit), writes the result back and counts the version, and releases the
 // region. No activity of the owner runs; every operation completes before it returns (its Work
 // is complete). The owner's Local guard takes its own region the same way (after close(): its

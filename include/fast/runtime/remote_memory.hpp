@@ -8,6 +8,7 @@
 // Use:
 //   auto region = memory->expose(base, bytes);   // collective: every worker of the world
 //   region->acquire(owner);                      // owner's memory, for this worker alone
+//                                                // (Access::shared: for readers only)
 //   region->read(owner, offset, dst, n);         // complete when it returns
 //   region->write(owner, offset, src, n);        // complete at the owner by release()
 //   region->add_to_counter(owner, 1);            // the owner's 64-bit counter (a version)
@@ -17,7 +18,10 @@
 // through its own pointer directly until it releases itself.
 //
 // Atomicity: between acquire(owner) and release(owner) no other worker, and no other activity of
-// this worker, holds owner's region, so a read-modify-write in between is atomic. A worker holds
+// this worker, holds owner's region, so a read-modify-write in between is atomic. A shared
+// acquisition (Access::shared) may be held by several workers at once but never beside an
+// exclusive one: what a shared holder reads is a state between two exclusive holders' changes;
+// it must not write (add_to_counter with 0 reads the counter). A worker holds
 // one owner at a time per activity; acquiring an owner it already holds on the same activity
 // deadlocks.
 //
@@ -40,11 +44,12 @@ namespace fast::runtime {
 
 class RemoteRegion {
  public:
+  enum class Access : std::uint8_t { exclusive, shared };
   // Without close() (an error unwinds): frees nothing collective; the memory must still stay valid
   // while others may reach it, which a failed run does not wait for.
   virtual ~RemoteRegion() = default;
-  // Blocks until this worker holds owner's region alone.
-  virtual void acquire(int owner) = 0;
+  // Blocks until this worker holds owner's region: alone (exclusive), or with other readers only.
+  virtual void acquire(int owner, Access access = Access::exclusive) = 0;
   // Completes this worker's writes at the owner, then lets others acquire it.
   virtual void release(int owner) = 0;
   // Between acquire(owner) and release(owner): dst = owner's bytes [offset, offset + bytes).

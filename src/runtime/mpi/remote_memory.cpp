@@ -80,11 +80,12 @@ threads::LinkCounters* MpiRegion::counters_of(int owner) const {
   return all != nullptr ? &all[owner] : nullptr;
 }
 
-void MpiRegion::acquire(int owner) {
+void MpiRegion::acquire(int owner, Access access) {
   check_range("acquire", owner, 0, 0);
   std::mutex& turn = turns_[static_cast<std::size_t>(owner)];
   turn.lock();
-  const int code = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, owner, 0, data_);
+  const int code =
+      MPI_Win_lock(access == Access::exclusive ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, owner, 0, data_);
   if (code != MPI_SUCCESS) {
     turn.unlock();
     check(code, "MPI_Win_lock");

@@ -3,7 +3,7 @@
 // a passive target. expose() creates two MPI windows on a communicator of their own: one over the
 // caller's memory (MPI_Win_create: the exposed tensor stays where its owner keeps it) and one of a
 // 64-bit counter per rank (MPI_Win_allocate). acquire(owner) is MPI_Win_lock(MPI_LOCK_EXCLUSIVE)
-// on owner's data window, read is MPI_Get + MPI_Win_flush, write MPI_Put, add_to_counter
+// (Access::shared: MPI_LOCK_SHARED) on owner's data window, read is MPI_Get + MPI_Win_flush, write MPI_Put, add_to_counter
 // MPI_Fetch_and_op under a shared lock of the counter window, release MPI_Win_unlock. On one host
 // OpenMPI's `osc rdma` moves the bytes with single-copy loads and stores into the owner's memory
 // (no activity of the owner runs); between hosts, the fabric's RDMA.
@@ -54,7 +54,7 @@ class MpiRegion final : public RemoteRegion {
  public:
   MpiRegion(MpiRemoteMemory& memory, MPI_Win data, MPI_Win counters, std::vector<std::uint64_t> sizes);
   ~MpiRegion() override;
-  void acquire(int owner) override;
+  void acquire(int owner, Access access = Access::exclusive) override;
   void release(int owner) override;
   void read(int owner, std::size_t offset, void* dst, std::size_t bytes) override;
   void write(int owner, std::size_t offset, const void* src, std::size_t bytes) override;
