@@ -11,7 +11,7 @@
 //                     (MPI_Win_create), and its operations are atomic as a whole and count a
 //                     version: an exclusive lock, MPI_Get, MPI_Win_flush, the sum formed at the
 //                     requester, MPI_Put, MPI_Fetch_and_op on a version window, MPI_Win_unlock
-//                     (get: MPI_Get and the version read).
+//                     (get: a shared lock, MPI_Get and the version read, as the windows since 818b4d1).
 // --owner idle: rank 0 waits in MPI (FAST: in a receive) meanwhile; --owner busy: rank 0's thread
 // computes without calling MPI (as a training worker does), looking for the end every 10 ms.
 // Prints CSV: impl,op,bytes,iterations,seconds_per_op,GBps. Decides where the mpi runtime's windows
@@ -59,6 +59,22 @@ void row(std::FILE* out, const char* impl, const char* op, std::size_t bytes, st
   std::fflush(out);
 }
 
+// The timed part of every variant: for each size, accumulate(n) once to warm up, then `iterations`
+// accumulate(n) and `iterations` get(n) (n: floats), each complete when it returns, one CSV row each.
+template <typename Accumulate, typename Get>
+void sweep(const Args& a, std::FILE* out, const char* impl, Accumulate&& accumulate, Get&& get) {
+  for (const std::size_t bytes : sizes(a)) {
+    const std::size_t n = bytes / sizeof(float), iters = iterations(bytes);
+    accumulate(n);  // warm-up
+    double t0 = now();
+    for (std::size_t i = 0; i < iters; ++i) accumulate(n);
+    row(out, impl, "accumulate", bytes, iters, now() - t0);
+    t0 = now();
+    for (std::size_t i = 0; i < iters; ++i) get(n);
+    row(out, impl, "get", bytes, iters, now() - t0);
+  }
+}
+
 // Computes (no MPI call) for `seconds`.
 void spin(double seconds) {
   volatile double x = 1;
@@ -97,18 +113,10 @@ void fast_side(const Args& a, const std::string& windows, std::FILE* out) {
     std::vector<float> exposed(a.max_bytes / sizeof(float)), mine(a.max_bytes / sizeof(float), 1.0f);
     fast::collective::Window window(comm, "bench", fast::core::MutableView(std::span<float>(exposed)));
     if (ctx.rank() == 1) {
-      for (const std::size_t bytes : sizes(a)) {
-        const std::size_t n = bytes / sizeof(float), iters = iterations(bytes);
-        const fast::core::ConstView src(std::span<const float>(mine.data(), n));
-        const fast::core::MutableView dst(std::span<float>(mine.data(), n));
-        window.accumulate(0, src).wait();  // warm-up
-        double t0 = now();
-        for (std::size_t i = 0; i < iters; ++i) window.accumulate(0, src).wait();
-        row(out, impl.c_str(), "accumulate", bytes, iters, now() - t0);
-        t0 = now();
-        for (std::size_t i = 0; i < iters; ++i) window.get(0, dst).wait();
-        row(out, impl.c_str(), "get", bytes, iters, now() - t0);
-      }
+      sweep(
+          a, out, impl.c_str(),
+          [&](std::size_t n) { window.accumulate(0, fast::core::ConstView(std::span<const float>(mine.data(), n))).wait(); },
+          [&](std::size_t n) { window.get(0, fast::core::MutableView(std::span<float>(mine.data(), n))).wait(); });
       ctx.send(0, fast::runtime::make_tag(fast::runtime::TagKind::user, 1, 0), {}).wait();
     } else {
       fast::core::Work done = ctx.recv(1, fast::runtime::make_tag(fast::runtime::TagKind::user, 1, 0),
@@ -131,26 +139,20 @@ void rma_allocate_side(const Args& a, int rank, std::FILE* out) {
   std::vector<float> mine(a.max_bytes / sizeof(float), 1.0f);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 1) {
-    for (const std::size_t bytes : sizes(a)) {
-      const int n = static_cast<int>(bytes / sizeof(float));
-      const std::size_t iters = iterations(bytes);
-      auto accumulate = [&] {
-        MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
-        MPI_Accumulate(mine.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, MPI_SUM, win);
-        MPI_Win_unlock(0, win);
-      };
-      accumulate();  // warm-up
-      double t0 = now();
-      for (std::size_t i = 0; i < iters; ++i) accumulate();
-      row(out, "mpi_rma_allocate", "accumulate", bytes, iters, now() - t0);
-      t0 = now();
-      for (std::size_t i = 0; i < iters; ++i) {
-        MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
-        MPI_Get(mine.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, win);
-        MPI_Win_unlock(0, win);
-      }
-      row(out, "mpi_rma_allocate", "get", bytes, iters, now() - t0);
-    }
+    sweep(
+        a, out, "mpi_rma_allocate",
+        [&](std::size_t count) {
+          const int n = static_cast<int>(count);
+          MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+          MPI_Accumulate(mine.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, MPI_SUM, win);
+          MPI_Win_unlock(0, win);
+        },
+        [&](std::size_t count) {
+          const int n = static_cast<int>(count);
+          MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+          MPI_Get(mine.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, win);
+          MPI_Win_unlock(0, win);
+        });
     end_owner();
   } else {
     owner_waits(a);
@@ -173,36 +175,30 @@ void rma_create_side(const Args& a, int rank, std::FILE* out) {
   if (rank == 1) {
     const std::uint64_t one = 1, none = 0;
     std::uint64_t seen = 0;
-    auto count = [&](const std::uint64_t* add, MPI_Op op) {
+    auto count_version = [&](const std::uint64_t* add, MPI_Op op) {
       MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, versions);
       MPI_Fetch_and_op(add, &seen, MPI_UINT64_T, 0, 0, op, versions);
       MPI_Win_unlock(0, versions);
     };
-    for (const std::size_t bytes : sizes(a)) {
-      const int n = static_cast<int>(bytes / sizeof(float));
-      const std::size_t iters = iterations(bytes);
-      auto accumulate = [&] {
-        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
-        MPI_Get(sum.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, win);
-        MPI_Win_flush(0, win);
-        for (int i = 0; i < n; ++i) sum[static_cast<std::size_t>(i)] += mine[static_cast<std::size_t>(i)];
-        MPI_Put(sum.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, win);
-        count(&one, MPI_SUM);
-        MPI_Win_unlock(0, win);
-      };
-      accumulate();  // warm-up
-      double t0 = now();
-      for (std::size_t i = 0; i < iters; ++i) accumulate();
-      row(out, "mpi_rma_create", "accumulate", bytes, iters, now() - t0);
-      t0 = now();
-      for (std::size_t i = 0; i < iters; ++i) {
-        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
-        MPI_Get(sum.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, win);
-        count(&none, MPI_NO_OP);
-        MPI_Win_unlock(0, win);
-      }
-      row(out, "mpi_rma_create", "get", bytes, iters, now() - t0);
-    }
+    sweep(
+        a, out, "mpi_rma_create",
+        [&](std::size_t count) {
+          const int n = static_cast<int>(count);
+          MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+          MPI_Get(sum.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, win);
+          MPI_Win_flush(0, win);
+          for (std::size_t i = 0; i < count; ++i) sum[i] += mine[i];
+          MPI_Put(sum.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, win);
+          count_version(&one, MPI_SUM);
+          MPI_Win_unlock(0, win);
+        },
+        [&](std::size_t count) {
+          const int n = static_cast<int>(count);
+          MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+          MPI_Get(sum.data(), n, MPI_FLOAT, 0, 0, n, MPI_FLOAT, win);
+          count_version(&none, MPI_NO_OP);
+          MPI_Win_unlock(0, win);
+        });
     end_owner();
   } else {
     owner_waits(a);

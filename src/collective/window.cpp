@@ -101,9 +101,8 @@ struct Window::Shared {
     double sent_at;  // Context::now when it was sent (a loss of the peer since: runtime::lost_since)
   };
   std::vector<Reply> replies;
-  // On one-sided memory: this worker's region handle (owned by the Window) and rank; null: the service.
+  // On one-sided memory: this worker's region handle (owned by the Window); null: the service.
   runtime::RemoteRegion* region = nullptr;
-  int rank = 0;
 
   Tag tag(std::uint32_t detail) const { return runtime::make_tag(TagKind::window, id, detail); }
   void serve();
@@ -292,11 +291,11 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
 // counter: read when the guard starts, the guard's bumps added when it ends.
 Window::Local::Local(std::shared_ptr<Shared> shared) : shared_(std::move(shared)), lock_(*shared_->mutex) {
   if (shared_->region == nullptr) return;
-  shared_->region->acquire(shared_->rank);
+  shared_->region->acquire(shared_->ctx.rank());
   try {
-    shared_->version = shared_->region->add_to_counter(shared_->rank, 0);
+    shared_->version = shared_->region->add_to_counter(shared_->ctx.rank(), 0);
   } catch (...) {
-    shared_->region->release(shared_->rank);
+    shared_->region->release(shared_->ctx.rank());
     throw;
   }
   holds_region_ = true;
@@ -311,8 +310,8 @@ Window::Local::Local(Local&& other) noexcept
 Window::Local::~Local() {
   if (!holds_region_) return;
   try {
-    if (bumps_ > 0) shared_->region->add_to_counter(shared_->rank, bumps_);
-    shared_->region->release(shared_->rank);
+    if (bumps_ > 0) shared_->region->add_to_counter(shared_->ctx.rank(), bumps_);
+    shared_->region->release(shared_->ctx.rank());
   } catch (const std::exception& e) {
     // MPI is fail-stop: an error here means the run is ending; the next operation reports it.
     core::log(core::LogLevel::warn, "window '{}': the owner's guard ended with: {}", shared_->name, e.what());
@@ -357,7 +356,6 @@ Window::Window(Communicator& comm, std::string name, MutableView local, WindowOp
     links_ = std::unique_ptr<Links>(new Links{ctx.make_mutex(), CodecLinks(options_, comm.rank())});
   }
   shared_ = std::shared_ptr<Shared>(new Shared{ctx, ctx.make_mutex(), local, 0, id_, name_, std::move(owner_links)});
-  shared_->rank = comm.rank();
   // One-sided memory where the runtime offers it, for windows without a codec (the same answer on
   // every worker: the same runtime and codec; a joining worker never finds it, mpi has none).
   runtime::RemoteMemory* remote = ctx.remote_memory();

@@ -26,6 +26,13 @@ inline std::string slurp(const std::filesystem::path& file) {
   return s.str();
 }
 
+// How many times `what` occurs in `text` (overlapping occurrences count).
+inline int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // `s` with every character but letters and digits replaced by '_' (a folder or test name).
 inline std::string dir_name(std::string s) {
   for (char& ch : s)

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/run_fast.hpp"
 #include "common/test_dir.hpp"
 #include "fast/runtime/launcher.hpp"
 #if FAST_TEST_HAS_ZMQ
@@ -64,11 +65,6 @@ struct Children {
   std::size_t ranks_per_log = 1;  // tests each log must show passed (mpirun: one per rank)
 };
 
-inline int count_of(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 #if FAST_TEST_HAS_ZMQ
 inline Children spawn_children(const WorldCase& c, const std::map<std::string, std::string>& extra_env) {
