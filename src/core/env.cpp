@@ -17,6 +17,9 @@ constexpr std::array kTable{
            "Seconds a blocking runtime operation (recv, collective step) may wait before TimeoutError."},
     EnvVar{"FAST_TORCH_THREADS", EnvType::integer, "0",
            "libtorch intra-op threads per process; 0 sizes them to the cores available per worker."},
+    EnvVar{"FAST_MALLOC", EnvType::string, "tuned",
+           "tuned: `fast train` keeps malloc blocks up to 32 MiB in the heap between steps (fewer page faults; "
+           "docs/benchmarks.md, \"malloc thresholds\"); system: glibc's own thresholds."},
     // Multi-process runs (runtime zmq, docs/launch.md); `fast launch` sets them for the processes it starts.
     EnvVar{"FAST_RENDEZVOUS", EnvType::string, "",
            "HOST:PORT of the rendezvous of a multi-process run (runtime zmq)."},

@@ -27,6 +27,8 @@
 #include "fast/adapters/torch/threads.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+#include "fast/core/malloc_tuning.hpp"
 #include "fast/core/stop_request.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/slowdown.hpp"
@@ -78,6 +80,7 @@ void validate_environment() {
   const double limit = core::env_number("FAST_OP_TIMEOUT");
   FAST_ENFORCE(std::isfinite(limit) && limit > 0 && limit <= 1e9,
                "environment variable FAST_OP_TIMEOUT: expected seconds in (0, 1e9], got {}", limit);
+  (void)core::malloc_tuning_chosen();
 }
 
 // checkpoint_dir, checkpoint_every, checkpoint_keep and resume (docs/faults.md): an asynchronous
@@ -363,6 +366,9 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   // whose idle threads spin after every parallel region: with 2 threads per actor, 256 simulated
   // workers spent 84% of the CPU spinning in libgomp (docs/simulation.md, "Scale").
   configure_torch_threads(workers_on_host(options));
+  // The same large tensors every step: keep their memory in the heap (core/malloc_tuning.hpp).
+  const core::MallocTuning malloc_tuning = core::tune_malloc();
+  core::log(malloc_tuning.applied ? core::LogLevel::info : core::LogLevel::debug, "{}", malloc_tuning.reason);
 
   const RunInputs inputs{.options = options, .data = data, .input = input, .initial = initial,
                          .final_model = parse_final_model(options.final_model),

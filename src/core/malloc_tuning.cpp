@@ -1,0 +1,56 @@
+#include "fast/core/malloc_tuning.hpp"
+
+#include <cstdlib>
+#include <string_view>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <fmt/format.h>
+
+#include "fast/core/env.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::core {
+
+namespace {
+// The glibc settings of the user's own that tune_malloc() must not override, or "" when none.
+std::string users_setting() {
+  for (const char* name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"})
+    if (std::getenv(name) != nullptr) return name;
+  if (const char* tunables = std::getenv("GLIBC_TUNABLES")) {
+    const std::string_view text(tunables);
+    for (std::string_view key : {"glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold"})
+      if (text.find(key) != std::string_view::npos) return fmt::format("GLIBC_TUNABLES ({})", key);
+  }
+  return "";
+}
+}  // namespace
+
+bool malloc_tuning_chosen() {
+  const std::string choice = env_string("FAST_MALLOC");
+  FAST_ENFORCE(choice == "tuned" || choice == "system",
+               "environment variable FAST_MALLOC: expected tuned or system, got '{}'", choice);
+  return choice == "tuned";
+}
+
+MallocTuning tune_malloc() {
+  if (!malloc_tuning_chosen()) return {.applied = false, .reason = "malloc: glibc's defaults (FAST_MALLOC=system)"};
+  if (const std::string user = users_setting(); !user.empty())
+    return {.applied = false, .reason = fmt::format("malloc: left as {} sets it", user)};
+#if defined(__GLIBC__)
+  // M_MMAP_THRESHOLD first: setting it also stops glibc from moving either threshold itself.
+  if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(kTunedMmapThreshold)) != 1 ||
+      mallopt(M_TRIM_THRESHOLD, static_cast<int>(kTunedTrimThreshold)) != 1)
+    return {.applied = false, .reason = "malloc: not tuned (this process's allocator refused mallopt)"};
+  return {.applied = true,
+          .reason = fmt::format("malloc: blocks up to {} MiB kept in the heap, up to {} MiB free kept at its top "
+                                "(FAST_MALLOC=system: glibc's defaults)",
+                                kTunedMmapThreshold >> 20, kTunedTrimThreshold >> 20)};
+#else
+  return {.applied = false, .reason = "malloc: not tuned (the C library is not glibc)"};
+#endif
+}
+
+}  // namespace fast::core

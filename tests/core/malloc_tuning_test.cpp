@@ -1,0 +1,116 @@
+// core::tune_malloc: the choice, the settings it leaves to the user, and, under glibc's own
+// allocator, what the thresholds do (each test is a process of its own under CTest).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "fast/core/error.hpp"
+#include "fast/core/malloc_tuning.hpp"
+
+namespace fast::core {
+namespace {
+
+// Sets an environment variable for one test and restores the previous state.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_.has_value()) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(MallocTuning, RefusesAnUnknownChoiceNamingTheVariable) {
+  ScopedEnv choice("FAST_MALLOC", "jemalloc");
+  try {
+    (void)tune_malloc();
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("FAST_MALLOC"), std::string::npos) << what;
+    EXPECT_NE(what.find("tuned or system"), std::string::npos) << what;
+    EXPECT_NE(what.find("'jemalloc'"), std::string::npos) << what;
+  }
+  EXPECT_THROW((void)malloc_tuning_chosen(), InvalidArgument);
+}
+
+TEST(MallocTuning, SystemLeavesGlibcAlone) {
+  ScopedEnv choice("FAST_MALLOC", "system");
+  EXPECT_FALSE(malloc_tuning_chosen());
+  const MallocTuning t = tune_malloc();
+  EXPECT_FALSE(t.applied);
+  EXPECT_NE(t.reason.find("FAST_MALLOC=system"), std::string::npos) << t.reason;
+}
+
+TEST(MallocTuning, LeavesTheUsersOwnGlibcSettings) {
+  ScopedEnv choice("FAST_MALLOC", nullptr);
+  ScopedEnv mmap("MALLOC_MMAP_THRESHOLD_", nullptr);
+  {
+    ScopedEnv trim("MALLOC_TRIM_THRESHOLD_", "1048576");
+    const MallocTuning t = tune_malloc();
+    EXPECT_FALSE(t.applied);
+    EXPECT_NE(t.reason.find("MALLOC_TRIM_THRESHOLD_"), std::string::npos) << t.reason;
+  }
+  ScopedEnv trim("MALLOC_TRIM_THRESHOLD_", nullptr);
+  ScopedEnv tunables("GLIBC_TUNABLES", "glibc.pthread.rseq=0:glibc.malloc.mmap_threshold=65536");
+  const MallocTuning t = tune_malloc();
+  EXPECT_FALSE(t.applied);
+  EXPECT_NE(t.reason.find("glibc.malloc.mmap_threshold"), std::string::npos) << t.reason;
+}
+
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// Bytes glibc holds in mmapped blocks, and in its heaps (mallinfo2's hblkhd and arena).
+std::size_t mmapped_bytes() { return mallinfo2().hblkhd; }
+std::size_t heap_bytes() { return mallinfo2().arena; }
+
+TEST(MallocTuning, KeepsBlocksUpTo32MiBInTheHeapAndTheirMemoryAfterFree) {
+  ScopedEnv choice("FAST_MALLOC", nullptr);
+  ScopedEnv mmap("MALLOC_MMAP_THRESHOLD_", nullptr);
+  ScopedEnv trim("MALLOC_TRIM_THRESHOLD_", nullptr);
+  ScopedEnv tunables("GLIBC_TUNABLES", nullptr);
+  const MallocTuning t = tune_malloc();
+  ASSERT_TRUE(t.applied) << t.reason;
+  EXPECT_NE(t.reason.find("32 MiB"), std::string::npos) << t.reason;
+
+  // 16 MiB (above glibc's initial 128 KiB threshold): from the heap, not a mapping of its own.
+  constexpr std::size_t kBlock = std::size_t{16} << 20;
+  const std::size_t mapped_before = mmapped_bytes();
+  void* block = std::malloc(kBlock);
+  ASSERT_NE(block, nullptr);
+  std::memset(block, 1, kBlock);
+  EXPECT_EQ(mmapped_bytes(), mapped_before);
+  const std::size_t heap_with_block = heap_bytes();
+  EXPECT_GE(heap_with_block, kBlock);
+  // Freed, its memory stays with the heap (16 MiB free at the top is under the 256 MiB threshold).
+  std::free(block);
+  EXPECT_EQ(heap_bytes(), heap_with_block);
+
+  // 40 MiB (above the tuned threshold): a mapping of its own, returned when freed.
+  constexpr std::size_t kLarge = std::size_t{40} << 20;
+  void* large = std::malloc(kLarge);
+  ASSERT_NE(large, nullptr);
+  EXPECT_GE(mmapped_bytes(), mapped_before + kLarge);
+  std::free(large);
+  EXPECT_EQ(mmapped_bytes(), mapped_before);
+}
+#endif
+
+}  // namespace
+}  // namespace fast::core
