@@ -40,13 +40,14 @@ from fast._fast import (  # noqa: F401  (the public API)
     epoch_permutation,
     run,
     runtime_names,
+    tune_malloc,
     worker_settings,
 )
 
 __all__ = [
     "Communicator", "Context", "Error", "InvalidArgument", "InvalidUsage", "IoError", "Metrics", "PeerLost",
     "RemoteError", "StepReport", "TimeoutError", "Window", "Work", "Worker", "context", "epoch_permutation", "init", "run",
-    "runtime_names", "shutdown", "worker_settings",
+    "runtime_names", "shutdown", "tune_malloc", "worker_settings",
 ]
 
 _failure = None          # the uncaught exception that ends this process, told to the others at exit

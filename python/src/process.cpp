@@ -12,6 +12,7 @@
 
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/malloc_tuning.hpp"
 #include "fast/runtime/launcher.hpp"
 
 namespace fast::python {
@@ -200,6 +201,18 @@ py::list run(const py::function& fn, int workers, const std::string& runtime, co
 }  // namespace
 
 void bind_process(py::module_& m) {
+  m.def(
+      "tune_malloc",
+      [] {
+        const core::MallocTuning t = core::tune_malloc();
+        return py::make_tuple(t.applied, t.reason);
+      },
+      R"(Keeps glibc's malloc blocks up to 32 MiB in the heap between training steps, as fast train does
+(docs/benchmarks.md, "malloc thresholds"): a torch loop on the CPU that allocates the same large tensors
+every step then stops paying a page fault per 4 KiB of them. Returns (applied, reason): nothing is changed
+with FAST_MALLOC=system, where the user set glibc's thresholds (GLIBC_TUNABLES, MALLOC_*_THRESHOLD_), or
+where the allocator is not glibc's. Process-wide; call it once, before training. fast.InvalidArgument
+when FAST_MALLOC is neither 'tuned' nor 'system'.)");
   m.def("runtime_names", &runtime::runtime_names, "The runtimes of this build (fast.init's and fast.run's runtime).");
   m.def("init", &init, py::arg("runtime") = py::none(), py::arg("op_timeout") = -1.0, py::arg("collectives") = "",
         py::arg("windows") = "",

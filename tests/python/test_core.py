@@ -1,6 +1,8 @@
 """The framework-free core API (docs/python.md, "The core API") inside one process: fast.Worker's steps
 against their closed form under the threads and sim runtimes, buffers shared without copies, the tensor
 mover and the collectives against independently computed values."""
+import platform
+
 import numpy as np
 import pytest
 import torch
@@ -175,3 +177,24 @@ def test_a_worker_exception_reaches_the_caller_and_releases_the_others():
 
     with pytest.raises(KeyError, match="worker one fails"):
         fast.run(body, workers=2, op_timeout=60)
+
+
+def test_tune_malloc_follows_fast_malloc(monkeypatch):
+    """fast.tune_malloc(): refused values name the variable, `system` changes nothing, and the default
+    applies glibc's thresholds (what they do is tested in C++: tests/core/malloc_tuning_test.cpp)."""
+    for name in ("GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FAST_MALLOC", "jemalloc")
+    with pytest.raises(fast.InvalidArgument, match="FAST_MALLOC.*tuned or system.*'jemalloc'"):
+        fast.tune_malloc()
+    monkeypatch.setenv("FAST_MALLOC", "system")
+    assert fast.tune_malloc() == (False, "malloc: glibc's defaults (FAST_MALLOC=system)")
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1048576")
+    monkeypatch.delenv("FAST_MALLOC")
+    applied, reason = fast.tune_malloc()
+    assert not applied and "MALLOC_TRIM_THRESHOLD_" in reason
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_")
+    applied, reason = fast.tune_malloc()
+    if platform.libc_ver()[0] == "glibc":
+        assert applied, reason
+        assert "32 MiB" in reason and "256 MiB" in reason
