@@ -8,7 +8,8 @@
 // step touches new pages and the kernel zero-fills them, one page fault per 4 KiB. Which of
 // glibc's two behaviours a process ends up in depends on the order of its first frees, so the same
 // run was either fast or about 25% slower (2-process cnn: 1.1 or 2.7 million page faults;
-// docs/benchmarks.md, "malloc thresholds"). Fixing both thresholds keeps those blocks in the heap and reused.
+// docs/benchmarks.md, "malloc thresholds"). Fixing both thresholds keeps those blocks in the heap,
+// reused from step to step.
 //
 // FAST_MALLOC (core/env.cpp) chooses: `tuned` (the default) or `system` (glibc's own behaviour).
 // Settings the user gave glibc (GLIBC_TUNABLES naming glibc.malloc.mmap_threshold or
