@@ -38,10 +38,10 @@ bool malloc_tuning_chosen();
 // Applies the tuning above to this process (mallopt M_MMAP_THRESHOLD, M_TRIM_THRESHOLD) unless
 // FAST_MALLOC=system, the user set glibc's thresholds, the C library is not glibc, or mallopt
 // refuses (a sanitizer's allocator, a preloaded malloc): then it changes nothing and says why.
-// InvalidArgument as malloc_tuning_chosen(). Process-wide and not
-// thread-safe against other mallopt calls: call it once, before the workers start. The memory a
-// process keeps grows by at most kTunedTrimThreshold per malloc arena (one per thread that
-// allocates, up to 8 per core).
+// InvalidArgument as malloc_tuning_chosen(). Process-wide and not thread-safe against other
+// mallopt calls: call it once, before the workers start. The memory a process keeps grows by at
+// most kTunedTrimThreshold per malloc arena (glibc gives the threads that allocate up to 8 arenas
+// per core).
 MallocTuning tune_malloc();
 
 }  // namespace fast::core
