@@ -37,8 +37,9 @@ constexpr std::array kTable{
     EnvVar{"FAST_TRANSPORT", EnvType::string, "",
            "tcp or ipc (processes of one host only); empty: tcp (on one host ipc was slower, docs/launch.md)."},
     EnvVar{"FAST_SHM_BYTES", EnvType::integer, "-1",
-           "Bytes of each shared-memory ring between two processes of one host (runtime zmq): payloads from 4 KiB "
-           "go through it rather than through ZeroMQ; 0: none; -1: 256 MiB per process shared among the other "
+           "Bytes of each shared-memory ring between two processes of one host (runtime zmq): every message to "
+           "that process goes through it rather than through ZeroMQ (a message larger than the ring, or one that "
+           "finds it full, still goes through ZeroMQ); 0: none; -1: 256 MiB per process shared among the other "
            "processes of the host, 1 to 32 MiB per ring."},
     EnvVar{"FAST_HOST", EnvType::string, "",
            "Address this process binds and is reached at over tcp; empty: the address that reaches the rendezvous."},

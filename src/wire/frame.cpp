@@ -99,30 +99,12 @@ FrameHeader decode_header(std::span<const std::byte> bytes, const Limits& limits
 }
 
 void check_payload(const FrameHeader& h, std::span<const std::byte> payload) {
-  if ((h.flags & kFlagPayloadShared) != 0) {
-    if (payload.size() != kLocatorBytes)
-      throw FrameError(fmt::format("frame: shared payload locator: expected {} bytes, got {}", kLocatorBytes,
-                                   payload.size()));
-    return;
-  }
   if (payload.size() != h.payload_bytes)
     throw FrameError(fmt::format("frame: payload length: expected {} bytes, got {}", h.payload_bytes, payload.size()));
   if ((h.flags & kFlagPayloadChecksum) == 0) return;
   const std::uint32_t sum = checksum(payload);
   if (sum != h.payload_checksum)
     throw FrameError(fmt::format("frame: payload checksum: expected {:#010x}, got {:#010x}", h.payload_checksum, sum));
-}
-
-std::array<std::byte, kLocatorBytes> encode_locator(std::uint64_t position) {
-  std::array<std::byte, kLocatorBytes> out{};
-  put<std::uint64_t>(out.data(), 0, position);
-  return out;
-}
-
-std::uint64_t decode_locator(std::span<const std::byte> part) {
-  if (part.size() != kLocatorBytes)
-    throw FrameError(fmt::format("frame: shared payload locator: expected {} bytes, got {}", kLocatorBytes, part.size()));
-  return get<std::uint64_t>(part.data(), 0);
 }
 
 }  // namespace fast::wire

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <numeric>
 #include <optional>
+#include <thread>
+#include <chrono>
 #include <vector>
 
 #include "fast/core/error.hpp"
@@ -49,90 +51,194 @@ TEST(SharedRing, AutomaticCapacitySharesTwoHundredFiftySixMiBAmongThePeersOfTheH
   EXPECT_EQ(ring_capacity(-1, 0), std::size_t{32} << 20);
 }
 
-TEST(SharedRing, PayloadsArriveIntactAndFreedSpaceIsReusedAcrossTheEnd) {
+// A record of `n` bytes of body occupies 64 (prefix) + n rounded up to 64 bytes.
+std::uint64_t region(std::uint64_t n) { return (kRecordPrefixBytes + n + 63) / 64 * 64; }
+
+TEST(SharedRing, RecordsArriveIntactInOrderAndFreedSpaceIsReusedAcrossTheEnd) {
   OutboundRing out(kCapacity);
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
   ASSERT_EQ(in->capacity(), kCapacity);
-  std::uint64_t expected = 0;
-  for (int round = 0; round < 50; ++round) {  // 50 x 1000 bytes through a 4096-byte ring: it wraps
+  EXPECT_FALSE(in->peek().has_value());  // nothing published yet
+  for (int round = 0; round < 50; ++round) {  // 50 x 1064 bytes through a 4096-byte ring: it wraps
+    const auto head = bytes_of(64, 100 + round);
     const auto payload = bytes_of(1000, round);
-    const auto position = out.put(payload);
-    ASSERT_TRUE(position.has_value()) << round;
-    EXPECT_EQ(*position, expected);
-    InboundRing::Payload got = in->take(*position, payload.size());
-    ASSERT_EQ(got.bytes.size(), payload.size());
-    EXPECT_TRUE(std::equal(got.bytes.begin(), got.bytes.end(), payload.begin())) << round;
-    expected = place(*position, 1000, kCapacity).end;
-  }  // each payload's owner is released at the end of its iteration
+    ASSERT_TRUE(out.put(head, payload)) << round;
+    const auto body = in->peek();
+    ASSERT_TRUE(body.has_value()) << round;
+    ASSERT_EQ(body->size(), 1064u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(body->data()) % 64, 0u);
+    InboundRing::Payload got = in->take();
+    EXPECT_TRUE(std::equal(got.bytes.begin(), got.bytes.begin() + 64, head.begin())) << round;
+    EXPECT_TRUE(std::equal(got.bytes.begin() + 64, got.bytes.end(), payload.begin())) << round;
+    EXPECT_FALSE(in->peek().has_value()) << round;
+  }  // each record's owner is released at the end of its iteration
 }
 
-TEST(SharedRing, AFullRingRefusesUntilTheOldestPayloadIsReleased) {
+TEST(SharedRing, SeveralRecordsPublishedBeforeAnyIsReadComeOutInTheOrderPut) {
   OutboundRing out(kCapacity);
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
   std::vector<InboundRing::Payload> held;
-  for (int i = 0; i < 4; ++i) {  // 4 x 1024 bytes fill the ring exactly
-    const auto position = out.put(bytes_of(1024, i));
-    ASSERT_TRUE(position.has_value()) << i;
-    held.push_back(in->take(*position, 1024));
+  for (int round = 0; round < 6; ++round) {
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(out.put({}, bytes_of(700 + 100 * i, round * 3 + i))) << round << " " << i;
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(in->peek().has_value());
+      ASSERT_EQ(in->peek()->size(), 700u + 100u * static_cast<unsigned>(i));  // peek() repeats until take()
+      InboundRing::Payload got = in->take();
+      const auto want = bytes_of(700 + 100 * static_cast<std::size_t>(i), round * 3 + i);
+      EXPECT_TRUE(std::equal(got.bytes.begin(), got.bytes.end(), want.begin())) << round << " " << i;
+    }
+    EXPECT_FALSE(in->peek().has_value());
   }
-  EXPECT_FALSE(out.put(bytes_of(1, 9)).has_value());  // no position: no frame is sent for it
+}
+
+TEST(SharedRing, AFullRingRefusesUntilTheOldestRecordIsReleased) {
+  OutboundRing out(kCapacity);
+  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+  std::vector<InboundRing::Payload> held;
+  for (int i = 0; i < 4; ++i) {  // 4 x (64 + 960) bytes fill the ring exactly
+    ASSERT_TRUE(out.put({}, bytes_of(960, i))) << i;
+    ASSERT_TRUE(in->peek().has_value());
+    held.push_back(in->take());
+  }
+  EXPECT_FALSE(out.put({}, bytes_of(1, 9)));  // nothing written
+  EXPECT_FALSE(in->peek().has_value());
   held[2].owner.reset();  // released out of order: the oldest still holds its region
   held[1].owner.reset();
-  EXPECT_FALSE(out.put(bytes_of(1, 9)).has_value());
+  EXPECT_FALSE(out.put({}, bytes_of(1, 9)));
   held[0].owner.reset();  // now the first three regions are free, in order
-  const auto position = out.put(bytes_of(3 * 1024, 7));
-  ASSERT_TRUE(position.has_value());
-  EXPECT_EQ(*position, 4096u);
-  // The fourth region (positions 3072-4096 of the first lap) is still held: 3 KiB fill the rest.
-  EXPECT_FALSE(out.put(bytes_of(1, 9)).has_value());
-  const InboundRing::Payload last = in->take(*position, 3 * 1024);
-  const auto want = bytes_of(3 * 1024, 7);
+  ASSERT_TRUE(out.put({}, bytes_of(3 * 1024 - 64, 7)));
+  // The fourth region (positions 3072-4096 of the first lap) is still held: nothing else fits.
+  EXPECT_FALSE(out.put({}, bytes_of(1, 9)));
+  ASSERT_TRUE(in->peek().has_value());
+  const InboundRing::Payload last = in->take();
+  const auto want = bytes_of(3 * 1024 - 64, 7);
+  ASSERT_EQ(last.bytes.size(), want.size());
   EXPECT_TRUE(std::equal(last.bytes.begin(), last.bytes.end(), want.begin()));
-  EXPECT_FALSE(out.put({}).has_value());  // empty or larger than the ring: never through it
-  EXPECT_FALSE(out.put(bytes_of(kCapacity + 1, 0)).has_value());
+  EXPECT_FALSE(out.put({}, {}));  // not even the 64-byte prefix of an empty body fits
+  held[3].owner.reset();
+  EXPECT_TRUE(out.put({}, {}));  // an empty body is a record too
+  EXPECT_FALSE(out.put({}, bytes_of(kCapacity - 63, 0)));  // larger than the ring can ever carry
+  EXPECT_EQ(out.max_body(), kCapacity - 64);
+}
+
+TEST(SharedRing, ARecordThatWouldCrossTheEndStartsTheNextLapBehindAWrapMarker) {
+  OutboundRing out(kCapacity);
+  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+  ASSERT_TRUE(out.put({}, bytes_of(3000, 1)));  // region 0 - 3072
+  ASSERT_TRUE(in->peek().has_value());
+  in->take();  // released at once (the owner is dropped)
+  ASSERT_TRUE(out.put({}, bytes_of(1500, 2)));  // 3072 + 1564 > 4096: marker at 3072, record at 4096
+  const auto body = in->peek();
+  ASSERT_TRUE(body.has_value());
+  const auto want = bytes_of(1500, 2);
+  EXPECT_TRUE(std::equal(body->begin(), body->end(), want.begin()));
+  EXPECT_EQ(body->data(), in->peek()->data());
+  // The marker's space and the first record are free; the second record is held: 4096 - 1600
+  // bytes remain, ending where the held record begins.
+  const InboundRing::Payload held = in->take();
+  EXPECT_FALSE(out.put({}, bytes_of(4096 - region(1500) - 63, 3)));
+  EXPECT_TRUE(out.put({}, bytes_of(4096 - region(1500) - 64, 3)));
 }
 
 TEST(SharedRing, APayloadOwnerKeepsTheMappingAfterTheRingIsDropped) {
   OutboundRing out(kCapacity);
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
   const auto payload = bytes_of(2000, 3);
-  InboundRing::Payload got = in->take(*out.put(payload), payload.size());
+  ASSERT_TRUE(out.put({}, payload));
+  ASSERT_TRUE(in->peek().has_value());
+  InboundRing::Payload got = in->take();
   in.reset();  // the transport forgets the ring (its process was replaced)
   EXPECT_TRUE(std::equal(got.bytes.begin(), got.bytes.end(), payload.begin()));
 }
 
-TEST(SharedRing, TheReceiverRefusesAPositionOrSizeItDoesNotExpectAndKeepsItsState) {
-  OutboundRing out(kCapacity);
-  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
-  EXPECT_THROW(in->take(64, 100), wire::FrameError);          // not the next position
-  EXPECT_THROW(in->take(0, 0), wire::FrameError);             // empty
-  EXPECT_THROW(in->take(0, kCapacity + 1), wire::FrameError);  // larger than the ring
+// A hostile sender's mapping of its own ring: the control page's fields (shared_ring.hpp) and
+// the data area.
+struct Forger {
+  explicit Forger(const OutboundRing& out)
+      : bytes(out.file_bytes()),
+        base(static_cast<std::byte*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, out.fd(), 0))) {}
+  ~Forger() { munmap(base, bytes); }
+  void set_u64(std::size_t offset, std::uint64_t v) { std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(base + offset)).store(v); }
+  void published(std::uint64_t v) { set_u64(64, v); }
+  void released(std::uint64_t v) { set_u64(0, v); }
+  void length_at(std::uint64_t position, std::uint64_t v) { set_u64(OutboundRing::kControlBytes + position, v); }
+  std::size_t bytes;
+  std::byte* base;
+};
+
+std::string error_of(InboundRing& in) {
   try {
-    in->take(128, 10);
-    ADD_FAILURE();
+    in.peek();
   } catch (const wire::FrameError& e) {
-    EXPECT_NE(std::string(e.what()).find("position: expected 0, got 128"), std::string::npos) << e.what();
+    return e.what();
   }
-  const auto payload = bytes_of(100, 1);
-  const auto position = out.put(payload);
-  ASSERT_EQ(position, 0u);
-  EXPECT_NO_THROW(in->take(*position, payload.size()));
+  return "no error";
+}
+
+TEST(SharedRing, TheReceiverRefusesPublishedPositionsAndLengthsThatBreakTheRules) {
+  OutboundRing out(kCapacity);
+  Forger forge(out);
+  ASSERT_NE(forge.base, MAP_FAILED);
+  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+  forge.published(kCapacity + 64);  // more than a ring's worth ahead
+  EXPECT_NE(error_of(*in).find("published: expected a position from 0 to 4096, got 4160"), std::string::npos)
+      << error_of(*in);
+  forge.published(100);  // not on a record boundary
+  EXPECT_NE(error_of(*in).find("got 100"), std::string::npos) << error_of(*in);
+  forge.published(128);
+  forge.length_at(0, kCapacity);  // longer than any record can be
+  EXPECT_NE(error_of(*in).find("record length at 0: expected at most 4032, got 4096"), std::string::npos)
+      << error_of(*in);
+  forge.length_at(0, 200);  // longer than what was published
+  EXPECT_NE(error_of(*in).find("crosses the end of the ring or of what was published (128)"), std::string::npos)
+      << error_of(*in);
+  forge.length_at(0, kWrapMarker);  // a wrap marker whose lap is not published
+  EXPECT_NE(error_of(*in).find("wrap marker at 0"), std::string::npos) << error_of(*in);
+  forge.length_at(0, 64);  // a record of 64 bytes: valid
+  EXPECT_EQ(error_of(*in), "no error");
+  EXPECT_EQ(in->peek()->size(), 64u);
 }
 
 TEST(SharedRing, TheSenderTreatsAReleasedValueThatCannotBeRightAsAFullRing) {
   OutboundRing out(kCapacity);
-  // A hostile receiver's mapping of the control page.
-  auto* control = static_cast<std::uint64_t*>(
-      mmap(nullptr, OutboundRing::kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED, out.fd(), 0));
-  ASSERT_NE(control, MAP_FAILED);
-  ASSERT_TRUE(out.put(bytes_of(1024, 0)).has_value());  // head 1024
+  Forger forge(out);  // a hostile receiver's mapping
+  ASSERT_NE(forge.base, MAP_FAILED);
+  ASSERT_TRUE(out.put({}, bytes_of(960, 0)));  // head 1024
   for (std::uint64_t lie : {std::uint64_t{2048}, ~std::uint64_t{0}}) {  // beyond what was sent
-    std::atomic_ref<std::uint64_t>(*control).store(lie);
-    EXPECT_FALSE(out.put(bytes_of(64, 1)).has_value()) << lie;
+    forge.released(lie);
+    EXPECT_FALSE(out.put({}, bytes_of(64, 1))) << lie;
   }
-  std::atomic_ref<std::uint64_t>(*control).store(1024);  // a plausible value: room again
-  EXPECT_TRUE(out.put(bytes_of(64, 1)).has_value());
-  munmap(control, OutboundRing::kControlBytes);
+  forge.released(1024);  // a plausible value: room again
+  EXPECT_TRUE(out.put({}, bytes_of(64, 1)));
+}
+
+// The reader's sleep ends when the sender publishes (the futex), not at its timeout; a bell rung
+// before the sleep is not missed; wake() ends it too.
+TEST(SharedRing, ASleepingReaderIsWokenByAPublicationOrByWake) {
+  OutboundRing out(kCapacity);
+  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+  const std::uint32_t before = in->bell();
+  ASSERT_TRUE(out.put({}, bytes_of(10, 0)));
+  auto start = std::chrono::steady_clock::now();
+  in->sleep(before, std::chrono::seconds(30));  // rung since `before`: returns at once
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  for (bool by_wake : {false, true}) {
+    const std::uint32_t seen = in->bell();
+    std::atomic<bool> woke{false};
+    std::thread reader([&] {
+      in->sleep(seen, std::chrono::seconds(30));
+      woke = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (by_wake)
+      in->wake();
+    else
+      ASSERT_TRUE(out.put({}, bytes_of(10, 1)));
+    start = std::chrono::steady_clock::now();
+    reader.join();  // well before the 30 s timeout
+    EXPECT_TRUE(woke.load());
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << by_wake;
+  }
 }
 
 TEST(SharedRing, OpeningRefusesWhatIsNotASealedRingOfTheDeclaredSize) {

@@ -155,7 +155,7 @@ TEST(WireFrame, PayloadLengthAndChecksumAreChecked) {
   EXPECT_EQ(checksum({reinterpret_cast<const std::byte*>(text), 9}), 0xCBF43926u);
 }
 
-TEST(WireFrame, ASharedPayloadIsAnEightByteLocatorAcceptedOnlyWhereAllowed) {
+TEST(WireFrame, TheSharedFlagIsAcceptedOnlyWhereAllowedAndNeverWithAChecksum) {
   FrameHeader h = sample();
   h.flags = kFlagPayloadShared;
   h.payload_checksum = 0;
@@ -163,24 +163,11 @@ TEST(WireFrame, ASharedPayloadIsAnEightByteLocatorAcceptedOnlyWhereAllowed) {
   EXPECT_NE(error_of(b).find("flags: expected only bit 0, got 0x02"), std::string::npos) << error_of(b);
   const FrameHeader d = decode_header(b, {.allow_shared = true});
   EXPECT_EQ(d.flags, kFlagPayloadShared);
-  EXPECT_EQ(d.payload_bytes, 8000u);  // the payload's own size, not the locator's
+  EXPECT_EQ(d.payload_bytes, 8000u);
   h.flags = kFlagPayloadShared | kFlagPayloadChecksum;
   EXPECT_NE(error_of(encoded(h), {.allow_shared = true}).find("flags: expected bit 0 or bit 1, not both, got 0x03"),
             std::string::npos);
   EXPECT_NE(error_of(encoded(h)).find("flags: expected only bit 0, got 0x03"), std::string::npos);
-
-  const auto locator = encode_locator(0x0102030405060708ull);
-  EXPECT_EQ(locator[0], std::byte{8});  // little-endian
-  EXPECT_EQ(decode_locator(locator), 0x0102030405060708ull);
-  EXPECT_NO_THROW(check_payload(d, locator));
-  std::vector<std::byte> payload(8000);
-  try {
-    check_payload(d, payload);  // the payload itself in the part: not a locator
-    ADD_FAILURE();
-  } catch (const FrameError& e) {
-    EXPECT_NE(std::string(e.what()).find("shared payload locator: expected 8 bytes, got 8000"), std::string::npos);
-  }
-  EXPECT_THROW(decode_locator(std::span(payload).first(7)), FrameError);
 }
 
 TEST(WireFrame, EncodeRefusesACountThatDisagreesWithTheBytes) {

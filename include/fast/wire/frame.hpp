@@ -20,7 +20,6 @@
 //   48  u32  header_checksum  CRC-32 (zlib) of bytes 0..47
 //   52  u32  reserved         0
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -34,11 +33,10 @@ inline constexpr std::uint32_t kMagic = 0x54534146;  // "FAST" little-endian
 inline constexpr std::uint16_t kVersion = 1;
 enum class FrameKind : std::uint8_t { data = 1, heartbeat = 2, hello = 3, bye = 4 };
 inline constexpr std::uint8_t kFlagPayloadChecksum = 1;  // payload_checksum is set and must match
-// The payload lies in the sender's shared-memory ring (processes of one host, zmq runtime): the
-// payload part is a kLocatorBytes locator, the u64 ring position the receiver expects next, and
-// payload_bytes still counts the payload itself. Accepted only where Limits::allow_shared.
+// The header heads a record of the sender's shared-memory ring (processes of one host, zmq
+// runtime) and its payload follows it there; such a header never travels in a ZeroMQ frame.
+// Accepted only where Limits::allow_shared.
 inline constexpr std::uint8_t kFlagPayloadShared = 2;
-inline constexpr std::size_t kLocatorBytes = 8;
 
 struct FrameHeader {
   FrameKind kind = FrameKind::data;
@@ -74,13 +72,8 @@ void encode_header(const FrameHeader& header, std::span<std::byte, kHeaderBytes>
 // ranks in range. Throws FrameError "frame: <field>: expected X, got Y". Allocates nothing but the
 // error message.
 FrameHeader decode_header(std::span<const std::byte> bytes, const Limits& limits);
-// payload.size() == header.payload_bytes, and the checksum when kFlagPayloadChecksum is set; with
-// kFlagPayloadShared, payload.size() == kLocatorBytes (the ring checks the rest).
+// payload.size() == header.payload_bytes, and the checksum when kFlagPayloadChecksum is set.
 void check_payload(const FrameHeader& header, std::span<const std::byte> payload);
-// The locator part of a kFlagPayloadShared frame (little-endian u64), and back. decode_locator
-// expects exactly kLocatorBytes (FrameError otherwise).
-std::array<std::byte, kLocatorBytes> encode_locator(std::uint64_t position);
-std::uint64_t decode_locator(std::span<const std::byte> part);
 // CRC-32 of zlib (about 1-10 GB/s), the payload checksum.
 std::uint32_t checksum(std::span<const std::byte> bytes);
 

@@ -1,8 +1,10 @@
 #include "shared_ring.hpp"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,9 +25,22 @@ constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW;
 
 std::uint64_t round_up(std::uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// The control page's one field, shared between two processes.
-std::atomic_ref<std::uint64_t> released_of(std::byte* base) {
-  return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(base));
+// The control page's fields (shared_ring.hpp), each on its own cache line.
+constexpr std::size_t kReleasedOffset = 0, kPublishedOffset = 64, kBellOffset = 128, kWaitingOffset = 132;
+std::atomic_ref<std::uint64_t> u64_at(std::byte* base, std::size_t offset) {
+  return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(base + offset));
+}
+std::atomic_ref<std::uint32_t> u32_at(std::byte* base, std::size_t offset) {
+  return std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(base + offset));
+}
+// A futex shared between processes (no FUTEX_PRIVATE_FLAG): the word lies in a MAP_SHARED mapping.
+void futex_wake(std::byte* word) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+void futex_wait(std::byte* word, std::uint32_t expected, std::chrono::milliseconds timeout) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
+  const timespec limit{.tv_sec = static_cast<time_t>(ns / 1000000000), .tv_nsec = static_cast<long>(ns % 1000000000)};
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT, expected, &limit, nullptr, 0);
 }
 
 std::string errno_text() { return std::strerror(errno); }
@@ -66,19 +81,27 @@ OutboundRing::~OutboundRing() {
   if (fd_ >= 0) close(fd_);
 }
 
-std::optional<std::uint64_t> OutboundRing::put(std::span<const std::byte> payload) {
-  const std::uint64_t n = payload.size();
-  if (n == 0 || n > capacity_) return std::nullopt;
-  const std::uint64_t released = released_of(base_).load(std::memory_order_acquire);
+bool OutboundRing::put(std::span<const std::byte> head, std::span<const std::byte> payload) {
+  const std::uint64_t body = head.size() + payload.size();
+  if (body > max_body()) return false;
+  const std::uint64_t released = u64_at(base_, kReleasedOffset).load(std::memory_order_acquire);
   // What the receiver wrote cannot be trusted: it must lie in [head - capacity, head].
-  if (released > head_ || head_ - released > capacity_) return std::nullopt;
-  const RingPlacement p = place(head_, n, capacity_);
-  if (p.end - released > capacity_) return std::nullopt;
-  std::memcpy(base_ + kControlBytes + p.start % capacity_, payload.data(), n);
-  const std::uint64_t position = head_;
+  if (released > head_ || head_ - released > capacity_) return false;
+  const RingPlacement p = place(head_, kRecordPrefixBytes + body, capacity_);
+  if (p.end - released > capacity_) return false;
+  std::byte* data = base_ + kControlBytes;
+  if (p.start != head_) std::memcpy(data + head_ % capacity_, &kWrapMarker, sizeof(kWrapMarker));
+  std::byte* record = data + p.start % capacity_;
+  std::memcpy(record, &body, sizeof(body));
+  if (!head.empty()) std::memcpy(record + kRecordPrefixBytes, head.data(), head.size());
+  if (!payload.empty()) std::memcpy(record + kRecordPrefixBytes + head.size(), payload.data(), payload.size());
   head_ = p.end;
-  std::atomic_thread_fence(std::memory_order_release);  // the bytes before the frame that names them
-  return position;
+  u64_at(base_, kPublishedOffset).store(head_, std::memory_order_release);
+  // Dekker's order with the reader's sleep(): add to the bell, then read `waiting`; the reader
+  // sets `waiting`, then reads the bell (both sequentially consistent).
+  u32_at(base_, kBellOffset).fetch_add(1);
+  if (u32_at(base_, kWaitingOffset).load() != 0) futex_wake(base_ + kBellOffset);
+  return true;
 }
 
 std::shared_ptr<InboundRing> InboundRing::open(long pid, int fd, std::uint64_t file_bytes) {
@@ -113,22 +136,53 @@ InboundRing::InboundRing(std::byte* base, std::size_t mapped, std::size_t capaci
 
 InboundRing::~InboundRing() { munmap(base_, mapped_); }
 
-InboundRing::Payload InboundRing::take(std::uint64_t position, std::uint64_t bytes) {
-  if (position != expected_)
-    throw wire::FrameError(
-        fmt::format("frame: shared payload position: expected {}, got {}", expected_, position));
-  if (bytes == 0 || bytes > capacity_)
-    throw wire::FrameError(
-        fmt::format("frame: shared payload_bytes: expected 1 to {} (the ring), got {}", capacity_, bytes));
-  const RingPlacement p = place(position, bytes, capacity_);
+std::optional<std::span<const std::byte>> InboundRing::peek() {
+  std::byte* data = base_ + OutboundRing::kControlBytes;
+  for (;;) {
+    if (peeked_) return std::span<const std::byte>(data + peeked_->start % capacity_ + kRecordPrefixBytes, peeked_length_);
+    // Each shared value is read once, then checked: the sender may change it meanwhile.
+    const std::uint64_t published = u64_at(base_, kPublishedOffset).load(std::memory_order_acquire);
+    if (published == expected_) return std::nullopt;
+    if (published < expected_ || published - expected_ > capacity_ || published % kAlign != 0)
+      throw wire::FrameError(fmt::format("shared-memory ring: published: expected a position from {} to {}, got {}",
+                                         expected_, expected_ + capacity_, published));
+    std::uint64_t length = 0;
+    std::memcpy(&length, data + expected_ % capacity_, sizeof(length));
+    if (length == kWrapMarker) {  // the record starts at the next lap; this lap's rest is free
+      const std::uint64_t next = expected_ + (capacity_ - expected_ % capacity_);
+      if (next > published)
+        throw wire::FrameError(fmt::format("shared-memory ring: a wrap marker at {} but records published only to {}",
+                                           expected_, published));
+      std::lock_guard<std::mutex> lock(mutex_);
+      push_region(next, true);
+      advance_released();
+      expected_ = next;
+      continue;
+    }
+    if (length > capacity_ - kRecordPrefixBytes)
+      throw wire::FrameError(fmt::format("shared-memory ring: record length at {}: expected at most {}, got {}",
+                                         expected_, capacity_ - kRecordPrefixBytes, length));
+    const RingPlacement p = place(expected_, kRecordPrefixBytes + length, capacity_);
+    if (p.start != expected_ || p.end > published)
+      throw wire::FrameError(fmt::format(
+          "shared-memory ring: a record of {} bytes at {} crosses the end of the ring or of what was published ({})",
+          length, expected_, published));
+    peeked_ = p;
+    peeked_length_ = length;
+  }
+}
+
+InboundRing::Payload InboundRing::take() {
+  FAST_ENFORCE(peeked_.has_value(), "shared-memory ring: take() without a record from peek()");
+  const RingPlacement p = *peeked_;
+  const std::span<const std::byte> body = *peek();
+  peeked_.reset();
   expected_ = p.end;
   std::uint64_t sequence = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    sequence = taken_++;
-    regions_.push_back({p.end, false});
+    sequence = push_region(p.end, false);
   }
-  std::atomic_thread_fence(std::memory_order_acquire);  // the bytes the frame names
   class Slot {
    public:
     Slot(std::shared_ptr<InboundRing> ring, std::uint64_t sequence) : ring_(std::move(ring)), sequence_(sequence) {}
@@ -140,13 +194,28 @@ InboundRing::Payload InboundRing::take(std::uint64_t position, std::uint64_t byt
     std::shared_ptr<InboundRing> ring_;
     std::uint64_t sequence_;
   };
-  auto slot = std::make_shared<Slot>(shared_from_this(), sequence);
-  return {{base_ + OutboundRing::kControlBytes + p.start % capacity_, static_cast<std::size_t>(bytes)}, std::move(slot)};
+  return {body, std::make_shared<Slot>(shared_from_this(), sequence)};
 }
 
-void InboundRing::release(std::uint64_t sequence) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  regions_[static_cast<std::size_t>(sequence - first_sequence_)].released = true;
+std::uint32_t InboundRing::bell() const { return u32_at(base_, kBellOffset).load(); }
+
+void InboundRing::sleep(std::uint32_t seen, std::chrono::milliseconds timeout) {
+  u32_at(base_, kWaitingOffset).store(1);
+  if (u32_at(base_, kBellOffset).load() == seen) futex_wait(base_ + kBellOffset, seen, timeout);
+  u32_at(base_, kWaitingOffset).store(0);
+}
+
+void InboundRing::wake() {
+  u32_at(base_, kBellOffset).fetch_add(1);
+  futex_wake(base_ + kBellOffset);
+}
+
+std::uint64_t InboundRing::push_region(std::uint64_t end, bool released) {
+  regions_.push_back({end, released});
+  return taken_++;
+}
+
+void InboundRing::advance_released() {
   std::uint64_t released = 0;
   bool advanced = false;
   while (!regions_.empty() && regions_.front().released) {
@@ -155,7 +224,13 @@ void InboundRing::release(std::uint64_t sequence) {
     ++first_sequence_;
     advanced = true;
   }
-  if (advanced) released_of(base_).store(released, std::memory_order_release);
+  if (advanced) u64_at(base_, kReleasedOffset).store(released, std::memory_order_release);
+}
+
+void InboundRing::release(std::uint64_t sequence) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  regions_[static_cast<std::size_t>(sequence - first_sequence_)].released = true;
+  advance_released();
 }
 
 }  // namespace fast::runtime::zmq

@@ -1,30 +1,41 @@
 #pragma once
 // Shared-memory rings between two processes of one host (zmq runtime; docs/launch.md, "Shared
-// memory on one host"). A payload sent to a process of the same host is copied once into a ring
-// that the receiver has mapped, and only a small frame (header and an 8-byte locator,
-// wire::kFlagPayloadShared) crosses ZeroMQ, authenticated as every frame is. The receiver copies
-// the payload out of the ring into the posted receive: two copies in all, as MPI's shared-memory
-// transports make, instead of ZeroMQ's copies through the kernel and CURVE's encryption.
+// memory on one host"). Every message from one process to another of its host travels as a record
+// in a ring that the receiver has mapped: copied once in by the sender, once out by the receiver,
+// as MPI's shared-memory transports do, instead of ZeroMQ's copies through two I/O threads, the
+// kernel and CURVE's encryption. The ring itself is offered in a `hello` frame over the
+// authenticated connection, so only an authenticated process of the run can write to it.
 //
 // One ring per (sender process, receiver process), owned by the sender: a memfd of a 4 KiB control
 // page and `capacity` data bytes, sealed against shrinking and growing, so a mapping of it can
 // never fault however the other side behaves. The receiver opens it through /proc/<sender
 // pid>/fd/<fd> (which the kernel allows only to the same user, or root), checks its size and
-// seals, and maps it. The control page holds one u64 that only the receiver writes: how far (a
-// ring position, in bytes since the start) it has released.
+// seals, and maps it. The control page holds, each on its own cache line:
+//   - `released` (u64, written by the receiver): how far (a ring position, in bytes since the
+//     start) the receiver has released;
+//   - `published` (u64, written by the sender): how far the records are complete;
+//   - `bell` (u32, added to by the sender after each publication) and `waiting` (u32, set by the
+//     receiver's reader while it sleeps on `bell` with a futex): the sender wakes the reader only
+//     when it sleeps.
 //
-// Placement (place()): a message of n bytes allocated at ring position p starts at p, or at the
-// next multiple of capacity when it would cross the end of the data area, and its region ends at
-// the start plus n rounded up to 64 bytes; the next message is allocated where the previous region
-// ends. Both sides compute it, so the locator only has to carry p, which the receiver checks
-// against the position it expects. Messages are released in any order (a receive posted late
-// holds its payload longer); `released` advances over the regions released from the oldest on.
+// Records: a record of body length L at ring position p starts at p, or at the next multiple of
+// capacity when 64 + L bytes would cross the end of the data area (then a wrap marker, length
+// kWrapMarker, is written at p); it is a 64-byte prefix (u64 length, the rest 0) followed by the
+// body, and its region ends at the start plus 64 + L rounded up to 64 bytes (place()); the next
+// record is allocated where the previous region ends. Bodies are 64-byte aligned. Records are
+// released in any order (a receive posted late holds its payload longer); `released` advances
+// over the regions released from the oldest on.
 //
-// Hostile sides: a sender may write anything into its own ring: at worst the receiver reads wrong
-// values from an authenticated peer, as it would in a frame. A receiver may write any `released`:
-// the sender checks it against its own head and treats a value that cannot be right as a full ring
-// (it then sends through ZeroMQ), and never writes outside the data area.
+// Hostile sides: a sender may write anything into its own ring: the receiver reads each value of
+// the control page and prefixes once and checks it (a position beyond what can have been
+// published, a length larger than the ring) before it reads a body, and refuses a ring that breaks
+// a rule with wire::FrameError; otherwise it at worst reads wrong values from an authenticated
+// peer, as it would in a frame. A receiver may write any `released`: the sender checks it against
+// its own head and treats a value that cannot be right as a full ring, and never writes outside
+// the data area. Either side may write `bell` and `waiting`: at worst a wake-up too many, or a
+// reader that sleeps until its timeout.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -37,10 +48,11 @@
 namespace fast::runtime::zmq {
 
 struct RingPlacement {
-  std::uint64_t start = 0;  // ring position of the payload's first byte
-  std::uint64_t end = 0;    // ring position where the next message is allocated
+  std::uint64_t start = 0;  // ring position of the record's first byte (its prefix)
+  std::uint64_t end = 0;    // ring position where the next record is allocated
 };
-// Where a message of `bytes` (0 < bytes <= capacity) allocated at ring position `position` lies.
+// Where a record of `bytes` in all, prefix included (0 < bytes <= capacity), allocated at ring
+// position `position` lies.
 RingPlacement place(std::uint64_t position, std::uint64_t bytes, std::uint64_t capacity);
 
 // The capacity of each of a process's rings: `setting` (FAST_SHM_BYTES) when >= 0 (0: no rings),
@@ -52,8 +64,10 @@ inline constexpr std::size_t kAutoRingMin = std::size_t{1} << 20;
 inline constexpr std::size_t kAutoRingMax = std::size_t{32} << 20;
 std::size_t ring_capacity(long long setting, int peers);
 
-// The sender's side. Thread-safety: none; the caller serialises put() and sends the frames in the
-// order of the positions it returned (the transport holds one lock across both).
+inline constexpr std::uint64_t kRecordPrefixBytes = 64;
+inline constexpr std::uint64_t kWrapMarker = ~std::uint64_t{0};
+
+// The sender's side. Thread-safety: none; the caller serialises put().
 class OutboundRing {
  public:
   static constexpr std::size_t kControlBytes = 4096;
@@ -68,22 +82,24 @@ class OutboundRing {
   int fd() const { return fd_; }
   std::uint64_t file_bytes() const { return kControlBytes + capacity_; }
   std::size_t capacity() const { return capacity_; }
+  // The largest body a record can carry.
+  std::size_t max_body() const { return capacity_ - kRecordPrefixBytes; }
 
-  // Copies `payload` (1 to capacity bytes) into the ring and returns its position, for the frame
-  // that names it. nullopt when the ring has no room now (nothing is copied: the caller sends the
-  // payload through ZeroMQ).
-  std::optional<std::uint64_t> put(std::span<const std::byte> payload);
+  // Copies one record, whose body is `head` then `payload`, into the ring, publishes it and wakes
+  // the reader if it sleeps. False when the ring has no room now or the body is larger than
+  // max_body() (nothing is written: the caller sends the message another way).
+  bool put(std::span<const std::byte> head, std::span<const std::byte> payload);
 
  private:
   int fd_ = -1;
   std::size_t capacity_ = 0;
   std::byte* base_ = nullptr;  // the whole mapping: control page, then data
-  std::uint64_t head_ = 0;     // where the next message is allocated
+  std::uint64_t head_ = 0;     // where the next record is allocated
 };
 
-// The receiver's side: a sender's ring, mapped. Thread-safety: take() from one thread (the
-// transport's I/O thread); the owners it returns may be released from any thread, and keep the
-// mapping alive.
+// The receiver's side: a sender's ring, mapped. Thread-safety: peek(), take() and sleep() from one
+// thread at a time (the transport serialises them); the owners take() returns may be released
+// from any thread, and keep the mapping alive; wake() from any thread.
 class InboundRing : public std::enable_shared_from_this<InboundRing> {
  public:
   // Opens the ring of process `pid` (its descriptor `fd`), which must be `file_bytes` long (a
@@ -95,13 +111,25 @@ class InboundRing : public std::enable_shared_from_this<InboundRing> {
   InboundRing(const InboundRing&) = delete;
   InboundRing& operator=(const InboundRing&) = delete;
 
+  // The body of the next published record, inside the mapping, or nullopt when none is published
+  // yet. Passes over wrap markers. wire::FrameError when the sender broke a rule (a published
+  // position out of range, a record longer than the ring or than what was published); the ring is
+  // then unusable. The same record until take().
+  std::optional<std::span<const std::byte>> peek();
   struct Payload {
     std::span<const std::byte> bytes;  // inside the mapping
     std::shared_ptr<const void> owner; // its destruction releases the region
   };
-  // The payload of the next message: `position` must be the one expected, 0 < bytes <= capacity;
-  // wire::FrameError otherwise (the ring's state is unchanged).
-  Payload take(std::uint64_t position, std::uint64_t bytes);
+  // Consumes the record peek() returned (which must have returned one).
+  Payload take();
+
+  // The reader's wait: returns at once when the sender published since `seen` (a value of bell()
+  // read before the reader last looked for records), else sleeps until it publishes, wake() is
+  // called, or `timeout` passes.
+  std::uint32_t bell() const;
+  void sleep(std::uint32_t seen, std::chrono::milliseconds timeout);
+  // Ends a sleep (the transport stops the reader).
+  void wake();
 
   std::size_t capacity() const { return capacity_; }
 
@@ -113,15 +141,19 @@ class InboundRing : public std::enable_shared_from_this<InboundRing> {
     bool released = false;
   };
   void release(std::uint64_t sequence);
+  std::uint64_t push_region(std::uint64_t end, bool released);  // under mutex_; returns its sequence
+  void advance_released();                                       // under mutex_
 
   std::byte* base_ = nullptr;
   std::size_t mapped_ = 0;
   std::size_t capacity_ = 0;
   std::mutex mutex_;
-  std::uint64_t expected_ = 0;       // the next message's position (take's thread only)
+  std::uint64_t expected_ = 0;       // the next record's position (the reader's)
+  std::optional<RingPlacement> peeked_;  // the record peek() returned (the reader's)
+  std::uint64_t peeked_length_ = 0;      // its body's length
   std::deque<Region> regions_;       // under mutex_: taken, oldest first, not yet passed by `released`
   std::uint64_t first_sequence_ = 0; // under mutex_: the sequence number of regions_.front()
-  std::uint64_t taken_ = 0;          // under mutex_: messages taken
+  std::uint64_t taken_ = 0;          // under mutex_: regions pushed
 };
 
 }  // namespace fast::runtime::zmq

@@ -84,6 +84,7 @@ void ZmqTransport::start(threads::LocalWorld& world, std::function<void(const st
   outbound_.resize(table_.size());
   inbound_.resize(table_.size());
   for (auto& out : outbound_) out = std::make_unique<OutboundShared>();
+  for (auto& in : inbound_) in = std::make_shared<InboundShared>();
   for (const ProcessInfo& peer : table_)
     if (peer.rank != process_) offer_ring(peer.rank);
   thread_ = std::thread([this] { loop(); });
@@ -95,33 +96,38 @@ void ZmqTransport::stop() {
   const std::uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
   thread_.join();
+  for (auto& in : inbound_) stop_reader(*in);
   links_.clear();  // each socket lingers up to 2 s for the frames it took
   router_.close();
 }
 
 core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {
   ensure_alive(dst);
+  const int process = process_of(dst);
   const std::size_t bytes = data.bytes();
   wire::FrameHeader header{.kind = wire::FrameKind::data, .dtype = data.dtype(), .src = src, .dst = dst, .tag = tag,
                            .count = data.numel(), .payload_bytes = bytes};
-  if (bytes >= kSharedMinBytes && send_shared(process_of(dst), header, data)) return {};
+  OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
+  std::lock_guard<std::mutex> lock(out.mutex);  // records and frames to `process` in the order counted
+  if (send_shared(out, header, data)) return {};
   const std::span<const std::byte> payload(static_cast<const std::byte*>(data.data()), bytes);
   if (settings_.insecure) {  // CURVE authenticates every message; without it, a checksum guards the payload
     header.flags |= wire::kFlagPayloadChecksum;
     header.payload_checksum = wire::checksum(payload);
   }
-  Frame out{header_message(header), {}};
+  Frame frame{header_message(header), {}};
   core::Work work;
   if (bytes < kZeroCopyBytes) {
-    out.payload = ::zmq::message_t(data.data(), bytes);
+    frame.payload = ::zmq::message_t(data.data(), bytes);
   } else {
     auto done = std::make_shared<detail::Completion>(
         fmt::format("send from worker {} to worker {} (tag {:#x})", src, dst, tag), settings_.op_timeout);
     work = core::Work(done);
     auto* hint = new std::shared_ptr<detail::Completion>(std::move(done));
-    out.payload = ::zmq::message_t(const_cast<void*>(data.data()), bytes, release_payload, hint);
+    frame.payload = ::zmq::message_t(const_cast<void*>(data.data()), bytes, release_payload, hint);
   }
-  send_frame(process_of(dst), std::move(out));
+  ++out.zmq_data;
+  send_frame(process, std::move(frame));
   return work;
 }
 

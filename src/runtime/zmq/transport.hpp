@@ -15,13 +15,19 @@
 // releases it.
 //
 // Shared memory (transport_shared.cpp, shared_ring.hpp): at start (and when a rank is taken back)
-// this process offers every process of its host (same host_id) a ring (its
-// capacity: ring_capacity()), in a hello frame {"shm": {id, fd, bytes}}; the peer maps it and
-// answers {"shm_ready": id} (or {"shm_refused": id}, and logs why). From then on a payload of at
-// least kSharedMinBytes to that process is copied into the ring, its Work completes at once, and
-// only a frame with wire::kFlagPayloadShared and the ring position travels through ZeroMQ; when
-// the ring is full the payload goes through ZeroMQ as before. Frames leave in the order of their
-// ring positions, which the receiver checks.
+// this process offers every process of its host (same host_id) a ring (its capacity:
+// ring_capacity()), in a hello frame {"shm": {id, fd, bytes}}; the peer maps it, starts a reader
+// thread for it and answers {"shm_ready": id} (or {"shm_refused": id}, and logs why). From then on
+// every data message to that process is a record in the ring (the frame header, then the payload)
+// and its Work completes at once; no frame crosses ZeroMQ for it. The reader sleeps on the ring's
+// futex until the sender publishes, and delivers the records in order.
+// When the ring is full, or the message larger than the ring, the message goes through ZeroMQ as
+// before the ring was ready. Order per (source, tag) holds across the two paths: each record
+// carries how many data frames its sender had sent to this process through ZeroMQ before it, and
+// is delivered only once that many were handled here; and before any frame from a process is
+// handled, the records that process published before sending it are delivered. (A data frame that
+// cannot be decoded is not counted: a sender whose frames fail to decode stalls its own records
+// behind them.) A record that breaks the ring's rules counts its sender lost.
 //
 // Lost peers: every process sends a heartbeat to every other every min(peer_timeout / 4, 1 s); a
 // process not heard from (any frame counts) for peer_timeout seconds, one that sent `bye` with an
@@ -72,7 +78,6 @@ namespace fast::runtime::zmq {
 class ZmqTransport final : public threads::Transport {
  public:
   static constexpr std::size_t kZeroCopyBytes = 64 * 1024;
-  static constexpr std::size_t kSharedMinBytes = 4 * 1024;
 
   // router: this process's bound data socket (moved in). table: every process, from the rendezvous.
   ZmqTransport(::zmq::context_t& context, const Settings& settings, ProcessTable table, int process,
@@ -141,11 +146,21 @@ class ZmqTransport final : public threads::Transport {
   void revive(const ProcessInfo& info);
   void send_hello(int process, const nlohmann::json& body);
   // Shared memory (transport_shared.cpp).
+  struct OutboundShared;
+  struct InboundShared;
   void offer_ring(int process);
   void retire_ring(int process);
-  bool send_shared(int process, wire::FrameHeader header, core::ConstView data);
+  // Puts the message in the ring to `out`'s process, if ready and with room (out.mutex held).
+  bool send_shared(OutboundShared& out, wire::FrameHeader header, core::ConstView data);
   void on_shared_hello(int from, const nlohmann::json& body);
-  void deliver_shared(int from, const wire::FrameHeader& header, const ::zmq::message_t& locator);
+  void start_reader(int from);
+  void stop_reader(InboundShared& in);
+  // Delivers the records of `from`'s ring that are due (in.mutex held).
+  void drain(int from, InboundShared& in);
+  // Around a frame from `from` (I/O thread): before, the records published before it are
+  // delivered; after a data frame (delivered or dropped), it is counted and the records that
+  // waited for it follow.
+  void settle_ring(int from, bool counted_data_frame);
 
   ::zmq::context_t& context_;
   Settings settings_;
@@ -166,13 +181,24 @@ class ZmqTransport final : public threads::Transport {
 
   // Shared memory with processes of this host.
   struct OutboundShared {
-    std::mutex mutex;                    // guards the rest, and orders ring positions with their frames
+    std::mutex mutex;                    // guards the rest; held across each data send, so records and
+                                         // ZeroMQ data frames to the process are ordered as counted
     std::unique_ptr<OutboundRing> ring;  // offered to the peer (null: none)
     std::uint64_t id = 0;                // the offer's id
-    bool ready = false;                  // the peer mapped it: payloads go through it
+    bool ready = false;                  // the peer mapped it: messages go through it
+    std::uint64_t zmq_data = 0;          // data frames sent to the process through ZeroMQ
+  };
+  struct InboundShared {
+    std::mutex mutex;                    // serialises drain() between the reader and the I/O thread
+    std::shared_ptr<InboundRing> ring;   // under mutex: the process's ring, mapped (null: none)
+    std::uint64_t zmq_data = 0;          // under mutex: data frames from the process handled
+    std::atomic<bool> stop{false};       // the reader ends
+    std::atomic<bool> failed{false};     // the ring broke a rule: `failure` says how
+    std::string failure;                 // written before `failed` is set
+    std::thread reader;                  // started and joined by the I/O thread (stop() at the end)
   };
   std::vector<std::unique_ptr<OutboundShared>> outbound_;  // by process; fixed after start()
-  std::vector<std::shared_ptr<InboundRing>> inbound_;      // by process; I/O thread only
+  std::vector<std::shared_ptr<InboundShared>> inbound_;    // by process; replaced by the I/O thread only
   std::atomic<std::uint64_t> next_ring_id_{1};
 
   std::optional<::zmq::socket_t> desk_;  // process 0: the rendezvous socket, for rejoins

@@ -123,6 +123,7 @@ void ZmqTransport::receive_all() {
 void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
   const int from = parts.empty() ? -1 : parse_routing_id(parts[0], static_cast<int>(table_.size()));
   const ProcessInfo* sender = from >= 0 ? &table_[static_cast<std::size_t>(from)] : nullptr;
+  bool data = false;  // a data frame of `from`, counted after it was handled (shared memory's order)
   try {
     FAST_ENFORCE(sender != nullptr && from != process_, "frame: sender: expected a process of this run, got routing id '{}'",
                  parts.empty() ? std::string() : parts[0].to_string());
@@ -135,7 +136,9 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
     }
     const wire::FrameHeader header =
         wire::decode_header(bytes_of(parts[1]), {.max_payload_bytes = wire::Limits{}.max_payload_bytes,
-                                                 .world_size = world_->state().size(), .allow_shared = true});
+                                                 .world_size = world_->state().size()});
+    data = header.kind == wire::FrameKind::data;
+    settle_ring(from, false);  // what the sender put in its ring before this frame comes first
     FAST_ENFORCE(header.src >= sender->first_worker && header.src < sender->first_worker + sender->workers,
                  "frame: src: expected a worker of {} in [{}, {}), got {}", sender->where(), sender->first_worker,
                  sender->first_worker + sender->workers, header.src);
@@ -145,15 +148,9 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
       peers_[static_cast<std::size_t>(from)].last_heard = clock();
     }
     peers_cv_.notify_all();  // settle_lost_peers() waits for news of every peer
-    if (header.kind == wire::FrameKind::data) {
+    if (data) {
       FAST_ENFORCE(world_->state().is_local(header.dst), "frame: dst: expected a worker of this process, got {}", header.dst);
-      if ((header.flags & wire::kFlagPayloadShared) != 0)
-        deliver_shared(from, header, parts[2]);
-      else
-        deliver_data(header, std::move(parts[2]));
-    } else if ((header.flags & wire::kFlagPayloadShared) != 0) {
-      FAST_THROW(wire::FrameError, "frame: flags: a shared payload in a frame of kind {}, not data",
-                 static_cast<int>(header.kind));
+      deliver_data(header, std::move(parts[2]));
     } else if (header.kind == wire::FrameKind::hello) {
       on_hello_frame(from, parts[2]);
     } else if (header.kind == wire::FrameKind::bye) {
@@ -164,6 +161,7 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
     core::log(core::LogLevel::warn, "zmq runtime: dropped a frame from {}: {}",
               sender ? sender->where() : std::string("an unknown sender"), e.what());
   }
+  if (data) settle_ring(from, true);
 }
 
 void ZmqTransport::deliver_data(const wire::FrameHeader& header, ::zmq::message_t payload) {
@@ -184,6 +182,11 @@ void ZmqTransport::check_peers() {
   const double now = clock();
   for (const ProcessInfo& peer : table_) {
     if (peer.rank == process_) continue;
+    const InboundShared& in = *inbound_[static_cast<std::size_t>(peer.rank)];
+    if (in.failed.load() && alive(peer.first_worker)) {
+      mark_lost(peer.rank, in.failure, false);
+      continue;
+    }
     double silent = 0;
     {
       std::lock_guard<std::mutex> lock(peers_mutex_);

@@ -1,6 +1,8 @@
 // ZmqTransport's shared memory with the processes of its host (transport.hpp, shared_ring.hpp):
-// offering a ring, mapping a peer's, sending and delivering payloads through them.
+// offering a ring, mapping a peer's, sending messages through them, and each mapped ring's reader.
 #include <algorithm>
+#include <array>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -12,6 +14,18 @@
 namespace fast::runtime::zmq {
 
 using nlohmann::json;
+
+namespace {
+// A record's body: the frame header (wire::kFlagPayloadShared set), then how many data frames the
+// sender had sent to this process through ZeroMQ before it (u64, little-endian), then the payload.
+constexpr std::size_t kAfterOffset = wire::kHeaderBytes;
+constexpr std::size_t kRecordHeadBytes = wire::kHeaderBytes + sizeof(std::uint64_t);
+static_assert(kRecordHeadBytes % 64 == 0, "the payload of a record stays 64-byte aligned");
+
+// How long a reader sleeps at most between looks at its ring when no bell rings (a lost wake-up
+// from a faulty peer costs at most this much).
+constexpr std::chrono::milliseconds kReaderNap{50};
+}  // namespace
 
 void ZmqTransport::offer_ring(int process) {
   const ProcessInfo& peer = table_[static_cast<std::size_t>(process)];
@@ -41,28 +55,27 @@ void ZmqTransport::offer_ring(int process) {
 }
 
 void ZmqTransport::retire_ring(int process) {
-  OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
   {
+    OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
     std::lock_guard<std::mutex> lock(out.mutex);
     out.ready = false;
     out.ring.reset();
+    out.zmq_data = 0;  // the process that takes the rank back counts from 0
   }
-  inbound_[static_cast<std::size_t>(process)].reset();  // payloads still held keep the mapping
+  std::shared_ptr<InboundShared>& in = inbound_[static_cast<std::size_t>(process)];
+  stop_reader(*in);
+  in = std::make_shared<InboundShared>();  // payloads still held keep the old mapping
 }
 
-bool ZmqTransport::send_shared(int process, wire::FrameHeader header, core::ConstView data) {
-  OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
-  std::lock_guard<std::mutex> lock(out.mutex);
+bool ZmqTransport::send_shared(OutboundShared& out, wire::FrameHeader header, core::ConstView data) {
   if (!out.ready) return false;
   header.flags = wire::kFlagPayloadShared;
   header.payload_checksum = 0;
-  const std::span<const std::byte> payload(static_cast<const std::byte*>(data.data()), data.bytes());
-  const std::optional<std::uint64_t> position = out.ring->put(payload);
-  if (!position) return false;
-  // Still under out.mutex: frames to this process leave in the order of their ring positions.
-  const auto locator = wire::encode_locator(*position);
-  send_frame(process, {header_message(header), ::zmq::message_t(locator.data(), locator.size())});
-  return true;
+  std::array<std::byte, kRecordHeadBytes> head{};
+  wire::encode_header(header, std::span<std::byte, wire::kHeaderBytes>(head.data(), wire::kHeaderBytes));
+  const std::uint64_t after = out.zmq_data;
+  std::memcpy(head.data() + kAfterOffset, &after, sizeof(after));
+  return out.ring->put(head, {static_cast<const std::byte*>(data.data()), data.bytes()});
 }
 
 void ZmqTransport::on_shared_hello(int from, const json& body) {
@@ -73,15 +86,20 @@ void ZmqTransport::on_shared_hello(int from, const json& body) {
       const auto id = offer.at("id").get<std::uint64_t>();
       FAST_ENFORCE(peer.host_id == table_[static_cast<std::size_t>(process_)].host_id,
                    "frame: a shared-memory ring offered by {}, which is on another host", peer.where());
+      InboundShared& in = *inbound_[static_cast<std::size_t>(from)];
+      stop_reader(in);  // an earlier offer of the same process (not sent by this code; refused below if bad)
       try {
-        inbound_[static_cast<std::size_t>(from)] =
-            InboundRing::open(peer.pid, offer.at("fd").get<int>(), offer.at("bytes").get<std::uint64_t>());
+        auto ring = InboundRing::open(peer.pid, offer.at("fd").get<int>(), offer.at("bytes").get<std::uint64_t>());
+        {
+          std::lock_guard<std::mutex> lock(in.mutex);
+          in.ring = std::move(ring);
+        }
+        start_reader(from);
         send_hello(from, {{"shm_ready", id}});
-        core::log(core::LogLevel::debug, "zmq runtime: payloads from {} come through shared memory", peer.where());
+        core::log(core::LogLevel::debug, "zmq runtime: messages from {} come through shared memory", peer.where());
       } catch (const core::Error& e) {
-        inbound_[static_cast<std::size_t>(from)].reset();
         send_hello(from, {{"shm_refused", id}});
-        core::log(core::LogLevel::info, "zmq runtime: payloads from {} come through ZeroMQ, not shared memory: {}",
+        core::log(core::LogLevel::info, "zmq runtime: messages from {} come through ZeroMQ, not shared memory: {}",
                   peer.where(), e.what());
       }
       return;
@@ -98,14 +116,82 @@ void ZmqTransport::on_shared_hello(int from, const json& body) {
   }
 }
 
-void ZmqTransport::deliver_shared(int from, const wire::FrameHeader& header, const ::zmq::message_t& locator) {
-  const std::shared_ptr<InboundRing>& ring = inbound_[static_cast<std::size_t>(from)];
-  if (!ring)
-    throw wire::FrameError(fmt::format("frame: flags: a shared payload from {}, whose ring is not mapped here",
-                                       table_[static_cast<std::size_t>(from)].where()));
-  InboundRing::Payload payload = ring->take(wire::decode_locator(bytes_of(locator)), header.payload_bytes);
-  world_->deliver_remote(header.src, header.dst, header.tag,
-                         core::ConstView(payload.bytes.data(), header.count, header.dtype), std::move(payload.owner));
+void ZmqTransport::start_reader(int from) {
+  std::shared_ptr<InboundShared> in = inbound_[static_cast<std::size_t>(from)];
+  in->stop = false;
+  in->reader = std::thread([this, from, in] {
+    while (!in->stop.load()) {
+      std::shared_ptr<InboundRing> ring;
+      std::uint32_t seen = 0;
+      {
+        std::lock_guard<std::mutex> lock(in->mutex);
+        if (!in->ring) return;
+        ring = in->ring;
+        seen = ring->bell();
+        drain(from, *in);
+      }
+      ring->sleep(seen, kReaderNap);
+    }
+  });
+}
+
+void ZmqTransport::stop_reader(InboundShared& in) {
+  if (!in.reader.joinable()) return;
+  in.stop = true;
+  {
+    std::lock_guard<std::mutex> lock(in.mutex);
+    if (in.ring) in.ring->wake();
+  }
+  in.reader.join();
+}
+
+void ZmqTransport::drain(int from, InboundShared& in) {
+  if (!in.ring) return;
+  const ProcessInfo& sender = table_[static_cast<std::size_t>(from)];
+  try {
+    while (std::optional<std::span<const std::byte>> body = in.ring->peek()) {
+      if (body->size() < kRecordHeadBytes)
+        throw wire::FrameError(fmt::format("shared-memory ring: record of {} bytes: expected at least {}",
+                                           body->size(), kRecordHeadBytes));
+      std::array<std::byte, kRecordHeadBytes> head{};  // read once: the sender may change its ring
+      std::memcpy(head.data(), body->data(), head.size());
+      std::uint64_t after = 0;
+      std::memcpy(&after, head.data() + kAfterOffset, sizeof(after));
+      if (after > in.zmq_data) return;  // a frame sent through ZeroMQ before it has not been handled yet
+      const wire::FrameHeader header =
+          wire::decode_header(std::span<const std::byte>(head.data(), wire::kHeaderBytes),
+                              {.max_payload_bytes = body->size() - kRecordHeadBytes,
+                               .world_size = world_->state().size(), .allow_shared = true});
+      if (header.kind != wire::FrameKind::data || header.flags != wire::kFlagPayloadShared ||
+          header.payload_bytes != body->size() - kRecordHeadBytes)
+        throw wire::FrameError(fmt::format(
+            "shared-memory ring: record: expected a data frame with kFlagPayloadShared and {} payload bytes, got kind {}, "
+            "flags {:#x}, {} bytes", body->size() - kRecordHeadBytes, static_cast<int>(header.kind), header.flags,
+            header.payload_bytes));
+      FAST_ENFORCE_AS(wire::FrameError, header.src >= sender.first_worker && header.src < sender.first_worker + sender.workers,
+                      "shared-memory ring: src: expected a worker of {} in [{}, {}), got {}", sender.where(),
+                      sender.first_worker, sender.first_worker + sender.workers, header.src);
+      FAST_ENFORCE_AS(wire::FrameError, world_->state().is_local(header.dst),
+                      "shared-memory ring: dst: expected a worker of this process, got {}", header.dst);
+      InboundRing::Payload payload = in.ring->take();
+      world_->deliver_remote(header.src, header.dst, header.tag,
+                             core::ConstView(payload.bytes.data() + kRecordHeadBytes, header.count, header.dtype),
+                             std::move(payload.owner));
+    }
+  } catch (const core::Error& e) {
+    // The ring cannot be read past a broken record: the process is counted lost (check_peers()).
+    in.failure = fmt::format("sent a malformed shared-memory record: {}", e.what());
+    in.failed = true;
+    in.ring.reset();
+    in.stop = true;
+  }
+}
+
+void ZmqTransport::settle_ring(int from, bool counted_data_frame) {
+  InboundShared& in = *inbound_[static_cast<std::size_t>(from)];
+  std::lock_guard<std::mutex> lock(in.mutex);
+  if (counted_data_frame) ++in.zmq_data;
+  drain(from, in);
 }
 
 }  // namespace fast::runtime::zmq
