@@ -174,9 +174,13 @@ void ZmqTransport::drain(int from, InboundShared& in) {
       FAST_ENFORCE_AS(wire::FrameError, world_->state().is_local(header.dst),
                       "shared-memory ring: dst: expected a worker of this process, got {}", header.dst);
       InboundRing::Payload payload = in.ring->take();
-      world_->deliver_remote(header.src, header.dst, header.tag,
-                             core::ConstView(payload.bytes.data() + kRecordHeadBytes, header.count, header.dtype),
-                             std::move(payload.owner));
+      try {
+        world_->deliver_remote(header.src, header.dst, header.tag,
+                               core::ConstView(payload.bytes.data() + kRecordHeadBytes, header.count, header.dtype),
+                               std::move(payload.owner));
+      } catch (const core::Error& e) {  // the message, not the ring, is at fault: the next record follows
+        core::log(core::LogLevel::warn, "zmq runtime: dropped a message from {}: {}", sender.where(), e.what());
+      }
     }
   } catch (const core::Error& e) {
     // The ring cannot be read past a broken record: the process is counted lost (check_peers()).
