@@ -106,7 +106,7 @@ TEST(WireFrame, EachValidationNamesTheFieldAndBothValues) {
   EXPECT_NE(error_of(b).find("magic: expected 0x54534146, got 0x00000000"), std::string::npos) << error_of(b);
   b = good;
   poke<std::uint16_t>(b, 4, 9);
-  EXPECT_NE(error_of(b).find("version: expected 1, got 9"), std::string::npos) << error_of(b);
+  EXPECT_NE(error_of(b).find("version: expected 2, got 9"), std::string::npos) << error_of(b);
   b = good;
   b[30] ^= std::byte{1};  // a flipped bit in the tag, checksum not updated
   EXPECT_NE(error_of(b).find("header checksum"), std::string::npos) << error_of(b);

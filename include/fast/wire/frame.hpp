@@ -30,7 +30,10 @@
 namespace fast::wire {
 
 inline constexpr std::uint32_t kMagic = 0x54534146;  // "FAST" little-endian
-inline constexpr std::uint16_t kVersion = 1;
+// 2 since 2026-11-27: a kFlagPayloadShared header heads a record in a shared-memory ring; in
+// version 1 it travelled in a ZeroMQ frame with an 8-byte locator. A process of the other version
+// is refused at its first frame ("frame: version: expected 2, got 1").
+inline constexpr std::uint16_t kVersion = 2;
 enum class FrameKind : std::uint8_t { data = 1, heartbeat = 2, hello = 3, bye = 4 };
 inline constexpr std::uint8_t kFlagPayloadChecksum = 1;  // payload_checksum is set and must match
 // The header heads a record of the sender's shared-memory ring (processes of one host, zmq
