@@ -22,9 +22,11 @@ constexpr std::size_t kAfterOffset = wire::kHeaderBytes;
 constexpr std::size_t kRecordHeadBytes = wire::kHeaderBytes + sizeof(std::uint64_t);
 static_assert(kRecordHeadBytes % 64 == 0, "the payload of a record stays 64-byte aligned");
 
-// How long a reader sleeps at most between looks at its ring when no bell rings (a lost wake-up
-// from a faulty peer costs at most this much).
-constexpr std::chrono::milliseconds kReaderNap{50};
+// How long a reader sleeps at most between looks at its ring when no bell rings. The wake-ups are
+// exact (shared_ring.hpp), so this only bounds what a faulty sender that clears `waiting` in its
+// own ring costs its own messages; long, so that the idle readers of many processes on one host
+// (one per other process) cost next to nothing.
+constexpr std::chrono::milliseconds kReaderNap{1000};
 }  // namespace
 
 void ZmqTransport::offer_ring(int process) {
