@@ -20,7 +20,7 @@
 //
 // Records: a record of body length L at ring position p starts at p, or at the next multiple of
 // capacity when 64 + L bytes would cross the end of the data area (then a wrap marker, length
-// kWrapMarker, is written at p); it is a 64-byte prefix (u64 length, the rest 0) followed by the
+// kWrapMarker, is written at p); it is a 64-byte prefix (u64 length, the rest unused) followed by the
 // body, and its region ends at the start plus 64 + L rounded up to 64 bytes (place()); the next
 // record is allocated where the previous region ends. Bodies are 64-byte aligned. Records are
 // released in any order (a receive posted late holds its payload longer); `released` advances
