@@ -77,7 +77,6 @@ TEST(SharedRing, RecordsArriveIntactInOrderAndFreedSpaceIsReusedAcrossTheEnd) {
 TEST(SharedRing, SeveralRecordsPublishedBeforeAnyIsReadComeOutInTheOrderPut) {
   OutboundRing out(kCapacity);
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
-  std::vector<InboundRing::Payload> held;
   for (int round = 0; round < 6; ++round) {
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(out.put({}, bytes_of(700 + 100 * i, round * 3 + i))) << round << " " << i;
     for (int i = 0; i < 3; ++i) {
