@@ -128,6 +128,9 @@ class ZmqTransport final : public threads::Transport {
   void flush_links();
   void receive_all();
   void receive_one(std::vector<::zmq::message_t>& parts);
+  // A decoded header from `sender` (a frame or a ring record): src among its workers and, for
+  // data, dst among this process's. wire::FrameError otherwise.
+  void check_endpoints(const ProcessInfo& sender, const wire::FrameHeader& header) const;
   void deliver_data(const wire::FrameHeader& header, ::zmq::message_t payload);
   // A heartbeat, bye or hello frame to `peer` carrying `text` (a bye's error, a hello's JSON; empty
   // for a heartbeat).

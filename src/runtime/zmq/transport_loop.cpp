@@ -139,9 +139,7 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
                                                  .world_size = world_->state().size()});
     data = header.kind == wire::FrameKind::data;
     settle_ring(from, false);  // what the sender put in its ring before this frame comes first
-    FAST_ENFORCE(header.src >= sender->first_worker && header.src < sender->first_worker + sender->workers,
-                 "frame: src: expected a worker of {} in [{}, {}), got {}", sender->where(), sender->first_worker,
-                 sender->first_worker + sender->workers, header.src);
+    check_endpoints(*sender, header);
     wire::check_payload(header, bytes_of(parts[2]));
     {
       std::lock_guard<std::mutex> lock(peers_mutex_);
@@ -149,7 +147,6 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
     }
     peers_cv_.notify_all();  // settle_lost_peers() waits for news of every peer
     if (data) {
-      FAST_ENFORCE(world_->state().is_local(header.dst), "frame: dst: expected a worker of this process, got {}", header.dst);
       deliver_data(header, std::move(parts[2]));
     } else if (header.kind == wire::FrameKind::hello) {
       on_hello_frame(from, parts[2]);
@@ -162,6 +159,15 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
               sender ? sender->where() : std::string("an unknown sender"), e.what());
   }
   if (data) settle_ring(from, true);
+}
+
+void ZmqTransport::check_endpoints(const ProcessInfo& sender, const wire::FrameHeader& header) const {
+  FAST_ENFORCE_AS(wire::FrameError, header.src >= sender.first_worker && header.src < sender.first_worker + sender.workers,
+                  "frame: src: expected a worker of {} in [{}, {}), got {}", sender.where(), sender.first_worker,
+                  sender.first_worker + sender.workers, header.src);
+  if (header.kind == wire::FrameKind::data)
+    FAST_ENFORCE_AS(wire::FrameError, world_->state().is_local(header.dst),
+                    "frame: dst: expected a worker of this process, got {}", header.dst);
 }
 
 void ZmqTransport::deliver_data(const wire::FrameHeader& header, ::zmq::message_t payload) {
@@ -183,8 +189,8 @@ void ZmqTransport::check_peers() {
   for (const ProcessInfo& peer : table_) {
     if (peer.rank == process_) continue;
     const InboundShared& in = *inbound_[static_cast<std::size_t>(peer.rank)];
-    if (in.failed.load() && alive(peer.first_worker)) {
-      mark_lost(peer.rank, in.failure, false);
+    if (in.failed.load()) {
+      mark_lost(peer.rank, in.failure, false);  // once: a process lost already is left as it is
       continue;
     }
     double silent = 0;

@@ -170,11 +170,7 @@ void ZmqTransport::drain(int from, InboundShared& in) {
             "shared-memory ring: record: expected a data frame with kFlagPayloadShared and {} payload bytes, got kind {}, "
             "flags {:#x}, {} bytes", body->size() - kRecordHeadBytes, static_cast<int>(header.kind), header.flags,
             header.payload_bytes));
-      FAST_ENFORCE_AS(wire::FrameError, header.src >= sender.first_worker && header.src < sender.first_worker + sender.workers,
-                      "shared-memory ring: src: expected a worker of {} in [{}, {}), got {}", sender.where(),
-                      sender.first_worker, sender.first_worker + sender.workers, header.src);
-      FAST_ENFORCE_AS(wire::FrameError, world_->state().is_local(header.dst),
-                      "shared-memory ring: dst: expected a worker of this process, got {}", header.dst);
+      check_endpoints(sender, header);
       InboundRing::Payload payload = in.ring->take();
       try {
         world_->deliver_remote(header.src, header.dst, header.tag,
@@ -188,8 +184,7 @@ void ZmqTransport::drain(int from, InboundShared& in) {
     // The ring cannot be read past a broken record: the process is counted lost (check_peers()).
     in.failure = fmt::format("sent a malformed shared-memory record: {}", e.what());
     in.failed = true;
-    in.ring.reset();
-    in.stop = true;
+    in.ring.reset();  // the reader ends when it finds no ring
   }
 }
 
