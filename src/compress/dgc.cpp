@@ -87,14 +87,41 @@ void Dgc::mask(std::span<const float> sent, std::size_t offset) {
     if (sent[j] != 0.0f) velocity_[offset + j] = 0.0f;
 }
 
+void Dgc::view(std::span<float> params, std::span<const double> residual, std::size_t offset) {
+  FAST_ENFORCE(options_.local_view, "dgc: view() without local_view");
+  FAST_ENFORCE((residual.empty() || params.size() == residual.size()) && offset <= numel_ &&
+                   params.size() <= numel_ - offset,
+               "dgc: view of {} parameters and {} residual elements at offset {} of {} elements", params.size(),
+               residual.size(), offset, numel_);
+  if (shared_.empty()) shared_.assign(numel_, 0.0f);
+  for (std::size_t j = 0; j < params.size(); ++j) {
+    shared_[offset + j] = params[j];
+    if (!residual.empty()) params[j] = static_cast<float>(static_cast<double>(params[j]) - residual[j]);
+  }
+}
+
+void Dgc::unview(std::span<float> params) const {
+  FAST_ENFORCE(options_.local_view, "dgc: unview() without local_view");
+  FAST_ENFORCE(params.size() == numel_, "dgc: unview of {} parameters, expected {}", params.size(), numel_);
+  std::copy(shared_.begin(), shared_.end(), params.begin());
+}
+
+std::span<const float> Dgc::shared() const noexcept { return shared_; }
+
 void Dgc::save(std::string_view prefix, core::SavedState& out) const {
   out.arrays.insert_or_assign(std::string(prefix) + ".velocity", velocity_);
   out.integers.insert_or_assign(std::string(prefix) + ".started", first_ ? 0 : 1);
   out.integers.insert_or_assign(std::string(prefix) + ".residual_units", kResidualUnits);
+  if (!shared_.empty()) out.arrays.insert_or_assign(std::string(prefix) + ".shared", shared_);
 }
 
-void Dgc::restore(std::string_view prefix, const core::SavedState& in, std::string_view source) {
+void Dgc::restore(std::string_view prefix, const core::SavedState& in, std::string_view source,
+                  std::span<float> params) {
+  FAST_ENFORCE(params.size() == numel_, "dgc: restore with {} parameters, expected {}", params.size(), numel_);
   const std::vector<float>& velocity = in.array(std::string(prefix) + ".velocity", velocity_.size(), source);
+  const std::string shared_name = std::string(prefix) + ".shared";
+  const std::vector<float>* shared =
+      in.arrays.contains(shared_name) ? &in.array(shared_name, numel_, source) : nullptr;
   const std::int64_t started = in.integer(std::string(prefix) + ".started", 0, 1, source);
   const std::string units = std::string(prefix) + ".residual_units";
   FAST_ENFORCE_AS(core::IoError, in.integers.contains(units),
@@ -106,6 +133,12 @@ void Dgc::restore(std::string_view prefix, const core::SavedState& in, std::stri
   in.integer(units, kResidualUnits, kResidualUnits, source);
   velocity_ = velocity;
   first_ = started == 0;
+  if (shared == nullptr)
+    shared_.clear();
+  else if (options_.local_view)
+    shared_ = *shared;
+  else
+    std::copy(shared->begin(), shared->end(), params.begin());
 }
 
 }  // namespace fast::compress

@@ -63,13 +63,19 @@ void AllreduceStrategy::save_state(Checkpoint& out) {
   }
 }
 
-void AllreduceStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState /*state*/) {
+void AllreduceStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) {
   if (dgc_) {
     SavedOptimizer update("allreduce.dgc.update", checkpoint, source, *dgc_update_);
-    dgc_->restore("allreduce.dgc", checkpoint, source);
+    dgc_->restore("allreduce.dgc", checkpoint, source, state.params);
     update.apply();
   }
   if (reduce_) reduce_->restore("allreduce.codec", checkpoint, source);
+  // The view is computed again from x and v, as the step that saved them did (the parameters were
+  // saved as the view between two steps, as x after finish()).
+  if (dgc_ && dgc_->options().local_view && !dgc_->shared().empty()) {
+    dgc_->unview(state.params);
+    dgc_->view(state.params, reduce_->feedback()->residual(0));
+  }
 }
 
 StepOutcome AllreduceStrategy::step(const StepInput& input) {
@@ -101,15 +107,31 @@ StepOutcome AllreduceStrategy::dgc_step(const StepInput& input, double t0) {
   reduce_->average(core::MutableView(input.state.grads), 0);
   dgc_sent(*dgc_, feedback, 0);
   StepOutcome outcome{.comm_seconds = ctx.now() - t0};
+  // With the local view the update goes to the shared parameters x, then the worker looks at x - v.
+  const bool local_view = dgc_->options().local_view;
+  if (local_view) dgc_->unview(input.state.params);
   outcome.applied = apply_update({.state = input.state, .optimizer = *dgc_update_, .lr = 1.0, .step = input.step},
                                  options_.non_finite);
+  if (local_view) dgc_->view(input.state.params, feedback.residual(0));
   if (!finite && outcome.applied) report_non_finite(input, options_.non_finite, "contributed nothing new (dgc) at step");
   return outcome;
 }
 
+bool AllreduceStrategy::replicas_identical() const {
+  return finished_ || !(dgc_ && dgc_->options().local_view && !dgc_->shared().empty());
+}
+
+void AllreduceStrategy::finish(ModelState state) {
+  if (finished_) return;
+  finished_ = true;
+  if (dgc_ && dgc_->options().local_view) dgc_->unview(state.params);
+}
+
 void AllreduceStrategy::representative(ModelState state, std::span<float> out) {
   FAST_ENFORCE_EQ(out.size(), state.params.size(), "representative: output length must equal the parameter count");
-  std::copy(state.params.begin(), state.params.end(), out.begin());
+  const std::span<const float> shared = dgc_ ? dgc_->shared() : std::span<const float>();
+  const std::span<const float> params = shared.empty() ? std::span<const float>(state.params) : shared;
+  std::copy(params.begin(), params.end(), out.begin());
 }
 
 // The registry entry: the strategy's name, factory, options and checks (builtin.hpp).

@@ -196,6 +196,14 @@ std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
   return works;
 }
 
+// DGC's local view: params holds the shared x of every shard; each becomes x - v (its push residual).
+void PsStrategy::view_shards(std::span<float> params) {
+  for (int k = 0; k < servers_; ++k) {
+    const auto ku = static_cast<std::size_t>(k);
+    dgc_->view(shard_of(params, k), push_codecs_[ku]->residual(0), offsets_[ku]);
+  }
+}
+
 // Reads every server's shard one-sidedly, with the version it was read at.
 void PsStrategy::pull(std::span<float> params, collective::Wire wire) {
   std::vector<core::Work> gets;
@@ -227,6 +235,7 @@ StepOutcome PsStrategy::step(const StepInput& input) {
                           core::MutableView(shard_of(input.state.params, k)));
     }
   if (mode_ != PsMode::sync) with_servers("pull", [&] { pull(input.state.params); });
+  if (dgc_ && dgc_->options().local_view) view_shards(input.state.params);  // the shards are x: look at x - v
   ++clock_;
   StepOutcome outcome{.applied = finite, .comm_seconds = ctx.now() - t0};
   if (!finite) report_non_finite(input, options_.non_finite, "skipped step");
@@ -251,6 +260,10 @@ void PsStrategy::finish(ModelState state) {
   comm_.barrier();  // every server has stopped: the shards are final
   with_servers("final pull", [&] { pull(state.params, collective::Wire::exact); });  // the final model, exactly
   window_->close();
+  if (dgc_ && dgc_->options().local_view) {  // keep the final x (a checkpoint's), leave it in the parameters
+    view_shards(state.params);
+    dgc_->unview(state.params);
+  }
 }
 
 // The codec state a worker keeps for its pushes and replies (see ps.hpp for the names). The
@@ -262,12 +275,16 @@ void PsStrategy::save_links(Checkpoint& out) const {
   if (mode_ != PsMode::sync) window_->save_links("ps.window", out);
 }
 
-void PsStrategy::restore_links(const Checkpoint& checkpoint, std::string_view source) {
+void PsStrategy::restore_links(const Checkpoint& checkpoint, std::string_view source, std::span<float> params) {
   for (std::size_t k = 0; k < push_codecs_.size(); ++k)
     push_codecs_[k]->restore(fmt::format("ps.push.{}", k), checkpoint, source);
   for (std::size_t k = 0; k < reply_codecs_.size(); ++k)
     reply_codecs_[k]->restore(fmt::format("ps.reply.{}", k), checkpoint, source);
-  if (dgc_) dgc_->restore("ps.dgc", checkpoint, source);
+  if (dgc_) dgc_->restore("ps.dgc", checkpoint, source, params);
+  if (dgc_ && dgc_->options().local_view && !dgc_->shared().empty()) {  // the view again, as in step()
+    dgc_->unview(params);
+    view_shards(params);
+  }
   if (mode_ != PsMode::sync) window_->restore_links("ps.window", checkpoint, source);
 }
 
@@ -298,7 +315,7 @@ void PsStrategy::restore_state(const Checkpoint& checkpoint, std::string_view so
     optimizer.apply();
     // No bump: the shard's version counts applied gradients (the staleness clock), which restarts at 0.
   }
-  restore_links(checkpoint, source);
+  restore_links(checkpoint, source, state.params);
 }
 
 void PsStrategy::rejoin(ModelState state) {
@@ -334,9 +351,16 @@ bool PsStrategy::snapshot(ModelState /*state*/, std::span<float> out) {
   return true;
 }
 
+bool PsStrategy::replicas_identical() const {
+  return mode_ == PsMode::sync && !(dgc_ && dgc_->options().local_view && !finished_);
+}
+
 void PsStrategy::representative(ModelState state, std::span<float> out) {
   FAST_ENFORCE_EQ(out.size(), state.params.size(), "representative: output length must equal the parameter count");
-  std::copy(state.params.begin(), state.params.end(), out.begin());
+  // With DGC's local view the parameters are this worker's view x - v until finish() pulls x.
+  const std::span<const float> shared = dgc_ && !finished_ ? dgc_->shared() : std::span<const float>();
+  const std::span<const float> params = shared.empty() ? std::span<const float>(state.params) : shared;
+  std::copy(params.begin(), params.end(), out.begin());
 }
 
 StalenessStats PsStrategy::staleness() const { return server_ ? server_->staleness() : StalenessStats{}; }

@@ -82,14 +82,18 @@ std::vector<StrategyOption> dgc_options() {
   return {
       StrategyOption::field("dgc", &StrategyOptions::dgc,
                             "Deep Gradient Compression (with compress = topk:ratio=R or randk:ratio=R, optimizer "
-                            "sgd, momentum or nesterov): momentum correction on each worker, momentum factor "
-                            "masking, local clipping, sparsity warm-up (docs/compression.md). A flag: --dgc."),
+                            "sgd, momentum or nesterov): momentum correction on each worker, the local view, "
+                            "and optionally momentum factor masking, local clipping, sparsity warm-up "
+                            "(docs/compression.md). A flag: --dgc."),
       StrategyOption::field("dgc_clip", &StrategyOptions::dgc_clip,
                             "dgc: local gradient clipping, the global L2 bound C (each worker clips its gradient to "
                             "C / sqrt(workers)); 0: off.")
           .at_least(0),
       on_off("dgc_masking", &StrategyOptions::dgc_masking, "on", "off",
              "dgc: momentum factor masking (reset the velocity of the coordinates sent): on or off."),
+      on_off("dgc_local_view", &StrategyOptions::dgc_local_view, "on", "off",
+             "dgc: each worker takes its gradient at the shared parameters minus its own residual (its "
+             "updates not sent yet): on or off (off with dgc_masking = on: the paper's DGC)."),
       StrategyOption::field("dgc_warmup_ratio", &StrategyOptions::dgc_warmup_ratio,
                             "dgc: density at the start of the sparsity warm-up, in (0, 1].")
           .greater_than(0),

@@ -113,7 +113,8 @@ std::unique_ptr<compress::Dgc> Strategy::make_dgc(const StrategyOptions& options
                            .masking = options.dgc_masking,
                            .ratio = compress::make_codec(options.compress)->keep_ratio(),
                            .warmup_ratio = options.dgc_warmup_ratio,
-                           .warmup_steps = options.dgc_warmup_steps},
+                           .warmup_steps = options.dgc_warmup_steps,
+                           .local_view = options.dgc_local_view},
       numel);
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numbers>
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "fast/compress/codec.hpp"
@@ -240,18 +241,51 @@ TEST(Dgc, RestoresItsStateAndRefusesAResidualOfGradients) {
   core::SavedState saved;
   dgc.save("allreduce.dgc", saved);
   Dgc back({.momentum = 0.9, .ratio = 0.5}, 3);
-  back.restore("allreduce.dgc", saved, "ckpt");
+  back.restore("allreduce.dgc", saved, "ckpt", x);
   EXPECT_EQ(std::vector<float>(back.velocity().begin(), back.velocity().end()), (std::vector<float>{1, 2, 3}));
   saved.integers.erase("allreduce.dgc.residual_units");
   Dgc old({.momentum = 0.9, .ratio = 0.5}, 3);
   try {
-    old.restore("allreduce.dgc", saved, "ckpt");
+    old.restore("allreduce.dgc", saved, "ckpt", x);
     ADD_FAILURE() << "a residual of gradients was resumed";
   } catch (const core::IoError& e) {
     EXPECT_NE(std::string(e.what()).find("checkpoint 'ckpt': its DGC residual holds gradients"), std::string::npos)
         << e.what();
   }
   EXPECT_EQ(std::vector<float>(old.velocity().begin(), old.velocity().end()), std::vector<float>(3, 0.0f));
+}
+
+// The local view: view() keeps the shared parameters and leaves x - v in their place (per slice at
+// an offset, as ps views its shards); unview() puts x back; the checkpoint carries x, and a
+// resume without the local view takes x as the parameters.
+TEST(Dgc, LocalViewKeepsTheSharedParametersAndLooksAtThemMinusTheResidual) {
+  Dgc dgc({.momentum = 0.9, .ratio = 0.5, .local_view = true}, 4);
+  EXPECT_TRUE(dgc.shared().empty());
+  std::vector<float> params{1.0f, 2.0f, 3.0f, 4.0f};
+  const std::vector<double> low{0.5, -0.25}, high{0.0, 1.5};
+  dgc.view(std::span<float>(params).first(2), low, 0);
+  dgc.view(std::span<float>(params).last(2), high, 2);
+  EXPECT_EQ(params, (std::vector<float>{0.5f, 2.25f, 3.0f, 2.5f}));
+  EXPECT_EQ(std::vector<float>(dgc.shared().begin(), dgc.shared().end()), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_THROW(dgc.view(std::span<float>(params).last(2), low, 3), core::InvalidArgument);
+  EXPECT_THROW(dgc.view(std::span<float>(params).first(2), std::vector<double>{1.0}, 0), core::InvalidArgument);
+
+  core::SavedState saved;
+  dgc.save("allreduce.dgc", saved);
+  ASSERT_TRUE(saved.arrays.contains("allreduce.dgc.shared"));
+  dgc.unview(params);
+  EXPECT_EQ(params, (std::vector<float>{1, 2, 3, 4}));
+
+  std::vector<float> resumed{0.5f, 2.25f, 3.0f, 2.5f};  // the saved parameters: the view
+  Dgc with({.momentum = 0.9, .ratio = 0.5, .local_view = true}, 4);
+  with.restore("allreduce.dgc", saved, "ckpt", resumed);
+  EXPECT_EQ(resumed, (std::vector<float>{0.5f, 2.25f, 3.0f, 2.5f}));  // it keeps looking at the view
+  EXPECT_EQ(std::vector<float>(with.shared().begin(), with.shared().end()), (std::vector<float>{1, 2, 3, 4}));
+  Dgc without({.momentum = 0.9, .ratio = 0.5}, 4);
+  without.restore("allreduce.dgc", saved, "ckpt", resumed);
+  EXPECT_EQ(resumed, (std::vector<float>{1, 2, 3, 4}));  // x itself
+  EXPECT_TRUE(without.shared().empty());
+  EXPECT_THROW(without.view(std::span<float>(params).first(2), low, 0), core::InvalidArgument);
 }
 
 // density(t) = r0^(1 - t/T) r^(t/T) for t < T, then r.

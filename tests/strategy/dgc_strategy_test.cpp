@@ -1,6 +1,7 @@
 // Deep Gradient Compression inside the strategies that send gradients (compress::Dgc through
-// allreduce and ps): at density 1 without masking allreduce + dgc is dense momentum SGD; ps sync +
-// dgc applies the same sparse averages as allreduce + dgc; options that cannot apply are refused.
+// allreduce and ps): at density 1 without masking allreduce + dgc is dense momentum SGD; with one
+// worker the local view is dense momentum SGD at any density; ps sync + dgc applies the same sparse
+// averages as allreduce + dgc; options that cannot apply are refused.
 
 #include <gtest/gtest.h>
 
@@ -76,6 +77,47 @@ TEST(DgcStrategy, PsSyncAppliesTheSameSparseAveragesAsAllreduce) {
   double diff = 0;
   for (std::size_t i = 0; i < kDim; ++i) diff += std::abs(plain[i] - ps[i]);
   EXPECT_GT(diff, 1e-2);
+}
+
+// The local view with one worker: the residual v holds exactly the updates not sent yet, so the
+// view x - v is where dense momentum SGD stands, at any density (without masking, to float
+// rounding): every gradient is taken where dense momentum SGD takes it. Without the view the
+// gradients are taken at x and the run ends elsewhere. After finish() the parameters are x.
+TEST(DgcStrategy, WithOneWorkerTheLocalViewTakesEveryGradientWhereDenseMomentumDoes) {
+  const optim::OptimizerOptions momentum{.name = "momentum", .lr = 0.05, .momentum = 0.9};
+  const auto run = [&](const StrategyOptions& options, std::vector<float>* before_finish) {
+    std::vector<float> after;
+    runtime::threads::World world({.size = 1, .op_timeout_seconds = 60});
+    world.run([&](Context& ctx) {
+      std::vector<float> x(kDim, 0.0f), g(kDim);
+      Worker worker(ctx, {.strategy = options, .optimizer = momentum, .schedule = {.name = "cosine", .total_steps = 50}},
+                    {.params = x, .grads = g});
+      for (int t = 0; t < 50; ++t) {
+        testing::gradient(ctx.rank(), x, g);
+        EXPECT_TRUE(worker.step().applied);
+      }
+      if (before_finish) *before_finish = x;
+      worker.finish();
+      after = x;
+    });
+    return after;
+  };
+  std::vector<float> dense, view, plain;
+  run({.name = "allreduce"}, &dense);
+  const StrategyOptions dgc{.name = "allreduce", .compress = "topk:ratio=0.05", .dgc = true};
+  ASSERT_TRUE(dgc.dgc_local_view && !dgc.dgc_masking);  // the defaults
+  const std::vector<float> shared = run(dgc, &view);
+  expect_close(view, dense, 1e-5, "the local view against dense momentum SGD");
+  StrategyOptions at_x = dgc;
+  at_x.dgc_local_view = false;
+  run(at_x, &plain);
+  double off = 0, residual = 0;
+  for (std::size_t i = 0; i < kDim; ++i) {
+    off += std::abs(plain[i] - dense[i]);
+    residual += std::abs(shared[i] - view[i]);
+  }
+  EXPECT_GT(off, 1e-2) << "without the view the gradients are taken elsewhere";
+  EXPECT_GT(residual, 1e-2) << "after finish() the parameters are x, not x - v";
 }
 
 TEST(DgcStrategy, RefusesWhatItCannotApplyNamingIt) {

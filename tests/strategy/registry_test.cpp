@@ -45,7 +45,8 @@ TEST(StrategyRegistry, DefaultsAreTheTypedViewsAndRoundTripThroughText) {
   const StrategyOptions defaults;
   EXPECT_EQ(find_option("period")->default_value(), OptionValue(std::int64_t{8}));
   EXPECT_EQ(find_option("mode")->default_value(), OptionValue(std::string("async")));
-  EXPECT_EQ(find_option("dgc_masking")->default_value(), OptionValue(std::string("on")));
+  EXPECT_EQ(find_option("dgc_masking")->default_value(), OptionValue(std::string("off")));
+  EXPECT_EQ(find_option("dgc_local_view")->default_value(), OptionValue(std::string("on")));
   EXPECT_EQ(find_option("non_finite")->default_value(), OptionValue(std::string("skip")));
   for (const DeclaredOption& d : declared_options()) {
     const OptionValue v = d.option.load(defaults);

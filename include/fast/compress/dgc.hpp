@@ -25,6 +25,15 @@
 // and under any schedule, sum of the messages sent + v == sum of the a's (what dense momentum SGD
 // would have applied), to float64 rounding.
 //
+// Local view (local_view = true; FAST's addition, not in the paper): the worker takes its gradient
+// at x - v, the shared parameters x with its own updates not sent yet (the residual v) applied,
+// instead of at x. Without it a coordinate's update waits in v for the steps until it is sent
+// (about 1/density of them), and every gradient meanwhile is taken as if it had not happened. The
+// strategy keeps writing the shared parameters into the worker's parameters as before, then calls
+// view(), which keeps x here and writes x - v in their place; unview() writes x back (before an
+// update is applied to it). The representative model is x (shared()): every worker holds the same
+// x, which is what the messages built; x - v differs from worker to worker.
+//
 // Sparsity warm-up (warmup_steps T > 0): the density of step t < T decays exponentially from
 // warmup_ratio (r0) to the codec's ratio (r): density(t) = r0^(1 - t/T) * r^(t/T); from step T on,
 // r. With r0 <= r, or T = 0, every step has density r.
@@ -54,6 +63,7 @@ struct DgcOptions {
   double ratio = 0.01;             // the codec's keep ratio after the warm-up, in (0, 1]
   double warmup_ratio = 0.25;      // density at step 0 of the warm-up, in (0, 1]
   std::int64_t warmup_steps = 0;   // T >= 0 (0: no warm-up)
+  bool local_view = false;         // the gradient at x - v (above)
 };
 
 class Dgc {
@@ -76,6 +86,17 @@ class Dgc {
   // (ErrorFeedback::clear_sent). InvalidArgument when the slice exceeds numel.
   void mask(std::span<const float> sent, std::size_t offset = 0);
 
+  // Local view. view: params (a slice of the worker's parameters starting at element offset)
+  // holds the new shared parameters x; keeps them, then writes x - residual there (residual: v of
+  // that slice, from the strategy's ErrorFeedback: the same length, or empty before any encode,
+  // meaning 0). unview: writes the kept x back into params (the whole vector) when a view is held,
+  // else nothing. Both InvalidArgument
+  // without local_view or for a slice outside the numel elements. shared(): the kept x once view()
+  // has run, empty before (n elements; a strategy that views slices views all of them each step).
+  void view(std::span<float> params, std::span<const double> residual, std::size_t offset = 0);
+  void unview(std::span<float> params) const;
+  std::span<const float> shared() const noexcept;
+
   // u, the velocity (empty when momentum is 0).
   std::span<const float> velocity() const noexcept { return velocity_; }
   // The factor the last accumulate() scaled the gradient by (1: not clipped).
@@ -85,17 +106,22 @@ class Dgc {
   // Checkpoints: u ("<prefix>.velocity", empty when momentum is 0), whether accumulate() has run
   // ("<prefix>.started") and the units of the residual v the strategy saves beside it
   // ("<prefix>.residual_units" = kResidualUnits: updates, the learning rate applied; a checkpoint
-  // written before 2026-11-27 held gradients and has no such entry). restore takes them back into a
-  // Dgc of the same options and size (IoError naming `source` otherwise, an older checkpoint
-  // included; nothing changes then).
+  // written before 2026-11-27 held gradients and has no such entry) and, once a local view is held,
+  // x ("<prefix>.shared"; the worker's saved parameters are then x - v). restore takes them back
+  // into a Dgc of the same options and size (IoError naming `source` otherwise, an older checkpoint
+  // included; nothing changes then). A checkpoint with x resumed without local_view writes x into
+  // params (the worker's parameters, restored before: they held x - v); one without x resumed with
+  // local_view starts the view at its next step (its parameters are x).
   static constexpr std::int64_t kResidualUnits = 1;
   void save(std::string_view prefix, core::SavedState& out) const;
-  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source);
+  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source,
+               std::span<float> params);
 
  private:
   DgcOptions options_;
   std::size_t numel_;
   std::vector<float> velocity_;
+  std::vector<float> shared_;  // x, with local_view once view() ran (n elements), else empty
   bool first_ = true;
   double clip_scale_ = 1;
 };

@@ -31,9 +31,14 @@ class AllreduceStrategy final : public Strategy {
   AllreduceStrategy(const StrategyOptions& options, collective::Communicator& comm);
   std::string_view name() const override { return "allreduce"; }
   StepOutcome step(const StepInput& input) override;
-  // Replicas are identical: the representative model is this worker's own parameters.
+  // Replicas are identical: the representative model is this worker's own parameters; with DGC's
+  // local view (dgc_local_view), the shared parameters x every worker holds, while each worker's
+  // parameters are its own view x - v (compress::Dgc), so the replicas differ.
   void representative(ModelState state, std::span<float> out) override;
-  bool replicas_identical() const override { return true; }
+  bool replicas_identical() const override;
+  // With the local view, writes x back into the worker's parameters: after finish() they are the
+  // shared model, identical on every worker (as without it).
+  void finish(ModelState state) override;
   // Builds the codec's all-reduce (when compress is not "none") with the model's layout.
   void attach(ModelState state) override;
   // Checkpoints: the codec's all-reduce ("allreduce.codec...": error-feedback residuals, random
@@ -52,6 +57,7 @@ class AllreduceStrategy final : public Strategy {
   std::unique_ptr<collective::CodecAllreduce> reduce_;  // with a codec
   std::unique_ptr<compress::Dgc> dgc_;                  // with dgc
   std::unique_ptr<optim::Optimizer> dgc_update_;        // with dgc: plain SGD
+  bool finished_ = false;                               // finish() ran
   Aggregate aggregate_;                                 // mean: the ring all-reduce
   // Robust aggregate buffers, W x ceil(n / W) floats, kept across steps: the padded gradient (then
   // this worker's slice result), my slice of every gradient (then every slice result); krum's W x W.

@@ -60,7 +60,8 @@
 // workers are done; a barrier then guarantees every server stopped, every worker reads the final
 // shards with Window gets into state.params, and the window is closed. snapshot(): Window gets of
 // the current shards (false after finish()). representative(): the worker's own parameters
-// (identical everywhere after finish()). A strategy destroyed without finish() stops its server
+// (identical everywhere after finish()); with DGC's local view, the shared parameters x until
+// finish() (the worker's own are its view x - v, compress::Dgc). A strategy destroyed without finish() stops its server
 // (requests sent to it later are never answered).
 //
 // Messages. Per shard k, tags make_tag(TagKind::strategy, 0x50530000 | k, detail) ("PS" in the
@@ -138,7 +139,8 @@ class PsStrategy final : public Strategy {
   void attach(ModelState state) override;
   StepOutcome step(const StepInput& input) override;
   void representative(ModelState state, std::span<float> out) override;
-  bool replicas_identical() const override { return mode_ == PsMode::sync; }
+  // sync: identical, but for DGC's local view, where each worker looks at x - v until finish().
+  bool replicas_identical() const override;
   bool asynchronous() const override { return mode_ != PsMode::sync; }
   void finish(ModelState state) override;
   bool snapshot(ModelState state, std::span<float> out) override;
@@ -173,7 +175,10 @@ class PsStrategy final : public Strategy {
   std::span<float> shard_of(std::span<float> v, int k) const;
   // This worker's codec state for its pushes, replies and window (save_state / restore_state).
   void save_links(Checkpoint& out) const;
-  void restore_links(const Checkpoint& checkpoint, std::string_view source);
+  // DGC's local view of every shard: params holds x, becomes x - v (compress::Dgc::view).
+  void view_shards(std::span<float> params);
+  // params: the worker's restored parameters (DGC's restore may write the shared x into them).
+  void restore_links(const Checkpoint& checkpoint, std::string_view source, std::span<float> params);
   std::vector<core::Work> push(const StepInput& input, bool finite);
   void pull(std::span<float> params, collective::Wire wire = collective::Wire::codec);
 
