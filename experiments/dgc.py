@@ -8,7 +8,8 @@ Fashion-MNIST, 4 workers, optimizer momentum 0.9, lr 0.05, per model, strategy (
 sync) and seed, these runs:
   dense 1 epoch | topk 1% 1 epoch | topk 1% + dgc 1 epoch
   dense 3 epochs | topk 0.1% 3 epochs | topk 0.1% + dgc 3 epochs
-(topk always with error feedback). Every run writes DIR/<model>/<strategy>/<name>/seed<S>/summary.json
+(topk always with error feedback; dgc with its defaults, momentum correction and the local view:
+--extra="--dgc-local-view off --dgc-masking on" runs the paper's DGC instead). Every run writes DIR/<model>/<strategy>/<name>/seed<S>/summary.json
 and is skipped when that file exists, so an interrupted sweep continues where it stopped. Prints
 the command of every run before it starts, then one Markdown table (also DIR/table.md): per
 row the accuracies of the seeds, their mean, the mean gap to dense of the same length, and two
