@@ -90,7 +90,8 @@ TEST(DgcStrategy, WithOneWorkerTheLocalViewTakesEveryGradientWhereDenseMomentumD
     runtime::threads::World world({.size = 1, .op_timeout_seconds = 60});
     world.run([&](Context& ctx) {
       std::vector<float> x(kDim, 0.0f), g(kDim);
-      Worker worker(ctx, {.strategy = options, .optimizer = momentum, .schedule = {.name = "cosine", .total_steps = 50}},
+      Worker worker(ctx,
+                    {.strategy = options, .optimizer = momentum, .schedule = {.name = "cosine", .total_steps = 50}},
                     {.params = x, .grads = g});
       for (int t = 0; t < 50; ++t) {
         testing::gradient(ctx.rank(), x, g);

@@ -90,9 +90,9 @@ class Dgc {
   // holds the new shared parameters x; keeps them, then writes x - residual there (residual: v of
   // that slice, from the strategy's ErrorFeedback: the same length, or empty before any encode,
   // meaning 0). unview: writes the kept x back into params (the whole vector) when a view is held,
-  // else nothing. Both InvalidArgument
-  // without local_view or for a slice outside the numel elements. shared(): the kept x once view()
-  // has run, empty before (n elements; a strategy that views slices views all of them each step).
+  // else nothing. Both InvalidArgument without local_view or for a slice outside the numel
+  // elements. shared(): the kept x once view() has run, empty before (n elements; a strategy that
+  // views slices views all of them each step).
   void view(std::span<float> params, std::span<const double> residual, std::size_t offset = 0);
   void unview(std::span<float> params) const;
   std::span<const float> shared() const noexcept;

@@ -61,8 +61,8 @@
 // shards with Window gets into state.params, and the window is closed. snapshot(): Window gets of
 // the current shards (false after finish()). representative(): the worker's own parameters
 // (identical everywhere after finish()); with DGC's local view, the shared parameters x until
-// finish() (the worker's own are its view x - v, compress::Dgc). A strategy destroyed without finish() stops its server
-// (requests sent to it later are never answered).
+// finish() (the worker's own are its view x - v, compress::Dgc). A strategy destroyed without
+// finish() stops its server (requests sent to it later are never answered).
 //
 // Messages. Per shard k, tags make_tag(TagKind::strategy, 0x50530000 | k, detail) ("PS" in the
 // sequence's high half, so they never meet other strategies' tags):

@@ -94,7 +94,7 @@ struct StrategyOptions {
   // plain SGD. validate_dgc() states what is refused.
   bool dgc = false;
   double dgc_clip = 0;                  // dgc: global L2 clipping bound C (C / sqrt(workers) per worker); 0: off
-  bool dgc_masking = false;             // dgc: momentum factor masking (the paper's; off: measured better with the local view)
+  bool dgc_masking = false;             // dgc: momentum factor masking (off: better with the local view)
   bool dgc_local_view = true;           // dgc: the gradient at x - v (compress::Dgc, FAST's addition)
   double dgc_warmup_ratio = 0.25;       // dgc: density at the first step of the sparsity warm-up, in (0, 1]
   std::int64_t dgc_warmup_steps = 0;    // dgc: steps of the warm-up (0: none; fast train: dgc_warmup_epochs)
