@@ -88,25 +88,29 @@ void Dgc::mask(std::span<const float> sent, std::size_t offset) {
 }
 
 void Dgc::view(std::span<float> params, std::span<const double> residual, std::size_t offset) {
-  FAST_ENFORCE(options_.local_view, "dgc: view() without local_view");
+  FAST_ENFORCE(options_.local_view && (residual.empty() || params.size() == residual.size()) && offset <= numel_ &&
+                   params.size() <= numel_ - offset,
+               "dgc: view() of {} parameters and {} residual elements at offset {} of {} elements (local_view: {})",
+               params.size(), residual.size(), offset, numel_, options_.local_view);  // checked before x changes
+  if (shared_.empty()) shared_.assign(numel_, 0.0f);
+  std::copy(params.begin(), params.end(), shared_.begin() + static_cast<std::ptrdiff_t>(offset));
+  look(params, residual, offset);
+}
+
+void Dgc::look(std::span<float> params, std::span<const double> residual, std::size_t offset) const {
+  FAST_ENFORCE(options_.local_view && !shared_.empty(), "dgc: look() without local_view or before view()");
   FAST_ENFORCE((residual.empty() || params.size() == residual.size()) && offset <= numel_ &&
                    params.size() <= numel_ - offset,
-               "dgc: view of {} parameters and {} residual elements at offset {} of {} elements", params.size(),
+               "dgc: look at {} parameters and {} residual elements at offset {} of {} elements", params.size(),
                residual.size(), offset, numel_);
-  if (shared_.empty()) shared_.assign(numel_, 0.0f);
-  for (std::size_t j = 0; j < params.size(); ++j) {
-    shared_[offset + j] = params[j];
-    if (!residual.empty()) params[j] = static_cast<float>(static_cast<double>(params[j]) - residual[j]);
+  const float* x = shared_.data() + offset;
+  if (residual.empty()) {
+    std::copy_n(x, params.size(), params.begin());
+    return;
   }
+  for (std::size_t j = 0; j < params.size(); ++j)
+    params[j] = static_cast<float>(static_cast<double>(x[j]) - residual[j]);
 }
-
-void Dgc::unview(std::span<float> params) const {
-  FAST_ENFORCE(options_.local_view, "dgc: unview() without local_view");
-  FAST_ENFORCE(params.size() == numel_, "dgc: unview of {} parameters, expected {}", params.size(), numel_);
-  std::copy(shared_.begin(), shared_.end(), params.begin());
-}
-
-std::span<const float> Dgc::shared() const noexcept { return shared_; }
 
 void Dgc::save(std::string_view prefix, core::SavedState& out) const {
   out.arrays.insert_or_assign(std::string(prefix) + ".velocity", velocity_);
@@ -133,12 +137,14 @@ void Dgc::restore(std::string_view prefix, const core::SavedState& in, std::stri
   in.integer(units, kResidualUnits, kResidualUnits, source);
   velocity_ = velocity;
   first_ = started == 0;
-  if (shared == nullptr)
+  if (!options_.local_view) {
     shared_.clear();
-  else if (options_.local_view)
+    if (shared != nullptr) std::copy(shared->begin(), shared->end(), params.begin());
+  } else if (shared != nullptr) {
     shared_ = *shared;
-  else
-    std::copy(shared->begin(), shared->end(), params.begin());
+  } else {
+    shared_.assign(params.begin(), params.end());
+  }
 }
 
 }  // namespace fast::compress

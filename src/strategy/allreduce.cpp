@@ -52,6 +52,7 @@ void AllreduceStrategy::attach(ModelState state) {
                                                  .meter = &meter_,
                                                  .sparse = parse_sparse_reduce(options_.sparse_allreduce)});
   dgc_ = make_dgc(options_, state.params.size());
+  if (dgc_ && dgc_->options().local_view) dgc_->view(state.params, {});  // keeps x0; the view starts as x0
   if (dgc_) dgc_update_ = optim::make_optimizer(dgc_update_optimizer(options_.optimizer), state.params.size());
 }
 
@@ -72,10 +73,7 @@ void AllreduceStrategy::restore_state(const Checkpoint& checkpoint, std::string_
   if (reduce_) reduce_->restore("allreduce.codec", checkpoint, source);
   // The view is computed again from x and v, as the step that saved them did (the parameters were
   // saved as the view between two steps, as x after finish()).
-  if (dgc_ && dgc_->options().local_view && !dgc_->shared().empty()) {
-    dgc_->unview(state.params);
-    dgc_->view(state.params, reduce_->feedback()->residual(0));
-  }
+  if (dgc_ && dgc_->options().local_view) dgc_->look(state.params, reduce_->feedback()->residual(0));
 }
 
 StepOutcome AllreduceStrategy::step(const StepInput& input) {
@@ -107,31 +105,32 @@ StepOutcome AllreduceStrategy::dgc_step(const StepInput& input, double t0) {
   reduce_->average(core::MutableView(input.state.grads), 0);
   dgc_sent(*dgc_, feedback, 0);
   StepOutcome outcome{.comm_seconds = ctx.now() - t0};
-  // With the local view the update goes to the shared parameters x, then the worker looks at x - v.
+  // With the local view the update goes to the kept shared parameters x, then the worker looks at x - v.
   const bool local_view = dgc_->options().local_view;
-  if (local_view) dgc_->unview(input.state.params);
-  outcome.applied = apply_update({.state = input.state, .optimizer = *dgc_update_, .lr = 1.0, .step = input.step},
-                                 options_.non_finite);
-  if (local_view) dgc_->view(input.state.params, feedback.residual(0));
+  const ModelState updated =
+      local_view ? ModelState{.params = dgc_->shared(), .grads = input.state.grads, .layout = input.state.layout}
+                 : input.state;
+  outcome.applied =
+      apply_update({.state = updated, .optimizer = *dgc_update_, .lr = 1.0, .step = input.step}, options_.non_finite);
+  if (local_view) dgc_->look(input.state.params, feedback.residual(0));
   if (!finite && outcome.applied) report_non_finite(input, options_.non_finite, "contributed nothing new (dgc) at step");
   return outcome;
 }
 
 bool AllreduceStrategy::replicas_identical() const {
-  return finished_ || !(dgc_ && dgc_->options().local_view && !dgc_->shared().empty());
+  return finished_ || !(dgc_ && dgc_->options().local_view);
 }
 
 void AllreduceStrategy::finish(ModelState state) {
   if (finished_) return;
   finished_ = true;
-  if (dgc_ && dgc_->options().local_view) dgc_->unview(state.params);
+  if (dgc_ && dgc_->options().local_view) dgc_->look(state.params, {});
 }
 
 void AllreduceStrategy::representative(ModelState state, std::span<float> out) {
   FAST_ENFORCE_EQ(out.size(), state.params.size(), "representative: output length must equal the parameter count");
-  const std::span<const float> shared = dgc_ ? dgc_->shared() : std::span<const float>();
-  const std::span<const float> params = shared.empty() ? std::span<const float>(state.params) : shared;
-  std::copy(params.begin(), params.end(), out.begin());
+  const std::span<const float> model = dgc_model(dgc_.get(), state.params);
+  std::copy(model.begin(), model.end(), out.begin());
 }
 
 // The registry entry: the strategy's name, factory, options and checks (builtin.hpp).

@@ -143,6 +143,7 @@ void PsStrategy::attach(ModelState state) {
     reply_payloads_.resize(k);
   }
   dgc_ = make_dgc(options_, d);
+  if (dgc_ && dgc_->options().local_view) dgc_->view(state.params, {});  // keeps x0; the view starts as x0
   if (server_ && mode_ == PsMode::sync) server_->set_aggregate(Aggregate::parse(options_.aggregate, comm_.size()));
   if (dgc_ && server_ && mode_ == PsMode::sync)
     server_->set_reply_density(  // Dgc::density reads constant options: safe from the server's activity
@@ -260,10 +261,7 @@ void PsStrategy::finish(ModelState state) {
   comm_.barrier();  // every server has stopped: the shards are final
   with_servers("final pull", [&] { pull(state.params, collective::Wire::exact); });  // the final model, exactly
   window_->close();
-  if (dgc_ && dgc_->options().local_view) {  // keep the final x (a checkpoint's), leave it in the parameters
-    view_shards(state.params);
-    dgc_->unview(state.params);
-  }
+  if (dgc_ && dgc_->options().local_view) dgc_->view(state.params, {});  // keeps the final x, leaves it there
 }
 
 // The codec state a worker keeps for its pushes and replies (see ps.hpp for the names). The
@@ -281,10 +279,11 @@ void PsStrategy::restore_links(const Checkpoint& checkpoint, std::string_view so
   for (std::size_t k = 0; k < reply_codecs_.size(); ++k)
     reply_codecs_[k]->restore(fmt::format("ps.reply.{}", k), checkpoint, source);
   if (dgc_) dgc_->restore("ps.dgc", checkpoint, source, params);
-  if (dgc_ && dgc_->options().local_view && !dgc_->shared().empty()) {  // the view again, as in step()
-    dgc_->unview(params);
-    view_shards(params);
-  }
+  if (dgc_ && dgc_->options().local_view)  // the view again, from the kept x, as step() left it
+    for (int k = 0; k < servers_; ++k) {
+      const auto ku = static_cast<std::size_t>(k);
+      dgc_->look(shard_of(params, k), push_codecs_[ku]->residual(0), offsets_[ku]);
+    }
   if (mode_ != PsMode::sync) window_->restore_links("ps.window", checkpoint, source);
 }
 
@@ -357,10 +356,8 @@ bool PsStrategy::replicas_identical() const {
 
 void PsStrategy::representative(ModelState state, std::span<float> out) {
   FAST_ENFORCE_EQ(out.size(), state.params.size(), "representative: output length must equal the parameter count");
-  // With DGC's local view the parameters are this worker's view x - v until finish() pulls x.
-  const std::span<const float> shared = dgc_ && !finished_ ? dgc_->shared() : std::span<const float>();
-  const std::span<const float> params = shared.empty() ? std::span<const float>(state.params) : shared;
-  std::copy(params.begin(), params.end(), out.begin());
+  const std::span<const float> model = dgc_model(dgc_.get(), state.params);
+  std::copy(model.begin(), model.end(), out.begin());
 }
 
 StalenessStats PsStrategy::staleness() const { return server_ ? server_->staleness() : StalenessStats{}; }

@@ -124,6 +124,10 @@ void Strategy::dgc_sent(compress::Dgc& dgc, compress::ErrorFeedback& feedback, s
   feedback.clear_sent(key);
 }
 
+std::span<const float> Strategy::dgc_model(const compress::Dgc* dgc, std::span<const float> params) {
+  return dgc != nullptr && dgc->options().local_view ? dgc->shared() : params;
+}
+
 // The options every strategy shares: aggregate (a robust rule: allreduce or ps, each worker's whole
 // gradient, so no codec and no dgc; ps adds mode sync) and fault_inject.
 void builtin::check_common(const StrategyOptions& options, int workers) {

@@ -256,7 +256,7 @@ TEST(Dgc, RestoresItsStateAndRefusesAResidualOfGradients) {
 }
 
 // The local view: view() keeps the shared parameters and leaves x - v in their place (per slice at
-// an offset, as ps views its shards); unview() puts x back; the checkpoint carries x, and a
+// an offset, as ps views its shards); look() with no residual puts x back; the checkpoint carries x, and a
 // resume without the local view takes x as the parameters.
 TEST(Dgc, LocalViewKeepsTheSharedParametersAndLooksAtThemMinusTheResidual) {
   Dgc dgc({.momentum = 0.9, .ratio = 0.5, .local_view = true}, 4);
@@ -273,7 +273,7 @@ TEST(Dgc, LocalViewKeepsTheSharedParametersAndLooksAtThemMinusTheResidual) {
   core::SavedState saved;
   dgc.save("allreduce.dgc", saved);
   ASSERT_TRUE(saved.arrays.contains("allreduce.dgc.shared"));
-  dgc.unview(params);
+  dgc.look(params, {});
   EXPECT_EQ(params, (std::vector<float>{1, 2, 3, 4}));
 
   std::vector<float> resumed{0.5f, 2.25f, 3.0f, 2.5f};  // the saved parameters: the view

@@ -29,10 +29,11 @@
 // at x - v, the shared parameters x with its own updates not sent yet (the residual v) applied,
 // instead of at x. Without it a coordinate's update waits in v for the steps until it is sent
 // (about 1/density of them), and every gradient meanwhile is taken as if it had not happened. The
-// strategy keeps writing the shared parameters into the worker's parameters as before, then calls
-// view(), which keeps x here and writes x - v in their place; unview() writes x back (before an
-// update is applied to it). The representative model is x (shared()): every worker holds the same
-// x, which is what the messages built; x - v differs from worker to worker.
+// strategy either writes the new shared parameters into the worker's parameters as before and calls
+// view(), which keeps x here and writes x - v in their place (ps), or updates the kept x in place
+// (shared()) and calls look(), which writes x - v (allreduce). The representative model is x
+// (shared()): every worker holds the same x, which is what the messages built; x - v differs from
+// worker to worker.
 //
 // Sparsity warm-up (warmup_steps T > 0): the density of step t < T decays exponentially from
 // warmup_ratio (r0) to the codec's ratio (r): density(t) = r0^(1 - t/T) * r^(t/T); from step T on,
@@ -87,15 +88,16 @@ class Dgc {
   void mask(std::span<const float> sent, std::size_t offset = 0);
 
   // Local view. view: params (a slice of the worker's parameters starting at element offset)
-  // holds the new shared parameters x; keeps them, then writes x - residual there (residual: v of
-  // that slice, from the strategy's ErrorFeedback: the same length, or empty before any encode,
-  // meaning 0). unview: writes the kept x back into params (the whole vector) when a view is held,
-  // else nothing. Both InvalidArgument without local_view or for a slice outside the numel
-  // elements. shared(): the kept x once view() has run, empty before (n elements; a strategy that
-  // views slices views all of them each step).
+  // holds the new shared parameters x; keeps them, then does look(). look: writes the kept x minus
+  // residual into params (residual: v of that slice, from the strategy's ErrorFeedback: the same
+  // length, or empty, meaning 0: then params become x). Both InvalidArgument without local_view,
+  // for a slice outside the numel elements, and (look) before anything was kept. shared(): the kept
+  // x, n elements once the first view() ran (a strategy views the whole vector at attach() with an
+  // empty residual), empty before; the strategy may update it in place.
   void view(std::span<float> params, std::span<const double> residual, std::size_t offset = 0);
-  void unview(std::span<float> params) const;
-  std::span<const float> shared() const noexcept;
+  void look(std::span<float> params, std::span<const double> residual, std::size_t offset = 0) const;
+  std::span<const float> shared() const noexcept { return shared_; }
+  std::span<float> shared() noexcept { return shared_; }
 
   // u, the velocity (empty when momentum is 0).
   std::span<const float> velocity() const noexcept { return velocity_; }
@@ -111,7 +113,7 @@ class Dgc {
   // into a Dgc of the same options and size (IoError naming `source` otherwise, an older checkpoint
   // included; nothing changes then). A checkpoint with x resumed without local_view writes x into
   // params (the worker's parameters, restored before: they held x - v); one without x resumed with
-  // local_view starts the view at its next step (its parameters are x).
+  // local_view keeps params as x (they are x). The strategy then look()s again.
   static constexpr std::int64_t kResidualUnits = 1;
   void save(std::string_view prefix, core::SavedState& out) const;
   void restore(std::string_view prefix, const core::SavedState& in, std::string_view source,

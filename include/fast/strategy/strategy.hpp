@@ -235,6 +235,9 @@ class Strategy {
   // of its gradient): momentum factor masking of u and of the residual, when on.
   static void dgc_sent(compress::Dgc& dgc, compress::ErrorFeedback& feedback, std::uint64_t key,
                        std::size_t offset = 0);
+  // The model a strategy sending gradients represents itself by: DGC's kept shared x with the local
+  // view (the worker's params are then its view x - v), else params. dgc may be null.
+  static std::span<const float> dgc_model(const compress::Dgc* dgc, std::span<const float> params);
   collective::Communicator& comm_;
   compress::CompressionMeter meter_;
 };
