@@ -1,7 +1,11 @@
 #include "fast/adapters/torch/fashion_mnist.hpp"
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <cstring>
 #include <future>
+#include <vector>
 
 #include "fast/adapters/torch/idx.hpp"
 #include "fast/core/env.hpp"
@@ -28,6 +32,40 @@ std::filesystem::path idx_file(const std::filesystem::path& dir, const std::stri
   return gz;
 }
 
+// An uninitialised float32 tensor of `sizes` for a split's images, owned by the tensor (its deleter
+// unmaps the memory). From 8 MiB it is mapped on its own, 2 MiB-aligned, asks for transparent huge
+// pages and is populated in one call: the 188 MB of the training split otherwise took 46,000 page
+// faults, about 0.4 s of system time per process on a 2-core VM. Where the kernel declines either
+// advice the pages fault in as usual; where the mapping fails it is torch::empty.
+::torch::Tensor bulk_float_tensor(const std::vector<std::int64_t>& sizes) {
+  std::size_t numel = 1;
+  for (const std::int64_t s : sizes) numel *= static_cast<std::size_t>(s);
+  const std::size_t bytes = numel * sizeof(float);
+  constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  if (bytes < 4 * kHugePage) return ::torch::empty(sizes, ::torch::kFloat32);
+  const std::size_t mapped = bytes + kHugePage;
+  void* base = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return ::torch::empty(sizes, ::torch::kFloat32);
+  const std::uintptr_t start = (reinterpret_cast<std::uintptr_t>(base) + kHugePage - 1) & ~(kHugePage - 1);
+  void* aligned = reinterpret_cast<void*>(start);
+  (void)::madvise(aligned, bytes, MADV_HUGEPAGE);
+#ifdef MADV_POPULATE_WRITE
+  (void)::madvise(aligned, bytes, MADV_POPULATE_WRITE);  // Linux 5.14 on; EINVAL before: faults as usual
+#endif
+  return ::torch::from_blob(aligned, sizes, [base, mapped](void*) { ::munmap(base, mapped); }, ::torch::kFloat32);
+}
+
+// out[i] = (pixels[i]/255 - mean)/std for every pixel, through a table of the 256 values computed by
+// the same torch operations on float32 (so each value is bit for bit what they give on the whole
+// tensor). One pass, where torch's conversion of the whole uint8 tensor (to(kFloat32), then three
+// in-place passes) was about a fifth of the CPU time of a short `fast train` process.
+void normalise(const std::vector<std::uint8_t>& pixels, float* out) {
+  const ::torch::Tensor table =
+      ::torch::arange(256, ::torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
+  const float* value = table.data_ptr<float>();
+  for (std::size_t i = 0; i < pixels.size(); ++i) out[i] = value[pixels[i]];
+}
+
 }  // namespace
 
 std::filesystem::path default_data_dir() { return core::env_string("FAST_DATA_DIR"); }
@@ -49,9 +87,8 @@ std::shared_ptr<const Dataset> load_idx_split(const std::filesystem::path& image
   }
   const auto n = static_cast<std::int64_t>(images.count);
   auto data = std::make_shared<Dataset>();
-  ::torch::Tensor raw = ::torch::empty({n, 1, std::int64_t{images.rows}, std::int64_t{images.cols}}, ::torch::kUInt8);
-  if (!images.pixels.empty()) std::memcpy(raw.data_ptr<std::uint8_t>(), images.pixels.data(), images.pixels.size());
-  data->images = raw.to(::torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
+  data->images = bulk_float_tensor({n, 1, std::int64_t{images.rows}, std::int64_t{images.cols}});
+  normalise(images.pixels, data->images.data_ptr<float>());
   ::torch::Tensor lab = ::torch::empty({n}, ::torch::kUInt8);
   if (!labels.empty()) std::memcpy(lab.data_ptr<std::uint8_t>(), labels.data(), labels.size());
   data->labels = lab.to(::torch::kInt64);

@@ -4,9 +4,11 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -208,6 +210,30 @@ TEST_F(IdxFiles, SplitNormalisesPixelsAndWidensLabels) {
   EXPECT_NEAR(x[785], (0.2 - 0.2860) / 0.3530, 1e-6);
   EXPECT_EQ(data->labels[0].item<std::int64_t>(), 9);
   EXPECT_EQ(data->labels[1].item<std::int64_t>(), 0);
+}
+
+// Every pixel value, at every position of a vector's lanes and of the tail: bit for bit what
+// torch's uint8 -> float32 conversion followed by / 255, - mean and / std gives on the whole tensor.
+TEST_F(IdxFiles, SplitNormalisesEveryPixelValueAsTorchDoesOnTheWholeTensor) {
+  const std::int64_t n = 3;
+  Bytes pix(static_cast<std::size_t>(n) * 784);
+  for (std::size_t i = 0; i < pix.size(); ++i) pix[i] = static_cast<std::uint8_t>((i * 7 + i / 256) % 256);
+  const auto img = write_gz("img.gz", idx(kIdxImagesMagic, {3, 28, 28}, pix));
+  const auto lab = write_gz("lab.gz", idx(kIdxLabelsMagic, {3}, Bytes{1, 2, 3}));
+  const auto data = load_idx_split(img, lab);
+  ::torch::Tensor raw = ::torch::empty({n, 1, 28, 28}, ::torch::kUInt8);
+  std::memcpy(raw.data_ptr<std::uint8_t>(), pix.data(), pix.size());
+  const ::torch::Tensor expected = raw.to(::torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
+  ASSERT_EQ(data->images.sizes(), expected.sizes());
+  const float* got = data->images.data_ptr<float>();
+  const float* want = expected.data_ptr<float>();
+  std::set<std::uint8_t> seen;
+  for (std::size_t i = 0; i < pix.size(); ++i) {
+    seen.insert(pix[i]);
+    ASSERT_EQ(std::memcmp(got + i, want + i, sizeof(float)), 0)
+        << "pixel " << i << " value " << int{pix[i]} << ": got " << got[i] << ", torch " << want[i];
+  }
+  EXPECT_EQ(seen.size(), 256u);
 }
 
 TEST_F(IdxFiles, MissingDatasetFileIsIoErrorNamingItAndThePackage) {
