@@ -35,7 +35,7 @@ namespace {
 // The request header is wire::WindowRequest (include/fast/wire/requests.hpp); these are its ops.
 using Request = wire::WindowRequest;
 constexpr std::int64_t op_code(Request::Op op) { return static_cast<std::int64_t>(op); }
-enum Op : std::int64_t {
+enum OpCode : std::int64_t {
   kPut = op_code(Request::Op::put), kGet = op_code(Request::Op::get), kAccumulate = op_code(Request::Op::accumulate),
   kFetchAccumulate = op_code(Request::Op::fetch_accumulate), kFetchAverage = op_code(Request::Op::fetch_average),
   kAccumulateScaled = op_code(Request::Op::accumulate_scaled),

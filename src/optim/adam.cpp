@@ -65,7 +65,6 @@ FAST_OPTIM_FMA_TARGET void adam_fused(const AdamStep& s, bool l2, bool decoupled
   adam_dispatch<true>(s, l2, decoupled);
 }
 
-constexpr std::string_view kOwner = "OptimizerOptions";
 }  // namespace
 
 Adam::Adam(const OptimizerOptions& options, std::size_t numel)
@@ -86,6 +85,7 @@ Adam::Adam(const OptimizerOptions& options, std::size_t numel)
   }
   const std::string_view rule = options.name;
   using detail::check_option;
+  constexpr std::string_view kOwner = detail::kOptimizerOptions;
   check_option(std::isfinite(options.lr) && options.lr >= 0, kOwner, "lr", rule, "a finite value >= 0", options.lr);
   check_option(std::isfinite(options.weight_decay) && options.weight_decay >= 0, kOwner, "weight_decay", rule,
                "a finite value >= 0", options.weight_decay);

@@ -12,7 +12,7 @@
 namespace fast::optim {
 
 namespace {
-constexpr std::string_view kOwner = "ScheduleOptions";
+constexpr std::string_view kSchedule = "ScheduleOptions";
 }  // namespace
 
 std::vector<std::string> schedule_names() { return {"constant", "step", "cosine"}; }
@@ -31,17 +31,17 @@ LrSchedule::LrSchedule(double base_lr, const ScheduleOptions& options) : base_lr
   const std::string_view rule = options.name;
   using detail::check_option;
   check_option(std::isfinite(base_lr) && base_lr >= 0, "LrSchedule", "base_lr", rule, "a finite value >= 0", base_lr);
-  check_option(options.warmup_steps >= 0, kOwner, "warmup_steps", rule, "a value >= 0",
+  check_option(options.warmup_steps >= 0, kSchedule, "warmup_steps", rule, "a value >= 0",
                static_cast<double>(options.warmup_steps));
   if (kind_ == Kind::step) {
-    check_option(options.step_size > 0, kOwner, "step_size", rule, "a value > 0",
+    check_option(options.step_size > 0, kSchedule, "step_size", rule, "a value > 0",
                  static_cast<double>(options.step_size));
-    check_option(std::isfinite(options.gamma) && options.gamma > 0, kOwner, "gamma", rule, "a finite value > 0",
+    check_option(std::isfinite(options.gamma) && options.gamma > 0, kSchedule, "gamma", rule, "a finite value > 0",
                  options.gamma);
   } else if (kind_ == Kind::cosine) {
-    check_option(options.total_steps > 0, kOwner, "total_steps", rule, "a value > 0 (required for cosine)",
+    check_option(options.total_steps > 0, kSchedule, "total_steps", rule, "a value > 0 (required for cosine)",
                  static_cast<double>(options.total_steps));
-    check_option(options.min_lr_factor >= 0 && options.min_lr_factor <= 1, kOwner, "min_lr_factor", rule,
+    check_option(options.min_lr_factor >= 0 && options.min_lr_factor <= 1, kSchedule, "min_lr_factor", rule,
                  "a value in [0, 1]", options.min_lr_factor);
   }
 }

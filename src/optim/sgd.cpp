@@ -88,7 +88,6 @@ template <bool kFused>
 void sgd_unfused(const SgdStep& s) { sgd_dispatch<false>(s); }
 FAST_OPTIM_FMA_TARGET void sgd_fused(const SgdStep& s) { sgd_dispatch<true>(s); }
 
-constexpr std::string_view kOwner = "OptimizerOptions";
 }  // namespace
 
 Sgd::Sgd(const OptimizerOptions& options, std::size_t numel)
@@ -109,6 +108,7 @@ Sgd::Sgd(const OptimizerOptions& options, std::size_t numel)
                options.name);
   }
   using detail::check_option;
+  constexpr std::string_view kOwner = detail::kOptimizerOptions;
   check_option(std::isfinite(options.lr) && options.lr >= 0, kOwner, "lr", rule, "a finite value >= 0", options.lr);
   check_option(std::isfinite(options.weight_decay) && options.weight_decay >= 0, kOwner, "weight_decay", rule,
                "a finite value >= 0", options.weight_decay);

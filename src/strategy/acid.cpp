@@ -56,7 +56,7 @@ void acid_mix(std::span<float> x, std::span<float> x_tilde, double eta, double d
 
 namespace {
 // The options in range and the graph of `options.topology` on n workers, checked for acid.
-topology::Graph checked_graph(const StrategyOptions& options, int n) {
+topology::Graph acid_graph(const StrategyOptions& options, int n) {
   FAST_ENFORCE(std::isfinite(options.comm_rate) && options.comm_rate > 0 && options.comm_rate <= AcidStrategy::kMaxCommRate,
                "acid: comm_rate (expected communications per gradient step) must be in (0, {}], got {}", AcidStrategy::kMaxCommRate,
                options.comm_rate);
@@ -72,12 +72,12 @@ topology::Graph checked_graph(const StrategyOptions& options, int n) {
 }
 }  // namespace
 
-void AcidStrategy::check_options(const StrategyOptions& options, int workers) { (void)checked_graph(options, workers); }
+void AcidStrategy::check_options(const StrategyOptions& options, int workers) { (void)acid_graph(options, workers); }
 
 AcidStrategy::AcidStrategy(const StrategyOptions& options, collective::Communicator& comm)
     : Strategy(comm), options_(options) {
   const int n = comm.size();
-  const topology::Graph graph = checked_graph(options, n);
+  const topology::Graph graph = acid_graph(options, n);
   neighbors_ = graph.neighbors_out(comm.rank());
   // With a codec, a communication moves the fraction gamma of the paper's update; in expectation
   // that is the paper's process at the rate gamma comm_rate, so the constants are those of that rate.

@@ -12,17 +12,17 @@
 namespace fast::strategy {
 
 namespace {
-topology::Graph checked_graph(const StrategyOptions& options, int n) {
+topology::Graph adpsgd_graph(const StrategyOptions& options, int n) {
   return topology::make_undirected_connected(options.topology, n, options.seed, "adpsgd",
                                              "adpsgd averages pairwise over undirected edges (use gosgd for directed graphs)");
 }
 }  // namespace
 
-void AdpsgdStrategy::check_options(const StrategyOptions& options, int workers) { (void)checked_graph(options, workers); }
+void AdpsgdStrategy::check_options(const StrategyOptions& options, int workers) { (void)adpsgd_graph(options, workers); }
 
 AdpsgdStrategy::AdpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
     : Strategy(comm), options_(options) {
-  neighbors_ = checked_graph(options, comm.size()).neighbors_out(comm.rank());
+  neighbors_ = adpsgd_graph(options, comm.size()).neighbors_out(comm.rank());
 }
 
 void AdpsgdStrategy::attach(ModelState state) {

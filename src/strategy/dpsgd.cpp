@@ -10,7 +10,7 @@ namespace fast::strategy {
 
 namespace {
 // The graph of `options.topology` on n workers, checked for dpsgd.
-topology::Graph checked_graph(const StrategyOptions& options, int n) {
+topology::Graph dpsgd_graph(const StrategyOptions& options, int n) {
   FAST_ENFORCE(options.consensus_step >= 0 && options.consensus_step <= 1,
                "dpsgd: consensus_step must be in (0, 1], or 0 for the codec's default; got {}", options.consensus_step);
   return topology::make_undirected_connected(options.topology, n, options.seed, "dpsgd",
@@ -21,13 +21,13 @@ topology::Graph checked_graph(const StrategyOptions& options, int n) {
 // The whole mixing matrix is built and checked once, here (before a run); each worker computes
 // only its own row.
 void DpsgdStrategy::check_options(const StrategyOptions& options, int workers) {
-  topology::check_doubly_stochastic(topology::metropolis_hastings(checked_graph(options, workers)), 1e-12);
+  topology::check_doubly_stochastic(topology::metropolis_hastings(dpsgd_graph(options, workers)), 1e-12);
 }
 
 DpsgdStrategy::DpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
     : Strategy(comm), options_(options) {
   const int me = comm.rank();
-  const topology::Graph graph = checked_graph(options, comm.size());
+  const topology::Graph graph = dpsgd_graph(options, comm.size());
   neighbors_ = graph.neighbors_in(me);
   topology::MixingRow row = topology::metropolis_hastings_row(graph, me, neighbors_);
   weights_ = std::move(row.neighbors);

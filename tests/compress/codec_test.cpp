@@ -12,9 +12,12 @@
 #include "fast/compress/codec.hpp"
 #include "fast/compress/half.hpp"
 #include "fast/core/error.hpp"
+#include "payloads.hpp"
 
 namespace fast::compress {
 namespace {
+
+using namespace payloads;
 
 std::vector<float> random_values(std::size_t n, std::uint32_t seed, float lo = -3.0f, float hi = 3.0f) {
   std::mt19937 g(seed);
@@ -24,34 +27,8 @@ std::vector<float> random_values(std::size_t n, std::uint32_t seed, float lo = -
   return x;
 }
 
-std::vector<std::uint8_t> encode(Codec& c, const std::vector<float>& x) {
-  core::Buffer out;
-  c.encode(std::span<const float>(x), out);
-  EXPECT_EQ(out.dtype(), core::DType::u8);
-  auto b = out.as<std::uint8_t>();
-  return {b.begin(), b.end()};
-}
 
-std::vector<float> decode(const Codec& c, const std::vector<std::uint8_t>& payload, std::size_t n) {
-  std::vector<float> y(n, 42.0f);
-  c.decode(std::span<const std::uint8_t>(payload), std::span<float>(y));
-  return y;
-}
 
-// Decoding `payload` into n elements throws InvalidArgument whose message names the codec and contains
-// `what`, and leaves the output untouched.
-void expect_rejected(const Codec& c, const std::vector<std::uint8_t>& payload, std::size_t n, const std::string& what) {
-  std::vector<float> y(n, 42.0f);
-  try {
-    c.decode(std::span<const std::uint8_t>(payload), std::span<float>(y));
-    ADD_FAILURE() << c.name() << ": accepted a payload that should fail with '" << what << "'";
-  } catch (const InvalidArgument& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find(std::string(c.name())), std::string::npos) << msg;
-    EXPECT_NE(msg.find(what), std::string::npos) << msg;
-  }
-  for (float v : y) ASSERT_EQ(v, 42.0f) << c.name() << ": output changed by a rejected payload";
-}
 
 // --- conversions -------------------------------------------------------------------------------
 
@@ -444,7 +421,6 @@ TEST(CodecMalformed, HeaderDefectsAreRejectedForEveryCodec) {
   }
 }
 
-void put_u64(std::vector<std::uint8_t>& p, std::size_t at, std::uint64_t v) { std::memcpy(p.data() + at, &v, 8); }
 
 // Sparse body (format version 2 and 3): u64 k at 16, u8 form at 24, k f32 values at 25, the index section at 25 + 4k.
 std::vector<std::uint8_t> sparse_payload(std::size_t n, std::size_t k, std::uint8_t form,

@@ -10,9 +10,12 @@
 #include "fast/compress/error_feedback.hpp"
 #include "fast/compress/powersgd.hpp"
 #include "fast/core/error.hpp"
+#include "payloads.hpp"
 
 namespace fast::compress {
 namespace {
+
+using namespace payloads;
 
 using Matrix = std::vector<float>;  // row-major
 
@@ -57,18 +60,7 @@ core::Layout matrix_then_bias(std::size_t rows, std::size_t cols, std::size_t bi
           core::TensorBlock{rows * cols, bias, 1, {bias}, "b"}};
 }
 
-std::vector<std::uint8_t> encode(Codec& c, const std::vector<float>& x) {
-  core::Buffer out;
-  c.encode(std::span<const float>(x), out);
-  auto b = out.as<std::uint8_t>();
-  return {b.begin(), b.end()};
-}
 
-std::vector<float> decode(const Codec& c, const std::vector<std::uint8_t>& p, std::size_t n) {
-  std::vector<float> y(n, 42.0f);
-  c.decode(std::span<const std::uint8_t>(p), std::span<float>(y));
-  return y;
-}
 
 double frobenius_error(const std::vector<float>& a, const std::vector<float>& b, std::size_t from, std::size_t to) {
   double s = 0;
@@ -262,20 +254,7 @@ TEST(PowerSgd, ErrorFeedbackResidualCarriesWhatTheLowRankMissed) {
   for (std::size_t i = rows * cols; i < n; ++i) EXPECT_NEAR(r[i], 0.0, 1e-6);  // the bias travels exactly
 }
 
-void expect_rejected(const Codec& c, const std::vector<std::uint8_t>& payload, std::size_t n, const std::string& what) {
-  std::vector<float> y(n, 42.0f);
-  try {
-    c.decode(std::span<const std::uint8_t>(payload), std::span<float>(y));
-    ADD_FAILURE() << "accepted a payload that should fail with '" << what << "'";
-  } catch (const InvalidArgument& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("powersgd"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(what), std::string::npos) << msg;
-  }
-  for (float v : y) ASSERT_EQ(v, 42.0f) << "output changed by a rejected payload";
-}
 
-void put_u64(std::vector<std::uint8_t>& p, std::size_t at, std::uint64_t v) { std::memcpy(p.data() + at, &v, 8); }
 
 TEST(PowerSgd, MalformedPayloadsAreRejected) {
   const std::size_t rows = 6, cols = 5, bias = 3, n = rows * cols + bias;
