@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include <torch/nn/modules/container/sequential.h>
@@ -10,6 +11,7 @@
 
 #include "fast/adapters/torch/evaluate.hpp"
 #include "fast/adapters/torch/fashion_mnist.hpp"
+#include "fast/adapters/torch/idx.hpp"
 #include "fast/adapters/torch/models.hpp"
 #include "fast/core/error.hpp"
 
@@ -32,6 +34,16 @@ TEST(FashionMnist, RealDatasetHas60000And10000SamplesWithBalancedLabels) {
   EXPECT_NEAR(data.train->images.mean().item<double>(), 0.0, 0.01);
   EXPECT_NEAR(data.train->images.std().item<double>(), 1.0, 0.01);
   EXPECT_NEAR(data.train->images.min().item<double>(), -kFashionMnistMean / kFashionMnistStd, 1e-5);
+  // The test split (31 MB, in a mapping of its own) holds bit for bit what torch's conversion of the
+  // whole uint8 tensor gives.
+  const IdxImages raw_test = read_idx_images(dir / "t10k-images-idx3-ubyte.gz");
+  ::torch::Tensor raw = ::torch::empty({10000, 1, 28, 28}, ::torch::kUInt8);
+  std::memcpy(raw.data_ptr<std::uint8_t>(), raw_test.pixels.data(), raw_test.pixels.size());
+  const ::torch::Tensor expected = raw.to(::torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
+  ASSERT_EQ(data.test->images.sizes(), expected.sizes());
+  EXPECT_EQ(std::memcmp(data.test->images.data_ptr<float>(), expected.data_ptr<float>(),
+                        static_cast<std::size_t>(expected.numel()) * sizeof(float)),
+            0);
   // The same data from the .gz files alone (the suite's folder also holds them uncompressed, and
   // FAST reads those first: tests/CMakeLists.txt).
   const auto gz_only = std::filesystem::temp_directory_path() / ("fast_fmnist_gz_" + std::to_string(::getpid()));
