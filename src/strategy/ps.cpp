@@ -197,11 +197,16 @@ std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
   return works;
 }
 
-// DGC's local view: params holds the shared x of every shard; each becomes x - v (its push residual).
-void PsStrategy::view_shards(std::span<float> params) {
+// DGC's local view: each shard of params becomes x - v (v: its push residual), x taken from params
+// where they hold it, else the x kept by the Dgc.
+void PsStrategy::view_shards(std::span<float> params, bool params_hold_x) {
   for (int k = 0; k < servers_; ++k) {
     const auto ku = static_cast<std::size_t>(k);
-    dgc_->view(shard_of(params, k), push_codecs_[ku]->residual(0), offsets_[ku]);
+    const std::span<float> shard = shard_of(params, k);
+    if (params_hold_x)
+      dgc_->view(shard, push_codecs_[ku]->residual(0), offsets_[ku]);
+    else
+      dgc_->look(shard, push_codecs_[ku]->residual(0), offsets_[ku]);
   }
 }
 
@@ -236,7 +241,7 @@ StepOutcome PsStrategy::step(const StepInput& input) {
                           core::MutableView(shard_of(input.state.params, k)));
     }
   if (mode_ != PsMode::sync) with_servers("pull", [&] { pull(input.state.params); });
-  if (dgc_ && dgc_->options().local_view) view_shards(input.state.params);  // the shards are x: look at x - v
+  if (dgc_ && dgc_->options().local_view) view_shards(input.state.params, true);  // the shards are x: look at x - v
   ++clock_;
   StepOutcome outcome{.applied = finite, .comm_seconds = ctx.now() - t0};
   if (!finite) report_non_finite(input, options_.non_finite, "skipped step");
@@ -279,11 +284,7 @@ void PsStrategy::restore_links(const Checkpoint& checkpoint, std::string_view so
   for (std::size_t k = 0; k < reply_codecs_.size(); ++k)
     reply_codecs_[k]->restore(fmt::format("ps.reply.{}", k), checkpoint, source);
   if (dgc_) dgc_->restore("ps.dgc", checkpoint, source, params);
-  if (dgc_ && dgc_->options().local_view)  // the view again, from the kept x, as step() left it
-    for (int k = 0; k < servers_; ++k) {
-      const auto ku = static_cast<std::size_t>(k);
-      dgc_->look(shard_of(params, k), push_codecs_[ku]->residual(0), offsets_[ku]);
-    }
+  if (dgc_ && dgc_->options().local_view) view_shards(params, false);  // the view again, as step() left it
   if (mode_ != PsMode::sync) window_->restore_links("ps.window", checkpoint, source);
 }
 

@@ -175,8 +175,9 @@ class PsStrategy final : public Strategy {
   std::span<float> shard_of(std::span<float> v, int k) const;
   // This worker's codec state for its pushes, replies and window (save_state / restore_state).
   void save_links(Checkpoint& out) const;
-  // DGC's local view of every shard: params holds x, becomes x - v (compress::Dgc::view).
-  void view_shards(std::span<float> params);
+  // DGC's local view of every shard: params becomes x - v. x is read from params first where they
+  // hold it (after a reply or a pull: compress::Dgc::view), else the kept x (on resume: Dgc::look).
+  void view_shards(std::span<float> params, bool params_hold_x);
   // params: the worker's restored parameters (DGC's restore may write the shared x into them).
   void restore_links(const Checkpoint& checkpoint, std::string_view source, std::span<float> params);
   std::vector<core::Work> push(const StepInput& input, bool finite);

@@ -7,6 +7,8 @@
 #include <future>
 #include <vector>
 
+#include <c10/util/accumulate.h>
+
 #include "fast/adapters/torch/idx.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -38,9 +40,7 @@ std::filesystem::path idx_file(const std::filesystem::path& dir, const std::stri
 // faults, about 0.4 s of system time per process on a 2-core VM. Where the kernel declines either
 // advice the pages fault in as usual; where the mapping fails it is torch::empty.
 ::torch::Tensor bulk_float_tensor(const std::vector<std::int64_t>& sizes) {
-  std::size_t numel = 1;
-  for (const std::int64_t s : sizes) numel *= static_cast<std::size_t>(s);
-  const std::size_t bytes = numel * sizeof(float);
+  const auto bytes = static_cast<std::size_t>(c10::multiply_integers(sizes)) * sizeof(float);
   constexpr std::size_t kHugePage = std::size_t{2} << 20;
   if (bytes < 4 * kHugePage) return ::torch::empty(sizes, ::torch::kFloat32);
   const std::size_t mapped = bytes + kHugePage;
