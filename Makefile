@@ -1,7 +1,7 @@
 # FAST — the two commands of the README do all set-up on a fresh Debian 12 machine:
 #   make demo   installs missing Debian packages, configures, builds, trains the demo job
 #   make test   same set-up, then runs the test suite without the tests labelled `long` (what CI runs)
-# Other targets: build, test-all, bench, sanitize, clean. `make help` lists them.
+# Other targets: build, test-all, bench, sanitize, sanitize-all, clean. `make help` lists them.
 
 SHELL := /bin/bash
 BUILD ?= build
@@ -17,7 +17,7 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config zlib1g-dev libtorch-dev libopen
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help deps configure build test test-all demo bench sanitize clean
+.PHONY: help deps configure build test test-all demo bench sanitize sanitize-all clean
 
 help:
 	@echo "make demo      set up, build, train cnn on Fashion-MNIST with 2 workers (examples/demo.toml)"
@@ -25,7 +25,8 @@ help:
 	@echo "make test-all  the same with the long tests: more seeds, strategies and runtimes (about twice the test time)"
 	@echo "make build     set up and build; the command lands in $(BUILD)/bin/fast"
 	@echo "make bench     build and run the benchmarks against OpenMPI, libtorch and PyTorch DDP (not CI)"
-	@echo "make sanitize  run the test suite under AddressSanitizer and ThreadSanitizer"
+	@echo "make sanitize  make test's suite (not the long tests) under AddressSanitizer+UBSan, then ThreadSanitizer"
+	@echo "make sanitize-all  the same with the long tests (several hours on 2 cores)"
 	@echo "make clean     remove build folders"
 
 # Installs the packages that are missing, and only those (apt-get update only when needed).
@@ -61,11 +62,21 @@ bench: deps
 	@$(MAKE) --no-print-directory build BUILD=build-bench CMAKE_FLAGS="-DFAST_BUILD_BENCH=ON -DFAST_BUILD_TESTS=OFF"
 	@bench/run.sh build-bench
 
+# The suite under the sanitizers: ASan+UBSan (build-asan), then TSan (build-tsan); a report fails its
+# test. `sanitize` runs what `make test` runs; `sanitize-all` adds the long tests, as `test-all` does
+# (on 2 cores about two hours against more than four). SANITIZE_CTEST: more ctest arguments.
+SANITIZE_CTEST ?= --label-exclude "^long$$"
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/.ci/tsan.supp halt_on_error=1 ignore_noninstrumented_modules=1"
+
 sanitize: deps
-	@$(MAKE) --no-print-directory build BUILD=build-asan CMAKE_FLAGS="-DFAST_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo"
-	@ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS) --timeout 1800
-	@$(MAKE) --no-print-directory build BUILD=build-tsan CMAKE_FLAGS="-DFAST_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo"
-	@TSAN_OPTIONS="suppressions=$(CURDIR)/.ci/tsan.supp halt_on_error=1 ignore_noninstrumented_modules=1" ctest --test-dir build-tsan --output-on-failure -j $(JOBS) --timeout 1800
+	@$(MAKE) --no-print-directory build BUILD=build-asan CMAKE_FLAGS="-DFAST_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)"
+	@$(ASAN_ENV) ctest --test-dir build-asan --output-on-failure -j $(JOBS) --timeout 1800 $(SANITIZE_CTEST)
+	@$(MAKE) --no-print-directory build BUILD=build-tsan CMAKE_FLAGS="-DFAST_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)"
+	@$(TSAN_ENV) ctest --test-dir build-tsan --output-on-failure -j $(JOBS) --timeout 1800 $(SANITIZE_CTEST)
+
+sanitize-all:
+	@$(MAKE) --no-print-directory sanitize SANITIZE_CTEST=
 
 clean:
 	rm -rf build build-bench build-asan build-tsan
