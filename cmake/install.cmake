@@ -43,4 +43,5 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/fastConfig.cmake.in
 # 0.x: a consumer asking for 0.1 accepts 0.1.y only (minor versions may change the interface).
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/fastConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/fastConfig.cmake ${PROJECT_BINARY_DIR}/fastConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/pkg_config_isystem.cmake
         DESTINATION ${FAST_CMAKE_DIR})

@@ -70,7 +70,7 @@ check_install() {
   done
   package=$(dirname "$(find "$prefix" -name fastConfig.cmake -print -quit)")
   [ -d "$package" ] || fail "install: no fastConfig.cmake under the prefix"
-  for f in fastConfigVersion.cmake fastTargets.cmake; do
+  for f in fastConfigVersion.cmake fastTargets.cmake pkg_config_isystem.cmake; do
     [ -f "$package/$f" ] || fail "install: $f missing beside fastConfig.cmake ($package)"
   done
   ls "$prefix"/lib*/libfast_core.a > /dev/null 2>&1 || fail "install: libfast_core.a missing under $prefix/lib*"
