@@ -1,17 +1,14 @@
 #include "fast/adapters/torch/fashion_mnist.hpp"
 
-#include <sys/mman.h>
-
 #include <cstdint>
 #include <cstring>
 #include <future>
 #include <vector>
 
-#include <c10/util/accumulate.h>
-
 #include "fast/adapters/torch/idx.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "bulk_tensor.hpp"
 
 namespace fast::torch {
 
@@ -32,27 +29,6 @@ std::filesystem::path idx_file(const std::filesystem::path& dir, const std::stri
                gz.string(), name);
   }
   return gz;
-}
-
-// An uninitialised float32 tensor of `sizes` for a split's images, owned by the tensor (its deleter
-// unmaps the memory). From 8 MiB it is mapped on its own, 2 MiB-aligned, asks for transparent huge
-// pages and is populated in one call: the 188 MB of the training split otherwise took 46,000 page
-// faults, about 0.4 s of system time per process on a 2-core VM. Where the kernel declines either
-// advice the pages fault in as usual; where the mapping fails it is torch::empty.
-::torch::Tensor bulk_float_tensor(const std::vector<std::int64_t>& sizes) {
-  const auto bytes = static_cast<std::size_t>(c10::multiply_integers(sizes)) * sizeof(float);
-  constexpr std::size_t kHugePage = std::size_t{2} << 20;
-  if (bytes < 4 * kHugePage) return ::torch::empty(sizes, ::torch::kFloat32);
-  const std::size_t mapped = bytes + kHugePage;
-  void* base = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED) return ::torch::empty(sizes, ::torch::kFloat32);
-  const std::uintptr_t start = (reinterpret_cast<std::uintptr_t>(base) + kHugePage - 1) & ~(kHugePage - 1);
-  void* aligned = reinterpret_cast<void*>(start);
-  (void)::madvise(aligned, bytes, MADV_HUGEPAGE);
-#ifdef MADV_POPULATE_WRITE
-  (void)::madvise(aligned, bytes, MADV_POPULATE_WRITE);  // Linux 5.14 on; EINVAL before: faults as usual
-#endif
-  return ::torch::from_blob(aligned, sizes, [base, mapped](void*) { ::munmap(base, mapped); }, ::torch::kFloat32);
 }
 
 // out[i] = (pixels[i]/255 - mean)/std for every pixel, through a table of the 256 values computed by

@@ -6,6 +6,7 @@
 #include "fast/adapters/torch/datasets.hpp"
 #include "fast/adapters/torch/npy.hpp"
 #include "fast/core/error.hpp"
+#include "bulk_tensor.hpp"
 
 namespace fast::torch {
 
@@ -31,12 +32,12 @@ namespace {
 }
 
 // Features as float32 [N, ...]: uint8 scaled by 1/255 (standardised later, with the training
-// set's statistics), other types converted and checked finite.
+// set's statistics), other types converted and checked finite. The tensor is bulk_float_tensor's.
 ::torch::Tensor features_of(const NpyArray& x, const std::string& where) {
   FAST_ENFORCE(x.shape.size() >= 2 && x.shape[0] >= 1,
                "{}: features x: expected at least two dimensions [N, features...] with N >= 1, got shape ({})", where,
                fmt::join(x.shape, ", "));
-  ::torch::Tensor out = ::torch::empty(x.shape, ::torch::kFloat32);
+  ::torch::Tensor out = bulk_float_tensor(x.shape);
   float* p = out.data_ptr<float>();
   const auto n = static_cast<std::size_t>(x.count());
   if (x.type == NpyType::u8) {

@@ -108,6 +108,42 @@ TEST(TensorDatasets, FloatFeaturesAreKeptAsGiven) {
   EXPECT_EQ(d.train->classes, 3);
 }
 
+// From 8 MiB of float32 the features live in a mapping of their own (bulk_tensor.hpp: 2 MiB-aligned),
+// with the same values as the small case: uint8 pixels standardised with the training statistics,
+// float32 kept bit for bit.
+TEST(TensorDatasets, LargeFeaturesLiveInTheirOwnAlignedMappingWithTheSameValues) {
+  constexpr std::int64_t n = 3000, side = 28, per = side * side;  // 2.35M values: 9.4 MB of float32
+  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(n * per));
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 7 + i / 13) % 256);
+  std::vector<std::int64_t> labels(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i % 10);
+  const auto x = array<std::uint8_t>(NpyType::u8, {n, 1, side, side}, pixels);
+  const auto y = array<std::int64_t>(NpyType::i64, {n}, labels);
+  const DataSplits d = tensor_datasets(x, y, x, y, "train", "test");
+  constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(d.train->images.data_ptr<float>()) % kHugePage, 0u);
+  ASSERT_TRUE(d.train->images.is_contiguous());
+  ASSERT_EQ(d.train->images.sizes(), (std::vector<std::int64_t>{n, 1, side, side}));
+  double sum = 0, squares = 0;
+  for (const std::uint8_t v : pixels) sum += v / 255.0;
+  const double mean = sum / static_cast<double>(pixels.size());
+  for (const std::uint8_t v : pixels) squares += (v / 255.0 - mean) * (v / 255.0 - mean);
+  const double sd = std::sqrt(squares / static_cast<double>(pixels.size()));
+  const float* got = d.train->images.data_ptr<float>();
+  const float* test = d.test->images.data_ptr<float>();
+  for (std::size_t i = 0; i < pixels.size(); i += 4099) {
+    const double want = (pixels[i] / 255.0 - mean) / sd;
+    ASSERT_NEAR(got[i], want, 1e-5) << "index " << i;
+    ASSERT_NEAR(test[i], want, 1e-5) << "index " << i;
+  }
+  std::vector<float> values(pixels.size());
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 1000) * 0.25f - 7.0f;
+  const auto fx = array<float>(NpyType::f32, {n, per}, values);
+  const DataSplits f = tensor_datasets(fx, y, fx, y, "train", "test");
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(f.train->images.data_ptr<float>()) % kHugePage, 0u);
+  EXPECT_EQ(std::memcmp(f.train->images.data_ptr<float>(), values.data(), values.size() * sizeof(float)), 0);
+}
+
 TEST(TensorDatasets, BadArraysAreRefusedNamingTheSourceAndTheFault) {
   const auto x = array<float>(NpyType::f32, {3, 2}, {1, 2, 3, 4, 5, 6});
   const auto y = array<std::int64_t>(NpyType::i64, {3}, {0, 1, 1});
