@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/poll.hpp"
 #include "common/world_runner.hpp"
 #include "fast/collective/communicator.hpp"
 #include "fast/core/error.hpp"
@@ -23,23 +24,11 @@
 namespace fast::runtime {
 namespace {
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The tcp port process 0 listens on, from its log ("listens on tcp://127.0.0.1:PORT"), within 30 s.
 int listening_port(const std::filesystem::path& log) {
   const std::regex pattern("listens on tcp://127\\.0\\.0\\.1:([0-9]+)");
-  for (int i = 0; i < 3000; ++i) {
-    std::smatch m;
-    const std::string text = read_file(log);
-    if (std::regex_search(text, m, pattern)) return std::stoi(m[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return -1;
+  const std::optional<std::string> port = fast::testing::first_match(log, pattern, 30);
+  return port ? std::stoi(*port) : -1;
 }
 
 // A wire frame that would be a valid data message to worker 0 from worker 1.
@@ -127,7 +116,7 @@ TEST(ZmqSecurity, IntrudersAreRefusedAndLoggedAndTheRunStaysExact) {
   const int port = listening_port(children.logs[0]);
   if (port > 0) attack(port, runtime::zmq::read_key_file(children.dir / "run.key").public_key);
   testing::reap_children(children, {}, 120);  // also when no port was found: the children end here
-  const std::string log = read_file(children.logs[0]);
+  const std::string log = fast::testing::slurp(children.logs[0]);
   std::filesystem::remove_all(children.dir);
   ASSERT_GT(port, 0) << log;
   EXPECT_NE(log.find("not in the allow-list"), std::string::npos) << log;

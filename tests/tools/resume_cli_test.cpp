@@ -22,6 +22,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/poll.hpp"
 #include "common/run_fast.hpp"
 #include "common/spawned.hpp"
 
@@ -219,20 +220,9 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
   EXPECT_NE(other_world.output.find("workers = 2; this run has workers = 3"), std::string::npos) << other_world.output;
 }
 
-// Polls `done()` every 50 ms until it is true (then true) or `seconds` pass (then false).
-template <typename Done>
-bool poll_until(Done done, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 // Polls `file` until it holds `text` or `seconds` pass.
 bool wait_for(const fs::path& file, const std::string& text, double seconds) {
-  return poll_until([&] { return slurp(file).find(text) != std::string::npos; }, seconds);
+  return fast::testing::poll_until([&] { return slurp(file).find(text) != std::string::npos; }, seconds);
 }
 
 // The mean, over the workers with train records in the metrics file `file`, of each one's latest
@@ -254,7 +244,7 @@ double mean_latest_step(const fs::path& file) {
 
 // Polls `file` until mean_latest_step reaches `step` or `seconds` pass.
 bool wait_for_mean_step(const fs::path& file, double step, double seconds) {
-  return poll_until([&] { return mean_latest_step(file) >= step; }, seconds);
+  return fast::testing::poll_until([&] { return mean_latest_step(file) >= step; }, seconds);
 }
 
 struct Interrupt {

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <thread>
 
+#include "common/poll.hpp"
 #include "common/run_fast.hpp"
 #include "common/spawned.hpp"
 
@@ -127,22 +128,14 @@ Launched start_launch(const fs::path& dir, const std::string& train_args) {
 // pid of process `rank`, from its "[rank] ... pid P listens on" line, within 60 s.
 pid_t worker_pid(const Launched& l, int rank) {
   const std::regex line("\\[" + std::to_string(rank) + "\\][^\\n]*pid ([0-9]+) listens on");
-  for (int i = 0; i < 6000; ++i) {
-    std::smatch m;
-    const std::string text = slurp(l.log);
-    if (std::regex_search(text, m, line)) return static_cast<pid_t>(std::stol(m[1]));
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return -1;
+  const std::optional<std::string> pid = fast::testing::first_match(l.log, line, 60);
+  return pid ? static_cast<pid_t>(std::stol(*pid)) : -1;
 }
 
 // Whether `text` appears in the file `log` within 60 s (polled every 10 ms).
 bool appears(const fs::path& log, std::string_view text) {
-  for (int i = 0; i < 6000; ++i) {
-    if (slurp(log).find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
+  return fast::testing::poll_until([&] { return slurp(log).find(text) != std::string::npos; }, 60,
+                                   std::chrono::milliseconds(10));
 }
 
 // Whether worker 0 printed its first progress line within 60 s: every process has passed the

@@ -1,0 +1,44 @@
+#pragma once
+// poll_until, first_match: the tests' wait for a condition that another process brings about (a line in its log,
+// a step in its metrics), with a bound instead of a fixed sleep.
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "common/run_fast.hpp"
+
+namespace fast::testing {
+
+// Calls `done()` every `period` until it returns true (then true) or `seconds` pass (then false).
+// `done` runs on the calling thread; it is called at least once.
+template <typename Done>
+bool poll_until(Done done, double seconds, std::chrono::milliseconds period = std::chrono::milliseconds(50)) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(period);
+  }
+}
+
+// The first group of `pattern` in the file `file` once it appears there, polled every 10 ms for at
+// most `seconds`; nullopt when it did not appear in time.
+inline std::optional<std::string> first_match(const std::filesystem::path& file, const std::regex& pattern,
+                                              double seconds) {
+  std::optional<std::string> found;
+  poll_until(
+      [&] {
+        std::smatch m;
+        const std::string text = slurp(file);
+        if (std::regex_search(text, m, pattern)) found = m[1].str();
+        return found.has_value();
+      },
+      seconds, std::chrono::milliseconds(10));
+  return found;
+}
+
+}  // namespace fast::testing
