@@ -22,6 +22,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/poll.hpp"
 #include "common/run_fast.hpp"
 #include "common/spawned.hpp"
 
@@ -154,13 +155,15 @@ TEST_P(MpiFault, AKilledRankEndsTheJobWithAnErrorOnEveryRank) {
   const std::regex pid_line("rank " + std::to_string(victim) + " of 4, pid ([0-9]+)");
   pid_t pid = -1;
   bool training = false;
-  for (int i = 0; i < 6000 && (pid < 0 || !training); ++i) {  // 60 s: the pid, then the first progress line
-    const std::string text = slurp(s.log);
-    std::smatch m;
-    if (pid < 0 && std::regex_search(text, m, pid_line)) pid = static_cast<pid_t>(std::stol(m[1]));
-    training = text.find("epoch 1 | step") != std::string::npos;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  fast::testing::poll_until(  // 60 s: the pid, then the first progress line
+      [&] {
+        const std::string text = slurp(s.log);
+        std::smatch m;
+        if (pid < 0 && std::regex_search(text, m, pid_line)) pid = static_cast<pid_t>(std::stol(m[1]));
+        training = text.find("epoch 1 | step") != std::string::npos;
+        return pid > 0 && training;
+      },
+      60, std::chrono::milliseconds(10));
   if (pid < 0 || !training) wait_or_kill_group(s, 0);
   ASSERT_GT(pid, 0) << slurp(s.log);
   ASSERT_TRUE(training) << slurp(s.log);
