@@ -1,5 +1,5 @@
 #pragma once
-// poll_until, first_match: the tests' wait for a condition that another process brings about (a line in its log,
+// poll_until, file_contains_within, first_match: the tests' wait for a condition that another process brings about (a line in its log,
 // a step in its metrics), with a bound instead of a fixed sleep.
 
 #include <chrono>
@@ -7,6 +7,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "common/run_fast.hpp"
@@ -23,6 +24,13 @@ bool poll_until(Done done, double seconds, std::chrono::milliseconds period = st
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(period);
   }
+}
+
+// Whether `text` appears in the file `file` within `seconds`, polled every `period` (the file is read whole each
+// time; a missing file reads as empty).
+inline bool file_contains_within(const std::filesystem::path& file, std::string_view text, double seconds,
+                                 std::chrono::milliseconds period = std::chrono::milliseconds(50)) {
+  return poll_until([&] { return slurp(file).find(text) != std::string::npos; }, seconds, period);
 }
 
 // The first group of `pattern` in the file `file` once it appears there, polled every 10 ms for at

@@ -220,11 +220,6 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
   EXPECT_NE(other_world.output.find("workers = 2; this run has workers = 3"), std::string::npos) << other_world.output;
 }
 
-// Polls `file` until it holds `text` or `seconds` pass.
-bool wait_for(const fs::path& file, const std::string& text, double seconds) {
-  return fast::testing::poll_until([&] { return slurp(file).find(text) != std::string::npos; }, seconds);
-}
-
 // The mean, over the workers with train records in the metrics file `file`, of each one's latest
 // logged step (0 before any record). A line still being written is skipped.
 double mean_latest_step(const fs::path& file) {
@@ -277,7 +272,7 @@ TEST_P(Interrupted, ExitsAtOnceWithASummaryAndACheckpointThatResumesExactly) {
   const auto s = fast::testing::spawn_in_group(dir, command(runtime, "--steps 1000000 " + args, workers));
   // Training has started once a train record is out (one metrics file per process under zmq).
   const fs::path metrics = runtime == "threads" ? dir / "m.jsonl" : dir / "m.rank0.jsonl";
-  ASSERT_TRUE(wait_for(metrics, "\"event\":\"train\"", 120)) << slurp(s.log);
+  ASSERT_TRUE(fast::testing::file_contains_within(metrics, "\"event\":\"train\"", 120)) << slurp(s.log);
   const auto signalled = std::chrono::steady_clock::now();
   ::kill(s.pid, signal);
   const int status = fast::testing::wait_or_kill_group(s, 30);

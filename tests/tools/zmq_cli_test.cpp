@@ -134,8 +134,7 @@ pid_t worker_pid(const Launched& l, int rank) {
 
 // Whether `text` appears in the file `log` within 60 s (polled every 10 ms).
 bool appears(const fs::path& log, std::string_view text) {
-  return fast::testing::poll_until([&] { return slurp(log).find(text) != std::string::npos; }, 60,
-                                   std::chrono::milliseconds(10));
+  return fast::testing::file_contains_within(log, text, 60, std::chrono::milliseconds(10));
 }
 
 // Whether worker 0 printed its first progress line within 60 s: every process has passed the
