@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -65,14 +66,20 @@ std::size_t transfer(Op& send, Op& recv) {
   } catch (...) {
     error = std::current_exception();
   }
-  if (!error && recv.receiver_counters != nullptr) {
+  const bool failed = error != nullptr;
+  if (!failed && recv.receiver_counters != nullptr) {
     LinkCounters& c = recv.receiver_counters[static_cast<std::size_t>(send.src)];
     c.bytes_received.fetch_add(send.send_data.bytes(), std::memory_order_relaxed);
     c.messages_received.fetch_add(1, std::memory_order_relaxed);
   }
-  recv.complete(error);
+  // Moved, not copied: once published, the error belongs to the receiver's op alone, so the
+  // exception is destroyed by whichever thread releases that op last (a release ordered by the
+  // op's shared_ptr). A copy kept here could be the last reference and destroy the exception on
+  // this thread after the receiver read it, ordered only by exception_ptr's count inside
+  // libstdc++, which ThreadSanitizer cannot see (a "data race on vptr" report, 2026-11-28).
+  recv.complete(std::move(error));
   send.complete(nullptr);
-  return error ? 0 : send.send_data.numel();
+  return failed ? 0 : send.send_data.numel();
 }
 
 namespace {

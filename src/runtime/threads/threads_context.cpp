@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -187,7 +188,7 @@ core::Work ThreadsContext::spawn(std::string name, std::function<void()> fn) {
       err = std::current_exception();
     }
     world->activity_ended();
-    state->complete(err);
+    state->complete(std::move(err));  // moved: the waiter's references alone keep the exception (see transfer())
   }));
   return core::Work(state);
 }
