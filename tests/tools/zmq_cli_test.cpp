@@ -114,14 +114,20 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ZmqAsynchronous,
 
 using Launched = fast::testing::Spawned;
 
+// The fault tests' --peer-timeout, seconds: 2, twice that under ThreadSanitizer. There, with
+// another multi-process test beside it on 2 cores, nine processes starting libtorch at once once
+// starved every heartbeat for 2 s before training began (2026-11-28), and each process lost all
+// the others.
+constexpr int kFaultPeerTimeout = 2 * fast::testing::kRunTimeScale;
+
 // fast launch -n 4 (and its workers) in a process group of its own, its output in dir/launch.log.
 // --grace: after a worker's death the survivors of an asynchronous run train on to the end (about
 // 75 s under AddressSanitizer on 2 cores), within the test's 240 s wait.
 Launched start_launch(const fs::path& dir, const std::string& train_args) {
   return fast::testing::spawn_in_group(dir,
                                        kFast + " launch -n 4 --grace 200 --timeout 300 -- " + kFast +
-                                           " train --runtime zmq --peer-timeout 2 --summary s.json" + kTrainShown +
-                                           train_args,
+                                           " train --runtime zmq --peer-timeout " + std::to_string(kFaultPeerTimeout) +
+                                           " --summary s.json" + kTrainShown + train_args,
                                        "launch.log");
 }
 
@@ -159,7 +165,7 @@ TEST_P(ZmqFault, LostWorkerIsNamedAndNothingHangs) {
   const int victim = 1 + static_cast<int>(random() % 3);  // worker 0 holds budgets, centres and servers
   const double delay = 0.2 + (random() % 500) / 1000.0;    // after the first progress line, at a random moment
   // Synchronous runs end at the fault; asynchronous ones go on with the survivors, through a budget
-  // that lasts well past the loss's detection (peer timeout 2 s; about 10 s of training on 2 cores).
+  // that lasts well past the loss's detection (kFaultPeerTimeout; about 10 s of training on 2 cores).
   const std::string steps = fault.synchronous ? "1000" : "500";
   Launched l = start_launch(dir, "--batch 32 --steps " + steps + " --strategy " + fault.strategy);
   const pid_t pid = worker_pid(l, victim);
@@ -173,9 +179,10 @@ TEST_P(ZmqFault, LostWorkerIsNamedAndNothingHangs) {
   kill(pid, fault.signal);
   const std::string name = "worker " + std::to_string(victim);
   if (fault.synchronous) {
-    // The survivors end within peer timeout (2 s) + 5 s, naming the lost worker.
+    // The survivors end within peer timeout + 5 s, naming the lost worker.
+    const int bound = kFaultPeerTimeout + 5;
     bool reported = false;
-    while (!reported && clock_type::now() - hit < std::chrono::seconds(2 + 5)) {
+    while (!reported && clock_type::now() - hit < std::chrono::seconds(bound)) {
       const std::string log = slurp(l.log);
       reported = log.find("peer lost") != std::string::npos && log.find(name) != std::string::npos;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -183,7 +190,7 @@ TEST_P(ZmqFault, LostWorkerIsNamedAndNothingHangs) {
     if (fault.signal == SIGSTOP) kill(pid, SIGKILL);  // a frozen process never ends by itself
     const int status = fast::testing::wait_or_kill_group(l, 10);
     const std::string log = slurp(l.log);
-    EXPECT_TRUE(reported) << "no survivor reported the lost worker within 7 s; output:\n" << log;
+    EXPECT_TRUE(reported) << "no survivor reported the lost worker within " << bound << " s; output:\n" << log;
     EXPECT_NE(status, -1) << "fast launch did not end; output:\n" << log;
     EXPECT_FALSE(fs::exists(dir / "s.json"));
   } else {
@@ -330,11 +337,13 @@ INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqChurn, ::testing::Values("acid", "ea
 // when the refusal is printed, not when the refused process has exited, seconds later.
 TEST(ZmqChurnRefusal, ProcessClaimingALiveRankIsRefused) {
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn_refused");
-  const std::string steps = std::to_string(320 * fast::testing::kRunTimeScale);
+  const int scale = fast::testing::kRunTimeScale;  // more steps under TSan, and the bounds to match
+  const std::string steps = std::to_string(320 * scale);
   const std::string train = kFast + " train --runtime zmq --peer-timeout 2 --summary s.json" + kTrainShown +
                             "--strategy adpsgd --batch 64 --slowdown 12,12,12,12 --steps " + steps;
-  Launched l = fast::testing::spawn_in_group(dir, kFast + " launch -n 4 --grace 200 --timeout 300 -- " + train,
-                                             "launch.log");
+  Launched l = fast::testing::spawn_in_group(
+      dir, kFast + " launch -n 4 --grace " + std::to_string(200 * scale) + " --timeout " + std::to_string(300 * scale) +
+               " -- " + train, "launch.log");
   const pid_t pid = worker_pid(l, 1);
   ASSERT_GT(pid, 0) << slurp(l.log);
   ASSERT_TRUE(training_started(l)) << slurp(l.log);
@@ -343,8 +352,8 @@ TEST(ZmqChurnRefusal, ProcessClaimingALiveRankIsRefused) {
   Launched intruder = fast::testing::spawn_in_group(dir, command + " " + train, "intruder.log");
   // The run's progress when the refusal is printed (the process takes seconds more to exit).
   const int percent_at_refusal = appears(intruder.log, "refused this process") ? progress_percent(slurp(l.log)) : -1;
-  const int intruder_status = fast::testing::wait_or_kill_group(intruder, 60);
-  const int launch_status = fast::testing::wait_or_kill_group(l, 240);
+  const int intruder_status = fast::testing::wait_or_kill_group(intruder, 60 * scale);
+  const int launch_status = fast::testing::wait_or_kill_group(l, 240 * scale);
   const std::string log = slurp(l.log) + "\n--- the extra process:\n" + slurp(intruder.log);
   ASSERT_NE(intruder_status, -1) << log;
   EXPECT_LT(percent_at_refusal, 90) << "the run was nearly over when the extra process was refused; output:\n" << log;
