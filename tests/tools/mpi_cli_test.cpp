@@ -155,7 +155,9 @@ TEST_P(MpiFault, AKilledRankEndsTheJobWithAnErrorOnEveryRank) {
   const std::regex pid_line("rank " + std::to_string(victim) + " of 4, pid ([0-9]+)");
   pid_t pid = -1;
   bool training = false;
-  fast::testing::poll_until(  // 60 s: the pid, then the first progress line
+  // The pid, then the first progress line, within 60 s (twice that under TSan, where four ranks
+  // start libtorch beside another test: 60 s of wall time were not enough on 2026-11-28).
+  fast::testing::poll_until(
       [&] {
         const std::string text = slurp(s.log);
         std::smatch m;
@@ -163,7 +165,7 @@ TEST_P(MpiFault, AKilledRankEndsTheJobWithAnErrorOnEveryRank) {
         training = text.find("epoch 1 | step") != std::string::npos;
         return pid > 0 && training;
       },
-      60, std::chrono::milliseconds(10));
+      60 * fast::testing::kRunTimeScale, std::chrono::milliseconds(10));
   if (pid < 0 || !training) wait_or_kill_group(s, 0);
   ASSERT_GT(pid, 0) << slurp(s.log);
   ASSERT_TRUE(training) << slurp(s.log);
