@@ -1,6 +1,7 @@
 #pragma once
-// poll_until, file_contains_within, first_match: the tests' wait for a condition that another process brings about (a line in its log,
-// a step in its metrics), with a bound instead of a fixed sleep.
+// poll_until, file_contains_within, first_match: the tests' wait for a condition that another
+// process brings about (a line in its log, a step in its metrics), with a bound instead of a fixed
+// sleep.
 
 #include <chrono>
 #include <filesystem>

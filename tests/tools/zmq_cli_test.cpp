@@ -115,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ZmqAsynchronous,
 using Launched = fast::testing::Spawned;
 
 // The fault tests' --peer-timeout, seconds: 2, twice that under ThreadSanitizer. There, with
-// another multi-process test beside it on 2 cores, nine processes starting libtorch at once once
+// another multi-process test beside it on 2 cores, nine processes starting libtorch together
 // starved every heartbeat for 2 s before training began (2026-11-28), and each process lost all
 // the others.
 constexpr int kFaultPeerTimeout = 2 * fast::testing::kRunTimeScale;
