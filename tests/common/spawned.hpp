@@ -26,6 +26,10 @@ inline constexpr int kRunTimeScale = 2;
 inline constexpr int kRunTimeScale = 1;
 #endif
 
+// How long, in seconds, a spawned process may take to print a line a test waits for (its pid, its
+// first progress line): 60, twice that under TSan, where several processes start libtorch at once.
+inline constexpr int kStartBound = 60 * kRunTimeScale;
+
 struct Spawned {
   pid_t pid = -1;              // the shell, leader of the group; -1 when it could not start
   std::filesystem::path log;   // its stdout and stderr

@@ -155,8 +155,8 @@ TEST_P(MpiFault, AKilledRankEndsTheJobWithAnErrorOnEveryRank) {
   const std::regex pid_line("rank " + std::to_string(victim) + " of 4, pid ([0-9]+)");
   pid_t pid = -1;
   bool training = false;
-  // The pid, then the first progress line, within 60 s (twice that under TSan, where four ranks
-  // start libtorch beside another test: 60 s of wall time were not enough on 2026-11-28).
+  // The pid, then the first progress line, within kStartBound (under TSan 60 s of wall time were
+  // not enough for four ranks beside another test on 2026-11-28).
   fast::testing::poll_until(
       [&] {
         const std::string text = slurp(s.log);
@@ -165,7 +165,7 @@ TEST_P(MpiFault, AKilledRankEndsTheJobWithAnErrorOnEveryRank) {
         training = text.find("epoch 1 | step") != std::string::npos;
         return pid > 0 && training;
       },
-      60 * fast::testing::kRunTimeScale, std::chrono::milliseconds(10));
+      fast::testing::kStartBound, std::chrono::milliseconds(10));
   if (pid < 0 || !training) wait_or_kill_group(s, 0);
   ASSERT_GT(pid, 0) << slurp(s.log);
   ASSERT_TRUE(training) << slurp(s.log);

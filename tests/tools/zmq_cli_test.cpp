@@ -131,20 +131,16 @@ Launched start_launch(const fs::path& dir, const std::string& train_args) {
                                        "launch.log");
 }
 
-// How long a process of a test's `fast launch` may take to print a line the test waits for (its pid,
-// the first progress line), seconds: 60, twice that under TSan.
-constexpr int kStartBound = 60 * fast::testing::kRunTimeScale;
-
 // pid of process `rank`, from its "[rank] ... pid P listens on" line, within kStartBound.
 pid_t worker_pid(const Launched& l, int rank) {
   const std::regex line("\\[" + std::to_string(rank) + "\\][^\\n]*pid ([0-9]+) listens on");
-  const std::optional<std::string> pid = fast::testing::first_match(l.log, line, kStartBound);
+  const std::optional<std::string> pid = fast::testing::first_match(l.log, line, fast::testing::kStartBound);
   return pid ? static_cast<pid_t>(std::stol(*pid)) : -1;
 }
 
 // Whether `text` appears in the file `log` within kStartBound (polled every 10 ms).
 bool appears(const fs::path& log, std::string_view text) {
-  return fast::testing::file_contains_within(log, text, kStartBound, std::chrono::milliseconds(10));
+  return fast::testing::file_contains_within(log, text, fast::testing::kStartBound, std::chrono::milliseconds(10));
 }
 
 // Whether worker 0 printed its first progress line within kStartBound: every process has passed the
