@@ -109,7 +109,7 @@ std::uint32_t check_header(std::span<const std::byte> bytes, std::string_view so
   const auto body = bytes.first(bytes.size() - 4);
   std::uint32_t stored = 0;
   std::memcpy(&stored, bytes.data() + body.size(), sizeof stored);
-  const std::uint32_t computed = wire::checksum(body);
+  const std::uint32_t computed = wire::crc32(body);
   if (stored != computed)
     FAST_THROW(core::IoError, "checkpoint '{}': checksum {:#010x} does not match the content's {:#010x} (a corrupt "
                "or partly written file)", source, stored, computed);
@@ -137,7 +137,7 @@ std::vector<std::byte> encode_checkpoint(const Checkpoint& checkpoint) {
     put(out, std::uint64_t{1});
     put(out, value);
   }
-  put(out, wire::checksum(out));
+  put(out, wire::crc32(out));
   return out;
 }
 

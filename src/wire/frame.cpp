@@ -1,5 +1,7 @@
 #include "fast/wire/frame.hpp"
 
+#define XXH_INLINE_ALL  // header-only: nothing for the installed library's users to link
+#include <xxhash.h>
 #include <zlib.h>
 
 #include <cstring>
@@ -30,12 +32,16 @@ bool known_dtype(std::uint8_t d) { return d <= static_cast<std::uint8_t>(core::D
 }  // namespace
 
 std::uint32_t checksum(std::span<const std::byte> bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
+  return static_cast<std::uint32_t>(XXH3_64bits(bytes.data(), bytes.size()));
+}
+
+std::uint32_t crc32(std::span<const std::byte> bytes) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
   const auto* p = reinterpret_cast<const Bytef*>(bytes.data());
   std::size_t left = bytes.size();
   while (left > 0) {  // zlib takes uInt lengths
     const auto n = static_cast<uInt>(std::min<std::size_t>(left, std::numeric_limits<uInt>::max()));
-    crc = crc32(crc, p, n);
+    crc = ::crc32(crc, p, n);
     p += n;
     left -= n;
   }

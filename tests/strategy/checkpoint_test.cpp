@@ -41,7 +41,7 @@ Checkpoint with_doubles() {
 
 // A file's bytes with its trailing checksum recomputed (a hostile file that passes the checksum).
 std::vector<std::byte> resealed(std::vector<std::byte> bytes) {
-  const std::uint32_t crc = wire::checksum(std::span<const std::byte>(bytes).first(bytes.size() - 4));
+  const std::uint32_t crc = wire::crc32(std::span<const std::byte>(bytes).first(bytes.size() - 4));
   std::memcpy(bytes.data() + bytes.size() - 4, &crc, 4);
   return bytes;
 }

@@ -106,7 +106,7 @@ TEST(WireFrame, EachValidationNamesTheFieldAndBothValues) {
   EXPECT_NE(error_of(b).find("magic: expected 0x54534146, got 0x00000000"), std::string::npos) << error_of(b);
   b = good;
   poke<std::uint16_t>(b, 4, 9);
-  EXPECT_NE(error_of(b).find("version: expected 2, got 9"), std::string::npos) << error_of(b);
+  EXPECT_NE(error_of(b).find("version: expected 3, got 9"), std::string::npos) << error_of(b);
   b = good;
   b[30] ^= std::byte{1};  // a flipped bit in the tag, checksum not updated
   EXPECT_NE(error_of(b).find("header checksum"), std::string::npos) << error_of(b);
@@ -150,9 +150,29 @@ TEST(WireFrame, PayloadLengthAndChecksumAreChecked) {
   } catch (const FrameError& e) {
     EXPECT_NE(std::string(e.what()).find("payload length: expected 8000 bytes, got 7999"), std::string::npos);
   }
-  EXPECT_EQ(checksum({}), 0u);
+}
+
+TEST(WireFrame, TheChecksumIsXxh3AndCatchesEveryBitFlip) {
+  // XXH3-64 of no bytes is 0x2D06800538D394C2 (xxHash's published test vector); the checksum is
+  // its low 32 bits.
+  EXPECT_EQ(checksum({}), 0x38D394C2u);
+  std::vector<std::byte> payload(4096);
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::byte>((i * 131 + 7) & 0xff);
+  const std::uint32_t sum = checksum(payload);
+  int missed = 0;
+  for (std::size_t i = 0; i < payload.size(); ++i)
+    for (int bit = 0; bit < 8; ++bit) {
+      payload[i] ^= static_cast<std::byte>(1 << bit);
+      missed += checksum(payload) == sum;
+      payload[i] ^= static_cast<std::byte>(1 << bit);
+    }
+  EXPECT_EQ(missed, 0);
+}
+
+TEST(WireFrame, Crc32IsZlibsForCheckpointFiles) {
+  EXPECT_EQ(crc32({}), 0u);
   const char* text = "123456789";  // the CRC-32 check value
-  EXPECT_EQ(checksum({reinterpret_cast<const std::byte*>(text), 9}), 0xCBF43926u);
+  EXPECT_EQ(crc32({reinterpret_cast<const std::byte*>(text), 9}), 0xCBF43926u);
 }
 
 TEST(WireFrame, TheSharedFlagIsAcceptedOnlyWhereAllowedAndNeverWithAChecksum) {

@@ -13,11 +13,11 @@
 //    9  u8[3] reserved        0
 //   12  i32  src              sender rank
 //   16  i32  dst              receiver rank
-//   20  u32  payload_checksum CRC-32 (zlib) of the payload when kFlagPayloadChecksum, else 0
+//   20  u32  payload_checksum checksum() of the payload when kFlagPayloadChecksum, else 0
 //   24  u64  tag
 //   32  u64  count            elements of dtype
 //   40  u64  payload_bytes    must equal count * size_of(dtype)
-//   48  u32  header_checksum  CRC-32 (zlib) of bytes 0..47
+//   48  u32  header_checksum  checksum() of bytes 0..47
 //   52  u32  reserved         0
 
 #include <cstddef>
@@ -30,10 +30,11 @@
 namespace fast::wire {
 
 inline constexpr std::uint32_t kMagic = 0x54534146;  // "FAST" little-endian
+// 3 since 2026-11-28: the checksums are XXH3's (checksum()); in version 2 they were zlib's CRC-32.
 // 2 since 2026-11-27: a kFlagPayloadShared header heads a record in a shared-memory ring; in
-// version 1 it travelled in a ZeroMQ frame with an 8-byte locator. A process of the other version
-// is refused at its first frame ("frame: version: expected 2, got 1").
-inline constexpr std::uint16_t kVersion = 2;
+// version 1 it travelled in a ZeroMQ frame with an 8-byte locator. A process of another version
+// is refused at its first frame ("frame: version: expected 3, got 2").
+inline constexpr std::uint16_t kVersion = 3;
 enum class FrameKind : std::uint8_t { data = 1, heartbeat = 2, hello = 3, bye = 4 };
 inline constexpr std::uint8_t kFlagPayloadChecksum = 1;  // payload_checksum is set and must match
 // The header heads a record of the sender's shared-memory ring (processes of one host, zmq
@@ -77,7 +78,13 @@ void encode_header(const FrameHeader& header, std::span<std::byte, kHeaderBytes>
 FrameHeader decode_header(std::span<const std::byte> bytes, const Limits& limits);
 // payload.size() == header.payload_bytes, and the checksum when kFlagPayloadChecksum is set.
 void check_payload(const FrameHeader& header, std::span<const std::byte> payload);
-// CRC-32 of zlib (about 1-10 GB/s), the payload checksum.
+// The frames' checksum: the low 32 bits of XXH3-64 (xxHash >= 0.8, seed 0), tens of GB/s on one
+// core. It detects corruption, not forgery: only CURVE authenticates (docs/launch.md). It was
+// zlib's CRC-32 (1.3-2 GB/s) until frame version 3: under --insecure, each process of a
+// 2-process all-reduce checksummed every byte it sent and received, which bounded the bus
+// bandwidth near 0.9 GB/s (docs/benchmarks.md).
 std::uint32_t checksum(std::span<const std::byte> bytes);
+// CRC-32 of zlib, for files whose format names it (checkpoints: strategy/checkpoint.hpp).
+std::uint32_t crc32(std::span<const std::byte> bytes);
 
 }  // namespace fast::wire
