@@ -43,10 +43,12 @@ struct WorldCase {
   std::string transport;   // zmq: ipc | tcp
   int workers_per_process = 1;
   long long shm_bytes = -1;  // zmq: FAST_SHM_BYTES, the shared-memory ring per pair (0: none); -1: the default
+  bool insecure = false;     // zmq: FAST_INSECURE=1, no CURVE: every frame's payload carries its checksum
   std::string name() const {
     return runtime + (transport.empty() ? "" : "_" + transport) + "_" + std::to_string(workers) + "workers" +
            (workers_per_process > 1 ? "_" + std::to_string(workers_per_process) + "perprocess" : "") +
-           (shm_bytes == 0 ? "_noshm" : shm_bytes > 0 ? "_shm" + std::to_string(shm_bytes >> 10) + "KiB" : "");
+           (shm_bytes == 0 ? "_noshm" : shm_bytes > 0 ? "_shm" + std::to_string(shm_bytes >> 10) + "KiB" : "") +
+           (insecure ? "_insecure" : "");
   }
 };
 
@@ -82,9 +84,14 @@ inline Children spawn_children(const WorldCase& c, const std::map<std::string, s
   std::map<std::string, std::string> env = {
       {"FAST_TEST_CHILD", "1"},
       {"FAST_RENDEZVOUS", "127.0.0.1:" + std::to_string(runtime::zmq::free_loopback_port())},
-      {"FAST_WORLD_SIZE", std::to_string(processes)}, {"FAST_KEY_FILE", (dir / "run.key").string()},
-      {"FAST_ALLOW_FILE", (dir / "allow.txt").string()}, {"FAST_TRANSPORT", c.transport},
+      {"FAST_WORLD_SIZE", std::to_string(processes)}, {"FAST_TRANSPORT", c.transport},
       {"FAST_TEST_WORKERS_PER_PROCESS", std::to_string(c.workers_per_process)}};
+  if (c.insecure) {
+    env["FAST_INSECURE"] = "1";
+  } else {
+    env["FAST_KEY_FILE"] = (dir / "run.key").string();
+    env["FAST_ALLOW_FILE"] = (dir / "allow.txt").string();
+  }
   if (c.shm_bytes >= 0) env["FAST_SHM_BYTES"] = std::to_string(c.shm_bytes);
   for (const auto& [k, v] : extra_env) env[k] = v;
   for (char** e = environ; *e != nullptr; ++e) {
