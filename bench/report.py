@@ -132,6 +132,10 @@ class RatioGoal:
         return (f"  goal ({text} for sizes >= {human_bytes(self.from_bytes)}): {verdict(self.met)}"
                 + ("" if self.worst is None else f" (worst ratio {self.worst:.2f}x)"))
 
+    def info(self, text):  # the same ratios as information, without a verdict
+        return (f"  information: {text}, sizes >= {human_bytes(self.from_bytes)}: "
+                + ("n/a" if self.worst is None else f"worst {self.worst:.2f}x, geometric mean {self.geomean:.2f}x"))
+
     def result(self):
         return {"goal": self.goal, "goal_met": self.met, "worst_ratio_from_1MiB": self.worst}
 
@@ -219,28 +223,32 @@ def report_processes(out):
     for n in sorted({k[1] for k in med}):
         sizes = sorted({k[2] for k in med if k[1] == n})
         rows, vs_tcp, vs_gloo, vs_shm = [], RatioGoal(GOAL_PROC_MPI_TCP), RatioGoal(GOAL_PROC_GLOO), RatioGoal(0)
+        plain_tcp, plain_gloo = RatioGoal(GOAL_PROC_MPI_TCP), RatioGoal(GOAL_PROC_GLOO)  # --insecure, for information
         for b in sizes:
             f = {impl: get(impl, n, b) for impl in E_FAST}
             p = {impl: get(impl, n, b) for impl in E_PEERS}
             r_tcp, r_gloo = div(f["fast_zmq_tcp"], p["mpi_tcp"]), div(f["fast_zmq_tcp"], p["gloo"])
             r_shm = div(f["fast_zmq_shm"], p["mpi_shm"])
+            r_plain = div(f["fast_zmq_tcp_insecure"], p["mpi_tcp"])
+            plain_tcp.add(b, r_plain)
+            plain_gloo.add(b, div(f["fast_zmq_tcp_insecure"], p["gloo"]))
             vs_tcp.add(b, r_tcp)
             vs_gloo.add(b, r_gloo)
             vs_shm.add(b, r_shm)
             rows.append([human_bytes(b), fmt_bw(p["mpi_tcp"]), fmt_bw(p["gloo"]), fmt_bw(f["fast_zmq_tcp"]),
-                         fmt_ratio(r_tcp), fmt_ratio(r_gloo), fmt_bw(f["fast_zmq_tcp_insecure"]),
+                         fmt_ratio(r_tcp), fmt_ratio(r_gloo), fmt_bw(f["fast_zmq_tcp_insecure"]), fmt_ratio(r_plain),
                          fmt_bw(p["mpi_shm"]), fmt_bw(f["fast_zmq_shm"]), fmt_ratio(r_shm)])
             summary_rows.append({"ranks": n, "bytes": b, **{f"{k}_busbw": v for k, v in {**p, **f}.items()},
                                  "ratio_tcp_vs_mpi_tcp": r_tcp, "ratio_tcp_vs_gloo": r_gloo,
-                                 "ratio_shm_vs_mpi_shm": r_shm})
+                                 "ratio_insecure_vs_mpi_tcp": r_plain, "ratio_shm_vs_mpi_shm": r_shm})
         text.append(f"\n  {n} processes")
-        text.append(table(["size", "MPI tcp", "gloo", "FAST tcp", "/ MPI tcp", "/ gloo", "tcp insecure",
+        text.append(table(["size", "MPI tcp", "gloo", "FAST tcp", "/ MPI tcp", "/ gloo", "tcp insecure", "/ MPI tcp",
                            "MPI shm", "FAST shm", "/ MPI shm"], rows))
         text.append(vs_tcp.line(f"FAST zmq tcp (CURVE) >= {GOAL_PROC_MPI_TCP}x OpenMPI tcp"))
         text.append(vs_gloo.line(f"FAST zmq tcp (CURVE) >= {GOAL_PROC_GLOO}x gloo"))
-        text.append("  information: FAST zmq with shared memory (CURVE frames) / OpenMPI shared memory, sizes >= 1 MiB: "
-                    + ("n/a" if vs_shm.worst is None else
-                       f"worst {vs_shm.worst:.2f}x, geometric mean {vs_shm.geomean:.2f}x"))
+        text.append(plain_tcp.info("FAST zmq tcp --insecure / OpenMPI tcp (both unencrypted)"))
+        text.append(plain_gloo.info("FAST zmq tcp --insecure / gloo (both unencrypted)"))
+        text.append(vs_shm.info("FAST zmq with shared memory (CURVE frames) / OpenMPI shared memory"))
         result["ranks"][str(n)] = {"vs_mpi_tcp": vs_tcp.result(), "vs_gloo": vs_gloo.result(),
                                    "shm_vs_mpi_shm": {"worst_ratio_from_1MiB": vs_shm.worst,
                                                       "geomean_ratio_from_1MiB": vs_shm.geomean}}
@@ -284,11 +292,8 @@ def report_mpi(out):
         text.append(table(["size", "MPI_Allreduce", "MPI (MULTIPLE)", "FAST native", "/ MPI", "/ MPI (MULTIPLE)",
                            "FAST ring", "/ MPI"], rows))
         text.append(native.line(f"FAST native >= {GOAL_MPI_NATIVE}x MPI_Allreduce"))
-        text.append("  information: FAST native / MPI_Allreduce initialised with MPI_THREAD_MULTIPLE (as FAST is) from "
-                    "64 KiB: " + ("n/a" if same_level.worst is None else
-                                  f"worst {same_level.worst:.2f}x, geometric mean {same_level.geomean:.2f}x"))
-        text.append("  information: FAST ring / MPI_Allreduce from 64 KiB: "
-                    + ("n/a" if ring.worst is None else f"worst {ring.worst:.2f}x, geometric mean {ring.geomean:.2f}x"))
+        text.append(same_level.info("FAST native / MPI_Allreduce initialised with MPI_THREAD_MULTIPLE (as FAST is)"))
+        text.append(ring.info("FAST ring / MPI_Allreduce"))
         result["ranks"][str(n)] = {"native": native.result(),
                                    "native_vs_multiple": {"worst_ratio_from_64KiB": same_level.worst,
                                                           "geomean_ratio_from_64KiB": same_level.geomean},
