@@ -60,7 +60,7 @@ inline bool is_test_child() { return std::getenv("FAST_TEST_CHILD") != nullptr; 
 using ExpectedEnd = std::map<int, int>;  // process rank -> signal (absent: exit 0)
 
 struct Children {
-  std::filesystem::path dir;  // the run's key pair (run.key), allow-list and the processes' logs
+  std::filesystem::path dir;  // the processes' logs and, unless insecure, the run's key pair (run.key) and allow-list
   std::vector<pid_t> pids;
   std::vector<std::filesystem::path> logs;
   bool process_group = false;  // each pid leads a process group, killed as a whole (mpirun and its ranks)
@@ -76,9 +76,6 @@ inline Children spawn_children(const WorldCase& c, const std::map<std::string, s
                    ("fast_world_" + std::to_string(::getpid()) + "_" + std::to_string(++worlds));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const runtime::zmq::KeyPair keys = runtime::zmq::generate_key_pair();
-  runtime::zmq::write_key_file(dir / "run.key", keys);
-  runtime::zmq::write_allow_file(dir / "allow.txt", {{keys.public_key, "test"}});
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const std::string filter = std::string("--gtest_filter=") + info->test_suite_name() + "." + info->name();
   std::map<std::string, std::string> env = {
@@ -88,7 +85,10 @@ inline Children spawn_children(const WorldCase& c, const std::map<std::string, s
       {"FAST_TEST_WORKERS_PER_PROCESS", std::to_string(c.workers_per_process)}};
   if (c.insecure) {
     env["FAST_INSECURE"] = "1";
-  } else {
+  } else {  // one key pair for the whole world, the only key its allow-list admits
+    const runtime::zmq::KeyPair keys = runtime::zmq::generate_key_pair();
+    runtime::zmq::write_key_file(dir / "run.key", keys);
+    runtime::zmq::write_allow_file(dir / "allow.txt", {{keys.public_key, "test"}});
     env["FAST_KEY_FILE"] = (dir / "run.key").string();
     env["FAST_ALLOW_FILE"] = (dir / "allow.txt").string();
   }

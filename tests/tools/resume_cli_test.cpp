@@ -257,9 +257,8 @@ class Interrupted : public ::testing::TestWithParam<Interrupt> {};
 // has started: it exits with 128 + the signal within 5 s (mpi: 15 s; twice that under TSan), its
 // summary says interrupted (by which signal, at which step), and its checkpoint at that step
 // resumes: a run of that step + 40 steps resumed from it ends with the param_hash of the same run
-// straight. Under zmq the signal goes to
-// `fast launch`, which forwards it to every process; under mpi to mpirun, which sends SIGTERM to
-// every rank.
+// straight. Under zmq the signal goes to `fast launch`, which forwards it to every process; under
+// mpi to mpirun, which sends SIGTERM to every rank.
 TEST_P(Interrupted, ExitsAtOnceWithASummaryAndACheckpointThatResumesExactly) {
   const auto& [runtime, signal, workers] = GetParam();
   const fs::path dir =
