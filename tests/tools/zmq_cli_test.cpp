@@ -114,11 +114,13 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ZmqAsynchronous,
 
 using Launched = fast::testing::Spawned;
 
-// The fault tests' --peer-timeout, seconds: 2, twice that under ThreadSanitizer. There, with
-// another multi-process test beside it on 2 cores, nine processes starting libtorch together
-// starved every heartbeat for 2 s before training began (2026-11-28), and each process lost all
-// the others.
-constexpr int kFaultPeerTimeout = 2 * fast::testing::kRunTimeScale;
+// The --peer-timeout of the fault and churn tests, seconds: 2, twice that under ThreadSanitizer.
+// There, with another multi-process test beside it on 2 cores, nine processes starting libtorch
+// together starved every heartbeat for 2 s before training began (2026-11-28), and each process
+// lost all the others; in the adpsgd churn test the same happened when the killed worker's process
+// started again (2026-11-28, the TSan run of ebe24fd), every process losing every other at once.
+constexpr int kPeerTimeout = 2 * fast::testing::kRunTimeScale;
+const std::string kPeerTimeoutFlag = " --peer-timeout " + std::to_string(kPeerTimeout);
 
 // fast launch -n 4 (and its workers) in a process group of its own, its output in dir/launch.log.
 // --grace: after a worker's death the survivors of an asynchronous run train on to the end (about
@@ -126,7 +128,7 @@ constexpr int kFaultPeerTimeout = 2 * fast::testing::kRunTimeScale;
 Launched start_launch(const fs::path& dir, const std::string& train_args) {
   return fast::testing::spawn_in_group(dir,
                                        kFast + " launch -n 4 --grace 200 --timeout 300 -- " + kFast +
-                                           " train --runtime zmq --peer-timeout " + std::to_string(kFaultPeerTimeout) +
+                                           " train --runtime zmq" + kPeerTimeoutFlag +
                                            " --summary s.json" + kTrainShown + train_args,
                                        "launch.log");
 }
@@ -165,7 +167,7 @@ TEST_P(ZmqFault, LostWorkerIsNamedAndNothingHangs) {
   const int victim = 1 + static_cast<int>(random() % 3);  // worker 0 holds budgets, centres and servers
   const double delay = 0.2 + (random() % 500) / 1000.0;    // after the first progress line, at a random moment
   // Synchronous runs end at the fault; asynchronous ones go on with the survivors, through a budget
-  // that lasts well past the loss's detection (kFaultPeerTimeout; about 10 s of training on 2 cores).
+  // that lasts well past the loss's detection (kPeerTimeout; about 10 s of training on 2 cores).
   const std::string steps = fault.synchronous ? "1000" : "500";
   Launched l = start_launch(dir, "--batch 32 --steps " + steps + " --strategy " + fault.strategy);
   const pid_t pid = worker_pid(l, victim);
@@ -180,7 +182,7 @@ TEST_P(ZmqFault, LostWorkerIsNamedAndNothingHangs) {
   const std::string name = "worker " + std::to_string(victim);
   if (fault.synchronous) {
     // The survivors end within peer timeout + 5 s, naming the lost worker.
-    const int bound = kFaultPeerTimeout + 5;
+    const int bound = kPeerTimeout + 5;
     bool reported = false;
     while (!reported && clock_type::now() - hit < std::chrono::seconds(bound)) {
       const std::string log = slurp(l.log);
@@ -268,7 +270,7 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn_" + strategy.substr(0, strategy.find(' ')));
   // 3 epochs of mlp; every worker paced (--slowdown) so that the run outlasts the kill, the 5 s
   // pause and the new process's start-up by far (restarted at 40-41% of the run on 2 cores).
-  const std::string train = kFast + " train --runtime zmq --peer-timeout 2 --summary s.json --metrics m.jsonl" +
+  const std::string train = kFast + " train --runtime zmq" + kPeerTimeoutFlag + " --summary s.json --metrics m.jsonl" +
                             kTrainShown + "--strategy " + strategy + " --batch 64 --epochs 3 --slowdown 6,6,6,6";
   const int scale = fast::testing::kRunTimeScale;
   Launched l = fast::testing::spawn_in_group(
@@ -339,7 +341,7 @@ TEST(ZmqChurnRefusal, ProcessClaimingALiveRankIsRefused) {
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn_refused");
   const int scale = fast::testing::kRunTimeScale;  // more steps under TSan, and the bounds to match
   const std::string steps = std::to_string(320 * scale);
-  const std::string train = kFast + " train --runtime zmq --peer-timeout 2 --summary s.json" + kTrainShown +
+  const std::string train = kFast + " train --runtime zmq" + kPeerTimeoutFlag + " --summary s.json" + kTrainShown +
                             "--strategy adpsgd --batch 64 --slowdown 12,12,12,12 --steps " + steps;
   Launched l = fast::testing::spawn_in_group(
       dir, kFast + " launch -n 4 --grace " + std::to_string(200 * scale) + " --timeout " + std::to_string(300 * scale) +
