@@ -10,7 +10,8 @@
 #       loopback) and torch.distributed gloo
 #   (f) 2 processes: `fast launch -n 2 -- fast train --runtime zmq` vs PyTorch DDP over gloo (bench/ddp.py)
 #   (g) all-reduce bus bandwidth through `--runtime mpi`, 2 and 4 ranks: the Communicator with MPI's native
-#       collectives and with FAST's ring vs MPI_Allreduce called directly, all under mpirun
+#       collectives and with FAST's ring vs MPI_Allreduce called directly, all under mpirun; MPI_Allreduce
+#       runs twice per repetition, and the second run / the first (A/A) shows the machine's own scatter
 #   (h) one-sided windows under mpirun -np 2 (bench_window_mpi): FAST's windows on MPI RMA (the default) and
 #       on the owner's service vs MPI RMA called directly, with the owner idle and computing (informs where
 #       the mpi runtime's windows run; no goal); and the asynchronous strategies under `mpirun -np 4 fast
@@ -334,12 +335,13 @@ fi
 # ------------------------------------------------------------------ (g) all-reduce through the mpi runtime
 # g_step KIND N REP: one sweep of (g) with N ranks under mpirun, its CSV in raw/g_KIND_nN_repREP.csv.
 #   mpi_direct[_multiple]: bench_allreduce_mpi (MPI_Init | MPI_Init_thread MULTIPLE);
+#   mpi_direct_again: mpi_direct run once more in the same repetition (an A/A comparison);
 #   fast_mpi_native | fast_mpi_fast: bench_allreduce_fast --runtime mpi --collectives native | fast
 g_step() {
   local kind=$1 n=$2 rep=$3 name="g_$1_n$2_rep$3" mpi=(timeout -k 10 "$LAUNCH_TIMEOUT" mpirun -np "$2" --bind-to none)
   if (( n > $(nproc) )); then mpi+=(--oversubscribe); fi
   case $kind in
-    mpi_direct)
+    mpi_direct | mpi_direct_again)
       run "$name" "${mpi[@]}" "$BIN/bench_allreduce_mpi" "${A_ARGS[@]}" --label "$kind" --out "$RAW/$name.csv" ;;
     mpi_direct_multiple)  # the same, initialised with MPI_THREAD_MULTIPLE as FAST's mpi runtime is
       run "$name" env BENCH_MPI_THREAD_MULTIPLE=1 "${mpi[@]}" "$BIN/bench_allreduce_mpi" "${A_ARGS[@]}" --label "$kind" \
@@ -354,11 +356,13 @@ g_step() {
 
 if wants g; then
   note "(g) all-reduce through --runtime mpi, 4 KiB..$( [[ $QUICK == 1 ]] && echo 4 || echo 64) MiB (x4), 2 and 4 ranks"
-  note "    mpirun --bind-to none (--oversubscribe above $(nproc)); MPI_Allreduce direct (MPI_Init | THREAD_MULTIPLE) | FAST native | FAST ring (chunk 4M)"
-  G_KINDS=(mpi_direct mpi_direct_multiple fast_mpi_native fast_mpi_fast)
+  note "    mpirun --bind-to none (--oversubscribe above $(nproc)); MPI_Allreduce direct (MPI_Init | THREAD_MULTIPLE) | FAST native | FAST ring (chunk 4M) | MPI_Allreduce direct again (A/A)"
+  G_KINDS=(mpi_direct mpi_direct_multiple fast_mpi_native fast_mpi_fast mpi_direct_again)
   for rep in $(seq 1 "$REPS"); do
     kinds=("${G_KINDS[@]}")
-    if (( rep % 2 == 0 )); then kinds=(fast_mpi_fast fast_mpi_native mpi_direct_multiple mpi_direct); fi  # alternate the order
+    if (( rep % 2 == 0 )); then  # alternate the order
+      kinds=(mpi_direct_again fast_mpi_fast fast_mpi_native mpi_direct_multiple mpi_direct)
+    fi
     for n in 2 4; do
       for kind in "${kinds[@]}"; do
         note "    rep $rep/$REPS: $kind, $n ranks"
