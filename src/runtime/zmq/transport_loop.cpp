@@ -12,6 +12,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "frames.hpp"
+#include "loop_turn.hpp"
 #include "transport.hpp"
 
 namespace fast::runtime::zmq {
@@ -50,18 +51,23 @@ void ZmqTransport::loop() {
   monitor.connect(monitor_endpoint);
   const double heartbeat = std::min(settings_.peer_timeout / 4, 1.0);
   double next_heartbeat = 0;
+  LoopTurn turn(settings_.peer_timeout / 4);  // a longer turn is worth a warning (loop_turn.hpp)
   while (!stop_) {
+    turn.begin(clock());
     ::zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
                                  {nullptr, wake_fd_, ZMQ_POLLIN, 0},
                                  {monitor.handle(), 0, ZMQ_POLLIN, 0},
                                  {desk_ ? desk_->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
     ::zmq::poll(items, desk_ ? 4 : 3, std::chrono::milliseconds(20));
+    turn.step("poll (20 ms at most while the thread runs)", clock());
     if (items[1].revents & ZMQ_POLLIN) {
       std::uint64_t count = 0;
       (void)!read(wake_fd_, &count, sizeof(count));
     }
     flush_links();
+    turn.step("sending queued frames", clock());
     if (items[0].revents & ZMQ_POLLIN) receive_all();
+    turn.step("receiving frames", clock());
     if (items[2].revents & ZMQ_POLLIN) {
       std::vector<::zmq::message_t> event;
       if (::zmq::recv_multipart(monitor, std::back_inserter(event), ::zmq::recv_flags::dontwait) && event.size() == 2 &&
@@ -80,13 +86,19 @@ void ZmqTransport::loop() {
                                                               : fmt::format("the client went away during its handshake ({})", std::strerror(static_cast<int>(value))));
       }
     }
+    turn.step("the handshake monitor", clock());
     if (desk_ && (items[3].revents & ZMQ_POLLIN)) receive_rejoin_hellos();
     if (!pending_.empty()) progress_rejoins();
+    turn.step("rejoins", clock());
     if (clock() >= next_heartbeat) {
       send_heartbeats();
       next_heartbeat = clock() + heartbeat;
     }
+    turn.step("sending heartbeats", clock());
     check_peers();
+    turn.step("checking peers", clock());
+    if (const std::optional<std::string> warning = turn.report(settings_.peer_timeout))
+      core::log(core::LogLevel::warn, "{}", *warning);
   }
   for (const PendingRejoin& p : pending_) answer_newcomer(p.id, {{"refused", "the run is ending"}});
   pending_.clear();
