@@ -85,6 +85,12 @@ MOMENTUM=0.9
 
 # ------------------------------------------------------------------ checks: fail clearly
 need_file() { [[ -e $1 ]] || die "missing $1 ($2)"; }
+# in_rep_order REP KIND...: prints the kinds one per line, reversed in even repetitions, so that a
+# drift of the machine's load hits every kind alike.
+in_rep_order() {
+  local rep=$1 i; shift
+  if (( rep % 2 == 0 )); then for (( i = $#; i >= 1; i-- )); do echo "${!i}"; done; else printf '%s\n' "$@"; fi
+}
 need_exe() { [[ -x $1 ]] || die "missing $1 ($2)"; }
 wants() { [[ " $ONLY " == *" $1 "* ]]; }
 
@@ -307,10 +313,7 @@ if wants e; then
   note "    gloo: torch.distributed all_reduce, N processes on 127.0.0.1 (bench/allreduce_gloo.py)"
   E_KINDS=(fast_zmq_tcp mpi_tcp gloo fast_zmq_shm mpi_shm fast_zmq_tcp_insecure)
   for rep in $(seq 1 "$REPS"); do
-    kinds=("${E_KINDS[@]}")
-    if (( rep % 2 == 0 )); then  # every other repetition in reverse order: load drifts hit every kind alike
-      kinds=(); for (( i = ${#E_KINDS[@]} - 1; i >= 0; i-- )); do kinds+=("${E_KINDS[i]}"); done
-    fi
+    mapfile -t kinds < <(in_rep_order "$rep" "${E_KINDS[@]}")
     for n in 2 4; do
       for kind in "${kinds[@]}"; do
         note "    rep $rep/$REPS: $kind, $n processes"
@@ -359,10 +362,7 @@ if wants g; then
   note "    mpirun --bind-to none (--oversubscribe above $(nproc)); MPI_Allreduce direct (MPI_Init | THREAD_MULTIPLE) | FAST native | FAST ring (chunk 4M) | MPI_Allreduce direct again (A/A)"
   G_KINDS=(mpi_direct mpi_direct_multiple fast_mpi_native fast_mpi_fast mpi_direct_again)
   for rep in $(seq 1 "$REPS"); do
-    kinds=("${G_KINDS[@]}")
-    if (( rep % 2 == 0 )); then  # alternate the order
-      kinds=(mpi_direct_again fast_mpi_fast fast_mpi_native mpi_direct_multiple mpi_direct)
-    fi
+    mapfile -t kinds < <(in_rep_order "$rep" "${G_KINDS[@]}")
     for n in 2 4; do
       for kind in "${kinds[@]}"; do
         note "    rep $rep/$REPS: $kind, $n ranks"

@@ -17,8 +17,9 @@ namespace fast::runtime::zmq {
 
 class LoopTurn {
  public:
-  // limit_seconds: a turn longer than this is reported.
-  explicit LoopTurn(double limit_seconds) : limit_(limit_seconds) {}
+  // peer_timeout: seconds of silence after which a process is lost; a turn longer than a quarter
+  // of it is reported.
+  explicit LoopTurn(double peer_timeout) : peer_timeout_(peer_timeout) {}
 
   // A turn starts at `now`.
   void begin(double now) {
@@ -35,17 +36,17 @@ class LoopTurn {
     last_ = now;
   }
   // The warning for the turn that ended at the last step, or nothing if it took at most the limit.
-  std::optional<std::string> report(double peer_timeout) const {
+  std::optional<std::string> report() const {
     const double took = last_ - start_;
-    if (took <= limit_) return std::nullopt;
+    if (took <= peer_timeout_ / 4) return std::nullopt;
     return fmt::format(
         "zmq runtime: a turn of this process's I/O thread took {:.1f} s, {:.1f} s of it in {}; this thread sends and "
         "reads the heartbeats, and a process silent for {} s (--peer-timeout) is counted lost",
-        took, longest_, longest_step_, peer_timeout);
+        took, longest_, longest_step_, peer_timeout_);
   }
 
  private:
-  double limit_;
+  double peer_timeout_;
   double start_ = 0, last_ = 0, longest_ = 0;
   std::string_view longest_step_;
 };

@@ -51,7 +51,7 @@ void ZmqTransport::loop() {
   monitor.connect(monitor_endpoint);
   const double heartbeat = std::min(settings_.peer_timeout / 4, 1.0);
   double next_heartbeat = 0;
-  LoopTurn turn(settings_.peer_timeout / 4);  // a longer turn is worth a warning (loop_turn.hpp)
+  LoopTurn turn(settings_.peer_timeout);  // warns about a turn longer than a quarter of it
   while (!stop_) {
     turn.begin(clock());
     ::zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
@@ -97,7 +97,7 @@ void ZmqTransport::loop() {
     turn.step("sending heartbeats", clock());
     check_peers();
     turn.step("checking peers", clock());
-    if (const std::optional<std::string> warning = turn.report(settings_.peer_timeout))
+    if (const std::optional<std::string> warning = turn.report())
       core::log(core::LogLevel::warn, "{}", *warning);
   }
   for (const PendingRejoin& p : pending_) answer_newcomer(p.id, {{"refused", "the run is ending"}});
