@@ -1,6 +1,7 @@
 // Intruders against a zmq run (docs/launch.md, "Trust"): while two processes all-reduce, a client
 // with a key outside the allow-list, a client without CURVE, and a plain TCP client writing random
-// bytes connect to a worker's port. Each is refused and logged; the run's every result stays exact.
+// bytes connect to a worker's data port, then to its heartbeat port. Each is refused and logged;
+// the run's every result stays exact.
 #include <gtest/gtest.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,9 +25,10 @@
 namespace fast::runtime {
 namespace {
 
-// The tcp port process 0 listens on, from its log ("listens on tcp://127.0.0.1:PORT"), within 30 s.
-int listening_port(const std::filesystem::path& log) {
-  const std::regex pattern("listens on tcp://127\\.0\\.0\\.1:([0-9]+)");
+// A tcp port process 0 listens on, from its log ("listens on tcp://127.0.0.1:PORT and ipc://...
+// (heartbeats: tcp://127.0.0.1:PORT2 ..."), within 30 s: `which` "listens on" or "heartbeats".
+int listening_port(const std::filesystem::path& log, const std::string& which) {
+  const std::regex pattern(which + ":? tcp://127\\.0\\.0\\.1:([0-9]+)");
   const std::optional<std::string> port = fast::testing::first_match(log, pattern, 30);
   return port ? std::stoi(*port) : -1;
 }
@@ -92,11 +94,11 @@ void attack(int port, const std::string& server_key) {
   }
 }
 
-// Two processes all-reduce for about 3 s; every sum must be exact.
+// Two processes all-reduce for about 6 s; every sum must be exact.
 void allreduce_loop(Context& ctx) {
   collective::Communicator comm(ctx);
   std::vector<float> v(1000);
-  for (int i = 0; i < 150; ++i) {
+  for (int i = 0; i < 300; ++i) {
     std::fill(v.begin(), v.end(), static_cast<float>(ctx.rank() + 1 + i));
     comm.allreduce(core::MutableView(std::span<float>(v)));
     const float expect = static_cast<float>(3 + 2 * i);
@@ -113,20 +115,28 @@ TEST(ZmqSecurity, IntrudersAreRefusedAndLoggedAndTheRunStaysExact) {
     return;
   }
   testing::Children children = testing::spawn_children(c, {});
-  const int port = listening_port(children.logs[0]);
-  if (port > 0) attack(port, runtime::zmq::read_key_file(children.dir / "run.key").public_key);
+  const int port = listening_port(children.logs[0], "listens on");
+  const int pulse_port = listening_port(children.logs[0], "heartbeats");
+  if (port > 0 && pulse_port > 0) {
+    const std::string key = runtime::zmq::read_key_file(children.dir / "run.key").public_key;
+    attack(port, key);
+    attack(pulse_port, key);
+  }
   testing::reap_children(children, {}, 120);  // also when no port was found: the children end here
   const std::string log = fast::testing::slurp(children.logs[0]);
   std::filesystem::remove_all(children.dir);
   ASSERT_GT(port, 0) << log;
+  ASSERT_GT(pulse_port, 0) << log;
   EXPECT_NE(log.find("not in the allow-list"), std::string::npos) << log;
   EXPECT_NE(log.find("wrong server key"), std::string::npos) << log;
-  // One line at least for each of the four intruders ("refused a peer" from the allow-list,
-  // "refused a connection" for failed handshakes; random bytes end as a protocol error or a client
-  // gone during its handshake, depending on the bytes).
+  // One line at least for each of the four intruders at each port ("refused a peer" from the
+  // allow-list, "refused a connection on ENDPOINT" for failed handshakes; random bytes end as a
+  // protocol error or a client gone during its handshake, depending on the bytes).
   int refusals = 0;
   for (std::size_t at = 0; (at = log.find("refused a ", at)) != std::string::npos; ++at) ++refusals;
-  EXPECT_GE(refusals, 4) << log;
+  EXPECT_GE(refusals, 8) << log;
+  EXPECT_NE(log.find("refused a connection on tcp://127.0.0.1:" + std::to_string(pulse_port)), std::string::npos)
+      << log;
 }
 
 }  // namespace

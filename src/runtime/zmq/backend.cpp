@@ -1,5 +1,5 @@
 // The `zmq` runtime's registry entry and launch (runtime/registry.hpp): settings, authentication,
-// the data socket, the rendezvous, the transport, this process's workers, the end of the run.
+// the data and heartbeat sockets, the rendezvous, the transport, this process's workers, the end of the run.
 #include <unistd.h>
 
 #include <atomic>
@@ -23,10 +23,13 @@ namespace fast::runtime::zmq {
 
 namespace {
 
-// This process's data socket, bound on ipc:// (a fresh path under the temporary directory) and
-// on tcp:// (an ephemeral port on settings.host); fills self's endpoints.
-::zmq::socket_t bind_data_socket(::zmq::context_t& context, const Settings& s, ProcessInfo& self) {
+// A ROUTER of this process bound on ipc:// (a fresh path under the temporary directory, named
+// after `role`) and on tcp:// (an ephemeral port on settings.host), its connections on the
+// context's I/O thread(s) `affinity` (a bit mask); returns it and writes its two endpoints.
+::zmq::socket_t bind_router(::zmq::context_t& context, const Settings& s, const char* role, std::uint64_t affinity,
+                            std::string& ipc_endpoint, std::string& tcp_endpoint) {
   ::zmq::socket_t router(context, ::zmq::socket_type::router);
+  router.set(::zmq::sockopt::affinity, affinity);
   router.set(::zmq::sockopt::linger, 2000);
   router.set(::zmq::sockopt::rcvhwm, 0);
   // A process that takes a lost rank back connects with its predecessor's routing id ("p<rank>"):
@@ -38,11 +41,11 @@ namespace {
   }
   std::random_device random;
   const auto dir = std::filesystem::temp_directory_path();
-  self.ipc_endpoint = fmt::format("ipc://{}/fast-{}-{:08x}.sock", dir.string(), getpid(), random());
-  router.bind(self.ipc_endpoint);
+  ipc_endpoint = fmt::format("ipc://{}/fast-{}-{}-{:08x}.sock", dir.string(), getpid(), role, random());
+  router.bind(ipc_endpoint);
   const bool v6 = s.host.find(':') != std::string::npos;
   router.bind(v6 ? fmt::format("tcp://[{}]:*", s.host) : fmt::format("tcp://{}:*", s.host));
-  self.tcp_endpoint = router.get(::zmq::sockopt::last_endpoint);
+  tcp_endpoint = router.get(::zmq::sockopt::last_endpoint);
   return router;
 }
 
@@ -71,17 +74,24 @@ std::string first_error(const std::vector<std::exception_ptr>& errors) {
 double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
   const Settings s = resolve_settings(options);
   ::zmq::context_t context;
+  // Two I/O threads: one carries the data, the other the heartbeats, so that no message, however
+  // large or slow, holds a heartbeat back (transport.hpp).
+  context.set(::zmq::ctxopt::io_threads, 2);
   std::unique_ptr<Authenticator> auth;
   if (!s.insecure) auth = std::make_unique<Authenticator>(context, s.allowed_keys);
   ProcessInfo self = describe_self(s);
-  ::zmq::socket_t router = bind_data_socket(context, s, self);
-  core::log(core::LogLevel::info, "zmq runtime: pid {} listens on {} and {}{}", self.pid, self.tcp_endpoint,
-            self.ipc_endpoint, s.insecure ? " (insecure)" : " (CURVE)");
-  const std::string ipc_path = self.ipc_endpoint.substr(6);
+  ::zmq::socket_t router =
+      bind_router(context, s, "data", ZmqTransport::kDataAffinity, self.ipc_endpoint, self.tcp_endpoint);
   struct RemoveSocketFile {
     std::string path;
     ~RemoveSocketFile() { std::filesystem::remove(path); }
-  } remove_ipc{ipc_path};
+  } remove_ipc{self.ipc_endpoint.substr(6)};
+  ::zmq::socket_t pulse = bind_router(context, s, "pulse", ZmqTransport::kPulseAffinity, self.pulse_ipc_endpoint,
+                                      self.pulse_tcp_endpoint);
+  RemoveSocketFile remove_pulse_ipc{self.pulse_ipc_endpoint.substr(6)};
+  core::log(core::LogLevel::info, "zmq runtime: pid {} listens on {} and {} (heartbeats: {} and {}){}", self.pid,
+            self.tcp_endpoint, self.ipc_endpoint, self.pulse_tcp_endpoint, self.pulse_ipc_endpoint,
+            s.insecure ? " (insecure)" : " (CURVE)");
 
   RendezvousResult meeting = rendezvous(context, s, self);
   const ProcessInfo me = meeting.table[static_cast<std::size_t>(meeting.process_rank)];
@@ -91,7 +101,7 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
   FAST_ENFORCE(!meeting.rejoining || s.tolerate_lost,
                "zmq runtime: this process rejoins a run under way, which only asynchronous runs allow");
 
-  ZmqTransport transport(context, s, meeting.table, meeting.process_rank, std::move(router));
+  ZmqTransport transport(context, s, meeting.table, meeting.process_rank, std::move(router), std::move(pulse));
   // Runs that go on without a lost process can take one back: the rendezvous server stays open.
   if (s.tolerate_lost && meeting.desk) transport.serve_rejoins(std::move(*meeting.desk));
   threads::LocalWorld world({.world_size = s.world_size * s.workers_per_process, .first_rank = me.first_worker,

@@ -12,7 +12,8 @@ using nlohmann::json;
 
 json to_json(const ProcessInfo& p) {
   return {{"rank", p.rank}, {"first_worker", p.first_worker}, {"workers", p.workers}, {"host_id", p.host_id},
-          {"hostname", p.hostname}, {"ipc", p.ipc_endpoint}, {"tcp", p.tcp_endpoint}, {"public_key", p.public_key},
+          {"hostname", p.hostname}, {"ipc", p.ipc_endpoint}, {"tcp", p.tcp_endpoint},
+          {"pulse_ipc", p.pulse_ipc_endpoint}, {"pulse_tcp", p.pulse_tcp_endpoint}, {"public_key", p.public_key},
           {"pid", p.pid}};
 }
 
@@ -26,6 +27,8 @@ ProcessInfo process_from_json(const json& j) {
     p.hostname = j.at("hostname").get<std::string>();
     p.ipc_endpoint = j.at("ipc").get<std::string>();
     p.tcp_endpoint = j.at("tcp").get<std::string>();
+    p.pulse_ipc_endpoint = j.at("pulse_ipc").get<std::string>();
+    p.pulse_tcp_endpoint = j.at("pulse_tcp").get<std::string>();
     p.public_key = j.at("public_key").get<std::string>();
     p.pid = j.at("pid").get<long>();
     return p;

@@ -25,12 +25,6 @@ bool PeerLink::flush() {
   return !backlog_.empty();
 }
 
-void PeerLink::send_if_idle(Frame frame) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!dealer_ || !backlog_.empty()) return;  // frames are waiting: they will tell the peer we live
-  if (!try_send(frame) && frame.header_sent) backlog_.push_back(std::move(frame));  // a part is out: finish it
-}
-
 void PeerLink::close() {
   std::lock_guard<std::mutex> lock(mutex_);
   backlog_.clear();

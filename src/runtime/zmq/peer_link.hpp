@@ -1,7 +1,7 @@
 #pragma once
 // PeerLink: this process's connection to one other process: its DEALER socket and the frames the
 // socket could not take yet, behind one lock. Any thread sends through it directly (a worker, an
-// activity, the transport's I/O thread for heartbeats and retries): ZeroMQ allows a socket to move
+// activity, the transport's I/O thread for control frames and retries): ZeroMQ allows a socket to move
 // between threads behind a full memory barrier, which the lock is. Frames leave in the order they
 // were given to send().
 //
@@ -32,8 +32,6 @@ class PeerLink {
   Result send(Frame frame);
   // Retries the queued frames in order, without blocking. True when some still wait.
   bool flush();
-  // Sends a control frame (a heartbeat) only when nothing waits and the socket takes it at once.
-  void send_if_idle(Frame frame);
   // Closes the socket without lingering, dropping every queued frame.
   void close();
   // Replaces a closed (or open) socket by `dealer`, connected to the process that took the peer's

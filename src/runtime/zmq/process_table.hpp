@@ -14,6 +14,8 @@ struct ProcessInfo {
   std::string hostname;         // for messages
   std::string ipc_endpoint;     // ipc://... its data socket on its host
   std::string tcp_endpoint;     // tcp://ADDRESS:PORT its data socket over the network
+  std::string pulse_ipc_endpoint;  // ipc://... its heartbeat socket on its host
+  std::string pulse_tcp_endpoint;  // tcp://ADDRESS:PORT its heartbeat socket over the network
   std::string public_key;       // Z85 CURVE key; empty when insecure
   long pid = 0;
 

@@ -27,12 +27,13 @@ void release_payload(void* /*data*/, void* hint) {
 std::string ProcessInfo::where() const { return fmt::format("process {} on host {}, pid {}", rank, hostname, pid); }
 
 ZmqTransport::ZmqTransport(::zmq::context_t& context, const Settings& settings, ProcessTable table, int process,
-                           ::zmq::socket_t router)
+                           ::zmq::socket_t router, ::zmq::socket_t pulse)
     : context_(context),
       settings_(settings),
       table_(std::move(table)),
       process_(process),
       router_(std::move(router)),
+      pulse_(std::move(pulse)),
       peers_(table_.size()),
       lost_(std::make_unique<std::atomic<bool>[]>(table_.size())),
       start_(std::chrono::steady_clock::now()) {
@@ -54,6 +55,7 @@ int ZmqTransport::process_of(int rank) const { return rank / table_[0].workers; 
 
 std::unique_ptr<::zmq::socket_t> ZmqTransport::make_dealer(const ProcessInfo& peer) {
   auto dealer = std::make_unique<::zmq::socket_t>(context_, ::zmq::socket_type::dealer);
+  dealer->set(::zmq::sockopt::affinity, kDataAffinity);
   dealer->set(::zmq::sockopt::routing_id, fmt::format("p{}", process_));
   dealer->set(::zmq::sockopt::sndhwm, 0);  // never drop or block: a lost peer's socket is closed instead
   dealer->set(::zmq::sockopt::linger, 2000);
@@ -70,10 +72,12 @@ std::unique_ptr<::zmq::socket_t> ZmqTransport::make_dealer(const ProcessInfo& pe
 
 void ZmqTransport::open_dealers() {
   links_.resize(table_.size());
+  pulse_links_.resize(table_.size());
   for (const ProcessInfo& peer : table_) {
     if (peer.rank == process_) continue;
     peers_[static_cast<std::size_t>(peer.rank)].last_heard = clock();
     links_[static_cast<std::size_t>(peer.rank)] = std::make_unique<PeerLink>(make_dealer(peer));
+    pulse_links_[static_cast<std::size_t>(peer.rank)] = make_pulse_dealer(peer);
   }
 }
 
@@ -98,7 +102,9 @@ void ZmqTransport::stop() {
   thread_.join();
   for (auto& in : inbound_) stop_reader(*in);
   links_.clear();  // each socket lingers up to 2 s for the frames it took
+  pulse_links_.clear();
   router_.close();
+  pulse_.close();
 }
 
 core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {

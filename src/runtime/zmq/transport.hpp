@@ -4,6 +4,9 @@
 //   - a ROUTER bound on ipc:// and tcp:// receives every frame sent to this process's workers;
 //   - one DEALER per other process (routing id "p<rank>") sends to it, over ipc:// when both share
 //     a host and network namespace, else tcp:// (Settings::transport forces one);
+//   - the heartbeats have sockets of their own, the same way: a ROUTER (`pulse_`) and a DEALER per
+//     other process, whose connections run on the context's second I/O thread (kPulseAffinity), so
+//     that no data message, however large or however slow its link, holds a heartbeat back;
 //   - with CURVE (the default) every connection is authenticated and encrypted; a frame must come
 //     with the key of the process its source rank belongs to (or it is dropped and logged).
 // Frames are wire/ frames (header part + payload part), validated before anything is delivered:
@@ -29,12 +32,12 @@
 // cannot be decoded is not counted: a sender whose frames fail to decode stalls its own records
 // behind them.) A record that breaks the ring's rules counts its sender lost.
 //
-// Lost peers: every process sends a heartbeat to every other every min(peer_timeout / 4, 1 s); a
-// process not heard from (any frame counts) for peer_timeout seconds, one that sent `bye` with an
-// error, or one that ended cleanly (`bye` without error) is lost: receives from its workers fail
-// with PeerLost naming the worker, its process, host and pid, and why; sends to them throw it.
-// A message larger than what the link carries in peer_timeout delays the heartbeats behind it:
-// peer_timeout must exceed the largest message's transfer time (docs/launch.md).
+// Lost peers: every process sends a heartbeat to every other every min(peer_timeout / 4, 1 s), on
+// the heartbeat sockets; a process not heard from (any frame counts, on either socket) for
+// peer_timeout seconds, one that sent `bye` with an error, or one that ended cleanly (`bye` without
+// error) is lost: receives from its workers fail with PeerLost naming the worker, its process,
+// host and pid, and why; sends to them throw it. A heartbeat is dropped rather than queued when
+// its socket holds kPulseBacklog of them already (a peer that stopped reading).
 //
 // Rejoins (runs that tolerate losses; docs/faults.md): the process that served the rendezvous
 // keeps its socket (serve_rejoins) and answers hellos that arrive during the run. A hello for a
@@ -78,10 +81,14 @@ namespace fast::runtime::zmq {
 class ZmqTransport final : public threads::Transport {
  public:
   static constexpr std::size_t kZeroCopyBytes = 64 * 1024;
+  // The context's I/O threads (ZMQ_AFFINITY masks; the context has two): data, heartbeats.
+  static constexpr std::uint64_t kDataAffinity = 1, kPulseAffinity = 2;
+  static constexpr int kPulseBacklog = 16;  // heartbeats a pulse socket may hold for its peer
 
-  // router: this process's bound data socket (moved in). table: every process, from the rendezvous.
+  // router, pulse: this process's bound data and heartbeat sockets (moved in). table: every
+  // process, from the rendezvous.
   ZmqTransport(::zmq::context_t& context, const Settings& settings, ProcessTable table, int process,
-               ::zmq::socket_t router);
+               ::zmq::socket_t router, ::zmq::socket_t pulse);
   ~ZmqTransport() override;
 
   // Starts the I/O thread, delivering into `world`. on_lost(reason) runs on the I/O thread when a
@@ -135,7 +142,16 @@ class ZmqTransport final : public threads::Transport {
   // A heartbeat, bye or hello frame to `peer` carrying `text` (a bye's error, a hello's JSON; empty
   // for a heartbeat).
   Frame control_frame(wire::FrameKind kind, const ProcessInfo& peer, const std::string& text) const;
+  // The heartbeat sockets (transport_pulse.cpp; I/O thread only, after start()).
+  std::unique_ptr<::zmq::socket_t> make_pulse_dealer(const ProcessInfo& peer);
   void send_heartbeats();
+  void receive_pulses();
+  // The process a frame [routing id, header, payload] comes from, checked: a process of this run
+  // other than this one, with 3 parts, and (CURVE) signed with that process's key. Throws
+  // core::InvalidArgument naming what is wrong.
+  int authenticated_sender(const std::vector<::zmq::message_t>& parts) const;
+  // The last frame a process was heard from arrived now.
+  void heard_from(int process);
   void check_peers();
   void mark_lost(int process, const std::string& why, bool clean);
   void open_dealers();
@@ -170,7 +186,10 @@ class ZmqTransport final : public threads::Transport {
   ProcessTable table_;
   int process_;
   ::zmq::socket_t router_;
+  ::zmq::socket_t pulse_;                          // heartbeats from the other processes
   std::vector<std::unique_ptr<PeerLink>> links_;  // by process (null for this one); fixed after start()
+  std::vector<std::unique_ptr<::zmq::socket_t>> pulse_links_;  // by process: heartbeats to it (null:
+                                                               // this one, or lost); I/O thread
   int wake_fd_ = -1;                               // eventfd: a link queued frames, or stop
   threads::LocalWorld* world_ = nullptr;
   std::function<void(const std::string&)> on_lost_;

@@ -28,66 +28,69 @@ std::string protocol_error(std::uint32_t code) {
   return fmt::format("not the ZeroMQ protocol (error {:#x})", code);
 }
 
-// "p<k>" -> k, or -1.
-int parse_routing_id(const ::zmq::message_t& id, int processes) {
-  const std::string text = id.to_string();
-  if (text.size() < 2 || text.size() > 11 || text[0] != 'p') return -1;
-  int k = 0;
-  for (std::size_t i = 1; i < text.size(); ++i) {
-    if (text[i] < '0' || text[i] > '9') return -1;
-    k = k * 10 + (text[i] - '0');
-    if (k >= processes) return -1;
-  }
-  return k;
+// Logs what a router's handshake monitor reports: a connection refused before it carried a frame.
+void log_handshake_failure(::zmq::socket_t& monitor) {
+  std::vector<::zmq::message_t> event;
+  if (!::zmq::recv_multipart(monitor, std::back_inserter(event), ::zmq::recv_flags::dontwait) || event.size() != 2 ||
+      event[0].size() < 6)
+    return;
+  std::uint16_t id = 0;
+  std::uint32_t value = 0;
+  std::memcpy(&id, event[0].data(), 2);
+  std::memcpy(&value, static_cast<const char*>(event[0].data()) + 2, 4);
+  // A system error (EPIPE, ECONNRESET) is a client that went away during the handshake: a client
+  // writing garbage, or a peer that ended that early: info. Protocol and authentication failures
+  // are intruders: warn.
+  core::log(id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ? core::LogLevel::info : core::LogLevel::warn,
+            "zmq runtime: refused a connection on {}: {}", event[1].to_string(),
+            id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH       ? fmt::format("authentication failed (ZAP status {})", value)
+            : id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ? protocol_error(value)
+                                                        : fmt::format("the client went away during its handshake ({})",
+                                                                      std::strerror(static_cast<int>(value))));
+}
+
+// A PAIR socket that receives `router`'s failed handshakes.
+::zmq::socket_t handshake_monitor(::zmq::context_t& context, ::zmq::socket_t& router) {
+  const std::string endpoint = fmt::format("inproc://fast-monitor-{}", static_cast<const void*>(&router));
+  zmq_socket_monitor(router.handle(), endpoint.c_str(),
+                     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                         ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+  ::zmq::socket_t monitor(context, ::zmq::socket_type::pair);
+  monitor.connect(endpoint);
+  return monitor;
 }
 }  // namespace
 
 void ZmqTransport::loop() {
-  const std::string monitor_endpoint = fmt::format("inproc://fast-monitor-{}", static_cast<const void*>(this));
-  ::zmq::socket_t monitor(context_, ::zmq::socket_type::pair);
-  zmq_socket_monitor(router_.handle(), monitor_endpoint.c_str(),
-                     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                         ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
-  monitor.connect(monitor_endpoint);
+  ::zmq::socket_t monitor = handshake_monitor(context_, router_);
+  ::zmq::socket_t pulse_monitor = handshake_monitor(context_, pulse_);
   const double heartbeat = std::min(settings_.peer_timeout / 4, 1.0);
   double next_heartbeat = 0;
   LoopTurn turn(settings_.peer_timeout);  // warns about a turn longer than a quarter of it
   while (!stop_) {
     turn.begin(clock());
     ::zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
+                                 {pulse_.handle(), 0, ZMQ_POLLIN, 0},
                                  {nullptr, wake_fd_, ZMQ_POLLIN, 0},
                                  {monitor.handle(), 0, ZMQ_POLLIN, 0},
+                                 {pulse_monitor.handle(), 0, ZMQ_POLLIN, 0},
                                  {desk_ ? desk_->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
-    ::zmq::poll(items, desk_ ? 4 : 3, std::chrono::milliseconds(20));
+    ::zmq::poll(items, desk_ ? 6 : 5, std::chrono::milliseconds(20));
     turn.step("poll (20 ms at most while the thread runs)", clock());
-    if (items[1].revents & ZMQ_POLLIN) {
+    if (items[2].revents & ZMQ_POLLIN) {
       std::uint64_t count = 0;
       (void)!read(wake_fd_, &count, sizeof(count));
     }
     flush_links();
     turn.step("sending queued frames", clock());
+    if (items[1].revents & ZMQ_POLLIN) receive_pulses();
+    turn.step("receiving heartbeats", clock());
     if (items[0].revents & ZMQ_POLLIN) receive_all();
     turn.step("receiving frames", clock());
-    if (items[2].revents & ZMQ_POLLIN) {
-      std::vector<::zmq::message_t> event;
-      if (::zmq::recv_multipart(monitor, std::back_inserter(event), ::zmq::recv_flags::dontwait) && event.size() == 2 &&
-          event[0].size() >= 6) {
-        std::uint16_t id = 0;
-        std::uint32_t value = 0;
-        std::memcpy(&id, event[0].data(), 2);
-        std::memcpy(&value, static_cast<const char*>(event[0].data()) + 2, 4);
-        // A system error (EPIPE, ECONNRESET) is a client that went away during the handshake: a
-        // client writing garbage, or a peer that ended that early: info. Protocol and authentication
-        // failures are intruders: warn.
-        core::log(id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ? core::LogLevel::info : core::LogLevel::warn,
-                  "zmq runtime: refused a connection on {}: {}", event[1].to_string(),
-                  id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH       ? fmt::format("authentication failed (ZAP status {})", value)
-                  : id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ? protocol_error(value)
-                                                              : fmt::format("the client went away during its handshake ({})", std::strerror(static_cast<int>(value))));
-      }
-    }
-    turn.step("the handshake monitor", clock());
-    if (desk_ && (items[3].revents & ZMQ_POLLIN)) receive_rejoin_hellos();
+    if (items[3].revents & ZMQ_POLLIN) log_handshake_failure(monitor);
+    if (items[4].revents & ZMQ_POLLIN) log_handshake_failure(pulse_monitor);
+    turn.step("the handshake monitors", clock());
+    if (desk_ && (items[5].revents & ZMQ_POLLIN)) receive_rejoin_hellos();
     if (!pending_.empty()) progress_rejoins();
     turn.step("rejoins", clock());
     if (clock() >= next_heartbeat) {
@@ -104,6 +107,7 @@ void ZmqTransport::loop() {
   pending_.clear();
   flush_links();
   zmq_socket_monitor(router_.handle(), nullptr, 0);
+  zmq_socket_monitor(pulse_.handle(), nullptr, 0);
 }
 
 void ZmqTransport::flush_links() {
@@ -118,12 +122,6 @@ Frame ZmqTransport::control_frame(wire::FrameKind kind, const ProcessInfo& peer,
   return {header_message(header), ::zmq::message_t(text.data(), text.size())};
 }
 
-void ZmqTransport::send_heartbeats() {
-  for (const ProcessInfo& peer : table_)
-    if (peer.rank != process_)
-      links_[static_cast<std::size_t>(peer.rank)]->send_if_idle(control_frame(wire::FrameKind::heartbeat, peer, ""));
-}
-
 void ZmqTransport::receive_all() {
   for (int i = 0; i < kMaxBatch; ++i) {
     std::vector<::zmq::message_t> parts;
@@ -133,19 +131,12 @@ void ZmqTransport::receive_all() {
 }
 
 void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
-  const int from = parts.empty() ? -1 : parse_routing_id(parts[0], static_cast<int>(table_.size()));
-  const ProcessInfo* sender = from >= 0 ? &table_[static_cast<std::size_t>(from)] : nullptr;
+  int from = -1;
+  const ProcessInfo* sender = nullptr;
   bool data = false;  // a data frame of `from`, counted after it was handled (shared memory's order)
   try {
-    FAST_ENFORCE(sender != nullptr && from != process_, "frame: sender: expected a process of this run, got routing id '{}'",
-                 parts.empty() ? std::string() : parts[0].to_string());
-    FAST_ENFORCE(parts.size() == 3, "frame: parts: expected 3 (routing id, header, payload), got {}", parts.size());
-    if (!settings_.insecure) {
-      const char* key = zmq_msg_gets(parts[1].handle(), "User-Id");
-      FAST_ENFORCE(key != nullptr && sender->public_key == key,
-                   "frame: key: expected the key of {} ({}), got {}", sender->where(), sender->public_key,
-                   key ? key : "none");
-    }
+    from = authenticated_sender(parts);
+    sender = &table_[static_cast<std::size_t>(from)];
     const wire::FrameHeader header =
         wire::decode_header(bytes_of(parts[1]), {.max_payload_bytes = wire::Limits{}.max_payload_bytes,
                                                  .world_size = world_->state().size()});
@@ -153,11 +144,7 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
     settle_ring(from, false);  // what the sender put in its ring before this frame comes first
     check_endpoints(*sender, header);
     wire::check_payload(header, bytes_of(parts[2]));
-    {
-      std::lock_guard<std::mutex> lock(peers_mutex_);
-      peers_[static_cast<std::size_t>(from)].last_heard = clock();
-    }
-    peers_cv_.notify_all();  // settle_lost_peers() waits for news of every peer
+    heard_from(from);
     if (data) {
       deliver_data(header, std::move(parts[2]));
     } else if (header.kind == wire::FrameKind::hello) {
@@ -247,6 +234,7 @@ void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
   // exits: its socket stays open. A lost one's is closed, dropping what was queued for it.
   if (clean) return;
   links_[static_cast<std::size_t>(process)]->close();
+  pulse_links_[static_cast<std::size_t>(process)].reset();
   core::log(core::LogLevel::warn, "zmq runtime: {}", first);
   if (on_lost_) on_lost_(first);
 }

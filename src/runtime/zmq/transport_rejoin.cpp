@@ -176,6 +176,7 @@ void ZmqTransport::revive(const ProcessInfo& info) {
     mark_lost(r, "was replaced: a new process took its rank back", false);
   retire_ring(r);  // before the new link: no payload of the old ring may reach the new process
   links_[static_cast<std::size_t>(r)]->reopen(make_dealer(info));
+  pulse_links_[static_cast<std::size_t>(r)] = make_pulse_dealer(info);
   for (int w = info.first_worker; w < info.first_worker + info.workers; ++w) world_->revive_source(w);
   {
     std::lock_guard<std::mutex> lock(peers_mutex_);

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# A message that takes longer than the peer timeout to cross a slow link must not make a live
+# process look lost. Two network namespaces joined by a veth pair that this test creates (its own
+# addresses, inside those namespaces only), the link shaped to 4 Mbit/s with tbf; 2 processes of
+# one worker each train mlp with allreduce for 4 steps with --peer-timeout 1. Each step moves
+# about 0.47 MB each way (half of mlp's 0.94 MB of parameters), about 0.9 s at 4 Mbit/s, so the
+# data alone leaves a 1 s silence on the link; the heartbeats travel on their own connections
+# (docs/launch.md, "Failure") and keep both processes alive. Both must exit 0, no process may be
+# counted lost, and the final parameters (param_hash) equal those of the same run as 2 threads.
+# Exit 77 (skipped) when namespaces cannot be created (not root, no CAP_NET_ADMIN).
+# Usage: slow_link_test.sh BIN_DIR
+set -u
+bin="$1/fast"
+id="$$"
+a="fastsa$id" b="fastsb$id"
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  ip netns del "$a" 2>/dev/null
+  ip netns del "$b" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+if ! ip netns add "$a" 2>/dev/null; then
+  echo "SKIP: cannot create network namespaces here (needs root / CAP_NET_ADMIN)"
+  exit 77
+fi
+ip netns add "$b" || exit 77
+set -e
+ip link add "sa$id" type veth peer name "sb$id"
+ip link set "sa$id" netns "$a"
+ip link set "sb$id" netns "$b"
+ip -n "$a" addr add 10.197.0.1/24 dev "sa$id"
+ip -n "$b" addr add 10.197.0.2/24 dev "sb$id"
+for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
+ip -n "$a" link set "sa$id" up
+ip -n "$b" link set "sb$id" up
+ip netns exec "$a" tc qdisc add dev "sa$id" root tbf rate 4mbit burst 32kb latency 400ms
+ip netns exec "$b" tc qdisc add dev "sb$id" root tbf rate 4mbit burst 32kb latency 400ms
+set +e
+common=(train --runtime zmq --rendezvous 10.197.0.1:29500 --world-size 2 --insecure
+        --model mlp --strategy allreduce --steps 4 --batch 32 --seed 5 --eval-every 0 --progress never
+        --peer-timeout 1 --rendezvous-timeout 60)
+ip netns exec "$a" timeout 240 "$bin" "${common[@]}" --process-rank 0 --host 10.197.0.1 \
+  --summary "$work/a.json" > "$work/a.log" 2>&1 &
+pids+=($!)
+ip netns exec "$b" timeout 240 "$bin" "${common[@]}" --process-rank 1 --host 10.197.0.2 \
+  --summary "$work/b.json" > "$work/b.log" 2>&1 &
+pids+=($!)
+wait "${pids[0]}"; ra=$?
+wait "${pids[1]}"; rb=$?
+pids=()
+show() { echo "--- process 0"; cat "$work/a.log"; echo "--- process 1"; cat "$work/b.log"; }
+if [ "$ra" != 0 ] || [ "$rb" != 0 ]; then
+  echo "FAIL: exit codes $ra and $rb"; show; exit 1
+fi
+if grep -q " lost" "$work/a.log" "$work/b.log"; then
+  echo "FAIL: a live process was counted lost"; show; exit 1
+fi
+"$bin" train --runtime threads --workers 2 --model mlp --strategy allreduce --steps 4 --batch 32 --seed 5 \
+  --eval-every 0 --progress never --summary "$work/t.json" > "$work/t.log" 2>&1 || { cat "$work/t.log"; exit 1; }
+hash() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['param_hash'])" "$1"; }
+ha=$(hash "$work/a.json") ht=$(hash "$work/t.json")
+if [ "$ha" != "$ht" ]; then
+  echo "FAIL: param_hash $ha over the slow link, $ht under threads"; exit 1
+fi
+echo "slow link: 4 steps of 0.47 MB messages at 4 Mbit/s with a 1 s peer timeout completed; param_hash $ha"
+echo "1 passed, 0 failed"
