@@ -11,41 +11,16 @@
 # Usage: slow_link_test.sh BIN_DIR
 set -u
 bin="$1/fast"
-id="$$"
-a="fastsa$id" b="fastsb$id"
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  ip netns del "$a" 2>/dev/null
-  ip netns del "$b" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-if ! ip netns add "$a" 2>/dev/null; then
-  echo "SKIP: cannot create network namespaces here (needs root / CAP_NET_ADMIN)"
-  exit 77
-fi
-ip netns add "$b" || exit 77
-set -e
-ip link add "sa$id" type veth peer name "sb$id"
-ip link set "sa$id" netns "$a"
-ip link set "sb$id" netns "$b"
-ip -n "$a" addr add 10.197.0.1/24 dev "sa$id"
-ip -n "$b" addr add 10.197.0.2/24 dev "sb$id"
-for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
-ip -n "$a" link set "sa$id" up
-ip -n "$b" link set "sb$id" up
-ip netns exec "$a" tc qdisc add dev "sa$id" root tbf rate 4mbit burst 32kb latency 400ms
-ip netns exec "$b" tc qdisc add dev "sb$id" root tbf rate 4mbit burst 32kb latency 400ms
-set +e
-common=(train --runtime zmq --rendezvous 10.197.0.1:29500 --world-size 2 --insecure
+. "$(dirname "$0")/netns_pair.sh"
+netns_pair s 10.197.0
+netns_shape tbf rate 4mbit burst 32kb latency 400ms || { echo "FAIL: cannot shape the link with tbf"; exit 1; }
+common=(train --runtime zmq --rendezvous $addr_a:29500 --world-size 2 --insecure
         --model mlp --strategy allreduce --steps 4 --batch 32 --seed 5 --eval-every 0 --progress never
         --peer-timeout 1 --rendezvous-timeout 60)
-ip netns exec "$a" timeout 240 "$bin" "${common[@]}" --process-rank 0 --host 10.197.0.1 \
+ip netns exec "$ns_a" timeout 240 "$bin" "${common[@]}" --process-rank 0 --host "$addr_a" \
   --summary "$work/a.json" > "$work/a.log" 2>&1 &
 pids+=($!)
-ip netns exec "$b" timeout 240 "$bin" "${common[@]}" --process-rank 1 --host 10.197.0.2 \
+ip netns exec "$ns_b" timeout 240 "$bin" "${common[@]}" --process-rank 1 --host "$addr_b" \
   --summary "$work/b.json" > "$work/b.log" 2>&1 &
 pids+=($!)
 wait "${pids[0]}"; ra=$?

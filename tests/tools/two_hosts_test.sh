@@ -9,50 +9,23 @@
 # Usage: two_hosts_test.sh BIN_DIR
 set -u
 bin="$1/fast"
-id="$$"
-a="fasta$id" b="fastb$id"
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  ip netns del "$a" 2>/dev/null
-  ip netns del "$b" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-if ! ip netns add "$a" 2>/dev/null; then
-  echo "SKIP: cannot create network namespaces here (needs root / CAP_NET_ADMIN)"
-  exit 77
+. "$(dirname "$0")/netns_pair.sh"
+netns_pair h 10.199.0
+if ! netns_shape netem delay 5ms rate 100mbit; then
+  echo "note: this kernel has no netem qdisc; shaping the link to 100 Mbit/s with tbf, without the 5 ms delay" >&2
+  netns_shape tbf rate 100mbit burst 64kb latency 100ms || exit 1
 fi
-ip netns add "$b" || exit 77
-set -e
-ip link add "va$id" type veth peer name "vb$id"
-ip link set "va$id" netns "$a"
-ip link set "vb$id" netns "$b"
-ip -n "$a" addr add 10.199.0.1/24 dev "va$id"
-ip -n "$b" addr add 10.199.0.2/24 dev "vb$id"
-for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
-ip -n "$a" link set "va$id" up
-ip -n "$b" link set "vb$id" up
-for pair in "$a va$id" "$b vb$id"; do
-  set -- $pair
-  if ! ip netns exec "$1" tc qdisc add dev "$2" root netem delay 5ms rate 100mbit 2>/dev/null; then
-    echo "note: this kernel has no netem qdisc; shaping $2 to 100 Mbit/s with tbf, without the 5 ms delay" >&2
-    ip netns exec "$1" tc qdisc add dev "$2" root tbf rate 100mbit burst 64kb latency 100ms
-  fi
-done
-set +e
 "$bin" keygen --out "$work/a.key" > /dev/null || exit 1
 "$bin" keygen --out "$work/b.key" > /dev/null || exit 1
 cut -d' ' -f1 "$work/a.key.pub" > "$work/allow.txt"   # the rendezvous host's key first
 cut -d' ' -f1 "$work/b.key.pub" >> "$work/allow.txt"
-common=(train --runtime zmq --rendezvous 10.199.0.1:29500 --world-size 2 --workers-per-process 2
+common=(train --runtime zmq --rendezvous $addr_a:29500 --world-size 2 --workers-per-process 2
         --model mlp --strategy allreduce --steps 30 --batch 32 --seed 3 --eval-every 0 --allow "$work/allow.txt"
         --peer-timeout 10 --rendezvous-timeout 60)
-ip netns exec "$a" timeout 300 "$bin" "${common[@]}" --process-rank 0 --key "$work/a.key" --host 10.199.0.1 \
+ip netns exec "$ns_a" timeout 300 "$bin" "${common[@]}" --process-rank 0 --key "$work/a.key" --host "$addr_a" \
   --summary "$work/a.json" > "$work/a.log" 2>&1 &
 pids+=($!)
-ip netns exec "$b" timeout 300 "$bin" "${common[@]}" --process-rank 1 --key "$work/b.key" --host 10.199.0.2 \
+ip netns exec "$ns_b" timeout 300 "$bin" "${common[@]}" --process-rank 1 --key "$work/b.key" --host "$addr_b" \
   --summary "$work/b.json" > "$work/b.log" 2>&1 &
 pids+=($!)
 wait "${pids[0]}"; ra=$?

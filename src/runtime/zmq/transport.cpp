@@ -53,17 +53,22 @@ double ZmqTransport::clock() const {
 
 int ZmqTransport::process_of(int rank) const { return rank / table_[0].workers; }
 
-std::unique_ptr<::zmq::socket_t> ZmqTransport::make_dealer(const ProcessInfo& peer) {
+std::unique_ptr<::zmq::socket_t> ZmqTransport::new_dealer(std::uint64_t affinity, const ProcessInfo& peer) {
   auto dealer = std::make_unique<::zmq::socket_t>(context_, ::zmq::socket_type::dealer);
-  dealer->set(::zmq::sockopt::affinity, kDataAffinity);
+  dealer->set(::zmq::sockopt::affinity, affinity);
   dealer->set(::zmq::sockopt::routing_id, fmt::format("p{}", process_));
-  dealer->set(::zmq::sockopt::sndhwm, 0);  // never drop or block: a lost peer's socket is closed instead
-  dealer->set(::zmq::sockopt::linger, 2000);
   if (!settings_.insecure) {
     dealer->set(::zmq::sockopt::curve_serverkey, peer.public_key);
     dealer->set(::zmq::sockopt::curve_publickey, settings_.public_key);
     dealer->set(::zmq::sockopt::curve_secretkey, settings_.secret_key);
   }
+  return dealer;
+}
+
+std::unique_ptr<::zmq::socket_t> ZmqTransport::make_dealer(const ProcessInfo& peer) {
+  std::unique_ptr<::zmq::socket_t> dealer = new_dealer(kDataAffinity, peer);
+  dealer->set(::zmq::sockopt::sndhwm, 0);  // never drop or block: a lost peer's socket is closed instead
+  dealer->set(::zmq::sockopt::linger, 2000);
   // tcp:// unless ipc is asked for: on one host ZeroMQ's ipc:// (a Unix socket) carried 1 MiB
   // CURVE messages 1.45x slower than tcp:// over loopback (docs/benchmarks.md, (j)).
   dealer->connect(settings_.transport == "ipc" ? peer.ipc_endpoint : peer.tcp_endpoint);

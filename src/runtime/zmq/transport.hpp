@@ -155,6 +155,9 @@ class ZmqTransport final : public threads::Transport {
   void check_peers();
   void mark_lost(int process, const std::string& why, bool clean);
   void open_dealers();
+  // A DEALER to `peer` on the I/O thread(s) `affinity`, with this process's routing id and (CURVE)
+  // keys; not connected yet.
+  std::unique_ptr<::zmq::socket_t> new_dealer(std::uint64_t affinity, const ProcessInfo& peer);
   std::unique_ptr<::zmq::socket_t> make_dealer(const ProcessInfo& peer);
   double clock() const;
   // Rejoins (transport_rejoin.cpp).

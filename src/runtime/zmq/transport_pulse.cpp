@@ -30,16 +30,9 @@ int parse_routing_id(const ::zmq::message_t& id, int processes) {
 }  // namespace
 
 std::unique_ptr<::zmq::socket_t> ZmqTransport::make_pulse_dealer(const ProcessInfo& peer) {
-  auto dealer = std::make_unique<::zmq::socket_t>(context_, ::zmq::socket_type::dealer);
-  dealer->set(::zmq::sockopt::affinity, kPulseAffinity);
-  dealer->set(::zmq::sockopt::routing_id, fmt::format("p{}", process_));
+  std::unique_ptr<::zmq::socket_t> dealer = new_dealer(kPulseAffinity, peer);
   dealer->set(::zmq::sockopt::sndhwm, kPulseBacklog);  // beyond: dropped (send_heartbeats)
   dealer->set(::zmq::sockopt::linger, 0);               // a heartbeat is worth nothing once late
-  if (!settings_.insecure) {
-    dealer->set(::zmq::sockopt::curve_serverkey, peer.public_key);
-    dealer->set(::zmq::sockopt::curve_publickey, settings_.public_key);
-    dealer->set(::zmq::sockopt::curve_secretkey, settings_.secret_key);
-  }
   dealer->connect(settings_.transport == "ipc" ? peer.pulse_ipc_endpoint : peer.pulse_tcp_endpoint);
   return dealer;
 }

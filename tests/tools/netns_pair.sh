@@ -1,0 +1,47 @@
+# Two emulated hosts for the multi-host tests (sourced, not run): two network namespaces joined by a
+# veth pair that the test creates, with addresses of its own subnet inside those namespaces only,
+# removed again with everything the test started when the test's shell exits.
+#
+#   netns_pair TAG SUBNET   creates namespaces "fast${TAG}a$$" and "fast${TAG}b$$" ($ns_a, $ns_b),
+#                           the veth ends $if_a and $if_b, addresses SUBNET.1 ($addr_a) and SUBNET.2
+#                           ($addr_b) on a /24; exits 77 (skipped) when namespaces cannot be created
+#                           (not root, no CAP_NET_ADMIN)
+#   netns_shape QDISC...    puts the root qdisc QDISC... (tc syntax) on both ends; fails when the
+#                           kernel lacks it
+#   pids+=(PID)             processes the exit kills (kill -9), by pid
+#   work                    a temporary folder, removed at exit
+pids=()
+work=$(mktemp -d)
+ns_a="" ns_b=""
+netns_cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ -n "$ns_a" ] && ip netns del "$ns_a" 2>/dev/null
+  [ -n "$ns_b" ] && ip netns del "$ns_b" 2>/dev/null
+  rm -rf "$work"
+}
+trap netns_cleanup EXIT
+
+netns_pair() {
+  local tag="$1" subnet="$2"
+  if ! ip netns add "fast${tag}a$$" 2>/dev/null; then
+    echo "SKIP: cannot create network namespaces here (needs root / CAP_NET_ADMIN)"
+    exit 77
+  fi
+  ns_a="fast${tag}a$$"
+  ip netns add "fast${tag}b$$" || exit 77
+  ns_b="fast${tag}b$$"
+  if_a="v${tag}a$$" if_b="v${tag}b$$"
+  addr_a="$subnet.1" addr_b="$subnet.2"
+  ip link add "$if_a" type veth peer name "$if_b" &&
+    ip link set "$if_a" netns "$ns_a" &&
+    ip link set "$if_b" netns "$ns_b" &&
+    ip -n "$ns_a" addr add "$addr_a/24" dev "$if_a" &&
+    ip -n "$ns_b" addr add "$addr_b/24" dev "$if_b" &&
+    ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up &&
+    ip -n "$ns_a" link set "$if_a" up && ip -n "$ns_b" link set "$if_b" up || exit 1
+}
+
+netns_shape() {
+  ip netns exec "$ns_a" tc qdisc add dev "$if_a" root "$@" 2>/dev/null &&
+    ip netns exec "$ns_b" tc qdisc replace dev "$if_b" root "$@" 2>/dev/null
+}
