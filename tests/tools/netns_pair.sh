@@ -45,3 +45,20 @@ netns_shape() {
   ip netns exec "$ns_a" tc qdisc add dev "$if_a" root "$@" 2>/dev/null &&
     ip netns exec "$ns_b" tc qdisc replace dev "$if_b" root "$@" 2>/dev/null
 }
+
+# same_hash_as_threads SUMMARY WORKERS TRAIN_ARGS...: runs `$bin train --runtime threads --workers
+# WORKERS TRAIN_ARGS...` and checks that it ends with the param_hash of SUMMARY (a run across the
+# namespaces); sets $hash_seen, or prints both and exits 1.
+same_hash_as_threads() {
+  local summary="$1" workers="$2"
+  shift 2
+  "$bin" train --runtime threads --workers "$workers" "$@" --progress never --summary "$work/t.json" \
+    > "$work/t.log" 2>&1 || { cat "$work/t.log"; exit 1; }
+  local read_hash='import json,sys; print(json.load(open(sys.argv[1]))["param_hash"])'
+  hash_seen=$(python3 -c "$read_hash" "$summary")
+  local threads_hash
+  threads_hash=$(python3 -c "$read_hash" "$work/t.json")
+  if [ "$hash_seen" != "$threads_hash" ]; then
+    echo "FAIL: param_hash $hash_seen across the namespaces, $threads_hash under threads"; exit 1
+  fi
+}

@@ -36,12 +36,6 @@ if [ "$ra" != 0 ] || [ "$rb" != 0 ]; then
   exit 1
 fi
 # The same run as 4 threads of one process ends with the same parameters, bit for bit.
-"$bin" train --runtime threads --workers 4 --model mlp --strategy allreduce --steps 30 --batch 32 --seed 3 \
-  --eval-every 0 --progress never --summary "$work/t.json" > "$work/t.log" 2>&1 || { cat "$work/t.log"; exit 1; }
-hash() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['param_hash'])" "$1"; }
-ha=$(hash "$work/a.json") ht=$(hash "$work/t.json")
-if [ "$ha" != "$ht" ]; then
-  echo "FAIL: param_hash $ha across the two hosts, $ht under threads"; exit 1
-fi
-echo "two hosts: 4 workers over the veth pair completed; param_hash $ha, as under threads"
+same_hash_as_threads "$work/a.json" 4 --model mlp --strategy allreduce --steps 30 --batch 32 --seed 3 --eval-every 0
+echo "two hosts: 4 workers over the veth pair completed; param_hash $hash_seen, as under threads"
 echo "1 passed, 0 failed"
