@@ -23,15 +23,29 @@ namespace fast::runtime::zmq {
 
 namespace {
 
+// What differs between the data and the heartbeat ROUTERs.
+struct RouterKind {
+  const char* role;        // names the ipc:// socket file: "data" or "pulse"
+  std::uint64_t affinity;  // the context's I/O thread(s) of its connections (a bit mask)
+  int rcvhwm;              // messages queued per connection before ZeroMQ stops reading it; 0: no limit
+  int linger_ms;           // how long closing waits for its unsent replies
+};
+
+// Data: never stop reading a peer (the frames are the run's), and let the last replies (byes) go.
+constexpr RouterKind kDataRouter{"data", ZmqTransport::kDataAffinity, 0, 2000};
+// Heartbeats: a few per peer at most (a peer's beyond are dropped at its side, see
+// make_pulse_dealer), and nothing to send on close.
+constexpr RouterKind kPulseRouter{"pulse", ZmqTransport::kPulseAffinity, ZmqTransport::kPulseBacklog, 0};
+
 // A ROUTER of this process bound on ipc:// (a fresh path under the temporary directory, named
-// after `role`) and on tcp:// (an ephemeral port on settings.host), its connections on the
-// context's I/O thread(s) `affinity` (a bit mask); returns it and writes its two endpoints.
-::zmq::socket_t bind_router(::zmq::context_t& context, const Settings& s, const char* role, std::uint64_t affinity,
+// after kind.role) and on tcp:// (an ephemeral port on settings.host); returns it and writes its
+// two endpoints.
+::zmq::socket_t bind_router(::zmq::context_t& context, const Settings& s, const RouterKind& kind,
                             std::string& ipc_endpoint, std::string& tcp_endpoint) {
   ::zmq::socket_t router(context, ::zmq::socket_type::router);
-  router.set(::zmq::sockopt::affinity, affinity);
-  router.set(::zmq::sockopt::linger, 2000);
-  router.set(::zmq::sockopt::rcvhwm, 0);
+  router.set(::zmq::sockopt::affinity, kind.affinity);
+  router.set(::zmq::sockopt::linger, kind.linger_ms);
+  router.set(::zmq::sockopt::rcvhwm, kind.rcvhwm);
   // A process that takes a lost rank back connects with its predecessor's routing id ("p<rank>"):
   // the new connection wins should the old one still be open.
   router.set(::zmq::sockopt::router_handover, 1);
@@ -41,7 +55,7 @@ namespace {
   }
   std::random_device random;
   const auto dir = std::filesystem::temp_directory_path();
-  ipc_endpoint = fmt::format("ipc://{}/fast-{}-{}-{:08x}.sock", dir.string(), getpid(), role, random());
+  ipc_endpoint = fmt::format("ipc://{}/fast-{}-{}-{:08x}.sock", dir.string(), getpid(), kind.role, random());
   router.bind(ipc_endpoint);
   const bool v6 = s.host.find(':') != std::string::npos;
   router.bind(v6 ? fmt::format("tcp://[{}]:*", s.host) : fmt::format("tcp://{}:*", s.host));
@@ -80,14 +94,12 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
   std::unique_ptr<Authenticator> auth;
   if (!s.insecure) auth = std::make_unique<Authenticator>(context, s.allowed_keys);
   ProcessInfo self = describe_self(s);
-  ::zmq::socket_t router =
-      bind_router(context, s, "data", ZmqTransport::kDataAffinity, self.ipc_endpoint, self.tcp_endpoint);
+  ::zmq::socket_t router = bind_router(context, s, kDataRouter, self.ipc_endpoint, self.tcp_endpoint);
   struct RemoveSocketFile {
     std::string path;
     ~RemoveSocketFile() { std::filesystem::remove(path); }
   } remove_ipc{self.ipc_endpoint.substr(6)};
-  ::zmq::socket_t pulse = bind_router(context, s, "pulse", ZmqTransport::kPulseAffinity, self.pulse_ipc_endpoint,
-                                      self.pulse_tcp_endpoint);
+  ::zmq::socket_t pulse = bind_router(context, s, kPulseRouter, self.pulse_ipc_endpoint, self.pulse_tcp_endpoint);
   RemoveSocketFile remove_pulse_ipc{self.pulse_ipc_endpoint.substr(6)};
   core::log(core::LogLevel::info, "zmq runtime: pid {} listens on {} and {} (heartbeats: {} and {}){}", self.pid,
             self.tcp_endpoint, self.ipc_endpoint, self.pulse_tcp_endpoint, self.pulse_ipc_endpoint,

@@ -37,7 +37,8 @@
 // peer_timeout seconds, one that sent `bye` with an error, or one that ended cleanly (`bye` without
 // error) is lost: receives from its workers fail with PeerLost naming the worker, its process,
 // host and pid, and why; sends to them throw it. A heartbeat is dropped rather than queued when
-// its socket holds kPulseBacklog of them already (a peer that stopped reading).
+// its socket holds kPulseBacklog of them already (a peer that stopped reading); the heartbeat
+// ROUTER likewise holds at most kPulseBacklog per peer before ZeroMQ stops reading that connection.
 //
 // Rejoins (runs that tolerate losses; docs/faults.md): the process that served the rendezvous
 // keeps its socket (serve_rejoins) and answers hellos that arrive during the run. A hello for a
@@ -84,6 +85,7 @@ class ZmqTransport final : public threads::Transport {
   // The context's I/O threads (ZMQ_AFFINITY masks; the context has two): data, heartbeats.
   static constexpr std::uint64_t kDataAffinity = 1, kPulseAffinity = 2;
   static constexpr int kPulseBacklog = 16;  // heartbeats a pulse socket may hold for its peer
+  static constexpr int kMaxFramesPerWakeUp = 256;  // read from one socket before the loop looks at the others
 
   // router, pulse: this process's bound data and heartbeat sockets (moved in). table: every
   // process, from the rendezvous.

@@ -18,8 +18,10 @@
 namespace fast::runtime::zmq {
 
 namespace {
-constexpr int kMaxBatch = 256;              // frames handled per wake-up before timers are checked
 constexpr std::size_t kMaxReasonBytes = 4096;  // a bye's error text
+// The loop's poll items, by index; the rejoin desk last, as only process 0 of a run that tolerates
+// losses has one.
+enum PollItem { kDataItem, kPulseItem, kWakeItem, kMonitorItem, kPulseMonitorItem, kDeskItem, kPollItems };
 
 // Why a handshake failed, for the log.
 std::string protocol_error(std::uint32_t code) {
@@ -69,28 +71,30 @@ void ZmqTransport::loop() {
   LoopTurn turn(settings_.peer_timeout);  // warns about a turn longer than a quarter of it
   while (!stop_) {
     turn.begin(clock());
-    ::zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
-                                 {pulse_.handle(), 0, ZMQ_POLLIN, 0},
-                                 {nullptr, wake_fd_, ZMQ_POLLIN, 0},
-                                 {monitor.handle(), 0, ZMQ_POLLIN, 0},
-                                 {pulse_monitor.handle(), 0, ZMQ_POLLIN, 0},
-                                 {desk_ ? desk_->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
-    ::zmq::poll(items, desk_ ? 6 : 5, std::chrono::milliseconds(20));
+    ::zmq::pollitem_t items[kPollItems] = {};
+    items[kDataItem] = {router_.handle(), 0, ZMQ_POLLIN, 0};
+    items[kPulseItem] = {pulse_.handle(), 0, ZMQ_POLLIN, 0};
+    items[kWakeItem] = {nullptr, wake_fd_, ZMQ_POLLIN, 0};
+    items[kMonitorItem] = {monitor.handle(), 0, ZMQ_POLLIN, 0};
+    items[kPulseMonitorItem] = {pulse_monitor.handle(), 0, ZMQ_POLLIN, 0};
+    items[kDeskItem] = {desk_ ? desk_->handle() : nullptr, 0, ZMQ_POLLIN, 0};
+    ::zmq::poll(items, desk_ ? kPollItems : kDeskItem, std::chrono::milliseconds(20));  // the desk last
+    const auto ready = [&items](int item) { return (items[item].revents & ZMQ_POLLIN) != 0; };
     turn.step("poll (20 ms at most while the thread runs)", clock());
-    if (items[2].revents & ZMQ_POLLIN) {
+    if (ready(kWakeItem)) {
       std::uint64_t count = 0;
       (void)!read(wake_fd_, &count, sizeof(count));
     }
     flush_links();
     turn.step("sending queued frames", clock());
-    if (items[1].revents & ZMQ_POLLIN) receive_pulses();
+    if (ready(kPulseItem)) receive_pulses();
     turn.step("receiving heartbeats", clock());
-    if (items[0].revents & ZMQ_POLLIN) receive_all();
+    if (ready(kDataItem)) receive_all();
     turn.step("receiving frames", clock());
-    if (items[3].revents & ZMQ_POLLIN) log_handshake_failure(monitor);
-    if (items[4].revents & ZMQ_POLLIN) log_handshake_failure(pulse_monitor);
+    if (ready(kMonitorItem)) log_handshake_failure(monitor);
+    if (ready(kPulseMonitorItem)) log_handshake_failure(pulse_monitor);
     turn.step("the handshake monitors", clock());
-    if (desk_ && (items[5].revents & ZMQ_POLLIN)) receive_rejoin_hellos();
+    if (desk_ && ready(kDeskItem)) receive_rejoin_hellos();
     if (!pending_.empty()) progress_rejoins();
     turn.step("rejoins", clock());
     if (clock() >= next_heartbeat) {
@@ -123,7 +127,7 @@ Frame ZmqTransport::control_frame(wire::FrameKind kind, const ProcessInfo& peer,
 }
 
 void ZmqTransport::receive_all() {
-  for (int i = 0; i < kMaxBatch; ++i) {
+  for (int i = 0; i < kMaxFramesPerWakeUp; ++i) {
     std::vector<::zmq::message_t> parts;
     if (!::zmq::recv_multipart(router_, std::back_inserter(parts), ::zmq::recv_flags::dontwait)) return;
     receive_one(parts);

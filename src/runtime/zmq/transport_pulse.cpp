@@ -13,8 +13,6 @@
 namespace fast::runtime::zmq {
 
 namespace {
-constexpr int kMaxPulsesPerWakeUp = 256;
-
 // "p<k>" -> k, or -1.
 int parse_routing_id(const ::zmq::message_t& id, int processes) {
   const std::string text = id.to_string();
@@ -49,7 +47,7 @@ void ZmqTransport::send_heartbeats() {
 }
 
 void ZmqTransport::receive_pulses() {
-  for (int i = 0; i < kMaxPulsesPerWakeUp; ++i) {
+  for (int i = 0; i < kMaxFramesPerWakeUp; ++i) {
     std::vector<::zmq::message_t> parts;
     if (!::zmq::recv_multipart(pulse_, std::back_inserter(parts), ::zmq::recv_flags::dontwait)) return;
     int from = -1;
