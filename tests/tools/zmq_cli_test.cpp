@@ -102,11 +102,11 @@ TEST_P(ZmqAsynchronous, DISABLED_ReachesTheAccuracyOfThreadsWithinOnePoint) {
   fs::remove_all(dir);
 }
 
-// Not `ps --mode async`: across processes it ends 1.6-2.7 points below threads (worker 0, which
-// hosts the server in its process, takes 3x the steps of the others and the rest grow stale); a
-// known shortfall written in docs/status.md, not hidden by a looser bound.
+// On 2026-11-28 easgd failed this in 4 runs of 5 (1.3-2.3 points below: worker 0, which holds
+// the centre, takes most of the steps; docs/launch.md, "Checks"): a known shortfall, kept here
+// and not hidden by a looser bound.
 INSTANTIATE_TEST_SUITE_P(Strategies, ZmqAsynchronous,
-                         ::testing::Values("ps --mode ssp --staleness 2", "easgd --tau 2 --alpha 0.1",
+                         ::testing::Values("ps --mode async", "ps --mode ssp --staleness 2", "easgd --tau 2 --alpha 0.1",
                                            "adpsgd", "gosgd", "acid"),
                          [](const auto& info) { return dir_name(info.param); });
 
