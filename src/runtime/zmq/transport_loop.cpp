@@ -69,17 +69,20 @@ void ZmqTransport::loop() {
   const double heartbeat = std::min(settings_.peer_timeout / 4, 1.0);
   double next_heartbeat = 0;
   LoopTurn turn(settings_.peer_timeout);  // warns about a turn longer than a quarter of it
+  // The sockets polled never change while the loop runs (serve_rejoins() gives the desk before
+  // start()); poll() rewrites each item's revents.
+  ::zmq::pollitem_t items[kPollItems] = {};
+  items[kDataItem] = {router_.handle(), 0, ZMQ_POLLIN, 0};
+  items[kPulseItem] = {pulse_.handle(), 0, ZMQ_POLLIN, 0};
+  items[kWakeItem] = {nullptr, wake_fd_, ZMQ_POLLIN, 0};
+  items[kMonitorItem] = {monitor.handle(), 0, ZMQ_POLLIN, 0};
+  items[kPulseMonitorItem] = {pulse_monitor.handle(), 0, ZMQ_POLLIN, 0};
+  items[kDeskItem] = {desk_ ? desk_->handle() : nullptr, 0, ZMQ_POLLIN, 0};
+  const int polled = desk_ ? kPollItems : kDeskItem;
+  const auto ready = [&items](int item) { return (items[item].revents & ZMQ_POLLIN) != 0; };
   while (!stop_) {
     turn.begin(clock());
-    ::zmq::pollitem_t items[kPollItems] = {};
-    items[kDataItem] = {router_.handle(), 0, ZMQ_POLLIN, 0};
-    items[kPulseItem] = {pulse_.handle(), 0, ZMQ_POLLIN, 0};
-    items[kWakeItem] = {nullptr, wake_fd_, ZMQ_POLLIN, 0};
-    items[kMonitorItem] = {monitor.handle(), 0, ZMQ_POLLIN, 0};
-    items[kPulseMonitorItem] = {pulse_monitor.handle(), 0, ZMQ_POLLIN, 0};
-    items[kDeskItem] = {desk_ ? desk_->handle() : nullptr, 0, ZMQ_POLLIN, 0};
-    ::zmq::poll(items, desk_ ? kPollItems : kDeskItem, std::chrono::milliseconds(20));  // the desk last
-    const auto ready = [&items](int item) { return (items[item].revents & ZMQ_POLLIN) != 0; };
+    ::zmq::poll(items, polled, std::chrono::milliseconds(20));
     turn.step("poll (20 ms at most while the thread runs)", clock());
     if (ready(kWakeItem)) {
       std::uint64_t count = 0;
@@ -94,7 +97,7 @@ void ZmqTransport::loop() {
     if (ready(kMonitorItem)) log_handshake_failure(monitor);
     if (ready(kPulseMonitorItem)) log_handshake_failure(pulse_monitor);
     turn.step("the handshake monitors", clock());
-    if (desk_ && ready(kDeskItem)) receive_rejoin_hellos();
+    if (ready(kDeskItem)) receive_rejoin_hellos();  // never set without a desk (not polled)
     if (!pending_.empty()) progress_rejoins();
     turn.step("rejoins", clock());
     if (clock() >= next_heartbeat) {
