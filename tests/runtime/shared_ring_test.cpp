@@ -139,6 +139,45 @@ TEST(SharedRing, ARecordThatWouldCrossTheEndStartsTheNextLapBehindAWrapMarker) {
   EXPECT_TRUE(out.put({}, bytes_of(4096 - region(1500) - 64, 3)));
 }
 
+TEST(SharedRing, ARecordThatFitsAtTheRingsStartGoesThereOnceTheRecordsBeforeItAreReleased) {
+  OutboundRing out(kCapacity);
+  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+  const std::byte* first = nullptr;
+  for (int round = 0; round < 20; ++round) {  // taken as fast as they come: always the first bytes
+    ASSERT_TRUE(out.put({}, bytes_of(500, round))) << round;
+    const auto body = in->peek();
+    ASSERT_TRUE(body.has_value()) << round;
+    if (round == 0) first = body->data();
+    EXPECT_EQ(body->data(), first) << round;
+    const auto want = bytes_of(500, round);
+    EXPECT_TRUE(std::equal(body->begin(), body->end(), want.begin())) << round;
+    in->take();  // released at once
+  }
+  // A record held: the next one follows it, as the ring's start is not free.
+  ASSERT_TRUE(out.put({}, bytes_of(500, 30)));
+  ASSERT_TRUE(in->peek().has_value());
+  EXPECT_EQ(in->peek()->data(), first);
+  std::optional<InboundRing::Payload> held = in->take();
+  ASSERT_TRUE(out.put({}, bytes_of(500, 31)));
+  ASSERT_TRUE(in->peek().has_value());
+  EXPECT_EQ(in->peek()->data(), first + region(500));
+  in->take();
+  held.reset();  // both released: 2 x 576 bytes lie before the current position
+  // Larger than that: it goes on from the current position.
+  ASSERT_TRUE(out.put({}, bytes_of(1200, 32)));
+  ASSERT_TRUE(in->peek().has_value());
+  EXPECT_EQ(in->peek()->data(), first + 2 * region(500));
+  const auto want = bytes_of(1200, 32);
+  EXPECT_TRUE(std::equal(in->peek()->begin(), in->peek()->end(), want.begin()));
+  in->take();
+  // Then a record that fits before the current position goes to the ring's start again.
+  ASSERT_TRUE(out.put({}, bytes_of(500, 33)));
+  ASSERT_TRUE(in->peek().has_value());
+  EXPECT_EQ(in->peek()->data(), first);
+  in->take();
+  EXPECT_FALSE(in->peek().has_value());
+}
+
 TEST(SharedRing, APayloadOwnerKeepsTheMappingAfterTheRingIsDropped) {
   OutboundRing out(kCapacity);
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());

@@ -57,8 +57,9 @@ RingPlacement place(std::uint64_t position, std::uint64_t bytes, std::uint64_t c
 
 // The capacity of each of a process's rings: `setting` (FAST_SHM_BYTES) when >= 0 (0: no rings),
 // else automatic: kAutoRingBudget shared among the `peers` other processes of the host, each ring
-// between kAutoRingMin and kAutoRingMax, a multiple of 64. A ring's pages stay resident once its
-// positions have wrapped, so the budget bounds what a process keeps however many share the host.
+// between kAutoRingMin and kAutoRingMax, a multiple of 64. A ring's pages stay resident once
+// touched (put() reaches past the first ones only while records wait to be taken), so the budget
+// bounds what a process keeps however many share the host.
 inline constexpr std::size_t kAutoRingBudget = std::size_t{256} << 20;
 inline constexpr std::size_t kAutoRingMin = std::size_t{1} << 20;
 inline constexpr std::size_t kAutoRingMax = std::size_t{32} << 20;
@@ -87,7 +88,10 @@ class OutboundRing {
 
   // Copies one record, whose body is `head` then `payload`, into the ring, publishes it and wakes
   // the reader if it sleeps. False when the ring has no room now or the body is larger than
-  // max_body() (nothing is written: the caller sends the message another way).
+  // max_body() (nothing is written: the caller sends the message another way). The record goes
+  // to the ring's first byte (the next lap, behind a wrap marker) whenever it fits there, else
+  // where the last one ended: a ring whose records are taken about as fast as they come keeps
+  // reusing its first pages.
   bool put(std::span<const std::byte> head, std::span<const std::byte> payload);
 
  private:
