@@ -25,8 +25,10 @@ import statistics
 import sys
 from collections import defaultdict
 
-DEFAULT_CHUNK = 4 << 20  # fast::collective::AllreduceOptions::chunk_bytes
-GOAL_ALLREDUCE_FROM = 1 << 20   # (a) goal applies from 1 MiB up
+from report_mpi import report_mpi, report_windows
+from report_util import (DEFAULT_CHUNK, GOAL_ALLREDUCE_FROM, RatioGoal, div, fmt_bw, fmt_ratio, human_bytes,
+                         load_text, read_busbw, table, verdict, write_csv)
+
 GOAL_ALLREDUCE = 1.0            # FAST busbw / MPI busbw
 GOAL_OVERHEAD = 0.97            # (b) FAST samples/s / plain libtorch samples/s (<= 3% fewer)
 GOAL_DDP = {"mlp": 2.0, "cnn": 1.1}  # (c) FAST samples/s / DDP samples/s
@@ -35,118 +37,6 @@ GOAL_PROC_GLOO = 2.0            # (e) FAST zmq tcp (CURVE) busbw / gloo busbw, f
 GOAL_DDP_ZMQ = {"mlp": 2.0, "cnn": 1.2}  # (f) FAST zmq samples/s / DDP samples/s
 GOAL_PYTHON = {"mlp": 1.5, "cnn": 1.1}  # (j) FAST from Python samples/s / DDP samples/s
 NOISY_SPREAD = 1.25             # (b), (c): max/min of one side's runs above this marks the verdict noisy
-
-
-def human_bytes(b):
-    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= size and b % size == 0:
-            return f"{b // size} {unit}"
-    return f"{b} B"
-
-
-def loads(raw, pattern):
-    """Mean 1-minute load average recorded before the runs matching pattern."""
-    vals = []
-    for path in glob.glob(os.path.join(raw, pattern + ".load")):
-        with open(path) as f:
-            vals.append(float(f.read().split()[0]))
-    return (statistics.mean(vals), min(vals), max(vals)) if vals else None
-
-
-def load_text(raw, pattern):
-    l = loads(raw, pattern)
-    return "load n/a" if l is None else f"1-min load avg {l[0]:.2f} (min {l[1]:.2f}, max {l[2]:.2f}) on {os.cpu_count()} cores"
-
-
-def table(header, rows):
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda r: "| " + " | ".join(str(x).rjust(w) for x, w in zip(r, widths)) + " |"
-    out = [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    out += [line(r) for r in rows]
-    return "\n".join(out)
-
-
-def verdict(ok):
-    return "NO DATA" if ok is None else "MET" if ok else "MISSED"
-
-
-def fmt_bw(x):
-    return "-" if x is None else f"{x:.3f}"
-
-
-def fmt_ratio(x):
-    return "-" if x is None else f"{x:.2f}x"
-
-
-def div(a, b):
-    return a / b if a and b else None
-
-
-def write_csv(path, rows):
-    """rows: a list of dicts with the same keys (the first row's are the columns)."""
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["none"])
-        w.writeheader()
-        w.writerows(rows)
-
-
-# ---------------------------------------------------------------- all-reduce tables ((a), (e))
-def read_busbw(raw, pattern, what):
-    """Medians of busbw_GBps over the CSVs raw/<pattern> (allreduce_common.hpp's columns):
-    ({(impl, ranks, bytes, chunk_bytes): median GB/s}, the most runs of one key)."""
-    busbw = defaultdict(list)
-    for path in sorted(glob.glob(os.path.join(raw, pattern))):
-        with open(path) as f:
-            for row in csv.DictReader(f):
-                key = (row["impl"], int(row["ranks"]), int(row["bytes"]), int(row["chunk_bytes"]))
-                busbw[key].append(float(row["busbw_GBps"]))
-    if not busbw:
-        raise SystemExit(f"report.py: no {what} results ({pattern}) in {raw}")
-    return {k: statistics.median(v) for k, v in busbw.items()}, max(len(v) for v in busbw.values())
-
-
-class RatioGoal:
-    """A goal 'ratio >= goal for every size >= GOAL_ALLREDUCE_FROM': fed one ratio per size."""
-
-    def __init__(self, goal, from_bytes=None):
-        self.goal, self.ratios = goal, []
-        self.from_bytes = GOAL_ALLREDUCE_FROM if from_bytes is None else from_bytes
-
-    def add(self, nbytes, ratio):
-        if nbytes >= self.from_bytes and ratio is not None:
-            self.ratios.append(ratio)
-
-    @property
-    def met(self):  # None: no size >= 1 MiB had both figures
-        return None if not self.ratios else min(self.ratios) >= self.goal
-
-    @property
-    def worst(self):
-        return min(self.ratios) if self.ratios else None
-
-    @property
-    def best(self):
-        return max(self.ratios) if self.ratios else None
-
-    @property
-    def geomean(self):
-        return math.exp(statistics.mean(math.log(r) for r in self.ratios)) if self.ratios else None
-
-    def line(self, text):
-        return (f"  goal ({text} for sizes >= {human_bytes(self.from_bytes)}): {verdict(self.met)}"
-                + ("" if self.worst is None else f" (worst ratio {self.worst:.2f}x)"))
-
-    def info(self, text):  # the same ratios as information, without a verdict
-        return (f"  information: {text}, sizes >= {human_bytes(self.from_bytes)}: "
-                + ("n/a" if self.worst is None else f"worst {self.worst:.2f}x, geometric mean {self.geomean:.2f}x"))
-
-    def spread(self, text):  # information with both ends: for ratios that may fall on either side of 1
-        return (f"  information: {text}, sizes >= {human_bytes(self.from_bytes)}: "
-                + ("n/a" if self.worst is None
-                   else f"{self.worst:.2f}x to {self.best:.2f}x, geometric mean {self.geomean:.2f}x"))
-
-    def result(self):
-        return {"goal": self.goal, "goal_met": self.met, "worst_ratio_from_1MiB": self.worst}
 
 
 # ---------------------------------------------------------------- (a) all-reduce
@@ -263,140 +153,6 @@ def report_processes(out):
                                                       "geomean_ratio_from_1MiB": vs_shm.geomean}}
     write_csv(os.path.join(out, "processes_summary.csv"), summary_rows)
     return result, "\n".join(text)
-
-
-# ---------------------------------------------------------------- (g) all-reduce through the mpi runtime
-# mpi_direct_again: the same program as mpi_direct, run again in the same repetition (an A/A
-# comparison): how far this machine scatters between two runs of one program, next to the goal's 5%.
-G_KINDS = ("mpi_direct", "mpi_direct_multiple", "fast_mpi_native", "fast_mpi_fast", "mpi_direct_again")
-GOAL_MPI_NATIVE, GOAL_MPI_FROM = 0.95, 64 << 10
-
-
-def report_mpi(out):
-    raw = os.path.join(out, "raw")
-    med, reps = read_busbw(raw, "g_*.csv", "all-reduce through the mpi runtime")
-    get = lambda impl, n, b: med.get((impl, n, b, DEFAULT_CHUNK if impl.startswith("fast") else 0))
-    text = [f"(g) all-reduce bus bandwidth through `--runtime mpi`, GB/s (median of {reps} runs; float sum, in place; "
-            f"{load_text(raw, 'g_*')})",
-            "    MPI: bench_allreduce_mpi (MPI_Allreduce called directly; MPI_Init, and MPI_Init_thread(MULTIPLE) as FAST "
-            "initialises it); FAST native: bench_allreduce_fast --runtime mpi "
-            "--collectives native (Communicator::allreduce -> MPI_Allreduce); FAST ring: --collectives fast (chunk 4 MiB)",
-            "    all under mpirun --bind-to none with OpenMPI's defaults (shared memory); --oversubscribe above the cores"]
-    summary_rows, result = [], {"goal": f"FAST native >= {GOAL_MPI_NATIVE}x MPI_Allreduce from 64 KiB up", "ranks": {}}
-    for n in sorted({k[1] for k in med}):
-        native, ring, rows = RatioGoal(GOAL_MPI_NATIVE, GOAL_MPI_FROM), RatioGoal(0, GOAL_MPI_FROM), []
-        same_level, again = RatioGoal(0, GOAL_MPI_FROM), RatioGoal(0, GOAL_MPI_FROM)
-        for b in sorted({k[2] for k in med if k[1] == n}):
-            f = {impl: get(impl, n, b) for impl in G_KINDS}
-            r_native, r_ring = div(f["fast_mpi_native"], f["mpi_direct"]), div(f["fast_mpi_fast"], f["mpi_direct"])
-            r_same_level = div(f["fast_mpi_native"], f["mpi_direct_multiple"])
-            r_again = div(f["mpi_direct_again"], f["mpi_direct"])
-            native.add(b, r_native)
-            again.add(b, r_again)
-            ring.add(b, r_ring)
-            same_level.add(b, r_same_level)
-            rows.append([human_bytes(b), fmt_bw(f["mpi_direct"]), fmt_bw(f["mpi_direct_multiple"]),
-                         fmt_bw(f["fast_mpi_native"]), fmt_ratio(r_native), fmt_ratio(r_same_level),
-                         fmt_bw(f["fast_mpi_fast"]), fmt_ratio(r_ring), fmt_ratio(r_again)])
-            summary_rows.append({"ranks": n, "bytes": b, **{f"{k}_busbw": v for k, v in f.items()},
-                                 "ratio_native": r_native, "ratio_native_vs_multiple": r_same_level,
-                                 "ratio_ring": r_ring, "ratio_mpi_again": r_again})
-        text.append(f"\n  {n} ranks")
-        text.append(table(["size", "MPI_Allreduce", "MPI (MULTIPLE)", "FAST native", "/ MPI", "/ MPI (MULTIPLE)",
-                           "FAST ring", "/ MPI", "MPI again / MPI"], rows))
-        text.append(native.line(f"FAST native >= {GOAL_MPI_NATIVE}x MPI_Allreduce"))
-        text.append(same_level.info("FAST native / MPI_Allreduce initialised with MPI_THREAD_MULTIPLE (as FAST is)"))
-        text.append(ring.info("FAST ring / MPI_Allreduce"))
-        text.append(again.spread("MPI_Allreduce run again / MPI_Allreduce (the same program twice: this "
-                                 "machine's scatter)"))
-        result["ranks"][str(n)] = {"native": native.result(),
-                                   "native_vs_multiple": {"worst_ratio_from_64KiB": same_level.worst,
-                                                          "geomean_ratio_from_64KiB": same_level.geomean},
-                                   "ring": {"worst_ratio_from_64KiB": ring.worst, "geomean_ratio_from_64KiB": ring.geomean},
-                                   "mpi_again": {"lowest_ratio_from_64KiB": again.worst,
-                                                 "highest_ratio_from_64KiB": again.best,
-                                                 "geomean_ratio_from_64KiB": again.geomean}}
-    write_csv(os.path.join(out, "mpi_summary.csv"), summary_rows)
-    return result, "\n".join(text)
-
-
-# ---------------------------------------------------------- (h) one-sided windows under the mpi runtime
-H_IMPLS = ("fast_window_service", "fast_window_rma", "mpi_rma_create", "mpi_rma_allocate")
-
-
-def report_windows(out):
-    """(h): microseconds per window operation; the decision it informs is where the mpi runtime's windows run."""
-    raw = os.path.join(out, "raw")
-    times, reps = defaultdict(list), defaultdict(set)
-    for path in sorted(glob.glob(os.path.join(raw, "h_*.csv"))):
-        owner = os.path.basename(path).split("_")[1]  # h_<owner>_rep<k>.csv
-        with open(path) as f:
-            for row in csv.DictReader(f):
-                key = (owner, row["impl"], row["op"], int(row["bytes"]))
-                times[key].append(float(row["seconds_per_op"]) * 1e6)
-                reps[owner].add(path)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    text = [f"(h) one-sided windows under mpirun -np 2, microseconds per operation (median of the runs; "
-            f"{load_text(raw, 'h_*')})",
-            "    FAST service: Window over --runtime mpi with FAST_WINDOWS=service (the owner's service activity); "
-            "FAST RMA: the default (MPI RMA, the requester applies the operation under an exclusive lock);",
-            "    MPI RMA create: the same lock, get, add, put and version count called directly on MPI_Win_create "
-            "memory; MPI RMA allocate: a shared lock and MPI_Accumulate / MPI_Get on MPI_Win_allocate memory",
-            "    owner idle: rank 0 waits in MPI; owner busy: rank 0 computes without calling MPI (as a training worker)"]
-    summary_rows, result = [], {"owners": {}}
-    for owner in sorted({k[0] for k in med}):
-        rows, faster = [], []
-        for b in sorted({k[3] for k in med if k[0] == owner}):
-            for op in ("accumulate", "get"):
-                f = {impl: med.get((owner, impl, op, b)) for impl in H_IMPLS}
-                speedup = div(f["fast_window_service"], f["fast_window_rma"])
-                overhead = div(f["fast_window_rma"], f["mpi_rma_create"])
-                faster.append(speedup)
-                fmt = lambda x: "n/a" if x is None else f"{x:.1f}"
-                rows.append([human_bytes(b), op] + [fmt(f[i]) for i in H_IMPLS[:2]] + [fmt_ratio(speedup)]
-                            + [fmt(f["mpi_rma_create"]), fmt_ratio(overhead), fmt(f["mpi_rma_allocate"])])
-                summary_rows.append({"owner": owner, "bytes": b, "op": op, **{f"{i}_us": f[i] for i in H_IMPLS},
-                                     "service_over_rma": speedup, "rma_over_direct": overhead})
-        known = [x for x in faster if x is not None]
-        text.append(f"\n  owner {owner} ({len(reps[owner])} runs)")
-        text.append(table(["size", "op", "FAST service", "FAST RMA", "service / RMA", "MPI RMA create",
-                           "FAST RMA / create", "MPI RMA allocate"], rows))
-        text.append("  information: FAST's windows on MPI RMA are faster than on the service at "
-                    f"{sum(x > 1 for x in known)} of {len(known)} sizes and operations"
-                    + ("" if not known else f" (service / RMA {min(known):.2f}x to {max(known):.2f}x)"))
-        result["owners"][owner] = {"rma_faster": sum(x > 1 for x in known), "cases": len(known),
-                                   "min_speedup": min(known) if known else None,
-                                   "max_speedup": max(known) if known else None}
-    write_csv(os.path.join(out, "windows_summary.csv"), summary_rows)
-    training = report_windows_training(raw, result)
-    return result, "\n".join(text + training)
-
-
-def report_windows_training(raw, result):
-    """(h), second part: h_train_<tag>_<windows>_rep<k>.json, 4-rank trainings with each kind of window."""
-    runs = defaultdict(list)  # (tag, windows) -> summaries
-    for path in sorted(glob.glob(os.path.join(raw, "h_train_*.json"))):
-        m = re.match(r"h_train_(.+)_(rma|service)_rep\d+\.json$", os.path.basename(path))
-        if m:
-            with open(path) as f:
-                runs[(m.group(1), m.group(2))].append(json.load(f))
-    if not runs:
-        return []
-    med = lambda tag, w, key: (statistics.median(r[key] for r in runs[(tag, w)]) if runs.get((tag, w)) else None)
-    rows, result["training"] = [], {}
-    for tag in sorted({k[0] for k in runs}):
-        f = {w: med(tag, w, "samples_per_second") for w in ("rma", "service")}
-        acc = {w: med(tag, w, "final_accuracy") for w in ("rma", "service")}
-        ratio = div(f["rma"], f["service"])
-        fmt = lambda x, spec: "n/a" if x is None else format(x, spec)
-        rows.append([tag, fmt(f["rma"], ".0f"), fmt(f["service"], ".0f"), fmt_ratio(ratio), fmt(acc["rma"], ".4f"),
-                     fmt(acc["service"], ".4f"), str(len(runs.get((tag, "rma"), [])))])
-        result["training"][tag] = {"samples_per_second_rma": f["rma"], "samples_per_second_service": f["service"],
-                                   "ratio": ratio, "accuracy_rma": acc["rma"], "accuracy_service": acc["service"]}
-    return [f"\n  asynchronous strategies, mlp, mpirun -np 4 `fast train --runtime mpi` (median of the runs; "
-            f"{load_text(raw, 'h_train_*')})",
-            table(["strategy", "samples/s RMA", "samples/s service", "RMA / service", "accuracy RMA",
-                   "accuracy service", "runs"], rows)]
 
 
 # ---------------------------------------------------------- (b), (c) training runs
@@ -565,10 +321,13 @@ def verdict_lines(name, r):
                          f"from 1 MiB up: worst {worst_text(info['worst_ratio_from_1MiB'])}, geometric mean "
                          f"{worst_text(info['geomean_ratio_from_1MiB'])}")
         return lines
-    if name == "mpi":
+    if name == "mpi":  # the goal is judged on the paired measurement where it ran (report_mpi.py)
         return [f"(g) all-reduce through --runtime mpi, {n} ranks: {verdict(v['native']['goal_met'])} -- FAST native "
-                f">= {v['native']['goal']}x MPI_Allreduce from 64 KiB up; worst ratio "
-                f"{worst_text(v['native']['worst_ratio_from_1MiB'])}; ring worst {worst_text(v['ring']['worst_ratio_from_64KiB'])}"
+                f">= {v['native']['goal']}x MPI_Allreduce from 64 KiB up{', paired' if 'paired' in v else ''}; worst "
+                f"ratio {worst_text(v['native']['worst_ratio_from_1MiB'])}"
+                + (f" (separate programs: worst {worst_text(v['native_separate']['worst_ratio_from_1MiB'])})"
+                   if "native_separate" in v else "")
+                + f"; ring worst {worst_text(v.get('paired', v).get('ring', {}).get('worst_ratio_from_64KiB'))}"
                 for n, v in r["ranks"].items()]
     if name == "windows":
         return ([f"(h) one-sided windows under mpi, owner {o}: information -- on MPI RMA faster than on the service "
