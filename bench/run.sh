@@ -30,6 +30,7 @@
 # Environment knobs (a-d with the defaults took 3 to 11 minutes on 2 busy cores; e and f add more):
 #   BENCH_ONLY="a b c d e f g h j k l"  which benchmarks to run
 #   BENCH_REPS=5           repetitions of each measurement (alternating FAST and peer); medians reported
+#   BENCH_G_ROUNDS=10      rounds of (g)'s paired measurement (the goal's verdict), per rank count
 #   BENCH_QUICK=1          a short smoke run (1 repetition, small sizes, few steps) to check the harness
 #   BENCH_B_THREADS=2      libtorch intra-op threads for (b), both sides (FAST_TORCH_THREADS)
 #   BENCH_CHUNKS=64K,256K,1M,4M   FAST chunk_bytes values tried in (a)
@@ -55,6 +56,7 @@ REPORT=("$PY" "$ROOT/bench/report.py")
 
 ONLY=${BENCH_ONLY:-a b c d e f g h j k l}
 REPS=${BENCH_REPS:-5}
+G_ROUNDS=${BENCH_G_ROUNDS:-10}
 QUICK=${BENCH_QUICK:-0}
 B_THREADS=${BENCH_B_THREADS:-2}
 CHUNKS=${BENCH_CHUNKS:-64K,256K,1M,4M}
@@ -66,6 +68,7 @@ export FAST_DATA_DIR=$DATA_DIR
 # Sizes and step counts: full run vs smoke run.
 if [[ $QUICK == 1 ]]; then
   REPS=1
+  G_ROUNDS=${BENCH_G_ROUNDS:-2}
   A_ARGS=(--max-bytes 4M --budget-bytes 32M --max-iters 200 --min-iters 3)
   B_STEPS_MLP=100; B_STEPS_CNN=10; C_STEPS_MLP=100; C_STEPS_CNN=10
   D_ARGS=(--n 655360 --rows 640 --reps 3)
@@ -369,6 +372,16 @@ if wants g; then
         g_step "$kind" "$n" "$rep"
       done
     done
+  done
+  # The goal's verdict: MPI_Allreduce direct and through FAST, taking turns in the same processes
+  # (bench/allreduce_mpi_paired.cpp), BENCH_G_ROUNDS rounds per rank count.
+  need_exe "$BIN/bench_allreduce_mpi_paired" "build with OpenMPI"
+  for n in 2 4; do
+    note "(g) paired: MPI_Allreduce direct, FAST native, FAST ring, direct again in one mpirun, $G_ROUNDS rounds, $n ranks"
+    mpi=(timeout -k 10 "$LAUNCH_TIMEOUT" mpirun -np "$n" --bind-to none)
+    if (( n > $(nproc) )); then mpi+=(--oversubscribe); fi
+    run "gp_n$n" "${mpi[@]}" "$BIN/bench_allreduce_mpi_paired" --rounds "$G_ROUNDS" "${A_ARGS[@]}" --out "$RAW/gp_n$n.csv"
+    need_file "$RAW/gp_n$n.csv" "no results; see $RAW/gp_n$n.log"
   done
   echo
   "${REPORT[@]}" mpi "$OUT" | tee -a "$LOG"
