@@ -1,6 +1,7 @@
 #include "collectives.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 
 #include "fast/core/error.hpp"
@@ -9,6 +10,11 @@
 namespace fast::runtime::mpi {
 
 namespace {
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // MPI counts are int: larger buffers go in pieces of this many elements or bytes.
 constexpr std::size_t kMaxCount = std::size_t{1} << 30;
 }  // namespace
@@ -19,10 +25,14 @@ void MpiCollectives::in_turn(std::uint64_t ticket, Fn&& fn) {
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [&] { return turn_ == ticket; });
   }
+  const std::int64_t entered = now_ns();
+  entered_ns_.store(entered, std::memory_order_relaxed);
   inside_.fetch_add(1, std::memory_order_relaxed);
   struct PassOn {
     MpiCollectives& self;
+    std::int64_t entered;
     ~PassOn() {
+      self.last_duration_ns_.store(now_ns() - entered, std::memory_order_relaxed);
       self.inside_.fetch_sub(1, std::memory_order_relaxed);
       {
         std::lock_guard<std::mutex> lock(self.mutex_);
@@ -30,9 +40,18 @@ void MpiCollectives::in_turn(std::uint64_t ticket, Fn&& fn) {
       }
       self.cv_.notify_all();
     }
-  } pass_on{*this};
+  } pass_on{*this, entered};
   fn();
   results_visible();
+}
+
+std::chrono::steady_clock::time_point MpiCollectives::overdue_at(std::chrono::nanoseconds floor,
+                                                                 std::chrono::nanoseconds cap) const {
+  if (!inside()) return std::chrono::steady_clock::time_point::max();
+  const std::chrono::nanoseconds twice(2 * last_duration_ns_.load(std::memory_order_relaxed));
+  const std::chrono::nanoseconds entered(entered_ns_.load(std::memory_order_relaxed));
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(entered + std::clamp(twice, floor, cap)));
 }
 
 void MpiCollectives::allreduce_sum(std::uint64_t ticket, core::MutableView data) {

@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -28,6 +29,12 @@ class MpiCollectives final : public NativeCollectives {
   // Whether an activity of this rank is inside an MPI collective now (read by the transport's
   // progress thread, which polls less meanwhile: the calling thread is progressing MPI itself).
   bool inside() const { return inside_.load(std::memory_order_relaxed) > 0; }
+  // When the collective running now becomes overdue: its start plus twice as long as the previous
+  // collective took, within [floor, cap]. A collective that overdue may be waiting for a peer that
+  // needs this rank's point-to-point service before it can enter it (the transport's progress
+  // thread then polls). time_point::max() when none runs. Thread-safe (a value read while a
+  // collective starts or ends may be stale: the caller reads it again after waiting).
+  std::chrono::steady_clock::time_point overdue_at(std::chrono::nanoseconds floor, std::chrono::nanoseconds cap) const;
   void allreduce_sum(std::uint64_t ticket, core::MutableView data) override;
   void broadcast(std::uint64_t ticket, core::MutableView data, int root) override;
   void allgather(std::uint64_t ticket, core::ConstView in, core::MutableView out) override;
@@ -41,6 +48,8 @@ class MpiCollectives final : public NativeCollectives {
   MPI_Comm comm_;
   std::atomic<std::uint64_t> next_{0};
   std::atomic<int> inside_{0};
+  std::atomic<std::int64_t> entered_ns_{0};        // steady_clock at the running collective's start
+  std::atomic<std::int64_t> last_duration_ns_{0};  // how long the previous collective took
   std::mutex mutex_;
   std::condition_variable cv_;
   std::uint64_t turn_ = 0;

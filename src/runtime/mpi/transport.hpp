@@ -18,10 +18,10 @@
 // polls that found nothing it yields 200 times, then sleeps 20 us while messages flowed in the
 // last 50 ms, 200 us after that and 1 ms after a quiet second (docs/benchmarks.md, (h)). While an
 // activity of the rank is inside a native collective (which progresses MPI on its own thread) it
-// does not yield and polls every 5 ms, or at once when a send is posted, leaving the cores to
-// the collective; it goes on polling because a peer may need this rank's point-to-point service
-// before it enters the same collective. A message that arrives as the collective ends waits at
-// most those 5 ms (docs/benchmarks.md, (g)).
+// does not yield, wakes every 5 ms to see whether the collective ended, and polls only when a
+// send is posted or an activity waits for a message or looks for one (progress_wanted), when the
+// collective is overdue (a peer may need this rank's point-to-point service before it enters the
+// same collective), or 100 ms after its last poll (transport_loop.cpp; docs/benchmarks.md, (g)).
 //
 // End and failure (MPI is fail-stop: a rank that dies makes mpirun end the others). A rank whose
 // worker fails sends `bye` with the error to every rank (kControlTag); a rank whose worker ended
@@ -36,6 +36,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -81,6 +82,12 @@ class MpiTransport final : public threads::Transport {
   core::Work send(int src, int dst, Tag tag, core::ConstView data) override;
   bool alive(int rank) const override;
   void ensure_alive(int rank) const override;
+  // An activity waits, or found no message (try_recv): the progress thread, if it sleeps inside a
+  // collective, polls.
+  void progress_wanted() override {
+    waits_.fetch_add(1);  // before ring() reads sleeping_ (see sleep_in_collective)
+    ring();
+  }
   // MPI delivers a bye after every message sent before it; there is nothing to wait for.
   void settle_lost_peers() override {}
   NativeCollectives* native_collectives() override { return native_; }
@@ -106,8 +113,10 @@ class MpiTransport final : public threads::Transport {
   void loop();
   // Wakes the progress thread from sleep_in_collective() (a send was posted, or stop).
   void ring();
-  // Waits up to 5 ms while an activity of the rank is inside a native collective.
-  void sleep_in_collective();
+  // Sleeps while an activity of the rank is inside a native collective, until the next poll is due
+  // (transport_loop.cpp: the collective ended, a send posted, progress wanted since waits_ was
+  // `waits`, the collective overdue, or 100 ms after last_poll).
+  void sleep_in_collective(std::chrono::steady_clock::time_point last_poll, std::uint64_t waits);
   bool receive_some();
   bool complete_sends();
   void on_message(int source, int mpi_tag, std::unique_ptr<std::byte[]> bytes, std::size_t size);
@@ -130,6 +139,7 @@ class MpiTransport final : public threads::Transport {
   std::mutex bell_mutex_;
   std::condition_variable bell_;
   std::atomic<bool> sleeping_{false};  // the progress thread is in sleep_in_collective()
+  std::atomic<std::uint64_t> waits_{0};  // progress_wanted() calls so far
 
   mutable std::mutex peers_mutex_;
   std::condition_variable peers_cv_;

@@ -22,11 +22,23 @@ std::chrono::microseconds poll_interval(double quiet_seconds) {
   return std::chrono::microseconds(1000);
 }
 
-// While an activity of the rank is inside a native collective, the progress thread polls every
-// 5 ms, or at once when a send is posted (ring()): the collective progresses MPI on its own
-// thread, and polls every 20 us, 200 us or even 1 ms slowed it down by up to 30% (docs/benchmarks.md,
-// (g)).
-constexpr std::chrono::milliseconds kInCollectivePoll{5};
+// While an activity of the rank is inside a native collective, that activity progresses MPI on its
+// own, and the progress thread's polls only slow it down: polls every 20 us, 200 us or 1 ms cost up
+// to 30%, every 5 ms still about 2% (docs/benchmarks.md, (g)). So the progress thread then wakes
+// every kInCollectiveWake, returns to its usual polls once the collective ended, and polls during
+// it only when
+// - a send is posted, or an activity of the process waits or found no message (ring()): a message
+//   only a poll receives may be what it needs;
+// - the collective is overdue (MpiCollectives::overdue_at: twice as long as the previous one took,
+//   within [kOverdueFloor, kOverdueCap]): it may be waiting for a peer that needs this rank's
+//   point-to-point service before it can enter the same collective. Then every kOverduePoll;
+// - kInCollectivePoll has passed since its last poll: a message for an activity that waits already
+//   (a window's service) waits at most that long during a run of collectives.
+constexpr std::chrono::milliseconds kInCollectiveWake{5};
+constexpr std::chrono::milliseconds kOverdueFloor{20};
+constexpr std::chrono::milliseconds kOverdueCap{100};
+constexpr std::chrono::milliseconds kOverduePoll{5};
+constexpr std::chrono::milliseconds kInCollectivePoll{100};
 
 void MpiTransport::ring() {
   if (!sleeping_.load()) return;
@@ -34,10 +46,18 @@ void MpiTransport::ring() {
   bell_.notify_one();
 }
 
-void MpiTransport::sleep_in_collective() {
+void MpiTransport::sleep_in_collective(std::chrono::steady_clock::time_point last_poll, std::uint64_t waits) {
   std::unique_lock<std::mutex> lock(bell_mutex_);
-  sleeping_ = true;  // before the predicate reads kicked_: ring() sees it, or the predicate sees kicked_
-  bell_.wait_for(lock, kInCollectivePoll, [&] { return kicked_.load() || stop_.load() || !native_->inside(); });
+  // Set before the loop reads kicked_ and waits_: a sender or waiter that changed them after the
+  // read finds sleeping_ set and rings the bell, which this thread waits on without missing it.
+  sleeping_ = true;
+  while (!kicked_.load() && !stop_.load() && waits_.load() == waits && native_->inside()) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto since = now - last_poll;
+    if (since >= kInCollectivePoll) break;
+    if (since >= kOverduePoll && now >= native_->overdue_at(kOverdueFloor, kOverdueCap)) break;
+    bell_.wait_for(lock, kInCollectiveWake);
+  }
   sleeping_ = false;
 }
 
@@ -47,6 +67,8 @@ void MpiTransport::loop() {
   auto last_activity = clock::now();
   try {
     while (!stop_.load()) {
+      const auto polled = clock::now();
+      const std::uint64_t waits = waits_.load();  // waits after this are answered by the next poll
       const bool received = receive_some();
       const bool completed = complete_sends();
       progress_made();
@@ -56,7 +78,7 @@ void MpiTransport::loop() {
         continue;
       }
       if (native_ != nullptr && native_->inside()) {
-        sleep_in_collective();
+        sleep_in_collective(polled, waits);
         continue;
       }
       if (++idle < 200) {  // a reply is often microseconds away: yield before sleeping

@@ -158,6 +158,7 @@ std::optional<std::size_t> ThreadsContext::try_recv(int peer, Tag tag, core::Mut
   std::shared_ptr<Op> send = own_mailbox().take_send(peer, tag, world_);
   if (!send) {
     ensure_alive(peer);
+    if (!world_.is_local(peer) && world_.transport() != nullptr) world_.wake_transport();  // it may be on its way
     return std::nullopt;
   }
   Op recv;

@@ -29,6 +29,11 @@ class Transport {
   virtual bool alive(int rank) const = 0;
   // Throws PeerLost naming the worker, its process and host, and why, when it is lost.
   virtual void ensure_alive(int rank) const = 0;
+  // An activity of this process is about to wait (for a message, a send's completion or its turn)
+  // or looked for a message of another process and found none (try_recv): a transport that polls
+  // lazily at times (mpi, inside a native collective) polls now. Called that often: must cost no
+  // more than an atomic operation when there is nothing to do.
+  virtual void progress_wanted() {}
   // Context::settle_lost_peers for the workers of other processes.
   virtual void settle_lost_peers() = 0;
   // Context::membership_events: losses and rejoins seen so far (at: WorldState::now()).

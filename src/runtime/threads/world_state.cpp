@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "transport.hpp"
+
 namespace fast::runtime::threads {
 
 WorldState::WorldState(WorldShape shape, double op_timeout_seconds, std::string runtime_name, Transport* transport)
@@ -17,6 +19,8 @@ WorldState::WorldState(WorldShape shape, double op_timeout_seconds, std::string 
 double WorldState::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
+
+void WorldState::wake_transport() const { transport_->progress_wanted(); }
 
 bool WorldState::spin_pays() const noexcept {
   if (transport_ != nullptr) return false;

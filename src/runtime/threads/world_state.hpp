@@ -54,9 +54,11 @@ class WorldState {
   // runnable a yield returns at once, so the loop burns at most 64 calls. With a transport it
   // raised 2-process training of the mlp under zmq from 65k to 80k samples/s (docs/benchmarks.md,
   // (f)). Returns pred()'s last value.
+  // It first tells the transport (Transport::progress_wanted), whose threads deliver the message.
   template <typename Pred>
   bool poll_before_blocking(Pred pred) const {
     constexpr int kSpins = 4000, kYields = 64;
+    if (transport_ != nullptr) wake_transport();
     if (spin_pays()) {
       for (int i = 0; i < kSpins; ++i) {
         if (pred()) return true;
@@ -70,6 +72,8 @@ class WorldState {
     }
     return pred();
   }
+  // Transport::progress_wanted of the transport (not null).
+  void wake_transport() const;
   // Seconds since this state was made (for zmq: once the rendezvous completed).
   double now() const;
 
