@@ -18,7 +18,7 @@
 // polls that found nothing it yields 200 times, then sleeps 20 us while messages flowed in the
 // last 50 ms, 200 us after that and 1 ms after a quiet second (docs/benchmarks.md, (h)). While an
 // activity of the rank is inside a native collective (which progresses MPI on its own thread) it
-// does not yield, wakes every 5 ms to see whether the collective ended, and polls only when a
+// does not yield, wakes every 20 ms to see whether the collective ended, and polls only when a
 // send is posted or an activity waits for a message or looks for one (progress_wanted), when the
 // collective is overdue (a peer may need this rank's point-to-point service before it enters the
 // same collective), or 100 ms after its last poll (transport_loop.cpp; docs/benchmarks.md, (g)).

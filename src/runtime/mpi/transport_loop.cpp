@@ -23,21 +23,21 @@ std::chrono::microseconds poll_interval(double quiet_seconds) {
 }
 
 // While an activity of the rank is inside a native collective, that activity progresses MPI on its
-// own, and the progress thread's polls only slow it down: polls every 20 us, 200 us or 1 ms cost up
-// to 30%, every 5 ms still about 2% (docs/benchmarks.md, (g)). So the progress thread then wakes
-// every kInCollectiveWake, returns to its usual polls once the collective ended, and polls during
-// it only when
+// own, and the progress thread only slows it down: polls every 20 us, 200 us or 1 ms cost up to
+// 30%, and even waking every 5 ms without a poll about 3% on this VM (each wake-up takes a core
+// from a rank that spins in the collective; docs/benchmarks.md, (g), paired). So the progress
+// thread then wakes every kInCollectiveWake, returns to its usual polls once the collective ended,
+// and polls during it only when
 // - a send is posted, or an activity of the process waits or found no message (ring()): a message
 //   only a poll receives may be what it needs;
 // - the collective is overdue (MpiCollectives::overdue_at: twice as long as the previous one took,
 //   within [kOverdueFloor, kOverdueCap]): it may be waiting for a peer that needs this rank's
-//   point-to-point service before it can enter the same collective. Then every kOverduePoll;
+//   point-to-point service before it can enter the same collective. Then at every wake;
 // - kInCollectivePoll has passed since its last poll: a message for an activity that waits already
 //   (a window's service) waits at most that long during a run of collectives.
-constexpr std::chrono::milliseconds kInCollectiveWake{5};
+constexpr std::chrono::milliseconds kInCollectiveWake{20};
 constexpr std::chrono::milliseconds kOverdueFloor{20};
 constexpr std::chrono::milliseconds kOverdueCap{100};
-constexpr std::chrono::milliseconds kOverduePoll{5};
 constexpr std::chrono::milliseconds kInCollectivePoll{100};
 
 void MpiTransport::ring() {
@@ -55,7 +55,7 @@ void MpiTransport::sleep_in_collective(std::chrono::steady_clock::time_point las
     const auto now = std::chrono::steady_clock::now();
     const auto since = now - last_poll;
     if (since >= kInCollectivePoll) break;
-    if (since >= kOverduePoll && now >= native_->overdue_at(kOverdueFloor, kOverdueCap)) break;
+    if (since >= kInCollectiveWake && now >= native_->overdue_at(kOverdueFloor, kOverdueCap)) break;
     bell_.wait_for(lock, kInCollectiveWake);
   }
   sleeping_ = false;
