@@ -111,7 +111,8 @@ class MpiTransport final : public threads::Transport {
   void post(Pending pending, const void* buffer, int count, MPI_Datatype type, int dst, int mpi_tag);
   void send_bye(const std::string& error);
   void loop();
-  // Wakes the progress thread from sleep_in_collective() (a send was posted, or stop).
+  // Wakes the progress thread from sleep_in_collective() (a send was posted, progress is wanted,
+  // or stop).
   void ring();
   // Sleeps while an activity of the rank is inside a native collective, until the next poll is due
   // (transport_loop.cpp: the collective ended, a send posted, progress wanted since waits_ was
