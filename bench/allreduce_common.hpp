@@ -1,14 +1,16 @@
 #pragma once
-// Shared by bench/allreduce_fast.cpp and bench/allreduce_mpi.cpp so both sides use exactly the same
-// message sizes, iteration policy, bandwidth formulas and CSV format. No FAST or MPI includes here.
+// Shared by bench/allreduce_fast.cpp, bench/allreduce_mpi.cpp and bench/allreduce_mpi_paired.cpp so
+// every side uses exactly the same message sizes, iteration policy, measurement (time_size),
+// bandwidth formulas and CSV format. No FAST or MPI includes here.
 //
-// Measurement (both programs): for each message size, `warmup` untimed all-reduces, a barrier,
+// Measurement (every program): for each message size, `warmup` untimed all-reduces, a barrier,
 // then `iters` timed all-reduces back to back on every rank; a rank's time is (t_end - t_start) /
 // iters; the reported time is the maximum over ranks (the slowest rank bounds a collective).
 //   algbw = bytes / time                     (GB/s, 1 GB = 1e9 bytes)
 //   busbw = algbw * 2 (n - 1) / n            (nccl-tests convention for all-reduce)
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +49,36 @@ inline std::size_t iterations(const AllreduceArgs& a, std::size_t bytes) {
 }
 
 inline double busbw_factor(int n) { return n <= 1 ? 0.0 : 2.0 * (n - 1) / n; }
+
+// What one rank measured for one message size.
+struct SizeTiming {
+  double seconds = 0;   // this rank's time per timed all-reduce (the caller takes the maximum over ranks)
+  std::size_t iters = 0;
+  bool wrong = false;   // the checked all-reduce returned something other than n(n+1)/2 somewhere
+};
+
+// The measurement of one message size, shared by every all-reduce program of bench/ (see the top of
+// this file): on `count` floats at `data`, one checked all-reduce (rank r gives r+1; every element
+// must come back as n(n+1)/2), then zero-fill (no overflow, no denormals), `warmup - 1` more untimed
+// all-reduces, `barrier()`, and `iterations(a, bytes)` timed ones back to back (steady_clock).
+// `allreduce(data, count)` reduces in place (sum) over all n ranks; every rank calls this alike.
+template <typename Allreduce, typename Barrier>
+SizeTiming time_size(const AllreduceArgs& a, float* data, std::size_t count, int rank, int n, Allreduce&& allreduce,
+                     Barrier&& barrier) {
+  SizeTiming t;
+  std::fill(data, data + count, static_cast<float>(rank + 1));
+  allreduce(data, count);
+  const float expect = static_cast<float>(n * (n + 1) / 2);
+  t.wrong = std::any_of(data, data + count, [&](float x) { return x != expect; });
+  std::fill(data, data + count, 0.0f);
+  for (std::size_t i = 1; i < a.warmup; ++i) allreduce(data, count);
+  t.iters = iterations(a, count * sizeof(float));
+  barrier();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < t.iters; ++i) allreduce(data, count);
+  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / static_cast<double>(t.iters);
+  return t;
+}
 
 inline const char* csv_header() { return "impl,ranks,bytes,chunk_bytes,iters,time_us,algbw_GBps,busbw_GBps"; }
 

@@ -7,12 +7,10 @@
 // formulas and CSV columns: bench/allreduce_common.hpp (shared with the MPI side). The ranks
 // combine their times and checks with collectives, so the same code runs in one process or many.
 //
-// Each message size starts with one checked all-reduce (rank r contributes r+1 everywhere; every
-// element must come back as n(n+1)/2), then warm-up iterations, a barrier, and the timed loop on
-// zero-filled data (zeros: no overflow, no denormals, the same work for both implementations).
+// Each message size is measured by bench::time_size (allreduce_common.hpp): a checked all-reduce,
+// warm-up, a barrier, the timed loop on zero-filled data, as on the MPI side.
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -26,10 +24,6 @@
 #include "fast/runtime/launcher.hpp"
 
 namespace {
-
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // The slowest rank's seconds (every rank passes its own; all get the maximum).
 double slowest(fast::collective::Communicator& comm, double mine) {
@@ -61,20 +55,13 @@ void measure(fast::runtime::Context& ctx, const bench::AllreduceArgs& args, std:
       if (r == 0 && algorithm == fast::collective::AllreduceAlgorithm::automatic)
         std::fprintf(stderr, "  auto, %d ranks, %zu bytes: %s\n", n, bytes,
                      std::string(fast::collective::name_of(comm.resolve(bytes, opts))).c_str());
-      const std::span<float> v(buf.data(), bytes / sizeof(float));
-      const fast::core::MutableView view(v);
-      std::fill(v.begin(), v.end(), static_cast<float>(r + 1));  // checked first iteration
-      comm.allreduce(view, opts);
-      const float expect = static_cast<float>(n * (n + 1) / 2);
-      if (std::any_of(v.begin(), v.end(), [&](float x) { return x != expect; })) wrong = 1;
-      std::fill(v.begin(), v.end(), 0.0f);
-      for (std::size_t i = 1; i < args.warmup; ++i) comm.allreduce(view, opts);
-      const std::size_t iters = bench::iterations(args, bytes);
-      comm.barrier();
-      const double t0 = seconds_now();
-      for (std::size_t i = 0; i < iters; ++i) comm.allreduce(view, opts);
-      const double worst = slowest(comm, (seconds_now() - t0) / static_cast<double>(iters));
-      if (r == 0) bench::print_row(out, impl.c_str(), n, bytes, chunk, iters, worst);
+      const bench::SizeTiming t = bench::time_size(
+          args, buf.data(), bytes / sizeof(float), r, n,
+          [&](float* data, std::size_t count) { comm.allreduce(fast::core::MutableView(std::span<float>(data, count)), opts); },
+          [&] { comm.barrier(); });
+      if (t.wrong) wrong = 1;
+      const double worst = slowest(comm, t.seconds);
+      if (r == 0) bench::print_row(out, impl.c_str(), n, bytes, chunk, t.iters, worst);
     }
   }
   if (slowest(comm, wrong) != 0) throw std::runtime_error("FAST all-reduce returned a wrong sum on some rank");

@@ -1,11 +1,10 @@
 // Benchmark (a), peer side: bus bandwidth of OpenMPI's MPI_Allreduce (MPI_SUM, MPI_FLOAT, in place),
 // with exactly the iteration policy, formulas and CSV of bench/allreduce_fast.cpp
 // (bench/allreduce_common.hpp). Run under mpirun; the rank count is the world size.
-// Timing: MPI_Barrier, MPI_Wtime around the timed loop, max over ranks with MPI_Reduce(MPI_MAX).
+// Timing: bench::time_size (MPI_Barrier, then the timed loop), max over ranks with MPI_Reduce(MPI_MAX).
 
 #include <mpi.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -42,27 +41,16 @@ int main(int argc, char** argv) {
   std::vector<float> buf(args.max_bytes / sizeof(float));
   int failures = 0;
   for (const std::size_t bytes : bench::sizes(args)) {
-    const int count = static_cast<int>(bytes / sizeof(float));
-    // Checked first iteration: rank r contributes r+1; expect n(n+1)/2 everywhere.
-    std::fill(buf.begin(), buf.begin() + count, static_cast<float>(rank + 1));
-    MPI_Allreduce(MPI_IN_PLACE, buf.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    const float expect = static_cast<float>(n * (n + 1) / 2);
-    if (std::any_of(buf.begin(), buf.begin() + count, [&](float x) { return x != expect; })) ++failures;
-    std::fill(buf.begin(), buf.begin() + count, 0.0f);
-    for (std::size_t i = 1; i < args.warmup; ++i) {
-      MPI_Allreduce(MPI_IN_PLACE, buf.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    }
-
-    const std::size_t iters = bench::iterations(args, bytes);
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = MPI_Wtime();
-    for (std::size_t i = 0; i < iters; ++i) {
-      MPI_Allreduce(MPI_IN_PLACE, buf.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    }
-    const double mine = (MPI_Wtime() - t0) / static_cast<double>(iters);
+    const bench::SizeTiming t = bench::time_size(
+        args, buf.data(), bytes / sizeof(float), rank, n,
+        [](float* data, std::size_t count) {
+          MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        },
+        [] { MPI_Barrier(MPI_COMM_WORLD); });
+    failures += t.wrong ? 1 : 0;
     double worst = 0;
-    MPI_Reduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (rank == 0) bench::print_row(out, args.label.empty() ? "mpi" : args.label.c_str(), n, bytes, 0, iters, worst);
+    MPI_Reduce(&t.seconds, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank == 0) bench::print_row(out, args.label.empty() ? "mpi" : args.label.c_str(), n, bytes, 0, t.iters, worst);
   }
   int total_failures = 0;
   MPI_Reduce(&failures, &total_failures, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);

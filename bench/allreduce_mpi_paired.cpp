@@ -13,9 +13,9 @@
 //                 .collectives = "native"}) (MPI_Allreduce on the runtime's duplicate communicator);
 //   fast_ring     the same launch with .collectives = "fast" (FAST's ring over MPI point-to-point);
 //   direct_again  direct once more (an A/A pair: what the method itself cannot tell apart).
-// Per message size (bench/allreduce_common.hpp's sizes and iteration counts): one checked
-// all-reduce (rank r gives r+1; every element must be n(n+1)/2), warm-up, a barrier, the timed loop;
-// a rank's time / iterations, the maximum over ranks.
+// Per message size, bench::time_size (bench/allreduce_common.hpp): one checked all-reduce (rank r
+// gives r+1; every element must be n(n+1)/2), warm-up, a barrier, the timed loop; a rank's time /
+// iterations, the maximum over ranks.
 //
 // CSV (rank 0): impl,ranks,round,bytes,iters,time_us,busbw_GBps
 // usage: mpirun -np N bench_allreduce_mpi_paired [--rounds R] [--impls A,B,...] [--max-bytes B] [--out FILE]
@@ -42,32 +42,23 @@ namespace {
 
 // One all-reduce of `count` floats in place, and a barrier, by one implementation.
 struct Reducer {
-  std::function<void(float*, int)> allreduce;
+  std::function<void(float*, std::size_t)> allreduce;
   std::function<void()> barrier;
 };
 
-// Times every size of `args` with `reducer` on every rank; rank 0 writes its rows. Returns the
-// number of wrong sums this rank saw.
+// Times every size of `args` with `reducer` on every rank (bench::time_size); rank 0 writes its
+// rows. Returns the number of wrong sums this rank saw.
 int sweep(const Reducer& reducer, const bench::AllreduceArgs& args, std::vector<float>& buf, int rank, int n,
           const std::string& impl, int round, std::FILE* out) {
   int wrong = 0;
   for (const std::size_t bytes : bench::sizes(args)) {
-    const int count = static_cast<int>(bytes / sizeof(float));
-    std::fill(buf.begin(), buf.begin() + count, static_cast<float>(rank + 1));
-    reducer.allreduce(buf.data(), count);
-    const float expect = static_cast<float>(n * (n + 1) / 2);
-    if (std::any_of(buf.begin(), buf.begin() + count, [&](float x) { return x != expect; })) ++wrong;
-    std::fill(buf.begin(), buf.begin() + count, 0.0f);
-    for (std::size_t i = 1; i < args.warmup; ++i) reducer.allreduce(buf.data(), count);
-    const std::size_t iters = bench::iterations(args, bytes);
-    reducer.barrier();
-    const double t0 = MPI_Wtime();
-    for (std::size_t i = 0; i < iters; ++i) reducer.allreduce(buf.data(), count);
-    const double mine = (MPI_Wtime() - t0) / static_cast<double>(iters);
+    const bench::SizeTiming t =
+        bench::time_size(args, buf.data(), bytes / sizeof(float), rank, n, reducer.allreduce, reducer.barrier);
+    wrong += t.wrong ? 1 : 0;
     double worst = 0;  // MPI_COMM_WORLD is free to use here: FAST's runtime works on duplicates
-    MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&t.seconds, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) {
-      std::fprintf(out, "%s,%d,%d,%zu,%zu,%.3f,%.4f\n", impl.c_str(), n, round, bytes, iters, worst * 1e6,
+      std::fprintf(out, "%s,%d,%d,%zu,%zu,%.3f,%.4f\n", impl.c_str(), n, round, bytes, t.iters, worst * 1e6,
                    static_cast<double>(bytes) / worst / 1e9 * bench::busbw_factor(n));
       std::fflush(out);
     }
@@ -77,8 +68,8 @@ int sweep(const Reducer& reducer, const bench::AllreduceArgs& args, std::vector<
 
 int direct(const bench::AllreduceArgs& args, std::vector<float>& buf, int rank, int n, const std::string& impl,
            int round, std::FILE* out) {
-  const Reducer mpi{[](float* data, int count) {
-                      MPI_Allreduce(MPI_IN_PLACE, data, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  const Reducer mpi{[](float* data, std::size_t count) {
+                      MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
                     },
                     [] { MPI_Barrier(MPI_COMM_WORLD); }};
   return sweep(mpi, args, buf, rank, n, impl, round, out);
@@ -93,8 +84,8 @@ int through_fast(const bench::AllreduceArgs& args, std::vector<float>& buf, int 
                           fast::collective::Communicator comm(ctx);
                           const fast::collective::AllreduceOptions opts{.op = fast::collective::ReduceOp::sum,
                                                                         .chunk_bytes = args.chunks.front()};
-                          const Reducer reducer{[&](float* data, int count) {
-                                                  const std::span<float> v(data, static_cast<std::size_t>(count));
+                          const Reducer reducer{[&](float* data, std::size_t count) {
+                                                  const std::span<float> v(data, count);
                                                   comm.allreduce(fast::core::MutableView(v), opts);
                                                 },
                                                 [&] { comm.barrier(); }};
