@@ -202,6 +202,24 @@ TEST(Cli, DgcRunTrainsWithTopOnePercentMessages) {
 
 namespace {
 
+// fast train's lockstep workers agree on a stop (SIGINT/SIGTERM) after every k-th step but the
+// last, k = floor(2e9 / flops per step) in [1, 64] (trainer.cpp): each agreement is an all-gather
+// of one double, 8 bytes per worker with 2 workers. With --model-flops F and batch 32, k = 1 for
+// F = 1e8 (3.2e9 flops a step: steps 1..29 agree) and k = 3 for F = 2e7 (6.4e8: steps 3, 6, .., 27).
+// The bytes are the training's of ShortRunWritesSummaryAndMetrics plus 2 x 8 per agreement.
+TEST(Cli, LockstepWorkersAgreeOnStoppingAtStepsFixedByTheModelsFlops) {
+  const fs::path dir = temp_dir("stop_agreement");
+  for (const auto& [flops, agreements] : {std::pair<const char*, std::uint64_t>{"1e8", 29}, {"2e7", 9}}) {
+    const Result r = run_fast(std::string("train --model mlp --workers 2 --steps 30 --batch 32 --progress never ") +
+                              "--model-flops " + flops + " --summary " + (dir / "s.json").string());
+    ASSERT_EQ(r.code, exit_code::ok) << r.output;
+    std::ifstream in(dir / "s.json");
+    const nlohmann::json s = nlohmann::json::parse(in);
+    const std::uint64_t params = s["parameters"].get<std::uint64_t>();
+    EXPECT_EQ(s["bytes_sent"].get<std::uint64_t>(), 2 * (30 * params * 4 + 3 * 8) + agreements * 2 * 8) << flops;
+  }
+}
+
 // docs/config.md describes the full build: the runtime setting lists every runtime.
 TEST(Cli, ConfigDocIsUpToDate) {
 #if !defined(FAST_TEST_SIM) || !defined(FAST_TEST_ZMQ) || !defined(FAST_TEST_MPI)

@@ -318,6 +318,42 @@ INSTANTIATE_TEST_SUITE_P(Signals, Interrupted, ::testing::ValuesIn(interrupts())
                                   std::to_string(info.param.workers) + "workers";
                          });
 
+#ifdef FAST_TEST_MPI
+// A SIGTERM to one rank's process alone (rank 2, not mpirun: as a node's memory guard or a user's
+// kill of one process would send it) stops every rank: lockstep workers agree on stopping at steps
+// the options fix (docs/faults.md, "Interrupting a run"), so all stop after the same step, with a
+// summary marked interrupted by SIGTERM at that step and a checkpoint of it. Rank 2's pid is read
+// from the runtime's start line in the log.
+TEST(InterruptedRank, ASignalToOneRankAloneStopsEveryRankAtTheSameStep) {
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "signal_one_rank");
+  fs::remove_all(dir / "ck");
+  fs::remove(dir / "m.rank0.jsonl");
+  fs::remove(dir / "s.json");
+  mpirun_environment();
+  const auto s = fast::testing::spawn_in_group(
+      dir, command("mpi", "--steps 1000000 --schedule constant --checkpoint-dir ck --log-every 20 --metrics m.jsonl", 4));
+  ASSERT_TRUE(fast::testing::file_contains_within(dir / "m.rank0.jsonl", "\"event\":\"train\"", 120)) << slurp(s.log);
+  const std::string started = slurp(s.log);
+  const std::string marker = "mpi runtime: rank 2 of 4, pid ";
+  const std::size_t at_pid = started.find(marker);
+  ASSERT_NE(at_pid, std::string::npos) << started;
+  const pid_t rank2 = static_cast<pid_t>(std::stol(started.substr(at_pid + marker.size())));
+  ASSERT_GT(rank2, 1) << started;
+  ::kill(rank2, SIGTERM);
+  const int status = fast::testing::wait_or_kill_group(s, 60);
+  const std::string log = slurp(s.log);
+  ASSERT_NE(status, -1) << "no exit 60 s after the signal\n" << log;
+  ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
+  const json summary = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(summary["interrupted"], true) << summary.dump();
+  EXPECT_EQ(summary["interrupted_by"], "SIGTERM") << summary.dump();
+  const std::int64_t step = summary["interrupted_at_step"].get<std::int64_t>();
+  EXPECT_GT(step, 0);
+  EXPECT_EQ(summary["checkpoint_step"], step);
+  EXPECT_TRUE(fs::exists(dir / "ck" / fmt::format("step-{:012d}", step))) << log;
+}
+#endif
+
 // adpsgd and ps (mode async) (asynchronous: no two runs are alike, so the check is the accuracy,
 // not the parameters): 4 workers, 3 epochs of mlp under the default cosine schedule, SIGTERM at
 // about half of the run (when the mean of the workers' latest logged steps reaches 700 of 1404:

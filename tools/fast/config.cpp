@@ -197,8 +197,10 @@ std::vector<ConfigKey> general_keys() {
        "are in device memory, and the strategy works on host copies refreshed each step. Needs FAST built against "
        "a CUDA-enabled libtorch (docs/gpu.md); checked before any data is read.",
        [](TrainOptions& o, const std::string& v) { o.device = v; }, [](const TrainOptions& o) { return o.device; }},
-      FAST_NUMBER_KEY("model_flops", "sim: floating-point operations to train on one sample (forward + backward); 0: "
-                      "computed from the model (a TorchScript file: 6 x its parameters).", model_flops, non_negative),
+      FAST_NUMBER_KEY("model_flops", "Floating-point operations to train on one sample (forward + backward); 0: "
+                      "computed from the model (a TorchScript file: 6 x its parameters). Sets the compute time under "
+                      "sim, and elsewhere how often lockstep workers agree on a stop after SIGINT/SIGTERM (every k "
+                      "steps of about 2e9 flops, 1 <= k <= 64: docs/faults.md).", model_flops, non_negative),
       {"dataset", KeyType::string,
        "Dataset: fashion-mnist (the IDX files of data_dir), npz:train=FILE,test=FILE (arrays x and y), "
        "npy:train_x=F,train_y=F,test_x=F,test_y=F, or synthetic[:shape=1x28x28,classes=10,train=60000,test=10000,"

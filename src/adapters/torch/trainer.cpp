@@ -9,6 +9,7 @@
 
 #include "fast/adapters/torch/trainer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -228,6 +229,20 @@ class TorchWorker final : public ModelSide {
   bool replica_accuracy_;
 };
 
+// Lockstep runs agree on stopping after every k-th step (WorkerLoop::stop_agreed), k the steps
+// of about this many floating-point operations (about 0.1 s of a CPU core at 20 Gflop/s), in
+// [1, kMaxStopCheckSteps]: a signal stops a run within k steps, and the agreement (one all-gather
+// of 8 bytes per worker) costs little next to k steps. From the model's flops, not from measured
+// times, so every run of the same options sends the same bytes.
+constexpr double kStopCheckFlops = 2e9;
+constexpr std::int64_t kMaxStopCheckSteps = 64;
+
+std::int64_t stop_check_every(double flops_per_step) {
+  const double steps = flops_per_step > 0 ? std::floor(kStopCheckFlops / flops_per_step) : kMaxStopCheckSteps;
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::min<double>(steps, kMaxStopCheckSteps)), 1,
+                                  kMaxStopCheckSteps);
+}
+
 LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t steps_per_epoch, double initial_norm) {
   const double flops = o.model_flops > 0 ? o.model_flops : model_flops_per_sample(o.model, input);
   return {.steps_per_epoch = steps_per_epoch,
@@ -242,7 +257,8 @@ LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t 
           .checkpoint_every = o.checkpoint_every,
           // Under sim a signal ends the process as it always did: an agreement would add collectives
           // to the simulated run, whose timings must not depend on whether handlers are installed.
-          .stoppable = o.runtime != "sim" && core::stop_handlers_installed()};
+          .stoppable = o.runtime != "sim" && core::stop_handlers_installed(),
+          .stop_check_every = stop_check_every(flops * static_cast<double>(o.batch))};
 }
 
 // What a checkpoint must match to be resumed by this run (CheckpointStore's identity).
@@ -263,9 +279,6 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   }
   TorchWorker torch_side(ctx, in);
   LoopPlan plan = make_plan(o, in.input, torch_side.steps_per_epoch(), l2_norm(in.initial));
-  // How far ahead of another a lockstep worker can be: a step (allreduce, ps sync), the diameter
-  // of the graph (dpsgd, at most the world), a period (local-sgd).
-  plan.stop_margin = ctx.size() + 2 + (o.worker.strategy.name == "local-sgd" ? o.worker.strategy.period : 0);
   runtime::SlowdownOptions slowdown_options = o.slowdown;
   slowdown_options.seed = o.seed;
   runtime::Slowdown slowdown(slowdown_options, ctx.rank(), ctx.size());

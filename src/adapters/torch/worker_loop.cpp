@@ -36,35 +36,15 @@ bool WorkerLoop::stop_for_divergence() {
   return flag[0] > 0;
 }
 
-namespace {
-constexpr runtime::Tag kStopTag = runtime::make_tag(runtime::TagKind::trainer, 0, 0);
-}  // namespace
-
 bool WorkerLoop::stop_agreed(std::int64_t done) {
-  if (!plan_.stoppable) return false;
+  if (!plan_.stoppable || done % plan_.stop_check_every != 0 || done >= plan_.total_steps) return false;
+  const double mine = static_cast<double>(core::stop_requested());
   collective::Communicator& comm = worker_.communicator();
-  const int first = comm.members().front();
-  if (stop_at_ < 0 && ctx_.rank() == first) {
-    if (const int signal = core::stop_requested(); signal != 0) {
-      stop_notice_ = {done + plan_.stop_margin, signal};
-      for (int member : comm.members())
-        if (member != first)
-          stop_sends_.push_back(ctx_.send(member, kStopTag, core::ConstView(std::span<const std::int64_t>(stop_notice_))));
-      stop_at_ = stop_notice_[0];
-    }
-  } else if (stop_at_ < 0) {
-    stop_notice_.resize(2);  // the receive buffer, sized once
-    if (ctx_.try_recv(first, kStopTag, core::MutableView(std::span<std::int64_t>(stop_notice_)))) {
-      stop_at_ = stop_notice_[0];
-      FAST_ENFORCE_AS(core::InvalidUsage, done <= stop_at_,
-                      "stop: worker {} is at step {}, past the agreed last step {} (stop_margin too small)",
-                      ctx_.rank(), done, stop_at_);
-    }
-  }
-  if (stop_at_ < 0 || done < stop_at_) return false;
-  for (core::Work& sent : stop_sends_) sent.wait();  // every member has taken its notice by now
-  stop_sends_.clear();
-  stopped_by_ = static_cast<int>(stop_notice_[1]);
+  std::vector<double> seen(static_cast<std::size_t>(comm.group_size()));
+  comm.allgather(core::ConstView(std::span<const double>(&mine, 1)), core::MutableView(std::span<double>(seen)));
+  const double signal = *std::max_element(seen.begin(), seen.end());  // the same on every member
+  if (signal == 0) return false;
+  stopped_by_ = static_cast<int>(signal);
   return true;
 }
 

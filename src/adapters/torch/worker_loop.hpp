@@ -59,7 +59,7 @@ struct LoopPlan {
   std::int64_t first_step = 0;           // steps already taken (a resumed run: the checkpoint's step)
   std::int64_t checkpoint_every = 0;     // lockstep: a checkpoint every this many steps (0: none)
   bool stoppable = false;                // poll core::stop_requested() (fast train's SIGINT/SIGTERM)
-  std::int64_t stop_margin = 2;          // lockstep: steps between a stop notice and the agreed last step
+  std::int64_t stop_check_every = 1;     // lockstep: a stop agreement after every step that is a multiple of this
 };
 
 class WorkerLoop {
@@ -101,13 +101,14 @@ class WorkerLoop {
   const metrics::DivergenceCheck& divergence() const noexcept { return divergence_; }
 
   // Stop requests (core::stop_requested, plan.stoppable). Lockstep, called by every worker after
-  // each step (`done` steps taken): whether to stop now. The group's first member, once asked to
-  // stop, picks the step T = done + plan.stop_margin and sends (T, signal) to every other member;
-  // the others poll for it after each step (no traffic until a stop), and every worker stops after
-  // step T. The margin exceeds how far a worker of a lockstep strategy can be ahead of another, so
-  // no worker has passed T when the notice arrives (InvalidUsage naming the steps otherwise).
-  // Under fast launch, mpirun or threads every process sees the signal; a signal that reaches
-  // only a process without the first member stops nothing. The signal is kept in stopped_by().
+  // each step (`done` steps taken): whether to stop now. After each step that is a multiple of
+  // plan.stop_check_every (but the last: the run ends there anyway), every member all-gathers the signal it saw through the Communicator
+  // (8 bytes each), and all stop there if any saw SIGINT or SIGTERM (SIGTERM wins). The steps of
+  // the agreements are fixed by the plan, so every member calls the same collectives in the same
+  // order whatever the timing: no member can go on to a step another has stopped before (with
+  // native collectives a mismatched call is undefined behaviour in MPI), and the traffic, like
+  // bytes_sent, is the same in every run. A signal that reaches any process stops the run. The
+  // signal is kept in stopped_by(). Errors: the all-gather's (PeerLost, Timeout).
   bool stop_agreed(std::int64_t done);
   // Asynchronous, local: whether this worker was asked to stop (then kept in stopped_by()).
   bool stop_requested_here();
@@ -153,9 +154,6 @@ class WorkerLoop {
   std::vector<EvalEvent> evaluations_;
   metrics::DivergenceCheck divergence_;
   int stopped_by_ = 0;
-  std::int64_t stop_at_ = -1;                 // lockstep: the agreed last step T (-1: none yet)
-  std::vector<std::int64_t> stop_notice_;     // (T, signal), sent by the first member or received
-  std::vector<core::Work> stop_sends_;        // the first member's notices, until taken
   CheckpointStore* checkpoints_ = nullptr;
   std::filesystem::path last_checkpoint_;
   std::int64_t last_checkpoint_step_ = -1;
