@@ -21,7 +21,7 @@ enum class TagKind : std::uint8_t {
   strategy = 2,    // strategy/ exchanges
   window = 3,      // one-sided windows
   control = 4,     // runtime control messages
-  trainer = 5,     // training loops (fast train's stop notice: src/adapters/torch/worker_loop.cpp)
+  trainer = 5,     // training loops (reserved: unused since fast train agrees on stops with a collective)
 };
 
 constexpr Tag make_tag(TagKind kind, std::uint32_t sequence, std::uint32_t detail) {
