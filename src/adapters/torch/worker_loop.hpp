@@ -102,13 +102,14 @@ class WorkerLoop {
 
   // Stop requests (core::stop_requested, plan.stoppable). Lockstep, called by every worker after
   // each step (`done` steps taken): whether to stop now. After each step that is a multiple of
-  // plan.stop_check_every (but the last: the run ends there anyway), every member all-gathers the signal it saw through the Communicator
-  // (8 bytes each), and all stop there if any saw SIGINT or SIGTERM (SIGTERM wins). The steps of
-  // the agreements are fixed by the plan, so every member calls the same collectives in the same
-  // order whatever the timing: no member can go on to a step another has stopped before (with
-  // native collectives a mismatched call is undefined behaviour in MPI), and the traffic, like
-  // bytes_sent, is the same in every run. A signal that reaches any process stops the run. The
-  // signal is kept in stopped_by(). Errors: the all-gather's (PeerLost, Timeout).
+  // plan.stop_check_every (but the last: the run ends there anyway), every member all-gathers the
+  // signal it saw through the Communicator (8 bytes each), and all stop there if any saw SIGINT
+  // or SIGTERM (SIGTERM wins). The steps of the agreements are fixed by the plan, so every member
+  // calls the same collectives in the same order whatever the timing: no member can go on to a
+  // step another has stopped before (with native collectives a mismatched call is undefined
+  // behaviour in MPI), and the traffic, like bytes_sent, is the same in every run. A signal that
+  // reaches any process stops the run. The signal is kept in stopped_by(). Errors: the
+  // all-gather's (PeerLost, Timeout).
   bool stop_agreed(std::int64_t done);
   // Asynchronous, local: whether this worker was asked to stop (then kept in stopped_by()).
   bool stop_requested_here();
