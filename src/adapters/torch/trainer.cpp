@@ -238,9 +238,8 @@ constexpr double kStopCheckFlops = 2e9;
 constexpr std::int64_t kMaxStopCheckSteps = 64;
 
 std::int64_t stop_check_every(double flops_per_step) {
-  const double steps = flops_per_step > 0 ? std::floor(kStopCheckFlops / flops_per_step) : kMaxStopCheckSteps;
-  return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::min<double>(steps, kMaxStopCheckSteps)), 1,
-                                  kMaxStopCheckSteps);
+  if (flops_per_step * kMaxStopCheckSteps <= kStopCheckFlops) return kMaxStopCheckSteps;  // also 0 flops
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(kStopCheckFlops / flops_per_step));
 }
 
 LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t steps_per_epoch, double initial_norm) {
