@@ -340,7 +340,8 @@ INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqChurn, ::testing::Values("acid", "ea
 TEST(ZmqChurnRefusal, ProcessClaimingALiveRankIsRefused) {
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn_refused");
   const int scale = fast::testing::kRunTimeScale;  // more steps under TSan, and the bounds to match
-  const std::string steps = std::to_string(320 * scale);
+  // Long enough that the refusal (peer timeout + 2 s after the hello) comes well before the end.
+  const std::string steps = std::to_string(960 * scale);
   const std::string train = kFast + " train --runtime zmq" + kPeerTimeoutFlag + " --summary s.json" + kTrainShown +
                             "--strategy adpsgd --batch 64 --slowdown 12,12,12,12 --steps " + steps;
   Launched l = fast::testing::spawn_in_group(

@@ -42,7 +42,8 @@ std::vector<std::exception_ptr> LocalWorld::run(const WorkerFn& fn, const Failur
   return errors;
 }
 
-void LocalWorld::deliver_remote(int src, int dst, Tag tag, core::ConstView data, std::shared_ptr<const void> owner) {
+void LocalWorld::deliver_remote(int src, int dst, Tag tag, core::ConstView data, std::shared_ptr<const void> owner,
+                                bool copy_when_queued) {
   auto op = std::make_shared<Op>();
   op->kind = Op::Kind::send;
   op->src = src;
@@ -50,6 +51,7 @@ void LocalWorld::deliver_remote(int src, int dst, Tag tag, core::ConstView data,
   op->tag = tag;
   op->send_data = data;
   op->payload_owner = std::move(owner);
+  op->copy_when_queued = copy_when_queued;
   if (std::shared_ptr<Op> recv = mailbox(dst).post_send(op, state_))
     if (!recv->offer(op)) transfer(*op, *recv);
 }

@@ -36,8 +36,11 @@ class LocalWorld {
   std::vector<std::exception_ptr> run(const WorkerFn& fn, const FailureFn& on_failure = nullptr);
 
   // A message from remote worker src to local worker dst arrived: `data` stays valid as long as
-  // `owner` lives. Matched with a posted receive or queued, in arrival order per (src, tag).
-  void deliver_remote(int src, int dst, Tag tag, core::ConstView data, std::shared_ptr<const void> owner);
+  // `owner` lives. Matched with a posted receive or queued, in arrival order per (src, tag);
+  // copy_when_queued: a queued message is copied and `owner` released at once (memory that its
+  // transport wants back soon, such as a shared-memory ring's).
+  void deliver_remote(int src, int dst, Tag tag, core::ConstView data, std::shared_ptr<const void> owner,
+                      bool copy_when_queued = false);
   // Ends the local run: every wait of a local worker throws RemoteError(message).
   void abort_all(const std::string& message);
   // Remote worker src is lost: receives from it fail with PeerLost(reason) (Mailbox::fail_source).

@@ -1,5 +1,6 @@
 #include "mailbox.hpp"
 
+#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,6 +15,14 @@ void mark_matched(Op& a, Op& b) {
   a.matched = true;
   b.matched = true;
 }
+
+// Gives a queued send its own copy of the payload and lets go of the memory it came in.
+void detach_payload(Op& send) {
+  auto copy = std::make_shared<core::Buffer>(send.send_data.numel(), send.send_data.dtype());
+  if (send.send_data.bytes() > 0) std::memcpy(copy->data(), send.send_data.data(), send.send_data.bytes());
+  send.send_data = core::ConstView(copy->data(), send.send_data.numel(), send.send_data.dtype());
+  send.payload_owner = std::move(copy);
+}
 }  // namespace
 
 void Mailbox::check_open(const Op& op, const WorldState& world) const {
@@ -24,7 +33,11 @@ std::shared_ptr<Op> Mailbox::post_send(const std::shared_ptr<Op>& send, const Wo
   std::lock_guard<std::mutex> lock(mutex_);
   check_open(*send, world);
   std::shared_ptr<Op> recv = matcher_.post_message(send);
-  if (!recv) return nullptr;
+  if (!recv) {
+    // Queued: nothing reads send_data before a receive matches it under this lock.
+    if (send->copy_when_queued) detach_payload(*send);
+    return nullptr;
+  }
   if (recv->recv_source != nullptr) *recv->recv_source = send->src;
   mark_matched(*send, *recv);
   return recv;

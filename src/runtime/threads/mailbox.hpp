@@ -16,7 +16,8 @@ namespace fast::runtime::threads {
 class Mailbox {
  public:
   // Returns the matched receive (both now marked matched; the caller transfers) or null after
-  // queueing the send. Throws RemoteError when the mailbox was aborted.
+  // queueing the send (with a copy of its payload when send->copy_when_queued). Throws
+  // RemoteError when the mailbox was aborted.
   std::shared_ptr<Op> post_send(const std::shared_ptr<Op>& send, const WorldState& world);
   // Same for a receive (its src may be Op::kAnySource): returns the matched send or null after
   // queueing. A matched any-source receive gets the sender's rank in src and *recv_source. A

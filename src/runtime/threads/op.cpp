@@ -149,6 +149,7 @@ bool OpWork::wait_for(double timeout_seconds) {
   const bool default_limit = timeout_seconds < 0;
   const double limit = default_limit ? world_.op_timeout() : timeout_seconds;
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit));
+  const WorldState::BlockingScope blocking(world_);  // may deliver our message itself: before the lock
   std::unique_lock<std::mutex> lock(op_->mutex);
   // `waiting` is true only while this loop may block; every exit clears it under the lock, so a
   // later sender transfers by itself.

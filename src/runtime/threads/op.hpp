@@ -39,6 +39,8 @@ struct Op {
   Tag tag = 0;
   core::ConstView send_data;             // Kind::send
   std::shared_ptr<const void> payload_owner;  // sends from another process: keeps send_data's memory
+  bool copy_when_queued = false;         // sends from another process: a send that finds no receive is
+                                         // copied out of payload_owner's memory (Mailbox::post_send)
   core::MutableView recv_dst;            // Kind::recv_view
   Combine combine = Combine::copy;       // Kind::recv_view
   core::Buffer* recv_out = nullptr;      // Kind::recv_buffer

@@ -38,6 +38,7 @@ template <typename Pred>
 void SharedBoard::wait_until(Pred pred, const char* what, std::uint64_t ticket) {
   using clock = std::chrono::steady_clock;
   if (world_.poll_before_blocking(pred)) return;
+  const WorldState::BlockingScope blocking(world_);
   const auto deadline =
       clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(world_.op_timeout()));
   std::unique_lock<std::mutex> lock(mutex_);

@@ -34,6 +34,22 @@ class Transport {
   // lazily at times (mpi, inside a native collective) polls now. Called that often: must cost no
   // more than an atomic operation when there is nothing to do.
   virtual void progress_wanted() {}
+  // Progress in the waiting thread, as MPI's progress engine does it: a transport whose messages can
+  // be delivered by the thread that waits for them (the zmq runtime's shared-memory rings) says so
+  // with polls_in_caller(). A waiter then calls poll() in a bounded loop (poll_budget() seconds)
+  // until what it waits for is there; poll() delivers what has arrived (a few atomic reads when
+  // nothing has). A waiter that must block after that calls sleep_begin() before it blocks and
+  // sleep_end() after: while no thread of the process blocks, the transport may leave its own
+  // delivery threads asleep (the next waiter polls anyway), and sleep_begin() hands back to them.
+  // spin_pays(): every thread that may want a core on this host has one, so a waiter may spin
+  // (pause) between polls rather than yield its core. Every method may be called from any worker
+  // thread at once.
+  virtual bool polls_in_caller() const { return false; }
+  virtual void poll() {}
+  virtual void sleep_begin() {}
+  virtual void sleep_end() {}
+  virtual bool spin_pays() const { return false; }
+  virtual double poll_budget() const { return 0; }
   // Context::settle_lost_peers for the workers of other processes.
   virtual void settle_lost_peers() = 0;
   // Context::membership_events: losses and rejoins seen so far (at: WorldState::now()).

@@ -14,7 +14,18 @@ WorldState::WorldState(WorldShape shape, double op_timeout_seconds, std::string 
       op_timeout_(op_timeout_seconds),
       runtime_name_(std::move(runtime_name)),
       transport_(transport),
-      start_(std::chrono::steady_clock::now()) {}
+      start_(std::chrono::steady_clock::now()) {
+  if (transport_ != nullptr && transport_->polls_in_caller()) {
+    polls_in_caller_ = true;
+    poll_budget_ = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(transport_->poll_budget()));
+  }
+}
+
+void WorldState::sleep_begin(Transport& t) { t.sleep_begin(); }
+void WorldState::sleep_end(Transport& t) { t.sleep_end(); }
+void WorldState::poll_once(Transport& t) { t.poll(); }
+bool WorldState::transport_spins() const { return transport_->spin_pays(); }
 
 double WorldState::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

@@ -55,10 +55,15 @@ class WorldState {
   // raised 2-process training of the mlp under zmq from 65k to 80k samples/s (docs/benchmarks.md,
   // (f)). Returns pred()'s last value.
   // It first tells the transport (Transport::progress_wanted), whose threads deliver the message.
+  // A transport that delivers in the caller (Transport::polls_in_caller) is polled instead, for at
+  // most its poll_budget(): poll, check pred(), pause (spin_pays) or yield, again (poll_transport).
   template <typename Pred>
   bool poll_before_blocking(Pred pred) const {
     constexpr int kSpins = 4000, kYields = 64;
-    if (transport_ != nullptr) wake_transport();
+    if (transport_ != nullptr) {
+      wake_transport();
+      if (polls_in_caller_) return poll_transport(pred);
+    }
     if (spin_pays()) {
       for (int i = 0; i < kSpins; ++i) {
         if (pred()) return true;
@@ -74,6 +79,38 @@ class WorldState {
   }
   // Transport::progress_wanted of the transport (not null).
   void wake_transport() const;
+  // The polling loop of poll_before_blocking for a transport that delivers in the caller.
+  template <typename Pred>
+  bool poll_transport(Pred pred) const {
+    const bool spin = transport_spins();
+    const auto deadline = std::chrono::steady_clock::now() + poll_budget_;
+    for (unsigned i = 1;; ++i) {
+      poll_once(*transport_);
+      if (pred()) return true;
+      if (spin)
+        __builtin_ia32_pause();
+      else
+        std::this_thread::yield();
+      if (i % 16 == 0 && std::chrono::steady_clock::now() >= deadline) break;
+    }
+    return pred();
+  }
+  // Around a waiter's blocking part (after poll_before_blocking found nothing): tells a transport
+  // that delivers in the caller that this thread no longer polls (Transport::sleep_begin/end).
+  class BlockingScope {
+   public:
+    explicit BlockingScope(const WorldState& world) : world_(world.polls_in_caller_ ? &world : nullptr) {
+      if (world_ != nullptr) sleep_begin(*world_->transport_);
+    }
+    ~BlockingScope() {
+      if (world_ != nullptr) sleep_end(*world_->transport_);
+    }
+    BlockingScope(const BlockingScope&) = delete;
+    BlockingScope& operator=(const BlockingScope&) = delete;
+
+   private:
+    const WorldState* world_;
+  };
   // Seconds since this state was made (for zmq: once the rendezvous completed).
   double now() const;
 
@@ -90,7 +127,14 @@ class WorldState {
   double op_timeout_;
   std::string runtime_name_;
   Transport* transport_;
+  bool polls_in_caller_ = false;                  // transport_->polls_in_caller(), read once
+  std::chrono::steady_clock::duration poll_budget_{};  // transport_->poll_budget()
   std::chrono::steady_clock::time_point start_;
+  // Out of line, so that this header needs only the Transport's declaration.
+  static void sleep_begin(Transport& t);
+  static void sleep_end(Transport& t);
+  static void poll_once(Transport& t);
+  bool transport_spins() const;
   std::atomic<bool> aborted_{false};
   std::atomic<int> activities_{0};
   mutable std::mutex mutex_;

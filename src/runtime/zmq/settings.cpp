@@ -91,6 +91,10 @@ Settings resolve_settings(const LaunchOptions& options) {
                "68719476736, got {}",
                ring);
   s.shared_ring_bytes = ring;
+  const long long poll_us = core::env_int("FAST_POLL_US");
+  FAST_ENFORCE(poll_us >= 0 && poll_us <= 1000000, "FAST_POLL_US: expected microseconds from 0 to 1000000, got {}",
+               poll_us);
+  s.poll_seconds = static_cast<double>(poll_us) * 1e-6;
   return s;
 }
 

@@ -24,6 +24,7 @@ struct Settings {
   std::string transport;          // "", "ipc" or "tcp"
   std::string host;               // address bound and advertised for tcp
   bool tolerate_lost = false;
+  double poll_seconds = 50e-6;     // FAST_POLL_US: how long a waiting thread polls the rings itself
   long long shared_ring_bytes = -1;  // per pair of processes of one host; 0: none; -1: automatic (ring_capacity)
 };
 

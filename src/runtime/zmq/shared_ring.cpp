@@ -26,7 +26,8 @@ constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW;
 std::uint64_t round_up(std::uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // The control page's fields (shared_ring.hpp), each on its own cache line.
-constexpr std::size_t kReleasedOffset = 0, kPublishedOffset = 64, kBellOffset = 128, kWaitingOffset = 132;
+constexpr std::size_t kReleasedOffset = 0, kPublishedOffset = 64, kBellOffset = 128, kWaitingOffset = 132,
+                      kPolledOffset = 192;
 std::atomic_ref<std::uint64_t> u64_at(std::byte* base, std::size_t offset) {
   return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(base + offset));
 }
@@ -106,9 +107,12 @@ bool OutboundRing::put(std::span<const std::byte> head, std::span<const std::byt
   head_ = p.end;
   u64_at(base_, kPublishedOffset).store(head_, std::memory_order_release);
   // Dekker's order with the reader's sleep(): add to the bell, then read `waiting`; the reader
-  // sets `waiting`, then reads the bell (both sequentially consistent).
+  // sets `waiting`, then reads the bell (both sequentially consistent). And with the receiver's
+  // pollers: `polled` set means a thread of the receiver looks at the ring itself, and clears it
+  // before its last look (InboundRing::set_polled), so the reader is left asleep meanwhile.
   u32_at(base_, kBellOffset).fetch_add(1);
-  if (u32_at(base_, kWaitingOffset).load() != 0) futex_wake(base_ + kBellOffset);
+  if (u32_at(base_, kWaitingOffset).load() != 0 && u32_at(base_, kPolledOffset).load() == 0)
+    futex_wake(base_ + kBellOffset);
   return true;
 }
 
@@ -211,6 +215,15 @@ void InboundRing::sleep(std::uint32_t seen, std::chrono::milliseconds timeout) {
   u32_at(base_, kWaitingOffset).store(1);
   if (u32_at(base_, kBellOffset).load() == seen) futex_wait(base_ + kBellOffset, seen, timeout);
   u32_at(base_, kWaitingOffset).store(0);
+}
+
+void InboundRing::set_polled(bool polled) {
+  u32_at(base_, kPolledOffset).store(polled ? 1 : 0);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // before the caller's next look at `published`
+}
+
+bool InboundRing::pending() const {
+  return u64_at(base_, kPublishedOffset).load(std::memory_order_acquire) != expected_ || peeked_.has_value();
 }
 
 void InboundRing::wake() {

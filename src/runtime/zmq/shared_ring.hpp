@@ -16,7 +16,10 @@
 //   - `published` (u64, written by the sender): how far the records are complete;
 //   - `bell` (u32, added to by the sender after each publication) and `waiting` (u32, set by the
 //     receiver's reader while it sleeps on `bell` with a futex): the sender wakes the reader only
-//     when it sleeps.
+//     when it sleeps;
+//   - `polled` (u32, written by the receiver): 1 while a thread of the receiver that waits for a
+//     message looks at the ring itself (progress in the caller, transport.hpp); the sender then
+//     leaves the reader asleep, and the receiver looks once more after clearing it.
 //
 // Records: a record of body length L at ring position p starts at p, or at the next multiple of
 // capacity when 64 + L bytes would cross the end of the data area (then a wrap marker, length
@@ -134,6 +137,12 @@ class InboundRing : public std::enable_shared_from_this<InboundRing> {
   void sleep(std::uint32_t seen, std::chrono::milliseconds timeout);
   // Ends a sleep (the transport stops the reader).
   void wake();
+  // Sets or clears `polled` (any thread; the transport serialises the calls), followed by a full
+  // fence: a look at the ring after clearing it sees every record whose sender saw it set.
+  void set_polled(bool polled);
+  // Whether a record was published that peek() has not consumed yet (the reader's thread, or one
+  // serialised with it).
+  bool pending() const;
 
   std::size_t capacity() const { return capacity_; }
 

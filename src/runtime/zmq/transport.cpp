@@ -3,6 +3,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <zmq_addon.hpp>
 
 #include <fmt/format.h>
@@ -96,7 +98,32 @@ void ZmqTransport::start(threads::LocalWorld& world, std::function<void(const st
   for (auto& in : inbound_) in = std::make_shared<InboundShared>();
   for (const ProcessInfo& peer : table_)
     if (peer.rank != process_) offer_ring(peer.rank);
+  const std::string& host = table_[static_cast<std::size_t>(process_)].host_id;
+  const auto on_host = std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) { return p.host_id == host; });
+  spin_pays_ = static_cast<unsigned>(on_host * table_[0].workers) <= std::max(1u, std::thread::hardware_concurrency());
   thread_ = std::thread([this] { loop(); });
+  await_rings();
+}
+
+void ZmqTransport::await_rings() {
+  // Bounded: a peer that never answers (or answers late) is reached through ZeroMQ meanwhile.
+  const double limit = clock() + std::min(settings_.peer_timeout, 10.0);
+  for (;;) {
+    bool answered = true;
+    for (std::size_t p = 0; p < outbound_.size() && answered; ++p) {
+      OutboundShared& out = *outbound_[p];
+      std::lock_guard<std::mutex> lock(out.mutex);
+      answered = !out.ring || out.ready || lost_[p].load();
+    }
+    if (answered) return;
+    if (clock() >= limit) {
+      core::log(core::LogLevel::info, "zmq runtime: some processes of this host did not map their shared-memory "
+                                      "rings within {:.0f} s; messages to them go through ZeroMQ until they do",
+                std::min(settings_.peer_timeout, 10.0));
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void ZmqTransport::stop() {
@@ -105,6 +132,10 @@ void ZmqTransport::stop() {
   const std::uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
   thread_.join();
+  for (auto& out : outbound_) {
+    std::lock_guard<std::mutex> lock(out->mutex);
+    drop_pending(*out);
+  }
   for (auto& in : inbound_) stop_reader(*in);
   links_.clear();  // each socket lingers up to 2 s for the frames it took
   pulse_links_.clear();
@@ -116,11 +147,25 @@ core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {
   ensure_alive(dst);
   const int process = process_of(dst);
   const std::size_t bytes = data.bytes();
-  wire::FrameHeader header{.kind = wire::FrameKind::data, .dtype = data.dtype(), .src = src, .dst = dst, .tag = tag,
-                           .count = data.numel(), .payload_bytes = bytes};
+  const wire::FrameHeader header{.kind = wire::FrameKind::data, .dtype = data.dtype(), .src = src, .dst = dst,
+                                 .tag = tag, .count = data.numel(), .payload_bytes = bytes};
   OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
   std::lock_guard<std::mutex> lock(out.mutex);  // records and frames to `process` in the order counted
-  if (send_shared(out, header, data)) return {};
+  if (!out.pending.empty()) flush_pending(process, out);
+  if (out.pending.empty() && send_shared(out, header, data)) return {};
+  const bool fits = out.ready && bytes + kRecordHeadBytes <= out.ring->max_body();
+  if (out.pending.empty() && !fits) return send_zmq(out, process, header, data);
+  // The ring is full, or earlier messages wait for room: this one waits behind them.
+  auto done = std::make_shared<detail::Completion>(
+      fmt::format("send from worker {} to worker {} (tag {:#x})", src, dst, tag), settings_.op_timeout);
+  out.pending.push_back({.header = header, .data = data, .done = done, .fits = fits});
+  out.has_pending = true;
+  return core::Work(std::make_shared<PolledWork>(*this, std::move(done)));
+}
+
+core::Work ZmqTransport::send_zmq(OutboundShared& out, int process, wire::FrameHeader header, core::ConstView data,
+                                  std::shared_ptr<detail::Completion> done) {
+  const std::size_t bytes = data.bytes();
   const std::span<const std::byte> payload(static_cast<const std::byte*>(data.data()), bytes);
   if (settings_.insecure) {  // CURVE authenticates every message; without it, a checksum guards the payload
     header.flags |= wire::kFlagPayloadChecksum;
@@ -130,10 +175,14 @@ core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {
   core::Work work;
   if (bytes < kZeroCopyBytes) {
     frame.payload = ::zmq::message_t(data.data(), bytes);
+    if (done) done->complete();
   } else {
-    auto done = std::make_shared<detail::Completion>(
-        fmt::format("send from worker {} to worker {} (tag {:#x})", src, dst, tag), settings_.op_timeout);
-    work = core::Work(done);
+    if (!done) {
+      done = std::make_shared<detail::Completion>(
+          fmt::format("send from worker {} to worker {} (tag {:#x})", header.src, header.dst, header.tag),
+          settings_.op_timeout);
+      work = core::Work(done);
+    }
     auto* hint = new std::shared_ptr<detail::Completion>(std::move(done));
     frame.payload = ::zmq::message_t(const_cast<void*>(data.data()), bytes, release_payload, hint);
   }

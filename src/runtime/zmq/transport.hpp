@@ -70,6 +70,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fast/wire/frame.hpp"
+#include "../completion.hpp"
 #include "../threads/local_world.hpp"
 #include "../threads/transport.hpp"
 #include "peer_link.hpp"
@@ -86,6 +87,9 @@ class ZmqTransport final : public threads::Transport {
   static constexpr std::uint64_t kDataAffinity = 1, kPulseAffinity = 2;
   static constexpr int kPulseBacklog = 16;  // heartbeats a pulse socket may hold for its peer
   static constexpr int kMaxFramesPerWakeUp = 256;  // read from one socket before the loop looks at the others
+  // A ring record's body: the frame header, how many data frames went through ZeroMQ before it
+  // (u64), then the payload (transport_shared.cpp).
+  static constexpr std::size_t kRecordHeadBytes = wire::kHeaderBytes + sizeof(std::uint64_t);
 
   // router, pulse: this process's bound data and heartbeat sockets (moved in). table: every
   // process, from the rendezvous.
@@ -95,6 +99,9 @@ class ZmqTransport final : public threads::Transport {
 
   // Starts the I/O thread, delivering into `world`. on_lost(reason) runs on the I/O thread when a
   // process is lost other than by a clean end.
+  // Returns once every ring offered to a process of this host was mapped or refused by it (or
+  // that process is lost), at most min(peer timeout, 10 s) after: the workers' first messages
+  // then take the same path as the later ones.
   void start(threads::LocalWorld& world, std::function<void(const std::string&)> on_lost);
   // Process 0 of a run that tolerates losses: answer rejoin hellos on `desk` (the rendezvous
   // socket, moved in). Before start().
@@ -112,8 +119,37 @@ class ZmqTransport final : public threads::Transport {
   // timeout + 1 s).
   void settle_lost_peers() override;
   std::vector<MembershipEvent> membership_events() const override;
+  // Progress in the caller (threads/transport.hpp): a waiting worker delivers the records of the
+  // rings mapped from this host's processes itself. The rings' `polled` words are set while no
+  // thread of this process blocks waiting (the next waiter looks at the rings anyway), so that
+  // their senders leave the readers asleep; a thread about to block clears them first
+  // (transport_shared.cpp). progress_wanted (try_recv found nothing) polls once.
+  bool polls_in_caller() const override { return settings_.poll_seconds > 0; }
+  void poll() override;
+  void sleep_begin() override;
+  void sleep_end() override;
+  void progress_wanted() override {
+    if (settings_.poll_seconds > 0) poll();
+  }
+  bool spin_pays() const override { return spin_pays_; }
+  double poll_budget() const override { return settings_.poll_seconds; }
 
  private:
+  // The Work of a queued send: its waiter polls the transport (which copies queued messages into
+  // rings as they free up, and delivers what arrives) before it sleeps on the completion.
+  class PolledWork final : public core::WorkImpl {
+   public:
+    PolledWork(ZmqTransport& transport, std::shared_ptr<detail::Completion> done)
+        : transport_(transport), done_(std::move(done)) {}
+    bool completed() const override { return done_->completed(); }
+    bool wait_for(double timeout_seconds) override;
+    std::exception_ptr error() const override { return done_->error(); }
+
+   private:
+    ZmqTransport& transport_;  // outlives the Work: queued sends are completed by stop()
+    std::shared_ptr<detail::Completion> done_;
+  };
+
   struct PeerState {
     double last_heard = 0;  // on the transport's clock
     bool ended = false;     // said bye without error
@@ -157,6 +193,7 @@ class ZmqTransport final : public threads::Transport {
   void check_peers();
   void mark_lost(int process, const std::string& why, bool clean);
   void open_dealers();
+  void await_rings();  // start()'s wait for the rings' answers
   // A DEALER to `peer` on the I/O thread(s) `affinity`, with this process's routing id and (CURVE)
   // keys; not connected yet.
   std::unique_ptr<::zmq::socket_t> new_dealer(std::uint64_t affinity, const ProcessInfo& peer);
@@ -176,6 +213,17 @@ class ZmqTransport final : public threads::Transport {
   void retire_ring(int process);
   // Puts the message in the ring to `out`'s process, if ready and with room (out.mutex held).
   bool send_shared(OutboundShared& out, wire::FrameHeader header, core::ConstView data);
+  // Sends the message to `process` as a ZeroMQ frame, counted in out.zmq_data (out.mutex held).
+  // `done`, when given, completes once ZeroMQ no longer needs `data`; else the returned Work does.
+  core::Work send_zmq(OutboundShared& out, int process, wire::FrameHeader header, core::ConstView data,
+                      std::shared_ptr<detail::Completion> done = nullptr);
+  // Sends the queued messages to `process` that the ring now has room for, in order (out.mutex
+  // held); from send(), poll() and the I/O thread.
+  void flush_pending(int process, OutboundShared& out);
+  // Completes and drops every queued message to `process` (lost, or its rank taken back).
+  void drop_pending(OutboundShared& out);
+  // Whether some ring has queued messages (the I/O thread then looks every millisecond).
+  bool any_pending() const;
   void on_shared_hello(int from, const nlohmann::json& body);
   void start_reader(int from);
   void stop_reader(InboundShared& in);
@@ -214,10 +262,23 @@ class ZmqTransport final : public threads::Transport {
     std::uint64_t id = 0;                // the offer's id
     bool ready = false;                  // the peer mapped it: messages go through it
     std::uint64_t zmq_data = 0;          // data frames sent to the process through ZeroMQ
+    // Messages waiting for room in the ring, oldest first: a message that finds the ring full (or
+    // others waiting) is queued, its memory read in place, and its Work completes when it is
+    // copied in; one larger than the ring waits its turn here too, then goes through ZeroMQ. So
+    // every message to the process leaves in the order sent.
+    struct Pending {
+      wire::FrameHeader header;
+      core::ConstView data;
+      std::shared_ptr<detail::Completion> done;
+      bool fits = true;  // fits the ring; else it goes through ZeroMQ when its turn comes
+    };
+    std::deque<Pending> pending;
+    std::atomic<bool> has_pending{false};  // !pending.empty(), readable without the mutex
   };
   struct InboundShared {
     std::mutex mutex;                    // serialises drain() between the reader and the I/O thread
     std::shared_ptr<InboundRing> ring;   // under mutex: the process's ring, mapped (null: none)
+    std::atomic<bool> mapped{false};     // ring is not null (set under mutex; read by poll() without it)
     std::uint64_t zmq_data = 0;          // under mutex: data frames from the process handled
     std::atomic<bool> stop{false};       // the reader ends
     std::atomic<bool> failed{false};     // the ring broke a rule: `failure` says how
@@ -225,7 +286,18 @@ class ZmqTransport final : public threads::Transport {
     std::thread reader;                  // started and joined by the I/O thread (stop() at the end)
   };
   std::vector<std::unique_ptr<OutboundShared>> outbound_;  // by process; fixed after start()
-  std::vector<std::shared_ptr<InboundShared>> inbound_;    // by process; replaced by the I/O thread only
+  std::vector<std::shared_ptr<InboundShared>> inbound_;    // by process; fixed after start() (reset in place)
+  // Progress in the caller: how many threads block waiting now (under poll_mutex_, taken before
+  // any InboundShared::mutex); whether the rings' `polled` words are set (written under
+  // poll_mutex_); whether waiters may spin (the host's workers fit its cores).
+  std::mutex poll_mutex_;
+  int sleepers_ = 0;
+  std::atomic<bool> polled_{false};
+  bool spin_pays_ = false;
+  // Sets every mapped ring's `polled` word to `on` (poll_mutex_ held).
+  void publish_polled(bool on);
+  // Delivers the due records of every mapped ring, waiting for each ring's lock.
+  void drain_all();
   std::atomic<std::uint64_t> next_ring_id_{1};
 
   std::optional<::zmq::socket_t> desk_;  // process 0: the rendezvous socket, for rejoins

@@ -82,13 +82,21 @@ void ZmqTransport::loop() {
   const auto ready = [&items](int item) { return (items[item].revents & ZMQ_POLLIN) != 0; };
   while (!stop_) {
     turn.begin(clock());
-    ::zmq::poll(items, polled, std::chrono::milliseconds(20));
+    // Every millisecond while messages wait for room in a ring (the receiver frees it as it takes
+    // them, without a word to this process), else every 20 ms at most.
+    ::zmq::poll(items, polled, std::chrono::milliseconds(any_pending() ? 1 : 20));
     turn.step("poll (20 ms at most while the thread runs)", clock());
     if (ready(kWakeItem)) {
       std::uint64_t count = 0;
       (void)!read(wake_fd_, &count, sizeof(count));
     }
     flush_links();
+    for (std::size_t p = 0; p < outbound_.size(); ++p) {
+      OutboundShared& out = *outbound_[p];
+      if (!out.has_pending.load(std::memory_order_relaxed)) continue;
+      std::lock_guard<std::mutex> lock(out.mutex);
+      flush_pending(static_cast<int>(p), out);
+    }
     turn.step("sending queued frames", clock());
     if (ready(kPulseItem)) receive_pulses();
     turn.step("receiving heartbeats", clock());
@@ -236,6 +244,11 @@ void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
     const std::string message = fmt::format("worker {} ({}) {}", w, peer.where(), why);
     if (first.empty()) first = message;
     world_->fail_source(w, message);
+  }
+  {
+    OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
+    std::lock_guard<std::mutex> lock(out.mutex);
+    drop_pending(out);  // never to be received
   }
   // A process that ended cleanly waits for our own bye (and watches our heartbeats) before it
   // exits: its socket stays open. A lost one's is closed, dropping what was queued for it.

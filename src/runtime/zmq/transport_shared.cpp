@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -19,7 +20,7 @@ namespace {
 // A record's body: the frame header (wire::kFlagPayloadShared set), then how many data frames the
 // sender had sent to this process through ZeroMQ before it (u64, little-endian), then the payload.
 constexpr std::size_t kAfterOffset = wire::kHeaderBytes;
-constexpr std::size_t kRecordHeadBytes = wire::kHeaderBytes + sizeof(std::uint64_t);
+constexpr std::size_t kRecordHeadBytes = ZmqTransport::kRecordHeadBytes;
 static_assert(kRecordHeadBytes % 64 == 0, "the payload of a record stays 64-byte aligned");
 
 // How long a reader sleeps at most between looks at its ring when no bell rings. The wake-ups are
@@ -60,13 +61,19 @@ void ZmqTransport::retire_ring(int process) {
   {
     OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
     std::lock_guard<std::mutex> lock(out.mutex);
+    drop_pending(out);  // they were for the process that left
     out.ready = false;
     out.ring.reset();
     out.zmq_data = 0;  // the process that takes the rank back counts from 0
   }
-  std::shared_ptr<InboundShared>& in = inbound_[static_cast<std::size_t>(process)];
-  stop_reader(*in);
-  in = std::make_shared<InboundShared>();  // payloads still held keep the old mapping
+  InboundShared& in = *inbound_[static_cast<std::size_t>(process)];
+  stop_reader(in);
+  std::lock_guard<std::mutex> lock(in.mutex);  // reset in place: pollers read inbound_ without a lock
+  in.ring.reset();                             // payloads still held keep the old mapping
+  in.mapped = false;
+  in.zmq_data = 0;
+  in.failed = false;
+  in.failure.clear();
 }
 
 bool ZmqTransport::send_shared(OutboundShared& out, wire::FrameHeader header, core::ConstView data) {
@@ -93,8 +100,11 @@ void ZmqTransport::on_shared_hello(int from, const json& body) {
       try {
         auto ring = InboundRing::open(peer.pid, offer.at("fd").get<int>(), offer.at("bytes").get<std::uint64_t>());
         {
+          std::lock_guard<std::mutex> poll_lock(poll_mutex_);
           std::lock_guard<std::mutex> lock(in.mutex);
+          ring->set_polled(polled_.load());
           in.ring = std::move(ring);
+          in.mapped = true;
         }
         start_reader(from);
         send_hello(from, {{"shm_ready", id}});
@@ -113,6 +123,7 @@ void ZmqTransport::on_shared_hello(int from, const json& body) {
     if (!out.ring || out.id != id) return;  // an answer to an offer since withdrawn (a rank taken back)
     out.ready = ready;
     if (!ready) out.ring.reset();
+    flush_pending(from, out);  // a refused ring sends what waited through ZeroMQ
   } catch (const json::exception& e) {
     FAST_THROW(core::InvalidArgument, "frame: malformed shared-memory hello from {}: {}", peer.where(), e.what());
   }
@@ -175,7 +186,8 @@ void ZmqTransport::drain(int from, InboundShared& in) {
       try {
         world_->deliver_remote(header.src, header.dst, header.tag,
                                core::ConstView(payload.bytes.data() + kRecordHeadBytes, header.count, header.dtype),
-                               std::move(payload.owner));
+                               std::move(payload.owner), /*copy_when_queued=*/true);  // regions free in order:
+                                                                                      // none may wait long
       } catch (const core::Error& e) {  // the message, not the ring, is at fault: the next record follows
         core::log(core::LogLevel::warn, "zmq runtime: dropped a message from {}: {}", sender.where(), e.what());
       }
@@ -185,6 +197,105 @@ void ZmqTransport::drain(int from, InboundShared& in) {
     in.failure = fmt::format("sent a malformed shared-memory record: {}", e.what());
     in.failed = true;
     in.ring.reset();  // the reader ends when it finds no ring
+    in.mapped = false;
+  }
+}
+
+void ZmqTransport::publish_polled(bool on) {
+  polled_ = on;
+  for (const auto& in : inbound_) {
+    if (!in->mapped.load(std::memory_order_acquire)) continue;
+    std::lock_guard<std::mutex> lock(in->mutex);
+    if (in->ring) in->ring->set_polled(on);
+  }
+}
+
+void ZmqTransport::drain_all() {
+  for (std::size_t p = 0; p < inbound_.size(); ++p) {
+    InboundShared& in = *inbound_[p];
+    if (!in.mapped.load(std::memory_order_acquire)) continue;
+    std::lock_guard<std::mutex> lock(in.mutex);
+    if (in.ring && in.ring->pending()) drain(static_cast<int>(p), in);
+  }
+}
+
+void ZmqTransport::sleep_begin() {
+  {
+    std::lock_guard<std::mutex> lock(poll_mutex_);
+    if (++sleepers_ == 1 && polled_.load()) publish_polled(false);
+  }
+  // A sender that saw `polled` set left the reader asleep: what it published is delivered here.
+  drain_all();
+}
+
+void ZmqTransport::sleep_end() {
+  std::lock_guard<std::mutex> lock(poll_mutex_);
+  --sleepers_;  // the next poll() sets `polled` again once no thread blocks
+}
+
+void ZmqTransport::flush_pending(int process, OutboundShared& out) {
+  while (!out.pending.empty()) {
+    OutboundShared::Pending& p = out.pending.front();
+    if (p.fits && out.ready) {
+      if (!send_shared(out, p.header, p.data)) break;  // still no room
+      p.done->complete();
+    } else {
+      send_zmq(out, process, p.header, p.data, std::move(p.done));
+    }
+    out.pending.pop_front();
+  }
+  out.has_pending = !out.pending.empty();
+}
+
+void ZmqTransport::drop_pending(OutboundShared& out) {
+  for (OutboundShared::Pending& p : out.pending) p.done->complete();
+  out.pending.clear();
+  out.has_pending = false;
+}
+
+bool ZmqTransport::any_pending() const {
+  for (const auto& out : outbound_)
+    if (out->has_pending.load(std::memory_order_relaxed)) return true;
+  return false;
+}
+
+bool ZmqTransport::PolledWork::wait_for(double timeout_seconds) {
+  // Polls for at most the poll budget (as WorldState::poll_transport), then sleeps on the
+  // completion; the I/O thread copies queued messages meanwhile.
+  if (done_->completed()) return true;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(std::max(transport_.settings_.poll_seconds, 1e-4));
+  bool done = false;
+  for (unsigned i = 1; !(done = done_->completed()); ++i) {
+    transport_.poll();
+    std::this_thread::yield();
+    if (i % 16 == 0 && std::chrono::steady_clock::now() >= deadline) break;
+  }
+  if (done) return true;
+  transport_.sleep_begin();
+  struct End {
+    ZmqTransport& t;
+    ~End() { t.sleep_end(); }
+  } end{transport_};
+  return done_->wait_for(timeout_seconds);
+}
+
+void ZmqTransport::poll() {
+  if (!polled_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(poll_mutex_);
+    if (sleepers_ == 0 && !polled_.load()) publish_polled(true);
+  }
+  for (std::size_t p = 0; p < outbound_.size(); ++p) {
+    OutboundShared& out = *outbound_[p];
+    if (!out.has_pending.load(std::memory_order_relaxed)) continue;
+    std::unique_lock<std::mutex> lock(out.mutex, std::try_to_lock);
+    if (lock) flush_pending(static_cast<int>(p), out);
+  }
+  for (std::size_t p = 0; p < inbound_.size(); ++p) {
+    InboundShared& in = *inbound_[p];
+    if (!in.mapped.load(std::memory_order_acquire)) continue;
+    std::unique_lock<std::mutex> lock(in.mutex, std::try_to_lock);
+    if (lock && in.ring && in.ring->pending()) drain(static_cast<int>(p), in);  // else another thread drains it
   }
 }
 
