@@ -97,7 +97,7 @@ int through_fast(const bench::AllreduceArgs& args, std::vector<float>& buf, int 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // As FAST's session does: FAST's launches below find MPI initialised and use it.
+  // As FAST's mpi runtime does: FAST's launches below find MPI initialised and use it.
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, n = 1;

@@ -1,9 +1,9 @@
-// Benchmark (m): encode throughput on the device (issue 18, docs/gpu.md). One f32 gradient of --n
+// Benchmark (m): encode throughput on the device (docs/gpu.md). One f32 gradient of --n
 // values (default 6,553,600 = 25 MiB, normal(0, 1e-3), as (d)) on --device; per codec a warm-up
 // encode, then --reps timed encodes by fast::torch::DeviceEncoder (the work on the device and the
 // copy of the encoded parts to the host: the time until the payload is in host memory) and, in the
 // same run, the host codec (compress::make_codec) on a host copy of the same values.
-// GB/s = input bytes (4 n) / median encode time / 1e9. Goal (issue 18): topk:ratio=0.01 on a GPU
+// GB/s = input bytes (4 n) / median encode time / 1e9. Goal: topk:ratio=0.01 on a GPU
 // >= 20 GB/s. On a CPU (--device cpu) the figure is libtorch's CPU kernels, not a GPU's.
 //
 // usage: bench_device_codecs [--device cpu|cuda|cuda:K] [--n N] [--reps R] [--codecs a,b,...] [--out CSV]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark (l), simulation at scale (issue 17): a `sim` run of N simulated workers against the same
+"""Benchmark (l), simulation at scale: a `sim` run of N simulated workers against the same
 samples trained by one worker under `threads`, in the same run.
 
 For each N (default 256 and 1024): dpsgd on a torus2d of N workers (clusters/scale-N.toml), mlp, one

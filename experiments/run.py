@@ -20,7 +20,7 @@ BASE = ["--config", "examples/fmnist-allreduce.toml"]  # 4 workers, mlp, 3 epoch
 
 TABLES = {
     # Issue 3, acceptance 2: every strategy on the same model, data and budget.
-    # docs/compression.md: the codecs of issue 4 on allreduce and dpsgd, each lossy one with error
+    # docs/compression.md: the codecs on allreduce and dpsgd, each lossy one with error
     # feedback (allreduce: on each gradient; dpsgd: CHOCO-gossip's public copies).
     "compression": [
         ("allreduce, none", ["--strategy", "allreduce"]),

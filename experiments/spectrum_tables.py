@@ -10,7 +10,7 @@ simulation is taken ("wall time of the simulation: X s"; the summaries hold simu
 Prints one Markdown table over all given folders, one row per run, in the order of the folders and
 of their runs:
 
-  class (paper 001 section 3, docs/strategies.md) | strategy | cluster | time to the target accuracy
+  class (the FAST proposal, sec. 3, docs/strategies.md) | strategy | cluster | time to the target accuracy
   (simulated s; the header names the runs' target_accuracy, 0.85 in the 16- and 64-worker sweeps)
   | final accuracy | bytes sent | training (simulated s: summary wall_seconds - eval_seconds, the
   training clock without the intermediate evaluations) | ms per step
@@ -90,7 +90,7 @@ def main():
         table.extend(rows(folder, log))
     targets = sorted({target for target, _ in table})
     target = f"{targets[0]:g}" if len(targets) == 1 else "the target"
-    print(f"| class (paper 001 sec. 3) | strategy | cluster | time to {target} (simulated s) | final accuracy | "
+    print(f"| class (the FAST proposal sec. 3) | strategy | cluster | time to {target} (simulated s) | final accuracy | "
           "bytes sent | training (simulated s) | ms per step | steps per worker | staleness mean / max | wall s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for _, row in table:

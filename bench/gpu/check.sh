@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 18 (docs/gpu.md, "Checks"), in one run on a machine with a CUDA GPU and a
+# The GPU checks (docs/gpu.md, "Checks"), in one run on a machine with a CUDA GPU and a
 # pip-installed torch with CUDA, with .gpu/ from bench/gpu/fetch-deps.sh carried along. It unpacks
 # the packages under /tmp/deps, builds FAST against the pip torch (FAST_MINIMAL plus ZeroMQ), runs the
 # device path's unit tests, trains the cnn with 2 workers on one GPU (threads) and with 2 processes on

@@ -43,6 +43,8 @@ def main():
     p.add_argument("--topology", default="ring", help="dpsgd, adpsgd, acid: the gossip graph")
     p.add_argument("--compress", default="none", help="codec of what the strategy sends (topk:ratio=0.01, ...)")
     p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--steps-per-epoch", type=int, default=0,
+                   help="steps of each epoch; 0: the whole training set (a smaller number for a quick try)")
     p.add_argument("--batch", type=int, default=64, help="mini-batch per worker")
     p.add_argument("--lr", type=float, default=None, help="default: fast train's for the optimizer")
     p.add_argument("--optimizer", default="momentum", help="sgd, momentum, nesterov, adam or adamw")
@@ -58,7 +60,8 @@ def main():
     torch.manual_seed(args.seed)
     x, y = load(args.data_dir, "train")
     x_test, y_test = load(args.data_dir, "t10k")
-    steps_per_epoch = len(y) // (ctx.size * args.batch)
+    full_epoch = len(y) // (ctx.size * args.batch)
+    steps_per_epoch = min(args.steps_per_epoch, full_epoch) if args.steps_per_epoch > 0 else full_epoch
     settings = dict(strategy=args.strategy, topology=args.topology, compress=args.compress, optimizer=args.optimizer,
                     seed=args.seed, steps=args.epochs * steps_per_epoch, steps_per_epoch=steps_per_epoch)
     if args.lr is not None:

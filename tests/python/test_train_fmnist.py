@@ -11,8 +11,8 @@ from processes import FAST_BIN, ROOT, require_runtime, run_bounded
 
 EXAMPLE = os.path.join(ROOT, "examples", "python", "train_fmnist.py")
 WORKERS, TIMEOUT = 4, 420
-# allreduce is synchronous: with the example's fixed seed it ends at 0.8751 after 2 epochs, every run
-# (2026-11-26); the asynchronous strategies get 3 epochs, as their runs differ from one to the next.
+# allreduce is synchronous: with the example's fixed seed it ends at 0.8751 after 2 epochs, every run;
+# the asynchronous strategies get 3 epochs, as their runs differ from one to the next.
 EPOCHS = {"allreduce": 2, "adpsgd": 3, "ps": 3}
 
 

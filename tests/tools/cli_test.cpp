@@ -58,7 +58,7 @@ TEST(Cli, UnknownStrategyExitsNonZeroListingNames) {
   EXPECT_NE(r.output.find("expected one of: allreduce"), std::string::npos) << r.output;
 }
 
-// Issue 15: the defaults give a first-time user a good run. A bare `fast train` (mlp, 2 workers,
+// The defaults give a first-time user a good run. A bare `fast train` (mlp, 2 workers,
 // one epoch, momentum 0.9 at lr 0.05 with a cosine decay) reaches 0.84; with the earlier defaults
 // (sgd at 0.01, constant) it reached 0.73.
 TEST(Cli, ABareTrainReachesTheIssuesTarget) {

@@ -80,7 +80,7 @@ TEST(HostileInput, StrategyAndOptimizerOptionsAreCheckedBeforeAnyDataIsRead) {
     expect_refused(c);
 }
 
-// Model and dataset specs (issue 15): named and refused before any data is read.
+// Model and dataset specs: named and refused before any data is read.
 TEST(HostileInput, ModelAndDatasetSpecsAreCheckedBeforeAnyDataIsRead) {
   for (const Case& c : std::vector<Case>{
            {"", "train --steps 5 --dataset cifar10", {"dataset 'cifar10'", "unknown kind", "fashion-mnist, npz, npy, synthetic"}},

@@ -17,7 +17,7 @@ With Debian's python3-torch and NumPy, this test:
      different counts — and requires exit code 2, a message naming the file, and no training
      (the line "libtorch intra-op threads", printed when training is set up, never appears).
 Items 1, 3 and 4 run with either part. Exit 0: passed; 1: failed; 77: skipped (python3-torch or NumPy missing; CI installs both).
-Every `fast` process runs in its own session and is killed by process group when out of time.
+Every `fast` process runs in its own process group and is killed with it when out of time.
 """
 import argparse
 import gzip
@@ -84,7 +84,7 @@ def fashion_mnist_npz(out):
 
 
 def run(fast, args, limit):
-    """Runs `fast train ARGS` in its own session; returns (exit code, output)."""
+    """Runs `fast train ARGS` in its own process group; returns (exit code, output)."""
     p = subprocess.Popen([fast, "train", "--progress", "never", *args], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:

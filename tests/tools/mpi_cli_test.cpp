@@ -155,8 +155,8 @@ TEST_P(MpiFault, AKilledRankEndsTheJobWithAnErrorOnEveryRank) {
   const std::regex pid_line("rank " + std::to_string(victim) + " of 4, pid ([0-9]+)");
   pid_t pid = -1;
   bool training = false;
-  // The pid, then the first progress line, within kStartBound (under TSan 60 s of wall time were
-  // not enough for four ranks beside another test on 2026-11-28).
+  // The pid, then the first progress line, within kStartBound (under TSan 60 s of wall time can
+  // be too few for four ranks beside another test).
   fast::testing::poll_until(
       [&] {
         const std::string text = slurp(s.log);

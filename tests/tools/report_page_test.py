@@ -10,7 +10,7 @@ with `fast report`, loads it in headless Chromium and checks:
   - the diverged run marked in the table;
   - a screenshot that is not blank: the charts' series colours are drawn.
 Exit 0: passed; 1: failed; 77: skipped (Chromium is not installed), which CTest reports as skipped.
-Every process started here runs in its own session and is killed by process group when done or
+Every process started here runs in its own process group and is killed with it when done or
 out of time.
 """
 import argparse
@@ -76,7 +76,7 @@ def check(ok, what):
 
 
 def run(args, timeout, env=None):
-    """Runs args in a new session; kills its whole process group when it ends or times out."""
+    """Runs args in a new process group; kills its whole process group when it ends or times out."""
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=env)
     try:
         out, err = proc.communicate(timeout=timeout)

@@ -95,7 +95,7 @@ INSTANTIATE_TEST_SUITE_P(AllStrategies, SimDeterminism,
                                            "ps --mode ssp --staleness 2", "local-sgd --period 2",
                                            "easgd --tau 2 --alpha 0.1", "dpsgd", "adpsgd", "gosgd", "acid"));
 
-// At 64 workers (issue 17): heterogeneous hosts and random stragglers on a star, every strategy, two
+// At 64 workers: heterogeneous hosts and random stragglers on a star, every strategy, two
 // runs with the same seed write byte-identical metrics and summaries. The actors take turns on one
 // OS thread (SimGrid's raw contexts) in the default build, so this also pins down that nothing in
 // the order of their turns depends on anything but the simulation.

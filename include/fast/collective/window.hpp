@@ -1,6 +1,6 @@
 #pragma once
 // Window: one-sided access to a named tensor that every worker exposes — the "global
-// asynchronous memory" of paper 001 section 4. A worker puts into, gets from, accumulates into or
+// asynchronous memory" of the FAST proposal section 4. A worker puts into, gets from, accumulates into or
 // averages with another worker's tensor without that worker's training code taking part: a
 // service activity of the owner answers requests, so the owner may be computing, sleeping or
 // waiting meanwhile.

@@ -108,7 +108,7 @@ class Dgc {
   // Checkpoints: u ("<prefix>.velocity", empty when momentum is 0), whether accumulate() has run
   // ("<prefix>.started") and the units of the residual v the strategy saves beside it
   // ("<prefix>.residual_units" = kResidualUnits: updates, the learning rate applied; a checkpoint
-  // written before 2026-11-27 held gradients and has no such entry) and, once a local view is held,
+  // of an older FAST held gradients and has no such entry) and, once a local view is held,
   // x ("<prefix>.shared"; the worker's saved parameters are then x - v). restore takes them back
   // into a Dgc of the same options and size (IoError naming `source` otherwise, an older checkpoint
   // included; nothing changes then). A checkpoint with x resumed without local_view writes x into

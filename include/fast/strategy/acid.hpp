@@ -1,7 +1,7 @@
 #pragma once
 // Strategy `acid`: A2CiD2, asynchronous decentralized gossip with a continuized momentum (Nabli,
 // Belilovsky, Oyallon, "A2CiD2: Accelerating Asynchronous Communication in Decentralized Deep
-// Learning", NeurIPS 2023; paper 004, the authors' slides). Workers sit on an undirected connected
+// Learning", NeurIPS 2023; the A2CiD2 slides, the authors' slides). Workers sit on an undirected connected
 // topology. Each worker i keeps its replica x_i (the framework's parameters) and a second variable
 // x~_i (starts equal to x_i). In the paper's continuized model, gradient steps (Poisson process
 // N_i, rate 1) and pairwise communications (Poisson process M_ij of edge (i, j), rate lambda_ij)

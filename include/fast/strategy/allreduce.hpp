@@ -1,7 +1,7 @@
 #pragma once
 // Strategy `allreduce`: synchronous data parallelism. Each step every worker's gradient is
 // averaged with a ring all-reduce, then every worker applies the same optimizer step, so replicas
-// stay identical (paper 001, Statement 1: with synchronous delivery of every update, replicas are
+// stay identical (the FAST proposal, Statement 1: with synchronous delivery of every update, replicas are
 // consistent; with W workers of batch b it is mini-batch SGD with batch W*b).
 //
 //   g = (1/W) sum_w g_w ;  params <- optimizer(params, g, lr)

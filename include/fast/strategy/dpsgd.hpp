@@ -1,6 +1,6 @@
 #pragma once
 // Strategy `dpsgd`: decentralized parallel SGD, synchronous gossip (Lian et al., NeurIPS 2017;
-// paper 002 Fig. 15). Workers sit on an undirected topology with Metropolis-Hastings mixing
+// the taxonomy Fig. 15). Workers sit on an undirected topology with Metropolis-Hastings mixing
 // weights W (symmetric, doubly stochastic). Each step, with g_i computed at x_i:
 //
 //   x_i <- sum_j W_ij x_j                  (neighbour averaging: one exchange per edge)

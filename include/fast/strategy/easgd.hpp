@@ -1,6 +1,6 @@
 #pragma once
 // Strategy `easgd`: asynchronous Elastic Averaging SGD (Zhang, Choromanska, LeCun, "Deep learning
-// with Elastic Averaging SGD", NeurIPS 2015, Algorithm 1; paper 002 Eq. 1 and Fig. 10). A centre
+// with Elastic Averaging SGD", NeurIPS 2015, Algorithm 1; the taxonomy Eq. 1 and Fig. 10). A centre
 // variable x~ lives on rank 0, exposed in a one-sided window ("easgd.centre"); every worker i runs
 // its own optimizer on its replica x_i and, every `tau` of its own steps, exchanges with the
 // centre through that window (a get, then an accumulate), so no worker ever waits for rank 0's
@@ -14,7 +14,7 @@
 //     x~      <- x~ + d                                  (window accumulate: the centre moves
 //                                                         towards the worker, by the same d)
 //
-// The elastic force is symmetric (paper 002: "alpha = beta in this particular implementation"),
+// The elastic force is symmetric (the taxonomy: "alpha = beta in this particular implementation"),
 // so every exchange conserves x_i + x~, hence sum_i x_i + x~, exactly up to float rounding,
 // whatever the interleaving: the accumulate adds d to the centre as it is then, even if other
 // workers moved it since the get. Rank 0 exchanges with its own centre under the window's Local
@@ -26,7 +26,7 @@
 // exchanging once per tau of its steps gives the centre the same aggregate pull per tau steps when
 // the workers run at equal speed. alpha must lie in (0, 1): alpha = 0 disables the coupling and
 // alpha >= 1 moves the worker onto or past the centre. tau >= 1: larger tau = less communication
-// and more exploration, at the price of replicas drifting further apart (paper 002 sec. 3.3.5).
+// and more exploration, at the price of replicas drifting further apart (the taxonomy sec. 3.3.5).
 //
 // Initial centre: the average of the workers' initial replicas (one all-reduce in attach()).
 // Representative model: the centre. snapshot() reads it (window get, not collective);
@@ -36,7 +36,7 @@
 // moved replica, as in the paper's Algorithm 1. Non-finite gradients: the local update follows
 // options.non_finite (apply_update); the exchange still happens, so nobody is left waiting.
 // Communication: every tau steps a worker receives and sends |x| floats to rank 0; rank 0 serves
-// p / tau exchanges per step of the others (paper 002 sec. 3.3.5: scale tau with p).
+// p / tau exchanges per step of the others (the taxonomy sec. 3.3.5: scale tau with p).
 // Options: `alpha` (default 0.1), `tau` (default 4).
 // With compress (docs/compression.md): reads of the centre travel as states (differences from a
 // reference), the elastic difference added to it through error feedback; the replicas first start

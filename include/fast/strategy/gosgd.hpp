@@ -1,6 +1,6 @@
 #pragma once
 // Strategy `gosgd`: push-sum gossip SGD (Blot, Picard, Cord, Thome, "Gossip training for deep
-// learning", arXiv 1611.09726, 2016; paper 002 Fig. 17), on the push-sum protocol of Kempe,
+// learning", arXiv 1611.09726, 2016; the taxonomy Fig. 17), on the push-sum protocol of Kempe,
 // Dobra, Gehrke (FOCS 2003), over directed and time-varying graphs as in SGP (Assran, Loizou,
 // Ballas, Rabbat, ICML 2019). Each worker keeps a numerator x_i (f64) and a mass w_i (f64,
 // starts at 1; x_i starts at w_i times the initial parameters); its model is z_i = x_i / w_i, and

@@ -1,6 +1,6 @@
 #pragma once
 // Strategy `local-sgd`: periodic model averaging (Stich 2019 "Local SGD converges fast and
-// communicates little"; SparkNet's and paper 002 sec. 3.4's "model averaging"). Each worker runs
+// communicates little"; SparkNet's and the taxonomy sec. 3.4's "model averaging"). Each worker runs
 // its own optimizer on its own mini-batches and, every `period` steps, the replicas are replaced
 // by their average:
 //

@@ -1,12 +1,12 @@
 #pragma once
-// Strategy `ps`: a sharded parameter server (paper 002 sec. 3.2.1, 3.3.1, 3.3.3, 3.3.4 and 3.4.1,
-// Fig. 3, 6, 8, 12, 13 left; paper 001 sec. 3). The optimizer runs on the servers; workers push
+// Strategy `ps`: a sharded parameter server (the taxonomy sec. 3.2.1, 3.3.1, 3.3.3, 3.3.4 and 3.4.1,
+// Fig. 3, 6, 8, 12, 13 left; the FAST proposal sec. 3). The optimizer runs on the servers; workers push
 // gradients and pull parameters.
 //
 // Sharding. The flat parameter vector (D elements) is cut into K = `servers` contiguous shards of
 // D / K or D / K + 1 elements (the first D mod K shards are one longer). Shard k is served by a
 // server activity that worker k spawns (ctx.spawn) on its own rank: servers are co-located with
-// workers 0..K-1 (paper 002 Fig. 13 left). Dedicated server ranks (ranks that only serve) are not
+// workers 0..K-1 (the taxonomy Fig. 13 left). Dedicated server ranks (ranks that only serve) are not
 // offered: every rank trains. Each server builds its own optimizer for its shard from
 // options.optimizer (optim::make_optimizer with the shard length) and applies it with the learning
 // rate the worker sends with its push (StepInput::lr; in sync mode, the rate of the lowest-ranked
@@ -31,7 +31,7 @@
 //          parameters one-sidedly with a Window get of every server's shard (window "ps.shards").
 //          Workers never wait for each other. asynchronous() = true.
 //   ssp    stale synchronous parallel (Ho et al., "More effective distributed ML via a stale
-//          synchronous parallel parameter server", NIPS 2013; paper 002 sec. 3.3.4 "delay
+//          synchronous parallel parameter server", NIPS 2013; the taxonomy sec. 3.3.4 "delay
 //          bounds"): as async, but a worker about to compute its gradient number c (0-based count
 //          of its pushes) must hold parameters that include every worker's first c - s gradients
 //          (s = `staleness`): the server delays its acknowledgement of the worker's push c - 1

@@ -30,8 +30,8 @@
 namespace fast::wire {
 
 inline constexpr std::uint32_t kMagic = 0x54534146;  // "FAST" little-endian
-// 3 since 2026-11-28: the checksums are XXH3's (checksum()); in version 2 they were zlib's CRC-32.
-// 2 since 2026-11-27: a kFlagPayloadShared header heads a record in a shared-memory ring; in
+// Version 3: the checksums are XXH3's (checksum()); in version 2 they were zlib's CRC-32.
+// Version 2: a kFlagPayloadShared header heads a record in a shared-memory ring; in
 // version 1 it travelled in a ZeroMQ frame with an 8-byte locator. A process of another version
 // is refused at its first frame ("frame: version: expected 3, got 2").
 inline constexpr std::uint16_t kVersion = 3;

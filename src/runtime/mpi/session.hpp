@@ -5,7 +5,7 @@
 // process initialises it (MPI_Init_thread asking for MPI_THREAD_MULTIPLE) and it is finalized when
 // the process exits (atexit). Later launches in the same process reuse it.
 //
-// MPI is fail-stop: when one rank dies, mpirun or srun ends the others with SIGTERM. The session
+// MPI is fail-stop: when one rank dies, mpirun or srun ends the others with SIGTERM. init()
 // installs a SIGTERM handler that writes, before the process ends, which rank it is and the last
 // failure this rank heard of (set_last_failure), so every rank's output says why the run ended.
 //

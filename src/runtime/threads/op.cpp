@@ -76,7 +76,7 @@ std::size_t transfer(Op& send, Op& recv) {
   // exception is destroyed by whichever thread releases that op last (a release ordered by the
   // op's shared_ptr). A copy kept here could be the last reference and destroy the exception on
   // this thread after the receiver read it, ordered only by exception_ptr's count inside
-  // libstdc++, which ThreadSanitizer cannot see (a "data race on vptr" report, 2026-11-28).
+  // libstdc++, which ThreadSanitizer cannot see (it reported a "data race on vptr").
   recv.complete(std::move(error));
   send.complete(nullptr);
   return failed ? 0 : send.send_data.numel();

@@ -41,8 +41,8 @@ class WorldState {
   // Whether a waiter should spin before blocking: only when every thread of the world (workers
   // and the threads of their spawned activities, e.g. a parameter server or a window's service)
   // can have a core of its own. Otherwise a spinning waiter holds a core that the thread it waits
-  // for may need: measured on 2 cores with 2 workers of an asynchronous strategy (3 to 5
-  // threads), spinning cost about 1 ms per step (docs/simulation.md, "Validation").
+  // for may need (with 2 workers of an asynchronous strategy, 3 to 5 threads, on 2 cores, spinning
+  // made every step slower).
   // Never with a transport (zmq): other processes of the host want the cores, and a message from
   // another process arrives through the transport's threads, not this world's.
   bool spin_pays() const noexcept;

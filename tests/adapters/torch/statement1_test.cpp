@@ -1,4 +1,4 @@
-// Statement 1 of paper 001 (sec. 3): with mini-batch SGD and every update delivered to every
+// Statement 1 of the FAST proposal (sec. 3): with mini-batch SGD and every update delivered to every
 // worker, the replicas are consistent — and synchronous gradient averaging over W workers of batch
 // b is exactly mini-batch SGD with batch W*b on the same samples. Checked end to end on the real
 // MLP and Fashion-MNIST: 4 workers x batch 16 against 1 worker x batch 64, 20 steps, same seed.

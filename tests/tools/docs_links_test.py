@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Every relative link and #anchor of README.md and docs/*.md resolves.
+
+For each markdown link [text](target) and image ![alt](target) outside code (fenced blocks and
+`inline code` are skipped), when the target is not an absolute URL (http:, https:, mailto:):
+  - its path, relative to the file that holds the link, names a file or a folder of the tree;
+  - its #anchor, when there is one and the target is a markdown file (or the same file), is the
+    GitHub-style anchor of one of that file's headings: the heading's text lowercased, markdown
+    formatting removed, every character but letters, digits, spaces, hyphens and underscores
+    dropped, spaces turned into hyphens; the second heading with the same anchor gets "-1", the
+    third "-2", and so on. An <a name="..."> or id="..." in the file also counts.
+
+Prose references to a section, as `docs/launch.md, "Across hosts"` (a markdown file's name, an
+optional comma, and a quoted title), are checked too: the file must have a heading whose text,
+markdown removed, starts with the quoted title (case ignored).
+
+Usage: docs_links_test.py [--root DIR]. Prints every broken link as FILE:LINE: target: why; exit 0
+when there is none, 1 otherwise. Reads files only.
+"""
+import argparse
+import os
+import re
+import sys
+
+LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+SECTION_REF = re.compile(r"((?:[\w.-]+/)*[\w-]+\.md)(?:'s)?,? (?:section )?\"([^\"]+)\"")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def strip_inline_code(line):
+    return re.sub(r"`+[^`]*`+", "", line)
+
+
+def slug(text):
+    """GitHub's anchor for a heading's text."""
+    text = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", text)     # images: their alt text
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)      # links: their text
+    text = re.sub(r"<[^>]+>", "", text)                      # html tags
+    text = text.replace("`", "")
+    text = re.sub(r"(\*\*|__|\*|~~)", "", text)
+    text = text.strip().lower()
+    text = "".join(c for c in text if c.isalnum() or c in " -_")
+    return text.replace(" ", "-")
+
+
+_anchor_cache = {}
+_title_cache = {}
+
+
+def titles(path):
+    """The headings of a markdown file, markdown removed and lowercased."""
+    if path not in _title_cache:
+        result = []
+        in_fence = False
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.lstrip().startswith("```"):
+                    in_fence = not in_fence
+                    continue
+                m = None if in_fence else HEADING.match(line.rstrip("\n"))
+                if m:
+                    result.append(plain(m.group(2)))
+        _title_cache[path] = result
+    return _title_cache[path]
+
+
+def plain(text):
+    """A heading or a quoted title without markdown, lowercased."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return re.sub(r"(`|\*\*|__)", "", text).strip().lower()
+
+
+def anchors(path):
+    """The anchors a markdown file defines."""
+    if path in _anchor_cache:
+        return _anchor_cache[path]
+    seen = {}
+    result = set()
+    in_fence = False
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.lstrip().startswith("```"):
+                in_fence = not in_fence
+                continue
+            if in_fence:
+                continue
+            for m in re.finditer(r"<a\s+(?:name|id)=\"([^\"]+)\"", line):
+                result.add(m.group(1))
+            m = HEADING.match(line.rstrip("\n"))
+            if not m:
+                continue
+            base = slug(m.group(2))
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            result.add(base if n == 0 else f"{base}-{n}")
+    _anchor_cache[path] = result
+    return result
+
+
+def check(path, root):
+    out = []
+    rel = os.path.relpath(path, root)
+    in_fence = False
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    for n, line in enumerate(lines, 1):
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        for m in LINK.finditer(strip_inline_code(line)):
+            target = m.group(1)
+            if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target):
+                continue                                     # http:, https:, mailto:, ...
+            file_part, _, anchor = target.partition("#")
+            dest = path if file_part == "" else os.path.normpath(os.path.join(os.path.dirname(path), file_part))
+            if not os.path.exists(dest):
+                out.append(f"{rel}:{n}: {target}: no such file or folder ({os.path.relpath(dest, root)})")
+                continue
+            if anchor and dest.endswith(".md") and os.path.isfile(dest) and anchor not in anchors(dest):
+                out.append(f"{rel}:{n}: {target}: no heading with anchor #{anchor} in {os.path.relpath(dest, root)}")
+        for m in SECTION_REF.finditer(line):
+            name, title = m.group(1), m.group(2)
+            candidates = [os.path.normpath(os.path.join(d, name)) for d in (os.path.dirname(path), root, os.path.join(root, "docs"))]
+            dest = next((c for c in candidates if os.path.isfile(c)), None)
+            if dest is None:
+                out.append(f"{rel}:{n}: {name}, \"{title}\": no such file")
+            elif not any(t.startswith(plain(title)) for t in titles(dest)):
+                out.append(f"{rel}:{n}: {name}, \"{title}\": no heading starting so in {os.path.relpath(dest, root)}")
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    root = os.path.abspath(ap.parse_args().root)
+    files = [os.path.join(root, "README.md")]
+    docs = os.path.join(root, "docs")
+    files += sorted(os.path.join(docs, f) for f in os.listdir(docs) if f.endswith(".md"))
+    broken = []
+    for path in files:
+        broken += check(path, root)
+    for b in broken:
+        print(b)
+    print(f"{len(broken)} broken link(s) in {len(files)} markdown files")
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
