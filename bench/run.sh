@@ -102,6 +102,10 @@ if wants a; then
   need_exe "$BIN/bench_allreduce_mpi" "build with -DFAST_BUILD_BENCH=ON: make bench"
   command -v mpirun >/dev/null || die "mpirun not found (Debian packages openmpi-bin libopenmpi-dev: make deps)"
 fi
+if wants e; then
+  need_exe "$BIN/bench_pingpong_fast" "build with -DFAST_BUILD_BENCH=ON: make bench"
+  need_exe "$BIN/bench_pingpong_mpi" "build with -DFAST_BUILD_BENCH=ON: make bench"
+fi
 if wants e || wants g; then
   need_exe "$BIN/bench_allreduce_fast" "build with -DFAST_BUILD_BENCH=ON: make bench"
   need_exe "$BIN/bench_allreduce_mpi" "build with -DFAST_BUILD_BENCH=ON: make bench"
@@ -309,11 +313,24 @@ e_step() {
   need_file "$RAW/$name.csv" "no results; see $RAW/$name.log"
 }
 
+# pp_step KIND REP: (e)'s ping-pong between 2 processes, its CSV in raw/pp_KIND_repREP.csv.
+pp_step() {
+  local kind=$1 rep=$2 name="pp_$1_rep$2"
+  case $kind in
+    fast_pp) run "$name" env FAST_TRANSPORT=tcp "$BIN/fast" launch -n 2 --timeout "$LAUNCH_TIMEOUT" \
+               -- "$BIN/bench_pingpong_fast" --label "$kind" --out "$RAW/$name.csv" ;;
+    mpi_pp) run "$name" mpirun -np 2 --bind-to none "$BIN/bench_pingpong_mpi" --label "$kind" --out "$RAW/$name.csv" ;;
+    *) die "pp_step: unknown kind '$kind'" ;;
+  esac
+  need_file "$RAW/$name.csv" "no results; see $RAW/$name.log"
+}
+
 if wants e; then
   note "(e) all-reduce across processes, 4 KiB..$( [[ $QUICK == 1 ]] && echo 4 || echo 64) MiB (x4), 2 and 4 processes"
   note "    FAST: fast launch -n N -- bench_allreduce_fast --runtime zmq (chunk_bytes 4M); tcp without shared memory (CURVE | --insecure), and the default (shared memory, CURVE)"
   note "    MPI: mpirun --bind-to none (--oversubscribe above $(nproc)); shared memory (defaults) | --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
   note "    gloo: torch.distributed all_reduce, N processes on 127.0.0.1 (bench/allreduce_gloo.py)"
+  note "    ping-pong: fast launch -n 2 -- bench_pingpong_fast (defaults) | mpirun -np 2 bench_pingpong_mpi, 4 KiB and 1 MiB"
   E_KINDS=(fast_zmq_tcp mpi_tcp gloo fast_zmq_shm mpi_shm fast_zmq_tcp_insecure)
   for rep in $(seq 1 "$REPS"); do
     mapfile -t kinds < <(in_rep_order "$rep" "${E_KINDS[@]}")
@@ -322,6 +339,11 @@ if wants e; then
         note "    rep $rep/$REPS: $kind, $n processes"
         e_step "$kind" "$n" "$rep"
       done
+    done
+    mapfile -t kinds < <(in_rep_order "$rep" fast_pp mpi_pp)
+    for kind in "${kinds[@]}"; do
+      note "    rep $rep/$REPS: ping-pong, $kind"
+      pp_step "$kind" "$rep"
     done
   done
   echo
