@@ -117,11 +117,12 @@ def report_processes(out):
             f"runs; float sum, in place; {load_text(raw, 'e_*')})",
             "    FAST: `fast launch -n N -- bench_allreduce_fast --runtime zmq`, one worker per process, chunk 4 MiB; "
             "tcp on 127.0.0.1 without shared memory (FAST_SHM_BYTES=0, as between hosts), CURVE (default) or --insecure; "
-            "FAST shm: the default on one host (CURVE frames, payloads from 4 KiB through shared memory)",
+            "FAST shm: the default on one host (every message through shared memory, delivered by the waiting worker)",
             "    MPI shm: mpirun --bind-to none, defaults (shared memory, vader); MPI tcp: --mca pml ob1 --mca btl tcp,self "
             "--mca btl_tcp_if_include lo; 4 processes on fewer cores: --oversubscribe",
             "    gloo: torch.distributed all_reduce, N processes on 127.0.0.1 (bench/allreduce_gloo.py)",
-            "    goals: FAST tcp (CURVE) / MPI tcp and / gloo; FAST shm / MPI shm for information"]
+            f"    goals: FAST shm >= {GOAL_PROC_SHM}x MPI shm at every size; FAST tcp --insecure >= {GOAL_PROC_PLAIN}x MPI "
+            f"tcp from 64 KiB; FAST tcp (CURVE) >= {GOAL_PROC_MPI_TCP}x MPI tcp and >= {GOAL_PROC_GLOO}x gloo from 1 MiB"]
     for n in sorted({k[1] for k in med}):
         sizes = sorted({k[2] for k in med if k[1] == n})
         rows, vs_tcp, vs_gloo = [], RatioGoal(GOAL_PROC_MPI_TCP), RatioGoal(GOAL_PROC_GLOO)

@@ -43,8 +43,8 @@ constexpr std::array kTable{
            "among the other processes of the host, 1 to 32 MiB per ring."},
     EnvVar{"FAST_POLL_US", EnvType::integer, "50",
            "Microseconds a thread waiting for a message from another process of its host polls the shared-memory "
-           "rings itself before it sleeps (runtime zmq): it spins when the host's processes fit its cores, else "
-           "yields its core between looks; 0: never polls, a reader thread per ring delivers."},
+           "rings itself before it sleeps (runtime zmq), spinning; only where the host's workers fit its cores "
+           "(elsewhere, and with 0, a reader thread per ring delivers)."},
     EnvVar{"FAST_HOST", EnvType::string, "",
            "Address this process binds and is reached at over tcp; empty: the address that reaches the rendezvous."},
     EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts."},

@@ -17,10 +17,11 @@ markdown removed, starts with the quoted title (case ignored).
 Usage: docs_links_test.py [--root DIR]. Prints every broken link as FILE:LINE: target: why; exit 0
 when there is none, 1 otherwise. Reads files only.
 """
-import argparse
 import os
 import re
 import sys
+
+from docs_common import lines_outside_fences, markdown_files, parse_root
 
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 SECTION_REF = re.compile(r"((?:[\w.-]+/)*[\w-]+\.md)(?:'s)?,? (?:section )?\"([^\"]+)\"")
@@ -50,17 +51,8 @@ _title_cache = {}
 def titles(path):
     """The headings of a markdown file, markdown removed and lowercased."""
     if path not in _title_cache:
-        result = []
-        in_fence = False
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.lstrip().startswith("```"):
-                    in_fence = not in_fence
-                    continue
-                m = None if in_fence else HEADING.match(line.rstrip("\n"))
-                if m:
-                    result.append(plain(m.group(2)))
-        _title_cache[path] = result
+        _title_cache[path] = [plain(m.group(2)) for _, line in lines_outside_fences(path)
+                              if (m := HEADING.match(line.rstrip("\n")))]
     return _title_cache[path]
 
 
@@ -76,23 +68,16 @@ def anchors(path):
         return _anchor_cache[path]
     seen = {}
     result = set()
-    in_fence = False
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.lstrip().startswith("```"):
-                in_fence = not in_fence
-                continue
-            if in_fence:
-                continue
-            for m in re.finditer(r"<a\s+(?:name|id)=\"([^\"]+)\"", line):
-                result.add(m.group(1))
-            m = HEADING.match(line.rstrip("\n"))
-            if not m:
-                continue
-            base = slug(m.group(2))
-            n = seen.get(base, 0)
-            seen[base] = n + 1
-            result.add(base if n == 0 else f"{base}-{n}")
+    for _, line in lines_outside_fences(path):
+        for m in re.finditer(r"<a\s+(?:name|id)=\"([^\"]+)\"", line):
+            result.add(m.group(1))
+        m = HEADING.match(line.rstrip("\n"))
+        if not m:
+            continue
+        base = slug(m.group(2))
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        result.add(base if n == 0 else f"{base}-{n}")
     _anchor_cache[path] = result
     return result
 
@@ -132,12 +117,8 @@ def check(path, root):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    root = os.path.abspath(ap.parse_args().root)
-    files = [os.path.join(root, "README.md")]
-    docs = os.path.join(root, "docs")
-    files += sorted(os.path.join(docs, f) for f in os.listdir(docs) if f.endswith(".md"))
+    root = parse_root()
+    files = markdown_files(root)
     broken = []
     for path in files:
         broken += check(path, root)

@@ -15,10 +15,11 @@ Code itself is not checked: `start_new_session=True` or a struct named Session a
 Usage: docs_words_test.py [--root DIR]. Prints every finding as FILE:LINE: what: the line; exit 0
 when there is none, 1 otherwise. Reads files only; runs in well under a second.
 """
-import argparse
 import os
 import re
 import sys
+
+from docs_common import markdown_files, parse_root
 
 DATE = re.compile(r"\b(?:19|20)\d\d-(?:0[1-9]|1[0-2])(?:-\d\d)?\b")
 WORDS = [
@@ -122,13 +123,9 @@ def source_findings(path, rel, ext):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    root = os.path.abspath(ap.parse_args().root)
+    root = parse_root()
     findings = []
-    md = [os.path.join(root, "README.md")]
-    docs = os.path.join(root, "docs")
-    md += sorted(os.path.join(docs, f) for f in os.listdir(docs) if f.endswith(".md"))
+    md = markdown_files(root)
     for path in md:
         findings += markdown_findings(path, os.path.relpath(path, root))
     for d in CODE_DIRS:

@@ -41,9 +41,8 @@ class Transport {
   // nothing has). A waiter that must block after that calls sleep_begin() before it blocks and
   // sleep_end() after: while no thread of the process blocks, the transport may leave its own
   // delivery threads asleep (the next waiter polls anyway), and sleep_begin() hands back to them.
-  // spin_pays(): every thread that may want a core on this host has one, so a waiter may spin
-  // (pause) between polls rather than yield its core. Every method may be called from any worker
-  // thread at once.
+  // spin_pays(): every worker of this host has a core, so a waiter may spin (pause) between polls
+  // rather than yield its core. Every method may be called from any worker thread at once.
   virtual bool polls_in_caller() const { return false; }
   virtual void poll() {}
   virtual void sleep_begin() {}

@@ -42,6 +42,9 @@ ZmqTransport::ZmqTransport(::zmq::context_t& context, const Settings& settings, 
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   FAST_ENFORCE_AS(core::IoError, wake_fd_ >= 0, "zmq runtime: cannot create an eventfd");
   for (std::size_t p = 0; p < table_.size(); ++p) lost_[p] = false;
+  const std::string& host = table_[static_cast<std::size_t>(process_)].host_id;
+  const auto on_host = std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) { return p.host_id == host; });
+  spin_pays_ = static_cast<unsigned>(on_host * table_[0].workers) <= std::max(1u, std::thread::hardware_concurrency());
 }
 
 ZmqTransport::~ZmqTransport() {
@@ -98,9 +101,6 @@ void ZmqTransport::start(threads::LocalWorld& world, std::function<void(const st
   for (auto& in : inbound_) in = std::make_shared<InboundShared>();
   for (const ProcessInfo& peer : table_)
     if (peer.rank != process_) offer_ring(peer.rank);
-  const std::string& host = table_[static_cast<std::size_t>(process_)].host_id;
-  const auto on_host = std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) { return p.host_id == host; });
-  spin_pays_ = static_cast<unsigned>(on_host * table_[0].workers) <= std::max(1u, std::thread::hardware_concurrency());
   thread_ = std::thread([this] { loop(); });
   await_rings();
 }

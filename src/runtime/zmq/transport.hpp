@@ -124,12 +124,15 @@ class ZmqTransport final : public threads::Transport {
   // thread of this process blocks waiting (the next waiter looks at the rings anyway), so that
   // their senders leave the readers asleep; a thread about to block clears them first
   // (transport_shared.cpp). progress_wanted (try_recv found nothing) polls once.
-  bool polls_in_caller() const override { return settings_.poll_seconds > 0; }
+  // Only where the host's workers fit its cores (spin_pays_): where they do not, waiters that look
+  // for their messages, even yielding their core between looks, measured slower in 4-process
+  // training on 2 cores than the reader threads (docs/benchmarks.md, "Training across processes").
+  bool polls_in_caller() const override { return settings_.poll_seconds > 0 && spin_pays_; }
   void poll() override;
   void sleep_begin() override;
   void sleep_end() override;
   void progress_wanted() override {
-    if (settings_.poll_seconds > 0) poll();
+    if (polls_in_caller()) poll();
   }
   bool spin_pays() const override { return spin_pays_; }
   double poll_budget() const override { return settings_.poll_seconds; }
@@ -293,7 +296,7 @@ class ZmqTransport final : public threads::Transport {
   std::mutex poll_mutex_;
   int sleepers_ = 0;
   std::atomic<bool> polled_{false};
-  bool spin_pays_ = false;
+  bool spin_pays_ = false;  // set by the constructor
   // Sets every mapped ring's `polled` word to `on` (poll_mutex_ held).
   void publish_polled(bool on);
   // Delivers the due records of every mapped ring, waiting for each ring's lock.
