@@ -28,3 +28,11 @@ def lines_outside_fences(path):
                 continue
             if not in_fence:
                 yield n, line
+
+
+def report(findings, summary):
+    """Prints each finding, then `summary`; the exit code: 1 when there is a finding, else 0."""
+    for f in findings:
+        print(f)
+    print(summary)
+    return 1 if findings else 0

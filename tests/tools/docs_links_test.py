@@ -21,7 +21,7 @@ import os
 import re
 import sys
 
-from docs_common import lines_outside_fences, markdown_files, parse_root
+from docs_common import lines_outside_fences, markdown_files, parse_root, report
 
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 SECTION_REF = re.compile(r"((?:[\w.-]+/)*[\w-]+\.md)(?:'s)?,? (?:section )?\"([^\"]+)\"")
@@ -85,15 +85,8 @@ def anchors(path):
 def check(path, root):
     out = []
     rel = os.path.relpath(path, root)
-    in_fence = False
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    for n, line in enumerate(lines, 1):
-        if line.lstrip().startswith("```"):
-            in_fence = not in_fence
-            continue
-        if in_fence:
-            continue
+    for n, line in lines_outside_fences(path):
+        line = line.rstrip("\n")
         for m in LINK.finditer(strip_inline_code(line)):
             target = m.group(1)
             if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target):
@@ -122,10 +115,7 @@ def main():
     broken = []
     for path in files:
         broken += check(path, root)
-    for b in broken:
-        print(b)
-    print(f"{len(broken)} broken link(s) in {len(files)} markdown files")
-    return 1 if broken else 0
+    return report(broken, f"{len(broken)} broken link(s) in {len(files)} markdown files")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-from docs_common import markdown_files, parse_root
+from docs_common import markdown_files, parse_root, report
 
 DATE = re.compile(r"\b(?:19|20)\d\d-(?:0[1-9]|1[0-2])(?:-\d\d)?\b")
 WORDS = [
@@ -62,12 +62,14 @@ def markdown_findings(path, rel):
             if date_cols is None:   # the header row
                 date_cols = {i for i, c in enumerate(cells) if c.lower().strip("* ") == "date"}
             text = " | ".join(c for i, c in enumerate(cells) if i not in date_cols)
-        if DATE.search(text):
-            out.append(f"{rel}:{n}: a date outside a result table's date column: {line.strip()}")
-        for what, rx in WORDS:
-            if rx.search(line):
-                out.append(f"{rel}:{n}: {what}: {line.strip()}")
+        out += findings_in(rel, n, text, line, "a date outside a result table's date column")
     return out
+
+
+def findings_in(rel, n, dated, worded, date_what):
+    """FILE:LINE findings for a date in `dated` (named date_what) and a forbidden word in `worded`."""
+    out = [f"{rel}:{n}: {date_what}: {worded.strip()}"] if DATE.search(dated) else []
+    return out + [f"{rel}:{n}: {what}: {worded.strip()}" for what, rx in WORDS if rx.search(worded)]
 
 
 def comments(path, ext):
@@ -114,11 +116,7 @@ def comments(path, ext):
 def source_findings(path, rel, ext):
     out = []
     for n, text in comments(path, ext):
-        if DATE.search(text):
-            out.append(f"{rel}:{n}: a date in a comment: {text.strip()}")
-        for what, rx in WORDS:
-            if rx.search(text):
-                out.append(f"{rel}:{n}: {what}: {text.strip()}")
+        out += findings_in(rel, n, text, text, "a date in a comment")
     return out
 
 
@@ -141,10 +139,8 @@ def main():
                 if os.path.samefile(path, __file__):
                     continue      # this file names the words it looks for
                 findings += source_findings(path, os.path.relpath(path, root), ext)
-    for f in findings:
-        print(f)
-    print(f"{len(findings)} finding(s) in {len(md)} markdown files and the comments under {', '.join(CODE_DIRS)}")
-    return 1 if findings else 0
+    return report(findings,
+                  f"{len(findings)} finding(s) in {len(md)} markdown files and the comments under {', '.join(CODE_DIRS)}")
 
 
 if __name__ == "__main__":
