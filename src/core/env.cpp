@@ -45,6 +45,10 @@ constexpr std::array kTable{
            "Microseconds a thread waiting for a message from another process of its host polls the shared-memory "
            "rings itself before it sleeps (runtime zmq), spinning; only where the host's workers fit its cores "
            "(elsewhere, and with 0, a reader thread per ring delivers)."},
+    EnvVar{"FAST_STREAMS", EnvType::integer, "1",
+           "1: data between processes that share no memory and talk over tcp goes through a direct TCP stream per "
+           "pair, protected by AES-256-GCM (ChaCha20-Poly1305 without AES-NI; an XXH3 checksum under --insecure), "
+           "keyed through the CURVE-encrypted hello (runtime zmq, docs/launch.md); 0: through ZeroMQ."},
     EnvVar{"FAST_HOST", EnvType::string, "",
            "Address this process binds and is reached at over tcp; empty: the address that reaches the rendezvous."},
     EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts."},

@@ -95,6 +95,9 @@ Settings resolve_settings(const LaunchOptions& options) {
   FAST_ENFORCE(poll_us >= 0 && poll_us <= 1000000, "FAST_POLL_US: expected microseconds from 0 to 1000000, got {}",
                poll_us);
   s.poll_seconds = static_cast<double>(poll_us) * 1e-6;
+  const long long streams = core::env_int("FAST_STREAMS");
+  FAST_ENFORCE(streams == 0 || streams == 1, "FAST_STREAMS: expected 0 or 1, got {}", streams);
+  s.streams = streams == 1;
   return s;
 }
 

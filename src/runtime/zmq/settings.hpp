@@ -25,6 +25,7 @@ struct Settings {
   std::string host;               // address bound and advertised for tcp
   bool tolerate_lost = false;
   double poll_seconds = 50e-6;     // FAST_POLL_US: how long a waiting thread polls the rings itself
+  bool streams = true;             // FAST_STREAMS: data between hosts through direct TCP streams
   long long shared_ring_bytes = -1;  // per pair of processes of one host; 0: none; -1: automatic (ring_capacity)
 };
 

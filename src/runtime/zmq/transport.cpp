@@ -101,6 +101,7 @@ void ZmqTransport::start(threads::LocalWorld& world, std::function<void(const st
   for (auto& in : inbound_) in = std::make_shared<InboundShared>();
   for (const ProcessInfo& peer : table_)
     if (peer.rank != process_) offer_ring(peer.rank);
+  open_streams();
   thread_ = std::thread([this] { loop(); });
   await_rings();
 }
@@ -115,10 +116,14 @@ void ZmqTransport::await_rings() {
       std::lock_guard<std::mutex> lock(out.mutex);
       answered = !out.ring || out.ready || lost_[p].load();
     }
+    for (std::size_t p = 0; p < outbound_.size() && answered; ++p)  // and the streams
+      answered = static_cast<int>(p) == process_ || stream_fd_ < 0 || !wants_stream(static_cast<int>(p)) ||
+                 stream_out_[p]->ready.load() || lost_[p].load();
     if (answered) return;
     if (clock() >= limit) {
-      core::log(core::LogLevel::info, "zmq runtime: some processes of this host did not map their shared-memory "
-                                      "rings within {:.0f} s; messages to them go through ZeroMQ until they do",
+      core::log(core::LogLevel::info, "zmq runtime: some processes did not map their shared-memory rings or "
+                                      "connect their streams within {:.0f} s; messages to them go through ZeroMQ "
+                                      "until they do",
                 std::min(settings_.peer_timeout, 10.0));
       return;
     }
@@ -132,6 +137,7 @@ void ZmqTransport::stop() {
   const std::uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
   thread_.join();
+  stop_streams();
   for (auto& out : outbound_) {
     std::lock_guard<std::mutex> lock(out->mutex);
     drop_pending(*out);
@@ -149,15 +155,26 @@ core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {
   const std::size_t bytes = data.bytes();
   const wire::FrameHeader header{.kind = wire::FrameKind::data, .dtype = data.dtype(), .src = src, .dst = dst,
                                  .tag = tag, .count = data.numel(), .payload_bytes = bytes};
-  OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
-  std::lock_guard<std::mutex> lock(out.mutex);  // records and frames to `process` in the order counted
+  StreamOut& stream = *stream_out_[static_cast<std::size_t>(process)];
+  if (!stream.ready.load(std::memory_order_acquire)) {
+    OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
+    std::lock_guard<std::mutex> lock(out.mutex);  // records and frames to `process` in the order counted
+    // `ready` is set under out.mutex: a send that finds it clear here goes before the stream's data.
+    if (!stream.ready.load()) return send_ordered(out, process, header, data);
+  }
+  return send_stream(stream, process, header, data);
+}
+
+core::Work ZmqTransport::send_ordered(OutboundShared& out, int process, const wire::FrameHeader& header,
+                                      core::ConstView data) {
   if (!out.pending.empty()) flush_pending(process, out);
   if (out.pending.empty() && send_shared(out, header, data)) return {};
-  const bool fits = out.ready && bytes + kRecordHeadBytes <= out.ring->max_body();
+  const bool fits = out.ready && header.payload_bytes + kRecordHeadBytes <= out.ring->max_body();
   if (out.pending.empty() && !fits) return send_zmq(out, process, header, data);
   // The ring is full, or earlier messages wait for room: this one waits behind them.
   auto done = std::make_shared<detail::Completion>(
-      fmt::format("send from worker {} to worker {} (tag {:#x})", src, dst, tag), settings_.op_timeout);
+      fmt::format("send from worker {} to worker {} (tag {:#x})", header.src, header.dst, header.tag),
+      settings_.op_timeout);
   out.pending.push_back({.header = header, .data = data, .done = done, .fits = fits});
   out.has_pending = true;
   return core::Work(std::make_shared<PolledWork>(*this, std::move(done)));

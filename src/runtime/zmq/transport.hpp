@@ -32,6 +32,23 @@
 // cannot be decoded is not counted: a sender whose frames fail to decode stalls its own records
 // behind them.) A record that breaks the ring's rules counts its sender lost.
 //
+// Streams (transport_stream.cpp, stream.hpp): between processes that share no ring and talk over
+// tcp:// (other hosts, or FAST_TRANSPORT=tcp with FAST_SHM_BYTES=0), data leaves ZeroMQ for a
+// direct TCP stream per ordered pair. At start (and when a rank is taken back) this process
+// listens on one ephemeral port and offers each such process, in a hello frame (CURVE-encrypted
+// unless --insecure), {"stream": {id, port, protection, key}}: a fresh random 256-bit key for the
+// direction peer -> this process, and the protection (this CPU's fastest AEAD: AES-256-GCM with
+// AES-NI, else ChaCha20-Poly1305; under --insecure an XXH3 checksum). The peer connects, sends the
+// preamble and an `open` record sealed under that key — a connection whose first record does not
+// open is closed and logged, so the port admits only the processes the hello reached — and from
+// then on sends every data message and its bye as records on the stream, from the sending thread
+// (the Work completes at once: the kernel holds the bytes). A thread per accepted stream reads the
+// records, opens them chunk by chunk into a buffer of the message, and delivers them. Order: the
+// `open` record carries how many data frames went through ZeroMQ before it; its data waits until
+// that many were handled here. A record that fails to open (tampered, replayed, reordered, wrong
+// key) or a stream cut in the middle of a record counts its sender lost, naming why. Where the
+// stream cannot be set up, messages keep going through ZeroMQ (logged).
+//
 // Lost peers: every process sends a heartbeat to every other every min(peer_timeout / 4, 1 s), on
 // the heartbeat sockets; a process not heard from (any frame counts, on either socket) for
 // peer_timeout seconds, one that sent `bye` with an error, or one that ended cleanly (`bye` without
@@ -77,6 +94,7 @@
 #include "process_table.hpp"
 #include "settings.hpp"
 #include "shared_ring.hpp"
+#include "stream.hpp"
 
 namespace fast::runtime::zmq {
 
@@ -216,6 +234,8 @@ class ZmqTransport final : public threads::Transport {
   void retire_ring(int process);
   // Puts the message in the ring to `out`'s process, if ready and with room (out.mutex held).
   bool send_shared(OutboundShared& out, wire::FrameHeader header, core::ConstView data);
+  // send() to a process without a stream: through its ring, its queue or ZeroMQ (out.mutex held).
+  core::Work send_ordered(OutboundShared& out, int process, const wire::FrameHeader& header, core::ConstView data);
   // Sends the message to `process` as a ZeroMQ frame, counted in out.zmq_data (out.mutex held).
   // `done`, when given, completes once ZeroMQ no longer needs `data`; else the returned Work does.
   core::Work send_zmq(OutboundShared& out, int process, wire::FrameHeader header, core::ConstView data,
@@ -302,6 +322,46 @@ class ZmqTransport final : public threads::Transport {
   // Delivers the due records of every mapped ring, waiting for each ring's lock.
   void drain_all();
   std::atomic<std::uint64_t> next_ring_id_{1};
+
+  // Streams (transport_stream.cpp).
+  struct StreamOut {
+    std::atomic<bool> ready{false};       // set once, under OutboundShared::mutex: data goes through `writer`
+    std::mutex mutex;                      // serialises writes
+    std::unique_ptr<StreamWriter> writer;  // under mutex
+  };
+  struct StreamIn {
+    std::mutex mutex;                      // guards the offer
+    std::uint64_t offer = 0;               // the id offered (0: none); a reader of another id ends
+    Sealer::Key key{};
+    Protection protection = Protection::checksum;
+    bool connected = false;                // an `open` record under this offer arrived
+    std::atomic<bool> failed{false};       // the stream broke: `failure` says how (then lost)
+    std::atomic<bool> bye{false};          // a bye arrived: `bye_text` (then lost, cleanly when empty)
+    std::string failure, bye_text;         // written before their flag
+  };
+  std::vector<std::unique_ptr<StreamOut>> stream_out_;  // by process; fixed after start()
+  std::vector<std::unique_ptr<StreamIn>> stream_in_;    // by process; fixed after start()
+  int stream_fd_ = -1;                                  // listening socket (-1: no stream)
+  int stream_port_ = 0;
+  std::mutex stream_threads_mutex_;
+  std::vector<std::thread> stream_threads_;  // connectors and readers; joined by stop()
+  std::atomic<int> stream_handshakes_{0};    // accepted connections not yet authenticated
+  // Whether data to `process` should go through a stream (tcp, no ring).
+  bool wants_stream(int process) const;
+  void open_streams();                       // start(): listen and offer
+  void offer_stream(int process);
+  void on_stream_offer(int from, const nlohmann::json& offer);  // I/O thread: connect (in a thread)
+  void connect_stream_to(int process, std::string host, int port, std::uint64_t offer, Protection protection,
+                         Sealer::Key key);
+  void accept_stream();                      // I/O thread: the listening socket is readable
+  void serve_stream(int fd, std::string address);  // an accepted connection's thread
+  void read_stream(int from, std::uint64_t offer, StreamReader& reader, std::uint64_t after);
+  void retire_stream(int process);
+  void check_streams(int process);           // check_peers(): a failed stream or a bye
+  core::Work send_stream(StreamOut& out, int process, const wire::FrameHeader& header, core::ConstView data);
+  bool bye_through_stream(int process, const std::string& text);
+  void stop_streams();
+  std::string stream_stop(int process) const;  // a StopCheck's answer for a stream with `process`
 
   std::optional<::zmq::socket_t> desk_;  // process 0: the rendezvous socket, for rejoins
   std::deque<PendingRejoin> pending_;    // I/O thread only

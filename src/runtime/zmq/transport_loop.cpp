@@ -21,7 +21,7 @@ namespace {
 constexpr std::size_t kMaxReasonBytes = 4096;  // a bye's error text
 // The loop's poll items, by index; the rejoin desk last, as only process 0 of a run that tolerates
 // losses has one.
-enum PollItem { kDataItem, kPulseItem, kWakeItem, kMonitorItem, kPulseMonitorItem, kDeskItem, kPollItems };
+enum PollItem { kDataItem, kPulseItem, kWakeItem, kMonitorItem, kPulseMonitorItem, kStreamItem, kDeskItem, kPollItems };
 
 // Why a handshake failed, for the log.
 std::string protocol_error(std::uint32_t code) {
@@ -77,6 +77,7 @@ void ZmqTransport::loop() {
   items[kWakeItem] = {nullptr, wake_fd_, ZMQ_POLLIN, 0};
   items[kMonitorItem] = {monitor.handle(), 0, ZMQ_POLLIN, 0};
   items[kPulseMonitorItem] = {pulse_monitor.handle(), 0, ZMQ_POLLIN, 0};
+  items[kStreamItem] = {nullptr, stream_fd_, static_cast<short>(stream_fd_ >= 0 ? ZMQ_POLLIN : 0), 0};
   items[kDeskItem] = {desk_ ? desk_->handle() : nullptr, 0, ZMQ_POLLIN, 0};
   const int polled = desk_ ? kPollItems : kDeskItem;
   const auto ready = [&items](int item) { return (items[item].revents & ZMQ_POLLIN) != 0; };
@@ -105,6 +106,7 @@ void ZmqTransport::loop() {
     if (ready(kMonitorItem)) log_handshake_failure(monitor);
     if (ready(kPulseMonitorItem)) log_handshake_failure(pulse_monitor);
     turn.step("the handshake monitors", clock());
+    if (ready(kStreamItem)) accept_stream();
     if (ready(kDeskItem)) receive_rejoin_hellos();  // never set without a desk (not polled)
     if (!pending_.empty()) progress_rejoins();
     turn.step("rejoins", clock());
@@ -202,6 +204,7 @@ void ZmqTransport::check_peers() {
   const double now = clock();
   for (const ProcessInfo& peer : table_) {
     if (peer.rank == process_) continue;
+    check_streams(peer.rank);
     const InboundShared& in = *inbound_[static_cast<std::size_t>(peer.rank)];
     if (in.failed.load()) {
       mark_lost(peer.rank, in.failure, false);  // once: a process lost already is left as it is
@@ -267,7 +270,8 @@ void ZmqTransport::finish(const std::string& error, double limit_seconds) {
     table = table_;
   }
   for (const ProcessInfo& peer : table)
-    if (peer.rank != process_) send_frame(peer.rank, control_frame(wire::FrameKind::bye, peer, text));
+    if (peer.rank != process_ && !bye_through_stream(peer.rank, text))
+      send_frame(peer.rank, control_frame(wire::FrameKind::bye, peer, text));
   std::unique_lock<std::mutex> lock(peers_mutex_);
   const bool all = peers_cv_.wait_for(lock, std::chrono::duration<double>(limit_seconds), [&] {
     for (std::size_t p = 0; p < peers_.size(); ++p)

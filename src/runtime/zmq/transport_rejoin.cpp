@@ -160,6 +160,8 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
     const int r = body.at("ack").get<int>();
     for (PendingRejoin& p : pending_)
       if (p.info.rank == r) std::erase(p.awaiting, from);
+  } else if (body.contains("stream") && body.at("stream").is_object()) {
+    on_stream_offer(from, body.at("stream"));
   } else if (body.contains("shm") || body.contains("shm_ready") || body.contains("shm_refused")) {
     on_shared_hello(from, body);
   } else {
@@ -175,6 +177,7 @@ void ZmqTransport::revive(const ProcessInfo& info) {
   if (!lost_[static_cast<std::size_t>(r)].load())
     mark_lost(r, "was replaced: a new process took its rank back", false);
   retire_ring(r);  // before the new link: no payload of the old ring may reach the new process
+  retire_stream(r);
   links_[static_cast<std::size_t>(r)]->reopen(make_dealer(info));
   pulse_links_[static_cast<std::size_t>(r)] = make_pulse_dealer(info);
   for (int w = info.first_worker; w < info.first_worker + info.workers; ++w) world_->revive_source(w);
@@ -189,6 +192,7 @@ void ZmqTransport::revive(const ProcessInfo& info) {
   }
   peers_cv_.notify_all();
   offer_ring(r);
+  if (wants_stream(r)) offer_stream(r);
   core::log(core::LogLevel::warn, "zmq runtime: worker{} {} rejoined the run: {} took the rank back",
             info.workers > 1 ? "s" : "", info.workers > 1 ? fmt::format("[{}, {})", info.first_worker,
                                                                          info.first_worker + info.workers)

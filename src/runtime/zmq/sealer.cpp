@@ -1,0 +1,129 @@
+#include "sealer.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <cstring>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "fast/core/error.hpp"
+
+namespace fast::runtime::zmq {
+
+namespace {
+EVP_CIPHER_CTX* ctx(void* p) { return static_cast<EVP_CIPHER_CTX*>(p); }
+
+const EVP_CIPHER* cipher(Protection p) {
+  return p == Protection::aes_256_gcm ? EVP_aes_256_gcm() : EVP_chacha20_poly1305();
+}
+
+void check(int ok, const char* what) {
+  FAST_ENFORCE_AS(core::IoError, ok == 1, "stream encryption: libcrypto's {} failed", what);
+}
+}  // namespace
+
+Protection fastest_aead() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("aes") && __builtin_cpu_supports("pclmul")) return Protection::aes_256_gcm;
+#endif
+  return Protection::chacha20_poly1305;
+}
+
+std::string_view protection_name(Protection p) {
+  switch (p) {
+    case Protection::aes_256_gcm: return "aes-256-gcm";
+    case Protection::chacha20_poly1305: return "chacha20-poly1305";
+    case Protection::checksum: return "xxh3-checksum";
+  }
+  return "?";
+}
+
+Protection parse_protection(std::string_view name) {
+  for (Protection p : {Protection::aes_256_gcm, Protection::chacha20_poly1305, Protection::checksum})
+    if (protection_name(p) == name) return p;
+  FAST_THROW(InvalidArgument, "stream protection: expected aes-256-gcm, chacha20-poly1305 or xxh3-checksum, got '{}'",
+             name);
+}
+
+Sealer::Key Sealer::random_key() {
+  Key key{};
+  check(RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), static_cast<int>(key.size())), "RAND_bytes");
+  return key;
+}
+
+Sealer::Sealer(Protection protection, const Key& key) : protection_(protection), key_(key) {
+  if (!encrypts()) return;
+  context_ = EVP_CIPHER_CTX_new();
+  FAST_ENFORCE_AS(core::IoError, context_ != nullptr, "stream encryption: libcrypto's EVP_CIPHER_CTX_new failed");
+  // One context for both directions of use: the key schedule is computed once; each chunk only
+  // sets its nonce (EncryptInit/DecryptInit with a null cipher and key keep them).
+  check(EVP_CipherInit_ex(ctx(context_), cipher(protection_), nullptr, nullptr, nullptr, -1), "EVP_CipherInit_ex");
+  check(EVP_CIPHER_CTX_ctrl(ctx(context_), EVP_CTRL_AEAD_SET_IVLEN, 12, nullptr), "EVP_CTRL_AEAD_SET_IVLEN");
+  check(EVP_CipherInit_ex(ctx(context_), nullptr, nullptr, reinterpret_cast<const unsigned char*>(key_.data()),
+                          nullptr, -1),
+        "EVP_CipherInit_ex (key)");
+}
+
+Sealer::~Sealer() {
+  if (context_) EVP_CIPHER_CTX_free(ctx(context_));
+  OPENSSL_cleanse(key_.data(), key_.size());
+}
+
+std::array<unsigned char, 12> Sealer::nonce() const {
+  std::array<unsigned char, 12> n{};
+  for (int i = 0; i < 8; ++i) n[static_cast<std::size_t>(4 + i)] = static_cast<unsigned char>(counter_ >> (8 * i));
+  return n;
+}
+
+void Sealer::seal(std::span<const std::byte> plain, std::byte* out, Tag& tag) {
+  FAST_ENFORCE_AS(core::IoError, counter_ != ~std::uint64_t{0}, "stream encryption: the nonce counter is spent");
+  if (!encrypts()) {
+    const XXH128_hash_t h = XXH3_128bits_withSeed(plain.data(), plain.size(), counter_);
+    std::memcpy(tag.data(), &h.low64, 8);
+    std::memcpy(tag.data() + 8, &h.high64, 8);
+    ++counter_;
+    return;
+  }
+  const std::array<unsigned char, 12> n = nonce();
+  check(EVP_EncryptInit_ex(ctx(context_), nullptr, nullptr, nullptr, n.data()), "EVP_EncryptInit_ex");
+  int length = 0;
+  if (!plain.empty())
+    check(EVP_EncryptUpdate(ctx(context_), reinterpret_cast<unsigned char*>(out), &length,
+                            reinterpret_cast<const unsigned char*>(plain.data()), static_cast<int>(plain.size())),
+          "EVP_EncryptUpdate");
+  int tail = 0;
+  check(EVP_EncryptFinal_ex(ctx(context_), reinterpret_cast<unsigned char*>(out) + length, &tail),
+        "EVP_EncryptFinal_ex");
+  check(EVP_CIPHER_CTX_ctrl(ctx(context_), EVP_CTRL_AEAD_GET_TAG, kTagBytes, tag.data()), "EVP_CTRL_AEAD_GET_TAG");
+  ++counter_;
+}
+
+bool Sealer::open(std::span<std::byte> data, const Tag& tag) {
+  if (!encrypts()) {
+    const XXH128_hash_t h = XXH3_128bits_withSeed(data.data(), data.size(), counter_);
+    Tag expected{};
+    std::memcpy(expected.data(), &h.low64, 8);
+    std::memcpy(expected.data() + 8, &h.high64, 8);
+    if (expected != tag) return false;
+    ++counter_;
+    return true;
+  }
+  const std::array<unsigned char, 12> n = nonce();
+  check(EVP_DecryptInit_ex(ctx(context_), nullptr, nullptr, nullptr, n.data()), "EVP_DecryptInit_ex");
+  int length = 0;
+  auto* bytes = reinterpret_cast<unsigned char*>(data.data());
+  if (!data.empty())
+    check(EVP_DecryptUpdate(ctx(context_), bytes, &length, bytes, static_cast<int>(data.size())),
+          "EVP_DecryptUpdate");
+  Tag copy = tag;  // the SET_TAG control takes a non-const pointer
+  check(EVP_CIPHER_CTX_ctrl(ctx(context_), EVP_CTRL_AEAD_SET_TAG, kTagBytes, copy.data()), "EVP_CTRL_AEAD_SET_TAG");
+  int tail = 0;
+  if (EVP_DecryptFinal_ex(ctx(context_), bytes + length, &tail) != 1) return false;
+  ++counter_;
+  return true;
+}
+
+}  // namespace fast::runtime::zmq

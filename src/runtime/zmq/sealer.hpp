@@ -1,0 +1,72 @@
+#pragma once
+// Sealer: protects the chunks of one direction of one TCP stream (stream.hpp) — AES-256-GCM
+// (where the CPU accelerates AES and carry-less multiplication), ChaCha20-Poly1305 (elsewhere),
+// both through OpenSSL's libcrypto, or an XXH3 checksum (--insecure: integrity against faults,
+// no secrecy, no defence against an attacker).
+//
+// Nonces: chunk i of a direction is sealed with nonce i (96 bits: 4 zero bytes, then i as a
+// little-endian u64), counted by both ends and never sent, so a nonce is never reused under a key
+// (the key is fresh for each connection) and a chunk that is replayed, dropped or reordered fails
+// to open exactly as a tampered one does. The checksum mode seeds XXH3 with the counter the same
+// way, so that a repeated chunk fails there too.
+//
+// Thread-safety: none; one Sealer per direction, used by one thread at a time.
+// Failure: open() returns false (and the counter does not advance); libcrypto failures throw
+// core::IoError.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace fast::runtime::zmq {
+
+enum class Protection { aes_256_gcm, chacha20_poly1305, checksum };
+
+// The AEAD this machine runs fastest: AES-256-GCM with AES-NI and PCLMULQDQ (x86-64), else
+// ChaCha20-Poly1305.
+Protection fastest_aead();
+std::string_view protection_name(Protection p);
+// The protection named `name` (protection_name's spelling); core::InvalidArgument otherwise.
+Protection parse_protection(std::string_view name);
+
+class Sealer {
+ public:
+  static constexpr std::size_t kKeyBytes = 32;
+  static constexpr std::size_t kTagBytes = 16;
+  using Key = std::array<std::byte, kKeyBytes>;
+  using Tag = std::array<std::byte, kTagBytes>;
+
+  // A fresh random key from the operating system's generator (libcrypto's RAND_bytes).
+  static Key random_key();
+
+  Sealer(Protection protection, const Key& key);
+  ~Sealer();
+  Sealer(const Sealer&) = delete;
+  Sealer& operator=(const Sealer&) = delete;
+
+  Protection protection() const { return protection_; }
+  // Whether seal() writes ciphertext (an AEAD); the checksum mode leaves the bytes as they are.
+  bool encrypts() const { return protection_ != Protection::checksum; }
+  // Chunks sealed (or opened) so far: the next chunk's nonce.
+  std::uint64_t counter() const { return counter_; }
+
+  // Seals `plain` as the next chunk: its ciphertext into `out` (plain.size() bytes; may equal
+  // plain.data(); unused when !encrypts()) and its tag into `tag`.
+  void seal(std::span<const std::byte> plain, std::byte* out, Tag& tag);
+  // Opens the next chunk in place (`data` holds its ciphertext, then its plaintext): true when
+  // `tag` matches (the chunk is this direction's next one, unaltered, under this key).
+  bool open(std::span<std::byte> data, const Tag& tag);
+
+ private:
+  std::array<unsigned char, 12> nonce() const;
+
+  Protection protection_;
+  Key key_;
+  void* context_ = nullptr;  // EVP_CIPHER_CTX, with the key set (AEAD modes)
+  std::uint64_t counter_ = 0;
+};
+
+}  // namespace fast::runtime::zmq

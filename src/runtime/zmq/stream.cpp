@@ -1,0 +1,297 @@
+#include "stream.hpp"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "fast/core/error.hpp"
+
+namespace fast::runtime::zmq {
+
+namespace {
+constexpr char kMagic[8] = {'F', 'A', 'S', 'T', 'S', 'T', 'R', 'M'};
+constexpr std::uint32_t kVersion = 1;
+constexpr std::size_t kReadAheadBytes = 64 * 1024;
+
+void put_u32(std::byte* at, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) at[i] = static_cast<std::byte>(v >> (8 * i));
+}
+void put_u64(std::byte* at, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) at[i] = static_cast<std::byte>(v >> (8 * i));
+}
+std::uint32_t get_u32(const std::byte* at) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(at[i]) << (8 * i);
+  return v;
+}
+std::uint64_t get_u64(const std::byte* at) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(at[i]) << (8 * i);
+  return v;
+}
+
+[[noreturn]] void fail(const char* what, int error) {
+  FAST_THROW(IoError, "stream: {}: {}", what, std::strerror(error));
+}
+
+addrinfo* resolve(const std::string& host, int port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  const int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
+  FAST_ENFORCE_AS(core::IoError, rc == 0 && found, "stream: cannot resolve '{}': {}", host, ::gai_strerror(rc));
+  return found;
+}
+
+void set_timeouts(int fd) {
+  const timeval tv{.tv_sec = 0, .tv_usec = kSocketTimeoutMs * 1000};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+// A send or receive that timed out: ask `stop`, throw when it answers.
+void check_stop(const StopCheck& stop) {
+  if (!stop) return;
+  const std::string why = stop();
+  FAST_ENFORCE_AS(core::IoError, why.empty(), "{}", why);
+}
+}  // namespace
+
+int listen_stream(const std::string& host, int& port) {
+  addrinfo* found = resolve(host, 0, true);
+  int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  const bool ok = fd >= 0 && ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
+                  ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, 64) == 0;
+  const int error = errno;
+  ::freeaddrinfo(found);
+  if (!ok) {
+    if (fd >= 0) ::close(fd);
+    FAST_THROW(IoError, "stream: cannot listen on {}: {}", host, std::strerror(error));
+  }
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  port = ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                                          : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  return fd;
+}
+
+void setup_stream_socket(int fd) {
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  set_timeouts(fd);
+}
+
+int connect_stream(const std::string& host, int port, double timeout_seconds) {
+  addrinfo* found = resolve(host, port, false);
+  const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    ::freeaddrinfo(found);
+    fail("socket", errno);
+  }
+  int rc = ::connect(fd, found->ai_addr, found->ai_addrlen);
+  int error = rc == 0 ? 0 : errno;
+  ::freeaddrinfo(found);
+  if (rc != 0 && error == EINPROGRESS) {
+    pollfd p{.fd = fd, .events = POLLOUT, .revents = 0};
+    rc = ::poll(&p, 1, static_cast<int>(timeout_seconds * 1000));
+    socklen_t len = sizeof error;
+    if (rc == 1) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+    else error = rc == 0 ? ETIMEDOUT : errno;
+  }
+  if (error != 0) {
+    ::close(fd);
+    FAST_THROW(IoError, "stream: cannot connect to {}:{}: {}", host, port, std::strerror(error));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  setup_stream_socket(fd);
+  return fd;
+}
+
+void write_preamble(int fd, const StreamPreamble& preamble, const StopCheck& stop) {
+  std::array<std::byte, StreamPreamble::kBytes> bytes{};
+  std::memcpy(bytes.data(), kMagic, 8);
+  put_u32(bytes.data() + 8, kVersion);
+  put_u32(bytes.data() + 12, preamble.process);
+  put_u64(bytes.data() + 16, preamble.offer);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n > 0) done += static_cast<std::size_t>(n);
+    else if (n < 0 && (errno == EAGAIN || errno == EINTR)) check_stop(stop);
+    else fail("writing the preamble", n < 0 ? errno : EPIPE);
+  }
+}
+
+bool read_preamble(int fd, StreamPreamble& preamble, const StopCheck& stop) {
+  std::array<std::byte, StreamPreamble::kBytes> bytes{};
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::recv(fd, bytes.data() + done, bytes.size() - done, 0);
+    if (n > 0) done += static_cast<std::size_t>(n);
+    else if (n < 0 && (errno == EAGAIN || errno == EINTR)) check_stop(stop);
+    else fail("reading the preamble", n < 0 ? errno : ECONNRESET);
+  }
+  if (std::memcmp(bytes.data(), kMagic, 8) != 0 || get_u32(bytes.data() + 8) != kVersion) return false;
+  preamble.process = get_u32(bytes.data() + 12);
+  preamble.offer = get_u64(bytes.data() + 16);
+  return true;
+}
+
+// --- writer ------------------------------------------------------------------------------------
+
+StreamWriter::StreamWriter(int fd, Protection protection, const Sealer::Key& key)
+    : fd_(fd), sealer_(protection, key), scratch_(kHeadBytes + kChunkBytes) {}
+
+StreamWriter::~StreamWriter() { ::close(fd_); }
+
+void StreamWriter::shutdown() { ::shutdown(fd_, SHUT_RDWR); }
+
+void StreamWriter::send_all(std::span<const std::span<const std::byte>> parts, const StopCheck& stop) {
+  std::array<iovec, 8> iov{};
+  std::size_t count = 0;
+  for (std::span<const std::byte> p : parts)
+    if (!p.empty()) iov[count++] = {const_cast<std::byte*>(p.data()), p.size()};
+  std::size_t first = 0;
+  while (first < count) {
+    msghdr message{};
+    message.msg_iov = iov.data() + first;
+    message.msg_iovlen = count - first;
+    ssize_t n = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) {
+        check_stop(stop);
+        continue;
+      }
+      fail("writing", errno);
+    }
+    while (n > 0) {  // drop what was sent
+      const auto step = std::min(static_cast<std::size_t>(n), iov[first].iov_len);
+      iov[first].iov_base = static_cast<std::byte*>(iov[first].iov_base) + step;
+      iov[first].iov_len -= step;
+      n -= static_cast<ssize_t>(step);
+      if (iov[first].iov_len == 0) ++first;
+    }
+  }
+}
+
+void StreamWriter::write(const RecordHead& head, std::span<const std::byte> payload, const StopCheck& stop) {
+  std::array<std::byte, kHeadBytes> plain{};
+  put_u32(plain.data(), static_cast<std::uint32_t>(head.kind));
+  put_u64(plain.data() + 8, head.after);
+  wire::encode_header(head.header, std::span<std::byte, wire::kHeaderBytes>(plain.data() + 16, wire::kHeaderBytes));
+  Sealer::Tag head_tag{}, tag{};
+  std::byte* sealed_head = scratch_.data();
+  sealer_.seal(plain, sealed_head, head_tag);
+  const std::span<const std::byte> head_bytes(sealer_.encrypts() ? sealed_head : plain.data(), kHeadBytes);
+  if (payload.empty()) {
+    const std::span<const std::byte> parts[] = {head_bytes, head_tag};
+    send_all(parts, stop);
+    return;
+  }
+  // Chunk by chunk: each is sealed just before it is written (the head rides with the first), so
+  // that the socket sends one chunk while the next is being sealed.
+  bool first = true;
+  for (std::size_t at = 0; at < payload.size(); at += kChunkBytes) {
+    const std::span<const std::byte> chunk = payload.subspan(at, std::min(kChunkBytes, payload.size() - at));
+    std::byte* sealed = scratch_.data() + kHeadBytes;
+    sealer_.seal(chunk, sealed, tag);
+    const std::span<const std::byte> body = sealer_.encrypts() ? std::span<const std::byte>(sealed, chunk.size()) : chunk;
+    if (first) {
+      const std::span<const std::byte> parts[] = {head_bytes, head_tag, body, tag};
+      send_all(parts, stop);
+      first = false;
+    } else {
+      const std::span<const std::byte> parts[] = {body, tag};
+      send_all(parts, stop);
+    }
+  }
+}
+
+// --- reader ------------------------------------------------------------------------------------
+
+StreamReader::StreamReader(int fd, Protection protection, const Sealer::Key& key)
+    : fd_(fd), sealer_(protection, key), buffer_(kReadAheadBytes) {}
+
+StreamReader::~StreamReader() { ::close(fd_); }
+
+void StreamReader::shutdown() { ::shutdown(fd_, SHUT_RDWR); }
+
+bool StreamReader::read_exact(std::byte* out, std::size_t n, const StopCheck& stop, bool eof_ok) {
+  const std::size_t wanted = n;
+  while (n > 0) {
+    if (begin_ < end_) {
+      const std::size_t step = std::min(n, end_ - begin_);
+      std::memcpy(out, buffer_.data() + begin_, step);
+      begin_ += step;
+      out += step;
+      n -= step;
+      continue;
+    }
+    // Large reads go straight to their destination; small ones read ahead into the buffer.
+    const bool direct = n >= buffer_.size() / 2;
+    const ssize_t got = ::recv(fd_, direct ? static_cast<void*>(out) : buffer_.data(), direct ? n : buffer_.size(), 0);
+    if (got > 0) {
+      if (direct) {
+        out += got;
+        n -= static_cast<std::size_t>(got);
+      } else {
+        begin_ = 0;
+        end_ = static_cast<std::size_t>(got);
+      }
+    } else if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
+      check_stop(stop);
+    } else if (got == 0 && eof_ok && n == wanted) {
+      return false;
+    } else {
+      fail("reading", got < 0 ? errno : ECONNRESET);
+    }
+  }
+  return true;
+}
+
+bool StreamReader::read_head(RecordHead& head, const StopCheck& stop) {
+  std::array<std::byte, kHeadBytes> bytes{};
+  Sealer::Tag tag{};
+  if (!read_exact(bytes.data(), bytes.size(), stop, true)) return false;
+  read_exact(tag.data(), tag.size(), stop, false);
+  FAST_ENFORCE_AS(core::IoError, sealer_.open(bytes, tag),
+                  "stream: record {} failed authentication (tampered, replayed, reordered, or a wrong key)",
+                  sealer_.counter());
+  const std::uint32_t kind = get_u32(bytes.data());
+  FAST_ENFORCE_AS(core::IoError, kind >= 1 && kind <= 3, "stream: unknown record kind {}", kind);
+  head.kind = static_cast<RecordKind>(kind);
+  head.after = get_u64(bytes.data() + 8);
+  head.header = wire::decode_header(std::span<const std::byte>(bytes.data() + 16, wire::kHeaderBytes),
+                                    {.max_payload_bytes = wire::Limits{}.max_payload_bytes, .world_size = 0});
+  return true;
+}
+
+void StreamReader::read_payload(std::span<std::byte> out, const StopCheck& stop) {
+  Sealer::Tag tag{};
+  for (std::size_t at = 0; at < out.size(); at += kChunkBytes) {
+    const std::span<std::byte> chunk = out.subspan(at, std::min(kChunkBytes, out.size() - at));
+    read_exact(chunk.data(), chunk.size(), stop, false);
+    read_exact(tag.data(), tag.size(), stop, false);
+    FAST_ENFORCE_AS(core::IoError, sealer_.open(chunk, tag),
+                    "stream: chunk {} failed authentication (tampered, replayed, reordered, or a wrong key)",
+                    sealer_.counter());
+  }
+}
+
+}  // namespace fast::runtime::zmq

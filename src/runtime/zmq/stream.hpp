@@ -1,0 +1,110 @@
+#pragma once
+// A direct TCP stream from one process to another for the zmq runtime's data messages
+// (transport.hpp, "Streams"): records, each protected chunk by chunk by a Sealer.
+//
+// On the wire, after connect():
+//   preamble, clear: "FASTSTRM", u32 version (1), u32 the sender's process index, u64 the
+//     receiver's offer id (which key to open the stream with);
+//   then records: a head chunk of kHeadBytes (u32 kind, u32 0, u64 `after`, the wire frame header
+//   of the message), its tag; then the payload (header.payload_bytes) in chunks of kChunkBytes
+//   (the last one shorter), each followed by its tag. Integers are little-endian.
+// The first record is `open` (no payload): it proves the sender holds the key the receiver gave
+// it. A data record is one message; a bye record carries the sender's bye text.
+//
+// Ownership: a writer or reader owns its socket (closed by the destructor).
+// Thread-safety: none; the transport serialises each writer under a mutex and gives each reader a
+// thread of its own. Failures: core::IoError naming what failed (the transport names the peer).
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fast/wire/frame.hpp"
+#include "sealer.hpp"
+
+namespace fast::runtime::zmq {
+
+enum class RecordKind : std::uint32_t { open = 1, data = 2, bye = 3 };
+
+struct StreamPreamble {
+  static constexpr std::size_t kBytes = 24;
+  std::uint32_t process = 0;
+  std::uint64_t offer = 0;
+};
+
+struct RecordHead {
+  RecordKind kind = RecordKind::open;
+  std::uint64_t after = 0;  // `open`: data frames the sender sent through ZeroMQ before the stream
+  wire::FrameHeader header;  // data: the message's; bye: a u8 payload of the text
+};
+
+inline constexpr std::size_t kHeadBytes = 16 + wire::kHeaderBytes;
+inline constexpr std::size_t kChunkBytes = 256 * 1024;
+
+// Whether this process should stop waiting on a socket (asked every kSocketTimeoutMs while one
+// blocks); a non-empty answer aborts with core::IoError carrying it.
+using StopCheck = std::function<std::string()>;
+inline constexpr int kSocketTimeoutMs = 200;
+
+// A listening socket on `host` (an address), on an ephemeral port; returns the fd and writes the
+// port. core::IoError when it cannot.
+int listen_stream(const std::string& host, int& port);
+// Connects to host:port within `timeout_seconds`; the socket returned is set up for streaming
+// (TCP_NODELAY, send and receive timeouts of kSocketTimeoutMs). core::IoError otherwise.
+int connect_stream(const std::string& host, int port, double timeout_seconds);
+// Sets up an accepted socket the same way.
+void setup_stream_socket(int fd);
+// Writes or reads the preamble (read: false when it is not one: wrong magic or version).
+void write_preamble(int fd, const StreamPreamble& preamble, const StopCheck& stop);
+bool read_preamble(int fd, StreamPreamble& preamble, const StopCheck& stop);
+
+class StreamWriter {
+ public:
+  StreamWriter(int fd, Protection protection, const Sealer::Key& key);
+  ~StreamWriter();
+  StreamWriter(const StreamWriter&) = delete;
+  StreamWriter& operator=(const StreamWriter&) = delete;
+
+  // Writes one record; returns once the kernel holds all of it (the payload's memory may be
+  // reused then). A record cut short leaves the stream unusable (the peer sees a failure).
+  void write(const RecordHead& head, std::span<const std::byte> payload, const StopCheck& stop);
+  // Unblocks a write in progress (it fails) and ends the stream; from any thread.
+  void shutdown();
+  std::uint64_t chunks() const { return sealer_.counter(); }
+
+ private:
+  void send_all(std::span<const std::span<const std::byte>> parts, const StopCheck& stop);
+
+  int fd_;
+  Sealer sealer_;
+  std::vector<std::byte> scratch_;  // head and one chunk's ciphertext
+};
+
+class StreamReader {
+ public:
+  StreamReader(int fd, Protection protection, const Sealer::Key& key);
+  ~StreamReader();
+  StreamReader(const StreamReader&) = delete;
+  StreamReader& operator=(const StreamReader&) = delete;
+
+  // Reads the next record's head: false at the stream's clean end (between records). A head
+  // that fails to open throws core::IoError ("failed authentication").
+  bool read_head(RecordHead& head, const StopCheck& stop);
+  // Reads the current record's payload (head.header.payload_bytes) into `out`, opening each chunk.
+  void read_payload(std::span<std::byte> out, const StopCheck& stop);
+  void shutdown();  // from any thread: a read in progress ends
+
+ private:
+  // Reads exactly n bytes; false only at a clean end with nothing read and `eof_ok`.
+  bool read_exact(std::byte* out, std::size_t n, const StopCheck& stop, bool eof_ok);
+
+  int fd_;
+  Sealer sealer_;
+  std::vector<std::byte> buffer_;  // bytes read ahead: [begin_, end_)
+  std::size_t begin_ = 0, end_ = 0;
+};
+
+}  // namespace fast::runtime::zmq

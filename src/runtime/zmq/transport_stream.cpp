@@ -1,0 +1,353 @@
+// ZmqTransport's direct TCP streams (transport.hpp, "Streams"; stream.hpp): offering one,
+// connecting to an offer, accepting and authenticating connections, sending records and reading
+// them.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "fast/core/buffer.hpp"
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+#include "transport.hpp"
+
+namespace fast::runtime::zmq {
+
+using nlohmann::json;
+
+namespace {
+constexpr int kMaxHandshakes = 16;         // accepted connections not yet authenticated, at once
+constexpr double kHandshakeSeconds = 5;    // to send the preamble and the `open` record
+constexpr double kMaxConnectSeconds = 10;  // a connector's limit (or the peer timeout, if shorter)
+
+std::string hex(std::span<const std::byte> bytes) {
+  std::string text;
+  for (std::byte b : bytes) text += fmt::format("{:02x}", static_cast<unsigned>(b));
+  return text;
+}
+
+Sealer::Key key_from_hex(const std::string& text) {
+  Sealer::Key key{};
+  FAST_ENFORCE(text.size() == 2 * key.size(), "frame: stream offer: expected a key of {} hex digits, got {}",
+               2 * key.size(), text.size());
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    unsigned value = 0;
+    for (int d = 0; d < 2; ++d) {
+      const char c = text[2 * i + static_cast<std::size_t>(d)];
+      const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      FAST_ENFORCE(digit >= 0, "frame: stream offer: the key is not hexadecimal");
+      value = value * 16 + static_cast<unsigned>(digit);
+    }
+    key[i] = static_cast<std::byte>(value);
+  }
+  return key;
+}
+
+// The host part of "tcp://HOST:PORT" (HOST may be "[v6]").
+std::string endpoint_host(const std::string& endpoint) {
+  std::string rest = endpoint.starts_with("tcp://") ? endpoint.substr(6) : endpoint;
+  rest = rest.substr(0, rest.rfind(':'));
+  if (rest.size() > 2 && rest.front() == '[') rest = rest.substr(1, rest.size() - 2);
+  return rest;
+}
+
+std::string peer_address(const sockaddr_storage& addr) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (addr.ss_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr, text, sizeof text);
+  else if (addr.ss_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr, text, sizeof text);
+  return text;
+}
+}  // namespace
+
+bool ZmqTransport::wants_stream(int process) const {
+  if (!settings_.streams || settings_.transport == "ipc" || process == process_) return false;
+  return !outbound_[static_cast<std::size_t>(process)]->ring;  // a ring was offered: shared memory instead
+}
+
+void ZmqTransport::open_streams() {
+  stream_out_.resize(table_.size());
+  stream_in_.resize(table_.size());
+  for (auto& s : stream_out_) s = std::make_unique<StreamOut>();
+  for (auto& s : stream_in_) s = std::make_unique<StreamIn>();
+  bool any = false;
+  for (const ProcessInfo& peer : table_) any = any || wants_stream(peer.rank);
+  if (!any) return;
+  const std::string host = endpoint_host(table_[static_cast<std::size_t>(process_)].tcp_endpoint);
+  try {
+    stream_fd_ = listen_stream(host, stream_port_);
+  } catch (const core::Error& e) {
+    core::log(core::LogLevel::info, "zmq runtime: no direct streams (messages go through ZeroMQ): {}", e.what());
+    return;
+  }
+  for (const ProcessInfo& peer : table_)
+    if (wants_stream(peer.rank)) offer_stream(peer.rank);
+}
+
+void ZmqTransport::offer_stream(int process) {
+  if (stream_fd_ < 0) return;
+  StreamIn& in = *stream_in_[static_cast<std::size_t>(process)];
+  json offer;
+  {
+    std::lock_guard<std::mutex> lock(in.mutex);
+    in.offer = next_ring_id_++;
+    in.key = Sealer::random_key();
+    in.protection = settings_.insecure ? Protection::checksum : fastest_aead();
+    in.connected = false;
+    in.failed = false;
+    in.bye = false;
+    offer = {{"stream",
+              {{"id", in.offer}, {"port", stream_port_}, {"protection", protection_name(in.protection)},
+               {"key", hex(in.key)}}}};
+  }
+  send_hello(process, offer);
+}
+
+void ZmqTransport::on_stream_offer(int from, const json& offer) {
+  const auto id = offer.at("id").get<std::uint64_t>();
+  const int port = offer.at("port").get<int>();
+  FAST_ENFORCE(port > 0 && port < 65536, "frame: stream offer: port {} out of range", port);
+  const Protection protection = parse_protection(offer.at("protection").get<std::string>());
+  FAST_ENFORCE(settings_.insecure || protection != Protection::checksum,
+               "frame: stream offer without encryption in a run with CURVE");
+  const Sealer::Key key = key_from_hex(offer.at("key").get<std::string>());
+  std::string host = endpoint_host(table_[static_cast<std::size_t>(from)].tcp_endpoint);
+  std::lock_guard<std::mutex> lock(stream_threads_mutex_);
+  stream_threads_.emplace_back([this, from, host = std::move(host), port, id, protection, key] {
+    connect_stream_to(from, host, port, id, protection, key);
+  });
+}
+
+std::string ZmqTransport::stream_stop(int process) const {
+  if (stop_.load()) return "the transport stopped";
+  if (lost_[static_cast<std::size_t>(process)].load()) return "the peer process was lost";
+  return {};
+}
+
+void ZmqTransport::connect_stream_to(int process, std::string host, int port, std::uint64_t offer,
+                                     Protection protection, Sealer::Key key) {
+  const ProcessInfo peer = table_[static_cast<std::size_t>(process)];
+  const StopCheck stop = [this, process] { return stream_stop(process); };
+  try {
+    const int fd = connect_stream(host, port, std::min(settings_.peer_timeout, kMaxConnectSeconds));
+    auto writer = std::make_unique<StreamWriter>(fd, protection, key);
+    write_preamble(fd, {.process = static_cast<std::uint32_t>(process_), .offer = offer}, stop);
+    OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
+    StreamOut& stream = *stream_out_[static_cast<std::size_t>(process)];
+    std::lock_guard<std::mutex> lock(out.mutex);  // no ZeroMQ data frame to `process` meanwhile
+    std::lock_guard<std::mutex> write_lock(stream.mutex);
+    RecordHead head{.kind = RecordKind::open, .after = out.zmq_data};
+    head.header = {.kind = wire::FrameKind::hello, .dtype = core::DType::u8, 
+                   .src = table_[static_cast<std::size_t>(process_)].first_worker, .dst = peer.first_worker};
+    writer->write(head, {}, stop);
+    stream.writer = std::move(writer);
+    stream.ready = true;
+    core::log(core::LogLevel::debug, "zmq runtime: messages to {} go through a direct stream ({})", peer.where(),
+              protection_name(protection));
+  } catch (const core::Error& e) {
+    if (!stop_.load())
+      core::log(core::LogLevel::info, "zmq runtime: no direct stream to {} (messages go through ZeroMQ): {}",
+                peer.where(), e.what());
+  }
+}
+
+void ZmqTransport::accept_stream() {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  const int fd = ::accept4(stream_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
+  if (fd < 0) return;
+  std::string address = peer_address(addr);
+  if (stream_handshakes_.load() >= kMaxHandshakes) {
+    ::close(fd);
+    core::log(core::LogLevel::warn, "zmq runtime: refused a stream connection from {}: {} others are being "
+                                    "authenticated", address, kMaxHandshakes);
+    return;
+  }
+  ++stream_handshakes_;
+  std::lock_guard<std::mutex> lock(stream_threads_mutex_);
+  stream_threads_.emplace_back([this, fd, address = std::move(address)] { serve_stream(fd, address); });
+}
+
+void ZmqTransport::serve_stream(int fd, std::string address) {
+  setup_stream_socket(fd);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kHandshakeSeconds);
+  const StopCheck handshake_stop = [this, deadline]() -> std::string {
+    if (stop_.load()) return "the transport stopped";
+    if (std::chrono::steady_clock::now() > deadline) return "no preamble and open record within 5 s";
+    return {};
+  };
+  std::unique_ptr<StreamReader> reader;
+  int from = -1;
+  std::uint64_t offer = 0;
+  RecordHead head;
+  try {
+    StreamPreamble preamble;
+    if (!read_preamble(fd, preamble, handshake_stop)) {
+      ::close(fd);
+      FAST_THROW(InvalidArgument, "not a FAST stream (wrong magic or version)");
+    }
+    from = static_cast<int>(preamble.process);
+    FAST_ENFORCE(preamble.process < table_.size() && from != process_, "claims process {}, not a peer",
+                 preamble.process);
+    StreamIn& in = *stream_in_[static_cast<std::size_t>(from)];
+    {
+      std::lock_guard<std::mutex> lock(in.mutex);
+      if (in.offer == 0 || in.offer != preamble.offer || in.connected) {
+        ::close(fd);
+        FAST_THROW(InvalidArgument, "claims process {} with offer {}, which is not open", from, preamble.offer);
+      }
+      offer = in.offer;
+      reader = std::make_unique<StreamReader>(fd, in.protection, in.key);  // owns fd from here
+    }
+    FAST_ENFORCE(reader->read_head(head, handshake_stop) && head.kind == RecordKind::open,
+                 "its first record is not `open`");
+    std::lock_guard<std::mutex> lock(in.mutex);
+    FAST_ENFORCE(in.offer == offer && !in.connected, "another connection took offer {}", offer);
+    in.connected = true;
+  } catch (const core::Error& e) {
+    --stream_handshakes_;
+    if (!stop_.load())
+      core::log(core::LogLevel::warn, "zmq runtime: refused a stream connection from {}: {}", address, e.what());
+    return;
+  }
+  --stream_handshakes_;
+  read_stream(from, offer, *reader, head.after);
+}
+
+void ZmqTransport::read_stream(int from, std::uint64_t offer, StreamReader& reader, std::uint64_t after) {
+  StreamIn& in = *stream_in_[static_cast<std::size_t>(from)];
+  const auto superseded = [&] {
+    std::lock_guard<std::mutex> lock(in.mutex);
+    return in.offer != offer;
+  };
+  const StopCheck stop = [this, &superseded]() -> std::string {
+    if (stop_.load()) return "the transport stopped";
+    if (superseded()) return "the rank was taken back";
+    return {};
+  };
+  InboundShared& counted = *inbound_[static_cast<std::size_t>(from)];
+  bool waited = false;  // for the data frames sent through ZeroMQ before the stream
+  try {
+    RecordHead head;
+    while (reader.read_head(head, stop)) {
+      const ProcessInfo& sender = table_[static_cast<std::size_t>(from)];
+      check_endpoints(sender, head.header);
+      FAST_ENFORCE_AS(wire::FrameError, head.kind != RecordKind::open, "stream: a second `open` record");
+      if (head.kind == RecordKind::bye) {
+        std::string text(head.header.payload_bytes, '\0');
+        reader.read_payload(std::as_writable_bytes(std::span<char>(text)), stop);
+        in.bye_text = text.substr(0, 4096);
+        in.bye = true;
+        heard_from(from);
+        continue;  // the sender closes the stream
+      }
+      auto buffer = std::make_shared<core::Buffer>(head.header.count, head.header.dtype);
+      reader.read_payload({static_cast<std::byte*>(buffer->data()), head.header.payload_bytes}, stop);
+      while (!waited) {
+        {
+          std::lock_guard<std::mutex> lock(counted.mutex);
+          waited = counted.zmq_data >= after;
+        }
+        if (!waited) {
+          FAST_ENFORCE_AS(core::IoError, stop().empty(), "{}", stop());
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+      }
+      heard_from(from);
+      const core::ConstView view(buffer->data(), head.header.count, head.header.dtype);
+      world_->deliver_remote(head.header.src, head.header.dst, head.header.tag, view, std::move(buffer));
+    }
+  } catch (const core::Error& e) {
+    if (stop_.load() || superseded() || lost_[static_cast<std::size_t>(from)].load() || in.bye.load()) return;
+    in.failure = fmt::format("lost: its direct stream failed: {}", e.what());
+    in.failed = true;
+    const std::uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof(one));
+  }
+}
+
+core::Work ZmqTransport::send_stream(StreamOut& out, int process, const wire::FrameHeader& header,
+                                     core::ConstView data) {
+  std::lock_guard<std::mutex> lock(out.mutex);
+  try {
+    FAST_ENFORCE_AS(core::IoError, out.writer != nullptr, "the stream was closed");
+    out.writer->write({.kind = RecordKind::data, .header = header},
+                      {static_cast<const std::byte*>(data.data()), data.bytes()},
+                      [this, process] { return stream_stop(process); });
+  } catch (const core::IoError& e) {
+    ensure_alive(header.dst);  // lost meanwhile: that is the error
+    throw core::PeerLost(fmt::format("worker {} ({}) its direct stream failed: {}", header.dst,
+                                     table_[static_cast<std::size_t>(process)].where(), e.what()));
+  }
+  return {};
+}
+
+bool ZmqTransport::bye_through_stream(int process, const std::string& text) {
+  StreamOut& out = *stream_out_[static_cast<std::size_t>(process)];
+  if (!out.ready.load()) return false;
+  std::lock_guard<std::mutex> lock(out.mutex);
+  if (!out.writer) return false;
+  const ProcessInfo& peer = table_[static_cast<std::size_t>(process)];
+  RecordHead head{.kind = RecordKind::bye};
+  head.header = {.kind = wire::FrameKind::bye, .dtype = core::DType::u8,
+                 .src = table_[static_cast<std::size_t>(process_)].first_worker, .dst = peer.first_worker,
+                 .count = text.size(), .payload_bytes = text.size()};
+  try {
+    out.writer->write(head, std::as_bytes(std::span<const char>(text)), [this, process] { return stream_stop(process); });
+    out.writer->shutdown();  // nothing follows a bye
+    return true;
+  } catch (const core::Error&) {
+    return false;  // the peer is gone; the bye through ZeroMQ is as good
+  }
+}
+
+void ZmqTransport::check_streams(int process) {
+  if (stream_in_.empty()) return;
+  StreamIn& in = *stream_in_[static_cast<std::size_t>(process)];
+  if (in.failed.load()) {
+    mark_lost(process, in.failure, false);
+  } else if (in.bye.load()) {
+    const std::string& reason = in.bye_text;
+    mark_lost(process, reason.empty() ? "left the run (its workers ended)" : "failed: " + reason, reason.empty());
+  }
+}
+
+void ZmqTransport::retire_stream(int process) {
+  {
+    StreamOut& out = *stream_out_[static_cast<std::size_t>(process)];
+    std::lock_guard<std::mutex> outer(outbound_[static_cast<std::size_t>(process)]->mutex);
+    out.ready = false;
+    std::lock_guard<std::mutex> lock(out.mutex);
+    if (out.writer) out.writer->shutdown();
+    out.writer.reset();
+  }
+  StreamIn& in = *stream_in_[static_cast<std::size_t>(process)];
+  std::lock_guard<std::mutex> lock(in.mutex);
+  in.offer = 0;  // its reader ends at its next look
+  in.connected = false;
+  in.failed = false;
+  in.bye = false;
+}
+
+void ZmqTransport::stop_streams() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(stream_threads_mutex_);
+    threads.swap(stream_threads_);
+  }
+  for (std::thread& t : threads) t.join();  // each looks at stop_ every kSocketTimeoutMs at least
+  for (auto& out : stream_out_) {
+    std::lock_guard<std::mutex> lock(out->mutex);
+    out->writer.reset();
+  }
+  if (stream_fd_ >= 0) ::close(stream_fd_);
+  stream_fd_ = -1;
+}
+
+}  // namespace fast::runtime::zmq

@@ -1,0 +1,297 @@
+// The zmq runtime's direct streams (src/runtime/zmq/sealer.hpp, stream.hpp): the AEAD against a
+// published test vector, nonces, tampered / replayed / reordered chunks, wrong keys, and records
+// over a socket pair, both ends in this process.
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fast/core/error.hpp"
+#include "sealer.hpp"
+#include "stream.hpp"
+
+namespace fast::runtime::zmq {
+namespace {
+
+const Protection kAll[] = {Protection::aes_256_gcm, Protection::chacha20_poly1305, Protection::checksum};
+
+std::vector<std::byte> pattern(std::size_t n, int seed) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((i * 131 + static_cast<std::size_t>(seed)) & 0xff);
+  return v;
+}
+
+std::string hex(std::span<const std::byte> bytes) {
+  std::string s;
+  const char* digits = "0123456789abcdef";
+  for (std::byte b : bytes) {
+    s += digits[static_cast<unsigned>(b) >> 4];
+    s += digits[static_cast<unsigned>(b) & 15];
+  }
+  return s;
+}
+
+Sealer::Key key_of(int seed) {
+  Sealer::Key k{};
+  for (std::size_t i = 0; i < k.size(); ++i) k[i] = static_cast<std::byte>(i * 7 + static_cast<std::size_t>(seed));
+  return k;
+}
+
+// The first chunk is sealed with nonce 0: GCM's published test case 14 (key 0^256, IV 0^96,
+// plaintext 0^128) gives this ciphertext and tag (McGrew and Viega, "The Galois/Counter Mode of
+// Operation", appendix B).
+TEST(Sealer, AesGcmFirstChunkMatchesThePublishedTestVector) {
+  Sealer sealer(Protection::aes_256_gcm, Sealer::Key{});
+  std::vector<std::byte> plain(16), out(16);
+  Sealer::Tag tag{};
+  sealer.seal(plain, out.data(), tag);
+  EXPECT_EQ(hex(out), "cea7403d4d606b6e074ec5d3baf39d18");
+  EXPECT_EQ(hex(tag), "d0d1c8a799996bf0265b98b5d48ab919");
+  EXPECT_EQ(sealer.counter(), 1u);
+}
+
+TEST(Sealer, ChunksOpenInOrderUnderTheSameKey) {
+  for (Protection p : kAll) {
+    Sealer seal(p, key_of(1)), open(p, key_of(1));
+    for (int i = 0; i < 5; ++i) {
+      const std::vector<std::byte> plain = pattern(1000 + static_cast<std::size_t>(i) * 333, i);
+      std::vector<std::byte> wire(plain.size());
+      Sealer::Tag tag{};
+      seal.seal(plain, wire.data(), tag);
+      if (!seal.encrypts()) wire = plain;  // the checksum mode sends the bytes as they are
+      else EXPECT_NE(wire, plain) << protection_name(p);
+      ASSERT_TRUE(open.open(wire, tag)) << protection_name(p) << " chunk " << i;
+      EXPECT_EQ(wire, plain) << protection_name(p);
+    }
+    EXPECT_EQ(open.counter(), 5u);
+  }
+}
+
+// Seals `count` chunks of `plain`: their wire bytes and tags.
+struct Sealed {
+  std::vector<std::vector<std::byte>> wire;
+  std::vector<Sealer::Tag> tags;
+};
+Sealed seal_chunks(Protection p, const Sealer::Key& key, int count, std::size_t bytes) {
+  Sealer sealer(p, key);
+  Sealed s;
+  for (int i = 0; i < count; ++i) {
+    std::vector<std::byte> plain = pattern(bytes, i), wire(bytes);
+    Sealer::Tag tag{};
+    sealer.seal(plain, wire.data(), tag);
+    s.wire.push_back(sealer.encrypts() ? wire : plain);
+    s.tags.push_back(tag);
+  }
+  return s;
+}
+
+TEST(Sealer, ATamperedChunkOrTagFailsToOpen) {
+  for (Protection p : kAll) {
+    const Sealed s = seal_chunks(p, key_of(2), 1, 4096);
+    for (std::size_t at : {std::size_t{0}, std::size_t{2047}, std::size_t{4095}}) {
+      Sealer open(p, key_of(2));
+      std::vector<std::byte> wire = s.wire[0];
+      wire[at] ^= std::byte{0x01};
+      EXPECT_FALSE(open.open(wire, s.tags[0])) << protection_name(p) << " byte " << at;
+      EXPECT_EQ(open.counter(), 0u);  // a failed chunk does not advance
+    }
+    Sealer open(p, key_of(2));
+    std::vector<std::byte> wire = s.wire[0];
+    Sealer::Tag tag = s.tags[0];
+    tag[15] ^= std::byte{0x80};
+    EXPECT_FALSE(open.open(wire, tag)) << protection_name(p);
+  }
+}
+
+TEST(Sealer, AReplayedOrReorderedChunkFailsToOpen) {
+  for (Protection p : kAll) {
+    const Sealed s = seal_chunks(p, key_of(3), 3, 512);
+    {
+      Sealer open(p, key_of(3));
+      std::vector<std::byte> c0 = s.wire[0];
+      ASSERT_TRUE(open.open(c0, s.tags[0]));
+      std::vector<std::byte> again = s.wire[0];  // chunk 0 replayed where chunk 1 is due
+      EXPECT_FALSE(open.open(again, s.tags[0])) << protection_name(p);
+      std::vector<std::byte> c1 = s.wire[1];  // the real chunk 1 still opens
+      EXPECT_TRUE(open.open(c1, s.tags[1])) << protection_name(p);
+    }
+    {
+      Sealer open(p, key_of(3));
+      std::vector<std::byte> c1 = s.wire[1];  // chunk 1 before chunk 0
+      EXPECT_FALSE(open.open(c1, s.tags[1])) << protection_name(p);
+    }
+  }
+}
+
+TEST(Sealer, AWrongKeyFailsToOpen) {
+  for (Protection p : {Protection::aes_256_gcm, Protection::chacha20_poly1305}) {
+    const Sealed s = seal_chunks(p, key_of(4), 1, 100);
+    Sealer open(p, key_of(5));
+    std::vector<std::byte> wire = s.wire[0];
+    EXPECT_FALSE(open.open(wire, s.tags[0])) << protection_name(p);
+  }
+}
+
+// The same plaintext sealed many times never gives the same ciphertext or tag twice: each chunk
+// has its own nonce (a repeated nonce would repeat both).
+TEST(Sealer, NoncesNeverRepeatOverALongRun) {
+  constexpr int kChunks = 200000;
+  for (Protection p : {Protection::aes_256_gcm, Protection::chacha20_poly1305}) {
+    Sealer sealer(p, key_of(6));
+    const std::vector<std::byte> plain(16);
+    std::set<std::string> ciphertexts, tags;
+    std::vector<std::byte> wire(16);
+    Sealer::Tag tag{};
+    for (int i = 0; i < kChunks; ++i) {
+      sealer.seal(plain, wire.data(), tag);
+      ciphertexts.insert(std::string(reinterpret_cast<const char*>(wire.data()), wire.size()));
+      tags.insert(std::string(reinterpret_cast<const char*>(tag.data()), tag.size()));
+    }
+    EXPECT_EQ(sealer.counter(), static_cast<std::uint64_t>(kChunks));
+    EXPECT_EQ(ciphertexts.size(), static_cast<std::size_t>(kChunks)) << protection_name(p);
+    EXPECT_EQ(tags.size(), static_cast<std::size_t>(kChunks)) << protection_name(p);
+  }
+}
+
+TEST(Sealer, FreshKeysDiffer) {
+  EXPECT_NE(Sealer::random_key(), Sealer::random_key());
+}
+
+// --- records over a socket pair ------------------------------------------------------------------
+
+struct Pair {
+  int a = -1, b = -1;
+  Pair() {
+    int fds[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    a = fds[0];
+    b = fds[1];
+  }
+};
+
+RecordHead data_head(std::size_t bytes, std::int32_t tag) {
+  RecordHead head{.kind = RecordKind::data};
+  head.header = {.kind = wire::FrameKind::data, .dtype = core::DType::u8, .src = 1, .dst = 0, .tag = tag,
+                 .count = bytes, .payload_bytes = bytes};
+  return head;
+}
+
+TEST(Stream, RecordsOfEverySizeArriveIntactAndInOrder) {
+  for (Protection p : kAll) {
+    Pair pair;
+    const std::vector<std::size_t> sizes = {0, 1, 4096, kChunkBytes, kChunkBytes + 1, 5 * kChunkBytes + 77};
+    std::thread writer([&] {
+      StreamWriter w(pair.a, p, key_of(7));
+      for (std::size_t i = 0; i < sizes.size(); ++i)
+        w.write(data_head(sizes[i], static_cast<std::int32_t>(i)), pattern(sizes[i], static_cast<int>(i)), {});
+    });
+    StreamReader r(pair.b, p, key_of(7));
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      RecordHead head;
+      ASSERT_TRUE(r.read_head(head, {})) << protection_name(p);
+      EXPECT_EQ(head.header.tag, static_cast<std::int32_t>(i));
+      ASSERT_EQ(head.header.payload_bytes, sizes[i]);
+      std::vector<std::byte> got(sizes[i]);
+      r.read_payload(got, {});
+      EXPECT_EQ(got, pattern(sizes[i], static_cast<int>(i))) << protection_name(p) << " record " << i;
+    }
+    writer.join();
+    RecordHead head;
+    EXPECT_FALSE(r.read_head(head, {}));  // the writer closed its end between records
+  }
+}
+
+// Captures what a writer puts on the wire for `records` records of `bytes` each.
+std::vector<std::byte> wire_of(Protection p, const Sealer::Key& key, int records, std::size_t bytes) {
+  Pair pair;
+  std::vector<std::byte> out;
+  std::thread reader([&] {
+    std::byte buf[65536];
+    for (;;) {
+      const ssize_t n = ::recv(pair.b, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.insert(out.end(), buf, buf + n);
+    }
+    ::close(pair.b);
+  });
+  {
+    StreamWriter w(pair.a, p, key);
+    for (int i = 0; i < records; ++i) w.write(data_head(bytes, i), pattern(bytes, i), {});
+  }
+  reader.join();
+  return out;
+}
+
+// Feeds `bytes` to a reader and reads records until it fails: the error text, or "" when every
+// record read.
+std::string read_all(Protection p, const Sealer::Key& key, const std::vector<std::byte>& bytes) {
+  Pair pair;
+  std::thread feeder([&] {
+    std::size_t at = 0;
+    while (at < bytes.size()) {
+      const ssize_t n = ::send(pair.a, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      at += static_cast<std::size_t>(n);
+    }
+    ::close(pair.a);
+  });
+  std::string error;
+  try {
+    StreamReader r(pair.b, p, key);
+    RecordHead head;
+    while (r.read_head(head, {})) {
+      std::vector<std::byte> got(head.header.payload_bytes);
+      r.read_payload(got, {});
+    }
+  } catch (const core::Error& e) {
+    error = e.what();
+  }
+  feeder.join();
+  return error;
+}
+
+TEST(Stream, ATamperedByteAReplayedRecordOrAWrongKeyFailsTheRead) {
+  constexpr std::size_t kBytes = 3000;
+  for (Protection p : kAll) {
+    const std::vector<std::byte> clean = wire_of(p, key_of(8), 2, kBytes);
+    ASSERT_EQ(read_all(p, key_of(8), clean), "") << protection_name(p);
+    const std::size_t record = clean.size() / 2;
+    std::vector<std::byte> tampered = clean;
+    tampered[record + kHeadBytes + 16 + 100] ^= std::byte{4};  // in the second record's payload
+    EXPECT_NE(read_all(p, key_of(8), tampered).find("failed authentication"), std::string::npos) << protection_name(p);
+    std::vector<std::byte> replayed = clean;  // the first record again in place of the second
+    std::copy(clean.begin(), clean.begin() + static_cast<std::ptrdiff_t>(record),
+              replayed.begin() + static_cast<std::ptrdiff_t>(record));
+    EXPECT_NE(read_all(p, key_of(8), replayed).find("failed authentication"), std::string::npos) << protection_name(p);
+    if (p != Protection::checksum)
+      EXPECT_NE(read_all(p, key_of(9), clean).find("failed authentication"), std::string::npos) << protection_name(p);
+  }
+}
+
+TEST(Stream, ACutStreamFailsTheRead) {
+  const std::vector<std::byte> clean = wire_of(Protection::aes_256_gcm, key_of(10), 1, 5000);
+  const std::vector<std::byte> cut(clean.begin(), clean.end() - 10);
+  EXPECT_NE(read_all(Protection::aes_256_gcm, key_of(10), cut), "");
+}
+
+TEST(Stream, APreambleRoundTripsAndGarbageIsNotOne) {
+  Pair pair;
+  write_preamble(pair.a, {.process = 3, .offer = 0x1122334455667788ull}, {});
+  StreamPreamble got;
+  ASSERT_TRUE(read_preamble(pair.b, got, {}));
+  EXPECT_EQ(got.process, 3u);
+  EXPECT_EQ(got.offer, 0x1122334455667788ull);
+  const char garbage[StreamPreamble::kBytes] = "GET / HTTP/1.1\r\n\r\n";
+  ASSERT_EQ(::send(pair.a, garbage, sizeof garbage, 0), static_cast<ssize_t>(sizeof garbage));
+  EXPECT_FALSE(read_preamble(pair.b, got, {}));
+  ::close(pair.a);
+  ::close(pair.b);
+}
+
+}  // namespace
+}  // namespace fast::runtime::zmq
