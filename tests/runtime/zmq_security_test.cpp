@@ -139,5 +139,54 @@ TEST(ZmqSecurity, IntrudersAreRefusedAndLoggedAndTheRunStaysExact) {
       << log;
 }
 
+// The direct streams' port (tcp without shared memory: docs/launch.md, "Encryption of the data
+// between hosts"): random bytes, a preamble with offers that are not open, and preambles naming
+// process 1 with every offer id a run of 2 processes hands out, each followed by an `open` record
+// that is not sealed with the key. Each connection is refused and logged; the run stays exact.
+void stream_attack(int port) {
+  std::mt19937 random(11);
+  const auto connect_and_write = [&](std::vector<unsigned char> bytes) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      (void)!::write(fd, bytes.data(), bytes.size());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::close(fd);
+  };
+  std::vector<unsigned char> junk(4096);
+  for (auto& b : junk) b = static_cast<unsigned char>(random());
+  connect_and_write(junk);
+  for (std::uint64_t offer = 1; offer <= 4; ++offer) {  // process 1's offers are ids 1, 2, ...
+    std::vector<unsigned char> bytes = {'F', 'A', 'S', 'T', 'S', 'T', 'R', 'M', 1, 0, 0, 0, 1, 0, 0, 0};
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<unsigned char>(offer >> (8 * i)));
+    for (int i = 0; i < 88; ++i) bytes.push_back(static_cast<unsigned char>(random()));  // a forged `open`
+    connect_and_write(bytes);
+  }
+}
+
+TEST(ZmqSecurity, IntrudersAtTheStreamPortAreRefusedAndLoggedAndTheRunStaysExact) {
+  const testing::WorldCase c{"zmq", 2, "tcp", 1, 0};  // no shared memory: the data goes through streams
+  if (testing::is_test_child()) {
+    testing::run_world(c, allreduce_loop);
+    return;
+  }
+  testing::Children children = testing::spawn_children(c, {});
+  const int port = listening_port(children.logs[0], "direct streams listen on");
+  if (port > 0) stream_attack(port);
+  testing::reap_children(children, {}, 120);
+  const std::string log = fast::testing::slurp(children.logs[0]);
+  std::filesystem::remove_all(children.dir);
+  ASSERT_GT(port, 0) << log;
+  int refusals = 0;
+  for (std::size_t at = 0; (at = log.find("refused a stream connection", at)) != std::string::npos; ++at) ++refusals;
+  EXPECT_EQ(refusals, 5) << log;
+  EXPECT_NE(log.find("not a FAST stream"), std::string::npos) << log;
+  EXPECT_NE(log.find("failed authentication"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace fast::runtime

@@ -86,6 +86,9 @@ void ZmqTransport::open_streams() {
     core::log(core::LogLevel::info, "zmq runtime: no direct streams (messages go through ZeroMQ): {}", e.what());
     return;
   }
+  const bool v6 = host.find(':') != std::string::npos;
+  core::log(core::LogLevel::info, "zmq runtime: direct streams listen on tcp://{}{}{}:{}", v6 ? "[" : "", host,
+            v6 ? "]" : "", stream_port_);
   for (const ProcessInfo& peer : table_)
     if (wants_stream(peer.rank)) offer_stream(peer.rank);
 }
@@ -198,7 +201,8 @@ void ZmqTransport::serve_stream(int fd, std::string address) {
     StreamIn& in = *stream_in_[static_cast<std::size_t>(from)];
     {
       std::lock_guard<std::mutex> lock(in.mutex);
-      if (in.offer == 0 || in.offer != preamble.offer || in.connected) {
+      // A connected offer still opens the record (a forged one is refused as such), then is refused.
+      if (in.offer == 0 || in.offer != preamble.offer) {
         ::close(fd);
         FAST_THROW(InvalidArgument, "claims process {} with offer {}, which is not open", from, preamble.offer);
       }
