@@ -328,6 +328,8 @@ class ZmqTransport final : public threads::Transport {
     std::atomic<bool> ready{false};       // set once, under OutboundShared::mutex: data goes through `writer`
     std::mutex mutex;                      // serialises writes
     std::unique_ptr<StreamWriter> writer;  // under mutex
+    std::atomic<bool> failed{false};       // a write failed: `failure` says how (then lost)
+    std::string failure;                   // written under mutex, before `failed`
   };
   struct StreamIn {
     std::mutex mutex;                      // guards the offer
@@ -343,8 +345,15 @@ class ZmqTransport final : public threads::Transport {
   std::vector<std::unique_ptr<StreamIn>> stream_in_;    // by process; fixed after start()
   int stream_fd_ = -1;                                  // listening socket (-1: no stream)
   int stream_port_ = 0;
+  struct StreamThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;  // set by the thread as it returns
+  };
   std::mutex stream_threads_mutex_;
-  std::vector<std::thread> stream_threads_;  // connectors and readers; joined by stop()
+  std::vector<StreamThread> stream_threads_;  // connectors and readers; the ended ones joined as others
+                                              // start, the rest by stop()
+  // Starts `body` as a stream thread (after joining those that ended).
+  void start_stream_thread(std::function<void()> body);
   std::atomic<int> stream_handshakes_{0};    // accepted connections not yet authenticated
   // Whether data to `process` should go through a stream (tcp, no ring).
   bool wants_stream(int process) const;

@@ -121,10 +121,24 @@ void ZmqTransport::on_stream_offer(int from, const json& offer) {
                "frame: stream offer without encryption in a run with CURVE");
   const Sealer::Key key = key_from_hex(offer.at("key").get<std::string>());
   std::string host = endpoint_host(table_[static_cast<std::size_t>(from)].tcp_endpoint);
-  std::lock_guard<std::mutex> lock(stream_threads_mutex_);
-  stream_threads_.emplace_back([this, from, host = std::move(host), port, id, protection, key] {
+  start_stream_thread([this, from, host = std::move(host), port, id, protection, key] {
     connect_stream_to(from, host, port, id, protection, key);
   });
+}
+
+void ZmqTransport::start_stream_thread(std::function<void()> body) {
+  std::lock_guard<std::mutex> lock(stream_threads_mutex_);
+  std::erase_if(stream_threads_, [](StreamThread& t) {
+    if (!t.done->load()) return false;
+    t.thread.join();
+    return true;
+  });
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  stream_threads_.push_back({std::thread([body = std::move(body), done] {
+                               body();
+                               done->store(true);
+                             }),
+                             done});
 }
 
 std::string ZmqTransport::stream_stop(int process) const {
@@ -173,8 +187,7 @@ void ZmqTransport::accept_stream() {
     return;
   }
   ++stream_handshakes_;
-  std::lock_guard<std::mutex> lock(stream_threads_mutex_);
-  stream_threads_.emplace_back([this, fd, address = std::move(address)] { serve_stream(fd, address); });
+  start_stream_thread([this, fd, address = std::move(address)] { serve_stream(fd, address); });
 }
 
 void ZmqTransport::serve_stream(int fd, std::string address) {
@@ -286,6 +299,10 @@ core::Work ZmqTransport::send_stream(StreamOut& out, int process, const wire::Fr
                       [this, process] { return stream_stop(process); });
   } catch (const core::IoError& e) {
     ensure_alive(header.dst);  // lost meanwhile: that is the error
+    if (!out.failed.load()) {  // the I/O thread counts the process lost
+      out.failure = fmt::format("lost: its direct stream failed: {}", e.what());
+      out.failed = true;
+    }
     throw core::PeerLost(fmt::format("worker {} ({}) its direct stream failed: {}", header.dst,
                                      table_[static_cast<std::size_t>(process)].where(), e.what()));
   }
@@ -314,8 +331,16 @@ bool ZmqTransport::bye_through_stream(int process, const std::string& text) {
 void ZmqTransport::check_streams(int process) {
   if (stream_in_.empty()) return;
   StreamIn& in = *stream_in_[static_cast<std::size_t>(process)];
+  StreamOut& out = *stream_out_[static_cast<std::size_t>(process)];
   if (in.failed.load()) {
     mark_lost(process, in.failure, false);
+  } else if (out.failed.load()) {
+    std::string failure;
+    {
+      std::lock_guard<std::mutex> lock(out.mutex);
+      failure = out.failure;
+    }
+    mark_lost(process, failure, false);
   } else if (in.bye.load()) {
     const std::string& reason = in.bye_text;
     mark_lost(process, reason.empty() ? "left the run (its workers ended)" : "failed: " + reason, reason.empty());
@@ -330,6 +355,7 @@ void ZmqTransport::retire_stream(int process) {
     std::lock_guard<std::mutex> lock(out.mutex);
     if (out.writer) out.writer->shutdown();
     out.writer.reset();
+    out.failed = false;
   }
   StreamIn& in = *stream_in_[static_cast<std::size_t>(process)];
   std::lock_guard<std::mutex> lock(in.mutex);
@@ -340,12 +366,12 @@ void ZmqTransport::retire_stream(int process) {
 }
 
 void ZmqTransport::stop_streams() {
-  std::vector<std::thread> threads;
+  std::vector<StreamThread> threads;
   {
     std::lock_guard<std::mutex> lock(stream_threads_mutex_);
     threads.swap(stream_threads_);
   }
-  for (std::thread& t : threads) t.join();  // each looks at stop_ every kSocketTimeoutMs at least
+  for (StreamThread& t : threads) t.thread.join();  // each looks at stop_ every kSocketTimeoutMs at least
   for (auto& out : stream_out_) {
     std::lock_guard<std::mutex> lock(out->mutex);
     out->writer.reset();
