@@ -349,6 +349,14 @@ if wants e; then
   echo
   "${REPORT[@]}" processes "$OUT" | tee -a "$LOG"
   echo
+  # The same on emulated links between two network namespaces (needs root; skipped otherwise).
+  if [[ $(id -u) == 0 ]]; then
+    note "(e) emulated links: bench/emulated_link.sh (veth pair shaped by tc, 1 and 10 Gbit/s; FAST with CURVE vs OpenMPI tcp)"
+    "$ROOT/bench/emulated_link.sh" "$BIN" "$OUT/link" | tee -a "$LOG"
+    echo
+  else
+    note "(e) emulated links: skipped (network namespaces need root)"
+  fi
 fi
 
 # ------------------------------------------------------------------ (f) 2 processes vs DDP
