@@ -129,7 +129,7 @@ void Dgc::restore(std::string_view prefix, const core::SavedState& in, std::stri
   const std::int64_t started = in.integer(std::string(prefix) + ".started", 0, 1, source);
   const std::string units = std::string(prefix) + ".residual_units";
   FAST_ENFORCE_AS(core::IoError, in.integers.contains(units),
-                  "checkpoint '{}': its DGC residual holds gradients, from a FAST before 2026-11-27 that "
+                  "checkpoint '{}': its DGC residual holds gradients, from an older FAST that "
                   "applied the learning rate when a coordinate was sent; this FAST applies it when the "
                   "gradient is taken, so the residual cannot be resumed (no integer '{}'): train again "
                   "from the start, or resume with the FAST that wrote it",

@@ -145,7 +145,7 @@ TEST(Divergence, Int8GossipOfAModelTrainsWithBucketsAndDivergesWithOneNorm) {
 // krum:1 applies one worker's gradient, and with seed 1 alone it ends 2.06 points below the clean
 // mean; it is compared with the clean mean over seeds 1-3 instead (measured: clean mean 0.8727,
 // 0.8705, 0.8688; krum:1 attacked 0.8521, 0.8553, 0.8497; 1.83 points below on average).
-// Labelled long (`make test-all`; 2 minutes on 2 cores). In every `make test`,
+// Labelled long (`make test-all`: minutes of training). In every `make test`,
 // AByzantineWorkerMakesTheMeanDivergeButNotTheRobustRules puts trimmed-mean and median under the same
 // attack on a shorter run; krum's and multi-krum's accuracy under attack is checked here only.
 TEST(LongDivergence, RobustRulesUnderAttackEndWithinTwoPointsOfTheirCleanRun) {

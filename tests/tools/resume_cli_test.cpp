@@ -407,7 +407,7 @@ TEST_P(AsynchronousResume, InterruptedAndResumedReachesTheAccuracyOfTheRunStraig
 
 // Under threads in every `make test`; under the process runtimes labelled long (`make test-all`,
 // tests/CMakeLists.txt): their checkpoints are checked exactly by Resume, Interrupted and
-// AsynchronousStateResume, and these runs take 1-2 minutes each on 2 cores.
+// AsynchronousStateResume, and these runs take minutes each on a small machine.
 std::string async_resume_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
   return std::get<0>(info.param) + "_" + std::get<1>(info.param);
 }

@@ -375,8 +375,8 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   }();
   // Intra-op threads: this process's cores divided among its workers, under sim as under threads.
   // Under sim one actor runs at a time, but each actor is an OS thread with its own OpenMP team,
-  // whose idle threads spin after every parallel region: with 2 threads per actor, 256 simulated
-  // workers spent 84% of the CPU spinning in libgomp (docs/simulation.md, "Scale").
+  // whose idle threads spin after every parallel region: with 2 threads per actor, hundreds of
+  // simulated workers spend most of the CPU spinning in libgomp (docs/simulation.md, "Scale").
   configure_torch_threads(workers_on_host(options));
   // The same large tensors every step: keep their memory in the heap (core/malloc_tuning.hpp).
   const core::MallocTuning malloc_tuning = core::tune_malloc();
