@@ -4,8 +4,8 @@
 // with MPI's native ones, which add in another order. Every asynchronous strategy trains. A rank
 // killed during training ends the job (MPI is fail-stop) with an error on every other rank, never a
 // hang. Every mpirun runs in a process group of its own, bounded in time and killed as a group.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -30,9 +30,9 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace exit_code = fast::core::exit_code;
-using nlohmann::json;
 using fast::testing::dir_name;
 using fast::testing::slurp;
+using nlohmann::json;
 using Started = fast::testing::Spawned;
 using fast::testing::wait_or_kill_group;
 
@@ -112,7 +112,8 @@ TEST_P(MpiAsynchronous, Trains) {
 //   build/bin/mpi_cli_test --gtest_also_run_disabled_tests --gtest_filter='*DISABLED_Within*'
 TEST_P(MpiAsynchronous, DISABLED_WithinOnePointOfThreads) {
   const fs::path dir = fast::testing::test_dir("fast_mpi_cli", "async1_" + dir_name(GetParam()));
-  const std::string args = "--batch 64 --epochs 1 --optimizer momentum --momentum 0.9 --lr 0.01 --strategy " + GetParam();
+  const std::string args =
+      "--batch 64 --epochs 1 --optimizer momentum --momentum 0.9 --lr 0.01 --strategy " + GetParam();
   const json t = threads_run(dir, args), m = mpi_run(dir, args);
   EXPECT_NEAR(m["final_accuracy"].get<double>(), t["final_accuracy"].get<double>(), 0.01)
       << "mpi " << m.dump() << "\nthreads " << t.dump();
@@ -120,8 +121,8 @@ TEST_P(MpiAsynchronous, DISABLED_WithinOnePointOfThreads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, MpiAsynchronous,
-                         ::testing::Values("ps --mode async", "ps --mode ssp --staleness 2", "easgd --tau 2 --alpha 0.1",
-                                           "adpsgd", "gosgd", "acid"),
+                         ::testing::Values("ps --mode async", "ps --mode ssp --staleness 2",
+                                           "easgd --tau 2 --alpha 0.1", "adpsgd", "gosgd", "acid"),
                          [](const auto& info) { return dir_name(info.param); });
 
 // A rank killed (SIGKILL) during training: mpirun ends the job within 30 s, exits with an error,

@@ -28,9 +28,9 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace exit_code = fast::core::exit_code;
-using nlohmann::json;
 using fast::testing::dir_name;
 using fast::testing::slurp;
+using nlohmann::json;
 using clock_type = std::chrono::steady_clock;
 
 const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
@@ -41,15 +41,16 @@ const std::string kTrainShown = " --model mlp --seed 11 --progress auto --eval-e
 
 // The summary of `fast train --runtime threads --workers 4 ARGS`.
 json threads_run(const fs::path& dir, const std::string& args) {
-  const auto r = fast::testing::run_fast_in(dir, "train --runtime threads --workers 4 --summary t.json" + kTrain + args);
+  const auto r =
+      fast::testing::run_fast_in(dir, "train --runtime threads --workers 4 --summary t.json" + kTrain + args);
   EXPECT_EQ(r.code, exit_code::ok) << r.output;
   return json::parse(slurp(dir / "t.json"));
 }
 
 // The summary of `fast launch -n 4 -- fast train --runtime zmq ARGS` (rank 0 writes it).
 json zmq_run(const fs::path& dir, const std::string& args, const std::string& launch = "") {
-  const auto r = fast::testing::run_fast_in(
-      dir, "launch -n 4 --timeout 600 " + launch + " -- " + kFast + " train --runtime zmq --summary z.json" + kTrain + args);
+  const auto r = fast::testing::run_fast_in(dir, "launch -n 4 --timeout 600 " + launch + " -- " + kFast +
+                                                     " train --runtime zmq --summary z.json" + kTrain + args);
   EXPECT_EQ(r.code, exit_code::ok) << r.output;
   return json::parse(slurp(dir / "z.json"));
 }
@@ -75,17 +76,17 @@ TEST(ZmqSynchronous, TcpTransportAndTwoWorkersPerProcessGiveTheSameParameters) {
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "tcp_k2");
   const std::string args = "--batch 32 --steps 40 --strategy allreduce";
   const json t = threads_run(dir, args);
-  const auto r = fast::testing::run_fast_in(
-      dir, "launch -n 2 --timeout 600 -- env FAST_TRANSPORT=tcp " + kFast +
-               " train --runtime zmq --workers-per-process 2 --summary z.json" + kTrain + args);
+  const auto r = fast::testing::run_fast_in(dir, "launch -n 2 --timeout 600 -- env FAST_TRANSPORT=tcp " + kFast +
+                                                     " train --runtime zmq --workers-per-process 2 --summary z.json" +
+                                                     kTrain + args);
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_EQ(json::parse(slurp(dir / "z.json"))["param_hash"], t["param_hash"]);
   fs::remove_all(dir);
 }
 
 // Not run by ctest (the test's name starts with DISABLED_; a suite prefix would not disable a
-// parameterised suite, whose full name starts with its instantiation's): asynchronous runs are not reproducible, under threads either, and
-// on a loaded 2-core machine two runs of one side differ by up to 2 points at this length, so a
+// parameterised suite, whose full name starts with its instantiation's): asynchronous runs are not reproducible, under
+// threads either, and on a loaded 2-core machine two runs of one side differ by up to 2 points at this length, so a
 // 1-point bound between the sides is a measurement, not a pass/fail check CI can rely on. Run it
 // by hand on a quiet machine (docs/launch.md, "Checks"):
 //   build/bin/zmq_cli_test --gtest_also_run_disabled_tests --gtest_filter='*ZmqAsynchronous*'
@@ -95,7 +96,8 @@ TEST_P(ZmqAsynchronous, DISABLED_ReachesTheAccuracyOfThreadsWithinOnePoint) {
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "async_" + dir_name(GetParam()));
   // One epoch with momentum reaches the plateau (about 0.84), where the order in which 4 processes
   // on 2 cores happen to run moves the accuracy by well under a point.
-  const std::string args = "--batch 64 --epochs 1 --optimizer momentum --momentum 0.9 --lr 0.01 --strategy " + GetParam();
+  const std::string args =
+      "--batch 64 --epochs 1 --optimizer momentum --momentum 0.9 --lr 0.01 --strategy " + GetParam();
   const json t = threads_run(dir, args), z = zmq_run(dir, args);
   EXPECT_NEAR(z["final_accuracy"].get<double>(), t["final_accuracy"].get<double>(), 0.01)
       << "zmq " << z.dump() << "\nthreads " << t.dump();
@@ -106,8 +108,8 @@ TEST_P(ZmqAsynchronous, DISABLED_ReachesTheAccuracyOfThreadsWithinOnePoint) {
 // it ended 1.3-2.3 points below when worker 0, which holds the centre, took most of the steps, as
 // it did before the shared-memory rings reused their first pages (docs/launch.md, "Checks").
 INSTANTIATE_TEST_SUITE_P(Strategies, ZmqAsynchronous,
-                         ::testing::Values("ps --mode async", "ps --mode ssp --staleness 2", "easgd --tau 2 --alpha 0.1",
-                                           "adpsgd", "gosgd", "acid"),
+                         ::testing::Values("ps --mode async", "ps --mode ssp --staleness 2",
+                                           "easgd --tau 2 --alpha 0.1", "adpsgd", "gosgd", "acid"),
                          [](const auto& info) { return dir_name(info.param); });
 
 // ----------------------------------------------------------------------------- faults
@@ -128,8 +130,8 @@ const std::string kPeerTimeoutFlag = " --peer-timeout " + std::to_string(kPeerTi
 Launched start_launch(const fs::path& dir, const std::string& train_args) {
   return fast::testing::spawn_in_group(dir,
                                        kFast + " launch -n 4 --grace 200 --timeout 300 -- " + kFast +
-                                           " train --runtime zmq" + kPeerTimeoutFlag +
-                                           " --summary s.json" + kTrainShown + train_args,
+                                           " train --runtime zmq" + kPeerTimeoutFlag + " --summary s.json" +
+                                           kTrainShown + train_args,
                                        "launch.log");
 }
 
@@ -151,7 +153,7 @@ bool training_started(const Launched& l) { return appears(l.log, "[0] epoch 1 | 
 
 struct Fault {
   std::string strategy;
-  int signal;      // SIGKILL or SIGSTOP
+  int signal;  // SIGKILL or SIGSTOP
   bool synchronous;
 };
 
@@ -161,11 +163,12 @@ class ZmqFault : public ::testing::TestWithParam<std::tuple<Fault, int>> {};
 
 TEST_P(ZmqFault, LostWorkerIsNamedAndNothingHangs) {
   const auto& [fault, seed] = GetParam();
-  const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "fault_" + dir_name(fault.strategy) + "_" +
-                                                                   std::to_string(fault.signal) + "_" + std::to_string(seed));
+  const fs::path dir =
+      fast::testing::test_dir("fast_zmq_cli", "fault_" + dir_name(fault.strategy) + "_" + std::to_string(fault.signal) +
+                                                  "_" + std::to_string(seed));
   std::mt19937 random(static_cast<unsigned>(seed));
   const int victim = 1 + static_cast<int>(random() % 3);  // worker 0 holds budgets, centres and servers
-  const double delay = 0.2 + (random() % 500) / 1000.0;    // after the first progress line, at a random moment
+  const double delay = 0.2 + (random() % 500) / 1000.0;   // after the first progress line, at a random moment
   // Synchronous runs end at the fault; asynchronous ones go on with the survivors, through a budget
   // that lasts well past the loss's detection (kPeerTimeout; several peer timeouts of training).
   const std::string steps = fault.synchronous ? "1000" : "500";
@@ -273,9 +276,10 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
   const std::string train = kFast + " train --runtime zmq" + kPeerTimeoutFlag + " --summary s.json --metrics m.jsonl" +
                             kTrainShown + "--strategy " + strategy + " --batch 64 --epochs 3 --slowdown 6,6,6,6";
   const int scale = fast::testing::kRunTimeScale;
-  Launched l = fast::testing::spawn_in_group(
-      dir, kFast + " launch -n 4 --grace " + std::to_string(200 * scale) + " --timeout " + std::to_string(300 * scale) +
-               " -- " + train, "launch.log");
+  Launched l = fast::testing::spawn_in_group(dir,
+                                             kFast + " launch -n 4 --grace " + std::to_string(200 * scale) +
+                                                 " --timeout " + std::to_string(300 * scale) + " -- " + train,
+                                             "launch.log");
   const int victim = 2;
   const pid_t pid = worker_pid(l, victim);
   ASSERT_GT(pid, 0) << slurp(l.log);
@@ -344,9 +348,10 @@ TEST(ZmqChurnRefusal, ProcessClaimingALiveRankIsRefused) {
   const std::string steps = std::to_string(960 * scale);
   const std::string train = kFast + " train --runtime zmq" + kPeerTimeoutFlag + " --summary s.json" + kTrainShown +
                             "--strategy adpsgd --batch 64 --slowdown 12,12,12,12 --steps " + steps;
-  Launched l = fast::testing::spawn_in_group(
-      dir, kFast + " launch -n 4 --grace " + std::to_string(200 * scale) + " --timeout " + std::to_string(300 * scale) +
-               " -- " + train, "launch.log");
+  Launched l = fast::testing::spawn_in_group(dir,
+                                             kFast + " launch -n 4 --grace " + std::to_string(200 * scale) +
+                                                 " --timeout " + std::to_string(300 * scale) + " -- " + train,
+                                             "launch.log");
   const pid_t pid = worker_pid(l, 1);
   ASSERT_GT(pid, 0) << slurp(l.log);
   ASSERT_TRUE(training_started(l)) << slurp(l.log);

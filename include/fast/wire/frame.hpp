@@ -46,8 +46,8 @@ struct FrameHeader {
   FrameKind kind = FrameKind::data;
   std::uint8_t flags = 0;
   core::DType dtype = core::DType::u8;
-  std::int32_t src = 0;             // sender rank
-  std::int32_t dst = 0;             // receiver rank
+  std::int32_t src = 0;  // sender rank
+  std::int32_t dst = 0;  // receiver rank
   std::uint64_t tag = 0;
   std::uint64_t count = 0;          // elements of dtype
   std::uint64_t payload_bytes = 0;  // must equal count * size_of(dtype)

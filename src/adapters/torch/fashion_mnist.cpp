@@ -5,10 +5,10 @@
 #include <future>
 #include <vector>
 
+#include "bulk_tensor.hpp"
 #include "fast/adapters/torch/idx.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
-#include "bulk_tensor.hpp"
 
 namespace fast::torch {
 

@@ -44,8 +44,7 @@ bool set_openblas_threads(int threads) {
 }  // namespace
 
 int configure_torch_threads(int workers_on_host) {
-  FAST_ENFORCE(workers_on_host >= 1, "configure_torch_threads: expected workers_on_host >= 1, got {}",
-               workers_on_host);
+  FAST_ENFORCE(workers_on_host >= 1, "configure_torch_threads: expected workers_on_host >= 1, got {}", workers_on_host);
   const long long from_env = core::env_int("FAST_TORCH_THREADS");
   const int cores = available_cores();
   const int threads = from_env > 0 ? static_cast<int>(from_env) : std::max(1, cores / workers_on_host);

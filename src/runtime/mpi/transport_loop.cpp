@@ -117,9 +117,11 @@ bool MpiTransport::receive_some() {
 // one is logged and dropped.
 void MpiTransport::on_message(int source, int mpi_tag, std::unique_ptr<std::byte[]> bytes, std::size_t size) {
   try {
-    const wire::FrameHeader header = wire::decode_header(
-        std::span<const std::byte>(bytes.get(), std::min(size, wire::kHeaderBytes)), {.max_payload_bytes = INT_MAX, .world_size = size_});
-    const std::span<const std::byte> payload(bytes.get() + wire::kHeaderBytes, size - std::min(size, wire::kHeaderBytes));
+    const wire::FrameHeader header =
+        wire::decode_header(std::span<const std::byte>(bytes.get(), std::min(size, wire::kHeaderBytes)),
+                            {.max_payload_bytes = INT_MAX, .world_size = size_});
+    const std::span<const std::byte> payload(bytes.get() + wire::kHeaderBytes,
+                                             size - std::min(size, wire::kHeaderBytes));
     wire::check_payload(header, payload);
     if (header.src != source)
       throw wire::FrameError(fmt::format("frame: src: expected {} (the MPI source), got {}", source, header.src));

@@ -2,21 +2,21 @@
 
 #include <array>
 
+#include <xbt/log.h>
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <xbt/config.hpp>
-#include <xbt/log.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "../deliver.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "platform.hpp"
 #include "sim_context.hpp"
 #include "world_state.hpp"
-#include "../deliver.hpp"
 
 namespace fast::runtime::sim {
 
