@@ -4,6 +4,8 @@
 // with MPI's native ones, which add in another order. Every asynchronous strategy trains. A rank
 // killed during training ends the job (MPI is fail-stop) with an error on every other rank, never a
 // hang. Every mpirun runs in a process group of its own, bounded in time and killed as a group.
+// Suites and instantiations named Long* are labelled long (`make test-all`, tests/CMakeLists.txt):
+// they repeat a property another instantiation checks in every `make test`.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -88,8 +90,10 @@ TEST_P(MpiSynchronous, EndsWithTheParametersOfThreads) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, MpiSynchronous,
-                         ::testing::Values("allreduce", "ps --mode sync", "local-sgd --period 2", "dpsgd"),
+// local-sgd averages with the all-reduce that allreduce's case checks (native and ring): long.
+INSTANTIATE_TEST_SUITE_P(Strategies, MpiSynchronous, ::testing::Values("allreduce", "ps --mode sync", "dpsgd"),
+                         [](const auto& info) { return dir_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(LongStrategies, MpiSynchronous, ::testing::Values("local-sgd --period 2"),
                          [](const auto& info) { return dir_name(info.param); });
 
 // Every asynchronous strategy trains across ranks: a summary of 4 workers and an accuracy far
@@ -120,9 +124,12 @@ TEST_P(MpiAsynchronous, DISABLED_WithinOnePointOfThreads) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, MpiAsynchronous,
-                         ::testing::Values("ps --mode async", "ps --mode ssp --staleness 2",
-                                           "easgd --tau 2 --alpha 0.1", "adpsgd", "gosgd", "acid"),
+// In every `make test` the parameter server and pairwise gossip; the others labelled long (their window
+// operations on MPI RMA are checked by window_one_sided_test, their training by the other runtimes').
+INSTANTIATE_TEST_SUITE_P(Strategies, MpiAsynchronous, ::testing::Values("ps --mode async", "adpsgd"),
+                         [](const auto& info) { return dir_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(LongStrategies, MpiAsynchronous,
+                         ::testing::Values("ps --mode ssp --staleness 2", "easgd --tau 2 --alpha 0.1", "gosgd", "acid"),
                          [](const auto& info) { return dir_name(info.param); });
 
 // A rank killed (SIGKILL) during training: mpirun ends the job within 30 s, exits with an error,
@@ -185,7 +192,9 @@ TEST_P(MpiFault, AKilledRankEndsTheJobWithAnErrorOnEveryRank) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, MpiFault, ::testing::Range(1, 4));
+// Three kill moments (seeds): the first in every `make test`, the others labelled long.
+INSTANTIATE_TEST_SUITE_P(Seeds, MpiFault, ::testing::Range(1, 2));
+INSTANTIATE_TEST_SUITE_P(LongSeeds, MpiFault, ::testing::Range(2, 4));
 
 // Bad input fails before MPI starts anything: an unknown collectives choice, and native
 // collectives on a runtime that has none.

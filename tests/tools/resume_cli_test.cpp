@@ -96,11 +96,15 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return info.param.runtime + "_" + dir_name(info.param.strategy);
 }
 
+// Every runtime with the strategies whose workers each hold state of their own in their process:
+// dpsgd's replicas, which differ from worker to worker, and int8's error-feedback residuals. Under
+// threads also allreduce and local-sgd; under the process runtimes those two are labelled long
+// (long_cases(); `make test-all`): their state is a subset of what the others check there.
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const std::string& runtime : runtimes())
-    for (const char* strategy : {"allreduce", "dpsgd", "local-sgd --period 4", "allreduce --compress int8"})
-      out.push_back({runtime, strategy});
+    for (const char* strategy : {"dpsgd", "allreduce --compress int8"}) out.push_back({runtime, strategy});
+  for (const char* strategy : {"allreduce", "local-sgd --period 4"}) out.push_back({"threads", strategy});
   // Strategy state saved by other code paths, under threads (and ps's server under zmq too); the
   // runtime does not take part in saving and restoring it. DGC: momentum correction, a sparsity
   // warm-up that crosses the checkpoint at step 30 (with ps: two servers, each with its replies'
@@ -141,6 +145,15 @@ TEST_P(Resume, FromAMidRunCheckpointEndsWithTheParametersOfTheWholeRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, Resume, ::testing::ValuesIn(cases()), case_name);
+
+std::vector<Case> long_cases() {
+  std::vector<Case> out;
+  for (const std::string& runtime : runtimes())
+    if (runtime != "threads")
+      for (const char* strategy : {"allreduce", "local-sgd --period 4"}) out.push_back({runtime, strategy});
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(LongRuntimes, Resume, ::testing::ValuesIn(long_cases()), case_name);
 
 fs::path step_dir(const fs::path& ck, int step) { return ck / fmt::format("step-{:012d}", step); }
 
@@ -411,9 +424,10 @@ TEST_P(AsynchronousResume, InterruptedAndResumedReachesTheAccuracyOfTheRunStraig
       << "resumed " << resumed.summary.dump() << "\nstraight " << straight.summary.dump();
 }
 
-// Under threads in every `make test`; under the process runtimes labelled long (`make test-all`,
-// tests/CMakeLists.txt): their checkpoints are checked exactly by Resume, Interrupted and
-// AsynchronousStateResume, and these runs take minutes each on a small machine.
+// adpsgd under threads in every `make test`; ps, and both under the process runtimes, labelled long
+// (`make test-all`, tests/CMakeLists.txt): the checkpoints of ps and of the process runtimes are
+// checked exactly by Resume, Interrupted and AsynchronousStateResume, and these runs take minutes
+// each on a small machine.
 std::string async_resume_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
   return std::get<0>(info.param) + "_" + std::get<1>(info.param);
 }
@@ -423,8 +437,10 @@ std::vector<std::string> process_runtimes() {
   return out;
 }
 INSTANTIATE_TEST_SUITE_P(Strategies, AsynchronousResume,
-                         ::testing::Combine(::testing::Values("adpsgd", "ps"), ::testing::Values("threads")),
+                         ::testing::Combine(::testing::Values("adpsgd"), ::testing::Values("threads")),
                          async_resume_name);
+INSTANTIATE_TEST_SUITE_P(LongServer, AsynchronousResume,
+                         ::testing::Combine(::testing::Values("ps"), ::testing::Values("threads")), async_resume_name);
 INSTANTIATE_TEST_SUITE_P(LongStrategies, AsynchronousResume,
                          ::testing::Combine(::testing::Values("adpsgd", "ps"), ::testing::ValuesIn(process_runtimes())),
                          async_resume_name);
@@ -461,21 +477,31 @@ TEST_P(AsynchronousStateResume, ResumedWithNothingLeftEndsWithTheSavedModel) {
 }
 
 // Every strategy under threads, acid, gosgd and ps with a codec (their windows' link references
-// saved and restored; ps also its pushes' error feedback); under zmq the two whose state another process holds (easgd's
-// centre on worker 0, ps's shard on its server).
+// saved and restored; ps also its pushes' error feedback); under zmq state that another process
+// holds: ps's shard and optimizer on its server in every `make test`, easgd's centre on worker 0
+// labelled long (`make test-all`).
 std::vector<std::tuple<std::string, std::string>> state_cases() {
   std::vector<std::tuple<std::string, std::string>> out;
   for (const char* strategy : {"gosgd", "acid", "easgd", "ps --mode ssp --compress topk:ratio=0.1",
                                "acid --compress topk:ratio=0.1", "gosgd --compress topk:ratio=0.1"})
     out.emplace_back(strategy, "threads");
 #ifdef FAST_TEST_ZMQ
-  for (const char* strategy : {"easgd", "ps --mode ssp"}) out.emplace_back(strategy, "zmq");
+  out.emplace_back("ps --mode ssp", "zmq");
+#endif
+  return out;
+}
+std::vector<std::tuple<std::string, std::string>> long_state_cases() {
+  std::vector<std::tuple<std::string, std::string>> out;
+#ifdef FAST_TEST_ZMQ
+  out.emplace_back("easgd", "zmq");
 #endif
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, AsynchronousStateResume, ::testing::ValuesIn(state_cases()), [](const auto& info) {
+std::string state_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
   return dir_name(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
-});
+}
+INSTANTIATE_TEST_SUITE_P(Strategies, AsynchronousStateResume, ::testing::ValuesIn(state_cases()), state_name);
+INSTANTIATE_TEST_SUITE_P(LongStrategies, AsynchronousStateResume, ::testing::ValuesIn(long_state_cases()), state_name);
 
 }  // namespace
