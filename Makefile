@@ -21,8 +21,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 help:
 	@echo "make demo      set up, build, train cnn on Fashion-MNIST with 2 workers (examples/demo.toml)"
-	@echo "make check     set up, build, run the unit tests: the in-process ones (under 2 minutes on 2 cores)"
-	@echo "make test      set up, build, run the unit tests, then every other test but those labelled long (what CI runs)"
+	@echo "make check     set up, build, run the unit tests: the in-process ones (about a minute on 2 cores)"
+	@echo "make test      set up, build, the unit tests, then every other test but the long ones (what CI runs; about 7 minutes)"
 	@echo "make test-all  make test's tests and the long ones: more seeds, strategies, runtimes and parameters"
 	@echo "make build     set up and build; the command lands in $(BUILD)/bin/fast"
 	@echo "make bench     build and run the benchmarks against OpenMPI, libtorch and PyTorch DDP (not CI)"
