@@ -1,7 +1,7 @@
 # FAST — the two commands of the README do all set-up on a fresh Debian 12 machine:
 #   make demo   installs missing Debian packages, configures, builds, trains the demo job
 #   make test   same set-up, then runs the test suite without the tests labelled `long` (what CI runs)
-# Other targets: build, test-all, bench, sanitize, sanitize-all, clean. `make help` lists them.
+# Other targets: build, check, test-all, bench, sanitize, sanitize-all, clean. `make help` lists them.
 
 SHELL := /bin/bash
 BUILD ?= build
@@ -17,12 +17,13 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config zlib1g-dev libxxhash-dev libtor
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help deps configure build test test-all demo bench sanitize sanitize-all clean
+.PHONY: help deps configure build check test test-all demo bench sanitize sanitize-all clean
 
 help:
 	@echo "make demo      set up, build, train cnn on Fashion-MNIST with 2 workers (examples/demo.toml)"
-	@echo "make test      set up, build, run the test suite but the tests labelled long (what CI runs)"
-	@echo "make test-all  the same with the long tests: more seeds, strategies and runtimes (about twice the test time)"
+	@echo "make check     set up, build, run the unit tests: the in-process ones (about a minute on 2 cores)"
+	@echo "make test      set up, build, the unit tests, then every other test but the long ones (what CI runs; about 7 minutes)"
+	@echo "make test-all  make test's tests and the long ones: more seeds, strategies, runtimes and parameters"
 	@echo "make build     set up and build; the command lands in $(BUILD)/bin/fast"
 	@echo "make bench     build and run the benchmarks against OpenMPI, libtorch and PyTorch DDP (not CI)"
 	@echo "make sanitize  make test's suite (not the long tests) under AddressSanitizer+UBSan, then ThreadSanitizer"
@@ -47,13 +48,22 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The tests labelled `long` repeat checks of the others on more seeds, strategies or runtimes
-# (tests/CMakeLists.txt); CI's budget (30 minutes on 2 cores, build included) leaves them out.
+# The test tiers (tests/CMakeLists.txt): `unit`, the in-process tests, run by `make check`; the
+# end-to-end tests (no tier label); `long`, repetitions of their checks on more seeds, strategies,
+# runtimes or parameters, which CI's budget (30 minutes on 2 cores, build included) leaves out.
+# `make test` runs the unit tests first, so that a broken build fails within a couple of minutes.
+CTEST := ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 900
+
+check: build
+	@$(CTEST) --label-regex "^unit$$"
+
 test: build
-	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 900 --label-exclude "^long$$"
+	@$(CTEST) --label-regex "^unit$$"
+	@$(CTEST) --label-exclude "^(unit|long)$$"
 
 test-all: build
-	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 900
+	@$(CTEST) --label-regex "^unit$$"
+	@$(CTEST) --label-exclude "^unit$$"
 
 demo: build
 	@$(BUILD)/bin/fast train --config examples/demo.toml

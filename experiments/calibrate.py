@@ -60,7 +60,7 @@ STRATEGIES = [
     ("ps async", ["--strategy", "ps", "--mode", "async"]),
 ]
 NO_EVAL = ["--eval-every", "1000000", "--target-accuracy", "0", "--progress", "never",
-           # the optimizer of the recorded validations (fast train's defaults before 2026-11-24)
+           # the optimizer of the recorded validations (fast train's former defaults)
            "--optimizer", "sgd", "--lr", "0.01", "--schedule", "constant"]
 
 

@@ -19,7 +19,7 @@ BASE = ["--config", "examples/fmnist-allreduce.toml"]  # 4 workers, mlp, 3 epoch
 # A run whose flags name their own --config does not use BASE.
 
 TABLES = {
-    # Issue 3, acceptance 2: every strategy on the same model, data and budget.
+    # Every strategy on the same model, data and budget.
     # docs/compression.md: the codecs on allreduce and dpsgd, each lossy one with error
     # feedback (allreduce: on each gradient; dpsgd: CHOCO-gossip's public copies).
     "compression": [
@@ -42,7 +42,7 @@ TABLES = {
         ("gosgd", ["--strategy", "gosgd", "--topology", "exponential-peer"]),
         ("acid", ["--strategy", "acid"]),
     ],
-    # Issue 3, acceptance 3: worker 3 computes 4x slower (examples/fmnist-stragglers.toml).
+    # Worker 3 computes 4x slower (examples/fmnist-stragglers.toml).
     "stragglers": [
         (name, ["--config", "examples/fmnist-stragglers.toml"] + args)
         for name, args in [

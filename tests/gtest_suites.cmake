@@ -1,19 +1,25 @@
 # fast_add_gtest_suites(): one CTest test per GoogleTest suite of a test executable, run by CTest
 # when it reads the build's tests (fast_test(... PER_SUITE), tests/CMakeLists.txt, registers the
-# calling script with TEST_INCLUDE_FILES). Executables that link libtorch pay about 0.85 s of CPU
-# at every start (its static initialisation), so one process per test costs more than most of
+# calling script with TEST_INCLUDE_FILES). Executables that link libtorch pay most of a second of
+# CPU at every start (its static initialisation), so one process per test costs more than most of
 # their tests; one per suite keeps a failure's place (the CTest test names the suite, its output
 # the test).
 #
 # EXE: the executable; PREFIX: the CTest name prefix ("<target>."); TIMEOUT: seconds per suite;
 # ENVIRONMENT: the tests' ENVIRONMENT property (may be empty); CACHE: a file for the generated
-# add_test calls, reused while it is newer than EXE and than the calling script (so the listing
-# runs once per build, not at every ctest). A suite whose name (or instantiation name) starts with
-# "Long" gets the label `long`; suites starting with DISABLED_ are left out. When the executable
-# cannot list its tests, one test that runs the listing is added (not cached), so that the failure
-# shows.
+# add_test calls, reused while it is newer than EXE, the calling script and this file (so the
+# listing runs once per build, not at every ctest); UNIT (optional): the label of the other suites
+# (`unit` for an in-process executable, else empty; tests/CMakeLists.txt). A suite whose name (or
+# instantiation name) starts with "Long" gets the label `long`; suites starting with DISABLED_ are
+# left out. When the executable cannot list its tests, one test that runs the listing is added (not
+# cached), so that the failure shows.
 function(fast_add_gtest_suites exe prefix timeout environment cache)
-  if(EXISTS "${cache}" AND "${cache}" IS_NEWER_THAN "${exe}" AND "${cache}" IS_NEWER_THAN "${CMAKE_CURRENT_LIST_FILE}")
+  set(unit "")
+  if(ARGC GREATER 5)
+    set(unit "${ARGV5}")
+  endif()
+  if(EXISTS "${cache}" AND "${cache}" IS_NEWER_THAN "${exe}" AND "${cache}" IS_NEWER_THAN "${CMAKE_CURRENT_LIST_FILE}"
+     AND "${cache}" IS_NEWER_THAN "${CMAKE_CURRENT_FUNCTION_LIST_FILE}")
     include("${cache}")
     return()
   endif()
@@ -43,6 +49,8 @@ function(fast_add_gtest_suites exe prefix timeout environment cache)
     endif()
     if(suite MATCHES "^Long")
       string(APPEND calls "set_tests_properties([==[${name}]==] PROPERTIES LABELS long)\n")
+    elseif(unit)
+      string(APPEND calls "set_tests_properties([==[${name}]==] PROPERTIES LABELS ${unit})\n")
     endif()
   endforeach()
   file(WRITE "${cache}" "${calls}")

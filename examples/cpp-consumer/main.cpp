@@ -27,7 +27,7 @@ TORCH_MODULE(TinyNet);
 int main() try {
   constexpr int kWorkers = 2;
   constexpr std::int64_t kSteps = 200, kBatch = 32;  // 12,800 samples: about a fifth of an epoch
-  constexpr double kBound = 0.75;                     // test accuracy this short run must beat
+  constexpr double kBound = 0.75;                    // test accuracy this short run must beat
   const fast::torch::FashionMnist data = fast::torch::load_fashion_mnist(fast::torch::default_data_dir());
   fast::torch::configure_torch_threads(kWorkers);
   torch::manual_seed(1);
@@ -37,9 +37,9 @@ int main() try {
   fast::runtime::launch({.runtime = "threads", .workers = kWorkers}, [&](fast::runtime::Context& ctx) {
     TinyNet& model = models[ctx.rank()];
     fast::torch::Replica replica(*model);  // the parameters and gradients as two flat buffers
-    fast::strategy::Worker worker(ctx, {.strategy = {.name = "allreduce"},
-                                        .optimizer = {.name = "momentum", .lr = 0.05, .momentum = 0.9}},
-                                  {.params = replica.param_span(), .grads = replica.grad_span(), .layout = replica.layout()});
+    fast::strategy::Worker worker(
+        ctx, {.strategy = {.name = "allreduce"}, .optimizer = {.name = "momentum", .lr = 0.05, .momentum = 0.9}},
+        {.params = replica.param_span(), .grads = replica.grad_span(), .layout = replica.layout()});
     worker.communicator().broadcast(replica.params(), 0);
     fast::torch::ShardedLoader loader(data.train, ctx.rank(), kWorkers, kBatch, /*seed=*/1);
     for (std::int64_t s = 0; s < kSteps; ++s) {

@@ -12,13 +12,20 @@ namespace {
 bool dtype_of_format(const py::buffer_info& info, core::DType& out) {
   std::string format = info.format;
   if (!format.empty() && (format[0] == '<' || format[0] == '=' || format[0] == '@')) format.erase(0, 1);
-  if (format == "f" && info.itemsize == 4) out = core::DType::f32;
-  else if (format == "d" && info.itemsize == 8) out = core::DType::f64;
-  else if ((format == "i" || format == "l") && info.itemsize == 4) out = core::DType::i32;
-  else if ((format == "l" || format == "q") && info.itemsize == 8) out = core::DType::i64;
-  else if (format == "B" && info.itemsize == 1) out = core::DType::u8;
-  else if (format == "e" && info.itemsize == 2) out = core::DType::f16;
-  else return false;
+  if (format == "f" && info.itemsize == 4)
+    out = core::DType::f32;
+  else if (format == "d" && info.itemsize == 8)
+    out = core::DType::f64;
+  else if ((format == "i" || format == "l") && info.itemsize == 4)
+    out = core::DType::i32;
+  else if ((format == "l" || format == "q") && info.itemsize == 8)
+    out = core::DType::i64;
+  else if (format == "B" && info.itemsize == 1)
+    out = core::DType::u8;
+  else if (format == "e" && info.itemsize == 2)
+    out = core::DType::f16;
+  else
+    return false;
   return true;
 }
 
@@ -31,7 +38,8 @@ bool is_torch_tensor(const py::handle& object) {
 
 std::string type_name(const py::handle& object) {
   const py::handle type = py::type::handle_of(object);
-  return py::str(type.attr("__module__")).cast<std::string>() + "." + py::str(type.attr("__name__")).cast<std::string>();
+  return py::str(type.attr("__module__")).cast<std::string>() + "." +
+         py::str(type.attr("__name__")).cast<std::string>();
 }
 
 // A CPU, contiguous tensor's numpy view (shared memory).
@@ -39,7 +47,8 @@ py::object torch_numpy(const py::handle& tensor, const char* what) {
   const std::string device = py::str(tensor.attr("device")).cast<std::string>();
   FAST_ENFORCE(device == "cpu",
                "{}: expected a tensor in CPU memory, got one on device '{}' (FAST's buffers live in host memory; "
-               "copy it with .cpu(), or keep the model on the CPU)", what, device);
+               "copy it with .cpu(), or keep the model on the CPU)",
+               what, device);
   FAST_ENFORCE(tensor.attr("is_contiguous")().cast<bool>(),
                "{}: expected a contiguous tensor, got one with shape {} and strides {} (use .contiguous())", what,
                py::str(tensor.attr("shape")).cast<std::string>(), py::str(tensor.attr("stride")()).cast<std::string>());
@@ -58,17 +67,20 @@ Array as_array(const py::handle& object, const char* what, bool writable) {
   Array a;
   FAST_ENFORCE(dtype_of_format(info, a.dtype),
                "{}: expected float32, float64, float16, int32, int64 or uint8 elements, got buffer format '{}' "
-               "({} bytes each)", what, info.format, info.itemsize);
+               "({} bytes each)",
+               what, info.format, info.itemsize);
   // C-contiguous: the strides of a dense row-major array (any stride on a dimension of size 1).
   py::ssize_t expected = info.itemsize;
   for (py::ssize_t d = info.ndim - 1; d >= 0; --d) {
     const auto i = static_cast<std::size_t>(d);
     FAST_ENFORCE(info.shape[i] <= 1 || info.strides[i] == expected,
                  "{}: expected a C-contiguous array, got shape {} with strides {} (use numpy.ascontiguousarray or "
-                 ".contiguous())", what, fmt::join(info.shape, "x"), fmt::join(info.strides, ","));
+                 ".contiguous())",
+                 what, fmt::join(info.shape, "x"), fmt::join(info.strides, ","));
     expected *= info.shape[i];
   }
-  FAST_ENFORCE(!writable || !info.readonly, "{}: FAST writes into this array, got a read-only one (copy it, e.g. numpy.array(a))", what);
+  FAST_ENFORCE(!writable || !info.readonly,
+               "{}: FAST writes into this array, got a read-only one (copy it, e.g. numpy.array(a))", what);
   a.owner = std::move(source);
   a.data = info.ptr;
   a.numel = static_cast<std::size_t>(info.size);
@@ -80,7 +92,8 @@ Array as_float32(const py::handle& object, const char* what, bool writable) {
   Array a = as_array(object, what, writable);
   FAST_ENFORCE(a.dtype == core::DType::f32,
                "{}: expected float32 elements (FAST's flat model buffers), got {}; convert the model with "
-               ".float() or the array with .astype(numpy.float32)", what, core::name_of(a.dtype));
+               ".float() or the array with .astype(numpy.float32)",
+               what, core::name_of(a.dtype));
   return a;
 }
 

@@ -30,9 +30,7 @@ double l2_norm(std::span<const float> v) {
   return std::sqrt(s);
 }
 
-py::object to_python(const nlohmann::json& value) {
-  return py::module_::import("json").attr("loads")(value.dump());
-}
+py::object to_python(const nlohmann::json& value) { return py::module_::import("json").attr("loads")(value.dump()); }
 
 // One ProcessOutputs per metrics file in this process: the workers of fast.run share it, as the
 // workers of a `fast train` process do.
@@ -98,8 +96,8 @@ class PyModelSide : public torch::ModelSide {
     FAST_ENFORCE_AS(core::InvalidUsage, score_, "fast.Metrics: evaluate() needs a score function");
     py::array_t<float> view({static_cast<py::ssize_t>(rep_.size())}, {sizeof(float)}, rep_.data(), py::none());
     const py::tuple t = score_(view).cast<py::tuple>();
-    FAST_ENFORCE(t.size() == 3, "fast.Metrics: the score function must return (correct, loss_sum, count), got {} values",
-                 t.size());
+    FAST_ENFORCE(t.size() == 3,
+                 "fast.Metrics: the score function must return (correct, loss_sum, count), got {} values", t.size());
     return {t[0].cast<double>(), t[1].cast<double>(), t[2].cast<double>()};
   }
 
@@ -162,8 +160,9 @@ torch::TrainOptions run_options(const PyWorker& worker, const MetricsOptions& m)
   o.log_every = m.log_every;
   o.target_accuracy = m.target_accuracy;
   const std::int64_t per_epoch = worker.steps_per_epoch();
-  FAST_ENFORCE(per_epoch > 0, "fast.Metrics: the Worker needs steps_per_epoch=N (steps of each worker per pass over "
-                              "the data) to count epochs");
+  FAST_ENFORCE(per_epoch > 0,
+               "fast.Metrics: the Worker needs steps_per_epoch=N (steps of each worker per pass over "
+               "the data) to count epochs");
   if (o.steps == 0) o.steps = m.epochs * per_epoch;
   FAST_ENFORCE(o.steps > 0, "fast.Metrics: give the Worker steps=N, or epochs=N here, to know the length of the run");
   return o;
@@ -186,9 +185,14 @@ PyMetrics::PyMetrics(PyWorker& worker, const MetricsOptions& m) {
   runtime::Context& ctx = worker.context();
   torch::TrainOptions o = run_options(worker, m);
   const std::int64_t per_epoch = worker.steps_per_epoch();
-  const torch::LoopPlan plan{.steps_per_epoch = per_epoch, .total_steps = o.steps, .eval_interval_steps = per_epoch,
-                             .batch = m.batch, .log_every = m.log_every, .flops_per_step = 0,
-                             .initial_norm = l2_norm(worker.params()), .classes = m.classes};
+  const torch::LoopPlan plan{.steps_per_epoch = per_epoch,
+                             .total_steps = o.steps,
+                             .eval_interval_steps = per_epoch,
+                             .batch = m.batch,
+                             .log_every = m.log_every,
+                             .flops_per_step = 0,
+                             .initial_norm = l2_norm(worker.params()),
+                             .classes = m.classes};
   auto outputs = process_outputs(o.metrics.string(), progress_callback(m.progress));
   torch::ProcessPlace place;
   {
@@ -247,8 +251,12 @@ py::object PyMetrics::finish(const py::function& score) {
     // Every worker returns the summary, so every member reads the totals (Python's worlds are small).
     const std::optional<torch::RunTotals> totals =
         torch::gather_totals(w.communicator(), mine, s.loop.evaluations(), w.communicator().members());
-    summary = torch::build_summary({.options = s.options, .plan = s.plan, .parameters = s.worker.params().size(),
-                                    .final_eval = final_eval, .totals = *totals, .communicator = w.communicator()});
+    summary = torch::build_summary({.options = s.options,
+                                    .plan = s.plan,
+                                    .parameters = s.worker.params().size(),
+                                    .final_eval = final_eval,
+                                    .totals = *totals,
+                                    .communicator = w.communicator()});
     const std::vector<int> builders = torch::summary_builders(w.communicator(), s.place);
     if (std::find(builders.begin(), builders.end(), w.context().rank()) != builders.end()) {
       s.outputs->write_end(summary["wall_seconds"].get<double>(), summary);
@@ -276,10 +284,16 @@ parameters scored on this worker's slice of the test set; FAST sums them over th
       .def(py::init([](PyWorker& worker, const std::string& metrics, const std::string& summary,
                        const std::string& model, const std::string& dataset, std::int64_t batch, std::int64_t epochs,
                        std::int64_t log_every, double target_accuracy, int classes, const py::object& progress) {
-             return std::make_unique<PyMetrics>(
-                 worker, MetricsOptions{.metrics = metrics, .summary = summary, .model = model, .dataset = dataset,
-                                        .batch = batch, .epochs = epochs, .log_every = log_every,
-                                        .target_accuracy = target_accuracy, .classes = classes, .progress = progress});
+             return std::make_unique<PyMetrics>(worker, MetricsOptions{.metrics = metrics,
+                                                                       .summary = summary,
+                                                                       .model = model,
+                                                                       .dataset = dataset,
+                                                                       .batch = batch,
+                                                                       .epochs = epochs,
+                                                                       .log_every = log_every,
+                                                                       .target_accuracy = target_accuracy,
+                                                                       .classes = classes,
+                                                                       .progress = progress});
            }),
            py::arg("worker"), py::arg("metrics") = "", py::arg("summary") = "", py::arg("model") = "python",
            py::arg("dataset") = "", py::arg("batch") = 64, py::arg("epochs") = 0, py::arg("log_every") = 50,

@@ -12,16 +12,16 @@
 namespace fast::python {
 
 struct MetricsOptions {
-  std::string metrics;       // JSONL file; empty: none
-  std::string summary;       // JSON summary file; empty: none
+  std::string metrics;  // JSONL file; empty: none
+  std::string summary;  // JSON summary file; empty: none
   std::string model = "python";
   std::string dataset;
-  std::int64_t batch = 64;   // mini-batch per worker
-  std::int64_t epochs = 0;   // the run's length when the Worker has no steps setting
+  std::int64_t batch = 64;  // mini-batch per worker
+  std::int64_t epochs = 0;  // the run's length when the Worker has no steps setting
   std::int64_t log_every = 50;
   double target_accuracy = 0.85;
-  int classes = 10;          // chance accuracy 1 / classes (the divergence check)
-  py::object progress;       // callable(dict) or None
+  int classes = 10;     // chance accuracy 1 / classes (the divergence check)
+  py::object progress;  // callable(dict) or None
 };
 
 class PyMetrics {

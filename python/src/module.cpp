@@ -26,21 +26,20 @@ PyObject* new_exception(py::module_& m, const char* name, const py::tuple& bases
 
 void bind_exceptions(py::module_& m) {
   const py::object builtins = py::module_::import("builtins");
-  PyObject* error = new_exception(m, "Error", py::make_tuple(builtins.attr("RuntimeError")),
-                                  "Base of FAST's errors.");
+  PyObject* error = new_exception(m, "Error", py::make_tuple(builtins.attr("RuntimeError")), "Base of FAST's errors.");
   const py::handle base(error);
-  static PyObject* const invalid_argument = new_exception(
-      m, "InvalidArgument", py::make_tuple(base, builtins.attr("ValueError")), "Bad input: fix the value, shape or name.");
+  static PyObject* const invalid_argument =
+      new_exception(m, "InvalidArgument", py::make_tuple(base, builtins.attr("ValueError")),
+                    "Bad input: fix the value, shape or name.");
   static PyObject* const invalid_usage =
       new_exception(m, "InvalidUsage", py::make_tuple(base), "Calls in the wrong order or on the wrong object.");
   static PyObject* const io_error =
       new_exception(m, "IoError", py::make_tuple(base, builtins.attr("OSError")), "A peer, link or file is broken.");
   static PyObject* const timeout_error = new_exception(
       m, "TimeoutError", py::make_tuple(base, builtins.attr("TimeoutError")), "An operation did not complete in time.");
-  static PyObject* const peer_lost =
-      new_exception(m, "PeerLost", py::make_tuple(base), "A peer left or died.");
-  static PyObject* const remote_error =
-      new_exception(m, "RemoteError", py::make_tuple(base), "Another worker failed; this one was released from its wait.");
+  static PyObject* const peer_lost = new_exception(m, "PeerLost", py::make_tuple(base), "A peer left or died.");
+  static PyObject* const remote_error = new_exception(m, "RemoteError", py::make_tuple(base),
+                                                      "Another worker failed; this one was released from its wait.");
   static PyObject* const base_error = error;
   py::register_exception_translator([](std::exception_ptr p) {
     if (!p) return;

@@ -81,25 +81,31 @@ PyWork window_op(const PyWindow& w, const py::object& array, const char* what, b
 void bind_context(py::module_& m) {
   py::class_<ContextHandle, ContextRef>(m, "Context", R"(This worker's view of its world: ranks, time and
 point-to-point messages (the tensor mover). From fast.init() or the argument of fast.run's function.)")
-      .def_property_readonly("rank", [](const ContextHandle& c) { return c.get().rank(); }, "This worker's rank.")
-      .def_property_readonly("size", [](const ContextHandle& c) { return c.get().size(); }, "Workers in the world.")
-      .def_property_readonly("local_size", [](const ContextHandle& c) { return c.get().local_size(); },
-                             "Workers in this process.")
+      .def_property_readonly(
+          "rank", [](const ContextHandle& c) { return c.get().rank(); }, "This worker's rank.")
+      .def_property_readonly(
+          "size", [](const ContextHandle& c) { return c.get().size(); }, "Workers in the world.")
+      .def_property_readonly(
+          "local_size", [](const ContextHandle& c) { return c.get().local_size(); }, "Workers in this process.")
       .def_property_readonly("runtime", [](const ContextHandle& c) { return c.get().runtime_name(); })
       .def_property_readonly("open", &ContextHandle::open, "False once the world has ended.")
-      .def("now", [](const ContextHandle& c) { return c.get().now(); },
-           "Seconds since the world started, on the runtime's clock (simulated under sim).")
-      .def("sleep", [](const ContextHandle& c, double s) {
-        runtime::Context& ctx = c.get();
-        py::gil_scoped_release release;
-        ctx.sleep(s);
-      })
-      .def("alive", [](const ContextHandle& c, int peer) {
-        runtime::check_peer(c.get(), peer, "alive");
-        return c.get().alive(peer);
-      })
-      .def("bytes_sent", [](const ContextHandle& c) { return c.get().bytes_sent(); },
-           "Payload bytes this worker sent to all peers so far.")
+      .def(
+          "now", [](const ContextHandle& c) { return c.get().now(); },
+          "Seconds since the world started, on the runtime's clock (simulated under sim).")
+      .def("sleep",
+           [](const ContextHandle& c, double s) {
+             runtime::Context& ctx = c.get();
+             py::gil_scoped_release release;
+             ctx.sleep(s);
+           })
+      .def("alive",
+           [](const ContextHandle& c, int peer) {
+             runtime::check_peer(c.get(), peer, "alive");
+             return c.get().alive(peer);
+           })
+      .def(
+          "bytes_sent", [](const ContextHandle& c) { return c.get().bytes_sent(); },
+          "Payload bytes this worker sent to all peers so far.")
       .def(
           "send",
           [](const ContextHandle& c, int peer, std::int64_t tag, const py::object& data) {
@@ -149,19 +155,22 @@ point-to-point messages (the tensor mover). From fast.init() or the argument of 
 
 void bind_work(py::module_& m) {
   py::class_<PyWork>(m, "Work", "An operation under way. Holds the arrays it reads or writes until it completes.")
-      .def("wait",
-           [](const PyWork& w, std::optional<double> timeout) {
-             bool done = true;
-             {
-               py::gil_scoped_release release;
-               if (timeout) done = w.work->wait(*timeout);
-               else w.work->wait();
-             }
-             return done;
-           },
-           py::arg("timeout") = py::none(),
-           "Waits until it completes (timeout: at most that many seconds; returns False if still running). Raises "
-           "the operation's error.")
+      .def(
+          "wait",
+          [](const PyWork& w, std::optional<double> timeout) {
+            bool done = true;
+            {
+              py::gil_scoped_release release;
+              if (timeout)
+                done = w.work->wait(*timeout);
+              else
+                w.work->wait();
+            }
+            return done;
+          },
+          py::arg("timeout") = py::none(),
+          "Waits until it completes (timeout: at most that many seconds; returns False if still running). Raises "
+          "the operation's error.")
       .def("is_completed", [](const PyWork& w) { return w.work->is_completed(); });
 }
 

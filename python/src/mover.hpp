@@ -13,7 +13,7 @@ namespace fast::python {
 
 // A Work in Python: the operation and the Python objects whose memory it uses, released after it.
 struct PyWork {
-  std::vector<py::object> keep;      // declared first: destroyed after `work`
+  std::vector<py::object> keep;  // declared first: destroyed after `work`
   std::shared_ptr<core::Work> work;
   PyWork(std::shared_ptr<core::Work> w, std::vector<py::object> k) : keep(std::move(k)), work(std::move(w)) {}
   PyWork(PyWork&&) = default;

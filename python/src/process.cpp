@@ -134,7 +134,7 @@ class ProcessWorld {
 };
 
 ContextRef init(std::optional<std::string> runtime, double op_timeout, const std::string& collectives,
-               const std::string& windows) {
+                const std::string& windows) {
   runtime::LaunchOptions options;
   options.runtime = runtime.value_or(detected_runtime());
   FAST_ENFORCE(options.runtime != "sim",
@@ -154,15 +154,19 @@ py::list run(const py::function& fn, int workers, const std::string& runtime, co
              double op_timeout) {
   FAST_ENFORCE(runtime == "threads" || runtime == "sim",
                "fast.run: runtime must be 'threads' or 'sim' (a world inside this process), got '{}'; for processes "
-               "use fast launch or mpirun with fast.init()", runtime);
+               "use fast launch or mpirun with fast.init()",
+               runtime);
   FAST_ENFORCE(workers >= 1, "fast.run: workers must be >= 1, got {}", workers);
   std::vector<py::object> results(static_cast<std::size_t>(workers));
   std::mutex error_mutex;
   std::optional<py::error_already_set> first_error;
   // thread_per_worker: each worker holds Python frames across FAST's waits, and a Python thread
   // state belongs to one OS thread (sim's actors would otherwise share one).
-  const runtime::LaunchOptions options{.runtime = runtime, .workers = workers, .op_timeout_seconds = op_timeout,
-                                       .cluster = cluster, .thread_per_worker = true};
+  const runtime::LaunchOptions options{.runtime = runtime,
+                                       .workers = workers,
+                                       .op_timeout_seconds = op_timeout,
+                                       .cluster = cluster,
+                                       .thread_per_worker = true};
   auto worker = [&](runtime::Context& ctx) {
     auto handle = std::make_shared<ContextHandle>(&ctx);
     py::gil_scoped_acquire acquire;

@@ -17,10 +17,25 @@ namespace {
 
 // The general settings of `fast train` that configure a Worker; every strategy option too.
 const std::vector<std::string>& general_worker_keys() {
-  static const std::vector<std::string> keys{
-      "strategy",     "optimizer",   "lr",    "momentum",      "weight_decay",        "beta1",           "beta2",
-      "eps",          "schedule",    "warmup_steps", "step_size", "gamma",             "min_lr_factor",   "seed",
-      "steps",        "allreduce_algorithm", "network_latency", "network_bandwidth",  "dgc_warmup_epochs"};
+  static const std::vector<std::string> keys{"strategy",
+                                             "optimizer",
+                                             "lr",
+                                             "momentum",
+                                             "weight_decay",
+                                             "beta1",
+                                             "beta2",
+                                             "eps",
+                                             "schedule",
+                                             "warmup_steps",
+                                             "step_size",
+                                             "gamma",
+                                             "min_lr_factor",
+                                             "seed",
+                                             "steps",
+                                             "allreduce_algorithm",
+                                             "network_latency",
+                                             "network_bandwidth",
+                                             "dgc_warmup_epochs"};
   return keys;
 }
 
@@ -40,7 +55,8 @@ torch::TrainOptions apply_settings(const py::kwargs& settings) {
     std::string key = py::str(k).cast<std::string>();
     std::replace(key.begin(), key.end(), '-', '_');
     FAST_ENFORCE(std::find(allowed.begin(), allowed.end(), key) != allowed.end(),
-                 "fast.Worker: unknown setting '{}'; expected one of {} (docs/config.md)", key, fmt::join(allowed, ", "));
+                 "fast.Worker: unknown setting '{}'; expected one of {} (docs/config.md)", key,
+                 fmt::join(allowed, ", "));
     cli::apply_setting(o, key, setting_text(key, v), key);
   }
   return o;
@@ -86,8 +102,8 @@ strategy::WorkerOptions worker_options(const torch::TrainOptions& o, int world, 
                "dgc_warmup_epochs: set to {} without dgc; the warm-up is part of DGC (dgc=True)", o.dgc_warmup_epochs);
   if (o.dgc_warmup_epochs > 0) {
     FAST_ENFORCE(steps_per_epoch > 0, "dgc_warmup_epochs: give steps_per_epoch=N to fast.Worker to count epochs");
-    w.strategy.dgc_warmup_steps = std::max<std::int64_t>(
-        1, std::llround(o.dgc_warmup_epochs * static_cast<double>(steps_per_epoch)));
+    w.strategy.dgc_warmup_steps =
+        std::max<std::int64_t>(1, std::llround(o.dgc_warmup_epochs * static_cast<double>(steps_per_epoch)));
   }
   return w;
 }
@@ -155,8 +171,8 @@ void PyWorker::finish() {
 
 py::array PyWorker::representative(const py::object& out) {
   strategy::Worker& w = get();
-  py::object target = out.is_none() ? py::object(new_array(core::DType::f32, {static_cast<py::ssize_t>(params_.numel)}))
-                                    : out;
+  py::object target =
+      out.is_none() ? py::object(new_array(core::DType::f32, {static_cast<py::ssize_t>(params_.numel)})) : out;
   Array a = as_float32(target, "Worker.representative: out", true);
   FAST_ENFORCE(a.numel == params_.numel, "Worker.representative: out has {} elements, the model {}", a.numel,
                params_.numel);
@@ -169,8 +185,8 @@ py::array PyWorker::representative(const py::object& out) {
 
 py::tuple PyWorker::snapshot(const py::object& out) {
   strategy::Worker& w = get();
-  py::object target = out.is_none() ? py::object(new_array(core::DType::f32, {static_cast<py::ssize_t>(params_.numel)}))
-                                    : out;
+  py::object target =
+      out.is_none() ? py::object(new_array(core::DType::f32, {static_cast<py::ssize_t>(params_.numel)})) : out;
   Array a = as_float32(target, "Worker.snapshot: out", true);
   FAST_ENFORCE(a.numel == params_.numel, "Worker.snapshot: out has {} elements, the model {}", a.numel, params_.numel);
   strategy::SnapshotResult r;
@@ -212,8 +228,7 @@ seed, topology, compress, mode, ... Collective: every worker constructs it with 
            py::arg("context"), py::arg("params"), py::arg("grads"), py::arg("layout") = py::none(),
            py::arg("steps_per_epoch") = 0)
       .def("step", &PyWorker::step, "One step on the gradient in grads; returns a StepReport.")
-      .def("finish", &PyWorker::finish,
-           "Collective, after the last step: stops the strategy's activities. Idempotent.")
+      .def("finish", &PyWorker::finish, "Collective, after the last step: stops the strategy's activities. Idempotent.")
       .def("representative", &PyWorker::representative, py::arg("out") = py::none(),
            "Collective: the model to evaluate or save (per the strategy), into out or a new array. After finish() "
            "for asynchronous strategies.")

@@ -1,7 +1,7 @@
 #include "fast/collective/allreduce_algorithm.hpp"
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -69,8 +69,7 @@ namespace {
 struct Shape {
   int lg;
   double n, p, f;
-  explicit Shape(int members)
-      : lg(floor_log2(members)), n(members), p(1 << lg), f(members == (1 << lg) ? 0.0 : 1.0) {}
+  explicit Shape(int members) : lg(floor_log2(members)), n(members), p(1 << lg), f(members == (1 << lg) ? 0.0 : 1.0) {}
 };
 
 // Inverse bandwidths: beta per byte sent, gamma per byte of a local pass (0: passes are free).
@@ -96,17 +95,14 @@ double predicted_seconds(AllreduceAlgorithm algorithm, std::size_t bytes, int me
   const double m = static_cast<double>(bytes);
   const double alpha = network.latency_seconds, beta = beta_of(network), gamma = gamma_of(network);
   switch (algorithm) {
-    case AllreduceAlgorithm::ring:
-      return 2 * (s.n - 1) * alpha + 2 * (s.n - 1) / s.n * m * beta;
+    case AllreduceAlgorithm::ring: return 2 * (s.n - 1) * alpha + 2 * (s.n - 1) / s.n * m * beta;
     case AllreduceAlgorithm::recursive_doubling:
       return (s.lg + 2 * s.f) * (alpha + m * beta) + (s.lg + s.f) * m * gamma;
     case AllreduceAlgorithm::halving_doubling:
       return (2 * s.lg + 2 * s.f) * alpha + (2 * (s.p - 1) / s.p + 2 * s.f) * m * beta +
              ((s.p - 1) / s.p + s.f) * m * gamma;
-    case AllreduceAlgorithm::tree:
-      return 2 * ceil_log2(members) * (alpha + m * beta) + ceil_log2(members) * m * gamma;
-    case AllreduceAlgorithm::automatic:
-      break;
+    case AllreduceAlgorithm::tree: return 2 * ceil_log2(members) * (alpha + m * beta) + ceil_log2(members) * m * gamma;
+    case AllreduceAlgorithm::automatic: break;
   }
   FAST_THROW(core::InvalidArgument, "predicted_seconds: needs a concrete algorithm, got '{}'", name_of(algorithm));
 }

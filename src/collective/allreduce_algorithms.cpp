@@ -14,8 +14,8 @@ using runtime::TagKind;
 
 namespace {
 
-constexpr std::uint32_t kFoldDetail = 100;    // a folded member's vector to its partner
-constexpr std::uint32_t kUnfoldDetail = 101;  // the result back to the folded member
+constexpr std::uint32_t kFoldDetail = 100;       // a folded member's vector to its partner
+constexpr std::uint32_t kUnfoldDetail = 101;     // the result back to the folded member
 constexpr std::uint32_t kBroadcastDetail = 200;  // tree: + round, the broadcast phase
 
 runtime::Tag tag_of(const GroupCall& g, std::uint32_t detail) {
@@ -34,11 +34,13 @@ MutableView scratch_for(const GroupCall& g, std::size_t numel, core::DType dtype
 void exchange_copy(const GroupCall& g, int to, int from, std::uint32_t detail, core::ConstView out, MutableView in) {
   std::vector<Work> ops;
   ops.reserve(2);
-  run_then_drain([&] {
-    if (out.numel() > 0) ops.push_back(g.ctx.send(to, tag_of(g, detail), out));
-    if (in.numel() > 0) ops.push_back(g.ctx.recv(from, tag_of(g, detail), in));
-    core::wait_all(ops);
-  }, {&ops});
+  run_then_drain(
+      [&] {
+        if (out.numel() > 0) ops.push_back(g.ctx.send(to, tag_of(g, detail), out));
+        if (in.numel() > 0) ops.push_back(g.ctx.recv(from, tag_of(g, detail), in));
+        core::wait_all(ops);
+      },
+      {&ops});
 }
 
 // Sends `mine` to `peer` and receives the same number of elements from it into scratch, then adds
@@ -94,8 +96,7 @@ void recursive_doubling_allreduce(const GroupCall& g, MutableView data, ReduceOp
   const Folding f = fold_in(g, data);
   if (const int v = f.virtual_index(g.index); v >= 0) {
     std::uint32_t round = 0;
-    for (int d = 1; d < f.p; d *= 2, ++round)
-      exchange_add(g, rank_at(g, f.real(v ^ d)), round, data);
+    for (int d = 1; d < f.p; d *= 2, ++round) exchange_add(g, rank_at(g, f.real(v ^ d)), round, data);
     if (op == ReduceOp::avg) scale(data, 1.0 / n);
   }
   fold_out(g, f, data);
@@ -171,13 +172,15 @@ void binomial_broadcast(const GroupCall& g, MutableView data, int root_index) {
   while (d < n && (v & d) == 0) d *= 2, ++round;  // d: v's lowest set bit (the root: >= n)
   if (v != 0) recv_all(g, member(v - d), kBroadcastDetail + round, data);
   std::vector<Work> sends;
-  run_then_drain([&] {
-    std::uint32_t child_round = round;
-    for (int c = d / 2; c >= 1; c /= 2) {
-      --child_round;
-      if (v + c < n) sends.push_back(g.ctx.send(member(v + c), tag_of(g, kBroadcastDetail + child_round), data));
-    }
-  }, {&sends});
+  run_then_drain(
+      [&] {
+        std::uint32_t child_round = round;
+        for (int c = d / 2; c >= 1; c /= 2) {
+          --child_round;
+          if (v + c < n) sends.push_back(g.ctx.send(member(v + c), tag_of(g, kBroadcastDetail + child_round), data));
+        }
+      },
+      {&sends});
 }
 
 // Binomial tree rooted at the first member. Reduce: at distance d = 1, 2, 4, ... a member whose

@@ -2,8 +2,8 @@
 
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
-#include "fast/core/saved_state.hpp"
 #include "fast/core/random.hpp"
+#include "fast/core/saved_state.hpp"
 
 namespace fast::collective {
 
@@ -26,9 +26,11 @@ ChocoGossip::ChocoGossip(Communicator& comm, std::size_t n, std::vector<int> in_
   for (int p : in_) runtime::check_peer(comm.context(), p, "ChocoGossip in-neighbour");
   for (int p : out_) runtime::check_peer(comm.context(), p, "ChocoGossip out-neighbour");
   const std::uint64_t seed = core::worker_seed(options_.seed, static_cast<std::uint64_t>(comm.rank()));
-  self_ = std::make_unique<compress::DeltaSender>(compress::make_codec(options_.codec, seed, options_.layout), n_, options_.initial);
+  self_ = std::make_unique<compress::DeltaSender>(compress::make_codec(options_.codec, seed, options_.layout), n_,
+                                                  options_.initial);
   for (std::size_t k = 0; k < in_.size(); ++k)
-    peers_.push_back(std::make_unique<compress::DeltaReceiver>(compress::make_codec(options_.codec, 0, options_.layout), n_, options_.initial));
+    peers_.push_back(std::make_unique<compress::DeltaReceiver>(compress::make_codec(options_.codec, 0, options_.layout),
+                                                               n_, options_.initial));
 }
 
 ChocoGossip::~ChocoGossip() = default;
@@ -44,7 +46,8 @@ void ChocoGossip::restore(std::string_view prefix, const core::SavedState& in, s
   for (std::size_t k = 0; k < in_.size(); ++k)  // every copy read before any changes
     (void)in.array(fmt::format("{}.from.{}.reference", prefix, in_[k]), n_, source);
   self_->restore(fmt::format("{}.self", prefix), in, source);
-  for (std::size_t k = 0; k < in_.size(); ++k) peers_[k]->restore(fmt::format("{}.from.{}", prefix, in_[k]), in, source);
+  for (std::size_t k = 0; k < in_.size(); ++k)
+    peers_[k]->restore(fmt::format("{}.from.{}", prefix, in_[k]), in, source);
 }
 
 void ChocoGossip::mix(std::span<float> x) {

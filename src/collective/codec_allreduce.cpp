@@ -6,8 +6,8 @@
 #include "fast/compress/powersgd.hpp"
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
-#include "fast/core/saved_state.hpp"
 #include "fast/core/random.hpp"
+#include "fast/core/saved_state.hpp"
 
 namespace fast::collective {
 
@@ -37,8 +37,8 @@ struct CodecAllreduce::LowRank {
 CodecAllreduce::CodecAllreduce(Communicator& comm, CodecAllreduceOptions options)
     : comm_(comm), options_(std::move(options)) {
   const core::Layout* layout = options_.layout.empty() ? nullptr : &options_.layout;
-  std::unique_ptr<compress::Codec> codec =
-      compress::make_codec(options_.codec, core::worker_seed(options_.seed, static_cast<std::uint64_t>(comm.rank())), layout);
+  std::unique_ptr<compress::Codec> codec = compress::make_codec(
+      options_.codec, core::worker_seed(options_.seed, static_cast<std::uint64_t>(comm.rank())), layout);
   const std::string_view name = codec->name();
   if (const auto o = compress::powersgd_options_of(*codec)) {
     path_ = Path::low_rank;
@@ -72,18 +72,10 @@ void CodecAllreduce::average(MutableView data, std::uint64_t key) {
   FAST_ENFORCE(data.dtype() == core::DType::f32, "CodecAllreduce({}): expected f32 data, got {}", options_.codec,
                core::name_of(data.dtype()));
   switch (path_) {
-    case Path::dense:
-      comm_.allreduce(data, {.op = ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
-      return;
-    case Path::ring:
-      ring(data.as<float>(), key);
-      return;
-    case Path::gather:
-      gather(data.as<float>(), key);
-      return;
-    case Path::low_rank:
-      low_rank(data.as<float>(), key);
-      return;
+    case Path::dense: comm_.allreduce(data, {.op = ReduceOp::avg, .chunk_bytes = options_.chunk_bytes}); return;
+    case Path::ring: ring(data.as<float>(), key); return;
+    case Path::gather: gather(data.as<float>(), key); return;
+    case Path::low_rank: low_rank(data.as<float>(), key); return;
   }
 }
 
@@ -148,8 +140,7 @@ bool CodecAllreduce::reduces_densely(std::size_t n) const {
   const compress::Codec& codec = feedback_->codec();
   if (!codec.fixed_size() && codec.keep_ratio() == 0) return false;  // threshold: its bound says nothing
   const double workers = comm_.size();
-  return workers * static_cast<double>(codec.encoded_bytes(n)) >
-         kSparseDenseCrossover * 8.0 * static_cast<double>(n);
+  return workers * static_cast<double>(codec.encoded_bytes(n)) > kSparseDenseCrossover * 8.0 * static_cast<double>(n);
 }
 
 // All-gather of encoded messages round the ring (tags: detail = step, 0..W-2), or the dense ring
@@ -191,7 +182,8 @@ void CodecAllreduce::gather(std::span<float> data, std::uint64_t key) {
 
 std::unique_ptr<CodecAllreduce::LowRank> CodecAllreduce::make_low_rank(std::size_t n) const {
   const core::Layout layout = options_.layout.empty() ? core::flat_layout(n) : options_.layout;
-  return std::unique_ptr<LowRank>(new LowRank{compress::PowerSgdState(layout, n, powersgd_), std::vector<double>(n, 0.0)});
+  return std::unique_ptr<LowRank>(
+      new LowRank{compress::PowerSgdState(layout, n, powersgd_), std::vector<double>(n, 0.0)});
 }
 
 void CodecAllreduce::save(std::string_view prefix, core::SavedState& out) const {
@@ -233,14 +225,16 @@ void CodecAllreduce::low_rank(std::span<float> data, std::uint64_t key) {
   if (!p.empty()) comm_.allreduce(MutableView(std::span<float>(p)), sum);
   state.orthonormalise(p);
   state.compute_q(m, p, q);
-  if (!q.empty()) comm_.allreduce(MutableView(std::span<float>(q)), {.op = ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+  if (!q.empty())
+    comm_.allreduce(MutableView(std::span<float>(q)), {.op = ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
   state.set_q(q);
   // Dense elements: averaged exactly, no residual.
   std::vector<float> dense(state.dense_size());
   std::size_t at = 0;
   for (const auto& [b, e] : state.dense_ranges())
     for (std::size_t i = b; i < e; ++i) dense[at++] = m[i];
-  if (!dense.empty()) comm_.allreduce(MutableView(std::span<float>(dense)), {.op = ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+  if (!dense.empty())
+    comm_.allreduce(MutableView(std::span<float>(dense)), {.op = ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
   state.reconstruct(p, q, data);  // matrix blocks: P Q^T
   at = 0;
   for (const auto& [b, e] : state.dense_ranges())

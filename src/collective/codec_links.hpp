@@ -52,7 +52,9 @@ struct CodecLinks {
   std::unique_ptr<compress::Codec> make(const Key& key, std::uint64_t direction) const {
     const auto [peer, offset, count] = key;
     const std::uint64_t s = ((seed * core::kGoldenGamma + static_cast<std::uint64_t>(rank)) * 0x100000001B3ull +
-                             static_cast<std::uint64_t>(peer)) * 4 + direction;
+                             static_cast<std::uint64_t>(peer)) *
+                                4 +
+                            direction;
     if (layout == nullptr) return compress::make_codec(spec, s);
     const core::Layout range = core::sub_layout(*layout, offset, count);  // the blocks inside the range
     return compress::make_codec(spec, s, &range);
@@ -62,8 +64,9 @@ struct CodecLinks {
     if (!initial) return {};
     const std::span<const float> all = initial(owner);
     if (all.empty()) return {};
-    FAST_ENFORCE(offset + count <= all.size(), "window codec: initial values of worker {} hold {} elements, range [{}, {})",
-                 owner, all.size(), offset, offset + count);
+    FAST_ENFORCE(offset + count <= all.size(),
+                 "window codec: initial values of worker {} hold {} elements, range [{}, {})", owner, all.size(),
+                 offset, offset + count);
     return all.subspan(offset, count);
   }
   // Encodes an increment (f32 or f64) with error feedback.

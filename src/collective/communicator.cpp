@@ -5,10 +5,10 @@
 #include <initializer_list>
 #include <vector>
 
+#include "allreduce_algorithms.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/native_collectives.hpp"
 #include "fast/runtime/shared_rendezvous.hpp"
-#include "allreduce_algorithms.hpp"
 #include "group_ops.hpp"
 
 namespace fast::collective {
@@ -21,12 +21,12 @@ using runtime::TagKind;
 
 namespace {
 
+using detail::check_reducible;
 using detail::piece_range;
 using detail::Range;
 using detail::run_then_drain;
 using detail::scale;
 using detail::wrap;
-using detail::check_reducible;
 
 }  // namespace
 
@@ -35,14 +35,16 @@ Communicator::Communicator(runtime::Context& ctx, CommunicatorOptions options)
       joining_(ctx.joins_run_under_way()),
       default_algorithm_(options.allreduce_algorithm),
       shared_memory_(options.shared_memory) {
-  if (auto model = ctx.network_model()) network_ = *model;
-  else network_ = default_network();
+  if (auto model = ctx.network_model())
+    network_ = *model;
+  else
+    network_ = default_network();
   if (options.latency_seconds) network_.latency_seconds = *options.latency_seconds;
   if (options.bandwidth_bytes_per_second) network_.bandwidth_bytes_per_second = *options.bandwidth_bytes_per_second;
-  FAST_ENFORCE(network_.bandwidth_bytes_per_second > 0 && network_.latency_seconds >= 0 &&
-                   network_.local_bytes_per_second >= 0,
-               "communicator: the network needs a positive bandwidth and latency >= 0, got {} B/s and {} s",
-               network_.bandwidth_bytes_per_second, network_.latency_seconds);
+  FAST_ENFORCE(
+      network_.bandwidth_bytes_per_second > 0 && network_.latency_seconds >= 0 && network_.local_bytes_per_second >= 0,
+      "communicator: the network needs a positive bandwidth and latency >= 0, got {} B/s and {} s",
+      network_.bandwidth_bytes_per_second, network_.latency_seconds);
   members_.reserve(static_cast<std::size_t>(ctx.size()));
   for (int r = 0; r < ctx.size(); ++r) members_.push_back(r);
   index_ = ctx.rank();
@@ -52,7 +54,8 @@ void Communicator::not_while_joining() const {
   FAST_THROW(core::InvalidUsage,
              "communicator: worker {} joins a run under way (it took a lost worker's rank back) and cannot run a "
              "set-up collective with the others; only set-up that can stand in for its collectives may run before "
-             "end_join()", ctx_.rank());
+             "end_join()",
+             ctx_.rank());
 }
 
 void Communicator::exclude_lost() {
@@ -104,7 +107,8 @@ Work Communicator::allreduce_async(MutableView data, AllreduceOptions options) {
   if (auto* n = native()) {
     check_reducible(data);
     const std::uint64_t ticket = n->reserve();
-    return ctx_.spawn("allreduce", [this, n, ticket, data, op = options.op] { native_allreduce(*n, ticket, data, op); });
+    return ctx_.spawn("allreduce",
+                      [this, n, ticket, data, op = options.op] { native_allreduce(*n, ticket, data, op); });
   }
   if (auto* rendezvous = shared_for(data, options)) {
     check_reducible(data);
@@ -188,7 +192,7 @@ void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& opti
   FAST_ENFORCE(options.chunk_bytes > 0, "allreduce: chunk_bytes must be positive");
   const int n = group_size();
   const int r = index_;  // ring positions are indices in the group
-  if (n == 1) return;  // sum and average of one worker are the data itself
+  if (n == 1) return;    // sum and average of one worker are the data itself
   const std::size_t numel = data.numel();
   const std::size_t pieces = detail::pieces_for(numel, n, core::size_of(data.dtype()), options.chunk_bytes);
   const int steps = 2 * (n - 1);
@@ -201,30 +205,32 @@ void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& opti
   std::vector<Work> recvs(static_cast<std::size_t>(steps) * pieces);
   auto at = [pieces](int step, std::size_t piece) { return static_cast<std::size_t>(step) * pieces + piece; };
 
-  run_then_drain([&] {
-    for (int g = 0; g < steps; ++g) {
-      const int send_segment = wrap(r - g, n);
-      const int recv_segment = wrap(r - g - 1, n);
-      const Combine combine = g < n - 1 ? Combine::sum : Combine::copy;
-      for (std::size_t k = 0; k < pieces; ++k) {
-        const Range out = piece_range(numel, n, send_segment, pieces, k);
-        const Range in = piece_range(numel, n, recv_segment, pieces, k);
-        const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(at(g, k)));
-        if (g > 0) recvs[at(g - 1, k)].wait();
-        if (out.size() > 0) {
-          MutableView piece = data.slice(out.begin, out.size());
-          // This worker's segment is complete after the last reduce-scatter step: average it once,
-          // before it is sent around in the all-gather.
-          if (g == n - 1 && options.op == ReduceOp::avg) scale(piece, 1.0 / n);
-          sends[at(g, k)] = ctx_.send(right, tag, piece);
+  run_then_drain(
+      [&] {
+        for (int g = 0; g < steps; ++g) {
+          const int send_segment = wrap(r - g, n);
+          const int recv_segment = wrap(r - g - 1, n);
+          const Combine combine = g < n - 1 ? Combine::sum : Combine::copy;
+          for (std::size_t k = 0; k < pieces; ++k) {
+            const Range out = piece_range(numel, n, send_segment, pieces, k);
+            const Range in = piece_range(numel, n, recv_segment, pieces, k);
+            const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(at(g, k)));
+            if (g > 0) recvs[at(g - 1, k)].wait();
+            if (out.size() > 0) {
+              MutableView piece = data.slice(out.begin, out.size());
+              // This worker's segment is complete after the last reduce-scatter step: average it once,
+              // before it is sent around in the all-gather.
+              if (g == n - 1 && options.op == ReduceOp::avg) scale(piece, 1.0 / n);
+              sends[at(g, k)] = ctx_.send(right, tag, piece);
+            }
+            if (in.size() > 0) {
+              if (g + 1 - n >= 0) sends[at(g + 1 - n, k)].wait();
+              recvs[at(g, k)] = ctx_.recv(left, tag, data.slice(in.begin, in.size()), combine);
+            }
+          }
         }
-        if (in.size() > 0) {
-          if (g + 1 - n >= 0) sends[at(g + 1 - n, k)].wait();
-          recvs[at(g, k)] = ctx_.recv(left, tag, data.slice(in.begin, in.size()), combine);
-        }
-      }
-    }
-  }, {&recvs, &sends});
+      },
+      {&recvs, &sends});
 }
 
 // Small messages or slow links: a binomial tree (broadcast_by_tree). Otherwise a
@@ -256,15 +262,17 @@ void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes
   FAST_ENFORCE(pieces <= runtime::kMaxTagDetail, "broadcast: too many pieces; raise chunk_bytes");
   std::vector<Work> sends;
   sends.reserve(pieces);
-  run_then_drain([&] {
-    for (std::size_t k = 0; k < pieces; ++k) {
-      const Range range = piece_range(data.numel(), 1, 0, pieces, k);
-      MutableView piece = data.slice(range.begin, range.size());
-      const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(k));
-      if (distance > 0) ctx_.recv(prev, tag, piece).wait();
-      if (forwards) sends.push_back(ctx_.send(next, tag, piece));
-    }
-  }, {&sends});
+  run_then_drain(
+      [&] {
+        for (std::size_t k = 0; k < pieces; ++k) {
+          const Range range = piece_range(data.numel(), 1, 0, pieces, k);
+          MutableView piece = data.slice(range.begin, range.size());
+          const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(k));
+          if (distance > 0) ctx_.recv(prev, tag, piece).wait();
+          if (forwards) sends.push_back(ctx_.send(next, tag, piece));
+        }
+      },
+      {&sends});
 }
 
 // Bruck's all-gather where its log2 latencies pay (allgather_by_bruck); otherwise the ring (positions
@@ -288,16 +296,19 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
   if (n == 1) return;
   std::vector<Work> sends;
   sends.reserve(static_cast<std::size_t>(n));
-  run_then_drain([&] {
-    for (int s = 0; s < n - 1; ++s) {
-      const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(s));
-      const auto send_block = static_cast<std::size_t>(wrap(r - s, n));
-      const auto recv_block = static_cast<std::size_t>(wrap(r - s - 1, n));
-      sends.push_back(ctx_.send(members_[static_cast<std::size_t>(wrap(r + 1, n))], tag,
-                                out.slice(send_block * block, block)));
-      ctx_.recv(members_[static_cast<std::size_t>(wrap(r - 1, n))], tag, out.slice(recv_block * block, block)).wait();
-    }
-  }, {&sends});
+  run_then_drain(
+      [&] {
+        for (int s = 0; s < n - 1; ++s) {
+          const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(s));
+          const auto send_block = static_cast<std::size_t>(wrap(r - s, n));
+          const auto recv_block = static_cast<std::size_t>(wrap(r - s - 1, n));
+          sends.push_back(
+              ctx_.send(members_[static_cast<std::size_t>(wrap(r + 1, n))], tag, out.slice(send_block * block, block)));
+          ctx_.recv(members_[static_cast<std::size_t>(wrap(r - 1, n))], tag, out.slice(recv_block * block, block))
+              .wait();
+        }
+      },
+      {&sends});
 }
 
 std::vector<core::Buffer> Communicator::gather(core::ConstView in, int root) {
@@ -313,11 +324,13 @@ std::vector<core::Buffer> Communicator::gather(core::ConstView in, int root) {
   }
   std::vector<core::Buffer> out(members_.size());
   std::vector<Work> recvs;
-  run_then_drain([&] {
-    for (std::size_t i = 0; i < members_.size(); ++i)
-      if (members_[i] != rank()) recvs.push_back(ctx_.recv(members_[i], tag, out[i]));
-    for (Work& r : recvs) r.wait();
-  }, {&recvs});
+  run_then_drain(
+      [&] {
+        for (std::size_t i = 0; i < members_.size(); ++i)
+          if (members_[i] != rank()) recvs.push_back(ctx_.recv(members_[i], tag, out[i]));
+        for (Work& r : recvs) r.wait();
+      },
+      {&recvs});
   out[static_cast<std::size_t>(index_)] = core::Buffer::copy_of(in);
   for (std::size_t i = 0; i < members_.size(); ++i)
     FAST_ENFORCE(out[i].dtype() == in.dtype(), "gather: member {} sent {}, expected {}", members_[i],
@@ -339,14 +352,16 @@ void Communicator::alltoall(core::ConstView in, MutableView out) {
   if (n == 1) return;
   const runtime::Tag tag = make_tag(TagKind::collective, sequence, 0);
   std::vector<Work> sends, recvs;
-  run_then_drain([&] {
-    for (int i = 0; i < n; ++i) {
-      if (i == index_) continue;
-      recvs.push_back(ctx_.recv(members_[static_cast<std::size_t>(i)], tag, out.slice(at(i), block)));
-      sends.push_back(ctx_.send(members_[static_cast<std::size_t>(i)], tag, in.slice(at(i), block)));
-    }
-    for (Work& r : recvs) r.wait();
-  }, {&sends, &recvs});
+  run_then_drain(
+      [&] {
+        for (int i = 0; i < n; ++i) {
+          if (i == index_) continue;
+          recvs.push_back(ctx_.recv(members_[static_cast<std::size_t>(i)], tag, out.slice(at(i), block)));
+          sends.push_back(ctx_.send(members_[static_cast<std::size_t>(i)], tag, in.slice(at(i), block)));
+        }
+        for (Work& r : recvs) r.wait();
+      },
+      {&sends, &recvs});
 }
 
 // Dissemination barrier: in round k worker r signals r + 2^k and waits for r - 2^k; after
@@ -364,7 +379,8 @@ void Communicator::barrier() {
     Work sent = ctx_.send(members_[static_cast<std::size_t>(wrap(r + distance, n))], tag,
                           core::ConstView(&token, 1, core::DType::u8));
     ctx_.recv(members_[static_cast<std::size_t>(wrap(r - distance, n))], tag,
-              core::MutableView(&got, 1, core::DType::u8)).wait();
+              core::MutableView(&got, 1, core::DType::u8))
+        .wait();
     sent.wait();
   }
 }
@@ -389,7 +405,8 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
   // received into one scratch buffer and the others added to it by the receives themselves
   // (Combine::sum), and data <- self * data + w * sum; otherwise each is received into a second
   // buffer and added with its weight.
-  const bool one_weight = std::adjacent_find(in_weights.begin(), in_weights.end(), std::not_equal_to<>()) == in_weights.end();
+  const bool one_weight =
+      std::adjacent_find(in_weights.begin(), in_weights.end(), std::not_equal_to<>()) == in_weights.end();
   if (scratch_.size() < 2) scratch_.resize(2);
   core::Buffer& sum_buffer = scratch_[0];
   core::Buffer& incoming = scratch_[1];
@@ -403,23 +420,25 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
   std::vector<Work> sends;
   std::vector<Work> recvs;
   sends.reserve(out_neighbors.size());
-  run_then_drain([&] {
-    for (int peer : out_neighbors) sends.push_back(ctx_.send(peer, tag, data));
-    for (std::size_t k = 0; k < in_neighbors.size(); ++k) {
-      if (one_weight) {
-        recvs.assign(1, ctx_.recv(in_neighbors[k], tag, sum_buffer.view(),
-                                  k == 0 ? runtime::Combine::copy : runtime::Combine::sum));
-        recvs.front().wait();
-        continue;
-      }
-      recvs.assign(1, ctx_.recv(in_neighbors[k], tag, incoming.view()));
-      recvs.front().wait();
-      const auto w = static_cast<float>(in_weights[k]);
-      const std::span<const float> other = incoming.as<float>();
-      for (std::size_t i = 0; i < x.size(); ++i) sum[i] += w * other[i];
-    }
-    core::wait_all(sends);  // the neighbours have read this worker's data: it may change now
-  }, {&recvs, &sends});
+  run_then_drain(
+      [&] {
+        for (int peer : out_neighbors) sends.push_back(ctx_.send(peer, tag, data));
+        for (std::size_t k = 0; k < in_neighbors.size(); ++k) {
+          if (one_weight) {
+            recvs.assign(1, ctx_.recv(in_neighbors[k], tag, sum_buffer.view(),
+                                      k == 0 ? runtime::Combine::copy : runtime::Combine::sum));
+            recvs.front().wait();
+            continue;
+          }
+          recvs.assign(1, ctx_.recv(in_neighbors[k], tag, incoming.view()));
+          recvs.front().wait();
+          const auto w = static_cast<float>(in_weights[k]);
+          const std::span<const float> other = incoming.as<float>();
+          for (std::size_t i = 0; i < x.size(); ++i) sum[i] += w * other[i];
+        }
+        core::wait_all(sends);  // the neighbours have read this worker's data: it may change now
+      },
+      {&recvs, &sends});
   if (one_weight && in_weights.empty()) {
     for (float& v : x) v *= self;
   } else if (one_weight) {

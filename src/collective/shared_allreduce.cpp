@@ -112,8 +112,7 @@ int block_sum(BlockSums<T>& s, AllreduceAlgorithm algorithm, int n, int segment)
       for (int d = 1; d < n; d *= 2)
         for (int i = 0; i + d < n; i += 2 * d) s.add(i, i + d);
       return 0;
-    case AllreduceAlgorithm::automatic:
-      break;
+    case AllreduceAlgorithm::automatic: break;
   }
   FAST_THROW(core::InvalidArgument, "shared allreduce: needs a concrete algorithm, got '{}'", name_of(algorithm));
 }
@@ -143,7 +142,8 @@ void reduce_share(const std::vector<T*>& all, int index, std::size_t numel, Redu
 template <typename T>
 std::vector<T*> data_of(void* const* published, int n) {
   std::vector<T*> out(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) out[static_cast<std::size_t>(r)] = static_cast<T*>(static_cast<const Published*>(published[r])->data);
+  for (int r = 0; r < n; ++r)
+    out[static_cast<std::size_t>(r)] = static_cast<T*>(static_cast<const Published*>(published[r])->data);
   return out;
 }
 

@@ -9,16 +9,16 @@
 #include <utility>
 
 #include "fast/compress/codec.hpp"
-#include "fast/wire/requests.hpp"
 #include "fast/compress/delta_link.hpp"
 #include "fast/compress/error_feedback.hpp"
+#include "fast/wire/requests.hpp"
 
+#include "codec_links.hpp"
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
-#include "fast/core/random.hpp"
 #include "fast/core/log.hpp"
+#include "fast/core/random.hpp"
 #include "fast/runtime/remote_memory.hpp"
-#include "codec_links.hpp"
 #include "window_arithmetic.hpp"
 
 namespace fast::collective {
@@ -36,10 +36,14 @@ namespace {
 using Request = wire::WindowRequest;
 constexpr std::int64_t op_code(Request::Op op) { return static_cast<std::int64_t>(op); }
 enum OpCode : std::int64_t {
-  kPut = op_code(Request::Op::put), kGet = op_code(Request::Op::get), kAccumulate = op_code(Request::Op::accumulate),
-  kFetchAccumulate = op_code(Request::Op::fetch_accumulate), kFetchAverage = op_code(Request::Op::fetch_average),
+  kPut = op_code(Request::Op::put),
+  kGet = op_code(Request::Op::get),
+  kAccumulate = op_code(Request::Op::accumulate),
+  kFetchAccumulate = op_code(Request::Op::fetch_accumulate),
+  kFetchAverage = op_code(Request::Op::fetch_average),
   kAccumulateScaled = op_code(Request::Op::accumulate_scaled),
-  kExchangeDifference = op_code(Request::Op::exchange_difference), kStop = op_code(Request::Op::stop)
+  kExchangeDifference = op_code(Request::Op::exchange_difference),
+  kStop = op_code(Request::Op::stop)
 };
 static_assert(Window::kMaxExchangeBlocks == Request::kMaxBlocks);
 constexpr std::uint32_t kRequestDetail = 0xFFFFFF;
@@ -114,8 +118,8 @@ struct Window::Shared {
   // knows is lost is dropped; any other failure is rethrown.
   void reap(bool all);
   void apply(int src, const wire::WindowRequest& request);
-  void apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region, std::uint32_t seq,
-                     double scale, MutableView scale_at, const Exchange& exchange, std::size_t count);
+  void apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region, std::uint32_t seq, double scale,
+                     MutableView scale_at, const Exchange& exchange, std::size_t count);
 };
 
 // The owner's service: answers requests one at a time, in arrival order, until a stop request
@@ -179,7 +183,7 @@ void Window::Shared::apply(int src, const wire::WindowRequest& r) {
   const auto count = static_cast<std::size_t>(r.count);
   const std::uint32_t seq = r.seq;
   Exchange exchange;
-  std::size_t extent = count;  // elements of the tensor the request touches
+  std::size_t extent = count;       // elements of the tensor the request touches
   if (op == kExchangeDifference) {  // blocks, summed and coefficients were validated by from_words
     exchange.summed = static_cast<std::size_t>(r.summed);
     exchange.coefficients = r.coefficients;
@@ -224,11 +228,10 @@ void Window::Shared::apply(int src, const wire::WindowRequest& r) {
 
 // As apply, for a request whose data travels through the codec. The payload is received and
 // decoded before the lock (a malformed one ends the service with its error before any change).
-void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region,
-                                   std::uint32_t seq, double scale, MutableView scale_at, const Exchange& exchange,
-                                   std::size_t count) {
-  FAST_ENFORCE(codec != nullptr, "window '{}': worker {} sent an encoded request, but this window has no codec",
-               name, src);
+void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset, MutableView region, std::uint32_t seq,
+                                   double scale, MutableView scale_at, const Exchange& exchange, std::size_t count) {
+  FAST_ENFORCE(codec != nullptr, "window '{}': worker {} sent an encoded request, but this window has no codec", name,
+               src);
   const CodecLinks::Key key{src, offset, count};  // count: region.numel(), or an exchange's block
   std::vector<float> increment;
   std::span<const float> state;
@@ -280,9 +283,10 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
     if (op != kGet) ++version;
     ack = static_cast<std::int64_t>(version);
     // The arithmetic on the region as in apply (the codec's encoding and decoding are not charged).
-    ctx.memory_traffic(op == kExchangeDifference
-                           ? exchange_traffic(exchange, static_cast<double>(region.bytes() / exchange.coefficients.size()))
-                           : owner_traffic(op, static_cast<double>(region.bytes())));
+    ctx.memory_traffic(
+        op == kExchangeDifference
+            ? exchange_traffic(exchange, static_cast<double>(region.bytes() / exchange.coefficients.size()))
+            : owner_traffic(op, static_cast<double>(region.bytes())));
   }
   answer(src, seq, std::move(reply), ack);
 }
@@ -341,7 +345,8 @@ Window::Window(Communicator& comm, std::string name, MutableView local, WindowOp
     comm.skip_collective();
     for (int p = 0; p < n; ++p) {
       std::copy(mine.begin(), mine.end(), all.begin() + 2 * p);
-      if (options_.joining_numel) all[2 * static_cast<std::size_t>(p)] = static_cast<std::int64_t>(options_.joining_numel(p));
+      if (options_.joining_numel)
+        all[2 * static_cast<std::size_t>(p)] = static_cast<std::int64_t>(options_.joining_numel(p));
     }
   } else {
     comm.allgather(i64_view(mine.data(), 2), MutableView(std::span<std::int64_t>(all)));
@@ -396,14 +401,13 @@ bool Window::encodes(core::DType dtype) const noexcept {
   return links_ != nullptr && (dtype == core::DType::f32 || dtype == core::DType::f64);
 }
 
-Work Window::request(int op, int peer, ConstView payload, MutableView reply, std::size_t offset,
-                     std::uint64_t* version, core::DType dtype, std::size_t count, bool encoded, double scale,
-                     std::int64_t scale_at, std::span<const double> coefficients, std::size_t summed) {
+Work Window::request(int op, int peer, ConstView payload, MutableView reply, std::size_t offset, std::uint64_t* version,
+                     core::DType dtype, std::size_t count, bool encoded, double scale, std::int64_t scale_at,
+                     std::span<const double> coefficients, std::size_t summed) {
   check_range(op_name(op), peer, offset, coefficients.empty() ? count : count * coefficients.size(), dtype);
   if ((op == kAccumulate || op == kFetchAccumulate || op == kFetchAverage || op == kAccumulateScaled ||
        op == kExchangeDifference) &&
-      dtype != core::DType::f32 &&
-      dtype != core::DType::f64)
+      dtype != core::DType::f32 && dtype != core::DType::f64)
     FAST_THROW(core::InvalidArgument, "window '{}': {} needs f32 or f64 data, got {}", name_, op_name(op),
                core::name_of(dtype));
   if (region_ != nullptr)
@@ -413,13 +417,20 @@ Work Window::request(int op, int peer, ConstView payload, MutableView reply, std
   struct Pending {
     std::array<std::int64_t, kHeaderLen> header;  // Request::to_words()
     std::int64_t ack = 0;
-    core::Buffer payload;  // encoded requests: the codec's payload
-    core::Buffer reply;    // encoded requests: the codec's reply
+    core::Buffer payload;     // encoded requests: the codec's payload
+    core::Buffer reply;       // encoded requests: the codec's reply
     std::vector<float> sent;  // encoded exchange_difference: the reference of the state sent
   };
   auto pending = std::make_shared<Pending>();
-  pending->header = Request{.op = static_cast<Request::Op>(op), .offset = offset, .count = count, .dtype = dtype,
-                            .seq = seq, .encoded = encoded, .scale = scale, .scale_at = scale_at, .summed = summed,
+  pending->header = Request{.op = static_cast<Request::Op>(op),
+                            .offset = offset,
+                            .count = count,
+                            .dtype = dtype,
+                            .seq = seq,
+                            .encoded = encoded,
+                            .scale = scale,
+                            .scale_at = scale_at,
+                            .summed = summed,
                             .coefficients = {coefficients.begin(), coefficients.end()}}
                         .to_words();
   const CodecLinks::Key key{peer, offset, count};
@@ -479,7 +490,8 @@ Work Window::accumulate(int peer, ConstView src, std::size_t offset, Wire wire) 
 
 Work Window::accumulate_scaled(int peer, ConstView state, double scale, std::size_t offset, std::int64_t scale_at) {
   FAST_ENFORCE(std::isfinite(scale), "window '{}': accumulate_scaled with a non-finite scale {}", name_, scale);
-  if (scale_at >= 0) check_range("accumulate_scaled (scale_at)", peer, static_cast<std::size_t>(scale_at), 1, state.dtype());
+  if (scale_at >= 0)
+    check_range("accumulate_scaled (scale_at)", peer, static_cast<std::size_t>(scale_at), 1, state.dtype());
   return request(kAccumulateScaled, peer, state, {}, offset, nullptr, state.dtype(), state.numel(),
                  encodes(state.dtype()), scale, scale_at);
 }

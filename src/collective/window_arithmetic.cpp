@@ -122,13 +122,9 @@ void apply_plain(wire::WindowRequest::Op op, MutableView region, ConstView incom
       add_scaled(region, incoming, scale);
       add_scalar(scale_at, scale);
       break;
-    case Op::put:
-      core::copy(incoming, region);
-      break;
+    case Op::put: core::copy(incoming, region); break;
     case Op::accumulate:
-    case Op::fetch_accumulate:
-      add_same(region, incoming);
-      break;
+    case Op::fetch_accumulate: add_same(region, incoming); break;
     default:  // get
       break;
   }

@@ -1,7 +1,7 @@
 // Window operations on one-sided memory (fast/runtime/remote_memory.hpp; window.hpp says when a
 // window uses it): the requester holds the owner's region alone (a get: shared with other gets
-// only), reads the elements the operation touches, applies the service's arithmetic (apply_plain, bit for bit), writes them back, counts
-// the version and releases the region. Every operation is complete when it returns.
+// only), reads the elements the operation touches, applies the service's arithmetic (apply_plain, bit for bit), writes
+// them back, counts the version and releases the region. Every operation is complete when it returns.
 #include <algorithm>
 #include <utility>
 

@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "codecs.hpp"
-#include "fast/compress/pack.hpp"
 #include "fast/compress/half.hpp"
+#include "fast/compress/pack.hpp"
 #include "fast/core/cpu.hpp"
 #include "wire.hpp"
 
@@ -85,8 +85,9 @@ class HalfCodec final : public Codec {
     const float* xp = x.data();
     const std::size_t n = x.size();
     const bool avx2 = core::cpu_features().avx2;
-    const std::uint32_t overflow = Id == CodecId::fp16 ? (avx2 ? fp16_encode_avx2(xp, body, n) : fp16_encode_base(xp, body, n))
-                                                       : (avx2 ? bf16_encode_avx2(xp, body, n) : bf16_encode_base(xp, body, n));
+    const std::uint32_t overflow = Id == CodecId::fp16
+                                       ? (avx2 ? fp16_encode_avx2(xp, body, n) : fp16_encode_base(xp, body, n))
+                                       : (avx2 ? bf16_encode_avx2(xp, body, n) : bf16_encode_base(xp, body, n));
     if (overflow != 0)
       for (std::size_t i = 0; i < n; ++i)
         FAST_ENFORCE((f32_to_f16(xp[i]) & 0x7fffu) != 0x7c00u || std::isinf(xp[i]),

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "fast/core/error.hpp"
-#include "fast/core/saved_state.hpp"
 #include "fast/core/finite.hpp"
+#include "fast/core/saved_state.hpp"
 
 namespace fast::compress {
 
@@ -99,10 +99,10 @@ void Dgc::view(std::span<float> params, std::span<const double> residual, std::s
 
 void Dgc::look(std::span<float> params, std::span<const double> residual, std::size_t offset) const {
   FAST_ENFORCE(options_.local_view && !shared_.empty(), "dgc: look() without local_view or before view()");
-  FAST_ENFORCE((residual.empty() || params.size() == residual.size()) && offset <= numel_ &&
-                   params.size() <= numel_ - offset,
-               "dgc: look at {} parameters and {} residual elements at offset {} of {} elements", params.size(),
-               residual.size(), offset, numel_);
+  FAST_ENFORCE(
+      (residual.empty() || params.size() == residual.size()) && offset <= numel_ && params.size() <= numel_ - offset,
+      "dgc: look at {} parameters and {} residual elements at offset {} of {} elements", params.size(), residual.size(),
+      offset, numel_);
   const float* x = shared_.data() + offset;
   if (residual.empty()) {
     std::copy_n(x, params.size(), params.begin());
@@ -124,12 +124,11 @@ void Dgc::restore(std::string_view prefix, const core::SavedState& in, std::stri
   FAST_ENFORCE(params.size() == numel_, "dgc: restore with {} parameters, expected {}", params.size(), numel_);
   const std::vector<float>& velocity = in.array(std::string(prefix) + ".velocity", velocity_.size(), source);
   const std::string shared_name = std::string(prefix) + ".shared";
-  const std::vector<float>* shared =
-      in.arrays.contains(shared_name) ? &in.array(shared_name, numel_, source) : nullptr;
+  const std::vector<float>* shared = in.arrays.contains(shared_name) ? &in.array(shared_name, numel_, source) : nullptr;
   const std::int64_t started = in.integer(std::string(prefix) + ".started", 0, 1, source);
   const std::string units = std::string(prefix) + ".residual_units";
   FAST_ENFORCE_AS(core::IoError, in.integers.contains(units),
-                  "checkpoint '{}': its DGC residual holds gradients, from a FAST before 2026-11-27 that "
+                  "checkpoint '{}': its DGC residual holds gradients, from an older FAST that "
                   "applied the learning rate when a coordinate was sent; this FAST applies it when the "
                   "gradient is taken, so the residual cannot be resumed (no integer '{}'): train again "
                   "from the start, or resume with the FAST that wrote it",

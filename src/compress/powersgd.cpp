@@ -10,9 +10,9 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <string>
 #include <limits>
 #include <optional>
+#include <string>
 
 #include "codecs.hpp"
 #include "fast/core/error.hpp"
@@ -79,13 +79,11 @@ void PowerSgdState::restore(std::string_view prefix, const core::SavedState& in,
   draws_ = static_cast<std::uint64_t>(draws);
 }
 
-void PowerSgdState::reset_q() {
-  fill_normal(q_, core::mix64(options_.seed ^ core::mix64(++draws_)));
-}
+void PowerSgdState::reset_q() { fill_normal(q_, core::mix64(options_.seed ^ core::mix64(++draws_))); }
 
 void PowerSgdState::compute_p(std::span<const float> m, std::span<float> p) const {
-  FAST_ENFORCE(m.size() == n_ && p.size() == p_size_, "powersgd compute_p: m of {} and p of {} floats, expected {} and {}",
-               m.size(), p.size(), n_, p_size_);
+  FAST_ENFORCE(m.size() == n_ && p.size() == p_size_,
+               "powersgd compute_p: m of {} and p of {} floats, expected {} and {}", m.size(), p.size(), n_, p_size_);
   for (const LowRankBlock& b : blocks_) {
     const std::size_t r = b.rank;
     const float* q = q_.data() + b.q_offset;
@@ -272,7 +270,9 @@ class PowerSgdCodec final : public Codec {
     const auto nb = wire::get<std::uint64_t>(body);
     FAST_ENFORCE(nb <= (size - kHeaderBytes - 8) / kBlockRecord,
                  "codec 'powersgd': truncated payload: {} block records do not fit in {} bytes", nb, size);
-    struct Rec { std::size_t offset, rows, cols, rank; };
+    struct Rec {
+      std::size_t offset, rows, cols, rank;
+    };
     std::vector<Rec> recs(nb);
     std::size_t at = 0, floats = 0;  // end of the previous block; P, Q and dense floats expected
     for (std::size_t j = 0; j < nb; ++j) {
@@ -283,8 +283,8 @@ class PowerSgdCodec final : public Codec {
                    "codec 'powersgd': block {} at offset {} out of order or range, expected in [{}, n = {}]", j,
                    b.offset, at, n);
       FAST_ENFORCE(b.rows >= 1 && b.cols >= 1 && b.rows <= n - b.offset && b.cols <= (n - b.offset) / b.rows,
-                   "codec 'powersgd': block {} of {} x {} at offset {} out of range, expected inside n = {}", j,
-                   b.rows, b.cols, b.offset, n);
+                   "codec 'powersgd': block {} of {} x {} at offset {} out of range, expected inside n = {}", j, b.rows,
+                   b.cols, b.offset, n);
       FAST_ENFORCE(b.rank >= 1 && b.rank <= std::min(b.rows, b.cols),
                    "codec 'powersgd': block {} rank {} out of range, expected 1..min({}, {})", j, b.rank, b.rows,
                    b.cols);

@@ -11,9 +11,9 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <string>
 #include <random>
 #include <span>
+#include <string>
 
 #include "codecs.hpp"
 #include "fast/compress/pack.hpp"
@@ -125,12 +125,13 @@ class Int8Codec final : public Codec {
     const std::uint8_t* norms = body + 5;
     for (std::size_t b = 0; b < buckets; ++b) {
       const auto norm = wire::get<float>(norms + 4 * b);
-      FAST_ENFORCE(std::isfinite(norm) && norm >= 0, "codec 'int8': payload norm {} of bucket {}, expected finite and >= 0",
-                   norm, b);
+      FAST_ENFORCE(std::isfinite(norm) && norm >= 0,
+                   "codec 'int8': payload norm {} of bucket {}, expected finite and >= 0", norm, b);
     }
     const auto* lp = reinterpret_cast<const std::int8_t*>(norms + 4 * buckets);
     std::int32_t bad = 0;
-    for (std::size_t i = 0; i < n; ++i) bad |= static_cast<std::int32_t>(lp[i] < -s) | static_cast<std::int32_t>(lp[i] > s);
+    for (std::size_t i = 0; i < n; ++i)
+      bad |= static_cast<std::int32_t>(lp[i] < -s) | static_cast<std::int32_t>(lp[i] > s);
     if (bad != 0)
       for (std::size_t i = 0; i < n; ++i)
         FAST_ENFORCE(lp[i] >= -s && lp[i] <= s, "codec 'int8': level {} of element {} out of range, expected -{}..{}",
@@ -198,8 +199,7 @@ class SignCodec final : public Codec {
     wire::check_length(name(), p.size(), encoded_bytes(n), "16-byte header + 4 + ceil(n / 8)");
     const std::uint8_t* body = p.data() + kHeaderBytes;
     const auto scale = wire::get<float>(body);
-    FAST_ENFORCE(std::isfinite(scale) && scale >= 0, "codec 'sign': payload scale {}, expected finite and >= 0",
-                 scale);
+    FAST_ENFORCE(std::isfinite(scale) && scale >= 0, "codec 'sign': payload scale {}, expected finite and >= 0", scale);
     const std::uint8_t* bits = body + 4;
     if (n % 8 != 0) {
       const auto pad = static_cast<std::uint8_t>(bits[n / 8] >> (n % 8));

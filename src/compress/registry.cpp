@@ -40,8 +40,8 @@ std::uint64_t parse_count(std::string_view codec, std::string_view key, const st
   std::uint64_t v = 0;
   const auto* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  FAST_ENFORCE(ec == std::errc() && ptr == end, "codec '{}': option {}='{}' is not a non-negative integer", codec,
-               key, text);
+  FAST_ENFORCE(ec == std::errc() && ptr == end, "codec '{}': option {}='{}' is not a non-negative integer", codec, key,
+               text);
   return v;
 }
 
@@ -66,7 +66,9 @@ const std::array kRegistry{
     Entry{"none", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_none(); }},
     Entry{"fp16", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_fp16(); }},
     Entry{"bf16", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_bf16(); }},
-    Entry{"int8", "[:levels=S,bucket=B]", {"levels", "bucket"},
+    Entry{"int8",
+          "[:levels=S,bucket=B]",
+          {"levels", "bucket"},
           [](const Options& o, std::uint64_t seed, const core::Layout*) {
             std::uint64_t levels = 127, bucket = 512;
             if (auto it = o.find("levels"); it != o.end()) levels = parse_count("int8", "levels", it->second);
@@ -78,7 +80,9 @@ const std::array kRegistry{
             return make_int8(static_cast<int>(levels), bucket, seed);
           }},
     Entry{"sign", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_sign(); }},
-    Entry{"topk", "[:ratio=R|k=K,scope=global|tensor]", {"ratio", "k", "scope"},
+    Entry{"topk",
+          "[:ratio=R|k=K,scope=global|tensor]",
+          {"ratio", "k", "scope"},
           [](const Options& o, std::uint64_t, const core::Layout* layout) {
             bool per_tensor = false;
             if (auto it = o.find("scope"); it != o.end()) {
@@ -88,9 +92,15 @@ const std::array kRegistry{
             }
             return make_topk(parse_keep("topk", o), per_tensor, layout);
           }},
-    Entry{"randk", "[:ratio=R|k=K]", {"ratio", "k"},
-          [](const Options& o, std::uint64_t seed, const core::Layout*) { return make_randk(parse_keep("randk", o), seed); }},
-    Entry{"threshold", ":value=T", {"value"},
+    Entry{"randk",
+          "[:ratio=R|k=K]",
+          {"ratio", "k"},
+          [](const Options& o, std::uint64_t seed, const core::Layout*) {
+            return make_randk(parse_keep("randk", o), seed);
+          }},
+    Entry{"threshold",
+          ":value=T",
+          {"value"},
           [](const Options& o, std::uint64_t, const core::Layout*) {
             const auto it = o.find("value");
             FAST_ENFORCE(it != o.end(), "codec 'threshold': option value is required (threshold:value=T)");
@@ -98,7 +108,9 @@ const std::array kRegistry{
             FAST_ENFORCE(t >= 0 && t <= 3.4e38, "codec 'threshold': option value expected in [0, 3.4e38], got {}", t);
             return make_threshold(static_cast<float>(t));
           }},
-    Entry{"powersgd", "[:rank=R,warm_start=true|false]", {"rank", "warm_start"},
+    Entry{"powersgd",
+          "[:rank=R,warm_start=true|false]",
+          {"rank", "warm_start"},
           [](const Options& o, std::uint64_t seed, const core::Layout* layout) {
             PowerSgdOptions opt;
             opt.seed = seed;

@@ -16,13 +16,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <optional>
+#include <random>
 #include <vector>
 
 #include "codecs.hpp"
-#include "fast/core/random.hpp"
 #include "fast/compress/pack.hpp"
+#include "fast/core/random.hpp"
 #include "wire.hpp"
 
 namespace fast::compress {
@@ -114,7 +114,8 @@ void write_indexed(CodecId id, std::size_t n, std::span<const std::uint32_t> idx
 }
 
 void encode_indexed(CodecId id, std::span<const float> x, const std::vector<std::uint32_t>& idx, core::Buffer& out) {
-  write_indexed(id, x.size(), idx, [&](std::size_t j) { return x[idx[j]]; }, out);
+  write_indexed(
+      id, x.size(), idx, [&](std::size_t j) { return x[idx[j]]; }, out);
 }
 
 // Validates the index section (form, length, range, order, popcount) and returns the indices.
@@ -127,8 +128,8 @@ std::vector<std::uint32_t> read_indices(std::string_view codec, const std::uint8
     for (std::size_t j = 0; j < k; ++j) {
       const auto i = wire::get<std::uint32_t>(ip + 4 * j);
       FAST_ENFORCE(i < n, "codec '{}': index {} of entry {} out of range, expected < n = {}", codec, i, j, n);
-      FAST_ENFORCE(j == 0 || i > prev, "codec '{}': index {} of entry {} not above the previous index {}", codec, i,
-                   j, prev);
+      FAST_ENFORCE(j == 0 || i > prev, "codec '{}': index {} of entry {} not above the previous index {}", codec, i, j,
+                   prev);
       prev = i;
       idx[j] = i;
     }
@@ -138,8 +139,9 @@ std::vector<std::uint32_t> read_indices(std::string_view codec, const std::uint8
     for (std::size_t j = 0; j < k; ++j) {
       std::uint64_t d = 0;
       for (int shift = 0;; shift += 7) {
-        FAST_ENFORCE(at < ibytes, "codec '{}': truncated delta index section: entry {} of k = {} runs past its {} bytes",
-                     codec, j, k, ibytes);
+        FAST_ENFORCE(at < ibytes,
+                     "codec '{}': truncated delta index section: entry {} of k = {} runs past its {} bytes", codec, j,
+                     k, ibytes);
         FAST_ENFORCE(shift < 35, "codec '{}': delta of entry {} longer than 5 bytes, expected a u32 LEB128 varint",
                      codec, j);
         const std::uint8_t b = ip[at++];
@@ -217,8 +219,7 @@ std::vector<std::uint32_t> top_indices(std::span<const float> x, std::size_t k) 
     for (std::size_t i = stride / 2; i < n; i += stride) sample.push_back(mag_bits(x[i]));
     const double want = 1.5 * static_cast<double>(k) / static_cast<double>(n) * static_cast<double>(sample.size());
     const auto r = static_cast<std::size_t>(std::min<double>(want, static_cast<double>(sample.size() - 1)));
-    std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(r), sample.end(),
-                     std::greater<>());
+    std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(r), sample.end(), std::greater<>());
     t = sample[r];
   }
   std::vector<std::uint32_t> cand;
@@ -389,8 +390,8 @@ class RandkCodec final : public Codec {
 void pack_sparse(CodecId id, std::size_t n, std::span<const std::uint32_t> indices, std::span<const float> values,
                  core::Buffer& out) {
   const std::string_view codec = id == CodecId::topk ? "topk" : "threshold";
-  FAST_ENFORCE(id == CodecId::topk || id == CodecId::threshold,
-               "pack_sparse: codec id {}; expected topk or threshold", static_cast<int>(id));
+  FAST_ENFORCE(id == CodecId::topk || id == CodecId::threshold, "pack_sparse: codec id {}; expected topk or threshold",
+               static_cast<int>(id));
   FAST_ENFORCE(n <= kMaxSparseN, "codec '{}': n = {} exceeds the u32 index range", codec, n);
   FAST_ENFORCE(values.size() == indices.size(), "codec '{}': {} values for {} indices; expected one per index", codec,
                values.size(), indices.size());
@@ -398,13 +399,16 @@ void pack_sparse(CodecId id, std::size_t n, std::span<const std::uint32_t> indic
     FAST_ENFORCE(indices[j] < n && (j == 0 || indices[j] > indices[j - 1]),
                  "codec '{}': index {} of entry {}; expected strictly increasing indices below n = {}", codec,
                  indices[j], j, n);
-  write_indexed(id, n, indices, [&](std::size_t j) { return values[j]; }, out);
+  write_indexed(
+      id, n, indices, [&](std::size_t j) { return values[j]; }, out);
 }
 
 std::unique_ptr<Codec> make_topk(KeepCount keep, bool per_tensor, const core::Layout* layout) {
   return std::make_unique<TopkCodec>(keep, per_tensor, layout);
 }
-std::unique_ptr<Codec> make_randk(KeepCount keep, std::uint64_t seed) { return std::make_unique<RandkCodec>(keep, seed); }
+std::unique_ptr<Codec> make_randk(KeepCount keep, std::uint64_t seed) {
+  return std::make_unique<RandkCodec>(keep, seed);
+}
 std::unique_ptr<Codec> make_threshold(float value) { return std::make_unique<ThresholdCodec>(value); }
 
 }  // namespace fast::compress

@@ -21,8 +21,7 @@ constexpr std::array kTable{
            "tuned: `fast train` keeps malloc blocks up to 32 MiB in the heap between steps (fewer page faults; "
            "docs/benchmarks.md, \"malloc thresholds\"); system: glibc's own thresholds."},
     // Multi-process runs (runtime zmq, docs/launch.md); `fast launch` sets them for the processes it starts.
-    EnvVar{"FAST_RENDEZVOUS", EnvType::string, "",
-           "HOST:PORT of the rendezvous of a multi-process run (runtime zmq)."},
+    EnvVar{"FAST_RENDEZVOUS", EnvType::string, "", "HOST:PORT of the rendezvous of a multi-process run (runtime zmq)."},
     EnvVar{"FAST_WORLD_SIZE", EnvType::integer, "0", "Processes in a multi-process run; 0: not set."},
     EnvVar{"FAST_PROCESS_RANK", EnvType::integer, "-1",
            "This process's index in [0, FAST_WORLD_SIZE); -1: the rendezvous assigns one in arrival order."},

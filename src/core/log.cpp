@@ -1,8 +1,8 @@
 #include "fast/core/log.hpp"
 
+#include <unistd.h>
 #include <atomic>
 #include <cstdio>
-#include <unistd.h>
 
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"

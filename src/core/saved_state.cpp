@@ -13,8 +13,10 @@ const typename Map::mapped_type& sized(const Map& map, std::string_view kind, st
   const auto it = map.find(name);
   if (it == map.end()) FAST_THROW(IoError, "checkpoint '{}': no {} '{}'", source, kind, name);
   if (it->second.size() != size)
-    FAST_THROW(IoError, "checkpoint '{}': {} '{}' has {} elements, expected {} (saved by another model, optimizer, "
-               "strategy or codec?)", source, kind, name, it->second.size(), size);
+    FAST_THROW(IoError,
+               "checkpoint '{}': {} '{}' has {} elements, expected {} (saved by another model, optimizer, "
+               "strategy or codec?)",
+               source, kind, name, it->second.size(), size);
   return it->second;
 }
 }  // namespace
@@ -51,7 +53,8 @@ std::map<std::uint64_t, const std::vector<double>*> SavedState::keyed_doubles(st
     std::uint64_t key = 0;
     const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), key);
     if (error != std::errc() || end == rest.data() || std::string_view(end, rest.data() + rest.size()) != suffix)
-      FAST_THROW(IoError, "checkpoint '{}': float64 array '{}' is not named {}<key>{}", source, it->first, prefix, suffix);
+      FAST_THROW(IoError, "checkpoint '{}': float64 array '{}' is not named {}<key>{}", source, it->first, prefix,
+                 suffix);
     out.emplace(key, &it->second);
   }
   return out;

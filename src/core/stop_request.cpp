@@ -9,8 +9,8 @@ namespace {
 
 std::atomic<int> pending{0};
 std::atomic<bool> installed{false};
-struct sigaction previous_int{};
-struct sigaction previous_term{};
+struct sigaction previous_int {};
+struct sigaction previous_term {};
 
 static_assert(std::atomic<int>::is_always_lock_free, "the handler stores to an atomic int");
 
@@ -18,7 +18,7 @@ extern "C" void on_stop_signal(int signal) {
   int none = 0;
   if (pending.compare_exchange_strong(none, signal)) return;
   // A second request: end at once, with the default action of this signal.
-  struct sigaction fallback{};
+  struct sigaction fallback {};
   fallback.sa_handler = SIG_DFL;
   sigemptyset(&fallback.sa_mask);
   ::sigaction(signal, &fallback, nullptr);
@@ -29,7 +29,7 @@ extern "C" void on_stop_signal(int signal) {
 
 bool install_stop_handlers() {
   if (installed.load()) return true;
-  struct sigaction action{};
+  struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;

@@ -4,8 +4,8 @@ namespace fast::core {
 
 namespace {
 void check_range(std::size_t offset, std::size_t count, std::size_t numel) {
-  FAST_ENFORCE(offset <= numel && count <= numel - offset,
-               "slice [{}, {}) out of range: the view has {} elements", offset, offset + count, numel);
+  FAST_ENFORCE(offset <= numel && count <= numel - offset, "slice [{}, {}) out of range: the view has {} elements",
+               offset, offset + count, numel);
 }
 }  // namespace
 

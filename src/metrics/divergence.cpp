@@ -10,10 +10,8 @@ namespace fast::metrics {
 
 std::string DivergenceSign::describe() const {
   switch (kind) {
-    case Kind::none:
-      return "";
-    case Kind::train_loss:
-      return fmt::format("worker {}: training loss {} at step {}", worker, value, step);
+    case Kind::none: return "";
+    case Kind::train_loss: return fmt::format("worker {}: training loss {} at step {}", worker, value, step);
     case Kind::eval_not_finite:
       return fmt::format("worker {}: evaluation at step {} gave test loss {}", worker, step, value);
     case Kind::chance_with_growing_norm:
@@ -49,13 +47,16 @@ std::optional<DivergenceSign> DivergenceCheck::on_train_loss(std::int64_t step, 
 std::optional<DivergenceSign> DivergenceCheck::on_evaluation(std::int64_t step, double accuracy, double loss,
                                                              double param_norm) {
   if (!std::isfinite(loss) || !std::isfinite(param_norm))
-    return latch({.kind = DivergenceSign::Kind::eval_not_finite, .step = step,
+    return latch({.kind = DivergenceSign::Kind::eval_not_finite,
+                  .step = step,
                   .value = std::isfinite(loss) ? param_norm : loss});
   const bool at_chance = accuracy <= rule_.chance_factor * chance_accuracy_;
   const bool grown = param_norm >= rule_.norm_growth * initial_norm_ && param_norm > last_norm_;
   last_norm_ = param_norm;
   if (!at_chance || !grown) return std::nullopt;
-  return latch({.kind = DivergenceSign::Kind::chance_with_growing_norm, .step = step, .value = param_norm,
+  return latch({.kind = DivergenceSign::Kind::chance_with_growing_norm,
+                .step = step,
+                .value = param_norm,
                 .accuracy = accuracy});
 }
 

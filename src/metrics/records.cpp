@@ -43,14 +43,23 @@ json to_json(const TrainRecord& r) {
 }
 
 json to_json(const MembershipRecord& r) {
-  return {{"event", "membership"}, {"time", r.time}, {"worker", r.worker},
-          {"change", r.joined ? "joined" : "lost"}, {"detail", r.detail}};
+  return {{"event", "membership"},
+          {"time", r.time},
+          {"worker", r.worker},
+          {"change", r.joined ? "joined" : "lost"},
+          {"detail", r.detail}};
 }
 
 json to_json(const EvalRecord& r) {
-  json record{{"event", "eval"},       {"time", r.time},         {"epoch", r.epoch},
-              {"step", r.step},        {"worker", r.worker},     {"accuracy", r.accuracy},
-              {"loss", r.loss},        {"samples", r.samples},   {"consensus_distance", r.consensus_distance},
+  json record{{"event", "eval"},
+              {"time", r.time},
+              {"epoch", r.epoch},
+              {"step", r.step},
+              {"worker", r.worker},
+              {"accuracy", r.accuracy},
+              {"loss", r.loss},
+              {"samples", r.samples},
+              {"consensus_distance", r.consensus_distance},
               {"param_norm", r.param_norm}};
   if (r.replica_accuracy_min >= 0) {
     record["replica_accuracy_min"] = r.replica_accuracy_min;

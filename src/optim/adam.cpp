@@ -19,13 +19,13 @@ struct AdamStep {
   float* m;  // first moment
   float* v;  // second moment
   std::size_t n;
-  float weight_decay;         // adam: L2 coefficient
-  float decay;                // adamw: 1 - lr * weight_decay
+  float weight_decay;  // adam: L2 coefficient
+  float decay;         // adamw: 1 - lr * weight_decay
   float beta1, one_minus_beta1;
   float beta2, one_minus_beta2;
   float sqrt_bias_correction2;
   float eps;
-  float neg_step_size;        // -(lr / (1 - beta1^t))
+  float neg_step_size;  // -(lr / (1 - beta1^t))
 };
 
 // One pass over p, g, m, v. kL2: Adam's g = g + wd * p; kDecoupled: AdamW's p = p * (1 - lr wd) first.

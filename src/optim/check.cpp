@@ -18,8 +18,8 @@ void check_step(std::string_view optimizer, std::span<const float> params, std::
                 std::size_t numel, double lr) {
   if (params.size() != numel || grads.size() != numel)
     FAST_THROW(InvalidArgument,
-               "{} step: params has {} elements and grads {}, expected both to have the optimizer's {}",
-               optimizer, params.size(), grads.size(), numel);
+               "{} step: params has {} elements and grads {}, expected both to have the optimizer's {}", optimizer,
+               params.size(), grads.size(), numel);
   if (!(std::isfinite(lr) && lr >= 0))
     FAST_THROW(InvalidArgument, "{} step: lr: expected a finite value >= 0, got {}", optimizer, lr);
   // Pointer order through std::less, which is total even across unrelated objects.

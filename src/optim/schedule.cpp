@@ -51,9 +51,7 @@ double LrSchedule::lr_at(std::int64_t step) const {
   double lr = base_lr_;
   switch (kind_) {
     case Kind::constant: break;
-    case Kind::step:
-      lr = base_lr_ * std::pow(options_.gamma, static_cast<double>(step / options_.step_size));
-      break;
+    case Kind::step: lr = base_lr_ * std::pow(options_.gamma, static_cast<double>(step / options_.step_size)); break;
     case Kind::cosine: {
       const double lo = base_lr_ * options_.min_lr_factor;
       if (step >= options_.total_steps) {
@@ -65,8 +63,7 @@ double LrSchedule::lr_at(std::int64_t step) const {
       break;
     }
   }
-  if (step < options_.warmup_steps)
-    lr *= static_cast<double>(step + 1) / static_cast<double>(options_.warmup_steps);
+  if (step < options_.warmup_steps) lr *= static_cast<double>(step + 1) / static_cast<double>(options_.warmup_steps);
   return lr;
 }
 

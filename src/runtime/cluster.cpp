@@ -1,10 +1,10 @@
 #include "fast/runtime/cluster.hpp"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <cstdlib>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -106,15 +106,18 @@ void read_hosts(const Reader& r, const toml::table& t, Cluster& c) {
     FAST_ENFORCE(v >= 1 && v <= 1000000, "{}: expected an integer in [1, 1000000], got {}", r.where("hosts.count"), v);
     c.hosts = static_cast<int>(v);
   }
-  if (auto n = t.get("speed")) speed = positive(r.quantity(*n, "hosts.speed", "a speed like \"1Gf\" or a number of flop/s", parse_speed), r.where("hosts.speed"), "speed");
+  if (auto n = t.get("speed"))
+    speed = positive(r.quantity(*n, "hosts.speed", "a speed like \"1Gf\" or a number of flop/s", parse_speed),
+                     r.where("hosts.speed"), "speed");
   if (auto n = t.get("cores")) {
     const long long v = r.integer(*n, "hosts.cores");
     FAST_ENFORCE(v >= 1, "{}: expected an integer >= 1, got {}", r.where("hosts.cores"), v);
     c.cores = static_cast<int>(v);
   }
   if (auto n = t.get("memory_bandwidth"))
-    c.memory_bandwidth = positive(r.quantity(*n, "hosts.memory_bandwidth", "a bandwidth like \"20GBps\" or a number of bytes/s",
-                                             parse_bandwidth), r.where("hosts.memory_bandwidth"), "memory bandwidth");
+    c.memory_bandwidth = positive(
+        r.quantity(*n, "hosts.memory_bandwidth", "a bandwidth like \"20GBps\" or a number of bytes/s", parse_bandwidth),
+        r.where("hosts.memory_bandwidth"), "memory bandwidth");
   if (auto n = t.get("seed")) c.seed = static_cast<std::uint64_t>(r.integer(*n, "hosts.seed"));
   if (auto n = t.get("factors")) factors = r.numbers(*n, "hosts.factors");
   if (auto n = t.get("distribution")) distribution = r.string(*n, "hosts.distribution");
@@ -150,8 +153,9 @@ void read_hosts(const Reader& r, const toml::table& t, Cluster& c) {
 }
 
 void read_network(const Reader& r, const toml::table& t, Cluster& c) {
-  r.known(t, "network.", {"topology", "bandwidth", "latency", "backbone_bandwidth", "backbone_latency",
-                          "loopback_bandwidth", "loopback_latency", "torus", "fat_tree", "model"});
+  r.known(t, "network.",
+          {"topology", "bandwidth", "latency", "backbone_bandwidth", "backbone_latency", "loopback_bandwidth",
+           "loopback_latency", "torus", "fat_tree", "model"});
   const char* bw = "a bandwidth like \"10Gbps\" or a number of bytes/s";
   const char* lat = "a duration like \"20ms\" or a number of seconds";
   if (auto n = t.get("topology")) {
@@ -159,18 +163,26 @@ void read_network(const Reader& r, const toml::table& t, Cluster& c) {
     FAST_ENFORCE(c.topology == "star" || c.topology == "full" || c.topology == "torus" || c.topology == "fat-tree",
                  "{}: expected one of star, full, torus, fat-tree, got '{}'", r.where("network.topology"), c.topology);
   }
-  if (auto n = t.get("bandwidth")) c.bandwidth = positive(r.quantity(*n, "network.bandwidth", bw, parse_bandwidth), r.where("network.bandwidth"), "bandwidth");
+  if (auto n = t.get("bandwidth"))
+    c.bandwidth =
+        positive(r.quantity(*n, "network.bandwidth", bw, parse_bandwidth), r.where("network.bandwidth"), "bandwidth");
   if (auto n = t.get("latency")) c.latency = r.quantity(*n, "network.latency", lat, parse_duration);
-  if (auto n = t.get("backbone_bandwidth")) c.backbone_bandwidth = positive(r.quantity(*n, "network.backbone_bandwidth", bw, parse_bandwidth), r.where("network.backbone_bandwidth"), "bandwidth");
-  if (auto n = t.get("backbone_latency")) c.backbone_latency = r.quantity(*n, "network.backbone_latency", lat, parse_duration);
-  if (auto n = t.get("loopback_bandwidth")) c.loopback_bandwidth = positive(r.quantity(*n, "network.loopback_bandwidth", bw, parse_bandwidth), r.where("network.loopback_bandwidth"), "bandwidth");
-  if (auto n = t.get("loopback_latency")) c.loopback_latency = r.quantity(*n, "network.loopback_latency", lat, parse_duration);
+  if (auto n = t.get("backbone_bandwidth"))
+    c.backbone_bandwidth = positive(r.quantity(*n, "network.backbone_bandwidth", bw, parse_bandwidth),
+                                    r.where("network.backbone_bandwidth"), "bandwidth");
+  if (auto n = t.get("backbone_latency"))
+    c.backbone_latency = r.quantity(*n, "network.backbone_latency", lat, parse_duration);
+  if (auto n = t.get("loopback_bandwidth"))
+    c.loopback_bandwidth = positive(r.quantity(*n, "network.loopback_bandwidth", bw, parse_bandwidth),
+                                    r.where("network.loopback_bandwidth"), "bandwidth");
+  if (auto n = t.get("loopback_latency"))
+    c.loopback_latency = r.quantity(*n, "network.loopback_latency", lat, parse_duration);
   for (double v : {c.latency, c.backbone_latency, c.loopback_latency})
     FAST_ENFORCE(v >= 0, "cluster file '{}': latencies must be >= 0, got {}", r.file, v);
   if (auto n = t.get("model")) {
     c.model = r.string(*n, "network.model");
-    FAST_ENFORCE(c.model == "CM02" || c.model == "LV08", "{}: expected CM02 or LV08, got '{}'", r.where("network.model"),
-                 c.model);
+    FAST_ENFORCE(c.model == "CM02" || c.model == "LV08", "{}: expected CM02 or LV08, got '{}'",
+                 r.where("network.model"), c.model);
   }
   if (auto n = t.get("torus")) {
     long long product = 1;
@@ -198,8 +210,12 @@ void read_stragglers(const Reader& r, const toml::table& t, Cluster& c) {
   if (auto n = t.get("factor")) c.straggler_factor = r.number(*n, "stragglers.factor");
   FAST_ENFORCE(c.straggler_factor >= 1, "{}: expected a value >= 1, got {}", r.where("stragglers.factor"),
                c.straggler_factor);
-  if (auto n = t.get("period")) c.straggler_period = positive(r.quantity(*n, "stragglers.period", "a duration", parse_duration), r.where("stragglers.period"), "duration");
-  if (auto n = t.get("horizon")) c.straggler_horizon = positive(r.quantity(*n, "stragglers.horizon", "a duration", parse_duration), r.where("stragglers.horizon"), "duration");
+  if (auto n = t.get("period"))
+    c.straggler_period = positive(r.quantity(*n, "stragglers.period", "a duration", parse_duration),
+                                  r.where("stragglers.period"), "duration");
+  if (auto n = t.get("horizon"))
+    c.straggler_horizon = positive(r.quantity(*n, "stragglers.horizon", "a duration", parse_duration),
+                                   r.where("stragglers.horizon"), "duration");
   if (auto n = t.get("seed")) c.seed = static_cast<std::uint64_t>(r.integer(*n, "stragglers.seed"));
 }
 
@@ -207,7 +223,8 @@ int host_index(const Reader& r, const toml::table& t, const std::string& key, co
   auto n = t.get("host");
   FAST_ENFORCE(n != nullptr, "{}: missing (a host index)", r.where(key + ".host"));
   const long long h = r.integer(*n, key + ".host");
-  FAST_ENFORCE(h >= 0 && h < c.hosts, "{}: expected a host index in [0, {}), got {}", r.where(key + ".host"), c.hosts, h);
+  FAST_ENFORCE(h >= 0 && h < c.hosts, "{}: expected a host index in [0, {}), got {}", r.where(key + ".host"), c.hosts,
+               h);
   return static_cast<int>(h);
 }
 
@@ -267,8 +284,16 @@ void read_lists(const Reader& r, const toml::table& root, Cluster& c) {
 
 double parse_bandwidth(const std::string& text, const std::string& origin) {
   return parse_with_units(text, origin, "a bandwidth",
-                          {{"bps", 0.125}, {"kbps", 125.0}, {"Mbps", 1.25e5}, {"Gbps", 1.25e8}, {"Tbps", 1.25e11},
-                           {"Bps", 1.0}, {"kBps", 1e3}, {"MBps", 1e6}, {"GBps", 1e9}, {"TBps", 1e12}});
+                          {{"bps", 0.125},
+                           {"kbps", 125.0},
+                           {"Mbps", 1.25e5},
+                           {"Gbps", 1.25e8},
+                           {"Tbps", 1.25e11},
+                           {"Bps", 1.0},
+                           {"kBps", 1e3},
+                           {"MBps", 1e6},
+                           {"GBps", 1e9},
+                           {"TBps", 1e12}});
 }
 
 double parse_duration(const std::string& text, const std::string& origin) {
@@ -299,8 +324,10 @@ Cluster parse_cluster(const std::string& toml_text, const std::string& origin) {
     FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(c.platform_xml), "{}: platform file '{}' does not exist",
                     r.where("platform"), c.platform_xml.string());
   }
-  if (auto n = root.get("hosts")) read_hosts(r, r.table(*n, "hosts"), c);
-  else c.speeds.assign(static_cast<std::size_t>(c.hosts), 1e9);
+  if (auto n = root.get("hosts"))
+    read_hosts(r, r.table(*n, "hosts"), c);
+  else
+    c.speeds.assign(static_cast<std::size_t>(c.hosts), 1e9);
   if (auto n = root.get("network")) read_network(r, r.table(*n, "network"), c);
   if (auto n = root.get("stragglers")) read_stragglers(r, r.table(*n, "stragglers"), c);
   read_lists(r, root, c);

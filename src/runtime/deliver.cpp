@@ -20,8 +20,9 @@ void deliver_into(core::ConstView in, core::Buffer& out) {
 
 void deliver_into(core::ConstView in, core::MutableView out, Combine combine, int src, int dst, Tag tag) {
   if (in.dtype() != out.dtype() || in.numel() != out.numel()) {
-    FAST_THROW(core::InvalidArgument, "message from rank {} to rank {} (tag {:#x}): sent {} x {}, receiver expects {} x {}",
-               src, dst, tag, in.numel(), core::name_of(in.dtype()), out.numel(), core::name_of(out.dtype()));
+    FAST_THROW(core::InvalidArgument,
+               "message from rank {} to rank {} (tag {:#x}): sent {} x {}, receiver expects {} x {}", src, dst, tag,
+               in.numel(), core::name_of(in.dtype()), out.numel(), core::name_of(out.dtype()));
   }
   if (combine == Combine::copy) {
     if (in.bytes() > 0) std::memcpy(out.data(), in.data(), in.bytes());

@@ -30,8 +30,7 @@ std::string resolve_choice(std::string value, const char* key, const char* env, 
                            const char* special, bool offered, const char* capability, const std::string& runtime) {
   if (value.empty()) value = core::env_string(env);
   if (value.empty()) value = offered ? special : portable;
-  FAST_ENFORCE(value == portable || value == special, "{}: expected {} or {}, got '{}'", key, portable, special,
-               value);
+  FAST_ENFORCE(value == portable || value == special, "{}: expected {} or {}, got '{}'", key, portable, special, value);
   FAST_ENFORCE(value == portable || offered, "{}: {}: the {} runtime has no {} (the mpi runtime has); use {}", key,
                special, runtime, capability, portable);
   return value;

@@ -8,11 +8,11 @@
 #include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
-#include "fast/core/saved_state.hpp"
 #include "fast/core/random.hpp"
-#include "fast/topology/spectral.hpp"
+#include "fast/core/saved_state.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/mixing.hpp"
+#include "fast/topology/spectral.hpp"
 
 namespace fast::strategy {
 
@@ -57,9 +57,10 @@ void acid_mix(std::span<float> x, std::span<float> x_tilde, double eta, double d
 namespace {
 // The options in range and the graph of `options.topology` on n workers, checked for acid.
 topology::Graph acid_graph(const StrategyOptions& options, int n) {
-  FAST_ENFORCE(std::isfinite(options.comm_rate) && options.comm_rate > 0 && options.comm_rate <= AcidStrategy::kMaxCommRate,
-               "acid: comm_rate (expected communications per gradient step) must be in (0, {}], got {}", AcidStrategy::kMaxCommRate,
-               options.comm_rate);
+  FAST_ENFORCE(
+      std::isfinite(options.comm_rate) && options.comm_rate > 0 && options.comm_rate <= AcidStrategy::kMaxCommRate,
+      "acid: comm_rate (expected communications per gradient step) must be in (0, {}], got {}",
+      AcidStrategy::kMaxCommRate, options.comm_rate);
   FAST_ENFORCE(auto_or_valid(options.acid_eta),
                "acid: acid_eta must be >= 0, or -1 for the paper's value from the graph, got {}", options.acid_eta);
   FAST_ENFORCE(options.consensus_step >= 0 && options.consensus_step <= 1,
@@ -173,8 +174,9 @@ void AcidStrategy::communicate(int peer) {
   const std::array<double, 3> coefficients{0.0, alpha, alpha_tilde};
   const double t0 = ctx.now();
   try {
-    window_->exchange_difference(peer, core::ConstView(std::span<const float>(x_.data(), len)),
-                                 core::MutableView(std::span<float>(difference_)), coefficients, 2)
+    window_
+        ->exchange_difference(peer, core::ConstView(std::span<const float>(x_.data(), len)),
+                              core::MutableView(std::span<float>(difference_)), coefficients, 2)
         .wait();
   } catch (const core::PeerLost&) {
     if (!runtime::lost_since(ctx, peer, t0)) throw;
@@ -218,7 +220,8 @@ StepOutcome AcidStrategy::step(const StepInput& input) {
 }
 
 void AcidStrategy::save_state(Checkpoint& out) {
-  FAST_ENFORCE_AS(core::InvalidUsage, finished_, "acid: save_state() before finish() (an asynchronous run's "
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_,
+                  "acid: save_state() before finish() (an asynchronous run's "
                   "checkpoint is taken once every exchange has landed)");
   out.arrays.insert_or_assign("acid.x_tilde", x_tilde_);
   window_->save_links("acid.window", out);  // with a codec: its links' references

@@ -6,19 +6,22 @@
 #include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
-#include "gossip.hpp"
 #include "fast/topology/builders.hpp"
+#include "gossip.hpp"
 
 namespace fast::strategy {
 
 namespace {
 topology::Graph adpsgd_graph(const StrategyOptions& options, int n) {
-  return topology::make_undirected_connected(options.topology, n, options.seed, "adpsgd",
-                                             "adpsgd averages pairwise over undirected edges (use gosgd for directed graphs)");
+  return topology::make_undirected_connected(
+      options.topology, n, options.seed, "adpsgd",
+      "adpsgd averages pairwise over undirected edges (use gosgd for directed graphs)");
 }
 }  // namespace
 
-void AdpsgdStrategy::check_options(const StrategyOptions& options, int workers) { (void)adpsgd_graph(options, workers); }
+void AdpsgdStrategy::check_options(const StrategyOptions& options, int workers) {
+  (void)adpsgd_graph(options, workers);
+}
 
 AdpsgdStrategy::AdpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
     : Strategy(comm), options_(options) {
@@ -102,7 +105,8 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
 }
 
 void AdpsgdStrategy::rejoin(ModelState state) {
-  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_, "adpsgd: rejoin() before attach() or after finish()");
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
+                  "adpsgd: rejoin() before attach() or after finish()");
   FAST_ENFORCE_AS(core::InvalidUsage, !compresses(options_), "adpsgd: rejoin with compress = '{}': {}",
                   options_.compress, "the links' codec references would not match the neighbours'");
   FAST_ENFORCE_EQ(state.params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
@@ -115,7 +119,8 @@ void AdpsgdStrategy::rejoin(ModelState state) {
 }
 
 void AdpsgdStrategy::save_state(Checkpoint& out) {
-  FAST_ENFORCE_AS(core::InvalidUsage, finished_, "adpsgd: save_state() before finish() (an asynchronous run's "
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_,
+                  "adpsgd: save_state() before finish() (an asynchronous run's "
                   "checkpoint is taken once every exchange has landed)");
   window_->save_links("adpsgd.window", out);  // with a codec: its links' references; else nothing
 }

@@ -66,7 +66,8 @@ std::vector<double> krum_scores(std::span<const double> d, int w, int f) {
   for (std::size_t a = 0; a < W; ++a) {
     others.clear();
     for (std::size_t b = 0; b < W; ++b)
-      if (b != a) others.push_back(std::isfinite(d[a * W + b]) ? d[a * W + b] : std::numeric_limits<double>::infinity());
+      if (b != a)
+        others.push_back(std::isfinite(d[a * W + b]) ? d[a * W + b] : std::numeric_limits<double>::infinity());
     std::partial_sort(others.begin(), others.begin() + static_cast<std::ptrdiff_t>(nearest), others.end());
     double score = 0;
     for (std::size_t k = 0; k < nearest; ++k) score += others[k];
@@ -142,12 +143,13 @@ Aggregate Aggregate::parse(const std::string& spec, int workers) {
                  spec, workers, a.f_);
   } else {
     a.rule_ = name == "krum" ? AggregateRule::krum : AggregateRule::multi_krum;
-    FAST_ENFORCE(workers > 2 * a.f_ + 2, "aggregate '{}': {}:F needs more than 2F + 2 workers, got {} for F = {}",
-                 spec, name, workers, a.f_);
+    FAST_ENFORCE(workers > 2 * a.f_ + 2, "aggregate '{}': {}:F needs more than 2F + 2 workers, got {} for F = {}", spec,
+                 name, workers, a.f_);
     if (a.rule_ == AggregateRule::multi_krum) {
       a.m_ = m_text.empty() ? workers - a.f_ : parse_count(m_text, spec, "multi-krum's M, the gradients averaged,");
       FAST_ENFORCE(a.m_ >= 1 && a.m_ <= workers - a.f_,
-                   "aggregate '{}': multi-krum's M must be in [1, W - F] = [1, {}], got {}", spec, workers - a.f_, a.m_);
+                   "aggregate '{}': multi-krum's M must be in [1, W - F] = [1, {}], got {}", spec, workers - a.f_,
+                   a.m_);
     }
   }
   return a;
@@ -186,8 +188,8 @@ FaultInjection FaultInjection::parse(const std::string& spec, int workers) {
   } else if (kind == "zeros") {
     fault.kind_ = Kind::zeros;
   } else {
-    FAST_ENFORCE(kind.rfind("scale:", 0) == 0, "fault_inject '{}': unknown kind '{}'; expected nan, zeros or scale:FACTOR",
-                 spec, kind);
+    FAST_ENFORCE(kind.rfind("scale:", 0) == 0,
+                 "fault_inject '{}': unknown kind '{}'; expected nan, zeros or scale:FACTOR", spec, kind);
     const std::string factor = kind.substr(6);
     char* end = nullptr;
     fault.factor_ = std::strtod(factor.c_str(), &end);
@@ -208,9 +210,12 @@ FaultInjection FaultInjection::parse(const std::string& spec, int workers) {
 void FaultInjection::apply(int rank, std::span<float> gradient) const {
   if (std::find(ranks_.begin(), ranks_.end(), rank) == ranks_.end()) return;
   for (float& v : gradient) {
-    if (kind_ == Kind::nan) v = std::numeric_limits<float>::quiet_NaN();
-    else if (kind_ == Kind::zeros) v = 0;
-    else v = static_cast<float>(factor_ * v);
+    if (kind_ == Kind::nan)
+      v = std::numeric_limits<float>::quiet_NaN();
+    else if (kind_ == Kind::zeros)
+      v = 0;
+    else
+      v = static_cast<float>(factor_ * v);
   }
 }
 

@@ -113,13 +113,12 @@ StepOutcome AllreduceStrategy::dgc_step(const StepInput& input, double t0) {
   outcome.applied =
       apply_update({.state = updated, .optimizer = *dgc_update_, .lr = 1.0, .step = input.step}, options_.non_finite);
   if (local_view) dgc_->look(input.state.params, feedback.residual(0));
-  if (!finite && outcome.applied) report_non_finite(input, options_.non_finite, "contributed nothing new (dgc) at step");
+  if (!finite && outcome.applied)
+    report_non_finite(input, options_.non_finite, "contributed nothing new (dgc) at step");
   return outcome;
 }
 
-bool AllreduceStrategy::replicas_identical() const {
-  return finished_ || !(dgc_ && dgc_->options().local_view);
-}
+bool AllreduceStrategy::replicas_identical() const { return finished_ || !(dgc_ && dgc_->options().local_view); }
 
 void AllreduceStrategy::finish(ModelState state) {
   if (finished_) return;

@@ -22,10 +22,11 @@ StrategyRegistration acid_registration();       // acid.cpp
 // aggregate, fault_inject) ...
 std::vector<StrategyOption> common_options();
 // ... and those some strategies share.
-StrategyOption topology_option();                 // dpsgd, adpsgd, gosgd, acid
-StrategyOption consensus_step_option();           // dpsgd, acid
-StrategyOption sparse_allreduce_option();         // allreduce, local-sgd
-std::vector<StrategyOption> dgc_options();        // allreduce, ps: dgc, dgc_clip, dgc_masking, dgc_local_view, dgc_warmup_ratio
+StrategyOption topology_option();          // dpsgd, adpsgd, gosgd, acid
+StrategyOption consensus_step_option();    // dpsgd, acid
+StrategyOption sparse_allreduce_option();  // allreduce, local-sgd
+std::vector<StrategyOption>
+dgc_options();  // allreduce, ps: dgc, dgc_clip, dgc_masking, dgc_local_view, dgc_warmup_ratio
 
 // strategy.cpp: the checks of the common options (aggregate, fault_inject) for a world of
 // `workers`; InvalidArgument naming the option.

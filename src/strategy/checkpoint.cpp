@@ -33,8 +33,8 @@ void put(std::vector<std::byte>& out, const T& value) {
 }
 
 void put_name(std::vector<std::byte>& out, std::string_view name) {
-  FAST_ENFORCE(!name.empty() && name.size() <= kMaxName, "checkpoint: section name '{}' must have 1 to {} bytes",
-               name, kMaxName);
+  FAST_ENFORCE(!name.empty() && name.size() <= kMaxName, "checkpoint: section name '{}' must have 1 to {} bytes", name,
+               kMaxName);
   put(out, static_cast<std::uint16_t>(name.size()));
   const auto* p = reinterpret_cast<const std::byte*>(name.data());
   out.insert(out.end(), p, p + name.size());
@@ -111,8 +111,10 @@ std::uint32_t check_header(std::span<const std::byte> bytes, std::string_view so
   std::memcpy(&stored, bytes.data() + body.size(), sizeof stored);
   const std::uint32_t computed = wire::crc32(body);
   if (stored != computed)
-    FAST_THROW(core::IoError, "checkpoint '{}': checksum {:#010x} does not match the content's {:#010x} (a corrupt "
-               "or partly written file)", source, stored, computed);
+    FAST_THROW(core::IoError,
+               "checkpoint '{}': checksum {:#010x} does not match the content's {:#010x} (a corrupt "
+               "or partly written file)",
+               source, stored, computed);
   return version;
 }
 
@@ -127,8 +129,8 @@ std::vector<std::byte> encode_checkpoint(const Checkpoint& checkpoint) {
   out.reserve(bytes);
   std::memcpy(out.data(), kMagic, sizeof kMagic);
   put(out, kVersion);
-  put(out, static_cast<std::uint32_t>(checkpoint.arrays.size() + checkpoint.doubles.size() +
-                                      checkpoint.integers.size()));
+  put(out,
+      static_cast<std::uint32_t>(checkpoint.arrays.size() + checkpoint.doubles.size() + checkpoint.integers.size()));
   for (const auto& [name, values] : checkpoint.arrays) put_array(out, kArray, name, values);
   for (const auto& [name, values] : checkpoint.doubles) put_array(out, kDoubles, name, values);
   for (const auto& [name, value] : checkpoint.integers) {
@@ -151,15 +153,16 @@ Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view 
   for (std::uint32_t k = 0; k < sections; ++k) {
     const auto kind = in.get<std::uint8_t>("a section kind");
     if (kind != kArray && kind != kInteger && (kind != kDoubles || version < 2))
-      FAST_THROW(core::IoError, "checkpoint '{}': section {} has kind {}, expected 1 (array), 2 (integer){}", source,
-                 k, kind, version < 2 ? "" : " or 3 (float64 array)");
+      FAST_THROW(core::IoError, "checkpoint '{}': section {} has kind {}, expected 1 (array), 2 (integer){}", source, k,
+                 kind, version < 2 ? "" : " or 3 (float64 array)");
     const auto length = in.get<std::uint16_t>("a section name length");
     if (length == 0 || length > kMaxName)
       FAST_THROW(core::IoError, "checkpoint '{}': section {} name length {}, expected 1 to {}", source, k, length,
                  kMaxName);
     const auto name_bytes = in.take(length, "a section name");
     std::string name(reinterpret_cast<const char*>(name_bytes.data()), name_bytes.size());
-    if (!names.insert(name).second) FAST_THROW(core::IoError, "checkpoint '{}': section '{}' appears twice", source, name);
+    if (!names.insert(name).second)
+      FAST_THROW(core::IoError, "checkpoint '{}': section '{}' appears twice", source, name);
     const auto count = in.get<std::uint64_t>("an element count");
     if (kind == kInteger) {
       if (count != 1)
@@ -181,7 +184,8 @@ Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view 
 void write_file_atomically(const std::filesystem::path& file, std::span<const std::byte> bytes, std::string_view what) {
   const std::filesystem::path temporary = file.string() + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) FAST_THROW(core::IoError, "{} '{}': cannot create it: {}", what, temporary.string(), std::strerror(errno));
+  if (fd < 0)
+    FAST_THROW(core::IoError, "{} '{}': cannot create it: {}", what, temporary.string(), std::strerror(errno));
   std::size_t written = 0;
   while (written < bytes.size()) {
     const ::ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);

@@ -38,14 +38,17 @@ void EasgdStrategy::attach(ModelState state) {
   read_.resize(len);
   diff_.resize(len);
   layout_.assign(state.layout.begin(), state.layout.end());
-  window_ = std::make_unique<collective::Window>(comm_, "easgd.centre", core::MutableView(std::span<float>(centre_)),
-                                                 with_start(codec_window(options_, layout_.empty() ? nullptr : &layout_)));
+  window_ =
+      std::make_unique<collective::Window>(comm_, "easgd.centre", core::MutableView(std::span<float>(centre_)),
+                                           with_start(codec_window(options_, layout_.empty() ? nullptr : &layout_)));
 }
 
 // The centre (worker 0's window) starts at the common initial model. Only worker 0 exposes a
 // tensor, of the model's length (what a worker that rejoins the run cannot all-gather).
 collective::WindowOptions EasgdStrategy::with_start(collective::WindowOptions options) const {
-  options.initial = [this](int owner) { return owner == 0 ? std::span<const float>(start_) : std::span<const float>(); };
+  options.initial = [this](int owner) {
+    return owner == 0 ? std::span<const float>(start_) : std::span<const float>();
+  };
   options.joining_numel = [n = read_.size()](int owner) { return owner == 0 ? n : std::size_t{0}; };
   return options;
 }
@@ -57,8 +60,10 @@ void with_centre(const char* what, Fn&& fn) {
   try {
     fn();
   } catch (const core::PeerLost& e) {
-    FAST_THROW(core::PeerLost, "easgd: {}: the centre's host (worker 0) was lost, training cannot go on without "
-               "the centre: {}", what, e.what());
+    FAST_THROW(core::PeerLost,
+               "easgd: {}: the centre's host (worker 0) was lost, training cannot go on without "
+               "the centre: {}",
+               what, e.what());
   }
 }
 }  // namespace
@@ -104,7 +109,8 @@ StepOutcome EasgdStrategy::step(const StepInput& input) {
 }
 
 void EasgdStrategy::representative(ModelState state, std::span<float> out) {
-  FAST_ENFORCE_EQ(out.size(), state.params.size(), "easgd: representative output length must equal the parameter count");
+  FAST_ENFORCE_EQ(out.size(), state.params.size(),
+                  "easgd: representative output length must equal the parameter count");
   FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr, "easgd: representative() needs attach() first");
   if (comm_.rank() == 0) {
     collective::Window::Local local = window_->local();
@@ -114,7 +120,8 @@ void EasgdStrategy::representative(ModelState state, std::span<float> out) {
 }
 
 void EasgdStrategy::save_state(Checkpoint& out) {
-  FAST_ENFORCE_AS(core::InvalidUsage, finished_, "easgd: save_state() before finish() (an asynchronous run's "
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_,
+                  "easgd: save_state() before finish() (an asynchronous run's "
                   "checkpoint is taken once every exchange has landed)");
   window_->save_links("easgd.window", out);  // with a codec: its links' references
   if (comm_.rank() != 0) return;
@@ -126,7 +133,8 @@ void EasgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view
   FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
                   "easgd: restore_state() must come after attach() and before finish()");
   // Worker 0's centre is read (and checked) before anything changes.
-  const std::vector<float>* centre = comm_.rank() == 0 ? &checkpoint.array("easgd.centre", centre_.size(), source) : nullptr;
+  const std::vector<float>* centre =
+      comm_.rank() == 0 ? &checkpoint.array("easgd.centre", centre_.size(), source) : nullptr;
   window_->restore_links("easgd.window", checkpoint, source);
   if (centre == nullptr) return;
   collective::Window::Local local = window_->local();
@@ -135,12 +143,15 @@ void EasgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view
 }
 
 void EasgdStrategy::rejoin(ModelState state) {
-  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_, "easgd: rejoin() before attach() or after finish()");
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
+                  "easgd: rejoin() before attach() or after finish()");
   FAST_ENFORCE_AS(core::InvalidUsage, comm_.rank() != 0 && !compresses(options_),
                   "easgd: rejoin of worker {} with compress = '{}': only workers other than 0 (the centre's) rejoin, "
-                  "without a codec", comm_.rank(), options_.compress);
+                  "without a codec",
+                  comm_.rank(), options_.compress);
   FAST_ENFORCE_EQ(state.params.size(), read_.size(), "easgd: the parameter count changed since attach()");
-  with_centre("rejoin", [&] { window_->get(0, core::MutableView(state.params), 0, nullptr, collective::Wire::exact).wait(); });
+  with_centre("rejoin",
+              [&] { window_->get(0, core::MutableView(state.params), 0, nullptr, collective::Wire::exact).wait(); });
 }
 
 void EasgdStrategy::finish(ModelState /*state*/) {
@@ -158,22 +169,23 @@ bool EasgdStrategy::snapshot(ModelState state, std::span<float> out) {
     collective::Window::Local local = window_->local();
     std::copy(centre_.begin(), centre_.end(), out.begin());
   } else {
-    with_centre("snapshot", [&] { window_->get(0, core::MutableView(out), 0, nullptr, collective::Wire::exact).wait(); });
+    with_centre("snapshot",
+                [&] { window_->get(0, core::MutableView(out), 0, nullptr, collective::Wire::exact).wait(); });
   }
   return true;
 }
 
 // The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
 StrategyRegistration builtin::easgd_registration() {
-  return {.name = "easgd",
-          .summary = "elastic averaging",
-          .make = factory_of<EasgdStrategy>(),
-          .options = {StrategyOption::field("alpha", &StrategyOptions::alpha, "elastic moving rate, in (0, 1).")
-                          .greater_than(0),
-                      StrategyOption::field("tau", &StrategyOptions::tau,
-                                            "local steps between elastic exchanges with the centre.")
-                          .at_least(1)},
-          .check = &EasgdStrategy::check_options};
+  return {
+      .name = "easgd",
+      .summary = "elastic averaging",
+      .make = factory_of<EasgdStrategy>(),
+      .options =
+          {StrategyOption::field("alpha", &StrategyOptions::alpha, "elastic moving rate, in (0, 1).").greater_than(0),
+           StrategyOption::field("tau", &StrategyOptions::tau, "local steps between elastic exchanges with the centre.")
+               .at_least(1)},
+      .check = &EasgdStrategy::check_options};
 }
 
 }  // namespace fast::strategy

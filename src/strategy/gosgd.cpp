@@ -204,7 +204,8 @@ void GosgdStrategy::finish(ModelState state) {
 }
 
 void GosgdStrategy::save_state(Checkpoint& out) {
-  FAST_ENFORCE_AS(core::InvalidUsage, finished_, "gosgd: save_state() before finish() (an asynchronous run's "
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_,
+                  "gosgd: save_state() before finish() (an asynchronous run's "
                   "checkpoint is taken once every push has landed)");
   out.doubles.insert_or_assign("gosgd.numerator", x_);
   out.doubles.insert_or_assign("gosgd.mass", std::vector<double>{w_});
@@ -226,7 +227,8 @@ void GosgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view
 }
 
 void GosgdStrategy::rejoin(ModelState state) {
-  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_, "gosgd: rejoin() before attach() or after finish()");
+  FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
+                  "gosgd: rejoin() before attach() or after finish()");
   FAST_ENFORCE_AS(core::InvalidUsage, !codec_, "gosgd: rejoin with compress = '{}': {}", options_.compress,
                   "the links' codec references would not match the peers'");
   FAST_ENFORCE_EQ(state.params.size(), dim_, "gosgd: the parameter count changed since construction");

@@ -26,7 +26,7 @@ void LocalSgdStrategy::attach(ModelState state) {
                                                .layout = core::Layout(state.layout.begin(), state.layout.end()),
                                                .chunk_bytes = options_.chunk_bytes,
                                                .meter = &meter_,
-                                                 .sparse = parse_sparse_reduce(options_.sparse_allreduce)});
+                                               .sparse = parse_sparse_reduce(options_.sparse_allreduce)});
   anchor_.assign(state.params.begin(), state.params.end());
   comm_.allreduce(core::MutableView(std::span<float>(anchor_)), {.op = collective::ReduceOp::avg});
   std::copy(anchor_.begin(), anchor_.end(), state.params.begin());

@@ -12,7 +12,8 @@ namespace fast::strategy {
 void save_optimizer(std::string_view prefix, optim::Optimizer& optimizer, Checkpoint& out) {
   const std::vector<std::span<float>> buffers = optimizer.state();
   for (std::size_t k = 0; k < buffers.size(); ++k)
-    out.arrays.insert_or_assign(fmt::format("{}.{}", prefix, k), std::vector<float>(buffers[k].begin(), buffers[k].end()));
+    out.arrays.insert_or_assign(fmt::format("{}.{}", prefix, k),
+                                std::vector<float>(buffers[k].begin(), buffers[k].end()));
   out.integers.insert_or_assign(fmt::format("{}.steps", prefix), optimizer.steps_taken());
 }
 
@@ -27,7 +28,8 @@ SavedOptimizer::SavedOptimizer(std::string_view prefix, const Checkpoint& in, st
 
 void SavedOptimizer::apply() {
   const std::vector<std::span<float>> buffers = optimizer_.state();
-  for (std::size_t k = 0; k < buffers.size(); ++k) std::copy(buffers_[k]->begin(), buffers_[k]->end(), buffers[k].begin());
+  for (std::size_t k = 0; k < buffers.size(); ++k)
+    std::copy(buffers_[k]->begin(), buffers_[k]->end(), buffers[k].begin());
   optimizer_.set_steps_taken(steps_);
 }
 

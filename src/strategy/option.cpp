@@ -119,8 +119,7 @@ std::string StrategyOption::expected() const {
   switch (type_) {
     case OptionType::integer:
     case OptionType::number:
-      if (has_min && has_max)
-        return fmt::format("{} in {}{}, {}]", what, min_open_ ? '(' : '[', min_, max_);
+      if (has_min && has_max) return fmt::format("{} in {}{}, {}]", what, min_open_ ? '(' : '[', min_, max_);
       if (has_min && min_open_ && min_ == 0) return is_integer ? "a positive integer" : "a positive number";
       if (has_min) return fmt::format("{} {} {}", what, min_open_ ? ">" : ">=", min_);
       if (has_max) return fmt::format("{} <= {}", what, max_);
@@ -151,14 +150,14 @@ OptionValue StrategyOption::parse(const std::string& text) const {
 }
 
 void StrategyOption::validate(const OptionValue& value) const {
-  const std::size_t index = type_ == OptionType::integer  ? 0
-                            : type_ == OptionType::number ? 1
+  const std::size_t index = type_ == OptionType::integer   ? 0
+                            : type_ == OptionType::number  ? 1
                             : type_ == OptionType::boolean ? 3
                                                            : 2;
   FAST_ENFORCE(value.index() == index, "{}: expected {}, got a value of another type", name_, expected());
   if (type_ == OptionType::integer || type_ == OptionType::number) {
-    const double v = type_ == OptionType::integer ? static_cast<double>(std::get<std::int64_t>(value))
-                                                  : std::get<double>(value);
+    const double v =
+        type_ == OptionType::integer ? static_cast<double>(std::get<std::int64_t>(value)) : std::get<double>(value);
     const bool above = min_open_ ? v > min_ : v >= min_;
     FAST_ENFORCE(std::isfinite(v) && above && v <= max_, "{}: expected {}, got {}", name_, expected(), text(value));
   }

@@ -6,11 +6,11 @@
 #include <string>
 
 #include "fast/core/error.hpp"
-#include "fast/strategy/optimizer_state.hpp"
-#include "fast/strategy/checkpoint.hpp"
-#include "fast/core/random.hpp"
 #include "fast/core/finite.hpp"
 #include "fast/core/log.hpp"
+#include "fast/core/random.hpp"
+#include "fast/strategy/checkpoint.hpp"
+#include "fast/strategy/optimizer_state.hpp"
 #include "ps_server.hpp"
 
 namespace fast::strategy {
@@ -44,8 +44,10 @@ void PsStrategy::with_servers(const char* what, Fn&& fn) {
     const runtime::Context& ctx = comm_.context();
     for (int k = 0; k < servers_; ++k)
       if (!ctx.alive(k))
-        FAST_THROW(core::PeerLost, "ps: {}: the server of shard {} (on worker {}) was lost, its part of the model is "
-                   "gone and training cannot go on: {}", what, k, k, e.what());
+        FAST_THROW(core::PeerLost,
+                   "ps: {}: the server of shard {} (on worker {}) was lost, its part of the model is "
+                   "gone and training cannot go on: {}",
+                   what, k, k, e.what());
     throw;
   }
 }
@@ -54,16 +56,15 @@ void PsStrategy::check_options(const StrategyOptions& options, int n) {
   (void)lr_scale(options.lr_semantics, parse_mode(options.mode), n);
   // (make_strategy's shared checks refused a robust aggregate with a codec or dgc.)
   FAST_ENFORCE(Aggregate::parse(options.aggregate, n).is_mean() || options.mode == "sync",
-               "ps: aggregate '{}' needs mode = sync (a round's gradients together); got mode = {}",
-               options.aggregate, options.mode);
+               "ps: aggregate '{}' needs mode = sync (a round's gradients together); got mode = {}", options.aggregate,
+               options.mode);
   if (options.servers < 1 || options.servers > n || options.servers > static_cast<std::int64_t>(kMaxShards))
     FAST_THROW(core::InvalidArgument,
                "ps: option 'servers' must be in [1, {}] (1 to the number of workers; servers are co-located on "
                "ranks 0..servers-1); got {}",
                std::min<std::int64_t>(n, kMaxShards), options.servers);
   if (options.staleness < 0)
-    FAST_THROW(core::InvalidArgument, "ps: option 'staleness' (the ssp bound) must be >= 0; got {}",
-               options.staleness);
+    FAST_THROW(core::InvalidArgument, "ps: option 'staleness' (the ssp bound) must be >= 0; got {}", options.staleness);
 }
 
 PsStrategy::PsStrategy(const StrategyOptions& options, collective::Communicator& comm)
@@ -156,9 +157,11 @@ void PsStrategy::attach(ModelState state) {
     return owner < servers_ ? offsets_[o + 1] - offsets_[o] : std::size_t{0};
   };
   window_options.initial = [this](int owner) {
-    return owner < servers_ ? std::span<const float>(shard_of(std::span<float>(start_), owner)) : std::span<const float>();
+    return owner < servers_ ? std::span<const float>(shard_of(std::span<float>(start_), owner))
+                            : std::span<const float>();
   };
-  window_ = std::make_unique<collective::Window>(comm_, "ps.shards", core::MutableView(exposed), std::move(window_options));
+  window_ =
+      std::make_unique<collective::Window>(comm_, "ps.shards", core::MutableView(exposed), std::move(window_options));
   if (server_) {
     server_->attach(*window_);
     server_work_ = ctx.spawn("ps server " + std::to_string(me), [server = server_.get()] { server->run(); });
@@ -179,8 +182,11 @@ std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
       works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(shard_of(input.state.params, k))));
     else
       works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
-    headers_[ku] = Request{.kind = Request::Kind::push, .clock = first_clock_[ku] + clock_, .version = version_read_[ku],
-                           .finite = finite, .lr = dgc_ ? 1.0 : input.lr * lr_scale_}
+    headers_[ku] = Request{.kind = Request::Kind::push,
+                           .clock = first_clock_[ku] + clock_,
+                           .version = version_read_[ku],
+                           .finite = finite,
+                           .lr = dgc_ ? 1.0 : input.lr * lr_scale_}
                        .to_words();
     works.push_back(ctx.send(k, tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(headers_[ku]))));
     if (finite && !push_codecs_.empty()) {
@@ -220,7 +226,6 @@ void PsStrategy::pull(std::span<float> params, collective::Wire wire) {
   core::wait_all(gets);
 }
 
-
 StepOutcome PsStrategy::step(const StepInput& input) {
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "ps: step() after finish()");
   FAST_ENFORCE_AS(core::InvalidUsage, attached_, "ps: attach() was not called (the Worker's constructor calls it)");
@@ -254,7 +259,8 @@ void PsStrategy::finish(ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, attached_, "ps: attach() was not called (the Worker's constructor calls it)");
   runtime::Context& ctx = comm_.context();
   std::vector<core::Work> sends;
-  std::vector<Header> done(static_cast<std::size_t>(servers_), Request{.kind = Request::Kind::done, .clock = clock_}.to_words());
+  std::vector<Header> done(static_cast<std::size_t>(servers_),
+                           Request{.kind = Request::Kind::done, .clock = clock_}.to_words());
   for (int k = 0; k < servers_; ++k)
     sends.push_back(ctx.send(k, tag(k, kRequest),
                              core::ConstView(std::span<const std::int64_t>(done[static_cast<std::size_t>(k)]))));
@@ -295,7 +301,8 @@ void PsStrategy::save_state(Checkpoint& out) {
   // encoding of its last replies.
   FAST_ENFORCE_AS(core::InvalidUsage, finished_ || clock_ == 0 || mode_ == PsMode::sync,
                   "ps: save_state() while the servers apply gradients and the window serves reads (mode {}: "
-                  "checkpoints are taken after finish())", options_.mode);
+                  "checkpoints are taken after finish())",
+                  options_.mode);
   save_links(out);
   if (!server_) return;
   collective::Window::Local local = window_->local();
@@ -328,7 +335,8 @@ void PsStrategy::rejoin(ModelState state) {
                   "the pushes' residuals and the pulls' references would not match the servers'");
   FAST_ENFORCE_AS(core::InvalidUsage, !server_,
                   "ps: worker {} hosts the server of shard {}, whose part of the model was lost with its first "
-                  "process: a server rank cannot rejoin", ctx.rank(), ctx.rank());
+                  "process: a server rank cannot rejoin",
+                  ctx.rank(), ctx.rank());
   std::vector<Header> join(static_cast<std::size_t>(servers_), Request{.kind = Request::Kind::join}.to_words());
   std::vector<core::Work> works;
   for (int k = 0; k < servers_; ++k) {
@@ -368,7 +376,8 @@ std::int64_t PsStrategy::max_clock_lag() const { return server_ ? server_->max_c
 // The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
 StrategyRegistration builtin::ps_registration() {
   std::vector<StrategyOption> options{
-      StrategyOption::field("mode", &StrategyOptions::mode, "sync, async or ssp (stale synchronous, bounded by staleness).")
+      StrategyOption::field("mode", &StrategyOptions::mode,
+                            "sync, async or ssp (stale synchronous, bounded by staleness).")
           .one_of({"sync", "async", "ssp"}),
       StrategyOption::field("lr_semantics", &StrategyOptions::lr_semantics,
                             "modes async and ssp: per-sample (each gradient applied with lr / workers, so a given lr "

@@ -1,13 +1,13 @@
 #include "ps_server.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <utility>
 #include <bit>
+#include <cmath>
 #include <limits>
+#include <utility>
 
-#include "fast/core/finite.hpp"
 #include <mutex>
+#include "fast/core/finite.hpp"
 
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
@@ -17,8 +17,8 @@ namespace fast::strategy {
 using namespace ps_protocol;
 
 PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, int shard,
-                   std::span<const float> initial, const optim::OptimizerOptions& optimizer,
-                   const std::string& codec, compress::CompressionMeter* meter, const core::Layout* layout)
+                   std::span<const float> initial, const optim::OptimizerOptions& optimizer, const std::string& codec,
+                   compress::CompressionMeter* meter, const core::Layout* layout)
     : ctx_(ctx),
       mode_(mode),
       staleness_(staleness),
@@ -206,8 +206,10 @@ void PsServer::robust_round() {
   gathered_.resize(n * round_grads_.size());
   for (std::size_t w = 0; w < round_grads_.size(); ++w) {
     float* to = gathered_.data() + w * n;
-    if (round_finite_from_[w]) std::copy(round_grads_[w].begin(), round_grads_[w].end(), to);
-    else std::fill(to, to + n, std::numeric_limits<float>::quiet_NaN());
+    if (round_finite_from_[w])
+      std::copy(round_grads_[w].begin(), round_grads_[w].end(), to);
+    else
+      std::fill(to, to + n, std::numeric_limits<float>::quiet_NaN());
     round_finite_from_[w] = 0;
   }
   aggregate_.apply(gathered_, static_cast<int>(round_grads_.size()), grad_);
@@ -310,8 +312,8 @@ void PsServer::release_waiting() {
     read_min_[w] = m;
     wait_reply(w);  // the previous acknowledgement (long received: the worker pushed since)
     acks_[w] = {pushed_[w], m};
-    replies_[w] = ctx_.send(static_cast<int>(w), tag(shard_, kReply),
-                            core::ConstView(std::span<const std::int64_t>(acks_[w])));
+    replies_[w] =
+        ctx_.send(static_cast<int>(w), tag(shard_, kReply), core::ConstView(std::span<const std::int64_t>(acks_[w])));
   }
 }
 

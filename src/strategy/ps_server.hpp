@@ -4,13 +4,13 @@
 
 #include <array>
 
-#include "fast/wire/requests.hpp"
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
+#include "fast/wire/requests.hpp"
 
 #include "fast/collective/window.hpp"
 #include "fast/compress/codec.hpp"
@@ -27,10 +27,10 @@ namespace fast::strategy::ps_protocol {
 
 // Tag layout (see ps.hpp): make_tag(TagKind::strategy, kSequenceBase | shard, detail).
 inline constexpr std::uint32_t kSequenceBase = 0x50530000;  // "PS"
-inline constexpr std::uint32_t kMaxShards = 0x10000;         // the shard fills the low 16 bits
-inline constexpr std::uint32_t kRequest = 0xFFFFFF;          // header, worker -> server, recv_any
-inline constexpr std::uint32_t kPayload = 1;                 // gradient slice, worker -> server
-inline constexpr std::uint32_t kReply = 2;                   // shard or acknowledgement, server -> worker
+inline constexpr std::uint32_t kMaxShards = 0x10000;        // the shard fills the low 16 bits
+inline constexpr std::uint32_t kRequest = 0xFFFFFF;         // header, worker -> server, recv_any
+inline constexpr std::uint32_t kPayload = 1;                // gradient slice, worker -> server
+inline constexpr std::uint32_t kReply = 2;                  // shard or acknowledgement, server -> worker
 
 inline runtime::Tag tag(int shard, std::uint32_t detail) {
   return runtime::make_tag(runtime::TagKind::strategy, kSequenceBase | static_cast<std::uint32_t>(shard), detail);
@@ -123,33 +123,33 @@ class PsServer {
   std::vector<float> params_;  // the shard (exposed by the window)
   std::unique_ptr<optim::Optimizer> optimizer_;
   collective::Window* window_ = nullptr;
-  std::vector<float> grad_;    // a received gradient slice; sync: the round's average
-  std::vector<double> sum_;    // sync: sum of the round's finite gradients, in rank order
+  std::vector<float> grad_;                      // a received gradient slice; sync: the round's average
+  std::vector<double> sum_;                      // sync: sum of the round's finite gradients, in rank order
   std::vector<std::vector<float>> round_grads_;  // sync: each worker's gradient of the round
   std::vector<char> round_finite_from_;          // sync: whether round_grads_[w] holds a finite one
-  std::vector<float> reply_;   // sync: the shard after the round, being sent
-  std::vector<int> round_;     // sync: workers that pushed in the current round
-  int round_finite_ = 0;       // sync: finite gradients in the current round
-  double round_lr_ = 0;        // sync: learning rate of the round's lowest-ranked pusher
+  std::vector<float> reply_;                     // sync: the shard after the round, being sent
+  std::vector<int> round_;                       // sync: workers that pushed in the current round
+  int round_finite_ = 0;                         // sync: finite gradients in the current round
+  double round_lr_ = 0;                          // sync: learning rate of the round's lowest-ranked pusher
   int round_lr_rank_ = -1;
-  std::int64_t rounds_ = 0;         // sync: rounds closed
+  std::int64_t rounds_ = 0;                            // sync: rounds closed
   std::function<double(std::int64_t)> reply_density_;  // sync: set_reply_density
   Aggregate aggregate_;                                // sync: set_aggregate (mean: the sum below)
   std::vector<float> gathered_;                        // sync, robust aggregate: the round's N gradients
-  std::vector<std::int64_t> pushed_;      // per worker: pushes counted
-  std::vector<char> done_;                // per worker: sent `done`
+  std::vector<std::int64_t> pushed_;                   // per worker: pushes counted
+  std::vector<char> done_;                             // per worker: sent `done`
   int done_count_ = 0;
-  std::vector<char> waiting_;             // async / ssp: push not yet acknowledged
-  std::vector<std::int64_t> read_min_;    // per worker: min_pushed() when its read was released
-  std::vector<ps_protocol::Ack> acks_;    // per worker: acknowledgement being sent
-  std::vector<core::Work> replies_;       // per worker: the reply being sent
-  std::unique_ptr<compress::Codec> decoder_;                    // with a codec: decodes pushes
+  std::vector<char> waiting_;                                    // async / ssp: push not yet acknowledged
+  std::vector<std::int64_t> read_min_;                           // per worker: min_pushed() when its read was released
+  std::vector<ps_protocol::Ack> acks_;                           // per worker: acknowledgement being sent
+  std::vector<core::Work> replies_;                              // per worker: the reply being sent
+  std::unique_ptr<compress::Codec> decoder_;                     // with a codec: decodes pushes
   std::vector<std::unique_ptr<compress::DeltaSender>> senders_;  // with a codec, sync: per worker
-  std::vector<core::Buffer> reply_payloads_;                    // with a codec, sync: per worker
+  std::vector<core::Buffer> reply_payloads_;                     // with a codec, sync: per worker
   compress::CompressionMeter* meter_ = nullptr;
   std::unique_ptr<runtime::Mutex> stats_mutex_;
-  StalenessStats stats_;                  // guarded by stats_mutex_
-  std::int64_t max_clock_lag_ = 0;        // guarded by stats_mutex_
+  StalenessStats stats_;            // guarded by stats_mutex_
+  std::int64_t max_clock_lag_ = 0;  // guarded by stats_mutex_
 };
 
 }  // namespace fast::strategy

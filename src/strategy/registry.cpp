@@ -98,10 +98,10 @@ class Registry {
  private:
   Registry() {
     for (StrategyOption& o : builtin::common_options()) options_.push_back({std::move(o), {}});
-    for (auto* registration : {builtin::allreduce_registration, builtin::ps_registration,
-                               builtin::local_sgd_registration, builtin::easgd_registration,
-                               builtin::dpsgd_registration, builtin::adpsgd_registration,
-                               builtin::gosgd_registration, builtin::acid_registration})
+    for (auto* registration :
+         {builtin::allreduce_registration, builtin::ps_registration, builtin::local_sgd_registration,
+          builtin::easgd_registration, builtin::dpsgd_registration, builtin::adpsgd_registration,
+          builtin::gosgd_registration, builtin::acid_registration})
       add(registration());
   }
 

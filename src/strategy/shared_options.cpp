@@ -12,7 +12,8 @@ namespace fast::strategy::builtin {
 namespace {
 
 // A choice between two values stored as a bool field: `on` is true, `off` false.
-StrategyOption on_off(std::string name, bool StrategyOptions::*field, std::string on, std::string off, std::string help) {
+StrategyOption on_off(std::string name, bool StrategyOptions::*field, std::string on, std::string off,
+                      std::string help) {
   return StrategyOption::bound(
              std::move(name), OptionType::choice, std::move(help),
              [field, on](StrategyOptions& o, const OptionValue& v) { o.*field = std::get<std::string>(v) == on; },
@@ -44,10 +45,11 @@ std::vector<StrategyOption> common_options() {
                                         "(docs/compression.md).",
                                         fmt::join(compress::codec_specs(), ", ")))
           .check(codec_check),
-      StrategyOption::field("aggregate", &StrategyOptions::aggregate,
-                            "How the workers' gradients are combined: mean, or (allreduce, and ps with mode sync) "
-                            "median, trimmed-mean:F, krum:F or multi-krum:F[:M] (robust to F faulty workers; allreduce then "
-                            "all-gathers every gradient; docs/faults.md)."),
+      StrategyOption::field(
+          "aggregate", &StrategyOptions::aggregate,
+          "How the workers' gradients are combined: mean, or (allreduce, and ps with mode sync) "
+          "median, trimmed-mean:F, krum:F or multi-krum:F[:M] (robust to F faulty workers; allreduce then "
+          "all-gathers every gradient; docs/faults.md)."),
       StrategyOption::field("fault_inject", &StrategyOptions::fault_inject,
                             "Make workers faulty, for tests and demonstrations: KIND@W1,W2 with KIND nan, zeros or "
                             "scale:FACTOR (e.g. scale:-100@4: worker 4 sends -100 x its gradient); empty: none "

@@ -7,15 +7,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "builtin.hpp"
 #include "fast/compress/codec.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/finite.hpp"
 #include "fast/core/log.hpp"
-#include "builtin.hpp"
 #include "fast/strategy/aggregate.hpp"
 
 namespace fast::strategy {
-
 
 void Strategy::rejoin(ModelState /*state*/) {
   FAST_THROW(core::InvalidUsage, "strategy '{}' cannot take a worker back into a run under way", name());
@@ -66,19 +65,21 @@ double default_consensus_step(const std::string& codec) {
   return 0.05;  // topk, randk, threshold, powersgd
 }
 
-
 void validate_dgc(const StrategyOptions& options) {
   if (!options.dgc) return;
   FAST_ENFORCE(options.name == "allreduce" || options.name == "ps",
                "dgc: applies to the strategies that send gradients (allreduce, ps); strategy '{}' sends models "
-               "(docs/compression.md, \"Deep Gradient Compression\")", options.name);
+               "(docs/compression.md, \"Deep Gradient Compression\")",
+               options.name);
   FAST_ENFORCE(compress::make_codec(options.compress)->keep_ratio() > 0,
                "dgc: needs a sparsifying codec with a keep ratio (compress = topk:ratio=R or randk:ratio=R); got "
-               "compress = '{}'", options.compress);
+               "compress = '{}'",
+               options.compress);
   const std::string& opt = options.optimizer.name;
   FAST_ENFORCE(opt == "sgd" || opt == "momentum" || opt == "nesterov",
                "dgc: needs optimizer sgd, momentum or nesterov (its momentum is corrected on each worker); got "
-               "optimizer = '{}'", opt);
+               "optimizer = '{}'",
+               opt);
   FAST_ENFORCE(options.dgc_clip >= 0 && std::isfinite(options.dgc_clip),
                "dgc: dgc_clip must be a finite number >= 0 (0: off), got {}", options.dgc_clip);
   FAST_ENFORCE(options.dgc_warmup_ratio > 0 && options.dgc_warmup_ratio <= 1,

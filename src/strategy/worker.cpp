@@ -14,7 +14,8 @@ ModelState checked(ModelState state) {
   for (const core::TensorBlock& block : state.layout) {
     FAST_ENFORCE_EQ(block.offset, next, "Worker: layout block '{}' must start where the previous one ends", block.name);
     FAST_ENFORCE(block.rows > 0 && block.numel % block.rows == 0,
-                 "Worker: layout block '{}': {} elements do not split into {} rows", block.name, block.numel, block.rows);
+                 "Worker: layout block '{}': {} elements do not split into {} rows", block.name, block.numel,
+                 block.rows);
     next += block.numel;
   }
   if (!state.layout.empty())
@@ -36,15 +37,20 @@ bool asynchronous_strategy(const StrategyOptions& options) {
 std::string rejoin_refusal(const StrategyOptions& options, int rank) {
   const std::string& name = options.name;
   if (!asynchronous_strategy(options))
-    return fmt::format("strategy '{}'{} is synchronous: a lost worker ends the run, so none can be taken back; "
-                       "rejoining supports adpsgd, acid, easgd, gosgd and ps in mode async or ssp",
-                       name, name == "ps" ? " in mode " + options.mode : std::string());
+    return fmt::format(
+        "strategy '{}'{} is synchronous: a lost worker ends the run, so none can be taken back; "
+        "rejoining supports adpsgd, acid, easgd, gosgd and ps in mode async or ssp",
+        name, name == "ps" ? " in mode " + options.mode : std::string());
   if (Strategy::compresses(options))
-    return fmt::format("compress = '{}' keeps per-link codec references that a new process does not have; "
-                       "rejoining supports compress = none", options.compress);
+    return fmt::format(
+        "compress = '{}' keeps per-link codec references that a new process does not have; "
+        "rejoining supports compress = none",
+        options.compress);
   if (name == "ps" && rank >= 0 && rank < options.servers)
-    return fmt::format("worker {} hosts the server of shard {}, whose part of the model was lost with its first "
-                       "process; only workers {} and up (no server) can rejoin a ps run", rank, rank, options.servers);
+    return fmt::format(
+        "worker {} hosts the server of shard {}, whose part of the model was lost with its first "
+        "process; only workers {} and up (no server) can rejoin a ps run",
+        rank, rank, options.servers);
   return {};
 }
 
@@ -77,8 +83,8 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
   // Every worker takes the same branch (same strategy), so the window's creation stays collective.
   if (strategy_->asynchronous() && strategy_->replica_window() == nullptr) {
     published_.assign(state_.params.begin(), state_.params.end());
-    replicas_ = std::make_unique<collective::Window>(comm_, "worker.replicas",
-                                                     core::MutableView(std::span<float>(published_)));
+    replicas_ =
+        std::make_unique<collective::Window>(comm_, "worker.replicas", core::MutableView(std::span<float>(published_)));
   }
 }
 

@@ -62,8 +62,7 @@ int parse_int(const std::string& text, const std::string& what) {
   const char* begin = text.data();
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(begin, end, value);
-  FAST_ENFORCE(ec == std::errc() && ptr == end && !text.empty(), "{}: expected an integer, got '{}'",
-               what, text);
+  FAST_ENFORCE(ec == std::errc() && ptr == end && !text.empty(), "{}: expected an integer, got '{}'", what, text);
   return value;
 }
 
@@ -161,8 +160,7 @@ Graph exponential_peer(int n, std::int64_t round) {
 
 Graph random_regular(int n, int d, std::uint64_t seed) {
   FAST_ENFORCE(n >= 1, "random_regular: n must be >= 1, got {}", n);
-  FAST_ENFORCE(d >= 0 && d < n, "random_regular: degree d must satisfy 0 <= d < n, got d = {}, n = {}",
-               d, n);
+  FAST_ENFORCE(d >= 0 && d < n, "random_regular: degree d must satisfy 0 <= d < n, got d = {}, n = {}", d, n);
   FAST_ENFORCE((static_cast<std::int64_t>(n) * d) % 2 == 0,
                "random_regular: n * d must be even, got n = {}, d = {} (n * d = {})", n, d,
                static_cast<std::int64_t>(n) * d);
@@ -172,8 +170,8 @@ Graph random_regular(int n, int d, std::uint64_t seed) {
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     if (try_random_regular(n, d, rng, g)) return g;
   }
-  FAST_THROW(InvalidArgument, "random_regular: no simple {}-regular graph on {} nodes found in {} attempts",
-             d, n, kMaxAttempts);
+  FAST_THROW(InvalidArgument, "random_regular: no simple {}-regular graph on {} nodes found in {} attempts", d, n,
+             kMaxAttempts);
 }
 
 Graph from_edge_list_file(const std::string& path, int n_hint) {
@@ -200,8 +198,7 @@ Graph from_edge_list_file(const std::string& path, int n_hint) {
     FAST_ENFORCE(u >= 0 && v >= 0, "{}: node ids must be >= 0, got {} {}", where, u, v);
     FAST_ENFORCE(u != v, "{}: self-loop {} {} not allowed", where, u, v);
     if (n_hint > 0) {
-      FAST_ENFORCE(u < n_hint && v < n_hint, "{}: node id out of range [0, {}), got {} {}", where,
-                   n_hint, u, v);
+      FAST_ENFORCE(u < n_hint && v < n_hint, "{}: node id out of range [0, {}), got {} {}", where, n_hint, u, v);
     }
     max_id = std::max({max_id, u, v});
     edges.emplace_back(u, v);
@@ -214,9 +211,8 @@ Graph from_edge_list_file(const std::string& path, int n_hint) {
 }
 
 const std::vector<std::string>& topology_names() {
-  static const std::vector<std::string> names{"ring",      "torus2d",     "star",           "complete",
-                                              "tree",      "hypercube",   "exponential",    "random-regular",
-                                              "file"};
+  static const std::vector<std::string> names{"ring",      "torus2d",     "star",           "complete", "tree",
+                                              "hypercube", "exponential", "random-regular", "file"};
   return names;
 }
 
@@ -224,9 +220,10 @@ Graph make_undirected_connected(const std::string& spec, int n, std::uint64_t se
                                 std::string_view why_undirected) {
   Graph graph = make_topology(spec, n, seed);
   FAST_ENFORCE(graph.is_symmetric(), "{}: topology '{}' is directed; {}", user, spec, why_undirected);
-  FAST_ENFORCE(graph.is_connected(),
-               "{}: topology '{}' is disconnected on {} workers; the replicas of different components would never agree",
-               user, spec, n);
+  FAST_ENFORCE(
+      graph.is_connected(),
+      "{}: topology '{}' is disconnected on {} workers; the replicas of different components would never agree", user,
+      spec, n);
   return graph;
 }
 
@@ -272,8 +269,7 @@ Graph make_topology(const std::string& spec, int n, std::uint64_t seed) {
     FAST_ENFORCE(has_params, "topology '{}': expected random-regular:D", spec);
     return random_regular(n, parse_int(params, fmt::format("topology '{}' degree", spec)), seed);
   }
-  FAST_THROW(InvalidArgument, "topology '{}': unknown name '{}', expected one of: {}", spec, name,
-             names_list());
+  FAST_THROW(InvalidArgument, "topology '{}': unknown name '{}', expected one of: {}", spec, name, names_list());
 }
 
 }  // namespace fast::topology

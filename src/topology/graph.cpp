@@ -45,15 +45,13 @@ Graph::Graph(int n) {
 }
 
 void Graph::check_node(int u, const char* what) const {
-  FAST_ENFORCE(u >= 0 && u < size(), "Graph: {} node id {} out of range [0, {}) (n = {})", what, u,
-               size(), size());
+  FAST_ENFORCE(u >= 0 && u < size(), "Graph: {} node id {} out of range [0, {}) (n = {})", what, u, size(), size());
 }
 
 bool Graph::add_edge(int u, int v) {
   check_node(u, "source");
   check_node(v, "target");
-  FAST_ENFORCE(u != v, "Graph: self-loop {} -> {} not allowed (mixing weights add the self weight)", u,
-               v);
+  FAST_ENFORCE(u != v, "Graph: self-loop {} -> {} not allowed (mixing weights add the self weight)", u, v);
   if (!insert_sorted(out_[static_cast<std::size_t>(u)], v)) return false;
   insert_sorted(in_[static_cast<std::size_t>(v)], u);
   ++num_edges_;

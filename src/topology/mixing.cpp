@@ -72,8 +72,7 @@ MixingMatrix::MixingMatrix(int n, std::vector<double> values) : n_(n), values_(s
 }
 
 std::size_t MixingMatrix::index(int i, int j) const {
-  FAST_ENFORCE(i >= 0 && i < n_ && j >= 0 && j < n_, "MixingMatrix: index ({}, {}) out of range for n = {}",
-               i, j, n_);
+  FAST_ENFORCE(i >= 0 && i < n_ && j >= 0 && j < n_, "MixingMatrix: index ({}, {}) out of range for n = {}", i, j, n_);
   return static_cast<std::size_t>(i) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(j);
 }
 
@@ -133,9 +132,7 @@ MixingMatrix uniform_neighbor_weights(const Graph& graph) {
 
 bool is_row_stochastic(const MixingMatrix& w, double tol) { return !find_violation(w, tol, true, false); }
 
-bool is_column_stochastic(const MixingMatrix& w, double tol) {
-  return !find_violation(w, tol, false, true);
-}
+bool is_column_stochastic(const MixingMatrix& w, double tol) { return !find_violation(w, tol, false, true); }
 
 bool is_doubly_stochastic(const MixingMatrix& w, double tol) { return !find_violation(w, tol, true, true); }
 
@@ -150,21 +147,19 @@ bool is_symmetric(const MixingMatrix& w, double tol) {
 
 void check_doubly_stochastic(const MixingMatrix& w, double tol) {
   if (const auto violation = find_violation(w, tol, true, true)) {
-    FAST_THROW(InvalidArgument, "mixing matrix ({}x{}) is not doubly stochastic: {}", w.size(), w.size(),
-               *violation);
+    FAST_THROW(InvalidArgument, "mixing matrix ({}x{}) is not doubly stochastic: {}", w.size(), w.size(), *violation);
   }
 }
 
 void check_connected(const Graph& graph) {
   const int forward = first_unreached(graph, [&](int u) -> const std::vector<int>& { return graph.neighbors_out(u); });
   if (forward >= 0) {
-    FAST_THROW(InvalidArgument, "graph ({} nodes) is not connected: node {} is not reachable from node 0",
-               graph.size(), forward);
+    FAST_THROW(InvalidArgument, "graph ({} nodes) is not connected: node {} is not reachable from node 0", graph.size(),
+               forward);
   }
   const int backward = first_unreached(graph, [&](int u) -> const std::vector<int>& { return graph.neighbors_in(u); });
   if (backward >= 0) {
-    FAST_THROW(InvalidArgument,
-               "graph ({} nodes) is not strongly connected: node 0 is not reachable from node {}",
+    FAST_THROW(InvalidArgument, "graph ({} nodes) is not strongly connected: node 0 is not reachable from node {}",
                graph.size(), backward);
   }
 }

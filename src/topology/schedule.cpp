@@ -141,9 +141,7 @@ std::vector<int> TopologySchedule::in_neighbors(int node, std::int64_t round) co
 
 int TopologySchedule::size() const noexcept { return state_->n; }
 
-std::int64_t TopologySchedule::period() const noexcept {
-  return static_cast<std::int64_t>(state_->periodic.size());
-}
+std::int64_t TopologySchedule::period() const noexcept { return static_cast<std::int64_t>(state_->periodic.size()); }
 
 bool TopologySchedule::time_varying() const noexcept { return period() != 1; }
 
@@ -195,16 +193,16 @@ TopologySchedule make_schedule(const std::string& spec, int n, std::uint64_t see
       FAST_ENFORCE(!item.empty(), "schedule '{}': cycle item {} is empty", spec, index);
       const std::string item_name = item.substr(0, item.find(':'));
       FAST_ENFORCE(is_topology_name(item_name),
-                   "schedule '{}': cycle item {} '{}' is not a static topology, expected one of: {}", spec,
-                   index, item, join(topology_names()));
+                   "schedule '{}': cycle item {} '{}' is not a static topology, expected one of: {}", spec, index, item,
+                   join(topology_names()));
       graphs.push_back(static_graph(spec, item, n, seed + index));
       begin = end + 1;
     }
     return TopologySchedule(spec, std::move(graphs));
   }
   if (is_topology_name(name)) return TopologySchedule(spec, {static_graph(spec, spec, n, seed)});
-  FAST_THROW(InvalidArgument, "schedule '{}': unknown kind '{}', expected a topology ({}) or a schedule ({})",
-             spec, name, join(topology_names()), join(schedule_names()));
+  FAST_THROW(InvalidArgument, "schedule '{}': unknown kind '{}', expected a topology ({}) or a schedule ({})", spec,
+             name, join(topology_names()), join(schedule_names()));
 }
 
 Graph union_of_rounds(const TopologySchedule& schedule, std::int64_t begin, std::int64_t end) {

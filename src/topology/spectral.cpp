@@ -14,8 +14,8 @@ namespace fast::topology {
 double second_eigenvalue_modulus(const MixingMatrix& w) {
   const int n = w.size();
   if (n == 1) return 0.0;
-  const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(
-      w.values().data(), n, n);
+  const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(w.values().data(), n,
+                                                                                                   n);
   std::vector<double> moduli(static_cast<std::size_t>(n));
   if (is_symmetric(w, 1e-12)) {
     const Eigen::MatrixXd sym = (m + m.transpose()) * 0.5;  // exact symmetry for the solver

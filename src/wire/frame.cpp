@@ -87,20 +87,25 @@ FrameHeader decode_header(std::span<const std::byte> bytes, const Limits& limits
   if (!known_dtype(dtype)) throw FrameError(fmt::format("frame: dtype: expected 0 to 6, got {}", dtype));
   if (get<std::uint8_t>(in, 9) != 0 || get<std::uint16_t>(in, 10) != 0 || get<std::uint32_t>(in, 52) != 0)
     throw FrameError("frame: reserved bytes: expected 0, got other values");
-  FrameHeader h{.kind = static_cast<FrameKind>(kind), .flags = flags, .dtype = static_cast<core::DType>(dtype),
-                .src = get<std::int32_t>(in, 12), .dst = get<std::int32_t>(in, 16), .tag = get<std::uint64_t>(in, 24),
-                .count = get<std::uint64_t>(in, 32), .payload_bytes = get<std::uint64_t>(in, 40),
+  FrameHeader h{.kind = static_cast<FrameKind>(kind),
+                .flags = flags,
+                .dtype = static_cast<core::DType>(dtype),
+                .src = get<std::int32_t>(in, 12),
+                .dst = get<std::int32_t>(in, 16),
+                .tag = get<std::uint64_t>(in, 24),
+                .count = get<std::uint64_t>(in, 32),
+                .payload_bytes = get<std::uint64_t>(in, 40),
                 .payload_checksum = get<std::uint32_t>(in, 20)};
   const std::uint64_t size = core::size_of(h.dtype);
   if (h.count > std::numeric_limits<std::uint64_t>::max() / size || h.count * size != h.payload_bytes)
     throw FrameError(fmt::format("frame: payload_bytes: expected count ({}) x {} bytes of {}, got {}", h.count, size,
                                  core::name_of(h.dtype), h.payload_bytes));
   if (h.payload_bytes > limits.max_payload_bytes)
-    throw FrameError(fmt::format("frame: payload_bytes: expected at most {}, got {}", limits.max_payload_bytes,
-                                 h.payload_bytes));
+    throw FrameError(
+        fmt::format("frame: payload_bytes: expected at most {}, got {}", limits.max_payload_bytes, h.payload_bytes));
   if (limits.world_size > 0 && (h.src < 0 || h.src >= limits.world_size || h.dst < 0 || h.dst >= limits.world_size))
-    throw FrameError(fmt::format("frame: src/dst: expected ranks in [0, {}), got {} and {}", limits.world_size, h.src,
-                                 h.dst));
+    throw FrameError(
+        fmt::format("frame: src/dst: expected ranks in [0, {}), got {} and {}", limits.world_size, h.src, h.dst));
   return h;
 }
 

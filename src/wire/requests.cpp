@@ -35,22 +35,27 @@ WindowRequest WindowRequest::from_words(std::span<const std::int64_t> w) {
   FAST_ENFORCE(w.size() == kWords, "window request: length: expected {} words, got {}", kWords, w.size());
   FAST_ENFORCE(known_op(w[0]), "window request: op: expected 1-7 or 9, got {}", w[0]);
   FAST_ENFORCE(w[1] >= 0 && w[2] >= 0, "window request: offset and count: expected >= 0, got {} and {}", w[1], w[2]);
-  FAST_ENFORCE(w[3] >= 0 && w[3] <= static_cast<std::int64_t>(core::DType::u8), "window request: dtype: expected 0-6, got {}",
-               w[3]);
+  FAST_ENFORCE(w[3] >= 0 && w[3] <= static_cast<std::int64_t>(core::DType::u8),
+               "window request: dtype: expected 0-6, got {}", w[3]);
   FAST_ENFORCE(w[4] >= 0 && w[4] <= 0xFFFFFFFF, "window request: seq: expected a 32-bit number, got {}", w[4]);
   FAST_ENFORCE(w[5] == 0 || w[5] == 1, "window request: encoded: expected 0 or 1, got {}", w[5]);
   FAST_ENFORCE(w[7] >= -1, "window request: scale_at: expected -1 or an element, got {}", w[7]);
   FAST_ENFORCE(w[9] >= 0 && w[9] <= static_cast<std::int64_t>(kMaxBlocks) && w[8] >= 0 && w[8] <= w[9],
                "window request: blocks and summed: expected 0 <= summed <= blocks <= {}, got {} summed of {}",
                kMaxBlocks, w[8], w[9]);
-  WindowRequest r{.op = static_cast<Op>(w[0]), .offset = static_cast<std::uint64_t>(w[1]),
-                  .count = static_cast<std::uint64_t>(w[2]), .dtype = static_cast<core::DType>(w[3]),
-                  .seq = static_cast<std::uint32_t>(w[4]), .encoded = w[5] == 1, .scale = std::bit_cast<double>(w[6]),
-                  .scale_at = w[7], .summed = static_cast<std::uint64_t>(w[8])};
+  WindowRequest r{.op = static_cast<Op>(w[0]),
+                  .offset = static_cast<std::uint64_t>(w[1]),
+                  .count = static_cast<std::uint64_t>(w[2]),
+                  .dtype = static_cast<core::DType>(w[3]),
+                  .seq = static_cast<std::uint32_t>(w[4]),
+                  .encoded = w[5] == 1,
+                  .scale = std::bit_cast<double>(w[6]),
+                  .scale_at = w[7],
+                  .summed = static_cast<std::uint64_t>(w[8])};
   for (std::int64_t k = 0; k < w[9]; ++k) {
     r.coefficients.push_back(std::bit_cast<double>(w[static_cast<std::size_t>(10 + k)]));
-    FAST_ENFORCE(std::isfinite(r.coefficients.back()), "window request: coefficient {}: expected a finite number, got {}",
-                 k, r.coefficients.back());
+    FAST_ENFORCE(std::isfinite(r.coefficients.back()),
+                 "window request: coefficient {}: expected a finite number, got {}", k, r.coefficients.back());
   }
   FAST_ENFORCE(r.op != Op::exchange_difference || (r.summed >= 1 && !r.coefficients.empty()),
                "window request: exchange_difference: expected 1 <= summed <= blocks, got {} summed of {}", r.summed,
@@ -88,8 +93,11 @@ PsRequest PsRequest::from_words(std::span<const std::int64_t> w) {
   FAST_ENFORCE(w[3] == 0 || w[3] == 1, "ps request: finite: expected 0 or 1, got {}", w[3]);
   const double lr = std::bit_cast<double>(w[4]);
   FAST_ENFORCE(std::isfinite(lr), "ps request: lr: expected a finite number, got {}", lr);
-  return {.kind = static_cast<Kind>(w[0]), .clock = w[1], .version = static_cast<std::uint64_t>(w[2]),
-          .finite = w[3] == 1, .lr = lr};
+  return {.kind = static_cast<Kind>(w[0]),
+          .clock = w[1],
+          .version = static_cast<std::uint64_t>(w[2]),
+          .finite = w[3] == 1,
+          .lr = lr};
 }
 
 }  // namespace fast::wire

@@ -54,7 +54,8 @@ float rounding_value(int rank, std::size_t i) {
 
 // Each member's result for each algorithm (index in kAlgorithms), collected after the run.
 std::vector<std::vector<std::vector<float>>> results_of(const std::string& runtime_name, int n, std::size_t len) {
-  std::vector<std::vector<std::vector<float>>> out(kAlgorithms.size(), std::vector<std::vector<float>>(static_cast<std::size_t>(n)));
+  std::vector<std::vector<std::vector<float>>> out(kAlgorithms.size(),
+                                                   std::vector<std::vector<float>>(static_cast<std::size_t>(n)));
   runtime::launch({.runtime = runtime_name, .workers = n, .op_timeout_seconds = 600}, [&](Context& ctx) {
     Communicator comm(ctx);
     for (std::size_t a = 0; a < kAlgorithms.size(); ++a) {
@@ -115,8 +116,8 @@ TEST(AllreduceChoice, PicksFewLatenciesForSmallMessagesAndTheRingsBytesForLarge)
   EXPECT_EQ(choose_allreduce(std::size_t{256} << 20, 6, lan), AllreduceAlgorithm::ring);
   // With a local pass (adding received data into one's own) costing as much as a transfer, the
   // ring, which adds while it receives, wins for large messages at a power of two as well.
-  const runtime::NetworkModel local{.latency_seconds = 3e-6, .bandwidth_bytes_per_second = 8e9,
-                                    .local_bytes_per_second = 8e9};
+  const runtime::NetworkModel local{
+      .latency_seconds = 3e-6, .bandwidth_bytes_per_second = 8e9, .local_bytes_per_second = 8e9};
   EXPECT_EQ(choose_allreduce(4096, 4, local), AllreduceAlgorithm::recursive_doubling);
   EXPECT_EQ(choose_allreduce(std::size_t{64} << 20, 4, local), AllreduceAlgorithm::ring);
   // 16 workers on 40 ms links: the ring's 30 latencies (1.2 s) against halving-doubling's 8
@@ -139,8 +140,7 @@ TEST(AllreduceChoice, PicksFewLatenciesForSmallMessagesAndTheRingsBytesForLarge)
   EXPECT_EQ(choose_allreduce(4000000, 16, edge), AllreduceAlgorithm::halving_doubling);
   // One worker costs nothing; every algorithm name round-trips.
   EXPECT_EQ(predicted_seconds(AllreduceAlgorithm::tree, 1000, 1, lan), 0.0);
-  for (const std::string& name : allreduce_algorithm_names())
-    EXPECT_EQ(name_of(parse_allreduce_algorithm(name)), name);
+  for (const std::string& name : allreduce_algorithm_names()) EXPECT_EQ(name_of(parse_allreduce_algorithm(name)), name);
   EXPECT_THROW(parse_allreduce_algorithm("butterfly"), core::InvalidArgument);
 }
 
@@ -167,8 +167,8 @@ namespace {
 
 // Broadcast and all-gather choose between two algorithms by the network model; both are run here
 // by making the model favour one, then the other (a slow network favours Bruck and the binomial
-// tree; a zero-latency one with 8-byte pieces the ring and the pipelined chain), for 1-9 workers and every root, against the
-// closed form (every element is its owner's rank and index, exactly).
+// tree; a zero-latency one with 8-byte pieces the ring and the pipelined chain), for 1-9 workers and every root,
+// against the closed form (every element is its owner's rank and index, exactly).
 class GatherAndBroadcast : public ::testing::TestWithParam<Param> {};
 
 TEST_P(GatherAndBroadcast, EveryAlgorithmDeliversEveryBlockAndTheRootsData) {
@@ -182,7 +182,8 @@ TEST_P(GatherAndBroadcast, EveryAlgorithmDeliversEveryBlockAndTheRootsData) {
         comm.allgather(core::ConstView(std::span<const double>(mine)), core::MutableView(std::span<double>(all)));
         std::size_t bad = 0;
         for (std::size_t k = 0; k < all.size(); ++k)
-          bad += all[k] != 1000.0 * static_cast<double>(k / std::max<std::size_t>(len, 1)) + static_cast<double>(k % std::max<std::size_t>(len, 1));
+          bad += all[k] != 1000.0 * static_cast<double>(k / std::max<std::size_t>(len, 1)) +
+                               static_cast<double>(k % std::max<std::size_t>(len, 1));
         EXPECT_EQ(bad, 0u) << "allgather, latency " << latency << ", length " << len << ", rank " << ctx.rank();
         for (int root = 0; root < n; ++root) {
           std::vector<float> data(len, -1.0f);
@@ -190,7 +191,8 @@ TEST_P(GatherAndBroadcast, EveryAlgorithmDeliversEveryBlockAndTheRootsData) {
             for (std::size_t i = 0; i < len; ++i) data[i] = static_cast<float>(root * 10000 + static_cast<int>(i));
           comm.broadcast(core::MutableView(std::span<float>(data)), root, latency == 0.0 ? 8 : std::size_t{256} << 10);
           std::size_t wrong = 0;
-          for (std::size_t i = 0; i < len; ++i) wrong += data[i] != static_cast<float>(root * 10000 + static_cast<int>(i));
+          for (std::size_t i = 0; i < len; ++i)
+            wrong += data[i] != static_cast<float>(root * 10000 + static_cast<int>(i));
           EXPECT_EQ(wrong, 0u) << "broadcast from " << root << ", latency " << latency << ", length " << len;
         }
       }

@@ -32,9 +32,8 @@ std::size_t allreduce_mismatches(Communicator& comm, std::size_t len, const Allr
     const double expect = options.op == ReduceOp::sum ? sum_of(n, i) : sum_of(n, i) / n;
     const double tol = options.op == ReduceOp::sum ? 0.0 : 1e-6 * std::abs(expect);
     if (std::abs(static_cast<double>(data[i]) - expect) > tol && bad++ < 3)
-      ADD_FAILURE() << name_of(comm.resolve(len * sizeof(T), options)) << ", " << n << " workers, rank "
-                    << comm.rank() << ", length " << len << ", element " << i << ": got " << data[i]
-                    << ", expected " << expect;
+      ADD_FAILURE() << name_of(comm.resolve(len * sizeof(T), options)) << ", " << n << " workers, rank " << comm.rank()
+                    << ", length " << len << ", element " << i << ": got " << data[i] << ", expected " << expect;
   }
   return bad;
 }

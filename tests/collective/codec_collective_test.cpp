@@ -46,7 +46,8 @@ TEST(CodecAllreduce, ErrorFeedbackLosesNothingAndWorkersAgree) {
   constexpr int kWorkers = 4;
   constexpr int kSteps = 6;
   constexpr std::size_t kN = 1001;
-  for (const char* codec : {"fp16", "bf16", "int8:levels=4", "sign", "topk:ratio=0.05", "randk:k=50", "threshold:value=0.9"}) {
+  for (const char* codec :
+       {"fp16", "bf16", "int8:levels=4", "sign", "topk:ratio=0.05", "randk:k=50", "threshold:value=0.9"}) {
     std::vector<std::vector<float>> outputs(kWorkers);
     std::vector<std::vector<double>> residuals(kWorkers);
     std::vector<compress::CompressionStats> stats(kWorkers);
@@ -170,8 +171,7 @@ TEST(CodecAllreduce, DenseAndGatherReductionsOfSparseMessagesAgree) {
     EXPECT_EQ(got[static_cast<std::size_t>(r)], got[0]) << "gather, worker " << r;
     EXPECT_EQ(got[static_cast<std::size_t>(kWorkers + r)], got[kWorkers]) << "dense, worker " << r;
   }
-  for (std::size_t i = 0; i < kN; ++i)
-    ASSERT_NEAR(got[kWorkers][i], got[0][i], 1e-6 * (1 + std::abs(got[0][i]))) << i;
+  for (std::size_t i = 0; i < kN; ++i) ASSERT_NEAR(got[kWorkers][i], got[0][i], 1e-6 * (1 + std::abs(got[0][i]))) << i;
   EXPECT_EQ(std::accumulate(dense_bytes.begin(), dense_bytes.end(), std::uint64_t{0}), 2 * (kWorkers - 1) * 4 * kN);
 }
 
@@ -223,7 +223,8 @@ TEST(ChocoGossip, ConvergesToTheAverageAndKeepsTheSum) {
         avg1 += finals[static_cast<std::size_t>(w)][i] / kWorkers;
       }
       drift = std::max(drift, std::abs(avg1 - avg0));
-      for (int w = 0; w < kWorkers; ++w) worst = std::max(worst, std::abs(finals[static_cast<std::size_t>(w)][i] - avg0));
+      for (int w = 0; w < kWorkers; ++w)
+        worst = std::max(worst, std::abs(finals[static_cast<std::size_t>(w)][i] - avg0));
     }
     EXPECT_LE(drift, 1e-4) << c.codec;
     EXPECT_LE(worst, 1e-3) << c.codec;

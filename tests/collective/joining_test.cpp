@@ -39,7 +39,9 @@ class JoiningContext final : public Context {
                                       runtime::Combine combine) override {
     return inner_.try_recv(peer, tag, dst, combine);
   }
-  core::Work spawn(std::string name, std::function<void()> fn) override { return inner_.spawn(std::move(name), std::move(fn)); }
+  core::Work spawn(std::string name, std::function<void()> fn) override {
+    return inner_.spawn(std::move(name), std::move(fn));
+  }
   std::unique_ptr<runtime::Mutex> make_mutex() override { return inner_.make_mutex(); }
   std::unique_ptr<runtime::CondVar> make_condvar() override { return inner_.make_condvar(); }
   runtime::LinkStats link_stats(int peer) const override { return inner_.link_stats(peer); }
@@ -79,8 +81,9 @@ TEST(Joining, SkippedSetUpCollectivesKeepTheLaterOnesMatched) {
       comm = &*second;
       EXPECT_TRUE(comm->joining());
       std::vector<double> one{1.0};
-      fast::testing::expect_error<core::InvalidUsage>([&] { comm->allreduce(core::MutableView(std::span<double>(one))); },
-                                  {"worker 2 joins a run under way", "end_join()"});
+      fast::testing::expect_error<core::InvalidUsage>(
+          [&] { comm->allreduce(core::MutableView(std::span<double>(one))); },
+          {"worker 2 joins a run under way", "end_join()"});
       comm->skip_collective();
       comm->skip_collective();
       comm->end_join();

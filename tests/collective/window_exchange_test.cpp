@@ -49,8 +49,8 @@ TEST(WindowExchange, ReturnsTheDifferenceAndMovesEveryBlockByItsCoefficient) {
         std::vector<double> m64(1);
         const std::array<double, 2> c64{1.0, -0.5};
         wide_window
-            .exchange_difference(0, ConstView(std::span<const double>(s64)), MutableView(std::span<double>(m64)),
-                                 c64, 1, 1)
+            .exchange_difference(0, ConstView(std::span<const double>(s64)), MutableView(std::span<double>(m64)), c64,
+                                 1, 1)
             .wait();
         EXPECT_EQ(m64[0], 2.75) << codec;
       }
@@ -102,8 +102,9 @@ TEST(WindowExchange, BadRequestsAreRejectedBeforeAnythingIsSent) {
       std::vector<double> dm(3);
       testing::expect_error<core::InvalidArgument>(
           [&] {
-            window.exchange_difference(0, ConstView(std::span<const double>(d)), MutableView(std::span<double>(dm)),
-                                       two, 1)
+            window
+                .exchange_difference(0, ConstView(std::span<const double>(d)), MutableView(std::span<double>(dm)), two,
+                                     1)
                 .wait();
           },
           {"f64", "worker 0", "f32"});

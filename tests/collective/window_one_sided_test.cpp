@@ -110,8 +110,9 @@ TEST_P(OneSided, FetchAccumulateIsAnAtomicCounter) {
     auto counter = [&](std::size_t from) {
       const std::vector<double> one{1.0};
       for (int i = 0; i < kEach; ++i) {
-        window.fetch_accumulate(n - 1, core::ConstView(std::span<const double>(one)),
-                                MutableView(std::span<double>(seen.data() + from + i, 1)), 1)
+        window
+            .fetch_accumulate(n - 1, core::ConstView(std::span<const double>(one)),
+                              MutableView(std::span<double>(seen.data() + from + i, 1)), 1)
             .wait();
       }
     };

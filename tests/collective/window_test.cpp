@@ -12,8 +12,8 @@
 #include "common/views.hpp"
 #include "fast/collective/window.hpp"
 #include "fast/runtime/tag.hpp"
-#include "fast/wire/requests.hpp"
 #include "fast/runtime/threads/world.hpp"
+#include "fast/wire/requests.hpp"
 
 namespace fast::collective {
 namespace {
@@ -61,8 +61,7 @@ TEST(Window, ConcurrentAccumulatesFromEveryActivityAllLand) {
     Window window(comm, "sum", MutableView(std::span<double>(sum)));
     auto hammer = [&](double value) {
       const std::vector<double> one(3, value);
-      for (int k = 0; k < per_activity; ++k)
-        window.accumulate(0, ConstView(std::span<const double>(one))).wait();
+      for (int k = 0; k < per_activity; ++k) window.accumulate(0, ConstView(std::span<const double>(one))).wait();
     };
     Work side = ctx.spawn("second", [&] { hammer(0.25); });
     hammer(1.0);
@@ -89,13 +88,15 @@ TEST(Window, FetchAccumulateIsAnAtomicCounter) {
     const std::vector<double> one{1.0};
     for (int k = 0; k < each; ++k) {
       std::vector<double> before(1);
-      window.fetch_accumulate(0, ConstView(std::span<const double>(one)), MutableView(std::span<double>(before))).wait();
+      window.fetch_accumulate(0, ConstView(std::span<const double>(one)), MutableView(std::span<double>(before)))
+          .wait();
       seen.push_back(before[0]);
     }
     std::vector<double> all(static_cast<std::size_t>(n * each));
     comm.allgather(ConstView(std::span<const double>(seen)), MutableView(std::span<double>(all)));
     std::sort(all.begin(), all.end());
-    for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], static_cast<double>(i)) << "value taken twice or skipped";
+    for (std::size_t i = 0; i < all.size(); ++i)
+      ASSERT_EQ(all[i], static_cast<double>(i)) << "value taken twice or skipped";
     window.close();
   });
 }
@@ -116,8 +117,7 @@ TEST(Window, FetchAverageReturnsTheOldValueAndAveragesInPlace) {
       EXPECT_EQ(before, (std::vector<float>{4.0f, 8.0f, -2.0f}));
       const std::vector<double> src64{0.0, 0.3};
       std::vector<double> before64(2);
-      wide_window
-          .fetch_average(0, ConstView(std::span<const double>(src64)), MutableView(std::span<double>(before64)))
+      wide_window.fetch_average(0, ConstView(std::span<const double>(src64)), MutableView(std::span<double>(before64)))
           .wait();
       EXPECT_EQ(before64, (std::vector<double>{1.0, 0.1}));
       std::vector<float> wrong(2);

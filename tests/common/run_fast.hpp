@@ -64,5 +64,4 @@ inline FastResult run_fast_in(const std::filesystem::path& dir, const std::strin
   return run_command(command);
 }
 
-
 }  // namespace fast::testing

@@ -31,8 +31,8 @@ inline constexpr int kRunTimeScale = 1;
 inline constexpr int kStartBound = 60 * kRunTimeScale;
 
 struct Spawned {
-  pid_t pid = -1;              // the shell, leader of the group; -1 when it could not start
-  std::filesystem::path log;   // its stdout and stderr
+  pid_t pid = -1;             // the shell, leader of the group; -1 when it could not start
+  std::filesystem::path log;  // its stdout and stderr
 };
 
 // `command` run by /bin/sh in dir, in a new process group, its output in dir / log_name.

@@ -32,7 +32,8 @@ struct TestDirParents {
 // the process failed.
 inline std::filesystem::path test_dir(const std::string& prefix, const std::string& name) {
   static TestDirParents made;
-  const std::filesystem::path parent = std::filesystem::temp_directory_path() / (prefix + "_" + std::to_string(::getpid()));
+  const std::filesystem::path parent =
+      std::filesystem::temp_directory_path() / (prefix + "_" + std::to_string(::getpid()));
   const std::filesystem::path dir = parent / name;
   std::filesystem::create_directories(dir);
   made.parents.insert(parent);

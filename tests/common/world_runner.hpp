@@ -7,16 +7,16 @@
 // did not end as expected. mpi runs the same way under one `mpirun -np N --oversubscribe` child,
 // started in a process group of its own so that the parent can kill it and its ranks together.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -38,16 +38,18 @@ extern char** environ;
 namespace fast::testing {
 
 struct WorldCase {
-  std::string runtime;     // threads | sim | zmq | mpi
-  int workers = 2;         // in the whole world
-  std::string transport;   // zmq: ipc | tcp
+  std::string runtime;    // threads | sim | zmq | mpi
+  int workers = 2;        // in the whole world
+  std::string transport;  // zmq: ipc | tcp
   int workers_per_process = 1;
   long long shm_bytes = -1;  // zmq: FAST_SHM_BYTES, the shared-memory ring per pair (0: none); -1: the default
   bool insecure = false;     // zmq: FAST_INSECURE=1, no CURVE: every frame's payload carries its checksum
   std::string name() const {
     return runtime + (transport.empty() ? "" : "_" + transport) + "_" + std::to_string(workers) + "workers" +
            (workers_per_process > 1 ? "_" + std::to_string(workers_per_process) + "perprocess" : "") +
-           (shm_bytes == 0 ? "_noshm" : shm_bytes > 0 ? "_shm" + std::to_string(shm_bytes >> 10) + "KiB" : "") +
+           (shm_bytes == 0  ? "_noshm"
+            : shm_bytes > 0 ? "_shm" + std::to_string(shm_bytes >> 10) + "KiB"
+                            : "") +
            (insecure ? "_insecure" : "");
   }
 };
@@ -63,10 +65,9 @@ struct Children {
   std::filesystem::path dir;  // the processes' logs and, unless insecure, the run's key pair (run.key) and allow-list
   std::vector<pid_t> pids;
   std::vector<std::filesystem::path> logs;
-  bool process_group = false;  // each pid leads a process group, killed as a whole (mpirun and its ranks)
+  bool process_group = false;     // each pid leads a process group, killed as a whole (mpirun and its ranks)
   std::size_t ranks_per_log = 1;  // tests each log must show passed (mpirun: one per rank)
 };
-
 
 #if FAST_TEST_HAS_ZMQ
 inline Children spawn_children(const WorldCase& c, const std::map<std::string, std::string>& extra_env) {
@@ -81,7 +82,8 @@ inline Children spawn_children(const WorldCase& c, const std::map<std::string, s
   std::map<std::string, std::string> env = {
       {"FAST_TEST_CHILD", "1"},
       {"FAST_RENDEZVOUS", "127.0.0.1:" + std::to_string(runtime::zmq::free_loopback_port())},
-      {"FAST_WORLD_SIZE", std::to_string(processes)}, {"FAST_TRANSPORT", c.transport},
+      {"FAST_WORLD_SIZE", std::to_string(processes)},
+      {"FAST_TRANSPORT", c.transport},
       {"FAST_TEST_WORKERS_PER_PROCESS", std::to_string(c.workers_per_process)}};
   if (c.insecure) {
     env["FAST_INSECURE"] = "1";
@@ -119,8 +121,10 @@ inline Children spawn_children(const WorldCase& c, const std::map<std::string, s
     pid_t pid = -1;
     const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, envp.data());
     posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) ADD_FAILURE() << "posix_spawn failed: " << rc;
-    else children.pids.push_back(pid);
+    if (rc != 0)
+      ADD_FAILURE() << "posix_spawn failed: " << rc;
+    else
+      children.pids.push_back(pid);
   }
   return children;
 }
@@ -158,11 +162,14 @@ inline Children spawn_mpirun(const WorldCase& c, const std::map<std::string, std
   std::filesystem::remove_all(children.dir);
   std::filesystem::create_directories(children.dir);
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::map<std::string, std::string> env = {{"FAST_TEST_CHILD", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-                                            {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  std::map<std::string, std::string> env = {
+      {"FAST_TEST_CHILD", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
   for (const auto& [k, v] : extra_env) env[k] = v;
   Environment environment(env);
-  std::vector<std::string> args = {"mpirun", "-np", std::to_string(c.workers), "--oversubscribe",
+  std::vector<std::string> args = {"mpirun",
+                                   "-np",
+                                   std::to_string(c.workers),
+                                   "--oversubscribe",
                                    std::filesystem::read_symlink("/proc/self/exe").string(),
                                    std::string("--gtest_filter=") + info->test_suite_name() + "." + info->name(),
                                    "--gtest_color=no"};  // mpirun gives its ranks a terminal
@@ -182,8 +189,10 @@ inline Children spawn_mpirun(const WorldCase& c, const std::map<std::string, std
   const int rc = posix_spawnp(&pid, "mpirun", &actions, &attributes, argv.data(), environment.pointers.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
-  if (rc != 0) ADD_FAILURE() << "cannot start mpirun: " << std::strerror(rc);
-  else children.pids.push_back(pid);
+  if (rc != 0)
+    ADD_FAILURE() << "cannot start mpirun: " << std::strerror(rc);
+  else
+    children.pids.push_back(pid);
   children.process_group = true;
   children.ranks_per_log = static_cast<std::size_t>(c.workers);
   return children;
@@ -249,7 +258,8 @@ inline void run_world(const WorldCase& c, const runtime::WorkerFn& fn, runtime::
     return;
   }
   if (is_test_child()) {
-    if (c.runtime == "zmq") options.process.workers_per_process = std::atoi(std::getenv("FAST_TEST_WORKERS_PER_PROCESS"));
+    if (c.runtime == "zmq")
+      options.process.workers_per_process = std::atoi(std::getenv("FAST_TEST_WORKERS_PER_PROCESS"));
     runtime::launch(options, fn);
     return;
   }

@@ -27,9 +27,6 @@ std::vector<float> random_values(std::size_t n, std::uint32_t seed, float lo = -
   return x;
 }
 
-
-
-
 // --- conversions -------------------------------------------------------------------------------
 
 TEST(Half, KnownFp16Encodings) {
@@ -37,13 +34,13 @@ TEST(Half, KnownFp16Encodings) {
   EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
   EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
   EXPECT_EQ(f32_to_f16(65519.0f), 0x7bff);
-  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);                   // halfway to 2^16: ties to even = inf
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);      // smallest subnormal
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);      // halfway to 0: ties to even
-  EXPECT_EQ(f32_to_f16(std::ldexp(3.0f, -25)), 0x0002);      // 1.5 ulp: ties to even
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -14)), 0x0400);      // smallest normal
-  EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);       // tie, even below
-  EXPECT_EQ(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);   // tie, even above
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);                          // halfway to 2^16: ties to even = inf
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);             // smallest subnormal
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);             // halfway to 0: ties to even
+  EXPECT_EQ(f32_to_f16(std::ldexp(3.0f, -25)), 0x0002);             // 1.5 ulp: ties to even
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -14)), 0x0400);             // smallest normal
+  EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie, even below
+  EXPECT_EQ(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie, even above
   EXPECT_EQ(f32_to_f16(INFINITY), 0x7c00);
   EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(NAN))));
 }
@@ -88,8 +85,8 @@ TEST(Half, Fp16MatchesAnIndependentRoundingOnAMillionBitPatterns) {
 
 TEST(Half, KnownBf16Encodings) {
   EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
-  EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);      // tie, even below
-  EXPECT_EQ(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);  // tie, even above
+  EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);                           // tie, even below
+  EXPECT_EQ(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);                       // tie, even above
   EXPECT_EQ(f32_to_bf16(-1.0f - std::ldexp(1.0f, -8) - std::ldexp(1.0f, -20)), 0xbf81);  // above the tie
   EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(NAN))));
 }
@@ -341,8 +338,14 @@ TEST(Codec, RandkSendsKValuesAtSeededIndices) {
   const auto y1 = decode(*other, p1, x.size());
   const auto y2 = decode(*other, p2, x.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
-    if (y1[i] != 0) { ASSERT_EQ(y1[i], x[i]); s1.insert(i); }
-    if (y2[i] != 0) { ASSERT_EQ(y2[i], x[i]); s2.insert(i); }
+    if (y1[i] != 0) {
+      ASSERT_EQ(y1[i], x[i]);
+      s1.insert(i);
+    }
+    if (y2[i] != 0) {
+      ASSERT_EQ(y2[i], x[i]);
+      s2.insert(i);
+    }
   }
   EXPECT_EQ(s1.size(), 50u);
   EXPECT_EQ(s2.size(), 50u);
@@ -392,8 +395,8 @@ TEST(Codec, EmptyInputRoundTripsForEveryCodec) {
 
 // --- malformed payloads ------------------------------------------------------------------------
 
-const char* const kSpecs[] = {"none",     "fp16",      "bf16",       "int8",     "sign",
-                              "topk:k=4", "randk:k=4", "threshold:value=0.5", "powersgd"};
+const char* const kSpecs[] = {"none",    "fp16", "bf16", "int8", "sign", "topk:k=4", "randk:k=4", "threshold:value=0.5",
+                              "powersgd"};
 
 TEST(CodecMalformed, HeaderDefectsAreRejectedForEveryCodec) {
   const auto x = random_values(21, 13);
@@ -420,7 +423,6 @@ TEST(CodecMalformed, HeaderDefectsAreRejectedForEveryCodec) {
     expect_rejected(*c, good, x.size() + 1, "n = 21");  // wrong n for the output
   }
 }
-
 
 // Sparse body (format version 2 and 3): u64 k at 16, u8 form at 24, k f32 values at 25, the index section at 25 + 4k.
 std::vector<std::uint8_t> sparse_payload(std::size_t n, std::size_t k, std::uint8_t form,
@@ -452,7 +454,7 @@ TEST(Codec, SparseIndexFormsDecodeToTheSameVector) {
   auto c = make_codec("topk:k=3");
   const std::vector<float> expected{0, 1, 0, 0, 2, 0, 0, 0, 0, 3, 0};  // indices 1, 4, 9 of n = 11
   EXPECT_EQ(decode(*c, sparse_payload(11, 3, 0, u32s({1, 4, 9})), 11), expected);
-  EXPECT_EQ(decode(*c, sparse_payload(11, 3, 1, {1, 2, 4}), 11), expected);  // gaps 1, 4-1-1, 9-4-1
+  EXPECT_EQ(decode(*c, sparse_payload(11, 3, 1, {1, 2, 4}), 11), expected);     // gaps 1, 4-1-1, 9-4-1
   EXPECT_EQ(decode(*c, sparse_payload(11, 3, 2, {0x12, 0x02}), 11), expected);  // bits 1, 4, 9
   // A multi-byte varint: index 300 = 0xac 0x02.
   std::vector<float> big(400, 0.0f);
@@ -532,7 +534,7 @@ TEST(CodecMalformed, SparseBodyDefectsAreRejected) {
   // delta form
   expect_rejected(*c, sparse_payload(n, 3, 1, {1, 2}), n, "truncated delta");
   expect_rejected(*c, sparse_payload(n, 3, 1, {1, 2, 4, 0}), n, "trailing");
-  expect_rejected(*c, sparse_payload(n, 3, 1, {1, 2, 6}), n, "out of range");  // 1, 4, 11
+  expect_rejected(*c, sparse_payload(n, 3, 1, {1, 2, 6}), n, "out of range");        // 1, 4, 11
   expect_rejected(*c, sparse_payload(n, 3, 1, {1, 2, 0x81}), n, "truncated delta");  // continuation bit at the end
   expect_rejected(*c, sparse_payload(n, 3, 1, {1, 2, 0xff, 0xff, 0xff, 0xff, 0x0f}), n, "out of range");
   expect_rejected(*c, sparse_payload(n, 3, 1, {1, 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}), n, "longer than 5 bytes");

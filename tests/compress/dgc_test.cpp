@@ -77,27 +77,27 @@ TEST(Dgc, MomentumCorrectionConservesTheDenseMomentumSumInClosedForm) {
   constexpr double kM = 0.9, kLr = 0.01;
   constexpr int kT = 60;
   for (const bool decaying : {false, true})
-  for (double ratio : {0.01, 0.1, 1.0}) {
-    DgcRun run({.momentum = kM, .masking = false, .ratio = ratio}, ratio);
-    double factor = 0;  // sum_t lr_t (1 - m^(t+1)) / (1 - m), term by term under the schedule
-    for (int t = 0; t < kT; ++t) {
-      for (std::size_t i = 0; i < kN; ++i) run.g[i] = static_cast<float>(std::cos(0.7 * static_cast<double>(i)));
-      const double lr = decaying ? cosine_lr(t, kT) : kLr;
-      run.step(t, lr);
-      factor += lr * (1 - std::pow(kM, t + 1)) / (1 - kM);
+    for (double ratio : {0.01, 0.1, 1.0}) {
+      DgcRun run({.momentum = kM, .masking = false, .ratio = ratio}, ratio);
+      double factor = 0;  // sum_t lr_t (1 - m^(t+1)) / (1 - m), term by term under the schedule
+      for (int t = 0; t < kT; ++t) {
+        for (std::size_t i = 0; i < kN; ++i) run.g[i] = static_cast<float>(std::cos(0.7 * static_cast<double>(i)));
+        const double lr = decaying ? cosine_lr(t, kT) : kLr;
+        run.step(t, lr);
+        factor += lr * (1 - std::pow(kM, t + 1)) / (1 - kM);
+      }
+      if (!decaying) {  // the sum in closed form
+        const double closed = kLr * (kT - kM * (1 - std::pow(kM, kT)) / (1 - kM)) / (1 - kM);
+        ASSERT_NEAR(factor, closed, 1e-12 * closed);
+      }
+      const std::span<const double> residual = run.feedback.residual(0);
+      for (std::size_t i = 0; i < kN; ++i) {
+        const double c = static_cast<float>(std::cos(0.7 * static_cast<double>(i)));
+        const double expect = c * factor;
+        ASSERT_NEAR(run.sent_sum[i] + residual[i], expect, 2e-5 * std::abs(expect) + 1e-9)
+            << (decaying ? "cosine lr" : "constant lr") << ", ratio " << ratio << ", element " << i;
+      }
     }
-    if (!decaying) {  // the sum in closed form
-      const double closed = kLr * (kT - kM * (1 - std::pow(kM, kT)) / (1 - kM)) / (1 - kM);
-      ASSERT_NEAR(factor, closed, 1e-12 * closed);
-    }
-    const std::span<const double> residual = run.feedback.residual(0);
-    for (std::size_t i = 0; i < kN; ++i) {
-      const double c = static_cast<float>(std::cos(0.7 * static_cast<double>(i)));
-      const double expect = c * factor;
-      ASSERT_NEAR(run.sent_sum[i] + residual[i], expect, 2e-5 * std::abs(expect) + 1e-9)
-          << (decaying ? "cosine lr" : "constant lr") << ", ratio " << ratio << ", element " << i;
-    }
-  }
 }
 
 // On the quadratic the gradients depend on where DGC's delayed updates took x; recomputing dense
@@ -212,7 +212,8 @@ TEST(Dgc, TheUpdateIsTheVelocityAtTheRateOfItsOwnStep) {
     Dgc dgc({.momentum = 0.5, .nesterov = nesterov, .ratio = 1.0}, 2);
     std::vector<float> g{1, 2};
     ASSERT_TRUE(dgc.accumulate(g, x, 0.1));  // u_0 = g
-    const std::vector<float> first = nesterov ? std::vector<float>{0.1f * 1.5f, 0.1f * 3.0f} : std::vector<float>{0.1f, 0.2f};
+    const std::vector<float> first =
+        nesterov ? std::vector<float>{0.1f * 1.5f, 0.1f * 3.0f} : std::vector<float>{0.1f, 0.2f};
     EXPECT_FLOAT_EQ(g[0], first[0]);
     EXPECT_FLOAT_EQ(g[1], first[1]);
     std::vector<float> g2{4, -2};
@@ -297,7 +298,7 @@ TEST(Dgc, WarmupDensitiesDecayExponentially) {
   EXPECT_DOUBLE_EQ(dgc.density(100), 0.001);
   EXPECT_DOUBLE_EQ(dgc.density(1000), 0.001);
   for (int t = 1; t < 100; ++t) EXPECT_LT(dgc.density(t), dgc.density(t - 1)) << t;
-  EXPECT_DOUBLE_EQ(Dgc({.ratio = 0.01}, 1).density(0), 0.01);                                  // no warm-up
+  EXPECT_DOUBLE_EQ(Dgc({.ratio = 0.01}, 1).density(0), 0.01);                                         // no warm-up
   EXPECT_DOUBLE_EQ(Dgc({.ratio = 0.3, .warmup_ratio = 0.25, .warmup_steps = 9}, 1).density(0), 0.3);  // r0 <= r
 }
 

@@ -33,7 +33,8 @@ TEST(CodecFuzz, CorruptedPayloadsDecodeOrAreRejectedCleanly) {
       std::vector<std::uint8_t> p(good.begin(), good.end());
       switch (trial % 3) {
         case 0:  // flip 1-3 bytes anywhere
-          for (int f = 0, m = 1 + int(g() % 3); f < m; ++f) p[g() % p.size()] ^= static_cast<std::uint8_t>(1 + g() % 255);
+          for (int f = 0, m = 1 + int(g() % 3); f < m; ++f)
+            p[g() % p.size()] ^= static_cast<std::uint8_t>(1 + g() % 255);
           break;
         case 1:  // truncate
           p.resize(g() % p.size());

@@ -47,6 +47,8 @@ inline void expect_rejected(const Codec& c, const std::vector<std::uint8_t>& pay
 }
 
 // Writes v at byte `at` of p (host order, as the payload headers are).
-inline void put_u64(std::vector<std::uint8_t>& p, std::size_t at, std::uint64_t v) { std::memcpy(p.data() + at, &v, 8); }
+inline void put_u64(std::vector<std::uint8_t>& p, std::size_t at, std::uint64_t v) {
+  std::memcpy(p.data() + at, &v, 8);
+}
 
 }  // namespace fast::compress::payloads

@@ -60,8 +60,6 @@ core::Layout matrix_then_bias(std::size_t rows, std::size_t cols, std::size_t bi
           core::TensorBlock{rows * cols, bias, 1, {bias}, "b"}};
 }
 
-
-
 double frobenius_error(const std::vector<float>& a, const std::vector<float>& b, std::size_t from, std::size_t to) {
   double s = 0;
   for (std::size_t i = from; i < to; ++i) s += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
@@ -206,9 +204,10 @@ TEST(PowerSgd, AllReduceCompositionApproximatesTheMeanGradient) {
     states[w].compute_p(grads[w], local);
     for (std::size_t i = 0; i < p.size(); ++i) p[i] += local[i];
   }
-  for (auto& s : states) EXPECT_EQ(std::vector<float>(s.q().begin(), s.q().end()),
-                                   std::vector<float>(states[0].q().begin(), states[0].q().end()));
-  states[0].orthonormalise(p);  // step 3 (identical on every worker)
+  for (auto& s : states)
+    EXPECT_EQ(std::vector<float>(s.q().begin(), s.q().end()),
+              std::vector<float>(states[0].q().begin(), states[0].q().end()));
+  states[0].orthonormalise(p);           // step 3 (identical on every worker)
   for (std::size_t w = 0; w < W; ++w) {  // steps 4-5: local Q, summed, / W
     local.assign(q.size(), 0.0f);
     states[w].compute_q(grads[w], p, local);
@@ -222,7 +221,7 @@ TEST(PowerSgd, AllReduceCompositionApproximatesTheMeanGradient) {
     err += (out[i] - mean[i]) * (out[i] - mean[i]);
     scale += mean[i] * mean[i];
   }
-  EXPECT_LE(std::sqrt(err), 1e-4 * std::sqrt(scale));  // float32 rounding of P, Q and the sums
+  EXPECT_LE(std::sqrt(err), 1e-4 * std::sqrt(scale));                     // float32 rounding of P, Q and the sums
   for (std::size_t i = rows * cols; i < n; ++i) EXPECT_EQ(out[i], 0.0f);  // dense part: not touched
   EXPECT_EQ(states[0].dense_ranges().size(), 1u);
   EXPECT_EQ(states[0].dense_ranges()[0], std::make_pair(rows * cols, n));
@@ -253,8 +252,6 @@ TEST(PowerSgd, ErrorFeedbackResidualCarriesWhatTheLowRankMissed) {
   EXPECT_GT(res, 0.0);  // rank 2 of a full-rank 20 x 15 stream: something is left behind
   for (std::size_t i = rows * cols; i < n; ++i) EXPECT_NEAR(r[i], 0.0, 1e-6);  // the bias travels exactly
 }
-
-
 
 TEST(PowerSgd, MalformedPayloadsAreRejected) {
   const std::size_t rows = 6, cols = 5, bias = 3, n = rows * cols + bias;
@@ -299,7 +296,8 @@ TEST(PowerSgd, OptionsAndLayoutsAreValidated) {
   EXPECT_NO_THROW(make_codec("powersgd:rank=1,warm_start=false"));
   const core::Layout overlap{core::TensorBlock{0, 20, 4, {4, 5}, "a"}, core::TensorBlock{10, 20, 4, {4, 5}, "b"}};
   EXPECT_THROW(PowerSgdState(overlap, 40, {}), InvalidArgument);
-  const core::Layout vector_then_matrix{core::TensorBlock{0, 20, 1, {20}, "v"}, core::TensorBlock{10, 20, 4, {4, 5}, "m"}};
+  const core::Layout vector_then_matrix{core::TensorBlock{0, 20, 1, {20}, "v"},
+                                        core::TensorBlock{10, 20, 4, {4, 5}, "m"}};
   EXPECT_THROW(PowerSgdState(vector_then_matrix, 40, {}), InvalidArgument);
   const core::Layout outside{core::TensorBlock{0, 20, 4, {4, 5}, "a"}};
   EXPECT_THROW(PowerSgdState(outside, 10, {}), InvalidArgument);

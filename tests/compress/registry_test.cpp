@@ -21,8 +21,8 @@ std::string error_of(const std::string& spec) {
 }
 
 TEST(CodecRegistry, NamesInRegistryOrder) {
-  EXPECT_EQ(codec_names(),
-            (std::vector<std::string>{"none", "fp16", "bf16", "int8", "sign", "topk", "randk", "threshold", "powersgd"}));
+  EXPECT_EQ(codec_names(), (std::vector<std::string>{"none", "fp16", "bf16", "int8", "sign", "topk", "randk",
+                                                     "threshold", "powersgd"}));
   for (const auto& name : codec_names()) {
     auto c = make_codec(name == "threshold" ? "threshold:value=0.1" : name);
     EXPECT_EQ(c->name(), name);
@@ -36,7 +36,7 @@ TEST(CodecRegistry, OptionsAreParsed) {
   EXPECT_EQ(make_codec("topk:ratio=0.25")->encoded_bytes(100), sparse_bound(100, 25));
   EXPECT_EQ(make_codec("topk:k=7")->encoded_bytes(100), sparse_bound(100, 7));
   EXPECT_EQ(make_codec("topk")->encoded_bytes(1000), sparse_bound(1000, 10));  // default ratio 0.01
-  EXPECT_EQ(make_codec("topk")->encoded_bytes(5), sparse_bound(5, 1));        // at least one
+  EXPECT_EQ(make_codec("topk")->encoded_bytes(5), sparse_bound(5, 1));         // at least one
   EXPECT_EQ(make_codec("randk:ratio=0.5")->encoded_bytes(10), 16 + 16 + 4 * 5u);
   EXPECT_EQ(make_codec("int8:levels=1")->encoded_bytes(10), 16 + 5 + 4 + 10u);
   EXPECT_EQ(make_codec("int8:bucket=4")->encoded_bytes(10), 16 + 5 + 12 + 10u);

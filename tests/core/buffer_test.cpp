@@ -82,7 +82,6 @@ TEST(AllFinite, DetectsNanAndInfinityAnywhereOnEveryPath) {
   EXPECT_TRUE(all_finite(v));
 }
 
-
 TEST(AllFinite, EveryPositionIsChecked) {
   std::vector<float> v(67, 1.0f);
   EXPECT_TRUE(all_finite(std::span<const float>()));

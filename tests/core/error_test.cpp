@@ -34,9 +34,7 @@ TEST(Enforce, PassingChecksDoNotThrow) {
   EXPECT_NO_THROW(FAST_ENFORCE_EQ(2, 2, "never"));
 }
 
-TEST(Enforce, AsThrowsChosenType) {
-  EXPECT_THROW(FAST_ENFORCE_AS(InvalidUsage, false, "order"), InvalidUsage);
-}
+TEST(Enforce, AsThrowsChosenType) { EXPECT_THROW(FAST_ENFORCE_AS(InvalidUsage, false, "order"), InvalidUsage); }
 
 TEST(WorkBasics, DefaultIsCompletedAndFailedRethrows) {
   Work ok;

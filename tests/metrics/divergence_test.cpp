@@ -60,10 +60,11 @@ TEST(Divergence, ChanceAccuracyWithAGrowingNormIsDivergence) {
   const auto sign = check.on_evaluation(200, 0.10, 2.31, 354.0);
   ASSERT_TRUE(sign.has_value());
   EXPECT_EQ(sign->kind, Kind::chance_with_growing_norm);
-  EXPECT_EQ(sign->describe(), "worker 0: test accuracy 0.1000 (chance) at step 200 while the parameter norm grew to 354");
+  EXPECT_EQ(sign->describe(),
+            "worker 0: test accuracy 0.1000 (chance) at step 200 while the parameter norm grew to 354");
   // The boundaries: chance is <= 1.5 / classes, growth >= 2x the initial norm AND more than the
   // previous evaluation's norm.
-  DivergenceCheck edge(0, 10.0, 4);  // chance 0.25, bound 0.375
+  DivergenceCheck edge(0, 10.0, 4);                                   // chance 0.25, bound 0.375
   EXPECT_FALSE(edge.on_evaluation(1, 0.376, 2.0, 40.0).has_value());  // above the accuracy bound
   EXPECT_FALSE(edge.on_evaluation(2, 0.375, 2.0, 30.0).has_value());  // norm fell since the last one
   EXPECT_TRUE(edge.on_evaluation(3, 0.375, 2.0, 30.5).has_value());   // at the bound, growing, >= 2x

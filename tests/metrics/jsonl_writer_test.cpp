@@ -6,9 +6,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_dir.hpp"
 #include "fast/core/error.hpp"
 #include "fast/metrics/jsonl_writer.hpp"
-#include "common/test_dir.hpp"
 
 namespace fast::metrics {
 namespace {

@@ -22,7 +22,7 @@ TEST(Adam, FirstStepMovesEachParameterByLrTimesSignOfGradient) {
     EXPECT_NEAR(p[i], expected, 1e-7) << "g = " << gi;
   }
   EXPECT_NEAR(p[4], 0.5 - lr / 2, 1e-7);  // |g| = eps: half a step
-  EXPECT_EQ(p[5], 0.5f);                        // no gradient, no move
+  EXPECT_EQ(p[5], 0.5f);                  // no gradient, no move
 }
 
 TEST(Adam, ConstantGradientMovesByLrEveryStep) {

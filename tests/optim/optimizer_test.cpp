@@ -4,9 +4,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/error_message.hpp"
 #include "fast/core/error.hpp"
 #include "fast/optim/optimizer.hpp"
-#include "common/error_message.hpp"
 
 namespace fast::optim {
 namespace {
@@ -110,8 +110,7 @@ TEST(OptimizerStep, OverlappingParamsAndGradsAreRejected) {
   auto opt = make_optimizer({.name = "sgd"}, 4);
   std::vector<float> buf(6, 1.0f);
   std::span<float> all(buf);
-  expect_error<InvalidArgument>([&] { opt->step(all.subspan(0, 4), all.subspan(2, 4), 0.1); },
-                                {"sgd step", "overlap"});
+  expect_error<InvalidArgument>([&] { opt->step(all.subspan(0, 4), all.subspan(2, 4), 0.1); }, {"sgd step", "overlap"});
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/error_message.hpp"
 #include "fast/core/error.hpp"
 #include "fast/optim/schedule.hpp"
-#include "common/error_message.hpp"
 
 namespace fast::optim {
 namespace {

@@ -90,28 +90,31 @@ TEST(Cluster, ErrorsNameFileKeyExpectedAndGot) {
   expect_error("[hosts]\ncount = \"many\"", "'hosts.count': expected an integer, got the string 'many'");
   expect_error("[hosts]\ncount = 0", "'hosts.count': expected an integer in [1, 1000000], got 0");
   expect_error("[hosts]\nspeed = \"fast\"", "'hosts.speed': expected a speed (a number with a unit");
-  expect_error("[hosts]\nmemory_bandwidth = -1", "'hosts.memory_bandwidth': expected a positive memory bandwidth, got -1");
+  expect_error("[hosts]\nmemory_bandwidth = -1",
+               "'hosts.memory_bandwidth': expected a positive memory bandwidth, got -1");
   expect_error("[hosts]\ncount = 2\nfactors = [1]", "'hosts.factors': expected one factor per host (2), got 1");
   expect_error("[hosts]\ndistribution = \"normal:1-2\"", "expected \"uniform:LO-HI\"");
-  expect_error("[network]\ntopology = \"ring\"", "'network.topology': expected one of star, full, torus, fat-tree, got 'ring'");
+  expect_error("[network]\ntopology = \"ring\"",
+               "'network.topology': expected one of star, full, torus, fat-tree, got 'ring'");
   expect_error("[network]\nbandwidth = \"10 furlongs\"", "'network.bandwidth': expected a bandwidth");
   expect_error("[network]\nlatency = true", "'network.latency': expected a duration");
   expect_error("[network]\nmodel = \"IB\"", "'network.model': expected CM02 or LV08, got 'IB'");
-  expect_error("[hosts]\ncount = 6\n[network]\ntopology = \"torus\"\ntorus = [2, 2]", "product is the host count 6, got 4");
+  expect_error("[hosts]\ncount = 6\n[network]\ntopology = \"torus\"\ntorus = [2, 2]",
+               "product is the host count 6, got 4");
   expect_error("[stragglers]\nprobability = 2", "'stragglers.probability': expected a value in [0, 1], got 2");
   expect_error("[stragglers]\nfactor = 0.5", "'stragglers.factor': expected a value >= 1");
-  expect_error("[hosts]\ncount = 2\n[[failures]]\nhost = 5\noff = 1", "'failures[0].host': expected a host index in [0, 2), got 5");
+  expect_error("[hosts]\ncount = 2\n[[failures]]\nhost = 5\noff = 1",
+               "'failures[0].host': expected a host index in [0, 2), got 5");
   expect_error("[[failures]]\nhost = 0", "'failures[0].off': missing");
   expect_error("[[failures]]\nhost = 0\noff = 3\non = 2", "'failures[0].on': expected a time after off (3), got 2");
   // A host off from time 0 would never join the run (its set-up collectives need every worker).
-  expect_error("[[failures]]\nhost = 0\noff = 0", "'failures[0].off': expected a time > 0, got 0; a host that is off from the start never joins the run");
+  expect_error("[[failures]]\nhost = 0\noff = 0",
+               "'failures[0].off': expected a time > 0, got 0; a host that is off from the start never joins the run");
   expect_error("[[speed_profiles]]\nhost = 0\ntimes = [0]\nfactors = [2]", "expected factors in (0, 1], got 2");
   expect_error("[hosts\ncount = 1", "line 1");
 }
 
-TEST(Cluster, MissingFileIsAnIoError) {
-  EXPECT_THROW(load_cluster("/nonexistent/cluster.toml"), core::IoError);
-}
+TEST(Cluster, MissingFileIsAnIoError) { EXPECT_THROW(load_cluster("/nonexistent/cluster.toml"), core::IoError); }
 
 TEST(Cluster, ShippedClustersLoad) {
   const std::filesystem::path dir = std::filesystem::path(FAST_TEST_SOURCE_DIR) / "clusters";
@@ -161,10 +164,11 @@ TEST(Cluster, SimGridPlatformXmlIsAccepted) {
 
 TEST(Cluster, ShippedClustersBuildAndRun) {
   // Each generated topology builds; a worker on every host exchanges with its neighbour.
-  for (const std::string& text : {std::string("[hosts]\ncount = 4\n[network]\ntopology = \"star\"\nbackbone_bandwidth = 1e9"),
-                                 std::string("[hosts]\ncount = 4\n[network]\ntopology = \"full\""),
-                                 std::string("[hosts]\ncount = 4\n[network]\ntopology = \"torus\"\ntorus = [2, 2]"),
-                                 std::string("[hosts]\ncount = 4\n[network]\ntopology = \"fat-tree\"\nfat_tree = \"2;2,2;1,2;1,1\"")}) {
+  for (const std::string& text :
+       {std::string("[hosts]\ncount = 4\n[network]\ntopology = \"star\"\nbackbone_bandwidth = 1e9"),
+        std::string("[hosts]\ncount = 4\n[network]\ntopology = \"full\""),
+        std::string("[hosts]\ncount = 4\n[network]\ntopology = \"torus\"\ntorus = [2, 2]"),
+        std::string("[hosts]\ncount = 4\n[network]\ntopology = \"fat-tree\"\nfat_tree = \"2;2,2;1,2;1,1\"")}) {
     const Cluster c = parse_cluster(text, "inline.toml");
     sim::World world({.size = 4, .cluster = c});
     world.run([&](Context& ctx) {

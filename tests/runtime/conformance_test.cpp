@@ -6,8 +6,8 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <atomic>
+#include <cstdio>
 #include <fstream>
 #include <numeric>
 #include <set>
@@ -69,7 +69,8 @@ TEST_P(Conformance, MessagesOfOnePeerAndTagArriveInOrder) {
     std::vector<std::vector<float>> out;
     for (int i = 0; i < 5; ++i) out.push_back(std::vector<float>(length(i), static_cast<float>(ctx.rank() * 100 + i)));
     std::vector<Work> sends;
-    for (int i = 0; i < 5; ++i) sends.push_back(ctx.send(next, user_tag(i < 3 ? 1 : 2), cview(out[static_cast<std::size_t>(i)])));
+    for (int i = 0; i < 5; ++i)
+      sends.push_back(ctx.send(next, user_tag(i < 3 ? 1 : 2), cview(out[static_cast<std::size_t>(i)])));
     std::vector<std::vector<float>> in;
     for (int i = 0; i < 5; ++i) in.push_back(std::vector<float>(length(i)));
     ctx.recv(prev, user_tag(2), mview(in[3])).wait();  // the other tag first
@@ -97,7 +98,8 @@ TEST_P(Conformance, ManyLargeMessagesBeforeAnyReceiveArriveIntactAndInOrder) {
       for (int i = 0; i < kMessages; ++i)
         for (std::size_t k = 0; k < kLength; ++k) out[static_cast<std::size_t>(i)][k] = value(ctx.rank(), round, i, k);
       std::vector<Work> sends;
-      for (int i = 0; i < kMessages; ++i) sends.push_back(ctx.send(next, user_tag(20), cview(out[static_cast<std::size_t>(i)])));
+      for (int i = 0; i < kMessages; ++i)
+        sends.push_back(ctx.send(next, user_tag(20), cview(out[static_cast<std::size_t>(i)])));
       std::vector<float> in(kLength);
       for (int i = 0; i < kMessages; ++i) {
         ctx.recv(prev, user_tag(20), mview(in)).wait();
@@ -120,7 +122,8 @@ TEST_P(Conformance, AMessageTooLargeForSharedMemoryKeepsItsPlaceAmongSmallOnes) 
     for (int round = 0; round < 2; ++round) {
       std::vector<std::vector<float>> out;
       for (std::size_t i = 0; i < lengths.size(); ++i)
-        out.push_back(std::vector<float>(lengths[i], static_cast<float>(ctx.rank() * 1000 + round * 100 + static_cast<int>(i))));
+        out.push_back(
+            std::vector<float>(lengths[i], static_cast<float>(ctx.rank() * 1000 + round * 100 + static_cast<int>(i))));
       std::vector<Work> sends;
       for (const auto& v : out) sends.push_back(ctx.send(next, user_tag(30), cview(v)));
       for (std::size_t i = 0; i < lengths.size(); ++i) {
@@ -266,37 +269,39 @@ TEST_P(Conformance, SpawnedActivitiesShareMutexAndCondVarAndReportErrors) {
 // operation limit.
 TEST_P(Conformance, ARankInsideANativeCollectiveStillServesItsPeers) {
   if (GetParam().runtime != "mpi") GTEST_SKIP() << "only the mpi runtime offers native collectives";
-  run([](Context& ctx) {
-    NativeCollectives* native = ctx.native_collectives();
-    ASSERT_NE(native, nullptr);
-    constexpr std::size_t kAnswer = 32768;  // floats
-    if (ctx.rank() == 0) {
-      Work answers = ctx.spawn("answers", [&] {
-        for (int p = 1; p < ctx.size(); ++p) {
-          int source = -1;
-          core::Buffer any;
-          ctx.recv_any(user_tag(30), any, source).wait();
-          ASSERT_EQ(any.numel(), 1u);
-          const float asked = any.view().as<float>()[0];
-          EXPECT_EQ(asked, static_cast<float>(source * 10));
-          const std::vector<float> answer(kAnswer, asked + 1);
-          ctx.send(source, user_tag(31), cview(answer)).wait();
+  run(
+      [](Context& ctx) {
+        NativeCollectives* native = ctx.native_collectives();
+        ASSERT_NE(native, nullptr);
+        constexpr std::size_t kAnswer = 32768;  // floats
+        if (ctx.rank() == 0) {
+          Work answers = ctx.spawn("answers", [&] {
+            for (int p = 1; p < ctx.size(); ++p) {
+              int source = -1;
+              core::Buffer any;
+              ctx.recv_any(user_tag(30), any, source).wait();
+              ASSERT_EQ(any.numel(), 1u);
+              const float asked = any.view().as<float>()[0];
+              EXPECT_EQ(asked, static_cast<float>(source * 10));
+              const std::vector<float> answer(kAnswer, asked + 1);
+              ctx.send(source, user_tag(31), cview(answer)).wait();
+            }
+          });
+          native->barrier(native->reserve());
+          answers.wait();
+          return;
         }
-      });
-      native->barrier(native->reserve());
-      answers.wait();
-      return;
-    }
-    ctx.sleep(0.1);
-    const std::vector<float> request(1, static_cast<float>(ctx.rank() * 10));
-    Work sent = ctx.send(0, user_tag(30), cview(request));
-    std::vector<float> answer(kAnswer);
-    ctx.recv(0, user_tag(31), mview(answer)).wait();
-    sent.wait();
-    EXPECT_EQ(answer.front(), static_cast<float>(ctx.rank() * 10 + 1));
-    EXPECT_EQ(answer.back(), static_cast<float>(ctx.rank() * 10 + 1));
-    native->barrier(native->reserve());
-  }, {.op_timeout_seconds = 30});
+        ctx.sleep(0.1);
+        const std::vector<float> request(1, static_cast<float>(ctx.rank() * 10));
+        Work sent = ctx.send(0, user_tag(30), cview(request));
+        std::vector<float> answer(kAnswer);
+        ctx.recv(0, user_tag(31), mview(answer)).wait();
+        sent.wait();
+        EXPECT_EQ(answer.front(), static_cast<float>(ctx.rank() * 10 + 1));
+        EXPECT_EQ(answer.back(), static_cast<float>(ctx.rank() * 10 + 1));
+        native->barrier(native->reserve());
+      },
+      {.op_timeout_seconds = 30});
 }
 
 // The shared address space (threads only: the other runtimes' workers do not share memory and
@@ -333,72 +338,75 @@ TEST_P(Conformance, TheSharedRendezvousJoinsEveryWorkersMemoryWhereOffered) {
 // moves. Writes count as bytes sent to the owner in the writer's link statistics.
 TEST_P(Conformance, OneSidedMemoryIsExclusiveAndCountsWhereOffered) {
   const bool offered = GetParam().runtime == "mpi";
-  run([offered](Context& ctx) {
-    RemoteMemory* memory = ctx.remote_memory();
-    if (!offered) {
-      EXPECT_EQ(memory, nullptr) << ctx.runtime_name() << " offers one-sided memory";
-      return;
-    }
-    ASSERT_NE(memory, nullptr);
-    const int n = ctx.size(), r = ctx.rank(), next = (r + 1) % n;
-    constexpr int kAdds = 40;
-    std::vector<std::int64_t> mine(8, -1);
-    mine[0] = 0;
-    std::unique_ptr<RemoteRegion> region = memory->expose(mine.data(), mine.size() * sizeof(std::int64_t));
-    if (region == nullptr) {  // this machine's MPI has no one-sided component (its warning says why)
-      std::printf("one-sided memory not checked: MPI offers none on this machine\n");
-      return;
-    }
-    const std::uint64_t sent_before = ctx.link_stats(next).bytes_sent;
-    auto adder = [&] {
-      for (int i = 0; i < kAdds; ++i) {
-        std::int64_t value = 0;
+  run(
+      [offered](Context& ctx) {
+        RemoteMemory* memory = ctx.remote_memory();
+        if (!offered) {
+          EXPECT_EQ(memory, nullptr) << ctx.runtime_name() << " offers one-sided memory";
+          return;
+        }
+        ASSERT_NE(memory, nullptr);
+        const int n = ctx.size(), r = ctx.rank(), next = (r + 1) % n;
+        constexpr int kAdds = 40;
+        std::vector<std::int64_t> mine(8, -1);
+        mine[0] = 0;
+        std::unique_ptr<RemoteRegion> region = memory->expose(mine.data(), mine.size() * sizeof(std::int64_t));
+        if (region == nullptr) {  // this machine's MPI has no one-sided component (its warning says why)
+          std::printf("one-sided memory not checked: MPI offers none on this machine\n");
+          return;
+        }
+        const std::uint64_t sent_before = ctx.link_stats(next).bytes_sent;
+        auto adder = [&] {
+          for (int i = 0; i < kAdds; ++i) {
+            std::int64_t value = 0;
+            region->acquire(0);
+            region->read(0, 0, &value, sizeof(value));
+            ++value;
+            region->write(0, 0, &value, sizeof(value));
+            region->add_to_counter(0, 1);
+            region->release(0);
+          }
+        };
+        Work other = ctx.spawn("adder", adder);
+        adder();
+        other.wait();
+        const std::int64_t me = r;
+        region->acquire(next);
+        region->write(next, sizeof(std::int64_t) * static_cast<std::size_t>(1 + r), &me, sizeof(me));
+        region->release(next);
+        std::int64_t back = -1;
+        region->acquire(next);
+        region->read(next, sizeof(std::int64_t) * static_cast<std::size_t>(1 + r), &back, sizeof(back));
+        EXPECT_THROW(region->read(next, 8 * sizeof(std::int64_t) - 4, &back, 8), core::InvalidArgument);
+        region->release(next);
+        EXPECT_EQ(back, r);
+        EXPECT_EQ(ctx.link_stats(next).bytes_sent - sent_before,
+                  sizeof(std::int64_t) * (next == 0 ? 2 * kAdds + 1 : 1));
+        // Everyone is done before worker 0 looks: a message to 0, its answer after the checks.
+        std::vector<float> token(1);
+        if (r != 0) {
+          ctx.send(0, user_tag(40), cview(token)).wait();
+          ctx.recv(0, user_tag(41), mview(token)).wait();
+        } else {
+          for (int p = 1; p < n; ++p) ctx.recv(p, user_tag(40), mview(token)).wait();
+          region->acquire(0);
+          EXPECT_EQ(mine[0], 2 * kAdds * n) << "an update was lost";
+          EXPECT_EQ(region->add_to_counter(0, 0), static_cast<std::uint64_t>(2 * kAdds * n));
+          mine[7] = 77;  // the owner's own store while it holds itself
+          region->release(0);
+          for (int p = 1; p < n; ++p) ctx.send(p, user_tag(41), cview(token)).wait();
+        }
+        std::int64_t seen = 0;
         region->acquire(0);
-        region->read(0, 0, &value, sizeof(value));
-        ++value;
-        region->write(0, 0, &value, sizeof(value));
-        region->add_to_counter(0, 1);
+        region->read(0, 7 * sizeof(std::int64_t), &seen, sizeof(seen));
         region->release(0);
-      }
-    };
-    Work other = ctx.spawn("adder", adder);
-    adder();
-    other.wait();
-    const std::int64_t me = r;
-    region->acquire(next);
-    region->write(next, sizeof(std::int64_t) * static_cast<std::size_t>(1 + r), &me, sizeof(me));
-    region->release(next);
-    std::int64_t back = -1;
-    region->acquire(next);
-    region->read(next, sizeof(std::int64_t) * static_cast<std::size_t>(1 + r), &back, sizeof(back));
-    EXPECT_THROW(region->read(next, 8 * sizeof(std::int64_t) - 4, &back, 8), core::InvalidArgument);
-    region->release(next);
-    EXPECT_EQ(back, r);
-    EXPECT_EQ(ctx.link_stats(next).bytes_sent - sent_before, sizeof(std::int64_t) * (next == 0 ? 2 * kAdds + 1 : 1));
-    // Everyone is done before worker 0 looks: a message to 0, its answer after the checks.
-    std::vector<float> token(1);
-    if (r != 0) {
-      ctx.send(0, user_tag(40), cview(token)).wait();
-      ctx.recv(0, user_tag(41), mview(token)).wait();
-    } else {
-      for (int p = 1; p < n; ++p) ctx.recv(p, user_tag(40), mview(token)).wait();
-      region->acquire(0);
-      EXPECT_EQ(mine[0], 2 * kAdds * n) << "an update was lost";
-      EXPECT_EQ(region->add_to_counter(0, 0), static_cast<std::uint64_t>(2 * kAdds * n));
-      mine[7] = 77;  // the owner's own store while it holds itself
-      region->release(0);
-      for (int p = 1; p < n; ++p) ctx.send(p, user_tag(41), cview(token)).wait();
-    }
-    std::int64_t seen = 0;
-    region->acquire(0);
-    region->read(0, 7 * sizeof(std::int64_t), &seen, sizeof(seen));
-    region->release(0);
-    EXPECT_EQ(seen, 77);
-    region->acquire(r);  // the previous worker's write, through this worker's own memory
-    EXPECT_EQ(mine[static_cast<std::size_t>(1 + (r + n - 1) % n)], (r + n - 1) % n);
-    region->release(r);
-    region->close();
-  }, {.op_timeout_seconds = 30});
+        EXPECT_EQ(seen, 77);
+        region->acquire(r);  // the previous worker's write, through this worker's own memory
+        EXPECT_EQ(mine[static_cast<std::size_t>(1 + (r + n - 1) % n)], (r + n - 1) % n);
+        region->release(r);
+        region->close();
+      },
+      {.op_timeout_seconds = 30});
 }
 
 // Shared acquisitions (readers) never overlap an exclusive one: one activity of every rank
@@ -407,51 +415,53 @@ TEST_P(Conformance, OneSidedMemoryIsExclusiveAndCountsWhereOffered) {
 // finds a single value, never a region half written. (Without the readers' lock the reads tear.)
 TEST_P(Conformance, OneSidedReadersNeverSeeAHalfWrittenRegion) {
   const bool offered = GetParam().runtime == "mpi";
-  run([offered](Context& ctx) {
-    RemoteMemory* memory = ctx.remote_memory();
-    ASSERT_EQ(memory != nullptr, offered) << ctx.runtime_name();
-    if (!offered) return;
-    std::vector<float> mine(262144, 0.0f);
-    std::unique_ptr<RemoteRegion> region = memory->expose(mine.data(), mine.size() * sizeof(float));
-    if (region == nullptr) {
-      std::printf("one-sided memory not checked: MPI offers none on this machine\n");
-      return;
-    }
-    const std::size_t bytes = mine.size() * sizeof(float);
-    Work writer = ctx.spawn("writer", [&] {
-      std::vector<float> next(mine.size());
-      for (int i = 0; i < 30; ++i) {
-        region->acquire(0);
-        float value = 0;
-        region->read(0, 0, &value, sizeof(value));
-        std::fill(next.begin(), next.end(), value + 1.0f);
-        region->write(0, 0, next.data(), bytes);
-        region->release(0);
-      }
-    });
-    std::vector<float> seen(mine.size());
-    int torn = 0;
-    for (int i = 0; i < 60; ++i) {
-      region->acquire(0, RemoteRegion::Access::shared);
-      region->read(0, 0, seen.data(), bytes);
-      region->release(0);
-      torn += std::count(seen.begin(), seen.end(), seen[0]) != static_cast<std::ptrdiff_t>(seen.size()) ? 1 : 0;
-    }
-    writer.wait();
-    EXPECT_EQ(torn, 0) << "reads that found two values at once";
-    std::vector<float> token(1);  // everyone is done before anyone frees the region
-    if (ctx.rank() != 0) {
-      ctx.send(0, user_tag(42), cview(token)).wait();
-      ctx.recv(0, user_tag(43), mview(token)).wait();
-    } else {
-      for (int p = 1; p < ctx.size(); ++p) ctx.recv(p, user_tag(42), mview(token)).wait();
-      region->acquire(0);
-      EXPECT_EQ(mine[0], 30.0f * static_cast<float>(ctx.size()));
-      region->release(0);
-      for (int p = 1; p < ctx.size(); ++p) ctx.send(p, user_tag(43), cview(token)).wait();
-    }
-    region->close();
-  }, {.op_timeout_seconds = 30});
+  run(
+      [offered](Context& ctx) {
+        RemoteMemory* memory = ctx.remote_memory();
+        ASSERT_EQ(memory != nullptr, offered) << ctx.runtime_name();
+        if (!offered) return;
+        std::vector<float> mine(262144, 0.0f);
+        std::unique_ptr<RemoteRegion> region = memory->expose(mine.data(), mine.size() * sizeof(float));
+        if (region == nullptr) {
+          std::printf("one-sided memory not checked: MPI offers none on this machine\n");
+          return;
+        }
+        const std::size_t bytes = mine.size() * sizeof(float);
+        Work writer = ctx.spawn("writer", [&] {
+          std::vector<float> next(mine.size());
+          for (int i = 0; i < 30; ++i) {
+            region->acquire(0);
+            float value = 0;
+            region->read(0, 0, &value, sizeof(value));
+            std::fill(next.begin(), next.end(), value + 1.0f);
+            region->write(0, 0, next.data(), bytes);
+            region->release(0);
+          }
+        });
+        std::vector<float> seen(mine.size());
+        int torn = 0;
+        for (int i = 0; i < 60; ++i) {
+          region->acquire(0, RemoteRegion::Access::shared);
+          region->read(0, 0, seen.data(), bytes);
+          region->release(0);
+          torn += std::count(seen.begin(), seen.end(), seen[0]) != static_cast<std::ptrdiff_t>(seen.size()) ? 1 : 0;
+        }
+        writer.wait();
+        EXPECT_EQ(torn, 0) << "reads that found two values at once";
+        std::vector<float> token(1);  // everyone is done before anyone frees the region
+        if (ctx.rank() != 0) {
+          ctx.send(0, user_tag(42), cview(token)).wait();
+          ctx.recv(0, user_tag(43), mview(token)).wait();
+        } else {
+          for (int p = 1; p < ctx.size(); ++p) ctx.recv(p, user_tag(42), mview(token)).wait();
+          region->acquire(0);
+          EXPECT_EQ(mine[0], 30.0f * static_cast<float>(ctx.size()));
+          region->release(0);
+          for (int p = 1; p < ctx.size(); ++p) ctx.send(p, user_tag(43), cview(token)).wait();
+        }
+        region->close();
+      },
+      {.op_timeout_seconds = 30});
 }
 
 // A wait with a time limit returns false; a receive never matched ends with TimeoutError after

@@ -128,7 +128,8 @@ TEST(Keys, ReadKeyFileErrorsNameFileLineExpectedAndGot) {
   };
   const std::string pub = "public = \"" + k.public_key + "\"\n";
   const std::string sec = "secret = \"" + k.secret_key + "\"\n";
-  expect_read_error(pub + "colour = \"blue\"\n", {"line 2", "expected `public = \"...\"` or `secret", "got 'colour = ...'"});
+  expect_read_error(pub + "colour = \"blue\"\n",
+                    {"line 2", "expected `public = \"...\"` or `secret", "got 'colour = ...'"});
   expect_read_error(pub + "just some words\n", {"line 2", "got 'just some words'"});
   expect_read_error(pub + "secret = " + k.secret_key + "\n", {"line 2", "a quoted key", "got something else"});
   expect_read_error("public = " + k.public_key + "\n" + sec, {"line 1", "a quoted key", "got 'public = "});
@@ -140,13 +141,16 @@ TEST(Keys, ReadKeyFileErrorsNameFileLineExpectedAndGot) {
                     {"line 1: public key", "got character '~' at position 4, not in the Z85 alphabet"});
   std::string bad_sec = k.secret_key;
   bad_sec[5] = '~';
-  expect_read_error(pub + "secret = \"" + bad_sec + "\"\n", {"line 2: secret key", "not in the Z85 alphabet at position 6"});
-  expect_read_error(pub + pub + sec, {"line 2", "expected one `public = ...` line, got a second one (first on line 1)"});
+  expect_read_error(pub + "secret = \"" + bad_sec + "\"\n",
+                    {"line 2: secret key", "not in the Z85 alphabet at position 6"});
+  expect_read_error(pub + pub + sec,
+                    {"line 2", "expected one `public = ...` line, got a second one (first on line 1)"});
   expect_read_error(pub, {"expected a line `secret = \"<40 Z85 characters>\"`, got none"});
   expect_read_error("# only a comment\n" + sec, {"expected a line `public = "});
   const std::string other = generate_key_pair().public_key;
-  expect_read_error("public = \"" + other + "\"\n" + sec,
-                    {"line 1", "expected the public key of the secret key on line 2 (" + k.public_key + "), got " + other});
+  expect_read_error(
+      "public = \"" + other + "\"\n" + sec,
+      {"line 1", "expected the public key of the secret key on line 2 (" + k.public_key + "), got " + other});
 }
 
 TEST(Keys, ReadMissingKeyFileNamesIt) {
@@ -219,8 +223,11 @@ TEST(Keys, WriteAllowFileRejectsBadKeysNamesAndEmptyLists) {
   const fs::path p = dir("allow_write") / "allow.txt";
   expect_error<InvalidArgument>([&] { write_allow_file(p, {}); }, {"expected at least one public key to write"});
   expect_error<InvalidArgument>([&] { write_allow_file(p, {{"short", "x"}}); }, {"key 1", "got 5 characters"});
-  expect_error<InvalidArgument>([&] { write_allow_file(p, {{generate_key_pair().public_key, "a\nb"}}); },
-                                {"key 1", "line break"});
+  expect_error<InvalidArgument>(
+      [&] {
+        write_allow_file(p, {{generate_key_pair().public_key, "a\nb"}});
+      },
+      {"key 1", "line break"});
 }
 
 }  // namespace

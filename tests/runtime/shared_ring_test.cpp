@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
 #include <optional>
 #include <thread>
-#include <chrono>
 #include <vector>
 
 #include "fast/core/error.hpp"
@@ -41,13 +41,13 @@ TEST(SharedRing, PlacementStartsWhereAllocatedOrAtTheNextLapAndEndsOnSixtyFourBy
 }
 
 TEST(SharedRing, AutomaticCapacitySharesTwoHundredFiftySixMiBAmongThePeersOfTheHost) {
-  EXPECT_EQ(ring_capacity(0, 3), 0u);                     // off
-  EXPECT_EQ(ring_capacity(65536, 100), 65536u);           // as set, whatever the peers
+  EXPECT_EQ(ring_capacity(0, 3), 0u);                      // off
+  EXPECT_EQ(ring_capacity(65536, 100), 65536u);            // as set, whatever the peers
   EXPECT_EQ(ring_capacity(-1, 1), std::size_t{32} << 20);  // 256 MiB / 1, at most 32 MiB
   EXPECT_EQ(ring_capacity(-1, 8), std::size_t{32} << 20);  // 256 / 8 = 32 MiB
   EXPECT_EQ(ring_capacity(-1, 16), std::size_t{16} << 20);
   EXPECT_EQ(ring_capacity(-1, 15), (std::size_t{256} << 20) / 15 / 64 * 64);  // 17,895,680: a multiple of 64
-  EXPECT_EQ(ring_capacity(-1, 1000), std::size_t{1} << 20);  // at least 1 MiB
+  EXPECT_EQ(ring_capacity(-1, 1000), std::size_t{1} << 20);                   // at least 1 MiB
   EXPECT_EQ(ring_capacity(-1, 0), std::size_t{32} << 20);
 }
 
@@ -58,7 +58,7 @@ TEST(SharedRing, RecordsArriveIntactInOrderAndFreedSpaceIsReusedAcrossTheEnd) {
   OutboundRing out(kCapacity);
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
   ASSERT_EQ(in->capacity(), kCapacity);
-  EXPECT_FALSE(in->peek().has_value());  // nothing published yet
+  EXPECT_FALSE(in->peek().has_value());       // nothing published yet
   for (int round = 0; round < 50; ++round) {  // 50 x 1064 bytes through a 4096-byte ring: it wraps
     const auto head = bytes_of(64, 100 + round);
     const auto payload = bytes_of(1000, round);
@@ -115,7 +115,7 @@ TEST(SharedRing, AFullRingRefusesUntilTheOldestRecordIsReleased) {
   EXPECT_TRUE(std::equal(last.bytes.begin(), last.bytes.end(), want.begin()));
   EXPECT_FALSE(out.put({}, {}));  // not even the 64-byte prefix of an empty body fits
   held[3].owner.reset();
-  EXPECT_TRUE(out.put({}, {}));  // an empty body is a record too
+  EXPECT_TRUE(out.put({}, {}));                            // an empty body is a record too
   EXPECT_FALSE(out.put({}, bytes_of(kCapacity - 63, 0)));  // larger than the ring can ever carry
   EXPECT_EQ(out.max_body(), kCapacity - 64);
 }
@@ -125,7 +125,7 @@ TEST(SharedRing, ARecordThatWouldCrossTheEndStartsTheNextLapBehindAWrapMarker) {
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
   ASSERT_TRUE(out.put({}, bytes_of(3000, 1)));  // region 0 - 3072
   ASSERT_TRUE(in->peek().has_value());
-  in->take();  // released at once (the owner is dropped)
+  in->take();                                   // released at once (the owner is dropped)
   ASSERT_TRUE(out.put({}, bytes_of(1500, 2)));  // 3072 + 1564 > 4096: marker at 3072, record at 4096
   const auto body = in->peek();
   ASSERT_TRUE(body.has_value());
@@ -196,7 +196,9 @@ struct Forger {
       : bytes(out.file_bytes()),
         base(static_cast<std::byte*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, out.fd(), 0))) {}
   ~Forger() { munmap(base, bytes); }
-  void set_u64(std::size_t offset, std::uint64_t v) { std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(base + offset)).store(v); }
+  void set_u64(std::size_t offset, std::uint64_t v) {
+    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(base + offset)).store(v);
+  }
   void published(std::uint64_t v) { set_u64(64, v); }
   void released(std::uint64_t v) { set_u64(0, v); }
   void length_at(std::uint64_t position, std::uint64_t v) { set_u64(OutboundRing::kControlBytes + position, v); }
@@ -241,7 +243,7 @@ TEST(SharedRing, TheSenderTreatsAReleasedValueThatCannotBeRightAsAFullRing) {
   OutboundRing out(kCapacity);
   Forger forge(out);  // a hostile receiver's mapping
   ASSERT_NE(forge.base, MAP_FAILED);
-  ASSERT_TRUE(out.put({}, bytes_of(960, 0)));  // head 1024
+  ASSERT_TRUE(out.put({}, bytes_of(960, 0)));                           // head 1024
   for (std::uint64_t lie : {std::uint64_t{2048}, ~std::uint64_t{0}}) {  // beyond what was sent
     forge.released(lie);
     EXPECT_FALSE(out.put({}, bytes_of(64, 1))) << lie;
@@ -294,7 +296,7 @@ TEST(SharedRing, OpeningRefusesWhatIsNotASealedRingOfTheDeclaredSize) {
   }
   close(unsealed);
   EXPECT_THROW(InboundRing::open(getpid(), 100000, out.file_bytes()), core::IoError);  // no such descriptor
-  EXPECT_THROW(OutboundRing(100), core::InvalidArgument);  // not a multiple of 64
+  EXPECT_THROW(OutboundRing(100), core::InvalidArgument);                              // not a multiple of 64
 }
 
 }  // namespace

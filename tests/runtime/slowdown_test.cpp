@@ -81,7 +81,8 @@ TEST(Slowdown, StragglerGapsAreGeometric) {
     constexpr int kSteps = 200000;
     constexpr double kP = 0.2;
     for (int rank : {0, 3}) {
-      const std::string f = flags(ctx, {.straggler_probability = kP, .straggler_factor = 3.0, .seed = 41}, rank, 4, kSteps);
+      const std::string f =
+          flags(ctx, {.straggler_probability = kP, .straggler_factor = 3.0, .seed = 41}, rank, 4, kSteps);
       std::vector<int> gaps;
       int last = -1;
       for (int i = 0; i < kSteps; ++i)
@@ -93,7 +94,8 @@ TEST(Slowdown, StragglerGapsAreGeometric) {
       EXPECT_NEAR(hits / kSteps, kP, 5 * std::sqrt(kP * (1 - kP) / kSteps)) << "rank " << rank;
       for (int g : {1, 2, 5, 10}) {
         const double q = std::pow(1 - kP, g - 1);
-        const auto at_least = static_cast<double>(std::count_if(gaps.begin(), gaps.end(), [&](int x) { return x >= g; }));
+        const auto at_least =
+            static_cast<double>(std::count_if(gaps.begin(), gaps.end(), [&](int x) { return x >= g; }));
         const auto n = static_cast<double>(gaps.size());
         EXPECT_NEAR(at_least / n, q, 5 * std::sqrt(q * (1 - q) / n) + 1e-12) << "rank " << rank << ", gap >= " << g;
       }

@@ -2,8 +2,8 @@
 // with a key outside the allow-list, a client without CURVE, and a plain TCP client writing random
 // bytes connect to a worker's data port, then to its heartbeat port. Each is refused and logged;
 // the run's every result stays exact.
-#include <gtest/gtest.h>
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -38,9 +38,15 @@ std::vector<::zmq::message_t> forged_frame() {
   std::vector<::zmq::message_t> parts;
   parts.emplace_back(wire::kHeaderBytes);
   const float value = 1e30f;
-  wire::encode_header({.kind = wire::FrameKind::data, .dtype = core::DType::f32, .src = 1, .dst = 0,
-                       .tag = make_tag(TagKind::collective, 1, 0), .count = 1, .payload_bytes = 4},
-                      std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(parts[0].data()), wire::kHeaderBytes));
+  wire::encode_header(
+      {.kind = wire::FrameKind::data,
+       .dtype = core::DType::f32,
+       .src = 1,
+       .dst = 0,
+       .tag = make_tag(TagKind::collective, 1, 0),
+       .count = 1,
+       .payload_bytes = 4},
+      std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(parts[0].data()), wire::kHeaderBytes));
   parts.emplace_back(&value, sizeof(value));
   return parts;
 }
@@ -64,7 +70,7 @@ void curve_intruder(::zmq::context_t& context, const std::string& endpoint, cons
 void attack(int port, const std::string& server_key) {
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
   ::zmq::context_t context;
-  curve_intruder(context, endpoint, server_key);                                 // refused by the allow-list
+  curve_intruder(context, endpoint, server_key);                                    // refused by the allow-list
   curve_intruder(context, endpoint, runtime::zmq::generate_key_pair().public_key);  // not even the server's key
   {  // a plain ZeroMQ client without CURVE
     ::zmq::socket_t s(context, ::zmq::socket_type::dealer);

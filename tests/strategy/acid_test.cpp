@@ -147,9 +147,9 @@ TEST(Acid, EventsArePoissonAndDeterminedBySeedAndRank) {
     });
   }
   auto same = [](const std::vector<AcidEvent>& a, const std::vector<AcidEvent>& b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const AcidEvent& p, const AcidEvent& q) {
-             return p.time == q.time && p.peer == q.peer;
-           });
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(),
+                      [](const AcidEvent& p, const AcidEvent& q) { return p.time == q.time && p.peer == q.peer; });
   };
   for (int r = 0; r < 4; ++r) {
     EXPECT_FALSE(first[r].empty());
@@ -305,7 +305,8 @@ TEST(Acid, ConvergesToTheOptimumOnTheQuadraticWithAStraggler) {
   for (std::size_t i = 0; i < kDim; ++i) {
     const double weighted = pacing.weighted_optimum(i);
     EXPECT_NEAR(average[i], weighted, kTolerance) << i;
-    for (int w = 0; w < n; ++w) EXPECT_NEAR(replicas[w][i], weighted, kTolerance + 0.005) << "worker " << w << " i=" << i;
+    for (int w = 0; w < n; ++w)
+      EXPECT_NEAR(replicas[w][i], weighted, kTolerance + 0.005) << "worker " << w << " i=" << i;
   }
 }
 
@@ -326,17 +327,17 @@ TEST(Acid, WithACodecACommunicationMovesTheConsensusStep) {
       double option;
       double gamma;
     };
-    for (const Case& c : {Case{"none", 0.0, 1.0}, Case{"none", 0.3, 1.0}, Case{"fp16", 0.0, 1.0}, Case{"int8", 0.0, 0.8},
-                          Case{"sign", 0.0, 0.4}, Case{"randk:ratio=0.25", 0.0, 0.05}, Case{"topk:ratio=0.1", 0.0, 0.05},
-                          Case{"randk:ratio=0.25", 0.3, 0.3}}) {
+    for (const Case& c : {Case{"none", 0.0, 1.0}, Case{"none", 0.3, 1.0}, Case{"fp16", 0.0, 1.0},
+                          Case{"int8", 0.0, 0.8}, Case{"sign", 0.0, 0.4}, Case{"randk:ratio=0.25", 0.0, 0.05},
+                          Case{"topk:ratio=0.1", 0.0, 0.05}, Case{"randk:ratio=0.25", 0.3, 0.3}}) {
       const auto strategy = made(c.codec, c.option);
       const auto& acid = dynamic_cast<const AcidStrategy&>(*strategy);
       EXPECT_DOUBLE_EQ(acid.consensus_step(), c.gamma) << c.codec << " " << c.option;
       EXPECT_NEAR(acid.alpha_tilde(), exact.alpha_tilde, 1e-12) << c.codec << " " << c.option;
       EXPECT_NEAR(acid.eta(), c.gamma * exact.eta, 1e-12) << c.codec << " " << c.option;
     }
-    const auto fixed = make_strategy(
-        {.name = "acid", .comm_rate = 2.0, .acid_eta = 0.7, .compress = "randk:ratio=0.25"}, comm);
+    const auto fixed =
+        make_strategy({.name = "acid", .comm_rate = 2.0, .acid_eta = 0.7, .compress = "randk:ratio=0.25"}, comm);
     EXPECT_DOUBLE_EQ(dynamic_cast<const AcidStrategy&>(*fixed).eta(), 0.7);  // an explicit eta is kept
   });
 }
@@ -346,11 +347,11 @@ TEST(Acid, BadOptionsAreRejected) {
   world.run([](Context& ctx) {
     collective::Communicator comm(ctx);
     for (double rate : {0.0, -1.0, 65.0, std::numeric_limits<double>::quiet_NaN()})
-      fast::testing::expect_error<core::InvalidArgument>([&] { make_strategy({.name = "acid", .comm_rate = rate}, comm); },
-                                                         {"acid", "comm_rate", "(0, 64]", "got"});
+      fast::testing::expect_error<core::InvalidArgument>(
+          [&] { make_strategy({.name = "acid", .comm_rate = rate}, comm); }, {"acid", "comm_rate", "(0, 64]", "got"});
     for (double eta : {-0.5, -2.0, std::numeric_limits<double>::infinity()})
-      fast::testing::expect_error<core::InvalidArgument>([&] { make_strategy({.name = "acid", .acid_eta = eta}, comm); },
-                                                         {"acid_eta", ">= 0", "-1", "got"});
+      fast::testing::expect_error<core::InvalidArgument>(
+          [&] { make_strategy({.name = "acid", .acid_eta = eta}, comm); }, {"acid_eta", ">= 0", "-1", "got"});
     fast::testing::expect_error<core::InvalidArgument>(
         [&] { make_strategy({.name = "acid", .acid_alpha_tilde = -0.25}, comm); }, {"acid_alpha_tilde", "got -0.25"});
     fast::testing::expect_error<core::InvalidArgument>(

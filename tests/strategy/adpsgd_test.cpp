@@ -73,10 +73,10 @@ TEST(Adpsgd, ThousandExchangesNeverDeadlockAndKeepTheSum) {
         std::vector<float> x(kDim), g(kDim, 0.0f);
         for (std::size_t i = 0; i < kDim; ++i) x[i] = static_cast<float>(testing::centre(r, i));
         start[r] = x;
-        Worker worker(ctx,
-                      {.strategy = {.name = "adpsgd", .topology = spec, .seed = 11},
-                       .optimizer = {.name = "sgd", .lr = 0.1}},
-                      {.params = x, .grads = g});
+        Worker worker(
+            ctx,
+            {.strategy = {.name = "adpsgd", .topology = spec, .seed = 11}, .optimizer = {.name = "sgd", .lr = 0.1}},
+            {.params = x, .grads = g});
         for (int t = 0; t < kSteps - 3 * r; ++t) {
           worker.step();
           if (t % 10 == 9 && t < 900) worker.communicator().barrier();  // pacing, see above
@@ -111,8 +111,8 @@ TEST(Adpsgd, NeighbourChoiceIsSeededAndCoversEveryNeighbour) {
   EXPECT_EQ(AdpsgdStrategy::pick_neighbor({}, 9, 0, 0), -1);
   int differ = 0;
   for (std::int64_t step = 0; step < 100; ++step)
-    differ += AdpsgdStrategy::pick_neighbor(neighbours, 9, 4, step) !=
-              AdpsgdStrategy::pick_neighbor(neighbours, 10, 4, step);
+    differ +=
+        AdpsgdStrategy::pick_neighbor(neighbours, 9, 4, step) != AdpsgdStrategy::pick_neighbor(neighbours, 10, 4, step);
   EXPECT_GT(differ, 30);  // another seed, another sequence
 }
 
@@ -173,7 +173,7 @@ TEST(Adpsgd, DirectedOrDisconnectedTopologiesAreRejected) {
                                                        {"adpsgd", "'exponential'", "directed"});
     // random-regular:1 on 4 nodes is a perfect matching: two components.
     fast::testing::expect_error<core::InvalidArgument>([&] { make("random-regular:1"); },
-                                                 {"adpsgd", "'random-regular:1'", "disconnected"});
+                                                       {"adpsgd", "'random-regular:1'", "disconnected"});
     EXPECT_THROW(make("moebius"), core::InvalidArgument);
   });
 }

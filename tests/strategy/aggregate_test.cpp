@@ -19,10 +19,10 @@ namespace {
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 
 // 5 workers x 3 coordinates; worker 4 is the outlier.
-const std::vector<float> kFive{1, 10, -1,   //
-                               2, 20, -2,   //
-                               3, 30, -3,   //
-                               4, 40, -4,   //
+const std::vector<float> kFive{1,    10,   -1,  //
+                               2,    20,   -2,  //
+                               3,    30,   -3,  //
+                               4,    40,   -4,  //
                                -500, 1e6f, 7};
 
 std::vector<float> apply(const std::string& spec, const std::vector<float>& g, int w, int* chosen = nullptr) {
@@ -45,8 +45,8 @@ TEST(Aggregate, MeanMedianAndTrimmedMeanPerCoordinate) {
 }
 
 TEST(Aggregate, NanIsOrderedLastSoTrimmingRemovesIt) {
-  const std::vector<float> g{1, 2, 3, kNan, 5};  // 5 workers, 1 coordinate
-  EXPECT_EQ(apply("median", g, 5), (std::vector<float>{3}));  // 1 2 3 5 NaN
+  const std::vector<float> g{1, 2, 3, kNan, 5};                               // 5 workers, 1 coordinate
+  EXPECT_EQ(apply("median", g, 5), (std::vector<float>{3}));                  // 1 2 3 5 NaN
   EXPECT_EQ(apply("trimmed-mean:1", g, 5), (std::vector<float>{10.0f / 3}));  // 2 3 5
 }
 
@@ -71,15 +71,15 @@ TEST(Aggregate, MultiKrumAveragesTheGradientsWithTheLeastScores) {
   const std::vector<float> g{1.0f, 1.0f, 1.1f, 1.0f, 1.0f, 1.2f, 0.9f, 1.0f, 100, -100};
   int chosen = -1;
   // M = 3: w0, then w1 and w3 (tied at 0.05: both, in rank order) -> the mean of rows 0, 1, 3.
-  EXPECT_EQ(apply("multi-krum:1:3", g, 5, &chosen),
-            (std::vector<float>{static_cast<float>((1.0 + 1.1f + 0.9f) / 3), static_cast<float>((1.0 + 1.0 + 1.0) / 3)}));
+  EXPECT_EQ(apply("multi-krum:1:3", g, 5, &chosen), (std::vector<float>{static_cast<float>((1.0 + 1.1f + 0.9f) / 3),
+                                                                        static_cast<float>((1.0 + 1.0 + 1.0) / 3)}));
   EXPECT_EQ(chosen, 0);
   // M = 2: the tie at 0.05 goes to the lower rank, w1 -> the mean of rows 0 and 1.
   EXPECT_EQ(apply("multi-krum:1:2", g, 5),
             (std::vector<float>{static_cast<float>((1.0 + 1.1f) / 2), static_cast<float>((1.0 + 1.0) / 2)}));
   // Default M = W - F = 4: every worker but the outlier.
-  EXPECT_EQ(apply("multi-krum:1", g, 5),
-            (std::vector<float>{static_cast<float>((1.0 + 1.1f + 1.0 + 0.9f) / 4), static_cast<float>((1.0 + 1.0 + 1.2f + 1.0) / 4)}));
+  EXPECT_EQ(apply("multi-krum:1", g, 5), (std::vector<float>{static_cast<float>((1.0 + 1.1f + 1.0 + 0.9f) / 4),
+                                                             static_cast<float>((1.0 + 1.0 + 1.2f + 1.0) / 4)}));
   EXPECT_EQ(Aggregate::parse("multi-krum:1", 5).selected(), 4);
   // M = 1 is krum.
   EXPECT_EQ(apply("multi-krum:1:1", g, 5), apply("krum:1", g, 5));
@@ -88,12 +88,14 @@ TEST(Aggregate, MultiKrumAveragesTheGradientsWithTheLeastScores) {
 
 TEST(Aggregate, BadSpecsNameTheRuleAndTheBound) {
   using fast::testing::expect_error;
-  expect_error<core::InvalidArgument>([] { Aggregate::parse("average", 5); },
-                                      {"unknown rule 'average'", "mean, median, trimmed-mean:F, krum:F, multi-krum:F[:M]"});
+  expect_error<core::InvalidArgument>(
+      [] { Aggregate::parse("average", 5); },
+      {"unknown rule 'average'", "mean, median, trimmed-mean:F, krum:F, multi-krum:F[:M]"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:1:5", 5); },
                                       {"multi-krum's M must be in [1, W - F] = [1, 4], got 5"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:1:0", 5); }, {"got 0"});
-  expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:2", 5); }, {"multi-krum:F needs more than 2F + 2"});
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:2", 5); },
+                                      {"multi-krum:F needs more than 2F + 2"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("krum:1:2", 5); }, {"krum takes one parameter, F"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:1:x", 5); }, {"'x'"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("krum", 5); }, {"krum:F"});
@@ -134,8 +136,9 @@ QuadraticRun run_shared_centre(const char* strategy, const char* rule, const cha
   runtime::threads::World world({.size = workers, .op_timeout_seconds = 60});
   world.run([&](runtime::Context& ctx) {
     std::vector<float> x(dim, 0.0f), g(dim);
-    Worker worker(ctx, {.strategy = {.name = strategy, .mode = "sync", .aggregate = rule, .fault_inject = fault},
-                        .optimizer = {.name = "sgd", .lr = lr}},
+    Worker worker(ctx,
+                  {.strategy = {.name = strategy, .mode = "sync", .aggregate = rule, .fault_inject = fault},
+                   .optimizer = {.name = "sgd", .lr = lr}},
                   {.params = x, .grads = g});
     for (int t = 0; t < steps; ++t) {
       for (std::size_t i = 0; i < dim; ++i) g[i] = x[i] - static_cast<float>(testing::centre(0, i));
@@ -157,16 +160,16 @@ TEST(Aggregate, AllreduceAndPsSyncWithOneByzantineWorkerFollowTheHonestClosedFor
   constexpr std::size_t kDim = 6;
   constexpr double kLr = 0.1;
   for (const char* strategy : {"allreduce", "ps"})
-  for (const char* rule : {"median", "trimmed-mean:1", "krum:1", "multi-krum:1", "multi-krum:1:2", "mean"}) {
-    const std::vector<float> final_x = run_shared_centre(strategy, rule, "scale:-100@4", kW, kSteps, kDim, kLr).x;
-    const bool mean = std::string(rule) == "mean";
-    const double factor = std::pow(mean ? 1 + 19.2 * kLr : 1 - kLr, kSteps);
-    for (std::size_t i = 0; i < kDim; ++i) {
-      const double c = testing::centre(0, i);
-      const double expected = c + factor * (0.0 - c);
-      EXPECT_NEAR(final_x[i], expected, 1e-4 * (1 + std::abs(expected))) << strategy << " " << rule << " i=" << i;
+    for (const char* rule : {"median", "trimmed-mean:1", "krum:1", "multi-krum:1", "multi-krum:1:2", "mean"}) {
+      const std::vector<float> final_x = run_shared_centre(strategy, rule, "scale:-100@4", kW, kSteps, kDim, kLr).x;
+      const bool mean = std::string(rule) == "mean";
+      const double factor = std::pow(mean ? 1 + 19.2 * kLr : 1 - kLr, kSteps);
+      for (std::size_t i = 0; i < kDim; ++i) {
+        const double c = testing::centre(0, i);
+        const double expected = c + factor * (0.0 - c);
+        EXPECT_NEAR(final_x[i], expected, 1e-4 * (1 + std::abs(expected))) << strategy << " " << rule << " i=" << i;
+      }
     }
-  }
 }
 
 // One worker of 5 sends NaN at every step (non_finite = skip): with the mean every step is skipped,

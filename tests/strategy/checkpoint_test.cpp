@@ -67,9 +67,8 @@ TEST(Checkpoint, RoundTripsFloat64ArraysBitForBit) {
   EXPECT_EQ(d.arrays, c.arrays);
   EXPECT_EQ(d.double_array("residual", 3, "f")[1], -1e-300);
   fast::testing::expect_error<core::IoError>([&] { d.double_array("residual", 2, "f"); },
-                                            {"float64 array 'residual' has 3 elements, expected 2"});
-  fast::testing::expect_error<core::IoError>([&] { d.double_array("params", 3, "f"); },
-                                            {"no float64 array 'params'"});
+                                             {"float64 array 'residual' has 3 elements, expected 2"});
+  fast::testing::expect_error<core::IoError>([&] { d.double_array("params", 3, "f"); }, {"no float64 array 'params'"});
   EXPECT_TRUE(d.keyed_doubles("params.", "", "f").empty());
   Checkpoint keyed;
   keyed.doubles["r.7.residual"] = {1.0};
@@ -80,7 +79,7 @@ TEST(Checkpoint, RoundTripsFloat64ArraysBitForBit) {
   EXPECT_EQ(by_key.at(12)->size(), 2u);
   keyed.doubles["r.x.residual"] = {0.0};
   fast::testing::expect_error<core::IoError>([&] { (void)keyed.keyed_doubles("r.", ".residual", "f"); },
-                                            {"'r.x.residual' is not named r.<key>.residual"});
+                                             {"'r.x.residual' is not named r.<key>.residual"});
   for (std::size_t n = 0; n < bytes.size(); ++n)
     EXPECT_THROW(decode_checkpoint(std::span<const std::byte>(bytes).first(n), "cut"), core::IoError) << n;
 }
@@ -123,25 +122,24 @@ TEST(Checkpoint, HostileSectionsAreRefusedWithTheirReason) {
   };
   const std::uint64_t huge = ~std::uint64_t{0} / 2;
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(30, &huge, 8), "huge"); },
-                                            {"huge", "optimizer.0", "declares", "remain"});
+                                             {"huge", "optimizer.0", "declares", "remain"});
   const std::uint8_t kind = 9;
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(16, &kind, 1), "kind"); },
-                                            {"kind 9", "expected 1 (array), 2 (integer) or 3 (float64 array)"});
+                                             {"kind 9", "expected 1 (array), 2 (integer) or 3 (float64 array)"});
   const std::uint16_t no_name = 0;
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(17, &no_name, 2), "name"); },
-                                            {"name length 0"});
+                                             {"name length 0"});
   const std::uint32_t version = 3;
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(8, &version, 4), "v"); },
-                                            {"format version 3, expected 1 to 2"});
+                                             {"format version 3, expected 1 to 2"});
   const std::uint32_t zero = 0;
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(8, &zero, 4), "v"); },
-                                            {"format version 0, expected 1 to 2"});
+                                             {"format version 0, expected 1 to 2"});
   const std::uint32_t sections = 3;  // one section fewer than written: trailing bytes
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(12, &sections, 4), "count"); },
-                                            {"after the last of 3 sections"});
+                                             {"after the last of 3 sections"});
   const std::uint32_t more = 5;  // one more than written: the reader runs out of bytes
-  fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(12, &more, 4), "more"); },
-                                            {"truncated"});
+  fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(12, &more, 4), "more"); }, {"truncated"});
   std::vector<std::byte> garbage = bytes;
   garbage[0] = std::byte{'X'};
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(garbage, "magic"); }, {"not a FAST checkpoint"});
@@ -151,12 +149,12 @@ TEST(Checkpoint, ArrayAndIntegerLookupsNameWhatIsMissingOrOfAnotherSize) {
   const Checkpoint c = sample();
   EXPECT_EQ(c.array("params", 3, "f").size(), 3u);
   fast::testing::expect_error<core::IoError>([&] { c.array("params", 4, "f"); },
-                                            {"'f'", "params", "3 elements, expected 4"});
+                                             {"'f'", "params", "3 elements, expected 4"});
   fast::testing::expect_error<core::IoError>([&] { c.array("moments", 3, "f"); }, {"no array 'moments'"});
   fast::testing::expect_error<core::IoError>([&] { c.integer("epoch", "f"); }, {"no integer 'epoch'"});
   EXPECT_EQ(c.integer("steps", 0, 42, "f"), 42);
   fast::testing::expect_error<core::IoError>([&] { c.integer("skipped_steps", 0, 42, "f"); },
-                                            {"'skipped_steps' is -7, expected 0 to 42"});
+                                             {"'skipped_steps' is -7, expected 0 to 42"});
 }
 
 class CheckpointFile : public fast::testing::TempDirTest {};
@@ -175,9 +173,9 @@ TEST_F(CheckpointFile, WritesAtomicallyAndReadsBack) {
   write_checkpoint_file(file, other);
   EXPECT_EQ(read_checkpoint_file(file).integers.at("steps"), 43);
   fast::testing::expect_error<core::IoError>([&] { read_checkpoint_file(dir_ / "missing.ckpt"); },
-                                            {"missing.ckpt", "cannot read"});
+                                             {"missing.ckpt", "cannot read"});
   fast::testing::expect_error<core::IoError>([&] { write_checkpoint_file(dir_ / "no" / "such" / "w.ckpt", sample()); },
-                                            {"cannot create"});
+                                             {"cannot create"});
 }
 
 // The replicas of 2 workers on the quadratic after 40 steps straight, and after 20 steps, save, a
@@ -229,8 +227,8 @@ SplitRun split_run(const WorkerOptions& options, const core::Layout& layout = {}
 TEST(WorkerCheckpoint, ARestoredWorkerContinuesBitForBit) {
   for (const char* optimizer : {"momentum", "adam"}) {
     for (const char* strategy : {"allreduce", "local-sgd", "dpsgd", "ps"}) {
-      const SplitRun run = split_run({.strategy = {.name = strategy, .period = 3, .mode = "sync"},
-                                      .optimizer = {.name = optimizer, .lr = 0.05}});
+      const SplitRun run = split_run(
+          {.strategy = {.name = strategy, .period = 3, .mode = "sync"}, .optimizer = {.name = optimizer, .lr = 0.05}});
       EXPECT_EQ(run.resumed, run.straight) << strategy << " " << optimizer;
     }
   }
@@ -250,14 +248,14 @@ TEST(WorkerCheckpoint, ARestoredWorkerWithACodecContinuesBitForBit) {
     bool dgc = false;
     std::int64_t servers = 1;  // ps
   };
-  for (const Case& c : {Case{"allreduce", "fp16"}, Case{"allreduce", "bf16"}, Case{"allreduce", "int8"},
-                        Case{"allreduce", "sign"}, Case{"allreduce", "topk:ratio=0.2"},
-                        Case{"allreduce", "randk:ratio=0.2"}, Case{"allreduce", "threshold:value=0.05"},
-                        Case{"allreduce", "powersgd:rank=1"}, Case{"allreduce", "topk:ratio=0.2", true},
-                        Case{"local-sgd", "int8"}, Case{"local-sgd", "randk:ratio=0.3"},
-                        Case{"local-sgd", "powersgd:rank=1"}, Case{"dpsgd", "int8"}, Case{"dpsgd", "topk:ratio=0.2"},
-                        Case{"dpsgd", "powersgd:rank=1"}, Case{"ps", "int8", false, 2}, Case{"ps", "randk:ratio=0.3"},
-                        Case{"ps", "powersgd:rank=1"}, Case{"ps", "topk:ratio=0.2", true, 2}}) {
+  for (const Case& c :
+       {Case{"allreduce", "fp16"}, Case{"allreduce", "bf16"}, Case{"allreduce", "int8"}, Case{"allreduce", "sign"},
+        Case{"allreduce", "topk:ratio=0.2"}, Case{"allreduce", "randk:ratio=0.2"},
+        Case{"allreduce", "threshold:value=0.05"}, Case{"allreduce", "powersgd:rank=1"},
+        Case{"allreduce", "topk:ratio=0.2", true}, Case{"local-sgd", "int8"}, Case{"local-sgd", "randk:ratio=0.3"},
+        Case{"local-sgd", "powersgd:rank=1"}, Case{"dpsgd", "int8"}, Case{"dpsgd", "topk:ratio=0.2"},
+        Case{"dpsgd", "powersgd:rank=1"}, Case{"ps", "int8", false, 2}, Case{"ps", "randk:ratio=0.3"},
+        Case{"ps", "powersgd:rank=1"}, Case{"ps", "topk:ratio=0.2", true, 2}}) {
     const WorkerOptions options{.strategy = {.name = c.strategy,
                                              .period = 3,
                                              .mode = "sync",
@@ -284,8 +282,12 @@ TEST(WorkerCheckpoint, ARestoredWorkerWithACodecContinuesBitForBit) {
 // replies' density), its shard and its replies' links; a worker restored from a checkpoint saves
 // the same checkpoint again.
 TEST(WorkerCheckpoint, PsServersSaveTheirRoundsShardsAndReplyLinks) {
-  const WorkerOptions options{.strategy = {.name = "ps", .mode = "sync", .servers = 2, .compress = "topk:ratio=0.2",
-                                           .dgc = true, .dgc_warmup_steps = 30},
+  const WorkerOptions options{.strategy = {.name = "ps",
+                                           .mode = "sync",
+                                           .servers = 2,
+                                           .compress = "topk:ratio=0.2",
+                                           .dgc = true,
+                                           .dgc_warmup_steps = 30},
                               .optimizer = {.name = "momentum", .lr = 0.05}};
   runtime::threads::World({.size = 2}).run([&](Context& ctx) {
     std::vector<float> x(33, 0.5f), g(33);
@@ -328,7 +330,8 @@ TEST(WorkerCheckpoint, PsAsyncRefusesACheckpointBeforeFinish) {
 }
 
 TEST(WorkerCheckpoint, RefusesRejoinsOfStrategiesWithStateOfTheirOwnAndCheckpointsOfAnotherOptimizer) {
-  for (const char* name : {"adpsgd", "acid", "easgd", "gosgd", "ps"}) EXPECT_EQ(rejoin_refusal({.name = name}), "") << name;
+  for (const char* name : {"adpsgd", "acid", "easgd", "gosgd", "ps"})
+    EXPECT_EQ(rejoin_refusal({.name = name}), "") << name;
   EXPECT_EQ(rejoin_refusal({.name = "ps", .mode = "ssp"}), "");
   EXPECT_EQ(rejoin_refusal({.name = "ps", .servers = 2}, 2), "");
   EXPECT_NE(rejoin_refusal({.name = "ps", .servers = 2}, 1).find("worker 1 hosts the server of shard 1"),
@@ -337,7 +340,8 @@ TEST(WorkerCheckpoint, RefusesRejoinsOfStrategiesWithStateOfTheirOwnAndCheckpoin
             std::string::npos);
   for (const char* name : {"allreduce", "dpsgd", "local-sgd"})
     EXPECT_NE(rejoin_refusal({.name = name}).find("strategy '" + std::string(name) + "' is synchronous"),
-              std::string::npos) << name;
+              std::string::npos)
+        << name;
   EXPECT_NE(rejoin_refusal({.name = "acid", .compress = "int8"}).find("compress = 'int8'"), std::string::npos);
   runtime::threads::World({.size = 1}).run([&](Context& ctx) {
     std::vector<float> x(4, 1.0f), g(4, 0.0f);
@@ -345,7 +349,7 @@ TEST(WorkerCheckpoint, RefusesRejoinsOfStrategiesWithStateOfTheirOwnAndCheckpoin
     const Checkpoint plain = sgd.save();
     Worker adam(ctx, {.strategy = {.name = "allreduce"}, .optimizer = {.name = "adam"}}, {.params = x, .grads = g});
     fast::testing::expect_error<core::IoError>([&] { adam.restore(plain, "sgd.ckpt"); },
-                                              {"sgd.ckpt", "no array 'optimizer.0'"});
+                                               {"sgd.ckpt", "no array 'optimizer.0'"});
   });
 }
 
@@ -359,62 +363,62 @@ TEST(WorkerCheckpoint, AsynchronousStrategiesRestoreTheirOwnState) {
   constexpr int n = 3;
   constexpr std::size_t kDim = 9;
   for (const char* compress : {"none", "int8", "topk:ratio=0.3"})
-  for (const char* strategy : {"gosgd", "acid", "easgd", "adpsgd", "ps"}) {
-    const WorkerOptions options{.strategy = {.name = strategy, .tau = 2, .compress = compress},
-                                .optimizer = {.name = "momentum", .lr = 0.05}};
-    std::vector<Checkpoint> saved(n), again(n);
-    std::vector<std::vector<float>> before(n), after(n);
-    runtime::threads::World({.size = n}).run([&](Context& ctx) {
-      std::vector<float> x(kDim, 0.5f), g(kDim);
-      Worker worker(ctx, options, {.params = x, .grads = g});
-      for (int t = 0; t < 30; ++t) {
-        testing::gradient(ctx.rank(), x, g);
-        worker.step();
+    for (const char* strategy : {"gosgd", "acid", "easgd", "adpsgd", "ps"}) {
+      const WorkerOptions options{.strategy = {.name = strategy, .tau = 2, .compress = compress},
+                                  .optimizer = {.name = "momentum", .lr = 0.05}};
+      std::vector<Checkpoint> saved(n), again(n);
+      std::vector<std::vector<float>> before(n), after(n);
+      runtime::threads::World({.size = n}).run([&](Context& ctx) {
+        std::vector<float> x(kDim, 0.5f), g(kDim);
+        Worker worker(ctx, options, {.params = x, .grads = g});
+        for (int t = 0; t < 30; ++t) {
+          testing::gradient(ctx.rank(), x, g);
+          worker.step();
+        }
+        worker.finish();
+        saved[ctx.rank()] = decode_checkpoint(encode_checkpoint(worker.save()), "memory");
+        before[ctx.rank()].resize(kDim);
+        worker.representative(before[ctx.rank()]);
+      });
+      runtime::threads::World({.size = n}).run([&](Context& ctx) {
+        std::vector<float> y(kDim, 0.0f), h(kDim);
+        Worker worker(ctx, options, {.params = y, .grads = h});
+        worker.restore(saved[ctx.rank()], "memory");
+        worker.communicator().barrier();  // every worker restored
+        worker.finish();
+        again[ctx.rank()] = worker.save();
+        after[ctx.rank()].resize(kDim);
+        worker.representative(after[ctx.rank()]);
+      });
+      for (int r = 0; r < n; ++r) {
+        EXPECT_EQ(again[r].arrays, saved[r].arrays) << strategy << " " << compress << " worker " << r;
+        EXPECT_EQ(again[r].doubles, saved[r].doubles) << strategy << " " << compress << " worker " << r;
+        EXPECT_EQ(again[r].integers, saved[r].integers) << strategy << " " << compress << " worker " << r;
+        EXPECT_EQ(after[r], before[r]) << strategy << " " << compress << " worker " << r;
       }
-      worker.finish();
-      saved[ctx.rank()] = decode_checkpoint(encode_checkpoint(worker.save()), "memory");
-      before[ctx.rank()].resize(kDim);
-      worker.representative(before[ctx.rank()]);
-    });
-    runtime::threads::World({.size = n}).run([&](Context& ctx) {
-      std::vector<float> y(kDim, 0.0f), h(kDim);
-      Worker worker(ctx, options, {.params = y, .grads = h});
-      worker.restore(saved[ctx.rank()], "memory");
-      worker.communicator().barrier();  // every worker restored
-      worker.finish();
-      again[ctx.rank()] = worker.save();
-      after[ctx.rank()].resize(kDim);
-      worker.representative(after[ctx.rank()]);
-    });
-    for (int r = 0; r < n; ++r) {
-      EXPECT_EQ(again[r].arrays, saved[r].arrays) << strategy << " " << compress << " worker " << r;
-      EXPECT_EQ(again[r].doubles, saved[r].doubles) << strategy << " " << compress << " worker " << r;
-      EXPECT_EQ(again[r].integers, saved[r].integers) << strategy << " " << compress << " worker " << r;
-      EXPECT_EQ(after[r], before[r]) << strategy << " " << compress << " worker " << r;
-    }
-    // What each strategy saved of its own (besides the parameters and the optimizer), and with a
-    // codec the links of its window, for its requests or its service's answers (30 steps of
-    // exchanges made some on every worker; easgd's worker 0 only answers).
-    const std::string name = strategy;
-    const std::string own = name == "gosgd" ? "gosgd.numerator"
-                            : name == "acid" ? "acid.x_tilde"
-                            : name == "ps"   ? "ps.server.optimizer.0"
-                                             : "easgd.centre";
-    if (name != "adpsgd") {
-      EXPECT_TRUE(saved[0].arrays.contains(own) || saved[0].doubles.contains(own)) << strategy;
-    }
-    const bool codec = std::string(compress) != "none";
-    for (int r = 0; r < n; ++r) {
-      std::int64_t links = 0;
-      for (const char* side : {".window.requests.links", ".window.service.links"})
-        if (const auto it = saved[r].integers.find(name + side); it != saved[r].integers.end()) links += it->second;
-      EXPECT_EQ(links > 0, codec) << strategy << " " << compress << " " << r;
-      // ps: the error feedback of every push to the one server.
-      if (name == "ps" && codec) {
-        EXPECT_TRUE(saved[r].doubles.contains("ps.push.0.residual.0")) << compress << " " << r;
+      // What each strategy saved of its own (besides the parameters and the optimizer), and with a
+      // codec the links of its window, for its requests or its service's answers (30 steps of
+      // exchanges made some on every worker; easgd's worker 0 only answers).
+      const std::string name = strategy;
+      const std::string own = name == "gosgd"  ? "gosgd.numerator"
+                              : name == "acid" ? "acid.x_tilde"
+                              : name == "ps"   ? "ps.server.optimizer.0"
+                                               : "easgd.centre";
+      if (name != "adpsgd") {
+        EXPECT_TRUE(saved[0].arrays.contains(own) || saved[0].doubles.contains(own)) << strategy;
+      }
+      const bool codec = std::string(compress) != "none";
+      for (int r = 0; r < n; ++r) {
+        std::int64_t links = 0;
+        for (const char* side : {".window.requests.links", ".window.service.links"})
+          if (const auto it = saved[r].integers.find(name + side); it != saved[r].integers.end()) links += it->second;
+        EXPECT_EQ(links > 0, codec) << strategy << " " << compress << " " << r;
+        // ps: the error feedback of every push to the one server.
+        if (name == "ps" && codec) {
+          EXPECT_TRUE(saved[r].doubles.contains("ps.push.0.residual.0")) << compress << " " << r;
+        }
       }
     }
-  }
   // gosgd's mass is checked: a checkpoint with a mass of 0 is refused, naming it.
   runtime::threads::World({.size = 1}).run([&](Context& ctx) {
     std::vector<float> x(kDim, 0.5f), g(kDim);
@@ -425,7 +429,7 @@ TEST(WorkerCheckpoint, AsynchronousStrategiesRestoreTheirOwnState) {
     std::vector<float> y(kDim), h(kDim);
     Worker fresh(ctx, {.strategy = {.name = "gosgd"}}, {.params = y, .grads = h});
     fast::testing::expect_error<core::IoError>([&] { fresh.restore(bad, "m.ckpt"); },
-                                              {"m.ckpt", "gosgd.mass is 0, expected a finite number > 0"});
+                                               {"m.ckpt", "gosgd.mass is 0, expected a finite number > 0"});
     fresh.finish();
   });
 }
@@ -458,7 +462,8 @@ TEST(WorkerCheckpoint, PsRestoresTheServerShardAndItsOptimizer) {
   constexpr int n = 2;
   runtime::threads::World({.size = n}).run([&](Context& ctx) {
     std::vector<float> x(4, 0.0f), g(4, 0.0f);
-    Worker worker(ctx, {.strategy = {.name = "ps", .mode = "async"}, .optimizer = {.name = "momentum", .momentum = 0.9}},
+    Worker worker(ctx,
+                  {.strategy = {.name = "ps", .mode = "async"}, .optimizer = {.name = "momentum", .momentum = 0.9}},
                   {.params = x, .grads = g});
     Checkpoint saved;
     saved.arrays.emplace("params", std::vector<float>{1, 2, 3, 4});

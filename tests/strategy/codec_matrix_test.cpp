@@ -47,8 +47,8 @@ core::Layout test_layout() {
 void run_matrix(const std::string& codec) {
   constexpr std::size_t kDim = 200;
   constexpr int kWorkers = 4;
-  const std::vector<Config> configs{{"allreduce", ""}, {"ps", "sync"},  {"ps", "async"}, {"ps", "ssp"},
-                                    {"local-sgd", ""}, {"easgd", ""},    {"dpsgd", ""},   {"adpsgd", ""},
+  const std::vector<Config> configs{{"allreduce", ""}, {"ps", "sync"}, {"ps", "async"}, {"ps", "ssp"},
+                                    {"local-sgd", ""}, {"easgd", ""},  {"dpsgd", ""},   {"adpsgd", ""},
                                     {"gosgd", ""},     {"acid", ""}};
   const core::Layout layout = test_layout();
   double baseline = 0;
@@ -56,48 +56,49 @@ void run_matrix(const std::string& codec) {
   for (std::size_t i = 0; i < kDim; ++i) initial += std::pow(testing::mean_centre(kWorkers, i), 2);
   initial = std::sqrt(initial);
   for (const Config& config : configs) {
-   for (const std::string& run_codec : {std::string("none"), codec}) {
-    std::vector<float> final_model;
-    std::vector<compress::CompressionStats> stats(kWorkers);
-    runtime::threads::World world({.size = kWorkers, .op_timeout_seconds = 120});
-    world.run([&](Context& ctx) {
-      const int r = ctx.rank();
-      std::vector<float> x(kDim, 0.0f), g(kDim, 0.0f);
-      WorkerOptions options{.strategy = {.name = config.strategy, .period = 4, .seed = 3, .compress = run_codec},
-                            .optimizer = {.name = "sgd", .lr = 0.1},
-                            .schedule = {.name = "cosine"}};
-      if (!config.mode.empty()) options.strategy.mode = config.mode;
-      const testing::Pacing pacing{.steps_per_round = std::vector<int>(kWorkers, 4), .rounds = 250};
-      options.schedule.total_steps = pacing.total_steps(r);
-      Worker worker(ctx, options, {.params = x, .grads = g, .layout = layout});
-      testing::run_paced(worker, pacing, x, g);
-      worker.finish();
-      std::vector<float> rep(kDim);
-      worker.representative(rep);
-      if (r == 0) final_model = rep;
-      stats[static_cast<std::size_t>(r)] = worker.strategy().compression();
-    });
-    double err = 0;
-    for (std::size_t i = 0; i < kDim; ++i) err += std::pow(final_model[i] - testing::mean_centre(kWorkers, i), 2);
-    err = std::sqrt(err);
-    std::printf("  %-34s error %.4f of %.4f (ratio %.1f)\n", label(config, run_codec).c_str(), err, initial,
-                stats[0].ratio());
-    compress::CompressionStats all;
-    for (const auto& s : stats) all.merge(s);
-    if (run_codec == "none") {
-      baseline = err;
-      EXPECT_EQ(all.messages, 0u) << label(config, run_codec);
-      if (codec == "none") break;
-    } else {
-      EXPECT_LE(err, baseline + 0.1 * initial) << label(config, run_codec) << " (without a codec: " << baseline << ")";
-      EXPECT_GT(all.messages, 0u) << label(config, run_codec);
-      // threshold is variable-size: once error feedback lifts most values over it, a message can
-      // outweigh the dense tensor (indices + values), so its ratio is not bounded below.
-      if (run_codec.rfind("threshold", 0) != 0) {
-        EXPECT_GT(all.ratio(), 1.0) << label(config, run_codec);
+    for (const std::string& run_codec : {std::string("none"), codec}) {
+      std::vector<float> final_model;
+      std::vector<compress::CompressionStats> stats(kWorkers);
+      runtime::threads::World world({.size = kWorkers, .op_timeout_seconds = 120});
+      world.run([&](Context& ctx) {
+        const int r = ctx.rank();
+        std::vector<float> x(kDim, 0.0f), g(kDim, 0.0f);
+        WorkerOptions options{.strategy = {.name = config.strategy, .period = 4, .seed = 3, .compress = run_codec},
+                              .optimizer = {.name = "sgd", .lr = 0.1},
+                              .schedule = {.name = "cosine"}};
+        if (!config.mode.empty()) options.strategy.mode = config.mode;
+        const testing::Pacing pacing{.steps_per_round = std::vector<int>(kWorkers, 4), .rounds = 250};
+        options.schedule.total_steps = pacing.total_steps(r);
+        Worker worker(ctx, options, {.params = x, .grads = g, .layout = layout});
+        testing::run_paced(worker, pacing, x, g);
+        worker.finish();
+        std::vector<float> rep(kDim);
+        worker.representative(rep);
+        if (r == 0) final_model = rep;
+        stats[static_cast<std::size_t>(r)] = worker.strategy().compression();
+      });
+      double err = 0;
+      for (std::size_t i = 0; i < kDim; ++i) err += std::pow(final_model[i] - testing::mean_centre(kWorkers, i), 2);
+      err = std::sqrt(err);
+      std::printf("  %-34s error %.4f of %.4f (ratio %.1f)\n", label(config, run_codec).c_str(), err, initial,
+                  stats[0].ratio());
+      compress::CompressionStats all;
+      for (const auto& s : stats) all.merge(s);
+      if (run_codec == "none") {
+        baseline = err;
+        EXPECT_EQ(all.messages, 0u) << label(config, run_codec);
+        if (codec == "none") break;
+      } else {
+        EXPECT_LE(err, baseline + 0.1 * initial)
+            << label(config, run_codec) << " (without a codec: " << baseline << ")";
+        EXPECT_GT(all.messages, 0u) << label(config, run_codec);
+        // threshold is variable-size: once error feedback lifts most values over it, a message can
+        // outweigh the dense tensor (indices + values), so its ratio is not bounded below.
+        if (run_codec.rfind("threshold", 0) != 0) {
+          EXPECT_GT(all.ratio(), 1.0) << label(config, run_codec);
+        }
       }
     }
-   }
   }
 }
 

@@ -64,8 +64,8 @@ TEST(DgcStrategy, AllreduceAtDensityOneWithoutMaskingIsDenseMomentum) {
 // whole difference of the shard (keep ratio workers x density), so the replicas agree.
 TEST(DgcStrategy, PsSyncAppliesTheSameSparseAveragesAsAllreduce) {
   const optim::OptimizerOptions momentum{.name = "momentum", .lr = 0.05, .momentum = 0.9};
-  StrategyOptions options{.name = "allreduce", .compress = "topk:ratio=0.05", .dgc = true, .dgc_clip = 5.0,
-                          .dgc_warmup_steps = 10};
+  StrategyOptions options{
+      .name = "allreduce", .compress = "topk:ratio=0.05", .dgc = true, .dgc_clip = 5.0, .dgc_warmup_steps = 10};
   const std::vector<float> allreduce = train(options, momentum, 60);
   options.name = "ps";
   options.mode = "sync";

@@ -51,8 +51,8 @@ TEST(Dpsgd, GossipKeepsTheAverageAndContractsAtTheSpectralRate) {
     });
     const Spread before = spread(start), after = spread(end);
     for (std::size_t i = 0; i < kDim; ++i) EXPECT_NEAR(after.mean[i], before.mean[i], 1e-5) << spec << " i=" << i;
-    const double lambda2 = topology::second_eigenvalue_modulus(
-        topology::metropolis_hastings(topology::make_topology(spec, n, 4)));
+    const double lambda2 =
+        topology::second_eigenvalue_modulus(topology::metropolis_hastings(topology::make_topology(spec, n, 4)));
     EXPECT_LE(after.consensus, std::pow(lambda2, 2 * kSteps) * before.consensus * (1 + 1e-4) + 1e-9) << spec;
     EXPECT_LT(after.consensus, before.consensus) << spec;
   }

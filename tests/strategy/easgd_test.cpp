@@ -31,7 +31,8 @@ TEST(Easgd, OneExchangeMovesWorkerAndCentreByAlphaTimesTheirGap) {
     const int r = ctx.rank();
     std::vector<float> x(kDim), g(kDim, 0.0f);
     for (std::size_t i = 0; i < kDim; ++i) x[i] = static_cast<float>(testing::centre(r, i));
-    Worker worker(ctx, {.strategy = {.name = "easgd", .alpha = kAlpha, .tau = 1}, .optimizer = {.name = "sgd", .lr = 0.1}},
+    Worker worker(ctx,
+                  {.strategy = {.name = "easgd", .alpha = kAlpha, .tau = 1}, .optimizer = {.name = "sgd", .lr = 0.1}},
                   {.params = x, .grads = g});
     collective::Communicator& comm = worker.communicator();
     if (r == 1) worker.step();
@@ -103,7 +104,8 @@ TEST(Easgd, CentreConvergesToTheOptimumOnTheQuadraticWithAStraggler) {
   for (std::size_t i = 0; i < kDim; ++i) {
     const double weighted = pacing.weighted_optimum(i);
     EXPECT_NEAR(centre[i], weighted, kTolerance) << i;
-    for (int w = 0; w < n; ++w) EXPECT_NEAR(replicas[w][i], weighted, kTolerance + 0.01) << "worker " << w << " i=" << i;
+    for (int w = 0; w < n; ++w)
+      EXPECT_NEAR(replicas[w][i], weighted, kTolerance + 0.01) << "worker " << w << " i=" << i;
   }
 }
 
@@ -115,9 +117,9 @@ TEST(Easgd, BadOptionsAreRejected) {
       fast::testing::expect_error<core::InvalidArgument>(
           [&] { make_strategy({.name = "easgd", .alpha = alpha}, comm); }, {"easgd", "alpha", "(0, 1)", "got"});
     fast::testing::expect_error<core::InvalidArgument>([&] { make_strategy({.name = "easgd", .tau = 0}, comm); },
-                                                 {"easgd", "tau", ">= 1", "got 0"});
+                                                       {"easgd", "tau", ">= 1", "got 0"});
     fast::testing::expect_error<core::InvalidArgument>([&] { make_strategy({.name = "easgd", .tau = -3}, comm); },
-                                                 {"tau", "got -3"});
+                                                       {"tau", "got -3"});
     EXPECT_NO_THROW(make_strategy({.name = "easgd", .alpha = 0.5, .tau = 1}, comm));
   });
 }

@@ -132,10 +132,9 @@ TEST(Gosgd, ZeroGradientsReachTheAverageOfTheInitialModels) {
       const int r = ctx.rank();
       std::vector<float> x(kDim), g(kDim, 0.0f);
       for (std::size_t i = 0; i < kDim; ++i) x[i] = static_cast<float>(testing::centre(r, i));
-      Worker worker(ctx,
-                    {.strategy = {.name = "gosgd", .topology = spec, .seed = 2},
-                     .optimizer = {.name = "sgd", .lr = 0.1}},
-                    {.params = x, .grads = g});
+      Worker worker(
+          ctx, {.strategy = {.name = "gosgd", .topology = spec, .seed = 2}, .optimizer = {.name = "sgd", .lr = 0.1}},
+          {.params = x, .grads = g});
       for (int t = 0; t < 300 - 20 * r; ++t) {
         worker.step();
         if (t % 10 == 9 && t < 300 - 20 * (n - 1)) worker.communicator().barrier();  // pacing
@@ -249,9 +248,9 @@ TEST(Gosgd, BadOptionsAreRejected) {
     };
     for (double p : {0.0, -0.5, 1.5, std::numeric_limits<double>::quiet_NaN()})
       fast::testing::expect_error<core::InvalidArgument>([&] { make({.gossip_probability = p}); },
-                                                   {"gosgd", "gossip_probability", "(0, 1]"});
+                                                         {"gosgd", "gossip_probability", "(0, 1]"});
     fast::testing::expect_error<core::InvalidArgument>([&] { make({.topology = "random-regular:1"}); },
-                                                 {"'random-regular:1'", "not strongly connected"});
+                                                       {"'random-regular:1'", "not strongly connected"});
     EXPECT_THROW(make({.topology = "moebius"}), core::InvalidArgument);
     // Every worker builds its own strategy; representative() needs finish() first.
     Worker worker(ctx, {.strategy = {.name = "gosgd"}}, {.params = x, .grads = g});

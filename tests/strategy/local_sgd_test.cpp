@@ -27,8 +27,10 @@ TEST(LocalSgd, AveragingStepsFollowTheClosedFormAndReplicasDriftBetween) {
       world.run([&](Context& ctx) {
         std::vector<float> x(kDim, 0.25f), g(kDim);
         // The ring, whose bytes the closed form below counts (auto would pick recursive doubling).
-        Worker worker(ctx, {.strategy = {.name = "local-sgd", .period = period}, .optimizer = {.name = "sgd", .lr = kLr},
-                            .communicator = {.allreduce_algorithm = collective::AllreduceAlgorithm::ring}},
+        Worker worker(ctx,
+                      {.strategy = {.name = "local-sgd", .period = period},
+                       .optimizer = {.name = "sgd", .lr = kLr},
+                       .communicator = {.allreduce_algorithm = collective::AllreduceAlgorithm::ring}},
                       {.params = x, .grads = g});
         for (int t = 1; t <= 24; ++t) {
           testing::gradient(ctx.rank(), x, g);
@@ -56,9 +58,10 @@ TEST(LocalSgd, SyncWarmupAveragesGradientsFirst) {
   runtime::threads::World world({.size = 3});
   world.run([](Context& ctx) {
     std::vector<float> x(10, 1.0f), g(10);
-    Worker worker(ctx, {.strategy = {.name = "local-sgd", .period = 1000, .sync_warmup = 5},
-                        .optimizer = {.name = "sgd", .lr = 0.1}},
-                  {.params = x, .grads = g});
+    Worker worker(
+        ctx,
+        {.strategy = {.name = "local-sgd", .period = 1000, .sync_warmup = 5}, .optimizer = {.name = "sgd", .lr = 0.1}},
+        {.params = x, .grads = g});
     for (int t = 0; t < 5; ++t) {
       testing::gradient(ctx.rank(), x, g);
       worker.step();

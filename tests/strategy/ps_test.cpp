@@ -28,8 +28,8 @@ const PsStrategy& ps_of(const Worker& worker) { return dynamic_cast<const PsStra
 // bounds below are written with (AsyncAndSspInTurnsReplayExactly checks both semantics).
 WorkerOptions ps_options(const char* mode, std::int64_t servers, double lr, std::int64_t staleness = 2,
                          const char* lr_semantics = "per-gradient") {
-  return {.strategy = {.name = "ps", .mode = mode, .staleness = staleness, .servers = servers,
-                       .lr_semantics = lr_semantics},
+  return {.strategy =
+              {.name = "ps", .mode = mode, .staleness = staleness, .servers = servers, .lr_semantics = lr_semantics},
           .optimizer = {.name = "sgd", .lr = lr}};
 }
 
@@ -222,9 +222,9 @@ TEST(Ps, AsyncAndSspInTurnsReplayExactly) {
   }
 }
 
-// Workers running freely between barriers every 10 steps (ssp: with a straggler) on the quadratic, SGD with rate eta. Per
-// coordinate, with e = x - cbar and delta_w = c_w - cbar (sum_w delta_w = 0), the t-th update
-// applied by a server (gradient of worker w_t, read t - r(t) <= L updates earlier) is
+// Workers running freely between barriers every 10 steps (ssp: with a straggler) on the quadratic, SGD with rate eta.
+// Per coordinate, with e = x - cbar and delta_w = c_w - cbar (sum_w delta_w = 0), the t-th update applied by a server
+// (gradient of worker w_t, read t - r(t) <= L updates earlier) is
 //   e_{t+1} = (1 - eta) e_t + eta delta_{w_t} + eta (e_t - e_{r(t)}),
 // so after U updates
 //   |e_U| <= (1 - eta)^U |e_0|                                   (contraction)
@@ -249,9 +249,10 @@ TEST(Ps, AsyncAndSspConvergeToTheOptimum) {
       // Paced every 10 steps: between two barriers each worker pushes at most 10 gradients, so a
       // lag is at most 2 (N - 1) x 10 updates and eta L <= 0.6 whatever the load (free-running,
       // a descheduled worker was seen to lag 300 updates on a loaded 2-core machine).
-      const PsRun run = run_quadratic(kN, ps_options(mode, k, kEta, 2), kDim, kX0, steps_of(kSteps),
-                                      [ssp](int w, int) { return ssp && w == kN - 1 ? 2e-4 : 0.0; },
-                                      /*turns=*/false, /*pace=*/10);
+      const PsRun run = run_quadratic(
+          kN, ps_options(mode, k, kEta, 2), kDim, kX0, steps_of(kSteps),
+          [ssp](int w, int) { return ssp && w == kN - 1 ? 2e-4 : 0.0; },
+          /*turns=*/false, /*pace=*/10);
       ASSERT_EQ(run.staleness.count, static_cast<std::uint64_t>(k * kN * kSteps));
       const double l = static_cast<double>(run.staleness.max);
       ASSERT_LT(kEta * l, 1.0) << "lags too large for the bound";
@@ -341,11 +342,12 @@ TEST(Ps, SspClockLagNeverExceedsTheBoundUnderRandomDelays) {
   for (std::int64_t k : {1, 2}) {
     std::vector<std::mt19937> rngs;
     for (int w = 0; w < kN; ++w) rngs.emplace_back(1234 + w);
-    const PsRun run = run_quadratic(kN, ps_options("ssp", k, 0.05, kS), 16, 0.5f, [](int w) { return 10 + 6 * w; },
-                                    [&rngs](int w, int) {
-                                      std::uniform_real_distribution<double> u(0.0, 1e-3);
-                                      return u(rngs[static_cast<std::size_t>(w)]);
-                                    });
+    const PsRun run = run_quadratic(
+        kN, ps_options("ssp", k, 0.05, kS), 16, 0.5f, [](int w) { return 10 + 6 * w; },
+        [&rngs](int w, int) {
+          std::uniform_real_distribution<double> u(0.0, 1e-3);
+          return u(rngs[static_cast<std::size_t>(w)]);
+        });
     EXPECT_LE(run.max_clock_lag, kS) << "K=" << k;
     EXPECT_EQ(run.steps, 10 + 16 + 22 + 28);
     EXPECT_EQ(run.staleness.count, static_cast<std::uint64_t>(k * run.steps));
@@ -361,9 +363,9 @@ TEST(Ps, SspClockLagNeverExceedsTheBoundUnderRandomDelays) {
 TEST(Ps, AsyncStalenessCountsEveryAppliedGradient) {
   constexpr int kN = 4;
   for (std::int64_t k : {1, 2}) {
-    const PsRun run = run_quadratic(kN, ps_options("async", k, 0.05), 12, 0.5f,
-                                    [](int w) { return w == 0 ? 0 : 20 + 5 * w; },
-                                    [](int w, int) { return w == 1 ? 5e-4 : 0.0; });
+    const PsRun run = run_quadratic(
+        kN, ps_options("async", k, 0.05), 12, 0.5f, [](int w) { return w == 0 ? 0 : 20 + 5 * w; },
+        [](int w, int) { return w == 1 ? 5e-4 : 0.0; });
     EXPECT_EQ(run.steps, 25 + 30 + 35);
     EXPECT_EQ(run.staleness.count, static_cast<std::uint64_t>(k * run.steps));
     EXPECT_GE(run.staleness.sum, static_cast<double>(k * (1 + 2)));

@@ -35,8 +35,10 @@ TEST(StrategyRegistry, SharedOptionsNameEveryStrategyThatDeclaresThem) {
   EXPECT_EQ(declared(all, "dgc").strategies, (std::vector<std::string>{"allreduce", "ps"}));
   EXPECT_EQ(declared(all, "period").strategies, (std::vector<std::string>{"local-sgd"}));
   EXPECT_TRUE(declared(all, "compress").strategies.empty());  // common
-  for (const DeclaredOption& d : all)  // each name once
-    EXPECT_EQ(std::count_if(all.begin(), all.end(), [&](const DeclaredOption& o) { return o.option.name() == d.option.name(); }), 1)
+  for (const DeclaredOption& d : all)                         // each name once
+    EXPECT_EQ(std::count_if(all.begin(), all.end(),
+                            [&](const DeclaredOption& o) { return o.option.name() == d.option.name(); }),
+              1)
         << d.option.name();
 }
 

@@ -120,9 +120,10 @@ TEST(Cli, CorruptDatasetFileExitsNonZeroNamingIt) {
 
 TEST(Cli, ShortRunWritesSummaryAndMetrics) {
   const fs::path dir = temp_dir("run");
-  const Result r = run_fast("train --model mlp --workers 2 --steps 30 --batch 32 --optimizer adam --lr 0.001 "
-                            "--progress never --log-every 10 --metrics " + (dir / "m.jsonl").string() +
-                            " --summary " + (dir / "s.json").string());
+  const Result r = run_fast(
+      "train --model mlp --workers 2 --steps 30 --batch 32 --optimizer adam --lr 0.001 "
+      "--progress never --log-every 10 --metrics " +
+      (dir / "m.jsonl").string() + " --summary " + (dir / "s.json").string());
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_NE(r.output.find("final test accuracy"), std::string::npos) << r.output;
   std::ifstream in(dir / "s.json");
@@ -182,8 +183,10 @@ TEST(Cli, DgcRefusesWhatItCannotApplyBeforeReadingData) {
 // 16 (header) + 9 + 4k values + min(4k, ceil(n/8)) index bytes with k = ceil(0.01 n).
 TEST(Cli, DgcRunTrainsWithTopOnePercentMessages) {
   const fs::path dir = temp_dir("dgc");
-  const Result r = run_fast("train --model mlp --workers 2 --steps 60 --optimizer momentum --lr 0.05 --dgc "
-                            "--compress topk:ratio=0.01 --progress never --summary " + (dir / "s.json").string());
+  const Result r = run_fast(
+      "train --model mlp --workers 2 --steps 60 --optimizer momentum --lr 0.05 --dgc "
+      "--compress topk:ratio=0.01 --progress never --summary " +
+      (dir / "s.json").string());
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
   std::ifstream in(dir / "s.json");
   const nlohmann::json s = nlohmann::json::parse(in);
@@ -243,8 +246,9 @@ TEST(Cli, InsecureIsAFlagWithoutAValueAndZmqSettingsAreListed) {
     EXPECT_NE(help.output.find(flag), std::string::npos) << flag;
   EXPECT_NE(help.output.find("FAST_RENDEZVOUS"), std::string::npos);
   const fs::path dir = temp_dir("insecure");
-  const Result r = run_fast("train --insecure --model mlp --workers 1 --steps 2 --batch 16 --progress never --summary " +
-                            (dir / "s.json").string());
+  const Result r =
+      run_fast("train --insecure --model mlp --workers 1 --steps 2 --batch 16 --progress never --summary " +
+               (dir / "s.json").string());
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
   std::ifstream in(dir / "s.json");
   const nlohmann::json s = nlohmann::json::parse(in);
@@ -275,9 +279,9 @@ TEST(Cli, NoReplicaAccuracyLeavesMinAndMaxUnscored) {
 TEST(Cli, HelpListsEverySettingAndTheEnvironment) {
   const Result r = run_fast("train --help");
   EXPECT_EQ(r.code, exit_code::ok) << r.output;
-  for (const char* flag : {"--config", "--strategy", "--workers", "--model", "--dataset", "--epochs", "--steps",
-                           "--batch", "--lr", "--optimizer", "--seed", "--runtime", "--metrics", "--summary",
-                           "--data-dir"})
+  for (const char* flag :
+       {"--config", "--strategy", "--workers", "--model", "--dataset", "--epochs", "--steps", "--batch", "--lr",
+        "--optimizer", "--seed", "--runtime", "--metrics", "--summary", "--data-dir"})
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
   EXPECT_NE(r.output.find("FAST_OP_TIMEOUT"), std::string::npos);
 }
@@ -333,7 +337,8 @@ TEST(Cli, CompareRunsTwoConfigsAndTabulatesTheirSummaries) {
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& row = rows[i + 1];
     ASSERT_EQ(row.size(), header.size());
-    const fs::path summary_path = dir / "out" / ("0" + std::to_string(i + 1) + "-" + runs[i].first) / "1" / "summary.json";
+    const fs::path summary_path =
+        dir / "out" / ("0" + std::to_string(i + 1) + "-" + runs[i].first) / "1" / "summary.json";
     std::ifstream in(summary_path);
     ASSERT_TRUE(in.good()) << summary_path;
     const nlohmann::json s = nlohmann::json::parse(in);

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <condition_variable>
 #include <filesystem>
-#include <mutex>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,14 +17,14 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error_message.hpp"
+#include "common/test_dir.hpp"
 #include "compare.hpp"
 #include "compare_plan.hpp"
 #include "compare_table.hpp"
 #include "config.hpp"
-#include "report.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/launcher.hpp"
-#include "common/test_dir.hpp"
+#include "report.hpp"
 
 namespace fast::cli {
 namespace {
@@ -223,10 +223,17 @@ TEST(CompareTable, MedianOfOddEvenAndInfiniteValues) {
 }
 
 json summary(double accuracy, json time_to_target, std::uint64_t bytes, double wall, bool diverged = false) {
-  return {{"strategy", "adpsgd"}, {"runtime", "threads"},        {"workers", 4},
-          {"final_accuracy", accuracy}, {"time_to_target_seconds", time_to_target}, {"bytes_sent", bytes},
-          {"staleness_mean", 1.5}, {"staleness_max", 7}, {"consensus_distance", 0.0125},
-          {"wall_seconds", wall}, {"diverged", diverged}};
+  return {{"strategy", "adpsgd"},
+          {"runtime", "threads"},
+          {"workers", 4},
+          {"final_accuracy", accuracy},
+          {"time_to_target_seconds", time_to_target},
+          {"bytes_sent", bytes},
+          {"staleness_mean", 1.5},
+          {"staleness_max", 7},
+          {"consensus_distance", 0.0125},
+          {"wall_seconds", wall},
+          {"diverged", diverged}};
 }
 
 TEST(CompareTable, RowsAreMediansOfTheSummariesAndSettings) {
@@ -307,7 +314,8 @@ TEST(CompareTable, CsvQuotesAndMarkdownEscapes) {
 TEST(CompareRun, RepetitionsUseSuccessiveSeedsAndWriteEveryFile) {
   const fs::path out = temp_dir() / "out1";
   fs::remove_all(out);
-  const fs::path s = write_toml("sweep5.toml", "[base]\nseed = 10\nsteps = 5\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
+  const fs::path s =
+      write_toml("sweep5.toml", "[base]\nseed = 10\nsteps = 5\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
   const auto specs = plan_runs({s}, {});
   std::vector<std::pair<std::string, std::uint64_t>> calls;
   const TrainFn fake = [&](const torch::TrainOptions& o) {
@@ -319,8 +327,10 @@ TEST(CompareRun, RepetitionsUseSuccessiveSeedsAndWriteEveryFile) {
   std::FILE* log = std::tmpfile();
   const auto results = run_comparison(specs, {.out = out, .repeat = 3}, fake, log);
   ASSERT_EQ(calls.size(), 6u);
-  EXPECT_EQ(calls[0], std::make_pair((out / "01-strategy-allreduce" / "1" / "summary.json").string(), std::uint64_t{10}));
-  EXPECT_EQ(calls[2], std::make_pair((out / "01-strategy-allreduce" / "3" / "summary.json").string(), std::uint64_t{12}));
+  EXPECT_EQ(calls[0],
+            std::make_pair((out / "01-strategy-allreduce" / "1" / "summary.json").string(), std::uint64_t{10}));
+  EXPECT_EQ(calls[2],
+            std::make_pair((out / "01-strategy-allreduce" / "3" / "summary.json").string(), std::uint64_t{12}));
   EXPECT_EQ(calls[3], std::make_pair((out / "02-strategy-adpsgd" / "1" / "summary.json").string(), std::uint64_t{10}));
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[1].summaries.size(), 3u);
@@ -396,7 +406,8 @@ TEST(CompareRun, ARerunSkipsTheRepetitionsThatFinishedWithTheSameSettings) {
   run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 3}, fake, nullptr);
   EXPECT_EQ(calls, 6);
   // Changed settings (steps 6): every repetition runs again.
-  const fs::path changed = write_toml("sweep7.toml", "[base]\nsteps = 6\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
+  const fs::path changed =
+      write_toml("sweep7.toml", "[base]\nsteps = 6\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
   run_comparison(plan_runs({changed}, {}), {.out = out, .repeat = 3}, fake, nullptr);
   EXPECT_EQ(calls, 12);
 }

@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 
 #include "common/error_message.hpp"
+#include "common/test_dir.hpp"
 #include "config.hpp"
 #include "fast/core/error.hpp"
-#include "common/test_dir.hpp"
 
 namespace fast::cli {
 namespace {
@@ -44,8 +44,9 @@ TEST(Config, SlowdownFactorsParseAndAreChecked) {
   EXPECT_EQ(o.slowdown.factors, (std::vector<double>{1, 1, 1.5, 4}));
   apply_setting(o, "straggler_probability", "0.1", "--straggler-probability");
   EXPECT_DOUBLE_EQ(o.slowdown.straggler_probability, 0.1);
-  EXPECT_NE(error_of([&] { apply_setting(o, "slowdown", "1,0.5", "--slowdown"); }).find("expected factors >= 1, got 0.5"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { apply_setting(o, "slowdown", "1,0.5", "--slowdown"); }).find("expected factors >= 1, got 0.5"),
+      std::string::npos);
   EXPECT_NE(error_of([&] { apply_setting(o, "slowdown", "1,x", "--slowdown"); }).find("expected a number, got 'x'"),
             std::string::npos);
   apply_setting(o, "slowdown", "", "--slowdown");
@@ -99,10 +100,11 @@ TEST(Config, MissingFileIsIoError) {
 
 TEST(Config, ProcessSettingsOfTheZmqRuntimeFillProcessOptions) {
   torch::TrainOptions o;
-  apply_config_file(o, write_toml("zmq.toml",
-                                  "rendezvous = \"10.0.0.1:29500\"\nworld_size = 4\nprocess_rank = 2\n"
-                                  "workers_per_process = 3\nkey = \"k.key\"\nallow = \"allow.txt\"\ninsecure = true\n"
-                                  "peer_timeout = 5\nrendezvous_timeout = 60\ntransport = \"tcp\"\nhost = \"10.0.0.2\"\n"));
+  apply_config_file(
+      o, write_toml("zmq.toml",
+                    "rendezvous = \"10.0.0.1:29500\"\nworld_size = 4\nprocess_rank = 2\n"
+                    "workers_per_process = 3\nkey = \"k.key\"\nallow = \"allow.txt\"\ninsecure = true\n"
+                    "peer_timeout = 5\nrendezvous_timeout = 60\ntransport = \"tcp\"\nhost = \"10.0.0.2\"\n"));
   EXPECT_EQ(o.process.rendezvous, "10.0.0.1:29500");
   EXPECT_EQ(o.process.world_size, 4);
   EXPECT_EQ(o.process.process_rank, 2);
@@ -129,7 +131,8 @@ TEST(Config, ProcessSettingsOutOfRangeOrOfTheWrongTypeAreRejected) {
   EXPECT_NE(error_of([&] { apply_setting(o, "workers_per_process", "0", "--workers-per-process"); }).find(">= 1"),
             std::string::npos);
   EXPECT_NE(error_of([&] { apply_setting(o, "world_size", "0", "--world-size"); }).find(">= 1"), std::string::npos);
-  EXPECT_NE(error_of([&] { apply_setting(o, "insecure", "yes", "--insecure"); }).find("true or false"), std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "insecure", "yes", "--insecure"); }).find("true or false"),
+            std::string::npos);
   const std::string wrong = error_of([&] { apply_config_file(o, write_toml("bool.toml", "insecure = \"yes\"\n")); });
   EXPECT_NE(wrong.find("boolean"), std::string::npos) << wrong;
 }

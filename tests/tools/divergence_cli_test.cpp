@@ -101,8 +101,10 @@ nlohmann::json trained(const std::string& run, const fs::path& dir) {
 // diverges and says so; trimmed-mean:1 and median, which drop or outvote it, train.
 TEST(Divergence, AByzantineWorkerMakesTheMeanDivergeButNotTheRobustRules) {
   const fs::path dir = temp_dir("byzantine");
-  const std::string run = "train --strategy allreduce --workers 5 --steps 60 --optimizer momentum --lr 0.05 "
-                          "--fault-inject scale:-100@4 --progress never --summary " + (dir / "s.json").string();
+  const std::string run =
+      "train --strategy allreduce --workers 5 --steps 60 --optimizer momentum --lr 0.05 "
+      "--fault-inject scale:-100@4 --progress never --summary " +
+      (dir / "s.json").string();
   const auto mean = run_fast_in({}, run);
   ASSERT_EQ(mean.code, exit_code::ok) << mean.output;
   EXPECT_NE(mean.output.find("DIVERGED: "), std::string::npos) << mean.output;
@@ -145,26 +147,29 @@ TEST(Divergence, Int8GossipOfAModelTrainsWithBucketsAndDivergesWithOneNorm) {
 // krum:1 applies one worker's gradient, and with seed 1 alone it ends 2.06 points below the clean
 // mean; it is compared with the clean mean over seeds 1-3 instead (measured: clean mean 0.8727,
 // 0.8705, 0.8688; krum:1 attacked 0.8521, 0.8553, 0.8497; 1.83 points below on average).
-// Labelled long (`make test-all`; 2 minutes on 2 cores). In every `make test`,
+// Labelled long (`make test-all`: minutes of training). In every `make test`,
 // AByzantineWorkerMakesTheMeanDivergeButNotTheRobustRules puts trimmed-mean and median under the same
 // attack on a shorter run; krum's and multi-krum's accuracy under attack is checked here only.
 TEST(LongDivergence, RobustRulesUnderAttackEndWithinTwoPointsOfTheirCleanRun) {
   const fs::path dir = temp_dir("byzantine_3_epochs");
-  const std::string run = "train --strategy allreduce --workers 5 --epochs 3 --batch 64 --optimizer momentum "
-                          "--lr 0.05 --seed 1 --progress never --summary " + (dir / "s.json").string();
+  const std::string run =
+      "train --strategy allreduce --workers 5 --epochs 3 --batch 64 --optimizer momentum "
+      "--lr 0.05 --seed 1 --progress never --summary " +
+      (dir / "s.json").string();
   const nlohmann::json clean_mean = trained(run, dir);
   ASSERT_FALSE(clean_mean.is_null());
   const double mean_accuracy = clean_mean["final_accuracy"].get<double>();
   for (const std::string rule : {"median", "trimmed-mean:1", "krum:1", "multi-krum:1"}) {
     double accuracy[2] = {0, 0};  // clean, attacked
     for (int attacked = 0; attacked < 2; ++attacked) {
-      const nlohmann::json s = trained(run + " --aggregate " + rule + (attacked ? " --fault-inject scale:-100@4" : ""), dir);
+      const nlohmann::json s =
+          trained(run + " --aggregate " + rule + (attacked ? " --fault-inject scale:-100@4" : ""), dir);
       ASSERT_FALSE(s.is_null()) << rule;
       EXPECT_FALSE(s["diverged"].get<bool>()) << rule;
       accuracy[attacked] = s["final_accuracy"].get<double>();
     }
-    std::cout << rule << ": clean " << accuracy[0] << ", worker 4 sends -100 x: " << accuracy[1]
-              << " (clean mean " << mean_accuracy << ")" << std::endl;
+    std::cout << rule << ": clean " << accuracy[0] << ", worker 4 sends -100 x: " << accuracy[1] << " (clean mean "
+              << mean_accuracy << ")" << std::endl;
     EXPECT_GE(accuracy[1], accuracy[0] - 0.02) << rule;
     if (rule != "krum:1") {
       EXPECT_GE(accuracy[1], mean_accuracy - 0.02) << rule;
@@ -188,4 +193,3 @@ TEST(LongDivergence, RobustRulesUnderAttackEndWithinTwoPointsOfTheirCleanRun) {
 }
 
 }  // namespace
-

@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 namespace exit_code = fast::core::exit_code;
 
 struct Case {
-  std::string env;   // "NAME=VALUE " prefix, or ""
-  std::string args;  // after `fast`
+  std::string env;                    // "NAME=VALUE " prefix, or ""
+  std::string args;                   // after `fast`
   std::vector<std::string> expected;  // parts of the message
 };
 
@@ -36,7 +36,8 @@ void expect_refused(const Case& c, bool early = true) {
     EXPECT_NE(r.output.find(part), std::string::npos) << c.env << c.args << ": no '" << part << "' in\n" << r.output;
   if (early) {
     EXPECT_EQ(r.output.find("libtorch intra-op threads"), std::string::npos)
-        << c.env << c.args << ": the dataset was loaded before the error\n" << r.output;
+        << c.env << c.args << ": the dataset was loaded before the error\n"
+        << r.output;
   }
   // No build paths: the source location FAST_ENFORCE records is not shown to the user.
   EXPECT_EQ(r.output.find(".cpp:"), std::string::npos) << c.env << c.args << "\n" << r.output;
@@ -68,7 +69,9 @@ TEST(HostileInput, NumbersThatDoubleHoldsButNoSettingMeansAreRefused) {
 TEST(HostileInput, StrategyAndOptimizerOptionsAreCheckedBeforeAnyDataIsRead) {
   for (const Case& c : std::vector<Case>{
            {"", "train --steps 5 --strategy ps --servers 10", {"servers", "[1, 2]", "got 10"}},
-           {"", "train --steps 5 --strategy ps --lr-semantics per-batch", {"--lr-semantics", "per-batch", "per-sample, per-gradient"}},
+           {"",
+            "train --steps 5 --strategy ps --lr-semantics per-batch",
+            {"--lr-semantics", "per-batch", "per-sample, per-gradient"}},
            {"", "train --steps 5 --strategy easgd --alpha 1.5", {"alpha", "(0, 1)", "got 1.5"}},
            {"", "train --steps 5 --strategy dpsgd --workers 4 --topology torus2d:3x3", {"torus2d:3x3", "= 9 vs n = 4"}},
            {"", "train --steps 5 --strategy gosgd --gossip-probability 2", {"gossip_probability", "got 2"}},
@@ -83,7 +86,9 @@ TEST(HostileInput, StrategyAndOptimizerOptionsAreCheckedBeforeAnyDataIsRead) {
 // Model and dataset specs: named and refused before any data is read.
 TEST(HostileInput, ModelAndDatasetSpecsAreCheckedBeforeAnyDataIsRead) {
   for (const Case& c : std::vector<Case>{
-           {"", "train --steps 5 --dataset cifar10", {"dataset 'cifar10'", "unknown kind", "fashion-mnist, npz, npy, synthetic"}},
+           {"",
+            "train --steps 5 --dataset cifar10",
+            {"dataset 'cifar10'", "unknown kind", "fashion-mnist, npz, npy, synthetic"}},
            {"", "train --steps 5 --dataset synthetic:classes=1", {"classes", "[2, 100000]", "got '1'"}},
            {"", "train --steps 5 --dataset synthetic:shape=1x0", {"shape", "got '1x0'"}},
            {"", "train --steps 5 --dataset npz:train=/nonexistent.npz", {"missing test=FILE"}},
@@ -102,14 +107,15 @@ TEST(HostileInput, FoldersWhereFilesAreExpectedAreRefused) {
   const fs::path dir = fast::testing::test_dir("fast_hostile", "folder");
   const std::string d = dir.string();
   std::vector<Case> cases{
-           {"", "train --config " + d, {"config file", d, "is a folder"}},
-           {"", "compare " + d + " --out " + d + "/out", {"config file", d, "is a folder"}},
-           {"", "train --steps 5 --summary " + d, {"summary", d, "is a folder"}},
-           {"", "train --steps 5 --metrics " + d, {"metrics", d, "is a folder"}},
-           {"", "train --steps 5 --metrics " + d + "/x.json --summary " + d + "/x.json",
-            {"metrics and summary", "x.json", "overwrite"}},
-           {"", "train --steps 5 --strategy dpsgd --topology file:" + d, {"edge list", d, "is a folder"}},
-       };
+      {"", "train --config " + d, {"config file", d, "is a folder"}},
+      {"", "compare " + d + " --out " + d + "/out", {"config file", d, "is a folder"}},
+      {"", "train --steps 5 --summary " + d, {"summary", d, "is a folder"}},
+      {"", "train --steps 5 --metrics " + d, {"metrics", d, "is a folder"}},
+      {"",
+       "train --steps 5 --metrics " + d + "/x.json --summary " + d + "/x.json",
+       {"metrics and summary", "x.json", "overwrite"}},
+      {"", "train --steps 5 --strategy dpsgd --topology file:" + d, {"edge list", d, "is a folder"}},
+  };
 #ifdef FAST_TEST_SIM
   cases.push_back({"", "train --runtime sim --cluster " + d, {"cluster file", d, "is a folder"}});
 #endif
@@ -124,14 +130,17 @@ TEST(HostileInput, BadPlatformFilesAreRefusedWithExitCode2) {
   GTEST_SKIP() << "this build has no sim runtime";
 #endif
   const fs::path dir = fast::testing::test_dir("fast_hostile", "platforms");
-  std::ofstream(dir / "noroute.xml") << "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-                                        "<platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">"
-                                        "<host id=\"h0\" speed=\"1Gf\"/><host id=\"h1\" speed=\"1Gf\"/></zone></platform>\n";
+  std::ofstream(dir / "noroute.xml")
+      << "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+         "<platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">"
+         "<host id=\"h0\" speed=\"1Gf\"/><host id=\"h1\" speed=\"1Gf\"/></zone></platform>\n";
   std::ofstream(dir / "empty.xml") << "\n";
   std::ofstream(dir / "bad.xml") << "<platform\n";
   const std::string d = dir.string();
   for (const Case& c : std::vector<Case>{
-           {"", "train --runtime sim --steps 3 --cluster " + d + "/noroute.xml", {"no route from host 'h0' to host 'h1'"}},
+           {"",
+            "train --runtime sim --steps 3 --cluster " + d + "/noroute.xml",
+            {"no route from host 'h0' to host 'h1'"}},
            {"", "train --runtime sim --steps 3 --cluster " + d + "/empty.xml", {"empty.xml", "SimGrid cannot read it"}},
            {"", "train --runtime sim --steps 3 --cluster " + d + "/bad.xml", {"bad.xml", "SimGrid cannot read it"}},
        })

@@ -148,10 +148,10 @@ std::vector<std::string> launch_sh(std::vector<std::string> options, const std::
 }
 
 TEST(Launch, EachProcessGetsItsRankWorldSizeAndRendezvous) {
-  const FastDone r = run_fast(
-      "env", launch_sh({"-n", "3"},
-                       "echo \"rank=$FAST_PROCESS_RANK size=$FAST_WORLD_SIZE rdv=$FAST_RENDEZVOUS "
-                       "launched=$FAST_LAUNCHED insecure=$FAST_INSECURE\""));
+  const FastDone r =
+      run_fast("env", launch_sh({"-n", "3"},
+                                "echo \"rank=$FAST_PROCESS_RANK size=$FAST_WORLD_SIZE rdv=$FAST_RENDEZVOUS "
+                                "launched=$FAST_LAUNCHED insecure=$FAST_INSECURE\""));
   ASSERT_EQ(r.code, exit_code::ok) << r.out << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(rdv=(127\.0\.0\.1:\d+))"))) << r.out;
@@ -174,11 +174,11 @@ TEST(Launch, PortOptionSetsTheRendezvousPort) {
 }
 
 TEST(Launch, GeneratedKeyIs0600InA0700FolderAdmittedByTheAllowListAndRemovedAtExit) {
-  const FastDone r = run_fast(
-      "keys", launch_sh({"-n", "2"},
-                        "echo \"key=$FAST_KEY_FILE\"; echo \"modes=$(stat -c %a \"$FAST_KEY_FILE\" "
-                        "\"$(dirname \"$FAST_KEY_FILE\")\" | tr '\\n' ' ')\"; grep public \"$FAST_KEY_FILE\"; "
-                        "grep -v '^#' \"$FAST_ALLOW_FILE\""));
+  const FastDone r =
+      run_fast("keys", launch_sh({"-n", "2"},
+                                 "echo \"key=$FAST_KEY_FILE\"; echo \"modes=$(stat -c %a \"$FAST_KEY_FILE\" "
+                                 "\"$(dirname \"$FAST_KEY_FILE\")\" | tr '\\n' ' ')\"; grep public \"$FAST_KEY_FILE\"; "
+                                 "grep -v '^#' \"$FAST_ALLOW_FILE\""));
   ASSERT_EQ(r.code, exit_code::ok) << r.out << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\[0\] key=(\S+))"))) << r.out;
@@ -223,9 +223,9 @@ TEST(Launch, LinesOfConcurrentWritersStayWholeAndPartialLastLinesAreFlushed) {
 }
 
 TEST(Launch, FirstFailureGivesItsExitCodeAndIsNamed) {
-  const FastDone r = run_fast(
-      "fail", launch_sh({"-n", "3", "--grace", "20"},
-                        "echo pid=$$; if [ $FAST_PROCESS_RANK = 1 ]; then exit 3; fi; sleep 0.5; exit 0"));
+  const FastDone r =
+      run_fast("fail", launch_sh({"-n", "3", "--grace", "20"},
+                                 "echo pid=$$; if [ $FAST_PROCESS_RANK = 1 ]; then exit 3; fi; sleep 0.5; exit 0"));
   EXPECT_EQ(r.code, 3) << r.out << r.err;  // the script's own code, passed through
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\[1\] pid=(\d+))"))) << r.out;
@@ -270,9 +270,10 @@ TEST(Launch, TimeoutEscalatesToSigkillWhenSigtermIsIgnored) {
 
 TEST(Launch, ForwardsSigtermToEveryProcessAndRemovesTheKeys) {
   const fs::path dir = temp_dir("sigterm");
-  const FastRun run = start_fast(
-      dir, launch_sh({"-n", "2"}, "trap 'echo got TERM; exit 7' TERM; echo \"key=$FAST_KEY_FILE\"; echo ready; "
-                                  "while :; do sleep 0.1; done"));
+  const FastRun run =
+      start_fast(dir, launch_sh({"-n", "2"},
+                                "trap 'echo got TERM; exit 7' TERM; echo \"key=$FAST_KEY_FILE\"; echo ready; "
+                                "while :; do sleep 0.1; done"));
   const bool ready = wait_for_text(run.out, "ready", 2);
   ::kill(run.pid, SIGTERM);
   const FastDone r = wait_fast(run);
@@ -300,9 +301,10 @@ TEST(Launch, GivenKeyAndAllowFilesArePassedThrough) {
   fs::remove(dir / "host.key");
   fs::remove(dir / "host.key.pub");
   ASSERT_EQ(run_fast("given_keygen", {"keygen", "--out", (dir / "host.key").string()}).code, exit_code::ok);
-  const FastDone r = run_fast("given_run", launch_sh({"-n", "1", "--key", (dir / "host.key").string(), "--allow",
-                                                      (dir / "host.key.pub").string()},
-                                                     "echo \"key=$FAST_KEY_FILE allow=$FAST_ALLOW_FILE\""));
+  const FastDone r =
+      run_fast("given_run",
+               launch_sh({"-n", "1", "--key", (dir / "host.key").string(), "--allow", (dir / "host.key.pub").string()},
+                         "echo \"key=$FAST_KEY_FILE allow=$FAST_ALLOW_FILE\""));
   ASSERT_EQ(r.code, exit_code::ok) << r.err;
   EXPECT_TRUE(contains(r.out, "[0] key=" + (dir / "host.key").string() + " allow=" + (dir / "host.key.pub").string()))
       << r.out;

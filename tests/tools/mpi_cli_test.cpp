@@ -4,8 +4,10 @@
 // with MPI's native ones, which add in another order. Every asynchronous strategy trains. A rank
 // killed during training ends the job (MPI is fail-stop) with an error on every other rank, never a
 // hang. Every mpirun runs in a process group of its own, bounded in time and killed as a group.
-#include <gtest/gtest.h>
+// Suites and instantiations named Long* are labelled long (`make test-all`, tests/CMakeLists.txt):
+// they repeat a property another instantiation checks in every `make test`.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -30,9 +32,9 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace exit_code = fast::core::exit_code;
-using nlohmann::json;
 using fast::testing::dir_name;
 using fast::testing::slurp;
+using nlohmann::json;
 using Started = fast::testing::Spawned;
 using fast::testing::wait_or_kill_group;
 
@@ -88,8 +90,10 @@ TEST_P(MpiSynchronous, EndsWithTheParametersOfThreads) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, MpiSynchronous,
-                         ::testing::Values("allreduce", "ps --mode sync", "local-sgd --period 2", "dpsgd"),
+// local-sgd averages with the all-reduce that allreduce's case checks (native and ring): long.
+INSTANTIATE_TEST_SUITE_P(Strategies, MpiSynchronous, ::testing::Values("allreduce", "ps --mode sync", "dpsgd"),
+                         [](const auto& info) { return dir_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(LongStrategies, MpiSynchronous, ::testing::Values("local-sgd --period 2"),
                          [](const auto& info) { return dir_name(info.param); });
 
 // Every asynchronous strategy trains across ranks: a summary of 4 workers and an accuracy far
@@ -112,16 +116,20 @@ TEST_P(MpiAsynchronous, Trains) {
 //   build/bin/mpi_cli_test --gtest_also_run_disabled_tests --gtest_filter='*DISABLED_Within*'
 TEST_P(MpiAsynchronous, DISABLED_WithinOnePointOfThreads) {
   const fs::path dir = fast::testing::test_dir("fast_mpi_cli", "async1_" + dir_name(GetParam()));
-  const std::string args = "--batch 64 --epochs 1 --optimizer momentum --momentum 0.9 --lr 0.01 --strategy " + GetParam();
+  const std::string args =
+      "--batch 64 --epochs 1 --optimizer momentum --momentum 0.9 --lr 0.01 --strategy " + GetParam();
   const json t = threads_run(dir, args), m = mpi_run(dir, args);
   EXPECT_NEAR(m["final_accuracy"].get<double>(), t["final_accuracy"].get<double>(), 0.01)
       << "mpi " << m.dump() << "\nthreads " << t.dump();
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, MpiAsynchronous,
-                         ::testing::Values("ps --mode async", "ps --mode ssp --staleness 2", "easgd --tau 2 --alpha 0.1",
-                                           "adpsgd", "gosgd", "acid"),
+// In every `make test` the parameter server and pairwise gossip; the others labelled long (their window
+// operations on MPI RMA are checked by window_one_sided_test, their training by the other runtimes').
+INSTANTIATE_TEST_SUITE_P(Strategies, MpiAsynchronous, ::testing::Values("ps --mode async", "adpsgd"),
+                         [](const auto& info) { return dir_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(LongStrategies, MpiAsynchronous,
+                         ::testing::Values("ps --mode ssp --staleness 2", "easgd --tau 2 --alpha 0.1", "gosgd", "acid"),
                          [](const auto& info) { return dir_name(info.param); });
 
 // A rank killed (SIGKILL) during training: mpirun ends the job within 30 s, exits with an error,
@@ -184,7 +192,9 @@ TEST_P(MpiFault, AKilledRankEndsTheJobWithAnErrorOnEveryRank) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, MpiFault, ::testing::Range(1, 4));
+// Three kill moments (seeds): the first in every `make test`, the others labelled long.
+INSTANTIATE_TEST_SUITE_P(Seeds, MpiFault, ::testing::Range(1, 2));
+INSTANTIATE_TEST_SUITE_P(LongSeeds, MpiFault, ::testing::Range(2, 4));
 
 // Bad input fails before MPI starts anything: an unknown collectives choice, and native
 // collectives on a runtime that has none.

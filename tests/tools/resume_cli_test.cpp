@@ -7,10 +7,10 @@
 // group of its own, bounded in time and killed as a group.
 #include <gtest/gtest.h>
 
-#include <iostream>
-#include <tuple>
 #include <signal.h>
 #include <sys/wait.h>
+#include <iostream>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -30,9 +30,9 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace exit_code = fast::core::exit_code;
-using nlohmann::json;
 using fast::testing::dir_name;
 using fast::testing::slurp;
+using nlohmann::json;
 
 const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
 const std::string kTrain = " --model mlp --batch 32 --seed 5 --eval-every 0 --progress never --summary s.json ";
@@ -41,7 +41,8 @@ const std::string kTrain = " --model mlp --batch 32 --seed 5 --eval-every 0 --pr
 std::string command(const std::string& runtime, const std::string& args, int workers = 2) {
   const std::string n = std::to_string(workers);
   const std::string limit = std::to_string(300 * fast::testing::kRunTimeScale);
-  if (runtime == "zmq") return kFast + " launch -n " + n + " --timeout " + limit + " -- " + kFast + " train --runtime zmq" + kTrain + args;
+  if (runtime == "zmq")
+    return kFast + " launch -n " + n + " --timeout " + limit + " -- " + kFast + " train --runtime zmq" + kTrain + args;
   if (runtime == "mpi") return "mpirun -np " + n + " --oversubscribe " + kFast + " train --runtime mpi" + kTrain + args;
   return kFast + " train --runtime threads --workers " + n + kTrain + args;
 }
@@ -49,7 +50,7 @@ std::string command(const std::string& runtime, const std::string& args, int wor
 struct Ran {
   int status = -1;  // wait status; -1: killed after the time limit
   std::string log;
-  json summary;     // s.json, or null
+  json summary;  // s.json, or null
 };
 
 // mpirun as root, and with time for a graceful stop: with OpenMPI's default odls_base_sigkill_timeout
@@ -95,19 +96,23 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return info.param.runtime + "_" + dir_name(info.param.strategy);
 }
 
+// Every runtime with the strategies whose workers each hold state of their own in their process:
+// dpsgd's replicas, which differ from worker to worker, and int8's error-feedback residuals. Under
+// threads also allreduce and local-sgd; under the process runtimes those two are labelled long
+// (long_cases(); `make test-all`): their state is a subset of what the others check there.
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const std::string& runtime : runtimes())
-    for (const char* strategy : {"allreduce", "dpsgd", "local-sgd --period 4", "allreduce --compress int8"})
-      out.push_back({runtime, strategy});
+    for (const char* strategy : {"dpsgd", "allreduce --compress int8"}) out.push_back({runtime, strategy});
+  for (const char* strategy : {"allreduce", "local-sgd --period 4"}) out.push_back({"threads", strategy});
   // Strategy state saved by other code paths, under threads (and ps's server under zmq too); the
   // runtime does not take part in saving and restoring it. DGC: momentum correction, a sparsity
   // warm-up that crosses the checkpoint at step 30 (with ps: two servers, each with its replies'
   // links and the rounds that set their density).
-  for (const char* strategy : {"local-sgd --period 4 --compress powersgd:rank=2",
-                               "ps --mode sync --servers 2 --compress topk:ratio=0.05 --dgc --dgc-warmup-epochs 0.05",
-                               "dpsgd --compress topk:ratio=0.1",
-                               "allreduce --compress topk:ratio=0.05 --dgc --dgc-warmup-epochs 0.05"})
+  for (const char* strategy :
+       {"local-sgd --period 4 --compress powersgd:rank=2",
+        "ps --mode sync --servers 2 --compress topk:ratio=0.05 --dgc --dgc-warmup-epochs 0.05",
+        "dpsgd --compress topk:ratio=0.1", "allreduce --compress topk:ratio=0.05 --dgc --dgc-warmup-epochs 0.05"})
     out.push_back({"threads", strategy});
 #ifdef FAST_TEST_ZMQ
   out.push_back({"zmq", "ps --mode sync"});
@@ -127,7 +132,8 @@ TEST_P(Resume, FromAMidRunCheckpointEndsWithTheParametersOfTheWholeRun) {
   const std::string args = "--steps 80 --strategy " + strategy;
   const Ran whole = run(dir, runtime, args + " --checkpoint-dir ck --checkpoint-every 30 --checkpoint-keep 3");
   ASSERT_TRUE(ok(whole)) << whole.log;
-  for (int step : {30, 60, 80}) ASSERT_TRUE(fs::exists(dir / "ck" / fmt::format("step-{:012d}", step) / "manifest.json")) << step;
+  for (int step : {30, 60, 80})
+    ASSERT_TRUE(fs::exists(dir / "ck" / fmt::format("step-{:012d}", step) / "manifest.json")) << step;
   EXPECT_EQ(whole.summary["checkpoint_step"], 80);
   fs::remove_all(dir / "ck" / fmt::format("step-{:012d}", 80));
   fs::remove_all(dir / "ck" / fmt::format("step-{:012d}", 60));
@@ -139,6 +145,15 @@ TEST_P(Resume, FromAMidRunCheckpointEndsWithTheParametersOfTheWholeRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, Resume, ::testing::ValuesIn(cases()), case_name);
+
+std::vector<Case> long_cases() {
+  std::vector<Case> out;
+  for (const std::string& runtime : runtimes())
+    if (runtime != "threads")
+      for (const char* strategy : {"allreduce", "local-sgd --period 4"}) out.push_back({runtime, strategy});
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(LongRuntimes, Resume, ::testing::ValuesIn(long_cases()), case_name);
 
 fs::path step_dir(const fs::path& ck, int step) { return ck / fmt::format("step-{:012d}", step); }
 
@@ -200,11 +215,12 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
     std::string args;
     std::string expected;
   };
-  for (const Refusal& c : {Refusal{"--strategy adpsgd --checkpoint-dir ck --checkpoint-every 10",
-                                   "checkpoint_every: set to 10 with the asynchronous strategy 'adpsgd'"},
-                           Refusal{"--resume empty", "resume: '" + std::string("empty") + "' holds no complete checkpoint"},
-                           Refusal{"--resume missing", "resume: 'missing' is not a folder"},
-                           Refusal{"--checkpoint-every 10", "checkpoint_every: set to 10 without checkpoint_dir"}}) {
+  for (const Refusal& c :
+       {Refusal{"--strategy adpsgd --checkpoint-dir ck --checkpoint-every 10",
+                "checkpoint_every: set to 10 with the asynchronous strategy 'adpsgd'"},
+        Refusal{"--resume empty", "resume: '" + std::string("empty") + "' holds no complete checkpoint"},
+        Refusal{"--resume missing", "resume: 'missing' is not a folder"},
+        Refusal{"--checkpoint-every 10", "checkpoint_every: set to 10 without checkpoint_dir"}}) {
     const Ran r = run(dir, "threads", "--steps 20 " + c.args);
     ASSERT_NE(r.status, -1);
     EXPECT_EQ(WEXITSTATUS(r.status), exit_code::bad_input) << c.args << "\n" << r.log;
@@ -215,7 +231,8 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
   const Ran beyond = run(dir, "threads", "--steps 10 --resume ck");
   EXPECT_EQ(WEXITSTATUS(beyond.status), exit_code::bad_input) << beyond.log;
   EXPECT_NE(beyond.log.find("at step 20, beyond this run's 10 steps"), std::string::npos) << beyond.log;
-  const auto other_world = fast::testing::run_fast_in(dir, "train --runtime threads --workers 3 --steps 40 --resume ck" + kTrain);
+  const auto other_world =
+      fast::testing::run_fast_in(dir, "train --runtime threads --workers 3 --steps 40 --resume ck" + kTrain);
   EXPECT_EQ(other_world.code, exit_code::bad_input) << other_world.output;
   EXPECT_NE(other_world.output.find("workers = 2; this run has workers = 3"), std::string::npos) << other_world.output;
 }
@@ -261,8 +278,8 @@ class Interrupted : public ::testing::TestWithParam<Interrupt> {};
 // mpi to mpirun, which sends SIGTERM to every rank.
 TEST_P(Interrupted, ExitsAtOnceWithASummaryAndACheckpointThatResumesExactly) {
   const auto& [runtime, signal, workers] = GetParam();
-  const fs::path dir =
-      fast::testing::test_dir("fast_resume_cli", "signal_" + runtime + std::to_string(signal) + "_" + std::to_string(workers));
+  const fs::path dir = fast::testing::test_dir(
+      "fast_resume_cli", "signal_" + runtime + std::to_string(signal) + "_" + std::to_string(workers));
   fs::remove_all(dir / "ck");
   fs::remove(dir / "m.jsonl");
   fs::remove(dir / "m.rank0.jsonl");
@@ -331,7 +348,8 @@ TEST(InterruptedRank, ASignalToOneRankAloneStopsEveryRankAtTheSameStep) {
   fs::remove(dir / "s.json");
   mpirun_environment();
   const auto s = fast::testing::spawn_in_group(
-      dir, command("mpi", "--steps 1000000 --schedule constant --checkpoint-dir ck --log-every 20 --metrics m.jsonl", 4));
+      dir,
+      command("mpi", "--steps 1000000 --schedule constant --checkpoint-dir ck --log-every 20 --metrics m.jsonl", 4));
   ASSERT_TRUE(fast::testing::file_contains_within(dir / "m.rank0.jsonl", "\"event\":\"train\"", 120)) << slurp(s.log);
   const std::string started = slurp(s.log);
   const std::string marker = "mpi runtime: rank 2 of 4, pid ";
@@ -391,7 +409,8 @@ TEST_P(AsynchronousResume, InterruptedAndResumedReachesTheAccuracyOfTheRunStraig
   ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
   const json interrupted = json::parse(slurp(dir / "s.json"));
   EXPECT_EQ(interrupted["interrupted"], true) << interrupted.dump();
-  const std::int64_t at = interrupted["checkpoint_step"].is_number() ? interrupted["checkpoint_step"].get<std::int64_t>() : -1;
+  const std::int64_t at =
+      interrupted["checkpoint_step"].is_number() ? interrupted["checkpoint_step"].get<std::int64_t>() : -1;
   EXPECT_GT(at, 300) << interrupted.dump();
   EXPECT_LT(at, 1404) << interrupted.dump();
   const Ran resumed = run(dir, runtime, length + "--resume ck", 4);
@@ -399,15 +418,16 @@ TEST_P(AsynchronousResume, InterruptedAndResumedReachesTheAccuracyOfTheRunStraig
   EXPECT_EQ(resumed.summary["resumed_from_step"], at);
   const Ran straight = run(dir, runtime, length, 4);
   ASSERT_TRUE(ok(straight)) << straight.log;
-  std::cout << strategy << " " << runtime << ": interrupted at step " << at << "; resumed " << resumed.summary["final_accuracy"]
-            << ", straight " << straight.summary["final_accuracy"] << std::endl;
+  std::cout << strategy << " " << runtime << ": interrupted at step " << at << "; resumed "
+            << resumed.summary["final_accuracy"] << ", straight " << straight.summary["final_accuracy"] << std::endl;
   EXPECT_GE(resumed.summary["final_accuracy"].get<double>(), straight.summary["final_accuracy"].get<double>() - 0.01)
       << "resumed " << resumed.summary.dump() << "\nstraight " << straight.summary.dump();
 }
 
-// Under threads in every `make test`; under the process runtimes labelled long (`make test-all`,
-// tests/CMakeLists.txt): their checkpoints are checked exactly by Resume, Interrupted and
-// AsynchronousStateResume, and these runs take 1-2 minutes each on 2 cores.
+// adpsgd under threads in every `make test`; ps, and both under the process runtimes, labelled long
+// (`make test-all`, tests/CMakeLists.txt): the checkpoints of ps and of the process runtimes are
+// checked exactly by Resume, Interrupted and AsynchronousStateResume, and these runs take minutes
+// each on a small machine.
 std::string async_resume_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
   return std::get<0>(info.param) + "_" + std::get<1>(info.param);
 }
@@ -417,8 +437,10 @@ std::vector<std::string> process_runtimes() {
   return out;
 }
 INSTANTIATE_TEST_SUITE_P(Strategies, AsynchronousResume,
-                         ::testing::Combine(::testing::Values("adpsgd", "ps"), ::testing::Values("threads")),
+                         ::testing::Combine(::testing::Values("adpsgd"), ::testing::Values("threads")),
                          async_resume_name);
+INSTANTIATE_TEST_SUITE_P(LongServer, AsynchronousResume,
+                         ::testing::Combine(::testing::Values("ps"), ::testing::Values("threads")), async_resume_name);
 INSTANTIATE_TEST_SUITE_P(LongStrategies, AsynchronousResume,
                          ::testing::Combine(::testing::Values("adpsgd", "ps"), ::testing::ValuesIn(process_runtimes())),
                          async_resume_name);
@@ -455,20 +477,31 @@ TEST_P(AsynchronousStateResume, ResumedWithNothingLeftEndsWithTheSavedModel) {
 }
 
 // Every strategy under threads, acid, gosgd and ps with a codec (their windows' link references
-// saved and restored; ps also its pushes' error feedback); under zmq the two whose state another process holds (easgd's centre on
-// worker 0, ps's shard on its server).
+// saved and restored; ps also its pushes' error feedback); under zmq state that another process
+// holds: ps's shard and optimizer on its server in every `make test`, easgd's centre on worker 0
+// labelled long (`make test-all`).
 std::vector<std::tuple<std::string, std::string>> state_cases() {
   std::vector<std::tuple<std::string, std::string>> out;
   for (const char* strategy : {"gosgd", "acid", "easgd", "ps --mode ssp --compress topk:ratio=0.1",
                                "acid --compress topk:ratio=0.1", "gosgd --compress topk:ratio=0.1"})
     out.emplace_back(strategy, "threads");
 #ifdef FAST_TEST_ZMQ
-  for (const char* strategy : {"easgd", "ps --mode ssp"}) out.emplace_back(strategy, "zmq");
+  out.emplace_back("ps --mode ssp", "zmq");
+#endif
+  return out;
+}
+std::vector<std::tuple<std::string, std::string>> long_state_cases() {
+  std::vector<std::tuple<std::string, std::string>> out;
+#ifdef FAST_TEST_ZMQ
+  out.emplace_back("easgd", "zmq");
 #endif
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, AsynchronousStateResume, ::testing::ValuesIn(state_cases()),
-                         [](const auto& info) { return dir_name(std::get<0>(info.param)) + "_" + std::get<1>(info.param); });
+std::string state_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
+  return dir_name(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
+}
+INSTANTIATE_TEST_SUITE_P(Strategies, AsynchronousStateResume, ::testing::ValuesIn(state_cases()), state_name);
+INSTANTIATE_TEST_SUITE_P(LongStrategies, AsynchronousStateResume, ::testing::ValuesIn(long_state_cases()), state_name);
 
 }  // namespace

@@ -21,11 +21,11 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error_message.hpp"
+#include "common/test_dir.hpp"
 #include "config.hpp"
 #include "fast/adapters/torch/trainer.hpp"
 #include "fast/core/error.hpp"
 #include "fast/strategy/registry.hpp"
-#include "common/test_dir.hpp"
 
 namespace fast {
 namespace {
@@ -94,7 +94,8 @@ nlohmann::json train_file(const std::filesystem::path& file) {
 
 TEST(StrategyExtension, OptionFromAConfigFileReachesTheStrategyAndTrainsAsItsClosedForm) {
   register_scaled_sgd();
-  const auto config = write_config("scaled.toml", kRun + "strategy = \"scaled-sgd\"\ngradient_scale = 2.0\nlr = 0.05\n");
+  const auto config =
+      write_config("scaled.toml", kRun + "strategy = \"scaled-sgd\"\ngradient_scale = 2.0\nlr = 0.05\n");
   torch::TrainOptions options;
   cli::apply_config_file(options, config);
   EXPECT_EQ(options.worker.strategy.name, "scaled-sgd");
@@ -126,8 +127,9 @@ TEST(StrategyExtension, ItsOptionIsAKeyAFlagAndADocumentedSetting) {
   EXPECT_EQ(key->get(torch::TrainOptions{}), "1");  // the declared default
   EXPECT_EQ(cli::flag_name(key->name), "--gradient-scale");
   const std::string doc = cli::config_markdown();
-  EXPECT_NE(doc.find("| `gradient_scale` | `--gradient-scale` | number | `1` | a number in (0, 16] | scaled-sgd: factor"),
-            std::string::npos)
+  EXPECT_NE(
+      doc.find("| `gradient_scale` | `--gradient-scale` | number | `1` | a number in (0, 16] | scaled-sgd: factor"),
+      std::string::npos)
       << doc;
   EXPECT_NE(doc.find("scaled-sgd (allreduce with a scaled averaged gradient)"), std::string::npos);  // strategy's help
 
@@ -141,13 +143,16 @@ TEST(StrategyExtension, ItsOptionIsAKeyAFlagAndADocumentedSetting) {
 TEST(StrategyExtension, BadValuesNameTheFileTheKeyAndWhatWasExpected) {
   register_scaled_sgd();
   torch::TrainOptions options;
-  const std::string range = testing::error_message<core::Error>(
-      [&] { cli::apply_config_file(options, write_config("range.toml", "strategy = \"scaled-sgd\"\ngradient_scale = 0\n")); });
-  EXPECT_NE(range.find("range.toml' line 2: key 'gradient_scale': expected a number in (0, 16], got 0"), std::string::npos)
+  const std::string range = testing::error_message<core::Error>([&] {
+    cli::apply_config_file(options, write_config("range.toml", "strategy = \"scaled-sgd\"\ngradient_scale = 0\n"));
+  });
+  EXPECT_NE(range.find("range.toml' line 2: key 'gradient_scale': expected a number in (0, 16], got 0"),
+            std::string::npos)
       << range;
   const std::string type = testing::error_message<core::Error>(
       [&] { cli::apply_config_file(options, write_config("type.toml", "gradient_scale = \"big\"\n")); });
-  EXPECT_NE(type.find("type.toml' line 1: key 'gradient_scale' expects number, got a string"), std::string::npos) << type;
+  EXPECT_NE(type.find("type.toml' line 1: key 'gradient_scale' expects number, got a string"), std::string::npos)
+      << type;
   const std::string flag = testing::error_message<core::Error>(
       [&] { cli::apply_setting(options, "gradient_scale", "17", "--gradient-scale"); });
   EXPECT_NE(flag.find("--gradient-scale: expected a number in (0, 16], got 17"), std::string::npos) << flag;
@@ -170,9 +175,10 @@ TEST(StrategyExtension, ConflictingRegistrationsAreRefusedAndChangeNothing) {
                 .find("option 'gradient_scale' (an integer, default 1) differs from its declaration by scaled-sgd "
                       "(a number in (0, 16], default 1)"),
             std::string::npos);
-  EXPECT_NE(refuse({.name = "other", .make = make, .options = {strategy::StrategyOption::string("compress", "none", "x")}})
-                .find("option 'compress' is a common option"),
-            std::string::npos);
+  EXPECT_NE(
+      refuse({.name = "other", .make = make, .options = {strategy::StrategyOption::string("compress", "none", "x")}})
+          .find("option 'compress' is a common option"),
+      std::string::npos);
   EXPECT_NE(refuse({.name = "other",
                     .make = make,
                     .options = {strategy::StrategyOption::number("rate", -1, "x").greater_than(0)}})

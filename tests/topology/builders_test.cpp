@@ -1,12 +1,12 @@
-#include "common/error_message.hpp"
 #include "fast/topology/builders.hpp"
+#include "common/error_message.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "fast/core/error.hpp"
@@ -56,9 +56,9 @@ TEST(Builders, TorusHasDegreeFourForSidesAtLeastThree) {
 }
 
 TEST(Builders, TorusWithShortSidesHasNoDuplicateEdges) {
-  expect_regular_undirected(torus2d(1, 5), 2);   // a ring
-  expect_regular_undirected(torus2d(2, 4), 3);   // 2 along the length-4 side, 1 across
-  expect_regular_undirected(torus2d(2, 2), 2);   // a 4-cycle
+  expect_regular_undirected(torus2d(1, 5), 2);  // a ring
+  expect_regular_undirected(torus2d(2, 4), 3);  // 2 along the length-4 side, 1 across
+  expect_regular_undirected(torus2d(2, 2), 2);  // a 4-cycle
   expect_regular_undirected(torus2d(1, 2), 1);
   expect_regular_undirected(torus2d(1, 1), 0);
   EXPECT_TRUE(torus2d(2, 4).is_connected());

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "fast/core/error.hpp"
 #include "common/error_message.hpp"
+#include "fast/core/error.hpp"
 #include "fast/topology/builders.hpp"
 
 namespace fast::topology {
@@ -16,8 +16,8 @@ namespace {
 std::string invalid_message(const std::function<void()>& f) { return fast::testing::error_message<InvalidArgument>(f); }
 
 TEST(Mixing, MetropolisHastingsIsDoublyStochasticAndSymmetric) {
-  const std::vector<Graph> graphs{ring(7),         torus2d(3, 4), star(6),         complete(5),
-                                  binary_tree(11), hypercube(8),  random_regular(12, 3, 5)};
+  const std::vector<Graph> graphs{ring(7),      torus2d(3, 4),           star(6), complete(5), binary_tree(11),
+                                  hypercube(8), random_regular(12, 3, 5)};
   for (const Graph& g : graphs) {
     const MixingMatrix w = metropolis_hastings(g);
     EXPECT_TRUE(is_doubly_stochastic(w)) << g.size();

@@ -201,8 +201,11 @@ TEST(Schedule, PeriodicConstructorChecksItsGraphs) {
   EXPECT_EQ(s.period(), 2);
   EXPECT_EQ(edges_at(s, 5), complete(4).edges());
   expect_error<InvalidArgument>([] { TopologySchedule("empty", {}); }, {"empty", "at least one graph"});
-  expect_error<InvalidArgument>([] { TopologySchedule("mixed", {ring(4), ring(5)}); },
-                               {"mixed", "graph 1 has 5 nodes"});
+  expect_error<InvalidArgument>(
+      [] {
+        TopologySchedule("mixed", {ring(4), ring(5)});
+      },
+      {"mixed", "graph 1 has 5 nodes"});
 }
 
 TEST(Schedule, BadSpecsThrowNamingTheSpec) {
@@ -240,7 +243,7 @@ TEST(Schedule, CheckConnectedOverRejectsADisconnectedUnion) {
   const TopologySchedule two = make_schedule("file:" + path, 4);
   std::filesystem::remove(path);
   expect_error<InvalidArgument>([&] { check_connected_over(two, 10); },
-                               {"schedule 'file:" + path + "'", "rounds [0, 10)", "not", "connected"});
+                                {"schedule 'file:" + path + "'", "rounds [0, 10)", "not", "connected"});
 
   // exponential-peer on 4 nodes: round 0 is the directed ring (strongly connected alone), round 1
   // two 2-cycles; a schedule of round 1 only is disconnected over every window.
@@ -248,12 +251,12 @@ TEST(Schedule, CheckConnectedOverRejectsADisconnectedUnion) {
   EXPECT_NO_THROW(check_connected_over(peer4, 1));
   const TopologySchedule odd("round1-only", {exponential_peer(4, 1)});
   expect_error<InvalidArgument>([&] { check_connected_over(odd, 1); },
-                               {"schedule 'round1-only' (n = 4)", "rounds [0, 1)", "not strongly connected"});
+                                {"schedule 'round1-only' (n = 4)", "rounds [0, 1)", "not strongly connected"});
   EXPECT_NO_THROW(check_connected_over(peer4, 2));
 
   // Any one round of a random matching has at most one edge per node: never connected for n > 2.
   expect_error<InvalidArgument>([] { check_connected_over(make_schedule("random-matching", 8), 1); },
-                               {"schedule 'random-matching' (n = 8)", "rounds [0, 1)"});
+                                {"schedule 'random-matching' (n = 8)", "rounds [0, 1)"});
   for (int n : {5, 8, 16}) {
     const TopologySchedule s = make_schedule("exponential-peer", n);
     EXPECT_NO_THROW(check_connected_over(s, ceil_log2(n))) << "n = " << n;

@@ -54,8 +54,15 @@ Bytes encoded(const FrameHeader& h) {
 }
 
 FrameHeader sample() {
-  return {.kind = FrameKind::data, .flags = kFlagPayloadChecksum, .dtype = core::DType::f64, .src = 3, .dst = 1,
-          .tag = 0x0123456789abcdefull, .count = 1000, .payload_bytes = 8000, .payload_checksum = 0xdeadbeef};
+  return {.kind = FrameKind::data,
+          .flags = kFlagPayloadChecksum,
+          .dtype = core::DType::f64,
+          .src = 3,
+          .dst = 1,
+          .tag = 0x0123456789abcdefull,
+          .count = 1000,
+          .payload_bytes = 8000,
+          .payload_checksum = 0xdeadbeef};
 }
 
 std::string error_of(std::span<const std::byte> bytes, const Limits& limits = {}) {
@@ -129,7 +136,8 @@ TEST(WireFrame, EachValidationNamesTheFieldAndBothValues) {
   EXPECT_NE(error_of(b).find("payload_bytes: expected count"), std::string::npos) << error_of(b);
   EXPECT_NE(error_of(good, {.max_payload_bytes = 4096}).find("payload_bytes: expected at most 4096, got 8000"),
             std::string::npos);
-  EXPECT_NE(error_of(good, {.world_size = 2}).find("src/dst: expected ranks in [0, 2), got 3 and 1"), std::string::npos);
+  EXPECT_NE(error_of(good, {.world_size = 2}).find("src/dst: expected ranks in [0, 2), got 3 and 1"),
+            std::string::npos);
   b = good;
   poke<std::uint8_t>(b, 10, 1);
   EXPECT_NE(error_of(b).find("reserved bytes"), std::string::npos);
@@ -202,7 +210,8 @@ void fuzz_one(std::span<const std::byte> bytes, const Limits& limits, int& rejec
   try {
     const FrameHeader h = decode_header(bytes, limits);
     const Bytes again = encoded(h);
-    ASSERT_TRUE(std::equal(again.begin(), again.end(), bytes.begin(), bytes.end())) << "a valid frame did not round-trip";
+    ASSERT_TRUE(std::equal(again.begin(), again.end(), bytes.begin(), bytes.end()))
+        << "a valid frame did not round-trip";
     ++accepted;
   } catch (const FrameError& e) {
     ASSERT_NE(std::string(e.what()).find("frame: "), std::string::npos);
@@ -225,9 +234,13 @@ TEST(WireFrame, FuzzOf120000FramesRejectsEveryBadOneWithoutCrashOrLargeAllocatio
   for (int i = 0; i < 120000; ++i) {
     const int mode = i % 6;
     const Limits& limits = i % 2 == 0 ? strict : shared;
-    FrameHeader h{.kind = static_cast<FrameKind>(1 + random() % 4), .flags = static_cast<std::uint8_t>(random() % 4),
-                  .dtype = static_cast<core::DType>(random() % 7), .src = static_cast<std::int32_t>(random() % 8),
-                  .dst = static_cast<std::int32_t>(random() % 8), .tag = random(), .count = random() % 100000};
+    FrameHeader h{.kind = static_cast<FrameKind>(1 + random() % 4),
+                  .flags = static_cast<std::uint8_t>(random() % 4),
+                  .dtype = static_cast<core::DType>(random() % 7),
+                  .src = static_cast<std::int32_t>(random() % 8),
+                  .dst = static_cast<std::int32_t>(random() % 8),
+                  .tag = random(),
+                  .count = random() % 100000};
     h.payload_bytes = h.count * core::size_of(h.dtype);
     Bytes b = encoded(h);
     std::span<const std::byte> input(b);

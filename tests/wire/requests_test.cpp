@@ -25,9 +25,16 @@ std::string error_of(const std::array<std::int64_t, N>& w) {
 }
 
 TEST(WireRequests, WindowRequestRoundTripsEveryField) {
-  const WindowRequest r{.op = WindowRequest::Op::exchange_difference, .offset = 12, .count = 34,
-                        .dtype = core::DType::f64, .seq = 0x3FFFFF, .encoded = true, .scale = -0.25, .scale_at = 7,
-                        .summed = 2, .coefficients = {0.5, -1.5, 2.0}};
+  const WindowRequest r{.op = WindowRequest::Op::exchange_difference,
+                        .offset = 12,
+                        .count = 34,
+                        .dtype = core::DType::f64,
+                        .seq = 0x3FFFFF,
+                        .encoded = true,
+                        .scale = -0.25,
+                        .scale_at = 7,
+                        .summed = 2,
+                        .coefficients = {0.5, -1.5, 2.0}};
   const WindowRequest d = WindowRequest::from_words(r.to_words());
   EXPECT_EQ(d.op, r.op);
   EXPECT_EQ(d.offset, 12u);
@@ -79,8 +86,8 @@ TEST(WireRequests, PsRequestRoundTripsAndValidates) {
   EXPECT_EQ(PsRequest::from_words(w).kind, PsRequest::Kind::join);
   for (const std::int64_t kind : {0, 5}) {
     w[0] = kind;
-    EXPECT_NE((error_of<PsRequest>(w)).find("kind: expected 1 (push), 2 (done), 3 (stop) or 4 (join), got " +
-                                            std::to_string(kind)),
+    EXPECT_NE((error_of<PsRequest>(w))
+                  .find("kind: expected 1 (push), 2 (done), 3 (stop) or 4 (join), got " + std::to_string(kind)),
               std::string::npos);
   }
   w = r.to_words();
@@ -97,7 +104,8 @@ TEST(WireRequests, FuzzOfRandomWordsEndsInARequestOrAnError) {
   for (int i = 0; i < 100000; ++i) {
     std::array<std::int64_t, WindowRequest::kWords> w = WindowRequest{.op = WindowRequest::Op::get}.to_words();
     for (int k = 0; k < 1 + static_cast<int>(random() % 3); ++k)
-      w[random() % w.size()] = random() % 2 ? static_cast<std::int64_t>(random()) : static_cast<std::int64_t>(random() % 12) - 2;
+      w[random() % w.size()] =
+          random() % 2 ? static_cast<std::int64_t>(random()) : static_cast<std::int64_t>(random() % 12) - 2;
     try {
       const WindowRequest r = WindowRequest::from_words(w);
       EXPECT_EQ(WindowRequest::from_words(r.to_words()).to_words(), r.to_words());

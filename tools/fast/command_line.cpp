@@ -35,9 +35,9 @@ void add_setting_flags(CLI::App* command, std::vector<std::string>& values) {
     const std::string help = fmt::format("{} [{}, default {}]", key.description, key_type_name(key.type),
                                          key.get(defaults).empty() ? "none" : key.get(defaults));
     if (key.type == KeyType::boolean)  // a flag; --no-KEY too where it defaults to true (given_flags)
-      command->add_flag(flag_name(key.name) + (key.get(defaults) == "true" ? ",!" + negated_flag_name(key.name)
-                                                                             : std::string()),
-                        help);
+      command->add_flag(
+          flag_name(key.name) + (key.get(defaults) == "true" ? ",!" + negated_flag_name(key.name) : std::string()),
+          help);
     else
       command->add_option(flag_name(key.name), values[i], help);
   }
@@ -65,11 +65,14 @@ void add_compare_command(CLI::App& app, CompareCommand& c) {
   c.app->add_option("files", c.files, "Config files (one run each) and sweep files ([sweep], [[run]])")->required();
   c.app->add_option("--out", c.out, "Output folder: per-run metrics and summaries, compare.md, compare.csv")
       ->capture_default_str();
-  c.app->add_option("--repeat", c.options.repeat, "Runs per configuration (seeds seed, seed+1, ...); the table shows medians")
+  c.app
+      ->add_option("--repeat", c.options.repeat,
+                   "Runs per configuration (seeds seed, seed+1, ...); the table shows medians")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  c.app->add_option("--jobs", c.options.jobs,
-                    "Simulated runs (runtime sim) to run side by side; other runs go one at a time, after them")
+  c.app
+      ->add_option("--jobs", c.options.jobs,
+                   "Simulated runs (runtime sim) to run side by side; other runs go one at a time, after them")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   c.app->add_option("--progress", c.progress, "Live progress line of each run: auto, always or never")

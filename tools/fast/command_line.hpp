@@ -2,7 +2,7 @@
 // The command line of `fast`, shared by the command's two executables:
 //   - `fast` (main.cpp): every subcommand; it does not link libtorch, so `fast --help`, `fast
 //     launch`, `keygen`, `rendezvous`, `report` and `config-doc` start without loading it (Debian's
-//     libtorch costs about 0.85 s of CPU at every start);
+//     libtorch's static initialisation costs most of a second of CPU at every start);
 //   - its training helper, LIBEXECDIR/fast/fast-train (train_main.cpp): `train` and `compare`,
 //     which need libtorch. `fast` parses the whole command line first (so `fast train --help` and
 //     a wrong flag need no libtorch either), then replaces itself with the helper (execv, same

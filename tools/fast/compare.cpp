@@ -13,9 +13,9 @@
 #include <fmt/format.h>
 
 #include "config.hpp"
+#include "fast/core/error.hpp"
 #include "report.hpp"
 #include "text_file.hpp"
-#include "fast/core/error.hpp"
 
 namespace fast::cli {
 
@@ -114,8 +114,8 @@ class Runner {
       std::lock_guard<std::mutex> lock(mutex_);
       if (error_) return;
       say(fmt::format("[{}/{}] {} (repetition {}/{}, seed {}): {}, {} workers, {}", ++started_, total_,
-                      results_[t.config].label, t.repetition, options_.repeat, t.run.seed,
-                      t.run.worker.strategy.name, t.run.workers, t.run.summary.parent_path().string()));
+                      results_[t.config].label, t.repetition, options_.repeat, t.run.seed, t.run.worker.strategy.name,
+                      t.run.workers, t.run.summary.parent_path().string()));
     }
     try {
       nlohmann::json summary = train_(t.run);
@@ -124,7 +124,8 @@ class Runner {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
       ++ran_;  // runs made by this invocation (not reused)
       const double eta = elapsed / static_cast<double>(ran_) * static_cast<double>(total_ - done_);
-      say(fmt::format("[{}/{}] {}: final accuracy {:.4f}{}, time to target {}, {:.1f} s | sweep: {:.0f} s elapsed, "
+      say(
+          fmt::format("[{}/{}] {}: final accuracy {:.4f}{}, time to target {}, {:.1f} s | sweep: {:.0f} s elapsed, "
                       "about {:.0f} s left",
                       done_, total_, results_[t.config].label, summary.value("final_accuracy", 0.0),
                       summary.value("diverged", false) ? " (DIVERGED)" : "",
@@ -207,7 +208,8 @@ std::vector<RunResult> run_comparison(const std::vector<RunSpec>& specs, const C
     std::string label = specs[i].label;
     std::replace(label.begin(), label.end(), '\n', ' ');
     const std::string config = "# run: " + label + "\n" + config_toml(specs[i].options);
-    const bool same_config = fs::exists(dir / "config.toml") && read_text_file(dir / "config.toml", "fast compare") == config;
+    const bool same_config =
+        fs::exists(dir / "config.toml") && read_text_file(dir / "config.toml", "fast compare") == config;
     write_file(dir / "config.toml", config);
     for (int k = 1; k <= options.repeat; ++k) {
       Task t{i, k, specs[i].options};

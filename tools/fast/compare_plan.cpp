@@ -51,7 +51,8 @@ torch::TrainOptions base_options(const toml::table& table, const fs::path& file)
   } else if (const toml::table* inline_table = base->as_table()) {
     apply_config_table(options, *inline_table, file);
   } else {
-    FAST_THROW(core::InvalidArgument, "{}: key 'base' expects a config file path (string) or a table", where(file, *base));
+    FAST_THROW(core::InvalidArgument, "{}: key 'base' expects a config file path (string) or a table",
+               where(file, *base));
   }
   return options;
 }

@@ -84,7 +84,9 @@ Cell cell(const Column& c, const RunResult& r) {
         if (!s.contains(c.field) || !s[c.field].is_boolean()) return same("-");
         n += s[c.field].get<bool>() ? 1 : 0;
       }
-      const std::string md = n == 0 ? "no" : n == r.summaries.size() ? "yes" : fmt::format("{} of {}", n, r.summaries.size());
+      const std::string md = n == 0                    ? "no"
+                             : n == r.summaries.size() ? "yes"
+                                                       : fmt::format("{} of {}", n, r.summaries.size());
       return {fmt::format("{}", n), md};
     }
   }

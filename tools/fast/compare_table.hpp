@@ -28,8 +28,8 @@ enum class ColumnSource {
 };
 
 struct Column {
-  std::string_view name;       // CSV header
-  std::string_view label;      // Markdown header
+  std::string_view name;   // CSV header
+  std::string_view label;  // Markdown header
   ColumnSource source;
   std::string_view field;      // summary field or setting key
   std::string_view md_format;  // fmt spec of numbers in Markdown ("{:.4f}"); CSV has full precision

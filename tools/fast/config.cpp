@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <deque>
+#include <limits>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -15,10 +15,10 @@
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/optim/optimizer.hpp"
+#include "fast/optim/schedule.hpp"
 #include "fast/runtime/cluster.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/registry.hpp"
-#include "fast/optim/schedule.hpp"
 #include "fast/strategy/registry.hpp"
 #include "fast/strategy/strategy.hpp"
 
@@ -34,7 +34,9 @@ long long parse_integer(const std::string& text, std::string_view origin) {
   return strategy::parse_integer_text(text, origin);
 }
 
-double parse_number(const std::string& text, std::string_view origin) { return strategy::parse_number_text(text, origin); }
+double parse_number(const std::string& text, std::string_view origin) {
+  return strategy::parse_number_text(text, origin);
+}
 
 template <typename T>
 T at_least(long long value, long long minimum, std::string_view key) {
@@ -107,7 +109,8 @@ std::vector<double> parse_factors(const std::string& text, std::string_view key)
 std::string one_of(const std::string& value, const std::vector<std::string>& allowed, std::string_view key) {
   for (const auto& a : allowed)
     if (a == value) return value;
-  FAST_THROW(core::InvalidArgument, "{}: unknown value '{}'; expected one of: {}", key, value, fmt::join(allowed, ", "));
+  FAST_THROW(core::InvalidArgument, "{}: unknown value '{}'; expected one of: {}", key, value,
+             fmt::join(allowed, ", "));
 }
 
 std::string text(double v) { return fmt::format("{}", v); }
@@ -124,7 +127,8 @@ std::string runtime_help() {
 
 std::string strategy_help() {
   std::vector<std::string> items;
-  for (const auto& [name, summary] : strategy::strategy_summaries()) items.push_back(fmt::format("{} ({})", name, summary));
+  for (const auto& [name, summary] : strategy::strategy_summaries())
+    items.push_back(fmt::format("{} ({})", name, summary));
   return fmt::format("Coordination strategy: {}. docs/strategies.md.", fmt::join(items, ", "));
 }
 
@@ -153,19 +157,20 @@ ConfigKey strategy_key(const strategy::DeclaredOption& d) {
   return key;
 }
 
-#define FAST_INT_KEY(NAME, DESC, FIELD, MIN)                                                                    \
-  ConfigKey {                                                                                                    \
-    NAME, KeyType::integer, DESC,                                                                                \
-        [](TrainOptions& o, const std::string& v) {                                                             \
-          o.FIELD = at_least<decltype(o.FIELD)>(parse_integer(v, NAME), MIN, NAME);                             \
-        },                                                                                                       \
-        [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); }                             \
+#define FAST_INT_KEY(NAME, DESC, FIELD, MIN)                                        \
+  ConfigKey {                                                                       \
+    NAME, KeyType::integer, DESC,                                                   \
+        [](TrainOptions& o, const std::string& v) {                                 \
+          o.FIELD = at_least<decltype(o.FIELD)>(parse_integer(v, NAME), MIN, NAME); \
+        },                                                                          \
+        [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); } \
   }
 
-#define FAST_NUMBER_KEY(NAME, DESC, FIELD, CHECK)                                                               \
-  ConfigKey {                                                                                                    \
-    NAME, KeyType::number, DESC, [](TrainOptions& o, const std::string& v) { o.FIELD = CHECK(parse_number(v, NAME), NAME); }, \
-        [](const TrainOptions& o) { return text(o.FIELD); }                                                     \
+#define FAST_NUMBER_KEY(NAME, DESC, FIELD, CHECK)                                                    \
+  ConfigKey {                                                                                        \
+    NAME, KeyType::number, DESC,                                                                     \
+        [](TrainOptions& o, const std::string& v) { o.FIELD = CHECK(parse_number(v, NAME), NAME); }, \
+        [](const TrainOptions& o) { return text(o.FIELD); }                                          \
   }
 
 // The settings of `fast train` other than the strategies' options, in documentation order.
@@ -184,7 +189,9 @@ std::vector<ConfigKey> general_keys() {
        [](const TrainOptions& o) { return o.cluster.string(); }},
       FAST_INT_KEY("workers", "Number of workers.", workers, 1),
       {"strategy", KeyType::string, strategy_help(),
-       [](TrainOptions& o, const std::string& v) { o.worker.strategy.name = one_of(v, strategy::strategy_names(), "strategy"); },
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.strategy.name = one_of(v, strategy::strategy_names(), "strategy");
+       },
        [](const TrainOptions& o) { return o.worker.strategy.name; }},
       {"model", KeyType::string,
        fmt::format("Model: {} (built-in, sized by the dataset's sample shape and classes), or a TorchScript file (a "
@@ -197,16 +204,17 @@ std::vector<ConfigKey> general_keys() {
        "are in device memory, and the strategy works on host copies refreshed each step. Needs FAST built against "
        "a CUDA-enabled libtorch (docs/gpu.md); checked before any data is read.",
        [](TrainOptions& o, const std::string& v) { o.device = v; }, [](const TrainOptions& o) { return o.device; }},
-      FAST_NUMBER_KEY("model_flops", "Floating-point operations to train on one sample (forward + backward); 0: "
+      FAST_NUMBER_KEY("model_flops",
+                      "Floating-point operations to train on one sample (forward + backward); 0: "
                       "computed from the model (a TorchScript file: 6 x its parameters). Sets the compute time under "
                       "sim, and elsewhere how often lockstep workers agree on a stop after SIGINT/SIGTERM (every k "
-                      "steps of about 2e9 flops, 1 <= k <= 64: docs/faults.md).", model_flops, non_negative),
+                      "steps of about 2e9 flops, 1 <= k <= 64: docs/faults.md).",
+                      model_flops, non_negative),
       {"dataset", KeyType::string,
        "Dataset: fashion-mnist (the IDX files of data_dir), npz:train=FILE,test=FILE (arrays x and y), "
        "npy:train_x=F,train_y=F,test_x=F,test_y=F, or synthetic[:shape=1x28x28,classes=10,train=60000,test=10000,"
        "noise=0.25,seed=1]. docs/data.md.",
-       [](TrainOptions& o, const std::string& v) { o.dataset = v; },
-       [](const TrainOptions& o) { return o.dataset; }},
+       [](TrainOptions& o, const std::string& v) { o.dataset = v; }, [](const TrainOptions& o) { return o.dataset; }},
       {"data_dir", KeyType::path, "fashion-mnist: folder of the four IDX files, gzip or not (default: FAST_DATA_DIR).",
        [](TrainOptions& o, const std::string& v) { o.data_dir = v; },
        [](const TrainOptions& o) { return o.data_dir.empty() ? std::string("$FAST_DATA_DIR") : o.data_dir.string(); }},
@@ -226,18 +234,25 @@ std::vector<ConfigKey> general_keys() {
          if (!o.lr_given) o.worker.optimizer.lr = torch::default_lr(o.worker.optimizer.name);
        },
        [](const TrainOptions& o) { return o.worker.optimizer.name; }},
-      FAST_NUMBER_KEY("momentum", "Momentum factor of momentum and nesterov, in [0, 1).", worker.optimizer.momentum, fraction_below_one),
-      FAST_NUMBER_KEY("weight_decay", "Weight decay (L2 in the gradient; decoupled for adamw).", worker.optimizer.weight_decay, non_negative),
+      FAST_NUMBER_KEY("momentum", "Momentum factor of momentum and nesterov, in [0, 1).", worker.optimizer.momentum,
+                      fraction_below_one),
+      FAST_NUMBER_KEY("weight_decay", "Weight decay (L2 in the gradient; decoupled for adamw).",
+                      worker.optimizer.weight_decay, non_negative),
       FAST_NUMBER_KEY("beta1", "Adam/AdamW first-moment decay.", worker.optimizer.beta1, any_number),
       FAST_NUMBER_KEY("beta2", "Adam/AdamW second-moment decay.", worker.optimizer.beta2, any_number),
       FAST_NUMBER_KEY("eps", "Adam/AdamW denominator term.", worker.optimizer.eps, positive),
       {"schedule", KeyType::string, "Learning-rate schedule: constant, step or cosine.",
-       [](TrainOptions& o, const std::string& v) { o.worker.schedule.name = one_of(v, optim::schedule_names(), "schedule"); },
+       [](TrainOptions& o, const std::string& v) {
+         o.worker.schedule.name = one_of(v, optim::schedule_names(), "schedule");
+       },
        [](const TrainOptions& o) { return o.worker.schedule.name; }},
-      FAST_INT_KEY("warmup_steps", "Linear warm-up: over the first N steps the lr is scaled by (step+1)/N (0: none).", worker.schedule.warmup_steps, 0),
-      FAST_INT_KEY("step_size", "step schedule: multiply the lr by gamma every step_size steps.", worker.schedule.step_size, 1),
+      FAST_INT_KEY("warmup_steps", "Linear warm-up: over the first N steps the lr is scaled by (step+1)/N (0: none).",
+                   worker.schedule.warmup_steps, 0),
+      FAST_INT_KEY("step_size", "step schedule: multiply the lr by gamma every step_size steps.",
+                   worker.schedule.step_size, 1),
       FAST_NUMBER_KEY("gamma", "step schedule: decay factor.", worker.schedule.gamma, positive),
-      FAST_NUMBER_KEY("min_lr_factor", "cosine schedule: final lr as a fraction of the base lr.", worker.schedule.min_lr_factor, non_negative),
+      FAST_NUMBER_KEY("min_lr_factor", "cosine schedule: final lr as a fraction of the base lr.",
+                      worker.schedule.min_lr_factor, non_negative),
       FAST_INT_KEY("seed", "Seed of model initialisation and data order.", seed, 0),
       {"metrics", KeyType::path, "JSONL metrics file (docs/metrics.md); empty: none.",
        [](TrainOptions& o, const std::string& v) { o.metrics = v; },
@@ -256,8 +271,10 @@ std::vector<ConfigKey> general_keys() {
        "run. Every strategy, with every codec and dgc. Empty: none.",
        [](TrainOptions& o, const std::string& v) { o.checkpoint_dir = v; },
        [](const TrainOptions& o) { return o.checkpoint_dir.string(); }},
-      FAST_INT_KEY("checkpoint_every", "A checkpoint every this many steps per worker; 0: only at the end and on "
-                   "SIGINT/SIGTERM (asynchronous strategies: 0 only). Needs checkpoint_dir.", checkpoint_every, 0),
+      FAST_INT_KEY("checkpoint_every",
+                   "A checkpoint every this many steps per worker; 0: only at the end and on "
+                   "SIGINT/SIGTERM (asynchronous strategies: 0 only). Needs checkpoint_dir.",
+                   checkpoint_every, 0),
       FAST_INT_KEY("checkpoint_keep", "Complete checkpoints kept in checkpoint_dir; older ones are removed.",
                    checkpoint_keep, 1),
       {"resume", KeyType::path,
@@ -267,15 +284,19 @@ std::vector<ConfigKey> general_keys() {
        [](TrainOptions& o, const std::string& v) { o.resume = v; },
        [](const TrainOptions& o) { return o.resume.string(); }},
       FAST_INT_KEY("log_every", "A train metrics record every this many steps, per worker.", log_every, 1),
-      FAST_INT_KEY("eval_every", "Evaluate on the test set every this many steps (asynchronous strategies: every this many "
-                   "steps of all workers together, divided by the worker count); 0: at each epoch's end.", eval_every, 0),
+      FAST_INT_KEY("eval_every",
+                   "Evaluate on the test set every this many steps (asynchronous strategies: every this many "
+                   "steps of all workers together, divided by the worker count); 0: at each epoch's end.",
+                   eval_every, 0),
       {"stop_on_divergence", KeyType::boolean,
        "End the run early once it diverged (a NaN or infinite loss, or test accuracy at chance while the parameter "
        "norm grows; docs/metrics.md): lockstep strategies at the next evaluation, asynchronous ones at once. "
        "Without it a diverged run is flagged and goes on.",
        [](TrainOptions& o, const std::string& v) { o.stop_on_divergence = parse_bool(v, "stop_on_divergence"); },
        [](const TrainOptions& o) { return std::string(o.stop_on_divergence ? "true" : "false"); }},
-      FAST_NUMBER_KEY("target_accuracy", "The summary reports the first time the test accuracy reached this, in [0, 1]; 0: off.", target_accuracy, fraction),
+      FAST_NUMBER_KEY("target_accuracy",
+                      "The summary reports the first time the test accuracy reached this, in [0, 1]; 0: off.",
+                      target_accuracy, fraction),
       {"allreduce_algorithm", KeyType::string,
        "all-reduce algorithm of FAST's collectives (allreduce's gradients, local-sgd's and easgd's averages, "
        "PowerSGD's factors, the representative model and the run's totals): auto (by message size, workers and "
@@ -284,7 +305,9 @@ std::vector<ConfigKey> general_keys() {
        [](TrainOptions& o, const std::string& v) {
          o.worker.communicator.allreduce_algorithm = collective::parse_allreduce_algorithm(v, "allreduce_algorithm");
        },
-       [](const TrainOptions& o) { return std::string(collective::name_of(o.worker.communicator.allreduce_algorithm)); }},
+       [](const TrainOptions& o) {
+         return std::string(collective::name_of(o.worker.communicator.allreduce_algorithm));
+       }},
       {"network_latency", KeyType::number,
        "seconds per message that allreduce_algorithm = auto assumes (the same on every worker); default: the "
        "cluster's under --runtime sim, else 2e-06 (threads on one host, docs/collectives.md).",
@@ -292,23 +315,31 @@ std::vector<ConfigKey> general_keys() {
          o.worker.communicator.latency_seconds = non_negative(parse_number(v, "network_latency"), "network_latency");
        },
        [](const TrainOptions& o) {
-         return o.worker.communicator.latency_seconds ? text(*o.worker.communicator.latency_seconds) : std::string("runtime");
+         return o.worker.communicator.latency_seconds ? text(*o.worker.communicator.latency_seconds)
+                                                      : std::string("runtime");
        }},
       {"network_bandwidth", KeyType::number,
        "bytes per second between two workers that allreduce_algorithm = auto assumes; default: the cluster's under "
        "--runtime sim, else 1.6e+10.",
        [](TrainOptions& o, const std::string& v) {
-         o.worker.communicator.bandwidth_bytes_per_second = positive(parse_number(v, "network_bandwidth"), "network_bandwidth");
+         o.worker.communicator.bandwidth_bytes_per_second =
+             positive(parse_number(v, "network_bandwidth"), "network_bandwidth");
        },
        [](const TrainOptions& o) {
-         return o.worker.communicator.bandwidth_bytes_per_second ? text(*o.worker.communicator.bandwidth_bytes_per_second)
-                                                                 : std::string("runtime");
+         return o.worker.communicator.bandwidth_bytes_per_second
+                    ? text(*o.worker.communicator.bandwidth_bytes_per_second)
+                    : std::string("runtime");
        }},
-      FAST_NUMBER_KEY("dgc_warmup_epochs", "dgc: sparsity warm-up, epochs over which the density decays exponentially from dgc_warmup_ratio to the codec's ratio; 0: none.", dgc_warmup_epochs, non_negative),
+      FAST_NUMBER_KEY("dgc_warmup_epochs",
+                      "dgc: sparsity warm-up, epochs over which the density decays exponentially from dgc_warmup_ratio "
+                      "to the codec's ratio; 0: none.",
+                      dgc_warmup_epochs, non_negative),
       {"final", KeyType::string,
        "Representative model evaluated and reported: average (of the replicas), rank0, or best (highest test "
        "accuracy).",
-       [](TrainOptions& o, const std::string& v) { o.final_model = one_of(v, {"average", "rank0", "best"}, "final"); },
+       [](TrainOptions& o, const std::string& v) {
+         o.final_model = one_of(v, {"average", "rank0", "best"}, "final");
+       },
        [](const TrainOptions& o) { return o.final_model; }},
       {"replica_accuracy", KeyType::boolean,
        "The final evaluation also scores every worker's own replica on the whole test set (the summary's "
@@ -322,10 +353,15 @@ std::vector<ConfigKey> general_keys() {
        "(f-1) x its compute time each step. Empty: none.",
        [](TrainOptions& o, const std::string& v) { o.slowdown.factors = parse_factors(v, "slowdown"); },
        [](const TrainOptions& o) { return fmt::format("{}", fmt::join(o.slowdown.factors, ",")); }},
-      FAST_NUMBER_KEY("straggler_probability", "Random stragglers: probability, per worker and step, of a slow step, in [0, 1].", slowdown.straggler_probability, fraction),
-      FAST_NUMBER_KEY("straggler_factor", "Random stragglers: how many times slower a straggling step is (>= 1).", slowdown.straggler_factor, at_least_one),
+      FAST_NUMBER_KEY("straggler_probability",
+                      "Random stragglers: probability, per worker and step, of a slow step, in [0, 1].",
+                      slowdown.straggler_probability, fraction),
+      FAST_NUMBER_KEY("straggler_factor", "Random stragglers: how many times slower a straggling step is (>= 1).",
+                      slowdown.straggler_factor, at_least_one),
       {"op_timeout", KeyType::number, "Seconds a blocking operation may wait (default: FAST_OP_TIMEOUT).",
-       [](TrainOptions& o, const std::string& v) { o.op_timeout = time_limit(parse_number(v, "op_timeout"), "op_timeout"); },
+       [](TrainOptions& o, const std::string& v) {
+         o.op_timeout = time_limit(parse_number(v, "op_timeout"), "op_timeout");
+       },
        [](const TrainOptions& o) { return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout); }},
       // zmq: how the processes of a multi-process run find and trust each other (runtime::ProcessOptions,
       // docs/launch.md). Left at their defaults, the runtime reads the FAST_* variable each names.
@@ -333,52 +369,92 @@ std::vector<ConfigKey> general_keys() {
        "--runtime zmq: HOST:PORT of the rendezvous that assigns ranks and exchanges addresses and keys "
        "(default: FAST_RENDEZVOUS).",
        [](TrainOptions& o, const std::string& v) { o.process.rendezvous = v; },
-       [](const TrainOptions& o) { return o.process.rendezvous.empty() ? std::string("$FAST_RENDEZVOUS") : o.process.rendezvous; }},
-      {"world_size", KeyType::integer, "--runtime zmq: number of processes in the run, >= 1 (default: FAST_WORLD_SIZE).",
-       [](TrainOptions& o, const std::string& v) { o.process.world_size = at_least<int>(parse_integer(v, "world_size"), 1, "world_size"); },
-       [](const TrainOptions& o) { return o.process.world_size <= 0 ? std::string("$FAST_WORLD_SIZE") : text(static_cast<long long>(o.process.world_size)); }},
+       [](const TrainOptions& o) {
+         return o.process.rendezvous.empty() ? std::string("$FAST_RENDEZVOUS") : o.process.rendezvous;
+       }},
+      {"world_size", KeyType::integer,
+       "--runtime zmq: number of processes in the run, >= 1 (default: FAST_WORLD_SIZE).",
+       [](TrainOptions& o, const std::string& v) {
+         o.process.world_size = at_least<int>(parse_integer(v, "world_size"), 1, "world_size");
+       },
+       [](const TrainOptions& o) {
+         return o.process.world_size <= 0 ? std::string("$FAST_WORLD_SIZE")
+                                          : text(static_cast<long long>(o.process.world_size));
+       }},
       {"process_rank", KeyType::integer,
        "--runtime zmq: this process's index in [0, world_size); unset: the rendezvous assigns one in arrival order "
        "(default: FAST_PROCESS_RANK).",
-       [](TrainOptions& o, const std::string& v) { o.process.process_rank = at_least<int>(parse_integer(v, "process_rank"), 0, "process_rank"); },
-       [](const TrainOptions& o) { return o.process.process_rank < 0 ? std::string("$FAST_PROCESS_RANK") : text(static_cast<long long>(o.process.process_rank)); }},
-      FAST_INT_KEY("workers_per_process", "--runtime zmq: workers in each process (threads of it); the world has "
-                   "world_size x this workers.", process.workers_per_process, 1),
-      {"key", KeyType::path, "--runtime zmq: this process's CURVE key pair, from `fast keygen` (default: FAST_KEY_FILE).",
+       [](TrainOptions& o, const std::string& v) {
+         o.process.process_rank = at_least<int>(parse_integer(v, "process_rank"), 0, "process_rank");
+       },
+       [](const TrainOptions& o) {
+         return o.process.process_rank < 0 ? std::string("$FAST_PROCESS_RANK")
+                                           : text(static_cast<long long>(o.process.process_rank));
+       }},
+      FAST_INT_KEY("workers_per_process",
+                   "--runtime zmq: workers in each process (threads of it); the world has "
+                   "world_size x this workers.",
+                   process.workers_per_process, 1),
+      {"key", KeyType::path,
+       "--runtime zmq: this process's CURVE key pair, from `fast keygen` (default: FAST_KEY_FILE).",
        [](TrainOptions& o, const std::string& v) { o.process.key_file = v; },
-       [](const TrainOptions& o) { return o.process.key_file.empty() ? std::string("$FAST_KEY_FILE") : o.process.key_file.string(); }},
-      {"allow", KeyType::path, "--runtime zmq: the public keys admitted to the run, one per line (default: FAST_ALLOW_FILE).",
+       [](const TrainOptions& o) {
+         return o.process.key_file.empty() ? std::string("$FAST_KEY_FILE") : o.process.key_file.string();
+       }},
+      {"allow", KeyType::path,
+       "--runtime zmq: the public keys admitted to the run, one per line (default: FAST_ALLOW_FILE).",
        [](TrainOptions& o, const std::string& v) { o.process.allow_file = v; },
-       [](const TrainOptions& o) { return o.process.allow_file.empty() ? std::string("$FAST_ALLOW_FILE") : o.process.allow_file.string(); }},
+       [](const TrainOptions& o) {
+         return o.process.allow_file.empty() ? std::string("$FAST_ALLOW_FILE") : o.process.allow_file.string();
+       }},
       {"insecure", KeyType::boolean,
        "--runtime zmq: no authentication and no encryption between processes; warns (default: FAST_INSECURE=1). "
        "A flag: --insecure.",
        [](TrainOptions& o, const std::string& v) { o.process.insecure = parse_bool(v, "insecure"); },
        [](const TrainOptions& o) { return std::string(o.process.insecure ? "true" : "false"); }},
-      {"peer_timeout", KeyType::number, "--runtime zmq: seconds of silence after which a peer is lost (default: FAST_PEER_TIMEOUT).",
-       [](TrainOptions& o, const std::string& v) { o.process.peer_timeout_seconds = positive(parse_number(v, "peer_timeout"), "peer_timeout"); },
-       [](const TrainOptions& o) { return o.process.peer_timeout_seconds < 0 ? std::string("$FAST_PEER_TIMEOUT") : text(o.process.peer_timeout_seconds); }},
+      {"peer_timeout", KeyType::number,
+       "--runtime zmq: seconds of silence after which a peer is lost (default: FAST_PEER_TIMEOUT).",
+       [](TrainOptions& o, const std::string& v) {
+         o.process.peer_timeout_seconds = positive(parse_number(v, "peer_timeout"), "peer_timeout");
+       },
+       [](const TrainOptions& o) {
+         return o.process.peer_timeout_seconds < 0 ? std::string("$FAST_PEER_TIMEOUT")
+                                                   : text(o.process.peer_timeout_seconds);
+       }},
       {"rendezvous_timeout", KeyType::number,
        "--runtime zmq: seconds to wait for every process at the rendezvous (default: FAST_RENDEZVOUS_TIMEOUT).",
-       [](TrainOptions& o, const std::string& v) { o.process.rendezvous_timeout_seconds = positive(parse_number(v, "rendezvous_timeout"), "rendezvous_timeout"); },
-       [](const TrainOptions& o) { return o.process.rendezvous_timeout_seconds < 0 ? std::string("$FAST_RENDEZVOUS_TIMEOUT") : text(o.process.rendezvous_timeout_seconds); }},
+       [](TrainOptions& o, const std::string& v) {
+         o.process.rendezvous_timeout_seconds = positive(parse_number(v, "rendezvous_timeout"), "rendezvous_timeout");
+       },
+       [](const TrainOptions& o) {
+         return o.process.rendezvous_timeout_seconds < 0 ? std::string("$FAST_RENDEZVOUS_TIMEOUT")
+                                                         : text(o.process.rendezvous_timeout_seconds);
+       }},
       {"transport", KeyType::string,
        "--runtime zmq: tcp or ipc (processes of one host only); empty: tcp "
        "(default: FAST_TRANSPORT).",
-       [](TrainOptions& o, const std::string& v) { o.process.transport = v.empty() ? v : one_of(v, {"ipc", "tcp"}, "transport"); },
-       [](const TrainOptions& o) { return o.process.transport.empty() ? std::string("$FAST_TRANSPORT") : o.process.transport; }},
+       [](TrainOptions& o, const std::string& v) {
+         o.process.transport = v.empty() ? v : one_of(v, {"ipc", "tcp"}, "transport");
+       },
+       [](const TrainOptions& o) {
+         return o.process.transport.empty() ? std::string("$FAST_TRANSPORT") : o.process.transport;
+       }},
       {"collectives", KeyType::string,
        "fast (FAST's ring all-reduce, broadcast, all-gather and barrier over point-to-point messages) or native "
        "(the runtime's own: MPI_Allreduce and co. under --runtime mpi); empty: native under mpi, fast elsewhere "
        "(default: FAST_COLLECTIVES). The two give the same results up to the order of floating-point additions.",
-       [](TrainOptions& o, const std::string& v) { o.collectives = v.empty() ? v : one_of(v, {"fast", "native"}, "collectives"); },
+       [](TrainOptions& o, const std::string& v) {
+         o.collectives = v.empty() ? v : one_of(v, {"fast", "native"}, "collectives");
+       },
        [](const TrainOptions& o) { return o.collectives.empty() ? std::string("$FAST_COLLECTIVES") : o.collectives; }},
       {"windows", KeyType::string,
        "where the one-sided windows of ps, easgd, adpsgd, gosgd and acid run: rma (MPI RMA under --runtime mpi: the "
        "requester applies each operation under the owner's lock, the owner takes no part) or service (the owner's "
        "service activity answers requests over messages, every runtime); empty: rma under mpi, service elsewhere "
        "(default: FAST_WINDOWS). Windows with a codec (compress) always use the service.",
-       [](TrainOptions& o, const std::string& v) { o.windows = v.empty() ? v : one_of(v, {"rma", "service"}, "windows"); },
+       [](TrainOptions& o, const std::string& v) {
+         o.windows = v.empty() ? v : one_of(v, {"rma", "service"}, "windows");
+       },
        [](const TrainOptions& o) { return o.windows.empty() ? std::string("$FAST_WINDOWS") : o.windows; }},
       {"host", KeyType::string,
        "--runtime zmq: the address this process binds and is reached at over tcp; empty: the address that reaches "
@@ -474,7 +550,8 @@ std::string_view key_type_name(KeyType type) {
 
 void apply_setting(TrainOptions& options, std::string_view key, const std::string& value, std::string_view origin) {
   const ConfigKey* k = find_key(key);
-  FAST_ENFORCE(k != nullptr, "{}: unknown setting '{}'; expected one of: {}", origin, key, fmt::join(key_names(), ", "));
+  FAST_ENFORCE(k != nullptr, "{}: unknown setting '{}'; expected one of: {}", origin, key,
+               fmt::join(key_names(), ", "));
   try {
     k->set(options, value);
   } catch (const core::InvalidArgument& e) {
@@ -567,8 +644,8 @@ std::string config_markdown() {
                         default_text(k, defaults), k.accepts, k.description);
   md += "\n### Environment variables\n\n| variable | type | default | description |\n| --- | --- | --- | --- |\n";
   for (const core::EnvVar& v : core::env_table())
-    md += fmt::format("| `{}` | {} | `{}` | {} |\n", v.name, core::env_type_name(v.type), v.default_value,
-                      v.description);
+    md +=
+        fmt::format("| `{}` | {} | `{}` | {} |\n", v.name, core::env_type_name(v.type), v.default_value, v.description);
   return md;
 }
 

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "fast/core/error.hpp"
 #include "fast/core/exit_code.hpp"
@@ -56,8 +56,8 @@ int run_keygen(const KeygenCommand& o) {
   if (pub == nullptr || std::fclose(pub) != 0 || !ok) {
     FAST_THROW(core::IoError, "fast keygen: cannot write '{}'", pub_path.string());
   }
-  std::printf("wrote the key pair to %s (mode 0600: keep it secret) and its public key to %s\n",
-              key_path.c_str(), pub_path.c_str());
+  std::printf("wrote the key pair to %s (mode 0600: keep it secret) and its public key to %s\n", key_path.c_str(),
+              pub_path.c_str());
   std::printf("public key: %s\n\n", keys.public_key.c_str());
   std::printf("Add this line to the run's allow-list on every host (--allow FILE, or FAST_ALLOW_FILE):\n  %s\n",
               line.c_str());

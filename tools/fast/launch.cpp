@@ -13,8 +13,8 @@
 #include <fstream>
 #include <optional>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "fast/core/error.hpp"
 #include "fast/core/exit_code.hpp"
@@ -115,9 +115,9 @@ class RunKeys {
     const bool found = std::any_of(allowed.begin(), allowed.end(),
                                    [&](const keys::AllowedKey& k) { return k.public_key == public_key; });
     require(found,
-                 "fast launch: --allow '{}' does not hold the public key of --key '{}' ({}); the processes would "
-                 "refuse each other: add the line of '{}.pub'",
-                 allow_.string(), key_.string(), public_key, key_.string());
+            "fast launch: --allow '{}' does not hold the public key of --key '{}' ({}); the processes would "
+            "refuse each other: add the line of '{}.pub'",
+            allow_.string(), key_.string(), public_key, key_.string());
   }
 
   fs::path dir_, key_, allow_;
@@ -125,19 +125,20 @@ class RunKeys {
 
 void validate(const LaunchCommand& o) {
   require(o.processes >= 1 && o.processes <= kMaxProcesses,
-               "fast launch: -n expects a number of processes in [1, {}], got {}", kMaxProcesses, o.processes);
-  require(!o.command.empty(), "fast launch: expected a command to run after the options (fast launch -n {} -- "
-               "COMMAND [ARGS...]), got none", o.processes);
+          "fast launch: -n expects a number of processes in [1, {}], got {}", kMaxProcesses, o.processes);
+  require(!o.command.empty(),
+          "fast launch: expected a command to run after the options (fast launch -n {} -- "
+          "COMMAND [ARGS...]), got none",
+          o.processes);
   require(o.port >= 0 && o.port <= 65535, "fast launch: --port expects a port in [0, 65535], got {}", o.port);
   require(o.grace_seconds >= 0, "fast launch: --grace expects seconds >= 0, got {}", o.grace_seconds);
-  require(o.timeout_seconds >= 0, "fast launch: --timeout expects seconds >= 0 (0: none), got {}",
-               o.timeout_seconds);
+  require(o.timeout_seconds >= 0, "fast launch: --timeout expects seconds >= 0 (0: none), got {}", o.timeout_seconds);
   require(!o.insecure || (o.key_file.empty() && o.allow_file.empty()),
-               "fast launch: --insecure excludes --key and --allow (got {}{})", o.key_file.empty() ? "" : "--key ",
-               o.allow_file.empty() ? "" : "--allow");
+          "fast launch: --insecure excludes --key and --allow (got {}{})", o.key_file.empty() ? "" : "--key ",
+          o.allow_file.empty() ? "" : "--allow");
   require(o.allow_file.empty() || !o.key_file.empty(),
-               "fast launch: --allow '{}' needs --key FILE: the processes' own public key must be in the allow-list",
-               o.allow_file);
+          "fast launch: --allow '{}' needs --key FILE: the processes' own public key must be in the allow-list",
+          o.allow_file);
 }
 
 // launch's environment with the run's variables for rank replacing any inherited ones.
@@ -213,10 +214,11 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o) 
                       group.running()));
       stopping.begin(now, 0);
     }
-    const Clock::time_point next = std::min(stopping.act(group, now), timed_out ? Clock::time_point::max() : timeout_at);
-    const auto wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(next - now) +
-                                     std::chrono::milliseconds(1),
-                                 std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+    const Clock::time_point next =
+        std::min(stopping.act(group, now), timed_out ? Clock::time_point::max() : timeout_at);
+    const auto wait =
+        std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(next - now) + std::chrono::milliseconds(1),
+                   std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
     for (int rank : group.pump(wait, signals.fd())) {
       const ChildExit& e = *group.exit(rank);
       if (!e.failed() || code) continue;
@@ -231,7 +233,8 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o) 
     for (int sig : signals.take()) {
       if (sig == SIGCHLD) continue;
       const char* name = ::sigabbrev_np(sig);
-      say(fmt::format("got SIG{}; forwarded it to {} processes", name != nullptr ? name : "?", group.signal(sig, false)));
+      say(fmt::format("got SIG{}; forwarded it to {} processes", name != nullptr ? name : "?",
+                      group.signal(sig, false)));
       stopping.begin(Clock::now(), o.grace_seconds);
     }
   }
@@ -242,8 +245,8 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o) 
 }  // namespace
 
 CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
-  CLI::App* cmd = app.add_subcommand(
-      "launch", "Start N local processes of a command as one multi-process run (docs/launch.md)");
+  CLI::App* cmd =
+      app.add_subcommand("launch", "Start N local processes of a command as one multi-process run (docs/launch.md)");
   cmd->add_option("-n,--nprocs", o.processes, "Number of processes to start, in [1, 1024]")->required();
   cmd->add_option("--port", o.port, "Rendezvous port on 127.0.0.1 (FAST_RENDEZVOUS); 0: a free port")
       ->capture_default_str();

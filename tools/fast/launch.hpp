@@ -12,14 +12,14 @@ class App;
 namespace fast::cli {
 
 struct LaunchCommand {
-  int processes = 0;                  // N, >= 1
-  std::vector<std::string> command;   // program (searched on PATH) and its arguments
-  int port = 0;                       // rendezvous port on 127.0.0.1; 0: a free one
-  bool insecure = false;              // FAST_INSECURE=1, no keys
-  std::string key_file;               // given key pair; empty: one generated for the run
-  std::string allow_file;             // given allow-list; empty: the run key's public key only
-  double grace_seconds = 30;          // after the first failure, before SIGTERM
-  double timeout_seconds = 0;         // whole run; 0: none
+  int processes = 0;                 // N, >= 1
+  std::vector<std::string> command;  // program (searched on PATH) and its arguments
+  int port = 0;                      // rendezvous port on 127.0.0.1; 0: a free one
+  bool insecure = false;             // FAST_INSECURE=1, no keys
+  std::string key_file;              // given key pair; empty: one generated for the run
+  std::string allow_file;            // given allow-list; empty: the run key's public key only
+  double grace_seconds = 30;         // after the first failure, before SIGTERM
+  double timeout_seconds = 0;        // whole run; 0: none
 };
 
 // Adds the `launch` subcommand to app, parsing into options.

@@ -59,7 +59,8 @@ int run(int argc, char** argv) {
   fast::cli::TrainingCommands training;
   fast::cli::add_training_commands(app, training);
   CLI::App* rep = app.add_subcommand(
-      "report", "Write a self-contained HTML page with the curves and table of a run or a comparison (docs/compare.md)");
+      "report",
+      "Write a self-contained HTML page with the curves and table of a run or a comparison (docs/compare.md)");
   std::string report_dir, report_out;
   rep->add_option("dir", report_dir,
                   "A `fast compare` output folder, a run's folder with its metrics (*.jsonl), or a metrics file")
@@ -83,7 +84,8 @@ int run(int argc, char** argv) {
   if (rendezvous->parsed()) return fast::cli::run_rendezvous(rendezvous_options);
 #endif
   if (rep->parsed()) {
-    std::printf("report: %s (open it in a browser)\n", fast::cli::write_report(report_dir, report_out).string().c_str());
+    std::printf("report: %s (open it in a browser)\n",
+                fast::cli::write_report(report_dir, report_out).string().c_str());
     return exit_code::ok;
   }
   if (doc->parsed()) {

@@ -16,7 +16,7 @@ struct ChildExit {
   int code = 0;    // its exit code, or core::exit_code::killed_by(the signal that killed it) = 128 + signal
   int signal = 0;  // that signal; 0: it exited by itself
   bool failed() const { return code != 0; }  // 0: core::exit_code::ok
-  std::string describe() const;  // "exit code 3" or "killed by signal SIGKILL"
+  std::string describe() const;              // "exit code 3" or "killed by signal SIGKILL"
 };
 
 // One process to start.

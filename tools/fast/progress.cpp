@@ -24,11 +24,11 @@ void ProgressDisplay::clear_line() {
 
 void ProgressDisplay::on_progress(const torch::Progress& p) {
   if (quiet_) return;
-  const double pct = 100.0 * static_cast<double>(p.step) / static_cast<double>(std::max<std::int64_t>(p.total_steps, 1));
-  const std::string line =
-      fmt::format("epoch {} | step {}/{} ({:.0f}%) | {:.0f} samples/s | loss {:.4f} | {} {}", p.epoch + 1, p.step,
-                  p.total_steps, pct, p.samples_per_second, p.loss, p.done ? "took" : "ETA",
-                  duration(p.done ? p.elapsed_seconds : p.eta_seconds));
+  const double pct =
+      100.0 * static_cast<double>(p.step) / static_cast<double>(std::max<std::int64_t>(p.total_steps, 1));
+  const std::string line = fmt::format("epoch {} | step {}/{} ({:.0f}%) | {:.0f} samples/s | loss {:.4f} | {} {}",
+                                       p.epoch + 1, p.step, p.total_steps, pct, p.samples_per_second, p.loss,
+                                       p.done ? "took" : "ETA", duration(p.done ? p.elapsed_seconds : p.eta_seconds));
   if (terminal_) {
     clear_line();
     std::fputs(line.c_str(), stderr);

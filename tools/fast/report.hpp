@@ -23,10 +23,10 @@ namespace fast::cli {
 
 // One repetition of one configuration, as read from its metrics file(s).
 struct ReportRun {
-  std::string label;        // the configuration's label (config.toml's "# run: LABEL", else the
-                            // "NN-SLUG" folder's name, or the metrics file's stem)
-  int repetition = 1;       // 1-based
-  std::string config;       // the configuration's config.toml text ("" when there is none)
+  std::string label;                    // the configuration's label (config.toml's "# run: LABEL", else the
+                                        // "NN-SLUG" folder's name, or the metrics file's stem)
+  int repetition = 1;                   // 1-based
+  std::string config;                   // the configuration's config.toml text ("" when there is none)
   std::vector<nlohmann::json> records;  // every record of its metrics file(s), start first, end last
 };
 

@@ -139,7 +139,7 @@ std::string report_html(const json& data) {
 
 fs::path write_report(const fs::path& dir, const fs::path& out) {
   const std::vector<ReportRun> runs = read_report_runs(dir);
-  const fs::path target = !out.empty()            ? out
+  const fs::path target = !out.empty()               ? out
                           : fs::is_regular_file(dir) ? dir.parent_path() / (dir.stem().string() + ".html")
                                                      : dir / "report.html";
   write_report_page(runs, target, fs::absolute(dir).lexically_normal().filename().string());

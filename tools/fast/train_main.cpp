@@ -13,8 +13,8 @@
 #include <cstdio>
 #include <fstream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "command_line.hpp"
 #include "compare.hpp"
@@ -42,8 +42,8 @@ nlohmann::json train_in_child(const fast::torch::TrainOptions& run) {
     f << fast::cli::config_toml(run);
     FAST_ENFORCE_AS(fast::core::IoError, f.good(), "fast compare: cannot write '{}'", config.string());
   }
-  std::vector<std::string> args = {"fast",      "train",     "--config", config.string(),   "--progress",
-                                   "never",     "--metrics", run.metrics.string(), "--summary", run.summary.string()};
+  std::vector<std::string> args = {"fast",  "train",     "--config",           config.string(), "--progress",
+                                   "never", "--metrics", run.metrics.string(), "--summary",     run.summary.string()};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -121,10 +121,11 @@ int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOption
                   : "");
   if (!summary.value("interrupted", false)) return exit_code::ok;
   const std::string by = summary["interrupted_by"].get<std::string>();
-  std::printf("interrupted by %s at step %lld of %lld%s%s\n", by.c_str(),
-              summary["interrupted_at_step"].get<long long>(), summary["steps"].get<long long>(),
-              summary["checkpoint"].is_null() ? "; no checkpoint written (see --checkpoint-dir)" : "; resume with --resume ",
-              summary["checkpoint"].is_null() ? "" : options.checkpoint_dir.c_str());
+  std::printf(
+      "interrupted by %s at step %lld of %lld%s%s\n", by.c_str(), summary["interrupted_at_step"].get<long long>(),
+      summary["steps"].get<long long>(),
+      summary["checkpoint"].is_null() ? "; no checkpoint written (see --checkpoint-dir)" : "; resume with --resume ",
+      summary["checkpoint"].is_null() ? "" : options.checkpoint_dir.c_str());
   return exit_code::killed_by(by == "SIGTERM" ? SIGTERM : SIGINT);
 }
 
@@ -136,7 +137,8 @@ int train(const fast::cli::TrainCommand& command) {
   const bool terminal = terminal_progress(command.progress);
   fast::cli::ProgressDisplay display(terminal, command.progress == "never");
   // Under zmq and mpi the world is known once the processes met: this process's share is what it knows now.
-  const std::string workers = options.runtime == "zmq"   ? fmt::format("{} workers per process", options.process.workers_per_process)
+  const std::string workers = options.runtime == "zmq"
+                                  ? fmt::format("{} workers per process", options.process.workers_per_process)
                               : options.runtime == "mpi" ? std::string("1 worker per rank")
                                                          : fmt::format("{} workers", options.workers);
   const std::string device = options.device == "cpu" ? std::string() : " on " + options.device;

@@ -58,11 +58,11 @@ enum class SparseReduce : std::uint8_t { auto_choice, gather, dense };
 inline constexpr double kSparseDenseCrossover = 1.0;
 
 struct CodecAllreduceOptions {
-  std::string codec = "none";          // compress::make_codec spec
-  std::uint64_t seed = 0;              // the codec's random stream (int8, randk); per worker it is mixed with the rank
-  core::Layout layout;                 // the tensor's blocks (powersgd); empty: one vector block
-  std::size_t chunk_bytes = std::size_t{4} << 20;  // pipeline piece of the dense ring all-reduces
-  compress::CompressionMeter* meter = nullptr;     // counts every encode (not owned; may be null)
+  std::string codec = "none";  // compress::make_codec spec
+  std::uint64_t seed = 0;      // the codec's random stream (int8, randk); per worker it is mixed with the rank
+  core::Layout layout;         // the tensor's blocks (powersgd); empty: one vector block
+  std::size_t chunk_bytes = std::size_t{4} << 20;   // pipeline piece of the dense ring all-reduces
+  compress::CompressionMeter* meter = nullptr;      // counts every encode (not owned; may be null)
   SparseReduce sparse = SparseReduce::auto_choice;  // the gather path's reduction, see above
 };
 
@@ -107,7 +107,7 @@ class CodecAllreduce {
   struct LowRank;                                      // low_rank path: per key, Q and the residual
   std::unique_ptr<LowRank> make_low_rank(std::size_t n) const;
   std::unordered_map<std::uint64_t, std::unique_ptr<LowRank>> low_rank_;
-  compress::PowerSgdOptions powersgd_;                 // low_rank path
+  compress::PowerSgdOptions powersgd_;  // low_rank path
 };
 
 }  // namespace fast::collective

@@ -137,10 +137,10 @@ class Communicator {
   // every worker calls it at the same point, with lists that agree (u lists v as out-neighbour
   // exactly when v lists u as in-neighbour). Memory, whatever the degree: one scratch copy of data
   // when every in-weight is the same, else two; kept for the next call.
-  void neighbor_average(core::MutableView data, std::span<const int> in_neighbors,
-                        std::span<const double> in_weights, std::span<const int> out_neighbors, double self_weight);
+  void neighbor_average(core::MutableView data, std::span<const int> in_neighbors, std::span<const double> in_weights,
+                        std::span<const int> out_neighbors, double self_weight);
 
- // Takes the next sequence number for a collective built outside this class (CodecAllreduce,
+  // Takes the next sequence number for a collective built outside this class (CodecAllreduce,
   // ChocoGossip), so its tags make_tag(TagKind::collective, sequence, detail) never meet another
   // collective's. Same contract as the collectives: every worker calls it at the same point.
   std::uint32_t reserve_sequence() { return next_sequence(); }
@@ -164,8 +164,7 @@ class Communicator {
   [[noreturn]] void not_while_joining() const;
   // The context's native collectives when it offers them and the group is the whole world; null otherwise.
   runtime::NativeCollectives* native() const;
-  void native_allreduce(runtime::NativeCollectives& native, std::uint64_t ticket, core::MutableView data,
-                        ReduceOp op);
+  void native_allreduce(runtime::NativeCollectives& native, std::uint64_t ticket, core::MutableView data, ReduceOp op);
   // The context's shared rendezvous when this all-reduce should use it (see
   // CommunicatorOptions::shared_memory); null otherwise.
   runtime::SharedRendezvous* shared_for(const core::MutableView& data, const AllreduceOptions& options) const;
@@ -184,14 +183,14 @@ class Communicator {
   std::vector<core::Buffer> scratch_;  // neighbor_average: the weighted sum and one receive buffer
   runtime::NetworkModel network_;      // what the automatic choice assumes
   AllreduceAlgorithm default_algorithm_ = AllreduceAlgorithm::automatic;
-  bool shared_memory_ = true;          // CommunicatorOptions::shared_memory
+  bool shared_memory_ = true;  // CommunicatorOptions::shared_memory
   // all-reduces run, by algorithm (index: AllreduceAlgorithm; automatic's slot stays 0), and native
   std::array<std::atomic<std::uint64_t>, 5> counts_{};
   std::atomic<std::uint64_t> native_count_{0};
   std::mutex scratch_mutex_;
   std::vector<core::Buffer> scratch_pool_;
-  std::vector<int> members_;           // the group, in rank order
-  int index_ = 0;                      // this worker's index in members_
+  std::vector<int> members_;  // the group, in rank order
+  int index_ = 0;             // this worker's index in members_
 };
 
 }  // namespace fast::collective

@@ -9,17 +9,16 @@
 //
 // One-sided memory (Context::remote_memory, fast/runtime/remote_memory.hpp: the mpi runtime's MPI
 // RMA, LaunchOptions::windows = "rma"), for windows without a codec: the requester itself takes
-// the owner's region alone (a get shares it with other gets, never with a writer), reads what the operation needs, applies the operation's arithmetic
-// (the service's, bit for bit), writes the result back and counts the version, and releases the
-// region. No activity of the owner runs; every operation completes before it returns (its Work
-// is complete). The owner's Local guard takes its own region the same way (after close(): its
-// lock alone, as nobody else reaches the tensor).
+// the owner's region alone (a get shares it with other gets, never with a writer), reads what the operation needs,
+// applies the operation's arithmetic (the service's, bit for bit), writes the result back and counts the version, and
+// releases the region. No activity of the owner runs; every operation completes before it returns (its Work is
+// complete). The owner's Local guard takes its own region the same way (after close(): its lock alone, as nobody else
+// reaches the tensor).
 //
 // The service, everywhere else: built on Context point-to-point messages only (recv_any for
-// requests), so it works on every runtime. Each request is a header (op, offset, count, dtype, sequence, ...) plus, for put,
-// accumulate, fetch_accumulate, fetch_average and exchange_difference, a payload message; the owner
-// answers with the data (get, fetch_accumulate, fetch_average, exchange_difference) and an
-// acknowledgement carrying the tensor's
+// requests), so it works on every runtime. Each request is a header (op, offset, count, dtype, sequence, ...) plus, for
+// put, accumulate, fetch_accumulate, fetch_average and exchange_difference, a payload message; the owner answers with
+// the data (get, fetch_accumulate, fetch_average, exchange_difference) and an acknowledgement carrying the tensor's
 // version. Every operation's Work completes once the owner has applied it, so a completed put is
 // visible to any later get.
 //
@@ -57,7 +56,8 @@
 // tracks the sender's state and equals it exactly with a lossless codec. Operations that return
 // data then complete before they return (their data is decoded on arrival); accumulate stays
 // asynchronous. Wire::exact sends one accumulate uncompressed (a scalar that must stay exact,
-// such as push-sum's mass) or reads one get exactly (evaluating a model, not training with it). Other dtypes always travel as they are.
+// such as push-sum's mass) or reads one get exactly (evaluating a model, not training with it). Other dtypes always
+// travel as they are.
 //
 // Thread-safety: put/get/accumulate may be issued concurrently by any activity of the owning
 // worker. Never hold a Local guard while waiting on another worker (the service needs the lock).
@@ -65,9 +65,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <span>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -192,7 +192,7 @@ class Window {
     explicit Local(std::shared_ptr<Shared> shared);
     std::shared_ptr<Shared> shared_;
     std::unique_lock<runtime::Mutex> lock_;
-    std::uint64_t bumps_ = 0;  // on one-sided memory: added to the owner's counter at the end
+    std::uint64_t bumps_ = 0;    // on one-sided memory: added to the owner's counter at the end
     bool holds_region_ = false;  // on one-sided memory: this guard holds the owner's region
   };
   Local local();
@@ -215,9 +215,8 @@ class Window {
 
  private:
   core::Work request(int op, int peer, core::ConstView payload, core::MutableView reply, std::size_t offset,
-                     std::uint64_t* version, core::DType dtype, std::size_t count, bool encoded,
-                     double scale = 0, std::int64_t scale_at = -1, std::span<const double> coefficients = {},
-                     std::size_t summed = 0);
+                     std::uint64_t* version, core::DType dtype, std::size_t count, bool encoded, double scale = 0,
+                     std::int64_t scale_at = -1, std::span<const double> coefficients = {}, std::size_t summed = 0);
   // request() on one-sided memory (window_one_sided.cpp): the operation applied by this worker
   // inside owner's region; complete when it returns.
   core::Work one_sided(int op, int peer, core::ConstView payload, core::MutableView reply, std::size_t offset,
@@ -235,10 +234,10 @@ class Window {
   std::vector<std::int64_t> peer_dtype_;
   std::atomic<std::uint32_t> next_seq_{0};
   WindowOptions options_;
-  struct Links;                    // requester-side codec state per (peer, range)
+  struct Links;  // requester-side codec state per (peer, range)
   std::unique_ptr<Links> links_;
-  core::Work service_;                              // the service activity (none on one-sided memory)
-  std::unique_ptr<runtime::RemoteRegion> region_;   // one-sided memory, or null: the service
+  core::Work service_;                             // the service activity (none on one-sided memory)
+  std::unique_ptr<runtime::RemoteRegion> region_;  // one-sided memory, or null: the service
   bool closed_ = false;
 };
 

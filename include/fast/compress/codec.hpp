@@ -42,8 +42,17 @@ struct SavedState;  // fast/core/saved_state.hpp
 namespace fast::compress {
 
 // The codec id byte of the payload header.
-enum class CodecId : std::uint8_t { none = 0, fp16 = 1, bf16 = 2, int8 = 3, sign = 4, topk = 5, randk = 6, threshold = 7,
-                                    powersgd = 8 };
+enum class CodecId : std::uint8_t {
+  none = 0,
+  fp16 = 1,
+  bf16 = 2,
+  int8 = 3,
+  sign = 4,
+  topk = 5,
+  randk = 6,
+  threshold = 7,
+  powersgd = 8
+};
 
 inline constexpr std::size_t kHeaderBytes = 16;
 
@@ -84,8 +93,8 @@ class Codec {
   // a codec made with the same spec and seed; IoError naming `source` when a value is missing or of
   // another size, and then nothing changes.
   virtual void save_state(std::string_view /*prefix*/, core::SavedState& /*out*/) const {}
-  virtual void restore_state(std::string_view /*prefix*/, const core::SavedState& /*in*/,
-                             std::string_view /*source*/) {}
+  virtual void restore_state(std::string_view /*prefix*/, const core::SavedState& /*in*/, std::string_view /*source*/) {
+  }
 };
 
 // The names make_codec accepts, in registry order.

@@ -54,17 +54,17 @@ struct SavedState;  // fast/core/saved_state.hpp
 namespace fast::compress {
 
 struct DgcOptions {
-  double momentum = 0;             // m in [0, 1) (0: plain SGD, no velocity)
-  double dampening = 0;            // in [0, 1]; must be 0 with nesterov
-  bool nesterov = false;           // a = g + m u instead of u
-  double weight_decay = 0;         // lambda >= 0, added to the (clipped) gradient
-  double clip_norm = 0;            // C >= 0: global L2 bound, C / sqrt(workers) per worker; 0: no clipping
-  int workers = 1;                 // N >= 1
-  bool masking = true;             // momentum factor masking
-  double ratio = 0.01;             // the codec's keep ratio after the warm-up, in (0, 1]
-  double warmup_ratio = 0.25;      // density at step 0 of the warm-up, in (0, 1]
-  std::int64_t warmup_steps = 0;   // T >= 0 (0: no warm-up)
-  bool local_view = false;         // the gradient at x - v (above)
+  double momentum = 0;            // m in [0, 1) (0: plain SGD, no velocity)
+  double dampening = 0;           // in [0, 1]; must be 0 with nesterov
+  bool nesterov = false;          // a = g + m u instead of u
+  double weight_decay = 0;        // lambda >= 0, added to the (clipped) gradient
+  double clip_norm = 0;           // C >= 0: global L2 bound, C / sqrt(workers) per worker; 0: no clipping
+  int workers = 1;                // N >= 1
+  bool masking = true;            // momentum factor masking
+  double ratio = 0.01;            // the codec's keep ratio after the warm-up, in (0, 1]
+  double warmup_ratio = 0.25;     // density at step 0 of the warm-up, in (0, 1]
+  std::int64_t warmup_steps = 0;  // T >= 0 (0: no warm-up)
+  bool local_view = false;        // the gradient at x - v (above)
 };
 
 class Dgc {
@@ -116,8 +116,7 @@ class Dgc {
   // local_view keeps params as x (they are x). The strategy then look()s again.
   static constexpr std::int64_t kResidualUnits = 1;
   void save(std::string_view prefix, core::SavedState& out) const;
-  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source,
-               std::span<float> params);
+  void restore(std::string_view prefix, const core::SavedState& in, std::string_view source, std::span<float> params);
 
  private:
   DgcOptions options_;

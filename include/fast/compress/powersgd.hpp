@@ -51,14 +51,14 @@ struct SavedState;  // fast/core/saved_state.hpp
 namespace fast::compress {
 
 struct PowerSgdOptions {
-  std::size_t rank = 4;     // r >= 1; per block min(rank, rows, cols)
-  bool warm_start = true;   // keep Q between steps (else redraw it from the seed's stream each step)
-  std::uint64_t seed = 0;   // feeds the initial (and, without warm start, every) Q
+  std::size_t rank = 4;    // r >= 1; per block min(rank, rows, cols)
+  bool warm_start = true;  // keep Q between steps (else redraw it from the seed's stream each step)
+  std::uint64_t seed = 0;  // feeds the initial (and, without warm start, every) Q
 };
 
 // A matrix block of the layout and where its factors sit in the P and Q buffers (row-major).
 struct LowRankBlock {
-  std::size_t offset = 0;    // first element of M in the flat buffer
+  std::size_t offset = 0;  // first element of M in the flat buffer
   std::size_t rows = 0;
   std::size_t cols = 0;
   std::size_t rank = 0;      // min(options.rank, rows, cols)

@@ -78,31 +78,31 @@ using core::TimeoutError;
 #define FAST_THROW(ErrorType, ...) throw ErrorType(::fmt::format(__VA_ARGS__))
 
 // Throws InvalidArgument with the fmt-formatted message when cond is false.
-#define FAST_ENFORCE(cond, ...)                                                                        \
-  do {                                                                                                 \
-    if (!(cond)) {                                                                                     \
-      ::fast::core::detail::fail_check<::fast::core::InvalidArgument>(__FILE__, __LINE__, #cond,       \
-                                                                      ::fmt::format(__VA_ARGS__));     \
-    }                                                                                                  \
+#define FAST_ENFORCE(cond, ...)                                                                    \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      ::fast::core::detail::fail_check<::fast::core::InvalidArgument>(__FILE__, __LINE__, #cond,   \
+                                                                      ::fmt::format(__VA_ARGS__)); \
+    }                                                                                              \
   } while (0)
 
 // Same as FAST_ENFORCE with a chosen exception type.
-#define FAST_ENFORCE_AS(ErrorType, cond, ...)                                                          \
-  do {                                                                                                 \
-    if (!(cond)) {                                                                                     \
+#define FAST_ENFORCE_AS(ErrorType, cond, ...)                                                             \
+  do {                                                                                                    \
+    if (!(cond)) {                                                                                        \
       ::fast::core::detail::fail_check<ErrorType>(__FILE__, __LINE__, #cond, ::fmt::format(__VA_ARGS__)); \
-    }                                                                                                  \
+    }                                                                                                     \
   } while (0)
 
 // Throws InvalidArgument naming both values ("expected a == b, got 3 vs 4") when a != b.
-#define FAST_ENFORCE_EQ(a, b, ...)                                                                     \
-  do {                                                                                                 \
-    const auto& fast_enforce_a_ = (a);                                                                 \
-    const auto& fast_enforce_b_ = (b);                                                                 \
-    if (!(fast_enforce_a_ == fast_enforce_b_)) {                                                       \
-      ::fast::core::detail::fail_check<::fast::core::InvalidArgument>(                                 \
-          __FILE__, __LINE__, #a " == " #b,                                                            \
-          ::fmt::format("{}: expected {} == {}, got {} vs {}", ::fmt::format(__VA_ARGS__), #a, #b,     \
-                        fast_enforce_a_, fast_enforce_b_));                                            \
-    }                                                                                                  \
+#define FAST_ENFORCE_EQ(a, b, ...)                                                                                  \
+  do {                                                                                                              \
+    const auto& fast_enforce_a_ = (a);                                                                              \
+    const auto& fast_enforce_b_ = (b);                                                                              \
+    if (!(fast_enforce_a_ == fast_enforce_b_)) {                                                                    \
+      ::fast::core::detail::fail_check<::fast::core::InvalidArgument>(                                              \
+          __FILE__, __LINE__, #a " == " #b,                                                                         \
+          ::fmt::format("{}: expected {} == {}, got {} vs {}", ::fmt::format(__VA_ARGS__), #a, #b, fast_enforce_a_, \
+                        fast_enforce_b_));                                                                          \
+    }                                                                                                               \
   } while (0)

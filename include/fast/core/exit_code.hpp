@@ -1,7 +1,7 @@
 #pragma once
-// The exit codes of the `fast` command, in one place for both directions: tools/fast/command_line.cpp (run_with_exit_codes) turns an
-// exception into one of them (the producer), and whoever reads the status of a `fast` process (`fast
-// compare` running a `sim` run in a child, `fast launch`, the tests) compares against the same names
+// The exit codes of the `fast` command, in one place for both directions: tools/fast/command_line.cpp
+// (run_with_exit_codes) turns an exception into one of them (the producer), and whoever reads the status of a `fast`
+// process (`fast compare` running a `sim` run in a child, `fast launch`, the tests) compares against the same names
 // (the consumers). docs/errors.md lists them for users; the numbers are an interface: never change one.
 //
 //   ok               0    success
@@ -37,8 +37,8 @@ enum Code : int {
 // The status of a process killed by signal `sig` (> 0), as the shell and `fast launch` report it.
 constexpr int killed_by(int sig) noexcept { return 128 + sig; }
 
-// The consumer's side of run_with_exit_codes's mapping (tools/fast/command_line.cpp): returns for ok; otherwise throws the exception whose
-// exit code `code` is, carrying `what` (InvalidArgument for bad_input, IoError for io_or_peer_lost,
+// The consumer's side of run_with_exit_codes's mapping (tools/fast/command_line.cpp): returns for ok; otherwise throws
+// the exception whose exit code `code` is, carrying `what` (InvalidArgument for bad_input, IoError for io_or_peer_lost,
 // TimeoutError for timeout, Error for every other code, so that the reader exits with failed).
 inline void throw_unless_ok(int code, const std::string& what) {
   switch (code) {

@@ -7,8 +7,8 @@
 // freed, and it trims the top of a heap once more than 128 KiB is free there: either way the next
 // step touches new pages and the kernel zero-fills them, one page fault per 4 KiB. Which of
 // glibc's two behaviours a process ends up in depends on the order of its first frees, so the same
-// run was either fast or about 25% slower (2-process cnn: 1.1 or 2.7 million page faults;
-// docs/benchmarks.md, "malloc thresholds"). Fixing both thresholds keeps those blocks in the heap,
+// run was either fast or markedly slower, with more than twice the page faults (docs/benchmarks.md,
+// "malloc thresholds"). Fixing both thresholds keeps those blocks in the heap,
 // reused from step to step.
 //
 // FAST_MALLOC (core/env.cpp) chooses: `tuned` (the default) or `system` (glibc's own behaviour).

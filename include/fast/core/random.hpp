@@ -72,9 +72,7 @@ constexpr std::uint64_t worker_seed(std::uint64_t seed, std::uint64_t rank) noex
 }
 
 constexpr double uniform01(std::uint64_t x) noexcept { return static_cast<double>(x >> 11) * 0x1.0p-53; }
-constexpr double uniform01_open(std::uint64_t x) noexcept {
-  return (static_cast<double>(x >> 11) + 0.5) * 0x1.0p-53;
-}
+constexpr double uniform01_open(std::uint64_t x) noexcept { return (static_cast<double>(x >> 11) + 0.5) * 0x1.0p-53; }
 constexpr double uniform01_left_open(std::uint64_t x) noexcept {
   return (static_cast<double>(x >> 11) + 1.0) * 0x1.0p-53;
 }

@@ -46,7 +46,8 @@ class ConstView {
   ConstView(const void* data, std::size_t numel, DType dtype) : data_(data), numel_(numel), dtype_(dtype) {}
   ConstView(const MutableView& v) : data_(v.data()), numel_(v.numel()), dtype_(v.dtype()) {}  // NOLINT
   template <typename T>
-  ConstView(std::span<T> s) : data_(s.data()), numel_(s.size()), dtype_(dtype_of_v<std::remove_const_t<T>>) {}  // NOLINT
+  ConstView(std::span<T> s)
+      : data_(s.data()), numel_(s.size()), dtype_(dtype_of_v<std::remove_const_t<T>>) {}  // NOLINT
 
   const void* data() const noexcept { return data_; }
   std::size_t numel() const noexcept { return numel_; }

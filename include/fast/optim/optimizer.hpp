@@ -23,15 +23,15 @@ namespace fast::optim {
 // Options of every optimizer, filled with designated initializers. An optimizer reads only the
 // options of its rule (listed per field); the others are ignored and not validated.
 struct OptimizerOptions {
-  std::string name = "sgd";    // one of optimizer_names(): "sgd", "momentum", "nesterov", "adam", "adamw"
-  double lr = 0.01;            // base learning rate, >= 0 (the schedule scales it; step() takes the rate)
-  double momentum = 0.9;       // momentum, nesterov: > 0 ("sgd" is plain SGD and ignores it)
-  double dampening = 0.0;      // momentum: in [0, 1]; nesterov: must be 0 (torch semantics)
-  double weight_decay = 0.0;   // >= 0; L2 added to the gradient for sgd, momentum, nesterov, adam;
-                               // decoupled (param *= 1 - lr * weight_decay) for adamw
-  double beta1 = 0.9;          // adam, adamw: first-moment decay, in [0, 1)
-  double beta2 = 0.999;        // adam, adamw: second-moment decay, in [0, 1)
-  double eps = 1e-8;           // adam, adamw: added to the bias-corrected root of the second moment, > 0
+  std::string name = "sgd";   // one of optimizer_names(): "sgd", "momentum", "nesterov", "adam", "adamw"
+  double lr = 0.01;           // base learning rate, >= 0 (the schedule scales it; step() takes the rate)
+  double momentum = 0.9;      // momentum, nesterov: > 0 ("sgd" is plain SGD and ignores it)
+  double dampening = 0.0;     // momentum: in [0, 1]; nesterov: must be 0 (torch semantics)
+  double weight_decay = 0.0;  // >= 0; L2 added to the gradient for sgd, momentum, nesterov, adam;
+                              // decoupled (param *= 1 - lr * weight_decay) for adamw
+  double beta1 = 0.9;         // adam, adamw: first-moment decay, in [0, 1)
+  double beta2 = 0.999;       // adam, adamw: second-moment decay, in [0, 1)
+  double eps = 1e-8;          // adam, adamw: added to the bias-corrected root of the second moment, > 0
 };
 
 class Optimizer {

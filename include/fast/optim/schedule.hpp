@@ -17,12 +17,12 @@
 namespace fast::optim {
 
 struct ScheduleOptions {
-  std::string name = "constant";   // one of schedule_names(): "constant", "step", "cosine"
-  std::int64_t total_steps = 0;    // cosine: steps to anneal over, > 0 (required for cosine)
-  std::int64_t step_size = 1000;   // step: decay every step_size steps, > 0
-  double gamma = 0.1;              // step: factor per decay, > 0
-  double min_lr_factor = 0.0;      // cosine: final rate = base * min_lr_factor, in [0, 1]
-  std::int64_t warmup_steps = 0;   // >= 0; linear warm-up over the first warmup_steps, any schedule
+  std::string name = "constant";  // one of schedule_names(): "constant", "step", "cosine"
+  std::int64_t total_steps = 0;   // cosine: steps to anneal over, > 0 (required for cosine)
+  std::int64_t step_size = 1000;  // step: decay every step_size steps, > 0
+  double gamma = 0.1;             // step: factor per decay, > 0
+  double min_lr_factor = 0.0;     // cosine: final rate = base * min_lr_factor, in [0, 1]
+  std::int64_t warmup_steps = 0;  // >= 0; linear warm-up over the first warmup_steps, any schedule
 };
 
 class LrSchedule {

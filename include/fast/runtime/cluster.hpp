@@ -11,9 +11,9 @@
 namespace fast::runtime {
 
 struct ClusterFailure {
-  int host = 0;          // index in [0, hosts)
-  double off = 0;        // simulated seconds at which the host is turned off
-  double on = -1;        // < 0: stays off; else turned on again then (its workers stay lost)
+  int host = 0;    // index in [0, hosts)
+  double off = 0;  // simulated seconds at which the host is turned off
+  double on = -1;  // < 0: stays off; else turned on again then (its workers stay lost)
 };
 
 struct SpeedProfile {
@@ -29,27 +29,27 @@ struct Cluster {
                                        // failures and model are ignored
   // Hosts.
   int hosts = 1;
-  std::vector<double> speeds;          // flop/s of each host (base speed x factor), size hosts
-  int cores = 1;                       // cores per host
-  double memory_bandwidth = 0;         // bytes streamed (read + written) per second by one core;
-                                       // 0: local memory traffic takes no simulated time
+  std::vector<double> speeds;   // flop/s of each host (base speed x factor), size hosts
+  int cores = 1;                // cores per host
+  double memory_bandwidth = 0;  // bytes streamed (read + written) per second by one core;
+                                // 0: local memory traffic takes no simulated time
   // Network.
-  std::string topology = "star";       // star | full | torus | fat-tree
-  double bandwidth = 1.25e9;           // each host link, bytes/s
-  double latency = 1e-5;               // each host link, seconds
-  double backbone_bandwidth = 0;       // star: a shared backbone (0: none)
+  std::string topology = "star";  // star | full | torus | fat-tree
+  double bandwidth = 1.25e9;      // each host link, bytes/s
+  double latency = 1e-5;          // each host link, seconds
+  double backbone_bandwidth = 0;  // star: a shared backbone (0: none)
   double backbone_latency = 0;
-  double loopback_bandwidth = 1e10;    // a host to itself
+  double loopback_bandwidth = 1e10;  // a host to itself
   double loopback_latency = 0;
-  std::vector<unsigned long> torus;    // torus dimensions, product = hosts
-  std::string fat_tree;                // SimGrid's "levels;down;up;count", leaves = hosts
-  std::string model = "CM02";          // SimGrid network model: CM02 (latency + size/bandwidth) or LV08
+  std::vector<unsigned long> torus;  // torus dimensions, product = hosts
+  std::string fat_tree;              // SimGrid's "levels;down;up;count", leaves = hosts
+  std::string model = "CM02";        // SimGrid network model: CM02 (latency + size/bandwidth) or LV08
   // Heterogeneity over time and failures.
-  double straggler_probability = 0;    // per host and period, chance of running slowed down
-  double straggler_factor = 1;         // slowdown of a straggling period (>= 1)
-  double straggler_period = 1;         // simulated seconds per draw
-  double straggler_horizon = 3600;     // draws cover [0, horizon), then repeat
-  std::uint64_t seed = 0;              // draws of factors and stragglers
+  double straggler_probability = 0;  // per host and period, chance of running slowed down
+  double straggler_factor = 1;       // slowdown of a straggling period (>= 1)
+  double straggler_period = 1;       // simulated seconds per draw
+  double straggler_horizon = 3600;   // draws cover [0, horizon), then repeat
+  std::uint64_t seed = 0;            // draws of factors and stragglers
   std::vector<SpeedProfile> speed_profiles;
   std::vector<ClusterFailure> failures;
 };

@@ -123,7 +123,7 @@ class Context {
   // Non-blocking receive into dst: the message's element count if one was waiting and has been
   // received, std::nullopt ("would block") otherwise.
   virtual std::optional<std::size_t> try_recv(int peer, Tag tag, core::MutableView dst,
-                                               Combine combine = Combine::copy) = 0;
+                                              Combine combine = Combine::copy) = 0;
 
   // Runs fn as a concurrent activity of this worker (a thread, an actor). The Work completes when
   // fn returns; an exception thrown by fn is its error.

@@ -21,21 +21,21 @@ using WorkerFn = std::function<void(Context&)>;
 // (docs/launch.md). Every field left at its default is taken from the FAST_* environment variable
 // named beside it, which `fast launch` sets for the processes it starts.
 struct ProcessOptions {
-  std::string rendezvous;            // HOST:PORT of the rendezvous (FAST_RENDEZVOUS); the process
-                                     // that gets rank 0 serves it unless `fast rendezvous` does
-  int world_size = 0;                // processes in the run, >= 1 (FAST_WORLD_SIZE)
-  int process_rank = -1;             // this process's index in [0, world_size); -1: the rendezvous
-                                     // assigns one in arrival order (FAST_PROCESS_RANK)
-  int workers_per_process = 1;       // workers in each process; the world has world_size x this
-  std::filesystem::path key_file;    // this process's CURVE key pair (`fast keygen`; FAST_KEY_FILE)
-  std::filesystem::path allow_file;  // public keys admitted, one per line (FAST_ALLOW_FILE)
-  bool insecure = false;             // no authentication, no encryption (FAST_INSECURE=1); warns
-  double peer_timeout_seconds = -1;  // a peer silent this long is lost; < 0: FAST_PEER_TIMEOUT
+  std::string rendezvous;                  // HOST:PORT of the rendezvous (FAST_RENDEZVOUS); the process
+                                           // that gets rank 0 serves it unless `fast rendezvous` does
+  int world_size = 0;                      // processes in the run, >= 1 (FAST_WORLD_SIZE)
+  int process_rank = -1;                   // this process's index in [0, world_size); -1: the rendezvous
+                                           // assigns one in arrival order (FAST_PROCESS_RANK)
+  int workers_per_process = 1;             // workers in each process; the world has world_size x this
+  std::filesystem::path key_file;          // this process's CURVE key pair (`fast keygen`; FAST_KEY_FILE)
+  std::filesystem::path allow_file;        // public keys admitted, one per line (FAST_ALLOW_FILE)
+  bool insecure = false;                   // no authentication, no encryption (FAST_INSECURE=1); warns
+  double peer_timeout_seconds = -1;        // a peer silent this long is lost; < 0: FAST_PEER_TIMEOUT
   double rendezvous_timeout_seconds = -1;  // how long to wait for every process; < 0: FAST_RENDEZVOUS_TIMEOUT
-  std::string transport;             // "ipc" (one host), "tcp" or "" (FAST_TRANSPORT; default: ipc
-                                     // when every process is on the rendezvous's host, else tcp)
-  std::string host;                  // address this process binds and is reached at over tcp;
-                                     // empty: FAST_HOST, else the address that reaches the rendezvous
+  std::string transport;                   // "ipc" (one host), "tcp" or "" (FAST_TRANSPORT; default: ipc
+                                           // when every process is on the rendezvous's host, else tcp)
+  std::string host;                        // address this process binds and is reached at over tcp;
+                                           // empty: FAST_HOST, else the address that reaches the rendezvous
 };
 
 struct LaunchOptions {
@@ -50,7 +50,7 @@ struct LaunchOptions {
   // launch() returns normally once every other local worker returned. Runtimes that can lose
   // workers: sim (host failures), zmq (dead or frozen processes).
   bool tolerate_lost_workers = false;
-  ProcessOptions process;           // zmq only
+  ProcessOptions process;  // zmq only
   // Which collectives the Communicator uses: "fast" (its ring over point-to-point messages),
   // "native" (the runtime's own, Context::native_collectives: mpi only) or "" (FAST_COLLECTIVES,
   // else the runtime's default: native under mpi, fast elsewhere). "native" on a runtime without

@@ -7,7 +7,7 @@
 namespace fast::runtime {
 
 struct NetworkModel {
-  double latency_seconds = 0;        // one message's fixed cost, seconds (>= 0)
+  double latency_seconds = 0;             // one message's fixed cost, seconds (>= 0)
   double bandwidth_bytes_per_second = 0;  // bytes per second along the path (> 0)
   // Bytes per second of a pass over local memory (adding a received buffer into the data); 0 when
   // such passes cost nothing on the runtime's clock (sim, where only flops and transfers take time).

@@ -43,7 +43,7 @@ class Slowdown {
   // (factor - 1) * compute_seconds through ctx.sleep, and returns the seconds waited.
   double after_compute(Context& ctx, double compute_seconds);
 
-  double waited_seconds() const noexcept { return waited_; }    // total so far
+  double waited_seconds() const noexcept { return waited_; }            // total so far
   std::int64_t straggled_steps() const noexcept { return straggled_; }  // steps with a straggler draw
 
  private:

@@ -188,14 +188,14 @@ class AcidStrategy final : public Strategy {
   std::vector<int> neighbors_;
   double eta_ = 0;
   double alpha_tilde_ = kAlpha;
-  double gamma_ = 1;             // the consensus step (see above)
-  std::span<float> x_;            // the replica (state.params)
-  std::vector<float> x_tilde_;    // x~
-  std::vector<float> exposed_;    // [published x | inbox x | inbox x~], exposed in the window
+  double gamma_ = 1;               // the consensus step (see above)
+  std::span<float> x_;             // the replica (state.params)
+  std::vector<float> x_tilde_;     // x~
+  std::vector<float> exposed_;     // [published x | inbox x | inbox x~], exposed in the window
   std::vector<float> difference_;  // scratch: m = x_i - x_j of an exchange, as the neighbour formed it
-  std::vector<float> before_;     // scratch: x before the optimizer step
-  std::vector<float> start_;  // with a codec: the exposed tensor at attach, the same on every worker
-  core::Layout layout_;       // the exposed tensor's: the model's layout three times
+  std::vector<float> before_;      // scratch: x before the optimizer step
+  std::vector<float> start_;       // with a codec: the exposed tensor at attach, the same on every worker
+  core::Layout layout_;            // the exposed tensor's: the model's layout three times
   std::unique_ptr<collective::Window> window_;
   bool finished_ = false;
   std::int64_t communications_ = 0;

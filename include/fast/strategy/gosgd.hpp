@@ -102,15 +102,15 @@ class GosgdStrategy final : public Strategy {
   void representative(ModelState state, std::span<float> out) override;
 
   struct PendingPush {
-    int peer = -1;           // receiver
-    std::uint64_t seq = 0;   // number of this push among this worker's pushes to peer (0-based)
-    double mass = 0;         // w carried
+    int peer = -1;          // receiver
+    std::uint64_t seq = 0;  // number of this push among this worker's pushes to peer (0-based)
+    double mass = 0;        // w carried
   };
   struct MassView {
-    double weight = 0;                  // w_i
-    double inbox = 0;                   // mass applied to the inbox, not yet folded into w_i
-    std::vector<double> applied;        // applied[s]: pushes from worker s applied to the inbox
-    std::vector<PendingPush> pending;   // pushes issued and not yet seen completed
+    double weight = 0;                 // w_i
+    double inbox = 0;                  // mass applied to the inbox, not yet folded into w_i
+    std::vector<double> applied;       // applied[s]: pushes from worker s applied to the inbox
+    std::vector<PendingPush> pending;  // pushes issued and not yet seen completed
   };
   // Reads this worker's mass state into out and returns the guard of its window: until the guard
   // is released, nothing changes that state (pushes to this worker wait, and so does its step).
@@ -137,22 +137,22 @@ class GosgdStrategy final : public Strategy {
   Slot& free_slot();
   void wait_push(Slot& slot);  // waits for a push to be applied; a lost receiver's push is dropped
   void push(int peer);
-  void fold();                                         // inbox into (x, w); under the guard
-  void write_model(std::span<float> params) const;     // params = x / w; under the guard
+  void fold();                                      // inbox into (x, w); under the guard
+  void write_model(std::span<float> params) const;  // params = x / w; under the guard
 
   StrategyOptions options_;
   topology::TopologySchedule schedule_;
   std::size_t dim_ = 0;
-  std::vector<double> x_;            // numerator; changed under the window guard
-  double w_ = 1.0;                   // mass; changed under the window guard
-  std::vector<double> inbox_;        // exposed: [x part (dim) | mass | applied counts (N)]
-  bool codec_ = false;        // compress is not "none": pushes use accumulate_scaled
-  std::vector<float> start_;  // with a codec: the common initial model
+  std::vector<double> x_;      // numerator; changed under the window guard
+  double w_ = 1.0;             // mass; changed under the window guard
+  std::vector<double> inbox_;  // exposed: [x part (dim) | mass | applied counts (N)]
+  bool codec_ = false;         // compress is not "none": pushes use accumulate_scaled
+  std::vector<float> start_;   // with a codec: the common initial model
   std::unique_ptr<collective::Window> window_;
-  std::vector<Slot> slots_;          // slot fields change under the window guard
+  std::vector<Slot> slots_;               // slot fields change under the window guard
   std::vector<std::uint64_t> pushed_to_;  // pushes issued per receiver
   std::uint64_t pushes_ = 0;              // pushes issued
-  std::vector<float> before_;        // z_i before the local step
+  std::vector<float> before_;             // z_i before the local step
   bool finished_ = false;
 };
 

@@ -141,8 +141,8 @@ class StrategyOption {
   std::string help_;
   double min_ = -std::numeric_limits<double>::infinity();  // range of integer and number options
   double max_ = std::numeric_limits<double>::infinity();
-  bool min_open_ = false;              // greater_than: the minimum is excluded
-  std::vector<std::string> allowed_;   // choice options
+  bool min_open_ = false;             // greater_than: the minimum is excluded
+  std::vector<std::string> allowed_;  // choice options
   Check check_;
   Store store_;
   Load load_;
@@ -150,10 +150,10 @@ class StrategyOption {
 
 template <typename T>
 StrategyOption StrategyOption::field(std::string name, T StrategyOptions::*member, std::string help) {
-  const OptionType type = std::is_same_v<T, bool>           ? OptionType::boolean
-                          : std::is_integral_v<T>           ? OptionType::integer
-                          : std::is_floating_point_v<T>     ? OptionType::number
-                                                            : OptionType::string;
+  const OptionType type = std::is_same_v<T, bool>       ? OptionType::boolean
+                          : std::is_integral_v<T>       ? OptionType::integer
+                          : std::is_floating_point_v<T> ? OptionType::number
+                                                        : OptionType::string;
   return bound(
       std::move(name), type, std::move(help),
       [member](StrategyOptions& o, const OptionValue& v) { o.*member = from_value<T>(v); },

@@ -189,23 +189,23 @@ class PsStrategy final : public Strategy {
   int servers_ = 1;
   bool attached_ = false;
   bool finished_ = false;
-  std::vector<std::size_t> offsets_;             // shard k = [offsets_[k], offsets_[k + 1])
-  std::int64_t clock_ = 0;                       // pushes made by this worker
-  std::vector<std::int64_t> first_clock_;        // per server: the push count it gave at rejoin (else 0)
-  std::vector<std::uint64_t> version_read_;      // per shard: version of the parameters last pulled
+  std::vector<std::size_t> offsets_;                  // shard k = [offsets_[k], offsets_[k + 1])
+  std::int64_t clock_ = 0;                            // pushes made by this worker
+  std::vector<std::int64_t> first_clock_;             // per server: the push count it gave at rejoin (else 0)
+  std::vector<std::uint64_t> version_read_;           // per shard: version of the parameters last pulled
   std::vector<std::array<std::int64_t, 5>> headers_;  // per shard: request header being sent
   std::vector<std::array<std::int64_t, 2>> acks_;     // per shard: acknowledgement being received
-  std::vector<std::unique_ptr<compress::ErrorFeedback>> push_codecs_;  // with a codec: per shard
+  std::vector<std::unique_ptr<compress::ErrorFeedback>> push_codecs_;   // with a codec: per shard
   std::vector<core::Buffer> push_payloads_;                             // with a codec: per shard
   std::vector<std::unique_ptr<compress::DeltaReceiver>> reply_codecs_;  // with a codec, sync: per shard
   std::vector<core::Buffer> reply_payloads_;                            // with a codec, sync: per shard
-  std::vector<float> start_;  // with a codec: the common initial model
-  std::unique_ptr<compress::Dgc> dgc_;  // with dgc: this worker's momentum correction
-  core::Layout layout_;       // with one server: the model's layout (its shard is the whole model)
-  std::unique_ptr<PsServer> server_;             // this rank's shard, when rank < servers
-                                                 // (declared before window_, which exposes it)
-  std::unique_ptr<collective::Window> window_;   // "ps.shards"; exposes server_'s shard
-  core::Work server_work_;                       // the server activity
+  std::vector<float> start_;                                            // with a codec: the common initial model
+  std::unique_ptr<compress::Dgc> dgc_;                                  // with dgc: this worker's momentum correction
+  core::Layout layout_;                         // with one server: the model's layout (its shard is the whole model)
+  std::unique_ptr<PsServer> server_;            // this rank's shard, when rank < servers
+                                                // (declared before window_, which exposes it)
+  std::unique_ptr<collective::Window> window_;  // "ps.shards"; exposes server_'s shard
+  core::Work server_work_;                      // the server activity
   bool server_running_ = false;
 };
 

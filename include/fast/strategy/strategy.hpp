@@ -56,7 +56,7 @@ enum class NonFinitePolicy : std::uint8_t {
 // which holds its key, type, range and help; a field's initializer is its declared default.
 // Options declared by strategies registered from outside the library live in `values`.
 struct StrategyOptions {
-  std::string name = "allreduce";                     // one of strategy_names()
+  std::string name = "allreduce";                      // one of strategy_names()
   std::size_t chunk_bytes = std::size_t{4} << 20;      // pipeline piece of all-reduce based exchanges
   NonFinitePolicy non_finite = NonFinitePolicy::skip;  // reaction to a NaN/inf gradient
   std::int64_t period = 8;                             // local-sgd: average the models every `period` steps
@@ -72,32 +72,32 @@ struct StrategyOptions {
   // lr itself (Downpour as published; N times the step per sample). Other strategies (and sync)
   // already average and ignore it. docs/strategies.md "Learning-rate semantics".
   std::string lr_semantics = "per-sample";
-  double alpha = 0.1;                                  // easgd: elastic moving rate
-  std::int64_t tau = 4;                                // easgd: steps between elastic exchanges
-  double comm_rate = 1.0;                              // acid: expected communications per gradient step
-  double acid_eta = -1;                                // acid: momentum mixing rate; < 0: from the graph (paper)
-  double acid_alpha_tilde = -1;                        // acid: gossip weight of x~; < 0: from the graph (paper)
-  double gossip_probability = 1.0;                     // gosgd: probability that a step pushes to a peer, in (0, 1]
+  double alpha = 0.1;               // easgd: elastic moving rate
+  std::int64_t tau = 4;             // easgd: steps between elastic exchanges
+  double comm_rate = 1.0;           // acid: expected communications per gradient step
+  double acid_eta = -1;             // acid: momentum mixing rate; < 0: from the graph (paper)
+  double acid_alpha_tilde = -1;     // acid: gossip weight of x~; < 0: from the graph (paper)
+  double gossip_probability = 1.0;  // gosgd: probability that a step pushes to a peer, in (0, 1]
   // allreduce and ps sync: how the W gradients are combined: mean | median | trimmed-mean:F | krum:F | multi-krum:F[:M]
   // (Aggregate; allreduce's robust rules all-gather every gradient). Other strategies take only mean.
   std::string aggregate = "mean";
   // Tests and demonstrations: "KIND@W1,W2" (KIND nan | zeros | scale:FACTOR) makes those workers'
   // gradients faulty before every step (FaultInjection); "" none. Any strategy.
   std::string fault_inject;
-  std::string compress = "none";                       // codec of every tensor the strategy sends: make_codec spec
-  std::string sparse_allreduce = "auto";               // allreduce, local-sgd with a sparse codec: auto | gather | dense
-                                                       // (collective::SparseReduce)
-  double consensus_step = 0;                           // dpsgd, acid with a codec: CHOCO's gamma in (0, 1]; 0: by codec
+  std::string compress = "none";          // codec of every tensor the strategy sends: make_codec spec
+  std::string sparse_allreduce = "auto";  // allreduce, local-sgd with a sparse codec: auto | gather | dense
+                                          // (collective::SparseReduce)
+  double consensus_step = 0;              // dpsgd, acid with a codec: CHOCO's gamma in (0, 1]; 0: by codec
   // Deep Gradient Compression (compress::Dgc, docs/compression.md): allreduce and ps, with a codec
   // that has a keep ratio (topk:ratio=R, randk:ratio=R) and optimizer sgd, momentum or nesterov.
   // The momentum runs on each worker before the sparsification; the aggregate is applied with
   // plain SGD. validate_dgc() states what is refused.
   bool dgc = false;
-  double dgc_clip = 0;                  // dgc: global L2 clipping bound C (C / sqrt(workers) per worker); 0: off
-  bool dgc_masking = false;             // dgc: momentum factor masking (off: better with the local view)
-  bool dgc_local_view = true;           // dgc: the gradient at x - v (compress::Dgc, FAST's addition)
-  double dgc_warmup_ratio = 0.25;       // dgc: density at the first step of the sparsity warm-up, in (0, 1]
-  std::int64_t dgc_warmup_steps = 0;    // dgc: steps of the warm-up (0: none; fast train: dgc_warmup_epochs)
+  double dgc_clip = 0;                // dgc: global L2 clipping bound C (C / sqrt(workers) per worker); 0: off
+  bool dgc_masking = false;           // dgc: momentum factor masking (off: better with the local view)
+  bool dgc_local_view = true;         // dgc: the gradient at x - v (compress::Dgc, FAST's addition)
+  double dgc_warmup_ratio = 0.25;     // dgc: density at the first step of the sparsity warm-up, in (0, 1]
+  std::int64_t dgc_warmup_steps = 0;  // dgc: steps of the warm-up (0: none; fast train: dgc_warmup_epochs)
   // The worker's optimizer settings, filled in by Worker: strategies that update a model other
   // than the replica (ps servers, easgd's centre) build their own optimizer from them.
   optim::OptimizerOptions optimizer;
@@ -147,8 +147,8 @@ struct StalenessStats {
 };
 
 struct StepOutcome {
-  bool applied = true;        // false when the update was skipped (non-finite gradient)
-  double comm_seconds = 0;    // time spent communicating or waiting for peers, runtime clock
+  bool applied = true;      // false when the update was skipped (non-finite gradient)
+  double comm_seconds = 0;  // time spent communicating or waiting for peers, runtime clock
 };
 
 class Strategy {

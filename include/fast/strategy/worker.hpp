@@ -44,10 +44,10 @@ struct SnapshotResult {
 };
 
 struct StepReport {
-  std::int64_t step = 0;      // index of the step just taken (0-based)
-  double lr = 0;              // learning rate used
-  bool applied = true;        // false when the strategy skipped the update
-  double comm_seconds = 0;    // communication and waiting time of this step, runtime clock
+  std::int64_t step = 0;    // index of the step just taken (0-based)
+  double lr = 0;            // learning rate used
+  bool applied = true;      // false when the strategy skipped the update
+  double comm_seconds = 0;  // communication and waiting time of this step, runtime clock
 };
 
 // Whether the strategy these options make is asynchronous (Strategy::asynchronous()), without
@@ -123,9 +123,9 @@ class Worker {
   std::unique_ptr<optim::Optimizer> optimizer_;
   optim::LrSchedule schedule_;
   std::unique_ptr<Strategy> strategy_;
-  FaultInjection fault_;  // StrategyOptions::fault_inject (none by default)
-  std::vector<float> published_;                       // asynchronous, no replica_window(): params after the last step
-  std::unique_ptr<collective::Window> replicas_;       // exposes published_
+  FaultInjection fault_;                          // StrategyOptions::fault_inject (none by default)
+  std::vector<float> published_;                  // asynchronous, no replica_window(): params after the last step
+  std::unique_ptr<collective::Window> replicas_;  // exposes published_
   bool finished_ = false;
   std::int64_t steps_ = 0;
   std::int64_t skipped_ = 0;

@@ -70,7 +70,6 @@ class TopologySchedule {
   // The spec it was built from, as given.
   const std::string& spec() const noexcept;
 
-
  private:
   struct State;  // defined in schedule.cpp
   explicit TopologySchedule(std::shared_ptr<State> state);

@@ -18,21 +18,27 @@ namespace fast::wire {
 // A one-sided window request (collective/window.hpp), sent by the requester to the owner.
 struct WindowRequest {
   enum class Op : std::int64_t {
-    put = 1, get = 2, accumulate = 3, fetch_accumulate = 4, fetch_average = 5, accumulate_scaled = 6,
-    exchange_difference = 7, stop = 9
+    put = 1,
+    get = 2,
+    accumulate = 3,
+    fetch_accumulate = 4,
+    fetch_average = 5,
+    accumulate_scaled = 6,
+    exchange_difference = 7,
+    stop = 9
   };
-  static constexpr std::size_t kMaxBlocks = 4;          // exchange_difference: blocks per request
+  static constexpr std::size_t kMaxBlocks = 4;            // exchange_difference: blocks per request
   static constexpr std::size_t kWords = 10 + kMaxBlocks;  // size of the i64 tensor on the wire
 
   Op op = Op::stop;
-  std::uint64_t offset = 0;         // first element of the owner's tensor touched
-  std::uint64_t count = 0;          // elements of the payload (per block for exchange_difference)
+  std::uint64_t offset = 0;  // first element of the owner's tensor touched
+  std::uint64_t count = 0;   // elements of the payload (per block for exchange_difference)
   core::DType dtype = core::DType::f32;
-  std::uint32_t seq = 0;            // the requester's sequence number (tags of payload and answer)
-  bool encoded = false;             // payload and reply go through the window's codec
-  double scale = 1;                 // accumulate_scaled: factor of the payload
-  std::int64_t scale_at = -1;       // element whose value scales the payload; -1: none
-  std::uint64_t summed = 0;         // exchange_difference: blocks summed into the difference
+  std::uint32_t seq = 0;             // the requester's sequence number (tags of payload and answer)
+  bool encoded = false;              // payload and reply go through the window's codec
+  double scale = 1;                  // accumulate_scaled: factor of the payload
+  std::int64_t scale_at = -1;        // element whose value scales the payload; -1: none
+  std::uint64_t summed = 0;          // exchange_difference: blocks summed into the difference
   std::vector<double> coefficients;  // exchange_difference: one per block (1..kMaxBlocks), finite
 
   std::array<std::int64_t, kWords> to_words() const;
@@ -48,10 +54,10 @@ struct PsRequest {
   static constexpr std::size_t kWords = 5;
 
   Kind kind = Kind::stop;
-  std::int64_t clock = 0;      // push: the worker's gradient number, from 0; done: pushes made
-  std::uint64_t version = 0;   // push: the shard version the gradient was computed on
-  bool finite = true;          // push: the gradient has no NaN or infinity (else it is dropped)
-  double lr = 0;               // push: the learning rate of this step
+  std::int64_t clock = 0;     // push: the worker's gradient number, from 0; done: pushes made
+  std::uint64_t version = 0;  // push: the shard version the gradient was computed on
+  bool finite = true;         // push: the gradient has no NaN or infinity (else it is dropped)
+  double lr = 0;              // push: the learning rate of this step
 
   std::array<std::int64_t, kWords> to_words() const;
   static PsRequest from_words(std::span<const std::int64_t> words);

@@ -47,12 +47,16 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
   // Each worker walks its own shard from its own step count (0, a checkpoint's, or a rejoin's).
   for (std::int64_t s = worker.steps();; ++s) {
     try {
-      claims.fetch_accumulate(0, core::ConstView(std::span<const double>(one)),
-                              core::MutableView(std::span<double>(before))).wait();
+      claims
+          .fetch_accumulate(0, core::ConstView(std::span<const double>(one)),
+                            core::MutableView(std::span<double>(before)))
+          .wait();
     } catch (const core::PeerLost& e) {
       if (ctx.alive(0)) throw;
-      FAST_THROW(core::PeerLost, "asynchronous training: worker 0, which holds the shared batch budget "
-                 "(window 'trainer.claims'), was lost; the run cannot go on without it: {}", e.what());
+      FAST_THROW(core::PeerLost,
+                 "asynchronous training: worker 0, which holds the shared batch budget "
+                 "(window 'trainer.claims'), was lost; the run cannot go on without it: {}",
+                 e.what());
     }
     ++made.claims;
     const double claimed = before[0];  // batches claimed before this one
@@ -67,8 +71,10 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
       // stop_on_divergence, SIGINT/SIGTERM: spend the rest of the budget at once, so every worker's
       // next claim ends it.
       const std::vector<double> rest{budget};
-      claims.fetch_accumulate(0, core::ConstView(std::span<const double>(rest)),
-                              core::MutableView(std::span<double>(before))).wait();
+      claims
+          .fetch_accumulate(0, core::ConstView(std::span<const double>(rest)),
+                            core::MutableView(std::span<double>(before)))
+          .wait();
       spent = true;
     }
   }

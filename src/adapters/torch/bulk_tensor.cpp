@@ -21,7 +21,8 @@ namespace fast::torch {
 #ifdef MADV_POPULATE_WRITE
   (void)::madvise(aligned, bytes, MADV_POPULATE_WRITE);  // Linux 5.14 on; EINVAL before: faults as usual
 #endif
-  return ::torch::from_blob(aligned, sizes, [base, mapped](void*) { ::munmap(base, mapped); }, ::torch::kFloat32);
+  return ::torch::from_blob(
+      aligned, sizes, [base, mapped](void*) { ::munmap(base, mapped); }, ::torch::kFloat32);
 }
 
 }  // namespace fast::torch

@@ -110,7 +110,8 @@ std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int6
   if (worker.context().rank() == comm.members().front()) {
     const nlohmann::json manifest{{"format", 1}, {"step", step}, {"workers", comm.group_size()}, {"run", identity_}};
     const std::string text = manifest.dump(2) + "\n";
-    strategy::write_file_atomically(target / kManifest, std::as_bytes(std::span<const char>(text)), "checkpoint manifest");
+    strategy::write_file_atomically(target / kManifest, std::as_bytes(std::span<const char>(text)),
+                                    "checkpoint manifest");
     prune(step);
   }
   return target;
@@ -124,7 +125,9 @@ void CheckpointStore::prune(std::int64_t newest) const {
     if (keep) continue;
     std::error_code ec;
     std::filesystem::remove_all(step_folder(folder_, step), ec);
-    if (ec) core::log(core::LogLevel::warn, "checkpoints: could not remove '{}': {}", step_folder(folder_, step).string(), ec.message());
+    if (ec)
+      core::log(core::LogLevel::warn, "checkpoints: could not remove '{}': {}", step_folder(folder_, step).string(),
+                ec.message());
   }
 }
 
@@ -137,13 +140,15 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
   if (first) {
     const std::vector<std::int64_t> steps = step_folders(folder, true);
     candidates[0] = static_cast<double>(std::min(steps.size(), kMaxCandidates));
-    for (std::size_t k = 0; k < steps.size() && k < kMaxCandidates; ++k) candidates[k + 1] = static_cast<double>(steps[k]);
+    for (std::size_t k = 0; k < steps.size() && k < kMaxCandidates; ++k)
+      candidates[k + 1] = static_cast<double>(steps[k]);
   }
   comm.broadcast(core::MutableView(std::span<double>(candidates)), comm.members().front());
   const auto count = static_cast<std::size_t>(candidates[0]);
   FAST_ENFORCE_AS(core::IoError, count > 0,
                   "resume: no complete checkpoint in '{}' (expected step-N folders with a manifest.json, written by "
-                  "--checkpoint-dir; the folder must be shared by every process)", folder.string());
+                  "--checkpoint-dir; the folder must be shared by every process)",
+                  folder.string());
   std::string last_failure;
   for (std::size_t k = 1; k <= count; ++k) {
     const auto step = static_cast<std::int64_t>(candidates[k]);
@@ -164,18 +169,23 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
                    step);
     } catch (const core::IoError& e) {
       failure = e.what();
-      core::log(core::LogLevel::warn, "resume: worker {} cannot use step {}: {}", worker.context().rank(), step, failure);
+      core::log(core::LogLevel::warn, "resume: worker {} cannot use step {}: {}", worker.context().rank(), step,
+                failure);
     }
     if (everyone(comm, failure.empty())) {
       worker.restore(*checkpoint, file.string());
       if (first) core::log(core::LogLevel::info, "resume: continuing from '{}' (step {})", target.string(), step);
       return step;
     }
-    last_failure = failure.empty() ? fmt::format("another worker could not read its file in '{}'", target.string()) : failure;
-    if (first) core::log(core::LogLevel::warn, "resume: skipping the checkpoint '{}': {}", target.string(), last_failure);
+    last_failure =
+        failure.empty() ? fmt::format("another worker could not read its file in '{}'", target.string()) : failure;
+    if (first)
+      core::log(core::LogLevel::warn, "resume: skipping the checkpoint '{}': {}", target.string(), last_failure);
   }
-  FAST_THROW(core::IoError, "resume: none of the {} complete checkpoints in '{}' is readable by every worker; the "
-             "oldest failed with: {}", count, folder.string(), last_failure);
+  FAST_THROW(core::IoError,
+             "resume: none of the {} complete checkpoints in '{}' is readable by every worker; the "
+             "oldest failed with: {}",
+             count, folder.string(), last_failure);
 }
 
 }  // namespace fast::torch

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <ranges>
-#include <cmath>
 
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/npy.hpp"
@@ -27,14 +27,17 @@ struct KindKeys {
 };
 
 const std::map<std::string, KindKeys>& kinds() {
-  static const std::map<std::string, KindKeys> table{
-      {"fashion-mnist", {}},
-      {"npz", {{"train", "test"}, {}}},
-      {"npy", {{"train_x", "train_y", "test_x", "test_y"}, {}}},
-      {"synthetic",
-       {{},
-        {{"shape", "1x28x28"}, {"classes", "10"}, {"train", "60000"}, {"test", "10000"}, {"noise", "0.25"},
-         {"seed", "1"}}}}};
+  static const std::map<std::string, KindKeys> table{{"fashion-mnist", {}},
+                                                     {"npz", {{"train", "test"}, {}}},
+                                                     {"npy", {{"train_x", "train_y", "test_x", "test_y"}, {}}},
+                                                     {"synthetic",
+                                                      {{},
+                                                       {{"shape", "1x28x28"},
+                                                        {"classes", "10"},
+                                                        {"train", "60000"},
+                                                        {"test", "10000"},
+                                                        {"noise", "0.25"},
+                                                        {"seed", "1"}}}}};
   return table;
 }
 
@@ -70,8 +73,8 @@ std::vector<std::int64_t> shape_arg(const DatasetSpec& spec) {
                  spec.text, v);
     shape.push_back(d);
     features *= d;
-    FAST_ENFORCE(features <= 100'000'000, "dataset '{}': shape {}: expected at most 1e8 features per sample",
-                 spec.text, v);
+    FAST_ENFORCE(features <= 100'000'000, "dataset '{}': shape {}: expected at most 1e8 features per sample", spec.text,
+                 v);
     start = x + 1;
   }
   FAST_ENFORCE(shape.size() <= 4, "dataset '{}': shape {}: expected 1 to 4 dimensions", spec.text, v);

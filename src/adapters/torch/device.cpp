@@ -32,7 +32,8 @@ void check_device(const std::string& spec, const char* option) {
   FAST_ENFORCE(::torch::cuda::is_available(),
                "{} = '{}': the libtorch this FAST was built against has no CUDA support or sees no GPU "
                "(torch::cuda::is_available() is false). Build FAST against a CUDA-enabled libtorch on a machine "
-               "with a GPU (docs/gpu.md), or use --device cpu", option, spec);
+               "with a GPU (docs/gpu.md), or use --device cpu",
+               option, spec);
   const auto count = static_cast<int>(::torch::cuda::device_count());
   FAST_ENFORCE(index < count, "{} = '{}': GPU {} does not exist; this process sees {} GPU{} (0 to {})", option, spec,
                index, count, count == 1 ? "" : "s", count - 1);

@@ -33,13 +33,19 @@ DeviceEncoder::DeviceEncoder(std::string_view spec) {
   const auto codec = compress::make_codec(spec);  // validates the spec, with the codecs' own messages
   const std::string_view name = codec->name();
   const bool global = spec.find("scope=tensor") == std::string_view::npos;
-  if (name == "fp16") id_ = compress::CodecId::fp16;
-  else if (name == "bf16") id_ = compress::CodecId::bf16;
-  else if (name == "sign") id_ = compress::CodecId::sign;
-  else if (name == "topk" && codec->keep_ratio() > 0 && global) id_ = compress::CodecId::topk;
+  if (name == "fp16")
+    id_ = compress::CodecId::fp16;
+  else if (name == "bf16")
+    id_ = compress::CodecId::bf16;
+  else if (name == "sign")
+    id_ = compress::CodecId::sign;
+  else if (name == "topk" && codec->keep_ratio() > 0 && global)
+    id_ = compress::CodecId::topk;
   else
-    FAST_THROW(InvalidArgument, "codec '{}': not offered on the device; expected one of {} (topk with a ratio and the "
-               "global selection)", spec, fmt::join(supported(), ", "));
+    FAST_THROW(InvalidArgument,
+               "codec '{}': not offered on the device; expected one of {} (topk with a ratio and the "
+               "global selection)",
+               spec, fmt::join(supported(), ", "));
   ratio_ = codec->keep_ratio();
 }
 
@@ -64,9 +70,12 @@ void DeviceEncoder::encode(const ::torch::Tensor& x, core::Buffer& out) const {
                "codec '{}' on the device: expected a contiguous one-dimensional float32 tensor, got {} of shape [{}]",
                name(), std::string(c10::toString(x.scalar_type())), fmt::join(x.sizes(), ", "));
   ::torch::NoGradGuard no_grad;
-  if (id_ == compress::CodecId::sign) encode_sign(x, out);
-  else if (id_ == compress::CodecId::topk) encode_topk(x, out);
-  else encode_half(x, out);
+  if (id_ == compress::CodecId::sign)
+    encode_sign(x, out);
+  else if (id_ == compress::CodecId::topk)
+    encode_topk(x, out);
+  else
+    encode_half(x, out);
 }
 
 void DeviceEncoder::encode_half(const ::torch::Tensor& x, core::Buffer& out) const {
@@ -80,8 +89,10 @@ void DeviceEncoder::encode_half(const ::torch::Tensor& x, core::Buffer& out) con
     }
   }
   const ::torch::Tensor words = on_host(h.view(::torch::kInt16));
-  compress::pack_halves(id_, {reinterpret_cast<const std::uint16_t*>(words.data_ptr<std::int16_t>()),
-                              static_cast<std::size_t>(words.numel())}, out);
+  compress::pack_halves(
+      id_,
+      {reinterpret_cast<const std::uint16_t*>(words.data_ptr<std::int16_t>()), static_cast<std::size_t>(words.numel())},
+      out);
 }
 
 // scale = mean |x| summed in double, as the codec does (the order of the sum may differ: the scale
@@ -127,9 +138,10 @@ void DeviceEncoder::encode_topk(const ::torch::Tensor& x, core::Buffer& out) con
   const ::torch::Tensor indices = on_host(idx.to(::torch::kInt32));
   FAST_ENFORCE(indices.numel() == k, "codec 'topk' on the device: selected {} elements, expected k = {}",
                indices.numel(), k);
-  compress::pack_sparse(compress::CodecId::topk, n,
-                        {reinterpret_cast<const std::uint32_t*>(indices.data_ptr<std::int32_t>()), static_cast<std::size_t>(k)},
-                        {values.data_ptr<float>(), static_cast<std::size_t>(k)}, out);
+  compress::pack_sparse(
+      compress::CodecId::topk, n,
+      {reinterpret_cast<const std::uint32_t*>(indices.data_ptr<std::int32_t>()), static_cast<std::size_t>(k)},
+      {values.data_ptr<float>(), static_cast<std::size_t>(k)}, out);
 }
 
 }  // namespace fast::torch

@@ -19,13 +19,9 @@ FinalModel parse_final_model(const std::string& name) {
              fmt::join(final_model_names(), ", "));
 }
 
-Evaluator::Evaluator(strategy::Worker& worker, Replica& replica, Model& model,
-                     std::shared_ptr<const Dataset> test, FinalModel final_model)
-    : worker_(worker),
-      replica_(replica),
-      model_(model),
-      test_(std::move(test)),
-      final_(final_model) {}
+Evaluator::Evaluator(strategy::Worker& worker, Replica& replica, Model& model, std::shared_ptr<const Dataset> test,
+                     FinalModel final_model)
+    : worker_(worker), replica_(replica), model_(model), test_(std::move(test)), final_(final_model) {}
 
 namespace {
 
@@ -88,8 +84,8 @@ RoundResult Evaluator::run(bool replica_accuracies) {
       mean.assign(params.begin(), params.end());
       comm.allreduce(core::MutableView(std::span<float>(mean)), {.op = collective::ReduceOp::avg});
     }
-    const std::span<const float> average = final_ == FinalModel::average ? std::span<const float>(representative_)
-                                                                           : std::span<const float>(mean);
+    const std::span<const float> average =
+        final_ == FinalModel::average ? std::span<const float>(representative_) : std::span<const float>(mean);
     std::vector<double> squared{0.0};
     for (std::size_t i = 0; i < params.size(); ++i) {
       const double d = static_cast<double>(params[i]) - average[i];
@@ -108,8 +104,9 @@ RoundResult Evaluator::run(bool replica_accuracies) {
   }
 
   if (final_ != FinalModel::average) {
-    result.representative_rank = final_ == FinalModel::rank0 || identical ? comm.members().front()
-                                                                           : comm.members()[static_cast<std::size_t>(best)];
+    result.representative_rank = final_ == FinalModel::rank0 || identical
+                                     ? comm.members().front()
+                                     : comm.members()[static_cast<std::size_t>(best)];
     std::copy(params.begin(), params.end(), representative_.begin());
     comm.broadcast(core::MutableView(std::span<float>(representative_)), result.representative_rank);
   }

@@ -5,17 +5,17 @@
 #include <future>
 #include <vector>
 
+#include "bulk_tensor.hpp"
 #include "fast/adapters/torch/idx.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
-#include "bulk_tensor.hpp"
 
 namespace fast::torch {
 
 namespace {
 
 // dir/name, uncompressed, where it exists (torchvision's raw folder holds both forms; reading it
-// skips the inflate, about 0.4 s of CPU per process for the four files), else dir/name.gz, which
+// skips the inflate, which every process that loads the four files would pay), else dir/name.gz, which
 // must exist.
 std::filesystem::path idx_file(const std::filesystem::path& dir, const std::string& name) {
   std::error_code ec;

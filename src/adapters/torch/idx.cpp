@@ -15,8 +15,8 @@ namespace fast::torch {
 
 namespace {
 
-constexpr std::size_t kChunk = std::size_t{1} << 20;             // bytes per gzread
-constexpr std::size_t kMaxReserve = std::size_t{64} << 20;       // reserve at most this before data arrives
+constexpr std::size_t kChunk = std::size_t{1} << 20;        // bytes per gzread
+constexpr std::size_t kMaxReserve = std::size_t{64} << 20;  // reserve at most this before data arrives
 
 struct GzClose {
   void operator()(gzFile_s* f) const noexcept { gzclose(f); }
@@ -30,10 +30,13 @@ class Reader {
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
     if (!std::filesystem::exists(status)) {
-      FAST_THROW(IoError, "{}: cannot open IDX file: expected an existing IDX file (gzip or uncompressed), got no such file", path_);
+      FAST_THROW(IoError,
+                 "{}: cannot open IDX file: expected an existing IDX file (gzip or uncompressed), got no such file",
+                 path_);
     }
     if (std::filesystem::is_directory(status)) {
-      FAST_THROW(IoError, "{}: cannot open IDX file: expected an IDX file (gzip or uncompressed), got a directory", path_);
+      FAST_THROW(IoError, "{}: cannot open IDX file: expected an IDX file (gzip or uncompressed), got a directory",
+                 path_);
     }
     errno = 0;
     file_.reset(gzopen(path_.c_str(), "rb"));
@@ -84,7 +87,8 @@ std::vector<std::uint32_t> read_header(Reader& in, std::uint32_t expected_magic,
   std::array<std::uint8_t, 4> word{};
   const std::size_t got_magic = in.read(word.data(), 4);
   if (got_magic < 4) {
-    FAST_THROW(InvalidArgument, "{}: truncated IDX header: expected a 4-byte magic, got {} bytes", in.path(), got_magic);
+    FAST_THROW(InvalidArgument, "{}: truncated IDX header: expected a 4-byte magic, got {} bytes", in.path(),
+               got_magic);
   }
   const std::uint32_t magic = big_endian(word.data());
   const unsigned expected_dims = expected_magic & 0xFF;
@@ -95,14 +99,16 @@ std::vector<std::uint32_t> read_header(Reader& in, std::uint32_t expected_magic,
   }
   const unsigned dims = magic & 0xFF;
   if (dims != expected_dims) {
-    FAST_THROW(InvalidArgument, "{}: wrong number of IDX dimensions for {}: expected {} (magic 0x{:08x}), got {} (magic 0x{:08x})",
+    FAST_THROW(InvalidArgument,
+               "{}: wrong number of IDX dimensions for {}: expected {} (magic 0x{:08x}), got {} (magic 0x{:08x})",
                in.path(), what, expected_dims, expected_magic, dims, magic);
   }
   std::vector<std::uint32_t> sizes(dims);
   std::array<std::uint8_t, 4 * 3> raw{};
   const std::size_t got = in.read(raw.data(), 4 * dims);
   if (got < 4 * dims) {
-    FAST_THROW(InvalidArgument, "{}: truncated IDX header: expected {} bytes of sizes, got {}", in.path(), 4 * dims, got);
+    FAST_THROW(InvalidArgument, "{}: truncated IDX header: expected {} bytes of sizes, got {}", in.path(), 4 * dims,
+               got);
   }
   for (unsigned i = 0; i < dims; ++i) sizes[i] = big_endian(raw.data() + 4 * i);
   return sizes;
@@ -127,8 +133,8 @@ std::vector<std::uint8_t> read_payload(Reader& in, std::uint64_t bytes, std::str
   std::uint64_t trailing = 0;
   for (std::size_t got; (got = in.read(extra.data(), extra.size())) > 0;) trailing += got;
   if (trailing > 0) {
-    FAST_THROW(InvalidArgument, "{}: trailing bytes after the IDX payload: expected {} bytes ({}), got {} more", in.path(),
-               bytes, shape, trailing);
+    FAST_THROW(InvalidArgument, "{}: trailing bytes after the IDX payload: expected {} bytes ({}), got {} more",
+               in.path(), bytes, shape, trailing);
   }
   return data;
 }

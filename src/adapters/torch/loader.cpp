@@ -17,7 +17,12 @@ struct ShardedLoader::Cache {
 
 ShardedLoader::ShardedLoader(std::shared_ptr<const Dataset> data, int rank, int workers, std::int64_t batch,
                              std::uint64_t seed)
-    : data_(std::move(data)), rank_(rank), workers_(workers), batch_(batch), seed_(seed), cache_(std::make_unique<Cache>()) {
+    : data_(std::move(data)),
+      rank_(rank),
+      workers_(workers),
+      batch_(batch),
+      seed_(seed),
+      cache_(std::make_unique<Cache>()) {
   FAST_ENFORCE(data_ != nullptr, "ShardedLoader: expected a dataset, got null");
   FAST_ENFORCE(workers_ >= 1, "ShardedLoader: expected workers >= 1, got {}", workers_);
   FAST_ENFORCE(rank_ >= 0 && rank_ < workers_, "ShardedLoader: expected rank in [0, {}), got {}", workers_, rank_);

@@ -15,14 +15,12 @@ namespace fast::torch {
 
 struct Model::Impl {
   std::string name;
-  std::shared_ptr<::torch::nn::Module> module;                    // built-in
+  std::shared_ptr<::torch::nn::Module> module;                     // built-in
   std::function<::torch::Tensor(const ::torch::Tensor&)> forward;  // built-in
-  std::optional<::torch::jit::Module> script;                     // from a file
+  std::optional<::torch::jit::Module> script;                      // from a file
 };
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 std::string libtorch_message(std::string_view what) {
   // A TorchScript interpreter error ends with the Python-style exception line.
@@ -70,7 +68,8 @@ Model Model::load_script(const std::string& file) {
   } catch (const c10::Error& e) {
     FAST_THROW(InvalidArgument,
                "model {}: not a TorchScript module: expected a file saved with torch.jit.script(model).save(path) "
-               "(libtorch: {})", file, libtorch_message(e.what()));
+               "(libtorch: {})",
+               file, libtorch_message(e.what()));
   }
   FAST_ENFORCE(impl->script->find_method("forward").has_value(),
                "model {}: the TorchScript module has no forward method", file);
@@ -96,23 +95,26 @@ std::vector<NamedTensor> Model::named_parameters() {
   if (impl_->script) {
     for (const auto& p : impl_->script->named_parameters(/*recurse=*/true)) out.emplace_back(p.name, p.value);
   } else {
-    for (const auto& item : impl_->module->named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
+    for (const auto& item : impl_->module->named_parameters(/*recurse=*/true))
+      out.emplace_back(item.key(), item.value());
   }
   return out;
 }
 
 void Model::train(bool on) {
-  if (impl_->script) impl_->script->train(on);
-  else impl_->module->train(on);
+  if (impl_->script)
+    impl_->script->train(on);
+  else
+    impl_->module->train(on);
 }
 
-bool Model::is_training() const {
-  return impl_->script ? impl_->script->is_training() : impl_->module->is_training();
-}
+bool Model::is_training() const { return impl_->script ? impl_->script->is_training() : impl_->module->is_training(); }
 
 void Model::to(::torch::Device device) {
-  if (impl_->script) impl_->script->to(device);
-  else impl_->module->to(device);
+  if (impl_->script)
+    impl_->script->to(device);
+  else
+    impl_->module->to(device);
 }
 
 ::torch::Device Model::device() {

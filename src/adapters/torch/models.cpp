@@ -29,8 +29,10 @@ std::int64_t features_of(const SampleSpec& input) {
 void require_builtin(const std::string& spec) {
   const auto names = model_names();
   if (std::find(names.begin(), names.end(), spec) != names.end()) return;
-  FAST_THROW(InvalidArgument, "model: unknown name '{}'; expected one of {}, or a TorchScript file (a path with "
-             "'/' or ending in .pt)", spec, fmt::join(names, ", "));
+  FAST_THROW(InvalidArgument,
+             "model: unknown name '{}'; expected one of {}, or a TorchScript file (a path with "
+             "'/' or ending in .pt)",
+             spec, fmt::join(names, ", "));
 }
 
 void check_input(const std::string& name, const SampleSpec& input) {
@@ -111,7 +113,7 @@ double sequential_macs(nn::Sequential& model, const SampleSpec& input) {
     if (const auto* linear = layer.ptr()->as<nn::Linear>()) {
       macs += static_cast<double>(linear->weight.numel());  // in * out
     } else if (const auto* conv = layer.ptr()->as<nn::Conv2d>()) {
-      const ::torch::Tensor& w = conv->weight;               // [out_c, in_c, kh, kw]
+      const ::torch::Tensor& w = conv->weight;  // [out_c, in_c, kh, kw]
       macs += static_cast<double>(x.numel()) * static_cast<double>(w.numel() / w.size(0));
     }
   }
@@ -120,10 +122,7 @@ double sequential_macs(nn::Sequential& model, const SampleSpec& input) {
 
 }  // namespace
 
-std::string SampleSpec::describe() const {
-  return fmt::format("{}, {} classes", fmt::join(shape, "x"), classes);
-}
-
+std::string SampleSpec::describe() const { return fmt::format("{}, {} classes", fmt::join(shape, "x"), classes); }
 
 Model make_model(const std::string& spec, const SampleSpec& input) {
   if (is_model_file(spec)) return Model::load_script(spec);
@@ -148,11 +147,11 @@ void check_model_fits(Model& model, const SampleSpec& input) {
                model.name(), input.describe(), libtorch_message(e.what()));
   }
   model.train(was_training);
-  FAST_ENFORCE(out.dim() == 2 && out.size(0) == 2 && out.size(1) == input.classes &&
-                   out.scalar_type() == ::torch::kFloat32,
-               "model {}: for a batch of 2 samples of {} expected float32 logits of shape [2, {}], got {} of shape [{}]",
-               model.name(), input.describe(), input.classes, std::string(c10::toString(out.scalar_type())),
-               fmt::join(out.sizes(), ", "));
+  FAST_ENFORCE(
+      out.dim() == 2 && out.size(0) == 2 && out.size(1) == input.classes && out.scalar_type() == ::torch::kFloat32,
+      "model {}: for a batch of 2 samples of {} expected float32 logits of shape [2, {}], got {} of shape [{}]",
+      model.name(), input.describe(), input.classes, std::string(c10::toString(out.scalar_type())),
+      fmt::join(out.sizes(), ", "));
 }
 
 std::vector<float> initial_parameters(Model& model, std::uint64_t seed) {

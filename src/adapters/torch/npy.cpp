@@ -27,9 +27,15 @@ struct TypeInfo {
   const char* code;  // descr without its byte-order character
   std::size_t size;
 };
-constexpr std::array<TypeInfo, 10> kTypes{{{NpyType::i8, "i1", 1},  {NpyType::i16, "i2", 2}, {NpyType::i32, "i4", 4},
-                                           {NpyType::i64, "i8", 8},  {NpyType::u8, "u1", 1},  {NpyType::u16, "u2", 2},
-                                           {NpyType::u32, "u4", 4},  {NpyType::u64, "u8", 8}, {NpyType::f32, "f4", 4},
+constexpr std::array<TypeInfo, 10> kTypes{{{NpyType::i8, "i1", 1},
+                                           {NpyType::i16, "i2", 2},
+                                           {NpyType::i32, "i4", 4},
+                                           {NpyType::i64, "i8", 8},
+                                           {NpyType::u8, "u1", 1},
+                                           {NpyType::u16, "u2", 2},
+                                           {NpyType::u32, "u4", 4},
+                                           {NpyType::u64, "u8", 8},
+                                           {NpyType::f32, "f4", 4},
                                            {NpyType::f64, "f8", 8}}};
 
 const TypeInfo& info(NpyType type) {
@@ -67,19 +73,21 @@ NpyType parse_descr(std::string_view v, const std::string& where) {
   FAST_ENFORCE(v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front(),
                "{}: npy header: expected descr to be a quoted type string such as '<f4', got {}", where, quoted);
   v = v.substr(1, v.size() - 2);
-  FAST_ENFORCE(v.size() == 3, "{}: unsupported element type {}: expected one of <f4 <f8 |u1 |i1 <i2 <i4 <i8 <u2 <u4 <u8",
-               where, quoted);
+  FAST_ENFORCE(v.size() == 3,
+               "{}: unsupported element type {}: expected one of <f4 <f8 |u1 |i1 <i2 <i4 <i8 <u2 <u4 <u8", where,
+               quoted);
   const char order = v[0];
   const std::string_view code = v.substr(1);
   for (const TypeInfo& t : kTypes) {
     if (code != t.code) continue;
     FAST_ENFORCE(order == '<' || order == '|' || (order == '=' && std::endian::native == std::endian::little),
                  "{}: element type {} is big-endian; expected little-endian ('<') data (convert with "
-                 "array.astype(array.dtype.newbyteorder('<')))", where, quoted);
+                 "array.astype(array.dtype.newbyteorder('<')))",
+                 where, quoted);
     return t.type;
   }
-  FAST_THROW(InvalidArgument, "{}: unsupported element type {}: expected one of <f4 <f8 |u1 |i1 <i2 <i4 <i8 <u2 <u4 <u8",
-             where, quoted);
+  FAST_THROW(InvalidArgument,
+             "{}: unsupported element type {}: expected one of <f4 <f8 |u1 |i1 <i2 <i4 <i8 <u2 <u4 <u8", where, quoted);
 }
 
 std::vector<std::int64_t> parse_shape(std::string_view v, const std::string& where) {
@@ -94,7 +102,8 @@ std::vector<std::int64_t> parse_shape(std::string_view v, const std::string& whe
     std::uint64_t d = 0;
     std::size_t digits = 0;
     while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') {
-      FAST_ENFORCE(d <= (std::uint64_t{1} << 62) / 10, "{}: npy header: a dimension of shape {} is too large", where, text);
+      FAST_ENFORCE(d <= (std::uint64_t{1} << 62) / 10, "{}: npy header: a dimension of shape {} is too large", where,
+                   text);
       d = d * 10 + static_cast<std::uint64_t>(v[digits] - '0');
       ++digits;
     }
@@ -113,8 +122,10 @@ std::uint64_t data_bytes(const std::vector<std::int64_t>& shape, std::size_t ite
   unsigned __int128 total = itemsize;
   for (const std::int64_t d : shape) {
     total *= static_cast<std::uint64_t>(d);
-    FAST_ENFORCE(total <= std::numeric_limits<std::int64_t>::max(), "{}: npy header: shape ({}) is too large: "
-                 "its data would exceed 2^63 bytes", where, fmt::join(shape, ", "));
+    FAST_ENFORCE(total <= std::numeric_limits<std::int64_t>::max(),
+                 "{}: npy header: shape ({}) is too large: "
+                 "its data would exceed 2^63 bytes",
+                 where, fmt::join(shape, ", "));
   }
   return static_cast<std::uint64_t>(total);
 }
@@ -130,8 +141,8 @@ class FileSource final : public ByteSource {
   std::uint64_t size() const override { return size_; }
   void read(std::uint8_t* out, std::size_t n) override {
     in_.read(reinterpret_cast<char*>(out), static_cast<std::streamsize>(n));
-    FAST_ENFORCE_AS(IoError, static_cast<std::size_t>(in_.gcount()) == n, "{}: read failed after {} bytes",
-                    where_, static_cast<std::size_t>(in_.gcount()));
+    FAST_ENFORCE_AS(IoError, static_cast<std::size_t>(in_.gcount()) == n, "{}: read failed after {} bytes", where_,
+                    static_cast<std::size_t>(in_.gcount()));
   }
   const std::string& where() const override { return where_; }
 
@@ -157,9 +168,21 @@ std::int64_t NpyArray::count() const {
 }
 
 double NpyArray::number(std::size_t i) const {
-  if (type == NpyType::f32) { float v; std::memcpy(&v, bytes.data() + 4 * i, 4); return v; }
-  if (type == NpyType::f64) { double v; std::memcpy(&v, bytes.data() + 8 * i, 8); return v; }
-  if (type == NpyType::u64) { std::uint64_t v; std::memcpy(&v, bytes.data() + 8 * i, 8); return static_cast<double>(v); }
+  if (type == NpyType::f32) {
+    float v;
+    std::memcpy(&v, bytes.data() + 4 * i, 4);
+    return v;
+  }
+  if (type == NpyType::f64) {
+    double v;
+    std::memcpy(&v, bytes.data() + 8 * i, 8);
+    return v;
+  }
+  if (type == NpyType::u64) {
+    std::uint64_t v;
+    std::memcpy(&v, bytes.data() + 8 * i, 8);
+    return static_cast<double>(v);
+  }
   return static_cast<double>(integer(i));
 }
 
@@ -168,15 +191,37 @@ std::int64_t NpyArray::integer(std::size_t i) const {
   switch (type) {
     case NpyType::i8: return static_cast<std::int8_t>(*p);
     case NpyType::u8: return *p;
-    case NpyType::i16: { std::int16_t v; std::memcpy(&v, p, 2); return v; }
-    case NpyType::u16: { std::uint16_t v; std::memcpy(&v, p, 2); return v; }
-    case NpyType::i32: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
-    case NpyType::u32: { std::uint32_t v; std::memcpy(&v, p, 4); return v; }
-    case NpyType::i64: { std::int64_t v; std::memcpy(&v, p, 8); return v; }
+    case NpyType::i16: {
+      std::int16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case NpyType::u16: {
+      std::uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case NpyType::i32: {
+      std::int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case NpyType::u32: {
+      std::uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case NpyType::i64: {
+      std::int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
     case NpyType::u64: {  // values above 2^63 - 1 saturate: no label or count is that large
-      std::uint64_t v; std::memcpy(&v, p, 8);
-      return v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? std::numeric_limits<std::int64_t>::max()
-                                                                                       : static_cast<std::int64_t>(v);
+      std::uint64_t v;
+      std::memcpy(&v, p, 8);
+      return v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                 ? std::numeric_limits<std::int64_t>::max()
+                 : static_cast<std::int64_t>(v);
     }
     default: FAST_THROW(InvalidUsage, "NpyArray::integer: the array holds floating-point values");
   }
@@ -191,7 +236,8 @@ NpyArray read_npy(ByteSource& source) {
   FAST_ENFORCE(std::equal(kMagic.begin(), kMagic.end(), lead.begin()),
                "{}: not a .npy array: expected the magic \\x93NUMPY at its start", where);
   const int major = lead[6];
-  FAST_ENFORCE(major >= 1 && major <= 3, "{}: npy version {}.{}: expected version 1.0, 2.0 or 3.0", where, major, lead[7]);
+  FAST_ENFORCE(major >= 1 && major <= 3, "{}: npy version {}.{}: expected version 1.0, 2.0 or 3.0", where, major,
+               lead[7]);
   std::uint64_t header_len = lead[8] | (std::uint64_t{lead[9]} << 8);
   std::uint64_t prefix = 10;
   if (major >= 2) {
@@ -296,7 +342,8 @@ std::map<std::string, NpyArray> read_npz(const std::filesystem::path& file) {
     zip_error_init_with_code(&z, error);
     const std::string why = zip_error_strerror(&z);
     zip_error_fini(&z);
-    FAST_THROW(InvalidArgument, "{}: not a .npz archive (libzip: {}); expected a file written by np.savez", file.string(), why);
+    FAST_THROW(InvalidArgument, "{}: not a .npz archive (libzip: {}); expected a file written by np.savez",
+               file.string(), why);
   }
   std::map<std::string, NpyArray> out;
   try {
@@ -305,8 +352,8 @@ std::map<std::string, NpyArray> read_npz(const std::filesystem::path& file) {
       zip_stat_t st;
       zip_stat_init(&st);
       FAST_ENFORCE(zip_stat_index(archive, static_cast<zip_uint64_t>(i), 0, &st) == 0 && (st.valid & ZIP_STAT_NAME) &&
-                       (st.valid & ZIP_STAT_SIZE), "{}: member {} has no name or size: {}", file.string(), i,
-                   zip_strerror(archive));
+                       (st.valid & ZIP_STAT_SIZE),
+                   "{}: member {} has no name or size: {}", file.string(), i, zip_strerror(archive));
       std::string name = st.name;
       const std::string where = fmt::format("{}: member {}", file.string(), name);
       FAST_ENFORCE(name.ends_with(".npy"), "{}: expected only .npy members in a .npz archive", where);

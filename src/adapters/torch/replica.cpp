@@ -35,8 +35,10 @@ void Replica::repoint(std::vector<NamedTensor> named, const std::string& what) {
     FAST_ENFORCE(p.device() == placement_.device, "Replica: parameter '{}': expected a tensor on {}, got {}", name,
                  placement_.device.str(), p.device().str());
     for (std::size_t j = 0; j < i; ++j) {
-      FAST_ENFORCE(!named[j].second.is_same(p), "Replica: parameters '{}' and '{}' are the same tensor (tied weights "
-                   "are not supported: each parameter needs its own slice)", named[j].first, name);
+      FAST_ENFORCE(!named[j].second.is_same(p),
+                   "Replica: parameters '{}' and '{}' are the same tensor (tied weights "
+                   "are not supported: each parameter needs its own slice)",
+                   named[j].first, name);
     }
     total += p.numel();
   }
@@ -44,7 +46,9 @@ void Replica::repoint(std::vector<NamedTensor> named, const std::string& what) {
   device_params_ = ::torch::empty({total}, on_device);
   device_grads_ = ::torch::zeros({total}, on_device);
   if (placement_.staged) {  // host copies; pinned for a GPU, so that copies need no bounce buffer
-    const auto on_host = ::torch::TensorOptions().dtype(::torch::kFloat32).device(::torch::kCPU)
+    const auto on_host = ::torch::TensorOptions()
+                             .dtype(::torch::kFloat32)
+                             .device(::torch::kCPU)
                              .pinned_memory(!placement_.device.is_cpu());
     params_ = ::torch::empty({total}, on_host);
     grads_ = ::torch::zeros({total}, on_host);
@@ -95,7 +99,8 @@ void Replica::from_device() {
 }
 
 void Replica::load(core::ConstView src) {
-  FAST_ENFORCE(src.dtype() == core::DType::f32, "Replica::load: expected f32 values, got {}", core::name_of(src.dtype()));
+  FAST_ENFORCE(src.dtype() == core::DType::f32, "Replica::load: expected f32 values, got {}",
+               core::name_of(src.dtype()));
   FAST_ENFORCE_EQ(src.numel(), numel(), "Replica::load: parameter count");
   core::copy(src, params());
   to_device();

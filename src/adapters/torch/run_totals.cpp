@@ -37,8 +37,8 @@ Packed pack(const WorkerTotals& t) {
             t.stopped_by};
   for (std::uint64_t b : t.bytes_to) p.ints.push_back(static_cast<std::int64_t>(b));
   for (std::uint64_t b : t.bytes_from) p.ints.push_back(static_cast<std::int64_t>(b));
-  p.reals = {t.idle_seconds,   t.slowdown_seconds,   t.staleness.sum,           t.wall_seconds,
-             t.param_norm,     t.divergence.value,   t.divergence.accuracy};
+  p.reals = {t.idle_seconds, t.slowdown_seconds, t.staleness.sum,      t.wall_seconds,
+             t.param_norm,   t.divergence.value, t.divergence.accuracy};
   return p;
 }
 
@@ -95,7 +95,8 @@ constexpr std::size_t kEventValues = 4;  // model_time, end_time, off_clock, acc
 // to the reals.
 void add_events(Packed& p, std::span<const EvalEvent> evaluations) {
   p.ints.push_back(static_cast<std::int64_t>(evaluations.size()));
-  for (const EvalEvent& e : evaluations) p.reals.insert(p.reals.end(), {e.model_time, e.end_time, e.off_clock, e.accuracy});
+  for (const EvalEvent& e : evaluations)
+    p.reals.insert(p.reals.end(), {e.model_time, e.end_time, e.off_clock, e.accuracy});
 }
 
 // The RunTotals of a reader from the members' gathered vectors (member order).
@@ -116,16 +117,19 @@ RunTotals unpack_all(const collective::Communicator& comm, std::span<const core:
     WorkerTotals t = unpack(i.first(fixed_ints), r.first(fixed_reals), world);
     const auto events = static_cast<std::size_t>(i[fixed_ints]);
     FAST_ENFORCE(r.size() == fixed_reals + events * kEventValues,
-                 "gather_totals: member {} announced {} evaluations and sent {} reals", out.members[m], events, r.size());
+                 "gather_totals: member {} announced {} evaluations and sent {} reals", out.members[m], events,
+                 r.size());
     for (std::size_t e = 0; e < events; ++e) {
       const double* v = r.data() + fixed_reals + e * kEventValues;
-      out.evaluations.push_back({.model_time = v[0], .end_time = v[1], .off_clock = v[2], .accuracy = v[3], .rank = out.members[m]});
+      out.evaluations.push_back(
+          {.model_time = v[0], .end_time = v[1], .off_clock = v[2], .accuracy = v[3], .rank = out.members[m]});
     }
     member_claims += t.claims;
     counter += t.budget_counter;
     out.by_rank[static_cast<std::size_t>(out.members[m])] = std::move(t);
   }
-  if (out.members.size() < static_cast<std::size_t>(world)) out.lost_claims = std::max<std::int64_t>(0, counter - member_claims);
+  if (out.members.size() < static_cast<std::size_t>(world))
+    out.lost_claims = std::max<std::int64_t>(0, counter - member_claims);
   std::stable_sort(out.evaluations.begin(), out.evaluations.end(), [](const EvalEvent& a, const EvalEvent& b) {
     return std::tie(a.end_time, a.rank) < std::tie(b.end_time, b.rank);
   });
@@ -137,8 +141,10 @@ RunTotals unpack_all(const collective::Communicator& comm, std::span<const core:
 std::optional<RunTotals> gather_totals(collective::Communicator& comm, const WorkerTotals& mine,
                                        std::span<const EvalEvent> evaluations, std::span<const int> readers) {
   const int world = comm.size();
-  FAST_ENFORCE_EQ(mine.bytes_to.size(), static_cast<std::size_t>(world), "gather_totals: bytes_to needs one entry per worker");
-  FAST_ENFORCE_EQ(mine.bytes_from.size(), static_cast<std::size_t>(world), "gather_totals: bytes_from needs one entry per worker");
+  FAST_ENFORCE_EQ(mine.bytes_to.size(), static_cast<std::size_t>(world),
+                  "gather_totals: bytes_to needs one entry per worker");
+  FAST_ENFORCE_EQ(mine.bytes_from.size(), static_cast<std::size_t>(world),
+                  "gather_totals: bytes_from needs one entry per worker");
   Packed packed = pack(mine);
   const std::size_t fixed_ints = packed.ints.size(), fixed_reals = packed.reals.size();
   add_events(packed, evaluations);

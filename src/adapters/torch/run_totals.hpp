@@ -49,17 +49,17 @@ struct EvalEvent {
   double off_clock = 0;   // seconds it took off the training clock (trainer.cpp: collective: its
                           // length; asynchronous snapshot: its length / workers)
   double accuracy = 0;
-  int rank = 0;           // the worker that evaluated
+  int rank = 0;  // the worker that evaluated
 };
 
 struct RunTotals {
-  int world = 0;                                   // workers in the world
-  std::vector<int> members;                        // workers that took part (all, or the survivors)
+  int world = 0;                                     // workers in the world
+  std::vector<int> members;                          // workers that took part (all, or the survivors)
   std::vector<std::optional<WorkerTotals>> by_rank;  // nullopt for a lost worker
   // Asynchronous runs with lost workers: batches the lost workers claimed from the budget
   // (applied claims of the counter minus the members' claims), the last one perhaps untrained.
   std::int64_t lost_claims = 0;
-  std::vector<EvalEvent> evaluations;              // every member's, ordered by (end_time, rank)
+  std::vector<EvalEvent> evaluations;  // every member's, ordered by (end_time, rank)
 };
 
 // Collective among comm's group (every member calls it at the same point, with bytes_to and

@@ -156,7 +156,8 @@ json build_summary(const SummaryInputs& in) {
   const metrics::DivergenceSign divergence = first_divergence(totals);
   summary["diverged"] = divergence.kind != metrics::DivergenceSign::Kind::none;
   summary["divergence"] = divergence.describe();
-  summary["stopped_early"] = c.steps < in.plan.total_steps * totals.world && o.stop_on_divergence && summary["diverged"].get<bool>();
+  summary["stopped_early"] =
+      c.steps < in.plan.total_steps * totals.world && o.stop_on_divergence && summary["diverged"].get<bool>();
   if (!c.lost.empty()) summary["lost_workers"] = c.lost;
   summary["live_workers"] = totals.members.size();
   // Ranks a new process took back during the run (zmq rejoin), in the order seen here.
@@ -170,10 +171,18 @@ json build_summary(const SummaryInputs& in) {
 }
 
 metrics::StartRecord start_record(const TrainOptions& o, const LoopPlan& plan, int workers, std::uint64_t parameters) {
-  return {.strategy = o.worker.strategy.name, .runtime = o.runtime, .workers = workers, .model = o.model,
-          .parameters = parameters, .batch = o.batch, .steps = plan.total_steps,
-          .steps_per_epoch = plan.steps_per_epoch, .optimizer = o.worker.optimizer.name,
-          .lr = o.worker.optimizer.lr, .seed = o.seed, .param_norm = plan.initial_norm};
+  return {.strategy = o.worker.strategy.name,
+          .runtime = o.runtime,
+          .workers = workers,
+          .model = o.model,
+          .parameters = parameters,
+          .batch = o.batch,
+          .steps = plan.total_steps,
+          .steps_per_epoch = plan.steps_per_epoch,
+          .optimizer = o.worker.optimizer.name,
+          .lr = o.worker.optimizer.lr,
+          .seed = o.seed,
+          .param_norm = plan.initial_norm};
 }
 
 }  // namespace fast::torch

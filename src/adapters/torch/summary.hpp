@@ -17,7 +17,7 @@ namespace fast::torch {
 struct SummaryInputs {
   const TrainOptions& options;
   const LoopPlan& plan;
-  std::uint64_t parameters = 0;         // model parameters
+  std::uint64_t parameters = 0;           // model parameters
   const metrics::EvalRecord& final_eval;  // the final collective evaluation (the same on every member)
   const RunTotals& totals;
   // The summary writer's Communicator: its all-reduce counts by algorithm and its network model.

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "bulk_tensor.hpp"
 #include "fast/adapters/torch/datasets.hpp"
 #include "fast/adapters/torch/npy.hpp"
 #include "fast/core/error.hpp"
-#include "bulk_tensor.hpp"
 
 namespace fast::torch {
 
@@ -44,8 +44,10 @@ namespace {
     for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<float>(x.bytes[i]) / 255.0f;
     return out;
   }
-  if (x.type == NpyType::f32) std::memcpy(p, x.bytes.data(), n * sizeof(float));
-  else for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<float>(x.number(i));
+  if (x.type == NpyType::f32)
+    std::memcpy(p, x.bytes.data(), n * sizeof(float));
+  else
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<float>(x.number(i));
   for (std::size_t i = 0; i < n; ++i) {
     FAST_ENFORCE(std::isfinite(p[i]), "{}: features x: value {} at flat index {} is not a finite float32", where,
                  x.number(i), i);

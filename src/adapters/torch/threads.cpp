@@ -29,8 +29,9 @@ namespace {
 // Debian's libtorch calls the system BLAS; with OpenBLAS's pthread build that library keeps its own
 // spinning pool (one thread per core by default) which at::set_num_threads does not reach, so every
 // worker's matrix product would fan out over all cores and spin against libtorch's OpenMP threads
-// (with both pools at 2 threads an MLP step ran several times slower than under PyTorch DDP or
-// in a plain loop; docs/benchmarks.md, benchmarks (a) and (b), measure the result). OpenBLAS is therefore kept at one thread; libtorch's intra-op threads do the
+// (with both pools at 2 threads an MLP step runs several times slower than under PyTorch DDP or
+// in a plain loop; docs/benchmarks.md, benchmarks (a) and (b), measure the result). OpenBLAS is
+// therefore kept at one thread; libtorch's intra-op threads do the
 // parallel work. openblas_set_num_threads is looked up at run time because the BLAS behind
 // libblas.so.3 is the machine's choice. Returns false when the loaded BLAS is not OpenBLAS.
 bool set_openblas_threads(int threads) {
@@ -43,8 +44,7 @@ bool set_openblas_threads(int threads) {
 }  // namespace
 
 int configure_torch_threads(int workers_on_host) {
-  FAST_ENFORCE(workers_on_host >= 1, "configure_torch_threads: expected workers_on_host >= 1, got {}",
-               workers_on_host);
+  FAST_ENFORCE(workers_on_host >= 1, "configure_torch_threads: expected workers_on_host >= 1, got {}", workers_on_host);
   const long long from_env = core::env_int("FAST_TORCH_THREADS");
   const int cores = available_cores();
   const int threads = from_env > 0 ? static_cast<int>(from_env) : std::max(1, cores / workers_on_host);

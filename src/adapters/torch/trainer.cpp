@@ -17,10 +17,11 @@
 
 #include <torch/nn/functional/loss.h>
 
+#include "checkpoint_store.hpp"
+#include "fast/adapters/torch/datasets.hpp"
 #include "fast/adapters/torch/device.hpp"
 #include "fast/adapters/torch/evaluate.hpp"
 #include "fast/adapters/torch/evaluator.hpp"
-#include "fast/adapters/torch/datasets.hpp"
 #include "fast/adapters/torch/loader.hpp"
 #include "fast/adapters/torch/models.hpp"
 #include "fast/adapters/torch/npy.hpp"
@@ -34,7 +35,6 @@
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/slowdown.hpp"
 #include "fast/strategy/worker.hpp"
-#include "checkpoint_store.hpp"
 #include "process_outputs.hpp"
 #include "summary.hpp"
 #include "worker_loop.hpp"
@@ -69,8 +69,7 @@ int workers_on_host(const TrainOptions& o) {
 // An output file must not be a folder (it would fail only when written, after training).
 void check_output_file(const std::filesystem::path& file, const char* key) {
   if (file.empty()) return;
-  FAST_ENFORCE(!std::filesystem::is_directory(file), "{}: '{}' is a folder; expected a file path", key,
-               file.string());
+  FAST_ENFORCE(!std::filesystem::is_directory(file), "{}: '{}' is a folder; expected a file path", key, file.string());
 }
 
 // The environment variables train() reads, checked like settings.
@@ -102,10 +101,14 @@ void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions
                    std::filesystem::is_directory(o.checkpoint_dir),
                "checkpoint_dir: '{}' is a file; expected a folder (created if missing)", o.checkpoint_dir.string());
   if (o.resume.empty()) return;
-  FAST_ENFORCE(std::filesystem::is_directory(o.resume), "resume: '{}' is not a folder; expected a checkpoint_dir of "
-               "an earlier run", o.resume.string());
-  FAST_ENFORCE(!CheckpointStore::complete_steps(o.resume).empty(), "resume: '{}' holds no complete checkpoint (a step-N folder with a manifest.json); "
-               "expected the checkpoint_dir of an earlier run", o.resume.string());
+  FAST_ENFORCE(std::filesystem::is_directory(o.resume),
+               "resume: '{}' is not a folder; expected a checkpoint_dir of "
+               "an earlier run",
+               o.resume.string());
+  FAST_ENFORCE(!CheckpointStore::complete_steps(o.resume).empty(),
+               "resume: '{}' holds no complete checkpoint (a step-N folder with a manifest.json); "
+               "expected the checkpoint_dir of an earlier run",
+               o.resume.string());
 }
 
 // Checks everything that can be checked before a worker starts, so bad input fails fast and clearly.
@@ -130,9 +133,10 @@ void validate(const TrainOptions& o) {
     (void)Model::load_script(o.model);  // a TorchScript archive (its fit is checked once the data is read)
   } else {
     const auto names = model_names();
-    FAST_ENFORCE(std::find(names.begin(), names.end(), o.model) != names.end(),
-                 "model: unknown name '{}'; expected one of {}, or a TorchScript file (a path with '/' or ending in .pt)",
-                 o.model, fmt::join(names, ", "));
+    FAST_ENFORCE(
+        std::find(names.begin(), names.end(), o.model) != names.end(),
+        "model: unknown name '{}'; expected one of {}, or a TorchScript file (a path with '/' or ending in .pt)",
+        o.model, fmt::join(names, ", "));
   }
   FAST_ENFORCE(std::isfinite(o.model_flops) && o.model_flops >= 0 && o.model_flops <= 1e18,
                "model_flops: expected floating-point operations per sample in [0, 1e18] (0: from the model), got {}",
@@ -140,8 +144,9 @@ void validate(const TrainOptions& o) {
   FAST_ENFORCE(parse_final_model(o.final_model) != FinalModel::best || o.replica_accuracy,
                "final = best picks the replica with the highest test accuracy, which needs replica_accuracy = true "
                "(got false)");
-  FAST_ENFORCE(o.save_model.empty() || (o.save_model.extension() == ".npy" && !std::filesystem::is_directory(o.save_model)),
-               "save_model: expected the path of a .npy file to write, got '{}'", o.save_model.string());
+  FAST_ENFORCE(
+      o.save_model.empty() || (o.save_model.extension() == ".npy" && !std::filesystem::is_directory(o.save_model)),
+      "save_model: expected the path of a .npy file to write, got '{}'", o.save_model.string());
   strategy::StrategyOptions s = o.worker.strategy;
   s.optimizer = o.worker.optimizer;  // as the Worker fills it in
   s.seed = o.seed;
@@ -184,7 +189,9 @@ class TorchWorker final : public ModelSide {
         replica_accuracy_(in.options.replica_accuracy) {
     replica_.load(core::ConstView(std::span<const float>(in.initial)));
   }
-  strategy::ModelState state() { return {.params = replica_.param_span(), .grads = replica_.grad_span(), .layout = replica_.layout()}; }
+  strategy::ModelState state() {
+    return {.params = replica_.param_span(), .grads = replica_.grad_span(), .layout = replica_.layout()};
+  }
   std::int64_t steps_per_epoch() const { return loader_.steps_per_epoch(); }
   // After the strategy worker exists (the evaluator uses its communicator).
   void attach(strategy::Worker& worker, const RunInputs& in) {
@@ -262,9 +269,14 @@ LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t 
 
 // What a checkpoint must match to be resumed by this run (CheckpointStore's identity).
 nlohmann::json run_identity(const TrainOptions& o, int workers, std::size_t parameters) {
-  return {{"workers", workers},          {"parameters", parameters}, {"model", o.model},
-          {"dataset", o.dataset},        {"batch", o.batch},         {"seed", o.seed},
-          {"strategy", o.worker.strategy.name}, {"optimizer", o.worker.optimizer.name}};
+  return {{"workers", workers},
+          {"parameters", parameters},
+          {"model", o.model},
+          {"dataset", o.dataset},
+          {"batch", o.batch},
+          {"seed", o.seed},
+          {"strategy", o.worker.strategy.name},
+          {"optimizer", o.worker.optimizer.name}};
 }
 
 // The whole life of one worker: set-up, its schedule, the final evaluation, the combination of
@@ -285,8 +297,8 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   if (worker_options.schedule.total_steps == 0) worker_options.schedule.total_steps = plan.total_steps;
   worker_options.strategy.seed = o.seed;
   if (o.dgc_warmup_epochs > 0)
-    worker_options.strategy.dgc_warmup_steps = std::max<std::int64_t>(
-        1, std::llround(o.dgc_warmup_epochs * static_cast<double>(plan.steps_per_epoch)));
+    worker_options.strategy.dgc_warmup_steps =
+        std::max<std::int64_t>(1, std::llround(o.dgc_warmup_epochs * static_cast<double>(plan.steps_per_epoch)));
   strategy::Worker worker(ctx, worker_options, torch_side.state());
   torch_side.attach(worker, in);
   const nlohmann::json identity = run_identity(o, ctx.size(), in.initial.size());
@@ -294,7 +306,8 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
     plan.first_step = CheckpointStore::restore_newest(o.resume, worker, identity);
     FAST_ENFORCE(plan.first_step <= plan.total_steps,
                  "resume: the checkpoint in '{}' is at step {}, beyond this run's {} steps per worker; expected "
-                 "steps (or epochs) at least as many", o.resume.string(), plan.first_step, plan.total_steps);
+                 "steps (or epochs) at least as many",
+                 o.resume.string(), plan.first_step, plan.total_steps);
   }
   std::optional<CheckpointStore> checkpoints;
   if (!o.checkpoint_dir.empty()) checkpoints.emplace(o.checkpoint_dir, o.checkpoint_keep, identity);
@@ -334,11 +347,13 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   mine.stopped_by = loop.stopped_by();
   const std::optional<RunTotals> totals =
       gather_totals(worker.communicator(), mine, loop.evaluations(), summary_builders(worker.communicator(), place));
-  if (!o.save_model.empty() && first_member)
-    write_npy(o.save_model, torch_side.representative());
+  if (!o.save_model.empty() && first_member) write_npy(o.save_model, torch_side.representative());
   if (totals) {
-    outputs.offer_summary(build_summary({.options = o, .plan = plan, .parameters = in.initial.size(),
-                                         .final_eval = final_eval, .totals = *totals,
+    outputs.offer_summary(build_summary({.options = o,
+                                         .plan = plan,
+                                         .parameters = in.initial.size(),
+                                         .final_eval = final_eval,
+                                         .totals = *totals,
                                          .communicator = worker.communicator(),
                                          .checkpoint = loop.last_checkpoint(),
                                          .checkpoint_step = loop.last_checkpoint_step()}));
@@ -354,8 +369,9 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   const DatasetSpec spec = parse_dataset_spec(options.dataset);
   const DataSplits data = load_datasets(spec, options.data_dir);
   const std::string source = spec.kind != "fashion-mnist" ? fmt::format("dataset '{}'", options.dataset)
-                             : options.data_dir.empty()    ? fmt::format("FAST_DATA_DIR '{}'", core::env_string("FAST_DATA_DIR"))
-                                                           : fmt::format("data_dir '{}'", options.data_dir.string());
+                             : options.data_dir.empty()
+                                 ? fmt::format("FAST_DATA_DIR '{}'", core::env_string("FAST_DATA_DIR"))
+                                 : fmt::format("data_dir '{}'", options.data_dir.string());
   // Every worker scores a slice of the test set: an empty one, or fewer samples than workers, would
   // only fail (or give a NaN accuracy) at the first evaluation, after training.
   FAST_ENFORCE(data.test->size() >= 1, "{}: the test set is empty; expected at least one sample", source);
@@ -375,24 +391,32 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   }();
   // Intra-op threads: this process's cores divided among its workers, under sim as under threads.
   // Under sim one actor runs at a time, but each actor is an OS thread with its own OpenMP team,
-  // whose idle threads spin after every parallel region: with 2 threads per actor, 256 simulated
-  // workers spent 84% of the CPU spinning in libgomp (docs/simulation.md, "Scale").
+  // whose idle threads spin after every parallel region: with 2 threads per actor, hundreds of
+  // simulated workers spend most of the CPU spinning in libgomp (docs/simulation.md, "Scale").
   configure_torch_threads(workers_on_host(options));
   // The same large tensors every step: keep their memory in the heap (core/malloc_tuning.hpp).
   const core::MallocTuning malloc_tuning = core::tune_malloc();
   core::log(malloc_tuning.applied ? core::LogLevel::info : core::LogLevel::debug, "{}", malloc_tuning.reason);
 
-  const RunInputs inputs{.options = options, .data = data, .input = input, .initial = initial,
+  const RunInputs inputs{.options = options,
+                         .data = data,
+                         .input = input,
+                         .initial = initial,
                          .final_model = parse_final_model(options.final_model),
                          .process_token = std::random_device{}() * 0x100000000ULL + std::random_device{}()};
   ProcessOutputs outputs(progress, on_epoch);
   // Asynchronous strategies go on without a worker lost with its host (docs/simulation.md,
   // "Failures"); synchronous ones end with its PeerLost.
-  const double run_seconds = runtime::launch(
-      {.runtime = options.runtime, .workers = options.workers, .op_timeout_seconds = options.op_timeout,
-       .cluster = options.cluster, .tolerate_lost_workers = strategy::asynchronous_strategy(options.worker.strategy),
-       .process = options.process, .collectives = options.collectives, .windows = options.windows},
-      [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
+  const double run_seconds =
+      runtime::launch({.runtime = options.runtime,
+                       .workers = options.workers,
+                       .op_timeout_seconds = options.op_timeout,
+                       .cluster = options.cluster,
+                       .tolerate_lost_workers = strategy::asynchronous_strategy(options.worker.strategy),
+                       .process = options.process,
+                       .collectives = options.collectives,
+                       .windows = options.windows},
+                      [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
 
   std::optional<nlohmann::json> summary = outputs.summary();
   FAST_ENFORCE_AS(core::PeerLost, summary.has_value(), "train: every worker of this process was lost; no summary");

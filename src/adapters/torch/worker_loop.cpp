@@ -1,8 +1,8 @@
 #include "worker_loop.hpp"
 
 #include <algorithm>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
@@ -66,8 +66,10 @@ void WorkerLoop::checkpoint_asynchronous() {
   collective::Communicator& comm = worker_.communicator();
   if (comm.group_size() != ctx_.size()) {  // the same on every member: exclude_lost() agreed on it
     if (ctx_.rank() == comm.members().front())
-      core::log(core::LogLevel::warn, "checkpoint: none written: {} of {} workers were lost, and a resume needs every "
-                "worker's model", ctx_.size() - comm.group_size(), ctx_.size());
+      core::log(core::LogLevel::warn,
+                "checkpoint: none written: {} of {} workers were lost, and a resume needs every "
+                "worker's model",
+                ctx_.size() - comm.group_size(), ctx_.size());
     return;
   }
   std::vector<double> steps{static_cast<double>(worker_.steps())};
@@ -101,20 +103,20 @@ void WorkerLoop::flush_train_record() {
 
 void WorkerLoop::write_train_record(std::int64_t steps, std::int64_t epoch, double lr) {
   const strategy::StalenessStats st = worker_.strategy().staleness();
-  outputs_.write(metrics::to_json(metrics::TrainRecord{
-      .time = elapsed(),
-      .worker = ctx_.rank(),
-      .step = steps,
-      .epoch = epoch,
-      .samples = steps * plan_.batch,
-      .loss = log_loss_count_ > 0 ? log_loss_sum_ / static_cast<double>(log_loss_count_) : 0.0,
-      .lr = lr,
-      .comm_seconds = worker_.comm_seconds(),
-      .bytes_sent = ctx_.bytes_sent(),
-      .skipped_steps = worker_.skipped_steps(),
-      .staleness_mean = st.mean(),
-      .staleness_max = st.max,
-      .slowdown_seconds = slowdown_.waited_seconds()}));
+  outputs_.write(metrics::to_json(
+      metrics::TrainRecord{.time = elapsed(),
+                           .worker = ctx_.rank(),
+                           .step = steps,
+                           .epoch = epoch,
+                           .samples = steps * plan_.batch,
+                           .loss = log_loss_count_ > 0 ? log_loss_sum_ / static_cast<double>(log_loss_count_) : 0.0,
+                           .lr = lr,
+                           .comm_seconds = worker_.comm_seconds(),
+                           .bytes_sent = ctx_.bytes_sent(),
+                           .skipped_steps = worker_.skipped_steps(),
+                           .staleness_mean = st.mean(),
+                           .staleness_max = st.max,
+                           .slowdown_seconds = slowdown_.waited_seconds()}));
   log_loss_sum_ = 0;
   log_loss_count_ = 0;
 }
@@ -146,8 +148,8 @@ void WorkerLoop::record_membership() {
   const std::vector<runtime::MembershipEvent> events = ctx_.membership_events();
   for (; membership_seen_ < events.size(); ++membership_seen_) {
     const runtime::MembershipEvent& e = events[membership_seen_];
-    outputs_.write(metrics::to_json(metrics::MembershipRecord{
-        .time = e.at - start_, .worker = e.worker, .joined = e.joined, .detail = e.detail}));
+    outputs_.write(metrics::to_json(
+        metrics::MembershipRecord{.time = e.at - start_, .worker = e.worker, .joined = e.joined, .detail = e.detail}));
   }
 }
 
@@ -162,8 +164,11 @@ void WorkerLoop::record_eval(metrics::EvalRecord record, double taken_at, double
                        .step = record.step,
                        .accuracy = record.accuracy,
                        .loss = record.loss});
-  evaluations_.push_back(
-      {.model_time = record.time, .end_time = elapsed(), .off_clock = off_clock, .accuracy = record.accuracy, .rank = ctx_.rank()});
+  evaluations_.push_back({.model_time = record.time,
+                          .end_time = elapsed(),
+                          .off_clock = off_clock,
+                          .accuracy = record.accuracy,
+                          .rank = ctx_.rank()});
 }
 
 // A collective evaluation pauses every worker for its whole length: all of it comes off the

@@ -19,12 +19,12 @@
 #include <span>
 #include <vector>
 
+#include "checkpoint_store.hpp"
 #include "fast/metrics/divergence.hpp"
 #include "fast/metrics/records.hpp"
 #include "fast/runtime/context.hpp"
 #include "fast/runtime/slowdown.hpp"
 #include "fast/strategy/worker.hpp"
-#include "checkpoint_store.hpp"
 #include "process_outputs.hpp"
 #include "run_totals.hpp"
 
@@ -147,7 +147,7 @@ class WorkerLoop {
   bool lead_;
   double start_;
   double last_report_;
-  double loss_sum_ = 0;      // since the last progress report
+  double loss_sum_ = 0;  // since the last progress report
   std::int64_t loss_count_ = 0;
   double log_loss_sum_ = 0;  // since the last train record
   std::int64_t log_loss_count_ = 0;

@@ -41,8 +41,8 @@ double run_mpi(const LaunchOptions& options, const WorkerFn& fn) {
   const Session& session = init();
   const double op_timeout =
       options.op_timeout_seconds >= 0 ? options.op_timeout_seconds : core::env_number("FAST_OP_TIMEOUT");
-  Communicator data;   // the transport's messages
-  Communicator group;  // the native collectives
+  Communicator data;     // the transport's messages
+  Communicator group;    // the native collectives
   Communicator windows;  // the one-sided windows (MPI RMA)
   MpiCollectives native(group.comm);
   MpiRemoteMemory remote(windows.comm, session.rank, session.size);
@@ -87,8 +87,9 @@ double run_mpi(const LaunchOptions& options, const WorkerFn& fn) {
 
 RuntimeBackend backend() {
   return {.name = "mpi",
-          .description = "one worker per MPI rank (mpirun, srun), OpenMPI point-to-point, native collectives and "
-                         "one-sided windows on MPI RMA",
+          .description =
+              "one worker per MPI rank (mpirun, srun), OpenMPI point-to-point, native collectives and "
+              "one-sided windows on MPI RMA",
           .launch = run_mpi,
           .native_collectives = true,
           .remote_memory = true};

@@ -19,8 +19,8 @@ std::unique_ptr<RemoteRegion> MpiRemoteMemory::expose(void* base, std::size_t by
   const std::uint64_t mine = bytes;
   check(MPI_Allgather(&mine, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, comm_), "MPI_Allgather");
   MPI_Win data = MPI_WIN_NULL;
-  const int code = MPI_Win_create(bytes > 0 ? base : nullptr, static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm_,
-                                  &data);
+  const int code =
+      MPI_Win_create(bytes > 0 ? base : nullptr, static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm_, &data);
   // {created here, not created here}, reduced with MIN: whether every rank and whether any rank has it.
   const int created = code == MPI_SUCCESS ? 1 : 0;
   int mine_flags[2] = {created, -created}, flags[2] = {0, 0};
@@ -36,8 +36,10 @@ std::unique_ptr<RemoteRegion> MpiRemoteMemory::expose(void* base, std::size_t by
     return nullptr;
   }
   if (!everyone)
-    FAST_THROW(core::IoError, "mpi runtime: MPI_Win_create failed on some ranks only (here: {}); set "
-               "FAST_WINDOWS=service", created ? "created" : error_text(code));
+    FAST_THROW(core::IoError,
+               "mpi runtime: MPI_Win_create failed on some ranks only (here: {}); set "
+               "FAST_WINDOWS=service",
+               created ? "created" : error_text(code));
   check(MPI_Win_set_errhandler(data, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
   MPI_Win counters = MPI_WIN_NULL;
   std::uint64_t* counter = nullptr;
@@ -84,8 +86,7 @@ void MpiRegion::acquire(int owner, Access access) {
   check_range("acquire", owner, 0, 0);
   std::mutex& turn = turns_[static_cast<std::size_t>(owner)];
   turn.lock();
-  const int code =
-      MPI_Win_lock(access == Access::exclusive ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, owner, 0, data_);
+  const int code = MPI_Win_lock(access == Access::exclusive ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, owner, 0, data_);
   if (code != MPI_SUCCESS) {
     turn.unlock();
     check(code, "MPI_Win_lock");

@@ -3,8 +3,8 @@
 // a passive target. expose() creates two MPI windows on a communicator of their own: one over the
 // caller's memory (MPI_Win_create: the exposed tensor stays where its owner keeps it) and one of a
 // 64-bit counter per rank (MPI_Win_allocate). acquire(owner) is MPI_Win_lock(MPI_LOCK_EXCLUSIVE)
-// (Access::shared: MPI_LOCK_SHARED) on owner's data window, read is MPI_Get + MPI_Win_flush, write MPI_Put, add_to_counter
-// MPI_Fetch_and_op under a shared lock of the counter window, release MPI_Win_unlock. On one host
+// (Access::shared: MPI_LOCK_SHARED) on owner's data window, read is MPI_Get + MPI_Win_flush, write MPI_Put,
+// add_to_counter MPI_Fetch_and_op under a shared lock of the counter window, release MPI_Win_unlock. On one host
 // OpenMPI's `osc rdma` moves the bytes with single-copy loads and stores into the owner's memory
 // (no activity of the owner runs); between hosts, the fabric's RDMA.
 //
@@ -68,8 +68,8 @@ class MpiRegion final : public RemoteRegion {
   MpiRemoteMemory& memory_;
   MPI_Win data_;
   MPI_Win counters_;
-  std::vector<std::uint64_t> sizes_;      // every rank's exposed bytes
-  std::unique_ptr<std::mutex[]> turns_;   // per owner: this rank's activities take turns
+  std::vector<std::uint64_t> sizes_;     // every rank's exposed bytes
+  std::unique_ptr<std::mutex[]> turns_;  // per owner: this rank's activities take turns
   bool closed_ = false;
 };
 

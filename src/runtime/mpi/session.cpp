@@ -27,8 +27,7 @@ int own_rank = 0;
 
 void write_notice(int rank, const std::string& failure) {
   const std::string text =
-      "[fast error] mpi runtime, rank " + std::to_string(rank) +
-      ": ended by the MPI launcher (SIGTERM): " +
+      "[fast error] mpi runtime, rank " + std::to_string(rank) + ": ended by the MPI launcher (SIGTERM): " +
       (failure.empty() ? std::string("another rank ended abnormally, or the job was stopped (MPI is fail-stop: "
                                      "docs/launch.md, \"MPI\")")
                        : failure) +
@@ -126,10 +125,10 @@ const Session& init() {
   static const Session session = start();
   if (session.thread_level < MPI_THREAD_MULTIPLE)
     FAST_THROW(core::InvalidUsage,
-                  "mpi runtime: the MPI library provides {} but FAST needs MPI_THREAD_MULTIPLE (its window "
-                  "service and parameter-server shards call MPI from their own threads); use an MPI built with "
-                  "thread support (Debian's OpenMPI has it) or the zmq runtime",
-                  level_name(session.thread_level));
+               "mpi runtime: the MPI library provides {} but FAST needs MPI_THREAD_MULTIPLE (its window "
+               "service and parameter-server shards call MPI from their own threads); use an MPI built with "
+               "thread support (Debian's OpenMPI has it) or the zmq runtime",
+               level_name(session.thread_level));
   return session;
 }
 

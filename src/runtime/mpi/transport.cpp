@@ -25,9 +25,7 @@ std::span<std::byte, wire::kHeaderBytes> header_span(std::byte* p) {
 }
 
 // Where a worker ran, for PeerLost messages.
-std::string where(int rank) {
-  return fmt::format("worker {} (MPI rank {} of MPI_COMM_WORLD)", rank, rank);
-}
+std::string where(int rank) { return fmt::format("worker {} (MPI rank {} of MPI_COMM_WORLD)", rank, rank); }
 }  // namespace
 
 MpiTransport::MpiTransport(MPI_Comm comm, int rank, int size, double op_timeout_seconds)
@@ -58,7 +56,9 @@ void MpiTransport::stop() {
   std::lock_guard<std::mutex> lock(posted_mutex_);
   for (auto* list : {&posted_, &pending_})
     for (Pending& p : *list) {
-      if (p.done) p.done->complete(std::make_exception_ptr(core::PeerLost("mpi runtime: the run ended before this send completed")));
+      if (p.done)
+        p.done->complete(
+            std::make_exception_ptr(core::PeerLost("mpi runtime: the run ended before this send completed")));
       (void)p.bytes.release();
     }
 }
@@ -71,8 +71,13 @@ core::Work MpiTransport::send(int src, int dst, Tag tag, core::ConstView data) {
                "mpi runtime: a message of {} bytes from worker {} to worker {} exceeds MPI's limit of {} bytes per "
                "message; send it in pieces (the collectives do)",
                bytes, src, dst, kMaxMessageBytes - wire::kHeaderBytes);
-  const wire::FrameHeader header{.kind = wire::FrameKind::data, .dtype = data.dtype(), .src = src, .dst = dst,
-                                 .tag = tag, .count = data.numel(), .payload_bytes = bytes};
+  const wire::FrameHeader header{.kind = wire::FrameKind::data,
+                                 .dtype = data.dtype(),
+                                 .src = src,
+                                 .dst = dst,
+                                 .tag = tag,
+                                 .count = data.numel(),
+                                 .payload_bytes = bytes};
   Pending p;
   if (bytes < kCopyBytes) {  // one buffer, header then payload; the caller's memory is free at once
     p.bytes.reset(new std::byte[wire::kHeaderBytes + bytes]);
@@ -131,8 +136,13 @@ void MpiTransport::send_bye(const std::string& error) {
   const std::string text = error.substr(0, kMaxReasonBytes);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
-    const wire::FrameHeader header{.kind = wire::FrameKind::bye, .dtype = core::DType::u8, .src = rank_, .dst = peer,
-                                   .tag = 0, .count = text.size(), .payload_bytes = text.size()};
+    const wire::FrameHeader header{.kind = wire::FrameKind::bye,
+                                   .dtype = core::DType::u8,
+                                   .src = rank_,
+                                   .dst = peer,
+                                   .tag = 0,
+                                   .count = text.size(),
+                                   .payload_bytes = text.size()};
     Pending p;
     p.bytes.reset(new std::byte[wire::kHeaderBytes + text.size()]);
     wire::encode_header(header, header_span(p.bytes.get()));
@@ -152,7 +162,8 @@ void MpiTransport::finish(double limit_seconds) {
   if (done) return;
   std::string silent;
   for (int r = 0; r < size_; ++r)
-    if (r != rank_ && !peers_[static_cast<std::size_t>(r)].said_bye) silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+    if (r != rank_ && !peers_[static_cast<std::size_t>(r)].said_bye)
+      silent += (silent.empty() ? "" : ", ") + std::to_string(r);
   core::log(core::LogLevel::warn,
             "mpi runtime: rank {} ends after {:.0f} s without the end of rank(s) [{}] and with {} send(s) unfinished",
             rank_, limit_seconds, silent, in_flight_.load());

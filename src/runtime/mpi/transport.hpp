@@ -99,9 +99,9 @@ class MpiTransport final : public threads::Transport {
  private:
   struct Pending {
     MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Datatype type = MPI_DATATYPE_NULL;      // a datatype to free when done (in-place sends)
-    std::unique_ptr<std::byte[]> bytes;         // the header, or header + copied payload
-    std::shared_ptr<detail::Completion> done;   // completed with the request (in-place sends)
+    MPI_Datatype type = MPI_DATATYPE_NULL;     // a datatype to free when done (in-place sends)
+    std::unique_ptr<std::byte[]> bytes;        // the header, or header + copied payload
+    std::shared_ptr<detail::Completion> done;  // completed with the request (in-place sends)
   };
   struct PeerState {
     bool said_bye = false;
@@ -139,7 +139,7 @@ class MpiTransport final : public threads::Transport {
   std::atomic<bool> kicked_{false};
   std::mutex bell_mutex_;
   std::condition_variable bell_;
-  std::atomic<bool> sleeping_{false};  // the progress thread is in sleep_in_collective()
+  std::atomic<bool> sleeping_{false};    // the progress thread is in sleep_in_collective()
   std::atomic<std::uint64_t> waits_{0};  // progress_wanted() calls so far
 
   mutable std::mutex peers_mutex_;

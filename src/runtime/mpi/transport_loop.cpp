@@ -23,9 +23,9 @@ std::chrono::microseconds poll_interval(double quiet_seconds) {
 }
 
 // While an activity of the rank is inside a native collective, that activity progresses MPI on its
-// own, and the progress thread only slows it down: polls every 20 us, 200 us or 1 ms cost up to
-// 30%, and even waking every 5 ms without a poll about 3% on this VM (each wake-up takes a core
-// from a rank that spins in the collective; docs/benchmarks.md, (g), paired). So the progress
+// own, and the progress thread only slows it down: polls every 20 us, 200 us or 1 ms cost a large
+// share of the collective's time, and even waking every few ms without a poll costs some (each
+// wake-up takes a core from a rank that spins in the collective; docs/benchmarks.md, (g)). So the progress
 // thread then wakes every kInCollectiveWake, returns to its usual polls once the collective ended,
 // and polls during it only when
 // - a send is posted, or an activity of the process waits or found no message (ring()): a message
@@ -117,9 +117,11 @@ bool MpiTransport::receive_some() {
 // one is logged and dropped.
 void MpiTransport::on_message(int source, int mpi_tag, std::unique_ptr<std::byte[]> bytes, std::size_t size) {
   try {
-    const wire::FrameHeader header = wire::decode_header(
-        std::span<const std::byte>(bytes.get(), std::min(size, wire::kHeaderBytes)), {.max_payload_bytes = INT_MAX, .world_size = size_});
-    const std::span<const std::byte> payload(bytes.get() + wire::kHeaderBytes, size - std::min(size, wire::kHeaderBytes));
+    const wire::FrameHeader header =
+        wire::decode_header(std::span<const std::byte>(bytes.get(), std::min(size, wire::kHeaderBytes)),
+                            {.max_payload_bytes = INT_MAX, .world_size = size_});
+    const std::span<const std::byte> payload(bytes.get() + wire::kHeaderBytes,
+                                             size - std::min(size, wire::kHeaderBytes));
     wire::check_payload(header, payload);
     if (header.src != source)
       throw wire::FrameError(fmt::format("frame: src: expected {} (the MPI source), got {}", source, header.src));

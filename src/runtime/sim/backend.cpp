@@ -9,9 +9,12 @@ RuntimeBackend backend() {
   return {.name = "sim",
           .description = "workers as SimGrid actors on a simulated cluster (--cluster), the simulated clock",
           .launch = [](const LaunchOptions& options, const WorkerFn& fn) {
-            Cluster cluster = options.cluster.empty() ? default_cluster(options.workers) : load_cluster(options.cluster);
-            World world({.size = options.workers, .op_timeout_seconds = options.op_timeout_seconds,
-                         .cluster = std::move(cluster), .tolerate_lost = options.tolerate_lost_workers,
+            Cluster cluster =
+                options.cluster.empty() ? default_cluster(options.workers) : load_cluster(options.cluster);
+            World world({.size = options.workers,
+                         .op_timeout_seconds = options.op_timeout_seconds,
+                         .cluster = std::move(cluster),
+                         .tolerate_lost = options.tolerate_lost_workers,
                          .thread_per_actor = options.thread_per_worker});
             return world.run(fn);
           }};

@@ -1,8 +1,9 @@
 #pragma once
 // The inbox of one rank in the sim runtime: messages sent to it and not yet received, and its
 // receives not yet matched, matched by the runtime's one Matcher (../matcher.hpp), as every
-// backend: per (source, tag) in send order, receives from any source by arrival order. Waiters sleep on the inbox's SimGrid condition variable, woken when a
-// message is matched, on abort and when a worker is lost. Not locked (one actor runs at a time).
+// backend: per (source, tag) in send order, receives from any source by arrival order. Waiters sleep on the inbox's
+// SimGrid condition variable, woken when a message is matched, on abort and when a worker is lost. Not locked (one
+// actor runs at a time).
 
 #include <simgrid/s4u/ConditionVariable.hpp>
 #include <simgrid/s4u/Mutex.hpp>

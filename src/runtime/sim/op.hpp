@@ -42,8 +42,8 @@ struct Message {
   // The sender's elements, copied at send time; shared (read-only) by the messages that one worker
   // sent from the same memory while the first one's send was under way (SimContext::payload_of).
   std::shared_ptr<const core::Buffer> data;
-  simgrid::s4u::CommPtr transfer;        // its simulated transfer
-  bool arrived = false;                  // the transfer finished (cached once seen)
+  simgrid::s4u::CommPtr transfer;  // its simulated transfer
+  bool arrived = false;            // the transfer finished (cached once seen)
 };
 
 struct RecvOp {
@@ -51,16 +51,16 @@ struct RecvOp {
   static constexpr int kAnySource = -1;  // = detail::kAnySource (../matcher.hpp)
 
   Kind kind = Kind::view;
-  int src = 0;                           // kAnySource until matched
+  int src = 0;  // kAnySource until matched
   int dst = 0;
   Tag tag = 0;
-  core::MutableView dst_view;            // Kind::view
-  Combine combine = Combine::copy;       // Kind::view
-  core::Buffer* out = nullptr;           // Kind::buffer
-  int* source = nullptr;                 // any-source receives: where the sender's rank goes
-  LinkCounters* counters = nullptr;      // the receiver's per-peer counters
+  core::MutableView dst_view;        // Kind::view
+  Combine combine = Combine::copy;   // Kind::view
+  core::Buffer* out = nullptr;       // Kind::buffer
+  int* source = nullptr;             // any-source receives: where the sender's rank goes
+  LinkCounters* counters = nullptr;  // the receiver's per-peer counters
 
-  std::shared_ptr<Message> message;      // set when matched
+  std::shared_ptr<Message> message;  // set when matched
   bool cancelled = false;
   bool done = false;
   std::exception_ptr error;

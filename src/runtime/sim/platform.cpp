@@ -62,11 +62,13 @@ void build_star(const Cluster& c) {
     backbone = zone->create_link("backbone", c.backbone_bandwidth)->set_latency(c.backbone_latency)->seal();
   for (unsigned long i = 0; i < static_cast<unsigned long>(c.hosts); ++i) {
     sg::Host* h = make_host(zone, c, i);
-    const sg::Link* link = zone->create_split_duplex_link(fmt::format("link-{}", i), c.bandwidth)->set_latency(c.latency)->seal();
+    const sg::Link* link =
+        zone->create_split_duplex_link(fmt::format("link-{}", i), c.bandwidth)->set_latency(c.latency)->seal();
     std::vector<sg::LinkInRoute> route{sg::LinkInRoute(link, sg::LinkInRoute::Direction::UP)};
     if (backbone != nullptr) route.emplace_back(backbone);
     zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, route, true);
-    zone->add_route(h->get_netpoint(), h->get_netpoint(), nullptr, nullptr, {sg::LinkInRoute(loopback(zone, c, i))}, false);
+    zone->add_route(h->get_netpoint(), h->get_netpoint(), nullptr, nullptr, {sg::LinkInRoute(loopback(zone, c, i))},
+                    false);
   }
   zone->seal();
 }
@@ -161,8 +163,8 @@ void add_speed_profiles(const Cluster& c, const std::vector<sg::Host*>& hosts) {
       last = value;
     }
     if (explicit_profile[h]) continue;
-    hosts[h]->set_speed_profile(simgrid::kernel::profile::ProfileBuilder::from_string(
-        fmt::format("stragglers-{}", h), text, c.straggler_horizon));
+    hosts[h]->set_speed_profile(simgrid::kernel::profile::ProfileBuilder::from_string(fmt::format("stragglers-{}", h),
+                                                                                      text, c.straggler_horizon));
   }
 }
 
@@ -203,17 +205,23 @@ std::vector<sg::Host*> build_platform(const Cluster& c) {
     engine->seal_platform();  // routes are computed on a sealed platform
     check_routes(c, hosts);
   } else {
-    if (c.topology == "star") build_star(c);
-    else if (c.topology == "full") build_full(c);
-    else if (c.topology == "torus") build_torus(c);
-    else if (c.topology == "fat-tree") build_fat_tree(c);
-    else FAST_THROW(core::InvalidArgument, "cluster '{}': unknown topology '{}'", c.source.string(), c.topology);
+    if (c.topology == "star")
+      build_star(c);
+    else if (c.topology == "full")
+      build_full(c);
+    else if (c.topology == "torus")
+      build_torus(c);
+    else if (c.topology == "fat-tree")
+      build_fat_tree(c);
+    else
+      FAST_THROW(core::InvalidArgument, "cluster '{}': unknown topology '{}'", c.source.string(), c.topology);
     for (int i = 0; i < c.hosts; ++i) hosts.push_back(engine->host_by_name(host_name(static_cast<unsigned long>(i))));
     add_speed_profiles(c, hosts);
   }
   for (const ClusterFailure& f : c.failures)
-    FAST_ENFORCE(f.host < static_cast<int>(hosts.size()), "cluster '{}': failure of host {}, but the platform has {} hosts",
-                 c.source.string(), f.host, hosts.size());
+    FAST_ENFORCE(f.host < static_cast<int>(hosts.size()),
+                 "cluster '{}': failure of host {}, but the platform has {} hosts", c.source.string(), f.host,
+                 hosts.size());
   return hosts;
 }
 

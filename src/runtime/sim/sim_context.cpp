@@ -76,8 +76,8 @@ core::Work SimContext::send(int peer, Tag tag, core::ConstView data) {
   check_peer(*this, peer, "send");
   // A lost peer first (also when its loss aborted the world): the send's own cause.
   if (world_.lost(peer) && !world_.lost(rank_))
-    return core::Work::failed(std::make_exception_ptr(core::PeerLost(
-        fmt::format("send from rank {} to rank {} (tag {:#x}) failed: {}", rank_, peer, tag, world_.lost_message(peer)))));
+    return core::Work::failed(std::make_exception_ptr(core::PeerLost(fmt::format(
+        "send from rank {} to rank {} (tag {:#x}) failed: {}", rank_, peer, tag, world_.lost_message(peer)))));
   check_alive("send");
   LinkCounters& c = counters_[static_cast<std::size_t>(peer)];
   c.bytes_sent += data.bytes();
@@ -174,8 +174,7 @@ std::optional<std::size_t> SimContext::try_recv(int peer, Tag tag, core::Mutable
 namespace {
 // Completion of a spawned activity: waiters sleep on a SimGrid condition variable.
 struct ActivityWork final : core::WorkImpl {
-  explicit ActivityWork(WorldState& w)
-      : world(w), mutex(sg::Mutex::create()), cv(sg::ConditionVariable::create()) {}
+  explicit ActivityWork(WorldState& w) : world(w), mutex(sg::Mutex::create()), cv(sg::ConditionVariable::create()) {}
   WorldState& world;
   sg::MutexPtr mutex;
   sg::ConditionVariablePtr cv;
@@ -212,18 +211,17 @@ core::Work SimContext::spawn(std::string name, std::function<void()> fn) {
   check_alive("spawn");
   auto state = std::make_shared<ActivityWork>(world_);
   state->name = name;
-  sg::Actor::create(fmt::format("w{}-{}", rank_, name), world_.host(rank_),
-                    [state, fn = std::move(fn), rank = rank_]() {
-                      std::exception_ptr err;
-                      try {
-                        fn();
-                      } catch (const std::exception& e) {
-                        core::log(core::LogLevel::debug, "worker {} activity '{}' failed: {}", rank, state->name,
-                                  e.what());
-                        err = std::current_exception();
-                      }
-                      state->finish(err);
-                    });
+  sg::Actor::create(
+      fmt::format("w{}-{}", rank_, name), world_.host(rank_), [state, fn = std::move(fn), rank = rank_]() {
+        std::exception_ptr err;
+        try {
+          fn();
+        } catch (const std::exception& e) {
+          core::log(core::LogLevel::debug, "worker {} activity '{}' failed: {}", rank, state->name, e.what());
+          err = std::current_exception();
+        }
+        state->finish(err);
+      });
   return core::Work(state);
 }
 

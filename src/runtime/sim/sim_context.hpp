@@ -55,7 +55,7 @@ class SimContext final : public Context {
   // This worker's last send while its Work is held, and the memory it was copied from (payload_of).
   std::weak_ptr<SendWork> last_send_;
   const void* last_source_ = nullptr;
-  simgrid::s4u::MutexPtr sleep_mutex_;             // sleep(): a wait a loss can end
+  simgrid::s4u::MutexPtr sleep_mutex_;  // sleep(): a wait a loss can end
   simgrid::s4u::ConditionVariablePtr sleep_cv_;
 };
 

@@ -2,21 +2,21 @@
 
 #include <array>
 
+#include <xbt/log.h>
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <xbt/config.hpp>
-#include <xbt/log.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "../deliver.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "platform.hpp"
 #include "sim_context.hpp"
 #include "world_state.hpp"
-#include "../deliver.hpp"
 
 namespace fast::runtime::sim {
 
@@ -43,8 +43,9 @@ void configure_engine(const std::string& model) {
 }
 
 // SimGrid's context factory. raw: every actor on the one OS thread that runs the engine, with a
-// stack of its own (8 MiB, mapped lazily), switched at each simcall by a few instructions; at 256
-// workers it took the wall time of a dpsgd epoch from 10.5 s to 6.8 s (docs/simulation.md, "Scale").
+// stack of its own (8 MiB, mapped lazily), switched at each simcall by a few instructions; at
+// hundreds of workers it runs an epoch markedly faster than one OS thread per actor
+// (docs/simulation.md, "Scale").
 // Sound for FAST's workers: they yield only inside runtime calls, never inside a libtorch call, so
 // libtorch's thread-local state (grad mode, the autograd engine's) is never seen half-way by another
 // actor, and one OpenMP team serves them all. thread: one OS thread per actor, for worker code that

@@ -89,8 +89,8 @@ void WorldState::remove_running(int rank, const simgrid::s4u::ExecPtr& exec) {
 
 std::string WorldState::lost_message(int rank) const {
   const auto r = static_cast<std::size_t>(rank);
-  return fmt::format("worker {} (host {}) was lost at {:.6g} s (simulated): {}", rank, hosts_[r]->get_name(), lost_at_[r],
-                     lost_why_[r]);
+  return fmt::format("worker {} (host {}) was lost at {:.6g} s (simulated): {}", rank, hosts_[r]->get_name(),
+                     lost_at_[r], lost_why_[r]);
 }
 
 void WorldState::wake_all() {

@@ -2,11 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "fast/adapters/torch/datasets.hpp"
 #include "fast/adapters/torch/npy.hpp"
@@ -46,10 +46,12 @@ TEST(DatasetSpec, ParsesKindsKeysAndDefaults) {
 }
 
 TEST(DatasetSpec, MistakesAreNamedBeforeAnythingIsRead) {
-  expect_invalid([] { parse_dataset_spec("cifar10"); }, "unknown kind 'cifar10'; expected one of fashion-mnist, npz, npy, synthetic");
+  expect_invalid([] { parse_dataset_spec("cifar10"); },
+                 "unknown kind 'cifar10'; expected one of fashion-mnist, npz, npy, synthetic");
   expect_invalid([] { parse_dataset_spec("synthetic:colour=3"); }, "unknown key 'colour' for synthetic");
   expect_invalid([] { parse_dataset_spec("synthetic:classes"); }, "expected key=value items, got 'classes'");
-  expect_invalid([] { parse_dataset_spec("synthetic:classes=1"); }, "classes: expected an integer in [2, 100000], got '1'");
+  expect_invalid([] { parse_dataset_spec("synthetic:classes=1"); },
+                 "classes: expected an integer in [2, 100000], got '1'");
   expect_invalid([] { parse_dataset_spec("synthetic:shape=3x0x4"); }, "shape: expected dimensions of 1 to 1000000");
   expect_invalid([] { parse_dataset_spec("synthetic:noise=nan"); }, "noise: expected a number in [0, 1e6], got 'nan'");
   expect_invalid([] { parse_dataset_spec("synthetic:seed=1,seed=2"); }, "key 'seed' given twice");
@@ -68,7 +70,8 @@ TEST(SyntheticDataset, HasTheAskedShapeBalancedLabelsAndTheSameBytesForASeed) {
   for (std::int64_t i = 0; i < 300; ++i) ASSERT_EQ(a.train->labels[i].item<std::int64_t>(), i % 3);
   EXPECT_TRUE(::torch::equal(a.train->images, b.train->images));
   EXPECT_TRUE(::torch::equal(a.test->images, b.test->images));
-  const DataSplits c = load_datasets(parse_dataset_spec("synthetic:shape=2x3,classes=3,train=300,test=30,noise=0.5,seed=10"), {});
+  const DataSplits c =
+      load_datasets(parse_dataset_spec("synthetic:shape=2x3,classes=3,train=300,test=30,noise=0.5,seed=10"), {});
   EXPECT_FALSE(::torch::equal(a.train->images, c.train->images));
 }
 
@@ -156,13 +159,15 @@ TEST(TensorDatasets, BadArraysAreRefusedNamingTheSourceAndTheFault) {
                  "train.npz: label out of range at index 2: expected 0 to 2^63, got -4");
   expect_invalid(run(x, y, x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, 2})),
                  "test.npz: label out of range at index 2: expected 0 to 1, got 2");
-  expect_invalid(run(x, array<float>(NpyType::f32, {3}, {0, 1, 1}), x, y), "train.npz: labels y: expected integers, got <f4");
+  expect_invalid(run(x, array<float>(NpyType::f32, {3}, {0, 1, 1}), x, y),
+                 "train.npz: labels y: expected integers, got <f4");
   expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3, 1}, {0, 1, 1}), x, y),
                  "labels y: expected one dimension [N], got shape (3, 1)");
   expect_invalid(run(array<float>(NpyType::f32, {6}, {1, 2, 3, 4, 5, 6}), y, x, y),
                  "train.npz: features x: expected at least two dimensions");
-  expect_invalid(run(x, y, array<float>(NpyType::f32, {2, 3}, {1, 2, 3, 4, 5, 6}), array<std::int64_t>(NpyType::i64, {2}, {0, 1})),
-                 "test.npz: test samples have shape (3), the training samples (train.npz) have (2)");
+  expect_invalid(
+      run(x, y, array<float>(NpyType::f32, {2, 3}, {1, 2, 3, 4, 5, 6}), array<std::int64_t>(NpyType::i64, {2}, {0, 1})),
+      "test.npz: test samples have shape (3), the training samples (train.npz) have (2)");
   expect_invalid(run(array<float>(NpyType::f32, {3, 2}, {1, 2, NAN, 4, 5, 6}), y, x, y),
                  "train.npz: features x: value nan at flat index 2 is not a finite float32");
   expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3}, {0, 0, 0}), x, y), "expected at least 2 classes");

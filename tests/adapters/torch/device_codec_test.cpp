@@ -46,7 +46,8 @@ core::Buffer host_payload(const std::string& spec, const std::vector<float>& x) 
 
 core::Buffer device_payload(const std::string& spec, std::vector<float> x) {
   core::Buffer out;
-  const ::torch::Tensor t = ::torch::from_blob(x.data(), {static_cast<std::int64_t>(x.size())}, ::torch::kFloat32).clone();
+  const ::torch::Tensor t =
+      ::torch::from_blob(x.data(), {static_cast<std::int64_t>(x.size())}, ::torch::kFloat32).clone();
   DeviceEncoder(spec).encode(t, out);
   return out;
 }
@@ -64,8 +65,8 @@ TEST_P(DeviceEncoderPayload, IsTheCodecsOwnByteForByte) {
       const core::Buffer host = host_payload(spec, x);
       const core::Buffer device = device_payload(spec, x);
       if (spec != "sign") {
-        EXPECT_TRUE(same_bytes(host, device)) << spec << ", n = " << n << ": " << host.bytes() << " vs " << device.bytes()
-                                              << " bytes";
+        EXPECT_TRUE(same_bytes(host, device))
+            << spec << ", n = " << n << ": " << host.bytes() << " vs " << device.bytes() << " bytes";
         continue;
       }
       ASSERT_EQ(host.bytes(), device.bytes()) << "sign, n = " << n;
@@ -76,7 +77,9 @@ TEST_P(DeviceEncoderPayload, IsTheCodecsOwnByteForByte) {
       std::memcpy(&hs, h + compress::kHeaderBytes, 4);
       std::memcpy(&ds, d + compress::kHeaderBytes, 4);
       EXPECT_LE(std::fabs(hs - ds), std::nextafter(hs, INFINITY) - hs) << "sign scale, n = " << n;
-      EXPECT_EQ(std::memcmp(h + compress::kHeaderBytes + 4, d + compress::kHeaderBytes + 4, host.bytes() - compress::kHeaderBytes - 4), 0)
+      EXPECT_EQ(std::memcmp(h + compress::kHeaderBytes + 4, d + compress::kHeaderBytes + 4,
+                            host.bytes() - compress::kHeaderBytes - 4),
+                0)
           << "sign bits, n = " << n;
     }
   }
@@ -143,14 +146,15 @@ TEST(Pack, RefusesInconsistentParts) {
   core::Buffer out;
   const std::vector<std::uint32_t> idx{3, 2};
   const std::vector<float> values{1, 2};
-  EXPECT_THROW(compress::pack_sparse(compress::CodecId::topk, 10, idx, values, out), InvalidArgument);  // not increasing
+  EXPECT_THROW(compress::pack_sparse(compress::CodecId::topk, 10, idx, values, out),
+               InvalidArgument);  // not increasing
   const std::vector<std::uint32_t> far{3, 12};
   EXPECT_THROW(compress::pack_sparse(compress::CodecId::topk, 10, far, values, out), InvalidArgument);  // >= n
   EXPECT_THROW(compress::pack_sparse(compress::CodecId::topk, 10, std::vector<std::uint32_t>{3}, values, out),
                InvalidArgument);
-  EXPECT_THROW(compress::pack_sign(9, 1.0f, std::vector<std::uint8_t>{0}, out), InvalidArgument);        // 2 bytes needed
-  EXPECT_THROW(compress::pack_sign(9, 1.0f, std::vector<std::uint8_t>{0, 2}, out), InvalidArgument);     // padding bit
-  EXPECT_THROW(compress::pack_sign(8, -1.0f, std::vector<std::uint8_t>{0}, out), InvalidArgument);       // scale < 0
+  EXPECT_THROW(compress::pack_sign(9, 1.0f, std::vector<std::uint8_t>{0}, out), InvalidArgument);     // 2 bytes needed
+  EXPECT_THROW(compress::pack_sign(9, 1.0f, std::vector<std::uint8_t>{0, 2}, out), InvalidArgument);  // padding bit
+  EXPECT_THROW(compress::pack_sign(8, -1.0f, std::vector<std::uint8_t>{0}, out), InvalidArgument);    // scale < 0
   EXPECT_THROW(compress::pack_halves(compress::CodecId::sign, std::vector<std::uint16_t>{1}, out), InvalidArgument);
 }
 

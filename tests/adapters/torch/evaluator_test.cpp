@@ -5,7 +5,6 @@
 #include <cmath>
 #include <vector>
 
-
 #include "fast/adapters/torch/evaluator.hpp"
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/models.hpp"

@@ -56,8 +56,7 @@ class IdxFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           (std::string("fast_idx_") + info->name() + "_" + std::to_string(::getpid()));
+    dir_ = fs::temp_directory_path() / (std::string("fast_idx_") + info->name() + "_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -118,7 +117,8 @@ TEST_F(IdxFiles, TruncatedPayloadIsInvalidArgumentWithExpectedAndGotSizes) {
 
 TEST_F(IdxFiles, TrailingBytesAreInvalidArgument) {
   const auto path = write_gz("long.gz", idx(kIdxLabelsMagic, {4}, pattern(7, 10)));
-  expect_error<InvalidArgument>([&] { read_idx_labels(path); }, {path.string(), "trailing", "expected 4 bytes", "got 3 more"});
+  expect_error<InvalidArgument>([&] { read_idx_labels(path); },
+                                {path.string(), "trailing", "expected 4 bytes", "got 3 more"});
 }
 
 TEST_F(IdxFiles, WrongMagicIsInvalidArgumentNamingExpectedAndGot) {
@@ -141,12 +141,14 @@ TEST_F(IdxFiles, WrongImageSizeIsInvalidArgument) {
 
 TEST_F(IdxFiles, TruncatedHeaderIsInvalidArgument) {
   const auto path = write_gz("header.gz", Bytes{0, 0, 8, 3, 0, 0});
-  expect_error<InvalidArgument>([&] { read_idx_images(path); }, {path.string(), "header", "expected 12 bytes", "got 2"});
+  expect_error<InvalidArgument>([&] { read_idx_images(path); },
+                                {path.string(), "header", "expected 12 bytes", "got 2"});
 }
 
 TEST_F(IdxFiles, HugeDeclaredCountFailsOnTheDataPresent) {
   const auto path = write_gz("huge.gz", idx(kIdxImagesMagic, {0xFFFFFFFFu, 28, 28}, pattern(784, 256)));
-  expect_error<InvalidArgument>([&] { read_idx_images(path); }, {path.string(), "expected 3367254359280 bytes", "got 784"});
+  expect_error<InvalidArgument>([&] { read_idx_images(path); },
+                                {path.string(), "expected 3367254359280 bytes", "got 784"});
 }
 
 TEST_F(IdxFiles, CorruptCrcIsIoErrorQuotingZlib) {
@@ -282,7 +284,8 @@ TEST_F(IdxFiles, ATestSetTooSmallForTheWorkersIsRefusedBeforeTraining) {
     } catch (const core::InvalidArgument& e) {
       const std::string what = e.what();
       EXPECT_NE(what.find(dir_.string()), std::string::npos) << what;
-      EXPECT_NE(what.find(test == 0 ? "is empty" : "has 2 samples, fewer than the 3 workers"), std::string::npos) << what;
+      EXPECT_NE(what.find(test == 0 ? "is empty" : "has 2 samples, fewer than the 3 workers"), std::string::npos)
+          << what;
     }
     EXPECT_FALSE(trained);
   }

@@ -23,8 +23,8 @@ TEST(EpochPermutation, MatchesTheDocumentedRule) {
   // Computed independently (Python transcription of the rule in loader.hpp, with its own mt19937_64).
   EXPECT_EQ(epoch_permutation(10, 42, 0), (std::vector<std::int64_t>{2, 9, 0, 7, 3, 6, 5, 4, 8, 1}));
   EXPECT_EQ(epoch_permutation(10, 42, 1), (std::vector<std::int64_t>{7, 3, 4, 1, 8, 5, 0, 9, 2, 6}));
-  EXPECT_EQ(epoch_permutation(20, 7, 3), (std::vector<std::int64_t>{4, 8, 0, 13, 9, 17, 2, 11, 6, 10, 7, 3, 12, 5, 16,
-                                                                     14, 18, 19, 15, 1}));
+  EXPECT_EQ(epoch_permutation(20, 7, 3),
+            (std::vector<std::int64_t>{4, 8, 0, 13, 9, 17, 2, 11, 6, 10, 7, 3, 12, 5, 16, 14, 18, 19, 15, 1}));
 }
 
 TEST(EpochPermutation, IsAPermutation) {

@@ -9,9 +9,9 @@
 
 #include <torch/script.h>
 
+#include "common/temp_dir_test.hpp"
 #include "fast/adapters/torch/models.hpp"
 #include "fast/adapters/torch/replica.hpp"
-#include "common/temp_dir_test.hpp"
 #include "fast/core/error.hpp"
 
 namespace fast::torch {
@@ -139,8 +139,8 @@ TEST_F(ModelFiles, BadFilesAreRefusedNamingTheFile) {
     (void)make_model(save_linear("double.pt", ::torch::kFloat64));
     FAIL() << "no throw";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("parameter 'w': expected a float32 CPU tensor, got Double"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("parameter 'w': expected a float32 CPU tensor, got Double"), std::string::npos)
+        << e.what();
   }
   ::torch::jit::Module empty("Empty");
   empty.define("def forward(self, x):\n    return x\n");

@@ -16,7 +16,9 @@ namespace {
 
 // (in*out + out) per Linear, (in_c*out_c*k*k + out_c) per Conv2d.
 constexpr std::int64_t linear(std::int64_t in, std::int64_t out) { return in * out + out; }
-constexpr std::int64_t conv(std::int64_t in_c, std::int64_t out_c, std::int64_t k) { return in_c * out_c * k * k + out_c; }
+constexpr std::int64_t conv(std::int64_t in_c, std::int64_t out_c, std::int64_t k) {
+  return in_c * out_c * k * k + out_c;
+}
 constexpr std::int64_t kMlpParams = linear(784, 256) + linear(256, 128) + linear(128, 10);
 constexpr std::int64_t kCnnParams = conv(1, 32, 3) + conv(32, 64, 3) + linear(64 * 5 * 5, 128) + linear(128, 10);
 
@@ -141,7 +143,8 @@ TEST(ModelZoo, InitialParametersLoadIntoAReplica) {
 constexpr std::int64_t conv_nb(std::int64_t in, std::int64_t out, std::int64_t k) { return in * out * k * k; }
 constexpr std::int64_t gn(std::int64_t c) { return 2 * c; }
 constexpr std::int64_t block(std::int64_t in, std::int64_t out, bool shortcut) {
-  return conv_nb(in, out, 3) + gn(out) + conv_nb(out, out, 3) + gn(out) + (shortcut ? conv_nb(in, out, 1) + gn(out) : 0);
+  return conv_nb(in, out, 3) + gn(out) + conv_nb(out, out, 3) + gn(out) +
+         (shortcut ? conv_nb(in, out, 1) + gn(out) : 0);
 }
 constexpr std::int64_t resnet_params(std::int64_t channels, std::int64_t classes) {
   return conv_nb(channels, 32, 3) + gn(32) + 2 * block(32, 32, false) + block(32, 64, true) + block(64, 64, false) +
@@ -177,8 +180,10 @@ TEST(ModelZoo, ResnetGroupNormsStartAsIdentityAndConvolutionsUniform) {
     const double fan_in = p.dim() >= 2 ? static_cast<double>(p.numel() / p.size(0)) : 256.0;  // head bias: 256
     for (std::size_t i = 0; i < n; ++i) {
       const float v = values[offset + i];
-      if (norm) ASSERT_EQ(v, name.ends_with("weight") ? 1.0f : 0.0f) << name;
-      else ASSERT_LE(std::abs(v), 1.0 / std::sqrt(fan_in)) << name;
+      if (norm)
+        ASSERT_EQ(v, name.ends_with("weight") ? 1.0f : 0.0f) << name;
+      else
+        ASSERT_LE(std::abs(v), 1.0 / std::sqrt(fan_in)) << name;
     }
     offset += n;
   }
@@ -193,7 +198,8 @@ TEST(ModelZoo, BuiltInModelsAdaptToTheSampleShapeAndClasses) {
     EXPECT_EQ(model.forward(::torch::randn({5, 3, 32, 32})).sizes(), (std::vector<std::int64_t>{5, 100})) << name;
   }
   // cnn on 32x32: 30 -> 15 -> 13 -> 6, so fc1 has 64*6*6 inputs.
-  EXPECT_EQ(parameter_count("cnn", colour), conv(3, 32, 3) + conv(32, 64, 3) + linear(64 * 6 * 6, 128) + linear(128, 100));
+  EXPECT_EQ(parameter_count("cnn", colour),
+            conv(3, 32, 3) + conv(32, 64, 3) + linear(64 * 6 * 6, 128) + linear(128, 100));
   // mlp on 20 features in 3 classes.
   EXPECT_EQ(parameter_count("mlp", {{20}, 3}), linear(20, 256) + linear(256, 128) + linear(128, 3));
   Model mlp = make_model("mlp", {{20}, 3});
@@ -201,10 +207,10 @@ TEST(ModelZoo, BuiltInModelsAdaptToTheSampleShapeAndClasses) {
 }
 
 TEST(ModelZoo, ShapesABuiltInModelCannotTakeAreRefused) {
-  EXPECT_THROW((void)make_model("cnn", {{1, 8, 8}, 10}), InvalidArgument);   // too small for two poolings
-  EXPECT_THROW((void)make_model("cnn", {{784}, 10}), InvalidArgument);       // not an image
+  EXPECT_THROW((void)make_model("cnn", {{1, 8, 8}, 10}), InvalidArgument);  // too small for two poolings
+  EXPECT_THROW((void)make_model("cnn", {{784}, 10}), InvalidArgument);      // not an image
   EXPECT_THROW((void)make_model("resnet", {{20}, 3}), InvalidArgument);
-  EXPECT_THROW((void)make_model("mlp", {{20}, 1}), InvalidArgument);         // one class
+  EXPECT_THROW((void)make_model("mlp", {{20}, 1}), InvalidArgument);  // one class
 }
 
 }  // namespace

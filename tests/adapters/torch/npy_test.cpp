@@ -11,8 +11,8 @@
 
 #include <zip.h>
 
-#include "fast/adapters/torch/npy.hpp"
 #include "common/temp_dir_test.hpp"
+#include "fast/adapters/torch/npy.hpp"
 #include "fast/core/error.hpp"
 
 namespace fast::torch {
@@ -84,15 +84,16 @@ TEST_F(Npy, ReadsFloatAndIntegerArraysOfEveryVersion) {
   const NpyArray d = read_npy(write("d.npy", npy(dict("<f8", "(1, 1)", "True"), raw<double>({0.25}))));
   EXPECT_DOUBLE_EQ(d.number(0), 0.25);  // Fortran order of one element is C order
   // Keys in another order and double quotes, as other writers may put them.
-  const NpyArray q = read_npy(
-      write("q.npy", npy("{\"shape\": (2,), \"fortran_order\": False, \"descr\": \"<u2\"}", raw<std::uint16_t>({3, 65535}))));
+  const NpyArray q = read_npy(write(
+      "q.npy", npy("{\"shape\": (2,), \"fortran_order\": False, \"descr\": \"<u2\"}", raw<std::uint16_t>({3, 65535}))));
   EXPECT_EQ(q.integer(1), 65535);
   EXPECT_EQ(descr_of(NpyType::u8), "|u1");
   EXPECT_EQ(descr_of(NpyType::f64), "<f8");
 }
 
 TEST_F(Npy, TruncatedOrOverlongDataIsRefusedWithTheByteCounts) {
-  expect_refused(npy(dict("<f4", "(2, 3)"), raw<float>({1, 2, 3, 4, 5})), "truncated: shape (2, 3) of <f4 needs 24 bytes of data, got 20");
+  expect_refused(npy(dict("<f4", "(2, 3)"), raw<float>({1, 2, 3, 4, 5})),
+                 "truncated: shape (2, 3) of <f4 needs 24 bytes of data, got 20");
   expect_refused(npy(dict("<f4", "(1,)"), raw<float>({1, 2})), "4 bytes after the data of shape (1)");
   std::string cut = npy(dict("<f4", "(1,)"), raw<float>({1}));
   cut.resize(40);  // inside the header

@@ -39,8 +39,7 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
 std::unique_ptr<torch::optim::Optimizer> make_torch(const OptimizerOptions& o, const torch::Tensor& p) {
   const std::vector<torch::Tensor> params{p};
   if (o.name == "sgd")
-    return std::make_unique<torch::optim::SGD>(params,
-                                               torch::optim::SGDOptions(o.lr).weight_decay(o.weight_decay));
+    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o.lr).weight_decay(o.weight_decay));
   if (o.name == "momentum" || o.name == "nesterov")
     return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o.lr)
                                                            .momentum(o.momentum)
@@ -48,15 +47,11 @@ std::unique_ptr<torch::optim::Optimizer> make_torch(const OptimizerOptions& o, c
                                                            .weight_decay(o.weight_decay)
                                                            .nesterov(o.name == "nesterov"));
   if (o.name == "adam")
-    return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(o.lr)
-                                                            .betas({o.beta1, o.beta2})
-                                                            .eps(o.eps)
-                                                            .weight_decay(o.weight_decay));
+    return std::make_unique<torch::optim::Adam>(
+        params, torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
   if (o.name == "adamw")
-    return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(o.lr)
-                                                             .betas({o.beta1, o.beta2})
-                                                             .eps(o.eps)
-                                                             .weight_decay(o.weight_decay));
+    return std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
   ADD_FAILURE() << "no torch optimizer for " << o.name;
   return nullptr;
 }
@@ -78,8 +73,8 @@ TEST_P(OptimParity, FollowsLibtorchWithin1e6RelativeOver100Steps) {
   auto fast_opt = make_optimizer(c.options, kNumel);
   auto torch_opt = make_torch(c.options, theirs);
   ASSERT_NE(torch_opt, nullptr);
-  const LrSchedule schedule(c.options.lr, {.name = "cosine", .total_steps = kSteps, .min_lr_factor = 0.1,
-                                           .warmup_steps = 10});
+  const LrSchedule schedule(c.options.lr,
+                            {.name = "cosine", .total_steps = kSteps, .min_lr_factor = 0.1, .warmup_steps = 10});
 
   std::vector<float> grads(kNumel);
   double worst_norm = 0, worst_elem = 0, worst_abs = 0;
@@ -109,10 +104,10 @@ TEST_P(OptimParity, FollowsLibtorchWithin1e6RelativeOver100Steps) {
     identical_steps += torch::equal(a, b) ? 1 : 0;
     ASSERT_LE(rel, kTolerance) << c.label << ": step " << step << ", ||fast - torch|| / ||torch|| = " << rel;
   }
-  std::cout << "[parity] " << c.label << ": max over " << kSteps << " steps of ||fast-torch||/||torch|| = "
-            << worst_norm << ", max elementwise rel (|torch| >= 1e-3) = " << worst_elem
-            << ", max abs = " << worst_abs << ", bit-identical after " << identical_steps << "/" << kSteps
-            << " steps\n";
+  std::cout << "[parity] " << c.label << ": max over " << kSteps
+            << " steps of ||fast-torch||/||torch|| = " << worst_norm
+            << ", max elementwise rel (|torch| >= 1e-3) = " << worst_elem << ", max abs = " << worst_abs
+            << ", bit-identical after " << identical_steps << "/" << kSteps << " steps\n";
   RecordProperty("max_norm_relative_error", std::to_string(worst_norm));
   RecordProperty("max_elementwise_relative_error", std::to_string(worst_elem));
   RecordProperty("bit_identical_steps", identical_steps);
@@ -121,8 +116,8 @@ TEST_P(OptimParity, FollowsLibtorchWithin1e6RelativeOver100Steps) {
 INSTANTIATE_TEST_SUITE_P(
     Torch, OptimParity,
     ::testing::Values(Case{"sgd_weight_decay", {.name = "sgd", .lr = 0.1, .weight_decay = 1e-2}},
-                      Case{"momentum", {.name = "momentum", .lr = 0.05, .momentum = 0.9, .dampening = 0.1,
-                                        .weight_decay = 5e-4}},
+                      Case{"momentum",
+                           {.name = "momentum", .lr = 0.05, .momentum = 0.9, .dampening = 0.1, .weight_decay = 5e-4}},
                       Case{"nesterov", {.name = "nesterov", .lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4}},
                       Case{"adam", {.name = "adam", .lr = 1e-2, .weight_decay = 1e-3}},
                       Case{"adamw", {.name = "adamw", .lr = 1e-2, .weight_decay = 1e-2}}),

@@ -59,8 +59,8 @@ TEST(Trainer, SameSeedGivesIdenticalResultsWithEverySynchronousStrategy) {
     const auto b = train(o);
     EXPECT_EQ(a["param_norm"], b["param_norm"]) << name;
     EXPECT_EQ(a["final_accuracy"], b["final_accuracy"]) << name;
-    EXPECT_GT(a["final_accuracy"].get<double>(), 0.3) << name;  // 25 steps: well above chance (0.1)
-    if (std::string(name) != "ps") {  // ps sync keeps the replicas identical
+    EXPECT_GT(a["final_accuracy"].get<double>(), 0.3) << name;        // 25 steps: well above chance (0.1)
+    if (std::string(name) != "ps") {                                  // ps sync keeps the replicas identical
       EXPECT_GT(a["consensus_distance"].get<double>(), 0.0) << name;  // replicas differ between averagings
     }
     EXPECT_LE(a["replica_accuracy_min"].get<double>(), a["replica_accuracy_max"].get<double>()) << name;
@@ -73,8 +73,8 @@ TEST(Trainer, AsynchronousRunsShareTheBatchBudgetAndEvaluateSnapshots) {
   // where the claims cross 30 and 60 batches (eval_every = 10 steps x 3 workers), then the final one.
   // ps ssp: the fast workers run out of budget while the slow one may still wait on their clocks
   // (bound 1), so this also checks that finishing workers release it.
-  const std::vector<std::pair<std::string, std::string>> runs{
-      {"ps", "async"}, {"ps", "ssp"}, {"easgd", ""}, {"adpsgd", ""}, {"gosgd", ""}, {"acid", ""}};
+  const std::vector<std::pair<std::string, std::string>> runs{{"ps", "async"}, {"ps", "ssp"}, {"easgd", ""},
+                                                              {"adpsgd", ""},  {"gosgd", ""}, {"acid", ""}};
   for (const auto& [strategy_name, mode] : runs) {
     const std::string name = strategy_name + " " + mode;
     TrainOptions o = small_run(4);

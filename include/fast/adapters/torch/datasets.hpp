@@ -55,7 +55,6 @@ DataSplits load_datasets(const DatasetSpec& spec, const std::filesystem::path& d
 // The training and test sets of arrays x and y (npz and npy specs), validated as described above.
 // `where_train` and `where_test` name the sources in messages.
 DataSplits tensor_datasets(const NpyArray& train_x, const NpyArray& train_y, const NpyArray& test_x,
-                           const NpyArray& test_y,
-                           const std::string& where_train, const std::string& where_test);
+                           const NpyArray& test_y, const std::string& where_train, const std::string& where_test);
 
 }  // namespace fast::torch

@@ -36,17 +36,17 @@ FinalModel parse_final_model(const std::string& name);
 std::vector<std::string> final_model_names();
 
 struct RoundResult {
-  EvalResult representative;       // the representative model on the whole test set
-  double consensus_distance = 0;   // mean squared distance of the replicas to their average
+  EvalResult representative;      // the representative model on the whole test set
+  double consensus_distance = 0;  // mean squared distance of the replicas to their average
   double replica_accuracy_min = 0;
   double replica_accuracy_max = 0;
-  int representative_rank = -1;    // the replica chosen (rank0, best), -1 for the average
+  int representative_rank = -1;  // the replica chosen (rank0, best), -1 for the average
 };
 
 class Evaluator {
  public:
-  Evaluator(strategy::Worker& worker, Replica& replica, Model& model,
-            std::shared_ptr<const Dataset> test, FinalModel final_model);
+  Evaluator(strategy::Worker& worker, Replica& replica, Model& model, std::shared_ptr<const Dataset> test,
+            FinalModel final_model);
 
   // Collective round (above). With replica_accuracies = false (mid-run evaluations), each replica
   // is not scored on the whole test set (min/max left at -1), unless `best` needs it.

@@ -27,7 +27,6 @@ struct Batch {
   ::torch::Tensor y;  // [batch] int64
 };
 
-
 class ShardedLoader {
  public:
   // InvalidArgument when data is null, workers < 1, rank outside [0, workers), batch < 1, or the
@@ -59,7 +58,7 @@ class ShardedLoader {
   int workers_;
   std::int64_t batch_;
   std::uint64_t seed_;
-  struct Cache;                  // this worker's part of the last epoch's permutation, under a mutex
+  struct Cache;  // this worker's part of the last epoch's permutation, under a mutex
   std::unique_ptr<Cache> cache_;
 };
 

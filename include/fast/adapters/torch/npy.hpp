@@ -6,10 +6,9 @@
 // so a hostile header cannot make the reader allocate more than the file (or zip member) holds.
 //
 // Supported element types: little-endian (or single-byte) signed and unsigned integers of 1, 2,
-// 4 and 8 bytes, float32 and float64, C order (fortran_order False, or either order when at most one dimension exceeds 1).
-// Errors: InvalidArgument naming the file (and the member of a .npz), what was expected and what
-// was found; IoError for a file that cannot be opened or read.
-// Thread-safety: the functions share no state; call them from any thread.
+// 4 and 8 bytes, float32 and float64, C order (fortran_order False, or either order when at most one dimension exceeds
+// 1). Errors: InvalidArgument naming the file (and the member of a .npz), what was expected and what was found; IoError
+// for a file that cannot be opened or read. Thread-safety: the functions share no state; call them from any thread.
 // This header does not include libtorch (tensor_dataset.hpp turns arrays into tensors).
 
 #include <cstddef>

@@ -101,7 +101,7 @@ class Replica {
   void repoint(std::vector<NamedTensor> named, const std::string& what);
 
   Placement placement_;
-  ::torch::Tensor params_;         // host (the views)
+  ::torch::Tensor params_;  // host (the views)
   ::torch::Tensor grads_;
   ::torch::Tensor device_params_;  // what the module uses: params_/grads_ unless staged
   ::torch::Tensor device_grads_;
