@@ -91,5 +91,21 @@ TEST(StrategyRegistry, BadValuesNameTheOptionTheExpectationAndTheValue) {
   EXPECT_EQ(o.mode, "async");
 }
 
+TEST(StrategyOption, ExclusiveBoundsAndSentinels) {
+  StrategyOption open = StrategyOption::number("x", 0.5, "h.").greater_than(0).less_than(1);
+  EXPECT_EQ(open.expected(), "a number in (0, 1)");
+  expect_error<core::InvalidArgument>([&] { (void)open.parse("1"); }, {"x: expected a number in (0, 1), got 1"});
+  EXPECT_EQ(std::get<double>(open.parse("0.999")), 0.999);
+  StrategyOption below = StrategyOption::integer("n", 1, "h.").less_than(10);
+  EXPECT_EQ(below.expected(), "an integer < 10");
+  StrategyOption sentinel = StrategyOption::number("y", -1, "h.").at_least(0).or_exactly(-1);
+  EXPECT_EQ(sentinel.expected(), "a number >= 0, or -1");
+  EXPECT_EQ(std::get<double>(sentinel.parse("-1")), -1.0);
+  expect_error<core::InvalidArgument>([&] { (void)sentinel.parse("-0.5"); }, {"y: expected a number >= 0, or -1, got -0.5"});
+  // A bound's openness and the sentinel are part of the setting.
+  EXPECT_FALSE(open.same_setting(StrategyOption::number("x", 0.5, "h.").greater_than(0).at_most(1)));
+  EXPECT_FALSE(sentinel.same_setting(StrategyOption::number("y", -1, "h.").at_least(0).or_exactly(-2)));
+}
+
 }  // namespace
 }  // namespace fast::strategy
