@@ -277,7 +277,9 @@ StrategyRegistration builtin::acid_registration() {
                                             "gossip weight of the momentum variable; -1: from the graph, as the "
                                             "paper sets it."),
                       topology_option(), consensus_step_option()},
-          .check = &AcidStrategy::check_options};
+          .check = &AcidStrategy::check_options,
+          .asynchronous = true,
+          .rejoin = &rejoin_without_codec};
 }
 
 }  // namespace fast::strategy

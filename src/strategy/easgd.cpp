@@ -173,7 +173,9 @@ StrategyRegistration builtin::easgd_registration() {
                       StrategyOption::field("tau", &StrategyOptions::tau,
                                             "local steps between elastic exchanges with the centre.")
                           .at_least(1)},
-          .check = &EasgdStrategy::check_options};
+          .check = &EasgdStrategy::check_options,
+          .asynchronous = true,
+          .rejoin = &rejoin_without_codec};
 }
 
 }  // namespace fast::strategy

@@ -266,7 +266,9 @@ StrategyRegistration builtin::gosgd_registration() {
                                             "probability that a step pushes half its mass to a peer, in (0, 1].")
                           .greater_than(0),
                       topology_option()},
-          .check = &GosgdStrategy::check_options};
+          .check = &GosgdStrategy::check_options,
+          .asynchronous = true,
+          .rejoin = &rejoin_without_codec};
 }
 
 }  // namespace fast::strategy

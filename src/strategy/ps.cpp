@@ -52,10 +52,7 @@ void PsStrategy::with_servers(const char* what, Fn&& fn) {
 
 void PsStrategy::check_options(const StrategyOptions& options, int n) {
   (void)lr_scale(options.lr_semantics, parse_mode(options.mode), n);
-  // (make_strategy's shared checks refused a robust aggregate with a codec or dgc.)
-  FAST_ENFORCE(Aggregate::parse(options.aggregate, n).is_mean() || options.mode == "sync",
-               "ps: aggregate '{}' needs mode = sync (a round's gradients together); got mode = {}",
-               options.aggregate, options.mode);
+  // (A robust aggregate needs mode sync by the trait robust_aggregate; make_strategy checks it.)
   if (options.servers < 1 || options.servers > n || options.servers > static_cast<std::int64_t>(kMaxShards))
     FAST_THROW(core::InvalidArgument,
                "ps: option 'servers' must be in [1, {}] (1 to the number of workers; servers are co-located on "
@@ -383,11 +380,24 @@ StrategyRegistration builtin::ps_registration() {
           .at_least(1),
   };
   for (StrategyOption& o : dgc_options()) options.push_back(std::move(o));
+  // Rejoining: an asynchronous run takes back a worker that hosts no server (a server's shard was
+  // lost with its process), without a codec.
+  const RejoinCheck rejoin = [](const StrategyOptions& o, int rank) -> std::string {
+    std::string refusal = rejoin_without_codec(o, rank);
+    if (refusal.empty() && rank >= 0 && rank < o.servers)
+      refusal = fmt::format("worker {} hosts the server of shard {}, whose part of the model was lost with its first "
+                            "process; only workers {} and up (no server) can rejoin a ps run", rank, rank, o.servers);
+    return refusal;
+  };
   return {.name = "ps",
           .summary = "parameter server, see mode",
           .make = factory_of<PsStrategy>(),
           .options = std::move(options),
-          .check = &PsStrategy::check_options};
+          .check = &PsStrategy::check_options,
+          .asynchronous = StrategyTrait::when("mode", {"async", "ssp"}),
+          .rejoin = rejoin,
+          .sends_gradients = true,
+          .robust_aggregate = StrategyTrait::when("mode", {"sync"})};
 }
 
 }  // namespace fast::strategy

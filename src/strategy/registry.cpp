@@ -47,14 +47,20 @@ class Registry {
     ++generation_;
   }
 
-  // The factory and check of strategy `name` (copies: they run without the lock, and may make
-  // strategies themselves); InvalidArgument listing the names for an unknown one.
-  StrategyRegistration entry(const std::string& name) {
+  // The registration of strategy `name` without its options (a copy: its functions run without
+  // the lock, and may make strategies themselves); InvalidArgument listing the names for an
+  // unknown one.
+  StrategyRegistration entry(std::string_view name) {
     const std::lock_guard lock(mutex_);
     for (const StrategyRegistration& r : strategies_)
-      if (r.name == name) return {r.name, r.summary, r.make, {}, r.check};
+      if (r.name == name) return r;
     FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'; expected one of: {}", name,
                fmt::join(names_locked(), ", "));
+  }
+
+  std::vector<StrategyRegistration> registrations() {
+    const std::lock_guard lock(mutex_);
+    return strategies_;
   }
 
   std::vector<std::string> names() {
@@ -158,6 +164,39 @@ class Registry {
                    r.name, o.name(), o.expected(), o.text(o.default_value()), known->strategies.front(),
                    known->option.expected(), known->option.text(known->option.default_value()));
     }
+    check_trait(r, "asynchronous", r.asynchronous);
+    check_trait(r, "sends_gradients", r.sends_gradients);
+    check_trait(r, "robust_aggregate", r.robust_aggregate);
+  }
+
+  // A condition on an option: the option is the strategy's own or common, and each value is one
+  // it accepts, written as the option writes it.
+  void check_trait(const StrategyRegistration& r, std::string_view trait_name, const StrategyTrait& trait) {
+    if (trait.option().empty()) return;
+    const StrategyOption* option = nullptr;
+    for (const StrategyOption& o : r.options)
+      if (o.name() == trait.option()) option = &o;
+    if (option == nullptr) {
+      const DeclaredOption* common = find(trait.option());
+      if (common != nullptr && common->strategies.empty()) option = &common->option;
+    }
+    FAST_ENFORCE(option != nullptr,
+                 "register_strategy: strategy '{}': trait {} depends on option '{}', which it does not declare",
+                 r.name, trait_name, trait.option());
+    FAST_ENFORCE(!trait.values().empty(), "register_strategy: strategy '{}': trait {} lists no value of option '{}'",
+                 r.name, trait_name, trait.option());
+    for (const std::string& value : trait.values()) {
+      std::string written;
+      try {
+        written = option->text(option->parse(value));
+      } catch (const core::InvalidArgument& e) {
+        FAST_THROW(core::InvalidArgument, "register_strategy: strategy '{}': trait {}: option {}", r.name,
+                   trait_name, e.what());
+      }
+      FAST_ENFORCE(written == value,
+                   "register_strategy: strategy '{}': trait {}: option '{}' writes the value '{}' as '{}'", r.name,
+                   trait_name, trait.option(), value, written);
+    }
   }
 
   std::mutex mutex_;
@@ -179,6 +218,59 @@ std::vector<std::pair<std::string, std::string>> strategy_summaries() { return R
 std::uint64_t registry_generation() { return Registry::instance().generation(); }
 
 std::vector<std::string> strategy_names() { return Registry::instance().names(); }
+
+StrategyRegistration find_registration(std::string_view name) { return Registry::instance().entry(name); }
+
+StrategyTrait StrategyTrait::when(std::string option, std::vector<std::string> values) {
+  StrategyTrait trait;
+  trait.option_ = std::move(option);
+  trait.values_ = std::move(values);
+  return trait;
+}
+
+bool StrategyTrait::holds(const StrategyOptions& options) const {
+  if (option_.empty()) return value_;
+  const std::optional<StrategyOption> declaration = find_option(option_);
+  FAST_ENFORCE(declaration.has_value(), "strategy trait: option '{}' is not declared", option_);
+  const std::string value = declaration->text(declaration->load(options));
+  return std::find(values_.begin(), values_.end(), value) != values_.end();
+}
+
+namespace {
+
+// "a", "a and b", "a, b and c".
+std::string phrase(const std::vector<std::string>& items, std::string_view last_joint) {
+  if (items.empty()) return {};
+  if (items.size() == 1) return items.front();
+  const std::vector<std::string> head(items.begin(), items.end() - 1);
+  return fmt::format("{} {} {}", fmt::join(head, ", "), last_joint, items.back());
+}
+
+}  // namespace
+
+std::string StrategyTrait::condition() const {
+  if (option_.empty()) return {};
+  return fmt::format("with {} = {}", option_, phrase(values_, "or"));
+}
+
+std::string StrategyTrait::condition_for(const StrategyOptions& options) const {
+  if (option_.empty()) return {};
+  const std::optional<StrategyOption> declaration = find_option(option_);
+  FAST_ENFORCE(declaration.has_value(), "strategy trait: option '{}' is not declared", option_);
+  return fmt::format("with {} = {}", option_, declaration->text(declaration->load(options)));
+}
+
+std::string strategies_with(StrategyTrait StrategyRegistration::*trait,
+                            const std::function<bool(const StrategyRegistration&)>& also) {
+  std::vector<std::string> items;
+  for (const StrategyRegistration& r : Registry::instance().registrations()) {
+    const StrategyTrait& t = r.*trait;
+    if (!t.can_hold() || (also && !also(r))) continue;
+    const std::string condition = t.condition();
+    items.push_back(condition.empty() ? r.name : fmt::format("{} {}", r.name, condition));
+  }
+  return items.empty() ? std::string("none") : phrase(items, "and");
+}
 
 namespace {
 

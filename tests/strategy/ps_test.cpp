@@ -422,6 +422,10 @@ TEST(Ps, BadOptionsNameTheOptionAndTheAllowedValues) {
                                         {"'servers'", "[1, 2]", "got 3"});
     expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .mode = "ssp", .staleness = -1}, comm); },
                                         {"'staleness'", ">= 0", "got -1"});
+    // The robust aggregates where the trait robust_aggregate holds: mode sync.
+    expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .mode = "ssp", .aggregate = "median"}, comm); },
+                                        {"the robust rules apply to allreduce and ps with mode = sync",
+                                         "strategy 'ps' with mode = ssp takes aggregate = mean"});
     expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .lr_semantics = "per-step"}, comm); },
                                         {"'lr_semantics'", "per-sample, per-gradient", "'per-step'"});
     // A strategy used without the Worker (no attach()) says so.

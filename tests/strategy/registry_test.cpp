@@ -91,6 +91,20 @@ TEST(StrategyRegistry, BadValuesNameTheOptionTheExpectationAndTheValue) {
   EXPECT_EQ(o.mode, "async");
 }
 
+TEST(StrategyRegistry, TraitsComeFromTheRegistrations) {
+  EXPECT_EQ(strategies_with(&StrategyRegistration::sends_gradients), "allreduce and ps");
+  EXPECT_EQ(strategies_with(&StrategyRegistration::robust_aggregate), "allreduce and ps with mode = sync");
+  EXPECT_EQ(strategies_with(&StrategyRegistration::asynchronous).find("ps with mode = async or ssp, easgd, adpsgd, gosgd"
+                                                                      " and acid"),
+            0u);
+  EXPECT_FALSE(find_registration("ps").asynchronous.holds({.name = "ps", .mode = "sync"}));
+  EXPECT_TRUE(find_registration("ps").asynchronous.holds({.name = "ps", .mode = "ssp"}));
+  EXPECT_TRUE(find_registration("acid").asynchronous.holds({.name = "acid"}));
+  EXPECT_FALSE(find_registration("dpsgd").asynchronous.holds({.name = "dpsgd"}));
+  expect_error<core::InvalidArgument>([] { (void)find_registration("pushsum"); },
+                                      {"strategy: unknown name 'pushsum'; expected one of: allreduce, ps"});
+}
+
 TEST(StrategyOption, ExclusiveBoundsAndSentinels) {
   StrategyOption open = StrategyOption::number("x", 0.5, "h.").greater_than(0).less_than(1);
   EXPECT_EQ(open.expected(), "a number in (0, 1)");

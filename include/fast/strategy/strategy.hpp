@@ -250,7 +250,7 @@ std::vector<std::string> strategy_names();
 // docs/compression.md). Used by dpsgd and acid.
 double default_consensus_step(const std::string& codec);
 // With options.dgc: InvalidArgument, naming the option and what is expected, unless the strategy
-// sends gradients (allreduce, ps), the codec has a keep ratio (topk:ratio=R or randk:ratio=R) and
+// sends gradients (its registration's trait sends_gradients: allreduce, ps), the codec has a keep ratio (topk:ratio=R or randk:ratio=R) and
 // options.optimizer is sgd, momentum or nesterov; and for DGC options out of range. Nothing
 // without dgc. make_strategy calls it; fast train calls it before reading any data.
 void validate_dgc(const StrategyOptions& options);
