@@ -8,7 +8,6 @@
 #include <fmt/ranges.h>
 
 #include "builtin.hpp"
-#include "fast/compress/codec.hpp"
 #include "fast/core/error.hpp"
 
 namespace fast::strategy {
@@ -61,6 +60,16 @@ class Registry {
   std::vector<StrategyRegistration> registrations() {
     const std::lock_guard lock(mutex_);
     return strategies_;
+  }
+
+  // The declarations of the options strategy `name` reads: the common ones, then its own.
+  std::vector<StrategyOption> options_of(std::string_view name) {
+    const std::lock_guard lock(mutex_);
+    std::vector<StrategyOption> out;
+    for (const DeclaredOption& d : options_)
+      if (d.strategies.empty() || std::find(d.strategies.begin(), d.strategies.end(), name) != d.strategies.end())
+        out.push_back(d.option);
+    return out;
   }
 
   std::vector<std::string> names() {
@@ -272,6 +281,20 @@ std::string strategies_with(StrategyTrait StrategyRegistration::*trait,
   return items.empty() ? std::string("none") : phrase(items, "and");
 }
 
+void validate_declared_options(const StrategyOptions& options) {
+  for (const StrategyOption& o : Registry::instance().options_of(options.name)) {
+    try {
+      o.validate(o.load(options));
+    } catch (const core::InvalidArgument& e) {
+      // validate()'s message starts with "NAME: "; the check of a common option may not.
+      std::string_view what = e.what();
+      const std::string prefix = o.name() + ": ";
+      if (what.starts_with(prefix)) what.remove_prefix(prefix.size());
+      FAST_THROW(core::InvalidArgument, "strategy '{}': option '{}': {}", options.name, o.name(), what);
+    }
+  }
+}
+
 namespace {
 
 template <typename T>
@@ -303,10 +326,12 @@ void StrategyOptions::set(std::string_view key, const OptionValue& value) {
 
 namespace {
 
-// The registry entry of options.name, after the checks every strategy shares; InvalidArgument
-// listing the names for an unknown one.
+// The registry entry of options.name, after the checks every strategy shares: its declared
+// options in range, dgc, the common options against the world size; InvalidArgument listing the
+// names for an unknown one.
 StrategyRegistration checked_entry(const StrategyOptions& options, int workers) {
   StrategyRegistration entry = Registry::instance().entry(options.name);
+  validate_declared_options(options);
   validate_dgc(options);
   builtin::check_common(options, workers);
   return entry;
@@ -316,8 +341,6 @@ StrategyRegistration checked_entry(const StrategyOptions& options, int workers) 
 
 void check_strategy_options(const StrategyOptions& options, int workers) {
   const StrategyRegistration entry = checked_entry(options, workers);
-  (void)parse_sparse_reduce(options.sparse_allreduce);
-  (void)compress::make_codec(options.compress);
   if (entry.check) entry.check(options, workers);
 }
 

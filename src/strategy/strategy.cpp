@@ -85,10 +85,8 @@ void validate_dgc(const StrategyOptions& options) {
   FAST_ENFORCE(opt == "sgd" || opt == "momentum" || opt == "nesterov",
                "dgc: needs optimizer sgd, momentum or nesterov (its momentum is corrected on each worker); got "
                "optimizer = '{}'", opt);
-  FAST_ENFORCE(options.dgc_clip >= 0 && std::isfinite(options.dgc_clip),
-               "dgc: dgc_clip must be a finite number >= 0 (0: off), got {}", options.dgc_clip);
-  FAST_ENFORCE(options.dgc_warmup_ratio > 0 && options.dgc_warmup_ratio <= 1,
-               "dgc: dgc_warmup_ratio must be in (0, 1], got {}", options.dgc_warmup_ratio);
+  // dgc_clip and dgc_warmup_ratio are declared options (shared_options.cpp); make_strategy()
+  // checks them against their declarations. dgc_warmup_steps is filled in by the framework.
   FAST_ENFORCE(options.dgc_warmup_steps >= 0, "dgc: dgc_warmup_steps must be >= 0, got {}", options.dgc_warmup_steps);
 }
 

@@ -417,7 +417,7 @@ TEST(Ps, BadOptionsNameTheOptionAndTheAllowedValues) {
     expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .mode = "bsp"}, comm); },
                                         {"'mode'", "sync, async, ssp", "'bsp'"});
     expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .servers = 0}, comm); },
-                                        {"'servers'", "[1, 2]", "got 0"});
+                                        {"strategy 'ps': option 'servers'", "[1, 65536]", "got 0"});  // declared
     expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .servers = 3}, comm); },
                                         {"'servers'", "[1, 2]", "got 3"});
     expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .mode = "ssp", .staleness = -1}, comm); },

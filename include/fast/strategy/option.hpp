@@ -78,7 +78,8 @@ class StrategyOption {
 
   // The range of an integer or number option: at_least and at_most are inclusive bounds,
   // greater_than and less_than exclusive ones; or_exactly accepts one value outside the range too
-  // (a sentinel: acid_eta's -1, "from the graph").
+  // (a sentinel: acid_eta's -1, "from the graph"). The declaration is the only range check of a
+  // strategy option: the config layer and make_strategy() both validate against it.
   StrategyOption& at_least(double minimum);
   StrategyOption& greater_than(double minimum);
   StrategyOption& at_most(double maximum);

@@ -13,7 +13,10 @@
 //       .options = {fast::strategy::StrategyOption::number("my_rate", 0.5, "the rate of ...").greater_than(0)}});
 //
 // Its options then are config keys (my_rate = 0.25), flags (--my-rate 0.25) and --help lines, and
-// MyStrategy reads them with options.get_number("my_rate").
+// MyStrategy reads them with options.get_number("my_rate"). make_strategy() validates every
+// option the strategy declares against its declaration before it calls the factory, so a
+// constructor receives options in their declared ranges; `check` adds only what a declaration
+// cannot say (one option against another, an option against the world size).
 //
 // The registration also declares the strategy's traits: what the generic Worker, the training
 // loop and the shared option checks know of it without making it (whether it is asynchronous,
@@ -87,7 +90,7 @@ struct StrategyRegistration {
   std::string summary;                  // a few words for the help of `strategy`
   StrategyFactory make;                 // required
   std::vector<StrategyOption> options;  // the options it reads beyond the common ones
-  StrategyCheck check;                  // optional
+  StrategyCheck check;                  // optional: checks across options or against the world size
   // Traits. asynchronous: Strategy::asynchronous() of what `make` returns for these options (the
   // Worker refuses a strategy that disagrees); it decides, before the workers start, whether a run
   // goes on without a lost worker, how it is scheduled and checkpointed.
@@ -139,5 +142,10 @@ StrategyRegistration find_registration(std::string_view name);
 // sync"; "none" when there is none.
 std::string strategies_with(StrategyTrait StrategyRegistration::*trait,
                             const std::function<bool(const StrategyRegistration&)>& also = {});
+// Every option that strategy `name` reads (the common ones, then its own) against its
+// declaration: InvalidArgument "strategy 'NAME': option 'KEY': expected ..., got ..." for the
+// first out of range, of the wrong type or refused by its check. make_strategy() and
+// check_strategy_options() call it first.
+void validate_declared_options(const StrategyOptions& options);
 
 }  // namespace fast::strategy
