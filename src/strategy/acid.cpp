@@ -16,12 +16,6 @@
 
 namespace fast::strategy {
 
-namespace {
-
-bool auto_or_valid(double v) { return v == -1 || (std::isfinite(v) && v >= 0); }
-
-}  // namespace
-
 AcidConstants acid_constants(const topology::Graph& graph, double comm_rate) {
   const int n = graph.size();
   FAST_ENFORCE(n >= 2, "acid: the paper's constants need at least 2 workers, got {}", n);
@@ -55,19 +49,9 @@ void acid_mix(std::span<float> x, std::span<float> x_tilde, double eta, double d
 }
 
 namespace {
-// The options in range and the graph of `options.topology` on n workers, checked for acid.
+// The graph of `options.topology` on n workers, checked for acid (the options' ranges are their
+// declarations', checked by make_strategy).
 topology::Graph acid_graph(const StrategyOptions& options, int n) {
-  FAST_ENFORCE(
-      std::isfinite(options.comm_rate) && options.comm_rate > 0 && options.comm_rate <= AcidStrategy::kMaxCommRate,
-      "acid: comm_rate (expected communications per gradient step) must be in (0, {}], got {}",
-      AcidStrategy::kMaxCommRate, options.comm_rate);
-  FAST_ENFORCE(auto_or_valid(options.acid_eta),
-               "acid: acid_eta must be >= 0, or -1 for the paper's value from the graph, got {}", options.acid_eta);
-  FAST_ENFORCE(options.consensus_step >= 0 && options.consensus_step <= 1,
-               "acid: consensus_step must be in (0, 1], or 0 for the codec's default; got {}", options.consensus_step);
-  FAST_ENFORCE(auto_or_valid(options.acid_alpha_tilde),
-               "acid: acid_alpha_tilde must be >= 0, or -1 for the paper's value from the graph, got {}",
-               options.acid_alpha_tilde);
   return topology::make_undirected_connected(options.topology, n, options.seed, "acid",
                                              "acid needs an undirected one (pairwise exchanges)");
 }
@@ -272,15 +256,22 @@ StrategyRegistration builtin::acid_registration() {
           .make = factory_of<AcidStrategy>(),
           .options = {StrategyOption::field("comm_rate", &StrategyOptions::comm_rate,
                                             "expected pairwise communications per gradient step.")
-                          .greater_than(0),
+                          .greater_than(0)
+                          .at_most(AcidStrategy::kMaxCommRate),
                       StrategyOption::field("acid_eta", &StrategyOptions::acid_eta,
                                             "momentum mixing rate per gradient step; -1: from the graph, as the "
-                                            "paper sets it."),
+                                            "paper sets it.")
+                          .at_least(0)
+                          .or_exactly(-1),
                       StrategyOption::field("acid_alpha_tilde", &StrategyOptions::acid_alpha_tilde,
                                             "gossip weight of the momentum variable; -1: from the graph, as the "
-                                            "paper sets it."),
+                                            "paper sets it.")
+                          .at_least(0)
+                          .or_exactly(-1),
                       topology_option(), consensus_step_option()},
-          .check = &AcidStrategy::check_options};
+          .check = &AcidStrategy::check_options,
+          .asynchronous = true,
+          .rejoin = &rejoin_without_codec};
 }
 
 }  // namespace fast::strategy

@@ -157,7 +157,9 @@ StrategyRegistration builtin::adpsgd_registration() {
           .summary = "asynchronous pairwise gossip",
           .make = factory_of<AdpsgdStrategy>(),
           .options = {topology_option()},
-          .check = &AdpsgdStrategy::check_options};
+          .check = &AdpsgdStrategy::check_options,
+          .asynchronous = true,
+          .rejoin = &rejoin_without_codec};
 }
 
 }  // namespace fast::strategy

@@ -139,7 +139,9 @@ StrategyRegistration builtin::allreduce_registration() {
   return {.name = "allreduce",
           .summary = "synchronous gradient averaging",
           .make = factory_of<AllreduceStrategy>(),
-          .options = std::move(options)};
+          .options = std::move(options),
+          .sends_gradients = true,
+          .robust_aggregate = true};
 }
 
 }  // namespace fast::strategy

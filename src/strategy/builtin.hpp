@@ -3,6 +3,7 @@
 // the options several of them share. registry.cpp registers them, in documentation order, the
 // first time the registry is used (a static library would drop self-registering objects).
 
+#include <string>
 #include <vector>
 
 #include "fast/strategy/registry.hpp"
@@ -29,7 +30,11 @@ std::vector<StrategyOption>
 dgc_options();  // allreduce, ps: dgc, dgc_clip, dgc_masking, dgc_local_view, dgc_warmup_ratio
 
 // strategy.cpp: the checks of the common options (aggregate, fault_inject) for a world of
-// `workers`; InvalidArgument naming the option.
+// `workers` and the strategy's traits; InvalidArgument naming the option.
 void check_common(const StrategyOptions& options, int workers);
+// strategy.cpp: the rejoin check (StrategyRegistration::rejoin) of the built-in asynchronous
+// strategies: a worker can rejoin without a codec (with one, the links' codec references of the
+// others would not match the newcomer's).
+std::string rejoin_without_codec(const StrategyOptions& options, int rank);
 
 }  // namespace fast::strategy::builtin

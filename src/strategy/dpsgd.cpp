@@ -11,8 +11,6 @@ namespace fast::strategy {
 namespace {
 // The graph of `options.topology` on n workers, checked for dpsgd.
 topology::Graph dpsgd_graph(const StrategyOptions& options, int n) {
-  FAST_ENFORCE(options.consensus_step >= 0 && options.consensus_step <= 1,
-               "dpsgd: consensus_step must be in (0, 1], or 0 for the codec's default; got {}", options.consensus_step);
   return topology::make_undirected_connected(options.topology, n, options.seed, "dpsgd",
                                              "dpsgd needs an undirected one (its mixing must be doubly stochastic)");
 }

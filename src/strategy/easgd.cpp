@@ -9,16 +9,8 @@
 
 namespace fast::strategy {
 
-void EasgdStrategy::check_options(const StrategyOptions& options, int) {
-  FAST_ENFORCE(std::isfinite(options.alpha) && options.alpha > 0 && options.alpha < 1,
-               "easgd: alpha (the elastic moving rate) must be in (0, 1), got {}", options.alpha);
-  FAST_ENFORCE(options.tau >= 1, "easgd: tau (steps between elastic exchanges) must be >= 1, got {}", options.tau);
-}
-
 EasgdStrategy::EasgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
-    : Strategy(comm), options_(options) {
-  check_options(options, comm.size());
-}
+    : Strategy(comm), options_(options) {}
 
 EasgdStrategy::~EasgdStrategy() = default;
 
@@ -182,10 +174,11 @@ StrategyRegistration builtin::easgd_registration() {
       .summary = "elastic averaging",
       .make = factory_of<EasgdStrategy>(),
       .options =
-          {StrategyOption::field("alpha", &StrategyOptions::alpha, "elastic moving rate, in (0, 1).").greater_than(0),
+          {StrategyOption::field("alpha", &StrategyOptions::alpha, "elastic moving rate.").greater_than(0).less_than(1),
            StrategyOption::field("tau", &StrategyOptions::tau, "local steps between elastic exchanges with the centre.")
                .at_least(1)},
-      .check = &EasgdStrategy::check_options};
+      .asynchronous = true,
+      .rejoin = &rejoin_without_codec};
 }
 
 }  // namespace fast::strategy

@@ -17,8 +17,6 @@ namespace {
 constexpr double kMinPushMass = 1e-200;
 
 topology::TopologySchedule checked_schedule(const StrategyOptions& options, int n) {
-  const double p = options.gossip_probability;
-  FAST_ENFORCE(std::isfinite(p) && p > 0 && p <= 1, "gosgd: gossip_probability must be in (0, 1], got {}", p);
   topology::TopologySchedule schedule = topology::make_schedule(options.topology, n, options.seed);
   // Periodic schedules are checked over their period; random kinds over 4N rounds.
   topology::check_connected_over(schedule, schedule.period() > 0 ? schedule.period() : std::int64_t{4} * n);
@@ -265,10 +263,13 @@ StrategyRegistration builtin::gosgd_registration() {
           .summary = "push-sum gossip",
           .make = factory_of<GosgdStrategy>(),
           .options = {StrategyOption::field("gossip_probability", &StrategyOptions::gossip_probability,
-                                            "probability that a step pushes half its mass to a peer, in (0, 1].")
-                          .greater_than(0),
+                                            "probability that a step pushes half its mass to a peer.")
+                          .greater_than(0)
+                          .at_most(1),
                       topology_option()},
-          .check = &GosgdStrategy::check_options};
+          .check = &GosgdStrategy::check_options,
+          .asynchronous = true,
+          .rejoin = &rejoin_without_codec};
 }
 
 }  // namespace fast::strategy

@@ -8,15 +8,8 @@
 
 namespace fast::strategy {
 
-void LocalSgdStrategy::check_options(const StrategyOptions& options, int) {
-  FAST_ENFORCE(options.period >= 1, "local-sgd: period must be >= 1, got {}", options.period);
-  FAST_ENFORCE(options.sync_warmup >= 0, "local-sgd: sync_warmup must be >= 0, got {}", options.sync_warmup);
-}
-
 LocalSgdStrategy::LocalSgdStrategy(const StrategyOptions& options, collective::Communicator& comm)
-    : Strategy(comm), options_(options) {
-  check_options(options, comm.size());
-}
+    : Strategy(comm), options_(options) {}
 
 void LocalSgdStrategy::attach(ModelState state) {
   if (!compresses(options_)) return;
@@ -83,14 +76,13 @@ StrategyRegistration builtin::local_sgd_registration() {
   return {.name = "local-sgd",
           .summary = "periodic model averaging",
           .make = factory_of<LocalSgdStrategy>(),
-          .options = {StrategyOption::field("period", &StrategyOptions::period,
-                                            "average the replicas every this many steps.")
-                          .at_least(1),
-                      StrategyOption::field("sync_warmup", &StrategyOptions::sync_warmup,
-                                            "the first this many steps average gradients (as allreduce).")
-                          .at_least(0),
-                      sparse_allreduce_option()},
-          .check = &LocalSgdStrategy::check_options};
+          .options = {
+              StrategyOption::field("period", &StrategyOptions::period, "average the replicas every this many steps.")
+                  .at_least(1),
+              StrategyOption::field("sync_warmup", &StrategyOptions::sync_warmup,
+                                    "the first this many steps average gradients (as allreduce).")
+                  .at_least(0),
+              sparse_allreduce_option()}};
 }
 
 }  // namespace fast::strategy

@@ -96,6 +96,18 @@ StrategyOption& StrategyOption::greater_than(double minimum) {
 
 StrategyOption& StrategyOption::at_most(double maximum) {
   max_ = maximum;
+  max_open_ = false;
+  return *this;
+}
+
+StrategyOption& StrategyOption::less_than(double maximum) {
+  max_ = maximum;
+  max_open_ = true;
+  return *this;
+}
+
+StrategyOption& StrategyOption::or_exactly(double value) {
+  exactly_ = value;
   return *this;
 }
 
@@ -116,14 +128,21 @@ std::string StrategyOption::expected() const {
   const bool is_integer = type_ == OptionType::integer;
   const std::string_view what = is_integer ? "an integer" : "a number";
   const bool has_min = std::isfinite(min_), has_max = std::isfinite(max_);
+  std::string range;
   switch (type_) {
     case OptionType::integer:
     case OptionType::number:
-      if (has_min && has_max) return fmt::format("{} in {}{}, {}]", what, min_open_ ? '(' : '[', min_, max_);
-      if (has_min && min_open_ && min_ == 0) return is_integer ? "a positive integer" : "a positive number";
-      if (has_min) return fmt::format("{} {} {}", what, min_open_ ? ">" : ">=", min_);
-      if (has_max) return fmt::format("{} <= {}", what, max_);
-      return std::string(what);
+      if (has_min && has_max)
+        range = fmt::format("{} in {}{}, {}{}", what, min_open_ ? '(' : '[', min_, max_, max_open_ ? ')' : ']');
+      else if (has_min && min_open_ && min_ == 0)
+        range = is_integer ? "a positive integer" : "a positive number";
+      else if (has_min)
+        range = fmt::format("{} {} {}", what, min_open_ ? ">" : ">=", min_);
+      else if (has_max)
+        range = fmt::format("{} {} {}", what, max_open_ ? "<" : "<=", max_);
+      else
+        range = std::string(what);
+      return exactly_ ? fmt::format("{}, or {}", range, *exactly_) : range;
     case OptionType::string: return "a string";
     case OptionType::boolean: return "true or false";
     case OptionType::choice: return fmt::format("one of: {}", fmt::join(allowed_, ", "));
@@ -133,7 +152,8 @@ std::string StrategyOption::expected() const {
 
 bool StrategyOption::same_setting(const StrategyOption& other) const {
   return type_ == other.type_ && default_ == other.default_ && min_ == other.min_ && max_ == other.max_ &&
-         min_open_ == other.min_open_ && allowed_ == other.allowed_;
+         min_open_ == other.min_open_ && max_open_ == other.max_open_ && exactly_ == other.exactly_ &&
+         allowed_ == other.allowed_;
 }
 
 OptionValue StrategyOption::parse(const std::string& text) const {
@@ -159,7 +179,9 @@ void StrategyOption::validate(const OptionValue& value) const {
     const double v =
         type_ == OptionType::integer ? static_cast<double>(std::get<std::int64_t>(value)) : std::get<double>(value);
     const bool above = min_open_ ? v > min_ : v >= min_;
-    FAST_ENFORCE(std::isfinite(v) && above && v <= max_, "{}: expected {}, got {}", name_, expected(), text(value));
+    const bool below = max_open_ ? v < max_ : v <= max_;
+    FAST_ENFORCE((std::isfinite(v) && above && below) || (exactly_ && v == *exactly_), "{}: expected {}, got {}", name_,
+                 expected(), text(value));
   }
   if (type_ == OptionType::choice) {
     const std::string& v = std::get<std::string>(value);

@@ -18,6 +18,7 @@ namespace fast::strategy {
 using namespace ps_protocol;
 
 namespace {
+// The mode's declaration (ps_registration) allows only these three; make_strategy checked it.
 PsMode parse_mode(const std::string& mode) {
   if (mode == "sync") return PsMode::sync;
   if (mode == "async") return PsMode::async;
@@ -25,10 +26,9 @@ PsMode parse_mode(const std::string& mode) {
   FAST_THROW(core::InvalidArgument, "ps: option 'mode' must be one of sync, async, ssp; got '{}'", mode);
 }
 
-// The factor on the learning rate a worker sends with its push (StrategyOptions::lr_semantics).
+// The factor on the learning rate a worker sends with its push (StrategyOptions::lr_semantics,
+// per-sample or per-gradient by its declaration).
 double lr_scale(const std::string& semantics, PsMode mode, int workers) {
-  FAST_ENFORCE(semantics == "per-sample" || semantics == "per-gradient",
-               "ps: option 'lr_semantics' must be one of per-sample, per-gradient; got '{}'", semantics);
   if (mode == PsMode::sync || semantics == "per-gradient") return 1.0;
   return 1.0 / static_cast<double>(workers);
 }
@@ -52,19 +52,14 @@ void PsStrategy::with_servers(const char* what, Fn&& fn) {
   }
 }
 
+// The declarations bound servers by [1, kMaxShards] and staleness by >= 0; a robust aggregate
+// needs mode sync by the trait robust_aggregate (make_strategy checks both).
 void PsStrategy::check_options(const StrategyOptions& options, int n) {
-  (void)lr_scale(options.lr_semantics, parse_mode(options.mode), n);
-  // (make_strategy's shared checks refused a robust aggregate with a codec or dgc.)
-  FAST_ENFORCE(Aggregate::parse(options.aggregate, n).is_mean() || options.mode == "sync",
-               "ps: aggregate '{}' needs mode = sync (a round's gradients together); got mode = {}", options.aggregate,
-               options.mode);
-  if (options.servers < 1 || options.servers > n || options.servers > static_cast<std::int64_t>(kMaxShards))
+  if (options.servers > n)
     FAST_THROW(core::InvalidArgument,
                "ps: option 'servers' must be in [1, {}] (1 to the number of workers; servers are co-located on "
                "ranks 0..servers-1); got {}",
-               std::min<std::int64_t>(n, kMaxShards), options.servers);
-  if (options.staleness < 0)
-    FAST_THROW(core::InvalidArgument, "ps: option 'staleness' (the ssp bound) must be >= 0; got {}", options.staleness);
+               n, options.servers);
 }
 
 PsStrategy::PsStrategy(const StrategyOptions& options, collective::Communicator& comm)
@@ -388,15 +383,31 @@ StrategyRegistration builtin::ps_registration() {
                             "mode ssp: a worker never runs more than this many steps ahead of the slowest.")
           .at_least(0),
       StrategyOption::field("servers", &StrategyOptions::servers,
-                            "parameter-server shards, hosted by workers 0..servers-1.")
-          .at_least(1),
+                            "parameter-server shards, hosted by workers 0..servers-1 (at most the workers).")
+          .at_least(1)
+          .at_most(kMaxShards),
   };
   for (StrategyOption& o : dgc_options()) options.push_back(std::move(o));
+  // Rejoining: an asynchronous run takes back a worker that hosts no server (a server's shard was
+  // lost with its process), without a codec.
+  const RejoinCheck rejoin = [](const StrategyOptions& o, int rank) -> std::string {
+    std::string refusal = rejoin_without_codec(o, rank);
+    if (refusal.empty() && rank >= 0 && rank < o.servers)
+      refusal = fmt::format(
+          "worker {} hosts the server of shard {}, whose part of the model was lost with its first "
+          "process; only workers {} and up (no server) can rejoin a ps run",
+          rank, rank, o.servers);
+    return refusal;
+  };
   return {.name = "ps",
           .summary = "parameter server, see mode",
           .make = factory_of<PsStrategy>(),
           .options = std::move(options),
-          .check = &PsStrategy::check_options};
+          .check = &PsStrategy::check_options,
+          .asynchronous = StrategyTrait::when("mode", {"async", "ssp"}),
+          .rejoin = rejoin,
+          .sends_gradients = true,
+          .robust_aggregate = StrategyTrait::when("mode", {"sync"})};
 }
 
 }  // namespace fast::strategy

@@ -8,7 +8,6 @@
 #include <fmt/ranges.h>
 
 #include "builtin.hpp"
-#include "fast/compress/codec.hpp"
 #include "fast/core/error.hpp"
 
 namespace fast::strategy {
@@ -47,14 +46,30 @@ class Registry {
     ++generation_;
   }
 
-  // The factory and check of strategy `name` (copies: they run without the lock, and may make
-  // strategies themselves); InvalidArgument listing the names for an unknown one.
-  StrategyRegistration entry(const std::string& name) {
+  // The registration of strategy `name` without its options (a copy: its functions run without
+  // the lock, and may make strategies themselves); InvalidArgument listing the names for an
+  // unknown one.
+  StrategyRegistration entry(std::string_view name) {
     const std::lock_guard lock(mutex_);
     for (const StrategyRegistration& r : strategies_)
-      if (r.name == name) return {r.name, r.summary, r.make, {}, r.check};
+      if (r.name == name) return r;
     FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'; expected one of: {}", name,
                fmt::join(names_locked(), ", "));
+  }
+
+  std::vector<StrategyRegistration> registrations() {
+    const std::lock_guard lock(mutex_);
+    return strategies_;
+  }
+
+  // The declarations of the options strategy `name` reads: the common ones, then its own.
+  std::vector<StrategyOption> options_of(std::string_view name) {
+    const std::lock_guard lock(mutex_);
+    std::vector<StrategyOption> out;
+    for (const DeclaredOption& d : options_)
+      if (d.strategies.empty() || std::find(d.strategies.begin(), d.strategies.end(), name) != d.strategies.end())
+        out.push_back(d.option);
+    return out;
   }
 
   std::vector<std::string> names() {
@@ -158,6 +173,39 @@ class Registry {
                    r.name, o.name(), o.expected(), o.text(o.default_value()), known->strategies.front(),
                    known->option.expected(), known->option.text(known->option.default_value()));
     }
+    check_trait(r, "asynchronous", r.asynchronous);
+    check_trait(r, "sends_gradients", r.sends_gradients);
+    check_trait(r, "robust_aggregate", r.robust_aggregate);
+  }
+
+  // A condition on an option: the option is the strategy's own or common, and each value is one
+  // it accepts, written as the option writes it.
+  void check_trait(const StrategyRegistration& r, std::string_view trait_name, const StrategyTrait& trait) {
+    if (trait.option().empty()) return;
+    const StrategyOption* option = nullptr;
+    for (const StrategyOption& o : r.options)
+      if (o.name() == trait.option()) option = &o;
+    if (option == nullptr) {
+      const DeclaredOption* common = find(trait.option());
+      if (common != nullptr && common->strategies.empty()) option = &common->option;
+    }
+    FAST_ENFORCE(option != nullptr,
+                 "register_strategy: strategy '{}': trait {} depends on option '{}', which it does not declare", r.name,
+                 trait_name, trait.option());
+    FAST_ENFORCE(!trait.values().empty(), "register_strategy: strategy '{}': trait {} lists no value of option '{}'",
+                 r.name, trait_name, trait.option());
+    for (const std::string& value : trait.values()) {
+      std::string written;
+      try {
+        written = option->text(option->parse(value));
+      } catch (const core::InvalidArgument& e) {
+        FAST_THROW(core::InvalidArgument, "register_strategy: strategy '{}': trait {}: option {}", r.name, trait_name,
+                   e.what());
+      }
+      FAST_ENFORCE(written == value,
+                   "register_strategy: strategy '{}': trait {}: option '{}' writes the value '{}' as '{}'", r.name,
+                   trait_name, trait.option(), value, written);
+    }
   }
 
   std::mutex mutex_;
@@ -179,6 +227,73 @@ std::vector<std::pair<std::string, std::string>> strategy_summaries() { return R
 std::uint64_t registry_generation() { return Registry::instance().generation(); }
 
 std::vector<std::string> strategy_names() { return Registry::instance().names(); }
+
+StrategyRegistration find_registration(std::string_view name) { return Registry::instance().entry(name); }
+
+StrategyTrait StrategyTrait::when(std::string option, std::vector<std::string> values) {
+  StrategyTrait trait;
+  trait.option_ = std::move(option);
+  trait.values_ = std::move(values);
+  return trait;
+}
+
+bool StrategyTrait::holds(const StrategyOptions& options) const {
+  if (option_.empty()) return value_;
+  const std::optional<StrategyOption> declaration = find_option(option_);
+  FAST_ENFORCE(declaration.has_value(), "strategy trait: option '{}' is not declared", option_);
+  const std::string value = declaration->text(declaration->load(options));
+  return std::find(values_.begin(), values_.end(), value) != values_.end();
+}
+
+namespace {
+
+// "a", "a and b", "a, b and c".
+std::string phrase(const std::vector<std::string>& items, std::string_view last_joint) {
+  if (items.empty()) return {};
+  if (items.size() == 1) return items.front();
+  const std::vector<std::string> head(items.begin(), items.end() - 1);
+  return fmt::format("{} {} {}", fmt::join(head, ", "), last_joint, items.back());
+}
+
+}  // namespace
+
+std::string StrategyTrait::condition() const {
+  if (option_.empty()) return {};
+  return fmt::format("with {} = {}", option_, phrase(values_, "or"));
+}
+
+std::string StrategyTrait::condition_for(const StrategyOptions& options) const {
+  if (option_.empty()) return {};
+  const std::optional<StrategyOption> declaration = find_option(option_);
+  FAST_ENFORCE(declaration.has_value(), "strategy trait: option '{}' is not declared", option_);
+  return fmt::format("with {} = {}", option_, declaration->text(declaration->load(options)));
+}
+
+std::string strategies_with(StrategyTrait StrategyRegistration::*trait,
+                            const std::function<bool(const StrategyRegistration&)>& also) {
+  std::vector<std::string> items;
+  for (const StrategyRegistration& r : Registry::instance().registrations()) {
+    const StrategyTrait& t = r.*trait;
+    if (!t.can_hold() || (also && !also(r))) continue;
+    const std::string condition = t.condition();
+    items.push_back(condition.empty() ? r.name : fmt::format("{} {}", r.name, condition));
+  }
+  return items.empty() ? std::string("none") : phrase(items, "and");
+}
+
+void validate_declared_options(const StrategyOptions& options) {
+  for (const StrategyOption& o : Registry::instance().options_of(options.name)) {
+    try {
+      o.validate(o.load(options));
+    } catch (const core::InvalidArgument& e) {
+      // validate()'s message starts with "NAME: "; the check of a common option may not.
+      std::string_view what = e.what();
+      const std::string prefix = o.name() + ": ";
+      if (what.starts_with(prefix)) what.remove_prefix(prefix.size());
+      FAST_THROW(core::InvalidArgument, "strategy '{}': option '{}': {}", options.name, o.name(), what);
+    }
+  }
+}
 
 namespace {
 
@@ -211,10 +326,12 @@ void StrategyOptions::set(std::string_view key, const OptionValue& value) {
 
 namespace {
 
-// The registry entry of options.name, after the checks every strategy shares; InvalidArgument
-// listing the names for an unknown one.
+// The registry entry of options.name, after the checks every strategy shares: its declared
+// options in range, dgc, the common options against the world size; InvalidArgument listing the
+// names for an unknown one.
 StrategyRegistration checked_entry(const StrategyOptions& options, int workers) {
   StrategyRegistration entry = Registry::instance().entry(options.name);
+  validate_declared_options(options);
   validate_dgc(options);
   builtin::check_common(options, workers);
   return entry;
@@ -224,8 +341,6 @@ StrategyRegistration checked_entry(const StrategyOptions& options, int workers) 
 
 void check_strategy_options(const StrategyOptions& options, int workers) {
   const StrategyRegistration entry = checked_entry(options, workers);
-  (void)parse_sparse_reduce(options.sparse_allreduce);
-  (void)compress::make_codec(options.compress);
   if (entry.check) entry.check(options, workers);
 }
 

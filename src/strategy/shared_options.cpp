@@ -66,10 +66,12 @@ StrategyOption topology_option() {
 
 StrategyOption consensus_step_option() {
   return StrategyOption::field("consensus_step", &StrategyOptions::consensus_step,
-                               "with a codec: CHOCO-gossip's consensus step gamma in (0, 1] (acid: the fraction of "
-                               "the paper's update a communication applies); 0: the codec's default (1 for "
-                               "fp16/bf16, 0.8 int8, 0.4 sign, 0.05 sparse and powersgd).")
-      .at_least(0);
+                               "with a codec: CHOCO-gossip's consensus step gamma (acid: the fraction of the "
+                               "paper's update a communication applies); 0: the codec's default (1 for fp16/bf16, "
+                               "0.8 int8, 0.4 sign, 0.05 sparse and powersgd).")
+      .greater_than(0)
+      .at_most(1)
+      .or_exactly(0);
 }
 
 StrategyOption sparse_allreduce_option() {
@@ -97,8 +99,9 @@ std::vector<StrategyOption> dgc_options() {
              "dgc: each worker takes its gradient at the shared parameters minus its own residual (its "
              "updates not sent yet): on or off (off with dgc_masking = on: the paper's DGC)."),
       StrategyOption::field("dgc_warmup_ratio", &StrategyOptions::dgc_warmup_ratio,
-                            "dgc: density at the start of the sparsity warm-up, in (0, 1].")
-          .greater_than(0),
+                            "dgc: density at the start of the sparsity warm-up.")
+          .greater_than(0)
+          .at_most(1),
   };
 }
 

@@ -67,10 +67,15 @@ double default_consensus_step(const std::string& codec) {
 
 void validate_dgc(const StrategyOptions& options) {
   if (!options.dgc) return;
-  FAST_ENFORCE(options.name == "allreduce" || options.name == "ps",
-               "dgc: applies to the strategies that send gradients (allreduce, ps); strategy '{}' sends models "
+  const StrategyRegistration strategy = find_registration(options.name);
+  if (!strategy.sends_gradients.holds(options)) {
+    const std::string condition = strategy.sends_gradients.condition_for(options);
+    FAST_THROW(core::InvalidArgument,
+               "dgc: applies to the strategies that send gradients ({}); strategy '{}'{} sends models "
                "(docs/compression.md, \"Deep Gradient Compression\")",
-               options.name);
+               strategies_with(&StrategyRegistration::sends_gradients), options.name,
+               condition.empty() ? "" : " " + condition);
+  }
   FAST_ENFORCE(compress::make_codec(options.compress)->keep_ratio() > 0,
                "dgc: needs a sparsifying codec with a keep ratio (compress = topk:ratio=R or randk:ratio=R); got "
                "compress = '{}'",
@@ -80,10 +85,8 @@ void validate_dgc(const StrategyOptions& options) {
                "dgc: needs optimizer sgd, momentum or nesterov (its momentum is corrected on each worker); got "
                "optimizer = '{}'",
                opt);
-  FAST_ENFORCE(options.dgc_clip >= 0 && std::isfinite(options.dgc_clip),
-               "dgc: dgc_clip must be a finite number >= 0 (0: off), got {}", options.dgc_clip);
-  FAST_ENFORCE(options.dgc_warmup_ratio > 0 && options.dgc_warmup_ratio <= 1,
-               "dgc: dgc_warmup_ratio must be in (0, 1], got {}", options.dgc_warmup_ratio);
+  // dgc_clip and dgc_warmup_ratio are declared options (shared_options.cpp); make_strategy()
+  // checks them against their declarations. dgc_warmup_steps is filled in by the framework.
   FAST_ENFORCE(options.dgc_warmup_steps >= 0, "dgc: dgc_warmup_steps must be >= 0, got {}", options.dgc_warmup_steps);
 }
 
@@ -129,20 +132,33 @@ std::span<const float> Strategy::dgc_model(const compress::Dgc* dgc, std::span<c
   return dgc != nullptr && dgc->options().local_view ? dgc->shared() : params;
 }
 
-// The options every strategy shares: aggregate (a robust rule: allreduce or ps, each worker's whole
-// gradient, so no codec and no dgc; ps adds mode sync) and fault_inject.
+// The options every strategy shares: aggregate (a robust rule only where the strategy's trait
+// robust_aggregate holds, on each worker's whole gradient, so no codec and no dgc) and fault_inject.
 void builtin::check_common(const StrategyOptions& options, int workers) {
   if (!Aggregate::parse(options.aggregate, workers).is_mean()) {
-    FAST_ENFORCE(options.name == "allreduce" || options.name == "ps",
-                 "aggregate '{}': the robust rules apply to allreduce and ps (mode sync); strategy '{}' takes "
-                 "aggregate = mean (docs/faults.md)",
-                 options.aggregate, options.name);
+    const StrategyRegistration strategy = find_registration(options.name);
+    if (!strategy.robust_aggregate.holds(options)) {
+      const std::string condition = strategy.robust_aggregate.condition_for(options);
+      FAST_THROW(core::InvalidArgument,
+                 "aggregate '{}': the robust rules apply to {}; strategy '{}'{} takes aggregate = mean "
+                 "(docs/faults.md)",
+                 options.aggregate, strategies_with(&StrategyRegistration::robust_aggregate), options.name,
+                 condition.empty() ? "" : " " + condition);
+    }
     FAST_ENFORCE(!Strategy::compresses(options) && !options.dgc,
                  "aggregate '{}': the robust rules combine every worker's whole gradient; they do not go with "
                  "compress = '{}'{} (use aggregate = mean)",
                  options.aggregate, options.compress, options.dgc ? " and dgc" : "");
   }
   (void)FaultInjection::parse(options.fault_inject, workers);
+}
+
+std::string builtin::rejoin_without_codec(const StrategyOptions& options, int /*rank*/) {
+  if (!Strategy::compresses(options)) return {};
+  return fmt::format(
+      "compress = '{}' keeps per-link codec references that a new process does not have; "
+      "rejoining supports compress = none",
+      options.compress);
 }
 
 }  // namespace fast::strategy

@@ -4,6 +4,7 @@
 
 #include "fast/core/error.hpp"
 #include "fast/strategy/optimizer_state.hpp"
+#include "fast/strategy/registry.hpp"
 
 namespace fast::strategy {
 
@@ -30,28 +31,24 @@ StrategyOptions for_strategy(const WorkerOptions& options) {
 }  // namespace
 
 bool asynchronous_strategy(const StrategyOptions& options) {
-  if (options.name == "ps") return options.mode != "sync";
-  return options.name == "easgd" || options.name == "adpsgd" || options.name == "gosgd" || options.name == "acid";
+  return find_registration(options.name).asynchronous.holds(options);
 }
 
 std::string rejoin_refusal(const StrategyOptions& options, int rank) {
-  const std::string& name = options.name;
-  if (!asynchronous_strategy(options))
+  const StrategyRegistration r = find_registration(options.name);
+  const auto rejoins = [](const StrategyRegistration& s) { return static_cast<bool>(s.rejoin); };
+  if (!r.asynchronous.holds(options)) {
+    const std::string condition = r.asynchronous.condition_for(options);
     return fmt::format(
         "strategy '{}'{} is synchronous: a lost worker ends the run, so none can be taken back; "
-        "rejoining supports adpsgd, acid, easgd, gosgd and ps in mode async or ssp",
-        name, name == "ps" ? " in mode " + options.mode : std::string());
-  if (Strategy::compresses(options))
-    return fmt::format(
-        "compress = '{}' keeps per-link codec references that a new process does not have; "
-        "rejoining supports compress = none",
-        options.compress);
-  if (name == "ps" && rank >= 0 && rank < options.servers)
-    return fmt::format(
-        "worker {} hosts the server of shard {}, whose part of the model was lost with its first "
-        "process; only workers {} and up (no server) can rejoin a ps run",
-        rank, rank, options.servers);
-  return {};
+        "rejoining supports {}",
+        options.name, condition.empty() ? "" : " " + condition,
+        strategies_with(&StrategyRegistration::asynchronous, rejoins));
+  }
+  if (!r.rejoin)
+    return fmt::format("strategy '{}' does not take a lost worker back; rejoining supports {}", options.name,
+                       strategies_with(&StrategyRegistration::asynchronous, rejoins));
+  return r.rejoin(options, rank);
 }
 
 void Worker::rejoin(std::int64_t step) {
@@ -77,8 +74,12 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
       schedule_(options.optimizer.lr, options.schedule),
       strategy_(make_strategy(for_strategy(options), comm_)),
       fault_(FaultInjection::parse(options.strategy.fault_inject, comm_.size())) {
-  FAST_ENFORCE_EQ(strategy_->asynchronous(), asynchronous_strategy(options.strategy),
-                  "Worker: asynchronous_strategy() disagrees with strategy '{}'", strategy_->name());
+  const bool declared_asynchronous = asynchronous_strategy(options.strategy);
+  FAST_ENFORCE(strategy_->asynchronous() == declared_asynchronous,
+               "Worker: strategy '{}' is {} (Strategy::asynchronous()), but its registration declares it {} for these "
+               "options (StrategyRegistration::asynchronous, fast/strategy/registry.hpp)",
+               options.strategy.name, strategy_->asynchronous() ? "asynchronous" : "synchronous",
+               declared_asynchronous ? "asynchronous" : "synchronous");
   strategy_->attach(state_);
   // Every worker takes the same branch (same strategy), so the window's creation stays collective.
   if (strategy_->asynchronous() && strategy_->replica_window() == nullptr) {

@@ -336,8 +336,13 @@ TEST(WorkerCheckpoint, RefusesRejoinsOfStrategiesWithStateOfTheirOwnAndCheckpoin
   EXPECT_EQ(rejoin_refusal({.name = "ps", .servers = 2}, 2), "");
   EXPECT_NE(rejoin_refusal({.name = "ps", .servers = 2}, 1).find("worker 1 hosts the server of shard 1"),
             std::string::npos);
-  EXPECT_NE(rejoin_refusal({.name = "ps", .mode = "sync"}).find("strategy 'ps' in mode sync is synchronous"),
+  EXPECT_NE(rejoin_refusal({.name = "ps", .mode = "sync"}).find("strategy 'ps' with mode = sync is synchronous"),
             std::string::npos);
+  // The list comes from the registrations' traits.
+  EXPECT_NE(rejoin_refusal({.name = "allreduce"})
+                .find("rejoining supports ps with mode = async or ssp, easgd, adpsgd, gosgd and acid"),
+            std::string::npos)
+      << rejoin_refusal({.name = "allreduce"});
   for (const char* name : {"allreduce", "dpsgd", "local-sgd"})
     EXPECT_NE(rejoin_refusal({.name = name}).find("strategy '" + std::string(name) + "' is synchronous"),
               std::string::npos)

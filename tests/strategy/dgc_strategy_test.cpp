@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error_message.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/threads/world.hpp"
 #include "fast/strategy/worker.hpp"
@@ -138,8 +139,17 @@ TEST(DgcStrategy, RefusesWhatItCannotApplyNamingIt) {
   StrategyOptions adam{.name = "allreduce", .compress = "topk:ratio=0.01"};
   adam.optimizer.name = "adam";
   expect_refused(adam, "optimizer = 'adam'");
-  expect_refused({.name = "allreduce", .compress = "topk:ratio=0.01", .dgc_clip = -1}, "dgc_clip");
-  expect_refused({.name = "allreduce", .compress = "topk:ratio=0.01", .dgc_warmup_ratio = 0}, "dgc_warmup_ratio");
+  // The dgc options' ranges are their declarations', checked with every other declared option.
+  fast::testing::expect_error<core::InvalidArgument>(
+      [] {
+        check_strategy_options({.name = "allreduce", .compress = "topk:ratio=0.01", .dgc = true, .dgc_clip = -1}, 4);
+      },
+      {"strategy 'allreduce': option 'dgc_clip': expected a number >= 0, got -1"});
+  fast::testing::expect_error<core::InvalidArgument>(
+      [] {
+        check_strategy_options({.name = "ps", .compress = "topk:ratio=0.01", .dgc = true, .dgc_warmup_ratio = 1.5}, 4);
+      },
+      {"strategy 'ps': option 'dgc_warmup_ratio': expected a number in (0, 1], got 1.5"});
   StrategyOptions fine{.name = "ps", .compress = "randk:ratio=0.1", .dgc = true};
   fine.optimizer.name = "nesterov";
   EXPECT_NO_THROW(validate_dgc(fine));

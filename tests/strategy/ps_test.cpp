@@ -419,11 +419,16 @@ TEST(Ps, BadOptionsNameTheOptionAndTheAllowedValues) {
     expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .mode = "bsp"}, comm); },
                                         {"'mode'", "sync, async, ssp", "'bsp'"});
     expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .servers = 0}, comm); },
-                                        {"'servers'", "[1, 2]", "got 0"});
+                                        {"strategy 'ps': option 'servers'", "[1, 65536]", "got 0"});  // declared
     expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .servers = 3}, comm); },
                                         {"'servers'", "[1, 2]", "got 3"});
     expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .mode = "ssp", .staleness = -1}, comm); },
                                         {"'staleness'", ">= 0", "got -1"});
+    // The robust aggregates where the trait robust_aggregate holds: mode sync.
+    expect_error<core::InvalidArgument>(
+        [&] { make_strategy({.name = "ps", .mode = "ssp", .aggregate = "median"}, comm); },
+        {"the robust rules apply to allreduce and ps with mode = sync",
+         "strategy 'ps' with mode = ssp takes aggregate = mean"});
     expect_error<core::InvalidArgument>([&] { make_strategy({.name = "ps", .lr_semantics = "per-step"}, comm); },
                                         {"'lr_semantics'", "per-sample, per-gradient", "'per-step'"});
     // A strategy used without the Worker (no attach()) says so.

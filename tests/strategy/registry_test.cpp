@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -79,18 +81,90 @@ TEST(StrategyRegistry, BadValuesNameTheOptionTheExpectationAndTheValue) {
   expect_error<core::InvalidArgument>([&] { o.set("mode", std::string("eventual")); },
                                       {"mode: unknown value 'eventual'; expected one of: sync, async, ssp"});
   expect_error<core::InvalidArgument>([&] { o.set("alpha", std::string("big")); },
-                                      {"alpha: expected a positive number, got a value of another type"});
+                                      {"alpha: expected a number in (0, 1), got a value of another type"});
   expect_error<core::InvalidArgument>([&] { o.set("compress", std::string("zip")); }, {"unknown codec 'zip'"});
   expect_error<core::InvalidArgument>([&] { (void)o.get_string("period"); },
                                       {"strategy option 'period': get_string does not read its type (integer)"});
   expect_error<core::InvalidArgument>([&] { (void)o.get_number("colour"); },
                                       {"strategy option 'colour' is not declared by any strategy"});
   expect_error<core::InvalidArgument>([&] { (void)find_option("dgc_warmup_ratio")->parse("0"); },
-                                      {"dgc_warmup_ratio: expected a positive number, got 0"});
+                                      {"dgc_warmup_ratio: expected a number in (0, 1], got 0"});
   expect_error<core::InvalidArgument>([&] { (void)find_option("chunk_bytes")->parse("1e3"); },
                                       {"chunk_bytes: expected an integer, got '1e3'"});
   EXPECT_EQ(o.period, 8);  // nothing refused was stored
   EXPECT_EQ(o.mode, "async");
+}
+
+// Every range check of a strategy option is its declaration's: check_strategy_options (and
+// make_strategy) refuse a value out of its declared range with the strategy, the key, the range as
+// declared and the value, and the declaration's words are the docs' "accepts" column.
+TEST(StrategyRegistry, DeclaredRangesAreTheOnlyRangeChecks) {
+  struct Case {
+    StrategyOptions options;
+    std::string key;
+    std::string value;
+  };
+  const std::vector<Case> cases{
+      {{.name = "easgd", .alpha = 1.0}, "alpha", "1"},
+      {{.name = "easgd", .alpha = 0.0}, "alpha", "0"},
+      {{.name = "easgd", .tau = 0}, "tau", "0"},
+      {{.name = "local-sgd", .period = 0}, "period", "0"},
+      {{.name = "local-sgd", .sync_warmup = -1}, "sync_warmup", "-1"},
+      {{.name = "gosgd", .gossip_probability = 1.5}, "gossip_probability", "1.5"},
+      {{.name = "dpsgd", .consensus_step = 1.5}, "consensus_step", "1.5"},
+      {{.name = "acid", .comm_rate = 65}, "comm_rate", "65"},
+      {{.name = "acid", .acid_eta = -0.5}, "acid_eta", "-0.5"},
+      {{.name = "acid", .acid_alpha_tilde = -2}, "acid_alpha_tilde", "-2"},
+      {{.name = "ps", .staleness = -1}, "staleness", "-1"},
+      {{.name = "ps", .servers = 0}, "servers", "0"},
+      {{.name = "ps", .dgc_clip = -1}, "dgc_clip", "-1"},
+      {{.name = "allreduce", .dgc_warmup_ratio = 0}, "dgc_warmup_ratio", "0"},
+      {{.name = "dpsgd", .chunk_bytes = 8}, "chunk_bytes", "8"},
+  };
+  for (const Case& c : cases) {
+    const std::string expected = fmt::format("strategy '{}': option '{}': expected {}, got {}", c.options.name, c.key,
+                                             find_option(c.key)->expected(), c.value);
+    expect_error<core::InvalidArgument>([&] { check_strategy_options(c.options, 4); }, {expected});
+  }
+  // Options a strategy does not read are not its concern.
+  EXPECT_NO_THROW(check_strategy_options({.name = "allreduce", .alpha = 5, .comm_rate = -1}, 4));
+  // The sentinels and the bounds as declared.
+  EXPECT_EQ(find_option("alpha")->expected(), "a number in (0, 1)");
+  EXPECT_EQ(find_option("acid_eta")->expected(), "a number >= 0, or -1");
+  EXPECT_EQ(find_option("consensus_step")->expected(), "a number in (0, 1], or 0");
+  EXPECT_NO_THROW(check_strategy_options({.name = "acid", .acid_eta = -1, .consensus_step = 0}, 4));
+}
+
+TEST(StrategyRegistry, TraitsComeFromTheRegistrations) {
+  EXPECT_EQ(strategies_with(&StrategyRegistration::sends_gradients), "allreduce and ps");
+  EXPECT_EQ(strategies_with(&StrategyRegistration::robust_aggregate), "allreduce and ps with mode = sync");
+  EXPECT_EQ(strategies_with(&StrategyRegistration::asynchronous)
+                .find("ps with mode = async or ssp, easgd, adpsgd, gosgd"
+                      " and acid"),
+            0u);
+  EXPECT_FALSE(find_registration("ps").asynchronous.holds({.name = "ps", .mode = "sync"}));
+  EXPECT_TRUE(find_registration("ps").asynchronous.holds({.name = "ps", .mode = "ssp"}));
+  EXPECT_TRUE(find_registration("acid").asynchronous.holds({.name = "acid"}));
+  EXPECT_FALSE(find_registration("dpsgd").asynchronous.holds({.name = "dpsgd"}));
+  expect_error<core::InvalidArgument>([] { (void)find_registration("pushsum"); },
+                                      {"strategy: unknown name 'pushsum'; expected one of: allreduce, ps"});
+}
+
+TEST(StrategyOption, ExclusiveBoundsAndSentinels) {
+  StrategyOption open = StrategyOption::number("x", 0.5, "h.").greater_than(0).less_than(1);
+  EXPECT_EQ(open.expected(), "a number in (0, 1)");
+  expect_error<core::InvalidArgument>([&] { (void)open.parse("1"); }, {"x: expected a number in (0, 1), got 1"});
+  EXPECT_EQ(std::get<double>(open.parse("0.999")), 0.999);
+  StrategyOption below = StrategyOption::integer("n", 1, "h.").less_than(10);
+  EXPECT_EQ(below.expected(), "an integer < 10");
+  StrategyOption sentinel = StrategyOption::number("y", -1, "h.").at_least(0).or_exactly(-1);
+  EXPECT_EQ(sentinel.expected(), "a number >= 0, or -1");
+  EXPECT_EQ(std::get<double>(sentinel.parse("-1")), -1.0);
+  expect_error<core::InvalidArgument>([&] { (void)sentinel.parse("-0.5"); },
+                                      {"y: expected a number >= 0, or -1, got -0.5"});
+  // A bound's openness and the sentinel are part of the setting.
+  EXPECT_FALSE(open.same_setting(StrategyOption::number("x", 0.5, "h.").greater_than(0).at_most(1)));
+  EXPECT_FALSE(sentinel.same_setting(StrategyOption::number("y", -1, "h.").at_least(0).or_exactly(-2)));
 }
 
 }  // namespace

@@ -1,11 +1,16 @@
-// A strategy defined outside the library — here, in this test — registered by name with one option
-// of its own, configured from a config file and trained with through the path `fast train` takes
-// (apply_config_file, then torch::train). docs/architecture.md, "Adding a strategy".
+// Strategies defined outside the library — here, in this test — registered by name, configured
+// from a config file and trained through the path `fast train` takes (apply_config_file, then
+// torch::train). docs/architecture.md, "Adding a strategy".
 //
-// The strategy, scaled-sgd, is synchronous gradient averaging whose averaged gradient is multiplied
-// by its option gradient_scale before the update. With plain SGD and gradient_scale = 2, every
+// scaled-sgd, synchronous, has one option of its own: gradient averaging whose averaged gradient
+// is multiplied by gradient_scale before the update. With plain SGD and gradient_scale = 2, every
 // update is p - lr * (2 g) = p - (2 lr) * g exactly (doubling a float is exact), so training it
 // with lr = 0.05 must give the same parameters, bit for bit, as the built-in allreduce with lr = 0.1.
+//
+// solo-sgd is asynchronous (its registration says so: `.asynchronous = true`): each worker applies
+// its own gradient and never waits for another; it takes a lost worker back from a live peer's
+// published replica. The Worker publishes its replicas, the training loop shares a batch budget
+// and refuses checkpoints every N steps, as for the built-in asynchronous strategies.
 
 #include <gtest/gtest.h>
 
@@ -25,7 +30,9 @@
 #include "config.hpp"
 #include "fast/adapters/torch/trainer.hpp"
 #include "fast/core/error.hpp"
+#include "fast/runtime/threads/world.hpp"
 #include "fast/strategy/registry.hpp"
+#include "fast/strategy/worker.hpp"
 
 namespace fast {
 namespace {
@@ -61,6 +68,47 @@ class ScaledSgd final : public strategy::Strategy {
   strategy::StrategyOptions options_;
   double scale_;
 };
+
+// Asynchronous: every worker applies its own gradient, with no communication at all.
+class SoloSgd final : public strategy::Strategy {
+ public:
+  SoloSgd(const strategy::StrategyOptions& options, collective::Communicator& comm)
+      : Strategy(comm), options_(options) {}
+  std::string_view name() const override { return "solo-sgd"; }
+  bool asynchronous() const override { return true; }
+  strategy::StepOutcome step(const strategy::StepInput& input) override {
+    return {.applied = apply_update(input, options_.non_finite)};
+  }
+  // The Worker copied the lowest live peer's published replica into the parameters: nothing more.
+  void rejoin(strategy::ModelState /*state*/) override {}
+  bool rejoins_from_published_replica() const override { return true; }
+
+ private:
+  strategy::StrategyOptions options_;
+};
+
+// SoloSgd registered without its trait: its Worker must refuse it.
+class UndeclaredAsync final : public strategy::Strategy {
+ public:
+  UndeclaredAsync(const strategy::StrategyOptions& /*options*/, collective::Communicator& comm) : Strategy(comm) {}
+  std::string_view name() const override { return "undeclared-async"; }
+  bool asynchronous() const override { return true; }
+  strategy::StepOutcome step(const strategy::StepInput& /*input*/) override { return {}; }
+};
+
+void register_solo_sgd() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    strategy::register_strategy({.name = "solo-sgd",
+                                 .summary = "every worker trains alone, asynchronously",
+                                 .make = strategy::factory_of<SoloSgd>(),
+                                 .asynchronous = true,
+                                 .rejoin = [](const strategy::StrategyOptions&, int) { return std::string(); }});
+    strategy::register_strategy({.name = "undeclared-async",
+                                 .summary = "asynchronous, but its registration does not say so",
+                                 .make = strategy::factory_of<UndeclaredAsync>()});
+  });
+}
 
 // Registered once per process, before any config is read (as a program would at start-up).
 void register_scaled_sgd() {
@@ -186,6 +234,84 @@ TEST(StrategyExtension, ConflictingRegistrationsAreRefusedAndChangeNothing) {
             std::string::npos);
   EXPECT_EQ(strategy::strategy_names(), names_before);
   EXPECT_FALSE(strategy::find_option("rate").has_value());
+}
+
+TEST(StrategyExtension, AnAsynchronousStrategyRunsUnderTheWorkerWithItsReplicasPublished) {
+  register_solo_sgd();
+  EXPECT_TRUE(strategy::asynchronous_strategy({.name = "solo-sgd"}));
+  EXPECT_EQ(strategy::rejoin_refusal({.name = "solo-sgd"}), "");
+  EXPECT_NE(strategy::rejoin_refusal({.name = "allreduce"}).find("gosgd, acid and solo-sgd"), std::string::npos);
+  // Worker r's gradient is r + 1 everywhere: after 3 steps of plain SGD at lr 0.5 from 1, worker r
+  // holds 1 - 1.5 (r + 1) (exact in float), and the snapshot is the mean of the published replicas.
+  runtime::threads::World({.size = 2, .op_timeout_seconds = 60}).run([](runtime::Context& ctx) {
+    std::vector<float> x(4, 1.0f), g(4, static_cast<float>(ctx.rank() + 1));
+    strategy::Worker worker(ctx, {.strategy = {.name = "solo-sgd"}, .optimizer = {.name = "sgd", .lr = 0.5}},
+                            {.params = x, .grads = g});
+    EXPECT_TRUE(worker.strategy().asynchronous());
+    for (int i = 0; i < 3; ++i) worker.step();
+    EXPECT_EQ(x, std::vector<float>(4, 1.0f - 1.5f * static_cast<float>(ctx.rank() + 1)));
+    worker.communicator().barrier();  // both published their third step
+    std::vector<float> consensus(4);
+    const strategy::SnapshotResult snapshot = worker.snapshot(consensus);
+    EXPECT_EQ(consensus, std::vector<float>(4, -1.25f));  // (-0.5 + -2) / 2
+    EXPECT_DOUBLE_EQ(snapshot.consensus_distance, 4 * 0.75 * 0.75);
+    worker.communicator().barrier();  // both read before either finishes
+    worker.finish();
+    worker.representative(consensus);  // collective: the average of the final replicas
+    EXPECT_EQ(consensus, std::vector<float>(4, -1.25f));
+  });
+}
+
+TEST(StrategyExtension, AnAsynchronousStrategyWhoseRegistrationDisagreesIsRefusedByItsWorker) {
+  register_solo_sgd();
+  runtime::threads::World({.size = 1}).run([](runtime::Context& ctx) {
+    std::vector<float> x(2), g(2);
+    testing::expect_error<core::InvalidArgument>(
+        [&] { strategy::Worker(ctx, {.strategy = {.name = "undeclared-async"}}, {.params = x, .grads = g}); },
+        {"strategy 'undeclared-async' is asynchronous (Strategy::asynchronous())",
+         "its registration declares it synchronous", "StrategyRegistration::asynchronous"});
+  });
+  EXPECT_NE(strategy::rejoin_refusal({.name = "undeclared-async"}).find("strategy 'undeclared-async' is synchronous"),
+            std::string::npos);
+}
+
+TEST(StrategyExtension, AnAsynchronousStrategyTrainsFromAConfigFileOnASharedBudget) {
+  register_solo_sgd();
+  const auto config = write_config("solo.toml", kRun + "strategy = \"solo-sgd\"\nlr = 0.05\n");
+  const nlohmann::json solo = train_file(config);
+  EXPECT_EQ(solo["strategy"], "solo-sgd");
+  // The budget of 2 x 30 batches is shared: the workers' steps add up to it, whatever their pace.
+  std::int64_t steps = 0;
+  for (const auto& s : solo["steps_per_worker"]) steps += s.get<std::int64_t>();
+  EXPECT_EQ(steps, 60) << solo.dump();
+  EXPECT_GT(solo["consensus_distance"].get<double>(), 0.0);  // the replicas went apart: nobody averaged
+  EXPECT_GT(solo["final_accuracy"].get<double>(), 0.3) << solo.dump();
+  // Like every asynchronous strategy's, its workers are never at one step together.
+  torch::TrainOptions options;
+  cli::apply_config_file(options, config);
+  options.checkpoint_dir = fast::testing::test_dir("fast_extension_test", "checkpoints");
+  options.checkpoint_every = 5;
+  testing::expect_error<core::InvalidArgument>(
+      [&] { torch::validate_options(options); },
+      {"checkpoint_every: set to 5 with the asynchronous strategy 'solo-sgd'"});
+}
+
+TEST(StrategyExtension, TraitsOnOptionsItDoesNotDeclareOrValuesTheyRefuseAreRefused) {
+  register_solo_sgd();
+  const auto refuse = [](strategy::StrategyRegistration r) {
+    return testing::error_message<core::InvalidArgument>([&] { strategy::register_strategy(std::move(r)); });
+  };
+  const auto make = strategy::factory_of<SoloSgd>();
+  EXPECT_NE(refuse({.name = "other", .make = make, .asynchronous = strategy::StrategyTrait::when("pace", {"free"})})
+                .find("trait asynchronous depends on option 'pace', which it does not declare"),
+            std::string::npos);
+  EXPECT_NE(refuse({.name = "other",
+                    .make = make,
+                    .options = {strategy::StrategyOption::choice("pace", {"free", "lockstep"}, "free", "x.")},
+                    .asynchronous = strategy::StrategyTrait::when("pace", {"fast"})})
+                .find("trait asynchronous: option pace: unknown value 'fast'; expected one of: free, lockstep"),
+            std::string::npos);
+  EXPECT_FALSE(strategy::find_option("pace").has_value());
 }
 
 }  // namespace

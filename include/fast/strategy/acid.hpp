@@ -137,8 +137,9 @@ class AcidStrategy final : public Strategy {
   // (0, 64] or not finite, acid_eta / acid_alpha_tilde neither -1 nor finite and >= 0,
   // consensus_step outside [0, 1].
   AcidStrategy(const StrategyOptions& options, collective::Communicator& comm);
-  // The checks of the constructor that need only the world size (options in range, the topology
-  // for `workers`): `fast train` runs them before any data is read. Throws InvalidArgument.
+  // The checks that a declaration cannot make (make_strategy checked every option against its
+  // declaration): the topology for `workers`. `fast train` runs them before any data is read.
+  // Throws InvalidArgument.
   static void check_options(const StrategyOptions& options, int workers);
   ~AcidStrategy() override;
   std::string_view name() const override { return "acid"; }

@@ -58,8 +58,9 @@ class AdpsgdStrategy final : public Strategy {
  public:
   // InvalidArgument when the topology is unknown, directed, or disconnected.
   AdpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
-  // The checks of the constructor that need only the world size (options in range, the topology
-  // for `workers`): `fast train` runs them before any data is read. Throws InvalidArgument.
+  // The checks that a declaration cannot make (make_strategy checked every option against its
+  // declaration): the topology for `workers`. `fast train` runs them before any data is read.
+  // Throws InvalidArgument.
   static void check_options(const StrategyOptions& options, int workers);
   ~AdpsgdStrategy() override;
   // Collective: opens the window with the initial replica as x_i.

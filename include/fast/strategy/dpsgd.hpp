@@ -33,8 +33,9 @@ class DpsgdStrategy final : public Strategy {
  public:
   // InvalidArgument when the topology is unknown, directed, or disconnected.
   DpsgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
-  // The checks of the constructor that need only the world size (options in range, the topology
-  // for `workers`): `fast train` runs them before any data is read. Throws InvalidArgument.
+  // The checks that a declaration cannot make (make_strategy checked every option against its
+  // declaration): the topology for `workers`. `fast train` runs them before any data is read.
+  // Throws InvalidArgument.
   static void check_options(const StrategyOptions& options, int workers);
   std::string_view name() const override { return "dpsgd"; }
   StepOutcome step(const StepInput& input) override;

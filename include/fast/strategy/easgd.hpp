@@ -59,9 +59,6 @@ class EasgdStrategy final : public Strategy {
  public:
   // InvalidArgument when alpha is not in (0, 1) or tau < 1.
   EasgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
-  // The checks of the constructor that need only the world size (options in range, the topology
-  // for `workers`): `fast train` runs them before any data is read. Throws InvalidArgument.
-  static void check_options(const StrategyOptions& options, int workers);
   ~EasgdStrategy() override;
   std::string_view name() const override { return "easgd"; }
   void attach(ModelState state) override;

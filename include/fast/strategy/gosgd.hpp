@@ -77,8 +77,9 @@ class GosgdStrategy final : public Strategy {
   // Collective: opens the inbox window. InvalidArgument when gossip_probability is outside
   // (0, 1] or the schedule is unknown or not connected.
   GosgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
-  // The checks of the constructor that need only the world size (options in range, the topology
-  // for `workers`): `fast train` runs them before any data is read. Throws InvalidArgument.
+  // The checks that a declaration cannot make (make_strategy checked every option against its
+  // declaration): the topology for `workers`. `fast train` runs them before any data is read.
+  // Throws InvalidArgument.
   static void check_options(const StrategyOptions& options, int workers);
   ~GosgdStrategy() override;
   // Collective: x_i = the initial replica, w_i = 1; opens the inbox window.

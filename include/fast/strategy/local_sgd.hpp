@@ -30,9 +30,6 @@ class LocalSgdStrategy final : public Strategy {
  public:
   // InvalidArgument when period < 1 or sync_warmup < 0.
   LocalSgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
-  // The checks of the constructor that need only the world size (options in range, the topology
-  // for `workers`): `fast train` runs them before any data is read. Throws InvalidArgument.
-  static void check_options(const StrategyOptions& options, int workers);
   std::string_view name() const override { return "local-sgd"; }
   StepOutcome step(const StepInput& input) override;
   // With a codec: the codec's all-reduce and the first anchor a (the average of the initial replicas).

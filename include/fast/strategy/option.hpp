@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -75,10 +76,15 @@ class StrategyOption {
   // load(StrategyOptions{}).
   static StrategyOption bound(std::string name, OptionType type, std::string help, Store store, Load load);
 
-  // The range of an integer or number option: bounds are inclusive, greater_than's exclusive.
+  // The range of an integer or number option: at_least and at_most are inclusive bounds,
+  // greater_than and less_than exclusive ones; or_exactly accepts one value outside the range too
+  // (a sentinel: acid_eta's -1, "from the graph"). The declaration is the only range check of a
+  // strategy option: the config layer and make_strategy() both validate against it.
   StrategyOption& at_least(double minimum);
   StrategyOption& greater_than(double minimum);
   StrategyOption& at_most(double maximum);
+  StrategyOption& less_than(double maximum);
+  StrategyOption& or_exactly(double value);
   // Makes a string option a choice among `allowed`.
   StrategyOption& one_of(std::vector<std::string> allowed);
   StrategyOption& check(Check fn);
@@ -89,10 +95,11 @@ class StrategyOption {
   const OptionValue& default_value() const { return default_; }
   const std::vector<std::string>& allowed() const { return allowed_; }
   bool has_field() const { return static_cast<bool>(store_); }
-  // "an integer >= 1", "a number in (0, 1]", "one of sync, async, ssp", "a string": what a value
-  // must be, as error messages and docs say it.
+  // "an integer >= 1", "a number in (0, 1)", "a number >= 0, or -1", "one of: sync, async, ssp",
+  // "a string": what a value must be, as error messages and docs say it.
   std::string expected() const;
-  // Whether `other` declares the same setting: type, default, range and allowed values equal.
+  // Whether `other` declares the same setting: type, default, range (with its sentinel) and allowed
+  // values equal.
   bool same_setting(const StrategyOption& other) const;
 
   // Text (a flag's or a config value's) to a valid value; InvalidArgument "NAME: expected ..., got ...".
@@ -142,6 +149,8 @@ class StrategyOption {
   double min_ = -std::numeric_limits<double>::infinity();  // range of integer and number options
   double max_ = std::numeric_limits<double>::infinity();
   bool min_open_ = false;             // greater_than: the minimum is excluded
+  bool max_open_ = false;             // less_than: the maximum is excluded
+  std::optional<double> exactly_;     // or_exactly: accepted outside the range
   std::vector<std::string> allowed_;  // choice options
   Check check_;
   Store store_;

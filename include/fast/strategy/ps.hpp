@@ -127,8 +127,9 @@ class PsStrategy final : public Strategy {
   // InvalidArgument naming the option when mode is unknown, servers is outside [1, world size]
   // or staleness < 0; for an invalid options.optimizer on server ranks. Not collective.
   PsStrategy(const StrategyOptions& options, collective::Communicator& comm);
-  // The checks of the constructor that need only the world size (options in range, the topology
-  // for `workers`): `fast train` runs them before any data is read. Throws InvalidArgument.
+  // The checks that a declaration cannot make (make_strategy checked every option against its
+  // declaration): servers against the world size. `fast train` runs them before any data is read.
+  // Throws InvalidArgument.
   static void check_options(const StrategyOptions& options, int workers);
   ~PsStrategy() override;
 

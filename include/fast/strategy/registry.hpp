@@ -13,7 +13,15 @@
 //       .options = {fast::strategy::StrategyOption::number("my_rate", 0.5, "the rate of ...").greater_than(0)}});
 //
 // Its options then are config keys (my_rate = 0.25), flags (--my-rate 0.25) and --help lines, and
-// MyStrategy reads them with options.get_number("my_rate").
+// MyStrategy reads them with options.get_number("my_rate"). make_strategy() validates every
+// option the strategy declares against its declaration before it calls the factory, so a
+// constructor receives options in their declared ranges; `check` adds only what a declaration
+// cannot say (one option against another, an option against the world size).
+//
+// The registration also declares the strategy's traits: what the generic Worker, the training
+// loop and the shared option checks know of it without making it (whether it is asynchronous,
+// whether a lost worker can rejoin, whether dgc and the robust aggregates apply). No code outside
+// a strategy's own file asks for a strategy by name; it asks for its traits.
 //
 // Options come in two kinds: the common ones (compress, aggregate, non_finite, ...), which every
 // strategy takes, and each strategy's own. Several strategies may declare the same option (dpsgd
@@ -37,6 +45,40 @@
 
 namespace fast::strategy {
 
+// A trait of a strategy: constant, or true when one of its options holds one of some values (ps is
+// asynchronous when mode is async or ssp). A constant converts from bool, so a registration
+// writes `.asynchronous = true`.
+class StrategyTrait {
+ public:
+  StrategyTrait(bool value = false) : value_(value) {}  // NOLINT(google-explicit-constructor): `= true`
+  // True when option `option` (declared by the strategy or common) holds one of `values`, as the
+  // option's text (StrategyOption::text: "sync", "4", "true"). register_strategy refuses an
+  // undeclared option or a value the option does not accept.
+  static StrategyTrait when(std::string option, std::vector<std::string> values);
+
+  // Its value for these options.
+  bool holds(const StrategyOptions& options) const;
+  // Whether it holds for some options: a constant true, or a condition.
+  bool can_hold() const { return value_ || !option_.empty(); }
+  // The condition in words, for messages: "" for a constant, else "with mode = async or ssp".
+  std::string condition() const;
+  // The condition's values for these options: "" for a constant, else "with mode = sync".
+  std::string condition_for(const StrategyOptions& options) const;
+  const std::string& option() const { return option_; }  // "" for a constant
+  const std::vector<std::string>& values() const { return values_; }
+
+ private:
+  bool value_ = false;
+  std::string option_;
+  std::vector<std::string> values_;
+};
+
+// Rejoining (Worker::rejoin, docs/faults.md "Elastic asynchronous runs"): "" when a worker of rank
+// `rank` (-1: any) can join the run under way in place of a lost one, else why not, as a clause
+// ("compress = 'int8' keeps per-link codec references ..."). Asked only where the strategy's
+// `asynchronous` trait holds: a synchronous strategy's lost worker ends the run.
+using RejoinCheck = std::function<std::string(const StrategyOptions&, int rank)>;
+
 // Builds one worker's strategy; may throw InvalidArgument for options it refuses.
 using StrategyFactory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&, collective::Communicator&)>;
 // The checks of a strategy's options that need only the world size (`fast train` runs them
@@ -48,7 +90,19 @@ struct StrategyRegistration {
   std::string summary;                  // a few words for the help of `strategy`
   StrategyFactory make;                 // required
   std::vector<StrategyOption> options;  // the options it reads beyond the common ones
-  StrategyCheck check;                  // optional
+  StrategyCheck check;                  // optional: checks across options or against the world size
+  // Traits. asynchronous: Strategy::asynchronous() of what `make` returns for these options (the
+  // Worker refuses a strategy that disagrees); it decides, before the workers start, whether a run
+  // goes on without a lost worker, how it is scheduled and checkpointed.
+  StrategyTrait asynchronous;
+  // Unset: a lost worker is never taken back. Set: Strategy::rejoin() takes a worker back where
+  // it returns "".
+  RejoinCheck rejoin;
+  // The strategy sends gradients (not models), so Deep Gradient Compression applies (dgc = true).
+  StrategyTrait sends_gradients;
+  // The strategy combines every worker's whole gradient at once, so the robust aggregates
+  // (aggregate = median, krum:F, ...) apply; otherwise aggregate must be mean.
+  StrategyTrait robust_aggregate;
 };
 
 // The factory of a strategy class constructible from (const StrategyOptions&, Communicator&).
@@ -62,7 +116,8 @@ StrategyFactory factory_of() {
 // Adds a strategy after those registered before. InvalidArgument, registering nothing, for: a name
 // taken or malformed, no factory, an option name malformed or given twice, an option that
 // redeclares a common option or differs from another strategy's declaration of the same name, a
-// default that fails its own declaration.
+// default that fails its own declaration, a trait's condition on an option the strategy does not
+// declare or on a value that option does not accept.
 void register_strategy(StrategyRegistration registration);
 
 // A declared option with the strategies that declare it.
@@ -79,5 +134,18 @@ std::optional<StrategyOption> find_option(std::string_view name);
 std::vector<std::pair<std::string, std::string>> strategy_summaries();
 // Counts registrations: a list built from the registry is stale once this has changed.
 std::uint64_t registry_generation();
+// The registration of strategy `name`, without its options (declared_options() has them);
+// InvalidArgument listing the names for an unknown one.
+StrategyRegistration find_registration(std::string_view name);
+// The strategies whose `trait` can hold (and, where given, for which `also` is true), in
+// registration order, each with the trait's condition, as a phrase: "allreduce and ps with mode =
+// sync"; "none" when there is none.
+std::string strategies_with(StrategyTrait StrategyRegistration::*trait,
+                            const std::function<bool(const StrategyRegistration&)>& also = {});
+// Every option that strategy `name` reads (the common ones, then its own) against its
+// declaration: InvalidArgument "strategy 'NAME': option 'KEY': expected ..., got ..." for the
+// first out of range, of the wrong type or refused by its check. make_strategy() and
+// check_strategy_options() call it first.
+void validate_declared_options(const StrategyOptions& options);
 
 }  // namespace fast::strategy

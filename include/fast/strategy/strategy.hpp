@@ -250,14 +250,17 @@ std::vector<std::string> strategy_names();
 // docs/compression.md). Used by dpsgd and acid.
 double default_consensus_step(const std::string& codec);
 // With options.dgc: InvalidArgument, naming the option and what is expected, unless the strategy
-// sends gradients (allreduce, ps), the codec has a keep ratio (topk:ratio=R or randk:ratio=R) and
-// options.optimizer is sgd, momentum or nesterov; and for DGC options out of range. Nothing
-// without dgc. make_strategy calls it; fast train calls it before reading any data.
+// sends gradients (its registration's trait sends_gradients: allreduce, ps), the codec has a keep
+// ratio (topk:ratio=R or randk:ratio=R) and options.optimizer is sgd, momentum or nesterov. Nothing
+// without dgc. The ranges of the dgc options are their declarations' (make_strategy checks them).
+// make_strategy calls it; fast train calls it before reading any data.
 void validate_dgc(const StrategyOptions& options);
 
 // Checks `options` for a world of `workers` as make_strategy() and the strategy's constructor would
-// (the name, DGC, the codec spec, sparse_allreduce, and the strategy's own options and topology),
-// without a communicator: `fast train` calls it before any data is read. Throws InvalidArgument.
+// (the name, every option the strategy reads against its declaration, DGC, the common options,
+// and the strategy's own check: its options across each other and against the world size, its
+// topology), without a communicator: `fast train` calls it before any data is read. Throws
+// InvalidArgument.
 void check_strategy_options(const StrategyOptions& options, int workers);
 // The optimizer that applies DGC's aggregate: plain SGD, stepped at rate 1 by the strategies (the
 // momentum, the weight decay and the learning rate were applied on each worker before the
@@ -266,7 +269,10 @@ optim::OptimizerOptions dgc_update_optimizer(const optim::OptimizerOptions& opti
 // The collective::SparseReduce named by StrategyOptions::sparse_allreduce; InvalidArgument naming
 // the option and the allowed values otherwise.
 collective::SparseReduce parse_sparse_reduce(const std::string& name);
-// Throws InvalidArgument for an unknown name; the message lists strategy_names().
+// The strategy options.name names, made after the checks every strategy shares (every option it
+// reads against its declaration, DGC, the common options): its constructor receives its options
+// in their declared ranges. Throws InvalidArgument for an unknown name (the message lists
+// strategy_names()), for options those checks refuse and for what the constructor refuses.
 std::unique_ptr<Strategy> make_strategy(const StrategyOptions& options, collective::Communicator& comm);
 
 }  // namespace fast::strategy

@@ -51,16 +51,19 @@ struct StepReport {
 };
 
 // Whether the strategy these options make is asynchronous (Strategy::asynchronous()), without
-// making it: a launcher decides before the workers start whether they may go on without a lost
-// worker. The Worker checks that it agrees with the strategy.
+// making it: the trait `asynchronous` of its registration (fast/strategy/registry.hpp). A launcher
+// decides before the workers start whether they may go on without a lost worker. The Worker
+// checks that the strategy agrees with its registration.
 bool asynchronous_strategy(const StrategyOptions& options);
 
 // Rejoins (docs/faults.md, "Elastic asynchronous runs"): "" when a Worker of this strategy can
-// join a run under way in place of a lost one (Worker::rejoin), else why not. Today: every
-// asynchronous strategy (adpsgd, acid, easgd, gosgd, ps in mode async or ssp) without a codec (a
-// model taken from a live peer, easgd's centre or ps's servers is all the state they need; gosgd
-// starts again with mass 1). `rank`: the worker that would rejoin (-1: any); a ps server's rank is
-// refused (its shard was lost with its process). Rank 0 never rejoins (the zmq runtime refuses it).
+// join a run under way in place of a lost one (Worker::rejoin), else why not. A synchronous
+// strategy never takes a worker back (a lost worker ends its run); an asynchronous one does where
+// its registration's `rejoin` check returns "". The built-in asynchronous strategies (adpsgd,
+// acid, easgd, gosgd, ps in mode async or ssp) rejoin without a codec (a model taken from a live
+// peer, easgd's centre or ps's servers is all the state they need; gosgd starts again with mass 1);
+// ps refuses a server's rank (its shard was lost with its process). `rank`: the worker that would
+// rejoin (-1: any). Rank 0 never rejoins (the zmq runtime refuses it).
 std::string rejoin_refusal(const StrategyOptions& options, int rank = -1);
 
 class Worker {
