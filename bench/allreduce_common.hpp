@@ -28,14 +28,14 @@ struct AllreduceArgs {
   std::size_t budget_bytes = std::size_t{1} << 30;
   std::size_t min_iters = 10;
   std::size_t max_iters = 2000;
-  std::size_t warmup = 3;  // untimed iterations per size (at least 1 is always run)
+  std::size_t warmup = 3;                                 // untimed iterations per size (at least 1 is always run)
   std::vector<std::size_t> chunks{std::size_t{4} << 20};  // FAST only (the library default)
-  std::vector<int> ranks{2, 4};                              // FAST only (MPI: from mpirun -np)
-  std::string label;                                         // impl column of the CSV; "": fast / mpi
-  std::string runtime = "threads";                           // FAST only: threads | zmq (under fast launch) | mpi (under mpirun)
-  std::string collectives;                                   // FAST only, mpi: fast | native (empty: the runtime's default)
-  std::vector<std::string> algorithms{"auto"};               // FAST only: allreduce algorithms (allreduce_algorithm names)
-  bool shared_memory = true;                                 // FAST only: CommunicatorOptions::shared_memory (--shared-memory on|off)
+  std::vector<int> ranks{2, 4};                           // FAST only (MPI: from mpirun -np)
+  std::string label;                                      // impl column of the CSV; "": fast / mpi
+  std::string runtime = "threads";              // FAST only: threads | zmq (under fast launch) | mpi (under mpirun)
+  std::string collectives;                      // FAST only, mpi: fast | native (empty: the runtime's default)
+  std::vector<std::string> algorithms{"auto"};  // FAST only: allreduce algorithms (allreduce_algorithm names)
+  bool shared_memory = true;  // FAST only: CommunicatorOptions::shared_memory (--shared-memory on|off)
 };
 
 inline std::vector<std::size_t> sizes(const AllreduceArgs& a) {
@@ -52,9 +52,9 @@ inline double busbw_factor(int n) { return n <= 1 ? 0.0 : 2.0 * (n - 1) / n; }
 
 // What one rank measured for one message size.
 struct SizeTiming {
-  double seconds = 0;   // this rank's time per timed all-reduce (the caller takes the maximum over ranks)
+  double seconds = 0;  // this rank's time per timed all-reduce (the caller takes the maximum over ranks)
   std::size_t iters = 0;
-  bool wrong = false;   // the checked all-reduce returned something other than n(n+1)/2 somewhere
+  bool wrong = false;  // the checked all-reduce returned something other than n(n+1)/2 somewhere
 };
 
 // The measurement of one message size, shared by every all-reduce program of bench/ (see the top of
@@ -76,7 +76,8 @@ SizeTiming time_size(const AllreduceArgs& a, float* data, std::size_t count, int
   barrier();
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < t.iters; ++i) allreduce(data, count);
-  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / static_cast<double>(t.iters);
+  t.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / static_cast<double>(t.iters);
   return t;
 }
 
@@ -94,11 +95,13 @@ inline void print_row(std::FILE* f, const char* impl, int ranks, std::size_t byt
   std::fprintf(stderr,
                "%s: %s\n"
                "usage: %s [--min-bytes B] [--max-bytes B] [--factor F] [--budget-bytes B] [--min-iters N]\n"
-               "          [--max-iters N] [--warmup N] [--chunks B,B,...] [--ranks N,N,...] [--runtime threads|zmq|mpi] [--collectives fast|native] [--label NAME]\n"
+               "          [--max-iters N] [--warmup N] [--chunks B,B,...] [--ranks N,N,...] [--runtime "
+               "threads|zmq|mpi] [--collectives fast|native] [--label NAME]\n"
                "          [--shared-memory on|off]\n"
                "          [--algorithms auto,ring,recursive-doubling,halving-doubling,tree]\n"
                "          [--out FILE.csv]\n"
-               "  sizes accept suffixes K, M (KiB, MiB); --chunks, --ranks, --runtime, --collectives, --algorithms and --shared-memory are for the FAST program only;\n"
+               "  sizes accept suffixes K, M (KiB, MiB); --chunks, --ranks, --runtime, --collectives, --algorithms and "
+               "--shared-memory are for the FAST program only;\n"
                "  FAST's rows are labelled fast-ALGORITHM, or fast (the label) for auto, the automatic choice, whose\n"
                "  pick is printed to stderr; only the ring runs every --chunks value, the others the default 4 MiB.\n",
                prog, msg, prog);
@@ -109,8 +112,10 @@ inline std::size_t parse_size(const char* prog, const std::string& s) {
   char* end = nullptr;
   const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
   std::size_t mult = 1;
-  if (end && *end == 'K') mult = std::size_t{1} << 10, ++end;
-  else if (end && *end == 'M') mult = std::size_t{1} << 20, ++end;
+  if (end && *end == 'K')
+    mult = std::size_t{1} << 10, ++end;
+  else if (end && *end == 'M')
+    mult = std::size_t{1} << 20, ++end;
   if (end == s.c_str() || (end && *end != '\0') || v == 0) usage(prog, ("bad size '" + s + "'").c_str());
   return static_cast<std::size_t>(v) * mult;
 }
@@ -138,24 +143,39 @@ inline std::string parse_args(int argc, char** argv, AllreduceArgs& a) {
     if (key == "-h" || key == "--help") usage(prog, "all-reduce bus bandwidth benchmark");
     if (i + 1 >= argc) usage(prog, ("missing value after " + key).c_str());
     const std::string v = argv[++i];
-    if (key == "--min-bytes") a.min_bytes = parse_size(prog, v);
-    else if (key == "--max-bytes") a.max_bytes = parse_size(prog, v);
-    else if (key == "--factor") a.factor = parse_size(prog, v);
-    else if (key == "--budget-bytes") a.budget_bytes = parse_size(prog, v);
-    else if (key == "--min-iters") a.min_iters = parse_size(prog, v);
-    else if (key == "--max-iters") a.max_iters = parse_size(prog, v);
-    else if (key == "--warmup") a.warmup = std::strtoull(v.c_str(), nullptr, 10);
-    else if (key == "--chunks") a.chunks = parse_list<std::size_t>(v, [&](const std::string& s) { return parse_size(prog, s); });
-    else if (key == "--ranks") a.ranks = parse_list<int>(v, [&](const std::string& s) { return static_cast<int>(parse_size(prog, s)); });
-    else if (key == "--label") a.label = v;
-    else if (key == "--runtime") a.runtime = v;
-    else if (key == "--collectives") a.collectives = v;
+    if (key == "--min-bytes")
+      a.min_bytes = parse_size(prog, v);
+    else if (key == "--max-bytes")
+      a.max_bytes = parse_size(prog, v);
+    else if (key == "--factor")
+      a.factor = parse_size(prog, v);
+    else if (key == "--budget-bytes")
+      a.budget_bytes = parse_size(prog, v);
+    else if (key == "--min-iters")
+      a.min_iters = parse_size(prog, v);
+    else if (key == "--max-iters")
+      a.max_iters = parse_size(prog, v);
+    else if (key == "--warmup")
+      a.warmup = std::strtoull(v.c_str(), nullptr, 10);
+    else if (key == "--chunks")
+      a.chunks = parse_list<std::size_t>(v, [&](const std::string& s) { return parse_size(prog, s); });
+    else if (key == "--ranks")
+      a.ranks = parse_list<int>(v, [&](const std::string& s) { return static_cast<int>(parse_size(prog, s)); });
+    else if (key == "--label")
+      a.label = v;
+    else if (key == "--runtime")
+      a.runtime = v;
+    else if (key == "--collectives")
+      a.collectives = v;
     else if (key == "--shared-memory") {
       if (v != "on" && v != "off") usage(prog, "--shared-memory: expected on or off");
       a.shared_memory = v == "on";
-    } else if (key == "--algorithms") a.algorithms = parse_list<std::string>(v, [](const std::string& s) { return s; });
-    else if (key == "--out") out = v;
-    else usage(prog, ("unknown option " + key).c_str());
+    } else if (key == "--algorithms")
+      a.algorithms = parse_list<std::string>(v, [](const std::string& s) { return s; });
+    else if (key == "--out")
+      out = v;
+    else
+      usage(prog, ("unknown option " + key).c_str());
   }
   if (a.factor < 2) usage(prog, "--factor must be >= 2");
   if (a.min_bytes % sizeof(float) != 0) usage(prog, "--min-bytes must be a multiple of 4");

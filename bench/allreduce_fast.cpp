@@ -1,6 +1,6 @@
-// Benchmark (a), FAST side: bus bandwidth of the all-reduce (each algorithm of --algorithms) (MPI_SUM-like, float) of FAST's
-// `threads` runtime (for each rank count of --ranks), of the `zmq` runtime with --runtime zmq
-// (one worker per process, started by `fast launch -n N -- bench_allreduce_fast --runtime zmq`;
+// Benchmark (a), FAST side: bus bandwidth of the all-reduce (each algorithm of --algorithms) (MPI_SUM-like, float) of
+// FAST's `threads` runtime (for each rank count of --ranks), of the `zmq` runtime with --runtime zmq (one worker per
+// process, started by `fast launch -n N -- bench_allreduce_fast --runtime zmq`;
 // --ranks is then the launch's), or of the `mpi` runtime with --runtime mpi (started by
 // `mpirun -np N`; --collectives native calls MPI_Allreduce through the Communicator, fast its ring),
 // for each chunk size of --chunks and each message size. Method,
@@ -28,7 +28,8 @@ namespace {
 // The slowest rank's seconds (every rank passes its own; all get the maximum).
 double slowest(fast::collective::Communicator& comm, double mine) {
   std::vector<double> all(static_cast<std::size_t>(comm.size()));
-  comm.allgather(fast::core::ConstView(std::span<const double>(&mine, 1)), fast::core::MutableView(std::span<double>(all)));
+  comm.allgather(fast::core::ConstView(std::span<const double>(&mine, 1)),
+                 fast::core::MutableView(std::span<double>(all)));
   return *std::max_element(all.begin(), all.end());
 }
 
@@ -42,28 +43,30 @@ std::vector<std::size_t> chunks_for(const bench::AllreduceArgs& args, const std:
 void measure(fast::runtime::Context& ctx, const bench::AllreduceArgs& args, std::FILE* out) {
   fast::collective::Communicator comm(ctx, {.shared_memory = args.shared_memory});
   const int r = ctx.rank(), n = ctx.size();
-  double wrong = 0;  // this rank saw a wrong sum
+  double wrong = 0;                                        // this rank saw a wrong sum
   std::vector<float> buf(args.max_bytes / sizeof(float));  // first touched by this rank's thread
   for (const std::string& algorithm_name : args.algorithms)
-  for (const std::size_t chunk : chunks_for(args, algorithm_name)) {
-    const auto algorithm = fast::collective::parse_allreduce_algorithm(algorithm_name, "--algorithms");
-    const std::string base = args.label.empty() ? std::string("fast") : args.label;
-    const std::string impl = algorithm_name == "auto" ? base : base + "-" + algorithm_name;
-    const fast::collective::AllreduceOptions opts{.op = fast::collective::ReduceOp::sum, .chunk_bytes = chunk,
-                                                  .algorithm = algorithm};
-    for (const std::size_t bytes : bench::sizes(args)) {
-      if (r == 0 && algorithm == fast::collective::AllreduceAlgorithm::automatic)
-        std::fprintf(stderr, "  auto, %d ranks, %zu bytes: %s\n", n, bytes,
-                     std::string(fast::collective::name_of(comm.resolve(bytes, opts))).c_str());
-      const bench::SizeTiming t = bench::time_size(
-          args, buf.data(), bytes / sizeof(float), r, n,
-          [&](float* data, std::size_t count) { comm.allreduce(fast::core::MutableView(std::span<float>(data, count)), opts); },
-          [&] { comm.barrier(); });
-      if (t.wrong) wrong = 1;
-      const double worst = slowest(comm, t.seconds);
-      if (r == 0) bench::print_row(out, impl.c_str(), n, bytes, chunk, t.iters, worst);
+    for (const std::size_t chunk : chunks_for(args, algorithm_name)) {
+      const auto algorithm = fast::collective::parse_allreduce_algorithm(algorithm_name, "--algorithms");
+      const std::string base = args.label.empty() ? std::string("fast") : args.label;
+      const std::string impl = algorithm_name == "auto" ? base : base + "-" + algorithm_name;
+      const fast::collective::AllreduceOptions opts{
+          .op = fast::collective::ReduceOp::sum, .chunk_bytes = chunk, .algorithm = algorithm};
+      for (const std::size_t bytes : bench::sizes(args)) {
+        if (r == 0 && algorithm == fast::collective::AllreduceAlgorithm::automatic)
+          std::fprintf(stderr, "  auto, %d ranks, %zu bytes: %s\n", n, bytes,
+                       std::string(fast::collective::name_of(comm.resolve(bytes, opts))).c_str());
+        const bench::SizeTiming t = bench::time_size(
+            args, buf.data(), bytes / sizeof(float), r, n,
+            [&](float* data, std::size_t count) {
+              comm.allreduce(fast::core::MutableView(std::span<float>(data, count)), opts);
+            },
+            [&] { comm.barrier(); });
+        if (t.wrong) wrong = 1;
+        const double worst = slowest(comm, t.seconds);
+        if (r == 0) bench::print_row(out, impl.c_str(), n, bytes, chunk, t.iters, worst);
+      }
     }
-  }
   if (slowest(comm, wrong) != 0) throw std::runtime_error("FAST all-reduce returned a wrong sum on some rank");
 }
 

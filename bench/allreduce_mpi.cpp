@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
   MPI_Reduce(&failures, &total_failures, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0) {
     if (out != stdout) std::fclose(out);
-    if (total_failures != 0) std::fprintf(stderr, "%s: MPI_Allreduce returned wrong sums (%d)\n", argv[0], total_failures);
+    if (total_failures != 0)
+      std::fprintf(stderr, "%s: MPI_Allreduce returned wrong sums (%d)\n", argv[0], total_failures);
   }
   MPI_Finalize();
   return total_failures == 0 ? 0 : 1;

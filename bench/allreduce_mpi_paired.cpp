@@ -79,18 +79,18 @@ int direct(const bench::AllreduceArgs& args, std::vector<float>& buf, int rank, 
 int through_fast(const bench::AllreduceArgs& args, std::vector<float>& buf, int rank, int n,
                  const std::string& collectives, int round, std::FILE* out) {
   int wrong = 0;
-  fast::runtime::launch({.runtime = "mpi", .op_timeout_seconds = 600, .collectives = collectives},
-                        [&](fast::runtime::Context& ctx) {
-                          fast::collective::Communicator comm(ctx);
-                          const fast::collective::AllreduceOptions opts{.op = fast::collective::ReduceOp::sum,
-                                                                        .chunk_bytes = args.chunks.front()};
-                          const Reducer reducer{[&](float* data, std::size_t count) {
-                                                  const std::span<float> v(data, count);
-                                                  comm.allreduce(fast::core::MutableView(v), opts);
-                                                },
-                                                [&] { comm.barrier(); }};
-                          wrong = sweep(reducer, args, buf, rank, n, collectives == "native" ? "fast_native" : "fast_ring", round, out);
-                        });
+  fast::runtime::launch(
+      {.runtime = "mpi", .op_timeout_seconds = 600, .collectives = collectives}, [&](fast::runtime::Context& ctx) {
+        fast::collective::Communicator comm(ctx);
+        const fast::collective::AllreduceOptions opts{.op = fast::collective::ReduceOp::sum,
+                                                      .chunk_bytes = args.chunks.front()};
+        const Reducer reducer{[&](float* data, std::size_t count) {
+                                const std::span<float> v(data, count);
+                                comm.allreduce(fast::core::MutableView(v), opts);
+                              },
+                              [&] { comm.barrier(); }};
+        wrong = sweep(reducer, args, buf, rank, n, collectives == "native" ? "fast_native" : "fast_ring", round, out);
+      });
   return wrong;
 }
 
@@ -110,16 +110,20 @@ int main(int argc, char** argv) {
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string key = argv[i];
-    if (key == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
-    else if (key == "--impls" && i + 1 < argc) impls = bench::parse_list<std::string>(argv[++i], [](const std::string& s) { return s; });
-    else rest.push_back(argv[i]);
+    if (key == "--rounds" && i + 1 < argc)
+      rounds = std::atoi(argv[++i]);
+    else if (key == "--impls" && i + 1 < argc)
+      impls = bench::parse_list<std::string>(argv[++i], [](const std::string& s) { return s; });
+    else
+      rest.push_back(argv[i]);
   }
   bench::AllreduceArgs args;
   const std::string out_path = bench::parse_args(static_cast<int>(rest.size()), rest.data(), args);
   if (rounds < 1) bench::usage(argv[0], "--rounds must be >= 1");
   for (const std::string& impl : impls)
     if (impl != "direct" && impl != "direct_again" && impl != "fast_native" && impl != "fast_ring")
-      bench::usage(argv[0], ("--impls: expected direct, fast_native, fast_ring or direct_again, got '" + impl + "'").c_str());
+      bench::usage(argv[0],
+                   ("--impls: expected direct, fast_native, fast_ring or direct_again, got '" + impl + "'").c_str());
   std::FILE* out = stdout;
   if (rank == 0 && !out_path.empty()) out = std::fopen(out_path.c_str(), "w");
   if (out == nullptr) {
@@ -135,8 +139,10 @@ int main(int argc, char** argv) {
       for (std::size_t k = 0; k < impls.size(); ++k) {
         const std::string& impl = impls[(k + static_cast<std::size_t>(round) - 1) % impls.size()];
         if (rank == 0) std::fprintf(stderr, "  round %d/%d: %s, %d ranks\n", round, rounds, impl.c_str(), n);
-        if (impl.rfind("direct", 0) == 0) wrong += direct(args, buf, rank, n, impl, round, out);
-        else wrong += through_fast(args, buf, rank, n, impl == "fast_native" ? "native" : "fast", round, out);
+        if (impl.rfind("direct", 0) == 0)
+          wrong += direct(args, buf, rank, n, impl, round, out);
+        else
+          wrong += through_fast(args, buf, rank, n, impl == "fast_native" ? "native" : "fast", round, out);
       }
     }
   } catch (const std::exception& e) {

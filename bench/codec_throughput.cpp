@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "fast/compress/codec.hpp"
 #include "fast/core/layout.hpp"
-#include "bench_util.hpp"
 
 namespace {
 
@@ -49,14 +49,21 @@ int main(int argc, char** argv) try {
       if (i + 1 >= argc) throw std::runtime_error("missing value after " + a);
       return argv[++i];
     };
-    if (a == "--n") n = std::stoull(next());
-    else if (a == "--reps") reps = std::stoull(next());
-    else if (a == "--rows") rows = std::stoull(next());
-    else if (a == "--codecs") codecs = next();
-    else if (a == "--out") out_path = next();
-    else throw std::runtime_error("unknown argument " + a + " (see the header of bench/codec_throughput.cpp)");
+    if (a == "--n")
+      n = std::stoull(next());
+    else if (a == "--reps")
+      reps = std::stoull(next());
+    else if (a == "--rows")
+      rows = std::stoull(next());
+    else if (a == "--codecs")
+      codecs = next();
+    else if (a == "--out")
+      out_path = next();
+    else
+      throw std::runtime_error("unknown argument " + a + " (see the header of bench/codec_throughput.cpp)");
   }
-  if (n == 0 || reps == 0 || rows == 0 || n % rows != 0) throw std::runtime_error("need n, reps, rows > 0 and rows | n");
+  if (n == 0 || reps == 0 || rows == 0 || n % rows != 0)
+    throw std::runtime_error("need n, reps, rows > 0 and rows | n");
 
   std::vector<float> x(n), y(n);
   std::mt19937 g(2026);
@@ -105,10 +112,13 @@ int main(int argc, char** argv) try {
     all_met = all_met && met;
     const double ratio = bytes / static_cast<double>(payload.numel());
     std::printf("%-28s %12zu %8.1f %10.2f %10.2f %8.3f %9.3f %6.1f %s\n", spec.c_str(), payload.numel(), ratio,
-                enc * 1e3, dec * 1e3, gbps, gbps / memcpy_gbps, goal, goal == 0 ? "-" : met ? "MET" : "MISSED");
+                enc * 1e3, dec * 1e3, gbps, gbps / memcpy_gbps, goal,
+                goal == 0 ? "-"
+                : met     ? "MET"
+                          : "MISSED");
     if (csv)
-      std::fprintf(csv, "%s,%zu,%zu,%.3f,%.6f,%.6f,%.4f,%.4f,%.4f,%.1f\n", spec.c_str(), n, payload.numel(), ratio,
-                   enc, dec, gbps, memcpy_gbps, gbps / memcpy_gbps, goal);
+      std::fprintf(csv, "%s,%zu,%zu,%.3f,%.6f,%.6f,%.4f,%.4f,%.4f,%.1f\n", spec.c_str(), n, payload.numel(), ratio, enc,
+                   dec, gbps, memcpy_gbps, gbps / memcpy_gbps, goal);
   }
   if (csv) std::fclose(csv);
   std::printf("goals (GB/s of input, encode + decode): >= 1 for fp16, bf16, int8, sign; >= 0.3 for topk 1%%: %s\n",

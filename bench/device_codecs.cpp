@@ -19,11 +19,11 @@
 
 #include <torch/torch.h>
 
+#include "bench_util.hpp"
 #include "fast/adapters/torch/device.hpp"
 #include "fast/adapters/torch/device_codec.hpp"
 #include "fast/compress/codec.hpp"
 #include "fast/core/error.hpp"
-#include "bench_util.hpp"
 
 namespace {
 
@@ -53,13 +53,20 @@ int main(int argc, char** argv) try {
     const std::string a = argv[i];
     if (i + 1 >= argc) throw std::invalid_argument("missing value after " + a);
     const std::string v = argv[++i];
-    if (a == "--device") device_spec = v;
-    else if (a == "--n") n = std::stoull(v);
-    else if (a == "--reps") reps = std::stoull(v);
-    else if (a == "--codecs") codecs = v;
-    else if (a == "--out") out_path = v;
-    else throw std::invalid_argument("unknown option " + a +
-                                     "; usage: bench_device_codecs [--device D] [--n N] [--reps R] [--codecs a,b] [--out CSV]");
+    if (a == "--device")
+      device_spec = v;
+    else if (a == "--n")
+      n = std::stoull(v);
+    else if (a == "--reps")
+      reps = std::stoull(v);
+    else if (a == "--codecs")
+      codecs = v;
+    else if (a == "--out")
+      out_path = v;
+    else
+      throw std::invalid_argument(
+          "unknown option " + a +
+          "; usage: bench_device_codecs [--device D] [--n N] [--reps R] [--codecs a,b] [--out CSV]");
   }
   fast::torch::check_device(device_spec, "--device");
   const torch::Device device = fast::torch::worker_device(device_spec, 0);
@@ -77,8 +84,8 @@ int main(int argc, char** argv) try {
     const fast::core::ConstView view(host.data_ptr<float>(), n, fast::core::DType::f32);
     const double th = timed(reps, [&] { codec->encode(view, host_out); });
     const double bytes = 4.0 * static_cast<double>(n);
-    std::printf("%-18s %12zu %14.6f %10.2f %14.6f %10.2f %7.2fx\n", spec.c_str(), device_out.bytes(), td, bytes / td / 1e9,
-                th, bytes / th / 1e9, th / td);
+    std::printf("%-18s %12zu %14.6f %10.2f %14.6f %10.2f %7.2fx\n", spec.c_str(), device_out.bytes(), td,
+                bytes / td / 1e9, th, bytes / th / 1e9, th / td);
     char line[512];
     std::snprintf(line, sizeof(line), "%s,%s,%zu,%zu,%.9f,%.4f,%.9f,%.4f,%.4f\n", device.str().c_str(), spec.c_str(), n,
                   device_out.bytes(), td, bytes / td / 1e9, th, bytes / th / 1e9, th / td);

@@ -39,7 +39,8 @@ void run(fast::runtime::Context& ctx, const bench::PingpongArgs& args, std::FILE
     for (std::size_t i = 0; i < iters; ++i) trip();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (ctx.rank() == 0)
-      std::fprintf(out, "%s,%zu,%zu,%.3f\n", args.label.c_str(), bytes, iters, seconds / static_cast<double>(iters) / 2 * 1e6);
+      std::fprintf(out, "%s,%zu,%zu,%.3f\n", args.label.c_str(), bytes, iters,
+                   seconds / static_cast<double>(iters) / 2 * 1e6);
   }
 }
 

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < iters; ++i) trip();
     const double seconds = MPI_Wtime() - start;
     if (rank == 0)
-      std::fprintf(out, "%s,%zu,%zu,%.3f\n", args.label.c_str(), bytes, iters, seconds / static_cast<double>(iters) / 2 * 1e6);
+      std::fprintf(out, "%s,%zu,%zu,%.3f\n", args.label.c_str(), bytes, iters,
+                   seconds / static_cast<double>(iters) / 2 * 1e6);
   }
   if (out != stdout) std::fclose(out);
   MPI_Finalize();

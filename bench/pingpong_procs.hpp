@@ -47,7 +47,8 @@ inline PingpongArgs parse_pingpong(int argc, char** argv) {
     } else if (key == "--out") {
       a.out = v;
     } else {
-      std::fprintf(stderr, "%s: unknown option %s (--sizes, --iters, --warmup, --label, --out)\n", argv[0], key.c_str());
+      std::fprintf(stderr, "%s: unknown option %s (--sizes, --iters, --warmup, --label, --out)\n", argv[0],
+                   key.c_str());
       std::exit(2);
     }
   }

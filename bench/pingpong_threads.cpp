@@ -45,7 +45,7 @@ double seconds_now() {
 struct Args {
   std::size_t max_bytes = std::size_t{16} << 20;
   int warmup = 20;
-  int iters = 0;  // 0: 2000 for small messages, fewer for large ones (about 0.25 GB moved per size)
+  int iters = 0;               // 0: 2000 for small messages, fewer for large ones (about 0.25 GB moved per size)
   std::size_t cold_mib = 256;  // 0: every round trip reuses the same buffer (cache-hot)
 };
 
@@ -59,7 +59,8 @@ double cold_copy_bandwidth(std::size_t mib) {
     const int n = 500;
     const double t0 = seconds_now();
     for (int i = 0; i < n; ++i) {
-      const std::size_t a = (static_cast<std::size_t>(i) * 7919) % slots, b = (static_cast<std::size_t>(i) * 104729 + 1) % slots;
+      const std::size_t a = (static_cast<std::size_t>(i) * 7919) % slots,
+                        b = (static_cast<std::size_t>(i) * 104729 + 1) % slots;
       std::memcpy(dst.data() + b * block, src.data() + a * block, block);
     }
     best = std::max(best, static_cast<double>(n) * static_cast<double>(block) / (seconds_now() - t0));
@@ -77,10 +78,14 @@ Args parse(int argc, char** argv) {
       std::exit(2);
     }
     const std::string v = argv[++i];
-    if (key == "--max-bytes") a.max_bytes = std::stoull(v);
-    else if (key == "--warmup") a.warmup = std::stoi(v);
-    else if (key == "--iters") a.iters = std::stoi(v);
-    else if (key == "--cold-mib") a.cold_mib = std::stoull(v);
+    if (key == "--max-bytes")
+      a.max_bytes = std::stoull(v);
+    else if (key == "--warmup")
+      a.warmup = std::stoi(v);
+    else if (key == "--iters")
+      a.iters = std::stoi(v);
+    else if (key == "--cold-mib")
+      a.cold_mib = std::stoull(v);
     else {
       std::fprintf(stderr, "%s: unknown option %s\n", argv[0], key.c_str());
       std::exit(2);
@@ -125,8 +130,9 @@ int main(int argc, char** argv) {
       std::size_t next = 0;
       for (std::size_t k = 0; k < sizes.size(); ++k) {
         std::span<float> v;
-        const int iters = args.iters > 0 ? args.iters
-                                         : static_cast<int>(std::clamp<std::size_t>((std::size_t{1} << 28) / sizes[k], 20, 2000));
+        const int iters = args.iters > 0
+                              ? args.iters
+                              : static_cast<int>(std::clamp<std::size_t>((std::size_t{1} << 28) / sizes[k], 20, 2000));
         auto round_trip = [&] {
           // Both ranks step through their slots in the same order; 7919 is prime, so a region of
           // up to 7918 slots is walked through entirely before a slot repeats.
@@ -153,11 +159,11 @@ int main(int argc, char** argv) {
   const double copy_bandwidth = args.cold_mib > 0 ? cold_copy_bandwidth(args.cold_mib) : 0.0;
   const double latency = one_way.front();
   const double bandwidth = static_cast<double>(sizes.back()) / std::max(one_way.back() - latency, 1e-12);
-  std::printf("{\"impl\": \"threads_pingpong\", \"latency_seconds\": %.9g, \"bandwidth_bytes_per_second\": %.6g, "
-              "\"cold_mib\": %zu, \"copy_bandwidth_bytes_per_second\": %.6g, \"sizes\": [",
-              latency, bandwidth, args.cold_mib, copy_bandwidth);
-  for (std::size_t k = 0; k < sizes.size(); ++k)
-    std::printf("%s[%zu, %.9g]", k ? ", " : "", sizes[k], one_way[k]);
+  std::printf(
+      "{\"impl\": \"threads_pingpong\", \"latency_seconds\": %.9g, \"bandwidth_bytes_per_second\": %.6g, "
+      "\"cold_mib\": %zu, \"copy_bandwidth_bytes_per_second\": %.6g, \"sizes\": [",
+      latency, bandwidth, args.cold_mib, copy_bandwidth);
+  for (std::size_t k = 0; k < sizes.size(); ++k) std::printf("%s[%zu, %.9g]", k ? ", " : "", sizes[k], one_way[k]);
   std::printf("]}\n");
   return 0;
 }

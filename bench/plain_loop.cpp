@@ -61,18 +61,30 @@ Args parse(int argc, char** argv) {
     if (key == "-h" || key == "--help") usage(argv[0], "plain libtorch training loop");
     if (i + 1 >= argc) usage(argv[0], "missing value after " + key);
     const std::string v = argv[++i];
-    if (key == "--model") a.model = v;
-    else if (key == "--batch") a.batch = std::stoll(v);
-    else if (key == "--lr") a.lr = std::stod(v);
-    else if (key == "--momentum") a.momentum = std::stod(v);
-    else if (key == "--steps") a.steps = std::stoll(v);
-    else if (key == "--warmup") a.warmup = std::stoll(v);
-    else if (key == "--threads") a.threads = std::stoi(v);
-    else if (key == "--seed") a.seed = std::stoull(v);
-    else if (key == "--data-dir") a.data_dir = v;
-    else if (key == "--out") a.out = v;
-    else if (key == "--device") a.device = v;
-    else usage(argv[0], "unknown option " + key);
+    if (key == "--model")
+      a.model = v;
+    else if (key == "--batch")
+      a.batch = std::stoll(v);
+    else if (key == "--lr")
+      a.lr = std::stod(v);
+    else if (key == "--momentum")
+      a.momentum = std::stod(v);
+    else if (key == "--steps")
+      a.steps = std::stoll(v);
+    else if (key == "--warmup")
+      a.warmup = std::stoll(v);
+    else if (key == "--threads")
+      a.threads = std::stoi(v);
+    else if (key == "--seed")
+      a.seed = std::stoull(v);
+    else if (key == "--data-dir")
+      a.data_dir = v;
+    else if (key == "--out")
+      a.out = v;
+    else if (key == "--device")
+      a.device = v;
+    else
+      usage(argv[0], "unknown option " + key);
   }
   if (a.batch < 1 || a.steps < 1 || a.warmup < 0 || a.warmup >= a.steps) {
     usage(argv[0], "need batch >= 1, steps >= 1, 0 <= warmup < steps");
@@ -98,10 +110,10 @@ int main(int argc, char** argv) {
     if (threads > 0) at::set_num_threads(threads);
     threads = at::get_num_threads();
 
-    const std::string dir = args.data_dir.empty()
-                                ? (std::getenv("FAST_DATA_DIR") ? std::getenv("FAST_DATA_DIR")
-                                                                : fast::torch::default_data_dir().string())
-                                : args.data_dir;
+    const std::string dir =
+        args.data_dir.empty()
+            ? (std::getenv("FAST_DATA_DIR") ? std::getenv("FAST_DATA_DIR") : fast::torch::default_data_dir().string())
+            : args.data_dir;
     const fast::torch::FashionMnist data = fast::torch::load_fashion_mnist(dir);
     const torch::Tensor& images = data.train->images;
     const torch::Tensor& labels = data.train->labels;
@@ -152,13 +164,14 @@ int main(int argc, char** argv) {
     const double sps = static_cast<double>(args.steps * args.batch) / wall;
     const double sps_warm = static_cast<double>((args.steps - args.warmup) * args.batch) / (t1 - t_warm);
     char line[768];
-    std::snprintf(line, sizeof(line),
-                  "{\"impl\": \"plain_libtorch\", \"device\": \"%s\", \"model\": \"%s\", \"batch\": %lld, \"steps\": %lld, "
-                  "\"warmup\": %lld, \"threads\": %d, \"wall_seconds\": %.6f, \"samples_per_second\": %.3f, "
-                  "\"samples_per_second_warm\": %.3f, \"final_train_loss\": %.5f}",
-                  args.device.c_str(), args.model.c_str(), static_cast<long long>(args.batch), static_cast<long long>(args.steps),
-                  static_cast<long long>(args.warmup), threads, wall, sps, sps_warm,
-                  loss_tail / static_cast<double>(args.steps - tail_from));
+    std::snprintf(
+        line, sizeof(line),
+        "{\"impl\": \"plain_libtorch\", \"device\": \"%s\", \"model\": \"%s\", \"batch\": %lld, \"steps\": %lld, "
+        "\"warmup\": %lld, \"threads\": %d, \"wall_seconds\": %.6f, \"samples_per_second\": %.3f, "
+        "\"samples_per_second_warm\": %.3f, \"final_train_loss\": %.5f}",
+        args.device.c_str(), args.model.c_str(), static_cast<long long>(args.batch), static_cast<long long>(args.steps),
+        static_cast<long long>(args.warmup), threads, wall, sps, sps_warm,
+        loss_tail / static_cast<double>(args.steps - tail_from));
     std::printf("%s\n", line);
     if (!args.out.empty()) {
       std::ofstream f(args.out);

@@ -48,8 +48,9 @@ Result measure(int workers, std::size_t n, double density, fast::collective::Spa
     std::vector<float> data(n);
     const auto fill = [&](int it) {
       for (std::size_t i = 0; i < n; ++i)
-        data[i] = static_cast<float>(((i * 2654435761u + static_cast<std::size_t>(ctx.rank() * 97 + it)) % 1000) -
-                                     500) * 1e-3f;
+        data[i] =
+            static_cast<float>(((i * 2654435761u + static_cast<std::size_t>(ctx.rank() * 97 + it)) % 1000) - 500) *
+            1e-3f;
     };
     for (int it = 0; it < 2; ++it) {
       fill(it);
@@ -84,9 +85,12 @@ int main(int argc, char** argv) {
   std::vector<long> workers{2, 4}, lengths{242762, 4194304};
   std::string out;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--workers") == 0) workers = parse_list(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--n") == 0) lengths = parse_list(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--out") == 0) out = argv[i + 1];
+    if (std::strcmp(argv[i], "--workers") == 0)
+      workers = parse_list(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--n") == 0)
+      lengths = parse_list(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--out") == 0)
+      out = argv[i + 1];
     else {
       std::fprintf(stderr, "usage: bench_sparse_allreduce [--workers 2,4] [--n 242762,4194304] [--out FILE]\n");
       return 2;
@@ -101,8 +105,10 @@ int main(int argc, char** argv) {
   for (long w : workers)
     for (long n : lengths)
       for (double d : {0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5}) {
-        const Result g = measure(static_cast<int>(w), static_cast<std::size_t>(n), d, fast::collective::SparseReduce::gather);
-        const Result dn = measure(static_cast<int>(w), static_cast<std::size_t>(n), d, fast::collective::SparseReduce::dense);
+        const Result g =
+            measure(static_cast<int>(w), static_cast<std::size_t>(n), d, fast::collective::SparseReduce::gather);
+        const Result dn =
+            measure(static_cast<int>(w), static_cast<std::size_t>(n), d, fast::collective::SparseReduce::dense);
         std::fprintf(f, "%ld,%ld,%g,%zu,%.6g,%.6g,%.3f,%s\n", w, n, d, g.payload, g.seconds, dn.seconds,
                      g.seconds / dn.seconds, g.dense_auto ? "dense" : "gather");
         std::fflush(f);

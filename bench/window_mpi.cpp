@@ -23,9 +23,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -107,27 +107,29 @@ void end_owner() {
 // on the owner's service; rank 1 accumulates into and gets from rank 0's tensor.
 void fast_side(const Args& a, const std::string& windows, std::FILE* out) {
   const std::string impl = "fast_window_" + windows;
-  fast::runtime::launch({.runtime = "mpi", .op_timeout_seconds = 600, .windows = windows},
-                        [&](fast::runtime::Context& ctx) {
-    fast::collective::Communicator comm(ctx);
-    std::vector<float> exposed(a.max_bytes / sizeof(float)), mine(a.max_bytes / sizeof(float), 1.0f);
-    fast::collective::Window window(comm, "bench", fast::core::MutableView(std::span<float>(exposed)));
-    if (ctx.rank() == 1) {
-      sweep(
-          a, out, impl.c_str(),
-          [&](std::size_t n) { window.accumulate(0, fast::core::ConstView(std::span<const float>(mine.data(), n))).wait(); },
-          [&](std::size_t n) { window.get(0, fast::core::MutableView(std::span<float>(mine.data(), n))).wait(); });
-      ctx.send(0, fast::runtime::make_tag(fast::runtime::TagKind::user, 1, 0), {}).wait();
-    } else {
-      fast::core::Work done = ctx.recv(1, fast::runtime::make_tag(fast::runtime::TagKind::user, 1, 0),
-                                       fast::core::MutableView());
-      while (a.busy_owner ? !done.is_completed() : !done.wait(1.0)) {
-        if (a.busy_owner) spin(0.01);
-      }
-      done.wait();
-    }
-    window.close();
-  });
+  fast::runtime::launch(
+      {.runtime = "mpi", .op_timeout_seconds = 600, .windows = windows}, [&](fast::runtime::Context& ctx) {
+        fast::collective::Communicator comm(ctx);
+        std::vector<float> exposed(a.max_bytes / sizeof(float)), mine(a.max_bytes / sizeof(float), 1.0f);
+        fast::collective::Window window(comm, "bench", fast::core::MutableView(std::span<float>(exposed)));
+        if (ctx.rank() == 1) {
+          sweep(
+              a, out, impl.c_str(),
+              [&](std::size_t n) {
+                window.accumulate(0, fast::core::ConstView(std::span<const float>(mine.data(), n))).wait();
+              },
+              [&](std::size_t n) { window.get(0, fast::core::MutableView(std::span<float>(mine.data(), n))).wait(); });
+          ctx.send(0, fast::runtime::make_tag(fast::runtime::TagKind::user, 1, 0), {}).wait();
+        } else {
+          fast::core::Work done =
+              ctx.recv(1, fast::runtime::make_tag(fast::runtime::TagKind::user, 1, 0), fast::core::MutableView());
+          while (a.busy_owner ? !done.is_completed() : !done.wait(1.0)) {
+            if (a.busy_owner) spin(0.01);
+          }
+          done.wait();
+        }
+        window.close();
+      });
 }
 
 // MPI RMA, passive target, best case: memory from MPI_Win_allocate, a shared lock per operation.
@@ -214,12 +216,17 @@ int main(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i], value = argv[i + 1];
-    if (key == "--reps") a.reps = std::atoi(value.c_str());
-    else if (key == "--max-bytes") a.max_bytes = std::strtoull(value.c_str(), nullptr, 10);
-    else if (key == "--out") a.out = value;
-    else if (key == "--owner" && (value == "idle" || value == "busy")) a.busy_owner = value == "busy";
+    if (key == "--reps")
+      a.reps = std::atoi(value.c_str());
+    else if (key == "--max-bytes")
+      a.max_bytes = std::strtoull(value.c_str(), nullptr, 10);
+    else if (key == "--out")
+      a.out = value;
+    else if (key == "--owner" && (value == "idle" || value == "busy"))
+      a.busy_owner = value == "busy";
     else {
-      std::fprintf(stderr, "usage: mpirun -np 2 %s [--reps N] [--max-bytes B] [--owner idle|busy] [--out FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: mpirun -np 2 %s [--reps N] [--max-bytes B] [--owner idle|busy] [--out FILE]\n",
+                   argv[0]);
       return 2;
     }
   }

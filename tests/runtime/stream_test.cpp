@@ -63,8 +63,10 @@ TEST(Sealer, ChunksOpenInOrderUnderTheSameKey) {
       std::vector<std::byte> wire(plain.size());
       Sealer::Tag tag{};
       seal.seal(plain, wire.data(), tag);
-      if (!seal.encrypts()) wire = plain;  // the checksum mode sends the bytes as they are
-      else EXPECT_NE(wire, plain) << protection_name(p);
+      if (!seal.encrypts())
+        wire = plain;  // the checksum mode sends the bytes as they are
+      else
+        EXPECT_NE(wire, plain) << protection_name(p);
       ASSERT_TRUE(open.open(wire, tag)) << protection_name(p) << " chunk " << i;
       EXPECT_EQ(wire, plain) << protection_name(p);
     }
@@ -158,9 +160,7 @@ TEST(Sealer, NoncesNeverRepeatOverALongRun) {
   }
 }
 
-TEST(Sealer, FreshKeysDiffer) {
-  EXPECT_NE(Sealer::random_key(), Sealer::random_key());
-}
+TEST(Sealer, FreshKeysDiffer) { EXPECT_NE(Sealer::random_key(), Sealer::random_key()); }
 
 // --- records over a socket pair ------------------------------------------------------------------
 
@@ -176,8 +176,13 @@ struct Pair {
 
 RecordHead data_head(std::size_t bytes, std::int32_t tag) {
   RecordHead head{.kind = RecordKind::data};
-  head.header = {.kind = wire::FrameKind::data, .dtype = core::DType::u8, .src = 1, .dst = 0, .tag = tag,
-                 .count = bytes, .payload_bytes = bytes};
+  head.header = {.kind = wire::FrameKind::data,
+                 .dtype = core::DType::u8,
+                 .src = 1,
+                 .dst = 0,
+                 .tag = tag,
+                 .count = bytes,
+                 .payload_bytes = bytes};
   return head;
 }
 

@@ -148,7 +148,8 @@ bool OpWork::wait_for(double timeout_seconds) {
   if (op_->finished.load(std::memory_order_acquire)) return true;
   const bool default_limit = timeout_seconds < 0;
   const double limit = default_limit ? world_.op_timeout() : timeout_seconds;
-  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit));
+  const auto deadline =
+      clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit));
   const WorldState::BlockingScope blocking(world_);  // may deliver our message itself: before the lock
   std::unique_lock<std::mutex> lock(op_->mutex);
   // `waiting` is true only while this loop may block; every exit clears it under the lock, so a
@@ -167,10 +168,10 @@ bool OpWork::wait_for(double timeout_seconds) {
       if (mailbox_.cancel(*op_)) {
         const std::string what = op_->describe();
         std::exception_ptr e =
-            world_.aborted()
-                ? std::make_exception_ptr(core::RemoteError(fmt::format("{} abandoned: {}", what, world_.abort_message())))
-                : std::make_exception_ptr(core::TimeoutError(fmt::format(
-                      "{} did not complete within {} s (FAST_OP_TIMEOUT)", what, world_.op_timeout())));
+            world_.aborted() ? std::make_exception_ptr(
+                                   core::RemoteError(fmt::format("{} abandoned: {}", what, world_.abort_message())))
+                             : std::make_exception_ptr(core::TimeoutError(fmt::format(
+                                   "{} did not complete within {} s (FAST_OP_TIMEOUT)", what, world_.op_timeout())));
         op_->complete(e);
         return true;
       }

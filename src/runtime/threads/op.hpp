@@ -14,10 +14,10 @@
 #include <mutex>
 #include <string>
 
+#include "../matcher.hpp"
 #include "fast/core/buffer.hpp"
 #include "fast/core/work.hpp"
 #include "fast/runtime/context.hpp"
-#include "../matcher.hpp"
 
 namespace fast::runtime::threads {
 
@@ -34,17 +34,17 @@ struct Op {
 
   // Immutable after creation.
   Kind kind = Kind::send;
-  int src = 0;                           // receives from any source: kAnySource until matched
+  int src = 0;  // receives from any source: kAnySource until matched
   int dst = 0;
   Tag tag = 0;
-  core::ConstView send_data;             // Kind::send
+  core::ConstView send_data;                  // Kind::send
   std::shared_ptr<const void> payload_owner;  // sends from another process: keeps send_data's memory
-  bool copy_when_queued = false;         // sends from another process: a send that finds no receive is
-                                         // copied out of payload_owner's memory (Mailbox::post_send)
-  core::MutableView recv_dst;            // Kind::recv_view
-  Combine combine = Combine::copy;       // Kind::recv_view
-  core::Buffer* recv_out = nullptr;      // Kind::recv_buffer
-  int* recv_source = nullptr;            // receives from any source: where the matched sender's rank goes
+  bool copy_when_queued = false;              // sends from another process: a send that finds no receive is
+                                              // copied out of payload_owner's memory (Mailbox::post_send)
+  core::MutableView recv_dst;                 // Kind::recv_view
+  Combine combine = Combine::copy;            // Kind::recv_view
+  core::Buffer* recv_out = nullptr;           // Kind::recv_buffer
+  int* recv_source = nullptr;                 // receives from any source: where the matched sender's rank goes
   LinkCounters* receiver_counters = nullptr;  // receives: the receiver's per-peer counters, bumped by transfer
 
   static constexpr int kAnySource = detail::kAnySource;

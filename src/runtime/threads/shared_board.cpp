@@ -47,8 +47,8 @@ void SharedBoard::wait_until(Pred pred, const char* what, std::uint64_t ticket) 
     if (pred()) break;
     if (world_.aborted()) {
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
-      throw core::RemoteError(fmt::format("{} of shared collective {} abandoned: {}", what, ticket,
-                                          world_.abort_message()));
+      throw core::RemoteError(
+          fmt::format("{} of shared collective {} abandoned: {}", what, ticket, world_.abort_message()));
     }
     const auto now = clock::now();
     if (now >= deadline) {

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "../completion.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
-#include "../completion.hpp"
 #include "mailbox.hpp"
 #include "op.hpp"
 #include "shared_board.hpp"
@@ -59,9 +59,7 @@ RemoteMemory* ThreadsContext::remote_memory() {
   return world_.transport() != nullptr ? world_.transport()->remote_memory(counters_.get()) : nullptr;
 }
 
-SharedRendezvous* ThreadsContext::shared_rendezvous() {
-  return board_ != nullptr ? &board_->seat(rank_) : nullptr;
-}
+SharedRendezvous* ThreadsContext::shared_rendezvous() { return board_ != nullptr ? &board_->seat(rank_) : nullptr; }
 
 Mailbox& ThreadsContext::own_mailbox() const {
   return *mailboxes_[static_cast<std::size_t>(rank_ - world_.first_rank())];

@@ -1,8 +1,8 @@
 #include "fast/runtime/threads/world.hpp"
 
+#include "../deliver.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
-#include "../deliver.hpp"
 #include "local_world.hpp"
 
 namespace fast::runtime::threads {

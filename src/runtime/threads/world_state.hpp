@@ -14,10 +14,10 @@ namespace fast::runtime::threads {
 class Transport;
 
 struct WorldShape {
-  int world_size = 1;   // workers in the whole run
-  int first_rank = 0;   // this process runs ranks [first_rank, first_rank + local_size)
+  int world_size = 1;  // workers in the whole run
+  int first_rank = 0;  // this process runs ranks [first_rank, first_rank + local_size)
   int local_size = 1;
-  bool joining = false; // these ranks replace lost ones in a run under way (Context::joins_run_under_way)
+  bool joining = false;  // these ranks replace lost ones in a run under way (Context::joins_run_under_way)
 };
 
 class WorldState {
@@ -28,7 +28,9 @@ class WorldState {
   int size() const noexcept { return shape_.world_size; }
   int local_size() const noexcept { return shape_.local_size; }
   int first_rank() const noexcept { return shape_.first_rank; }
-  bool is_local(int rank) const noexcept { return rank >= shape_.first_rank && rank < shape_.first_rank + shape_.local_size; }
+  bool is_local(int rank) const noexcept {
+    return rank >= shape_.first_rank && rank < shape_.first_rank + shape_.local_size;
+  }
   bool joining() const noexcept { return shape_.joining; }
   const std::string& runtime_name() const noexcept { return runtime_name_; }
   Transport* transport() const noexcept { return transport_; }
@@ -129,7 +131,7 @@ class WorldState {
   double op_timeout_;
   std::string runtime_name_;
   Transport* transport_;
-  bool polls_in_caller_ = false;                  // transport_->polls_in_caller(), read once
+  bool polls_in_caller_ = false;                       // transport_->polls_in_caller(), read once
   std::chrono::steady_clock::duration poll_budget_{};  // transport_->poll_budget()
   std::chrono::steady_clock::time_point start_;
   // Out of line, so that this header needs only the Transport's declaration.

@@ -57,8 +57,10 @@ bool Authenticator::answer(::zmq::socket_t& socket) {
                 mechanism);
     }
   }
-  std::vector<::zmq::const_buffer> reply = {::zmq::str_buffer("1.0"), ::zmq::buffer(request.size() > 1 ? request[1].to_string_view() : std::string_view()),
-                                             ::zmq::buffer(status), ::zmq::buffer(text), ::zmq::buffer(user), ::zmq::const_buffer()};
+  std::vector<::zmq::const_buffer> reply = {
+      ::zmq::str_buffer("1.0"), ::zmq::buffer(request.size() > 1 ? request[1].to_string_view() : std::string_view()),
+      ::zmq::buffer(status),    ::zmq::buffer(text),
+      ::zmq::buffer(user),      ::zmq::const_buffer()};
   ::zmq::send_multipart(socket, reply);
   return true;
 }

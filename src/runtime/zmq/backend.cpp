@@ -66,8 +66,12 @@ constexpr RouterKind kPulseRouter{"pulse", ZmqTransport::kPulseAffinity, ZmqTran
 ProcessInfo describe_self(const Settings& s) {
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
-  return {.rank = s.process_rank, .workers = s.workers_per_process, .host_id = host_id(), .hostname = name,
-          .public_key = s.public_key, .pid = static_cast<long>(getpid())};
+  return {.rank = s.process_rank,
+          .workers = s.workers_per_process,
+          .host_id = host_id(),
+          .hostname = name,
+          .public_key = s.public_key,
+          .pid = static_cast<long>(getpid())};
 }
 
 // First error of the local workers, else the loss that aborted the run, as one message.
@@ -116,8 +120,10 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
   ZmqTransport transport(context, s, meeting.table, meeting.process_rank, std::move(router), std::move(pulse));
   // Runs that go on without a lost process can take one back: the rendezvous server stays open.
   if (s.tolerate_lost && meeting.desk) transport.serve_rejoins(std::move(*meeting.desk));
-  threads::LocalWorld world({.world_size = s.world_size * s.workers_per_process, .first_rank = me.first_worker,
-                             .local_size = me.workers, .joining = meeting.rejoining},
+  threads::LocalWorld world({.world_size = s.world_size * s.workers_per_process,
+                             .first_rank = me.first_worker,
+                             .local_size = me.workers,
+                             .joining = meeting.rejoining},
                             s.op_timeout, "zmq", &transport);
   std::mutex lost_mutex;
   std::string lost_reason;  // the loss that ended a run which does not tolerate losses
@@ -146,8 +152,9 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
 
 RuntimeBackend backend() {
   return {.name = "zmq",
-          .description = "workers as processes on one or many hosts (fast launch, --rendezvous), ZeroMQ ipc:// and "
-                         "tcp://, CURVE-authenticated, heartbeats",
+          .description =
+              "workers as processes on one or many hosts (fast launch, --rendezvous), ZeroMQ ipc:// and "
+              "tcp://, CURVE-authenticated, heartbeats",
           .launch = run_zmq};
 }
 

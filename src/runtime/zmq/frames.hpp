@@ -14,7 +14,8 @@ namespace fast::runtime::zmq {
 // A message holding the encoded header (wire::encode_header).
 inline ::zmq::message_t header_message(const wire::FrameHeader& header) {
   ::zmq::message_t msg(wire::kHeaderBytes);
-  wire::encode_header(header, std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(msg.data()), wire::kHeaderBytes));
+  wire::encode_header(
+      header, std::span<std::byte, wire::kHeaderBytes>(static_cast<std::byte*>(msg.data()), wire::kHeaderBytes));
   return msg;
 }
 

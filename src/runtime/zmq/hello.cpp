@@ -11,9 +11,16 @@ namespace fast::runtime::zmq {
 using nlohmann::json;
 
 json to_json(const ProcessInfo& p) {
-  return {{"rank", p.rank}, {"first_worker", p.first_worker}, {"workers", p.workers}, {"host_id", p.host_id},
-          {"hostname", p.hostname}, {"ipc", p.ipc_endpoint}, {"tcp", p.tcp_endpoint},
-          {"pulse_ipc", p.pulse_ipc_endpoint}, {"pulse_tcp", p.pulse_tcp_endpoint}, {"public_key", p.public_key},
+  return {{"rank", p.rank},
+          {"first_worker", p.first_worker},
+          {"workers", p.workers},
+          {"host_id", p.host_id},
+          {"hostname", p.hostname},
+          {"ipc", p.ipc_endpoint},
+          {"tcp", p.tcp_endpoint},
+          {"pulse_ipc", p.pulse_ipc_endpoint},
+          {"pulse_tcp", p.pulse_tcp_endpoint},
+          {"public_key", p.public_key},
           {"pid", p.pid}};
 }
 

@@ -38,7 +38,8 @@ std::string z85_problem(std::string_view key, bool show_chars = true) {
       }
       value = value * 85 + digit;
     }
-    if (value > 0xFFFFFFFFu) return fmt::format("characters {}-{} that decode to more than 32 bits", group + 1, group + 5);
+    if (value > 0xFFFFFFFFu)
+      return fmt::format("characters {}-{} that decode to more than 32 bits", group + 1, group + 5);
   }
   return {};
 }
@@ -79,8 +80,8 @@ std::pair<std::string, std::string> parse_assignment(std::string_view line, cons
   }
   const std::string_view value = eq == std::string_view::npos ? std::string_view{} : trim(line.substr(eq + 1));
   if (eq == std::string_view::npos || value.size() < 2 || value.front() != '"' || value.back() != '"') {
-    FAST_THROW(core::InvalidArgument, "{}: expected `{} = \"<{} Z85 characters>\"` (a quoted key), got {}", where,
-               name, kKeyChars, name == "secret" ? "something else" : fmt::format("'{}'", trim(line)));
+    FAST_THROW(core::InvalidArgument, "{}: expected `{} = \"<{} Z85 characters>\"` (a quoted key), got {}", where, name,
+               kKeyChars, name == "secret" ? "something else" : fmt::format("'{}'", trim(line)));
   }
   return {name, std::string(value.substr(1, value.size() - 2))};
 }
@@ -125,8 +126,8 @@ KeyPair generate_key_pair() {
   if (!::zmq_has("curve") || ::zmq_curve_keypair(pub, sec) != 0) {
     int major = 0, minor = 0, patch = 0;
     ::zmq_version(&major, &minor, &patch);
-    FAST_THROW(core::IoError, "cannot generate a CURVE key pair: libzmq {}.{}.{} was built without CURVE ({})",
-               major, minor, patch, ::zmq_strerror(::zmq_errno()));
+    FAST_THROW(core::IoError, "cannot generate a CURVE key pair: libzmq {}.{}.{} was built without CURVE ({})", major,
+               minor, patch, ::zmq_strerror(::zmq_errno()));
   }
   return {pub, sec};
 }
@@ -135,7 +136,8 @@ void write_key_file(const std::filesystem::path& path, const KeyPair& keys, bool
   const std::string what = fmt::format("key file '{}'", path.string());
   enforce_key(keys.public_key, what + ": public key", false);
   enforce_key(keys.secret_key, what + ": secret key", true);
-  write_file(path, fmt::format("{}public = \"{}\"\nsecret = \"{}\"\n", kKeyFileHeader, keys.public_key, keys.secret_key),
+  write_file(path,
+             fmt::format("{}public = \"{}\"\nsecret = \"{}\"\n", kKeyFileHeader, keys.public_key, keys.secret_key),
              0600, overwrite, "key file");
 }
 
@@ -208,8 +210,9 @@ void write_allow_file(const std::filesystem::path& path, const std::vector<Allow
   for (std::size_t i = 0; i < keys.size(); ++i) {
     enforce_key(keys[i].public_key, fmt::format("allow file '{}': key {}", path.string(), i + 1), false);
     if (keys[i].name.find_first_of("\r\n") != std::string::npos) {
-      FAST_THROW(core::InvalidArgument, "allow file '{}': key {}: expected a name on one line, got one with a line break",
-                 path.string(), i + 1);
+      FAST_THROW(core::InvalidArgument,
+                 "allow file '{}': key {}: expected a name on one line, got one with a line break", path.string(),
+                 i + 1);
     }
     text += keys[i].name.empty() ? keys[i].public_key + "\n" : keys[i].public_key + " " + keys[i].name + "\n";
   }

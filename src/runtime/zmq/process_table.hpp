@@ -7,16 +7,16 @@
 namespace fast::runtime::zmq {
 
 struct ProcessInfo {
-  int rank = 0;                 // process rank in [0, world size)
-  int first_worker = 0;         // its workers are [first_worker, first_worker + workers)
+  int rank = 0;          // process rank in [0, world size)
+  int first_worker = 0;  // its workers are [first_worker, first_worker + workers)
   int workers = 1;
-  std::string host_id;          // equal ids: same host and network namespace (ipc:// works)
-  std::string hostname;         // for messages
-  std::string ipc_endpoint;     // ipc://... its data socket on its host
-  std::string tcp_endpoint;     // tcp://ADDRESS:PORT its data socket over the network
+  std::string host_id;             // equal ids: same host and network namespace (ipc:// works)
+  std::string hostname;            // for messages
+  std::string ipc_endpoint;        // ipc://... its data socket on its host
+  std::string tcp_endpoint;        // tcp://ADDRESS:PORT its data socket over the network
   std::string pulse_ipc_endpoint;  // ipc://... its heartbeat socket on its host
   std::string pulse_tcp_endpoint;  // tcp://ADDRESS:PORT its heartbeat socket over the network
-  std::string public_key;       // Z85 CURVE key; empty when insecure
+  std::string public_key;          // Z85 CURVE key; empty when insecure
   long pid = 0;
 
   // "process 2 on host h2, pid 1234"

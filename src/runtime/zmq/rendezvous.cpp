@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "authenticator.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/runtime/zmq/serve.hpp"
 #include "fast/wire/frame.hpp"
-#include "authenticator.hpp"
 #include "hello.hpp"
 
 namespace fast::runtime::zmq {
@@ -51,8 +51,9 @@ class Server {
 };
 
 void Server::admit(const std::string& who, ProcessInfo p) {
-  FAST_ENFORCE(p.workers == s_.workers_per_process, "rendezvous: process from {} has workers-per-process {}, expected {}",
-               p.hostname, p.workers, s_.workers_per_process);
+  FAST_ENFORCE(p.workers == s_.workers_per_process,
+               "rendezvous: process from {} has workers-per-process {}, expected {}", p.hostname, p.workers,
+               s_.workers_per_process);
   for (const auto& [id, q] : arrived_)
     FAST_ENFORCE(p.rank < 0 || q.rank != p.rank, "rendezvous: two processes claim rank {} ({} pid {} and {} pid {})",
                  p.rank, q.hostname, q.pid, p.hostname, p.pid);
@@ -63,7 +64,8 @@ void Server::admit(const std::string& who, ProcessInfo p) {
 
 ProcessTable Server::run(std::optional<ProcessInfo> own) {
   if (own) admit("", *own);
-  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s_.rendezvous_timeout));
+  const auto deadline =
+      clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s_.rendezvous_timeout));
   while (static_cast<int>(arrived_.size()) < s_.world_size) {
     FAST_ENFORCE_AS(core::TimeoutError, clock::now() < deadline,
                     "rendezvous at {}: {} of {} processes arrived within {} s (--rendezvous-timeout)", endpoint(s_),

@@ -10,8 +10,8 @@
 // Messages are wire/ frames of kind `hello` whose payload is JSON (at most 64 KiB), validated
 // before use (hello.hpp). A hello that reaches the server after the run started asks to take a
 // lost rank back (a rejoin); the transport of the serving process answers it (transport.hpp):
-// with the table and "rejoin": true, or with "refused": why. Errors: TimeoutError naming how many processes arrived; InvalidArgument naming the
-// disagreeing process and field.
+// with the table and "rejoin": true, or with "refused": why. Errors: TimeoutError naming how many processes arrived;
+// InvalidArgument naming the disagreeing process and field.
 
 #include <zmq.hpp>
 

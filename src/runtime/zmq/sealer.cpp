@@ -62,8 +62,8 @@ Sealer::Sealer(Protection protection, const Key& key) : protection_(protection),
   // sets its nonce (EncryptInit/DecryptInit with a null cipher and key keep them).
   check(EVP_CipherInit_ex(ctx(context_), cipher(protection_), nullptr, nullptr, nullptr, -1), "EVP_CipherInit_ex");
   check(EVP_CIPHER_CTX_ctrl(ctx(context_), EVP_CTRL_AEAD_SET_IVLEN, 12, nullptr), "EVP_CTRL_AEAD_SET_IVLEN");
-  check(EVP_CipherInit_ex(ctx(context_), nullptr, nullptr, reinterpret_cast<const unsigned char*>(key_.data()),
-                          nullptr, -1),
+  check(EVP_CipherInit_ex(ctx(context_), nullptr, nullptr, reinterpret_cast<const unsigned char*>(key_.data()), nullptr,
+                          -1),
         "EVP_CipherInit_ex (key)");
 }
 
@@ -116,8 +116,7 @@ bool Sealer::open(std::span<std::byte> data, const Tag& tag) {
   int length = 0;
   auto* bytes = reinterpret_cast<unsigned char*>(data.data());
   if (!data.empty())
-    check(EVP_DecryptUpdate(ctx(context_), bytes, &length, bytes, static_cast<int>(data.size())),
-          "EVP_DecryptUpdate");
+    check(EVP_DecryptUpdate(ctx(context_), bytes, &length, bytes, static_cast<int>(data.size())), "EVP_DecryptUpdate");
   Tag copy = tag;  // the SET_TAG control takes a non-const pointer
   check(EVP_CIPHER_CTX_ctrl(ctx(context_), EVP_CTRL_AEAD_SET_TAG, kTagBytes, copy.data()), "EVP_CTRL_AEAD_SET_TAG");
   int tail = 0;

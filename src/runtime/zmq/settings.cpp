@@ -23,7 +23,8 @@ void parse_rendezvous(const std::string& text, Settings& s) {
   FAST_ENFORCE(colon != std::string::npos && colon > 0 && colon + 1 < text.size(),
                "rendezvous: expected HOST:PORT, got '{}'", text);
   s.rendezvous_host = text.substr(0, colon);
-  if (s.rendezvous_host.size() > 2 && s.rendezvous_host.front() == '[') s.rendezvous_host = s.rendezvous_host.substr(1, s.rendezvous_host.size() - 2);
+  if (s.rendezvous_host.size() > 2 && s.rendezvous_host.front() == '[')
+    s.rendezvous_host = s.rendezvous_host.substr(1, s.rendezvous_host.size() - 2);
   int port = 0;
   try {
     std::size_t used = 0;
@@ -38,7 +39,8 @@ void parse_rendezvous(const std::string& text, Settings& s) {
 }
 
 void load_keys(const ProcessOptions& p, Settings& s) {
-  std::filesystem::path key = p.key_file.empty() ? std::filesystem::path(core::env_string("FAST_KEY_FILE")) : p.key_file;
+  std::filesystem::path key =
+      p.key_file.empty() ? std::filesystem::path(core::env_string("FAST_KEY_FILE")) : p.key_file;
   std::filesystem::path allow =
       p.allow_file.empty() ? std::filesystem::path(core::env_string("FAST_ALLOW_FILE")) : p.allow_file;
   FAST_ENFORCE(!key.empty(),
@@ -59,7 +61,8 @@ Settings resolve_settings(const LaunchOptions& options) {
   Settings s;
   parse_rendezvous(p.rendezvous.empty() ? core::env_string("FAST_RENDEZVOUS") : p.rendezvous, s);
   s.world_size = p.world_size > 0 ? p.world_size : static_cast<int>(core::env_int("FAST_WORLD_SIZE"));
-  FAST_ENFORCE(s.world_size >= 1, "world-size: expected the number of processes >= 1 (--world-size or FAST_WORLD_SIZE), got {}",
+  FAST_ENFORCE(s.world_size >= 1,
+               "world-size: expected the number of processes >= 1 (--world-size or FAST_WORLD_SIZE), got {}",
                s.world_size);
   s.process_rank = p.process_rank >= 0 ? p.process_rank : static_cast<int>(core::env_int("FAST_PROCESS_RANK"));
   FAST_ENFORCE(s.process_rank >= -1 && s.process_rank < s.world_size,
@@ -126,8 +129,9 @@ std::string local_address_towards(const std::string& host, int port) {
   close(fd);
   FAST_ENFORCE_AS(core::IoError, ok, "rendezvous: no route from this host to '{}' (set --host or FAST_HOST)", host);
   char text[INET6_ADDRSTRLEN] = {};
-  const void* addr = local.ss_family == AF_INET ? static_cast<const void*>(&reinterpret_cast<sockaddr_in&>(local).sin_addr)
-                                                : static_cast<const void*>(&reinterpret_cast<sockaddr_in6&>(local).sin6_addr);
+  const void* addr = local.ss_family == AF_INET
+                         ? static_cast<const void*>(&reinterpret_cast<sockaddr_in&>(local).sin_addr)
+                         : static_cast<const void*>(&reinterpret_cast<sockaddr_in6&>(local).sin6_addr);
   inet_ntop(local.ss_family, addr, text, sizeof(text));
   return text;
 }

@@ -10,22 +10,22 @@
 namespace fast::runtime::zmq {
 
 struct Settings {
-  std::string rendezvous_host;    // from HOST:PORT
+  std::string rendezvous_host;  // from HOST:PORT
   int rendezvous_port = 0;
-  int world_size = 1;             // processes
-  int process_rank = -1;          // -1: assigned by the rendezvous
+  int world_size = 1;     // processes
+  int process_rank = -1;  // -1: assigned by the rendezvous
   int workers_per_process = 1;
   bool insecure = false;
-  std::string public_key, secret_key;           // Z85; empty when insecure
-  std::vector<std::string> allowed_keys;        // Z85; the first is the rendezvous server's
-  double peer_timeout = 5;        // seconds
-  double rendezvous_timeout = 60; // seconds
-  double op_timeout = 600;        // seconds
-  std::string transport;          // "", "ipc" or "tcp"
-  std::string host;               // address bound and advertised for tcp
+  std::string public_key, secret_key;     // Z85; empty when insecure
+  std::vector<std::string> allowed_keys;  // Z85; the first is the rendezvous server's
+  double peer_timeout = 5;                // seconds
+  double rendezvous_timeout = 60;         // seconds
+  double op_timeout = 600;                // seconds
+  std::string transport;                  // "", "ipc" or "tcp"
+  std::string host;                       // address bound and advertised for tcp
   bool tolerate_lost = false;
-  double poll_seconds = 50e-6;     // FAST_POLL_US: how long a waiting thread polls the rings itself
-  bool streams = true;             // FAST_STREAMS: data between hosts through direct TCP streams
+  double poll_seconds = 50e-6;       // FAST_POLL_US: how long a waiting thread polls the rings itself
+  bool streams = true;               // FAST_STREAMS: data between hosts through direct TCP streams
   long long shared_ring_bytes = -1;  // per pair of processes of one host; 0: none; -1: automatic (ring_capacity)
 };
 

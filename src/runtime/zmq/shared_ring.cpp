@@ -61,8 +61,8 @@ std::size_t ring_capacity(long long setting, int peers) {
 }
 
 OutboundRing::OutboundRing(std::size_t capacity) : capacity_(capacity) {
-  FAST_ENFORCE(capacity > 0 && capacity % kAlign == 0, "shared-memory ring: capacity: expected a positive multiple of {}, got {}",
-               kAlign, capacity);
+  FAST_ENFORCE(capacity > 0 && capacity % kAlign == 0,
+               "shared-memory ring: capacity: expected a positive multiple of {}, got {}", kAlign, capacity);
   fd_ = memfd_create("fast-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   FAST_ENFORCE_AS(core::IoError, fd_ >= 0, "shared-memory ring: memfd_create failed: {}", errno_text());
   const auto bytes = static_cast<off_t>(file_bytes());
@@ -124,7 +124,7 @@ std::shared_ptr<InboundRing> InboundRing::open(long pid, int fd, std::uint64_t f
                pid, OutboundRing::kControlBytes, kAlign, file_bytes);
   const int own = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   FAST_ENFORCE_AS(core::IoError, own >= 0, "shared-memory ring of pid {}: cannot open {}: {}", pid, path, errno_text());
-  struct stat st{};
+  struct stat st {};
   std::string problem;
   if (fstat(own, &st) != 0) {
     problem = fmt::format("fstat failed: {}", errno_text());
@@ -151,7 +151,8 @@ InboundRing::~InboundRing() { munmap(base_, mapped_); }
 std::optional<std::span<const std::byte>> InboundRing::peek() {
   std::byte* data = base_ + OutboundRing::kControlBytes;
   for (;;) {
-    if (peeked_) return std::span<const std::byte>(data + peeked_->start % capacity_ + kRecordPrefixBytes, peeked_length_);
+    if (peeked_)
+      return std::span<const std::byte>(data + peeked_->start % capacity_ + kRecordPrefixBytes, peeked_length_);
     // Each shared value is read once, then checked: the sender may change it meanwhile.
     const std::uint64_t published = u64_at(base_, kPublishedOffset).load(std::memory_order_acquire);
     if (published == expected_) return std::nullopt;

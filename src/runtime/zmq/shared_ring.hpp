@@ -124,8 +124,8 @@ class InboundRing : public std::enable_shared_from_this<InboundRing> {
   // then unusable. The same record until take().
   std::optional<std::span<const std::byte>> peek();
   struct Payload {
-    std::span<const std::byte> bytes;  // inside the mapping
-    std::shared_ptr<const void> owner; // its destruction releases the region
+    std::span<const std::byte> bytes;   // inside the mapping
+    std::shared_ptr<const void> owner;  // its destruction releases the region
   };
   // Consumes the record peek() returned (which must have returned one).
   Payload take();
@@ -155,18 +155,18 @@ class InboundRing : public std::enable_shared_from_this<InboundRing> {
   };
   void release(std::uint64_t sequence);
   std::uint64_t push_region(std::uint64_t end, bool released);  // under mutex_; returns its sequence
-  void advance_released();                                       // under mutex_
+  void advance_released();                                      // under mutex_
 
   std::byte* base_ = nullptr;
   std::size_t mapped_ = 0;
   std::size_t capacity_ = 0;
   std::mutex mutex_;
-  std::uint64_t expected_ = 0;       // the next record's position (the reader's)
+  std::uint64_t expected_ = 0;           // the next record's position (the reader's)
   std::optional<RingPlacement> peeked_;  // the record peek() returned (the reader's)
   std::uint64_t peeked_length_ = 0;      // its body's length
-  std::deque<Region> regions_;       // under mutex_: taken, oldest first, not yet passed by `released`
-  std::uint64_t first_sequence_ = 0; // under mutex_: the sequence number of regions_.front()
-  std::uint64_t taken_ = 0;          // under mutex_: regions pushed
+  std::deque<Region> regions_;           // under mutex_: taken, oldest first, not yet passed by `released`
+  std::uint64_t first_sequence_ = 0;     // under mutex_: the sequence number of regions_.front()
+  std::uint64_t taken_ = 0;              // under mutex_: regions pushed
 };
 
 }  // namespace fast::runtime::zmq

@@ -111,8 +111,10 @@ int connect_stream(const std::string& host, int port, double timeout_seconds) {
     pollfd p{.fd = fd, .events = POLLOUT, .revents = 0};
     rc = ::poll(&p, 1, static_cast<int>(timeout_seconds * 1000));
     socklen_t len = sizeof error;
-    if (rc == 1) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
-    else error = rc == 0 ? ETIMEDOUT : errno;
+    if (rc == 1)
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+    else
+      error = rc == 0 ? ETIMEDOUT : errno;
   }
   if (error != 0) {
     ::close(fd);
@@ -132,9 +134,12 @@ void write_preamble(int fd, const StreamPreamble& preamble, const StopCheck& sto
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n > 0) done += static_cast<std::size_t>(n);
-    else if (n < 0 && (errno == EAGAIN || errno == EINTR)) check_stop(stop);
-    else fail("writing the preamble", n < 0 ? errno : EPIPE);
+    if (n > 0)
+      done += static_cast<std::size_t>(n);
+    else if (n < 0 && (errno == EAGAIN || errno == EINTR))
+      check_stop(stop);
+    else
+      fail("writing the preamble", n < 0 ? errno : EPIPE);
   }
 }
 
@@ -143,9 +148,12 @@ bool read_preamble(int fd, StreamPreamble& preamble, const StopCheck& stop) {
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::recv(fd, bytes.data() + done, bytes.size() - done, 0);
-    if (n > 0) done += static_cast<std::size_t>(n);
-    else if (n < 0 && (errno == EAGAIN || errno == EINTR)) check_stop(stop);
-    else fail("reading the preamble", n < 0 ? errno : ECONNRESET);
+    if (n > 0)
+      done += static_cast<std::size_t>(n);
+    else if (n < 0 && (errno == EAGAIN || errno == EINTR))
+      check_stop(stop);
+    else
+      fail("reading the preamble", n < 0 ? errno : ECONNRESET);
   }
   if (std::memcmp(bytes.data(), kMagic, 8) != 0 || get_u32(bytes.data() + 8) != kVersion) return false;
   preamble.process = get_u32(bytes.data() + 12);
@@ -211,7 +219,8 @@ void StreamWriter::write(const RecordHead& head, std::span<const std::byte> payl
     const std::span<const std::byte> chunk = payload.subspan(at, std::min(kChunkBytes, payload.size() - at));
     std::byte* sealed = scratch_.data() + kHeadBytes;
     sealer_.seal(chunk, sealed, tag);
-    const std::span<const std::byte> body = sealer_.encrypts() ? std::span<const std::byte>(sealed, chunk.size()) : chunk;
+    const std::span<const std::byte> body =
+        sealer_.encrypts() ? std::span<const std::byte>(sealed, chunk.size()) : chunk;
     if (first) {
       const std::span<const std::byte> parts[] = {head_bytes, head_tag, body, tag};
       send_all(parts, stop);

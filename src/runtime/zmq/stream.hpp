@@ -37,7 +37,7 @@ struct StreamPreamble {
 
 struct RecordHead {
   RecordKind kind = RecordKind::open;
-  std::uint64_t after = 0;  // `open`: data frames the sender sent through ZeroMQ before the stream
+  std::uint64_t after = 0;   // `open`: data frames the sender sent through ZeroMQ before the stream
   wire::FrameHeader header;  // data: the message's; bye: a u8 payload of the text
 };
 

@@ -43,7 +43,8 @@ ZmqTransport::ZmqTransport(::zmq::context_t& context, const Settings& settings, 
   FAST_ENFORCE_AS(core::IoError, wake_fd_ >= 0, "zmq runtime: cannot create an eventfd");
   for (std::size_t p = 0; p < table_.size(); ++p) lost_[p] = false;
   const std::string& host = table_[static_cast<std::size_t>(process_)].host_id;
-  const auto on_host = std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) { return p.host_id == host; });
+  const auto on_host =
+      std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) { return p.host_id == host; });
   spin_pays_ = static_cast<unsigned>(on_host * table_[0].workers) <= std::max(1u, std::thread::hardware_concurrency());
 }
 
@@ -121,9 +122,10 @@ void ZmqTransport::await_rings() {
                  stream_out_[p]->ready.load() || lost_[p].load();
     if (answered) return;
     if (clock() >= limit) {
-      core::log(core::LogLevel::info, "zmq runtime: some processes did not map their shared-memory rings or "
-                                      "connect their streams within {:.0f} s; messages to them go through ZeroMQ "
-                                      "until they do",
+      core::log(core::LogLevel::info,
+                "zmq runtime: some processes did not map their shared-memory rings or "
+                "connect their streams within {:.0f} s; messages to them go through ZeroMQ "
+                "until they do",
                 std::min(settings_.peer_timeout, 10.0));
       return;
     }
@@ -153,8 +155,13 @@ core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {
   ensure_alive(dst);
   const int process = process_of(dst);
   const std::size_t bytes = data.bytes();
-  const wire::FrameHeader header{.kind = wire::FrameKind::data, .dtype = data.dtype(), .src = src, .dst = dst,
-                                 .tag = tag, .count = data.numel(), .payload_bytes = bytes};
+  const wire::FrameHeader header{.kind = wire::FrameKind::data,
+                                 .dtype = data.dtype(),
+                                 .src = src,
+                                 .dst = dst,
+                                 .tag = tag,
+                                 .count = data.numel(),
+                                 .payload_bytes = bytes};
   StreamOut& stream = *stream_out_[static_cast<std::size_t>(process)];
   if (!stream.ready.load(std::memory_order_acquire)) {
     OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
@@ -224,7 +231,6 @@ void ZmqTransport::ensure_alive(int rank) const {
                                    peers_[static_cast<std::size_t>(p)].reason));
 }
 
-
 std::vector<MembershipEvent> ZmqTransport::membership_events() const {
   std::lock_guard<std::mutex> lock(peers_mutex_);
   return events_;
@@ -239,6 +245,5 @@ void ZmqTransport::settle_lost_peers() {
     return true;
   });
 }
-
 
 }  // namespace fast::runtime::zmq

@@ -61,7 +61,8 @@
 // keeps its socket (serve_rejoins) and answers hellos that arrive during the run. A hello for a
 // rank r > 0 (or -1: the lowest lost rank) of the same world size and workers per process, signed
 // by the key it names, waits until this process counts r lost (refused after peer_timeout + 2 s
-// if r stays live, at once if r ended its work cleanly). Then it is announced to every other live process (a hello frame
+// if r stays live, at once if r ended its work cleanly). Then it is announced to every other live process (a hello
+// frame
 // {"rejoin": info}); each one revives r (revive(): the new endpoints and key, a new link, the
 // predecessor's queued messages dropped, alive(r) true again) and acknowledges ({"ack": r}).
 // Once every live process acknowledged (or was lost), this process revives r and answers the
@@ -86,10 +87,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fast/wire/frame.hpp"
 #include "../completion.hpp"
 #include "../threads/local_world.hpp"
 #include "../threads/transport.hpp"
+#include "fast/wire/frame.hpp"
 #include "peer_link.hpp"
 #include "process_table.hpp"
 #include "settings.hpp"
@@ -103,7 +104,7 @@ class ZmqTransport final : public threads::Transport {
   static constexpr std::size_t kZeroCopyBytes = 64 * 1024;
   // The context's I/O threads (ZMQ_AFFINITY masks; the context has two): data, heartbeats.
   static constexpr std::uint64_t kDataAffinity = 1, kPulseAffinity = 2;
-  static constexpr int kPulseBacklog = 16;  // heartbeats a pulse socket may hold for its peer
+  static constexpr int kPulseBacklog = 16;         // heartbeats a pulse socket may hold for its peer
   static constexpr int kMaxFramesPerWakeUp = 256;  // read from one socket before the loop looks at the others
   // A ring record's body: the frame header, how many data frames went through ZeroMQ before it
   // (u64), then the payload (transport_shared.cpp).
@@ -262,20 +263,19 @@ class ZmqTransport final : public threads::Transport {
   ProcessTable table_;
   int process_;
   ::zmq::socket_t router_;
-  ::zmq::socket_t pulse_;                          // heartbeats from the other processes
-  std::vector<std::unique_ptr<PeerLink>> links_;  // by process (null for this one); fixed after start()
+  ::zmq::socket_t pulse_;                                      // heartbeats from the other processes
+  std::vector<std::unique_ptr<PeerLink>> links_;               // by process (null for this one); fixed after start()
   std::vector<std::unique_ptr<::zmq::socket_t>> pulse_links_;  // by process: heartbeats to it (null:
                                                                // this one, or lost); I/O thread
-  int wake_fd_ = -1;                               // eventfd: a link queued frames, or stop
+  int wake_fd_ = -1;                                           // eventfd: a link queued frames, or stop
   threads::LocalWorld* world_ = nullptr;
   std::function<void(const std::string&)> on_lost_;
 
-
   mutable std::mutex peers_mutex_;
   std::condition_variable peers_cv_;
-  std::vector<PeerState> peers_;  // by process
+  std::vector<PeerState> peers_;               // by process
   std::unique_ptr<std::atomic<bool>[]> lost_;  // by process: fast path of alive()
-  std::vector<MembershipEvent> events_;         // under peers_mutex_
+  std::vector<MembershipEvent> events_;        // under peers_mutex_
 
   // Shared memory with processes of this host.
   struct OutboundShared {
@@ -299,14 +299,14 @@ class ZmqTransport final : public threads::Transport {
     std::atomic<bool> has_pending{false};  // !pending.empty(), readable without the mutex
   };
   struct InboundShared {
-    std::mutex mutex;                    // serialises drain() between the reader and the I/O thread
-    std::shared_ptr<InboundRing> ring;   // under mutex: the process's ring, mapped (null: none)
-    std::atomic<bool> mapped{false};     // ring is not null (set under mutex; read by poll() without it)
-    std::uint64_t zmq_data = 0;          // under mutex: data frames from the process handled
-    std::atomic<bool> stop{false};       // the reader ends
-    std::atomic<bool> failed{false};     // the ring broke a rule: `failure` says how
-    std::string failure;                 // written before `failed` is set
-    std::thread reader;                  // started and joined by the I/O thread (stop() at the end)
+    std::mutex mutex;                   // serialises drain() between the reader and the I/O thread
+    std::shared_ptr<InboundRing> ring;  // under mutex: the process's ring, mapped (null: none)
+    std::atomic<bool> mapped{false};    // ring is not null (set under mutex; read by poll() without it)
+    std::uint64_t zmq_data = 0;         // under mutex: data frames from the process handled
+    std::atomic<bool> stop{false};      // the reader ends
+    std::atomic<bool> failed{false};    // the ring broke a rule: `failure` says how
+    std::string failure;                // written before `failed` is set
+    std::thread reader;                 // started and joined by the I/O thread (stop() at the end)
   };
   std::vector<std::unique_ptr<OutboundShared>> outbound_;  // by process; fixed after start()
   std::vector<std::shared_ptr<InboundShared>> inbound_;    // by process; fixed after start() (reset in place)
@@ -325,21 +325,21 @@ class ZmqTransport final : public threads::Transport {
 
   // Streams (transport_stream.cpp).
   struct StreamOut {
-    std::atomic<bool> ready{false};       // set once, under OutboundShared::mutex: data goes through `writer`
+    std::atomic<bool> ready{false};        // set once, under OutboundShared::mutex: data goes through `writer`
     std::mutex mutex;                      // serialises writes
     std::unique_ptr<StreamWriter> writer;  // under mutex
     std::atomic<bool> failed{false};       // a write failed: `failure` says how (then lost)
     std::string failure;                   // written under mutex, before `failed`
   };
   struct StreamIn {
-    std::mutex mutex;                      // guards the offer
-    std::uint64_t offer = 0;               // the id offered (0: none); a reader of another id ends
+    std::mutex mutex;         // guards the offer
+    std::uint64_t offer = 0;  // the id offered (0: none); a reader of another id ends
     Sealer::Key key{};
     Protection protection = Protection::checksum;
-    bool connected = false;                // an `open` record under this offer arrived
-    std::atomic<bool> failed{false};       // the stream broke: `failure` says how (then lost)
-    std::atomic<bool> bye{false};          // a bye arrived: `bye_text` (then lost, cleanly when empty)
-    std::string failure, bye_text;         // written before their flag
+    bool connected = false;           // an `open` record under this offer arrived
+    std::atomic<bool> failed{false};  // the stream broke: `failure` says how (then lost)
+    std::atomic<bool> bye{false};     // a bye arrived: `bye_text` (then lost, cleanly when empty)
+    std::string failure, bye_text;    // written before their flag
   };
   std::vector<std::unique_ptr<StreamOut>> stream_out_;  // by process; fixed after start()
   std::vector<std::unique_ptr<StreamIn>> stream_in_;    // by process; fixed after start()
@@ -354,19 +354,19 @@ class ZmqTransport final : public threads::Transport {
                                               // start, the rest by stop()
   // Starts `body` as a stream thread (after joining those that ended).
   void start_stream_thread(std::function<void()> body);
-  std::atomic<int> stream_handshakes_{0};    // accepted connections not yet authenticated
+  std::atomic<int> stream_handshakes_{0};  // accepted connections not yet authenticated
   // Whether data to `process` should go through a stream (tcp, no ring).
   bool wants_stream(int process) const;
-  void open_streams();                       // start(): listen and offer
+  void open_streams();  // start(): listen and offer
   void offer_stream(int process);
   void on_stream_offer(int from, const nlohmann::json& offer);  // I/O thread: connect (in a thread)
   void connect_stream_to(int process, std::string host, int port, std::uint64_t offer, Protection protection,
                          Sealer::Key key);
-  void accept_stream();                      // I/O thread: the listening socket is readable
+  void accept_stream();                            // I/O thread: the listening socket is readable
   void serve_stream(int fd, std::string address);  // an accepted connection's thread
   void read_stream(int from, std::uint64_t offer, StreamReader& reader, std::uint64_t after);
   void retire_stream(int process);
-  void check_streams(int process);           // check_peers(): a failed stream or a bye
+  void check_streams(int process);  // check_peers(): a failed stream or a bye
   core::Work send_stream(StreamOut& out, int process, const wire::FrameHeader& header, core::ConstView data);
   bool bye_through_stream(int process, const std::string& text);
   void stop_streams();

@@ -54,9 +54,9 @@ void log_handshake_failure(::zmq::socket_t& monitor) {
 // A PAIR socket that receives `router`'s failed handshakes.
 ::zmq::socket_t handshake_monitor(::zmq::context_t& context, ::zmq::socket_t& router) {
   const std::string endpoint = fmt::format("inproc://fast-monitor-{}", static_cast<const void*>(&router));
-  zmq_socket_monitor(router.handle(), endpoint.c_str(),
-                     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                         ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+  zmq_socket_monitor(
+      router.handle(), endpoint.c_str(),
+      ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
   ::zmq::socket_t monitor(context, ::zmq::socket_type::pair);
   monitor.connect(endpoint);
   return monitor;
@@ -117,8 +117,7 @@ void ZmqTransport::loop() {
     turn.step("sending heartbeats", clock());
     check_peers();
     turn.step("checking peers", clock());
-    if (const std::optional<std::string> warning = turn.report())
-      core::log(core::LogLevel::warn, "{}", *warning);
+    if (const std::optional<std::string> warning = turn.report()) core::log(core::LogLevel::warn, "{}", *warning);
   }
   for (const PendingRejoin& p : pending_) answer_newcomer(p.id, {{"refused", "the run is ending"}});
   pending_.clear();
@@ -133,9 +132,12 @@ void ZmqTransport::flush_links() {
 }
 
 Frame ZmqTransport::control_frame(wire::FrameKind kind, const ProcessInfo& peer, const std::string& text) const {
-  const wire::FrameHeader header{.kind = kind, .dtype = core::DType::u8,
+  const wire::FrameHeader header{.kind = kind,
+                                 .dtype = core::DType::u8,
                                  .src = table_[static_cast<std::size_t>(process_)].first_worker,
-                                 .dst = peer.first_worker, .count = text.size(), .payload_bytes = text.size()};
+                                 .dst = peer.first_worker,
+                                 .count = text.size(),
+                                 .payload_bytes = text.size()};
   return {header_message(header), ::zmq::message_t(text.data(), text.size())};
 }
 
@@ -154,9 +156,9 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
   try {
     from = authenticated_sender(parts);
     sender = &table_[static_cast<std::size_t>(from)];
-    const wire::FrameHeader header =
-        wire::decode_header(bytes_of(parts[1]), {.max_payload_bytes = wire::Limits{}.max_payload_bytes,
-                                                 .world_size = world_->state().size()});
+    const wire::FrameHeader header = wire::decode_header(
+        bytes_of(parts[1]),
+        {.max_payload_bytes = wire::Limits{}.max_payload_bytes, .world_size = world_->state().size()});
     data = header.kind == wire::FrameKind::data;
     settle_ring(from, false);  // what the sender put in its ring before this frame comes first
     check_endpoints(*sender, header);
@@ -178,7 +180,8 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
 }
 
 void ZmqTransport::check_endpoints(const ProcessInfo& sender, const wire::FrameHeader& header) const {
-  FAST_ENFORCE_AS(wire::FrameError, header.src >= sender.first_worker && header.src < sender.first_worker + sender.workers,
+  FAST_ENFORCE_AS(wire::FrameError,
+                  header.src >= sender.first_worker && header.src < sender.first_worker + sender.workers,
                   "frame: src: expected a worker of {} in [{}, {}), got {}", sender.where(), sender.first_worker,
                   sender.first_worker + sender.workers, header.src);
   if (header.kind == wire::FrameKind::data)
@@ -238,7 +241,9 @@ void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
     lost_[static_cast<std::size_t>(process)] = true;
     if (!clean)
       for (int w = peer.first_worker; w < peer.first_worker + peer.workers; ++w)
-        events_.push_back({.at = world_->state().now(), .worker = w, .joined = false,
+        events_.push_back({.at = world_->state().now(),
+                           .worker = w,
+                           .joined = false,
                            .detail = fmt::format("{} {}", peer.where(), why)});
   }
   peers_cv_.notify_all();
@@ -278,7 +283,8 @@ void ZmqTransport::finish(const std::string& error, double limit_seconds) {
       if (static_cast<int>(p) != process_ && !peers_[p].lost) return false;
     return true;
   });
-  if (!all) core::log(core::LogLevel::warn, "zmq runtime: some processes did not end within {} s; leaving", limit_seconds);
+  if (!all)
+    core::log(core::LogLevel::warn, "zmq runtime: some processes did not end within {} s; leaving", limit_seconds);
 }
 
 }  // namespace fast::runtime::zmq

@@ -30,7 +30,7 @@ int parse_routing_id(const ::zmq::message_t& id, int processes) {
 std::unique_ptr<::zmq::socket_t> ZmqTransport::make_pulse_dealer(const ProcessInfo& peer) {
   std::unique_ptr<::zmq::socket_t> dealer = new_dealer(kPulseAffinity, peer);
   dealer->set(::zmq::sockopt::sndhwm, kPulseBacklog);  // beyond: dropped (send_heartbeats)
-  dealer->set(::zmq::sockopt::linger, 0);               // a heartbeat is worth nothing once late
+  dealer->set(::zmq::sockopt::linger, 0);              // a heartbeat is worth nothing once late
   dealer->connect(settings_.transport == "ipc" ? peer.pulse_ipc_endpoint : peer.pulse_tcp_endpoint);
   return dealer;
 }
@@ -55,8 +55,10 @@ void ZmqTransport::receive_pulses() {
       from = authenticated_sender(parts);
       const wire::FrameHeader header =
           wire::decode_header(bytes_of(parts[1]), {.max_payload_bytes = 0, .world_size = world_->state().size()});
-      FAST_ENFORCE(header.kind == wire::FrameKind::heartbeat, "frame: kind: expected a heartbeat on the heartbeat "
-                   "socket, got kind {}", static_cast<int>(header.kind));
+      FAST_ENFORCE(header.kind == wire::FrameKind::heartbeat,
+                   "frame: kind: expected a heartbeat on the heartbeat "
+                   "socket, got kind {}",
+                   static_cast<int>(header.kind));
       check_endpoints(table_[static_cast<std::size_t>(from)], header);
       wire::check_payload(header, bytes_of(parts[2]));
       heard_from(from);

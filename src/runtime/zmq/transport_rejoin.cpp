@@ -60,12 +60,14 @@ void ZmqTransport::receive_rejoin_hellos() {
         std::lock_guard<std::mutex> lock(peers_mutex_);
         for (int p = 1; p < processes && info.rank < 0; ++p)
           if (peers_[static_cast<std::size_t>(p)].lost && !peers_[static_cast<std::size_t>(p)].ended) info.rank = p;
-        FAST_ENFORCE(info.rank >= 0, "rank: no process of the run is lost now; give the rank to take back "
-                                     "(FAST_PROCESS_RANK) to wait until it is");
+        FAST_ENFORCE(info.rank >= 0,
+                     "rank: no process of the run is lost now; give the rank to take back "
+                     "(FAST_PROCESS_RANK) to wait until it is");
       }
       FAST_ENFORCE(info.rank >= 1 && info.rank < processes,
                    "rank: expected a rank in [1, {}) to take back (rank 0 serves the rendezvous and cannot be "
-                   "replaced), got {}", processes, info.rank);
+                   "replaced), got {}",
+                   processes, info.rank);
       for (const PendingRejoin& p : pending_)
         FAST_ENFORCE(p.info.rank != info.rank, "rank {}: another process is taking it back already", info.rank);
       info.first_worker = info.rank * info.workers;
@@ -99,7 +101,8 @@ void ZmqTransport::progress_rejoins() {
       }
       if (ended) {
         answer_newcomer(p.id, {{"refused", fmt::format("rank {} ended its work cleanly; only a lost rank can be "
-                                                       "taken back", r)}});
+                                                       "taken back",
+                                                       r)}});
         done = true;
       } else if (lost) {
         p.announced = true;
@@ -151,8 +154,8 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
     ProcessInfo info = process_from_json(body.at("rejoin"));
     FAST_ENFORCE(info.rank >= 1 && info.rank < processes && info.rank != process_ &&
                      info.workers == table_[0].workers && info.first_worker == info.rank * info.workers,
-                 "frame: rejoin of rank {} (workers [{}, +{})): not a rank another process can take back",
-                 info.rank, info.first_worker, info.workers);
+                 "frame: rejoin of rank {} (workers [{}, +{})): not a rank another process can take back", info.rank,
+                 info.first_worker, info.workers);
     revive(info);
     send_hello(0, {{"ack", info.rank}});
   } else if (body.contains("ack") && body.at("ack").is_number_integer()) {
@@ -174,8 +177,7 @@ void ZmqTransport::revive(const ProcessInfo& info) {
   const int r = info.rank;
   // This process may not have counted the old one lost yet: it is gone all the same (receives
   // from it fail now rather than at their time limit).
-  if (!lost_[static_cast<std::size_t>(r)].load())
-    mark_lost(r, "was replaced: a new process took its rank back", false);
+  if (!lost_[static_cast<std::size_t>(r)].load()) mark_lost(r, "was replaced: a new process took its rank back", false);
   retire_ring(r);  // before the new link: no payload of the old ring may reach the new process
   retire_stream(r);
   links_[static_cast<std::size_t>(r)]->reopen(make_dealer(info));
@@ -186,7 +188,9 @@ void ZmqTransport::revive(const ProcessInfo& info) {
     table_[static_cast<std::size_t>(r)] = info;
     peers_[static_cast<std::size_t>(r)] = PeerState{.last_heard = clock()};
     for (int w = info.first_worker; w < info.first_worker + info.workers; ++w)
-      events_.push_back({.at = world_->state().now(), .worker = w, .joined = true,
+      events_.push_back({.at = world_->state().now(),
+                         .worker = w,
+                         .joined = true,
                          .detail = fmt::format("{} took the rank back", info.where())});
     lost_[static_cast<std::size_t>(r)] = false;
   }
@@ -194,9 +198,9 @@ void ZmqTransport::revive(const ProcessInfo& info) {
   offer_ring(r);
   if (wants_stream(r)) offer_stream(r);
   core::log(core::LogLevel::warn, "zmq runtime: worker{} {} rejoined the run: {} took the rank back",
-            info.workers > 1 ? "s" : "", info.workers > 1 ? fmt::format("[{}, {})", info.first_worker,
-                                                                         info.first_worker + info.workers)
-                                                          : std::to_string(info.first_worker),
+            info.workers > 1 ? "s" : "",
+            info.workers > 1 ? fmt::format("[{}, {})", info.first_worker, info.first_worker + info.workers)
+                             : std::to_string(info.first_worker),
             info.where());
 }
 

@@ -34,9 +34,8 @@ void ZmqTransport::offer_ring(int process) {
   const ProcessInfo& peer = table_[static_cast<std::size_t>(process)];
   const std::string& host = table_[static_cast<std::size_t>(process_)].host_id;
   if (settings_.shared_ring_bytes == 0 || peer.host_id != host) return;
-  const auto peers = std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) {
-    return p.rank != process_ && p.host_id == host;
-  });
+  const auto peers = std::count_if(table_.begin(), table_.end(),
+                                   [&](const ProcessInfo& p) { return p.rank != process_ && p.host_id == host; });
   const std::size_t capacity = ring_capacity(settings_.shared_ring_bytes, static_cast<int>(peers));
   std::unique_ptr<OutboundRing> ring;
   try {
@@ -164,23 +163,24 @@ void ZmqTransport::drain(int from, InboundShared& in) {
   try {
     while (std::optional<std::span<const std::byte>> body = in.ring->peek()) {
       if (body->size() < kRecordHeadBytes)
-        throw wire::FrameError(fmt::format("shared-memory ring: record of {} bytes: expected at least {}",
-                                           body->size(), kRecordHeadBytes));
+        throw wire::FrameError(fmt::format("shared-memory ring: record of {} bytes: expected at least {}", body->size(),
+                                           kRecordHeadBytes));
       std::array<std::byte, kRecordHeadBytes> head{};  // read once: the sender may change its ring
       std::memcpy(head.data(), body->data(), head.size());
       std::uint64_t after = 0;
       std::memcpy(&after, head.data() + kAfterOffset, sizeof(after));
       if (after > in.zmq_data) return;  // a frame sent through ZeroMQ before it has not been handled yet
-      const wire::FrameHeader header =
-          wire::decode_header(std::span<const std::byte>(head.data(), wire::kHeaderBytes),
-                              {.max_payload_bytes = body->size() - kRecordHeadBytes,
-                               .world_size = world_->state().size(), .allow_shared = true});
+      const wire::FrameHeader header = wire::decode_header(std::span<const std::byte>(head.data(), wire::kHeaderBytes),
+                                                           {.max_payload_bytes = body->size() - kRecordHeadBytes,
+                                                            .world_size = world_->state().size(),
+                                                            .allow_shared = true});
       if (header.kind != wire::FrameKind::data || header.flags != wire::kFlagPayloadShared ||
           header.payload_bytes != body->size() - kRecordHeadBytes)
         throw wire::FrameError(fmt::format(
-            "shared-memory ring: record: expected a data frame with kFlagPayloadShared and {} payload bytes, got kind {}, "
-            "flags {:#x}, {} bytes", body->size() - kRecordHeadBytes, static_cast<int>(header.kind), header.flags,
-            header.payload_bytes));
+            "shared-memory ring: record: expected a data frame with kFlagPayloadShared and {} payload bytes, got kind "
+            "{}, "
+            "flags {:#x}, {} bytes",
+            body->size() - kRecordHeadBytes, static_cast<int>(header.kind), header.flags, header.payload_bytes));
       check_endpoints(sender, header);
       InboundRing::Payload payload = in.ring->take();
       try {

@@ -106,7 +106,9 @@ void ZmqTransport::offer_stream(int process) {
     in.failed = false;
     in.bye = false;
     offer = {{"stream",
-              {{"id", in.offer}, {"port", stream_port_}, {"protection", protection_name(in.protection)},
+              {{"id", in.offer},
+               {"port", stream_port_},
+               {"protection", protection_name(in.protection)},
                {"key", hex(in.key)}}}};
   }
   send_hello(process, offer);
@@ -160,8 +162,10 @@ void ZmqTransport::connect_stream_to(int process, std::string host, int port, st
     std::lock_guard<std::mutex> lock(out.mutex);  // no ZeroMQ data frame to `process` meanwhile
     std::lock_guard<std::mutex> write_lock(stream.mutex);
     RecordHead head{.kind = RecordKind::open, .after = out.zmq_data};
-    head.header = {.kind = wire::FrameKind::hello, .dtype = core::DType::u8, 
-                   .src = table_[static_cast<std::size_t>(process_)].first_worker, .dst = peer.first_worker};
+    head.header = {.kind = wire::FrameKind::hello,
+                   .dtype = core::DType::u8,
+                   .src = table_[static_cast<std::size_t>(process_)].first_worker,
+                   .dst = peer.first_worker};
     writer->write(head, {}, stop);
     stream.writer = std::move(writer);
     stream.ready = true;
@@ -182,8 +186,10 @@ void ZmqTransport::accept_stream() {
   std::string address = peer_address(addr);
   if (stream_handshakes_.load() >= kMaxHandshakes) {
     ::close(fd);
-    core::log(core::LogLevel::warn, "zmq runtime: refused a stream connection from {}: {} others are being "
-                                    "authenticated", address, kMaxHandshakes);
+    core::log(core::LogLevel::warn,
+              "zmq runtime: refused a stream connection from {}: {} others are being "
+              "authenticated",
+              address, kMaxHandshakes);
     return;
   }
   ++stream_handshakes_;
@@ -316,11 +322,15 @@ bool ZmqTransport::bye_through_stream(int process, const std::string& text) {
   if (!out.writer) return false;
   const ProcessInfo& peer = table_[static_cast<std::size_t>(process)];
   RecordHead head{.kind = RecordKind::bye};
-  head.header = {.kind = wire::FrameKind::bye, .dtype = core::DType::u8,
-                 .src = table_[static_cast<std::size_t>(process_)].first_worker, .dst = peer.first_worker,
-                 .count = text.size(), .payload_bytes = text.size()};
+  head.header = {.kind = wire::FrameKind::bye,
+                 .dtype = core::DType::u8,
+                 .src = table_[static_cast<std::size_t>(process_)].first_worker,
+                 .dst = peer.first_worker,
+                 .count = text.size(),
+                 .payload_bytes = text.size()};
   try {
-    out.writer->write(head, std::as_bytes(std::span<const char>(text)), [this, process] { return stream_stop(process); });
+    out.writer->write(head, std::as_bytes(std::span<const char>(text)),
+                      [this, process] { return stream_stop(process); });
     out.writer->shutdown();  // nothing follows a bye
     return true;
   } catch (const core::Error&) {
