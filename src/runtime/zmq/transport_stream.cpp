@@ -7,7 +7,10 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
+#include <new>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -55,6 +58,61 @@ std::string endpoint_host(const std::string& endpoint) {
   if (rest.size() > 2 && rest.front() == '[') rest = rest.substr(1, rest.size() - 2);
   return rest;
 }
+
+// The receive buffers of one stream, reused: a message's buffer returns here when the receiver lets
+// go of it, so that a stream of large messages does not fault in fresh pages for each one (costly
+// on virtual machines that shadow page tables). Keeps at most kMaxCachedBytes of idle buffers.
+// Thread-safety: take() from the stream's reader, the return from any thread.
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  static constexpr std::size_t kMaxCachedBytes = 256u << 20;
+  static constexpr std::align_val_t kAlignment{64};  // every dtype's alignment, and a cache line
+
+  ~BufferPool() {
+    for (auto [bytes, memory] : idle_) ::operator delete(memory, kAlignment);
+  }
+  // A buffer of at least `bytes` (at least 1), owned by the returned pointer.
+  std::shared_ptr<std::byte> take(std::size_t bytes) {
+    bytes = std::max<std::size_t>(bytes, 1);
+    std::byte* memory = nullptr;
+    std::size_t capacity = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto best = idle_.end();
+      for (auto it = idle_.begin(); it != idle_.end(); ++it)
+        if (it->first >= bytes && (best == idle_.end() || it->first < best->first)) best = it;
+      if (best != idle_.end()) {
+        std::tie(capacity, memory) = *best;
+        cached_ -= capacity;
+        idle_.erase(best);
+      }
+    }
+    if (!memory) {
+      capacity = bytes;
+      memory = static_cast<std::byte*>(::operator new(capacity, kAlignment));
+    }
+    return std::shared_ptr<std::byte>(memory, [pool = shared_from_this(), capacity](std::byte* m) {
+      pool->give(m, capacity);
+    });
+  }
+
+ private:
+  void give(std::byte* memory, std::size_t capacity) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_ + capacity <= kMaxCachedBytes) {
+        idle_.emplace_back(capacity, memory);
+        cached_ += capacity;
+        return;
+      }
+    }
+    ::operator delete(memory, kAlignment);
+  }
+
+  std::mutex mutex_;
+  std::vector<std::pair<std::size_t, std::byte*>> idle_;
+  std::size_t cached_ = 0;
+};
 
 std::string peer_address(const sockaddr_storage& addr) {
   char text[INET6_ADDRSTRLEN] = "?";
@@ -255,6 +313,7 @@ void ZmqTransport::read_stream(int from, std::uint64_t offer, StreamReader& read
     return {};
   };
   InboundShared& counted = *inbound_[static_cast<std::size_t>(from)];
+  const auto pool = std::make_shared<BufferPool>();
   bool waited = false;  // for the data frames sent through ZeroMQ before the stream
   try {
     RecordHead head;
@@ -270,8 +329,8 @@ void ZmqTransport::read_stream(int from, std::uint64_t offer, StreamReader& read
         heard_from(from);
         continue;  // the sender closes the stream
       }
-      auto buffer = std::make_shared<core::Buffer>(head.header.count, head.header.dtype);
-      reader.read_payload({static_cast<std::byte*>(buffer->data()), head.header.payload_bytes}, stop);
+      std::shared_ptr<std::byte> buffer = pool->take(head.header.payload_bytes);
+      reader.read_payload({buffer.get(), head.header.payload_bytes}, stop);
       while (!waited) {
         {
           std::lock_guard<std::mutex> lock(counted.mutex);
@@ -283,7 +342,7 @@ void ZmqTransport::read_stream(int from, std::uint64_t offer, StreamReader& read
         }
       }
       heard_from(from);
-      const core::ConstView view(buffer->data(), head.header.count, head.header.dtype);
+      const core::ConstView view(buffer.get(), head.header.count, head.header.dtype);
       world_->deliver_remote(head.header.src, head.header.dst, head.header.tag, view, std::move(buffer));
     }
   } catch (const core::Error& e) {
