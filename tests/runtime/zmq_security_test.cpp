@@ -66,6 +66,20 @@ void curve_intruder(::zmq::context_t& context, const std::string& endpoint, cons
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
 }
 
+// A plain TCP client: connects to 127.0.0.1:port, writes `bytes`, lingers 100 ms, closes.
+void write_to_port(int port, const std::vector<unsigned char>& bytes) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    (void)!::write(fd, bytes.data(), bytes.size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::close(fd);
+}
+
 // server_key: the run's public key (public keys are no secret: an intruder may know it).
 void attack(int port, const std::string& server_key) {
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
@@ -84,18 +98,9 @@ void attack(int port, const std::string& server_key) {
   {  // a plain TCP client writing random bytes
     std::mt19937 random(7);
     for (int attempt = 0; attempt < 3; ++attempt) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_port = htons(static_cast<std::uint16_t>(port));
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-        std::vector<unsigned char> junk(4096);
-        for (auto& b : junk) b = static_cast<unsigned char>(random());
-        (void)!::write(fd, junk.data(), junk.size());
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      ::close(fd);
+      std::vector<unsigned char> junk(4096);
+      for (auto& b : junk) b = static_cast<unsigned char>(random());
+      write_to_port(port, junk);
     }
   }
 }
@@ -151,26 +156,14 @@ TEST(ZmqSecurity, IntrudersAreRefusedAndLoggedAndTheRunStaysExact) {
 // that is not sealed with the key. Each connection is refused and logged; the run stays exact.
 void stream_attack(int port) {
   std::mt19937 random(11);
-  const auto connect_and_write = [&](std::vector<unsigned char> bytes) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-      (void)!::write(fd, bytes.data(), bytes.size());
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ::close(fd);
-  };
   std::vector<unsigned char> junk(4096);
   for (auto& b : junk) b = static_cast<unsigned char>(random());
-  connect_and_write(junk);
+  write_to_port(port, junk);
   for (std::uint64_t offer = 1; offer <= 4; ++offer) {  // process 1's offers are ids 1, 2, ...
     std::vector<unsigned char> bytes = {'F', 'A', 'S', 'T', 'S', 'T', 'R', 'M', 1, 0, 0, 0, 1, 0, 0, 0};
     for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<unsigned char>(offer >> (8 * i)));
     for (int i = 0; i < 88; ++i) bytes.push_back(static_cast<unsigned char>(random()));  // a forged `open`
-    connect_and_write(bytes);
+    write_to_port(port, bytes);
   }
 }
 
