@@ -147,5 +147,33 @@ TEST(Config, MarkdownDocumentsEveryKeyWithItsFlag) {
   EXPECT_NE(md.find("FAST_DATA_DIR"), std::string::npos);
 }
 
+// Generated from the table: every integer setting, given a value its field cannot hold or a value
+// that is not an integer, is refused with an error naming the key; a value it accepts reads back
+// unchanged (nothing wraps: 2^32 + 3 workers are not 3 workers).
+TEST(Config, EveryIntegerSettingRefusesWhatItCannotHoldAndNeverWraps) {
+  const std::vector<std::string> values = {"4294967299", "4294967296", "2147483648", "9223372036854775807",
+                                           "9223372036854775808", "18446744073709551616", "-1", "-4294967295",
+                                           "1.5", "1e3"};
+  int integer_keys = 0;
+  for (const ConfigKey& k : config_keys()) {
+    if (k.type != KeyType::integer) continue;
+    ++integer_keys;
+    for (const std::string& v : values) {
+      torch::TrainOptions o;
+      std::string error;
+      try {
+        apply_setting(o, k.name, v, flag_name(k.name));
+      } catch (const core::Error& e) {
+        error = e.what();
+      }
+      if (error.empty())
+        EXPECT_EQ(k.get(o), v) << k.name << " took " << v << " and holds " << k.get(o);
+      else
+        EXPECT_NE(error.find(flag_name(k.name)), std::string::npos) << k.name << ": " << error;
+    }
+  }
+  EXPECT_GT(integer_keys, 10);
+}
+
 }  // namespace
 }  // namespace fast::cli

@@ -38,9 +38,14 @@ double parse_number(const std::string& text, std::string_view origin) {
   return strategy::parse_number_text(text, origin);
 }
 
+// `value` as the setting's own type T: at least `minimum` and at most T's largest value (a larger
+// one would wrap: 2^32 + 3 workers are not 3).
 template <typename T>
 T at_least(long long value, long long minimum, std::string_view key) {
+  const auto maximum = static_cast<long long>(std::min<unsigned long long>(
+      static_cast<unsigned long long>(std::numeric_limits<T>::max()), std::numeric_limits<long long>::max()));
   FAST_ENFORCE(value >= minimum, "{}: expected an integer >= {}, got {}", key, minimum, value);
+  FAST_ENFORCE(value <= maximum, "{}: expected an integer from {} to {}, got {}", key, minimum, maximum, value);
   return static_cast<T>(value);
 }
 
