@@ -303,13 +303,13 @@ void ZmqTransport::serve_stream(int fd, std::string address) {
 
 void ZmqTransport::read_stream(int from, std::uint64_t offer, StreamReader& reader, std::uint64_t after) {
   StreamIn& in = *stream_in_[static_cast<std::size_t>(from)];
-  const auto superseded = [&] {
+  const auto replaced = [&] {
     std::lock_guard<std::mutex> lock(in.mutex);
     return in.offer != offer;
   };
-  const StopCheck stop = [this, &superseded]() -> std::string {
+  const StopCheck stop = [this, &replaced]() -> std::string {
     if (stop_.load()) return "the transport stopped";
-    if (superseded()) return "the rank was taken back";
+    if (replaced()) return "the rank was taken back";
     return {};
   };
   InboundShared& counted = *inbound_[static_cast<std::size_t>(from)];
@@ -346,7 +346,7 @@ void ZmqTransport::read_stream(int from, std::uint64_t offer, StreamReader& read
       world_->deliver_remote(head.header.src, head.header.dst, head.header.tag, view, std::move(buffer));
     }
   } catch (const core::Error& e) {
-    if (stop_.load() || superseded() || lost_[static_cast<std::size_t>(from)].load() || in.bye.load()) return;
+    if (stop_.load() || replaced() || lost_[static_cast<std::size_t>(from)].load() || in.bye.load()) return;
     in.failure = fmt::format("lost: its direct stream failed: {}", e.what());
     in.failed = true;
     const std::uint64_t one = 1;
