@@ -26,6 +26,7 @@
 
 #include "fast/core/dtype.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/tensor_view.hpp"
 
 namespace fast::wire {
 
@@ -55,6 +56,17 @@ struct FrameHeader {
 };
 
 inline constexpr std::size_t kHeaderBytes = 56;
+
+// The header of a data message of `data` from rank src to rank dst under `tag` (no flags).
+inline FrameHeader data_header(std::int32_t src, std::int32_t dst, std::uint64_t tag, core::ConstView data) {
+  return {.kind = FrameKind::data,
+          .dtype = data.dtype(),
+          .src = src,
+          .dst = dst,
+          .tag = tag,
+          .count = data.numel(),
+          .payload_bytes = data.bytes()};
+}
 
 struct Limits {
   std::uint64_t max_payload_bytes = 1ull << 34;  // a frame declaring more is refused

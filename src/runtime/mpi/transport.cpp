@@ -71,13 +71,7 @@ core::Work MpiTransport::send(int src, int dst, Tag tag, core::ConstView data) {
                "mpi runtime: a message of {} bytes from worker {} to worker {} exceeds MPI's limit of {} bytes per "
                "message; send it in pieces (the collectives do)",
                bytes, src, dst, kMaxMessageBytes - wire::kHeaderBytes);
-  const wire::FrameHeader header{.kind = wire::FrameKind::data,
-                                 .dtype = data.dtype(),
-                                 .src = src,
-                                 .dst = dst,
-                                 .tag = tag,
-                                 .count = data.numel(),
-                                 .payload_bytes = bytes};
+  const wire::FrameHeader header = wire::data_header(src, dst, tag, data);
   Pending p;
   if (bytes < kCopyBytes) {  // one buffer, header then payload; the caller's memory is free at once
     p.bytes.reset(new std::byte[wire::kHeaderBytes + bytes]);

@@ -154,14 +154,7 @@ void ZmqTransport::stop() {
 core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {
   ensure_alive(dst);
   const int process = process_of(dst);
-  const std::size_t bytes = data.bytes();
-  const wire::FrameHeader header{.kind = wire::FrameKind::data,
-                                 .dtype = data.dtype(),
-                                 .src = src,
-                                 .dst = dst,
-                                 .tag = tag,
-                                 .count = data.numel(),
-                                 .payload_bytes = bytes};
+  const wire::FrameHeader header = wire::data_header(src, dst, tag, data);
   StreamOut& stream = *stream_out_[static_cast<std::size_t>(process)];
   if (!stream.ready.load(std::memory_order_acquire)) {
     OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
