@@ -268,10 +268,8 @@ void ZmqTransport::serve_stream(int fd, std::string address) {
   RecordHead head;
   try {
     StreamPreamble preamble;
-    if (!read_preamble(fd, preamble, handshake_stop)) {
-      ::close(fd);
+    if (!read_preamble(fd, preamble, handshake_stop))
       FAST_THROW(InvalidArgument, "not a FAST stream (wrong magic or version)");
-    }
     from = static_cast<int>(preamble.process);
     FAST_ENFORCE(preamble.process < table_.size() && from != process_, "claims process {}, not a peer",
                  preamble.process);
@@ -279,10 +277,8 @@ void ZmqTransport::serve_stream(int fd, std::string address) {
     {
       std::lock_guard<std::mutex> lock(in.mutex);
       // A connected offer still opens the record (a forged one is refused as such), then is refused.
-      if (in.offer == 0 || in.offer != preamble.offer) {
-        ::close(fd);
+      if (in.offer == 0 || in.offer != preamble.offer)
         FAST_THROW(InvalidArgument, "claims process {} with offer {}, which is not open", from, preamble.offer);
-      }
       offer = in.offer;
       reader = std::make_unique<StreamReader>(fd, in.protection, in.key);  // owns fd from here
     }
@@ -292,6 +288,7 @@ void ZmqTransport::serve_stream(int fd, std::string address) {
     FAST_ENFORCE(in.offer == offer && !in.connected, "another connection took offer {}", offer);
     in.connected = true;
   } catch (const core::Error& e) {
+    if (!reader) ::close(fd);  // else the reader closes it
     --stream_handshakes_;
     if (!stop_.load())
       core::log(core::LogLevel::warn, "zmq runtime: refused a stream connection from {}: {}", address, e.what());
