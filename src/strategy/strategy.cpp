@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -15,6 +17,22 @@
 #include "fast/strategy/aggregate.hpp"
 
 namespace fast::strategy {
+
+namespace {
+// Why `options`' strategy lacks `trait`, for an error: the strategies that have it ("allreduce and
+// ps with mode = sync") and this one with its condition ("strategy 'ps' with mode = async");
+// nothing when it has the trait.
+struct TraitRefusal {
+  std::string holders, who;
+};
+std::optional<TraitRefusal> lacks(const StrategyOptions& options, StrategyTrait StrategyRegistration::*trait) {
+  const StrategyRegistration strategy = find_registration(options.name);
+  if ((strategy.*trait).holds(options)) return std::nullopt;
+  const std::string condition = (strategy.*trait).condition_for(options);
+  return TraitRefusal{strategies_with(trait),
+                      fmt::format("strategy '{}'{}", options.name, condition.empty() ? "" : " " + condition)};
+}
+}  // namespace
 
 void Strategy::rejoin(ModelState /*state*/) {
   FAST_THROW(core::InvalidUsage, "strategy '{}' cannot take a worker back into a run under way", name());
@@ -67,15 +85,11 @@ double default_consensus_step(const std::string& codec) {
 
 void validate_dgc(const StrategyOptions& options) {
   if (!options.dgc) return;
-  const StrategyRegistration strategy = find_registration(options.name);
-  if (!strategy.sends_gradients.holds(options)) {
-    const std::string condition = strategy.sends_gradients.condition_for(options);
+  if (const auto refusal = lacks(options, &StrategyRegistration::sends_gradients))
     FAST_THROW(core::InvalidArgument,
-               "dgc: applies to the strategies that send gradients ({}); strategy '{}'{} sends models "
+               "dgc: applies to the strategies that send gradients ({}); {} sends models "
                "(docs/compression.md, \"Deep Gradient Compression\")",
-               strategies_with(&StrategyRegistration::sends_gradients), options.name,
-               condition.empty() ? "" : " " + condition);
-  }
+               refusal->holders, refusal->who);
   FAST_ENFORCE(compress::make_codec(options.compress)->keep_ratio() > 0,
                "dgc: needs a sparsifying codec with a keep ratio (compress = topk:ratio=R or randk:ratio=R); got "
                "compress = '{}'",
@@ -136,15 +150,10 @@ std::span<const float> Strategy::dgc_model(const compress::Dgc* dgc, std::span<c
 // robust_aggregate holds, on each worker's whole gradient, so no codec and no dgc) and fault_inject.
 void builtin::check_common(const StrategyOptions& options, int workers) {
   if (!Aggregate::parse(options.aggregate, workers).is_mean()) {
-    const StrategyRegistration strategy = find_registration(options.name);
-    if (!strategy.robust_aggregate.holds(options)) {
-      const std::string condition = strategy.robust_aggregate.condition_for(options);
+    if (const auto refusal = lacks(options, &StrategyRegistration::robust_aggregate))
       FAST_THROW(core::InvalidArgument,
-                 "aggregate '{}': the robust rules apply to {}; strategy '{}'{} takes aggregate = mean "
-                 "(docs/faults.md)",
-                 options.aggregate, strategies_with(&StrategyRegistration::robust_aggregate), options.name,
-                 condition.empty() ? "" : " " + condition);
-    }
+                 "aggregate '{}': the robust rules apply to {}; {} takes aggregate = mean (docs/faults.md)",
+                 options.aggregate, refusal->holders, refusal->who);
     FAST_ENFORCE(!Strategy::compresses(options) && !options.dgc,
                  "aggregate '{}': the robust rules combine every worker's whole gradient; they do not go with "
                  "compress = '{}'{} (use aggregate = mean)",
