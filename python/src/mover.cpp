@@ -53,6 +53,26 @@ struct PyWindow {
   std::shared_ptr<PyCommunicator> comm;
   Array local;
   std::unique_ptr<collective::Window> window;
+  std::uint64_t closer = 0;  // ContextHandle::on_close: the window (its service) ends with its world
+  PyWindow() = default;
+  PyWindow(const PyWindow&) = delete;
+  PyWindow& operator=(const PyWindow&) = delete;
+  ~PyWindow() {
+    if (comm) comm->ctx->forget(closer);
+    if (window && PyGILState_Check() == 1) {
+      py::gil_scoped_release release;
+      window.reset();
+    }
+  }
+  // Destroys the window (not collective: its service stops) without the GIL where this thread has it.
+  void end() {
+    if (PyGILState_Check() == 1) {
+      py::gil_scoped_release release;
+      window.reset();
+    } else {
+      window.reset();
+    }
+  }
   collective::Window& get() const {
     (void)comm->get();
     FAST_ENFORCE_AS(core::InvalidUsage, window != nullptr, "fast.Window: used after close()");
@@ -240,9 +260,14 @@ window is open; the window holds it.)")
              w->comm = comm;
              w->local = as_array(local, "Window: local", true);
              collective::Communicator& c = comm->get();
-             py::gil_scoped_release release;
-             w->window = std::make_unique<collective::Window>(c, name, w->local.mutable_view(),
-                                                              collective::WindowOptions{.codec = codec});
+             {
+               py::gil_scoped_release release;
+               w->window = std::make_unique<collective::Window>(c, name, w->local.mutable_view(),
+                                                                collective::WindowOptions{.codec = codec});
+             }
+             // A window kept after its world ended (by the traceback of a worker function that
+             // raised) would serve requests on a Context that no longer exists.
+             w->closer = comm->ctx->on_close([raw = w.get()] { raw->end(); });
              return w;
            }),
            py::arg("communicator"), py::arg("name"), py::arg("local"), py::arg("codec") = "none")

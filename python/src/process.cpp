@@ -12,6 +12,7 @@
 
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 #include "fast/core/malloc_tuning.hpp"
 #include "fast/runtime/launcher.hpp"
 
@@ -26,8 +27,37 @@ runtime::Context& ContextHandle::get() const {
 }
 
 void ContextHandle::close() noexcept {
+  std::vector<std::pair<std::uint64_t, std::function<void()>>> closers;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closers.swap(closers_);
+  }
+  for (auto& [id, closer] : closers) {
+    try {
+      closer();
+    } catch (const std::exception& e) {
+      core::log(core::LogLevel::debug, "fast: an object ended with its world raised: {}", e.what());
+    }
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   ctx_ = nullptr;
+}
+
+std::uint64_t ContextHandle::on_close(std::function<void()> closer) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ctx_ != nullptr) {
+      closers_.emplace_back(next_id_, std::move(closer));
+      return next_id_++;
+    }
+  }
+  closer();
+  return 0;
+}
+
+void ContextHandle::forget(std::uint64_t id) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::erase_if(closers_, [id](const auto& entry) { return entry.first == id; });
 }
 
 bool ContextHandle::open() const noexcept {

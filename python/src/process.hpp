@@ -16,8 +16,12 @@
 // fn under run()) every use of it, or of an object built on it, raises InvalidUsage instead of
 // touching freed memory.
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include <pybind11/pybind11.h>
 
@@ -32,12 +36,24 @@ class ContextHandle {
   explicit ContextHandle(runtime::Context* ctx) : ctx_(ctx) {}
   // The context; InvalidUsage when its world has ended.
   runtime::Context& get() const;
+  // Ends the handle: runs the closers still registered (in registration order; one that throws is
+  // logged and the others still run), then get() refuses. Called on the worker's thread while the
+  // Context still exists. Idempotent.
   void close() noexcept;
   bool open() const noexcept;
+  // `closer` ends an object that must not outlive the world (a Worker whose windows serve
+  // requests on the Context) when the world ends before the object does — a worker function that
+  // raised, whose traceback keeps its objects after fast.run returns. Returns an id for forget().
+  // Runs at once when the handle is already closed (returns 0).
+  std::uint64_t on_close(std::function<void()> closer);
+  // The object ended first: its closer is dropped. Unknown ids are ignored.
+  void forget(std::uint64_t id) noexcept;
 
  private:
   mutable std::mutex mutex_;
   runtime::Context* ctx_;
+  std::vector<std::pair<std::uint64_t, std::function<void()>>> closers_;
+  std::uint64_t next_id_ = 1;
 };
 using ContextRef = std::shared_ptr<ContextHandle>;
 

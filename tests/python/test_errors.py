@@ -144,3 +144,43 @@ def test_layouts_that_differ_between_processes(tmp_path):
     for rank in (0, 1):
         assert f"rank {rank}: InvalidArgument: fast.torch: the model's parameter layout differs" in out, out
     assert "Segmentation" not in out and "core dumped" not in out, out
+
+
+@pytest.mark.parametrize("kept", ["asynchronous_worker", "window"])
+def test_a_worker_function_that_raises_keeps_no_object_past_its_world(kept, tmp_path):
+    """The traceback of a worker function that raised keeps its objects after fast.run ends the world; a
+    Worker's or Window's service must end with the world, not run on against a Context that is gone (the
+    interpreter died of a segmentation fault). Run in a child interpreter: a crash would end pytest."""
+    script = tmp_path / "raises.py"
+    script.write_text(textwrap.dedent(f"""
+        import gc
+        import numpy as np
+        import fast
+
+        KEPT = []
+
+        def body(ctx):
+            a, b = np.zeros(10, np.float32), np.zeros(10, np.float32)
+            if "{kept}" == "window":
+                window = fast.Window(fast.Communicator(ctx), "w", a)
+                KEPT.append(lambda: window.put(0, a))
+            else:
+                KEPT.append(fast.Worker(ctx, a, b, strategy="adpsgd", steps=2).finish)
+            raise ValueError("raised by worker " + str(ctx.rank))
+
+        try:
+            fast.run(body, workers=2)
+        except ValueError as e:
+            print("caught:", e)
+        try:
+            KEPT[0]()
+        except fast.InvalidUsage as used:
+            print("after:", used)
+        KEPT.clear()
+        gc.collect()
+        print("done")
+    """))
+    code, out = run_bounded([sys.executable, script], timeout=60, env=dict(os.environ), check=False)
+    assert code == 0, out
+    assert "caught: raised by worker" in out and "done" in out
+    assert "after: this fast.Context's world has ended" in out
