@@ -15,6 +15,18 @@ The module's trainable parameters and their gradients are re-pointed into one fl
 each (views of numpy arrays), so FAST reads the gradient and updates the parameters where the module
 uses them: nothing is copied per step. Every worker must build the same architecture (checked when
 the Worker is made); rank 0's initial parameters are broadcast to all, as DistributedDataParallel does.
+
+With a synchronous gradient-averaging strategy (allreduce), the Worker also drives the user's own
+torch.optim optimizer and LR scheduler, as Horovod's DistributedOptimizer does: FAST averages the
+gradients (compressed if asked) into each parameter's .grad and the user's optimizer steps:
+
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-2, total_steps=steps)
+    worker = fast.torch.Worker(model, optimizer=opt, scheduler=sched, strategy="allreduce")
+
+Module buffers (BatchNorm's running statistics) follow `buffers`: "broadcast" (rank 0's after every
+step, DistributedDataParallel's default), "average" (the mean over the workers after every step) or
+"local" (each worker keeps its own).
 """
 
 import hashlib
@@ -135,27 +147,149 @@ class FlatModel:
         return score
 
 
+BUFFER_POLICIES = ("broadcast", "average", "local")
+
+
+class FlatBuffers:
+    """A module's buffers (BatchNorm's running_mean, running_var, num_batches_tracked, ...) re-pointed
+    into one flat array per dtype, so that one collective per dtype keeps them in step: the module
+    updates them in place where it always did. `policy`: "broadcast" (sync() makes every worker's
+    buffers rank 0's), "average" (floating-point buffers become the mean over the workers, the others
+    rank 0's) or "local" (sync() does nothing). A module without buffers has nothing to sync.
+    """
+
+    def __init__(self, model, policy):
+        if policy not in BUFFER_POLICIES:
+            raise fast.InvalidArgument(
+                f"fast.torch: buffers must be one of {', '.join(BUFFER_POLICIES)}; got {policy!r}")
+        self.policy = policy
+        self.names = []
+        self.arrays = {}   # dtype -> flat numpy array
+        if policy == "local":
+            return
+        owners = []        # (module, attribute name, dotted name, tensor)
+        for module_name, module in model.named_modules():
+            for name, b in list(module._buffers.items()):
+                if b is None:
+                    continue
+                dotted = f"{module_name}.{name}" if module_name else name
+                if b.device.type != "cpu":
+                    raise fast.InvalidArgument(
+                        f"fast.torch: buffer '{dotted}' is on device '{b.device}'; FAST's buffers are in CPU memory")
+                owners.append((module, name, dotted, b))
+        by_dtype = {}
+        for entry in owners:
+            by_dtype.setdefault(entry[3].dtype, []).append(entry)
+        with torch.no_grad():
+            for dtype, entries in by_dtype.items():
+                total = sum(b.numel() for _, _, _, b in entries)
+                flat = torch.zeros(total, dtype=dtype)
+                offset = 0
+                for module, name, dotted, b in entries:
+                    k = b.numel()
+                    view = flat[offset:offset + k].view_as(b)
+                    view.copy_(b)
+                    module._buffers[name] = view
+                    self.names.append(dotted)
+                    offset += k
+                self.arrays[dtype] = flat.numpy()
+
+    def sync(self, communicator):
+        """Collective (every worker calls it at the same point): applies the policy."""
+        if self.policy == "local":
+            return
+        for dtype, array in self.arrays.items():
+            if self.policy == "average" and dtype.is_floating_point:
+                communicator.allreduce(array, op="mean")
+            else:
+                communicator.broadcast(array, 0)
+
+
+# The settings of FAST's own optimizer and schedule: a torch.optim optimizer takes their place.
+_FAST_OPTIMIZER_SETTINGS = ("lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "schedule", "warmup_steps",
+                            "step_size", "gamma", "min_lr_factor")
+
+
+def _check_user_optimizer(optimizer, scheduler, flat, settings):
+    """InvalidArgument unless optimizer (a torch.optim.Optimizer) steps only parameters in FAST's flat
+    buffer, no FAST optimizer setting is given beside it, and scheduler (if any) drives it."""
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise fast.InvalidArgument(
+            f"fast.torch.Worker: optimizer must be a FAST optimizer's name (str) or a torch.optim.Optimizer, got "
+            f"{type(optimizer).__name__}")
+    given = [k for k in _FAST_OPTIMIZER_SETTINGS if k in settings]
+    if given:
+        raise fast.InvalidArgument(
+            f"fast.torch.Worker: {', '.join(given)} configure FAST's own optimizer; with a torch.optim optimizer, set "
+            "them on it (and its scheduler) instead")
+    ours = {id(p) for p, _, _ in flat._views}
+    outside = [i for i, g in enumerate(optimizer.param_groups) for p in g["params"] if id(p) not in ours]
+    if outside:
+        raise fast.InvalidArgument(
+            f"fast.torch.Worker: the optimizer steps {len(outside)} tensor(s) that are not trainable parameters of the "
+            "model (param groups " + ", ".join(str(i) for i in sorted(set(outside))) + "); their gradients would "
+            "not be averaged and the replicas would drift apart: build the optimizer on model.parameters()")
+    if scheduler is not None and getattr(scheduler, "optimizer", None) is not optimizer:
+        raise fast.InvalidArgument(
+            "fast.torch.Worker: scheduler must be a torch.optim.lr_scheduler built on the optimizer given (its "
+            ".optimizer is another one)")
+
+
 class Worker:
     """A fast.Worker on a torch.nn.Module's parameters (see the module's documentation).
 
     model: the module, float32 and in CPU memory. context: a fast.Context (default: fast.context(), else
-    fast.init()). broadcast_initial: start every worker from rank 0's parameters (default True).
-    steps_per_epoch and settings: as fast.Worker (fast train's settings by name: strategy, optimizer, lr,
+    fast.init()). broadcast_initial: start every worker from rank 0's parameters and buffers (default True).
+    optimizer: a FAST optimizer's name (a setting, "sgd" by default) or the user's torch.optim.Optimizer
+    built on model.parameters(); the latter only with a strategy whose whole update is one optimizer step
+    on the averaged gradient (allreduce, without dgc), and without FAST's optimizer settings (lr,
+    momentum, schedule, ...). scheduler: a torch.optim.lr_scheduler on that optimizer, stepped after each
+    optimizer step (for a per-epoch scheduler or ReduceLROnPlateau, leave it out and step it yourself).
+    buffers: "broadcast" (default for synchronous strategies), "average" or "local" (the only choice, and
+    the default, for asynchronous ones: their workers do not step together); see FlatBuffers.
+    steps_per_epoch and settings: as fast.Worker (fast train's settings by name: strategy, lr,
     momentum, schedule, steps, seed, topology, compress, ...). Collective: every worker makes its own.
-    Attributes: model, context, flat (the FlatModel), params and grads (its buffers), worker (the
-    fast.Worker), metrics (the fast.Metrics after track(), else None).
+    Attributes: model, context, flat (the FlatModel), params and grads (its buffers), buffers (the
+    FlatBuffers), optimizer and scheduler (the user's, or None), worker (the fast.Worker), metrics (the
+    fast.Metrics after track(), else None).
     """
 
-    def __init__(self, model, context=None, *, steps_per_epoch=0, broadcast_initial=True, **settings):
+    def __init__(self, model, context=None, *, optimizer=None, scheduler=None, buffers=None, steps_per_epoch=0,
+                 broadcast_initial=True, **settings):
         self.flat = FlatModel(model)
         self.model = model
+        self.optimizer = self.scheduler = None
+        if optimizer is not None and not isinstance(optimizer, str):
+            _check_user_optimizer(optimizer, scheduler, self.flat, settings)
+            self.optimizer, self.scheduler = optimizer, scheduler
+        elif scheduler is not None:
+            raise fast.InvalidArgument(
+                "fast.torch.Worker: scheduler drives a torch.optim optimizer; FAST's own optimizer follows the "
+                "schedule setting (schedule='cosine', 'step', 'constant')")
+        elif optimizer is not None:
+            settings["optimizer"] = optimizer
         self.context = context or fast.context() or fast.init()
         self.flat.check_same_layout(self.context)
         self.params, self.grads = self.flat.params, self.flat.grads
-        if broadcast_initial and self.context.size > 1:
-            fast.Communicator(self.context).broadcast(self.params, 0)
+        self._communicator = fast.Communicator(self.context)
+        broadcast_initial = broadcast_initial and self.context.size > 1
+        if broadcast_initial:         # before the strategy starts: some keep the initial model (a centre)
+            self._communicator.broadcast(self.params, 0)
         self.worker = fast.Worker(self.context, self.params, self.grads, layout=self.flat.layout,
-                                  steps_per_epoch=steps_per_epoch, **settings)
+                                  steps_per_epoch=steps_per_epoch, external_optimizer=self.optimizer is not None,
+                                  **settings)
+        if buffers is None:
+            buffers = "local" if self.worker.asynchronous else "broadcast"
+        elif buffers != "local" and self.worker.asynchronous:
+            self.worker.finish()      # collective, as the refusal is: every worker refuses here
+            raise fast.InvalidArgument(
+                f"fast.torch.Worker: buffers={buffers!r} is a collective at every step, and strategy "
+                f"'{self.worker.settings['strategy']}' is asynchronous (its workers do not step together): use "
+                "buffers='local'")
+        self.buffers = FlatBuffers(model, buffers)
+        if broadcast_initial:
+            for array in self.buffers.arrays.values():
+                self._communicator.broadcast(array, 0)
         self.metrics = None
 
     def track(self, metrics="", summary="", model="python", dataset="", batch=64, epochs=0, log_every=50,
@@ -175,6 +309,13 @@ class Worker:
         metrics when track() was called. Returns the fast.StepReport."""
         self.flat.gather_gradients()
         report = self.worker.step()
+        if self.optimizer is not None:
+            report.lr = float(self.optimizer.param_groups[0]["lr"])
+            if report.applied:          # the same decision on every worker: the averaged gradient is the same
+                self.optimizer.step()
+            if self.scheduler is not None:
+                self.scheduler.step()
+        self.buffers.sync(self._communicator)
         if self.metrics is not None and loss is not None:
             self.metrics.step(float(loss), report)
         return report

@@ -61,6 +61,8 @@ class PyModelSide : public torch::ModelSide {
   double gradient(std::int64_t, std::int64_t) override {
     FAST_THROW(InvalidUsage, "fast.Metrics: the Python loop computes the gradient itself");
   }
+  // fast.torch.Worker keeps the module's buffers itself (fast.torch.FlatBuffers).
+  void sync_buffers(collective::Communicator&) override {}
 
   // Collective: the representative model, the consensus distance, the sums of every worker's score.
   metrics::EvalRecord evaluate(bool) override {

@@ -86,17 +86,22 @@ core::Layout make_layout(const py::object& layout, std::size_t n) {
 }
 
 // The checks `fast train` makes before starting (trainer.cpp validate), for the Worker's part.
-strategy::WorkerOptions worker_options(const torch::TrainOptions& o, int world, std::int64_t steps_per_epoch) {
+strategy::WorkerOptions worker_options(const torch::TrainOptions& o, int world, std::int64_t steps_per_epoch,
+                                       bool external_optimizer) {
   strategy::WorkerOptions w = o.worker;
   w.strategy.seed = o.seed;
+  w.external_optimizer = external_optimizer;
   if (w.schedule.total_steps == 0) w.schedule.total_steps = o.steps;
-  FAST_ENFORCE(w.schedule.name != "cosine" || w.schedule.total_steps > 0,
+  FAST_ENFORCE(external_optimizer || w.schedule.name != "cosine" || w.schedule.total_steps > 0,
                "fast.Worker: schedule 'cosine' (the default, as in fast train) anneals the learning rate to 0 over "
                "the run: give steps=N (steps per worker), or choose schedule='constant'");
   strategy::StrategyOptions s = w.strategy;
   s.optimizer = w.optimizer;
   strategy::validate_dgc(s);
-  (void)optim::make_optimizer(w.optimizer, 1);
+  if (external_optimizer)
+    strategy::validate_external_optimizer(s);
+  else
+    (void)optim::make_optimizer(w.optimizer, 1);
   strategy::check_strategy_options(s, world);
   FAST_ENFORCE(o.dgc_warmup_epochs == 0 || w.strategy.dgc,
                "dgc_warmup_epochs: set to {} without dgc; the warm-up is part of DGC (dgc=True)", o.dgc_warmup_epochs);
@@ -118,7 +123,7 @@ std::vector<std::string> worker_setting_names() {
 }
 
 PyWorker::PyWorker(ContextRef ctx, const py::object& params, const py::object& grads, const py::object& layout,
-                   std::int64_t steps_per_epoch, const py::kwargs& settings)
+                   std::int64_t steps_per_epoch, bool external_optimizer, const py::kwargs& settings)
     : ctx_(std::move(ctx)),
       params_(as_float32(params, "fast.Worker: params", true)),
       grads_(as_float32(grads, "fast.Worker: grads", true)),
@@ -130,15 +135,28 @@ PyWorker::PyWorker(ContextRef ctx, const py::object& params, const py::object& g
   FAST_ENFORCE(params_.numel > 0, "fast.Worker: params is empty");
   FAST_ENFORCE(steps_per_epoch >= 0, "fast.Worker: steps_per_epoch must be >= 0, got {}", steps_per_epoch);
   runtime::Context& c = ctx_->get();
-  const strategy::WorkerOptions w = worker_options(options_, c.size(), steps_per_epoch);
+  const strategy::WorkerOptions w = worker_options(options_, c.size(), steps_per_epoch, external_optimizer);
   const strategy::ModelState state{.params = {static_cast<float*>(params_.data), params_.numel},
                                    .grads = {static_cast<float*>(grads_.data), grads_.numel},
                                    .layout = layout_};
-  py::gil_scoped_release release;
-  worker_ = std::make_unique<strategy::Worker>(c, w, state);
+  {
+    py::gil_scoped_release release;
+    worker_ = std::make_unique<strategy::Worker>(c, w, state);
+  }
+  // A Worker kept after its world ended (by the traceback of a worker function that raised) would
+  // reach a Context that no longer exists: it ends with the world, before the Context does.
+  closer_ = ctx_->on_close([this] {
+    if (PyGILState_Check() == 1) {
+      py::gil_scoped_release release;
+      worker_.reset();
+    } else {
+      worker_.reset();
+    }
+  });
 }
 
 PyWorker::~PyWorker() {
+  ctx_->forget(closer_);
   if (worker_ && PyGILState_Check() == 1) {
     py::gil_scoped_release release;
     worker_.reset();
@@ -209,7 +227,8 @@ py::dict PyWorker::settings() const {
 void bind_worker(py::module_& m) {
   py::class_<strategy::StepReport>(m, "StepReport", "What Worker.step() did.")
       .def_readonly("step", &strategy::StepReport::step, "Index of the step just taken (0-based).")
-      .def_readonly("lr", &strategy::StepReport::lr, "Learning rate used.")
+      .def_readwrite("lr", &strategy::StepReport::lr,
+                     "Learning rate used (0 with external_optimizer: fast.torch writes the torch optimizer's).")
       .def_readonly("applied", &strategy::StepReport::applied, "False when the update was skipped (non-finite).")
       .def_readonly("comm_seconds", &strategy::StepReport::comm_seconds, "Communication and waiting time of the step.")
       .def("__repr__", [](const strategy::StepReport& r) {
@@ -222,11 +241,14 @@ into `grads`, step() exchanges, aggregates and updates `params` in place, per th
 Worker(context, params, grads, layout=None, steps_per_epoch=0, **settings): params and grads are flat float32
 arrays (numpy or CPU torch tensors) of the same length, shared without copies. settings are `fast train`'s, by
 the same names and with the same defaults (docs/config.md): strategy, optimizer, lr, momentum, schedule, steps,
-seed, topology, compress, mode, ... Collective: every worker constructs it with the same settings.)")
-      .def(py::init<ContextRef, const py::object&, const py::object&, const py::object&, std::int64_t,
+seed, topology, compress, mode, ... Collective: every worker constructs it with the same settings.
+external_optimizer=True: the optimizer step is the caller's (a torch.optim optimizer): step() leaves the
+aggregated gradient in `grads` and does not change `params`; strategies whose whole update is one optimizer
+step on the aggregated gradient only (allreduce), without dgc.)")
+      .def(py::init<ContextRef, const py::object&, const py::object&, const py::object&, std::int64_t, bool,
                     const py::kwargs&>(),
            py::arg("context"), py::arg("params"), py::arg("grads"), py::arg("layout") = py::none(),
-           py::arg("steps_per_epoch") = 0)
+           py::arg("steps_per_epoch") = 0, py::arg("external_optimizer") = false)
       .def("step", &PyWorker::step, "One step on the gradient in grads; returns a StepReport.")
       .def("finish", &PyWorker::finish, "Collective, after the last step: stops the strategy's activities. Idempotent.")
       .def("representative", &PyWorker::representative, py::arg("out") = py::none(),

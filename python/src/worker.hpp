@@ -26,7 +26,7 @@ class PyWorker {
   // (name, shape) pairs covering params in order, or None (one flat block). steps_per_epoch: used
   // by dgc_warmup_epochs and by fast.Metrics (0: unknown).
   PyWorker(ContextRef ctx, const py::object& params, const py::object& grads, const py::object& layout,
-           std::int64_t steps_per_epoch, const py::kwargs& settings);
+           std::int64_t steps_per_epoch, bool external_optimizer, const py::kwargs& settings);
   ~PyWorker();
 
   strategy::StepReport step();
@@ -52,6 +52,7 @@ class PyWorker {
   torch::TrainOptions options_;
   std::int64_t steps_per_epoch_ = 0;
   std::unique_ptr<strategy::Worker> worker_;
+  std::uint64_t closer_ = 0;  // ContextHandle::on_close: the Worker ends with its world
   bool finished_ = false;
 };
 

@@ -141,7 +141,8 @@ StrategyRegistration builtin::allreduce_registration() {
           .make = factory_of<AllreduceStrategy>(),
           .options = std::move(options),
           .sends_gradients = true,
-          .robust_aggregate = true};
+          .robust_aggregate = true,
+          .external_optimizer = true};
 }
 
 }  // namespace fast::strategy

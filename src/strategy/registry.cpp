@@ -176,6 +176,7 @@ class Registry {
     check_trait(r, "asynchronous", r.asynchronous);
     check_trait(r, "sends_gradients", r.sends_gradients);
     check_trait(r, "robust_aggregate", r.robust_aggregate);
+    check_trait(r, "external_optimizer", r.external_optimizer);
   }
 
   // A condition on an option: the option is the strategy's own or common, and each value is one

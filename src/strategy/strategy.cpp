@@ -104,6 +104,18 @@ void validate_dgc(const StrategyOptions& options) {
   FAST_ENFORCE(options.dgc_warmup_steps >= 0, "dgc: dgc_warmup_steps must be >= 0, got {}", options.dgc_warmup_steps);
 }
 
+void validate_external_optimizer(const StrategyOptions& options) {
+  if (const auto refusal = lacks(options, &StrategyRegistration::external_optimizer))
+    FAST_THROW(core::InvalidArgument,
+               "a framework's own optimizer (torch.optim) steps on the averaged gradient with {}, whose whole "
+               "update is that one step; {} updates the model in its own way (it mixes models, or a server "
+               "steps), so FAST's optimizer is needed: give optimizer='sgd', 'adamw', ... (docs/python.md)",
+               refusal->holders, refusal->who);
+  FAST_ENFORCE(!options.dgc,
+               "dgc: Deep Gradient Compression corrects the momentum on each worker before the exchange, with "
+               "FAST's optimizer; it does not go with a framework's own optimizer (dgc=False)");
+}
+
 collective::SparseReduce parse_sparse_reduce(const std::string& name) {
   if (name == "auto") return collective::SparseReduce::auto_choice;
   if (name == "gather") return collective::SparseReduce::gather;

@@ -28,6 +28,38 @@ StrategyOptions for_strategy(const WorkerOptions& options) {
   s.optimizer = options.optimizer;
   return s;
 }
+
+// The optimizer of WorkerOptions::external_optimizer: its step leaves the parameters as they are
+// (the caller's optimizer steps on the aggregated gradient left in the gradient buffer). No state.
+class CallerSteps final : public optim::Optimizer {
+ public:
+  explicit CallerSteps(std::size_t numel) : numel_(numel) {}
+  void step(std::span<float> /*params*/, std::span<const float> /*grads*/, double /*lr*/) override { ++steps_; }
+  std::string_view name() const override { return "external"; }
+  std::size_t numel() const override { return numel_; }
+  std::size_t state_buffers() const override { return 0; }
+  std::vector<std::span<float>> state() override { return {}; }
+  std::int64_t steps_taken() const override { return steps_; }
+  void set_steps_taken(std::int64_t steps) override {
+    FAST_ENFORCE(steps >= 0, "optimizer steps taken must be >= 0, got {}", steps);
+    steps_ = steps;
+  }
+
+ private:
+  std::size_t numel_;
+  std::int64_t steps_ = 0;
+};
+
+std::unique_ptr<optim::Optimizer> optimizer_for(const WorkerOptions& options, std::size_t numel) {
+  if (!options.external_optimizer) return optim::make_optimizer(options.optimizer, numel);
+  validate_external_optimizer(for_strategy(options));
+  return std::make_unique<CallerSteps>(numel);
+}
+
+// The schedule gives no rate to a caller's optimizer: a constant one, whatever was asked.
+optim::ScheduleOptions schedule_for(const WorkerOptions& options) {
+  return options.external_optimizer ? optim::ScheduleOptions{.name = "constant"} : options.schedule;
+}
 }  // namespace
 
 bool asynchronous_strategy(const StrategyOptions& options) {
@@ -70,8 +102,8 @@ void Worker::take_live_replica() {
 Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState state)
     : comm_(ctx, options.communicator),
       state_(checked(state)),
-      optimizer_(optim::make_optimizer(options.optimizer, state.params.size())),
-      schedule_(options.optimizer.lr, options.schedule),
+      optimizer_(optimizer_for(options, state.params.size())),
+      schedule_(options.external_optimizer ? 0.0 : options.optimizer.lr, schedule_for(options)),
       strategy_(make_strategy(for_strategy(options), comm_)),
       fault_(FaultInjection::parse(options.strategy.fault_inject, comm_.size())) {
   const bool declared_asynchronous = asynchronous_strategy(options.strategy);

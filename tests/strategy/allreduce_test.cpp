@@ -106,3 +106,57 @@ TEST(StrategyRegistry, MismatchedParamsAndGradsAreRejected) {
 
 }  // namespace
 }  // namespace fast::strategy
+
+namespace fast::strategy {
+namespace {
+
+// WorkerOptions::external_optimizer: the step leaves the parameters alone and the mean of the
+// workers' gradients in the gradient buffer (worker w's gradient is (w + 1) * (i + 1), so the mean
+// is (n + 1) / 2 * (i + 1), exact in float32), for an optimizer outside FAST to apply.
+TEST(AllreduceStrategy, ExternalOptimizerGetsTheMeanGradientAndParametersStay) {
+  constexpr int kWorkers = 3;
+  runtime::threads::World world({.size = kWorkers});
+  world.run([](runtime::Context& ctx) {
+    std::vector<float> x(9, 0.25f), g(9);
+    Worker worker(
+        ctx, {.strategy = {.name = "allreduce"}, .optimizer = {.name = "adam", .lr = 0.5}, .external_optimizer = true},
+        {.params = x, .grads = g});
+    for (int t = 0; t < 2; ++t) {
+      for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(ctx.rank() + 1) * static_cast<float>(i + 1);
+      const StepReport report = worker.step();
+      EXPECT_TRUE(report.applied);
+      EXPECT_EQ(report.lr, 0.0);
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        EXPECT_EQ(g[i], (kWorkers + 1) / 2.0f * static_cast<float>(i + 1)) << "i=" << i;
+        EXPECT_EQ(x[i], 0.25f);
+      }
+    }
+  });
+}
+
+TEST(AllreduceStrategy, ExternalOptimizerIsRefusedWhereFastMustStep) {
+  runtime::threads::World world({.size = 2});
+  world.run([](runtime::Context& ctx) {
+    std::vector<float> x(4, 0.0f), g(4, 0.0f);
+    try {
+      Worker w(ctx, {.strategy = {.name = "dpsgd"}, .external_optimizer = true}, {.params = x, .grads = g});
+      ADD_FAILURE() << "dpsgd took an external optimizer";
+    } catch (const core::InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("with allreduce"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("strategy 'dpsgd'"), std::string::npos) << e.what();
+    }
+    try {
+      Worker w(ctx,
+               {.strategy = {.name = "allreduce", .compress = "topk:ratio=0.5", .dgc = true},
+                .optimizer = {.name = "momentum"},
+                .external_optimizer = true},
+               {.params = x, .grads = g});
+      ADD_FAILURE() << "dgc took an external optimizer";
+    } catch (const core::InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("dgc=False"), std::string::npos) << e.what();
+    }
+  });
+}
+
+}  // namespace
+}  // namespace fast::strategy

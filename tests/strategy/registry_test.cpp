@@ -138,6 +138,7 @@ TEST(StrategyRegistry, DeclaredRangesAreTheOnlyRangeChecks) {
 TEST(StrategyRegistry, TraitsComeFromTheRegistrations) {
   EXPECT_EQ(strategies_with(&StrategyRegistration::sends_gradients), "allreduce and ps");
   EXPECT_EQ(strategies_with(&StrategyRegistration::robust_aggregate), "allreduce and ps with mode = sync");
+  EXPECT_EQ(strategies_with(&StrategyRegistration::external_optimizer), "allreduce");
   EXPECT_EQ(strategies_with(&StrategyRegistration::asynchronous)
                 .find("ps with mode = async or ssp, easgd, adpsgd, gosgd"
                       " and acid"),

@@ -294,6 +294,14 @@ TEST(StrategyExtension, AnAsynchronousStrategyTrainsFromAConfigFileOnASharedBudg
   testing::expect_error<core::InvalidArgument>(
       [&] { torch::validate_options(options); },
       {"checkpoint_every: set to 5 with the asynchronous strategy 'solo-sgd'"});
+  // Nor can they keep their buffers in step after every step.
+  options.checkpoint_every = 0;
+  options.buffers = "broadcast";
+  testing::expect_error<core::InvalidArgument>(
+      [&] { torch::validate_options(options); },
+      {"buffers = broadcast: a collective after every step, and strategy 'solo-sgd' is asynchronous"});
+  options.buffers = "local";
+  EXPECT_NO_THROW(torch::validate_options(options));
 }
 
 TEST(StrategyExtension, TraitsOnOptionsItDoesNotDeclareOrValuesTheyRefuseAreRefused) {

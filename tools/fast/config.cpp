@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "fast/adapters/torch/buffer_policy.hpp"
 #include "fast/adapters/torch/model_names.hpp"
 #include "fast/collective/allreduce_algorithm.hpp"
 #include "fast/core/env.hpp"
@@ -346,6 +347,15 @@ std::vector<ConfigKey> general_keys() {
          o.final_model = one_of(v, {"average", "rank0", "best"}, "final");
        },
        [](const TrainOptions& o) { return o.final_model; }},
+      {"buffers", KeyType::string,
+       "What the workers do with the model's buffers (BatchNorm's running statistics) after every step: broadcast "
+       "(rank 0's, as DistributedDataParallel), average (the mean of floating-point buffers), local (each its "
+       "own), or auto: broadcast for synchronous strategies, local for asynchronous ones (the only choice there). "
+       "Built-in models have no buffers; TorchScript files may.",
+       [](TrainOptions& o, const std::string& v) {
+         o.buffers = std::string(torch::buffer_policy_name(torch::parse_buffer_policy(v, "buffers")));
+       },
+       [](const TrainOptions& o) { return o.buffers; }},
       {"replica_accuracy", KeyType::boolean,
        "The final evaluation also scores every worker's own replica on the whole test set (the summary's "
        "replica_accuracy_min and _max) when the replicas differ. Each replica costs one pass over the test set, "

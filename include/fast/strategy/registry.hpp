@@ -103,6 +103,10 @@ struct StrategyRegistration {
   // The strategy combines every worker's whole gradient at once, so the robust aggregates
   // (aggregate = median, krum:F, ...) apply; otherwise aggregate must be mean.
   StrategyTrait robust_aggregate;
+  // A step's whole update is one optimizer step, the same on every worker, on the aggregated
+  // gradient that the exchange leaves in the gradient buffer; so an optimizer outside FAST (the
+  // framework's own, WorkerOptions::external_optimizer) may take the place of FAST's.
+  StrategyTrait external_optimizer;
 };
 
 // The factory of a strategy class constructible from (const StrategyOptions&, Communicator&).

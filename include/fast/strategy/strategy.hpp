@@ -255,6 +255,11 @@ double default_consensus_step(const std::string& codec);
 // without dgc. The ranges of the dgc options are their declarations' (make_strategy checks them).
 // make_strategy calls it; fast train calls it before reading any data.
 void validate_dgc(const StrategyOptions& options);
+// For a Worker whose optimizer step is the caller's (WorkerOptions::external_optimizer):
+// InvalidArgument, saying why, unless the strategy's registration has the trait
+// external_optimizer for these options (allreduce) and dgc is off (DGC's update is FAST's own:
+// momentum corrected on each worker before the exchange).
+void validate_external_optimizer(const StrategyOptions& options);
 
 // Checks `options` for a world of `workers` as make_strategy() and the strategy's constructor would
 // (the name, every option the strategy reads against its declaration, DGC, the common options,

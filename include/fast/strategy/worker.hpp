@@ -37,6 +37,11 @@ struct WorkerOptions {
   optim::OptimizerOptions optimizer;
   optim::ScheduleOptions schedule;
   collective::CommunicatorOptions communicator;  // all-reduce algorithm and network model
+  // The optimizer step is the caller's (a framework's own optimizer, e.g. torch.optim): step()
+  // exchanges and aggregates, leaves the aggregated gradient in state.grads and does not change
+  // state.params; `optimizer` and `schedule` are not used (StepReport::lr is 0). Only for strategies
+  // with the trait external_optimizer, without dgc (validate_external_optimizer; InvalidArgument).
+  bool external_optimizer = false;
 };
 
 struct SnapshotResult {

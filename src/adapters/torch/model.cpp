@@ -101,6 +101,16 @@ std::vector<NamedTensor> Model::named_parameters() {
   return out;
 }
 
+std::vector<NamedTensor> Model::named_buffers() {
+  std::vector<NamedTensor> out;
+  if (impl_->script) {
+    for (const auto& b : impl_->script->named_buffers(/*recurse=*/true)) out.emplace_back(b.name, b.value);
+  } else {
+    for (const auto& item : impl_->module->named_buffers(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
+  }
+  return out;
+}
+
 void Model::train(bool on) {
   if (impl_->script)
     impl_->script->train(on);

@@ -18,6 +18,7 @@
 #include <torch/nn/functional/loss.h>
 
 #include "checkpoint_store.hpp"
+#include "fast/adapters/torch/buffer_sync.hpp"
 #include "fast/adapters/torch/datasets.hpp"
 #include "fast/adapters/torch/device.hpp"
 #include "fast/adapters/torch/evaluate.hpp"
@@ -157,6 +158,11 @@ void validate(const TrainOptions& o) {
     strategy::check_strategy_options(s, world);
   }
   validate_checkpoints(o, s);
+  FAST_ENFORCE(parse_buffer_policy(o.buffers) == BufferPolicy::automatic ||
+                   parse_buffer_policy(o.buffers) == BufferPolicy::local || !strategy::asynchronous_strategy(s),
+               "buffers = {}: a collective after every step, and strategy '{}' is asynchronous (its workers do not "
+               "step together): use buffers = local or auto",
+               o.buffers, s.name);
   FAST_ENFORCE(o.dgc_warmup_epochs >= 0 && std::isfinite(o.dgc_warmup_epochs),
                "dgc_warmup_epochs: expected a finite number >= 0, got {}", o.dgc_warmup_epochs);
   FAST_ENFORCE(o.dgc_warmup_epochs == 0 || o.worker.strategy.dgc,
@@ -186,7 +192,9 @@ class TorchWorker final : public ModelSide {
       : model_(make_model(in.options.model, in.input)),
         replica_(model_, {.device = worker_device(in.options.device, ctx.rank()), .staged = in.options.device_staging}),
         loader_(in.data.train, ctx.rank(), ctx.size(), in.options.batch, in.options.seed),
-        replica_accuracy_(in.options.replica_accuracy) {
+        replica_accuracy_(in.options.replica_accuracy),
+        buffers_(model_, resolve_buffer_policy(parse_buffer_policy(in.options.buffers),
+                                               strategy::asynchronous_strategy(in.options.worker.strategy))) {
     replica_.load(core::ConstView(std::span<const float>(in.initial)));
   }
   strategy::ModelState state() {
@@ -214,6 +222,7 @@ class TorchWorker final : public ModelSide {
   }
   metrics::EvalRecord snapshot() override { return record(evaluator_->snapshot_round()); }
   std::span<const float> representative() const override { return evaluator_->representative(); }
+  void sync_buffers(collective::Communicator& comm) override { buffers_.sync(comm); }
 
  private:
   // The record of an evaluation; param_norm is the norm of the model it scored (the evaluator's
@@ -234,6 +243,7 @@ class TorchWorker final : public ModelSide {
   ShardedLoader loader_;
   std::optional<Evaluator> evaluator_;
   bool replica_accuracy_;
+  BufferSync buffers_;
 };
 
 // Lockstep runs agree on stopping after every k-th step (WorkerLoop::stop_agreed), k the steps

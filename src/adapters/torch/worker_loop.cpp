@@ -83,6 +83,7 @@ strategy::StepReport WorkerLoop::train_step(std::int64_t epoch, std::int64_t ind
   ctx_.compute(plan_.flops_per_step);
   if (slowdown_.active()) slowdown_.after_compute(ctx_, ctx_.now() - compute_start);
   const strategy::StepReport report = worker_.step();
+  model_.sync_buffers(worker_.communicator());
   record_step(loss, report, epoch);
   return report;
 }

@@ -43,6 +43,9 @@ class ModelSide {
   virtual metrics::EvalRecord snapshot() = 0;
   // The representative model of the last evaluate().
   virtual std::span<const float> representative() const = 0;
+  // After every Worker::step(): the model's buffers per the `buffers` setting (BufferSync;
+  // collective unless the policy is local).
+  virtual void sync_buffers(collective::Communicator& comm) = 0;
 };
 
 // What every worker derives, identically, from the options and the world size.

@@ -56,6 +56,9 @@ class Model {
   // Every parameter, recursively, in the module's registration order (built-in: module.parameters()
   // order; TorchScript: Module::named_parameters order). Tensors share storage with the module.
   std::vector<NamedTensor> named_parameters();
+  // Every buffer (BatchNorm's running_mean, running_var, num_batches_tracked, ...), recursively, in
+  // registration order; the tensors are the module's own (updating them in place reaches it).
+  std::vector<NamedTensor> named_buffers();
   void train(bool on);
   bool is_training() const;
   // Moves every parameter and buffer to `device` (module.to(device)); parameters then are new

@@ -62,14 +62,16 @@ struct TrainOptions {
   runtime::SlowdownOptions slowdown;  // emulated slow workers and stragglers (seed: `seed`)
   std::string final_model = "average";  // representative model: average | rank0 | best
   bool replica_accuracy = true;         // the final evaluation also scores every replica (replica_accuracy_min/max)
-  double target_accuracy = 0.85;        // the summary reports the time to this test accuracy; 0: off
-  runtime::ProcessOptions process;      // zmq: rendezvous, keys, workers per process (docs/config.md)
-  std::string collectives;              // fast | native | "" (runtime::LaunchOptions::collectives)
-  std::string windows;                  // rma | service | "" (runtime::LaunchOptions::windows)
-  bool stop_on_divergence = false;      // end the run early once it diverged (docs/metrics.md "Divergence")
-  double dgc_warmup_epochs = 0;         // dgc: the sparsity warm-up in epochs (worker.strategy.dgc_warmup_steps)
-  std::string device = "cpu";           // where each worker computes: cpu, cuda, cuda:K (device.hpp, docs/gpu.md)
-  bool device_staging = false;          // tests: the device path's host copies on the CPU (Replica::Placement::staged)
+  std::string buffers =
+      "auto";  // model buffers after every step: auto | broadcast | average | local (buffer_policy.hpp)
+  double target_accuracy = 0.85;    // the summary reports the time to this test accuracy; 0: off
+  runtime::ProcessOptions process;  // zmq: rendezvous, keys, workers per process (docs/config.md)
+  std::string collectives;          // fast | native | "" (runtime::LaunchOptions::collectives)
+  std::string windows;              // rma | service | "" (runtime::LaunchOptions::windows)
+  bool stop_on_divergence = false;  // end the run early once it diverged (docs/metrics.md "Divergence")
+  double dgc_warmup_epochs = 0;     // dgc: the sparsity warm-up in epochs (worker.strategy.dgc_warmup_steps)
+  std::string device = "cpu";       // where each worker computes: cpu, cuda, cuda:K (device.hpp, docs/gpu.md)
+  bool device_staging = false;      // tests: the device path's host copies on the CPU (Replica::Placement::staged)
 };
 
 // What the training loop reports to a live display (from worker 0, about every 0.25 s). The

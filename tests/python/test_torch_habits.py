@@ -1,0 +1,208 @@
+"""fast.torch with PyTorch's habits (docs/python.md, "fast.torch"): the user's own torch.optim optimizer and
+LR scheduler under allreduce against the same loop with DistributedDataParallel's semantics computed here
+without FAST (per-rank gradients averaged by hand, then the same optimizer and scheduler), and module buffers
+(BatchNorm statistics) under buffers = broadcast, average and local against what each rank computes alone."""
+import copy
+
+import pytest
+import torch
+
+import fast
+import fast.torch
+
+WORKERS, STEPS, BATCH = 2, 12, 8
+
+
+def mlp():
+    torch.manual_seed(7)
+    return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+
+
+def batches():
+    """Rank r's batch at step s: data[s][r] = (x, y), the same tensors for FAST and the reference."""
+    g = torch.Generator().manual_seed(11)
+    return [[(torch.randn(BATCH, 6, generator=g), torch.randint(0, 3, (BATCH,), generator=g))
+             for _ in range(WORKERS)] for _ in range(STEPS)]
+
+
+def adamw_and_one_cycle(model):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=STEPS)
+    return opt, sched
+
+
+def reference(base, data):
+    """DDP's semantics without FAST: every rank's gradient on its batch, their mean, one AdamW step and
+    one OneCycleLR step; the replicas are one model."""
+    model = copy.deepcopy(base)
+    opt, sched = adamw_and_one_cycle(model)
+    for step in data:
+        grads = []
+        for x, y in step:
+            model.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            grads.append([p.grad.clone() for p in model.parameters()])
+        for p, *per_rank in zip(model.parameters(), *grads):
+            p.grad = sum(per_rank) / len(per_rank)
+        opt.step()
+        sched.step()
+    return [p.detach().clone() for p in model.parameters()], sched.get_last_lr()[0]
+
+
+def test_user_adamw_and_one_cycle_follow_ddp_semantics():
+    base, data = mlp(), batches()
+
+    def body(ctx):
+        model = copy.deepcopy(base)
+        opt, sched = adamw_and_one_cycle(model)
+        worker = fast.torch.Worker(model, ctx, optimizer=opt, scheduler=sched, strategy="allreduce", steps=STEPS)
+        lrs = []
+        for step in data:
+            x, y = step[ctx.rank]
+            worker.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            lrs.append(worker.step().lr)
+        worker.finish()
+        return [p.detach().clone() for p in model.parameters()], lrs, sched.get_last_lr()[0]
+
+    expected, last_lr = reference(base, data)
+    results = fast.run(body, workers=WORKERS)
+    for params, lrs, final_lr in results:
+        for got, want in zip(params, expected):
+            torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+        assert final_lr == pytest.approx(last_lr)
+        assert lrs[0] == pytest.approx(0.05 / 25)   # OneCycleLR starts at max_lr / div_factor (25)
+    for got, want in zip(results[0][0], results[1][0]):
+        assert torch.equal(got, want)                # the replicas are bitwise equal
+
+
+def test_without_averaging_the_reference_differs():
+    """The comparison above can fail: one rank's data alone gives other parameters."""
+    base, data = mlp(), batches()
+    expected, _ = reference(base, data)
+    alone, _ = reference(base, [[step[0]] for step in data])
+    assert max(float((a - b).abs().max()) for a, b in zip(alone, expected)) > 1e-4
+
+
+class Block(torch.nn.Module):
+    """A resnet basic block with BatchNorm, as torchvision writes it."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(channels)
+        self.conv2 = torch.nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        out = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.bn2(self.conv2(out)) + x)
+
+
+def small_resnet():
+    torch.manual_seed(3)
+    return torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1, bias=False), torch.nn.BatchNorm2d(4),
+                               torch.nn.ReLU(), Block(4), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                               torch.nn.Linear(4, 3))
+
+
+def image_batch(rank, step):
+    g = torch.Generator().manual_seed(100 * rank + step)
+    # The ranks' data differ in scale, so their running statistics differ unless synchronised.
+    return torch.randn(BATCH, 1, 6, 6, generator=g) * (1 + rank), torch.randint(0, 3, (BATCH,), generator=g)
+
+
+def run_buffers(policy, steps=3):
+    base = small_resnet()
+
+    def body(ctx):
+        model = copy.deepcopy(base)
+        worker = fast.torch.Worker(model, ctx, buffers=policy, strategy="allreduce", optimizer="sgd", lr=0.05,
+                                   schedule="constant", steps=steps)
+        for step in range(steps):
+            x, y = image_batch(ctx.rank, step)
+            worker.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            worker.step()
+        worker.finish()
+        return {k: v.clone() for k, v in model.state_dict().items()}
+
+    return base, fast.run(body, workers=WORKERS)
+
+
+def buffer_names(model):
+    return [name for name, _ in model.named_buffers()]
+
+
+def test_broadcast_buffers_end_equal_on_every_rank():
+    base, (a, b) = run_buffers("broadcast")
+    names = buffer_names(base)
+    assert "1.running_mean" in names and "3.bn2.running_var" in names and "1.num_batches_tracked" in names
+    for name in names:
+        assert torch.equal(a[name], b[name]), name
+    assert int(a["1.num_batches_tracked"]) == 3
+
+
+def test_local_buffers_differ_between_ranks():
+    base, (a, b) = run_buffers("local")
+    assert not torch.equal(a["1.running_mean"], b["1.running_mean"])
+    assert not torch.equal(a["3.bn2.running_var"], b["3.bn2.running_var"])
+
+
+def test_average_buffers_are_the_mean_of_each_ranks_update():
+    """One step: each rank's BatchNorm update computed here alone (same start, its own batch), then averaged."""
+    base, (a, b) = run_buffers("average", steps=1)
+    alone = []
+    for rank in range(WORKERS):
+        model = copy.deepcopy(base)
+        model.train()
+        model(image_batch(rank, 0)[0])
+        alone.append(dict(model.named_buffers()))
+    for name in buffer_names(base):
+        assert torch.equal(a[name], b[name]), name
+        if alone[0][name].is_floating_point():
+            torch.testing.assert_close(a[name], (alone[0][name] + alone[1][name]) / 2, rtol=1e-6, atol=1e-7)
+        else:
+            assert torch.equal(a[name], alone[0][name])
+
+
+def first_error(body):
+    with pytest.raises(fast.InvalidArgument) as error:
+        fast.run(body, workers=WORKERS)
+    return str(error.value)
+
+
+def test_user_optimizer_is_refused_where_fast_must_step():
+    def gossip(ctx):
+        model = mlp()
+        fast.torch.Worker(model, ctx, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), strategy="adpsgd")
+
+    message = first_error(gossip)
+    assert "allreduce" in message and "strategy 'adpsgd'" in message
+
+    def with_lr(ctx):
+        model = mlp()
+        fast.torch.Worker(model, ctx, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), lr=0.5)
+
+    assert "lr configure FAST's own optimizer" in first_error(with_lr)
+
+    def outside(ctx):
+        model = mlp()
+        extra = torch.nn.Parameter(torch.zeros(3))
+        fast.torch.Worker(model, ctx, optimizer=torch.optim.SGD(list(model.parameters()) + [extra], lr=0.1))
+
+    assert "1 tensor(s) that are not trainable parameters" in first_error(outside)
+
+
+def test_collective_buffers_are_refused_for_asynchronous_strategies():
+    def body(ctx):
+        fast.torch.Worker(small_resnet(), ctx, buffers="broadcast", strategy="adpsgd", steps=2)
+
+    assert "buffers='local'" in first_error(body)
+
+    def default(ctx):
+        worker = fast.torch.Worker(small_resnet(), ctx, strategy="adpsgd", steps=2)
+        worker.worker.finish()
+        return worker.buffers.policy
+
+    assert fast.run(default, workers=WORKERS) == ["local"] * WORKERS
