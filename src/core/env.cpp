@@ -25,9 +25,14 @@ constexpr std::array kTable{
     EnvVar{"FAST_WORLD_SIZE", EnvType::integer, "0", "Processes in a multi-process run; 0: not set."},
     EnvVar{"FAST_PROCESS_RANK", EnvType::integer, "-1",
            "This process's index in [0, FAST_WORLD_SIZE); -1: the rendezvous assigns one in arrival order."},
-    EnvVar{"FAST_KEY_FILE", EnvType::path, "", "This process's CURVE key pair file (`fast keygen`)."},
+    EnvVar{"FAST_KEY_FILE", EnvType::path, "",
+           "This process's CURVE key pair file (`fast keygen`); /dev/stdin: read from standard input (`fast "
+           "launch --hosts` sends it so, never on a command line)."},
     EnvVar{"FAST_ALLOW_FILE", EnvType::path, "",
            "Allow-list of the run: the public keys admitted, one per line (`fast keygen` writes PATH.pub lines)."},
+    EnvVar{"FAST_ALLOW_KEYS", EnvType::string, "",
+           "Public keys admitted, comma-separated, where FAST_ALLOW_FILE is not set (`fast launch --hosts` sets "
+           "it: public keys only, so they may travel on a command line)."},
     EnvVar{"FAST_INSECURE", EnvType::integer, "0",
            "1: no authentication and no encryption between processes (warns); 0: CURVE keys required."},
     EnvVar{"FAST_PEER_TIMEOUT", EnvType::number, "5", "Seconds a silent peer process may last before it is lost."},
@@ -50,6 +55,12 @@ constexpr std::array kTable{
            "keyed through the CURVE-encrypted hello (runtime zmq, docs/launch.md); 0: through ZeroMQ."},
     EnvVar{"FAST_HOST", EnvType::string, "",
            "Address this process binds and is reached at over tcp; empty: the address that reaches the rendezvous."},
+    EnvVar{"FAST_ADVERTISE", EnvType::string, "",
+           "Address given to the other processes to reach this one over tcp, when it differs from the one bound "
+           "(NAT, containers: FAST_HOST or the address that reaches the rendezvous); empty: the address bound."},
+    EnvVar{"FAST_PORTS", EnvType::string, "",
+           "LO-HI: every port a process listens on (data, heartbeats, streams) lies in this range, so that a "
+           "firewall opens just it (docs/launch.md, \"Ports and firewalls\"); empty: ports the kernel chooses."},
     EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts."},
     EnvVar{"FAST_COLLECTIVES", EnvType::string, "",
            "fast (FAST's ring collectives) or native (the runtime's own: MPI_Allreduce... under mpi); empty: the "

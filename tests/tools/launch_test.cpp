@@ -18,7 +18,10 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "common/run_fast.hpp"
 #include "fast/runtime/zmq/keys.hpp"
@@ -311,6 +314,45 @@ TEST(Launch, GivenKeyAndAllowFilesArePassedThrough) {
   EXPECT_TRUE(fs::exists(dir / "host.key")) << "a given key file is not the run's to remove";
 }
 
+// --hosts through a launcher template: a script standing in for ssh, which says which host it was
+// asked for and runs the rest (`LAUNCHER HOST env NAME=VALUE... COMMAND`). The secret key reaches
+// the process on its standard input, and is on no command line.
+TEST(Launch, HostsGoThroughTheLauncherTemplateWithTheKeyOnStandardInput) {
+  const fs::path dir = temp_dir("hosts");
+  const fs::path launcher = dir / "fake-ssh.sh";
+  {
+    std::ofstream out(launcher);
+    out << "#!/bin/sh\nhost=$1\nshift\necho \"$*\" >> " << (dir / "argv.txt").string()
+        << "\necho \"via=$host\"\nexec \"$@\"\n";
+  }
+  fs::permissions(launcher, fs::perms::owner_all);
+  fs::remove(dir / "argv.txt");
+  const FastDone r = run_fast(
+      "hosts_run", launch_sh({"--hosts", "alpha:2,beta:1", "--launcher", launcher.string() + " {host}", "--ports",
+                              "30100-30110"},
+                             "echo \"rank=$FAST_PROCESS_RANK size=$FAST_WORLD_SIZE rdv=$FAST_RENDEZVOUS "
+                             "ports=$FAST_PORTS key=$FAST_KEY_FILE keys=${#FAST_ALLOW_KEYS}\"; "
+                             "sed -n 's/^secret = /secret=/p' /dev/stdin"));
+  ASSERT_EQ(r.code, exit_code::ok) << r.out << r.err;
+  for (const auto& [label, rank, host] : {std::tuple{"alpha:0", 0, "alpha"}, {"alpha:1", 1, "alpha"},
+                                          {"beta:2", 2, "beta"}}) {
+    EXPECT_TRUE(contains(r.out, fmt::format("[{}] via={}\n", label, host))) << r.out;
+    EXPECT_TRUE(contains(r.out, fmt::format("[{}] rank={} size=3 rdv=alpha:30100 ports=30100-30110 key=/dev/stdin "
+                                            "keys=40\n",
+                                            label, rank)))
+        << r.out;
+  }
+  // Each process read the key pair on its standard input; the secret was on no launcher's argv.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(secret=("[0-9A-Za-z.\-:+=^!/*?&<>()\[\]{}@%$#]{40}"))")))
+      << r.out;
+  const std::string argv = read_text(dir / "argv.txt");
+  EXPECT_EQ(lines_of(argv).size(), 3u) << argv;
+  EXPECT_TRUE(contains(argv, "FAST_KEY_FILE=/dev/stdin")) << argv;
+  EXPECT_FALSE(contains(argv, m[1].str().substr(1, 40))) << argv;
+  EXPECT_TRUE(contains(r.err, "on alpha (2), beta (1) through")) << r.err;
+}
+
 TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
   const fs::path dir = temp_dir("bad");
   const fs::path marker = dir / "started";
@@ -332,6 +374,16 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
       {launch_sh({"-n", "1", "--key", (dir / "mine.key").string(), "--allow", other_pub.string()}, touch),
        "does not hold the public key of --key"},
       {launch_sh({"-n", "1", "--grace", "-1"}, touch), "--grace expects seconds >= 0, got -1"},
+      {launch_sh({"--hosts", "a:0"}, touch), "--hosts 'a:0', host 1: expected a number of processes from 1 to 1024"},
+      {launch_sh({"--hosts", "a:2,b c"}, touch), "--hosts 'a:2,b c', host 2: expected a host name or address"},
+      {launch_sh({"--hosts", "a:2", "-n", "3"}, touch), "-n 3 processes do not fit the 2 slots of the hosts"},
+      {launch_sh({"--hosts", "a", "--hostfile", (dir / "h").string()}, touch), "--hosts and --hostfile exclude"},
+      {launch_sh({"--hostfile", (dir / "missing-hosts").string()}, touch), "missing-hosts': cannot read it"},
+      {launch_sh({"--hosts", "a", "--launcher", "ssh {hots}"}, touch),
+       "expected the placeholders {host} and {address} only, got '{hots}'"},
+      {launch_sh({"-n", "1", "--ports", "10-5"}, touch), "--ports: expected a port range LO-HI"},
+      {launch_sh({"-n", "1", "--ports", "30000-30010", "--port", "80"}, touch),
+       "--port 80 lies outside --ports 30000-30010"},
   };
   for (const auto& [args, message] : cases) {
     const FastDone r = run_fast("bad_run", args);
@@ -345,8 +397,8 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
 TEST(Launch, HelpDocumentsEveryOption) {
   const FastDone r = run_fast("help", {"launch", "--help"});
   ASSERT_EQ(r.code, exit_code::ok);
-  for (const char* part : {"-n,--nprocs", "--port", "--insecure", "--key", "--allow", "--grace", "--timeout",
-                           "-- COMMAND", "FAST_PROCESS_RANK", "Exit code"}) {
+  for (const char* part : {"-n,--nprocs", "--port", "--insecure", "--key", "--allow", "--grace", "--timeout", "--hosts",
+                           "--hostfile", "--launcher", "--ports", "-- COMMAND", "FAST_PROCESS_RANK", "Exit code"}) {
     EXPECT_TRUE(contains(r.out, part)) << part << " not in:\n" << r.out;
   }
 }

@@ -15,6 +15,7 @@
 #include "fast/collective/allreduce_algorithm.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/port_range.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/optim/schedule.hpp"
 #include "fast/runtime/cluster.hpp"
@@ -476,6 +477,18 @@ std::vector<ConfigKey> general_keys() {
        "the rendezvous (default: FAST_HOST).",
        [](TrainOptions& o, const std::string& v) { o.process.host = v; },
        [](const TrainOptions& o) { return o.process.host.empty() ? std::string("$FAST_HOST") : o.process.host; }},
+      {"advertise", KeyType::string,
+       "--runtime zmq: the address the other processes reach this one at, when it differs from the one bound "
+       "(NAT, containers); empty: the address bound (default: FAST_ADVERTISE).",
+       [](TrainOptions& o, const std::string& v) { o.process.advertise = v; },
+       [](const TrainOptions& o) {
+         return o.process.advertise.empty() ? std::string("$FAST_ADVERTISE") : o.process.advertise;
+       }},
+      {"ports", KeyType::string,
+       "--runtime zmq: LO-HI, the range every listening port of this process lies in (data, heartbeats, "
+       "streams), for a firewall; empty: any (default: FAST_PORTS).",
+       [](TrainOptions& o, const std::string& v) { o.process.ports = core::parse_port_range(v, "ports").text(); },
+       [](const TrainOptions& o) { return o.process.ports.empty() ? std::string("$FAST_PORTS") : o.process.ports; }},
   };
   return keys;
 }

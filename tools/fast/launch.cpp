@@ -18,8 +18,10 @@
 
 #include "fast/core/error.hpp"
 #include "fast/core/exit_code.hpp"
+#include "fast/core/port_range.hpp"
 #include "fast/runtime/zmq/keys.hpp"
 #include "fast/runtime/zmq/ports.hpp"
+#include "hosts.hpp"
 #include "process_group.hpp"
 #include "signal_pipe.hpp"
 
@@ -124,8 +126,11 @@ class RunKeys {
 };
 
 void validate(const LaunchCommand& o) {
-  require(o.processes >= 1 && o.processes <= kMaxProcesses,
-          "fast launch: -n expects a number of processes in [1, {}], got {}", kMaxProcesses, o.processes);
+  require(o.hosts.empty() || o.hostfile.empty(), "fast launch: --hosts and --hostfile exclude each other (got both)");
+  const bool across_hosts = !o.hosts.empty() || !o.hostfile.empty();
+  require((across_hosts && o.processes == 0) || (o.processes >= 1 && o.processes <= kMaxProcesses),
+          "fast launch: -n expects a number of processes in [1, {}]{}, got {}", kMaxProcesses,
+          across_hosts ? " (or none with --hosts: their slots)" : "", o.processes);
   require(!o.command.empty(),
           "fast launch: expected a command to run after the options (fast launch -n {} -- "
           "COMMAND [ARGS...]), got none",
@@ -141,17 +146,58 @@ void validate(const LaunchCommand& o) {
           o.allow_file);
 }
 
-// launch's environment with the run's variables for rank replacing any inherited ones.
-std::vector<std::string> child_environment(const LaunchCommand& o, int rank, int port, const RunKeys& keys) {
-  std::vector<std::pair<std::string, std::string>> set = {
-      {"FAST_WORLD_SIZE", std::to_string(o.processes)},
+using Variables = std::vector<std::pair<std::string, std::string>>;
+
+// Where the processes run and meet.
+struct RunPlan {
+  int processes = 0;
+  std::vector<LaunchHost> hosts;             // empty: this host only
+  std::vector<const LaunchHost*> placement;  // host of each rank (hosts given)
+  std::string rendezvous;                    // HOST:PORT
+};
+
+// A port for the rendezvous: --port, else the lowest of --ports, else a free one on 127.0.0.1 (one
+// host) or kRemoteRendezvousPort (across hosts, where this host cannot tell which port is free).
+constexpr int kRemoteRendezvousPort = 29400;
+
+RunPlan plan_run(const LaunchCommand& o) {
+  RunPlan plan;
+  if (!o.hosts.empty()) plan.hosts = parse_hosts(o.hosts);
+  if (!o.hostfile.empty()) plan.hosts = read_hostfile(o.hostfile);
+  int slots = 0;
+  for (const LaunchHost& h : plan.hosts) slots += h.slots;
+  plan.processes = o.processes > 0 ? o.processes : slots;
+  require(plan.processes <= kMaxProcesses, "fast launch: the hosts hold {} slots; at most {} processes", slots,
+          kMaxProcesses);
+  if (!plan.hosts.empty()) plan.placement = place_processes(plan.hosts, plan.processes);
+  const core::PortRange range = core::parse_port_range(o.ports, "fast launch: --ports");
+  const int port = o.port != 0          ? o.port
+                   : !range.any()       ? range.low
+                   : plan.hosts.empty() ? keys::free_loopback_port()
+                                        : kRemoteRendezvousPort;
+  require(range.any() || (port >= range.low && port <= range.high),
+          "fast launch: --port {} lies outside --ports {}; the rendezvous port must be inside the range", port,
+          range.text());
+  const std::string host = plan.hosts.empty() ? "127.0.0.1" : plan.placement.front()->address;
+  plan.rendezvous = host.find(':') != std::string::npos && host.front() != '[' ? fmt::format("[{}]:{}", host, port)
+                                                                               : fmt::format("{}:{}", host, port);
+  return plan;
+}
+
+// The run's variables of process `rank` (an empty value: not set).
+Variables run_variables(const LaunchCommand& o, const RunPlan& plan, int rank) {
+  return {
+      {"FAST_WORLD_SIZE", std::to_string(plan.processes)},
       {"FAST_PROCESS_RANK", std::to_string(rank)},
-      {"FAST_RENDEZVOUS", fmt::format("127.0.0.1:{}", port)},
+      {"FAST_RENDEZVOUS", plan.rendezvous},
       {"FAST_LAUNCHED", "1"},
       {"FAST_INSECURE", o.insecure ? "1" : "0"},
-      {"FAST_KEY_FILE", keys.key_file().string()},
-      {"FAST_ALLOW_FILE", keys.allow_file().string()},
+      {"FAST_PORTS", o.ports},
   };
+}
+
+// launch's environment with `set` replacing any inherited variables of those names.
+std::vector<std::string> child_environment(const Variables& set) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view entry(*e);
@@ -247,7 +293,8 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o) 
 CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
   CLI::App* cmd =
       app.add_subcommand("launch", "Start N local processes of a command as one multi-process run (docs/launch.md)");
-  cmd->add_option("-n,--nprocs", o.processes, "Number of processes to start, in [1, 1024]")->required();
+  cmd->add_option("-n,--nprocs", o.processes,
+                  "Number of processes to start, in [1, 1024]; with --hosts or --hostfile, default: their slots");
   cmd->add_option("--port", o.port, "Rendezvous port on 127.0.0.1 (FAST_RENDEZVOUS); 0: a free port")
       ->capture_default_str();
   cmd->add_flag("--insecure", o.insecure,
@@ -263,6 +310,17 @@ CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
   cmd->add_option("--timeout", o.timeout_seconds,
                   "Seconds the whole run may take; then SIGTERM, SIGKILL 5 s later, exit code 124. 0: no limit")
       ->capture_default_str();
+  cmd->add_option("--hosts", o.hosts,
+                  "Hosts and their processes, NAME:N,NAME:N: each process started through --launcher on its host");
+  cmd->add_option("--hostfile", o.hostfile,
+                  "File of hosts, one per line: NAME[:N] or NAME slots=N [address=ADDR] [advertise=ADDR]");
+  cmd->add_option("--launcher", o.launcher,
+                  "Command template that runs a command on a host, with {host} and {address} (e.g. 'ssh -p 2222 "
+                  "{host}', 'ip netns exec {host}')")
+      ->capture_default_str();
+  cmd->add_option("--ports", o.ports,
+                  "LO-HI: every process listens inside this range (FAST_PORTS), the rendezvous on its lowest port "
+                  "unless --port; for firewalls");
   cmd->add_option("command", o.command,
                   "The command (searched on PATH) and its arguments; after -- when they hold options");
   cmd->footer(
@@ -271,15 +329,65 @@ CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
       "and FAST_KEY_FILE and FAST_ALLOW_FILE (a key pair generated for the run in a 0700 temporary folder that\n"
       "is removed at exit) or FAST_INSECURE=1. Each line of its stdout and stderr is written to launch's stdout\n"
       "and stderr prefixed with '[i] '. SIGINT, SIGTERM and SIGHUP are forwarded to every process.\n"
+      "With --hosts or --hostfile, process i runs as 'LAUNCHER env FAST_...=... COMMAND' on its host, its\n"
+      "key pair on its standard input (FAST_KEY_FILE=/dev/stdin), FAST_ALLOW_KEYS the public keys admitted,\n"
+      "its lines prefixed '[HOST:i] '; the rendezvous is the first host's address on --port, else the lowest\n"
+      "port of --ports, else 29400.\n"
       "Exit code: 0 if every process succeeded, else the first failed process's exit code (128 + signal if it\n"
       "was killed), 124 when --timeout ended the run, 2 for bad input.");
   return cmd;
 }
 
+// Process `rank` on this host, directly.
+ChildSpec local_child(const LaunchCommand& o, const RunPlan& plan, int rank, const fs::path& program,
+                      const RunKeys& keys) {
+  Variables set = run_variables(o, plan, rank);
+  set.emplace_back("FAST_KEY_FILE", keys.key_file().string());
+  set.emplace_back("FAST_ALLOW_FILE", keys.allow_file().string());
+  return {program.string(), o.command, child_environment(set), {}, std::nullopt};
+}
+
+// Process `rank` on its host, through the launcher template: `LAUNCHER env NAME=VALUE... COMMAND`.
+// The key pair goes through its standard input (FAST_KEY_FILE=/dev/stdin), never on a command
+// line; the public keys admitted go in FAST_ALLOW_KEYS.
+ChildSpec remote_child(const LaunchCommand& o, const RunPlan& plan, int rank, const RunKeys& keys) {
+  const LaunchHost& host = *plan.placement[static_cast<std::size_t>(rank)];
+  std::vector<std::string> argv = launcher_words(o.launcher, host);
+  const fs::path launcher = find_program(argv.front());
+  Variables set = run_variables(o, plan, rank);
+  set.emplace_back("FAST_ADVERTISE", host.advertise);
+  std::optional<std::string> input;
+  if (!o.insecure) {
+    set.emplace_back("FAST_KEY_FILE", "/dev/stdin");
+    std::string allowed;
+    for (const keys::AllowedKey& k : keys::read_allow_file(keys.allow_file()))
+      allowed += (allowed.empty() ? "" : ",") + k.public_key;
+    set.emplace_back("FAST_ALLOW_KEYS", allowed);
+    std::ifstream in(keys.key_file());
+    input = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  argv.emplace_back("env");
+  for (const auto& [name, value] : set)
+    if (!value.empty()) argv.push_back(name + "=" + value);
+  // `fast` is this very executable's path where this host has no `fast` on PATH (the same
+  // installation on every host); any other command is left to the host's PATH.
+  const std::string& command = o.command.front();
+  argv.push_back(command == "fast" ? find_program(command).string() : command);
+  argv.insert(argv.end(), o.command.begin() + 1, o.command.end());
+  return {launcher.string(), std::move(argv), child_environment({}), fmt::format("{}:{}", host.name, rank),
+          std::move(input)};
+}
+
+std::string describe_hosts(const RunPlan& plan) {
+  std::string text;
+  for (const LaunchHost& h : plan.hosts) text += fmt::format("{}{} ({})", text.empty() ? "" : ", ", h.name, h.slots);
+  return text;
+}
+
 int run_launch(const LaunchCommand& o) {
   validate(o);
-  const fs::path program = find_program(o.command.front());
-  const int port = o.port != 0 ? o.port : keys::free_loopback_port();
+  const RunPlan plan = plan_run(o);
+  const fs::path program = plan.hosts.empty() ? find_program(o.command.front()) : fs::path(o.command.front());
   SignalPipe signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD});  // before the keys exist: they are removed on signals
   const RunKeys keys(o);
   if (o.insecure) {
@@ -287,10 +395,12 @@ int run_launch(const LaunchCommand& o) {
         "anyone who can reach their ports can join the run or read it");
   }
   std::vector<ChildSpec> specs;
-  for (int rank = 0; rank < o.processes; ++rank) {
-    specs.push_back({program.string(), o.command, child_environment(o, rank, port, keys)});
-  }
-  say(fmt::format("starting {} processes of '{}', rendezvous 127.0.0.1:{}{}", o.processes, program.string(), port,
+  for (int rank = 0; rank < plan.processes; ++rank)
+    specs.push_back(plan.hosts.empty() ? local_child(o, plan, rank, program, keys) : remote_child(o, plan, rank, keys));
+  const std::string where =
+      plan.hosts.empty() ? std::string() : fmt::format(" on {} through '{}'", describe_hosts(plan), o.launcher);
+  say(fmt::format("starting {} processes of '{}'{}, rendezvous {}{}{}", plan.processes, program.string(), where,
+                  plan.rendezvous, o.ports.empty() ? "" : ", ports " + o.ports,
                   o.insecure ? ", insecure" : fmt::format(", key {}", keys.key_file().string())));
   std::fflush(stdout);
   std::fflush(stderr);

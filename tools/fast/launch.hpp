@@ -20,6 +20,12 @@ struct LaunchCommand {
   std::string allow_file;            // given allow-list; empty: the run key's public key only
   double grace_seconds = 30;         // after the first failure, before SIGTERM
   double timeout_seconds = 0;        // whole run; 0: none
+  // Across hosts (docs/launch.md, "Across hosts"): the processes go to these hosts in order, each
+  // started through the launcher template; empty: every process on this host, directly.
+  std::string hosts;                    // "a:4,b:4"
+  std::string hostfile;                 // one host per line (hosts.hpp)
+  std::string launcher = "ssh {host}";  // command template that runs a command on {host}
+  std::string ports;                    // "LO-HI": FAST_PORTS of every process, and the rendezvous port
 };
 
 // Adds the `launch` subcommand to app, parsing into options.

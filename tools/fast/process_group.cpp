@@ -19,7 +19,8 @@ namespace fast::cli {
 
 namespace {
 
-constexpr std::size_t kMaxLine = 1 << 20;  // a longer line is cut (bytes)
+constexpr std::size_t kMaxLine = 1 << 20;    // a longer line is cut (bytes)
+constexpr std::size_t kMaxInput = 32 << 10;  // ChildSpec::input, bytes: well inside a pipe's buffer
 
 // Writes all of text to fd; gives up silently if fd is broken (launch's own output closed).
 void write_all(int fd, std::string_view text) {
@@ -45,13 +46,13 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 }
 
 // In the forked child: never returns.
-[[noreturn]] void exec_child(pid_t parent, int out_fd, int err_fd, const char* program, char* const* argv,
+[[noreturn]] void exec_child(pid_t parent, int in_fd, int out_fd, int err_fd, const char* program, char* const* argv,
                              char* const* envp, const char* exec_failed) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(core::exit_code::cannot_exec);  // launch died before prctl
-  const int null_fd = ::open("/dev/null", O_RDONLY);
-  if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+  const int stdin_fd = in_fd >= 0 ? in_fd : ::open("/dev/null", O_RDONLY);
+  if (stdin_fd >= 0) ::dup2(stdin_fd, STDIN_FILENO);
   ::dup2(out_fd, STDOUT_FILENO);
   ::dup2(err_fd, STDERR_FILENO);
   for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD}) ::signal(sig, SIG_DFL);
@@ -100,15 +101,28 @@ void ProcessGroup::start(int rank, const ChildSpec& spec) {
     ::close(out[1]);
     FAST_THROW(core::IoError, "fast launch: cannot create a pipe ({})", std::strerror(errno));
   }
+  int in[2] = {-1, -1};
+  if (spec.input) {
+    FAST_ENFORCE(spec.input->size() <= kMaxInput, "fast launch: the input of process {} is {} bytes; at most {}", rank,
+                 spec.input->size(), kMaxInput);
+    if (::pipe2(in, O_CLOEXEC) != 0) {
+      for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+      FAST_THROW(core::IoError, "fast launch: cannot create a pipe ({})", std::strerror(errno));
+    }
+    write_all(in[1], *spec.input);  // fits the pipe's buffer: never blocks
+    ::close(in[1]);
+  }
   const std::vector<char*> argv = c_strings(spec.argv);
   const std::vector<char*> envp = c_strings(spec.env);
   const std::string exec_failed = fmt::format("fast launch: cannot execute '{}'\n", spec.program);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid == 0) exec_child(parent, out[1], err[1], spec.program.c_str(), argv.data(), envp.data(), exec_failed.c_str());
+  if (pid == 0)
+    exec_child(parent, in[0], out[1], err[1], spec.program.c_str(), argv.data(), envp.data(), exec_failed.c_str());
   const int fork_errno = errno;
   ::close(out[1]);
   ::close(err[1]);
+  if (in[0] >= 0) ::close(in[0]);
   if (pid < 0) {
     ::close(out[0]);
     ::close(err[0]);
@@ -118,6 +132,7 @@ void ProcessGroup::start(int rank, const ChildSpec& spec) {
   for (int fd : {out[0], err[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   Child child;
   child.pid = pid;
+  child.label = spec.label.empty() ? std::to_string(rank) : spec.label;
   child.out = {out[0], STDOUT_FILENO, {}};
   child.err = {err[0], STDERR_FILENO, {}};
   children_.push_back(std::move(child));
@@ -137,7 +152,7 @@ void ProcessGroup::write_lines(int rank, Stream& s, bool flush_partial) {
     if (end == std::string::npos && s.partial.size() - begin >= kMaxLine) end = begin + kMaxLine;
     if (end == std::string::npos && flush_partial && begin < s.partial.size()) end = s.partial.size();
     if (end == std::string::npos) break;
-    text += fmt::format("[{}] ", rank);
+    text += fmt::format("[{}] ", children_[static_cast<std::size_t>(rank)].label);
     text.append(s.partial, begin, end - begin);
     text += '\n';
     begin = end < s.partial.size() && s.partial[end] == '\n' ? end + 1 : end;

@@ -24,12 +24,18 @@ struct ChildSpec {
   std::string program;            // path of the executable (not searched on PATH)
   std::vector<std::string> argv;  // argv[0] included
   std::vector<std::string> env;   // its whole environment, "NAME=value" each
+  std::string label;              // prefix of its output lines, "[label] "; empty: its rank
+  // Its standard input: these bytes, then end of file (through a pipe; at most 32 KiB, so that the
+  // write never blocks); without: /dev/null. How a launch gives a process its secrets off its
+  // command line.
+  std::optional<std::string> input;
 };
 
 // N processes; rank i is children[i]. Each runs in a process group of its own (so a terminal's
-// Ctrl-C reaches it once, through launch), with stdin from /dev/null, and dies with SIGKILL if this
-// process dies (PR_SET_PDEATHSIG). Every line a child writes to stdout (stderr) is written to this
-// process's stdout (stderr) as "[rank] line\n" with one write per batch of whole lines: lines of
+// Ctrl-C reaches it once, through launch), with stdin from /dev/null (or ChildSpec::input), and dies
+// with SIGKILL if this process dies (PR_SET_PDEATHSIG). Every line a child writes to stdout (stderr)
+// is written to this process's stdout (stderr) as "[label] line\n" (label: ChildSpec::label, else the
+// rank) with one write per batch of whole lines: lines of
 // different children never mix. A line longer than 1 MiB is cut into 1 MiB lines; a last line
 // without '\n' is ended with one when its pipe closes or at finish(). Single-threaded: one thread
 // owns the object and calls all of its methods.
@@ -67,6 +73,7 @@ class ProcessGroup {
   };
   struct Child {
     pid_t pid = -1;
+    std::string label;
     Stream out, err;
     std::optional<ChildExit> exit;
   };

@@ -36,6 +36,10 @@ struct ProcessOptions {
                                            // when every process is on the rendezvous's host, else tcp)
   std::string host;                        // address this process binds and is reached at over tcp;
                                            // empty: FAST_HOST, else the address that reaches the rendezvous
+  std::string advertise;                   // address given to peers when it differs from `host` (NAT,
+                                           // containers); empty: FAST_ADVERTISE, else `host`
+  std::string ports;                       // "LO-HI": every listening port inside it; empty: FAST_PORTS,
+                                           // else any
 };
 
 struct LaunchOptions {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "authenticator.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "fast/core/port_range.hpp"
 #include "fast/runtime/registry.hpp"
 #include "rendezvous.hpp"
 #include "transport.hpp"
@@ -37,8 +39,38 @@ constexpr RouterKind kDataRouter{"data", ZmqTransport::kDataAffinity, 0, 2000};
 // make_pulse_dealer), and nothing to send on close.
 constexpr RouterKind kPulseRouter{"pulse", ZmqTransport::kPulseAffinity, ZmqTransport::kPulseBacklog, 0};
 
+// "tcp://HOST:PORT" (HOST in brackets when it is an IPv6 address).
+std::string tcp_address(const std::string& host, const std::string& port) {
+  return host.find(':') != std::string::npos ? fmt::format("tcp://[{}]:{}", host, port)
+                                             : fmt::format("tcp://{}:{}", host, port);
+}
+
+// Binds `router` on tcp to settings.host, on a port of settings.ports (any port without a range)
+// but the rendezvous's; returns the endpoint peers are given: the advertised address
+// (FAST_ADVERTISE) with the port bound. IoError naming the range when no port of it is free.
+std::string bind_tcp(::zmq::socket_t& router, const Settings& s, const char* role) {
+  std::string failure = "every port is taken";
+  bool bound = false;
+  for (const int port : core::ports_to_try(s.ports, s.rendezvous_port)) {
+    try {
+      router.bind(tcp_address(s.host, port == 0 ? "*" : std::to_string(port)));
+      bound = true;
+      break;
+    } catch (const ::zmq::error_t& e) {
+      failure = e.what();
+      if (e.num() != EADDRINUSE) break;
+    }
+  }
+  FAST_ENFORCE_AS(
+      core::IoError, bound, "zmq runtime: cannot listen for {} on {}{}: {}", role, s.host,
+      s.ports.any() ? std::string() : fmt::format(" in the port range {} (--ports, FAST_PORTS)", s.ports.text()),
+      failure);
+  const std::string endpoint = router.get(::zmq::sockopt::last_endpoint);
+  return tcp_address(s.advertise, endpoint.substr(endpoint.rfind(':') + 1));
+}
+
 // A ROUTER of this process bound on ipc:// (a fresh path under the temporary directory, named
-// after kind.role) and on tcp:// (an ephemeral port on settings.host); returns it and writes its
+// after kind.role) and on tcp:// (bind_tcp: settings.host, a port of settings.ports); returns it and writes its
 // two endpoints.
 ::zmq::socket_t bind_router(::zmq::context_t& context, const Settings& s, const RouterKind& kind,
                             std::string& ipc_endpoint, std::string& tcp_endpoint) {
@@ -57,9 +89,7 @@ constexpr RouterKind kPulseRouter{"pulse", ZmqTransport::kPulseAffinity, ZmqTran
   const auto dir = std::filesystem::temp_directory_path();
   ipc_endpoint = fmt::format("ipc://{}/fast-{}-{}-{:08x}.sock", dir.string(), getpid(), kind.role, random());
   router.bind(ipc_endpoint);
-  const bool v6 = s.host.find(':') != std::string::npos;
-  router.bind(v6 ? fmt::format("tcp://[{}]:*", s.host) : fmt::format("tcp://{}:*", s.host));
-  tcp_endpoint = router.get(::zmq::sockopt::last_endpoint);
+  tcp_endpoint = bind_tcp(router, s, kind.role);
   return router;
 }
 

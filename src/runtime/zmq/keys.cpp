@@ -88,7 +88,7 @@ std::pair<std::string, std::string> parse_assignment(std::string_view line, cons
 
 void warn_if_shared(const std::filesystem::path& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077) != 0) {
     core::log(core::LogLevel::warn, "key file '{}' is readable by group or others (mode {:04o}); run: chmod 600 '{}'",
               path.string(), st.st_mode & 07777, path.string());
   }

@@ -46,12 +46,26 @@ void load_keys(const ProcessOptions& p, Settings& s) {
   FAST_ENFORCE(!key.empty(),
                "key: the zmq runtime authenticates its peers and needs this process's key pair (--key FILE or "
                "FAST_KEY_FILE; make one with `fast keygen`), got none; --insecure turns authentication off");
-  FAST_ENFORCE(!allow.empty(),
-               "allow: the zmq runtime needs the public keys it admits (--allow FILE or FAST_ALLOW_FILE), got none");
+  const std::string inline_keys = allow.empty() ? core::env_string("FAST_ALLOW_KEYS") : std::string();
+  FAST_ENFORCE(!allow.empty() || !inline_keys.empty(),
+               "allow: the zmq runtime needs the public keys it admits (--allow FILE, FAST_ALLOW_FILE or "
+               "FAST_ALLOW_KEYS), got none");
   const KeyPair pair = read_key_file(key);
   s.public_key = pair.public_key;
   s.secret_key = pair.secret_key;
-  for (const AllowedKey& k : read_allow_file(allow)) s.allowed_keys.push_back(k.public_key);
+  if (!allow.empty()) {
+    for (const AllowedKey& k : read_allow_file(allow)) s.allowed_keys.push_back(k.public_key);
+    return;
+  }
+  for (std::size_t begin = 0; begin <= inline_keys.size();) {  // public keys, comma-separated
+    const std::size_t end = std::min(inline_keys.find(',', begin), inline_keys.size());
+    const std::string k = inline_keys.substr(begin, end - begin);
+    FAST_ENFORCE(valid_z85_key(k),
+                 "FAST_ALLOW_KEYS: expected public keys of 40 Z85 characters separated by commas, got '{}' as key {}",
+                 k, s.allowed_keys.size() + 1);
+    s.allowed_keys.push_back(k);
+    begin = end + 1;
+  }
 }
 
 }  // namespace
@@ -87,6 +101,9 @@ Settings resolve_settings(const LaunchOptions& options) {
                "transport: expected ipc, tcp or empty (automatic), got '{}'", s.transport);
   s.host = p.host.empty() ? core::env_string("FAST_HOST") : p.host;
   if (s.host.empty()) s.host = local_address_towards(s.rendezvous_host, s.rendezvous_port);
+  s.advertise = p.advertise.empty() ? core::env_string("FAST_ADVERTISE") : p.advertise;
+  if (s.advertise.empty()) s.advertise = s.host;
+  s.ports = core::parse_port_range(p.ports.empty() ? core::env_string("FAST_PORTS") : p.ports, "ports (FAST_PORTS)");
   s.tolerate_lost = options.tolerate_lost_workers;
   const long long ring = core::env_int("FAST_SHM_BYTES");
   FAST_ENFORCE(ring == -1 || ring == 0 || (ring >= (64ll << 10) && ring <= (64ll << 30) && ring % 64 == 0),

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "fast/core/port_range.hpp"
 #include "fast/runtime/launcher.hpp"
 
 namespace fast::runtime::zmq {
@@ -22,7 +23,9 @@ struct Settings {
   double rendezvous_timeout = 60;         // seconds
   double op_timeout = 600;                // seconds
   std::string transport;                  // "", "ipc" or "tcp"
-  std::string host;                       // address bound and advertised for tcp
+  std::string host;                       // address bound for tcp
+  std::string advertise;                  // address peers reach this process at (FAST_ADVERTISE; else host)
+  core::PortRange ports;                  // every listening port in it (FAST_PORTS); any when empty
   bool tolerate_lost = false;
   double poll_seconds = 50e-6;       // FAST_POLL_US: how long a waiting thread polls the rings itself
   bool streams = true;               // FAST_STREAMS: data between hosts through direct TCP streams

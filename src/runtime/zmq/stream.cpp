@@ -71,18 +71,24 @@ void check_stop(const StopCheck& stop) {
 }
 }  // namespace
 
-int listen_stream(const std::string& host, int& port) {
-  addrinfo* found = resolve(host, 0, true);
-  int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int one = 1;
-  const bool ok = fd >= 0 && ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
-                  ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, 64) == 0;
-  const int error = errno;
-  ::freeaddrinfo(found);
-  if (!ok) {
+int listen_stream(const std::string& host, const core::PortRange& ports, int avoid, int& port) {
+  int fd = -1, error = EADDRINUSE;
+  for (const int candidate : core::ports_to_try(ports, avoid)) {
+    addrinfo* found = resolve(host, candidate, true);
+    fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    const bool ok = fd >= 0 && ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
+                    ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, 64) == 0;
+    error = errno;
+    ::freeaddrinfo(found);
+    if (ok) break;
     if (fd >= 0) ::close(fd);
-    FAST_THROW(IoError, "stream: cannot listen on {}: {}", host, std::strerror(error));
+    fd = -1;
+    if (error != EADDRINUSE) break;
   }
+  if (fd < 0)
+    FAST_THROW(IoError, "stream: cannot listen on {}{}: {}", host,
+               ports.any() ? "" : " in the port range " + ports.text(), std::strerror(error));
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);

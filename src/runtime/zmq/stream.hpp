@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "fast/core/port_range.hpp"
 #include "fast/wire/frame.hpp"
 #include "sealer.hpp"
 
@@ -49,9 +50,10 @@ inline constexpr std::size_t kChunkBytes = 256 * 1024;
 using StopCheck = std::function<std::string()>;
 inline constexpr int kSocketTimeoutMs = 200;
 
-// A listening socket on `host` (an address), on an ephemeral port; returns the fd and writes the
-// port. core::IoError when it cannot.
-int listen_stream(const std::string& host, int& port);
+// A listening socket on `host` (an address), on a port of `ports` but `avoid` (any: an ephemeral
+// one); returns the fd and writes the port. core::IoError when it cannot (every port of the range
+// taken).
+int listen_stream(const std::string& host, const core::PortRange& ports, int avoid, int& port);
 // Connects to host:port within `timeout_seconds`; the socket returned is set up for streaming
 // (TCP_NODELAY, send and receive timeouts of kSocketTimeoutMs). core::IoError otherwise.
 int connect_stream(const std::string& host, int port, double timeout_seconds);

@@ -91,9 +91,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
       capacity = bytes;
       memory = static_cast<std::byte*>(::operator new(capacity, kAlignment));
     }
-    return std::shared_ptr<std::byte>(memory, [pool = shared_from_this(), capacity](std::byte* m) {
-      pool->give(m, capacity);
-    });
+    return std::shared_ptr<std::byte>(memory,
+                                      [pool = shared_from_this(), capacity](std::byte* m) { pool->give(m, capacity); });
   }
 
  private:
@@ -137,9 +136,9 @@ void ZmqTransport::open_streams() {
   bool any = false;
   for (const ProcessInfo& peer : table_) any = any || wants_stream(peer.rank);
   if (!any) return;
-  const std::string host = endpoint_host(table_[static_cast<std::size_t>(process_)].tcp_endpoint);
+  const std::string& host = settings_.host;  // bound here; peers connect to the advertised address
   try {
-    stream_fd_ = listen_stream(host, stream_port_);
+    stream_fd_ = listen_stream(host, settings_.ports, settings_.rendezvous_port, stream_port_);
   } catch (const core::Error& e) {
     core::log(core::LogLevel::info, "zmq runtime: no direct streams (messages go through ZeroMQ): {}", e.what());
     return;
