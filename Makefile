@@ -1,7 +1,7 @@
 # FAST — the two commands of the README do all set-up on a fresh Debian 12 machine:
 #   make demo   installs missing Debian packages, configures, builds, trains the demo job
 #   make test   same set-up, then runs the test suite without the tests labelled `long` (what CI runs)
-# Other targets: build, check, test-all, bench, sanitize, sanitize-all, clean. `make help` lists them.
+# Other targets: build, check, test-all, bench, sanitize, sanitize-all, fuzz, clean. `make help` lists them.
 
 SHELL := /bin/bash
 BUILD ?= build
@@ -17,7 +17,7 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config zlib1g-dev libxxhash-dev libtor
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help deps configure build check test test-all demo bench sanitize sanitize-all clean
+.PHONY: help deps configure build check test test-all demo bench sanitize sanitize-all fuzz clean
 
 help:
 	@echo "make demo      set up, build, train cnn on Fashion-MNIST with 2 workers (examples/demo.toml)"
@@ -28,6 +28,7 @@ help:
 	@echo "make bench     build and run the benchmarks against OpenMPI, libtorch and PyTorch DDP (not CI)"
 	@echo "make sanitize  make test's suite (not the long tests) under AddressSanitizer+UBSan, then ThreadSanitizer"
 	@echo "make sanitize-all  the same with the long tests (several hours on 2 cores)"
+	@echo "make fuzz      build the fuzz harnesses with clang's libFuzzer (build-fuzz), run each FUZZ_SECONDS (10) over its corpus"
 	@echo "make clean     remove build folders"
 
 # Installs the packages that are missing, and only those (apt-get update only when needed).
@@ -88,5 +89,32 @@ sanitize: deps
 sanitize-all:
 	@$(MAKE) --no-print-directory sanitize SANITIZE_CTEST=
 
+# The fuzz harnesses (tests/fuzz; docs/errors.md, "Fuzzing"): built with clang-14's libFuzzer under
+# ASan+UBSan in build-fuzz, then each run for FUZZ_SECONDS over a copy of its corpus (new inputs land
+# in build-fuzz/fuzz-corpus/NAME, crashes in build-fuzz/fuzz-artifacts/NAME). Any crash, leak,
+# sanitizer report, timeout (FUZZ_TIMEOUT seconds per input) or undocumented exception fails it.
+# `make test` replays each corpus with the ordinary build (the ctests fuzz_NAME_corpus).
+FUZZ_SECONDS ?= 10
+FUZZ_TIMEOUT ?= 10
+FUZZ_HARNESSES ?= npy npz idx wire cluster checkpoint spec config hello
+FUZZ_CXX ?= clang++-14
+FUZZ_CC ?= clang-14
+
+fuzz: deps
+	$(call install_missing,clang-14 libclang-rt-14-dev)
+	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$(FUZZ_CC) \
+	  -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) -DFAST_FUZZ=ON -DFAST_WITH_PYTHON=OFF -DFAST_WITH_SIM=OFF -DFAST_WITH_MPI=OFF \
+	  $(CMAKE_FLAGS) > /dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz
+	@for h in $(FUZZ_HARNESSES); do \
+	  mkdir -p build-fuzz/fuzz-corpus/$$h build-fuzz/fuzz-artifacts/$$h && \
+	  echo "== fuzz_$$h: $(FUZZ_SECONDS) s" && \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  build-fuzz/bin/fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=4096 \
+	    -print_final_stats=1 -artifact_prefix=build-fuzz/fuzz-artifacts/$$h/ \
+	    build-fuzz/fuzz-corpus/$$h tests/fuzz/corpus/$$h 2>&1 | tail -n 12 ; \
+	  test $${PIPESTATUS[0]} -eq 0 || { echo "fuzz_$$h failed: the input is in build-fuzz/fuzz-artifacts/$$h"; exit 1; }; \
+	done
+
 clean:
-	rm -rf build build-bench build-asan build-tsan
+	rm -rf build build-bench build-asan build-tsan build-fuzz

@@ -1,10 +1,10 @@
 #include "fast/core/env.hpp"
 
 #include <array>
-#include <charconv>
 #include <cstdlib>
 
 #include "fast/core/error.hpp"
+#include "fast/core/parse.hpp"
 
 namespace fast::core {
 
@@ -16,15 +16,16 @@ constexpr std::array kTable{
     EnvVar{"FAST_OP_TIMEOUT", EnvType::number, "600",
            "Seconds a blocking runtime operation (recv, collective step) may wait before TimeoutError."},
     EnvVar{"FAST_TORCH_THREADS", EnvType::integer, "0",
-           "libtorch intra-op threads per process; 0 sizes them to the cores available per worker."},
+           "libtorch intra-op threads per process; 0 sizes them to the cores available per worker.", 0, 1024},
     EnvVar{"FAST_MALLOC", EnvType::string, "tuned",
            "tuned: `fast train` keeps malloc blocks up to 32 MiB in the heap between steps (fewer page faults; "
            "docs/benchmarks.md, \"malloc thresholds\"); system: glibc's own thresholds."},
     // Multi-process runs (runtime zmq, docs/launch.md); `fast launch` sets them for the processes it starts.
     EnvVar{"FAST_RENDEZVOUS", EnvType::string, "", "HOST:PORT of the rendezvous of a multi-process run (runtime zmq)."},
-    EnvVar{"FAST_WORLD_SIZE", EnvType::integer, "0", "Processes in a multi-process run; 0: not set."},
+    EnvVar{"FAST_WORLD_SIZE", EnvType::integer, "0", "Processes in a multi-process run; 0: not set.", 0, 1 << 20},
     EnvVar{"FAST_PROCESS_RANK", EnvType::integer, "-1",
-           "This process's index in [0, FAST_WORLD_SIZE); -1: the rendezvous assigns one in arrival order."},
+           "This process's index in [0, FAST_WORLD_SIZE); -1: the rendezvous assigns one in arrival order.", -1,
+           (1 << 20) - 1},
     EnvVar{"FAST_KEY_FILE", EnvType::path, "",
            "This process's CURVE key pair file (`fast keygen`); /dev/stdin: read from standard input (`fast "
            "launch --hosts` sends it so, never on a command line)."},
@@ -34,7 +35,7 @@ constexpr std::array kTable{
            "Public keys admitted, comma-separated, where FAST_ALLOW_FILE is not set (`fast launch --hosts` sets "
            "it: public keys only, so they may travel on a command line)."},
     EnvVar{"FAST_INSECURE", EnvType::integer, "0",
-           "1: no authentication and no encryption between processes (warns); 0: CURVE keys required."},
+           "1: no authentication and no encryption between processes (warns); 0: CURVE keys required.", 0, 1},
     EnvVar{"FAST_PEER_TIMEOUT", EnvType::number, "5", "Seconds a silent peer process may last before it is lost."},
     EnvVar{"FAST_RENDEZVOUS_TIMEOUT", EnvType::number, "60",
            "Seconds a process waits at the rendezvous for every process of the run."},
@@ -44,15 +45,18 @@ constexpr std::array kTable{
            "Bytes of each shared-memory ring between two processes of one host (runtime zmq): every message to "
            "that process goes through it rather than through ZeroMQ (a message larger than the ring still goes "
            "through ZeroMQ; one that finds it full waits in order for room); 0: none; -1: 256 MiB per process shared "
-           "among the other processes of the host, 1 to 32 MiB per ring."},
+           "among the other processes of the host, 1 to 32 MiB per ring.",
+           -1, 64LL << 30},
     EnvVar{"FAST_POLL_US", EnvType::integer, "50",
            "Microseconds a thread waiting for a message from another process of its host polls the shared-memory "
            "rings itself before it sleeps (runtime zmq), spinning; only where the host's workers fit its cores "
-           "(elsewhere, and with 0, a reader thread per ring delivers)."},
+           "(elsewhere, and with 0, a reader thread per ring delivers).",
+           0, 1000000},
     EnvVar{"FAST_STREAMS", EnvType::integer, "1",
            "1: data between processes that share no memory and talk over tcp goes through a direct TCP stream per "
            "pair, protected by AES-256-GCM (ChaCha20-Poly1305 without AES-NI; an XXH3 checksum under --insecure), "
-           "keyed through the CURVE-encrypted hello (runtime zmq, docs/launch.md); 0: through ZeroMQ."},
+           "keyed through the CURVE-encrypted hello (runtime zmq, docs/launch.md); 0: through ZeroMQ.",
+           0, 1},
     EnvVar{"FAST_HOST", EnvType::string, "",
            "Address this process binds and is reached at over tcp; empty: the address that reaches the rendezvous."},
     EnvVar{"FAST_ADVERTISE", EnvType::string, "",
@@ -61,7 +65,7 @@ constexpr std::array kTable{
     EnvVar{"FAST_PORTS", EnvType::string, "",
            "LO-HI: every port a process listens on (data, heartbeats, streams) lies in this range, so that a "
            "firewall opens just it (docs/launch.md, \"Ports and firewalls\"); empty: ports the kernel chooses."},
-    EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts."},
+    EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts.", 0, 1},
     EnvVar{"FAST_COLLECTIVES", EnvType::string, "",
            "fast (FAST's ring collectives) or native (the runtime's own: MPI_Allreduce... under mpi); empty: the "
            "runtime's default (native under mpi, fast elsewhere)."},
@@ -96,12 +100,9 @@ std::string env_string(std::string_view name) {
 }
 
 long long env_int(std::string_view name) {
-  const std::string text = env_string(name);
-  long long value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  FAST_ENFORCE(ec == std::errc() && end == text.data() + text.size(),
-               "environment variable {}: expected an integer, got '{}'", name, text);
-  return value;
+  const EnvVar& v = lookup(name);
+  FAST_ENFORCE_AS(InvalidUsage, v.type == EnvType::integer, "environment variable {} is not an integer", name);
+  return parse_int<long long>(env_string(name), fmt::format("environment variable {}", name), v.min, v.max);
 }
 
 double env_number(std::string_view name) {

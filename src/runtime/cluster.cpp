@@ -1,8 +1,11 @@
 #include "fast/runtime/cluster.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -11,11 +14,30 @@
 #include <toml++/toml.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/parse.hpp"
 #include "fast/core/random.hpp"
 
 namespace fast::runtime {
 
 namespace {
+
+constexpr long long kMaxHosts = 1000000;
+constexpr long long kMaxSeed = std::numeric_limits<std::int64_t>::max();
+constexpr std::array kIntegerKeys{
+    ClusterIntegerKey{"hosts.count", 1, kMaxHosts, "hosts"},
+    ClusterIntegerKey{"hosts.cores", 1, 65536, "hosts"},
+    ClusterIntegerKey{"hosts.seed", 0, kMaxSeed, "hosts"},
+    ClusterIntegerKey{"network.torus[]", 1, kMaxHosts, "network"},
+    ClusterIntegerKey{"stragglers.seed", 0, kMaxSeed, "stragglers"},
+    ClusterIntegerKey{"failures[].host", 0, kMaxHosts - 1, "failures"},
+    ClusterIntegerKey{"speed_profiles[].host", 0, kMaxHosts - 1, "speed_profiles"},
+};
+
+const ClusterIntegerKey& declared(std::string_view key) {
+  for (const ClusterIntegerKey& k : kIntegerKeys)
+    if (k.key == key) return k;
+  FAST_THROW(core::InvalidUsage, "cluster file: '{}' is not a declared integer key", key);
+}
 
 // "<number><unit>" with the unit's factor from `units` (longest suffix first); a bare number is
 // in base units. Throws naming origin and `what`.
@@ -68,9 +90,13 @@ struct Reader {
     FAST_ENFORCE(n.is_integer() || n.is_floating_point(), "{}: expected a number, got {}", where(key), got(n));
     return *n.value<double>();
   }
-  long long integer(const toml::node& n, const std::string& key) const {
+  // The integer at `key` (failures[2].host), declared as `declared_key` (failures[].host) in
+  // kIntegerKeys: checked against its range as T.
+  template <typename T>
+  T integer(const toml::node& n, const std::string& key, std::string_view declared_key) const {
     FAST_ENFORCE(n.is_integer(), "{}: expected an integer, got {}", where(key), got(n));
-    return *n.value<long long>();
+    const ClusterIntegerKey& d = declared(declared_key);
+    return core::checked_int<T>(*n.value<std::int64_t>(), where(key), d.min, d.max);
   }
   std::string string(const toml::node& n, const std::string& key) const {
     auto s = n.value_exact<std::string>();
@@ -102,23 +128,19 @@ void read_hosts(const Reader& r, const toml::table& t, Cluster& c) {
   std::vector<double> factors;
   std::string distribution;
   if (auto n = t.get("count")) {
-    const long long v = r.integer(*n, "hosts.count");
-    FAST_ENFORCE(v >= 1 && v <= 1000000, "{}: expected an integer in [1, 1000000], got {}", r.where("hosts.count"), v);
-    c.hosts = static_cast<int>(v);
+    c.hosts = r.integer<int>(*n, "hosts.count", "hosts.count");
   }
   if (auto n = t.get("speed"))
     speed = positive(r.quantity(*n, "hosts.speed", "a speed like \"1Gf\" or a number of flop/s", parse_speed),
                      r.where("hosts.speed"), "speed");
   if (auto n = t.get("cores")) {
-    const long long v = r.integer(*n, "hosts.cores");
-    FAST_ENFORCE(v >= 1, "{}: expected an integer >= 1, got {}", r.where("hosts.cores"), v);
-    c.cores = static_cast<int>(v);
+    c.cores = r.integer<int>(*n, "hosts.cores", "hosts.cores");
   }
   if (auto n = t.get("memory_bandwidth"))
     c.memory_bandwidth = positive(
         r.quantity(*n, "hosts.memory_bandwidth", "a bandwidth like \"20GBps\" or a number of bytes/s", parse_bandwidth),
         r.where("hosts.memory_bandwidth"), "memory bandwidth");
-  if (auto n = t.get("seed")) c.seed = static_cast<std::uint64_t>(r.integer(*n, "hosts.seed"));
+  if (auto n = t.get("seed")) c.seed = r.integer<std::uint64_t>(*n, "hosts.seed", "hosts.seed");
   if (auto n = t.get("factors")) factors = r.numbers(*n, "hosts.factors");
   if (auto n = t.get("distribution")) distribution = r.string(*n, "hosts.distribution");
   FAST_ENFORCE(factors.empty() || distribution.empty(), "{}: give factors or distribution, not both",
@@ -185,21 +207,24 @@ void read_network(const Reader& r, const toml::table& t, Cluster& c) {
                  r.where("network.model"), c.model);
   }
   if (auto n = t.get("torus")) {
+    const toml::array* a = n->as_array();
+    FAST_ENFORCE(a != nullptr, "{}: expected an array of integers, got {}", r.where("network.torus"), Reader::got(*n));
     long long product = 1;
-    for (double d : r.numbers(*n, "network.torus")) {
-      FAST_ENFORCE(d >= 1 && d == std::floor(d), "{}: expected positive integer dimensions, got {}",
-                   r.where("network.torus"), d);
-      c.torus.push_back(static_cast<unsigned long>(d));
-      product *= static_cast<long long>(d);
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      const auto d = r.integer<unsigned long>((*a)[i], fmt::format("network.torus[{}]", i), "network.torus[]");
+      c.torus.push_back(d);
+      product = std::min(product * static_cast<long long>(d), kMaxHosts + 1);  // no overflow: both <= 1e6 + 1
     }
     FAST_ENFORCE(product == c.hosts, "{}: expected dimensions whose product is the host count {}, got {}",
-                 r.where("network.torus"), c.hosts, product);
+                 r.where("network.torus"), c.hosts,
+                 product > kMaxHosts ? std::string("more than 1000000") : std::to_string(product));
   }
   if (auto n = t.get("fat_tree")) c.fat_tree = r.string(*n, "network.fat_tree");
   if (c.topology == "torus" && c.torus.empty()) c.torus = {static_cast<unsigned long>(c.hosts)};
   if (c.topology == "fat-tree")
     FAST_ENFORCE(!c.fat_tree.empty(), "{}: topology fat-tree needs fat_tree = \"LEVELS;DOWN;UP;COUNT\"",
                  r.where("network.fat_tree"));
+  (void)fat_tree_parts(c);  // checked now, before anything runs
 }
 
 void read_stragglers(const Reader& r, const toml::table& t, Cluster& c) {
@@ -216,16 +241,16 @@ void read_stragglers(const Reader& r, const toml::table& t, Cluster& c) {
   if (auto n = t.get("horizon"))
     c.straggler_horizon = positive(r.quantity(*n, "stragglers.horizon", "a duration", parse_duration),
                                    r.where("stragglers.horizon"), "duration");
-  if (auto n = t.get("seed")) c.seed = static_cast<std::uint64_t>(r.integer(*n, "stragglers.seed"));
+  if (auto n = t.get("seed")) c.seed = r.integer<std::uint64_t>(*n, "stragglers.seed", "stragglers.seed");
 }
 
 int host_index(const Reader& r, const toml::table& t, const std::string& key, const Cluster& c) {
   auto n = t.get("host");
   FAST_ENFORCE(n != nullptr, "{}: missing (a host index)", r.where(key + ".host"));
-  const long long h = r.integer(*n, key + ".host");
+  const auto h = r.integer<int>(*n, key + ".host", key.substr(0, key.find('[')) + "[].host");
   FAST_ENFORCE(h >= 0 && h < c.hosts, "{}: expected a host index in [0, {}), got {}", r.where(key + ".host"), c.hosts,
                h);
-  return static_cast<int>(h);
+  return h;
 }
 
 void read_lists(const Reader& r, const toml::table& root, Cluster& c) {
@@ -280,7 +305,50 @@ void read_lists(const Reader& r, const toml::table& root, Cluster& c) {
   }
 }
 
+// Line `line` (from 1) of `text`, at most 80 characters: what a parse error quotes (the key with it).
+std::string line_of(const std::string& text, std::size_t line) {
+  std::size_t at = 0;
+  for (std::size_t i = 1; i < line && at != std::string::npos; ++i) {
+    at = text.find('\n', at);
+    if (at != std::string::npos) ++at;
+  }
+  if (at == std::string::npos || at > text.size()) return "";
+  std::string out = text.substr(at, std::min(text.find('\n', at), text.size()) - at);
+  if (out.size() > 80) out = out.substr(0, 77) + "...";
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+  return out;
+}
+
 }  // namespace
+
+std::span<const ClusterIntegerKey> cluster_integer_keys() { return kIntegerKeys; }
+
+std::vector<std::vector<unsigned int>> fat_tree_parts(const Cluster& c) {
+  std::vector<std::vector<unsigned int>> parts;
+  if (c.fat_tree.empty()) return parts;
+  const std::string where = fmt::format("cluster file '{}': key 'network.fat_tree'", c.source.string());
+  std::stringstream in(c.fat_tree);
+  std::string part;
+  while (std::getline(in, part, ';')) {
+    std::vector<unsigned int> values;
+    std::stringstream items(part);
+    std::string item;
+    while (std::getline(items, item, ',')) values.push_back(core::parse_int<unsigned int>(item, where, 1, kMaxHosts));
+    parts.push_back(values);
+  }
+  FAST_ENFORCE(
+      parts.size() == 4 && parts[0].size() == 1 && parts[1].size() == parts[0][0] && parts[2].size() == parts[0][0] &&
+          parts[3].size() == parts[0][0],
+      "{}: expected \"LEVELS;DOWN;UP;COUNT\" with LEVELS numbers in each list (e.g. \"2;4,4;1,2;1,2\"), got '{}'",
+      where, c.fat_tree);
+  unsigned long long leaves = 1;
+  for (unsigned int d : parts[1]) leaves = std::min<unsigned long long>(leaves * d, kMaxHosts + 1);
+  FAST_ENFORCE(leaves == static_cast<unsigned long long>(c.hosts),
+               "{}: expected a tree with as many leaves as hosts ({}), got {}", where, c.hosts,
+               leaves > kMaxHosts ? std::string("more than 1000000") : std::to_string(leaves));
+  return parts;
+}
 
 double parse_bandwidth(const std::string& text, const std::string& origin) {
   return parse_with_units(text, origin, "a bandwidth",
@@ -310,8 +378,8 @@ Cluster parse_cluster(const std::string& toml_text, const std::string& origin) {
   try {
     root = toml::parse(toml_text, origin);
   } catch (const toml::parse_error& e) {
-    FAST_THROW(core::InvalidArgument, "cluster file '{}' line {} column {}: {}", origin, e.source().begin.line,
-               e.source().begin.column, e.description());
+    FAST_THROW(core::InvalidArgument, "cluster file '{}' line {} column {} ('{}'): {}", origin, e.source().begin.line,
+               e.source().begin.column, line_of(toml_text, e.source().begin.line), e.description());
   }
   const Reader r{origin};
   r.known(root, "", {"name", "platform", "hosts", "network", "stragglers", "failures", "speed_profiles"});

@@ -1,7 +1,6 @@
 #include "fast/strategy/option.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <utility>
@@ -10,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/parse.hpp"
 #include "fast/strategy/strategy.hpp"
 
 namespace fast::strategy {
@@ -26,11 +26,7 @@ std::string_view option_type_name(OptionType type) {
 }
 
 std::int64_t parse_integer_text(const std::string& text, std::string_view what) {
-  std::int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  FAST_ENFORCE(!text.empty() && ec == std::errc() && end == text.data() + text.size(),
-               "{}: expected an integer, got '{}'", what, text);
-  return value;
+  return core::parse_int64(text, what);
 }
 
 // Every number setting is finite: "inf" and "nan" read as doubles, but no setting means them (an

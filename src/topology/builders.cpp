@@ -1,13 +1,13 @@
 #include "fast/topology/builders.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
 
 #include "fast/core/error.hpp"
+#include "fast/core/parse.hpp"
 #include "fast/core/random.hpp"
 
 namespace fast::topology {
@@ -57,14 +57,7 @@ bool try_random_regular(int n, int d, core::SplitMix64& rng, Graph& out) {
   return true;
 }
 
-int parse_int(const std::string& text, const std::string& what) {
-  int value = 0;
-  const char* begin = text.data();
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(begin, end, value);
-  FAST_ENFORCE(ec == std::errc() && ptr == end && !text.empty(), "{}: expected an integer, got '{}'", what, text);
-  return value;
-}
+int parse_int(const std::string& text, const std::string& what) { return core::parse_int<int>(text, what); }
 
 std::string names_list() {
   std::string s;

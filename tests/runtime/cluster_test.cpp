@@ -3,7 +3,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "fast/core/error.hpp"
 #include "fast/runtime/cluster.hpp"
@@ -88,7 +92,7 @@ TEST(Cluster, ErrorsNameFileKeyExpectedAndGot) {
   expect_error("colour = 1", "unknown key 'colour'");
   expect_error("[hosts]\nsize = 3", "unknown key 'hosts.size'");
   expect_error("[hosts]\ncount = \"many\"", "'hosts.count': expected an integer, got the string 'many'");
-  expect_error("[hosts]\ncount = 0", "'hosts.count': expected an integer in [1, 1000000], got 0");
+  expect_error("[hosts]\ncount = 0", "'hosts.count': expected an integer from 1 to 1000000, got 0");
   expect_error("[hosts]\nspeed = \"fast\"", "'hosts.speed': expected a speed (a number with a unit");
   expect_error("[hosts]\nmemory_bandwidth = -1",
                "'hosts.memory_bandwidth': expected a positive memory bandwidth, got -1");
@@ -181,6 +185,57 @@ TEST(Cluster, ShippedClustersBuildAndRun) {
       EXPECT_GT(ctx.now(), 0.0) << text;
     });
   }
+}
+
+// Generated from the declarations: every integer key of a cluster file, given a value beyond 32 or
+// 64 bits, a negative value, a value one past either end of its declared range or a float, is
+// refused with an InvalidArgument naming the file and the key (the TOML line, for a value TOML
+// itself cannot hold), unless the value lies in the declared range (a seed of 2^32 + 3), which the
+// range check lets through (a host index may still exceed the host count).
+TEST(Cluster, EveryIntegerKeyRefusesValuesOutsideItsDeclaredRange) {
+  int keys = 0;
+  for (const ClusterIntegerKey& k : cluster_integer_keys()) {
+    ++keys;
+    const std::string key(k.key);
+    const std::string field = key.substr(key.rfind('.') + 1, key.find("[]", key.rfind('.')) - key.rfind('.') - 1);
+    std::vector<std::string> values = {"4294967299", "9223372036854775808", "-1", "1.5", "-9223372036854775808"};
+    if (k.max < std::numeric_limits<std::int64_t>::max()) values.push_back(std::to_string(k.max + 1));
+    if (k.min > std::numeric_limits<std::int64_t>::min()) values.push_back(std::to_string(k.min - 1));
+    for (const std::string& v : values) {
+      // The document that sets only this key: [section] key = v, [section] key = [v] or [[section]] key = v.
+      std::string text, shown;
+      if (key.find("[].") != std::string::npos) {
+        text = fmt::format("[[{}]]\n{} = {}\n", k.section, field, v);
+        shown = fmt::format("{}[0].{}", k.section, field);
+      } else if (key.ends_with("[]")) {
+        text = fmt::format("[{}]\n{} = [{}]\n", k.section, field, v);
+        shown = fmt::format("{}.{}[0]", k.section, field);
+      } else {
+        text = fmt::format("[{}]\n{} = {}\n", k.section, field, v);
+        shown = key;
+      }
+      const bool integer = v.find('.') == std::string::npos && v != "9223372036854775808";
+      const bool in_range = integer && std::stoll(v) >= k.min && std::stoll(v) <= k.max;
+      try {
+        const Cluster c = parse_cluster(text, "hostile.toml");
+        EXPECT_TRUE(in_range) << key << " took " << v;
+        if (key.ends_with(".seed")) {
+          EXPECT_EQ(c.seed, std::stoull(v)) << key;
+        }
+      } catch (const core::InvalidArgument& e) {
+        const std::string what = e.what();
+        if (in_range) {
+          EXPECT_EQ(what.find("expected an integer"), std::string::npos) << key << " = " << v << ": " << what;
+          continue;
+        }
+        EXPECT_NE(what.find("hostile.toml"), std::string::npos) << what;
+        const bool toml_refused = what.find("line 2") != std::string::npos;  // beyond int64: TOML's own error
+        EXPECT_NE(what.find(toml_refused ? fmt::format("{} = ", field) : "'" + shown + "'"), std::string::npos)
+            << key << " = " << v << ": " << what;
+      }
+    }
+  }
+  EXPECT_EQ(keys, 7);
 }
 
 }  // namespace

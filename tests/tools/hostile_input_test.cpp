@@ -64,6 +64,30 @@ TEST(HostileInput, NumbersThatDoubleHoldsButNoSettingMeansAreRefused) {
     expect_refused(c);
 }
 
+// Integers beyond their type (2^32 + 3, 2^63) from the environment and from a cluster file: each is
+// refused naming the variable or the key and the value as given, never read modulo 2^32.
+TEST(HostileInput, IntegersBeyondTheirTypeAreRefusedNamingTheVariableOrKey) {
+  std::vector<Case> cases{
+      {"FAST_TORCH_THREADS=4294967299 ", "train --steps 5", {"FAST_TORCH_THREADS", "0 to 1024", "got 4294967299"}},
+      {"FAST_TORCH_THREADS=9223372036854775808 ",
+       "train --steps 5",
+       {"FAST_TORCH_THREADS", "got '9223372036854775808'"}},
+      {"FAST_TORCH_THREADS=2.5 ", "train --steps 5", {"FAST_TORCH_THREADS", "expected an integer, got '2.5'"}},
+  };
+#ifdef FAST_TEST_SIM
+  const fs::path dir = fast::testing::test_dir("fast_hostile", "integers");
+  std::ofstream(dir / "cores.toml") << "[hosts]\ncount = 2\ncores = 4294967299\n";
+  std::ofstream(dir / "host.toml") << "[hosts]\ncount = 2\n[[failures]]\nhost = -1\noff = 1\n";
+  cases.push_back({"",
+                   "train --steps 5 --runtime sim --workers 2 --cluster " + (dir / "cores.toml").string(),
+                   {"cores.toml", "'hosts.cores'", "from 1 to 65536", "got 4294967299"}});
+  cases.push_back({"",
+                   "train --steps 5 --runtime sim --workers 2 --cluster " + (dir / "host.toml").string(),
+                   {"host.toml", "'failures[0].host'", "got -1"}});
+#endif
+  for (const Case& c : cases) expect_refused(c);
+}
+
 // Strategy and optimizer options that only the strategy's constructor used to check, after the
 // dataset was loaded.
 TEST(HostileInput, StrategyAndOptimizerOptionsAreCheckedBeforeAnyDataIsRead) {
@@ -89,7 +113,7 @@ TEST(HostileInput, ModelAndDatasetSpecsAreCheckedBeforeAnyDataIsRead) {
            {"",
             "train --steps 5 --dataset cifar10",
             {"dataset 'cifar10'", "unknown kind", "fashion-mnist, npz, npy, synthetic"}},
-           {"", "train --steps 5 --dataset synthetic:classes=1", {"classes", "[2, 100000]", "got '1'"}},
+           {"", "train --steps 5 --dataset synthetic:classes=1", {"classes", "from 2 to 100000", "got 1"}},
            {"", "train --steps 5 --dataset synthetic:shape=1x0", {"shape", "got '1x0'"}},
            {"", "train --steps 5 --dataset npz:train=/nonexistent.npz", {"missing test=FILE"}},
            {"", "train --steps 5 --model resnet50", {"'resnet50'", "mlp, cnn, resnet", "TorchScript file"}},

@@ -15,6 +15,7 @@
 #include "fast/collective/allreduce_algorithm.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/parse.hpp"
 #include "fast/core/port_range.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/optim/schedule.hpp"
@@ -44,11 +45,7 @@ double parse_number(const std::string& text, std::string_view origin) {
 // one would wrap: 2^32 + 3 workers are not 3).
 template <typename T>
 T at_least(long long value, long long minimum, std::string_view key) {
-  const auto maximum = static_cast<long long>(std::min<unsigned long long>(
-      static_cast<unsigned long long>(std::numeric_limits<T>::max()), std::numeric_limits<long long>::max()));
-  FAST_ENFORCE(value >= minimum, "{}: expected an integer >= {}, got {}", key, minimum, value);
-  FAST_ENFORCE(value <= maximum, "{}: expected an integer from {} to {}, got {}", key, minimum, maximum, value);
-  return static_cast<T>(value);
+  return core::checked_int<T>(value, key, minimum);
 }
 
 double positive(double value, std::string_view key) {
@@ -672,8 +669,10 @@ std::string config_markdown() {
                         default_text(k, defaults), k.accepts, k.description);
   md += "\n### Environment variables\n\n| variable | type | default | description |\n| --- | --- | --- | --- |\n";
   for (const core::EnvVar& v : core::env_table())
-    md +=
-        fmt::format("| `{}` | {} | `{}` | {} |\n", v.name, core::env_type_name(v.type), v.default_value, v.description);
+    md += fmt::format("| `{}` | {} | `{}` | {} |\n", v.name,
+                      v.type == core::EnvType::integer ? fmt::format("integer, {} to {}", v.min, v.max)
+                                                       : std::string(core::env_type_name(v.type)),
+                      v.default_value, v.description);
   return md;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // The environment variables FAST reads, in one table (name, type, default, description).
 // The same table feeds `fast --help`'s environment section and docs/config.md. Reading a variable
-// that is not in the table is an InvalidUsage error; a value of the wrong type is InvalidArgument
-// naming the variable, the expected type and the value got.
+// that is not in the table is an InvalidUsage error; a value of the wrong type, or an integer
+// outside the variable's declared range [min, max], is InvalidArgument naming the variable, the
+// expected type or range and the value as given (core/parse.hpp's checked conversion).
 
 #include <optional>
 #include <span>
@@ -18,6 +19,8 @@ struct EnvVar {
   EnvType type;
   std::string_view default_value;  // as text; empty: unset
   std::string_view description;
+  long long min = 0;  // an integer variable's inclusive range (the others ignore it)
+  long long max = 0;
 };
 
 // Every variable FAST reads.
@@ -26,6 +29,7 @@ std::string_view env_type_name(EnvType type);
 
 // The value of a table variable: the environment's if set, else the default.
 std::string env_string(std::string_view name);
+// An integer variable's value, within its declared [min, max].
 long long env_int(std::string_view name);
 double env_number(std::string_view name);
 

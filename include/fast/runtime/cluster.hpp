@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fast::runtime {
@@ -62,6 +64,24 @@ Cluster parse_cluster(const std::string& toml_text, const std::string& origin);
 // The default cluster of a sim run without --cluster: `workers` identical hosts of 1 Gflop/s on a
 // 10 Gb/s star with 10 us latency.
 Cluster default_cluster(int workers);
+
+// The integer keys of a cluster file with their declared inclusive ranges: the reader converts each
+// through core/parse.hpp's checked conversion (out of range or not an integer: InvalidArgument naming
+// the file, the key, the range and the value), and the tests feed each of them hostile values.
+// "[]" stands for an index: failures[].host is the key of every failures[i].host. A host index is
+// also checked against the cluster's host count.
+struct ClusterIntegerKey {
+  std::string_view key;
+  long long min;
+  long long max;
+  std::string_view section;  // the table or array of tables that holds it: "hosts", "failures", ...
+};
+std::span<const ClusterIntegerKey> cluster_integer_keys();
+
+// The fat_tree text "LEVELS;DOWN,...;UP,...;COUNT,..." (SimGrid's) as its four lists, each number
+// checked (1 to 1000000) and the leaves (the product of DOWN) equal to c.hosts; InvalidArgument
+// naming the file and the key otherwise. Empty text: no lists.
+std::vector<std::vector<unsigned int>> fat_tree_parts(const Cluster& c);
 
 // Parses "10Gbps" (bits), "1.25GBps" (bytes), "20ms", "1Gf", or a plain number (base units).
 double parse_bandwidth(const std::string& text, const std::string& origin);

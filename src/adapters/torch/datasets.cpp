@@ -12,6 +12,7 @@
 #include "fast/adapters/torch/npy.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/parse.hpp"
 #include "fast/core/random.hpp"
 
 #include <torch/types.h>
@@ -42,12 +43,7 @@ const std::map<std::string, KindKeys>& kinds() {
 }
 
 std::int64_t integer_arg(const DatasetSpec& spec, const std::string& key, std::int64_t lo, std::int64_t hi) {
-  const std::string& v = spec.args.at(key);
-  std::int64_t out = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  FAST_ENFORCE(ec == std::errc() && end == v.data() + v.size() && out >= lo && out <= hi,
-               "dataset '{}': {}: expected an integer in [{}, {}], got '{}'", spec.text, key, lo, hi, v);
-  return out;
+  return core::parse_int<std::int64_t>(spec.args.at(key), fmt::format("dataset '{}': {}", spec.text, key), lo, hi);
 }
 
 double number_arg(const DatasetSpec& spec, const std::string& key) {
@@ -94,7 +90,7 @@ SyntheticSpec synthetic_spec(const DatasetSpec& spec) {
   SyntheticSpec s;
   s.shape = shape_arg(spec);
   for (const std::int64_t d : s.shape) s.features *= d;
-  s.classes = integer_arg(spec, "classes", 2, 100'000);
+  s.classes = integer_arg(spec, "classes", 2, kMaxClasses);
   s.n_train = integer_arg(spec, "train", 1, 100'000'000);
   s.n_test = integer_arg(spec, "test", 1, 100'000'000);
   s.noise = number_arg(spec, "noise");

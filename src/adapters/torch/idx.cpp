@@ -17,6 +17,7 @@ namespace {
 
 constexpr std::size_t kChunk = std::size_t{1} << 20;        // bytes per gzread
 constexpr std::size_t kMaxReserve = std::size_t{64} << 20;  // reserve at most this before data arrives
+constexpr std::uint64_t kDeflateMaxRatio = 1032;            // deflate expands at most 1032:1
 
 struct GzClose {
   void operator()(gzFile_s* f) const noexcept { gzclose(f); }
@@ -44,7 +45,12 @@ class Reader {
       FAST_THROW(IoError, "{}: cannot open IDX file: {}", path_, errno != 0 ? std::strerror(errno) : "out of memory");
     }
     gzbuffer(file_.get(), 256 * 1024);
+    file_bytes_ = std::filesystem::file_size(path, ec);
+    if (ec) file_bytes_ = 0;
   }
+
+  // The bytes of the file on disk (compressed or not); 0 when unknown.
+  std::uint64_t file_bytes() const { return file_bytes_; }
 
   const std::string& path() const { return path_; }
 
@@ -76,6 +82,7 @@ class Reader {
 
   std::string path_;
   GzFile file_;
+  std::uint64_t file_bytes_ = 0;
 };
 
 std::uint32_t big_endian(const std::uint8_t* p) {
@@ -114,8 +121,15 @@ std::vector<std::uint32_t> read_header(Reader& in, std::uint32_t expected_magic,
   return sizes;
 }
 
-// Reads exactly `bytes` payload bytes and checks that nothing follows.
+// Reads exactly `bytes` payload bytes and checks that nothing follows. A payload that the file could
+// not hold even as gzip at deflate's best ratio is refused before anything is read or allocated.
 std::vector<std::uint8_t> read_payload(Reader& in, std::uint64_t bytes, std::string_view shape) {
+  if (in.file_bytes() > 0 && bytes / kDeflateMaxRatio > in.file_bytes()) {
+    FAST_THROW(InvalidArgument,
+               "{}: IDX header declares {} ({} bytes), more than a file of {} bytes can hold (gzip expands at most "
+               "{}:1)",
+               in.path(), shape, bytes, in.file_bytes(), kDeflateMaxRatio);
+  }
   std::vector<std::uint8_t> data;
   data.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(bytes, kMaxReserve)));
   std::uint64_t done = 0;

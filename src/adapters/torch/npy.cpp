@@ -14,6 +14,7 @@
 #include <zip.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/parse.hpp"
 
 namespace fast::torch {
 
@@ -21,6 +22,7 @@ namespace {
 
 constexpr std::array<std::uint8_t, 6> kMagic{0x93, 'N', 'U', 'M', 'P', 'Y'};
 constexpr std::size_t kMaxHeader = 1 << 20;  // NumPy's own limit is 10,000 bytes; anything near this is hostile
+constexpr std::int64_t kMaxDimension = (std::int64_t{1} << 62) - 1;  // no file holds more elements
 
 struct TypeInfo {
   NpyType type;
@@ -99,16 +101,11 @@ std::vector<std::int64_t> parse_shape(std::string_view v, const std::string& whe
   while (true) {
     while (!v.empty() && (v.front() == ' ' || v.front() == ',')) v.remove_prefix(1);
     if (v.empty()) break;
-    std::uint64_t d = 0;
     std::size_t digits = 0;
-    while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') {
-      FAST_ENFORCE(d <= (std::uint64_t{1} << 62) / 10, "{}: npy header: a dimension of shape {} is too large", where,
-                   text);
-      d = d * 10 + static_cast<std::uint64_t>(v[digits] - '0');
-      ++digits;
-    }
+    while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
     FAST_ENFORCE(digits > 0, "{}: npy header: expected non-negative integers in shape, got {}", where, text);
-    shape.push_back(static_cast<std::int64_t>(d));
+    shape.push_back(core::parse_int<std::int64_t>(
+        v.substr(0, digits), fmt::format("{}: npy header: a dimension of shape {}", where, text), 0, kMaxDimension));
     v.remove_prefix(digits);
     while (!v.empty() && (v.front() == 'L' || v.front() == ' ')) v.remove_prefix(1);  // Python 2 longs
     FAST_ENFORCE(v.empty() || v.front() == ',', "{}: npy header: expected non-negative integers in shape, got {}",

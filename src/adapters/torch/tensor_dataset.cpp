@@ -12,8 +12,16 @@ namespace fast::torch {
 
 namespace {
 
-// Labels as int64, each >= 0 and < max_classes (0: no upper bound yet); InvalidArgument naming
-// the first bad one.
+// Label i as stored in the file (a uint64 above 2^63 - 1 too, which y.integer() saturates).
+std::string stored_label(const NpyArray& y, std::size_t i) {
+  if (y.type != NpyType::u64) return std::to_string(y.integer(i));
+  std::uint64_t v = 0;
+  std::memcpy(&v, y.bytes.data() + 8 * i, 8);
+  return std::to_string(v);
+}
+
+// Labels as int64, each >= 0 and < max_classes; InvalidArgument naming the first bad one (its index
+// and its value as stored).
 ::torch::Tensor labels_of(const NpyArray& y, std::int64_t n, std::int64_t max_classes, const std::string& where) {
   FAST_ENFORCE(is_integer(y.type), "{}: labels y: expected integers, got {}", where, descr_of(y.type));
   FAST_ENFORCE(y.shape.size() == 1, "{}: labels y: expected one dimension [N], got shape ({})", where,
@@ -24,9 +32,10 @@ namespace {
   std::int64_t* p = out.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < n; ++i) {
     p[i] = y.integer(static_cast<std::size_t>(i));
-    FAST_ENFORCE(p[i] >= 0 && (max_classes == 0 || p[i] < max_classes),
-                 "{}: label out of range at index {}: expected 0 to {}, got {}", where, i,
-                 max_classes == 0 ? std::string("2^63") : std::to_string(max_classes - 1), p[i]);
+    if (p[i] < 0 || p[i] >= max_classes)
+      FAST_THROW(InvalidArgument, "{}: label out of range at index {}: expected 0 to {}{}, got {}", where, i,
+                 max_classes - 1, max_classes == kMaxClasses ? " (at most 100000 classes)" : "",
+                 stored_label(y, static_cast<std::size_t>(i)));
   }
   return out;
 }
@@ -65,7 +74,7 @@ DataSplits tensor_datasets(const NpyArray& train_x, const NpyArray& train_y, con
   auto train = std::make_shared<Dataset>();
   auto test = std::make_shared<Dataset>();
   train->images = features_of(train_x, where_train);
-  train->labels = labels_of(train_y, train_x.shape[0], 0, where_train);
+  train->labels = labels_of(train_y, train_x.shape[0], kMaxClasses, where_train);
   train->classes = train->labels.max().item<std::int64_t>() + 1;
   FAST_ENFORCE(train->classes >= 2, "{}: labels y: expected at least 2 classes (labels 0 and 1), got only label 0",
                where_train);

@@ -108,34 +108,7 @@ void build_torus(const Cluster& c) {
 }
 
 void build_fat_tree(const Cluster& c) {
-  // "levels;down,...;up,...;count,..." as in SimGrid's platform files.
-  std::vector<std::vector<unsigned int>> parts;
-  std::stringstream in(c.fat_tree);
-  std::string part;
-  while (std::getline(in, part, ';')) {
-    std::vector<unsigned int> values;
-    std::stringstream items(part);
-    std::string item;
-    while (std::getline(items, item, ',')) {
-      char* end = nullptr;
-      const unsigned long v = std::strtoul(item.c_str(), &end, 10);
-      FAST_ENFORCE(!item.empty() && *end == '\0' && v > 0,
-                   "cluster file '{}': key 'network.fat_tree': expected positive integers, got '{}'", c.source.string(),
-                   item);
-      values.push_back(static_cast<unsigned int>(v));
-    }
-    parts.push_back(values);
-  }
-  FAST_ENFORCE(parts.size() == 4 && parts[0].size() == 1 && parts[1].size() == parts[0][0] &&
-                   parts[2].size() == parts[0][0] && parts[3].size() == parts[0][0],
-               "cluster file '{}': key 'network.fat_tree': expected \"LEVELS;DOWN;UP;COUNT\" with LEVELS numbers in "
-               "each list (e.g. \"2;4,4;1,2;1,2\"), got '{}'",
-               c.source.string(), c.fat_tree);
-  unsigned long leaves = 1;
-  for (unsigned int d : parts[1]) leaves *= d;
-  FAST_ENFORCE(leaves == static_cast<unsigned long>(c.hosts),
-               "cluster file '{}': key 'network.fat_tree': expected a tree with as many leaves as hosts ({}), got {}",
-               c.source.string(), c.hosts, leaves);
+  const std::vector<std::vector<unsigned int>> parts = fat_tree_parts(c);  // checked when the file was read
   sg::create_fatTree_zone("cluster", nullptr, sg::FatTreeParams(parts[0][0], parts[1], parts[2], parts[3]),
                           cluster_callbacks(c), c.bandwidth, c.latency, sg::Link::SharingPolicy::SPLITDUPLEX)
       ->seal();

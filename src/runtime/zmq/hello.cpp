@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "fast/core/error.hpp"
 #include "fast/wire/frame.hpp"
 #include "frames.hpp"
@@ -27,9 +29,10 @@ json to_json(const ProcessInfo& p) {
 ProcessInfo process_from_json(const json& j) {
   try {
     ProcessInfo p;
-    p.rank = j.at("rank").get<int>();
-    p.first_worker = j.at("first_worker").get<int>();
-    p.workers = j.at("workers").get<int>();
+    const char* what = "hello: process description";
+    p.rank = json_int<int>(j, "rank", 0, kMaxProcesses - 1, what);
+    p.first_worker = json_int<int>(j, "first_worker", 0, (1LL << 30) - 1, what);
+    p.workers = json_int<int>(j, "workers", 1, kMaxProcesses, what);
     p.host_id = j.at("host_id").get<std::string>();
     p.hostname = j.at("hostname").get<std::string>();
     p.ipc_endpoint = j.at("ipc").get<std::string>();
@@ -37,7 +40,7 @@ ProcessInfo process_from_json(const json& j) {
     p.pulse_ipc_endpoint = j.at("pulse_ipc").get<std::string>();
     p.pulse_tcp_endpoint = j.at("pulse_tcp").get<std::string>();
     p.public_key = j.at("public_key").get<std::string>();
-    p.pid = j.at("pid").get<long>();
+    p.pid = json_int<long>(j, "pid", 0, std::numeric_limits<std::int32_t>::max(), what);
     return p;
   } catch (const json::exception& e) {
     FAST_THROW(core::InvalidArgument, "hello: malformed process description: {}", e.what());

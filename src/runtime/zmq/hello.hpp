@@ -10,13 +10,29 @@
 #include <cstddef>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fast/core/parse.hpp"
 #include "process_table.hpp"
 
 namespace fast::runtime::zmq {
 
 inline constexpr std::size_t kMaxHelloBytes = 64 * 1024;
+inline constexpr long long kMaxProcesses = 1 << 20;  // world sizes, ranks and worker counts of a message
+
+// The integer j[key] as T within [min, max], through core/parse.hpp's checked conversion:
+// InvalidArgument naming "<what>: <key>" when j is not an object, the key is missing, the value is
+// not an integer (a float, a string) or lies outside the range. A message's integers never wrap.
+template <typename T>
+T json_int(const nlohmann::json& j, const char* key, long long min, long long max, std::string_view what) {
+  const std::string name = fmt::format("{}: {}", what, key);
+  FAST_ENFORCE(j.is_object() && j.contains(key), "{}: missing", name);
+  const nlohmann::json& v = j.at(key);
+  FAST_ENFORCE(v.is_number_integer(), "{}: expected an integer, got {}", name, v.dump().substr(0, 40));
+  return v.is_number_unsigned() ? core::checked_int<T>(v.get<std::uint64_t>(), name, min, max)
+                                : core::checked_int<T>(v.get<std::int64_t>(), name, min, max);
+}
 
 // [header, payload] of a hello frame holding body (InvalidArgument over kMaxHelloBytes).
 std::vector<::zmq::message_t> hello_parts(const nlohmann::json& body);

@@ -78,7 +78,7 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
     ProcessInfo info;
     try {
       const json hello = read_hello(parts, 1);
-      world = hello.at("world_size").get<int>();
+      world = json_int<int>(hello, "world_size", 1, kMaxProcesses, "hello");
       info = process_from_json(hello.at("process"));
     } catch (const std::exception& e) {
       core::log(core::LogLevel::warn, "rendezvous: ignored a malformed hello: {}", e.what());
@@ -149,7 +149,8 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
   if (reply.contains("refused"))
     FAST_THROW(core::InvalidArgument, "rendezvous at {}: the run refused this process: {}", endpoint(s),
                reply.at("refused").get<std::string>());
-  RendezvousResult result{.process_rank = reply.at("your_rank").get<int>(), .rejoining = reply.value("rejoin", false)};
+  RendezvousResult result{.process_rank = json_int<int>(reply, "your_rank", 0, kMaxProcesses - 1, "rendezvous reply"),
+                          .rejoining = reply.value("rejoin", false)};
   for (const json& p : reply.at("processes")) result.table.push_back(process_from_json(p));
   FAST_ENFORCE(static_cast<int>(result.table.size()) == s.world_size && result.process_rank >= 0 &&
                    result.process_rank < s.world_size,

@@ -11,6 +11,7 @@
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "fast/core/parse.hpp"
 #include "fast/runtime/zmq/keys.hpp"
 
 namespace fast::runtime::zmq {
@@ -25,17 +26,7 @@ void parse_rendezvous(const std::string& text, Settings& s) {
   s.rendezvous_host = text.substr(0, colon);
   if (s.rendezvous_host.size() > 2 && s.rendezvous_host.front() == '[')
     s.rendezvous_host = s.rendezvous_host.substr(1, s.rendezvous_host.size() - 2);
-  int port = 0;
-  try {
-    std::size_t used = 0;
-    port = std::stoi(text.substr(colon + 1), &used);
-    FAST_ENFORCE(used == text.size() - colon - 1, "");
-  } catch (...) {
-    port = -1;
-  }
-  FAST_ENFORCE(port >= 1 && port <= 65535, "rendezvous: expected a port in [1, 65535] after ':', got '{}'",
-               text.substr(colon + 1));
-  s.rendezvous_port = port;
+  s.rendezvous_port = core::parse_int<int>(text.substr(colon + 1), "rendezvous: the port after ':'", 1, 65535);
 }
 
 void load_keys(const ProcessOptions& p, Settings& s) {

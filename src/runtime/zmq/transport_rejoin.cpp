@@ -47,7 +47,7 @@ void ZmqTransport::receive_rejoin_hellos() {
     try {
       const json hello = read_hello(parts, 1);
       ProcessInfo info = process_from_json(hello.at("process"));
-      const int world = hello.at("world_size").get<int>();
+      const int world = json_int<int>(hello, "world_size", 1, kMaxProcesses, "rejoin hello");
       FAST_ENFORCE(world == processes, "world size: expected {}, got {}", processes, world);
       FAST_ENFORCE(info.workers == table_[0].workers, "workers per process: expected {}, got {}", table_[0].workers,
                    info.workers);
@@ -160,7 +160,7 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
     send_hello(0, {{"ack", info.rank}});
   } else if (body.contains("ack") && body.at("ack").is_number_integer()) {
     FAST_ENFORCE(process_ == 0, "frame: a rejoin acknowledgement reached process {}, not 0", process_);
-    const int r = body.at("ack").get<int>();
+    const int r = json_int<int>(body, "ack", 0, kMaxProcesses - 1, "frame: rejoin acknowledgement");
     for (PendingRejoin& p : pending_)
       if (p.info.rank == r) std::erase(p.awaiting, from);
   } else if (body.contains("stream") && body.at("stream").is_object()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "frames.hpp"
+#include "hello.hpp"
 #include "transport.hpp"
 
 namespace fast::runtime::zmq {
@@ -97,7 +99,9 @@ void ZmqTransport::on_shared_hello(int from, const json& body) {
       InboundShared& in = *inbound_[static_cast<std::size_t>(from)];
       stop_reader(in);  // an earlier offer of the same process (not sent by this code; refused below if bad)
       try {
-        auto ring = InboundRing::open(peer.pid, offer.at("fd").get<int>(), offer.at("bytes").get<std::uint64_t>());
+        auto ring = InboundRing::open(
+            peer.pid, json_int<int>(offer, "fd", 0, std::numeric_limits<int>::max(), "frame: shm offer"),
+            json_int<std::uint64_t>(offer, "bytes", 0, 64LL << 30, "frame: shm offer"));
         {
           std::lock_guard<std::mutex> poll_lock(poll_mutex_);
           std::lock_guard<std::mutex> lock(in.mutex);

@@ -17,6 +17,7 @@
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "hello.hpp"
 #include "transport.hpp"
 
 namespace fast::runtime::zmq {
@@ -173,8 +174,7 @@ void ZmqTransport::offer_stream(int process) {
 
 void ZmqTransport::on_stream_offer(int from, const json& offer) {
   const auto id = offer.at("id").get<std::uint64_t>();
-  const int port = offer.at("port").get<int>();
-  FAST_ENFORCE(port > 0 && port < 65536, "frame: stream offer: port {} out of range", port);
+  const int port = json_int<int>(offer, "port", 1, 65535, "frame: stream offer");
   const Protection protection = parse_protection(offer.at("protection").get<std::string>());
   FAST_ENFORCE(settings_.insecure || protection != Protection::checksum,
                "frame: stream offer without encryption in a run with CURVE");

@@ -51,7 +51,7 @@ TEST(DatasetSpec, MistakesAreNamedBeforeAnythingIsRead) {
   expect_invalid([] { parse_dataset_spec("synthetic:colour=3"); }, "unknown key 'colour' for synthetic");
   expect_invalid([] { parse_dataset_spec("synthetic:classes"); }, "expected key=value items, got 'classes'");
   expect_invalid([] { parse_dataset_spec("synthetic:classes=1"); },
-                 "classes: expected an integer in [2, 100000], got '1'");
+                 "classes: expected an integer from 2 to 100000, got 1");
   expect_invalid([] { parse_dataset_spec("synthetic:shape=3x0x4"); }, "shape: expected dimensions of 1 to 1000000");
   expect_invalid([] { parse_dataset_spec("synthetic:noise=nan"); }, "noise: expected a number in [0, 1e6], got 'nan'");
   expect_invalid([] { parse_dataset_spec("synthetic:seed=1,seed=2"); }, "key 'seed' given twice");
@@ -156,7 +156,7 @@ TEST(TensorDatasets, BadArraysAreRefusedNamingTheSourceAndTheFault) {
   expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {2}, {0, 1}), x, y),
                  "train.npz: features x hold 3 samples but labels y hold 2");
   expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, -4}), x, y),
-                 "train.npz: label out of range at index 2: expected 0 to 2^63, got -4");
+                 "train.npz: label out of range at index 2: expected 0 to 99999 (at most 100000 classes), got -4");
   expect_invalid(run(x, y, x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, 2})),
                  "test.npz: label out of range at index 2: expected 0 to 1, got 2");
   expect_invalid(run(x, array<float>(NpyType::f32, {3}, {0, 1, 1}), x, y),
@@ -171,6 +171,17 @@ TEST(TensorDatasets, BadArraysAreRefusedNamingTheSourceAndTheFault) {
   expect_invalid(run(array<float>(NpyType::f32, {3, 2}, {1, 2, NAN, 4, 5, 6}), y, x, y),
                  "train.npz: features x: value nan at flat index 2 is not a finite float32");
   expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3}, {0, 0, 0}), x, y), "expected at least 2 classes");
+  // A label that would size the model for 2^40 classes, or beyond int64, is refused before anything
+  // is allocated for it, naming the file and the value as stored.
+  expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, std::int64_t{1} << 40}), x, y),
+                 "train.npz: label out of range at index 2: expected 0 to 99999 (at most 100000 classes), got "
+                 "1099511627776");
+  expect_invalid(run(x, array<std::uint64_t>(NpyType::u64, {3}, {0, 1, ~std::uint64_t{0}}), x, y),
+                 "got 18446744073709551615");
+  expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, kMaxClasses}), x, y), "got 100000");
+  const DataSplits most = tensor_datasets(x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, kMaxClasses - 1}), x, y,
+                                          "train.npz", "test.npz");
+  EXPECT_EQ(most.train->classes, kMaxClasses);
 }
 
 }  // namespace

@@ -145,10 +145,18 @@ TEST_F(IdxFiles, TruncatedHeaderIsInvalidArgument) {
                                 {path.string(), "header", "expected 12 bytes", "got 2"});
 }
 
-TEST_F(IdxFiles, HugeDeclaredCountFailsOnTheDataPresent) {
+// A declared size that the file could not hold even at deflate's best ratio (1032:1) is refused
+// before anything is read, naming the file and the declared count; one it could hold fails on the
+// data present.
+TEST_F(IdxFiles, HugeDeclaredCountIsRefusedAgainstTheFileSize) {
   const auto path = write_gz("huge.gz", idx(kIdxImagesMagic, {0xFFFFFFFFu, 28, 28}, pattern(784, 256)));
   expect_error<InvalidArgument>([&] { read_idx_images(path); },
-                                {path.string(), "expected 3367254359280 bytes", "got 784"});
+                                {path.string(), "4294967295 images of 28x28 (3367254359280 bytes)",
+                                 "more than a file of " + std::to_string(fs::file_size(path)) + " bytes"});
+  const auto labels_path = write_gz("huge-labels.gz", idx(kIdxLabelsMagic, {0xFFFFFFFFu}, pattern(10, 10)));
+  expect_error<InvalidArgument>([&] { read_idx_labels(labels_path); }, {labels_path.string(), "4294967295 labels"});
+  const auto some = write_gz("some.gz", idx(kIdxImagesMagic, {20, 28, 28}, pattern(784, 256)));
+  expect_error<InvalidArgument>([&] { read_idx_images(some); }, {some.string(), "expected 15680 bytes", "got 784"});
 }
 
 TEST_F(IdxFiles, CorruptCrcIsIoErrorQuotingZlib) {

@@ -102,7 +102,10 @@ TEST_F(Npy, TruncatedOrOverlongDataIsRefusedWithTheByteCounts) {
 
 TEST_F(Npy, HostileShapesAreRefusedBeforeAnyAllocation) {
   // 2^62 x 4 bytes, and a product that overflows 64 bits: both refused from the header alone.
-  expect_refused(npy(dict("<f4", "(4611686018427387904,)"), ""), "too large");
+  expect_refused(npy(dict("<f4", "(4611686018427387904,)"), ""),
+                 "a dimension of shape (4611686018427387904,): expected an integer from 0 to 4611686018427387903, got "
+                 "4611686018427387904");
+  expect_refused(npy(dict("<f4", "(99999999999999999999999,)"), ""), "got '99999999999999999999999'");
   expect_refused(npy(dict("<f8", "(4294967296, 4294967296)"), ""), "too large");
   expect_refused(npy(dict("<f4", "(100000000, 100000)"), raw<float>({1})), "truncated");
   expect_refused(npy(dict("<f4", "(-1,)"), ""), "non-negative integers in shape");

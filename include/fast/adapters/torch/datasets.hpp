@@ -10,8 +10,9 @@
 // x of type uint8 is taken as 8-bit pixels: x/255, then standardised with the training set's mean
 // and standard deviation (one pair for all features, as Fashion-MNIST's constants are); other
 // types are converted to float32 as they are (normalise them yourself) and must be finite. The
-// class count is the largest training label + 1 (at least 2); every label, training or test, must
-// lie in [0, classes). Train and test must have the same sample shape and at least one sample.
+// class count is the largest training label + 1 (at least 2, at most kMaxClasses: a label the
+// model could not be sized for is refused before anything is allocated for it); every label,
+// training or test, must lie in [0, classes). Train and test must have the same sample shape and at least one sample.
 //
 // synthetic: `classes` centroids with independent N(0, 1) features, and samples
 // x = centroid[y] + noise * sqrt(features) * N(0, 1) per feature, labels y = i mod classes; the
@@ -25,6 +26,7 @@
 // that can be checked without reading: call it before anything else is read.
 // Thread-safety: no shared state.
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -35,6 +37,9 @@
 namespace fast::torch {
 
 struct NpyArray;  // npy.hpp
+
+// The most classes a dataset may have (a label is at most kMaxClasses - 1), files and synthetic alike.
+inline constexpr std::int64_t kMaxClasses = 100'000;
 
 struct DatasetSpec {
   std::string kind;                         // fashion-mnist | npz | npy | synthetic
