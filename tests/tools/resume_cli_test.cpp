@@ -259,8 +259,9 @@ TEST(ResumeThreads, AFinalCheckpointThatCannotBeWrittenStillEndsWithTheSummary) 
 }
 
 // Files of two runs that differ in one fingerprinted setting (docs/faults.md, "Run identity"): a
-// worker's file or the manifest of the other run copied into this run's checkpoint is refused on
-// resume with exit 2, naming the file and the field, before training (no final accuracy).
+// worker's file (worker 0's, or worker 1's, which worker 0 finds too) or the manifest of the other run
+// copied into this run's checkpoint is refused on resume with exit 2, naming the file and the
+// field, before training (no final accuracy).
 TEST(ResumeThreads, FilesOfAnotherRunAreRefusedNamingTheFileAndTheField) {
   const fs::path dir = fast::testing::test_dir("fast_resume_cli", "identity");
   auto train = [&](const std::string& args) {
@@ -283,7 +284,7 @@ TEST(ResumeThreads, FilesOfAnotherRunAreRefusedNamingTheFileAndTheField) {
     fs::remove_all(dir / "ck1");
     const auto second = train(other.args + " --steps 20 --checkpoint-dir ck1 --checkpoint-every 10");
     ASSERT_EQ(second.code, 0) << other.args << "\n" << second.output;
-    for (const std::string name : {"worker-0.ckpt", "manifest.json"}) {
+    for (const std::string name : {"worker-0.ckpt", "worker-1.ckpt", "manifest.json"}) {
       fs::remove_all(dir / "mixed");
       fs::copy(dir / "ck0", dir / "mixed", fs::copy_options::recursive);
       fs::copy_file(step_dir(dir / "ck1", 20) / name, step_dir(dir / "mixed", 20) / name,

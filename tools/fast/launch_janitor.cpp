@@ -63,10 +63,10 @@ bool running(pid_t pid) {
 // signals, /dev/null for stdio, every other file closed but `keep`.
 void detach(int keep) {
   ::setsid();
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);  // then unblocked
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);
   const int null = ::open("/dev/null", O_RDWR);
   for (const int std_fd : {0, 1, 2})
     if (null >= 0) ::dup2(null, std_fd);
