@@ -19,12 +19,14 @@ static_assert(std::endian::native == std::endian::little, "checkpoint files are 
 namespace {
 
 constexpr char kMagic[8] = {'F', 'A', 'S', 'T', 'C', 'K', 'P', 'T'};
-constexpr std::uint32_t kVersion = 2;
-constexpr std::uint32_t kOldestVersion = 1;  // version 1: no f64 arrays
+constexpr std::uint32_t kVersion = 3;
+constexpr std::uint32_t kOldestVersion = 1;  // version 1: no f64 arrays; version 2: no texts
 constexpr std::uint8_t kArray = 1;
 constexpr std::uint8_t kInteger = 2;
 constexpr std::uint8_t kDoubles = 3;
+constexpr std::uint8_t kText = 4;
 constexpr std::size_t kMaxName = 255;
+constexpr std::uint64_t kMaxText = std::uint64_t{1} << 20;  // bytes of one text section
 
 template <typename T>
 void put(std::vector<std::byte>& out, const T& value) {
@@ -125,12 +127,18 @@ std::vector<std::byte> encode_checkpoint(const Checkpoint& checkpoint) {
   for (const auto& [name, values] : checkpoint.arrays) bytes += 11 + name.size() + values.size() * sizeof(float);
   for (const auto& [name, values] : checkpoint.doubles) bytes += 11 + name.size() + values.size() * sizeof(double);
   for (const auto& [name, value] : checkpoint.integers) bytes += 19 + name.size();
+  for (const auto& [name, text] : checkpoint.texts) bytes += 11 + name.size() + text.size();
   std::vector<std::byte> out(sizeof kMagic);
   out.reserve(bytes);
   std::memcpy(out.data(), kMagic, sizeof kMagic);
   put(out, kVersion);
-  put(out,
-      static_cast<std::uint32_t>(checkpoint.arrays.size() + checkpoint.doubles.size() + checkpoint.integers.size()));
+  put(out, static_cast<std::uint32_t>(checkpoint.arrays.size() + checkpoint.doubles.size() +
+                                      checkpoint.integers.size() + checkpoint.texts.size()));
+  for (const auto& [name, text] : checkpoint.texts) {  // first: read_checkpoint_texts reads only them
+    FAST_ENFORCE(text.size() <= kMaxText, "checkpoint: text '{}' has {} bytes, expected at most {}", name, text.size(),
+                 kMaxText);
+    put_array(out, kText, name, std::vector<char>(text.begin(), text.end()));
+  }
   for (const auto& [name, values] : checkpoint.arrays) put_array(out, kArray, name, values);
   for (const auto& [name, values] : checkpoint.doubles) put_array(out, kDoubles, name, values);
   for (const auto& [name, value] : checkpoint.integers) {
@@ -152,9 +160,11 @@ Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view 
   std::set<std::string, std::less<>> names;
   for (std::uint32_t k = 0; k < sections; ++k) {
     const auto kind = in.get<std::uint8_t>("a section kind");
-    if (kind != kArray && kind != kInteger && (kind != kDoubles || version < 2))
-      FAST_THROW(core::IoError, "checkpoint '{}': section {} has kind {}, expected 1 (array), 2 (integer){}", source, k,
-                 kind, version < 2 ? "" : " or 3 (float64 array)");
+    if (kind != kArray && kind != kInteger && (kind != kDoubles || version < 2) && (kind != kText || version < 3))
+      FAST_THROW(core::IoError, "checkpoint '{}': section {} has kind {}, expected 1 (array){}", source, k, kind,
+                 version < 2   ? ", 2 (integer)"
+                 : version < 3 ? ", 2 (integer) or 3 (float64 array)"
+                               : ", 2 (integer), 3 (float64 array) or 4 (text)");
     const auto length = in.get<std::uint16_t>("a section name length");
     if (length == 0 || length > kMaxName)
       FAST_THROW(core::IoError, "checkpoint '{}': section {} name length {}, expected 1 to {}", source, k, length,
@@ -170,7 +180,13 @@ Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view 
       out.integers.emplace(std::move(name), in.get<std::int64_t>("an integer"));
       continue;
     }
-    if (kind == kDoubles)
+    if (kind == kText) {
+      if (count > kMaxText)
+        FAST_THROW(core::IoError, "checkpoint '{}': text '{}' declares {} bytes, expected at most {}", source, name,
+                   count, kMaxText);
+      const auto text = in.take(static_cast<std::size_t>(count), "a text");
+      out.texts.emplace(std::move(name), std::string(reinterpret_cast<const char*>(text.data()), text.size()));
+    } else if (kind == kDoubles)
       out.doubles.emplace(name, take_array<double>(in, count, name, source));
     else
       out.arrays.emplace(name, take_array<float>(in, count, name, source));
@@ -226,6 +242,48 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& file) {
   std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) FAST_THROW(core::IoError, "checkpoint '{}': read failed", file.string());
   return decode_checkpoint(std::as_bytes(std::span<const char>(raw)), file.string());
+}
+
+std::map<std::string, std::string, std::less<>> read_checkpoint_texts(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in || std::filesystem::is_directory(file))
+    FAST_THROW(core::IoError, "checkpoint '{}': cannot read it (missing or a folder)", file.string());
+  const std::string source = file.string();
+  auto get = [&](void* out, std::size_t n, std::string_view what) {
+    if (!in.read(static_cast<char*>(out), static_cast<std::streamsize>(n)))
+      FAST_THROW(core::IoError, "checkpoint '{}': truncated: {} needs {} bytes", source, what, n);
+  };
+  char magic[sizeof kMagic];
+  get(magic, sizeof magic, "the magic");
+  if (std::memcmp(magic, kMagic, sizeof kMagic) != 0)
+    FAST_THROW(core::IoError, "checkpoint '{}': not a FAST checkpoint (expected the magic 'FASTCKPT')", source);
+  std::uint32_t version = 0, sections = 0;
+  get(&version, sizeof version, "the version");
+  if (version < kOldestVersion || version > kVersion)
+    FAST_THROW(core::IoError, "checkpoint '{}': format version {}, expected {} to {}", source, version, kOldestVersion,
+               kVersion);
+  get(&sections, sizeof sections, "the section count");
+  std::map<std::string, std::string, std::less<>> texts;
+  for (std::uint32_t k = 0; k < sections && version >= 3; ++k) {
+    std::uint8_t kind = 0;
+    if (!in.read(reinterpret_cast<char*>(&kind), 1) || kind != kText) break;  // the texts come first
+    std::uint16_t length = 0;
+    get(&length, sizeof length, "a section name length");
+    if (length == 0 || length > kMaxName)
+      FAST_THROW(core::IoError, "checkpoint '{}': section {} name length {}, expected 1 to {}", source, k, length,
+                 kMaxName);
+    std::string name(length, '\0');
+    get(name.data(), length, "a section name");
+    std::uint64_t count = 0;
+    get(&count, sizeof count, "an element count");
+    if (count > kMaxText)
+      FAST_THROW(core::IoError, "checkpoint '{}': text '{}' declares {} bytes, expected at most {}", source, name,
+                 count, kMaxText);
+    std::string text(static_cast<std::size_t>(count), '\0');
+    get(text.data(), text.size(), "a text");
+    texts.insert_or_assign(std::move(name), std::move(text));
+  }
+  return texts;
 }
 
 }  // namespace fast::strategy

@@ -100,6 +100,32 @@ TEST(Checkpoint, ReadsVersionOneFilesWhichHaveNoFloat64Arrays) {
       {"kind 3", "expected 1 (array), 2 (integer)"});
 }
 
+// sample() with the texts a CheckpointStore adds (the run's identity).
+Checkpoint with_texts() {
+  Checkpoint c = sample();
+  c.texts["run"] = R"({"seed":2})";
+  c.texts["a"] = "";
+  return c;
+}
+
+// Texts round-trip, come first (after the 16-byte header: kind 4, name length 1, "a", count 0),
+// and read_checkpoint_texts reads them alone; a version 2 file cannot hold kind 4.
+TEST(Checkpoint, RoundTripsTextsWhichComeFirst) {
+  const std::vector<std::byte> bytes = encode_checkpoint(with_texts());
+  EXPECT_EQ(bytes[16], std::byte{4});
+  EXPECT_EQ(bytes[19], std::byte{'a'});
+  const Checkpoint d = decode_checkpoint(bytes, "texts");
+  EXPECT_EQ(d.texts, with_texts().texts);
+  EXPECT_EQ(d.arrays, sample().arrays);
+  std::vector<std::byte> as_two = bytes;
+  const std::uint32_t two = 2;
+  std::memcpy(as_two.data() + 8, &two, 4);
+  fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(resealed(as_two), "v2"); },
+                                             {"kind 4", "expected 1 (array), 2 (integer) or 3 (float64 array)"});
+  for (std::size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_THROW(decode_checkpoint(std::span<const std::byte>(bytes).first(n), "cut"), core::IoError) << n;
+}
+
 TEST(Checkpoint, EveryTruncationAndEveryFlippedByteIsRefused) {
   const std::vector<std::byte> bytes = encode_checkpoint(sample());
   for (std::size_t n = 0; n < bytes.size(); ++n)
@@ -124,17 +150,18 @@ TEST(Checkpoint, HostileSectionsAreRefusedWithTheirReason) {
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(30, &huge, 8), "huge"); },
                                              {"huge", "optimizer.0", "declares", "remain"});
   const std::uint8_t kind = 9;
-  fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(16, &kind, 1), "kind"); },
-                                             {"kind 9", "expected 1 (array), 2 (integer) or 3 (float64 array)"});
+  fast::testing::expect_error<core::IoError>(
+      [&] { decode_checkpoint(with(16, &kind, 1), "kind"); },
+      {"kind 9", "expected 1 (array), 2 (integer), 3 (float64 array) or 4 (text)"});
   const std::uint16_t no_name = 0;
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(17, &no_name, 2), "name"); },
                                              {"name length 0"});
-  const std::uint32_t version = 3;
+  const std::uint32_t version = 4;
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(8, &version, 4), "v"); },
-                                             {"format version 3, expected 1 to 2"});
+                                             {"format version 4, expected 1 to 3"});
   const std::uint32_t zero = 0;
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(8, &zero, 4), "v"); },
-                                             {"format version 0, expected 1 to 2"});
+                                             {"format version 0, expected 1 to 3"});
   const std::uint32_t sections = 3;  // one section fewer than written: trailing bytes
   fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(with(12, &sections, 4), "count"); },
                                              {"after the last of 3 sections"});
@@ -176,6 +203,25 @@ TEST_F(CheckpointFile, WritesAtomicallyAndReadsBack) {
                                              {"missing.ckpt", "cannot read"});
   fast::testing::expect_error<core::IoError>([&] { write_checkpoint_file(dir_ / "no" / "such" / "w.ckpt", sample()); },
                                              {"cannot create"});
+}
+
+// read_checkpoint_texts reads the texts of a file without the rest: the same texts from a file cut
+// right after them (whose checksum read_checkpoint_file refuses), none from a file without texts.
+TEST_F(CheckpointFile, TextsAreReadFromTheFirstBytesAlone) {
+  const auto file = dir_ / "w.ckpt";
+  write_checkpoint_file(file, with_texts());
+  EXPECT_EQ(read_checkpoint_texts(file), with_texts().texts);
+  const std::vector<std::byte> bytes = encode_checkpoint(with_texts());
+  const std::size_t texts_end = 16 + (11 + 1) + (11 + 3 + 10);  // "a" (empty), then "run"
+  std::ofstream(file, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(texts_end));
+  EXPECT_EQ(read_checkpoint_texts(file), with_texts().texts);
+  EXPECT_THROW(read_checkpoint_file(file), core::IoError);
+  std::ofstream(file, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(texts_end - 1));
+  fast::testing::expect_error<core::IoError>([&] { read_checkpoint_texts(file); }, {"w.ckpt", "truncated"});
+  write_checkpoint_file(file, sample());
+  EXPECT_TRUE(read_checkpoint_texts(file).empty());
 }
 
 // The replicas of 2 workers on the quadratic after 40 steps straight, and after 20 steps, save, a

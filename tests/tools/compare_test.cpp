@@ -22,6 +22,7 @@
 #include "compare_plan.hpp"
 #include "compare_table.hpp"
 #include "config.hpp"
+#include "fast/adapters/torch/run_identity.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "report.hpp"
@@ -377,10 +378,13 @@ TEST(CompareRun, AFailedRunKeepsTheFinishedRowsAndPropagates) {
   EXPECT_EQ(rows[1][column_index("run")], "workers=2");
 }
 
-// A fake run that writes its summary file, as `fast train` does.
+// A fake run that writes its summary file, as `fast train` does, with its run identity.
 json write_summary(const torch::TrainOptions& o) {
   json j = summary(0.5, nullptr, 100, 1.0);
   j["strategy"] = o.worker.strategy.name;
+  json run = torch::settings_identity(o, torch::workers_before_launch(o));
+  torch::add_model_fields(run, 7, core::flat_layout(7), 60);
+  j["run"] = torch::with_fingerprint(std::move(run));
   std::ofstream(o.summary) << j.dump();
   return j;
 }
@@ -410,6 +414,35 @@ TEST(CompareRun, ARerunSkipsTheRepetitionsThatFinishedWithTheSameSettings) {
       write_toml("sweep7.toml", "[base]\nsteps = 6\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
   run_comparison(plan_runs({changed}, {}), {.out = out, .repeat = 3}, fake, nullptr);
   EXPECT_EQ(calls, 12);
+}
+
+// A summary copied from another repetition (another seed) is refused before any run, naming the
+// file, the field and both values; one without a run identity (an older FAST's) is run again.
+TEST(CompareRun, ASummaryOfAnotherRepetitionIsRefusedAndOneWithoutIdentityRunsAgain) {
+  const fs::path out = temp_dir() / "out3b";
+  fs::remove_all(out);
+  const fs::path s = write_toml("sweep7b.toml", "[base]\nsteps = 5\nseed = 3\n");
+  int calls = 0;
+  const TrainFn fake = [&](const torch::TrainOptions& o) {
+    ++calls;
+    return write_summary(o);
+  };
+  run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 2}, fake, nullptr);
+  ASSERT_EQ(calls, 2);
+  fs::path dir;  // the one configuration's folder
+  for (const auto& entry : fs::directory_iterator(out))
+    if (entry.is_directory()) dir = entry.path();
+  ASSERT_TRUE(fs::exists(dir / "2" / "summary.json")) << "no folder " << dir;
+  fs::copy_file(dir / "2" / "summary.json", dir / "1" / "summary.json", fs::copy_options::overwrite_existing);
+  fast::testing::expect_error<core::InvalidArgument>(
+      [&] { run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 2}, fake, nullptr); },
+      {(dir / "1" / "summary.json").string(), "with seed = 4; this run has seed = 3"});
+  EXPECT_EQ(calls, 2);
+  json older = json::parse(read(dir / "2" / "summary.json"));
+  older.erase("run");
+  std::ofstream(dir / "1" / "summary.json", std::ios::trunc) << older.dump();
+  run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 2}, fake, nullptr);
+  EXPECT_EQ(calls, 3);
 }
 
 // --jobs 2: the simulated runs go two at a time (the first two meet inside train, which only

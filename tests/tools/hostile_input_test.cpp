@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/run_fast.hpp"
@@ -144,6 +145,53 @@ TEST(HostileInput, FoldersWhereFilesAreExpectedAreRefused) {
   cases.push_back({"", "train --runtime sim --cluster " + d, {"cluster file", d, "is a folder"}});
 #endif
   for (const Case& c : cases) expect_refused(c);
+  fs::remove_all(dir);
+}
+
+// Outputs that could only fail when written, after training: a path below a regular file, and a
+// folder in which no file can be created even by root (/proc), for each output.
+TEST(HostileInput, OutputsThatCannotBeWrittenAreRefusedBeforeAnyDataIsRead) {
+  const fs::path dir = fast::testing::test_dir("fast_hostile", "unwritable");
+  std::ofstream(dir / "plain") << "a regular file\n";
+  const std::string plain = (dir / "plain").string();
+  std::vector<Case> cases;
+  for (const auto& [flag, key, name] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{"--checkpoint-dir", "checkpoint_dir", "ck"},
+                                                                      {"--summary", "summary", "s.json"},
+                                                                      {"--metrics", "metrics", "m.jsonl"},
+                                                                      {"--save-model", "save_model", "m.npy"}}) {
+    cases.push_back(
+        {"",
+         "train --steps 5 " + flag + " " + plain + "/" + name,
+         {key + ": cannot create '" + plain + "/" + name + "'", "'" + plain + "' is a file, not a folder"}});
+    cases.push_back({"",
+                     "train --steps 5 " + flag + " /proc/fast-test/" + name,
+                     {key + ": cannot create '/proc/fast-test/" + name + "'", "no file can be created in '/proc'"}});
+  }
+  for (const Case& c : cases) expect_refused(c);
+  fs::remove_all(dir);
+}
+
+// Paths the system cannot follow (a loop of symbolic links, a name longer than a file system
+// takes) were an "unexpected error" (exit 1) once touched: each is refused with exit 2 naming the
+// setting and the system's reason.
+TEST(HostileInput, PathsTheSystemCannotFollowAreRefusedNamingTheSetting) {
+  const fs::path dir = fast::testing::test_dir("fast_hostile", "odd_paths");
+  fs::remove(dir / "loop");
+  fs::create_symlink("loop", dir / "loop");
+  const std::string loop = (dir / "loop").string();
+  const std::string long_name = (dir / std::string(300, 'n')).string();
+  for (const Case& c : std::vector<Case>{
+           {"", "train --steps 5 --resume " + loop, {"resume: cannot use the path", "symbolic links"}},
+           {"", "train --steps 5 --resume " + long_name, {"resume: cannot use the path", "too long"}},
+           {"",
+            "train --steps 5 --checkpoint-dir " + loop + "/ck",
+            {"checkpoint_dir: cannot use the path", "symbolic"}},
+           {"", "train --steps 5 --checkpoint-dir " + long_name, {"checkpoint_dir: cannot use the path", "too long"}},
+           {"", "train --steps 5 --summary " + long_name, {"summary: cannot use the path", "too long"}},
+           {"", "train --steps 5 --metrics " + loop + "/m.jsonl", {"metrics: cannot use the path", "symbolic"}},
+       })
+    expect_refused(c);
   fs::remove_all(dir);
 }
 

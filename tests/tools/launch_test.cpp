@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -288,6 +289,47 @@ TEST(Launch, ForwardsSigtermToEveryProcessAndRemovesTheKeys) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\[0\] key=(\S+))"))) << r.out;
   EXPECT_FALSE(fs::exists(fs::path(m[1].str()).parent_path())) << "key folder left behind";
+}
+
+// `fast launch` killed with SIGKILL (its own clean-up cannot run): its processes die with it, and
+// the folder of the run's keys and the processes' socket files (made here as the zmq runtime names
+// them, in TMPDIR) are removed all the same, by launch's clean-up process.
+TEST(Launch, KilledWithSigkillLeavesNoKeysNorSocketFiles) {
+  const fs::path dir = temp_dir("sigkill");
+  const fs::path tmp = dir / "tmp";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const char* before = std::getenv("TMPDIR");
+  const std::string saved = before == nullptr ? "" : before;
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  const FastRun run =
+      start_fast(dir, launch_sh({"-n", "2"},
+                                "touch \"$TMPDIR/fast-$$-data-0000beef.sock\"; echo \"pid=$$\"; "
+                                "echo \"key=$FAST_KEY_FILE\"; echo ready; while :; do sleep 0.1; done"));
+  if (before == nullptr)
+    ::unsetenv("TMPDIR");
+  else
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  const bool ready = wait_for_text(run.out, "ready", 2);
+  ::kill(run.pid, SIGKILL);
+  const FastDone r = wait_fast(run);
+  ASSERT_TRUE(ready) << r.out << r.err;
+  const std::vector<pid_t> pids = printed_pids(r.out);
+  ASSERT_EQ(pids.size(), 2u) << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\[0\] key=(\S+))"))) << r.out;
+  const fs::path key_dir = fs::path(m[1].str()).parent_path();
+  EXPECT_EQ(key_dir.parent_path(), tmp) << r.out;
+  auto left = [&] {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(tmp)) names.push_back(entry.path().filename().string());
+    return names;
+  };
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (!left().empty() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::vector<std::string> names = left();
+  EXPECT_TRUE(names.empty()) << "left in TMPDIR: " << (names.empty() ? "" : names.front());
+  expect_none_alive(pids);
 }
 
 TEST(Launch, InsecureWarnsAndGivesNoKeys) {

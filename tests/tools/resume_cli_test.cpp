@@ -237,6 +237,71 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
   EXPECT_NE(other_world.output.find("workers = 2; this run has workers = 3"), std::string::npos) << other_world.output;
 }
 
+// A final checkpoint that cannot be written (its step folder's name taken by a regular file, which
+// the check before the run cannot foresee) loses only the checkpoint: the run is evaluated, its
+// summary written and marked with checkpoint_error, and it exits with 3.
+TEST(ResumeThreads, AFinalCheckpointThatCannotBeWrittenStillEndsWithTheSummary) {
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "final_write");
+  fs::remove_all(dir / "ck");
+  fs::create_directories(dir / "ck");
+  std::ofstream(step_dir(dir / "ck", 20)) << "not a folder\n";
+  const Ran r = run(dir, "threads", "--steps 20 --checkpoint-dir ck");
+  ASSERT_NE(r.status, -1) << r.log;
+  EXPECT_EQ(WEXITSTATUS(r.status), exit_code::io_or_peer_lost) << r.log;
+  EXPECT_NE(r.log.find("final test accuracy"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("the final checkpoint was NOT written"), std::string::npos) << r.log;
+  ASSERT_TRUE(r.summary.is_object()) << r.log;
+  EXPECT_GT(r.summary["final_accuracy"].get<double>(), 0.1);
+  ASSERT_TRUE(r.summary["checkpoint_error"].is_string()) << r.summary.dump();
+  EXPECT_NE(r.summary["checkpoint_error"].get<std::string>().find("step-000000000020"), std::string::npos)
+      << r.summary.dump();
+  EXPECT_TRUE(r.summary["checkpoint"].is_null()) << r.summary.dump();
+}
+
+// Files of two runs that differ in one fingerprinted setting (docs/faults.md, "Run identity"): a
+// worker's file (worker 0's, or worker 1's, which worker 0 finds too) or the manifest of the other run
+// copied into this run's checkpoint is refused on resume with exit 2, naming the file and the
+// field, before training (no final accuracy).
+TEST(ResumeThreads, FilesOfAnotherRunAreRefusedNamingTheFileAndTheField) {
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "identity");
+  auto train = [&](const std::string& args) {
+    return fast::testing::run_fast_in(
+        dir, "train --runtime threads --batch 32 --eval-every 0 --progress never --schedule constant " + args);
+  };
+  const std::string base = "--model mlp --seed 0 --workers 2 --strategy allreduce --compress none";
+  fs::remove_all(dir / "ck0");
+  const auto first = train(base + " --steps 20 --checkpoint-dir ck0 --checkpoint-every 10");
+  ASSERT_EQ(first.code, 0) << first.output;
+  struct Other {
+    std::string args, field;
+  };
+  for (const Other& other :
+       {Other{"--model mlp --seed 2 --workers 2 --strategy allreduce --compress none", "seed"},
+        Other{"--model cnn --seed 0 --workers 2 --strategy allreduce --compress none", "model"},
+        Other{"--model mlp --seed 0 --workers 2 --strategy local-sgd --compress none", "strategy"},
+        Other{"--model mlp --seed 0 --workers 2 --strategy allreduce --compress int8", "compress"},
+        Other{"--model mlp --seed 0 --workers 3 --strategy allreduce --compress none", "workers"}}) {
+    fs::remove_all(dir / "ck1");
+    const auto second = train(other.args + " --steps 20 --checkpoint-dir ck1 --checkpoint-every 10");
+    ASSERT_EQ(second.code, 0) << other.args << "\n" << second.output;
+    for (const std::string name : {"worker-0.ckpt", "worker-1.ckpt", "manifest.json"}) {
+      fs::remove_all(dir / "mixed");
+      fs::copy(dir / "ck0", dir / "mixed", fs::copy_options::recursive);
+      fs::copy_file(step_dir(dir / "ck1", 20) / name, step_dir(dir / "mixed", 20) / name,
+                    fs::copy_options::overwrite_existing);
+      const auto resumed = train(base + " --steps 40 --resume mixed");
+      EXPECT_EQ(resumed.code, exit_code::bad_input) << other.args << " " << name << "\n" << resumed.output;
+      const std::string file = fmt::format("mixed/step-{:012d}/{}", 20, name);
+      EXPECT_NE(resumed.output.find(file + "' was written by a run with " + other.field + " = "), std::string::npos)
+          << other.args << " " << name << "\n"
+          << resumed.output;
+      EXPECT_EQ(resumed.output.find("final test accuracy"), std::string::npos) << resumed.output;
+    }
+  }
+  const auto intact = train(base + " --steps 40 --resume ck0");
+  EXPECT_EQ(intact.code, 0) << intact.output;
+}
+
 // The mean, over the workers with train records in the metrics file `file`, of each one's latest
 // logged step (0 before any record). A line still being written is skipped.
 double mean_latest_step(const fs::path& file) {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "config.hpp"
+#include "fast/adapters/torch/run_identity.hpp"
 #include "fast/core/error.hpp"
 #include "report.hpp"
 #include "text_file.hpp"
@@ -184,12 +185,21 @@ fs::path make_dir(const fs::path& dir) {
   return dir;
 }
 
-// A summary left by an earlier invocation for the same settings, if any.
-std::optional<nlohmann::json> earlier_summary(const fs::path& file, bool same_config) {
+// A summary left by an earlier invocation for the same settings, if any: one that does not parse or
+// carries no run identity (an older FAST's) is run again. InvalidArgument naming the file, the
+// field and both values when it carries another run's identity than `run`'s (a file copied from
+// another repetition or sweep), before any run starts.
+std::optional<nlohmann::json> earlier_summary(const fs::path& file, bool same_config, const torch::TrainOptions& run) {
   if (!same_config || !fs::exists(file)) return std::nullopt;
   std::ifstream in(file);
   nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
-  if (summary.is_discarded() || !summary.is_object()) return std::nullopt;
+  if (summary.is_discarded() || !summary.is_object() || !summary.contains("run")) return std::nullopt;
+  const nlohmann::json expected = torch::settings_identity(run, torch::workers_before_launch(run));
+  const std::string why = torch::identity_mismatch(summary["run"], expected, file.string());
+  FAST_ENFORCE(why.empty(),
+               "fast compare: {}; expected the summary of this repetition's settings (delete the file to run it "
+               "again)",
+               why);
   return summary;
 }
 
@@ -217,7 +227,7 @@ std::vector<RunResult> run_comparison(const std::vector<RunSpec>& specs, const C
       const fs::path rep = make_dir(dir / fmt::format("{}", k));
       t.run.metrics = rep / "metrics.jsonl";
       t.run.summary = rep / "summary.json";
-      if (auto summary = earlier_summary(t.run.summary, same_config)) {
+      if (auto summary = earlier_summary(t.run.summary, same_config, t.run)) {
         runner.reuse(t, std::move(*summary));
         continue;
       }

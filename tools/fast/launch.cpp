@@ -22,6 +22,7 @@
 #include "fast/runtime/zmq/keys.hpp"
 #include "fast/runtime/zmq/ports.hpp"
 #include "hosts.hpp"
+#include "launch_janitor.hpp"
 #include "process_group.hpp"
 #include "signal_pipe.hpp"
 
@@ -404,7 +405,10 @@ int run_launch(const LaunchCommand& o) {
                   o.insecure ? ", insecure" : fmt::format(", key {}", keys.key_file().string())));
   std::fflush(stdout);
   std::fflush(stderr);
+  // Removes the keys and the processes' socket files should launch be killed (SIGKILL) before it can.
+  LaunchJanitor janitor(keys.dir());
   ProcessGroup group(specs);
+  for (int rank = 0; rank < group.size(); ++rank) janitor.watch(group.pid(rank));
   return supervise(group, signals, o);
 }
 

@@ -99,7 +99,7 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
 
 // fast train's closing lines on stdout: the final accuracy, divergence, the simulated time, where the
 // metrics and summary went, an interruption. Returns the exit code (an interrupted run: as killed by
-// its signal).
+// its signal; a final checkpoint that could not be written: 3).
 int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOptions& options, double wall_seconds) {
   std::printf("final test accuracy: %.4f (%s, %d workers, %lld steps, %.1f s, %.0f samples/s)\n",
               summary["final_accuracy"].get<double>(), options.worker.strategy.name.c_str(),
@@ -119,7 +119,14 @@ int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOption
               (options.runtime == "zmq" || options.runtime == "mpi") && !options.summary.empty()
                   ? " (written by the process of worker 0)"
                   : "");
-  if (!summary.value("interrupted", false)) return exit_code::ok;
+  // The final checkpoint could not be written: the run is evaluated and summarised, and exits with 3.
+  const bool checkpoint_lost = summary.contains("checkpoint_error") && summary["checkpoint_error"].is_string();
+  if (checkpoint_lost)
+    std::fprintf(stderr,
+                 "fast train: the final checkpoint was NOT written (%s); the final evaluation and the summary were "
+                 "(checkpoint_error in the summary)\n",
+                 summary["checkpoint_error"].get<std::string>().c_str());
+  if (!summary.value("interrupted", false)) return checkpoint_lost ? exit_code::io_or_peer_lost : exit_code::ok;
   const std::string by = summary["interrupted_by"].get<std::string>();
   std::printf(
       "interrupted by %s at step %lld of %lld%s%s\n", by.c_str(), summary["interrupted_at_step"].get<long long>(),

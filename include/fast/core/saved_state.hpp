@@ -2,8 +2,9 @@
 // SavedState: named values a component saves to continue exactly where it stopped (a worker's
 // checkpoint, docs/faults.md "Checkpoints and resume"): float32 arrays (a replica, optimizer
 // buffers), float64 arrays (error-feedback residuals, push-sum numerators) and 64-bit integers (step
-// and draw counts). Layers below the strategy (compress/, collective/) save their own state into it
-// under a prefix their owner gives; strategy/checkpoint.hpp is its file format.
+// and draw counts), and short texts (the identity of the run that saved it). Layers below the strategy (compress/,
+// collective/) save their own state into it under a prefix their owner gives; strategy/checkpoint.hpp is its file
+// format.
 //
 // Thread-safety: a plain value; no synchronisation.
 
@@ -21,6 +22,7 @@ struct SavedState {
   std::map<std::string, std::vector<float>, std::less<>> arrays;
   std::map<std::string, std::vector<double>, std::less<>> doubles;
   std::map<std::string, std::int64_t, std::less<>> integers;
+  std::map<std::string, std::string, std::less<>> texts;  // UTF-8, each at most 1 MiB
 
   // The array `name` with exactly `size` elements; IoError naming the saved state's `source`, the
   // array, the expected and the saved size otherwise (state of another model, optimizer or codec).

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "fast/adapters/torch/run_identity.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 
@@ -14,7 +15,9 @@ namespace fast::torch {
 namespace {
 
 constexpr const char* kManifest = "manifest.json";
-constexpr std::size_t kMaxCandidates = 64;  // complete checkpoints tried on resume, newest first
+constexpr std::size_t kMaxCandidates = 64;
+constexpr int kManifestFormat =
+    2;  // 2: "run" holds the run identity with its fingerprint  // complete checkpoints tried on resume, newest first
 
 std::filesystem::path worker_file(const std::filesystem::path& step_folder, int rank) {
   return step_folder / fmt::format("worker-{}.ckpt", rank);
@@ -35,8 +38,10 @@ std::vector<std::int64_t> step_folders(const std::filesystem::path& folder, bool
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
     const std::int64_t step = step_of(entry.path());
-    if (step < 0 || !entry.is_directory()) continue;
-    if (complete_only && !std::filesystem::is_regular_file(entry.path() / kManifest)) continue;
+    // A name the system cannot follow (a loop of links, no permission) is no checkpoint either.
+    std::error_code error;
+    if (step < 0 || !entry.is_directory(error)) continue;
+    if (complete_only && !std::filesystem::is_regular_file(entry.path() / kManifest, error)) continue;
     steps.push_back(step);
   }
   std::sort(steps.rbegin(), steps.rend());
@@ -54,15 +59,37 @@ nlohmann::json read_manifest(const std::filesystem::path& step_folder) {
   }
 }
 
-// InvalidArgument naming the first field of `now` that the manifest saved differently.
-void check_identity(const nlohmann::json& manifest, const nlohmann::json& now, const std::filesystem::path& folder) {
-  const nlohmann::json saved = manifest.value("run", nlohmann::json::object());
-  for (const auto& [key, value] : now.items()) {
-    const nlohmann::json was = saved.contains(key) ? saved[key] : nlohmann::json();
-    FAST_ENFORCE(was == value,
-                 "resume: the checkpoint in '{}' was written by a run with {} = {}; this run has {} = {} (resume "
-                 "with the same {}, or start a new run without --resume)",
-                 folder.string(), key, was.dump(), key, value.dump(), key);
+// InvalidArgument (the same on every worker: each reads the same files) when the manifest of
+// `target` or a worker file in it carries another run's identity than `identity`. A worker file is
+// read for its identity alone (read_checkpoint_texts); one whose identity differs is read whole,
+// and refused only when it is intact: a corrupt file is its owner's IoError, a fallback.
+void check_identities(const std::filesystem::path& target, const nlohmann::json& manifest,
+                      const nlohmann::json& identity, const std::vector<int>& ranks) {
+  auto refuse = [](const std::string& why) {
+    FAST_THROW(core::InvalidArgument,
+               "resume: {}; expected a checkpoint of this run's settings (docs/faults.md, \"Run identity\"), or "
+               "start a new run without --resume",
+               why);
+  };
+  const nlohmann::json none;
+  if (std::string why = identity_mismatch(manifest.value("run", none), identity, (target / kManifest).string());
+      !why.empty())
+    refuse(why);
+  for (const int rank : ranks) {
+    const std::filesystem::path file = worker_file(target, rank);
+    auto identity_of = [](const std::map<std::string, std::string, std::less<>>& texts) {
+      const auto run = texts.find("run");
+      return run == texts.end() ? nlohmann::json() : nlohmann::json::parse(run->second, nullptr, false);
+    };
+    try {
+      if (identity_mismatch(identity_of(strategy::read_checkpoint_texts(file)), identity, file.string()).empty())
+        continue;
+      const strategy::Checkpoint whole = strategy::read_checkpoint_file(file);  // intact?
+      if (std::string why = identity_mismatch(identity_of(whole.texts), identity, file.string()); !why.empty())
+        refuse(why);
+    } catch (const core::IoError&) {
+      // unreadable or corrupt: its owner's own read fails the same way and falls back
+    }
   }
 }
 
@@ -96,6 +123,7 @@ std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int6
     std::filesystem::create_directories(target);
     strategy::Checkpoint state = worker.save();
     state.integers["checkpoint_step"] = step;  // an asynchronous worker's own steps differ from it
+    state.texts["run"] = identity_.dump();     // the run's identity, checked on resume
     strategy::write_checkpoint_file(worker_file(target, worker.context().rank()), state);
   } catch (const std::filesystem::filesystem_error& e) {
     failure = fmt::format("cannot create '{}': {}", target.string(), e.code().message());
@@ -108,7 +136,8 @@ std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int6
                   "checkpoint at step {}: another worker could not write its file in '{}' (its error is in its output)",
                   step, target.string());
   if (worker.context().rank() == comm.members().front()) {
-    const nlohmann::json manifest{{"format", 1}, {"step", step}, {"workers", comm.group_size()}, {"run", identity_}};
+    const nlohmann::json manifest{
+        {"format", kManifestFormat}, {"step", step}, {"workers", comm.group_size()}, {"run", identity_}};
     const std::string text = manifest.dump(2) + "\n";
     strategy::write_file_atomically(target / kManifest, std::as_bytes(std::span<const char>(text)),
                                     "checkpoint manifest");
@@ -158,7 +187,7 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
     std::optional<strategy::Checkpoint> checkpoint;
     try {
       const nlohmann::json manifest = read_manifest(target);
-      check_identity(manifest, identity, folder);  // a different run: an error, not a fallback
+      check_identities(target, manifest, identity, comm.members());  // another run: an error, not a fallback
       checkpoint = strategy::read_checkpoint_file(file);
       // Files of the first checkpoint format version had only "steps" (lockstep: the same number).
       const std::int64_t saved_at = checkpoint->integers.contains("checkpoint_step")

@@ -3,11 +3,12 @@
 // "Checkpoints and resume"). Torch-free.
 //
 // Layout: FOLDER/step-<12-digit step>/worker-<rank>.ckpt, one file per worker
-// (strategy::Checkpoint's format, written atomically), then FOLDER/step-<...>/manifest.json,
-// written (atomically) by the group's first member once every worker's file is in place (after a
-// barrier): a step folder without a manifest is incomplete and never resumed from. The manifest
-// holds the step, the time and the run's identity (workers, parameters, model, dataset, batch,
-// seed, strategy, optimizer); a resume whose identity differs is refused, naming the field.
+// (strategy::Checkpoint's format, written atomically, with the run's identity as its text "run"),
+// then FOLDER/step-<...>/manifest.json, written (atomically) by the group's first member once
+// every worker's file is in place (after a barrier): a step folder without a manifest is
+// incomplete and never resumed from. The manifest holds the step and the run's identity
+// (run_identity.hpp, with its fingerprint); a resume where the manifest or any worker's file
+// carries another identity is refused, naming the file, the field and both values.
 // After a complete write the first member removes the older step folders beyond the `keep` newest
 // complete ones, and every incomplete folder older than the new one.
 //
@@ -40,8 +41,10 @@ class CheckpointStore {
 
   // Collective: restores into `worker` the newest complete checkpoint of `folder` that every worker
   // can read, falling back to older complete ones (with a warning naming what was wrong), and
-  // returns its step. InvalidArgument when a manifest's identity differs from `identity` (naming the
-  // field, saved and now); IoError when no complete checkpoint is readable by every worker.
+  // returns its step. InvalidArgument, on every worker and before anything is restored, when the
+  // manifest or a worker's file of the checkpoint tried carries another identity than `identity`
+  // (naming the file, the field, saved and now); IoError when no complete checkpoint is readable by
+  // every worker.
   static std::int64_t restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
                                      const nlohmann::json& identity);
 

@@ -99,6 +99,7 @@ void add_resume_fields(json& summary, const SummaryInputs& in, const WorkerTotal
   summary["resumed_from_step"] = in.options.resume.empty() ? json(nullptr) : json(in.plan.first_step);
   summary["checkpoint"] = in.checkpoint_step < 0 ? json(nullptr) : json(in.checkpoint.string());
   summary["checkpoint_step"] = in.checkpoint_step < 0 ? json(nullptr) : json(in.checkpoint_step);
+  summary["checkpoint_error"] = in.checkpoint_error.empty() ? json(nullptr) : json(in.checkpoint_error);
 }
 
 }  // namespace
@@ -167,6 +168,7 @@ json build_summary(const SummaryInputs& in) {
   summary["rejoined_workers"] = rejoined;
   add_collectives(summary, o, in.communicator);
   add_resume_fields(summary, in, first);
+  summary["run"] = in.run;
   return summary;
 }
 

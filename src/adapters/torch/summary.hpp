@@ -25,6 +25,10 @@ struct SummaryInputs {
   // The last checkpoint this run wrote (WorkerLoop::last_checkpoint), and its step; -1: none.
   std::filesystem::path checkpoint = {};
   std::int64_t checkpoint_step = -1;
+  // The run's identity with its fingerprint (run_identity.hpp): the summary's "run".
+  nlohmann::json run = nullptr;
+  // Why the final checkpoint was not written; "" when it was (or none was asked for).
+  std::string checkpoint_error = {};
 };
 
 // Figures of lost workers (asynchronous runs; docs/metrics.md): their steps are the batches they

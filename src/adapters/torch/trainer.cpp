@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <torch/nn/functional/loss.h>
@@ -27,6 +29,7 @@
 #include "fast/adapters/torch/models.hpp"
 #include "fast/adapters/torch/npy.hpp"
 #include "fast/adapters/torch/replica.hpp"
+#include "fast/adapters/torch/run_identity.hpp"
 #include "fast/adapters/torch/threads.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -36,6 +39,7 @@
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/slowdown.hpp"
 #include "fast/strategy/worker.hpp"
+#include "output_paths.hpp"
 #include "process_outputs.hpp"
 #include "summary.hpp"
 #include "worker_loop.hpp"
@@ -43,14 +47,6 @@
 namespace fast::torch {
 
 namespace {
-
-// Workers of the world when it is known before launch (0: only the runtime knows, e.g. zmq with
-// the world size left to FAST_WORLD_SIZE).
-int world_before_launch(const TrainOptions& o) {
-  if (o.runtime == "mpi") return 0;  // MPI_COMM_WORLD's size, known once MPI is initialised
-  if (o.runtime != "zmq") return o.workers;
-  return o.process.world_size > 0 ? o.process.world_size * o.process.workers_per_process : 0;
-}
 
 // Workers that share this host's cores: those of this process, times the processes `fast launch`
 // started on this host (FAST_LAUNCHED=1: all FAST_WORLD_SIZE of them are here). Under mpi: the
@@ -65,12 +61,6 @@ int workers_on_host(const TrainOptions& o) {
   const long long processes = o.process.world_size > 0 ? o.process.world_size : core::env_int("FAST_WORLD_SIZE");
   const long long here = core::env_int("FAST_LAUNCHED") != 0 ? std::max(1LL, processes) : 1;
   return static_cast<int>(here) * o.process.workers_per_process;
-}
-
-// An output file must not be a folder (it would fail only when written, after training).
-void check_output_file(const std::filesystem::path& file, const char* key) {
-  if (file.empty()) return;
-  FAST_ENFORCE(!std::filesystem::is_directory(file), "{}: '{}' is a folder; expected a file path", key, file.string());
 }
 
 // The environment variables train() reads, checked like settings.
@@ -98,11 +88,10 @@ void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions
                "checkpoint_every: set to {} with the asynchronous strategy '{}', whose workers are never at one step "
                "together; expected 0 (asynchronous runs write their checkpoint at the end and when interrupted)",
                o.checkpoint_every, s.name);
-  FAST_ENFORCE(o.checkpoint_dir.empty() || !std::filesystem::exists(o.checkpoint_dir) ||
-                   std::filesystem::is_directory(o.checkpoint_dir),
+  FAST_ENFORCE(o.checkpoint_dir.empty() || path_kind(o.checkpoint_dir, "checkpoint_dir") != PathKind::other,
                "checkpoint_dir: '{}' is a file; expected a folder (created if missing)", o.checkpoint_dir.string());
   if (o.resume.empty()) return;
-  FAST_ENFORCE(std::filesystem::is_directory(o.resume),
+  FAST_ENFORCE(path_kind(o.resume, "resume") == PathKind::folder,
                "resume: '{}' is not a folder; expected a checkpoint_dir of "
                "an earlier run",
                o.resume.string());
@@ -120,8 +109,10 @@ void validate(const TrainOptions& o) {
   FAST_ENFORCE(o.steps >= 0 && o.steps <= 1'000'000'000'000, "steps: expected 0 to 1e12, got {}", o.steps);
   FAST_ENFORCE(o.op_timeout < 0 || (std::isfinite(o.op_timeout) && o.op_timeout <= 1e9),
                "op_timeout: expected seconds in (0, 1e9], got {}", o.op_timeout);
-  check_output_file(o.metrics, "metrics");
-  check_output_file(o.summary, "summary");
+  // Every output can be written (it would fail only when written, after training).
+  check_writable(o.metrics, "metrics", false);
+  check_writable(o.summary, "summary", false);
+  check_writable(o.checkpoint_dir, "checkpoint_dir", true);
   FAST_ENFORCE(o.metrics.empty() || o.summary.empty() ||
                    std::filesystem::weakly_canonical(o.metrics) != std::filesystem::weakly_canonical(o.summary),
                "metrics and summary: both are '{}'; the summary would overwrite the metrics", o.metrics.string());
@@ -148,12 +139,13 @@ void validate(const TrainOptions& o) {
   FAST_ENFORCE(
       o.save_model.empty() || (o.save_model.extension() == ".npy" && !std::filesystem::is_directory(o.save_model)),
       "save_model: expected the path of a .npy file to write, got '{}'", o.save_model.string());
+  check_writable(o.save_model, "save_model", false);
   strategy::StrategyOptions s = o.worker.strategy;
   s.optimizer = o.worker.optimizer;  // as the Worker fills it in
   s.seed = o.seed;
   strategy::validate_dgc(s);
   (void)optim::make_optimizer(o.worker.optimizer, 1);  // the optimizer's options (lr, momentum, betas, ...)
-  if (const int world = world_before_launch(o); world > 0) {
+  if (const int world = workers_before_launch(o); world > 0) {
     runtime::Slowdown(o.slowdown, 0, world);
     strategy::check_strategy_options(s, world);
   }
@@ -277,16 +269,21 @@ LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t 
           .stop_check_every = stop_check_every(flops * static_cast<double>(o.batch))};
 }
 
-// What a checkpoint must match to be resumed by this run (CheckpointStore's identity).
-nlohmann::json run_identity(const TrainOptions& o, int workers, std::size_t parameters) {
-  return {{"workers", workers},
-          {"parameters", parameters},
-          {"model", o.model},
-          {"dataset", o.dataset},
-          {"batch", o.batch},
-          {"seed", o.seed},
-          {"strategy", o.worker.strategy.name},
-          {"optimizer", o.worker.optimizer.name}};
+// Runs `write` (a collective checkpoint write, which fails on every worker together) and returns ""
+// or its IoError's message, logged by worker 0: the trained model is not lost to a folder that
+// cannot be written, the final evaluation and the summary follow.
+std::string final_checkpoint(const runtime::Context& ctx, const std::function<void()>& write) {
+  try {
+    write();
+    return "";
+  } catch (const core::IoError& e) {
+    if (ctx.rank() == 0)
+      core::log(core::LogLevel::error,
+                "checkpoint: the final checkpoint was not written: {}; lost: the state to resume from. The final "
+                "evaluation and the summary follow",
+                e.what());
+    return e.what();
+  }
 }
 
 // The whole life of one worker: set-up, its schedule, the final evaluation, the combination of
@@ -311,7 +308,9 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
         std::max<std::int64_t>(1, std::llround(o.dgc_warmup_epochs * static_cast<double>(plan.steps_per_epoch)));
   strategy::Worker worker(ctx, worker_options, torch_side.state());
   torch_side.attach(worker, in);
-  const nlohmann::json identity = run_identity(o, ctx.size(), in.initial.size());
+  nlohmann::json identity = settings_identity(o, ctx.size());
+  add_model_fields(identity, in.initial.size(), torch_side.state().layout, in.data.train->size());
+  identity = with_fingerprint(std::move(identity));
   if (!o.resume.empty() && !ctx.joins_run_under_way()) {  // a rejoining worker takes a neighbour's model
     plan.first_step = CheckpointStore::restore_newest(o.resume, worker, identity);
     FAST_ENFORCE(plan.first_step <= plan.total_steps,
@@ -329,16 +328,18 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   if (checkpoints) loop.set_checkpoints(&*checkpoints);
   const bool asynchronous = worker.strategy().asynchronous();
   BudgetClaims claims;
+  std::string checkpoint_error;  // the final checkpoint's failure: the run still ends with its summary
   if (asynchronous) {
-    claims = run_asynchronous(loop);  // ends with Worker::finish()
-    loop.checkpoint_asynchronous();   // every worker's final model
+    claims = run_asynchronous(loop);                                                    // ends with Worker::finish()
+    checkpoint_error = final_checkpoint(ctx, [&] { loop.checkpoint_asynchronous(); });  // every worker's model
   } else {
     run_lockstep(loop);
   }
   const double train_end = loop.elapsed();
   if (!asynchronous) {
     loop.flush_train_record();
-    loop.checkpoint(worker.steps());  // the last state (at the end, or where a signal stopped the run)
+    // The last state (at the end, or where a signal stopped the run).
+    checkpoint_error = final_checkpoint(ctx, [&] { loop.checkpoint(worker.steps()); });
   }
   worker.finish();
   // A lockstep run stopped by a signal is evaluated at the step it stopped at.
@@ -366,8 +367,33 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
                                          .totals = *totals,
                                          .communicator = worker.communicator(),
                                          .checkpoint = loop.last_checkpoint(),
-                                         .checkpoint_step = loop.last_checkpoint_step()}));
+                                         .checkpoint_step = loop.last_checkpoint_step(),
+                                         .run = identity,
+                                         .checkpoint_error = checkpoint_error}));
   }
+}
+
+// The metrics' end record and the summary file. A write that fails does not stop the other; the
+// summary then goes to stderr (nothing of the finished run is lost), and IoError names what was not
+// written.
+void write_outputs(const TrainOptions& options, ProcessOutputs& outputs, const nlohmann::json& summary) {
+  std::vector<std::string> lost;
+  try {
+    outputs.write_end(summary["wall_seconds"].get<double>(), summary);
+  } catch (const core::IoError& e) {
+    lost.push_back(fmt::format("the metrics' end record ({})", e.what()));
+  }
+  if (!options.summary.empty() && outputs.hosts_rank0()) {
+    try {
+      metrics::write_json_file(options.summary, summary);
+    } catch (const core::IoError& e) {
+      lost.push_back(fmt::format("the summary file ({})", e.what()));
+      core::log(core::LogLevel::error, "summary: not written to '{}'; it is: {}", options.summary.string(),
+                summary.dump());
+    }
+  }
+  FAST_ENFORCE_AS(core::IoError, lost.empty(), "train: the run finished, but {} could not be written",
+                  fmt::join(lost, " and "));
 }
 
 }  // namespace
@@ -385,7 +411,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   // Every worker scores a slice of the test set: an empty one, or fewer samples than workers, would
   // only fail (or give a NaN accuracy) at the first evaluation, after training.
   FAST_ENFORCE(data.test->size() >= 1, "{}: the test set is empty; expected at least one sample", source);
-  if (const int world = world_before_launch(options); world > 0) {
+  if (const int world = workers_before_launch(options); world > 0) {
     FAST_ENFORCE(data.test->size() >= world,
                  "{}: the test set has {} samples, fewer than the {} workers that each score a slice of it", source,
                  data.test->size(), world);
@@ -436,8 +462,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
     (*summary)["simulated_seconds"] = run_seconds;
     (*summary)["cluster"] = options.cluster.string();
   }
-  outputs.write_end((*summary)["wall_seconds"].get<double>(), *summary);
-  if (!options.summary.empty() && outputs.hosts_rank0()) metrics::write_json_file(options.summary, *summary);
+  write_outputs(options, outputs, *summary);
   return *summary;
 }
 

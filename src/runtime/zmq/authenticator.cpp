@@ -3,6 +3,7 @@
 #include <zmq_addon.hpp>
 
 #include "fast/core/log.hpp"
+#include "log_limit.hpp"
 
 namespace fast::runtime::zmq {
 
@@ -48,13 +49,15 @@ bool Authenticator::answer(::zmq::socket_t& socket) {
         status = "200", text = "OK", user = key;
       } else {
         text = "key not in the allow-list";
-        core::log(core::LogLevel::warn, "zmq runtime: refused a peer from {}: its key {} is not in the allow-list",
-                  address, key);
+        refused_connections_log().log(
+            core::LogLevel::warn,
+            fmt::format("zmq runtime: refused a peer from {}: its key {} is not in the allow-list", address, key));
       }
     } else {
       text = "mechanism " + mechanism + " is not admitted";
-      core::log(core::LogLevel::warn, "zmq runtime: refused a peer from {}: mechanism {} (expected CURVE)", address,
-                mechanism);
+      refused_connections_log().log(
+          core::LogLevel::warn,
+          fmt::format("zmq runtime: refused a peer from {}: mechanism {} (expected CURVE)", address, mechanism));
     }
   }
   std::vector<::zmq::const_buffer> reply = {

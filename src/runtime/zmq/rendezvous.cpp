@@ -38,38 +38,71 @@ std::string endpoint(const Settings& s) {
 class Server {
  public:
   Server(::zmq::socket_t socket, const Settings& settings) : socket_(std::move(socket)), s_(settings) {}
-  // Collects every hello (own first when given), answers everyone, returns the table.
+  // Collects every hello (own first when given), answers everyone, returns the table. A process
+  // that does not fit is answered with "refused": why, and not counted.
   ProcessTable run(std::optional<ProcessInfo> own);
   // The rendezvous socket, for the rejoins of a run under way (ZmqTransport::serve_rejoins).
   ::zmq::socket_t release() { return std::move(socket_); }
 
  private:
-  void admit(const std::string& who, ProcessInfo p);
+  // "" when a process of these settings (world: its world size) fits the run, else why not.
+  std::string refusal(const ProcessInfo& p, int world) const;
+  // Counts the process in, or refuses it (answering it why; InvalidArgument for this process's own).
+  bool admit(const std::string& who, ProcessInfo p, int world);
   ::zmq::socket_t socket_;
   const Settings& s_;
+  int refused_ = 0;
+  std::string last_refusal_;
   std::vector<std::pair<std::string, ProcessInfo>> arrived_;  // routing id ("" for own), info
 };
 
-void Server::admit(const std::string& who, ProcessInfo p) {
-  FAST_ENFORCE(p.workers == s_.workers_per_process,
-               "rendezvous: process from {} has workers-per-process {}, expected {}", p.hostname, p.workers,
-               s_.workers_per_process);
+std::string Server::refusal(const ProcessInfo& p, int world) const {
+  if (world != s_.world_size)
+    return fmt::format("the process on {} pid {} has world size {}, expected {} (the rendezvous's --world-size)",
+                       p.hostname, p.pid, world, s_.world_size);
+  if (p.workers != s_.workers_per_process)
+    return fmt::format("the process on {} pid {} has workers-per-process {}, expected {}", p.hostname, p.pid, p.workers,
+                       s_.workers_per_process);
+  if (p.rank >= s_.world_size)
+    return fmt::format("the process on {} pid {} claims rank {}, expected < world size {}", p.hostname, p.pid, p.rank,
+                       s_.world_size);
   for (const auto& [id, q] : arrived_)
-    FAST_ENFORCE(p.rank < 0 || q.rank != p.rank, "rendezvous: two processes claim rank {} ({} pid {} and {} pid {})",
-                 p.rank, q.hostname, q.pid, p.hostname, p.pid);
-  FAST_ENFORCE(p.rank < s_.world_size, "rendezvous: process on {} claims rank {}, expected < world size {}", p.hostname,
-               p.rank, s_.world_size);
-  arrived_.emplace_back(who, std::move(p));
+    if (p.rank >= 0 && q.rank == p.rank)
+      return fmt::format("two processes claim rank {} ({} pid {}, which arrived first, and {} pid {})", p.rank,
+                         q.hostname, q.pid, p.hostname, p.pid);
+  return "";
+}
+
+bool Server::admit(const std::string& who, ProcessInfo p, int world) {
+  const std::string why = refusal(p, world);
+  if (why.empty()) {
+    core::log(core::LogLevel::debug, "rendezvous: the process on {} pid {} arrived ({} of {})", p.hostname, p.pid,
+              arrived_.size() + 1, s_.world_size);
+    arrived_.emplace_back(who, std::move(p));
+    return true;
+  }
+  FAST_ENFORCE(!who.empty(), "rendezvous: {}", why);  // this process's own settings
+  // Told why at once, rather than left to wait out its timeout; the others go on waiting for a
+  // process that fits.
+  std::vector<::zmq::message_t> reply = hello_parts({{"refused", why}});
+  reply.insert(reply.begin(), ::zmq::message_t(who.data(), who.size()));
+  ::zmq::send_multipart(socket_, reply);
+  core::log(core::LogLevel::warn, "rendezvous: refused a process: {}", why);
+  last_refusal_ = why;
+  ++refused_;
+  return false;
 }
 
 ProcessTable Server::run(std::optional<ProcessInfo> own) {
-  if (own) admit("", *own);
+  if (own) admit("", *own, s_.world_size);
   const auto deadline =
       clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s_.rendezvous_timeout));
   while (static_cast<int>(arrived_.size()) < s_.world_size) {
-    FAST_ENFORCE_AS(core::TimeoutError, clock::now() < deadline,
-                    "rendezvous at {}: {} of {} processes arrived within {} s (--rendezvous-timeout)", endpoint(s_),
-                    arrived_.size(), s_.world_size, s_.rendezvous_timeout);
+    FAST_ENFORCE_AS(
+        core::TimeoutError, clock::now() < deadline,
+        "rendezvous at {}: {} of {} processes arrived within {} s (--rendezvous-timeout){}", endpoint(s_),
+        arrived_.size(), s_.world_size, s_.rendezvous_timeout,
+        refused_ == 0 ? std::string() : fmt::format("; {} refused, the last because {}", refused_, last_refusal_));
     ::zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     ::zmq::poll(&item, 1, std::chrono::milliseconds(100));
     std::vector<::zmq::message_t> parts;
@@ -84,8 +117,7 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
       core::log(core::LogLevel::warn, "rendezvous: ignored a malformed hello: {}", e.what());
       continue;
     }
-    FAST_ENFORCE(world == s_.world_size, "rendezvous: a process has world size {}, expected {}", world, s_.world_size);
-    admit(parts[0].to_string(), std::move(info));
+    (void)admit(parts[0].to_string(), std::move(info), world);
   }
   // Ranks: given ones stay, the others in arrival order.
   std::vector<bool> taken(static_cast<std::size_t>(s_.world_size));

@@ -12,6 +12,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "frames.hpp"
+#include "log_limit.hpp"
 #include "loop_turn.hpp"
 #include "transport.hpp"
 
@@ -43,12 +44,14 @@ void log_handshake_failure(::zmq::socket_t& monitor) {
   // A system error (EPIPE, ECONNRESET) is a client that went away during the handshake: a client
   // writing garbage, or a peer that ended that early: info. Protocol and authentication failures
   // are intruders: warn.
-  core::log(id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ? core::LogLevel::info : core::LogLevel::warn,
-            "zmq runtime: refused a connection on {}: {}", event[1].to_string(),
-            id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH       ? fmt::format("authentication failed (ZAP status {})", value)
-            : id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ? protocol_error(value)
-                                                        : fmt::format("the client went away during its handshake ({})",
-                                                                      std::strerror(static_cast<int>(value))));
+  refused_connections_log().log(
+      id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ? core::LogLevel::info : core::LogLevel::warn,
+      fmt::format(
+          "zmq runtime: refused a connection on {}: {}", event[1].to_string(),
+          id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? fmt::format("authentication failed (ZAP status {})", value)
+          : id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+              ? protocol_error(value)
+              : fmt::format("the client went away during its handshake ({})", std::strerror(static_cast<int>(value)))));
 }
 
 // A PAIR socket that receives `router`'s failed handshakes.
@@ -173,8 +176,9 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
       mark_lost(from, reason.empty() ? "left the run (its workers ended)" : "failed: " + reason, reason.empty());
     }
   } catch (const core::Error& e) {
-    core::log(core::LogLevel::warn, "zmq runtime: dropped a frame from {}: {}",
-              sender ? sender->where() : std::string("an unknown sender"), e.what());
+    dropped_frames_log().log(core::LogLevel::warn,
+                             fmt::format("zmq runtime: dropped a frame from {}: {}",
+                                         sender ? sender->where() : std::string("an unknown sender"), e.what()));
   }
   if (data) settle_ring(from, true);
 }

@@ -8,6 +8,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "frames.hpp"
+#include "log_limit.hpp"
 #include "transport.hpp"
 
 namespace fast::runtime::zmq {
@@ -63,9 +64,11 @@ void ZmqTransport::receive_pulses() {
       wire::check_payload(header, bytes_of(parts[2]));
       heard_from(from);
     } catch (const core::Error& e) {
-      core::log(core::LogLevel::warn, "zmq runtime: dropped a heartbeat from {}: {}",
-                from >= 0 ? table_[static_cast<std::size_t>(from)].where() : std::string("an unknown sender"),
-                e.what());
+      dropped_frames_log().log(
+          core::LogLevel::warn,
+          fmt::format("zmq runtime: dropped a heartbeat from {}: {}",
+                      from >= 0 ? table_[static_cast<std::size_t>(from)].where() : std::string("an unknown sender"),
+                      e.what()));
     }
   }
 }

@@ -1,0 +1,88 @@
+// `fast rendezvous` and `fast train --runtime zmq` processes that do not fit the run (another world
+// size, another number of workers per process, a rank already claimed): each is
+// told why at once, with exit code 2, instead of waiting out its rendezvous timeout, and the
+// rendezvous goes on waiting for processes that fit. Every process runs in a process group of its
+// own, bounded in time and killed as a group.
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "common/poll.hpp"
+#include "common/run_fast.hpp"
+#include "common/spawned.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace exit_code = fast::core::exit_code;
+using fast::testing::slurp;
+
+const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
+
+// A TCP port of the loopback that was free a moment ago.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+    return -1;
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+struct Refusal {
+  std::string args;      // of the extra process, after the rendezvous settings
+  std::string expected;  // part of the reason it is told
+};
+
+TEST(RendezvousRefusal, AProcessThatDoesNotFitIsToldWhyAtOnce) {
+  const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "refused");
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  // 2 processes of 1 worker; the server waits 120 s, each process would wait 100 s.
+  const fast::testing::Spawned server =
+      fast::testing::spawn_in_group(dir,
+                                    "env FAST_LOG_LEVEL=debug " + kFast + " rendezvous --listen " + address +
+                                        " --world-size 2 --insecure --timeout 120",
+                                    "server.log");
+  const std::string train = kFast + " train --runtime zmq --rendezvous " + address +
+                            " --insecure --rendezvous-timeout 100 --steps 5 --model mlp --progress never";
+  // A process that fits and waits for its partner: rank 1, whose claim the last case repeats.
+  const fast::testing::Spawned waiting =
+      fast::testing::spawn_in_group(dir, train + " --world-size 2 --process-rank 1", "waiting.log");
+  ASSERT_TRUE(fast::testing::poll_until([&] { return slurp(server.log).find("arrived (1 of 2)") != std::string::npos; },
+                                        fast::testing::kStartBound))
+      << slurp(server.log) << slurp(waiting.log);
+  for (const Refusal& c : {Refusal{"--world-size 3", "has world size 3, expected 2"},
+                           Refusal{"--world-size 2 --workers-per-process 2", "has workers-per-process 2, expected 1"},
+                           Refusal{"--world-size 2 --process-rank 1", "two processes claim rank 1"}}) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = fast::testing::run_command("timeout -k 5 90 " + train + " " + c.args + " 2>&1");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.code, exit_code::bad_input) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("the run refused this process"), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("allow-list"), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_LT(seconds, 60) << c.args << ": waited for the timeout\n" << r.output;
+  }
+  EXPECT_NE(slurp(server.log).find("refused a process"), std::string::npos) << slurp(server.log);
+  // The rendezvous still waits for a partner of the waiting process: neither has exited.
+  int status = 0;
+  EXPECT_EQ(::waitpid(server.pid, &status, WNOHANG), 0) << slurp(server.log);
+  EXPECT_EQ(::waitpid(waiting.pid, &status, WNOHANG), 0) << slurp(waiting.log);
+  (void)fast::testing::wait_or_kill_group(waiting, 0);
+  (void)fast::testing::wait_or_kill_group(server, 0);
+}
+
+}  // namespace
