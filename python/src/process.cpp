@@ -12,7 +12,9 @@
 
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 #include "fast/core/malloc_tuning.hpp"
+#include "fast/runtime/detect.hpp"
 #include "fast/runtime/launcher.hpp"
 
 namespace fast::python {
@@ -36,16 +38,6 @@ bool ContextHandle::open() const noexcept {
 }
 
 namespace {
-
-// The runtime this process was started under, when init() is not told: fast launch sets
-// FAST_RENDEZVOUS (zmq), mpirun and srun set their rank variables (mpi), else one worker (threads).
-std::string detected_runtime() {
-  if (!core::env_string("FAST_RENDEZVOUS").empty()) return "zmq";
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
-    if (std::getenv(name) != nullptr) return "mpi";
-  }
-  return "threads";
-}
 
 // The world of fast.init(): launch() on a background thread, its one local worker parked until
 // shutdown. One per process.
@@ -135,8 +127,14 @@ class ProcessWorld {
 
 ContextRef init(std::optional<std::string> runtime, double op_timeout, const std::string& collectives,
                 const std::string& windows) {
+  // The world this process was started into (runtime/detect.hpp): `runtime` when given, else the
+  // launcher's; a contradiction between the two is an InvalidArgument.
+  const runtime::WorldChoice world =
+      runtime::choose_world({.runtime = runtime.value_or("")}, runtime::process_environment());
+  core::log(core::LogLevel::info, "fast.init: {}", world.describe());
   runtime::LaunchOptions options;
-  options.runtime = runtime.value_or(detected_runtime());
+  options.runtime = world.runtime;
+  options.process = world.process;
   FAST_ENFORCE(options.runtime != "sim",
                "fast.init: runtime 'sim' simulates a whole world in one process; use fast.run(fn, workers=N, "
                "runtime='sim') instead");
@@ -222,8 +220,10 @@ when FAST_MALLOC is neither 'tuned' nor 'system'.)");
         py::arg("windows") = "",
         R"(Joins the world this process was started into and returns this process's worker's Context.
 
-runtime: 'zmq' (started by fast launch: FAST_RENDEZVOUS is set), 'mpi' (started by mpirun or srun) or
-'threads' (a world of one worker); None detects it from the environment. op_timeout: seconds a blocking
+runtime: None follows the launcher that started this process (docs/launch.md): 'zmq' under fast launch and
+torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; keys from FAST_KEY_FILE, or FAST_INSECURE=1), 'mpi'
+under mpirun and srun, else 'threads' (a world of one worker); the line logged says which. A runtime that
+contradicts the launcher (threads under 4 processes) raises fast.InvalidArgument. op_timeout: seconds a blocking
 operation may wait (< 0: FAST_OP_TIMEOUT). collectives: 'fast', 'native' (mpi) or '' (the runtime's default).
 windows: where Windows run, 'rma' (MPI RMA under mpi), 'service' or '' (FAST_WINDOWS, else the runtime's default).
 The world lasts until fast.shutdown() or the interpreter's exit.)");

@@ -144,3 +144,23 @@ def test_layouts_that_differ_between_processes(tmp_path):
     for rank in (0, 1):
         assert f"rank {rank}: InvalidArgument: fast.torch: the model's parameter layout differs" in out, out
     assert "Segmentation" not in out and "core dumped" not in out, out
+
+
+TORCHRUN = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": "29999"}
+
+
+def test_init_refuses_what_contradicts_its_launcher(monkeypatch):
+    """Under torchrun's variables for 2 processes, fast.init(runtime="threads") would train 2 copies,
+    and zmq without keys nor FAST_INSECURE would be unauthenticated: both refused, naming the way out,
+    before any socket is opened."""
+    require_runtime("zmq")
+    for name in ("FAST_RENDEZVOUS", "FAST_WORLD_SIZE", "FAST_KEY_FILE", "FAST_INSECURE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in TORCHRUN.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(fast.InvalidArgument, match="2 independent copies"):
+        fast.init(runtime="threads")
+    with pytest.raises(fast.InvalidArgument, match="--insecure"):
+        fast.init()
+    assert fast.context() is None

@@ -23,6 +23,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/exit_code.hpp"
 #include "fast/core/stop_request.hpp"
+#include "fast/runtime/detect.hpp"
 #include "progress.hpp"
 
 namespace {
@@ -129,11 +130,34 @@ int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOption
   return exit_code::killed_by(by == "SIGTERM" ? SIGTERM : SIGINT);
 }
 
-int train(const fast::cli::TrainCommand& command) {
+// The settings of the config file and the flags, then the world from the launcher that started this
+// process (runtime/detect.hpp): the runtime and the process options the user left open. Prints the
+// line that says what was detected first. InvalidArgument for a contradiction.
+fast::torch::TrainOptions resolve_options(const fast::cli::TrainCommand& command) {
   fast::torch::TrainOptions options;
+  options.runtime.clear();  // unset: the launcher decides
+  options.workers = 0;      // unset: 1, or the launcher's processes
   if (!command.config_path.empty()) fast::cli::apply_config_file(options, command.config_path);
-  for (const auto& flag : fast::cli::given_flags(command.app, command.values))
+  bool workers_flag = false;
+  for (const auto& flag : fast::cli::given_flags(command.app, command.values)) {
     fast::cli::apply_setting(options, flag.key, flag.value, flag.origin);
+    workers_flag = workers_flag || flag.key == "workers";
+  }
+  const fast::runtime::WorldChoice world = fast::runtime::choose_world({.runtime = options.runtime,
+                                                                        .workers = options.workers,
+                                                                        .workers_binding = workers_flag,
+                                                                        .process = options.process},
+                                                                       fast::runtime::process_environment());
+  options.runtime = world.runtime;
+  options.process = world.process;
+  if (options.workers == 0) options.workers = 1;
+  std::fprintf(stderr, "fast train: %s\n", world.describe().c_str());
+  for (const std::string& warning : world.warnings) std::fprintf(stderr, "fast train: warning: %s\n", warning.c_str());
+  return options;
+}
+
+int train(const fast::cli::TrainCommand& command) {
+  const fast::torch::TrainOptions options = resolve_options(command);
   const bool terminal = terminal_progress(command.progress);
   fast::cli::ProgressDisplay display(terminal, command.progress == "never");
   // Under zmq and mpi the world is known once the processes met: this process's share is what it knows now.
