@@ -172,6 +172,7 @@ TEST(LaunchDetect, ASingleProcessSaysSo) {
   EXPECT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_EQ(r.output.rfind("fast train: launcher: none, a single process; runtime threads (the default)", 0), 0)
       << r.output;
+  EXPECT_NE(r.output.find("allreduce, 2 workers (threads)"), std::string::npos) << r.output;  // the default count
 }
 
 }  // namespace

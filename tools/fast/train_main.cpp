@@ -134,9 +134,10 @@ int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOption
 // process (runtime/detect.hpp): the runtime and the process options the user left open. Prints the
 // line that says what was detected first. InvalidArgument for a contradiction.
 fast::torch::TrainOptions resolve_options(const fast::cli::TrainCommand& command) {
+  const fast::torch::TrainOptions defaults;
   fast::torch::TrainOptions options;
   options.runtime.clear();  // unset: the launcher decides
-  options.workers = 0;      // unset: 1, or the launcher's processes
+  options.workers = 0;      // unset: the default (threads, sim), or the launcher's processes
   if (!command.config_path.empty()) fast::cli::apply_config_file(options, command.config_path);
   bool workers_flag = false;
   for (const auto& flag : fast::cli::given_flags(command.app, command.values)) {
@@ -150,7 +151,7 @@ fast::torch::TrainOptions resolve_options(const fast::cli::TrainCommand& command
                                                                        fast::runtime::process_environment());
   options.runtime = world.runtime;
   options.process = world.process;
-  if (options.workers == 0) options.workers = 1;
+  if (options.workers == 0) options.workers = defaults.workers;
   std::fprintf(stderr, "fast train: %s\n", world.describe().c_str());
   for (const std::string& warning : world.warnings) std::fprintf(stderr, "fast train: warning: %s\n", warning.c_str());
   return options;
