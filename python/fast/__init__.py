@@ -38,6 +38,7 @@ from fast._fast import (  # noqa: F401  (the public API)
     Worker,
     context,
     epoch_permutation,
+    launcher,
     run,
     runtime_names,
     tune_malloc,
@@ -49,8 +50,8 @@ source_commit = _fast.source_commit  # `git describe --always --dirty` of the bu
 
 __all__ = [
     "Communicator", "Context", "Error", "InvalidArgument", "InvalidUsage", "IoError", "Metrics", "PeerLost",
-    "RemoteError", "StepReport", "TimeoutError", "Window", "Work", "Worker", "context", "epoch_permutation", "init", "run",
-    "runtime_names", "shutdown", "source_commit", "tune_malloc", "worker_settings",
+    "RemoteError", "StepReport", "TimeoutError", "Window", "Work", "Worker", "context", "epoch_permutation", "init",
+    "launcher", "run", "runtime_names", "shutdown", "source_commit", "tune_malloc", "worker_settings",
 ]
 
 _failure = None          # the uncaught exception that ends this process, told to the others at exit

@@ -202,6 +202,26 @@ py::list run(const py::function& fn, int workers, const std::string& runtime, co
 
 }  // namespace
 
+namespace {
+
+// fast.launcher(): what detect_launcher() finds in this process's environment, as a dict; None without one.
+py::object launcher() {
+  const std::optional<runtime::LauncherWorld> w = runtime::detect_launcher(runtime::process_environment());
+  if (!w) return py::none();
+  py::dict d;
+  d["source"] = w->source;
+  d["runtime"] = w->runtime;
+  d["rank"] = w->rank;
+  d["world"] = w->world;
+  d["local_rank"] = w->local_rank;
+  d["local_world"] = w->local_world;
+  d["rendezvous"] = w->rendezvous;
+  d["evidence"] = w->evidence;
+  return d;
+}
+
+}  // namespace
+
 void bind_process(py::module_& m) {
   m.def(
       "tune_malloc",
@@ -215,6 +235,12 @@ every step then stops paying a page fault per 4 KiB of them. Returns (applied, r
 with FAST_MALLOC=system, where the user set glibc's thresholds (GLIBC_TUNABLES, MALLOC_*_THRESHOLD_), or
 where the allocator is not glibc's. Process-wide; call it once, before training. fast.InvalidArgument
 when FAST_MALLOC is neither 'tuned' nor 'system'.)");
+  m.def("launcher", &launcher,
+        R"(The launcher that started this process, as fast.init() finds it (docs/launch.md): a dict with source
+('fast launch', 'mpirun (OpenMPI)', 'torchrun', ...), runtime (the one it implies), rank, world (processes; 0:
+known once the runtime starts), local_rank (-1: unknown), local_world (processes on this host; 0: unknown),
+rendezvous (HOST:PORT or '') and evidence (the variables read); None for a single process. Raises
+fast.InvalidArgument for a launcher's variable that is malformed.)");
   m.def("runtime_names", &runtime::runtime_names, "The runtimes of this build (fast.init's and fast.run's runtime).");
   m.def("init", &init, py::arg("runtime") = py::none(), py::arg("op_timeout") = -1.0, py::arg("collectives") = "",
         py::arg("windows") = "",

@@ -159,6 +159,9 @@ def test_init_refuses_what_contradicts_its_launcher(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     for name, value in TORCHRUN.items():
         monkeypatch.setenv(name, value)
+    found = fast.launcher()
+    assert (found["source"], found["runtime"], found["rank"], found["world"], found["local_world"],
+            found["rendezvous"]) == ("torchrun", "zmq", 0, 2, 2, "127.0.0.1:29999")
     with pytest.raises(fast.InvalidArgument, match="2 independent copies"):
         fast.init(runtime="threads")
     with pytest.raises(fast.InvalidArgument, match="--insecure"):
