@@ -147,12 +147,17 @@ TEST(DetectLauncher, MpiLaunchersGiveTheMpiRuntime) {
   const Vars pmix = {{"PMIX_RANK", "5"}};
   EXPECT_EQ(detect_launcher(from(pmix))->rank, 5);
   EXPECT_EQ(detect_launcher(from(pmix))->world, 0);  // known once MPI starts
-  const Vars srun = {{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "6"}, {"SLURM_STEP_ID", "0"}, {"SLURM_LOCALID", "1"}};
+  const Vars srun = {{"SLURM_PROCID", "1"},
+                     {"SLURM_NTASKS", "6"},
+                     {"SLURM_STEP_ID", "0"},
+                     {"SLURM_LOCALID", "1"},
+                     {"SLURM_NTASKS_PER_NODE", "3"}};
   const auto slurm = detect_launcher(from(srun));
   ASSERT_TRUE(slurm.has_value());
   EXPECT_EQ(slurm->runtime, "mpi");
   EXPECT_EQ(slurm->world, 6);
   EXPECT_EQ(slurm->rank, 1);
+  EXPECT_EQ(slurm->local_world, 3);
   // A batch script's shell has SLURM_PROCID and SLURM_NTASKS but is no job step: a single process.
   const Vars batch = {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "6"}};
   EXPECT_FALSE(detect_launcher(from(batch)).has_value());

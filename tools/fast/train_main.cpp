@@ -24,6 +24,7 @@
 #include "fast/core/exit_code.hpp"
 #include "fast/core/stop_request.hpp"
 #include "fast/runtime/detect.hpp"
+#include "fast/runtime/registry.hpp"
 #include "progress.hpp"
 
 namespace {
@@ -117,7 +118,7 @@ int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOption
   }
   std::printf("metrics: %s\n", options.metrics.empty() ? "(none: set --metrics FILE)" : options.metrics.c_str());
   std::printf("summary: %s%s\n", options.summary.empty() ? "(none: set --summary FILE)" : options.summary.c_str(),
-              (options.runtime == "zmq" || options.runtime == "mpi") && !options.summary.empty()
+              fast::runtime::find_runtime(options.runtime).multi_process && !options.summary.empty()
                   ? " (written by the process of worker 0)"
                   : "");
   if (!summary.value("interrupted", false)) return exit_code::ok;
@@ -161,11 +162,11 @@ int train(const fast::cli::TrainCommand& command) {
   const fast::torch::TrainOptions options = resolve_options(command);
   const bool terminal = terminal_progress(command.progress);
   fast::cli::ProgressDisplay display(terminal, command.progress == "never");
-  // Under zmq and mpi the world is known once the processes met: this process's share is what it knows now.
-  const std::string workers = options.runtime == "zmq"
-                                  ? fmt::format("{} workers per process", options.process.workers_per_process)
-                              : options.runtime == "mpi" ? std::string("1 worker per rank")
-                                                         : fmt::format("{} workers", options.workers);
+  // Where the world is made of processes (zmq, mpi), it is known once they met: this process's share
+  // is what it knows now.
+  const bool processes = fast::runtime::find_runtime(options.runtime).multi_process;
+  const std::string workers = processes ? fmt::format("{} workers per process", options.process.workers_per_process)
+                                        : fmt::format("{} workers", options.workers);
   const std::string device = options.device == "cpu" ? std::string() : " on " + options.device;
   std::fprintf(stderr, "fast train: %s, %s (%s%s), model %s, batch %lld per worker, optimizer %s lr %g\n",
                options.worker.strategy.name.c_str(), workers.c_str(), options.runtime.c_str(), device.c_str(),

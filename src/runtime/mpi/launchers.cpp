@@ -2,6 +2,8 @@
 // MPI_COMM_WORLD; these tell, before MPI starts, that this process is one of several.
 #include "launchers.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "fast/core/error.hpp"
@@ -56,7 +58,11 @@ std::optional<LauncherWorld> pmix(const Environment& env) {
 std::optional<LauncherWorld> slurm(const Environment& env) {
   if (!is_set(env("SLURM_STEP_ID"))) return std::nullopt;
   std::optional<LauncherWorld> w = ranks(env, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr);
-  if (w) w->evidence = launcher_evidence(env, {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID"});
+  if (!w) return w;
+  w->evidence = launcher_evidence(env, {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID"});
+  // SLURM_NTASKS_PER_NODE (srun --ntasks-per-node): the ranks on each node.
+  const char* per_node = env("SLURM_NTASKS_PER_NODE");
+  if (is_set(per_node)) w->local_world = std::max(0, std::min(std::atoi(per_node), w->world));
   return w;
 }
 
