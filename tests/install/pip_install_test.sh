@@ -53,7 +53,7 @@ run_step() {
 venv="$tmp/venv"
 run_step venv 120 "$python" -m venv --system-site-packages "$venv"
 run_step pip-install 600 env FAST_BUILD_DIR="$build" "$venv/bin/python" -m pip install --no-build-isolation \
-  --no-deps --no-index "$source"
+  --no-deps --no-index --disable-pip-version-check "$source"
 [ -x "$venv/bin/fast" ] || fail "pip install put no executable 'fast' in $venv/bin"
 
 expected=$(sed -n 's/^project(fast VERSION \([0-9.]*\).*/\1/p' "$source/CMakeLists.txt")

@@ -3,7 +3,9 @@
 // by hand each train ONE run of 2 workers, ending with the parameters of `--workers 2` under threads
 // (param_hash, bit for bit); each process's first line names the launcher. A contradiction
 // (--runtime threads under 2 processes, --workers 4 under a launcher, torchrun without keys) is
-// refused with exit code 2 before training. Every command is bounded in time and killed as a group.
+// refused with exit code 2 before training. A single process says so, and its metrics' start record
+// and summary carry the version and commit `fast --version` prints. Every command is bounded in
+// time and killed as a group.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -167,12 +169,32 @@ TEST(LaunchDetect, WorkersIgnoredUnderALauncherAreRefused) {
   expect_refused("workers", "--workers 4", "workers: 4 workers asked for in this process");
 }
 
-TEST(LaunchDetect, ASingleProcessSaysSo) {
-  const auto r = fast::testing::run_fast_in("", "train --steps 1 --model mlp --progress never --eval-every 0");
+TEST(LaunchDetect, ASingleProcessSaysSoAndRecordsItsVersion) {
+  const fs::path dir = fast::testing::test_dir("fast_launch_detect", "single");
+  const auto r = fast::testing::run_fast_in(
+      dir, "train --steps 1 --model mlp --progress never --eval-every 0 --metrics m.jsonl --summary s.json");
   EXPECT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_EQ(r.output.rfind("fast train: launcher: none, a single process; runtime threads (the default)", 0), 0)
       << r.output;
   EXPECT_NE(r.output.find("allreduce, 2 workers (threads)"), std::string::npos) << r.output;  // the default count
+  // `fast --version` prints "fast VERSION" or "fast VERSION (COMMIT)"; the start record and the summary
+  // carry the same version and commit.
+  const auto v = fast::testing::run_fast_in("", "--version");
+  std::smatch m;
+  const std::string line = v.output.substr(0, v.output.find('\n'));
+  ASSERT_TRUE(std::regex_match(line, m, std::regex("fast ([0-9]+\\.[0-9]+\\.[0-9]+)(?: \\((.+)\\))?"))) << v.output;
+  const json summary = summary_of(dir / "s.json");
+  const std::string metrics = slurp(dir / "m.jsonl");
+  const json start = json::parse(metrics.substr(0, metrics.find('\n')));
+  ASSERT_EQ(start["event"], "start");
+  for (const json& record : {summary, start}) {
+    EXPECT_EQ(record["fast_version"], m[1].str()) << record.dump();
+    if (m[2].matched)
+      EXPECT_EQ(record["fast_commit"], m[2].str()) << record.dump();
+    else
+      EXPECT_FALSE(record.contains("fast_commit")) << record.dump();
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
