@@ -42,12 +42,13 @@ bool several_processes(const LauncherWorld& w) { return w.world != 1; }
 void check_given_runtime(const WorldRequest& request, const LauncherWorld& w, const RuntimeBackend& backend) {
   FAST_ENFORCE(backend.multi_process,
                "runtime: '{}' runs every worker inside this process, but this process is one of {} processes that "
-               "{} started ({}): they would train {} independent copies of the run. Drop --runtime (the launcher "
-               "implies '{}'), or start a single process",
+               "{} started ({}): they would train {} independent copies of the run. Drop the runtime setting "
+               "(--runtime, a config file's `runtime`; the launcher implies '{}'), or start a single process",
                request.runtime, world_text(w.world), w.source, w.evidence, world_text(w.world), w.runtime);
   FAST_ENFORCE(backend.name == w.runtime || !request.process.rendezvous.empty(),
                "runtime: '{}' under {} ({}), whose processes join the '{}' runtime: each would start a world of its "
-               "own. Drop --runtime, or give the '{}' runtime its own rendezvous (--rendezvous, --world-size)",
+               "own. Drop the runtime setting (--runtime, a config file's `runtime`), or give the '{}' runtime its own "
+               "rendezvous (--rendezvous, --world-size)",
                request.runtime, w.source, w.evidence, w.runtime, request.runtime);
 }
 
