@@ -55,7 +55,7 @@ def main():
     args = p.parse_args()
 
     ctx = fast.init()
-    here = int(os.environ.get("FAST_WORLD_SIZE") or os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE") or 1)  # processes
+    here = (fast.launcher() or {}).get("local_world") or 1  # processes on this host (0: unknown)
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // here))
     torch.manual_seed(args.seed)
     x, y = load(args.data_dir, "train")

@@ -3,7 +3,7 @@
 The core API works on flat buffers (numpy arrays or CPU torch tensors, shared without copies):
 
     import fast
-    ctx = fast.init()                 # this process's worker (fast launch, mpirun, or a world of one)
+    ctx = fast.init()                 # this process's worker (fast launch, mpirun/srun, torchrun, or one)
     worker = fast.Worker(ctx, params, grads, strategy="adpsgd", steps=1000)
     for batch in data:
         ...                           # write the gradient into grads
@@ -38,16 +38,20 @@ from fast._fast import (  # noqa: F401  (the public API)
     Worker,
     context,
     epoch_permutation,
+    launcher,
     run,
     runtime_names,
     tune_malloc,
     worker_settings,
 )
 
+__version__ = _fast.__version__   # CMakeLists.txt's project(VERSION), as `fast --version` prints it
+source_commit = _fast.source_commit  # `git describe --always --dirty` of the build; "" outside a git checkout
+
 __all__ = [
     "Communicator", "Context", "Error", "InvalidArgument", "InvalidUsage", "IoError", "Metrics", "PeerLost",
-    "RemoteError", "StepReport", "TimeoutError", "Window", "Work", "Worker", "context", "epoch_permutation", "init", "run",
-    "runtime_names", "shutdown", "tune_malloc", "worker_settings",
+    "RemoteError", "StepReport", "TimeoutError", "Window", "Work", "Worker", "context", "epoch_permutation", "init",
+    "launcher", "run", "runtime_names", "shutdown", "source_commit", "tune_malloc", "worker_settings",
 ]
 
 _failure = None          # the uncaught exception that ends this process, told to the others at exit
@@ -57,8 +61,9 @@ _hooks_installed = False
 def init(runtime=None, op_timeout=-1.0, collectives="", windows=""):
     """Joins the world this process was started into; returns this process's worker's Context.
 
-    runtime: "zmq" (started by `fast launch`, which sets FAST_RENDEZVOUS), "mpi" (mpirun or srun) or
-    "threads" (a world of this one worker); None detects it from the environment. op_timeout: seconds
+    runtime: None follows the launcher that started this process (docs/launch.md): "zmq" under
+    `fast launch` and torchrun, "mpi" under mpirun and srun, else "threads" (a world of this one
+    worker); a runtime that contradicts the launcher raises InvalidArgument. op_timeout: seconds
     a blocking operation may wait (< 0: FAST_OP_TIMEOUT). windows: "rma" (MPI RMA under mpi, its default),
     "service" (the owner's service activity) or "" (FAST_WINDOWS, else the runtime's default).
     collectives: "fast", "native" (mpi) or ""

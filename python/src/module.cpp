@@ -6,6 +6,7 @@
 
 #include "fast/adapters/torch/data_order.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/version.hpp"
 #include "metrics.hpp"
 #include "mover.hpp"
 #include "process.hpp"
@@ -89,4 +90,8 @@ PYBIND11_MODULE(_fast, m) {
   fast::python::bind_worker(m);
   fast::python::bind_metrics(m);
   fast::python::bind_data_order(m);
+  // The version of CMakeLists.txt's project(VERSION), as `fast --version` prints it; the source
+  // commit ("" when not built from a git checkout).
+  m.attr("__version__") = std::string(fast::core::version());
+  m.attr("source_commit") = std::string(fast::core::source_commit());
 }

@@ -14,6 +14,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/malloc_tuning.hpp"
+#include "fast/runtime/detect.hpp"
 #include "fast/runtime/launcher.hpp"
 
 namespace fast::python {
@@ -66,16 +67,6 @@ bool ContextHandle::open() const noexcept {
 }
 
 namespace {
-
-// The runtime this process was started under, when init() is not told: fast launch sets
-// FAST_RENDEZVOUS (zmq), mpirun and srun set their rank variables (mpi), else one worker (threads).
-std::string detected_runtime() {
-  if (!core::env_string("FAST_RENDEZVOUS").empty()) return "zmq";
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
-    if (std::getenv(name) != nullptr) return "mpi";
-  }
-  return "threads";
-}
 
 // The world of fast.init(): launch() on a background thread, its one local worker parked until
 // shutdown. One per process.
@@ -165,8 +156,14 @@ class ProcessWorld {
 
 ContextRef init(std::optional<std::string> runtime, double op_timeout, const std::string& collectives,
                 const std::string& windows) {
+  // The world this process was started into (runtime/detect.hpp): `runtime` when given, else the
+  // launcher's; a contradiction between the two is an InvalidArgument.
+  const runtime::WorldChoice world =
+      runtime::choose_world({.runtime = runtime.value_or("")}, runtime::process_environment());
+  core::log(core::LogLevel::info, "fast.init: {}", world.describe());
   runtime::LaunchOptions options;
-  options.runtime = runtime.value_or(detected_runtime());
+  options.runtime = world.runtime;
+  options.process = world.process;
   FAST_ENFORCE(options.runtime != "sim",
                "fast.init: runtime 'sim' simulates a whole world in one process; use fast.run(fn, workers=N, "
                "runtime='sim') instead");
@@ -234,6 +231,26 @@ py::list run(const py::function& fn, int workers, const std::string& runtime, co
 
 }  // namespace
 
+namespace {
+
+// fast.launcher(): what detect_launcher() finds in this process's environment, as a dict; None without one.
+py::object launcher() {
+  const std::optional<runtime::LauncherWorld> w = runtime::detect_launcher(runtime::process_environment());
+  if (!w) return py::none();
+  py::dict d;
+  d["source"] = w->source;
+  d["runtime"] = w->runtime;
+  d["rank"] = w->rank;
+  d["world"] = w->world;
+  d["local_rank"] = w->local_rank;
+  d["local_world"] = w->local_world;
+  d["rendezvous"] = w->rendezvous;
+  d["evidence"] = w->evidence;
+  return d;
+}
+
+}  // namespace
+
 void bind_process(py::module_& m) {
   m.def(
       "tune_malloc",
@@ -247,13 +264,21 @@ every step then stops paying a page fault per 4 KiB of them. Returns (applied, r
 with FAST_MALLOC=system, where the user set glibc's thresholds (GLIBC_TUNABLES, MALLOC_*_THRESHOLD_), or
 where the allocator is not glibc's. Process-wide; call it once, before training. fast.InvalidArgument
 when FAST_MALLOC is neither 'tuned' nor 'system'.)");
+  m.def("launcher", &launcher,
+        R"(The launcher that started this process, as fast.init() finds it (docs/launch.md): a dict with source
+('fast launch', 'mpirun (OpenMPI)', 'torchrun', ...), runtime (the one it implies), rank, world (processes; 0:
+known once the runtime starts), local_rank (-1: unknown), local_world (processes on this host; 0: unknown),
+rendezvous (HOST:PORT or '') and evidence (the variables read); None for a single process. Raises
+fast.InvalidArgument for a launcher's variable that is malformed.)");
   m.def("runtime_names", &runtime::runtime_names, "The runtimes of this build (fast.init's and fast.run's runtime).");
   m.def("init", &init, py::arg("runtime") = py::none(), py::arg("op_timeout") = -1.0, py::arg("collectives") = "",
         py::arg("windows") = "",
         R"(Joins the world this process was started into and returns this process's worker's Context.
 
-runtime: 'zmq' (started by fast launch: FAST_RENDEZVOUS is set), 'mpi' (started by mpirun or srun) or
-'threads' (a world of one worker); None detects it from the environment. op_timeout: seconds a blocking
+runtime: None follows the launcher that started this process (docs/launch.md): 'zmq' under fast launch and
+torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; keys from FAST_KEY_FILE, or FAST_INSECURE=1), 'mpi'
+under mpirun and srun, else 'threads' (a world of one worker); the line logged says which. A runtime that
+contradicts the launcher (threads under 4 processes) raises fast.InvalidArgument. op_timeout: seconds a blocking
 operation may wait (< 0: FAST_OP_TIMEOUT). collectives: 'fast', 'native' (mpi) or '' (the runtime's default).
 windows: where Windows run, 'rma' (MPI RMA under mpi), 'service' or '' (FAST_WINDOWS, else the runtime's default).
 The world lasts until fast.shutdown() or the interpreter's exit.)");

@@ -4,25 +4,30 @@
 
 #include <fmt/format.h>
 
+#include "fast/core/version.hpp"
+
 namespace fast::metrics {
 
 using nlohmann::json;
 
 json to_json(const StartRecord& r) {
-  return {{"event", "start"},
-          {"time", 0.0},
-          {"strategy", r.strategy},
-          {"runtime", r.runtime},
-          {"workers", r.workers},
-          {"model", r.model},
-          {"parameters", r.parameters},
-          {"batch", r.batch},
-          {"steps", r.steps},
-          {"steps_per_epoch", r.steps_per_epoch},
-          {"optimizer", r.optimizer},
-          {"lr", r.lr},
-          {"seed", r.seed},
-          {"param_norm", r.param_norm}};
+  json out{{"event", "start"},
+           {"time", 0.0},
+           {"strategy", r.strategy},
+           {"runtime", r.runtime},
+           {"workers", r.workers},
+           {"model", r.model},
+           {"parameters", r.parameters},
+           {"batch", r.batch},
+           {"steps", r.steps},
+           {"steps_per_epoch", r.steps_per_epoch},
+           {"optimizer", r.optimizer},
+           {"lr", r.lr},
+           {"seed", r.seed},
+           {"param_norm", r.param_norm},
+           {"fast_version", core::version()}};
+  if (!core::source_commit().empty()) out["fast_commit"] = core::source_commit();
+  return out;
 }
 
 json to_json(const TrainRecord& r) {

@@ -1,7 +1,7 @@
 """Python and C++ agree (docs/python.md, "Python and fast train agree"): the same model, seed, data order and
 synchronous strategy give the same final parameters from a training loop written in Python with fast.torch
-and from `fast train`, under the threads runtime (fast.run) and across processes (fast launch: zmq;
-mpirun: mpi); the tracked run's records and summary have fast train's schema and values.
+and from `fast train`, under the threads runtime (fast.run) and across processes (fast launch and
+torchrun's variables: zmq; mpirun: mpi); the tracked run's records and summary have fast train's schema and values.
 
 The model is written in Python and handed to `fast train` as a TorchScript file, whose initial values it
 keeps; the Python loop visits Fashion-MNIST in fast train's order (fast.epoch_permutation) and uses fast
@@ -112,12 +112,15 @@ np.save(sys.argv[3] + f".rank{ctx.rank}.npy", t.train_python(ctx, initial, x, y)
 LAUNCHERS = {
     "fast launch": lambda: [FAST_BIN, "launch", "-n", str(WORKERS), "--timeout", "240", "--"],
     "mpirun": lambda: ["mpirun", "--oversubscribe", "-np", str(WORKERS)],
+    # torchrun's variables set by hand (torchrun_vars.py): fast.init() finds a world of WORKERS processes
+    "torchrun": lambda: [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchrun_vars.py"),
+                         "-n", str(WORKERS), "--"],
 }
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_processes_agree_with_fast_train(reference, launcher):
-    """One process per worker: zmq under fast launch, mpi under mpirun."""
+    """One process per worker: zmq under fast launch and torchrun's variables, mpi under mpirun."""
     require_runtime("mpi" if launcher == "mpirun" else "zmq")
     folder, initial, cpp = reference
     torch.save(initial, folder / "initial.pt")

@@ -184,3 +184,26 @@ def test_a_worker_function_that_raises_keeps_no_object_past_its_world(kept, tmp_
     assert code == 0, out
     assert "caught: raised by worker" in out and "done" in out
     assert "after: this fast.Context's world has ended" in out
+
+
+TORCHRUN = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": "29999"}
+
+
+def test_init_refuses_what_contradicts_its_launcher(monkeypatch):
+    """Under torchrun's variables for 2 processes, fast.init(runtime="threads") would train 2 copies,
+    and zmq without keys nor FAST_INSECURE would be unauthenticated: both refused, naming the way out,
+    before any socket is opened."""
+    require_runtime("zmq")
+    for name in ("FAST_RENDEZVOUS", "FAST_WORLD_SIZE", "FAST_KEY_FILE", "FAST_INSECURE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in TORCHRUN.items():
+        monkeypatch.setenv(name, value)
+    found = fast.launcher()
+    assert (found["source"], found["runtime"], found["rank"], found["world"], found["local_world"],
+            found["rendezvous"]) == ("torchrun", "zmq", 0, 2, 2, "127.0.0.1:29999")
+    with pytest.raises(fast.InvalidArgument, match="2 independent copies"):
+        fast.init(runtime="threads")
+    with pytest.raises(fast.InvalidArgument, match="--insecure"):
+        fast.init()
+    assert fast.context() is None

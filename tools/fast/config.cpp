@@ -125,8 +125,11 @@ std::string runtime_help() {
   std::vector<std::string> items;
   for (const runtime::RuntimeBackend& b : runtime::runtime_backends())
     items.push_back(fmt::format("{} ({})", b.name, b.description));
-  return fmt::format("Where workers run, one of this build's runtimes: {}. docs/launch.md, docs/simulation.md.",
-                     fmt::join(items, "; "));
+  return fmt::format(
+      "Where workers run, one of this build's runtimes: {}. Unset (`fast train`): the launcher's runtime (zmq under "
+      "fast launch and torchrun, mpi under mpirun and srun), else threads; a runtime that contradicts the launcher "
+      "is refused. docs/launch.md, docs/simulation.md.",
+      fmt::join(items, "; "));
 }
 
 std::string strategy_help() {

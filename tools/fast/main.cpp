@@ -13,11 +13,13 @@
 #include <filesystem>
 #include <iostream>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "command_line.hpp"
 #include "config.hpp"
 #include "fast/core/exit_code.hpp"
+#include "fast/core/version.hpp"
 #if FAST_WITH_ZMQ
 #include "keygen.hpp"
 #include "launch.hpp"
@@ -58,6 +60,12 @@ int run(int argc, char** argv) {
   CLI::App app;
   fast::cli::TrainingCommands training;
   fast::cli::add_training_commands(app, training);
+  // "fast 0.1.0 (a866c49)": the version and, when built from a git checkout, the source commit.
+  const std::string commit(fast::core::source_commit());
+  app.set_version_flag(
+      "--version",
+      fmt::format("fast {}{}", fast::core::version(), commit.empty() ? std::string() : " (" + commit + ")"),
+      "Print the version of FAST (and the source commit it was built from) and exit");
   CLI::App* rep = app.add_subcommand(
       "report",
       "Write a self-contained HTML page with the curves and table of a run or a comparison (docs/compare.md)");

@@ -23,6 +23,8 @@
 #include "fast/core/error.hpp"
 #include "fast/core/exit_code.hpp"
 #include "fast/core/stop_request.hpp"
+#include "fast/runtime/detect.hpp"
+#include "fast/runtime/registry.hpp"
 #include "progress.hpp"
 
 namespace {
@@ -116,7 +118,7 @@ int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOption
   }
   std::printf("metrics: %s\n", options.metrics.empty() ? "(none: set --metrics FILE)" : options.metrics.c_str());
   std::printf("summary: %s%s\n", options.summary.empty() ? "(none: set --summary FILE)" : options.summary.c_str(),
-              (options.runtime == "zmq" || options.runtime == "mpi") && !options.summary.empty()
+              fast::runtime::find_runtime(options.runtime).multi_process && !options.summary.empty()
                   ? " (written by the process of worker 0)"
                   : "");
   // The final checkpoint could not be written: the run is evaluated and summarised, and exits with 3.
@@ -136,18 +138,42 @@ int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOption
   return exit_code::killed_by(by == "SIGTERM" ? SIGTERM : SIGINT);
 }
 
-int train(const fast::cli::TrainCommand& command) {
+// The settings of the config file and the flags, then the world from the launcher that started this
+// process (runtime/detect.hpp): the runtime and the process options the user left open. Prints the
+// line that says what was detected first. InvalidArgument for a contradiction.
+fast::torch::TrainOptions resolve_options(const fast::cli::TrainCommand& command) {
+  const fast::torch::TrainOptions defaults;
   fast::torch::TrainOptions options;
+  options.runtime.clear();  // unset: the launcher decides
+  options.workers = 0;      // unset: the default (threads, sim), or the launcher's processes
   if (!command.config_path.empty()) fast::cli::apply_config_file(options, command.config_path);
-  for (const auto& flag : fast::cli::given_flags(command.app, command.values))
+  bool workers_flag = false;
+  for (const auto& flag : fast::cli::given_flags(command.app, command.values)) {
     fast::cli::apply_setting(options, flag.key, flag.value, flag.origin);
+    workers_flag = workers_flag || flag.key == "workers";
+  }
+  const fast::runtime::WorldChoice world = fast::runtime::choose_world({.runtime = options.runtime,
+                                                                        .workers = options.workers,
+                                                                        .workers_binding = workers_flag,
+                                                                        .process = options.process},
+                                                                       fast::runtime::process_environment());
+  options.runtime = world.runtime;
+  options.process = world.process;
+  if (options.workers == 0) options.workers = defaults.workers;
+  std::fprintf(stderr, "fast train: %s\n", world.describe().c_str());
+  for (const std::string& warning : world.warnings) std::fprintf(stderr, "fast train: warning: %s\n", warning.c_str());
+  return options;
+}
+
+int train(const fast::cli::TrainCommand& command) {
+  const fast::torch::TrainOptions options = resolve_options(command);
   const bool terminal = terminal_progress(command.progress);
   fast::cli::ProgressDisplay display(terminal, command.progress == "never");
-  // Under zmq and mpi the world is known once the processes met: this process's share is what it knows now.
-  const std::string workers = options.runtime == "zmq"
-                                  ? fmt::format("{} workers per process", options.process.workers_per_process)
-                              : options.runtime == "mpi" ? std::string("1 worker per rank")
-                                                         : fmt::format("{} workers", options.workers);
+  // Where the world is made of processes (zmq, mpi), it is known once they met: this process's share
+  // is what it knows now.
+  const bool processes = fast::runtime::find_runtime(options.runtime).multi_process;
+  const std::string workers = processes ? fmt::format("{} workers per process", options.process.workers_per_process)
+                                        : fmt::format("{} workers", options.workers);
   const std::string device = options.device == "cpu" ? std::string() : " on " + options.device;
   std::fprintf(stderr, "fast train: %s, %s (%s%s), model %s, batch %lld per worker, optimizer %s lr %g\n",
                options.worker.strategy.name.c_str(), workers.c_str(), options.runtime.c_str(), device.c_str(),

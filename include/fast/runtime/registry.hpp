@@ -7,6 +7,7 @@
 #include <span>
 #include <string_view>
 
+#include "fast/runtime/detect.hpp"
 #include "fast/runtime/launcher.hpp"
 
 namespace fast::runtime {
@@ -22,6 +23,11 @@ struct RuntimeBackend {
   bool native_collectives = false;
   // Whether it offers one-sided memory (LaunchOptions::windows = "rma").
   bool remote_memory = false;
+  // Whether its world is made of processes that a launcher starts (zmq, mpi): LaunchOptions::workers
+  // is not its worker count, and a launcher's world of several processes needs such a runtime.
+  bool multi_process = false;
+  // The launchers whose environment it recognises (runtime/detect.hpp); static storage.
+  std::span<const LauncherSignature> launchers;
 };
 
 // Every backend of this build, in a fixed order (threads first).

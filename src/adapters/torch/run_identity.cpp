@@ -7,6 +7,7 @@
 
 #include "fast/core/error.hpp"
 #include "fast/metrics/records.hpp"
+#include "fast/runtime/registry.hpp"
 #include "fast/strategy/registry.hpp"
 
 namespace fast::torch {
@@ -26,8 +27,9 @@ std::uint64_t fnv1a64_text(std::string_view text) noexcept {
 }  // namespace
 
 int workers_before_launch(const TrainOptions& o) {
-  if (o.runtime == "mpi") return 0;  // MPI_COMM_WORLD's size, known once MPI is initialised
-  if (o.runtime != "zmq") return o.workers;
+  if (!runtime::find_runtime(o.runtime).multi_process) return o.workers;
+  // Processes: as given or detected from the launcher (runtime/detect.hpp); else only the runtime
+  // knows (MPI_COMM_WORLD's size once MPI is initialised).
   return o.process.world_size > 0 ? o.process.world_size * o.process.workers_per_process : 0;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <csignal>
 
+#include "fast/core/version.hpp"
+
 namespace fast::torch {
 
 using nlohmann::json;
@@ -113,7 +115,8 @@ json build_summary(const SummaryInputs& in) {
   // Samples trained by this run (a resumed run's checkpoint steps were trained by an earlier one).
   const double samples = static_cast<double>((c.steps - in.plan.first_step * totals.world) * o.batch);
   const double epochs = static_cast<double>(c.steps) / static_cast<double>(in.plan.steps_per_epoch * totals.world);
-  json summary{{"strategy", o.worker.strategy.name},
+  json summary{{"fast_version", core::version()},
+               {"strategy", o.worker.strategy.name},
                {"runtime", o.runtime},
                {"workers", totals.world},
                {"model", o.model},
@@ -159,6 +162,7 @@ json build_summary(const SummaryInputs& in) {
   summary["divergence"] = divergence.describe();
   summary["stopped_early"] =
       c.steps < in.plan.total_steps * totals.world && o.stop_on_divergence && summary["diverged"].get<bool>();
+  if (!core::source_commit().empty()) summary["fast_commit"] = core::source_commit();
   if (!c.lost.empty()) summary["lost_workers"] = c.lost;
   summary["live_workers"] = totals.members.size();
   // Ranks a new process took back during the run (zmq rejoin), in the order seen here.

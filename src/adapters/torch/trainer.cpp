@@ -36,7 +36,9 @@
 #include "fast/core/log.hpp"
 #include "fast/core/malloc_tuning.hpp"
 #include "fast/core/stop_request.hpp"
+#include "fast/runtime/detect.hpp"
 #include "fast/runtime/launcher.hpp"
+#include "fast/runtime/registry.hpp"
 #include "fast/runtime/slowdown.hpp"
 #include "fast/strategy/worker.hpp"
 #include "output_paths.hpp"
@@ -48,19 +50,15 @@ namespace fast::torch {
 
 namespace {
 
-// Workers that share this host's cores: those of this process, times the processes `fast launch`
-// started on this host (FAST_LAUNCHED=1: all FAST_WORLD_SIZE of them are here). Under mpi: the
-// ranks on this node, as the launcher tells them (OpenMPI's mpirun, SLURM's srun), else 1.
+// Workers that share this host's cores: all of them where they live in this process (threads,
+// sim); else those of this process times the processes on this host that the launcher tells
+// (runtime/detect.hpp: fast launch's world, mpirun's and srun's local size, torchrun's
+// LOCAL_WORLD_SIZE), or this process's alone where it tells none.
 int workers_on_host(const TrainOptions& o) {
-  if (o.runtime == "mpi") {
-    for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
-      if (const char* v = std::getenv(name); v != nullptr && std::atoi(v) > 0) return std::atoi(v);
-    return 1;
-  }
-  if (o.runtime != "zmq") return o.workers;
-  const long long processes = o.process.world_size > 0 ? o.process.world_size : core::env_int("FAST_WORLD_SIZE");
-  const long long here = core::env_int("FAST_LAUNCHED") != 0 ? std::max(1LL, processes) : 1;
-  return static_cast<int>(here) * o.process.workers_per_process;
+  if (!runtime::find_runtime(o.runtime).multi_process) return o.workers;
+  const auto launcher = runtime::detect_launcher(runtime::process_environment());
+  const int processes = launcher && launcher->local_world > 0 ? launcher->local_world : 1;
+  return processes * o.process.workers_per_process;
 }
 
 // The environment variables train() reads, checked like settings.

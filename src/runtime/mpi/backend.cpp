@@ -14,6 +14,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/runtime/registry.hpp"
+#include "launchers.hpp"
 #include "session.hpp"
 #include "transport.hpp"
 
@@ -92,7 +93,9 @@ RuntimeBackend backend() {
               "one-sided windows on MPI RMA",
           .launch = run_mpi,
           .native_collectives = true,
-          .remote_memory = true};
+          .remote_memory = true,
+          .multi_process = true,
+          .launchers = launchers()};
 }
 
 }  // namespace fast::runtime::mpi

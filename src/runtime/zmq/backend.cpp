@@ -18,6 +18,7 @@
 #include "fast/core/log.hpp"
 #include "fast/core/port_range.hpp"
 #include "fast/runtime/registry.hpp"
+#include "launchers.hpp"
 #include "rendezvous.hpp"
 #include "transport.hpp"
 
@@ -185,7 +186,9 @@ RuntimeBackend backend() {
           .description =
               "workers as processes on one or many hosts (fast launch, --rendezvous), ZeroMQ ipc:// and "
               "tcp://, CURVE-authenticated, heartbeats",
-          .launch = run_zmq};
+          .launch = run_zmq,
+          .multi_process = true,
+          .launchers = launchers()};
 }
 
 }  // namespace fast::runtime::zmq
