@@ -30,6 +30,8 @@ step, DistributedDataParallel's default), "average" (the mean over the workers a
 """
 
 import hashlib
+import os
+import pathlib
 
 import numpy as np
 import torch
@@ -346,6 +348,59 @@ class Worker:
             self.worker.finish()
         self.params[:] = self.worker.representative()
         return summary
+
+
+    def _identity(self):
+        """The identity fields fast.torch adds to the settings' (checked on resume): the module's
+        class, the buffers policy and the user's optimizer and scheduler classes."""
+        fields = {"model": type(self.model).__name__, "buffers": self.buffers.policy}
+        if self.optimizer is not None:
+            fields["optimizer"] = type(self.optimizer).__name__
+        if self.scheduler is not None:
+            fields["scheduler"] = type(self.scheduler).__name__
+        return fields
+
+    def _torch_state_file(self, step_folder):
+        return pathlib.Path(step_folder) / f"torch-{self.context.rank}.pt"
+
+    def save(self, folder, keep=2):
+        """Collective, between two steps: a checkpoint of this worker after the steps taken so far
+        into `folder`, in fast train's layout and with its guarantees (docs/faults.md): FAST's state
+        (parameters, optimizer, codec and strategy state) in worker-<rank>.ckpt, and, written first,
+        torch-<rank>.pt with the module's buffers and the user's optimizer and scheduler state; the
+        manifest that makes the checkpoint complete comes after every worker's files. The `keep`
+        newest checkpoints are kept. Returns the step folder."""
+        step_folder = pathlib.Path(folder) / f"step-{self.worker.steps:012d}"
+        step_folder.mkdir(parents=True, exist_ok=True)
+        state = {"buffers": {name: b.detach().clone() for name, b in self.model.named_buffers()},
+                 "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None,
+                 "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None}
+        target = self._torch_state_file(step_folder)
+        torch.save(state, str(target) + ".tmp")
+        os.replace(str(target) + ".tmp", target)
+        return pathlib.Path(self.worker.save_checkpoint(str(folder), keep, self._identity()))
+
+    def resume(self, folder):
+        """Collective, before the first step: restores the newest complete checkpoint of `folder`
+        that every worker can read (save()'s files) and returns its step: the steps already taken,
+        which the loop skips. A checkpoint of another run (other settings, model class, layout,
+        buffers policy, optimizer or scheduler class) is refused with fast.InvalidArgument naming the
+        file and the field, before anything is restored; fast.IoError when none is readable."""
+        step = self.worker.restore_checkpoint(str(folder), self._identity())
+        source = self._torch_state_file(pathlib.Path(folder) / f"step-{step:012d}")
+        try:
+            state = torch.load(source)
+        except (OSError, RuntimeError) as e:
+            raise fast.IoError(f"fast.torch.Worker.resume: cannot read '{source}' of the checkpoint of step {step}: "
+                               f"{e}") from e
+        with torch.no_grad():
+            for name, b in self.model.named_buffers():
+                b.copy_(state["buffers"][name])   # in place: a synchronised buffer stays in its flat array
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
+        if self.scheduler is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
+        return step
 
 
 def _batches(data, batch):

@@ -7,7 +7,9 @@
 #include <fmt/ranges.h>
 #include <pybind11/stl.h>
 
+#include "checkpoint_store.hpp"
 #include "config.hpp"
+#include "fast/adapters/torch/run_identity.hpp"
 #include "fast/core/error.hpp"
 #include "fast/optim/optimizer.hpp"
 
@@ -224,6 +226,28 @@ py::dict PyWorker::settings() const {
   return d;
 }
 
+nlohmann::json PyWorker::identity(const py::dict& extra) const {
+  nlohmann::json id = torch::settings_identity(options_, ctx_->get().size());
+  torch::add_model_fields(id, params_.numel, layout_, 0);
+  for (const auto& [key, value] : extra) id[py::str(key).cast<std::string>()] = py::str(value).cast<std::string>();
+  return torch::with_fingerprint(std::move(id));
+}
+
+std::string PyWorker::save_checkpoint(const std::string& folder, std::int64_t keep, const py::dict& extra) {
+  strategy::Worker& w = get();
+  FAST_ENFORCE(!folder.empty(), "Worker.save_checkpoint: folder is empty; expected a folder path");
+  torch::CheckpointStore store(folder, keep, identity(extra));
+  py::gil_scoped_release release;
+  return store.write(w, w.steps()).string();
+}
+
+std::int64_t PyWorker::restore_checkpoint(const std::string& folder, const py::dict& extra) {
+  strategy::Worker& w = get();
+  const nlohmann::json id = identity(extra);
+  py::gil_scoped_release release;
+  return torch::CheckpointStore::restore_newest(folder, w, id);
+}
+
 void bind_worker(py::module_& m) {
   py::class_<strategy::StepReport>(m, "StepReport", "What Worker.step() did.")
       .def_readonly("step", &strategy::StepReport::step, "Index of the step just taken (0-based).")
@@ -261,7 +285,14 @@ step on the aggregated gradient only (allreduce), without dgc.)")
       .def_property_readonly("comm_seconds", [](const PyWorker& w) { return w.get().comm_seconds(); })
       .def_property_readonly("asynchronous", [](const PyWorker& w) { return w.get().strategy().asynchronous(); })
       .def_property_readonly("finished", &PyWorker::finished)
-      .def_property_readonly("settings", &PyWorker::settings, "The settings as applied (fast train's names).");
+      .def_property_readonly("settings", &PyWorker::settings, "The settings as applied (fast train's names).")
+      .def("save_checkpoint", &PyWorker::save_checkpoint, py::arg("folder"), py::arg("keep") = 2,
+           py::arg("extra") = py::dict(),
+           "Collective: fast train's checkpoint of this worker after its steps so far into folder (the keep newest "
+           "kept); returns the step folder. extra: more identity fields (str).")
+      .def("restore_checkpoint", &PyWorker::restore_checkpoint, py::arg("folder"), py::arg("extra") = py::dict(),
+           "Collective: restores the newest complete checkpoint of folder; returns its step. A checkpoint of another "
+           "run (other settings, layout or extra) is refused naming the file and the field.");
   m.def("worker_settings", &worker_setting_names, "The names of the settings fast.Worker takes.");
 }
 

@@ -12,7 +12,9 @@
 
 #include <pybind11/pybind11.h>
 
+#include <nlohmann/json.hpp>
 #include "arrays.hpp"
+
 #include "fast/adapters/torch/train_options.hpp"
 #include "fast/core/layout.hpp"
 #include "fast/strategy/worker.hpp"
@@ -43,6 +45,15 @@ class PyWorker {
   void mark_finished() noexcept { finished_ = true; }  // Metrics.finish() called Worker::finish()
   // The settings as applied, `fast train`'s names and text values.
   py::dict settings() const;
+  // Checkpoints in `fast train`'s files (src/adapters/torch/checkpoint_store.hpp, docs/faults.md):
+  // collective. save_checkpoint writes this worker's state after steps() steps into `folder`
+  // (keeping the `keep` newest checkpoints) and returns the step folder; restore_checkpoint loads
+  // the newest complete checkpoint every worker can read and returns its step. Both carry the run
+  // identity of these settings, the parameters' count and layout and `extra` (str values: the
+  // caller's own fields, e.g. the model's class), and a restore of another run's files is refused
+  // (InvalidArgument naming the file and the field) before anything is restored.
+  std::string save_checkpoint(const std::string& folder, std::int64_t keep, const py::dict& extra);
+  std::int64_t restore_checkpoint(const std::string& folder, const py::dict& extra);
 
  private:
   ContextRef ctx_;
@@ -52,6 +63,8 @@ class PyWorker {
   torch::TrainOptions options_;
   std::int64_t steps_per_epoch_ = 0;
   std::unique_ptr<strategy::Worker> worker_;
+  nlohmann::json identity(const py::dict& extra) const;
+
   std::uint64_t closer_ = 0;  // ContextHandle::on_close: the Worker ends with its world
   bool finished_ = false;
 };

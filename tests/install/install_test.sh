@@ -26,37 +26,9 @@ if [ $# -ne 9 ] || { [ "$1" != consumer ] && [ "$1" != headers ] && [ "$1" != py
   exit 2
 fi
 mode="$1" cmake="$2" source="$3" build="$4" generator="$5" cxx="$6" launcher="$7" runtimes="$8" flags="$9"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/fast-install-test.XXXXXX") || exit 1
+TMP_PREFIX=fast-install-test
+. "$(dirname "$0")/steps.sh"
 prefix="$tmp/prefix"
-step_pid=""
-cleanup() {
-  [ -n "$step_pid" ] && kill "$step_pid" 2>/dev/null && wait "$step_pid" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-# run_step NAME SECONDS COMMAND...: runs COMMAND under timeout with its output in TMP/NAME.log;
-# on failure prints the log's end and fails naming the step.
-run_step() {
-  local name="$1" seconds="$2"
-  shift 2
-  timeout -k 10 "$seconds" "$@" > "$tmp/$name.log" 2>&1 &
-  step_pid=$!
-  wait "$step_pid"
-  local rc=$?
-  step_pid=""
-  if [ "$rc" -ne 0 ]; then
-    tail -n 40 "$tmp/$name.log" >&2
-    [ "$rc" -eq 124 ] && fail "$name: did not finish within $seconds s"
-    fail "$name: exit status $rc (output above)"
-  fi
-}
 
 configure_args=(-G "$generator" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix")
 [ -n "$launcher" ] && configure_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")

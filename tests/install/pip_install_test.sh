@@ -3,8 +3,8 @@
 # fresh venv of Debian's python3 (--system-site-packages: its torch and numpy), reusing this build
 # folder (FAST_BUILD_DIR) so that nothing is compiled again. Then, from the venv alone (no
 # PYTHONPATH): `fast --version` and fast.__version__ print the same version, that of
-# CMakeLists.txt; `fast launch -n 2 -- python examples/python/train_fmnist.py` (20 steps) trains
-# one run of 2 workers whose summary records that version. Skips (77) without python3-venv or the
+# CMakeLists.txt; `fast launch -n 2 -- python examples/python/train_fmnist.py` (its 2 epochs) trains
+# one run of 2 workers to the example's accuracy (>= 0.85), whose summary records that version. Skips (77) without python3-venv or the
 # Fashion-MNIST files. Every step is bounded in time (timeout kills it and its children).
 #
 # Usage: pip_install_test.sh SOURCE_DIR BUILD_DIR
@@ -18,37 +18,9 @@ python=/usr/bin/python3
 data="${FAST_DATA_DIR:-/usr/share/datasets/fashion-mnist}"
 "$python" -c "import ensurepip, venv" 2>/dev/null || { echo "SKIP: $python has no venv module (python3-venv)"; exit 77; }
 [ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no Fashion-MNIST in '$data'"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/fast-pip-test.XXXXXX") || exit 1
-step_pid=""
-cleanup() {
-  [ -n "$step_pid" ] && kill "$step_pid" 2>/dev/null && wait "$step_pid" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
+TMP_PREFIX=fast-pip-test
+. "$(dirname "$0")/steps.sh"
 unset PYTHONPATH
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-# run_step NAME SECONDS COMMAND...: COMMAND under timeout, its output in TMP/NAME.log; on failure
-# prints the log's end and fails naming the step.
-run_step() {
-  local name="$1" seconds="$2"
-  shift 2
-  timeout -k 10 "$seconds" "$@" > "$tmp/$name.log" 2>&1 &
-  step_pid=$!
-  wait "$step_pid"
-  local rc=$?
-  step_pid=""
-  if [ "$rc" -ne 0 ]; then
-    tail -n 40 "$tmp/$name.log" >&2
-    [ "$rc" -eq 124 ] && fail "$name: did not finish within $seconds s"
-    fail "$name: exit status $rc (output above)"
-  fi
-}
 
 venv="$tmp/venv"
 run_step venv 120 "$python" -m venv --system-site-packages "$venv"
@@ -74,14 +46,14 @@ case "$module_file" in
   *) fail "import fast found '$module_file', not the package installed in $venv" ;;
 esac
 
-run_step train 300 env PATH="$venv/bin:$PATH" FAST_DATA_DIR="$data" fast launch -n 2 --timeout 240 -- \
-  python "$source/examples/python/train_fmnist.py" --epochs 1 --steps-per-epoch 20 --summary "$tmp/s.json"
+run_step train 600 env PATH="$venv/bin:$PATH" FAST_DATA_DIR="$data" fast launch -n 2 --timeout 560 -- \
+  python "$source/examples/python/train_fmnist.py" --summary "$tmp/s.json"
 "$python" - "$tmp/s.json" "$expected" <<'PY' || fail "the summary of the installed package's run (above)"
 import json, sys
 s = json.load(open(sys.argv[1]))
 print({k: s.get(k) for k in ("workers", "steps", "fast_version", "fast_commit", "final_accuracy")})
 assert s["workers"] == 2, s["workers"]
 assert s["fast_version"] == sys.argv[2], s["fast_version"]
-assert s["final_accuracy"] > 0.2, s["final_accuracy"]  # 20 steps of 2 workers: far above chance (0.1)
+assert s["final_accuracy"] >= 0.85, s["final_accuracy"]  # the example's accuracy (docs/python.md): 2 epochs
 PY
-echo "PASS: pip-installed into a venv; fast --version and fast.__version__ say $expected; 2 processes trained"
+echo "PASS: pip-installed into a venv; fast --version and fast.__version__ say $expected; 2 processes reached 0.85"

@@ -206,3 +206,50 @@ def test_collective_buffers_are_refused_for_asynchronous_strategies():
         return worker.buffers.policy
 
     assert fast.run(default, workers=WORKERS) == ["local"] * WORKERS
+
+
+def train_resnet(ctx, base, steps, first=0, save_to=None, resume_from=None, seed=1, total=8):
+    """Steps first..steps-1 of a BatchNorm resnet with AdamW and OneCycleLR under allreduce; saves at
+    the end to save_to, or resumes from resume_from first. Returns (parameters, buffers, step resumed)."""
+    model = copy.deepcopy(base)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.02, total_steps=total)
+    worker = fast.torch.Worker(model, ctx, optimizer=opt, scheduler=sched, strategy="allreduce", steps=total,
+                               seed=seed)
+    resumed = worker.resume(resume_from) if resume_from else 0
+    for step in range(first, steps):
+        x, y = image_batch(ctx.rank, step)
+        worker.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        worker.step()
+    if save_to:
+        worker.save(save_to)
+    worker.finish()
+    return ([p.detach().clone() for p in model.parameters()], {k: b.clone() for k, b in model.named_buffers()},
+            resumed)
+
+
+def test_save_and_resume_continue_exactly(tmp_path):
+    """8 steps straight against 4, a checkpoint, and 4 more in new workers, modules and optimizers:
+    the same parameters and buffers, bit for bit (FAST's state, the user's AdamW and OneCycleLR, and
+    the BatchNorm statistics all come back)."""
+    base = small_resnet()
+    straight = fast.run(lambda ctx: train_resnet(ctx, base, 8), workers=WORKERS)
+    fast.run(lambda ctx: train_resnet(ctx, base, 4, save_to=tmp_path / "ck"), workers=WORKERS)
+    assert sorted(p.name for p in (tmp_path / "ck" / "step-000000000004").iterdir()) == [
+        "manifest.json", "torch-0.pt", "torch-1.pt", "worker-0.ckpt", "worker-1.ckpt"]
+    resumed = fast.run(lambda ctx: train_resnet(ctx, base, 8, first=4, resume_from=tmp_path / "ck"), workers=WORKERS)
+    for (params, buffers, _), (want_params, want_buffers, _), in zip(resumed, straight):
+        for got, want in zip(params, want_params):
+            assert torch.equal(got, want)
+        for name, want in want_buffers.items():
+            assert torch.equal(buffers[name], want), name
+    assert [r[2] for r in resumed] == [4, 4]
+
+
+def test_resume_refuses_another_runs_checkpoint(tmp_path):
+    base = small_resnet()
+    fast.run(lambda ctx: train_resnet(ctx, base, 2, save_to=tmp_path / "ck"), workers=WORKERS)
+    message = first_error(lambda ctx: train_resnet(ctx, base, 4, first=2, resume_from=tmp_path / "ck", seed=2))
+    assert "was written by a run with seed = 1; this run has seed = 2" in message, message
+    assert "step-000000000002" in message, message

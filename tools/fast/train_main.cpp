@@ -99,14 +99,17 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
   return exit_code::ok;
 }
 
-// fast train's closing lines on stdout: the final accuracy, divergence, the simulated time, where the
-// metrics and summary went, an interruption. Returns the exit code (an interrupted run: as killed by
-// its signal; a final checkpoint that could not be written: 3).
-int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOptions& options, double wall_seconds) {
-  std::printf("final test accuracy: %.4f (%s, %d workers, %lld steps, %.1f s, %.0f samples/s)\n",
-              summary["final_accuracy"].get<double>(), options.worker.strategy.name.c_str(),
-              summary["workers"].get<int>(), summary["steps"].get<long long>(), summary["wall_seconds"].get<double>(),
-              summary["samples_per_second"].get<double>());
+// fast train's closing lines on stdout: the final accuracy (by the process of worker 0 only, so
+// that a run of several processes reports one final line), divergence, the simulated time, where
+// the metrics and summary went, an interruption. Returns the exit code (an interrupted run: as
+// killed by its signal; a final checkpoint that could not be written: 3).
+int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOptions& options, double wall_seconds,
+                   bool reports_run) {
+  if (reports_run)
+    std::printf("final test accuracy: %.4f (%s, %d workers, %lld steps, %.1f s, %.0f samples/s)\n",
+                summary["final_accuracy"].get<double>(), options.worker.strategy.name.c_str(),
+                summary["workers"].get<int>(), summary["steps"].get<long long>(), summary["wall_seconds"].get<double>(),
+                summary["samples_per_second"].get<double>());
   if (summary.value("diverged", false))
     std::printf("DIVERGED: %s%s\n", summary["divergence"].get<std::string>().c_str(),
                 summary.value("stopped_early", false) ? " (stopped early: stop_on_divergence)" : "");
@@ -183,11 +186,13 @@ int train(const fast::cli::TrainCommand& command) {
   // SIGINT/SIGTERM: finish the step, write a checkpoint and a summary marked interrupted (a second
   // signal ends the process at once).
   fast::core::install_stop_handlers();
+  bool hosts_worker_zero = true;
   const nlohmann::json summary = fast::torch::train(
       options, [&](const fast::torch::Progress& p) { display.on_progress(p); },
-      [&](const fast::torch::EpochReport& e) { display.on_epoch(e); });
+      [&](const fast::torch::EpochReport& e) { display.on_epoch(e); }, &hosts_worker_zero);
   return report_outcome(summary, options,
-                        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count());
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(),
+                        hosts_worker_zero);
 }
 
 int run(int argc, char** argv) {

@@ -398,7 +398,8 @@ void write_outputs(const TrainOptions& options, ProcessOutputs& outputs, const n
 
 void validate_options(const TrainOptions& options) { validate(options); }
 
-nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, const EpochFn& on_epoch) {
+nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, const EpochFn& on_epoch,
+                     bool* hosts_worker_zero) {
   validate(options);
   const DatasetSpec spec = parse_dataset_spec(options.dataset);
   const DataSplits data = load_datasets(spec, options.data_dir);
@@ -461,6 +462,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
     (*summary)["cluster"] = options.cluster.string();
   }
   write_outputs(options, outputs, *summary);
+  if (hosts_worker_zero != nullptr) *hosts_worker_zero = outputs.hosts_rank0();
   return *summary;
 }
 

@@ -30,7 +30,8 @@ ProcessInfo process_from_json(const json& j) {
   try {
     ProcessInfo p;
     const char* what = "hello: process description";
-    p.rank = json_int<int>(j, "rank", 0, kMaxProcesses - 1, what);
+    // -1: a process that leaves its rank to the rendezvous (its hello before the answer).
+    p.rank = json_int<int>(j, "rank", -1, kMaxProcesses - 1, what);
     p.first_worker = json_int<int>(j, "first_worker", 0, (1LL << 30) - 1, what);
     p.workers = json_int<int>(j, "workers", 1, kMaxProcesses, what);
     p.host_id = j.at("host_id").get<std::string>();

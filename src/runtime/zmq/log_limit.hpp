@@ -71,13 +71,14 @@ class LogLimit {
   mutable std::mutex mutex_;
 };
 
-// The limits of the zmq runtime's lines about what outsiders send: 5 lines per 10 s each.
+// The limits of the zmq runtime's lines about what outsiders send: 20 lines per 10 s each, enough
+// to name each of a handful of intruders, few against a flood.
 inline LogLimit& refused_connections_log() {
-  static LogLimit limit(5, std::chrono::seconds(10), "zmq runtime: refused connections");
+  static LogLimit limit(20, std::chrono::seconds(10), "zmq runtime: refused connections");
   return limit;
 }
 inline LogLimit& dropped_frames_log() {
-  static LogLimit limit(5, std::chrono::seconds(10), "zmq runtime: dropped frames");
+  static LogLimit limit(20, std::chrono::seconds(10), "zmq runtime: dropped frames");
   return limit;
 }
 

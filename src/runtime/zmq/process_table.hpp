@@ -7,7 +7,7 @@
 namespace fast::runtime::zmq {
 
 struct ProcessInfo {
-  int rank = 0;          // process rank in [0, world size)
+  int rank = 0;          // process rank in [0, world size); -1 in a hello that leaves it to the rendezvous
   int first_worker = 0;  // its workers are [first_worker, first_worker + workers)
   int workers = 1;
   std::string host_id;             // equal ids: same host and network namespace (ipc:// works)

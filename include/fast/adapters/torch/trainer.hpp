@@ -24,7 +24,10 @@
 
 namespace fast::torch {
 
-nlohmann::json train(const TrainOptions& options, const ProgressFn& progress = {}, const EpochFn& on_epoch = {});
+// hosts_worker_zero (optional): set to whether this process hosts worker 0 (and so wrote the
+// summary file): the process whose closing lines report the run.
+nlohmann::json train(const TrainOptions& options, const ProgressFn& progress = {}, const EpochFn& on_epoch = {},
+                     bool* hosts_worker_zero = nullptr);
 
 // The checks train() makes before it reads any data: each setting's range, the model name or file,
 // the output files, the optimizer's and the strategy's options for the world size (e.g. dpsgd on a

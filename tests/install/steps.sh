@@ -1,0 +1,32 @@
+# Shared by the install tests (sourced, not run): a temporary folder $tmp, removed at exit with the
+# step still running; fail MESSAGE; run_step NAME SECONDS COMMAND... runs COMMAND under timeout with
+# its output in $tmp/NAME.log, and on failure prints the log's end and fails naming the step.
+# Set TMP_PREFIX before sourcing: the temporary folder's name.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/${TMP_PREFIX:-fast-test}.XXXXXX") || exit 1
+step_pid=""
+cleanup() {
+  [ -n "$step_pid" ] && kill "$step_pid" 2>/dev/null && wait "$step_pid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+run_step() {
+  local name="$1" seconds="$2"
+  shift 2
+  timeout -k 10 "$seconds" "$@" > "$tmp/$name.log" 2>&1 &
+  step_pid=$!
+  wait "$step_pid"
+  local rc=$?
+  step_pid=""
+  if [ "$rc" -ne 0 ]; then
+    tail -n 40 "$tmp/$name.log" >&2
+    [ "$rc" -eq 124 ] && fail "$name: did not finish within $seconds s"
+    fail "$name: exit status $rc (output above)"
+  fi
+}
