@@ -237,6 +237,23 @@ TEST(Launch, FirstFailureGivesItsExitCodeAndIsNamed) {
   EXPECT_FALSE(contains(r.err, "sending SIGTERM")) << "the others ended by themselves within the grace:\n" << r.err;
 }
 
+// A process that exits 3 (a lost peer) first, and a later one that fails otherwise: the later one
+// is the run's failure (its code, named); alone, the exit 3 stays the run's.
+TEST(Launch, ALostPeerFailureGivesWayToTheFailureItFollowedFrom) {
+  const FastDone r = run_fast(
+      "consequence", launch_sh({"-n", "3", "--grace", "20"},
+                               "case $FAST_PROCESS_RANK in 0) exit 3;; 1) sleep 0.5; exit 7;; *) sleep 1;; esac"));
+  EXPECT_EQ(r.code, 7) << r.err;
+  EXPECT_TRUE(contains(r.err, "process 0 (pid")) << r.err;
+  EXPECT_TRUE(contains(r.err, "failed first: exit code 3")) << r.err;
+  EXPECT_TRUE(contains(r.err, "failed: exit code 7; the exit code 3 of process 0 before it (a lost peer)")) << r.err;
+  const FastDone alone =
+      run_fast("consequence_alone",
+               launch_sh({"-n", "2", "--grace", "20"}, "case $FAST_PROCESS_RANK in 0) exit 3;; *) sleep 0.5;; esac"));
+  EXPECT_EQ(alone.code, 3) << alone.err;
+  EXPECT_FALSE(contains(alone.err, "followed from")) << alone.err;
+}
+
 TEST(Launch, KilledProcessGives128PlusSignalAndTheOthersAreStoppedAfterTheGrace) {
   const FastDone r = run_fast(
       "killed", launch_sh({"-n", "3", "--grace", "1"},
@@ -370,14 +387,14 @@ TEST(Launch, HostsGoThroughTheLauncherTemplateWithTheKeyOnStandardInput) {
   fs::permissions(launcher, fs::perms::owner_all);
   fs::remove(dir / "argv.txt");
   const FastDone r = run_fast(
-      "hosts_run", launch_sh({"--hosts", "alpha:2,beta:1", "--launcher", launcher.string() + " {host}", "--ports",
-                              "30100-30110"},
-                             "echo \"rank=$FAST_PROCESS_RANK size=$FAST_WORLD_SIZE rdv=$FAST_RENDEZVOUS "
-                             "ports=$FAST_PORTS key=$FAST_KEY_FILE keys=${#FAST_ALLOW_KEYS}\"; "
-                             "sed -n 's/^secret = /secret=/p' /dev/stdin"));
+      "hosts_run",
+      launch_sh({"--hosts", "alpha:2,beta:1", "--launcher", launcher.string() + " {host}", "--ports", "30100-30110"},
+                "echo \"rank=$FAST_PROCESS_RANK size=$FAST_WORLD_SIZE rdv=$FAST_RENDEZVOUS "
+                "ports=$FAST_PORTS key=$FAST_KEY_FILE keys=${#FAST_ALLOW_KEYS}\"; "
+                "sed -n 's/^secret = /secret=/p' /dev/stdin"));
   ASSERT_EQ(r.code, exit_code::ok) << r.out << r.err;
-  for (const auto& [label, rank, host] : {std::tuple{"alpha:0", 0, "alpha"}, {"alpha:1", 1, "alpha"},
-                                          {"beta:2", 2, "beta"}}) {
+  for (const auto& [label, rank, host] :
+       {std::tuple{"alpha:0", 0, "alpha"}, {"alpha:1", 1, "alpha"}, {"beta:2", 2, "beta"}}) {
     EXPECT_TRUE(contains(r.out, fmt::format("[{}] via={}\n", label, host))) << r.out;
     EXPECT_TRUE(contains(r.out, fmt::format("[{}] rank={} size=3 rdv=alpha:30100 ports=30100-30110 key=/dev/stdin "
                                             "keys=40\n",

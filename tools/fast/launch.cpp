@@ -245,11 +245,22 @@ struct Stopping {
   }
 };
 
+// Whether the failure named so far (process `named`, exit code `code`) is better explained by `e`,
+// a later one: a process that loses a peer exits with io_or_peer_lost (3), often because that peer
+// failed, and may do so first (it notices at once; the peer may take a moment to exit, or be reaped
+// in the same poll, in rank order). A later failure with another code, before launch itself stops
+// the processes (`stopping`: what exits then is launch's doing), is then the run's failure.
+bool is_consequence(int named, int code, const ChildExit& e, bool stopping) {
+  return named >= 0 && code == core::exit_code::io_or_peer_lost && e.code != core::exit_code::io_or_peer_lost &&
+         !stopping;
+}
+
 // Runs the main loop until every child ended; returns launch's exit code.
 int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o) {
   const Clock::time_point timeout_at =
       o.timeout_seconds > 0 ? after(Clock::now(), o.timeout_seconds) : Clock::time_point::max();
   std::optional<int> code;  // set by the first failure or the timeout
+  int named = -1;           // the process whose failure `code` is
   bool timed_out = false;
   Stopping stopping;
   while (group.running() > 0) {
@@ -268,14 +279,24 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o) 
                    std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
     for (int rank : group.pump(wait, signals.fd())) {
       const ChildExit& e = *group.exit(rank);
-      if (!e.failed() || code) continue;
-      code = e.code;
-      say(fmt::format("process {} (pid {}) failed first: {}", rank, group.pid(rank), e.describe()));
-      if (group.running() > 0) {
-        say(fmt::format("waiting up to {} s (--grace) for the {} other processes to end", o.grace_seconds,
-                        group.running()));
+      if (!e.failed()) continue;
+      if (!code) {
+        code = e.code;
+        named = rank;
+        say(fmt::format("process {} (pid {}) failed first: {}", rank, group.pid(rank), e.describe()));
+        if (group.running() > 0) {
+          say(fmt::format("waiting up to {} s (--grace) for the {} other processes to end", o.grace_seconds,
+                          group.running()));
+        }
+        stopping.begin(Clock::now(), o.grace_seconds);
+      } else if (is_consequence(named, *code, e, stopping.term_sent || timed_out)) {
+        say(
+            fmt::format("process {} (pid {}) failed: {}; the exit code {} of process {} before it (a lost peer) most "
+                        "likely followed from this failure, which is the run's",
+                        rank, group.pid(rank), e.describe(), *code, named));
+        code = e.code;
+        named = rank;
       }
-      stopping.begin(Clock::now(), o.grace_seconds);
     }
     for (int sig : signals.take()) {
       if (sig == SIGCHLD) continue;
