@@ -59,19 +59,7 @@ struct PyWindow {
   PyWindow& operator=(const PyWindow&) = delete;
   ~PyWindow() {
     if (comm) comm->ctx->forget(closer);
-    if (window && PyGILState_Check() == 1) {
-      py::gil_scoped_release release;
-      window.reset();
-    }
-  }
-  // Destroys the window (not collective: its service stops) without the GIL where this thread has it.
-  void end() {
-    if (PyGILState_Check() == 1) {
-      py::gil_scoped_release release;
-      window.reset();
-    } else {
-      window.reset();
-    }
+    reset_without_gil(window);
   }
   collective::Window& get() const {
     (void)comm->get();
@@ -267,7 +255,7 @@ window is open; the window holds it.)")
              }
              // A window kept after its world ended (by the traceback of a worker function that
              // raised) would serve requests on a Context that no longer exists.
-             w->closer = comm->ctx->on_close([raw = w.get()] { raw->end(); });
+             w->closer = comm->ctx->on_close([raw = w.get()] { reset_without_gil(raw->window); });
              return w;
            }),
            py::arg("communicator"), py::arg("name"), py::arg("local"), py::arg("codec") = "none")

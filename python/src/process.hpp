@@ -57,6 +57,18 @@ class ContextHandle {
 };
 using ContextRef = std::shared_ptr<ContextHandle>;
 
+// Destroys what `owned` holds without holding the GIL where this thread holds it (destroying a
+// Worker or a Window may wait for a transfer that another worker thread, running Python, completes).
+template <class T>
+void reset_without_gil(std::unique_ptr<T>& owned) {
+  if (PyGILState_Check() == 1) {
+    py::gil_scoped_release release;
+    owned.reset();
+  } else {
+    owned.reset();
+  }
+}
+
 // Registers init, shutdown, run, runtime_names and the Context and Work types.
 void bind_process(py::module_& m);
 

@@ -147,22 +147,12 @@ PyWorker::PyWorker(ContextRef ctx, const py::object& params, const py::object& g
   }
   // A Worker kept after its world ended (by the traceback of a worker function that raised) would
   // reach a Context that no longer exists: it ends with the world, before the Context does.
-  closer_ = ctx_->on_close([this] {
-    if (PyGILState_Check() == 1) {
-      py::gil_scoped_release release;
-      worker_.reset();
-    } else {
-      worker_.reset();
-    }
-  });
+  closer_ = ctx_->on_close([this] { reset_without_gil(worker_); });
 }
 
 PyWorker::~PyWorker() {
   ctx_->forget(closer_);
-  if (worker_ && PyGILState_Check() == 1) {
-    py::gil_scoped_release release;
-    worker_.reset();
-  }
+  reset_without_gil(worker_);
 }
 
 strategy::Worker& PyWorker::get() const {
