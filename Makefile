@@ -97,14 +97,14 @@ sanitize-all:
 # `make test` replays each corpus with the ordinary build (the ctests fuzz_NAME_corpus).
 FUZZ_SECONDS ?= 10
 FUZZ_TIMEOUT ?= 10
-FUZZ_HARNESSES ?= npy npz idx wire cluster checkpoint spec config hello
+FUZZ_HARNESSES ?= npy npz idx wire cluster platform checkpoint manifest spec config hello
 FUZZ_CXX ?= clang++-14
 FUZZ_CC ?= clang-14
 
 fuzz: deps
 	$(call install_missing,clang-14 libclang-rt-14-dev)
 	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$(FUZZ_CC) \
-	  -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) -DFAST_FUZZ=ON -DFAST_WITH_PYTHON=OFF -DFAST_WITH_SIM=OFF -DFAST_WITH_MPI=OFF \
+	  -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) -DFAST_FUZZ=ON -DFAST_WITH_PYTHON=OFF -DFAST_WITH_MPI=OFF \
 	  $(CMAKE_FLAGS) > /dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target fuzz
 	@for h in $(FUZZ_HARNESSES); do \

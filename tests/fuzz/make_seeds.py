@@ -155,6 +155,45 @@ def seeds_hello():
     write("hello", "not-json", head + b"{\"world_size\": ")
 
 
+PLATFORM_HEAD = "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+
+
+def seeds_platform():
+    def platform(body):
+        return PLATFORM_HEAD + '<platform version="4.1">\n' + body + "</platform>\n"
+    write("platform", "two-hosts.xml", platform(
+        '<zone id="z" routing="Full">\n <host id="b-10" speed="1Gf"/>\n <host id="b-2" speed="2Gf"/>\n'
+        ' <link id="l" bandwidth="100MBps" latency="1ms"/>\n <route src="b-2" dst="b-10"><link_ctn id="l"/></route>\n'
+        '</zone>\n'))
+    write("platform", "cluster.xml", platform(
+        '<cluster id="c" prefix="node-" suffix="" radical="0-3" speed="1Gf" bw="125MBps" lat="50us"/>\n'))
+    write("platform", "no-route.xml", platform(
+        '<zone id="z" routing="Full">\n <host id="a" speed="1Gf"/>\n <host id="b" speed="1Gf"/>\n</zone>\n'))
+    write("platform", "no-host.xml", platform('<zone id="z" routing="Full">\n</zone>\n'))
+    write("platform", "bad-bandwidth.xml", platform(
+        '<zone id="z" routing="Full">\n <host id="a" speed="1Gf"/>\n <link id="l" bandwidth="oops"/>\n</zone>\n'))
+    write("platform", "unknown-link.xml", platform(
+        '<zone id="z" routing="Full">\n <host id="a" speed="1Gf"/>\n <host id="b" speed="1Gf"/>\n'
+        ' <route src="a" dst="b"><link_ctn id="missing"/></route>\n</zone>\n'))
+    write("platform", "truncated.xml", platform('<zone id="z" routing="Full">\n <host id="a" speed="1Gf"/>\n')[:-12])
+    write("platform", "not-xml.xml", "garbage")
+
+
+def seeds_manifest():
+    run = {"format": 1, "workers": 2, "model": "mlp", "dataset": "fashion-mnist", "seed": 1, "batch": 64,
+           "strategy": "allreduce", "optimizer": "momentum", "dgc_warmup_epochs": 0, "codec": "none",
+           "parameters": 6, "layout": "0123456789abcdef", "train_samples": 100, "fingerprint": "fedcba9876543210"}
+    manifest = {"format": 2, "step": 10, "workers": 2, "run": run}
+    write("manifest", "manifest.json", json.dumps(manifest, indent=1))
+    write("manifest", "other-seed.json", json.dumps(dict(manifest, run=dict(run, seed=2))))
+    write("manifest", "no-run.json", json.dumps({"format": 2, "step": 10, "workers": 2}))
+    write("manifest", "run-number.json", json.dumps(dict(manifest, run=5)))
+    write("manifest", "array.json", "[1, 2, 3]")
+    write("manifest", "string.json", '"manifest"')
+    write("manifest", "truncated.json", json.dumps(manifest)[:40])
+    write("manifest", "deep.json", "[" * 64 + "]" * 64)
+
+
 x, y = seeds_npy()
 seeds_npz(x, y)
 seeds_idx()
@@ -164,3 +203,5 @@ seeds_checkpoint()
 seeds_spec()
 seeds_config()
 seeds_hello()
+seeds_manifest()
+seeds_platform()

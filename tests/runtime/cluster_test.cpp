@@ -166,6 +166,49 @@ TEST(Cluster, SimGridPlatformXmlIsAccepted) {
   std::filesystem::remove(file);
 }
 
+// SimGrid's platform parser keeps state across engines: after a file it refused, the next platform
+// file of the process used to crash it (SIGSEGV). FAST refuses that file instead, naming the cause.
+// In a child process (a death test), so that the refusal does not reach the other tests' platforms.
+TEST(ClusterDeathTest, PlatformFileAfterARefusedOneIsRefusedNotACrash) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto write = [](const std::string& name, const std::string& body) {
+    const std::filesystem::path file = std::filesystem::temp_directory_path() / name;
+    std::ofstream(file) << "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                           "<platform version=\"4.1\">\n"
+                        << body << "</platform>\n";
+    return file;
+  };
+  const std::filesystem::path bad =
+      write("fast_cluster_test_bad.xml", R"(<zone id="z" routing="Full"><host id="a" speed="1Gf"/>)"
+                                         R"(<link id="l" bandwidth="oops"/></zone>)");
+  const std::filesystem::path good =
+      write("fast_cluster_test_good.xml", R"(<cluster id="c" prefix="node-" suffix="" radical="0-1" speed="1Gf" )"
+                                          R"(bw="125MBps" lat="50us"/>)");
+  auto run = [](const std::filesystem::path& file) {
+    sim::World world({.size = 2, .cluster = load_cluster(file)});
+    world.run([](Context& ctx) { ctx.compute(1e9); });
+  };
+  EXPECT_EXIT(
+      {
+        bool refused_bad = false;
+        bool refused_good = false;
+        try {
+          run(bad);
+        } catch (const core::InvalidArgument&) {
+          refused_bad = true;
+        }
+        try {
+          run(good);
+        } catch (const core::InvalidUsage& e) {
+          refused_good = std::string(e.what()).find("new process") != std::string::npos;
+        }
+        std::exit(refused_bad && refused_good ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  std::filesystem::remove(bad);
+  std::filesystem::remove(good);
+}
+
 TEST(Cluster, ShippedClustersBuildAndRun) {
   // Each generated topology builds; a worker on every host exchanges with its neighbour.
   for (const std::string& text :

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <optional>
 #include <vector>
 
+#include "checkpoint_manifest.hpp"
 #include "fast/adapters/torch/run_identity.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
@@ -14,7 +14,7 @@ namespace fast::torch {
 
 namespace {
 
-constexpr const char* kManifest = "manifest.json";
+constexpr const char* kManifest = kManifestName;
 constexpr std::size_t kMaxCandidates = 64;
 constexpr int kManifestFormat =
     2;  // 2: "run" holds the run identity with its fingerprint  // complete checkpoints tried on resume, newest first
@@ -48,17 +48,6 @@ std::vector<std::int64_t> step_folders(const std::filesystem::path& folder, bool
   return steps;
 }
 
-nlohmann::json read_manifest(const std::filesystem::path& step_folder) {
-  const std::filesystem::path file = step_folder / kManifest;
-  std::ifstream in(file);
-  if (!in) FAST_THROW(core::IoError, "checkpoint manifest '{}': cannot read it", file.string());
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    FAST_THROW(core::IoError, "checkpoint manifest '{}': not valid JSON: {}", file.string(), e.what());
-  }
-}
-
 // InvalidArgument (the same on every worker: each reads the same files) when the manifest of
 // `target` or a worker file in it carries another run's identity than `identity`. A worker file is
 // read for its identity alone (read_checkpoint_texts); one whose identity differs is read whole,
@@ -71,8 +60,7 @@ void check_identities(const std::filesystem::path& target, const nlohmann::json&
                "start a new run without --resume",
                why);
   };
-  const nlohmann::json none;
-  if (std::string why = identity_mismatch(manifest.value("run", none), identity, (target / kManifest).string());
+  if (std::string why = identity_mismatch(manifest_identity(manifest), identity, (target / kManifest).string());
       !why.empty())
     refuse(why);
   for (const int rank : ranks) {
@@ -186,7 +174,7 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
     std::string failure;
     std::optional<strategy::Checkpoint> checkpoint;
     try {
-      const nlohmann::json manifest = read_manifest(target);
+      const nlohmann::json manifest = read_checkpoint_manifest(target / kManifest);
       check_identities(target, manifest, identity, comm.members());  // another run: an error, not a fallback
       checkpoint = strategy::read_checkpoint_file(file);
       // Files of the first checkpoint format version had only "steps" (lockstep: the same number).

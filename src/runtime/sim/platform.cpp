@@ -1,5 +1,7 @@
 #include "platform.hpp"
 
+#include <atomic>
+
 #include <simgrid/kernel/ProfileBuilder.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Link.hpp>
@@ -165,9 +167,17 @@ std::vector<sg::Host*> build_platform(const Cluster& c) {
   sg::Engine* engine = sg::Engine::get_instance();
   std::vector<sg::Host*> hosts;
   if (!c.platform_xml.empty()) {
+    // SimGrid's platform parser keeps state of its own across engines; after a file it refused,
+    // the next platform file of the process crashes it (seen with SimGrid 3.32). Refused instead.
+    static std::atomic<bool> parser_failed{false};
+    FAST_ENFORCE_AS(core::InvalidUsage, !parser_failed.load(),
+                    "platform file '{}': a platform file failed to load earlier in this process, and SimGrid cannot "
+                    "load another one after that; run this simulation in a new process",
+                    c.platform_xml.string());
     try {
       engine->load_platform(c.platform_xml.string());
     } catch (const std::exception& e) {  // simgrid::ParseError and the like: the file is bad input
+      parser_failed = true;
       FAST_THROW(core::InvalidArgument, "platform file '{}': SimGrid cannot read it: {}", c.platform_xml.string(),
                  e.what());
     }
