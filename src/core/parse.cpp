@@ -8,10 +8,9 @@ namespace fast::core {
 
 namespace detail {
 
-void throw_out_of_range(std::string_view what, long long min, long long max, bool max_is_types,
-                        std::string_view value) {
-  if (max_is_types && value.starts_with('-'))
-    FAST_THROW(InvalidArgument, "{}: expected an integer >= {}, got {}", what, min, value);
+void throw_out_of_range(std::string_view what, long long min, long long max, bool max_is_types, std::string_view value,
+                        bool below) {
+  if (max_is_types && below) FAST_THROW(InvalidArgument, "{}: expected an integer >= {}, got {}", what, min, value);
   FAST_THROW(InvalidArgument, "{}: expected an integer from {} to {}, got {}", what, min, max, value);
 }
 
@@ -32,7 +31,8 @@ std::int64_t parse_int64(std::string_view text, std::string_view what) {
   const char* last = text.data() + text.size();
   const auto [end, ec] = std::from_chars(first, last, value);
   if (ec == std::errc::result_out_of_range && end == last)
-    detail::throw_out_of_range(what, min_of<std::int64_t>(), max_of<std::int64_t>(), false, fmt::format("'{}'", text));
+    detail::throw_out_of_range(what, min_of<std::int64_t>(), max_of<std::int64_t>(), false, fmt::format("'{}'", text),
+                               text.starts_with('-'));
   if (text.empty() || ec != std::errc() || end != last)
     FAST_THROW(InvalidArgument, "{}: expected an integer, got '{}'", what, text);
   return value;

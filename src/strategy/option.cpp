@@ -161,11 +161,13 @@ OptionValue StrategyOption::parse(const std::string& text) const {
     case OptionType::string:
     case OptionType::choice: value = text; break;
   }
-  validate(value);
+  validate(value, text);
   return value;
 }
 
-void StrategyOption::validate(const OptionValue& value) const {
+void StrategyOption::validate(const OptionValue& value) const { validate(value, text(value)); }
+
+void StrategyOption::validate(const OptionValue& value, std::string_view given) const {
   const std::size_t index = type_ == OptionType::integer   ? 0
                             : type_ == OptionType::number  ? 1
                             : type_ == OptionType::boolean ? 3
@@ -177,7 +179,7 @@ void StrategyOption::validate(const OptionValue& value) const {
     const bool above = min_open_ ? v > min_ : v >= min_;
     const bool below = max_open_ ? v < max_ : v <= max_;
     FAST_ENFORCE((std::isfinite(v) && above && below) || (exactly_ && v == *exactly_), "{}: expected {}, got {}", name_,
-                 expected(), text(value));
+                 expected(), given);
   }
   if (type_ == OptionType::choice) {
     const std::string& v = std::get<std::string>(value);

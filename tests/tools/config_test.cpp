@@ -151,9 +151,16 @@ TEST(Config, MarkdownDocumentsEveryKeyWithItsFlag) {
 // that is not an integer, is refused with an error naming the key; a value it accepts reads back
 // unchanged (nothing wraps: 2^32 + 3 workers are not 3 workers).
 TEST(Config, EveryIntegerSettingRefusesWhatItCannotHoldAndNeverWraps) {
-  const std::vector<std::string> values = {"4294967299", "4294967296", "2147483648", "9223372036854775807",
-                                           "9223372036854775808", "18446744073709551616", "-1", "-4294967295",
-                                           "1.5", "1e3"};
+  const std::vector<std::string> values = {"4294967299",
+                                           "4294967296",
+                                           "2147483648",
+                                           "9223372036854775807",
+                                           "9223372036854775808",
+                                           "18446744073709551616",
+                                           "-1",
+                                           "-4294967295",
+                                           "1.5",
+                                           "1e3"};
   int integer_keys = 0;
   for (const ConfigKey& k : config_keys()) {
     if (k.type != KeyType::integer) continue;
@@ -173,6 +180,28 @@ TEST(Config, EveryIntegerSettingRefusesWhatItCannotHoldAndNeverWraps) {
     }
   }
   EXPECT_GT(integer_keys, 10);
+}
+
+// Generated from the table: every integer and number setting that refuses a value spelled in a way
+// of its own ("-01", "-1.50e+00") names that value as given, not a reformatted one ("-1", "-1.5").
+TEST(Config, EveryNumericSettingEchoesTheRefusedValueAsGiven) {
+  const std::vector<std::string> integers = {"-0001", "00", "-09223372036854775807", "0004294967299"};
+  const std::vector<std::string> numbers = {"-0001", "-1.50e+00", "0.0", "1.0e+40", "-0", "9.90e+08"};
+  int refusals = 0;
+  for (const ConfigKey& k : config_keys()) {
+    if (k.type != KeyType::integer && k.type != KeyType::number) continue;
+    for (const std::string& v : k.type == KeyType::integer ? integers : numbers) {
+      torch::TrainOptions o;
+      try {
+        apply_setting(o, k.name, v, flag_name(k.name));
+      } catch (const core::Error& e) {
+        ++refusals;
+        const std::string error = e.what();
+        EXPECT_NE(error.find("got " + v), std::string::npos) << k.name << " = " << v << ": " << error;
+      }
+    }
+  }
+  EXPECT_GT(refusals, 30);
 }
 
 }  // namespace

@@ -32,64 +32,54 @@ namespace {
 using torch::TrainOptions;
 
 // Text parsing is the strategy options' (fast/strategy/option.hpp), so that every setting reads and
-// refuses values alike.
-long long parse_integer(const std::string& text, std::string_view origin) {
-  return strategy::parse_integer_text(text, origin);
-}
-
+// refuses values alike; integers go through core::parse_int, to the setting's own type (a larger
+// value would wrap: 2^32 + 3 workers are not 3). Every check echoes the value as given.
 double parse_number(const std::string& text, std::string_view origin) {
   return strategy::parse_number_text(text, origin);
 }
 
-// `value` as the setting's own type T: at least `minimum` and at most T's largest value (a larger
-// one would wrap: 2^32 + 3 workers are not 3).
-template <typename T>
-T at_least(long long value, long long minimum, std::string_view key) {
-  return core::checked_int<T>(value, key, minimum);
-}
-
-double positive(double value, std::string_view key) {
-  FAST_ENFORCE(value > 0, "{}: expected a positive number, got {}", key, value);
+double positive(double value, std::string_view key, std::string_view given) {
+  FAST_ENFORCE(value > 0, "{}: expected a positive number, got {}", key, given);
   return value;
 }
 
-double any_number(double value, std::string_view) { return value; }
+double any_number(double value, std::string_view, std::string_view) { return value; }
 
 // A learning rate: > 0 and finite as float32 (the parameters' type): 1e39 is a double but makes
 // every update infinite.
-double learning_rate(double value, std::string_view key) {
+double learning_rate(double value, std::string_view key, std::string_view given) {
   FAST_ENFORCE(value > 0 && value <= std::numeric_limits<float>::max(),
                "{}: expected a positive number that float32 can hold (<= {:g}), got {}", key,
-               std::numeric_limits<float>::max(), value);
+               std::numeric_limits<float>::max(), given);
   return value;
 }
 
-double fraction_below_one(double value, std::string_view key) {
-  FAST_ENFORCE(value >= 0 && value < 1, "{}: expected a number in [0, 1), got {}", key, value);
+double fraction_below_one(double value, std::string_view key, std::string_view given) {
+  FAST_ENFORCE(value >= 0 && value < 1, "{}: expected a number in [0, 1), got {}", key, given);
   return value;
 }
 
-double fraction(double value, std::string_view key) {
-  FAST_ENFORCE(value >= 0 && value <= 1, "{}: expected a number in [0, 1], got {}", key, value);
+double fraction(double value, std::string_view key, std::string_view given) {
+  FAST_ENFORCE(value >= 0 && value <= 1, "{}: expected a number in [0, 1], got {}", key, given);
   return value;
 }
 
-double at_least_one(double value, std::string_view key) {
-  FAST_ENFORCE(value >= 1, "{}: expected a number >= 1, got {}", key, value);
+double at_least_one(double value, std::string_view key, std::string_view given) {
+  FAST_ENFORCE(value >= 1, "{}: expected a number >= 1, got {}", key, given);
   return value;
 }
 
 // A time limit in seconds: positive and at most 1e9 (31 years), so that it fits the runtimes' clocks.
-double time_limit(double value, std::string_view key) {
-  FAST_ENFORCE(value > 0 && value <= 1e9, "{}: expected seconds in (0, 1e9], got {}", key, value);
+double time_limit(double value, std::string_view key, std::string_view given) {
+  FAST_ENFORCE(value > 0 && value <= 1e9, "{}: expected seconds in (0, 1e9], got {}", key, given);
   return value;
 }
 
 // "true" | "false" (a flag given without a value is "true").
 bool parse_bool(const std::string& text, std::string_view key) { return strategy::parse_bool_text(text, key); }
 
-double non_negative(double value, std::string_view key) {
-  FAST_ENFORCE(value >= 0, "{}: expected a number >= 0, got {}", key, value);
+double non_negative(double value, std::string_view key, std::string_view given) {
+  FAST_ENFORCE(value >= 0, "{}: expected a number >= 0, got {}", key, given);
   return value;
 }
 
@@ -164,20 +154,18 @@ ConfigKey strategy_key(const strategy::DeclaredOption& d) {
   return key;
 }
 
-#define FAST_INT_KEY(NAME, DESC, FIELD, MIN)                                        \
-  ConfigKey {                                                                       \
-    NAME, KeyType::integer, DESC,                                                   \
-        [](TrainOptions& o, const std::string& v) {                                 \
-          o.FIELD = at_least<decltype(o.FIELD)>(parse_integer(v, NAME), MIN, NAME); \
-        },                                                                          \
-        [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); } \
+#define FAST_INT_KEY(NAME, DESC, FIELD, MIN)                                                                       \
+  ConfigKey {                                                                                                      \
+    NAME, KeyType::integer, DESC,                                                                                  \
+        [](TrainOptions& o, const std::string& v) { o.FIELD = core::parse_int<decltype(o.FIELD)>(v, NAME, MIN); }, \
+        [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); }                                \
   }
 
-#define FAST_NUMBER_KEY(NAME, DESC, FIELD, CHECK)                                                    \
-  ConfigKey {                                                                                        \
-    NAME, KeyType::number, DESC,                                                                     \
-        [](TrainOptions& o, const std::string& v) { o.FIELD = CHECK(parse_number(v, NAME), NAME); }, \
-        [](const TrainOptions& o) { return text(o.FIELD); }                                          \
+#define FAST_NUMBER_KEY(NAME, DESC, FIELD, CHECK)                                                       \
+  ConfigKey {                                                                                           \
+    NAME, KeyType::number, DESC,                                                                        \
+        [](TrainOptions& o, const std::string& v) { o.FIELD = CHECK(parse_number(v, NAME), NAME, v); }, \
+        [](const TrainOptions& o) { return text(o.FIELD); }                                             \
   }
 
 // The settings of `fast train` other than the strategies' options, in documentation order.
@@ -231,7 +219,7 @@ std::vector<ConfigKey> general_keys() {
       {"lr", KeyType::number,
        "Base learning rate; default: 0.05 for sgd, momentum and nesterov, 0.001 for adam and adamw.",
        [](TrainOptions& o, const std::string& v) {
-         o.worker.optimizer.lr = learning_rate(parse_number(v, "lr"), "lr");
+         o.worker.optimizer.lr = learning_rate(parse_number(v, "lr"), "lr", v);
          o.lr_given = true;
        },
        [](const TrainOptions& o) { return text(o.worker.optimizer.lr); }},
@@ -319,7 +307,7 @@ std::vector<ConfigKey> general_keys() {
        "seconds per message that allreduce_algorithm = auto assumes (the same on every worker); default: the "
        "cluster's under --runtime sim, else 2e-06 (threads on one host, docs/collectives.md).",
        [](TrainOptions& o, const std::string& v) {
-         o.worker.communicator.latency_seconds = non_negative(parse_number(v, "network_latency"), "network_latency");
+         o.worker.communicator.latency_seconds = non_negative(parse_number(v, "network_latency"), "network_latency", v);
        },
        [](const TrainOptions& o) {
          return o.worker.communicator.latency_seconds ? text(*o.worker.communicator.latency_seconds)
@@ -330,7 +318,7 @@ std::vector<ConfigKey> general_keys() {
        "--runtime sim, else 1.6e+10.",
        [](TrainOptions& o, const std::string& v) {
          o.worker.communicator.bandwidth_bytes_per_second =
-             positive(parse_number(v, "network_bandwidth"), "network_bandwidth");
+             positive(parse_number(v, "network_bandwidth"), "network_bandwidth", v);
        },
        [](const TrainOptions& o) {
          return o.worker.communicator.bandwidth_bytes_per_second
@@ -376,7 +364,7 @@ std::vector<ConfigKey> general_keys() {
                       slowdown.straggler_factor, at_least_one),
       {"op_timeout", KeyType::number, "Seconds a blocking operation may wait (default: FAST_OP_TIMEOUT).",
        [](TrainOptions& o, const std::string& v) {
-         o.op_timeout = time_limit(parse_number(v, "op_timeout"), "op_timeout");
+         o.op_timeout = time_limit(parse_number(v, "op_timeout"), "op_timeout", v);
        },
        [](const TrainOptions& o) { return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout); }},
       // zmq: how the processes of a multi-process run find and trust each other (runtime::ProcessOptions,
@@ -390,9 +378,7 @@ std::vector<ConfigKey> general_keys() {
        }},
       {"world_size", KeyType::integer,
        "--runtime zmq: number of processes in the run, >= 1 (default: FAST_WORLD_SIZE).",
-       [](TrainOptions& o, const std::string& v) {
-         o.process.world_size = at_least<int>(parse_integer(v, "world_size"), 1, "world_size");
-       },
+       [](TrainOptions& o, const std::string& v) { o.process.world_size = core::parse_int<int>(v, "world_size", 1); },
        [](const TrainOptions& o) {
          return o.process.world_size <= 0 ? std::string("$FAST_WORLD_SIZE")
                                           : text(static_cast<long long>(o.process.world_size));
@@ -401,7 +387,7 @@ std::vector<ConfigKey> general_keys() {
        "--runtime zmq: this process's index in [0, world_size); unset: the rendezvous assigns one in arrival order "
        "(default: FAST_PROCESS_RANK).",
        [](TrainOptions& o, const std::string& v) {
-         o.process.process_rank = at_least<int>(parse_integer(v, "process_rank"), 0, "process_rank");
+         o.process.process_rank = core::parse_int<int>(v, "process_rank", 0);
        },
        [](const TrainOptions& o) {
          return o.process.process_rank < 0 ? std::string("$FAST_PROCESS_RANK")
@@ -431,7 +417,7 @@ std::vector<ConfigKey> general_keys() {
       {"peer_timeout", KeyType::number,
        "--runtime zmq: seconds of silence after which a peer is lost (default: FAST_PEER_TIMEOUT).",
        [](TrainOptions& o, const std::string& v) {
-         o.process.peer_timeout_seconds = positive(parse_number(v, "peer_timeout"), "peer_timeout");
+         o.process.peer_timeout_seconds = positive(parse_number(v, "peer_timeout"), "peer_timeout", v);
        },
        [](const TrainOptions& o) {
          return o.process.peer_timeout_seconds < 0 ? std::string("$FAST_PEER_TIMEOUT")
@@ -440,7 +426,8 @@ std::vector<ConfigKey> general_keys() {
       {"rendezvous_timeout", KeyType::number,
        "--runtime zmq: seconds to wait for every process at the rendezvous (default: FAST_RENDEZVOUS_TIMEOUT).",
        [](TrainOptions& o, const std::string& v) {
-         o.process.rendezvous_timeout_seconds = positive(parse_number(v, "rendezvous_timeout"), "rendezvous_timeout");
+         o.process.rendezvous_timeout_seconds =
+             positive(parse_number(v, "rendezvous_timeout"), "rendezvous_timeout", v);
        },
        [](const TrainOptions& o) {
          return o.process.rendezvous_timeout_seconds < 0 ? std::string("$FAST_RENDEZVOUS_TIMEOUT")

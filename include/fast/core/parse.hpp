@@ -29,9 +29,10 @@
 namespace fast::core {
 
 namespace detail {
-// The out-of-range error; `value` is the text as given or the number formatted.
+// The out-of-range error; `value` is the text as given (`below`: under min, not over max) or the
+// number formatted.
 [[noreturn]] void throw_out_of_range(std::string_view what, long long min, long long max, bool max_is_types,
-                                     std::string_view value);
+                                     std::string_view value, bool below);
 [[noreturn]] void throw_out_of_range(std::string_view what, long long min, long long max, bool max_is_types,
                                      unsigned long long value, bool negative);
 }  // namespace detail
@@ -67,10 +68,17 @@ T checked_int(V value, std::string_view what, long long min = min_of<T>(), long 
   return static_cast<T>(value);
 }
 
-// Decimal text as T within [min, max]: parse_int64 then checked_int.
+// Decimal text as T within [min, max]: parse_int64 then checked_int; an out-of-range value is
+// reported as given ("-01", not "-1").
 template <std::integral T>
 T parse_int(std::string_view text, std::string_view what, long long min = min_of<T>(), long long max = max_of<T>()) {
-  return checked_int<T>(parse_int64(text, what), what, min, max);
+  const std::int64_t value = parse_int64(text, what);
+  const bool max_is_types = max >= max_of<T>();
+  min = std::max(min, min_of<T>());
+  max = std::min(max, max_of<T>());
+  if (std::cmp_less(value, min) || std::cmp_greater(value, max))
+    detail::throw_out_of_range(what, min, max, max_is_types, text, std::cmp_less(value, min));
+  return static_cast<T>(value);
 }
 
 }  // namespace fast::core

@@ -116,6 +116,8 @@ class StrategyOption {
 
  private:
   StrategyOption(std::string name, OptionType type, OptionValue default_value, std::string help);
+  // validate(), with `given` as the value its messages echo (parse(): the text as given).
+  void validate(const OptionValue& value, std::string_view given) const;
 
   template <typename T>
   static T from_value(const OptionValue& v) {
