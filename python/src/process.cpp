@@ -16,6 +16,7 @@
 #include "fast/core/malloc_tuning.hpp"
 #include "fast/runtime/detect.hpp"
 #include "fast/runtime/launcher.hpp"
+#include "fast/runtime/registry.hpp"
 
 namespace fast::python {
 
@@ -164,9 +165,10 @@ ContextRef init(std::optional<std::string> runtime, double op_timeout, const std
   runtime::LaunchOptions options;
   options.runtime = world.runtime;
   options.process = world.process;
-  FAST_ENFORCE(options.runtime != "sim",
-               "fast.init: runtime 'sim' simulates a whole world in one process; use fast.run(fn, workers=N, "
-               "runtime='sim') instead");
+  FAST_ENFORCE(!runtime::find_runtime(options.runtime).simulated_clock,
+               "fast.init: runtime '{}' simulates a whole world in one process; use fast.run(fn, workers=N, "
+               "runtime='{}') instead",
+               options.runtime, options.runtime);
   options.workers = 1;
   options.op_timeout_seconds = op_timeout;
   options.collectives = collectives;
@@ -179,9 +181,9 @@ ContextRef init(std::optional<std::string> runtime, double op_timeout, const std
 // exception (in time) is re-raised as it was; the other workers were released from their waits.
 py::list run(const py::function& fn, int workers, const std::string& runtime, const std::string& cluster,
              double op_timeout) {
-  FAST_ENFORCE(runtime == "threads" || runtime == "sim",
-               "fast.run: runtime must be 'threads' or 'sim' (a world inside this process), got '{}'; for processes "
-               "use fast launch or mpirun with fast.init()",
+  FAST_ENFORCE(!runtime::find_runtime(runtime).multi_process,
+               "fast.run: runtime must be one whose world lives inside this process (threads, sim), got '{}'; for "
+               "processes use fast launch or mpirun with fast.init()",
                runtime);
   FAST_ENFORCE(workers >= 1, "fast.run: workers must be >= 1, got {}", workers);
   std::vector<py::object> results(static_cast<std::size_t>(workers));

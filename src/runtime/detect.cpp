@@ -80,7 +80,9 @@ WorldChoice choose_world(const WorldRequest& request, const Environment& env) {
   choice.launcher = detect_launcher(env);
   choice.process = request.process;
   choice.runtime_given = !request.runtime.empty();
-  choice.runtime = choice.runtime_given ? request.runtime : (choice.launcher ? choice.launcher->runtime : "threads");
+  choice.runtime = choice.runtime_given
+                       ? request.runtime
+                       : (choice.launcher ? choice.launcher->runtime : runtime_backends().front().name);
   const RuntimeBackend& backend = find_runtime(choice.runtime);
   if (choice.launcher && several_processes(*choice.launcher) && choice.runtime_given)
     check_given_runtime(request, *choice.launcher, backend);

@@ -40,9 +40,9 @@ std::string resolve_choice(std::string value, const char* key, const char* env, 
 double launch(const LaunchOptions& options, const WorkerFn& fn) {
   const RuntimeBackend& backend = find_runtime(options.runtime);
   FAST_ENFORCE(options.workers >= 1, "workers: expected a count >= 1, got {}", options.workers);
-  FAST_ENFORCE(options.cluster.empty() || options.runtime == "sim",
-               "cluster: a cluster file is for the sim runtime, got runtime '{}' with cluster '{}'", options.runtime,
-               options.cluster.string());
+  FAST_ENFORCE(options.cluster.empty() || backend.simulated_clock,
+               "cluster: a cluster file is for a simulated runtime (sim), got runtime '{}' with cluster '{}'",
+               options.runtime, options.cluster.string());
   LaunchOptions resolved = options;
   resolved.collectives = resolve_choice(options.collectives, "collectives", "FAST_COLLECTIVES", "fast", "native",
                                         backend.native_collectives, "native collectives", options.runtime);

@@ -15,6 +15,7 @@
 #include "config.hpp"
 #include "fast/adapters/torch/run_identity.hpp"
 #include "fast/core/error.hpp"
+#include "fast/runtime/registry.hpp"
 #include "report.hpp"
 #include "text_file.hpp"
 
@@ -232,7 +233,8 @@ std::vector<RunResult> run_comparison(const std::vector<RunSpec>& specs, const C
         continue;
       }
       fs::remove(t.run.summary);  // a stale one (other settings) must not outlive a failed run
-      (options.jobs > 1 && t.run.runtime == "sim" ? side_by_side : one_at_a_time).push_back(std::move(t));
+      (options.jobs > 1 && runtime::find_runtime(t.run.runtime).simulated_clock ? side_by_side : one_at_a_time)
+          .push_back(std::move(t));
     }
   }
   // Simulated runs (each a child process, its clock simulated) side by side; then the others one at

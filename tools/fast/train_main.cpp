@@ -84,7 +84,7 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
                options.repeat, options.out.string().c_str());
   const bool terminal = terminal_progress(progress_mode);
   const auto results = fast::cli::run_comparison(specs, options, [&](const fast::torch::TrainOptions& run) {
-    if (run.runtime == "sim") return train_in_child(run);
+    if (fast::runtime::find_runtime(run.runtime).simulated_clock) return train_in_child(run);
     // On a terminal the in-place line of `fast train`; elsewhere only compare's line per run.
     fast::cli::ProgressDisplay display(terminal, !terminal);
     return fast::torch::train(

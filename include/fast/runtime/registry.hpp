@@ -26,6 +26,11 @@ struct RuntimeBackend {
   // Whether its world is made of processes that a launcher starts (zmq, mpi): LaunchOptions::workers
   // is not its worker count, and a launcher's world of several processes needs such a runtime.
   bool multi_process = false;
+  // Whether its clock is simulated (sim): launch() returns simulated seconds and every time a worker
+  // reads is simulated; it takes a cluster file (LaunchOptions::cluster) describing the simulated
+  // platform; a simulation holds process-wide state (one at a time per process); nothing it does
+  // may depend on the host (signal handlers, wall-clock time), so that a seed gives the same run.
+  bool simulated_clock = false;
   // The launchers whose environment it recognises (runtime/detect.hpp); static storage.
   std::span<const LauncherSignature> launchers;
 };

@@ -263,7 +263,7 @@ LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t 
           .checkpoint_every = o.checkpoint_every,
           // Under sim a signal ends the process as it always did: an agreement would add collectives
           // to the simulated run, whose timings must not depend on whether handlers are installed.
-          .stoppable = o.runtime != "sim" && core::stop_handlers_installed(),
+          .stoppable = !runtime::find_runtime(o.runtime).simulated_clock && core::stop_handlers_installed(),
           .stop_check_every = stop_check_every(flops * static_cast<double>(o.batch))};
 }
 
@@ -455,7 +455,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
 
   std::optional<nlohmann::json> summary = outputs.summary();
   FAST_ENFORCE_AS(core::PeerLost, summary.has_value(), "train: every worker of this process was lost; no summary");
-  if (options.runtime == "sim") {
+  if (runtime::find_runtime(options.runtime).simulated_clock) {
     // Every time above is on the simulated clock; this is the whole run's (training, final
     // evaluation and shutdown), so two runs of the same config give the same files.
     (*summary)["simulated_seconds"] = run_seconds;

@@ -2,13 +2,12 @@
 // ranks and size from MPI_COMM_WORLD, started by mpirun or srun.
 #include <unistd.h>
 
-#include <chrono>
-#include <mutex>
+#include <algorithm>
 
 #include <fmt/format.h>
 
-#include "../deliver.hpp"
 #include "../threads/local_world.hpp"
+#include "../threads/transport_run.hpp"
 #include "collectives.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -59,29 +58,16 @@ double run_mpi(const LaunchOptions& options, const WorkerFn& fn) {
   check(MPI_Barrier(group.comm), "MPI_Barrier");  // now() = 0 at the same instant on every rank
   threads::LocalWorld world({.world_size = session.size, .first_rank = session.rank, .local_size = 1}, op_timeout,
                             "mpi", &transport);
-  std::mutex failed_mutex;
-  std::string failed_reason;  // another rank's failure that ended a run which does not tolerate it
-  transport.start(world, [&](const std::string& reason) {
-    if (options.tolerate_lost_workers) return;
-    {
-      std::lock_guard<std::mutex> lock(failed_mutex);
-      if (failed_reason.empty()) failed_reason = reason;
-    }
-    world.abort_all(reason);
-  });
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<std::exception_ptr> errors =
-      world.run(fn, [&](int, const std::string& reason) { transport.announce_failure(reason); });
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const bool failed = errors[0] != nullptr;
-  transport.finish(failed ? std::min(op_timeout, kFailedFinishSeconds) : op_timeout);
-  transport.stop();
-  {
-    std::lock_guard<std::mutex> lock(failed_mutex);
-    if (!failed_reason.empty()) throw core::PeerLost(failed_reason);
-  }
-  detail::rethrow_root_cause(errors);
-  return seconds;
+  return threads::run_over_transport(
+      world, fn,
+      {.tolerate_lost = options.tolerate_lost_workers,
+       .start = [&](const threads::LossFn& on_lost) { transport.start(world, on_lost); },
+       .on_failure = [&](int, const std::string& reason) { transport.announce_failure(reason); },
+       .finish =
+           [&](const std::vector<std::exception_ptr>& errors) {
+             transport.finish(errors[0] != nullptr ? std::min(op_timeout, kFailedFinishSeconds) : op_timeout);
+             transport.stop();
+           }});
 }
 
 }  // namespace

@@ -8,16 +8,18 @@ namespace fast::runtime::sim {
 RuntimeBackend backend() {
   return {.name = "sim",
           .description = "workers as SimGrid actors on a simulated cluster (--cluster), the simulated clock",
-          .launch = [](const LaunchOptions& options, const WorkerFn& fn) {
-            Cluster cluster =
-                options.cluster.empty() ? default_cluster(options.workers) : load_cluster(options.cluster);
-            World world({.size = options.workers,
-                         .op_timeout_seconds = options.op_timeout_seconds,
-                         .cluster = std::move(cluster),
-                         .tolerate_lost = options.tolerate_lost_workers,
-                         .thread_per_actor = options.thread_per_worker});
-            return world.run(fn);
-          }};
+          .launch =
+              [](const LaunchOptions& options, const WorkerFn& fn) {
+                Cluster cluster =
+                    options.cluster.empty() ? default_cluster(options.workers) : load_cluster(options.cluster);
+                World world({.size = options.workers,
+                             .op_timeout_seconds = options.op_timeout_seconds,
+                             .cluster = std::move(cluster),
+                             .tolerate_lost = options.tolerate_lost_workers,
+                             .thread_per_actor = options.thread_per_worker});
+                return world.run(fn);
+              },
+          .simulated_clock = true};
 }
 
 }  // namespace fast::runtime::sim

@@ -4,15 +4,13 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <filesystem>
-#include <mutex>
 #include <random>
 
 #include <fmt/format.h>
 
-#include "../deliver.hpp"
 #include "../threads/local_world.hpp"
+#include "../threads/transport_run.hpp"
 #include "authenticator.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
@@ -156,27 +154,14 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
                              .local_size = me.workers,
                              .joining = meeting.rejoining},
                             s.op_timeout, "zmq", &transport);
-  std::mutex lost_mutex;
-  std::string lost_reason;  // the loss that ended a run which does not tolerate losses
-  transport.start(world, [&](const std::string& reason) {
-    if (s.tolerate_lost) return;
-    {
-      std::lock_guard<std::mutex> lock(lost_mutex);
-      if (lost_reason.empty()) lost_reason = reason;
-    }
-    world.abort_all(reason);
-  });
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<std::exception_ptr> errors = world.run(fn);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  transport.finish(first_error(errors), s.op_timeout);
-  transport.stop();
-  {
-    std::lock_guard<std::mutex> lock(lost_mutex);
-    if (!lost_reason.empty()) throw core::PeerLost(lost_reason);
-  }
-  detail::rethrow_root_cause(errors);
-  return seconds;
+  return threads::run_over_transport(world, fn,
+                                     {.tolerate_lost = s.tolerate_lost,
+                                      .start = [&](const threads::LossFn& on_lost) { transport.start(world, on_lost); },
+                                      .finish =
+                                          [&](const std::vector<std::exception_ptr>& errors) {
+                                            transport.finish(first_error(errors), s.op_timeout);
+                                            transport.stop();
+                                          }});
 }
 
 }  // namespace
