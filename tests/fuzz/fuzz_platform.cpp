@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
+#include <cstdio>
 #include <string>
 
 #include "fast/runtime/cluster.hpp"
@@ -45,6 +47,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ::_exit(0);
   }
   int status = 0;
-  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) __builtin_trap();
+  pid_t waited = -1;
+  do {
+    waited = ::waitpid(child, &status, 0);  // libFuzzer's timer signal interrupts the wait
+  } while (waited < 0 && errno == EINTR);
+  if (waited != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "fuzz_platform: the child that loaded the input %s (status %d)\n",
+                 waited != child ? "could not be waited for" : "failed", status);
+    __builtin_trap();
+  }
   return 0;
 }
