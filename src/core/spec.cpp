@@ -183,7 +183,7 @@ void SpecFamily::parse_keyed(ParsedSpec& spec, std::string_view args) const {
 void SpecFamily::parse_positional(ParsedSpec& spec, std::string_view args) const {
   const SpecForm& form = spec.form();
   if (form.keys.empty()) fail(spec.text(), fmt::format("{} takes no parameters, got '{}'", form.name, args));
-  if (args.empty()) return;
+  if (args.empty()) fail(spec.text(), fmt::format("{} expects values after ':' ({})", form.name, usage(form)));
   std::vector<std::string> values;
   if (form.keys.size() == 1) {
     values.emplace_back(args);

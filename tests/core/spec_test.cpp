@@ -103,7 +103,8 @@ TEST(Spec, ErrorsNameTheSpecTheKeyWhatItAcceptsAndTheValue) {
   EXPECT_EQ(p("grid:0x2"), "shape spec 'grid:0x2': key 'rows' expects an integer >= 1, got '0'");
   EXPECT_EQ(p("grid:2x"), "shape spec 'grid:2x': key 'cols' expects an integer >= 1, got ''");
   EXPECT_EQ(p("path"), "shape spec 'path': path needs to (path:TO)");
-  EXPECT_EQ(p("path:"), "shape spec 'path:': path needs to (path:TO)");
+  EXPECT_EQ(p("path:"), "shape spec 'path:': path expects values after ':' (path:TO)");
+  EXPECT_EQ(p("grid:"), "shape spec 'grid:': grid expects values after ':' (grid[:ROWSxCOLS])");
 }
 
 TEST(Spec, UsageAndProbesComeFromTheDeclarations) {

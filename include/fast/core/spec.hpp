@@ -14,7 +14,7 @@
 //   positional  ARGS = the values of the form's keys in their declared order. A form of one key
 //               takes the whole of ARGS (a path, or a nested list such as cycle's); a form of
 //               several splits ARGS at its separator ('x' in torus2d:RxC, ':' in multi-krum:F:M).
-//               A form without keys refuses any ARGS ("ring:3").
+//               A form without keys refuses any ARGS ("ring:3"), one with keys an empty one ("star:").
 // The first `required` keys of a form must be given; the others take their declared default.
 //
 // Errors: InvalidArgument, without source location, starting with "WHAT spec 'TEXT': " (WHAT the
@@ -24,6 +24,7 @@
 //   item 'I' is not KEY=VALUE                            (keyed)
 //   key 'K' given twice                                  (keyed)
 //   N takes no parameters, got 'ARGS'
+//   N expects values after ':' (USAGE)                   (positional, "star:")
 //   N takes at most C values (USAGE), got 'ARGS'         (positional)
 //   N needs K (USAGE)                                     (a required key missing)
 //   key 'K' expects ACCEPTS, got 'VALUE'                 (ACCEPTS: Setting::expected())

@@ -55,9 +55,9 @@ TEST(DatasetSpec, MistakesAreNamedBeforeAnythingIsRead) {
   expect_invalid([] { parse_dataset_spec("synthetic:shape=3x0x4"); },
                  "key 'shape' expects 1 to 4 dimensions of 1 to 1000000 joined by 'x', at most 1e8 features, got "
                  "'3x0x4'");
-  expect_invalid([] { parse_dataset_spec("synthetic:shape=2x2x2x2x2"); }, "expected 1 to 4 dimensions");
+  expect_invalid([] { parse_dataset_spec("synthetic:shape=2x2x2x2x2"); }, "key 'shape' expects 1 to 4 dimensions");
   expect_invalid([] { parse_dataset_spec("synthetic:noise=nan"); },
-                 "key 'noise' expects a number in [0, 1e+06], got 'nan'");
+                 "key 'noise' expects a number in [0, 1000000], got 'nan'");
   expect_invalid([] { parse_dataset_spec("synthetic:seed=1,seed=2"); }, "key 'seed' given twice");
   expect_invalid([] { parse_dataset_spec("npz:train=/dev/null"); }, "npz needs test (npz:train=TRAIN,test=TEST)");
   expect_invalid([] { parse_dataset_spec("synthetic:train=100000000,test=100000000,shape=100"); },
