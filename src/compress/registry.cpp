@@ -1,11 +1,9 @@
 // make_codec: "NAME[:key=value,...]" to a codec.
 
 #include <algorithm>
-#include <array>
-#include <charconv>
-#include <cmath>
-#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,165 +11,116 @@
 #include "codecs.hpp"
 #include "fast/compress/codec.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/spec.hpp"
 
 namespace fast::compress {
 
 namespace {
 
-using Options = std::map<std::string, std::string, std::less<>>;
+using core::ParsedSpec;
+using core::Setting;
 
-struct Entry {
-  std::string_view name;
-  std::string_view usage;                // its options in a spec, for help texts ("" none): "[:levels=S]"
-  std::array<std::string_view, 3> keys;  // allowed option keys ("" = unused slot)
-  std::unique_ptr<Codec> (*make)(const Options&, std::uint64_t, const core::Layout*);
-};
+using Make = std::unique_ptr<Codec> (*)(const ParsedSpec&, std::uint64_t, const core::Layout*);
 
-double parse_double(std::string_view codec, std::string_view key, const std::string& text) {
-  double v = 0;
-  const auto* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  FAST_ENFORCE(ec == std::errc() && ptr == end && std::isfinite(v), "codec '{}': option {}='{}' is not a finite number",
-               codec, key, text);
-  return v;
-}
-
-std::uint64_t parse_count(std::string_view codec, std::string_view key, const std::string& text) {
-  std::uint64_t v = 0;
-  const auto* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  FAST_ENFORCE(ec == std::errc() && ptr == end, "codec '{}': option {}='{}' is not a non-negative integer", codec, key,
-               text);
-  return v;
-}
-
-KeepCount parse_keep(std::string_view codec, const Options& o) {
+// topk and randk: ratio or k (not both; neither: the codec's default).
+KeepCount parse_keep(const ParsedSpec& s) {
+  if (s.has("ratio") && s.has("k"))
+    FAST_THROW(InvalidArgument, "codec spec '{}': keys ratio and k are exclusive, got both", s.text());
   KeepCount keep;
-  const auto r = o.find("ratio");
-  const auto k = o.find("k");
-  FAST_ENFORCE(r == o.end() || k == o.end(), "codec '{}': options ratio and k are exclusive, got both", codec);
-  if (r != o.end()) {
-    keep.ratio = parse_double(codec, "ratio", r->second);
-    FAST_ENFORCE(keep.ratio > 0 && keep.ratio <= 1, "codec '{}': option ratio expected in (0, 1], got {}", codec,
-                 keep.ratio);
-  }
-  if (k != o.end()) {
-    keep.k = parse_count(codec, "k", k->second);
-    FAST_ENFORCE(keep.k >= 1, "codec '{}': option k expected >= 1, got {}", codec, keep.k);
-  }
+  if (s.has("ratio")) keep.ratio = s.number("ratio");
+  if (s.has("k")) keep.k = static_cast<std::uint64_t>(s.integer("k"));
   return keep;
 }
 
-const std::array kRegistry{
-    Entry{"none", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_none(); }},
-    Entry{"fp16", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_fp16(); }},
-    Entry{"bf16", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_bf16(); }},
-    Entry{"int8",
-          "[:levels=S,bucket=B]",
-          {"levels", "bucket"},
-          [](const Options& o, std::uint64_t seed, const core::Layout*) {
-            std::uint64_t levels = 127, bucket = 512;
-            if (auto it = o.find("levels"); it != o.end()) levels = parse_count("int8", "levels", it->second);
-            FAST_ENFORCE(levels >= 1 && levels <= 127, "codec 'int8': option levels expected in 1..127, got {}",
-                         levels);
-            if (auto it = o.find("bucket"); it != o.end()) bucket = parse_count("int8", "bucket", it->second);
-            FAST_ENFORCE(bucket >= 1 && bucket <= 0xFFFFFFFFu,
-                         "codec 'int8': option bucket (elements per norm) expected in 1..4294967295, got {}", bucket);
-            return make_int8(static_cast<int>(levels), bucket, seed);
-          }},
-    Entry{"sign", "", {}, [](const Options&, std::uint64_t, const core::Layout*) { return make_sign(); }},
-    Entry{"topk",
-          "[:ratio=R|k=K,scope=global|tensor]",
-          {"ratio", "k", "scope"},
-          [](const Options& o, std::uint64_t, const core::Layout* layout) {
-            bool per_tensor = false;
-            if (auto it = o.find("scope"); it != o.end()) {
-              FAST_ENFORCE(it->second == "global" || it->second == "tensor",
-                           "codec 'topk': option scope expected global or tensor, got '{}'", it->second);
-              per_tensor = it->second == "tensor";
-            }
-            return make_topk(parse_keep("topk", o), per_tensor, layout);
-          }},
-    Entry{"randk",
-          "[:ratio=R|k=K]",
-          {"ratio", "k"},
-          [](const Options& o, std::uint64_t seed, const core::Layout*) {
-            return make_randk(parse_keep("randk", o), seed);
-          }},
-    Entry{"threshold",
-          ":value=T",
-          {"value"},
-          [](const Options& o, std::uint64_t, const core::Layout*) {
-            const auto it = o.find("value");
-            FAST_ENFORCE(it != o.end(), "codec 'threshold': option value is required (threshold:value=T)");
-            const double t = parse_double("threshold", "value", it->second);
-            FAST_ENFORCE(t >= 0 && t <= 3.4e38, "codec 'threshold': option value expected in [0, 3.4e38], got {}", t);
-            return make_threshold(static_cast<float>(t));
-          }},
-    Entry{"powersgd",
-          "[:rank=R,warm_start=true|false]",
-          {"rank", "warm_start"},
-          [](const Options& o, std::uint64_t seed, const core::Layout* layout) {
-            PowerSgdOptions opt;
-            opt.seed = seed;
-            if (auto it = o.find("rank"); it != o.end()) opt.rank = parse_count("powersgd", "rank", it->second);
-            FAST_ENFORCE(opt.rank >= 1 && opt.rank <= 1024, "codec 'powersgd': option rank expected in 1..1024, got {}",
-                         opt.rank);
-            if (auto it = o.find("warm_start"); it != o.end()) {
-              FAST_ENFORCE(it->second == "true" || it->second == "false",
-                           "codec 'powersgd': option warm_start expected true or false, got '{}'", it->second);
-              opt.warm_start = it->second == "true";
-            }
-            return make_powersgd(opt, layout);
-          }},
+Setting ratio_key() {
+  return Setting::number("ratio", KeepCount{}.ratio, "fraction of the elements kept (exclusive with k).")
+      .greater_than(0)
+      .at_most(1);
+}
+Setting k_key() {
+  return Setting::integer("k", 1, "number of elements kept (exclusive with ratio).").at_least(1).default_shown("ratio");
+}
+
+// The codecs, in registry order: their declarations and their makers (same index).
+struct Codecs {
+  core::SpecFamily family;
+  std::vector<Make> makes;
 };
+
+const Codecs& codecs() {
+  static const Codecs table = [] {
+    std::vector<core::SpecForm> forms;
+    std::vector<Make> makes;
+    const auto add = [&](core::SpecForm form, Make make) {
+      forms.push_back(std::move(form));
+      makes.push_back(make);
+    };
+    add({"none", "float32 copy (lossless)"},
+        [](const ParsedSpec&, std::uint64_t, const core::Layout*) { return make_none(); });
+    add({"fp16", "IEEE binary16"}, [](const ParsedSpec&, std::uint64_t, const core::Layout*) { return make_fp16(); });
+    add({"bf16", "bfloat16"}, [](const ParsedSpec&, std::uint64_t, const core::Layout*) { return make_bf16(); });
+    add({"int8",
+         "stochastic rounding to levels per bucket's norm (QSGD)",
+         {Setting::integer("levels", 127, "quantisation levels per sign.").at_least(1).at_most(127),
+          Setting::integer("bucket", 512, "elements per norm.").at_least(1).at_most(4294967295.0)}},
+        [](const ParsedSpec& s, std::uint64_t seed, const core::Layout*) {
+          return make_int8(static_cast<int>(s.integer("levels")), static_cast<std::uint64_t>(s.integer("bucket")),
+                           seed);
+        });
+    add({"sign", "signs and one scale (signSGD)"},
+        [](const ParsedSpec&, std::uint64_t, const core::Layout*) { return make_sign(); });
+    add({"topk",
+         "the largest magnitudes",
+         {ratio_key(), k_key(),
+          Setting::choice("scope", {"global", "tensor"}, "global",
+                          "the k largest of the whole buffer, or of each tensor.")}},
+        [](const ParsedSpec& s, std::uint64_t, const core::Layout* layout) {
+          return make_topk(parse_keep(s), s.string("scope") == "tensor", layout);
+        });
+    add({"randk", "uniformly random elements", {ratio_key(), k_key()}},
+        [](const ParsedSpec& s, std::uint64_t seed, const core::Layout*) { return make_randk(parse_keep(s), seed); });
+    add({"threshold",
+         "the elements of magnitude at least the threshold",
+         {Setting::number("value", 0, "the threshold.").at_least(0).at_most(3.4e38)},
+         1},
+        [](const ParsedSpec& s, std::uint64_t, const core::Layout*) {
+          return make_threshold(static_cast<float>(s.number("value")));
+        });
+    add({"powersgd",
+         "low-rank factors of each matrix",
+         {Setting::integer("rank", static_cast<std::int64_t>(PowerSgdOptions{}.rank), "rank of the factors.")
+              .at_least(1)
+              .at_most(1024),
+          Setting::boolean("warm_start", PowerSgdOptions{}.warm_start, "start each power step from the last Q.")}},
+        [](const ParsedSpec& s, std::uint64_t seed, const core::Layout* layout) {
+          PowerSgdOptions opt;
+          opt.seed = seed;
+          opt.rank = static_cast<decltype(opt.rank)>(s.integer("rank"));
+          opt.warm_start = s.boolean("warm_start");
+          return make_powersgd(opt, layout);
+        });
+    return Codecs{core::SpecFamily("codec", core::SpecSyntax::keyed, std::move(forms)), std::move(makes)};
+  }();
+  return table;
+}
 
 }  // namespace
 
-std::vector<std::string> codec_names() {
-  std::vector<std::string> names;
-  for (const Entry& e : kRegistry) names.emplace_back(e.name);
-  return names;
-}
+const core::SpecFamily& codec_family() { return codecs().family; }
+
+std::vector<std::string> codec_names() { return codec_family().names(); }
 
 std::vector<std::string> codec_specs() {
   std::vector<std::string> specs;
-  for (const Entry& e : kRegistry) specs.push_back(std::string(e.name) + std::string(e.usage));
+  for (const core::SpecForm& f : codec_family().forms()) specs.push_back(codec_family().usage(f));
   return specs;
 }
 
 std::unique_ptr<Codec> make_codec(std::string_view spec, std::uint64_t seed, const core::Layout* layout) {
-  const auto colon = spec.find(':');
-  const std::string_view name = spec.substr(0, colon);
-  const Entry* entry = nullptr;
-  for (const Entry& e : kRegistry)
-    if (e.name == name) entry = &e;
-  if (entry == nullptr)
-    FAST_THROW(InvalidArgument, "codec spec '{}': unknown codec '{}', expected one of {}", spec, name,
-               fmt::join(codec_names(), ", "));
-  std::vector<std::string_view> allowed;
-  for (auto k : entry->keys)
-    if (!k.empty()) allowed.push_back(k);
-  Options options;
-  if (colon != std::string_view::npos) {
-    std::string_view rest = spec.substr(colon + 1);
-    for (;;) {
-      const auto comma = rest.find(',');
-      const std::string_view item = rest.substr(0, comma);
-      const auto eq = item.find('=');
-      FAST_ENFORCE(eq != std::string_view::npos && eq > 0 && eq + 1 < item.size(),
-                   "codec spec '{}': option '{}' is not key=value", spec, item);
-      const std::string key(item.substr(0, eq));
-      FAST_ENFORCE(std::find(allowed.begin(), allowed.end(), key) != allowed.end(),
-                   "codec spec '{}': unknown option '{}' of codec '{}', expected one of [{}]", spec, key, name,
-                   fmt::join(allowed, ", "));
-      FAST_ENFORCE(options.emplace(key, std::string(item.substr(eq + 1))).second,
-                   "codec spec '{}': option '{}' given twice", spec, key);
-      if (comma == std::string_view::npos) break;
-      rest = rest.substr(comma + 1);
-    }
-  }
-  return entry->make(options, seed, layout);
+  const Codecs& c = codecs();
+  const ParsedSpec parsed = c.family.parse(std::string(spec));
+  const auto index = static_cast<std::size_t>(&parsed.form() - c.family.forms().data());
+  return c.makes[index](parsed, seed, layout);
 }
 
 }  // namespace fast::compress

@@ -1,24 +1,22 @@
 #include "fast/strategy/aggregate.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "fast/core/error.hpp"
+#include "fast/core/parse.hpp"
+#include "fast/core/spec.hpp"
 
 namespace fast::strategy {
 
 namespace {
 
-// A non-negative integer of `spec` (an option's value); `what` says which one for the error.
+// A non-negative integer of `spec` (an option's value), through core::parse_int; `what` says which
+// one for the error.
 int parse_count(const std::string& text, const std::string& spec, const char* what) {
-  int value = -1;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  FAST_ENFORCE(!text.empty() && ec == std::errc() && end == text.data() + text.size() && value >= 0,
-               "'{}': expected {} (an integer >= 0), got '{}'", spec, what, text);
-  return value;
+  return core::parse_int<int>(text, fmt::format("'{}': {}", spec, what), 0);
 }
 
 // NaN after every number, so that sorting puts it where trimming removes it first.
@@ -115,42 +113,49 @@ int krum(std::span<const float> g, int w, int f, int m, std::span<float> out) {
 
 }  // namespace
 
+const core::SpecFamily& aggregate_family() {
+  using core::Setting;
+  const auto f = [] {
+    return Setting::integer("f", 0, "faulty workers to tolerate.").at_least(0).at_most(2147483647.0);
+  };
+  static const core::SpecFamily family(
+      "aggregate", core::SpecSyntax::positional,
+      {{"mean", "the average"},
+       {"median", "per coordinate, the median of the W values"},
+       {"trimmed-mean", "per coordinate, the mean after dropping the F lowest and F highest; W > 2F", {f()}, 1},
+       {"krum", "the gradient with the least Krum score; W > 2F + 2", {f()}, 1},
+       {"multi-krum",
+        "the mean of the M gradients with the least Krum scores; W > 2F + 2",
+        {f(), Setting::integer("m", 1, "gradients averaged, <= W - F.")
+                  .at_least(1)
+                  .at_most(2147483647.0)
+                  .default_shown("W - F")},
+        1}});
+  return family;
+}
+
 Aggregate Aggregate::parse(const std::string& spec, int workers) {
+  const core::ParsedSpec p = aggregate_family().parse(spec);
+  const std::string& name = p.name();
   Aggregate a;
-  const std::size_t colon = spec.find(':');
-  const std::string name = spec.substr(0, colon);
-  const bool has_f = colon != std::string::npos;
   if (name == "mean" || name == "median") {
-    FAST_ENFORCE(!has_f, "aggregate '{}': {} takes no parameter", spec, name);
     a.rule_ = name == "mean" ? AggregateRule::mean : AggregateRule::median;
     return a;
   }
-  FAST_ENFORCE(name == "trimmed-mean" || name == "krum" || name == "multi-krum",
-               "aggregate: unknown rule '{}'; expected one of mean, median, trimmed-mean:F, krum:F, multi-krum:F[:M]",
-               spec);
-  FAST_ENFORCE(has_f, "aggregate '{}': expected {}:F, F the number of faulty workers to tolerate", spec, name);
-  std::string f_text = spec.substr(colon + 1);
-  std::string m_text;
-  if (const std::size_t second = f_text.find(':'); second != std::string::npos) {
-    FAST_ENFORCE(name == "multi-krum", "aggregate '{}': {} takes one parameter, F", spec, name);
-    m_text = f_text.substr(second + 1);
-    f_text.resize(second);
-  }
-  a.f_ = parse_count(f_text, spec, "aggregate's F, the number of faulty workers to tolerate,");
+  a.f_ = static_cast<int>(p.integer("f"));
   if (name == "trimmed-mean") {
     a.rule_ = AggregateRule::trimmed_mean;
-    FAST_ENFORCE(workers > 2 * a.f_, "aggregate '{}': trimmed-mean:F needs more than 2F workers, got {} for F = {}",
-                 spec, workers, a.f_);
-  } else {
-    a.rule_ = name == "krum" ? AggregateRule::krum : AggregateRule::multi_krum;
-    FAST_ENFORCE(workers > 2 * a.f_ + 2, "aggregate '{}': {}:F needs more than 2F + 2 workers, got {} for F = {}", spec,
-                 name, workers, a.f_);
-    if (a.rule_ == AggregateRule::multi_krum) {
-      a.m_ = m_text.empty() ? workers - a.f_ : parse_count(m_text, spec, "multi-krum's M, the gradients averaged,");
-      FAST_ENFORCE(a.m_ >= 1 && a.m_ <= workers - a.f_,
-                   "aggregate '{}': multi-krum's M must be in [1, W - F] = [1, {}], got {}", spec, workers - a.f_,
-                   a.m_);
-    }
+    FAST_ENFORCE(workers > 2 * std::int64_t{a.f_},
+                 "aggregate '{}': trimmed-mean:F needs more than 2F workers, got {} for F = {}", spec, workers, a.f_);
+    return a;
+  }
+  a.rule_ = name == "krum" ? AggregateRule::krum : AggregateRule::multi_krum;
+  FAST_ENFORCE(workers > 2 * std::int64_t{a.f_} + 2,
+               "aggregate '{}': {}:F needs more than 2F + 2 workers, got {} for F = {}", spec, name, workers, a.f_);
+  if (a.rule_ == AggregateRule::multi_krum) {
+    a.m_ = p.has("m") ? static_cast<int>(p.integer("m")) : workers - a.f_;
+    FAST_ENFORCE(a.m_ >= 1 && a.m_ <= workers - a.f_,
+                 "aggregate '{}': multi-krum's M must be in [1, W - F] = [1, {}], got {}", spec, workers - a.f_, a.m_);
   }
   return a;
 }

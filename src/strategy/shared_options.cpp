@@ -6,6 +6,9 @@
 
 #include "builtin.hpp"
 #include "fast/compress/codec.hpp"
+#include "fast/core/spec.hpp"
+#include "fast/topology/builders.hpp"
+#include "fast/topology/schedule.hpp"
 
 namespace fast::strategy::builtin {
 
@@ -43,13 +46,15 @@ std::vector<StrategyOption> common_options() {
       StrategyOption::field("compress", &StrategyOptions::compress,
                             fmt::format("Codec of every tensor a strategy sends, NAME[:key=value,...]: {} "
                                         "(docs/compression.md).",
-                                        fmt::join(compress::codec_specs(), ", ")))
-          .check(codec_check),
+                                        compress::codec_family().usages()))
+          .check(codec_check)
+          .accepts("a codec spec (Spec strings: codec)"),
       StrategyOption::field(
           "aggregate", &StrategyOptions::aggregate,
           "How the workers' gradients are combined: mean, or (allreduce, and ps with mode sync) "
           "median, trimmed-mean:F, krum:F or multi-krum:F[:M] (robust to F faulty workers; allreduce then "
-          "all-gathers every gradient; docs/faults.md)."),
+          "all-gathers every gradient; docs/faults.md).")
+          .accepts("an aggregate spec (Spec strings: aggregate)"),
       StrategyOption::field("fault_inject", &StrategyOptions::fault_inject,
                             "Make workers faulty, for tests and demonstrations: KIND@W1,W2 with KIND nan, zeros or "
                             "scale:FACTOR (e.g. scale:-100@4: worker 4 sends -100 x its gradient); empty: none "
@@ -59,9 +64,10 @@ std::vector<StrategyOption> common_options() {
 
 StrategyOption topology_option() {
   return StrategyOption::field("topology", &StrategyOptions::topology,
-                               "the graph, NAME[:params]: ring, torus2d[:RxC], star, complete, tree, hypercube, "
-                               "exponential, random-regular:D, file:PATH; gosgd also takes time-varying schedules: "
-                               "exponential-peer, random-matching, random-peer, cycle:A;B (docs/topology.md).");
+                               fmt::format("the graph, NAME[:params]: {}; gosgd also takes time-varying "
+                                           "schedules: {} (docs/topology.md).",
+                                           topology::topology_family().usages(), topology::schedule_family().usages()))
+      .accepts("a topology or schedule spec (Spec strings: topology, schedule)");
 }
 
 StrategyOption consensus_step_option() {

@@ -9,6 +9,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/parse.hpp"
 #include "fast/core/random.hpp"
+#include "fast/core/spec.hpp"
 
 namespace fast::topology {
 
@@ -59,14 +60,7 @@ bool try_random_regular(int n, int d, core::SplitMix64& rng, Graph& out) {
 
 int parse_int(const std::string& text, const std::string& what) { return core::parse_int<int>(text, what); }
 
-std::string names_list() {
-  std::string s;
-  for (const auto& name : topology_names()) {
-    if (!s.empty()) s += ", ";
-    s += name;
-  }
-  return s;
-}
+constexpr double kMaxInt = 2147483647.0;  // the node counts and ids of a spec are ints
 
 }  // namespace
 
@@ -203,9 +197,34 @@ Graph from_edge_list_file(const std::string& path, int n_hint) {
   return g;
 }
 
+const core::SpecFamily& topology_family() {
+  using core::Setting;
+  static const core::SpecFamily family(
+      "topology", core::SpecSyntax::positional,
+      {{"ring", "each node linked to the next, cyclically"},
+       {"torus2d",
+        "a ROWS x COLS wrap-around grid, ROWS * COLS = n",
+        {Setting::integer("rows", 1, "rows of the grid.").at_least(1).at_most(kMaxInt).default_shown("most square"),
+         Setting::integer("cols", 1, "columns of the grid.").at_least(1).at_most(kMaxInt).default_shown("n / rows")},
+        0,
+        'x'},
+       {"star",
+        "every node linked to the centre",
+        {Setting::integer("center", 0, "the centre node, < n.").at_least(0).at_most(kMaxInt)}},
+       {"complete", "every pair linked"},
+       {"tree", "a binary tree in heap order"},
+       {"hypercube", "node i linked to i xor 2^k (n a power of two)"},
+       {"exponential", "node i sends to i + 2^k mod n (directed)"},
+       {"random-regular",
+        "a uniformly drawn simple DEGREE-regular graph (n * DEGREE even)",
+        {Setting::integer("degree", 0, "edges per node, < n.").at_least(0).at_most(kMaxInt)},
+        1},
+       {"file", "the edges of a file of 'u v' lines", {Setting::string("path", "", "the edge list file.")}, 1}});
+  return family;
+}
+
 const std::vector<std::string>& topology_names() {
-  static const std::vector<std::string> names{"ring",      "torus2d",     "star",           "complete", "tree",
-                                              "hypercube", "exponential", "random-regular", "file"};
+  static const std::vector<std::string> names = topology_family().names();
   return names;
 }
 
@@ -221,48 +240,30 @@ Graph make_undirected_connected(const std::string& spec, int n, std::uint64_t se
 }
 
 Graph make_topology(const std::string& spec, int n, std::uint64_t seed) {
-  const auto colon = spec.find(':');
-  const std::string name = spec.substr(0, colon);
-  const bool has_params = colon != std::string::npos;
-  const std::string params = has_params ? spec.substr(colon + 1) : std::string{};
-  const auto no_params = [&] {
-    FAST_ENFORCE(!has_params, "topology '{}': '{}' takes no parameters, got '{}'", spec, name, params);
-  };
-  if (name == "file") {
-    FAST_ENFORCE(has_params && !params.empty(), "topology '{}': expected file:PATH", spec);
-    return from_edge_list_file(params, n);
-  }
+  const core::ParsedSpec p = topology_family().parse(spec);
+  const std::string& name = p.name();
+  if (name == "file") return from_edge_list_file(p.string("path"), n);
   FAST_ENFORCE(n >= 1, "topology '{}': n must be >= 1, got {}", spec, n);
-  if (name == "ring") return no_params(), ring(n);
-  if (name == "complete") return no_params(), complete(n);
-  if (name == "tree") return no_params(), binary_tree(n);
-  if (name == "hypercube") return no_params(), hypercube(n);
-  if (name == "exponential") return no_params(), exponential(n);
-  if (name == "star") {
-    return star(n, has_params ? parse_int(params, fmt::format("topology '{}' center", spec)) : 0);
-  }
-  if (name == "torus2d") {
-    if (!has_params) {
-      int rows = 1;
-      for (int r = 1; r * r <= n; ++r) {
-        if (n % r == 0) rows = r;
-      }
-      return torus2d(rows, n / rows);
+  if (name == "ring") return ring(n);
+  if (name == "complete") return complete(n);
+  if (name == "tree") return binary_tree(n);
+  if (name == "hypercube") return hypercube(n);
+  if (name == "exponential") return exponential(n);
+  if (name == "star") return star(n, static_cast<int>(p.integer("center")));
+  if (name == "random-regular") return random_regular(n, static_cast<int>(p.integer("degree")), seed);
+  // torus2d
+  if (!p.has("rows")) {
+    int rows = 1;
+    for (int r = 1; r * r <= n; ++r) {
+      if (n % r == 0) rows = r;
     }
-    const auto x = params.find('x');
-    FAST_ENFORCE(x != std::string::npos, "topology '{}': expected torus2d:RxC, got '{}'", spec, params);
-    const int rows = parse_int(params.substr(0, x), fmt::format("topology '{}' rows", spec));
-    const int cols = parse_int(params.substr(x + 1), fmt::format("topology '{}' cols", spec));
-    FAST_ENFORCE(static_cast<std::int64_t>(rows) * cols == n,
-                 "topology '{}': rows * cols must equal n, got {} * {} = {} vs n = {}", spec, rows, cols,
-                 static_cast<std::int64_t>(rows) * cols, n);
-    return torus2d(rows, cols);
+    return torus2d(rows, n / rows);
   }
-  if (name == "random-regular") {
-    FAST_ENFORCE(has_params, "topology '{}': expected random-regular:D", spec);
-    return random_regular(n, parse_int(params, fmt::format("topology '{}' degree", spec)), seed);
-  }
-  FAST_THROW(InvalidArgument, "topology '{}': unknown name '{}', expected one of: {}", spec, name, names_list());
+  if (!p.has("cols")) FAST_THROW(InvalidArgument, "topology spec '{}': expected torus2d:ROWSxCOLS", spec);
+  const auto rows = p.integer("rows"), cols = p.integer("cols");
+  FAST_ENFORCE(rows * cols == n, "topology '{}': rows * cols must equal n, got {} * {} = {} vs n = {}", spec, rows,
+               cols, rows * cols, n);
+  return torus2d(static_cast<int>(rows), static_cast<int>(cols));
 }
 
 }  // namespace fast::topology

@@ -8,6 +8,7 @@
 
 #include "fast/core/error.hpp"
 #include "fast/core/random.hpp"
+#include "fast/core/spec.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/mixing.hpp"
 
@@ -149,60 +150,70 @@ bool TopologySchedule::symmetric() const noexcept { return state_->symmetric; }
 
 const std::string& TopologySchedule::spec() const noexcept { return state_->spec; }
 
+const core::SpecFamily& schedule_family() {
+  static const core::SpecFamily family(
+      "schedule", core::SpecSyntax::positional,
+      {{"exponential-peer", "round r: node i sends to i + 2^(r mod ceil(log2 n)) (period ceil(log2 n))"},
+       {"random-matching", "each round a uniformly random perfect matching (odd n: one node idles)"},
+       {"random-peer", "each round every node sends to one uniformly drawn other node"},
+       {"cycle",
+        "the static topologies ITEMS (joined by ';') in turn, item k seeded with seed + k",
+        {core::Setting::string("items", "", "topology specs joined by ';'.")},
+        1}});
+  return family;
+}
+
 const std::vector<std::string>& schedule_names() {
-  static const std::vector<std::string> names{"exponential-peer", "random-matching", "random-peer", "cycle"};
+  static const std::vector<std::string> names = schedule_family().names();
   return names;
 }
 
+namespace {
+
+std::vector<Graph> cycle_graphs(const std::string& spec, const std::string& params, int n, std::uint64_t seed) {
+  std::vector<Graph> graphs;
+  std::size_t begin = 0;
+  while (begin <= params.size()) {
+    const std::size_t end = std::min(params.find(';', begin), params.size());
+    const std::string item = params.substr(begin, end - begin);
+    const std::size_t index = graphs.size();
+    FAST_ENFORCE(!item.empty(), "schedule '{}': cycle item {} is empty", spec, index);
+    const std::string item_name = item.substr(0, item.find(':'));
+    FAST_ENFORCE(is_topology_name(item_name),
+                 "schedule '{}': cycle item {} '{}' is not a static topology, expected one of: {}", spec, index, item,
+                 join(topology_names()));
+    graphs.push_back(static_graph(spec, item, n, seed + index));
+    begin = end + 1;
+  }
+  return graphs;
+}
+
+}  // namespace
+
 TopologySchedule make_schedule(const std::string& spec, int n, std::uint64_t seed) {
-  const auto colon = spec.find(':');
-  const std::string name = spec.substr(0, colon);
-  const bool has_params = colon != std::string::npos;
-  const std::string params = has_params ? spec.substr(colon + 1) : std::string{};
+  const std::string name = spec.substr(0, spec.find(':'));
   FAST_ENFORCE(n >= 1, "schedule '{}': n must be >= 1, got {}", spec, n);
-  const auto no_params = [&] {
-    FAST_ENFORCE(!has_params, "schedule '{}': '{}' takes no parameters, got '{}'", spec, name, params);
-  };
+  if (is_topology_name(name)) return TopologySchedule(spec, {static_graph(spec, spec, n, seed)});
+  if (schedule_family().find(name) == nullptr)
+    FAST_THROW(InvalidArgument, "schedule '{}': unknown kind '{}', expected a topology ({}) or a schedule ({})", spec,
+               name, join(topology_names()), join(schedule_names()));
+  const core::ParsedSpec p = schedule_family().parse(spec);
   if (name == "exponential-peer") {
-    no_params();
     std::vector<Graph> graphs{exponential_peer(n, 0)};
     while ((std::int64_t{1} << graphs.size()) < n) {
       graphs.push_back(exponential_peer(n, static_cast<std::int64_t>(graphs.size())));
     }
     return TopologySchedule(spec, std::move(graphs));
   }
-  if (name == "random-matching" || name == "random-peer") {
-    no_params();
-    auto state = std::make_shared<TopologySchedule::State>();
-    state->spec = spec;
-    state->n = n;
-    state->seed = seed;
-    const bool matching = name == "random-matching";
-    state->builder = matching ? &random_matching_round : &random_peer_round;
-    state->symmetric = matching || n <= 2;  // with n <= 2 the only peer sends back
-    return TopologySchedule(std::move(state));
-  }
-  if (name == "cycle") {
-    FAST_ENFORCE(has_params && !params.empty(), "schedule '{}': expected cycle:SPEC1;SPEC2;...", spec);
-    std::vector<Graph> graphs;
-    std::size_t begin = 0;
-    while (begin <= params.size()) {
-      const std::size_t end = std::min(params.find(';', begin), params.size());
-      const std::string item = params.substr(begin, end - begin);
-      const std::size_t index = graphs.size();
-      FAST_ENFORCE(!item.empty(), "schedule '{}': cycle item {} is empty", spec, index);
-      const std::string item_name = item.substr(0, item.find(':'));
-      FAST_ENFORCE(is_topology_name(item_name),
-                   "schedule '{}': cycle item {} '{}' is not a static topology, expected one of: {}", spec, index, item,
-                   join(topology_names()));
-      graphs.push_back(static_graph(spec, item, n, seed + index));
-      begin = end + 1;
-    }
-    return TopologySchedule(spec, std::move(graphs));
-  }
-  if (is_topology_name(name)) return TopologySchedule(spec, {static_graph(spec, spec, n, seed)});
-  FAST_THROW(InvalidArgument, "schedule '{}': unknown kind '{}', expected a topology ({}) or a schedule ({})", spec,
-             name, join(topology_names()), join(schedule_names()));
+  if (name == "cycle") return TopologySchedule(spec, cycle_graphs(spec, p.string("items"), n, seed));
+  auto state = std::make_shared<TopologySchedule::State>();
+  state->spec = spec;
+  state->n = n;
+  state->seed = seed;
+  const bool matching = name == "random-matching";
+  state->builder = matching ? &random_matching_round : &random_peer_round;
+  state->symmetric = matching || n <= 2;  // with n <= 2 the only peer sends back
+  return TopologySchedule(std::move(state));
 }
 
 Graph union_of_rounds(const TopologySchedule& schedule, std::int64_t begin, std::int64_t end) {

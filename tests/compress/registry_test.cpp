@@ -44,46 +44,60 @@ TEST(CodecRegistry, OptionsAreParsed) {
   EXPECT_EQ(make_codec("threshold:value=0")->encoded_bytes(10), sparse_bound(10, 10));
 }
 
+// The messages of core::SpecFamily (core/spec.hpp), each naming the spec.
 TEST(CodecRegistry, UnknownNameListsTheAllowedOnes) {
   const auto msg = error_of("zip:ratio=0.1");
-  EXPECT_NE(msg.find("unknown codec 'zip'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("codec spec 'zip:ratio=0.1': unknown name 'zip'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("none, fp16, bf16, int8, sign, topk, randk, threshold"), std::string::npos) << msg;
-  EXPECT_NE(error_of("").find("unknown codec ''"), std::string::npos);
+  EXPECT_NE(error_of("").find("unknown name ''"), std::string::npos);
 }
 
 TEST(CodecRegistry, UnknownKeyListsTheCodecsKeys) {
   auto msg = error_of("topk:ratoi=0.1");
-  EXPECT_NE(msg.find("unknown option 'ratoi'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("[ratio, k, scope]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key 'ratoi' of topk, expected one of: ratio, k, scope"), std::string::npos) << msg;
   msg = error_of("fp16:levels=3");
-  EXPECT_NE(msg.find("unknown option 'levels' of codec 'fp16', expected one of []"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key 'levels': fp16 takes no keys"), std::string::npos) << msg;
 }
 
-TEST(CodecRegistry, BadValuesNameTheKeyAndTheRange) {
-  EXPECT_NE(error_of("topk:ratio=0").find("ratio expected in (0, 1], got 0"), std::string::npos);
-  EXPECT_NE(error_of("topk:ratio=1.5").find("ratio expected in (0, 1], got 1.5"), std::string::npos);
-  EXPECT_NE(error_of("topk:ratio=abc").find("ratio='abc' is not a finite number"), std::string::npos);
-  EXPECT_NE(error_of("topk:ratio=0.1x").find("is not a finite number"), std::string::npos);
-  EXPECT_NE(error_of("topk:k=0").find("k expected >= 1, got 0"), std::string::npos);
-  EXPECT_NE(error_of("topk:k=-3").find("not a non-negative integer"), std::string::npos);
-  EXPECT_NE(error_of("topk:k=3,ratio=0.1").find("exclusive"), std::string::npos);
-  EXPECT_NE(error_of("int8:levels=128").find("levels expected in 1..127, got 128"), std::string::npos);
-  EXPECT_NE(error_of("int8:levels=0").find("levels expected in 1..127, got 0"), std::string::npos);
-  EXPECT_NE(error_of("int8:bucket=0").find("bucket (elements per norm) expected in 1..4294967295, got 0"),
+TEST(CodecRegistry, BadValuesNameTheKeyTheRangeAndTheValue) {
+  EXPECT_EQ(error_of("topk:ratio=0"), "codec spec 'topk:ratio=0': key 'ratio' expects a number in (0, 1], got '0'");
+  EXPECT_NE(error_of("topk:ratio=1.5").find("key 'ratio' expects a number in (0, 1], got '1.5'"), std::string::npos);
+  EXPECT_NE(error_of("topk:ratio=abc").find("key 'ratio' expects a number in (0, 1], got 'abc'"), std::string::npos);
+  EXPECT_NE(error_of("topk:ratio=0.1x").find("got '0.1x'"), std::string::npos);
+  EXPECT_NE(error_of("topk:k=0").find("key 'k' expects an integer >= 1, got '0'"), std::string::npos);
+  EXPECT_NE(error_of("topk:k=-3").find("key 'k' expects an integer >= 1, got '-3'"), std::string::npos);
+  EXPECT_NE(error_of("topk:k=3,ratio=0.1").find("keys ratio and k are exclusive"), std::string::npos);
+  EXPECT_NE(error_of("topk:scope=layer").find("key 'scope' expects one of: global, tensor, got 'layer'"),
             std::string::npos);
-  EXPECT_NE(error_of("int8:bucket=4294967296").find("got 4294967296"), std::string::npos);
-  EXPECT_NE(error_of("threshold").find("option value is required"), std::string::npos);
-  EXPECT_NE(error_of("threshold:value=-1").find("value expected in [0, 3.4e38], got -1"), std::string::npos);
-  EXPECT_NE(error_of("threshold:value=inf").find("not a finite number"), std::string::npos);
+  EXPECT_NE(error_of("int8:levels=128").find("key 'levels' expects an integer in [1, 127], got '128'"),
+            std::string::npos);
+  EXPECT_NE(error_of("int8:levels=0").find("got '0'"), std::string::npos);
+  EXPECT_NE(error_of("int8:bucket=0").find("key 'bucket' expects an integer in [1, 4294967295], got '0'"),
+            std::string::npos);
+  EXPECT_NE(error_of("int8:bucket=4294967296").find("got '4294967296'"), std::string::npos);
+  EXPECT_NE(error_of("threshold").find("threshold needs value (threshold:value=VALUE)"), std::string::npos);
+  EXPECT_NE(error_of("threshold:value=-1").find("key 'value' expects a number in [0, 3.4e+38], got '-1'"),
+            std::string::npos);
+  EXPECT_NE(error_of("threshold:value=inf").find("got 'inf'"), std::string::npos);
+  EXPECT_NE(error_of("powersgd:warm_start=yes").find("key 'warm_start' expects true or false, got 'yes'"),
+            std::string::npos);
 }
 
 TEST(CodecRegistry, MalformedSpecsAreRejected) {
-  EXPECT_NE(error_of("topk:").find("is not key=value"), std::string::npos);
-  EXPECT_NE(error_of("topk:k").find("is not key=value"), std::string::npos);
-  EXPECT_NE(error_of("topk:k=").find("is not key=value"), std::string::npos);
-  EXPECT_NE(error_of("topk:=3").find("is not key=value"), std::string::npos);
-  EXPECT_NE(error_of("topk:k=3,").find("is not key=value"), std::string::npos);
-  EXPECT_NE(error_of("topk:k=3,k=4").find("option 'k' given twice"), std::string::npos);
+  EXPECT_NE(error_of("topk:").find("item '' is not KEY=VALUE"), std::string::npos);
+  EXPECT_NE(error_of("topk:k").find("item 'k' is not KEY=VALUE"), std::string::npos);
+  EXPECT_NE(error_of("topk:k=").find("is not KEY=VALUE"), std::string::npos);
+  EXPECT_NE(error_of("topk:=3").find("is not KEY=VALUE"), std::string::npos);
+  EXPECT_NE(error_of("topk:k=3,").find("item '' is not KEY=VALUE"), std::string::npos);
+  EXPECT_NE(error_of("topk:k=3,k=4").find("key 'k' given twice"), std::string::npos);
+}
+
+TEST(CodecRegistry, HelpFormsComeFromTheDeclarations) {
+  const std::vector<std::string> specs = codec_specs();
+  ASSERT_EQ(specs.size(), codec_names().size());
+  EXPECT_EQ(specs[3], "int8[:levels=LEVELS,bucket=BUCKET]");
+  EXPECT_EQ(specs[5], "topk[:ratio=RATIO,k=K,scope=global|tensor]");
+  EXPECT_EQ(specs[7], "threshold:value=VALUE");
 }
 
 }  // namespace

@@ -82,7 +82,8 @@ TEST(StrategyRegistry, BadValuesNameTheOptionTheExpectationAndTheValue) {
                                       {"mode: unknown value 'eventual'; expected one of: sync, async, ssp"});
   expect_error<core::InvalidArgument>([&] { o.set("alpha", std::string("big")); },
                                       {"alpha: expected a number in (0, 1), got a value of another type"});
-  expect_error<core::InvalidArgument>([&] { o.set("compress", std::string("zip")); }, {"unknown codec 'zip'"});
+  expect_error<core::InvalidArgument>([&] { o.set("compress", std::string("zip")); },
+                                      {"codec spec 'zip': unknown name 'zip'"});
   expect_error<core::InvalidArgument>([&] { (void)o.get_string("period"); },
                                       {"strategy option 'period': get_string does not read its type (integer)"});
   expect_error<core::InvalidArgument>([&] { (void)o.get_number("colour"); },

@@ -113,10 +113,14 @@ TEST(HostileInput, ModelAndDatasetSpecsAreCheckedBeforeAnyDataIsRead) {
   for (const Case& c : std::vector<Case>{
            {"",
             "train --steps 5 --dataset cifar10",
-            {"dataset 'cifar10'", "unknown kind", "fashion-mnist, npz, npy, synthetic"}},
-           {"", "train --steps 5 --dataset synthetic:classes=1", {"classes", "from 2 to 100000", "got 1"}},
-           {"", "train --steps 5 --dataset synthetic:shape=1x0", {"shape", "got '1x0'"}},
-           {"", "train --steps 5 --dataset npz:train=/nonexistent.npz", {"missing test=FILE"}},
+            {"dataset spec 'cifar10'", "unknown name 'cifar10'", "fashion-mnist, npz, npy, synthetic"}},
+           {"", "train --steps 5 --dataset synthetic:classes=1", {"key 'classes'", "in [2, 100000]", "got '1'"}},
+           {"", "train --steps 5 --dataset synthetic:shape=1x0", {"key 'shape'", "got '1x0'"}},
+           {"",
+            "train --steps 5 --compress int8:levels=200",
+            {"codec spec 'int8:levels=200'", "key 'levels'", "[1, 127]", "got '200'"}},
+           {"", "train --steps 5 --aggregate krum:x", {"aggregate spec 'krum:x'", "key 'f'", "got 'x'"}},
+           {"", "train --steps 5 --dataset npz:train=/nonexistent.npz", {"npz needs test (npz:train=TRAIN,test=TEST)"}},
            {"", "train --steps 5 --model resnet50", {"'resnet50'", "mlp, cnn, resnet", "TorchScript file"}},
            {"", "train --steps 5 --model-flops -1", {"--model-flops", "got -1"}},
        })

@@ -193,11 +193,25 @@ TEST(Builders, MakeTopologyParsesSpecs) {
   expect_invalid([] { make_topology("torus2d:3by3", 9); });
   expect_invalid([] { make_topology("ring:4", 8); });
   expect_invalid([] { make_topology("random-regular", 8); });
+  EXPECT_EQ(expect_invalid([] { make_topology("torus2d:3by3", 9); }),
+            "topology spec 'torus2d:3by3': key 'rows' expects an integer in [1, 2147483647], got '3by3'");
+  EXPECT_EQ(expect_invalid([] { make_topology("torus2d:3", 9); }),
+            "topology spec 'torus2d:3': expected torus2d:ROWSxCOLS");
+  EXPECT_EQ(expect_invalid([] { make_topology("torus2d:3x3x1", 9); }),
+            "topology spec 'torus2d:3x3x1': torus2d takes at most 2 values (torus2d[:ROWSxCOLS]), got '3x3x1'");
+  EXPECT_EQ(expect_invalid([] { make_topology("ring:4", 8); }),
+            "topology spec 'ring:4': ring takes no parameters, got '4'");
+  EXPECT_EQ(expect_invalid([] { make_topology("random-regular", 8); }),
+            "topology spec 'random-regular': random-regular needs degree (random-regular:DEGREE)");
+  EXPECT_EQ(expect_invalid([] { make_topology("star:-1", 8); }),
+            "topology spec 'star:-1': key 'center' expects an integer in [0, 2147483647], got '-1'");
 }
 
 TEST(Builders, MakeTopologyRejectsUnknownNameListingAllowedNames) {
   const std::string what = expect_invalid([] { make_topology("moebius", 8); });
-  EXPECT_NE(what.find("moebius"), std::string::npos) << what;
+  EXPECT_NE(what.find("topology spec 'moebius': unknown name 'moebius', expected one of: ring, torus2d"),
+            std::string::npos)
+      << what;
   for (const auto& name : topology_names()) EXPECT_NE(what.find(name), std::string::npos) << name;
   EXPECT_EQ(topology_names().size(), 9u);
 }

@@ -213,13 +213,14 @@ TEST(Schedule, BadSpecsThrowNamingTheSpec) {
                                 {"schedule 'moebius'", "unknown kind 'moebius'", "ring", "file", "exponential-peer",
                                  "random-matching", "random-peer", "cycle"});
   expect_error<InvalidArgument>([] { make_schedule("random-peer:3", 4); },
-                                {"schedule 'random-peer:3'", "takes no parameters"});
+                                {"schedule spec 'random-peer:3'", "random-peer takes no parameters, got '3'"});
   expect_error<InvalidArgument>([] { make_schedule("exponential-peer:2", 4); },
-                                {"schedule 'exponential-peer:2'", "takes no parameters"});
+                                {"schedule spec 'exponential-peer:2'", "takes no parameters"});
   expect_error<InvalidArgument>([] { make_schedule("hypercube", 6); },
                                 {"schedule 'hypercube'", "power of two", "n = 6"});
   expect_error<InvalidArgument>([] { make_schedule("ring", 0); }, {"schedule 'ring'", "n must be >= 1"});
-  expect_error<InvalidArgument>([] { make_schedule("cycle", 4); }, {"schedule 'cycle'", "cycle:SPEC1;SPEC2"});
+  expect_error<InvalidArgument>([] { make_schedule("cycle", 4); },
+                                {"schedule spec 'cycle'", "cycle needs items (cycle:ITEMS)"});
   expect_error<InvalidArgument>([] { make_schedule("cycle:ring;;star", 4); },
                                 {"schedule 'cycle:ring;;star'", "cycle item 1 is empty"});
   expect_error<InvalidArgument>([] { make_schedule("cycle:ring;random-peer", 4); },

@@ -11,12 +11,14 @@
 #include <toml++/toml.h>
 
 #include "fast/adapters/torch/buffer_policy.hpp"
+#include "fast/adapters/torch/dataset_spec.hpp"
 #include "fast/adapters/torch/model_names.hpp"
 #include "fast/collective/allreduce_algorithm.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/parse.hpp"
 #include "fast/core/port_range.hpp"
+#include "fast/core/spec.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/optim/schedule.hpp"
 #include "fast/runtime/cluster.hpp"
@@ -189,9 +191,11 @@ std::vector<ConfigKey> general_keys() {
        },
        [](const TrainOptions& o) { return o.worker.strategy.name; }},
       {"model", KeyType::string,
-       fmt::format("Model: {} (built-in, sized by the dataset's sample shape and classes), or a TorchScript file (a "
-                   "path with '/' or ending in .pt, saved with torch.jit.script(m).save(path)). docs/models.md.",
-                   fmt::join(torch::model_names(), ", ")),
+       fmt::format(
+           "Model: {} (built-in, sized by the dataset's sample shape and classes), a model the program registered "
+           "(docs/models.md, \"Adding a model\"), or a TorchScript file (a "
+           "path with '/' or ending in .pt, saved with torch.jit.script(m).save(path)). docs/models.md.",
+           fmt::join(torch::model_names(), ", ")),
        [](TrainOptions& o, const std::string& v) { o.model = v; }, [](const TrainOptions& o) { return o.model; }},
       {"device", KeyType::string,
        "Where each worker computes: cpu; cuda (worker r on GPU r mod the GPUs its process sees); cuda:K (every "
@@ -206,9 +210,9 @@ std::vector<ConfigKey> general_keys() {
                       "steps of about 2e9 flops, 1 <= k <= 64: docs/faults.md).",
                       model_flops, non_negative),
       {"dataset", KeyType::string,
-       "Dataset: fashion-mnist (the IDX files of data_dir), npz:train=FILE,test=FILE (arrays x and y), "
-       "npy:train_x=F,train_y=F,test_x=F,test_y=F, or synthetic[:shape=1x28x28,classes=10,train=60000,test=10000,"
-       "noise=0.25,seed=1]. docs/data.md.",
+       fmt::format("Dataset: fashion-mnist (the IDX files of data_dir), npz (arrays x and y), npy or synthetic: {} "
+                   "(keys and defaults: Spec strings, dataset). docs/data.md.",
+                   torch::dataset_family().usages()),
        [](TrainOptions& o, const std::string& v) { o.dataset = v; }, [](const TrainOptions& o) { return o.dataset; }},
       {"data_dir", KeyType::path, "fashion-mnist: folder of the four IDX files, gzip or not (default: FAST_DATA_DIR).",
        [](TrainOptions& o, const std::string& v) { o.data_dir = v; },
@@ -646,7 +650,7 @@ std::string config_markdown() {
   for (const ConfigKey& k : config_keys())
     if (!k.strategy_option)
       md += fmt::format("| `{}` | `{}` | {} | `{}` | {} |\n", k.name, flag_name(k.name), key_type_name(k.type),
-                        default_text(k, defaults), k.description);
+                        default_text(k, defaults), markdown_cell(k.description));
   md +=
       "\n### Strategy options\n\nDeclared by the strategies in their registry entries "
       "(docs/architecture.md, \"Adding a strategy\"); the description starts with the strategies that read the "
@@ -656,7 +660,8 @@ std::string config_markdown() {
   for (const ConfigKey& k : config_keys())
     if (k.strategy_option)
       md += fmt::format("| `{}` | `{}` | {} | `{}` | {} | {} |\n", k.name, flag_name(k.name), key_type_name(k.type),
-                        default_text(k, defaults), k.accepts, k.description);
+                        default_text(k, defaults), markdown_cell(k.accepts), markdown_cell(k.description));
+  md += spec_markdown();
   md += "\n### Environment variables\n\n| variable | type | default | description |\n| --- | --- | --- | --- |\n";
   for (const core::EnvVar& v : core::env_table())
     md += fmt::format("| `{}` | {} | `{}` | {} |\n", v.name,

@@ -65,5 +65,10 @@ void apply_setting(torch::TrainOptions& options, std::string_view key, const std
 
 // docs/config.md body: the table of keys and the environment variables.
 std::string config_markdown();
+// The spec strings part of it: every spec family's forms and keys, with what each key accepts
+// (spec_doc.cpp).
+std::string spec_markdown();
+// Text for a cell of a markdown table: every '|' escaped as "\\|".
+std::string markdown_cell(std::string_view text);
 
 }  // namespace fast::cli

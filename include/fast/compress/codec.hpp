@@ -37,6 +37,7 @@
 
 namespace fast::core {
 struct SavedState;  // fast/core/saved_state.hpp
+class SpecFamily;   // fast/core/spec.hpp
 }  // namespace fast::core
 
 namespace fast::compress {
@@ -97,9 +98,13 @@ class Codec {
   }
 };
 
+// The declarations of the codecs and their keys (core/spec.hpp: keyed syntax), in registry order:
+// what make_codec reads, `fast config-doc` documents and the declarations' test probes.
+const core::SpecFamily& codec_family();
 // The names make_codec accepts, in registry order.
 std::vector<std::string> codec_names();
-// The same, each with the form of its options for help texts ("int8[:levels=S,bucket=B]", "threshold:value=T").
+// The same, each with the form of its options for help texts, from the declarations
+// ("int8[:levels=LEVELS,bucket=BUCKET]", "threshold:value=VALUE").
 std::vector<std::string> codec_specs();
 
 // Builds a codec from "NAME" or "NAME:key=value,key=value". seed feeds the random stream of the

@@ -30,14 +30,23 @@
 #include <string>
 #include <vector>
 
+namespace fast::core {
+class SpecFamily;  // fast/core/spec.hpp
+}  // namespace fast::core
+
 namespace fast::strategy {
+
+// The declarations of the rules and their keys (core/spec.hpp: positional syntax, ':' between F
+// and M): what Aggregate::parse reads and `fast config-doc` documents.
+const core::SpecFamily& aggregate_family();
 
 enum class AggregateRule { mean, median, trimmed_mean, krum, multi_krum };
 
 class Aggregate {
  public:
   // "mean" | "median" | "trimmed-mean:F" | "krum:F" | "multi-krum:F[:M]" for `workers` workers;
-  // InvalidArgument naming the option, the allowed forms and the bounds on F and M otherwise.
+  // InvalidArgument as core/spec.hpp says ("aggregate spec '...': ...") for a malformed spec, and
+  // naming the spec and the bounds on F and M for workers too few.
   static Aggregate parse(const std::string& spec, int workers);
 
   AggregateRule rule() const noexcept { return rule_; }

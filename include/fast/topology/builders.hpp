@@ -11,6 +11,10 @@
 
 #include "fast/topology/graph.hpp"
 
+namespace fast::core {
+class SpecFamily;  // fast/core/spec.hpp
+}  // namespace fast::core
+
 namespace fast::topology {
 
 // Cycle i <-> i+1 mod n. n >= 1; degree 2 for n >= 3 (1 for n = 2, 0 for n = 1).
@@ -72,6 +76,9 @@ Graph make_topology(const std::string& spec, int n, std::uint64_t seed = 0);
 Graph make_undirected_connected(const std::string& spec, int n, std::uint64_t seed, std::string_view user,
                                 std::string_view why_undirected);
 
+// The declarations of make_topology's specs (core/spec.hpp: positional syntax), in documentation
+// order: what make_topology reads, `fast config-doc` documents and the declarations' test probes.
+const core::SpecFamily& topology_family();
 // The NAMEs accepted by make_topology, in documentation order.
 const std::vector<std::string>& topology_names();
 

@@ -29,6 +29,10 @@
 
 #include "fast/topology/graph.hpp"
 
+namespace fast::core {
+class SpecFamily;  // fast/core/spec.hpp
+}  // namespace fast::core
+
 namespace fast::topology {
 
 // Value type; copies share one immutable description and one graph cache (cheap to copy).
@@ -85,6 +89,9 @@ TopologySchedule make_schedule(const std::string& spec, int n, std::uint64_t see
 // The time-varying kinds accepted by make_schedule besides topology_names(), in documentation
 // order: exponential-peer, random-matching, random-peer, cycle.
 const std::vector<std::string>& schedule_names();
+// The declarations of those kinds (core/spec.hpp: positional syntax); make_schedule reads them,
+// `fast config-doc` documents them.
+const core::SpecFamily& schedule_family();
 
 // The union (as a set of directed edges) of the graphs of rounds [begin, end); 0 <= begin < end.
 Graph union_of_rounds(const TopologySchedule& schedule, std::int64_t begin, std::int64_t end);

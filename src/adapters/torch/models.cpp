@@ -13,6 +13,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "builtin_models.hpp"
 #include "fast/core/error.hpp"
 #include "resnet.hpp"
 
@@ -26,21 +27,15 @@ std::int64_t features_of(const SampleSpec& input) {
   return std::accumulate(input.shape.begin(), input.shape.end(), std::int64_t{1}, std::multiplies<>());
 }
 
-void require_builtin(const std::string& spec) {
-  const auto names = model_names();
-  if (std::find(names.begin(), names.end(), spec) != names.end()) return;
-  FAST_THROW(InvalidArgument,
-             "model: unknown name '{}'; expected one of {}, or a TorchScript file (a path with "
-             "'/' or ending in .pt)",
-             spec, fmt::join(names, ", "));
-}
-
+// The input every model needs: at least one feature and at least 2 classes.
 void check_input(const std::string& name, const SampleSpec& input) {
-  require_builtin(name);
   FAST_ENFORCE(!input.shape.empty() && features_of(input) >= 1 && input.classes >= 2,
                "model {}: expected samples of at least one feature and at least 2 classes, got {}", name,
                input.describe());
-  if (name == "mlp") return;
+}
+
+// cnn and resnet: images.
+void check_image(const std::string& name, const SampleSpec& input) {
   FAST_ENFORCE(input.shape.size() == 3, "model {}: expected samples of shape CxHxW (images), got {}", name,
                input.describe());
   FAST_ENFORCE(name != "cnn" || (input.shape[1] >= 10 && input.shape[2] >= 10),
@@ -122,14 +117,59 @@ double sequential_macs(nn::Sequential& model, const SampleSpec& input) {
 
 }  // namespace
 
-std::string SampleSpec::describe() const { return fmt::format("{}, {} classes", fmt::join(shape, "x"), classes); }
+std::vector<ModelRegistration> builtin_models() {
+  const auto sequential_flops = [](nn::Sequential (*make)(const SampleSpec&)) {
+    return [make](const SampleSpec& input) {
+      nn::Sequential model = make(input);
+      return 3.0 * 2.0 * sequential_macs(model, input);
+    };
+  };
+  return {
+      {.name = "mlp",
+       .make = [](const SampleSpec& input) { return wrap("mlp", make_mlp(input)); },
+       .flops_per_sample = sequential_flops(&make_mlp)},
+      {.name = "cnn",
+       .make =
+           [](const SampleSpec& input) {
+             check_image("cnn", input);
+             return wrap("cnn", make_cnn(input));
+           },
+       .flops_per_sample =
+           [sequential_flops](const SampleSpec& input) {
+             check_image("cnn", input);
+             return sequential_flops(&make_cnn)(input);
+           }},
+      {.name = "resnet",
+       .make =
+           [](const SampleSpec& input) {
+             check_image("resnet", input);
+             return wrap("resnet", ResNet(input.shape[0], input.classes));
+           },
+       .flops_per_sample =
+           [](const SampleSpec& input) {
+             check_image("resnet", input);
+             return 3.0 * 2.0 * ResNet(input.shape[0], input.classes)->macs(input.shape[1], input.shape[2]);
+           }},
+  };
+}
+
+namespace {
+
+const ModelRegistration& registered(const std::string& spec) {
+  if (const ModelRegistration* m = find_model(spec)) return *m;
+  FAST_THROW(InvalidArgument,
+             "model: unknown name '{}'; expected one of {}, or a TorchScript file (a path with '/' or ending in .pt)",
+             spec, fmt::join(registered_model_names(), ", "));
+}
+
+}  // namespace
 
 Model make_model(const std::string& spec, const SampleSpec& input) {
-  if (is_model_file(spec)) return Model::load_script(spec);
+  const ModelRegistration* m = find_model(spec);
+  if (m == nullptr && is_model_file(spec)) return Model::load_script(spec);
+  const ModelRegistration& r = registered(spec);
   check_input(spec, input);
-  if (spec == "mlp") return wrap(spec, make_mlp(input));
-  if (spec == "cnn") return wrap(spec, make_cnn(input));
-  return wrap(spec, ResNet(input.shape[0], input.classes));
+  return r.make(input);
 }
 
 void check_model_fits(Model& model, const SampleSpec& input) {
@@ -176,16 +216,11 @@ std::int64_t parameter_count(const std::string& spec, const SampleSpec& input) {
 }
 
 double model_flops_per_sample(const std::string& spec, const SampleSpec& input) {
-  if (is_model_file(spec)) return 6.0 * static_cast<double>(parameter_count(spec, input));
+  const ModelRegistration* m = find_model(spec);
+  if (m == nullptr && is_model_file(spec)) return 6.0 * static_cast<double>(parameter_count(spec, input));
+  const ModelRegistration& r = registered(spec);
   check_input(spec, input);
-  double macs = 0;
-  if (spec == "resnet") {
-    macs = ResNet(input.shape[0], input.classes)->macs(input.shape[1], input.shape[2]);
-  } else {
-    nn::Sequential model = spec == "mlp" ? make_mlp(input) : make_cnn(input);
-    macs = sequential_macs(model, input);
-  }
-  return 3.0 * 2.0 * macs;
+  return r.flops_per_sample ? r.flops_per_sample(input) : 6.0 * static_cast<double>(parameter_count(spec, input));
 }
 
 }  // namespace fast::torch

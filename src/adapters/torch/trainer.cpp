@@ -119,14 +119,12 @@ void validate(const TrainOptions& o) {
   FAST_ENFORCE(o.batch >= 1, "batch: expected >= 1, got {}", o.batch);
   check_device(o.device);
   (void)parse_dataset_spec(o.dataset);
-  if (is_model_file(o.model)) {
-    (void)Model::load_script(o.model);  // a TorchScript archive (its fit is checked once the data is read)
-  } else {
-    const auto names = model_names();
+  if (find_model(o.model) == nullptr) {
     FAST_ENFORCE(
-        std::find(names.begin(), names.end(), o.model) != names.end(),
+        is_model_file(o.model),
         "model: unknown name '{}'; expected one of {}, or a TorchScript file (a path with '/' or ending in .pt)",
-        o.model, fmt::join(names, ", "));
+        o.model, fmt::join(registered_model_names(), ", "));
+    (void)Model::load_script(o.model);  // a TorchScript archive (its fit is checked once the data is read)
   }
   FAST_ENFORCE(std::isfinite(o.model_flops) && o.model_flops >= 0 && o.model_flops <= 1e18,
                "model_flops: expected floating-point operations per sample in [0, 1e18] (0: from the model), got {}",

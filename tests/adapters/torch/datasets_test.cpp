@@ -47,15 +47,21 @@ TEST(DatasetSpec, ParsesKindsKeysAndDefaults) {
 
 TEST(DatasetSpec, MistakesAreNamedBeforeAnythingIsRead) {
   expect_invalid([] { parse_dataset_spec("cifar10"); },
-                 "unknown kind 'cifar10'; expected one of fashion-mnist, npz, npy, synthetic");
-  expect_invalid([] { parse_dataset_spec("synthetic:colour=3"); }, "unknown key 'colour' for synthetic");
-  expect_invalid([] { parse_dataset_spec("synthetic:classes"); }, "expected key=value items, got 'classes'");
+                 "dataset spec 'cifar10': unknown name 'cifar10', expected one of: fashion-mnist, npz, npy, synthetic");
+  expect_invalid([] { parse_dataset_spec("synthetic:colour=3"); }, "unknown key 'colour' of synthetic");
+  expect_invalid([] { parse_dataset_spec("synthetic:classes"); }, "item 'classes' is not KEY=VALUE");
   expect_invalid([] { parse_dataset_spec("synthetic:classes=1"); },
-                 "classes: expected an integer from 2 to 100000, got 1");
-  expect_invalid([] { parse_dataset_spec("synthetic:shape=3x0x4"); }, "shape: expected dimensions of 1 to 1000000");
-  expect_invalid([] { parse_dataset_spec("synthetic:noise=nan"); }, "noise: expected a number in [0, 1e6], got 'nan'");
+                 "key 'classes' expects an integer in [2, 100000], got '1'");
+  expect_invalid([] { parse_dataset_spec("synthetic:shape=3x0x4"); },
+                 "key 'shape' expects 1 to 4 dimensions of 1 to 1000000 joined by 'x', at most 1e8 features, got "
+                 "'3x0x4'");
+  expect_invalid([] { parse_dataset_spec("synthetic:shape=2x2x2x2x2"); }, "key 'shape' expects 1 to 4 dimensions");
+  expect_invalid([] { parse_dataset_spec("synthetic:noise=nan"); },
+                 "key 'noise' expects a number in [0, 1000000], got 'nan'");
   expect_invalid([] { parse_dataset_spec("synthetic:seed=1,seed=2"); }, "key 'seed' given twice");
-  expect_invalid([] { parse_dataset_spec("npz:train=/dev/null"); }, "missing test=FILE; npz needs train, test");
+  expect_invalid([] { parse_dataset_spec("npz:train=/dev/null"); }, "npz needs test (npz:train=TRAIN,test=TEST)");
+  expect_invalid([] { parse_dataset_spec("synthetic:train=100000000,test=100000000,shape=100"); },
+                 "expected at most 2e9 values in all");
   EXPECT_THROW(parse_dataset_spec("npz:train=/nonexistent/a.npz,test=/nonexistent/b.npz"), IoError);
 }
 

@@ -22,8 +22,8 @@
 // little (a benchmark dataset, not a study of generalisation).
 //
 // Errors: InvalidArgument naming the spec key or the file (and the array), what was expected and
-// what was found; IoError for files that cannot be read. parse_dataset_spec() checks everything
-// that can be checked without reading: call it before anything else is read.
+// what was found; IoError for files that cannot be read. parse_dataset_spec() (dataset_spec.hpp)
+// checks everything that can be checked without reading: call it before anything else is read.
 // Thread-safety: no shared state.
 
 #include <cstdint>
@@ -33,26 +33,11 @@
 #include <vector>
 
 #include "fast/adapters/torch/dataset.hpp"
+#include "fast/adapters/torch/dataset_spec.hpp"
 
 namespace fast::torch {
 
 struct NpyArray;  // npy.hpp
-
-// The most classes a dataset may have (a label is at most kMaxClasses - 1), files and synthetic alike.
-inline constexpr std::int64_t kMaxClasses = 100'000;
-
-struct DatasetSpec {
-  std::string kind;                         // fashion-mnist | npz | npy | synthetic
-  std::map<std::string, std::string> args;  // the spec's key=value pairs, checked
-  std::string text;                         // the spec as given, for messages
-};
-
-// The kinds, in a fixed order: {"fashion-mnist", "npz", "npy", "synthetic"}.
-std::vector<std::string> dataset_kinds();
-
-// Parses and checks a spec: known kind, known keys, every required key present, numbers in range,
-// files named for npz and npy exist. InvalidArgument naming the key otherwise.
-DatasetSpec parse_dataset_spec(const std::string& text);
 
 // Reads or generates the two splits. data_dir is used by fashion-mnist only (empty: FAST_DATA_DIR).
 DataSplits load_datasets(const DatasetSpec& spec, const std::filesystem::path& data_dir);

@@ -7,7 +7,8 @@
 
 namespace fast::torch {
 
-// The built-in names, in a fixed order: {"mlp", "cnn", "resnet"}.
+// The built-in names, in a fixed order: {"mlp", "cnn", "resnet"} (the first names of the model
+// registry, model_registry.hpp, which a process that links libtorch may extend).
 std::vector<std::string> model_names();
 
 // Whether `spec` names a file rather than a built-in model (contains '/' or ends in ".pt").

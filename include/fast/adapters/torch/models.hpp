@@ -10,7 +10,9 @@
 //   resnet  residual CNN (resnet.hpp): a stem and four stages of basic blocks (32, 64, 128, 256
 //           channels) with GroupNorm, global average pooling, Linear(256,10)          1,616,362 parameters
 //
-// A model spec that names a file (it contains '/' or ends in ".pt") is loaded with
+// These three are registered in the model registry (model_registry.hpp), where a program adds its
+// own; every function below takes any registered name. A model spec that is not registered and
+// names a file (it contains '/' or ends in ".pt") is loaded with
 // Model::load_script: any TorchScript module whose forward maps [B, sample shape] float32 to
 // [B, classes] logits. check_model_fits() says whether it does, before training.
 // Thread-safety: every function may be called from several threads at once.
@@ -21,20 +23,13 @@
 
 #include "fast/adapters/torch/model.hpp"
 #include "fast/adapters/torch/model_names.hpp"
+#include "fast/adapters/torch/model_registry.hpp"
 
 namespace fast::torch {
 
-// What a model is built for: the shape of one sample (without the batch dimension) and the
-// number of classes. Fashion-MNIST: {{1, 28, 28}, 10}.
-struct SampleSpec {
-  std::vector<std::int64_t> shape{1, 28, 28};
-  std::int64_t classes = 10;
-  std::string describe() const;  // "1x28x28, 10 classes"
-};
-
-// A new model for `spec`: a built-in network for `input` with libtorch's default initialisation
+// A new model for `spec`: a registered network for `input` with libtorch's default initialisation
 // (use initial_parameters for reproducible values), or the TorchScript module of the file (input
-// not used; see check_model_fits). Unknown name: InvalidArgument listing the built-in names and
+// not used; see check_model_fits). Unknown name: InvalidArgument listing the registered names and
 // how to name a file. cnn and resnet need a sample shape [C, H, W] with H, W >= 10 (InvalidArgument).
 Model make_model(const std::string& spec, const SampleSpec& input = {});
 
@@ -63,7 +58,8 @@ std::int64_t parameter_count(const std::string& spec, const SampleSpec& input = 
 //   flops = 3 * 2 * MACs,  MACs = sum over Linear layers of in*out
 //                               + sum over Conv2d layers of out_h*out_w*out_c*(in_c/groups)*kh*kw
 // (backward costs about twice the forward; biases, activations, norms and pooling are ignored).
-// Fashion-MNIST: mlp 1,408,512; cnn 15,786,240; resnet 571,140,096. A file: 6 x its parameter
+// Fashion-MNIST: mlp 1,408,512; cnn 15,786,240; resnet 571,140,096. Another registered model: its
+// registration's flops_per_sample, else 6 x its parameter count. A file: 6 x its parameter
 // count (exact for a network of Linear layers, an underestimate for convolutions, whose weights
 // are reused at every position; fast train's model_flops setting overrides it).
 double model_flops_per_sample(const std::string& spec, const SampleSpec& input = {});
