@@ -16,12 +16,8 @@ namespace {
 const nlohmann::json& expected_identity() {
   static const nlohmann::json identity = [] {
     nlohmann::json id = fast::torch::settings_identity(fast::torch::TrainOptions{}, 2);
-    fast::core::TensorBlock w;
-    w.numel = 6;
-    w.rows = 2;
-    w.shape = {2, 3};
-    w.name = "w";
-    const std::array<fast::core::TensorBlock, 1> layout{w};
+    const std::array<fast::core::TensorBlock, 1> layout{
+        fast::core::TensorBlock{.offset = 0, .numel = 6, .rows = 2, .shape = {2, 3}, .name = "fc.weight"}};
     fast::torch::add_model_fields(id, 6, layout, 100);
     return fast::torch::with_fingerprint(std::move(id));
   }();
