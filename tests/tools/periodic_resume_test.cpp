@@ -80,6 +80,35 @@ TEST(AsynchronousPeriodic, ASigkilledRunResumesFromTheNewestFolderEveryWorkerWro
   EXPECT_GT(resumed.summary["final_accuracy"].get<double>(), 0.7) << resumed.summary.dump();
 }
 
+// Every asynchronous strategy writes periodic checkpoints with its own state (gosgd's numerator and
+// mass, acid's x~, easgd's centre, a ps server's shard and optimizer) and resumes from one: 4
+// workers, 200 steps, a checkpoint every 50 of each worker's own steps; with the final checkpoint
+// removed, --resume takes the newest complete periodic one (as listed here) and trains to the end.
+class PeriodicStrategies : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PeriodicStrategies, ResumeFromTheNewestCompletePeriodicCheckpoint) {
+  const fs::path dir = fast::testing::test_dir("fast_periodic_resume", fast::testing::dir_name(GetParam()));
+  fs::remove_all(dir / "ck");
+  const std::string args = "--strategy " + GetParam() + " --steps 200 --schedule constant ";
+  const Ran whole = run(dir, "threads", args + "--checkpoint-dir ck --checkpoint-every 50 --checkpoint-keep 10", 4);
+  ASSERT_TRUE(ok(whole)) << whole.log;
+  EXPECT_EQ(whole.summary["checkpoint_step"], 200) << whole.summary.dump();
+  fs::remove_all(dir / "ck" / "step-000000000200");
+  const std::vector<std::int64_t> complete = complete_steps(dir / "ck");
+  ASSERT_FALSE(complete.empty()) << whole.log;
+  EXPECT_EQ(complete.front() % 50, 0);
+  const Ran resumed = run(dir, "threads", args + "--resume ck", 4);
+  ASSERT_TRUE(ok(resumed)) << resumed.log;
+  EXPECT_EQ(resumed.summary["resumed_from_step"], complete.front());
+  EXPECT_EQ(resumed.summary["steps"], 200);
+  EXPECT_FALSE(resumed.summary["diverged"].get<bool>()) << resumed.summary.dump();
+  EXPECT_GT(resumed.summary["final_accuracy"].get<double>(), 0.5) << resumed.summary.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, PeriodicStrategies,
+                         ::testing::Values("gosgd", "acid", "easgd", "ps --mode async", "ps --mode ssp --servers 2"),
+                         [](const auto& info) { return fast::testing::dir_name(info.param); });
+
 // The acceptance of periodic checkpoints: adpsgd, 4 workers, 3 epochs of mlp (1404 steps each)
 // under the cosine schedule, a checkpoint every 100 of each worker's own steps, SIGKILLed at about
 // half of the run (the mean of the workers' latest logged steps at 700), resumed to the end with
