@@ -278,7 +278,8 @@ StrategyRegistration builtin::acid_registration() {
                       topology_option(), consensus_step_option()},
           .check = &AcidStrategy::check_options,
           .asynchronous = true,
-          .rejoin = &rejoin_without_codec};
+          .rejoin = &rejoin_without_codec,
+          .save_during_run = &save_during_run_without_codec};
 }
 
 }  // namespace fast::strategy

@@ -162,7 +162,8 @@ StrategyRegistration builtin::adpsgd_registration() {
           .options = {topology_option()},
           .check = &AdpsgdStrategy::check_options,
           .asynchronous = true,
-          .rejoin = &rejoin_without_codec};
+          .rejoin = &rejoin_without_codec,
+          .save_during_run = &save_during_run_without_codec};
 }
 
 }  // namespace fast::strategy

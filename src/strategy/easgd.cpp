@@ -181,7 +181,8 @@ StrategyRegistration builtin::easgd_registration() {
            StrategyOption::field("tau", &StrategyOptions::tau, "local steps between elastic exchanges with the centre.")
                .at_least(1)},
       .asynchronous = true,
-      .rejoin = &rejoin_without_codec};
+      .rejoin = &rejoin_without_codec,
+      .save_during_run = &save_during_run_without_codec};
 }
 
 }  // namespace fast::strategy

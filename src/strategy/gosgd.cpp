@@ -274,7 +274,8 @@ StrategyRegistration builtin::gosgd_registration() {
                       topology_option()},
           .check = &GosgdStrategy::check_options,
           .asynchronous = true,
-          .rejoin = &rejoin_without_codec};
+          .rejoin = &rejoin_without_codec,
+          .save_during_run = &save_during_run_without_codec};
 }
 
 }  // namespace fast::strategy

@@ -415,6 +415,7 @@ StrategyRegistration builtin::ps_registration() {
           .check = &PsStrategy::check_options,
           .asynchronous = StrategyTrait::when("mode", {"async", "ssp"}),
           .rejoin = rejoin,
+          .save_during_run = &builtin::save_during_run_without_codec,
           .sends_gradients = true,
           .robust_aggregate = StrategyTrait::when("mode", {"sync"})};
 }

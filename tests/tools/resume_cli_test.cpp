@@ -196,8 +196,9 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
     std::string expected;
   };
   for (const Refusal& c :
-       {Refusal{"--strategy adpsgd --compress topk:ratio=0.1 --checkpoint-dir ck --checkpoint-every 10",
-                "checkpoint_every: set to 10 with the asynchronous strategy 'adpsgd' and compress = 'topk:ratio=0.1'"},
+       {Refusal{
+            "--strategy adpsgd --compress topk:ratio=0.1 --checkpoint-dir ck --checkpoint-every 10",
+            "checkpoint_every: set to 10 with the asynchronous strategy 'adpsgd': with compress = 'topk:ratio=0.1'"},
         Refusal{"--resume-if-present", "resume_if_present: set without checkpoint_dir"},
         Refusal{"--resume-if-present --checkpoint-dir ck --resume empty", "resume_if_present and resume: both set"},
         Refusal{"--resume empty", "resume: '" + std::string("empty") + "' holds no complete checkpoint"},

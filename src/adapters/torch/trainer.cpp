@@ -73,7 +73,8 @@ void validate_environment() {
 }
 
 // checkpoint_dir, checkpoint_every, checkpoint_keep, resume and resume_if_present (docs/faults.md):
-// an asynchronous strategy with a codec (or dgc) checkpoints at the end only, the folders must be
+// an asynchronous strategy that cannot save a worker alone during the run (a codec, dgc, or no
+// save_during_run declared) checkpoints at the end only, the folders must be
 // folders, a folder to resume from must hold a complete checkpoint, and resume_if_present needs
 // checkpoint_dir and excludes resume.
 void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions& s) {
@@ -90,12 +91,13 @@ void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions
                "from checkpoint_dir when it holds a checkpoint, resume always from its folder",
                o.resume.string());
   if (o.checkpoint_dir.empty() && o.resume.empty()) return;
-  FAST_ENFORCE(
-      o.checkpoint_every == 0 || !strategy::asynchronous_strategy(s) || (!strategy::Strategy::compresses(s) && !s.dgc),
-      "checkpoint_every: set to {} with the asynchronous strategy '{}' and compress = '{}'{}: the links' "
-      "codec state changes with every exchange, so a worker cannot save it while the others train; "
-      "expected 0 (the checkpoint is then written at the end and when interrupted) or no codec",
-      o.checkpoint_every, s.name, s.compress, s.dgc ? " with dgc" : "");
+  if (o.checkpoint_every > 0) {
+    const std::string refusal = strategy::periodic_checkpoint_refusal(s);
+    FAST_ENFORCE(refusal.empty(),
+                 "checkpoint_every: set to {} with the asynchronous strategy '{}': {}; expected 0 (its checkpoint is "
+                 "then written at the end and when interrupted)",
+                 o.checkpoint_every, s.name, refusal);
+  }
   FAST_ENFORCE(o.checkpoint_dir.empty() || path_kind(o.checkpoint_dir, "checkpoint_dir") != PathKind::other,
                "checkpoint_dir: '{}' is a file; expected a folder (created if missing)", o.checkpoint_dir.string());
   if (o.resume.empty()) return;
