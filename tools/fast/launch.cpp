@@ -280,12 +280,52 @@ void announce_restart(const ProcessGroup& group, int rank, const ChildExit& e, R
                   group.pid(rank), e.describe(), what, policy.spent(), policy.restarts(), policy.left()));
 }
 
+// The run's verdict: the first failure that is not restarted (or the timeout), launch's exit code.
+struct Verdict {
+  std::optional<int> code;
+  int named = -1;  // the process whose failure `code` is
+
+  // Process `rank` failed (`e`) and is not restarted: the first such failure is the run's, named,
+  // and starts the grace; a later one replaces a first exit code 3 it most likely caused
+  // (is_consequence), until launch stops the processes itself.
+  void failed(const ProcessGroup& group, int rank, const ChildExit& e, double grace_seconds, Stopping& stopping,
+              bool timed_out) {
+    if (!code) {
+      code = e.code;
+      named = rank;
+      say(fmt::format("process {} (pid {}) failed first: {}", rank, group.pid(rank), e.describe()));
+      if (group.running() > 0)
+        say(fmt::format("waiting up to {} s (--grace) for the {} other processes to end", grace_seconds,
+                        group.running()));
+      stopping.begin(Clock::now(), grace_seconds);
+    } else if (is_consequence(named, *code, e, stopping.term_sent || timed_out)) {
+      say(
+          fmt::format("process {} (pid {}) failed: {}; the exit code {} of process {} before it (a lost peer) most "
+                      "likely followed from this failure, which is the run's",
+                      rank, group.pid(rank), e.describe(), *code, named));
+      code = e.code;
+      named = rank;
+    }
+  }
+};
+
+// Starts every process of the group again (all ended), from a fresh plan (RunPlan's port).
+void start_group_again(ProcessGroup& group, Restarts& restarts) {
+  restarts.specs = restarts.replan();
+  for (int rank = 0; rank < group.size(); ++rank) {
+    group.restart(rank, restarts.specs[static_cast<std::size_t>(rank)]);
+    restarts.janitor.watch(group.pid(rank));
+  }
+  restarts.policy.group_started();
+  say(fmt::format("started the {} processes again", group.size()));
+}
+
 // Runs the main loop until every child ended; returns launch's exit code.
 int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, Restarts& restarts) {
   const Clock::time_point timeout_at =
       o.timeout_seconds > 0 ? after(Clock::now(), o.timeout_seconds) : Clock::time_point::max();
-  std::optional<int> code;  // set by the first failure that is not restarted, or the timeout
-  int named = -1;           // the process whose failure `code` is
+  Verdict verdict;
+  std::optional<int>& code = verdict.code;
   bool timed_out = false, signalled = false;
   bool regrouping = false;  // a restart of the whole group: waiting for every process to end
   int regroup_code = 0;     // the exit code that asked for it (the run's, should a signal end it there)
@@ -320,24 +360,7 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, 
         stopping.begin(Clock::now(), 0);
         continue;
       }
-      if (!e.failed()) continue;
-      if (!code) {
-        code = e.code;
-        named = rank;
-        say(fmt::format("process {} (pid {}) failed first: {}", rank, group.pid(rank), e.describe()));
-        if (group.running() > 0) {
-          say(fmt::format("waiting up to {} s (--grace) for the {} other processes to end", o.grace_seconds,
-                          group.running()));
-        }
-        stopping.begin(Clock::now(), o.grace_seconds);
-      } else if (is_consequence(named, *code, e, stopping.term_sent || timed_out)) {
-        say(
-            fmt::format("process {} (pid {}) failed: {}; the exit code {} of process {} before it (a lost peer) most "
-                        "likely followed from this failure, which is the run's",
-                        rank, group.pid(rank), e.describe(), *code, named));
-        code = e.code;
-        named = rank;
-      }
+      if (e.failed()) verdict.failed(group, rank, e, o.grace_seconds, stopping, timed_out);
     }
     for (int sig : signals.take()) {
       if (sig == SIGCHLD) continue;
@@ -348,15 +371,9 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, 
       stopping.begin(Clock::now(), o.grace_seconds);
     }
     if (regrouping && group.running() == 0 && !signalled && !timed_out) {
-      restarts.specs = restarts.replan();
-      for (int rank = 0; rank < group.size(); ++rank) {
-        group.restart(rank, restarts.specs[static_cast<std::size_t>(rank)]);
-        restarts.janitor.watch(group.pid(rank));
-      }
-      restarts.policy.group_started();
+      start_group_again(group, restarts);
       regrouping = false;
       stopping = Stopping{};
-      say(fmt::format("started the {} processes again", group.size()));
     }
   }
   group.finish();
