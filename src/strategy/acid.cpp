@@ -204,10 +204,17 @@ StepOutcome AcidStrategy::step(const StepInput& input) {
 }
 
 void AcidStrategy::save_state(Checkpoint& out) {
-  FAST_ENFORCE_AS(core::InvalidUsage, finished_,
-                  "acid: save_state() before finish() (an asynchronous run's "
-                  "checkpoint is taken once every exchange has landed)");
-  out.arrays.insert_or_assign("acid.x_tilde", x_tilde_);
+  // During the run (a periodic checkpoint, between two of this worker's steps): x (the
+  // parameters) and x~ as this worker's last step left them; only a codec's links change with
+  // every exchange.
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_ || !compresses(options_),
+                  "acid: save_state() before finish() with compress = '{}' (the links' references change with "
+                  "every exchange: the checkpoint is taken once every exchange has landed)",
+                  options_.compress);
+  {
+    collective::Window::Local local = window_->local();
+    out.arrays.insert_or_assign("acid.x_tilde", x_tilde_);
+  }
   window_->save_links("acid.window", out);  // with a codec: its links' references
 }
 
@@ -271,7 +278,8 @@ StrategyRegistration builtin::acid_registration() {
                       topology_option(), consensus_step_option()},
           .check = &AcidStrategy::check_options,
           .asynchronous = true,
-          .rejoin = &rejoin_without_codec};
+          .rejoin = &rejoin_without_codec,
+          .save_during_run = &save_during_run_without_codec};
 }
 
 }  // namespace fast::strategy

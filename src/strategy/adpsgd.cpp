@@ -119,9 +119,12 @@ void AdpsgdStrategy::rejoin(ModelState state) {
 }
 
 void AdpsgdStrategy::save_state(Checkpoint& out) {
-  FAST_ENFORCE_AS(core::InvalidUsage, finished_,
-                  "adpsgd: save_state() before finish() (an asynchronous run's "
-                  "checkpoint is taken once every exchange has landed)");
+  // During the run (a periodic checkpoint, between two of this worker's steps): its parameters
+  // are its model as its last step left it; only a codec's links change with every exchange.
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_ || !compresses(options_),
+                  "adpsgd: save_state() before finish() with compress = '{}' (the links' references change with "
+                  "every exchange: the checkpoint is taken once every exchange has landed)",
+                  options_.compress);
   window_->save_links("adpsgd.window", out);  // with a codec: its links' references; else nothing
 }
 
@@ -159,7 +162,8 @@ StrategyRegistration builtin::adpsgd_registration() {
           .options = {topology_option()},
           .check = &AdpsgdStrategy::check_options,
           .asynchronous = true,
-          .rejoin = &rejoin_without_codec};
+          .rejoin = &rejoin_without_codec,
+          .save_during_run = &save_during_run_without_codec};
 }
 
 }  // namespace fast::strategy

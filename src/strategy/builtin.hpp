@@ -36,5 +36,9 @@ void check_common(const StrategyOptions& options, int workers);
 // strategies: a worker can rejoin without a codec (with one, the links' codec references of the
 // others would not match the newcomer's).
 std::string rejoin_without_codec(const StrategyOptions& options, int rank);
+// strategy.cpp: the periodic checkpoint check (StrategyRegistration::save_during_run) of the
+// built-in asynchronous strategies: a worker saves alone during the run without a codec or dgc
+// (their links' state changes with every exchange, on both sides).
+std::string save_during_run_without_codec(const StrategyOptions& options);
 
 }  // namespace fast::strategy::builtin

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -198,7 +199,11 @@ Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view 
 }
 
 void write_file_atomically(const std::filesystem::path& file, std::span<const std::byte> bytes, std::string_view what) {
-  const std::filesystem::path temporary = file.string() + ".tmp-" + std::to_string(::getpid());
+  // A name of this process and call: two workers of one process may write the same file at once
+  // (an asynchronous run's manifest, written by whichever worker completes a step folder).
+  static std::atomic<std::uint64_t> calls{0};
+  const std::filesystem::path temporary =
+      file.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(calls.fetch_add(1));
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
     FAST_THROW(core::IoError, "{} '{}': cannot create it: {}", what, temporary.string(), std::strerror(errno));

@@ -112,9 +112,12 @@ void EasgdStrategy::representative(ModelState state, std::span<float> out) {
 }
 
 void EasgdStrategy::save_state(Checkpoint& out) {
-  FAST_ENFORCE_AS(core::InvalidUsage, finished_,
-                  "easgd: save_state() before finish() (an asynchronous run's "
-                  "checkpoint is taken once every exchange has landed)");
+  // During the run (a periodic checkpoint): the centre as the window holds it now (worker 0,
+  // under the window's guard); only a codec's links change with every exchange.
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_ || !compresses(options_),
+                  "easgd: save_state() before finish() with compress = '{}' (the links' references change with "
+                  "every exchange: the checkpoint is taken once every exchange has landed)",
+                  options_.compress);
   window_->save_links("easgd.window", out);  // with a codec: its links' references
   if (comm_.rank() != 0) return;
   collective::Window::Local local = window_->local();
@@ -178,7 +181,8 @@ StrategyRegistration builtin::easgd_registration() {
            StrategyOption::field("tau", &StrategyOptions::tau, "local steps between elastic exchanges with the centre.")
                .at_least(1)},
       .asynchronous = true,
-      .rejoin = &rejoin_without_codec};
+      .rejoin = &rejoin_without_codec,
+      .save_during_run = &save_during_run_without_codec};
 }
 
 }  // namespace fast::strategy

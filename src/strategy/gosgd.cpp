@@ -202,9 +202,14 @@ void GosgdStrategy::finish(ModelState state) {
 }
 
 void GosgdStrategy::save_state(Checkpoint& out) {
-  FAST_ENFORCE_AS(core::InvalidUsage, finished_,
-                  "gosgd: save_state() before finish() (an asynchronous run's "
-                  "checkpoint is taken once every push has landed)");
+  // During the run (a periodic checkpoint, between two of this worker's steps): the numerator and
+  // mass as this worker holds them; mass pushed to it and not yet folded is not in the file (a
+  // resumed run's masses then sum to less than the workers: each model x / w is unchanged).
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_ || !codec_,
+                  "gosgd: save_state() before finish() with compress = '{}' (the links' references change with "
+                  "every push: the checkpoint is taken once every push has landed)",
+                  options_.compress);
+  collective::Window::Local local = window_->local();
   out.doubles.insert_or_assign("gosgd.numerator", x_);
   out.doubles.insert_or_assign("gosgd.mass", std::vector<double>{w_});
   window_->save_links("gosgd.window", out);  // with a codec: its links' references
@@ -269,7 +274,8 @@ StrategyRegistration builtin::gosgd_registration() {
                       topology_option()},
           .check = &GosgdStrategy::check_options,
           .asynchronous = true,
-          .rejoin = &rejoin_without_codec};
+          .rejoin = &rejoin_without_codec,
+          .save_during_run = &save_during_run_without_codec};
 }
 
 }  // namespace fast::strategy

@@ -294,13 +294,22 @@ void PsStrategy::save_state(Checkpoint& out) {
   // lockstep run (every worker received the last round's reply, so the server waits for the next
   // round's pushes); the window's guard orders this read after the server's last update and the
   // encoding of its last replies.
-  FAST_ENFORCE_AS(core::InvalidUsage, finished_ || clock_ == 0 || mode_ == PsMode::sync,
-                  "ps: save_state() while the servers apply gradients and the window serves reads (mode {}: "
-                  "checkpoints are taken after finish())",
-                  options_.mode);
+  // async, ssp without a codec or dgc: also during the run (a periodic checkpoint, between two of
+  // this worker's steps); a server rank then saves its shard as the server holds it now, under the
+  // window's guard, in place of its parameters' copy of it (resume gives the shard back from there).
+  const bool live = !finished_ && clock_ != 0 && mode_ != PsMode::sync;
+  FAST_ENFORCE_AS(core::InvalidUsage, !live || (!compresses(options_) && !dgc_),
+                  "ps: save_state() while the servers apply gradients and the window serves reads (mode {}, "
+                  "compress = '{}'{}: the links change with every push; checkpoints are taken after finish())",
+                  options_.mode, options_.compress, dgc_ ? ", dgc" : "");
   save_links(out);
   if (!server_) return;
   collective::Window::Local local = window_->local();
+  if (live) {
+    const std::span<const float> shard = server_->exposed();
+    std::vector<float>& params = out.arrays.at("params");
+    std::copy(shard.begin(), shard.end(), shard_of(std::span<float>(params), comm_.context().rank()).begin());
+  }
   save_optimizer("ps.server.optimizer", server_->optimizer(), out);
   server_->save("ps.server", out);
 }
@@ -406,6 +415,7 @@ StrategyRegistration builtin::ps_registration() {
           .check = &PsStrategy::check_options,
           .asynchronous = StrategyTrait::when("mode", {"async", "ssp"}),
           .rejoin = rejoin,
+          .save_during_run = &builtin::save_during_run_without_codec,
           .sends_gradients = true,
           .robust_aggregate = StrategyTrait::when("mode", {"sync"})};
 }

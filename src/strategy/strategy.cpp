@@ -182,4 +182,12 @@ std::string builtin::rejoin_without_codec(const StrategyOptions& options, int /*
       options.compress);
 }
 
+std::string builtin::save_during_run_without_codec(const StrategyOptions& options) {
+  if (!Strategy::compresses(options) && !options.dgc) return {};
+  return fmt::format(
+      "with compress = '{}'{} the links' codec state changes with every exchange, on both sides, so a worker "
+      "cannot save it while the others train",
+      options.compress, options.dgc ? " and dgc" : "");
+}
+
 }  // namespace fast::strategy

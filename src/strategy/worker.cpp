@@ -83,6 +83,15 @@ std::string rejoin_refusal(const StrategyOptions& options, int rank) {
   return r.rejoin(options, rank);
 }
 
+std::string periodic_checkpoint_refusal(const StrategyOptions& options) {
+  const StrategyRegistration r = find_registration(options.name);
+  if (!r.asynchronous.holds(options)) return {};
+  if (!r.save_during_run)
+    return "its workers are never at one step together, and it declares no checkpoint of a worker alone during "
+           "the run (StrategyRegistration::save_during_run)";
+  return r.save_during_run(options);
+}
+
 void Worker::rejoin(std::int64_t step) {
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::rejoin: called after finish()");
   FAST_ENFORCE_AS(core::InvalidUsage, step >= 0, "Worker::rejoin: step must be >= 0, got {}", step);

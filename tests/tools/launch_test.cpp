@@ -412,6 +412,67 @@ TEST(Launch, HostsGoThroughTheLauncherTemplateWithTheKeyOnStandardInput) {
   EXPECT_TRUE(contains(r.err, "on alpha (2), beta (1) through")) << r.err;
 }
 
+// --restart (docs/launch.md, "Restarts"): a process killed every time it starts is restarted alone
+// once; then the restarts are spent and its failure is the run's, as without --restart.
+TEST(Launch, RestartStartsAKilledProcessAgainUntilTheRestartsAreSpent) {
+  const FastDone r = run_fast(
+      "restart_spent",
+      launch_sh({"-n", "2", "--grace", "1", "--restart", "1"},
+                "echo pid=$$; if [ $FAST_PROCESS_RANK = 1 ]; then sleep 0.2; kill -KILL $$; fi; exec sleep 60"));
+  EXPECT_EQ(r.code, exit_code::killed_by(SIGKILL)) << r.err;
+  EXPECT_EQ(fast::testing::count_of(r.err,
+                                    "starting it again with its rank and environment (--restart: 1 of 1 "
+                                    "restarts spent, 0 left)"),
+            1)
+      << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(process 1 \(pid \d+\) failed first: killed by signal SIGKILL)")))
+      << r.err;
+  const auto pids = printed_pids(r.out);
+  EXPECT_EQ(pids.size(), 3u) << r.out;  // process 0, process 1 twice
+  expect_none_alive(pids);
+}
+
+// A lost peer (exit code 3) restarts the whole group at a new rendezvous port; the second start
+// ends with 0 everywhere, which is never restarted: launch exits with 0. Each process counts its
+// starts in a file (process 1 fails once process 0 has counted its first).
+TEST(Launch, RestartOfTheWholeGroupAfterALostPeerAndCleanExitsAreFinal) {
+  const fs::path dir = temp_dir("restart_group");
+  for (const char* f : {"starts0", "starts1"}) fs::remove(dir / f);
+  const FastDone r = wait_fast(start_fast(
+      dir, launch_sh({"-n", "2", "--restart", "2"},
+                     "f=starts$FAST_PROCESS_RANK; n=$(($(cat $f 2>/dev/null || echo 0) + 1)); echo $n > $f; "
+                     "echo \"start=$n rdv=$FAST_RENDEZVOUS\"; if [ $n = 1 ]; then "
+                     "if [ $FAST_PROCESS_RANK = 1 ]; then while [ ! -e starts0 ]; do sleep 0.05; done; exit 3; fi; "
+                     "exec sleep 60; fi; exit 0")));
+  EXPECT_EQ(r.code, exit_code::ok) << r.out << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(process 1 \(pid \d+\) failed: exit code 3; stopping the 1 )"
+                                                  R"(processes still running and starting all 2 again \(--restart: )"
+                                                  R"(1 of 2 restarts spent, 1 left\))")))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "started the 2 processes again")) << r.err;
+  std::smatch first, second;
+  ASSERT_TRUE(std::regex_search(r.out, first, std::regex(R"(\[1\] start=1 rdv=(\S+))"))) << r.out;
+  ASSERT_TRUE(std::regex_search(r.out, second, std::regex(R"(\[0\] start=2 rdv=(\S+))"))) << r.out;
+  EXPECT_NE(first[1].str(), second[1].str()) << "the new start meets at a new port";
+  EXPECT_TRUE(contains(r.out, "[1] start=2 rdv=" + second[1].str())) << r.out;
+  EXPECT_FALSE(contains(r.out, "start=3")) << r.out;
+}
+
+// Bad input (exit code 2) fails again the same way, and a signal to launch is no failure: neither
+// is restarted.
+TEST(Launch, RestartLeavesBadInputAndForwardedSignalsAlone) {
+  const FastDone bad = run_fast("restart_bad", launch_sh({"-n", "2", "--restart", "3"}, "exit 2"));
+  EXPECT_EQ(bad.code, exit_code::bad_input) << bad.err;
+  EXPECT_FALSE(contains(bad.err, "again")) << bad.err;
+  const fs::path dir = temp_dir("restart_signal");
+  const FastRun run = start_fast(dir, launch_sh({"-n", "2", "--restart", "3"}, "echo ready; exec sleep 60"));
+  ASSERT_TRUE(wait_for_text(run.out, "ready", 2));
+  ::kill(run.pid, SIGTERM);
+  const FastDone r = wait_fast(run);
+  EXPECT_EQ(r.code, exit_code::killed_by(SIGTERM)) << r.err;
+  EXPECT_FALSE(contains(r.err, "again")) << r.err;
+}
+
 TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
   const fs::path dir = temp_dir("bad");
   const fs::path marker = dir / "started";
@@ -433,6 +494,7 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
       {launch_sh({"-n", "1", "--key", (dir / "mine.key").string(), "--allow", other_pub.string()}, touch),
        "does not hold the public key of --key"},
       {launch_sh({"-n", "1", "--grace", "-1"}, touch), "--grace expects seconds >= 0, got -1"},
+      {launch_sh({"-n", "1", "--restart", "-1"}, touch), "--restart expects a number of restarts in [0, 1000], got -1"},
       {launch_sh({"--hosts", "a:0"}, touch), "--hosts 'a:0', host 1: expected a number of processes from 1 to 1024"},
       {launch_sh({"--hosts", "a:2,b c"}, touch), "--hosts 'a:2,b c', host 2: expected a host name or address"},
       {launch_sh({"--hosts", "a:2", "-n", "3"}, touch), "-n 3 processes do not fit the 2 slots of the hosts"},
@@ -456,8 +518,9 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
 TEST(Launch, HelpDocumentsEveryOption) {
   const FastDone r = run_fast("help", {"launch", "--help"});
   ASSERT_EQ(r.code, exit_code::ok);
-  for (const char* part : {"-n,--nprocs", "--port", "--insecure", "--key", "--allow", "--grace", "--timeout", "--hosts",
-                           "--hostfile", "--launcher", "--ports", "-- COMMAND", "FAST_PROCESS_RANK", "Exit code"}) {
+  for (const char* part :
+       {"-n,--nprocs", "--port", "--insecure", "--key", "--allow", "--grace", "--timeout", "--hosts", "--hostfile",
+        "--launcher", "--ports", "--restart", "-- COMMAND", "FAST_PROCESS_RANK", "Exit code"}) {
     EXPECT_TRUE(contains(r.out, part)) << part << " not in:\n" << r.out;
   }
 }

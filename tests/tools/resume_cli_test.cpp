@@ -25,6 +25,7 @@
 #include "common/poll.hpp"
 #include "common/run_fast.hpp"
 #include "common/spawned.hpp"
+#include "resume_runs.hpp"
 
 namespace {
 
@@ -33,58 +34,7 @@ namespace exit_code = fast::core::exit_code;
 using fast::testing::dir_name;
 using fast::testing::slurp;
 using nlohmann::json;
-
-const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
-const std::string kTrain = " --model mlp --batch 32 --seed 5 --eval-every 0 --progress never --summary s.json ";
-
-// The command line of a `fast train ARGS` of `workers` workers under `runtime`.
-std::string command(const std::string& runtime, const std::string& args, int workers = 2) {
-  const std::string n = std::to_string(workers);
-  const std::string limit = std::to_string(300 * fast::testing::kRunTimeScale);
-  if (runtime == "zmq")
-    return kFast + " launch -n " + n + " --timeout " + limit + " -- " + kFast + " train --runtime zmq" + kTrain + args;
-  if (runtime == "mpi") return "mpirun -np " + n + " --oversubscribe " + kFast + " train --runtime mpi" + kTrain + args;
-  return kFast + " train --runtime threads --workers " + n + kTrain + args;
-}
-
-struct Ran {
-  int status = -1;  // wait status; -1: killed after the time limit
-  std::string log;
-  json summary;  // s.json, or null
-};
-
-// mpirun as root, and with time for a graceful stop: with OpenMPI's default odls_base_sigkill_timeout
-// (1 s) a rank still stopping on a loaded machine is SIGKILLed (docs/faults.md, "Interrupting a
-// run"); 3 s delays the ranks' SIGTERM too (measured: about 5 s after mpirun's).
-void mpirun_environment() {
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  ::setenv("OMPI_MCA_odls_base_sigkill_timeout", "3", 1);
-}
-
-Ran run(const fs::path& dir, const std::string& runtime, const std::string& args, int workers = 2) {
-  mpirun_environment();
-  fs::remove(dir / "s.json");
-  const auto s = fast::testing::spawn_in_group(dir, command(runtime, args, workers));
-  Ran r;
-  r.status = fast::testing::wait_or_kill_group(s, 300 * fast::testing::kRunTimeScale);
-  r.log = slurp(s.log);
-  if (fs::exists(dir / "s.json")) r.summary = json::parse(slurp(dir / "s.json"));
-  return r;
-}
-
-bool ok(const Ran& r) { return r.status != -1 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0; }
-
-std::vector<std::string> runtimes() {
-  std::vector<std::string> out{"threads"};
-#ifdef FAST_TEST_ZMQ
-  out.push_back("zmq");
-#endif
-#ifdef FAST_TEST_MPI
-  out.push_back("mpi");
-#endif
-  return out;
-}
+using namespace fast::testing::resume_runs;
 
 struct Case {
   std::string runtime;
@@ -173,6 +123,36 @@ TEST(ResumeThreads, NStepsThenNMoreEqualTwoNStraight) {
   EXPECT_EQ(second.summary["steps"], 60);
 }
 
+// --resume-if-present: an absent or empty --checkpoint-dir starts anew (the param_hash of the same
+// run without any checkpoint setting, the log saying so, resumed_from_step null); one that holds a
+// checkpoint is resumed from (N steps, then the same command for 2N: the 2N run straight).
+TEST(ResumeThreads, ResumeIfPresentStartsAnewOnAnEmptyOrAbsentFolderAndResumesOtherwise) {
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "if_present");
+  fs::remove_all(dir / "ck");
+  fs::remove_all(dir / "empty");
+  fs::create_directories(dir / "empty");
+  const std::string rate = " --schedule constant ";
+  const Ran plain = run(dir, "threads", "--steps 30" + rate);
+  ASSERT_TRUE(ok(plain)) << plain.log;
+  for (const std::string folder : {"empty", "ck"}) {  // ck: absent
+    const Ran fresh = run(dir, "threads", "--steps 30" + rate + "--checkpoint-dir " + folder + " --resume-if-present");
+    ASSERT_TRUE(ok(fresh)) << fresh.log;
+    EXPECT_NE(fresh.log.find("resume_if_present: no complete checkpoint in '" + folder + "'; starting anew"),
+              std::string::npos)
+        << fresh.log;
+    EXPECT_TRUE(fresh.summary["resumed_from_step"].is_null()) << fresh.summary.dump();
+    EXPECT_EQ(fresh.summary["param_hash"], plain.summary["param_hash"]) << folder;
+    EXPECT_EQ(fresh.summary["checkpoint_step"], 30) << fresh.summary.dump();
+  }
+  const Ran straight = run(dir, "threads", "--steps 60" + rate);
+  ASSERT_TRUE(ok(straight)) << straight.log;
+  const Ran resumed = run(dir, "threads", "--steps 60" + rate + "--checkpoint-dir ck --resume-if-present");
+  ASSERT_TRUE(ok(resumed)) << resumed.log;
+  EXPECT_NE(resumed.log.find("resume: continuing from 'ck/step-000000000030'"), std::string::npos) << resumed.log;
+  EXPECT_EQ(resumed.summary["resumed_from_step"], 30) << resumed.summary.dump();
+  EXPECT_EQ(resumed.summary["param_hash"], straight.summary["param_hash"]);
+}
+
 // A write killed midway leaves a step folder without a manifest (and maybe a temporary or a
 // truncated file): it is ignored. A complete checkpoint with a corrupt file is skipped, with a
 // warning naming it, for the previous one. Each resume ends with the whole run's param_hash.
@@ -216,8 +196,11 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
     std::string expected;
   };
   for (const Refusal& c :
-       {Refusal{"--strategy adpsgd --checkpoint-dir ck --checkpoint-every 10",
-                "checkpoint_every: set to 10 with the asynchronous strategy 'adpsgd'"},
+       {Refusal{
+            "--strategy adpsgd --compress topk:ratio=0.1 --checkpoint-dir ck --checkpoint-every 10",
+            "checkpoint_every: set to 10 with the asynchronous strategy 'adpsgd': with compress = 'topk:ratio=0.1'"},
+        Refusal{"--resume-if-present", "resume_if_present: set without checkpoint_dir"},
+        Refusal{"--resume-if-present --checkpoint-dir ck --resume empty", "resume_if_present and resume: both set"},
         Refusal{"--resume empty", "resume: '" + std::string("empty") + "' holds no complete checkpoint"},
         Refusal{"--resume missing", "resume: 'missing' is not a folder"},
         Refusal{"--checkpoint-every 10", "checkpoint_every: set to 10 without checkpoint_dir"}}) {
@@ -300,28 +283,6 @@ TEST(ResumeThreads, FilesOfAnotherRunAreRefusedNamingTheFileAndTheField) {
   }
   const auto intact = train(base + " --steps 40 --resume ck0");
   EXPECT_EQ(intact.code, 0) << intact.output;
-}
-
-// The mean, over the workers with train records in the metrics file `file`, of each one's latest
-// logged step (0 before any record). A line still being written is skipped.
-double mean_latest_step(const fs::path& file) {
-  std::map<int, std::int64_t> latest;
-  std::istringstream lines(slurp(file));
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("\"event\":\"train\"") == std::string::npos) continue;
-    const json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (record.is_discarded() || !record.contains("worker") || !record.contains("step")) continue;
-    std::int64_t& step = latest[record["worker"].get<int>()];
-    step = std::max(step, record["step"].get<std::int64_t>());
-  }
-  double sum = 0;
-  for (const auto& [worker, step] : latest) sum += static_cast<double>(step);
-  return latest.empty() ? 0.0 : sum / static_cast<double>(latest.size());
-}
-
-// Polls `file` until mean_latest_step reaches `step` or `seconds` pass.
-bool wait_for_mean_step(const fs::path& file, double step, double seconds) {
-  return fast::testing::poll_until([&] { return mean_latest_step(file) >= step; }, seconds);
 }
 
 struct Interrupt {

@@ -286,7 +286,7 @@ TEST(StrategyExtension, AnAsynchronousStrategyTrainsFromAConfigFileOnASharedBudg
   EXPECT_EQ(steps, 60) << solo.dump();
   EXPECT_GT(solo["consensus_distance"].get<double>(), 0.0);  // the replicas went apart: nobody averaged
   EXPECT_GT(solo["final_accuracy"].get<double>(), 0.3) << solo.dump();
-  // Like every asynchronous strategy's, its workers are never at one step together.
+  // An asynchronous strategy that declares no save_during_run check writes no periodic checkpoints.
   torch::TrainOptions options;
   cli::apply_config_file(options, config);
   options.checkpoint_dir = fast::testing::test_dir("fast_extension_test", "checkpoints");

@@ -5,8 +5,8 @@
      for allreduce and adpsgd (1 epoch of 5 steps), each with --summary and --metrics; then the
      recipe's comparison script, taken from docs/usage.md itself, prints one line per strategy;
   2. mpirun: `mpirun -np 2 --bind-to none fast train --runtime mpi` with a checkpoint every 10 of
-     20 steps, then the sbatch script's resume step (`--resume` when a complete checkpoint exists)
-     to 30 steps: the summary says it resumed from step 20;
+     20 steps and the sbatch script's `--resume-if-present` (an empty folder: started anew), then the
+     same command to 30 steps: the summary says it resumed from step 20;
   3. several hosts over tcp, on one host: `fast keygen` twice, one allow-list, and two `fast train
      --runtime zmq --rendezvous 127.0.0.1:PORT --world-size 2 --process-rank R --key --allow` runs
      of adpsgd (20 steps) that meet and both end with exit code 0;
@@ -128,17 +128,16 @@ def part_mpi(fast, tmp, have):
                OMPI_MCA_rmaps_base_oversubscribe="1")
     ck = os.path.join(tmp, "ck")
     base = ["mpirun", "-np", "2", "--bind-to", "none", fast, "train", "--runtime", "mpi", "--model", "mlp",
-            "--progress", "never", "--checkpoint-dir", ck, "--checkpoint-every", "10"]
+            "--progress", "never", "--checkpoint-dir", ck, "--checkpoint-every", "10", "--resume-if-present"]
     first = os.path.join(tmp, "mpi1.json")
     code, out = run(base + ["--steps", "20", "--summary", first], 300, env)
-    if code != 0 or "final test accuracy" not in out:
-        return f"FAILED: mpirun, 20 steps: exit {code}\n{out}"
-    # the sbatch script's test: resume when a complete checkpoint exists
-    resume = ["--resume", ck] if glob.glob(os.path.join(ck, "step-*", "manifest.json")) else []
-    if not resume:
+    if code != 0 or "final test accuracy" not in out or summary(first).get("resumed_from_step") is not None:
+        return f"FAILED: mpirun, 20 steps started anew: exit {code}\n{out}"
+    # the sbatch script's command again: it resumes from the newest complete checkpoint
+    if not glob.glob(os.path.join(ck, "step-*", "manifest.json")):
         return f"FAILED: no complete checkpoint in {ck} after the first run"
     second = os.path.join(tmp, "mpi2.json")
-    code, out = run(base + ["--steps", "30", "--summary", second] + resume, 300, env)
+    code, out = run(base + ["--steps", "30", "--summary", second], 300, env)
     if code != 0 or summary(second).get("resumed_from_step") != 20:
         return f"FAILED: mpirun, resumed to 30 steps: exit {code}\n{out}"
     print("recipe 2: " + next(l for l in out.splitlines() if "final test accuracy" in l))

@@ -336,6 +336,88 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
 INSTANTIATE_TEST_SUITE_P(Strategies, ZmqChurn, ::testing::Values("adpsgd", "ps --mode ssp"));
 INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqChurn, ::testing::Values("acid", "easgd", "gosgd"));
 
+// fast launch --restart (docs/launch.md, "Restarts"): worker 2 of an adpsgd run, SIGKILLed by the
+// test at 30% of the run, is started again by launch itself with its rank and environment; it
+// rejoins, and launch ends with the run's exit code 0 and 4 live workers.
+TEST(ZmqRestart, AKilledWorkerOfAnAsynchronousRunIsStartedAgainAndRejoins) {
+  const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "restart_async");
+  const int scale = fast::testing::kRunTimeScale;
+  const std::string train = kFast + " train --runtime zmq" + kPeerTimeoutFlag + " --summary s.json" + kTrainShown +
+                            "--strategy adpsgd --batch 64 --epochs 3 --slowdown 6,6,6,6";
+  Launched l = fast::testing::spawn_in_group(
+      dir, kFast + " launch -n 4 --restart 2 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
+  const pid_t pid = worker_pid(l, 2);
+  ASSERT_GT(pid, 0) << slurp(l.log);
+  const fast::testing::RemovesSocketFiles killed{pid};
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
+  ASSERT_TRUE(fast::testing::poll_until([&] { return progress_percent(slurp(l.log)) >= 30; }, 200)) << slurp(l.log);
+  kill(pid, SIGKILL);
+  const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
+  const std::string log = slurp(l.log);
+  ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
+  EXPECT_NE(log.find("fast launch: process 2 (pid " + std::to_string(pid) +
+                     ") failed: killed by signal SIGKILL; starting it again with its rank and environment "
+                     "(--restart: 1 of 2 restarts spent, 1 left)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("rejoined the run at step"), std::string::npos) << log;
+  ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["live_workers"], 4) << s.dump();
+  EXPECT_EQ(s["rejoined_workers"], json::array({2})) << s.dump();
+  EXPECT_GE(s["final_accuracy"].get<double>(), 0.85) << s.dump() << "\n" << log;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// A synchronous run cannot take a process back: worker 1 of an allreduce run, SIGKILLed by the test
+// once the checkpoint of step 50 is complete, is started again alone (the one restart spent), its
+// survivor ends with a lost peer (exit 3), and launch starts the whole group again (that restart
+// continued, nothing more spent). With --checkpoint-dir and --resume-if-present the new start
+// resumes from the newest complete checkpoint and ends with exit 0 and the param_hash of the same
+// run straight under threads (allreduce resumes bit for bit).
+TEST(ZmqRestart, ASynchronousRunIsStartedAgainAsAGroupAndResumesFromItsCheckpoint) {
+  const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "restart_sync");
+  fs::remove_all(dir / "ck");
+  const int scale = fast::testing::kRunTimeScale;
+  const std::string args = " --strategy allreduce --batch 32 --steps 400 --slowdown 3,3 ";
+  Launched l = fast::testing::spawn_in_group(dir,
+                                             kFast + " launch -n 2 --restart 1 --timeout " +
+                                                 std::to_string(300 * scale) + " -- " + kFast + " train --runtime zmq" +
+                                                 kPeerTimeoutFlag + " --summary s.json" + kTrainShown + args +
+                                                 "--checkpoint-dir ck --checkpoint-every 50 --resume-if-present",
+                                             "launch.log");
+  const pid_t pid = worker_pid(l, 1);
+  ASSERT_GT(pid, 0) << slurp(l.log);
+  const fast::testing::RemovesSocketFiles killed{pid};
+  ASSERT_TRUE(fast::testing::poll_until([&] { return fs::exists(dir / "ck/step-000000000050/manifest.json"); },
+                                        fast::testing::kStartBound))
+      << slurp(l.log);
+  kill(pid, SIGKILL);
+  const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
+  const std::string log = slurp(l.log);
+  ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
+  EXPECT_NE(log.find("starting it again with its rank and environment (--restart: 1 of 1 restarts spent, 0 left)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("failed: exit code 3; stopping the "), std::string::npos) << log;
+  EXPECT_NE(log.find("started the 2 processes again"), std::string::npos) << log;
+  EXPECT_NE(log.find("resume: continuing from"), std::string::npos) << log;
+  ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
+  const json z = json::parse(slurp(dir / "s.json"));
+  ASSERT_TRUE(z["resumed_from_step"].is_number()) << z.dump();
+  const auto from = z["resumed_from_step"].get<std::int64_t>();
+  EXPECT_GE(from, 50) << z.dump();
+  EXPECT_EQ(from % 50, 0) << z.dump();
+  EXPECT_EQ(z["steps"], 400) << z.dump();
+  const auto straight =
+      fast::testing::run_fast_in(dir, "train --runtime threads --workers 2 --summary t.json" + kTrain + args);
+  ASSERT_EQ(straight.code, exit_code::ok) << straight.output;
+  EXPECT_EQ(z["param_hash"], json::parse(slurp(dir / "t.json"))["param_hash"]) << log;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 // A process that claims the rank of a live worker is refused (exit 2, naming the rank) once the
 // rank stayed live for the peer timeout + 2 s; the run goes on with its 4 workers untouched. The run
 // must outlast the refusal (about 4 s after the claim, which comes 2-3 s after training started)

@@ -271,8 +271,9 @@ std::vector<ConfigKey> general_keys() {
        [](TrainOptions& o, const std::string& v) { o.checkpoint_dir = v; },
        [](const TrainOptions& o) { return o.checkpoint_dir.string(); }},
       FAST_INT_KEY("checkpoint_every",
-                   "A checkpoint every this many steps per worker; 0: only at the end and on "
-                   "SIGINT/SIGTERM (asynchronous strategies: 0 only). Needs checkpoint_dir.",
+                   "A checkpoint every this many steps per worker (asynchronous strategies: each worker every this "
+                   "many of its own steps, without waiting for the others; not with compress or dgc); 0: only at the "
+                   "end and on SIGINT/SIGTERM. Needs checkpoint_dir.",
                    checkpoint_every, 0),
       FAST_INT_KEY("checkpoint_keep", "Complete checkpoints kept in checkpoint_dir; older ones are removed.",
                    checkpoint_keep, 1),
@@ -282,6 +283,12 @@ std::vector<ConfigKey> general_keys() {
        "position. steps and epochs still count from the start of the run. Empty: start anew.",
        [](TrainOptions& o, const std::string& v) { o.resume = v; },
        [](const TrainOptions& o) { return o.resume.string(); }},
+      {"resume_if_present", KeyType::boolean,
+       "Resume from the newest complete checkpoint in checkpoint_dir when it holds one, else start anew (an empty "
+       "or absent folder): the same command for a job's first start and its restarts (fast launch --restart, a "
+       "requeued batch job). Needs checkpoint_dir; excludes resume.",
+       [](TrainOptions& o, const std::string& v) { o.resume_if_present = parse_bool(v, "resume_if_present"); },
+       [](const TrainOptions& o) { return std::string(o.resume_if_present ? "true" : "false"); }},
       FAST_INT_KEY("log_every", "A train metrics record every this many steps, per worker.", log_every, 1),
       FAST_INT_KEY("eval_every",
                    "Evaluate on the test set every this many steps (asynchronous strategies: every this many "

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 
 #include <fmt/format.h>
@@ -24,6 +25,7 @@
 #include "hosts.hpp"
 #include "launch_janitor.hpp"
 #include "process_group.hpp"
+#include "restart_policy.hpp"
 #include "signal_pipe.hpp"
 
 extern char** environ;
@@ -37,6 +39,7 @@ using Clock = std::chrono::steady_clock;
 namespace keys = fast::runtime::zmq;
 
 constexpr int kMaxProcesses = 1024;
+constexpr int kMaxRestarts = 1000;
 constexpr double kKillAfterTermSeconds = 5;
 
 // Throws InvalidArgument with the formatted message when ok is false (no source location: for users).
@@ -139,6 +142,8 @@ void validate(const LaunchCommand& o) {
   require(o.port >= 0 && o.port <= 65535, "fast launch: --port expects a port in [0, 65535], got {}", o.port);
   require(o.grace_seconds >= 0, "fast launch: --grace expects seconds >= 0, got {}", o.grace_seconds);
   require(o.timeout_seconds >= 0, "fast launch: --timeout expects seconds >= 0 (0: none), got {}", o.timeout_seconds);
+  require(o.restarts >= 0 && o.restarts <= kMaxRestarts,
+          "fast launch: --restart expects a number of restarts in [0, {}], got {}", kMaxRestarts, o.restarts);
   require(!o.insecure || (o.key_file.empty() && o.allow_file.empty()),
           "fast launch: --insecure excludes --key and --allow (got {}{})", o.key_file.empty() ? "" : "--key ",
           o.allow_file.empty() ? "" : "--allow");
@@ -255,13 +260,75 @@ bool is_consequence(int named, int code, const ChildExit& e, bool stopping) {
          !stopping;
 }
 
+// How supervise() starts processes again (--restart): the specs of the current start, by rank, and
+// those of a new start of the whole group (a fresh rendezvous port where launch chose it).
+struct Restarts {
+  RestartPolicy policy;
+  std::vector<ChildSpec> specs;
+  std::function<std::vector<ChildSpec>()> replan;
+  LaunchJanitor& janitor;
+};
+
+// The announcement of a restart on launch's stderr: which process, why, what, and what is left.
+void announce_restart(const ProcessGroup& group, int rank, const ChildExit& e, RestartAction action,
+                      const RestartPolicy& policy) {
+  const std::string what = action == RestartAction::one
+                               ? "starting it again with its rank and environment"
+                               : fmt::format("stopping the {} processes still running and starting all {} again",
+                                             group.running(), group.size());
+  say(fmt::format("process {} (pid {}) failed: {}; {} (--restart: {} of {} restarts spent, {} left)", rank,
+                  group.pid(rank), e.describe(), what, policy.spent(), policy.restarts(), policy.left()));
+}
+
+// The run's verdict: the first failure that is not restarted (or the timeout), launch's exit code.
+struct Verdict {
+  std::optional<int> code;
+  int named = -1;  // the process whose failure `code` is
+
+  // Process `rank` failed (`e`) and is not restarted: the first such failure is the run's, named,
+  // and starts the grace; a later one replaces a first exit code 3 it most likely caused
+  // (is_consequence), until launch stops the processes itself.
+  void failed(const ProcessGroup& group, int rank, const ChildExit& e, double grace_seconds, Stopping& stopping,
+              bool timed_out) {
+    if (!code) {
+      code = e.code;
+      named = rank;
+      say(fmt::format("process {} (pid {}) failed first: {}", rank, group.pid(rank), e.describe()));
+      if (group.running() > 0)
+        say(fmt::format("waiting up to {} s (--grace) for the {} other processes to end", grace_seconds,
+                        group.running()));
+      stopping.begin(Clock::now(), grace_seconds);
+    } else if (is_consequence(named, *code, e, stopping.term_sent || timed_out)) {
+      say(
+          fmt::format("process {} (pid {}) failed: {}; the exit code {} of process {} before it (a lost peer) most "
+                      "likely followed from this failure, which is the run's",
+                      rank, group.pid(rank), e.describe(), *code, named));
+      code = e.code;
+      named = rank;
+    }
+  }
+};
+
+// Starts every process of the group again (all ended), from a fresh plan (RunPlan's port).
+void start_group_again(ProcessGroup& group, Restarts& restarts) {
+  restarts.specs = restarts.replan();
+  for (int rank = 0; rank < group.size(); ++rank) {
+    group.restart(rank, restarts.specs[static_cast<std::size_t>(rank)]);
+    restarts.janitor.watch(group.pid(rank));
+  }
+  restarts.policy.group_started();
+  say(fmt::format("started the {} processes again", group.size()));
+}
+
 // Runs the main loop until every child ended; returns launch's exit code.
-int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o) {
+int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, Restarts& restarts) {
   const Clock::time_point timeout_at =
       o.timeout_seconds > 0 ? after(Clock::now(), o.timeout_seconds) : Clock::time_point::max();
-  std::optional<int> code;  // set by the first failure or the timeout
-  int named = -1;           // the process whose failure `code` is
-  bool timed_out = false;
+  Verdict verdict;
+  std::optional<int>& code = verdict.code;
+  bool timed_out = false, signalled = false;
+  bool regrouping = false;  // a restart of the whole group: waiting for every process to end
+  int regroup_code = 0;     // the exit code that asked for it (the run's, should a signal end it there)
   Stopping stopping;
   while (group.running() > 0) {
     Clock::time_point now = Clock::now();
@@ -279,34 +346,39 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o) 
                    std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
     for (int rank : group.pump(wait, signals.fd())) {
       const ChildExit& e = *group.exit(rank);
-      if (!e.failed()) continue;
-      if (!code) {
-        code = e.code;
-        named = rank;
-        say(fmt::format("process {} (pid {}) failed first: {}", rank, group.pid(rank), e.describe()));
-        if (group.running() > 0) {
-          say(fmt::format("waiting up to {} s (--grace) for the {} other processes to end", o.grace_seconds,
-                          group.running()));
-        }
-        stopping.begin(Clock::now(), o.grace_seconds);
-      } else if (is_consequence(named, *code, e, stopping.term_sent || timed_out)) {
-        say(
-            fmt::format("process {} (pid {}) failed: {}; the exit code {} of process {} before it (a lost peer) most "
-                        "likely followed from this failure, which is the run's",
-                        rank, group.pid(rank), e.describe(), *code, named));
-        code = e.code;
-        named = rank;
+      if (regrouping) continue;  // launch stops them: their ends are its doing
+      const RestartAction action = restarts.policy.on_exit(rank, e.code, code.has_value() || timed_out || signalled);
+      if (action != RestartAction::none) announce_restart(group, rank, e, action, restarts.policy);
+      if (action == RestartAction::one) {
+        group.restart(rank, restarts.specs[static_cast<std::size_t>(rank)]);
+        restarts.janitor.watch(group.pid(rank));
+        continue;
       }
+      if (action == RestartAction::all) {
+        regrouping = true;
+        regroup_code = e.code;
+        stopping.begin(Clock::now(), 0);
+        continue;
+      }
+      if (e.failed()) verdict.failed(group, rank, e, o.grace_seconds, stopping, timed_out);
     }
     for (int sig : signals.take()) {
       if (sig == SIGCHLD) continue;
       const char* name = ::sigabbrev_np(sig);
       say(fmt::format("got SIG{}; forwarded it to {} processes", name != nullptr ? name : "?",
                       group.signal(sig, false)));
+      signalled = true;
       stopping.begin(Clock::now(), o.grace_seconds);
+    }
+    if (regrouping && group.running() == 0 && !signalled && !timed_out) {
+      start_group_again(group, restarts);
+      regrouping = false;
+      stopping = Stopping{};
     }
   }
   group.finish();
+  // A restart of the group cut short by a signal or --timeout: the run's verdict is theirs.
+  if (regrouping && !code) code = timed_out ? core::exit_code::launch_timeout : regroup_code;
   return code.value_or(core::exit_code::ok);
 }
 
@@ -332,6 +404,10 @@ CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
   cmd->add_option("--timeout", o.timeout_seconds,
                   "Seconds the whole run may take; then SIGTERM, SIGKILL 5 s later, exit code 124. 0: no limit")
       ->capture_default_str();
+  cmd->add_option("--restart,--max-restarts", o.restarts,
+                  "Start a process that died again, N times in all (docs/launch.md, \"Restarts\"): alone, with its "
+                  "rank and environment, or the whole group when process 0 died or a process lost a peer; 0: never")
+      ->capture_default_str();
   cmd->add_option("--hosts", o.hosts,
                   "Hosts and their processes, NAME:N,NAME:N: each process started through --launcher on its host");
   cmd->add_option("--hostfile", o.hostfile,
@@ -355,8 +431,9 @@ CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
       "key pair on its standard input (FAST_KEY_FILE=/dev/stdin), FAST_ALLOW_KEYS the public keys admitted,\n"
       "its lines prefixed '[HOST:i] '; the rendezvous is the first host's address on --port, else the lowest\n"
       "port of --ports, else 29400.\n"
+      "With --restart N, a process that died is started again (alone, or the whole group), N times in all.\n"
       "Exit code: 0 if every process succeeded, else the first failed process's exit code (128 + signal if it\n"
-      "was killed), 124 when --timeout ended the run, 2 for bad input.");
+      "was killed) that was not restarted, 124 when --timeout ended the run, 2 for bad input.");
   return cmd;
 }
 
@@ -416,9 +493,13 @@ int run_launch(const LaunchCommand& o) {
     say("WARNING: --insecure: the processes neither authenticate nor encrypt their traffic (FAST_INSECURE=1); "
         "anyone who can reach their ports can join the run or read it");
   }
-  std::vector<ChildSpec> specs;
-  for (int rank = 0; rank < plan.processes; ++rank)
-    specs.push_back(plan.hosts.empty() ? local_child(o, plan, rank, program, keys) : remote_child(o, plan, rank, keys));
+  auto specs_of = [&](const RunPlan& p) {
+    std::vector<ChildSpec> specs;
+    for (int rank = 0; rank < p.processes; ++rank)
+      specs.push_back(p.hosts.empty() ? local_child(o, p, rank, program, keys) : remote_child(o, p, rank, keys));
+    return specs;
+  };
+  std::vector<ChildSpec> specs = specs_of(plan);  // a bad launcher template fails here, before anything starts
   const std::string where =
       plan.hosts.empty() ? std::string() : fmt::format(" on {} through '{}'", describe_hosts(plan), o.launcher);
   say(fmt::format("starting {} processes of '{}'{}, rendezvous {}{}{}", plan.processes, program.string(), where,
@@ -428,9 +509,16 @@ int run_launch(const LaunchCommand& o) {
   std::fflush(stderr);
   // Removes the keys and the processes' socket files should launch be killed (SIGKILL) before it can.
   LaunchJanitor janitor(keys.dir());
-  ProcessGroup group(specs);
+  // A new start of the whole group meets at a new free port where launch chose the first one (the
+  // old one may still be held by the ended processes' sockets); else at the same address.
+  Restarts restarts{
+      .policy = RestartPolicy(o.restarts),
+      .specs = std::move(specs),
+      .replan = [&] { return specs_of(o.port == 0 && o.ports.empty() && plan.hosts.empty() ? plan_run(o) : plan); },
+      .janitor = janitor};
+  ProcessGroup group(restarts.specs);
   for (int rank = 0; rank < group.size(); ++rank) janitor.watch(group.pid(rank));
-  return supervise(group, signals, o);
+  return supervise(group, signals, o, restarts);
 }
 
 }  // namespace fast::cli

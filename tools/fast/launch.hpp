@@ -20,6 +20,7 @@ struct LaunchCommand {
   std::string allow_file;            // given allow-list; empty: the run key's public key only
   double grace_seconds = 30;         // after the first failure, before SIGTERM
   double timeout_seconds = 0;        // whole run; 0: none
+  int restarts = 0;                  // --restart N: processes that died are started again, N times in all
   // Across hosts (docs/launch.md, "Across hosts"): the processes go to these hosts in order, each
   // started through the launcher template; empty: every process on this host, directly.
   std::string hosts;                    // "a:4,b:4"

@@ -80,7 +80,7 @@ std::string ChildExit::describe() const {
 ProcessGroup::ProcessGroup(const std::vector<ChildSpec>& children) {
   children_.reserve(children.size());
   try {
-    for (std::size_t i = 0; i < children.size(); ++i) start(static_cast<int>(i), children[i]);
+    for (std::size_t i = 0; i < children.size(); ++i) children_.push_back(start(static_cast<int>(i), children[i]));
   } catch (...) {
     kill_all();
     throw;
@@ -92,7 +92,7 @@ ProcessGroup::~ProcessGroup() {
   kill_all();
 }
 
-void ProcessGroup::start(int rank, const ChildSpec& spec) {
+ProcessGroup::Child ProcessGroup::start(int rank, const ChildSpec& spec) {
   int out[2], err[2];
   FAST_ENFORCE_AS(core::IoError, ::pipe2(out, O_CLOEXEC) == 0, "fast launch: cannot create a pipe ({})",
                   std::strerror(errno));
@@ -135,7 +135,16 @@ void ProcessGroup::start(int rank, const ChildSpec& spec) {
   child.label = spec.label.empty() ? std::to_string(rank) : spec.label;
   child.out = {out[0], STDOUT_FILENO, {}};
   child.err = {err[0], STDERR_FILENO, {}};
-  children_.push_back(std::move(child));
+  return child;
+}
+
+void ProcessGroup::restart(int rank, const ChildSpec& spec) {
+  Child& old = children_.at(static_cast<std::size_t>(rank));
+  FAST_ENFORCE_AS(core::InvalidUsage, old.exit.has_value(), "fast launch: process {} restarted while it runs", rank);
+  close_streams(rank);
+  ::kill(-old.pid, SIGKILL);  // what it started and left behind in its process group
+  Child fresh = start(rank, spec);
+  children_[static_cast<std::size_t>(rank)] = std::move(fresh);
 }
 
 int ProcessGroup::running() const {
@@ -228,17 +237,20 @@ int ProcessGroup::signal(int sig, bool whole_group) {
   return sent;
 }
 
-void ProcessGroup::finish() {
-  for (std::size_t r = 0; r < children_.size(); ++r) {
-    for (Stream* s : {&children_[r].out, &children_[r].err}) {
-      relay(static_cast<int>(r), *s, true);
-      if (s->fd >= 0) {
-        ::close(s->fd);
-        s->fd = -1;
-      }
-      write_lines(static_cast<int>(r), *s, true);
+void ProcessGroup::close_streams(int rank) {
+  Child& c = children_[static_cast<std::size_t>(rank)];
+  for (Stream* s : {&c.out, &c.err}) {
+    relay(rank, *s, true);
+    if (s->fd >= 0) {
+      ::close(s->fd);
+      s->fd = -1;
     }
+    write_lines(rank, *s, true);
   }
+}
+
+void ProcessGroup::finish() {
+  for (std::size_t r = 0; r < children_.size(); ++r) close_streams(static_cast<int>(r));
 }
 
 void ProcessGroup::kill_all() {

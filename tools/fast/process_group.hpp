@@ -64,6 +64,10 @@ class ProcessGroup {
   int signal(int sig, bool whole_group);
   // Relays what the pipes hold now without waiting, ends partial lines and closes the pipes.
   void finish();
+  // Starts rank again from spec (fast launch --restart) once it ended (InvalidUsage while it runs):
+  // the rest of its output is relayed, what its process group left is killed (SIGKILL), and the
+  // new process takes its place (pid(rank), exit(rank) empty again). IoError as the constructor.
+  void restart(int rank, const ChildSpec& spec);
 
  private:
   struct Stream {
@@ -78,7 +82,8 @@ class ProcessGroup {
     std::optional<ChildExit> exit;
   };
 
-  void start(int rank, const ChildSpec& spec);
+  Child start(int rank, const ChildSpec& spec);
+  void close_streams(int rank);                 // relays what is left, ends the partial lines, closes the pipes
   void relay(int rank, Stream& s, bool drain);  // reads s (until EAGAIN when drain) and writes lines
   void write_lines(int rank, Stream& s, bool flush_partial);
   bool reap(int rank);

@@ -22,9 +22,9 @@
 // against the bytes that remain; a repeated name and trailing bytes are errors too. Every error is
 // core::IoError naming the source, what was wrong, expected and got.
 //
-// Writing is atomic: the bytes go to "<file>.tmp-<pid>", are flushed to the disk (fsync), and the
-// temporary file is renamed over <file>; a crash during the write leaves either the previous file
-// or none, never a partial one under the final name.
+// Writing is atomic: the bytes go to "<file>.tmp-<pid>-<call>" (a count of the process's writes, so two threads of one
+// process never share it), are flushed to the disk (fsync), and the temporary file is renamed over <file>; a crash
+// during the write leaves either the previous file or none, never a partial one under the final name.
 //
 // Thread-safety: free functions on their arguments; distinct files may be written concurrently.
 

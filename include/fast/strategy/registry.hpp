@@ -79,6 +79,13 @@ class StrategyTrait {
 // `asynchronous` trait holds: a synchronous strategy's lost worker ends the run.
 using RejoinCheck = std::function<std::string(const StrategyOptions&, int rank)>;
 
+// Periodic checkpoints of an asynchronous strategy (docs/faults.md, "Periodic checkpoints of
+// asynchronous runs"): "" when a worker may save its state (Worker::save) during the run, between
+// two of its own steps, while the others train on, else why not, as a clause ("with compress =
+// 'int8' the links' ..."). Asked only where the strategy's `asynchronous` trait holds: lockstep
+// workers save between steps they all share.
+using SaveDuringRunCheck = std::function<std::string(const StrategyOptions&)>;
+
 // Builds one worker's strategy; may throw InvalidArgument for options it refuses.
 using StrategyFactory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&, collective::Communicator&)>;
 // The checks of a strategy's options that need only the world size (`fast train` runs them
@@ -98,6 +105,9 @@ struct StrategyRegistration {
   // Unset: a lost worker is never taken back. Set: Strategy::rejoin() takes a worker back where
   // it returns "".
   RejoinCheck rejoin;
+  // Unset: an asynchronous run of this strategy is checkpointed at its end only (checkpoint_every
+  // is refused). Set: its workers write periodic checkpoints where it returns "".
+  SaveDuringRunCheck save_during_run;
   // The strategy sends gradients (not models), so Deep Gradient Compression applies (dgc = true).
   StrategyTrait sends_gradients;
   // The strategy combines every worker's whole gradient at once, so the robust aggregates

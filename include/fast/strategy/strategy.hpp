@@ -189,10 +189,13 @@ class Strategy {
   virtual collective::Window* replica_window() { return nullptr; }
   // Checkpoints (Worker::save / Worker::restore): the strategy's own state beyond the parameters
   // and the worker's optimizer, as named sections of the checkpoint ("<strategy>.<name>").
-  // save_state: also after finish() (the final state). restore_state: after Worker::restore put
-  // the parameters back into state.params, before the first step: adopts them as this worker's
-  // own state (a model or a shard exposed in a window) and reads its sections, checking every one
-  // (IoError naming `source`) before changing anything. Not collective. Defaults: nothing.
+  // save_state: also after finish() (the final state), and, for an asynchronous strategy whose
+  // registration's save_during_run check returns "", during the run between two of this worker's
+  // steps (a periodic checkpoint: what other workers change meanwhile is read under the window's
+  // guard). restore_state: after Worker::restore put the parameters back into state.params,
+  // before the first step: adopts them as this worker's own state (a model or a shard exposed in a
+  // window) and reads its sections, checking every one (IoError naming `source`) before changing
+  // anything. Not collective. Defaults: nothing.
   virtual void save_state(Checkpoint& /*out*/) {}
   virtual void restore_state(const Checkpoint& /*checkpoint*/, std::string_view /*source*/, ModelState /*state*/) {}
   // A worker that joins a run under way in place of a lost one (Context::joins_run_under_way),

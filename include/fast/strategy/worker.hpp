@@ -71,6 +71,12 @@ bool asynchronous_strategy(const StrategyOptions& options);
 // rejoin (-1: any). Rank 0 never rejoins (the zmq runtime refuses it).
 std::string rejoin_refusal(const StrategyOptions& options, int rank = -1);
 
+// Periodic checkpoints (docs/faults.md, "Periodic checkpoints of asynchronous runs"): "" when the
+// workers of this strategy can write them (every synchronous strategy; an asynchronous one where
+// its registration's `save_during_run` check returns ""), else why not, as a clause. The built-in
+// asynchronous strategies save during the run without a codec (ps: nor dgc).
+std::string periodic_checkpoint_refusal(const StrategyOptions& options);
+
 class Worker {
  public:
   // Collective (asynchronous strategies open windows). state must stay valid for the Worker's

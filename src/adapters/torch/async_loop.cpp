@@ -63,6 +63,9 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
     if (claimed >= budget) break;
     const std::int64_t epoch = s / plan.steps_per_epoch;
     loop.train_step(epoch, s % plan.steps_per_epoch);
+    // Periodic checkpoints: each worker every checkpoint_every of its own steps, without waiting
+    // for the others (CheckpointStore::write_own; docs/faults.md).
+    if (plan.checkpoint_every > 0 && worker.steps() % plan.checkpoint_every == 0) loop.checkpoint_own(worker.steps());
     const auto lockstep_done = static_cast<std::int64_t>((claimed + 1) / workers);
     loop.report_progress(lockstep_done, static_cast<std::int64_t>(claimed / workers) / plan.steps_per_epoch);
     if (std::floor((claimed + 1) / per_eval) > std::floor(claimed / per_eval) && claimed + 1 < budget)

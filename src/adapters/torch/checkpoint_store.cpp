@@ -103,10 +103,8 @@ std::filesystem::path CheckpointStore::step_folder(const std::filesystem::path& 
   return folder / fmt::format("step-{:012d}", step);
 }
 
-std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int64_t step) {
-  collective::Communicator& comm = worker.communicator();
-  const std::filesystem::path target = step_folder(folder_, step);
-  std::string failure;
+std::string CheckpointStore::write_file(strategy::Worker& worker, const std::filesystem::path& target,
+                                        std::int64_t step) const {
   try {
     std::filesystem::create_directories(target);
     strategy::Checkpoint state = worker.save();
@@ -114,24 +112,67 @@ std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int6
     state.texts["run"] = identity_.dump();     // the run's identity, checked on resume
     strategy::write_checkpoint_file(worker_file(target, worker.context().rank()), state);
   } catch (const std::filesystem::filesystem_error& e) {
-    failure = fmt::format("cannot create '{}': {}", target.string(), e.code().message());
+    return fmt::format("cannot create '{}': {}", target.string(), e.code().message());
   } catch (const core::IoError& e) {
-    failure = e.what();
+    return e.what();
   }
+  return "";
+}
+
+void CheckpointStore::write_manifest(const std::filesystem::path& target, std::int64_t step, int workers) const {
+  const nlohmann::json manifest{{"format", kManifestFormat}, {"step", step}, {"workers", workers}, {"run", identity_}};
+  const std::string text = manifest.dump(2) + "\n";
+  strategy::write_file_atomically(target / kManifest, std::as_bytes(std::span<const char>(text)),
+                                  "checkpoint manifest");
+  prune(step);
+}
+
+std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int64_t step) {
+  collective::Communicator& comm = worker.communicator();
+  const std::filesystem::path target = step_folder(folder_, step);
+  const std::string failure = write_file(worker, target, step);
   const bool written = everyone(comm, failure.empty());
   if (!failure.empty()) FAST_THROW(core::IoError, "checkpoint at step {}: {}", step, failure);
   FAST_ENFORCE_AS(core::IoError, written,
                   "checkpoint at step {}: another worker could not write its file in '{}' (its error is in its output)",
                   step, target.string());
-  if (worker.context().rank() == comm.members().front()) {
-    const nlohmann::json manifest{
-        {"format", kManifestFormat}, {"step", step}, {"workers", comm.group_size()}, {"run", identity_}};
-    const std::string text = manifest.dump(2) + "\n";
-    strategy::write_file_atomically(target / kManifest, std::as_bytes(std::span<const char>(text)),
-                                    "checkpoint manifest");
-    prune(step);
-  }
+  if (worker.context().rank() == comm.members().front()) write_manifest(target, step, comm.group_size());
   return target;
+}
+
+bool CheckpointStore::write_own(strategy::Worker& worker, std::int64_t step) {
+  const std::filesystem::path target = step_folder(folder_, step);
+  const std::string failure = write_file(worker, target, step);
+  if (!failure.empty())
+    FAST_THROW(core::IoError, "checkpoint at step {} of worker {}: {}", step, worker.context().rank(), failure);
+  // Every worker of the run, lost ones included: a resume needs each one's file.
+  const int workers = worker.context().size();
+  for (int rank = 0; rank < workers; ++rank) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(worker_file(target, rank), ec)) return false;
+  }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(target / kManifest, ec)) return false;  // another worker completed it
+  write_manifest(target, step, workers);
+  return true;
+}
+
+void CheckpointStore::discard_newer(strategy::Worker& worker, std::int64_t step) const {
+  collective::Communicator& comm = worker.communicator();
+  if (worker.context().rank() == comm.members().front()) {
+    for (const std::int64_t newer : step_folders(folder_, false)) {
+      if (newer <= step) continue;
+      std::error_code ec;
+      std::filesystem::remove_all(step_folder(folder_, newer), ec);
+      if (ec)
+        core::log(core::LogLevel::warn, "checkpoints: could not remove '{}' (an earlier start's, after step {}): {}",
+                  step_folder(folder_, newer).string(), step, ec.message());
+      else
+        core::log(core::LogLevel::info, "checkpoints: removed '{}', left by an earlier start of the run after step {}",
+                  step_folder(folder_, newer).string(), step);
+    }
+  }
+  comm.barrier();
 }
 
 void CheckpointStore::prune(std::int64_t newest) const {
@@ -149,7 +190,7 @@ void CheckpointStore::prune(std::int64_t newest) const {
 }
 
 std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
-                                             const nlohmann::json& identity) {
+                                             const nlohmann::json& identity, bool if_present) {
   collective::Communicator& comm = worker.communicator();
   const bool first = worker.context().rank() == comm.members().front();
   // The first member's list, so that every worker tries the same steps in the same order.
@@ -162,6 +203,13 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
   }
   comm.broadcast(core::MutableView(std::span<double>(candidates)), comm.members().front());
   const auto count = static_cast<std::size_t>(candidates[0]);
+  if (if_present && count == 0) {
+    if (first)
+      core::log(core::LogLevel::info,
+                "resume_if_present: no complete checkpoint in '{}'; starting anew (checkpoints go there)",
+                folder.string());
+    return -1;
+  }
   FAST_ENFORCE_AS(core::IoError, count > 0,
                   "resume: no complete checkpoint in '{}' (expected step-N folders with a manifest.json, written by "
                   "--checkpoint-dir; the folder must be shared by every process)",

@@ -98,7 +98,7 @@ void add_resume_fields(json& summary, const SummaryInputs& in, const WorkerTotal
     summary["interrupted_by"] = by == SIGTERM ? "SIGTERM" : "SIGINT";
     summary["interrupted_at_step"] = first.steps;
   }
-  summary["resumed_from_step"] = in.options.resume.empty() ? json(nullptr) : json(in.plan.first_step);
+  summary["resumed_from_step"] = in.plan.resumed ? json(in.plan.first_step) : json(nullptr);
   summary["checkpoint"] = in.checkpoint_step < 0 ? json(nullptr) : json(in.checkpoint.string());
   summary["checkpoint_step"] = in.checkpoint_step < 0 ? json(nullptr) : json(in.checkpoint_step);
   summary["checkpoint_error"] = in.checkpoint_error.empty() ? json(nullptr) : json(in.checkpoint_error);

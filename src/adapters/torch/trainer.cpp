@@ -72,20 +72,32 @@ void validate_environment() {
   (void)core::malloc_tuning_chosen();
 }
 
-// checkpoint_dir, checkpoint_every, checkpoint_keep and resume (docs/faults.md): an asynchronous
-// strategy checkpoints at the end only, the folders must be folders, and a folder to resume from
-// must hold a complete checkpoint.
+// checkpoint_dir, checkpoint_every, checkpoint_keep, resume and resume_if_present (docs/faults.md):
+// an asynchronous strategy that cannot save a worker alone during the run (a codec, dgc, or no
+// save_during_run declared) checkpoints at the end only, the folders must be
+// folders, a folder to resume from must hold a complete checkpoint, and resume_if_present needs
+// checkpoint_dir and excludes resume.
 void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions& s) {
   FAST_ENFORCE(o.checkpoint_every >= 0, "checkpoint_every: expected steps >= 0, got {}", o.checkpoint_every);
   FAST_ENFORCE(o.checkpoint_keep >= 1, "checkpoint_keep: expected >= 1, got {}", o.checkpoint_keep);
   FAST_ENFORCE(o.checkpoint_every == 0 || !o.checkpoint_dir.empty(),
                "checkpoint_every: set to {} without checkpoint_dir; expected a folder to write the checkpoints to",
                o.checkpoint_every);
+  FAST_ENFORCE(!o.resume_if_present || !o.checkpoint_dir.empty(),
+               "resume_if_present: set without checkpoint_dir; expected the folder to resume from when it holds a "
+               "checkpoint (--checkpoint-dir DIR)");
+  FAST_ENFORCE(!o.resume_if_present || o.resume.empty(),
+               "resume_if_present and resume: both set (resume = '{}'); expected one: resume_if_present resumes "
+               "from checkpoint_dir when it holds a checkpoint, resume always from its folder",
+               o.resume.string());
   if (o.checkpoint_dir.empty() && o.resume.empty()) return;
-  FAST_ENFORCE(o.checkpoint_every == 0 || !strategy::asynchronous_strategy(s),
-               "checkpoint_every: set to {} with the asynchronous strategy '{}', whose workers are never at one step "
-               "together; expected 0 (asynchronous runs write their checkpoint at the end and when interrupted)",
-               o.checkpoint_every, s.name);
+  if (o.checkpoint_every > 0) {
+    const std::string refusal = strategy::periodic_checkpoint_refusal(s);
+    FAST_ENFORCE(refusal.empty(),
+                 "checkpoint_every: set to {} with the asynchronous strategy '{}': {}; expected 0 (its checkpoint is "
+                 "then written at the end and when interrupted)",
+                 o.checkpoint_every, s.name, refusal);
+  }
   FAST_ENFORCE(o.checkpoint_dir.empty() || path_kind(o.checkpoint_dir, "checkpoint_dir") != PathKind::other,
                "checkpoint_dir: '{}' is a file; expected a folder (created if missing)", o.checkpoint_dir.string());
   if (o.resume.empty()) return;
@@ -307,12 +319,16 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   nlohmann::json identity = settings_identity(o, ctx.size());
   add_model_fields(identity, in.initial.size(), torch_side.state().layout, in.data.train->size());
   identity = with_fingerprint(std::move(identity));
-  if (!o.resume.empty() && !ctx.joins_run_under_way()) {  // a rejoining worker takes a neighbour's model
-    plan.first_step = CheckpointStore::restore_newest(o.resume, worker, identity);
+  const std::filesystem::path resume_from = o.resume_if_present ? o.checkpoint_dir : o.resume;
+  if (!resume_from.empty() && !ctx.joins_run_under_way()) {  // a rejoining worker takes a neighbour's model
+    // resume_if_present: the first member's listing decides for every worker (-1: none, start anew).
+    const std::int64_t step = CheckpointStore::restore_newest(resume_from, worker, identity, o.resume_if_present);
+    plan.resumed = step >= 0;
+    plan.first_step = std::max<std::int64_t>(step, 0);
     FAST_ENFORCE(plan.first_step <= plan.total_steps,
                  "resume: the checkpoint in '{}' is at step {}, beyond this run's {} steps per worker; expected "
                  "steps (or epochs) at least as many",
-                 o.resume.string(), plan.first_step, plan.total_steps);
+                 resume_from.string(), plan.first_step, plan.total_steps);
   }
   std::optional<CheckpointStore> checkpoints;
   if (!o.checkpoint_dir.empty()) checkpoints.emplace(o.checkpoint_dir, o.checkpoint_keep, identity);
@@ -323,6 +339,8 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   WorkerLoop loop(ctx, worker, slowdown, torch_side, outputs, plan);
   if (checkpoints) loop.set_checkpoints(&*checkpoints);
   const bool asynchronous = worker.strategy().asynchronous();
+  if (checkpoints && asynchronous && plan.checkpoint_every > 0 && !ctx.joins_run_under_way())
+    checkpoints->discard_newer(worker, plan.first_step);  // each worker writes alone from here on
   BudgetClaims claims;
   std::string checkpoint_error;  // the final checkpoint's failure: the run still ends with its summary
   if (asynchronous) {

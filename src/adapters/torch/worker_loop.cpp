@@ -77,6 +77,13 @@ void WorkerLoop::checkpoint_asynchronous() {
   checkpoint(static_cast<std::int64_t>(steps[0]) / ctx_.size());
 }
 
+void WorkerLoop::checkpoint_own(std::int64_t steps) {
+  if (checkpoints_ == nullptr) return;
+  if (checkpoints_->write_own(worker_, steps))
+    core::log(core::LogLevel::info, "checkpoint: step {} complete in '{}' (worker {} wrote the last file)", steps,
+              CheckpointStore::step_folder(checkpoints_->folder(), steps).string(), ctx_.rank());
+}
+
 strategy::StepReport WorkerLoop::train_step(std::int64_t epoch, std::int64_t index) {
   const double compute_start = slowdown_.active() ? ctx_.now() : 0.0;
   const double loss = model_.gradient(epoch, index);

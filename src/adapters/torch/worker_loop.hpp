@@ -60,9 +60,11 @@ struct LoopPlan {
   int classes = 10;                      // of the dataset: chance accuracy is 1 / classes
   bool stop_on_divergence = false;       // end the run early once it diverged
   std::int64_t first_step = 0;           // steps already taken (a resumed run: the checkpoint's step)
-  std::int64_t checkpoint_every = 0;     // lockstep: a checkpoint every this many steps (0: none)
-  bool stoppable = false;                // poll core::stop_requested() (fast train's SIGINT/SIGTERM)
-  std::int64_t stop_check_every = 1;     // lockstep: a stop agreement after every step that is a multiple of this
+  bool resumed = false;                  // restored from a checkpoint (resume, or resume_if_present that found one)
+  std::int64_t checkpoint_every =
+      0;                   // a checkpoint every this many steps (asynchronous: of each worker's own; 0: none)
+  bool stoppable = false;  // poll core::stop_requested() (fast train's SIGINT/SIGTERM)
+  std::int64_t stop_check_every = 1;  // lockstep: a stop agreement after every step that is a multiple of this
 };
 
 class WorkerLoop {
@@ -127,6 +129,10 @@ class WorkerLoop {
   // down), when a store is set. None, with a warning, when workers were lost: a resume needs every
   // worker's file.
   void checkpoint_asynchronous();
+  // Asynchronous, not collective: a periodic checkpoint of this worker alone after its own `steps`
+  // steps (CheckpointStore::write_own), when a store is set. Not remembered as last_checkpoint():
+  // the folder is complete only once every worker wrote its file there.
+  void checkpoint_own(std::int64_t steps);
   // The folder of the last checkpoint written, and its step (-1: none).
   const std::filesystem::path& last_checkpoint() const noexcept { return last_checkpoint_; }
   std::int64_t last_checkpoint_step() const noexcept { return last_checkpoint_step_; }

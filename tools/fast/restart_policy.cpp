@@ -1,0 +1,38 @@
+#include "restart_policy.hpp"
+
+#include "fast/core/error.hpp"
+#include "fast/core/exit_code.hpp"
+
+namespace fast::cli {
+
+RestartPolicy::RestartPolicy(int restarts) : restarts_(restarts) {
+  FAST_ENFORCE(restarts >= 0, "fast launch: --restart expects a number of restarts >= 0, got {}", restarts);
+}
+
+RestartAction RestartPolicy::on_exit(int rank, int code, bool stopping) {
+  if (code == core::exit_code::ok) {
+    finishing_ = true;
+    return RestartAction::none;
+  }
+  if (stopping || finishing_) return RestartAction::none;
+  // The run could not take back a process started alone: the group restart continues that restart.
+  const bool refused = code == core::exit_code::bad_input && lone_.contains(rank);
+  if (lone_restart_ && (code == core::exit_code::io_or_peer_lost || refused)) {
+    lone_restart_ = false;
+    return RestartAction::all;
+  }
+  if (code == core::exit_code::bad_input || left() == 0) return RestartAction::none;
+  ++spent_;
+  if (rank == 0 || code == core::exit_code::io_or_peer_lost) return RestartAction::all;
+  lone_restart_ = true;
+  lone_.insert(rank);
+  return RestartAction::one;
+}
+
+void RestartPolicy::group_started() {
+  finishing_ = false;
+  lone_restart_ = false;
+  lone_.clear();
+}
+
+}  // namespace fast::cli

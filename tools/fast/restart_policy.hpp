@@ -1,0 +1,59 @@
+#pragma once
+// RestartPolicy: what `fast launch --restart N` does when one of its processes ends
+// (docs/launch.md, "Restarts"). Pure bookkeeping, no processes: launch.cpp acts on its answers.
+//
+//   - an exit code 0 is never restarted, and once a process of the current start ended with 0 the
+//     run is finishing: nothing more is restarted until the whole group starts again;
+//   - nothing is restarted while launch itself stops the processes (a forwarded SIGINT, SIGTERM or
+//     SIGHUP, --timeout, the grace after a failure that was not restarted), nor after exit code 2
+//     (bad input fails again the same way; but see below), nor once the N restarts are spent;
+//   - a process other than process 0 that died otherwise (a signal, an exit code other than 0, 2
+//     and 3) is started again alone, with its rank and environment (an asynchronous run under zmq
+//     takes it back: docs/faults.md);
+//   - process 0 (it serves the rendezvous: nobody else can take a process back) and an exit code 3
+//     (a process lost a peer: the run could not go on or take the restarted process back) restart
+//     the whole group: launch stops every process and starts all of them again.
+//
+// Each restart, alone or of the group, spends one of the N; but a group restart that follows a lone
+// restart of the same start because the run could not take the process back continues that
+// restart and spends nothing more: an exit code 3 (a synchronous run's survivors lost the process),
+// or an exit code 2 of the process started alone (the run refused it: a ps server's rank, a codec).
+// So one failure spends one restart, and the processes are started at most 2N + 1 times.
+//
+// One object per launch, used by its main thread only.
+
+#include <set>
+
+namespace fast::cli {
+
+enum class RestartAction {
+  none,  // not restarted: the exit is counted as launch has always counted it
+  one,   // start this process again, alone
+  all,   // stop every process, then start the whole group again
+};
+
+class RestartPolicy {
+ public:
+  // restarts: N >= 0 (0: launch restarts nothing, as without --restart).
+  explicit RestartPolicy(int restarts);
+
+  // Process `rank` of the current start ended with exit code `code` (128 + signal if killed);
+  // `stopping`: launch is stopping the processes itself. Returns what to do, and spends a restart
+  // for one and all (see above).
+  RestartAction on_exit(int rank, int code, bool stopping);
+  // The whole group was started again: a new start, with nothing finished yet.
+  void group_started();
+
+  int restarts() const noexcept { return restarts_; }  // N
+  int spent() const noexcept { return spent_; }        // restarts spent so far
+  int left() const noexcept { return restarts_ - spent_; }
+
+ private:
+  int restarts_;
+  int spent_ = 0;
+  bool finishing_ = false;     // a process of this start ended with code 0
+  bool lone_restart_ = false;  // a process of this start was restarted alone
+  std::set<int> lone_;         // the ranks restarted alone in this start
+};
+
+}  // namespace fast::cli
