@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -77,9 +79,13 @@ TEST(Config, UnknownStrategyAndOptimizerListAllowedNames) {
 
 TEST(Config, OutOfRangeAndMalformedValuesAreRejected) {
   torch::TrainOptions o;
-  EXPECT_NE(error_of([&] { apply_setting(o, "workers", "0", "--workers"); }).find("expected an integer >= 1, got 0"),
+  EXPECT_NE(error_of([&] {
+              apply_setting(o, "workers", "0", "--workers");
+            }).find("expected an integer in [1, 2147483647], got 0"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { apply_setting(o, "lr", "-0.1", "--lr"); }).find("expected a positive number"),
+  EXPECT_NE(error_of([&] {
+              apply_setting(o, "lr", "-0.1", "--lr");
+            }).find("expected a number in (0, 3.4028234663852886e+38], got -0.1"),
             std::string::npos);
   EXPECT_NE(error_of([&] { apply_setting(o, "batch", "12abc", "--batch"); }).find("expected an integer, got '12abc'"),
             std::string::npos);
@@ -128,9 +134,12 @@ TEST(Config, ProcessSettingsOfTheZmqRuntimeFillProcessOptions) {
 TEST(Config, ProcessSettingsOutOfRangeOrOfTheWrongTypeAreRejected) {
   torch::TrainOptions o;
   EXPECT_NE(error_of([&] { apply_setting(o, "transport", "udp", "--transport"); }).find("ipc, tcp"), std::string::npos);
-  EXPECT_NE(error_of([&] { apply_setting(o, "workers_per_process", "0", "--workers-per-process"); }).find(">= 1"),
+  EXPECT_NE(error_of([&] {
+              apply_setting(o, "workers_per_process", "0", "--workers-per-process");
+            }).find("in [1, 2147483647], got 0"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { apply_setting(o, "world_size", "0", "--world-size"); }).find(">= 1"), std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "world_size", "0", "--world-size"); }).find("in [1, 2147483647], got 0"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { apply_setting(o, "insecure", "yes", "--insecure"); }).find("true or false"),
             std::string::npos);
   const std::string wrong = error_of([&] { apply_config_file(o, write_toml("bool.toml", "insecure = \"yes\"\n")); });
@@ -180,6 +189,47 @@ TEST(Config, EveryIntegerSettingRefusesWhatItCannotHoldAndNeverWraps) {
     }
   }
   EXPECT_GT(integer_keys, 10);
+}
+
+// Generated from the declarations: every integer and number setting (general or a strategy's
+// option), given a value just outside its declared range on either side, is refused with an error
+// that names the flag, the range as the docs say it (the declaration's `accepts`) and the value as
+// given.
+TEST(Config, EveryDeclaredRangeRefusesAValueOutsideItNamingKeyRangeAndValue) {
+  int checked = 0;
+  for (const ConfigKey& k : config_keys()) {
+    if (k.type != KeyType::integer && k.type != KeyType::number) continue;
+    ASSERT_TRUE(k.declaration.has_value()) << k.name << " has no declared range";
+    const core::Setting& d = *k.declaration;
+    EXPECT_EQ(k.accepts, d.expected()) << k.name;
+    const bool integer = k.type == KeyType::integer;
+    // Below the range and above it; one step further out where that is the sentinel accepted
+    // outside the range.
+    std::vector<double> outside;
+    if (std::isfinite(d.minimum())) {
+      const double below = d.minimum_excluded() ? d.minimum() : d.minimum() - 1;
+      outside.push_back(d.sentinel() == below ? below - 1 : below);
+    }
+    if (std::isfinite(d.maximum())) {
+      const double above = d.maximum_excluded() ? d.maximum() : (integer ? d.maximum() + 1 : d.maximum() * 2 + 1);
+      outside.push_back(d.sentinel() == above ? above + 1 : above);
+    }
+    for (const double v : outside) {
+      const std::string given = integer ? fmt::format("{}", static_cast<long long>(v)) : fmt::format("{}", v);
+      torch::TrainOptions o;
+      std::string error;
+      try {
+        apply_setting(o, k.name, given, flag_name(k.name));
+      } catch (const core::InvalidArgument& e) {
+        error = e.what();
+      }
+      ++checked;
+      EXPECT_NE(error.find(flag_name(k.name)), std::string::npos) << k.name << " = " << given << ": " << error;
+      EXPECT_NE(error.find(k.accepts), std::string::npos) << k.name << " = " << given << ": " << error;
+      EXPECT_NE(error.find("got " + given), std::string::npos) << k.name << " = " << given << ": " << error;
+    }
+  }
+  EXPECT_GT(checked, 40);
 }
 
 // Generated from the table: every integer and number setting that refuses a value spelled in a way

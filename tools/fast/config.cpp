@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "fast/collective/allreduce_algorithm.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/file_status.hpp"
 #include "fast/core/parse.hpp"
 #include "fast/core/port_range.hpp"
 #include "fast/core/spec.hpp"
@@ -40,50 +42,8 @@ double parse_number(const std::string& text, std::string_view origin) {
   return strategy::parse_number_text(text, origin);
 }
 
-double positive(double value, std::string_view key, std::string_view given) {
-  FAST_ENFORCE(value > 0, "{}: expected a positive number, got {}", key, given);
-  return value;
-}
-
-double any_number(double value, std::string_view, std::string_view) { return value; }
-
-// A learning rate: > 0 and finite as float32 (the parameters' type): 1e39 is a double but makes
-// every update infinite.
-double learning_rate(double value, std::string_view key, std::string_view given) {
-  FAST_ENFORCE(value > 0 && value <= std::numeric_limits<float>::max(),
-               "{}: expected a positive number that float32 can hold (<= {:g}), got {}", key,
-               std::numeric_limits<float>::max(), given);
-  return value;
-}
-
-double fraction_below_one(double value, std::string_view key, std::string_view given) {
-  FAST_ENFORCE(value >= 0 && value < 1, "{}: expected a number in [0, 1), got {}", key, given);
-  return value;
-}
-
-double fraction(double value, std::string_view key, std::string_view given) {
-  FAST_ENFORCE(value >= 0 && value <= 1, "{}: expected a number in [0, 1], got {}", key, given);
-  return value;
-}
-
-double at_least_one(double value, std::string_view key, std::string_view given) {
-  FAST_ENFORCE(value >= 1, "{}: expected a number >= 1, got {}", key, given);
-  return value;
-}
-
-// A time limit in seconds: positive and at most 1e9 (31 years), so that it fits the runtimes' clocks.
-double time_limit(double value, std::string_view key, std::string_view given) {
-  FAST_ENFORCE(value > 0 && value <= 1e9, "{}: expected seconds in (0, 1e9], got {}", key, given);
-  return value;
-}
-
 // "true" | "false" (a flag given without a value is "true").
 bool parse_bool(const std::string& text, std::string_view key) { return strategy::parse_bool_text(text, key); }
-
-double non_negative(double value, std::string_view key, std::string_view given) {
-  FAST_ENFORCE(value >= 0, "{}: expected a number >= 0, got {}", key, given);
-  return value;
-}
 
 // "1,1,1.5,4" -> {1, 1, 1.5, 4}; each a number >= 1. Empty text: no factors.
 std::vector<double> parse_factors(const std::string& text, std::string_view key) {
@@ -153,22 +113,104 @@ ConfigKey strategy_key(const strategy::DeclaredOption& d) {
                 [option](const TrainOptions& o) { return option.text(option.load(o.worker.strategy)); }};
   key.strategy_option = true;
   key.accepts = option.expected();
+  if (option.type() == strategy::OptionType::integer || option.type() == strategy::OptionType::number)
+    key.declaration = option;
   return key;
 }
 
-#define FAST_INT_KEY(NAME, DESC, FIELD, MIN)                                                                       \
-  ConfigKey {                                                                                                      \
-    NAME, KeyType::integer, DESC,                                                                                  \
-        [](TrainOptions& o, const std::string& v) { o.FIELD = core::parse_int<decltype(o.FIELD)>(v, NAME, MIN); }, \
-        [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); }                                \
-  }
+// A general integer or number setting, declared as the strategies declare their options
+// (fast/strategy/option.hpp): the declaration's range is the setting's only check, and its
+// `accepts`, its error messages ("NAME: expected a number in [0, 1), got 1.50") and the test
+// generated from the declarations all come from it. `set` receives a value in range.
+ConfigKey declared_key(const core::Setting& declaration,
+                       std::function<void(TrainOptions&, const core::SettingValue&)> set,
+                       std::function<std::string(const TrainOptions&)> get) {
+  ConfigKey key{
+      declaration.name(), key_type(declaration.type()), declaration.help(),
+      [declaration, set = std::move(set)](TrainOptions& o, const std::string& v) { set(o, declaration.parse(v)); },
+      std::move(get)};
+  key.accepts = declaration.expected();
+  key.declaration = declaration;
+  return key;
+}
 
-#define FAST_NUMBER_KEY(NAME, DESC, FIELD, CHECK)                                                       \
-  ConfigKey {                                                                                           \
-    NAME, KeyType::number, DESC,                                                                        \
-        [](TrainOptions& o, const std::string& v) { o.FIELD = CHECK(parse_number(v, NAME), NAME, v); }, \
-        [](const TrainOptions& o) { return text(o.FIELD); }                                             \
-  }
+// An integer setting stored in a field of type T: at least `minimum`, and at most T's largest value
+// (a larger one would wrap: 2^32 + 3 workers are not 3).
+template <typename T>
+core::Setting integer_declaration(std::string name, std::string help, long long minimum) {
+  core::Setting d = core::Setting::integer(std::move(name), 0, std::move(help));
+  d.at_least(static_cast<double>(minimum));
+  if (core::max_of<T>() < core::max_of<std::int64_t>()) d.at_most(static_cast<double>(core::max_of<T>()));
+  return d;
+}
+
+template <typename T>
+T integer_of(const core::SettingValue& v) {
+  return static_cast<T>(std::get<std::int64_t>(v));
+}
+
+double number_of(const core::SettingValue& v) { return std::get<double>(v); }
+
+// The range of a number setting: "RANGE" is a chain of the declaration's range calls.
+#define FAST_NUMBER_DECLARATION(NAME, DESC, RANGE) core::Setting::number(NAME, 0, DESC) RANGE
+
+#define FAST_INT_KEY(NAME, DESC, FIELD, MIN)                                                            \
+  declared_key(                                                                                         \
+      integer_declaration<decltype(TrainOptions{}.FIELD)>(NAME, DESC, MIN),                             \
+      [](TrainOptions& o, const core::SettingValue& v) { o.FIELD = integer_of<decltype(o.FIELD)>(v); }, \
+      [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); })
+
+#define FAST_NUMBER_KEY(NAME, DESC, FIELD, RANGE)                                   \
+  declared_key(                                                                     \
+      FAST_NUMBER_DECLARATION(NAME, DESC, RANGE),                                   \
+      [](TrainOptions& o, const core::SettingValue& v) { o.FIELD = number_of(v); }, \
+      [](const TrainOptions& o) { return text(o.FIELD); })
+
+// The values of the settings that take one of a fixed list (each setter checks against the same list).
+const std::vector<std::string> kFinalModels{"average", "rank0", "best"};
+const std::vector<std::string> kTransports{"ipc", "tcp"};
+const std::vector<std::string> kCollectives{"fast", "native"};
+const std::vector<std::string> kWindows{"rma", "service"};
+
+std::string one_of_text(const std::vector<std::string>& allowed, bool empty_too = false) {
+  return fmt::format("one of: {}{}", fmt::join(allowed, ", "), empty_too ? "; or empty" : "");
+}
+
+// What the string, path and boolean settings accept (docs/config.md's "accepts" column); the
+// integer and number settings' comes from their declarations. Every general key has an entry.
+std::map<std::string, std::string, std::less<>> text_accepts() {
+  return {{"runtime", one_of_text(runtime::runtime_names())},
+          {"cluster", "a .toml or .xml file; or empty"},
+          {"strategy", one_of_text(strategy::strategy_names())},
+          {"model", fmt::format("one of: {}; or a TorchScript file", fmt::join(torch::model_names(), ", "))},
+          {"device", "cpu, cuda or cuda:K"},
+          {"dataset", "a dataset spec (docs/data.md)"},
+          {"data_dir", "a folder"},
+          {"optimizer", one_of_text(optim::optimizer_names())},
+          {"schedule", one_of_text(optim::schedule_names())},
+          {"metrics", "a file; or empty"},
+          {"summary", "a file; or empty"},
+          {"save_model", "a file; or empty"},
+          {"checkpoint_dir", "a folder; or empty"},
+          {"resume", "a folder; or empty"},
+          {"resume_if_present", "true or false"},
+          {"stop_on_divergence", "true or false"},
+          {"allreduce_algorithm", one_of_text(collective::allreduce_algorithm_names())},
+          {"final", one_of_text(kFinalModels)},
+          {"buffers", fmt::format("one of: {}", fmt::join(torch::kBufferPolicyNames, ", "))},
+          {"replica_accuracy", "true or false"},
+          {"slowdown", "numbers >= 1, comma-separated; or empty"},
+          {"rendezvous", "HOST:PORT"},
+          {"key", "a key pair file"},
+          {"allow", "an allow-list file"},
+          {"insecure", "true or false"},
+          {"transport", one_of_text(kTransports, true)},
+          {"collectives", one_of_text(kCollectives, true)},
+          {"windows", one_of_text(kWindows, true)},
+          {"host", "an address; or empty"},
+          {"advertise", "an address; or empty"},
+          {"ports", "LO-HI, 1 <= LO <= HI <= 65535; or empty"}};
+}
 
 // The settings of `fast train` other than the strategies' options, in documentation order.
 std::vector<ConfigKey> general_keys() {
@@ -208,7 +250,7 @@ std::vector<ConfigKey> general_keys() {
                       "computed from the model (a TorchScript file: 6 x its parameters). Sets the compute time under "
                       "sim, and elsewhere how often lockstep workers agree on a stop after SIGINT/SIGTERM (every k "
                       "steps of about 2e9 flops, 1 <= k <= 64: docs/faults.md).",
-                      model_flops, non_negative),
+                      model_flops, .at_least(0)),
       {"dataset", KeyType::string,
        fmt::format("Dataset: fashion-mnist (the IDX files of data_dir), npz (arrays x and y), npy or synthetic: {} "
                    "(keys and defaults: Spec strings, dataset). docs/data.md.",
@@ -220,13 +262,16 @@ std::vector<ConfigKey> general_keys() {
       FAST_INT_KEY("epochs", "Passes over the training set (used when steps = 0).", epochs, 1),
       FAST_INT_KEY("steps", "Steps per worker; 0 means epochs x steps per epoch.", steps, 0),
       FAST_INT_KEY("batch", "Mini-batch size per worker.", batch, 1),
-      {"lr", KeyType::number,
-       "Base learning rate; default: 0.05 for sgd, momentum and nesterov, 0.001 for adam and adamw.",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.optimizer.lr = learning_rate(parse_number(v, "lr"), "lr", v);
-         o.lr_given = true;
-       },
-       [](const TrainOptions& o) { return text(o.worker.optimizer.lr); }},
+      declared_key(
+          // > 0 and finite as float32 (the parameters' type): 1e39 is a double but makes every update infinite.
+          FAST_NUMBER_DECLARATION(
+              "lr", "Base learning rate; default: 0.05 for sgd, momentum and nesterov, 0.001 for adam and adamw.",
+              .greater_than(0).at_most(std::numeric_limits<float>::max())),
+          [](TrainOptions& o, const core::SettingValue& v) {
+            o.worker.optimizer.lr = number_of(v);
+            o.lr_given = true;
+          },
+          [](const TrainOptions& o) { return text(o.worker.optimizer.lr); }),
       {"optimizer", KeyType::string, "Optimizer: sgd, momentum, nesterov, adam or adamw.",
        [](TrainOptions& o, const std::string& v) {
          o.worker.optimizer.name = one_of(v, optim::optimizer_names(), "optimizer");
@@ -234,12 +279,12 @@ std::vector<ConfigKey> general_keys() {
        },
        [](const TrainOptions& o) { return o.worker.optimizer.name; }},
       FAST_NUMBER_KEY("momentum", "Momentum factor of momentum and nesterov, in [0, 1).", worker.optimizer.momentum,
-                      fraction_below_one),
+                      .at_least(0).less_than(1)),
       FAST_NUMBER_KEY("weight_decay", "Weight decay (L2 in the gradient; decoupled for adamw).",
-                      worker.optimizer.weight_decay, non_negative),
-      FAST_NUMBER_KEY("beta1", "Adam/AdamW first-moment decay.", worker.optimizer.beta1, any_number),
-      FAST_NUMBER_KEY("beta2", "Adam/AdamW second-moment decay.", worker.optimizer.beta2, any_number),
-      FAST_NUMBER_KEY("eps", "Adam/AdamW denominator term.", worker.optimizer.eps, positive),
+                      worker.optimizer.weight_decay, .at_least(0)),
+      FAST_NUMBER_KEY("beta1", "Adam/AdamW first-moment decay.", worker.optimizer.beta1, ),
+      FAST_NUMBER_KEY("beta2", "Adam/AdamW second-moment decay.", worker.optimizer.beta2, ),
+      FAST_NUMBER_KEY("eps", "Adam/AdamW denominator term.", worker.optimizer.eps, .greater_than(0)),
       {"schedule", KeyType::string, "Learning-rate schedule: constant, step or cosine.",
        [](TrainOptions& o, const std::string& v) {
          o.worker.schedule.name = one_of(v, optim::schedule_names(), "schedule");
@@ -249,9 +294,9 @@ std::vector<ConfigKey> general_keys() {
                    worker.schedule.warmup_steps, 0),
       FAST_INT_KEY("step_size", "step schedule: multiply the lr by gamma every step_size steps.",
                    worker.schedule.step_size, 1),
-      FAST_NUMBER_KEY("gamma", "step schedule: decay factor.", worker.schedule.gamma, positive),
+      FAST_NUMBER_KEY("gamma", "step schedule: decay factor.", worker.schedule.gamma, .greater_than(0)),
       FAST_NUMBER_KEY("min_lr_factor", "cosine schedule: final lr as a fraction of the base lr.",
-                      worker.schedule.min_lr_factor, non_negative),
+                      worker.schedule.min_lr_factor, .at_least(0)),
       FAST_INT_KEY("seed", "Seed of model initialisation and data order.", seed, 0),
       {"metrics", KeyType::path, "JSONL metrics file (docs/metrics.md); empty: none.",
        [](TrainOptions& o, const std::string& v) { o.metrics = v; },
@@ -302,7 +347,7 @@ std::vector<ConfigKey> general_keys() {
        [](const TrainOptions& o) { return std::string(o.stop_on_divergence ? "true" : "false"); }},
       FAST_NUMBER_KEY("target_accuracy",
                       "The summary reports the first time the test accuracy reached this, in [0, 1]; 0: off.",
-                      target_accuracy, fraction),
+                      target_accuracy, .at_least(0).at_most(1)),
       {"allreduce_algorithm", KeyType::string,
        "all-reduce algorithm of FAST's collectives (allreduce's gradients, local-sgd's and easgd's averages, "
        "PowerSGD's factors, the representative model and the run's totals): auto (by message size, workers and "
@@ -314,38 +359,38 @@ std::vector<ConfigKey> general_keys() {
        [](const TrainOptions& o) {
          return std::string(collective::name_of(o.worker.communicator.allreduce_algorithm));
        }},
-      {"network_latency", KeyType::number,
-       "seconds per message that allreduce_algorithm = auto assumes (the same on every worker); default: the "
-       "cluster's under --runtime sim, else 2e-06 (threads on one host, docs/collectives.md).",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.communicator.latency_seconds = non_negative(parse_number(v, "network_latency"), "network_latency", v);
-       },
-       [](const TrainOptions& o) {
-         return o.worker.communicator.latency_seconds ? text(*o.worker.communicator.latency_seconds)
-                                                      : std::string("runtime");
-       }},
-      {"network_bandwidth", KeyType::number,
-       "bytes per second between two workers that allreduce_algorithm = auto assumes; default: the cluster's under "
-       "--runtime sim, else 1.6e+10.",
-       [](TrainOptions& o, const std::string& v) {
-         o.worker.communicator.bandwidth_bytes_per_second =
-             positive(parse_number(v, "network_bandwidth"), "network_bandwidth", v);
-       },
-       [](const TrainOptions& o) {
-         return o.worker.communicator.bandwidth_bytes_per_second
-                    ? text(*o.worker.communicator.bandwidth_bytes_per_second)
-                    : std::string("runtime");
-       }},
+      declared_key(
+          FAST_NUMBER_DECLARATION("network_latency",
+                                  "seconds per message that allreduce_algorithm = auto assumes (the same on every "
+                                  "worker); default: the cluster's under --runtime sim, else 2e-06 (threads on one "
+                                  "host, docs/collectives.md).",
+                                  .at_least(0)),
+          [](TrainOptions& o, const core::SettingValue& v) { o.worker.communicator.latency_seconds = number_of(v); },
+          [](const TrainOptions& o) {
+            return o.worker.communicator.latency_seconds ? text(*o.worker.communicator.latency_seconds)
+                                                         : std::string("runtime");
+          }),
+      declared_key(
+          FAST_NUMBER_DECLARATION("network_bandwidth",
+                                  "bytes per second between two workers that allreduce_algorithm = auto assumes; "
+                                  "default: the cluster's under --runtime sim, else 1.6e+10.",
+                                  .greater_than(0)),
+          [](TrainOptions& o, const core::SettingValue& v) {
+            o.worker.communicator.bandwidth_bytes_per_second = number_of(v);
+          },
+          [](const TrainOptions& o) {
+            return o.worker.communicator.bandwidth_bytes_per_second
+                       ? text(*o.worker.communicator.bandwidth_bytes_per_second)
+                       : std::string("runtime");
+          }),
       FAST_NUMBER_KEY("dgc_warmup_epochs",
                       "dgc: sparsity warm-up, epochs over which the density decays exponentially from dgc_warmup_ratio "
                       "to the codec's ratio; 0: none.",
-                      dgc_warmup_epochs, non_negative),
+                      dgc_warmup_epochs, .at_least(0)),
       {"final", KeyType::string,
        "Representative model evaluated and reported: average (of the replicas), rank0, or best (highest test "
        "accuracy).",
-       [](TrainOptions& o, const std::string& v) {
-         o.final_model = one_of(v, {"average", "rank0", "best"}, "final");
-       },
+       [](TrainOptions& o, const std::string& v) { o.final_model = one_of(v, kFinalModels, "final"); },
        [](const TrainOptions& o) { return o.final_model; }},
       {"buffers", KeyType::string,
        "What the workers do with the model's buffers (BatchNorm's running statistics) after every step: broadcast "
@@ -370,14 +415,17 @@ std::vector<ConfigKey> general_keys() {
        [](const TrainOptions& o) { return fmt::format("{}", fmt::join(o.slowdown.factors, ",")); }},
       FAST_NUMBER_KEY("straggler_probability",
                       "Random stragglers: probability, per worker and step, of a slow step, in [0, 1].",
-                      slowdown.straggler_probability, fraction),
+                      slowdown.straggler_probability, .at_least(0).at_most(1)),
       FAST_NUMBER_KEY("straggler_factor", "Random stragglers: how many times slower a straggling step is (>= 1).",
-                      slowdown.straggler_factor, at_least_one),
-      {"op_timeout", KeyType::number, "Seconds a blocking operation may wait (default: FAST_OP_TIMEOUT).",
-       [](TrainOptions& o, const std::string& v) {
-         o.op_timeout = time_limit(parse_number(v, "op_timeout"), "op_timeout", v);
-       },
-       [](const TrainOptions& o) { return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout); }},
+                      slowdown.straggler_factor, .at_least(1)),
+      declared_key(
+          // At most 1e9 s (31 years), so that it fits the runtimes' clocks.
+          FAST_NUMBER_DECLARATION("op_timeout", "Seconds a blocking operation may wait (default: FAST_OP_TIMEOUT).",
+                                  .greater_than(0).at_most(1e9)),
+          [](TrainOptions& o, const core::SettingValue& v) { o.op_timeout = number_of(v); },
+          [](const TrainOptions& o) {
+            return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout);
+          }),
       // zmq: how the processes of a multi-process run find and trust each other (runtime::ProcessOptions,
       // docs/launch.md). Left at their defaults, the runtime reads the FAST_* variable each names.
       {"rendezvous", KeyType::string,
@@ -387,23 +435,24 @@ std::vector<ConfigKey> general_keys() {
        [](const TrainOptions& o) {
          return o.process.rendezvous.empty() ? std::string("$FAST_RENDEZVOUS") : o.process.rendezvous;
        }},
-      {"world_size", KeyType::integer,
-       "--runtime zmq: number of processes in the run, >= 1 (default: FAST_WORLD_SIZE).",
-       [](TrainOptions& o, const std::string& v) { o.process.world_size = core::parse_int<int>(v, "world_size", 1); },
-       [](const TrainOptions& o) {
-         return o.process.world_size <= 0 ? std::string("$FAST_WORLD_SIZE")
-                                          : text(static_cast<long long>(o.process.world_size));
-       }},
-      {"process_rank", KeyType::integer,
-       "--runtime zmq: this process's index in [0, world_size); unset: the rendezvous assigns one in arrival order "
-       "(default: FAST_PROCESS_RANK).",
-       [](TrainOptions& o, const std::string& v) {
-         o.process.process_rank = core::parse_int<int>(v, "process_rank", 0);
-       },
-       [](const TrainOptions& o) {
-         return o.process.process_rank < 0 ? std::string("$FAST_PROCESS_RANK")
-                                           : text(static_cast<long long>(o.process.process_rank));
-       }},
+      declared_key(
+          integer_declaration<int>(
+              "world_size", "--runtime zmq: number of processes in the run, >= 1 (default: FAST_WORLD_SIZE).", 1),
+          [](TrainOptions& o, const core::SettingValue& v) { o.process.world_size = integer_of<int>(v); },
+          [](const TrainOptions& o) {
+            return o.process.world_size <= 0 ? std::string("$FAST_WORLD_SIZE")
+                                             : text(static_cast<long long>(o.process.world_size));
+          }),
+      declared_key(
+          integer_declaration<int>("process_rank",
+                                   "--runtime zmq: this process's index in [0, world_size); unset: the rendezvous "
+                                   "assigns one in arrival order (default: FAST_PROCESS_RANK).",
+                                   0),
+          [](TrainOptions& o, const core::SettingValue& v) { o.process.process_rank = integer_of<int>(v); },
+          [](const TrainOptions& o) {
+            return o.process.process_rank < 0 ? std::string("$FAST_PROCESS_RANK")
+                                              : text(static_cast<long long>(o.process.process_rank));
+          }),
       FAST_INT_KEY("workers_per_process",
                    "--runtime zmq: workers in each process (threads of it); the world has "
                    "world_size x this workers.",
@@ -425,30 +474,31 @@ std::vector<ConfigKey> general_keys() {
        "A flag: --insecure.",
        [](TrainOptions& o, const std::string& v) { o.process.insecure = parse_bool(v, "insecure"); },
        [](const TrainOptions& o) { return std::string(o.process.insecure ? "true" : "false"); }},
-      {"peer_timeout", KeyType::number,
-       "--runtime zmq: seconds of silence after which a peer is lost (default: FAST_PEER_TIMEOUT).",
-       [](TrainOptions& o, const std::string& v) {
-         o.process.peer_timeout_seconds = positive(parse_number(v, "peer_timeout"), "peer_timeout", v);
-       },
-       [](const TrainOptions& o) {
-         return o.process.peer_timeout_seconds < 0 ? std::string("$FAST_PEER_TIMEOUT")
-                                                   : text(o.process.peer_timeout_seconds);
-       }},
-      {"rendezvous_timeout", KeyType::number,
-       "--runtime zmq: seconds to wait for every process at the rendezvous (default: FAST_RENDEZVOUS_TIMEOUT).",
-       [](TrainOptions& o, const std::string& v) {
-         o.process.rendezvous_timeout_seconds =
-             positive(parse_number(v, "rendezvous_timeout"), "rendezvous_timeout", v);
-       },
-       [](const TrainOptions& o) {
-         return o.process.rendezvous_timeout_seconds < 0 ? std::string("$FAST_RENDEZVOUS_TIMEOUT")
-                                                         : text(o.process.rendezvous_timeout_seconds);
-       }},
+      declared_key(
+          FAST_NUMBER_DECLARATION(
+              "peer_timeout",
+              "--runtime zmq: seconds of silence after which a peer is lost (default: FAST_PEER_TIMEOUT).",
+              .greater_than(0)),
+          [](TrainOptions& o, const core::SettingValue& v) { o.process.peer_timeout_seconds = number_of(v); },
+          [](const TrainOptions& o) {
+            return o.process.peer_timeout_seconds < 0 ? std::string("$FAST_PEER_TIMEOUT")
+                                                      : text(o.process.peer_timeout_seconds);
+          }),
+      declared_key(
+          FAST_NUMBER_DECLARATION("rendezvous_timeout",
+                                  "--runtime zmq: seconds to wait for every process at the rendezvous (default: "
+                                  "FAST_RENDEZVOUS_TIMEOUT).",
+                                  .greater_than(0)),
+          [](TrainOptions& o, const core::SettingValue& v) { o.process.rendezvous_timeout_seconds = number_of(v); },
+          [](const TrainOptions& o) {
+            return o.process.rendezvous_timeout_seconds < 0 ? std::string("$FAST_RENDEZVOUS_TIMEOUT")
+                                                            : text(o.process.rendezvous_timeout_seconds);
+          }),
       {"transport", KeyType::string,
        "--runtime zmq: tcp or ipc (processes of one host only); empty: tcp "
        "(default: FAST_TRANSPORT).",
        [](TrainOptions& o, const std::string& v) {
-         o.process.transport = v.empty() ? v : one_of(v, {"ipc", "tcp"}, "transport");
+         o.process.transport = v.empty() ? v : one_of(v, kTransports, "transport");
        },
        [](const TrainOptions& o) {
          return o.process.transport.empty() ? std::string("$FAST_TRANSPORT") : o.process.transport;
@@ -458,7 +508,7 @@ std::vector<ConfigKey> general_keys() {
        "(the runtime's own: MPI_Allreduce and co. under --runtime mpi); empty: native under mpi, fast elsewhere "
        "(default: FAST_COLLECTIVES). The two give the same results up to the order of floating-point additions.",
        [](TrainOptions& o, const std::string& v) {
-         o.collectives = v.empty() ? v : one_of(v, {"fast", "native"}, "collectives");
+         o.collectives = v.empty() ? v : one_of(v, kCollectives, "collectives");
        },
        [](const TrainOptions& o) { return o.collectives.empty() ? std::string("$FAST_COLLECTIVES") : o.collectives; }},
       {"windows", KeyType::string,
@@ -466,9 +516,7 @@ std::vector<ConfigKey> general_keys() {
        "requester applies each operation under the owner's lock, the owner takes no part) or service (the owner's "
        "service activity answers requests over messages, every runtime); empty: rma under mpi, service elsewhere "
        "(default: FAST_WINDOWS). Windows with a codec (compress) always use the service.",
-       [](TrainOptions& o, const std::string& v) {
-         o.windows = v.empty() ? v : one_of(v, {"rma", "service"}, "windows");
-       },
+       [](TrainOptions& o, const std::string& v) { o.windows = v.empty() ? v : one_of(v, kWindows, "windows"); },
        [](const TrainOptions& o) { return o.windows.empty() ? std::string("$FAST_WINDOWS") : o.windows; }},
       {"host", KeyType::string,
        "--runtime zmq: the address this process binds and is reached at over tcp; empty: the address that reaches "
@@ -488,10 +536,18 @@ std::vector<ConfigKey> general_keys() {
        [](TrainOptions& o, const std::string& v) { o.process.ports = core::parse_port_range(v, "ports").text(); },
        [](const TrainOptions& o) { return o.process.ports.empty() ? std::string("$FAST_PORTS") : o.process.ports; }},
   };
+  const auto accepts = text_accepts();
+  for (ConfigKey& k : keys) {
+    if (!k.accepts.empty()) continue;
+    const auto it = accepts.find(k.name);
+    FAST_ENFORCE_AS(core::InvalidUsage, it != accepts.end(), "setting '{}' has no 'accepts' text", k.name);
+    k.accepts = it->second;
+  }
   return keys;
 }
 #undef FAST_INT_KEY
 #undef FAST_NUMBER_KEY
+#undef FAST_NUMBER_DECLARATION
 
 // The general keys, then every declared strategy option; InvalidArgument when a strategy declared
 // an option under the name of a general key.
@@ -590,9 +646,10 @@ void apply_setting(TrainOptions& options, std::string_view key, const std::strin
 }
 
 toml::table parse_toml_file(const std::filesystem::path& file) {
-  FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(file), "config file '{}' does not exist", file.string());
+  const std::filesystem::file_status status = core::file_status_of(file, "config file");
+  FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(status), "config file '{}' does not exist", file.string());
   // A folder would read as an empty file (a run with every default).
-  FAST_ENFORCE(!std::filesystem::is_directory(file), "config file '{}' is a folder; expected a TOML file",
+  FAST_ENFORCE(!std::filesystem::is_directory(status), "config file '{}' is a folder; expected a TOML file",
                file.string());
   try {
     return toml::parse_file(file.string());
@@ -652,12 +709,12 @@ std::string default_text(const ConfigKey& k, const TrainOptions& defaults) {
 std::string config_markdown() {
   const TrainOptions defaults;
   std::string md =
-      "| key | flag | type | default | description |\n"
-      "| --- | --- | --- | --- | --- |\n";
+      "| key | flag | type | default | accepts | description |\n"
+      "| --- | --- | --- | --- | --- | --- |\n";
   for (const ConfigKey& k : config_keys())
     if (!k.strategy_option)
-      md += fmt::format("| `{}` | `{}` | {} | `{}` | {} |\n", k.name, flag_name(k.name), key_type_name(k.type),
-                        default_text(k, defaults), markdown_cell(k.description));
+      md += fmt::format("| `{}` | `{}` | {} | `{}` | {} | {} |\n", k.name, flag_name(k.name), key_type_name(k.type),
+                        default_text(k, defaults), markdown_cell(k.accepts), markdown_cell(k.description));
   md +=
       "\n### Strategy options\n\nDeclared by the strategies in their registry entries "
       "(docs/architecture.md, \"Adding a strategy\"); the description starts with the strategies that read the "

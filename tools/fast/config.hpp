@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <toml++/toml.h>
 
 #include "fast/adapters/torch/train_options.hpp"
+#include "fast/core/setting.hpp"
 
 namespace fast::cli {
 
@@ -31,7 +33,10 @@ struct ConfigKey {
   // The current value as text (for --help and docs: the defaults).
   std::function<std::string(const torch::TrainOptions&)> get;
   bool strategy_option = false;  // generated from a strategy's option declaration
-  std::string accepts;           // strategy options: what a value must be ("an integer >= 1")
+  std::string accepts;           // what a value must be ("an integer >= 1", "one of: a, b"), for docs
+  // Integer and number settings: the declaration whose range is the only check of the value (a
+  // strategy option's own, or the general setting's, fast/core/setting.hpp).
+  std::optional<core::Setting> declaration;
 };
 
 // The table. Built on first use and again after a strategy registration (earlier tables stay

@@ -90,6 +90,8 @@ class Setting {
   double maximum() const { return max_; }
   bool minimum_excluded() const { return min_open_; }
   bool maximum_excluded() const { return max_open_; }
+  // The one value accepted outside the range (or_exactly), if any.
+  const std::optional<double>& sentinel() const { return exactly_; }
   // Whether `other` declares the same setting: type, default, range (with its sentinel) and allowed
   // values equal.
   bool same_setting(const Setting& other) const;
