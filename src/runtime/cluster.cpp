@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/file_status.hpp"
 #include "fast/core/parse.hpp"
 #include "fast/core/random.hpp"
 
@@ -389,8 +390,8 @@ Cluster parse_cluster(const std::string& toml_text, const std::string& origin) {
   if (auto n = root.get("platform")) {
     c.platform_xml = r.string(*n, "platform");
     if (c.platform_xml.is_relative()) c.platform_xml = std::filesystem::path(origin).parent_path() / c.platform_xml;
-    FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(c.platform_xml), "{}: platform file '{}' does not exist",
-                    r.where("platform"), c.platform_xml.string());
+    FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(core::file_status_of(c.platform_xml, "platform file")),
+                    "{}: platform file '{}' does not exist", r.where("platform"), c.platform_xml.string());
   }
   if (auto n = root.get("hosts"))
     read_hosts(r, r.table(*n, "hosts"), c);
@@ -404,9 +405,12 @@ Cluster parse_cluster(const std::string& toml_text, const std::string& origin) {
 }
 
 Cluster load_cluster(const std::filesystem::path& file) {
-  FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(file), "cluster file '{}' does not exist", file.string());
+  // The error_code forms: a name the system refuses (too long, a loop of links) is this file's
+  // IoError, not a filesystem_error.
+  const std::filesystem::file_status status = core::file_status_of(file, "cluster file");
+  FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(status), "cluster file '{}' does not exist", file.string());
   // A folder would read as an empty description (the default cluster).
-  FAST_ENFORCE(!std::filesystem::is_directory(file), "cluster file '{}' is a folder; expected a .toml or .xml file",
+  FAST_ENFORCE(!std::filesystem::is_directory(status), "cluster file '{}' is a folder; expected a .toml or .xml file",
                file.string());
   if (file.extension() == ".xml") {
     Cluster c;

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "fast/core/error.hpp"
+#include "fast/core/file_status.hpp"
 #include "fast/wire/frame.hpp"
 
 namespace fast::strategy {
@@ -242,7 +243,7 @@ void write_checkpoint_file(const std::filesystem::path& file, const Checkpoint& 
 
 Checkpoint read_checkpoint_file(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
-  if (!in || std::filesystem::is_directory(file))
+  if (!in || std::filesystem::is_directory(core::file_status_of(file, "checkpoint")))
     FAST_THROW(core::IoError, "checkpoint '{}': cannot read it (missing or a folder)", file.string());
   std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) FAST_THROW(core::IoError, "checkpoint '{}': read failed", file.string());
@@ -251,7 +252,7 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& file) {
 
 std::map<std::string, std::string, std::less<>> read_checkpoint_texts(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
-  if (!in || std::filesystem::is_directory(file))
+  if (!in || std::filesystem::is_directory(core::file_status_of(file, "checkpoint")))
     FAST_THROW(core::IoError, "checkpoint '{}': cannot read it (missing or a folder)", file.string());
   const std::string source = file.string();
   auto get = [&](void* out, std::size_t n, std::string_view what) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "fast/core/error.hpp"
+#include "fast/core/file_status.hpp"
 #include "fast/core/parse.hpp"
 #include "fast/core/random.hpp"
 #include "fast/core/spec.hpp"
@@ -163,7 +164,7 @@ Graph random_regular(int n, int d, std::uint64_t seed) {
 
 Graph from_edge_list_file(const std::string& path, int n_hint) {
   // A folder opens as an empty stream: say what it is rather than "not connected".
-  if (std::filesystem::is_directory(path))
+  if (std::filesystem::is_directory(core::file_status_of(path, "edge list")))
     FAST_THROW(InvalidArgument, "edge list '{}': is a folder; expected a file of 'i j' lines", path);
   std::ifstream in(path);
   if (!in) FAST_THROW(IoError, "edge list '{}': cannot open file", path);

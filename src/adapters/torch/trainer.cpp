@@ -33,6 +33,7 @@
 #include "fast/adapters/torch/threads.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/file_status.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/malloc_tuning.hpp"
 #include "fast/core/stop_request.hpp"
@@ -145,7 +146,8 @@ void validate(const TrainOptions& o) {
                "final = best picks the replica with the highest test accuracy, which needs replica_accuracy = true "
                "(got false)");
   FAST_ENFORCE(
-      o.save_model.empty() || (o.save_model.extension() == ".npy" && !std::filesystem::is_directory(o.save_model)),
+      o.save_model.empty() || (o.save_model.extension() == ".npy" &&
+                               !std::filesystem::is_directory(core::file_status_of(o.save_model, "save_model"))),
       "save_model: expected the path of a .npy file to write, got '{}'", o.save_model.string());
   check_writable(o.save_model, "save_model", false);
   strategy::StrategyOptions s = o.worker.strategy;

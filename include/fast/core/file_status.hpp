@@ -1,0 +1,16 @@
+#pragma once
+// The status of a path FAST was given (a config, cluster, checkpoint or edge-list file, an output
+// path), without std::filesystem's exceptions: a name the system refuses (too long, a loop of
+// symbolic links, a folder on the way without permission) is core::IoError (exit code 3) naming
+// `what` and the path, not a filesystem_error that would end the program as an unexpected error.
+// A path that does not exist is not an error: its status is file_type::not_found.
+// Thread-safety: a pure function of the filesystem.
+
+#include <filesystem>
+#include <string_view>
+
+namespace fast::core {
+
+std::filesystem::file_status file_status_of(const std::filesystem::path& path, std::string_view what);
+
+}  // namespace fast::core

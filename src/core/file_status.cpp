@@ -1,0 +1,15 @@
+#include "fast/core/file_status.hpp"
+
+#include "fast/core/error.hpp"
+
+namespace fast::core {
+
+std::filesystem::file_status file_status_of(const std::filesystem::path& path, std::string_view what) {
+  std::error_code error;
+  std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (error && error != std::errc::no_such_file_or_directory && error != std::errc::not_a_directory)
+    FAST_THROW(IoError, "{} '{}' cannot be read: {}", what, path.string(), error.message());
+  return status;
+}
+
+}  // namespace fast::core
