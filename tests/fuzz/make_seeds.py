@@ -179,6 +179,18 @@ def seeds_platform():
     write("platform", "not-xml.xml", "garbage")
 
 
+def seeds_dataset():
+    for name, spec in [("default", "fashion-mnist"), ("synthetic", "synthetic"),
+                       ("synthetic-all", "synthetic:shape=1x28x28,classes=10,train=60000,test=10000,noise=0.25,seed=1"),
+                       ("synthetic-small", "synthetic:shape=3x8x8,classes=4,train=512,test=128,seed=3"),
+                       ("npz", "npz:train=/nonexistent/a.npz,test=/nonexistent/b.npz"),
+                       ("npy", "npy:train_x=a,train_y=b,test_x=c,test_y=d"),
+                       ("classes-out", "synthetic:classes=1"), ("too-big", "synthetic:shape=100000x100000,train=100000000"),
+                       ("noise-nan", "synthetic:noise=nan"), ("repeated", "synthetic:seed=1,seed=2"),
+                       ("trailing", "synthetic:seed=1,"), ("unknown", "imagenet")]:
+        write("dataset", name, spec)
+
+
 def seeds_manifest():
     run = {"format": 1, "workers": 2, "model": "mlp", "dataset": "fashion-mnist", "seed": 1, "batch": 64,
            "strategy": "allreduce", "optimizer": "momentum", "dgc_warmup_epochs": 0, "codec": "none",
@@ -204,4 +216,5 @@ seeds_spec()
 seeds_config()
 seeds_hello()
 seeds_manifest()
+seeds_dataset()
 seeds_platform()
