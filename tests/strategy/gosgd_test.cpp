@@ -64,6 +64,7 @@ TEST(Gosgd, MassIsConservedAtEveryConsistentCutAndAfterFinish) {
   std::vector<GosgdStrategy*> strategies(n, nullptr);
   std::atomic<int> stepping{n};
   std::atomic<bool> stop{false};
+  std::atomic<bool> enough{false};  // the checker has seen its cuts: the workers may stop stepping
   int cuts = 0, cuts_in_flight = 0;
   double worst = 0;
   std::vector<double> final_weight(n);
@@ -86,9 +87,12 @@ TEST(Gosgd, MassIsConservedAtEveryConsistentCutAndAfterFinish) {
           ++cuts;
           if (cut.in_flight > 0) ++cuts_in_flight;
           worst = std::max(worst, std::abs(cut.total - n));
+          if (cuts > 10 && cuts_in_flight > 0) enough.store(true);
         }
       });
-    for (int t = 0; t < 400 - 40 * r; ++t) {
+    // Each worker its own number of steps, then more (at most 100000 in all) until the checker has
+    // seen enough cuts: on a loaded machine the workers could otherwise end before it ran much.
+    for (int t = 0; t < 400 - 40 * r || (!enough.load() && t < 100000); ++t) {
       testing::gradient(r, x, g);
       worker.step();
     }
