@@ -11,73 +11,15 @@ namespace fast::core {
 namespace {
 constexpr std::array kTable{
     EnvVar{"FAST_LOG_LEVEL", EnvType::string, "info", "Log verbosity on stderr: error, warn, info or debug."},
-    EnvVar{"FAST_DATA_DIR", EnvType::path, "/usr/share/datasets/fashion-mnist",
-           "Folder of the Fashion-MNIST IDX files (gzip or not) when no --data-dir is given."},
-    EnvVar{"FAST_OP_TIMEOUT", EnvType::number, "600",
-           "Seconds a blocking runtime operation (recv, collective step) may wait before TimeoutError."},
-    EnvVar{"FAST_TORCH_THREADS", EnvType::integer, "0",
-           "libtorch intra-op threads per process; 0 sizes them to the cores available per worker.", 0, 1024},
     EnvVar{"FAST_MALLOC", EnvType::string, "tuned",
            "tuned: `fast train` keeps malloc blocks up to 32 MiB in the heap between steps (fewer page faults; "
            "docs/benchmarks.md, \"malloc thresholds\"); system: glibc's own thresholds."},
-    // Multi-process runs (runtime zmq, docs/launch.md); `fast launch` sets them for the processes it starts.
-    EnvVar{"FAST_RENDEZVOUS", EnvType::string, "", "HOST:PORT of the rendezvous of a multi-process run (runtime zmq)."},
-    EnvVar{"FAST_WORLD_SIZE", EnvType::integer, "0", "Processes in a multi-process run; 0: not set.", 0, 1 << 20},
-    EnvVar{"FAST_PROCESS_RANK", EnvType::integer, "-1",
-           "This process's index in [0, FAST_WORLD_SIZE); -1: the rendezvous assigns one in arrival order.", -1,
-           (1 << 20) - 1},
-    EnvVar{"FAST_KEY_FILE", EnvType::path, "",
-           "This process's CURVE key pair file (`fast keygen`); /dev/stdin: read from standard input (`fast "
-           "launch --hosts` sends it so, never on a command line)."},
-    EnvVar{"FAST_ALLOW_FILE", EnvType::path, "",
-           "Allow-list of the run: the public keys admitted, one per line (`fast keygen` writes PATH.pub lines)."},
-    EnvVar{"FAST_ALLOW_KEYS", EnvType::string, "",
-           "Public keys admitted, comma-separated, where FAST_ALLOW_FILE is not set (`fast launch --hosts` sets "
-           "it: public keys only, so they may travel on a command line)."},
-    EnvVar{"FAST_INSECURE", EnvType::integer, "0",
-           "1: no authentication and no encryption between processes (warns); 0: CURVE keys required.", 0, 1},
-    EnvVar{"FAST_PEER_TIMEOUT", EnvType::number, "5", "Seconds a silent peer process may last before it is lost."},
-    EnvVar{"FAST_RENDEZVOUS_TIMEOUT", EnvType::number, "60",
-           "Seconds a process waits at the rendezvous for every process of the run."},
-    EnvVar{"FAST_TRANSPORT", EnvType::string, "",
-           "tcp or ipc (processes of one host only); empty: tcp (on one host ipc was slower, docs/launch.md)."},
-    EnvVar{"FAST_SHM_BYTES", EnvType::integer, "-1",
-           "Bytes of each shared-memory ring between two processes of one host (runtime zmq): every message to "
-           "that process goes through it rather than through ZeroMQ (a message larger than the ring still goes "
-           "through ZeroMQ; one that finds it full waits in order for room); 0: none; -1: 256 MiB per process shared "
-           "among the other processes of the host, 1 to 32 MiB per ring.",
-           -1, 64LL << 30},
-    EnvVar{"FAST_POLL_US", EnvType::integer, "50",
-           "Microseconds a thread waiting for a message from another process of its host polls the shared-memory "
-           "rings itself before it sleeps (runtime zmq), spinning; only where the host's workers fit its cores "
-           "(elsewhere, and with 0, a reader thread per ring delivers).",
-           0, 1000000},
-    EnvVar{"FAST_STREAMS", EnvType::integer, "1",
-           "1: data between processes that share no memory and talk over tcp goes through a direct TCP stream per "
-           "pair, protected by AES-256-GCM (ChaCha20-Poly1305 without AES-NI; an XXH3 checksum under --insecure), "
-           "keyed through the CURVE-encrypted hello (runtime zmq, docs/launch.md); 0: through ZeroMQ.",
-           0, 1},
-    EnvVar{"FAST_HOST", EnvType::string, "",
-           "Address this process binds and is reached at over tcp; empty: the address that reaches the rendezvous."},
-    EnvVar{"FAST_ADVERTISE", EnvType::string, "",
-           "Address given to the other processes to reach this one over tcp, when it differs from the one bound "
-           "(NAT, containers: FAST_HOST or the address that reaches the rendezvous); empty: the address bound."},
-    EnvVar{"FAST_PORTS", EnvType::string, "",
-           "LO-HI: every port a process listens on (data, heartbeats, streams) lies in this range, so that a "
-           "firewall opens just it (docs/launch.md, \"Ports and firewalls\"); empty: ports the kernel chooses."},
-    EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts.", 0, 1},
-    EnvVar{"FAST_COLLECTIVES", EnvType::string, "",
-           "fast (FAST's ring collectives) or native (the runtime's own: MPI_Allreduce... under mpi); empty: the "
-           "runtime's default (native under mpi, fast elsewhere)."},
-    EnvVar{"FAST_WINDOWS", EnvType::string, "",
-           "rma (one-sided windows on the runtime's one-sided memory: MPI RMA under mpi) or service (the owner's "
-           "service activity over messages); empty: the runtime's default (rma under mpi, service elsewhere)."},
 };
 
-const EnvVar& lookup(std::string_view name) {
-  for (const EnvVar& v : kTable)
+const EnvVar& lookup(EnvTable table, std::string_view name) {
+  for (const EnvVar& v : table)
     if (v.name == name) return v;
-  FAST_THROW(InvalidUsage, "environment variable {} is not in FAST's table", name);
+  FAST_THROW(InvalidUsage, "environment variable {} is not in the table it was read from", name);
 }
 }  // namespace
 
@@ -93,25 +35,29 @@ std::string_view env_type_name(EnvType type) {
   return "?";
 }
 
-std::string env_string(std::string_view name) {
-  const EnvVar& v = lookup(name);
+std::string env_string(EnvTable table, std::string_view name) {
+  const EnvVar& v = lookup(table, name);
   const char* set = std::getenv(std::string(v.name).c_str());
   return set != nullptr ? std::string(set) : std::string(v.default_value);
 }
 
-long long env_int(std::string_view name) {
-  const EnvVar& v = lookup(name);
+long long env_int(EnvTable table, std::string_view name) {
+  const EnvVar& v = lookup(table, name);
   FAST_ENFORCE_AS(InvalidUsage, v.type == EnvType::integer, "environment variable {} is not an integer", name);
-  return parse_int<long long>(env_string(name), fmt::format("environment variable {}", name), v.min, v.max);
+  return parse_int<long long>(env_string(table, name), fmt::format("environment variable {}", name), v.min, v.max);
 }
 
-double env_number(std::string_view name) {
-  const std::string text = env_string(name);
+double env_number(EnvTable table, std::string_view name) {
+  const std::string text = env_string(table, name);
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
   FAST_ENFORCE(!text.empty() && end == text.c_str() + text.size(),
                "environment variable {}: expected a number, got '{}'", name, text);
   return value;
 }
+
+std::string env_string(std::string_view name) { return env_string(env_table(), name); }
+long long env_int(std::string_view name) { return env_int(env_table(), name); }
+double env_number(std::string_view name) { return env_number(env_table(), name); }
 
 }  // namespace fast::core

@@ -5,6 +5,7 @@
 
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/runtime/environment.hpp"
 #include "fast/runtime/registry.hpp"
 
 namespace fast::runtime {
@@ -28,7 +29,7 @@ namespace {
 // where the runtime has it. InvalidArgument for another value, or for `special` without it.
 std::string resolve_choice(std::string value, const char* key, const char* env, const char* portable,
                            const char* special, bool offered, const char* capability, const std::string& runtime) {
-  if (value.empty()) value = core::env_string(env);
+  if (value.empty()) value = core::env_string(runtime_environment(), env);
   if (value.empty()) value = offered ? special : portable;
   FAST_ENFORCE(value == portable || value == special, "{}: expected {} or {}, got '{}'", key, portable, special, value);
   FAST_ENFORCE(value == portable || offered, "{}: {}: the {} runtime has no {} (the mpi runtime has); use {}", key,

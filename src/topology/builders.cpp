@@ -152,6 +152,17 @@ Graph random_regular(int n, int d, std::uint64_t seed) {
   FAST_ENFORCE((static_cast<std::int64_t>(n) * d) % 2 == 0,
                "random_regular: n * d must be even, got n = {}, d = {} (n * d = {})", n, d,
                static_cast<std::int64_t>(n) * d);
+  // A dense graph is the complement of a sparse one: the pairing below gets stuck more and more often
+  // as d nears n - 1 (42-regular on 45 nodes took seconds), while the complement of a uniformly
+  // drawn (n-1-d)-regular graph is a uniformly drawn d-regular one (n(n-1-d) is even as n*d is).
+  if (2 * d > n - 1) {
+    const Graph sparse = random_regular(n, n - 1 - d, seed);
+    Graph dense(n);
+    for (int u = 0; u < n; ++u)
+      for (int v = u + 1; v < n; ++v)
+        if (!sparse.has_edge(u, v)) dense.add_undirected(u, v);
+    return dense;
+  }
   core::SplitMix64 rng(seed);
   Graph g(n);
   constexpr int kMaxAttempts = 10000;

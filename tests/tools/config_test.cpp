@@ -4,10 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "common/env_checks.hpp"
 #include "common/error_message.hpp"
 #include "common/test_dir.hpp"
 #include "config.hpp"
@@ -230,6 +232,22 @@ TEST(Config, EveryDeclaredRangeRefusesAValueOutsideItNamingKeyRangeAndValue) {
     }
   }
   EXPECT_GT(checked, 40);
+}
+
+// Every layer's environment variables (core, the runtime layer, each backend of this build, the
+// training adapter): each described, each name declared once, and every integer one refusing
+// values outside its declared range (tests/common/env_checks.hpp).
+TEST(Config, EveryLayersEnvironmentVariablesAreDeclaredOnceAndChecked) {
+  std::set<std::string_view> names;
+  int integers = 0;
+  for (const core::EnvTable table : environment_tables()) {
+    core::check_described(table);
+    for (const core::EnvVar& v : table) EXPECT_TRUE(names.insert(v.name).second) << v.name << " declared twice";
+    integers += core::check_integer_variables(table);
+  }
+  EXPECT_GE(integers, 8);
+  const std::string md = config_markdown();
+  for (const std::string_view name : names) EXPECT_NE(md.find(fmt::format("`{}`", name)), std::string::npos) << name;
 }
 
 // Generated from the table: every integer and number setting that refuses a value spelled in a way

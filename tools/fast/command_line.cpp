@@ -18,8 +18,9 @@ namespace exit_code = core::exit_code;
 
 std::string environment_help() {
   std::string text = "\nEnvironment:\n";
-  for (const auto& v : core::env_table())
-    text += fmt::format("  {:<24} {} (default: {})\n", v.name, v.description, v.default_value);
+  for (const core::EnvTable table : environment_tables())
+    for (const auto& v : table)
+      text += fmt::format("  {:<24} {} (default: {})\n", v.name, v.description, v.default_value);
   return text;
 }
 

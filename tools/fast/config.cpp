@@ -13,6 +13,7 @@
 
 #include "fast/adapters/torch/buffer_policy.hpp"
 #include "fast/adapters/torch/dataset_spec.hpp"
+#include "fast/adapters/torch/environment.hpp"
 #include "fast/adapters/torch/model_names.hpp"
 #include "fast/collective/allreduce_algorithm.hpp"
 #include "fast/core/env.hpp"
@@ -24,6 +25,7 @@
 #include "fast/optim/optimizer.hpp"
 #include "fast/optim/schedule.hpp"
 #include "fast/runtime/cluster.hpp"
+#include "fast/runtime/environment.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/registry.hpp"
 #include "fast/strategy/registry.hpp"
@@ -706,6 +708,14 @@ std::string default_text(const ConfigKey& k, const TrainOptions& defaults) {
 
 }  // namespace
 
+std::vector<core::EnvTable> environment_tables() {
+  std::vector<core::EnvTable> tables{core::env_table(), runtime::runtime_environment()};
+  for (const runtime::RuntimeBackend& b : runtime::runtime_backends())
+    if (!b.environment.empty()) tables.push_back(b.environment);
+  tables.push_back(torch::training_environment());
+  return tables;
+}
+
 std::string config_markdown() {
   const TrainOptions defaults;
   std::string md =
@@ -727,11 +737,12 @@ std::string config_markdown() {
                         default_text(k, defaults), markdown_cell(k.accepts), markdown_cell(k.description));
   md += spec_markdown();
   md += "\n### Environment variables\n\n| variable | type | default | description |\n| --- | --- | --- | --- |\n";
-  for (const core::EnvVar& v : core::env_table())
-    md += fmt::format("| `{}` | {} | `{}` | {} |\n", v.name,
-                      v.type == core::EnvType::integer ? fmt::format("integer, {} to {}", v.min, v.max)
-                                                       : std::string(core::env_type_name(v.type)),
-                      v.default_value, v.description);
+  for (const core::EnvTable table : environment_tables())
+    for (const core::EnvVar& v : table)
+      md += fmt::format("| `{}` | {} | `{}` | {} |\n", v.name,
+                        v.type == core::EnvType::integer ? fmt::format("integer, {} to {}", v.min, v.max)
+                                                         : std::string(core::env_type_name(v.type)),
+                        v.default_value, v.description);
   return md;
 }
 

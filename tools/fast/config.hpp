@@ -16,6 +16,7 @@
 #include <toml++/toml.h>
 
 #include "fast/adapters/torch/train_options.hpp"
+#include "fast/core/env.hpp"
 #include "fast/core/setting.hpp"
 
 namespace fast::cli {
@@ -67,6 +68,10 @@ void apply_config_file(torch::TrainOptions& options, const std::filesystem::path
 // Applies one setting given as text (a command-line flag); `origin` names it in errors ("--batch").
 void apply_setting(torch::TrainOptions& options, std::string_view key, const std::string& text,
                    std::string_view origin);
+
+// The environment variables of every layer (core/env.hpp): core's, the runtime layer's, each
+// runtime backend's of this build, the training adapter's; for --help and docs/config.md.
+std::vector<core::EnvTable> environment_tables();
 
 // docs/config.md body: the table of keys and the environment variables.
 std::string config_markdown();

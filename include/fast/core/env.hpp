@@ -1,7 +1,10 @@
 #pragma once
-// The environment variables FAST reads, in one table (name, type, default, description).
-// The same table feeds `fast --help`'s environment section and docs/config.md. Reading a variable
-// that is not in the table is an InvalidUsage error; a value of the wrong type, or an integer
+// The environment variables FAST reads, declared by the layer that reads them, each layer in a
+// table of its own (name, type, default, description): core's here (env_table()), the runtime
+// layer's (runtime/environment.hpp), each runtime backend's in its registry entry
+// (RuntimeBackend::environment), the training adapter's (adapters/torch/environment.hpp). The
+// tables feed `fast --help`'s environment section and docs/config.md. Reading a variable that is
+// not in the table given is an InvalidUsage error; a value of the wrong type, or an integer
 // outside the variable's declared range [min, max], is InvalidArgument naming the variable, the
 // expected type or range and the value as given (core/parse.hpp's checked conversion).
 
@@ -23,13 +26,19 @@ struct EnvVar {
   long long max = 0;
 };
 
-// Every variable FAST reads.
-std::span<const EnvVar> env_table();
+using EnvTable = std::span<const EnvVar>;
+
+// The variables core reads (FAST_LOG_LEVEL, FAST_MALLOC).
+EnvTable env_table();
 std::string_view env_type_name(EnvType type);
 
-// The value of a table variable: the environment's if set, else the default.
-std::string env_string(std::string_view name);
+// The value of a variable of `table`: the environment's if set, else the default.
+std::string env_string(EnvTable table, std::string_view name);
 // An integer variable's value, within its declared [min, max].
+long long env_int(EnvTable table, std::string_view name);
+double env_number(EnvTable table, std::string_view name);
+// The same for core's own variables.
+std::string env_string(std::string_view name);
 long long env_int(std::string_view name);
 double env_number(std::string_view name);
 

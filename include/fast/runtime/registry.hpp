@@ -7,6 +7,7 @@
 #include <span>
 #include <string_view>
 
+#include "fast/core/env.hpp"
 #include "fast/runtime/detect.hpp"
 #include "fast/runtime/launcher.hpp"
 
@@ -31,6 +32,9 @@ struct RuntimeBackend {
   // platform; a simulation holds process-wide state (one at a time per process); nothing it does
   // may depend on the host (signal handlers, wall-clock time), so that a seed gives the same run.
   bool simulated_clock = false;
+  // The environment variables it reads of its own (core/env.hpp), for --help and docs/config.md;
+  // static storage. The variables every runtime reads are runtime_environment()'s.
+  core::EnvTable environment;
   // The launchers whose environment it recognises (runtime/detect.hpp); static storage.
   std::span<const LauncherSignature> launchers;
 };

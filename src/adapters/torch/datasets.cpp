@@ -7,6 +7,7 @@
 #include <limits>
 #include <ranges>
 
+#include "fast/adapters/torch/environment.hpp"
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/npy.hpp"
 #include "fast/core/env.hpp"
@@ -80,7 +81,8 @@ DataSplits from_files(const DatasetSpec& spec) {
 
 DataSplits load_datasets(const DatasetSpec& spec, const std::filesystem::path& data_dir) {
   if (spec.kind == "fashion-mnist")
-    return load_fashion_mnist(data_dir.empty() ? std::filesystem::path(core::env_string("FAST_DATA_DIR")) : data_dir);
+    return load_fashion_mnist(
+        data_dir.empty() ? std::filesystem::path(core::env_string(training_environment(), "FAST_DATA_DIR")) : data_dir);
   if (spec.kind == "synthetic") return synthetic(spec);
   return from_files(spec);
 }

@@ -23,6 +23,7 @@
 #include "fast/adapters/torch/buffer_sync.hpp"
 #include "fast/adapters/torch/datasets.hpp"
 #include "fast/adapters/torch/device.hpp"
+#include "fast/adapters/torch/environment.hpp"
 #include "fast/adapters/torch/evaluate.hpp"
 #include "fast/adapters/torch/evaluator.hpp"
 #include "fast/adapters/torch/loader.hpp"
@@ -38,6 +39,7 @@
 #include "fast/core/malloc_tuning.hpp"
 #include "fast/core/stop_request.hpp"
 #include "fast/runtime/detect.hpp"
+#include "fast/runtime/environment.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/registry.hpp"
 #include "fast/runtime/slowdown.hpp"
@@ -64,10 +66,10 @@ int workers_on_host(const TrainOptions& o) {
 
 // The environment variables train() reads, checked like settings.
 void validate_environment() {
-  const long long threads = core::env_int("FAST_TORCH_THREADS");
+  const long long threads = core::env_int(training_environment(), "FAST_TORCH_THREADS");
   FAST_ENFORCE(threads >= 0 && threads <= 1024,
                "environment variable FAST_TORCH_THREADS: expected 0 (by cores) to 1024 threads, got {}", threads);
-  const double limit = core::env_number("FAST_OP_TIMEOUT");
+  const double limit = core::env_number(runtime::runtime_environment(), "FAST_OP_TIMEOUT");
   FAST_ENFORCE(std::isfinite(limit) && limit > 0 && limit <= 1e9,
                "environment variable FAST_OP_TIMEOUT: expected seconds in (0, 1e9], got {}", limit);
   (void)core::malloc_tuning_chosen();
@@ -421,10 +423,11 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   validate(options);
   const DatasetSpec spec = parse_dataset_spec(options.dataset);
   const DataSplits data = load_datasets(spec, options.data_dir);
-  const std::string source = spec.kind != "fashion-mnist" ? fmt::format("dataset '{}'", options.dataset)
-                             : options.data_dir.empty()
-                                 ? fmt::format("FAST_DATA_DIR '{}'", core::env_string("FAST_DATA_DIR"))
-                                 : fmt::format("data_dir '{}'", options.data_dir.string());
+  const std::string source =
+      spec.kind != "fashion-mnist" ? fmt::format("dataset '{}'", options.dataset)
+      : options.data_dir.empty()
+          ? fmt::format("FAST_DATA_DIR '{}'", core::env_string(training_environment(), "FAST_DATA_DIR"))
+          : fmt::format("data_dir '{}'", options.data_dir.string());
   // Every worker scores a slice of the test set: an empty one, or fewer samples than workers, would
   // only fail (or give a NaN accuracy) at the first evaluation, after training.
   FAST_ENFORCE(data.test->size() >= 1, "{}: the test set is empty; expected at least one sample", source);

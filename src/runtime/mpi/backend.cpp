@@ -12,6 +12,7 @@
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "fast/runtime/environment.hpp"
 #include "fast/runtime/registry.hpp"
 #include "launchers.hpp"
 #include "session.hpp"
@@ -39,8 +40,9 @@ double run_mpi(const LaunchOptions& options, const WorkerFn& fn) {
                "workers_per_process: the mpi runtime runs one worker per rank (start more ranks), got {}",
                options.process.workers_per_process);
   const Session& session = init();
-  const double op_timeout =
-      options.op_timeout_seconds >= 0 ? options.op_timeout_seconds : core::env_number("FAST_OP_TIMEOUT");
+  const double op_timeout = options.op_timeout_seconds >= 0
+                                ? options.op_timeout_seconds
+                                : core::env_number(runtime_environment(), "FAST_OP_TIMEOUT");
   Communicator data;     // the transport's messages
   Communicator group;    // the native collectives
   Communicator windows;  // the one-sided windows (MPI RMA)

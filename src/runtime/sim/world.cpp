@@ -14,6 +14,7 @@
 #include "../deliver.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/runtime/environment.hpp"
 #include "platform.hpp"
 #include "sim_context.hpp"
 #include "world_state.hpp"
@@ -64,7 +65,8 @@ const char* context_factory(const WorldOptions& options) {
 
 World::World(WorldOptions options) : options_(std::move(options)) {
   FAST_ENFORCE(options_.size >= 1, "sim World: expected at least 1 worker, got {}", options_.size);
-  if (options_.op_timeout_seconds < 0) options_.op_timeout_seconds = core::env_number("FAST_OP_TIMEOUT");
+  if (options_.op_timeout_seconds < 0)
+    options_.op_timeout_seconds = core::env_number(runtime_environment(), "FAST_OP_TIMEOUT");
   FAST_ENFORCE(options_.op_timeout_seconds > 0, "sim World: operation time limit must be positive, got {} s",
                options_.op_timeout_seconds);
 }

@@ -3,13 +3,15 @@
 #include "../deliver.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/runtime/environment.hpp"
 #include "local_world.hpp"
 
 namespace fast::runtime::threads {
 
 World::World(WorldOptions options) : options_(options) {
   FAST_ENFORCE(options_.size >= 1, "threads World: expected at least 1 worker, got {}", options_.size);
-  if (options_.op_timeout_seconds < 0) options_.op_timeout_seconds = core::env_number("FAST_OP_TIMEOUT");
+  if (options_.op_timeout_seconds < 0)
+    options_.op_timeout_seconds = core::env_number(runtime_environment(), "FAST_OP_TIMEOUT");
   FAST_ENFORCE(options_.op_timeout_seconds > 0, "threads World: operation time limit must be positive, got {} s",
                options_.op_timeout_seconds);
 }

@@ -12,6 +12,7 @@
 #include "../threads/local_world.hpp"
 #include "../threads/transport_run.hpp"
 #include "authenticator.hpp"
+#include "environment.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/port_range.hpp"
@@ -173,6 +174,7 @@ RuntimeBackend backend() {
               "tcp://, CURVE-authenticated, heartbeats",
           .launch = run_zmq,
           .multi_process = true,
+          .environment = zmq_environment(),
           .launchers = launchers()};
 }
 

@@ -8,10 +8,12 @@
 #include <filesystem>
 #include <memory>
 
+#include "environment.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/parse.hpp"
+#include "fast/runtime/environment.hpp"
 #include "fast/runtime/zmq/keys.hpp"
 
 namespace fast::runtime::zmq {
@@ -31,13 +33,15 @@ void parse_rendezvous(const std::string& text, Settings& s) {
 
 void load_keys(const ProcessOptions& p, Settings& s) {
   std::filesystem::path key =
-      p.key_file.empty() ? std::filesystem::path(core::env_string("FAST_KEY_FILE")) : p.key_file;
-  std::filesystem::path allow =
-      p.allow_file.empty() ? std::filesystem::path(core::env_string("FAST_ALLOW_FILE")) : p.allow_file;
+      p.key_file.empty() ? std::filesystem::path(core::env_string(zmq_environment(), "FAST_KEY_FILE")) : p.key_file;
+  std::filesystem::path allow = p.allow_file.empty()
+                                    ? std::filesystem::path(core::env_string(zmq_environment(), "FAST_ALLOW_FILE"))
+                                    : p.allow_file;
   FAST_ENFORCE(!key.empty(),
                "key: the zmq runtime authenticates its peers and needs this process's key pair (--key FILE or "
                "FAST_KEY_FILE; make one with `fast keygen`), got none; --insecure turns authentication off");
-  const std::string inline_keys = allow.empty() ? core::env_string("FAST_ALLOW_KEYS") : std::string();
+  const std::string inline_keys =
+      allow.empty() ? core::env_string(zmq_environment(), "FAST_ALLOW_KEYS") : std::string();
   FAST_ENFORCE(!allow.empty() || !inline_keys.empty(),
                "allow: the zmq runtime needs the public keys it admits (--allow FILE, FAST_ALLOW_FILE or "
                "FAST_ALLOW_KEYS), got none");
@@ -64,49 +68,55 @@ void load_keys(const ProcessOptions& p, Settings& s) {
 Settings resolve_settings(const LaunchOptions& options) {
   const ProcessOptions& p = options.process;
   Settings s;
-  parse_rendezvous(p.rendezvous.empty() ? core::env_string("FAST_RENDEZVOUS") : p.rendezvous, s);
-  s.world_size = p.world_size > 0 ? p.world_size : static_cast<int>(core::env_int("FAST_WORLD_SIZE"));
+  parse_rendezvous(p.rendezvous.empty() ? core::env_string(zmq_environment(), "FAST_RENDEZVOUS") : p.rendezvous, s);
+  s.world_size =
+      p.world_size > 0 ? p.world_size : static_cast<int>(core::env_int(zmq_environment(), "FAST_WORLD_SIZE"));
   FAST_ENFORCE(s.world_size >= 1,
                "world-size: expected the number of processes >= 1 (--world-size or FAST_WORLD_SIZE), got {}",
                s.world_size);
-  s.process_rank = p.process_rank >= 0 ? p.process_rank : static_cast<int>(core::env_int("FAST_PROCESS_RANK"));
+  s.process_rank =
+      p.process_rank >= 0 ? p.process_rank : static_cast<int>(core::env_int(zmq_environment(), "FAST_PROCESS_RANK"));
   FAST_ENFORCE(s.process_rank >= -1 && s.process_rank < s.world_size,
                "process-rank: expected -1 (assigned) or a rank in [0, {}), got {}", s.world_size, s.process_rank);
   s.workers_per_process = p.workers_per_process;
   FAST_ENFORCE(s.workers_per_process >= 1, "workers-per-process: expected >= 1, got {}", s.workers_per_process);
-  s.insecure = p.insecure || core::env_int("FAST_INSECURE") != 0;
+  s.insecure = p.insecure || core::env_int(zmq_environment(), "FAST_INSECURE") != 0;
   if (s.insecure)
     core::log(core::LogLevel::warn,
               "zmq runtime: --insecure: peers are NOT authenticated and traffic is NOT encrypted; anyone who "
               "reaches this process's ports can join the run or alter it");
   else
     load_keys(p, s);
-  s.peer_timeout = p.peer_timeout_seconds >= 0 ? p.peer_timeout_seconds : core::env_number("FAST_PEER_TIMEOUT");
+  s.peer_timeout =
+      p.peer_timeout_seconds >= 0 ? p.peer_timeout_seconds : core::env_number(zmq_environment(), "FAST_PEER_TIMEOUT");
   FAST_ENFORCE(s.peer_timeout > 0, "peer-timeout: expected seconds > 0, got {}", s.peer_timeout);
-  s.rendezvous_timeout =
-      p.rendezvous_timeout_seconds >= 0 ? p.rendezvous_timeout_seconds : core::env_number("FAST_RENDEZVOUS_TIMEOUT");
+  s.rendezvous_timeout = p.rendezvous_timeout_seconds >= 0
+                             ? p.rendezvous_timeout_seconds
+                             : core::env_number(zmq_environment(), "FAST_RENDEZVOUS_TIMEOUT");
   FAST_ENFORCE(s.rendezvous_timeout > 0, "rendezvous-timeout: expected seconds > 0, got {}", s.rendezvous_timeout);
-  s.op_timeout = options.op_timeout_seconds >= 0 ? options.op_timeout_seconds : core::env_number("FAST_OP_TIMEOUT");
-  s.transport = p.transport.empty() ? core::env_string("FAST_TRANSPORT") : p.transport;
+  s.op_timeout = options.op_timeout_seconds >= 0 ? options.op_timeout_seconds
+                                                 : core::env_number(runtime_environment(), "FAST_OP_TIMEOUT");
+  s.transport = p.transport.empty() ? core::env_string(zmq_environment(), "FAST_TRANSPORT") : p.transport;
   FAST_ENFORCE(s.transport.empty() || s.transport == "ipc" || s.transport == "tcp",
                "transport: expected ipc, tcp or empty (automatic), got '{}'", s.transport);
-  s.host = p.host.empty() ? core::env_string("FAST_HOST") : p.host;
+  s.host = p.host.empty() ? core::env_string(zmq_environment(), "FAST_HOST") : p.host;
   if (s.host.empty()) s.host = local_address_towards(s.rendezvous_host, s.rendezvous_port);
-  s.advertise = p.advertise.empty() ? core::env_string("FAST_ADVERTISE") : p.advertise;
+  s.advertise = p.advertise.empty() ? core::env_string(zmq_environment(), "FAST_ADVERTISE") : p.advertise;
   if (s.advertise.empty()) s.advertise = s.host;
-  s.ports = core::parse_port_range(p.ports.empty() ? core::env_string("FAST_PORTS") : p.ports, "ports (FAST_PORTS)");
+  s.ports = core::parse_port_range(p.ports.empty() ? core::env_string(zmq_environment(), "FAST_PORTS") : p.ports,
+                                   "ports (FAST_PORTS)");
   s.tolerate_lost = options.tolerate_lost_workers;
-  const long long ring = core::env_int("FAST_SHM_BYTES");
+  const long long ring = core::env_int(zmq_environment(), "FAST_SHM_BYTES");
   FAST_ENFORCE(ring == -1 || ring == 0 || (ring >= (64ll << 10) && ring <= (64ll << 30) && ring % 64 == 0),
                "FAST_SHM_BYTES: expected -1 (automatic), 0 (no shared memory) or a multiple of 64 from 65536 to "
                "68719476736, got {}",
                ring);
   s.shared_ring_bytes = ring;
-  const long long poll_us = core::env_int("FAST_POLL_US");
+  const long long poll_us = core::env_int(zmq_environment(), "FAST_POLL_US");
   FAST_ENFORCE(poll_us >= 0 && poll_us <= 1000000, "FAST_POLL_US: expected microseconds from 0 to 1000000, got {}",
                poll_us);
   s.poll_seconds = static_cast<double>(poll_us) * 1e-6;
-  const long long streams = core::env_int("FAST_STREAMS");
+  const long long streams = core::env_int(zmq_environment(), "FAST_STREAMS");
   FAST_ENFORCE(streams == 0 || streams == 1, "FAST_STREAMS: expected 0 or 1, got {}", streams);
   s.streams = streams == 1;
   return s;
