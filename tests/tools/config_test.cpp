@@ -245,7 +245,7 @@ TEST(Config, EveryLayersEnvironmentVariablesAreDeclaredOnceAndChecked) {
     for (const core::EnvVar& v : table) EXPECT_TRUE(names.insert(v.name).second) << v.name << " declared twice";
     integers += core::check_integer_variables(table);
   }
-  EXPECT_GE(integers, 8);
+  EXPECT_GE(integers, 1);  // FAST_TORCH_THREADS in every build; zmq's too where it is built
   const std::string md = config_markdown();
   for (const std::string_view name : names) EXPECT_NE(md.find(fmt::format("`{}`", name)), std::string::npos) << name;
 }

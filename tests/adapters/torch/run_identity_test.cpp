@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fast/adapters/torch/run_identity.hpp"
+#include "fast/runtime/registry.hpp"
 
 namespace fast::torch {
 namespace {
@@ -51,7 +52,13 @@ TEST(RunIdentity, EveryFingerprintedSettingChangesTheFingerprintAndTheOthersDoNo
            {"schedule", [](TrainOptions& o) { o.worker.schedule.name = "step"; }},
            {"checkpoint_every", [](TrainOptions& o) { o.checkpoint_every = 10; }},
            {"metrics", [](TrainOptions& o) { o.metrics = "m.jsonl"; }},
-           {"runtime", [](TrainOptions& o) { o.runtime = "sim"; }},
+           // Another runtime of this build whose world lives in one process, if it has one (sim; a
+           // minimal build has threads only).
+           {"runtime",
+            [](TrainOptions& o) {
+              for (const runtime::RuntimeBackend& b : runtime::runtime_backends())
+                if (!b.multi_process && b.name != o.runtime) o.runtime = b.name;
+            }},
        }) {
     TrainOptions o = base;
     c.apply(o);
@@ -66,8 +73,12 @@ TEST(RunIdentity, TheStrategysOwnOptionsAreFingerprintedOnlyForIt) {
   EXPECT_TRUE(settings_identity(o, 2).contains("compress"));
   o.worker.strategy.name = "local-sgd";
   EXPECT_EQ(settings_identity(o, 2)["period"], "8");
-  o.runtime = "mpi";  // the world size is known once MPI started
-  EXPECT_FALSE(settings_identity(o, workers_before_launch(o)).contains("workers"));
+  // A multi-process runtime (zmq, mpi) without a launcher: the world size is known once it started.
+  for (const runtime::RuntimeBackend& b : runtime::runtime_backends()) {
+    if (!b.multi_process) continue;
+    o.runtime = b.name;
+    EXPECT_FALSE(settings_identity(o, workers_before_launch(o)).contains("workers")) << b.name;
+  }
 }
 
 TEST(RunIdentity, AMismatchNamesTheChosenSettingFirstThenTheFingerprint) {
