@@ -70,7 +70,7 @@ def kill_all():
 def runtimes(fast):
     """The runtimes this build of `fast train` offers (from --help)."""
     code, out = run([fast, "train", "--help"], 60)
-    m = re.search(r"--runtime.*?one of this build's runtimes:(.*?)(?:docs/|\n\s+--)", out, re.S)
+    m = re.search(r"--runtime.*?one of this build's runtimes:(.*?)(?:Unset|docs/|\n\s+--)", out, re.S)
     return set(re.findall(r"\b(threads|sim|zmq|mpi)\b", m.group(1) if m else out))
 
 
