@@ -1,5 +1,8 @@
 #include "fast/runtime/context.hpp"
 
+#include "fast/core/env.hpp"
+#include "fast/runtime/environment.hpp"
+
 namespace fast::runtime {
 
 std::uint64_t Context::bytes_sent() const {
@@ -7,6 +10,8 @@ std::uint64_t Context::bytes_sent() const {
   for (int p = 0; p < size(); ++p) total += link_stats(p).bytes_sent;
   return total;
 }
+
+double Context::operation_time_limit() const { return core::env_number(runtime_environment(), "FAST_OP_TIMEOUT"); }
 
 void check_peer(const Context& ctx, int peer, const char* what) {
   FAST_ENFORCE(peer >= 0 && peer < ctx.size(), "{}: peer rank {} out of range [0, {})", what, peer, ctx.size());

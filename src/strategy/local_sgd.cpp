@@ -82,7 +82,12 @@ StrategyRegistration builtin::local_sgd_registration() {
               StrategyOption::field("sync_warmup", &StrategyOptions::sync_warmup,
                                     "the first this many steps average gradients (as allreduce).")
                   .at_least(0),
-              sparse_allreduce_option()}};
+              sparse_allreduce_option()},
+          .elastic = [](const StrategyOptions& o) -> std::string {
+            if (Strategy::compresses(o))
+              return fmt::format("compress = '{}' runs its codec's all-reduce over the whole world", o.compress);
+            return {};
+          }};
 }
 
 }  // namespace fast::strategy

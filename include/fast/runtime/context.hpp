@@ -140,6 +140,10 @@ class Context {
 
   // Name of the runtime ("threads", "sim", ...).
   virtual std::string runtime_name() const = 0;
+  // The operation time limit of this world's blocking waits, in seconds on now()'s clock
+  // (LaunchOptions::op_timeout_seconds, else FAST_OP_TIMEOUT): for code that waits in slices of
+  // its own (Work::wait(seconds)) and must still end a wait at the runtime's limit.
+  virtual double operation_time_limit() const;
 
   // Lost peers (see the contract above). alive(peer) is false only once this runtime knows the
   // peer is lost. Runtimes that cannot lose a worker (threads: a failing worker aborts the whole

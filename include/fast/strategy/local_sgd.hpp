@@ -32,6 +32,7 @@ class LocalSgdStrategy final : public Strategy {
   LocalSgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
   std::string_view name() const override { return "local-sgd"; }
   StepOutcome step(const StepInput& input) override;
+  bool changes_state_before_last_collective() const override { return true; }  // the update, then averaging
   // With a codec: the codec's all-reduce and the first anchor a (the average of the initial replicas).
   void attach(ModelState state) override;
   // Checkpoints with a codec: the anchor a ("local_sgd.anchor") and the codec's all-reduce

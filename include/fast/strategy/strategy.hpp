@@ -164,6 +164,12 @@ class Strategy {
   // Called after the framework wrote this worker's mini-batch gradient into input.state.grads.
   // Updates input.state.params as the strategy prescribes. May overwrite grads.
   virtual StepOutcome step(const StepInput& input) = 0;
+  // Elastic groups (Worker::regroup_survivors): true when step() may change this worker's state
+  // (parameters, optimizer) and then fail with PeerLost in a later collective of the same step
+  // (local-sgd: the local update, then the averaging). The Worker then saves the state before each
+  // step of an elastic run and puts it back when the step fails, so a failed step leaves nothing
+  // behind. Default false: every change comes after the step's last collective.
+  virtual bool changes_state_before_last_collective() const { return false; }
   // Collective (every worker calls it at the same point): writes the representative model into out
   // (same length as params). Default: the consensus average of all replicas.
   virtual void representative(ModelState state, std::span<float> out);

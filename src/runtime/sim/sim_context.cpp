@@ -27,6 +27,7 @@ SimContext::SimContext(int rank, WorldState& world)
 
 int SimContext::size() const { return world_.size(); }
 double SimContext::now() const { return world_.now(); }
+double SimContext::operation_time_limit() const { return world_.op_timeout(); }
 
 void SimContext::check_alive(const char* what) const {
   if (world_.aborted()) throw core::RemoteError(fmt::format("{} refused: {}", what, world_.abort_message()));

@@ -40,6 +40,7 @@ class SimContext final : public Context {
 
   LinkStats link_stats(int peer) const override;
   std::string runtime_name() const override { return "sim"; }
+  double operation_time_limit() const override;
   bool alive(int peer) const override;
   void ensure_alive(int peer) const override;
   std::optional<NetworkModel> network_model() const override;
