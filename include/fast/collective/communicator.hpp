@@ -202,9 +202,9 @@ class Communicator {
   // (allreduce_async), so each borrows its own from the pool and returns it when the lease ends.
   class ScratchLease;
 
-  runtime::Context& own_;                      // the worker's Context
+  runtime::Context& own_;                       // the worker's Context
   std::unique_ptr<detail::MemberWatch> watch_;  // elastic groups only: own_ watched
-  runtime::Context& ctx_;                      // own_, or *watch_
+  runtime::Context& ctx_;                       // own_, or *watch_
   std::atomic<std::uint32_t> sequence_{0};
   bool joining_ = false;
   std::vector<core::Buffer> scratch_;  // neighbor_average: the weighted sum and one receive buffer

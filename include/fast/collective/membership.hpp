@@ -29,11 +29,11 @@
 namespace fast::collective {
 
 struct SurvivorAgreement {
-  std::vector<int> members;             // the new group, in rank order (this worker among them)
-  std::vector<std::int64_t> progress;   // each member's progress as it proposed it (members' order)
-  std::uint32_t next_sequence = 0;      // the largest next collective sequence number proposed
-  std::uint32_t round = 0;              // the round that agreed
-  std::vector<int> lost;                // the members of the old group that are not in the new one
+  std::vector<int> members;            // the new group, in rank order (this worker among them)
+  std::vector<std::int64_t> progress;  // each member's progress as it proposed it (members' order)
+  std::uint32_t next_sequence = 0;     // the largest next collective sequence number proposed
+  std::uint32_t round = 0;             // the round that agreed
+  std::vector<int> lost;               // the members of the old group that are not in the new one
 };
 
 // Collective among the survivors of comm's group (see above). `progress`: what the caller needs

@@ -85,12 +85,12 @@ std::string elastic_refusal(const StrategyOptions& options);
 
 // What Worker::regroup_survivors() agreed on, the same on every survivor.
 struct Regrouping {
-  std::vector<int> members;   // the new group, in rank order
-  std::vector<int> lost;      // the workers of the old group that are not in it
-  int source = 0;             // the member whose state every member took
-  std::int64_t steps = 0;     // the source's steps: every member's steps now
-  std::uint32_t rounds = 0;   // agreement rounds of the run so far
-  int agreements = 0;         // agreements this call took (more than 1: a loss during the regrouping)
+  std::vector<int> members;  // the new group, in rank order
+  std::vector<int> lost;     // the workers of the old group that are not in it
+  int source = 0;            // the member whose state every member took
+  std::int64_t steps = 0;    // the source's steps: every member's steps now
+  std::uint32_t rounds = 0;  // agreement rounds of the run so far
+  int agreements = 0;        // agreements this call took (more than 1: a loss during the regrouping)
 };
 
 class Worker {

@@ -31,6 +31,7 @@ Packed pack(const WorkerTotals& t) {
             t.claims,
             t.budget_counter,
             std::bit_cast<std::int64_t>(t.param_hash),
+            std::bit_cast<std::int64_t>(t.replica_hash),
             static_cast<std::int64_t>(t.divergence.kind),
             t.divergence.worker,
             t.divergence.step,
@@ -70,6 +71,7 @@ WorkerTotals unpack(std::span<const std::int64_t> ints, std::span<const double> 
   t.claims = i.next();
   t.budget_counter = i.next();
   t.param_hash = std::bit_cast<std::uint64_t>(i.next());
+  t.replica_hash = std::bit_cast<std::uint64_t>(i.next());
   t.divergence.kind = static_cast<metrics::DivergenceSign::Kind>(i.next());
   t.divergence.worker = static_cast<int>(i.next());
   t.divergence.step = i.next();

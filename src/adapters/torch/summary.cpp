@@ -18,7 +18,8 @@ struct Combined {
   double idle_sum = 0, slowdown_seconds = 0;
   strategy::StalenessStats staleness;
   compress::CompressionStats compression;
-  json steps_per_worker = json::array(), idle = json::array(), links = json::array(), lost = json::array();
+  json steps_per_worker = json::array(), idle = json::array(), links = json::array(), lost = json::array(),
+       replica_hashes = json::array();
 };
 
 void add_link(Combined& c, std::size_t from, std::size_t to, std::uint64_t bytes) {
@@ -37,6 +38,7 @@ Combined combine(const RunTotals& totals) {
       c.lost.push_back(w);
       c.steps_per_worker.push_back(lost_count == 1 ? totals.lost_claims : -1);
       c.idle.push_back(nullptr);
+      c.replica_hashes.push_back(nullptr);
       for (int q : totals.members) {  // the bytes the members received from it
         const auto to = static_cast<std::size_t>(q);
         add_link(c, w, to, totals.by_rank[to]->bytes_from[w]);
@@ -51,6 +53,7 @@ Combined combine(const RunTotals& totals) {
     c.compression.merge(t->compression);
     c.steps_per_worker.push_back(t->steps);
     c.idle.push_back(t->idle_seconds);
+    c.replica_hashes.push_back(metrics::hex64(t->replica_hash));
     for (std::size_t p = 0; p < world; ++p) add_link(c, w, p, t->bytes_to[p]);
   }
   c.steps += totals.lost_claims;
@@ -156,6 +159,7 @@ json build_summary(const SummaryInputs& in) {
                {"slowdown_seconds", c.slowdown_seconds},
                {"param_norm", first.param_norm},
                {"param_hash", metrics::hex64(first.param_hash)},
+               {"param_hash_per_worker", c.replica_hashes},
                {"metrics", o.metrics.string()}};
   const metrics::DivergenceSign divergence = first_divergence(totals);
   summary["diverged"] = divergence.kind != metrics::DivergenceSign::Kind::none;

@@ -115,6 +115,25 @@ void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions
 }
 
 // Checks everything that can be checked before a worker starts, so bad input fails fast and clearly.
+// elastic: a synchronous strategy that declares it, on a runtime that can lose a worker.
+void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s) {
+  if (!o.elastic) return;
+  const std::string refusal = strategy::elastic_refusal(s);
+  FAST_ENFORCE(refusal.empty(), "elastic: set with {}; expected a strategy whose survivors can go on without it",
+               refusal);
+  const runtime::RuntimeBackend& backend = runtime::find_runtime(o.runtime);
+  if (!backend.loses_workers) {
+    std::vector<std::string_view> names;
+    for (const runtime::RuntimeBackend& b : runtime::runtime_backends())
+      if (b.loses_workers) names.push_back(b.name);
+    FAST_THROW(core::InvalidArgument,
+               "elastic: set with runtime '{}', whose workers cannot be lost while the others go on; expected a "
+               "runtime that loses workers: {}",
+               o.runtime,
+               names.empty() ? std::string("none in this build") : fmt::format("{}", fmt::join(names, ", ")));
+  }
+}
+
 void validate(const TrainOptions& o) {
   validate_environment();
   FAST_ENFORCE(o.workers >= 1, "workers: expected >= 1, got {}", o.workers);
@@ -162,6 +181,7 @@ void validate(const TrainOptions& o) {
     strategy::check_strategy_options(s, world);
   }
   validate_checkpoints(o, s);
+  validate_elastic(o, s);
   FAST_ENFORCE(parse_buffer_policy(o.buffers) == BufferPolicy::automatic ||
                    parse_buffer_policy(o.buffers) == BufferPolicy::local || !strategy::asynchronous_strategy(s),
                "buffers = {}: a collective after every step, and strategy '{}' is asynchronous (its workers do not "
@@ -278,7 +298,8 @@ LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t 
           // Under sim a signal ends the process as it always did: an agreement would add collectives
           // to the simulated run, whose timings must not depend on whether handlers are installed.
           .stoppable = !runtime::find_runtime(o.runtime).simulated_clock && core::stop_handlers_installed(),
-          .stop_check_every = stop_check_every(flops * static_cast<double>(o.batch))};
+          .stop_check_every = stop_check_every(flops * static_cast<double>(o.batch)),
+          .elastic = o.elastic};
 }
 
 // Runs `write` (a collective checkpoint write, which fails on every worker together) and returns ""
@@ -315,6 +336,7 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   strategy::WorkerOptions worker_options = o.worker;
   if (worker_options.schedule.total_steps == 0) worker_options.schedule.total_steps = plan.total_steps;
   worker_options.strategy.seed = o.seed;
+  worker_options.communicator.elastic = o.elastic;
   if (o.dgc_warmup_epochs > 0)
     worker_options.strategy.dgc_warmup_steps =
         std::max<std::int64_t>(1, std::llround(o.dgc_warmup_epochs * static_cast<double>(plan.steps_per_epoch)));
@@ -373,6 +395,7 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
     mine.param_norm = l2_norm(torch_side.representative());
     mine.param_hash = metrics::fnv1a64(torch_side.representative());
   }
+  mine.replica_hash = metrics::fnv1a64(torch_side.state().params);  // this worker's own replica
   mine.stopped_by = loop.stopped_by();
   const std::optional<RunTotals> totals =
       gather_totals(worker.communicator(), mine, loop.evaluations(), summary_builders(worker.communicator(), place));
@@ -462,17 +485,17 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
                          .process_token = std::random_device{}() * 0x100000000ULL + std::random_device{}()};
   ProcessOutputs outputs(progress, on_epoch);
   // Asynchronous strategies go on without a worker lost with its host (docs/simulation.md,
-  // "Failures"); synchronous ones end with its PeerLost.
-  const double run_seconds =
-      runtime::launch({.runtime = options.runtime,
-                       .workers = options.workers,
-                       .op_timeout_seconds = options.op_timeout,
-                       .cluster = options.cluster,
-                       .tolerate_lost_workers = strategy::asynchronous_strategy(options.worker.strategy),
-                       .process = options.process,
-                       .collectives = options.collectives,
-                       .windows = options.windows},
-                      [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
+  // "Failures"), elastic synchronous ones too; other synchronous ones end with its PeerLost.
+  const double run_seconds = runtime::launch(
+      {.runtime = options.runtime,
+       .workers = options.workers,
+       .op_timeout_seconds = options.op_timeout,
+       .cluster = options.cluster,
+       .tolerate_lost_workers = options.elastic || strategy::asynchronous_strategy(options.worker.strategy),
+       .process = options.process,
+       .collectives = options.collectives,
+       .windows = options.windows},
+      [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
 
   std::optional<nlohmann::json> summary = outputs.summary();
   FAST_ENFORCE_AS(core::PeerLost, summary.has_value(), "train: every worker of this process was lost; no summary");

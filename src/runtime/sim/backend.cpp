@@ -19,7 +19,8 @@ RuntimeBackend backend() {
                              .thread_per_actor = options.thread_per_worker});
                 return world.run(fn);
               },
-          .simulated_clock = true};
+          .simulated_clock = true,
+          .loses_workers = true};
 }
 
 }  // namespace fast::runtime::sim
