@@ -8,6 +8,11 @@ std::uint64_t Context::bytes_sent() const {
   return total;
 }
 
+void Context::compute_overlapped(double flops, const std::function<void()>& work) {
+  work();
+  compute(flops);
+}
+
 void check_peer(const Context& ctx, int peer, const char* what) {
   FAST_ENFORCE(peer >= 0 && peer < ctx.size(), "{}: peer rank {} out of range [0, {})", what, peer, ctx.size());
 }

@@ -37,6 +37,7 @@
 #include "fast/core/file_status.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/malloc_tuning.hpp"
+#include "fast/core/memory_usage.hpp"
 #include "fast/core/stop_request.hpp"
 #include "fast/runtime/detect.hpp"
 #include "fast/runtime/environment.hpp"
@@ -187,7 +188,16 @@ struct RunInputs {
   const std::vector<float>& initial;
   FinalModel final_model;
   std::uint64_t process_token;  // random, the same for every worker of this process
+  std::uint64_t dataset_bytes;  // of data's tensors
 };
+
+// Whether every worker runs in this process (threads, sim): the memory floor and the peak resident
+// memory of this process are then the run's.
+bool one_process(const TrainOptions& o) { return !runtime::find_runtime(o.runtime).multi_process; }
+
+std::uint64_t tensor_bytes(const Dataset& d) {
+  return static_cast<std::uint64_t>(d.images.nbytes() + d.labels.nbytes());
+}
 
 // One worker's libtorch objects; ModelSide for its WorkerLoop.
 class TorchWorker final : public ModelSide {
@@ -197,6 +207,7 @@ class TorchWorker final : public ModelSide {
         replica_(model_, {.device = worker_device(in.options.device, ctx.rank()), .staged = in.options.device_staging}),
         loader_(in.data.train, ctx.rank(), ctx.size(), in.options.batch, in.options.seed),
         replica_accuracy_(in.options.replica_accuracy),
+        private_gradient_(find_model(in.options.model) != nullptr && !find_model(in.options.model)->draws_random),
         buffers_(model_, resolve_buffer_policy(parse_buffer_policy(in.options.buffers),
                                                strategy::asynchronous_strategy(in.options.worker.strategy))) {
     replica_.load(core::ConstView(std::span<const float>(in.initial)));
@@ -221,6 +232,7 @@ class TorchWorker final : public ModelSide {
     replica_.from_device();  // staged: the gradient, for Worker::step() on the host
     return loss.item<double>();
   }
+  bool gradient_is_private() const override { return private_gradient_; }
   metrics::EvalRecord evaluate(bool final_round) override {
     return record(evaluator_->run(final_round && replica_accuracy_));
   }
@@ -247,6 +259,7 @@ class TorchWorker final : public ModelSide {
   ShardedLoader loader_;
   std::optional<Evaluator> evaluator_;
   bool replica_accuracy_;
+  bool private_gradient_;  // gradient_is_private()
   BufferSync buffers_;
 };
 
@@ -374,10 +387,13 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
     mine.param_hash = metrics::fnv1a64(torch_side.representative());
   }
   mine.stopped_by = loop.stopped_by();
+  mine.state_bytes = static_cast<std::int64_t>(worker.state_bytes());
   const std::optional<RunTotals> totals =
       gather_totals(worker.communicator(), mine, loop.evaluations(), summary_builders(worker.communicator(), place));
   if (!o.save_model.empty() && first_member) write_npy(o.save_model, torch_side.representative());
   if (totals) {
+    const std::optional<std::uint64_t> dataset_bytes =
+        one_process(o) ? std::optional(in.dataset_bytes) : std::nullopt;  // no floor across processes
     outputs.offer_summary(build_summary({.options = o,
                                          .plan = plan,
                                          .parameters = in.initial.size(),
@@ -387,7 +403,8 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
                                          .checkpoint = loop.last_checkpoint(),
                                          .checkpoint_step = loop.last_checkpoint_step(),
                                          .run = identity,
-                                         .checkpoint_error = checkpoint_error}));
+                                         .checkpoint_error = checkpoint_error,
+                                         .dataset_bytes = dataset_bytes}));
   }
 }
 
@@ -459,7 +476,8 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
                          .input = input,
                          .initial = initial,
                          .final_model = parse_final_model(options.final_model),
-                         .process_token = std::random_device{}() * 0x100000000ULL + std::random_device{}()};
+                         .process_token = std::random_device{}() * 0x100000000ULL + std::random_device{}(),
+                         .dataset_bytes = tensor_bytes(*data.train) + tensor_bytes(*data.test)};
   ProcessOutputs outputs(progress, on_epoch);
   // Asynchronous strategies go on without a worker lost with its host (docs/simulation.md,
   // "Failures"); synchronous ones end with its PeerLost.
@@ -471,7 +489,8 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
                        .tolerate_lost_workers = strategy::asynchronous_strategy(options.worker.strategy),
                        .process = options.process,
                        .collectives = options.collectives,
-                       .windows = options.windows},
+                       .windows = options.windows,
+                       .sim_threads = options.sim_threads},
                       [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
 
   std::optional<nlohmann::json> summary = outputs.summary();
@@ -482,6 +501,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
     (*summary)["simulated_seconds"] = run_seconds;
     (*summary)["cluster"] = options.cluster.string();
   }
+  if (one_process(options)) (*summary)["peak_rss_bytes"] = core::peak_rss_bytes();
   write_outputs(options, outputs, *summary);
   if (hosts_worker_zero != nullptr) *hosts_worker_zero = outputs.hosts_rank0();
   return *summary;
