@@ -463,9 +463,12 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
     return initial_parameters(model, options.seed);
   }();
   // Intra-op threads: this process's cores divided among its workers, under sim as under threads.
-  // Under sim one actor runs at a time, but each actor is an OS thread with its own OpenMP team,
-  // whose idle threads spin after every parallel region: with 2 threads per actor, hundreds of
-  // simulated workers spend most of the CPU spinning in libgomp (docs/simulation.md, "Scale").
+  // Under sim at most min(sim_threads, workers) gradients run at once (one per compute thread), so
+  // cores / workers each never oversubscribes the cores, and the count, hence every floating-point
+  // result, is the same for any sim_threads. More per gradient would not pay either: each OS thread
+  // has its own OpenMP team, whose idle threads spin after every parallel region (with 2 threads
+  // per actor, hundreds of simulated workers spent most of the CPU spinning in libgomp;
+  // docs/simulation.md, "Scale").
   configure_torch_threads(workers_on_host(options));
   // The same large tensors every step: keep their memory in the heap (core/malloc_tuning.hpp).
   const core::MallocTuning malloc_tuning = core::tune_malloc();
