@@ -42,6 +42,9 @@ class MemberWatch final : public runtime::Context {
   double now() const override { return inner_.now(); }
   void sleep(double seconds) override { inner_.sleep(seconds); }
   void compute(double flops) override { inner_.compute(flops); }
+  void compute_overlapped(double flops, const std::function<void()>& work) override {
+    inner_.compute_overlapped(flops, work);
+  }
   void memory_traffic(double bytes) override { inner_.memory_traffic(bytes); }
   core::Work send(int peer, runtime::Tag tag, core::ConstView data) override;
   core::Work recv(int peer, runtime::Tag tag, core::MutableView dst,

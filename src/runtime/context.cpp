@@ -13,6 +13,11 @@ std::uint64_t Context::bytes_sent() const {
 
 double Context::operation_time_limit() const { return core::env_number(runtime_environment(), "FAST_OP_TIMEOUT"); }
 
+void Context::compute_overlapped(double flops, const std::function<void()>& work) {
+  work();
+  compute(flops);
+}
+
 void check_peer(const Context& ctx, int peer, const char* what) {
   FAST_ENFORCE(peer >= 0 && peer < ctx.size(), "{}: peer rank {} out of range [0, {})", what, peer, ctx.size());
 }

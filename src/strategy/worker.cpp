@@ -163,6 +163,12 @@ StepOutcome Worker::strategy_step(double lr) {
 
 void Worker::representative(std::span<float> out) { strategy_->representative(state_, out); }
 
+std::size_t Worker::state_bytes() const {
+  const std::size_t replica = state_.params.size_bytes() + state_.grads.size_bytes();
+  const std::size_t optimizer = optimizer_->state_buffers() * optimizer_->numel() * sizeof(float);
+  return replica + optimizer + published_.size() * sizeof(float) + strategy_->state_bytes();
+}
+
 void Worker::finish() {
   if (finished_) return;
   finished_ = true;

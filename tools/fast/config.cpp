@@ -436,6 +436,16 @@ std::vector<ConfigKey> general_keys() {
           [](const TrainOptions& o) {
             return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout);
           }),
+      declared_key(
+          integer_declaration<int>("sim_threads",
+                                   "--runtime sim: OS threads that compute the simulated workers' gradients while "
+                                   "the simulation runs; 0: the cores this process may run on. At most one per "
+                                   "worker; 1: one after the other on the simulation's thread. The results are "
+                                   "the same for any value (docs/simulation.md, \"Parallel computation\").",
+                                   0)
+              .at_most(1024),
+          [](TrainOptions& o, const core::SettingValue& v) { o.sim_threads = integer_of<int>(v); },
+          [](const TrainOptions& o) { return text(static_cast<long long>(o.sim_threads)); }),
       // zmq: how the processes of a multi-process run find and trust each other (runtime::ProcessOptions,
       // docs/launch.md). Left at their defaults, the runtime reads the FAST_* variable each names.
       {"rendezvous", KeyType::string,

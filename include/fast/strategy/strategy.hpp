@@ -219,6 +219,12 @@ class Strategy {
   // This worker's codec traffic (StrategyOptions::compress): every tensor it encoded, dense
   // bytes against encoded bytes. Empty with compress = "none".
   compress::CompressionStats compression() const { return meter_.stats(); }
+  // Bytes of the state this worker's strategy keeps from one step to the next besides the replica
+  // (parameters, gradients) and the worker's optimizer: models and copies it exposes in windows,
+  // its weights and centre, a parameter server's shard and optimizer. Scratch buffers that a step
+  // fills before it reads them are not state. The memory floor of a run sums it
+  // (docs/simulation.md, "Memory floor"). Default: 0 (nothing but the replica).
+  virtual std::size_t state_bytes() const { return 0; }
 
  protected:
   explicit Strategy(collective::Communicator& comm) : comm_(comm) {}
@@ -247,6 +253,11 @@ class Strategy {
   // The model a strategy sending gradients represents itself by: DGC's kept shared x with the local
   // view (the worker's params are then its view x - v), else params. dgc may be null.
   static std::span<const float> dgc_model(const compress::Dgc* dgc, std::span<const float> params);
+  // The bytes a vector's elements take (state_bytes()).
+  template <typename T>
+  static std::size_t bytes_of(const std::vector<T>& v) noexcept {
+    return v.size() * sizeof(T);
+  }
   collective::Communicator& comm_;
   compress::CompressionMeter meter_;
 };

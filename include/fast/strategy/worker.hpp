@@ -148,6 +148,11 @@ class Worker {
   // worker is lost itself.
   Regrouping regroup_survivors();
 
+  // Bytes of this worker's training state: its replica's parameters and gradients, its optimizer's
+  // state buffers, the copy of its replica it publishes (asynchronous strategies without a
+  // replica_window()) and its strategy's state (Strategy::state_bytes). Thread-safe as the
+  // strategy's state_bytes() is: sizes only, which change only at attach().
+  std::size_t state_bytes() const;
   std::int64_t steps() const noexcept { return steps_; }
   std::int64_t skipped_steps() const noexcept { return skipped_; }
   double comm_seconds() const noexcept { return comm_seconds_; }

@@ -35,7 +35,8 @@ Packed pack(const WorkerTotals& t) {
             static_cast<std::int64_t>(t.divergence.kind),
             t.divergence.worker,
             t.divergence.step,
-            t.stopped_by};
+            t.stopped_by,
+            t.state_bytes};
   for (std::uint64_t b : t.bytes_to) p.ints.push_back(static_cast<std::int64_t>(b));
   for (std::uint64_t b : t.bytes_from) p.ints.push_back(static_cast<std::int64_t>(b));
   p.reals = {t.idle_seconds, t.slowdown_seconds, t.staleness.sum,      t.wall_seconds,
@@ -76,6 +77,7 @@ WorkerTotals unpack(std::span<const std::int64_t> ints, std::span<const double> 
   t.divergence.worker = static_cast<int>(i.next());
   t.divergence.step = i.next();
   t.stopped_by = i.next();
+  t.state_bytes = i.next();
   t.bytes_to.resize(static_cast<std::size_t>(world));
   t.bytes_from.resize(static_cast<std::size_t>(world));
   for (auto& b : t.bytes_to) b = static_cast<std::uint64_t>(i.next());

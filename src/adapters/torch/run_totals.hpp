@@ -41,6 +41,7 @@ struct WorkerTotals {
   std::vector<std::uint64_t> bytes_from;   // payload bytes received from each peer (size: world)
   metrics::DivergenceSign divergence;      // the first sign of divergence this worker saw (kind none: none)
   std::int64_t stopped_by = 0;             // the signal that stopped this worker's loop (SIGINT, SIGTERM), 0: none
+  std::int64_t state_bytes = 0;            // strategy::Worker::state_bytes (the memory floor)
 };
 
 // One evaluation written by a worker, for the time to the target accuracy.

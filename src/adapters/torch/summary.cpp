@@ -107,6 +107,15 @@ void add_resume_fields(json& summary, const SummaryInputs& in, const WorkerTotal
   summary["checkpoint_error"] = in.checkpoint_error.empty() ? json(nullptr) : json(in.checkpoint_error);
 }
 
+// The state every member keeps (WorkerTotals::state_bytes) plus the dataset once
+// (docs/simulation.md, "Memory floor").
+std::uint64_t memory_floor(const RunTotals& totals, std::uint64_t dataset_bytes) {
+  std::uint64_t bytes = dataset_bytes;
+  for (const std::optional<WorkerTotals>& t : totals.by_rank)
+    if (t) bytes += static_cast<std::uint64_t>(t->state_bytes);
+  return bytes;
+}
+
 }  // namespace
 
 json build_summary(const SummaryInputs& in) {
@@ -177,6 +186,7 @@ json build_summary(const SummaryInputs& in) {
   add_collectives(summary, o, in.communicator);
   add_resume_fields(summary, in, first);
   summary["run"] = in.run;
+  if (in.dataset_bytes) summary["memory_floor_bytes"] = memory_floor(totals, *in.dataset_bytes);
   return summary;
 }
 

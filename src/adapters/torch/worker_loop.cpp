@@ -87,8 +87,13 @@ void WorkerLoop::checkpoint_own(std::int64_t steps) {
 
 strategy::StepReport WorkerLoop::train_step(std::int64_t epoch, std::int64_t index) {
   const double compute_start = slowdown_.active() ? ctx_.now() : 0.0;
-  const double loss = model_.gradient(epoch, index);
-  ctx_.compute(plan_.flops_per_step);
+  double loss = 0;
+  if (model_.gradient_is_private()) {
+    ctx_.compute_overlapped(plan_.flops_per_step, [&] { loss = model_.gradient(epoch, index); });
+  } else {
+    loss = model_.gradient(epoch, index);
+    ctx_.compute(plan_.flops_per_step);
+  }
   if (slowdown_.active()) slowdown_.after_compute(ctx_, ctx_.now() - compute_start);
   const strategy::StepReport report = worker_.step();
   model_.sync_buffers(worker_.communicator());

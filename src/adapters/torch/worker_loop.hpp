@@ -38,6 +38,11 @@ class ModelSide {
   // zero grads, forward, cross-entropy, backward on batch (epoch, index) of this worker's shard;
   // returns the loss. The gradient is left in the replica's flat buffer for Worker::step().
   virtual double gradient(std::int64_t epoch, std::int64_t index) = 0;
+  // Whether gradient() touches only this worker's own objects (its model, replica and loader) and
+  // shared read-only data: it may then run on another OS thread while other workers' code runs
+  // (Context::compute_overlapped). False when the model draws from libtorch's process-wide
+  // random generator (ModelRegistration::draws_random, TorchScript files).
+  virtual bool gradient_is_private() const = 0;
   // Evaluator::run (collective) / Evaluator::snapshot_round (not collective), the score fields of
   // the record filled (accuracy, loss, samples, consensus distance, replica accuracies and rank).
   virtual metrics::EvalRecord evaluate(bool final_round) = 0;

@@ -61,6 +61,7 @@ struct TrainOptions {
   std::int64_t log_every = 50;        // a `train` metrics record every this many steps (per worker)
   std::int64_t eval_every = 0;        // evaluate every this many steps; 0: at each epoch's end
   double op_timeout = -1;             // blocking-operation limit in seconds; < 0: FAST_OP_TIMEOUT
+  int sim_threads = 0;                // sim: threads computing gradients (runtime::LaunchOptions::sim_threads)
   runtime::SlowdownOptions slowdown;  // emulated slow workers and stragglers (seed: `seed`)
   std::string final_model = "average";  // representative model: average | rank0 | best
   bool replica_accuracy = true;         // the final evaluation also scores every replica (replica_accuracy_min/max)
