@@ -142,11 +142,20 @@ pid_t worker_pid(const fs::path& log, int rank) {
   return pid ? static_cast<pid_t>(std::stol(*pid)) : -1;
 }
 
-class ZmqElastic : public ::testing::TestWithParam<std::string> {};
+struct Loss {
+  std::string strategy;
+  int victim;  // the process (and worker) killed
+};
+
+void PrintTo(const Loss& l, std::ostream* os) { *os << l.strategy << ", process " << l.victim << " killed"; }
+
+class ZmqElastic : public ::testing::TestWithParam<Loss> {};
 
 TEST_P(ZmqElastic, SurvivorsOfAKilledProcessFinishTheRun) {
-  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "zmq_" + dir_name(GetParam()));
-  const std::string train = " --strategy " + GetParam() + kTrain;
+  const Loss& loss = GetParam();
+  const fs::path dir =
+      fast::testing::test_dir("fast_elastic_cli", "zmq_" + dir_name(loss.strategy) + "_" + std::to_string(loss.victim));
+  const std::string train = " --strategy " + loss.strategy + kTrain;
   // The run without the loss: under threads, whose synchronous runs end as zmq's do (zmq_cli_test).
   const auto whole =
       fast::testing::run_fast_in(dir, "train --runtime threads --workers 4 --summary whole.json" + train);
@@ -159,7 +168,7 @@ TEST_P(ZmqElastic, SurvivorsOfAKilledProcessFinishTheRun) {
       kFast + " launch -n 4 --grace 200 --timeout 300 -- " + kFast + " train --runtime zmq --elastic --peer-timeout " +
           peer_timeout + " --progress auto --summary s.json --metrics m.jsonl --slowdown 6,6,6,6" + train,
       "launch.log");
-  const pid_t victim = worker_pid(l.log, 2);
+  const pid_t victim = worker_pid(l.log, loss.victim);
   ASSERT_GT(victim, 0) << slurp(l.log);
   const fast::testing::RemovesSocketFiles killed{victim};
   const bool reached = fast::testing::poll_until([&] { return progress_percent(l.log) >= 30; },
@@ -170,17 +179,25 @@ TEST_P(ZmqElastic, SurvivorsOfAKilledProcessFinishTheRun) {
   ASSERT_TRUE(reached) << log;
   ASSERT_NE(status, -1) << "fast launch did not end:\n" << log;
   ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
-  EXPECT_NE(log.find("elastic: worker(s) 2 lost; 3 workers go on from step"), std::string::npos) << log;
-  expect_survivors_finished(json::parse(slurp(dir / "s.json")), json::parse(slurp(dir / "whole.json")), 2,
-                            dir / "m.rank0.jsonl");
+  EXPECT_NE(log.find("elastic: worker(s) " + std::to_string(loss.victim) + " lost; 3 workers go on from step"),
+            std::string::npos)
+      << log;
+  // The first survivor's process writes the records of the regrouping and the summary.
+  const std::string first = loss.victim == 0 ? "1" : "0";
+  expect_survivors_finished(json::parse(slurp(dir / "s.json")), json::parse(slurp(dir / "whole.json")), loss.victim,
+                            dir / ("m.rank" + first + ".jsonl"));
   fs::remove_all(dir);
 }
 
-// local-sgd regroups as allreduce does (tests/strategy/elastic_test.cpp): labelled long (`make test-all`).
-INSTANTIATE_TEST_SUITE_P(Strategies, ZmqElastic, ::testing::Values("allreduce"),
-                         [](const auto& info) { return dir_name(info.param); });
-INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqElastic, ::testing::Values("local-sgd --period 4"),
-                         [](const auto& info) { return dir_name(info.param); });
+std::string loss_name(const ::testing::TestParamInfo<Loss>& info) {
+  return dir_name(info.param.strategy) + "_process_" + std::to_string(info.param.victim);
+}
+
+// Worker 0 (the rendezvous, the first member) lost too. local-sgd regroups as allreduce does
+// (tests/strategy/elastic_test.cpp): labelled long (`make test-all`).
+INSTANTIATE_TEST_SUITE_P(Strategies, ZmqElastic, ::testing::Values(Loss{"allreduce", 2}, Loss{"allreduce", 0}),
+                         loss_name);
+INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqElastic, ::testing::Values(Loss{"local-sgd --period 4", 2}), loss_name);
 
 #endif  // FAST_TEST_ZMQ
 

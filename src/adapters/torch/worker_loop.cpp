@@ -165,6 +165,7 @@ std::int64_t WorkerLoop::regroup_survivors(const core::PeerLost& lost) {
   flush_train_record();
   const strategy::Regrouping g = worker_.regroup_survivors();
   if (lead()) {
+    outputs_.lead_here();  // worker 0 may be the one lost
     const std::vector<runtime::MembershipEvent> events = ctx_.membership_events();
     for (int w : g.lost) {
       std::string detail;
