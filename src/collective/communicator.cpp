@@ -35,7 +35,7 @@ using detail::wrap;
 
 Communicator::Communicator(runtime::Context& ctx, CommunicatorOptions options)
     : own_(ctx),
-      watch_(options.elastic ? std::make_unique<detail::MemberWatch>(ctx, members_) : nullptr),
+      watch_(options.elastic ? std::make_unique<detail::MemberWatch>(ctx, members_, formed_at_) : nullptr),
       ctx_(watch_ ? static_cast<runtime::Context&>(*watch_) : ctx),
       joining_(ctx.joins_run_under_way()),
       default_algorithm_(options.allreduce_algorithm),
@@ -83,7 +83,10 @@ void Communicator::regroup(std::vector<int> members, std::uint32_t next_sequence
   index_ = static_cast<int>(at - members.begin());
   members_ = std::move(members);
   sequence_.store(next_sequence, std::memory_order_relaxed);
+  formed_at_ = own_.now();
 }
+
+bool Communicator::lost_since_formed(int rank) const { return runtime::lost_since(own_, rank, formed_at_); }
 
 runtime::NativeCollectives* Communicator::native() const {
   if (group_size() != ctx_.size()) return nullptr;

@@ -72,7 +72,7 @@ class WatchedWork final : public core::WorkImpl {
 
 void MemberWatch::check_members(const char* what) const {
   for (int m : members_) {
-    if (inner_.alive(m)) continue;
+    if (!runtime::lost_since(inner_, m, formed_at_)) continue;
     try {
       inner_.ensure_alive(m);
     } catch (const core::PeerLost& e) {

@@ -29,7 +29,10 @@ class MemberWatch final : public runtime::Context {
   // Seconds of runtime clock between two checks of the members while a wait is blocked.
   static constexpr double kSlice = 0.02;
 
-  MemberWatch(runtime::Context& inner, const std::vector<int>& members) : inner_(inner), members_(members) {}
+  // `formed_at`: when the group was formed (now() seconds): a member lost since then is lost even
+  // when a new process has taken its rank back meanwhile (runtime::lost_since).
+  MemberWatch(runtime::Context& inner, const std::vector<int>& members, const double& formed_at)
+      : inner_(inner), members_(members), formed_at_(formed_at) {}
 
   runtime::Context& inner() noexcept { return inner_; }
   // PeerLost naming the first member (in rank order) that is lost, if one is; `what` is the
@@ -76,6 +79,7 @@ class MemberWatch final : public runtime::Context {
 
   runtime::Context& inner_;
   const std::vector<int>& members_;
+  const double& formed_at_;
 };
 
 }  // namespace fast::collective::detail

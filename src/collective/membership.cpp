@@ -81,13 +81,13 @@ SurvivorAgreement agree_on_survivors(Communicator& comm, std::int64_t progress, 
     ctx.ensure_alive(ctx.rank());  // this worker lost during the agreement: it ends here
     ctx.settle_lost_peers();       // every loss before this point is seen
     const std::size_t before = set.size();
-    std::erase_if(set, [&](int r) { return r != ctx.rank() && !ctx.alive(r); });
+    std::erase_if(set, [&](int r) { return r != ctx.rank() && comm.lost_since_formed(r); });
     ++round;
     const std::vector<std::int64_t> mine = encode(progress, comm.next_sequence_number(), set, world);
     if (!exchange(ctx, set, round, mine, theirs)) {
       // A failed round always names a lost member, so the next one is smaller; should the runtime
       // report the loss later than the failure, wait a little rather than spin.
-      std::erase_if(set, [&](int r) { return r != ctx.rank() && !ctx.alive(r); });
+      std::erase_if(set, [&](int r) { return r != ctx.rank() && comm.lost_since_formed(r); });
       if (set.size() == before) ctx.sleep(0.01);
       continue;
     }

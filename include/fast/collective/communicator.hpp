@@ -121,6 +121,10 @@ class Communicator {
   void regroup(std::vector<int> members, std::uint32_t next_sequence);
   // The sequence number the next collective will take.
   std::uint32_t next_sequence_number() const noexcept { return sequence_.load(std::memory_order_relaxed); }
+  // Whether member `rank` was lost since the group was formed (the construction or the last
+  // regroup(), on this worker's clock): not alive now, or lost and taken back by a new process
+  // since (runtime::lost_since). The new process is not the member the group had.
+  bool lost_since_formed(int rank) const;
 
   // In place: data = op over all members of data (f32 or f64; avg divides by group_size()).
   // Blocking.
@@ -218,6 +222,7 @@ class Communicator {
   std::vector<core::Buffer> scratch_pool_;
   std::vector<int> members_;  // the group, in rank order
   int index_ = 0;             // this worker's index in members_
+  double formed_at_ = 0;      // own_.now() when members_ was last set (lost_since_formed)
 };
 
 }  // namespace fast::collective

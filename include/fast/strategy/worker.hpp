@@ -147,6 +147,16 @@ class Worker {
   // it again. InvalidUsage without an elastic Communicator or after finish(); PeerLost when this
   // worker is lost itself.
   Regrouping regroup_survivors();
+  // Elastic synchronous training, joins at a step boundary. admit(): collective among the
+  // members, at the same step boundary on every one (they agreed on `joiner`, a rank that is
+  // alive again and not a member: a new process took it back, Context::joins_run_under_way on
+  // its side): the first member sends the joiner the group, the sequence number, the agreement
+  // round count and its state (save()), and every member regroups with the joiner. join_group():
+  // the joiner's side, from its Communicator's joining mode: waits for that message (bounded by
+  // the operation time limit), restores the state, ends the joining mode and regroups. Both
+  // return the new group (source: the member whose state the joiner took).
+  Regrouping admit(int joiner);
+  Regrouping join_group();
 
   // Bytes of this worker's training state: its replica's parameters and gradients, its optimizer's
   // state buffers, the copy of its replica it publishes (asynchronous strategies without a

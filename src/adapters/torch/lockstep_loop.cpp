@@ -18,6 +18,7 @@ bool lockstep_step(WorkerLoop& loop, std::int64_t s) {
     if (loop.stop_for_divergence()) return true;  // stop_on_divergence: decided together, at an evaluation
   }
   if (loop.stop_agreed(s + 1)) return true;  // SIGINT/SIGTERM: decided together
+  loop.admit_joiners(s + 1);                 // elastic: a worker taken back joins here
   if (plan.checkpoint_every > 0 && (s + 1) % plan.checkpoint_every == 0 && s + 1 < plan.total_steps)
     loop.checkpoint(s + 1);
   return false;
@@ -35,7 +36,9 @@ bool lockstep_step(WorkerLoop& loop, std::int64_t s) {
 // every checkpoint_every steps (not at the last: trainer.cpp writes the final one).
 void run_lockstep(WorkerLoop& loop) {
   const LoopPlan& plan = loop.plan();
-  for (std::int64_t s = plan.first_step; s < plan.total_steps;) {
+  // Elastic: a process that took a lost worker's rank back joins at the members' next step boundary.
+  std::int64_t s = loop.worker().communicator().joining() ? loop.join_group() : plan.first_step;
+  while (s < plan.total_steps) {
     try {
       if (lockstep_step(loop, s)) break;
       ++s;

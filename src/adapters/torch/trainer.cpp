@@ -337,7 +337,9 @@ std::string final_checkpoint(const runtime::Context& ctx, const std::function<vo
 void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outputs) {
   const TrainOptions& o = in.options;
   if (ctx.joins_run_under_way()) {  // a new process that took a lost worker's rank back (zmq)
-    const std::string refusal = strategy::rejoin_refusal(o.worker.strategy, ctx.rank());
+    // An elastic synchronous run admits it at a step boundary; an asynchronous one takes it back.
+    const std::string refusal = o.elastic ? strategy::elastic_refusal(o.worker.strategy)
+                                          : strategy::rejoin_refusal(o.worker.strategy, ctx.rank());
     FAST_ENFORCE(refusal.empty(), "rejoin: this process would take worker {} back into the run under way, but {}",
                  ctx.rank(), refusal);
   }

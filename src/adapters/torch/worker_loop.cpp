@@ -185,6 +185,36 @@ std::int64_t WorkerLoop::regroup_survivors(const core::PeerLost& lost) {
   return g.steps;
 }
 
+void WorkerLoop::admit_joiners(std::int64_t done) {
+  if (!plan_.elastic || done % plan_.stop_check_every != 0 || done >= plan_.total_steps) return;
+  collective::Communicator& comm = worker_.communicator();
+  const std::vector<int>& members = comm.members();
+  double mine = -1;
+  for (int r = 0; r < ctx_.size() && mine < 0; ++r)
+    if (!std::binary_search(members.begin(), members.end(), r) && ctx_.alive(r)) mine = r;
+  std::vector<double> seen(static_cast<std::size_t>(comm.group_size()));
+  comm.allgather(core::ConstView(std::span<const double>(&mine, 1)), core::MutableView(std::span<double>(seen)));
+  if (seen.front() < 0 || std::any_of(seen.begin(), seen.end(), [&](double v) { return v != seen.front(); })) return;
+  const int joiner = static_cast<int>(seen.front());
+  const strategy::Regrouping g = worker_.admit(joiner);
+  if (!lead()) return;
+  outputs_.write(metrics::to_json(metrics::MembershipRecord{.time = elapsed(),
+                                                            .worker = joiner,
+                                                            .joined = true,
+                                                            .detail = "took its rank back",
+                                                            .step = g.steps,
+                                                            .workers = static_cast<int>(g.members.size())}));
+  core::log(core::LogLevel::warn, "elastic: worker {} joined at step {}; {} workers go on", joiner, g.steps,
+            g.members.size());
+}
+
+std::int64_t WorkerLoop::join_group() {
+  const strategy::Regrouping g = worker_.join_group();
+  core::log(core::LogLevel::warn, "elastic: worker {} joined the run at step {} of {} with worker {}'s state",
+            ctx_.rank(), g.steps, plan_.total_steps, g.source);
+  return g.steps;
+}
+
 void WorkerLoop::record_membership() {
   // Elastic lockstep runs write their changes where the survivors regroup (regroup_survivors).
   if (!lead() || plan_.elastic) return;

@@ -107,6 +107,15 @@ class WorkerLoop {
   // steps taken, where the loop goes on. Rethrows `lost` when this worker is lost itself or the
   // run is not elastic.
   std::int64_t regroup_survivors(const core::PeerLost& lost);
+  // Elastic lockstep runs, joins at a step boundary. admit_joiners(): collective among the
+  // members after `done` steps, every plan.stop_check_every steps (but the last): each member
+  // proposes the lowest rank that is alive again without being a member (a new process took it
+  // back under zmq), an all-gather of 8 bytes each; when every member proposes the same one, it is
+  // admitted (strategy::Worker::admit) and the first member writes a `membership` record
+  // (`joined`, with the step and the new size). join_group(): the joining worker's side before its
+  // first step (strategy::Worker::join_group); returns the steps it goes on from.
+  void admit_joiners(std::int64_t done);
+  std::int64_t join_group();
   // Whether this worker leads the run's outputs: the first member of the group (worker 0 until it
   // is lost in an elastic run).
   bool lead() const;
