@@ -12,9 +12,6 @@
 #include <toml++/toml.h>
 
 #include "fast/adapters/torch/buffer_policy.hpp"
-#include "fast/adapters/torch/dataset_spec.hpp"
-#include "fast/adapters/torch/environment.hpp"
-#include "fast/adapters/torch/model_names.hpp"
 #include "fast/collective/allreduce_algorithm.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -30,12 +27,15 @@
 #include "fast/runtime/registry.hpp"
 #include "fast/strategy/registry.hpp"
 #include "fast/strategy/strategy.hpp"
+#include "fast/training/dataset_spec.hpp"
+#include "fast/training/environment.hpp"
+#include "fast/training/model_names.hpp"
 
-namespace fast::cli {
+namespace fast::settings {
 
 namespace {
 
-using torch::TrainOptions;
+using training::TrainOptions;
 
 // Text parsing is the strategy options' (fast/strategy/option.hpp), so that every setting reads and
 // refuses values alike; integers go through core::parse_int, to the setting's own type (a larger
@@ -184,7 +184,7 @@ std::map<std::string, std::string, std::less<>> text_accepts() {
   return {{"runtime", one_of_text(runtime::runtime_names())},
           {"cluster", "a .toml or .xml file; or empty"},
           {"strategy", one_of_text(strategy::strategy_names())},
-          {"model", fmt::format("one of: {}; or a TorchScript file", fmt::join(torch::model_names(), ", "))},
+          {"model", fmt::format("one of: {}; or a TorchScript file", fmt::join(training::model_names(), ", "))},
           {"device", "cpu, cuda or cuda:K"},
           {"dataset", "a dataset spec (docs/data.md)"},
           {"data_dir", "a folder"},
@@ -239,7 +239,7 @@ std::vector<ConfigKey> general_keys() {
            "Model: {} (built-in, sized by the dataset's sample shape and classes), a model the program registered "
            "(docs/models.md, \"Adding a model\"), or a TorchScript file (a "
            "path with '/' or ending in .pt, saved with torch.jit.script(m).save(path)). docs/models.md.",
-           fmt::join(torch::model_names(), ", ")),
+           fmt::join(training::model_names(), ", ")),
        [](TrainOptions& o, const std::string& v) { o.model = v; }, [](const TrainOptions& o) { return o.model; }},
       {"device", KeyType::string,
        "Where each worker computes: cpu; cuda (worker r on GPU r mod the GPUs its process sees); cuda:K (every "
@@ -256,7 +256,7 @@ std::vector<ConfigKey> general_keys() {
       {"dataset", KeyType::string,
        fmt::format("Dataset: fashion-mnist (the IDX files of data_dir), npz (arrays x and y), npy or synthetic: {} "
                    "(keys and defaults: Spec strings, dataset). docs/data.md.",
-                   torch::dataset_family().usages()),
+                   training::dataset_family().usages()),
        [](TrainOptions& o, const std::string& v) { o.dataset = v; }, [](const TrainOptions& o) { return o.dataset; }},
       {"data_dir", KeyType::path, "fashion-mnist: folder of the four IDX files, gzip or not (default: FAST_DATA_DIR).",
        [](TrainOptions& o, const std::string& v) { o.data_dir = v; },
@@ -277,7 +277,7 @@ std::vector<ConfigKey> general_keys() {
       {"optimizer", KeyType::string, "Optimizer: sgd, momentum, nesterov, adam or adamw.",
        [](TrainOptions& o, const std::string& v) {
          o.worker.optimizer.name = one_of(v, optim::optimizer_names(), "optimizer");
-         if (!o.lr_given) o.worker.optimizer.lr = torch::default_lr(o.worker.optimizer.name);
+         if (!o.lr_given) o.worker.optimizer.lr = training::default_lr(o.worker.optimizer.name);
        },
        [](const TrainOptions& o) { return o.worker.optimizer.name; }},
       FAST_NUMBER_KEY("momentum", "Momentum factor of momentum and nesterov, in [0, 1).", worker.optimizer.momentum,
@@ -712,7 +712,7 @@ std::vector<core::EnvTable> environment_tables() {
   std::vector<core::EnvTable> tables{core::env_table(), runtime::runtime_environment()};
   for (const runtime::RuntimeBackend& b : runtime::runtime_backends())
     if (!b.environment.empty()) tables.push_back(b.environment);
-  tables.push_back(torch::training_environment());
+  tables.push_back(training::training_environment());
   return tables;
 }
 
@@ -746,4 +746,4 @@ std::string config_markdown() {
   return md;
 }
 
-}  // namespace fast::cli
+}  // namespace fast::settings

@@ -15,11 +15,11 @@
 
 #include <toml++/toml.h>
 
-#include "fast/adapters/torch/train_options.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/setting.hpp"
+#include "fast/training/train_options.hpp"
 
-namespace fast::cli {
+namespace fast::settings {
 
 // boolean: a flag without a value on the command line (--insecure), true/false in files.
 enum class KeyType { string, integer, number, path, boolean };
@@ -30,9 +30,9 @@ struct ConfigKey {
   std::string description;
   // Writes the value (already checked to be of `type`, given as text) into options; throws
   // InvalidArgument naming the key for an out-of-range value.
-  std::function<void(torch::TrainOptions&, const std::string&)> set;
+  std::function<void(training::TrainOptions&, const std::string&)> set;
   // The current value as text (for --help and docs: the defaults).
-  std::function<std::string(const torch::TrainOptions&)> get;
+  std::function<std::string(const training::TrainOptions&)> get;
   bool strategy_option = false;  // generated from a strategy's option declaration
   std::string accepts;           // what a value must be ("an integer >= 1", "one of: a, b"), for docs
   // Integer and number settings: the declaration whose range is the only check of the value (a
@@ -57,20 +57,20 @@ toml::table parse_toml_file(const std::filesystem::path& file);
 // against the key's type. `where` ("config file 'a.toml' line 3") starts every error message.
 std::string config_value_text(std::string_view key, const toml::node& node, const std::string& where);
 // Applies one TOML value (type-checked as above) to the setting `key`.
-void apply_config_value(torch::TrainOptions& options, std::string_view key, const toml::node& node,
+void apply_config_value(training::TrainOptions& options, std::string_view key, const toml::node& node,
                         const std::string& where);
 // Applies every key of a table (a file's top level or an inline table read from `file`).
-void apply_config_table(torch::TrainOptions& options, const toml::table& table, const std::filesystem::path& file);
+void apply_config_table(training::TrainOptions& options, const toml::table& table, const std::filesystem::path& file);
 
 // Applies a TOML file. Errors name the file, the key, the expected type and what was found;
 // unknown keys are rejected with the list of known ones.
-void apply_config_file(torch::TrainOptions& options, const std::filesystem::path& file);
+void apply_config_file(training::TrainOptions& options, const std::filesystem::path& file);
 // Applies one setting given as text (a command-line flag); `origin` names it in errors ("--batch").
-void apply_setting(torch::TrainOptions& options, std::string_view key, const std::string& text,
+void apply_setting(training::TrainOptions& options, std::string_view key, const std::string& text,
                    std::string_view origin);
 
 // The environment variables of every layer (core/env.hpp): core's, the runtime layer's, each
-// runtime backend's of this build, the training adapter's; for --help and docs/config.md.
+// runtime backend's of this build, the training layer's; for --help and docs/config.md.
 std::vector<core::EnvTable> environment_tables();
 
 // docs/config.md body: the table of keys and the environment variables.
@@ -81,4 +81,4 @@ std::string spec_markdown();
 // Text for a cell of a markdown table: every '|' escaped as "\\|".
 std::string markdown_cell(std::string_view text);
 
-}  // namespace fast::cli
+}  // namespace fast::settings

@@ -6,14 +6,14 @@
 #include <fmt/format.h>
 
 #include "config.hpp"
-#include "fast/adapters/torch/dataset_spec.hpp"
 #include "fast/compress/codec.hpp"
 #include "fast/core/spec.hpp"
 #include "fast/strategy/aggregate.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/schedule.hpp"
+#include "fast/training/dataset_spec.hpp"
 
-namespace fast::cli {
+namespace fast::settings {
 
 std::string markdown_cell(std::string_view text) {
   std::string out;
@@ -59,8 +59,8 @@ std::string spec_markdown() {
   md += family_markdown(topology::schedule_family(), "`topology` (gosgd)",
                         std::string(positional) + "; any topology spec is a schedule of period 1");
   md += family_markdown(strategy::aggregate_family(), "`aggregate`", std::string(positional) + " (multi-krum: F:M)");
-  md += family_markdown(torch::dataset_family(), "`dataset`", keyed);
+  md += family_markdown(training::dataset_family(), "`dataset`", keyed);
   return md;
 }
 
-}  // namespace fast::cli
+}  // namespace fast::settings

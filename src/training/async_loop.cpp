@@ -8,7 +8,7 @@
 #include "fast/core/log.hpp"
 #include "worker_loop.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 // The workers share a budget of total_steps x workers batches, claimed one at a time from a
 // counter on worker 0 (a fetch-and-add through the window "trainer.claims"), so fast workers take
@@ -92,4 +92,4 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
   return made;
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -4,7 +4,7 @@
 
 #include "fast/core/error.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 nlohmann::json read_checkpoint_manifest(const std::filesystem::path& file) {
   std::ifstream in(file);
@@ -27,4 +27,4 @@ const nlohmann::json& manifest_identity(const nlohmann::json& manifest) {
   return run == manifest.end() ? none : *run;
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

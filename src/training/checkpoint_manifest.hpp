@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace fast::torch {
+namespace fast::training {
 
 // The manifest's name in a step folder.
 inline constexpr const char* kManifestName = "manifest.json";
@@ -22,4 +22,4 @@ nlohmann::json read_checkpoint_manifest(const std::filesystem::path& file);
 // when it has none (identity_mismatch then says the file carries no identity).
 const nlohmann::json& manifest_identity(const nlohmann::json& manifest);
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "checkpoint_manifest.hpp"
-#include "fast/adapters/torch/run_identity.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "fast/training/run_identity.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 namespace {
 
@@ -253,4 +253,4 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
              count, folder.string(), last_failure);
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -36,7 +36,7 @@
 
 #include "fast/strategy/worker.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 class CheckpointStore {
  public:
@@ -92,4 +92,4 @@ class CheckpointStore {
   nlohmann::json identity_;
 };
 
-}  // namespace fast::torch
+}  // namespace fast::training

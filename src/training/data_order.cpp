@@ -1,11 +1,11 @@
-#include "fast/adapters/torch/data_order.hpp"
+#include "fast/training/data_order.hpp"
 
 #include <random>
 
 #include "fast/core/error.hpp"
 #include "fast/core/random.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, std::int64_t epoch) {
   FAST_ENFORCE(n >= 0, "epoch_permutation: expected n >= 0, got {}", n);
@@ -20,4 +20,4 @@ std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, 
   return perm;
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -1,6 +1,6 @@
 // Dataset specs: the declarations of their keys and the checks that need no data.
 
-#include "fast/adapters/torch/dataset_spec.hpp"
+#include "fast/training/dataset_spec.hpp"
 
 #include <filesystem>
 #include <limits>
@@ -12,7 +12,7 @@
 #include "fast/core/parse.hpp"
 #include "fast/core/spec.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 namespace {
 
@@ -102,4 +102,4 @@ DatasetSpec parse_dataset_spec(const std::string& text) {
   return spec;
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -1,8 +1,8 @@
-#include "fast/adapters/torch/environment.hpp"
+#include "fast/training/environment.hpp"
 
 #include <array>
 
-namespace fast::torch {
+namespace fast::training {
 
 namespace {
 using core::EnvType;
@@ -17,4 +17,4 @@ constexpr std::array kTable{
 
 core::EnvTable training_environment() { return kTable; }
 
-}  // namespace fast::torch
+}  // namespace fast::training

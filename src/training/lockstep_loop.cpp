@@ -2,7 +2,7 @@
 
 #include "worker_loop.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 // Every worker takes total_steps steps over its shard, epoch after epoch; every
 // eval_interval_steps steps (but not at the last step: the final evaluation follows the loop) all
@@ -27,4 +27,4 @@ void run_lockstep(WorkerLoop& loop) {
   }
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

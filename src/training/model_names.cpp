@@ -1,6 +1,6 @@
-#include "fast/adapters/torch/model_names.hpp"
+#include "fast/training/model_names.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 std::vector<std::string> model_names() { return {"mlp", "cnn", "resnet"}; }
 
@@ -8,4 +8,4 @@ bool is_model_file(const std::string& spec) {
   return spec.find('/') != std::string::npos || (spec.size() > 3 && spec.ends_with(".pt"));
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

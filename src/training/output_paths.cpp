@@ -12,7 +12,7 @@
 
 #include "fast/core/error.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 namespace {
 
@@ -72,4 +72,4 @@ void check_writable(const fs::path& path, std::string_view key, bool folder) {
                path.string(), ancestor.string(), why);
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string_view>
 
-namespace fast::torch {
+namespace fast::training {
 
 // InvalidArgument naming `key`, the path and why, unless `path` (a file, or a folder when
 // `folder`) can be written as its writer does: an existing path must be of its kind (a folder for
@@ -25,4 +25,4 @@ void check_writable(const std::filesystem::path& path, std::string_view key, boo
 enum class PathKind { missing, folder, other };
 PathKind path_kind(const std::filesystem::path& path, std::string_view key);
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -4,7 +4,7 @@
 
 #include "fast/core/log.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 ProcessOutputs::ProcessOutputs(ProgressFn progress, EpochFn on_epoch)
     : progress_(std::move(progress)), on_epoch_(std::move(on_epoch)) {}
@@ -103,4 +103,4 @@ std::vector<int> summary_builders(const collective::Communicator& comm, const Pr
   return builders;
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -18,13 +18,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fast/adapters/torch/train_options.hpp"
 #include "fast/collective/communicator.hpp"
 #include "fast/metrics/divergence.hpp"
 #include "fast/metrics/jsonl_writer.hpp"
 #include "fast/metrics/records.hpp"
+#include "fast/training/train_options.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 class ProcessOutputs {
  public:
@@ -84,4 +84,4 @@ ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm
 // workers that build their process's summary (and so read the run's totals).
 std::vector<int> summary_builders(const collective::Communicator& comm, const ProcessPlace& place);
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -1,4 +1,4 @@
-#include "fast/adapters/torch/run_identity.hpp"
+#include "fast/training/run_identity.hpp"
 
 #include <algorithm>
 
@@ -10,7 +10,7 @@
 #include "fast/runtime/registry.hpp"
 #include "fast/strategy/registry.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 namespace {
 
@@ -96,4 +96,4 @@ std::string identity_mismatch(const nlohmann::json& saved, const nlohmann::json&
   return "";
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

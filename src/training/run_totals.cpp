@@ -6,7 +6,7 @@
 
 #include "fast/core/error.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 namespace {
 
@@ -170,4 +170,4 @@ TargetTimes time_to_target(std::span<const EvalEvent> ordered, double target) {
   return t;
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

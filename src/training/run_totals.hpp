@@ -18,7 +18,7 @@
 #include "fast/metrics/divergence.hpp"
 #include "fast/strategy/strategy.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 // One worker's figures at the end of the run (after the final evaluation).
 struct WorkerTotals {
@@ -80,4 +80,4 @@ struct TargetTimes {
 };
 TargetTimes time_to_target(std::span<const EvalEvent> ordered, double target);
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -5,7 +5,7 @@
 
 #include "fast/core/version.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 using nlohmann::json;
 
@@ -191,4 +191,4 @@ metrics::StartRecord start_record(const TrainOptions& o, const LoopPlan& plan, i
           .param_norm = plan.initial_norm};
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

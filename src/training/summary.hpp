@@ -7,12 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fast/adapters/torch/train_options.hpp"
 #include "fast/metrics/records.hpp"
+#include "fast/training/train_options.hpp"
 #include "run_totals.hpp"
 #include "worker_loop.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 struct SummaryInputs {
   const TrainOptions& options;
@@ -42,4 +42,4 @@ nlohmann::json build_summary(const SummaryInputs& in);
 // The `start` record of a run of `workers` workers on a model of `parameters` parameters.
 metrics::StartRecord start_record(const TrainOptions& o, const LoopPlan& plan, int workers, std::uint64_t parameters);
 
-}  // namespace fast::torch
+}  // namespace fast::training

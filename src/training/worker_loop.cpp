@@ -8,7 +8,7 @@
 #include "fast/core/log.hpp"
 #include "fast/core/stop_request.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 WorkerLoop::WorkerLoop(runtime::Context& ctx, strategy::Worker& worker, runtime::Slowdown& slowdown, ModelSide& model,
                        ProcessOutputs& outputs, const LoopPlan& plan)
@@ -222,4 +222,4 @@ WorkerTotals WorkerLoop::totals() const {
   return t;
 }
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -28,7 +28,7 @@
 #include "process_outputs.hpp"
 #include "run_totals.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 // The libtorch side of one worker, as the loops see it.
 class ModelSide {
@@ -181,4 +181,4 @@ struct BudgetClaims {
 // closes the budget window (see async_loop.cpp for the order).
 BudgetClaims run_asynchronous(WorkerLoop& loop);
 
-}  // namespace fast::torch
+}  // namespace fast::training

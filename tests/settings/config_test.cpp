@@ -15,7 +15,7 @@
 #include "config.hpp"
 #include "fast/core/error.hpp"
 
-namespace fast::cli {
+namespace fast::settings {
 namespace {
 
 std::filesystem::path write_toml(const std::string& name, const std::string& body) {
@@ -27,7 +27,7 @@ std::filesystem::path write_toml(const std::string& name, const std::string& bod
 std::string error_of(const std::function<void()>& fn) { return fast::testing::error_message<core::Error>(fn); }
 
 TEST(Config, FileThenFlagsOverride) {
-  torch::TrainOptions o;
+  training::TrainOptions o;
   apply_config_file(o, write_toml("ok.toml",
                                   "workers = 3\nmodel = \"cnn\"\nlr = 1\nbatch = 16\ndata-dir = \"/x\"\n"
                                   "optimizer = \"adam\"\nnon_finite = \"error\"\n"));
@@ -43,7 +43,7 @@ TEST(Config, FileThenFlagsOverride) {
 }
 
 TEST(Config, SlowdownFactorsParseAndAreChecked) {
-  torch::TrainOptions o;
+  training::TrainOptions o;
   apply_setting(o, "slowdown", "1,1,1.5,4", "--slowdown");
   EXPECT_EQ(o.slowdown.factors, (std::vector<double>{1, 1, 1.5, 4}));
   apply_setting(o, "straggler_probability", "0.1", "--straggler-probability");
@@ -58,21 +58,21 @@ TEST(Config, SlowdownFactorsParseAndAreChecked) {
 }
 
 TEST(Config, WrongTypeNamesFileLineKeyAndTypes) {
-  torch::TrainOptions o;
+  training::TrainOptions o;
   const std::string e = error_of([&] { apply_config_file(o, write_toml("t.toml", "seed = 1\nbatch = \"large\"\n")); });
   EXPECT_NE(e.find("t.toml' line 2"), std::string::npos) << e;
   EXPECT_NE(e.find("key 'batch' expects integer, got a string"), std::string::npos) << e;
 }
 
 TEST(Config, UnknownKeyListsKnownKeys) {
-  torch::TrainOptions o;
+  training::TrainOptions o;
   const std::string e = error_of([&] { apply_config_file(o, write_toml("u.toml", "wokers = 2\n")); });
   EXPECT_NE(e.find("unknown key 'wokers'"), std::string::npos) << e;
   EXPECT_NE(e.find("workers"), std::string::npos) << e;
 }
 
 TEST(Config, UnknownStrategyAndOptimizerListAllowedNames) {
-  torch::TrainOptions o;
+  training::TrainOptions o;
   std::string e = error_of([&] { apply_setting(o, "strategy", "telepathy", "--strategy"); });
   EXPECT_NE(e.find("unknown value 'telepathy'; expected one of: allreduce"), std::string::npos) << e;
   e = error_of([&] { apply_setting(o, "optimizer", "lbfgs", "--optimizer"); });
@@ -80,7 +80,7 @@ TEST(Config, UnknownStrategyAndOptimizerListAllowedNames) {
 }
 
 TEST(Config, OutOfRangeAndMalformedValuesAreRejected) {
-  torch::TrainOptions o;
+  training::TrainOptions o;
   EXPECT_NE(error_of([&] {
               apply_setting(o, "workers", "0", "--workers");
             }).find("expected an integer in [1, 2147483647], got 0"),
@@ -96,18 +96,18 @@ TEST(Config, OutOfRangeAndMalformedValuesAreRejected) {
 }
 
 TEST(Config, SyntaxErrorNamesLineAndColumn) {
-  torch::TrainOptions o;
+  training::TrainOptions o;
   const std::string e = error_of([&] { apply_config_file(o, write_toml("s.toml", "workers = 2\nmodel = \n")); });
   EXPECT_NE(e.find("s.toml' line 2"), std::string::npos) << e;
 }
 
 TEST(Config, MissingFileIsIoError) {
-  torch::TrainOptions o;
+  training::TrainOptions o;
   EXPECT_THROW(apply_config_file(o, "/nonexistent/fast.toml"), core::IoError);
 }
 
 TEST(Config, ProcessSettingsOfTheZmqRuntimeFillProcessOptions) {
-  torch::TrainOptions o;
+  training::TrainOptions o;
   apply_config_file(
       o, write_toml("zmq.toml",
                     "rendezvous = \"10.0.0.1:29500\"\nworld_size = 4\nprocess_rank = 2\n"
@@ -127,14 +127,14 @@ TEST(Config, ProcessSettingsOfTheZmqRuntimeFillProcessOptions) {
   apply_setting(o, "insecure", "false", "--insecure");
   EXPECT_FALSE(o.process.insecure);
   // Defaults name the environment variable the runtime falls back to.
-  const torch::TrainOptions defaults;
+  const training::TrainOptions defaults;
   EXPECT_EQ(find_config_key("world-size")->get(defaults), "$FAST_WORLD_SIZE");
   EXPECT_EQ(find_config_key("transport")->get(defaults), "$FAST_TRANSPORT");
   EXPECT_EQ(find_config_key("insecure")->type, KeyType::boolean);
 }
 
 TEST(Config, ProcessSettingsOutOfRangeOrOfTheWrongTypeAreRejected) {
-  torch::TrainOptions o;
+  training::TrainOptions o;
   EXPECT_NE(error_of([&] { apply_setting(o, "transport", "udp", "--transport"); }).find("ipc, tcp"), std::string::npos);
   EXPECT_NE(error_of([&] {
               apply_setting(o, "workers_per_process", "0", "--workers-per-process");
@@ -177,7 +177,7 @@ TEST(Config, EveryIntegerSettingRefusesWhatItCannotHoldAndNeverWraps) {
     if (k.type != KeyType::integer) continue;
     ++integer_keys;
     for (const std::string& v : values) {
-      torch::TrainOptions o;
+      training::TrainOptions o;
       std::string error;
       try {
         apply_setting(o, k.name, v, flag_name(k.name));
@@ -218,7 +218,7 @@ TEST(Config, EveryDeclaredRangeRefusesAValueOutsideItNamingKeyRangeAndValue) {
     }
     for (const double v : outside) {
       const std::string given = integer ? fmt::format("{}", static_cast<long long>(v)) : fmt::format("{}", v);
-      torch::TrainOptions o;
+      training::TrainOptions o;
       std::string error;
       try {
         apply_setting(o, k.name, given, flag_name(k.name));
@@ -235,7 +235,7 @@ TEST(Config, EveryDeclaredRangeRefusesAValueOutsideItNamingKeyRangeAndValue) {
 }
 
 // Every layer's environment variables (core, the runtime layer, each backend of this build, the
-// training adapter): each described, each name declared once, and every integer one refusing
+// training layer): each described, each name declared once, and every integer one refusing
 // values outside its declared range (tests/common/env_checks.hpp).
 TEST(Config, EveryLayersEnvironmentVariablesAreDeclaredOnceAndChecked) {
   std::set<std::string_view> names;
@@ -259,7 +259,7 @@ TEST(Config, EveryNumericSettingEchoesTheRefusedValueAsGiven) {
   for (const ConfigKey& k : config_keys()) {
     if (k.type != KeyType::integer && k.type != KeyType::number) continue;
     for (const std::string& v : k.type == KeyType::integer ? integers : numbers) {
-      torch::TrainOptions o;
+      training::TrainOptions o;
       try {
         apply_setting(o, k.name, v, flag_name(k.name));
       } catch (const core::Error& e) {
@@ -273,4 +273,4 @@ TEST(Config, EveryNumericSettingEchoesTheRefusedValueAsGiven) {
 }
 
 }  // namespace
-}  // namespace fast::cli
+}  // namespace fast::settings

@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "config.hpp"
-#include "fast/adapters/torch/dataset_spec.hpp"
 #include "fast/compress/codec.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/spec.hpp"
 #include "fast/strategy/aggregate.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/schedule.hpp"
+#include "fast/training/dataset_spec.hpp"
 
 namespace fast {
 namespace {
@@ -34,7 +34,7 @@ std::vector<Family> families() {
       {topology::topology_family(), [](const std::string& s) { (void)topology::make_topology(s, 4, 1); }},
       {topology::schedule_family(), [](const std::string& s) { (void)topology::make_schedule(s, 4, 1); }},
       {strategy::aggregate_family(), [](const std::string& s) { (void)strategy::Aggregate::parse(s, 9); }},
-      {torch::dataset_family(), [](const std::string& s) { (void)torch::parse_dataset_spec(s); }},
+      {training::dataset_family(), [](const std::string& s) { (void)training::parse_dataset_spec(s); }},
   };
 }
 
@@ -82,7 +82,7 @@ TEST(SpecDeclarations, EveryDeclaredDefaultIsAccepted) {
 // docs/config.md (`fast config-doc`) has a row per declared key with what it accepts, under a line
 // per form with its usage.
 TEST(SpecDeclarations, TheSettingsTableListsEveryFormAndKeyWithWhatItAccepts) {
-  const std::string doc = cli::config_markdown();
+  const std::string doc = settings::config_markdown();
   const auto escaped = [](std::string text) {
     for (std::size_t at = text.find('|'); at != std::string::npos; at = text.find('|', at + 2)) text.insert(at, "\\");
     return text;

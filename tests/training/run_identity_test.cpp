@@ -1,4 +1,4 @@
-// The run identity (fast/adapters/torch/run_identity.hpp): which settings change the fingerprint
+// The run identity (fast/training/run_identity.hpp): which settings change the fingerprint
 // and which do not, and what identity_mismatch names. Torch-free.
 #include <gtest/gtest.h>
 
@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "fast/adapters/torch/run_identity.hpp"
 #include "fast/runtime/registry.hpp"
+#include "fast/training/run_identity.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 namespace {
 
 // The full identity of a run of `o` (a model of 10 parameters in one tensor, 600 training samples).
@@ -99,4 +99,4 @@ TEST(RunIdentity, AMismatchNamesTheChosenSettingFirstThenTheFingerprint) {
 }
 
 }  // namespace
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace fast::torch {
+namespace fast::training {
 
 // The permutation of epoch e (e >= 0) of [0, n), identical on every platform:
 //   g = std::mt19937_64(mix64(seed + 0x9e3779b97f4a7c15 * (e + 1)))   (u64 arithmetic, wrapping)
@@ -19,4 +19,4 @@ namespace fast::torch {
 // implementation-defined).
 std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, std::int64_t epoch);
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -21,7 +21,7 @@ namespace fast::core {
 class SpecFamily;  // fast/core/spec.hpp
 }  // namespace fast::core
 
-namespace fast::torch {
+namespace fast::training {
 
 // The most classes a dataset may have (a label is at most kMaxClasses - 1), files and synthetic alike.
 inline constexpr std::int64_t kMaxClasses = 100'000;
@@ -52,4 +52,4 @@ struct SyntheticSpec {
 };
 SyntheticSpec synthetic_spec(const DatasetSpec& spec);
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -4,8 +4,8 @@
 
 #include "fast/core/env.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 core::EnvTable training_environment();
 
-}  // namespace fast::torch
+}  // namespace fast::training

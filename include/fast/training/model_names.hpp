@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace fast::torch {
+namespace fast::training {
 
 // The built-in names, in a fixed order: {"mlp", "cnn", "resnet"} (the first names of the model
 // registry, model_registry.hpp, which a process that links libtorch may extend).
@@ -14,4 +14,4 @@ std::vector<std::string> model_names();
 // Whether `spec` names a file rather than a built-in model (contains '/' or ends in ".pt").
 bool is_model_file(const std::string& spec);
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -22,10 +22,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fast/adapters/torch/train_options.hpp"
 #include "fast/core/layout.hpp"
+#include "fast/training/train_options.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 // The version of the identity's fields and of the computation they name: a file of another
 // version is refused ("format").
@@ -58,4 +58,4 @@ nlohmann::json with_fingerprint(nlohmann::json identity);
 // fingerprints or the missing identity.
 std::string identity_mismatch(const nlohmann::json& saved, const nlohmann::json& expected, std::string_view file);
 
-}  // namespace fast::torch
+}  // namespace fast::training

@@ -12,7 +12,7 @@
 #include "fast/runtime/slowdown.hpp"
 #include "fast/strategy/worker.hpp"
 
-namespace fast::torch {
+namespace fast::training {
 
 // `fast train`'s defaults for the optimizer and its schedule (docs/config.md, "Defaults"): SGD with
 // momentum 0.9 at lr 0.05, decayed to 0 over the run by a cosine. A bare `fast train` (mlp, 2
@@ -99,4 +99,4 @@ struct EpochReport {
 };
 using EpochFn = std::function<void(const EpochReport&)>;
 
-}  // namespace fast::torch
+}  // namespace fast::training

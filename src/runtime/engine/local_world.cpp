@@ -5,7 +5,7 @@
 #include "fast/core/error.hpp"
 #include "op.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 LocalWorld::LocalWorld(WorldShape shape, double op_timeout_seconds, std::string runtime_name, Transport* transport)
     : state_(shape, op_timeout_seconds, std::move(runtime_name), transport) {
@@ -69,4 +69,4 @@ void LocalWorld::revive_source(int src) {
   for (auto& box : mailboxes_) box->revive_source(src);
 }
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

@@ -18,7 +18,7 @@
 #include "threads_context.hpp"
 #include "world_state.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 class LocalWorld {
  public:
@@ -57,4 +57,4 @@ class LocalWorld {
   std::unique_ptr<SharedBoard> board_;  // when every worker of the world is local (no transport)
 };
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

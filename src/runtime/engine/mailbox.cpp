@@ -8,7 +8,7 @@
 #include "fast/core/error.hpp"
 #include "world_state.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 namespace {
 void mark_matched(Op& a, Op& b) {
@@ -103,4 +103,4 @@ void Mailbox::revive_source(int src) {
   matcher_.drop_messages_from(src);
 }
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

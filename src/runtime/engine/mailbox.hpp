@@ -1,5 +1,5 @@
 #pragma once
-// The inbox of one rank in the threads engine: unmatched sends and receives addressed to it,
+// The inbox of one rank in the engine: unmatched sends and receives addressed to it,
 // matched by the runtime's one Matcher (../matcher.hpp: per (source, tag) FIFO, receives from any
 // source by arrival order), under this mailbox's lock. Thread-safe.
 
@@ -11,7 +11,7 @@
 #include "../matcher.hpp"
 #include "op.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 class Mailbox {
  public:
@@ -47,4 +47,4 @@ class Mailbox {
   detail::Matcher<Op, Op> matcher_;            // sends are the messages
 };
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

@@ -13,7 +13,7 @@
 #include "mailbox.hpp"
 #include "world_state.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 void Op::complete(std::exception_ptr e) {
   bool wake = false;
@@ -188,4 +188,4 @@ bool OpWork::wait_for(double timeout_seconds) {
   }
 }
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

@@ -1,5 +1,5 @@
 #pragma once
-// One point-to-point operation (a send or a receive) of the threads runtime, and the Work handle
+// One point-to-point operation (a send or a receive) of the engine, and the Work handle
 // that waits on it. An Op is matched with its counterpart under the destination mailbox's lock.
 // The transfer then runs outside any lock, on the receiver's thread when it can: a receive whose
 // owner is already blocked in wait() is handed the matched send and copies (or adds) into its own
@@ -19,7 +19,7 @@
 #include "fast/core/work.hpp"
 #include "fast/runtime/context.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 class Mailbox;
 class WorldState;
@@ -111,4 +111,4 @@ class OpWork final : public core::WorkImpl {
   WorldState& world_;
 };
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

@@ -10,7 +10,7 @@
 #include "op.hpp"
 #include "world_state.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 SharedBoard::SharedBoard(WorldState& world)
     : world_(world),
@@ -91,4 +91,4 @@ void SharedBoard::Seat::count_as_sent(int peer, std::uint64_t bytes, std::uint64
   in.messages_received.fetch_add(messages, std::memory_order_relaxed);
 }
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

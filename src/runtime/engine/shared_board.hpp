@@ -1,6 +1,7 @@
 #pragma once
-// SharedBoard: the threads runtime's SharedRendezvous (fast/runtime/shared_rendezvous.hpp), one per
-// world whose workers all live in this process (not under zmq, whose world spans processes).
+// SharedBoard: the engine's SharedRendezvous (fast/runtime/shared_rendezvous.hpp), one per
+// world whose workers all live in this process (the threads runtime; not under zmq or mpi, whose
+// worlds span processes).
 // Each worker reaches it through its own Seat (ThreadsContext::shared_rendezvous).
 //
 // How it works: one 64-bit counter of arrivals, never reset. Use t (every worker's t-th ticket)
@@ -24,7 +25,7 @@
 
 #include "fast/runtime/shared_rendezvous.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 class WorldState;
 struct LinkCounters;
@@ -73,4 +74,4 @@ class SharedBoard {
   std::condition_variable cv_;
 };
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

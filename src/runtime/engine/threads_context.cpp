@@ -16,7 +16,7 @@
 #include "transport.hpp"
 #include "world_state.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 void ActivityList::add(std::thread t) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -202,4 +202,4 @@ LinkStats ThreadsContext::link_stats(int peer) const {
           c.bytes_received.load(std::memory_order_relaxed), c.messages_received.load(std::memory_order_relaxed)};
 }
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

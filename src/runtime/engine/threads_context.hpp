@@ -10,7 +10,7 @@
 #include "fast/runtime/context.hpp"
 #include "op.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 class Mailbox;
 class SharedBoard;
@@ -73,4 +73,4 @@ class ThreadsContext final : public Context {
   std::unique_ptr<LinkCounters[]> counters_;
 };
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

@@ -5,7 +5,7 @@
 #include "fast/core/error.hpp"
 #include "world_state.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 namespace {
 constexpr auto kPoll = std::chrono::milliseconds(50);  // how often a waiter checks for abort
@@ -34,4 +34,4 @@ bool ThreadsCondVar::wait_for(std::unique_lock<Mutex>& lock, double timeout_seco
   return clock::now() < deadline;
 }
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

@@ -7,7 +7,7 @@
 
 #include "fast/runtime/sync.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 class WorldState;
 
@@ -34,4 +34,4 @@ class ThreadsCondVar final : public CondVar {
   std::condition_variable_any cv_;
 };
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

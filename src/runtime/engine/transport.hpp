@@ -1,7 +1,7 @@
 #pragma once
 // Transport: how the in-process engine of this folder reaches workers of OTHER processes. The
-// `threads` runtime has none (every worker is local); the `zmq` runtime plugs its socket engine in
-// here, so both share the mailboxes, the matcher, the Work handles and the activities of this
+// `threads` runtime has none (every worker is local); the `zmq` and `mpi` runtimes plug theirs in
+// here, so all three share the mailboxes, the matcher, the Work handles and the activities of this
 // folder, and differ only in what crosses a process boundary.
 //
 // Incoming messages are handed to the engine by the transport through LocalWorld::deliver_remote
@@ -13,7 +13,7 @@
 #include "fast/runtime/native_collectives.hpp"
 #include "fast/runtime/tag.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 struct LinkCounters;  // op.hpp
 
@@ -60,4 +60,4 @@ class Transport {
   virtual RemoteMemory* remote_memory(LinkCounters* /*counters*/) { return nullptr; }
 };
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

@@ -6,7 +6,7 @@
 #include "../deliver.hpp"
 #include "fast/core/error.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 double run_over_transport(LocalWorld& world, const WorkerFn& fn, const TransportRun& run) {
   std::mutex lost_mutex;
@@ -31,4 +31,4 @@ double run_over_transport(LocalWorld& world, const WorkerFn& fn, const Transport
   return seconds;
 }
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

@@ -1,6 +1,6 @@
 #pragma once
 // The run of a transport backend's local workers (zmq, mpi: the backends that plug a Transport into
-// the threads engine), written once: what happens from the transport's start to the end of the
+// the engine), written once: what happens from the transport's start to the end of the
 // world, and which error the launch ends with (runtime/launcher.hpp, launch()'s contract).
 //
 //  1. start(on_lost): the backend starts its transport, which calls on_lost(reason) when it finds a
@@ -22,7 +22,7 @@
 
 #include "local_world.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 using LossFn = std::function<void(const std::string& reason)>;
 
@@ -35,4 +35,4 @@ struct TransportRun {
 
 double run_over_transport(LocalWorld& world, const WorkerFn& fn, const TransportRun& run);
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

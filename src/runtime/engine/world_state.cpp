@@ -7,7 +7,7 @@
 
 #include "transport.hpp"
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 WorldState::WorldState(WorldShape shape, double op_timeout_seconds, std::string runtime_name, Transport* transport)
     : shape_(shape),
@@ -58,4 +58,4 @@ std::string WorldState::abort_message() const {
   return message_;
 }
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine

@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-namespace fast::runtime::threads {
+namespace fast::runtime::engine {
 
 class Transport;
 
@@ -145,4 +145,4 @@ class WorldState {
   std::string message_;
 };
 
-}  // namespace fast::runtime::threads
+}  // namespace fast::runtime::engine
