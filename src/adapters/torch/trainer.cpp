@@ -52,19 +52,35 @@
 namespace fast::torch {
 
 // The torch-free side of the loop (src/training/).
+using training::add_model_fields;
 using training::BudgetClaims;
+using training::build_summary;
+using training::check_writable;
 using training::CheckpointStore;
 using training::DatasetSpec;
 using training::EpochFn;
+using training::gather_totals;
+using training::is_model_file;
 using training::LoopPlan;
 using training::ModelSide;
+using training::parse_dataset_spec;
+using training::path_kind;
 using training::PathKind;
+using training::place_process;
 using training::ProcessOutputs;
 using training::ProcessPlace;
 using training::ProgressFn;
+using training::run_asynchronous;
+using training::run_lockstep;
 using training::RunTotals;
+using training::settings_identity;
+using training::start_record;
+using training::summary_builders;
+using training::training_environment;
 using training::TrainOptions;
+using training::with_fingerprint;
 using training::WorkerLoop;
+using training::workers_before_launch;
 using training::WorkerTotals;
 
 namespace {
@@ -82,7 +98,7 @@ int workers_on_host(const TrainOptions& o) {
 
 // The environment variables train() reads, checked like settings.
 void validate_environment() {
-  const long long threads = core::env_int(training::training_environment(), "FAST_TORCH_THREADS");
+  const long long threads = core::env_int(training_environment(), "FAST_TORCH_THREADS");
   FAST_ENFORCE(threads >= 0 && threads <= 1024,
                "environment variable FAST_TORCH_THREADS: expected 0 (by cores) to 1024 threads, got {}", threads);
   const double limit = core::env_number(runtime::runtime_environment(), "FAST_OP_TIMEOUT");
@@ -117,10 +133,10 @@ void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions
                  "then written at the end and when interrupted)",
                  o.checkpoint_every, s.name, refusal);
   }
-  FAST_ENFORCE(o.checkpoint_dir.empty() || training::path_kind(o.checkpoint_dir, "checkpoint_dir") != PathKind::other,
+  FAST_ENFORCE(o.checkpoint_dir.empty() || path_kind(o.checkpoint_dir, "checkpoint_dir") != PathKind::other,
                "checkpoint_dir: '{}' is a file; expected a folder (created if missing)", o.checkpoint_dir.string());
   if (o.resume.empty()) return;
-  FAST_ENFORCE(training::path_kind(o.resume, "resume") == PathKind::folder,
+  FAST_ENFORCE(path_kind(o.resume, "resume") == PathKind::folder,
                "resume: '{}' is not a folder; expected a checkpoint_dir of "
                "an earlier run",
                o.resume.string());
@@ -139,9 +155,9 @@ void validate(const TrainOptions& o) {
   FAST_ENFORCE(o.op_timeout < 0 || (std::isfinite(o.op_timeout) && o.op_timeout <= 1e9),
                "op_timeout: expected seconds in (0, 1e9], got {}", o.op_timeout);
   // Every output can be written (it would fail only when written, after training).
-  training::check_writable(o.metrics, "metrics", false);
-  training::check_writable(o.summary, "summary", false);
-  training::check_writable(o.checkpoint_dir, "checkpoint_dir", true);
+  check_writable(o.metrics, "metrics", false);
+  check_writable(o.summary, "summary", false);
+  check_writable(o.checkpoint_dir, "checkpoint_dir", true);
   FAST_ENFORCE(o.metrics.empty() || o.summary.empty() ||
                    std::filesystem::weakly_canonical(o.metrics) != std::filesystem::weakly_canonical(o.summary),
                "metrics and summary: both are '{}'; the summary would overwrite the metrics", o.metrics.string());
@@ -149,10 +165,10 @@ void validate(const TrainOptions& o) {
                o.process.workers_per_process);
   FAST_ENFORCE(o.batch >= 1, "batch: expected >= 1, got {}", o.batch);
   check_device(o.device);
-  (void)training::parse_dataset_spec(o.dataset);
+  (void)parse_dataset_spec(o.dataset);
   if (find_model(o.model) == nullptr) {
     FAST_ENFORCE(
-        training::is_model_file(o.model),
+        is_model_file(o.model),
         "model: unknown name '{}'; expected one of {}, or a TorchScript file (a path with '/' or ending in .pt)",
         o.model, fmt::join(registered_model_names(), ", "));
     (void)Model::load_script(o.model);  // a TorchScript archive (its fit is checked once the data is read)
@@ -167,13 +183,13 @@ void validate(const TrainOptions& o) {
       o.save_model.empty() || (o.save_model.extension() == ".npy" &&
                                !std::filesystem::is_directory(core::file_status_of(o.save_model, "save_model"))),
       "save_model: expected the path of a .npy file to write, got '{}'", o.save_model.string());
-  training::check_writable(o.save_model, "save_model", false);
+  check_writable(o.save_model, "save_model", false);
   strategy::StrategyOptions s = o.worker.strategy;
   s.optimizer = o.worker.optimizer;  // as the Worker fills it in
   s.seed = o.seed;
   strategy::validate_dgc(s);
   (void)optim::make_optimizer(o.worker.optimizer, 1);  // the optimizer's options (lr, momentum, betas, ...)
-  if (const int world = training::workers_before_launch(o); world > 0) {
+  if (const int world = workers_before_launch(o); world > 0) {
     runtime::Slowdown(o.slowdown, 0, world);
     strategy::check_strategy_options(s, world);
   }
@@ -336,9 +352,9 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
         std::max<std::int64_t>(1, std::llround(o.dgc_warmup_epochs * static_cast<double>(plan.steps_per_epoch)));
   strategy::Worker worker(ctx, worker_options, torch_side.state());
   torch_side.attach(worker, in);
-  nlohmann::json identity = training::settings_identity(o, ctx.size());
-  training::add_model_fields(identity, in.initial.size(), torch_side.state().layout, in.data.train->size());
-  identity = training::with_fingerprint(std::move(identity));
+  nlohmann::json identity = settings_identity(o, ctx.size());
+  add_model_fields(identity, in.initial.size(), torch_side.state().layout, in.data.train->size());
+  identity = with_fingerprint(std::move(identity));
   const std::filesystem::path resume_from = o.resume_if_present ? o.checkpoint_dir : o.resume;
   if (!resume_from.empty() && !ctx.joins_run_under_way()) {  // a rejoining worker takes a neighbour's model
     // resume_if_present: the first member's listing decides for every worker (-1: none, start anew).
@@ -352,9 +368,9 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   }
   std::optional<CheckpointStore> checkpoints;
   if (!o.checkpoint_dir.empty()) checkpoints.emplace(o.checkpoint_dir, o.checkpoint_keep, identity);
-  const ProcessPlace place = training::place_process(ctx, worker.communicator(), in.process_token);
+  const ProcessPlace place = place_process(ctx, worker.communicator(), in.process_token);
   outputs.open(o.metrics, place.first_rank, place.whole_world, place.hosts_rank0,
-               training::start_record(o, plan, ctx.size(), in.initial.size()));
+               start_record(o, plan, ctx.size(), in.initial.size()));
 
   WorkerLoop loop(ctx, worker, slowdown, torch_side, outputs, plan);
   if (checkpoints) loop.set_checkpoints(&*checkpoints);
@@ -364,10 +380,10 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   BudgetClaims claims;
   std::string checkpoint_error;  // the final checkpoint's failure: the run still ends with its summary
   if (asynchronous) {
-    claims = training::run_asynchronous(loop);                                          // ends with Worker::finish()
+    claims = run_asynchronous(loop);                                                    // ends with Worker::finish()
     checkpoint_error = final_checkpoint(ctx, [&] { loop.checkpoint_asynchronous(); });  // every worker's model
   } else {
-    training::run_lockstep(loop);
+    run_lockstep(loop);
   }
   const double train_end = loop.elapsed();
   if (!asynchronous) {
@@ -390,20 +406,20 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
     mine.param_hash = metrics::fnv1a64(torch_side.representative());
   }
   mine.stopped_by = loop.stopped_by();
-  const std::optional<RunTotals> totals = training::gather_totals(
-      worker.communicator(), mine, loop.evaluations(), training::summary_builders(worker.communicator(), place));
+  const std::optional<RunTotals> totals =
+      gather_totals(worker.communicator(), mine, loop.evaluations(), summary_builders(worker.communicator(), place));
   if (!o.save_model.empty() && first_member) write_npy(o.save_model, torch_side.representative());
   if (totals) {
-    outputs.offer_summary(training::build_summary({.options = o,
-                                                   .plan = plan,
-                                                   .parameters = in.initial.size(),
-                                                   .final_eval = final_eval,
-                                                   .totals = *totals,
-                                                   .communicator = worker.communicator(),
-                                                   .checkpoint = loop.last_checkpoint(),
-                                                   .checkpoint_step = loop.last_checkpoint_step(),
-                                                   .run = identity,
-                                                   .checkpoint_error = checkpoint_error}));
+    outputs.offer_summary(build_summary({.options = o,
+                                         .plan = plan,
+                                         .parameters = in.initial.size(),
+                                         .final_eval = final_eval,
+                                         .totals = *totals,
+                                         .communicator = worker.communicator(),
+                                         .checkpoint = loop.last_checkpoint(),
+                                         .checkpoint_step = loop.last_checkpoint_step(),
+                                         .run = identity,
+                                         .checkpoint_error = checkpoint_error}));
   }
 }
 
@@ -437,17 +453,17 @@ void validate_options(const TrainOptions& options) { validate(options); }
 nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, const EpochFn& on_epoch,
                      bool* hosts_worker_zero) {
   validate(options);
-  const DatasetSpec spec = training::parse_dataset_spec(options.dataset);
+  const DatasetSpec spec = parse_dataset_spec(options.dataset);
   const DataSplits data = load_datasets(spec, options.data_dir);
   const std::string source =
       spec.kind != "fashion-mnist" ? fmt::format("dataset '{}'", options.dataset)
       : options.data_dir.empty()
-          ? fmt::format("FAST_DATA_DIR '{}'", core::env_string(training::training_environment(), "FAST_DATA_DIR"))
+          ? fmt::format("FAST_DATA_DIR '{}'", core::env_string(training_environment(), "FAST_DATA_DIR"))
           : fmt::format("data_dir '{}'", options.data_dir.string());
   // Every worker scores a slice of the test set: an empty one, or fewer samples than workers, would
   // only fail (or give a NaN accuracy) at the first evaluation, after training.
   FAST_ENFORCE(data.test->size() >= 1, "{}: the test set is empty; expected at least one sample", source);
-  if (const int world = training::workers_before_launch(options); world > 0) {
+  if (const int world = workers_before_launch(options); world > 0) {
     FAST_ENFORCE(data.test->size() >= world,
                  "{}: the test set has {} samples, fewer than the {} workers that each score a slice of it", source,
                  data.test->size(), world);
