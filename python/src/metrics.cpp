@@ -61,6 +61,7 @@ class PyModelSide : public training::ModelSide {
   double gradient(std::int64_t, std::int64_t) override {
     FAST_THROW(InvalidUsage, "fast.Metrics: the Python loop computes the gradient itself");
   }
+  bool gradient_is_private() const override { return false; }  // gradient() is never called
   // fast.torch.Worker keeps the module's buffers itself (fast.torch.FlatBuffers).
   void sync_buffers(collective::Communicator&) override {}
 

@@ -5,11 +5,14 @@
 #include <initializer_list>
 #include <vector>
 
+#include <fmt/ranges.h>
+
 #include "allreduce_algorithms.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/native_collectives.hpp"
 #include "fast/runtime/shared_rendezvous.hpp"
 #include "group_ops.hpp"
+#include "member_watch.hpp"
 
 namespace fast::collective {
 
@@ -31,7 +34,9 @@ using detail::wrap;
 }  // namespace
 
 Communicator::Communicator(runtime::Context& ctx, CommunicatorOptions options)
-    : ctx_(ctx),
+    : own_(ctx),
+      watch_(options.elastic ? std::make_unique<detail::MemberWatch>(ctx, members_) : nullptr),
+      ctx_(watch_ ? static_cast<runtime::Context&>(*watch_) : ctx),
       joining_(ctx.joins_run_under_way()),
       default_algorithm_(options.allreduce_algorithm),
       shared_memory_(options.shared_memory) {
@@ -67,6 +72,17 @@ void Communicator::exclude_lost() {
   members_ = std::move(alive);
   index_ = static_cast<int>(std::find(members_.begin(), members_.end(), ctx_.rank()) - members_.begin());
   FAST_ENFORCE_AS(core::InvalidUsage, index_ < group_size(), "exclude_lost: worker {} is lost itself", ctx_.rank());
+}
+
+Communicator::~Communicator() = default;
+
+void Communicator::regroup(std::vector<int> members, std::uint32_t next_sequence) {
+  const auto at = std::find(members.begin(), members.end(), own_.rank());
+  FAST_ENFORCE_AS(core::InvalidUsage, at != members.end(), "regroup: worker {} is not among the members {}",
+                  own_.rank(), fmt::join(members, ", "));
+  index_ = static_cast<int>(at - members.begin());
+  members_ = std::move(members);
+  sequence_.store(next_sequence, std::memory_order_relaxed);
 }
 
 runtime::NativeCollectives* Communicator::native() const {

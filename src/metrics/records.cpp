@@ -48,11 +48,14 @@ json to_json(const TrainRecord& r) {
 }
 
 json to_json(const MembershipRecord& r) {
-  return {{"event", "membership"},
-          {"time", r.time},
-          {"worker", r.worker},
-          {"change", r.joined ? "joined" : "lost"},
-          {"detail", r.detail}};
+  json record{{"event", "membership"},
+              {"time", r.time},
+              {"worker", r.worker},
+              {"change", r.joined ? "joined" : "lost"},
+              {"detail", r.detail}};
+  if (r.step >= 0) record["step"] = r.step;
+  if (r.workers > 0) record["workers"] = r.workers;
+  return record;
 }
 
 json to_json(const EvalRecord& r) {

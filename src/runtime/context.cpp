@@ -1,11 +1,21 @@
 #include "fast/runtime/context.hpp"
 
+#include "fast/core/env.hpp"
+#include "fast/runtime/environment.hpp"
+
 namespace fast::runtime {
 
 std::uint64_t Context::bytes_sent() const {
   std::uint64_t total = 0;
   for (int p = 0; p < size(); ++p) total += link_stats(p).bytes_sent;
   return total;
+}
+
+double Context::operation_time_limit() const { return core::env_number(runtime_environment(), "FAST_OP_TIMEOUT"); }
+
+void Context::compute_overlapped(double flops, const std::function<void()>& work) {
+  work();
+  compute(flops);
 }
 
 void check_peer(const Context& ctx, int peer, const char* what) {

@@ -196,6 +196,7 @@ std::map<std::string, std::string, std::less<>> text_accepts() {
           {"checkpoint_dir", "a folder; or empty"},
           {"resume", "a folder; or empty"},
           {"resume_if_present", "true or false"},
+          {"elastic", "true or false"},
           {"stop_on_divergence", "true or false"},
           {"allreduce_algorithm", one_of_text(collective::allreduce_algorithm_names())},
           {"final", one_of_text(kFinalModels)},
@@ -336,6 +337,13 @@ std::vector<ConfigKey> general_keys() {
        "requeued batch job). Needs checkpoint_dir; excludes resume.",
        [](TrainOptions& o, const std::string& v) { o.resume_if_present = parse_bool(v, "resume_if_present"); },
        [](const TrainOptions& o) { return std::string(o.resume_if_present ? "true" : "false"); }},
+      {"elastic", KeyType::boolean,
+       "Synchronous strategies: when a worker is lost, the survivors agree on a new group at once, take the state "
+       "of the one that took the most steps and go on with fewer workers (docs/faults.md, \"Elastic synchronous "
+       "training\"); without it a lost worker ends the run. For runtimes that lose workers (zmq, sim) and "
+       "strategies that declare it (allreduce and local-sgd without a codec or a robust aggregate).",
+       [](TrainOptions& o, const std::string& v) { o.elastic = parse_bool(v, "elastic"); },
+       [](const TrainOptions& o) { return std::string(o.elastic ? "true" : "false"); }},
       FAST_INT_KEY("log_every", "A train metrics record every this many steps, per worker.", log_every, 1),
       FAST_INT_KEY("eval_every",
                    "Evaluate on the test set every this many steps (asynchronous strategies: every this many "
@@ -428,6 +436,16 @@ std::vector<ConfigKey> general_keys() {
           [](const TrainOptions& o) {
             return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout);
           }),
+      declared_key(
+          integer_declaration<int>("sim_threads",
+                                   "--runtime sim: OS threads that compute the simulated workers' gradients while "
+                                   "the simulation runs; 0: the cores this process may run on. At most one per "
+                                   "worker; 1: one after the other on the simulation's thread. The results are "
+                                   "the same for any value (docs/simulation.md, \"Parallel computation\").",
+                                   0)
+              .at_most(1024),
+          [](TrainOptions& o, const core::SettingValue& v) { o.sim_threads = integer_of<int>(v); },
+          [](const TrainOptions& o) { return text(static_cast<long long>(o.sim_threads)); }),
       // zmq: how the processes of a multi-process run find and trust each other (runtime::ProcessOptions,
       // docs/launch.md). Left at their defaults, the runtime reads the FAST_* variable each names.
       {"rendezvous", KeyType::string,

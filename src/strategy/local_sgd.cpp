@@ -76,13 +76,18 @@ StrategyRegistration builtin::local_sgd_registration() {
   return {.name = "local-sgd",
           .summary = "periodic model averaging",
           .make = factory_of<LocalSgdStrategy>(),
-          .options = {
-              StrategyOption::field("period", &StrategyOptions::period, "average the replicas every this many steps.")
-                  .at_least(1),
-              StrategyOption::field("sync_warmup", &StrategyOptions::sync_warmup,
-                                    "the first this many steps average gradients (as allreduce).")
-                  .at_least(0),
-              sparse_allreduce_option()}};
+          .options = {StrategyOption::field("period", &StrategyOptions::period,
+                                            "average the replicas every this many steps.")
+                          .at_least(1),
+                      StrategyOption::field("sync_warmup", &StrategyOptions::sync_warmup,
+                                            "the first this many steps average gradients (as allreduce).")
+                          .at_least(0),
+                      sparse_allreduce_option()},
+          .elastic = [](const StrategyOptions& o) -> std::string {
+            if (Strategy::compresses(o))
+              return fmt::format("compress = '{}' runs its codec's all-reduce over the whole world", o.compress);
+            return {};
+          }};
 }
 
 }  // namespace fast::strategy

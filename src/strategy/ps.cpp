@@ -375,6 +375,8 @@ void PsStrategy::representative(ModelState state, std::span<float> out) {
 
 StalenessStats PsStrategy::staleness() const { return server_ ? server_->staleness() : StalenessStats{}; }
 
+std::size_t PsStrategy::state_bytes() const { return (server_ ? server_->state_bytes() : 0) + bytes_of(start_); }
+
 std::int64_t PsStrategy::max_clock_lag() const { return server_ ? server_->max_clock_lag() : 0; }
 
 // The registry entry: the strategy's name, factory, options and checks (builtin.hpp).

@@ -61,6 +61,10 @@ class PsServer {
   // The shard's memory, to expose in the window. Touched only under the window's Local guard once
   // attach()ed.
   std::span<float> exposed() noexcept { return params_; }
+  // Bytes of the shard and its optimizer's state (PsStrategy::state_bytes).
+  std::size_t state_bytes() const noexcept {
+    return (params_.size() + optimizer_->state_buffers() * optimizer_->numel()) * sizeof(float);
+  }
   // The shard's optimizer, for checkpoints (PsStrategy::save_state / restore_state): only while the
   // server applies nothing (after run() returned, or before any worker pushed), under the window's
   // Local guard.

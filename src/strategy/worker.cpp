@@ -135,7 +135,7 @@ Worker::~Worker() = default;
 StepReport Worker::step() {
   const double lr = schedule_.lr_at(steps_);
   if (fault_.active()) fault_.apply(comm_.rank(), state_.grads);  // fault_inject: tests and demonstrations
-  const StepOutcome outcome = strategy_->step({.state = state_, .optimizer = *optimizer_, .lr = lr, .step = steps_});
+  const StepOutcome outcome = strategy_step(lr);
   StepReport report{.step = steps_, .lr = lr, .applied = outcome.applied, .comm_seconds = outcome.comm_seconds};
   ++steps_;
   if (replicas_) {
@@ -149,7 +149,25 @@ StepReport Worker::step() {
   return report;
 }
 
+StepOutcome Worker::strategy_step(double lr) {
+  const StepInput input{.state = state_, .optimizer = *optimizer_, .lr = lr, .step = steps_};
+  if (!comm_.elastic() || !strategy_->changes_state_before_last_collective()) return strategy_->step(input);
+  const Checkpoint before = save();  // a failed step is undone: regroup_survivors compares whole steps
+  try {
+    return strategy_->step(input);
+  } catch (const core::PeerLost&) {
+    restore(before, "the state before the failed step");
+    throw;
+  }
+}
+
 void Worker::representative(std::span<float> out) { strategy_->representative(state_, out); }
+
+std::size_t Worker::state_bytes() const {
+  const std::size_t replica = state_.params.size_bytes() + state_.grads.size_bytes();
+  const std::size_t optimizer = optimizer_->state_buffers() * optimizer_->numel() * sizeof(float);
+  return replica + optimizer + published_.size() * sizeof(float) + strategy_->state_bytes();
+}
 
 void Worker::finish() {
   if (finished_) return;

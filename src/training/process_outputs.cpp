@@ -59,6 +59,11 @@ bool ProcessOutputs::hosts_rank0() const {
   return hosts_rank0_;
 }
 
+void ProcessOutputs::lead_here() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  hosts_rank0_ = true;
+}
+
 void ProcessOutputs::write_end(double time, const nlohmann::json& summary) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (writer_) writer_->write(metrics::end_record(time, summary));

@@ -51,8 +51,12 @@ class ProcessOutputs {
   // The run's summary, identical on every worker: the first worker to offer it keeps it.
   void offer_summary(const nlohmann::json& summary);
   std::optional<nlohmann::json> summary() const;
-  // Whether worker 0 is in this process (it writes the summary file); false before open().
+  // Whether worker 0 is in this process (it writes the summary file); false before open(). After
+  // an elastic regrouping lost worker 0, the process of the group's first member (lead_here()).
   bool hosts_rank0() const;
+  // The group's first member lives in this process from now on (an elastic regrouping lost worker
+  // 0): the displays and the summary file are this process's.
+  void lead_here();
   // Appends the `end` record (metrics::end_record) to this process's metrics file.
   void write_end(double time, const nlohmann::json& summary);
 

@@ -31,10 +31,12 @@ Packed pack(const WorkerTotals& t) {
             t.claims,
             t.budget_counter,
             std::bit_cast<std::int64_t>(t.param_hash),
+            std::bit_cast<std::int64_t>(t.replica_hash),
             static_cast<std::int64_t>(t.divergence.kind),
             t.divergence.worker,
             t.divergence.step,
-            t.stopped_by};
+            t.stopped_by,
+            t.state_bytes};
   for (std::uint64_t b : t.bytes_to) p.ints.push_back(static_cast<std::int64_t>(b));
   for (std::uint64_t b : t.bytes_from) p.ints.push_back(static_cast<std::int64_t>(b));
   p.reals = {t.idle_seconds, t.slowdown_seconds, t.staleness.sum,      t.wall_seconds,
@@ -70,10 +72,12 @@ WorkerTotals unpack(std::span<const std::int64_t> ints, std::span<const double> 
   t.claims = i.next();
   t.budget_counter = i.next();
   t.param_hash = std::bit_cast<std::uint64_t>(i.next());
+  t.replica_hash = std::bit_cast<std::uint64_t>(i.next());
   t.divergence.kind = static_cast<metrics::DivergenceSign::Kind>(i.next());
   t.divergence.worker = static_cast<int>(i.next());
   t.divergence.step = i.next();
   t.stopped_by = i.next();
+  t.state_bytes = i.next();
   t.bytes_to.resize(static_cast<std::size_t>(world));
   t.bytes_from.resize(static_cast<std::size_t>(world));
   for (auto& b : t.bytes_to) b = static_cast<std::uint64_t>(i.next());

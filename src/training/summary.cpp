@@ -18,7 +18,8 @@ struct Combined {
   double idle_sum = 0, slowdown_seconds = 0;
   strategy::StalenessStats staleness;
   compress::CompressionStats compression;
-  json steps_per_worker = json::array(), idle = json::array(), links = json::array(), lost = json::array();
+  json steps_per_worker = json::array(), idle = json::array(), links = json::array(), lost = json::array(),
+       replica_hashes = json::array();
 };
 
 void add_link(Combined& c, std::size_t from, std::size_t to, std::uint64_t bytes) {
@@ -37,6 +38,7 @@ Combined combine(const RunTotals& totals) {
       c.lost.push_back(w);
       c.steps_per_worker.push_back(lost_count == 1 ? totals.lost_claims : -1);
       c.idle.push_back(nullptr);
+      c.replica_hashes.push_back(nullptr);
       for (int q : totals.members) {  // the bytes the members received from it
         const auto to = static_cast<std::size_t>(q);
         add_link(c, w, to, totals.by_rank[to]->bytes_from[w]);
@@ -51,6 +53,7 @@ Combined combine(const RunTotals& totals) {
     c.compression.merge(t->compression);
     c.steps_per_worker.push_back(t->steps);
     c.idle.push_back(t->idle_seconds);
+    c.replica_hashes.push_back(metrics::hex64(t->replica_hash));
     for (std::size_t p = 0; p < world; ++p) add_link(c, w, p, t->bytes_to[p]);
   }
   c.steps += totals.lost_claims;
@@ -102,6 +105,15 @@ void add_resume_fields(json& summary, const SummaryInputs& in, const WorkerTotal
   summary["checkpoint"] = in.checkpoint_step < 0 ? json(nullptr) : json(in.checkpoint.string());
   summary["checkpoint_step"] = in.checkpoint_step < 0 ? json(nullptr) : json(in.checkpoint_step);
   summary["checkpoint_error"] = in.checkpoint_error.empty() ? json(nullptr) : json(in.checkpoint_error);
+}
+
+// The state every member keeps (WorkerTotals::state_bytes) plus the dataset once
+// (docs/simulation.md, "Memory floor").
+std::uint64_t memory_floor(const RunTotals& totals, std::uint64_t dataset_bytes) {
+  std::uint64_t bytes = dataset_bytes;
+  for (const std::optional<WorkerTotals>& t : totals.by_rank)
+    if (t) bytes += static_cast<std::uint64_t>(t->state_bytes);
+  return bytes;
 }
 
 }  // namespace
@@ -156,6 +168,7 @@ json build_summary(const SummaryInputs& in) {
                {"slowdown_seconds", c.slowdown_seconds},
                {"param_norm", first.param_norm},
                {"param_hash", metrics::hex64(first.param_hash)},
+               {"param_hash_per_worker", c.replica_hashes},
                {"metrics", o.metrics.string()}};
   const metrics::DivergenceSign divergence = first_divergence(totals);
   summary["diverged"] = divergence.kind != metrics::DivergenceSign::Kind::none;
@@ -173,6 +186,7 @@ json build_summary(const SummaryInputs& in) {
   add_collectives(summary, o, in.communicator);
   add_resume_fields(summary, in, first);
   summary["run"] = in.run;
+  if (in.dataset_bytes) summary["memory_floor_bytes"] = memory_floor(totals, *in.dataset_bytes);
   return summary;
 }
 

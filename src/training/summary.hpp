@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,9 @@ struct SummaryInputs {
   nlohmann::json run = nullptr;
   // Why the final checkpoint was not written; "" when it was (or none was asked for).
   std::string checkpoint_error = {};
+  // Bytes of the training and test sets this process holds; nullopt where the workers do not all
+  // run in this process (no memory_floor_bytes then).
+  std::optional<std::uint64_t> dataset_bytes = std::nullopt;
 };
 
 // Figures of lost workers (asynchronous runs; docs/metrics.md): their steps are the batches they

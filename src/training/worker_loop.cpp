@@ -4,6 +4,8 @@
 #include <cmath>
 #include <csignal>
 
+#include <fmt/ranges.h>
+
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/stop_request.hpp"
@@ -18,7 +20,6 @@ WorkerLoop::WorkerLoop(runtime::Context& ctx, strategy::Worker& worker, runtime:
       model_(model),
       outputs_(outputs),
       plan_(plan),
-      lead_(ctx.rank() == 0),
       start_(ctx.now()),
       last_report_(start_),
       divergence_(ctx.rank(), plan.initial_norm, plan.classes) {}
@@ -58,7 +59,7 @@ void WorkerLoop::checkpoint(std::int64_t done) {
   if (checkpoints_ == nullptr || done == last_checkpoint_step_) return;
   last_checkpoint_ = checkpoints_->write(worker_, done);
   last_checkpoint_step_ = done;
-  if (lead_) core::log(core::LogLevel::info, "checkpoint: step {} written to '{}'", done, last_checkpoint_.string());
+  if (lead()) core::log(core::LogLevel::info, "checkpoint: step {} written to '{}'", done, last_checkpoint_.string());
 }
 
 void WorkerLoop::checkpoint_asynchronous() {
@@ -86,8 +87,13 @@ void WorkerLoop::checkpoint_own(std::int64_t steps) {
 
 strategy::StepReport WorkerLoop::train_step(std::int64_t epoch, std::int64_t index) {
   const double compute_start = slowdown_.active() ? ctx_.now() : 0.0;
-  const double loss = model_.gradient(epoch, index);
-  ctx_.compute(plan_.flops_per_step);
+  double loss = 0;
+  if (model_.gradient_is_private()) {
+    ctx_.compute_overlapped(plan_.flops_per_step, [&] { loss = model_.gradient(epoch, index); });
+  } else {
+    loss = model_.gradient(epoch, index);
+    ctx_.compute(plan_.flops_per_step);
+  }
   if (slowdown_.active()) slowdown_.after_compute(ctx_, ctx_.now() - compute_start);
   const strategy::StepReport report = worker_.step();
   model_.sync_buffers(worker_.communicator());
@@ -132,10 +138,11 @@ void WorkerLoop::write_train_record(std::int64_t steps, std::int64_t epoch, doub
 void WorkerLoop::report_progress(std::int64_t done, std::int64_t epoch) {
   const double now = ctx_.now();
   const bool last = done >= plan_.total_steps;
-  if (!lead_ || (now - last_report_ < 0.25 && !last)) return;
+  if (!lead() || (now - last_report_ < 0.25 && !last)) return;
   const double elapsed = now - start_;
   const std::int64_t here = done - plan_.first_step;  // steps of this run (a resumed one started later)
-  const double samples = static_cast<double>(here * plan_.batch * ctx_.size());
+  // The group's size (a lockstep run that lost workers goes on with fewer).
+  const double samples = static_cast<double>(here * plan_.batch * worker_.communicator().group_size());
   outputs_.progress({.step = std::min(done, plan_.total_steps),
                      .total_steps = plan_.total_steps,
                      .epoch = epoch,
@@ -151,8 +158,36 @@ void WorkerLoop::report_progress(std::int64_t done, std::int64_t epoch) {
   record_membership();
 }
 
+bool WorkerLoop::lead() const { return ctx_.rank() == worker_.communicator().members().front(); }
+
+std::int64_t WorkerLoop::regroup_survivors(const core::PeerLost& lost) {
+  if (!plan_.elastic || !ctx_.alive(ctx_.rank())) throw lost;
+  flush_train_record();
+  const strategy::Regrouping g = worker_.regroup_survivors();
+  if (lead()) {
+    outputs_.lead_here();  // worker 0 may be the one lost
+    const std::vector<runtime::MembershipEvent> events = ctx_.membership_events();
+    for (int w : g.lost) {
+      std::string detail;
+      for (const runtime::MembershipEvent& e : events)
+        if (e.worker == w && !e.joined) detail = e.detail;
+      outputs_.write(metrics::to_json(metrics::MembershipRecord{.time = elapsed(),
+                                                                .worker = w,
+                                                                .joined = false,
+                                                                .detail = detail,
+                                                                .step = g.steps,
+                                                                .workers = static_cast<int>(g.members.size())}));
+    }
+    core::log(core::LogLevel::warn,
+              "elastic: worker(s) {} lost; {} workers go on from step {} with worker {}'s state ({})",
+              fmt::join(g.lost, ", "), g.members.size(), g.steps, g.source, lost.what());
+  }
+  return g.steps;
+}
+
 void WorkerLoop::record_membership() {
-  if (!lead_) return;
+  // Elastic lockstep runs write their changes where the survivors regroup (regroup_survivors).
+  if (!lead() || plan_.elastic) return;
   const std::vector<runtime::MembershipEvent> events = ctx_.membership_events();
   for (; membership_seen_ < events.size(); ++membership_seen_) {
     const runtime::MembershipEvent& e = events[membership_seen_];
@@ -188,7 +223,7 @@ metrics::EvalRecord WorkerLoop::evaluate_collective(std::int64_t step, bool fina
   record.epoch = static_cast<double>(step) / static_cast<double>(plan_.steps_per_epoch);
   // Every worker holds the same record: each checks it, so all agree on stopping.
   check(divergence_.on_evaluation(step, record.accuracy, record.loss, record.param_norm));
-  if (lead_) record_eval(record, time, ctx_.now() - time);
+  if (lead()) record_eval(record, time, ctx_.now() - time);
   return record;
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "checkpoint_store.hpp"
+#include "fast/core/error.hpp"
 #include "fast/metrics/divergence.hpp"
 #include "fast/metrics/records.hpp"
 #include "fast/runtime/context.hpp"
@@ -37,6 +38,11 @@ class ModelSide {
   // zero grads, forward, cross-entropy, backward on batch (epoch, index) of this worker's shard;
   // returns the loss. The gradient is left in the replica's flat buffer for Worker::step().
   virtual double gradient(std::int64_t epoch, std::int64_t index) = 0;
+  // Whether gradient() touches only this worker's own objects (its model, replica and loader) and
+  // shared read-only data: it may then run on another OS thread while other workers' code runs
+  // (Context::compute_overlapped). False when the model draws from libtorch's process-wide
+  // random generator (ModelRegistration::draws_random, TorchScript files).
+  virtual bool gradient_is_private() const = 0;
   // Evaluator::run (collective) / Evaluator::snapshot_round (not collective), the score fields of
   // the record filled (accuracy, loss, samples, consensus distance, replica accuracies and rank).
   virtual metrics::EvalRecord evaluate(bool final_round) = 0;
@@ -65,6 +71,7 @@ struct LoopPlan {
       0;                   // a checkpoint every this many steps (asynchronous: of each worker's own; 0: none)
   bool stoppable = false;  // poll core::stop_requested() (fast train's SIGINT/SIGTERM)
   std::int64_t stop_check_every = 1;  // lockstep: a stop agreement after every step that is a multiple of this
+  bool elastic = false;  // lockstep: the survivors of a lost worker regroup and go on (regroup_survivors)
 };
 
 class WorkerLoop {
@@ -93,6 +100,17 @@ class WorkerLoop {
   // reported since the last call (Context::membership_events). Called with the progress reports
   // and once after training.
   void record_membership();
+  // Elastic lockstep runs (plan.elastic), collective among the survivors: after a step or a
+  // collective of the loop failed with `lost`, the survivors agree on a new group and take one
+  // state (strategy::Worker::regroup_survivors); the first member writes a `membership` record for
+  // each worker lost, with the step and the new group's size, and logs the change. Returns the
+  // steps taken, where the loop goes on. Rethrows `lost` when this worker is lost itself or the
+  // run is not elastic.
+  std::int64_t regroup_survivors(const core::PeerLost& lost);
+  // Whether this worker leads the run's outputs: the first member of the group (worker 0 until it
+  // is lost in an elastic run).
+  bool lead() const;
+
   // Collective evaluation after `step` steps; worker 0 writes the record and shows it.
   metrics::EvalRecord evaluate_collective(std::int64_t step, bool final_round);
   // Asynchronous: this worker evaluates a snapshot after `rounds` lockstep-equivalent steps.
@@ -153,7 +171,6 @@ class WorkerLoop {
   ModelSide& model_;
   ProcessOutputs& outputs_;
   LoopPlan plan_;
-  bool lead_;
   double start_;
   double last_report_;
   double loss_sum_ = 0;  // since the last progress report

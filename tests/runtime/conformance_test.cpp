@@ -261,6 +261,20 @@ TEST_P(Conformance, SpawnedActivitiesShareMutexAndCondVarAndReportErrors) {
   });
 }
 
+// compute_overlapped runs the work before it returns (sim: on its compute threads, 0 = the cores),
+// lets the flops' time pass as compute() does, and rethrows the work's error in the caller.
+TEST_P(Conformance, ComputeOverlappedRunsTheWorkAndRethrowsItsError) {
+  run([](Context& ctx) {
+    const int rank = ctx.rank();
+    int ran = 0;
+    const double before = ctx.now();
+    ctx.compute_overlapped(1e6, [&] { ran = rank + 1; });
+    EXPECT_EQ(ran, rank + 1);
+    EXPECT_GE(ctx.now(), before);
+    EXPECT_THROW(ctx.compute_overlapped(1e6, [] { throw core::InvalidUsage("work error"); }), core::InvalidUsage);
+  });
+}
+
 // Native collectives (mpi): a rank inside one still serves its peers' point-to-point requests,
 // which they may need before they can join it. Rank 0 enters a barrier at once; an activity of
 // rank 0 answers each other rank's request (sent 0.1 s later, while rank 0 waits in the barrier)

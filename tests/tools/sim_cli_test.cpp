@@ -1,5 +1,6 @@
 // `fast train --runtime sim`: the same config and seed give byte-identical metrics and summary
-// files, for every strategy; a host turned off under a synchronous strategy ends the run with a
+// files (but for the peak resident memory), for every strategy and any number of compute threads
+// (--sim-threads); a host turned off under a synchronous strategy ends the run with a
 // clear PeerLost error (exit code 3), not a hang or a crash; under an asynchronous strategy the
 // survivors finish the run (final evaluation and summary), unless the lost host held what the run
 // cannot do without (the batch budget on worker 0, a parameter-server shard): then exit code 3
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -53,11 +55,12 @@ period = "50ms"
 )";
 
 // The metrics and summary files of two runs of `fast train --runtime sim --cluster c.toml ARGS
-// --strategy STRATEGY` with the same settings, each in its own folder.
+// --strategy STRATEGY` with the same settings, each in its own folder; run k adds extra[k].
 struct TwoRuns {
   std::string metrics[2], summaries[2];
 };
-TwoRuns run_twice(const std::string& label, const char* cluster, const std::string& args, const std::string& strategy) {
+TwoRuns run_twice(const std::string& label, const char* cluster, const std::string& args, const std::string& strategy,
+                  const std::array<std::string, 2>& extra = {}) {
   std::string name = label + strategy;
   for (char& ch : name)
     if (ch == ' ' || ch == '-') ch = '_';
@@ -65,7 +68,7 @@ TwoRuns run_twice(const std::string& label, const char* cluster, const std::stri
   for (int k = 0; k < 2; ++k) {
     const fs::path dir = temp_dir(name + "_" + std::to_string(k));
     write(dir / "c.toml", cluster);
-    const Result r = run_in(dir, "train --runtime sim --cluster c.toml " + args +
+    const Result r = run_in(dir, "train --runtime sim --cluster c.toml " + args + " " + extra[k] +
                                      " --metrics m.jsonl --summary s.json --progress never --strategy " + strategy);
     EXPECT_EQ(r.code, exit_code::ok) << r.output;
     out.metrics[k] = slurp(dir / "m.jsonl");
@@ -75,9 +78,17 @@ TwoRuns run_twice(const std::string& label, const char* cluster, const std::stri
   return out;
 }
 
+// The one field of a sim run's files that is not simulated: the process's peak resident memory
+// (summary and end record), masked; everything else must match byte for byte.
+std::string without_peak_rss(const std::string& text) {
+  static const std::regex peak("\"peak_rss_bytes\": ?[0-9]+");
+  return std::regex_replace(text, peak, "\"peak_rss_bytes\":-");
+}
+
 void expect_identical(const TwoRuns& runs) {
-  EXPECT_EQ(runs.metrics[0], runs.metrics[1]);
-  EXPECT_EQ(runs.summaries[0], runs.summaries[1]);
+  for (int k = 0; k < 2; ++k) EXPECT_NE(runs.summaries[k].find("\"peak_rss_bytes\""), std::string::npos);
+  EXPECT_EQ(without_peak_rss(runs.metrics[0]), without_peak_rss(runs.metrics[1]));
+  EXPECT_EQ(without_peak_rss(runs.summaries[0]), without_peak_rss(runs.summaries[1]));
 }
 
 class SimDeterminism : public ::testing::TestWithParam<std::string> {};
@@ -137,6 +148,63 @@ INSTANTIATE_TEST_SUITE_P(LongAsynchronous, SimDeterminism64,
 INSTANTIATE_TEST_SUITE_P(LongSynchronous, SimDeterminism64,
                          ::testing::Values("allreduce", "ps --mode sync", "local-sgd --period 2", "dpsgd"));
 
+// The workers' gradients computed on 1 or on 2 OS threads (--sim-threads) while the simulation runs:
+// at 64 workers, for every strategy, the same files byte for byte (the simulated durations do not
+// depend on the computations, so neither does any simulated event). A tiny synthetic set keeps each
+// run to a few seconds.
+class SimThreads64 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SimThreads64, OneAndTwoThreadsGiveByteIdenticalFiles) {
+  const TwoRuns runs = run_twice("threads_", kCluster64,
+                                 "--workers 64 --model mlp --steps 3 --batch 8 --eval-every 3 --log-every 1 "
+                                 "--no-replica-accuracy --dataset synthetic:shape=1x8x8,classes=4,train=2048,test=256",
+                                 GetParam(), {"--sim-threads 1", "--sim-threads 2"});
+  EXPECT_NE(runs.metrics[0].find("\"eval\""), std::string::npos) << runs.metrics[0].substr(0, 2000);
+  EXPECT_NE(runs.summaries[0].find("\"memory_floor_bytes\""), std::string::npos) << runs.summaries[0].substr(0, 2000);
+  expect_identical(runs);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStrategies, SimThreads64,
+                         ::testing::Values("allreduce", "ps --mode sync", "ps --mode async",
+                                           "ps --mode ssp --staleness 2", "local-sgd --period 2",
+                                           "easgd --tau 2 --alpha 0.1", "dpsgd", "adpsgd", "gosgd", "acid"));
+
+// memory_floor_bytes, in closed form: every worker's state (P parameters and P gradients of 4 bytes,
+// the optimizer's buffers, the strategy's own) plus the training and test sets once (each sample:
+// 64 float32 features and an int64 label). peak_rss_bytes is the process's, above the floor.
+TEST(SimCli, MemoryFloorIsEveryWorkersStatePlusTheDatasetOnce) {
+  const fs::path dir = temp_dir("floor");
+  write(dir / "tiny.toml", kTinyCluster);
+  constexpr std::uint64_t workers = 4, dataset = (512 + 64) * (64 * 4 + 8);
+  struct Case {
+    std::string args;
+    std::function<std::uint64_t(std::uint64_t)> worker_bytes;  // of the parameter count P
+  };
+  const std::vector<Case> cases{
+      {"--strategy allreduce --optimizer sgd", [](std::uint64_t p) { return 2 * p * 4; }},
+      {"--strategy allreduce --optimizer momentum", [](std::uint64_t p) { return 3 * p * 4; }},
+      {"--strategy allreduce --optimizer adam", [](std::uint64_t p) { return 4 * p * 4; }},
+      // adpsgd: its exposed model (also the replica window: the Worker publishes no copy).
+      {"--strategy adpsgd --optimizer momentum", [](std::uint64_t p) { return 4 * p * 4; }},
+      // gosgd: x (doubles), the inbox [x | mass | counts per worker] (doubles), pushes per
+      // receiver (8 bytes each), and the replica copy the Worker publishes.
+      {"--strategy gosgd --optimizer momentum",
+       [](std::uint64_t p) { return 3 * p * 4 + 8 * p + 8 * (p + 1 + workers) + 8 * workers + 4 * p; }}};
+  for (const Case& c : cases) {
+    const Result r = run_in(dir,
+                            "train --runtime sim --cluster tiny.toml --workers 4 --model mlp --steps 2 --batch 8 "
+                            "--progress never --summary s.json --no-replica-accuracy "
+                            "--dataset synthetic:shape=1x8x8,classes=4,train=512,test=64 " +
+                                c.args);
+    ASSERT_EQ(r.code, exit_code::ok) << c.args << "\n" << r.output;
+    const nlohmann::json s = nlohmann::json::parse(slurp(dir / "s.json"));
+    const auto p = s["parameters"].get<std::uint64_t>();
+    EXPECT_EQ(s["memory_floor_bytes"].get<std::uint64_t>(), workers * c.worker_bytes(p) + dataset) << c.args;
+    EXPECT_GT(s["peak_rss_bytes"].get<std::uint64_t>(), s["memory_floor_bytes"].get<std::uint64_t>()) << c.args;
+  }
+  fs::remove_all(dir);
+}
+
 // Under allreduce the parameters do not depend on timing: the same seed gives the same model, bit
 // for bit, whether the workers are threads on the real clock or actors on a simulated cluster.
 // The same all-reduce algorithm gives the same bits on both runtimes. It is named: under `auto`
@@ -192,10 +260,10 @@ TEST(SimCli, CompareRunsSeveralSimRunsLikeFastTrain) {
                             "--eval-every 3 --log-every 2 --metrics m.jsonl --progress never --strategy " +
                                 names[i]);
     ASSERT_EQ(t.code, exit_code::ok) << t.output;
-    // The end record names its own metrics file, the one thing that differs.
+    // The end record names its own metrics file and the process's peak memory, the things that differ.
     const std::regex path("\"metrics\":\"[^\"]*\"");
-    EXPECT_EQ(std::regex_replace(slurp(rep / "metrics.jsonl"), path, ""),
-              std::regex_replace(slurp(dir / "m.jsonl"), path, ""))
+    EXPECT_EQ(std::regex_replace(without_peak_rss(slurp(rep / "metrics.jsonl")), path, ""),
+              std::regex_replace(without_peak_rss(slurp(dir / "m.jsonl")), path, ""))
         << names[i];
   }
   const std::string table = slurp(dir / "cmp" / "compare.csv");

@@ -106,9 +106,13 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
 int report_outcome(const nlohmann::json& summary, const fast::training::TrainOptions& options, double wall_seconds,
                    bool reports_run) {
   if (reports_run)
-    std::printf("final test accuracy: %.4f (%s, %d workers, %lld steps, %.1f s, %.0f samples/s)\n",
+    std::printf("final test accuracy: %.4f (%s, %d workers%s, %lld steps, %.1f s, %.0f samples/s)\n",
                 summary["final_accuracy"].get<double>(), options.worker.strategy.name.c_str(),
-                summary["workers"].get<int>(), summary["steps"].get<long long>(), summary["wall_seconds"].get<double>(),
+                summary["workers"].get<int>(),
+                summary.value("lost_workers", nlohmann::json::array()).empty()
+                    ? ""
+                    : fmt::format(" ({} lost)", summary["lost_workers"].size()).c_str(),
+                summary["steps"].get<long long>(), summary["wall_seconds"].get<double>(),
                 summary["samples_per_second"].get<double>());
   if (summary.value("diverged", false))
     std::printf("DIVERGED: %s%s\n", summary["divergence"].get<std::string>().c_str(),
@@ -122,7 +126,7 @@ int report_outcome(const nlohmann::json& summary, const fast::training::TrainOpt
   std::printf("metrics: %s\n", options.metrics.empty() ? "(none: set --metrics FILE)" : options.metrics.c_str());
   std::printf("summary: %s%s\n", options.summary.empty() ? "(none: set --summary FILE)" : options.summary.c_str(),
               fast::runtime::find_runtime(options.runtime).multi_process && !options.summary.empty()
-                  ? " (written by the process of worker 0)"
+                  ? " (written by the process of worker 0, or of the first survivor when worker 0 was lost)"
                   : "");
   // The final checkpoint could not be written: the run is evaluated and summarised, and exits with 3.
   const bool checkpoint_lost = summary.contains("checkpoint_error") && summary["checkpoint_error"].is_string();

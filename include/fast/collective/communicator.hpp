@@ -33,6 +33,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -77,13 +78,31 @@ struct CommunicatorOptions {
   // messages, so the same bits (docs/collectives.md, "All-reduce in shared memory"). false:
   // always messages. Must be the same on every worker.
   bool shared_memory = true;
+  // Elastic groups (docs/faults.md, "Elastic synchronous training"): every collective runs on
+  // messages (never native collectives or shared memory), and each of its waits fails with
+  // PeerLost as soon as ANY member of the group is lost, not only the peer it waits for; the
+  // survivors then agree on a new group (collective/membership.hpp) and call regroup(). For
+  // runtimes that lose workers (zmq, sim). Must be the same on every worker.
+  bool elastic = false;
 };
+
+namespace detail {
+class MemberWatch;  // member_watch.hpp
+}
 
 class Communicator {
  public:
   explicit Communicator(runtime::Context& ctx, CommunicatorOptions options = {});
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
 
+  // The Context the collectives use: the worker's own, or in an elastic group the watch around it
+  // (CommunicatorOptions::elastic), which behaves the same but for its waits.
   runtime::Context& context() const noexcept { return ctx_; }
+  // The worker's own Context, never watched (the membership agreement talks through it).
+  runtime::Context& own_context() const noexcept { return own_; }
+  bool elastic() const noexcept { return watch_ != nullptr; }
   // This worker's rank and the number of workers in the world (not in the group).
   int rank() const { return ctx_.rank(); }
   int size() const { return ctx_.size(); }
@@ -96,6 +115,12 @@ class Communicator {
   // Drops the workers the runtime reports lost from the group (see the contract above).
   // InvalidUsage if this worker itself is lost.
   void exclude_lost();
+  // Elastic groups: the group becomes `members` (rank order, this worker among them) and the next
+  // collective takes sequence number `next_sequence`, on every member alike: what the survivors
+  // agreed on (collective/membership.hpp). InvalidUsage when this worker is not in `members`.
+  void regroup(std::vector<int> members, std::uint32_t next_sequence);
+  // The sequence number the next collective will take.
+  std::uint32_t next_sequence_number() const noexcept { return sequence_.load(std::memory_order_relaxed); }
 
   // In place: data = op over all members of data (f32 or f64; avg divides by group_size()).
   // Blocking.
@@ -177,7 +202,9 @@ class Communicator {
   // (allreduce_async), so each borrows its own from the pool and returns it when the lease ends.
   class ScratchLease;
 
-  runtime::Context& ctx_;
+  runtime::Context& own_;                       // the worker's Context
+  std::unique_ptr<detail::MemberWatch> watch_;  // elastic groups only: own_ watched
+  runtime::Context& ctx_;                       // own_, or *watch_
   std::atomic<std::uint32_t> sequence_{0};
   bool joining_ = false;
   std::vector<core::Buffer> scratch_;  // neighbor_average: the weighted sum and one receive buffer

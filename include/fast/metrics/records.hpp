@@ -74,6 +74,10 @@ struct MembershipRecord {
   int worker = 0;       // the rank lost or taken back
   bool joined = false;  // "change": "joined" when true, else "lost"
   std::string detail;   // where it ran and why
+  // Elastic synchronous runs: the steps the survivors go on from and their number (-1 and 0: not
+  // written, as in asynchronous runs).
+  std::int64_t step = -1;
+  int workers = 0;
 };
 
 nlohmann::json to_json(const StartRecord& r);       // {"event": "start", "time": 0, ...}

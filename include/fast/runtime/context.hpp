@@ -98,6 +98,20 @@ class Context {
   // Declares that this worker just computed `flops` floating-point operations. Real-clock
   // runtimes have already spent that time and do nothing; `sim` advances the simulated clock.
   virtual void compute(double flops) = 0;
+  // Runs `work` (this worker's real computation of those flops, such as a gradient) and declares
+  // `flops` as compute() does, as if work() ran at the instant of the call, before compute(flops).
+  // The default does exactly that, on the calling thread. `sim` with more than one compute thread
+  // (LaunchOptions::sim_threads) runs work() on a thread of its pool while the simulated execution
+  // lets other actors run, and returns once both are done: the simulated times do not depend on
+  // work(), so every simulated event, and every result, is the same for any number of threads.
+  // Thread-safety: work() may run on another OS thread, concurrently with this worker's other
+  // activities and with other workers; it must touch only memory that nothing else reads or writes
+  // until the call returns (this worker's own replica and loader, read-only shared data), draw
+  // no numbers from a process-wide random generator, and make no Context call. Failure: an
+  // exception thrown by work() is rethrown here (before the flops are declared by the default; under
+  // `sim` with a pool, after they were simulated); otherwise compute()'s errors: a worker lost
+  // meanwhile throws PeerLost. Either way work() has ended when the call returns or throws.
+  virtual void compute_overlapped(double flops, const std::function<void()>& work);
   // Declares that this activity just streamed `bytes` through memory on its own (bytes read plus
   // bytes written by copies and element-wise passes over tensors: a copy of B bytes streams 2B, an
   // average a = (a + b) / 2 of B-byte tensors streams 3B). Messages are not declared: the runtime
@@ -140,6 +154,10 @@ class Context {
 
   // Name of the runtime ("threads", "sim", ...).
   virtual std::string runtime_name() const = 0;
+  // The operation time limit of this world's blocking waits, in seconds on now()'s clock
+  // (LaunchOptions::op_timeout_seconds, else FAST_OP_TIMEOUT): for code that waits in slices of
+  // its own (Work::wait(seconds)) and must still end a wait at the runtime's limit.
+  virtual double operation_time_limit() const;
 
   // Lost peers (see the contract above). alive(peer) is false only once this runtime knows the
   // peer is lost. Runtimes that cannot lose a worker (threads: a failing worker aborts the whole

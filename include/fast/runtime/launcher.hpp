@@ -73,6 +73,10 @@ struct LaunchOptions {
   // runtime calls, as a Python interpreter does. Builds with a sanitizer always use threads (the
   // sanitizers cannot follow swapped stacks). Other runtimes ignore it.
   bool thread_per_worker = false;
+  // sim: OS threads that run the workers' real computations while their simulated executions run
+  // (Context::compute_overlapped): 0, the cores this process may run on; at most one per worker.
+  // 1 runs them in turn on SimGrid's thread. Results are the same for any value. Others ignore it.
+  int sim_threads = 0;
 };
 
 // Names accepted by LaunchOptions::runtime in this build.

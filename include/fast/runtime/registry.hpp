@@ -32,6 +32,10 @@ struct RuntimeBackend {
   // platform; a simulation holds process-wide state (one at a time per process); nothing it does
   // may depend on the host (signal handlers, wall-clock time), so that a seed gives the same run.
   bool simulated_clock = false;
+  // Whether its workers can be lost while the others go on (sim: a failed host; zmq: a process that
+  // dies), so that a run may tolerate it: asynchronous strategies, and synchronous ones with
+  // `elastic` (docs/faults.md). threads cannot lose a worker; under mpi a dead rank ends the job.
+  bool loses_workers = false;
   // The environment variables it reads of its own (core/env.hpp), for --help and docs/config.md;
   // static storage. The variables every runtime reads are runtime_environment()'s.
   core::EnvTable environment;

@@ -22,6 +22,7 @@ enum class TagKind : std::uint8_t {
   window = 3,      // one-sided windows
   control = 4,     // runtime control messages
   trainer = 5,     // training loops (reserved: unused since fast train agrees on stops with a collective)
+  membership = 6,  // the survivors' agreement of an elastic group (collective/membership.hpp)
 };
 
 constexpr Tag make_tag(TagKind kind, std::uint32_t sequence, std::uint32_t detail) {

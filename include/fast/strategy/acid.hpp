@@ -149,6 +149,8 @@ class AcidStrategy final : public Strategy {
   collective::Window* replica_window() override { return compresses(options_) ? nullptr : window_.get(); }
   StepOutcome step(const StepInput& input) override;
   bool asynchronous() const override { return true; }
+  // x~, the exposed [x | inbox | inbox~] and, with a codec, its initial value.
+  std::size_t state_bytes() const override { return bytes_of(x_tilde_) + bytes_of(exposed_) + bytes_of(start_); }
   // Collective: closes the window and folds the last inbox contributions into x_i and x~_i.
   void finish(ModelState state) override;
   // Checkpoints (taken after finish(), docs/faults.md): the second variable x~ ("acid.x_tilde"); the

@@ -71,6 +71,8 @@ class AdpsgdStrategy final : public Strategy {
   std::string_view name() const override { return "adpsgd"; }
   StepOutcome step(const StepInput& input) override;
   bool asynchronous() const override { return true; }
+  // The exposed model and, with a codec, the common initial model.
+  std::size_t state_bytes() const override { return bytes_of(model_) + bytes_of(start_); }
   void finish(ModelState state) override;
   // Takes x_j of the first live neighbour (in neighbour order) as this worker's model: its window
   // and state.params. PeerLost when no neighbour is live; InvalidUsage with a codec (the links'

@@ -74,6 +74,8 @@ class EasgdStrategy final : public Strategy {
   // asynchronous runs"): its replica becomes the centre as read now. Without a codec only.
   void rejoin(ModelState state) override;
   bool asynchronous() const override { return true; }
+  // The centre (worker 0) and, with a codec, the common initial model.
+  std::size_t state_bytes() const override { return bytes_of(centre_) + bytes_of(start_); }
   // Collective: closes the centre window (every exchange of every worker has landed).
   void finish(ModelState state) override;
   // Not collective: out = the centre as rank 0's window holds it now.

@@ -87,6 +87,11 @@ class GosgdStrategy final : public Strategy {
   std::string_view name() const override { return "gosgd"; }
   StepOutcome step(const StepInput& input) override;
   bool asynchronous() const override { return true; }
+  // The numerator x, the exposed inbox (x part, mass, counts), the pushes issued per receiver and,
+  // with a codec, the common initial model. The payloads of pushes in flight are not state.
+  std::size_t state_bytes() const override {
+    return bytes_of(x_) + bytes_of(inbox_) + bytes_of(pushed_to_) + bytes_of(start_);
+  }
   void finish(ModelState state) override;
   // Checkpoints (taken after finish(), docs/faults.md): the numerator x ("gosgd.numerator", float64) and
   // the mass w ("gosgd.mass"); the restored model is x / w. restore_state: after attach(),

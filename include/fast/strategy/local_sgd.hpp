@@ -32,8 +32,11 @@ class LocalSgdStrategy final : public Strategy {
   LocalSgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
   std::string_view name() const override { return "local-sgd"; }
   StepOutcome step(const StepInput& input) override;
+  bool changes_state_before_last_collective() const override { return true; }  // the update, then averaging
   // With a codec: the codec's all-reduce and the first anchor a (the average of the initial replicas).
   void attach(ModelState state) override;
+  // With a codec: the last average (anchor).
+  std::size_t state_bytes() const override { return bytes_of(anchor_); }
   // Checkpoints with a codec: the anchor a ("local_sgd.anchor") and the codec's all-reduce
   // ("local_sgd.codec..."); nothing without one. restore_state: after attach(), before the first step.
   void save_state(Checkpoint& out) override;

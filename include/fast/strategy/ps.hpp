@@ -138,6 +138,9 @@ class PsStrategy final : public Strategy {
   // below `servers`, starts the server of this rank's shard with its initial values. step() and
   // finish() throw InvalidUsage without it (the Worker's constructor calls it).
   void attach(ModelState state) override;
+  // The shard this worker serves (with its optimizer's state) and, with a codec, the common initial
+  // model.
+  std::size_t state_bytes() const override;
   StepOutcome step(const StepInput& input) override;
   void representative(ModelState state, std::span<float> out) override;
   // sync: identical, but for DGC's local view, where each worker looks at x - v until finish().

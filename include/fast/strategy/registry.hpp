@@ -86,6 +86,12 @@ using RejoinCheck = std::function<std::string(const StrategyOptions&, int rank)>
 // workers save between steps they all share.
 using SaveDuringRunCheck = std::function<std::string(const StrategyOptions&)>;
 
+// Elastic synchronous training (Worker::regroup_survivors, docs/faults.md "Elastic synchronous
+// training"): "" when the survivors of a lost worker can go on with these options, else why not, as
+// a clause ("compress = 'int8' runs its codec's all-reduce over the whole world"). Asked only where
+// the strategy's `asynchronous` trait does not hold: asynchronous runs always go on.
+using ElasticCheck = std::function<std::string(const StrategyOptions&)>;
+
 // Builds one worker's strategy; may throw InvalidArgument for options it refuses.
 using StrategyFactory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&, collective::Communicator&)>;
 // The checks of a strategy's options that need only the world size (`fast train` runs them
@@ -108,6 +114,12 @@ struct StrategyRegistration {
   // Unset: an asynchronous run of this strategy is checkpointed at its end only (checkpoint_every
   // is refused). Set: its workers write periodic checkpoints where it returns "".
   SaveDuringRunCheck save_during_run;
+  // Unset: a synchronous run of this strategy ends when a worker is lost, `elastic` or not. Set:
+  // with `elastic`, the survivors agree on a new group and go on where it returns "". The strategy
+  // then works over Communicator::members() (its collectives over the group, its averages over
+  // group_size()), keeps no state sized by the world, and saves in Worker::save() everything a
+  // member needs to continue from another member's state.
+  ElasticCheck elastic;
   // The strategy sends gradients (not models), so Deep Gradient Compression applies (dgc = true).
   StrategyTrait sends_gradients;
   // The strategy combines every worker's whole gradient at once, so the robust aggregates

@@ -164,6 +164,12 @@ class Strategy {
   // Called after the framework wrote this worker's mini-batch gradient into input.state.grads.
   // Updates input.state.params as the strategy prescribes. May overwrite grads.
   virtual StepOutcome step(const StepInput& input) = 0;
+  // Elastic groups (Worker::regroup_survivors): true when step() may change this worker's state
+  // (parameters, optimizer) and then fail with PeerLost in a later collective of the same step
+  // (local-sgd: the local update, then the averaging). The Worker then saves the state before each
+  // step of an elastic run and puts it back when the step fails, so a failed step leaves nothing
+  // behind. Default false: every change comes after the step's last collective.
+  virtual bool changes_state_before_last_collective() const { return false; }
   // Collective (every worker calls it at the same point): writes the representative model into out
   // (same length as params). Default: the consensus average of all replicas.
   virtual void representative(ModelState state, std::span<float> out);
@@ -213,6 +219,12 @@ class Strategy {
   // This worker's codec traffic (StrategyOptions::compress): every tensor it encoded, dense
   // bytes against encoded bytes. Empty with compress = "none".
   compress::CompressionStats compression() const { return meter_.stats(); }
+  // Bytes of the state this worker's strategy keeps from one step to the next besides the replica
+  // (parameters, gradients) and the worker's optimizer: models and copies it exposes in windows,
+  // its weights and centre, a parameter server's shard and optimizer. Scratch buffers that a step
+  // fills before it reads them are not state. The memory floor of a run sums it
+  // (docs/simulation.md, "Memory floor"). Default: 0 (nothing but the replica).
+  virtual std::size_t state_bytes() const { return 0; }
 
  protected:
   explicit Strategy(collective::Communicator& comm) : comm_(comm) {}
@@ -241,6 +253,11 @@ class Strategy {
   // The model a strategy sending gradients represents itself by: DGC's kept shared x with the local
   // view (the worker's params are then its view x - v), else params. dgc may be null.
   static std::span<const float> dgc_model(const compress::Dgc* dgc, std::span<const float> params);
+  // The bytes a vector's elements take (state_bytes()).
+  template <typename T>
+  static std::size_t bytes_of(const std::vector<T>& v) noexcept {
+    return v.size() * sizeof(T);
+  }
   collective::Communicator& comm_;
   compress::CompressionMeter meter_;
 };

@@ -77,6 +77,22 @@ std::string rejoin_refusal(const StrategyOptions& options, int rank = -1);
 // asynchronous strategies save during the run without a codec (ps: nor dgc).
 std::string periodic_checkpoint_refusal(const StrategyOptions& options);
 
+// Elastic synchronous training (docs/faults.md, "Elastic synchronous training"): "" when the
+// survivors of a run of this strategy can go on without a lost worker (WorkerOptions' communicator
+// elastic, Worker::regroup_survivors), else why not, as a clause. Asynchronous strategies always go
+// on and need no `elastic`: for them it returns why the option does not apply.
+std::string elastic_refusal(const StrategyOptions& options);
+
+// What Worker::regroup_survivors() agreed on, the same on every survivor.
+struct Regrouping {
+  std::vector<int> members;  // the new group, in rank order
+  std::vector<int> lost;     // the workers of the old group that are not in it
+  int source = 0;            // the member whose state every member took
+  std::int64_t steps = 0;    // the source's steps: every member's steps now
+  std::uint32_t rounds = 0;  // agreement rounds of the run so far
+  int agreements = 0;        // agreements this call took (more than 1: a loss during the regrouping)
+};
+
 class Worker {
  public:
   // Collective (asynchronous strategies open windows). state must stay valid for the Worker's
@@ -120,6 +136,23 @@ class Worker {
   // refuses the strategy; PeerLost when no peer to take a model from is live.
   void rejoin(std::int64_t step);
 
+  // Elastic synchronous training, collective among the survivors: every member of the group whose
+  // step or collective failed with PeerLost calls it (a member whose collective failed later, or
+  // not at all, joins it from its next watched wait). The survivors agree on the new group
+  // (collective::agree_on_survivors), the Communicator regroups, and every member takes the state
+  // (Worker::save: parameters, optimizer, step counts, the strategy's own) of the member that took
+  // the most steps (the lowest rank among them): a step that some survivor completed stands, with
+  // the lost worker's contribution; a step that none completed is taken again by the caller, among
+  // the survivors. So every member leaves with the same bits. A loss during the regrouping starts
+  // it again. InvalidUsage without an elastic Communicator or after finish(); PeerLost when this
+  // worker is lost itself.
+  Regrouping regroup_survivors();
+
+  // Bytes of this worker's training state: its replica's parameters and gradients, its optimizer's
+  // state buffers, the copy of its replica it publishes (asynchronous strategies without a
+  // replica_window()) and its strategy's state (Strategy::state_bytes). Thread-safe as the
+  // strategy's state_bytes() is: sizes only, which change only at attach().
+  std::size_t state_bytes() const;
   std::int64_t steps() const noexcept { return steps_; }
   std::int64_t skipped_steps() const noexcept { return skipped_; }
   double comm_seconds() const noexcept { return comm_seconds_; }
@@ -132,7 +165,15 @@ class Worker {
   // none is live.
   void take_live_replica();
 
+  // regroup_survivors(): the state of `source` (save(), encoded) broadcast to every member and
+  // restored by the others.
+  void take_state_of(int source);
+  // The strategy's step; in an elastic group, undone on PeerLost where the strategy may have
+  // changed the state before failing (Strategy::changes_state_before_last_collective).
+  StepOutcome strategy_step(double lr);
+
   collective::Communicator comm_;
+  std::uint32_t membership_rounds_ = 0;  // collective::agree_on_survivors' round count
   ModelState state_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   optim::LrSchedule schedule_;

@@ -57,9 +57,11 @@ struct TrainOptions {
   std::int64_t checkpoint_keep = 2;      // complete checkpoints kept in checkpoint_dir (older ones are removed)
   std::filesystem::path resume;       // continue from the newest complete checkpoint in this folder; empty: start anew
   bool resume_if_present = false;     // resume from checkpoint_dir when it holds a complete checkpoint, else start anew
+  bool elastic = false;  // synchronous strategies: the survivors of a lost worker regroup and go on (docs/faults.md)
   std::int64_t log_every = 50;        // a `train` metrics record every this many steps (per worker)
   std::int64_t eval_every = 0;        // evaluate every this many steps; 0: at each epoch's end
   double op_timeout = -1;             // blocking-operation limit in seconds; < 0: FAST_OP_TIMEOUT
+  int sim_threads = 0;                // sim: threads computing gradients (runtime::LaunchOptions::sim_threads)
   runtime::SlowdownOptions slowdown;  // emulated slow workers and stragglers (seed: `seed`)
   std::string final_model = "average";  // representative model: average | rank0 | best
   bool replica_accuracy = true;         // the final evaluation also scores every replica (replica_accuracy_min/max)

@@ -69,12 +69,12 @@ void BufferSync::sync(collective::Communicator& comm) {
     if (policy_ == BufferPolicy::average)
       comm.allreduce(view, {.op = collective::ReduceOp::avg});
     else
-      comm.broadcast(view, 0);
+      comm.broadcast(view, comm.members().front());
     scatter(floats_, floating_);
   }
   if (!ints_.empty()) {
     gather(integral_, ints_);
-    comm.broadcast(core::MutableView(std::span<std::int64_t>(ints_)), 0);
+    comm.broadcast(core::MutableView(std::span<std::int64_t>(ints_)), comm.members().front());
     scatter(ints_, integral_);
   }
 }

@@ -35,6 +35,7 @@
 #include "fast/core/file_status.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/malloc_tuning.hpp"
+#include "fast/core/memory_usage.hpp"
 #include "fast/core/stop_request.hpp"
 #include "fast/runtime/detect.hpp"
 #include "fast/runtime/environment.hpp"
@@ -147,6 +148,25 @@ void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions
 }
 
 // Checks everything that can be checked before a worker starts, so bad input fails fast and clearly.
+// elastic: a synchronous strategy that declares it, on a runtime that can lose a worker.
+void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s) {
+  if (!o.elastic) return;
+  const std::string refusal = strategy::elastic_refusal(s);
+  FAST_ENFORCE(refusal.empty(), "elastic: set with {}; expected a strategy whose survivors can go on without it",
+               refusal);
+  const runtime::RuntimeBackend& backend = runtime::find_runtime(o.runtime);
+  if (!backend.loses_workers) {
+    std::vector<std::string_view> names;
+    for (const runtime::RuntimeBackend& b : runtime::runtime_backends())
+      if (b.loses_workers) names.push_back(b.name);
+    FAST_THROW(core::InvalidArgument,
+               "elastic: set with runtime '{}', whose workers cannot be lost while the others go on; expected a "
+               "runtime that loses workers: {}",
+               o.runtime,
+               names.empty() ? std::string("none in this build") : fmt::format("{}", fmt::join(names, ", ")));
+  }
+}
+
 void validate(const TrainOptions& o) {
   validate_environment();
   FAST_ENFORCE(o.workers >= 1, "workers: expected >= 1, got {}", o.workers);
@@ -194,6 +214,7 @@ void validate(const TrainOptions& o) {
     strategy::check_strategy_options(s, world);
   }
   validate_checkpoints(o, s);
+  validate_elastic(o, s);
   FAST_ENFORCE(parse_buffer_policy(o.buffers) == BufferPolicy::automatic ||
                    parse_buffer_policy(o.buffers) == BufferPolicy::local || !strategy::asynchronous_strategy(s),
                "buffers = {}: a collective after every step, and strategy '{}' is asynchronous (its workers do not "
@@ -219,7 +240,16 @@ struct RunInputs {
   const std::vector<float>& initial;
   FinalModel final_model;
   std::uint64_t process_token;  // random, the same for every worker of this process
+  std::uint64_t dataset_bytes;  // of data's tensors
 };
+
+// Whether every worker runs in this process (threads, sim): the memory floor and the peak resident
+// memory of this process are then the run's.
+bool one_process(const TrainOptions& o) { return !runtime::find_runtime(o.runtime).multi_process; }
+
+std::uint64_t tensor_bytes(const Dataset& d) {
+  return static_cast<std::uint64_t>(d.images.nbytes() + d.labels.nbytes());
+}
 
 // One worker's libtorch objects; ModelSide for its WorkerLoop.
 class TorchWorker final : public ModelSide {
@@ -229,6 +259,7 @@ class TorchWorker final : public ModelSide {
         replica_(model_, {.device = worker_device(in.options.device, ctx.rank()), .staged = in.options.device_staging}),
         loader_(in.data.train, ctx.rank(), ctx.size(), in.options.batch, in.options.seed),
         replica_accuracy_(in.options.replica_accuracy),
+        private_gradient_(find_model(in.options.model) != nullptr && !find_model(in.options.model)->draws_random),
         buffers_(model_, resolve_buffer_policy(parse_buffer_policy(in.options.buffers),
                                                strategy::asynchronous_strategy(in.options.worker.strategy))) {
     replica_.load(core::ConstView(std::span<const float>(in.initial)));
@@ -253,6 +284,7 @@ class TorchWorker final : public ModelSide {
     replica_.from_device();  // staged: the gradient, for Worker::step() on the host
     return loss.item<double>();
   }
+  bool gradient_is_private() const override { return private_gradient_; }
   metrics::EvalRecord evaluate(bool final_round) override {
     return record(evaluator_->run(final_round && replica_accuracy_));
   }
@@ -279,6 +311,7 @@ class TorchWorker final : public ModelSide {
   ShardedLoader loader_;
   std::optional<Evaluator> evaluator_;
   bool replica_accuracy_;
+  bool private_gradient_;  // gradient_is_private()
   BufferSync buffers_;
 };
 
@@ -310,7 +343,8 @@ LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t 
           // Under sim a signal ends the process as it always did: an agreement would add collectives
           // to the simulated run, whose timings must not depend on whether handlers are installed.
           .stoppable = !runtime::find_runtime(o.runtime).simulated_clock && core::stop_handlers_installed(),
-          .stop_check_every = stop_check_every(flops * static_cast<double>(o.batch))};
+          .stop_check_every = stop_check_every(flops * static_cast<double>(o.batch)),
+          .elastic = o.elastic};
 }
 
 // Runs `write` (a collective checkpoint write, which fails on every worker together) and returns ""
@@ -347,6 +381,7 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   strategy::WorkerOptions worker_options = o.worker;
   if (worker_options.schedule.total_steps == 0) worker_options.schedule.total_steps = plan.total_steps;
   worker_options.strategy.seed = o.seed;
+  worker_options.communicator.elastic = o.elastic;
   if (o.dgc_warmup_epochs > 0)
     worker_options.strategy.dgc_warmup_steps =
         std::max<std::int64_t>(1, std::llround(o.dgc_warmup_epochs * static_cast<double>(plan.steps_per_epoch)));
@@ -405,11 +440,15 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
     mine.param_norm = l2_norm(torch_side.representative());
     mine.param_hash = metrics::fnv1a64(torch_side.representative());
   }
+  mine.replica_hash = metrics::fnv1a64(torch_side.state().params);  // this worker's own replica
   mine.stopped_by = loop.stopped_by();
+  mine.state_bytes = static_cast<std::int64_t>(worker.state_bytes());
   const std::optional<RunTotals> totals =
       gather_totals(worker.communicator(), mine, loop.evaluations(), summary_builders(worker.communicator(), place));
   if (!o.save_model.empty() && first_member) write_npy(o.save_model, torch_side.representative());
   if (totals) {
+    const std::optional<std::uint64_t> dataset_bytes =
+        one_process(o) ? std::optional(in.dataset_bytes) : std::nullopt;  // no floor across processes
     outputs.offer_summary(build_summary({.options = o,
                                          .plan = plan,
                                          .parameters = in.initial.size(),
@@ -419,7 +458,8 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
                                          .checkpoint = loop.last_checkpoint(),
                                          .checkpoint_step = loop.last_checkpoint_step(),
                                          .run = identity,
-                                         .checkpoint_error = checkpoint_error}));
+                                         .checkpoint_error = checkpoint_error,
+                                         .dataset_bytes = dataset_bytes}));
   }
 }
 
@@ -478,9 +518,12 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
     return initial_parameters(model, options.seed);
   }();
   // Intra-op threads: this process's cores divided among its workers, under sim as under threads.
-  // Under sim one actor runs at a time, but each actor is an OS thread with its own OpenMP team,
-  // whose idle threads spin after every parallel region: with 2 threads per actor, hundreds of
-  // simulated workers spend most of the CPU spinning in libgomp (docs/simulation.md, "Scale").
+  // Under sim at most min(sim_threads, workers) gradients run at once (one per compute thread), so
+  // cores / workers each never oversubscribes the cores, and the count, hence every floating-point
+  // result, is the same for any sim_threads. More per gradient would not pay either: each OS thread
+  // has its own OpenMP team, whose idle threads spin after every parallel region (with 2 threads
+  // per actor, hundreds of simulated workers spent most of the CPU spinning in libgomp;
+  // docs/simulation.md, "Scale").
   configure_torch_threads(workers_on_host(options));
   // The same large tensors every step: keep their memory in the heap (core/malloc_tuning.hpp).
   const core::MallocTuning malloc_tuning = core::tune_malloc();
@@ -491,20 +534,22 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
                          .input = input,
                          .initial = initial,
                          .final_model = parse_final_model(options.final_model),
-                         .process_token = std::random_device{}() * 0x100000000ULL + std::random_device{}()};
+                         .process_token = std::random_device{}() * 0x100000000ULL + std::random_device{}(),
+                         .dataset_bytes = tensor_bytes(*data.train) + tensor_bytes(*data.test)};
   ProcessOutputs outputs(progress, on_epoch);
   // Asynchronous strategies go on without a worker lost with its host (docs/simulation.md,
-  // "Failures"); synchronous ones end with its PeerLost.
-  const double run_seconds =
-      runtime::launch({.runtime = options.runtime,
-                       .workers = options.workers,
-                       .op_timeout_seconds = options.op_timeout,
-                       .cluster = options.cluster,
-                       .tolerate_lost_workers = strategy::asynchronous_strategy(options.worker.strategy),
-                       .process = options.process,
-                       .collectives = options.collectives,
-                       .windows = options.windows},
-                      [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
+  // "Failures"), elastic synchronous ones too; other synchronous ones end with its PeerLost.
+  const double run_seconds = runtime::launch(
+      {.runtime = options.runtime,
+       .workers = options.workers,
+       .op_timeout_seconds = options.op_timeout,
+       .cluster = options.cluster,
+       .tolerate_lost_workers = options.elastic || strategy::asynchronous_strategy(options.worker.strategy),
+       .process = options.process,
+       .collectives = options.collectives,
+       .windows = options.windows,
+       .sim_threads = options.sim_threads},
+      [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
 
   std::optional<nlohmann::json> summary = outputs.summary();
   FAST_ENFORCE_AS(core::PeerLost, summary.has_value(), "train: every worker of this process was lost; no summary");
@@ -514,6 +559,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
     (*summary)["simulated_seconds"] = run_seconds;
     (*summary)["cluster"] = options.cluster.string();
   }
+  if (one_process(options)) (*summary)["peak_rss_bytes"] = core::peak_rss_bytes();
   write_outputs(options, outputs, *summary);
   if (hosts_worker_zero != nullptr) *hosts_worker_zero = outputs.hosts_rank0();
   return *summary;

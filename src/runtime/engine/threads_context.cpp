@@ -67,6 +67,7 @@ Mailbox& ThreadsContext::own_mailbox() const {
 
 int ThreadsContext::local_size() const { return world_.local_size(); }
 std::string ThreadsContext::runtime_name() const { return world_.runtime_name(); }
+double ThreadsContext::operation_time_limit() const { return world_.op_timeout(); }
 
 bool ThreadsContext::joins_run_under_way() const { return world_.joining(); }
 

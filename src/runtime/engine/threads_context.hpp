@@ -52,6 +52,7 @@ class ThreadsContext final : public Context {
 
   LinkStats link_stats(int peer) const override;
   std::string runtime_name() const override;
+  double operation_time_limit() const override;
   bool alive(int peer) const override;
   void ensure_alive(int peer) const override;
   void settle_lost_peers() override;

@@ -16,10 +16,12 @@ RuntimeBackend backend() {
                              .op_timeout_seconds = options.op_timeout_seconds,
                              .cluster = std::move(cluster),
                              .tolerate_lost = options.tolerate_lost_workers,
-                             .thread_per_actor = options.thread_per_worker});
+                             .thread_per_actor = options.thread_per_worker,
+                             .compute_threads = options.sim_threads});
                 return world.run(fn);
               },
-          .simulated_clock = true};
+          .simulated_clock = true,
+          .loses_workers = true};
 }
 
 }  // namespace fast::runtime::sim

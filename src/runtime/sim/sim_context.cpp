@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compute_pool.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "mailbox.hpp"
@@ -27,6 +28,7 @@ SimContext::SimContext(int rank, WorldState& world)
 
 int SimContext::size() const { return world_.size(); }
 double SimContext::now() const { return world_.now(); }
+double SimContext::operation_time_limit() const { return world_.op_timeout(); }
 
 void SimContext::check_alive(const char* what) const {
   if (world_.aborted()) throw core::RemoteError(fmt::format("{} refused: {}", what, world_.abort_message()));
@@ -62,6 +64,28 @@ void SimContext::compute(double flops) {
   }
   world_.remove_running(rank_, exec);
   check_alive("compute");
+}
+
+// The work runs on a pool thread while the simulated execution lets the other actors run (each
+// hands its own work to the pool): their computations overlap in real time, and the simulated
+// events stay those of work() then compute(flops), as the simulated duration does not depend on
+// the work. The work is waited for before anything unwinds: it uses this worker's memory.
+void SimContext::compute_overlapped(double flops, const std::function<void()>& work) {
+  ComputePool* pool = world_.compute_pool();
+  if (pool == nullptr) {
+    Context::compute_overlapped(flops, work);
+    return;
+  }
+  check_alive("compute");
+  std::future<void> done = pool->submit([&work] { work(); });
+  std::exception_ptr simulated;
+  try {
+    compute(flops);
+  } catch (...) {
+    simulated = std::current_exception();
+  }
+  done.get();  // the work's own error first: it came before the flops in the simulated order
+  if (simulated) std::rethrow_exception(simulated);
 }
 
 // bytes / memory_bandwidth seconds of one core, as an execution of that many seconds' flops at the

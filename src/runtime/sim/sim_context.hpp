@@ -26,6 +26,9 @@ class SimContext final : public Context {
   double now() const override;
   void sleep(double seconds) override;
   void compute(double flops) override;
+  // With a compute pool (WorldState::compute_pool): work() on a pool thread during the simulated
+  // execution of flops; without one: Context's default (work() then compute(flops)).
+  void compute_overlapped(double flops, const std::function<void()>& work) override;
   void memory_traffic(double bytes) override;
 
   core::Work send(int peer, Tag tag, core::ConstView data) override;
@@ -40,6 +43,7 @@ class SimContext final : public Context {
 
   LinkStats link_stats(int peer) const override;
   std::string runtime_name() const override { return "sim"; }
+  double operation_time_limit() const override;
   bool alive(int peer) const override;
   void ensure_alive(int peer) const override;
   std::optional<NetworkModel> network_model() const override;

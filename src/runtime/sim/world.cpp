@@ -1,6 +1,7 @@
 #include "fast/runtime/sim/world.hpp"
 
 #include <array>
+#include <optional>
 
 #include <xbt/log.h>
 #include <simgrid/Exception.hpp>
@@ -12,8 +13,10 @@
 #include <fmt/ranges.h>
 
 #include "../deliver.hpp"
+#include "compute_pool.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 #include "fast/runtime/environment.hpp"
 #include "platform.hpp"
 #include "sim_context.hpp"
@@ -89,6 +92,17 @@ double World::run(const WorkerFn& fn) {
   const double start = sg::Engine::get_clock();
   WorldState state(placement, options_.op_timeout_seconds, start);
   state.set_memory_bandwidth(cluster.memory_bandwidth);
+  // Destroyed before `state`, once every actor has ended (each waits for its own computations, so
+  // the queue is empty by then).
+  std::optional<ComputePool> pool;
+  const int threads = compute_threads(options_.compute_threads, n);
+  if (threads > 1) {
+    pool.emplace(threads);
+    state.set_compute_pool(&*pool);
+  }
+  core::log(core::LogLevel::info, "sim: workers' computations on {} {}", threads,
+            threads > 1 ? "threads, during their simulated executions (sim_threads)"
+                        : "thread, in turn on the simulation's thread (sim_threads)");
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
   std::vector<bool> ended(static_cast<std::size_t>(n), false);
 

@@ -19,6 +19,7 @@
 namespace fast::runtime::sim {
 
 class Inbox;
+class ComputePool;
 
 class WorldState {
  public:
@@ -30,6 +31,10 @@ class WorldState {
   // Bytes per second one core streams through memory (Cluster::memory_bandwidth; 0: free).
   double memory_bandwidth() const noexcept { return memory_bandwidth_; }
   void set_memory_bandwidth(double bytes_per_second) noexcept { memory_bandwidth_ = bytes_per_second; }
+  // The threads that run the workers' computations (SimContext::compute_overlapped), or null: they
+  // run inline. Not owned; set before the actors start.
+  ComputePool* compute_pool() const noexcept { return compute_pool_; }
+  void set_compute_pool(ComputePool* pool) noexcept { compute_pool_ = pool; }
   // Simulated seconds since the run started.
   double now() const;
   simgrid::s4u::Host* host(int rank) const { return hosts_[static_cast<std::size_t>(rank)]; }
@@ -69,6 +74,7 @@ class WorldState {
   std::optional<NetworkModel> network_;
   double op_timeout_;
   double memory_bandwidth_ = 0;
+  ComputePool* compute_pool_ = nullptr;
   double start_;
   bool aborted_ = false;
   std::string message_;

@@ -174,6 +174,7 @@ RuntimeBackend backend() {
               "tcp://, CURVE-authenticated, heartbeats",
           .launch = run_zmq,
           .multi_process = true,
+          .loses_workers = true,
           .environment = zmq_environment(),
           .launchers = launchers()};
 }

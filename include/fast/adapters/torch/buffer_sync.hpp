@@ -1,6 +1,6 @@
 #pragma once
 // BufferSync: keeps one worker's model buffers (BatchNorm's running statistics) in step with the
-// other workers' after every step, per a BufferPolicy (buffer_policy.hpp): broadcast (rank 0's),
+// other workers' after every step, per a BufferPolicy (buffer_policy.hpp): broadcast (the group's first member's: rank 0 until lost),
 // average (the mean of floating-point buffers; integer ones rank 0's) or local (nothing).
 //
 // The buffers are gathered into one flat host array per dtype class (floating point as float64,

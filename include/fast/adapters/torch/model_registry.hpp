@@ -36,6 +36,11 @@ struct ModelRegistration {
   // Floating-point operations to train on one sample (forward + backward); empty: 6 x the
   // parameter count (exact for Linear layers).
   std::function<double(const SampleSpec& input)> flops_per_sample = {};
+  // Whether training draws from libtorch's process-wide random generator (dropout, random
+  // augmentation in forward). Such a model's gradients are computed one after the other under sim
+  // (never on its compute threads: the order of the draws would depend on them). The built-ins
+  // draw none. TorchScript files are taken to draw.
+  bool draws_random = false;
 };
 
 // Adds a model. InvalidArgument when the name is malformed or taken (the built-ins' too), or make

@@ -31,6 +31,7 @@ struct WorldOptions {
   Cluster cluster;                 // the simulated machine; hosts == 0 ... see default_cluster
   bool tolerate_lost = false;      // a worker lost with its host is not the run's error (above)
   bool thread_per_actor = false;   // one OS thread per actor (LaunchOptions::thread_per_worker)
+  int compute_threads = 0;         // LaunchOptions::sim_threads (0: the cores)
 };
 
 class World {

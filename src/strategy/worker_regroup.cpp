@@ -1,0 +1,74 @@
+// Worker's side of elastic synchronous training (docs/faults.md, "Elastic synchronous training"):
+// which strategies may go on without a lost worker, and the regrouping of the survivors.
+
+#include <algorithm>
+#include <cstddef>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fast/collective/membership.hpp"
+#include "fast/core/error.hpp"
+#include "fast/strategy/registry.hpp"
+#include "fast/strategy/worker.hpp"
+
+namespace fast::strategy {
+
+std::string elastic_refusal(const StrategyOptions& options) {
+  const StrategyRegistration r = find_registration(options.name);
+  if (r.asynchronous.holds(options)) {
+    const std::string condition = r.asynchronous.condition_for(options);
+    return fmt::format("strategy '{}'{} is asynchronous: its survivors always go on without a lost worker",
+                       options.name, condition.empty() ? "" : " " + condition);
+  }
+  if (!r.elastic) {
+    std::vector<std::string> elastic;
+    for (const auto& [name, summary] : strategy_summaries())
+      if (find_registration(name).elastic) elastic.push_back(name);
+    return fmt::format("strategy '{}' cannot go on without a lost worker; elastic training supports {}", options.name,
+                       elastic.empty() ? std::string("none") : fmt::format("{}", fmt::join(elastic, ", ")));
+  }
+  return r.elastic(options);
+}
+
+Regrouping Worker::regroup_survivors() {
+  FAST_ENFORCE_AS(core::InvalidUsage, comm_.elastic(),
+                  "Worker::regroup_survivors: the communicator is not elastic (WorkerOptions::communicator.elastic)");
+  FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::regroup_survivors: called after finish()");
+  Regrouping out;
+  for (;;) {
+    ++out.agreements;
+    const collective::SurvivorAgreement a = collective::agree_on_survivors(comm_, steps_, membership_rounds_);
+    comm_.regroup(a.members, a.next_sequence);
+    // The most steps, the lowest rank among them: a step that a survivor completed stands.
+    const auto most = std::max_element(a.progress.begin(), a.progress.end());
+    out.source = a.members[static_cast<std::size_t>(most - a.progress.begin())];
+    out.members = a.members;
+    out.lost.insert(out.lost.end(), a.lost.begin(), a.lost.end());
+    try {
+      take_state_of(out.source);
+    } catch (const core::PeerLost&) {
+      comm_.context().ensure_alive(comm_.rank());  // this worker itself lost: that error instead
+      continue;                                    // another loss meanwhile: agree again
+    }
+    out.steps = steps_;
+    out.rounds = membership_rounds_;
+    std::sort(out.lost.begin(), out.lost.end());
+    out.lost.erase(std::unique(out.lost.begin(), out.lost.end()), out.lost.end());
+    return out;
+  }
+}
+
+void Worker::take_state_of(int source) {
+  std::vector<std::byte> bytes;
+  if (comm_.rank() == source) bytes = encode_checkpoint(save());
+  std::int64_t length = static_cast<std::int64_t>(bytes.size());
+  comm_.broadcast(core::MutableView(&length, 1, core::DType::i64), source);
+  bytes.resize(static_cast<std::size_t>(length));
+  comm_.broadcast(core::MutableView(bytes.data(), bytes.size(), core::DType::u8), source);
+  if (comm_.rank() == source) return;
+  const std::string from = fmt::format("the state of worker {}", source);
+  restore(decode_checkpoint(bytes, from), from);
+}
+
+}  // namespace fast::strategy

@@ -1,0 +1,205 @@
+// Elastic synchronous training (Worker::regroup_survivors, collective::agree_on_survivors) under
+// the sim runtime, whose hosts fail at known instants: the survivors of a lost worker agree on a
+// new group, take one state and go on; on the quadratic problem (quadratic.hpp) averaged SGD
+// follows x_t = cbar_G + (1 - lr)^t (x_0 - cbar_G) for the mean centre cbar_G of the group G that
+// takes the steps, so the expected model is the closed form with the old group up to the step at
+// which the survivors regrouped and the new group after it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "fast/core/error.hpp"
+#include "fast/runtime/sim/world.hpp"
+#include "fast/strategy/worker.hpp"
+#include "quadratic.hpp"
+
+namespace fast::strategy {
+namespace {
+
+using testing::centre;
+
+constexpr std::size_t kDim = 33;
+constexpr int kSteps = 12;
+constexpr double kLr = 0.1;
+constexpr double kStepSeconds = 1.0;  // the simulated computation of one gradient
+
+runtime::Cluster star(int hosts) {
+  runtime::Cluster c;
+  c.hosts = hosts;
+  c.speeds.assign(static_cast<std::size_t>(hosts), 1e9);
+  c.bandwidth = 1e8;
+  c.latency = 1e-3;
+  return c;
+}
+
+double group_centre(const std::vector<int>& group, std::size_t i) {
+  double c = 0;
+  for (int w : group) c += centre(w, i) / static_cast<double>(group.size());
+  return c;
+}
+
+struct Outcome {
+  std::vector<std::vector<float>> finals;
+  std::vector<Regrouping> regroupings;  // each survivor's last
+  std::vector<int> regroup_calls;
+  std::vector<bool> lost;
+};
+
+// 4 workers train kSteps steps of `strategy` (elastic); the cluster's failures decide who is lost.
+Outcome run(const runtime::Cluster& cluster, const std::string& strategy) {
+  constexpr int kWorkers = 4;
+  Outcome out{.finals = std::vector<std::vector<float>>(kWorkers),
+              .regroupings = std::vector<Regrouping>(kWorkers),
+              .regroup_calls = std::vector<int>(kWorkers, 0),
+              .lost = std::vector<bool>(kWorkers, false)};
+  runtime::sim::World world({.size = kWorkers, .cluster = cluster, .tolerate_lost = true});
+  world.run([&](runtime::Context& ctx) {
+    const auto r = static_cast<std::size_t>(ctx.rank());
+    std::vector<float> x(kDim, 0.5f), g(kDim);
+    WorkerOptions options{.strategy = {.name = strategy, .period = 3},
+                          .optimizer = {.name = "sgd", .lr = kLr},
+                          .communicator = {.elastic = true}};
+    Worker worker(ctx, options, {.params = x, .grads = g});
+    try {
+      while (worker.steps() < kSteps) {
+        try {
+          for (std::size_t i = 0; i < kDim; ++i) g[i] = x[i] - static_cast<float>(centre(ctx.rank(), i));
+          ctx.compute(kStepSeconds * 1e9);
+          worker.step();
+        } catch (const core::PeerLost&) {
+          if (!ctx.alive(ctx.rank())) throw;
+          out.regroupings[r] = worker.regroup_survivors();
+          ++out.regroup_calls[r];
+        }
+      }
+      worker.finish();
+    } catch (const core::PeerLost&) {
+      out.lost[r] = true;
+      throw;
+    }
+    out.finals[r] = x;
+  });
+  return out;
+}
+
+// The closed form: `before` steps with group `a`, the rest with group `b`.
+double expected(std::size_t i, int before, const std::vector<int>& a, const std::vector<int>& b) {
+  const double ca = group_centre(a, i), cb = group_centre(b, i);
+  const double x = ca + std::pow(1 - kLr, before) * (0.5 - ca);
+  return cb + std::pow(1 - kLr, kSteps - before) * (x - cb);
+}
+
+void expect_survivors(const Outcome& o, const std::vector<int>& survivors, int before) {
+  const std::vector<int> all{0, 1, 2, 3};
+  for (int w : survivors) {
+    const auto r = static_cast<std::size_t>(w);
+    EXPECT_FALSE(o.lost[r]) << "worker " << w;
+    EXPECT_EQ(o.regroupings[r].members, survivors) << "worker " << w;
+    EXPECT_EQ(o.regroupings[r].steps, before) << "worker " << w;
+    EXPECT_EQ(o.finals[r], o.finals[static_cast<std::size_t>(survivors.front())]) << "worker " << w << " differs";
+  }
+  const std::vector<float>& x = o.finals[static_cast<std::size_t>(survivors.front())];
+  ASSERT_EQ(x.size(), kDim);
+  for (std::size_t i = 0; i < kDim; ++i) {
+    const double e = expected(i, before, all, survivors);
+    ASSERT_NEAR(x[i], e, 1e-5 * (1 + std::abs(e))) << "i=" << i;
+  }
+}
+
+TEST(ElasticTraining, SurvivorsOfALostWorkerFollowTheClosedFormOfTheirGroup) {
+  runtime::Cluster cluster = star(4);
+  cluster.failures.push_back({.host = 2, .off = 5.5});  // during the 6th step's computation
+  const Outcome o = run(cluster, "allreduce");
+  EXPECT_TRUE(o.lost[2]);
+  expect_survivors(o, {0, 1, 3}, 5);
+  for (int w : {0, 1, 3}) {
+    EXPECT_EQ(o.regroup_calls[static_cast<std::size_t>(w)], 1);
+    EXPECT_EQ(o.regroupings[static_cast<std::size_t>(w)].lost, std::vector<int>{2});
+  }
+}
+
+// Worker 2 is lost at 5.5 s, during the 6th step's computation; the survivors find it in that
+// step's all-reduce from 6 s on (the watch looks every 20 ms) and regroup until about 6.05 s
+// (measured: worker 1, the last to notice, enters the agreement at 6.044 s). Worker 1 is lost too,
+// at `second` seconds.
+Outcome second_loss_at(double second) {
+  runtime::Cluster cluster = star(4);
+  cluster.failures.push_back({.host = 2, .off = 5.5});
+  cluster.failures.push_back({.host = 1, .off = second});
+  Outcome o = run(cluster, "allreduce");
+  EXPECT_TRUE(o.lost[1]);
+  EXPECT_TRUE(o.lost[2]);
+  expect_survivors(o, {0, 3}, 5);  // every step of the old group that completed stands
+  return o;
+}
+
+TEST(ElasticTraining, ALossDuringTheAgreementTakesAnotherRound) {
+  const Outcome o = second_loss_at(6.03);  // worker 1 has not sent its proposal yet
+  for (int w : {0, 3}) {
+    const Regrouping& g = o.regroupings[static_cast<std::size_t>(w)];
+    EXPECT_EQ(o.regroup_calls[static_cast<std::size_t>(w)], 1);
+    EXPECT_EQ(g.agreements, 1);
+    EXPECT_EQ(g.rounds, 2u);  // the first round failed on worker 1's loss
+    EXPECT_EQ(g.lost, (std::vector<int>{1, 2}));
+  }
+}
+
+TEST(ElasticTraining, ALossDuringTheStateTransferAgreesAgain) {
+  const Outcome o = second_loss_at(6.045);  // agreed with worker 1; the state is on its way
+  for (int w : {0, 3}) {
+    const Regrouping& g = o.regroupings[static_cast<std::size_t>(w)];
+    EXPECT_EQ(o.regroup_calls[static_cast<std::size_t>(w)], 1);
+    EXPECT_EQ(g.agreements, 2);
+    EXPECT_EQ(g.lost, (std::vector<int>{1, 2}));
+  }
+}
+
+TEST(ElasticTraining, ALossAfterTheRegroupingIsASecondRegrouping) {
+  const Outcome o = second_loss_at(6.055);  // every survivor has regrouped: the next step finds it
+  for (int w : {0, 3}) {
+    const Regrouping& g = o.regroupings[static_cast<std::size_t>(w)];
+    EXPECT_EQ(o.regroup_calls[static_cast<std::size_t>(w)], 2);
+    EXPECT_EQ(g.members, (std::vector<int>{0, 3}));
+    EXPECT_EQ(g.lost, std::vector<int>{1});
+  }
+}
+
+TEST(ElasticTraining, LocalSgdSurvivorsEndWithOneModel) {
+  runtime::Cluster cluster = star(4);
+  cluster.failures.push_back({.host = 1, .off = 4.5});  // between two averagings (period 3)
+  const Outcome o = run(cluster, "local-sgd");
+  EXPECT_TRUE(o.lost[1]);
+  for (int w : {0, 2, 3}) {
+    const auto r = static_cast<std::size_t>(w);
+    EXPECT_EQ(o.regroupings[r].members, (std::vector<int>{0, 2, 3}));
+    // Step 5 (computed 4-5 s) is local and completes; step 6 averages (6 % 3 == 0) with the lost
+    // worker and fails after its local update, which is undone: the survivors go on from 5 steps.
+    EXPECT_EQ(o.regroupings[r].steps, 5);
+    EXPECT_EQ(o.finals[r], o.finals[0]) << "worker " << w;  // the last step (12) averages
+  }
+}
+
+TEST(ElasticTraining, RefusalsNameWhyAndWhatIsSupported) {
+  EXPECT_EQ(elastic_refusal({.name = "allreduce"}), "");
+  EXPECT_EQ(elastic_refusal({.name = "local-sgd"}), "");
+  EXPECT_NE(elastic_refusal({.name = "allreduce", .compress = "int8"}).find("compress = 'int8'"), std::string::npos);
+  EXPECT_NE(elastic_refusal({.name = "allreduce", .aggregate = "median"}).find("aggregate = 'median'"),
+            std::string::npos);
+  const std::string dpsgd = elastic_refusal({.name = "dpsgd"});
+  EXPECT_NE(dpsgd.find("strategy 'dpsgd' cannot go on"), std::string::npos) << dpsgd;
+  EXPECT_NE(dpsgd.find("allreduce, local-sgd"), std::string::npos) << dpsgd;
+  EXPECT_NE(elastic_refusal({.name = "adpsgd"}).find("asynchronous"), std::string::npos);
+}
+
+TEST(ElasticTraining, RegroupingNeedsAnElasticCommunicator) {
+  runtime::sim::World world({.size = 1, .cluster = star(1)});
+  world.run([](runtime::Context& ctx) {
+    std::vector<float> x(4, 0.0f), g(4, 0.0f);
+    Worker worker(ctx, {.optimizer = {.name = "sgd", .lr = 0.1}}, {.params = x, .grads = g});
+    EXPECT_THROW(worker.regroup_survivors(), core::InvalidUsage);
+  });
+}
+
+}  // namespace
+}  // namespace fast::strategy

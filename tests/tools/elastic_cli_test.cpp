@@ -1,0 +1,204 @@
+// Elastic synchronous training (`fast train --elastic`, docs/faults.md "Elastic synchronous
+// training"): a worker lost mid-run leaves the survivors training to the end of the run with fewer
+// workers, every survivor's parameters equal bit for bit (param_hash_per_worker), a `membership`
+// record naming the loss, the step the survivors went on from and their number, and a final
+// accuracy within a point of the same run without the loss. Under `sim` the loss is a host failure
+// of the cluster file (deterministic); under `zmq` a process of `fast launch -n 4` is SIGKILLed at
+// 30% of the run. Every command runs in a process group of its own, bounded in time and killed as a
+// group.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/poll.hpp"
+#include "common/run_fast.hpp"
+#include "common/spawned.hpp"
+#include "common/test_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using fast::testing::dir_name;
+using fast::testing::slurp;
+using nlohmann::json;
+
+const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
+const std::string kTrain = " --model mlp --seed 11 --batch 32 --epochs 2 --eval-every 0 ";
+
+// The `membership` records of a metrics file.
+std::vector<json> membership_records(const fs::path& metrics) {
+  std::vector<json> out;
+  std::ifstream in(metrics);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) {
+      json r = json::parse(line);
+      if (r["event"] == "membership") out.push_back(std::move(r));
+    }
+  return out;
+}
+
+// What every elastic run that lost worker `victim` of 4 must show in its summary `s` and in the
+// metrics file of its first member, `metrics`; `reference`: the summary of the run without the loss.
+void expect_survivors_finished(const json& s, const json& reference, int victim, const fs::path& metrics) {
+  EXPECT_EQ(s["lost_workers"], json::array({victim})) << s.dump();
+  const json& hashes = s["param_hash_per_worker"];
+  ASSERT_EQ(hashes.size(), 4u) << s.dump();
+  for (int w = 0; w < 4; ++w) {
+    if (w == victim) {
+      EXPECT_TRUE(hashes[w].is_null()) << s.dump();
+      continue;
+    }
+    EXPECT_EQ(hashes[w], hashes[victim == 0 ? 1 : 0]) << "worker " << w << " ended with other parameters: " << s.dump();
+  }
+  EXPECT_EQ(s["steps"], reference["steps"]) << "the survivors did not train to the end: " << s.dump();
+  EXPECT_NEAR(s["final_accuracy"].get<double>(), reference["final_accuracy"].get<double>(), 0.01)
+      << "with the loss " << s.dump() << "\nwithout " << reference.dump();
+  const std::vector<json> records = membership_records(metrics);
+  ASSERT_EQ(records.size(), 1u) << "metrics " << metrics;
+  EXPECT_EQ(records[0]["change"], "lost");
+  EXPECT_EQ(records[0]["worker"], victim);
+  EXPECT_EQ(records[0]["workers"], 3);
+  EXPECT_GT(records[0]["step"].get<std::int64_t>(), 0);
+}
+
+#ifdef FAST_TEST_SIM
+
+// 4 simulated hosts, host 2 turned off at `off` simulated seconds (none when off <= 0).
+fs::path cluster_file(const fs::path& dir, double off) {
+  const fs::path file = dir / (off > 0 ? "lossy.toml" : "whole.toml");
+  std::ofstream out(file);
+  out << "[hosts]\ncount = 4\nspeed = \"1Gf\"\n[network]\nbandwidth = \"1Gbps\"\nlatency = \"50us\"\n";
+  if (off > 0) out << "[[failures]]\nhost = 2\noff = \"" << off << "s\"\n";
+  return file;
+}
+
+class SimElastic : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SimElastic, SurvivorsOfAFailedHostFinishTheRun) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "sim_" + dir_name(GetParam()));
+  const std::string args = " --runtime sim --workers 4 --strategy " + GetParam() + kTrain;
+  const auto whole = fast::testing::run_fast_in(
+      dir, "train" + args + "--summary whole.json --cluster " + cluster_file(dir, 0).string());
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  // About a third of the way: the whole run takes about 50 simulated seconds.
+  const auto lossy = fast::testing::run_fast_in(
+      dir, "train" + args + "--elastic --summary s.json --metrics m.jsonl --cluster " + cluster_file(dir, 15).string());
+  ASSERT_EQ(lossy.code, 0) << lossy.output;
+  EXPECT_NE(lossy.output.find("elastic: worker(s) 2 lost; 3 workers go on from step"), std::string::npos)
+      << lossy.output;
+  expect_survivors_finished(json::parse(slurp(dir / "s.json")), json::parse(slurp(dir / "whole.json")), 2,
+                            dir / "m.jsonl");
+  fs::remove_all(dir);
+}
+
+// local-sgd regroups as allreduce does (tests/strategy/elastic_test.cpp): labelled long (`make test-all`).
+INSTANTIATE_TEST_SUITE_P(Strategies, SimElastic, ::testing::Values("allreduce"),
+                         [](const auto& info) { return dir_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(LongStrategies, SimElastic, ::testing::Values("local-sgd --period 4"),
+                         [](const auto& info) { return dir_name(info.param); });
+
+TEST(ElasticSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "refusals");
+  const auto threads = fast::testing::run_fast_in(dir, "train --runtime threads --workers 2 --elastic" + kTrain);
+  EXPECT_EQ(threads.code, 2) << threads.output;
+  EXPECT_NE(threads.output.find("elastic: set with runtime 'threads', whose workers cannot be lost"), std::string::npos)
+      << threads.output;
+  const auto dpsgd =
+      fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --elastic --strategy dpsgd" + kTrain);
+  EXPECT_EQ(dpsgd.code, 2) << dpsgd.output;
+  EXPECT_NE(dpsgd.output.find("strategy 'dpsgd' cannot go on without a lost worker"), std::string::npos)
+      << dpsgd.output;
+  const auto codec =
+      fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --elastic --compress int8" + kTrain);
+  EXPECT_EQ(codec.code, 2) << codec.output;
+  EXPECT_NE(codec.output.find("compress = 'int8'"), std::string::npos) << codec.output;
+  fs::remove_all(dir);
+}
+
+#endif  // FAST_TEST_SIM
+
+#ifdef FAST_TEST_ZMQ
+
+// The percentage of worker 0's last progress line ("[0] epoch E | step S/T (P%)"), or -1.
+int progress_percent(const fs::path& log) {
+  static const std::regex line("\\[0\\] epoch [0-9]+ \\| step [0-9]+/[0-9]+ \\(([0-9]+)%\\)");
+  const std::string text = slurp(log);
+  int percent = -1;
+  for (std::sregex_iterator it(text.begin(), text.end(), line), end; it != end; ++it) percent = std::stoi((*it)[1]);
+  return percent;
+}
+
+// pid of process `rank` of a fast launch, from its "[rank] ... pid P listens on" line.
+pid_t worker_pid(const fs::path& log, int rank) {
+  const std::regex line("\\[" + std::to_string(rank) + "\\][^\\n]*pid ([0-9]+) listens on");
+  const std::optional<std::string> pid = fast::testing::first_match(log, line, fast::testing::kStartBound);
+  return pid ? static_cast<pid_t>(std::stol(*pid)) : -1;
+}
+
+struct Loss {
+  std::string strategy;
+  int victim;  // the process (and worker) killed
+};
+
+void PrintTo(const Loss& l, std::ostream* os) { *os << l.strategy << ", process " << l.victim << " killed"; }
+
+class ZmqElastic : public ::testing::TestWithParam<Loss> {};
+
+TEST_P(ZmqElastic, SurvivorsOfAKilledProcessFinishTheRun) {
+  const Loss& loss = GetParam();
+  const fs::path dir =
+      fast::testing::test_dir("fast_elastic_cli", "zmq_" + dir_name(loss.strategy) + "_" + std::to_string(loss.victim));
+  const std::string train = " --strategy " + loss.strategy + kTrain;
+  // The run without the loss: under threads, whose synchronous runs end as zmq's do (zmq_cli_test).
+  const auto whole =
+      fast::testing::run_fast_in(dir, "train --runtime threads --workers 4 --summary whole.json" + train);
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  // Every worker paced (--slowdown 6: 5 x its compute time waited each step), so that the kill at
+  // 30% of the run lands mid-run; --grace: launch lets the survivors finish.
+  const std::string peer_timeout = std::to_string(2 * fast::testing::kRunTimeScale);
+  const auto l = fast::testing::spawn_in_group(
+      dir,
+      kFast + " launch -n 4 --grace 200 --timeout 300 -- " + kFast + " train --runtime zmq --elastic --peer-timeout " +
+          peer_timeout + " --progress auto --summary s.json --metrics m.jsonl --slowdown 6,6,6,6" + train,
+      "launch.log");
+  const pid_t victim = worker_pid(l.log, loss.victim);
+  ASSERT_GT(victim, 0) << slurp(l.log);
+  const fast::testing::RemovesSocketFiles killed{victim};
+  const bool reached = fast::testing::poll_until([&] { return progress_percent(l.log) >= 30; },
+                                                 60 * fast::testing::kRunTimeScale, std::chrono::milliseconds(10));
+  ::kill(victim, SIGKILL);
+  const int status = fast::testing::wait_or_kill_group(l, 240 * fast::testing::kRunTimeScale);
+  const std::string log = slurp(l.log);
+  ASSERT_TRUE(reached) << log;
+  ASSERT_NE(status, -1) << "fast launch did not end:\n" << log;
+  ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
+  EXPECT_NE(log.find("elastic: worker(s) " + std::to_string(loss.victim) + " lost; 3 workers go on from step"),
+            std::string::npos)
+      << log;
+  // The first survivor's process writes the records of the regrouping and the summary.
+  const std::string first = loss.victim == 0 ? "1" : "0";
+  expect_survivors_finished(json::parse(slurp(dir / "s.json")), json::parse(slurp(dir / "whole.json")), loss.victim,
+                            dir / ("m.rank" + first + ".jsonl"));
+  fs::remove_all(dir);
+}
+
+std::string loss_name(const ::testing::TestParamInfo<Loss>& info) {
+  return dir_name(info.param.strategy) + "_process_" + std::to_string(info.param.victim);
+}
+
+// Worker 0 (the rendezvous, the first member) lost too. local-sgd regroups as allreduce does
+// (tests/strategy/elastic_test.cpp): labelled long (`make test-all`).
+INSTANTIATE_TEST_SUITE_P(Strategies, ZmqElastic, ::testing::Values(Loss{"allreduce", 2}, Loss{"allreduce", 0}),
+                         loss_name);
+INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqElastic, ::testing::Values(Loss{"local-sgd --period 4", 2}), loss_name);
+
+#endif  // FAST_TEST_ZMQ
+
+}  // namespace
