@@ -8,7 +8,7 @@ include(CMakePackageConfigHelpers)
 # layer below it; they are listed so that the umbrella does not hinge on that chain.
 add_library(fast_library INTERFACE)
 add_library(fast::fast ALIAS fast_library)
-target_link_libraries(fast_library INTERFACE fast_torch fast_strategy fast_metrics fast_optim fast_topology
+target_link_libraries(fast_library INTERFACE fast_torch fast_training fast_strategy fast_metrics fast_optim fast_topology
                       fast_collective fast_compress fast_runtime fast_wire fast_core)
 fast_install_library(fast_library fast)
 

@@ -34,14 +34,14 @@ py::object to_python(const nlohmann::json& value) { return py::module_::import("
 
 // One ProcessOutputs per metrics file in this process: the workers of fast.run share it, as the
 // workers of a `fast train` process do.
-std::shared_ptr<torch::ProcessOutputs> process_outputs(const std::string& metrics, torch::ProgressFn progress) {
+std::shared_ptr<training::ProcessOutputs> process_outputs(const std::string& metrics, training::ProgressFn progress) {
   static std::mutex mutex;
-  static std::map<std::string, std::weak_ptr<torch::ProcessOutputs>> open;
+  static std::map<std::string, std::weak_ptr<training::ProcessOutputs>> open;
   std::lock_guard<std::mutex> lock(mutex);
   if (!metrics.empty()) {
     if (auto existing = open[metrics].lock()) return existing;
   }
-  auto outputs = std::make_shared<torch::ProcessOutputs>(std::move(progress), nullptr);
+  auto outputs = std::make_shared<training::ProcessOutputs>(std::move(progress), nullptr);
   if (!metrics.empty()) open[metrics] = outputs;
   return outputs;
 }
@@ -53,7 +53,7 @@ std::uint64_t process_token() {
 }
 
 // The model side of the loop: evaluations call `score(parameters) -> (correct, loss_sum, count)`.
-class PyModelSide : public torch::ModelSide {
+class PyModelSide : public training::ModelSide {
  public:
   explicit PyModelSide(PyWorker& worker) : worker_(worker), rep_(worker.params().size()) {}
   void set_score(py::object score) { score_ = std::move(score); }
@@ -123,8 +123,8 @@ class PyModelSide : public torch::ModelSide {
 }  // namespace
 
 struct PyMetrics::State {
-  State(PyWorker& w, torch::TrainOptions o, const torch::LoopPlan& p, std::shared_ptr<torch::ProcessOutputs> out,
-        torch::ProcessPlace pl)
+  State(PyWorker& w, training::TrainOptions o, const training::LoopPlan& p,
+        std::shared_ptr<training::ProcessOutputs> out, training::ProcessPlace pl)
       : worker(w),
         options(std::move(o)),
         plan(p),
@@ -135,25 +135,25 @@ struct PyMetrics::State {
         loop(w.context(), w.get(), slowdown, model, *outputs, plan) {}
 
   PyWorker& worker;
-  torch::TrainOptions options;  // as fast train's, for the start record and the summary
-  torch::LoopPlan plan;
-  std::shared_ptr<torch::ProcessOutputs> outputs;
-  torch::ProcessPlace place;
+  training::TrainOptions options;  // as fast train's, for the start record and the summary
+  training::LoopPlan plan;
+  std::shared_ptr<training::ProcessOutputs> outputs;
+  training::ProcessPlace place;
   PyModelSide model;
   runtime::Slowdown slowdown;  // none: a Python loop emulates no slowness
-  torch::WorkerLoop loop;
+  training::WorkerLoop loop;
   bool finished = false;
 };
 
 namespace {
 
-torch::TrainOptions run_options(const PyWorker& worker, const MetricsOptions& m) {
+training::TrainOptions run_options(const PyWorker& worker, const MetricsOptions& m) {
   FAST_ENFORCE(m.batch >= 1, "fast.Metrics: batch must be >= 1, got {}", m.batch);
   FAST_ENFORCE(m.log_every >= 1, "fast.Metrics: log_every must be >= 1, got {}", m.log_every);
   FAST_ENFORCE(m.target_accuracy >= 0 && m.target_accuracy <= 1,
                "fast.Metrics: target_accuracy must be in [0, 1], got {}", m.target_accuracy);
   FAST_ENFORCE(m.classes >= 2, "fast.Metrics: classes must be >= 2, got {}", m.classes);
-  torch::TrainOptions o = worker.options();
+  training::TrainOptions o = worker.options();
   o.runtime = worker.context().runtime_name();
   o.model = m.model;
   o.dataset = m.dataset;
@@ -171,10 +171,10 @@ torch::TrainOptions run_options(const PyWorker& worker, const MetricsOptions& m)
   return o;
 }
 
-torch::ProgressFn progress_callback(const py::object& progress) {
+training::ProgressFn progress_callback(const py::object& progress) {
   if (progress.is_none()) return nullptr;
   auto fn = std::make_shared<py::object>(progress);
-  return [fn](const torch::Progress& p) {
+  return [fn](const training::Progress& p) {
     py::gil_scoped_acquire acquire;
     (*fn)(py::dict(py::arg("step") = p.step, py::arg("total_steps") = p.total_steps, py::arg("epoch") = p.epoch,
                    py::arg("elapsed_seconds") = p.elapsed_seconds, py::arg("samples_per_second") = p.samples_per_second,
@@ -186,24 +186,24 @@ torch::ProgressFn progress_callback(const py::object& progress) {
 
 PyMetrics::PyMetrics(PyWorker& worker, const MetricsOptions& m) {
   runtime::Context& ctx = worker.context();
-  torch::TrainOptions o = run_options(worker, m);
+  training::TrainOptions o = run_options(worker, m);
   const std::int64_t per_epoch = worker.steps_per_epoch();
-  const torch::LoopPlan plan{.steps_per_epoch = per_epoch,
-                             .total_steps = o.steps,
-                             .eval_interval_steps = per_epoch,
-                             .batch = m.batch,
-                             .log_every = m.log_every,
-                             .flops_per_step = 0,
-                             .initial_norm = l2_norm(worker.params()),
-                             .classes = m.classes};
+  const training::LoopPlan plan{.steps_per_epoch = per_epoch,
+                                .total_steps = o.steps,
+                                .eval_interval_steps = per_epoch,
+                                .batch = m.batch,
+                                .log_every = m.log_every,
+                                .flops_per_step = 0,
+                                .initial_norm = l2_norm(worker.params()),
+                                .classes = m.classes};
   auto outputs = process_outputs(o.metrics.string(), progress_callback(m.progress));
-  torch::ProcessPlace place;
+  training::ProcessPlace place;
   {
     py::gil_scoped_release release;
-    place = torch::place_process(ctx, worker.get().communicator(), process_token());
+    place = training::place_process(ctx, worker.get().communicator(), process_token());
   }
   outputs->open(o.metrics, place.first_rank, place.whole_world, place.hosts_rank0,
-                torch::start_record(o, plan, ctx.size(), worker.params().size()));
+                training::start_record(o, plan, ctx.size(), worker.params().size()));
   state_ = std::make_unique<State>(worker, std::move(o), plan, std::move(outputs), std::move(place));
 }
 
@@ -247,20 +247,20 @@ py::object PyMetrics::finish(const py::function& score) {
     s.loop.flush_train_record();
     w.finish();
     const metrics::EvalRecord final_eval = s.loop.evaluate_collective(w.steps(), true);
-    torch::WorkerTotals mine = s.loop.totals();
+    training::WorkerTotals mine = s.loop.totals();
     mine.wall_seconds = train_end;
     mine.param_norm = l2_norm(s.model.representative());
     mine.param_hash = metrics::fnv1a64(s.model.representative());
     // Every worker returns the summary, so every member reads the totals (Python's worlds are small).
-    const std::optional<torch::RunTotals> totals =
-        torch::gather_totals(w.communicator(), mine, s.loop.evaluations(), w.communicator().members());
-    summary = torch::build_summary({.options = s.options,
-                                    .plan = s.plan,
-                                    .parameters = s.worker.params().size(),
-                                    .final_eval = final_eval,
-                                    .totals = *totals,
-                                    .communicator = w.communicator()});
-    const std::vector<int> builders = torch::summary_builders(w.communicator(), s.place);
+    const std::optional<training::RunTotals> totals =
+        training::gather_totals(w.communicator(), mine, s.loop.evaluations(), w.communicator().members());
+    summary = training::build_summary({.options = s.options,
+                                       .plan = s.plan,
+                                       .parameters = s.worker.params().size(),
+                                       .final_eval = final_eval,
+                                       .totals = *totals,
+                                       .communicator = w.communicator()});
+    const std::vector<int> builders = training::summary_builders(w.communicator(), s.place);
     if (std::find(builders.begin(), builders.end(), w.context().rank()) != builders.end()) {
       s.outputs->write_end(summary["wall_seconds"].get<double>(), summary);
       if (!s.options.summary.empty() && s.place.hosts_rank0) metrics::write_json_file(s.options.summary, summary);

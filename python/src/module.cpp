@@ -4,9 +4,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include "fast/adapters/torch/data_order.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/version.hpp"
+#include "fast/training/data_order.hpp"
 #include "metrics.hpp"
 #include "mover.hpp"
 #include "process.hpp"
@@ -68,7 +68,7 @@ void bind_data_order(py::module_& m) {
   m.def(
       "epoch_permutation",
       [](std::int64_t n, std::uint64_t seed, std::int64_t epoch) {
-        const std::vector<std::int64_t> p = torch::epoch_permutation(n, seed, epoch);
+        const std::vector<std::int64_t> p = training::epoch_permutation(n, seed, epoch);
         py::array_t<std::int64_t> out(static_cast<py::ssize_t>(p.size()));
         std::copy(p.begin(), p.end(), out.mutable_data());
         return out;

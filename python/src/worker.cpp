@@ -9,9 +9,9 @@
 
 #include "checkpoint_store.hpp"
 #include "config.hpp"
-#include "fast/adapters/torch/run_identity.hpp"
 #include "fast/core/error.hpp"
 #include "fast/optim/optimizer.hpp"
+#include "fast/training/run_identity.hpp"
 
 namespace fast::python {
 
@@ -50,8 +50,8 @@ std::string setting_text(const std::string& key, const py::handle& value) {
              py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>());
 }
 
-torch::TrainOptions apply_settings(const py::kwargs& settings) {
-  torch::TrainOptions o;
+training::TrainOptions apply_settings(const py::kwargs& settings) {
+  training::TrainOptions o;
   const std::vector<std::string> allowed = worker_setting_names();
   for (const auto& [k, v] : settings) {
     std::string key = py::str(k).cast<std::string>();
@@ -59,7 +59,7 @@ torch::TrainOptions apply_settings(const py::kwargs& settings) {
     FAST_ENFORCE(std::find(allowed.begin(), allowed.end(), key) != allowed.end(),
                  "fast.Worker: unknown setting '{}'; expected one of {} (docs/config.md)", key,
                  fmt::join(allowed, ", "));
-    cli::apply_setting(o, key, setting_text(key, v), key);
+    settings::apply_setting(o, key, setting_text(key, v), key);
   }
   return o;
 }
@@ -88,7 +88,7 @@ core::Layout make_layout(const py::object& layout, std::size_t n) {
 }
 
 // The checks `fast train` makes before starting (trainer.cpp validate), for the Worker's part.
-strategy::WorkerOptions worker_options(const torch::TrainOptions& o, int world, std::int64_t steps_per_epoch,
+strategy::WorkerOptions worker_options(const training::TrainOptions& o, int world, std::int64_t steps_per_epoch,
                                        bool external_optimizer) {
   strategy::WorkerOptions w = o.worker;
   w.strategy.seed = o.seed;
@@ -119,7 +119,7 @@ strategy::WorkerOptions worker_options(const torch::TrainOptions& o, int world, 
 
 std::vector<std::string> worker_setting_names() {
   std::vector<std::string> names = general_worker_keys();
-  for (const cli::ConfigKey& k : cli::config_keys())
+  for (const settings::ConfigKey& k : settings::config_keys())
     if (k.strategy_option) names.push_back(k.name);
   return names;
 }
@@ -210,23 +210,23 @@ py::tuple PyWorker::snapshot(const py::object& out) {
 py::dict PyWorker::settings() const {
   py::dict d;
   for (const std::string& name : worker_setting_names()) {
-    const cli::ConfigKey* key = cli::find_config_key(name);
+    const settings::ConfigKey* key = settings::find_config_key(name);
     if (key != nullptr) d[py::str(name)] = key->get(options_);
   }
   return d;
 }
 
 nlohmann::json PyWorker::identity(const py::dict& extra) const {
-  nlohmann::json id = torch::settings_identity(options_, ctx_->get().size());
-  torch::add_model_fields(id, params_.numel, layout_, 0);
+  nlohmann::json id = training::settings_identity(options_, ctx_->get().size());
+  training::add_model_fields(id, params_.numel, layout_, 0);
   for (const auto& [key, value] : extra) id[py::str(key).cast<std::string>()] = py::str(value).cast<std::string>();
-  return torch::with_fingerprint(std::move(id));
+  return training::with_fingerprint(std::move(id));
 }
 
 std::string PyWorker::save_checkpoint(const std::string& folder, std::int64_t keep, const py::dict& extra) {
   strategy::Worker& w = get();
   FAST_ENFORCE(!folder.empty(), "Worker.save_checkpoint: folder is empty; expected a folder path");
-  torch::CheckpointStore store(folder, keep, identity(extra));
+  training::CheckpointStore store(folder, keep, identity(extra));
   py::gil_scoped_release release;
   return store.write(w, w.steps()).string();
 }
@@ -235,7 +235,7 @@ std::int64_t PyWorker::restore_checkpoint(const std::string& folder, const py::d
   strategy::Worker& w = get();
   const nlohmann::json id = identity(extra);
   py::gil_scoped_release release;
-  return torch::CheckpointStore::restore_newest(folder, w, id);
+  return training::CheckpointStore::restore_newest(folder, w, id);
 }
 
 void bind_worker(py::module_& m) {

@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 #include "arrays.hpp"
 
-#include "fast/adapters/torch/train_options.hpp"
 #include "fast/core/layout.hpp"
 #include "fast/strategy/worker.hpp"
+#include "fast/training/train_options.hpp"
 #include "process.hpp"
 
 namespace fast::python {
@@ -38,14 +38,14 @@ class PyWorker {
 
   strategy::Worker& get() const;
   runtime::Context& context() const { return ctx_->get(); }
-  const torch::TrainOptions& options() const noexcept { return options_; }
+  const training::TrainOptions& options() const noexcept { return options_; }
   std::int64_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
   std::span<const float> params() const;
   bool finished() const noexcept { return finished_; }
   void mark_finished() noexcept { finished_ = true; }  // Metrics.finish() called Worker::finish()
   // The settings as applied, `fast train`'s names and text values.
   py::dict settings() const;
-  // Checkpoints in `fast train`'s files (src/adapters/torch/checkpoint_store.hpp, docs/faults.md):
+  // Checkpoints in `fast train`'s files (src/training/checkpoint_store.hpp, docs/faults.md):
   // collective. save_checkpoint writes this worker's state after steps() steps into `folder`
   // (keeping the `keep` newest checkpoints) and returns the step folder; restore_checkpoint loads
   // the newest complete checkpoint every worker can read and returns its step. Both carry the run
@@ -60,7 +60,7 @@ class PyWorker {
   Array params_;
   Array grads_;
   core::Layout layout_;
-  torch::TrainOptions options_;
+  training::TrainOptions options_;
   std::int64_t steps_per_epoch_ = 0;
   std::unique_ptr<strategy::Worker> worker_;
   nlohmann::json identity(const py::dict& extra) const;

@@ -1,6 +1,6 @@
 #pragma once
 // Checks of a table of environment variables (core/env.hpp), generated from its declarations:
-// shared by the test of core's table and the test of every layer's (tests/tools/config_test.cpp).
+// shared by the test of core's table and the test of every layer's (tests/settings/config_test.cpp).
 
 #include <gtest/gtest.h>
 

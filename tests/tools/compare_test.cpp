@@ -22,9 +22,9 @@
 #include "compare_plan.hpp"
 #include "compare_table.hpp"
 #include "config.hpp"
-#include "fast/adapters/torch/run_identity.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/launcher.hpp"
+#include "fast/training/run_identity.hpp"
 #include "report.hpp"
 
 namespace fast::cli {
@@ -195,7 +195,7 @@ TEST(CompareSweep, WholeRunChecksNameTheRunBeforeAnythingRuns) {
   const fs::path m = write_toml("sweep8.toml", "[sweep]\nmodel = [\"mlp\", \"resnet\"]\n");
   int checked = 0;
   e = error_of([&] {
-    plan_runs({m}, {}, [&](const torch::TrainOptions& o) {
+    plan_runs({m}, {}, [&](const training::TrainOptions& o) {
       ++checked;
       FAST_ENFORCE(o.model == "mlp", "model: unknown name '{}'", o.model);
     });
@@ -204,7 +204,7 @@ TEST(CompareSweep, WholeRunChecksNameTheRunBeforeAnythingRuns) {
   EXPECT_NE(e.find("run 'model=resnet' of '" + m.string() + "': model: unknown name 'resnet'"), std::string::npos) << e;
   // A file the check cannot read (a TorchScript model): still an IoError, with the run named.
   try {
-    plan_runs({m}, {}, [](const torch::TrainOptions& o) {
+    plan_runs({m}, {}, [](const training::TrainOptions& o) {
       FAST_ENFORCE_AS(core::IoError, o.model == "mlp", "model file '{}' cannot be read", o.model);
     });
     ADD_FAILURE() << "expected an IoError";
@@ -261,7 +261,7 @@ TEST(CompareTable, RowsAreMediansOfTheSummariesAndSettings) {
   EXPECT_EQ(csv("topology"), "torus2d:2x2");
   EXPECT_EQ(csv("codec"), "fp16");
   // `cluster` is a setting only where the sim runtime exists; "-" otherwise.
-  const ConfigKey* cluster = find_config_key("cluster");
+  const settings::ConfigKey* cluster = settings::find_config_key("cluster");
   EXPECT_EQ(csv("cluster"), cluster == nullptr || cluster->get(r.options).empty() ? "-" : cluster->get(r.options));
   EXPECT_EQ(csv("runtime"), "threads");
   EXPECT_EQ(csv("workers"), "4");
@@ -321,7 +321,7 @@ TEST(CompareRun, RepetitionsUseSuccessiveSeedsAndWriteEveryFile) {
       write_toml("sweep5.toml", "[base]\nseed = 10\nsteps = 5\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
   const auto specs = plan_runs({s}, {});
   std::vector<std::pair<std::string, std::uint64_t>> calls;
-  const TrainFn fake = [&](const torch::TrainOptions& o) {
+  const TrainFn fake = [&](const training::TrainOptions& o) {
     calls.emplace_back(o.summary.string(), o.seed);
     json j = summary(0.5 + 0.01 * static_cast<double>(o.seed), nullptr, 100 * o.seed, 1.0);
     j["strategy"] = o.worker.strategy.name;
@@ -349,8 +349,8 @@ TEST(CompareRun, RepetitionsUseSuccessiveSeedsAndWriteEveryFile) {
 
   // config.toml names the run (the report's label) and reproduces its settings.
   EXPECT_EQ(read(out / "02-strategy-adpsgd" / "config.toml").rfind("# run: strategy=adpsgd\n", 0), 0u);
-  torch::TrainOptions back;
-  apply_config_file(back, out / "02-strategy-adpsgd" / "config.toml");
+  training::TrainOptions back;
+  settings::apply_config_file(back, out / "02-strategy-adpsgd" / "config.toml");
   EXPECT_EQ(back.worker.strategy.name, "adpsgd");
   EXPECT_EQ(back.seed, 10u);
   EXPECT_EQ(back.steps, 5);
@@ -370,7 +370,7 @@ TEST(CompareRun, AFailedRunKeepsTheFinishedRowsAndPropagates) {
   const fs::path out = temp_dir() / "out2";
   fs::remove_all(out);
   const auto specs = plan_runs({write_toml("sweep6.toml", "[sweep]\nworkers = [2, 3]\n")}, {});
-  const TrainFn fake = [](const torch::TrainOptions& o) {
+  const TrainFn fake = [](const training::TrainOptions& o) {
     FAST_ENFORCE_AS(core::IoError, o.workers == 2, "peer gone");
     return summary(0.7, 1.0, 5, 1.0);
   };
@@ -381,12 +381,12 @@ TEST(CompareRun, AFailedRunKeepsTheFinishedRowsAndPropagates) {
 }
 
 // A fake run that writes its summary file, as `fast train` does, with its run identity.
-json write_summary(const torch::TrainOptions& o) {
+json write_summary(const training::TrainOptions& o) {
   json j = summary(0.5, nullptr, 100, 1.0);
   j["strategy"] = o.worker.strategy.name;
-  json run = torch::settings_identity(o, torch::workers_before_launch(o));
-  torch::add_model_fields(run, 7, core::flat_layout(7), 60);
-  j["run"] = torch::with_fingerprint(std::move(run));
+  json run = training::settings_identity(o, training::workers_before_launch(o));
+  training::add_model_fields(run, 7, core::flat_layout(7), 60);
+  j["run"] = training::with_fingerprint(std::move(run));
   std::ofstream(o.summary) << j.dump();
   return j;
 }
@@ -396,7 +396,7 @@ TEST(CompareRun, ARerunSkipsTheRepetitionsThatFinishedWithTheSameSettings) {
   fs::remove_all(out);
   const fs::path s = write_toml("sweep7.toml", "[base]\nsteps = 5\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
   int calls = 0;
-  const TrainFn fake = [&](const torch::TrainOptions& o) {
+  const TrainFn fake = [&](const training::TrainOptions& o) {
     ++calls;
     return write_summary(o);
   };
@@ -425,7 +425,7 @@ TEST(CompareRun, ASummaryOfAnotherRepetitionIsRefusedAndOneWithoutIdentityRunsAg
   fs::remove_all(out);
   const fs::path s = write_toml("sweep7b.toml", "[base]\nsteps = 5\nseed = 3\n");
   int calls = 0;
-  const TrainFn fake = [&](const torch::TrainOptions& o) {
+  const TrainFn fake = [&](const training::TrainOptions& o) {
     ++calls;
     return write_summary(o);
   };
@@ -460,7 +460,7 @@ TEST(CompareRun, JobsRunSimulatedRunsSideBySideAndOthersAlone) {
   int in_flight = 0, max_in_flight = 0, sims_started = 0;
   std::vector<std::string> order;
   int threads_run_saw = -1;
-  const TrainFn fake = [&](const torch::TrainOptions& o) {
+  const TrainFn fake = [&](const training::TrainOptions& o) {
     std::unique_lock<std::mutex> lock(m);
     ++in_flight;
     max_in_flight = std::max(max_in_flight, in_flight);

@@ -68,8 +68,8 @@ TEST(ModelExtension, ARegisteredModelTrainsUnderFastTrainOnASeparableTask) {
                    "workers = 2\nmodel = \"softmax-regression\"\n"
                    "dataset = \"synthetic:shape=1x4x4,classes=3,train=600,test=300,noise=0.05,seed=4\"\n"
                    "steps = 60\nbatch = 16\noptimizer = \"sgd\"\nlr = 0.5\nseed = 3\n");
-  torch::TrainOptions options;
-  cli::apply_config_file(options, config);
+  training::TrainOptions options;
+  settings::apply_config_file(options, config);
   {
     const std::lock_guard lock(seen_mutex);
     seen_inputs.clear();
@@ -91,7 +91,7 @@ TEST(ModelExtension, ItIsListedAndItsCountAndFlopsFollowTheRegistration) {
   register_softmax_regression();
   const std::vector<std::string> names = torch::registered_model_names();
   ASSERT_GE(names.size(), 4u);
-  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 3), torch::model_names());  // built-ins first
+  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 3), training::model_names());  // built-ins first
   EXPECT_NE(std::find(names.begin(), names.end(), "softmax-regression"), names.end());
   const torch::SampleSpec input{{2, 5}, 4};
   EXPECT_EQ(torch::parameter_count("softmax-regression", input), 10 * 4 + 4);

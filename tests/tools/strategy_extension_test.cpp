@@ -135,8 +135,8 @@ std::filesystem::path write_config(const std::string& name, const std::string& b
 const std::string kRun = "workers = 2\nmodel = \"mlp\"\nsteps = 30\nbatch = 16\noptimizer = \"sgd\"\nseed = 7\n";
 
 nlohmann::json train_file(const std::filesystem::path& file) {
-  torch::TrainOptions options;
-  cli::apply_config_file(options, file);
+  training::TrainOptions options;
+  settings::apply_config_file(options, file);
   return torch::train(options);
 }
 
@@ -144,8 +144,8 @@ TEST(StrategyExtension, OptionFromAConfigFileReachesTheStrategyAndTrainsAsItsClo
   register_scaled_sgd();
   const auto config =
       write_config("scaled.toml", kRun + "strategy = \"scaled-sgd\"\ngradient_scale = 2.0\nlr = 0.05\n");
-  torch::TrainOptions options;
-  cli::apply_config_file(options, config);
+  training::TrainOptions options;
+  settings::apply_config_file(options, config);
   EXPECT_EQ(options.worker.strategy.name, "scaled-sgd");
   EXPECT_EQ(options.worker.strategy.get_number("gradient_scale"), 2.0);
 
@@ -169,40 +169,40 @@ TEST(StrategyExtension, OptionFromAConfigFileReachesTheStrategyAndTrainsAsItsClo
 
 TEST(StrategyExtension, ItsOptionIsAKeyAFlagAndADocumentedSetting) {
   register_scaled_sgd();
-  const cli::ConfigKey* key = cli::find_config_key("gradient-scale");
+  const settings::ConfigKey* key = settings::find_config_key("gradient-scale");
   ASSERT_NE(key, nullptr);
-  EXPECT_EQ(key->type, cli::KeyType::number);
-  EXPECT_EQ(key->get(torch::TrainOptions{}), "1");  // the declared default
-  EXPECT_EQ(cli::flag_name(key->name), "--gradient-scale");
-  const std::string doc = cli::config_markdown();
+  EXPECT_EQ(key->type, settings::KeyType::number);
+  EXPECT_EQ(key->get(training::TrainOptions{}), "1");  // the declared default
+  EXPECT_EQ(settings::flag_name(key->name), "--gradient-scale");
+  const std::string doc = settings::config_markdown();
   EXPECT_NE(
       doc.find("| `gradient_scale` | `--gradient-scale` | number | `1` | a number in (0, 16] | scaled-sgd: factor"),
       std::string::npos)
       << doc;
   EXPECT_NE(doc.find("scaled-sgd (allreduce with a scaled averaged gradient)"), std::string::npos);  // strategy's help
 
-  torch::TrainOptions options;
-  cli::apply_setting(options, "gradient_scale", "0.5", "--gradient-scale");
+  training::TrainOptions options;
+  settings::apply_setting(options, "gradient_scale", "0.5", "--gradient-scale");
   EXPECT_EQ(options.worker.strategy.get_number("gradient_scale"), 0.5);
-  cli::apply_setting(options, "strategy", "scaled-sgd", "--strategy");
+  settings::apply_setting(options, "strategy", "scaled-sgd", "--strategy");
   EXPECT_EQ(options.worker.strategy.name, "scaled-sgd");
 }
 
 TEST(StrategyExtension, BadValuesNameTheFileTheKeyAndWhatWasExpected) {
   register_scaled_sgd();
-  torch::TrainOptions options;
+  training::TrainOptions options;
   const std::string range = testing::error_message<core::Error>([&] {
-    cli::apply_config_file(options, write_config("range.toml", "strategy = \"scaled-sgd\"\ngradient_scale = 0\n"));
+    settings::apply_config_file(options, write_config("range.toml", "strategy = \"scaled-sgd\"\ngradient_scale = 0\n"));
   });
   EXPECT_NE(range.find("range.toml' line 2: key 'gradient_scale': expected a number in (0, 16], got 0"),
             std::string::npos)
       << range;
   const std::string type = testing::error_message<core::Error>(
-      [&] { cli::apply_config_file(options, write_config("type.toml", "gradient_scale = \"big\"\n")); });
+      [&] { settings::apply_config_file(options, write_config("type.toml", "gradient_scale = \"big\"\n")); });
   EXPECT_NE(type.find("type.toml' line 1: key 'gradient_scale' expects number, got a string"), std::string::npos)
       << type;
   const std::string flag = testing::error_message<core::Error>(
-      [&] { cli::apply_setting(options, "gradient_scale", "17", "--gradient-scale"); });
+      [&] { settings::apply_setting(options, "gradient_scale", "17", "--gradient-scale"); });
   EXPECT_NE(flag.find("--gradient-scale: expected a number in (0, 16], got 17"), std::string::npos) << flag;
 }
 
@@ -287,8 +287,8 @@ TEST(StrategyExtension, AnAsynchronousStrategyTrainsFromAConfigFileOnASharedBudg
   EXPECT_GT(solo["consensus_distance"].get<double>(), 0.0);  // the replicas went apart: nobody averaged
   EXPECT_GT(solo["final_accuracy"].get<double>(), 0.3) << solo.dump();
   // An asynchronous strategy that declares no save_during_run check writes no periodic checkpoints.
-  torch::TrainOptions options;
-  cli::apply_config_file(options, config);
+  training::TrainOptions options;
+  settings::apply_config_file(options, config);
   options.checkpoint_dir = fast::testing::test_dir("fast_extension_test", "checkpoints");
   options.checkpoint_every = 5;
   testing::expect_error<core::InvalidArgument>(

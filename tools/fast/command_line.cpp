@@ -18,29 +18,29 @@ namespace exit_code = core::exit_code;
 
 std::string environment_help() {
   std::string text = "\nEnvironment:\n";
-  for (const core::EnvTable table : environment_tables())
+  for (const core::EnvTable table : settings::environment_tables())
     for (const auto& v : table)
       text += fmt::format("  {:<24} {} (default: {})\n", v.name, v.description, v.default_value);
   return text;
 }
 
 // --no-KEY: the flag that sets a boolean setting to false.
-std::string negated_flag_name(std::string_view key) { return "--no-" + flag_name(key).substr(2); }
+std::string negated_flag_name(std::string_view key) { return "--no-" + settings::flag_name(key).substr(2); }
 
 // One --key VALUE option per setting, written into values[i] (config_keys()[i]).
 void add_setting_flags(CLI::App* command, std::vector<std::string>& values) {
-  const torch::TrainOptions defaults;
-  values.resize(config_keys().size());
-  for (std::size_t i = 0; i < config_keys().size(); ++i) {
-    const auto& key = config_keys()[i];
-    const std::string help = fmt::format("{} [{}, default {}]", key.description, key_type_name(key.type),
+  const training::TrainOptions defaults;
+  values.resize(settings::config_keys().size());
+  for (std::size_t i = 0; i < settings::config_keys().size(); ++i) {
+    const auto& key = settings::config_keys()[i];
+    const std::string help = fmt::format("{} [{}, default {}]", key.description, settings::key_type_name(key.type),
                                          key.get(defaults).empty() ? "none" : key.get(defaults));
-    if (key.type == KeyType::boolean)  // a flag; --no-KEY too where it defaults to true (given_flags)
-      command->add_flag(
-          flag_name(key.name) + (key.get(defaults) == "true" ? ",!" + negated_flag_name(key.name) : std::string()),
-          help);
+    if (key.type == settings::KeyType::boolean)  // a flag; --no-KEY too where it defaults to true (given_flags)
+      command->add_flag(settings::flag_name(key.name) +
+                            (key.get(defaults) == "true" ? ",!" + negated_flag_name(key.name) : std::string()),
+                        help);
     else
-      command->add_option(flag_name(key.name), values[i], help);
+      command->add_option(settings::flag_name(key.name), values[i], help);
   }
 }
 
@@ -91,10 +91,10 @@ void add_training_commands(CLI::App& app, TrainingCommands& commands) {
 
 std::vector<SettingOverride> given_flags(const CLI::App* command, const std::vector<std::string>& values) {
   std::vector<SettingOverride> given;
-  for (std::size_t i = 0; i < config_keys().size(); ++i) {
-    const auto& key = config_keys()[i];
-    const std::string flag = flag_name(key.name);
-    if (key.type == KeyType::boolean) {
+  for (std::size_t i = 0; i < settings::config_keys().size(); ++i) {
+    const auto& key = settings::config_keys()[i];
+    const std::string flag = settings::flag_name(key.name);
+    if (key.type == settings::KeyType::boolean) {
       // A flag and, for the booleans that default to true, its --no- form (the last one given wins).
       const CLI::Option* option = command->get_option(flag);
       if (option->count() == 0) continue;

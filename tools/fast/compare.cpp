@@ -13,9 +13,9 @@
 #include <fmt/format.h>
 
 #include "config.hpp"
-#include "fast/adapters/torch/run_identity.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/registry.hpp"
+#include "fast/training/run_identity.hpp"
 #include "report.hpp"
 #include "text_file.hpp"
 
@@ -66,15 +66,15 @@ std::string slug(const std::string& label) {
   return s.empty() ? "run" : s;
 }
 
-std::string config_toml(const torch::TrainOptions& options) {
-  const torch::TrainOptions defaults;
+std::string config_toml(const training::TrainOptions& options) {
+  const training::TrainOptions defaults;
   std::string text;
-  for (const ConfigKey& k : config_keys()) {
+  for (const settings::ConfigKey& k : settings::config_keys()) {
     if (k.name == "metrics" || k.name == "summary") continue;  // per repetition, set by fast compare
     const std::string value = k.get(options);
     // lr is always written: without it the optimizer key would pick its own default lr.
     if (value == k.get(defaults) && k.name != "lr") continue;
-    const bool quoted = k.type == KeyType::string || k.type == KeyType::path;
+    const bool quoted = k.type == settings::KeyType::string || k.type == settings::KeyType::path;
     text += fmt::format("{} = {}\n", k.name, quoted ? toml_string(value) : value);
   }
   return text;
@@ -86,7 +86,7 @@ namespace {
 struct Task {
   std::size_t config = 0;  // index into the specs
   int repetition = 1;      // 1-based
-  torch::TrainOptions run;
+  training::TrainOptions run;
 };
 
 // The state shared by the activities that run tasks: results, the log, the first error.
@@ -190,13 +190,14 @@ fs::path make_dir(const fs::path& dir) {
 // carries no run identity (an older FAST's) is run again. InvalidArgument naming the file, the
 // field and both values when it carries another run's identity than `run`'s (a file copied from
 // another repetition or sweep), before any run starts.
-std::optional<nlohmann::json> earlier_summary(const fs::path& file, bool same_config, const torch::TrainOptions& run) {
+std::optional<nlohmann::json> earlier_summary(const fs::path& file, bool same_config,
+                                              const training::TrainOptions& run) {
   if (!same_config || !fs::exists(file)) return std::nullopt;
   std::ifstream in(file);
   nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
   if (summary.is_discarded() || !summary.is_object() || !summary.contains("run")) return std::nullopt;
-  const nlohmann::json expected = torch::settings_identity(run, torch::workers_before_launch(run));
-  const std::string why = torch::identity_mismatch(summary["run"], expected, file.string());
+  const nlohmann::json expected = training::settings_identity(run, training::workers_before_launch(run));
+  const std::string why = training::identity_mismatch(summary["run"], expected, file.string());
   FAST_ENFORCE(why.empty(),
                "fast compare: {}; expected the summary of this repetition's settings (delete the file to run it "
                "again)",

@@ -35,13 +35,13 @@ struct CompareOptions {
 
 // Trains one run and returns its summary (docs/metrics.md). `options.metrics` and
 // `options.summary` are already set to the run's files.
-using TrainFn = std::function<nlohmann::json(const torch::TrainOptions& options)>;
+using TrainFn = std::function<nlohmann::json(const training::TrainOptions& options)>;
 
 // "strategy=adpsgd, workers=4" -> "strategy-adpsgd-workers-4" (at most 60 characters, never empty).
 std::string slug(const std::string& label);
 
 // The settings of `options` that differ from the defaults, as a TOML config file.
-std::string config_toml(const torch::TrainOptions& options);
+std::string config_toml(const training::TrainOptions& options);
 
 // Runs every spec `options.repeat` times through `train`, printing one line per run on `log` before
 // and after it (with the sweep's elapsed time and an estimate of what is left), and writes the

@@ -21,7 +21,7 @@ std::string where(const fs::path& file, const toml::node& node) {
 }
 
 std::string canonical(std::string_view key) {
-  const ConfigKey* k = find_config_key(key);
+  const settings::ConfigKey* k = settings::find_config_key(key);
   return k != nullptr ? std::string(k->name) : std::string(key);
 }
 
@@ -38,8 +38,8 @@ struct RunEntry {
   std::string name;
 };
 
-torch::TrainOptions base_options(const toml::table& table, const fs::path& file) {
-  torch::TrainOptions options;
+training::TrainOptions base_options(const toml::table& table, const fs::path& file) {
+  training::TrainOptions options;
   const toml::node* base = table.get("base");
   if (base == nullptr) return options;
   if (auto path = base->value_exact<std::string>()) {
@@ -47,9 +47,9 @@ torch::TrainOptions base_options(const toml::table& table, const fs::path& file)
     if (p.is_relative()) p = file.parent_path() / p;
     FAST_ENFORCE_AS(core::IoError, fs::exists(p), "{}: key 'base': config file '{}' does not exist", where(file, *base),
                     p.string());
-    apply_config_file(options, p);
+    settings::apply_config_file(options, p);
   } else if (const toml::table* inline_table = base->as_table()) {
-    apply_config_table(options, *inline_table, file);
+    settings::apply_config_table(options, *inline_table, file);
   } else {
     FAST_THROW(core::InvalidArgument, "{}: key 'base' expects a config file path (string) or a table",
                where(file, *base));
@@ -72,7 +72,8 @@ std::vector<Axis> sweep_axes(const toml::table& table, const fs::path& file) {
     Axis axis{canonical(key), {}, node.source().begin};
     for (std::size_t i = 0; i < values->size(); ++i) {
       // Type-checks the value now, so that a bad item is reported before anything runs.
-      (void)config_value_text(key, *values->get(i), fmt::format("{}: [sweep] item {}", where(file, node), i + 1));
+      (void)settings::config_value_text(key, *values->get(i),
+                                        fmt::format("{}: [sweep] item {}", where(file, node), i + 1));
       axis.values.push_back(values->get(i));
     }
     axes.push_back(std::move(axis));
@@ -120,7 +121,7 @@ std::vector<RunSpec> expand_sweep(const toml::table& table, const fs::path& file
                  "[base] or in the base config file)",
                  where(file, node), key);
   }
-  const torch::TrainOptions base = base_options(table, file);
+  const training::TrainOptions base = base_options(table, file);
   const std::vector<Axis> axes = sweep_axes(table, file);
   std::vector<RunEntry> entries = run_entries(table, file);
 
@@ -132,7 +133,7 @@ std::vector<RunSpec> expand_sweep(const toml::table& table, const fs::path& file
         FAST_ENFORCE(a.key != key, "{}: [[run]] key '{}' is also swept in [sweep]; set it in one place only",
                      where(file, node), name.str());
       // Checks the key and its type now; the value itself is checked when applied below.
-      (void)config_value_text(name.str(), node, where(file, node));
+      (void)settings::config_value_text(name.str(), node, where(file, node));
     }
   if (entries.empty()) entries.push_back({});
 
@@ -148,10 +149,11 @@ std::vector<RunSpec> expand_sweep(const toml::table& table, const fs::path& file
       if (entry.table != nullptr)
         for (const auto& [name, node] : *entry.table) {
           if (name.str() == "name") continue;
-          apply_config_value(spec.options, name.str(), node, where(file, node));
+          settings::apply_config_value(spec.options, name.str(), node, where(file, node));
           spec.varied.push_back(canonical(name.str()));
           if (entry.name.empty())
-            label.push_back(fmt::format("{}={}", canonical(name.str()), config_value_text(name.str(), node, "")));
+            label.push_back(
+                fmt::format("{}={}", canonical(name.str()), settings::config_value_text(name.str(), node, "")));
         }
       // Mixed-radix digits of c, the last axis varying fastest.
       std::size_t rest = c;
@@ -162,10 +164,10 @@ std::vector<RunSpec> expand_sweep(const toml::table& table, const fs::path& file
       }
       for (std::size_t a = 0; a < axes.size(); ++a) {
         const toml::node& value = *axes[a].values[index[a]];
-        apply_config_value(spec.options, axes[a].key, value,
-                           fmt::format("{}: [sweep] item {}", where(file, value), index[a] + 1));
+        settings::apply_config_value(spec.options, axes[a].key, value,
+                                     fmt::format("{}: [sweep] item {}", where(file, value), index[a] + 1));
         spec.varied.push_back(axes[a].key);
-        label.push_back(fmt::format("{}={}", axes[a].key, config_value_text(axes[a].key, value, "")));
+        label.push_back(fmt::format("{}={}", axes[a].key, settings::config_value_text(axes[a].key, value, "")));
       }
       spec.label = label.empty() ? file.stem().string() : fmt::format("{}", fmt::join(label, ", "));
       runs.push_back(std::move(spec));
@@ -179,12 +181,12 @@ std::vector<RunSpec> plan_runs(const std::vector<fs::path>& files, const std::ve
   FAST_ENFORCE(!files.empty(), "fast compare: expected at least one config or sweep file, got none");
   std::vector<RunSpec> runs;
   for (const fs::path& file : files) {
-    const toml::table table = parse_toml_file(file);
+    const toml::table table = settings::parse_toml_file(file);
     if (is_sweep_file(table)) {
       for (RunSpec& spec : expand_sweep(table, file)) runs.push_back(std::move(spec));
     } else {
       RunSpec spec{file.stem().string(), file, {}, {}};
-      apply_config_table(spec.options, table, file);
+      settings::apply_config_table(spec.options, table, file);
       runs.push_back(std::move(spec));
     }
   }
@@ -194,7 +196,7 @@ std::vector<RunSpec> plan_runs(const std::vector<fs::path>& files, const std::ve
       FAST_ENFORCE(std::find(spec.varied.begin(), spec.varied.end(), key) == spec.varied.end(),
                    "{}: sets '{}', which sweep file '{}' varies (run '{}'); remove the flag or the sweep entry",
                    o.origin, key, spec.source.string(), spec.label);
-      apply_setting(spec.options, o.key, o.value, o.origin);
+      settings::apply_setting(spec.options, o.key, o.value, o.origin);
     }
   for (const RunSpec& spec : runs) {
     try {

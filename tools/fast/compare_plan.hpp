@@ -25,7 +25,7 @@
 
 #include <toml++/toml.h>
 
-#include "fast/adapters/torch/train_options.hpp"
+#include "fast/training/train_options.hpp"
 
 namespace fast::cli {
 
@@ -33,7 +33,7 @@ namespace fast::cli {
 struct RunSpec {
   std::string label;                // table row name: the config file's stem, or the run's name and swept values
   std::filesystem::path source;     // the file it comes from
-  torch::TrainOptions options;      // its settings (command-line overrides included)
+  training::TrainOptions options;   // its settings (command-line overrides included)
   std::vector<std::string> varied;  // keys set by [sweep] or [[run]] (canonical key names)
 };
 
@@ -52,7 +52,7 @@ std::vector<RunSpec> expand_sweep(const toml::table& table, const std::filesyste
 // A check of a whole run's settings beyond the settings table (`fast compare` passes
 // torch::validate_options: the model, the strategy's options for the worker count, ...); throws
 // InvalidArgument, or IoError for a file it cannot read.
-using RunCheck = std::function<void(const torch::TrainOptions& options)>;
+using RunCheck = std::function<void(const training::TrainOptions& options)>;
 
 // Every run of every file, in order, with the overrides applied. Throws InvalidArgument naming the
 // file, line and key (or the flag) at the first bad input, IoError for a missing file; nothing is

@@ -39,7 +39,7 @@ Cell setting_cell(const Column& c, const RunResult& r) {
     const std::string text = json_text(first[c.field]);
     return same(text.empty() ? "-" : text);
   }
-  const ConfigKey* key = find_config_key(c.field);
+  const settings::ConfigKey* key = settings::find_config_key(c.field);
   if (key == nullptr) return same("-");
   const std::string text = key->get(r.options);
   return same(text.empty() ? "-" : text);

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fast/adapters/torch/train_options.hpp"
+#include "fast/training/train_options.hpp"
 
 namespace fast::cli {
 
@@ -41,7 +41,7 @@ const std::vector<Column>& compare_columns();
 // One configuration's results: its label and settings, and one summary per repetition.
 struct RunResult {
   std::string label;
-  torch::TrainOptions options;
+  training::TrainOptions options;
   std::vector<nlohmann::json> summaries;
 };
 

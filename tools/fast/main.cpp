@@ -97,7 +97,7 @@ int run(int argc, char** argv) {
     return exit_code::ok;
   }
   if (doc->parsed()) {
-    std::cout << fast::cli::config_markdown();
+    std::cout << fast::settings::config_markdown();
     return exit_code::ok;
   }
   return exit_code::bad_input;  // not reached: the parse requires one of the subcommands above

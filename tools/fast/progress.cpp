@@ -22,7 +22,7 @@ void ProgressDisplay::clear_line() {
   line_open_ = false;
 }
 
-void ProgressDisplay::on_progress(const torch::Progress& p) {
+void ProgressDisplay::on_progress(const training::Progress& p) {
   if (quiet_) return;
   const double pct =
       100.0 * static_cast<double>(p.step) / static_cast<double>(std::max<std::int64_t>(p.total_steps, 1));
@@ -47,7 +47,7 @@ void ProgressDisplay::on_progress(const torch::Progress& p) {
   std::fflush(stderr);
 }
 
-void ProgressDisplay::on_epoch(const torch::EpochReport& e) {
+void ProgressDisplay::on_epoch(const training::EpochReport& e) {
   clear_line();
   std::fprintf(stderr, "eval after step %lld (epoch %lld): test accuracy %.4f, loss %.4f\n",
                static_cast<long long>(e.step), static_cast<long long>(e.epoch + 1), e.accuracy, e.loss);

@@ -3,7 +3,7 @@
 // ("step 120/937 (12%) | 2150 samples/s | loss 0.512 | ETA 38 s"). Elsewhere (logs, CI): a plain
 // line about every 10% of the run. Evaluation results are printed on lines of their own.
 
-#include "fast/adapters/torch/train_options.hpp"
+#include "fast/training/train_options.hpp"
 
 namespace fast::cli {
 
@@ -11,8 +11,8 @@ class ProgressDisplay {
  public:
   // mode: "auto" (terminal detection), "always" (in-place line), "never" (nothing but evaluations).
   explicit ProgressDisplay(bool terminal, bool quiet = false);
-  void on_progress(const torch::Progress& p);
-  void on_epoch(const torch::EpochReport& e);
+  void on_progress(const training::Progress& p);
+  void on_epoch(const training::EpochReport& e);
 
  private:
   void clear_line();

@@ -36,7 +36,7 @@ using fast::cli::terminal_progress;
 // SimGrid supports one simulation per process: a second engine in the same process inherits the
 // first one's clock and state and fails. The run's settings go to REP/config.toml (REP: the folder
 // of its metrics and summary); the child's exit code becomes the matching exception (docs/errors.md).
-nlohmann::json train_in_child(const fast::torch::TrainOptions& run) {
+nlohmann::json train_in_child(const fast::training::TrainOptions& run) {
   const std::filesystem::path rep = std::filesystem::path(run.summary).parent_path();
   const std::filesystem::path config = rep / "config.toml";
   {
@@ -83,13 +83,13 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
   std::fprintf(stderr, "fast compare: %zu configurations x %d repetitions, output in %s\n", specs.size(),
                options.repeat, options.out.string().c_str());
   const bool terminal = terminal_progress(progress_mode);
-  const auto results = fast::cli::run_comparison(specs, options, [&](const fast::torch::TrainOptions& run) {
+  const auto results = fast::cli::run_comparison(specs, options, [&](const fast::training::TrainOptions& run) {
     if (fast::runtime::find_runtime(run.runtime).simulated_clock) return train_in_child(run);
     // On a terminal the in-place line of `fast train`; elsewhere only compare's line per run.
     fast::cli::ProgressDisplay display(terminal, !terminal);
     return fast::torch::train(
-        run, [&](const fast::torch::Progress& p) { display.on_progress(p); },
-        [&](const fast::torch::EpochReport& e) {
+        run, [&](const fast::training::Progress& p) { display.on_progress(p); },
+        [&](const fast::training::EpochReport& e) {
           if (terminal) display.on_epoch(e);
         });
   });
@@ -103,7 +103,7 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
 // that a run of several processes reports one final line), divergence, the simulated time, where
 // the metrics and summary went, an interruption. Returns the exit code (an interrupted run: as
 // killed by its signal; a final checkpoint that could not be written: 3).
-int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOptions& options, double wall_seconds,
+int report_outcome(const nlohmann::json& summary, const fast::training::TrainOptions& options, double wall_seconds,
                    bool reports_run) {
   if (reports_run)
     std::printf("final test accuracy: %.4f (%s, %d workers%s, %lld steps, %.1f s, %.0f samples/s)\n",
@@ -148,15 +148,15 @@ int report_outcome(const nlohmann::json& summary, const fast::torch::TrainOption
 // The settings of the config file and the flags, then the world from the launcher that started this
 // process (runtime/detect.hpp): the runtime and the process options the user left open. Prints the
 // line that says what was detected first. InvalidArgument for a contradiction.
-fast::torch::TrainOptions resolve_options(const fast::cli::TrainCommand& command) {
-  const fast::torch::TrainOptions defaults;
-  fast::torch::TrainOptions options;
+fast::training::TrainOptions resolve_options(const fast::cli::TrainCommand& command) {
+  const fast::training::TrainOptions defaults;
+  fast::training::TrainOptions options;
   options.runtime.clear();  // unset: the launcher decides
   options.workers = 0;      // unset: the default (threads, sim), or the launcher's processes
-  if (!command.config_path.empty()) fast::cli::apply_config_file(options, command.config_path);
+  if (!command.config_path.empty()) fast::settings::apply_config_file(options, command.config_path);
   bool workers_flag = false;
   for (const auto& flag : fast::cli::given_flags(command.app, command.values)) {
-    fast::cli::apply_setting(options, flag.key, flag.value, flag.origin);
+    fast::settings::apply_setting(options, flag.key, flag.value, flag.origin);
     workers_flag = workers_flag || flag.key == "workers";
   }
   const fast::runtime::WorldChoice world = fast::runtime::choose_world({.runtime = options.runtime,
@@ -173,7 +173,7 @@ fast::torch::TrainOptions resolve_options(const fast::cli::TrainCommand& command
 }
 
 int train(const fast::cli::TrainCommand& command) {
-  const fast::torch::TrainOptions options = resolve_options(command);
+  const fast::training::TrainOptions options = resolve_options(command);
   const bool terminal = terminal_progress(command.progress);
   fast::cli::ProgressDisplay display(terminal, command.progress == "never");
   // Where the world is made of processes (zmq, mpi), it is known once they met: this process's share
@@ -192,8 +192,8 @@ int train(const fast::cli::TrainCommand& command) {
   fast::core::install_stop_handlers();
   bool hosts_worker_zero = true;
   const nlohmann::json summary = fast::torch::train(
-      options, [&](const fast::torch::Progress& p) { display.on_progress(p); },
-      [&](const fast::torch::EpochReport& e) { display.on_epoch(e); }, &hosts_worker_zero);
+      options, [&](const fast::training::Progress& p) { display.on_progress(p); },
+      [&](const fast::training::EpochReport& e) { display.on_epoch(e); }, &hosts_worker_zero);
   return report_outcome(summary, options,
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(),
                         hosts_worker_zero);

@@ -2,7 +2,7 @@
 // The environment variables FAST reads, declared by the layer that reads them, each layer in a
 // table of its own (name, type, default, description): core's here (env_table()), the runtime
 // layer's (runtime/environment.hpp), each runtime backend's in its registry entry
-// (RuntimeBackend::environment), the training adapter's (adapters/torch/environment.hpp). The
+// (RuntimeBackend::environment), the training layer's (training/environment.hpp). The
 // tables feed `fast --help`'s environment section and docs/config.md. Reading a variable that is
 // not in the table given is an InvalidUsage error; a value of the wrong type, or an integer
 // outside the variable's declared range [min, max], is InvalidArgument naming the variable, the

@@ -7,12 +7,12 @@
 #include <limits>
 #include <ranges>
 
-#include "fast/adapters/torch/environment.hpp"
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/npy.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/random.hpp"
+#include "fast/training/environment.hpp"
 
 #include <torch/types.h>
 
@@ -21,8 +21,8 @@ namespace fast::torch {
 namespace {
 
 // The synthetic splits described in datasets.hpp.
-DataSplits synthetic(const DatasetSpec& spec) {
-  const SyntheticSpec s = synthetic_spec(spec);
+DataSplits synthetic(const training::DatasetSpec& spec) {
+  const training::SyntheticSpec s = training::synthetic_spec(spec);
   const auto& [shape, features, classes, n_train, n_test, noise, seed] = s;
   const double sigma = noise * std::sqrt(static_cast<double>(features));
   // One standard normal per two draws (the first of a Box-Muller pair).
@@ -56,7 +56,7 @@ DataSplits synthetic(const DatasetSpec& spec) {
           .test = split(n_test, 0x7465737400000000ULL /* "test" */)};
 }
 
-DataSplits from_files(const DatasetSpec& spec) {
+DataSplits from_files(const training::DatasetSpec& spec) {
   if (spec.kind == "npy") {
     const auto& a = spec.args;
     return tensor_datasets(read_npy(a.at("train_x")), read_npy(a.at("train_y")), read_npy(a.at("test_x")),
@@ -79,10 +79,11 @@ DataSplits from_files(const DatasetSpec& spec) {
 
 }  // namespace
 
-DataSplits load_datasets(const DatasetSpec& spec, const std::filesystem::path& data_dir) {
+DataSplits load_datasets(const training::DatasetSpec& spec, const std::filesystem::path& data_dir) {
   if (spec.kind == "fashion-mnist")
     return load_fashion_mnist(
-        data_dir.empty() ? std::filesystem::path(core::env_string(training_environment(), "FAST_DATA_DIR")) : data_dir);
+        data_dir.empty() ? std::filesystem::path(core::env_string(training::training_environment(), "FAST_DATA_DIR"))
+                         : data_dir);
   if (spec.kind == "synthetic") return synthetic(spec);
   return from_files(spec);
 }

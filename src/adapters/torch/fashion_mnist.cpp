@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "bulk_tensor.hpp"
-#include "fast/adapters/torch/environment.hpp"
 #include "fast/adapters/torch/idx.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/training/environment.hpp"
 
 namespace fast::torch {
 
@@ -45,7 +45,7 @@ void normalise(const std::vector<std::uint8_t>& pixels, float* out) {
 
 }  // namespace
 
-std::filesystem::path default_data_dir() { return core::env_string(training_environment(), "FAST_DATA_DIR"); }
+std::filesystem::path default_data_dir() { return core::env_string(training::training_environment(), "FAST_DATA_DIR"); }
 
 std::shared_ptr<const Dataset> load_idx_split(const std::filesystem::path& images_file,
                                               const std::filesystem::path& labels_file) {

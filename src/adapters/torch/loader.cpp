@@ -49,7 +49,7 @@ std::int64_t ShardedLoader::steps_per_epoch() const noexcept { return data_->siz
       // Only this worker's part of the epoch's order is kept (step s: positions s * workers * batch
       // + rank * batch onwards), not the whole permutation: 1,024 simulated workers each kept all
       // 60,000 indices.
-      const std::vector<std::int64_t> p = epoch_permutation(data_->size(), seed_, epoch);
+      const std::vector<std::int64_t> p = training::epoch_permutation(data_->size(), seed_, epoch);
       std::vector<std::int64_t> mine;
       mine.reserve(static_cast<std::size_t>(steps_per_epoch() * batch_));
       for (std::int64_t s = 0; s < steps_per_epoch(); ++s) {

@@ -166,7 +166,7 @@ const ModelRegistration& registered(const std::string& spec) {
 
 Model make_model(const std::string& spec, const SampleSpec& input) {
   const ModelRegistration* m = find_model(spec);
-  if (m == nullptr && is_model_file(spec)) return Model::load_script(spec);
+  if (m == nullptr && training::is_model_file(spec)) return Model::load_script(spec);
   const ModelRegistration& r = registered(spec);
   check_input(spec, input);
   return r.make(input);
@@ -217,7 +217,7 @@ std::int64_t parameter_count(const std::string& spec, const SampleSpec& input) {
 
 double model_flops_per_sample(const std::string& spec, const SampleSpec& input) {
   const ModelRegistration* m = find_model(spec);
-  if (m == nullptr && is_model_file(spec)) return 6.0 * static_cast<double>(parameter_count(spec, input));
+  if (m == nullptr && training::is_model_file(spec)) return 6.0 * static_cast<double>(parameter_count(spec, input));
   const ModelRegistration& r = registered(spec);
   check_input(spec, input);
   return r.flops_per_sample ? r.flops_per_sample(input) : 6.0 * static_cast<double>(parameter_count(spec, input));

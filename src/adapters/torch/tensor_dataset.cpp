@@ -34,7 +34,7 @@ std::string stored_label(const NpyArray& y, std::size_t i) {
     p[i] = y.integer(static_cast<std::size_t>(i));
     if (p[i] < 0 || p[i] >= max_classes)
       FAST_THROW(InvalidArgument, "{}: label out of range at index {}: expected 0 to {}{}, got {}", where, i,
-                 max_classes - 1, max_classes == kMaxClasses ? " (at most 100000 classes)" : "",
+                 max_classes - 1, max_classes == training::kMaxClasses ? " (at most 100000 classes)" : "",
                  stored_label(y, static_cast<std::size_t>(i)));
   }
   return out;
@@ -74,7 +74,7 @@ DataSplits tensor_datasets(const NpyArray& train_x, const NpyArray& train_y, con
   auto train = std::make_shared<Dataset>();
   auto test = std::make_shared<Dataset>();
   train->images = features_of(train_x, where_train);
-  train->labels = labels_of(train_y, train_x.shape[0], kMaxClasses, where_train);
+  train->labels = labels_of(train_y, train_x.shape[0], training::kMaxClasses, where_train);
   train->classes = train->labels.max().item<std::int64_t>() + 1;
   FAST_ENFORCE(train->classes >= 2, "{}: labels y: expected at least 2 classes (labels 0 and 1), got only label 0",
                where_train);

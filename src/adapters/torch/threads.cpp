@@ -9,10 +9,10 @@
 
 #include <ATen/Parallel.h>
 
-#include "fast/adapters/torch/environment.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "fast/training/environment.hpp"
 
 namespace fast::torch {
 
@@ -46,7 +46,7 @@ bool set_openblas_threads(int threads) {
 
 int configure_torch_threads(int workers_on_host) {
   FAST_ENFORCE(workers_on_host >= 1, "configure_torch_threads: expected workers_on_host >= 1, got {}", workers_on_host);
-  const long long from_env = core::env_int(training_environment(), "FAST_TORCH_THREADS");
+  const long long from_env = core::env_int(training::training_environment(), "FAST_TORCH_THREADS");
   const int cores = available_cores();
   const int threads = from_env > 0 ? static_cast<int>(from_env) : std::max(1, cores / workers_on_host);
 

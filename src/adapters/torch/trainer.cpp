@@ -23,14 +23,12 @@
 #include "fast/adapters/torch/buffer_sync.hpp"
 #include "fast/adapters/torch/datasets.hpp"
 #include "fast/adapters/torch/device.hpp"
-#include "fast/adapters/torch/environment.hpp"
 #include "fast/adapters/torch/evaluate.hpp"
 #include "fast/adapters/torch/evaluator.hpp"
 #include "fast/adapters/torch/loader.hpp"
 #include "fast/adapters/torch/models.hpp"
 #include "fast/adapters/torch/npy.hpp"
 #include "fast/adapters/torch/replica.hpp"
-#include "fast/adapters/torch/run_identity.hpp"
 #include "fast/adapters/torch/threads.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -45,12 +43,46 @@
 #include "fast/runtime/registry.hpp"
 #include "fast/runtime/slowdown.hpp"
 #include "fast/strategy/worker.hpp"
+#include "fast/training/environment.hpp"
+#include "fast/training/run_identity.hpp"
 #include "output_paths.hpp"
 #include "process_outputs.hpp"
 #include "summary.hpp"
 #include "worker_loop.hpp"
 
 namespace fast::torch {
+
+// The torch-free side of the loop (src/training/).
+using training::add_model_fields;
+using training::BudgetClaims;
+using training::build_summary;
+using training::check_writable;
+using training::CheckpointStore;
+using training::DatasetSpec;
+using training::EpochFn;
+using training::gather_totals;
+using training::is_model_file;
+using training::LoopPlan;
+using training::ModelSide;
+using training::parse_dataset_spec;
+using training::path_kind;
+using training::PathKind;
+using training::place_process;
+using training::ProcessOutputs;
+using training::ProcessPlace;
+using training::ProgressFn;
+using training::run_asynchronous;
+using training::run_lockstep;
+using training::RunTotals;
+using training::settings_identity;
+using training::start_record;
+using training::summary_builders;
+using training::training_environment;
+using training::TrainOptions;
+using training::with_fingerprint;
+using training::WorkerLoop;
+using training::workers_before_launch;
+using training::WorkerTotals;
 
 namespace {
 

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "../threads/local_world.hpp"
-#include "../threads/transport_run.hpp"
+#include "../engine/local_world.hpp"
+#include "../engine/transport_run.hpp"
 #include "collectives.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -58,12 +58,12 @@ double run_mpi(const LaunchOptions& options, const WorkerFn& fn) {
             options.windows == "rma" ? "MPI RMA" : "FAST's service");
 
   check(MPI_Barrier(group.comm), "MPI_Barrier");  // now() = 0 at the same instant on every rank
-  threads::LocalWorld world({.world_size = session.size, .first_rank = session.rank, .local_size = 1}, op_timeout,
-                            "mpi", &transport);
-  return threads::run_over_transport(
+  engine::LocalWorld world({.world_size = session.size, .first_rank = session.rank, .local_size = 1}, op_timeout, "mpi",
+                           &transport);
+  return engine::run_over_transport(
       world, fn,
       {.tolerate_lost = options.tolerate_lost_workers,
-       .start = [&](const threads::LossFn& on_lost) { transport.start(world, on_lost); },
+       .start = [&](const engine::LossFn& on_lost) { transport.start(world, on_lost); },
        .on_failure = [&](int, const std::string& reason) { transport.announce_failure(reason); },
        .finish =
            [&](const std::vector<std::exception_ptr>& errors) {

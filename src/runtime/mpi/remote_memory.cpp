@@ -77,8 +77,8 @@ void MpiRegion::check_range(const char* what, int owner, std::size_t offset, std
                offset + bytes, owner, size);
 }
 
-threads::LinkCounters* MpiRegion::counters_of(int owner) const {
-  threads::LinkCounters* all = memory_.counters_.load(std::memory_order_acquire);
+engine::LinkCounters* MpiRegion::counters_of(int owner) const {
+  engine::LinkCounters* all = memory_.counters_.load(std::memory_order_acquire);
   return all != nullptr ? &all[owner] : nullptr;
 }
 
@@ -112,7 +112,7 @@ void MpiRegion::read(int owner, std::size_t offset, void* dst, std::size_t bytes
     check(MPI_Get(out + at, n, MPI_BYTE, owner, static_cast<MPI_Aint>(offset + at), n, MPI_BYTE, data_), "MPI_Get");
   }
   check(MPI_Win_flush(owner, data_), "MPI_Win_flush");
-  if (threads::LinkCounters* c = counters_of(owner); c != nullptr && owner != memory_.rank_) {
+  if (engine::LinkCounters* c = counters_of(owner); c != nullptr && owner != memory_.rank_) {
     c->bytes_received.fetch_add(bytes, std::memory_order_relaxed);
     c->messages_received.fetch_add(1, std::memory_order_relaxed);
   }
@@ -125,7 +125,7 @@ void MpiRegion::write(int owner, std::size_t offset, const void* src, std::size_
     const int n = static_cast<int>(std::min(kPiece, bytes - at));
     check(MPI_Put(in + at, n, MPI_BYTE, owner, static_cast<MPI_Aint>(offset + at), n, MPI_BYTE, data_), "MPI_Put");
   }
-  if (threads::LinkCounters* c = counters_of(owner); c != nullptr && owner != memory_.rank_) {
+  if (engine::LinkCounters* c = counters_of(owner); c != nullptr && owner != memory_.rank_) {
     c->bytes_sent.fetch_add(bytes, std::memory_order_relaxed);
     c->messages_sent.fetch_add(1, std::memory_order_relaxed);
   }

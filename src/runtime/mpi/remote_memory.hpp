@@ -26,7 +26,7 @@
 #include <mutex>
 #include <vector>
 
-#include "../threads/op.hpp"
+#include "../engine/op.hpp"
 #include "fast/runtime/remote_memory.hpp"
 
 namespace fast::runtime::mpi {
@@ -37,7 +37,7 @@ class MpiRemoteMemory final : public RemoteMemory {
   MpiRemoteMemory(MPI_Comm comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
   // Where the traffic is counted: the per-peer counters of this rank's worker (set once, before
   // the worker runs any one-sided operation).
-  void count_into(threads::LinkCounters* counters) { counters_.store(counters, std::memory_order_release); }
+  void count_into(engine::LinkCounters* counters) { counters_.store(counters, std::memory_order_release); }
   std::unique_ptr<RemoteRegion> expose(void* base, std::size_t bytes) override;
 
  private:
@@ -46,7 +46,7 @@ class MpiRemoteMemory final : public RemoteMemory {
   int rank_;
   int size_;
   std::mutex collective_mutex_;  // expose() and close(): one at a time
-  std::atomic<threads::LinkCounters*> counters_{nullptr};
+  std::atomic<engine::LinkCounters*> counters_{nullptr};
   bool warned_ = false;  // guarded by collective_mutex_
 };
 
@@ -63,7 +63,7 @@ class MpiRegion final : public RemoteRegion {
 
  private:
   void check_range(const char* what, int owner, std::size_t offset, std::size_t bytes) const;
-  threads::LinkCounters* counters_of(int owner) const;
+  engine::LinkCounters* counters_of(int owner) const;
 
   MpiRemoteMemory& memory_;
   MPI_Win data_;

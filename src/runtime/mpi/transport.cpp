@@ -40,7 +40,7 @@ MpiTransport::MpiTransport(MPI_Comm comm, int rank, int size, double op_timeout_
 
 MpiTransport::~MpiTransport() { stop(); }
 
-void MpiTransport::start(threads::LocalWorld& world, std::function<void(const std::string&)> on_failed) {
+void MpiTransport::start(engine::LocalWorld& world, std::function<void(const std::string&)> on_failed) {
   world_ = &world;
   on_failed_ = std::move(on_failed);
   thread_ = std::thread([this] { loop(); });

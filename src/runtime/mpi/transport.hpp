@@ -1,6 +1,6 @@
 #pragma once
 // MpiTransport: the mpi runtime's link between this rank's worker and the other ranks
-// (threads/transport.hpp). One worker per rank; ranks are MPI_COMM_WORLD's.
+// (engine/transport.hpp). One worker per rank; ranks are MPI_COMM_WORLD's.
 //
 // Messages. Every FAST message is ONE MPI message on a private duplicate of MPI_COMM_WORLD,
 // under MPI tag kDataTag: a wire/ frame header (56 bytes: FAST's 64-bit tag, source, destination,
@@ -46,14 +46,14 @@
 #include <vector>
 
 #include "../completion.hpp"
-#include "../threads/local_world.hpp"
-#include "../threads/transport.hpp"
+#include "../engine/local_world.hpp"
+#include "../engine/transport.hpp"
 #include "collectives.hpp"
 #include "remote_memory.hpp"
 
 namespace fast::runtime::mpi {
 
-class MpiTransport final : public threads::Transport {
+class MpiTransport final : public engine::Transport {
  public:
   static constexpr std::size_t kCopyBytes = 64 * 1024;
   static constexpr int kDataTag = 1;
@@ -65,7 +65,7 @@ class MpiTransport final : public threads::Transport {
 
   // Starts the progress thread, delivering into `world`. on_failed(reason) runs on that thread
   // when another rank says its worker failed.
-  void start(threads::LocalWorld& world, std::function<void(const std::string&)> on_failed);
+  void start(engine::LocalWorld& world, std::function<void(const std::string&)> on_failed);
   // This rank's worker failed: tells every other rank at once (bye with the error).
   void announce_failure(const std::string& reason);
   // This rank's worker returned: says bye (once) and waits until every other rank said bye and
@@ -91,7 +91,7 @@ class MpiTransport final : public threads::Transport {
   // MPI delivers a bye after every message sent before it; there is nothing to wait for.
   void settle_lost_peers() override {}
   NativeCollectives* native_collectives() override { return native_; }
-  RemoteMemory* remote_memory(threads::LinkCounters* counters) override {
+  RemoteMemory* remote_memory(engine::LinkCounters* counters) override {
     if (remote_ != nullptr) remote_->count_into(counters);
     return remote_;
   }
@@ -129,7 +129,7 @@ class MpiTransport final : public threads::Transport {
   double op_timeout_;
   MpiCollectives* native_ = nullptr;
   MpiRemoteMemory* remote_ = nullptr;
-  threads::LocalWorld* world_ = nullptr;
+  engine::LocalWorld* world_ = nullptr;
   std::function<void(const std::string&)> on_failed_;
 
   std::mutex posted_mutex_;

@@ -1,10 +1,10 @@
 #include "fast/runtime/threads/world.hpp"
 
 #include "../deliver.hpp"
+#include "../engine/local_world.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/environment.hpp"
-#include "local_world.hpp"
 
 namespace fast::runtime::threads {
 
@@ -19,8 +19,8 @@ World::World(WorldOptions options) : options_(options) {
 World::~World() = default;
 
 void World::run(const WorkerFn& fn) {
-  LocalWorld world({.world_size = options_.size, .first_rank = 0, .local_size = options_.size},
-                   options_.op_timeout_seconds);
+  engine::LocalWorld world({.world_size = options_.size, .first_rank = 0, .local_size = options_.size},
+                           options_.op_timeout_seconds);
   const std::vector<std::exception_ptr> errors = world.run(fn);
   detail::rethrow_root_cause(errors);
 }

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "../threads/local_world.hpp"
-#include "../threads/transport_run.hpp"
+#include "../engine/local_world.hpp"
+#include "../engine/transport_run.hpp"
 #include "authenticator.hpp"
 #include "environment.hpp"
 #include "fast/core/error.hpp"
@@ -150,19 +150,19 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
   ZmqTransport transport(context, s, meeting.table, meeting.process_rank, std::move(router), std::move(pulse));
   // Runs that go on without a lost process can take one back: the rendezvous server stays open.
   if (s.tolerate_lost && meeting.desk) transport.serve_rejoins(std::move(*meeting.desk));
-  threads::LocalWorld world({.world_size = s.world_size * s.workers_per_process,
-                             .first_rank = me.first_worker,
-                             .local_size = me.workers,
-                             .joining = meeting.rejoining},
-                            s.op_timeout, "zmq", &transport);
-  return threads::run_over_transport(world, fn,
-                                     {.tolerate_lost = s.tolerate_lost,
-                                      .start = [&](const threads::LossFn& on_lost) { transport.start(world, on_lost); },
-                                      .finish =
-                                          [&](const std::vector<std::exception_ptr>& errors) {
-                                            transport.finish(first_error(errors), s.op_timeout);
-                                            transport.stop();
-                                          }});
+  engine::LocalWorld world({.world_size = s.world_size * s.workers_per_process,
+                            .first_rank = me.first_worker,
+                            .local_size = me.workers,
+                            .joining = meeting.rejoining},
+                           s.op_timeout, "zmq", &transport);
+  return engine::run_over_transport(world, fn,
+                                    {.tolerate_lost = s.tolerate_lost,
+                                     .start = [&](const engine::LossFn& on_lost) { transport.start(world, on_lost); },
+                                     .finish =
+                                         [&](const std::vector<std::exception_ptr>& errors) {
+                                           transport.finish(first_error(errors), s.op_timeout);
+                                           transport.stop();
+                                         }});
 }
 
 }  // namespace

@@ -92,7 +92,7 @@ void ZmqTransport::open_dealers() {
   }
 }
 
-void ZmqTransport::start(threads::LocalWorld& world, std::function<void(const std::string&)> on_lost) {
+void ZmqTransport::start(engine::LocalWorld& world, std::function<void(const std::string&)> on_lost) {
   world_ = &world;
   on_lost_ = std::move(on_lost);
   open_dealers();

@@ -1,6 +1,6 @@
 #pragma once
 // ZmqTransport: the zmq runtime's link between the workers of this process and those of the
-// others (threads/transport.hpp). One I/O thread owns every socket:
+// others (engine/transport.hpp). One I/O thread owns every socket:
 //   - a ROUTER bound on ipc:// and tcp:// receives every frame sent to this process's workers;
 //   - one DEALER per other process (routing id "p<rank>") sends to it, over ipc:// when both share
 //     a host and network namespace, else tcp:// (Settings::transport forces one);
@@ -88,8 +88,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../completion.hpp"
-#include "../threads/local_world.hpp"
-#include "../threads/transport.hpp"
+#include "../engine/local_world.hpp"
+#include "../engine/transport.hpp"
 #include "fast/wire/frame.hpp"
 #include "peer_link.hpp"
 #include "process_table.hpp"
@@ -99,7 +99,7 @@
 
 namespace fast::runtime::zmq {
 
-class ZmqTransport final : public threads::Transport {
+class ZmqTransport final : public engine::Transport {
  public:
   static constexpr std::size_t kZeroCopyBytes = 64 * 1024;
   // The context's I/O threads (ZMQ_AFFINITY masks; the context has two): data, heartbeats.
@@ -121,7 +121,7 @@ class ZmqTransport final : public threads::Transport {
   // Returns once every ring offered to a process of this host was mapped or refused by it (or
   // that process is lost), at most min(peer timeout, 10 s) after: the workers' first messages
   // then take the same path as the later ones.
-  void start(threads::LocalWorld& world, std::function<void(const std::string&)> on_lost);
+  void start(engine::LocalWorld& world, std::function<void(const std::string&)> on_lost);
   // Process 0 of a run that tolerates losses: answer rejoin hellos on `desk` (the rendezvous
   // socket, moved in). Before start().
   void serve_rejoins(::zmq::socket_t desk);
@@ -138,7 +138,7 @@ class ZmqTransport final : public threads::Transport {
   // timeout + 1 s).
   void settle_lost_peers() override;
   std::vector<MembershipEvent> membership_events() const override;
-  // Progress in the caller (threads/transport.hpp): a waiting worker delivers the records of the
+  // Progress in the caller (engine/transport.hpp): a waiting worker delivers the records of the
   // rings mapped from this host's processes itself. The rings' `polled` words are set while no
   // thread of this process blocks waiting (the next waiter looks at the rings anyway), so that
   // their senders leave the readers asleep; a thread about to block clears them first
@@ -268,7 +268,7 @@ class ZmqTransport final : public threads::Transport {
   std::vector<std::unique_ptr<::zmq::socket_t>> pulse_links_;  // by process: heartbeats to it (null:
                                                                // this one, or lost); I/O thread
   int wake_fd_ = -1;                                           // eventfd: a link queued frames, or stop
-  threads::LocalWorld* world_ = nullptr;
+  engine::LocalWorld* world_ = nullptr;
   std::function<void(const std::string&)> on_lost_;
 
   mutable std::mutex peers_mutex_;

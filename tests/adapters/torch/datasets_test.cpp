@@ -34,39 +34,9 @@ void expect_invalid(const std::function<void()>& f, const std::string& expected)
   }
 }
 
-TEST(DatasetSpec, ParsesKindsKeysAndDefaults) {
-  EXPECT_EQ(dataset_kinds(), (std::vector<std::string>{"fashion-mnist", "npz", "npy", "synthetic"}));
-  EXPECT_EQ(parse_dataset_spec("fashion-mnist").kind, "fashion-mnist");
-  const DatasetSpec s = parse_dataset_spec("synthetic:classes=4,shape=8");
-  EXPECT_EQ(s.kind, "synthetic");
-  EXPECT_EQ(s.args.at("classes"), "4");
-  EXPECT_EQ(s.args.at("shape"), "8");
-  EXPECT_EQ(s.args.at("train"), "60000");  // defaults filled in
-  EXPECT_EQ(s.args.at("noise"), "0.25");
-}
-
-TEST(DatasetSpec, MistakesAreNamedBeforeAnythingIsRead) {
-  expect_invalid([] { parse_dataset_spec("cifar10"); },
-                 "dataset spec 'cifar10': unknown name 'cifar10', expected one of: fashion-mnist, npz, npy, synthetic");
-  expect_invalid([] { parse_dataset_spec("synthetic:colour=3"); }, "unknown key 'colour' of synthetic");
-  expect_invalid([] { parse_dataset_spec("synthetic:classes"); }, "item 'classes' is not KEY=VALUE");
-  expect_invalid([] { parse_dataset_spec("synthetic:classes=1"); },
-                 "key 'classes' expects an integer in [2, 100000], got '1'");
-  expect_invalid([] { parse_dataset_spec("synthetic:shape=3x0x4"); },
-                 "key 'shape' expects 1 to 4 dimensions of 1 to 1000000 joined by 'x', at most 1e8 features, got "
-                 "'3x0x4'");
-  expect_invalid([] { parse_dataset_spec("synthetic:shape=2x2x2x2x2"); }, "key 'shape' expects 1 to 4 dimensions");
-  expect_invalid([] { parse_dataset_spec("synthetic:noise=nan"); },
-                 "key 'noise' expects a number in [0, 1000000], got 'nan'");
-  expect_invalid([] { parse_dataset_spec("synthetic:seed=1,seed=2"); }, "key 'seed' given twice");
-  expect_invalid([] { parse_dataset_spec("npz:train=/dev/null"); }, "npz needs test (npz:train=TRAIN,test=TEST)");
-  expect_invalid([] { parse_dataset_spec("synthetic:train=100000000,test=100000000,shape=100"); },
-                 "expected at most 2e9 values in all");
-  EXPECT_THROW(parse_dataset_spec("npz:train=/nonexistent/a.npz,test=/nonexistent/b.npz"), IoError);
-}
-
 TEST(SyntheticDataset, HasTheAskedShapeBalancedLabelsAndTheSameBytesForASeed) {
-  const DatasetSpec spec = parse_dataset_spec("synthetic:shape=2x3,classes=3,train=300,test=30,noise=0.5,seed=9");
+  const training::DatasetSpec spec =
+      training::parse_dataset_spec("synthetic:shape=2x3,classes=3,train=300,test=30,noise=0.5,seed=9");
   const DataSplits a = load_datasets(spec, {});
   const DataSplits b = load_datasets(spec, {});
   EXPECT_EQ(a.train->images.sizes(), (std::vector<std::int64_t>{300, 2, 3}));
@@ -76,14 +46,15 @@ TEST(SyntheticDataset, HasTheAskedShapeBalancedLabelsAndTheSameBytesForASeed) {
   for (std::int64_t i = 0; i < 300; ++i) ASSERT_EQ(a.train->labels[i].item<std::int64_t>(), i % 3);
   EXPECT_TRUE(::torch::equal(a.train->images, b.train->images));
   EXPECT_TRUE(::torch::equal(a.test->images, b.test->images));
-  const DataSplits c =
-      load_datasets(parse_dataset_spec("synthetic:shape=2x3,classes=3,train=300,test=30,noise=0.5,seed=10"), {});
+  const DataSplits c = load_datasets(
+      training::parse_dataset_spec("synthetic:shape=2x3,classes=3,train=300,test=30,noise=0.5,seed=10"), {});
   EXPECT_FALSE(::torch::equal(a.train->images, c.train->images));
 }
 
 TEST(SyntheticDataset, SamplesScatterAroundTheirClassCentreWithTheStatedNoise) {
   // noise 0.25 on 64 features: per-feature standard deviation 0.25 * 8 = 2 around the class mean.
-  const DataSplits d = load_datasets(parse_dataset_spec("synthetic:shape=64,classes=2,train=20000,test=2,seed=3"), {});
+  const DataSplits d =
+      load_datasets(training::parse_dataset_spec("synthetic:shape=64,classes=2,train=20000,test=2,seed=3"), {});
   const ::torch::Tensor x = d.train->images;
   const ::torch::Tensor even = x.index({::torch::indexing::Slice(0, ::torch::indexing::None, 2)});
   const ::torch::Tensor centre = even.mean(0);
@@ -184,10 +155,10 @@ TEST(TensorDatasets, BadArraysAreRefusedNamingTheSourceAndTheFault) {
                  "1099511627776");
   expect_invalid(run(x, array<std::uint64_t>(NpyType::u64, {3}, {0, 1, ~std::uint64_t{0}}), x, y),
                  "got 18446744073709551615");
-  expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, kMaxClasses}), x, y), "got 100000");
-  const DataSplits most = tensor_datasets(x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, kMaxClasses - 1}), x, y,
-                                          "train.npz", "test.npz");
-  EXPECT_EQ(most.train->classes, kMaxClasses);
+  expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, training::kMaxClasses}), x, y), "got 100000");
+  const DataSplits most = tensor_datasets(x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, training::kMaxClasses - 1}),
+                                          x, y, "train.npz", "test.npz");
+  EXPECT_EQ(most.train->classes, training::kMaxClasses);
 }
 
 }  // namespace

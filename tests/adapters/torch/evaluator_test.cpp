@@ -5,12 +5,12 @@
 #include <cmath>
 #include <vector>
 
-#include "fast/adapters/torch/environment.hpp"
 #include "fast/adapters/torch/evaluator.hpp"
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/models.hpp"
 #include "fast/core/env.hpp"
 #include "fast/runtime/threads/world.hpp"
+#include "fast/training/environment.hpp"
 
 namespace fast::torch {
 namespace {
@@ -18,7 +18,7 @@ namespace {
 // Replica r = x0 + 0.01 r in every coordinate, for r = 0, 1, 2: the average is x0 + 0.01, so the
 // consensus distance is (1/3) (0.01^2 + 0 + 0.01^2) * dim.
 TEST(Evaluator, ConsensusDistanceAndPoliciesOnKnownReplicas) {
-  const FashionMnist data = load_fashion_mnist(core::env_string(training_environment(), "FAST_DATA_DIR"));
+  const FashionMnist data = load_fashion_mnist(core::env_string(training::training_environment(), "FAST_DATA_DIR"));
   const std::vector<float> x0 = initial_parameters("mlp", 1);
   for (FinalModel policy : {FinalModel::average, FinalModel::rank0, FinalModel::best}) {
     std::vector<RoundResult> results(3);

@@ -280,14 +280,14 @@ TEST_F(IdxFiles, ATestSetTooSmallForTheWorkersIsRefusedBeforeTraining) {
   for (std::uint32_t test : {0u, 2u}) {
     images("t10k-images-idx3-ubyte.gz", test);
     labels("t10k-labels-idx1-ubyte.gz", test);
-    TrainOptions o;
+    training::TrainOptions o;
     o.data_dir = dir_;
     o.workers = 3;
     o.batch = 4;
     o.steps = 2;
     bool trained = false;
     try {
-      train(o, [&](const Progress&) { trained = true; });
+      torch::train(o, [&](const training::Progress&) { trained = true; });
       ADD_FAILURE() << "a test set of " << test << " images was accepted for 3 workers";
     } catch (const core::InvalidArgument& e) {
       const std::string what = e.what();

@@ -19,22 +19,6 @@ std::shared_ptr<const Dataset> numbered(std::int64_t n) {
   return d;
 }
 
-TEST(EpochPermutation, MatchesTheDocumentedRule) {
-  // Computed independently (Python transcription of the rule in loader.hpp, with its own mt19937_64).
-  EXPECT_EQ(epoch_permutation(10, 42, 0), (std::vector<std::int64_t>{2, 9, 0, 7, 3, 6, 5, 4, 8, 1}));
-  EXPECT_EQ(epoch_permutation(10, 42, 1), (std::vector<std::int64_t>{7, 3, 4, 1, 8, 5, 0, 9, 2, 6}));
-  EXPECT_EQ(epoch_permutation(20, 7, 3),
-            (std::vector<std::int64_t>{4, 8, 0, 13, 9, 17, 2, 11, 6, 10, 7, 3, 12, 5, 16, 14, 18, 19, 15, 1}));
-}
-
-TEST(EpochPermutation, IsAPermutation) {
-  auto p = epoch_permutation(1000, 1, 5);
-  std::sort(p.begin(), p.end());
-  for (std::int64_t i = 0; i < 1000; ++i) ASSERT_EQ(p[static_cast<std::size_t>(i)], i);
-  EXPECT_TRUE(epoch_permutation(0, 1, 0).empty());
-  EXPECT_EQ(epoch_permutation(1, 1, 0), std::vector<std::int64_t>{0});
-}
-
 TEST(ShardedLoader, FourWorkersOfBatch16TogetherSeeOneWorkerOfBatch64InOrder) {
   const auto data = numbered(1000);
   ShardedLoader one(data, 0, 1, 64, 9);
@@ -59,7 +43,7 @@ TEST(ShardedLoader, FourWorkersOfBatch16TogetherSeeOneWorkerOfBatch64InOrder) {
 
 TEST(ShardedLoader, WorkerBatchesAreSlicesOfTheEpochPermutation) {
   const auto data = numbered(100);
-  const auto perm = epoch_permutation(100, 3, 2);
+  const auto perm = training::epoch_permutation(100, 3, 2);
   for (int r = 0; r < 3; ++r) {
     ShardedLoader loader(data, r, 3, 8, 3);
     EXPECT_EQ(loader.steps_per_epoch(), 4);  // floor(100 / 24)

@@ -40,13 +40,6 @@ class ModelFiles : public fast::testing::TempDirTest {
   }
 };
 
-TEST_F(ModelFiles, APathIsAFileSpecAndAPlainNameIsNot) {
-  EXPECT_TRUE(is_model_file("model.pt"));
-  EXPECT_TRUE(is_model_file("models/net"));
-  EXPECT_FALSE(is_model_file("mlp"));
-  EXPECT_FALSE(is_model_file(".pt"));
-}
-
 TEST_F(ModelFiles, ForwardAndGradientsThroughAReplicaMatchTheClosedForm) {
   const std::string file = save_linear("linear.pt");
   Model model = make_model(file);

@@ -10,7 +10,6 @@
 
 #include <torch/nn/functional/loss.h>
 
-#include "fast/adapters/torch/environment.hpp"
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/loader.hpp"
 #include "fast/adapters/torch/models.hpp"
@@ -19,6 +18,7 @@
 #include "fast/core/env.hpp"
 #include "fast/runtime/threads/world.hpp"
 #include "fast/strategy/worker.hpp"
+#include "fast/training/environment.hpp"
 
 namespace fast::torch {
 namespace {
@@ -64,7 +64,7 @@ double relative_difference(const std::vector<float>& a, const std::vector<float>
 class Statement1 : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Statement1, FourWorkersOfBatch16MatchOneWorkerOfBatch64) {
-  const FashionMnist data = load_fashion_mnist(core::env_string(training_environment(), "FAST_DATA_DIR"));
+  const FashionMnist data = load_fashion_mnist(core::env_string(training::training_environment(), "FAST_DATA_DIR"));
   const auto one = train(data, 1, 64, GetParam());
   const auto four = train(data, 4, 16, GetParam());
   for (int w = 1; w < 4; ++w) EXPECT_EQ(four[w], four[0]) << "replica " << w << " is not consistent with replica 0";

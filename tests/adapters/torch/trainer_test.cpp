@@ -16,8 +16,8 @@
 namespace fast::torch {
 namespace {
 
-TrainOptions small_run(std::uint64_t seed) {
-  TrainOptions o;
+training::TrainOptions small_run(std::uint64_t seed) {
+  training::TrainOptions o;
   o.workers = 3;
   o.model = "mlp";
   o.steps = 25;
@@ -29,9 +29,9 @@ TrainOptions small_run(std::uint64_t seed) {
 }
 
 TEST(Trainer, SameSeedGivesIdenticalResultsUnderThreadsWithAllreduce) {
-  std::vector<EpochReport> evals_a, evals_b;
-  const auto a = train(small_run(5), {}, [&](const EpochReport& e) { evals_a.push_back(e); });
-  const auto b = train(small_run(5), {}, [&](const EpochReport& e) { evals_b.push_back(e); });
+  std::vector<training::EpochReport> evals_a, evals_b;
+  const auto a = torch::train(small_run(5), {}, [&](const training::EpochReport& e) { evals_a.push_back(e); });
+  const auto b = torch::train(small_run(5), {}, [&](const training::EpochReport& e) { evals_b.push_back(e); });
   EXPECT_EQ(a["param_norm"], b["param_norm"]);  // bit-identical, not just close
   EXPECT_EQ(a["final_accuracy"], b["final_accuracy"]);
   EXPECT_EQ(a["final_loss"], b["final_loss"]);
@@ -44,19 +44,19 @@ TEST(Trainer, SameSeedGivesIdenticalResultsUnderThreadsWithAllreduce) {
   }
   EXPECT_EQ(evals_a[0].step, 10);
   EXPECT_EQ(evals_a[2].step, 25);
-  const auto c = train(small_run(6));
+  const auto c = torch::train(small_run(6));
   EXPECT_NE(a["param_norm"], c["param_norm"]);
 }
 
 TEST(Trainer, SameSeedGivesIdenticalResultsWithEverySynchronousStrategy) {
   for (const char* name : {"local-sgd", "dpsgd", "ps"}) {
-    TrainOptions o = small_run(9);
+    training::TrainOptions o = small_run(9);
     o.worker.strategy.mode = "sync";
     o.worker.strategy.servers = 2;
     o.worker.strategy.name = name;
     o.worker.strategy.period = 4;
-    const auto a = train(o);
-    const auto b = train(o);
+    const auto a = torch::train(o);
+    const auto b = torch::train(o);
     EXPECT_EQ(a["param_norm"], b["param_norm"]) << name;
     EXPECT_EQ(a["final_accuracy"], b["final_accuracy"]) << name;
     EXPECT_GT(a["final_accuracy"].get<double>(), 0.3) << name;        // 25 steps: well above chance (0.1)
@@ -77,7 +77,7 @@ TEST(Trainer, AsynchronousRunsShareTheBatchBudgetAndEvaluateSnapshots) {
                                                               {"adpsgd", ""},  {"gosgd", ""}, {"acid", ""}};
   for (const auto& [strategy_name, mode] : runs) {
     const std::string name = strategy_name + " " + mode;
-    TrainOptions o = small_run(4);
+    training::TrainOptions o = small_run(4);
     o.worker.strategy.name = strategy_name;
     o.worker.strategy.mode = mode.empty() ? "async" : mode;
     o.worker.strategy.staleness = 1;
@@ -85,14 +85,15 @@ TEST(Trainer, AsynchronousRunsShareTheBatchBudgetAndEvaluateSnapshots) {
     // Plain SGD: with momentum 0.9, gradients several versions stale make 75 steps erratic (ps ssp
     // ended at 0.19 once under AddressSanitizer's slowdown).
     o.worker.optimizer = {.name = "sgd", .lr = 0.1};
-    std::vector<EpochReport> evals;
-    const auto s = train(o, {}, [&](const EpochReport& e) { evals.push_back(e); });
+    std::vector<training::EpochReport> evals;
+    const auto s = torch::train(o, {}, [&](const training::EpochReport& e) { evals.push_back(e); });
     std::int64_t total = 0;
     for (const auto& steps : s["steps_per_worker"]) total += steps.get<std::int64_t>();
     EXPECT_EQ(total, 75) << name;
     ASSERT_EQ(evals.size(), 3u) << name;
     // Two workers may evaluate at once; reports arrive in the order the evaluations finish.
-    std::sort(evals.begin(), evals.end(), [](const EpochReport& a, const EpochReport& b) { return a.step < b.step; });
+    std::sort(evals.begin(), evals.end(),
+              [](const training::EpochReport& a, const training::EpochReport& b) { return a.step < b.step; });
     EXPECT_EQ(evals[0].step, 10) << name;
     EXPECT_EQ(evals[1].step, 20) << name;
     EXPECT_EQ(evals[2].step, 25) << name;
@@ -103,9 +104,9 @@ TEST(Trainer, AsynchronousRunsShareTheBatchBudgetAndEvaluateSnapshots) {
 }
 
 TEST(Trainer, ParamHashIsEqualForIdenticalRunsAndDiffersWithTheSeed) {
-  const auto a = train(small_run(7));
-  const auto b = train(small_run(7));
-  const auto c = train(small_run(8));
+  const auto a = torch::train(small_run(7));
+  const auto b = torch::train(small_run(7));
+  const auto c = torch::train(small_run(8));
   ASSERT_TRUE(a["param_hash"].is_string()) << a.dump();
   EXPECT_EQ(a["param_hash"].get<std::string>().size(), 16u);
   EXPECT_EQ(a["param_hash"], b["param_hash"]);
@@ -120,9 +121,9 @@ TEST(Trainer, ParamHashIsEqualForIdenticalRunsAndDiffersWithTheSeed) {
 // The closed forms are the ring's: the run names it (auto would pick recursive doubling for the
 // 3 doubles).
 TEST(Trainer, EndOfRunTotalsEqualTheirClosedForms) {
-  TrainOptions o = small_run(2);
+  training::TrainOptions o = small_run(2);
   o.worker.communicator.allreduce_algorithm = collective::AllreduceAlgorithm::ring;
-  const auto s = train(o);
+  const auto s = torch::train(o);
   const std::uint64_t w = 3, n = s["parameters"].get<std::uint64_t>(), steps = 25, evaluations = 3;
   EXPECT_EQ(s["workers"], 3);
   EXPECT_EQ(s["steps_per_worker"], nlohmann::json::array({25, 25, 25}));
@@ -148,9 +149,9 @@ TEST(Trainer, EndOfRunTotalsEqualTheirClosedForms) {
 }
 
 TEST(Trainer, AllreduceReplicasAreIdenticalAndBestIsTheirAccuracy) {
-  TrainOptions o = small_run(3);
+  training::TrainOptions o = small_run(3);
   o.final_model = "best";
-  const auto s = train(o);
+  const auto s = torch::train(o);
   EXPECT_EQ(s["consensus_distance"], 0.0);
   EXPECT_EQ(s["replica_accuracy_min"], s["final_accuracy"]);
   EXPECT_EQ(s["replica_accuracy_max"], s["final_accuracy"]);
@@ -158,10 +159,10 @@ TEST(Trainer, AllreduceReplicasAreIdenticalAndBestIsTheirAccuracy) {
 }
 
 TEST(Trainer, ProgressReportsReachTheLastStep) {
-  std::vector<Progress> reports;
-  TrainOptions o = small_run(1);
+  std::vector<training::Progress> reports;
+  training::TrainOptions o = small_run(1);
   o.workers = 1;
-  train(o, [&](const Progress& p) { reports.push_back(p); });
+  torch::train(o, [&](const training::Progress& p) { reports.push_back(p); });
   ASSERT_FALSE(reports.empty());
   EXPECT_TRUE(reports.back().done);
   EXPECT_EQ(reports.back().step, 25);
@@ -170,10 +171,10 @@ TEST(Trainer, ProgressReportsReachTheLastStep) {
 }
 
 TEST(Trainer, SlowdownMakesOnlyTheSlowWorkerWaitAndLeavesResultsUnchanged) {
-  TrainOptions o = small_run(5);
-  const auto plain = train(o);
+  training::TrainOptions o = small_run(5);
+  const auto plain = torch::train(o);
   o.slowdown.factors = {1.0, 1.0, 2.0};
-  const auto slowed = train(o);
+  const auto slowed = torch::train(o);
   EXPECT_EQ(plain["slowdown_seconds"], 0.0);
   EXPECT_GT(slowed["slowdown_seconds"].get<double>(), 0.0);
   // allreduce is synchronous: a slow worker changes the time, never the parameters.
@@ -182,19 +183,19 @@ TEST(Trainer, SlowdownMakesOnlyTheSlowWorkerWaitAndLeavesResultsUnchanged) {
 }
 
 TEST(Trainer, BadOptionsFailBeforeAnyWorkerStarts) {
-  TrainOptions o = small_run(1);
+  training::TrainOptions o = small_run(1);
   o.model = "transformer";
-  EXPECT_THROW(train(o), core::InvalidArgument);
+  EXPECT_THROW(torch::train(o), core::InvalidArgument);
   o = small_run(1);
   o.slowdown.factors = {1.0, 4.0};  // 3 workers
-  EXPECT_THROW(train(o), core::InvalidArgument);
+  EXPECT_THROW(torch::train(o), core::InvalidArgument);
   o = small_run(1);
   o.data_dir = "/nonexistent/fashion";
-  EXPECT_THROW(train(o), core::IoError);
+  EXPECT_THROW(torch::train(o), core::IoError);
   o = small_run(1);
   o.device = "gpu";
   o.data_dir = "/nonexistent/fashion";  // the device is refused first, before the data is looked at
-  EXPECT_THROW(train(o), core::InvalidArgument);
+  EXPECT_THROW(torch::train(o), core::InvalidArgument);
 }
 
 // The device path (docs/gpu.md) on the CPU: each worker's module on its own flat buffers, the
@@ -203,12 +204,12 @@ TEST(Trainer, BadOptionsFailBeforeAnyWorkerStarts) {
 // and for one that averages models (dpsgd), evaluations included.
 TEST(Trainer, TheDevicePathsStagingEndsBitForBitWhereTheCpuPathDoes) {
   for (const char* name : {"allreduce", "ps", "dpsgd"}) {
-    TrainOptions o = small_run(4);
+    training::TrainOptions o = small_run(4);
     o.worker.strategy.name = name;
     o.worker.strategy.mode = "sync";
-    const auto plain = train(o);
+    const auto plain = torch::train(o);
     o.device_staging = true;
-    const auto staged = train(o);
+    const auto staged = torch::train(o);
     EXPECT_EQ(plain["param_hash"], staged["param_hash"]) << name;
     EXPECT_EQ(plain["final_accuracy"], staged["final_accuracy"]) << name;
     EXPECT_EQ(plain["final_loss"], staged["final_loss"]) << name;

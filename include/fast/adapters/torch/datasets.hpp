@@ -33,14 +33,14 @@
 #include <vector>
 
 #include "fast/adapters/torch/dataset.hpp"
-#include "fast/adapters/torch/dataset_spec.hpp"
+#include "fast/training/dataset_spec.hpp"
 
 namespace fast::torch {
 
 struct NpyArray;  // npy.hpp
 
 // Reads or generates the two splits. data_dir is used by fashion-mnist only (empty: FAST_DATA_DIR).
-DataSplits load_datasets(const DatasetSpec& spec, const std::filesystem::path& data_dir);
+DataSplits load_datasets(const training::DatasetSpec& spec, const std::filesystem::path& data_dir);
 
 // The training and test sets of arrays x and y (npz and npy specs), validated as described above.
 // `where_train` and `where_test` name the sources in messages.

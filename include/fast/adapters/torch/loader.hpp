@@ -17,8 +17,8 @@
 
 #include <torch/types.h>
 
-#include "fast/adapters/torch/data_order.hpp"
 #include "fast/adapters/torch/fashion_mnist.hpp"
+#include "fast/training/data_order.hpp"
 
 namespace fast::torch {
 

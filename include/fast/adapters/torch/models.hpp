@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "fast/adapters/torch/model.hpp"
-#include "fast/adapters/torch/model_names.hpp"
 #include "fast/adapters/torch/model_registry.hpp"
+#include "fast/training/model_names.hpp"
 
 namespace fast::torch {
 

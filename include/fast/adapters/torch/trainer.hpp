@@ -20,14 +20,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fast/adapters/torch/train_options.hpp"
+#include "fast/training/train_options.hpp"
 
 namespace fast::torch {
 
 // hosts_worker_zero (optional): set to whether this process hosts worker 0 (and so wrote the
 // summary file): the process whose closing lines report the run.
-nlohmann::json train(const TrainOptions& options, const ProgressFn& progress = {}, const EpochFn& on_epoch = {},
-                     bool* hosts_worker_zero = nullptr);
+nlohmann::json train(const training::TrainOptions& options, const training::ProgressFn& progress = {},
+                     const training::EpochFn& on_epoch = {}, bool* hosts_worker_zero = nullptr);
 
 // The checks train() makes before it reads any data: each setting's range, the model name or file,
 // the output files, the optimizer's and the strategy's options for the world size (e.g. dpsgd on a
@@ -35,6 +35,6 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress = {
 // core::InvalidArgument naming the setting, what it expected and what it got (core::IoError for an
 // unreadable TorchScript file). Reads no data and starts nothing; `fast compare` runs it for every
 // run of a sweep before the first one starts.
-void validate_options(const TrainOptions& options);
+void validate_options(const training::TrainOptions& options);
 
 }  // namespace fast::torch

@@ -1,0 +1,34 @@
+#include "transport_run.hpp"
+
+#include <chrono>
+#include <mutex>
+
+#include "../deliver.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::runtime::engine {
+
+double run_over_transport(LocalWorld& world, const WorkerFn& fn, const TransportRun& run) {
+  std::mutex lost_mutex;
+  std::string lost_reason;  // the loss that ended a run which does not tolerate losses
+  run.start([&](const std::string& reason) {
+    if (run.tolerate_lost) return;
+    {
+      std::lock_guard<std::mutex> lock(lost_mutex);
+      if (lost_reason.empty()) lost_reason = reason;
+    }
+    world.abort_all(reason);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<std::exception_ptr> errors = world.run(fn, run.on_failure);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.finish(errors);
+  {
+    std::lock_guard<std::mutex> lock(lost_mutex);
+    if (!lost_reason.empty()) throw core::PeerLost(lost_reason);
+  }
+  detail::rethrow_root_cause(errors);
+  return seconds;
+}
+
+}  // namespace fast::runtime::engine

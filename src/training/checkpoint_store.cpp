@@ -1,0 +1,256 @@
+#include "checkpoint_store.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <vector>
+
+#include "checkpoint_manifest.hpp"
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+#include "fast/training/run_identity.hpp"
+
+namespace fast::training {
+
+namespace {
+
+constexpr const char* kManifest = kManifestName;
+constexpr std::size_t kMaxCandidates = 64;
+constexpr int kManifestFormat =
+    2;  // 2: "run" holds the run identity with its fingerprint  // complete checkpoints tried on resume, newest first
+
+std::filesystem::path worker_file(const std::filesystem::path& step_folder, int rank) {
+  return step_folder / fmt::format("worker-{}.ckpt", rank);
+}
+
+// The step of a folder named step-<digits>, or -1.
+std::int64_t step_of(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  if (name.size() <= 5 || name.compare(0, 5, "step-") != 0) return -1;
+  std::int64_t step = -1;
+  const auto [end, error] = std::from_chars(name.data() + 5, name.data() + name.size(), step);
+  return error == std::errc() && end == name.data() + name.size() ? step : -1;
+}
+
+// Step folders of `folder` (complete ones, or every one), newest first.
+std::vector<std::int64_t> step_folders(const std::filesystem::path& folder, bool complete_only) {
+  std::vector<std::int64_t> steps;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    const std::int64_t step = step_of(entry.path());
+    // A name the system cannot follow (a loop of links, no permission) is no checkpoint either.
+    std::error_code error;
+    if (step < 0 || !entry.is_directory(error)) continue;
+    if (complete_only && !std::filesystem::is_regular_file(entry.path() / kManifest, error)) continue;
+    steps.push_back(step);
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  return steps;
+}
+
+// InvalidArgument (the same on every worker: each reads the same files) when the manifest of
+// `target` or a worker file in it carries another run's identity than `identity`. A worker file is
+// read for its identity alone (read_checkpoint_texts); one whose identity differs is read whole,
+// and refused only when it is intact: a corrupt file is its owner's IoError, a fallback.
+void check_identities(const std::filesystem::path& target, const nlohmann::json& manifest,
+                      const nlohmann::json& identity, const std::vector<int>& ranks) {
+  auto refuse = [](const std::string& why) {
+    FAST_THROW(core::InvalidArgument,
+               "resume: {}; expected a checkpoint of this run's settings (docs/faults.md, \"Run identity\"), or "
+               "start a new run without --resume",
+               why);
+  };
+  if (std::string why = identity_mismatch(manifest_identity(manifest), identity, (target / kManifest).string());
+      !why.empty())
+    refuse(why);
+  for (const int rank : ranks) {
+    const std::filesystem::path file = worker_file(target, rank);
+    auto identity_of = [](const std::map<std::string, std::string, std::less<>>& texts) {
+      const auto run = texts.find("run");
+      return run == texts.end() ? nlohmann::json() : nlohmann::json::parse(run->second, nullptr, false);
+    };
+    try {
+      if (identity_mismatch(identity_of(strategy::read_checkpoint_texts(file)), identity, file.string()).empty())
+        continue;
+      const strategy::Checkpoint whole = strategy::read_checkpoint_file(file);  // intact?
+      if (std::string why = identity_mismatch(identity_of(whole.texts), identity, file.string()); !why.empty())
+        refuse(why);
+    } catch (const core::IoError&) {
+      // unreadable or corrupt: its owner's own read fails the same way and falls back
+    }
+  }
+}
+
+// Collective: whether every worker's `ok` is true (an all-reduce of the failures, also a barrier).
+bool everyone(collective::Communicator& comm, bool ok) {
+  std::vector<double> failed{ok ? 0.0 : 1.0};
+  comm.allreduce(core::MutableView(std::span<double>(failed)));
+  return failed[0] == 0;
+}
+
+}  // namespace
+
+CheckpointStore::CheckpointStore(std::filesystem::path folder, std::int64_t keep, nlohmann::json identity)
+    : folder_(std::move(folder)), keep_(keep), identity_(std::move(identity)) {
+  FAST_ENFORCE(keep_ >= 1, "checkpoint_keep: expected >= 1, got {}", keep_);
+}
+
+std::vector<std::int64_t> CheckpointStore::complete_steps(const std::filesystem::path& folder) {
+  return step_folders(folder, true);
+}
+
+std::filesystem::path CheckpointStore::step_folder(const std::filesystem::path& folder, std::int64_t step) {
+  return folder / fmt::format("step-{:012d}", step);
+}
+
+std::string CheckpointStore::write_file(strategy::Worker& worker, const std::filesystem::path& target,
+                                        std::int64_t step) const {
+  try {
+    std::filesystem::create_directories(target);
+    strategy::Checkpoint state = worker.save();
+    state.integers["checkpoint_step"] = step;  // an asynchronous worker's own steps differ from it
+    state.texts["run"] = identity_.dump();     // the run's identity, checked on resume
+    strategy::write_checkpoint_file(worker_file(target, worker.context().rank()), state);
+  } catch (const std::filesystem::filesystem_error& e) {
+    return fmt::format("cannot create '{}': {}", target.string(), e.code().message());
+  } catch (const core::IoError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void CheckpointStore::write_manifest(const std::filesystem::path& target, std::int64_t step, int workers) const {
+  const nlohmann::json manifest{{"format", kManifestFormat}, {"step", step}, {"workers", workers}, {"run", identity_}};
+  const std::string text = manifest.dump(2) + "\n";
+  strategy::write_file_atomically(target / kManifest, std::as_bytes(std::span<const char>(text)),
+                                  "checkpoint manifest");
+  prune(step);
+}
+
+std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int64_t step) {
+  collective::Communicator& comm = worker.communicator();
+  const std::filesystem::path target = step_folder(folder_, step);
+  const std::string failure = write_file(worker, target, step);
+  const bool written = everyone(comm, failure.empty());
+  if (!failure.empty()) FAST_THROW(core::IoError, "checkpoint at step {}: {}", step, failure);
+  FAST_ENFORCE_AS(core::IoError, written,
+                  "checkpoint at step {}: another worker could not write its file in '{}' (its error is in its output)",
+                  step, target.string());
+  if (worker.context().rank() == comm.members().front()) write_manifest(target, step, comm.group_size());
+  return target;
+}
+
+bool CheckpointStore::write_own(strategy::Worker& worker, std::int64_t step) {
+  const std::filesystem::path target = step_folder(folder_, step);
+  const std::string failure = write_file(worker, target, step);
+  if (!failure.empty())
+    FAST_THROW(core::IoError, "checkpoint at step {} of worker {}: {}", step, worker.context().rank(), failure);
+  // Every worker of the run, lost ones included: a resume needs each one's file.
+  const int workers = worker.context().size();
+  for (int rank = 0; rank < workers; ++rank) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(worker_file(target, rank), ec)) return false;
+  }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(target / kManifest, ec)) return false;  // another worker completed it
+  write_manifest(target, step, workers);
+  return true;
+}
+
+void CheckpointStore::discard_newer(strategy::Worker& worker, std::int64_t step) const {
+  collective::Communicator& comm = worker.communicator();
+  if (worker.context().rank() == comm.members().front()) {
+    for (const std::int64_t newer : step_folders(folder_, false)) {
+      if (newer <= step) continue;
+      std::error_code ec;
+      std::filesystem::remove_all(step_folder(folder_, newer), ec);
+      if (ec)
+        core::log(core::LogLevel::warn, "checkpoints: could not remove '{}' (an earlier start's, after step {}): {}",
+                  step_folder(folder_, newer).string(), step, ec.message());
+      else
+        core::log(core::LogLevel::info, "checkpoints: removed '{}', left by an earlier start of the run after step {}",
+                  step_folder(folder_, newer).string(), step);
+    }
+  }
+  comm.barrier();
+}
+
+void CheckpointStore::prune(std::int64_t newest) const {
+  const std::vector<std::int64_t> complete = step_folders(folder_, true);
+  std::vector<std::int64_t> kept(complete.begin(), complete.begin() + std::min<std::size_t>(complete.size(), keep_));
+  for (std::int64_t step : step_folders(folder_, false)) {
+    const bool keep = std::find(kept.begin(), kept.end(), step) != kept.end() || step > newest;
+    if (keep) continue;
+    std::error_code ec;
+    std::filesystem::remove_all(step_folder(folder_, step), ec);
+    if (ec)
+      core::log(core::LogLevel::warn, "checkpoints: could not remove '{}': {}", step_folder(folder_, step).string(),
+                ec.message());
+  }
+}
+
+std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
+                                             const nlohmann::json& identity, bool if_present) {
+  collective::Communicator& comm = worker.communicator();
+  const bool first = worker.context().rank() == comm.members().front();
+  // The first member's list, so that every worker tries the same steps in the same order.
+  std::vector<double> candidates(kMaxCandidates + 1, 0.0);
+  if (first) {
+    const std::vector<std::int64_t> steps = step_folders(folder, true);
+    candidates[0] = static_cast<double>(std::min(steps.size(), kMaxCandidates));
+    for (std::size_t k = 0; k < steps.size() && k < kMaxCandidates; ++k)
+      candidates[k + 1] = static_cast<double>(steps[k]);
+  }
+  comm.broadcast(core::MutableView(std::span<double>(candidates)), comm.members().front());
+  const auto count = static_cast<std::size_t>(candidates[0]);
+  if (if_present && count == 0) {
+    if (first)
+      core::log(core::LogLevel::info,
+                "resume_if_present: no complete checkpoint in '{}'; starting anew (checkpoints go there)",
+                folder.string());
+    return -1;
+  }
+  FAST_ENFORCE_AS(core::IoError, count > 0,
+                  "resume: no complete checkpoint in '{}' (expected step-N folders with a manifest.json, written by "
+                  "--checkpoint-dir; the folder must be shared by every process)",
+                  folder.string());
+  std::string last_failure;
+  for (std::size_t k = 1; k <= count; ++k) {
+    const auto step = static_cast<std::int64_t>(candidates[k]);
+    const std::filesystem::path target = step_folder(folder, step);
+    const std::filesystem::path file = worker_file(target, worker.context().rank());
+    std::string failure;
+    std::optional<strategy::Checkpoint> checkpoint;
+    try {
+      const nlohmann::json manifest = read_checkpoint_manifest(target / kManifest);
+      check_identities(target, manifest, identity, comm.members());  // another run: an error, not a fallback
+      checkpoint = strategy::read_checkpoint_file(file);
+      // Files of the first checkpoint format version had only "steps" (lockstep: the same number).
+      const std::int64_t saved_at = checkpoint->integers.contains("checkpoint_step")
+                                        ? checkpoint->integer("checkpoint_step", file.string())
+                                        : checkpoint->integer("steps", file.string());
+      if (saved_at != step)
+        FAST_THROW(core::IoError, "checkpoint '{}': saved at step {}, its folder says {}", file.string(), saved_at,
+                   step);
+    } catch (const core::IoError& e) {
+      failure = e.what();
+      core::log(core::LogLevel::warn, "resume: worker {} cannot use step {}: {}", worker.context().rank(), step,
+                failure);
+    }
+    if (everyone(comm, failure.empty())) {
+      worker.restore(*checkpoint, file.string());
+      if (first) core::log(core::LogLevel::info, "resume: continuing from '{}' (step {})", target.string(), step);
+      return step;
+    }
+    last_failure =
+        failure.empty() ? fmt::format("another worker could not read its file in '{}'", target.string()) : failure;
+    if (first)
+      core::log(core::LogLevel::warn, "resume: skipping the checkpoint '{}': {}", target.string(), last_failure);
+  }
+  FAST_THROW(core::IoError,
+             "resume: none of the {} complete checkpoints in '{}' is readable by every worker; the "
+             "oldest failed with: {}",
+             count, folder.string(), last_failure);
+}
+
+}  // namespace fast::training

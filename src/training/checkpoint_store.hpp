@@ -1,0 +1,95 @@
+#pragma once
+// CheckpointStore: the checkpoints of a `fast train` run in one folder (docs/faults.md,
+// "Checkpoints and resume"). Torch-free.
+//
+// Layout: FOLDER/step-<12-digit step>/worker-<rank>.ckpt, one file per worker
+// (strategy::Checkpoint's format, written atomically, with the run's identity as its text "run"),
+// then FOLDER/step-<...>/manifest.json, written (atomically) by the group's first member once
+// every worker's file is in place (after a barrier): a step folder without a manifest is
+// incomplete and never resumed from. The manifest holds the step and the run's identity
+// (run_identity.hpp, with its fingerprint); a resume where the manifest or any worker's file
+// carries another identity is refused, naming the file, the field and both values.
+// After a complete write the first member removes the older step folders beyond the `keep` newest
+// complete ones, and every incomplete folder older than the new one.
+//
+// The folder must be shared by every process of the run (one host, or a filesystem every host
+// mounts): each worker reads and writes its own file, and all read the manifest.
+//
+// Asynchronous strategies also write periodic checkpoints without any collective (write_own):
+// each worker writes its file into step-<its own step count>/ every checkpoint_every of its own
+// steps, and a worker that finds every worker's file of its folder in place after renaming its own
+// writes the manifest (the last one to rename always does: each checks after its own rename; two
+// that both see every file write the same manifest, atomically). A step folder is thus complete
+// once every worker took that many steps of its own; the workers' files there are each one's
+// state at that step of its own, which is what an asynchronous resume needs: every worker
+// continues from step K of its own with the budget at K x workers (docs/faults.md).
+//
+// One store per worker, used by that worker's main activity; the collective calls must be made by
+// every worker of the group at the same step.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fast/strategy/worker.hpp"
+
+namespace fast::training {
+
+class CheckpointStore {
+ public:
+  // keep >= 1. Creates nothing yet.
+  CheckpointStore(std::filesystem::path folder, std::int64_t keep, nlohmann::json identity);
+
+  // Collective: writes this worker's state after `step` steps (Worker::save), then the manifest
+  // and the pruning (first member). Returns the step folder. IoError naming the file that could not
+  // be written (every worker then fails the same barrier's peers... see write()).
+  std::filesystem::path write(strategy::Worker& worker, std::int64_t step);
+
+  // Not collective (asynchronous strategies): writes this worker's state after its own `step`
+  // steps into step-<step>/; then, when every member's file of that folder is in place, the
+  // manifest and the pruning. Returns whether this call completed the folder. IoError naming the
+  // file that could not be written.
+  bool write_own(strategy::Worker& worker, std::int64_t step);
+
+  // Collective (an asynchronous run with periodic checkpoints, before its first step): the first
+  // member removes the step folders newer than `step` (this run's start: 0, or the step it resumed
+  // from), which an earlier start of the run left and this one does not continue: their workers'
+  // files would be mixed with this run's in the same folders. Then every worker waits for it.
+  void discard_newer(strategy::Worker& worker, std::int64_t step) const;
+
+  const std::filesystem::path& folder() const noexcept { return folder_; }
+
+  // Collective: restores into `worker` the newest complete checkpoint of `folder` that every worker
+  // can read, falling back to older complete ones (with a warning naming what was wrong), and
+  // returns its step. InvalidArgument, on every worker and before anything is restored, when the
+  // manifest or a worker's file of the checkpoint tried carries another identity than `identity`
+  // (naming the file, the field, saved and now); IoError when no complete checkpoint is readable by
+  // every worker. With if_present (resume_if_present): a folder without any complete checkpoint
+  // (or absent) restores nothing and returns -1 on every worker (the first member's listing
+  // decides, and logs it).
+  static std::int64_t restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
+                                     const nlohmann::json& identity, bool if_present = false);
+
+  // Steps of the complete checkpoints (step folders with a manifest) in `folder`, newest first.
+  static std::vector<std::int64_t> complete_steps(const std::filesystem::path& folder);
+
+  // FOLDER/step-<12 digits>.
+  static std::filesystem::path step_folder(const std::filesystem::path& folder, std::int64_t step);
+
+ private:
+  void prune(std::int64_t newest) const;
+  // Writes this worker's file of `target` (Worker::save with the step and the identity); returns
+  // "" or why it failed.
+  std::string write_file(strategy::Worker& worker, const std::filesystem::path& target, std::int64_t step) const;
+  // The manifest of `target` (atomically), then prune().
+  void write_manifest(const std::filesystem::path& target, std::int64_t step, int workers) const;
+
+  std::filesystem::path folder_;
+  std::int64_t keep_;
+  nlohmann::json identity_;
+};
+
+}  // namespace fast::training

@@ -1,0 +1,20 @@
+#include "fast/training/environment.hpp"
+
+#include <array>
+
+namespace fast::training {
+
+namespace {
+using core::EnvType;
+using core::EnvVar;
+constexpr std::array kTable{
+    EnvVar{"FAST_DATA_DIR", EnvType::path, "/usr/share/datasets/fashion-mnist",
+           "Folder of the Fashion-MNIST IDX files (gzip or not) when no --data-dir is given."},
+    EnvVar{"FAST_TORCH_THREADS", EnvType::integer, "0",
+           "libtorch intra-op threads per process; 0 sizes them to the cores available per worker.", 0, 1024},
+};
+}  // namespace
+
+core::EnvTable training_environment() { return kTable; }
+
+}  // namespace fast::training

@@ -1,0 +1,91 @@
+#pragma once
+// ProcessOutputs: what ONE PROCESS of a training run writes or shows — its metrics file, its live
+// display (the progress and evaluation callbacks of train()) and the summary its workers agreed
+// on. It is the only object the worker loops of a process share, and it only ever sees the
+// workers of this process: nothing in it combines results between workers (that is done with
+// collectives, run_totals.hpp), it only serialises their output. Under threads and sim every
+// worker is in this process; under zmq each process has its own.
+//
+// Thread-safety: every method may be called by any worker of this process at any time; one lock
+// (its own std::mutex, held only while writing or calling a callback, never across a wait on
+// another worker) serialises them.
+
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fast/collective/communicator.hpp"
+#include "fast/metrics/divergence.hpp"
+#include "fast/metrics/jsonl_writer.hpp"
+#include "fast/metrics/records.hpp"
+#include "fast/training/train_options.hpp"
+
+namespace fast::training {
+
+class ProcessOutputs {
+ public:
+  ProcessOutputs(ProgressFn progress, EpochFn on_epoch);
+
+  // Opens this process's metrics file (metrics::process_metrics_path) and writes its `start`
+  // record, once: the first call does it, later ones (the other workers of the process, which
+  // pass the same values) return at once. `hosts_rank0`: whether worker 0 is in this process;
+  // only then are the display callbacks called.
+  void open(const std::filesystem::path& metrics, int first_rank, bool whole_world, bool hosts_rank0,
+            const metrics::StartRecord& start);
+
+  void write(const nlohmann::json& record);
+  // Shows progress (worker 0's loop calls it; it lives in the process hosting rank 0).
+  void progress(const Progress& p);
+  // Shows an evaluation, if this process hosts worker 0.
+  void evaluation(const EpochReport& e);
+
+  // Shows on the terminal (a warning on stderr, in any process) that a worker of this process saw
+  // the run diverge; only the first sign of the process is shown. `stopping`: the run ends early
+  // because of it (stop_on_divergence).
+  void diverged(const metrics::DivergenceSign& sign, bool stopping);
+
+  // The run's summary, identical on every worker: the first worker to offer it keeps it.
+  void offer_summary(const nlohmann::json& summary);
+  std::optional<nlohmann::json> summary() const;
+  // Whether worker 0 is in this process (it writes the summary file); false before open(). After
+  // an elastic regrouping lost worker 0, the process of the group's first member (lead_here()).
+  bool hosts_rank0() const;
+  // The group's first member lives in this process from now on (an elastic regrouping lost worker
+  // 0): the displays and the summary file are this process's.
+  void lead_here();
+  // Appends the `end` record (metrics::end_record) to this process's metrics file.
+  void write_end(double time, const nlohmann::json& summary);
+
+ private:
+  mutable std::mutex mutex_;
+  ProgressFn progress_;
+  EpochFn on_epoch_;
+  bool opened_ = false;
+  bool hosts_rank0_ = false;
+  bool diverged_shown_ = false;
+  std::optional<metrics::JsonlWriter> writer_;  // set by open() when there is a metrics file
+  std::optional<nlohmann::json> summary_;
+};
+
+// Where a worker's process stands in the world: which ranks share it (a process is known by a
+// random token its workers share), its lowest rank, whether it holds every worker, and rank 0.
+struct ProcessPlace {
+  std::vector<std::uint64_t> token_of;  // per rank
+  int first_rank = 0;                   // lowest rank of this process
+  bool whole_world = true;              // every worker is in this process
+  bool hosts_rank0 = true;
+};
+
+// Every worker in one process (threads, sim): no communication. Otherwise (zmq, mpi) a collective:
+// the workers all-gather their process's token.
+ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm, std::uint64_t token);
+
+// The lowest-ranked member of the communicator's group in each process, in rank order: the
+// workers that build their process's summary (and so read the run's totals).
+std::vector<int> summary_builders(const collective::Communicator& comm, const ProcessPlace& place);
+
+}  // namespace fast::training

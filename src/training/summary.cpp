@@ -1,0 +1,208 @@
+#include "summary.hpp"
+
+#include <algorithm>
+#include <csignal>
+
+#include "fast/core/version.hpp"
+
+namespace fast::training {
+
+using nlohmann::json;
+
+namespace {
+
+// Sums and lists over the workers; a lost worker's entries as documented in summary.hpp.
+struct Combined {
+  std::int64_t steps = 0, skipped = 0;
+  std::uint64_t bytes = 0;
+  double idle_sum = 0, slowdown_seconds = 0;
+  strategy::StalenessStats staleness;
+  compress::CompressionStats compression;
+  json steps_per_worker = json::array(), idle = json::array(), links = json::array(), lost = json::array(),
+       replica_hashes = json::array();
+};
+
+void add_link(Combined& c, std::size_t from, std::size_t to, std::uint64_t bytes) {
+  if (from == to) return;  // a worker's messages to itself (a co-located server) cross no link
+  c.bytes += bytes;
+  if (bytes > 0) c.links.push_back({{"from", from}, {"to", to}, {"bytes", bytes}});
+}
+
+Combined combine(const RunTotals& totals) {
+  Combined c;
+  const auto world = static_cast<std::size_t>(totals.world);
+  const std::size_t lost_count = world - totals.members.size();
+  for (std::size_t w = 0; w < world; ++w) {
+    const std::optional<WorkerTotals>& t = totals.by_rank[w];
+    if (!t) {
+      c.lost.push_back(w);
+      c.steps_per_worker.push_back(lost_count == 1 ? totals.lost_claims : -1);
+      c.idle.push_back(nullptr);
+      c.replica_hashes.push_back(nullptr);
+      for (int q : totals.members) {  // the bytes the members received from it
+        const auto to = static_cast<std::size_t>(q);
+        add_link(c, w, to, totals.by_rank[to]->bytes_from[w]);
+      }
+      continue;
+    }
+    c.steps += t->steps;
+    c.skipped += t->skipped;
+    c.idle_sum += t->idle_seconds;
+    c.slowdown_seconds += t->slowdown_seconds;
+    c.staleness.merge(t->staleness);
+    c.compression.merge(t->compression);
+    c.steps_per_worker.push_back(t->steps);
+    c.idle.push_back(t->idle_seconds);
+    c.replica_hashes.push_back(metrics::hex64(t->replica_hash));
+    for (std::size_t p = 0; p < world; ++p) add_link(c, w, p, t->bytes_to[p]);
+  }
+  c.steps += totals.lost_claims;
+  return c;
+}
+
+// The earliest sign of divergence any member saw (by step, then rank); kind none if none did.
+metrics::DivergenceSign first_divergence(const RunTotals& totals) {
+  metrics::DivergenceSign first;
+  for (const std::optional<WorkerTotals>& t : totals.by_rank) {
+    if (!t || t->divergence.kind == metrics::DivergenceSign::Kind::none) continue;
+    if (first.kind == metrics::DivergenceSign::Kind::none || t->divergence.step < first.step) first = t->divergence;
+  }
+  return first;
+}
+
+// allreduce_algorithm: the setting; allreduce_algorithms: how many all-reduces ran with each
+// algorithm (this worker's count: every member runs the same collectives in a synchronous run);
+// network_latency_seconds / network_bandwidth: the model the automatic choice assumed.
+void add_collectives(json& summary, const TrainOptions& o, const collective::Communicator& comm) {
+  summary["allreduce_algorithm"] = std::string(collective::name_of(o.worker.communicator.allreduce_algorithm));
+  json counts = json::object();
+  for (const auto& [name, count] : comm.allreduce_counts()) counts[name] = count;
+  summary["allreduce_algorithms"] = counts;
+  summary["network_latency_seconds"] = comm.network().latency_seconds;
+  summary["network_bandwidth"] = comm.network().bandwidth_bytes_per_second;
+}
+
+// The signal that interrupted the run on any worker (SIGTERM before SIGINT), 0 if none.
+// Asynchronous workers stop on their own (a worker of another process may only have seen the
+// budget spent), so every member's totals are asked.
+int interruption(const RunTotals& totals) {
+  int by = 0;
+  for (const auto& t : totals.by_rank)
+    if (t && t->stopped_by != 0 && by != SIGTERM) by = static_cast<int>(t->stopped_by);
+  return by;
+}
+
+// interrupted (by what, at which step of the summary's writer), resumed_from_step, checkpoint
+// (the last folder written) and checkpoint_step (docs/metrics.md).
+void add_resume_fields(json& summary, const SummaryInputs& in, const WorkerTotals& first) {
+  const int by = interruption(in.totals);
+  summary["interrupted"] = by != 0;
+  if (by != 0) {
+    summary["interrupted_by"] = by == SIGTERM ? "SIGTERM" : "SIGINT";
+    summary["interrupted_at_step"] = first.steps;
+  }
+  summary["resumed_from_step"] = in.plan.resumed ? json(in.plan.first_step) : json(nullptr);
+  summary["checkpoint"] = in.checkpoint_step < 0 ? json(nullptr) : json(in.checkpoint.string());
+  summary["checkpoint_step"] = in.checkpoint_step < 0 ? json(nullptr) : json(in.checkpoint_step);
+  summary["checkpoint_error"] = in.checkpoint_error.empty() ? json(nullptr) : json(in.checkpoint_error);
+}
+
+// The state every member keeps (WorkerTotals::state_bytes) plus the dataset once
+// (docs/simulation.md, "Memory floor").
+std::uint64_t memory_floor(const RunTotals& totals, std::uint64_t dataset_bytes) {
+  std::uint64_t bytes = dataset_bytes;
+  for (const std::optional<WorkerTotals>& t : totals.by_rank)
+    if (t) bytes += static_cast<std::uint64_t>(t->state_bytes);
+  return bytes;
+}
+
+}  // namespace
+
+json build_summary(const SummaryInputs& in) {
+  const TrainOptions& o = in.options;
+  const RunTotals& totals = in.totals;
+  const Combined c = combine(totals);
+  const WorkerTotals& first = *totals.by_rank[static_cast<std::size_t>(totals.members.front())];
+  const TargetTimes target = time_to_target(totals.evaluations, o.target_accuracy);
+  // Samples trained by this run (a resumed run's checkpoint steps were trained by an earlier one).
+  const double samples = static_cast<double>((c.steps - in.plan.first_step * totals.world) * o.batch);
+  const double epochs = static_cast<double>(c.steps) / static_cast<double>(in.plan.steps_per_epoch * totals.world);
+  json summary{{"fast_version", core::version()},
+               {"strategy", o.worker.strategy.name},
+               {"runtime", o.runtime},
+               {"workers", totals.world},
+               {"model", o.model},
+               {"dataset", o.dataset},
+               {"optimizer", o.worker.optimizer.name},
+               {"lr", o.worker.optimizer.lr},
+               {"batch", o.batch},
+               {"seed", o.seed},
+               {"parameters", in.parameters},
+               {"steps", in.plan.total_steps},
+               {"steps_per_worker", c.steps_per_worker},
+               {"epochs", epochs},
+               {"final_accuracy", in.final_eval.accuracy},
+               {"final_loss", in.final_eval.loss},
+               {"final", o.final_model},
+               {"consensus_distance", in.final_eval.consensus_distance},
+               {"replica_accuracy_min", in.final_eval.replica_accuracy_min},
+               {"replica_accuracy_max", in.final_eval.replica_accuracy_max},
+               {"target_accuracy", o.target_accuracy},
+               {"time_to_target_seconds", target.training_seconds >= 0 ? json(target.training_seconds) : json(nullptr)},
+               {"wall_to_target_seconds", target.wall_seconds >= 0 ? json(target.wall_seconds) : json(nullptr)},
+               {"eval_seconds", target.off_clock_seconds},
+               {"wall_seconds", first.wall_seconds},
+               {"samples_per_second", samples / std::max(first.wall_seconds, 1e-9)},
+               {"bytes_sent", c.bytes},
+               {"bytes_per_link", c.links},
+               {"comm_seconds_mean", c.idle_sum / static_cast<double>(totals.members.size())},
+               {"idle_seconds", c.idle},
+               {"staleness_mean", c.staleness.mean()},
+               {"staleness_max", c.staleness.max},
+               {"staleness_count", c.staleness.count},
+               {"compress", o.worker.strategy.compress},
+               {"compression_ratio", c.compression.ratio()},
+               {"compressed_raw_bytes", c.compression.raw_bytes},
+               {"compressed_wire_bytes", c.compression.wire_bytes},
+               {"skipped_steps", c.skipped},
+               {"slowdown_seconds", c.slowdown_seconds},
+               {"param_norm", first.param_norm},
+               {"param_hash", metrics::hex64(first.param_hash)},
+               {"param_hash_per_worker", c.replica_hashes},
+               {"metrics", o.metrics.string()}};
+  const metrics::DivergenceSign divergence = first_divergence(totals);
+  summary["diverged"] = divergence.kind != metrics::DivergenceSign::Kind::none;
+  summary["divergence"] = divergence.describe();
+  summary["stopped_early"] =
+      c.steps < in.plan.total_steps * totals.world && o.stop_on_divergence && summary["diverged"].get<bool>();
+  if (!core::source_commit().empty()) summary["fast_commit"] = core::source_commit();
+  if (!c.lost.empty()) summary["lost_workers"] = c.lost;
+  summary["live_workers"] = totals.members.size();
+  // Ranks a new process took back during the run (zmq rejoin), in the order seen here.
+  json rejoined = json::array();
+  for (const runtime::MembershipEvent& e : in.communicator.context().membership_events())
+    if (e.joined) rejoined.push_back(e.worker);
+  summary["rejoined_workers"] = rejoined;
+  add_collectives(summary, o, in.communicator);
+  add_resume_fields(summary, in, first);
+  summary["run"] = in.run;
+  if (in.dataset_bytes) summary["memory_floor_bytes"] = memory_floor(totals, *in.dataset_bytes);
+  return summary;
+}
+
+metrics::StartRecord start_record(const TrainOptions& o, const LoopPlan& plan, int workers, std::uint64_t parameters) {
+  return {.strategy = o.worker.strategy.name,
+          .runtime = o.runtime,
+          .workers = workers,
+          .model = o.model,
+          .parameters = parameters,
+          .batch = o.batch,
+          .steps = plan.total_steps,
+          .steps_per_epoch = plan.steps_per_epoch,
+          .optimizer = o.worker.optimizer.name,
+          .lr = o.worker.optimizer.lr,
+          .seed = o.seed,
+          .param_norm = plan.initial_norm};
+}
+
+}  // namespace fast::training

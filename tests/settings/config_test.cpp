@@ -1,0 +1,276 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "common/env_checks.hpp"
+#include "common/error_message.hpp"
+#include "common/test_dir.hpp"
+#include "config.hpp"
+#include "fast/core/error.hpp"
+
+namespace fast::settings {
+namespace {
+
+std::filesystem::path write_toml(const std::string& name, const std::string& body) {
+  const auto path = fast::testing::test_dir("fast_config_test", "files") / name;
+  std::ofstream(path) << body;
+  return path;
+}
+
+std::string error_of(const std::function<void()>& fn) { return fast::testing::error_message<core::Error>(fn); }
+
+TEST(Config, FileThenFlagsOverride) {
+  training::TrainOptions o;
+  apply_config_file(o, write_toml("ok.toml",
+                                  "workers = 3\nmodel = \"cnn\"\nlr = 1\nbatch = 16\ndata-dir = \"/x\"\n"
+                                  "optimizer = \"adam\"\nnon_finite = \"error\"\n"));
+  EXPECT_EQ(o.workers, 3);
+  EXPECT_EQ(o.model, "cnn");
+  EXPECT_DOUBLE_EQ(o.worker.optimizer.lr, 1.0);  // an integer is a valid number
+  EXPECT_EQ(o.batch, 16);
+  EXPECT_EQ(o.data_dir, "/x");
+  EXPECT_EQ(o.worker.optimizer.name, "adam");
+  EXPECT_EQ(o.worker.strategy.non_finite, strategy::NonFinitePolicy::error);
+  apply_setting(o, "workers", "5", "--workers");
+  EXPECT_EQ(o.workers, 5);
+}
+
+TEST(Config, SlowdownFactorsParseAndAreChecked) {
+  training::TrainOptions o;
+  apply_setting(o, "slowdown", "1,1,1.5,4", "--slowdown");
+  EXPECT_EQ(o.slowdown.factors, (std::vector<double>{1, 1, 1.5, 4}));
+  apply_setting(o, "straggler_probability", "0.1", "--straggler-probability");
+  EXPECT_DOUBLE_EQ(o.slowdown.straggler_probability, 0.1);
+  EXPECT_NE(
+      error_of([&] { apply_setting(o, "slowdown", "1,0.5", "--slowdown"); }).find("expected factors >= 1, got 0.5"),
+      std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "slowdown", "1,x", "--slowdown"); }).find("expected a number, got 'x'"),
+            std::string::npos);
+  apply_setting(o, "slowdown", "", "--slowdown");
+  EXPECT_TRUE(o.slowdown.factors.empty());
+}
+
+TEST(Config, WrongTypeNamesFileLineKeyAndTypes) {
+  training::TrainOptions o;
+  const std::string e = error_of([&] { apply_config_file(o, write_toml("t.toml", "seed = 1\nbatch = \"large\"\n")); });
+  EXPECT_NE(e.find("t.toml' line 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'batch' expects integer, got a string"), std::string::npos) << e;
+}
+
+TEST(Config, UnknownKeyListsKnownKeys) {
+  training::TrainOptions o;
+  const std::string e = error_of([&] { apply_config_file(o, write_toml("u.toml", "wokers = 2\n")); });
+  EXPECT_NE(e.find("unknown key 'wokers'"), std::string::npos) << e;
+  EXPECT_NE(e.find("workers"), std::string::npos) << e;
+}
+
+TEST(Config, UnknownStrategyAndOptimizerListAllowedNames) {
+  training::TrainOptions o;
+  std::string e = error_of([&] { apply_setting(o, "strategy", "telepathy", "--strategy"); });
+  EXPECT_NE(e.find("unknown value 'telepathy'; expected one of: allreduce"), std::string::npos) << e;
+  e = error_of([&] { apply_setting(o, "optimizer", "lbfgs", "--optimizer"); });
+  EXPECT_NE(e.find("expected one of: sgd, momentum, nesterov, adam, adamw"), std::string::npos) << e;
+}
+
+TEST(Config, OutOfRangeAndMalformedValuesAreRejected) {
+  training::TrainOptions o;
+  EXPECT_NE(error_of([&] {
+              apply_setting(o, "workers", "0", "--workers");
+            }).find("expected an integer in [1, 2147483647], got 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              apply_setting(o, "lr", "-0.1", "--lr");
+            }).find("expected a number in (0, 3.4028234663852886e+38], got -0.1"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "batch", "12abc", "--batch"); }).find("expected an integer, got '12abc'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "colour", "red", "--colour"); }).find("unknown setting 'colour'"),
+            std::string::npos);
+}
+
+TEST(Config, SyntaxErrorNamesLineAndColumn) {
+  training::TrainOptions o;
+  const std::string e = error_of([&] { apply_config_file(o, write_toml("s.toml", "workers = 2\nmodel = \n")); });
+  EXPECT_NE(e.find("s.toml' line 2"), std::string::npos) << e;
+}
+
+TEST(Config, MissingFileIsIoError) {
+  training::TrainOptions o;
+  EXPECT_THROW(apply_config_file(o, "/nonexistent/fast.toml"), core::IoError);
+}
+
+TEST(Config, ProcessSettingsOfTheZmqRuntimeFillProcessOptions) {
+  training::TrainOptions o;
+  apply_config_file(
+      o, write_toml("zmq.toml",
+                    "rendezvous = \"10.0.0.1:29500\"\nworld_size = 4\nprocess_rank = 2\n"
+                    "workers_per_process = 3\nkey = \"k.key\"\nallow = \"allow.txt\"\ninsecure = true\n"
+                    "peer_timeout = 5\nrendezvous_timeout = 60\ntransport = \"tcp\"\nhost = \"10.0.0.2\"\n"));
+  EXPECT_EQ(o.process.rendezvous, "10.0.0.1:29500");
+  EXPECT_EQ(o.process.world_size, 4);
+  EXPECT_EQ(o.process.process_rank, 2);
+  EXPECT_EQ(o.process.workers_per_process, 3);
+  EXPECT_EQ(o.process.key_file, "k.key");
+  EXPECT_EQ(o.process.allow_file, "allow.txt");
+  EXPECT_TRUE(o.process.insecure);
+  EXPECT_DOUBLE_EQ(o.process.peer_timeout_seconds, 5.0);
+  EXPECT_DOUBLE_EQ(o.process.rendezvous_timeout_seconds, 60.0);
+  EXPECT_EQ(o.process.transport, "tcp");
+  EXPECT_EQ(o.process.host, "10.0.0.2");
+  apply_setting(o, "insecure", "false", "--insecure");
+  EXPECT_FALSE(o.process.insecure);
+  // Defaults name the environment variable the runtime falls back to.
+  const training::TrainOptions defaults;
+  EXPECT_EQ(find_config_key("world-size")->get(defaults), "$FAST_WORLD_SIZE");
+  EXPECT_EQ(find_config_key("transport")->get(defaults), "$FAST_TRANSPORT");
+  EXPECT_EQ(find_config_key("insecure")->type, KeyType::boolean);
+}
+
+TEST(Config, ProcessSettingsOutOfRangeOrOfTheWrongTypeAreRejected) {
+  training::TrainOptions o;
+  EXPECT_NE(error_of([&] { apply_setting(o, "transport", "udp", "--transport"); }).find("ipc, tcp"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              apply_setting(o, "workers_per_process", "0", "--workers-per-process");
+            }).find("in [1, 2147483647], got 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "world_size", "0", "--world-size"); }).find("in [1, 2147483647], got 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "insecure", "yes", "--insecure"); }).find("true or false"),
+            std::string::npos);
+  const std::string wrong = error_of([&] { apply_config_file(o, write_toml("bool.toml", "insecure = \"yes\"\n")); });
+  EXPECT_NE(wrong.find("boolean"), std::string::npos) << wrong;
+}
+
+TEST(Config, MarkdownDocumentsEveryKeyWithItsFlag) {
+  const std::string md = config_markdown();
+  for (const ConfigKey& k : config_keys()) {
+    EXPECT_NE(md.find(fmt::format("`{}`", k.name)), std::string::npos) << k.name;
+    EXPECT_NE(md.find(flag_name(k.name)), std::string::npos) << k.name;
+  }
+  EXPECT_EQ(flag_name("data_dir"), "--data-dir");
+  EXPECT_NE(md.find("FAST_DATA_DIR"), std::string::npos);
+}
+
+// Generated from the table: every integer setting, given a value its field cannot hold or a value
+// that is not an integer, is refused with an error naming the key; a value it accepts reads back
+// unchanged (nothing wraps: 2^32 + 3 workers are not 3 workers).
+TEST(Config, EveryIntegerSettingRefusesWhatItCannotHoldAndNeverWraps) {
+  const std::vector<std::string> values = {"4294967299",
+                                           "4294967296",
+                                           "2147483648",
+                                           "9223372036854775807",
+                                           "9223372036854775808",
+                                           "18446744073709551616",
+                                           "-1",
+                                           "-4294967295",
+                                           "1.5",
+                                           "1e3"};
+  int integer_keys = 0;
+  for (const ConfigKey& k : config_keys()) {
+    if (k.type != KeyType::integer) continue;
+    ++integer_keys;
+    for (const std::string& v : values) {
+      training::TrainOptions o;
+      std::string error;
+      try {
+        apply_setting(o, k.name, v, flag_name(k.name));
+      } catch (const core::Error& e) {
+        error = e.what();
+      }
+      if (error.empty())
+        EXPECT_EQ(k.get(o), v) << k.name << " took " << v << " and holds " << k.get(o);
+      else
+        EXPECT_NE(error.find(flag_name(k.name)), std::string::npos) << k.name << ": " << error;
+    }
+  }
+  EXPECT_GT(integer_keys, 10);
+}
+
+// Generated from the declarations: every integer and number setting (general or a strategy's
+// option), given a value just outside its declared range on either side, is refused with an error
+// that names the flag, the range as the docs say it (the declaration's `accepts`) and the value as
+// given.
+TEST(Config, EveryDeclaredRangeRefusesAValueOutsideItNamingKeyRangeAndValue) {
+  int checked = 0;
+  for (const ConfigKey& k : config_keys()) {
+    if (k.type != KeyType::integer && k.type != KeyType::number) continue;
+    ASSERT_TRUE(k.declaration.has_value()) << k.name << " has no declared range";
+    const core::Setting& d = *k.declaration;
+    EXPECT_EQ(k.accepts, d.expected()) << k.name;
+    const bool integer = k.type == KeyType::integer;
+    // Below the range and above it; one step further out where that is the sentinel accepted
+    // outside the range.
+    std::vector<double> outside;
+    if (std::isfinite(d.minimum())) {
+      const double below = d.minimum_excluded() ? d.minimum() : d.minimum() - 1;
+      outside.push_back(d.sentinel() == below ? below - 1 : below);
+    }
+    if (std::isfinite(d.maximum())) {
+      const double above = d.maximum_excluded() ? d.maximum() : (integer ? d.maximum() + 1 : d.maximum() * 2 + 1);
+      outside.push_back(d.sentinel() == above ? above + 1 : above);
+    }
+    for (const double v : outside) {
+      const std::string given = integer ? fmt::format("{}", static_cast<long long>(v)) : fmt::format("{}", v);
+      training::TrainOptions o;
+      std::string error;
+      try {
+        apply_setting(o, k.name, given, flag_name(k.name));
+      } catch (const core::InvalidArgument& e) {
+        error = e.what();
+      }
+      ++checked;
+      EXPECT_NE(error.find(flag_name(k.name)), std::string::npos) << k.name << " = " << given << ": " << error;
+      EXPECT_NE(error.find(k.accepts), std::string::npos) << k.name << " = " << given << ": " << error;
+      EXPECT_NE(error.find("got " + given), std::string::npos) << k.name << " = " << given << ": " << error;
+    }
+  }
+  EXPECT_GT(checked, 40);
+}
+
+// Every layer's environment variables (core, the runtime layer, each backend of this build, the
+// training layer): each described, each name declared once, and every integer one refusing
+// values outside its declared range (tests/common/env_checks.hpp).
+TEST(Config, EveryLayersEnvironmentVariablesAreDeclaredOnceAndChecked) {
+  std::set<std::string_view> names;
+  int integers = 0;
+  for (const core::EnvTable table : environment_tables()) {
+    core::check_described(table);
+    for (const core::EnvVar& v : table) EXPECT_TRUE(names.insert(v.name).second) << v.name << " declared twice";
+    integers += core::check_integer_variables(table);
+  }
+  EXPECT_GE(integers, 1);  // FAST_TORCH_THREADS in every build; zmq's too where it is built
+  const std::string md = config_markdown();
+  for (const std::string_view name : names) EXPECT_NE(md.find(fmt::format("`{}`", name)), std::string::npos) << name;
+}
+
+// Generated from the table: every integer and number setting that refuses a value spelled in a way
+// of its own ("-01", "-1.50e+00") names that value as given, not a reformatted one ("-1", "-1.5").
+TEST(Config, EveryNumericSettingEchoesTheRefusedValueAsGiven) {
+  const std::vector<std::string> integers = {"-0001", "00", "-09223372036854775807", "0004294967299"};
+  const std::vector<std::string> numbers = {"-0001", "-1.50e+00", "0.0", "1.0e+40", "-0", "9.90e+08"};
+  int refusals = 0;
+  for (const ConfigKey& k : config_keys()) {
+    if (k.type != KeyType::integer && k.type != KeyType::number) continue;
+    for (const std::string& v : k.type == KeyType::integer ? integers : numbers) {
+      training::TrainOptions o;
+      try {
+        apply_setting(o, k.name, v, flag_name(k.name));
+      } catch (const core::Error& e) {
+        ++refusals;
+        const std::string error = e.what();
+        EXPECT_NE(error.find("got " + v), std::string::npos) << k.name << " = " << v << ": " << error;
+      }
+    }
+  }
+  EXPECT_GT(refusals, 30);
+}
+
+}  // namespace
+}  // namespace fast::settings
