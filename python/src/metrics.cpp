@@ -14,6 +14,7 @@
 #include <pybind11/stl.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/memory_usage.hpp"
 #include "fast/metrics/jsonl_writer.hpp"
 #include "process_outputs.hpp"
 #include "run_totals.hpp"
@@ -259,7 +260,12 @@ py::object PyMetrics::finish(const py::function& score) {
                                        .parameters = s.worker.params().size(),
                                        .final_eval = final_eval,
                                        .totals = *totals,
-                                       .communicator = w.communicator()});
+                                       .communicator = w.communicator(),
+                                       // The training data is the caller's, not FAST's: the floor
+                                       // of a one-process world is the workers' state alone.
+                                       .dataset_bytes = s.place.whole_world ? std::optional<std::uint64_t>(0)
+                                                                            : std::nullopt});
+    if (s.place.whole_world) summary["peak_rss_bytes"] = core::peak_rss_bytes();
     const std::vector<int> builders = training::summary_builders(w.communicator(), s.place);
     if (std::find(builders.begin(), builders.end(), w.context().rank()) != builders.end()) {
       s.outputs->write_end(summary["wall_seconds"].get<double>(), summary);

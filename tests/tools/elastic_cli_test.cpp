@@ -199,6 +199,46 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ZmqElastic, ::testing::Values(Loss{"allredu
                          loss_name);
 INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqElastic, ::testing::Values(Loss{"local-sgd --period 4", 2}), loss_name);
 
+// fast launch --restart 1: the killed process is started again, takes its rank back and joins the
+// survivors at a step boundary with their state; the run ends with 4 workers, all with the same
+// parameters, and launch with exit code 0.
+TEST(ZmqElastic, ARestartedProcessJoinsAndTheRunEndsWithEveryWorker) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "zmq_join");
+  const std::string peer_timeout = std::to_string(2 * fast::testing::kRunTimeScale);
+  const auto l = fast::testing::spawn_in_group(
+      dir,
+      kFast + " launch -n 4 --restart 1 --grace 200 --timeout 300 -- " + kFast +
+          " train --runtime zmq --elastic --peer-timeout " + peer_timeout +
+          " --progress auto --summary s.json --metrics m.jsonl --slowdown 6,6,6,6 --strategy allreduce" + kTrain,
+      "launch.log");
+  const pid_t victim = worker_pid(l.log, 2);
+  ASSERT_GT(victim, 0) << slurp(l.log);
+  const fast::testing::RemovesSocketFiles killed{victim};
+  const bool reached = fast::testing::poll_until([&] { return progress_percent(l.log) >= 30; },
+                                                 60 * fast::testing::kRunTimeScale, std::chrono::milliseconds(10));
+  ::kill(victim, SIGKILL);
+  const int status = fast::testing::wait_or_kill_group(l, 240 * fast::testing::kRunTimeScale);
+  const std::string log = slurp(l.log);
+  ASSERT_TRUE(reached) << log;
+  ASSERT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
+  EXPECT_NE(log.find("elastic: worker 2 joined the run at step"), std::string::npos) << log;
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["live_workers"], 4) << s.dump();
+  EXPECT_EQ(s["rejoined_workers"], json::array({2})) << s.dump();
+  const json& hashes = s["param_hash_per_worker"];
+  ASSERT_EQ(hashes.size(), 4u) << s.dump();
+  for (int w = 1; w < 4; ++w) EXPECT_EQ(hashes[w], hashes[0]) << s.dump();
+  const std::vector<json> records = membership_records(dir / "m.rank0.jsonl");
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0]["change"], "lost");
+  EXPECT_EQ(records[0]["workers"], 3);
+  EXPECT_EQ(records[1]["change"], "joined");
+  EXPECT_EQ(records[1]["worker"], 2);
+  EXPECT_EQ(records[1]["workers"], 4);
+  EXPECT_GE(records[1]["step"].get<std::int64_t>(), records[0]["step"].get<std::int64_t>());
+  fs::remove_all(dir);
+}
+
 #endif  // FAST_TEST_ZMQ
 
 }  // namespace
