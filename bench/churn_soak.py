@@ -13,7 +13,17 @@ Checks, printed as a table and in --out (JSON):
   - no memory growth: the resident memory (VmRSS) of worker 0's process, which lives through every
     kill and answers every rejoin, between the first and the last kill: at most 10% more.
 
-Usage: bench/churn_soak.py --fast BUILD/bin/fast [--minutes 10] [--period 30] [--out FILE]
+With --elastic, the same soak for a synchronous run (docs/faults.md, "Elastic synchronous training"):
+`fast launch -n 4 --restart N -- fast train --runtime zmq --strategy allreduce --elastic --epochs E`;
+every --period seconds for --minutes one worker process (ranks 1, 2, 3 in turn) is killed with SIGKILL
+and fast launch starts it again at once; it joins the survivors at a step boundary. The run then ends by
+itself. Checks: every restarted process logs "joined the run at step" within --rejoin-limit seconds,
+the run ends with exit code 0 and 4 live workers whose parameters are equal (param_hash_per_worker),
+worker 0's VmRSS grows by at most 10% from the first kill to the last, and the final accuracy is
+within 1 point of the same run without churn (under `threads`, whose synchronous runs end as zmq's do).
+
+Usage: bench/churn_soak.py --fast BUILD/bin/fast [--elastic [--epochs E]] [--minutes 10] [--period 30]
+                           [--out FILE]
 Needs FAST_DATA_DIR (Fashion-MNIST). Standard library only. Every process it starts is in one process
 group, killed at the end whatever happens.
 """
@@ -59,6 +69,99 @@ def read(path):
         return f.read()
 
 
+def kill_group(group):
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def elastic_soak(a, fast):
+    """The synchronous soak (--elastic): fast launch --restart restarts every killed process, which
+    joins at a step boundary; the run ends by itself. Returns the result dict."""
+    work = tempfile.mkdtemp(prefix="fast-churn-soak-")
+    common = ["--strategy", "allreduce", "--model", "mlp", "--batch", "64", "--epochs", str(a.epochs),
+              "--seed", "3", "--eval-every", "0", "--progress", "never"]
+    kills = int(a.minutes * 60 / a.period)
+    train = [fast, "train", "--runtime", "zmq", "--elastic", "--slowdown", "12,12,12,12", "--peer-timeout", "2",
+             "--summary", "s.json", "--metrics", "m.jsonl"] + common
+    launch_log = os.path.join(work, "launch.log")
+    launch = subprocess.Popen([fast, "launch", "-n", "4", "--restart", str(kills), "--grace", "600", "--"] + train,
+                              cwd=work, stdout=open(launch_log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    result = {"mode": "elastic allreduce", "kills": [], "ok": False}
+    try:
+        deadline = time.time() + 120
+        while len(pids_by_rank(read(launch_log))) < 4 and time.time() < deadline:
+            time.sleep(0.2)
+        if len(pids_by_rank(read(launch_log))) < 4:
+            sys.exit(f"churn_soak: the 4 processes did not start within 120 s; output:\n{read(launch_log)}")
+        time.sleep(a.period)
+        t_end = time.time() + a.minutes * 60 - a.period
+        k = 0
+        while time.time() < t_end and launch.poll() is None:
+            rank = 1 + k % 3
+            pids = pids_by_rank(read(launch_log))  # the newest pid of each rank: restarts print theirs
+            rss0 = rss_kib(pids[0])
+            joined_before = read(launch_log).count(f"[{rank}] [fast warn] elastic: worker {rank} joined the run")
+            os.kill(pids[rank], signal.SIGKILL)
+            t_kill = time.time()
+            joined = False
+            while time.time() - t_kill < a.rejoin_limit and launch.poll() is None:
+                if read(launch_log).count(f"[{rank}] [fast warn] elastic: worker {rank} joined the run") > joined_before:
+                    joined = True
+                    break
+                time.sleep(0.1)
+            seconds = time.time() - t_kill
+            k += 1
+            result["kills"].append({"kill": k, "rank": rank, "joined": joined,
+                                    "kill_to_join_seconds": round(seconds, 2), "rss_kib_worker0_before_kill": rss0})
+            print(f"kill {k:2d}: rank {rank}, joined {joined} after {seconds:5.1f} s, worker 0 VmRSS {rss0} KiB",
+                  flush=True)
+            if not joined:
+                break
+            time.sleep(max(0.0, a.period - (time.time() - t_kill)))
+        code = launch.wait(timeout=3600)
+        summary = json.load(open(os.path.join(work, "s.json"))) if os.path.exists(os.path.join(work, "s.json")) else {}
+        reference_summary = os.path.join(work, "threads.json")
+        subprocess.run([fast, "train", "--runtime", "threads", "--workers", "4", "--summary", reference_summary] +
+                       common, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, check=True)
+        reference = json.load(open(reference_summary))
+        rss = [x["rss_kib_worker0_before_kill"] for x in result["kills"] if x["rss_kib_worker0_before_kill"]]
+        growth = rss[-1] / rss[0] - 1 if len(rss) >= 2 else None
+        hashes = summary.get("param_hash_per_worker", [])
+        result.update({"exit_code": code, "live_workers": summary.get("live_workers"),
+                       "equal_parameters": len(hashes) == 4 and len(set(hashes)) == 1,
+                       "final_accuracy": summary.get("final_accuracy"),
+                       "final_accuracy_without_churn": reference.get("final_accuracy"),
+                       "rss_growth_worker0_first_to_last_kill": growth,
+                       "all_joined": all(x["joined"] for x in result["kills"]) and len(result["kills"]) > 0})
+        accuracy_ok = (summary.get("final_accuracy") is not None and
+                       abs(summary["final_accuracy"] - reference["final_accuracy"]) <= 0.01)
+        result["ok"] = (result["all_joined"] and code == 0 and summary.get("live_workers") == 4 and
+                        result["equal_parameters"] and growth is not None and growth <= 0.10 and accuracy_ok)
+        print(f"\nelastic churn soak: {len(result['kills'])} kills (every {a.period:g} s), all joined: "
+              f"{result['all_joined']}; launch exit code {code}; live workers {summary.get('live_workers')}; "
+              f"equal parameters: {result['equal_parameters']}; final accuracy {summary.get('final_accuracy')} "
+              f"against {reference.get('final_accuracy')} without churn; worker 0 VmRSS "
+              f"{'n/a' if growth is None else f'{100 * growth:+.1f}%'} from the first kill to the last (limit +10%)")
+        print("PASS" if result["ok"] else "FAIL")
+    finally:
+        kill_group(launch.pid)
+        for path in glob.glob(os.path.join(tempfile.gettempdir(), "fast-*.sock")):
+            try:
+                pid = int(os.path.basename(path).split("-")[1])
+                os.kill(pid, 0)
+            except (ValueError, ProcessLookupError):
+                os.remove(path)
+            except PermissionError:
+                pass
+        if result["ok"]:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"logs kept in {work}")
+    return result
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--fast", required=True, help="the fast executable")
@@ -66,9 +169,19 @@ def main():
     p.add_argument("--period", type=float, default=30, help="seconds between kills (default 30)")
     p.add_argument("--restart-after", type=float, default=5, help="seconds from a kill to the restart (default 5)")
     p.add_argument("--rejoin-limit", type=float, default=60, help="seconds a restarted process may take to rejoin")
+    p.add_argument("--elastic", action="store_true",
+                   help="the synchronous soak: allreduce --elastic, restarted by fast launch --restart")
+    p.add_argument("--epochs", type=int, default=150,
+                   help="--elastic: epochs of the run, enough to outlast the soak (default 150)")
     p.add_argument("--out", help="write the results as JSON here")
     a = p.parse_args()
     fast = os.path.abspath(a.fast)
+    if a.elastic:
+        result = elastic_soak(a, fast)
+        if a.out:
+            with open(a.out, "w") as f:
+                json.dump(result, f, indent=1)
+        return 0 if result["ok"] else 1
     work = tempfile.mkdtemp(prefix="fast-churn-soak-")
     train = [fast, "train", "--runtime", "zmq", "--strategy", "adpsgd", "--model", "mlp", "--batch", "64",
              "--steps", "100000000", "--slowdown", "12,12,12,12", "--peer-timeout", "2", "--progress", "never",

@@ -341,7 +341,7 @@ std::vector<ConfigKey> general_keys() {
        "Synchronous strategies: when a worker is lost, the survivors agree on a new group at once, take the state "
        "of the one that took the most steps and go on with fewer workers (docs/faults.md, \"Elastic synchronous "
        "training\"); without it a lost worker ends the run. For runtimes that lose workers (zmq, sim) and "
-       "strategies that declare it (allreduce and local-sgd without a codec or a robust aggregate).",
+       "strategies that declare it (allreduce, local-sgd and dpsgd without a codec or a robust aggregate).",
        [](TrainOptions& o, const std::string& v) { o.elastic = parse_bool(v, "elastic"); },
        [](const TrainOptions& o) { return std::string(o.elastic ? "true" : "false"); }},
       FAST_INT_KEY("log_every", "A train metrics record every this many steps, per worker.", log_every, 1),

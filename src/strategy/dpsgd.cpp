@@ -32,6 +32,18 @@ DpsgdStrategy::DpsgdStrategy(const StrategyOptions& options, collective::Communi
   self_weight_ = row.self;
 }
 
+void DpsgdStrategy::regrouped(ModelState /*state*/) {
+  const std::vector<int>& members = comm_.members();
+  const topology::Graph graph = dpsgd_graph(options_, comm_.group_size());
+  const int me = comm_.group_index();
+  const std::vector<int> near = graph.neighbors_in(me);
+  topology::MixingRow row = topology::metropolis_hastings_row(graph, me, near);
+  neighbors_.clear();
+  for (int i : near) neighbors_.push_back(members[static_cast<std::size_t>(i)]);
+  weights_ = std::move(row.neighbors);
+  self_weight_ = row.self;
+}
+
 void DpsgdStrategy::attach(ModelState state) {
   if (!compresses(options_)) return;
   layout_.assign(state.layout.begin(), state.layout.end());
@@ -78,7 +90,13 @@ StrategyRegistration builtin::dpsgd_registration() {
           .summary = "synchronous gossip",
           .make = factory_of<DpsgdStrategy>(),
           .options = {topology_option(), consensus_step_option()},
-          .check = &DpsgdStrategy::check_options};
+          .check = &DpsgdStrategy::check_options,
+          .elastic = [](const StrategyOptions& o) -> std::string {
+            if (Strategy::compresses(o))
+              return fmt::format("compress = '{}' keeps CHOCO-gossip references per link of the whole world",
+                                 o.compress);
+            return {};
+          }};
 }
 
 }  // namespace fast::strategy

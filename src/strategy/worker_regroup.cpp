@@ -52,6 +52,7 @@ Regrouping Worker::regroup_survivors() {
       comm_.context().ensure_alive(comm_.rank());  // this worker itself lost: that error instead
       continue;                                    // another loss meanwhile: agree again
     }
+    strategy_->regrouped(state_);
     out.steps = steps_;
     out.rounds = membership_rounds_;
     std::sort(out.lost.begin(), out.lost.end());
@@ -88,6 +89,7 @@ Regrouping Worker::admit(int joiner) {
     sent.wait();
   }
   comm_.regroup(members, sequence);
+  strategy_->regrouped(state_);
   return {.members = members, .source = source, .steps = steps_, .rounds = membership_rounds_};
 }
 
@@ -110,6 +112,7 @@ Regrouping Worker::join_group() {
   membership_rounds_ = static_cast<std::uint32_t>(h[1]);
   comm_.end_join();
   comm_.regroup(std::vector<int>(h.begin() + 2, h.end()), static_cast<std::uint32_t>(h[0]));
+  strategy_->regrouped(state_);
   return {.members = comm_.members(), .source = source, .steps = steps_, .rounds = membership_rounds_};
 }
 

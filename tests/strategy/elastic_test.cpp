@@ -180,15 +180,44 @@ TEST(ElasticTraining, LocalSgdSurvivorsEndWithOneModel) {
   }
 }
 
+// dpsgd builds its ring again on the 3 survivors, where the Metropolis-Hastings weights are 1/3
+// each: every step averages exactly, x_i <- m - lr (x_i - c_i) with the same mixed model m (the
+// gradient is taken before the mixing), so the difference d = x_i - x_j of two survivors follows
+// d <- -lr d + lr (c_i - c_j) from d = 0 at the regrouping (every survivor took one state):
+// d_k = lr (c_i - c_j) / (1 + lr) (1 - (-lr)^k) after k steps.
+TEST(ElasticTraining, DpsgdSurvivorsGossipOnTheirOwnRing) {
+  runtime::Cluster cluster = star(4);
+  cluster.failures.push_back({.host = 2, .off = 5.5});
+  const Outcome o = run(cluster, "dpsgd");
+  EXPECT_TRUE(o.lost[2]);
+  for (int w : {0, 1, 3}) {
+    const auto r = static_cast<std::size_t>(w);
+    EXPECT_EQ(o.regroupings[r].members, (std::vector<int>{0, 1, 3}));
+    // Worker 0's ring neighbours are 1 and 3: its 6th step completes without worker 2, so the
+    // survivors go on from worker 0's 6 steps (1 and 3 waited for 2).
+    EXPECT_EQ(o.regroupings[r].steps, 6);
+    EXPECT_EQ(o.regroupings[r].source, 0);
+    ASSERT_EQ(o.finals[r].size(), kDim);
+  }
+  for (int w : {1, 3})
+    for (std::size_t i = 0; i < kDim; ++i) {
+      const double want = kLr * (centre(w, i) - centre(0, i)) / (1 + kLr) * (1 - std::pow(-kLr, kSteps - 6));
+      ASSERT_NEAR(o.finals[static_cast<std::size_t>(w)][i] - o.finals[0][i], want, 1e-5)
+          << "worker " << w << " i=" << i;
+    }
+}
+
 TEST(ElasticTraining, RefusalsNameWhyAndWhatIsSupported) {
   EXPECT_EQ(elastic_refusal({.name = "allreduce"}), "");
   EXPECT_EQ(elastic_refusal({.name = "local-sgd"}), "");
   EXPECT_NE(elastic_refusal({.name = "allreduce", .compress = "int8"}).find("compress = 'int8'"), std::string::npos);
   EXPECT_NE(elastic_refusal({.name = "allreduce", .aggregate = "median"}).find("aggregate = 'median'"),
             std::string::npos);
-  const std::string dpsgd = elastic_refusal({.name = "dpsgd"});
-  EXPECT_NE(dpsgd.find("strategy 'dpsgd' cannot go on"), std::string::npos) << dpsgd;
-  EXPECT_NE(dpsgd.find("allreduce, local-sgd"), std::string::npos) << dpsgd;
+  EXPECT_EQ(elastic_refusal({.name = "dpsgd"}), "");
+  EXPECT_NE(elastic_refusal({.name = "dpsgd", .compress = "int8"}).find("compress = 'int8'"), std::string::npos);
+  const std::string ps = elastic_refusal({.name = "ps", .mode = "sync"});
+  EXPECT_NE(ps.find("strategy 'ps' cannot go on"), std::string::npos) << ps;
+  EXPECT_NE(ps.find("allreduce, local-sgd, dpsgd"), std::string::npos) << ps;
   EXPECT_NE(elastic_refusal({.name = "adpsgd"}).find("asynchronous"), std::string::npos);
 }
 

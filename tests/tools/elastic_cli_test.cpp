@@ -98,10 +98,10 @@ TEST_P(SimElastic, SurvivorsOfAFailedHostFinishTheRun) {
   fs::remove_all(dir);
 }
 
-// local-sgd regroups as allreduce does (tests/strategy/elastic_test.cpp): labelled long (`make test-all`).
+// local-sgd and dpsgd regroup as allreduce does (tests/strategy/elastic_test.cpp): labelled long.
 INSTANTIATE_TEST_SUITE_P(Strategies, SimElastic, ::testing::Values("allreduce"),
                          [](const auto& info) { return dir_name(info.param); });
-INSTANTIATE_TEST_SUITE_P(LongStrategies, SimElastic, ::testing::Values("local-sgd --period 4"),
+INSTANTIATE_TEST_SUITE_P(LongStrategies, SimElastic, ::testing::Values("local-sgd --period 4", "dpsgd"),
                          [](const auto& info) { return dir_name(info.param); });
 
 TEST(ElasticSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
@@ -110,11 +110,10 @@ TEST(ElasticSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
   EXPECT_EQ(threads.code, 2) << threads.output;
   EXPECT_NE(threads.output.find("elastic: set with runtime 'threads', whose workers cannot be lost"), std::string::npos)
       << threads.output;
-  const auto dpsgd =
-      fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --elastic --strategy dpsgd" + kTrain);
-  EXPECT_EQ(dpsgd.code, 2) << dpsgd.output;
-  EXPECT_NE(dpsgd.output.find("strategy 'dpsgd' cannot go on without a lost worker"), std::string::npos)
-      << dpsgd.output;
+  const auto ps =
+      fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --elastic --strategy ps --mode sync" + kTrain);
+  EXPECT_EQ(ps.code, 2) << ps.output;
+  EXPECT_NE(ps.output.find("strategy 'ps' cannot go on without a lost worker"), std::string::npos) << ps.output;
   const auto codec =
       fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --elastic --compress int8" + kTrain);
   EXPECT_EQ(codec.code, 2) << codec.output;

@@ -37,6 +37,9 @@ class DpsgdStrategy final : public Strategy {
   // declaration): the topology for `workers`. `fast train` runs them before any data is read.
   // Throws InvalidArgument.
   static void check_options(const StrategyOptions& options, int workers);
+  // Elastic: the graph of `topology` built again on the members (their indices in rank order) and
+  // this member's row of its Metropolis-Hastings weights, mapped back to ranks.
+  void regrouped(ModelState state) override;
   std::string_view name() const override { return "dpsgd"; }
   StepOutcome step(const StepInput& input) override;
 

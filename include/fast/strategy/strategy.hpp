@@ -170,6 +170,13 @@ class Strategy {
   // step of an elastic run and puts it back when the step fails, so a failed step leaves nothing
   // behind. Default false: every change comes after the step's last collective.
   virtual bool changes_state_before_last_collective() const { return false; }
+  // Elastic groups: called on every member after the group changed (Communicator::members(): a
+  // regrouping of the survivors or an admission), with the member's state already that of the
+  // group, before the next step. Strategies whose exchanges depend on the group rebuild them here
+  // (dpsgd: its graph and mixing weights over the members). Default: nothing (collectives and
+  // averages already follow the group). InvalidArgument when the strategy cannot work with the
+  // new group; the run then ends with it.
+  virtual void regrouped(ModelState /*state*/) {}
   // Collective (every worker calls it at the same point): writes the representative model into out
   // (same length as params). Default: the consensus average of all replicas.
   virtual void representative(ModelState state, std::span<float> out);
