@@ -39,14 +39,14 @@ CodecAllreduce::CodecAllreduce(Communicator& comm, CodecAllreduceOptions options
   const core::Layout* layout = options_.layout.empty() ? nullptr : &options_.layout;
   std::unique_ptr<compress::Codec> codec = compress::make_codec(
       options_.codec, core::worker_seed(options_.seed, static_cast<std::uint64_t>(comm.rank())), layout);
-  const std::string_view name = codec->name();
+  // The path follows the codec's traits, never its name.
   if (const auto o = compress::powersgd_options_of(*codec)) {
     path_ = Path::low_rank;
     powersgd_ = *o;
     powersgd_.seed = options_.seed;  // the same initial Q on every worker
-  } else if (name == "none") {
+  } else if (codec->lossless()) {
     path_ = Path::dense;
-  } else if (name == "fp16" || name == "bf16") {
+  } else if (codec->elementwise()) {
     path_ = Path::ring;
     hop_codec_ = compress::make_codec(options_.codec, 0, layout);
     feedback_ = std::make_unique<compress::ErrorFeedback>(std::move(codec));

@@ -356,7 +356,7 @@ Window::Window(Communicator& comm, std::string name, MutableView local, WindowOp
     peer_dtype_.push_back(all[2 * static_cast<std::size_t>(p) + 1]);
   }
   std::unique_ptr<CodecLinks> owner_links;
-  if (compress::make_codec(options_.codec)->name() != "none") {
+  if (!compress::make_codec(options_.codec)->lossless()) {
     owner_links = std::make_unique<CodecLinks>(options_, comm.rank());
     links_ = std::unique_ptr<Links>(new Links{ctx.make_mutex(), CodecLinks(options_, comm.rank())});
   }

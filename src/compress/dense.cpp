@@ -19,6 +19,7 @@ class NoneCodec final : public Codec {
   std::string_view name() const override { return "none"; }
   std::size_t encoded_bytes(std::size_t n) const override { return kHeaderBytes + 4 * n; }
   bool lossless() const override { return true; }
+  double consensus_step() const override { return 1.0; }
   bool unbiased() const override { return true; }
   void encode(core::ConstView input, core::Buffer& out) override {
     wire::check_input(name(), input);
@@ -77,6 +78,8 @@ template <CodecId Id>
 class HalfCodec final : public Codec {
  public:
   std::string_view name() const override { return Id == CodecId::fp16 ? "fp16" : "bf16"; }
+  bool elementwise() const override { return true; }
+  double consensus_step() const override { return 1.0; }
   std::size_t encoded_bytes(std::size_t n) const override { return kHeaderBytes + 2 * n; }
   void encode(core::ConstView input, core::Buffer& out) override {
     wire::check_input(name(), input);

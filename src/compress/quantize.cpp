@@ -71,6 +71,7 @@ class Int8Codec final : public Codec {
  public:
   Int8Codec(int levels, std::uint64_t bucket, std::uint64_t seed) : levels_(levels), bucket_(bucket), rng_(seed) {}
   std::string_view name() const override { return "int8"; }
+  double consensus_step() const override { return 0.8; }
   std::size_t encoded_bytes(std::size_t n) const override { return encoded_bytes(n, bucket_); }
   bool unbiased() const override { return true; }
 
@@ -170,6 +171,7 @@ std::uint8_t* begin_sign_payload(std::size_t n, float scale, core::Buffer& out) 
 class SignCodec final : public Codec {
  public:
   std::string_view name() const override { return "sign"; }
+  double consensus_step() const override { return 0.4; }
   std::size_t encoded_bytes(std::size_t n) const override { return kHeaderBytes + 4 + (n + 7) / 8; }
 
   void encode(core::ConstView input, core::Buffer& out) override {

@@ -35,7 +35,7 @@ PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, i
       replies_(static_cast<std::size_t>(workers_)),
       meter_(meter),
       stats_mutex_(ctx.make_mutex()) {
-  if (compress::make_codec(codec)->name() != "none") {
+  if (!compress::make_codec(codec)->lossless()) {
     decoder_ = compress::make_codec(codec);
     if (mode_ == PsMode::sync) {
       for (int w = 0; w < workers_; ++w)

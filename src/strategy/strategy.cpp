@@ -68,20 +68,14 @@ std::vector<float> Strategy::common_start(ModelState state) {
 }
 
 bool Strategy::compresses(const StrategyOptions& options) {
-  return compress::make_codec(options.compress)->name() != "none";
+  return !compress::make_codec(options.compress)->lossless();
 }
 
 collective::WindowOptions Strategy::codec_window(const StrategyOptions& options, const core::Layout* layout) {
   return {.codec = options.compress, .seed = options.seed, .layout = layout, .meter = &meter_};
 }
 
-double default_consensus_step(const std::string& codec) {
-  const std::string name = codec.substr(0, codec.find(':'));
-  if (name == "none" || name == "fp16" || name == "bf16") return 1.0;
-  if (name == "int8") return 0.8;
-  if (name == "sign") return 0.4;
-  return 0.05;  // topk, randk, threshold, powersgd
-}
+double default_consensus_step(const std::string& codec) { return compress::make_codec(codec)->consensus_step(); }
 
 void validate_dgc(const StrategyOptions& options) {
   if (!options.dgc) return;

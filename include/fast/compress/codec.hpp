@@ -80,6 +80,14 @@ class Codec {
   virtual bool lossless() const { return false; }
   // Whether E[decode(encode(x))] == x over the codec's randomness (none, int8).
   virtual bool unbiased() const { return false; }
+  // Whether each element is encoded on its own, deterministically and without state, into a fixed
+  // width (fp16, bf16; none is lossless() as well): a partial sum can then be encoded again at every
+  // hop of a ring all-reduce (collective::CodecAllreduce's ring path) instead of being gathered.
+  virtual bool elementwise() const { return false; }
+  // The consensus step gamma of CHOCO-gossip (dpsgd and acid with this codec, when their
+  // consensus_step is 0) that suits this codec's error: 1 for none, fp16 and bf16, 0.8 for int8,
+  // 0.4 for sign, 0.05 for the sparsifiers and powersgd (docs/compression.md).
+  virtual double consensus_step() const { return 0.05; }
   // The fraction of elements a sparsifying codec keeps (topk, randk given ratio=r); 0 for the other
   // codecs and for topk/randk given k=K.
   virtual double keep_ratio() const { return 0; }
