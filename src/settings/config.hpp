@@ -2,7 +2,7 @@
 // The `fast train` settings, in one table: key, type, default, description. The same table parses
 // the TOML config file, defines the command-line flags (--key VALUE), prints --help and is the
 // source of docs/config.md (`fast config-doc`). Precedence: defaults < config file < flags.
-// The table holds the general settings (config.cpp) and then one key per option the strategies
+// The table holds the general settings (config_keys.cpp) and then one key per option the strategies
 // declare (fast/strategy/registry.hpp), generated from the declarations: a strategy registered
 // before the table is read brings its options as keys and flags.
 

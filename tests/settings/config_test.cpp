@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include "common/test_dir.hpp"
 #include "config.hpp"
 #include "fast/core/error.hpp"
+#include "key_builders.hpp"
 
 namespace fast::settings {
 namespace {
@@ -156,6 +158,29 @@ TEST(Config, MarkdownDocumentsEveryKeyWithItsFlag) {
   }
   EXPECT_EQ(flag_name("data_dir"), "--data-dir");
   EXPECT_NE(md.find("FAST_DATA_DIR"), std::string::npos);
+}
+
+// Every general key states what it accepts in its own declaration (docs/config.md's "accepts"
+// column): a string, a path and a boolean key, whose text is not generated from a range.
+TEST(Config, EveryGeneralKeyStatesWhatItAccepts) {
+  const std::vector<ConfigKey> keys = detail::general_keys();
+  ASSERT_FALSE(keys.empty());
+  for (const ConfigKey& k : keys) EXPECT_FALSE(k.accepts.empty()) << k.name;
+  EXPECT_EQ(find_config_key("device")->accepts, "cpu, cuda or cuda:K");
+  EXPECT_EQ(find_config_key("data_dir")->accepts, "a folder");
+  EXPECT_EQ(find_config_key("elastic")->accepts, "true or false");
+  EXPECT_EQ(find_config_key("transport")->accepts, "one of: ipc, tcp; or empty");
+}
+
+// A general key declared without an `accepts` text fails the table's check, naming the key.
+TEST(Config, AGeneralKeyWithoutAcceptsTextIsRefusedNamingIt) {
+  std::vector<ConfigKey> keys = detail::general_keys();
+  EXPECT_NO_THROW(detail::require_accepts(keys));
+  keys.push_back(detail::text_key(
+      "undocumented", KeyType::string, "", "A key that does not say what it accepts.",
+      [](training::TrainOptions&, const std::string&) {}, [](const training::TrainOptions&) { return std::string(); }));
+  const std::string error = fast::testing::error_message<core::InvalidUsage>([&] { detail::require_accepts(keys); });
+  EXPECT_NE(error.find("setting 'undocumented' has no 'accepts' text"), std::string::npos) << error;
 }
 
 // Generated from the table: every integer setting, given a value its field cannot hold or a value
