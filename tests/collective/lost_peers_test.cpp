@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/star_cluster.hpp"
 #include "fast/collective/communicator.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/sim/world.hpp"
@@ -14,14 +15,7 @@
 namespace fast::collective {
 namespace {
 
-runtime::Cluster star(int hosts) {
-  runtime::Cluster c;
-  c.hosts = hosts;
-  c.speeds.assign(static_cast<std::size_t>(hosts), 1e9);
-  c.bandwidth = 1e8;
-  c.latency = 1e-3;
-  return c;
-}
+runtime::Cluster star(int hosts) { return fast::testing::star_cluster(hosts); }
 
 TEST(LostPeers, SurvivorsRunCollectivesAmongThemselves) {
   runtime::Cluster cluster = star(4);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/star_cluster.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/sim/world.hpp"
 #include "fast/strategy/worker.hpp"
@@ -24,14 +25,7 @@ constexpr int kSteps = 12;
 constexpr double kLr = 0.1;
 constexpr double kStepSeconds = 1.0;  // the simulated computation of one gradient
 
-runtime::Cluster star(int hosts) {
-  runtime::Cluster c;
-  c.hosts = hosts;
-  c.speeds.assign(static_cast<std::size_t>(hosts), 1e9);
-  c.bandwidth = 1e8;
-  c.latency = 1e-3;
-  return c;
-}
+runtime::Cluster star(int hosts) { return fast::testing::star_cluster(hosts); }
 
 double group_centre(const std::vector<int>& group, std::size_t i) {
   double c = 0;

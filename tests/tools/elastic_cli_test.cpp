@@ -147,6 +147,37 @@ pid_t worker_pid(const fs::path& log, int rank) {
   return pid ? static_cast<pid_t>(std::stol(*pid)) : -1;
 }
 
+// What a run under `fast launch` left after process `rank` was SIGKILLed at 30% of the run.
+struct Killed {
+  bool reached = false;  // the run reached 30% and the kill happened there
+  int status = -1;       // launch's wait status; -1: killed after the time limit
+  std::string log;
+};
+
+// Starts `fast launch LAUNCH -- fast train --runtime zmq --elastic ... TRAIN` in `dir` (a peer
+// timeout of 2 s, every worker paced by --slowdown 6 so that the kill lands mid-run), SIGKILLs
+// process `rank` once worker 0's progress line reaches 30%, and waits for launch (bounded).
+Killed kill_at_30_percent(const fs::path& dir, const std::string& launch, const std::string& train, int rank) {
+  const std::string peer_timeout = std::to_string(2 * fast::testing::kRunTimeScale);
+  const auto l = fast::testing::spawn_in_group(
+      dir,
+      kFast + " launch -n 4 " + launch + " --grace 200 --timeout 300 -- " + kFast +
+          " train --runtime zmq --elastic --peer-timeout " + peer_timeout +
+          " --progress auto --summary s.json --metrics m.jsonl --slowdown 6,6,6,6" + train,
+      "launch.log");
+  Killed k;
+  const pid_t victim = worker_pid(l.log, rank);
+  if (victim > 0) {
+    const fast::testing::RemovesSocketFiles killed{victim};
+    k.reached = fast::testing::poll_until([&] { return progress_percent(l.log) >= 30; },
+                                          60 * fast::testing::kRunTimeScale, std::chrono::milliseconds(10));
+    ::kill(victim, SIGKILL);
+  }
+  k.status = fast::testing::wait_or_kill_group(l, 240 * fast::testing::kRunTimeScale);
+  k.log = slurp(l.log);
+  return k;
+}
+
 struct Loss {
   std::string strategy;
   int victim;  // the process (and worker) killed
@@ -165,24 +196,10 @@ TEST_P(ZmqElastic, SurvivorsOfAKilledProcessFinishTheRun) {
   const auto whole =
       fast::testing::run_fast_in(dir, "train --runtime threads --workers 4 --summary whole.json" + train);
   ASSERT_EQ(whole.code, 0) << whole.output;
-  // Every worker paced (--slowdown 6: 5 x its compute time waited each step), so that the kill at
-  // 30% of the run lands mid-run; --grace: launch lets the survivors finish.
-  const std::string peer_timeout = std::to_string(2 * fast::testing::kRunTimeScale);
-  const auto l = fast::testing::spawn_in_group(
-      dir,
-      kFast + " launch -n 4 --grace 200 --timeout 300 -- " + kFast + " train --runtime zmq --elastic --peer-timeout " +
-          peer_timeout + " --progress auto --summary s.json --metrics m.jsonl --slowdown 6,6,6,6" + train,
-      "launch.log");
-  const pid_t victim = worker_pid(l.log, loss.victim);
-  ASSERT_GT(victim, 0) << slurp(l.log);
-  const fast::testing::RemovesSocketFiles killed{victim};
-  const bool reached = fast::testing::poll_until([&] { return progress_percent(l.log) >= 30; },
-                                                 60 * fast::testing::kRunTimeScale, std::chrono::milliseconds(10));
-  ::kill(victim, SIGKILL);
-  const int status = fast::testing::wait_or_kill_group(l, 240 * fast::testing::kRunTimeScale);
-  const std::string log = slurp(l.log);
-  ASSERT_TRUE(reached) << log;
-  ASSERT_NE(status, -1) << "fast launch did not end:\n" << log;
+  const Killed k = kill_at_30_percent(dir, "", train, loss.victim);
+  const std::string& log = k.log;
+  ASSERT_TRUE(k.reached) << log;
+  ASSERT_NE(k.status, -1) << "fast launch did not end:\n" << log;
   ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
   EXPECT_NE(log.find("elastic: worker(s) " + std::to_string(loss.victim) + " lost; 3 workers go on from step"),
             std::string::npos)
@@ -210,23 +227,10 @@ INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqElastic,
 // parameters, and launch with exit code 0.
 TEST(ZmqElastic, ARestartedProcessJoinsAndTheRunEndsWithEveryWorker) {
   const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "zmq_join");
-  const std::string peer_timeout = std::to_string(2 * fast::testing::kRunTimeScale);
-  const auto l = fast::testing::spawn_in_group(
-      dir,
-      kFast + " launch -n 4 --restart 1 --grace 200 --timeout 300 -- " + kFast +
-          " train --runtime zmq --elastic --peer-timeout " + peer_timeout +
-          " --progress auto --summary s.json --metrics m.jsonl --slowdown 6,6,6,6 --strategy allreduce" + kTrain,
-      "launch.log");
-  const pid_t victim = worker_pid(l.log, 2);
-  ASSERT_GT(victim, 0) << slurp(l.log);
-  const fast::testing::RemovesSocketFiles killed{victim};
-  const bool reached = fast::testing::poll_until([&] { return progress_percent(l.log) >= 30; },
-                                                 60 * fast::testing::kRunTimeScale, std::chrono::milliseconds(10));
-  ::kill(victim, SIGKILL);
-  const int status = fast::testing::wait_or_kill_group(l, 240 * fast::testing::kRunTimeScale);
-  const std::string log = slurp(l.log);
-  ASSERT_TRUE(reached) << log;
-  ASSERT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
+  const Killed k = kill_at_30_percent(dir, "--restart 1", " --strategy allreduce" + kTrain, 2);
+  const std::string& log = k.log;
+  ASSERT_TRUE(k.reached) << log;
+  ASSERT_TRUE(k.status != -1 && WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0) << log;
   EXPECT_NE(log.find("elastic: worker 2 joined the run at step"), std::string::npos) << log;
   const json s = json::parse(slurp(dir / "s.json"));
   EXPECT_EQ(s["live_workers"], 4) << s.dump();

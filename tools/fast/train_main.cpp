@@ -126,7 +126,7 @@ int report_outcome(const nlohmann::json& summary, const fast::training::TrainOpt
   std::printf("metrics: %s\n", options.metrics.empty() ? "(none: set --metrics FILE)" : options.metrics.c_str());
   std::printf("summary: %s%s\n", options.summary.empty() ? "(none: set --summary FILE)" : options.summary.c_str(),
               fast::runtime::find_runtime(options.runtime).multi_process && !options.summary.empty()
-                  ? " (written by the process of worker 0, or of the first survivor when worker 0 was lost)"
+                  ? " (written by the process of worker 0, or of the first survivor)"
                   : "");
   // The final checkpoint could not be written: the run is evaluated and summarised, and exits with 3.
   const bool checkpoint_lost = summary.contains("checkpoint_error") && summary["checkpoint_error"].is_string();
