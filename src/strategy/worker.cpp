@@ -151,7 +151,7 @@ StepReport Worker::step() {
 
 StepOutcome Worker::strategy_step(double lr) {
   const StepInput input{.state = state_, .optimizer = *optimizer_, .lr = lr, .step = steps_};
-  if (!comm_.elastic() || !strategy_->changes_state_before_last_collective()) return strategy_->step(input);
+  if (!comm_.elastic() || !strategy_->changes_state_before_last_collective(steps_)) return strategy_->step(input);
   const Checkpoint before = save();  // a failed step is undone: regroup_survivors compares whole steps
   try {
     return strategy_->step(input);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error_message.hpp"
 #include "fast/core/error.hpp"
 #include "fast/training/dataset_spec.hpp"
 
@@ -14,12 +15,7 @@ namespace fast::training {
 namespace {
 
 void expect_invalid(const std::function<void()>& f, const std::string& expected) {
-  try {
-    f();
-    ADD_FAILURE() << "accepted; expected: " << expected;
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-  }
+  fast::testing::expect_error<InvalidArgument>(f, {expected});
 }
 
 TEST(DatasetSpec, ParsesKindsKeysAndDefaults) {

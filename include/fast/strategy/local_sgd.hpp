@@ -32,7 +32,11 @@ class LocalSgdStrategy final : public Strategy {
   LocalSgdStrategy(const StrategyOptions& options, collective::Communicator& comm);
   std::string_view name() const override { return "local-sgd"; }
   StepOutcome step(const StepInput& input) override;
-  bool changes_state_before_last_collective() const override { return true; }  // the update, then averaging
+  // The averaging steps after the warm-up: the local update, then the averaging. Warm-up steps
+  // average gradients before the update; the other steps have no collective.
+  bool changes_state_before_last_collective(std::int64_t step) const override {
+    return step >= options_.sync_warmup && (step + 1) % options_.period == 0;
+  }
   // With a codec: the codec's all-reduce and the first anchor a (the average of the initial replicas).
   void attach(ModelState state) override;
   // With a codec: the last average (anchor).

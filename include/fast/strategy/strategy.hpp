@@ -164,12 +164,13 @@ class Strategy {
   // Called after the framework wrote this worker's mini-batch gradient into input.state.grads.
   // Updates input.state.params as the strategy prescribes. May overwrite grads.
   virtual StepOutcome step(const StepInput& input) = 0;
-  // Elastic groups (Worker::regroup_survivors): true when step() may change this worker's state
-  // (parameters, optimizer) and then fail with PeerLost in a later collective of the same step
-  // (local-sgd: the local update, then the averaging). The Worker then saves the state before each
-  // step of an elastic run and puts it back when the step fails, so a failed step leaves nothing
-  // behind. Default false: every change comes after the step's last collective.
-  virtual bool changes_state_before_last_collective() const { return false; }
+  // Elastic groups (Worker::regroup_survivors): true when step() of step `step` (0-based) may
+  // change this worker's state (parameters, optimizer) and then fail with PeerLost in a later
+  // collective of the same step (local-sgd's averaging steps: the local update, then the
+  // averaging). The Worker then saves the state before such a step of an elastic run and puts it
+  // back when the step fails, so a failed step leaves nothing behind. Default false: every change
+  // comes after the step's last collective.
+  virtual bool changes_state_before_last_collective(std::int64_t /*step*/) const { return false; }
   // Elastic groups: called on every member after the group changed (Communicator::members(): a
   // regrouping of the survivors or an admission), with the member's state already that of the
   // group, before the next step. Strategies whose exchanges depend on the group rebuild them here
