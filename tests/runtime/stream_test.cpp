@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -174,7 +176,7 @@ struct Pair {
   }
 };
 
-RecordHead data_head(std::size_t bytes, std::int32_t tag) {
+RecordHead data_head(std::size_t bytes, std::uint64_t tag) {
   RecordHead head{.kind = RecordKind::data};
   head.header = {.kind = wire::FrameKind::data,
                  .dtype = core::DType::u8,
@@ -193,7 +195,7 @@ TEST(Stream, RecordsOfEverySizeArriveIntactAndInOrder) {
     std::thread writer([&] {
       StreamWriter w(pair.a, p, key_of(7));
       for (std::size_t i = 0; i < sizes.size(); ++i)
-        w.write(data_head(sizes[i], static_cast<std::int32_t>(i)), pattern(sizes[i], static_cast<int>(i)), {});
+        w.write(data_head(sizes[i], i), pattern(sizes[i], static_cast<int>(i)), {});
     });
     StreamReader r(pair.b, p, key_of(7));
     for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -211,8 +213,8 @@ TEST(Stream, RecordsOfEverySizeArriveIntactAndInOrder) {
   }
 }
 
-// Captures what a writer puts on the wire for `records` records of `bytes` each.
-std::vector<std::byte> wire_of(Protection p, const Sealer::Key& key, int records, std::size_t bytes) {
+// Captures what a writer puts on the wire for records of the given sizes (tags 0, 1, ...).
+std::vector<std::byte> wire_of(Protection p, const Sealer::Key& key, const std::vector<std::size_t>& sizes) {
   Pair pair;
   std::vector<std::byte> out;
   std::thread reader([&] {
@@ -226,10 +228,88 @@ std::vector<std::byte> wire_of(Protection p, const Sealer::Key& key, int records
   });
   {
     StreamWriter w(pair.a, p, key);
-    for (int i = 0; i < records; ++i) w.write(data_head(bytes, i), pattern(bytes, i), {});
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+      w.write(data_head(sizes[i], i), pattern(sizes[i], static_cast<int>(i)), {});
   }
   reader.join();
   return out;
+}
+
+std::vector<std::byte> wire_of(Protection p, const Sealer::Key& key, int records, std::size_t bytes) {
+  return wire_of(p, key, std::vector<std::size_t>(static_cast<std::size_t>(records), bytes));
+}
+
+// Where each record ends on the wire: its head and tag, then each chunk of its payload and its tag.
+std::vector<std::size_t> record_ends(const std::vector<std::size_t>& sizes) {
+  std::vector<std::size_t> ends;
+  std::size_t at = 0;
+  for (std::size_t bytes : sizes) {
+    at += kHeadBytes + Sealer::kTagBytes + bytes + Sealer::kTagBytes * ((bytes + kChunkBytes - 1) / kChunkBytes);
+    ends.push_back(at);
+  }
+  return ends;
+}
+
+// advance() never blocks: fed the wire in pieces of uneven sizes, it completes each record exactly
+// when its last byte arrived, with the payload sent, and says `end` once the writer closed.
+TEST(Stream, AdvanceCompletesEachRecordWhenItsLastByteArrives) {
+  const std::vector<std::size_t> sizes = {0, 1, 4096, 9000, kChunkBytes, kChunkBytes + 1, 3 * kChunkBytes + 77, 5};
+  const std::vector<std::size_t> ends = record_ends(sizes);
+  for (Protection p : kAll) {
+    const std::vector<std::byte> bytes = wire_of(p, key_of(11), sizes);
+    ASSERT_EQ(bytes.size(), ends.back()) << protection_name(p);
+    Pair pair;
+    StreamReader r(pair.b, p, key_of(11));
+    const StreamReader::Allocate allocate = [](std::size_t n) {
+      return std::shared_ptr<std::byte>(new std::byte[n], std::default_delete<std::byte[]>());
+    };
+    std::size_t fed = 0, completed = 0, piece = 1;
+    while (fed < bytes.size()) {
+      piece = std::min<std::size_t>((piece * 7919 + 13) % 60000 + 1, bytes.size() - fed);  // 1 B to 60 kB
+      ASSERT_EQ(::send(pair.a, bytes.data() + fed, piece, MSG_NOSIGNAL), static_cast<ssize_t>(piece));
+      fed += piece;
+      for (StreamReader::Step step; (step = r.advance(allocate)) != StreamReader::Step::waiting;) {
+        ASSERT_EQ(step, StreamReader::Step::record) << protection_name(p);
+        ASSERT_LT(completed, sizes.size());
+        EXPECT_LE(ends[completed], fed) << "record " << completed << " completed before its last byte";
+        const StreamReader::Record& got = r.current();
+        EXPECT_EQ(got.head.header.tag, completed);
+        ASSERT_EQ(got.head.header.payload_bytes, sizes[completed]);
+        const std::vector<std::byte> want = pattern(sizes[completed], static_cast<int>(completed));
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), got.payload.get())) << protection_name(p) << " " << completed;
+        ++completed;
+      }
+      const auto whole = static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), fed) - ends.begin());
+      EXPECT_EQ(completed, whole) << protection_name(p) << " after " << fed << " bytes";
+    }
+    ::close(pair.a);
+    EXPECT_EQ(r.advance(allocate), StreamReader::Step::end);
+  }
+}
+
+// A tampered payload byte fails advance() as it fails read_payload().
+TEST(Stream, AdvanceFailsOnATamperedChunk) {
+  for (Protection p : kAll) {
+    std::vector<std::byte> bytes = wire_of(p, key_of(12), {kChunkBytes + 100});
+    bytes[kHeadBytes + Sealer::kTagBytes + kChunkBytes + Sealer::kTagBytes + 50] ^= std::byte{1};  // second chunk
+    Pair pair;
+    std::thread feeder([&] {
+      ::send(pair.a, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      ::close(pair.a);
+    });
+    StreamReader r(pair.b, p, key_of(12));
+    const StreamReader::Allocate allocate = [](std::size_t n) {
+      return std::shared_ptr<std::byte>(new std::byte[n], std::default_delete<std::byte[]>());
+    };
+    std::string error;
+    try {
+      while (r.advance(allocate) != StreamReader::Step::end) std::this_thread::yield();
+    } catch (const core::IoError& e) {
+      error = e.what();
+    }
+    feeder.join();
+    EXPECT_NE(error.find("chunk 2 failed authentication"), std::string::npos) << protection_name(p) << ": " << error;
+  }
 }
 
 // Feeds `bytes` to a reader and reads records until it fails: the error text, or "" when every
@@ -273,8 +353,9 @@ TEST(Stream, ATamperedByteAReplayedRecordOrAWrongKeyFailsTheRead) {
     std::copy(clean.begin(), clean.begin() + static_cast<std::ptrdiff_t>(record),
               replayed.begin() + static_cast<std::ptrdiff_t>(record));
     EXPECT_NE(read_all(p, key_of(8), replayed).find("failed authentication"), std::string::npos) << protection_name(p);
-    if (p != Protection::checksum)
+    if (p != Protection::checksum) {
       EXPECT_NE(read_all(p, key_of(9), clean).find("failed authentication"), std::string::npos) << protection_name(p);
+    }
   }
 }
 

@@ -22,7 +22,9 @@ namespace fast::runtime::zmq {
 namespace {
 constexpr char kMagic[8] = {'F', 'A', 'S', 'T', 'S', 'T', 'R', 'M'};
 constexpr std::uint32_t kVersion = 1;
-constexpr std::size_t kReadAheadBytes = 64 * 1024;
+// Small parts are read ahead into a buffer of this size (fewer calls for small records); larger
+// ones straight into their place (a part read ahead is copied once more).
+constexpr std::size_t kReadAheadBytes = 16 * 1024;
 
 void put_u32(std::byte* at, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) at[i] = static_cast<std::byte>(v >> (8 * i));
@@ -176,23 +178,34 @@ StreamWriter::~StreamWriter() { ::close(fd_); }
 
 void StreamWriter::shutdown() { ::shutdown(fd_, SHUT_RDWR); }
 
-void StreamWriter::send_all(std::span<const std::span<const std::byte>> parts, const StopCheck& stop) {
+void StreamWriter::send_all(std::span<const std::span<const std::byte>> parts, const StopCheck& stop,
+                            const WriteWait& wait) {
   std::array<iovec, 8> iov{};
   std::size_t count = 0;
   for (std::span<const std::byte> p : parts)
     if (!p.empty()) iov[count++] = {const_cast<std::byte*>(p.data()), p.size()};
   std::size_t first = 0;
+  auto checked = std::chrono::steady_clock::now();
   while (first < count) {
     msghdr message{};
     message.msg_iov = iov.data() + first;
     message.msg_iovlen = count - first;
-    ssize_t n = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
+    ssize_t n = ::sendmsg(fd_, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) {
-        check_stop(stop);
-        continue;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) fail("writing", errno);
+      if (wait) {
+        wait(fd_);
+      } else {
+        pollfd p{.fd = fd_, .events = POLLOUT, .revents = 0};
+        ::poll(&p, 1, kSocketTimeoutMs);
       }
-      fail("writing", errno);
+      const auto now = std::chrono::steady_clock::now();
+      if (now - checked >= std::chrono::milliseconds(kSocketTimeoutMs)) {  // as often as a blocking send would
+        check_stop(stop);
+        checked = now;
+      }
+      continue;
     }
     while (n > 0) {  // drop what was sent
       const auto step = std::min(static_cast<std::size_t>(n), iov[first].iov_len);
@@ -204,7 +217,8 @@ void StreamWriter::send_all(std::span<const std::span<const std::byte>> parts, c
   }
 }
 
-void StreamWriter::write(const RecordHead& head, std::span<const std::byte> payload, const StopCheck& stop) {
+void StreamWriter::write(const RecordHead& head, std::span<const std::byte> payload, const StopCheck& stop,
+                         const WriteWait& wait) {
   std::array<std::byte, kHeadBytes> plain{};
   put_u32(plain.data(), static_cast<std::uint32_t>(head.kind));
   put_u64(plain.data() + 8, head.after);
@@ -215,7 +229,7 @@ void StreamWriter::write(const RecordHead& head, std::span<const std::byte> payl
   const std::span<const std::byte> head_bytes(sealer_.encrypts() ? sealed_head : plain.data(), kHeadBytes);
   if (payload.empty()) {
     const std::span<const std::byte> parts[] = {head_bytes, head_tag};
-    send_all(parts, stop);
+    send_all(parts, stop, wait);
     return;
   }
   // Chunk by chunk: each is sealed just before it is written (the head rides with the first), so
@@ -229,11 +243,11 @@ void StreamWriter::write(const RecordHead& head, std::span<const std::byte> payl
         sealer_.encrypts() ? std::span<const std::byte>(sealed, chunk.size()) : chunk;
     if (first) {
       const std::span<const std::byte> parts[] = {head_bytes, head_tag, body, tag};
-      send_all(parts, stop);
+      send_all(parts, stop, wait);
       first = false;
     } else {
       const std::span<const std::byte> parts[] = {body, tag};
-      send_all(parts, stop);
+      send_all(parts, stop, wait);
     }
   }
 }
@@ -306,6 +320,104 @@ void StreamReader::read_payload(std::span<std::byte> out, const StopCheck& stop)
     FAST_ENFORCE_AS(core::IoError, sealer_.open(chunk, tag),
                     "stream: chunk {} failed authentication (tampered, replayed, reordered, or a wrong key)",
                     sealer_.counter());
+  }
+}
+
+}  // namespace fast::runtime::zmq
+
+namespace fast::runtime::zmq {
+
+long StreamReader::read_some(std::byte* out, std::size_t n, std::byte* then, std::size_t m) {
+  if (begin_ == end_ && n + m < kReadAheadBytes / 2) {  // small: read ahead
+    const ssize_t got = ::recv(fd_, buffer_.data(), buffer_.size(), MSG_DONTWAIT);
+    if (got == 0) return -1;
+    if (got < 0) {
+      if (errno == EAGAIN || errno == EINTR) return 0;
+      fail("reading", errno);
+    }
+    begin_ = 0;
+    end_ = static_cast<std::size_t>(got);
+  }
+  if (begin_ < end_) {
+    const std::size_t first = std::min(n, end_ - begin_);
+    std::memcpy(out, buffer_.data() + begin_, first);
+    begin_ += first;
+    const std::size_t second = first == n ? std::min(m, end_ - begin_) : 0;
+    if (second > 0) std::memcpy(then, buffer_.data() + begin_, second);
+    begin_ += second;
+    return static_cast<long>(first + second);
+  }
+  iovec iov[2] = {{out, n}, {then, m}};
+  msghdr message{};
+  message.msg_iov = iov;
+  message.msg_iovlen = m > 0 ? 2 : 1;
+  for (;;) {
+    const ssize_t got = ::recvmsg(fd_, &message, MSG_DONTWAIT);
+    if (got > 0) return static_cast<long>(got);
+    if (got == 0) return -1;
+    if (errno == EAGAIN) return 0;
+    if (errno != EINTR) fail("reading", errno);
+  }
+}
+
+void StreamReader::open_head() {
+  std::span<std::byte> bytes(head_bytes_.data(), kHeadBytes);
+  Sealer::Tag tag{};
+  std::memcpy(tag.data(), head_bytes_.data() + kHeadBytes, tag.size());
+  FAST_ENFORCE_AS(core::IoError, sealer_.open(bytes, tag),
+                  "stream: record {} failed authentication (tampered, replayed, reordered, or a wrong key)",
+                  sealer_.counter());
+  const std::uint32_t kind = get_u32(bytes.data());
+  FAST_ENFORCE_AS(core::IoError, kind >= 1 && kind <= 3, "stream: unknown record kind {}", kind);
+  record_.head.kind = static_cast<RecordKind>(kind);
+  record_.head.after = get_u64(bytes.data() + 8);
+  record_.head.header = wire::decode_header(std::span<const std::byte>(bytes.data() + 16, wire::kHeaderBytes),
+                                            {.max_payload_bytes = wire::Limits{}.max_payload_bytes, .world_size = 0});
+}
+
+void StreamReader::open_chunk() {
+  const std::size_t end = std::min(chunk_at_ + kChunkBytes, record_.head.header.payload_bytes);
+  FAST_ENFORCE_AS(core::IoError, sealer_.open({record_.payload.get() + chunk_at_, end - chunk_at_}, tag_),
+                  "stream: chunk {} failed authentication (tampered, replayed, reordered, or a wrong key)",
+                  sealer_.counter());
+  chunk_at_ = end;
+  tag_done_ = 0;
+}
+
+StreamReader::Step StreamReader::advance(const Allocate& allocate) {
+  for (;;) {
+    if (part_ == Part::head) {
+      const long got = read_some(head_bytes_.data() + done_, head_bytes_.size() - done_);
+      if (got < 0 && done_ == 0) return Step::end;
+      if (got < 0) fail("reading", ECONNRESET);
+      if (got == 0) return Step::waiting;
+      done_ += static_cast<std::size_t>(got);
+      if (done_ < head_bytes_.size()) continue;
+      open_head();
+      const std::size_t bytes = record_.head.header.payload_bytes;
+      record_.payload = bytes > 0 ? allocate(bytes) : nullptr;
+      done_ = chunk_at_ = tag_done_ = 0;
+      if (bytes == 0) return Step::record;
+      part_ = Part::payload;
+      continue;
+    }
+    // The payload: each chunk, then its tag (read together when both are there).
+    const std::size_t total = record_.head.header.payload_bytes;
+    const std::size_t chunk_end = std::min(chunk_at_ + kChunkBytes, total);
+    const std::size_t rest = chunk_end - done_;
+    const long got = read_some(record_.payload.get() + done_, rest, tag_.data() + tag_done_,
+                               rest > 0 ? tag_.size() : tag_.size() - tag_done_);
+    if (got < 0) fail("reading", ECONNRESET);
+    if (got == 0) return Step::waiting;
+    const std::size_t into_chunk = std::min(static_cast<std::size_t>(got), rest);
+    done_ += into_chunk;
+    tag_done_ += static_cast<std::size_t>(got) - into_chunk;
+    if (done_ < chunk_end || tag_done_ < tag_.size()) continue;
+    open_chunk();
+    if (chunk_at_ < total) continue;
+    part_ = Part::head;
+    done_ = 0;
+    return Step::record;
   }
 }
 

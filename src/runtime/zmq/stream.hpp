@@ -12,12 +12,15 @@
 // it. A data record is one message; a bye record carries the sender's bye text.
 //
 // Ownership: a writer or reader owns its socket (closed by the destructor).
-// Thread-safety: none; the transport serialises each writer under a mutex and gives each reader a
-// thread of its own. Failures: core::IoError naming what failed (the transport names the peer).
+// Thread-safety: none; the transport serialises each writer under a mutex, and each reader under a
+// mutex of its own (its thread, or a worker that waits for a message, reads it; transport.hpp).
+// Failures: core::IoError naming what failed (the transport names the peer).
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,6 +52,11 @@ inline constexpr std::size_t kChunkBytes = 256 * 1024;
 // blocks); a non-empty answer aborts with core::IoError carrying it.
 using StopCheck = std::function<std::string()>;
 inline constexpr int kSocketTimeoutMs = 200;
+// What a writer does when the socket takes no more bytes now: returns once it may (or after at
+// most about kSocketTimeoutMs; the writer then asks its StopCheck and tries again). Null: waits
+// for the socket to be writable. The transport's makes progress meanwhile (it reads what the
+// peer sends, so that two processes that write to each other at once never both wait).
+using WriteWait = std::function<void(int fd)>;
 
 // A listening socket on `host` (an address), on a port of `ports` but `avoid` (any: an ephemeral
 // one); returns the fd and writes the port. core::IoError when it cannot (every port of the range
@@ -71,14 +79,16 @@ class StreamWriter {
   StreamWriter& operator=(const StreamWriter&) = delete;
 
   // Writes one record; returns once the kernel holds all of it (the payload's memory may be
-  // reused then). A record cut short leaves the stream unusable (the peer sees a failure).
-  void write(const RecordHead& head, std::span<const std::byte> payload, const StopCheck& stop);
+  // reused then); calls `wait` whenever the socket is full. A record cut short leaves the stream
+  // unusable (the peer sees a failure).
+  void write(const RecordHead& head, std::span<const std::byte> payload, const StopCheck& stop,
+             const WriteWait& wait = nullptr);
   // Unblocks a write in progress (it fails) and ends the stream; from any thread.
   void shutdown();
   std::uint64_t chunks() const { return sealer_.counter(); }
 
  private:
-  void send_all(std::span<const std::span<const std::byte>> parts, const StopCheck& stop);
+  void send_all(std::span<const std::span<const std::byte>> parts, const StopCheck& stop, const WriteWait& wait);
 
   int fd_;
   Sealer sealer_;
@@ -95,6 +105,23 @@ class StreamReader {
   // Reads the next record's head: false at the stream's clean end (between records). A head
   // that fails to open throws core::IoError ("failed authentication").
   bool read_head(RecordHead& head, const StopCheck& stop);
+  int fd() const { return fd_; }
+
+  // Reading without blocking (the other way to read; not mixed with read_head/read_payload in
+  // the middle of a record): advance() reads what the socket holds now into the record in
+  // progress, opening each chunk as it completes, and returns `record` once one is whole
+  // (current() then holds it, and its payload, until the next advance()), `end` at the stream's
+  // clean end between records, `waiting` when it needs more bytes (then nothing is left read ahead: the socket's
+  // readiness says when to call it again). `allocate(bytes)` gives the payload's memory once the head is read.
+  // core::IoError as read_head/read_payload.
+  enum class Step { waiting, record, end };
+  struct Record {
+    RecordHead head;
+    std::shared_ptr<std::byte> payload;  // head.header.payload_bytes bytes (empty: none)
+  };
+  using Allocate = std::function<std::shared_ptr<std::byte>(std::size_t bytes)>;
+  Step advance(const Allocate& allocate);
+  Record& current() { return record_; }
   // Reads the current record's payload (head.header.payload_bytes) into `out`, opening each chunk.
   void read_payload(std::span<std::byte> out, const StopCheck& stop);
   void shutdown();  // from any thread: a read in progress ends
@@ -102,7 +129,22 @@ class StreamReader {
  private:
   // Reads exactly n bytes; false only at a clean end with nothing read and `eof_ok`.
   bool read_exact(std::byte* out, std::size_t n, const StopCheck& stop, bool eof_ok);
+  // Reads what is there now, without blocking, up to n bytes into `out` and then up to m into
+  // `then` (read ahead into buffer_ when n + m is small); returns how many; -1 at the stream's
+  // end (core::IoError for an error).
+  long read_some(std::byte* out, std::size_t n, std::byte* then = nullptr, std::size_t m = 0);
+  void open_head();   // advance(): the head and its tag are in: checks and decodes them
+  void open_chunk();  // advance(): a chunk and its tag are in: opens it
 
+  // advance()'s record in progress: its part (head, payload), the bytes of the part read so far,
+  // the head's bytes, the current chunk's start and the tag being read.
+  enum class Part { head, payload } part_ = Part::head;
+  std::size_t done_ = 0;
+  std::array<std::byte, kHeadBytes + Sealer::kTagBytes> head_bytes_{};
+  std::size_t chunk_at_ = 0;
+  Sealer::Tag tag_{};
+  std::size_t tag_done_ = 0;
+  Record record_;
   int fd_;
   Sealer sealer_;
   std::vector<std::byte> buffer_;  // bytes read ahead: [begin_, end_)

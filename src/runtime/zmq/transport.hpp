@@ -42,8 +42,12 @@
 // preamble and an `open` record sealed under that key — a connection whose first record does not
 // open is closed and logged, so the port admits only the processes the hello reached — and from
 // then on sends every data message and its bye as records on the stream, from the sending thread
-// (the Work completes at once: the kernel holds the bytes). A thread per accepted stream reads the
-// records, opens them chunk by chunk into a buffer of the message, and delivers them. Order: the
+// (the Work completes at once: the kernel holds the bytes; while the socket is full the sender
+// polls, reading what the peer sends, then blocks as a waiter does). A thread per accepted stream
+// reads the records, opens them chunk by chunk into a buffer of the message, and delivers them;
+// where waiters poll (polls_in_caller), a waiter reads them itself, as MPI's progress does, and
+// the stream's thread steps back while a waiter polled within kStreamGrace, so that a message
+// crosses no thread. Order: the
 // `open` record carries how many data frames went through ZeroMQ before it; its data waits until
 // that many were handled here. A record that fails to open (tampered, replayed, reordered, wrong
 // key) or a stream cut in the middle of a record counts its sender lost, naming why. Where the
@@ -90,6 +94,7 @@
 #include "../completion.hpp"
 #include "../engine/local_world.hpp"
 #include "../engine/transport.hpp"
+#include "buffer_pool.hpp"
 #include "fast/wire/frame.hpp"
 #include "peer_link.hpp"
 #include "process_table.hpp"
@@ -316,6 +321,11 @@ class ZmqTransport final : public engine::Transport {
   std::mutex poll_mutex_;
   int sleepers_ = 0;
   std::atomic<bool> polled_{false};
+  // The streams' threads wait on polled_cv_ (with poll_mutex_) while waiters poll; publish_polled
+  // (false) wakes them. last_poll_: when poll() last ran (steady clock, ns).
+  std::condition_variable polled_cv_;
+  std::atomic<std::int64_t> last_poll_{0};
+  static constexpr std::chrono::milliseconds kStreamGrace{2};
   bool spin_pays_ = false;  // set by the constructor
   // Sets every mapped ring's `polled` word to `on` (poll_mutex_ held).
   void publish_polled(bool on);
@@ -332,6 +342,16 @@ class ZmqTransport final : public engine::Transport {
     std::string failure;                   // written under mutex, before `failed`
   };
   struct StreamIn {
+    // The connected stream's reading, by its thread or a polling waiter: under read_mutex, one
+    // record at a time. `reader` is set by the stream's thread once the stream is open (null
+    // again before it ends); `readable` mirrors reader != null for poll()'s look without the lock.
+    std::mutex read_mutex;
+    StreamReader* reader = nullptr;
+    StreamReader::Allocate allocate;  // its messages' buffers (from a BufferPool)
+    std::uint64_t read_offer = 0;     // the offer the reader opened
+    std::uint64_t after = 0;          // the `open` record's count of data frames through ZeroMQ
+    bool waited = false;              // that many were handled here
+    std::atomic<bool> readable{false};
     std::mutex mutex;         // guards the offer
     std::uint64_t offer = 0;  // the id offered (0: none); a reader of another id ends
     Sealer::Key key{};
@@ -364,7 +384,27 @@ class ZmqTransport final : public engine::Transport {
                          Sealer::Key key);
   void accept_stream();                            // I/O thread: the listening socket is readable
   void serve_stream(int fd, std::string address);  // an accepted connection's thread
+  // The stream's thread, once the stream is open: reads its records until it ends, stepping back
+  // while waiters poll.
   void read_stream(int from, std::uint64_t offer, StreamReader& reader, std::uint64_t after);
+  // Reads what `from`'s stream holds now, without blocking, and delivers the records it completes
+  // (in.read_mutex held, in.reader set): false at the stream's clean end. core::Error when it
+  // breaks.
+  bool read_available(int from, StreamIn& in);
+  void deliver_record(int from, StreamIn& in, StreamReader::Record& record);
+  // A stream that broke: counts its process lost (unless the transport stops or the rank was taken
+  // back meanwhile) with `what` as the reason.
+  void stream_broke(int from, StreamIn& in, std::uint64_t offer, const std::string& what);
+  // Reads every record that is there, of every open stream not being read (from poll()).
+  void poll_streams();
+  // Whether a waiter polled within kStreamGrace (the streams' threads step back then).
+  bool waiters_poll() const;
+  // The stream writers' WriteWait: polls (the waiters' way: what the peer sends is read) until
+  // the socket takes bytes, for at most the poll budget, then blocks on it as a waiter does
+  // (sleep_begin / sleep_end), at most kSocketTimeoutMs.
+  void wait_writable(int fd);
+  // A StopCheck's answer for the reading of `from`'s stream opened under `offer`.
+  std::string stream_read_stop(int from, std::uint64_t offer);
   void retire_stream(int process);
   void check_streams(int process);  // check_peers(): a failed stream or a bye
   core::Work send_stream(StreamOut& out, int process, const wire::FrameHeader& header, core::ConstView data);

@@ -273,6 +273,7 @@ void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
 
 void ZmqTransport::finish(const std::string& error, double limit_seconds) {
   const std::string text = error.substr(0, kMaxReasonBytes);
+  if (polls_in_caller()) sleep_begin();  // no waiter polls from here on: the streams' threads read the byes
   ProcessTable table;
   {
     std::lock_guard<std::mutex> lock(peers_mutex_);  // revive() may replace an entry meanwhile

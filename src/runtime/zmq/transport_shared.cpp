@@ -207,6 +207,7 @@ void ZmqTransport::drain(int from, InboundShared& in) {
 
 void ZmqTransport::publish_polled(bool on) {
   polled_ = on;
+  if (!on) polled_cv_.notify_all();  // the streams' threads read again
   for (const auto& in : inbound_) {
     if (!in->mapped.load(std::memory_order_acquire)) continue;
     std::lock_guard<std::mutex> lock(in->mutex);
@@ -228,8 +229,10 @@ void ZmqTransport::sleep_begin() {
     std::lock_guard<std::mutex> lock(poll_mutex_);
     if (++sleepers_ == 1 && polled_.load()) publish_polled(false);
   }
-  // A sender that saw `polled` set left the reader asleep: what it published is delivered here.
+  // A sender that saw `polled` set left the reader asleep: what it published is delivered here;
+  // and what the streams hold.
   drain_all();
+  poll_streams();
 }
 
 void ZmqTransport::sleep_end() {
@@ -305,6 +308,10 @@ void ZmqTransport::poll() {
     if (!in.mapped.load(std::memory_order_acquire)) continue;
     std::unique_lock<std::mutex> lock(in.mutex, std::try_to_lock);
     if (lock && in.ring && in.ring->pending()) drain(static_cast<int>(p), in);  // else another thread drains it
+  }
+  if (stream_fd_ >= 0) {
+    last_poll_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    poll_streams();
   }
 }
 

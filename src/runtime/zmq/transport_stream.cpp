@@ -2,6 +2,7 @@
 // connecting to an offer, accepting and authenticating connections, sending records and reading
 // them.
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -59,60 +60,6 @@ std::string endpoint_host(const std::string& endpoint) {
   if (rest.size() > 2 && rest.front() == '[') rest = rest.substr(1, rest.size() - 2);
   return rest;
 }
-
-// The receive buffers of one stream, reused: a message's buffer returns here when the receiver lets
-// go of it, so that a stream of large messages does not fault in fresh pages for each one (costly
-// on virtual machines that shadow page tables). Keeps at most kMaxCachedBytes of idle buffers.
-// Thread-safety: take() from the stream's reader, the return from any thread.
-class BufferPool : public std::enable_shared_from_this<BufferPool> {
- public:
-  static constexpr std::size_t kMaxCachedBytes = 256u << 20;
-  static constexpr std::align_val_t kAlignment{64};  // every dtype's alignment, and a cache line
-
-  ~BufferPool() {
-    for (auto [bytes, memory] : idle_) ::operator delete(memory, kAlignment);
-  }
-  // A buffer of at least `bytes` (at least 1), owned by the returned pointer.
-  std::shared_ptr<std::byte> take(std::size_t bytes) {
-    bytes = std::max<std::size_t>(bytes, 1);
-    std::byte* memory = nullptr;
-    std::size_t capacity = 0;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto best = idle_.end();
-      for (auto it = idle_.begin(); it != idle_.end(); ++it)
-        if (it->first >= bytes && (best == idle_.end() || it->first < best->first)) best = it;
-      if (best != idle_.end()) {
-        std::tie(capacity, memory) = *best;
-        cached_ -= capacity;
-        idle_.erase(best);
-      }
-    }
-    if (!memory) {
-      capacity = bytes;
-      memory = static_cast<std::byte*>(::operator new(capacity, kAlignment));
-    }
-    return std::shared_ptr<std::byte>(memory,
-                                      [pool = shared_from_this(), capacity](std::byte* m) { pool->give(m, capacity); });
-  }
-
- private:
-  void give(std::byte* memory, std::size_t capacity) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (cached_ + capacity <= kMaxCachedBytes) {
-        idle_.emplace_back(capacity, memory);
-        cached_ += capacity;
-        return;
-      }
-    }
-    ::operator delete(memory, kAlignment);
-  }
-
-  std::mutex mutex_;
-  std::vector<std::pair<std::size_t, std::byte*>> idle_;
-  std::size_t cached_ = 0;
-};
 
 std::string peer_address(const sockaddr_storage& addr) {
   char text[INET6_ADDRSTRLEN] = "?";
@@ -297,57 +244,147 @@ void ZmqTransport::serve_stream(int fd, std::string address) {
   read_stream(from, offer, *reader, head.after);
 }
 
+std::string ZmqTransport::stream_read_stop(int from, std::uint64_t offer) {
+  if (stop_.load()) return "the transport stopped";
+  StreamIn& in = *stream_in_[static_cast<std::size_t>(from)];
+  std::lock_guard<std::mutex> lock(in.mutex);
+  if (in.offer != offer) return "the rank was taken back";
+  return {};
+}
+
 void ZmqTransport::read_stream(int from, std::uint64_t offer, StreamReader& reader, std::uint64_t after) {
   StreamIn& in = *stream_in_[static_cast<std::size_t>(from)];
-  const auto replaced = [&] {
-    std::lock_guard<std::mutex> lock(in.mutex);
-    return in.offer != offer;
-  };
-  const StopCheck stop = [this, &replaced]() -> std::string {
-    if (stop_.load()) return "the transport stopped";
-    if (replaced()) return "the rank was taken back";
-    return {};
-  };
-  InboundShared& counted = *inbound_[static_cast<std::size_t>(from)];
-  const auto pool = std::make_shared<BufferPool>();
-  bool waited = false;  // for the data frames sent through ZeroMQ before the stream
+  {
+    std::lock_guard<std::mutex> lock(in.read_mutex);
+    in.reader = &reader;
+    auto pool = std::make_shared<BufferPool>();
+    in.allocate = [pool](std::size_t bytes) { return pool->take(bytes); };
+    in.read_offer = offer;
+    in.after = after;
+    in.waited = false;
+    in.readable = true;
+  }
+  struct Detach {  // waiters no longer read the stream once this thread returns
+    StreamIn& in;
+    StreamReader& reader;
+    ~Detach() {
+      std::lock_guard<std::mutex> lock(in.read_mutex);
+      if (in.reader != &reader) return;
+      in.readable = false;
+      in.reader = nullptr;
+      in.allocate = nullptr;
+    }
+  } detach{in, reader};
   try {
-    RecordHead head;
-    while (reader.read_head(head, stop)) {
-      const ProcessInfo& sender = table_[static_cast<std::size_t>(from)];
-      check_endpoints(sender, head.header);
-      FAST_ENFORCE_AS(wire::FrameError, head.kind != RecordKind::open, "stream: a second `open` record");
-      if (head.kind == RecordKind::bye) {
-        std::string text(head.header.payload_bytes, '\0');
-        reader.read_payload(std::as_writable_bytes(std::span<char>(text)), stop);
-        in.bye_text = text.substr(0, 4096);
-        in.bye = true;
-        heard_from(from);
-        continue;  // the sender closes the stream
+    {
+      std::lock_guard<std::mutex> lock(in.read_mutex);  // what the handshake read ahead
+      if (!read_available(from, in)) return;
+    }
+    while (!in.failed.load()) {  // a waiter that found the stream broken said so
+      const std::string why = stream_read_stop(from, offer);
+      FAST_ENFORCE_AS(core::IoError, why.empty(), "{}", why);
+      if (waiters_poll()) {  // they read the stream: step back until none polled for kStreamGrace
+        std::unique_lock<std::mutex> lock(poll_mutex_);
+        polled_cv_.wait_for(lock, kStreamGrace, [this] { return !polled_.load() || stop_.load(); });
+        continue;
       }
-      std::shared_ptr<std::byte> buffer = pool->take(head.header.payload_bytes);
-      reader.read_payload({buffer.get(), head.header.payload_bytes}, stop);
-      while (!waited) {
-        {
-          std::lock_guard<std::mutex> lock(counted.mutex);
-          waited = counted.zmq_data >= after;
-        }
-        if (!waited) {
-          FAST_ENFORCE_AS(core::IoError, stop().empty(), "{}", stop());
-          std::this_thread::sleep_for(std::chrono::microseconds(50));
-        }
-      }
-      heard_from(from);
-      const core::ConstView view(buffer.get(), head.header.count, head.header.dtype);
-      world_->deliver_remote(head.header.src, head.header.dst, head.header.tag, view, std::move(buffer));
+      // read_available() leaves nothing read ahead: the socket says whether a record is there.
+      pollfd p{.fd = reader.fd(), .events = POLLIN, .revents = 0};
+      if (::poll(&p, 1, kSocketTimeoutMs) <= 0 || waiters_poll()) continue;
+      std::lock_guard<std::mutex> lock(in.read_mutex);
+      if (!read_available(from, in)) return;  // the sender closed the stream after its bye
     }
   } catch (const core::Error& e) {
-    if (stop_.load() || replaced() || lost_[static_cast<std::size_t>(from)].load() || in.bye.load()) return;
-    in.failure = fmt::format("lost: its direct stream failed: {}", e.what());
-    in.failed = true;
-    const std::uint64_t one = 1;
-    (void)!write(wake_fd_, &one, sizeof(one));
+    stream_broke(from, in, offer, e.what());
   }
+}
+
+void ZmqTransport::stream_broke(int from, StreamIn& in, std::uint64_t offer, const std::string& what) {
+  if (stop_.load() || !stream_read_stop(from, offer).empty() || lost_[static_cast<std::size_t>(from)].load() ||
+      in.bye.load())
+    return;
+  in.failure = fmt::format("lost: its direct stream failed: {}", what);
+  in.failed = true;
+  const std::uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+}
+
+bool ZmqTransport::read_available(int from, StreamIn& in) {
+  for (;;) {
+    switch (in.reader->advance(in.allocate)) {
+      case StreamReader::Step::waiting: return true;
+      case StreamReader::Step::end: return false;
+      case StreamReader::Step::record: deliver_record(from, in, in.reader->current());
+    }
+  }
+}
+
+void ZmqTransport::deliver_record(int from, StreamIn& in, StreamReader::Record& record) {
+  const RecordHead& head = record.head;
+  const ProcessInfo& sender = table_[static_cast<std::size_t>(from)];
+  check_endpoints(sender, head.header);
+  FAST_ENFORCE_AS(wire::FrameError, head.kind != RecordKind::open, "stream: a second `open` record");
+  if (head.kind == RecordKind::bye) {
+    const auto* text = reinterpret_cast<const char*>(record.payload.get());
+    in.bye_text.assign(text, text == nullptr ? 0 : std::min<std::size_t>(head.header.payload_bytes, 4096));
+    in.bye = true;
+    heard_from(from);
+    return;  // the sender closes the stream
+  }
+  InboundShared& counted = *inbound_[static_cast<std::size_t>(from)];
+  while (!in.waited) {  // the data frames sent through ZeroMQ before the stream come first
+    {
+      std::lock_guard<std::mutex> lock(counted.mutex);
+      in.waited = counted.zmq_data >= in.after;
+    }
+    if (!in.waited) {
+      const std::string why = stream_read_stop(from, in.read_offer);
+      FAST_ENFORCE_AS(core::IoError, why.empty(), "{}", why);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  heard_from(from);
+  const core::ConstView view(record.payload.get(), head.header.count, head.header.dtype);
+  world_->deliver_remote(head.header.src, head.header.dst, head.header.tag, view, std::move(record.payload));
+}
+
+bool ZmqTransport::waiters_poll() const {
+  if (!polls_in_caller() || !polled_.load(std::memory_order_relaxed)) return false;
+  const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  return now - last_poll_.load(std::memory_order_relaxed) <
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(kStreamGrace).count();
+}
+
+void ZmqTransport::poll_streams() {
+  for (std::size_t p = 0; p < stream_in_.size(); ++p) {
+    StreamIn& in = *stream_in_[p];
+    if (!in.readable.load(std::memory_order_acquire)) continue;
+    std::unique_lock<std::mutex> lock(in.read_mutex, std::try_to_lock);
+    if (!lock || in.reader == nullptr) continue;  // another thread reads it
+    try {
+      if (!read_available(static_cast<int>(p), in)) in.readable = false;  // ended: its thread sees it too
+    } catch (const core::Error& e) {
+      in.readable = false;  // its thread finds the failure too and ends
+      stream_broke(static_cast<int>(p), in, in.read_offer, e.what());
+    }
+  }
+}
+
+void ZmqTransport::wait_writable(int fd) {
+  pollfd p{.fd = fd, .events = POLLOUT, .revents = 0};
+  if (!polls_in_caller()) {  // the streams' threads read what the peer sends meanwhile
+    ::poll(&p, 1, kSocketTimeoutMs);
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(settings_.poll_seconds);
+  do {
+    poll();  // what the peer sends meanwhile: it may be waiting for room in this process's socket
+    if (::poll(&p, 1, 0) > 0) return;
+    __builtin_ia32_pause();
+  } while (std::chrono::steady_clock::now() < deadline);
+  sleep_begin();  // the streams' threads read while this one blocks
+  ::poll(&p, 1, kSocketTimeoutMs);
+  sleep_end();
 }
 
 core::Work ZmqTransport::send_stream(StreamOut& out, int process, const wire::FrameHeader& header,
@@ -355,9 +392,9 @@ core::Work ZmqTransport::send_stream(StreamOut& out, int process, const wire::Fr
   std::lock_guard<std::mutex> lock(out.mutex);
   try {
     FAST_ENFORCE_AS(core::IoError, out.writer != nullptr, "the stream was closed");
-    out.writer->write({.kind = RecordKind::data, .header = header},
-                      {static_cast<const std::byte*>(data.data()), data.bytes()},
-                      [this, process] { return stream_stop(process); });
+    out.writer->write(
+        {.kind = RecordKind::data, .header = header}, {static_cast<const std::byte*>(data.data()), data.bytes()},
+        [this, process] { return stream_stop(process); }, [this](int fd) { wait_writable(fd); });
   } catch (const core::IoError& e) {
     ensure_alive(header.dst);  // lost meanwhile: that is the error
     if (!out.failed.load()) {  // the I/O thread counts the process lost
