@@ -5,10 +5,8 @@
 
 #include <cstring>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include "fast/core/error.hpp"
+#include "fast/wire/frame.hpp"
 
 namespace fast::runtime::zmq {
 
@@ -81,9 +79,8 @@ std::array<unsigned char, 12> Sealer::nonce() const {
 void Sealer::seal(std::span<const std::byte> plain, std::byte* out, Tag& tag) {
   FAST_ENFORCE_AS(core::IoError, counter_ != ~std::uint64_t{0}, "stream encryption: the nonce counter is spent");
   if (!encrypts()) {
-    const XXH128_hash_t h = XXH3_128bits_withSeed(plain.data(), plain.size(), counter_);
-    std::memcpy(tag.data(), &h.low64, 8);
-    std::memcpy(tag.data() + 8, &h.high64, 8);
+    const std::array<std::uint64_t, 2> h = wire::checksum128(plain, counter_);
+    std::memcpy(tag.data(), h.data(), 16);
     ++counter_;
     return;
   }
@@ -103,10 +100,9 @@ void Sealer::seal(std::span<const std::byte> plain, std::byte* out, Tag& tag) {
 
 bool Sealer::open(std::span<std::byte> data, const Tag& tag) {
   if (!encrypts()) {
-    const XXH128_hash_t h = XXH3_128bits_withSeed(data.data(), data.size(), counter_);
+    const std::array<std::uint64_t, 2> h = wire::checksum128(data, counter_);
     Tag expected{};
-    std::memcpy(expected.data(), &h.low64, 8);
-    std::memcpy(expected.data() + 8, &h.high64, 8);
+    std::memcpy(expected.data(), h.data(), 16);
     if (expected != tag) return false;
     ++counter_;
     return true;
