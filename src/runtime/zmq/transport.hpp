@@ -352,8 +352,9 @@ class ZmqTransport final : public engine::Transport {
     std::uint64_t after = 0;          // the `open` record's count of data frames through ZeroMQ
     bool waited = false;              // that many were handled here
     std::atomic<bool> readable{false};
-    std::mutex mutex;         // guards the offer
-    std::uint64_t offer = 0;  // the id offered (0: none); a reader of another id ends
+    std::atomic<int> read_fd{-1};  // reader's socket while `reader` is set, for a writer's wait
+    std::mutex mutex;              // guards the offer
+    std::uint64_t offer = 0;       // the id offered (0: none); a reader of another id ends
     Sealer::Key key{};
     Protection protection = Protection::checksum;
     bool connected = false;           // an `open` record under this offer arrived
@@ -399,9 +400,8 @@ class ZmqTransport final : public engine::Transport {
   void poll_streams();
   // Whether a waiter polled within kStreamGrace (the streams' threads step back then).
   bool waiters_poll() const;
-  // The stream writers' WriteWait: polls (the waiters' way: what the peer sends is read) until
-  // the socket takes bytes, for at most the poll budget, then blocks on it as a waiter does
-  // (sleep_begin / sleep_end), at most kSocketTimeoutMs.
+  // The stream writers' WriteWait: until the socket takes bytes (at most kSocketTimeoutMs), reads
+  // what the peers send, polling, then blocked on the sockets (transport_stream.cpp).
   void wait_writable(int fd);
   // A StopCheck's answer for the reading of `from`'s stream opened under `offer`.
   std::string stream_read_stop(int from, std::uint64_t offer);

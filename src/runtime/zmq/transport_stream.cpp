@@ -257,6 +257,7 @@ void ZmqTransport::read_stream(int from, std::uint64_t offer, StreamReader& read
   {
     std::lock_guard<std::mutex> lock(in.read_mutex);
     in.reader = &reader;
+    in.read_fd = reader.fd();
     auto pool = std::make_shared<BufferPool>();
     in.allocate = [pool](std::size_t bytes) { return pool->take(bytes); };
     in.read_offer = offer;
@@ -271,6 +272,7 @@ void ZmqTransport::read_stream(int from, std::uint64_t offer, StreamReader& read
       std::lock_guard<std::mutex> lock(in.read_mutex);
       if (in.reader != &reader) return;
       in.readable = false;
+      in.read_fd = -1;
       in.reader = nullptr;
       in.allocate = nullptr;
     }
@@ -371,20 +373,32 @@ void ZmqTransport::poll_streams() {
 }
 
 void ZmqTransport::wait_writable(int fd) {
-  pollfd p{.fd = fd, .events = POLLOUT, .revents = 0};
+  pollfd out{.fd = fd, .events = POLLOUT, .revents = 0};
   if (!polls_in_caller()) {  // the streams' threads read what the peer sends meanwhile
-    ::poll(&p, 1, kSocketTimeoutMs);
+    ::poll(&out, 1, kSocketTimeoutMs);
     return;
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(settings_.poll_seconds);
+  // What the peers send meanwhile is read here (a peer may be waiting for room in this process's
+  // socket, as this thread waits for room in its): first polling, for the poll budget; then
+  // blocked on this socket and the streams that come in together, polling again as they wake it
+  // and at least every millisecond (the rings), for at most kSocketTimeoutMs.
+  const auto start = std::chrono::steady_clock::now();
+  const auto spin_until = start + std::chrono::duration<double>(settings_.poll_seconds);
   do {
-    poll();  // what the peer sends meanwhile: it may be waiting for room in this process's socket
-    if (::poll(&p, 1, 0) > 0) return;
+    poll();
+    if (::poll(&out, 1, 0) > 0) return;
     __builtin_ia32_pause();
-  } while (std::chrono::steady_clock::now() < deadline);
-  sleep_begin();  // the streams' threads read while this one blocks
-  ::poll(&p, 1, kSocketTimeoutMs);
-  sleep_end();
+  } while (std::chrono::steady_clock::now() < spin_until);
+  std::vector<pollfd> fds;
+  do {
+    fds.assign(1, out);
+    for (const auto& in : stream_in_)
+      if (const int read_fd = in->read_fd.load(std::memory_order_acquire); read_fd >= 0)
+        fds.push_back({.fd = read_fd, .events = POLLIN, .revents = 0});
+    ::poll(fds.data(), fds.size(), 1);
+    if (fds[0].revents != 0) return;
+    poll();
+  } while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(kSocketTimeoutMs));
 }
 
 core::Work ZmqTransport::send_stream(StreamOut& out, int process, const wire::FrameHeader& header,
