@@ -121,7 +121,7 @@ TEST(AsynchronousPeriodicAccuracy, ASigkilledRunResumedReachesTheAccuracyOfTheRu
   const std::string length = "--strategy adpsgd --epochs 3 ";
   const std::string periodic = "--checkpoint-dir ck --checkpoint-every 100 ";
   kill_when(dir, length + periodic + "--log-every 20 --metrics m.jsonl",
-            [&] { return mean_latest_step(dir / "m.jsonl") >= 700; });
+            [&] { return mean_latest_step({dir / "m.jsonl"}) >= 700; });
   ASSERT_FALSE(HasFailure());
   const Ran resumed = run(dir, "threads", length + periodic + "--resume-if-present", 4);
   ASSERT_TRUE(ok(resumed)) << resumed.log;

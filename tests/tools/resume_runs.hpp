@@ -77,26 +77,30 @@ inline std::vector<std::string> runtimes() {
   return out;
 }
 
-// The mean, over the workers with train records in the metrics file `file`, of each one's latest
-// logged step (0 before any record). A line still being written is skipped.
-inline double mean_latest_step(const fs::path& file) {
+// The mean, over the workers with train records in the metrics files `files` (a run's one file, or
+// each process's), of each one's latest logged step (0 before any record). A line still being
+// written is skipped; a file not written yet counts no worker.
+inline double mean_latest_step(const std::vector<fs::path>& files) {
   std::map<int, std::int64_t> latest;
-  std::istringstream lines(slurp(file));
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("\"event\":\"train\"") == std::string::npos) continue;
-    const json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (record.is_discarded() || !record.contains("worker") || !record.contains("step")) continue;
-    std::int64_t& step = latest[record["worker"].get<int>()];
-    step = std::max(step, record["step"].get<std::int64_t>());
+  for (const fs::path& file : files) {
+    if (!fs::exists(file)) continue;
+    std::istringstream lines(slurp(file));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("\"event\":\"train\"") == std::string::npos) continue;
+      const json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (record.is_discarded() || !record.contains("worker") || !record.contains("step")) continue;
+      std::int64_t& step = latest[record["worker"].get<int>()];
+      step = std::max(step, record["step"].get<std::int64_t>());
+    }
   }
   double sum = 0;
   for (const auto& [worker, step] : latest) sum += static_cast<double>(step);
   return latest.empty() ? 0.0 : sum / static_cast<double>(latest.size());
 }
 
-// Polls `file` until mean_latest_step reaches `step` or `seconds` pass.
-inline bool wait_for_mean_step(const fs::path& file, double step, double seconds) {
-  return fast::testing::poll_until([&] { return mean_latest_step(file) >= step; }, seconds);
+// Polls `files` until mean_latest_step reaches `step` or `seconds` pass.
+inline bool wait_for_mean_step(const std::vector<fs::path>& files, double step, double seconds) {
+  return fast::testing::poll_until([&] { return mean_latest_step(files) >= step; }, seconds);
 }
 
 }  // namespace fast::testing::resume_runs
