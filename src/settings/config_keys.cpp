@@ -70,6 +70,7 @@ const std::vector<std::string> kFinalModels{"average", "rank0", "best"};
 const std::vector<std::string> kTransports{"ipc", "tcp"};
 const std::vector<std::string> kCollectives{"fast", "native"};
 const std::vector<std::string> kWindows{"rma", "service"};
+const std::vector<std::string> kElasticLr{"keep", "linear"};  // strategy::ElasticLr, in its order
 
 // Where and how the run runs: the runtime, its cluster, the workers and their strategy.
 std::vector<ConfigKey> run_keys() {
@@ -248,6 +249,21 @@ std::vector<ConfigKey> output_keys() {
           "strategies that declare it (allreduce, local-sgd and dpsgd without a codec or a robust aggregate).",
           [](TrainOptions& o, const std::string& v) { o.elastic = parse_bool(v, "elastic"); },
           [](const TrainOptions& o) { return std::string(o.elastic ? "true" : "false"); }),
+      text_key(
+          "elastic_lr", KeyType::string, one_of_text(kElasticLr),
+          "Elastic runs: the learning rate after the group changed. keep: the schedule's, whatever the group's size; "
+          "linear: the schedule's times W_now / W_start (the workers in the group over those the run started with), "
+          "so that the step per sample stays what it was. Needs elastic.",
+          [](TrainOptions& o, const std::string& v) {
+            o.worker.elastic_lr = one_of(v, kElasticLr, "elastic_lr") == "linear" ? strategy::ElasticLr::linear
+                                                                                  : strategy::ElasticLr::keep;
+          },
+          [](const TrainOptions& o) { return kElasticLr[o.worker.elastic_lr == strategy::ElasticLr::linear ? 1 : 0]; }),
+      FAST_INT_KEY("min_workers",
+                   "Elastic runs: a loss that leaves fewer workers in the group ends the run at once, with its "
+                   "checkpoint (checkpoint_dir), its evaluation and its summary, and exit code 6 (docs/faults.md). "
+                   "At most the run's workers; 1: the run goes on down to one worker.",
+                   min_workers, 1),
   };
 }
 

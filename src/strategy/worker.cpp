@@ -114,6 +114,7 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
       optimizer_(optimizer_for(options, state.params.size())),
       schedule_(options.external_optimizer ? 0.0 : options.optimizer.lr, schedule_for(options)),
       strategy_(make_strategy(for_strategy(options), comm_)),
+      elastic_lr_(options.external_optimizer ? ElasticLr::keep : options.elastic_lr),
       fault_(FaultInjection::parse(options.strategy.fault_inject, comm_.size())) {
   const bool declared_asynchronous = asynchronous_strategy(options.strategy);
   FAST_ENFORCE(strategy_->asynchronous() == declared_asynchronous,
@@ -132,8 +133,14 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
 
 Worker::~Worker() = default;
 
-StepReport Worker::step() {
+double Worker::next_lr() const {
   const double lr = schedule_.lr_at(steps_);
+  if (elastic_lr_ == ElasticLr::keep || !comm_.elastic()) return lr;
+  return lr * static_cast<double>(comm_.group_size()) / static_cast<double>(comm_.size());
+}
+
+StepReport Worker::step() {
+  const double lr = next_lr();
   if (fault_.active()) fault_.apply(comm_.rank(), state_.grads);  // fault_inject: tests and demonstrations
   const StepOutcome outcome = strategy_step(lr);
   StepReport report{.step = steps_, .lr = lr, .applied = outcome.applied, .comm_seconds = outcome.comm_seconds};

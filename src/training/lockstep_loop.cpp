@@ -30,7 +30,8 @@ bool lockstep_step(WorkerLoop& loop, std::int64_t s) {
 // eval_interval_steps steps (but not at the last step: the final evaluation follows the loop) all
 // workers evaluate together; with stop_on_divergence they stop after an evaluation at which some
 // worker's divergence check had latched. A lost worker ends the run with its PeerLost (the strategy's),
-// unless the run is elastic (plan.elastic): then the survivors regroup and go on.
+// unless the run is elastic (plan.elastic): then the survivors regroup and go on, or end the run
+// at the agreed step when fewer than plan.min_workers are left.
 // A resumed run starts at plan.first_step (its data position: epoch and batch follow from the step).
 // Stop requests are agreed on after a step (WorkerLoop::stop_agreed); checkpoints are written
 // every checkpoint_every steps (not at the last: trainer.cpp writes the final one).
@@ -46,6 +47,7 @@ void run_lockstep(WorkerLoop& loop) {
       // Elastic: the survivors regroup and go on from the steps they agreed on (what followed a
       // step that completed, such as its evaluation, is not taken again); otherwise rethrown.
       s = loop.regroup_survivors(lost);
+      if (loop.below_min_workers() > 0) break;  // fewer than plan.min_workers left: the run ends here
     }
   }
 }

@@ -92,7 +92,8 @@ int interruption(const RunTotals& totals) {
   return by;
 }
 
-// interrupted (by what, at which step of the summary's writer), resumed_from_step, checkpoint
+// interrupted (by what, at which step of the summary's writer), below_min_workers (with min_workers
+// and ended_at_step when true), resumed_from_step, checkpoint
 // (the last folder written) and checkpoint_step (docs/metrics.md).
 void add_resume_fields(json& summary, const SummaryInputs& in, const WorkerTotals& first) {
   const int by = interruption(in.totals);
@@ -100,6 +101,12 @@ void add_resume_fields(json& summary, const SummaryInputs& in, const WorkerTotal
   if (by != 0) {
     summary["interrupted_by"] = by == SIGTERM ? "SIGTERM" : "SIGINT";
     summary["interrupted_at_step"] = first.steps;
+  }
+  // An elastic run that a loss took below min_workers ended there (exit code 6).
+  summary["below_min_workers"] = in.below_min_workers > 0;
+  if (in.below_min_workers > 0) {
+    summary["min_workers"] = in.options.min_workers;
+    summary["ended_at_step"] = first.steps;
   }
   summary["resumed_from_step"] = in.plan.resumed ? json(in.plan.first_step) : json(nullptr);
   summary["checkpoint"] = in.checkpoint_step < 0 ? json(nullptr) : json(in.checkpoint.string());

@@ -30,6 +30,8 @@ struct SummaryInputs {
   nlohmann::json run = nullptr;
   // Why the final checkpoint was not written; "" when it was (or none was asked for).
   std::string checkpoint_error = {};
+  // The members left when a loss took an elastic run below min_workers (WorkerLoop::below_min_workers); 0: none did.
+  int below_min_workers = 0;
   // Bytes of the training and test sets this process holds; nullopt where the workers do not all
   // run in this process (no memory_floor_bytes then).
   std::optional<std::uint64_t> dataset_bytes = std::nullopt;

@@ -182,6 +182,13 @@ std::int64_t WorkerLoop::regroup_survivors(const core::PeerLost& lost) {
               "elastic: worker(s) {} lost; {} workers go on from step {} with worker {}'s state ({})",
               fmt::join(g.lost, ", "), g.members.size(), g.steps, g.source, lost.what());
   }
+  const int left = static_cast<int>(g.members.size());
+  if (left < plan_.min_workers) {
+    below_min_workers_ = left;
+    if (lead())
+      core::log(core::LogLevel::error, "elastic: {} workers left, below min_workers {}: the run ends at step {} of {}",
+                left, plan_.min_workers, g.steps, plan_.total_steps);
+  }
   return g.steps;
 }
 

@@ -71,7 +71,8 @@ struct LoopPlan {
       0;                   // a checkpoint every this many steps (asynchronous: of each worker's own; 0: none)
   bool stoppable = false;  // poll core::stop_requested() (fast train's SIGINT/SIGTERM)
   std::int64_t stop_check_every = 1;  // lockstep: a stop agreement after every step that is a multiple of this
-  bool elastic = false;  // lockstep: the survivors of a lost worker regroup and go on (regroup_survivors)
+  bool elastic = false;               // lockstep: the survivors of a lost worker regroup and go on (regroup_survivors)
+  int min_workers = 1;  // elastic: a regrouping that leaves fewer members ends the run (below_min_workers)
 };
 
 class WorkerLoop {
@@ -105,8 +106,13 @@ class WorkerLoop {
   // state (strategy::Worker::regroup_survivors); the first member writes a `membership` record for
   // each worker lost, with the step and the new group's size, and logs the change. Returns the
   // steps taken, where the loop goes on. Rethrows `lost` when this worker is lost itself or the
-  // run is not elastic.
+  // run is not elastic. A new group of fewer than plan.min_workers members is kept in
+  // below_min_workers() (the same on every member: they agreed on the group), and the first
+  // member logs that the run ends there.
   std::int64_t regroup_survivors(const core::PeerLost& lost);
+  // The members left when a loss took the group below plan.min_workers (the lockstep loop then
+  // ends at the steps regroup_survivors returned); 0 while it has not.
+  int below_min_workers() const noexcept { return below_min_workers_; }
   // Elastic lockstep runs, joins at a step boundary. admit_joiners(): collective among the
   // members after `done` steps, every plan.stop_check_every steps (but the last): each member
   // proposes the lowest rank that is alive again without being a member (a new process took it
@@ -190,6 +196,7 @@ class WorkerLoop {
   std::vector<EvalEvent> evaluations_;
   metrics::DivergenceCheck divergence_;
   int stopped_by_ = 0;
+  int below_min_workers_ = 0;
   CheckpointStore* checkpoints_ = nullptr;
   std::filesystem::path last_checkpoint_;
   std::int64_t last_checkpoint_step_ = -1;

@@ -19,6 +19,7 @@ TEST(ExitCode, NumbersAreTheDocumentedOnes) {
   EXPECT_EQ(exit_code::io_or_peer_lost, 3);
   EXPECT_EQ(exit_code::timeout, 4);
   EXPECT_EQ(exit_code::failed, 5);
+  EXPECT_EQ(exit_code::below_min_workers, 6);
   EXPECT_EQ(exit_code::launch_timeout, 124);
   EXPECT_EQ(exit_code::cannot_exec, 127);
   EXPECT_EQ(exit_code::killed_by(9), 137);  // SIGKILL on Linux, as a shell reports it
@@ -53,7 +54,7 @@ TEST(ExitCode, ThrowUnlessOkInvertsTheProducersMapping) {
   EXPECT_EQ(thrown_by(exit_code::io_or_peer_lost), "IoError");
   EXPECT_EQ(thrown_by(exit_code::timeout), "TimeoutError");
   // Every other code is a plain Error, which main turns into `failed` (5).
-  for (int code : {1, 5, 7, 124, 127, 137, 255}) EXPECT_EQ(thrown_by(code), "Error") << code;
+  for (int code : {1, 5, 6, 7, 124, 127, 137, 255}) EXPECT_EQ(thrown_by(code), "Error") << code;
 }
 
 // docs/errors.md: the table row of each exception ends with its code, and the launch codes and
@@ -78,7 +79,8 @@ TEST(ExitCode, ErrorsDocListsTheSameCodes) {
   EXPECT_EQ(row_code("PeerLost"), std::to_string(exit_code::io_or_peer_lost));
   EXPECT_EQ(row_code("TimeoutError"), std::to_string(exit_code::timeout));
   EXPECT_EQ(row_code("RemoteError"), std::to_string(exit_code::failed));
-  for (const char* mention : {"Exit code 1", "124", "127", "128 + the signal", "fast/core/exit_code.hpp"})
+  for (const char* mention :
+       {"Exit code 1", "| 6 | `below_min_workers` |", "124", "127", "128 + the signal", "fast/core/exit_code.hpp"})
     EXPECT_NE(doc.find(mention), std::string::npos) << mention;
 }
 

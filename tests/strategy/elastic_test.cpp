@@ -38,29 +38,32 @@ struct Outcome {
   std::vector<Regrouping> regroupings;  // each survivor's last
   std::vector<int> regroup_calls;
   std::vector<bool> lost;
+  std::vector<std::vector<double>> lrs;  // each worker's StepReport::lr of every step it completed
 };
 
 // 4 workers train kSteps steps of `strategy` (elastic); the cluster's failures decide who is lost.
-Outcome run(const runtime::Cluster& cluster, const std::string& strategy) {
+Outcome run(const runtime::Cluster& cluster, const std::string& strategy, ElasticLr elastic_lr = ElasticLr::keep) {
   constexpr int kWorkers = 4;
   Outcome out{.finals = std::vector<std::vector<float>>(kWorkers),
               .regroupings = std::vector<Regrouping>(kWorkers),
               .regroup_calls = std::vector<int>(kWorkers, 0),
-              .lost = std::vector<bool>(kWorkers, false)};
+              .lost = std::vector<bool>(kWorkers, false),
+              .lrs = std::vector<std::vector<double>>(kWorkers)};
   runtime::sim::World world({.size = kWorkers, .cluster = cluster, .tolerate_lost = true});
   world.run([&](runtime::Context& ctx) {
     const auto r = static_cast<std::size_t>(ctx.rank());
     std::vector<float> x(kDim, 0.5f), g(kDim);
     WorkerOptions options{.strategy = {.name = strategy, .period = 3},
                           .optimizer = {.name = "sgd", .lr = kLr},
-                          .communicator = {.elastic = true}};
+                          .communicator = {.elastic = true},
+                          .elastic_lr = elastic_lr};
     Worker worker(ctx, options, {.params = x, .grads = g});
     try {
       while (worker.steps() < kSteps) {
         try {
           for (std::size_t i = 0; i < kDim; ++i) g[i] = x[i] - static_cast<float>(centre(ctx.rank(), i));
           ctx.compute(kStepSeconds * 1e9);
-          worker.step();
+          out.lrs[r].push_back(worker.step().lr);
         } catch (const core::PeerLost&) {
           if (!ctx.alive(ctx.rank())) throw;
           out.regroupings[r] = worker.regroup_survivors();
@@ -77,14 +80,15 @@ Outcome run(const runtime::Cluster& cluster, const std::string& strategy) {
   return out;
 }
 
-// The closed form: `before` steps with group `a`, the rest with group `b`.
-double expected(std::size_t i, int before, const std::vector<int>& a, const std::vector<int>& b) {
+// The closed form: `before` steps with group `a` at rate kLr, the rest with group `b` at `lr_after`.
+double expected(std::size_t i, int before, const std::vector<int>& a, const std::vector<int>& b,
+                double lr_after = kLr) {
   const double ca = group_centre(a, i), cb = group_centre(b, i);
   const double x = ca + std::pow(1 - kLr, before) * (0.5 - ca);
-  return cb + std::pow(1 - kLr, kSteps - before) * (x - cb);
+  return cb + std::pow(1 - lr_after, kSteps - before) * (x - cb);
 }
 
-void expect_survivors(const Outcome& o, const std::vector<int>& survivors, int before) {
+void expect_survivors(const Outcome& o, const std::vector<int>& survivors, int before, double lr_after = kLr) {
   const std::vector<int> all{0, 1, 2, 3};
   for (int w : survivors) {
     const auto r = static_cast<std::size_t>(w);
@@ -96,7 +100,7 @@ void expect_survivors(const Outcome& o, const std::vector<int>& survivors, int b
   const std::vector<float>& x = o.finals[static_cast<std::size_t>(survivors.front())];
   ASSERT_EQ(x.size(), kDim);
   for (std::size_t i = 0; i < kDim; ++i) {
-    const double e = expected(i, before, all, survivors);
+    const double e = expected(i, before, all, survivors, lr_after);
     ASSERT_NEAR(x[i], e, 1e-5 * (1 + std::abs(e))) << "i=" << i;
   }
 }
@@ -110,6 +114,42 @@ TEST(ElasticTraining, SurvivorsOfALostWorkerFollowTheClosedFormOfTheirGroup) {
   for (int w : {0, 1, 3}) {
     EXPECT_EQ(o.regroup_calls[static_cast<std::size_t>(w)], 1);
     EXPECT_EQ(o.regroupings[static_cast<std::size_t>(w)].lost, std::vector<int>{2});
+  }
+}
+
+// ElasticLr: after worker 2's loss the 3 survivors step at kLr (keep) or kLr * 3 / 4 (linear), and
+// follow the closed form with that rate from the agreed step on; every step reports its rate.
+TEST(ElasticTraining, TheLearningRateOfTheSurvivorsFollowsElasticLr) {
+  runtime::Cluster cluster = star(4);
+  cluster.failures.push_back({.host = 2, .off = 5.5});
+  const double scaled = kLr * 3.0 / 4.0;
+  const Outcome keep = run(cluster, "allreduce", ElasticLr::keep);
+  const Outcome linear = run(cluster, "allreduce", ElasticLr::linear);
+  expect_survivors(keep, {0, 1, 3}, 5, kLr);
+  expect_survivors(linear, {0, 1, 3}, 5, scaled);
+  for (int w : {0, 1, 3}) {
+    const auto r = static_cast<std::size_t>(w);
+    ASSERT_EQ(linear.lrs[r].size(), static_cast<std::size_t>(kSteps)) << "worker " << w;
+    for (std::size_t step = 0; step < linear.lrs[r].size(); ++step) {
+      EXPECT_EQ(keep.lrs[r][step], kLr) << "worker " << w << " step " << step;
+      EXPECT_EQ(linear.lrs[r][step], step < 5 ? kLr : scaled) << "worker " << w << " step " << step;
+    }
+  }
+  // The two closed forms are far apart after 7 steps: the test tells the rates apart.
+  EXPECT_GT(std::abs(expected(0, 5, {0, 1, 2, 3}, {0, 1, 3}, scaled) - expected(0, 5, {0, 1, 2, 3}, {0, 1, 3})), 1e-3);
+}
+
+// Without a loss, linear keeps the rate: the group is the one the run started with.
+TEST(ElasticTraining, LinearLrWithoutALossIsTheScheduleRate) {
+  const Outcome o = run(star(4), "allreduce", ElasticLr::linear);
+  for (int w = 0; w < 4; ++w) {
+    const auto r = static_cast<std::size_t>(w);
+    EXPECT_FALSE(o.lost[r]);
+    EXPECT_EQ(o.lrs[r], std::vector<double>(kSteps, kLr)) << "worker " << w;
+  }
+  for (std::size_t i = 0; i < kDim; ++i) {
+    const double e = expected(i, kSteps, {0, 1, 2, 3}, {0, 1, 2, 3});
+    ASSERT_NEAR(o.finals[0][i], e, 1e-5 * (1 + std::abs(e))) << "i=" << i;
   }
 }
 

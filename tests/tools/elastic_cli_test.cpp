@@ -10,6 +10,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <array>
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -32,17 +34,19 @@ using nlohmann::json;
 const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
 const std::string kTrain = " --model mlp --seed 11 --batch 32 --epochs 2 --eval-every 0 ";
 
-// The `membership` records of a metrics file.
-std::vector<json> membership_records(const fs::path& metrics) {
+// The records of one kind (`event`) of a metrics file.
+std::vector<json> records_of(const fs::path& metrics, const std::string& event) {
   std::vector<json> out;
   std::ifstream in(metrics);
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) {
       json r = json::parse(line);
-      if (r["event"] == "membership") out.push_back(std::move(r));
+      if (r["event"] == event) out.push_back(std::move(r));
     }
   return out;
 }
+
+std::vector<json> membership_records(const fs::path& metrics) { return records_of(metrics, "membership"); }
 
 // What every elastic run that lost worker `victim` of 4 must show in its summary `s` and in the
 // metrics file of its first member, `metrics`; `reference`: the summary of the run without the loss.
@@ -110,6 +114,74 @@ INSTANTIATE_TEST_SUITE_P(Strategies, SimElastic, ::testing::Values("allreduce"),
 INSTANTIATE_TEST_SUITE_P(LongStrategies, SimElastic, ::testing::Values("local-sgd --period 4", "dpsgd"),
                          [](const auto& info) { return dir_name(info.param); });
 
+// --min-workers 4: the loss of host 2 leaves 3 workers, and the run ends at the step the survivors
+// agreed on (the membership record's), with its checkpoint there when --checkpoint-dir is given, and
+// exit code 6 (exit_code::below_min_workers).
+TEST(SimElasticBounds, ALossBelowMinWorkersEndsTheRunWithItsCheckpoint) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "below_min");
+  const std::string args = " --runtime sim --workers 4 --strategy allreduce --elastic --min-workers 4" + kTrain +
+                           "--cluster " + cluster_file(dir, 15).string();
+  const auto run =
+      fast::testing::run_fast_in(dir, "train" + args + " --summary s.json --metrics m.jsonl --checkpoint-dir ck");
+  ASSERT_EQ(run.code, fast::core::exit_code::below_min_workers) << run.output;
+  const std::vector<json> records = membership_records(dir / "m.jsonl");
+  ASSERT_EQ(records.size(), 1u) << run.output;
+  const std::int64_t step = records[0]["step"].get<std::int64_t>();
+  EXPECT_EQ(records[0]["workers"], 3);
+  const std::string reason =
+      "elastic: 3 workers left, below --min-workers 4: the run ended at step " + std::to_string(step) + " of ";
+  EXPECT_NE(run.output.find(reason), std::string::npos) << run.output;
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["below_min_workers"], true) << s.dump();
+  EXPECT_EQ(s["min_workers"], 4) << s.dump();
+  EXPECT_EQ(s["ended_at_step"], step) << s.dump();
+  EXPECT_EQ(s["live_workers"], 3) << s.dump();
+  EXPECT_EQ(s["checkpoint_step"], step) << s.dump();
+  EXPECT_LT(step, s["steps"].get<std::int64_t>()) << s.dump();
+  const fs::path folder = s["checkpoint"].get<std::string>();
+  std::array<char, 32> name{};
+  std::snprintf(name.data(), name.size(), "step-%012lld", static_cast<long long>(step));
+  EXPECT_EQ(folder.filename(), name.data());
+  const json manifest = json::parse(slurp(dir / folder / "manifest.json"));
+  EXPECT_EQ(manifest["step"], step);
+  EXPECT_EQ(manifest["workers"], 3);
+  // The survivors' parameters are equal (one state after the regrouping).
+  EXPECT_EQ(s["param_hash_per_worker"][0], s["param_hash_per_worker"][1]) << s.dump();
+  EXPECT_EQ(s["param_hash_per_worker"][0], s["param_hash_per_worker"][3]) << s.dump();
+
+  const auto bare = fast::testing::run_fast_in(dir, "train" + args);
+  ASSERT_EQ(bare.code, fast::core::exit_code::below_min_workers) << bare.output;
+  EXPECT_NE(bare.output.find(reason), std::string::npos) << bare.output;
+  EXPECT_NE(bare.output.find("no checkpoint written (see --checkpoint-dir)"), std::string::npos) << bare.output;
+  fs::remove_all(dir);
+}
+
+// --elastic-lr linear under a constant schedule: the train records of the first member show lr
+// 0.05 up to the loss of 1 of 4 workers and 0.05 * 3 / 4 after it.
+TEST(SimElasticBounds, LinearLrScalesTheRecordedRate) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "linear_lr");
+  const auto run = fast::testing::run_fast_in(
+      dir,
+      "train --runtime sim --workers 4 --strategy allreduce --elastic --elastic-lr linear --optimizer sgd --lr 0.05 "
+      "--schedule constant --log-every 10" +
+          kTrain + "--metrics m.jsonl --cluster " + cluster_file(dir, 15).string());
+  ASSERT_EQ(run.code, 0) << run.output;
+  const std::vector<json> lost = membership_records(dir / "m.jsonl");
+  ASSERT_EQ(lost.size(), 1u) << run.output;
+  const std::int64_t step = lost[0]["step"].get<std::int64_t>();
+  int before = 0, after = 0;
+  for (const json& r : records_of(dir / "m.jsonl", "train")) {
+    if (r["worker"] != 0) continue;
+    // A record's rate is that of its last step (step - 1, 0-based): scaled from `step` on.
+    const bool scaled = r["step"].get<std::int64_t>() > step;
+    EXPECT_DOUBLE_EQ(r["lr"].get<double>(), scaled ? 0.05 * 3 / 4 : 0.05) << r.dump();
+    ++(scaled ? after : before);
+  }
+  EXPECT_GT(before, 0);
+  EXPECT_GT(after, 0);
+  fs::remove_all(dir);
+}
+
 TEST(ElasticSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
   const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "refusals");
   const auto threads = fast::testing::run_fast_in(dir, "train --runtime threads --workers 2 --elastic" + kTrain);
@@ -124,6 +196,19 @@ TEST(ElasticSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
       fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --elastic --compress int8" + kTrain);
   EXPECT_EQ(codec.code, 2) << codec.output;
   EXPECT_NE(codec.output.find("compress = 'int8'"), std::string::npos) << codec.output;
+  // elastic_lr and min_workers: only with --elastic, and at most the run's workers.
+  const std::vector<std::pair<std::string, std::string>> bounds{
+      {"--elastic-lr linear", "elastic_lr: set to 'linear' without elastic"},
+      {"--elastic-lr square", "unknown value 'square'; expected one of: keep, linear"},
+      {"--min-workers 3", "min_workers: set to 3 without elastic"},
+      {"--elastic --min-workers 5", "min_workers: expected at most the run's 4 workers, got 5"},
+      {"--elastic --min-workers 0", "--min-workers: expected"}};
+  for (const auto& [flags, message] : bounds) {
+    const auto refused =
+        fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --data-dir missing " + flags + kTrain);
+    EXPECT_EQ(refused.code, 2) << flags << "\n" << refused.output;
+    EXPECT_NE(refused.output.find(message), std::string::npos) << flags << "\n" << refused.output;
+  }
   fs::remove_all(dir);
 }
 
@@ -208,6 +293,32 @@ TEST_P(ZmqElastic, SurvivorsOfAKilledProcessFinishTheRun) {
   const std::string first = loss.victim == 0 ? "1" : "0";
   expect_survivors_finished(json::parse(slurp(dir / "s.json")), json::parse(slurp(dir / "whole.json")), loss.victim,
                             dir / ("m.rank" + first + ".jsonl"));
+  fs::remove_all(dir);
+}
+
+// --min-workers 4: the survivors of process 2's loss end the run at the step they agreed on, with
+// its checkpoint and the summary, each process saying why; launch reports the first failure (the
+// SIGKILLed process).
+TEST(ZmqElasticBounds, SurvivorsBelowMinWorkersEndTheRunWithItsCheckpoint) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "zmq_below_min");
+  const Killed k = kill_at_30_percent(dir, "", " --strategy allreduce --min-workers 4 --checkpoint-dir ck" + kTrain, 2);
+  const std::string& log = k.log;
+  ASSERT_TRUE(k.reached) << log;
+  ASSERT_NE(k.status, -1) << "fast launch did not end:\n" << log;
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["below_min_workers"], true) << s.dump();
+  EXPECT_EQ(s["live_workers"], 3) << s.dump();
+  const std::int64_t step = s["ended_at_step"].get<std::int64_t>();
+  EXPECT_EQ(s["checkpoint_step"], step) << s.dump();
+  EXPECT_EQ(json::parse(slurp(dir / s["checkpoint"].get<std::string>() / "manifest.json"))["workers"], 3);
+  for (int survivor : {0, 1, 3})
+    EXPECT_NE(log.find("[" + std::to_string(survivor) +
+                       "] elastic: 3 workers left, below --min-workers 4: the run "
+                       "ended at step " +
+                       std::to_string(step)),
+              std::string::npos)
+        << "process " << survivor << ":\n"
+        << log;
   fs::remove_all(dir);
 }
 

@@ -69,6 +69,17 @@ TEST(RestartPolicy, CleanExitsBadInputAndLaunchsOwnStopsAreNeverRestarted) {
   EXPECT_EQ(policy.on_exit(2, kKilled, false), RestartAction::one);
 }
 
+// An elastic run below its --min-workers ends on purpose (exit code 6): neither its survivors nor
+// process 0 are started again, and nothing more is restarted in this start.
+TEST(RestartPolicy, AnElasticRunBelowMinWorkersIsFinishing) {
+  RestartPolicy policy(5);
+  EXPECT_EQ(policy.on_exit(2, kKilled, false), RestartAction::one);  // the loss: restarted alone
+  EXPECT_EQ(policy.on_exit(1, exit_code::below_min_workers, false), RestartAction::none);
+  EXPECT_EQ(policy.on_exit(0, exit_code::below_min_workers, false), RestartAction::none);
+  EXPECT_EQ(policy.on_exit(2, kKilled, false), RestartAction::none);
+  EXPECT_EQ(policy.spent(), 1);
+}
+
 TEST(RestartPolicy, WithoutRestartsNothingIsRestartedAndANegativeCountIsRefused) {
   RestartPolicy none(0);
   EXPECT_EQ(none.on_exit(2, kKilled, false), RestartAction::none);

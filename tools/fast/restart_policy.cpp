@@ -10,7 +10,8 @@ RestartPolicy::RestartPolicy(int restarts) : restarts_(restarts) {
 }
 
 RestartAction RestartPolicy::on_exit(int rank, int code, bool stopping) {
-  if (code == core::exit_code::ok) {
+  // 0, or an elastic run that ended below its --min-workers on purpose: the run is finishing.
+  if (code == core::exit_code::ok || code == core::exit_code::below_min_workers) {
     finishing_ = true;
     return RestartAction::none;
   }

@@ -3,12 +3,14 @@
 // (docs/launch.md, "Restarts"). Pure bookkeeping, no processes: launch.cpp acts on its answers.
 //
 //   - an exit code 0 is never restarted, and once a process of the current start ended with 0 the
-//     run is finishing: nothing more is restarted until the whole group starts again;
+//     run is finishing: nothing more is restarted until the whole group starts again; so is an exit
+//     code 6 (exit_code::below_min_workers: an elastic run that a loss took below --min-workers
+//     ended there on purpose, and starting its processes again would not bring the group back);
 //   - nothing is restarted while launch itself stops the processes (a forwarded SIGINT, SIGTERM or
 //     SIGHUP, --timeout, the grace after a failure that was not restarted), nor after exit code 2
 //     (bad input fails again the same way; but see below), nor once the N restarts are spent;
-//   - a process other than process 0 that died otherwise (a signal, an exit code other than 0, 2
-//     and 3) is started again alone, with its rank and environment (an asynchronous run under zmq
+//   - a process other than process 0 that died otherwise (a signal, an exit code other than 0, 2,
+//     3 and 6) is started again alone, with its rank and environment (an asynchronous run under zmq
 //     takes it back: docs/faults.md);
 //   - process 0 (it serves the rendezvous: nobody else can take a process back) and an exit code 3
 //     (a process lost a peer: the run could not go on or take the restarted process back) restart

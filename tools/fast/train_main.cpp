@@ -102,7 +102,8 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
 // fast train's closing lines on stdout: the final accuracy (by the process of worker 0 only, so
 // that a run of several processes reports one final line), divergence, the simulated time, where
 // the metrics and summary went, an interruption. Returns the exit code (an interrupted run: as
-// killed by its signal; a final checkpoint that could not be written: 3).
+// killed by its signal; a final checkpoint that could not be written: 3; an elastic run that a loss
+// took below --min-workers: 6).
 int report_outcome(const nlohmann::json& summary, const fast::training::TrainOptions& options, double wall_seconds,
                    bool reports_run) {
   if (reports_run)
@@ -135,6 +136,14 @@ int report_outcome(const nlohmann::json& summary, const fast::training::TrainOpt
                  "fast train: the final checkpoint was NOT written (%s); the final evaluation and the summary were "
                  "(checkpoint_error in the summary)\n",
                  summary["checkpoint_error"].get<std::string>().c_str());
+  if (summary.value("below_min_workers", false)) {
+    std::printf("elastic: %d workers left, below --min-workers %d: the run ended at step %lld of %lld%s%s\n",
+                summary["live_workers"].get<int>(), summary["min_workers"].get<int>(),
+                summary["ended_at_step"].get<long long>(), summary["steps"].get<long long>(),
+                summary["checkpoint"].is_null() ? "; no checkpoint written (see --checkpoint-dir)" : "; checkpoint in ",
+                summary["checkpoint"].is_null() ? "" : summary["checkpoint"].get<std::string>().c_str());
+    return exit_code::below_min_workers;
+  }
   if (!summary.value("interrupted", false)) return checkpoint_lost ? exit_code::io_or_peer_lost : exit_code::ok;
   const std::string by = summary["interrupted_by"].get<std::string>();
   std::printf(

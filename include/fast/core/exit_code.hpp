@@ -10,6 +10,8 @@
 //   io_or_peer_lost  3    IoError (a file, peer or link is broken), PeerLost (a peer left or died)
 //   timeout          4    TimeoutError (an operation past op_timeout)
 //   failed           5    RemoteError (another worker failed) and any other fast::Error
+//   below_min_workers 6   an elastic run ended because a loss left fewer workers than min_workers
+//                         (its checkpoint, evaluation and summary written; docs/faults.md)
 //   launch_timeout   124  `fast launch --timeout` stopped the run (as coreutils' timeout(1))
 //   cannot_exec      127  a child process could not be started (exec failed; as the shell does)
 //   killed_by(sig)   128 + sig   a child killed by signal sig, as `fast launch` reports it (as the shell)
@@ -30,6 +32,7 @@ enum Code : int {
   io_or_peer_lost = 3,
   timeout = 4,
   failed = 5,
+  below_min_workers = 6,
   launch_timeout = 124,
   cannot_exec = 127,
 };

@@ -32,6 +32,13 @@
 
 namespace fast::strategy {
 
+// Elastic synchronous training (docs/faults.md, "Elastic synchronous training"): the learning rate
+// after the group changed. keep: the schedule's, whatever the group's size (each step follows the
+// mean gradient of the batches it has). linear: the schedule's times W_now / W_start, the members
+// now (Communicator::group_size) over the workers the run started with (Communicator::size), so
+// that the step per sample stays what it was: after a loss of 1 of 4 workers, 3/4 of the rate.
+enum class ElasticLr { keep, linear };
+
 struct WorkerOptions {
   StrategyOptions strategy;
   optim::OptimizerOptions optimizer;
@@ -42,6 +49,9 @@ struct WorkerOptions {
   // state.params; `optimizer` and `schedule` are not used (StepReport::lr is 0). Only for strategies
   // with the trait external_optimizer, without dgc (validate_external_optimizer; InvalidArgument).
   bool external_optimizer = false;
+  // How the learning rate follows the group's size in an elastic run (communicator.elastic); not
+  // used without it, nor with external_optimizer (whose rate is the caller's).
+  ElasticLr elastic_lr = ElasticLr::keep;
 };
 
 struct SnapshotResult {
@@ -50,7 +60,7 @@ struct SnapshotResult {
 
 struct StepReport {
   std::int64_t step = 0;    // index of the step just taken (0-based)
-  double lr = 0;            // learning rate used
+  double lr = 0;            // learning rate used (the schedule's, scaled by WorkerOptions::elastic_lr)
   bool applied = true;      // false when the strategy skipped the update
   double comm_seconds = 0;  // communication and waiting time of this step, runtime clock
 };
@@ -178,6 +188,9 @@ class Worker {
   // regroup_survivors(): the state of `source` (save(), encoded) broadcast to every member and
   // restored by the others.
   void take_state_of(int source);
+  // The learning rate of the next step: the schedule's at steps_, times the group's share of the
+  // workers the run started with under ElasticLr::linear.
+  double next_lr() const;
   // The strategy's step; in an elastic group, undone on PeerLost where the strategy may have
   // changed the state before failing (Strategy::changes_state_before_last_collective).
   StepOutcome strategy_step(double lr);
@@ -188,6 +201,7 @@ class Worker {
   std::unique_ptr<optim::Optimizer> optimizer_;
   optim::LrSchedule schedule_;
   std::unique_ptr<Strategy> strategy_;
+  ElasticLr elastic_lr_;
   FaultInjection fault_;                          // StrategyOptions::fault_inject (none by default)
   std::vector<float> published_;                  // asynchronous, no replica_window(): params after the last step
   std::unique_ptr<collective::Window> replicas_;  // exposes published_

@@ -58,6 +58,8 @@ struct TrainOptions {
   std::filesystem::path resume;       // continue from the newest complete checkpoint in this folder; empty: start anew
   bool resume_if_present = false;     // resume from checkpoint_dir when it holds a complete checkpoint, else start anew
   bool elastic = false;  // synchronous strategies: the survivors of a lost worker regroup and go on (docs/faults.md)
+  // elastic: a loss that leaves fewer workers ends the run (core::exit_code::below_min_workers); 1: never.
+  int min_workers = 1;
   std::int64_t log_every = 50;        // a `train` metrics record every this many steps (per worker)
   std::int64_t eval_every = 0;        // evaluate every this many steps; 0: at each epoch's end
   double op_timeout = -1;             // blocking-operation limit in seconds; < 0: FAST_OP_TIMEOUT

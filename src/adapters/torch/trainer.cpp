@@ -149,7 +149,23 @@ void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions
 
 // Checks everything that can be checked before a worker starts, so bad input fails fast and clearly.
 // elastic: a synchronous strategy that declares it, on a runtime that can lose a worker.
+// elastic_lr and min_workers: only with elastic; min_workers at most the run's workers (`world`,
+// where known: 0 otherwise, and run_worker checks it once the workers met).
+void validate_elastic_bounds(const TrainOptions& o, int world) {
+  FAST_ENFORCE(o.elastic || o.worker.elastic_lr == strategy::ElasticLr::keep,
+               "elastic_lr: set to 'linear' without elastic; expected elastic = true (--elastic): the rate follows "
+               "the group's size only in an elastic run");
+  FAST_ENFORCE(o.elastic || o.min_workers == 1,
+               "min_workers: set to {} without elastic; expected elastic = true (--elastic): only an elastic run "
+               "goes on with fewer workers",
+               o.min_workers);
+  FAST_ENFORCE(world <= 0 || o.min_workers <= world,
+               "min_workers: expected at most the run's {} workers, got {} (the run could never start)", world,
+               o.min_workers);
+}
+
 void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s) {
+  validate_elastic_bounds(o, workers_before_launch(o));
   if (!o.elastic) return;
   const std::string refusal = strategy::elastic_refusal(s);
   FAST_ENFORCE(refusal.empty(), "elastic: set with {}; expected a strategy whose survivors can go on without it",
@@ -344,7 +360,8 @@ LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t 
           // to the simulated run, whose timings must not depend on whether handlers are installed.
           .stoppable = !runtime::find_runtime(o.runtime).simulated_clock && core::stop_handlers_installed(),
           .stop_check_every = stop_check_every(flops * static_cast<double>(o.batch)),
-          .elastic = o.elastic};
+          .elastic = o.elastic,
+          .min_workers = o.min_workers};
 }
 
 // Runs `write` (a collective checkpoint write, which fails on every worker together) and returns ""
@@ -375,6 +392,7 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
     FAST_ENFORCE(refusal.empty(), "rejoin: this process would take worker {} back into the run under way, but {}",
                  ctx.rank(), refusal);
   }
+  validate_elastic_bounds(o, ctx.size());  // the world under zmq and mpi is known from here on
   TorchWorker torch_side(ctx, in);
   LoopPlan plan = make_plan(o, in.input, torch_side.steps_per_epoch(), l2_norm(in.initial));
   runtime::SlowdownOptions slowdown_options = o.slowdown;
@@ -429,8 +447,9 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
     checkpoint_error = final_checkpoint(ctx, [&] { loop.checkpoint(worker.steps()); });
   }
   worker.finish();
-  // A lockstep run stopped by a signal is evaluated at the step it stopped at.
-  const std::int64_t final_step = !asynchronous && loop.stopped_by() != 0 ? worker.steps() : plan.total_steps;
+  // A lockstep run stopped by a signal, or by a loss below min_workers, is evaluated at the step it stopped at.
+  const bool ended_early = loop.stopped_by() != 0 || loop.below_min_workers() > 0;
+  const std::int64_t final_step = !asynchronous && ended_early ? worker.steps() : plan.total_steps;
   const metrics::EvalRecord final_eval = loop.evaluate_collective(final_step, true);
 
   WorkerTotals mine = loop.totals();
@@ -461,6 +480,7 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
                                          .checkpoint_step = loop.last_checkpoint_step(),
                                          .run = identity,
                                          .checkpoint_error = checkpoint_error,
+                                         .below_min_workers = loop.below_min_workers(),
                                          .dataset_bytes = dataset_bytes}));
   }
 }
