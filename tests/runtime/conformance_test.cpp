@@ -550,10 +550,13 @@ std::vector<WorldCase> cases() {
     for (int n : {2, 3, 4}) all.push_back({"sim", n});
   if (has("zmq")) {
     // ipc with the default shared-memory ring (32 MiB), tcp with a 1 MiB one that fills up (payloads
-    // then go through ZeroMQ) and wraps around, one world without shared memory, and one without
-    // shared memory or CURVE (--insecure: every payload checksummed).
+    // then go through ZeroMQ) and wraps around, worlds without shared memory (data through the
+    // direct streams: with 2 processes on 2 or more cores the waiting workers read them, with 3 on 2
+    // cores the streams' threads do), and one without shared memory or CURVE (--insecure: every
+    // chunk checksummed).
     for (int n : {2, 3, 4}) all.push_back({"zmq", n, "ipc"});
     for (int n : {2, 3, 4}) all.push_back({"zmq", n, "tcp", 1, 1 << 20});
+    all.push_back({"zmq", 2, "tcp", 1, 0});
     all.push_back({"zmq", 3, "tcp", 1, 0});
     all.push_back({"zmq", 3, "tcp", 1, 0, true});
     all.push_back({"zmq", 4, "ipc", 2});  // two processes of two workers
