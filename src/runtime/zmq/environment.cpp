@@ -34,10 +34,10 @@ constexpr std::array kTable{
            "through ZeroMQ; one that finds it full waits in order for room); 0: none; -1: 256 MiB per process shared "
            "among the other processes of the host, 1 to 32 MiB per ring.",
            -1, 64LL << 30},
-    EnvVar{"FAST_POLL_US", EnvType::integer, "50",
-           "Microseconds a thread waiting for a message from another process of its host polls the shared-memory "
-           "rings itself before it sleeps (runtime zmq), spinning; only where the host's workers fit its cores "
-           "(elsewhere, and with 0, a reader thread per ring delivers).",
+    EnvVar{"FAST_POLL_US", EnvType::integer, "200",
+           "Microseconds a thread waiting for a message from another process polls the shared-memory rings and "
+           "the direct streams itself before it sleeps (runtime zmq), spinning; only where the host's workers fit "
+           "its cores (elsewhere, and with 0, a reader thread per ring or stream delivers).",
            0, 1000000},
     EnvVar{"FAST_STREAMS", EnvType::integer, "1",
            "1: data between processes that share no memory and talk over tcp goes through a direct TCP stream per "

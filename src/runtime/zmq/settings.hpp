@@ -27,7 +27,7 @@ struct Settings {
   std::string advertise;                  // address peers reach this process at (FAST_ADVERTISE; else host)
   core::PortRange ports;                  // every listening port in it (FAST_PORTS); any when empty
   bool tolerate_lost = false;
-  double poll_seconds = 50e-6;       // FAST_POLL_US: how long a waiting thread polls the rings itself
+  double poll_seconds = 200e-6;      // FAST_POLL_US: how long a waiting thread polls rings and streams itself
   bool streams = true;               // FAST_STREAMS: data between hosts through direct TCP streams
   long long shared_ring_bytes = -1;  // per pair of processes of one host; 0: none; -1: automatic (ring_capacity)
 };
