@@ -43,7 +43,10 @@ class Transport {
   // delivery threads asleep (the next waiter polls anyway), and sleep_begin() hands back to them.
   // spin_pays(): every worker of this host has a core, so a waiter may spin (pause) between polls
   // rather than yield its core. Every method may be called from any worker thread at once.
+  // receiving(): a message is partly read by poll() (its rest is on its way): a waiter past its
+  // budget polls on rather than sleep.
   virtual bool polls_in_caller() const { return false; }
+  virtual bool receiving() const { return false; }
   virtual void poll() {}
   virtual void sleep_begin() {}
   virtual void sleep_end() {}

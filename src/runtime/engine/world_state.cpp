@@ -26,6 +26,7 @@ void WorldState::sleep_begin(Transport& t) { t.sleep_begin(); }
 void WorldState::sleep_end(Transport& t) { t.sleep_end(); }
 void WorldState::poll_once(Transport& t) { t.poll(); }
 bool WorldState::transport_spins() const { return transport_->spin_pays(); }
+bool WorldState::transport_receiving() const { return transport_->receiving(); }
 
 double WorldState::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

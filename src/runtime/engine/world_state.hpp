@@ -95,7 +95,9 @@ class WorldState {
         __builtin_ia32_pause();
       else
         std::this_thread::yield();
-      if (i % 16 == 0 && std::chrono::steady_clock::now() >= deadline) break;
+      // Past the budget, it goes on while a message is partly read (receiving()): the rest of it is
+      // on its way, and reading it here is what the waiter would otherwise sleep through.
+      if (i % 16 == 0 && std::chrono::steady_clock::now() >= deadline && !transport_receiving()) break;
     }
     return pred();
   }
@@ -139,6 +141,7 @@ class WorldState {
   static void sleep_end(Transport& t);
   static void poll_once(Transport& t);
   bool transport_spins() const;
+  bool transport_receiving() const;
   std::atomic<bool> aborted_{false};
   std::atomic<int> activities_{0};
   mutable std::mutex mutex_;

@@ -121,6 +121,8 @@ class StreamReader {
   };
   using Allocate = std::function<std::shared_ptr<std::byte>(std::size_t bytes)>;
   Step advance(const Allocate& allocate);
+  // Whether advance() is in the middle of a record (some of it read, not all).
+  bool in_record() const { return part_ == Part::payload || done_ > 0; }
   Record& current() { return record_; }
   // Reads the current record's payload (head.header.payload_bytes) into `out`, opening each chunk.
   void read_payload(std::span<std::byte> out, const StopCheck& stop);

@@ -159,6 +159,8 @@ class ZmqTransport final : public engine::Transport {
     if (polls_in_caller()) poll();
   }
   bool spin_pays() const override { return spin_pays_; }
+  // Some stream's record is partly read (transport_stream.cpp).
+  bool receiving() const override;
   double poll_budget() const override { return settings_.poll_seconds; }
 
  private:
@@ -352,9 +354,10 @@ class ZmqTransport final : public engine::Transport {
     std::uint64_t after = 0;          // the `open` record's count of data frames through ZeroMQ
     bool waited = false;              // that many were handled here
     std::atomic<bool> readable{false};
-    std::atomic<int> read_fd{-1};  // reader's socket while `reader` is set, for a writer's wait
-    std::mutex mutex;              // guards the offer
-    std::uint64_t offer = 0;       // the id offered (0: none); a reader of another id ends
+    std::atomic<int> read_fd{-1};      // reader's socket while `reader` is set, for a writer's wait
+    std::atomic<bool> partial{false};  // reader is in the middle of a record (receiving())
+    std::mutex mutex;                  // guards the offer
+    std::uint64_t offer = 0;           // the id offered (0: none); a reader of another id ends
     Sealer::Key key{};
     Protection protection = Protection::checksum;
     bool connected = false;           // an `open` record under this offer arrived

@@ -272,6 +272,7 @@ void ZmqTransport::read_stream(int from, std::uint64_t offer, StreamReader& read
       std::lock_guard<std::mutex> lock(in.read_mutex);
       if (in.reader != &reader) return;
       in.readable = false;
+      in.partial = false;
       in.read_fd = -1;
       in.reader = nullptr;
       in.allocate = nullptr;
@@ -314,7 +315,9 @@ void ZmqTransport::stream_broke(int from, StreamIn& in, std::uint64_t offer, con
 bool ZmqTransport::read_available(int from, StreamIn& in) {
   for (;;) {
     switch (in.reader->advance(in.allocate)) {
-      case StreamReader::Step::waiting: return true;
+      case StreamReader::Step::waiting:
+        in.partial.store(in.reader->in_record(), std::memory_order_relaxed);
+        return true;
       case StreamReader::Step::end: return false;
       case StreamReader::Step::record: deliver_record(from, in, in.reader->current());
     }
@@ -348,6 +351,12 @@ void ZmqTransport::deliver_record(int from, StreamIn& in, StreamReader::Record& 
   heard_from(from);
   const core::ConstView view(record.payload.get(), head.header.count, head.header.dtype);
   world_->deliver_remote(head.header.src, head.header.dst, head.header.tag, view, std::move(record.payload));
+}
+
+bool ZmqTransport::receiving() const {
+  for (const auto& in : stream_in_)
+    if (in->partial.load(std::memory_order_relaxed)) return true;
+  return false;
 }
 
 bool ZmqTransport::waiters_poll() const {
