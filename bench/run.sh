@@ -286,8 +286,8 @@ fi
 
 # ------------------------------------------------------------------ (e) all-reduce across processes
 # e_step KIND N REP: one sweep of (e) with N processes, its CSV in raw/e_KIND_nN_repREP.csv (impl column KIND).
-#   fast_zmq_tcp[_insecure]: fast launch -n N [--insecure], FAST_TRANSPORT=tcp, FAST_SHM_BYTES=0: every byte
-#     through ZeroMQ over loopback, as between hosts
+#   fast_zmq_tcp[_insecure]: fast launch -n N [--insecure], FAST_TRANSPORT=tcp, FAST_SHM_BYTES=0: the data
+#     through the direct TCP streams over loopback (AES-256-GCM, or a checksum with --insecure), as between hosts
 #   fast_zmq_shm: fast launch -n N, FAST's default on one host: payloads from 4 KiB in shared memory
 #   mpi_shm: mpirun's defaults (shared memory, btl vader); mpi_tcp: pml ob1 over btl tcp,self, on lo only
 #   gloo: bench/allreduce_gloo.py, N spawned processes on 127.0.0.1
