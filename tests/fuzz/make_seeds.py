@@ -206,6 +206,24 @@ def seeds_manifest():
     write("manifest", "deep.json", "[" * 64 + "]" * 64)
 
 
+def seeds_stream():
+    # fuzz_stream.cpp: [u8 protection, u8 tamper] then records: u16 payload length (top bit: keep the
+    # frame header's checksum as given), the plain head (u32 kind, u32 0, u64 after, the 56-byte
+    # frame header), the payload.
+    def record(kind, header, payload):
+        return struct.pack("<HIIQ", len(payload), kind, 0, 0) + header + payload
+    data = struct.pack("<2f", 1.5, -2)
+    one = record(2, frame(1, 0, 0, 1, 0, 7, 2, 8, b""), data)
+    bye = record(3, frame(4, 0, 6, 1, 0, 0, 2, 2, b""), b"ok")
+    for p, name in ((0, "checksum"), (1, "aes"), (2, "chacha")):
+        write("stream", "data-bye-" + name, bytes([p, 0]) + one + one + bye)
+    write("stream", "tampered", bytes([0, 7]) + one + one)
+    write("stream", "short-payload", bytes([0, 0]) + record(2, frame(1, 0, 0, 1, 0, 7, 64, 256, b""), data))
+    write("stream", "huge-payload", bytes([0, 0]) + record(2, frame(1, 0, 6, 1, 0, 7, 2**33, 2**33, b""), b""))
+    write("stream", "second-open", bytes([1, 0]) + record(1, frame(3, 0, 6, 1, 0, 0, 0, 0, b""), b"") + one)
+    write("stream", "header-checksum-as-given", bytes([0, 0]) + one[:1] + bytes([one[1] | 0x80]) + one[2:])
+
+
 x, y = seeds_npy()
 seeds_npz(x, y)
 seeds_idx()
@@ -215,6 +233,7 @@ seeds_checkpoint()
 seeds_spec()
 seeds_config()
 seeds_hello()
+seeds_stream()
 seeds_manifest()
 seeds_dataset()
 seeds_platform()

@@ -259,7 +259,13 @@ void ZmqTransport::read_stream(int from, std::uint64_t offer, StreamReader& read
     in.reader = &reader;
     in.read_fd = reader.fd();
     auto pool = std::make_shared<BufferPool>();
-    in.allocate = [pool](std::size_t bytes) { return pool->take(bytes); };
+    in.allocate = [pool](std::size_t bytes) {
+      try {
+        return pool->take(bytes);
+      } catch (const std::bad_alloc&) {  // a record declared more than this process can hold
+        FAST_THROW(IoError, "stream: a record of {} bytes: out of memory", bytes);
+      }
+    };
     in.read_offer = offer;
     in.after = after;
     in.waited = false;
