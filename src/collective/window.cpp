@@ -204,11 +204,16 @@ void Window::Shared::apply(int src, const wire::WindowRequest& r) {
     return;
   }
   // Payloads are received before the lock and answers sent after it, so the owner's Local guard
-  // (and the other requesters) wait only for the arithmetic, never for a transfer.
+  // (and the other requesters) wait only for the arithmetic, never for a transfer. The payload's
+  // buffer is sized when the payload is delivered, not while it travels (a service of a simulated
+  // worker waits for its transfer as long as the worker's own step: thousands of them would each
+  // hold an empty model-sized buffer).
   core::Buffer incoming;
   if (op != kGet) {
-    incoming.resize(count, view.dtype());
-    ctx.recv(src, tag(seq | 0x800000), incoming.view()).wait();
+    ctx.recv(src, tag(seq | 0x800000), incoming).wait();
+    FAST_ENFORCE(incoming.numel() == count && incoming.dtype() == view.dtype(),
+                 "window '{}': request {} from worker {}: payload of {} x {}, expected {} x {}", name, op_name(op), src,
+                 incoming.numel(), core::name_of(incoming.dtype()), count, core::name_of(view.dtype()));
   }
   std::shared_ptr<core::Buffer> reply;
   if (returns_data(op)) reply = std::make_shared<core::Buffer>(count, view.dtype());
