@@ -24,7 +24,9 @@
 #       same churn on an elastic allreduce run (--elastic) restarted by fast launch --restart: every
 #       restart joins, 4 equal workers at the end, accuracy within 1 point of the run without churn
 #   (l) simulation at scale (bench/sim_scale.py): dpsgd on a torus of 256 and 1,024 simulated workers, mlp,
-#       one epoch at >= 5 steps per worker vs the same samples trained by one worker under threads
+#       one epoch at >= 5 steps per worker vs the same samples trained by one worker under threads; the
+#       256-worker run with sim_threads 1, 2, 4, ... up to the cores; each strategy's memory floor and peak
+#       at 1,024 workers (BENCH_QUICK: 256)
 # usage: bench/run.sh BUILD_DIR        (after building BUILD_DIR with -DFAST_BUILD_BENCH=ON; `make bench`)
 # Raw results: BUILD_DIR/bench-results/raw/, tables: bench-results/*_summary.csv and summary.json.
 # Methods and recorded figures: docs/benchmarks.md.
@@ -512,9 +514,9 @@ fi
 
 # ------------------------------------------------------------------ (l) simulation at scale
 if wants l; then
-  note "(l) simulation at scale: dpsgd on a torus of simulated workers vs the same samples on one worker"
+  note "(l) simulation at scale: dpsgd on a torus of simulated workers vs the same samples on one worker; compute threads; memory per strategy"
   scale=(--workers 256,1024)
-  [[ $QUICK == 1 ]] && scale=(--workers 256)
+  [[ $QUICK == 1 ]] && scale=(--workers 256 --memory-workers 256)
   run l_sim_scale "$PY" "$ROOT/bench/sim_scale.py" --fast "$BIN/fast" --root "$ROOT" "${scale[@]}" --out "$RAW/l_sim_scale.json"
   grep -E '^\||^(MET|MISSED)' "$RAW/l_sim_scale.log" | tee -a "$LOG"
   echo

@@ -426,9 +426,11 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
   // buffer and added with its weight.
   const bool one_weight =
       std::adjacent_find(in_weights.begin(), in_weights.end(), std::not_equal_to<>()) == in_weights.end();
-  if (scratch_.size() < 2) scratch_.resize(2);
-  core::Buffer& sum_buffer = scratch_[0];
-  core::Buffer& incoming = scratch_[1];
+  // Freed on return, not kept for the next call: between two calls the worker's memory holds its
+  // state only (under sim, thousands of workers would each keep a model-sized buffer idle through
+  // the final evaluation).
+  core::Buffer sum_buffer;
+  core::Buffer incoming;
   sum_buffer.resize(data.numel(), core::DType::f32);
   if (!one_weight) incoming.resize(data.numel(), core::DType::f32);
   const std::span<float> x = data.as<float>();

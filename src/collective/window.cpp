@@ -98,10 +98,12 @@ struct Window::Shared {
   std::unique_ptr<CodecLinks> codec;  // null without a codec; used by the service activity only
 
   // Answers (data and acknowledgement) being sent, with the memory they read; service only.
+  // `keep` is declared before `work`, so a Reply dropped before its send completed (the service
+  // ending with an error) lets go of its send, which may still read the memory, before the memory.
   struct Reply {
+    std::shared_ptr<const void> keep;
     Work work;
     int peer;
-    std::shared_ptr<const void> keep;
     double sent_at;  // Context::now when it was sent (a loss of the peer since: runtime::lost_since)
   };
   std::vector<Reply> replies;
@@ -155,9 +157,9 @@ void Window::Shared::serve() {
 
 void Window::Shared::answer(int src, std::uint32_t seq, std::shared_ptr<core::Buffer> data, std::int64_t ack) {
   const double now = ctx.now();
-  if (data) replies.push_back({ctx.send(src, tag(seq), std::as_const(*data).view()), src, data, now});
+  if (data) replies.push_back({data, ctx.send(src, tag(seq), std::as_const(*data).view()), src, now});
   auto value = std::make_shared<std::int64_t>(ack);
-  replies.push_back({ctx.send(src, tag(seq | kSeqLimit), i64_view(value.get(), 1)), src, value, now});
+  replies.push_back({value, ctx.send(src, tag(seq | kSeqLimit), i64_view(value.get(), 1)), src, now});
 }
 
 void Window::Shared::reap(bool all) {
@@ -204,11 +206,16 @@ void Window::Shared::apply(int src, const wire::WindowRequest& r) {
     return;
   }
   // Payloads are received before the lock and answers sent after it, so the owner's Local guard
-  // (and the other requesters) wait only for the arithmetic, never for a transfer.
+  // (and the other requesters) wait only for the arithmetic, never for a transfer. The payload's
+  // buffer is sized when the payload is delivered, not while it travels (a service of a simulated
+  // worker waits for its transfer as long as the worker's own step: thousands of them would each
+  // hold an empty model-sized buffer).
   core::Buffer incoming;
   if (op != kGet) {
-    incoming.resize(count, view.dtype());
-    ctx.recv(src, tag(seq | 0x800000), incoming.view()).wait();
+    ctx.recv(src, tag(seq | 0x800000), incoming).wait();
+    FAST_ENFORCE(incoming.numel() == count && incoming.dtype() == view.dtype(),
+                 "window '{}': request {} from worker {}: payload of {} x {}, expected {} x {}", name, op_name(op), src,
+                 incoming.numel(), core::name_of(incoming.dtype()), count, core::name_of(view.dtype()));
   }
   std::shared_ptr<core::Buffer> reply;
   if (returns_data(op)) reply = std::make_shared<core::Buffer>(count, view.dtype());

@@ -152,6 +152,9 @@ void AdpsgdStrategy::finish(ModelState state) {
   collective::Window::Local local = window_->local();
   FAST_ENFORCE_EQ(state.params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
   std::copy(model_.begin(), model_.end(), state.params.begin());
+  // No exchange follows: its two buffers go now, before the final evaluation's.
+  std::vector<float>().swap(sent_);
+  std::vector<float>().swap(peer_);
 }
 
 // The registry entry: the strategy's name, factory, options and checks (builtin.hpp).

@@ -199,6 +199,10 @@ void GosgdStrategy::finish(ModelState state) {
   collective::Window::Local local = window_->local();
   fold();
   write_model(state.params);
+  // No step and no push follow: the push buffers and the local step's snapshot go now, so the
+  // final evaluation's buffers (representative's sums, the all-reduce's) can take their place.
+  for (Slot& slot : slots_) std::vector<double>().swap(slot.payload);
+  std::vector<float>().swap(before_);
 }
 
 void GosgdStrategy::save_state(Checkpoint& out) {
@@ -245,7 +249,9 @@ void GosgdStrategy::rejoin(ModelState state) {
 void GosgdStrategy::representative(ModelState /*state*/, std::span<float> out) {
   FAST_ENFORCE_AS(core::InvalidUsage, finished_, "gosgd: representative() before finish()");
   FAST_ENFORCE_EQ(out.size(), dim_, "representative: output length must equal the parameter count");
-  std::vector<double> sums(x_);
+  std::vector<double> sums;
+  sums.reserve(dim_ + 1);  // one allocation, not a copy of x_ regrown by the push_back
+  sums.assign(x_.begin(), x_.end());
   sums.push_back(w_);
   comm_.allreduce(core::MutableView(std::span<double>(sums)));
   for (std::size_t k = 0; k < dim_; ++k) out[k] = static_cast<float>(sums[k] / sums[dim_]);

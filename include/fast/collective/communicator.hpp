@@ -165,7 +165,7 @@ class Communicator {
   // This worker's data (before the update) is sent to every worker of out_neighbors. Collective:
   // every worker calls it at the same point, with lists that agree (u lists v as out-neighbour
   // exactly when v lists u as in-neighbour). Memory, whatever the degree: one scratch copy of data
-  // when every in-weight is the same, else two; kept for the next call.
+  // when every in-weight is the same, else two; freed on return.
   void neighbor_average(core::MutableView data, std::span<const int> in_neighbors, std::span<const double> in_weights,
                         std::span<const int> out_neighbors, double self_weight);
 
@@ -211,8 +211,7 @@ class Communicator {
   runtime::Context& ctx_;                       // own_, or *watch_
   std::atomic<std::uint32_t> sequence_{0};
   bool joining_ = false;
-  std::vector<core::Buffer> scratch_;  // neighbor_average: the weighted sum and one receive buffer
-  runtime::NetworkModel network_;      // what the automatic choice assumes
+  runtime::NetworkModel network_;  // what the automatic choice assumes
   AllreduceAlgorithm default_algorithm_ = AllreduceAlgorithm::automatic;
   bool shared_memory_ = true;  // CommunicatorOptions::shared_memory
   // all-reduces run, by algorithm (index: AllreduceAlgorithm; automatic's slot stays 0), and native

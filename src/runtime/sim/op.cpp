@@ -28,7 +28,7 @@ namespace {
 }
 
 void move_payload(const Message& m, RecvOp& recv) {
-  const core::ConstView in = m.data->view();
+  const core::ConstView in = m.data->view();  // the sender's memory, or its copy once released
   if (recv.kind == RecvOp::Kind::buffer)
     detail::deliver_into(in, *recv.out);
   else
@@ -41,6 +41,7 @@ bool transfer_arrived(WorldState& world, Message& m) {
   try {
     if (m.transfer->test()) m.arrived = true;
   } catch (const simgrid::Exception&) {
+    m.failed = true;
     throw_transfer_failed(world, m);
   }
   return m.arrived;
@@ -53,18 +54,20 @@ bool wait_transfer(WorldState& world, Message& m, double timeout_seconds) {
     if (simgrid::s4u::Comm::wait_any_for({m.transfer}, timeout_seconds) < 0) return false;
     m.arrived = true;
   } catch (const simgrid::Exception&) {
+    m.failed = true;
     throw_transfer_failed(world, m);
   }
   return true;
 }
 
 void deliver(RecvOp& recv) {
-  const Message& m = *recv.message;
+  Message& m = *recv.message;
+  m.delivered = true;  // read now or never (a mismatch fails the receive): no copy needed after this
   try {
     move_payload(m, recv);
     if (recv.counters != nullptr) {
       LinkCounters& c = recv.counters[static_cast<std::size_t>(m.src)];
-      c.bytes_received += m.data->bytes();
+      c.bytes_received += m.data->view().bytes();
       c.messages_received += 1;
     }
   } catch (const std::exception&) {
@@ -73,13 +76,24 @@ void deliver(RecvOp& recv) {
   recv.done = true;
 }
 
+void SendWork::finish() const {
+  done_ = true;
+  message_->release_source();
+}
+
+// Destroyed before its sender saw it complete: the memory may change or go once the handle is
+// gone (core::Work's contract), so a message still to be delivered keeps a copy now.
+SendWork::~SendWork() {
+  if (!done_) message_->release_source();
+}
+
 bool SendWork::completed() const {
   if (done_) return true;
   try {
-    done_ = transfer_arrived(world_, *message_);
+    if (transfer_arrived(world_, *message_)) finish();
   } catch (const std::exception&) {
     error_ = std::current_exception();
-    done_ = true;
+    finish();
   }
   return done_;
 }
@@ -88,7 +102,7 @@ bool SendWork::wait_for(double timeout_seconds) {
   if (done_) return true;
   if (world_.lost(message_->src)) {  // this worker was lost: nothing may block any more
     error_ = std::make_exception_ptr(core::PeerLost(world_.lost_message(message_->src)));
-    done_ = true;
+    finish();
     return true;
   }
   try {
@@ -96,7 +110,7 @@ bool SendWork::wait_for(double timeout_seconds) {
   } catch (const std::exception&) {
     error_ = std::current_exception();
   }
-  done_ = true;
+  finish();
   return true;
 }
 

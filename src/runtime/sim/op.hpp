@@ -1,8 +1,10 @@
 #pragma once
 // Messages and receives of the sim runtime, and the Work handles that wait on them.
 //
-// A send copies the caller's elements into a Message (so the caller's memory is free at once; one
-// copy serves several sends of the same memory while the first is under way) and
+// A send reads the caller's memory in place for as long as the caller may not change it (its
+// send under way, Context::send) and copies it only when the caller may, with the message not
+// yet delivered (Payload::keep: the sender saw the send complete, or dropped its Work); one
+// Payload serves several sends of the same memory while the first is under way. It
 // starts its simulated transfer from the sender's host to the receiver's host at once, sized by
 // the real byte count (Comm::sendto_async: eager, like TCP with large buffers). The message is
 // queued in the receiver's Inbox in send order and matched with receives there. A matched receive
@@ -35,15 +37,42 @@ struct LinkCounters {
   std::uint64_t bytes_sent = 0, messages_sent = 0, bytes_received = 0, messages_received = 0;
 };
 
+// The bytes of one or more sends of the same memory (SimContext::payload_of): the sender's memory
+// itself until a message of it must outlive the sender's promise not to change that memory, then
+// a copy of it. Touched by the running actor only (plain fields).
+class Payload {
+ public:
+  explicit Payload(core::ConstView source) : source_(source) {}
+  // What a delivery reads: the copy once made, else the sender's memory (valid and unchanged while
+  // any send of it is under way, by Context::send's contract).
+  core::ConstView view() const { return copy_ ? copy_->view() : source_; }
+  // Copies the sender's memory, once, while it is still the content sent (called before the sender
+  // may change it). Throws what the allocation throws.
+  void keep() {
+    if (!copy_) copy_ = std::make_shared<const core::Buffer>(core::Buffer::copy_of(source_));
+  }
+  bool copied() const noexcept { return copy_ != nullptr; }
+
+ private:
+  core::ConstView source_;
+  std::shared_ptr<const core::Buffer> copy_;
+};
+
 struct Message {
   int src = 0;
   int dst = 0;
   Tag tag = 0;
-  // The sender's elements, copied at send time; shared (read-only) by the messages that one worker
-  // sent from the same memory while the first one's send was under way (SimContext::payload_of).
-  std::shared_ptr<const core::Buffer> data;
+  // The sender's elements, shared (read-only) by the messages one worker sent from the same memory
+  // while the first one's send was under way (SimContext::payload_of).
+  std::shared_ptr<Payload> data;
   simgrid::s4u::CommPtr transfer;  // its simulated transfer
   bool arrived = false;            // the transfer finished (cached once seen)
+  bool delivered = false;          // its bytes were written into a receive (deliver)
+  bool failed = false;             // its transfer failed: it is never delivered
+  // The sender may change the memory from now on: a message still to be delivered keeps a copy.
+  void release_source() {
+    if (!delivered && !failed) data->keep();
+  }
 };
 
 struct RecvOp {
@@ -78,15 +107,23 @@ bool transfer_arrived(WorldState& world, Message& message);
 // dtype or length) and counts the bytes received.
 void deliver(RecvOp& recv);
 
+// A send's completion. Once it reports completion (completed() true, wait_for true) or is
+// destroyed, its sender may change the memory sent: the message releases it (release_source).
 class SendWork final : public core::WorkImpl {
  public:
   SendWork(std::shared_ptr<Message> message, WorldState& world) : message_(std::move(message)), world_(world) {}
+  ~SendWork() override;
+  SendWork(const SendWork&) = delete;
+  SendWork& operator=(const SendWork&) = delete;
   bool completed() const override;
+  // Whether the sender was told the send completed (so it may have changed the memory since).
+  bool released() const noexcept { return done_; }
   bool wait_for(double timeout_seconds) override;
   std::exception_ptr error() const override { return error_; }
   const std::shared_ptr<Message>& message() const noexcept { return message_; }
 
  private:
+  void finish() const;  // done_ = true, then the message releases the sender's memory
   std::shared_ptr<Message> message_;
   WorldState& world_;
   mutable bool done_ = false;

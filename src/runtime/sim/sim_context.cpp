@@ -121,18 +121,20 @@ core::Work SimContext::send(int peer, Tag tag, core::ConstView data) {
   return core::Work(std::move(work));
 }
 
-// Context::send lets no one change the memory of a send under way. So while this worker's last
-// send, from the same memory with the same length and dtype, is under way (its Work still held,
-// its transfer not arrived: a dropped sim send frees the memory at once), its copy is still the
-// memory's content and the new message shares it. neighbor_average's sends of one model to every
-// neighbour take one copy instead of one each (at 256 simulated workers most of the run's page
-// faults were these copies).
-std::shared_ptr<const core::Buffer> SimContext::payload_of(core::ConstView data) {
+// Context::send lets no one change the memory of a send under way, so a message reads it in place
+// and keeps a copy only if its sender may change it before delivery (Message::release_source). So
+// while this worker's last send, from the same memory with the same length and dtype, is under way
+// from the sender's view (its Work held and not seen complete), the memory is still the content
+// of its Payload and the new message shares that Payload. neighbor_average's sends of one model to
+// every neighbour take at most one copy instead of one each, none when every neighbour received
+// before the sender saw its sends complete.
+std::shared_ptr<Payload> SimContext::payload_of(core::ConstView data) {
   if (const std::shared_ptr<SendWork> last = last_send_.lock(); last && last_source_ == data.data()) {
-    const Message& m = *last->message();  // completed() records a failed transfer, it does not throw
-    if (m.data->numel() == data.numel() && m.data->dtype() == data.dtype() && !last->completed()) return m.data;
+    const Message& m = *last->message();
+    const core::ConstView shared = m.data->view();
+    if (shared.numel() == data.numel() && shared.dtype() == data.dtype() && !last->released()) return m.data;
   }
-  return std::make_shared<const core::Buffer>(core::Buffer::copy_of(data));
+  return std::make_shared<Payload>(data);
 }
 
 core::Work SimContext::post_recv(std::shared_ptr<RecvOp> op) {
@@ -192,7 +194,7 @@ std::optional<std::size_t> SimContext::try_recv(int peer, Tag tag, core::Mutable
   recv.message = m;
   deliver(recv);
   if (recv.error) std::rethrow_exception(recv.error);
-  return m->data->numel();
+  return m->data->view().numel();
 }
 
 namespace {

@@ -51,7 +51,7 @@ class SimContext final : public Context {
  private:
   core::Work post_recv(std::shared_ptr<RecvOp> op);
   void check_alive(const char* what) const;
-  std::shared_ptr<const core::Buffer> payload_of(core::ConstView data);
+  std::shared_ptr<Payload> payload_of(core::ConstView data);
 
   int rank_;
   WorldState& world_;
