@@ -6,10 +6,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -43,12 +46,12 @@ TEST(SharedRing, PlacementStartsWhereAllocatedOrAtTheNextLapAndEndsOnSixtyFourBy
 TEST(SharedRing, AutomaticCapacitySharesTwoHundredFiftySixMiBAmongThePeersOfTheHost) {
   EXPECT_EQ(ring_capacity(0, 3), 0u);                      // off
   EXPECT_EQ(ring_capacity(65536, 100), 65536u);            // as set, whatever the peers
-  EXPECT_EQ(ring_capacity(-1, 1), std::size_t{32} << 20);  // 256 MiB / 1, at most 32 MiB
-  EXPECT_EQ(ring_capacity(-1, 8), std::size_t{32} << 20);  // 256 / 8 = 32 MiB
-  EXPECT_EQ(ring_capacity(-1, 16), std::size_t{16} << 20);
-  EXPECT_EQ(ring_capacity(-1, 15), (std::size_t{256} << 20) / 15 / 64 * 64);  // 17,895,680: a multiple of 64
+  EXPECT_EQ(ring_capacity(-1, 1), std::size_t{8} << 20);   // 256 MiB / 1, at most 8 MiB
+  EXPECT_EQ(ring_capacity(-1, 32), std::size_t{8} << 20);  // 256 / 32 = 8 MiB
+  EXPECT_EQ(ring_capacity(-1, 64), std::size_t{4} << 20);
+  EXPECT_EQ(ring_capacity(-1, 63), (std::size_t{256} << 20) / 63 / 64 * 64);  // 4,260,864: a multiple of 64
   EXPECT_EQ(ring_capacity(-1, 1000), std::size_t{1} << 20);                   // at least 1 MiB
-  EXPECT_EQ(ring_capacity(-1, 0), std::size_t{32} << 20);
+  EXPECT_EQ(ring_capacity(-1, 0), std::size_t{8} << 20);
 }
 
 // A record of `n` bytes of body occupies 64 (prefix) + n rounded up to 64 bytes.
@@ -135,8 +138,83 @@ TEST(SharedRing, ARecordThatWouldCrossTheEndStartsTheNextLapBehindAWrapMarker) {
   // The marker's space and the first record are free; the second record is held: 4096 - 1600
   // bytes remain, ending where the held record begins.
   const InboundRing::Payload held = in->take();
-  EXPECT_FALSE(out.put({}, bytes_of(4096 - region(1500) - 63, 3)));
   EXPECT_TRUE(out.put({}, bytes_of(4096 - region(1500) - 64, 3)));
+}
+
+// A record that must start at the next lap and finds no room there yet marks the wrap at once:
+// the record held before it keeps the rest of the lap's start, and once it is released the record
+// goes to the next lap.
+TEST(SharedRing, ARecordThatFindsNoRoomAtTheNextLapMarksTheWrapAndGoesThereOnceRoomIsFree) {
+  OutboundRing out(kCapacity);
+  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+  ASSERT_TRUE(out.put({}, bytes_of(1500, 1)));  // region 0 - 1600
+  ASSERT_TRUE(in->peek().has_value());
+  std::optional<InboundRing::Payload> held = in->take();
+  // 1600 + 3072 > 4096: it must start at 4096, where the held record's region still counts.
+  EXPECT_FALSE(out.put({}, bytes_of(3000, 2)));
+  EXPECT_FALSE(in->peek().has_value());  // the reader passes the marker: nothing to take
+  EXPECT_FALSE(out.put({}, bytes_of(3000, 2)));
+  held.reset();
+  ASSERT_TRUE(out.put({}, bytes_of(3000, 2)));
+  const auto body = in->peek();
+  ASSERT_TRUE(body.has_value());
+  const auto want = bytes_of(3000, 2);
+  EXPECT_TRUE(std::equal(body->begin(), body->end(), want.begin()));
+}
+
+// Records of every size up to the largest, put while the reader lags behind by a random number of
+// records and holds some of those it took: every put that says true is read back intact and in
+// order, no check of the reader fails, and a put that says false succeeds once the reader caught
+// up and let go of everything (a second put, when the first had to mark the wrap).
+TEST(SharedRing, RecordsOfRandomSizesWithALaggingReaderArriveIntactAndInOrder) {
+  OutboundRing out(kCapacity);
+  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+  std::mt19937 rng(7);
+  std::deque<std::pair<std::size_t, int>> sent;  // put, not taken yet: size, seed
+  std::deque<InboundRing::Payload> held;
+  int seed = 0, refused = 0;
+  const auto take_one = [&] {
+    const auto body = in->peek();
+    ASSERT_TRUE(body.has_value());
+    const auto want = bytes_of(sent.front().first, sent.front().second);
+    ASSERT_TRUE(std::equal(body->begin(), body->end(), want.begin(), want.end())) << "record " << sent.front().second;
+    held.push_back(in->take());
+    sent.pop_front();
+    if (held.size() > rng() % 3) held.pop_front();  // hold up to 2, released oldest first or not
+  };
+  for (int round = 0; round < 3000; ++round) {
+    const std::size_t size = 1 + rng() % out.max_body();
+    if (!out.put({}, bytes_of(size, seed))) {
+      ++refused;
+      while (!sent.empty()) take_one();
+      held.clear();
+      if (!out.put({}, bytes_of(size, seed))) {  // it had no room to mark the wrap before: now it does
+        EXPECT_FALSE(in->peek().has_value());    // the reader passes the marker
+        ASSERT_TRUE(out.put({}, bytes_of(size, seed))) << "an empty ring refused " << size << " bytes";
+      }
+    }
+    sent.emplace_back(size, seed++);
+    for (std::size_t n = rng() % 3; n > 0 && !sent.empty(); --n) take_one();
+  }
+  EXPECT_GT(refused, 100);  // the ring was full often: the test went through its edge cases
+}
+
+// Without the marker, a record longer than both the rest of the lap and the lap's part before it
+// found no room even in an empty ring (it waited forever): now it goes to the next lap.
+TEST(SharedRing, AnEmptyRingTakesARecordOfAnySizeUpToItsLargest) {
+  OutboundRing out(kCapacity);
+  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+  ASSERT_TRUE(out.put({}, bytes_of(1500, 1)));  // region 0 - 1600
+  ASSERT_TRUE(in->peek().has_value());
+  in->take();  // released at once: the ring is empty, its next record at 1600
+  const std::size_t largest = out.max_body();
+  EXPECT_FALSE(out.put({}, bytes_of(largest, 2)));  // marks the wrap: the reader must pass it first
+  EXPECT_FALSE(in->peek().has_value());             // it does, and releases the rest of the lap
+  ASSERT_TRUE(out.put({}, bytes_of(largest, 2)));
+  const auto body = in->peek();
+  ASSERT_TRUE(body.has_value());
+  const auto want = bytes_of(largest, 2);
+  EXPECT_TRUE(std::equal(body->begin(), body->end(), want.begin()));
 }
 
 TEST(SharedRing, ARecordThatFitsAtTheRingsStartGoesThereOnceTheRecordsBeforeItAreReleased) {

@@ -30,9 +30,9 @@ constexpr std::array kTable{
            "tcp or ipc (processes of one host only); empty: tcp (on one host ipc was slower, docs/launch.md)."},
     EnvVar{"FAST_SHM_BYTES", EnvType::integer, "-1",
            "Bytes of each shared-memory ring between two processes of one host (runtime zmq): every message to "
-           "that process goes through it rather than through ZeroMQ (a message larger than the ring still goes "
-           "through ZeroMQ; one that finds it full waits in order for room); 0: none; -1: 256 MiB per process shared "
-           "among the other processes of the host, 1 to 32 MiB per ring.",
+           "that process goes through it rather than through ZeroMQ (a message larger than the ring goes through it "
+           "in parts of a quarter of it; one that finds it full waits in order for room); 0: none; -1: 256 MiB per "
+           "process shared among the other processes of the host, 1 to 8 MiB per ring.",
            -1, 64LL << 30},
     EnvVar{"FAST_POLL_US", EnvType::integer, "200",
            "Microseconds a thread waiting for a message from another process polls the shared-memory rings and "

@@ -97,14 +97,31 @@ bool OutboundRing::put(std::span<const std::byte> head, std::span<const std::byt
   const std::uint64_t lap = head_ + (capacity_ - head_ % capacity_);
   const std::uint64_t size = p.end - p.start;
   if (lap + size - released <= capacity_) p = {lap, lap + size};
-  if (p.end - released > capacity_) return false;
   std::byte* data = base_ + kControlBytes;
+  if (p.end - released > capacity_) {
+    // No room now. A record that must start at the next lap (it does not fit before this lap's end)
+    // waits for the rest of this lap to be passed: the wrap is marked and published now, so that
+    // the reader passes it and releases it. Else a record longer than both the rest of the lap and
+    // the lap's part before it would find no room even in an empty ring.
+    // Published, the marker counts as a record up to the lap's end: it needs that room as one would.
+    if (p.start != head_ && lap - released <= capacity_) {
+      std::memcpy(data + head_ % capacity_, &kWrapMarker, sizeof(kWrapMarker));
+      head_ = p.start;
+      publish();
+    }
+    return false;
+  }
   if (p.start != head_) std::memcpy(data + head_ % capacity_, &kWrapMarker, sizeof(kWrapMarker));
   std::byte* record = data + p.start % capacity_;
   std::memcpy(record, &body, sizeof(body));
   if (!head.empty()) std::memcpy(record + kRecordPrefixBytes, head.data(), head.size());
   if (!payload.empty()) std::memcpy(record + kRecordPrefixBytes + head.size(), payload.data(), payload.size());
   head_ = p.end;
+  publish();
+  return true;
+}
+
+void OutboundRing::publish() {
   u64_at(base_, kPublishedOffset).store(head_, std::memory_order_release);
   // Dekker's order with the reader's sleep(): add to the bell, then read `waiting`; the reader
   // sets `waiting`, then reads the bell (both sequentially consistent). And with the receiver's
@@ -113,7 +130,6 @@ bool OutboundRing::put(std::span<const std::byte> head, std::span<const std::byt
   u32_at(base_, kBellOffset).fetch_add(1);
   if (u32_at(base_, kWaitingOffset).load() != 0 && u32_at(base_, kPolledOffset).load() == 0)
     futex_wake(base_ + kBellOffset);
-  return true;
 }
 
 std::shared_ptr<InboundRing> InboundRing::open(long pid, int fd, std::uint64_t file_bytes) {

@@ -62,10 +62,14 @@ RingPlacement place(std::uint64_t position, std::uint64_t bytes, std::uint64_t c
 // else automatic: kAutoRingBudget shared among the `peers` other processes of the host, each ring
 // between kAutoRingMin and kAutoRingMax, a multiple of 64. A ring's pages stay resident once
 // touched (put() reaches past the first ones only while records wait to be taken), so the budget
-// bounds what a process keeps however many share the host.
+// bounds what a process keeps however many share the host. kAutoRingMax is 8 MiB: room for the
+// all-reduce's 4 MiB parts (a larger message goes in fragments, transport.hpp), and rings that
+// stay in the caches: 2 processes all-reducing 16 MiB took 3.65 ms with 32 MiB rings, whose
+// records walk through the whole ring while parts wait to be taken, and 1.14 ms with 8 MiB ones
+// (AMD EPYC, 32 MiB of L3; docs/benchmarks.md, (e)).
 inline constexpr std::size_t kAutoRingBudget = std::size_t{256} << 20;
 inline constexpr std::size_t kAutoRingMin = std::size_t{1} << 20;
-inline constexpr std::size_t kAutoRingMax = std::size_t{32} << 20;
+inline constexpr std::size_t kAutoRingMax = std::size_t{8} << 20;
 std::size_t ring_capacity(long long setting, int peers);
 
 inline constexpr std::uint64_t kRecordPrefixBytes = 64;
@@ -95,9 +99,14 @@ class OutboundRing {
   // to the ring's first byte (the next lap, behind a wrap marker) whenever it fits there, else
   // where the last one ended: a ring whose records are taken about as fast as they come keeps
   // reusing its first pages.
+  // A record that must start at the next lap and finds no room yet leaves a wrap marker behind
+  // (published), so that the rest of the lap is passed and released: a record of any size up to
+  // max_body() then finds room once the reader has taken what was before it.
   bool put(std::span<const std::byte> head, std::span<const std::byte> payload);
 
  private:
+  // Publishes head_ and wakes the reader if it sleeps (and no thread of the receiver polls).
+  void publish();
   int fd_ = -1;
   std::size_t capacity_ = 0;
   std::byte* base_ = nullptr;  // the whole mapping: control page, then data

@@ -168,14 +168,42 @@ core::Work ZmqTransport::send(int src, int dst, Tag tag, core::ConstView data) {
 core::Work ZmqTransport::send_ordered(OutboundShared& out, int process, const wire::FrameHeader& header,
                                       core::ConstView data) {
   if (!out.pending.empty()) flush_pending(process, out);
-  if (out.pending.empty() && send_shared(out, header, data)) return {};
   const bool fits = out.ready && header.payload_bytes + kRecordHeadBytes <= out.ring->max_body();
+  if (out.ready && !fits) return send_fragments(out, header, data);
+  if (out.pending.empty() && send_shared(out, header, data)) return {};
   if (out.pending.empty() && !fits) return send_zmq(out, process, header, data);
   // The ring is full, or earlier messages wait for room: this one waits behind them.
   auto done = std::make_shared<detail::Completion>(
       fmt::format("send from worker {} to worker {} (tag {:#x})", header.src, header.dst, header.tag),
       settings_.op_timeout);
   out.pending.push_back({.header = header, .data = data, .done = done, .fits = fits});
+  out.has_pending = true;
+  return core::Work(std::make_shared<PolledWork>(*this, std::move(done)));
+}
+
+std::size_t ZmqTransport::fragment_bytes(const OutboundShared& out) {
+  // A quarter of the ring: the sender copies one part in while the receiver copies the one before
+  // out. A multiple of 64 bytes, so of every dtype's size.
+  const std::size_t quarter = (out.ring->max_body() - kRecordHeadBytes) / 4 / 64 * 64;
+  return std::max<std::size_t>(quarter, 64);
+}
+
+core::Work ZmqTransport::send_fragments(OutboundShared& out, const wire::FrameHeader& header, core::ConstView data) {
+  const std::size_t piece = fragment_bytes(out), total = data.bytes(), element = core::size_of(data.dtype());
+  const auto* bytes = static_cast<const std::byte*>(data.data());
+  auto done = std::make_shared<detail::Completion>(
+      fmt::format("send from worker {} to worker {} (tag {:#x})", header.src, header.dst, header.tag),
+      settings_.op_timeout);
+  bool queued = !out.pending.empty();
+  for (std::size_t at = 0; at < total; at += piece) {
+    const std::size_t n = std::min(piece, total - at);
+    const core::ConstView part(bytes + at, n / element, data.dtype());
+    if (!queued && send_shared(out, header, part)) continue;
+    queued = true;  // the ring is full: this part and the rest wait, in order
+    out.pending.push_back(
+        {.header = header, .data = part, .done = at + n == total ? done : nullptr, .fits = true, .fragment = true});
+  }
+  if (!queued) return {};
   out.has_pending = true;
   return core::Work(std::make_shared<PolledWork>(*this, std::move(done)));
 }

@@ -24,13 +24,13 @@
 // every data message to that process is a record in the ring (the frame header, then the payload)
 // and its Work completes at once; no frame crosses ZeroMQ for it. The reader sleeps on the ring's
 // futex until the sender publishes, and delivers the records in order.
-// When the ring is full, or the message larger than the ring, the message goes through ZeroMQ as
-// before the ring was ready. Order per (source, tag) holds across the two paths: each record
-// carries how many data frames its sender had sent to this process through ZeroMQ before it, and
-// is delivered only once that many were handled here; and before any frame from a process is
-// handled, the records that process published before sending it are delivered. (A data frame that
-// cannot be decoded is not counted: a sender whose frames fail to decode stalls its own records
-// behind them.) A record that breaks the ring's rules counts its sender lost.
+// A message larger than the ring goes through it in parts (send_fragments, assemble); one that
+// finds the ring full waits for room in order (OutboundShared::pending). Order per (source, tag) holds across the two
+// paths: each record carries how many data frames its sender had sent to this process through ZeroMQ before it, and is
+// delivered only once that many were handled here; and before any frame from a process is handled, the records that
+// process published before sending it are delivered. (A data frame that cannot be decoded is not counted: a sender
+// whose frames fail to decode stalls its own records behind them.) A record that breaks the ring's rules counts its
+// sender lost.
 //
 // Streams (transport_stream.cpp, stream.hpp): between processes that share no ring and talk over
 // tcp:// (other hosts, or FAST_TRANSPORT=tcp with FAST_SHM_BYTES=0), data leaves ZeroMQ for a
@@ -244,6 +244,14 @@ class ZmqTransport final : public engine::Transport {
   bool send_shared(OutboundShared& out, wire::FrameHeader header, core::ConstView data);
   // send() to a process without a stream: through its ring, its queue or ZeroMQ (out.mutex held).
   core::Work send_ordered(OutboundShared& out, int process, const wire::FrameHeader& header, core::ConstView data);
+  // A message larger than fragment_bytes(out) goes through the ring in parts of that size, one
+  // record each, consecutive (out.mutex held): those that find no room wait in `pending`, and the
+  // returned Work completes once the last is copied in.
+  core::Work send_fragments(OutboundShared& out, const wire::FrameHeader& header, core::ConstView data);
+  static std::size_t fragment_bytes(const OutboundShared& out);
+  // drain(): a record holding part of a message (its header's payload_bytes larger than the
+  // record's payload): copied into the message being assembled, delivered once whole.
+  void assemble(InboundShared& in, const wire::FrameHeader& header, std::span<const std::byte> part);
   // Sends the message to `process` as a ZeroMQ frame, counted in out.zmq_data (out.mutex held).
   // `done`, when given, completes once ZeroMQ no longer needs `data`; else the returned Work does.
   core::Work send_zmq(OutboundShared& out, int process, wire::FrameHeader header, core::ConstView data,
@@ -294,13 +302,14 @@ class ZmqTransport final : public engine::Transport {
     std::uint64_t zmq_data = 0;          // data frames sent to the process through ZeroMQ
     // Messages waiting for room in the ring, oldest first: a message that finds the ring full (or
     // others waiting) is queued, its memory read in place, and its Work completes when it is
-    // copied in; one larger than the ring waits its turn here too, then goes through ZeroMQ. So
-    // every message to the process leaves in the order sent.
+    // copied in; the parts of one larger than the ring wait here too, the last one completing
+    // its Work. So every message to the process leaves in the order sent.
     struct Pending {
       wire::FrameHeader header;
-      core::ConstView data;
-      std::shared_ptr<detail::Completion> done;
-      bool fits = true;  // fits the ring; else it goes through ZeroMQ when its turn comes
+      core::ConstView data;                      // the message's payload, or a fragment's part of it
+      std::shared_ptr<detail::Completion> done;  // null for a fragment other than the last
+      bool fits = true;                          // fits the ring; else it goes through ZeroMQ when its turn comes
+      bool fragment = false;                     // a part of a message larger than a fragment (fragment_bytes())
     };
     std::deque<Pending> pending;
     std::atomic<bool> has_pending{false};  // !pending.empty(), readable without the mutex
@@ -314,6 +323,11 @@ class ZmqTransport final : public engine::Transport {
     std::atomic<bool> failed{false};    // the ring broke a rule: `failure` says how
     std::string failure;                // written before `failed` is set
     std::thread reader;                 // started and joined by the I/O thread (stop() at the end)
+    // A message coming in fragments (under mutex): its header, its buffer, the bytes so far.
+    wire::FrameHeader assembling;
+    std::shared_ptr<std::byte> assembled;
+    std::uint64_t assembled_bytes = 0;
+    std::shared_ptr<BufferPool> assembly_pool;  // such messages' buffers, reused
   };
   std::vector<std::unique_ptr<OutboundShared>> outbound_;  // by process; fixed after start()
   std::vector<std::shared_ptr<InboundShared>> inbound_;    // by process; fixed after start() (reset in place)

@@ -71,6 +71,8 @@ void ZmqTransport::retire_ring(int process) {
   stop_reader(in);
   std::lock_guard<std::mutex> lock(in.mutex);  // reset in place: pollers read inbound_ without a lock
   in.ring.reset();                             // payloads still held keep the old mapping
+  in.assembled.reset();                        // a message its predecessor did not finish
+  in.assembled_bytes = 0;
   in.mapped = false;
   in.zmq_data = 0;
   in.failed = false;
@@ -174,19 +176,23 @@ void ZmqTransport::drain(int from, InboundShared& in) {
       std::uint64_t after = 0;
       std::memcpy(&after, head.data() + kAfterOffset, sizeof(after));
       if (after > in.zmq_data) return;  // a frame sent through ZeroMQ before it has not been handled yet
+      const std::size_t part = body->size() - kRecordHeadBytes;
       const wire::FrameHeader header = wire::decode_header(std::span<const std::byte>(head.data(), wire::kHeaderBytes),
-                                                           {.max_payload_bytes = body->size() - kRecordHeadBytes,
+                                                           {.max_payload_bytes = wire::Limits{}.max_payload_bytes,
                                                             .world_size = world_->state().size(),
                                                             .allow_shared = true});
       if (header.kind != wire::FrameKind::data || header.flags != wire::kFlagPayloadShared ||
-          header.payload_bytes != body->size() - kRecordHeadBytes)
+          header.payload_bytes < part)
         throw wire::FrameError(fmt::format(
-            "shared-memory ring: record: expected a data frame with kFlagPayloadShared and {} payload bytes, got kind "
-            "{}, "
-            "flags {:#x}, {} bytes",
-            body->size() - kRecordHeadBytes, static_cast<int>(header.kind), header.flags, header.payload_bytes));
+            "shared-memory ring: record: expected a data frame with kFlagPayloadShared and at least {} payload bytes, "
+            "got kind {}, flags {:#x}, {} bytes",
+            part, static_cast<int>(header.kind), header.flags, header.payload_bytes));
       check_endpoints(sender, header);
       InboundRing::Payload payload = in.ring->take();
+      if (in.assembled || part < header.payload_bytes) {  // a part of a message sent in fragments
+        assemble(in, header, payload.bytes.subspan(kRecordHeadBytes));
+        continue;
+      }
       try {
         world_->deliver_remote(header.src, header.dst, header.tag,
                                core::ConstView(payload.bytes.data() + kRecordHeadBytes, header.count, header.dtype),
@@ -202,6 +208,43 @@ void ZmqTransport::drain(int from, InboundShared& in) {
     in.failed = true;
     in.ring.reset();  // the reader ends when it finds no ring
     in.mapped = false;
+  }
+}
+
+void ZmqTransport::assemble(InboundShared& in, const wire::FrameHeader& header, std::span<const std::byte> part) {
+  const wire::FrameHeader& whole = in.assembling;
+  if (!in.assembled) {
+    if (part.empty())
+      throw wire::FrameError("shared-memory ring: record: an empty fragment of a message of " +
+                             std::to_string(header.payload_bytes) + " bytes");
+    try {
+      if (!in.assembly_pool) in.assembly_pool = std::make_shared<BufferPool>();
+      in.assembled = in.assembly_pool->take(header.payload_bytes);
+    } catch (const std::bad_alloc&) {
+      throw wire::FrameError(
+          fmt::format("shared-memory ring: a message of {} bytes: out of memory", header.payload_bytes));
+    }
+    in.assembling = header;
+    in.assembled_bytes = 0;
+  } else if (header.src != whole.src || header.dst != whole.dst || header.tag != whole.tag ||
+             header.dtype != whole.dtype || header.count != whole.count ||
+             header.payload_bytes != whole.payload_bytes || part.empty() ||
+             part.size() > whole.payload_bytes - in.assembled_bytes) {
+    throw wire::FrameError(fmt::format(
+        "shared-memory ring: record: a fragment of {} bytes that does not continue the message being assembled "
+        "(from worker {} to worker {}, tag {:#x}, {} of {} bytes)",
+        part.size(), whole.src, whole.dst, whole.tag, in.assembled_bytes, whole.payload_bytes));
+  }
+  std::memcpy(in.assembled.get() + in.assembled_bytes, part.data(), part.size());
+  in.assembled_bytes += part.size();
+  if (in.assembled_bytes < whole.payload_bytes) return;
+  std::shared_ptr<std::byte> buffer = std::move(in.assembled);
+  in.assembled_bytes = 0;
+  try {
+    world_->deliver_remote(whole.src, whole.dst, whole.tag, core::ConstView(buffer.get(), whole.count, whole.dtype),
+                           buffer);
+  } catch (const core::Error& e) {  // the message, not the ring, is at fault
+    core::log(core::LogLevel::warn, "zmq runtime: dropped a message from worker {}: {}", whole.src, e.what());
   }
 }
 
@@ -245,7 +288,9 @@ void ZmqTransport::flush_pending(int process, OutboundShared& out) {
     OutboundShared::Pending& p = out.pending.front();
     if (p.fits && out.ready) {
       if (!send_shared(out, p.header, p.data)) break;  // still no room
-      p.done->complete();
+      if (p.done) p.done->complete();
+    } else if (p.fragment) {  // the ring went away (its process left): the rest of the message too
+      if (p.done) p.done->complete();
     } else {
       send_zmq(out, process, p.header, p.data, std::move(p.done));
     }
@@ -255,7 +300,8 @@ void ZmqTransport::flush_pending(int process, OutboundShared& out) {
 }
 
 void ZmqTransport::drop_pending(OutboundShared& out) {
-  for (OutboundShared::Pending& p : out.pending) p.done->complete();
+  for (OutboundShared::Pending& p : out.pending)
+    if (p.done) p.done->complete();
   out.pending.clear();
   out.has_pending = false;
 }
