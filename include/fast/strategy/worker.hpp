@@ -164,14 +164,15 @@ class Worker {
   // it back, Context::joins_run_under_way on its side): every member sends the joiner the group,
   // the sequence number and the agreement round count, the first member (the source) its state
   // (save()), and each waits for the joiner's word, watching the joiner alone. Ready, or the joiner
-  // lost without a word: the member regroups with the joiner and returns the new group. Abort (the
-  // source was lost before its state arrived): the group stays as it is and admit() returns
-  // nothing; the source's loss then fails the next collective and the survivors regroup
-  // (regroup_survivors) as after any loss. join_group(): the joiner's side, from its
-  // Communicator's joining mode: takes the headers and the source's state, sends every member its
-  // word, and after an abort waits for the next admission; each wait is bounded by the loss of the
-  // peer it waits for (the first header: by the operation time limit). Restores the state, ends
-  // the joining mode, regroups and returns the new group (source: the member whose state it took).
+  // lost without a word: the member regroups with the joiner and returns the new group. Abort (a
+  // member, the source or another, was lost before the state arrived): the group stays as it is
+  // and admit() returns nothing; that loss then fails the next collective and the survivors
+  // regroup (regroup_survivors) as after any loss. join_group(): the joiner's side, from its
+  // Communicator's joining mode: takes a header and the source's state, watching every member,
+  // restores the state, sends every member its word, and after an abort waits for the next
+  // admission; each wait is bounded by the loss of a peer it watches (the header: by the
+  // operation time limit). Ends the joining mode, regroups and returns the new group (source: the
+  // member whose state it took). InvalidArgument for a malformed header, state or word.
   // With fault_inject exit-while-admitting@RANK, member RANK (a process the run started with)
   // kills itself in admit() before it sends anything (a testing aid, docs/faults.md).
   std::optional<Regrouping> admit(int joiner);
