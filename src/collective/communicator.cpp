@@ -76,14 +76,14 @@ void Communicator::exclude_lost() {
 
 Communicator::~Communicator() = default;
 
-void Communicator::regroup(std::vector<int> members, std::uint32_t next_sequence) {
+void Communicator::regroup(std::vector<int> members, std::uint32_t next_sequence, std::optional<double> formed_at) {
   const auto at = std::find(members.begin(), members.end(), own_.rank());
   FAST_ENFORCE_AS(core::InvalidUsage, at != members.end(), "regroup: worker {} is not among the members {}",
                   own_.rank(), fmt::join(members, ", "));
   index_ = static_cast<int>(at - members.begin());
   members_ = std::move(members);
   sequence_.store(next_sequence, std::memory_order_relaxed);
-  formed_at_ = own_.now();
+  formed_at_ = formed_at.value_or(own_.now());
 }
 
 bool Communicator::lost_since_formed(int rank) const { return runtime::lost_since(own_, rank, formed_at_); }

@@ -186,15 +186,19 @@ FaultInjection FaultInjection::parse(const std::string& spec, int workers) {
   if (spec.empty()) return fault;
   const std::size_t at = spec.find('@');
   FAST_ENFORCE(at != std::string::npos && at + 1 < spec.size(),
-               "fault_inject '{}': expected KIND@W1,W2,... (KIND nan, zeros or scale:FACTOR)", spec);
+               "fault_inject '{}': expected KIND@W1,W2,... (KIND nan, zeros, scale:FACTOR or exit-while-admitting)",
+               spec);
   const std::string kind = spec.substr(0, at);
   if (kind == "nan") {
     fault.kind_ = Kind::nan;
   } else if (kind == "zeros") {
     fault.kind_ = Kind::zeros;
+  } else if (kind == "exit-while-admitting") {
+    fault.kind_ = Kind::exit_while_admitting;
   } else {
     FAST_ENFORCE(kind.rfind("scale:", 0) == 0,
-                 "fault_inject '{}': unknown kind '{}'; expected nan, zeros or scale:FACTOR", spec, kind);
+                 "fault_inject '{}': unknown kind '{}'; expected nan, zeros, scale:FACTOR or exit-while-admitting",
+                 spec, kind);
     const std::string factor = kind.substr(6);
     char* end = nullptr;
     fault.factor_ = std::strtod(factor.c_str(), &end);
@@ -212,8 +216,12 @@ FaultInjection FaultInjection::parse(const std::string& spec, int workers) {
   return fault;
 }
 
+bool FaultInjection::exits_while_admitting(int rank) const {
+  return exits_while_admitting() && std::find(ranks_.begin(), ranks_.end(), rank) != ranks_.end();
+}
+
 void FaultInjection::apply(int rank, std::span<float> gradient) const {
-  if (std::find(ranks_.begin(), ranks_.end(), rank) == ranks_.end()) return;
+  if (kind_ == Kind::exit_while_admitting || std::find(ranks_.begin(), ranks_.end(), rank) == ranks_.end()) return;
   for (float& v : gradient) {
     if (kind_ == Kind::nan)
       v = std::numeric_limits<float>::quiet_NaN();

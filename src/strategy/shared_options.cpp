@@ -57,8 +57,9 @@ std::vector<StrategyOption> common_options() {
           .accepts("an aggregate spec (Spec strings: aggregate)"),
       StrategyOption::field("fault_inject", &StrategyOptions::fault_inject,
                             "Make workers faulty, for tests and demonstrations: KIND@W1,W2 with KIND nan, zeros or "
-                            "scale:FACTOR (e.g. scale:-100@4: worker 4 sends -100 x its gradient); empty: none "
-                            "(docs/faults.md)."),
+                            "scale:FACTOR (e.g. scale:-100@4: worker 4 sends -100 x its gradient), or "
+                            "exit-while-admitting (elastic runs: the worker kills itself while the members admit a "
+                            "worker taken back); empty: none (docs/faults.md)."),
   };
 }
 

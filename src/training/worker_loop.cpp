@@ -203,8 +203,10 @@ void WorkerLoop::admit_joiners(std::int64_t done) {
   comm.allgather(core::ConstView(std::span<const double>(&mine, 1)), core::MutableView(std::span<double>(seen)));
   if (seen.front() < 0 || std::any_of(seen.begin(), seen.end(), [&](double v) { return v != seen.front(); })) return;
   const int joiner = static_cast<int>(seen.front());
-  const strategy::Regrouping g = worker_.admit(joiner);
-  if (!lead()) return;
+  const std::optional<strategy::Regrouping> admitted = worker_.admit(joiner);
+  // Called off by the joiner (the first member was lost): the next collective fails on that loss.
+  if (!admitted || !lead()) return;
+  const strategy::Regrouping& g = *admitted;
   outputs_.write(metrics::to_json(metrics::MembershipRecord{.time = elapsed(),
                                                             .worker = joiner,
                                                             .joined = true,

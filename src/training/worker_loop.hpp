@@ -118,8 +118,10 @@ class WorkerLoop {
   // proposes the lowest rank that is alive again without being a member (a new process took it
   // back under zmq), an all-gather of 8 bytes each; when every member proposes the same one, it is
   // admitted (strategy::Worker::admit) and the first member writes a `membership` record
-  // (`joined`, with the step and the new size). join_group(): the joining worker's side before its
-  // first step (strategy::Worker::join_group); returns the steps it goes on from.
+  // (`joined`, with the step and the new size); nothing when the joiner called the admission off
+  // (a member was lost before the state arrived: the next collective sees that loss).
+  // join_group(): the joining worker's side before its first step (strategy::Worker::join_group);
+  // returns the steps it goes on from.
   void admit_joiners(std::int64_t done);
   std::int64_t join_group();
   // Whether this worker leads the run's outputs: the first member of the group (worker 0 until it

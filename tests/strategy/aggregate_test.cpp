@@ -127,6 +127,25 @@ TEST(FaultInjection, ScalesZeroesOrPoisonsTheChosenWorkersOnly) {
   expect_error<core::InvalidArgument>([] { FaultInjection::parse("scale:inf@1", 5); }, {"finite FACTOR"});
 }
 
+// exit-while-admitting changes no gradient; it names the workers Worker::admit kills.
+TEST(FaultInjection, ExitWhileAdmittingNamesItsWorkersAndLeavesGradientsAlone) {
+  const FaultInjection exits = FaultInjection::parse("exit-while-admitting@0,2", 4);
+  EXPECT_TRUE(exits.active());
+  EXPECT_TRUE(exits.exits_while_admitting());
+  EXPECT_EQ((std::vector<bool>{exits.exits_while_admitting(0), exits.exits_while_admitting(1),
+                               exits.exits_while_admitting(2), exits.exits_while_admitting(3)}),
+            (std::vector<bool>{true, false, true, false}));
+  std::vector<float> g{1, -2};
+  exits.apply(0, g);
+  EXPECT_EQ(g, (std::vector<float>{1, -2}));
+  const FaultInjection scale = FaultInjection::parse("scale:2@0", 1);
+  EXPECT_FALSE(scale.exits_while_admitting());
+  EXPECT_FALSE(scale.exits_while_admitting(0));
+  EXPECT_FALSE(FaultInjection::parse("", 1).exits_while_admitting());
+  fast::testing::expect_error<core::InvalidArgument>([] { FaultInjection::parse("exit-while-admitting@4", 4); },
+                                                     {"worker 4", "[0, 4)"});
+}
+
 // W workers minimise 1/2 ||x - c||^2 with one centre c (testing::centre(0, i)), from x = 0, for
 // `steps` SGD steps of rate lr under `strategy` (ps: mode sync) with `rule` and `fault`. Returns
 // worker 0's final parameters and its skipped steps.

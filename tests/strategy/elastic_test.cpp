@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/error_message.hpp"
 #include "common/star_cluster.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/sim/world.hpp"
@@ -261,6 +262,26 @@ TEST(ElasticTraining, RegroupingNeedsAnElasticCommunicator) {
     std::vector<float> x(4, 0.0f), g(4, 0.0f);
     Worker worker(ctx, {.optimizer = {.name = "sgd", .lr = 0.1}}, {.params = x, .grads = g});
     EXPECT_THROW(worker.regroup_survivors(), core::InvalidUsage);
+    EXPECT_THROW((void)worker.admit(0), core::InvalidUsage);
+  });
+}
+
+// fault_inject exit-while-admitting is a testing aid of elastic runs: a Worker without an elastic
+// Communicator refuses it, naming the spec; with one it builds, and its steps leave the gradient
+// alone (the fault fires only in Worker::admit).
+TEST(ElasticTraining, ExitWhileAdmittingNeedsAnElasticCommunicator) {
+  runtime::sim::World world({.size = 1, .cluster = star(1)});
+  world.run([](runtime::Context& ctx) {
+    std::vector<float> x(4, 1.0f), g(4, 0.5f);
+    const StrategyOptions fault{.name = "allreduce", .fault_inject = "exit-while-admitting@0"};
+    fast::testing::expect_error<core::InvalidArgument>(
+        [&] { Worker(ctx, {.strategy = fault, .optimizer = {.name = "sgd", .lr = 0.1}}, {.params = x, .grads = g}); },
+        {"fault_inject 'exit-while-admitting@0'", "needs an elastic run"});
+    Worker elastic(ctx, {.strategy = fault, .optimizer = {.name = "sgd", .lr = 0.1}, .communicator = {.elastic = true}},
+                   {.params = x, .grads = g});
+    elastic.step();
+    EXPECT_EQ(g, std::vector<float>(4, 0.5f));  // the average over one worker: its own gradient
+    for (float v : x) EXPECT_LT(v, 1.0f);
   });
 }
 

@@ -202,7 +202,10 @@ TEST(ElasticSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
       {"--elastic-lr square", "unknown value 'square'; expected one of: keep, linear"},
       {"--min-workers 3", "min_workers: set to 3 without elastic"},
       {"--elastic --min-workers 5", "min_workers: expected at most the run's 4 workers, got 5"},
-      {"--elastic --min-workers 0", "--min-workers: expected"}};
+      {"--elastic --min-workers 0", "--min-workers: expected"},
+      {"--fault-inject exit-while-admitting@1",
+       "fault_inject 'exit-while-admitting@1': exit-while-admitting set "
+       "without elastic; expected elastic = true"}};
   for (const auto& [flags, message] : bounds) {
     const auto refused =
         fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --data-dir missing " + flags + kTrain);
@@ -357,6 +360,79 @@ TEST(ZmqElastic, ARestartedProcessJoinsAndTheRunEndsWithEveryWorker) {
   EXPECT_EQ(records[1]["worker"], 2);
   EXPECT_EQ(records[1]["workers"], 4);
   EXPECT_GE(records[1]["step"].get<std::int64_t>(), records[0]["step"].get<std::int64_t>());
+  fs::remove_all(dir);
+}
+
+// A join racing a loss: process 2 is SIGKILLed at 30% and started again (--restart 1); when the
+// members agree to admit it, process `fault` kills itself (fault_inject exit-while-admitting) before
+// it sends anything. Whatever the newcomer answers, the run must end with the 3 workers left (no
+// TimeoutError), at every step of the run (`whole.json`: the same run under threads), with equal
+// parameters, worker 2 rejoined. Returns launch's log; `dir` keeps the run's files.
+std::string expect_join_survives_a_loss(const fs::path& dir, int fault) {
+  const std::string train = " --strategy allreduce" + kTrain;
+  const auto whole =
+      fast::testing::run_fast_in(dir, "train --runtime threads --workers 4 --summary whole.json" + train);
+  EXPECT_EQ(whole.code, 0) << whole.output;
+  const Killed k = kill_at_30_percent(dir, "--restart 1",
+                                      " --fault-inject exit-while-admitting@" + std::to_string(fault) + train, 2);
+  const std::string& log = k.log;
+  EXPECT_TRUE(k.reached) << log;
+  EXPECT_NE(k.status, -1) << "fast launch did not end:\n" << log;
+  EXPECT_NE(log.find("fault_inject: worker " + std::to_string(fault) + " kills itself while admitting worker 2"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("elastic: worker 2 joined the run at step"), std::string::npos) << log;
+  EXPECT_EQ(log.find("TimeoutError"), std::string::npos) << log;
+  EXPECT_EQ(log.find("did not complete within"), std::string::npos) << log;
+  if (!fs::exists(dir / "s.json") || !fs::exists(dir / "whole.json")) {
+    ADD_FAILURE() << "no summary:\n" << log;
+    return log;
+  }
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["steps"], json::parse(slurp(dir / "whole.json"))["steps"]) << s.dump();
+  EXPECT_EQ(s["live_workers"], 3) << s.dump();
+  EXPECT_EQ(s["rejoined_workers"], json::array({2})) << s.dump();
+  const json& hashes = s["param_hash_per_worker"];
+  EXPECT_EQ(hashes.size(), 4u) << s.dump();
+  const int first = fault == 0 ? 1 : 0;
+  for (int w = 0; w < 4 && hashes.size() == 4u; ++w) {
+    if (w == fault)
+      EXPECT_TRUE(hashes[w].is_null()) << s.dump();
+    else
+      EXPECT_TRUE(hashes[w].is_string() && hashes[w] == hashes[first]) << "worker " << w << ": " << s.dump();
+  }
+  return log;
+}
+
+// The first member (worker 0, the source of the state) lost: the newcomer calls the admission off,
+// the members regroup without worker 0 and admit worker 2 later with worker 1's state; worker 1,
+// leading then, records the loss of 0 (2 workers left) and the join (3).
+TEST(ZmqElasticJoin, TheFirstMemberLostWhileAdmittingCallsTheJoinOff) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "zmq_join_race_first");
+  const std::string log = expect_join_survives_a_loss(dir, 0);
+  EXPECT_NE(
+      log.find("elastic: worker 0 lost before worker 2 had the state of worker 0; it waits for the next admission"),
+      std::string::npos)
+      << log;
+  const std::vector<json> records = membership_records(dir / "m.rank1.jsonl");
+  ASSERT_EQ(records.size(), 2u) << log;
+  EXPECT_EQ(records[0]["change"], "lost");
+  EXPECT_EQ(records[0]["worker"], 0);
+  EXPECT_EQ(records[0]["workers"], 2);
+  EXPECT_EQ(records[1]["change"], "joined");
+  EXPECT_EQ(records[1]["worker"], 2);
+  EXPECT_EQ(records[1]["workers"], 3);
+  EXPECT_GE(records[1]["step"].get<std::int64_t>(), records[0]["step"].get<std::int64_t>());
+  fs::remove_all(dir);
+}
+
+// Another member (worker 1) lost: whether the newcomer had worker 0's state first (it joins, then
+// the group regroups without worker 1) or not (it calls the admission off and joins later), the
+// run ends with workers 0, 2, 3.
+TEST(ZmqElasticJoin, AnotherMemberLostWhileAdmittingLeavesTheOthersAgreeing) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "zmq_join_race_other");
+  const std::string log = expect_join_survives_a_loss(dir, 1);
+  EXPECT_NE(log.find("elastic: worker(s) 1 lost"), std::string::npos) << log;
   fs::remove_all(dir);
 }
 

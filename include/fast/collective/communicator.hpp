@@ -118,7 +118,10 @@ class Communicator {
   // Elastic groups: the group becomes `members` (rank order, this worker among them) and the next
   // collective takes sequence number `next_sequence`, on every member alike: what the survivors
   // agreed on (collective/membership.hpp). InvalidUsage when this worker is not in `members`.
-  void regroup(std::vector<int> members, std::uint32_t next_sequence);
+  // `formed_at` (own_context().now() seconds, at most now; default now): losses seen since then
+  // count for lost_since_formed(). A join passes the time its admission began, so a member lost
+  // during it stays lost even when a new process has taken its rank back before the next collective.
+  void regroup(std::vector<int> members, std::uint32_t next_sequence, std::optional<double> formed_at = std::nullopt);
   // The sequence number the next collective will take.
   std::uint32_t next_sequence_number() const noexcept { return sequence_.load(std::memory_order_relaxed); }
   // Whether member `rank` was lost since the group was formed (the construction or the last

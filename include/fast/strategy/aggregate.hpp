@@ -82,16 +82,24 @@ void average_rows(std::span<const float> rows, std::span<const int> selected, st
 
 // Fault injection (StrategyOptions::fault_inject, for tests and demonstrations): "KIND@W1,W2,..."
 // with KIND nan | zeros | scale:FACTOR makes workers W1, W2, ... replace their gradient, before
-// every exchange, by NaNs, by zeros, or by FACTOR times itself. "" injects nothing.
+// every exchange, by NaNs, by zeros, or by FACTOR times itself. KIND exit-while-admitting (a testing
+// aid of elastic synchronous training, docs/faults.md) makes those workers kill themselves
+// (SIGKILL) in Worker::admit, right after the members agreed to admit a worker taken back and
+// before they send it anything; the Worker refuses it without an elastic Communicator. "" injects
+// nothing. parse(): InvalidArgument naming the spec for a bad one.
 class FaultInjection {
  public:
   static FaultInjection parse(const std::string& spec, int workers);
-  // Applies the fault to `gradient` if `rank` is one of the faulty workers.
+  // Applies the fault to `gradient` if `rank` is one of the faulty workers and the kind changes
+  // gradients; otherwise leaves it as it is.
   void apply(int rank, std::span<float> gradient) const;
   bool active() const noexcept { return !ranks_.empty(); }
+  // Whether the kind is exit-while-admitting (any worker), and whether `rank` is one it kills.
+  bool exits_while_admitting() const noexcept { return active() && kind_ == Kind::exit_while_admitting; }
+  bool exits_while_admitting(int rank) const;
 
  private:
-  enum class Kind { nan, zeros, scale } kind_ = Kind::scale;
+  enum class Kind { nan, zeros, scale, exit_while_admitting } kind_ = Kind::scale;
   double factor_ = 1;
   std::vector<int> ranks_;
 };

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -157,15 +158,24 @@ class Worker {
   // it again. InvalidUsage without an elastic Communicator or after finish(); PeerLost when this
   // worker is lost itself.
   Regrouping regroup_survivors();
-  // Elastic synchronous training, joins at a step boundary. admit(): collective among the
-  // members, at the same step boundary on every one (they agreed on `joiner`, a rank that is
-  // alive again and not a member: a new process took it back, Context::joins_run_under_way on
-  // its side): the first member sends the joiner the group, the sequence number, the agreement
-  // round count and its state (save()), and every member regroups with the joiner. join_group():
-  // the joiner's side, from its Communicator's joining mode: waits for that message (bounded by
-  // the operation time limit), restores the state, ends the joining mode and regroups. Both
-  // return the new group (source: the member whose state the joiner took).
-  Regrouping admit(int joiner);
+  // Elastic synchronous training, joins at a step boundary (the protocol: src/strategy/
+  // worker_join.cpp). admit(): collective among the members, at the same step boundary on every
+  // one (they agreed on `joiner`, a rank that is alive again and not a member: a new process took
+  // it back, Context::joins_run_under_way on its side): every member sends the joiner the group,
+  // the sequence number and the agreement round count, the first member (the source) its state
+  // (save()), and each waits for the joiner's word, watching the joiner alone. Ready, or the joiner
+  // lost without a word: the member regroups with the joiner and returns the new group. Abort (a
+  // member, the source or another, was lost before the state arrived): the group stays as it is
+  // and admit() returns nothing; that loss then fails the next collective and the survivors
+  // regroup (regroup_survivors) as after any loss. join_group(): the joiner's side, from its
+  // Communicator's joining mode: takes a header and the source's state, watching every member,
+  // restores the state, sends every member its word, and after an abort waits for the next
+  // admission; each wait is bounded by the loss of a peer it watches (the header: by the
+  // operation time limit). Ends the joining mode, regroups and returns the new group (source: the
+  // member whose state it took). InvalidArgument for a malformed header, state or word.
+  // With fault_inject exit-while-admitting@RANK, member RANK (a process the run started with)
+  // kills itself in admit() before it sends anything (a testing aid, docs/faults.md).
+  std::optional<Regrouping> admit(int joiner);
   Regrouping join_group();
 
   // Bytes of this worker's training state: its replica's parameters and gradients, its optimizer's

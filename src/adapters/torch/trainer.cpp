@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -166,6 +167,12 @@ void validate_elastic_bounds(const TrainOptions& o, int world) {
 
 void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s) {
   validate_elastic_bounds(o, workers_before_launch(o));
+  FAST_ENFORCE(
+      o.elastic ||
+          !strategy::FaultInjection::parse(s.fault_inject, std::numeric_limits<int>::max()).exits_while_admitting(),
+      "fault_inject '{}': exit-while-admitting set without elastic; expected elastic = true (--elastic): "
+      "only an elastic synchronous run admits a worker taken back",
+      s.fault_inject);
   if (!o.elastic) return;
   const std::string refusal = strategy::elastic_refusal(s);
   FAST_ENFORCE(refusal.empty(), "elastic: set with {}; expected a strategy whose survivors can go on without it",

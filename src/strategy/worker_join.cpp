@@ -1,0 +1,278 @@
+// Worker's side of a join in elastic synchronous training (docs/faults.md, "Elastic synchronous
+// training"): the members admit a process that took a lost rank back, and the newcomer decides.
+//
+// The protocol, after the members agreed on the joiner J at a step boundary (sequence S: the
+// sequence number of the group's next collective, the same on every member, and larger at every
+// later admission):
+//   1. every member sends J the header [S, rounds, source, members with J...]; the source (the
+//      group's first member) also sends its state (Worker::save, encoded, after S);
+//   2. J takes the first header of S larger than any it took before, then the source's state of S,
+//      watching every member named in the header;
+//   3. J sends every member one word: [S, ready] once it holds the state, [S, abort] when a member
+//      was lost before (the source, or any other);
+//   4. a member waits for the word of S only, watching J alone: ready, or J lost without a word,
+//      and it counts J in; abort, and it keeps its group. After an abort J waits for the next
+//      admission.
+// Every message carries S, so what an earlier attempt left behind (the headers J did not read, a
+// word to a member whose agreement failed) is skipped. Every member thus leaves with the same
+// group, or with groups that differ only by J where J is lost; and an abort means a member is
+// lost, which every member's next collective sees (it is in every group), so the survivors regroup
+// (Worker::regroup_survivors) as after any loss. Watching every member also covers an agreement
+// that completed on some members only (a loss inside its all-gather) when J sees the loss before
+// the state arrives: those wait for J's word, the others regroup, and J aborts (otherwise J joins
+// some members only: docs/faults.md, "Not handled yet"). Each wait ends with the loss of a peer it
+// watches, never at the operation time limit (but J's wait for a header: the next admission).
+
+#include <algorithm>
+#include <array>
+#include <csignal>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
+#include "fast/strategy/worker.hpp"
+
+namespace fast::strategy {
+
+namespace {
+
+// The tags of a join (agreement rounds use sequence >= 1, detail 0): the header, the state, the word.
+constexpr runtime::Tag kJoinHeader = runtime::make_tag(runtime::TagKind::membership, 0, 1);
+constexpr runtime::Tag kJoinState = runtime::make_tag(runtime::TagKind::membership, 0, 2);
+constexpr runtime::Tag kJoinWord = runtime::make_tag(runtime::TagKind::membership, 0, 3);
+constexpr std::int64_t kReady = 1;
+constexpr std::int64_t kAbort = 2;
+// Word layout: sequence, kReady or kAbort. Header layout: sequence, rounds, source, then the
+// members (rank order, the joiner among them).
+constexpr std::size_t kHeaderFixed = 3;
+// Seconds of runtime clock between two checks of the peer while a join waits.
+constexpr double kSlice = 0.02;
+
+// Posts an operation with `peer` (a send or receive of ctx); a peer already known lost makes the
+// call itself throw PeerLost: that becomes a failed Work.
+template <typename Post>
+core::Work posted(Post&& post) {
+  try {
+    return post();
+  } catch (const core::PeerLost&) {
+    return core::Work::failed(std::current_exception());
+  }
+}
+
+// Whether one of `peers` was lost since `since` (runtime::lost_since); the first such, or -1.
+int first_lost(const runtime::Context& ctx, std::span<const int> peers, double since) {
+  for (int p : peers)
+    if (runtime::lost_since(ctx, p, since)) return p;
+  return -1;
+}
+
+// Waits for `work`, an operation with `watched`'s first peer, in slices of kSlice seconds,
+// watching every peer of `watched`. True when it completed; false when it failed with PeerLost or
+// a watched peer was lost since `since` (the Work is then dropped, which cancels an unmatched
+// receive). Other errors propagate; TimeoutError past the operation time limit (only when no
+// watched peer answers or is seen lost).
+bool settled(runtime::Context& ctx, core::Work& work, std::span<const int> watched, double since, const char* what) {
+  const double start = ctx.now();
+  const double limit = ctx.operation_time_limit();
+  for (;;) {
+    try {
+      if (work.wait(kSlice)) return true;
+    } catch (const core::PeerLost&) {
+      return false;
+    }
+    if (first_lost(ctx, watched, since) >= 0) {
+      work = core::Work();
+      return false;
+    }
+    if (ctx.now() - start > limit)
+      FAST_THROW(core::TimeoutError, "join: {} with worker {} did not complete within {} s (FAST_OP_TIMEOUT)", what,
+                 watched.front(), limit);
+  }
+}
+bool settled(runtime::Context& ctx, core::Work& work, const int& peer, double since, const char* what) {
+  return settled(ctx, work, std::span<const int>(&peer, 1), since, what);
+}
+
+// Waits for the word of admission `sequence` from `joiner`, skipping older ones: kReady or kAbort,
+// or nothing when the joiner was lost first.
+std::optional<std::int64_t> word_of(runtime::Context& ctx, int joiner, std::uint32_t sequence, double since) {
+  for (;;) {
+    std::array<std::int64_t, 2> word{};
+    core::Work heard =
+        posted([&] { return ctx.recv(joiner, kJoinWord, core::MutableView(std::span<std::int64_t>(word))); });
+    if (!settled(ctx, heard, joiner, since, "the joiner's word")) return std::nullopt;
+    if (word[0] < sequence) continue;  // an earlier admission's, which this worker did not take part in
+    FAST_ENFORCE_AS(core::InvalidArgument, word[0] == sequence && (word[1] == kReady || word[1] == kAbort),
+                    "join: worker {} answered [{}, {}], expected [{}, {} (ready) or {} (abort)]", joiner, word[0],
+                    word[1], sequence, kReady, kAbort);
+    return word[1];
+  }
+}
+
+// Receives the state of admission `sequence` from `source` (the bytes after its 8-byte stamp),
+// skipping older ones, watching the source and `others`; nothing when one of them was lost first.
+std::optional<core::Buffer> state_of(runtime::Context& ctx, int source, const std::vector<int>& others,
+                                     std::uint32_t sequence, double since) {
+  std::vector<int> watched{source};
+  for (int m : others)
+    if (m != source) watched.push_back(m);
+  for (;;) {
+    core::Buffer state;
+    core::Work work = posted([&] { return ctx.recv(source, kJoinState, state); });
+    if (!settled(ctx, work, watched, since, "the state")) return std::nullopt;
+    const std::span<const std::uint8_t> raw = std::as_const(state).as<std::uint8_t>();  // checks the dtype
+    std::int64_t stamp = -1;
+    FAST_ENFORCE_AS(core::InvalidArgument, raw.size() >= sizeof stamp,
+                    "join: worker {} sent a state of {} bytes, expected its 8-byte stamp first", source, raw.size());
+    std::memcpy(&stamp, raw.data(), sizeof stamp);
+    if (stamp < sequence) continue;
+    FAST_ENFORCE_AS(core::InvalidArgument, stamp == sequence,
+                    "join: worker {} sent the state of admission {}, expected {}", source, stamp, sequence);
+    return state;
+  }
+}
+
+// One header, checked: who sent it, what it says.
+struct JoinHeader {
+  std::uint32_t sequence = 0;
+  std::uint32_t rounds = 0;
+  int source = -1;
+  std::vector<int> members;
+};
+
+JoinHeader parse_header(const core::Buffer& buffer, int from, int self, int world) {
+  const std::span<const std::int64_t> h = buffer.as<std::int64_t>();  // checks the dtype
+  FAST_ENFORCE_AS(core::InvalidArgument, h.size() > kHeaderFixed + 1,
+                  "join: worker {} sent a header of {} integers, expected > {}", from, h.size(), kHeaderFixed + 1);
+  JoinHeader out{.sequence = static_cast<std::uint32_t>(h[0]),
+                 .rounds = static_cast<std::uint32_t>(h[1]),
+                 .source = static_cast<int>(h[2]),
+                 .members = std::vector<int>(h.begin() + kHeaderFixed, h.end())};
+  bool sorted = true, has_self = false, has_source = false;
+  for (std::size_t i = 0; i < out.members.size(); ++i) {
+    const int m = out.members[i];
+    sorted = sorted && m >= 0 && m < world && (i == 0 || out.members[i - 1] < m);
+    has_self = has_self || m == self;
+    has_source = has_source || m == out.source;
+  }
+  FAST_ENFORCE_AS(core::InvalidArgument, sorted && has_self && has_source && out.source != self,
+                  "join: worker {} sent a group of {} members that is not ranks of [0, {}) in increasing order with "
+                  "this worker {} and the source {} among them",
+                  from, out.members.size(), world, self, out.source);
+  return out;
+}
+
+// exit-while-admitting (StrategyOptions::fault_inject): the process kills itself, as a crash
+// would, after kSettle seconds: the last messages of the agreement's all-gather then reach the
+// other members, so the loss falls inside the admission (a loss inside the all-gather fails the
+// agreement instead: no admission at all).
+constexpr double kSettle = 0.5;
+[[noreturn]] void exit_while_admitting(runtime::Context& ctx, int joiner) {
+  ctx.sleep(kSettle);
+  core::log(core::LogLevel::warn,
+            "fault_inject: worker {} kills itself while admitting worker {} (exit-while-admitting)", ctx.rank(),
+            joiner);
+  std::fflush(nullptr);
+  std::raise(SIGKILL);
+  std::_Exit(137);  // SIGKILL cannot be caught; should raise return, end the same way
+}
+
+}  // namespace
+
+std::optional<Regrouping> Worker::admit(int joiner) {
+  FAST_ENFORCE_AS(core::InvalidUsage, comm_.elastic() && !finished_,
+                  "Worker::admit: needs an elastic communicator, before finish()");
+  std::vector<int> members = comm_.members();
+  FAST_ENFORCE_AS(core::InvalidUsage,
+                  joiner >= 0 && joiner < comm_.size() && !std::binary_search(members.begin(), members.end(), joiner),
+                  "Worker::admit: worker {} is not a rank outside the group", joiner);
+  runtime::Context& ctx = comm_.own_context();
+  // A process that joined itself never fires it: the fault hits a member the run started with.
+  if (fault_.exits_while_admitting(comm_.rank()) && !ctx.joins_run_under_way()) exit_while_admitting(ctx, joiner);
+  const double since = ctx.now();
+  const int source = members.front();
+  members.insert(std::upper_bound(members.begin(), members.end(), joiner), joiner);
+  const std::uint32_t sequence = comm_.next_sequence_number();  // the same on every member
+  std::vector<std::int64_t> header{sequence, membership_rounds_, source};
+  header.insert(header.end(), members.begin(), members.end());
+  std::vector<std::byte> state(sizeof(std::int64_t));  // the stamp, then the checkpoint
+  if (comm_.rank() == source) {
+    const std::int64_t stamp = sequence;
+    std::memcpy(state.data(), &stamp, sizeof stamp);
+    const std::vector<std::byte> checkpoint = encode_checkpoint(save());
+    state.insert(state.end(), checkpoint.begin(), checkpoint.end());
+  }
+  std::vector<core::Work> sent;
+  sent.push_back(
+      posted([&] { return ctx.send(joiner, kJoinHeader, core::ConstView(std::span<const std::int64_t>(header))); }));
+  if (comm_.rank() == source)
+    sent.push_back(posted(
+        [&] { return ctx.send(joiner, kJoinState, core::ConstView(state.data(), state.size(), core::DType::u8)); }));
+  // The joiner lost without a word counts in: its loss is then seen by the next collective.
+  const std::optional<std::int64_t> word = word_of(ctx, joiner, sequence, since);
+  for (core::Work& w : sent) (void)settled(ctx, w, joiner, since, "the join's header or state");
+  if (word == kAbort) {
+    core::log(core::LogLevel::info, "elastic: worker {} called its admission off (a member was lost)", joiner);
+    return std::nullopt;
+  }
+  comm_.regroup(members, sequence, since);  // a member lost during the admission stays lost
+  strategy_->regrouped(state_);
+  return Regrouping{.members = members, .source = source, .steps = steps_, .rounds = membership_rounds_};
+}
+
+Regrouping Worker::join_group() {
+  FAST_ENFORCE_AS(core::InvalidUsage, comm_.elastic() && comm_.joining() && !finished_,
+                  "Worker::join_group: needs an elastic communicator in joining mode, before finish()");
+  runtime::Context& ctx = comm_.own_context();
+  std::int64_t taken = -1;  // the sequence of the last header taken: older ones are left over
+  for (;;) {
+    core::Buffer first;
+    int from = -1;
+    ctx.recv_any(kJoinHeader, first, from).wait();  // bounded by the operation time limit
+    const JoinHeader h = parse_header(first, from, comm_.rank(), comm_.size());
+    if (static_cast<std::int64_t>(h.sequence) <= taken) continue;  // another member's of an admission taken
+    taken = h.sequence;
+    // Losses seen from here on count: a rank lost earlier and admitted again meanwhile is a member.
+    const double since = ctx.now();
+    std::vector<int> others = h.members;
+    std::erase(others, comm_.rank());
+    const std::optional<core::Buffer> state = state_of(ctx, h.source, others, h.sequence, since);
+    // The state is taken before the word: a state that does not fit ends this process (IoError),
+    // whose loss the members then see like any other.
+    if (state) {
+      const std::string from_text = fmt::format("the state of worker {}", h.source);
+      const std::span<const std::uint8_t> raw = state->as<std::uint8_t>().subspan(sizeof(std::int64_t));
+      restore(decode_checkpoint(std::span<const std::byte>(reinterpret_cast<const std::byte*>(raw.data()), raw.size()),
+                                from_text),
+              from_text);
+    }
+    const std::array<std::int64_t, 2> word{h.sequence, state ? kReady : kAbort};
+    std::vector<std::pair<int, core::Work>> told;
+    for (int m : others)
+      told.emplace_back(
+          m, posted([&] { return ctx.send(m, kJoinWord, core::ConstView(std::span<const std::int64_t>(word))); }));
+    for (auto& [m, w] : told) (void)settled(ctx, w, m, since, "the word to a member");
+    if (!state) {
+      const int lost = first_lost(ctx, others, since);
+      core::log(core::LogLevel::warn,
+                "elastic: worker {} lost before worker {} had the state of worker {}; it waits for the next admission",
+                lost >= 0 ? fmt::format("{}", lost) : std::string("of the group"), comm_.rank(), h.source);
+      continue;
+    }
+    membership_rounds_ = h.rounds;
+    comm_.end_join();
+    comm_.regroup(h.members, h.sequence, since);  // a member lost meanwhile stays lost
+    strategy_->regrouped(state_);
+    return {.members = comm_.members(), .source = h.source, .steps = steps_, .rounds = membership_rounds_};
+  }
+}
+
+}  // namespace fast::strategy
