@@ -428,8 +428,9 @@ TEST(ZmqElasticJoin, TheFirstMemberLostWhileAdmittingCallsTheJoinOff) {
 
 // Another member (worker 1) lost: whether the newcomer had worker 0's state first (it joins, then
 // the group regroups without worker 1) or not (it calls the admission off and joins later), the
-// run ends with workers 0, 2, 3.
-TEST(ZmqElasticJoin, AnotherMemberLostWhileAdmittingLeavesTheOthersAgreeing) {
+// run ends with workers 0, 2, 3. Labelled long (`make test-all`): the first member's case above
+// runs in every `make test`.
+TEST(LongZmqElasticJoin, AnotherMemberLostWhileAdmittingLeavesTheOthersAgreeing) {
   const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "zmq_join_race_other");
   const std::string log = expect_join_survives_a_loss(dir, 1);
   EXPECT_NE(log.find("elastic: worker(s) 1 lost"), std::string::npos) << log;
