@@ -44,6 +44,9 @@
 #                          threads: "1 torch thread per worker" would not be one thread (docs/benchmarks.md).
 #                          FAST's configure_torch_threads calls openblas_set_num_threads itself, which
 #                          overrides this variable on the FAST side.
+#   BENCH_E_PROCS="2 4"    process counts of (e)'s all-reduce sweeps
+#   BENCH_E_LINKS=1        0: leave out (e)'s emulated links (bench/emulated_link.sh)
+#   BENCH_PYTHON=/usr/bin/python3  the Python with torch for gloo, DDP and the reports
 #   FAST_DATA_DIR          Fashion-MNIST folder (default /usr/share/datasets/fashion-mnist)
 set -euo pipefail
 
@@ -55,13 +58,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=$BUILD/bin
 OUT=$BUILD/bench-results
 RAW=$OUT/raw
-PY=/usr/bin/python3   # Debian's python3 with python3-torch, not the first python3 on PATH
+PY=${BENCH_PYTHON:-/usr/bin/python3}   # Debian's python3 with python3-torch, not the first python3 on PATH
 REPORT=("$PY" "$ROOT/bench/report.py")
 
 ONLY=${BENCH_ONLY:-a b c d e f g h j k l}
 REPS=${BENCH_REPS:-5}
 G_ROUNDS=${BENCH_G_ROUNDS:-10}
 QUICK=${BENCH_QUICK:-0}
+E_PROCS=${BENCH_E_PROCS:-2 4}
 B_THREADS=${BENCH_B_THREADS:-2}
 CHUNKS=${BENCH_CHUNKS:-64K,256K,1M,4M}
 DATA_DIR=${FAST_DATA_DIR:-/usr/share/datasets/fashion-mnist}
@@ -330,7 +334,7 @@ pp_step() {
 }
 
 if wants e; then
-  note "(e) all-reduce across processes, 4 KiB..$( [[ $QUICK == 1 ]] && echo 4 || echo 64) MiB (x4), 2 and 4 processes"
+  note "(e) all-reduce across processes, 4 KiB..$( [[ $QUICK == 1 ]] && echo 4 || echo 64) MiB (x4), $E_PROCS processes"
   note "    FAST: fast launch -n N -- bench_allreduce_fast --runtime zmq (chunk_bytes 4M); tcp without shared memory (CURVE | --insecure), and the default (shared memory, CURVE)"
   note "    MPI: mpirun --bind-to none (--oversubscribe above $(nproc)); shared memory (defaults) | --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
   note "    gloo: torch.distributed all_reduce, N processes on 127.0.0.1 (bench/allreduce_gloo.py)"
@@ -338,7 +342,7 @@ if wants e; then
   E_KINDS=(fast_zmq_tcp mpi_tcp gloo fast_zmq_shm mpi_shm fast_zmq_tcp_insecure)
   for rep in $(seq 1 "$REPS"); do
     mapfile -t kinds < <(in_rep_order "$rep" "${E_KINDS[@]}")
-    for n in 2 4; do
+    for n in $E_PROCS; do
       for kind in "${kinds[@]}"; do
         note "    rep $rep/$REPS: $kind, $n processes"
         e_step "$kind" "$n" "$rep"
@@ -354,9 +358,14 @@ if wants e; then
   "${REPORT[@]}" processes "$OUT" | tee -a "$LOG"
   echo
   # The same on emulated links between two network namespaces (needs root; skipped otherwise).
-  if [[ $(id -u) == 0 ]]; then
+  if [[ ${BENCH_E_LINKS:-1} == 0 ]]; then
+    note "(e) emulated links: skipped (BENCH_E_LINKS=0)"
+  elif [[ $(id -u) == 0 ]]; then
     note "(e) emulated links: bench/emulated_link.sh (veth pair shaped by tc, 1 and 10 Gbit/s; FAST with CURVE vs OpenMPI tcp)"
-    "$ROOT/bench/emulated_link.sh" "$BIN" "$OUT/link" | tee -a "$LOG"
+    link_rc=0
+    "$ROOT/bench/emulated_link.sh" "$BIN" "$OUT/link" | tee -a "$LOG" || link_rc=$?
+    if (( link_rc == 77 )); then note "(e) emulated links: skipped (network namespaces cannot be created here)"
+    elif (( link_rc != 0 )); then die "bench/emulated_link.sh failed (exit $link_rc)"; fi
     echo
   else
     note "(e) emulated links: skipped (network namespaces need root)"
