@@ -217,42 +217,101 @@ TEST(SharedRing, AnEmptyRingTakesARecordOfAnySizeUpToItsLargest) {
   EXPECT_TRUE(std::equal(body->begin(), body->end(), want.begin()));
 }
 
-TEST(SharedRing, ARecordThatFitsAtTheRingsStartGoesThereOnceTheRecordsBeforeItAreReleased) {
+TEST(SharedRing, RecordsTakenAsFastAsTheyComeStayInTheRingsFirstQuarter) {
+  // The rule (OutboundRing::put): back to the ring's start when the record fits there with
+  // max(its region, a quarter of the ring) still free behind it; else on from the last record.
   OutboundRing out(kCapacity);
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+  const std::uint64_t r = region(500), reserve = std::max<std::uint64_t>(r, kCapacity / 4);
+  std::uint64_t next = 0;  // the model's offset of the next record, all before it released
   const std::byte* first = nullptr;
-  for (int round = 0; round < 20; ++round) {  // taken as fast as they come: always the first bytes
+  bool wrapped = false;
+  for (int round = 0; round < 40; ++round) {
     ASSERT_TRUE(out.put({}, bytes_of(500, round))) << round;
     const auto body = in->peek();
     ASSERT_TRUE(body.has_value()) << round;
     if (round == 0) first = body->data();
-    EXPECT_EQ(body->data(), first) << round;
+    const std::uint64_t at = next >= r + reserve ? 0 : next;  // the jump needs lap + r + reserve - head <= capacity
+    wrapped = wrapped || (round > 0 && at == 0);
+    EXPECT_EQ(body->data(), first + at) << round;
+    EXPECT_LT(at + r, kCapacity / 4 + 2 * r) << round;  // warm pages: the first quarter and a record
     const auto want = bytes_of(500, round);
     EXPECT_TRUE(std::equal(body->begin(), body->end(), want.begin())) << round;
     in->take();  // released at once
+    next = at + r;
   }
-  // A record held: the next one follows it, as the ring's start is not free.
-  ASSERT_TRUE(out.put({}, bytes_of(500, 30)));
+  EXPECT_TRUE(wrapped);
+}
+
+TEST(SharedRing, AJumpBackToTheStartLeavesRoomForMoreRecordsBehindIt) {
+  // Records of an eighth of the ring: taken at once, they go back to the start from 3/8 of the
+  // ring on (a record and a quarter behind it). Until the reader reaches that record, the lap's
+  // rest that it passed over stays counted: 2 more records fit behind it, and a third does not.
+  OutboundRing out(kCapacity);
+  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+  const std::size_t body = kCapacity / 8 - kRecordPrefixBytes;
+  ASSERT_EQ(region(body), kCapacity / 8);
+  const std::byte* first = nullptr;
+  for (int round = 0; round < 3; ++round) {  // at 0, 1/8, 2/8 of the ring
+    ASSERT_TRUE(out.put({}, bytes_of(body, round)));
+    ASSERT_TRUE(in->peek().has_value());
+    if (round == 0) first = in->peek()->data();
+    EXPECT_EQ(in->peek()->data(), first + round * (kCapacity / 8)) << round;
+    in->take();
+  }
+  ASSERT_TRUE(out.put({}, bytes_of(body, 3)));  // from 3/8: back to the start
+  ASSERT_TRUE(out.put({}, bytes_of(body, 4)));
+  ASSERT_TRUE(out.put({}, bytes_of(body, 5)));
+  EXPECT_FALSE(out.put({}, bytes_of(body, 6)));
+  for (int round = 3; round <= 5; ++round) {
+    ASSERT_TRUE(in->peek().has_value());
+    EXPECT_EQ(in->peek()->data(), first + (round - 3) * (kCapacity / 8)) << round;
+    const auto want = bytes_of(body, round);
+    EXPECT_TRUE(std::equal(in->peek()->begin(), in->peek()->end(), want.begin())) << round;
+    in->take();
+  }
+  EXPECT_TRUE(out.put({}, bytes_of(body, 6)));  // room again
+}
+
+TEST(SharedRing, TheReceiverTellsOfReleasedRoomOnlyWhileTheSenderWantsIt) {
+  OutboundRing out(kCapacity);
+  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+  int told = 0;
+  in->set_on_room([&told] { ++told; });
+  const auto pass_one = [&](int seed) {
+    ASSERT_TRUE(out.put({}, bytes_of(100, seed)));
+    ASSERT_TRUE(in->peek().has_value());
+    in->take();  // the owner dropped at once: released
+  };
+  pass_one(0);
+  EXPECT_EQ(told, 0);  // not wanted
+  out.want_room(true);
+  pass_one(1);
+  EXPECT_EQ(told, 1);
+  ASSERT_TRUE(out.put({}, bytes_of(100, 2)));
   ASSERT_TRUE(in->peek().has_value());
-  EXPECT_EQ(in->peek()->data(), first);
   std::optional<InboundRing::Payload> held = in->take();
-  ASSERT_TRUE(out.put({}, bytes_of(500, 31)));
-  ASSERT_TRUE(in->peek().has_value());
-  EXPECT_EQ(in->peek()->data(), first + region(500));
-  in->take();
-  held.reset();  // both released: 2 x 576 bytes lie before the current position
-  // Larger than that: it goes on from the current position.
-  ASSERT_TRUE(out.put({}, bytes_of(1200, 32)));
-  ASSERT_TRUE(in->peek().has_value());
-  EXPECT_EQ(in->peek()->data(), first + 2 * region(500));
-  const auto want = bytes_of(1200, 32);
-  EXPECT_TRUE(std::equal(in->peek()->begin(), in->peek()->end(), want.begin()));
-  in->take();
-  // Then a record that fits before the current position goes to the ring's start again.
-  ASSERT_TRUE(out.put({}, bytes_of(500, 33)));
-  ASSERT_TRUE(in->peek().has_value());
-  EXPECT_EQ(in->peek()->data(), first);
-  in->take();
+  EXPECT_EQ(told, 1);  // nothing released yet
+  held.reset();
+  EXPECT_EQ(told, 2);
+  out.want_room(false);
+  pass_one(3);
+  EXPECT_EQ(told, 2);
+}
+
+TEST(SharedRing, RingingTheBellWakesTheReaderWithoutARecord) {
+  OutboundRing out(kCapacity);
+  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+  const std::uint32_t seen = in->bell();
+  std::thread ringer([&out] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    out.ring_bell();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  in->sleep(seen, std::chrono::milliseconds(10000));
+  ringer.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(9));  // woken, not timed out
+  EXPECT_NE(in->bell(), seen);
   EXPECT_FALSE(in->peek().has_value());
 }
 

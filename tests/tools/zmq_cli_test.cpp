@@ -273,8 +273,8 @@ class ZmqChurn : public ::testing::TestWithParam<std::string> {};
 TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers) {
   const std::string strategy = GetParam();
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "churn_" + strategy.substr(0, strategy.find(' ')));
-  // 3 epochs of mlp; every worker paced (--slowdown) so that the run outlasts the kill, the 5 s
-  // pause and the new process's start-up by far (the restart comes before half of the run).
+  // 3 epochs of mlp; every worker paced (--slowdown) so that the run outlasts the kill, the loss's
+  // detection and the new process's start-up by far (the restart comes before 90% of the run).
   const std::string train = kFast + " train --runtime zmq" + kPeerTimeoutFlag + " --summary s.json --metrics m.jsonl" +
                             kTrainShown + "--strategy " + strategy + " --batch 64 --epochs 3 --slowdown 6,6,6,6";
   const int scale = fast::testing::kRunTimeScale;
@@ -294,7 +294,12 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
   const std::vector<std::string> env = environment_of(pid);
   ASSERT_FALSE(env.empty());
   kill(pid, SIGKILL);
-  std::this_thread::sleep_for(std::chrono::seconds(5));
+  // Started again once the survivors count it lost (a process that claims a live rank is refused):
+  // worker 0's metrics record the loss after the peer timeout.
+  const auto killed_at = clock_type::now();
+  while (slurp(dir / "m.rank0.jsonl").find("\"change\":\"lost\"") == std::string::npos &&
+         clock_type::now() - killed_at < std::chrono::seconds(60 * scale))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const int percent_at_restart = progress_percent(slurp(l.log));
   std::string command = "env -i";
   for (const std::string& e : env) command += " " + shell_quoted(e);

@@ -27,7 +27,7 @@ std::uint64_t round_up(std::uint64_t n) { return (n + kAlign - 1) / kAlign * kAl
 
 // The control page's fields (shared_ring.hpp), each on its own cache line.
 constexpr std::size_t kReleasedOffset = 0, kPublishedOffset = 64, kBellOffset = 128, kWaitingOffset = 132,
-                      kPolledOffset = 192;
+                      kPolledOffset = 192, kRoomWantedOffset = 256;
 std::atomic_ref<std::uint64_t> u64_at(std::byte* base, std::size_t offset) {
   return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(base + offset));
 }
@@ -94,9 +94,14 @@ bool OutboundRing::put(std::span<const std::byte> head, std::span<const std::byt
   // instead of walking through all of its capacity (on a VM with shadow page tables a page's first
   // touch made a 0.94 MB copy take 3.4 ms instead of 0.05; docs/launch.md, "Shared memory on one
   // host"). At a lap's start already, the next lap never fits: nothing changes.
+  // Only when a quarter of the ring (or another record as large) stays free after it: the rest of
+  // the lap, passed over, is released only when the reader reaches the record, so a jump that
+  // leaves less keeps the next records waiting for this one to be taken (a ring one record deep:
+  // 4 processes all-reducing 1 MiB waited for room about 8 times per all-reduce).
   const std::uint64_t lap = head_ + (capacity_ - head_ % capacity_);
   const std::uint64_t size = p.end - p.start;
-  if (lap + size - released <= capacity_) p = {lap, lap + size};
+  const std::uint64_t reserve = std::max<std::uint64_t>(size, capacity_ / 4);
+  if (lap + size + reserve - released <= capacity_) p = {lap, lap + size};
   std::byte* data = base_ + kControlBytes;
   if (p.end - released > capacity_) {
     // No room now. A record that must start at the next lap (it does not fit before this lap's end)
@@ -123,6 +128,10 @@ bool OutboundRing::put(std::span<const std::byte> head, std::span<const std::byt
 
 void OutboundRing::publish() {
   u64_at(base_, kPublishedOffset).store(head_, std::memory_order_release);
+  ring_bell();
+}
+
+void OutboundRing::ring_bell() {
   // Dekker's order with the reader's sleep(): add to the bell, then read `waiting`; the reader
   // sets `waiting`, then reads the bell (both sequentially consistent). And with the receiver's
   // pollers: `polled` set means a thread of the receiver looks at the ring itself, and clears it
@@ -130,6 +139,15 @@ void OutboundRing::publish() {
   u32_at(base_, kBellOffset).fetch_add(1);
   if (u32_at(base_, kWaitingOffset).load() != 0 && u32_at(base_, kPolledOffset).load() == 0)
     futex_wake(base_ + kBellOffset);
+}
+
+void OutboundRing::want_room(bool wanted) {
+  if (wanted == room_wanted_) return;
+  room_wanted_ = wanted;
+  u32_at(base_, kRoomWantedOffset).store(wanted ? 1 : 0);
+  // Dekker's order with InboundRing::release(): set the flag, then read `released` (put()); the
+  // receiver stores `released`, then reads the flag (both sequentially consistent).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 std::shared_ptr<InboundRing> InboundRing::open(long pid, int fd, std::uint64_t file_bytes) {
@@ -182,9 +200,13 @@ std::optional<std::span<const std::byte>> InboundRing::peek() {
       if (next > published)
         throw wire::FrameError(fmt::format("shared-memory ring: a wrap marker at {} but records published only to {}",
                                            expected_, published));
-      std::lock_guard<std::mutex> lock(mutex_);
-      push_region(next, true);
-      advance_released();
+      bool freed = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        push_region(next, true);
+        freed = advance_released();
+      }
+      if (freed) tell_room();
       expected_ = next;
       continue;
     }
@@ -253,7 +275,7 @@ std::uint64_t InboundRing::push_region(std::uint64_t end, bool released) {
   return taken_++;
 }
 
-void InboundRing::advance_released() {
+bool InboundRing::advance_released() {
   std::uint64_t released = 0;
   bool advanced = false;
   while (!regions_.empty() && regions_.front().released) {
@@ -262,13 +284,22 @@ void InboundRing::advance_released() {
     ++first_sequence_;
     advanced = true;
   }
-  if (advanced) u64_at(base_, kReleasedOffset).store(released, std::memory_order_release);
+  if (advanced) u64_at(base_, kReleasedOffset).store(released);  // sequentially consistent: tell_room()
+  return advanced;
 }
 
 void InboundRing::release(std::uint64_t sequence) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  regions_[static_cast<std::size_t>(sequence - first_sequence_)].released = true;
-  advance_released();
+  bool freed = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    regions_[static_cast<std::size_t>(sequence - first_sequence_)].released = true;
+    freed = advance_released();
+  }
+  if (freed) tell_room();
+}
+
+void InboundRing::tell_room() {
+  if (on_room_ && u32_at(base_, kRoomWantedOffset).load() != 0) on_room_();
 }
 
 }  // namespace fast::runtime::zmq

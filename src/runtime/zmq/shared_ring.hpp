@@ -19,7 +19,10 @@
 //     when it sleeps;
 //   - `polled` (u32, written by the receiver): 1 while a thread of the receiver that waits for a
 //     message looks at the ring itself (progress in the caller, transport.hpp); the sender then
-//     leaves the reader asleep, and the receiver looks once more after clearing it.
+//     leaves the reader asleep, and the receiver looks once more after clearing it;
+//   - `room_wanted` (u32, written by the sender): 1 while messages wait for room in the ring; the
+//     receiver then tells the sender each time it releases room (InboundRing::set_on_room; the
+//     transport rings the bell of its own ring to the sender, whose reader sends what waited).
 //
 // Records: a record of body length L at ring position p starts at p, or at the next multiple of
 // capacity when 64 + L bytes would cross the end of the data area (then a wrap marker, length
@@ -42,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -104,9 +108,18 @@ class OutboundRing {
   // max_body() then finds room once the reader has taken what was before it.
   bool put(std::span<const std::byte> head, std::span<const std::byte> payload);
 
+  // Sets or clears `room_wanted`, then a full fence: a put() after setting it sees every release
+  // whose receiver read the flag clear. Serialised with put().
+  void want_room(bool wanted);
+  // Adds to the bell and wakes the reader if it sleeps (and no thread of the receiver polls),
+  // without publishing anything: the receiver's reader then looks at what its own process has to
+  // send (room released in the other direction). Any thread: touches the control page only.
+  void ring_bell();
+
  private:
-  // Publishes head_ and wakes the reader if it sleeps (and no thread of the receiver polls).
+  // Publishes head_ and rings the bell.
   void publish();
+  bool room_wanted_ = false;  // the last value written to `room_wanted`
   int fd_ = -1;
   std::size_t capacity_ = 0;
   std::byte* base_ = nullptr;  // the whole mapping: control page, then data
@@ -146,6 +159,10 @@ class InboundRing : public std::enable_shared_from_this<InboundRing> {
   void sleep(std::uint32_t seen, std::chrono::milliseconds timeout);
   // Ends a sleep (the transport stops the reader).
   void wake();
+  // `callback` runs each time room is released while the sender wants room (`room_wanted`), on
+  // the releasing thread (the reader's, or whichever drops a Payload's owner), outside the ring's
+  // lock; it must not block. Set before the ring is shared between threads.
+  void set_on_room(std::function<void()> callback) { on_room_ = std::move(callback); }
   // Sets or clears `polled` (any thread; the transport serialises the calls), followed by a full
   // fence: a look at the ring after clearing it sees every record whose sender saw it set.
   void set_polled(bool polled);
@@ -164,7 +181,9 @@ class InboundRing : public std::enable_shared_from_this<InboundRing> {
   };
   void release(std::uint64_t sequence);
   std::uint64_t push_region(std::uint64_t end, bool released);  // under mutex_; returns its sequence
-  void advance_released();                                      // under mutex_
+  bool advance_released();                                      // under mutex_; true when `released` moved
+  void tell_room();                                             // not under mutex_: on_room_ if wanted
+  std::function<void()> on_room_;
 
   std::byte* base_ = nullptr;
   std::size_t mapped_ = 0;

@@ -98,7 +98,7 @@ void ZmqTransport::start(engine::LocalWorld& world, std::function<void(const std
   open_dealers();
   outbound_.resize(table_.size());
   inbound_.resize(table_.size());
-  for (auto& out : outbound_) out = std::make_unique<OutboundShared>();
+  for (auto& out : outbound_) out = std::make_shared<OutboundShared>();
   for (auto& in : inbound_) in = std::make_shared<InboundShared>();
   for (const ProcessInfo& peer : table_)
     if (peer.rank != process_) offer_ring(peer.rank);
@@ -169,7 +169,7 @@ core::Work ZmqTransport::send_ordered(OutboundShared& out, int process, const wi
                                       core::ConstView data) {
   if (!out.pending.empty()) flush_pending(process, out);
   const bool fits = out.ready && header.payload_bytes + kRecordHeadBytes <= out.ring->max_body();
-  if (out.ready && !fits) return send_fragments(out, header, data);
+  if (out.ready && !fits) return send_fragments(out, process, header, data);
   if (out.pending.empty() && send_shared(out, header, data)) return {};
   if (out.pending.empty() && !fits) return send_zmq(out, process, header, data);
   // The ring is full, or earlier messages wait for room: this one waits behind them.
@@ -178,6 +178,7 @@ core::Work ZmqTransport::send_ordered(OutboundShared& out, int process, const wi
       settings_.op_timeout);
   out.pending.push_back({.header = header, .data = data, .done = done, .fits = fits});
   out.has_pending = true;
+  wait_for_room(process, out);
   return core::Work(std::make_shared<PolledWork>(*this, std::move(done)));
 }
 
@@ -188,7 +189,8 @@ std::size_t ZmqTransport::fragment_bytes(const OutboundShared& out) {
   return std::max<std::size_t>(quarter, 64);
 }
 
-core::Work ZmqTransport::send_fragments(OutboundShared& out, const wire::FrameHeader& header, core::ConstView data) {
+core::Work ZmqTransport::send_fragments(OutboundShared& out, int process, const wire::FrameHeader& header,
+                                        core::ConstView data) {
   const std::size_t piece = fragment_bytes(out), total = data.bytes(), element = core::size_of(data.dtype());
   const auto* bytes = static_cast<const std::byte*>(data.data());
   auto done = std::make_shared<detail::Completion>(
@@ -205,6 +207,7 @@ core::Work ZmqTransport::send_fragments(OutboundShared& out, const wire::FrameHe
   }
   if (!queued) return {};
   out.has_pending = true;
+  wait_for_room(process, out);
   return core::Work(std::make_shared<PolledWork>(*this, std::move(done)));
 }
 

@@ -247,7 +247,7 @@ class ZmqTransport final : public engine::Transport {
   // A message larger than fragment_bytes(out) goes through the ring in parts of that size, one
   // record each, consecutive (out.mutex held): those that find no room wait in `pending`, and the
   // returned Work completes once the last is copied in.
-  core::Work send_fragments(OutboundShared& out, const wire::FrameHeader& header, core::ConstView data);
+  core::Work send_fragments(OutboundShared& out, int process, const wire::FrameHeader& header, core::ConstView data);
   static std::size_t fragment_bytes(const OutboundShared& out);
   // drain(): a record holding part of a message (its header's payload_bytes larger than the
   // record's payload): copied into the message being assembled, delivered once whole.
@@ -259,6 +259,16 @@ class ZmqTransport final : public engine::Transport {
   // Sends the queued messages to `process` that the ring now has room for, in order (out.mutex
   // held); from send(), poll() and the I/O thread.
   void flush_pending(int process, OutboundShared& out);
+  // After queueing a message that found the ring to `process` full (out.mutex held): asks the
+  // receiver to tell when it releases room (OutboundRing::want_room; its release then rings the
+  // bell of its own ring to this process, whose reader calls flush_waiting()), and sends what the
+  // ring took meanwhile. Without it the queue waited for the I/O thread's next turn (1 ms).
+  void wait_for_room(int process, OutboundShared& out);
+  // flush_pending() for `process` if messages wait and no other thread holds its lock (any thread).
+  void flush_waiting(int process);
+  // The receiver's side of wait_for_room(): room was released in the ring of `out`'s process to
+  // this one; rings the bell of this process's ring to it (any thread; never blocks).
+  static void tell_room(OutboundShared& out);
   // Completes and drops every queued message to `process` (lost, or its rank taken back).
   void drop_pending(OutboundShared& out);
   // Whether some ring has queued messages (the I/O thread then looks every millisecond).
@@ -329,7 +339,7 @@ class ZmqTransport final : public engine::Transport {
     std::uint64_t assembled_bytes = 0;
     std::shared_ptr<BufferPool> assembly_pool;  // such messages' buffers, reused
   };
-  std::vector<std::unique_ptr<OutboundShared>> outbound_;  // by process; fixed after start()
+  std::vector<std::shared_ptr<OutboundShared>> outbound_;  // by process; fixed after start()
   std::vector<std::shared_ptr<InboundShared>> inbound_;    // by process; fixed after start() (reset in place)
   // Progress in the caller: how many threads block waiting now (under poll_mutex_, taken before
   // any InboundShared::mutex); whether the rings' `polled` words are set (written under

@@ -104,6 +104,10 @@ void ZmqTransport::on_shared_hello(int from, const json& body) {
         auto ring = InboundRing::open(
             peer.pid, json_int<int>(offer, "fd", 0, std::numeric_limits<int>::max(), "frame: shm offer"),
             json_int<std::uint64_t>(offer, "bytes", 0, 64LL << 30, "frame: shm offer"));
+        // A payload's owner may release room after this transport is gone: the weak pointer.
+        ring->set_on_room([reply = std::weak_ptr<OutboundShared>(outbound_[static_cast<std::size_t>(from)])] {
+          if (auto out = reply.lock()) tell_room(*out);
+        });
         {
           std::lock_guard<std::mutex> poll_lock(poll_mutex_);
           std::lock_guard<std::mutex> lock(in.mutex);
@@ -148,6 +152,7 @@ void ZmqTransport::start_reader(int from) {
         seen = ring->bell();
         drain(from, *in);
       }
+      flush_waiting(from);  // the bell also rings when `from` released room for what waits
       ring->sleep(seen, kReaderNap);
     }
   });
@@ -273,9 +278,10 @@ void ZmqTransport::sleep_begin() {
     if (++sleepers_ == 1 && polled_.load()) publish_polled(false);
   }
   // A sender that saw `polled` set left the reader asleep: what it published is delivered here;
-  // and what the streams hold.
+  // and what the streams hold; and a receiver that saw it set told no reader of room released.
   drain_all();
   poll_streams();
+  for (std::size_t p = 0; p < outbound_.size(); ++p) flush_waiting(static_cast<int>(p));
 }
 
 void ZmqTransport::sleep_end() {
@@ -297,6 +303,27 @@ void ZmqTransport::flush_pending(int process, OutboundShared& out) {
     out.pending.pop_front();
   }
   out.has_pending = !out.pending.empty();
+  if (out.ring && out.ready && out.pending.empty()) out.ring->want_room(false);
+}
+
+void ZmqTransport::wait_for_room(int process, OutboundShared& out) {
+  if (!out.ring || !out.ready) return;
+  out.ring->want_room(true);
+  flush_pending(process, out);  // room released before the receiver saw the flag
+}
+
+void ZmqTransport::flush_waiting(int process) {
+  OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
+  if (!out.has_pending.load(std::memory_order_relaxed)) return;
+  std::unique_lock<std::mutex> lock(out.mutex, std::try_to_lock);
+  if (lock) flush_pending(process, out);  // else its holder sends, or flushes, itself
+}
+
+void ZmqTransport::tell_room(OutboundShared& out) {
+  // A holder of the lock is sending to that process: its record rings the same bell. (A holder
+  // whose record finds no room leaves the sender to its I/O thread's next turn.)
+  std::unique_lock<std::mutex> lock(out.mutex, std::try_to_lock);
+  if (lock && out.ring && out.ready) out.ring->ring_bell();
 }
 
 void ZmqTransport::drop_pending(OutboundShared& out) {
@@ -343,12 +370,7 @@ void ZmqTransport::poll() {
     std::lock_guard<std::mutex> lock(poll_mutex_);
     if (sleepers_ == 0 && !polled_.load()) publish_polled(true);
   }
-  for (std::size_t p = 0; p < outbound_.size(); ++p) {
-    OutboundShared& out = *outbound_[p];
-    if (!out.has_pending.load(std::memory_order_relaxed)) continue;
-    std::unique_lock<std::mutex> lock(out.mutex, std::try_to_lock);
-    if (lock) flush_pending(static_cast<int>(p), out);
-  }
+  for (std::size_t p = 0; p < outbound_.size(); ++p) flush_waiting(static_cast<int>(p));
   for (std::size_t p = 0; p < inbound_.size(); ++p) {
     InboundShared& in = *inbound_[p];
     if (!in.mapped.load(std::memory_order_acquire)) continue;
