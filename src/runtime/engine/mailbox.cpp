@@ -16,14 +16,15 @@ void mark_matched(Op& a, Op& b) {
   b.matched = true;
 }
 
-// Gives a queued send its own copy of the payload and lets go of the memory it came in.
-void detach_payload(Op& send) {
-  auto copy = std::make_shared<core::Buffer>(send.send_data.numel(), send.send_data.dtype());
-  if (send.send_data.bytes() > 0) std::memcpy(copy->data(), send.send_data.data(), send.send_data.bytes());
-  send.send_data = core::ConstView(copy->data(), send.send_data.numel(), send.send_data.dtype());
+}  // namespace
+
+void Mailbox::detach_payload(Op& send) {
+  if (!copies_) copies_ = std::make_shared<BufferPool>(kMaxCachedCopyBytes);
+  std::shared_ptr<std::byte> copy = copies_->take(send.send_data.bytes());
+  if (send.send_data.bytes() > 0) std::memcpy(copy.get(), send.send_data.data(), send.send_data.bytes());
+  send.send_data = core::ConstView(copy.get(), send.send_data.numel(), send.send_data.dtype());
   send.payload_owner = std::move(copy);
 }
-}  // namespace
 
 void Mailbox::check_open(const Op& op, const WorldState& world) const {
   if (aborted_) throw core::RemoteError(fmt::format("{} refused: {}", op.describe(), world.abort_message()));

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "../matcher.hpp"
+#include "buffer_pool.hpp"
 #include "op.hpp"
 
 namespace fast::runtime::engine {
@@ -40,8 +41,15 @@ class Mailbox {
 
  private:
   void check_open(const Op& op, const WorldState& world) const;
+  // Gives a queued send its own copy of the payload, from copies_, and lets go of the memory it
+  // came in (mutex_ held).
+  void detach_payload(Op& send);
+
+  // The idle copies kept for reuse, per mailbox: queued copies live until their receive is posted.
+  static constexpr std::size_t kMaxCachedCopyBytes = std::size_t{64} << 20;
 
   std::mutex mutex_;
+  std::shared_ptr<BufferPool> copies_;  // under mutex_; made at the first copy
   bool aborted_ = false;
   std::unordered_map<int, std::string> lost_;  // lost sources and why
   detail::Matcher<Op, Op> matcher_;            // sends are the messages

@@ -92,9 +92,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../completion.hpp"
+#include "../engine/buffer_pool.hpp"
 #include "../engine/local_world.hpp"
 #include "../engine/transport.hpp"
-#include "buffer_pool.hpp"
 #include "fast/wire/frame.hpp"
 #include "peer_link.hpp"
 #include "process_table.hpp"
@@ -103,6 +103,8 @@
 #include "stream.hpp"
 
 namespace fast::runtime::zmq {
+
+using engine::BufferPool;
 
 class ZmqTransport final : public engine::Transport {
  public:
