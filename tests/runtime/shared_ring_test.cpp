@@ -217,35 +217,39 @@ TEST(SharedRing, AnEmptyRingTakesARecordOfAnySizeUpToItsLargest) {
   EXPECT_TRUE(std::equal(body->begin(), body->end(), want.begin()));
 }
 
-TEST(SharedRing, RecordsTakenAsFastAsTheyComeStayInTheRingsFirstQuarter) {
+TEST(SharedRing, RecordsTakenAsFastAsTheyComeStayInTheRingsFirstPages) {
   // The rule (OutboundRing::put): back to the ring's start when the record fits there with
-  // max(its region, a quarter of the ring) still free behind it; else on from the last record.
-  OutboundRing out(kCapacity);
-  auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
-  const std::uint64_t r = region(500), reserve = std::max<std::uint64_t>(r, kCapacity / 4);
-  std::uint64_t next = 0;  // the model's offset of the next record, all before it released
-  const std::byte* first = nullptr;
-  bool wrapped = false;
-  for (int round = 0; round < 40; ++round) {
-    ASSERT_TRUE(out.put({}, bytes_of(500, round))) << round;
-    const auto body = in->peek();
-    ASSERT_TRUE(body.has_value()) << round;
-    if (round == 0) first = body->data();
-    const std::uint64_t at = next >= r + reserve ? 0 : next;  // the jump needs lap + r + reserve - head <= capacity
-    wrapped = wrapped || (round > 0 && at == 0);
-    EXPECT_EQ(body->data(), first + at) << round;
-    EXPECT_LT(at + r, kCapacity / 4 + 2 * r) << round;  // warm pages: the first quarter and a record
-    const auto want = bytes_of(500, round);
-    EXPECT_TRUE(std::equal(body->begin(), body->end(), want.begin())) << round;
-    in->take();  // released at once
-    next = at + r;
+  // max(its region, min(8 regions, a quarter of the ring)) still free behind it; else on from the
+  // last record. Records of 500 bytes (8 regions > a quarter of 4 KiB) and empty ones (64 bytes).
+  for (const std::size_t bytes : {std::size_t{500}, std::size_t{0}}) {
+    OutboundRing out(kCapacity);
+    auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
+    const std::uint64_t r = region(bytes);
+    const std::uint64_t reserve = std::max<std::uint64_t>(r, std::min<std::uint64_t>(8 * r, kCapacity / 4));
+    std::uint64_t next = 0;  // the model's offset of the next record, all before it released
+    const std::byte* first = nullptr;
+    bool wrapped = false;
+    for (int round = 0; round < 40; ++round) {
+      ASSERT_TRUE(out.put({}, bytes_of(bytes, round))) << bytes << " " << round;
+      const auto body = in->peek();
+      ASSERT_TRUE(body.has_value()) << round;
+      if (round == 0) first = body->data();
+      const std::uint64_t at = next >= r + reserve ? 0 : next;  // the jump: lap + r + reserve - head <= capacity
+      wrapped = wrapped || (round > 0 && at == 0);
+      EXPECT_EQ(body->data(), first + at) << bytes << " " << round;
+      EXPECT_LT(at, r + reserve) << bytes << " " << round;  // warm pages: a record and the reserve
+      const auto want = bytes_of(bytes, round);
+      EXPECT_TRUE(std::equal(body->begin(), body->end(), want.begin())) << round;
+      in->take();  // released at once
+      next = at + r;
+    }
+    EXPECT_TRUE(wrapped) << bytes;
   }
-  EXPECT_TRUE(wrapped);
 }
 
 TEST(SharedRing, AJumpBackToTheStartLeavesRoomForMoreRecordsBehindIt) {
   // Records of an eighth of the ring: taken at once, they go back to the start from 3/8 of the
-  // ring on (a record and a quarter behind it). Until the reader reaches that record, the lap's
+  // ring on (a record and a quarter behind it: 8 records would be more than a quarter). Until the reader reaches that record, the lap's
   // rest that it passed over stays counted: 2 more records fit behind it, and a third does not.
   OutboundRing out(kCapacity);
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());

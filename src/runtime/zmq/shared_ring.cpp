@@ -21,6 +21,8 @@ namespace fast::runtime::zmq {
 
 namespace {
 constexpr std::uint64_t kAlign = 64;
+// put(): records that must stay free behind a jump back to the ring's start.
+constexpr std::uint64_t kJumpDepth = 8;
 constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW;
 
 std::uint64_t round_up(std::uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -94,13 +96,14 @@ bool OutboundRing::put(std::span<const std::byte> head, std::span<const std::byt
   // instead of walking through all of its capacity (on a VM with shadow page tables a page's first
   // touch made a 0.94 MB copy take 3.4 ms instead of 0.05; docs/launch.md, "Shared memory on one
   // host"). At a lap's start already, the next lap never fits: nothing changes.
-  // Only when a quarter of the ring (or another record as large) stays free after it: the rest of
-  // the lap, passed over, is released only when the reader reaches the record, so a jump that
-  // leaves less keeps the next records waiting for this one to be taken (a ring one record deep:
-  // 4 processes all-reducing 1 MiB waited for room about 8 times per all-reduce).
+  // Only when room for kJumpDepth more records as large (at most a quarter of the ring, at least
+  // one record) stays free after it: the rest of the lap, passed over, is released only when the
+  // reader reaches the record, so a jump that leaves less keeps the next records waiting for this
+  // one to be taken (a ring one record deep: 4 processes all-reducing 1 MiB waited for room about
+  // 8 times per all-reduce). Small records still cycle through a few warm pages.
   const std::uint64_t lap = head_ + (capacity_ - head_ % capacity_);
   const std::uint64_t size = p.end - p.start;
-  const std::uint64_t reserve = std::max<std::uint64_t>(size, capacity_ / 4);
+  const std::uint64_t reserve = std::max<std::uint64_t>(size, std::min<std::uint64_t>(kJumpDepth * size, capacity_ / 4));
   if (lap + size + reserve - released <= capacity_) p = {lap, lap + size};
   std::byte* data = base_ + kControlBytes;
   if (p.end - released > capacity_) {
