@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <limits>
 #include <vector>
 
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 #include "fast/core/parse.hpp"
 #include "fast/core/spec.hpp"
 
@@ -186,7 +189,8 @@ FaultInjection FaultInjection::parse(const std::string& spec, int workers) {
   if (spec.empty()) return fault;
   const std::size_t at = spec.find('@');
   FAST_ENFORCE(at != std::string::npos && at + 1 < spec.size(),
-               "fault_inject '{}': expected KIND@W1,W2,... (KIND nan, zeros, scale:FACTOR or exit-while-admitting)",
+               "fault_inject '{}': expected KIND@W1,W2,... (KIND nan, zeros, scale:FACTOR, exit-while-admitting or "
+               "exit-while-checkpointing)",
                spec);
   const std::string kind = spec.substr(0, at);
   if (kind == "nan") {
@@ -195,9 +199,12 @@ FaultInjection FaultInjection::parse(const std::string& spec, int workers) {
     fault.kind_ = Kind::zeros;
   } else if (kind == "exit-while-admitting") {
     fault.kind_ = Kind::exit_while_admitting;
+  } else if (kind == "exit-while-checkpointing") {
+    fault.kind_ = Kind::exit_while_checkpointing;
   } else {
     FAST_ENFORCE(kind.rfind("scale:", 0) == 0,
-                 "fault_inject '{}': unknown kind '{}'; expected nan, zeros, scale:FACTOR or exit-while-admitting",
+                 "fault_inject '{}': unknown kind '{}'; expected nan, zeros, scale:FACTOR, exit-while-admitting or "
+                 "exit-while-checkpointing",
                  spec, kind);
     const std::string factor = kind.substr(6);
     char* end = nullptr;
@@ -220,8 +227,19 @@ bool FaultInjection::exits_while_admitting(int rank) const {
   return exits_while_admitting() && std::find(ranks_.begin(), ranks_.end(), rank) != ranks_.end();
 }
 
+bool FaultInjection::exits_while_checkpointing(int rank) const {
+  return exits_while_checkpointing() && std::find(ranks_.begin(), ranks_.end(), rank) != ranks_.end();
+}
+
+void FaultInjection::kill_process(const std::string& what) {
+  core::log(core::LogLevel::warn, "fault_inject: {}", what);
+  std::fflush(nullptr);
+  std::raise(SIGKILL);
+  std::_Exit(137);  // SIGKILL cannot be caught; should raise return, end the same way
+}
+
 void FaultInjection::apply(int rank, std::span<float> gradient) const {
-  if (kind_ == Kind::exit_while_admitting || std::find(ranks_.begin(), ranks_.end(), rank) == ranks_.end()) return;
+  if (!changes_gradients() || std::find(ranks_.begin(), ranks_.end(), rank) == ranks_.end()) return;
   for (float& v : gradient) {
     if (kind_ == Kind::nan)
       v = std::numeric_limits<float>::quiet_NaN();

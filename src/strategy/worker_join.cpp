@@ -25,9 +25,7 @@
 
 #include <algorithm>
 #include <array>
-#include <csignal>
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -177,12 +175,8 @@ JoinHeader parse_header(const core::Buffer& buffer, int from, int self, int worl
 constexpr double kSettle = 0.5;
 [[noreturn]] void exit_while_admitting(runtime::Context& ctx, int joiner) {
   ctx.sleep(kSettle);
-  core::log(core::LogLevel::warn,
-            "fault_inject: worker {} kills itself while admitting worker {} (exit-while-admitting)", ctx.rank(),
-            joiner);
-  std::fflush(nullptr);
-  std::raise(SIGKILL);
-  std::_Exit(137);  // SIGKILL cannot be caught; should raise return, end the same way
+  FaultInjection::kill_process(
+      fmt::format("worker {} kills itself while admitting worker {} (exit-while-admitting)", ctx.rank(), joiner));
 }
 
 }  // namespace

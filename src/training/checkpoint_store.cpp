@@ -111,6 +111,11 @@ std::string CheckpointStore::write_file(strategy::Worker& worker, const std::fil
     state.integers["checkpoint_step"] = step;  // an asynchronous worker's own steps differ from it
     state.texts["run"] = identity_.dump();     // the run's identity, checked on resume
     strategy::write_checkpoint_file(worker_file(target, worker.context().rank()), state);
+    if (worker.fault_injection().exits_while_checkpointing(worker.context().rank()))
+      strategy::FaultInjection::kill_process(fmt::format(
+          "worker {} kills itself while writing the checkpoint of step {}, its file in place "
+          "(exit-while-checkpointing)",
+          worker.context().rank(), step));
   } catch (const std::filesystem::filesystem_error& e) {
     return fmt::format("cannot create '{}': {}", target.string(), e.code().message());
   } catch (const core::IoError& e) {

@@ -205,7 +205,11 @@ TEST(ElasticSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
       {"--elastic --min-workers 0", "--min-workers: expected"},
       {"--fault-inject exit-while-admitting@1",
        "fault_inject 'exit-while-admitting@1': exit-while-admitting set "
-       "without elastic; expected elastic = true"}};
+       "without elastic; expected elastic = true"},
+      {"--fault-inject exit-while-checkpointing@1",
+       "fault_inject 'exit-while-checkpointing@1': exit-while-checkpointing set without checkpoint_dir; expected a "
+       "folder to write checkpoints to (--checkpoint-dir)"},
+      {"--fault-inject exit-while-crashing@1", "unknown kind 'exit-while-crashing'"}};
   for (const auto& [flags, message] : bounds) {
     const auto refused =
         fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --data-dir missing " + flags + kTrain);
@@ -434,6 +438,50 @@ TEST(LongZmqElasticJoin, AnotherMemberLostWhileAdmittingLeavesTheOthersAgreeing)
   const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "zmq_join_race_other");
   const std::string log = expect_join_survives_a_loss(dir, 1);
   EXPECT_NE(log.find("elastic: worker(s) 1 lost"), std::string::npos) << log;
+  fs::remove_all(dir);
+}
+
+// A loss during a checkpoint write: process 2 kills itself once its file of the checkpoint at step
+// 300 is in place (fault_inject exit-while-checkpointing), before the workers check together that
+// every file was written. The survivors find the loss in that check, regroup at step 300 (the last
+// step that completed) and finish the run; the checkpoint of step 300 never gets its manifest (a
+// resume passes it over) and the next complete write removes it; the later ones hold the 3
+// survivors' files.
+TEST(ZmqElasticCheckpoint, ALossDuringACheckpointWriteLeavesItIncompleteAndTheSurvivorsGoOn) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "zmq_checkpoint_loss");
+  const std::string train = " --strategy allreduce" + kTrain;
+  const auto whole =
+      fast::testing::run_fast_in(dir, "train --runtime threads --workers 4 --summary whole.json" + train);
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  const int scale = fast::testing::kRunTimeScale;
+  auto l = fast::testing::spawn_in_group(
+      dir,
+      kFast + " launch -n 4 --grace 200 --timeout 300 -- " + kFast + " train --runtime zmq --elastic --peer-timeout " +
+          std::to_string(2 * scale) +
+          " --summary s.json --metrics m.jsonl --checkpoint-dir ck --checkpoint-every 300 "
+          "--fault-inject exit-while-checkpointing@2" +
+          train,
+      "launch.log");
+  const fast::testing::RemovesSocketFiles killed{worker_pid(l.log, 2)};
+  const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
+  const std::string log = slurp(l.log);
+  ASSERT_NE(status, -1) << "fast launch did not end:\n" << log;
+  EXPECT_NE(log.find("fault_inject: worker 2 kills itself while writing the checkpoint of step 300"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("elastic: worker(s) 2 lost; 3 workers go on from step 300 "), std::string::npos) << log;
+  ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
+  expect_survivors_finished(json::parse(slurp(dir / "s.json")), json::parse(slurp(dir / "whole.json")), 2,
+                            dir / "m.rank0.jsonl");
+  const std::vector<json> records = membership_records(dir / "m.rank0.jsonl");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["step"], 300);
+  EXPECT_FALSE(fs::exists(dir / "ck" / "step-000000000300")) << "the incomplete checkpoint was not removed";
+  for (const char* step : {"step-000000000900", "step-000000000936"}) {
+    const fs::path manifest = dir / "ck" / step / "manifest.json";
+    ASSERT_TRUE(fs::exists(manifest)) << manifest;
+    EXPECT_EQ(json::parse(slurp(manifest))["workers"], 3) << manifest;
+    EXPECT_FALSE(fs::exists(dir / "ck" / step / "worker-2.ckpt")) << step;
+  }
   fs::remove_all(dir);
 }
 

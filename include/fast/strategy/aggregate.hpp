@@ -82,11 +82,14 @@ void average_rows(std::span<const float> rows, std::span<const int> selected, st
 
 // Fault injection (StrategyOptions::fault_inject, for tests and demonstrations): "KIND@W1,W2,..."
 // with KIND nan | zeros | scale:FACTOR makes workers W1, W2, ... replace their gradient, before
-// every exchange, by NaNs, by zeros, or by FACTOR times itself. KIND exit-while-admitting (a testing
-// aid of elastic synchronous training, docs/faults.md) makes those workers kill themselves
-// (SIGKILL) in Worker::admit, right after the members agreed to admit a worker taken back and
-// before they send it anything; the Worker refuses it without an elastic Communicator. "" injects
-// nothing. parse(): InvalidArgument naming the spec for a bad one.
+// every exchange, by NaNs, by zeros, or by FACTOR times itself. The testing aids of lost workers
+// (docs/faults.md) make those workers' processes kill themselves (SIGKILL, kill_process()):
+// exit-while-admitting in Worker::admit, right after the members agreed to admit a worker taken
+// back and before they send it anything (the Worker refuses it without an elastic Communicator);
+// exit-while-checkpointing once its file of the first checkpoint it writes is in place, before the
+// workers check together that every file was written (the manifest is never written; the run
+// needs checkpoint_dir and checkpoint_every). "" injects nothing. parse(): InvalidArgument naming
+// the spec for a bad one.
 class FaultInjection {
  public:
   static FaultInjection parse(const std::string& spec, int workers);
@@ -97,9 +100,16 @@ class FaultInjection {
   // Whether the kind is exit-while-admitting (any worker), and whether `rank` is one it kills.
   bool exits_while_admitting() const noexcept { return active() && kind_ == Kind::exit_while_admitting; }
   bool exits_while_admitting(int rank) const;
+  // The same for exit-while-checkpointing.
+  bool exits_while_checkpointing() const noexcept { return active() && kind_ == Kind::exit_while_checkpointing; }
+  bool exits_while_checkpointing(int rank) const;
+  // Logs `what` as a warning ("fault_inject: ..."), flushes the process's output and kills the
+  // process with SIGKILL, as a crash would.
+  [[noreturn]] static void kill_process(const std::string& what);
 
  private:
-  enum class Kind { nan, zeros, scale, exit_while_admitting } kind_ = Kind::scale;
+  enum class Kind { nan, zeros, scale, exit_while_admitting, exit_while_checkpointing } kind_ = Kind::scale;
+  bool changes_gradients() const noexcept { return kind_ == Kind::nan || kind_ == Kind::zeros || kind_ == Kind::scale; }
   double factor_ = 1;
   std::vector<int> ranks_;
 };

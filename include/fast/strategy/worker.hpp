@@ -177,6 +177,8 @@ class Worker {
   // kills itself in admit() before it sends anything (a testing aid, docs/faults.md).
   std::optional<Regrouping> admit(int joiner);
   Regrouping join_group();
+  // StrategyOptions::fault_inject, parsed (the checkpoint writer asks it about exit-while-checkpointing).
+  const FaultInjection& fault_injection() const noexcept { return fault_; }
 
   // Bytes of this worker's training state: its replica's parameters and gradients, its optimizer's
   // state buffers, the copy of its replica it publishes (asynchronous strategies without a

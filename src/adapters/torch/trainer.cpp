@@ -167,12 +167,15 @@ void validate_elastic_bounds(const TrainOptions& o, int world) {
 
 void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s) {
   validate_elastic_bounds(o, workers_before_launch(o));
-  FAST_ENFORCE(
-      o.elastic ||
-          !strategy::FaultInjection::parse(s.fault_inject, std::numeric_limits<int>::max()).exits_while_admitting(),
-      "fault_inject '{}': exit-while-admitting set without elastic; expected elastic = true (--elastic): "
-      "only an elastic synchronous run admits a worker taken back",
-      s.fault_inject);
+  const auto fault = strategy::FaultInjection::parse(s.fault_inject, std::numeric_limits<int>::max());
+  FAST_ENFORCE(o.elastic || !fault.exits_while_admitting(),
+               "fault_inject '{}': exit-while-admitting set without elastic; expected elastic = true (--elastic): "
+               "only an elastic synchronous run admits a worker taken back",
+               s.fault_inject);
+  FAST_ENFORCE(!o.checkpoint_dir.empty() || !fault.exits_while_checkpointing(),
+               "fault_inject '{}': exit-while-checkpointing set without checkpoint_dir; expected a folder to write "
+               "checkpoints to (--checkpoint-dir): a run that writes none never injects it",
+               s.fault_inject);
   if (!o.elastic) return;
   const std::string refusal = strategy::elastic_refusal(s);
   FAST_ENFORCE(refusal.empty(), "elastic: set with {}; expected a strategy whose survivors can go on without it",
