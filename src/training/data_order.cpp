@@ -1,5 +1,6 @@
 #include "fast/training/data_order.hpp"
 
+#include <mutex>
 #include <random>
 
 #include "fast/core/error.hpp"
@@ -18,6 +19,26 @@ std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, 
     std::swap(perm[static_cast<std::size_t>(i)], perm[j]);
   }
   return perm;
+}
+
+std::shared_ptr<const std::vector<std::int64_t>> shared_epoch_permutation(std::int64_t n, std::uint64_t seed,
+                                                                         std::int64_t epoch) {
+  struct Last {
+    std::mutex mutex;
+    std::int64_t n = -1;
+    std::uint64_t seed = 0;
+    std::int64_t epoch = -1;
+    std::shared_ptr<const std::vector<std::int64_t>> perm;
+  };
+  static Last last;
+  std::lock_guard<std::mutex> lock(last.mutex);
+  if (last.perm == nullptr || last.n != n || last.seed != seed || last.epoch != epoch) {
+    last.perm = std::make_shared<const std::vector<std::int64_t>>(epoch_permutation(n, seed, epoch));
+    last.n = n;
+    last.seed = seed;
+    last.epoch = epoch;
+  }
+  return last.perm;
 }
 
 }  // namespace fast::training

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "fast/training/data_order.hpp"
@@ -25,6 +26,24 @@ TEST(EpochPermutation, IsAPermutation) {
   for (std::int64_t i = 0; i < 1000; ++i) ASSERT_EQ(p[static_cast<std::size_t>(i)], i);
   EXPECT_TRUE(epoch_permutation(0, 1, 0).empty());
   EXPECT_EQ(epoch_permutation(1, 1, 0), std::vector<std::int64_t>{0});
+}
+
+TEST(SharedEpochPermutation, IsTheEpochsPermutationComputedOnceForItsCallers) {
+  const auto a = shared_epoch_permutation(10, 42, 0);
+  EXPECT_EQ(*a, (std::vector<std::int64_t>{2, 9, 0, 7, 3, 6, 5, 4, 8, 1}));  // as above
+  EXPECT_EQ(shared_epoch_permutation(10, 42, 0).get(), a.get());              // the same one, shared
+  const auto b = shared_epoch_permutation(10, 42, 1);                         // another epoch
+  EXPECT_EQ(*b, epoch_permutation(10, 42, 1));
+  EXPECT_EQ(*a, epoch_permutation(10, 42, 0));  // a caller's copy outlives the next one asked for
+  EXPECT_EQ(*shared_epoch_permutation(20, 7, 3), epoch_permutation(20, 7, 3));
+  EXPECT_EQ(*shared_epoch_permutation(10, 43, 1), epoch_permutation(10, 43, 1));  // another seed
+  // Many threads at once: each gets the permutation.
+  std::vector<std::thread> threads;
+  std::vector<std::vector<std::int64_t>> got(8);
+  for (std::size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&got, t] { got[t] = *shared_epoch_permutation(1000, 3, static_cast<std::int64_t>(t % 2)); });
+  for (auto& t : threads) t.join();
+  for (std::size_t t = 0; t < got.size(); ++t) EXPECT_EQ(got[t], epoch_permutation(1000, 3, static_cast<std::int64_t>(t % 2)));
 }
 
 }  // namespace

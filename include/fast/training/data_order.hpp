@@ -4,6 +4,7 @@
 // fast.epoch_permutation) can visit them in the same order.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace fast::training {
@@ -18,5 +19,12 @@ namespace fast::training {
 // (own Fisher-Yates and rejection sampling: std::shuffle and std::uniform_int_distribution are
 // implementation-defined).
 std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, std::int64_t epoch);
+
+// The same permutation, shared: the workers of one process (threads, or a sim run's simulated
+// workers, 1,024 of which each drew all 60,000 indices) ask for the same one, which is computed
+// once. Keeps the last one asked for (8 n bytes) for the process's lifetime. Thread-safe: a caller
+// that finds it being computed waits for it.
+std::shared_ptr<const std::vector<std::int64_t>> shared_epoch_permutation(std::int64_t n, std::uint64_t seed,
+                                                                         std::int64_t epoch);
 
 }  // namespace fast::training

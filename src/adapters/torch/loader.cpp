@@ -49,11 +49,12 @@ std::int64_t ShardedLoader::steps_per_epoch() const noexcept { return data_->siz
       // Only this worker's part of the epoch's order is kept (step s: positions s * workers * batch
       // + rank * batch onwards), not the whole permutation: 1,024 simulated workers each kept all
       // 60,000 indices.
-      const std::vector<std::int64_t> p = training::epoch_permutation(data_->size(), seed_, epoch);
+      const std::shared_ptr<const std::vector<std::int64_t>> p =
+          training::shared_epoch_permutation(data_->size(), seed_, epoch);
       std::vector<std::int64_t> mine;
       mine.reserve(static_cast<std::size_t>(steps_per_epoch() * batch_));
       for (std::int64_t s = 0; s < steps_per_epoch(); ++s) {
-        const auto first = p.begin() + s * workers_ * batch_ + rank_ * batch_;
+        const auto first = p->begin() + s * workers_ * batch_ + rank_ * batch_;
         mine.insert(mine.end(), first, first + batch_);
       }
       cache_->perm = ::torch::tensor(mine, ::torch::kInt64);
