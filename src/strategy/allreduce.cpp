@@ -126,6 +126,10 @@ void AllreduceStrategy::finish(ModelState state) {
   if (dgc_ && dgc_->options().local_view) dgc_->look(state.params, {});
 }
 
+std::span<const float> AllreduceStrategy::representative_in_place(ModelState state) const {
+  return dgc_model(dgc_.get(), state.params);
+}
+
 void AllreduceStrategy::representative(ModelState state, std::span<float> out) {
   FAST_ENFORCE_EQ(out.size(), state.params.size(), "representative: output length must equal the parameter count");
   const std::span<const float> model = dgc_model(dgc_.get(), state.params);

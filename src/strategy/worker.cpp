@@ -174,6 +174,8 @@ StepOutcome Worker::strategy_step(double lr) {
 
 void Worker::representative(std::span<float> out) { strategy_->representative(state_, out); }
 
+std::span<const float> Worker::representative_in_place() const { return strategy_->representative_in_place(state_); }
+
 std::size_t Worker::state_bytes() const {
   const std::size_t replica = state_.params.size_bytes() + state_.grads.size_bytes();
   const std::size_t optimizer = optimizer_->state_buffers() * optimizer_->numel() * sizeof(float);

@@ -35,6 +35,7 @@ class AllreduceStrategy final : public Strategy {
   // local view (dgc_local_view), the shared parameters x every worker holds, while each worker's
   // parameters are its own view x - v (compress::Dgc), so the replicas differ.
   void representative(ModelState state, std::span<float> out) override;
+  std::span<const float> representative_in_place(ModelState state) const override;
   bool replicas_identical() const override;
   // With the local view, writes x back into the worker's parameters: after finish() they are the
   // shared model, identical on every worker (as without it).

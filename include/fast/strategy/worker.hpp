@@ -119,6 +119,8 @@ class Worker {
   // Collective: writes the representative model (per the strategy) into out. After finish() for
   // asynchronous strategies.
   void representative(std::span<float> out);
+  // Strategy::representative_in_place for this worker's state (empty: use representative()).
+  std::span<const float> representative_in_place() const;
   // Collective, once, after the last step: the strategy's finish() (stops its activities), then
   // closes the replica window. Idempotent. Asynchronous strategies first drop lost workers from
   // the communicator's group (Communicator::exclude_lost), so finish() and every collective after

@@ -30,6 +30,10 @@ namespace {
 // both are as they were on return, on the host and on the device.
 EvalResult score_swapped(Model& model, Replica& replica, std::span<float> candidate, const Dataset& data) {
   const std::span<float> params = replica.param_span();
+  if (candidate.data() == params.data()) {  // the replica itself: nothing to swap
+    replica.to_device();
+    return evaluate(model, data);
+  }
   const auto swap = [&] {
     std::swap_ranges(params.begin(), params.end(), candidate.begin());
     replica.to_device();
@@ -74,8 +78,17 @@ RoundResult Evaluator::run(bool replica_accuracies) {
 
   std::vector<double> accuracies(static_cast<std::size_t>(n), 0.0);
   int best = 0;
-  representative_.resize(params.size());  // allocated at the first evaluation, not for the whole run
-  if (final_ == FinalModel::average) worker_.representative(representative_);
+  // The strategy's representative read in place when it is this worker's own parameters; else
+  // copied, into a buffer allocated at the first evaluation (not for the whole run).
+  const std::span<const float> in_place = final_ == FinalModel::average ? worker_.representative_in_place()
+                                                                         : std::span<const float>();
+  in_place_ = identical && in_place.data() == params.data() && in_place.size() == params.size();
+  if (in_place_) {
+    std::vector<float>().swap(representative_);
+  } else {
+    representative_.resize(params.size());
+    if (final_ == FinalModel::average) worker_.representative(representative_);
+  }
   if (!identical) {
     // The average replica: the representative already is it under `average` (the strategies whose
     // replicas differ represent themselves by their average); otherwise one all-reduce.
@@ -110,7 +123,7 @@ RoundResult Evaluator::run(bool replica_accuracies) {
     std::copy(params.begin(), params.end(), representative_.begin());
     comm.broadcast(core::MutableView(std::span<float>(representative_)), result.representative_rank);
   }
-  result.representative = score_sliced(representative_);
+  result.representative = score_sliced(in_place_ ? params : std::span<float>(representative_));
   if (identical) {
     result.replica_accuracy_min = result.replica_accuracy_max = result.representative.accuracy;
   } else if (!replica_accuracies) {
@@ -124,6 +137,7 @@ RoundResult Evaluator::run(bool replica_accuracies) {
 
 RoundResult Evaluator::snapshot_round() {
   RoundResult result;
+  in_place_ = false;
   representative_.resize(replica_.numel());
   const strategy::SnapshotResult snap = worker_.snapshot(representative_);
   result.consensus_distance = snap.consensus_distance;

@@ -55,8 +55,11 @@ class Evaluator {
   // representative) on the whole test set and reports the published replicas' consensus
   // distance. Replica accuracies are not measured (left at -1): that would take every worker.
   RoundResult snapshot_round();
-  // The representative model of the last run() or snapshot_round() (empty before the first).
-  std::span<const float> representative() const noexcept { return representative_; }
+  // The representative model of the last run() or snapshot_round() (empty before the first): this
+  // worker's own parameters where the strategy's representative is them (read in place, no copy).
+  std::span<const float> representative() const noexcept {
+    return in_place_ ? std::span<const float>(replica_.param_span()) : std::span<const float>(representative_);
+  }
 
  private:
   EvalResult score_sliced(std::span<float> candidate);
@@ -67,6 +70,7 @@ class Evaluator {
   std::shared_ptr<const Dataset> test_;
   FinalModel final_;
   std::vector<float> representative_;
+  bool in_place_ = false;  // the last run()'s representative is the replica's parameters
 };
 
 }  // namespace fast::torch
