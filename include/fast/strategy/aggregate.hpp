@@ -88,7 +88,7 @@ void average_rows(std::span<const float> rows, std::span<const int> selected, st
 // back and before they send it anything (the Worker refuses it without an elastic Communicator);
 // exit-while-checkpointing once its file of the first checkpoint it writes is in place, before the
 // workers check together that every file was written (the manifest is never written; the run
-// needs checkpoint_dir and checkpoint_every). "" injects nothing. parse(): InvalidArgument naming
+// needs checkpoint_dir: a periodic checkpoint, or else the final one). "" injects nothing. parse(): InvalidArgument naming
 // the spec for a bad one.
 class FaultInjection {
  public:
