@@ -213,8 +213,10 @@ TEST(Stream, RecordsOfEverySizeArriveIntactAndInOrder) {
   }
 }
 
-// Captures what a writer puts on the wire for records of the given sizes (tags 0, 1, ...).
-std::vector<std::byte> wire_of(Protection p, const Sealer::Key& key, const std::vector<std::size_t>& sizes) {
+// Captures what a writer (sealing on `pool`, if any) puts on the wire for records of the given
+// sizes (tags 0, 1, ...).
+std::vector<std::byte> wire_of(Protection p, const Sealer::Key& key, const std::vector<std::size_t>& sizes,
+                               SealPool* pool = nullptr) {
   Pair pair;
   std::vector<std::byte> out;
   std::thread reader([&] {
@@ -227,7 +229,7 @@ std::vector<std::byte> wire_of(Protection p, const Sealer::Key& key, const std::
     ::close(pair.b);
   });
   {
-    StreamWriter w(pair.a, p, key);
+    StreamWriter w(pair.a, p, key, pool);
     for (std::size_t i = 0; i < sizes.size(); ++i)
       w.write(data_head(sizes[i], i), pattern(sizes[i], static_cast<int>(i)), {});
   }
@@ -252,14 +254,17 @@ std::vector<std::size_t> record_ends(const std::vector<std::size_t>& sizes) {
 
 // advance() never blocks: fed the wire in pieces of uneven sizes, it completes each record exactly
 // when its last byte arrived, with the payload sent, and says `end` once the writer closed.
+// With a SealPool the reader opens chunks on its helpers: the same.
 TEST(Stream, AdvanceCompletesEachRecordWhenItsLastByteArrives) {
   const std::vector<std::size_t> sizes = {0, 1, 4096, 9000, kChunkBytes, kChunkBytes + 1, 3 * kChunkBytes + 77, 5};
   const std::vector<std::size_t> ends = record_ends(sizes);
+  SealPool helpers(3);
+  for (SealPool* pool : {static_cast<SealPool*>(nullptr), &helpers})
   for (Protection p : kAll) {
     const std::vector<std::byte> bytes = wire_of(p, key_of(11), sizes);
     ASSERT_EQ(bytes.size(), ends.back()) << protection_name(p);
     Pair pair;
-    StreamReader r(pair.b, p, key_of(11));
+    StreamReader r(pair.b, p, key_of(11), pool);
     const StreamReader::Allocate allocate = [](std::size_t n) {
       return std::shared_ptr<std::byte>(new std::byte[n], std::default_delete<std::byte[]>());
     };
@@ -287,25 +292,30 @@ TEST(Stream, AdvanceCompletesEachRecordWhenItsLastByteArrives) {
   }
 }
 
-// A tampered payload byte fails advance() as it fails read_payload().
+// A tampered payload byte fails advance() as it fails read_payload(), naming the chunk (its
+// nonce), whether the reader opens the chunks itself or on a SealPool's helpers.
 TEST(Stream, AdvanceFailsOnATamperedChunk) {
+  SealPool helpers(3);
+  for (SealPool* pool : {static_cast<SealPool*>(nullptr), &helpers})
   for (Protection p : kAll) {
-    std::vector<std::byte> bytes = wire_of(p, key_of(12), {kChunkBytes + 100});
+    std::vector<std::byte> bytes = wire_of(p, key_of(12), {3 * kChunkBytes + 100});
     bytes[kHeadBytes + Sealer::kTagBytes + kChunkBytes + Sealer::kTagBytes + 50] ^= std::byte{1};  // second chunk
     Pair pair;
     std::thread feeder([&] {
       ::send(pair.a, bytes.data(), bytes.size(), MSG_NOSIGNAL);
       ::close(pair.a);
     });
-    StreamReader r(pair.b, p, key_of(12));
     const StreamReader::Allocate allocate = [](std::size_t n) {
       return std::shared_ptr<std::byte>(new std::byte[n], std::default_delete<std::byte[]>());
     };
     std::string error;
-    try {
-      while (r.advance(allocate) != StreamReader::Step::end) std::this_thread::yield();
-    } catch (const core::IoError& e) {
-      error = e.what();
+    {
+      StreamReader r(pair.b, p, key_of(12), pool);  // closes its end, so the feeder's send ends
+      try {
+        while (r.advance(allocate) != StreamReader::Step::end) std::this_thread::yield();
+      } catch (const core::IoError& e) {
+        error = e.what();
+      }
     }
     feeder.join();
     EXPECT_NE(error.find("chunk 2 failed authentication"), std::string::npos) << protection_name(p) << ": " << error;
@@ -356,6 +366,20 @@ TEST(Stream, ATamperedByteAReplayedRecordOrAWrongKeyFailsTheRead) {
     if (p != Protection::checksum) {
       EXPECT_NE(read_all(p, key_of(9), clean).find("failed authentication"), std::string::npos) << protection_name(p);
     }
+  }
+}
+
+// A writer that seals on a SealPool puts the same bytes on the wire as one that seals each chunk
+// itself (each chunk keeps its nonce), for records of one chunk, of one batch and of several
+// batches; so either reader reads either writer.
+TEST(Stream, AWriterSealingOnHelpersWritesTheSameBytes) {
+  const std::vector<std::size_t> sizes = {0, 100, kChunkBytes, 2 * kChunkBytes, 4 * kChunkBytes + 1,
+                                          11 * kChunkBytes + 333, 7};
+  for (unsigned helpers : {1u, 3u}) {
+    SealPool pool(helpers);
+    for (Protection p : kAll)
+      EXPECT_EQ(wire_of(p, key_of(13), sizes, &pool), wire_of(p, key_of(13), sizes))
+          << protection_name(p) << ", " << helpers << " helpers";
   }
 }
 

@@ -53,72 +53,94 @@ Sealer::Key Sealer::random_key() {
 }
 
 Sealer::Sealer(Protection protection, const Key& key) : protection_(protection), key_(key) {
-  if (!encrypts()) return;
-  context_ = EVP_CIPHER_CTX_new();
-  FAST_ENFORCE_AS(core::IoError, context_ != nullptr, "stream encryption: libcrypto's EVP_CIPHER_CTX_new failed");
-  // One context for both directions of use: the key schedule is computed once; each chunk only
-  // sets its nonce (EncryptInit/DecryptInit with a null cipher and key keep them).
-  check(EVP_CipherInit_ex(ctx(context_), cipher(protection_), nullptr, nullptr, nullptr, -1), "EVP_CipherInit_ex");
-  check(EVP_CIPHER_CTX_ctrl(ctx(context_), EVP_CTRL_AEAD_SET_IVLEN, 12, nullptr), "EVP_CTRL_AEAD_SET_IVLEN");
-  check(EVP_CipherInit_ex(ctx(context_), nullptr, nullptr, reinterpret_cast<const unsigned char*>(key_.data()), nullptr,
-                          -1),
-        "EVP_CipherInit_ex (key)");
+  if (encrypts()) context(0);  // a libcrypto failure shows at once
 }
 
 Sealer::~Sealer() {
-  if (context_) EVP_CIPHER_CTX_free(ctx(context_));
+  for (void* c : contexts_)
+    if (c) EVP_CIPHER_CTX_free(ctx(c));
   OPENSSL_cleanse(key_.data(), key_.size());
 }
 
-std::array<unsigned char, 12> Sealer::nonce() const {
-  std::array<unsigned char, 12> n{};
-  for (int i = 0; i < 8; ++i) n[static_cast<std::size_t>(4 + i)] = static_cast<unsigned char>(counter_ >> (8 * i));
-  return n;
+void* Sealer::context(unsigned slot) {
+  FAST_ENFORCE_AS(core::IoError, slot < kSlots, "stream encryption: slot {} out of range (at most {})", slot,
+                  kSlots - 1);
+  void*& c = contexts_[slot];
+  if (c) return c;
+  c = EVP_CIPHER_CTX_new();
+  FAST_ENFORCE_AS(core::IoError, c != nullptr, "stream encryption: libcrypto's EVP_CIPHER_CTX_new failed");
+  // One context for both directions of use: the key schedule is computed once; each chunk only
+  // sets its nonce (EncryptInit/DecryptInit with a null cipher and key keep them).
+  check(EVP_CipherInit_ex(ctx(c), cipher(protection_), nullptr, nullptr, nullptr, -1), "EVP_CipherInit_ex");
+  check(EVP_CIPHER_CTX_ctrl(ctx(c), EVP_CTRL_AEAD_SET_IVLEN, 12, nullptr), "EVP_CTRL_AEAD_SET_IVLEN");
+  check(EVP_CipherInit_ex(ctx(c), nullptr, nullptr, reinterpret_cast<const unsigned char*>(key_.data()), nullptr, -1),
+        "EVP_CipherInit_ex (key)");
+  return c;
 }
 
+namespace {
+std::array<unsigned char, 12> nonce_of(std::uint64_t counter) {
+  std::array<unsigned char, 12> n{};
+  for (int i = 0; i < 8; ++i) n[static_cast<std::size_t>(4 + i)] = static_cast<unsigned char>(counter >> (8 * i));
+  return n;
+}
+}  // namespace
+
 void Sealer::seal(std::span<const std::byte> plain, std::byte* out, Tag& tag) {
-  FAST_ENFORCE_AS(core::IoError, counter_ != ~std::uint64_t{0}, "stream encryption: the nonce counter is spent");
-  if (!encrypts()) {
-    const std::array<std::uint64_t, 2> h = wire::checksum128(plain, counter_);
-    std::memcpy(tag.data(), h.data(), 16);
-    ++counter_;
-    return;
-  }
-  const std::array<unsigned char, 12> n = nonce();
-  check(EVP_EncryptInit_ex(ctx(context_), nullptr, nullptr, nullptr, n.data()), "EVP_EncryptInit_ex");
-  int length = 0;
-  if (!plain.empty())
-    check(EVP_EncryptUpdate(ctx(context_), reinterpret_cast<unsigned char*>(out), &length,
-                            reinterpret_cast<const unsigned char*>(plain.data()), static_cast<int>(plain.size())),
-          "EVP_EncryptUpdate");
-  int tail = 0;
-  check(EVP_EncryptFinal_ex(ctx(context_), reinterpret_cast<unsigned char*>(out) + length, &tail),
-        "EVP_EncryptFinal_ex");
-  check(EVP_CIPHER_CTX_ctrl(ctx(context_), EVP_CTRL_AEAD_GET_TAG, kTagBytes, tag.data()), "EVP_CTRL_AEAD_GET_TAG");
+  seal_at(0, counter_, plain, out, tag);
   ++counter_;
 }
 
 bool Sealer::open(std::span<std::byte> data, const Tag& tag) {
+  if (!open_at(0, counter_, data, tag)) return false;
+  ++counter_;
+  return true;
+}
+
+void Sealer::skip(std::uint64_t chunks) {
+  FAST_ENFORCE_AS(core::IoError, chunks <= ~std::uint64_t{0} - counter_, "stream encryption: the nonce counter is spent");
+  counter_ += chunks;
+}
+
+void Sealer::seal_at(unsigned slot, std::uint64_t counter, std::span<const std::byte> plain, std::byte* out,
+                     Tag& tag) {
+  FAST_ENFORCE_AS(core::IoError, counter != ~std::uint64_t{0}, "stream encryption: the nonce counter is spent");
   if (!encrypts()) {
-    const std::array<std::uint64_t, 2> h = wire::checksum128(data, counter_);
+    const std::array<std::uint64_t, 2> h = wire::checksum128(plain, counter);
+    std::memcpy(tag.data(), h.data(), 16);
+    return;
+  }
+  EVP_CIPHER_CTX* c = ctx(context(slot));
+  const std::array<unsigned char, 12> n = nonce_of(counter);
+  check(EVP_EncryptInit_ex(c, nullptr, nullptr, nullptr, n.data()), "EVP_EncryptInit_ex");
+  int length = 0;
+  if (!plain.empty())
+    check(EVP_EncryptUpdate(c, reinterpret_cast<unsigned char*>(out), &length,
+                            reinterpret_cast<const unsigned char*>(plain.data()), static_cast<int>(plain.size())),
+          "EVP_EncryptUpdate");
+  int tail = 0;
+  check(EVP_EncryptFinal_ex(c, reinterpret_cast<unsigned char*>(out) + length, &tail), "EVP_EncryptFinal_ex");
+  check(EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, kTagBytes, tag.data()), "EVP_CTRL_AEAD_GET_TAG");
+}
+
+bool Sealer::open_at(unsigned slot, std::uint64_t counter, std::span<std::byte> data, const Tag& tag) {
+  if (!encrypts()) {
+    const std::array<std::uint64_t, 2> h = wire::checksum128(data, counter);
     Tag expected{};
     std::memcpy(expected.data(), h.data(), 16);
-    if (expected != tag) return false;
-    ++counter_;
-    return true;
+    return expected == tag;
   }
-  const std::array<unsigned char, 12> n = nonce();
-  check(EVP_DecryptInit_ex(ctx(context_), nullptr, nullptr, nullptr, n.data()), "EVP_DecryptInit_ex");
+  EVP_CIPHER_CTX* c = ctx(context(slot));
+  const std::array<unsigned char, 12> n = nonce_of(counter);
+  check(EVP_DecryptInit_ex(c, nullptr, nullptr, nullptr, n.data()), "EVP_DecryptInit_ex");
   int length = 0;
   auto* bytes = reinterpret_cast<unsigned char*>(data.data());
   if (!data.empty())
-    check(EVP_DecryptUpdate(ctx(context_), bytes, &length, bytes, static_cast<int>(data.size())), "EVP_DecryptUpdate");
+    check(EVP_DecryptUpdate(c, bytes, &length, bytes, static_cast<int>(data.size())), "EVP_DecryptUpdate");
   Tag copy = tag;  // the SET_TAG control takes a non-const pointer
-  check(EVP_CIPHER_CTX_ctrl(ctx(context_), EVP_CTRL_AEAD_SET_TAG, kTagBytes, copy.data()), "EVP_CTRL_AEAD_SET_TAG");
+  check(EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, kTagBytes, copy.data()), "EVP_CTRL_AEAD_SET_TAG");
   int tail = 0;
-  if (EVP_DecryptFinal_ex(ctx(context_), bytes + length, &tail) != 1) return false;
-  ++counter_;
-  return true;
+  return EVP_DecryptFinal_ex(c, bytes + length, &tail) == 1;
 }
 
 }  // namespace fast::runtime::zmq

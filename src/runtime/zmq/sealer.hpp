@@ -10,9 +10,12 @@
 // to open exactly as a tampered one does. The checksum mode seeds XXH3 with the counter the same
 // way, so that a repeated chunk fails there too.
 //
-// Thread-safety: none; one Sealer per direction, used by one thread at a time.
-// Failure: open() returns false (and the counter does not advance); libcrypto failures throw
-// core::IoError.
+// Thread-safety: one Sealer per direction. seal() and open() (which advance the counter) from one
+// thread at a time; seal_at() and open_at() (a given counter, on a cipher context of their own
+// per slot) from several threads at once, each with a slot no other thread uses meanwhile (a
+// SealPool's slots, seal_pool.hpp), and not while seal() or open() runs.
+// Failure: open() and open_at() return false (open()'s counter does not advance); libcrypto
+// failures throw core::IoError.
 
 #include <array>
 #include <cstddef>
@@ -60,12 +63,20 @@ class Sealer {
   // `tag` matches (the chunk is this direction's next one, unaltered, under this key).
   bool open(std::span<std::byte> data, const Tag& tag);
 
+  // The same for the chunk whose nonce is `counter`, on slot `slot` (< kSlots)'s cipher context,
+  // without touching the counter: chunks of one record sealed or opened in parallel. skip(n)
+  // then moves the counter past the n chunks.
+  static constexpr unsigned kSlots = 16;
+  void seal_at(unsigned slot, std::uint64_t counter, std::span<const std::byte> plain, std::byte* out, Tag& tag);
+  bool open_at(unsigned slot, std::uint64_t counter, std::span<std::byte> data, const Tag& tag);
+  void skip(std::uint64_t chunks);
+
  private:
-  std::array<unsigned char, 12> nonce() const;
+  void* context(unsigned slot);  // slot's EVP_CIPHER_CTX with the key set, made on first use
 
   Protection protection_;
   Key key_;
-  void* context_ = nullptr;  // EVP_CIPHER_CTX, with the key set (AEAD modes)
+  std::array<void*, kSlots> contexts_{};  // EVP_CIPHER_CTX per slot (AEAD modes)
   std::uint64_t counter_ = 0;
 };
 

@@ -171,8 +171,8 @@ bool read_preamble(int fd, StreamPreamble& preamble, const StopCheck& stop) {
 
 // --- writer ------------------------------------------------------------------------------------
 
-StreamWriter::StreamWriter(int fd, Protection protection, const Sealer::Key& key)
-    : fd_(fd), sealer_(protection, key), scratch_(kHeadBytes + kChunkBytes) {}
+StreamWriter::StreamWriter(int fd, Protection protection, const Sealer::Key& key, SealPool* pool)
+    : fd_(fd), sealer_(protection, key), pool_(pool), scratch_(kHeadBytes + kChunkBytes) {}
 
 StreamWriter::~StreamWriter() { ::close(fd_); }
 
@@ -180,7 +180,9 @@ void StreamWriter::shutdown() { ::shutdown(fd_, SHUT_RDWR); }
 
 void StreamWriter::send_all(std::span<const std::span<const std::byte>> parts, const StopCheck& stop,
                             const WriteWait& wait) {
-  std::array<iovec, 8> iov{};
+  std::array<iovec, 2 + 2 * SealPool::kMaxSlots> iov{};
+  FAST_ENFORCE_AS(core::IoError, parts.size() <= iov.size(), "stream: {} parts in one write, at most {}", parts.size(),
+                  iov.size());
   std::size_t count = 0;
   for (std::span<const std::byte> p : parts)
     if (!p.empty()) iov[count++] = {const_cast<std::byte*>(p.data()), p.size()};
@@ -232,6 +234,11 @@ void StreamWriter::write(const RecordHead& head, std::span<const std::byte> payl
     send_all(parts, stop, wait);
     return;
   }
+  if (pool_ && pool_->helpers() > 0 && payload.size() > kChunkBytes) {
+    const std::span<const std::byte> parts[] = {head_bytes, head_tag};
+    write_parallel(parts, payload, stop, wait);
+    return;
+  }
   // Chunk by chunk: each is sealed just before it is written (the head rides with the first), so
   // that the socket sends one chunk while the next is being sealed.
   bool first = true;
@@ -252,10 +259,47 @@ void StreamWriter::write(const RecordHead& head, std::span<const std::byte> payl
   }
 }
 
+void StreamWriter::write_parallel(std::span<const std::span<const std::byte>> head, std::span<const std::byte> payload,
+                                  const StopCheck& stop, const WriteWait& wait) {
+  const std::size_t chunks = (payload.size() + kChunkBytes - 1) / kChunkBytes;
+  const std::size_t batch = pool_->slots();
+  const bool encrypts = sealer_.encrypts();
+  if (encrypts && batches_.size() < 2 * batch * kChunkBytes) batches_.assign(2 * batch * kChunkBytes, std::byte{});
+  std::vector<Sealer::Tag> tags(2 * batch);
+  const std::uint64_t base = sealer_.counter();
+  auto chunk = [&](std::size_t i) { return payload.subspan(i * kChunkBytes, std::min(kChunkBytes, payload.size() - i * kChunkBytes)); };
+  // Batch b (chunks [b * batch, ...)) is sealed into half b % 2 of batches_ and tags.
+  auto out = [&](std::size_t i) { return batches_.data() + ((i / batch) % 2 * batch + i % batch) * kChunkBytes; };
+  auto tag = [&](std::size_t i) -> Sealer::Tag& { return tags[(i / batch) % 2 * batch + i % batch]; };
+  SealPool::Group groups[2] = {SealPool::Group(*pool_), SealPool::Group(*pool_)};
+  auto start = [&](std::size_t first) {
+    SealPool::Group& group = groups[(first / batch) % 2];
+    for (std::size_t i = first; i < std::min(first + batch, chunks); ++i)
+      group.add([&, i](unsigned slot) { sealer_.seal_at(slot, base + i, chunk(i), encrypts ? out(i) : nullptr, tag(i)); });
+  };
+  start(0);
+  for (std::size_t first = 0; first < chunks; first += batch) {
+    groups[(first / batch) % 2].wait();
+    if (first + batch < chunks) start(first + batch);  // sealed while this batch is on the wire
+    std::array<std::span<const std::byte>, 2 + 2 * SealPool::kMaxSlots> parts;
+    std::size_t n = 0;
+    if (first == 0)
+      for (std::span<const std::byte> p : head) parts[n++] = p;
+    for (std::size_t i = first; i < std::min(first + batch, chunks); ++i) {
+      parts[n++] = encrypts ? std::span<const std::byte>(out(i), chunk(i).size()) : chunk(i);
+      parts[n++] = tag(i);
+    }
+    send_all(std::span(parts.data(), n), stop, wait);
+  }
+  sealer_.skip(chunks);
+}
+
 // --- reader ------------------------------------------------------------------------------------
 
-StreamReader::StreamReader(int fd, Protection protection, const Sealer::Key& key)
-    : fd_(fd), sealer_(protection, key), buffer_(kReadAheadBytes) {}
+StreamReader::StreamReader(int fd, Protection protection, const Sealer::Key& key, SealPool* pool)
+    : fd_(fd), sealer_(protection, key), buffer_(kReadAheadBytes) {
+  if (pool && pool->helpers() > 0) opening_ = std::make_unique<SealPool::Group>(*pool);
+}
 
 StreamReader::~StreamReader() { ::close(fd_); }
 
@@ -376,12 +420,38 @@ void StreamReader::open_head() {
 }
 
 void StreamReader::open_chunk() {
-  const std::size_t end = std::min(chunk_at_ + kChunkBytes, record_.head.header.payload_bytes);
-  FAST_ENFORCE_AS(core::IoError, sealer_.open({record_.payload.get() + chunk_at_, end - chunk_at_}, tag_),
-                  "stream: chunk {} failed authentication (tampered, replayed, reordered, or a wrong key)",
-                  sealer_.counter());
+  const std::size_t total = record_.head.header.payload_bytes;
+  const std::size_t end = std::min(chunk_at_ + kChunkBytes, total);
+  const std::span<std::byte> chunk(record_.payload.get() + chunk_at_, end - chunk_at_);
+  if (opening_ && total > kChunkBytes) {  // a helper opens it while the next one is read
+    if (chunk_at_ == 0) {
+      first_nonce_ = sealer_.counter();
+      handed_ = 0;
+      failed_nonce_ = ~std::uint64_t{0};
+    }
+    const std::uint64_t nonce = first_nonce_ + handed_++;
+    opening_->add([this, chunk, nonce, tag = tag_](unsigned slot) {
+      if (sealer_.open_at(slot, nonce, chunk, tag)) return;
+      for (std::uint64_t seen = failed_nonce_; nonce < seen && !failed_nonce_.compare_exchange_weak(seen, nonce);) {
+      }
+    });
+  } else {
+    FAST_ENFORCE_AS(core::IoError, sealer_.open(chunk, tag_),
+                    "stream: chunk {} failed authentication (tampered, replayed, reordered, or a wrong key)",
+                    sealer_.counter());
+  }
   chunk_at_ = end;
   tag_done_ = 0;
+}
+
+void StreamReader::finish_record() {
+  if (!opening_ || handed_ == 0) return;
+  opening_->wait();
+  handed_ = 0;
+  const std::uint64_t failed = failed_nonce_;
+  FAST_ENFORCE_AS(core::IoError, failed == ~std::uint64_t{0},
+                  "stream: chunk {} failed authentication (tampered, replayed, reordered, or a wrong key)", failed);
+  sealer_.skip((record_.head.header.payload_bytes + kChunkBytes - 1) / kChunkBytes);
 }
 
 StreamReader::Step StreamReader::advance(const Allocate& allocate) {
@@ -416,6 +486,7 @@ StreamReader::Step StreamReader::advance(const Allocate& allocate) {
     open_chunk();
     if (chunk_at_ < total) continue;
     part_ = Part::head;
+    finish_record();
     done_ = 0;
     return Step::record;
   }

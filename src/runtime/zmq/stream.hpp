@@ -11,12 +11,20 @@
 // The first record is `open` (no payload): it proves the sender holds the key the receiver gave
 // it. A data record is one message; a bye record carries the sender's bye text.
 //
-// Ownership: a writer or reader owns its socket (closed by the destructor).
+// Parallel protection: a writer or reader given a SealPool with helpers seals (opens) the chunks of
+// a record of two chunks or more on the pool's slots, each with its own nonce as above, so the
+// bytes on the wire are the same as without a pool. The writer seals the next batch of chunks
+// (as many as the pool's slots) while it sends the previous one; the reader opens each chunk on a
+// helper as soon as it is read and delivers the record once all are open.
+//
+// Ownership: a writer or reader owns its socket (closed by the destructor); the pool, shared by
+// many, must outlive them.
 // Thread-safety: none; the transport serialises each writer under a mutex, and each reader under a
 // mutex of its own (its thread, or a worker that waits for a message, reads it; transport.hpp).
 // Failures: core::IoError naming what failed (the transport names the peer).
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -27,6 +35,7 @@
 
 #include "fast/core/port_range.hpp"
 #include "fast/wire/frame.hpp"
+#include "seal_pool.hpp"
 #include "sealer.hpp"
 
 namespace fast::runtime::zmq {
@@ -73,7 +82,8 @@ bool read_preamble(int fd, StreamPreamble& preamble, const StopCheck& stop);
 
 class StreamWriter {
  public:
-  StreamWriter(int fd, Protection protection, const Sealer::Key& key);
+  // `pool`: null, or helpers to seal large records with (see above).
+  StreamWriter(int fd, Protection protection, const Sealer::Key& key, SealPool* pool = nullptr);
   ~StreamWriter();
   StreamWriter(const StreamWriter&) = delete;
   StreamWriter& operator=(const StreamWriter&) = delete;
@@ -89,16 +99,22 @@ class StreamWriter {
 
  private:
   void send_all(std::span<const std::span<const std::byte>> parts, const StopCheck& stop, const WriteWait& wait);
+  // The payload's chunks sealed on the pool, batch after batch (the head rides with the first).
+  void write_parallel(std::span<const std::span<const std::byte>> head, std::span<const std::byte> payload,
+                      const StopCheck& stop, const WriteWait& wait);
 
   int fd_;
   Sealer sealer_;
-  std::vector<std::byte> scratch_;  // head and one chunk's ciphertext
+  SealPool* pool_;
+  std::vector<std::byte> scratch_;   // head and one chunk's ciphertext
+  std::vector<std::byte> batches_;   // write_parallel: two batches of ciphertext chunks
 };
 
 class StreamReader {
  public:
-  StreamReader(int fd, Protection protection, const Sealer::Key& key);
-  ~StreamReader();
+  // `pool`: null, or helpers to open large records with (advance() only; see above).
+  StreamReader(int fd, Protection protection, const Sealer::Key& key, SealPool* pool = nullptr);
+  ~StreamReader();  // waits for chunks still being opened
   StreamReader(const StreamReader&) = delete;
   StreamReader& operator=(const StreamReader&) = delete;
 
@@ -136,7 +152,8 @@ class StreamReader {
   // end (core::IoError for an error).
   long read_some(std::byte* out, std::size_t n, std::byte* then = nullptr, std::size_t m = 0);
   void open_head();   // advance(): the head and its tag are in: checks and decodes them
-  void open_chunk();  // advance(): a chunk and its tag are in: opens it
+  void open_chunk();  // advance(): a chunk and its tag are in: opens it (or has a helper open it)
+  void finish_record();  // advance(): every chunk is in: waits for the helpers' opens, checks them
 
   // advance()'s record in progress: its part (head, payload), the bytes of the part read so far,
   // the head's bytes, the current chunk's start and the tag being read.
@@ -149,6 +166,11 @@ class StreamReader {
   Record record_;
   int fd_;
   Sealer sealer_;
+  // Opening on the pool: the record's first chunk's nonce, its chunks handed out, and the lowest
+  // nonce that failed to open (~0: none; written by helpers under the group's jobs).
+  std::unique_ptr<SealPool::Group> opening_;
+  std::uint64_t first_nonce_ = 0, handed_ = 0;
+  std::atomic<std::uint64_t> failed_nonce_{~std::uint64_t{0}};
   std::vector<std::byte> buffer_;  // bytes read ahead: [begin_, end_)
   std::size_t begin_ = 0, end_ = 0;
 };

@@ -391,6 +391,7 @@ class ZmqTransport final : public engine::Transport {
     std::atomic<bool> bye{false};     // a bye arrived: `bye_text` (then lost, cleanly when empty)
     std::string failure, bye_text;    // written before their flag
   };
+  std::unique_ptr<SealPool> seal_pool_;                 // the streams' helpers (outlives every stream)
   std::vector<std::unique_ptr<StreamOut>> stream_out_;  // by process; fixed after start()
   std::vector<std::unique_ptr<StreamIn>> stream_in_;    // by process; fixed after start()
   int stream_fd_ = -1;                                  // listening socket (-1: no stream)

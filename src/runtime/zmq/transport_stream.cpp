@@ -159,7 +159,7 @@ void ZmqTransport::connect_stream_to(int process, std::string host, int port, st
   const StopCheck stop = [this, process] { return stream_stop(process); };
   try {
     const int fd = connect_stream(host, port, std::min(settings_.peer_timeout, kMaxConnectSeconds));
-    auto writer = std::make_unique<StreamWriter>(fd, protection, key);
+    auto writer = std::make_unique<StreamWriter>(fd, protection, key, seal_pool_.get());
     write_preamble(fd, {.process = static_cast<std::uint32_t>(process_), .offer = offer}, stop);
     OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
     StreamOut& stream = *stream_out_[static_cast<std::size_t>(process)];
@@ -226,7 +226,7 @@ void ZmqTransport::serve_stream(int fd, std::string address) {
       if (in.offer == 0 || in.offer != preamble.offer)
         FAST_THROW(InvalidArgument, "claims process {} with offer {}, which is not open", from, preamble.offer);
       offer = in.offer;
-      reader = std::make_unique<StreamReader>(fd, in.protection, in.key);  // owns fd from here
+      reader = std::make_unique<StreamReader>(fd, in.protection, in.key, seal_pool_.get());  // owns fd from here
     }
     FAST_ENFORCE(reader->read_head(head, handshake_stop) && head.kind == RecordKind::open,
                  "its first record is not `open`");

@@ -1,0 +1,91 @@
+#pragma once
+// SealPool: helper threads that seal and open the chunks of large records on the direct streams
+// (stream.hpp) alongside the thread that writes or reads them, so that one message is protected
+// on several cores and a chunk is sealed (or opened) while the previous one is on the wire.
+//
+// Jobs are queued in groups: the thread that owns a Group adds jobs to it and waits for them;
+// while it waits it runs its own group's jobs that no helper has taken yet (as slot 0), so a pool
+// with no helpers runs every job on the waiting thread and no group waits for a busy pool alone.
+// A job receives its slot: 0 for the waiting thread, 1..helpers() for the helpers. No slot runs
+// two jobs at once, which lets a Sealer keep one cipher context per slot (sealer.hpp).
+//
+// Ownership: the transport owns the pool; it must outlive every Group (a Group's destructor waits
+// for its jobs). The helpers start on the first job and stop in the destructor.
+// Thread-safety: add() and wait() of one Group from one thread at a time; any number of Groups
+// of one pool at once, from any threads.
+// Failure: a job's exception is kept by its Group and rethrown by wait() (the first one); the
+// group's other jobs still run.
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fast::runtime::zmq {
+
+class SealPool {
+ public:
+  // The most slots a pool has (helpers + the waiting thread): a writer gathers a batch of this
+  // many chunks into one sendmsg.
+  static constexpr unsigned kMaxSlots = 16;
+  using Job = std::function<void(unsigned slot)>;
+
+  explicit SealPool(unsigned helpers);  // at most kMaxSlots - 1
+  ~SealPool();
+  SealPool(const SealPool&) = delete;
+  SealPool& operator=(const SealPool&) = delete;
+
+  unsigned helpers() const { return helpers_; }
+  unsigned slots() const { return helpers_ + 1; }
+
+  class Group {
+   public:
+    explicit Group(SealPool& pool) : pool_(pool) {}
+    ~Group();  // waits for the jobs still queued or running; their errors are dropped
+    Group(const Group&) = delete;
+    Group& operator=(const Group&) = delete;
+
+    // Queues `job` (run on the calling thread at once when the pool has no helpers).
+    void add(Job job);
+    // Returns once every job added so far ran, running queued ones meanwhile; rethrows the first
+    // error of those jobs (and forgets it).
+    void wait();
+    // Whether no job of the group is queued or running.
+    bool idle() const;
+
+   private:
+    friend class SealPool;
+    SealPool& pool_;
+    std::size_t pending_ = 0;       // queued or running; under pool_.mutex_
+    std::exception_ptr error_;      // the first job's error; under pool_.mutex_
+    std::condition_variable done_;  // pending_ reached 0
+  };
+
+ private:
+  struct Task {
+    Group* group;
+    Job job;
+  };
+  void start_helpers();  // under mutex_
+  void helper(unsigned slot);
+  // Runs `task` as `slot` and accounts for it; `lock` is held on entry and on return.
+  void run(Task& task, unsigned slot, std::unique_lock<std::mutex>& lock);
+
+  const unsigned helpers_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_;
+  std::deque<Task> queue_;
+  std::vector<std::thread> threads_;
+  bool stopping_ = false;
+};
+
+// How many helpers a process's pool has for `setting` (FAST_SEAL_THREADS: -1 automatic, else the
+// count) when `processes_on_host` processes of `workers` workers each share `cores` cores:
+// automatic gives each process's spare cores, cores / (processes x workers) - 1, at most 3.
+unsigned seal_helpers(long long setting, unsigned cores, unsigned processes_on_host, unsigned workers);
+
+}  // namespace fast::runtime::zmq
