@@ -1,6 +1,5 @@
 // SealPool (src/runtime/zmq/seal_pool.hpp): every job runs once, on a slot no other job holds
-// meanwhile; the waiting thread runs its group's queued jobs; a job's error reaches wait(); the
-// automatic helper count.
+// meanwhile; the waiting thread runs its group's queued jobs; a job's error reaches wait().
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -92,17 +91,6 @@ TEST(SealPool, AJobsErrorReachesWaitAndTheOtherJobsStillRun) {
       std::runtime_error);
   EXPECT_EQ(ran.load(), 20);
   group.wait();  // the error was reported once
-}
-
-TEST(SealPool, AutomaticHelpersAreTheSpareCoresPerWorkerAtMostThree) {
-  EXPECT_EQ(seal_helpers(-1, 2, 2, 1), 0u);   // 2 processes on 2 cores: none spare
-  EXPECT_EQ(seal_helpers(-1, 2, 1, 1), 1u);
-  EXPECT_EQ(seal_helpers(-1, 16, 2, 1), 3u);  // 8 cores each: at most 3
-  EXPECT_EQ(seal_helpers(-1, 16, 8, 1), 1u);
-  EXPECT_EQ(seal_helpers(-1, 16, 4, 2), 1u);  // 4 processes of 2 workers: 2 cores per worker
-  EXPECT_EQ(seal_helpers(-1, 4, 8, 1), 0u);   // more workers than cores
-  EXPECT_EQ(seal_helpers(2, 2, 2, 1), 2u);    // a count given is kept
-  EXPECT_EQ(seal_helpers(0, 64, 1, 1), 0u);
 }
 
 }  // namespace

@@ -44,13 +44,12 @@ constexpr std::array kTable{
            "pair, protected by AES-256-GCM (ChaCha20-Poly1305 without AES-NI; an XXH3 checksum under --insecure), "
            "keyed through the CURVE-encrypted hello (runtime zmq, docs/launch.md); 0: through ZeroMQ.",
            0, 1},
-    EnvVar{"FAST_SEAL_THREADS", EnvType::integer, "-1",
+    EnvVar{"FAST_SEAL_THREADS", EnvType::integer, "0",
            "Helper threads per process that seal and open the chunks of a large message on the direct TCP streams "
            "(AES-256-GCM, ChaCha20-Poly1305 or the --insecure checksum) beside the thread that sends or receives "
-           "it, so that one message is protected on several cores (runtime zmq); 0: none, that thread seals each "
-           "chunk itself; -1: the host's cores per worker minus one, at most 3 (none where the workers fill the "
-           "cores).",
-           -1, 15},
+           "it, so that one message is protected on several cores (runtime zmq); for hosts whose link is faster "
+           "than one core's cipher (docs/launch.md); 0: none, that thread seals each chunk itself.",
+           0, 15},
     EnvVar{"FAST_HOST", EnvType::string, "",
            "Address this process binds and is reached at over tcp; empty: the address that reaches the rendezvous."},
     EnvVar{"FAST_ADVERTISE", EnvType::string, "",

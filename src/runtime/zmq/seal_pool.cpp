@@ -92,10 +92,4 @@ SealPool::Group::~Group() {
   }
 }
 
-unsigned seal_helpers(long long setting, unsigned cores, unsigned processes_on_host, unsigned workers) {
-  if (setting >= 0) return static_cast<unsigned>(std::min<long long>(setting, SealPool::kMaxSlots - 1));
-  const unsigned per_process = std::max(1u, cores) / std::max(1u, processes_on_host * std::max(1u, workers));
-  return std::min(3u, per_process > 0 ? per_process - 1 : 0u);
-}
-
 }  // namespace fast::runtime::zmq

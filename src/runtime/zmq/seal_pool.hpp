@@ -29,8 +29,7 @@ namespace fast::runtime::zmq {
 
 class SealPool {
  public:
-  // The most slots a pool has (helpers + the waiting thread): a writer gathers a batch of this
-  // many chunks into one sendmsg.
+  // The most slots a pool has (helpers + the waiting thread).
   static constexpr unsigned kMaxSlots = 16;
   using Job = std::function<void(unsigned slot)>;
 
@@ -82,10 +81,5 @@ class SealPool {
   std::vector<std::thread> threads_;
   bool stopping_ = false;
 };
-
-// How many helpers a process's pool has for `setting` (FAST_SEAL_THREADS: -1 automatic, else the
-// count) when `processes_on_host` processes of `workers` workers each share `cores` cores:
-// automatic gives each process's spare cores, cores / (processes x workers) - 1, at most 3.
-unsigned seal_helpers(long long setting, unsigned cores, unsigned processes_on_host, unsigned workers);
 
 }  // namespace fast::runtime::zmq

@@ -180,7 +180,7 @@ void StreamWriter::shutdown() { ::shutdown(fd_, SHUT_RDWR); }
 
 void StreamWriter::send_all(std::span<const std::span<const std::byte>> parts, const StopCheck& stop,
                             const WriteWait& wait) {
-  std::array<iovec, 2 + 2 * SealPool::kMaxSlots> iov{};
+  std::array<iovec, 8> iov{};
   FAST_ENFORCE_AS(core::IoError, parts.size() <= iov.size(), "stream: {} parts in one write, at most {}", parts.size(),
                   iov.size());
   std::size_t count = 0;
@@ -262,34 +262,34 @@ void StreamWriter::write(const RecordHead& head, std::span<const std::byte> payl
 void StreamWriter::write_parallel(std::span<const std::span<const std::byte>> head, std::span<const std::byte> payload,
                                   const StopCheck& stop, const WriteWait& wait) {
   const std::size_t chunks = (payload.size() + kChunkBytes - 1) / kChunkBytes;
-  const std::size_t batch = pool_->slots();
+  // Up to `ahead` chunks are being sealed while chunk i is written: chunk i goes to slot i % ahead
+  // of batches_ and tags, sealed by group i % ahead, which holds that one job.
+  const std::size_t ahead = 2 * pool_->slots();
   const bool encrypts = sealer_.encrypts();
-  if (encrypts && batches_.size() < 2 * batch * kChunkBytes) batches_.assign(2 * batch * kChunkBytes, std::byte{});
-  std::vector<Sealer::Tag> tags(2 * batch);
+  if (encrypts && batches_.size() < ahead * kChunkBytes) batches_.assign(ahead * kChunkBytes, std::byte{});
+  std::vector<Sealer::Tag> tags(ahead);
   const std::uint64_t base = sealer_.counter();
-  auto chunk = [&](std::size_t i) { return payload.subspan(i * kChunkBytes, std::min(kChunkBytes, payload.size() - i * kChunkBytes)); };
-  // Batch b (chunks [b * batch, ...)) is sealed into half b % 2 of batches_ and tags.
-  auto out = [&](std::size_t i) { return batches_.data() + ((i / batch) % 2 * batch + i % batch) * kChunkBytes; };
-  auto tag = [&](std::size_t i) -> Sealer::Tag& { return tags[(i / batch) % 2 * batch + i % batch]; };
-  SealPool::Group groups[2] = {SealPool::Group(*pool_), SealPool::Group(*pool_)};
-  auto start = [&](std::size_t first) {
-    SealPool::Group& group = groups[(first / batch) % 2];
-    for (std::size_t i = first; i < std::min(first + batch, chunks); ++i)
-      group.add([&, i](unsigned slot) { sealer_.seal_at(slot, base + i, chunk(i), encrypts ? out(i) : nullptr, tag(i)); });
+  auto chunk = [&](std::size_t i) {
+    return payload.subspan(i * kChunkBytes, std::min(kChunkBytes, payload.size() - i * kChunkBytes));
   };
-  start(0);
-  for (std::size_t first = 0; first < chunks; first += batch) {
-    groups[(first / batch) % 2].wait();
-    if (first + batch < chunks) start(first + batch);  // sealed while this batch is on the wire
-    std::array<std::span<const std::byte>, 2 + 2 * SealPool::kMaxSlots> parts;
-    std::size_t n = 0;
-    if (first == 0)
-      for (std::span<const std::byte> p : head) parts[n++] = p;
-    for (std::size_t i = first; i < std::min(first + batch, chunks); ++i) {
-      parts[n++] = encrypts ? std::span<const std::byte>(out(i), chunk(i).size()) : chunk(i);
-      parts[n++] = tag(i);
+  auto out = [&](std::size_t i) { return encrypts ? batches_.data() + i % ahead * kChunkBytes : nullptr; };
+  std::vector<std::unique_ptr<SealPool::Group>> groups(ahead);
+  for (auto& g : groups) g = std::make_unique<SealPool::Group>(*pool_);
+  auto start = [&](std::size_t i) {
+    groups[i % ahead]->add([&, i](unsigned slot) { sealer_.seal_at(slot, base + i, chunk(i), out(i), tags[i % ahead]); });
+  };
+  for (std::size_t i = 0; i < std::min(ahead, chunks); ++i) start(i);
+  for (std::size_t i = 0; i < chunks; ++i) {
+    groups[i % ahead]->wait();  // runs the job itself if no helper took it yet
+    const std::span<const std::byte> body = encrypts ? std::span<const std::byte>(out(i), chunk(i).size()) : chunk(i);
+    if (i == 0) {
+      const std::span<const std::byte> parts[] = {head[0], head[1], body, tags[0]};
+      send_all(parts, stop, wait);
+    } else {
+      const std::span<const std::byte> parts[] = {body, tags[i % ahead]};
+      send_all(parts, stop, wait);
     }
-    send_all(std::span(parts.data(), n), stop, wait);
+    if (i + ahead < chunks) start(i + ahead);  // its slot's bytes are in the kernel now
   }
   sealer_.skip(chunks);
 }

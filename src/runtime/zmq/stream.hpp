@@ -13,9 +13,9 @@
 //
 // Parallel protection: a writer or reader given a SealPool with helpers seals (opens) the chunks of
 // a record of two chunks or more on the pool's slots, each with its own nonce as above, so the
-// bytes on the wire are the same as without a pool. The writer seals the next batch of chunks
-// (as many as the pool's slots) while it sends the previous one; the reader opens each chunk on a
-// helper as soon as it is read and delivers the record once all are open.
+// bytes on the wire are the same as without a pool. The writer keeps up to twice the pool's slots
+// of chunks being sealed ahead and writes each one as soon as it is sealed, in order; the reader
+// opens each chunk on a helper as soon as it is read and delivers the record once all are open.
 //
 // Ownership: a writer or reader owns its socket (closed by the destructor); the pool, shared by
 // many, must outlive them.
@@ -99,7 +99,7 @@ class StreamWriter {
 
  private:
   void send_all(std::span<const std::span<const std::byte>> parts, const StopCheck& stop, const WriteWait& wait);
-  // The payload's chunks sealed on the pool, batch after batch (the head rides with the first).
+  // The payload's chunks sealed on the pool ahead of the one being written (the head rides with the first).
   void write_parallel(std::span<const std::span<const std::byte>> head, std::span<const std::byte> payload,
                       const StopCheck& stop, const WriteWait& wait);
 
@@ -107,7 +107,7 @@ class StreamWriter {
   Sealer sealer_;
   SealPool* pool_;
   std::vector<std::byte> scratch_;   // head and one chunk's ciphertext
-  std::vector<std::byte> batches_;   // write_parallel: two batches of ciphertext chunks
+  std::vector<std::byte> batches_;   // write_parallel: the ciphertext of the chunks sealed ahead
 };
 
 class StreamReader {
