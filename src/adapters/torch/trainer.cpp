@@ -264,6 +264,8 @@ struct RunInputs {
   const DataSplits& data;
   SampleSpec input;  // the dataset's sample shape and class count
   const std::vector<float>& initial;
+  double initial_norm;       // the L2 norm of `initial`
+  double flops_per_sample;   // the model's (options.model_flops, or counted once from the model)
   FinalModel final_model;
   std::uint64_t process_token;  // random, the same for every worker of this process
   std::uint64_t dataset_bytes;  // of data's tensors
@@ -354,8 +356,8 @@ std::int64_t stop_check_every(double flops_per_step) {
   return std::max<std::int64_t>(1, static_cast<std::int64_t>(kStopCheckFlops / flops_per_step));
 }
 
-LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t steps_per_epoch, double initial_norm) {
-  const double flops = o.model_flops > 0 ? o.model_flops : model_flops_per_sample(o.model, input);
+LoopPlan make_plan(const TrainOptions& o, double flops, std::int64_t classes, std::int64_t steps_per_epoch,
+                   double initial_norm) {
   return {.steps_per_epoch = steps_per_epoch,
           .total_steps = o.steps > 0 ? o.steps : o.epochs * steps_per_epoch,
           .eval_interval_steps = o.eval_every > 0 ? o.eval_every : steps_per_epoch,
@@ -363,7 +365,7 @@ LoopPlan make_plan(const TrainOptions& o, const SampleSpec& input, std::int64_t 
           .log_every = o.log_every,
           .flops_per_step = flops * static_cast<double>(o.batch),
           .initial_norm = initial_norm,
-          .classes = static_cast<int>(input.classes),
+          .classes = static_cast<int>(classes),
           .stop_on_divergence = o.stop_on_divergence,
           .checkpoint_every = o.checkpoint_every,
           // Under sim a signal ends the process as it always did: an agreement would add collectives
@@ -404,7 +406,7 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   }
   validate_elastic_bounds(o, ctx.size());  // the world under zmq and mpi is known from here on
   TorchWorker torch_side(ctx, in);
-  LoopPlan plan = make_plan(o, in.input, torch_side.steps_per_epoch(), l2_norm(in.initial));
+  LoopPlan plan = make_plan(o, in.flops_per_sample, in.input.classes, torch_side.steps_per_epoch(), in.initial_norm);
   runtime::SlowdownOptions slowdown_options = o.slowdown;
   slowdown_options.seed = o.seed;
   runtime::Slowdown slowdown(slowdown_options, ctx.rank(), ctx.size());
@@ -567,6 +569,10 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
                          .data = data,
                          .input = input,
                          .initial = initial,
+                         .initial_norm = l2_norm(initial),
+                         // Counted once here: for a built-in model it builds one more (each worker did).
+                         .flops_per_sample = options.model_flops > 0 ? options.model_flops
+                                                                     : model_flops_per_sample(options.model, input),
                          .final_model = parse_final_model(options.final_model),
                          .process_token = std::random_device{}() * 0x100000000ULL + std::random_device{}(),
                          .dataset_bytes = tensor_bytes(*data.train) + tensor_bytes(*data.test)};
