@@ -373,6 +373,10 @@ void PsStrategy::representative(ModelState state, std::span<float> out) {
   std::copy(model.begin(), model.end(), out.begin());
 }
 
+std::span<const float> PsStrategy::representative_in_place(ModelState state) const {
+  return dgc_model(dgc_.get(), state.params);
+}
+
 StalenessStats PsStrategy::staleness() const { return server_ ? server_->staleness() : StalenessStats{}; }
 
 std::size_t PsStrategy::state_bytes() const { return (server_ ? server_->state_bytes() : 0) + bytes_of(start_); }

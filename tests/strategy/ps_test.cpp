@@ -151,6 +151,32 @@ TEST(Ps, SyncFollowsTheAllreduceTrajectory) {
   }
 }
 
+// In mode sync the replicas are identical and the representative is the worker's own parameters,
+// read in place (the evaluator then copies nothing): the span is params itself and holds what the
+// collective representative() writes, mid-run and after finish().
+TEST(Ps, SyncRepresentativeIsReadInPlaceFromTheWorkersParameters) {
+  constexpr int kN = 3;
+  constexpr std::size_t kDim = 11;
+  runtime::threads::World world({.size = kN, .op_timeout_seconds = 60});
+  world.run([&](Context& ctx) {
+    std::vector<float> x(kDim, 0.5f), g(kDim), copy(kDim);
+    Worker worker(ctx, ps_options("sync", 2, 0.1), {.params = x, .grads = g});
+    for (int t = 0; t < 3; ++t) {
+      testing::gradient(ctx.rank(), x, g);
+      worker.step();
+    }
+    for (bool finished : {false, true}) {
+      if (finished) worker.finish();
+      EXPECT_TRUE(worker.strategy().replicas_identical());
+      const std::span<const float> in_place = worker.representative_in_place();
+      EXPECT_EQ(in_place.data(), x.data());
+      EXPECT_EQ(in_place.size(), kDim);
+      worker.representative(copy);
+      EXPECT_EQ(copy, x) << (finished ? "after finish()" : "mid-run");
+    }
+  });
+}
+
 // Averaged gradient descent on the quadratic: x_t = cbar + (1 - eta)^t (x_0 - cbar). With
 // eta = 0.2 and 60 steps, 0.8^60 < 2e-6: the servers reach the optimum to float precision.
 // Every shard records each round's N gradients with lag 0.

@@ -143,6 +143,9 @@ class PsStrategy final : public Strategy {
   std::size_t state_bytes() const override;
   StepOutcome step(const StepInput& input) override;
   void representative(ModelState state, std::span<float> out) override;
+  // The worker's own parameters (DGC's shared x with its local view): read in place where the
+  // replicas are identical (mode sync), as allreduce's.
+  std::span<const float> representative_in_place(ModelState state) const override;
   // sync: identical, but for DGC's local view, where each worker looks at x - v until finish().
   bool replicas_identical() const override;
   bool asynchronous() const override { return mode_ != PsMode::sync; }
