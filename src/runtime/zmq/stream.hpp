@@ -168,11 +168,12 @@ class StreamReader {
   Sealer sealer_;
   // Opening on the pool: the record's first chunk's nonce, its chunks handed out, and the lowest
   // nonce that failed to open (~0: none; written by helpers under the group's jobs).
-  std::unique_ptr<SealPool::Group> opening_;
   std::uint64_t first_nonce_ = 0, handed_ = 0;
   std::atomic<std::uint64_t> failed_nonce_{~std::uint64_t{0}};
   std::vector<std::byte> buffer_;  // bytes read ahead: [begin_, end_)
   std::size_t begin_ = 0, end_ = 0;
+  // Last: destroyed first, it waits for the opens still running, which use the members above.
+  std::unique_ptr<SealPool::Group> opening_;
 };
 
 }  // namespace fast::runtime::zmq
