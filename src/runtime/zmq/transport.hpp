@@ -355,6 +355,11 @@ class ZmqTransport final : public engine::Transport {
   std::atomic<std::int64_t> last_poll_{0};
   static constexpr std::chrono::milliseconds kStreamGrace{2};
   bool spin_pays_ = false;  // set by the constructor
+  // Whether a stream's reader thread reads alongside polling waiters instead of stepping back
+  // while its messages are large (StreamIn::large): where the host has two cores per worker (set
+  // by the constructor), so that it reads and opens the next message on a core of its own while
+  // the worker computes or sends (transport_stream.cpp, read_stream).
+  bool readers_alongside_ = false;
   // Sets every mapped ring's `polled` word to `on` (poll_mutex_ held).
   void publish_polled(bool on);
   // Delivers the due records of every mapped ring, waiting for each ring's lock.
@@ -382,6 +387,7 @@ class ZmqTransport final : public engine::Transport {
     std::atomic<bool> readable{false};
     std::atomic<int> read_fd{-1};      // reader's socket while `reader` is set, for a writer's wait
     std::atomic<bool> partial{false};  // reader is in the middle of a record (receiving())
+    std::atomic<bool> large{false};    // the last record delivered had at least kAlongsideBytes
     std::mutex mutex;                  // guards the offer
     std::uint64_t offer = 0;           // the id offered (0: none); a reader of another id ends
     Sealer::Key key{};
