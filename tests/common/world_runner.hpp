@@ -45,13 +45,15 @@ struct WorldCase {
   long long shm_bytes = -1;  // zmq: FAST_SHM_BYTES, the shared-memory ring per pair (0: none); -1: the default
   bool insecure = false;     // zmq: FAST_INSECURE=1, no CURVE: every frame's payload carries its checksum
   int seal_threads = -1;     // zmq: FAST_SEAL_THREADS, helpers sealing the streams' chunks; -1: the default
+  int read_alongside = -1;   // zmq: FAST_READ_ALONGSIDE (1: the streams' threads read large messages alongside)
   std::string name() const {
     return runtime + (transport.empty() ? "" : "_" + transport) + "_" + std::to_string(workers) + "workers" +
            (workers_per_process > 1 ? "_" + std::to_string(workers_per_process) + "perprocess" : "") +
            (shm_bytes == 0  ? "_noshm"
             : shm_bytes > 0 ? "_shm" + std::to_string(shm_bytes >> 10) + "KiB"
                             : "") +
-           (insecure ? "_insecure" : "") + (seal_threads >= 0 ? "_seal" + std::to_string(seal_threads) : "");
+           (insecure ? "_insecure" : "") + (seal_threads >= 0 ? "_seal" + std::to_string(seal_threads) : "") +
+           (read_alongside == 1 ? "_alongside" : "");
   }
 };
 
@@ -97,6 +99,7 @@ inline Children spawn_children(const WorldCase& c, const std::map<std::string, s
   }
   if (c.shm_bytes >= 0) env["FAST_SHM_BYTES"] = std::to_string(c.shm_bytes);
   if (c.seal_threads >= 0) env["FAST_SEAL_THREADS"] = std::to_string(c.seal_threads);
+  if (c.read_alongside >= 0) env["FAST_READ_ALONGSIDE"] = std::to_string(c.read_alongside);
   for (const auto& [k, v] : extra_env) env[k] = v;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string kv = *e;

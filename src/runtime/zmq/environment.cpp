@@ -50,6 +50,11 @@ constexpr std::array kTable{
            "it, so that one message is protected on several cores (runtime zmq); for hosts whose link is faster "
            "than one core's cipher (docs/launch.md); 0: none, that thread seals each chunk itself.",
            0, 15},
+    EnvVar{"FAST_READ_ALONGSIDE", EnvType::integer, "-1",
+           "1: while a direct stream's messages are 256 KiB or larger, its reader thread reads them alongside the "
+           "polling waiters, on a core of its own (runtime zmq, docs/launch.md); 0: it steps back while waiters "
+           "poll; -1: 1 where the host has two cores per worker or more.",
+           -1, 1},
     EnvVar{"FAST_HOST", EnvType::string, "",
            "Address this process binds and is reached at over tcp; empty: the address that reaches the rendezvous."},
     EnvVar{"FAST_ADVERTISE", EnvType::string, "",

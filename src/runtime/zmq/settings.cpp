@@ -116,6 +116,7 @@ Settings resolve_settings(const LaunchOptions& options) {
   s.poll_seconds = static_cast<double>(core::env_int(zmq_environment(), "FAST_POLL_US")) * 1e-6;
   s.streams = core::env_int(zmq_environment(), "FAST_STREAMS") == 1;
   s.seal_threads = core::env_int(zmq_environment(), "FAST_SEAL_THREADS");
+  s.read_alongside = static_cast<int>(core::env_int(zmq_environment(), "FAST_READ_ALONGSIDE"));
   return s;
 }
 

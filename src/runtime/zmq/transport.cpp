@@ -47,7 +47,9 @@ ZmqTransport::ZmqTransport(::zmq::context_t& context, const Settings& settings, 
       std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) { return p.host_id == host; });
   spin_pays_ = static_cast<unsigned>(on_host * table_[0].workers) <= std::max(1u, std::thread::hardware_concurrency());
   readers_alongside_ =
-      static_cast<unsigned>(2 * on_host * table_[0].workers) <= std::max(1u, std::thread::hardware_concurrency());
+      settings_.read_alongside >= 0
+          ? settings_.read_alongside == 1
+          : static_cast<unsigned>(2 * on_host * table_[0].workers) <= std::max(1u, std::thread::hardware_concurrency());
   seal_pool_ = std::make_unique<SealPool>(static_cast<unsigned>(settings_.seal_threads));
 }
 

@@ -356,9 +356,9 @@ class ZmqTransport final : public engine::Transport {
   static constexpr std::chrono::milliseconds kStreamGrace{2};
   bool spin_pays_ = false;  // set by the constructor
   // Whether a stream's reader thread reads alongside polling waiters instead of stepping back
-  // while its messages are large (StreamIn::large): where the host has two cores per worker (set
-  // by the constructor), so that it reads and opens the next message on a core of its own while
-  // the worker computes or sends (transport_stream.cpp, read_stream).
+  // while its messages are large (StreamIn::large): FAST_READ_ALONGSIDE, by default where the host
+  // has two cores per worker (set by the constructor), so that it reads and opens the next message
+  // on a core of its own while the worker computes or sends (transport_stream.cpp, read_stream).
   bool readers_alongside_ = false;
   // Sets every mapped ring's `polled` word to `on` (poll_mutex_ held).
   void publish_polled(bool on);
