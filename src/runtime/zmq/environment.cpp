@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "seal_pool.hpp"
+
 namespace fast::runtime::zmq {
 
 namespace {
@@ -49,7 +51,7 @@ constexpr std::array kTable{
            "(AES-256-GCM, ChaCha20-Poly1305 or the --insecure checksum) beside the thread that sends or receives "
            "it, so that one message is protected on several cores (runtime zmq); for hosts whose link is faster "
            "than one core's cipher (docs/launch.md); 0: none, that thread seals each chunk itself.",
-           0, 15},
+           0, SealPool::kMaxSlots - 1},
     EnvVar{"FAST_READ_ALONGSIDE", EnvType::integer, "-1",
            "1: while a direct stream's messages are 256 KiB or larger, its reader thread reads them alongside the "
            "polling waiters, on a core of its own (runtime zmq, docs/launch.md); 0: it steps back while waiters "

@@ -25,12 +25,15 @@
 #include <thread>
 #include <vector>
 
+#include "sealer.hpp"
+
 namespace fast::runtime::zmq {
 
 class SealPool {
  public:
-  // The most slots a pool has (helpers + the waiting thread).
-  static constexpr unsigned kMaxSlots = 16;
+  // The most slots a pool has (helpers + the waiting thread): one per cipher context a Sealer
+  // keeps. FAST_SEAL_THREADS's range follows from it (environment.cpp).
+  static constexpr unsigned kMaxSlots = Sealer::kSlots;
   using Job = std::function<void(unsigned slot)>;
 
   explicit SealPool(unsigned helpers);  // at most kMaxSlots - 1

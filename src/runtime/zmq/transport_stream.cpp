@@ -31,8 +31,8 @@ constexpr double kHandshakeSeconds = 5;    // to send the preamble and the `open
 constexpr double kMaxConnectSeconds = 10;  // a connector's limit (or the peer timeout, if shorter)
 // Messages from this size up are read by the stream's thread alongside polling waiters, where the
 // host's cores allow (readers_alongside_): a reader thread then reads and opens the next one while
-// the worker adds or sends, 1.15-1.67x faster from 4 MiB all-reduces on 16 cores; below it, the
-// polling waiter alone was faster (measured: docs/benchmarks.md, (e)).
+// the worker adds or sends, which paid for large all-reduces on 16 cores; for smaller messages the
+// polling waiter alone was faster (docs/benchmarks.md, (e), "Stream readers alongside").
 constexpr std::size_t kAlongsideBytes = 256 * 1024;
 
 std::string hex(std::span<const std::byte> bytes) {
