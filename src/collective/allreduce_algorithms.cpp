@@ -29,15 +29,16 @@ MutableView scratch_for(const GroupCall& g, std::size_t numel, core::DType dtype
   return g.scratch.view().slice(0, numel);
 }
 
-// Sends `out` to `to` and receives `in` from `from` (copy), both in place; empty views are skipped
-// (both sides agree on the sizes).
-void exchange_copy(const GroupCall& g, int to, int from, std::uint32_t detail, core::ConstView out, MutableView in) {
+// Sends `out` to `to` and receives `in` from `from` (copied, or added with Combine::sum), both in
+// place; empty views are skipped (both sides agree on the sizes).
+void exchange_copy(const GroupCall& g, int to, int from, std::uint32_t detail, core::ConstView out, MutableView in,
+                   runtime::Combine combine = runtime::Combine::copy) {
   std::vector<Work> ops;
   ops.reserve(2);
   run_then_drain(
       [&] {
         if (out.numel() > 0) ops.push_back(g.ctx.send(to, tag_of(g, detail), out));
-        if (in.numel() > 0) ops.push_back(g.ctx.recv(from, tag_of(g, detail), in));
+        if (in.numel() > 0) ops.push_back(g.ctx.recv(from, tag_of(g, detail), in, combine));
         core::wait_all(ops);
       },
       {&ops});
@@ -55,12 +56,14 @@ void send_all(const GroupCall& g, int peer, std::uint32_t detail, core::ConstVie
   if (data.numel() > 0) g.ctx.send(peer, tag_of(g, detail), data).wait();
 }
 
-void recv_all(const GroupCall& g, int peer, std::uint32_t detail, MutableView data) {
-  if (data.numel() > 0) g.ctx.recv(peer, tag_of(g, detail), data).wait();
+void recv_all(const GroupCall& g, int peer, std::uint32_t detail, MutableView data,
+              runtime::Combine combine = runtime::Combine::copy) {
+  if (data.numel() > 0) g.ctx.recv(peer, tag_of(g, detail), data, combine).wait();
 }
 
 // The folding's first exchange (group_ops.hpp's Folding): a folded even member hands its vector to
-// the next odd one, which adds it.
+// the next odd one, whose receive adds it (Combine::sum: no scratch, the same one addition per
+// element as receiving into scratch and adding).
 Folding fold_in(const GroupCall& g, MutableView data) {
   const Folding f(static_cast<int>(g.members.size()));
   const int i = g.index;
@@ -69,11 +72,7 @@ Folding fold_in(const GroupCall& g, MutableView data) {
     send_all(g, rank_at(g, i + 1), kFoldDetail, data);
     return f;  // sits out
   }
-  if (data.numel() > 0) {
-    MutableView theirs = scratch_for(g, data.numel(), data.dtype());
-    recv_all(g, rank_at(g, i - 1), kFoldDetail, theirs);
-    add_into(data, theirs);
-  }
+  recv_all(g, rank_at(g, i - 1), kFoldDetail, data, runtime::Combine::sum);
   return f;
 }
 
@@ -122,9 +121,9 @@ void halving_doubling_allreduce(const GroupCall& g, MutableView data, ReduceOp o
       const Range keep = lower ? Range{mine.begin, mid} : Range{mid, mine.end};
       const Range give = lower ? Range{mid, mine.end} : Range{mine.begin, mid};
       const int peer = rank_at(g, f.real(v ^ d));
-      MutableView theirs = scratch_for(g, keep.size(), data.dtype());
-      exchange_copy(g, peer, peer, round, data.slice(give.begin, give.size()), theirs);
-      add_into(data.slice(keep.begin, keep.size()), theirs);
+      // The two halves are disjoint: the peer's half is added into the kept one by the receive.
+      exchange_copy(g, peer, peer, round, data.slice(give.begin, give.size()), data.slice(keep.begin, keep.size()),
+                    runtime::Combine::sum);
       mine = keep;
     }
     if (op == ReduceOp::avg) scale(data.slice(mine.begin, mine.size()), 1.0 / n);
@@ -196,11 +195,7 @@ void tree_allreduce(const GroupCall& g, MutableView data, ReduceOp op) {
       send_all(g, rank_at(g, i - d), round, data);
       break;
     }
-    if (i + d < n) {
-      MutableView theirs = scratch_for(g, data.numel(), data.dtype());
-      recv_all(g, rank_at(g, i + d), round, theirs);
-      add_into(data, theirs);
-    }
+    if (i + d < n) recv_all(g, rank_at(g, i + d), round, data, runtime::Combine::sum);
   }
   if (i == 0 && op == ReduceOp::avg) scale(data, 1.0 / n);
   binomial_broadcast(g, data, 0);

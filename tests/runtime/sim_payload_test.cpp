@@ -107,5 +107,39 @@ TEST(SimPayload, AReceivePostedFirstGetsTheBytesSentAndAddsThemWithSum) {
   EXPECT_EQ(got, (std::vector<float>{11, 22}));
 }
 
+// A receive posted and matched before its transfer arrived is delivered when the sender sees its
+// send complete (no copy of the sender's memory): the sender may change its memory at once, and
+// the receiver, waiting only later, finds the bytes sent, added exactly once, and one message
+// counted.
+TEST(SimPayload, AMatchedReceiveIsDeliveredWhenTheSenderSeesItsSendCompleteAndOnlyOnce) {
+  std::vector<float> got{10, 20};
+  std::vector<float> copied(2, -1.0f);
+  LinkStats stats;
+  run(2, [&](Context& ctx) {
+    constexpr Tag sum_tag = make_tag(TagKind::user, 5, 0);
+    constexpr Tag copy_tag = make_tag(TagKind::user, 5, 1);
+    if (ctx.rank() == 0) {
+      ctx.sleep(0.1);  // the receives are posted first
+      std::vector<float> data{1, 2};
+      ctx.send(1, sum_tag, cview(data)).wait();
+      data = {7, 7};
+      ctx.send(1, copy_tag, cview(data)).wait();
+      data = {0, 0};
+    } else {
+      Work add = ctx.recv(0, sum_tag, mview(got), Combine::sum);
+      Work copy = ctx.recv(0, copy_tag, mview(copied));
+      ctx.sleep(kLate);  // both transfers arrived and their sender changed the memory meanwhile
+      EXPECT_TRUE(add.is_completed());
+      add.wait();
+      copy.wait();
+      stats = ctx.link_stats(0);
+    }
+  });
+  EXPECT_EQ(got, (std::vector<float>{11, 22}));
+  EXPECT_EQ(copied, (std::vector<float>{7, 7}));
+  EXPECT_EQ(stats.messages_received, 2u);
+  EXPECT_EQ(stats.bytes_received, 4 * sizeof(float));
+}
+
 }  // namespace
 }  // namespace fast::runtime

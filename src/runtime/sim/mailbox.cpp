@@ -13,6 +13,7 @@ std::shared_ptr<RecvOp> Inbox::post_message(const std::shared_ptr<Message>& mess
   if (!recv) return nullptr;
   if (recv->source != nullptr) *recv->source = message->src;
   recv->message = message;
+  message->receive = recv;
   wake();
   return recv;
 }
@@ -21,6 +22,7 @@ bool Inbox::post_recv(const std::shared_ptr<RecvOp>& recv) {
   std::shared_ptr<Message> message = matcher_.post_recv(recv);
   if (!message) return false;
   if (recv->source != nullptr) *recv->source = message->src;
+  message->receive = recv;
   recv->message = std::move(message);
   return true;
 }

@@ -61,6 +61,7 @@ bool wait_transfer(WorldState& world, Message& m, double timeout_seconds) {
 }
 
 void deliver(RecvOp& recv) {
+  if (recv.done) return;
   Message& m = *recv.message;
   m.delivered = true;  // read now or never (a mismatch fails the receive): no copy needed after this
   try {
@@ -74,6 +75,16 @@ void deliver(RecvOp& recv) {
     recv.error = std::current_exception();
   }
   recv.done = true;
+}
+
+void Message::release_source() {
+  if (delivered || failed) return;
+  if (arrived)
+    if (const std::shared_ptr<RecvOp> recv = receive.lock(); recv && !recv->done && !recv->cancelled) {
+      deliver(*recv);  // sets delivered: the receive reads nothing more from this message
+      return;
+    }
+  data->keep();
 }
 
 void SendWork::finish() const {

@@ -58,6 +58,8 @@ class Payload {
   std::shared_ptr<const core::Buffer> copy_;
 };
 
+struct RecvOp;
+
 struct Message {
   int src = 0;
   int dst = 0;
@@ -69,10 +71,13 @@ struct Message {
   bool arrived = false;            // the transfer finished (cached once seen)
   bool delivered = false;          // its bytes were written into a receive (deliver)
   bool failed = false;             // its transfer failed: it is never delivered
-  // The sender may change the memory from now on: a message still to be delivered keeps a copy.
-  void release_source() {
-    if (!delivered && !failed) data->keep();
-  }
+  // The receive it was matched with (Inbox), while that receive is posted.
+  std::weak_ptr<RecvOp> receive;
+  // The sender may change the memory from now on. A message still to be delivered is delivered
+  // now when its transfer has arrived and its receive is matched (the bytes the receiver would
+  // read later, written into the memory it posted, which only the receive may touch until it
+  // completes); otherwise it keeps a copy. Defined in op.cpp.
+  void release_source();
 };
 
 struct RecvOp {
@@ -104,7 +109,8 @@ bool wait_transfer(WorldState& world, Message& message, double timeout_seconds);
 bool transfer_arrived(WorldState& world, Message& message);
 
 // Copies or adds the arrived message into the receive, sets done (with an error on a mismatch of
-// dtype or length) and counts the bytes received.
+// dtype or length) and counts the bytes received. Nothing when the receive is done already (its
+// sender delivered it: Message::release_source).
 void deliver(RecvOp& recv);
 
 // A send's completion. Once it reports completion (completed() true, wait_for true) or is
