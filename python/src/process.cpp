@@ -265,7 +265,7 @@ void bind_process(py::module_& m) {
 every step then stops paying a page fault per 4 KiB of them. Returns (applied, reason): nothing is changed
 with FAST_MALLOC=system, where the user set glibc's thresholds (GLIBC_TUNABLES, MALLOC_*_THRESHOLD_), or
 where the allocator is not glibc's. Process-wide; call it once, before training. fast.InvalidArgument
-when FAST_MALLOC is none of 'auto', 'tuned' and 'system'.)");
+when FAST_MALLOC is neither 'tuned' nor 'system'.)");
   m.def("launcher", &launcher,
         R"(The launcher that started this process, as fast.init() finds it (docs/launch.md): a dict with source
 ('fast launch', 'mpirun (OpenMPI)', 'torchrun', ...), runtime (the one it implies), rank, world (processes; 0:

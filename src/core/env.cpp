@@ -11,11 +11,9 @@ namespace fast::core {
 namespace {
 constexpr std::array kTable{
     EnvVar{"FAST_LOG_LEVEL", EnvType::string, "info", "Log verbosity on stderr: error, warn, info or debug."},
-    EnvVar{"FAST_MALLOC", EnvType::string, "auto",
+    EnvVar{"FAST_MALLOC", EnvType::string, "tuned",
            "tuned: `fast train` keeps malloc blocks up to 32 MiB in the heap between steps (fewer page faults; "
-           "docs/benchmarks.md, \"malloc thresholds\"); system: glibc's own thresholds; auto: tuned, unless the "
-           "process runs more workers than it has cores (a simulation at scale: glibc's thresholds hold its "
-           "replicas in less memory)."},
+           "docs/benchmarks.md, \"malloc thresholds\"); system: glibc's own thresholds."},
 };
 
 const EnvVar& lookup(EnvTable table, std::string_view name) {

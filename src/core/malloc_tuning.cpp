@@ -26,26 +26,17 @@ std::string users_setting() {
   }
   return "";
 }
-
-// FAST_MALLOC's value, checked.
-std::string malloc_choice() {
-  const std::string choice = env_string("FAST_MALLOC");
-  FAST_ENFORCE(choice == "auto" || choice == "tuned" || choice == "system",
-               "environment variable FAST_MALLOC: expected auto, tuned or system, got '{}'", choice);
-  return choice;
-}
 }  // namespace
 
-bool malloc_tuning_chosen() { return malloc_choice() != "system"; }
+bool malloc_tuning_chosen() {
+  const std::string choice = env_string("FAST_MALLOC");
+  FAST_ENFORCE(choice == "tuned" || choice == "system",
+               "environment variable FAST_MALLOC: expected tuned or system, got '{}'", choice);
+  return choice == "tuned";
+}
 
-MallocTuning tune_malloc(int workers_in_process, int cores) {
-  const std::string choice = malloc_choice();
-  if (choice == "system") return {.applied = false, .reason = "malloc: glibc's defaults (FAST_MALLOC=system)"};
-  if (choice == "auto" && workers_in_process > cores)
-    return {.applied = false,
-            .reason = fmt::format("malloc: glibc's defaults, as this process holds {} workers on {} cores "
-                                  "(FAST_MALLOC=auto; FAST_MALLOC=tuned: the tuning anyway)",
-                                  workers_in_process, cores)};
+MallocTuning tune_malloc() {
+  if (!malloc_tuning_chosen()) return {.applied = false, .reason = "malloc: glibc's defaults (FAST_MALLOC=system)"};
   if (const std::string user = users_setting(); !user.empty())
     return {.applied = false, .reason = fmt::format("malloc: left as {} sets it", user)};
 #if defined(__GLIBC__)

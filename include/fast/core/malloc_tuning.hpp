@@ -11,15 +11,7 @@
 // "malloc thresholds"). Fixing both thresholds keeps those blocks in the heap,
 // reused from step to step.
 //
-// A process that holds more workers than cores (a simulation of hundreds of workers) is the other
-// case: its memory is mostly the workers' long-lived replicas, allocated once, and with glibc's own
-// thresholds those of them allocated before the first large free get mappings of their own, which
-// the per-step buffers never fragment. There the tuning cost memory and time: at 1,024 simulated mlp
-// workers allreduce peaked at 4.1 GB tuned against 3.4 GB (a floor of 3.1 GB) and dpsgd at 6.0
-// against 5.3 GB, 19 s against 14 s of wall time (docs/benchmarks.md, "(l) Simulation at scale").
-//
-// FAST_MALLOC (core/env.cpp) chooses: `auto` (the default: the tuning unless the process holds more
-// workers than cores), `tuned` (always) or `system` (glibc's own behaviour).
+// FAST_MALLOC (core/env.cpp) chooses: `tuned` (the default) or `system` (glibc's own behaviour).
 // Settings the user gave glibc (GLIBC_TUNABLES naming glibc.malloc.mmap_threshold or
 // glibc.malloc.trim_threshold, MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_) are left alone.
 
@@ -39,19 +31,17 @@ inline constexpr std::size_t kTunedMmapThreshold = std::size_t{32} << 20;
 // Free bytes a heap may keep at its top before glibc returns them to the kernel, once tuned.
 inline constexpr std::size_t kTunedTrimThreshold = std::size_t{256} << 20;
 
-// Whether FAST_MALLOC may ask for the tuning (`auto`, `tuned`) or not (`system`); InvalidArgument
-// naming the variable for any other value. Callers check it with the other settings, before any
-// data is read.
+// Whether FAST_MALLOC asks for the tuning (`tuned`) or not (`system`); InvalidArgument naming the
+// variable for any other value. Callers check it with the other settings, before any data is read.
 bool malloc_tuning_chosen();
 
 // Applies the tuning above to this process (mallopt M_MMAP_THRESHOLD, M_TRIM_THRESHOLD) unless
-// FAST_MALLOC=system, FAST_MALLOC=auto with workers_in_process > cores (the workers this process
-// runs, the cores it may use), the user set glibc's thresholds, the C library is not glibc, or
-// mallopt refuses (a sanitizer's allocator, a preloaded malloc): then it changes nothing and says why.
+// FAST_MALLOC=system, the user set glibc's thresholds, the C library is not glibc, or mallopt
+// refuses (a sanitizer's allocator, a preloaded malloc): then it changes nothing and says why.
 // InvalidArgument as malloc_tuning_chosen(). Process-wide and not thread-safe against other
 // mallopt calls: call it once, before the workers start. The memory a process keeps grows by at
 // most kTunedTrimThreshold per malloc arena (glibc gives the threads that allocate up to 8 arenas
 // per core).
-MallocTuning tune_malloc(int workers_in_process = 1, int cores = 1);
+MallocTuning tune_malloc();
 
 }  // namespace fast::core

@@ -87,11 +87,6 @@ using training::WorkerTotals;
 
 namespace {
 
-// The workers this process runs: all of them (threads, sim), or workers_per_process.
-int workers_in_process(const TrainOptions& o) {
-  return runtime::find_runtime(o.runtime).multi_process ? o.process.workers_per_process : o.workers;
-}
-
 // Workers that share this host's cores: all of them where they live in this process (threads,
 // sim); else those of this process times the processes on this host that the launcher tells
 // (runtime/detect.hpp: fast launch's world, mpirun's and srun's local size, torchrun's
@@ -566,9 +561,8 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   // per actor, hundreds of simulated workers spent most of the CPU spinning in libgomp;
   // docs/simulation.md, "Scale").
   configure_torch_threads(workers_on_host(options));
-  // The same large tensors every step: keep their memory in the heap, unless the process holds
-  // more workers than cores (core/malloc_tuning.hpp).
-  const core::MallocTuning malloc_tuning = core::tune_malloc(workers_in_process(options), available_cores());
+  // The same large tensors every step: keep their memory in the heap (core/malloc_tuning.hpp).
+  const core::MallocTuning malloc_tuning = core::tune_malloc();
   core::log(malloc_tuning.applied ? core::LogLevel::info : core::LogLevel::debug, "{}", malloc_tuning.reason);
 
   const RunInputs inputs{.options = options,
