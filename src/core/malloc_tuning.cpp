@@ -53,4 +53,10 @@ MallocTuning tune_malloc() {
 #endif
 }
 
+void release_free_memory() noexcept {
+#if defined(__GLIBC__)
+  (void)malloc_trim(0);
+#endif
+}
+
 }  // namespace fast::core

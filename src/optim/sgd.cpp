@@ -120,7 +120,7 @@ Sgd::Sgd(const OptimizerOptions& options, std::size_t numel)
     if (kind_ == Kind::nesterov)
       check_option(options.dampening == 0, kOwner, "dampening", rule, "0 (nesterov requires zero dampening)",
                    options.dampening);
-    buffer_ = core::Buffer(numel, core::DType::f32);
+    buffer_ = core::Buffer::long_lived(numel, core::DType::f32);  // lives as long as the worker
   }
 }
 

@@ -265,9 +265,25 @@ void PsStrategy::finish(ModelState state) {
     server_work_.wait();  // every worker is done with this shard
   }
   comm_.barrier();  // every server has stopped: the shards are final
-  with_servers("final pull", [&] { pull(state.params, collective::Wire::exact); });  // the final model, exactly
+  if (mode_ == PsMode::sync)
+    broadcast_shards(state.params);
+  else  // async, ssp: one-sided, so a worker lost meanwhile does not stop the others
+    with_servers("final pull", [&] { pull(state.params, collective::Wire::exact); });  // the final model, exactly
   window_->close();
   if (dgc_ && dgc_->options().local_view) dgc_->view(state.params, {});  // keeps the final x, leaves it there
+}
+
+// sync, once the servers stopped: every shard from its server to every worker, exactly, by one
+// broadcast each, which reads the final shard in place (the window's gets would have each server
+// copy its shard once per worker, all of them at once: under sim, one model per worker).
+void PsStrategy::broadcast_shards(std::span<float> params) {
+  with_servers("final broadcast", [&] {
+    for (int k = 0; k < servers_; ++k) {
+      const std::span<float> shard = shard_of(params, k);
+      if (server_ && k == comm_.context().rank()) std::ranges::copy(server_->exposed(), shard.begin());
+      comm_.broadcast(core::MutableView(shard), k);
+    }
+  });
 }
 
 // The codec state a worker keeps for its pushes and replies (see ps.hpp for the names). The

@@ -9,6 +9,11 @@
 
 #include <cmath>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+#include <unistd.h>
+
 namespace fast::core {
 namespace {
 
@@ -43,6 +48,32 @@ TEST(Buffer, CopyOfIsAlignedAndZeroBeyondTheCopy) {
   const Buffer empty = Buffer::copy_of(ConstView(std::span<const float>()));
   EXPECT_EQ(empty.numel(), 0u);
   EXPECT_EQ(empty.data(), nullptr);
+}
+
+// long_lived: zero-filled pages of its own, outside malloc's heaps, growing into new zeroed pages.
+TEST(Buffer, LongLivedIsZeroFilledPagesOutsideMallocsHeaps) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  const struct mallinfo2 before = mallinfo2();
+#endif
+  Buffer b = Buffer::long_lived(300'000, DType::f32);
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  const struct mallinfo2 after = mallinfo2();
+  EXPECT_LT(after.uordblks + after.hblkhd, before.uordblks + before.hblkhd + 300'000 * sizeof(float));
+#endif
+  ASSERT_EQ(b.numel(), 300'000u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % page, 0u);
+  for (float x : b.as<float>()) ASSERT_EQ(x, 0.f);
+  b.as<float>()[7] = 5.f;
+  b.resize(2, DType::f32);  // within its pages: kept
+  EXPECT_EQ(b.as<float>()[1], 0.f);
+  b.resize(1'000'000, DType::f32);  // new pages
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % page, 0u);
+  for (float x : b.as<float>()) ASSERT_EQ(x, 0.f);
+  Buffer moved = std::move(b);
+  moved.as<float>()[999'999] = 1.f;
+  EXPECT_EQ(moved.as<float>()[999'999], 1.f);
+  EXPECT_EQ(Buffer::long_lived(0, DType::f64).bytes(), 0u);
 }
 
 TEST(Buffer, EmptyBufferIsValid) {

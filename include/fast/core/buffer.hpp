@@ -19,6 +19,12 @@ class Buffer {
   Buffer(std::size_t numel, DType dtype);
   // A copy of the viewed elements.
   static Buffer copy_of(ConstView view);
+  // numel elements of dtype, zero-filled, in pages of their own (mmap; growing by resize keeps
+  // that), returned to the kernel when the Buffer goes. For state that lives as long as its worker
+  // (an optimizer's buffers): kept apart from the blocks that steps allocate and free, it leaves no
+  // holes among them, so a process of hundreds of simulated workers holds its replicas' state and
+  // little more. bad_alloc when the kernel refuses the mapping.
+  static Buffer long_lived(std::size_t numel, DType dtype);
 
   Buffer(Buffer&&) noexcept = default;
   Buffer& operator=(Buffer&&) noexcept = default;
@@ -51,8 +57,12 @@ class Buffer {
   void allocate(std::size_t bytes);
 
   struct Free {
+    Free() noexcept : mapped_bytes(0) {}
+    explicit Free(std::size_t mapped) noexcept : mapped_bytes(mapped) {}
+    std::size_t mapped_bytes;  // 0: aligned_alloc's block; else the length of its own mapping
     void operator()(void* p) const noexcept;
   };
+  bool long_lived_ = false;  // allocate() maps pages of its own
   std::unique_ptr<void, Free> data_;
   std::size_t numel_ = 0;
   std::size_t capacity_bytes_ = 0;

@@ -189,6 +189,8 @@ class PsStrategy final : public Strategy {
   void restore_links(const Checkpoint& checkpoint, std::string_view source, std::span<float> params);
   std::vector<core::Work> push(const StepInput& input, bool finite);
   void pull(std::span<float> params, collective::Wire wire = collective::Wire::codec);
+  // sync's final model: each shard broadcast from its server (collective; after the servers stopped).
+  void broadcast_shards(std::span<float> params);
 
   StrategyOptions options_;
   PsMode mode_ = PsMode::async;

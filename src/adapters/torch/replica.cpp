@@ -1,6 +1,7 @@
 #include "fast/adapters/torch/replica.hpp"
 
 #include <cstdint>
+#include <memory>
 
 #include <torch/types.h>
 
@@ -8,6 +9,20 @@
 #include "fast/core/error.hpp"
 
 namespace fast::torch {
+
+namespace {
+// n float zeros on the CPU in pages of their own (core::Buffer::long_lived), which the tensor owns:
+// the flat parameters and gradients live as long as their worker, so they stay out of the heap
+// that steps allocate from (a process of hundreds of simulated workers holds them and little more).
+::torch::Tensor long_lived_zeros(std::int64_t n) {
+  if (n == 0) return ::torch::zeros({0}, ::torch::kFloat32);
+  auto storage =
+      std::make_shared<core::Buffer>(core::Buffer::long_lived(static_cast<std::size_t>(n), core::DType::f32));
+  void* data = storage->data();
+  return ::torch::from_blob(
+      data, {n}, [storage](void*) mutable { storage.reset(); }, ::torch::TensorOptions().dtype(::torch::kFloat32));
+}
+}  // namespace
 
 Replica::Replica(::torch::nn::Module& module) {
   std::vector<NamedTensor> named;
@@ -43,8 +58,9 @@ void Replica::repoint(std::vector<NamedTensor> named, const std::string& what) {
     total += p.numel();
   }
   const auto on_device = ::torch::TensorOptions().dtype(::torch::kFloat32).device(placement_.device);
-  device_params_ = ::torch::empty({total}, on_device);
-  device_grads_ = ::torch::zeros({total}, on_device);
+  const bool cpu = placement_.device.is_cpu();
+  device_params_ = cpu ? long_lived_zeros(total) : ::torch::empty({total}, on_device);
+  device_grads_ = cpu ? long_lived_zeros(total) : ::torch::zeros({total}, on_device);
   if (placement_.staged) {  // host copies; pinned for a GPU, so that copies need no bounce buffer
     const auto on_host = ::torch::TensorOptions()
                              .dtype(::torch::kFloat32)

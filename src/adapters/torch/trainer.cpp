@@ -419,6 +419,9 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
         std::max<std::int64_t>(1, std::llround(o.dgc_warmup_epochs * static_cast<double>(plan.steps_per_epoch)));
   strategy::Worker worker(ctx, worker_options, torch_side.state());
   torch_side.attach(worker, in);
+  // The module's own parameter blocks, freed once copied into the replica, sit below this worker's
+  // live objects in the heap: their pages go back now (core/malloc_tuning.hpp).
+  core::release_free_memory();
   nlohmann::json identity = settings_identity(o, ctx.size());
   add_model_fields(identity, in.initial.size(), torch_side.state().layout, in.data.train->size());
   identity = with_fingerprint(std::move(identity));
