@@ -2,9 +2,11 @@
 // Messages and receives of the sim runtime, and the Work handles that wait on them.
 //
 // A send reads the caller's memory in place for as long as the caller may not change it (its
-// send under way, Context::send) and copies it only when the caller may, with the message not
-// yet delivered (Payload::keep: the sender saw the send complete, or dropped its Work); one
-// Payload serves several sends of the same memory while the first is under way. It
+// send under way, Context::send). When the caller may change it (it saw the send complete, or
+// dropped its Work) a message not yet delivered is delivered there and then if its transfer has
+// arrived and its receive is matched, and otherwise keeps a copy (Message::release_source,
+// Payload::keep); one Payload serves several sends of the same memory while the first is under
+// way. It
 // starts its simulated transfer from the sender's host to the receiver's host at once, sized by
 // the real byte count (Comm::sendto_async: eager, like TCP with large buffers). The message is
 // queued in the receiver's Inbox in send order and matched with receives there. A matched receive
