@@ -210,26 +210,33 @@ void Window::Shared::apply(int src, const wire::WindowRequest& r) {
   // buffer is sized when the payload is delivered, not while it travels (a service of a simulated
   // worker waits for its transfer as long as the worker's own step: thousands of them would each
   // hold an empty model-sized buffer).
-  core::Buffer incoming;
+  core::Buffer incoming = core::Buffer::pooled(view.dtype());
   if (op != kGet) {
     ctx.recv(src, tag(seq | 0x800000), incoming).wait();
     FAST_ENFORCE(incoming.numel() == count && incoming.dtype() == view.dtype(),
                  "window '{}': request {} from worker {}: payload of {} x {}, expected {} x {}", name, op_name(op), src,
                  incoming.numel(), core::name_of(incoming.dtype()), count, core::name_of(view.dtype()));
   }
+  // fetch_average and fetch_accumulate answer with the region before, formed in the payload's
+  // memory as it is combined (one model-sized buffer per request in flight, not two).
+  const bool in_payload = detail::returns_in_payload(r.op);
   std::shared_ptr<core::Buffer> reply;
-  if (returns_data(op)) reply = std::make_shared<core::Buffer>(count, view.dtype());
+  if (returns_data(op) && !in_payload) reply = std::make_shared<core::Buffer>(count, view.dtype());
   std::int64_t ack = 0;
   {
     std::lock_guard<runtime::Mutex> lock(*mutex);
-    apply_plain(r.op, region, std::as_const(incoming).view(), reply ? reply->view() : MutableView(), count, exchange,
-                scale, scale_at);
+    if (in_payload)
+      detail::apply_returning_in_payload(r.op, region, incoming.view());
+    else
+      apply_plain(r.op, region, std::as_const(incoming).view(), reply ? reply->view() : MutableView(), count,
+                  exchange, scale, scale_at);
     if (op != kGet) ++version;
     ack = static_cast<std::int64_t>(version);
     ctx.memory_traffic(op == kExchangeDifference  // under the lock, as the work
                            ? exchange_traffic(exchange, static_cast<double>(reply->bytes()))
                            : owner_traffic(op, static_cast<double>(region.bytes())));
   }
+  if (in_payload) reply = std::make_shared<core::Buffer>(std::move(incoming));
   answer(src, seq, std::move(reply), ack);
 }
 

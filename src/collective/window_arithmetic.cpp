@@ -130,4 +130,34 @@ void apply_plain(wire::WindowRequest::Op op, MutableView region, ConstView incom
   }
 }
 
+bool returns_in_payload(wire::WindowRequest::Op op) {
+  return op == wire::WindowRequest::Op::fetch_average || op == wire::WindowRequest::Op::fetch_accumulate;
+}
+
+namespace {
+template <typename T>
+void swap_combine(wire::WindowRequest::Op op, std::span<T> region, std::span<T> payload) {
+  if (op == wire::WindowRequest::Op::fetch_average) {
+    for (std::size_t i = 0; i < region.size(); ++i) {
+      const T before = region[i];  // as average_into, rounded once
+      region[i] = static_cast<T>((static_cast<double>(before) + static_cast<double>(payload[i])) * 0.5);
+      payload[i] = before;
+    }
+  } else {
+    for (std::size_t i = 0; i < region.size(); ++i) {
+      const T before = region[i];  // as add_same, in the region's own precision
+      region[i] = before + payload[i];
+      payload[i] = before;
+    }
+  }
+}
+}  // namespace
+
+void apply_returning_in_payload(wire::WindowRequest::Op op, MutableView region, MutableView payload) {
+  if (region.dtype() == core::DType::f32)
+    swap_combine(op, region.as<float>(), payload.as<float>());
+  else
+    swap_combine(op, region.as<double>(), payload.as<double>());
+}
+
 }  // namespace fast::collective::detail

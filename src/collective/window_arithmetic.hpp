@@ -63,4 +63,11 @@ struct Exchange {
 void apply_plain(wire::WindowRequest::Op op, MutableView region, ConstView incoming, MutableView reply,
                  std::size_t count, const Exchange& exchange, double scale, MutableView scale_at);
 
+// fetch_average or fetch_accumulate (`returns_in_payload`) with the reply formed in the payload's
+// own memory: each element of `payload` (f32 or f64, region's dtype and length) is combined into
+// `region` as apply_plain does, bit for bit, and replaced by the region's value before, so the
+// owner holds no reply buffer beside the payload.
+bool returns_in_payload(wire::WindowRequest::Op op);
+void apply_returning_in_payload(wire::WindowRequest::Op op, MutableView region, MutableView payload);
+
 }  // namespace fast::collective::detail

@@ -1,16 +1,70 @@
 #include "fast/core/buffer.hpp"
+#include "fast/core/long_lived.hpp"
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <unordered_map>
+#include <vector>
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 namespace fast::core {
 
+namespace {
+std::size_t whole_pages(std::size_t bytes) {
+  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+// The page runs of Buffer::pooled, by length; thread-safe. Never destroyed: Buffers may go after
+// static destructors ran.
+class PagePool {
+ public:
+  void* take(std::size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = idle_.find(bytes);
+      if (it != idle_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        idle_bytes_ -= bytes;
+        return p;
+      }
+    }
+    return map_pages(bytes);
+  }
+  void give(void* p, std::size_t bytes) noexcept {
+    try {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (idle_bytes_ + bytes <= Buffer::kPoolIdleBytes) {
+        idle_[bytes].push_back(p);
+        idle_bytes_ += bytes;
+        return;
+      }
+    } catch (...) {  // the list could not grow: the run goes back to the kernel
+    }
+    unmap_pages(p, bytes);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::size_t, std::vector<void*>> idle_;
+  std::size_t idle_bytes_ = 0;
+};
+
+PagePool& page_pool() {
+  static PagePool* pool = new PagePool;  // NOLINT: deliberately never destroyed
+  return *pool;
+}
+}  // namespace
+
 void Buffer::Free::operator()(void* p) const noexcept {
-  if (mapped_bytes > 0)
+  if (pooled)
+    page_pool().give(p, mapped_bytes);
+  else if (mapped_bytes > 0)
     ::munmap(p, mapped_bytes);
   else
     std::free(p);
@@ -20,8 +74,22 @@ Buffer::Buffer(std::size_t numel, DType dtype) { resize(numel, dtype); }
 
 Buffer Buffer::long_lived(std::size_t numel, DType dtype) {
   Buffer b;
-  b.long_lived_ = true;
+  b.storage_ = Storage::pages;
   b.resize(numel, dtype);
+  return b;
+}
+
+Buffer Buffer::pooled_copy_of(ConstView view) {
+  Buffer b = pooled(view.dtype());
+  b.resize_to_overwrite(view.numel(), view.dtype());
+  if (view.bytes() > 0) std::memcpy(b.data(), view.data(), view.bytes());
+  return b;
+}
+
+Buffer Buffer::pooled(DType dtype) {
+  Buffer b;
+  b.storage_ = Storage::pool;
+  b.dtype_ = dtype;
   return b;
 }
 
@@ -40,13 +108,22 @@ Buffer Buffer::copy_of(ConstView view) {
   return b;
 }
 
+void* map_pages(std::size_t bytes) {
+  void* p = ::mmap(nullptr, whole_pages(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return p;
+}
+
+void unmap_pages(void* p, std::size_t bytes) noexcept {
+  if (p != nullptr) ::munmap(p, whole_pages(bytes));
+}
+
 void Buffer::allocate(std::size_t bytes) {
-  if (long_lived_) {
-    static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t rounded = (bytes + page - 1) / page * page;
-    void* p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    data_ = std::unique_ptr<void, Free>(p, Free(rounded));  // frees the old one its own way
+  const bool pool = storage_ == Storage::pool && bytes >= kPoolMinBytes;
+  if (storage_ == Storage::pages || pool) {
+    const std::size_t rounded = whole_pages(bytes);
+    void* p = pool ? page_pool().take(rounded) : map_pages(rounded);
+    data_ = std::unique_ptr<void, Free>(p, Free(rounded, pool));  // frees the old one its own way
     capacity_bytes_ = rounded;
     return;
   }
@@ -61,7 +138,18 @@ void Buffer::resize(std::size_t numel, DType dtype) {
   const std::size_t need = numel * size_of(dtype);
   if (need > capacity_bytes_) {
     allocate(need);
-    if (!long_lived_) std::memset(data(), 0, capacity_bytes_);  // a fresh mapping reads as zeros
+    if (storage_ != Storage::pages) std::memset(data(), 0, capacity_bytes_);  // a fresh mapping reads as zeros
+  }
+  numel_ = numel;
+  dtype_ = dtype;
+}
+
+void Buffer::resize_to_overwrite(std::size_t numel, DType dtype) {
+  const std::size_t need = numel * size_of(dtype);
+  if (need > capacity_bytes_) {
+    allocate(need);
+    // Only the tail past the elements is zeroed (vectorised loops may read up to the alignment).
+    if (storage_ != Storage::pages) std::memset(static_cast<std::byte*>(data()) + need, 0, capacity_bytes_ - need);
   }
   numel_ = numel;
   dtype_ = dtype;

@@ -14,7 +14,7 @@ void add_into(T* dst, const T* src, std::size_t n) {
 }  // namespace
 
 void deliver_into(core::ConstView in, core::Buffer& out) {
-  out.resize(in.numel(), in.dtype());
+  out.resize_to_overwrite(in.numel(), in.dtype());
   if (in.bytes() > 0) std::memcpy(out.data(), in.data(), in.bytes());
 }
 

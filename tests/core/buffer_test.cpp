@@ -6,6 +6,7 @@
 
 #include "fast/core/buffer.hpp"
 #include "fast/core/finite.hpp"
+#include "fast/core/long_lived.hpp"
 
 #include <cmath>
 
@@ -74,6 +75,77 @@ TEST(Buffer, LongLivedIsZeroFilledPagesOutsideMallocsHeaps) {
   moved.as<float>()[999'999] = 1.f;
   EXPECT_EQ(moved.as<float>()[999'999], 1.f);
   EXPECT_EQ(Buffer::long_lived(0, DType::f64).bytes(), 0u);
+}
+
+// pooled: a run of pages that goes back to the pool when the Buffer goes and comes out again,
+// the same run, for the next Buffer of that length (this test is the only user of the length);
+// zeroed by resize however it was used, a copy by pooled_copy_of; small ones from the heap.
+TEST(Buffer, PooledReusesItsPagesZeroedAndSmallOnesComeFromTheHeap) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  constexpr std::size_t kNumel = 333'331;  // a length no other test pools
+  const void* first = nullptr;
+  {
+    Buffer b = Buffer::pooled(DType::f32);
+    EXPECT_EQ(b.numel(), 0u);
+    EXPECT_EQ(b.dtype(), DType::f32);
+    b.resize(kNumel, DType::f32);
+    first = b.data();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(first) % page, 0u);
+    for (float& x : b.as<float>()) x = 7.f;
+  }
+  Buffer again = Buffer::pooled(DType::f32);
+  again.resize(kNumel, DType::f32);
+  EXPECT_EQ(again.data(), first);  // the same run, taken back from the pool
+  for (float x : again.as<float>()) ASSERT_EQ(x, 0.f);
+  std::vector<float> v(kNumel, 2.5f);
+  const Buffer copy = Buffer::pooled_copy_of(ConstView(std::span<const float>(v)));
+  EXPECT_NE(copy.data(), first);  // that run is in use by `again`
+  ASSERT_EQ(copy.numel(), kNumel);
+  for (float x : copy.as<float>()) ASSERT_EQ(x, 2.5f);
+  Buffer small = Buffer::pooled(DType::f64);
+  small.resize(100, DType::f64);  // 800 bytes: from the heap, 64-byte aligned
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % Buffer::kAlignment, 0u);
+  for (double x : small.as<double>()) EXPECT_EQ(x, 0.0);
+}
+
+// resize_to_overwrite: the size changes as with resize; memory taken anew is zeroed only past the
+// elements (up to the capacity), which the caller then writes.
+TEST(Buffer, ResizeToOverwriteZeroesOnlyPastTheElements) {
+  Buffer b;
+  b.resize_to_overwrite(3, DType::f32);
+  ASSERT_EQ(b.numel(), 3u);
+  for (float& x : b.as<float>()) x = 1.f;
+  b.resize(Buffer::kAlignment / sizeof(float), DType::f32);  // within the capacity: kept
+  const std::span<const float> grown = std::as_const(b).as<float>();
+  EXPECT_EQ(grown[2], 1.f);
+  for (std::size_t i = 3; i < grown.size(); ++i) EXPECT_EQ(grown[i], 0.f) << "element " << i;
+  b.resize_to_overwrite(1000, DType::f64);
+  EXPECT_EQ(b.numel(), 1000u);
+  EXPECT_EQ(b.dtype(), DType::f64);
+}
+
+// LongLivedVector: a std::vector whose large storage is pages of its own (page-aligned, outside
+// malloc's heaps) and whose small storage is the heap's; values as any vector's.
+TEST(LongLivedVector, LargeStorageIsPagesOfItsOwn) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  const struct mallinfo2 before = mallinfo2();
+#endif
+  LongLivedVector<double> large(200'000, 1.5);
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  const struct mallinfo2 after = mallinfo2();
+  EXPECT_LT(after.uordblks + after.hblkhd, before.uordblks + before.hblkhd + 200'000 * sizeof(double));
+#endif
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(large.data()) % page, 0u);
+  EXPECT_EQ(large[199'999], 1.5);
+  large.push_back(3.0);  // grows into new pages, the values kept
+  EXPECT_EQ(large.size(), 200'001u);
+  EXPECT_EQ(large[0], 1.5);
+  EXPECT_EQ(large.back(), 3.0);
+  LongLivedVector<float> small{1.f, 2.f};
+  EXPECT_EQ(small[1], 2.f);
+  LongLivedVector<double>().swap(large);
+  EXPECT_TRUE(large.empty());
 }
 
 TEST(Buffer, EmptyBufferIsValid) {

@@ -29,6 +29,9 @@
 // The owner's service receives a request's payload before taking the window lock and sends its
 // answer (data, acknowledgement) after releasing it, without waiting for the transfer: the lock is
 // held for the arithmetic only, and requests from other workers are served while answers travel.
+// The payload goes into a buffer from the pool of page runs (core::Buffer::pooled), sized when it
+// is delivered; fetch_average and fetch_accumulate form their answer (the region before) in that
+// same buffer as they combine it, so a request in flight holds one model-sized buffer, not two.
 //
 // Atomicity: each remote operation is applied under the owner's window lock, so it is atomic
 // with respect to the other operations on the same window and to the owner's Local guard.

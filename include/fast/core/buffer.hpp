@@ -19,12 +19,23 @@ class Buffer {
   Buffer(std::size_t numel, DType dtype);
   // A copy of the viewed elements.
   static Buffer copy_of(ConstView view);
+  // A copy of the viewed elements in a pooled Buffer (pooled(), below).
+  static Buffer pooled_copy_of(ConstView view);
   // numel elements of dtype, zero-filled, in pages of their own (mmap; growing by resize keeps
   // that), returned to the kernel when the Buffer goes. For state that lives as long as its worker
   // (an optimizer's buffers): kept apart from the blocks that steps allocate and free, it leaves no
   // holes among them, so a process of hundreds of simulated workers holds its replicas' state and
   // little more. bad_alloc when the kernel refuses the mapping.
   static Buffer long_lived(std::size_t numel, DType dtype);
+  // An empty Buffer of dtype whose storage, once sized, comes from a process-wide pool of page
+  // runs of the same length and goes back there when the Buffer goes or grows (small ones, under
+  // 64 KiB, from the heap as usual). For large blocks that come and go by the thousand (a window
+  // service's request payloads): taken from the heap they leave holes that small blocks split, so
+  // the heap grows with every burst; from the pool a run is reused whole. The pool keeps at most
+  // kPoolIdleBytes idle (the rest goes back to the kernel). Contents as resize says (zeroed).
+  static Buffer pooled(DType dtype);
+  static constexpr std::size_t kPoolMinBytes = std::size_t{64} << 10;
+  static constexpr std::size_t kPoolIdleBytes = std::size_t{256} << 20;
 
   Buffer(Buffer&&) noexcept = default;
   Buffer& operator=(Buffer&&) noexcept = default;
@@ -39,6 +50,9 @@ class Buffer {
 
   // Changes the size (contents are not kept when the capacity grows; new memory is zeroed).
   void resize(std::size_t numel, DType dtype);
+  // As resize, for a caller about to write all numel elements: memory taken anew is zeroed past
+  // them only.
+  void resize_to_overwrite(std::size_t numel, DType dtype);
 
   MutableView view() noexcept { return {data(), numel_, dtype_}; }
   ConstView view() const noexcept { return {data(), numel_, dtype_}; }
@@ -57,12 +71,14 @@ class Buffer {
   void allocate(std::size_t bytes);
 
   struct Free {
-    Free() noexcept : mapped_bytes(0) {}
-    explicit Free(std::size_t mapped) noexcept : mapped_bytes(mapped) {}
-    std::size_t mapped_bytes;  // 0: aligned_alloc's block; else the length of its own mapping
+    Free() noexcept = default;
+    Free(std::size_t mapped, bool to_pool) noexcept : mapped_bytes(mapped), pooled(to_pool) {}
+    std::size_t mapped_bytes = 0;  // 0: aligned_alloc's block; else the length of its own mapping
+    bool pooled = false;           // the mapping goes back to the pool (Buffer::pooled)
     void operator()(void* p) const noexcept;
   };
-  bool long_lived_ = false;  // allocate() maps pages of its own
+  enum class Storage : unsigned char { heap, pages, pool };
+  Storage storage_ = Storage::heap;  // where allocate() takes memory from
   std::unique_ptr<void, Free> data_;
   std::size_t numel_ = 0;
   std::size_t capacity_bytes_ = 0;

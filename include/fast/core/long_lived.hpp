@@ -1,0 +1,51 @@
+#pragma once
+// Memory for state that lives as long as its worker, kept apart from the blocks that steps
+// allocate and free (core::Buffer::long_lived is the same for Buffers). A process of hundreds of
+// simulated workers whose long-lived vectors sit in malloc's heap among per-step blocks keeps
+// the holes those blocks leave resident; in pages of their own, the state leaves no holes and
+// goes back to the kernel whole when freed.
+
+#include <cstddef>
+#include <new>
+#include <vector>
+
+namespace fast::core {
+
+// Pages of their own for `bytes` (rounded up to whole pages), zero-filled by the kernel and
+// resident only once written; bad_alloc when the kernel refuses the mapping. unmap_pages takes
+// the pointer and the same byte count back. Thread-safe.
+void* map_pages(std::size_t bytes);
+void unmap_pages(void* p, std::size_t bytes) noexcept;
+
+// A std::allocator replacement for LongLivedVector: blocks of at least kMinBytes are mapped with
+// map_pages, smaller ones come from operator new (a page each would waste more than the holes
+// cost). Stateless: every instance frees what any other allocated.
+template <typename T>
+struct LongLivedAllocator {
+  using value_type = T;
+  static constexpr std::size_t kMinBytes = std::size_t{64} << 10;
+
+  LongLivedAllocator() noexcept = default;
+  template <typename U>
+  LongLivedAllocator(const LongLivedAllocator<U>&) noexcept {}  // NOLINT: rebinding, as std::allocator
+
+  T* allocate(std::size_t n) {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes >= kMinBytes) return static_cast<T*>(map_pages(bytes));
+    return static_cast<T*>(::operator new(bytes, std::align_val_t{alignof(T)}));
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes >= kMinBytes)
+      unmap_pages(p, bytes);
+    else
+      ::operator delete(p, std::align_val_t{alignof(T)});
+  }
+  friend bool operator==(const LongLivedAllocator&, const LongLivedAllocator&) noexcept { return true; }
+};
+
+// A std::vector whose large storage is long-lived memory (above). Same interface and semantics.
+template <typename T>
+using LongLivedVector = std::vector<T, LongLivedAllocator<T>>;
+
+}  // namespace fast::core
