@@ -32,8 +32,6 @@ void AdpsgdStrategy::attach(ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, window_ == nullptr, "adpsgd: attach() called twice");
   if (compresses(options_)) start_ = common_start(state);
   model_.assign(state.params.begin(), state.params.end());
-  sent_.resize(model_.size());
-  peer_.resize(model_.size());
   layout_.assign(state.layout.begin(), state.layout.end());
   collective::WindowOptions window_options = codec_window(options_, layout_.empty() ? nullptr : &layout_);
   window_options.initial = [this](int) { return std::span<const float>(start_); };  // every replica starts there
@@ -63,16 +61,26 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
   // Lost neighbours are left out of the draw (the same draw as without losses when none is).
   const std::vector<int> live = alive_only(neighbors_, ctx);
   int peer = pick_neighbor(live, options_.seed, comm_.rank(), input.step);
+  // The snapshot sent and the peer's model: per exchange, from the pool of page runs
+  // (core::Buffer::pooled), so only the workers in an exchange hold them.
+  core::Buffer sent_buffer = core::Buffer::pooled(core::DType::f32);
+  core::Buffer peer_buffer = core::Buffer::pooled(core::DType::f32);
+  if (peer >= 0) {
+    sent_buffer.resize_to_overwrite(model_.size(), core::DType::f32);
+    peer_buffer.resize_to_overwrite(model_.size(), core::DType::f32);
+  }
+  const std::span<float> sent = sent_buffer.as<float>();
+  const std::span<float> got = peer_buffer.as<float>();
   if (peer >= 0) {
     {
       collective::Window::Local local = window_->local();
-      std::copy(model_.begin(), model_.end(), sent_.begin());
+      std::copy(model_.begin(), model_.end(), sent.begin());
       ctx.memory_traffic(2.0 * model_bytes);
     }
     // Waits for the peer's window service only (never for the peer's step), holding no guard.
-    const core::ConstView mine{std::span<const float>(sent_)};
+    const core::ConstView mine{std::span<const float>(sent)};
     try {
-      window_->fetch_average(peer, mine, core::MutableView(std::span<float>(peer_))).wait();
+      window_->fetch_average(peer, mine, core::MutableView(got)).wait();
     } catch (const core::PeerLost&) {
       if (!runtime::lost_since(ctx, peer, t0)) throw;
       peer = -1;  // the peer was lost during the exchange: no average this step
@@ -86,10 +94,12 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
     // reached x_i meanwhile are kept. Formed in double, rounded once.
     for (std::size_t k = 0; k < model_.size(); ++k)
       model_[k] = static_cast<float>(static_cast<double>(model_[k]) +
-                                     (static_cast<double>(peer_[k]) - static_cast<double>(sent_[k])) * 0.5);
+                                     (static_cast<double>(got[k]) - static_cast<double>(sent[k])) * 0.5);
     local.bump();
     ctx.memory_traffic(4.0 * model_bytes);
   }
+  sent_buffer = core::Buffer();  // back to the pool: the exchange is over
+  peer_buffer = core::Buffer();
   // Lag of this gradient: model changes (remote averages, this worker's own average) since the
   // parameters it was computed on were read.
   staleness_.add(local.version() - read_version_);
@@ -152,9 +162,6 @@ void AdpsgdStrategy::finish(ModelState state) {
   collective::Window::Local local = window_->local();
   FAST_ENFORCE_EQ(state.params.size(), model_.size(), "adpsgd: the parameter count changed since construction");
   std::copy(model_.begin(), model_.end(), state.params.begin());
-  // No exchange follows: its two buffers go now, before the final evaluation's.
-  std::vector<float>().swap(sent_);
-  std::vector<float>().swap(peer_);
 }
 
 // The registry entry: the strategy's name, factory, options and checks (builtin.hpp).

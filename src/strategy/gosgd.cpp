@@ -41,11 +41,6 @@ void GosgdStrategy::attach(ModelState state) {
   dim_ = state.params.size();
   x_.assign(state.params.begin(), state.params.end());
   inbox_.assign(dim_ + 1 + static_cast<std::size_t>(comm_.size()), 0.0);
-  before_.resize(dim_);
-  for (Slot& slot : slots_) {
-    slot.payload.assign(inbox_.size(), 0.0);
-    slot.payload[dim_ + 1 + static_cast<std::size_t>(comm_.rank())] = 1.0;  // counts this push at the receiver
-  }
   collective::WindowOptions window_options = codec_window(options_);
   codec_ = compresses(options_);
   if (codec_) {
@@ -82,22 +77,29 @@ void GosgdStrategy::wait_push(Slot& slot) {
   }
 }
 
+void GosgdStrategy::release_applied() {
+  for (Slot& slot : slots_) {
+    if (!slot.busy || !slot.work.is_completed()) continue;
+    wait_push(slot);  // completed: returns at once (or drops a lost receiver's push)
+    collective::Window::Local local = window_->local();
+    slot.busy = false;
+    slot.payload = core::Buffer();  // back to the pool
+  }
+}
+
 GosgdStrategy::Slot& GosgdStrategy::free_slot() {
-  Slot* pick = nullptr;
+  Slot* oldest = nullptr;
   for (Slot& slot : slots_) {
     if (!slot.busy) return slot;
-    if (slot.work.is_completed()) {
-      pick = &slot;
-      break;
-    }
-    if (pick == nullptr || slot.order < pick->order) pick = &slot;
+    if (oldest == nullptr || slot.order < oldest->order) oldest = &slot;
   }
-  // Every buffer is in flight: wait for a push to be applied (the oldest unless one already was;
-  // the receiver's service answers while the receiver computes), then reuse its buffer.
-  wait_push(*pick);
+  // Every push in flight: wait for the oldest to be applied (the receiver's service answers while
+  // the receiver computes).
+  wait_push(*oldest);
   collective::Window::Local local = window_->local();
-  pick->busy = false;
-  return *pick;
+  oldest->busy = false;
+  oldest->payload = core::Buffer();
+  return *oldest;
 }
 
 void GosgdStrategy::fold() {
@@ -120,7 +122,7 @@ StepOutcome GosgdStrategy::step(const StepInput& input) {
   runtime::Context& ctx = comm_.context();
   const int rank = comm_.rank();
   StepOutcome outcome;
-  std::copy(params.begin(), params.end(), before_.begin());
+  release_applied();
   outcome.applied = apply_update(input, options_.non_finite);
 
   const double t0 = ctx.now();
@@ -133,18 +135,27 @@ StepOutcome GosgdStrategy::step(const StepInput& input) {
   Slot* slot = peer >= 0 ? &free_slot() : nullptr;
   {
     collective::Window::Local local = window_->local();
-    // GoSGD's local step: z_i moves by the optimizer's step, so x_i by w_i times it.
+    // GoSGD's local step: z_i moves by the optimizer's step, so x_i by w_i times it. z_i before
+    // the step is what write_model left in params, x_i / w_i rounded to f32, formed again here
+    // instead of kept (x_i and w_i change only in this activity's steps).
     if (outcome.applied)
       for (std::size_t k = 0; k < dim_; ++k)
-        x_[k] += w_ * (static_cast<double>(params[k]) - static_cast<double>(before_[k]));
+        x_[k] += w_ * (static_cast<double>(params[k]) - static_cast<double>(static_cast<float>(x_[k] / w_)));
     fold();
     if (slot != nullptr && w_ >= kMinPushMass) {
+      // [x part | mass | applied counts]: the counts are 1 for this worker, 0 for the others.
+      slot->payload = core::Buffer::pooled(core::DType::f64);
+      slot->payload.resize_to_overwrite(inbox_.size(), core::DType::f64);
+      const std::span<double> counts = slot->payload.as<double>().subspan(dim_ + 1);
+      std::fill(counts.begin(), counts.end(), 0.0);
+      counts[static_cast<std::size_t>(rank)] = 1.0;
+      const std::span<double> payload = slot->payload.as<double>();
       if (codec_)  // the model z = x / w, scaled at the peer by the mass sent
-        for (std::size_t k = 0; k < dim_; ++k) slot->payload[k] = (x_[k] *= 0.5) / (0.5 * w_);
+        for (std::size_t k = 0; k < dim_; ++k) payload[k] = (x_[k] *= 0.5) / (0.5 * w_);
       else
-        for (std::size_t k = 0; k < dim_; ++k) slot->payload[k] = x_[k] *= 0.5;
+        for (std::size_t k = 0; k < dim_; ++k) payload[k] = x_[k] *= 0.5;
       w_ *= 0.5;
-      slot->payload[dim_] = w_;
+      payload[dim_] = w_;
       slot->push = {.peer = peer, .seq = pushed_to_[static_cast<std::size_t>(peer)]++, .mass = w_};
       slot->busy = true;
       slot->order = pushes_++;
@@ -156,7 +167,7 @@ StepOutcome GosgdStrategy::step(const StepInput& input) {
   }
   if (slot != nullptr) {
     try {
-      const std::span<const double> payload(slot->payload);
+      const std::span<const double> payload = std::as_const(slot->payload).as<double>();
       if (codec_) {
         // With a codec the model z travels as a state (the codec's encoding of its difference from
         // what this peer last reconstructed of it, so what a codec drops now is sent later) and the
@@ -199,10 +210,9 @@ void GosgdStrategy::finish(ModelState state) {
   collective::Window::Local local = window_->local();
   fold();
   write_model(state.params);
-  // No step and no push follow: the push buffers and the local step's snapshot go now, so the
-  // final evaluation's buffers (representative's sums, the all-reduce's) can take their place.
-  for (Slot& slot : slots_) std::vector<double>().swap(slot.payload);
-  std::vector<float>().swap(before_);
+  // No step and no push follow: the push buffers go now, so the final evaluation's buffers
+  // (representative's sums, the all-reduce's) can take their place.
+  for (Slot& slot : slots_) slot.payload = core::Buffer();
 }
 
 void GosgdStrategy::save_state(Checkpoint& out) {
@@ -214,7 +224,7 @@ void GosgdStrategy::save_state(Checkpoint& out) {
                   "every push: the checkpoint is taken once every push has landed)",
                   options_.compress);
   collective::Window::Local local = window_->local();
-  out.doubles.insert_or_assign("gosgd.numerator", x_);
+  out.doubles.insert_or_assign("gosgd.numerator", std::vector<double>(x_.begin(), x_.end()));
   out.doubles.insert_or_assign("gosgd.mass", std::vector<double>{w_});
   window_->save_links("gosgd.window", out);  // with a codec: its links' references
 }
@@ -228,7 +238,7 @@ void GosgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view
     FAST_THROW(core::IoError, "checkpoint '{}': gosgd.mass is {}, expected a finite number > 0", source, w);
   window_->restore_links("gosgd.window", checkpoint, source);
   collective::Window::Local local = window_->local();
-  x_ = x;
+  x_.assign(x.begin(), x.end());
   w_ = w;
   write_model(state.params);
 }
@@ -249,11 +259,17 @@ void GosgdStrategy::rejoin(ModelState state) {
 void GosgdStrategy::representative(ModelState /*state*/, std::span<float> out) {
   FAST_ENFORCE_AS(core::InvalidUsage, finished_, "gosgd: representative() before finish()");
   FAST_ENFORCE_EQ(out.size(), dim_, "representative: output length must equal the parameter count");
-  std::vector<double> sums;
-  sums.reserve(dim_ + 1);  // one allocation, not a copy of x_ regrown by the push_back
-  sums.assign(x_.begin(), x_.end());
-  sums.push_back(w_);
-  comm_.allreduce(core::MutableView(std::span<double>(sums)));
+  // The sums are formed in the inbox's first dim + 1 elements: after finish() the window is closed
+  // and the inbox folded (all zeros there), so no worker holds another model-sized buffer for them.
+  // They are zeroed again after, also when the all-reduce fails.
+  const std::span<double> sums = std::span<double>(inbox_).first(dim_ + 1);
+  struct Zeroed {
+    std::span<double> v;
+    ~Zeroed() { std::fill(v.begin(), v.end(), 0.0); }
+  } zeroed{sums};
+  std::copy(x_.begin(), x_.end(), sums.begin());
+  sums[dim_] = w_;
+  comm_.allreduce(core::MutableView(sums));
   for (std::size_t k = 0; k < dim_; ++k) out[k] = static_cast<float>(sums[k] / sums[dim_]);
 }
 

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "fast/collective/window.hpp"
+#include "fast/core/long_lived.hpp"
 #include "fast/strategy/strategy.hpp"
 
 namespace fast::strategy {
@@ -96,9 +97,7 @@ class AdpsgdStrategy final : public Strategy {
 
   StrategyOptions options_;
   std::vector<int> neighbors_;
-  std::vector<float> model_;  // x_i, exposed in window_; touched only under window_->local()
-  std::vector<float> sent_;   // the snapshot s sent to the peer
-  std::vector<float> peer_;   // x_j as the peer had it before averaging
+  core::LongLivedVector<float> model_;  // x_i, exposed in window_; touched only under window_->local()
   core::Layout layout_;       // the model's, for the window's codec
   std::vector<float> start_;  // with a codec: the common initial model
   std::unique_ptr<collective::Window> window_;

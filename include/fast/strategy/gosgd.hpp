@@ -8,6 +8,9 @@
 // at z_i:
 //
 //   z_i' = optimizer(z_i, g_i, lr);  x_i <- x_i + w_i (z_i' - z_i)       (GoSGD's local step)
+//   (z_i: x_i / w_i rounded to f32, what the last step left in state.params, formed again from
+//   x_i and w_i rather than kept; so a change made to state.params between two steps is carried
+//   into x_i by the next step, as part of z_i' - z_i)
 //   (x_i, w_i) <- (x_i, w_i) + inbox_i;  inbox_i <- 0                     (fold what arrived)
 //   with probability p (`gossip_probability`):
 //     j <- an out-neighbour of i in the schedule's graph of round `step` (seeded choice)
@@ -24,8 +27,10 @@
 // Messages are one-sided: a push is a Window::accumulate into the receiver's inbox window
 // ("gosgd.inbox", f64: [x part | mass | pushes applied from worker 0..N-1]), answered by the
 // receiver's service activity while it computes; a step never waits for another worker's step.
-// At most kMaxPending pushes of a worker are in flight; a step that needs a buffer waits for its
-// oldest push to be applied (a wait on the receiver's service only). A worker whose mass fell
+// At most kMaxPending pushes of a worker are in flight, each from a buffer of its own taken from
+// the pool of page runs (core::Buffer::pooled) when the push is issued and given back when a step
+// sees it applied; a step that needs one beyond that waits for its oldest push to be applied (a
+// wait on the receiver's service only). A worker whose mass fell
 // below 1e-200 (about 660 pushes with nothing received) skips pushing until it receives, so x_i
 // never underflows.
 //
@@ -64,6 +69,7 @@
 #include <vector>
 
 #include "fast/collective/window.hpp"
+#include "fast/core/long_lived.hpp"
 #include "fast/strategy/strategy.hpp"
 #include "fast/topology/schedule.hpp"
 
@@ -133,32 +139,31 @@ class GosgdStrategy final : public Strategy {
 
  private:
   struct Slot {
-    std::vector<double> payload;
+    core::Buffer payload;  // f64, from the pool (core::Buffer::pooled) while its push travels
     core::Work work;
     PendingPush push;
     std::uint64_t order = 0;  // this worker's push count when it was issued
     double issued = 0;        // when it was issued (Context::now), to tell a loss of the receiver since
     bool busy = false;
   };
-  Slot& free_slot();
+  void release_applied();      // slots whose push was seen applied: free, their buffers back to the pool
+  Slot& free_slot();           // a slot for the next push (no buffer yet); may wait for a push
   void wait_push(Slot& slot);  // waits for a push to be applied; a lost receiver's push is dropped
-  void push(int peer);
   void fold();                                      // inbox into (x, w); under the guard
   void write_model(std::span<float> params) const;  // params = x / w; under the guard
 
   StrategyOptions options_;
   topology::TopologySchedule schedule_;
   std::size_t dim_ = 0;
-  std::vector<double> x_;      // numerator; changed under the window guard
+  core::LongLivedVector<double> x_;  // numerator; changed under the window guard
   double w_ = 1.0;             // mass; changed under the window guard
-  std::vector<double> inbox_;  // exposed: [x part (dim) | mass | applied counts (N)]
+  core::LongLivedVector<double> inbox_;  // exposed: [x part (dim) | mass | applied counts (N)]
   bool codec_ = false;         // compress is not "none": pushes use accumulate_scaled
   std::vector<float> start_;   // with a codec: the common initial model
   std::unique_ptr<collective::Window> window_;
   std::vector<Slot> slots_;               // slot fields change under the window guard
   std::vector<std::uint64_t> pushed_to_;  // pushes issued per receiver
   std::uint64_t pushes_ = 0;              // pushes issued
-  std::vector<float> before_;             // z_i before the local step
   bool finished_ = false;
 };
 

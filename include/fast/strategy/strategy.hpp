@@ -271,8 +271,8 @@ class Strategy {
   // view (the worker's params are then its view x - v), else params. dgc may be null.
   static std::span<const float> dgc_model(const compress::Dgc* dgc, std::span<const float> params);
   // The bytes a vector's elements take (state_bytes()).
-  template <typename T>
-  static std::size_t bytes_of(const std::vector<T>& v) noexcept {
+  template <typename T, typename A>
+  static std::size_t bytes_of(const std::vector<T, A>& v) noexcept {
     return v.size() * sizeof(T);
   }
   collective::Communicator& comm_;

@@ -24,6 +24,7 @@
 
 #include "fast/collective/communicator.hpp"
 #include "fast/collective/window.hpp"
+#include "fast/core/long_lived.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/optim/schedule.hpp"
 #include "fast/runtime/context.hpp"
@@ -217,7 +218,7 @@ class Worker {
   std::unique_ptr<Strategy> strategy_;
   ElasticLr elastic_lr_;
   FaultInjection fault_;                          // StrategyOptions::fault_inject (none by default)
-  std::vector<float> published_;                  // asynchronous, no replica_window(): params after the last step
+  core::LongLivedVector<float> published_;        // asynchronous, no replica_window(): params after the last step
   std::unique_ptr<collective::Window> replicas_;  // exposes published_
   bool finished_ = false;
   std::int64_t steps_ = 0;
