@@ -429,10 +429,9 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
   // Freed on return, not kept for the next call: between two calls the worker's memory holds its
   // state only (under sim, thousands of workers would each keep a model-sized buffer idle through
   // the final evaluation).
-  // From the pool of page runs (core::Buffer::pooled): every worker's gossip takes and gives back
-  // the same sizes, whole. The sum is written before it is read (the first receive, or self * x).
-  core::Buffer sum_buffer = core::Buffer::pooled(core::DType::f32);
-  core::Buffer incoming = core::Buffer::pooled(core::DType::f32);
+  // The sum is written before it is read (the first receive, or self * x).
+  core::Buffer sum_buffer;
+  core::Buffer incoming;
   sum_buffer.resize_to_overwrite(data.numel(), core::DType::f32);
   if (!one_weight) incoming.resize_to_overwrite(data.numel(), core::DType::f32);
   const std::span<float> x = data.as<float>();

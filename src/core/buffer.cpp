@@ -79,13 +79,6 @@ Buffer Buffer::long_lived(std::size_t numel, DType dtype) {
   return b;
 }
 
-Buffer Buffer::pooled_copy_of(ConstView view) {
-  Buffer b = pooled(view.dtype());
-  b.resize_to_overwrite(view.numel(), view.dtype());
-  if (view.bytes() > 0) std::memcpy(b.data(), view.data(), view.bytes());
-  return b;
-}
-
 Buffer Buffer::pooled(DType dtype) {
   Buffer b;
   b.storage_ = Storage::pool;

@@ -19,8 +19,6 @@ class Buffer {
   Buffer(std::size_t numel, DType dtype);
   // A copy of the viewed elements.
   static Buffer copy_of(ConstView view);
-  // A copy of the viewed elements in a pooled Buffer (pooled(), below).
-  static Buffer pooled_copy_of(ConstView view);
   // numel elements of dtype, zero-filled, in pages of their own (mmap; growing by resize keeps
   // that), returned to the kernel when the Buffer goes. For state that lives as long as its worker
   // (an optimizer's buffers): kept apart from the blocks that steps allocate and free, it leaves no
@@ -32,7 +30,10 @@ class Buffer {
   // 64 KiB, from the heap as usual). For large blocks that come and go by the thousand (a window
   // service's request payloads): taken from the heap they leave holes that small blocks split, so
   // the heap grows with every burst; from the pool a run is reused whole. The pool keeps at most
-  // kPoolIdleBytes idle (the rest goes back to the kernel). Contents as resize says (zeroed).
+  // kPoolIdleBytes idle (the rest goes back to the kernel, so that idle runs do not add to a later
+  // peak elsewhere); blocks that a whole burst takes again at once (every simulated worker's gossip
+  // of a step) are better left to the heap, which keeps them all. Contents as resize says
+  // (zeroed).
   static Buffer pooled(DType dtype);
   static constexpr std::size_t kPoolMinBytes = std::size_t{64} << 10;
   static constexpr std::size_t kPoolIdleBytes = std::size_t{256} << 20;

@@ -51,7 +51,7 @@ class Payload {
   // Copies the sender's memory, once, while it is still the content sent (called before the sender
   // may change it). Throws what the allocation throws.
   void keep() {
-    if (!copy_) copy_ = std::make_shared<const core::Buffer>(core::Buffer::pooled_copy_of(source_));
+    if (!copy_) copy_ = std::make_shared<const core::Buffer>(core::Buffer::copy_of(source_));
   }
   bool copied() const noexcept { return copy_ != nullptr; }
 
