@@ -112,7 +112,7 @@ void unmap_pages(void* p, std::size_t bytes) noexcept {
 }
 
 void Buffer::allocate(std::size_t bytes) {
-  const bool pool = storage_ == Storage::pool && bytes >= kPoolMinBytes;
+  const bool pool = storage_ == Storage::pool && bytes >= kPageRunMinBytes;
   if (storage_ == Storage::pages || pool) {
     const std::size_t rounded = whole_pages(bytes);
     void* p = pool ? page_pool().take(rounded) : map_pages(rounded);

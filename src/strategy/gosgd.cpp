@@ -77,14 +77,16 @@ void GosgdStrategy::wait_push(Slot& slot) {
   }
 }
 
+void GosgdStrategy::retire(Slot& slot) {
+  wait_push(slot);
+  collective::Window::Local local = window_->local();
+  slot.busy = false;
+  slot.payload = core::Buffer();  // back to the pool
+}
+
 void GosgdStrategy::release_applied() {
-  for (Slot& slot : slots_) {
-    if (!slot.busy || !slot.work.is_completed()) continue;
-    wait_push(slot);  // completed: returns at once (or drops a lost receiver's push)
-    collective::Window::Local local = window_->local();
-    slot.busy = false;
-    slot.payload = core::Buffer();  // back to the pool
-  }
+  for (Slot& slot : slots_)
+    if (slot.busy && slot.work.is_completed()) retire(slot);  // completed: no wait
 }
 
 GosgdStrategy::Slot& GosgdStrategy::free_slot() {
@@ -95,10 +97,7 @@ GosgdStrategy::Slot& GosgdStrategy::free_slot() {
   }
   // Every push in flight: wait for the oldest to be applied (the receiver's service answers while
   // the receiver computes).
-  wait_push(*oldest);
-  collective::Window::Local local = window_->local();
-  oldest->busy = false;
-  oldest->payload = core::Buffer();
+  retire(*oldest);
   return *oldest;
 }
 
@@ -198,21 +197,15 @@ StepOutcome GosgdStrategy::step(const StepInput& input) {
 void GosgdStrategy::finish(ModelState state) {
   if (finished_) return;
   finished_ = true;
-  for (Slot& slot : slots_) {
-    if (!slot.busy) continue;
-    wait_push(slot);
-    collective::Window::Local local = window_->local();
-    slot.busy = false;
-  }
+  // Every push applied, every buffer back in the pool before the final evaluation's take their place.
+  for (Slot& slot : slots_)
+    if (slot.busy) retire(slot);
   // Returns once every worker got here, i.e. once every push of every worker was applied.
   window_->close();
   FAST_ENFORCE_EQ(state.params.size(), dim_, "gosgd: the parameter count changed since construction");
   collective::Window::Local local = window_->local();
   fold();
   write_model(state.params);
-  // No step and no push follow: the push buffers go now, so the final evaluation's buffers
-  // (representative's sums, the all-reduce's) can take their place.
-  for (Slot& slot : slots_) slot.payload = core::Buffer();
 }
 
 void GosgdStrategy::save_state(Checkpoint& out) {

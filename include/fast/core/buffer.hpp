@@ -26,16 +26,15 @@ class Buffer {
   // little more. bad_alloc when the kernel refuses the mapping.
   static Buffer long_lived(std::size_t numel, DType dtype);
   // An empty Buffer of dtype whose storage, once sized, comes from a process-wide pool of page
-  // runs of the same length and goes back there when the Buffer goes or grows (small ones, under
-  // 64 KiB, from the heap as usual). For large blocks that come and go by the thousand (a window
-  // service's request payloads): taken from the heap they leave holes that small blocks split, so
-  // the heap grows with every burst; from the pool a run is reused whole. The pool keeps at most
-  // kPoolIdleBytes idle (the rest goes back to the kernel, so that idle runs do not add to a later
-  // peak elsewhere); blocks that a whole burst takes again at once (every simulated worker's gossip
-  // of a step) are better left to the heap, which keeps them all. Contents as resize says
-  // (zeroed).
+  // runs of the same length and goes back there when the Buffer goes or grows (blocks under
+  // kPageRunMinBytes, long_lived.hpp, from the heap as usual). For large blocks that come and go
+  // by the thousand (a window service's request payloads): taken from the heap they leave holes
+  // that small blocks split, so the heap grows with every burst; from the pool a run is reused
+  // whole. The pool keeps at most kPoolIdleBytes idle (the rest goes back to the kernel, so that
+  // idle runs do not add to a later peak elsewhere); blocks that a whole burst takes again at once
+  // (every simulated worker's gossip of a step) are better left to the heap, which keeps them all.
+  // Contents as resize says (zeroed).
   static Buffer pooled(DType dtype);
-  static constexpr std::size_t kPoolMinBytes = std::size_t{64} << 10;
   static constexpr std::size_t kPoolIdleBytes = std::size_t{256} << 20;
 
   Buffer(Buffer&&) noexcept = default;

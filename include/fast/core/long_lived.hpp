@@ -11,32 +11,34 @@
 
 namespace fast::core {
 
+// Below this many bytes a page run of its own wastes more than the heap's holes cost: smaller
+// blocks come from the heap (LongLivedAllocator, core::Buffer::pooled).
+inline constexpr std::size_t kPageRunMinBytes = std::size_t{64} << 10;
+
 // Pages of their own for `bytes` (rounded up to whole pages), zero-filled by the kernel and
 // resident only once written; bad_alloc when the kernel refuses the mapping. unmap_pages takes
 // the pointer and the same byte count back. Thread-safe.
 void* map_pages(std::size_t bytes);
 void unmap_pages(void* p, std::size_t bytes) noexcept;
 
-// A std::allocator replacement for LongLivedVector: blocks of at least kMinBytes are mapped with
-// map_pages, smaller ones come from operator new (a page each would waste more than the holes
-// cost). Stateless: every instance frees what any other allocated.
+// A std::allocator replacement for LongLivedVector: blocks of at least kPageRunMinBytes are mapped
+// with map_pages, smaller ones come from operator new. Stateless: every instance frees what any
+// other allocated.
 template <typename T>
 struct LongLivedAllocator {
   using value_type = T;
-  static constexpr std::size_t kMinBytes = std::size_t{64} << 10;
-
   LongLivedAllocator() noexcept = default;
   template <typename U>
   LongLivedAllocator(const LongLivedAllocator<U>&) noexcept {}  // NOLINT: rebinding, as std::allocator
 
   T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
-    if (bytes >= kMinBytes) return static_cast<T*>(map_pages(bytes));
+    if (bytes >= kPageRunMinBytes) return static_cast<T*>(map_pages(bytes));
     return static_cast<T*>(::operator new(bytes, std::align_val_t{alignof(T)}));
   }
   void deallocate(T* p, std::size_t n) noexcept {
     const std::size_t bytes = n * sizeof(T);
-    if (bytes >= kMinBytes)
+    if (bytes >= kPageRunMinBytes)
       unmap_pages(p, bytes);
     else
       ::operator delete(p, std::align_val_t{alignof(T)});

@@ -146,7 +146,8 @@ class GosgdStrategy final : public Strategy {
     double issued = 0;        // when it was issued (Context::now), to tell a loss of the receiver since
     bool busy = false;
   };
-  void release_applied();      // slots whose push was seen applied: free, their buffers back to the pool
+  void retire(Slot& slot);     // waits for its push, frees it, its buffer back to the pool
+  void release_applied();      // retires the slots whose push was seen applied (no wait)
   Slot& free_slot();           // a slot for the next push (no buffer yet); may wait for a push
   void wait_push(Slot& slot);  // waits for a push to be applied; a lost receiver's push is dropped
   void fold();                                      // inbox into (x, w); under the guard
