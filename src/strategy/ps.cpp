@@ -41,13 +41,16 @@ void PsStrategy::with_servers(const char* what, Fn&& fn) {
   try {
     fn();
   } catch (const core::PeerLost& e) {
+    if (elastic_) throw;  // the group regroups and places the servers again
     const runtime::Context& ctx = comm_.context();
-    for (int k = 0; k < servers_; ++k)
-      if (!ctx.alive(k))
+    for (int k = 0; k < servers_; ++k) {
+      const int host = server_rank_[static_cast<std::size_t>(k)];
+      if (!ctx.alive(host))
         FAST_THROW(core::PeerLost,
                    "ps: {}: the server of shard {} (on worker {}) was lost, its part of the model is "
                    "gone and training cannot go on: {}",
-                   what, k, k, e.what());
+                   what, k, host, e.what());
+    }
     throw;
   }
 }
@@ -66,21 +69,28 @@ PsStrategy::PsStrategy(const StrategyOptions& options, collective::Communicator&
     : Strategy(comm),
       options_(options),
       mode_(parse_mode(options.mode)),
-      lr_scale_(lr_scale(options.lr_semantics, mode_, comm.size())) {
+      lr_scale_(lr_scale(options.lr_semantics, mode_, comm.size())),
+      elastic_(comm.elastic() && mode_ == PsMode::sync) {
   check_options(options, comm.size());
   servers_ = static_cast<int>(options.servers);
+  for (int k = 0; k < servers_; ++k) server_rank_.push_back(k);
+  my_shard_ = comm.rank() < servers_ ? comm.rank() : -1;
 }
 
-PsStrategy::~PsStrategy() {
+// Not finished (an error unwinds the worker): stop the server before its memory goes.
+PsStrategy::~PsStrategy() { stop_server(); }
+
+void PsStrategy::stop_server() noexcept {
   if (!server_running_) return;
-  // Not finished (an error unwinds the worker): stop the server before its memory goes.
+  server_running_ = false;
   // The stop request is not waited for: if the server ended meanwhile, it is never received and
   // dropping its Work below cancels it.
   runtime::Context& ctx = comm_.context();
   const Header stop = Request{.kind = Request::Kind::stop}.to_words();
   core::Work stop_sent;
   try {
-    stop_sent = ctx.send(ctx.rank(), tag(ctx.rank(), kRequest), core::ConstView(std::span<const std::int64_t>(stop)));
+    stop_sent =
+        ctx.send(ctx.rank(), wire_tag(my_shard_, kRequest), core::ConstView(std::span<const std::int64_t>(stop)));
   } catch (const std::exception& e) {
     // The world failed or this worker was lost: the server ends on its own (its waits throw).
     core::log(core::LogLevel::debug, "ps: worker {}: stop request failed: {}", ctx.rank(), e.what());
@@ -90,6 +100,24 @@ PsStrategy::~PsStrategy() {
   } catch (const std::exception& e) {
     core::log(core::LogLevel::debug, "ps: worker {}: server stopped with: {}", ctx.rank(), e.what());
   }
+  server_work_ = core::Work();
+}
+
+runtime::Tag PsStrategy::wire_tag(int shard, std::uint32_t kind) const { return tag(shard, kind, generation_); }
+
+// In an elastic group the server waits on the worker's own Context, not on the watch around it: a
+// member's loss must not end the activity's Work while the server still runs (stop_server() waits
+// for it before the server's memory goes); the members stop their servers once they regrouped.
+runtime::Context& PsStrategy::server_context() const { return elastic_ ? comm_.own_context() : comm_.context(); }
+
+void PsStrategy::size_shards(std::size_t d) {
+  const auto k = static_cast<std::size_t>(servers_);
+  offsets_.assign(k + 1, 0);
+  for (std::size_t s = 0; s < k; ++s) offsets_[s + 1] = offsets_[s] + d / k + (s < d % k ? 1 : 0);
+  version_read_.assign(k, 0);
+  first_clock_.assign(k, 0);
+  headers_.resize(k);
+  acks_.resize(k);
 }
 
 std::span<float> PsStrategy::shard_of(std::span<float> v, int k) const {
@@ -98,36 +126,21 @@ std::span<float> PsStrategy::shard_of(std::span<float> v, int k) const {
 }
 
 // Collective (the window). The server takes its shard of the initial parameters and starts
-// serving at once, so no worker ever waits for another one to start stepping.
+// serving at once, so no worker ever waits for another one to start stepping. A worker joining an
+// elastic group under way opens nothing: the members place the servers again with it (regrouped()).
 void PsStrategy::attach(ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, !attached_, "ps: attach() called twice");
   attached_ = true;
   const std::size_t d = state.params.size();
-  const auto k = static_cast<std::size_t>(servers_);
-  offsets_.assign(k + 1, 0);
-  for (std::size_t s = 0; s < k; ++s) offsets_[s + 1] = offsets_[s] + d / k + (s < d % k ? 1 : 0);
-  version_read_.assign(k, 0);
-  first_clock_.assign(k, 0);
-  headers_.resize(k);
-  acks_.resize(k);
-  runtime::Context& ctx = comm_.context();
-  const int me = ctx.rank();
+  size_shards(d);
+  const int me = comm_.context().rank();
   if (compresses(options_)) start_ = common_start(state);
   // With one server its shard is the whole model, so shape-aware codecs (powersgd) get its layout.
   if (servers_ == 1) layout_.assign(state.layout.begin(), state.layout.end());
   const core::Layout* layout = layout_.empty() ? nullptr : &layout_;
-  std::span<float> exposed;
-  if (me < servers_) {
-    // With dgc the servers apply the workers' sparse messages with plain SGD at rate 1 (the momentum
-    // and the learning rate ran on the workers).
-    server_ = std::make_unique<PsServer>(ctx, mode_, options_.staleness, me, shard_of(state.params, me),
-                                         options_.dgc ? dgc_update_optimizer(options_.optimizer) : options_.optimizer,
-                                         options_.compress, &meter_, layout);
-    exposed = server_->exposed();
-  }
   if (compresses(options_)) {
     const std::uint64_t seed = core::worker_seed(options_.seed, static_cast<std::uint64_t>(me));
-    for (std::size_t s = 0; s < k; ++s) {
+    for (std::size_t s = 0; s < offsets_.size() - 1; ++s) {
       push_codecs_.push_back(
           std::make_unique<compress::ErrorFeedback>(compress::make_codec(options_.compress, seed + s, layout)));
       if (mode_ == PsMode::sync)
@@ -135,33 +148,69 @@ void PsStrategy::attach(ModelState state) {
             compress::make_codec(options_.compress, 0, layout), offsets_[s + 1] - offsets_[s],
             shard_of(std::span<float>(start_), static_cast<int>(s))));
     }
-    push_payloads_.resize(k);
-    reply_payloads_.resize(k);
+    push_payloads_.resize(offsets_.size() - 1);
+    reply_payloads_.resize(offsets_.size() - 1);
   }
   dgc_ = make_dgc(options_, d);
   if (dgc_ && dgc_->options().local_view) dgc_->view(state.params, {});  // keeps x0; the view starts as x0
-  if (server_ && mode_ == PsMode::sync) server_->set_aggregate(Aggregate::parse(options_.aggregate, comm_.size()));
-  if (dgc_ && server_ && mode_ == PsMode::sync)
+  if (elastic_) {
+    replica_ = optim::make_optimizer(options_.optimizer, d);
+    size_staged();
+    if (comm_.joining()) return;
+  }
+  make_server(state.params);
+  if (elastic_ && server_) server_->start_elastic(0, comm_.members());
+  open_shards();
+}
+
+void PsStrategy::make_server(std::span<float> params) {
+  if (my_shard_ < 0) return;
+  const core::Layout* layout = layout_.empty() ? nullptr : &layout_;
+  // With dgc the servers apply the workers' sparse messages with plain SGD at rate 1 (the momentum
+  // and the learning rate ran on the workers).
+  server_ =
+      std::make_unique<PsServer>(server_context(), mode_, options_.staleness, my_shard_, shard_of(params, my_shard_),
+                                 options_.dgc ? dgc_update_optimizer(options_.optimizer) : options_.optimizer,
+                                 options_.compress, &meter_, layout, generation_);
+  if (mode_ == PsMode::sync) server_->set_aggregate(Aggregate::parse(options_.aggregate, comm_.size()));
+  if (dgc_ && mode_ == PsMode::sync)
     server_->set_reply_density(  // Dgc::density reads constant options: safe from the server's activity
         [dgc = dgc_.get()](std::int64_t round) { return dgc->density(round); });
-  collective::WindowOptions window_options = codec_window(options_, layout);
-  // A worker that rejoins a run under way cannot all-gather the shards' lengths (servers expose one
-  // each, the others nothing).
-  window_options.joining_numel = [this](int owner) {
-    const auto o = static_cast<std::size_t>(owner);
-    return owner < servers_ ? offsets_[o + 1] - offsets_[o] : std::size_t{0};
-  };
-  window_options.initial = [this](int owner) {
-    return owner < servers_ ? std::span<const float>(shard_of(std::span<float>(start_), owner))
-                            : std::span<const float>();
-  };
-  window_ =
-      std::make_unique<collective::Window>(comm_, "ps.shards", core::MutableView(exposed), std::move(window_options));
+}
+
+void PsStrategy::open_shards() {
+  runtime::Context& ctx = comm_.context();
+  if (!elastic_) open_window();
   if (server_) {
-    server_->attach(*window_);
-    server_work_ = ctx.spawn("ps server " + std::to_string(me), [server = server_.get()] { server->run(); });
+    if (window_) server_->attach(*window_);
+    server_work_ =
+        server_context().spawn("ps server " + std::to_string(ctx.rank()), [server = server_.get()] { server->run(); });
     server_running_ = true;
   }
+}
+
+// Windows span the whole world, and mode sync reads no shard one-sidedly during the run: an elastic
+// group opens none.
+void PsStrategy::open_window() {
+  collective::WindowOptions window_options = codec_window(options_, layout_.empty() ? nullptr : &layout_);
+  // A worker that rejoins a run under way cannot all-gather the shards' lengths (servers expose one
+  // each, the others nothing).
+  const auto shard_at = [this](int owner) {
+    const auto at = std::ranges::find(server_rank_, owner);
+    return at == server_rank_.end() ? -1 : static_cast<int>(at - server_rank_.begin());
+  };
+  window_options.joining_numel = [this, shard_at](int owner) {
+    const int k = shard_at(owner);
+    return k < 0 ? std::size_t{0} : offsets_[static_cast<std::size_t>(k) + 1] - offsets_[static_cast<std::size_t>(k)];
+  };
+  window_options.initial = [this, shard_at](int owner) {
+    const int k = shard_at(owner);
+    return k < 0 || start_.empty() ? std::span<const float>()
+                                   : std::span<const float>(shard_of(std::span<float>(start_), k));
+  };
+  const std::span<float> exposed = server_ ? server_->exposed() : std::span<float>();
+  window_ =
+      std::make_unique<collective::Window>(comm_, "ps.shards", core::MutableView(exposed), std::move(window_options));
 }
 
 // Posts the reply receives, then sends the header (and the gradient slice when finite) to every
@@ -171,28 +220,32 @@ std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
   std::vector<core::Work> works;
   for (int k = 0; k < servers_; ++k) {
     const auto ku = static_cast<std::size_t>(k);
-    if (mode_ == PsMode::sync && !reply_codecs_.empty())
-      works.push_back(ctx.recv(k, tag(k, kReply), reply_payloads_[ku]));
+    const int host = server_rank_[ku];
+    if (elastic_)
+      works.push_back(ctx.recv(host, wire_tag(k, kReply), core::MutableView(std::span<float>(staged_[ku]))));
+    else if (mode_ == PsMode::sync && !reply_codecs_.empty())
+      works.push_back(ctx.recv(host, wire_tag(k, kReply), reply_payloads_[ku]));
     else if (mode_ == PsMode::sync)
-      works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(shard_of(input.state.params, k))));
+      works.push_back(ctx.recv(host, wire_tag(k, kReply), core::MutableView(shard_of(input.state.params, k))));
     else
-      works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
+      works.push_back(ctx.recv(host, wire_tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
     headers_[ku] = Request{.kind = Request::Kind::push,
                            .clock = first_clock_[ku] + clock_,
                            .version = version_read_[ku],
                            .finite = finite,
                            .lr = dgc_ ? 1.0 : input.lr * lr_scale_}
                        .to_words();
-    works.push_back(ctx.send(k, tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(headers_[ku]))));
+    works.push_back(
+        ctx.send(host, wire_tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(headers_[ku]))));
     if (finite && !push_codecs_.empty()) {
       const std::span<const float> g = shard_of(input.state.grads, k);
       if (dgc_) push_codecs_[ku]->codec().set_keep_ratio(dgc_->density(input.step));
       push_codecs_[ku]->encode(0, core::ConstView(g), push_payloads_[ku]);
       if (dgc_) dgc_sent(*dgc_, *push_codecs_[ku], 0, offsets_[ku]);
       meter_.add(g.size_bytes(), push_payloads_[ku].bytes());
-      works.push_back(ctx.send(k, tag(k, kPayload), push_payloads_[ku].view()));
+      works.push_back(ctx.send(host, wire_tag(k, kPayload), push_payloads_[ku].view()));
     } else if (finite) {
-      works.push_back(ctx.send(k, tag(k, kPayload), core::ConstView(shard_of(input.state.grads, k))));
+      works.push_back(ctx.send(host, wire_tag(k, kPayload), core::ConstView(shard_of(input.state.grads, k))));
     }
   }
   return works;
@@ -216,7 +269,8 @@ void PsStrategy::pull(std::span<float> params, collective::Wire wire) {
   std::vector<core::Work> gets;
   for (int k = 0; k < servers_; ++k) {
     std::uint64_t* version = &version_read_[static_cast<std::size_t>(k)];
-    gets.push_back(window_->get(k, core::MutableView(shard_of(params, k)), 0, version, wire));
+    gets.push_back(window_->get(server_rank_[static_cast<std::size_t>(k)], core::MutableView(shard_of(params, k)), 0,
+                                version, wire));
   }
   core::wait_all(gets);
 }
@@ -225,6 +279,7 @@ StepOutcome PsStrategy::step(const StepInput& input) {
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "ps: step() after finish()");
   FAST_ENFORCE_AS(core::InvalidUsage, attached_, "ps: attach() was not called (the Worker's constructor calls it)");
   FAST_ENFORCE_EQ(input.state.params.size(), offsets_.back(), "ps: the parameter count changed since attach()");
+  if (replace_servers_) place_servers(input.state.params);  // a resumed elastic run
   runtime::Context& ctx = comm_.context();
   const double t0 = ctx.now();
   // With dgc, grads become this step's update, the learning rate applied (a non-finite gradient
@@ -234,6 +289,7 @@ StepOutcome PsStrategy::step(const StepInput& input) {
   // sync: the replies are the new shards, received into the parameters. async / ssp: the
   // acknowledgements (ssp: delayed until the read is allowed), then the one-sided pull.
   with_servers("push", [&] { core::wait_all(push(input, finite)); });
+  if (elastic_) take_replies(input.state.params);
   if (mode_ == PsMode::sync && !reply_codecs_.empty())
     for (int k = 0; k < servers_; ++k) {
       const auto ku = static_cast<std::size_t>(k);
@@ -252,12 +308,13 @@ void PsStrategy::finish(ModelState state) {
   if (finished_) return;
   finished_ = true;
   FAST_ENFORCE_AS(core::InvalidUsage, attached_, "ps: attach() was not called (the Worker's constructor calls it)");
+  if (replace_servers_) place_servers(state.params);  // a resumed elastic run that takes no step
   runtime::Context& ctx = comm_.context();
   std::vector<core::Work> sends;
   std::vector<Header> done(static_cast<std::size_t>(servers_),
                            Request{.kind = Request::Kind::done, .clock = clock_}.to_words());
   for (int k = 0; k < servers_; ++k)
-    sends.push_back(ctx.send(k, tag(k, kRequest),
+    sends.push_back(ctx.send(server_rank_[static_cast<std::size_t>(k)], wire_tag(k, kRequest),
                              core::ConstView(std::span<const std::int64_t>(done[static_cast<std::size_t>(k)]))));
   with_servers("finish", [&] { core::wait_all(sends); });
   if (server_running_) {
@@ -269,7 +326,7 @@ void PsStrategy::finish(ModelState state) {
     broadcast_shards(state.params);
   else  // async, ssp: one-sided, so a worker lost meanwhile does not stop the others
     with_servers("final pull", [&] { pull(state.params, collective::Wire::exact); });  // the final model, exactly
-  window_->close();
+  if (window_) window_->close();
   if (dgc_ && dgc_->options().local_view) dgc_->view(state.params, {});  // keeps the final x, leaves it there
 }
 
@@ -280,8 +337,8 @@ void PsStrategy::broadcast_shards(std::span<float> params) {
   with_servers("final broadcast", [&] {
     for (int k = 0; k < servers_; ++k) {
       const std::span<float> shard = shard_of(params, k);
-      if (server_ && k == comm_.context().rank()) std::ranges::copy(server_->exposed(), shard.begin());
-      comm_.broadcast(core::MutableView(shard), k);
+      if (server_ && k == my_shard_) std::ranges::copy(server_->exposed(), shard.begin());
+      comm_.broadcast(core::MutableView(shard), server_rank_[static_cast<std::size_t>(k)]);
     }
   });
 }
@@ -319,23 +376,25 @@ void PsStrategy::save_state(Checkpoint& out) {
                   "compress = '{}'{}: the links change with every push; checkpoints are taken after finish())",
                   options_.mode, options_.compress, dgc_ ? ", dgc" : "");
   save_links(out);
+  if (elastic_) return save_replica(out);  // every worker holds the servers' state
   if (!server_) return;
   collective::Window::Local local = window_->local();
   if (live) {
     const std::span<const float> shard = server_->exposed();
     std::vector<float>& params = out.arrays.at("params");
-    std::copy(shard.begin(), shard.end(), shard_of(std::span<float>(params), comm_.context().rank()).begin());
+    std::copy(shard.begin(), shard.end(), shard_of(std::span<float>(params), my_shard_).begin());
   }
   save_optimizer("ps.server.optimizer", server_->optimizer(), out);
   server_->save("ps.server", out);
 }
 
 void PsStrategy::restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) {
-  FAST_ENFORCE_AS(core::InvalidUsage, attached_ && !finished_ && clock_ == 0,
+  // An elastic group also takes a member's state during the run (regrouping, admission).
+  FAST_ENFORCE_AS(core::InvalidUsage, attached_ && !finished_ && (clock_ == 0 || elastic_),
                   "ps: restore_state() must come after attach() and before the first step");
+  if (elastic_) return restore_replica(checkpoint, source);
   if (server_) {
-    const int me = comm_.context().rank();
-    const std::span<float> values = shard_of(state.params, me);
+    const std::span<float> values = shard_of(state.params, my_shard_);
     SavedOptimizer optimizer("ps.server.optimizer", checkpoint, source, server_->optimizer());  // checked first
     collective::Window::Local local = window_->local();  // the server applies pushes under it
     server_->restore("ps.server", checkpoint, source, values);
@@ -361,8 +420,8 @@ void PsStrategy::rejoin(ModelState state) {
   std::vector<core::Work> works;
   for (int k = 0; k < servers_; ++k) {
     const auto ku = static_cast<std::size_t>(k);
-    works.push_back(ctx.recv(k, tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
-    works.push_back(ctx.send(k, tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(join[ku]))));
+    works.push_back(ctx.recv(k, wire_tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
+    works.push_back(ctx.send(k, wire_tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(join[ku]))));
   }
   with_servers("rejoin", [&] { core::wait_all(works); });
   for (std::size_t k = 0; k < first_clock_.size(); ++k) first_clock_[k] = acks_[k][0];
@@ -374,7 +433,8 @@ bool PsStrategy::snapshot(ModelState /*state*/, std::span<float> out) {
   FAST_ENFORCE_EQ(out.size(), offsets_.back(), "ps: snapshot output length must equal the parameter count");
   std::vector<core::Work> gets;
   for (int k = 0; k < servers_; ++k)
-    gets.push_back(window_->get(k, core::MutableView(shard_of(out, k)), 0, nullptr, collective::Wire::exact));
+    gets.push_back(window_->get(server_rank_[static_cast<std::size_t>(k)], core::MutableView(shard_of(out, k)), 0,
+                                nullptr, collective::Wire::exact));
   with_servers("snapshot", [&] { core::wait_all(gets); });
   return true;
 }
@@ -438,6 +498,16 @@ StrategyRegistration builtin::ps_registration() {
           .asynchronous = StrategyTrait::when("mode", {"async", "ssp"}),
           .rejoin = rejoin,
           .save_during_run = &builtin::save_during_run_without_codec,
+          // mode sync (the asynchronous modes go on without `elastic`): every worker keeps the servers'
+          // state, which the survivors place again (ps.hpp, "Elastic groups").
+          .elastic = [](const StrategyOptions& o) -> std::string {
+            if (o.dgc) return "dgc = true keeps per-world residuals on the workers and reply links on the servers";
+            if (Strategy::compresses(o))
+              return fmt::format("compress = '{}' keeps a reply link per worker on each server", o.compress);
+            if (o.aggregate != "mean")
+              return fmt::format("aggregate = '{}' is sized for the whole world's gradients", o.aggregate);
+            return {};
+          },
           .sends_gradients = true,
           .robust_aggregate = StrategyTrait::when("mode", {"sync"})};
 }

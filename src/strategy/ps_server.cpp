@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
 
 #include <mutex>
+#include <optional>
+
 #include "fast/core/finite.hpp"
 
 #include "fast/core/error.hpp"
@@ -18,7 +21,7 @@ using namespace ps_protocol;
 
 PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, int shard,
                    std::span<const float> initial, const optim::OptimizerOptions& optimizer, const std::string& codec,
-                   compress::CompressionMeter* meter, const core::Layout* layout)
+                   compress::CompressionMeter* meter, const core::Layout* layout, std::uint32_t generation)
     : ctx_(ctx),
       mode_(mode),
       staleness_(staleness),
@@ -27,6 +30,7 @@ PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, i
       params_(initial.begin(), initial.end()),
       optimizer_(optim::make_optimizer(optimizer, initial.size())),
       grad_(initial.size()),
+      generation_(generation),
       pushed_(static_cast<std::size_t>(workers_), 0),
       done_(static_cast<std::size_t>(workers_), 0),
       waiting_(static_cast<std::size_t>(workers_), 0),
@@ -52,15 +56,26 @@ PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, i
   }
 }
 
+void PsServer::start_elastic(std::int64_t clock, std::span<const int> members) {
+  FAST_ENFORCE(mode_ == PsMode::sync && !decoder_ && aggregate_.is_mean(),
+               "ps: server of shard {}: elastic groups need mode sync without a codec and with the mean", shard_);
+  std::fill(pushed_.begin(), pushed_.end(), clock);
+  std::fill(done_.begin(), done_.end(), 1);
+  for (int m : members) done_[static_cast<std::size_t>(m)] = 0;
+  done_count_ = workers_ - static_cast<int>(members.size());
+  replicates_ = true;
+  reply_.assign(params_.size() * (1 + optimizer_->state_buffers()) + 2, 0.0f);
+}
+
 void PsServer::run() {
-  FAST_ENFORCE(window_ != nullptr, "ps: server of shard {} started without its window", shard_);
+  FAST_ENFORCE(window_ != nullptr || replicates_, "ps: server of shard {} started without its window", shard_);
   core::Buffer header;
   const bool tolerant = mode_ != PsMode::sync;  // sync: a lost worker ends the run (the launcher)
   for (;;) {
     if (tolerant) note_lost();
     if (done_count_ == workers_) break;
     int src = -1;
-    const core::Work w = ctx_.recv_any(tag(shard_, kRequest), header, src);
+    const core::Work w = ctx_.recv_any(tag(shard_, kRequest, generation_), header, src);
     // Idle between requests is normal; a failed world surfaces as RemoteError. The wait returns
     // early when a worker is lost (sim), which may leave nobody to wait for.
     bool everyone_done = false;
@@ -77,7 +92,7 @@ void PsServer::run() {
     const auto who = static_cast<std::size_t>(src);
     if (h.kind == Request::Kind::stop) {
       FAST_ENFORCE(src == ctx_.rank(), "ps: server of shard {}: stop request from worker {}", shard_, src);
-      break;
+      return;  // the replies under way: see run()'s contract
     }
     if (h.kind == Request::Kind::join) {
       on_join(src);
@@ -126,10 +141,10 @@ void PsServer::on_push(int src, const Request& h) {
   std::vector<float>& into = mode_ == PsMode::sync ? round_grads_[who] : grad_;
   if (finite && decoder_) {
     core::Buffer payload;
-    ctx_.recv(src, tag(shard_, kPayload), payload).wait();
+    ctx_.recv(src, tag(shard_, kPayload, generation_), payload).wait();
     decoder_->decode(payload.view(), std::span<float>(into));
   } else if (finite) {
-    ctx_.recv(src, tag(shard_, kPayload), core::MutableView(std::span<float>(into))).wait();
+    ctx_.recv(src, tag(shard_, kPayload, generation_), core::MutableView(std::span<float>(into))).wait();
   }
   ++pushed_[who];
 
@@ -183,7 +198,8 @@ void PsServer::on_join(int src) {
   core::log(core::LogLevel::info, "ps: server of shard {}: worker {} rejoined; its pushes count from {}", shard_, src,
             pushed_[who]);
   acks_[who] = {pushed_[who], read_min_[who]};
-  replies_[who] = ctx_.send(src, tag(shard_, kReply), core::ConstView(std::span<const std::int64_t>(acks_[who])));
+  replies_[who] =
+      ctx_.send(src, tag(shard_, kReply, generation_), core::ConstView(std::span<const std::int64_t>(acks_[who])));
 }
 
 void PsServer::on_done(int src) {
@@ -221,10 +237,12 @@ void PsServer::close_sync_round() {
   if (round_.empty() || static_cast<int>(round_.size()) + done_count_ < workers_) return;
   wait_replies();  // reply_ still feeds the previous round's sends (completed: everyone pushed since)
   {
-    collective::Window::Local local = window_->local();
+    // No window in an elastic group: nothing reads the shard while the server runs.
+    std::optional<collective::Window::Local> local;
+    if (window_) local.emplace(window_->local());
     if (!aggregate_.is_mean()) {
       robust_round();
-      local.bump();
+      if (local) local->bump();
     } else if (round_finite_ > 0) {
       for (std::size_t w = 0; w < round_grads_.size(); ++w) {
         if (!round_finite_from_[w]) continue;
@@ -238,9 +256,9 @@ void PsServer::close_sync_round() {
       // Each gradient read into the f64 sum (read and written), the average written, the step.
       const double n = static_cast<double>(grad_.size());
       ctx_.memory_traffic(n * (20.0 * round_finite_ + 12.0) + optimizer_->step_traffic_bytes());
-      local.bump();
+      if (local) local->bump();
     }
-    std::copy(params_.begin(), params_.end(), reply_.begin());
+    copy_reply();
     send_replies();  // under the guard: a checkpoint between two steps sees the links after them
   }
   for (int i = 0; i < round_finite_; ++i) record(0, 0);
@@ -248,6 +266,16 @@ void PsServer::close_sync_round() {
   round_.clear();
   round_finite_ = 0;
   round_lr_rank_ = -1;
+}
+
+// The shard into reply_ and, in an elastic group, its optimizer's state after it.
+void PsServer::copy_reply() {
+  std::copy(params_.begin(), params_.end(), reply_.begin());
+  if (!replicates_) return;
+  auto at = reply_.begin() + static_cast<std::ptrdiff_t>(params_.size());
+  for (const std::span<float> buffer : optimizer_->state()) at = std::copy(buffer.begin(), buffer.end(), at);
+  const std::int64_t steps = optimizer_->steps_taken();
+  std::memcpy(&*at, &steps, sizeof steps);
 }
 
 // Sends the new shard (reply_) to every worker of the round; with a codec through its link, at
@@ -264,9 +292,9 @@ void PsServer::send_replies() {
     if (decoder_) {
       if (reply_ratio > 0) senders_[wu]->codec().set_keep_ratio(reply_ratio);
       senders_[wu]->encode(core::ConstView(std::span<const float>(reply_)), reply_payloads_[wu], meter_);
-      replies_[wu] = ctx_.send(w, tag(shard_, kReply), reply_payloads_[wu].view());
+      replies_[wu] = ctx_.send(w, tag(shard_, kReply, generation_), reply_payloads_[wu].view());
     } else {
-      replies_[wu] = ctx_.send(w, tag(shard_, kReply), core::ConstView(std::span<const float>(reply_)));
+      replies_[wu] = ctx_.send(w, tag(shard_, kReply, generation_), core::ConstView(std::span<const float>(reply_)));
     }
   }
 }
@@ -312,8 +340,8 @@ void PsServer::release_waiting() {
     read_min_[w] = m;
     wait_reply(w);  // the previous acknowledgement (long received: the worker pushed since)
     acks_[w] = {pushed_[w], m};
-    replies_[w] =
-        ctx_.send(static_cast<int>(w), tag(shard_, kReply), core::ConstView(std::span<const std::int64_t>(acks_[w])));
+    replies_[w] = ctx_.send(static_cast<int>(w), tag(shard_, kReply, generation_),
+                            core::ConstView(std::span<const std::int64_t>(acks_[w])));
   }
 }
 

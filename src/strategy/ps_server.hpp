@@ -25,15 +25,19 @@
 
 namespace fast::strategy::ps_protocol {
 
-// Tag layout (see ps.hpp): make_tag(TagKind::strategy, kSequenceBase | shard, detail).
+// Tag layout (see ps.hpp): make_tag(TagKind::strategy, kSequenceBase | shard, kind | generation << 2).
 inline constexpr std::uint32_t kSequenceBase = 0x50530000;  // "PS"
 inline constexpr std::uint32_t kMaxShards = 0x10000;        // the shard fills the low 16 bits
-inline constexpr std::uint32_t kRequest = 0xFFFFFF;         // header, worker -> server, recv_any
+inline constexpr std::uint32_t kRequest = 0;                // header, worker -> server, recv_any
 inline constexpr std::uint32_t kPayload = 1;                // gradient slice, worker -> server
 inline constexpr std::uint32_t kReply = 2;                  // shard or acknowledgement, server -> worker
 
-inline runtime::Tag tag(int shard, std::uint32_t detail) {
-  return runtime::make_tag(runtime::TagKind::strategy, kSequenceBase | static_cast<std::uint32_t>(shard), detail);
+// generation: the placement of the servers (0 at the start; an elastic group places them again
+// after every change of its members, so that nothing of an earlier placement meets a later one).
+// It wraps at 2^22 placements.
+inline runtime::Tag tag(int shard, std::uint32_t kind, std::uint32_t generation = 0) {
+  return runtime::make_tag(runtime::TagKind::strategy, kSequenceBase | static_cast<std::uint32_t>(shard),
+                           (kind | generation << 2) & runtime::kMaxTagDetail);
 }
 
 // Request header: wire::PsRequest (include/fast/wire/requests.hpp), sent as its i64 words.
@@ -56,7 +60,8 @@ class PsServer {
   // (may be null) is the shard's, for shape-aware codecs.
   PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, int shard, std::span<const float> initial,
            const optim::OptimizerOptions& optimizer, const std::string& codec = "none",
-           compress::CompressionMeter* meter = nullptr, const core::Layout* layout = nullptr);
+           compress::CompressionMeter* meter = nullptr, const core::Layout* layout = nullptr,
+           std::uint32_t generation = 0);
 
   // The shard's memory, to expose in the window. Touched only under the window's Local guard once
   // attach()ed.
@@ -80,7 +85,8 @@ class PsServer {
   void save(std::string_view prefix, core::SavedState& out) const;
   void restore(std::string_view prefix, const core::SavedState& in, std::string_view source,
                std::span<const float> shard);
-  // The window exposing exposed(); must outlive run().
+  // The window exposing exposed(); must outlive run(). Needed but in an elastic group
+  // (start_elastic), which opens no window: its members may be fewer than the world.
   void attach(collective::Window& window) noexcept { window_ = &window; }
   // sync with a codec that has a keep ratio (DGC): density(r) is the keep ratio of the pushes of
   // round r (0-based). The replies of that round then keep workers x ceil(density x n) of the n
@@ -90,12 +96,22 @@ class PsServer {
   // sync: combine a round's gradients with a robust rule instead of their mean (Aggregate over all
   // N workers, a non-finite push counting as a gradient of NaNs). Before run().
   void set_aggregate(const Aggregate& aggregate) { aggregate_ = aggregate; }
+  // Elastic sync (ps.hpp, "Elastic groups"), before run(): the rounds start at push count `clock`
+  // for every worker, the workers outside `members` count as done, and every reply carries the
+  // shard's optimizer state after the round besides its values (reply_floats() floats: the shard,
+  // each state buffer's slice, then the optimizer's step count as the bits of an int64 in two
+  // floats), so that every worker holds what a new server of the shard needs.
+  void start_elastic(std::int64_t clock, std::span<const int> members);
+  // The length of a reply, in floats (sync).
+  std::size_t reply_floats() const noexcept { return reply_.size(); }
   // The server loop: serves requests until every worker sent `done`, or a stop request from its
   // own rank arrives. Throws on a protocol violation or when the world fails. async / ssp: a
   // worker the runtime reports lost (Context::alive) counts as done; its unfinished request is
   // dropped. A `join` from a worker (a new process in a lost one's place) drops what the server
   // kept of the old process and counts the newcomer's pushes from the smallest push count of the
-  // other unfinished workers, which it acknowledges as {that count, smallest push count}.
+  // other unfinished workers, which it acknowledges as {that count, smallest push count}. After a
+  // stop request the replies still under way are not waited for (destroying the server cancels
+  // those not started).
   void run();
 
   // Thread-safe (the statistics' mutex).
@@ -107,6 +123,7 @@ class PsServer {
   void on_done(int src);
   void on_join(int src);
   void close_sync_round();
+  void copy_reply();    // sync: under the window's Local guard
   void send_replies();  // sync: under the window's Local guard
   void robust_round();
   void release_waiting();  // async / ssp: acknowledges every push whose read may proceed
@@ -137,6 +154,8 @@ class PsServer {
   double round_lr_ = 0;                          // sync: learning rate of the round's lowest-ranked pusher
   int round_lr_rank_ = -1;
   std::int64_t rounds_ = 0;                            // sync: rounds closed
+  const std::uint32_t generation_;                     // the placement (tag)
+  bool replicates_ = false;                            // start_elastic: replies carry the optimizer state
   std::function<double(std::int64_t)> reply_density_;  // sync: set_reply_density
   Aggregate aggregate_;                                // sync: set_aggregate (mean: the sum below)
   std::vector<float> gathered_;                        // sync, robust aggregate: the round's N gradients

@@ -48,11 +48,11 @@ Regrouping Worker::regroup_survivors() {
     out.lost.insert(out.lost.end(), a.lost.begin(), a.lost.end());
     try {
       take_state_of(out.source);
+      strategy_->regrouped(state_);  // may be collective (ps places its servers again)
     } catch (const core::PeerLost&) {
       comm_.context().ensure_alive(comm_.rank());  // this worker itself lost: that error instead
       continue;                                    // another loss meanwhile: agree again
     }
-    strategy_->regrouped(state_);
     out.steps = steps_;
     out.rounds = membership_rounds_;
     std::sort(out.lost.begin(), out.lost.end());

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "common/error_message.hpp"
@@ -43,7 +44,9 @@ struct Outcome {
 };
 
 // 4 workers train kSteps steps of `strategy` (elastic); the cluster's failures decide who is lost.
-Outcome run(const runtime::Cluster& cluster, const std::string& strategy, ElasticLr elastic_lr = ElasticLr::keep) {
+// tune: changes to the options (ps's mode and servers, the optimizer).
+Outcome run(const runtime::Cluster& cluster, const std::string& strategy, ElasticLr elastic_lr = ElasticLr::keep,
+            const std::function<void(WorkerOptions&)>& tune = {}) {
   constexpr int kWorkers = 4;
   Outcome out{.finals = std::vector<std::vector<float>>(kWorkers),
               .regroupings = std::vector<Regrouping>(kWorkers),
@@ -58,6 +61,7 @@ Outcome run(const runtime::Cluster& cluster, const std::string& strategy, Elasti
                           .optimizer = {.name = "sgd", .lr = kLr},
                           .communicator = {.elastic = true},
                           .elastic_lr = elastic_lr};
+    if (tune) tune(options);
     Worker worker(ctx, options, {.params = x, .grads = g});
     try {
       while (worker.steps() < kSteps) {
@@ -242,6 +246,101 @@ TEST(ElasticTraining, DpsgdSurvivorsGossipOnTheirOwnRing) {
     }
 }
 
+// ps in mode sync with 2 servers, the server of shard 0 lost: the survivors place the servers on
+// workers 1 and 2 from their copy of the servers' state and follow the closed form of averaged SGD
+// (a round applies the mean gradient of the group, as allreduce does).
+TEST(ElasticTraining, PsSurvivorsPlaceTheLostServersShardAgain) {
+  runtime::Cluster cluster = star(4);
+  cluster.failures.push_back({.host = 0, .off = 5.5});
+  const Outcome o = run(cluster, "ps", ElasticLr::keep, [](WorkerOptions& w) {
+    w.strategy.mode = "sync";
+    w.strategy.servers = 2;
+  });
+  EXPECT_TRUE(o.lost[0]);
+  expect_survivors(o, {1, 2, 3}, 5);
+}
+
+// The same with momentum and a server on every worker: after worker 1's loss the 3 survivors host
+// 3 shards of other lengths, each server starting from the momentum that the replies left on
+// every worker. The expected model runs the heavy-ball recurrence of the mean gradient (b <- mu b
+// + g, x <- x - lr b) in double, with the old group's centre before the regrouping and the new
+// group's after; momentum started afresh at the regrouping would end far from it.
+TEST(ElasticTraining, PsServersKeepTheirMomentumAcrossTheRegrouping) {
+  constexpr double kMu = 0.9;
+  runtime::Cluster cluster = star(4);
+  cluster.failures.push_back({.host = 1, .off = 5.5});
+  const Outcome o = run(cluster, "ps", ElasticLr::keep, [](WorkerOptions& w) {
+    w.strategy.mode = "sync";
+    w.strategy.servers = 4;
+    w.optimizer.name = "momentum";
+    w.optimizer.momentum = kMu;
+  });
+  EXPECT_TRUE(o.lost[1]);
+  const std::vector<int> survivors{0, 2, 3};
+  for (int w : survivors) {
+    const auto r = static_cast<std::size_t>(w);
+    EXPECT_EQ(o.regroupings[r].members, survivors) << "worker " << w;
+    EXPECT_EQ(o.regroupings[r].steps, 5) << "worker " << w;
+    EXPECT_EQ(o.finals[r], o.finals[0]) << "worker " << w << " differs";
+  }
+  ASSERT_EQ(o.finals[0].size(), kDim);
+  double fresh_gap = 0;
+  for (std::size_t i = 0; i < kDim; ++i) {
+    const auto heavy_ball = [&](bool restart) {
+      double x = 0.5, b = 0;
+      for (int t = 0; t < kSteps; ++t) {
+        if (t == 5 && restart) b = 0;
+        const double c = t < 5 ? group_centre({0, 1, 2, 3}, i) : group_centre(survivors, i);
+        b = kMu * b + (x - c);
+        x -= kLr * b;
+      }
+      return x;
+    };
+    const double e = heavy_ball(false);
+    ASSERT_NEAR(o.finals[0][i], e, 1e-5 * (1 + std::abs(e))) << "i=" << i;
+    fresh_gap = std::max(fresh_gap, std::abs(heavy_ball(true) - e));
+  }
+  EXPECT_GT(fresh_gap, 1e-3);  // the test tells a kept momentum from a fresh one
+}
+
+// A checkpoint of an elastic ps run holds every worker's copy of the servers' state: 4 workers
+// (momentum, 2 servers) that resume from the checkpoint of step 6 end with the bits of the run
+// straight through.
+TEST(ElasticTraining, APsCheckpointResumesBitForBit) {
+  constexpr int kWorkers = 4;
+  constexpr int kSaveAt = 6;
+  std::vector<Checkpoint> saved(kWorkers);
+  // Trains from step `from` (restoring saved[rank] first when from > 0) to kSteps; saves at kSaveAt.
+  const auto train = [&](int from) {
+    std::vector<std::vector<float>> finals(kWorkers);
+    runtime::sim::World world({.size = kWorkers, .cluster = star(kWorkers), .tolerate_lost = true});
+    world.run([&](runtime::Context& ctx) {
+      const auto r = static_cast<std::size_t>(ctx.rank());
+      std::vector<float> x(kDim, 0.5f), g(kDim);
+      WorkerOptions options{.strategy = {.name = "ps", .mode = "sync", .servers = 2},
+                            .optimizer = {.name = "momentum", .lr = kLr, .momentum = 0.9},
+                            .communicator = {.elastic = true}};
+      Worker worker(ctx, options, {.params = x, .grads = g});
+      if (from > 0) worker.restore(saved[r], "the checkpoint of step 6");
+      while (worker.steps() < kSteps) {
+        if (worker.steps() == kSaveAt && from == 0) saved[r] = worker.save();
+        for (std::size_t i = 0; i < kDim; ++i) g[i] = x[i] - static_cast<float>(centre(ctx.rank(), i));
+        ctx.compute(kStepSeconds * 1e9);
+        worker.step();
+      }
+      worker.finish();
+      finals[r] = x;
+    });
+    return finals;
+  };
+  const std::vector<std::vector<float>> straight = train(0);
+  const std::vector<std::vector<float>> resumed = train(kSaveAt);
+  for (int w = 0; w < kWorkers; ++w) {
+    EXPECT_EQ(resumed[static_cast<std::size_t>(w)], straight[static_cast<std::size_t>(w)]) << "worker " << w;
+    EXPECT_EQ(straight[static_cast<std::size_t>(w)], straight[0]) << "worker " << w;
+  }
+}
+
 TEST(ElasticTraining, RefusalsNameWhyAndWhatIsSupported) {
   EXPECT_EQ(elastic_refusal({.name = "allreduce"}), "");
   EXPECT_EQ(elastic_refusal({.name = "local-sgd"}), "");
@@ -250,9 +349,12 @@ TEST(ElasticTraining, RefusalsNameWhyAndWhatIsSupported) {
             std::string::npos);
   EXPECT_EQ(elastic_refusal({.name = "dpsgd"}), "");
   EXPECT_NE(elastic_refusal({.name = "dpsgd", .compress = "int8"}).find("compress = 'int8'"), std::string::npos);
-  const std::string ps = elastic_refusal({.name = "ps", .mode = "sync"});
-  EXPECT_NE(ps.find("strategy 'ps' cannot go on"), std::string::npos) << ps;
-  EXPECT_NE(ps.find("allreduce, local-sgd, dpsgd"), std::string::npos) << ps;
+  EXPECT_EQ(elastic_refusal({.name = "ps", .mode = "sync"}), "");
+  EXPECT_NE(elastic_refusal({.name = "ps", .mode = "sync", .compress = "int8"}).find("compress = 'int8'"),
+            std::string::npos);
+  EXPECT_NE(elastic_refusal({.name = "ps", .mode = "sync", .aggregate = "median"}).find("aggregate = 'median'"),
+            std::string::npos);
+  EXPECT_NE(elastic_refusal({.name = "ps", .mode = "async"}).find("asynchronous"), std::string::npos);
   EXPECT_NE(elastic_refusal({.name = "adpsgd"}).find("asynchronous"), std::string::npos);
 }
 

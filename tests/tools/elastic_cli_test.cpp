@@ -109,7 +109,8 @@ TEST_P(SimElastic, SurvivorsOfAFailedHostFinishTheRun) {
 }
 
 // local-sgd and dpsgd regroup as allreduce does (tests/strategy/elastic_test.cpp): labelled long.
-INSTANTIATE_TEST_SUITE_P(Strategies, SimElastic, ::testing::Values("allreduce"),
+// ps with a server on every worker: host 2's loss takes the server of shard 2 with it.
+INSTANTIATE_TEST_SUITE_P(Strategies, SimElastic, ::testing::Values("allreduce", "ps --mode sync --servers 4"),
                          [](const auto& info) { return dir_name(info.param); });
 INSTANTIATE_TEST_SUITE_P(LongStrategies, SimElastic, ::testing::Values("local-sgd --period 4", "dpsgd"),
                          [](const auto& info) { return dir_name(info.param); });
@@ -188,10 +189,11 @@ TEST(ElasticSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
   EXPECT_EQ(threads.code, 2) << threads.output;
   EXPECT_NE(threads.output.find("elastic: set with runtime 'threads', whose workers cannot be lost"), std::string::npos)
       << threads.output;
-  const auto ps =
-      fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --elastic --strategy ps --mode sync" + kTrain);
+  const auto ps = fast::testing::run_fast_in(
+      dir, "train --runtime sim --workers 4 --elastic --strategy ps --mode sync --compress int8" + kTrain);
   EXPECT_EQ(ps.code, 2) << ps.output;
-  EXPECT_NE(ps.output.find("strategy 'ps' cannot go on without a lost worker"), std::string::npos) << ps.output;
+  EXPECT_NE(ps.output.find("compress = 'int8' keeps a reply link per worker on each server"), std::string::npos)
+      << ps.output;
   const auto codec =
       fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --elastic --compress int8" + kTrain);
   EXPECT_EQ(codec.code, 2) << codec.output;
@@ -333,9 +335,12 @@ std::string loss_name(const ::testing::TestParamInfo<Loss>& info) {
   return dir_name(info.param.strategy) + "_process_" + std::to_string(info.param.victim);
 }
 
-// Worker 0 (the rendezvous, the first member) lost too. local-sgd and dpsgd regroup as allreduce
-// does (tests/strategy/elastic_test.cpp): labelled long (`make test-all`).
-INSTANTIATE_TEST_SUITE_P(Strategies, ZmqElastic, ::testing::Values(Loss{"allreduce", 2}, Loss{"allreduce", 0}),
+// Worker 0 (the rendezvous, the first member) lost too; with ps, worker 0 also hosts the server of
+// shard 0. local-sgd and dpsgd regroup as allreduce does (tests/strategy/elastic_test.cpp):
+// labelled long (`make test-all`).
+INSTANTIATE_TEST_SUITE_P(Strategies, ZmqElastic,
+                         ::testing::Values(Loss{"allreduce", 2}, Loss{"allreduce", 0},
+                                           Loss{"ps --mode sync --servers 2", 0}),
                          loss_name);
 INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqElastic,
                          ::testing::Values(Loss{"local-sgd --period 4", 2}, Loss{"dpsgd", 2}), loss_name);
@@ -343,16 +348,18 @@ INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqElastic,
 // fast launch --restart 1: the killed process is started again, takes its rank back and joins the
 // survivors at a step boundary with their state; the run ends with 4 workers, all with the same
 // parameters, and launch with exit code 0.
-TEST(ZmqElastic, ARestartedProcessJoinsAndTheRunEndsWithEveryWorker) {
-  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "zmq_join");
-  const Killed k = kill_at_30_percent(dir, "--restart 1", " --strategy allreduce" + kTrain, 2);
+void expect_restarted_process_joins(const std::string& strategy, int victim) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "zmq_join_" + dir_name(strategy));
+  const Killed k = kill_at_30_percent(dir, "--restart 1", " --strategy " + strategy + kTrain, victim);
   const std::string& log = k.log;
   ASSERT_TRUE(k.reached) << log;
   ASSERT_TRUE(k.status != -1 && WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0) << log;
-  EXPECT_NE(log.find("elastic: worker 2 joined the run at step"), std::string::npos) << log;
+  EXPECT_NE(log.find("elastic: worker " + std::to_string(victim) + " joined the run at step"), std::string::npos)
+      << log;
+  ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
   const json s = json::parse(slurp(dir / "s.json"));
   EXPECT_EQ(s["live_workers"], 4) << s.dump();
-  EXPECT_EQ(s["rejoined_workers"], json::array({2})) << s.dump();
+  EXPECT_EQ(s["rejoined_workers"], json::array({victim})) << s.dump();
   const json& hashes = s["param_hash_per_worker"];
   ASSERT_EQ(hashes.size(), 4u) << s.dump();
   for (int w = 1; w < 4; ++w) EXPECT_EQ(hashes[w], hashes[0]) << s.dump();
@@ -361,10 +368,18 @@ TEST(ZmqElastic, ARestartedProcessJoinsAndTheRunEndsWithEveryWorker) {
   EXPECT_EQ(records[0]["change"], "lost");
   EXPECT_EQ(records[0]["workers"], 3);
   EXPECT_EQ(records[1]["change"], "joined");
-  EXPECT_EQ(records[1]["worker"], 2);
+  EXPECT_EQ(records[1]["worker"], victim);
   EXPECT_EQ(records[1]["workers"], 4);
   EXPECT_GE(records[1]["step"].get<std::int64_t>(), records[0]["step"].get<std::int64_t>());
   fs::remove_all(dir);
+}
+
+TEST(ZmqElastic, ARestartedProcessJoinsAndTheRunEndsWithEveryWorker) { expect_restarted_process_joins("allreduce", 2); }
+
+// ps: the restarted process hosted the server of shard 1; the survivors placed it on worker 2, and
+// the admission places the servers again on workers 0 and 1.
+TEST(LongZmqElastic, ARestartedPsServerJoinsAndTheRunEndsWithEveryWorker) {
+  expect_restarted_process_joins("ps --mode sync --servers 2", 1);
 }
 
 // A join racing a loss: process 2 is SIGKILLed at 30% and started again (--restart 1); when the

@@ -64,16 +64,19 @@
 // finish() (the worker's own are its view x - v, compress::Dgc). A strategy destroyed without
 // finish() stops its server (requests sent to it later are never answered).
 //
-// Messages. Per shard k, tags make_tag(TagKind::strategy, 0x50530000 | k, detail) ("PS" in the
-// sequence's high half, so they never meet other strategies' tags):
-//   detail 0xFFFFFF  worker -> server k: request header, 5 x i64 {kind, clock, version read,
-//                    finite (1/0), lr as the bits of a double}; kinds: push, done, stop (stop
-//                    only from the server's own rank, to end it early when the strategy is
-//                    destroyed). The server receives them with recv_any, in arrival order.
-//   detail 1         worker -> server k: the gradient slice of a finite push (f32, shard length)
-//   detail 2         server k -> worker: sync: the new shard (f32); async / ssp: acknowledgement,
-//                    2 x i64 {pushes counted from this worker, smallest push count}.
-// Window "ps.shards" (TagKind::window): rank k < K exposes shard k, the other ranks nothing.
+// Messages. Per shard k, tags make_tag(TagKind::strategy, 0x50530000 | k, kind | g << 2) ("PS"
+// in the sequence's high half, so they never meet other strategies' tags; g: the placement of the
+// servers, 0 but in an elastic group, below):
+//   kind 0  worker -> server k: request header, 5 x i64 {kind, clock, version read,
+//           finite (1/0), lr as the bits of a double}; kinds: push, done, stop (stop
+//           only from the server's own rank, to end it early when the strategy is
+//           destroyed or the servers are placed again). The server receives them with
+//           recv_any, in arrival order.
+//   kind 1  worker -> server k: the gradient slice of a finite push (f32, shard length)
+//   kind 2  server k -> worker: sync: the new shard (f32; in an elastic group followed by its
+//           optimizer's state, below); async / ssp: acknowledgement, 2 x i64 {pushes counted
+//           from this worker, smallest push count}.
+// Window "ps.shards" (TagKind::window): the rank hosting shard k exposes it, the other ranks nothing.
 //
 // Cost per step and worker: |g| bytes up and |x| bytes down (plus small headers), spread over K
 // servers; each server receives N shard-sized messages per round of worker steps.
@@ -96,15 +99,32 @@
 // headers carry lr 1; dgc_update_optimizer), averaged in sync mode.
 //
 // On a lost peer: sync mode cannot go on (a round needs every worker): the launcher ends the run
-// with the lost worker's PeerLost. async and ssp go on: a server counts a lost worker as done as
-// soon as the runtime reports it lost (Context::alive; its unfinished push is dropped), so ssp never
-// waits for it; a lost worker's last claimed gradient is not applied. If a server's host is lost,
-// its shard of the model is gone: the next push, pull, snapshot or finish of every worker throws
-// PeerLost naming the shard ("the server of shard k (on worker k) was lost"). finish() then runs
-// among the survivors (Worker::finish drops lost workers from the Communicator's group first).
-// async and ssp take a lost worker back (zmq rejoin, rejoin()): a `join` request (kind 4) makes
-// each server forget the old process and count the newcomer's pushes from the smallest push count
-// of the other unfinished workers; the newcomer's clock at that server starts there.
+// with the lost worker's PeerLost, but in an elastic group (below). async and ssp go on: a server
+// counts a lost worker as done as soon as the runtime reports it lost (Context::alive; its
+// unfinished push is dropped), so ssp never waits for it; a lost worker's last claimed gradient is
+// not applied. If a server's host is lost (async, ssp), its shard of the model is gone: the next push, pull, snapshot
+// or finish of every worker throws PeerLost naming the shard ("the server of shard k (on worker k) was lost"). finish()
+// then runs among the survivors (Worker::finish drops lost workers from the Communicator's group first). async and ssp
+// take a lost worker back (zmq rejoin, rejoin()): a `join` request (kind 4) makes each server forget the old process
+// and count the newcomer's pushes from the smallest push count of the other unfinished workers; the newcomer's clock at
+// that server starts there.
+
+//
+// Elastic groups (mode sync, Communicator::elastic; no codec, no dgc, aggregate mean; docs/faults.md,
+// "Elastic synchronous training"): shard k lives on the group's k-th member, K = min(servers,
+// members). Every reply also carries the shard's optimizer state after the round (its buffers'
+// slices and its step count), so every worker holds the whole server state: the parameters it
+// trains and a copy of every shard's optimizer (the replica). A step takes the replies into a
+// buffer of its own and writes the parameters and the replica only once every server replied, so
+// a step that fails with PeerLost leaves the worker as it was. After the group changes
+// (regrouped(): survivors of a loss, or an admission) every member stops its server and the
+// members place the K servers again, each built from the replica (the same on every member, whose
+// state the regrouping made that of one member): a round that closed on some servers only is
+// undone with the old servers. No window is opened (windows span the whole world; mode sync reads
+// no shard one-sidedly during the run). The cost: replies (1 + b) times larger for an optimizer with b
+// state buffers (momentum: 2x), and (1 + 2b) model-sized buffers more per worker.
+// A checkpoint of an elastic run holds the replica instead of the server's state, and its resume
+// places the servers again before the first step.
 
 #include <array>
 #include <cstdint>
@@ -167,6 +187,10 @@ class PsStrategy final : public Strategy {
   // the push count each one acknowledges as its clock there, and pulls the shards into
   // state.params. InvalidUsage otherwise; PeerLost naming the shard when a server is lost.
   void rejoin(ModelState state) override;
+  // Elastic groups: stops this worker's server and places the servers on the new members from the
+  // replica (collective among the members: the window "ps.shards" again). PeerLost when a member
+  // is lost meanwhile (the Worker regroups again).
+  void regrouped(ModelState state) override;
   StalenessStats staleness() const override;
 
   PsMode mode() const noexcept { return mode_; }
@@ -191,11 +215,40 @@ class PsStrategy final : public Strategy {
   void pull(std::span<float> params, collective::Wire wire = collective::Wire::codec);
   // sync's final model: each shard broadcast from its server (collective; after the servers stopped).
   void broadcast_shards(std::span<float> params);
+  // Shard lengths for servers_ shards of a model of d parameters (offsets_).
+  void size_shards(std::size_t d);
+  // The Context the server runs on (see ps.cpp).
+  runtime::Context& server_context() const;
+  // The tag of `kind` (ps_protocol) for shard k in the current placement.
+  runtime::Tag wire_tag(int shard, std::uint32_t kind) const;
+  // The server of my_shard_ (none when this worker hosts none), its shard's initial values from params.
+  void make_server(std::span<float> params);
+  // Collective but in an elastic group: opens the window "ps.shards" (exposing server_'s shard,
+  // open_window) and starts server_.
+  void open_shards();
+  void open_window();
+  // Stops this worker's server if it runs (a stop request; its errors are logged, not thrown) and
+  // waits for it.
+  void stop_server() noexcept;
+  // Elastic groups (ps_elastic.cpp): the replies of a completed step into the parameters and the
+  // replica; the placement of the servers on the members; the replica in checkpoints.
+  void size_staged();  // staged_ for the current shards
+  void take_replies(std::span<float> params);
+  void place_servers(std::span<float> params);
+  void save_replica(Checkpoint& out) const;
+  void restore_replica(const Checkpoint& checkpoint, std::string_view source);
 
   StrategyOptions options_;
   PsMode mode_ = PsMode::async;
   double lr_scale_ = 1;  // on the pushed learning rate: 1 / N in async / ssp with lr_semantics per-sample
   int servers_ = 1;
+  bool elastic_ = false;                       // mode sync in an elastic group (see "Elastic groups" above)
+  std::uint32_t generation_ = 0;               // the placement of the servers (tags; elastic groups change it)
+  std::vector<int> server_rank_;               // per shard: the rank hosting its server
+  int my_shard_ = -1;                          // the shard this worker serves, -1: none
+  bool replace_servers_ = false;               // elastic: the replica was restored; place the servers before stepping
+  std::unique_ptr<optim::Optimizer> replica_;  // elastic: every shard's optimizer state, as the last replies left it
+  std::vector<std::vector<float>> staged_;     // elastic: per shard, the reply of the step under way
   bool attached_ = false;
   bool finished_ = false;
   std::vector<std::size_t> offsets_;                  // shard k = [offsets_[k], offsets_[k + 1])
