@@ -59,9 +59,9 @@ bool ProcessOutputs::hosts_rank0() const {
   return hosts_rank0_;
 }
 
-void ProcessOutputs::lead_here() {
+void ProcessOutputs::set_lead(bool here) {
   std::lock_guard<std::mutex> lock(mutex_);
-  hosts_rank0_ = true;
+  hosts_rank0_ = here;
 }
 
 void ProcessOutputs::write_end(double time, const nlohmann::json& summary) {

@@ -52,11 +52,12 @@ class ProcessOutputs {
   void offer_summary(const nlohmann::json& summary);
   std::optional<nlohmann::json> summary() const;
   // Whether worker 0 is in this process (it writes the summary file); false before open(). After
-  // an elastic regrouping lost worker 0, the process of the group's first member (lead_here()).
+  // an elastic group changed, whether the group's first member is (set_lead()).
   bool hosts_rank0() const;
-  // The group's first member lives in this process from now on (an elastic regrouping lost worker
-  // 0): the displays and the summary file are this process's.
-  void lead_here();
+  // Whether the group's first member lives in this process from now on (an elastic regrouping
+  // lost worker 0, or a process that took rank 0 back joined): the displays and the summary file
+  // are the leading process's only.
+  void set_lead(bool here);
   // Appends the `end` record (metrics::end_record) to this process's metrics file.
   void write_end(double time, const nlohmann::json& summary);
 

@@ -185,9 +185,16 @@ json build_summary(const SummaryInputs& in) {
   if (!core::source_commit().empty()) summary["fast_commit"] = core::source_commit();
   if (!c.lost.empty()) summary["lost_workers"] = c.lost;
   summary["live_workers"] = totals.members.size();
-  // Ranks a new process took back during the run (zmq rejoin), in the order seen here.
+  // Ranks a new process took back during the run (zmq rejoin), in the order seen here; this
+  // process's own first when it is such a process (it leads once it took rank 0 back).
   json rejoined = json::array();
-  for (const runtime::MembershipEvent& e : in.communicator.context().membership_events())
+  const runtime::Context& ctx = in.communicator.context();
+  if (ctx.joins_run_under_way()) {
+    const int per_process = std::max(1, ctx.local_size());
+    const int first = ctx.rank() / per_process * per_process;
+    for (int w = first; w < first + per_process; ++w) rejoined.push_back(w);
+  }
+  for (const runtime::MembershipEvent& e : ctx.membership_events())
     if (e.joined) rejoined.push_back(e.worker);
   summary["rejoined_workers"] = rejoined;
   add_collectives(summary, o, in.communicator);

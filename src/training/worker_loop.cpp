@@ -160,12 +160,19 @@ void WorkerLoop::report_progress(std::int64_t done, std::int64_t epoch) {
 
 bool WorkerLoop::lead() const { return ctx_.rank() == worker_.communicator().members().front(); }
 
+// Every worker of this process computes the same answer: the zmq runtime gives each process an
+// equal, contiguous block of ranks (local_size() of them).
+void WorkerLoop::follow_lead() {
+  const int per_process = std::max(1, ctx_.local_size());
+  outputs_.set_lead(worker_.communicator().members().front() / per_process == ctx_.rank() / per_process);
+}
+
 std::int64_t WorkerLoop::regroup_survivors(const core::PeerLost& lost) {
   if (!plan_.elastic || !ctx_.alive(ctx_.rank())) throw lost;
   flush_train_record();
   const strategy::Regrouping g = worker_.regroup_survivors();
+  follow_lead();  // worker 0 may be the one lost
   if (lead()) {
-    outputs_.lead_here();  // worker 0 may be the one lost
     const std::vector<runtime::MembershipEvent> events = ctx_.membership_events();
     for (int w : g.lost) {
       std::string detail;
@@ -203,9 +210,11 @@ void WorkerLoop::admit_joiners(std::int64_t done) {
   comm.allgather(core::ConstView(std::span<const double>(&mine, 1)), core::MutableView(std::span<double>(seen)));
   if (seen.front() < 0 || std::any_of(seen.begin(), seen.end(), [&](double v) { return v != seen.front(); })) return;
   const int joiner = static_cast<int>(seen.front());
+  const bool leading = lead();  // records the admission, even of a joiner that leads from now on (rank 0)
   const std::optional<strategy::Regrouping> admitted = worker_.admit(joiner);
+  if (admitted) follow_lead();
   // Called off by the joiner (the first member was lost): the next collective fails on that loss.
-  if (!admitted || !lead()) return;
+  if (!admitted || !leading) return;
   const strategy::Regrouping& g = *admitted;
   outputs_.write(metrics::to_json(metrics::MembershipRecord{.time = elapsed(),
                                                             .worker = joiner,
@@ -219,6 +228,7 @@ void WorkerLoop::admit_joiners(std::int64_t done) {
 
 std::int64_t WorkerLoop::join_group() {
   const strategy::Regrouping g = worker_.join_group();
+  follow_lead();
   core::log(core::LogLevel::warn, "elastic: worker {} joined the run at step {} of {} with worker {}'s state",
             ctx_.rank(), g.steps, plan_.total_steps, g.source);
   return g.steps;

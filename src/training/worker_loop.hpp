@@ -127,6 +127,9 @@ class WorkerLoop {
   // Whether this worker leads the run's outputs: the first member of the group (worker 0 until it
   // is lost in an elastic run).
   bool lead() const;
+  // After the group changed: this process leads (ProcessOutputs::set_lead) where the group's first
+  // member is one of its workers.
+  void follow_lead();
 
   // Collective evaluation after `step` steps; worker 0 writes the record and shows it.
   metrics::EvalRecord evaluate_collective(std::int64_t step, bool final_round);

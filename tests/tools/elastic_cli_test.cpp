@@ -356,6 +356,9 @@ void expect_restarted_process_joins(const std::string& strategy, int victim) {
   ASSERT_TRUE(k.status != -1 && WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0) << log;
   EXPECT_NE(log.find("elastic: worker " + std::to_string(victim) + " joined the run at step"), std::string::npos)
       << log;
+  if (victim == 0)
+    EXPECT_NE(log.find("[1] [fast warn] zmq runtime: process 1 serves the rendezvous now"), std::string::npos) << log;
+  EXPECT_EQ(log.find("final test accuracy"), log.rfind("final test accuracy")) << "one final line:\n" << log;
   ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
   const json s = json::parse(slurp(dir / "s.json"));
   EXPECT_EQ(s["live_workers"], 4) << s.dump();
@@ -363,7 +366,8 @@ void expect_restarted_process_joins(const std::string& strategy, int victim) {
   const json& hashes = s["param_hash_per_worker"];
   ASSERT_EQ(hashes.size(), 4u) << s.dump();
   for (int w = 1; w < 4; ++w) EXPECT_EQ(hashes[w], hashes[0]) << s.dump();
-  const std::vector<json> records = membership_records(dir / "m.rank0.jsonl");
+  // The group's first member writes the records: worker 1 while worker 0 is out.
+  const std::vector<json> records = membership_records(dir / (victim == 0 ? "m.rank1.jsonl" : "m.rank0.jsonl"));
   ASSERT_EQ(records.size(), 2u);
   EXPECT_EQ(records[0]["change"], "lost");
   EXPECT_EQ(records[0]["workers"], 3);
@@ -375,6 +379,13 @@ void expect_restarted_process_joins(const std::string& strategy, int victim) {
 }
 
 TEST(ZmqElastic, ARestartedProcessJoinsAndTheRunEndsWithEveryWorker) { expect_restarted_process_joins("allreduce", 2); }
+
+// Process 0 served the rendezvous: process 1, the lowest survivor on its host, serves it in its
+// place, and the restarted process 0 (FAST_RESTARTED=1) asks it to take rank 0 back; the run ends
+// with 4 workers, and the summary comes from process 0 again (one writer).
+TEST(ZmqElastic, ARestartedProcessZeroJoinsThroughTheSurvivorServingTheRendezvous) {
+  expect_restarted_process_joins("allreduce", 0);
+}
 
 // ps: the restarted process hosted the server of shard 1; the survivors placed it on worker 2, and
 // the admission places the servers again on workers 0 and 1.

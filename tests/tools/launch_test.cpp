@@ -432,6 +432,23 @@ TEST(Launch, RestartStartsAKilledProcessAgainUntilTheRestartsAreSpent) {
   expect_none_alive(pids);
 }
 
+// Process 0 too is started again alone, and only a process started again alone has
+// FAST_RESTARTED=1 (the rendezvous's server is then a survivor of an elastic run: docs/faults.md).
+TEST(Launch, RestartStartsProcessZeroAgainAloneMarkedRestarted) {
+  const FastDone r = run_fast("restart_zero", launch_sh({"-n", "2", "--restart", "1"},
+                                                        "echo start $FAST_PROCESS_RANK ${FAST_RESTARTED:-unset}; "
+                                                        "if [ $FAST_PROCESS_RANK = 0 ] && [ -z \"$FAST_RESTARTED\" ]; "
+                                                        "then sleep 0.2; kill -KILL $$; fi; sleep 1"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(fast::testing::count_of(r.out, "start 0 unset"), 1) << r.out;
+  EXPECT_EQ(fast::testing::count_of(r.out, "start 1 unset"), 1) << r.out;
+  EXPECT_EQ(fast::testing::count_of(r.out, "start 0 1"), 1) << r.out;
+  EXPECT_EQ(fast::testing::count_of(r.out, "start "), 3) << r.out;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(process 0 \(pid \d+\) failed: killed by signal SIGKILL; )"
+                                                  R"(starting it again with its rank and environment)")))
+      << r.err;
+}
+
 // A lost peer (exit code 3) restarts the whole group at a new rendezvous port; the second start
 // ends with 0 everywhere, which is never restarted: launch exits with 0. Each process counts its
 // starts in a file (process 1 fails once process 0 has counted its first).

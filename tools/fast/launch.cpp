@@ -190,13 +190,16 @@ RunPlan plan_run(const LaunchCommand& o) {
   return plan;
 }
 
-// The run's variables of process `rank` (an empty value: not set).
-Variables run_variables(const LaunchCommand& o, const RunPlan& plan, int rank) {
+// The run's variables of process `rank` (an empty value: not set); `alone`: the process is started
+// again alone, in a run under way (FAST_RESTARTED: process 0 then asks the rendezvous's server to
+// take its rank back instead of serving it).
+Variables run_variables(const LaunchCommand& o, const RunPlan& plan, int rank, bool alone) {
   return {
       {"FAST_WORLD_SIZE", std::to_string(plan.processes)},
       {"FAST_PROCESS_RANK", std::to_string(rank)},
       {"FAST_RENDEZVOUS", plan.rendezvous},
       {"FAST_LAUNCHED", "1"},
+      {"FAST_RESTARTED", alone ? "1" : ""},
       {"FAST_INSECURE", o.insecure ? "1" : "0"},
       {"FAST_PORTS", o.ports},
   };
@@ -264,8 +267,9 @@ bool is_consequence(int named, int code, const ChildExit& e, bool stopping) {
 // those of a new start of the whole group (a fresh rendezvous port where launch chose it).
 struct Restarts {
   RestartPolicy policy;
-  std::vector<ChildSpec> specs;
-  std::function<std::vector<ChildSpec>()> replan;
+  std::vector<ChildSpec> specs;  // the current start's
+  std::vector<ChildSpec> alone;  // the same, for a process started again alone (FAST_RESTARTED=1)
+  std::function<std::pair<std::vector<ChildSpec>, std::vector<ChildSpec>>()> replan;  // specs, alone
   LaunchJanitor& janitor;
 };
 
@@ -311,7 +315,7 @@ struct Verdict {
 
 // Starts every process of the group again (all ended), from a fresh plan (RunPlan's port).
 void start_group_again(ProcessGroup& group, Restarts& restarts) {
-  restarts.specs = restarts.replan();
+  std::tie(restarts.specs, restarts.alone) = restarts.replan();
   for (int rank = 0; rank < group.size(); ++rank) {
     group.restart(rank, restarts.specs[static_cast<std::size_t>(rank)]);
     restarts.janitor.watch(group.pid(rank));
@@ -350,7 +354,7 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, 
       const RestartAction action = restarts.policy.on_exit(rank, e.code, code.has_value() || timed_out || signalled);
       if (action != RestartAction::none) announce_restart(group, rank, e, action, restarts.policy);
       if (action == RestartAction::one) {
-        group.restart(rank, restarts.specs[static_cast<std::size_t>(rank)]);
+        group.restart(rank, restarts.alone[static_cast<std::size_t>(rank)]);
         restarts.janitor.watch(group.pid(rank));
         continue;
       }
@@ -406,7 +410,7 @@ CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
       ->capture_default_str();
   cmd->add_option("--restart,--max-restarts", o.restarts,
                   "Start a process that died again, N times in all (docs/launch.md, \"Restarts\"): alone, with its "
-                  "rank and environment, or the whole group when process 0 died or a process lost a peer; 0: never")
+                  "rank and environment, or the whole group when a process lost a peer (exit code 3); 0: never")
       ->capture_default_str();
   cmd->add_option("--hosts", o.hosts,
                   "Hosts and their processes, NAME:N,NAME:N: each process started through --launcher on its host");
@@ -439,8 +443,8 @@ CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
 
 // Process `rank` on this host, directly.
 ChildSpec local_child(const LaunchCommand& o, const RunPlan& plan, int rank, const fs::path& program,
-                      const RunKeys& keys) {
-  Variables set = run_variables(o, plan, rank);
+                      const RunKeys& keys, bool alone) {
+  Variables set = run_variables(o, plan, rank, alone);
   set.emplace_back("FAST_KEY_FILE", keys.key_file().string());
   set.emplace_back("FAST_ALLOW_FILE", keys.allow_file().string());
   return {program.string(), o.command, child_environment(set), {}, std::nullopt};
@@ -449,11 +453,11 @@ ChildSpec local_child(const LaunchCommand& o, const RunPlan& plan, int rank, con
 // Process `rank` on its host, through the launcher template: `LAUNCHER env NAME=VALUE... COMMAND`.
 // The key pair goes through its standard input (FAST_KEY_FILE=/dev/stdin), never on a command
 // line; the public keys admitted go in FAST_ALLOW_KEYS.
-ChildSpec remote_child(const LaunchCommand& o, const RunPlan& plan, int rank, const RunKeys& keys) {
+ChildSpec remote_child(const LaunchCommand& o, const RunPlan& plan, int rank, const RunKeys& keys, bool alone) {
   const LaunchHost& host = *plan.placement[static_cast<std::size_t>(rank)];
   std::vector<std::string> argv = launcher_words(o.launcher, host);
   const fs::path launcher = find_program(argv.front());
-  Variables set = run_variables(o, plan, rank);
+  Variables set = run_variables(o, plan, rank, alone);
   set.emplace_back("FAST_ADVERTISE", host.advertise);
   std::optional<std::string> input;
   if (!o.insecure) {
@@ -493,13 +497,14 @@ int run_launch(const LaunchCommand& o) {
     say("WARNING: --insecure: the processes neither authenticate nor encrypt their traffic (FAST_INSECURE=1); "
         "anyone who can reach their ports can join the run or read it");
   }
-  auto specs_of = [&](const RunPlan& p) {
+  auto specs_of = [&](const RunPlan& p, bool alone) {
     std::vector<ChildSpec> specs;
     for (int rank = 0; rank < p.processes; ++rank)
-      specs.push_back(p.hosts.empty() ? local_child(o, p, rank, program, keys) : remote_child(o, p, rank, keys));
+      specs.push_back(p.hosts.empty() ? local_child(o, p, rank, program, keys, alone)
+                                      : remote_child(o, p, rank, keys, alone));
     return specs;
   };
-  std::vector<ChildSpec> specs = specs_of(plan);  // a bad launcher template fails here, before anything starts
+  std::vector<ChildSpec> specs = specs_of(plan, false);  // a bad launcher template fails here, before anything starts
   const std::string where =
       plan.hosts.empty() ? std::string() : fmt::format(" on {} through '{}'", describe_hosts(plan), o.launcher);
   say(fmt::format("starting {} processes of '{}'{}, rendezvous {}{}{}", plan.processes, program.string(), where,
@@ -511,11 +516,15 @@ int run_launch(const LaunchCommand& o) {
   LaunchJanitor janitor(keys.dir());
   // A new start of the whole group meets at a new free port where launch chose the first one (the
   // old one may still be held by the ended processes' sockets); else at the same address.
-  Restarts restarts{
-      .policy = RestartPolicy(o.restarts),
-      .specs = std::move(specs),
-      .replan = [&] { return specs_of(o.port == 0 && o.ports.empty() && plan.hosts.empty() ? plan_run(o) : plan); },
-      .janitor = janitor};
+  Restarts restarts{.policy = RestartPolicy(o.restarts),
+                    .specs = std::move(specs),
+                    .alone = specs_of(plan, true),
+                    .replan =
+                        [&] {
+                          const RunPlan p = o.port == 0 && o.ports.empty() && plan.hosts.empty() ? plan_run(o) : plan;
+                          return std::pair(specs_of(p, false), specs_of(p, true));
+                        },
+                    .janitor = janitor};
   ProcessGroup group(restarts.specs);
   for (int rank = 0; rank < group.size(); ++rank) janitor.watch(group.pid(rank));
   return supervise(group, signals, o, restarts);

@@ -24,7 +24,7 @@ RestartAction RestartPolicy::on_exit(int rank, int code, bool stopping) {
   }
   if (code == core::exit_code::bad_input || left() == 0) return RestartAction::none;
   ++spent_;
-  if (rank == 0 || code == core::exit_code::io_or_peer_lost) return RestartAction::all;
+  if (code == core::exit_code::io_or_peer_lost) return RestartAction::all;
   lone_restart_ = true;
   lone_.insert(rank);
   return RestartAction::one;

@@ -9,12 +9,12 @@
 //   - nothing is restarted while launch itself stops the processes (a forwarded SIGINT, SIGTERM or
 //     SIGHUP, --timeout, the grace after a failure that was not restarted), nor after exit code 2
 //     (bad input fails again the same way; but see below), nor once the N restarts are spent;
-//   - a process other than process 0 that died otherwise (a signal, an exit code other than 0, 2,
-//     3 and 6) is started again alone, with its rank and environment (an asynchronous run under zmq
-//     takes it back: docs/faults.md);
-//   - process 0 (it serves the rendezvous: nobody else can take a process back) and an exit code 3
-//     (a process lost a peer: the run could not go on or take the restarted process back) restart
-//     the whole group: launch stops every process and starts all of them again.
+//   - a process that died otherwise (a signal, an exit code other than 0, 2, 3 and 6) is started
+//     again alone, with its rank and environment (an asynchronous run under zmq takes it back, an
+//     elastic synchronous one too, process 0 included: a survivor serves the rendezvous in its
+//     place; docs/faults.md);
+//   - an exit code 3 (a process lost a peer: the run could not go on or take the restarted process
+//     back) restarts the whole group: launch stops every process and starts all of them again.
 //
 // Each restart, alone or of the group, spends one of the N; but a group restart that follows a lone
 // restart of the same start because the run could not take the process back continues that

@@ -66,6 +66,10 @@ constexpr std::array kTable{
            "LO-HI: every port a process listens on (data, heartbeats, streams) lies in this range, so that a "
            "firewall opens just it (docs/launch.md, \"Ports and firewalls\"); empty: ports the kernel chooses."},
     EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts.", 0, 1},
+    EnvVar{"FAST_RESTARTED", EnvType::integer, "0",
+           "Set to 1 by `fast launch --restart` in a process it starts again alone: it takes its rank back in the "
+           "run under way (process 0 too: it asks the rendezvous's server, a survivor, instead of serving it).",
+           0, 1},
 };
 }  // namespace
 

@@ -193,9 +193,19 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
 
 }  // namespace
 
+std::optional<::zmq::socket_t> bind_rendezvous(::zmq::context_t& context, const Settings& s) {
+  return try_serve(context, s, false);
+}
+
 RendezvousResult rendezvous(::zmq::context_t& context, const Settings& s, ProcessInfo self) {
   std::optional<::zmq::socket_t> server;
-  if (self.rank == 0 || self.rank < 0) server = try_serve(context, s, self.rank == 0);
+  const bool first_start = !(s.restarted && s.tolerate_lost);  // else a run under way: a survivor serves
+  if ((self.rank == 0 && first_start) || self.rank < 0) server = try_serve(context, s, self.rank == 0);
+  if (self.rank == 0 && !first_start)
+    core::log(core::LogLevel::info,
+              "rendezvous: process 0 started again (FAST_RESTARTED=1): asking the server of {} (a survivor that took "
+              "it over) to take rank 0 back",
+              endpoint(s));
   if (!server) return as_client(context, s, self);
   if (self.rank < 0) self.rank = 0;
   Server srv(std::move(*server), s);

@@ -10,8 +10,8 @@
 // Messages are wire/ frames of kind `hello` whose payload is JSON (at most 64 KiB), validated
 // before use (hello.hpp). A hello that reaches the server after the run started asks to take a
 // lost rank back (a rejoin); the transport of the serving process answers it (transport.hpp):
-// with the table and "rejoin": true, or with "refused": why. Errors: TimeoutError naming how many processes arrived;
-// InvalidArgument naming the disagreeing process and field.
+// with the table and "rejoin": true, or with "refused": why. Errors: TimeoutError naming how many
+// processes arrived; InvalidArgument naming the disagreeing process and field.
 
 #include <zmq.hpp>
 
@@ -32,8 +32,15 @@ struct RendezvousResult {
   std::optional<::zmq::socket_t> desk;
 };
 
-// self: this process's info (rank = settings.process_rank, possibly -1).
+// self: this process's info (rank = settings.process_rank, possibly -1). Process rank 0 serves
+// the rendezvous; one started again alone in a run that tolerates losses (settings.restarted and
+// tolerate_lost: a run under way, where a survivor took the rendezvous over after the first
+// process 0 was lost, ZmqTransport) asks that server to take rank 0 back instead.
 RendezvousResult rendezvous(::zmq::context_t& context, const Settings& settings, ProcessInfo self);
+
+// The rendezvous socket, bound to settings' address with this process's key (CURVE server), or
+// nothing when the address cannot be bound here (in use, or not an address of this host).
+std::optional<::zmq::socket_t> bind_rendezvous(::zmq::context_t& context, const Settings& settings);
 
 // Serves a rendezvous for world_size processes without taking part (`fast rendezvous`); returns
 // once every process got the table.

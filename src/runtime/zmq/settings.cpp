@@ -106,6 +106,7 @@ Settings resolve_settings(const LaunchOptions& options) {
   s.ports = core::parse_port_range(p.ports.empty() ? core::env_string(zmq_environment(), "FAST_PORTS") : p.ports,
                                    "ports (FAST_PORTS)");
   s.tolerate_lost = options.tolerate_lost_workers;
+  s.restarted = core::env_int(zmq_environment(), "FAST_RESTARTED") == 1;
   const long long ring = core::env_int(zmq_environment(), "FAST_SHM_BYTES");
   FAST_ENFORCE(ring == -1 || ring == 0 || (ring >= (64ll << 10) && ring <= (64ll << 30) && ring % 64 == 0),
                "FAST_SHM_BYTES: expected -1 (automatic), 0 (no shared memory) or a multiple of 64 from 65536 to "

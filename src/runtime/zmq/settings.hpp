@@ -27,6 +27,7 @@ struct Settings {
   std::string advertise;                  // address peers reach this process at (FAST_ADVERTISE; else host)
   core::PortRange ports;                  // every listening port in it (FAST_PORTS); any when empty
   bool tolerate_lost = false;
+  bool restarted = false;            // FAST_RESTARTED: started again alone in a run under way
   double poll_seconds = 200e-6;      // FAST_POLL_US: how long a waiting thread polls rings and streams itself
   bool streams = true;               // FAST_STREAMS: data between hosts through direct TCP streams
   long long seal_threads = 0;        // FAST_SEAL_THREADS: helpers sealing the streams' chunks

@@ -71,7 +71,12 @@
 // predecessor's queued messages dropped, alive(r) true again) and acknowledges ({"ack": r}).
 // Once every live process acknowledged (or was lost), this process revives r and answers the
 // newcomer with the table and "rejoin": true, so the newcomer's first frame finds every process
-// ready for it. The serving process itself (rank 0) cannot be replaced.
+// ready for it. When a process is lost, the lowest live process on process 0's host tries to bind
+// the rendezvous address (take_over_desk: once per loss; it succeeds once the serving process is
+// gone and when the address is one of this host's) and serves the rejoins from then on, rank 0's
+// included, with the same protocol: its announcements and the acknowledgements to it name it as
+// the sender. A newcomer checks the server's key against the allow-list's first, so the new server
+// must hold that key (one key per run under fast launch, one per host with fast keygen).
 //
 // Thread-safety: send/alive/ensure_alive/where from any worker thread; the rest from the thread
 // that runs the process's world.
@@ -188,7 +193,7 @@ class ZmqTransport final : public engine::Transport {
     std::string reason;
   };
 
-  // A rejoin hello being answered (process 0; I/O thread only).
+  // A rejoin hello being answered (the process serving the rendezvous; I/O thread only).
   struct PendingRejoin {
     std::string id;          // the newcomer's routing id on the desk
     ProcessInfo info;        // with its rank chosen
@@ -231,6 +236,9 @@ class ZmqTransport final : public engine::Transport {
   std::unique_ptr<::zmq::socket_t> make_dealer(const ProcessInfo& peer);
   double clock() const;
   // Rejoins (transport_rejoin.cpp).
+  // Binds the rendezvous address where this process should serve it now (see the contract above);
+  // true when it did (desk_ set).
+  bool take_over_desk();
   void receive_rejoin_hellos();
   void progress_rejoins();
   void answer_newcomer(const std::string& id, const nlohmann::json& body);
@@ -448,7 +456,8 @@ class ZmqTransport final : public engine::Transport {
   void stop_streams();
   std::string stream_stop(int process) const;  // a StopCheck's answer for a stream with `process`
 
-  std::optional<::zmq::socket_t> desk_;  // process 0: the rendezvous socket, for rejoins
+  std::optional<::zmq::socket_t> desk_;  // the rendezvous socket, for rejoins (process 0, or its successor)
+  int losses_seen_ = 0;                  // take_over_desk: lost processes counted at its last try (I/O thread)
   std::deque<PendingRejoin> pending_;    // I/O thread only
 
   std::atomic<bool> stop_{false};

@@ -20,8 +20,8 @@ namespace fast::runtime::zmq {
 
 namespace {
 constexpr std::size_t kMaxReasonBytes = 4096;  // a bye's error text
-// The loop's poll items, by index; the rejoin desk last, as only process 0 of a run that tolerates
-// losses has one.
+// The loop's poll items, by index; the rejoin desk last, as only the process that serves the
+// rendezvous of a run that tolerates losses has one.
 enum PollItem { kDataItem, kPulseItem, kWakeItem, kMonitorItem, kPulseMonitorItem, kStreamItem, kDeskItem, kPollItems };
 
 // Why a handshake failed, for the log.
@@ -72,8 +72,8 @@ void ZmqTransport::loop() {
   const double heartbeat = std::min(settings_.peer_timeout / 4, 1.0);
   double next_heartbeat = 0;
   LoopTurn turn(settings_.peer_timeout);  // warns about a turn longer than a quarter of it
-  // The sockets polled never change while the loop runs (serve_rejoins() gives the desk before
-  // start()); poll() rewrites each item's revents.
+  // The sockets polled change only when this process takes the rendezvous over (take_over_desk);
+  // poll() rewrites each item's revents.
   ::zmq::pollitem_t items[kPollItems] = {};
   items[kDataItem] = {router_.handle(), 0, ZMQ_POLLIN, 0};
   items[kPulseItem] = {pulse_.handle(), 0, ZMQ_POLLIN, 0};
@@ -82,7 +82,7 @@ void ZmqTransport::loop() {
   items[kPulseMonitorItem] = {pulse_monitor.handle(), 0, ZMQ_POLLIN, 0};
   items[kStreamItem] = {nullptr, stream_fd_, static_cast<short>(stream_fd_ >= 0 ? ZMQ_POLLIN : 0), 0};
   items[kDeskItem] = {desk_ ? desk_->handle() : nullptr, 0, ZMQ_POLLIN, 0};
-  const int polled = desk_ ? kPollItems : kDeskItem;
+  int polled = desk_ ? kPollItems : kDeskItem;
   const auto ready = [&items](int item) { return (items[item].revents & ZMQ_POLLIN) != 0; };
   while (!stop_) {
     turn.begin(clock());
@@ -119,6 +119,10 @@ void ZmqTransport::loop() {
     }
     turn.step("sending heartbeats", clock());
     check_peers();
+    if (settings_.tolerate_lost && !desk_ && take_over_desk()) {  // the rendezvous, lost with its server
+      items[kDeskItem] = {desk_->handle(), 0, ZMQ_POLLIN, 0};
+      polled = kPollItems;
+    }
     turn.step("checking peers", clock());
     if (const std::optional<std::string> warning = turn.report()) core::log(core::LogLevel::warn, "{}", *warning);
   }

@@ -1,5 +1,6 @@
-// ZmqTransport's rejoins (transport.hpp): process 0 answers the hellos of processes that take a
-// lost rank back; every process revives a rank it is told about.
+// ZmqTransport's rejoins (transport.hpp): the process that serves the rendezvous (process 0, or a
+// survivor that took it over) answers the hellos of processes that take a lost rank back; every
+// process revives a rank it is told about.
 #include <zmq_addon.hpp>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "hello.hpp"
+#include "rendezvous.hpp"
 #include "transport.hpp"
 
 namespace fast::runtime::zmq {
@@ -20,6 +22,38 @@ namespace {
 constexpr int kMaxHellosPerWakeUp = 16;
 constexpr double kLiveRankGraceSeconds = 2;  // a rank still live after peer_timeout + this: refused
 }  // namespace
+
+bool ZmqTransport::take_over_desk() {
+  const int processes = static_cast<int>(table_.size());
+  int lost = 0, first_here = -1;  // lost: not by a clean end; first_here: the lowest live process on process 0's host
+  {
+    std::lock_guard<std::mutex> lock(peers_mutex_);
+    for (int p = 0; p < processes; ++p) {
+      const PeerState& peer = peers_[static_cast<std::size_t>(p)];
+      if (peer.lost && !peer.ended) ++lost;
+      if (!peer.lost && first_here < 0 && table_[static_cast<std::size_t>(p)].host_id == table_[0].host_id)
+        first_here = p;
+    }
+  }
+  if (lost == losses_seen_) return false;  // one try per loss
+  losses_seen_ = lost;
+  if (first_here != process_) return false;
+  std::optional<::zmq::socket_t> desk = bind_rendezvous(context_, settings_);
+  if (!desk) {
+    core::log(core::LogLevel::debug,
+              "zmq runtime: the rendezvous address is still served (or not an address of this host): process {} "
+              "does not take it over",
+              process_);
+    return false;
+  }
+  desk->set(::zmq::sockopt::linger, 0);
+  desk_ = std::move(desk);
+  core::log(core::LogLevel::warn,
+            "zmq runtime: process {} serves the rendezvous now, in place of a lost process: lost ranks can be taken "
+            "back",
+            process_);
+  return true;
+}
 
 void ZmqTransport::serve_rejoins(::zmq::socket_t desk) {
   FAST_ENFORCE_AS(core::InvalidUsage, !thread_.joinable(), "zmq runtime: serve_rejoins() after start()");
@@ -58,16 +92,16 @@ void ZmqTransport::receive_rejoin_hellos() {
       }
       if (info.rank < 0) {
         std::lock_guard<std::mutex> lock(peers_mutex_);
-        for (int p = 1; p < processes && info.rank < 0; ++p)
+        for (int p = 0; p < processes && info.rank < 0; ++p)
           if (peers_[static_cast<std::size_t>(p)].lost && !peers_[static_cast<std::size_t>(p)].ended) info.rank = p;
         FAST_ENFORCE(info.rank >= 0,
                      "rank: no process of the run is lost now; give the rank to take back "
                      "(FAST_PROCESS_RANK) to wait until it is");
       }
-      FAST_ENFORCE(info.rank >= 1 && info.rank < processes,
-                   "rank: expected a rank in [1, {}) to take back (rank 0 serves the rendezvous and cannot be "
-                   "replaced), got {}",
-                   processes, info.rank);
+      FAST_ENFORCE(info.rank >= 0 && info.rank < processes && info.rank != process_,
+                   "rank: expected a rank in [0, {}) to take back other than {} (this process, which serves the "
+                   "rendezvous), got {}",
+                   processes, process_, info.rank);
       for (const PendingRejoin& p : pending_)
         FAST_ENFORCE(p.info.rank != info.rank, "rank {}: another process is taking it back already", info.rank);
       info.first_worker = info.rank * info.workers;
@@ -106,8 +140,8 @@ void ZmqTransport::progress_rejoins() {
         done = true;
       } else if (lost) {
         p.announced = true;
-        for (int q = 1; q < static_cast<int>(table_.size()); ++q)
-          if (q != r && !lost_[static_cast<std::size_t>(q)].load()) {
+        for (int q = 0; q < static_cast<int>(table_.size()); ++q)
+          if (q != r && q != process_ && !lost_[static_cast<std::size_t>(q)].load()) {
             send_hello(q, {{"rejoin", to_json(p.info)}});
             p.awaiting.push_back(q);
           }
@@ -150,16 +184,18 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
   }
   const int processes = static_cast<int>(table_.size());
   if (body.contains("rejoin")) {
-    FAST_ENFORCE(from == 0, "frame: a rejoin must be announced by process 0, got one from process {}", from);
+    // From the process that serves the rendezvous: process 0, or the survivor that took it over.
     ProcessInfo info = process_from_json(body.at("rejoin"));
-    FAST_ENFORCE(info.rank >= 1 && info.rank < processes && info.rank != process_ &&
+    FAST_ENFORCE(info.rank >= 0 && info.rank < processes && info.rank != process_ && info.rank != from &&
                      info.workers == table_[0].workers && info.first_worker == info.rank * info.workers,
-                 "frame: rejoin of rank {} (workers [{}, +{})): not a rank another process can take back", info.rank,
-                 info.first_worker, info.workers);
+                 "frame: rejoin of rank {} (workers [{}, +{})) announced by process {}: not a rank another process "
+                 "can take back",
+                 info.rank, info.first_worker, info.workers, from);
     revive(info);
-    send_hello(0, {{"ack", info.rank}});
+    send_hello(from, {{"ack", info.rank}});
   } else if (body.contains("ack") && body.at("ack").is_number_integer()) {
-    FAST_ENFORCE(process_ == 0, "frame: a rejoin acknowledgement reached process {}, not 0", process_);
+    FAST_ENFORCE(desk_.has_value(), "frame: a rejoin acknowledgement reached process {}, which serves no rendezvous",
+                 process_);
     const int r = json_int<int>(body, "ack", 0, kMaxProcesses - 1, "frame: rejoin acknowledgement");
     for (PendingRejoin& p : pending_)
       if (p.info.rank == r) std::erase(p.awaiting, from);
