@@ -144,14 +144,12 @@ StrategyRegistration builtin::allreduce_registration() {
           .summary = "synchronous gradient averaging",
           .make = factory_of<AllreduceStrategy>(),
           .options = std::move(options),
-          .elastic = [](const StrategyOptions& o) -> std::string {
-            if (o.dgc) return "dgc = true keeps per-world residuals and runs a codec's all-reduce over the whole world";
-            if (Strategy::compresses(o))
-              return fmt::format("compress = '{}' runs its codec's all-reduce over the whole world", o.compress);
-            if (o.aggregate != "mean")
-              return fmt::format("aggregate = '{}' is sized for the whole world's gradients", o.aggregate);
-            return {};
-          },
+          .elastic =
+              [](const StrategyOptions& o) {
+                return builtin::elastic_without_world_state(
+                    o, "keeps per-world residuals and runs a codec's all-reduce over the whole world",
+                    "runs its codec's all-reduce over the whole world");
+              },
           .sends_gradients = true,
           .robust_aggregate = true,
           .external_optimizer = true};

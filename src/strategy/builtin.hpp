@@ -4,6 +4,7 @@
 // first time the registry is used (a static library would drop self-registering objects).
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fast/strategy/registry.hpp"
@@ -36,6 +37,11 @@ void check_common(const StrategyOptions& options, int workers);
 // strategies: a worker can rejoin without a codec (with one, the links' codec references of the
 // others would not match the newcomer's).
 std::string rejoin_without_codec(const StrategyOptions& options, int rank);
+// strategy.cpp: the elastic check (StrategyRegistration::elastic) of the built-in synchronous
+// strategies that send gradients: dgc, a codec and a robust aggregate keep state sized by the whole
+// world. `dgc_keeps`, `codec_keeps`: what the strategy keeps with them, as a clause ("keeps ...").
+std::string elastic_without_world_state(const StrategyOptions& options, std::string_view dgc_keeps,
+                                        std::string_view codec_keeps);
 // strategy.cpp: the periodic checkpoint check (StrategyRegistration::save_during_run) of the
 // built-in asynchronous strategies: a worker saves alone during the run without a codec or dgc
 // (their links' state changes with every exchange, on both sides).

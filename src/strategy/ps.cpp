@@ -18,6 +18,8 @@ namespace fast::strategy {
 using namespace ps_protocol;
 
 namespace {
+constexpr double kMemberCheckSeconds = 0.05;  // an elastic finish() looks at the members this often
+
 // The mode's declaration (ps_registration) allows only these three; make_strategy checked it.
 PsMode parse_mode(const std::string& mode) {
   if (mode == "sync") return PsMode::sync;
@@ -318,8 +320,13 @@ void PsStrategy::finish(ModelState state) {
                              core::ConstView(std::span<const std::int64_t>(done[static_cast<std::size_t>(k)]))));
   with_servers("finish", [&] { core::wait_all(sends); });
   if (server_running_) {
+    // Every worker is done with this shard. An elastic server waits on the worker's own Context
+    // (server_context()): a member lost meanwhile ends this wait with PeerLost, not the server's.
+    if (elastic_)
+      while (!server_work_.wait(kMemberCheckSeconds))
+        for (int m : comm_.members()) comm_.own_context().ensure_alive(m);
     server_running_ = false;
-    server_work_.wait();  // every worker is done with this shard
+    server_work_.wait();
   }
   comm_.barrier();  // every server has stopped: the shards are final
   if (mode_ == PsMode::sync)
@@ -500,14 +507,12 @@ StrategyRegistration builtin::ps_registration() {
           .save_during_run = &builtin::save_during_run_without_codec,
           // mode sync (the asynchronous modes go on without `elastic`): every worker keeps the servers'
           // state, which the survivors place again (ps.hpp, "Elastic groups").
-          .elastic = [](const StrategyOptions& o) -> std::string {
-            if (o.dgc) return "dgc = true keeps per-world residuals on the workers and reply links on the servers";
-            if (Strategy::compresses(o))
-              return fmt::format("compress = '{}' keeps a reply link per worker on each server", o.compress);
-            if (o.aggregate != "mean")
-              return fmt::format("aggregate = '{}' is sized for the whole world's gradients", o.aggregate);
-            return {};
-          },
+          .elastic =
+              [](const StrategyOptions& o) {
+                return builtin::elastic_without_world_state(
+                    o, "keeps per-world residuals on the workers and reply links on the servers",
+                    "keeps a reply link per worker on each server");
+              },
           .sends_gradients = true,
           .robust_aggregate = StrategyTrait::when("mode", {"sync"})};
 }

@@ -154,8 +154,9 @@ class PsStrategy final : public Strategy {
   ~PsStrategy() override;
 
   std::string_view name() const override { return "ps"; }
-  // Collective: sizes the shards from state.params, opens the window "ps.shards" and, on ranks
-  // below `servers`, starts the server of this rank's shard with its initial values. step() and
+  // Collective: sizes the shards from state.params, opens the window "ps.shards" (not in an elastic
+  // group) and, on ranks below `servers`, starts the server of this rank's shard with its initial
+  // values; a worker joining an elastic group under way does neither (regrouped() will). step() and
   // finish() throw InvalidUsage without it (the Worker's constructor calls it).
   void attach(ModelState state) override;
   // The shard this worker serves (with its optimizer's state) and, with a codec, the common initial
@@ -179,7 +180,10 @@ class PsStrategy final : public Strategy {
   // rounds it closed and with a codec its replies' links ("ps.server.rounds", "ps.server.reply.<w>");
   // the shard's values are the saved parameters' slice. restore_state() puts all of it back before
   // any push (IoError naming `source` for a missing or malformed value). Per-worker push counts,
-  // ssp clocks and shard versions restart at 0 on every worker and server together.
+  // ssp clocks and shard versions restart at 0 on every worker and server together. In an elastic
+  // group every worker saves the replica instead ("ps.replica.optimizer.<k>", its "steps", "ps.clock",
+  // "ps.generation"), and restore_state() takes it at any step boundary (a regrouping, an
+  // admission, a resume); the servers are placed again from it before the next step.
   void save_state(Checkpoint& out) override;
   void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
   // async, ssp, no codec, a worker hosting no server (a server's shard is lost with its host):
