@@ -462,7 +462,10 @@ std::span<const float> PsStrategy::representative_in_place(ModelState state) con
 
 StalenessStats PsStrategy::staleness() const { return server_ ? server_->staleness() : StalenessStats{}; }
 
-std::size_t PsStrategy::state_bytes() const { return (server_ ? server_->state_bytes() : 0) + bytes_of(start_); }
+std::size_t PsStrategy::state_bytes() const {
+  const std::size_t replica = replica_ ? replica_->state_buffers() * replica_->numel() * sizeof(float) : 0;
+  return (server_ ? server_->state_bytes() : 0) + bytes_of(start_) + replica;
+}
 
 std::int64_t PsStrategy::max_clock_lag() const { return server_ ? server_->max_clock_lag() : 0; }
 

@@ -159,8 +159,8 @@ class PsStrategy final : public Strategy {
   // values; a worker joining an elastic group under way does neither (regrouped() will). step() and
   // finish() throw InvalidUsage without it (the Worker's constructor calls it).
   void attach(ModelState state) override;
-  // The shard this worker serves (with its optimizer's state) and, with a codec, the common initial
-  // model.
+  // The shard this worker serves (with its optimizer's state), with a codec the common initial
+  // model, in an elastic group the replica of every shard's optimizer state.
   std::size_t state_bytes() const override;
   StepOutcome step(const StepInput& input) override;
   void representative(ModelState state, std::span<float> out) override;
