@@ -52,7 +52,7 @@ void PsStrategy::take_replies(std::span<float> params) {
 
 // Every member, at the same point of the group's collective sequence, with the same replica and
 // clock: K = min(servers, members) shards on the first K members, each server built from the
-// replica, then the window among the members.
+// replica (no window: ps.hpp, "Elastic groups").
 void PsStrategy::place_servers(std::span<float> params) {
   stop_server();
   server_.reset();

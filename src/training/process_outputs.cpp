@@ -69,6 +69,11 @@ void ProcessOutputs::write_end(double time, const nlohmann::json& summary) {
   if (writer_) writer_->write(metrics::end_record(time, summary));
 }
 
+int first_rank_of_process(const runtime::Context& ctx) {
+  const int local = std::max(1, ctx.local_size());
+  return ctx.rank() - ctx.rank() % local;
+}
+
 ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm, std::uint64_t token) {
   ProcessPlace place;
   place.token_of.assign(static_cast<std::size_t>(ctx.size()), token);
@@ -80,7 +85,7 @@ ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm
     // process an equal, contiguous block of ranks, so the others' places follow from the ranks.
     comm.skip_collective();
     const int local = ctx.local_size();
-    const int first = ctx.rank() - ctx.rank() % local;
+    const int first = first_rank_of_process(ctx);
     for (int w = 0; w < ctx.size(); ++w)
       place.token_of[static_cast<std::size_t>(w)] =
           (w >= first && w < first + local) ? token : static_cast<std::uint64_t>(w / local) ^ ~token;

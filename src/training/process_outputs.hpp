@@ -81,6 +81,10 @@ struct ProcessPlace {
   bool hosts_rank0 = true;
 };
 
+// The lowest rank of this worker's process: every process holds an equal, contiguous block of
+// local_size() ranks (the zmq runtime's placement; the whole world under threads and sim).
+int first_rank_of_process(const runtime::Context& ctx);
+
 // Every worker in one process (threads, sim): no communication. Otherwise (zmq, mpi) a collective:
 // the workers all-gather their process's token.
 ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm, std::uint64_t token);

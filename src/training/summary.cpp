@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include "fast/core/version.hpp"
+#include "process_outputs.hpp"
 
 namespace fast::training {
 
@@ -189,11 +190,9 @@ json build_summary(const SummaryInputs& in) {
   // process's own first when it is such a process (it leads once it took rank 0 back).
   json rejoined = json::array();
   const runtime::Context& ctx = in.communicator.context();
-  if (ctx.joins_run_under_way()) {
-    const int per_process = std::max(1, ctx.local_size());
-    const int first = ctx.rank() / per_process * per_process;
-    for (int w = first; w < first + per_process; ++w) rejoined.push_back(w);
-  }
+  if (ctx.joins_run_under_way())
+    for (int w = first_rank_of_process(ctx); w < first_rank_of_process(ctx) + std::max(1, ctx.local_size()); ++w)
+      rejoined.push_back(w);
   for (const runtime::MembershipEvent& e : ctx.membership_events())
     if (e.joined) rejoined.push_back(e.worker);
   summary["rejoined_workers"] = rejoined;

@@ -160,11 +160,11 @@ void WorkerLoop::report_progress(std::int64_t done, std::int64_t epoch) {
 
 bool WorkerLoop::lead() const { return ctx_.rank() == worker_.communicator().members().front(); }
 
-// Every worker of this process computes the same answer: the zmq runtime gives each process an
-// equal, contiguous block of ranks (local_size() of them).
+// Every worker of this process computes the same answer (first_rank_of_process).
 void WorkerLoop::follow_lead() {
-  const int per_process = std::max(1, ctx_.local_size());
-  outputs_.set_lead(worker_.communicator().members().front() / per_process == ctx_.rank() / per_process);
+  const int first = first_rank_of_process(ctx_);
+  const int lead = worker_.communicator().members().front();
+  outputs_.set_lead(lead >= first && lead < first + std::max(1, ctx_.local_size()));
 }
 
 std::int64_t WorkerLoop::regroup_survivors(const core::PeerLost& lost) {
