@@ -18,15 +18,11 @@
 
 namespace fast::strategy {
 
-namespace {
-constexpr std::size_t kStepsFloats = 2;  // a reply's last floats: the optimizer's step count, as int64 bits
-}  // namespace
-
 void PsStrategy::size_staged() {
   const std::size_t buffers = replica_->state_buffers();
   staged_.resize(static_cast<std::size_t>(servers_));
   for (std::size_t k = 0; k < staged_.size(); ++k)
-    staged_[k].assign((offsets_[k + 1] - offsets_[k]) * (1 + buffers) + kStepsFloats, 0.0f);
+    staged_[k].assign(ps_protocol::elastic_reply_floats(offsets_[k + 1] - offsets_[k], buffers), 0.0f);
 }
 
 // Once every server replied: each reply's shard into the parameters, its optimizer state into the

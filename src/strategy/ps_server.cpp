@@ -64,7 +64,7 @@ void PsServer::start_elastic(std::int64_t clock, std::span<const int> members) {
   for (int m : members) done_[static_cast<std::size_t>(m)] = 0;
   done_count_ = workers_ - static_cast<int>(members.size());
   replicates_ = true;
-  reply_.assign(params_.size() * (1 + optimizer_->state_buffers()) + 2, 0.0f);
+  reply_.assign(elastic_reply_floats(params_.size(), optimizer_->state_buffers()), 0.0f);
 }
 
 void PsServer::run() {

@@ -40,6 +40,13 @@ inline runtime::Tag tag(int shard, std::uint32_t kind, std::uint32_t generation 
                            (kind | generation << 2) & runtime::kMaxTagDetail);
 }
 
+// An elastic group's reply (start_elastic), in floats: the shard, each optimizer state buffer's
+// slice, then the optimizer's step count as the bits of an int64 in two floats.
+inline constexpr std::size_t kStepCountFloats = sizeof(std::int64_t) / sizeof(float);
+inline std::size_t elastic_reply_floats(std::size_t shard, std::size_t state_buffers) {
+  return shard * (1 + state_buffers) + kStepCountFloats;
+}
+
 // Request header: wire::PsRequest (include/fast/wire/requests.hpp), sent as its i64 words.
 using Request = wire::PsRequest;
 inline constexpr std::size_t kHeaderLen = Request::kWords;
@@ -98,12 +105,9 @@ class PsServer {
   void set_aggregate(const Aggregate& aggregate) { aggregate_ = aggregate; }
   // Elastic sync (ps.hpp, "Elastic groups"), before run(): the rounds start at push count `clock`
   // for every worker, the workers outside `members` count as done, and every reply carries the
-  // shard's optimizer state after the round besides its values (reply_floats() floats: the shard,
-  // each state buffer's slice, then the optimizer's step count as the bits of an int64 in two
-  // floats), so that every worker holds what a new server of the shard needs.
+  // shard's optimizer state after the round besides its values (ps_protocol::elastic_reply_floats),
+  // so that every worker holds what a new server of the shard needs.
   void start_elastic(std::int64_t clock, std::span<const int> members);
-  // The length of a reply, in floats (sync).
-  std::size_t reply_floats() const noexcept { return reply_.size(); }
   // The server loop: serves requests until every worker sent `done`, or a stop request from its
   // own rank arrives. Throws on a protocol violation or when the world fails. async / ssp: a
   // worker the runtime reports lost (Context::alive) counts as done; its unfinished request is
