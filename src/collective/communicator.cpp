@@ -88,6 +88,11 @@ void Communicator::regroup(std::vector<int> members, std::uint32_t next_sequence
 
 bool Communicator::lost_since_formed(int rank) const { return runtime::lost_since(own_, rank, formed_at_); }
 
+void Communicator::after_next_send(std::function<void()> then) {
+  FAST_ENFORCE_AS(core::InvalidUsage, watch_ != nullptr, "Communicator::after_next_send: needs an elastic group");
+  watch_->after_next_send(std::move(then));
+}
+
 runtime::NativeCollectives* Communicator::native() const {
   if (group_size() != ctx_.size()) return nullptr;
   return ctx_.native_collectives();

@@ -88,7 +88,14 @@ core::Work MemberWatch::watched(core::Work work) {
 }
 
 core::Work MemberWatch::send(int peer, runtime::Tag tag, core::ConstView data) {
-  return watched(inner_.send(peer, tag, data));
+  core::Work work = inner_.send(peer, tag, data);
+  if (after_next_send_) {
+    const std::function<void()> then = std::move(after_next_send_);
+    after_next_send_ = nullptr;
+    (void)work.wait(inner_.operation_time_limit());
+    then();
+  }
+  return watched(std::move(work));
 }
 
 core::Work MemberWatch::recv(int peer, runtime::Tag tag, core::MutableView dst, runtime::Combine combine) {

@@ -17,6 +17,7 @@
 // member list is read by waits and changed only between collectives (Communicator::regroup), by the
 // worker's main activity.
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -35,6 +36,9 @@ class MemberWatch final : public runtime::Context {
       : inner_(inner), members_(members), formed_at_(formed_at) {}
 
   runtime::Context& inner() noexcept { return inner_; }
+  // A testing aid (fault injection): the next send() waits until its message left (at most the
+  // operation time limit), then calls `then` once, before it returns (`then` may end the process).
+  void after_next_send(std::function<void()> then) { after_next_send_ = std::move(then); }
   // PeerLost naming the first member (in rank order) that is lost, if one is; `what` is the
   // operation that noticed it.
   void check_members(const char* what) const;
@@ -80,6 +84,7 @@ class MemberWatch final : public runtime::Context {
   runtime::Context& inner_;
   const std::vector<int>& members_;
   const double& formed_at_;
+  std::function<void()> after_next_send_;  // after_next_send(); empty: none
 };
 
 }  // namespace fast::collective::detail

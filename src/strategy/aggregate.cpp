@@ -189,22 +189,25 @@ FaultInjection FaultInjection::parse(const std::string& spec, int workers) {
   if (spec.empty()) return fault;
   const std::size_t at = spec.find('@');
   FAST_ENFORCE(at != std::string::npos && at + 1 < spec.size(),
-               "fault_inject '{}': expected KIND@W1,W2,... (KIND nan, zeros, scale:FACTOR, exit-while-admitting or "
-               "exit-while-checkpointing)",
+               "fault_inject '{}': expected KIND@W1,W2,... (KIND nan, zeros, scale:FACTOR, exit-while-admitting, "
+               "exit-while-agreeing or exit-while-checkpointing)",
                spec);
   const std::string kind = spec.substr(0, at);
+  fault.kind_name_ = kind;
   if (kind == "nan") {
     fault.kind_ = Kind::nan;
   } else if (kind == "zeros") {
     fault.kind_ = Kind::zeros;
   } else if (kind == "exit-while-admitting") {
     fault.kind_ = Kind::exit_while_admitting;
+  } else if (kind == "exit-while-agreeing") {
+    fault.kind_ = Kind::exit_while_agreeing;
   } else if (kind == "exit-while-checkpointing") {
     fault.kind_ = Kind::exit_while_checkpointing;
   } else {
     FAST_ENFORCE(kind.rfind("scale:", 0) == 0,
-                 "fault_inject '{}': unknown kind '{}'; expected nan, zeros, scale:FACTOR, exit-while-admitting or "
-                 "exit-while-checkpointing",
+                 "fault_inject '{}': unknown kind '{}'; expected nan, zeros, scale:FACTOR, exit-while-admitting, "
+                 "exit-while-agreeing or exit-while-checkpointing",
                  spec, kind);
     const std::string factor = kind.substr(6);
     char* end = nullptr;
@@ -223,13 +226,15 @@ FaultInjection FaultInjection::parse(const std::string& spec, int workers) {
   return fault;
 }
 
-bool FaultInjection::exits_while_admitting(int rank) const {
-  return exits_while_admitting() && std::find(ranks_.begin(), ranks_.end(), rank) != ranks_.end();
+bool FaultInjection::kills(Kind kind, int rank) const {
+  return active() && kind_ == kind && std::find(ranks_.begin(), ranks_.end(), rank) != ranks_.end();
 }
 
-bool FaultInjection::exits_while_checkpointing(int rank) const {
-  return exits_while_checkpointing() && std::find(ranks_.begin(), ranks_.end(), rank) != ranks_.end();
-}
+bool FaultInjection::exits_while_admitting(int rank) const { return kills(Kind::exit_while_admitting, rank); }
+
+bool FaultInjection::exits_while_agreeing(int rank) const { return kills(Kind::exit_while_agreeing, rank); }
+
+bool FaultInjection::exits_while_checkpointing(int rank) const { return kills(Kind::exit_while_checkpointing, rank); }
 
 void FaultInjection::kill_process(const std::string& what) {
   core::log(core::LogLevel::warn, "fault_inject: {}", what);

@@ -59,7 +59,9 @@ std::vector<StrategyOption> common_options() {
                             "Make workers faulty, for tests and demonstrations: KIND@W1,W2 with KIND nan, zeros or "
                             "scale:FACTOR (e.g. scale:-100@4: worker 4 sends -100 x its gradient), or "
                             "exit-while-admitting (elastic runs: the worker kills itself while the members admit a "
-                            "worker taken back) or exit-while-checkpointing (with checkpoint_dir: "
+                            "worker taken back), exit-while-agreeing (elastic runs: the worker kills itself inside "
+                            "the members' agreement to admit one, after its first message of it) or "
+                            "exit-while-checkpointing (with checkpoint_dir: "
                             "the worker kills itself once its file of the first checkpoint is written, before the "
                             "manifest); empty: none (docs/faults.md)."),
   };

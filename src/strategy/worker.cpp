@@ -122,10 +122,10 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
                "options (StrategyRegistration::asynchronous, fast/strategy/registry.hpp)",
                options.strategy.name, strategy_->asynchronous() ? "asynchronous" : "synchronous",
                declared_asynchronous ? "asynchronous" : "synchronous");
-  FAST_ENFORCE(!fault_.exits_while_admitting() || comm_.elastic(),
-               "fault_inject '{}': exit-while-admitting needs an elastic run (elastic = true, --elastic): only "
-               "an elastic synchronous run admits a worker taken back",
-               options.strategy.fault_inject);
+  FAST_ENFORCE(!fault_.needs_elastic() || comm_.elastic(),
+               "fault_inject '{}': {} needs an elastic run (elastic = true, --elastic): only an elastic synchronous "
+               "run admits a worker taken back",
+               options.strategy.fault_inject, fault_.kind_name());
   strategy_->attach(state_);
   // Every worker takes the same branch (same strategy), so the window's creation stays collective.
   if (strategy_->asynchronous() && strategy_->replica_window() == nullptr) {

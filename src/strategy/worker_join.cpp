@@ -6,10 +6,11 @@
 // later admission):
 //   1. every member sends J the header [S, rounds, source, members with J...]; the source (the
 //      group's first member) also sends its state (Worker::save, encoded, after S);
-//   2. J takes the first header of S larger than any it took before, then the source's state of S,
-//      watching every member named in the header;
-//   3. J sends every member one word: [S, ready] once it holds the state, [S, abort] when a member
-//      was lost before (the source, or any other);
+//   2. J takes the first header of S larger than any it took before, then the header of S of every
+//      other member it names and the source's state of S, watching every member named;
+//   3. J sends every member one word: [S, ready] once it holds every header and the state, [S,
+//      abort] when a member was lost before (the source, or any other), or when a header of a later
+//      admission came first (J then takes that one);
 //   4. a member waits for the word of S only, watching J alone: ready, or J lost without a word,
 //      and it counts J in; abort, and it keeps its group. After an abort J waits for the next
 //      admission.
@@ -17,11 +18,13 @@
 // word to a member whose agreement failed) is skipped. Every member thus leaves with the same
 // group, or with groups that differ only by J where J is lost; and an abort means a member is
 // lost, which every member's next collective sees (it is in every group), so the survivors regroup
-// (Worker::regroup_survivors) as after any loss. Watching every member also covers an agreement
-// that completed on some members only (a loss inside its all-gather) when J sees the loss before
-// the state arrives: those wait for J's word, the others regroup, and J aborts (otherwise J joins
-// some members only: docs/faults.md, "Not handled yet"). Each wait ends with the loss of a peer it
-// watches, never at the operation time limit (but J's wait for a header: the next admission).
+// (Worker::regroup_survivors) as after any loss. Waiting for every member's header covers an
+// agreement that completed on some members only (a loss inside its all-gather): the members whose
+// all-gather failed send no header and regroup, so J never holds every header; it aborts once it
+// sees the member lost in the all-gather (a member named in the header), and the members that
+// completed it, which wait for J's word, keep their group and regroup with the others. Each wait
+// ends with the loss of a peer it watches, never at the operation time limit (but J's wait for the
+// first header: the next admission).
 
 #include <algorithm>
 #include <array>
@@ -168,6 +171,41 @@ JoinHeader parse_header(const core::Buffer& buffer, int from, int self, int worl
   return out;
 }
 
+// A header that a wait for the headers of one admission received from a later admission's member.
+struct LaterHeader {
+  core::Buffer header;
+  int from = -1;
+};
+
+// Waits for the header of admission `h` from every member of `others` but `from` (who sent `h`),
+// watching those it waits for; skips older headers. True once all came, each naming the same
+// group, source and rounds as `h`; false when one of them was lost first (since `since`) or a
+// header of a later admission came (kept in `later`). InvalidArgument for a malformed header or
+// one that names another group.
+bool headers_of(runtime::Context& ctx, const JoinHeader& h, int from, const std::vector<int>& others, double since,
+                std::optional<LaterHeader>& later) {
+  std::vector<int> missing = others;
+  std::erase(missing, from);
+  while (!missing.empty()) {
+    core::Buffer buffer;
+    int sender = -1;
+    core::Work work = posted([&] { return ctx.recv_any(kJoinHeader, buffer, sender); });
+    if (!settled(ctx, work, missing, since, "the members' headers")) return false;
+    const JoinHeader g = parse_header(buffer, sender, ctx.rank(), ctx.size());
+    if (g.sequence < h.sequence) continue;  // an earlier admission's
+    if (g.sequence > h.sequence) {
+      later = LaterHeader{std::move(buffer), sender};
+      return false;
+    }
+    FAST_ENFORCE_AS(core::InvalidArgument, g.members == h.members && g.source == h.source && g.rounds == h.rounds,
+                    "join: worker {} sent a header of admission {} that differs from worker {}'s (group, source "
+                    "{} against {}, rounds {} against {})",
+                    sender, g.sequence, from, g.source, h.source, g.rounds, h.rounds);
+    std::erase(missing, sender);
+  }
+  return true;
+}
+
 // exit-while-admitting (StrategyOptions::fault_inject): the process kills itself, as a crash
 // would, after kSettle seconds: the last messages of the agreement's all-gather then reach the
 // other members, so the loss falls inside the admission (a loss inside the all-gather fails the
@@ -226,11 +264,18 @@ Regrouping Worker::join_group() {
   FAST_ENFORCE_AS(core::InvalidUsage, comm_.elastic() && comm_.joining() && !finished_,
                   "Worker::join_group: needs an elastic communicator in joining mode, before finish()");
   runtime::Context& ctx = comm_.own_context();
-  std::int64_t taken = -1;  // the sequence of the last header taken: older ones are left over
+  std::int64_t taken = -1;           // the sequence of the last header taken: older ones are left over
+  std::optional<LaterHeader> later;  // a later admission's header, met while waiting for others
   for (;;) {
     core::Buffer first;
     int from = -1;
-    ctx.recv_any(kJoinHeader, first, from).wait();  // bounded by the operation time limit
+    if (later) {
+      first = std::move(later->header);
+      from = later->from;
+      later.reset();
+    } else {
+      ctx.recv_any(kJoinHeader, first, from).wait();  // bounded by the operation time limit
+    }
     const JoinHeader h = parse_header(first, from, comm_.rank(), comm_.size());
     if (static_cast<std::int64_t>(h.sequence) <= taken) continue;  // another member's of an admission taken
     taken = h.sequence;
@@ -238,7 +283,8 @@ Regrouping Worker::join_group() {
     const double since = ctx.now();
     std::vector<int> others = h.members;
     std::erase(others, comm_.rank());
-    const std::optional<core::Buffer> state = state_of(ctx, h.source, others, h.sequence, since);
+    std::optional<core::Buffer> state;
+    if (headers_of(ctx, h, from, others, since, later)) state = state_of(ctx, h.source, others, h.sequence, since);
     // The state is taken before the word: a state that does not fit ends this process (IoError),
     // whose loss the members then see like any other.
     if (state) {
@@ -256,9 +302,17 @@ Regrouping Worker::join_group() {
     for (auto& [m, w] : told) (void)settled(ctx, w, m, since, "the word to a member");
     if (!state) {
       const int lost = first_lost(ctx, others, since);
-      core::log(core::LogLevel::warn,
-                "elastic: worker {} lost before worker {} had the state of worker {}; it waits for the next admission",
-                lost >= 0 ? fmt::format("{}", lost) : std::string("of the group"), comm_.rank(), h.source);
+      if (lost >= 0 || !later)
+        core::log(core::LogLevel::warn,
+                  "elastic: worker {} lost before worker {} had the state of worker {}; it waits for the next "
+                  "admission",
+                  lost >= 0 ? fmt::format("{}", lost) : std::string("of the group"), comm_.rank(), h.source);
+      else
+        core::log(core::LogLevel::warn,
+                  "elastic: the members began admission {} before worker {} had every header of admission {}; it "
+                  "takes the later one",
+                  parse_header(later->header, later->from, comm_.rank(), comm_.size()).sequence, comm_.rank(),
+                  h.sequence);
       continue;
     }
     membership_rounds_ = h.rounds;

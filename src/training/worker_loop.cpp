@@ -12,6 +12,18 @@
 
 namespace fast::training {
 
+namespace {
+// exit-while-agreeing (StrategyOptions::fault_inject), called once this member's first message of
+// the agreement to admit `joiner` left: half a second later (that message then reached its member,
+// the others wait for the rest) the process kills itself, as a crash would, so the agreement's
+// all-gather completes on some members only.
+[[noreturn]] void exit_while_agreeing(runtime::Context& ctx, int joiner) {
+  ctx.sleep(0.5);
+  strategy::FaultInjection::kill_process(fmt::format(
+      "worker {} kills itself inside the agreement to admit worker {} (exit-while-agreeing)", ctx.rank(), joiner));
+}
+}  // namespace
+
 WorkerLoop::WorkerLoop(runtime::Context& ctx, strategy::Worker& worker, runtime::Slowdown& slowdown, ModelSide& model,
                        ProcessOutputs& outputs, const LoopPlan& plan)
     : ctx_(ctx),
@@ -207,6 +219,9 @@ void WorkerLoop::admit_joiners(std::int64_t done) {
   for (int r = 0; r < ctx_.size() && mine < 0; ++r)
     if (!std::binary_search(members.begin(), members.end(), r) && ctx_.alive(r)) mine = r;
   std::vector<double> seen(static_cast<std::size_t>(comm.group_size()));
+  const strategy::FaultInjection& fault = worker_.fault_injection();
+  if (mine >= 0 && fault.exits_while_agreeing(ctx_.rank()) && !ctx_.joins_run_under_way())
+    comm.after_next_send([this, joiner = static_cast<int>(mine)] { exit_while_agreeing(ctx_, joiner); });
   comm.allgather(core::ConstView(std::span<const double>(&mine, 1)), core::MutableView(std::span<double>(seen)));
   if (seen.front() < 0 || std::any_of(seen.begin(), seen.end(), [&](double v) { return v != seen.front(); })) return;
   const int joiner = static_cast<int>(seen.front());

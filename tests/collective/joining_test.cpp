@@ -142,6 +142,28 @@ TEST(Joining, AWindowOfUnequalLengthsTakesThemFromJoiningNumel) {
   });
 }
 
+// Communicator::after_next_send, the fault injection of an elastic group (exit-while-agreeing):
+// the hook runs once, in the first send of the next collective, after that message left (here: its
+// receiver has it), and the collective goes on; groups that are not elastic refuse it.
+TEST(Joining, AfterNextSendRunsOnceInTheNextCollectivesFirstSend) {
+  runtime::threads::World world({.size = 2, .op_timeout_seconds = 60});
+  world.run([](Context& ctx) {
+    const int r = ctx.rank();
+    fast::testing::expect_error<core::InvalidUsage>([&] { Communicator(ctx).after_next_send([] {}); },
+                                                    {"after_next_send", "elastic group"});
+    Communicator comm(ctx, {.elastic = true});
+    int calls = 0;
+    if (r == 0) comm.after_next_send([&] { ++calls; });
+    for (int k = 0; k < 2; ++k) {
+      const std::vector<double> mine{static_cast<double>(r + 10 * k)};
+      std::vector<double> all(2);
+      comm.allgather(core::ConstView(std::span<const double>(mine)), core::MutableView(std::span<double>(all)));
+      EXPECT_EQ(all, (std::vector<double>{10.0 * k, 1 + 10.0 * k}));
+      EXPECT_EQ(calls, r == 0 ? 1 : 0) << "after collective " << k;
+    }
+  });
+}
+
 TEST(Joining, ContextsOfEveryRuntimeButARejoinDoNotJoin) {
   runtime::threads::World world({.size = 2, .op_timeout_seconds = 60});
   world.run([](Context& ctx) {

@@ -144,6 +144,22 @@ TEST(FaultInjection, ExitWhileAdmittingNamesItsWorkersAndLeavesGradientsAlone) {
   EXPECT_FALSE(FaultInjection::parse("", 1).exits_while_admitting());
   fast::testing::expect_error<core::InvalidArgument>([] { FaultInjection::parse("exit-while-admitting@4", 4); },
                                                      {"worker 4", "[0, 4)"});
+  EXPECT_TRUE(exits.needs_elastic());
+  EXPECT_FALSE(exits.exits_while_agreeing(0));
+  EXPECT_FALSE(scale.needs_elastic());
+}
+
+// exit-while-agreeing: the other kind of an admission, which only an elastic run has.
+TEST(FaultInjection, ExitWhileAgreeingNamesItsWorkers) {
+  const FaultInjection agrees = FaultInjection::parse("exit-while-agreeing@1", 3);
+  EXPECT_TRUE(agrees.exits_while_agreeing());
+  EXPECT_TRUE(agrees.needs_elastic());
+  EXPECT_EQ(agrees.kind_name(), "exit-while-agreeing");
+  EXPECT_EQ((std::vector<bool>{agrees.exits_while_agreeing(0), agrees.exits_while_agreeing(1),
+                               agrees.exits_while_agreeing(2)}),
+            (std::vector<bool>{false, true, false}));
+  EXPECT_FALSE(agrees.exits_while_admitting(1));
+  EXPECT_FALSE(agrees.exits_while_checkpointing(1));
 }
 
 // W workers minimise 1/2 ||x - c||^2 with one centre c (testing::centre(0, i)), from x = 0, for

@@ -379,6 +379,12 @@ TEST(ElasticTraining, ExitWhileAdmittingNeedsAnElasticCommunicator) {
     fast::testing::expect_error<core::InvalidArgument>(
         [&] { Worker(ctx, {.strategy = fault, .optimizer = {.name = "sgd", .lr = 0.1}}, {.params = x, .grads = g}); },
         {"fault_inject 'exit-while-admitting@0'", "needs an elastic run"});
+    const StrategyOptions agreeing{.name = "allreduce", .fault_inject = "exit-while-agreeing@0"};
+    fast::testing::expect_error<core::InvalidArgument>(
+        [&] {
+          Worker(ctx, {.strategy = agreeing, .optimizer = {.name = "sgd", .lr = 0.1}}, {.params = x, .grads = g});
+        },
+        {"fault_inject 'exit-while-agreeing@0'", "exit-while-agreeing needs an elastic run"});
     Worker elastic(ctx, {.strategy = fault, .optimizer = {.name = "sgd", .lr = 0.1}, .communicator = {.elastic = true}},
                    {.params = x, .grads = g});
     elastic.step();

@@ -33,6 +33,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -103,6 +104,10 @@ class Communicator {
   // The worker's own Context, never watched (the membership agreement talks through it).
   runtime::Context& own_context() const noexcept { return own_; }
   bool elastic() const noexcept { return watch_ != nullptr; }
+  // Elastic groups, a testing aid (fault injection, docs/faults.md): the next message a collective
+  // sends waits until it left, then calls `then` once (which may end the process). InvalidUsage
+  // without an elastic group.
+  void after_next_send(std::function<void()> then);
   // This worker's rank and the number of workers in the world (not in the group).
   int rank() const { return ctx_.rank(); }
   int size() const { return ctx_.size(); }

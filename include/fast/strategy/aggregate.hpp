@@ -85,11 +85,12 @@ void average_rows(std::span<const float> rows, std::span<const int> selected, st
 // every exchange, by NaNs, by zeros, or by FACTOR times itself. The testing aids of lost workers
 // (docs/faults.md) make those workers' processes kill themselves (SIGKILL, kill_process()):
 // exit-while-admitting in Worker::admit, right after the members agreed to admit a worker taken
-// back and before they send it anything (the Worker refuses it without an elastic Communicator);
-// exit-while-checkpointing once its file of the first checkpoint it writes is in place, before the
-// workers check together that every file was written (the manifest is never written; the run
-// needs checkpoint_dir: a periodic checkpoint, or else the final one). "" injects nothing. parse(): InvalidArgument naming
-// the spec for a bad one.
+// back and before they send it anything; exit-while-agreeing inside that agreement's all-gather,
+// once its first message of it left, so that the all-gather completes on some members only (both:
+// the Worker refuses them without an elastic Communicator); exit-while-checkpointing once its file of the first
+// checkpoint it writes is in place, before the workers check together that every file was written (the manifest is
+// never written; the run needs checkpoint_dir: a periodic checkpoint, or else the final one). "" injects nothing.
+// parse(): InvalidArgument naming the spec for a bad one.
 class FaultInjection {
  public:
   static FaultInjection parse(const std::string& spec, int workers);
@@ -100,6 +101,13 @@ class FaultInjection {
   // Whether the kind is exit-while-admitting (any worker), and whether `rank` is one it kills.
   bool exits_while_admitting() const noexcept { return active() && kind_ == Kind::exit_while_admitting; }
   bool exits_while_admitting(int rank) const;
+  // The same for exit-while-agreeing.
+  bool exits_while_agreeing() const noexcept { return active() && kind_ == Kind::exit_while_agreeing; }
+  bool exits_while_agreeing(int rank) const;
+  // Whether the kind fires in an admission only (exit-while-admitting, exit-while-agreeing), which
+  // only an elastic run has; and the kind as the spec names it.
+  bool needs_elastic() const noexcept { return exits_while_admitting() || exits_while_agreeing(); }
+  const std::string& kind_name() const noexcept { return kind_name_; }
   // The same for exit-while-checkpointing.
   bool exits_while_checkpointing() const noexcept { return active() && kind_ == Kind::exit_while_checkpointing; }
   bool exits_while_checkpointing(int rank) const;
@@ -108,9 +116,18 @@ class FaultInjection {
   [[noreturn]] static void kill_process(const std::string& what);
 
  private:
-  enum class Kind { nan, zeros, scale, exit_while_admitting, exit_while_checkpointing } kind_ = Kind::scale;
+  enum class Kind {
+    nan,
+    zeros,
+    scale,
+    exit_while_admitting,
+    exit_while_agreeing,
+    exit_while_checkpointing
+  } kind_ = Kind::scale;
+  bool kills(Kind kind, int rank) const;
   bool changes_gradients() const noexcept { return kind_ == Kind::nan || kind_ == Kind::zeros || kind_ == Kind::scale; }
   double factor_ = 1;
+  std::string kind_name_;
   std::vector<int> ranks_;
 };
 

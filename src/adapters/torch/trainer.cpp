@@ -168,10 +168,10 @@ void validate_elastic_bounds(const TrainOptions& o, int world) {
 void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s) {
   validate_elastic_bounds(o, workers_before_launch(o));
   const auto fault = strategy::FaultInjection::parse(s.fault_inject, std::numeric_limits<int>::max());
-  FAST_ENFORCE(o.elastic || !fault.exits_while_admitting(),
-               "fault_inject '{}': exit-while-admitting set without elastic; expected elastic = true (--elastic): "
-               "only an elastic synchronous run admits a worker taken back",
-               s.fault_inject);
+  FAST_ENFORCE(o.elastic || !fault.needs_elastic(),
+               "fault_inject '{}': {} set without elastic; expected elastic = true (--elastic): only an elastic "
+               "synchronous run admits a worker taken back",
+               s.fault_inject, fault.kind_name());
   FAST_ENFORCE(!o.checkpoint_dir.empty() || !fault.exits_while_checkpointing(),
                "fault_inject '{}': exit-while-checkpointing set without checkpoint_dir; expected a folder to write "
                "checkpoints to (--checkpoint-dir): a run that writes none never injects it",
