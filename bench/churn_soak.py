@@ -14,16 +14,18 @@ Checks, printed as a table and in --out (JSON):
     kill and answers every rejoin, between the first and the last kill: at most 10% more.
 
 With --elastic, the same soak for a synchronous run (docs/faults.md, "Elastic synchronous training"):
-`fast launch -n 4 --restart N -- fast train --runtime zmq --strategy allreduce --elastic --epochs E`;
-every --period seconds for --minutes one worker process (ranks 1, 2, 3 in turn) is killed with SIGKILL
-and fast launch starts it again at once; it joins the survivors at a step boundary. The run then ends by
-itself. Checks: every restarted process logs "joined the run at step" within --rejoin-limit seconds,
-the run ends with exit code 0 and 4 live workers whose parameters are equal (param_hash_per_worker),
-worker 0's VmRSS grows by at most 10% from the first kill to the last, and the final accuracy is
-within 1 point of the same run without churn (under `threads`, whose synchronous runs end as zmq's do).
+`fast launch -n 4 --restart N -- fast train --runtime zmq --strategy S --elastic --epochs E` (S:
+--strategy, allreduce or `ps --mode sync --servers 2`); every --period seconds for --minutes one worker
+process (--kill-ranks in turn, by default 0, 1, 2: process 0 serves the rendezvous and, with ps, hosts
+a server) is killed with SIGKILL and fast launch starts it again at once; it joins the survivors at a
+step boundary. The run then ends by itself. Checks: every restarted process logs "joined the run at
+step" within --rejoin-limit seconds, the run ends with exit code 0 and 4 live workers whose parameters
+are equal (param_hash_per_worker), the VmRSS of the lowest rank never killed (the watched process) grows
+by at most 10% from the first kill to the last, and the final accuracy is within 1 point of the same
+run without churn (under `threads`, whose synchronous runs end as zmq's do).
 
-Usage: bench/churn_soak.py --fast BUILD/bin/fast [--elastic [--epochs E]] [--minutes 10] [--period 30]
-                           [--out FILE]
+Usage: bench/churn_soak.py --fast BUILD/bin/fast [--elastic [--epochs E] [--strategy allreduce|ps]
+                           [--kill-ranks 0,1,2]] [--minutes 10] [--period 30] [--out FILE]
 Needs FAST_DATA_DIR (Fashion-MNIST). Standard library only. Every process it starts is in one process
 group, killed at the end whatever happens.
 """
@@ -80,7 +82,13 @@ def elastic_soak(a, fast):
     """The synchronous soak (--elastic): fast launch --restart restarts every killed process, which
     joins at a step boundary; the run ends by itself. Returns the result dict."""
     work = tempfile.mkdtemp(prefix="fast-churn-soak-")
-    common = ["--strategy", "allreduce", "--model", "mlp", "--batch", "64", "--epochs", str(a.epochs),
+    strategy = ["--strategy", "allreduce"] if a.strategy == "allreduce" else \
+        ["--strategy", "ps", "--mode", "sync", "--servers", "2"]
+    victims = [int(r) for r in a.kill_ranks.split(",")]
+    if not victims or any(r < 0 or r > 3 for r in victims) or len(set(victims)) == 4:
+        sys.exit(f"churn_soak: --kill-ranks {a.kill_ranks}: expected ranks among 0-3, at least one of them not killed")
+    watched = min(set(range(4)) - set(victims))
+    common = strategy + ["--model", "mlp", "--batch", "64", "--epochs", str(a.epochs),
               "--seed", "3", "--eval-every", "0", "--progress", "never"]
     kills = int(a.minutes * 60 / a.period)
     train = [fast, "train", "--runtime", "zmq", "--elastic", "--slowdown", "12,12,12,12", "--peer-timeout", "2",
@@ -88,7 +96,8 @@ def elastic_soak(a, fast):
     launch_log = os.path.join(work, "launch.log")
     launch = subprocess.Popen([fast, "launch", "-n", "4", "--restart", str(kills), "--grace", "600", "--"] + train,
                               cwd=work, stdout=open(launch_log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
-    result = {"mode": "elastic allreduce", "kills": [], "ok": False}
+    result = {"mode": f"elastic {' '.join(strategy[1:])}", "killed_ranks": victims, "watched_rank": watched,
+              "kills": [], "ok": False}
     try:
         deadline = time.time() + 120
         while len(pids_by_rank(read(launch_log))) < 4 and time.time() < deadline:
@@ -99,9 +108,9 @@ def elastic_soak(a, fast):
         t_end = time.time() + a.minutes * 60 - a.period
         k = 0
         while time.time() < t_end and launch.poll() is None:
-            rank = 1 + k % 3
+            rank = victims[k % len(victims)]
             pids = pids_by_rank(read(launch_log))  # the newest pid of each rank: restarts print theirs
-            rss0 = rss_kib(pids[0])
+            rss0 = rss_kib(pids[watched])
             joined_before = read(launch_log).count(f"[{rank}] [fast warn] elastic: worker {rank} joined the run")
             os.kill(pids[rank], signal.SIGKILL)
             t_kill = time.time()
@@ -114,8 +123,8 @@ def elastic_soak(a, fast):
             seconds = time.time() - t_kill
             k += 1
             result["kills"].append({"kill": k, "rank": rank, "joined": joined,
-                                    "kill_to_join_seconds": round(seconds, 2), "rss_kib_worker0_before_kill": rss0})
-            print(f"kill {k:2d}: rank {rank}, joined {joined} after {seconds:5.1f} s, worker 0 VmRSS {rss0} KiB",
+                                    "kill_to_join_seconds": round(seconds, 2), "rss_kib_watched_before_kill": rss0})
+            print(f"kill {k:2d}: rank {rank}, joined {joined} after {seconds:5.1f} s, worker {watched} VmRSS {rss0} KiB",
                   flush=True)
             if not joined:
                 break
@@ -126,14 +135,14 @@ def elastic_soak(a, fast):
         subprocess.run([fast, "train", "--runtime", "threads", "--workers", "4", "--summary", reference_summary] +
                        common, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, check=True)
         reference = json.load(open(reference_summary))
-        rss = [x["rss_kib_worker0_before_kill"] for x in result["kills"] if x["rss_kib_worker0_before_kill"]]
+        rss = [x["rss_kib_watched_before_kill"] for x in result["kills"] if x["rss_kib_watched_before_kill"]]
         growth = rss[-1] / rss[0] - 1 if len(rss) >= 2 else None
         hashes = summary.get("param_hash_per_worker", [])
         result.update({"exit_code": code, "live_workers": summary.get("live_workers"),
                        "equal_parameters": len(hashes) == 4 and len(set(hashes)) == 1,
                        "final_accuracy": summary.get("final_accuracy"),
                        "final_accuracy_without_churn": reference.get("final_accuracy"),
-                       "rss_growth_worker0_first_to_last_kill": growth,
+                       "rss_growth_watched_first_to_last_kill": growth,
                        "all_joined": all(x["joined"] for x in result["kills"]) and len(result["kills"]) > 0})
         accuracy_ok = (summary.get("final_accuracy") is not None and
                        abs(summary["final_accuracy"] - reference["final_accuracy"]) <= 0.01)
@@ -142,7 +151,7 @@ def elastic_soak(a, fast):
         print(f"\nelastic churn soak: {len(result['kills'])} kills (every {a.period:g} s), all joined: "
               f"{result['all_joined']}; launch exit code {code}; live workers {summary.get('live_workers')}; "
               f"equal parameters: {result['equal_parameters']}; final accuracy {summary.get('final_accuracy')} "
-              f"against {reference.get('final_accuracy')} without churn; worker 0 VmRSS "
+              f"against {reference.get('final_accuracy')} without churn; worker {watched} VmRSS "
               f"{'n/a' if growth is None else f'{100 * growth:+.1f}%'} from the first kill to the last (limit +10%)")
         print("PASS" if result["ok"] else "FAIL")
     finally:
@@ -170,7 +179,11 @@ def main():
     p.add_argument("--restart-after", type=float, default=5, help="seconds from a kill to the restart (default 5)")
     p.add_argument("--rejoin-limit", type=float, default=60, help="seconds a restarted process may take to rejoin")
     p.add_argument("--elastic", action="store_true",
-                   help="the synchronous soak: allreduce --elastic, restarted by fast launch --restart")
+                   help="the synchronous soak: --strategy with --elastic, restarted by fast launch --restart")
+    p.add_argument("--strategy", choices=["allreduce", "ps"], default="allreduce",
+                   help="--elastic: allreduce (default) or ps (`ps --mode sync --servers 2`)")
+    p.add_argument("--kill-ranks", default="0,1,2",
+                   help="--elastic: the ranks killed in turn (default 0,1,2); the lowest other rank is watched")
     p.add_argument("--epochs", type=int, default=150,
                    help="--elastic: epochs of the run, enough to outlast the soak (default 150)")
     p.add_argument("--out", help="write the results as JSON here")

@@ -21,8 +21,9 @@
 #   (k) churn soak (bench/churn_soak.py; no peer: the ratio is worker 0's resident memory at the last
 #       kill over the first): an adpsgd run of 4 zmq processes, one killed every 30 s and started again
 #       5 s later for 10 minutes (BENCH_QUICK: 1 minute, every 15 s); every restart must rejoin. Then the
-#       same churn on an elastic allreduce run (--elastic) restarted by fast launch --restart: every
-#       restart joins, 4 equal workers at the end, accuracy within 1 point of the run without churn
+#       same churn over ranks 0-2 on elastic allreduce and ps sync runs (--elastic) restarted by fast launch
+#       --restart: every restart joins, 4 equal workers at the end, accuracy within 1 point of the run
+#       without churn
 #   (l) simulation at scale (bench/sim_scale.py): dpsgd on a torus of 256 and 1,024 simulated workers, mlp,
 #       one epoch at >= 5 steps per worker vs the same samples trained by one worker under threads; the
 #       256-worker run with sim_threads 1, 2, 4, ... up to the cores; each strategy's memory floor and peak
@@ -512,12 +513,14 @@ if wants k; then
   [[ $QUICK == 1 ]] && soak=(--minutes 1 --period 15)
   run k_churn_soak "$PY" "$ROOT/bench/churn_soak.py" --fast "$BIN/fast" "${soak[@]}" --out "$RAW/k_churn_soak.json"
   tail -n 4 "$RAW/k_churn_soak.log" | tee -a "$LOG"
-  note "(k) elastic churn soak: allreduce --elastic, 4 zmq processes, a kill (SIGKILL) every period, fast launch --restart"
   elastic=(--epochs 110)
   [[ $QUICK == 1 ]] && elastic=(--epochs 12)
-  run k_elastic_soak "$PY" "$ROOT/bench/churn_soak.py" --fast "$BIN/fast" --elastic "${soak[@]}" "${elastic[@]}" \
-    --out "$RAW/k_elastic_soak.json"
-  tail -n 2 "$RAW/k_elastic_soak.log" | tee -a "$LOG"
+  for s in allreduce ps; do
+    note "(k) elastic churn soak: $s --elastic, 4 zmq processes, a kill (SIGKILL) every period over ranks 0-2, fast launch --restart"
+    run k_elastic_soak_$s "$PY" "$ROOT/bench/churn_soak.py" --fast "$BIN/fast" --elastic --strategy $s "${soak[@]}" \
+      "${elastic[@]}" --out "$RAW/k_elastic_soak_$s.json"
+    tail -n 2 "$RAW/k_elastic_soak_$s.log" | tee -a "$LOG"
+  done
   echo
 fi
 
