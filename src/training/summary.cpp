@@ -131,6 +131,10 @@ json build_summary(const SummaryInputs& in) {
   const RunTotals& totals = in.totals;
   const Combined c = combine(totals);
   const WorkerTotals& first = *totals.by_rank[static_cast<std::size_t>(totals.members.front())];
+  // The run's training time: the longest a member trained. Synchronous members end together; one
+  // that joined later (a restarted process 0 included, which writes this summary) started later.
+  double wall = 0;
+  for (int m : totals.members) wall = std::max(wall, totals.by_rank[static_cast<std::size_t>(m)]->wall_seconds);
   const TargetTimes target = time_to_target(totals.evaluations, o.target_accuracy);
   // Samples trained by this run (a resumed run's checkpoint steps were trained by an earlier one).
   const double samples = static_cast<double>((c.steps - in.plan.first_step * totals.world) * o.batch);
@@ -159,8 +163,8 @@ json build_summary(const SummaryInputs& in) {
                {"time_to_target_seconds", target.training_seconds >= 0 ? json(target.training_seconds) : json(nullptr)},
                {"wall_to_target_seconds", target.wall_seconds >= 0 ? json(target.wall_seconds) : json(nullptr)},
                {"eval_seconds", target.off_clock_seconds},
-               {"wall_seconds", first.wall_seconds},
-               {"samples_per_second", samples / std::max(first.wall_seconds, 1e-9)},
+               {"wall_seconds", wall},
+               {"samples_per_second", samples / std::max(wall, 1e-9)},
                {"bytes_sent", c.bytes},
                {"bytes_per_link", c.links},
                {"comm_seconds_mean", c.idle_sum / static_cast<double>(totals.members.size())},
