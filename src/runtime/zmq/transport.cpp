@@ -45,11 +45,12 @@ ZmqTransport::ZmqTransport(::zmq::context_t& context, const Settings& settings, 
   const std::string& host = table_[static_cast<std::size_t>(process_)].host_id;
   const auto on_host =
       std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) { return p.host_id == host; });
-  spin_pays_ = static_cast<unsigned>(on_host * table_[0].workers) <= std::max(1u, std::thread::hardware_concurrency());
-  readers_alongside_ =
-      settings_.read_alongside >= 0
-          ? settings_.read_alongside == 1
-          : static_cast<unsigned>(2 * on_host * table_[0].workers) <= std::max(1u, std::thread::hardware_concurrency());
+  workers_per_process_ = table_[0].workers;
+  spin_pays_ =
+      static_cast<unsigned>(on_host * workers_per_process_) <= std::max(1u, std::thread::hardware_concurrency());
+  readers_alongside_ = settings_.read_alongside >= 0 ? settings_.read_alongside == 1
+                                                     : static_cast<unsigned>(2 * on_host * workers_per_process_) <=
+                                                           std::max(1u, std::thread::hardware_concurrency());
   seal_pool_ = std::make_unique<SealPool>(static_cast<unsigned>(settings_.seal_threads));
 }
 
@@ -62,7 +63,7 @@ double ZmqTransport::clock() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-int ZmqTransport::process_of(int rank) const { return rank / table_[0].workers; }
+int ZmqTransport::process_of(int rank) const { return rank / workers_per_process_; }
 
 std::unique_ptr<::zmq::socket_t> ZmqTransport::new_dealer(std::uint64_t affinity, const ProcessInfo& peer) {
   auto dealer = std::make_unique<::zmq::socket_t>(context_, ::zmq::socket_type::dealer);

@@ -83,8 +83,8 @@ void ZmqTransport::receive_rejoin_hellos() {
       ProcessInfo info = process_from_json(hello.at("process"));
       const int world = json_int<int>(hello, "world_size", 1, kMaxProcesses, "rejoin hello");
       FAST_ENFORCE(world == processes, "world size: expected {}, got {}", processes, world);
-      FAST_ENFORCE(info.workers == table_[0].workers, "workers per process: expected {}, got {}", table_[0].workers,
-                   info.workers);
+      FAST_ENFORCE(info.workers == workers_per_process_, "workers per process: expected {}, got {}",
+                   workers_per_process_, info.workers);
       if (!settings_.insecure) {
         const char* key = zmq_msg_gets(parts[1].handle(), "User-Id");
         FAST_ENFORCE(key != nullptr && info.public_key == key, "public key: it names {} but connected with {}",
@@ -187,7 +187,7 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
     // From the process that serves the rendezvous: process 0, or the survivor that took it over.
     ProcessInfo info = process_from_json(body.at("rejoin"));
     FAST_ENFORCE(info.rank >= 0 && info.rank < processes && info.rank != process_ && info.rank != from &&
-                     info.workers == table_[0].workers && info.first_worker == info.rank * info.workers,
+                     info.workers == workers_per_process_ && info.first_worker == info.rank * info.workers,
                  "frame: rejoin of rank {} (workers [{}, +{})) announced by process {}: not a rank another process "
                  "can take back",
                  info.rank, info.first_worker, info.workers, from);

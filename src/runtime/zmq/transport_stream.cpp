@@ -160,7 +160,10 @@ std::string ZmqTransport::stream_stop(int process) const {
 
 void ZmqTransport::connect_stream_to(int process, std::string host, int port, std::uint64_t offer,
                                      Protection protection, Sealer::Key key) {
-  const ProcessInfo peer = table_[static_cast<std::size_t>(process)];
+  const ProcessInfo peer = [&] {  // revive() may replace the entry meanwhile
+    std::lock_guard<std::mutex> lock(peers_mutex_);
+    return table_[static_cast<std::size_t>(process)];
+  }();
   const StopCheck stop = [this, process] { return stream_stop(process); };
   try {
     const int fd = connect_stream(host, port, std::min(settings_.peer_timeout, kMaxConnectSeconds));
