@@ -87,10 +87,11 @@ void average_rows(std::span<const float> rows, std::span<const int> selected, st
 // exit-while-admitting in Worker::admit, right after the members agreed to admit a worker taken
 // back and before they send it anything; exit-while-agreeing inside that agreement's all-gather,
 // once its first message of it left, so that the all-gather completes on some members only (both:
-// the Worker refuses them without an elastic Communicator); exit-while-checkpointing once its file of the first
-// checkpoint it writes is in place, before the workers check together that every file was written (the manifest is
-// never written; the run needs checkpoint_dir: a periodic checkpoint, or else the final one). "" injects nothing.
-// parse(): InvalidArgument naming the spec for a bad one.
+// the Worker refuses them without an elastic Communicator); exit-while-checkpointing once its
+// file of the first checkpoint it writes is in place, before the workers check together that
+// every file was written (the manifest is never written; the run needs checkpoint_dir: a periodic
+// checkpoint, or else the final one). "" injects nothing. parse(): InvalidArgument naming the spec
+// for a bad one.
 class FaultInjection {
  public:
   static FaultInjection parse(const std::string& spec, int workers);
@@ -101,16 +102,15 @@ class FaultInjection {
   // Whether the kind is exit-while-admitting (any worker), and whether `rank` is one it kills.
   bool exits_while_admitting() const noexcept { return active() && kind_ == Kind::exit_while_admitting; }
   bool exits_while_admitting(int rank) const;
-  // The same for exit-while-agreeing.
+  // The same for exit-while-agreeing, and for exit-while-checkpointing.
   bool exits_while_agreeing() const noexcept { return active() && kind_ == Kind::exit_while_agreeing; }
   bool exits_while_agreeing(int rank) const;
+  bool exits_while_checkpointing() const noexcept { return active() && kind_ == Kind::exit_while_checkpointing; }
+  bool exits_while_checkpointing(int rank) const;
   // Whether the kind fires in an admission only (exit-while-admitting, exit-while-agreeing), which
   // only an elastic run has; and the kind as the spec names it.
   bool needs_elastic() const noexcept { return exits_while_admitting() || exits_while_agreeing(); }
   const std::string& kind_name() const noexcept { return kind_name_; }
-  // The same for exit-while-checkpointing.
-  bool exits_while_checkpointing() const noexcept { return active() && kind_ == Kind::exit_while_checkpointing; }
-  bool exits_while_checkpointing(int rank) const;
   // Logs `what` as a warning ("fault_inject: ..."), flushes the process's output and kills the
   // process with SIGKILL, as a crash would.
   [[noreturn]] static void kill_process(const std::string& what);
