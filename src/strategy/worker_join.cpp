@@ -175,6 +175,7 @@ JoinHeader parse_header(const core::Buffer& buffer, int from, int self, int worl
 struct LaterHeader {
   core::Buffer header;
   int from = -1;
+  std::uint32_t sequence = 0;  // its admission's
 };
 
 // Waits for the header of admission `h` from every member of `others` but `from` (who sent `h`),
@@ -194,7 +195,7 @@ bool headers_of(runtime::Context& ctx, const JoinHeader& h, int from, const std:
     const JoinHeader g = parse_header(buffer, sender, ctx.rank(), ctx.size());
     if (g.sequence < h.sequence) continue;  // an earlier admission's
     if (g.sequence > h.sequence) {
-      later = LaterHeader{std::move(buffer), sender};
+      later = LaterHeader{std::move(buffer), sender, g.sequence};
       return false;
     }
     FAST_ENFORCE_AS(core::InvalidArgument, g.members == h.members && g.source == h.source && g.rounds == h.rounds,
@@ -311,8 +312,7 @@ Regrouping Worker::join_group() {
         core::log(core::LogLevel::warn,
                   "elastic: the members began admission {} before worker {} had every header of admission {}; it "
                   "takes the later one",
-                  parse_header(later->header, later->from, comm_.rank(), comm_.size()).sequence, comm_.rank(),
-                  h.sequence);
+                  later->sequence, comm_.rank(), h.sequence);
       continue;
     }
     membership_rounds_ = h.rounds;
