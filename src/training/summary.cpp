@@ -194,9 +194,10 @@ json build_summary(const SummaryInputs& in) {
   // process's own first when it is such a process (it leads once it took rank 0 back).
   json rejoined = json::array();
   const runtime::Context& ctx = in.communicator.context();
-  if (ctx.joins_run_under_way())
-    for (int w = first_rank_of_process(ctx); w < first_rank_of_process(ctx) + std::max(1, ctx.local_size()); ++w)
-      rejoined.push_back(w);
+  if (ctx.joins_run_under_way()) {
+    const int first_rank = first_rank_of_process(ctx);
+    for (int w = first_rank; w < first_rank + std::max(1, ctx.local_size()); ++w) rejoined.push_back(w);
+  }
   for (const runtime::MembershipEvent& e : ctx.membership_events())
     if (e.joined) rejoined.push_back(e.worker);
   summary["rejoined_workers"] = rejoined;

@@ -34,6 +34,7 @@ ZmqTransport::ZmqTransport(::zmq::context_t& context, const Settings& settings, 
       settings_(settings),
       table_(std::move(table)),
       process_(process),
+      workers_per_process_(table_[0].workers),
       router_(std::move(router)),
       pulse_(std::move(pulse)),
       peers_(table_.size()),
@@ -45,7 +46,6 @@ ZmqTransport::ZmqTransport(::zmq::context_t& context, const Settings& settings, 
   const std::string& host = table_[static_cast<std::size_t>(process_)].host_id;
   const auto on_host =
       std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) { return p.host_id == host; });
-  workers_per_process_ = table_[0].workers;
   spin_pays_ =
       static_cast<unsigned>(on_host * workers_per_process_) <= std::max(1u, std::thread::hardware_concurrency());
   readers_alongside_ = settings_.read_alongside >= 0 ? settings_.read_alongside == 1

@@ -297,7 +297,7 @@ class ZmqTransport final : public engine::Transport {
   Settings settings_;
   ProcessTable table_;  // an entry is replaced, under peers_mutex_, when its process is revived
   int process_;
-  int workers_per_process_ = 1;  // every process's (table_[0].workers at the start): read without a lock
+  const int workers_per_process_;  // every process's (table_[0].workers at the start): read without a lock
   ::zmq::socket_t router_;
   ::zmq::socket_t pulse_;                                      // heartbeats from the other processes
   std::vector<std::unique_ptr<PeerLink>> links_;               // by process (null for this one); fixed after start()
