@@ -466,14 +466,17 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
         core::wait_all(sends);  // the neighbours have read this worker's data: it may change now
       },
       {&recvs, &sends});
-  if (one_weight && in_weights.empty()) {
-    for (float& v : x) v *= self;
-  } else if (one_weight) {
-    const auto w = static_cast<float>(in_weights.front());
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] = self * x[i] + w * sum[i];
-  } else {
-    std::copy(sum.begin(), sum.end(), x.begin());
-  }
+  // This worker's memory only: a computation of no simulated time, beside the other workers' (sim).
+  ctx_.compute_overlapped(0, [&] {
+    if (one_weight && in_weights.empty()) {
+      for (float& v : x) v *= self;
+    } else if (one_weight) {
+      const auto w = static_cast<float>(in_weights.front());
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = self * x[i] + w * sum[i];
+    } else {
+      std::copy(sum.begin(), sum.end(), x.begin());
+    }
+  });
 }
 
 }  // namespace fast::collective

@@ -1,6 +1,7 @@
 #include "fast/core/malloc_tuning.hpp"
 
 #include <cstdlib>
+#include <mutex>
 #include <string_view>
 
 #if defined(__GLIBC__)
@@ -57,6 +58,21 @@ void release_free_memory() noexcept {
 #if defined(__GLIBC__)
   (void)malloc_trim(0);
 #endif
+}
+
+bool release_freed_memory(std::size_t freed) noexcept {
+  static std::mutex mutex;
+  static bool trimmed_once = false;
+  static std::size_t since_trim = 0;
+  {
+    const std::lock_guard lock(mutex);
+    since_trim += freed;
+    if (trimmed_once && since_trim < kReleaseBatchBytes) return false;
+    trimmed_once = true;
+    since_trim = 0;
+  }
+  release_free_memory();
+  return true;
 }
 
 }  // namespace fast::core

@@ -44,11 +44,16 @@ void Strategy::representative(ModelState state, std::span<float> out) {
   comm_.allreduce(core::MutableView(out), {.op = collective::ReduceOp::avg});
 }
 
+// The check and the step touch this worker's replica and optimizer only: a computation of no
+// simulated time (runtime::Context::compute_overlapped), which `sim` runs beside the other
+// workers' of the same instant.
 bool Strategy::apply_update(const StepInput& input, NonFinitePolicy policy) {
-  if (core::all_finite(input.state.grads)) {
-    input.optimizer.step(input.state.params, input.state.grads, input.lr);
-    return true;
-  }
+  bool finite = false;
+  comm_.context().compute_overlapped(0, [&] {
+    finite = core::all_finite(input.state.grads);
+    if (finite) input.optimizer.step(input.state.params, input.state.grads, input.lr);
+  });
+  if (finite) return true;
   report_non_finite(input, policy, "skipped step");
   return false;
 }

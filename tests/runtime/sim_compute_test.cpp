@@ -1,7 +1,8 @@
 // The sim runtime's Context::compute_overlapped: the work runs (on the compute pool's threads when
 // there are several, so the workers' computations overlap in real time), its exception reaches the
 // worker, a worker lost during the simulated execution still gets PeerLost once its work ended, and
-// the simulated times and the messages every worker sees are the same for any number of threads.
+// the simulated times and the messages every worker sees are the same for any number of threads,
+// also for works of no simulated time and for large messages, which are delivered on the pool.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -107,6 +108,73 @@ TEST(SimComputeOverlapped, WorksOfSeveralWorkersRunAtTheSameTime) {
     });
   });
   EXPECT_EQ(met.load(), 2);
+}
+
+// The same with works of no simulated time (an optimizer's step): each worker lets the others of
+// the instant run before it waits for its work, so the works meet, and the clock stays at 0.
+TEST(SimComputeOverlapped, WorksOfNoSimulatedTimeRunAtTheSameTimeToo) {
+  std::atomic<int> arrived{0};
+  std::atomic<int> met{0};
+  std::vector<double> at(2, -1);
+  run_with_threads(2, 2, graded_star(2), [&](Context& ctx) {
+    ctx.compute_overlapped(0, [&] {
+      arrived.fetch_add(1);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (arrived.load() < 2 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (arrived.load() == 2) met.fetch_add(1);
+    });
+    at[static_cast<std::size_t>(ctx.rank())] = ctx.now();
+  });
+  EXPECT_EQ(met.load(), 2);
+  EXPECT_EQ(at, std::vector<double>(2, 0.0));
+}
+
+// Messages of 64 KiB and more (sim's kBesideBytes) are copied or added on the compute threads while
+// the receivers of the same instant go on: 4 workers each send 2 large vectors around a ring, the second added
+// to the first (Combine::sum), then change their own vector at once; what each received, and when,
+// does not depend on the threads.
+std::vector<std::vector<float>> large_ring(int threads, std::vector<double>& times) {
+  constexpr int n = 4;
+  constexpr std::size_t len = (std::size_t{256} << 10) / sizeof(float);  // 256 KiB
+  std::vector<std::vector<float>> got(n);
+  times.assign(n, -1);
+  run_with_threads(n, threads, graded_star(n), [&](Context& ctx) {
+    const int r = ctx.rank();
+    std::vector<float> mine(len);
+    for (std::size_t i = 0; i < len; ++i) mine[i] = static_cast<float>(r * 1000 + i % 977) * 0.25f;
+    std::vector<float>& in = got[static_cast<std::size_t>(r)];
+    in.assign(len, -1.0f);
+    for (std::uint32_t k = 0; k < 2; ++k) {
+      const Tag tag = make_tag(TagKind::user, 21, k);
+      Work send = ctx.send((r + 1) % n, tag, core::ConstView(std::span<const float>(mine)));
+      Work recv = ctx.recv((r + n - 1) % n, tag, core::MutableView(std::span<float>(in)),
+                           k == 0 ? Combine::copy : Combine::sum);
+      recv.wait();
+      send.wait();
+      for (float& x : mine) x += 1.0f;  // the neighbour's copy or addition must be over by now
+    }
+    times[static_cast<std::size_t>(r)] = ctx.now();
+  });
+  return got;
+}
+
+TEST(SimComputeOverlapped, LargeMessagesDeliveredOnTheComputeThreadsGiveTheSameBytes) {
+  std::vector<double> inline_times;
+  const std::vector<std::vector<float>> inline_run = large_ring(1, inline_times);
+  for (int r = 0; r < 4; ++r) {  // closed form: the predecessor's vector, then it plus one, summed
+    const int from = (r + 3) % 4;
+    const std::vector<float>& in = inline_run[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < in.size(); i += 4099) {
+      const float x = static_cast<float>(from * 1000 + i % 977) * 0.25f;
+      ASSERT_EQ(in[i], x + (x + 1.0f)) << r << " " << i;
+    }
+  }
+  for (int threads : {2, 4}) {
+    std::vector<double> times;
+    EXPECT_EQ(large_ring(threads, times), inline_run) << threads;
+    for (std::size_t r = 0; r < 4; ++r) EXPECT_NEAR(times[r], inline_times[r], 1e-9) << threads << " " << r;
+  }
 }
 
 TEST(SimComputeOverlapped, TheWorksExceptionReachesTheWorker) {

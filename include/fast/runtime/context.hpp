@@ -104,6 +104,9 @@ class Context {
   // (LaunchOptions::sim_threads) runs work() on a thread of its pool while the simulated execution
   // lets other actors run, and returns once both are done: the simulated times do not depend on
   // work(), so every simulated event, and every result, is the same for any number of threads.
+  // With flops = 0 (work that takes no simulated time, such as an optimizer's step) `sim` lets
+  // the other actors of the same simulated instant run before it waits for work(), so that their
+  // own such work runs beside it.
   // Thread-safety: work() may run on another OS thread, concurrently with this worker's other
   // activities and with other workers; it must touch only memory that nothing else reads or writes
   // until the call returns (this worker's own replica and loader, read-only shared data), draw

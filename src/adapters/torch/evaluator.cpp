@@ -20,8 +20,20 @@ FinalModel parse_final_model(const std::string& name) {
 }
 
 Evaluator::Evaluator(strategy::Worker& worker, Replica& replica, Model& model, std::shared_ptr<const Dataset> test,
-                     FinalModel final_model)
-    : worker_(worker), replica_(replica), model_(model), test_(std::move(test)), final_(final_model) {}
+                     FinalModel final_model, bool private_compute)
+    : worker_(worker),
+      replica_(replica),
+      model_(model),
+      test_(std::move(test)),
+      final_(final_model),
+      private_compute_(private_compute) {}
+
+void Evaluator::compute(const std::function<void()>& work) {
+  if (private_compute_)
+    worker_.communicator().context().compute_overlapped(0, work);
+  else
+    work();
+}
 
 namespace {
 
@@ -62,7 +74,8 @@ EvalResult Evaluator::score_sliced(std::span<float> candidate) {
   const std::int64_t end = n * (index + 1) / members;
   const Dataset slice{test_->images.narrow(0, begin, end - begin), test_->labels.narrow(0, begin, end - begin),
                       test_->classes};
-  const EvalResult local = score_swapped(model_, replica_, candidate, slice);
+  EvalResult local;
+  compute([&] { local = score_swapped(model_, replica_, candidate, slice); });
   std::vector<double> sums{local.accuracy * static_cast<double>(local.samples),
                            local.loss * static_cast<double>(local.samples), static_cast<double>(local.samples)};
   worker_.communicator().allreduce(core::MutableView(std::span<double>(sums)));
@@ -100,10 +113,12 @@ RoundResult Evaluator::run(bool replica_accuracies) {
     const std::span<const float> average =
         final_ == FinalModel::average ? std::span<const float>(representative_) : std::span<const float>(mean);
     std::vector<double> squared{0.0};
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const double d = static_cast<double>(params[i]) - average[i];
-      squared[0] += d * d;
-    }
+    compute([&] {
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        const double d = static_cast<double>(params[i]) - average[i];
+        squared[0] += d * d;
+      }
+    });
     comm.allreduce(core::MutableView(std::span<double>(squared)));
     result.consensus_distance = squared[0] / n;
     if (replica_accuracies || final_ == FinalModel::best) {

@@ -1,6 +1,7 @@
 #include "op.hpp"
 
 #include <simgrid/Exception.hpp>
+#include <simgrid/s4u/Actor.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -8,11 +9,14 @@
 #include <fmt/format.h>
 
 #include "../deliver.hpp"
+#include "compute_pool.hpp"
 #include "fast/core/error.hpp"
 #include "mailbox.hpp"
 #include "world_state.hpp"
 
 namespace fast::runtime::sim {
+
+namespace sg = simgrid::s4u;
 
 std::string RecvOp::describe() const {
   if (src == kAnySource) return fmt::format("recv from any rank to rank {} (tag {:#x})", dst, tag);
@@ -27,8 +31,8 @@ namespace {
              m.tag, world.now());
 }
 
-void move_payload(const Message& m, RecvOp& recv) {
-  const core::ConstView in = m.data->view();  // the sender's memory, or its copy once released
+// in: the message's bytes (the sender's memory, or its copy once released).
+void move_payload(core::ConstView in, const Message& m, RecvOp& recv) {
   if (recv.kind == RecvOp::Kind::buffer)
     detail::deliver_into(in, *recv.out);
   else
@@ -60,24 +64,70 @@ bool wait_transfer(WorldState& world, Message& m, double timeout_seconds) {
   return true;
 }
 
+namespace {
+// The receive's end, once its bytes are in: the counters, or the error of the move.
+void finish_delivery(RecvOp& recv, const Message& m, std::exception_ptr error) {
+  if (!error && recv.counters != nullptr) {
+    LinkCounters& c = recv.counters[static_cast<std::size_t>(m.src)];
+    c.bytes_received += m.data->view().bytes();
+    c.messages_received += 1;
+  }
+  recv.error = std::move(error);
+  recv.done = true;
+}
+}  // namespace
+
 void deliver(RecvOp& recv) {
   if (recv.done) return;
   Message& m = *recv.message;
   m.delivered = true;  // read now or never (a mismatch fails the receive): no copy needed after this
+  std::exception_ptr error;
   try {
-    move_payload(m, recv);
-    if (recv.counters != nullptr) {
-      LinkCounters& c = recv.counters[static_cast<std::size_t>(m.src)];
-      c.bytes_received += m.data->view().bytes();
-      c.messages_received += 1;
-    }
+    move_payload(m.data->view(), m, recv);
   } catch (const std::exception&) {
-    recv.error = std::current_exception();
+    error = std::current_exception();
   }
-  recv.done = true;
+  finish_delivery(recv, m, std::move(error));
+}
+
+void deliver_beside(WorldState& world, RecvOp& recv) {
+  if (recv.done) return;
+  Message& m = *recv.message;
+  ComputePool* pool = world.compute_pool();
+  if (m.data->view().bytes() < kBesideBytes) {
+    deliver(recv);
+    return;
+  }
+  if (pool == nullptr) {
+    deliver(recv);
+    sg::this_actor::yield();
+    return;
+  }
+  m.delivered = true;
+  const core::ConstView in = m.data->view();  // read here: the sender may make its copy meanwhile
+  std::exception_ptr error;
+  const auto move = [in, &m, &recv, &error] {
+    try {
+      move_payload(in, m, recv);
+    } catch (const std::exception&) {
+      error = std::current_exception();
+    }
+  };
+  m.delivering = pool->submit(move).share();
+  std::exception_ptr yielded;
+  try {
+    sg::this_actor::yield();
+  } catch (...) {
+    yielded = std::current_exception();  // this actor is killed: the move still ends first
+  }
+  m.delivering.wait();
+  m.delivering = {};
+  finish_delivery(recv, m, std::move(error));
+  if (yielded) std::rethrow_exception(yielded);
 }
 
 void Message::release_source() {
+  if (delivering.valid()) delivering.wait();  // a compute thread still reads the sender's memory
   if (delivered || failed) return;
   if (arrived)
     if (const std::shared_ptr<RecvOp> recv = receive.lock(); recv && !recv->done && !recv->cancelled) {
@@ -208,7 +258,7 @@ bool RecvWork::wait_for(double timeout_seconds) {
   try {
     const double remaining = default_limit ? -1.0 : std::max(0.0, deadline - world_.now());
     if (!wait_transfer(world_, *op_->message, remaining)) return false;
-    deliver(*op_);
+    deliver_beside(world_, *op_);
   } catch (const std::exception&) {
     fail(std::current_exception());
   }

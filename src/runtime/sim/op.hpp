@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <future>
 #include <memory>
 #include <string>
 
@@ -75,6 +76,9 @@ struct Message {
   bool failed = false;             // its transfer failed: it is never delivered
   // The receive it was matched with (Inbox), while that receive is posted.
   std::weak_ptr<RecvOp> receive;
+  // Valid while a compute thread delivers it (deliver_beside), reading the sender's memory:
+  // release_source() waits for it before the sender may change that memory.
+  std::shared_future<void> delivering;
   // The sender may change the memory from now on. A message still to be delivered is delivered
   // now when its transfer has arrived and its receive is matched (the bytes the receiver would
   // read later, written into the memory it posted, which only the receive may touch until it
@@ -114,6 +118,12 @@ bool transfer_arrived(WorldState& world, Message& message);
 // dtype or length) and counts the bytes received. Nothing when the receive is done already (its
 // sender delivered it: Message::release_source).
 void deliver(RecvOp& recv);
+// The same for the receiving actor's own wait (RecvWork::wait_for). A message of at least
+// kBesideBytes is copied or added as a computation of no simulated time: on a compute thread when
+// the world has a pool, while the other actors of the instant run (a yield, made with and without a
+// pool, so that the simulated events do not depend on the threads); smaller ones inline.
+void deliver_beside(WorldState& world, RecvOp& recv);
+inline constexpr std::size_t kBesideBytes = std::size_t{64} << 10;
 
 // A send's completion. Once it reports completion (completed() true, wait_for true) or is
 // destroyed, its sender may change the memory sent: the message releases it (release_source).

@@ -69,23 +69,38 @@ void SimContext::compute(double flops) {
 // The work runs on a pool thread while the simulated execution lets the other actors run (each
 // hands its own work to the pool): their computations overlap in real time, and the simulated
 // events stay those of work() then compute(flops), as the simulated duration does not depend on
-// the work. The work is waited for before anything unwinds: it uses this worker's memory.
+// the work. Work of no simulated time (flops <= 0) yields instead: the other actors of the same
+// instant run on (handing their own such work to the pool) before this one waits for its work.
+// The yield is made with and without a pool, so the simulated events do not depend on the
+// threads. The work is waited for before anything unwinds: it uses this worker's memory.
 void SimContext::compute_overlapped(double flops, const std::function<void()>& work) {
   ComputePool* pool = world_.compute_pool();
+  check_alive("compute");
   if (pool == nullptr) {
-    Context::compute_overlapped(flops, work);
+    work();
+    simulate_work(flops);
     return;
   }
-  check_alive("compute");
   std::future<void> done = pool->submit([&work] { work(); });
   std::exception_ptr simulated;
   try {
-    compute(flops);
+    simulate_work(flops);
   } catch (...) {
     simulated = std::current_exception();
   }
   done.get();  // the work's own error first: it came before the flops in the simulated order
   if (simulated) std::rethrow_exception(simulated);
+}
+
+// The work's simulated part: its flops, or for none a yield, which lets every other actor that is
+// ready at this simulated instant run before this one goes on.
+void SimContext::simulate_work(double flops) {
+  if (flops > 0) {
+    compute(flops);
+    return;
+  }
+  sg::this_actor::yield();
+  check_alive("compute");
 }
 
 // bytes / memory_bandwidth seconds of one core, as an execution of that many seconds' flops at the

@@ -27,7 +27,8 @@ class SimContext final : public Context {
   void sleep(double seconds) override;
   void compute(double flops) override;
   // With a compute pool (WorldState::compute_pool): work() on a pool thread during the simulated
-  // execution of flops; without one: Context's default (work() then compute(flops)).
+  // execution of flops; without one: work() then compute(flops). With no flops, a yield stands for
+  // the execution (the other actors of the instant run meanwhile), with or without a pool.
   void compute_overlapped(double flops, const std::function<void()>& work) override;
   void memory_traffic(double bytes) override;
 
@@ -50,6 +51,7 @@ class SimContext final : public Context {
 
  private:
   core::Work post_recv(std::shared_ptr<RecvOp> op);
+  void simulate_work(double flops);
   void check_alive(const char* what) const;
   std::shared_ptr<Payload> payload_of(core::ConstView data);
 

@@ -17,6 +17,7 @@
 //
 // One per worker; not thread-safe. The replica's parameters are unchanged by run().
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -45,8 +46,12 @@ struct RoundResult {
 
 class Evaluator {
  public:
+  // private_compute: scoring `model` draws nothing from libtorch's process-wide generator, so the
+  // worker's own passes of a round (the consensus distance, the scoring of its slice) may run as
+  // computations of no simulated time (runtime::Context::compute_overlapped): under sim beside the
+  // other workers', on the compute threads. Otherwise they run inline, one worker after another.
   Evaluator(strategy::Worker& worker, Replica& replica, Model& model, std::shared_ptr<const Dataset> test,
-            FinalModel final_model);
+            FinalModel final_model, bool private_compute = false);
 
   // Collective round (above). With replica_accuracies = false (mid-run evaluations), each replica
   // is not scored on the whole test set (min/max left at -1), unless `best` needs it.
@@ -63,6 +68,8 @@ class Evaluator {
 
  private:
   EvalResult score_sliced(std::span<float> candidate);
+  // Runs `work` (this worker's own memory only) as private_compute says.
+  void compute(const std::function<void()>& work);
 
   strategy::Worker& worker_;
   Replica& replica_;
@@ -71,6 +78,7 @@ class Evaluator {
   FinalModel final_;
   std::vector<float> representative_;
   bool in_place_ = false;  // the last run()'s representative is the replica's parameters
+  bool private_compute_;
 };
 
 }  // namespace fast::torch
