@@ -94,30 +94,14 @@ TEST(SimComputeOverlapped, ResultsAndTimesDoNotDependOnTheThreads) {
   }
 }
 
-// Two workers whose works wait for each other: they meet only if they run at the same time.
-TEST(SimComputeOverlapped, WorksOfSeveralWorkersRunAtTheSameTime) {
+// Two workers whose works (of `flops` each) wait for each other, up to 20 s: they meet only if they
+// run at the same time. Returns how many met, and each worker's clock afterwards.
+int works_that_meet(double flops, std::vector<double>& at) {
   std::atomic<int> arrived{0};
   std::atomic<int> met{0};
+  at.assign(2, -1);
   run_with_threads(2, 2, graded_star(2), [&](Context& ctx) {
-    ctx.compute_overlapped(1e9, [&] {
-      arrived.fetch_add(1);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-      while (arrived.load() < 2 && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      if (arrived.load() == 2) met.fetch_add(1);
-    });
-  });
-  EXPECT_EQ(met.load(), 2);
-}
-
-// The same with works of no simulated time (an optimizer's step): each worker lets the others of
-// the instant run before it waits for its work, so the works meet, and the clock stays at 0.
-TEST(SimComputeOverlapped, WorksOfNoSimulatedTimeRunAtTheSameTimeToo) {
-  std::atomic<int> arrived{0};
-  std::atomic<int> met{0};
-  std::vector<double> at(2, -1);
-  run_with_threads(2, 2, graded_star(2), [&](Context& ctx) {
-    ctx.compute_overlapped(0, [&] {
+    ctx.compute_overlapped(flops, [&] {
       arrived.fetch_add(1);
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
       while (arrived.load() < 2 && std::chrono::steady_clock::now() < deadline)
@@ -126,7 +110,21 @@ TEST(SimComputeOverlapped, WorksOfNoSimulatedTimeRunAtTheSameTimeToo) {
     });
     at[static_cast<std::size_t>(ctx.rank())] = ctx.now();
   });
-  EXPECT_EQ(met.load(), 2);
+  return met.load();
+}
+
+TEST(SimComputeOverlapped, WorksOfSeveralWorkersRunAtTheSameTime) {
+  std::vector<double> at;
+  EXPECT_EQ(works_that_meet(1e9, at), 2);
+  EXPECT_NEAR(at[0], 1.0, 1e-12);  // 1e9 flops at 1 Gflop/s
+  EXPECT_NEAR(at[1], 0.5, 1e-12);  // and at 2 Gflop/s
+}
+
+// The same with works of no simulated time (an optimizer's step): each worker lets the others of
+// the instant run before it waits for its work, so the works meet, and the clock stays at 0.
+TEST(SimComputeOverlapped, WorksOfNoSimulatedTimeRunAtTheSameTimeToo) {
+  std::vector<double> at;
+  EXPECT_EQ(works_that_meet(0, at), 2);
   EXPECT_EQ(at, std::vector<double>(2, 0.0));
 }
 
