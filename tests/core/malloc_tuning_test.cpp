@@ -116,5 +116,16 @@ TEST(MallocTuning, KeepsBlocksUpTo32MiBInTheHeapAndTheirMemoryAfterFree) {
 }
 #endif
 
+// A process that builds workers one after another gives their freed blocks back at the first call,
+// then once per kReleaseBatchBytes of them. (Nothing else in this test binary calls it.)
+TEST(MallocTuning, FreedMemoryIsGivenBackAtTheFirstCallThenOncePerBatch) {
+  EXPECT_TRUE(release_freed_memory(1));
+  EXPECT_FALSE(release_freed_memory(kReleaseBatchBytes / 2));
+  EXPECT_FALSE(release_freed_memory(kReleaseBatchBytes / 2 - 1));  // one byte short of a batch
+  EXPECT_TRUE(release_freed_memory(1));
+  EXPECT_FALSE(release_freed_memory(0));
+  EXPECT_TRUE(release_freed_memory(kReleaseBatchBytes));
+}
+
 }  // namespace
 }  // namespace fast::core

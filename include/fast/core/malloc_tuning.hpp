@@ -58,9 +58,9 @@ inline constexpr std::size_t kReleaseBatchBytes = std::size_t{64} << 20;
 // Counts `freed` bytes as just given back to the heap, and calls release_free_memory() at the
 // first call of the process and whenever the bytes counted since its last call reach
 // kReleaseBatchBytes; returns whether it did. For a process that builds many workers one after
-// another (a simulation): one trim per worker walked the whole heap and faulted in again the pages
-// the next worker took, a tenth of the set-up of 1,024 simulated workers; batched, the heap holds at
-// most kReleaseBatchBytes of such blocks. Thread-safe.
+// another (a simulation): one trim per worker walked the whole heap each time and gave back pages
+// the next worker faulted in again; batched, the heap holds at most kReleaseBatchBytes of such
+// blocks. Thread-safe.
 bool release_freed_memory(std::size_t freed) noexcept;
 
 }  // namespace fast::core

@@ -294,7 +294,7 @@ struct BuiltReplica {
 
 // Builds them as a computation of no simulated time (runtime::Context::compute_overlapped): under
 // sim the workers build theirs side by side on the compute threads (a model's construction draws
-// its own parameters, 2.4 ms for the mlp: a quarter of the set-up of 1,024 simulated workers).
+// its own parameters, most of a simulated worker's set-up).
 // The draws come from libtorch's process-wide generator, against compute_overlapped's rule, and are
 // allowed here only because nothing depends on them: the initial parameters replace them, and the
 // model draws nothing else from that generator (draws_nothing; otherwise built inline, in order).
