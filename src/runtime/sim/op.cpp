@@ -113,7 +113,7 @@ void deliver_beside(WorldState& world, RecvOp& recv) {
       error = std::current_exception();
     }
   };
-  m.delivering = pool->submit(move).share();
+  m.delivering = pool->submit(move);
   std::exception_ptr yielded;
   try {
     sg::this_actor::yield();

@@ -78,7 +78,7 @@ struct Message {
   std::weak_ptr<RecvOp> receive;
   // Valid while a compute thread delivers it (deliver_beside), reading the sender's memory:
   // release_source() waits for it before the sender may change that memory.
-  std::shared_future<void> delivering;
+  std::future<void> delivering;
   // The sender may change the memory from now on. A message still to be delivered is delivered
   // now when its transfer has arrived and its receive is matched (the bytes the receiver would
   // read later, written into the memory it posted, which only the receive may touch until it
