@@ -129,7 +129,7 @@ RunTotals unpack_all(const collective::Communicator& comm, std::span<const core:
           {.model_time = v[0], .end_time = v[1], .off_clock = v[2], .accuracy = v[3], .rank = out.members[m]});
     }
     member_claims += t.claims;
-    counter += t.budget_counter;
+    counter = std::max(counter, t.budget_counter);  // the host's; a counter elsewhere stays near 0
     out.by_rank[static_cast<std::size_t>(out.members[m])] = std::move(t);
   }
   if (out.members.size() < static_cast<std::size_t>(world))

@@ -28,8 +28,8 @@ struct WorkerTotals {
   compress::CompressionStats compression;  // this worker's codec traffic
   std::int64_t claims = 0;                 // asynchronous: claims this worker made on the batch budget,
                                            // its last one (past the budget) included; 0 in lockstep
-  std::int64_t budget_counter = 0;         // worker 0 of an asynchronous run: the budget counter's
-                                           // final value (every claim applied); 0 otherwise
+  std::int64_t budget_counter = 0;         // asynchronous: this worker's budget counter's final value
+                                           // (the run's count on the budget's host); 0 otherwise
   double idle_seconds = 0;                 // Worker::comm_seconds
   double slowdown_seconds = 0;             // emulated slowness waited
   double wall_seconds = 0;                 // training time: first step to last (see trainer.cpp)

@@ -170,13 +170,20 @@ void WorkerLoop::report_progress(std::int64_t done, std::int64_t epoch) {
   record_membership();
 }
 
-bool WorkerLoop::lead() const { return ctx_.rank() == worker_.communicator().members().front(); }
+bool WorkerLoop::lead() const {
+  return ctx_.rank() == (lead_rank_ >= 0 ? lead_rank_ : worker_.communicator().members().front());
+}
 
 // Every worker of this process computes the same answer (first_rank_of_process).
 void WorkerLoop::follow_lead() {
   const int first = first_rank_of_process(ctx_);
-  const int lead = worker_.communicator().members().front();
+  const int lead = lead_rank_ >= 0 ? lead_rank_ : worker_.communicator().members().front();
   outputs_.set_lead(lead >= first && lead < first + std::max(1, ctx_.local_size()));
+}
+
+void WorkerLoop::set_lead_rank(int rank) {
+  lead_rank_ = rank;
+  follow_lead();
 }
 
 std::int64_t WorkerLoop::regroup_survivors(const core::PeerLost& lost) {

@@ -125,11 +125,15 @@ class WorkerLoop {
   void admit_joiners(std::int64_t done);
   std::int64_t join_group();
   // Whether this worker leads the run's outputs: the first member of the group (worker 0 until it
-  // is lost in an elastic run).
+  // is lost in an elastic run), or the worker set_lead_rank() named.
   bool lead() const;
-  // After the group changed: this process leads (ProcessOutputs::set_lead) where the group's first
-  // member is one of its workers.
+  // After the group changed: this process leads (ProcessOutputs::set_lead) where the leading
+  // worker (above) is one of its workers.
   void follow_lead();
+  // Asynchronous runs: the worker that leads while the group keeps the lost workers (the batch
+  // budget's host, which moves when its worker is lost); -1: the group's first member again. Then
+  // follow_lead().
+  void set_lead_rank(int rank);
 
   // Collective evaluation after `step` steps; worker 0 writes the record and shows it.
   metrics::EvalRecord evaluate_collective(std::int64_t step, bool final_round);
@@ -206,11 +210,13 @@ class WorkerLoop {
   std::filesystem::path last_checkpoint_;
   std::int64_t last_checkpoint_step_ = -1;
   std::size_t membership_seen_ = 0;  // membership events already recorded
+  int lead_rank_ = -1;               // set_lead_rank(); -1: the group's first member
 };
 
 void run_lockstep(WorkerLoop& loop);
 
-// Claims this worker made on the shared budget; on worker 0 also the counter's final value.
+// Claims this worker made on the shared budget, and its own counter's final value (the run's count
+// on the budget's last host; 0 or about it elsewhere).
 struct BudgetClaims {
   std::int64_t claims = 0;
   std::int64_t counter = 0;

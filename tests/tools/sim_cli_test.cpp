@@ -2,9 +2,10 @@
 // files (but for the peak resident memory), for every strategy and any number of compute threads
 // (--sim-threads); a host turned off under a synchronous strategy ends the run with a
 // clear PeerLost error (exit code 3), not a hang or a crash; under an asynchronous strategy the
-// survivors finish the run (final evaluation and summary), unless the lost host held what the run
-// cannot do without (the batch budget on worker 0, a parameter-server shard): then exit code 3
-// naming it. The command is run as a child process (one SimGrid simulation per process).
+// survivors finish the run (final evaluation and summary), worker 0's loss included (the batch
+// budget moves on to worker 1), unless the lost host held what the run cannot do without (easgd's
+// centre, a parameter-server shard): then exit code 3 naming it. The command is run as a child process (one SimGrid
+// simulation per process).
 
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -350,21 +352,54 @@ TEST(SimFailure, LostParameterServerShardEndsWithPeerLostNamingTheShard) {
   fs::remove_all(dir);
 }
 
-TEST(SimFailure, LostWorkerZeroEndsAsynchronousRunWithPeerLost) {
-  const fs::path dir = temp_dir("worker0");
+// The last `step` of worker `w`'s train records in a metrics file (--log-every 1), or -1.
+std::int64_t last_train_step(const fs::path& metrics, int w) {
+  std::int64_t step = -1;
+  std::istringstream lines(slurp(metrics));
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json r = nlohmann::json::parse(line);
+    if (r["event"] == "train" && r["worker"] == w) step = r["step"].get<std::int64_t>();
+  }
+  return step;
+}
+
+// Worker 0 holds the shared batch budget; when its host goes off, worker 1 holds it from the
+// count the survivors saw claimed (docs/faults.md), and the survivors finish the run. Without that
+// count the survivors would claim the whole budget again: 96 batches more than the run's, where
+// the claims of one round of the 4 workers bound the difference with it.
+class SimLostBudgetHost : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SimLostBudgetHost, SurvivorsFinishTheBudgetOnWorkerOne) {
+  const fs::path dir = temp_dir("worker0_" + GetParam());
   write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 0\noff = 0.1\n");
+  const std::int64_t steps = 24, workers = 4, budget = steps * workers;
   const Result r = run_in(dir,
                           "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 "
-                          "--batch 16 --progress never --strategy adpsgd");
-  EXPECT_EQ(r.code, exit_code::io_or_peer_lost) << r.output;
-  EXPECT_NE(r.output.find("worker 0, which holds the shared batch budget"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("worker 0 (host host-0) was lost at 0.1 s"), std::string::npos) << r.output;
+                          "--batch 16 --progress never --log-every 1 --metrics m.jsonl --summary s.json "
+                          "--strategy " +
+                              GetParam());
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
+  EXPECT_NE(r.output.find("worker 0, which held the shared batch budget, was lost; worker 1 holds it from now on"),
+            std::string::npos)
+      << r.output;
+  const nlohmann::json s = nlohmann::json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["lost_workers"], nlohmann::json::array({0})) << s.dump();
+  EXPECT_TRUE(s["final_accuracy"].is_number()) << s.dump();
+  const std::vector<std::int64_t> done = s["steps_per_worker"].get<std::vector<std::int64_t>>();
+  ASSERT_EQ(done.size(), 4u);
+  // What was trained: worker 0's steps before the loss (its train records) and the survivors'.
+  const std::int64_t before_loss = last_train_step(dir / "m.jsonl", 0);
+  ASSERT_GT(before_loss, 0) << s.dump();
+  const std::int64_t trained = before_loss + done[1] + done[2] + done[3];
+  EXPECT_LE(std::abs(trained - budget), workers) << "worker 0 trained " << before_loss << " steps; " << s.dump();
+  for (int w : {1, 2, 3}) EXPECT_GT(done[static_cast<std::size_t>(w)], before_loss) << s.dump();
   fs::remove_all(dir);
 }
 
-// Worker 0 holds both easgd's centre and the shared batch budget: whichever a survivor reaches
-// first after the loss ends the run, with the message that names it (both name worker 0). Which one
-// comes first is a matter of simulated timing, so either message is accepted; exit code 3 is not.
+INSTANTIATE_TEST_SUITE_P(GossipStrategies, SimLostBudgetHost, ::testing::Values("adpsgd", "gosgd", "acid"));
+
+// Worker 0 holds easgd's centre: the run cannot go on without it (the batch budget moves on to
+// worker 1, the centre does not).
 TEST(SimFailure, LostEasgdCentreEndsWithPeerLostNamingWorkerZero) {
   const fs::path dir = temp_dir("easgd_centre");
   write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 0\noff = 0.1\n");
@@ -372,9 +407,7 @@ TEST(SimFailure, LostEasgdCentreEndsWithPeerLostNamingWorkerZero) {
                           "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 "
                           "--batch 16 --progress never --strategy easgd --tau 2");
   EXPECT_EQ(r.code, exit_code::io_or_peer_lost) << r.output;
-  const bool centre = r.output.find("the centre's host (worker 0) was lost") != std::string::npos;
-  const bool budget = r.output.find("worker 0, which holds the shared batch budget") != std::string::npos;
-  EXPECT_TRUE(centre || budget) << r.output;
+  EXPECT_NE(r.output.find("the centre's host (worker 0) was lost"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("worker 0 (host host-0) was lost at 0.1 s"), std::string::npos) << r.output;
   fs::remove_all(dir);
 }
