@@ -343,27 +343,43 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
 INSTANTIATE_TEST_SUITE_P(Strategies, ZmqChurn, ::testing::Values("adpsgd", "ps --mode ssp"));
 INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqChurn, ::testing::Values("acid", "easgd", "gosgd"));
 
+// An adpsgd run of 4 processes under `fast launch --restart 2` (mlp, 3 epochs, every worker paced
+// so that the run outlasts the kill and the restart), `outputs` its --summary and --metrics
+// flags, whose process `victim` the test SIGKILLs at 30% of the run; then launch's end.
+struct RestartedRun {
+  pid_t killed = -1;  // the process killed
+  int status = -1;    // launch's wait status; -1: it did not end within its bound
+  std::string log;    // launch's output
+};
+
+void kill_under_restart(const fs::path& dir, const std::string& outputs, int victim, RestartedRun& run) {
+  const int scale = fast::testing::kRunTimeScale;
+  const std::string train = kFast + " train --runtime zmq" + kPeerTimeoutFlag + outputs + kTrainShown +
+                            "--strategy adpsgd --batch 64 --epochs 3 --slowdown 6,6,6,6";
+  Launched l = fast::testing::spawn_in_group(
+      dir, kFast + " launch -n 4 --restart 2 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
+  run.killed = worker_pid(l, victim);
+  ASSERT_GT(run.killed, 0) << slurp(l.log);
+  const fast::testing::RemovesSocketFiles killed{run.killed};
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
+  ASSERT_TRUE(fast::testing::poll_until([&] { return progress_percent(slurp(l.log)) >= 30; }, 200)) << slurp(l.log);
+  kill(run.killed, SIGKILL);
+  run.status = fast::testing::wait_or_kill_group(l, 240 * scale);
+  run.log = slurp(l.log);
+}
+
 // fast launch --restart (docs/launch.md, "Restarts"): worker 2 of an adpsgd run, SIGKILLed by the
 // test at 30% of the run, is started again by launch itself with its rank and environment; it
 // rejoins, and launch ends with the run's exit code 0 and 4 live workers.
 TEST(ZmqRestart, AKilledWorkerOfAnAsynchronousRunIsStartedAgainAndRejoins) {
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "restart_async");
-  const int scale = fast::testing::kRunTimeScale;
-  const std::string train = kFast + " train --runtime zmq" + kPeerTimeoutFlag + " --summary s.json" + kTrainShown +
-                            "--strategy adpsgd --batch 64 --epochs 3 --slowdown 6,6,6,6";
-  Launched l = fast::testing::spawn_in_group(
-      dir, kFast + " launch -n 4 --restart 2 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
-  const pid_t pid = worker_pid(l, 2);
-  ASSERT_GT(pid, 0) << slurp(l.log);
-  const fast::testing::RemovesSocketFiles killed{pid};
-  ASSERT_TRUE(training_started(l)) << slurp(l.log);
-  ASSERT_TRUE(fast::testing::poll_until([&] { return progress_percent(slurp(l.log)) >= 30; }, 200)) << slurp(l.log);
-  kill(pid, SIGKILL);
-  const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
-  const std::string log = slurp(l.log);
+  RestartedRun run;
+  ASSERT_NO_FATAL_FAILURE(kill_under_restart(dir, " --summary s.json", 2, run));
+  const int status = run.status;
+  const std::string& log = run.log;
   ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
-  EXPECT_NE(log.find("fast launch: process 2 (pid " + std::to_string(pid) +
+  EXPECT_NE(log.find("fast launch: process 2 (pid " + std::to_string(run.killed) +
                      ") failed: killed by signal SIGKILL; starting it again with its rank and environment "
                      "(--restart: 1 of 2 restarts spent, 1 left)"),
             std::string::npos)
@@ -384,19 +400,10 @@ TEST(ZmqRestart, AKilledWorkerOfAnAsynchronousRunIsStartedAgainAndRejoins) {
 // batch of the budget trained about once, the accuracy of a run without the loss, and launch's 0.
 TEST(ZmqRestart, ProcessZeroOfAnAsynchronousRunIsLostAndStartedAgainAndTheBudgetGoesOn) {
   const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "restart_async_rank0");
-  const int scale = fast::testing::kRunTimeScale;
-  const std::string train = kFast + " train --runtime zmq" + kPeerTimeoutFlag + " --summary s.json --metrics m.jsonl" +
-                            kTrainShown + "--strategy adpsgd --batch 64 --epochs 3 --slowdown 6,6,6,6";
-  Launched l = fast::testing::spawn_in_group(
-      dir, kFast + " launch -n 4 --restart 2 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
-  const pid_t pid = worker_pid(l, 0);
-  ASSERT_GT(pid, 0) << slurp(l.log);
-  const fast::testing::RemovesSocketFiles killed{pid};
-  ASSERT_TRUE(training_started(l)) << slurp(l.log);
-  ASSERT_TRUE(fast::testing::poll_until([&] { return progress_percent(slurp(l.log)) >= 30; }, 200)) << slurp(l.log);
-  kill(pid, SIGKILL);
-  const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
-  const std::string log = slurp(l.log);
+  RestartedRun run;
+  ASSERT_NO_FATAL_FAILURE(kill_under_restart(dir, " --summary s.json --metrics m.jsonl", 0, run));
+  const int status = run.status;
+  const std::string& log = run.log;
   ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
   EXPECT_NE(log.find("process 1 serves the rendezvous now"), std::string::npos) << log;
