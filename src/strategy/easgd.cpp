@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 #include "fast/core/saved_state.hpp"
+#include "fast/runtime/context.hpp"
 
 namespace fast::strategy {
 
@@ -19,14 +21,16 @@ void EasgdStrategy::attach(ModelState state) {
   const std::size_t len = state.params.size();
   if (compresses(options_)) start_ = common_start(state);
   // The centre starts at the average of the initial replicas (identical replicas: their value). A
-  // worker rejoining a run under way (never worker 0) takes the all-reduce's turn without it: its
-  // replica comes from the centre (rejoin()).
+  // worker rejoining a run under way takes the all-reduce's turn without it: its replica comes
+  // from the centre (rejoin()). Without a codec every worker keeps a copy of the centre, exposed in
+  // the window, so that a survivor can hold it when its host is lost (move_centre()).
+  standbys_ = !compresses(options_);
   std::vector<float> average(state.params.begin(), state.params.end());
   if (comm_.joining())
     comm_.skip_collective();
   else
     comm_.allreduce(core::MutableView(std::span<float>(average)), {.op = collective::ReduceOp::avg});
-  if (comm_.rank() == 0) centre_ = std::move(average);
+  if (comm_.rank() == 0 || standbys_) centre_ = std::move(average);
   read_.resize(len);
   diff_.resize(len);
   layout_.assign(state.layout.begin(), state.layout.end());
@@ -35,35 +39,60 @@ void EasgdStrategy::attach(ModelState state) {
                                            with_start(codec_window(options_, layout_.empty() ? nullptr : &layout_)));
 }
 
-// The centre (worker 0's window) starts at the common initial model. Only worker 0 exposes a
-// tensor, of the model's length (what a worker that rejoins the run cannot all-gather).
+// The centre (worker 0's window) starts at the common initial model. With a codec only worker 0
+// exposes a tensor, of the model's length (what a worker that rejoins the run cannot all-gather);
+// without one every worker exposes its copy of the centre.
 collective::WindowOptions EasgdStrategy::with_start(collective::WindowOptions options) const {
   options.initial = [this](int owner) {
     return owner == 0 ? std::span<const float>(start_) : std::span<const float>();
   };
-  options.joining_numel = [n = read_.size()](int owner) { return owner == 0 ? n : std::size_t{0}; };
+  options.joining_numel = [n = read_.size(), all = standbys_](int owner) {
+    return owner == 0 || all ? n : std::size_t{0};
+  };
   return options;
 }
 
-namespace {
-// Runs fn (window operations on the centre); a PeerLost there means the centre's worker is gone.
 template <typename Fn>
-void with_centre(const char* what, Fn&& fn) {
-  try {
-    fn();
-  } catch (const core::PeerLost& e) {
-    FAST_THROW(core::PeerLost,
-               "easgd: {}: the centre's host (worker 0) was lost, training cannot go on without "
-               "the centre: {}",
-               what, e.what());
+void EasgdStrategy::with_centre(const char* what, Fn&& fn) {
+  for (;;) {
+    try {
+      // A host reported lost may have been taken back by a new process since, whose tensor is a
+      // copy: move on before asking it.
+      if (standbys_ && runtime::lost_since(comm_.context(), host_, 0)) move_centre("the runtime reported it lost");
+      fn();
+      return;
+    } catch (const core::PeerLost& e) {
+      if (!standbys_ || !runtime::lost_since(comm_.context(), host_, 0))
+        FAST_THROW(core::PeerLost,
+                   "easgd: {}: the centre's host (worker {}) was lost, training cannot go on without "
+                   "the centre{}: {}",
+                   what, host_, standbys_ ? "" : " (with a codec no other worker keeps a copy of it)", e.what());
+      move_centre(e.what());
+    }
   }
 }
-}  // namespace
+
+void EasgdStrategy::move_centre(const std::string& why) {
+  runtime::Context& ctx = comm_.context();
+  const int lost = host_;
+  int next = host_ + 1;
+  while (next < ctx.size() && runtime::lost_since(ctx, next, 0)) ++next;
+  FAST_ENFORCE_AS(core::PeerLost, next < ctx.size(),
+                  "easgd: the centre's host (worker {}) was lost, and no live worker above it is left to hold the "
+                  "centre: {}",
+                  lost, why);
+  host_ = next;
+  if (host_ == ctx.rank())
+    core::log(core::LogLevel::warn,
+              "easgd: the centre's host (worker {}) was lost; worker {} holds the centre from now on, from its copy "
+              "of the centre at its last exchange",
+              lost, host_);
+}
 
 void EasgdStrategy::exchange(std::span<float> params) {
   const auto alpha = static_cast<float>(options_.alpha);
   const std::size_t len = params.size();
-  if (comm_.rank() == 0) {
+  if (comm_.rank() == host_) {
     // The owner's exchange: the same arithmetic under the window lock, no messages, no waiting.
     collective::Window::Local local = window_->local();
     for (std::size_t i = 0; i < len; ++i) {
@@ -72,15 +101,37 @@ void EasgdStrategy::exchange(std::span<float> params) {
       centre_[i] += d;
     }
     local.bump();
-  } else {
-    with_centre("exchange", [&] { window_->get(0, core::MutableView(std::span<float>(read_))).wait(); });
-    for (std::size_t i = 0; i < len; ++i) {
-      diff_[i] = alpha * (params[i] - read_[i]);
-      params[i] -= diff_[i];
-    }
-    with_centre("exchange", [&] { window_->accumulate(0, core::ConstView(std::span<const float>(diff_))).wait(); });
+    ++exchanges_;
+    return;
   }
+  with_centre("exchange", [&] {
+    if (comm_.rank() != host_) window_->get(host_, core::MutableView(std::span<float>(read_))).wait();
+  });
+  if (comm_.rank() == host_) return exchange(params);  // this worker holds the centre now
+  for (std::size_t i = 0; i < len; ++i) {
+    diff_[i] = alpha * (params[i] - read_[i]);
+    params[i] -= diff_[i];
+  }
+  // An accumulate that fails on a lost host goes to the next one, so the centre it holds moves by d
+  // as this replica did.
+  with_centre("exchange", [&] {
+    if (comm_.rank() != host_) {
+      window_->accumulate(host_, core::ConstView(std::span<const float>(diff_))).wait();
+      return;
+    }
+    collective::Window::Local local = window_->local();
+    for (std::size_t i = 0; i < len; ++i) centre_[i] += diff_[i];
+    local.bump();
+  });
+  if (standbys_) keep_copy();
   ++exchanges_;
+}
+
+void EasgdStrategy::keep_copy() {
+  // Only while nobody wrote to this worker's copy: once somebody did, it is the centre.
+  collective::Window::Local local = window_->local();
+  if (local.version() != 0 || comm_.rank() == host_) return;
+  for (std::size_t i = 0; i < centre_.size(); ++i) centre_[i] = read_[i] + diff_[i];
 }
 
 StepOutcome EasgdStrategy::step(const StepInput& input) {
@@ -104,11 +155,21 @@ void EasgdStrategy::representative(ModelState state, std::span<float> out) {
   FAST_ENFORCE_EQ(out.size(), state.params.size(),
                   "easgd: representative output length must equal the parameter count");
   FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr, "easgd: representative() needs attach() first");
-  if (comm_.rank() == 0) {
+  // The centre's host: worker 0, or with copies the member whose exposed tensor was written most
+  // (the host's counts every exchange; a copy's, none), the first such member on a tie.
+  int root = 0;
+  if (standbys_) {
+    const double mine = static_cast<double>(finished_ ? final_version_ : window_->local().version());
+    std::vector<double> versions(static_cast<std::size_t>(comm_.group_size()));
+    comm_.allgather(core::ConstView(std::span<const double>(&mine, 1)), core::MutableView(std::span<double>(versions)));
+    const auto most = std::max_element(versions.begin(), versions.end());
+    root = comm_.members()[static_cast<std::size_t>(most - versions.begin())];
+  }
+  if (comm_.rank() == root) {
     collective::Window::Local local = window_->local();
     std::copy(centre_.begin(), centre_.end(), out.begin());
   }
-  comm_.broadcast(core::MutableView(out), 0);
+  comm_.broadcast(core::MutableView(out), root);
 }
 
 void EasgdStrategy::save_state(Checkpoint& out) {
@@ -140,19 +201,41 @@ void EasgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view
 void EasgdStrategy::rejoin(ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
                   "easgd: rejoin() before attach() or after finish()");
-  FAST_ENFORCE_AS(core::InvalidUsage, comm_.rank() != 0 && !compresses(options_),
-                  "easgd: rejoin of worker {} with compress = '{}': only workers other than 0 (the centre's) rejoin, "
-                  "without a codec",
+  FAST_ENFORCE_AS(core::InvalidUsage, standbys_,
+                  "easgd: rejoin of worker {} with compress = '{}': a worker rejoins only without a codec",
                   comm_.rank(), options_.compress);
   FAST_ENFORCE_EQ(state.params.size(), read_.size(), "easgd: the parameter count changed since attach()");
-  with_centre("rejoin",
-              [&] { window_->get(0, core::MutableView(state.params), 0, nullptr, collective::Wire::exact).wait(); });
+  // The host is the live worker whose exposed tensor was written most (the others' are copies,
+  // never written by a request); this worker's replica and copy become that centre.
+  std::uint64_t most = 0;
+  host_ = -1;
+  for (int r = 0; r < comm_.context().size(); ++r) {
+    if (r == comm_.rank() || !comm_.context().alive(r)) continue;
+    std::uint64_t version = 0;
+    try {
+      window_->get(r, core::MutableView(std::span<float>(read_)), 0, &version, collective::Wire::exact).wait();
+    } catch (const core::PeerLost&) {
+      continue;  // lost meanwhile
+    }
+    if (host_ < 0 || version > most) {
+      most = version;
+      host_ = r;
+      std::copy(read_.begin(), read_.end(), state.params.begin());
+    }
+  }
+  FAST_ENFORCE_AS(core::PeerLost, host_ >= 0,
+                  "easgd: worker {} rejoins, but no other worker is live to read the "
+                  "centre from",
+                  comm_.rank());
+  collective::Window::Local local = window_->local();
+  std::copy(state.params.begin(), state.params.end(), centre_.begin());
 }
 
 void EasgdStrategy::finish(ModelState /*state*/) {
   if (finished_ || window_ == nullptr) return;
   finished_ = true;
-  with_centre("finish", [&] { comm_.context().ensure_alive(0); });
+  with_centre("finish", [&] { comm_.context().ensure_alive(host_); });
+  final_version_ = window_->local().version();
   window_->close();
 }
 
@@ -160,13 +243,14 @@ bool EasgdStrategy::snapshot(ModelState state, std::span<float> out) {
   FAST_ENFORCE_EQ(out.size(), state.params.size(), "easgd: snapshot output length must equal the parameter count");
   FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
                   "easgd: snapshot() needs attach() first and no finish() yet (use representative())");
-  if (comm_.rank() == 0) {
+  with_centre("snapshot", [&] {
+    if (comm_.rank() != host_) {
+      window_->get(host_, core::MutableView(out), 0, nullptr, collective::Wire::exact).wait();
+      return;
+    }
     collective::Window::Local local = window_->local();
     std::copy(centre_.begin(), centre_.end(), out.begin());
-  } else {
-    with_centre("snapshot",
-                [&] { window_->get(0, core::MutableView(out), 0, nullptr, collective::Wire::exact).wait(); });
-  }
+  });
   return true;
 }
 

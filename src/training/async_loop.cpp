@@ -14,18 +14,21 @@ namespace fast::training {
 namespace {
 
 // The shared batch budget as one worker sees it: a counter in the window "trainer.claims", every
-// worker exposing one (f64), of which one worker's, the host's, counts the claims of the run.
-// Worker 0 hosts it from the start. When the host is lost, each survivor moves on to the lowest
-// worker above it that is live and was never lost (runtime::lost_since: a rank taken back by a
-// new process has a fresh counter, so it never hosts again), and raises the new host's counter to
-// the count it saw at its own last claim, so that batches claimed before the loss are not claimed
-// again: the counter goes on from the largest count any survivor saw. Approximate, within a
-// step's claims: a batch the lost host claimed for itself after the survivors' last claims is
-// claimed again, and two survivors that read the counter before either raised it raise it by
-// both their differences (the run then trains that many batches fewer). One per worker, used by
-// its main activity only.
+// worker exposing two (f64: the count, and how many survivors came to raise it), of which one
+// worker's, the host's, counts the claims of the run. Worker 0 hosts it from the start. When the
+// host is lost (a claim fails on it, or the runtime reported it lost before a claim), each survivor
+// moves on to the lowest worker above it that is live and was never lost (runtime::lost_since: a
+// rank taken back by a new process has a fresh counter, so it never hosts again). The first
+// survivor to reach the new host (the second counter's fetch-and-add tells it) raises the count to
+// what it saw at its own last claim, so that the batches claimed before the loss are not claimed
+// again; the others leave it, so that the count is raised once. Approximate, within about a step
+// of every worker: the batches claimed after that survivor's last claim and before the loss, and
+// those claimed at the new host in the round trip before the raise, are trained twice. One per
+// worker, used by its main activity only.
 class BatchBudget {
  public:
+  static constexpr std::size_t kRaisers = 1;  // the window offset of the second counter
+
   BatchBudget(runtime::Context& ctx, collective::Window& claims, double seen, WorkerLoop& loop)
       : ctx_(ctx), claims_(claims), seen_(seen), loop_(loop) {}
 
@@ -35,6 +38,7 @@ class BatchBudget {
   double claim(double amount) {
     for (;;) {
       try {
+        if (runtime::lost_since(ctx_, host_, 0)) move_on("the runtime reported it lost");
         if (raise_) raise();
         std::vector<double> before(1);
         const std::vector<double> add{amount};
@@ -83,13 +87,13 @@ class BatchBudget {
   // The host was lost: the next candidate above it (see the class comment).
   void move_on(const std::string& why) {
     const int lost = host_;
-    do {
-      ++host_;
-    } while (host_ < ctx_.size() && runtime::lost_since(ctx_, host_, 0));
-    FAST_ENFORCE_AS(core::PeerLost, host_ < ctx_.size(),
+    int next = host_ + 1;
+    while (next < ctx_.size() && runtime::lost_since(ctx_, next, 0)) ++next;
+    FAST_ENFORCE_AS(core::PeerLost, next < ctx_.size(),
                     "asynchronous training: worker {}, which held the shared batch budget (window 'trainer.claims'), "
                     "was lost, and no live worker above it is left to hold it: {}",
                     lost, why);
+    host_ = next;
     raise_ = true;
     loop_.set_lead_rank(host_);
     if (host_ == ctx_.rank())
@@ -99,17 +103,25 @@ class BatchBudget {
                 lost, host_, static_cast<std::int64_t>(seen_));
   }
 
-  // Raises the new host's counter to seen_ (what this worker saw claimed), if it is below.
+  // The first survivor at the new host raises its count to seen_ (what this worker saw claimed),
+  // if it is below; the others leave it.
   void raise() {
-    std::vector<double> value(1);
-    claims_.get(host_, core::MutableView(std::span<double>(value))).wait();
-    if (value[0] < seen_) {
-      const std::vector<double> add{seen_ - value[0]};
-      std::vector<double> before(1);
-      claims_
-          .fetch_accumulate(host_, core::ConstView(std::span<const double>(add)),
-                            core::MutableView(std::span<double>(before)))
-          .wait();
+    const std::vector<double> one{1.0};
+    std::vector<double> before(1);
+    claims_
+        .fetch_accumulate(host_, core::ConstView(std::span<const double>(one)),
+                          core::MutableView(std::span<double>(before)), kRaisers)
+        .wait();
+    if (before[0] == 0) {
+      std::vector<double> value(1);
+      claims_.get(host_, core::MutableView(std::span<double>(value))).wait();
+      if (value[0] < seen_) {
+        const std::vector<double> add{seen_ - value[0]};
+        claims_
+            .fetch_accumulate(host_, core::ConstView(std::span<const double>(add)),
+                              core::MutableView(std::span<double>(before)))
+            .wait();
+      }
     }
     raise_ = false;
   }
@@ -140,7 +152,7 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
   const int workers = ctx.size();
   // A resumed run continues the budget where its checkpoint was (plan.first_step steps of each).
   const double start = static_cast<double>(plan.first_step * workers);
-  std::vector<double> counter(1, ctx.rank() == 0 ? start : 0.0);
+  std::vector<double> counter{ctx.rank() == 0 ? start : 0.0, 0.0};  // the count, the raisers (BatchBudget)
   collective::Window claims(worker.communicator(), "trainer.claims", core::MutableView(std::span<double>(counter)));
   BatchBudget shared(ctx, claims, start, loop);
   const double budget = static_cast<double>(plan.total_steps * workers);

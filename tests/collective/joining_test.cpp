@@ -100,7 +100,7 @@ TEST(Joining, SkippedSetUpCollectivesKeepTheLaterOnesMatched) {
 }
 
 // A window whose lengths differ between workers (only worker 0 exposes a tensor, as easgd's
-// centre): a joining worker cannot all-gather the lengths; joining_numel gives them, and its
+// centre with a codec): a joining worker cannot all-gather the lengths; joining_numel gives them, and its
 // requests are validated against them as the others' are.
 TEST(Joining, AWindowOfUnequalLengthsTakesThemFromJoiningNumel) {
   constexpr int n = 3;

@@ -42,12 +42,23 @@
 // reference), the elastic difference added to it through error feedback; the replicas first start
 // from worker 0's model so the references agree.
 //
-// On a lost peer: a lost worker other than 0 just stops exchanging (the centre's service drops
-// its unfinished request; its replica is gone); the others go on. If worker 0 is lost, the centre
-// is gone: the next exchange, snapshot or finish throws PeerLost ("the centre's host (worker 0) was
-// lost").
+// On a lost peer: a lost worker other than the centre's host just stops exchanging (the centre's
+// service drops its unfinished request; its replica is gone); the others go on. The centre's host
+// is worker 0 at the start. Without a codec every worker keeps a copy of the centre in its own
+// slot of the window: after each exchange, the centre as it read it plus its own d, written only
+// while nobody else wrote to that slot. When the host is lost, each worker whose window operation
+// fails on it moves to the lowest worker above it that is live and was never lost
+// (runtime::lost_since), whose copy is the centre from then on: what the centre received after
+// that worker's last exchange is lost with the old host (docs/faults.md). An accumulate that failed
+// on the lost host is sent to the new one. A worker that takes a rank back reads the centre from
+// the live worker whose slot was written most (the host's counts every exchange, a copy's none),
+// and representative() broadcasts from the member whose slot was written most. With a codec only
+// worker 0 holds the centre, and its loss ends the run: the next exchange, snapshot or finish
+// throws PeerLost ("the centre's host (worker 0) was lost").
 
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fast/collective/window.hpp"
@@ -70,15 +81,16 @@ class EasgdStrategy final : public Strategy {
   // before the first step; IoError naming `source` for a missing or malformed value.
   void save_state(Checkpoint& out) override;
   void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
-  // A worker other than 0 taking a lost rank back into the run (docs/faults.md, "Elastic
-  // asynchronous runs"): its replica becomes the centre as read now. Without a codec only.
+  // A worker taking a lost rank back into the run (docs/faults.md, "Elastic asynchronous runs"):
+  // its replica and its copy become the centre as read now from its host. Without a codec only.
   void rejoin(ModelState state) override;
   bool asynchronous() const override { return true; }
-  // The centre (worker 0) and, with a codec, the common initial model.
+  // The centre (worker 0; without a codec every worker's copy of it) and, with a codec, the common
+  // initial model.
   std::size_t state_bytes() const override { return bytes_of(centre_) + bytes_of(start_); }
   // Collective: closes the centre window (every exchange of every worker has landed).
   void finish(ModelState state) override;
-  // Not collective: out = the centre as rank 0's window holds it now.
+  // Not collective: out = the centre as its host's window holds it now.
   bool snapshot(ModelState state, std::span<float> out) override;
 
   // Elastic exchanges this worker has made.
@@ -87,9 +99,19 @@ class EasgdStrategy final : public Strategy {
  private:
   // One elastic exchange of params with the centre.
   void exchange(std::span<float> params);
+  // Runs fn (window operations on the centre's host); when the host is lost, moves the centre
+  // (move_centre) and runs fn again. PeerLost naming `what` without copies, or when no live worker
+  // is left to hold the centre.
+  template <typename Fn>
+  void with_centre(const char* what, Fn&& fn);
+  // host_ was lost: the next live worker above it that was never lost holds the centre.
+  void move_centre(const std::string& why);
+  // After an exchange with the host: this worker's copy of the centre = read_ + diff_, while
+  // nobody wrote to it (its window version is 0).
+  void keep_copy();
 
   StrategyOptions options_;
-  std::vector<float> centre_;  // rank 0: x~ (exposed); other ranks: empty
+  std::vector<float> centre_;  // the host: x~ (exposed); the others: a copy of it (exposed), or empty with a codec
   std::vector<float> read_;    // scratch: the centre as read
   std::vector<float> diff_;    // scratch: d = alpha * (x_i - x~)
   collective::WindowOptions with_start(collective::WindowOptions options) const;
@@ -98,6 +120,9 @@ class EasgdStrategy final : public Strategy {
   std::unique_ptr<collective::Window> window_;
   bool finished_ = false;
   std::int64_t exchanges_ = 0;
+  bool standbys_ = false;            // every worker keeps a copy of the centre (without a codec)
+  int host_ = 0;                     // the worker whose exposed tensor is the centre, as this worker knows it
+  std::uint64_t final_version_ = 0;  // this worker's window version when finish() closed it
 };
 
 }  // namespace fast::strategy
