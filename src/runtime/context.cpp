@@ -2,6 +2,7 @@
 
 #include "fast/core/env.hpp"
 #include "fast/runtime/environment.hpp"
+#include "fast/runtime/successor.hpp"
 
 namespace fast::runtime {
 
@@ -27,6 +28,12 @@ bool lost_since(const Context& ctx, int peer, double since) {
   for (const MembershipEvent& e : ctx.membership_events())
     if (e.worker == peer && !e.joined && e.at >= since) return true;
   return false;
+}
+
+int successor(const Context& ctx, int holder) {
+  for (int rank = holder + 1; rank < ctx.size(); ++rank)
+    if (!lost_since(ctx, rank, 0)) return rank;
+  return -1;
 }
 
 }  // namespace fast::runtime

@@ -7,7 +7,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/saved_state.hpp"
-#include "fast/runtime/context.hpp"
+#include "fast/runtime/successor.hpp"
 
 namespace fast::strategy {
 
@@ -75,9 +75,8 @@ void EasgdStrategy::with_centre(const char* what, Fn&& fn) {
 void EasgdStrategy::move_centre(const std::string& why) {
   runtime::Context& ctx = comm_.context();
   const int lost = host_;
-  int next = host_ + 1;
-  while (next < ctx.size() && runtime::lost_since(ctx, next, 0)) ++next;
-  FAST_ENFORCE_AS(core::PeerLost, next < ctx.size(),
+  const int next = runtime::successor(ctx, host_);
+  FAST_ENFORCE_AS(core::PeerLost, next >= 0,
                   "easgd: the centre's host (worker {}) was lost, and no live worker above it is left to hold the "
                   "centre: {}",
                   lost, why);

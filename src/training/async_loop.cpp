@@ -7,6 +7,7 @@
 #include "fast/collective/window.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "fast/runtime/successor.hpp"
 #include "worker_loop.hpp"
 
 namespace fast::training {
@@ -17,7 +18,7 @@ namespace {
 // worker exposing two (f64: the count, and how many survivors came to raise it), of which one
 // worker's, the host's, counts the claims of the run. Worker 0 hosts it from the start. When the
 // host is lost (a claim fails on it, or the runtime reported it lost before a claim), each survivor
-// moves on to the lowest worker above it that is live and was never lost (runtime::lost_since: a
+// moves on to the lowest worker above it that is live and was never lost (runtime::successor: a
 // rank taken back by a new process has a fresh counter, so it never hosts again). The first
 // survivor to reach the new host (the second counter's fetch-and-add tells it) raises the count to
 // what it saw at its own last claim, so that the batches claimed before the loss are not claimed
@@ -87,9 +88,8 @@ class BatchBudget {
   // The host was lost: the next candidate above it (see the class comment).
   void move_on(const std::string& why) {
     const int lost = host_;
-    int next = host_ + 1;
-    while (next < ctx_.size() && runtime::lost_since(ctx_, next, 0)) ++next;
-    FAST_ENFORCE_AS(core::PeerLost, next < ctx_.size(),
+    const int next = runtime::successor(ctx_, host_);
+    FAST_ENFORCE_AS(core::PeerLost, next >= 0,
                     "asynchronous training: worker {}, which held the shared batch budget (window 'trainer.claims'), "
                     "was lost, and no live worker above it is left to hold it: {}",
                     lost, why);
