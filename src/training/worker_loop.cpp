@@ -170,14 +170,14 @@ void WorkerLoop::report_progress(std::int64_t done, std::int64_t epoch) {
   record_membership();
 }
 
-bool WorkerLoop::lead() const {
-  return ctx_.rank() == (lead_rank_ >= 0 ? lead_rank_ : worker_.communicator().members().front());
-}
+int WorkerLoop::leading_rank() const { return lead_rank_ >= 0 ? lead_rank_ : worker_.communicator().members().front(); }
+
+bool WorkerLoop::lead() const { return ctx_.rank() == leading_rank(); }
 
 // Every worker of this process computes the same answer (first_rank_of_process).
 void WorkerLoop::follow_lead() {
   const int first = first_rank_of_process(ctx_);
-  const int lead = lead_rank_ >= 0 ? lead_rank_ : worker_.communicator().members().front();
+  const int lead = leading_rank();
   outputs_.set_lead(lead >= first && lead < first + std::max(1, ctx_.local_size()));
 }
 

@@ -134,6 +134,8 @@ class WorkerLoop {
   // budget's host, which moves when its worker is lost); -1: the group's first member again. Then
   // follow_lead().
   void set_lead_rank(int rank);
+  // The worker that leads: set_lead_rank()'s, else the group's first member.
+  int leading_rank() const;
 
   // Collective evaluation after `step` steps; worker 0 writes the record and shows it.
   metrics::EvalRecord evaluate_collective(std::int64_t step, bool final_round);

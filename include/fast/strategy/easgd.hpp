@@ -48,7 +48,7 @@
 // slot of the window: after each exchange, the centre as it read it plus its own d, written only
 // while nobody else wrote to that slot. When the host is lost, each worker whose window operation
 // fails on it moves to the lowest worker above it that is live and was never lost
-// (runtime::lost_since), whose copy is the centre from then on: what the centre received after
+// (runtime::successor), whose copy is the centre from then on: what the centre received after
 // that worker's last exchange is lost with the old host (docs/faults.md). An accumulate that failed
 // on the lost host is sent to the new one. A worker that takes a rank back reads the centre from
 // the live worker whose slot was written most (the host's counts every exchange, a copy's none),
