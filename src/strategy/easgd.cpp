@@ -24,13 +24,12 @@ void EasgdStrategy::attach(ModelState state) {
   // worker rejoining a run under way takes the all-reduce's turn without it: its replica comes
   // from the centre (rejoin()). Without a codec every worker keeps a copy of the centre, exposed in
   // the window, so that a survivor can hold it when its host is lost (move_centre()).
-  standbys_ = !compresses(options_);
   std::vector<float> average(state.params.begin(), state.params.end());
   if (comm_.joining())
     comm_.skip_collective();
   else
     comm_.allreduce(core::MutableView(std::span<float>(average)), {.op = collective::ReduceOp::avg});
-  if (comm_.rank() == 0 || standbys_) centre_ = std::move(average);
+  if (comm_.rank() == 0 || copies()) centre_ = std::move(average);
   read_.resize(len);
   diff_.resize(len);
   layout_.assign(state.layout.begin(), state.layout.end());
@@ -46,7 +45,7 @@ collective::WindowOptions EasgdStrategy::with_start(collective::WindowOptions op
   options.initial = [this](int owner) {
     return owner == 0 ? std::span<const float>(start_) : std::span<const float>();
   };
-  options.joining_numel = [n = read_.size(), all = standbys_](int owner) {
+  options.joining_numel = [n = read_.size(), all = copies()](int owner) {
     return owner == 0 || all ? n : std::size_t{0};
   };
   return options;
@@ -58,15 +57,15 @@ void EasgdStrategy::with_centre(const char* what, Fn&& fn) {
     try {
       // A host reported lost may have been taken back by a new process since, whose tensor is a
       // copy: move on before asking it.
-      if (standbys_ && runtime::lost_since(comm_.context(), host_, 0)) move_centre("the runtime reported it lost");
+      if (copies() && runtime::lost_since(comm_.context(), host_, 0)) move_centre("the runtime reported it lost");
       fn();
       return;
     } catch (const core::PeerLost& e) {
-      if (!standbys_ || !runtime::lost_since(comm_.context(), host_, 0))
+      if (!copies() || !runtime::lost_since(comm_.context(), host_, 0))
         FAST_THROW(core::PeerLost,
                    "easgd: {}: the centre's host (worker {}) was lost, training cannot go on without "
                    "the centre{}: {}",
-                   what, host_, standbys_ ? "" : " (with a codec no other worker keeps a copy of it)", e.what());
+                   what, host_, copies() ? "" : " (with a codec no other worker keeps a copy of it)", e.what());
       move_centre(e.what());
     }
   }
@@ -122,7 +121,7 @@ void EasgdStrategy::exchange(std::span<float> params) {
     for (std::size_t i = 0; i < len; ++i) centre_[i] += diff_[i];
     local.bump();
   });
-  if (standbys_) keep_copy();
+  if (copies()) keep_copy();
   ++exchanges_;
 }
 
@@ -157,7 +156,7 @@ void EasgdStrategy::representative(ModelState state, std::span<float> out) {
   // The centre's host: worker 0, or with copies the member whose exposed tensor was written most
   // (the host's counts every exchange; a copy's, none), the first such member on a tie.
   int root = 0;
-  if (standbys_) {
+  if (copies()) {
     const double mine = static_cast<double>(finished_ ? final_version_ : window_->local().version());
     std::vector<double> versions(static_cast<std::size_t>(comm_.group_size()));
     comm_.allgather(core::ConstView(std::span<const double>(&mine, 1)), core::MutableView(std::span<double>(versions)));
@@ -200,32 +199,35 @@ void EasgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view
 void EasgdStrategy::rejoin(ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, window_ != nullptr && !finished_,
                   "easgd: rejoin() before attach() or after finish()");
-  FAST_ENFORCE_AS(core::InvalidUsage, standbys_,
+  FAST_ENFORCE_AS(core::InvalidUsage, copies(),
                   "easgd: rejoin of worker {} with compress = '{}': a worker rejoins only without a codec",
                   comm_.rank(), options_.compress);
   FAST_ENFORCE_EQ(state.params.size(), read_.size(), "easgd: the parameter count changed since attach()");
   // The host is the live worker whose exposed tensor was written most (the others' are copies,
   // never written by a request); this worker's replica and copy become that centre.
+  // Each live worker's version is read with its first value only; then the host's whole centre.
   std::uint64_t most = 0;
   host_ = -1;
   for (int r = 0; r < comm_.context().size(); ++r) {
     if (r == comm_.rank() || !comm_.context().alive(r)) continue;
     std::uint64_t version = 0;
     try {
-      window_->get(r, core::MutableView(std::span<float>(read_)), 0, &version, collective::Wire::exact).wait();
+      window_->get(r, core::MutableView(std::span<float>(read_).first(1)), 0, &version, collective::Wire::exact).wait();
     } catch (const core::PeerLost&) {
       continue;  // lost meanwhile
     }
     if (host_ < 0 || version > most) {
       most = version;
       host_ = r;
-      std::copy(read_.begin(), read_.end(), state.params.begin());
     }
   }
   FAST_ENFORCE_AS(core::PeerLost, host_ >= 0,
                   "easgd: worker {} rejoins, but no other worker is live to read the "
                   "centre from",
                   comm_.rank());
+  with_centre("rejoin", [&] {
+    window_->get(host_, core::MutableView(state.params), 0, nullptr, collective::Wire::exact).wait();
+  });
   collective::Window::Local local = window_->local();
   std::copy(state.params.begin(), state.params.end(), centre_.begin());
 }

@@ -109,6 +109,8 @@ class EasgdStrategy final : public Strategy {
   // After an exchange with the host: this worker's copy of the centre = read_ + diff_, while
   // nobody wrote to it (its window version is 0).
   void keep_copy();
+  // Whether every worker keeps a copy of the centre: without a codec.
+  bool copies() const { return !compresses(options_); }
 
   StrategyOptions options_;
   std::vector<float> centre_;  // the host: x~ (exposed); the others: a copy of it (exposed), or empty with a codec
@@ -120,7 +122,6 @@ class EasgdStrategy final : public Strategy {
   std::unique_ptr<collective::Window> window_;
   bool finished_ = false;
   std::int64_t exchanges_ = 0;
-  bool standbys_ = false;            // every worker keeps a copy of the centre (without a codec)
   int host_ = 0;                     // the worker whose exposed tensor is the centre, as this worker knows it
   std::uint64_t final_version_ = 0;  // this worker's window version when finish() closed it
 };
