@@ -31,8 +31,10 @@ bool lost_since(const Context& ctx, int peer, double since) {
 }
 
 int successor(const Context& ctx, int holder) {
-  for (int rank = holder + 1; rank < ctx.size(); ++rank)
+  for (int step = 1; step < ctx.size(); ++step) {
+    const int rank = (holder + step) % ctx.size();
     if (!lost_since(ctx, rank, 0)) return rank;
+  }
   return -1;
 }
 

@@ -42,19 +42,27 @@ template <typename Fn>
 void PsStrategy::with_servers(const char* what, Fn&& fn) {
   try {
     fn();
-  } catch (const core::PeerLost& e) {
-    if (elastic_) throw;  // the group regroups and places the servers again
-    const runtime::Context& ctx = comm_.context();
-    for (int k = 0; k < servers_; ++k) {
-      const int host = server_rank_[static_cast<std::size_t>(k)];
-      if (!ctx.alive(host))
-        FAST_THROW(core::PeerLost,
-                   "ps: {}: the server of shard {} (on worker {}) was lost, its part of the model is "
-                   "gone and training cannot go on: {}",
-                   what, k, host, e.what());
-    }
-    throw;
+  } catch (const core::PeerLost&) {
+    throw_lost_shard(what, std::current_exception());
   }
+}
+
+void PsStrategy::throw_lost_shard(const char* what, const std::exception_ptr& e) const {
+  if (elastic_) std::rethrow_exception(e);  // the group regroups and places the servers again
+  const runtime::Context& ctx = comm_.context();
+  for (int k = 0; k < servers_; ++k) {
+    const int host = server_rank_[static_cast<std::size_t>(k)];
+    if (ctx.alive(host)) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& lost) {
+      FAST_THROW(core::PeerLost,
+                 "ps: {}: the server of shard {} (on worker {}) was lost, its part of the model is "
+                 "gone and training cannot go on: {}",
+                 what, k, host, lost.what());
+    }
+  }
+  std::rethrow_exception(e);
 }
 
 // The declarations bound servers by [1, kMaxShards] and staleness by >= 0; a robust aggregate
@@ -83,26 +91,30 @@ PsStrategy::PsStrategy(const StrategyOptions& options, collective::Communicator&
 PsStrategy::~PsStrategy() { stop_server(); }
 
 void PsStrategy::stop_server() noexcept {
-  if (!server_running_) return;
-  server_running_ = false;
+  for (Moved& m : moved_) stop_one(m.shard, m.work, m.running);
+  stop_one(my_shard_, server_work_, server_running_);
+}
+
+void PsStrategy::stop_one(int shard, core::Work& work, bool& running) noexcept {
+  if (!running) return;
+  running = false;
   // The stop request is not waited for: if the server ended meanwhile, it is never received and
   // dropping its Work below cancels it.
   runtime::Context& ctx = comm_.context();
   const Header stop = Request{.kind = Request::Kind::stop}.to_words();
   core::Work stop_sent;
   try {
-    stop_sent =
-        ctx.send(ctx.rank(), wire_tag(my_shard_, kRequest), core::ConstView(std::span<const std::int64_t>(stop)));
+    stop_sent = ctx.send(ctx.rank(), wire_tag(shard, kRequest), core::ConstView(std::span<const std::int64_t>(stop)));
   } catch (const std::exception& e) {
     // The world failed or this worker was lost: the server ends on its own (its waits throw).
     core::log(core::LogLevel::debug, "ps: worker {}: stop request failed: {}", ctx.rank(), e.what());
   }
   try {
-    server_work_.wait();  // always: the server uses this strategy's memory until it ends
+    work.wait();  // always: the server uses this strategy's memory until it ends
   } catch (const std::exception& e) {
-    core::log(core::LogLevel::debug, "ps: worker {}: server stopped with: {}", ctx.rank(), e.what());
+    core::log(core::LogLevel::debug, "ps: worker {}: server of shard {} stopped with: {}", ctx.rank(), shard, e.what());
   }
-  server_work_ = core::Work();
+  work = core::Work();
 }
 
 runtime::Tag PsStrategy::wire_tag(int shard, std::uint32_t kind) const { return tag(shard, kind, generation_); }
@@ -159,6 +171,9 @@ void PsStrategy::attach(ModelState state) {
     replica_ = optim::make_optimizer(options_.optimizer, d);
     size_staged();
     if (comm_.joining()) return;
+  } else {
+    slot_ = core::Buffer::long_lived(d + 1 + offsets_.size() - 1, core::DType::f32);
+    if (comm_.joining()) my_shard_ = -1;  // a new process in a lost one's place: its shard moved (rejoin())
   }
   make_server(state.params);
   if (elastic_ && server_) server_->start_elastic(0, comm_.members());
@@ -170,10 +185,12 @@ void PsStrategy::make_server(std::span<float> params) {
   const core::Layout* layout = layout_.empty() ? nullptr : &layout_;
   // With dgc the servers apply the workers' sparse messages with plain SGD at rate 1 (the momentum
   // and the learning rate ran on the workers).
+  const std::span<float> memory = elastic_ ? std::span<float>() : slot_shard(my_shard_);
   server_ =
       std::make_unique<PsServer>(server_context(), mode_, options_.staleness, my_shard_, shard_of(params, my_shard_),
-                                 options_.dgc ? dgc_update_optimizer(options_.optimizer) : options_.optimizer,
+                                 memory, options_.dgc ? dgc_update_optimizer(options_.optimizer) : options_.optimizer,
                                  options_.compress, &meter_, layout, generation_);
+  if (!elastic_) slot_.as<float>()[params.size() + 1 + static_cast<std::size_t>(my_shard_)] = 1;  // before the window
   if (mode_ == PsMode::sync) server_->set_aggregate(Aggregate::parse(options_.aggregate, comm_.size()));
   if (dgc_ && mode_ == PsMode::sync)
     server_->set_reply_density(  // Dgc::density reads constant options: safe from the server's activity
@@ -195,32 +212,18 @@ void PsStrategy::open_shards() {
 // group opens none.
 void PsStrategy::open_window() {
   collective::WindowOptions window_options = codec_window(options_, layout_.empty() ? nullptr : &layout_);
-  // A worker that rejoins a run under way cannot all-gather the shards' lengths (servers expose one
-  // each, the others nothing).
-  const auto shard_at = [this](int owner) {
-    const auto at = std::ranges::find(server_rank_, owner);
-    return at == server_rank_.end() ? -1 : static_cast<int>(at - server_rank_.begin());
-  };
-  window_options.joining_numel = [this, shard_at](int owner) {
-    const int k = shard_at(owner);
-    return k < 0 ? std::size_t{0} : offsets_[static_cast<std::size_t>(k) + 1] - offsets_[static_cast<std::size_t>(k)];
-  };
-  window_options.initial = [this, shard_at](int owner) {
-    const int k = shard_at(owner);
-    return k < 0 || start_.empty() ? std::span<const float>()
-                                   : std::span<const float>(shard_of(std::span<float>(start_), k));
-  };
-  const std::span<float> exposed = server_ ? server_->exposed() : std::span<float>();
-  window_ =
-      std::make_unique<collective::Window>(comm_, "ps.shards", core::MutableView(exposed), std::move(window_options));
+  // Every slot has the same length (a worker that rejoins a run under way takes its own). A host's
+  // shard k starts as the common initial model's range, which is what a codec's links start from.
+  window_options.initial = [this](int /*owner*/) { return std::span<const float>(start_); };
+  window_ = std::make_unique<collective::Window>(comm_, "ps.shards", slot_.view(), std::move(window_options));
 }
 
-// Posts the reply receives, then sends the header (and the gradient slice when finite) to every
-// server. The returned Works complete once every server replied.
-std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite) {
+// Posts the reply's receive, then sends the header (and the gradient slice when finite) to shard
+// k's server. The returned Works complete once the server replied.
+std::vector<core::Work> PsStrategy::push(const StepInput& input, bool finite, int k) {
   runtime::Context& ctx = comm_.context();
   std::vector<core::Work> works;
-  for (int k = 0; k < servers_; ++k) {
+  {
     const auto ku = static_cast<std::size_t>(k);
     const int host = server_rank_[ku];
     if (elastic_)
@@ -267,14 +270,12 @@ void PsStrategy::view_shards(std::span<float> params, bool params_hold_x) {
 }
 
 // Reads every server's shard one-sidedly, with the version it was read at.
-void PsStrategy::pull(std::span<float> params, collective::Wire wire) {
-  std::vector<core::Work> gets;
-  for (int k = 0; k < servers_; ++k) {
-    std::uint64_t* version = &version_read_[static_cast<std::size_t>(k)];
-    gets.push_back(window_->get(server_rank_[static_cast<std::size_t>(k)], core::MutableView(shard_of(params, k)), 0,
-                                version, wire));
-  }
-  core::wait_all(gets);
+void PsStrategy::pull(const char* what, std::span<float> params, Moves moves, collective::Wire wire) {
+  on_shards(what, params, moves, [&](int k) {
+    const auto ku = static_cast<std::size_t>(k);
+    return std::vector<core::Work>{
+        window_->get(server_rank_[ku], core::MutableView(shard_of(params, k)), offsets_[ku], &version_read_[ku], wire)};
+  });
 }
 
 StepOutcome PsStrategy::step(const StepInput& input) {
@@ -282,6 +283,7 @@ StepOutcome PsStrategy::step(const StepInput& input) {
   FAST_ENFORCE_AS(core::InvalidUsage, attached_, "ps: attach() was not called (the Worker's constructor calls it)");
   FAST_ENFORCE_EQ(input.state.params.size(), offsets_.back(), "ps: the parameter count changed since attach()");
   if (replace_servers_) place_servers(input.state.params);  // a resumed elastic run
+  if (moves_shards()) move_lost_shards(input.state.params, true);
   runtime::Context& ctx = comm_.context();
   const double t0 = ctx.now();
   // With dgc, grads become this step's update, the learning rate applied (a non-finite gradient
@@ -290,7 +292,7 @@ StepOutcome PsStrategy::step(const StepInput& input) {
                            : core::all_finite(input.state.grads);
   // sync: the replies are the new shards, received into the parameters. async / ssp: the
   // acknowledgements (ssp: delayed until the read is allowed), then the one-sided pull.
-  with_servers("push", [&] { core::wait_all(push(input, finite)); });
+  on_shards("push", input.state.params, Moves::join, [&](int k) { return push(input, finite, k); });
   if (elastic_) take_replies(input.state.params);
   if (mode_ == PsMode::sync && !reply_codecs_.empty())
     for (int k = 0; k < servers_; ++k) {
@@ -298,7 +300,7 @@ StepOutcome PsStrategy::step(const StepInput& input) {
       compress::copy_into(reply_codecs_[ku]->decode(reply_payloads_[ku].view()),
                           core::MutableView(shard_of(input.state.params, k)));
     }
-  if (mode_ != PsMode::sync) with_servers("pull", [&] { pull(input.state.params); });
+  if (mode_ != PsMode::sync) pull("pull", input.state.params, Moves::join);
   if (dgc_ && dgc_->options().local_view) view_shards(input.state.params, true);  // the shards are x: look at x - v
   ++clock_;
   StepOutcome outcome{.applied = finite, .comm_seconds = ctx.now() - t0};
@@ -311,6 +313,7 @@ void PsStrategy::finish(ModelState state) {
   finished_ = true;
   FAST_ENFORCE_AS(core::InvalidUsage, attached_, "ps: attach() was not called (the Worker's constructor calls it)");
   if (replace_servers_) place_servers(state.params);  // a resumed elastic run that takes no step
+  if (mode_ != PsMode::sync) return finish_async(state.params);
   runtime::Context& ctx = comm_.context();
   std::vector<core::Work> sends;
   std::vector<Header> done(static_cast<std::size_t>(servers_),
@@ -329,10 +332,7 @@ void PsStrategy::finish(ModelState state) {
     server_work_.wait();
   }
   comm_.barrier();  // every server has stopped: the shards are final
-  if (mode_ == PsMode::sync)
-    broadcast_shards(state.params);
-  else  // async, ssp: one-sided, so a worker lost meanwhile does not stop the others
-    with_servers("final pull", [&] { pull(state.params, collective::Wire::exact); });  // the final model, exactly
+  broadcast_shards(state.params);
   if (window_) window_->close();
   if (dgc_ && dgc_->options().local_view) dgc_->view(state.params, {});  // keeps the final x, leaves it there
 }
@@ -384,6 +384,9 @@ void PsStrategy::save_state(Checkpoint& out) {
                   options_.mode, options_.compress, dgc_ ? ", dgc" : "");
   save_links(out);
   if (elastic_) return save_replica(out);  // every worker holds the servers' state
+  // A new process in a server rank's place: its shard moved to a survivor, whose server state stays
+  // there (a resume starts the shard from this worker's copy, with a fresh optimizer).
+  if (!server_ && comm_.context().rank() < servers_) out.integers.insert_or_assign("ps.server.away", 1);
   if (!server_) return;
   collective::Window::Local local = window_->local();
   if (live) {
@@ -400,7 +403,14 @@ void PsStrategy::restore_state(const Checkpoint& checkpoint, std::string_view so
   FAST_ENFORCE_AS(core::InvalidUsage, attached_ && !finished_ && (clock_ == 0 || elastic_),
                   "ps: restore_state() must come after attach() and before the first step");
   if (elastic_) return restore_replica(checkpoint, source);
-  if (server_) {
+  if (server_ && checkpoint.integers.contains("ps.server.away")) {
+    core::log(core::LogLevel::warn,
+              "ps: {}: the server of shard {} had moved to another worker when this checkpoint was written; it "
+              "starts from this worker's copy of the shard, with a fresh optimizer state",
+              source, my_shard_);
+    collective::Window::Local local = window_->local();
+    std::ranges::copy(shard_of(state.params, my_shard_), server_->exposed().begin());
+  } else if (server_) {
     const std::span<float> values = shard_of(state.params, my_shard_);
     SavedOptimizer optimizer("ps.server.optimizer", checkpoint, source, server_->optimizer());  // checked first
     collective::Window::Local local = window_->local();  // the server applies pushes under it
@@ -419,30 +429,21 @@ void PsStrategy::rejoin(ModelState state) {
                   "a round needs every worker, so a lost one ends the run");
   FAST_ENFORCE_AS(core::InvalidUsage, !compresses(options_), "ps: rejoin with compress = '{}': {}", options_.compress,
                   "the pushes' residuals and the pulls' references would not match the servers'");
-  FAST_ENFORCE_AS(core::InvalidUsage, !server_,
-                  "ps: worker {} hosts the server of shard {}, whose part of the model was lost with its first "
-                  "process: a server rank cannot rejoin",
-                  ctx.rank(), ctx.rank());
-  std::vector<Header> join(static_cast<std::size_t>(servers_), Request{.kind = Request::Kind::join}.to_words());
-  std::vector<core::Work> works;
-  for (int k = 0; k < servers_; ++k) {
-    const auto ku = static_cast<std::size_t>(k);
-    works.push_back(ctx.recv(k, wire_tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
-    works.push_back(ctx.send(k, wire_tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(join[ku]))));
-  }
-  with_servers("rejoin", [&] { core::wait_all(works); });
-  for (std::size_t k = 0; k < first_clock_.size(); ++k) first_clock_[k] = acks_[k][0];
-  with_servers("rejoin", [&] { pull(state.params, collective::Wire::exact); });
+  FAST_ENFORCE_AS(core::InvalidUsage, !server_ && moved_.empty(), "ps: worker {} rejoins while it serves a shard",
+                  ctx.rank());
+  find_hosts();
+  for (int k = 0; k < servers_; ++k) join_shard_when_lost(k, state.params);
+  pull("rejoin", state.params, Moves::join, collective::Wire::exact);
 }
 
-bool PsStrategy::snapshot(ModelState /*state*/, std::span<float> out) {
+bool PsStrategy::snapshot(ModelState state, std::span<float> out) {
   if (!attached_ || finished_) return false;
   FAST_ENFORCE_EQ(out.size(), offsets_.back(), "ps: snapshot output length must equal the parameter count");
-  std::vector<core::Work> gets;
-  for (int k = 0; k < servers_; ++k)
-    gets.push_back(window_->get(server_rank_[static_cast<std::size_t>(k)], core::MutableView(shard_of(out, k)), 0,
-                                nullptr, collective::Wire::exact));
-  with_servers("snapshot", [&] { core::wait_all(gets); });
+  on_shards("snapshot", state.params, Moves::join, [&](int k) {
+    const auto ku = static_cast<std::size_t>(k);
+    return std::vector<core::Work>{window_->get(server_rank_[ku], core::MutableView(shard_of(out, k)), offsets_[ku],
+                                                nullptr, collective::Wire::exact)};
+  });
   return true;
 }
 
@@ -460,14 +461,24 @@ std::span<const float> PsStrategy::representative_in_place(ModelState state) con
   return dgc_model(dgc_.get(), state.params);
 }
 
-StalenessStats PsStrategy::staleness() const { return server_ ? server_->staleness() : StalenessStats{}; }
+StalenessStats PsStrategy::staleness() const {
+  StalenessStats stats = server_ ? server_->staleness() : StalenessStats{};
+  for (const Moved& m : moved_) stats.merge(m.server->staleness());
+  return stats;
+}
 
 std::size_t PsStrategy::state_bytes() const {
   const std::size_t replica = replica_ ? replica_->state_buffers() * replica_->numel() * sizeof(float) : 0;
-  return (server_ ? server_->state_bytes() : 0) + bytes_of(start_) + replica;
+  std::size_t servers = server_ ? server_->state_bytes() : 0;
+  for (const Moved& m : moved_) servers += m.server->state_bytes();
+  return servers + bytes_of(start_) + replica;
 }
 
-std::int64_t PsStrategy::max_clock_lag() const { return server_ ? server_->max_clock_lag() : 0; }
+std::int64_t PsStrategy::max_clock_lag() const {
+  std::int64_t lag = server_ ? server_->max_clock_lag() : 0;
+  for (const Moved& m : moved_) lag = std::max(lag, m.server->max_clock_lag());
+  return lag;
+}
 
 // The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
 StrategyRegistration builtin::ps_registration() {
@@ -489,15 +500,13 @@ StrategyRegistration builtin::ps_registration() {
           .at_most(kMaxShards),
   };
   for (StrategyOption& o : dgc_options()) options.push_back(std::move(o));
-  // Rejoining: an asynchronous run takes back a worker that hosts no server (a server's shard was
-  // lost with its process), without a codec.
+  // Rejoining: an asynchronous run takes back any worker without a codec or dgc (a server rank's
+  // shard moved to a survivor; the new process serves nothing).
   const RejoinCheck rejoin = [](const StrategyOptions& o, int rank) -> std::string {
     std::string refusal = rejoin_without_codec(o, rank);
-    if (refusal.empty() && rank >= 0 && rank < o.servers)
-      refusal = fmt::format(
-          "worker {} hosts the server of shard {}, whose part of the model was lost with its first "
-          "process; only workers {} and up (no server) can rejoin a ps run",
-          rank, rank, o.servers);
+    if (refusal.empty() && o.dgc)
+      refusal =
+          "dgc = true keeps a residual per server that a new process does not have; rejoining supports dgc = false";
     return refusal;
   };
   return {.name = "ps",

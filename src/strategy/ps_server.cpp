@@ -20,14 +20,16 @@ namespace fast::strategy {
 using namespace ps_protocol;
 
 PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, int shard,
-                   std::span<const float> initial, const optim::OptimizerOptions& optimizer, const std::string& codec,
-                   compress::CompressionMeter* meter, const core::Layout* layout, std::uint32_t generation)
+                   std::span<const float> initial, std::span<float> memory, const optim::OptimizerOptions& optimizer,
+                   const std::string& codec, compress::CompressionMeter* meter, const core::Layout* layout,
+                   std::uint32_t generation)
     : ctx_(ctx),
       mode_(mode),
       staleness_(staleness),
       shard_(shard),
       workers_(ctx.size()),
-      params_(initial.begin(), initial.end()),
+      own_(memory.empty() ? std::vector<float>(initial.begin(), initial.end()) : std::vector<float>()),
+      params_(memory.empty() ? std::span<float>(own_) : memory),
       optimizer_(optim::make_optimizer(optimizer, initial.size())),
       grad_(initial.size()),
       generation_(generation),
@@ -39,6 +41,8 @@ PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, i
       replies_(static_cast<std::size_t>(workers_)),
       meter_(meter),
       stats_mutex_(ctx.make_mutex()) {
+  FAST_ENFORCE_EQ(params_.size(), initial.size(), "ps: server of shard {}: memory for the shard", shard);
+  if (!memory.empty() && memory.data() != initial.data()) std::ranges::copy(initial, params_.begin());
   if (!compress::make_codec(codec)->lossless()) {
     decoder_ = compress::make_codec(codec);
     if (mode_ == PsMode::sync) {
@@ -67,10 +71,18 @@ void PsServer::start_elastic(std::int64_t clock, std::span<const int> members) {
   reply_.assign(elastic_reply_floats(params_.size(), optimizer_->state_buffers()), 0.0f);
 }
 
+void PsServer::take_over(std::size_t flag_offset) {
+  FAST_ENFORCE(mode_ != PsMode::sync && window_ != nullptr,
+               "ps: server of shard {}: only a server of mode async or ssp with its window takes a shard over", shard_);
+  taken_over_ = true;
+  flag_offset_ = flag_offset;
+}
+
 void PsServer::run() {
   FAST_ENFORCE(window_ != nullptr || replicates_, "ps: server of shard {} started without its window", shard_);
   core::Buffer header;
   const bool tolerant = mode_ != PsMode::sync;  // sync: a lost worker ends the run (the launcher)
+  if (taken_over_) read_flags();
   for (;;) {
     if (tolerant) note_lost();
     if (done_count_ == workers_) break;
@@ -79,11 +91,13 @@ void PsServer::run() {
     // Idle between requests is normal; a failed world surfaces as RemoteError. The wait returns
     // early when a worker is lost (sim), which may leave nobody to wait for.
     bool everyone_done = false;
-    while (!w.wait(1.0))
-      if (tolerant && note_lost() && done_count_ == workers_) {
+    while (!w.wait(1.0)) {
+      const bool counted = tolerant && note_lost();
+      if ((counted || (taken_over_ && read_flags())) && done_count_ == workers_) {
         everyone_done = true;
         break;
       }
+    }
     if (everyone_done) break;  // the unmatched receive is cancelled with w
     FAST_ENFORCE(header.dtype() == core::DType::i64 && header.numel() == kHeaderLen,
                  "ps: server of shard {}: malformed request from worker {} ({} x {})", shard_, src, header.numel(),
@@ -99,6 +113,7 @@ void PsServer::run() {
       continue;
     }
     if (tolerant && done_[who] && !ctx_.alive(src)) continue;  // sent before it was lost, counted done since
+    if (taken_over_ && done_[who] && h.kind == Request::Kind::done) continue;  // counted from its flag
     FAST_ENFORCE(!done_[who], "ps: server of shard {}: request from worker {} after its done", shard_, src);
     if (h.kind == Request::Kind::push) {
       const double since = ctx_.now();
@@ -114,8 +129,41 @@ void PsServer::run() {
       if (done_count_ == workers_) break;
     }
   }
+  if (tolerant) announce_closed();
   wait_replies();
 }
+
+bool PsServer::read_flags() {
+  bool any = false;
+  for (int w = 0; w < workers_; ++w) {
+    const auto wu = static_cast<std::size_t>(w);
+    if (done_[wu] || w == ctx_.rank() || !ctx_.alive(w)) continue;
+    float flag = 0;
+    const double since = ctx_.now();
+    try {
+      window_->get(w, core::MutableView(&flag, 1, core::DType::f32), flag_offset_, nullptr, collective::Wire::exact)
+          .wait();
+    } catch (const core::PeerLost&) {
+      if (!runtime::lost_since(ctx_, w, since)) throw;
+      continue;  // note_lost() counts it
+    }
+    if (flag == 0) continue;
+    on_done(w);
+    any = true;
+  }
+  return any;
+}
+
+void PsServer::announce_closed() {
+  wait_replies();  // the acknowledgements: long received (every worker sent `done` since)
+  closed_ = static_cast<std::int64_t>(version());
+  for (int w = 0; w < workers_; ++w)
+    if (ctx_.alive(w))
+      replies_[static_cast<std::size_t>(w)] =
+          ctx_.send(w, tag(shard_, kClosed, generation_), core::ConstView(&closed_, 1, core::DType::i64));
+}
+
+std::uint64_t PsServer::version() { return window_ == nullptr ? 0 : window_->local().version(); }
 
 bool PsServer::note_lost() {
   bool any = false;
@@ -195,9 +243,11 @@ void PsServer::on_join(int src) {
   const std::int64_t others = min_pushed(src);
   pushed_[who] = others == std::numeric_limits<std::int64_t>::max() ? 0 : others;  // max: nobody else left
   read_min_[who] = min_pushed();
-  core::log(core::LogLevel::info, "ps: server of shard {}: worker {} rejoined; its pushes count from {}", shard_, src,
-            pushed_[who]);
-  acks_[who] = {pushed_[who], read_min_[who]};
+  core::log(
+      core::LogLevel::info,
+      "ps: server of shard {}: worker {} joined (a new process, or the shard moved here); its pushes count from {}",
+      shard_, src, pushed_[who]);
+  acks_[who] = {pushed_[who], read_min_[who], static_cast<std::int64_t>(version())};
   replies_[who] =
       ctx_.send(src, tag(shard_, kReply, generation_), core::ConstView(std::span<const std::int64_t>(acks_[who])));
 }
@@ -303,7 +353,7 @@ void PsServer::save(std::string_view prefix, core::SavedState& out) const {
   if (mode_ != PsMode::sync) return;
   out.integers.insert_or_assign(std::string(prefix) + ".rounds", rounds_);
   if (senders_.empty()) return;
-  out.arrays.insert_or_assign(std::string(prefix) + ".shard", params_);
+  out.arrays.insert_or_assign(std::string(prefix) + ".shard", std::vector<float>(params_.begin(), params_.end()));
   for (std::size_t w = 0; w < senders_.size(); ++w) senders_[w]->save(fmt::format("{}.reply.{}", prefix, w), out);
 }
 
@@ -339,7 +389,7 @@ void PsServer::release_waiting() {
     waiting_[w] = 0;
     read_min_[w] = m;
     wait_reply(w);  // the previous acknowledgement (long received: the worker pushed since)
-    acks_[w] = {pushed_[w], m};
+    acks_[w] = {pushed_[w], m, static_cast<std::int64_t>(version())};
     replies_[w] = ctx_.send(static_cast<int>(w), tag(shard_, kReply, generation_),
                             core::ConstView(std::span<const std::int64_t>(acks_[w])));
   }

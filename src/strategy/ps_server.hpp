@@ -31,6 +31,7 @@ inline constexpr std::uint32_t kMaxShards = 0x10000;        // the shard fills t
 inline constexpr std::uint32_t kRequest = 0;                // header, worker -> server, recv_any
 inline constexpr std::uint32_t kPayload = 1;                // gradient slice, worker -> server
 inline constexpr std::uint32_t kReply = 2;                  // shard or acknowledgement, server -> worker
+inline constexpr std::uint32_t kClosed = 3;                 // async / ssp: the server stopped, server -> worker
 
 // generation: the placement of the servers (0 at the start; an elastic group places them again
 // after every change of its members, so that nothing of an earlier placement meets a later one).
@@ -51,8 +52,9 @@ inline std::size_t elastic_reply_floats(std::size_t shard, std::size_t state_buf
 using Request = wire::PsRequest;
 inline constexpr std::size_t kHeaderLen = Request::kWords;
 using Header = std::array<std::int64_t, kHeaderLen>;
-// Acknowledgement (async, ssp): {pushes counted from this worker, smallest push count}.
-inline constexpr std::size_t kAckLen = 2;
+// Acknowledgement (async, ssp): {pushes counted from this worker, smallest push count, the window
+// version of the host's slot when it was sent}.
+inline constexpr std::size_t kAckLen = 3;
 using Ack = std::array<std::int64_t, kAckLen>;
 
 }  // namespace fast::strategy::ps_protocol
@@ -61,12 +63,15 @@ namespace fast::strategy {
 
 class PsServer {
  public:
-  // A copy of `initial` (the host's shard of its initial parameters) and an optimizer for it.
+  // The shard, starting from `initial` (the host's shard of its initial parameters), and an optimizer
+  // for it. memory: where the shard lives (its range of the host's window slot, which the window
+  // exposes; not owned; `initial` is copied there unless it is that memory), or empty: the server
+  // keeps its own copy (an elastic group, which opens no window).
   // codec: compress::make_codec spec of pushed gradients (decoded here) and, in sync mode, of the
   // replies (one compress::DeltaSender per worker); "none": as is. meter counts the encodes; layout
   // (may be null) is the shard's, for shape-aware codecs.
   PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, int shard, std::span<const float> initial,
-           const optim::OptimizerOptions& optimizer, const std::string& codec = "none",
+           std::span<float> memory, const optim::OptimizerOptions& optimizer, const std::string& codec = "none",
            compress::CompressionMeter* meter = nullptr, const core::Layout* layout = nullptr,
            std::uint32_t generation = 0);
 
@@ -108,14 +113,21 @@ class PsServer {
   // shard's optimizer state after the round besides its values (ps_protocol::elastic_reply_floats),
   // so that every worker holds what a new server of the shard needs.
   void start_elastic(std::int64_t clock, std::span<const int> members);
+  // async / ssp, before run(): this server takes over a shard whose host was lost (ps.hpp, "A lost
+  // server"). A worker that finished before it learnt of the move counts as done by its flag, the
+  // float at `flag_offset` of its window slot (non-zero once it finished): the server reads every
+  // unfinished worker's flag when it starts and whenever no request came for a second, and takes a
+  // `done` request from a worker it already counted as done.
+  void take_over(std::size_t flag_offset);
   // The server loop: serves requests until every worker sent `done`, or a stop request from its
   // own rank arrives. Throws on a protocol violation or when the world fails. async / ssp: a
   // worker the runtime reports lost (Context::alive) counts as done; its unfinished request is
   // dropped. A `join` from a worker (a new process in a lost one's place) drops what the server
   // kept of the old process and counts the newcomer's pushes from the smallest push count of the
-  // other unfinished workers, which it acknowledges as {that count, smallest push count}. After a
-  // stop request the replies still under way are not waited for (destroying the server cancels
-  // those not started).
+  // other unfinished workers, which it acknowledges as {that count, smallest push count, version}.
+  // async / ssp: once every worker is done, the server sends `closed` (an empty message, kClosed) to
+  // every live worker, which reads the final shard after it. After a stop request the replies still
+  // under way are not waited for (destroying the server cancels those not started).
   void run();
 
   // Thread-safe (the statistics' mutex).
@@ -139,13 +151,22 @@ class PsServer {
   // async / ssp: counts every worker the runtime reports lost as done (so ssp never waits for it);
   // returns whether one was newly counted.
   bool note_lost();
+  // take_over(): counts as done every live worker whose flag is set (a worker lost meanwhile is
+  // left to note_lost()); returns whether one was newly counted.
+  bool read_flags();
+  void announce_closed();   // async / ssp: kClosed to every live worker
+  std::uint64_t version();  // the slot's window version (0 without a window)
 
   runtime::Context& ctx_;
   const PsMode mode_;
   const std::int64_t staleness_;
   const int shard_;
   const int workers_;
-  std::vector<float> params_;  // the shard (exposed by the window)
+  std::vector<float> own_;       // the shard where the server keeps it itself (no memory given)
+  std::span<float> params_;      // the shard (in the window's slot, or own_)
+  bool taken_over_ = false;      // take_over()
+  std::size_t flag_offset_ = 0;  // take_over(): where the workers' done flags are in their slots
+  std::int64_t closed_ = 0;      // async / ssp: the `closed` message's word (the final version)
   std::unique_ptr<optim::Optimizer> optimizer_;
   collective::Window* window_ = nullptr;
   std::vector<float> grad_;                      // a received gradient slice; sync: the round's average

@@ -380,7 +380,9 @@ TEST(WorkerCheckpoint, RefusesRejoinsOfStrategiesWithStateOfTheirOwnAndCheckpoin
     EXPECT_EQ(rejoin_refusal({.name = name}), "") << name;
   EXPECT_EQ(rejoin_refusal({.name = "ps", .mode = "ssp"}), "");
   EXPECT_EQ(rejoin_refusal({.name = "ps", .servers = 2}, 2), "");
-  EXPECT_NE(rejoin_refusal({.name = "ps", .servers = 2}, 1).find("worker 1 hosts the server of shard 1"),
+  // A server rank too: its shard moved to a survivor, and the new process serves nothing.
+  EXPECT_EQ(rejoin_refusal({.name = "ps", .servers = 2}, 1), "");
+  EXPECT_NE(rejoin_refusal({.name = "ps", .dgc = true}, 1).find("dgc = true keeps a residual per server"),
             std::string::npos);
   EXPECT_NE(rejoin_refusal({.name = "ps", .mode = "sync"}).find("strategy 'ps' with mode = sync is synchronous"),
             std::string::npos);

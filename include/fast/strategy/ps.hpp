@@ -74,9 +74,15 @@
 //           recv_any, in arrival order.
 //   kind 1  worker -> server k: the gradient slice of a finite push (f32, shard length)
 //   kind 2  server k -> worker: sync: the new shard (f32; in an elastic group followed by its
-//           optimizer's state, below); async / ssp: acknowledgement, 2 x i64 {pushes counted
-//           from this worker, smallest push count}.
-// Window "ps.shards" (TagKind::window): the rank hosting shard k exposes it, the other ranks nothing.
+//           optimizer's state, below); async / ssp: acknowledgement, 3 x i64 {pushes counted
+//           from this worker, smallest push count, the host's window version}.
+//   kind 3  server k -> worker (async / ssp): `closed`, 1 x i64, once every worker is done.
+// Window "ps.shards" (TagKind::window; not in an elastic group): every worker exposes a slot of
+// D + 1 + K floats, mapped untouched (core::Buffer::long_lived), so that only what a worker writes
+// costs memory: [0, D) the model, where the host of shard k keeps it at the shard's offset; [D] the
+// worker's `done` flag (non-zero once it finished); [D + 1 + k] non-zero where it serves shard k.
+// The window's version counts the writes to the whole slot (the updates of every shard its
+// worker serves).
 //
 // Cost per step and worker: |g| bytes up and |x| bytes down (plus small headers), spread over K
 // servers; each server receives N shard-sized messages per round of worker steps.
@@ -102,12 +108,27 @@
 // with the lost worker's PeerLost, but in an elastic group (below). async and ssp go on: a server
 // counts a lost worker as done as soon as the runtime reports it lost (Context::alive; its
 // unfinished push is dropped), so ssp never waits for it; a lost worker's last claimed gradient is
-// not applied. If a server's host is lost (async, ssp), its shard of the model is gone: the next push, pull, snapshot
-// or finish of every worker throws PeerLost naming the shard ("the server of shard k (on worker k) was lost"). finish()
-// then runs among the survivors (Worker::finish drops lost workers from the Communicator's group first). async and ssp
-// take a lost worker back (zmq rejoin, rejoin()): a `join` request (kind 4) makes each server forget the old process
-// and count the newcomer's pushes from the smallest push count of the other unfinished workers; the newcomer's clock at
-// that server starts there.
+// not applied. async and ssp take a lost worker back (zmq rejoin, rejoin()): a `join` request
+// (kind 4) makes each server forget the old process and count the newcomer's pushes from the
+// smallest push count of the other unfinished workers; the newcomer's clock at that server starts
+// there. finish() runs among the survivors (Worker::finish drops lost workers from the
+// Communicator's group first).
+//
+// A lost server (async, ssp, without a codec or dgc: moves_shards()). When the host of shard k is
+// lost, the shard moves to runtime::successor of that host: the next live worker that was never
+// lost. Each worker moves it when it finds the host lost (runtime::lost_since, before each step,
+// or an exchange with the server that fails with PeerLost). The successor starts a server for the
+// shard from its own parameters' slice - the shard as it last pulled it - with a fresh optimizer
+// (PsServer::take_over): the updates applied after that pull and the shard's optimizer state
+// (momentum, Adam's moments) are lost with the host. Every other worker sends the new server a
+// `join`, which also tells it that the server runs and its slot holds the shard, and its pushes
+// count from the join's acknowledgement; the exchange that failed is done again there. A worker
+// that finished before the move counts as done by its flag. Without moves_shards() (a codec or
+// dgc: the links and residuals per server would not match a new one) the next push, pull, snapshot
+// or finish of every worker throws PeerLost naming the shard ("the server of shard k (on worker
+// h) was lost"). A new process in a lost host's place serves nothing: rejoin() finds each shard's
+// host by the slots' flags. Losses during finish(): a host lost before every worker finished moves
+// as above; one lost between its `closed` and the final pull ends the run with PeerLost.
 
 //
 // Elastic groups (mode sync, Communicator::elastic; no codec, no dgc, aggregate mean; docs/faults.md,
@@ -128,6 +149,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -186,10 +208,11 @@ class PsStrategy final : public Strategy {
   // admission, a resume); the servers are placed again from it before the next step.
   void save_state(Checkpoint& out) override;
   void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
-  // async, ssp, no codec, a worker hosting no server (a server's shard is lost with its host):
-  // this worker is a new process in a lost one's place. It sends `join` to every server, takes
-  // the push count each one acknowledges as its clock there, and pulls the shards into
-  // state.params. InvalidUsage otherwise; PeerLost naming the shard when a server is lost.
+  // async, ssp, no codec: this worker is a new process in a lost one's place (it serves no shard,
+  // even where its rank hosted one: that shard moved). It finds each shard's host by the flags in
+  // the live workers' slots, sends it `join`, takes the push count each one acknowledges as its
+  // clock there, and pulls the shards into state.params. InvalidUsage otherwise; PeerLost when no
+  // live worker serves a shard.
   void rejoin(ModelState state) override;
   // Elastic groups: stops this worker's server and places the servers on the new members from the
   // replica (collective among the members: the window "ps.shards" again). PeerLost when a member
@@ -207,6 +230,39 @@ class PsStrategy final : public Strategy {
  private:
   template <typename Fn>
   void with_servers(const char* what, Fn&& fn);  // a lost server's PeerLost names its shard
+  // The PeerLost of `e` naming the first shard whose host was lost, or `e` itself.
+  [[noreturn]] void throw_lost_shard(const char* what, const std::exception_ptr& e) const;
+  // A lost server: async or ssp without a codec or dgc (see "A lost server").
+  bool moves_shards() const;
+  // Runs each(k) for every shard (the Works of shard k's exchange with its server) and waits for
+  // them shard by shard. When some fail with PeerLost: where shards move and the hosts were lost,
+  // moves them (move_lost_shards) and runs their exchanges again on the new hosts; else throws as
+  // with_servers.
+  enum class Moves : std::uint8_t {
+    join,     // a worker that moves a shard joins its new server before the exchange runs again there
+    no_join,  // ... does not (finish: it sends `done` instead)
+    none,     // no move: a lost host's PeerLost names its shard
+  };
+  void on_shards(const char* what, std::span<float> params, Moves moves,
+                 const std::function<std::vector<core::Work>(int shard)>& each);
+  // Moves every shard whose host was lost (lost_since since 0) to its successor: this worker starts
+  // its server from params (take_shard), or, with join, joins it (join_shard). Returns whether one
+  // moved. PeerLost when no worker is left to take one.
+  bool move_lost_shards(std::span<float> params, bool join);
+  // This worker serves shard k (its host `lost` was lost) from params' slice.
+  void take_shard(int k, int lost, std::span<float> params);
+  // Waits for works; meanwhile (where shards move) takes over the shards whose lost host this
+  // worker succeeds (take_lost_shards), so that nobody waits for it in vain.
+  void wait_watching(const std::vector<core::Work>& works, std::span<float> params);
+  void take_lost_shards(std::span<float> params);
+  void join_shard(int k);  // PeerLost when the host is lost meanwhile
+  // async / ssp: sets the done flag, sends `done` to every server and waits for each server's
+  // `closed` (moving lost shards meanwhile), then the final pull.
+  void finish_async(std::span<float> params);
+  void find_hosts();  // rejoin(): server_rank_ from the live workers' flags
+  // rejoin(): joins shard k's server, moving the shard first when its host is lost meanwhile.
+  void join_shard_when_lost(int k, std::span<float> params);
+  std::span<float> slot_shard(int k);  // shard k's range of this worker's slot
   std::span<float> shard_of(std::span<float> v, int k) const;
   // This worker's codec state for its pushes, replies and window (save_state / restore_state).
   void save_links(Checkpoint& out) const;
@@ -215,8 +271,8 @@ class PsStrategy final : public Strategy {
   void view_shards(std::span<float> params, bool params_hold_x);
   // params: the worker's restored parameters (DGC's restore may write the shared x into them).
   void restore_links(const Checkpoint& checkpoint, std::string_view source, std::span<float> params);
-  std::vector<core::Work> push(const StepInput& input, bool finite);
-  void pull(std::span<float> params, collective::Wire wire = collective::Wire::codec);
+  std::vector<core::Work> push(const StepInput& input, bool finite, int shard);  // one shard's push
+  void pull(const char* what, std::span<float> params, Moves moves, collective::Wire wire = collective::Wire::codec);
   // sync's final model: each shard broadcast from its server (collective; after the servers stopped).
   void broadcast_shards(std::span<float> params);
   // Shard lengths for servers_ shards of a model of d parameters (offsets_).
@@ -233,7 +289,8 @@ class PsStrategy final : public Strategy {
   void open_window();
   // Stops this worker's server if it runs (a stop request; its errors are logged, not thrown) and
   // waits for it.
-  void stop_server() noexcept;
+  void stop_server() noexcept;  // and the servers of shards taken over (moved_)
+  void stop_one(int shard, core::Work& work, bool& running) noexcept;
   // Elastic groups (ps_elastic.cpp): the replies of a completed step into the parameters and the
   // replica; the placement of the servers on the members; the replica in checkpoints.
   void size_staged();  // staged_ for the current shards
@@ -260,7 +317,7 @@ class PsStrategy final : public Strategy {
   std::vector<std::int64_t> first_clock_;             // per server: the push count it gave at rejoin (else 0)
   std::vector<std::uint64_t> version_read_;           // per shard: version of the parameters last pulled
   std::vector<std::array<std::int64_t, 5>> headers_;  // per shard: request header being sent
-  std::vector<std::array<std::int64_t, 2>> acks_;     // per shard: acknowledgement being received
+  std::vector<std::array<std::int64_t, 3>> acks_;     // per shard: acknowledgement being received
   std::vector<std::unique_ptr<compress::ErrorFeedback>> push_codecs_;   // with a codec: per shard
   std::vector<core::Buffer> push_payloads_;                             // with a codec: per shard
   std::vector<std::unique_ptr<compress::DeltaReceiver>> reply_codecs_;  // with a codec, sync: per shard
@@ -268,11 +325,19 @@ class PsStrategy final : public Strategy {
   std::vector<float> start_;                                            // with a codec: the common initial model
   std::unique_ptr<compress::Dgc> dgc_;                                  // with dgc: this worker's momentum correction
   core::Layout layout_;                         // with one server: the model's layout (its shard is the whole model)
+  core::Buffer slot_;                           // the window's memory (see "Window"; none in an elastic group)
   std::unique_ptr<PsServer> server_;            // this rank's shard, when rank < servers
                                                 // (declared before window_, which exposes it)
-  std::unique_ptr<collective::Window> window_;  // "ps.shards"; exposes server_'s shard
+  std::unique_ptr<collective::Window> window_;  // "ps.shards"; exposes slot_
   core::Work server_work_;                      // the server activity
   bool server_running_ = false;
+  struct Moved {  // a shard this worker took over from a lost host
+    int shard = -1;
+    std::unique_ptr<PsServer> server;
+    core::Work work;
+    bool running = false;
+  };
+  std::vector<Moved> moved_;
 };
 
 }  // namespace fast::strategy

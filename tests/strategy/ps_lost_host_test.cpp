@@ -1,0 +1,97 @@
+// ps in mode async under the sim runtime when the server's host is lost (PsStrategy, "A lost
+// server"): the shard moves to the next live worker, which serves it from its own last pull with a
+// fresh optimizer, and the other workers join it. Hosts fail at known instants and the gradients
+// are constants, so the order in which the servers apply them is known and the test replays it in
+// double precision.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "common/star_cluster.hpp"
+#include "fast/core/error.hpp"
+#include "fast/runtime/sim/world.hpp"
+#include "fast/strategy/ps.hpp"
+#include "fast/strategy/worker.hpp"
+#include "quadratic.hpp"
+
+namespace fast::strategy {
+// Named: the test files of this binary are compiled as one unit (unity build).
+namespace ps_lost_host {
+
+constexpr std::size_t kDim = 7;
+constexpr int kSteps = 6;
+constexpr int kWorkers = 3;
+constexpr double kLr = 0.3;  // per-sample: each push applies kLr / kWorkers
+constexpr double kMomentum = 0.5;
+
+// Worker w's gradient, the same at every step.
+double gradient(int w, std::size_t i) { return testing::centre(w + 1, i); }
+
+// One server's momentum SGD on one coordinate (torch's: the first step's buffer is the gradient).
+struct Server {
+  double x = 0;
+  double b = 0;
+  bool first = true;
+  void apply(double g) {
+    b = first ? g : kMomentum * b + g;
+    first = false;
+    x -= kLr / kWorkers * b;
+  }
+};
+
+// Three workers; worker r's steps take 1 + r/10 simulated seconds, so the pushes come one at a
+// time: worker 0 at 1.0 and 2.0 s, worker 1 at 1.1, 2.2, 3.3, ..., worker 2 at 1.2, 2.4, 3.6, ...
+// Host 0 (the server of the one shard) goes off at 2.5 s. Worker 1 last pulled after its push at
+// 2.2 s, so worker 2's push at 2.4 s is lost with the old shard. At 3.3 s worker 1 finds host 0
+// lost and serves the shard from its copy, with a fresh momentum buffer; at 3.6 s worker 2 joins
+// it. Every later push reaches worker 1's server, and the final pull gives both the same model.
+TEST(PsLostHost, WorkerOneServesTheShardFromItsLastPullAndTheOthersJoinIt) {
+  runtime::Cluster cluster = fast::testing::star_cluster(kWorkers);
+  cluster.failures.push_back({.host = 0, .off = 2.5});
+  std::vector<std::vector<float>> finals(kWorkers);
+  std::vector<std::int64_t> clocks(kWorkers, -1);
+  std::vector<bool> lost(kWorkers, false);
+  runtime::sim::World world({.size = kWorkers, .cluster = cluster, .tolerate_lost = true});
+  world.run([&](runtime::Context& ctx) {
+    const int r = ctx.rank();
+    std::vector<float> x(kDim), g(kDim);
+    for (std::size_t i = 0; i < kDim; ++i) x[i] = static_cast<float>(testing::centre(0, i));
+    Worker worker(ctx,
+                  {.strategy = {.name = "ps", .mode = "async"},
+                   .optimizer = {.name = "momentum", .lr = kLr, .momentum = kMomentum}},
+                  {.params = x, .grads = g});
+    try {
+      for (int s = 0; s < kSteps; ++s) {
+        ctx.compute((1.0 + 0.1 * r) * 1e9);
+        for (std::size_t i = 0; i < kDim; ++i) g[i] = static_cast<float>(gradient(r, i));
+        worker.step();
+      }
+      worker.finish();
+    } catch (const core::PeerLost&) {
+      lost[static_cast<std::size_t>(r)] = true;
+      throw;
+    }
+    finals[static_cast<std::size_t>(r)] = x;
+    clocks[static_cast<std::size_t>(r)] = dynamic_cast<const PsStrategy&>(worker.strategy()).clock();
+  });
+  EXPECT_TRUE(lost[0]);
+  ASSERT_FALSE(lost[1]);
+  ASSERT_FALSE(lost[2]);
+  EXPECT_EQ(clocks[1], kSteps);
+  EXPECT_EQ(clocks[2], kSteps);
+  for (std::size_t i = 0; i < kDim; ++i) {
+    Server old{.x = testing::centre(0, i)};
+    for (int w : {0, 1, 2, 0, 1}) old.apply(gradient(w, i));  // 1.0, 1.1, 1.2, 2.0, 2.2 s
+    Server moved{.x = old.x};  // worker 1's last pull; worker 2's push at 2.4 s is lost with host 0
+    for (int k = 3; k <= kSteps; ++k) {
+      moved.apply(gradient(1, i));  // 3.3, 4.4, 5.5, 6.6 s
+      moved.apply(gradient(2, i));  // 3.6, 4.8, 6.0, 7.2 s
+    }
+    EXPECT_NEAR(finals[1][i], moved.x, 1e-5) << i;
+    EXPECT_NEAR(finals[2][i], moved.x, 1e-5) << i;
+  }
+}
+
+}  // namespace ps_lost_host
+}  // namespace fast::strategy
