@@ -511,6 +511,13 @@ TEST(WorkerCheckpoint, AdpsgdRestoredModelIsWhatThePeersSee) {
 
 // ps (async): a restored checkpoint puts the shard and the server's optimizer state back (what the
 // workers pull), and a save after finish() holds the server's optimizer state on the server rank.
+// `saved` with the one server's optimizer state (a momentum buffer of 0.5 and 9 steps).
+Checkpoint saved_with_server(Checkpoint saved) {
+  saved.arrays.emplace("ps.server.optimizer.0", std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
+  saved.integers.emplace("ps.server.optimizer.steps", 9);
+  return saved;
+}
+
 TEST(WorkerCheckpoint, PsRestoresTheServerShardAndItsOptimizer) {
   constexpr int n = 2;
   runtime::threads::World({.size = n}).run([&](Context& ctx) {
@@ -541,6 +548,50 @@ TEST(WorkerCheckpoint, PsRestoresTheServerShardAndItsOptimizer) {
       EXPECT_EQ(after.integers.at("ps.server.optimizer.steps"), 9);
     }
   });
+}
+
+// A server rank's file written by a new process after the shard moved to a survivor holds no server
+// state, only the mark "ps.server.away" (docs/faults.md, "A lost ps server"): the resume starts
+// the shard from that file's parameters with a fresh optimizer. Without the mark the missing
+// optimizer state is an error naming the file.
+TEST(WorkerCheckpoint, PsServerRankWhoseShardWasAwayStartsItFromItsParametersWithAFreshOptimizer) {
+  constexpr int n = 2;
+  for (const bool away : {true, false}) {
+    runtime::threads::World({.size = n}).run([&](Context& ctx) {
+      std::vector<float> x(4, 0.0f), g(4, 0.0f);
+      Worker worker(ctx,
+                    {.strategy = {.name = "ps", .mode = "async"}, .optimizer = {.name = "momentum", .momentum = 0.9}},
+                    {.params = x, .grads = g});
+      Checkpoint saved;
+      saved.arrays.emplace("params", std::vector<float>{1, 2, 3, 4});
+      saved.arrays.emplace("optimizer.0", std::vector<float>(4, 0.0f));
+      saved.integers = {{"optimizer.steps", 0}, {"steps", 9}, {"skipped_steps", 0}};
+      if (ctx.rank() == 0 && away) saved.integers.emplace("ps.server.away", 1);
+      if (ctx.rank() == 0 && !away) {
+        EXPECT_THROW(
+            try { worker.restore(saved, "mem"); } catch (const core::IoError& e) {
+              EXPECT_NE(std::string(e.what()).find("mem"), std::string::npos) << e.what();
+              throw;
+            },
+            core::IoError);
+        worker.restore(saved_with_server(saved), "mem");
+      } else {
+        worker.restore(saved, "mem");
+      }
+      worker.communicator().barrier();
+      std::vector<float> pulled(4);
+      worker.snapshot(pulled);
+      EXPECT_EQ(pulled, (std::vector<float>{1, 2, 3, 4}));
+      worker.communicator().barrier();
+      worker.finish();
+      if (ctx.rank() == 0 && away) {
+        const Checkpoint after = worker.save();
+        EXPECT_EQ(after.arrays.at("ps.server.optimizer.0"), std::vector<float>(4, 0.0f));
+        EXPECT_EQ(after.integers.at("ps.server.optimizer.steps"), 0);
+        EXPECT_FALSE(after.integers.contains("ps.server.away"));
+      }
+    });
+  }
 }
 
 }  // namespace
