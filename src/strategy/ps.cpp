@@ -293,6 +293,9 @@ StepOutcome PsStrategy::step(const StepInput& input) {
   // sync: the replies are the new shards, received into the parameters. async / ssp: the
   // acknowledgements (ssp: delayed until the read is allowed), then the one-sided pull.
   on_shards("push", input.state.params, Moves::join, [&](int k) { return push(input, finite, k); });
+  // Every server counted this step's push: a shard that moves from here on (the pull) counts this
+  // worker's pushes from its next one.
+  ++clock_;
   if (elastic_) take_replies(input.state.params);
   if (mode_ == PsMode::sync && !reply_codecs_.empty())
     for (int k = 0; k < servers_; ++k) {
@@ -302,7 +305,6 @@ StepOutcome PsStrategy::step(const StepInput& input) {
     }
   if (mode_ != PsMode::sync) pull("pull", input.state.params, Moves::join);
   if (dgc_ && dgc_->options().local_view) view_shards(input.state.params, true);  // the shards are x: look at x - v
-  ++clock_;
   StepOutcome outcome{.applied = finite, .comm_seconds = ctx.now() - t0};
   if (!finite) report_non_finite(input, options_.non_finite, "skipped step");
   return outcome;

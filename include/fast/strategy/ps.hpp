@@ -178,11 +178,13 @@ class PsStrategy final : public Strategy {
   std::string_view name() const override { return "ps"; }
   // Collective: sizes the shards from state.params, opens the window "ps.shards" (not in an elastic
   // group) and, on ranks below `servers`, starts the server of this rank's shard with its initial
-  // values; a worker joining an elastic group under way does neither (regrouped() will). step() and
-  // finish() throw InvalidUsage without it (the Worker's constructor calls it).
+  // values; a worker joining an elastic group under way does neither (regrouped() will), and one
+  // joining an asynchronous run under way serves nothing (rejoin()). step() and finish() throw
+  // InvalidUsage without it (the Worker's constructor calls it).
   void attach(ModelState state) override;
-  // The shard this worker serves (with its optimizer's state), with a codec the common initial
-  // model, in an elastic group the replica of every shard's optimizer state.
+  // The shards this worker serves (with their optimizers' state; a lost host's shard it took over
+  // included), with a codec the common initial model, in an elastic group the replica of every
+  // shard's optimizer state.
   std::size_t state_bytes() const override;
   StepOutcome step(const StepInput& input) override;
   void representative(ModelState state, std::span<float> out) override;
