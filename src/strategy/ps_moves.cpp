@@ -75,12 +75,29 @@ void PsStrategy::wait_watching(const std::vector<core::Work>& works, std::span<f
   if (moves_shards())
     for (const core::Work& w : works) {
       try {
-        while (!w.wait(kWatchSeconds)) take_lost_shards(params);
+        while (!w.wait(kWatchSeconds)) {
+          take_lost_shards(params);
+          check_servers();
+        }
       } catch (const std::exception&) {
         break;  // wait_all below rethrows, once every Work completed
       }
     }
   core::wait_all(works);
+}
+
+// A server of this worker that ended before every worker was done ended with an error (a protocol
+// violation, the world failed): its error, rather than a wait for an answer that never comes.
+void PsStrategy::check_servers() {
+  if (server_running_ && server_work_.is_completed()) {
+    server_running_ = false;
+    server_work_.wait();
+  }
+  for (Moved& m : moved_)
+    if (m.running && m.work.is_completed()) {
+      m.running = false;
+      m.work.wait();
+    }
 }
 
 void PsStrategy::take_lost_shards(std::span<float> params) {
@@ -252,6 +269,7 @@ void PsStrategy::finish_async(std::span<float> params) {
       }
     }
     if (all) break;
+    check_servers();
   }
   if (server_running_) {
     server_running_ = false;

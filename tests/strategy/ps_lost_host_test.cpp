@@ -93,5 +93,38 @@ TEST(PsLostHost, WorkerOneServesTheShardFromItsLastPullAndTheOthersJoinIt) {
   }
 }
 
+// The host goes off at every instant, 0.5 ms apart, of worker 1's step at about 2.2 s: before
+// its push arrives, between the push's acknowledgement and its pull, and during the pull (1 ms
+// of latency per message). Wherever the step breaks, worker 1 serves the shard from then on and
+// counts its own pushes from its next one; both survivors take every step and end with the same
+// model.
+TEST(PsLostHost, AHostLostAtAnyInstantOfAStepLeavesTheSurvivorsTheSameModel) {
+  for (int at = 0; at <= 40; ++at) {
+    runtime::Cluster cluster = fast::testing::star_cluster(kWorkers);
+    cluster.failures.push_back({.host = 0, .off = 2.2 + 0.0005 * at});
+    std::vector<std::vector<float>> finals(kWorkers);
+    std::vector<std::int64_t> clocks(kWorkers, -1);
+    runtime::sim::World world({.size = kWorkers, .cluster = cluster, .tolerate_lost = true});
+    world.run([&](runtime::Context& ctx) {
+      const int r = ctx.rank();
+      std::vector<float> x(kDim), g(kDim);
+      for (std::size_t i = 0; i < kDim; ++i) x[i] = static_cast<float>(testing::centre(0, i));
+      Worker worker(ctx, {.strategy = {.name = "ps", .mode = "async"}, .optimizer = {.name = "sgd", .lr = kLr}},
+                    {.params = x, .grads = g});
+      for (int s = 0; s < kSteps; ++s) {
+        ctx.compute((1.0 + 0.1 * r) * 1e9);
+        for (std::size_t i = 0; i < kDim; ++i) g[i] = static_cast<float>(gradient(r, i));
+        worker.step();
+      }
+      worker.finish();
+      finals[static_cast<std::size_t>(r)] = x;
+      clocks[static_cast<std::size_t>(r)] = dynamic_cast<const PsStrategy&>(worker.strategy()).clock();
+    });
+    EXPECT_EQ(clocks[1], kSteps) << "host 0 off at step " << at;
+    EXPECT_EQ(clocks[2], kSteps) << "host 0 off at step " << at;
+    EXPECT_EQ(finals[1], finals[2]) << "host 0 off at step " << at;
+  }
+}
+
 }  // namespace ps_lost_host
 }  // namespace fast::strategy

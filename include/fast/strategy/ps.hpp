@@ -257,6 +257,8 @@ class PsStrategy final : public Strategy {
   // worker succeeds (take_lost_shards), so that nobody waits for it in vain.
   void wait_watching(const std::vector<core::Work>& works, std::span<float> params);
   void take_lost_shards(std::span<float> params);
+  // Rethrows the error of a server of this worker that ended before its run was over.
+  void check_servers();
   void join_shard(int k);  // PeerLost when the host is lost meanwhile
   // async / ssp: sets the done flag, sends `done` to every server and waits for each server's
   // `closed` (moving lost shards meanwhile), then the final pull.
