@@ -511,6 +511,15 @@ TEST(WorkerCheckpoint, AdpsgdRestoredModelIsWhatThePeersSee) {
 
 // ps (async): a restored checkpoint puts the shard and the server's optimizer state back (what the
 // workers pull), and a save after finish() holds the server's optimizer state on the server rank.
+// A ps worker's file of 4 parameters 1..4 after 9 steps (its own optimizer's buffer unused by ps).
+Checkpoint ps_worker_file() {
+  Checkpoint saved;
+  saved.arrays.emplace("params", std::vector<float>{1, 2, 3, 4});
+  saved.arrays.emplace("optimizer.0", std::vector<float>(4, 0.0f));
+  saved.integers = {{"optimizer.steps", 0}, {"steps", 9}, {"skipped_steps", 0}};
+  return saved;
+}
+
 // `saved` with the one server's optimizer state (a momentum buffer of 0.5 and 9 steps).
 Checkpoint saved_with_server(Checkpoint saved) {
   saved.arrays.emplace("ps.server.optimizer.0", std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
@@ -525,15 +534,7 @@ TEST(WorkerCheckpoint, PsRestoresTheServerShardAndItsOptimizer) {
     Worker worker(ctx,
                   {.strategy = {.name = "ps", .mode = "async"}, .optimizer = {.name = "momentum", .momentum = 0.9}},
                   {.params = x, .grads = g});
-    Checkpoint saved;
-    saved.arrays.emplace("params", std::vector<float>{1, 2, 3, 4});
-    saved.arrays.emplace("optimizer.0", std::vector<float>(4, 0.0f));  // the worker's own (unused by ps)
-    saved.integers = {{"optimizer.steps", 0}, {"steps", 9}, {"skipped_steps", 0}};
-    if (ctx.rank() == 0) {  // the one server: its momentum buffer and step count
-      saved.arrays.emplace("ps.server.optimizer.0", std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
-      saved.integers.emplace("ps.server.optimizer.steps", 9);
-    }
-    worker.restore(saved, "mem");
+    worker.restore(ctx.rank() == 0 ? saved_with_server(ps_worker_file()) : ps_worker_file(), "mem");
     worker.communicator().barrier();
     std::vector<float> pulled(4);
     worker.snapshot(pulled);  // the server's shard
@@ -562,10 +563,7 @@ TEST(WorkerCheckpoint, PsServerRankWhoseShardWasAwayStartsItFromItsParametersWit
       Worker worker(ctx,
                     {.strategy = {.name = "ps", .mode = "async"}, .optimizer = {.name = "momentum", .momentum = 0.9}},
                     {.params = x, .grads = g});
-      Checkpoint saved;
-      saved.arrays.emplace("params", std::vector<float>{1, 2, 3, 4});
-      saved.arrays.emplace("optimizer.0", std::vector<float>(4, 0.0f));
-      saved.integers = {{"optimizer.steps", 0}, {"steps", 9}, {"skipped_steps", 0}};
+      Checkpoint saved = ps_worker_file();
       if (ctx.rank() == 0 && away) saved.integers.emplace("ps.server.away", 1);
       if (ctx.rank() == 0 && !away) {
         EXPECT_THROW(

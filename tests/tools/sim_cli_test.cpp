@@ -57,6 +57,17 @@ factor = 3
 period = "50ms"
 )";
 
+// `fast train --runtime sim` of 4 workers (mlp, 24 steps of batch 16) in `dir`, on the tiny cluster
+// with `host` turned off at 0.1 s; `args` adds the strategy and the outputs.
+Result run_with_host_off(const fs::path& dir, int host, const std::string& args) {
+  write(dir / "failing.toml",
+        std::string(kTinyCluster) + "\n[[failures]]\nhost = " + std::to_string(host) + "\noff = 0.1\n");
+  return run_in(dir,
+                "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 --batch 16 "
+                "--progress never " +
+                    args);
+}
+
 // The metrics and summary files of two runs of `fast train --runtime sim --cluster c.toml ARGS
 // --strategy STRATEGY` with the same settings, each in its own folder; run k adds extra[k].
 struct TwoRuns {
@@ -347,10 +358,7 @@ INSTANTIATE_TEST_SUITE_P(AsynchronousStrategies, SimFailureAsynchronous,
 // server, so the run ends naming the shard.
 TEST(SimFailure, LostParameterServerShardMovesToTheNextWorker) {
   const fs::path dir = temp_dir("ps_shard_moves");
-  write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 1\noff = 0.1\n");
-  const Result r = run_in(dir,
-                          "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 "
-                          "--batch 16 --progress never --summary s.json --strategy ps --mode async --servers 2");
+  const Result r = run_with_host_off(dir, 1, "--summary s.json --strategy ps --mode async --servers 2");
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_NE(r.output.find("ps: the server of shard 1 (on worker 1) was lost; worker 2 serves it from here on"),
             std::string::npos)
@@ -363,10 +371,7 @@ TEST(SimFailure, LostParameterServerShardMovesToTheNextWorker) {
 
 TEST(SimFailure, LostParameterServerShardWithACodecEndsWithPeerLostNamingTheShard) {
   const fs::path dir = temp_dir("ps_shard");
-  write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 1\noff = 0.1\n");
-  const Result r = run_in(dir,
-                          "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 "
-                          "--batch 16 --progress never --strategy ps --mode async --servers 2 --compress int8");
+  const Result r = run_with_host_off(dir, 1, "--strategy ps --mode async --servers 2 --compress int8");
   EXPECT_EQ(r.code, exit_code::io_or_peer_lost) << r.output;
   EXPECT_NE(r.output.find("the server of shard 1 (on worker 1) was lost"), std::string::npos) << r.output;
   fs::remove_all(dir);
@@ -391,13 +396,9 @@ class SimLostBudgetHost : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SimLostBudgetHost, SurvivorsFinishTheBudgetOnWorkerOne) {
   const fs::path dir = temp_dir("worker0_" + GetParam().substr(0, GetParam().find(' ')));
-  write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 0\noff = 0.1\n");
   const std::int64_t steps = 24, workers = 4, budget = steps * workers;
-  const Result r = run_in(dir,
-                          "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 "
-                          "--batch 16 --progress never --log-every 1 --metrics m.jsonl --summary s.json "
-                          "--strategy " +
-                              GetParam());
+  const Result r =
+      run_with_host_off(dir, 0, "--log-every 1 --metrics m.jsonl --summary s.json --strategy " + GetParam());
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_NE(r.output.find("worker 0, which held the shared batch budget, was lost; worker 1 holds it from now on"),
             std::string::npos)
@@ -435,10 +436,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, SimLostBudgetHost,
 // worker 1's copy becomes the centre (SimLostBudgetHost; tests/strategy/easgd_lost_host_test.cpp).
 TEST(SimFailure, LostEasgdCentreWithACodecEndsWithPeerLostNamingWorkerZero) {
   const fs::path dir = temp_dir("easgd_centre");
-  write(dir / "failing.toml", std::string(kTinyCluster) + "\n[[failures]]\nhost = 0\noff = 0.1\n");
-  const Result r = run_in(dir,
-                          "train --runtime sim --cluster failing.toml --workers 4 --model mlp --steps 24 "
-                          "--batch 16 --progress never --strategy easgd --tau 2 --compress topk:ratio=0.1");
+  const Result r = run_with_host_off(dir, 0, "--strategy easgd --tau 2 --compress topk:ratio=0.1");
   EXPECT_EQ(r.code, exit_code::io_or_peer_lost) << r.output;
   EXPECT_NE(r.output.find("the centre's host (worker 0) was lost"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("worker 0 (host host-0) was lost at 0.1 s"), std::string::npos) << r.output;
