@@ -173,7 +173,8 @@ void PsStrategy::attach(ModelState state) {
     if (comm_.joining()) return;
   } else {
     slot_ = core::Buffer::long_lived(d + 1 + offsets_.size() - 1, core::DType::f32);
-    if (comm_.joining()) my_shard_ = -1;  // a new process in a lost one's place: its shard moved (rejoin())
+    newcomer_ = comm_.joining();
+    if (newcomer_) my_shard_ = -1;  // a new process in a lost one's place: its shard moved (rejoin())
   }
   make_server(state.params);
   if (elastic_ && server_) server_->start_elastic(0, comm_.members());
@@ -433,8 +434,10 @@ void PsStrategy::rejoin(ModelState state) {
                   "the pushes' residuals and the pulls' references would not match the servers'");
   FAST_ENFORCE_AS(core::InvalidUsage, !server_ && moved_.empty(), "ps: worker {} rejoins while it serves a shard",
                   ctx.rank());
-  find_hosts();
-  for (int k = 0; k < servers_; ++k) join_shard_when_lost(k, state.params);
+  for (int k = 0; k < servers_; ++k) {
+    server_rank_[static_cast<std::size_t>(k)] = find_host(k, state.params);
+    join_shard_when_lost(k, state.params);
+  }
   pull("rejoin", state.params, Moves::join, collective::Wire::exact);
 }
 

@@ -55,15 +55,22 @@ void PsStrategy::on_shards(const char* what, std::span<float> params, Moves move
         fail(i);
       }
     }
+    // A shard that moved meanwhile (this worker took it over while it waited, or joined its new
+    // host for another shard's sake) is done again at its new host even where the old one answered:
+    // the new server counts this worker's pushes from the exchange under way.
     std::vector<int> failed;
     bool hosts_lost = true;
     for (std::size_t i = 0; i < todo.size(); ++i) {
-      if (!bad[i]) continue;
+      const bool moved = server_rank_[static_cast<std::size_t>(todo[i])] != sent_to[i];
+      if (!bad[i] && !moved) continue;
       failed.push_back(todo[i]);
       hosts_lost = hosts_lost && runtime::lost_since(ctx, sent_to[i], 0);
     }
     if (failed.empty()) return;
-    if (moves == Moves::none || !moves_shards() || !hosts_lost) throw_lost_shard(what, first);
+    if (moves == Moves::none || !moves_shards() || !hosts_lost) {
+      if (!first) FAST_THROW(core::PeerLost, "ps: {}: a shard moved while it was read for the last time", what);
+      throw_lost_shard(what, first);
+    }
     move_lost_shards(params, moves == Moves::join);
     todo = std::move(failed);
   }
@@ -104,8 +111,18 @@ void PsStrategy::take_lost_shards(std::span<float> params) {
   const runtime::Context& ctx = comm_.context();
   for (int k = 0; k < servers_; ++k) {
     const int host = server_rank_[static_cast<std::size_t>(k)];
-    if (runtime::lost_since(ctx, host, 0) && runtime::successor(ctx, host) == ctx.rank()) take_shard(k, host, params);
+    if (settled(k) || !runtime::lost_since(ctx, host, 0)) continue;
+    if (succeeds(host)) take_shard(k, host, params);
   }
+}
+
+bool PsStrategy::settled(int k) const { return !closed_.empty() && closed_[static_cast<std::size_t>(k)] != 0; }
+
+// Only a worker that was never lost can be the successor; a new process in a lost one's place
+// knows no loss from before it came, so it never takes a shard over (the survivors, who saw every
+// loss, agree on who does).
+bool PsStrategy::succeeds(int lost) const {
+  return !newcomer_ && runtime::successor(comm_.context(), lost) == comm_.context().rank();
 }
 
 bool PsStrategy::move_lost_shards(std::span<float> params, bool join) {
@@ -113,25 +130,21 @@ bool PsStrategy::move_lost_shards(std::span<float> params, bool join) {
   bool moved = false;
   for (int k = 0; k < servers_; ++k) {
     const auto ku = static_cast<std::size_t>(k);
-    while (runtime::lost_since(ctx, server_rank_[ku], 0)) {
+    while (!settled(k) && runtime::lost_since(ctx, server_rank_[ku], 0)) {
       const int lost = server_rank_[ku];
-      const int next = runtime::successor(ctx, lost);
-      if (next < 0)
-        FAST_THROW(core::PeerLost, "ps: the server of shard {} (on worker {}) was lost and no live worker can serve it",
-                   k, lost);
       moved = true;
-      if (next == ctx.rank()) {
+      if (succeeds(lost)) {
         take_shard(k, lost, params);
         continue;
       }
-      server_rank_[ku] = next;
+      server_rank_[ku] = find_host(k, params);
       core::log(core::LogLevel::debug, "ps: worker {}: shard {} moves from worker {} to worker {}", ctx.rank(), k, lost,
-                next);
+                server_rank_[ku]);
       if (!join) continue;
       try {
-        join_shard(k);
+        join_shard(k, params);
       } catch (const core::PeerLost&) {
-        if (!runtime::lost_since(ctx, next, 0)) throw;  // else the loop moves it on
+        if (!runtime::lost_since(ctx, server_rank_[ku], 0)) throw;  // else the loop moves it on
       }
     }
   }
@@ -172,7 +185,7 @@ void PsStrategy::take_shard(int k, int lost, std::span<float> params) {
 
 // A `join` to shard k's server; its acknowledgement gives this worker's push count there and the
 // version its pushes read from until the next pull.
-void PsStrategy::join_shard(int k) {
+void PsStrategy::join_shard(int k, std::span<float> params) {
   runtime::Context& ctx = comm_.context();
   const auto ku = static_cast<std::size_t>(k);
   const int host = server_rank_[ku];
@@ -180,14 +193,14 @@ void PsStrategy::join_shard(int k) {
   std::vector<core::Work> works;
   works.push_back(ctx.recv(host, wire_tag(k, kReply), core::MutableView(std::span<std::int64_t>(acks_[ku]))));
   works.push_back(ctx.send(host, wire_tag(k, kRequest), core::ConstView(std::span<const std::int64_t>(join))));
-  core::wait_all(works);
+  wait_watching(works, params);
   first_clock_[ku] = acks_[ku][0] - clock_;
   version_read_[ku] = static_cast<std::uint64_t>(acks_[ku][2]);
 }
 
 void PsStrategy::join_shard_when_lost(int k, std::span<float> params) {
   try {
-    join_shard(k);
+    join_shard(k, params);
   } catch (const core::PeerLost&) {
     const auto ku = static_cast<std::size_t>(k);
     if (!runtime::lost_since(comm_.context(), server_rank_[ku], 0))
@@ -196,33 +209,38 @@ void PsStrategy::join_shard_when_lost(int k, std::span<float> params) {
   }
 }
 
-// The host of each shard: the live worker whose slot flags it. A shard whose move has not begun
-// yet (its old host's loss not yet seen by its successor) goes to the successor, whose server
-// answers the join once it starts.
-void PsStrategy::find_hosts() {
+// The host of shard k: the live worker whose slot flags it (a lost host's slot is out of reach, and
+// a new process's flags are clear, so a flag found is the current host's). Until the successor of a
+// lost host has taken the shard over nobody flags it: the reads are repeated every kWatchSeconds,
+// this worker taking over what it succeeds to meanwhile, up to the operation time limit.
+int PsStrategy::find_host(int k, std::span<float> params) {
   runtime::Context& ctx = comm_.context();
   const std::size_t d = offsets_.back();
-  const auto k_count = static_cast<std::size_t>(servers_);
-  std::vector<int> found(k_count, -1);
-  std::vector<float> tail(1 + k_count);
-  for (int w = 0; w < ctx.size(); ++w) {
-    if (w == ctx.rank() || !ctx.alive(w)) continue;
-    const double since = ctx.now();
-    try {
-      window_->get(w, core::MutableView(std::span<float>(tail)), d, nullptr, collective::Wire::exact).wait();
-    } catch (const core::PeerLost&) {
-      if (!runtime::lost_since(ctx, w, since)) throw;
-      continue;
+  const double limit = ctx.operation_time_limit();
+  const double start = ctx.now();
+  float flag = 0;
+  for (;;) {
+    for (int w = 0; w < ctx.size(); ++w) {
+      // A rank that was ever lost serves nothing (a new process in its place takes no shard over).
+      if (w == ctx.rank() || runtime::lost_since(ctx, w, 0)) continue;
+      const double since = ctx.now();
+      try {
+        window_
+            ->get(w, core::MutableView(&flag, 1, core::DType::f32), d + 1 + static_cast<std::size_t>(k), nullptr,
+                  collective::Wire::exact)
+            .wait();
+      } catch (const core::PeerLost&) {
+        if (!runtime::lost_since(ctx, w, since)) throw;
+        continue;
+      }
+      if (flag != 0) return w;
     }
-    for (std::size_t k = 0; k < k_count; ++k)
-      if (tail[1 + k] != 0 && found[k] < 0) found[k] = w;
-  }
-  for (std::size_t k = 0; k < k_count; ++k) {
-    int host = found[k] >= 0 ? found[k] : static_cast<int>(k);
-    while (found[k] < 0 && host >= 0 && runtime::lost_since(ctx, host, 0)) host = runtime::successor(ctx, host);
-    if (host < 0)
-      FAST_THROW(core::PeerLost, "ps: rejoin: no live worker serves shard {} (its first host was worker {})", k, k);
-    server_rank_[k] = host;
+    if (server_rank_[static_cast<std::size_t>(k)] == ctx.rank()) return ctx.rank();  // taken over meanwhile
+    if (limit > 0 && ctx.now() - start > limit)
+      FAST_THROW(core::PeerLost, "ps: no live worker serves shard {} after {:.0f} s (its host was lost)", k, limit);
+    ctx.sleep(kWatchSeconds);
+    take_lost_shards(params);
+    check_servers();
   }
 }
 
@@ -242,13 +260,13 @@ void PsStrategy::finish_async(std::span<float> params) {
   std::vector<std::int64_t> closed(k_count);
   std::vector<core::Work> closing(k_count);
   std::vector<int> told(k_count, -1);  // the host each shard's `done` went to
-  std::vector<char> got(k_count, 0);
+  closed_.assign(k_count, 0);          // a shard closed stays where it is (settled())
   for (;;) {
     if (moves_shards()) move_lost_shards(params, false);
     on_shards("finish", params, Moves::no_join, [&](int k) {
       const auto ku = static_cast<std::size_t>(k);
       const int host = server_rank_[ku];
-      if (got[ku] || told[ku] == host) return std::vector<core::Work>{};
+      if (closed_[ku] || told[ku] == host) return std::vector<core::Work>{};
       closing[ku] = ctx.recv(host, wire_tag(k, kClosed), core::MutableView(&closed[ku], 1, core::DType::i64));
       told[ku] = host;
       return std::vector<core::Work>{
@@ -256,10 +274,10 @@ void PsStrategy::finish_async(std::span<float> params) {
     });
     bool all = true;
     for (std::size_t k = 0; k < k_count; ++k) {
-      if (got[k]) continue;
+      if (closed_[k]) continue;
       try {
         if (closing[k].wait(kWatchSeconds))
-          got[k] = 1;
+          closed_[k] = 1;
         else
           all = false;
       } catch (const core::PeerLost&) {
@@ -281,6 +299,7 @@ void PsStrategy::finish_async(std::span<float> params) {
   }
   pull("final pull", params, Moves::none, collective::Wire::exact);  // the final model, exactly
   window_->close();
+  if (dgc_ && dgc_->options().local_view) dgc_->view(params, {});  // keeps the final x, leaves it there
 }
 
 }  // namespace fast::strategy

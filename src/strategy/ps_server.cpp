@@ -137,7 +137,9 @@ bool PsServer::read_flags() {
   bool any = false;
   for (int w = 0; w < workers_; ++w) {
     const auto wu = static_cast<std::size_t>(w);
-    if (done_[wu] || w == ctx_.rank() || !ctx_.alive(w)) continue;
+    // A new process in a lost one's place is passed over: it joined this server or hears of the move
+    // in its own finish, and its window may not answer yet while it takes the rank back.
+    if (done_[wu] || w == ctx_.rank() || !ctx_.alive(w) || runtime::lost_since(ctx_, w, 0)) continue;
     float flag = 0;
     const double since = ctx_.now();
     try {

@@ -75,8 +75,8 @@ class PsServer {
            compress::CompressionMeter* meter = nullptr, const core::Layout* layout = nullptr,
            std::uint32_t generation = 0);
 
-  // The shard's memory, to expose in the window. Touched only under the window's Local guard once
-  // attach()ed.
+  // The shard's memory (its range of the window slot, or its own copy). Touched only under the
+  // window's Local guard once attach()ed.
   std::span<float> exposed() noexcept { return params_; }
   // Bytes of the shard and its optimizer's state (PsStrategy::state_bytes).
   std::size_t state_bytes() const noexcept {
@@ -125,8 +125,8 @@ class PsServer {
   // dropped. A `join` from a worker (a new process in a lost one's place) drops what the server
   // kept of the old process and counts the newcomer's pushes from the smallest push count of the
   // other unfinished workers, which it acknowledges as {that count, smallest push count, version}.
-  // async / ssp: once every worker is done, the server sends `closed` (an empty message, kClosed) to
-  // every live worker, which reads the final shard after it. After a stop request the replies still
+  // async / ssp: once every worker is done, the server sends `closed` (kClosed, one i64: the slot's
+  // version) to every live worker, which reads the final shard after it. After a stop request the replies still
   // under way are not waited for (destroying the server cancels those not started).
   void run();
 
@@ -151,8 +151,9 @@ class PsServer {
   // async / ssp: counts every worker the runtime reports lost as done (so ssp never waits for it);
   // returns whether one was newly counted.
   bool note_lost();
-  // take_over(): counts as done every live worker whose flag is set (a worker lost meanwhile is
-  // left to note_lost()); returns whether one was newly counted.
+  // take_over(): counts as done every live worker that was never lost whose flag is set (a worker
+  // lost meanwhile is left to note_lost(); a new process in a lost one's place sends `done` itself);
+  // returns whether one was newly counted.
   bool read_flags();
   void announce_closed();   // async / ssp: kClosed to every live worker
   std::uint64_t version();  // the slot's window version (0 without a window)

@@ -207,7 +207,10 @@ class PsStrategy final : public Strategy {
   // ssp clocks and shard versions restart at 0 on every worker and server together. In an elastic
   // group every worker saves the replica instead ("ps.replica.optimizer.<k>", its "steps", "ps.clock",
   // "ps.generation"), and restore_state() takes it at any step boundary (a regrouping, an
-  // admission, a resume); the servers are placed again from it before the next step.
+  // admission, a resume); the servers are placed again from it before the next step. After a
+  // shard moved (async, ssp): a new process in a server rank's place saves "ps.server.away"
+  // instead of the server's state, and a resume from its file starts that shard from its saved
+  // parameters with a fresh optimizer; the server state of a shard taken over is not saved.
   void save_state(Checkpoint& out) override;
   void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
   // async, ssp, no codec: this worker is a new process in a lost one's place (it serves no shard,
@@ -259,11 +262,15 @@ class PsStrategy final : public Strategy {
   void take_lost_shards(std::span<float> params);
   // Rethrows the error of a server of this worker that ended before its run was over.
   void check_servers();
-  void join_shard(int k);  // PeerLost when the host is lost meanwhile
+  void join_shard(int k, std::span<float> params);  // PeerLost when the host is lost meanwhile
   // async / ssp: sets the done flag, sends `done` to every server and waits for each server's
   // `closed` (moving lost shards meanwhile), then the final pull.
   void finish_async(std::span<float> params);
-  void find_hosts();  // rejoin(): server_rank_ from the live workers' flags
+  // The live worker that flags shard k in its slot, read again until one does (the successor of a
+  // lost host may not have taken it over yet); PeerLost after the operation time limit.
+  int find_host(int k, std::span<float> params);
+  bool settled(int k) const;      // finish: shard k's server sent `closed`, so it does not move any more
+  bool succeeds(int lost) const;  // whether this worker takes over what `lost` served
   // rejoin(): joins shard k's server, moving the shard first when its host is lost meanwhile.
   void join_shard_when_lost(int k, std::span<float> params);
   std::span<float> slot_shard(int k);  // shard k's range of this worker's slot
@@ -318,7 +325,8 @@ class PsStrategy final : public Strategy {
   bool finished_ = false;
   std::vector<std::size_t> offsets_;                  // shard k = [offsets_[k], offsets_[k + 1])
   std::int64_t clock_ = 0;                            // pushes made by this worker
-  std::vector<std::int64_t> first_clock_;             // per server: the push count it gave at rejoin (else 0)
+  std::vector<std::int64_t> first_clock_;             // per shard: its server's count of this worker's pushes
+                                                      // minus clock_ (0 but after a join or a take-over)
   std::vector<std::uint64_t> version_read_;           // per shard: version of the parameters last pulled
   std::vector<std::array<std::int64_t, 5>> headers_;  // per shard: request header being sent
   std::vector<std::array<std::int64_t, 3>> acks_;     // per shard: acknowledgement being received
@@ -342,6 +350,8 @@ class PsStrategy final : public Strategy {
     bool running = false;
   };
   std::vector<Moved> moved_;
+  bool newcomer_ = false;     // a new process in a lost one's place (attach() while joining): never a successor
+  std::vector<char> closed_;  // finish: per shard, whether its server sent `closed`
 };
 
 }  // namespace fast::strategy
