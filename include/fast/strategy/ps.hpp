@@ -116,14 +116,17 @@
 //
 // A lost server (async, ssp, without a codec or dgc: moves_shards()). When the host of shard k is
 // lost, the shard moves to runtime::successor of that host: the next live worker that was never
-// lost. Each worker moves it when it finds the host lost (runtime::lost_since, before each step,
-// or an exchange with the server that fails with PeerLost). The successor starts a server for the
-// shard from its own parameters' slice - the shard as it last pulled it - with a fresh optimizer
-// (PsServer::take_over): the updates applied after that pull and the shard's optimizer state
-// (momentum, Adam's moments) are lost with the host. Every other worker sends the new server a
-// `join`, which also tells it that the server runs and its slot holds the shard, and its pushes
-// count from the join's acknowledgement; the exchange that failed is done again there. A worker
-// that finished before the move counts as done by its flag. Without moves_shards() (a codec or
+// lost. That worker takes it over when it finds the host lost (runtime::lost_since, before each
+// step, an exchange with the server that fails with PeerLost, or any wait: take_lost_shards): it
+// starts a server for the shard from its own parameters' slice - the shard as it last pulled it -
+// with a fresh optimizer (PsServer::take_over): the updates applied after that pull and the
+// shard's optimizer state (momentum, Adam's moments) are lost with the host. Every other worker
+// finds the new host by its flag (find_host; a new process in a lost one's place knows no earlier
+// loss, so it never takes a shard over itself), sends it a `join`, which also tells it that the
+// server runs and its slot holds the shard, and counts its pushes from the join's
+// acknowledgement; the exchange that failed, or that the old host answered while the shard moved,
+// is done again there. A worker that was never lost and finished before the move counts as done
+// by its flag; a shard whose server sent `closed` does not move. Without moves_shards() (a codec or
 // dgc: the links and residuals per server would not match a new one) the next push, pull, snapshot
 // or finish of every worker throws PeerLost naming the shard ("the server of shard k (on worker
 // h) was lost"). A new process in a lost host's place serves nothing: rejoin() finds each shard's
