@@ -235,7 +235,8 @@ int PsStrategy::find_host(int k, std::span<float> params) {
       }
       if (flag != 0) return w;
     }
-    if (server_rank_[static_cast<std::size_t>(k)] == ctx.rank()) return ctx.rank();  // taken over meanwhile
+    if (std::ranges::any_of(moved_, [k](const Moved& m) { return m.shard == k; }))
+      return ctx.rank();  // taken over meanwhile
     if (limit > 0 && ctx.now() - start > limit)
       FAST_THROW(core::PeerLost, "ps: no live worker serves shard {} after {:.0f} s (its host was lost)", k, limit);
     ctx.sleep(kWatchSeconds);
