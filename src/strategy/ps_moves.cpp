@@ -95,16 +95,16 @@ void PsStrategy::wait_watching(const std::vector<core::Work>& works, std::span<f
 
 // A server of this worker that ended before every worker was done ended with an error (a protocol
 // violation, the world failed): its error, rather than a wait for an answer that never comes.
-void PsStrategy::check_servers() {
-  if (server_running_ && server_work_.is_completed()) {
-    server_running_ = false;
-    server_work_.wait();
-  }
-  for (Moved& m : moved_)
-    if (m.running && m.work.is_completed()) {
-      m.running = false;
-      m.work.wait();
-    }
+void PsStrategy::check_servers() { wait_servers(true); }
+
+void PsStrategy::wait_servers(bool ended_only) {
+  const auto wait = [ended_only](core::Work& work, bool& running) {
+    if (!running || (ended_only && !work.is_completed())) return;
+    running = false;
+    work.wait();
+  };
+  wait(server_work_, server_running_);
+  for (Moved& m : moved_) wait(m.work, m.running);
 }
 
 void PsStrategy::take_lost_shards(std::span<float> params) {
@@ -125,14 +125,12 @@ bool PsStrategy::succeeds(int lost) const {
   return !newcomer_ && runtime::successor(comm_.context(), lost) == comm_.context().rank();
 }
 
-bool PsStrategy::move_lost_shards(std::span<float> params, bool join) {
+void PsStrategy::move_lost_shards(std::span<float> params, bool join) {
   const runtime::Context& ctx = comm_.context();
-  bool moved = false;
   for (int k = 0; k < servers_; ++k) {
     const auto ku = static_cast<std::size_t>(k);
     while (!settled(k) && runtime::lost_since(ctx, server_rank_[ku], 0)) {
       const int lost = server_rank_[ku];
-      moved = true;
       if (succeeds(lost)) {
         take_shard(k, lost, params);
         continue;
@@ -148,7 +146,6 @@ bool PsStrategy::move_lost_shards(std::span<float> params, bool join) {
       }
     }
   }
-  return moved;
 }
 
 // This worker serves shard k from here on, starting from its parameters' slice (the shard as it
@@ -290,14 +287,7 @@ void PsStrategy::finish_async(std::span<float> params) {
     if (all) break;
     check_servers();
   }
-  if (server_running_) {
-    server_running_ = false;
-    server_work_.wait();
-  }
-  for (Moved& m : moved_) {
-    m.running = false;
-    m.work.wait();
-  }
+  wait_servers(false);  // they sent `closed`: each ends once its last answers are out
   pull("final pull", params, Moves::none, collective::Wire::exact);  // the final model, exactly
   window_->close();
   if (dgc_ && dgc_->options().local_view) dgc_->view(params, {});  // keeps the final x, leaves it there

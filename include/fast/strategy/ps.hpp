@@ -253,10 +253,11 @@ class PsStrategy final : public Strategy {
   };
   void on_shards(const char* what, std::span<float> params, Moves moves,
                  const std::function<std::vector<core::Work>(int shard)>& each);
-  // Moves every shard whose host was lost (lost_since since 0) to its successor: this worker starts
-  // its server from params (take_shard), or, with join, joins it (join_shard). Returns whether one
-  // moved. PeerLost when no worker is left to take one.
-  bool move_lost_shards(std::span<float> params, bool join);
+  // Moves every shard whose host was lost (lost_since since 0) and whose server did not close: the
+  // successor starts its server from params (take_shard); any other worker finds the new host
+  // (find_host) and, with join, joins it (join_shard). PeerLost when no live worker serves one
+  // within the operation time limit.
+  void move_lost_shards(std::span<float> params, bool join);
   // This worker serves shard k (its host `lost` was lost) from params' slice.
   void take_shard(int k, int lost, std::span<float> params);
   // Waits for works; meanwhile (where shards move) takes over the shards whose lost host this
@@ -265,6 +266,9 @@ class PsStrategy final : public Strategy {
   void take_lost_shards(std::span<float> params);
   // Rethrows the error of a server of this worker that ended before its run was over.
   void check_servers();
+  // Waits for this worker's servers (ended_only: those whose activity already ended), rethrowing
+  // a server's error.
+  void wait_servers(bool ended_only);
   void join_shard(int k, std::span<float> params);  // PeerLost when the host is lost meanwhile
   // async / ssp: sets the done flag, sends `done` to every server and waits for each server's
   // `closed` (moving lost shards meanwhile), then the final pull.
