@@ -26,14 +26,21 @@ void check_peer(const Context& ctx, int peer, const char* what) {
 bool lost_since(const Context& ctx, int peer, double since) {
   if (!ctx.alive(peer)) return true;
   for (const MembershipEvent& e : ctx.membership_events())
-    if (e.worker == peer && !e.joined && e.at >= since) return true;
+    if (e.worker == peer && !e.joined && !e.before_join && e.at >= since) return true;
+  return false;
+}
+
+bool ever_lost(const Context& ctx, int peer) {
+  if (!ctx.alive(peer)) return true;
+  for (const MembershipEvent& e : ctx.membership_events())
+    if (e.worker == peer && !e.joined) return true;
   return false;
 }
 
 int successor(const Context& ctx, int holder) {
   for (int step = 1; step < ctx.size(); ++step) {
     const int rank = (holder + step) % ctx.size();
-    if (!lost_since(ctx, rank, 0)) return rank;
+    if (!ever_lost(ctx, rank)) return rank;
   }
   return -1;
 }

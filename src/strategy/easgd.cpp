@@ -57,11 +57,11 @@ void EasgdStrategy::with_centre(const char* what, Fn&& fn) {
     try {
       // A host reported lost may have been taken back by a new process since, whose tensor is a
       // copy: move on before asking it.
-      if (copies() && runtime::lost_since(comm_.context(), host_, 0)) move_centre("the runtime reported it lost");
+      if (copies() && runtime::ever_lost(comm_.context(), host_)) move_centre("the runtime reported it lost");
       fn();
       return;
     } catch (const core::PeerLost& e) {
-      if (!copies() || !runtime::lost_since(comm_.context(), host_, 0))
+      if (!copies() || !runtime::ever_lost(comm_.context(), host_))
         FAST_THROW(core::PeerLost,
                    "easgd: {}: the centre's host (worker {}) was lost, training cannot go on without "
                    "the centre{}: {}",

@@ -64,7 +64,7 @@ void PsStrategy::on_shards(const char* what, std::span<float> params, Moves move
       const bool moved = server_rank_[static_cast<std::size_t>(todo[i])] != sent_to[i];
       if (!bad[i] && !moved) continue;
       failed.push_back(todo[i]);
-      hosts_lost = hosts_lost && runtime::lost_since(ctx, sent_to[i], 0);
+      hosts_lost = hosts_lost && runtime::ever_lost(ctx, sent_to[i]);
     }
     if (failed.empty()) return;
     if (moves == Moves::none || !moves_shards() || !hosts_lost) {
@@ -111,7 +111,7 @@ void PsStrategy::take_lost_shards(std::span<float> params) {
   const runtime::Context& ctx = comm_.context();
   for (int k = 0; k < servers_; ++k) {
     const int host = server_rank_[static_cast<std::size_t>(k)];
-    if (settled(k) || !runtime::lost_since(ctx, host, 0)) continue;
+    if (settled(k) || !runtime::ever_lost(ctx, host)) continue;
     if (succeeds(host)) take_shard(k, host, params);
   }
 }
@@ -129,7 +129,7 @@ void PsStrategy::move_lost_shards(std::span<float> params, bool join) {
   const runtime::Context& ctx = comm_.context();
   for (int k = 0; k < servers_; ++k) {
     const auto ku = static_cast<std::size_t>(k);
-    while (!settled(k) && runtime::lost_since(ctx, server_rank_[ku], 0)) {
+    while (!settled(k) && runtime::ever_lost(ctx, server_rank_[ku])) {
       const int lost = server_rank_[ku];
       if (succeeds(lost)) {
         take_shard(k, lost, params);
@@ -142,7 +142,7 @@ void PsStrategy::move_lost_shards(std::span<float> params, bool join) {
       try {
         join_shard(k, params);
       } catch (const core::PeerLost&) {
-        if (!runtime::lost_since(ctx, server_rank_[ku], 0)) throw;  // else the loop moves it on
+        if (!runtime::ever_lost(ctx, server_rank_[ku])) throw;  // else the loop moves it on
       }
     }
   }
@@ -200,8 +200,7 @@ void PsStrategy::join_shard_when_lost(int k, std::span<float> params) {
     join_shard(k, params);
   } catch (const core::PeerLost&) {
     const auto ku = static_cast<std::size_t>(k);
-    if (!runtime::lost_since(comm_.context(), server_rank_[ku], 0))
-      throw_lost_shard("rejoin", std::current_exception());
+    if (!runtime::ever_lost(comm_.context(), server_rank_[ku])) throw_lost_shard("rejoin", std::current_exception());
     move_lost_shards(params, true);  // joins the new host
   }
 }
@@ -219,7 +218,7 @@ int PsStrategy::find_host(int k, std::span<float> params) {
   for (;;) {
     for (int w = 0; w < ctx.size(); ++w) {
       // A rank that was ever lost serves nothing (a new process in its place takes no shard over).
-      if (w == ctx.rank() || runtime::lost_since(ctx, w, 0)) continue;
+      if (w == ctx.rank() || runtime::ever_lost(ctx, w)) continue;
       const double since = ctx.now();
       try {
         window_
@@ -279,8 +278,7 @@ void PsStrategy::finish_async(std::span<float> params) {
         else
           all = false;
       } catch (const core::PeerLost&) {
-        if (!moves_shards() || !runtime::lost_since(ctx, told[k], 0))
-          throw_lost_shard("finish", std::current_exception());
+        if (!moves_shards() || !runtime::ever_lost(ctx, told[k])) throw_lost_shard("finish", std::current_exception());
         all = false;  // the next round moves it and tells the new host
       }
     }

@@ -139,7 +139,7 @@ bool PsServer::read_flags() {
     const auto wu = static_cast<std::size_t>(w);
     // A new process in a lost one's place is passed over: it joined this server or hears of the move
     // in its own finish, and its window may not answer yet while it takes the rank back.
-    if (done_[wu] || w == ctx_.rank() || !ctx_.alive(w) || runtime::lost_since(ctx_, w, 0)) continue;
+    if (done_[wu] || w == ctx_.rank() || !ctx_.alive(w) || runtime::ever_lost(ctx_, w)) continue;
     float flag = 0;
     const double since = ctx_.now();
     try {

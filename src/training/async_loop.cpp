@@ -39,7 +39,7 @@ class BatchBudget {
   double claim(double amount) {
     for (;;) {
       try {
-        if (runtime::lost_since(ctx_, host_, 0)) move_on("the runtime reported it lost");
+        if (runtime::ever_lost(ctx_, host_)) move_on("the runtime reported it lost");
         if (raise_) raise();
         std::vector<double> before(1);
         const std::vector<double> add{amount};
@@ -50,7 +50,7 @@ class BatchBudget {
         seen_ = before[0] + amount;
         return before[0];
       } catch (const core::PeerLost& e) {
-        if (!runtime::lost_since(ctx_, host_, 0)) throw;
+        if (!runtime::ever_lost(ctx_, host_)) throw;
         move_on(e.what());
       }
     }

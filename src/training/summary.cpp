@@ -190,15 +190,18 @@ json build_summary(const SummaryInputs& in) {
   if (!core::source_commit().empty()) summary["fast_commit"] = core::source_commit();
   if (!c.lost.empty()) summary["lost_workers"] = c.lost;
   summary["live_workers"] = totals.members.size();
-  // Ranks a new process took back during the run (zmq rejoin), in the order seen here; this
-  // process's own first when it is such a process (it leads once it took rank 0 back).
+  // Ranks a new process took back during the run (zmq rejoin), in the order seen here. A process
+  // that is such a process was told the rejoins before it, its own included (before_join); where a
+  // runtime tells it none, its own come first.
   json rejoined = json::array();
   const runtime::Context& ctx = in.communicator.context();
-  if (ctx.joins_run_under_way()) {
+  const std::vector<runtime::MembershipEvent> events = ctx.membership_events();
+  const bool told = std::ranges::any_of(events, [](const auto& e) { return e.joined && e.before_join; });
+  if (ctx.joins_run_under_way() && !told) {
     const int first_rank = first_rank_of_process(ctx);
     for (int w = first_rank; w < first_rank + std::max(1, ctx.local_size()); ++w) rejoined.push_back(w);
   }
-  for (const runtime::MembershipEvent& e : ctx.membership_events())
+  for (const runtime::MembershipEvent& e : events)
     if (e.joined) rejoined.push_back(e.worker);
   summary["rejoined_workers"] = rejoined;
   add_collectives(summary, o, in.communicator);

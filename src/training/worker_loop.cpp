@@ -262,6 +262,7 @@ void WorkerLoop::record_membership() {
   const std::vector<runtime::MembershipEvent> events = ctx_.membership_events();
   for (; membership_seen_ < events.size(); ++membership_seen_) {
     const runtime::MembershipEvent& e = events[membership_seen_];
+    if (e.before_join) continue;  // recorded by the process that saw it
     outputs_.write(metrics::to_json(
         metrics::MembershipRecord{.time = e.at - start_, .worker = e.worker, .joined = e.joined, .detail = e.detail}));
   }

@@ -441,6 +441,62 @@ TEST(ZmqRestart, ProcessZeroOfAnAsynchronousRunIsLostAndStartedAgainAndTheBudget
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// Worker 1 of an adpsgd run, SIGKILLed by the test at 30% of the run, is started again and rejoins;
+// then process 0 (the rendezvous and the batch budget) is SIGKILLed. The budget moves to worker 2:
+// worker 1 was lost once, and its new process knows it from the rendezvous (before it did not, took
+// the budget itself as worker 0's successor, and trained a budget of its own beside worker 2's).
+// The new process 1 serves the rendezvous, process 0 rejoins through it, and the run ends with 4
+// live workers, every batch of the budget trained about once, and launch's 0.
+TEST(ZmqRestart, ANewProcessKnowsTheLossesBeforeItCameAndTheBudgetMovesPastIt) {
+  const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "restart_twice");
+  const int scale = fast::testing::kRunTimeScale;
+  const std::string train = kFast + " train --runtime zmq" + kPeerTimeoutFlag + " --summary s.json" + kTrainShown +
+                            "--strategy adpsgd --batch 64 --epochs 3 --slowdown 6,6,6,6";
+  Launched l = fast::testing::spawn_in_group(
+      dir, kFast + " launch -n 4 --restart 2 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
+  const pid_t first = worker_pid(l, 1), zero = worker_pid(l, 0);
+  ASSERT_GT(first, 0) << slurp(l.log);
+  ASSERT_GT(zero, 0) << slurp(l.log);
+  const fast::testing::RemovesSocketFiles first_files{first}, zero_files{zero};
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
+  ASSERT_TRUE(fast::testing::poll_until([&] { return progress_percent(slurp(l.log)) >= 30; }, 200)) << slurp(l.log);
+  const int first_percent = progress_percent(slurp(l.log));
+  kill(first, SIGKILL);
+  ASSERT_TRUE(fast::testing::poll_until(
+      [&] { return slurp(l.log).find("worker 1 rejoined the run at step") != std::string::npos; }, 200))
+      << slurp(l.log);
+  const int rejoined_percent = progress_percent(slurp(l.log));
+  ASSERT_TRUE(fast::testing::poll_until([&] { return progress_percent(slurp(l.log)) >= rejoined_percent + 10; }, 200))
+      << slurp(l.log);
+  const int zero_percent = progress_percent(slurp(l.log));
+  kill(zero, SIGKILL);
+  const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
+  const std::string log = slurp(l.log);
+  ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
+  EXPECT_NE(log.find("worker 0, which held the shared batch budget, was lost; worker 2 holds it from now on"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("worker 1 holds it from now on"), std::string::npos) << log;
+  EXPECT_NE(log.find("process 1 serves the rendezvous now"), std::string::npos) << log;
+  ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["live_workers"], 4) << s.dump();
+  EXPECT_EQ(s["rejoined_workers"], json::array({1, 0})) << s.dump();
+  // As in the test above, with two new processes: each one's entry counts from its rejoin step, and
+  // each lost process trained about the percentage of the run at its kill.
+  std::smatch one, nought;
+  ASSERT_TRUE(std::regex_search(log, one, std::regex("worker 1 rejoined the run at step ([0-9]+) of"))) << log;
+  ASSERT_TRUE(std::regex_search(log, nought, std::regex("worker 0 rejoined the run at step ([0-9]+) of"))) << log;
+  const auto done = s["steps_per_worker"].get<std::vector<std::int64_t>>();
+  const std::int64_t trained = std::accumulate(done.begin(), done.end(), std::int64_t{0}) - std::stoll(one[1].str()) -
+                               std::stoll(nought[1].str()) + 702 * first_percent / 100 + 702 * zero_percent / 100;
+  EXPECT_LE(std::abs(trained - 702 * 4), 702 * 4 / 20)
+      << "killed at " << first_percent << "% and " << zero_percent << "%; " << s.dump();
+  EXPECT_GE(s["final_accuracy"].get<double>(), 0.85) << s.dump() << "\n" << log;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 // Process 0 of a ps async run serves the one shard: SIGKILLed by the test at 30% of the run, worker 1
 // serves the shard from its last pull, the others join it, and the new process 0 takes rank 0 back
 // without a server (docs/faults.md, "A lost ps server"). The run ends with 4 live workers, the

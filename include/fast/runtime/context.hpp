@@ -69,7 +69,11 @@ struct MembershipEvent {
   double at = 0;        // seconds on the observing worker's clock (Context::now)
   int worker = 0;       // the rank
   bool joined = false;  // false: lost; true: a new process took the rank back
-  std::string detail;   // where it ran and why (for logs and the metrics)
+  // A loss from before this process took a rank back in a run under way, as the process that let
+  // it in told it (zmq rejoin; at: 0). Not seen here: no record is written for it, and
+  // lost_since() does not count it; ever_lost() does.
+  bool before_join = false;
+  std::string detail;  // where it ran and why (for logs and the metrics)
 };
 
 // Traffic of one worker to or from one peer since the world started. Sizes are payload bytes.
@@ -217,5 +221,11 @@ void check_peer(const Context& ctx, int peer, const char* what);
 // rejoin). An operation issued at `since` that failed with PeerLost failed because of that loss
 // when this is true (drop it, as for a lost peer), and for another reason when it is false.
 bool lost_since(const Context& ctx, int peer, double since);
+
+// Whether `peer` was ever lost in this run: it is not alive now, or a loss of it was seen here or,
+// for a process that took a rank back in a run under way, before it came (MembershipEvent::
+// before_join). Every process that saw the same losses agrees on it, newcomers included (what a
+// rank held for all went with the process that was lost: runtime::successor passes it over).
+bool ever_lost(const Context& ctx, int peer);
 
 }  // namespace fast::runtime

@@ -150,6 +150,7 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
   ZmqTransport transport(context, s, meeting.table, meeting.process_rank, std::move(router), std::move(pulse));
   // Runs that go on without a lost process can take one back: the rendezvous server stays open.
   if (s.tolerate_lost && meeting.desk) transport.serve_rejoins(std::move(*meeting.desk));
+  transport.inherit_membership(meeting.lost_workers, meeting.rejoined_workers);
   engine::LocalWorld world({.world_size = s.world_size * s.workers_per_process,
                             .first_rank = me.first_worker,
                             .local_size = me.workers,

@@ -19,6 +19,9 @@
 namespace fast::runtime::zmq {
 
 inline constexpr std::size_t kMaxHelloBytes = 64 * 1024;
+// The most rejoins a rejoin's answer passes on to the newcomer (the latest; ZmqTransport::
+// inherit_membership): bounds the answer however long the run churned.
+inline constexpr std::size_t kMaxInheritedRejoins = 1024;
 inline constexpr long long kMaxProcesses = 1 << 20;  // world sizes, ranks and worker counts of a message
 
 // The integer j[key] as T within [min, max], through core/parse.hpp's checked conversion:

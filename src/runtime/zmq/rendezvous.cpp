@@ -159,6 +159,24 @@ std::optional<::zmq::socket_t> try_serve(::zmq::context_t& context, const Settin
   return socket;
 }
 
+// The list of worker ranks `key` of a rejoin's answer (absent: empty); InvalidArgument naming the key
+// when it is not an array of at most kMaxInheritedRejoins ranks in [0, workers).
+std::vector<int> worker_list(const json& reply, const char* key, int workers) {
+  std::vector<int> list;
+  if (!reply.contains(key)) return list;
+  const json& value = reply.at(key);
+  FAST_ENFORCE(value.is_array() && value.size() <= kMaxInheritedRejoins,
+               "rendezvous reply: '{}': expected an array of at most {} worker ranks, got {}", key,
+               kMaxInheritedRejoins, value.dump().substr(0, 200));
+  for (const json& w : value) {
+    FAST_ENFORCE(w.is_number_integer() && w.get<std::int64_t>() >= 0 && w.get<std::int64_t>() < workers,
+                 "rendezvous reply: '{}': expected worker ranks in [0, {}), got {}", key, workers,
+                 w.dump().substr(0, 50));
+    list.push_back(w.get<int>());
+  }
+  return list;
+}
+
 RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const ProcessInfo& self) {
   ::zmq::socket_t socket(context, ::zmq::socket_type::dealer);
   socket.set(::zmq::sockopt::linger, 0);
@@ -188,6 +206,10 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
                    result.process_rank < s.world_size,
                "rendezvous: the table has {} processes and rank {}, expected {} processes", result.table.size(),
                result.process_rank, s.world_size);
+  if (result.rejoining) {
+    result.lost_workers = worker_list(reply, "lost_workers", s.world_size * s.workers_per_process);
+    result.rejoined_workers = worker_list(reply, "rejoined_workers", s.world_size * s.workers_per_process);
+  }
   return result;
 }
 

@@ -27,6 +27,11 @@ struct RendezvousResult {
   ProcessTable table;
   // The server answered with a rejoin: this process takes a lost rank back in a run under way.
   bool rejoining = false;
+  // With a rejoin: the workers lost in the run so far (ascending) and those taken back (in order),
+  // this process's own ranks included in both, as the server saw or inherited them
+  // (ZmqTransport::inherit_membership). Empty otherwise.
+  std::vector<int> lost_workers;
+  std::vector<int> rejoined_workers;
   // The process that served the rendezvous keeps its socket: it answers the hellos of processes
   // that come back during the run (ZmqTransport::serve_rejoins). Empty in the other processes.
   std::optional<::zmq::socket_t> desk;

@@ -137,6 +137,12 @@ class ZmqTransport final : public engine::Transport {
   // Process 0 of a run that tolerates losses: answer rejoin hellos on `desk` (the rendezvous
   // socket, moved in). Before start().
   void serve_rejoins(::zmq::socket_t desk);
+  // A process that takes a rank back: the workers lost and taken back before it came, as the
+  // rendezvous's answer lists them (RendezvousResult::lost_workers, rejoined_workers; its own rank
+  // among both), become membership events marked before_join, so that runtime::ever_lost and
+  // runtime::successor answer here as on the survivors and the summary lists every rejoin. At most
+  // kMaxInheritedRejoins rejoins are passed on, the latest. Before start().
+  void inherit_membership(const std::vector<int>& lost, const std::vector<int>& rejoined);
   // This process's workers returned: tells every process (bye, with `error` when one failed) and
   // waits until every other process ended or was lost, at most `limit_seconds`.
   void finish(const std::string& error, double limit_seconds);
@@ -241,6 +247,11 @@ class ZmqTransport final : public engine::Transport {
   bool take_over_desk();
   void receive_rejoin_hellos();
   void progress_rejoins();
+  // The workers with a loss among events_ (seen here or inherited), ascending, each once; and those
+  // taken back, in order, the latest kMaxInheritedRejoins: what a newcomer is told with its rank
+  // (inherit_membership). Take peers_mutex_.
+  std::vector<int> ever_lost() const;
+  std::vector<int> rejoined() const;
   void answer_newcomer(const std::string& id, const nlohmann::json& body);
   void on_hello_frame(int from, const ::zmq::message_t& payload);
   void revive(const ProcessInfo& info);

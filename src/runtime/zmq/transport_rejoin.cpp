@@ -161,7 +161,11 @@ void ZmqTransport::progress_rejoins() {
           std::lock_guard<std::mutex> lock(peers_mutex_);
           for (const ProcessInfo& q : table_) list.push_back(to_json(q));
         }
-        answer_newcomer(p.id, {{"your_rank", r}, {"processes", list}, {"rejoin", true}});
+        answer_newcomer(p.id, {{"your_rank", r},
+                               {"processes", list},
+                               {"rejoin", true},
+                               {"lost_workers", ever_lost()},
+                               {"rejoined_workers", rejoined()}});
         done = true;
       } else if (now - p.since > settings_.rendezvous_timeout) {
         answer_newcomer(p.id, {{"refused", fmt::format("processes {} did not acknowledge the rejoin of rank {} within "
@@ -207,6 +211,46 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
     FAST_THROW(core::InvalidArgument, "frame: hello: expected 'rejoin', 'ack' or a shared-memory ring's, got {}",
                body.dump().substr(0, 200));
   }
+}
+
+std::vector<int> ZmqTransport::ever_lost() const {
+  std::vector<int> workers;
+  {
+    std::lock_guard<std::mutex> lock(peers_mutex_);
+    for (const MembershipEvent& e : events_)
+      if (!e.joined) workers.push_back(e.worker);
+  }
+  std::ranges::sort(workers);
+  const auto repeated = std::ranges::unique(workers);
+  workers.erase(repeated.begin(), repeated.end());
+  return workers;
+}
+
+std::vector<int> ZmqTransport::rejoined() const {
+  std::vector<int> workers;
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  for (const MembershipEvent& e : events_)
+    if (e.joined) workers.push_back(e.worker);
+  if (workers.size() > kMaxInheritedRejoins)
+    workers.erase(workers.begin(), workers.end() - static_cast<std::ptrdiff_t>(kMaxInheritedRejoins));
+  return workers;
+}
+
+void ZmqTransport::inherit_membership(const std::vector<int>& lost, const std::vector<int>& rejoined) {
+  FAST_ENFORCE_AS(core::InvalidUsage, !thread_.joinable(), "zmq runtime: inherit_membership() after start()");
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  for (int w : lost)
+    events_.push_back({.at = 0,
+                       .worker = w,
+                       .joined = false,
+                       .before_join = true,
+                       .detail = "lost before this process took its rank back (as the rendezvous told it)"});
+  for (int w : rejoined)
+    events_.push_back({.at = 0,
+                       .worker = w,
+                       .joined = true,
+                       .before_join = true,
+                       .detail = "taken back before this process took its rank back (as the rendezvous told it)"});
 }
 
 void ZmqTransport::revive(const ProcessInfo& info) {
