@@ -406,8 +406,9 @@ std::vector<ConfigKey> process_keys() {
   return {
       text_key(
           "rendezvous", KeyType::string, "HOST:PORT",
-          "--runtime zmq: HOST:PORT of the rendezvous that assigns ranks and exchanges addresses and keys "
-          "(default: FAST_RENDEZVOUS).",
+          "--runtime zmq: HOST:PORT of the rendezvous that assigns ranks and exchanges addresses and keys; "
+          "further HOST:PORT after commas, on other hosts of the run, serve the rejoins of a run under way once "
+          "no process of the earlier ones' hosts is live (default: FAST_RENDEZVOUS).",
           [](TrainOptions& o, const std::string& v) { o.process.rendezvous = v; },
           [](const TrainOptions& o) {
             return o.process.rendezvous.empty() ? std::string("$FAST_RENDEZVOUS") : o.process.rendezvous;

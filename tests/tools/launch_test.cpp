@@ -396,7 +396,8 @@ TEST(Launch, HostsGoThroughTheLauncherTemplateWithTheKeyOnStandardInput) {
   for (const auto& [label, rank, host] :
        {std::tuple{"alpha:0", 0, "alpha"}, {"alpha:1", 1, "alpha"}, {"beta:2", 2, "beta"}}) {
     EXPECT_TRUE(contains(r.out, fmt::format("[{}] via={}\n", label, host))) << r.out;
-    EXPECT_TRUE(contains(r.out, fmt::format("[{}] rank={} size=3 rdv=alpha:30100 ports=30100-30110 key=/dev/stdin "
+    EXPECT_TRUE(contains(r.out, fmt::format("[{}] rank={} size=3 rdv=alpha:30100,beta:30100 ports=30100-30110 "
+                                            "key=/dev/stdin "
                                             "keys=40\n",
                                             label, rank)))
         << r.out;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -83,6 +84,39 @@ TEST(RendezvousRefusal, AProcessThatDoesNotFitIsToldWhyAtOnce) {
   EXPECT_EQ(::waitpid(waiting.pid, &status, WNOHANG), 0) << slurp(waiting.log);
   (void)fast::testing::wait_or_kill_group(waiting, 0);
   (void)fast::testing::wait_or_kill_group(server, 0);
+}
+
+// --rendezvous A,B (docs/launch.md, "Settings"): an address given twice, a malformed one, or an
+// allow-list without a key per address is refused with exit code 2 before anything is bound.
+TEST(RendezvousAddresses, AListIsCheckedBeforeAnythingIsBound) {
+  const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "addresses");
+  for (const char* name : {"a", "b"}) {
+    const auto key = fast::testing::run_command(kFast + " keygen --out " + (dir / name).string() + ".key 2>&1");
+    ASSERT_EQ(key.code, 0) << key.output;
+  }
+  {
+    std::ofstream allow(dir / "allow.txt");
+    allow << slurp(dir / "a.key.pub").substr(0, 40) << "\n" << slurp(dir / "b.key.pub").substr(0, 40) << "\n";
+  }
+  const std::string train = "timeout -k 5 60 " + kFast +
+                            " train --runtime zmq --world-size 2 --process-rank 0 --steps 5 --model mlp --progress "
+                            "never --rendezvous-timeout 30 --rendezvous ";
+  const std::string keys = " --key " + (dir / "a.key").string() + " --allow " + (dir / "allow.txt").string();
+  struct Case {
+    std::string args, expected;
+  };
+  for (const Case& c :
+       {Case{"127.0.0.1:4000,127.0.0.1:4000 --insecure", "the address 127.0.0.1:4000 is given twice"},
+        Case{"127.0.0.1:4000,127.0.0.2 --insecure", "rendezvous: expected HOST:PORT, got '127.0.0.2'"},
+        Case{"127.0.0.1:4000, --insecure", "rendezvous: expected HOST:PORT, got ''"},
+        Case{"127.0.0.1:4000,127.0.0.2:4000,127.0.0.3:4000" + keys,
+             "3 addresses, so the allow-list's first 3 keys must be the keys of their hosts, in the same order (or the "
+             "allow-list must hold the run's one key); it has 2"}}) {
+    const auto r = fast::testing::run_command(train + c.args + " 2>&1");
+    EXPECT_EQ(r.code, exit_code::bad_input) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.args << "\n" << r.output;
+  }
+  if (!HasFailure()) fs::remove_all(dir);
 }
 
 }  // namespace

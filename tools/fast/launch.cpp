@@ -159,8 +159,14 @@ struct RunPlan {
   int processes = 0;
   std::vector<LaunchHost> hosts;             // empty: this host only
   std::vector<const LaunchHost*> placement;  // host of each rank (hosts given)
-  std::string rendezvous;                    // HOST:PORT
+  std::string rendezvous;                    // HOST:PORT[,HOST:PORT...]
 };
+
+// "HOST:PORT", HOST in brackets when it is an IPv6 address.
+std::string host_port(const std::string& host, int port) {
+  return host.find(':') != std::string::npos && host.front() != '[' ? fmt::format("[{}]:{}", host, port)
+                                                                    : fmt::format("{}:{}", host, port);
+}
 
 // A port for the rendezvous: --port, else the lowest of --ports, else a free one on 127.0.0.1 (one
 // host) or kRemoteRendezvousPort (across hosts, where this host cannot tell which port is free).
@@ -185,8 +191,17 @@ RunPlan plan_run(const LaunchCommand& o) {
           "fast launch: --port {} lies outside --ports {}; the rendezvous port must be inside the range", port,
           range.text());
   const std::string host = plan.hosts.empty() ? "127.0.0.1" : plan.placement.front()->address;
-  plan.rendezvous = host.find(':') != std::string::npos && host.front() != '[' ? fmt::format("[{}]:{}", host, port)
-                                                                               : fmt::format("{}:{}", host, port);
+  plan.rendezvous = host_port(host, port);
+  // Across hosts, every other host's address too (once each, in rank order): where the rejoins of a
+  // run under way are served once no process of the earlier hosts is live. Each address needs its
+  // host's key, which an allow-list of one key (launch's own, or one given) is for every host.
+  const bool one_key = o.insecure || o.allow_file.empty() || keys::read_allow_file(o.allow_file).size() == 1;
+  std::vector<std::string> listed{host};
+  for (const LaunchHost* h : plan.placement)
+    if (one_key && std::find(listed.begin(), listed.end(), h->address) == listed.end()) {
+      listed.push_back(h->address);
+      plan.rendezvous += "," + host_port(h->address, port);
+    }
   return plan;
 }
 

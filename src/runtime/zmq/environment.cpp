@@ -10,7 +10,9 @@ namespace {
 using core::EnvType;
 using core::EnvVar;
 constexpr std::array kTable{
-    EnvVar{"FAST_RENDEZVOUS", EnvType::string, "", "HOST:PORT of the rendezvous of a multi-process run (runtime zmq)."},
+    EnvVar{"FAST_RENDEZVOUS", EnvType::string, "",
+           "HOST:PORT[,HOST:PORT...] of the rendezvous of a multi-process run (runtime zmq); the addresses after the "
+           "first serve rejoins once the earlier ones' hosts are lost."},
     EnvVar{"FAST_WORLD_SIZE", EnvType::integer, "0", "Processes in a multi-process run; 0: not set.", 0, 1 << 20},
     EnvVar{"FAST_PROCESS_RANK", EnvType::integer, "-1",
            "This process's index in [0, FAST_WORLD_SIZE); -1: the rendezvous assigns one in arrival order.", -1,

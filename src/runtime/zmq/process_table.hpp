@@ -25,4 +25,7 @@ struct ProcessInfo {
 
 using ProcessTable = std::vector<ProcessInfo>;
 
+// The host part of "tcp://HOST:PORT" (HOST may be "[v6]", returned without the brackets).
+std::string endpoint_host(const std::string& endpoint);
+
 }  // namespace fast::runtime::zmq

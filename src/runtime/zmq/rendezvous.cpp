@@ -2,11 +2,13 @@
 
 #include <zmq_addon.hpp>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "authenticator.hpp"
@@ -29,11 +31,7 @@ void secure_server(::zmq::socket_t& s, const Settings& settings) {
   s.set(::zmq::sockopt::curve_secretkey, settings.secret_key);
 }
 
-std::string endpoint(const Settings& s) {
-  const bool v6 = s.rendezvous_host.find(':') != std::string::npos;
-  return v6 ? fmt::format("tcp://[{}]:{}", s.rendezvous_host, s.rendezvous_port)
-            : fmt::format("tcp://{}:{}", s.rendezvous_host, s.rendezvous_port);
-}
+std::string endpoint(const Settings& s) { return rendezvous_endpoint(s, 0); }
 
 class Server {
  public:
@@ -146,14 +144,16 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
   return table;
 }
 
-std::optional<::zmq::socket_t> try_serve(::zmq::context_t& context, const Settings& s, bool must) {
+std::optional<::zmq::socket_t> try_serve(::zmq::context_t& context, const Settings& s, bool must,
+                                         std::size_t address = 0) {
   ::zmq::socket_t socket(context, ::zmq::socket_type::router);
   socket.set(::zmq::sockopt::linger, 2000);
   secure_server(socket, s);
+  const std::string at = rendezvous_endpoint(s, address);
   try {
-    socket.bind(endpoint(s));
+    socket.bind(at);
   } catch (const ::zmq::error_t& e) {
-    FAST_ENFORCE_AS(core::IoError, !must, "rendezvous: cannot listen on {}: {}", endpoint(s), e.what());
+    FAST_ENFORCE_AS(core::IoError, !must, "rendezvous: cannot listen on {}: {}", at, e.what());
     return std::nullopt;
   }
   return socket;
@@ -177,27 +177,72 @@ std::vector<int> worker_list(const json& reply, const char* key, int workers) {
   return list;
 }
 
-RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const ProcessInfo& self) {
+// A client of rendezvous address `address` (rendezvous_endpoint), with that address's server key.
+::zmq::socket_t client_socket(::zmq::context_t& context, const Settings& s, std::size_t address) {
   ::zmq::socket_t socket(context, ::zmq::socket_type::dealer);
   socket.set(::zmq::sockopt::linger, 0);
   if (!s.insecure) {
-    socket.set(::zmq::sockopt::curve_serverkey, s.allowed_keys.at(0));
+    socket.set(::zmq::sockopt::curve_serverkey, s.allowed_keys.at(s.allowed_keys.size() == 1 ? 0 : address));
     socket.set(::zmq::sockopt::curve_publickey, s.public_key);
     socket.set(::zmq::sockopt::curve_secretkey, s.secret_key);
   }
-  socket.connect(endpoint(s));
+  socket.connect(rendezvous_endpoint(s, address));
+  return socket;
+}
+
+// A process started again in a run under way whose --rendezvous lists several addresses: the first
+// of them whose server answers a probe (ZmqTransport answers {"serving": rank}), probed at once
+// and waited for until `deadline`. TimeoutError naming the addresses when none answers.
+std::size_t find_desk(::zmq::context_t& context, const Settings& s, clock::time_point deadline) {
+  const std::size_t n = 1 + s.rendezvous_fallbacks.size();
+  std::vector<::zmq::socket_t> sockets;
+  std::vector<::zmq::pollitem_t> items;
+  for (std::size_t i = 0; i < n; ++i) {
+    sockets.push_back(client_socket(context, s, i));
+    ::zmq::send_multipart(sockets.back(), hello_parts({{"probe", true}}));
+  }
+  for (::zmq::socket_t& socket : sockets) items.push_back({socket.handle(), 0, ZMQ_POLLIN, 0});
+  std::vector<std::string> tried;
+  for (std::size_t i = 0; i < n; ++i) tried.push_back(rendezvous_endpoint(s, i));
+  while (clock::now() < deadline) {
+    ::zmq::poll(items, std::chrono::milliseconds(100));
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<::zmq::message_t> parts;
+      if (!::zmq::recv_multipart(sockets[i], std::back_inserter(parts), ::zmq::recv_flags::dontwait)) continue;
+      try {
+        if (read_hello(parts, 0).contains("serving")) return i;
+      } catch (const std::exception& e) {
+        core::log(core::LogLevel::warn, "rendezvous: ignored a malformed answer from {}: {}", tried[i], e.what());
+      }
+    }
+  }
+  FAST_THROW(core::TimeoutError,
+             "rendezvous: none of {} serves the run within {} s (--rendezvous-timeout): is a process of one of "
+             "these hosts live, and is this host's key in their allow-list?",
+             fmt::join(tried, ", "), s.rendezvous_timeout);
+}
+
+RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const ProcessInfo& self) {
+  const auto deadline =
+      clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s.rendezvous_timeout));
+  const bool under_way = s.restarted && s.tolerate_lost;
+  const std::size_t address = under_way && !s.rendezvous_fallbacks.empty() ? find_desk(context, s, deadline) : 0;
+  const std::string at = rendezvous_endpoint(s, address);
+  if (address > 0) core::log(core::LogLevel::info, "rendezvous: {} serves the run now", at);
+  ::zmq::socket_t socket = client_socket(context, s, address);
   ::zmq::send_multipart(socket, hello_parts({{"world_size", s.world_size}, {"process", to_json(self)}}));
   ::zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-  ::zmq::poll(&item, 1, std::chrono::milliseconds(static_cast<long>(s.rendezvous_timeout * 1000)));
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+  ::zmq::poll(&item, 1, std::max(left, std::chrono::milliseconds(1)));
   std::vector<::zmq::message_t> parts;
   FAST_ENFORCE_AS(core::TimeoutError,
                   ::zmq::recv_multipart(socket, std::back_inserter(parts), ::zmq::recv_flags::dontwait).has_value(),
                   "rendezvous at {}: no answer within {} s (--rendezvous-timeout): is every process started, with the "
                   "same --world-size, and is this host's key in the server's allow-list?",
-                  endpoint(s), s.rendezvous_timeout);
+                  at, s.rendezvous_timeout);
   const json reply = read_hello(parts, 0);
   if (reply.contains("refused"))
-    FAST_THROW(core::InvalidArgument, "rendezvous at {}: the run refused this process: {}", endpoint(s),
+    FAST_THROW(core::InvalidArgument, "rendezvous at {}: the run refused this process: {}", at,
                reply.at("refused").get<std::string>());
   RendezvousResult result{.process_rank = json_int<int>(reply, "your_rank", 0, kMaxProcesses - 1, "rendezvous reply"),
                           .rejoining = reply.value("rejoin", false)};
@@ -215,8 +260,15 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
 
 }  // namespace
 
-std::optional<::zmq::socket_t> bind_rendezvous(::zmq::context_t& context, const Settings& s) {
-  return try_serve(context, s, false);
+std::string rendezvous_endpoint(const Settings& s, std::size_t address) {
+  const std::string& host = address == 0 ? s.rendezvous_host : s.rendezvous_fallbacks.at(address - 1).host;
+  const int port = address == 0 ? s.rendezvous_port : s.rendezvous_fallbacks.at(address - 1).port;
+  return host.find(':') != std::string::npos ? fmt::format("tcp://[{}]:{}", host, port)
+                                             : fmt::format("tcp://{}:{}", host, port);
+}
+
+std::optional<::zmq::socket_t> bind_rendezvous(::zmq::context_t& context, const Settings& s, std::size_t address) {
+  return try_serve(context, s, false, address);
 }
 
 RendezvousResult rendezvous(::zmq::context_t& context, const Settings& s, ProcessInfo self) {

@@ -40,12 +40,20 @@ struct RendezvousResult {
 // self: this process's info (rank = settings.process_rank, possibly -1). Process rank 0 serves
 // the rendezvous; one started again alone in a run that tolerates losses (settings.restarted and
 // tolerate_lost: a run under way, where a survivor took the rendezvous over after the first
-// process 0 was lost, ZmqTransport) asks that server to take rank 0 back instead.
+// process 0 was lost, ZmqTransport) asks that server to take rank 0 back instead. Such a process,
+// any rank, asks the first address of --rendezvous whose server answers a probe when it lists
+// several (the others are served once no process of the first's host is live).
 RendezvousResult rendezvous(::zmq::context_t& context, const Settings& settings, ProcessInfo self);
 
-// The rendezvous socket, bound to settings' address with this process's key (CURVE server), or
-// nothing when the address cannot be bound here (in use, or not an address of this host).
-std::optional<::zmq::socket_t> bind_rendezvous(::zmq::context_t& context, const Settings& settings);
+// "tcp://HOST:PORT" of rendezvous address `address`: 0 the first of --rendezvous, i > 0
+// settings.rendezvous_fallbacks[i - 1]. std::out_of_range past the last.
+std::string rendezvous_endpoint(const Settings& settings, std::size_t address);
+
+// The rendezvous socket, bound to rendezvous address `address` with this process's key (CURVE
+// server), or nothing when the address cannot be bound here (in use, or not an address of this
+// host).
+std::optional<::zmq::socket_t> bind_rendezvous(::zmq::context_t& context, const Settings& settings,
+                                               std::size_t address = 0);
 
 // Serves a rendezvous for world_size processes without taking part (`fast rendezvous`); returns
 // once every process got the table.

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -20,15 +21,33 @@ namespace fast::runtime::zmq {
 
 namespace {
 
-void parse_rendezvous(const std::string& text, Settings& s) {
+RendezvousAddress parse_address(const std::string& text) {
   const auto colon = text.rfind(':');
-  FAST_ENFORCE(!text.empty(), "rendezvous: expected HOST:PORT (--rendezvous or FAST_RENDEZVOUS), got nothing");
   FAST_ENFORCE(colon != std::string::npos && colon > 0 && colon + 1 < text.size(),
                "rendezvous: expected HOST:PORT, got '{}'", text);
-  s.rendezvous_host = text.substr(0, colon);
-  if (s.rendezvous_host.size() > 2 && s.rendezvous_host.front() == '[')
-    s.rendezvous_host = s.rendezvous_host.substr(1, s.rendezvous_host.size() - 2);
-  s.rendezvous_port = core::parse_int<int>(text.substr(colon + 1), "rendezvous: the port after ':'", 1, 65535);
+  RendezvousAddress a{.host = text.substr(0, colon)};
+  if (a.host.size() > 2 && a.host.front() == '[') a.host = a.host.substr(1, a.host.size() - 2);
+  a.port = core::parse_int<int>(text.substr(colon + 1), "rendezvous: the port after ':'", 1, 65535);
+  return a;
+}
+
+// HOST:PORT[,HOST:PORT...]: the first is where the processes meet, the others fallbacks.
+void parse_rendezvous(const std::string& text, Settings& s) {
+  FAST_ENFORCE(!text.empty(), "rendezvous: expected HOST:PORT (--rendezvous or FAST_RENDEZVOUS), got nothing");
+  std::vector<RendezvousAddress> list;
+  for (std::size_t begin = 0; begin <= text.size();) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const RendezvousAddress a = parse_address(text.substr(begin, end - begin));
+    for (const RendezvousAddress& b : list)
+      FAST_ENFORCE(a.host != b.host || a.port != b.port, "rendezvous: the address {}:{} is given twice in '{}'", a.host,
+                   a.port, text);
+    list.push_back(a);
+    begin = end + 1;
+  }
+  s.rendezvous_host = list[0].host;
+  s.rendezvous_port = list[0].port;
+  s.rendezvous_fallbacks.assign(list.begin() + 1, list.end());
+  for (RendezvousAddress& a : s.rendezvous_fallbacks) a.numeric = numeric_addresses(a.host);
 }
 
 void load_keys(const ProcessOptions& p, Settings& s) {
@@ -87,6 +106,11 @@ Settings resolve_settings(const LaunchOptions& options) {
               "reaches this process's ports can join the run or alter it");
   else
     load_keys(p, s);
+  // One key admitted: every process holds it, every address's server too.
+  FAST_ENFORCE(s.insecure || s.allowed_keys.size() == 1 || s.allowed_keys.size() > s.rendezvous_fallbacks.size(),
+               "rendezvous: {} addresses, so the allow-list's first {} keys must be the keys of their hosts, in the "
+               "same order (or the allow-list must hold the run's one key); it has {}",
+               s.rendezvous_fallbacks.size() + 1, s.rendezvous_fallbacks.size() + 1, s.allowed_keys.size());
   s.peer_timeout =
       p.peer_timeout_seconds >= 0 ? p.peer_timeout_seconds : core::env_number(zmq_environment(), "FAST_PEER_TIMEOUT");
   FAST_ENFORCE(s.peer_timeout > 0, "peer-timeout: expected seconds > 0, got {}", s.peer_timeout);
@@ -127,6 +151,26 @@ std::string host_id() {
   std::error_code ec;
   const auto ns = std::filesystem::read_symlink("/proc/self/ns/net", ec);
   return std::string(name) + "/" + (ec ? std::string("?") : ns.string());
+}
+
+std::vector<std::string> numeric_addresses(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return {};
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, freeaddrinfo);
+  std::vector<std::string> list;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* addr = a->ai_family == AF_INET
+                           ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr)
+                           : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    if ((a->ai_family == AF_INET || a->ai_family == AF_INET6) && inet_ntop(a->ai_family, addr, text, sizeof(text)) &&
+        std::find(list.begin(), list.end(), text) == list.end())
+      list.emplace_back(text);
+  }
+  return list;
 }
 
 std::string local_address_towards(const std::string& host, int port) {

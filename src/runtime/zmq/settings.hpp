@@ -10,9 +10,23 @@
 
 namespace fast::runtime::zmq {
 
+struct RendezvousAddress {
+  std::string host;  // a name or an address, IPv6 without brackets
+  int port = 0;
+  // host's numeric addresses, resolved once when the settings are (none where it does not
+  // resolve): which processes run on that host (ZmqTransport::on_rendezvous_host).
+  std::vector<std::string> numeric;
+};
+
 struct Settings {
-  std::string rendezvous_host;  // from HOST:PORT
+  std::string rendezvous_host;  // from the first HOST:PORT of --rendezvous
   int rendezvous_port = 0;
+  // The addresses after the first in --rendezvous (comma-separated): where a process that takes a
+  // rank back finds the rendezvous once no process of the earlier addresses' hosts is live (each
+  // served by the lowest live process of its host, ZmqTransport::take_over_desk). With CURVE,
+  // address i is reached with allowed_keys[i] (the first address: allowed_keys[0]), or with the
+  // one key of an allow-list that holds one (the run's key, which every process holds).
+  std::vector<RendezvousAddress> rendezvous_fallbacks;
   int world_size = 1;     // processes
   int process_rank = -1;  // -1: assigned by the rendezvous
   int workers_per_process = 1;
@@ -42,5 +56,7 @@ Settings resolve_settings(const LaunchOptions& options);
 std::string host_id();
 // The local address this host uses to reach host:port (no packet is sent), e.g. "127.0.0.1".
 std::string local_address_towards(const std::string& host, int port);
+// The numeric addresses `host` resolves to (getaddrinfo), each once; empty when it does not resolve.
+std::vector<std::string> numeric_addresses(const std::string& host);
 
 }  // namespace fast::runtime::zmq

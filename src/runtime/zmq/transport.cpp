@@ -28,6 +28,13 @@ void release_payload(void* /*data*/, void* hint) {
 
 std::string ProcessInfo::where() const { return fmt::format("process {} on host {}, pid {}", rank, hostname, pid); }
 
+std::string endpoint_host(const std::string& endpoint) {
+  std::string rest = endpoint.starts_with("tcp://") ? endpoint.substr(6) : endpoint;
+  rest = rest.substr(0, rest.rfind(':'));
+  if (rest.size() > 2 && rest.front() == '[') rest = rest.substr(1, rest.size() - 2);
+  return rest;
+}
+
 ZmqTransport::ZmqTransport(::zmq::context_t& context, const Settings& settings, ProcessTable table, int process,
                            ::zmq::socket_t router, ::zmq::socket_t pulse)
     : context_(context),

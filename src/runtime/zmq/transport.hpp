@@ -70,13 +70,17 @@
 // {"rejoin": info}); each one revives r (revive(): the new endpoints and key, a new link, the
 // predecessor's queued messages dropped, alive(r) true again) and acknowledges ({"ack": r}).
 // Once every live process acknowledged (or was lost), this process revives r and answers the
-// newcomer with the table and "rejoin": true, so the newcomer's first frame finds every process
-// ready for it. When a process is lost, the lowest live process on process 0's host tries to bind
-// the rendezvous address (take_over_desk: once per loss; it succeeds once the serving process is
-// gone and when the address is one of this host's) and serves the rejoins from then on, rank 0's
-// included, with the same protocol: its announcements and the acknowledgements to it name it as
-// the sender. A newcomer checks the server's key against the allow-list's first, so the new server
-// must hold that key (one key per run under fast launch, one per host with fast keygen).
+// newcomer with the table, "rejoin": true and the losses and rejoins so far (inherit_membership),
+// so the newcomer's first frame finds every process ready for it. When a process is lost, the
+// lowest live process on process 0's host tries to bind the rendezvous address (take_over_desk:
+// once per loss; it succeeds once the serving process is gone and when the address is one of this
+// host's) and serves the rejoins from then on, rank 0's included, with the same protocol: its
+// announcements and the acknowledgements to it name it as the sender. Where no process of that host
+// is live, the next address of --rendezvous whose host has a live process is served likewise
+// (Settings::rendezvous_fallbacks); a desk answers a probe ({"serving": rank}), by which a newcomer
+// finds it. A newcomer checks the server's key against the allow-list's key at the address's
+// position, so the new server must hold that key (one key per run under fast launch, one per host
+// with fast keygen).
 //
 // Thread-safety: send/alive/ensure_alive/where from any worker thread; the rest from the thread
 // that runs the process's world.
@@ -247,6 +251,10 @@ class ZmqTransport final : public engine::Transport {
   bool take_over_desk();
   void receive_rejoin_hellos();
   void progress_rejoins();
+  // Whether `process` runs on the host of rendezvous address `address`: process 0's host for the
+  // first, else the host named by the address: its data endpoint's address is the address's host
+  // or one it resolves to, or its host name is the address's host.
+  bool on_rendezvous_host(int process, std::size_t address) const;
   // The workers with a loss among events_ (seen here or inherited), ascending, each once; and those
   // taken back, in order, the latest kMaxInheritedRejoins: what a newcomer is told with its rank
   // (inherit_membership). Take peers_mutex_.

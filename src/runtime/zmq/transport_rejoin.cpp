@@ -23,36 +23,52 @@ constexpr int kMaxHellosPerWakeUp = 16;
 constexpr double kLiveRankGraceSeconds = 2;  // a rank still live after peer_timeout + this: refused
 }  // namespace
 
+bool ZmqTransport::on_rendezvous_host(int process, std::size_t address) const {
+  const ProcessInfo& p = table_[static_cast<std::size_t>(process)];
+  if (address == 0) return p.host_id == table_[0].host_id;
+  const RendezvousAddress& a = settings_.rendezvous_fallbacks.at(address - 1);
+  const std::string reached_at = endpoint_host(p.tcp_endpoint);
+  return reached_at == a.host || p.hostname == a.host || std::ranges::find(a.numeric, reached_at) != a.numeric.end();
+}
+
 bool ZmqTransport::take_over_desk() {
   const int processes = static_cast<int>(table_.size());
-  int lost = 0, first_here = -1;  // lost: not by a clean end; first_here: the lowest live process on process 0's host
+  int lost = 0;  // not by a clean end
+  std::vector<bool> live(static_cast<std::size_t>(processes));
   {
     std::lock_guard<std::mutex> lock(peers_mutex_);
     for (int p = 0; p < processes; ++p) {
       const PeerState& peer = peers_[static_cast<std::size_t>(p)];
       if (peer.lost && !peer.ended) ++lost;
-      if (!peer.lost && first_here < 0 && table_[static_cast<std::size_t>(p)].host_id == table_[0].host_id)
-        first_here = p;
+      live[static_cast<std::size_t>(p)] = !peer.lost;
     }
   }
   if (lost == losses_seen_) return false;  // one try per loss
   losses_seen_ = lost;
-  if (first_here != process_) return false;
-  std::optional<::zmq::socket_t> desk = bind_rendezvous(context_, settings_);
-  if (!desk) {
-    core::log(core::LogLevel::debug,
-              "zmq runtime: the rendezvous address is still served (or not an address of this host): process {} "
-              "does not take it over",
-              process_);
-    return false;
+  // The first address whose host has a live process; its lowest live process serves it.
+  for (std::size_t address = 0; address <= settings_.rendezvous_fallbacks.size(); ++address) {
+    int server = -1;
+    for (int p = 0; p < processes && server < 0; ++p)
+      if (live[static_cast<std::size_t>(p)] && on_rendezvous_host(p, address)) server = p;
+    if (server < 0) continue;
+    if (server != process_) return false;
+    std::optional<::zmq::socket_t> desk = bind_rendezvous(context_, settings_, address);
+    if (!desk) {
+      core::log(core::LogLevel::debug,
+                "zmq runtime: the rendezvous address {} is still served (or not an address of this host): process {} "
+                "does not take it over",
+                rendezvous_endpoint(settings_, address), process_);
+      return false;
+    }
+    desk->set(::zmq::sockopt::linger, 0);
+    desk_ = std::move(desk);
+    core::log(core::LogLevel::warn,
+              "zmq runtime: process {} serves the rendezvous now, at {}, in place of a lost process: lost ranks can "
+              "be taken back",
+              process_, rendezvous_endpoint(settings_, address));
+    return true;
   }
-  desk->set(::zmq::sockopt::linger, 0);
-  desk_ = std::move(desk);
-  core::log(core::LogLevel::warn,
-            "zmq runtime: process {} serves the rendezvous now, in place of a lost process: lost ranks can be taken "
-            "back",
-            process_);
-  return true;
+  return false;
 }
 
 void ZmqTransport::serve_rejoins(::zmq::socket_t desk) {
@@ -80,6 +96,10 @@ void ZmqTransport::receive_rejoin_hellos() {
     const std::string id = parts[0].to_string();
     try {
       const json hello = read_hello(parts, 1);
+      if (hello.contains("probe")) {  // a process started again looks for the address served (find_desk)
+        answer_newcomer(id, {{"serving", process_}});
+        continue;
+      }
       ProcessInfo info = process_from_json(hello.at("process"));
       const int world = json_int<int>(hello, "world_size", 1, kMaxProcesses, "rejoin hello");
       FAST_ENFORCE(world == processes, "world size: expected {}, got {}", processes, world);

@@ -58,14 +58,6 @@ Sealer::Key key_from_hex(const std::string& text) {
   return key;
 }
 
-// The host part of "tcp://HOST:PORT" (HOST may be "[v6]").
-std::string endpoint_host(const std::string& endpoint) {
-  std::string rest = endpoint.starts_with("tcp://") ? endpoint.substr(6) : endpoint;
-  rest = rest.substr(0, rest.rfind(':'));
-  if (rest.size() > 2 && rest.front() == '[') rest = rest.substr(1, rest.size() - 2);
-  return rest;
-}
-
 std::string peer_address(const sockaddr_storage& addr) {
   char text[INET6_ADDRSTRLEN] = "?";
   if (addr.ss_family == AF_INET)
