@@ -25,7 +25,7 @@ PortRange parse_port_range(const std::string& text, const std::string& key) {
   return {low, high};
 }
 
-std::vector<int> ports_to_try(const PortRange& range, int avoid) {
+std::vector<int> ports_to_try(const PortRange& range, const std::vector<int>& avoid) {
   if (range.any()) return {0};
   const int n = range.high - range.low + 1;
   std::mt19937 gen(std::random_device{}());
@@ -33,7 +33,8 @@ std::vector<int> ports_to_try(const PortRange& range, int avoid) {
   std::vector<int> ports;
   ports.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i)
-    if (const int port = range.low + (first + i) % n; port != avoid) ports.push_back(port);
+    if (const int port = range.low + (first + i) % n; std::find(avoid.begin(), avoid.end(), port) == avoid.end())
+      ports.push_back(port);
   return ports;
 }
 

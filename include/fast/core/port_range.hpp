@@ -20,9 +20,13 @@ struct PortRange {
 // variable), the form expected and the value as given.
 PortRange parse_port_range(const std::string& text, const std::string& key);
 
-// The range's ports in the order to try them: every port once but `avoid` (the rendezvous's, which
-// process 0 binds), from a random one upward, wrapping around (processes of one host that start
-// together rarely collide on their first try). {0} (any port) for an empty range.
-std::vector<int> ports_to_try(const PortRange& range, int avoid = 0);
+// The range's ports in the order to try them: every port once but those in `avoid` (the
+// rendezvous's, which process 0 or a survivor binds), from a random one upward, wrapping around
+// (processes of one host that start together rarely collide on their first try). {0} (any port)
+// for an empty range.
+std::vector<int> ports_to_try(const PortRange& range, const std::vector<int>& avoid);
+inline std::vector<int> ports_to_try(const PortRange& range, int avoid = 0) {
+  return ports_to_try(range, std::vector<int>{avoid});
+}
 
 }  // namespace fast::core

@@ -116,7 +116,7 @@
 //
 // A lost server (async, ssp, without a codec or dgc: moves_shards()). When the host of shard k is
 // lost, the shard moves to runtime::successor of that host: the next live worker that was never
-// lost. That worker takes it over when it finds the host lost (runtime::lost_since, before each
+// lost. That worker takes it over when it finds the host lost (runtime::ever_lost, before each
 // step, an exchange with the server that fails with PeerLost, or any wait: take_lost_shards): it
 // starts a server for the shard from its own parameters' slice - the shard as it last pulled it -
 // with a fresh optimizer (PsServer::take_over): the updates applied after that pull and the
@@ -253,7 +253,7 @@ class PsStrategy final : public Strategy {
   };
   void on_shards(const char* what, std::span<float> params, Moves moves,
                  const std::function<std::vector<core::Work>(int shard)>& each);
-  // Moves every shard whose host was lost (lost_since since 0) and whose server did not close: the
+  // Moves every shard whose host was lost (runtime::ever_lost) and whose server did not close: the
   // successor starts its server from params (take_shard); any other worker finds the new host
   // (find_host) and, with join, joins it (join_shard). PeerLost when no live worker serves one
   // within the operation time limit.

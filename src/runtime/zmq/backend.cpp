@@ -46,12 +46,12 @@ std::string tcp_address(const std::string& host, const std::string& port) {
 }
 
 // Binds `router` on tcp to settings.host, on a port of settings.ports (any port without a range)
-// but the rendezvous's; returns the endpoint peers are given: the advertised address
+// but the rendezvous addresses'; returns the endpoint peers are given: the advertised address
 // (FAST_ADVERTISE) with the port bound. IoError naming the range when no port of it is free.
 std::string bind_tcp(::zmq::socket_t& router, const Settings& s, const char* role) {
   std::string failure = "every port is taken";
   bool bound = false;
-  for (const int port : core::ports_to_try(s.ports, s.rendezvous_port)) {
+  for (const int port : core::ports_to_try(s.ports, rendezvous_ports(s))) {
     try {
       router.bind(tcp_address(s.host, port == 0 ? "*" : std::to_string(port)));
       bound = true;
@@ -151,6 +151,7 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
   // Runs that go on without a lost process can take one back: the rendezvous server stays open.
   if (s.tolerate_lost && meeting.desk) transport.serve_rejoins(std::move(*meeting.desk));
   transport.inherit_membership(meeting.lost_workers, meeting.rejoined_workers);
+  transport.set_desk_process(meeting.desk_process);
   engine::LocalWorld world({.world_size = s.world_size * s.workers_per_process,
                             .first_rank = me.first_worker,
                             .local_size = me.workers,

@@ -109,6 +109,12 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
     ProcessInfo info;
     try {
       const json hello = read_hello(parts, 1);
+      if (hello.contains("probe")) {  // a process started again with several addresses (find_desk)
+        std::vector<::zmq::message_t> reply = hello_parts({{"serving", 0}});
+        reply.insert(reply.begin(), ::zmq::message_t(parts[0].data(), parts[0].size()));
+        ::zmq::send_multipart(socket_, reply);
+        continue;
+      }
       world = json_int<int>(hello, "world_size", 1, kMaxProcesses, "hello");
       info = process_from_json(hello.at("process"));
     } catch (const std::exception& e) {
@@ -160,14 +166,14 @@ std::optional<::zmq::socket_t> try_serve(::zmq::context_t& context, const Settin
 }
 
 // The list of worker ranks `key` of a rejoin's answer (absent: empty); InvalidArgument naming the key
-// when it is not an array of at most kMaxInheritedRejoins ranks in [0, workers).
-std::vector<int> worker_list(const json& reply, const char* key, int workers) {
+// when it is not an array of at most `most` ranks in [0, workers).
+std::vector<int> worker_list(const json& reply, const char* key, int workers, std::size_t most) {
   std::vector<int> list;
   if (!reply.contains(key)) return list;
   const json& value = reply.at(key);
-  FAST_ENFORCE(value.is_array() && value.size() <= kMaxInheritedRejoins,
-               "rendezvous reply: '{}': expected an array of at most {} worker ranks, got {}", key,
-               kMaxInheritedRejoins, value.dump().substr(0, 200));
+  FAST_ENFORCE(value.is_array() && value.size() <= most,
+               "rendezvous reply: '{}': expected an array of at most {} worker ranks, got {}", key, most,
+               value.dump().substr(0, 200));
   for (const json& w : value) {
     FAST_ENFORCE(w.is_number_integer() && w.get<std::int64_t>() >= 0 && w.get<std::int64_t>() < workers,
                  "rendezvous reply: '{}': expected worker ranks in [0, {}), got {}", key, workers,
@@ -252,8 +258,11 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
                "rendezvous: the table has {} processes and rank {}, expected {} processes", result.table.size(),
                result.process_rank, s.world_size);
   if (result.rejoining) {
-    result.lost_workers = worker_list(reply, "lost_workers", s.world_size * s.workers_per_process);
-    result.rejoined_workers = worker_list(reply, "rejoined_workers", s.world_size * s.workers_per_process);
+    const int workers = s.world_size * s.workers_per_process;
+    result.lost_workers = worker_list(reply, "lost_workers", workers, static_cast<std::size_t>(workers));
+    result.rejoined_workers = worker_list(reply, "rejoined_workers", workers, kMaxInheritedRejoins);
+    if (reply.contains("desk"))
+      result.desk_process = json_int<int>(reply, "desk", 0, s.world_size - 1, "rendezvous reply");
   }
   return result;
 }
@@ -277,9 +286,9 @@ RendezvousResult rendezvous(::zmq::context_t& context, const Settings& s, Proces
   if ((self.rank == 0 && first_start) || self.rank < 0) server = try_serve(context, s, self.rank == 0);
   if (self.rank == 0 && !first_start)
     core::log(core::LogLevel::info,
-              "rendezvous: process 0 started again (FAST_RESTARTED=1): asking the server of {} (a survivor that took "
-              "it over) to take rank 0 back",
-              endpoint(s));
+              "rendezvous: process 0 started again (FAST_RESTARTED=1): asking the server of {}{} (a survivor that "
+              "took it over) to take rank 0 back",
+              endpoint(s), s.rendezvous_fallbacks.empty() ? "" : ", or of the first other address that answers");
   if (!server) return as_client(context, s, self);
   if (self.rank < 0) self.rank = 0;
   Server srv(std::move(*server), s);

@@ -32,6 +32,8 @@ struct RendezvousResult {
   // (ZmqTransport::inherit_membership). Empty otherwise.
   std::vector<int> lost_workers;
   std::vector<int> rejoined_workers;
+  // The process that serves the rendezvous (with a rejoin: the one that answered; else 0).
+  int desk_process = 0;
   // The process that served the rendezvous keeps its socket: it answers the hellos of processes
   // that come back during the run (ZmqTransport::serve_rejoins). Empty in the other processes.
   std::optional<::zmq::socket_t> desk;

@@ -153,6 +153,12 @@ std::string host_id() {
   return std::string(name) + "/" + (ec ? std::string("?") : ns.string());
 }
 
+std::vector<int> rendezvous_ports(const Settings& s) {
+  std::vector<int> ports{s.rendezvous_port};
+  for (const RendezvousAddress& a : s.rendezvous_fallbacks) ports.push_back(a.port);
+  return ports;
+}
+
 std::vector<std::string> numeric_addresses(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

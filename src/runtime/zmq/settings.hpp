@@ -52,6 +52,9 @@ struct Settings {
 // InvalidArgument naming the option (and its FAST_* variable), expected versus got.
 Settings resolve_settings(const LaunchOptions& options);
 
+// The ports of every rendezvous address, which no other socket of a process takes.
+std::vector<int> rendezvous_ports(const Settings& s);
+
 // Identifies this host and network namespace: processes with equal ids can use ipc://.
 std::string host_id();
 // The local address this host uses to reach host:port (no packet is sent), e.g. "127.0.0.1".

@@ -73,7 +73,7 @@ void check_stop(const StopCheck& stop) {
 }
 }  // namespace
 
-int listen_stream(const std::string& host, const core::PortRange& ports, int avoid, int& port) {
+int listen_stream(const std::string& host, const core::PortRange& ports, const std::vector<int>& avoid, int& port) {
   int fd = -1, error = EADDRINUSE;
   for (const int candidate : core::ports_to_try(ports, avoid)) {
     addrinfo* found = resolve(host, candidate, true);

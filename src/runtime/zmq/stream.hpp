@@ -67,10 +67,10 @@ inline constexpr int kSocketTimeoutMs = 200;
 // peer sends, so that two processes that write to each other at once never both wait).
 using WriteWait = std::function<void(int fd)>;
 
-// A listening socket on `host` (an address), on a port of `ports` but `avoid` (any: an ephemeral
+// A listening socket on `host` (an address), on a port of `ports` but those in `avoid` (any: an ephemeral
 // one); returns the fd and writes the port. core::IoError when it cannot (every port of the range
 // taken).
-int listen_stream(const std::string& host, const core::PortRange& ports, int avoid, int& port);
+int listen_stream(const std::string& host, const core::PortRange& ports, const std::vector<int>& avoid, int& port);
 // Connects to host:port within `timeout_seconds`; the socket returned is set up for streaming
 // (TCP_NODELAY, send and receive timeouts of kSocketTimeoutMs). core::IoError otherwise.
 int connect_stream(const std::string& host, int port, double timeout_seconds);

@@ -73,11 +73,12 @@
 // newcomer with the table, "rejoin": true and the losses and rejoins so far (inherit_membership),
 // so the newcomer's first frame finds every process ready for it. When a process is lost, the
 // lowest live process on process 0's host tries to bind the rendezvous address (take_over_desk:
-// once per loss; it succeeds once the serving process is gone and when the address is one of this
-// host's) and serves the rejoins from then on, rank 0's included, with the same protocol: its
-// announcements and the acknowledgements to it name it as the sender. Where no process of that host
-// is live, the next address of --rendezvous whose host has a live process is served likewise
-// (Settings::rendezvous_fallbacks); a desk answers a probe ({"serving": rank}), by which a newcomer
+// once per loss, and only once the process serving it is lost; it succeeds once that process is
+// gone and when the address is one of this host's) and serves the rejoins from then on, rank 0's
+// included, with the same protocol: its announcements and the acknowledgements to it name it as
+// the sender. Where no process of that host is live, the next address of --rendezvous whose host
+// has a live process is served likewise (Settings::rendezvous_fallbacks). A new server tells every
+// live process ({"desk": rank}); a desk answers a probe ({"serving": rank}), by which a newcomer
 // finds it. A newcomer checks the server's key against the allow-list's key at the address's
 // position, so the new server must hold that key (one key per run under fast launch, one per host
 // with fast keygen).
@@ -147,6 +148,9 @@ class ZmqTransport final : public engine::Transport {
   // runtime::successor answer here as on the survivors and the summary lists every rejoin. At most
   // kMaxInheritedRejoins rejoins are passed on, the latest. Before start().
   void inherit_membership(const std::vector<int>& lost, const std::vector<int>& rejoined);
+  // A newcomer: the process that let it in serves the rendezvous (RendezvousResult::desk_process).
+  // Before start().
+  void set_desk_process(int process);
   // This process's workers returned: tells every process (bye, with `error` when one failed) and
   // waits until every other process ended or was lost, at most `limit_seconds`.
   void finish(const std::string& error, double limit_seconds);
@@ -255,7 +259,8 @@ class ZmqTransport final : public engine::Transport {
   // first, else the host named by the address: its data endpoint's address is the address's host
   // or one it resolves to, or its host name is the address's host.
   bool on_rendezvous_host(int process, std::size_t address) const;
-  // The workers with a loss among events_ (seen here or inherited), ascending, each once; and those
+  // The workers with a loss among events_ (seen here or inherited) or of a process that ended
+  // cleanly, ascending, each once; and those
   // taken back, in order, the latest kMaxInheritedRejoins: what a newcomer is told with its rank
   // (inherit_membership). Take peers_mutex_.
   std::vector<int> ever_lost() const;
@@ -478,6 +483,11 @@ class ZmqTransport final : public engine::Transport {
 
   std::optional<::zmq::socket_t> desk_;  // the rendezvous socket, for rejoins (process 0, or its successor)
   int losses_seen_ = 0;                  // take_over_desk: lost processes counted at its last try (I/O thread)
+  // The process that serves the rendezvous, as this one last heard: 0 at the start; the sender of a
+  // rejoin announcement or of a {"desk"} hello; this process once it took over; for a newcomer, the
+  // one that let it in. take_over_desk tries only once it is lost, so that one address is served at
+  // a time. I/O thread only (set before start() for a newcomer).
+  int desk_process_ = 0;
   std::deque<PendingRejoin> pending_;    // I/O thread only
 
   std::atomic<bool> stop_{false};

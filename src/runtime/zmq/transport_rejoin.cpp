@@ -28,7 +28,10 @@ bool ZmqTransport::on_rendezvous_host(int process, std::size_t address) const {
   if (address == 0) return p.host_id == table_[0].host_id;
   const RendezvousAddress& a = settings_.rendezvous_fallbacks.at(address - 1);
   const std::string reached_at = endpoint_host(p.tcp_endpoint);
-  return reached_at == a.host || p.hostname == a.host || std::ranges::find(a.numeric, reached_at) != a.numeric.end();
+  if (reached_at == a.host || std::ranges::find(a.numeric, reached_at) != a.numeric.end()) return true;
+  // By host name only where the address does not resolve: hosts of containers or network
+  // namespaces often share one name.
+  return a.numeric.empty() && p.hostname == a.host;
 }
 
 bool ZmqTransport::take_over_desk() {
@@ -45,6 +48,7 @@ bool ZmqTransport::take_over_desk() {
   }
   if (lost == losses_seen_) return false;  // one try per loss
   losses_seen_ = lost;
+  if (live[static_cast<std::size_t>(desk_process_)]) return false;  // the rendezvous is still served
   // The first address whose host has a live process; its lowest live process serves it.
   for (std::size_t address = 0; address <= settings_.rendezvous_fallbacks.size(); ++address) {
     int server = -1;
@@ -62,6 +66,9 @@ bool ZmqTransport::take_over_desk() {
     }
     desk->set(::zmq::sockopt::linger, 0);
     desk_ = std::move(desk);
+    desk_process_ = process_;
+    for (int q = 0; q < processes; ++q)  // so that none of them takes another address over
+      if (q != process_ && live[static_cast<std::size_t>(q)]) send_hello(q, {{"desk", process_}});
     core::log(core::LogLevel::warn,
               "zmq runtime: process {} serves the rendezvous now, at {}, in place of a lost process: lost ranks can "
               "be taken back",
@@ -184,6 +191,7 @@ void ZmqTransport::progress_rejoins() {
         answer_newcomer(p.id, {{"your_rank", r},
                                {"processes", list},
                                {"rejoin", true},
+                               {"desk", process_},
                                {"lost_workers", ever_lost()},
                                {"rejoined_workers", rejoined()}});
         done = true;
@@ -216,7 +224,13 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
                  "can take back",
                  info.rank, info.first_worker, info.workers, from);
     revive(info);
+    desk_process_ = from;
     send_hello(from, {{"ack", info.rank}});
+  } else if (body.contains("desk")) {  // from a process that took the rendezvous over (take_over_desk)
+    FAST_ENFORCE(json_int<int>(body, "desk", 0, processes - 1, "frame: desk") == from,
+                 "frame: process {} announced another process as the rendezvous's server: {}", from,
+                 body.dump().substr(0, 100));
+    desk_process_ = from;
   } else if (body.contains("ack") && body.at("ack").is_number_integer()) {
     FAST_ENFORCE(desk_.has_value(), "frame: a rejoin acknowledgement reached process {}, which serves no rendezvous",
                  process_);
@@ -228,7 +242,8 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
   } else if (body.contains("shm") || body.contains("shm_ready") || body.contains("shm_refused")) {
     on_shared_hello(from, body);
   } else {
-    FAST_THROW(core::InvalidArgument, "frame: hello: expected 'rejoin', 'ack' or a shared-memory ring's, got {}",
+    FAST_THROW(core::InvalidArgument,
+               "frame: hello: expected 'rejoin', 'ack', 'desk' or a shared-memory ring's, got {}",
                body.dump().substr(0, 200));
   }
 }
@@ -239,6 +254,10 @@ std::vector<int> ZmqTransport::ever_lost() const {
     std::lock_guard<std::mutex> lock(peers_mutex_);
     for (const MembershipEvent& e : events_)
       if (!e.joined) workers.push_back(e.worker);
+    // Processes that ended cleanly leave no event, but are not alive: ever_lost counts them here.
+    for (std::size_t p = 0; p < peers_.size(); ++p)
+      if (peers_[p].ended)
+        for (int w = table_[p].first_worker; w < table_[p].first_worker + table_[p].workers; ++w) workers.push_back(w);
   }
   std::ranges::sort(workers);
   const auto repeated = std::ranges::unique(workers);
@@ -254,6 +273,14 @@ std::vector<int> ZmqTransport::rejoined() const {
   if (workers.size() > kMaxInheritedRejoins)
     workers.erase(workers.begin(), workers.end() - static_cast<std::ptrdiff_t>(kMaxInheritedRejoins));
   return workers;
+}
+
+void ZmqTransport::set_desk_process(int process) {
+  FAST_ENFORCE_AS(core::InvalidUsage, !thread_.joinable(), "zmq runtime: set_desk_process() after start()");
+  FAST_ENFORCE(process >= 0 && process < static_cast<int>(table_.size()),
+               "zmq runtime: the rendezvous's server: expected a process rank in [0, {}), got {}", table_.size(),
+               process);
+  desk_process_ = process;
 }
 
 void ZmqTransport::inherit_membership(const std::vector<int>& lost, const std::vector<int>& rejoined) {

@@ -83,7 +83,7 @@ void ZmqTransport::open_streams() {
   if (!any) return;
   const std::string& host = settings_.host;  // bound here; peers connect to the advertised address
   try {
-    stream_fd_ = listen_stream(host, settings_.ports, settings_.rendezvous_port, stream_port_);
+    stream_fd_ = listen_stream(host, settings_.ports, rendezvous_ports(settings_), stream_port_);
   } catch (const core::Error& e) {
     core::log(core::LogLevel::info, "zmq runtime: no direct streams (messages go through ZeroMQ): {}", e.what());
     return;
@@ -420,22 +420,36 @@ void ZmqTransport::wait_writable(int fd) {
 
 core::Work ZmqTransport::send_stream(StreamOut& out, int process, const wire::FrameHeader& header,
                                      core::ConstView data) {
-  std::lock_guard<std::mutex> lock(out.mutex);
-  try {
-    FAST_ENFORCE_AS(core::IoError, out.writer != nullptr, "the stream was closed");
-    out.writer->write(
-        {.kind = RecordKind::data, .header = header}, {static_cast<const std::byte*>(data.data()), data.bytes()},
-        [this, process] { return stream_stop(process); }, [this](int fd) { wait_writable(fd); });
-  } catch (const core::IoError& e) {
-    ensure_alive(header.dst);  // lost meanwhile: that is the error
-    if (!out.failed.load()) {  // the I/O thread counts the process lost
-      out.failure = fmt::format("lost: its direct stream failed: {}", e.what());
-      out.failed = true;
+  std::string failure;
+  {
+    std::lock_guard<std::mutex> lock(out.mutex);
+    try {
+      FAST_ENFORCE_AS(core::IoError, out.writer != nullptr, "the stream was closed");
+      out.writer->write(
+          {.kind = RecordKind::data, .header = header}, {static_cast<const std::byte*>(data.data()), data.bytes()},
+          [this, process] { return stream_stop(process); }, [this](int fd) { wait_writable(fd); });
+      return {};
+    } catch (const core::IoError& e) {
+      ensure_alive(header.dst);  // lost meanwhile: that is the error
+      if (!out.failed.load()) {  // the I/O thread counts the process lost
+        out.failure = fmt::format("lost: its direct stream failed: {}", e.what());
+        out.failed = true;
+      }
+      failure = e.what();
     }
-    throw core::PeerLost(fmt::format("worker {} ({}) its direct stream failed: {}", header.dst,
-                                     table_[static_cast<std::size_t>(process)].where(), e.what()));
   }
-  return {};
+  // The caller tells a loss from another error by the runtime's report (runtime::lost_since): wait
+  // for the I/O thread to count the process lost (check_streams, at its next turn) before throwing.
+  const std::uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+  {
+    std::unique_lock<std::mutex> lock(peers_mutex_);
+    peers_cv_.wait_for(lock, std::chrono::duration<double>(settings_.peer_timeout),
+                       [&] { return lost_[static_cast<std::size_t>(process)].load(); });
+  }
+  ensure_alive(header.dst);
+  throw core::PeerLost(fmt::format("worker {} ({}) its direct stream failed: {}", header.dst,
+                                   table_[static_cast<std::size_t>(process)].where(), failure));
 }
 
 bool ZmqTransport::bye_through_stream(int process, const std::string& text) {
