@@ -51,6 +51,12 @@ TEST(PortRange, TriesEveryPortOnceInARotation) {
   all.erase(all.begin() + 3);
   EXPECT_EQ(without, all);
   EXPECT_TRUE(ports_to_try(PortRange{5, 5}, 5).empty());
+  // Every rendezvous address's port is left out (a port outside the range changes nothing).
+  std::vector<int> without_two = ports_to_try(r, std::vector<int>{29400, 29409, 30000});
+  std::sort(without_two.begin(), without_two.end());
+  std::vector<int> middle(8);
+  std::iota(middle.begin(), middle.end(), 29401);
+  EXPECT_EQ(without_two, middle);
 }
 
 }  // namespace
