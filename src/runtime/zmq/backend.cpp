@@ -39,12 +39,6 @@ constexpr RouterKind kDataRouter{"data", ZmqTransport::kDataAffinity, 0, 2000};
 // make_pulse_dealer), and nothing to send on close.
 constexpr RouterKind kPulseRouter{"pulse", ZmqTransport::kPulseAffinity, ZmqTransport::kPulseBacklog, 0};
 
-// "tcp://HOST:PORT" (HOST in brackets when it is an IPv6 address).
-std::string tcp_address(const std::string& host, const std::string& port) {
-  return host.find(':') != std::string::npos ? fmt::format("tcp://[{}]:{}", host, port)
-                                             : fmt::format("tcp://{}:{}", host, port);
-}
-
 // Binds `router` on tcp to settings.host, on a port of settings.ports (any port without a range)
 // but the rendezvous addresses'; returns the endpoint peers are given: the advertised address
 // (FAST_ADVERTISE) with the port bound. IoError naming the range when no port of it is free.

@@ -27,5 +27,7 @@ using ProcessTable = std::vector<ProcessInfo>;
 
 // The host part of "tcp://HOST:PORT" (HOST may be "[v6]", returned without the brackets).
 std::string endpoint_host(const std::string& endpoint);
+// Its inverse: "tcp://HOST:PORT", HOST in brackets when it is an IPv6 address; port may be "*".
+std::string tcp_address(const std::string& host, const std::string& port);
 
 }  // namespace fast::runtime::zmq

@@ -272,8 +272,7 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
 std::string rendezvous_endpoint(const Settings& s, std::size_t address) {
   const std::string& host = address == 0 ? s.rendezvous_host : s.rendezvous_fallbacks.at(address - 1).host;
   const int port = address == 0 ? s.rendezvous_port : s.rendezvous_fallbacks.at(address - 1).port;
-  return host.find(':') != std::string::npos ? fmt::format("tcp://[{}]:{}", host, port)
-                                             : fmt::format("tcp://{}:{}", host, port);
+  return tcp_address(host, std::to_string(port));
 }
 
 std::optional<::zmq::socket_t> bind_rendezvous(::zmq::context_t& context, const Settings& s, std::size_t address) {

@@ -28,6 +28,11 @@ void release_payload(void* /*data*/, void* hint) {
 
 std::string ProcessInfo::where() const { return fmt::format("process {} on host {}, pid {}", rank, hostname, pid); }
 
+std::string tcp_address(const std::string& host, const std::string& port) {
+  return host.find(':') != std::string::npos ? fmt::format("tcp://[{}]:{}", host, port)
+                                             : fmt::format("tcp://{}:{}", host, port);
+}
+
 std::string endpoint_host(const std::string& endpoint) {
   std::string rest = endpoint.starts_with("tcp://") ? endpoint.substr(6) : endpoint;
   rest = rest.substr(0, rest.rfind(':'));
