@@ -259,9 +259,10 @@ std::vector<int> ZmqTransport::ever_lost() const {
       if (peers_[p].ended)
         for (int w = table_[p].first_worker; w < table_[p].first_worker + table_[p].workers; ++w) workers.push_back(w);
   }
-  std::ranges::sort(workers);
-  const auto repeated = std::ranges::unique(workers);
-  workers.erase(repeated.begin(), repeated.end());
+  // std::sort/std::unique rather than std::ranges: clang-14 (the fuzz build) cannot compile the
+  // subrange that std::ranges::unique returns with libstdc++ 12.
+  std::sort(workers.begin(), workers.end());
+  workers.erase(std::unique(workers.begin(), workers.end()), workers.end());
   return workers;
 }
 
