@@ -1,0 +1,53 @@
+#pragma once
+// What the multi-process tests of `fast launch -n 4 -- fast train --runtime zmq` share
+// (zmq_cli_test.cpp, zmq_churn_test.cpp): the commands and flags, the peer timeout, and reading a
+// launch's log for a process's pid and for training's start.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+
+#include "common/poll.hpp"
+#include "common/run_fast.hpp"
+#include "common/spawned.hpp"
+
+namespace fast::testing::zmq_cli {
+
+inline const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
+inline const std::string kTrain = " --model mlp --seed 11 --progress never --eval-every 0 ";
+// The same, with the progress lines the fault tests wait for (auto: one line per tenth, not
+// rewritten in place, since the output of fast launch is not a terminal).
+inline const std::string kTrainShown = " --model mlp --seed 11 --progress auto --eval-every 0 ";
+
+using Launched = fast::testing::Spawned;
+
+// The --peer-timeout of the fault and churn tests, seconds: 2, twice that under ThreadSanitizer.
+// There, with another multi-process test beside it on 2 cores, nine processes starting libtorch
+// together can starve every heartbeat for 2 s before training begins, and each process would lose
+// all the others; in the adpsgd churn test the same can happen when the killed worker's process
+// starts again, every process losing every other at once.
+inline constexpr int kPeerTimeout = 2 * fast::testing::kRunTimeScale;
+inline const std::string kPeerTimeoutFlag = " --peer-timeout " + std::to_string(kPeerTimeout);
+
+// pid of process `rank`, from its "[rank] ... pid P listens on" line, within kStartBound.
+inline pid_t worker_pid(const Launched& l, int rank) {
+  const std::regex line("\\[" + std::to_string(rank) + "\\][^\\n]*pid ([0-9]+) listens on");
+  const std::optional<std::string> pid = fast::testing::first_match(l.log, line, fast::testing::kStartBound);
+  return pid ? static_cast<pid_t>(std::stol(*pid)) : -1;
+}
+
+// Whether `text` appears in the file `log` within kStartBound (polled every 10 ms).
+inline bool appears(const std::filesystem::path& log, std::string_view text) {
+  return fast::testing::file_contains_within(log, text, fast::testing::kStartBound, std::chrono::milliseconds(10));
+}
+
+// Whether worker 0 printed its first progress line within kStartBound: every process has passed the
+// rendezvous and training runs.
+inline bool training_started(const Launched& l) { return appears(l.log, "[0] epoch 1 | step"); }
+
+}  // namespace fast::testing::zmq_cli
