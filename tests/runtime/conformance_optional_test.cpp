@@ -1,0 +1,226 @@
+// The runtime contract's optional parts (include/fast/runtime/context.hpp), in the suite of
+// conformance_test.cpp: native collectives (mpi), the shared address space (threads) and one-sided
+// memory (mpi). Every runtime runs each test; one that does not offer the part skips it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "conformance.hpp"
+#include "fast/core/buffer.hpp"
+#include "fast/core/error.hpp"
+#include "fast/runtime/native_collectives.hpp"
+#include "fast/runtime/remote_memory.hpp"
+#include "fast/runtime/shared_rendezvous.hpp"
+
+namespace fast::runtime::conformance {
+namespace {
+
+// Native collectives (mpi): a rank inside one still serves its peers' point-to-point requests,
+// which they may need before they can join it. Rank 0 enters a barrier at once; an activity of
+// rank 0 answers each other rank's request (sent 0.1 s later, while rank 0 waits in the barrier)
+// with 128 KiB (an in-place send under mpi, completed by the progress thread), and only then do the
+// others join the barrier. A rank that did not serve would leave rank 1 waiting until its 30 s
+// operation limit.
+TEST_P(Conformance, ARankInsideANativeCollectiveStillServesItsPeers) {
+  if (GetParam().runtime != "mpi") GTEST_SKIP() << "only the mpi runtime offers native collectives";
+  run(
+      [](Context& ctx) {
+        NativeCollectives* native = ctx.native_collectives();
+        ASSERT_NE(native, nullptr);
+        constexpr std::size_t kAnswer = 32768;  // floats
+        if (ctx.rank() == 0) {
+          Work answers = ctx.spawn("answers", [&] {
+            for (int p = 1; p < ctx.size(); ++p) {
+              int source = -1;
+              core::Buffer any;
+              ctx.recv_any(user_tag(30), any, source).wait();
+              ASSERT_EQ(any.numel(), 1u);
+              const float asked = any.view().as<float>()[0];
+              EXPECT_EQ(asked, static_cast<float>(source * 10));
+              const std::vector<float> answer(kAnswer, asked + 1);
+              ctx.send(source, user_tag(31), cview(answer)).wait();
+            }
+          });
+          native->barrier(native->reserve());
+          answers.wait();
+          return;
+        }
+        ctx.sleep(0.1);
+        const std::vector<float> request(1, static_cast<float>(ctx.rank() * 10));
+        Work sent = ctx.send(0, user_tag(30), cview(request));
+        std::vector<float> answer(kAnswer);
+        ctx.recv(0, user_tag(31), mview(answer)).wait();
+        sent.wait();
+        EXPECT_EQ(answer.front(), static_cast<float>(ctx.rank() * 10 + 1));
+        EXPECT_EQ(answer.back(), static_cast<float>(ctx.rank() * 10 + 1));
+        native->barrier(native->reserve());
+      },
+      {.op_timeout_seconds = 30});
+}
+
+// The shared address space (threads only: the other runtimes' workers do not share memory and
+// offer none). Each worker publishes an array, writes its rank's slot of every worker's array
+// between meet and leave, and after leave finds every slot of its own written; three uses in a
+// row reuse the board.
+TEST_P(Conformance, TheSharedRendezvousJoinsEveryWorkersMemoryWhereOffered) {
+  const bool offered = GetParam().runtime == "threads";
+  run([offered](Context& ctx) {
+    SharedRendezvous* board = ctx.shared_rendezvous();
+    if (!offered) {
+      EXPECT_EQ(board, nullptr) << ctx.runtime_name() << " offers a shared address space";
+      return;
+    }
+    ASSERT_NE(board, nullptr);
+    const int n = ctx.size();
+    for (int use = 0; use < 3; ++use) {
+      std::vector<int> mine(static_cast<std::size_t>(n), -1);
+      const std::uint64_t ticket = board->reserve();
+      EXPECT_EQ(ticket, static_cast<std::uint64_t>(use));
+      void* const* all = board->meet(ticket, mine.data());
+      for (int r = 0; r < n; ++r) static_cast<int*>(all[r])[ctx.rank()] = 10 * ctx.rank() + use;
+      board->leave(ticket);
+      for (int r = 0; r < n; ++r) EXPECT_EQ(mine[static_cast<std::size_t>(r)], 10 * r + use) << "slot " << r;
+    }
+  });
+}
+
+// One-sided memory (mpi only: MPI RMA). Every worker exposes eight i64 slots; two activities of
+// every worker add 1 to worker 0's slot 0 forty times each by a read-modify-write under acquire,
+// counting in worker 0's counter, so a lost update would show; every worker writes its rank into
+// the next worker's slot 1 + rank and reads it back; worker 0 also stores into its own memory
+// directly while it holds itself. A range outside the owner's bytes is refused before anything
+// moves. Writes count as bytes sent to the owner in the writer's link statistics.
+TEST_P(Conformance, OneSidedMemoryIsExclusiveAndCountsWhereOffered) {
+  const bool offered = GetParam().runtime == "mpi";
+  run(
+      [offered](Context& ctx) {
+        RemoteMemory* memory = ctx.remote_memory();
+        if (!offered) {
+          EXPECT_EQ(memory, nullptr) << ctx.runtime_name() << " offers one-sided memory";
+          return;
+        }
+        ASSERT_NE(memory, nullptr);
+        const int n = ctx.size(), r = ctx.rank(), next = (r + 1) % n;
+        constexpr int kAdds = 40;
+        std::vector<std::int64_t> mine(8, -1);
+        mine[0] = 0;
+        std::unique_ptr<RemoteRegion> region = memory->expose(mine.data(), mine.size() * sizeof(std::int64_t));
+        if (region == nullptr) {  // this machine's MPI has no one-sided component (its warning says why)
+          std::printf("one-sided memory not checked: MPI offers none on this machine\n");
+          return;
+        }
+        const std::uint64_t sent_before = ctx.link_stats(next).bytes_sent;
+        auto adder = [&] {
+          for (int i = 0; i < kAdds; ++i) {
+            std::int64_t value = 0;
+            region->acquire(0);
+            region->read(0, 0, &value, sizeof(value));
+            ++value;
+            region->write(0, 0, &value, sizeof(value));
+            region->add_to_counter(0, 1);
+            region->release(0);
+          }
+        };
+        Work other = ctx.spawn("adder", adder);
+        adder();
+        other.wait();
+        const std::int64_t me = r;
+        region->acquire(next);
+        region->write(next, sizeof(std::int64_t) * static_cast<std::size_t>(1 + r), &me, sizeof(me));
+        region->release(next);
+        std::int64_t back = -1;
+        region->acquire(next);
+        region->read(next, sizeof(std::int64_t) * static_cast<std::size_t>(1 + r), &back, sizeof(back));
+        EXPECT_THROW(region->read(next, 8 * sizeof(std::int64_t) - 4, &back, 8), core::InvalidArgument);
+        region->release(next);
+        EXPECT_EQ(back, r);
+        EXPECT_EQ(ctx.link_stats(next).bytes_sent - sent_before,
+                  sizeof(std::int64_t) * (next == 0 ? 2 * kAdds + 1 : 1));
+        // Everyone is done before worker 0 looks: a message to 0, its answer after the checks.
+        std::vector<float> token(1);
+        if (r != 0) {
+          ctx.send(0, user_tag(40), cview(token)).wait();
+          ctx.recv(0, user_tag(41), mview(token)).wait();
+        } else {
+          for (int p = 1; p < n; ++p) ctx.recv(p, user_tag(40), mview(token)).wait();
+          region->acquire(0);
+          EXPECT_EQ(mine[0], 2 * kAdds * n) << "an update was lost";
+          EXPECT_EQ(region->add_to_counter(0, 0), static_cast<std::uint64_t>(2 * kAdds * n));
+          mine[7] = 77;  // the owner's own store while it holds itself
+          region->release(0);
+          for (int p = 1; p < n; ++p) ctx.send(p, user_tag(41), cview(token)).wait();
+        }
+        std::int64_t seen = 0;
+        region->acquire(0);
+        region->read(0, 7 * sizeof(std::int64_t), &seen, sizeof(seen));
+        region->release(0);
+        EXPECT_EQ(seen, 77);
+        region->acquire(r);  // the previous worker's write, through this worker's own memory
+        EXPECT_EQ(mine[static_cast<std::size_t>(1 + (r + n - 1) % n)], (r + n - 1) % n);
+        region->release(r);
+        region->close();
+      },
+      {.op_timeout_seconds = 30});
+}
+
+// Shared acquisitions (readers) never overlap an exclusive one: one activity of every rank
+// rewrites worker 0's whole 1 MiB region with one value (read-modify-write of its first element,
+// then every element) while another reads the whole region under a shared acquisition; every read
+// finds a single value, never a region half written. (Without the readers' lock the reads tear.)
+TEST_P(Conformance, OneSidedReadersNeverSeeAHalfWrittenRegion) {
+  const bool offered = GetParam().runtime == "mpi";
+  run(
+      [offered](Context& ctx) {
+        RemoteMemory* memory = ctx.remote_memory();
+        ASSERT_EQ(memory != nullptr, offered) << ctx.runtime_name();
+        if (!offered) return;
+        std::vector<float> mine(262144, 0.0f);
+        std::unique_ptr<RemoteRegion> region = memory->expose(mine.data(), mine.size() * sizeof(float));
+        if (region == nullptr) {
+          std::printf("one-sided memory not checked: MPI offers none on this machine\n");
+          return;
+        }
+        const std::size_t bytes = mine.size() * sizeof(float);
+        Work writer = ctx.spawn("writer", [&] {
+          std::vector<float> next(mine.size());
+          for (int i = 0; i < 30; ++i) {
+            region->acquire(0);
+            float value = 0;
+            region->read(0, 0, &value, sizeof(value));
+            std::fill(next.begin(), next.end(), value + 1.0f);
+            region->write(0, 0, next.data(), bytes);
+            region->release(0);
+          }
+        });
+        std::vector<float> seen(mine.size());
+        int torn = 0;
+        for (int i = 0; i < 60; ++i) {
+          region->acquire(0, RemoteRegion::Access::shared);
+          region->read(0, 0, seen.data(), bytes);
+          region->release(0);
+          torn += std::count(seen.begin(), seen.end(), seen[0]) != static_cast<std::ptrdiff_t>(seen.size()) ? 1 : 0;
+        }
+        writer.wait();
+        EXPECT_EQ(torn, 0) << "reads that found two values at once";
+        std::vector<float> token(1);  // everyone is done before anyone frees the region
+        if (ctx.rank() != 0) {
+          ctx.send(0, user_tag(42), cview(token)).wait();
+          ctx.recv(0, user_tag(43), mview(token)).wait();
+        } else {
+          for (int p = 1; p < ctx.size(); ++p) ctx.recv(p, user_tag(42), mview(token)).wait();
+          region->acquire(0);
+          EXPECT_EQ(mine[0], 30.0f * static_cast<float>(ctx.size()));
+          region->release(0);
+          for (int p = 1; p < ctx.size(); ++p) ctx.send(p, user_tag(43), cview(token)).wait();
+        }
+        region->close();
+      },
+      {.op_timeout_seconds = 30});
+}
+
+}  // namespace
+}  // namespace fast::runtime::conformance
