@@ -463,20 +463,24 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
           const std::span<const float> other = incoming.as<float>();
           for (std::size_t i = 0; i < x.size(); ++i) sum[i] += w * other[i];
         }
-        core::wait_all(sends);  // the neighbours have read this worker's data: it may change now
+        // The new values into the sum buffer (x is only read: the sends may still read it too).
+        // This worker's memory only: a computation of no simulated time, beside the other
+        // workers' (sim).
+        if (one_weight && !in_weights.empty()) {
+          const auto w = static_cast<float>(in_weights.front());
+          ctx_.compute_overlapped(0, [&] {
+            for (std::size_t i = 0; i < x.size(); ++i) sum[i] = self * x[i] + w * sum[i];
+          });
+        } else if (one_weight) {
+          ctx_.compute_overlapped(0, [&] {
+            for (std::size_t i = 0; i < x.size(); ++i) sum[i] = self * x[i];
+          });
+        }
+        // x <- sum once the neighbours have read x (sim lends the sum buffer to the messages
+        // still to be delivered rather than copy x for them).
+        ctx_.finish_sends_then_write(sends, data, sum_buffer);
       },
       {&recvs, &sends});
-  // This worker's memory only: a computation of no simulated time, beside the other workers' (sim).
-  ctx_.compute_overlapped(0, [&] {
-    if (one_weight && in_weights.empty()) {
-      for (float& v : x) v *= self;
-    } else if (one_weight) {
-      const auto w = static_cast<float>(in_weights.front());
-      for (std::size_t i = 0; i < x.size(); ++i) x[i] = self * x[i] + w * sum[i];
-    } else {
-      std::copy(sum.begin(), sum.end(), x.begin());
-    }
-  });
 }
 
 }  // namespace fast::collective

@@ -60,6 +60,10 @@ class MemberWatch final : public runtime::Context {
   core::Work recv_any(runtime::Tag tag, core::Buffer& out, int& source) override;
   std::optional<std::size_t> try_recv(int peer, runtime::Tag tag, core::MutableView dst,
                                       runtime::Combine combine = runtime::Combine::copy) override;
+  // `sends` are this class's watched Works: the inner Context waits through them.
+  void finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& next) override {
+    inner_.finish_sends_then_write(sends, data, next);
+  }
   core::Work spawn(std::string name, std::function<void()> fn) override;
   std::unique_ptr<runtime::Mutex> make_mutex() override { return inner_.make_mutex(); }
   std::unique_ptr<runtime::CondVar> make_condvar() override { return inner_.make_condvar(); }

@@ -1,5 +1,7 @@
 #include "fast/runtime/context.hpp"
 
+#include <cstring>
+
 #include "fast/core/env.hpp"
 #include "fast/runtime/environment.hpp"
 #include "fast/runtime/successor.hpp"
@@ -17,6 +19,14 @@ double Context::operation_time_limit() const { return core::env_number(runtime_e
 void Context::compute_overlapped(double flops, const std::function<void()>& work) {
   work();
   compute(flops);
+}
+
+void Context::finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& next) {
+  FAST_ENFORCE(next.dtype() == data.dtype() && next.numel() == data.numel(),
+               "finish_sends_then_write: next has {} {} elements, data {} {}", next.numel(),
+               core::name_of(next.dtype()), data.numel(), core::name_of(data.dtype()));
+  core::wait_all(sends);
+  compute_overlapped(0, [&] { std::memcpy(data.data(), next.data(), data.bytes()); });
 }
 
 void check_peer(const Context& ctx, int peer, const char* what) {

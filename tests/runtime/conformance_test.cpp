@@ -65,6 +65,37 @@ TEST_P(Conformance, MessagesOfOnePeerAndTagArriveInOrder) {
   });
 }
 
+// Every rank sends its data (64 KiB: large under every runtime) to every other rank and replaces
+// it with new values through finish_sends_then_write, its receives posted but not waited for
+// (a send may complete only once matched): every receiver gets the values sent and the sender
+// ends with the new ones (Context::finish_sends_then_write; sim_payload_test covers receives
+// posted after it).
+TEST_P(Conformance, FinishSendsThenWriteKeepsTheValuesSentAndWritesTheNewOnes) {
+  run([](Context& ctx) {
+    constexpr std::size_t n = 16384;
+    const auto sent_value = [](int rank, std::size_t i) { return static_cast<float>(rank * 100000 + i); };
+    std::vector<float> data(n);
+    for (std::size_t i = 0; i < n; ++i) data[i] = sent_value(ctx.rank(), i);
+    core::Buffer next(n, core::DType::f32);
+    for (std::size_t i = 0; i < n; ++i) next.as<float>()[i] = -sent_value(ctx.rank(), i);
+    std::vector<std::vector<float>> in(static_cast<std::size_t>(ctx.size()), std::vector<float>(n));
+    std::vector<Work> recvs;
+    for (int p = 0; p < ctx.size(); ++p)
+      if (p != ctx.rank()) recvs.push_back(ctx.recv(p, user_tag(9), mview(in[static_cast<std::size_t>(p)])));
+    std::vector<Work> sends;
+    for (int p = 0; p < ctx.size(); ++p)
+      if (p != ctx.rank()) sends.push_back(ctx.send(p, user_tag(9), cview(data)));
+    ctx.finish_sends_then_write(sends, mview(data), next);
+    core::wait_all(recvs);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(data[i], -sent_value(ctx.rank(), i)) << i;
+    for (int p = 0; p < ctx.size(); ++p) {
+      if (p == ctx.rank()) continue;
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_EQ(in[static_cast<std::size_t>(p)][i], sent_value(p, i)) << "from " << p << " at " << i;
+    }
+  });
+}
+
 // 48 messages of 64 KiB to the next rank before it receives any, three times: 3 MiB each time.
 // Under zmq a 1 MiB ring fills (the rest waits for room), is released as the receives take
 // the payloads and wraps around; every payload arrives intact and in order.

@@ -4,10 +4,13 @@
 // the memory held at the send.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "common/star_cluster.hpp"
 #include "common/views.hpp"
+#include "fast/core/buffer.hpp"
+#include "fast/core/error.hpp"
 #include "fast/runtime/sim/world.hpp"
 
 namespace fast::runtime {
@@ -140,6 +143,122 @@ TEST(SimPayload, AMatchedReceiveIsDeliveredWhenTheSenderSeesItsSendCompleteAndOn
   EXPECT_EQ(stats.messages_received, 2u);
   EXPECT_EQ(stats.bytes_received, 4 * sizeof(float));
 }
+
+// finish_sends_then_write under sim: the messages still to be delivered when the sender replaces
+// its memory take `next`'s storage for the bytes sent (Payload::keep swaps it with the sender's
+// memory) instead of a copy; with every message delivered, next is copied in and stays the caller's.
+namespace lend {
+
+constexpr Tag kTag = make_tag(TagKind::user, 6, 0);
+
+struct Seen {
+  std::vector<float> data;              // the sender's memory after the call
+  std::size_t next_numel = 0;           // next's length after the call (0: the runtime took it)
+  std::vector<std::vector<float>> got;  // per receiver
+};
+
+// Rank 0 sends {1, 2, 3} to ranks 1..workers-1 and replaces it with {7, 8, 9}; rank r receives
+// after late[r] simulated seconds (0: its receive is posted before the send).
+Seen run_lend(int workers, const std::vector<double>& late, bool extra_send = false) {
+  Seen seen;
+  seen.got.assign(static_cast<std::size_t>(workers), std::vector<float>(3, -1.0f));
+  run(workers, [&](Context& ctx) {
+    if (ctx.rank() == 0) {
+      ctx.sleep(0.1);  // receives without a delay are posted first
+      std::vector<float> data{1, 2, 3};
+      core::Buffer next(3, core::DType::f32);
+      std::copy_n(std::vector<float>{7, 8, 9}.begin(), 3, next.as<float>().begin());
+      std::vector<Work> sends;
+      for (int p = 1; p < ctx.size(); ++p) sends.push_back(ctx.send(p, kTag, cview(data)));
+      // A send of the same memory left out of the list (a caller's mistake): nothing is lent, and
+      // the copy its message shares with the listed one serves it.
+      Work outside = extra_send ? ctx.send(1, kTag, cview(data)) : Work();
+      ctx.finish_sends_then_write(sends, mview(data), next);
+      seen.data = data;
+      seen.next_numel = next.numel();
+      outside.wait();
+      data.assign(3, 0.0f);
+      ctx.sleep(3 * kLate);
+      return;
+    }
+    const double delay = late[static_cast<std::size_t>(ctx.rank())];
+    if (delay > 0) ctx.sleep(delay);
+    ctx.recv(0, kTag, mview(seen.got[static_cast<std::size_t>(ctx.rank())])).wait();
+    if (extra_send && ctx.rank() == 1) {
+      std::vector<float> again(3);
+      ctx.recv(0, kTag, mview(again)).wait();
+      EXPECT_EQ(again, (std::vector<float>{1, 2, 3}));
+    }
+  });
+  return seen;
+}
+
+TEST(SimPayload, LateReceiversGetTheBytesSentFromTheLentBuffer) {
+  const Seen seen = run_lend(3, {0, kLate, 2 * kLate});
+  EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));
+  EXPECT_EQ(seen.next_numel, 0u);  // taken: it holds the bytes sent for ranks 1 and 2
+  EXPECT_EQ(seen.got[1], (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(seen.got[2], (std::vector<float>{1, 2, 3}));
+}
+
+TEST(SimPayload, WithEveryReceivePostedFirstNothingIsLentAndNextIsCopiedIn) {
+  const Seen seen = run_lend(3, {0, 0, 0});
+  EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));
+  EXPECT_EQ(seen.next_numel, 3u);
+  EXPECT_EQ(seen.got[1], (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(seen.got[2], (std::vector<float>{1, 2, 3}));
+}
+
+TEST(SimPayload, OneReceiverEarlyAndOneLateBothGetTheBytesSent) {
+  const Seen seen = run_lend(3, {0, 0, kLate});
+  EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));
+  EXPECT_EQ(seen.next_numel, 0u);
+  EXPECT_EQ(seen.got[1], (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(seen.got[2], (std::vector<float>{1, 2, 3}));
+}
+
+TEST(SimPayload, ASendOfTheMemoryOutsideTheListKeepsNextTheCallers) {
+  const Seen seen = run_lend(2, {0, kLate}, /*extra_send=*/true);
+  EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));
+  EXPECT_EQ(seen.next_numel, 3u);
+  EXPECT_EQ(seen.got[1], (std::vector<float>{1, 2, 3}));
+}
+
+// The sender lost (its host turned off) while it waits for its sends: the first send's message
+// took the lent buffer, the next wait fails, and the call throws PeerLost with the sender's memory
+// holding the bytes sent again; the late receivers still get them (a lost worker's messages sent
+// before the loss arrive).
+TEST(SimPayload, ASendThatFailsAfterTheLendingLeavesTheSendersMemoryAsSent) {
+  Cluster c = testing::star_cluster(3);
+  c.failures.push_back({.host = 0, .off = 1e-4});  // during the first wait: its transfer takes ~2 ms
+  std::vector<float> after_failure;
+  std::vector<std::vector<float>> got(3, std::vector<float>(3, -1.0f));
+  bool lost = false;
+  sim::World world({.size = 3, .cluster = c, .tolerate_lost = true});
+  world.run([&](Context& ctx) {
+    if (ctx.rank() == 0) {
+      std::vector<float> data{1, 2, 3};
+      core::Buffer next(3, core::DType::f32);
+      std::vector<Work> sends{ctx.send(1, kTag, cview(data)), ctx.send(2, kTag, cview(data))};
+      try {
+        ctx.finish_sends_then_write(sends, mview(data), next);
+      } catch (const core::PeerLost&) {
+        lost = true;
+      }
+      after_failure = data;
+      data.assign(3, 0.0f);
+      return;
+    }
+    ctx.sleep(kLate);
+    ctx.recv(0, kTag, mview(got[static_cast<std::size_t>(ctx.rank())])).wait();
+  });
+  EXPECT_TRUE(lost);
+  EXPECT_EQ(after_failure, (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(got[1], (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(got[2], (std::vector<float>{1, 2, 3}));
+}
+
+}  // namespace lend
 
 }  // namespace
 }  // namespace fast::runtime

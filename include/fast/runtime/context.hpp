@@ -145,6 +145,15 @@ class Context {
   // received, std::nullopt ("would block") otherwise.
   virtual std::optional<std::size_t> try_recv(int peer, Tag tag, core::MutableView dst,
                                               Combine combine = Combine::copy) = 0;
+  // Waits for `sends`, which must be every send of data's memory this worker has under way (and
+  // only those), then writes `next` (data's dtype and length) into data: the memory changes only
+  // once no send reads it any more. For an exchange that replaces what it sent with what it
+  // computed meanwhile (Communicator::neighbor_average). The runtime may take next's storage
+  // (next is then left empty): `sim` keeps data's old contents in it for the messages not yet
+  // delivered, instead of allocating their copy. The default waits (core::wait_all) and copies
+  // next into data as a computation of no simulated time (compute_overlapped(0, ...)).
+  // Failure: what the waits throw, after every send ended; data holds its old contents then.
+  virtual void finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& next);
 
   // Runs fn as a concurrent activity of this worker (a thread, an actor). The Work completes when
   // fn returns; an exception thrown by fn is its error.

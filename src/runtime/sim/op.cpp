@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -113,7 +114,8 @@ void deliver_beside(WorldState& world, RecvOp& recv) {
       error = std::current_exception();
     }
   };
-  m.delivering = pool->submit(move);
+  m.delivering = pool->submit(move).share();
+  if (!m.data->copied()) m.data->note_read(m.delivering);
   std::exception_ptr yielded;
   try {
     sg::this_actor::yield();
@@ -124,6 +126,54 @@ void deliver_beside(WorldState& world, RecvOp& recv) {
   m.delivering = {};
   finish_delivery(recv, m, std::move(error));
   if (yielded) std::rethrow_exception(yielded);
+}
+
+namespace {
+// Swaps the bytes of a and b (same length), through a small buffer on the stack.
+void swap_bytes(void* a, void* b, std::size_t bytes) {
+  constexpr std::size_t kChunk = 4096;
+  alignas(64) unsigned char held[kChunk];
+  auto* x = static_cast<unsigned char*>(a);
+  auto* y = static_cast<unsigned char*>(b);
+  for (std::size_t at = 0; at < bytes; at += kChunk) {
+    const std::size_t n = std::min(kChunk, bytes - at);
+    std::memcpy(held, x + at, n);
+    std::memcpy(x + at, y + at, n);
+    std::memcpy(y + at, held, n);
+  }
+}
+}  // namespace
+
+void Payload::keep() {
+  if (copy_) return;
+  if (spare_ == nullptr) {
+    copy_ = std::make_shared<const core::Buffer>(core::Buffer::copy_of(source_));
+    return;
+  }
+  for (const std::shared_future<void>& read : reads_) read.wait();  // nobody reads the target now
+  reads_.clear();
+  swap_bytes(target_.data(), spare_->data(), target_.bytes());
+  copy_ = std::make_shared<const core::Buffer>(std::exchange(*spare_, core::Buffer{}));
+  swapped_ = true;
+}
+
+void Payload::offer_spare(core::MutableView target, core::Buffer& spare) {
+  FAST_ENFORCE(target.data() == source_.data() && target.numel() == source_.numel() &&
+                   target.dtype() == source_.dtype() && spare.numel() == source_.numel() &&
+                   spare.dtype() == source_.dtype(),
+               "Payload::offer_spare: the target and the spare must be the sent memory's length and dtype");
+  target_ = target;
+  spare_ = &spare;
+  swapped_ = false;
+}
+
+bool Payload::withdraw_spare(bool restore) {
+  const bool used = swapped_;
+  if (used && restore) std::memcpy(target_.data(), copy_->data(), target_.bytes());
+  spare_ = nullptr;
+  target_ = {};
+  swapped_ = false;
+  return used;
 }
 
 void Message::release_source() {

@@ -25,6 +25,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fast/core/buffer.hpp"
 #include "fast/core/work.hpp"
@@ -42,7 +43,8 @@ struct LinkCounters {
 
 // The bytes of one or more sends of the same memory (SimContext::payload_of): the sender's memory
 // itself until a message of it must outlive the sender's promise not to change that memory, then
-// a copy of it. Touched by the running actor only (plain fields).
+// a copy of it. Touched by the running actor only (plain fields), except that compute threads
+// read the sender's memory for deliveries under way (note_read).
 class Payload {
  public:
   explicit Payload(core::ConstView source) : source_(source) {}
@@ -50,15 +52,32 @@ class Payload {
   // any send of it is under way, by Context::send's contract).
   core::ConstView view() const { return copy_ ? copy_->view() : source_; }
   // Copies the sender's memory, once, while it is still the content sent (called before the sender
-  // may change it). Throws what the allocation throws.
-  void keep() {
-    if (!copy_) copy_ = std::make_shared<const core::Buffer>(core::Buffer::copy_of(source_));
-  }
+  // may change it). With a spare offered (offer_spare), swaps the sender's memory with the spare
+  // instead, which then holds the content sent and becomes the copy: nothing is allocated, and
+  // the sender's memory holds what the spare held. Throws what the allocation throws.
+  void keep();
   bool copied() const noexcept { return copy_ != nullptr; }
+  // The number of messages that share this payload (SimContext::payload_of counts them).
+  std::size_t messages() const noexcept { return messages_; }
+  void add_message() noexcept { ++messages_; }
+  // A delivery under way on a compute thread that reads view() while it is the sender's memory:
+  // keep() waits for it before it writes that memory.
+  void note_read(std::shared_future<void> read) { reads_.push_back(std::move(read)); }
+  // Offers `spare` (source's dtype and length, the content the sender writes next into `target`,
+  // which is the source's memory) to keep(). Both must stay valid until withdraw_spare().
+  void offer_spare(core::MutableView target, core::Buffer& spare);
+  // Ends the offer. Returns whether keep() used the spare (the target holds the spare's former
+  // content, the spare is left empty); with `restore`, the target gets the content sent back then.
+  bool withdraw_spare(bool restore);
 
  private:
   core::ConstView source_;
   std::shared_ptr<const core::Buffer> copy_;
+  std::size_t messages_ = 0;
+  std::vector<std::shared_future<void>> reads_;
+  core::MutableView target_;
+  core::Buffer* spare_ = nullptr;
+  bool swapped_ = false;
 };
 
 struct RecvOp;
@@ -78,7 +97,7 @@ struct Message {
   std::weak_ptr<RecvOp> receive;
   // Valid while a compute thread delivers it (deliver_beside), reading the sender's memory:
   // release_source() waits for it before the sender may change that memory.
-  std::future<void> delivering;
+  std::shared_future<void> delivering;
   // The sender may change the memory from now on. A message still to be delivered is delivered
   // now when its transfer has arrived and its receive is matched (the bytes the receiver would
   // read later, written into the memory it posted, which only the receive may touch until it

@@ -1,5 +1,7 @@
 #include "sim_context.hpp"
 
+#include <cstring>
+
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
@@ -147,9 +149,45 @@ std::shared_ptr<Payload> SimContext::payload_of(core::ConstView data) {
   if (const std::shared_ptr<SendWork> last = last_send_.lock(); last && last_source_ == data.data()) {
     const Message& m = *last->message();
     const core::ConstView shared = m.data->view();
-    if (shared.numel() == data.numel() && shared.dtype() == data.dtype() && !last->released()) return m.data;
+    if (shared.numel() == data.numel() && shared.dtype() == data.dtype() && !last->released()) {
+      m.data->add_message();
+      return m.data;
+    }
   }
-  return std::make_shared<Payload>(data);
+  auto payload = std::make_shared<Payload>(data);
+  payload->add_message();
+  return payload;
+}
+
+// The payload of the sends of `data` under way when exactly `sends` share it (payload_of: its
+// messages are every send made from that memory since the first of them), else null.
+std::shared_ptr<Payload> SimContext::payload_of_sends(const std::vector<core::Work>& sends, core::ConstView data) {
+  const std::shared_ptr<SendWork> last = last_send_.lock();
+  if (!last || last_source_ != data.data() || last->released()) return nullptr;
+  const std::shared_ptr<Payload>& payload = last->message()->data;
+  const core::ConstView shared = payload->view();
+  if (payload->copied() || shared.numel() != data.numel() || shared.dtype() != data.dtype()) return nullptr;
+  return payload->messages() == sends.size() ? payload : nullptr;
+}
+
+// The messages not delivered when their sender sees its sends complete each need the content sent;
+// rather than a copy for them, `next` takes it (Payload::keep swaps it with the sender's memory,
+// which then holds next's content). Without such messages, next is copied in as by default.
+void SimContext::finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& next) {
+  const std::shared_ptr<Payload> payload = payload_of_sends(sends, data);
+  if (!payload || next.numel() != data.numel() || next.dtype() != data.dtype()) {
+    Context::finish_sends_then_write(sends, data, next);
+    return;
+  }
+  payload->offer_spare(data, next);
+  try {
+    core::wait_all(sends);
+  } catch (...) {  // the std errors after every send ended; an actor's kill at once
+    payload->withdraw_spare(/*restore=*/true);
+    throw;
+  }
+  if (!payload->withdraw_spare(/*restore=*/false))
+    compute_overlapped(0, [&] { std::memcpy(data.data(), next.data(), data.bytes()); });
 }
 
 core::Work SimContext::post_recv(std::shared_ptr<RecvOp> op) {

@@ -37,6 +37,8 @@ class SimContext final : public Context {
   core::Work recv(int peer, Tag tag, core::Buffer& out) override;
   core::Work recv_any(Tag tag, core::Buffer& out, int& source) override;
   std::optional<std::size_t> try_recv(int peer, Tag tag, core::MutableView dst, Combine combine) override;
+  // Lends `next` to the messages of `sends` that still need the content sent (Payload::keep).
+  void finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& next) override;
 
   core::Work spawn(std::string name, std::function<void()> fn) override;
   std::unique_ptr<Mutex> make_mutex() override;
@@ -54,6 +56,7 @@ class SimContext final : public Context {
   void simulate_work(double flops);
   void check_alive(const char* what) const;
   std::shared_ptr<Payload> payload_of(core::ConstView data);
+  std::shared_ptr<Payload> payload_of_sends(const std::vector<core::Work>& sends, core::ConstView data);
 
   int rank_;
   WorldState& world_;
