@@ -47,7 +47,7 @@ class ModelSide {
   // the record filled (accuracy, loss, samples, consensus distance, replica accuracies and rank).
   virtual metrics::EvalRecord evaluate(bool final_round) = 0;
   virtual metrics::EvalRecord snapshot() = 0;
-  // The representative model of the last evaluate().
+  // The representative model of the final evaluate() (a mid-run round's is not kept).
   virtual std::span<const float> representative() const = 0;
   // After every Worker::step(): the model's buffers per the `buffers` setting (BufferSync;
   // collective unless the policy is local).

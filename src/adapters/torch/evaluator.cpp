@@ -82,7 +82,30 @@ EvalResult Evaluator::score_sliced(std::span<float> candidate) {
   return {.accuracy = sums[0] / sums[2], .loss = sums[1] / sums[2], .samples = static_cast<std::int64_t>(sums[2])};
 }
 
-RoundResult Evaluator::run(bool replica_accuracies) {
+std::span<const float> Evaluator::representative() const noexcept {
+  if (in_place_) return replica_.param_span();
+  if (in_grads_) return replica_.grad_span();
+  return representative_;
+}
+
+void Evaluator::release_representative() {
+  std::vector<float>().swap(representative_);
+  in_place_ = false;
+  in_grads_ = false;
+}
+
+std::span<float> Evaluator::representative_buffer(bool last) {
+  const std::size_t n = replica_.param_span().size();
+  in_grads_ = last && replica_.grad_span().size() == n;
+  if (in_grads_) {
+    std::vector<float>().swap(representative_);
+    return replica_.grad_span();
+  }
+  representative_.resize(n);
+  return representative_;
+}
+
+RoundResult Evaluator::run(bool replica_accuracies, bool last) {
   collective::Communicator& comm = worker_.communicator();
   const int n = comm.group_size();  // every worker, or the survivors of lost ones
   const std::span<float> params = replica_.param_span();
@@ -92,15 +115,18 @@ RoundResult Evaluator::run(bool replica_accuracies) {
   std::vector<double> accuracies(static_cast<std::size_t>(n), 0.0);
   int best = 0;
   // The strategy's representative read in place when it is this worker's own parameters; else
-  // copied, into a buffer allocated at the first evaluation (not for the whole run).
+  // copied, into a buffer of this round (release_representative), or in the last round into the
+  // replica's gradient.
   const std::span<const float> in_place = final_ == FinalModel::average ? worker_.representative_in_place()
                                                                          : std::span<const float>();
   in_place_ = identical && in_place.data() == params.data() && in_place.size() == params.size();
+  std::span<float> representative;
   if (in_place_) {
     std::vector<float>().swap(representative_);
+    in_grads_ = false;
   } else {
-    representative_.resize(params.size());
-    if (final_ == FinalModel::average) worker_.representative(representative_);
+    representative = representative_buffer(last);
+    if (final_ == FinalModel::average) worker_.representative(representative);
   }
   if (!identical) {
     // The average replica: the representative already is it under `average` (the strategies whose
@@ -111,7 +137,7 @@ RoundResult Evaluator::run(bool replica_accuracies) {
       comm.allreduce(core::MutableView(std::span<float>(mean)), {.op = collective::ReduceOp::avg});
     }
     const std::span<const float> average =
-        final_ == FinalModel::average ? std::span<const float>(representative_) : std::span<const float>(mean);
+        final_ == FinalModel::average ? std::span<const float>(representative) : std::span<const float>(mean);
     std::vector<double> squared{0.0};
     compute([&] {
       for (std::size_t i = 0; i < params.size(); ++i) {
@@ -135,10 +161,10 @@ RoundResult Evaluator::run(bool replica_accuracies) {
     result.representative_rank = final_ == FinalModel::rank0 || identical
                                      ? comm.members().front()
                                      : comm.members()[static_cast<std::size_t>(best)];
-    std::copy(params.begin(), params.end(), representative_.begin());
-    comm.broadcast(core::MutableView(std::span<float>(representative_)), result.representative_rank);
+    std::copy(params.begin(), params.end(), representative.begin());
+    comm.broadcast(core::MutableView(representative), result.representative_rank);
   }
-  result.representative = score_sliced(in_place_ ? params : std::span<float>(representative_));
+  result.representative = score_sliced(in_place_ ? params : representative);
   if (identical) {
     result.replica_accuracy_min = result.replica_accuracy_max = result.representative.accuracy;
   } else if (!replica_accuracies) {
@@ -153,6 +179,7 @@ RoundResult Evaluator::run(bool replica_accuracies) {
 RoundResult Evaluator::snapshot_round() {
   RoundResult result;
   in_place_ = false;
+  in_grads_ = false;
   representative_.resize(replica_.numel());
   const strategy::SnapshotResult snap = worker_.snapshot(representative_);
   result.consensus_distance = snap.consensus_distance;

@@ -347,10 +347,17 @@ class TorchWorker final : public ModelSide {
     return loss.item<double>();
   }
   bool gradient_is_private() const override { return private_gradient_; }
+  // A mid-run round's representative is not read after its record: its buffer goes at once.
   metrics::EvalRecord evaluate(bool final_round) override {
-    return record(evaluator_->run(final_round && replica_accuracy_));
+    const metrics::EvalRecord r = record(evaluator_->run(final_round && replica_accuracy_, /*last=*/final_round));
+    if (!final_round) evaluator_->release_representative();
+    return r;
   }
-  metrics::EvalRecord snapshot() override { return record(evaluator_->snapshot_round()); }
+  metrics::EvalRecord snapshot() override {
+    const metrics::EvalRecord r = record(evaluator_->snapshot_round());
+    evaluator_->release_representative();
+    return r;
+  }
   std::span<const float> representative() const override { return evaluator_->representative(); }
   void sync_buffers(collective::Communicator& comm) override { buffers_.sync(comm); }
 

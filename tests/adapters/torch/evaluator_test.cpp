@@ -61,6 +61,41 @@ TEST(Evaluator, ConsensusDistanceAndPoliciesOnKnownReplicas) {
   }
 }
 
+// The last round (run's `last`) scores the same representative as a mid-run round, held in the
+// replica's gradient (no buffer of its own), the parameters untouched; a mid-run round's buffer
+// goes with release_representative().
+TEST(Evaluator, TheLastRoundHoldsTheRepresentativeInTheGradient) {
+  const FashionMnist data = load_fashion_mnist(core::env_string(training::training_environment(), "FAST_DATA_DIR"));
+  const std::vector<float> x0 = initial_parameters("mlp", 1);
+  for (FinalModel policy : {FinalModel::average, FinalModel::rank0, FinalModel::best}) {
+    runtime::threads::World world({.size = 2});
+    world.run([&](runtime::Context& ctx) {
+      Model model = make_model("mlp");
+      Replica replica(model);
+      std::vector<float> x = x0;
+      for (float& v : x) v += 0.02f * static_cast<float>(ctx.rank());
+      replica.load(core::ConstView(std::span<const float>(x)));
+      strategy::Worker worker(ctx, {.strategy = {.name = "local-sgd"}},
+                              {.params = replica.param_span(), .grads = replica.grad_span()});
+      Evaluator evaluator(worker, replica, model, data.test, policy);
+      const RoundResult mid = evaluator.run(true);
+      const std::vector<float> rep(evaluator.representative().begin(), evaluator.representative().end());
+      EXPECT_NE(evaluator.representative().data(), replica.grad_span().data());
+      evaluator.release_representative();
+      EXPECT_TRUE(evaluator.representative().empty());
+
+      const RoundResult last = evaluator.run(true, /*last=*/true);
+      EXPECT_EQ(evaluator.representative().data(), replica.grad_span().data());
+      EXPECT_EQ(std::vector<float>(evaluator.representative().begin(), evaluator.representative().end()), rep);
+      EXPECT_EQ(last.representative.accuracy, mid.representative.accuracy);
+      EXPECT_EQ(last.representative.loss, mid.representative.loss);
+      EXPECT_EQ(last.consensus_distance, mid.consensus_distance);
+      EXPECT_EQ(last.representative_rank, mid.representative_rank);
+      EXPECT_EQ(std::vector<float>(replica.param_span().begin(), replica.param_span().end()), x);
+    });
+  }
+}
+
 TEST(Evaluator, UnknownPolicyListsTheNames) {
   try {
     parse_final_model("median");

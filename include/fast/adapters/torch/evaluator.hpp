@@ -54,17 +54,23 @@ class Evaluator {
             FinalModel final_model, bool private_compute = false);
 
   // Collective round (above). With replica_accuracies = false (mid-run evaluations), each replica
-  // is not scored on the whole test set (min/max left at -1), unless `best` needs it.
-  RoundResult run(bool replica_accuracies = true);
+  // is not scored on the whole test set (min/max left at -1), unless `best` needs it. `last`: no
+  // step follows (the final evaluation), so the replica's gradient is not needed any more and holds
+  // the representative where it is not the replica itself (a model-sized buffer fewer per worker:
+  // 1 GB at 1,024 simulated mlp workers); the gradient is overwritten.
+  RoundResult run(bool replica_accuracies = true, bool last = false);
   // Not collective, for asynchronous strategies mid-run: scores Worker::snapshot() (the current
   // representative) on the whole test set and reports the published replicas' consensus
   // distance. Replica accuracies are not measured (left at -1): that would take every worker.
   RoundResult snapshot_round();
-  // The representative model of the last run() or snapshot_round() (empty before the first): this
-  // worker's own parameters where the strategy's representative is them (read in place, no copy).
-  std::span<const float> representative() const noexcept {
-    return in_place_ ? std::span<const float>(replica_.param_span()) : std::span<const float>(representative_);
-  }
+  // The representative model of the last run() or snapshot_round() (empty before the first and
+  // after release_representative()): this worker's own parameters where the strategy's
+  // representative is them (read in place, no copy).
+  std::span<const float> representative() const noexcept;
+  // Frees the buffer of the last round's representative (a model-sized block per worker, which
+  // under sim would otherwise stay on every worker from one evaluation to the next: 1 GB at 1,024
+  // mlp workers). For a caller done with representative() until the next round.
+  void release_representative();
 
  private:
   EvalResult score_sliced(std::span<float> candidate);
@@ -76,8 +82,13 @@ class Evaluator {
   Model& model_;
   std::shared_ptr<const Dataset> test_;
   FinalModel final_;
+  // The buffer of a round's representative that is not the replica itself: representative_, or
+  // in the last round the replica's gradient (run's `last`).
+  std::span<float> representative_buffer(bool last);
+
   std::vector<float> representative_;
   bool in_place_ = false;  // the last run()'s representative is the replica's parameters
+  bool in_grads_ = false;  // the last run()'s representative is in the replica's gradient
   bool private_compute_;
 };
 
