@@ -258,6 +258,41 @@ TEST(SimPayload, ASendThatFailsAfterTheLendingLeavesTheSendersMemoryAsSent) {
   EXPECT_EQ(got[2], (std::vector<float>{1, 2, 3}));
 }
 
+// Messages of 256 KiB are delivered on a compute thread (kBesideBytes) while the other actors of the
+// instant run: the sender lends the buffer (swaps it with its memory) only once every delivery
+// that reads its memory has ended. The late receiver's send is waited first, so that its release
+// can come while the early receiver's delivery is still under way.
+TEST(SimPayload, ADeliveryOnAComputeThreadEndsBeforeTheLentBufferIsSwappedIn) {
+  constexpr std::size_t n = 65536;
+  std::vector<float> sent(n), fresh(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    sent[i] = static_cast<float>(i);
+    fresh[i] = -static_cast<float>(i) - 1.0f;
+  }
+  std::vector<float> after;
+  std::vector<std::vector<float>> got(3, std::vector<float>(n, 0.0f));
+  sim::World world({.size = 3, .cluster = testing::star_cluster(3), .compute_threads = 2});
+  world.run([&](Context& ctx) {
+    if (ctx.rank() == 0) {
+      ctx.sleep(0.1);  // rank 1's receive is posted first
+      std::vector<float> data = sent;
+      core::Buffer next(n, core::DType::f32);
+      std::copy(fresh.begin(), fresh.end(), next.as<float>().begin());
+      std::vector<Work> sends{ctx.send(2, kTag, cview(data)), ctx.send(1, kTag, cview(data))};
+      ctx.finish_sends_then_write(sends, mview(data), next);
+      after = data;
+      data.assign(n, 0.0f);
+      ctx.sleep(3 * kLate);
+      return;
+    }
+    if (ctx.rank() == 2) ctx.sleep(kLate);
+    ctx.recv(0, kTag, mview(got[static_cast<std::size_t>(ctx.rank())])).wait();
+  });
+  EXPECT_EQ(after, fresh);
+  EXPECT_EQ(got[1], sent);
+  EXPECT_EQ(got[2], sent);
+}
+
 }  // namespace lend
 
 }  // namespace
