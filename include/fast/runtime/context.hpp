@@ -152,7 +152,9 @@ class Context {
   // (next is then left empty): `sim` keeps data's old contents in it for the messages not yet
   // delivered, instead of allocating their copy. The default waits (core::wait_all) and copies
   // next into data as a computation of no simulated time (compute_overlapped(0, ...)).
-  // Failure: what the waits throw, after every send ended; data holds its old contents then.
+  // Failure: InvalidArgument at once when next's dtype or length differs from data's (nothing
+  // waited); otherwise what the waits throw, after every send ended (an actor killed under sim
+  // leaves at once), and data holds its old contents then.
   virtual void finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& next);
 
   // Runs fn as a concurrent activity of this worker (a thread, an actor). The Work completes when

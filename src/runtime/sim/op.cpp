@@ -152,8 +152,12 @@ void Payload::keep() {
   }
   for (const std::shared_future<void>& read : reads_) read.wait();  // nobody reads the target now
   reads_.clear();
+  // The holder first: once the contents are swapped nothing may throw, or the bytes sent would be
+  // in a spare that no message reads.
+  auto holder = std::make_shared<core::Buffer>();
   swap_bytes(target_.data(), spare_->data(), target_.bytes());
-  copy_ = std::make_shared<const core::Buffer>(std::exchange(*spare_, core::Buffer{}));
+  *holder = std::exchange(*spare_, core::Buffer{});
+  copy_ = std::move(holder);
   swapped_ = true;
 }
 
