@@ -463,22 +463,21 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
           const std::span<const float> other = incoming.as<float>();
           for (std::size_t i = 0; i < x.size(); ++i) sum[i] += w * other[i];
         }
-        // The new values into the sum buffer (x is only read: the sends may still read it too).
-        // This worker's memory only: a computation of no simulated time, beside the other
-        // workers' (sim).
-        if (one_weight && !in_weights.empty()) {
-          const auto w = static_cast<float>(in_weights.front());
-          ctx_.compute_overlapped(0, [&] {
-            for (std::size_t i = 0; i < x.size(); ++i) sum[i] = self * x[i] + w * sum[i];
-          });
-        } else if (one_weight) {
-          ctx_.compute_overlapped(0, [&] {
-            for (std::size_t i = 0; i < x.size(); ++i) sum[i] = self * x[i];
-          });
-        }
-        // x <- sum once the neighbours have read x (sim lends the sum buffer to the messages
-        // still to be delivered rather than copy x for them).
-        ctx_.finish_sends_then_write(sends, data, sum_buffer);
+        // x <- self * x + w * sum (or the weighted sum formed above), element by element, once the
+        // neighbours have read x: in place, or under sim into the sum buffer, which the messages
+        // still to be delivered then keep (Context::finish_sends_then_write). This worker's
+        // memory only: a computation of no simulated time, beside the other workers' (sim).
+        const float w = one_weight && !in_weights.empty() ? static_cast<float>(in_weights.front()) : 0.0f;
+        ctx_.finish_sends_then_write(sends, data, sum_buffer, [&](MutableView out_view) {
+          const std::span<float> out = out_view.as<float>();
+          if (one_weight && in_weights.empty()) {
+            for (std::size_t i = 0; i < out.size(); ++i) out[i] = self * x[i];
+          } else if (one_weight) {
+            for (std::size_t i = 0; i < out.size(); ++i) out[i] = self * x[i] + w * sum[i];
+          } else if (out.data() != sum.data()) {
+            std::copy(sum.begin(), sum.end(), out.begin());
+          }
+        });
       },
       {&recvs, &sends});
 }

@@ -61,8 +61,9 @@ class MemberWatch final : public runtime::Context {
   std::optional<std::size_t> try_recv(int peer, runtime::Tag tag, core::MutableView dst,
                                       runtime::Combine combine = runtime::Combine::copy) override;
   // `sends` are this class's watched Works: the inner Context waits through them.
-  void finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& next) override {
-    inner_.finish_sends_then_write(sends, data, next);
+  void finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& scratch,
+                               const ElementWrite& write) override {
+    inner_.finish_sends_then_write(sends, data, scratch, write);
   }
   core::Work spawn(std::string name, std::function<void()> fn) override;
   std::unique_ptr<runtime::Mutex> make_mutex() override { return inner_.make_mutex(); }

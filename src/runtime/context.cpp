@@ -1,7 +1,5 @@
 #include "fast/runtime/context.hpp"
 
-#include <cstring>
-
 #include "fast/core/env.hpp"
 #include "fast/runtime/environment.hpp"
 #include "fast/runtime/successor.hpp"
@@ -21,12 +19,13 @@ void Context::compute_overlapped(double flops, const std::function<void()>& work
   compute(flops);
 }
 
-void Context::finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& next) {
-  FAST_ENFORCE(next.dtype() == data.dtype() && next.numel() == data.numel(),
-               "finish_sends_then_write: next has {} {} elements, data {} {}", next.numel(),
-               core::name_of(next.dtype()), data.numel(), core::name_of(data.dtype()));
+void Context::finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& scratch,
+                                      const ElementWrite& write) {
+  FAST_ENFORCE(scratch.dtype() == data.dtype() && scratch.numel() == data.numel(),
+               "finish_sends_then_write: scratch has {} {} elements, data {} {}", scratch.numel(),
+               core::name_of(scratch.dtype()), data.numel(), core::name_of(data.dtype()));
   core::wait_all(sends);
-  compute_overlapped(0, [&] { std::memcpy(data.data(), next.data(), data.bytes()); });
+  compute_overlapped(0, [&] { write(data); });
 }
 
 void check_peer(const Context& ctx, int peer, const char* what) {

@@ -76,8 +76,9 @@ TEST_P(Conformance, FinishSendsThenWriteKeepsTheValuesSentAndWritesTheNewOnes) {
     const auto sent_value = [](int rank, std::size_t i) { return static_cast<float>(rank * 100000 + i); };
     std::vector<float> data(n);
     for (std::size_t i = 0; i < n; ++i) data[i] = sent_value(ctx.rank(), i);
-    core::Buffer next(n, core::DType::f32);
-    for (std::size_t i = 0; i < n; ++i) next.as<float>()[i] = -sent_value(ctx.rank(), i);
+    // The new contents -x, written as x + 2 s with s = -x (from the old contents and the scratch).
+    core::Buffer scratch(n, core::DType::f32);
+    for (std::size_t i = 0; i < n; ++i) scratch.as<float>()[i] = -sent_value(ctx.rank(), i);
     std::vector<std::vector<float>> in(static_cast<std::size_t>(ctx.size()), std::vector<float>(n));
     std::vector<Work> recvs;
     for (int p = 0; p < ctx.size(); ++p)
@@ -85,7 +86,11 @@ TEST_P(Conformance, FinishSendsThenWriteKeepsTheValuesSentAndWritesTheNewOnes) {
     std::vector<Work> sends;
     for (int p = 0; p < ctx.size(); ++p)
       if (p != ctx.rank()) sends.push_back(ctx.send(p, user_tag(9), cview(data)));
-    ctx.finish_sends_then_write(sends, mview(data), next);
+    const std::span<const float> old(data), s = scratch.as<float>();
+    ctx.finish_sends_then_write(sends, mview(data), scratch, [old, s](core::MutableView out_view) {
+      const std::span<float> out = out_view.as<float>();
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = old[i] + 2.0f * s[i];
+    });
     core::wait_all(recvs);
     for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(data[i], -sent_value(ctx.rank(), i)) << i;
     for (int p = 0; p < ctx.size(); ++p) {

@@ -145,20 +145,30 @@ TEST(SimPayload, AMatchedReceiveIsDeliveredWhenTheSenderSeesItsSendCompleteAndOn
 }
 
 // finish_sends_then_write under sim: the messages still to be delivered when the sender replaces
-// its memory take `next`'s storage for the bytes sent (Payload::keep swaps it with the sender's
-// memory) instead of a copy; with every message delivered, next is copied in and stays the caller's.
+// its memory take the scratch buffer's storage for the bytes sent (Payload::keep writes the new
+// contents into it and swaps it with the sender's memory) instead of a copy; with every message
+// delivered, the new contents are written in place and the scratch stays the caller's.
 namespace lend {
 
 constexpr Tag kTag = make_tag(TagKind::user, 6, 0);
 
+// out <- x + 2 s, element by element: the new contents from the old ones (x) and the scratch (s).
+Context::ElementWrite x_plus_twice(std::span<const float> x, std::span<const float> s) {
+  return [x, s](core::MutableView out_view) {
+    const std::span<float> out = out_view.as<float>();
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = x[i] + 2.0f * s[i];
+  };
+}
+
 struct Seen {
   std::vector<float> data;              // the sender's memory after the call
-  std::size_t next_numel = 0;           // next's length after the call (0: the runtime took it)
+  std::size_t scratch_numel = 0;        // the scratch's length after the call (0: the runtime took it)
   std::vector<std::vector<float>> got;  // per receiver
 };
 
-// Rank 0 sends {1, 2, 3} to ranks 1..workers-1 and replaces it with {7, 8, 9}; rank r receives
-// after late[r] simulated seconds (0: its receive is posted before the send).
+// Rank 0 sends {1, 2, 3} to ranks 1..workers-1 and replaces it with {1, 2, 3} + 2 {3, 3, 3} =
+// {7, 8, 9}; rank r receives after late[r] simulated seconds (0: its receive is posted before the
+// send).
 Seen run_lend(int workers, const std::vector<double>& late, bool extra_send = false) {
   Seen seen;
   seen.got.assign(static_cast<std::size_t>(workers), std::vector<float>(3, -1.0f));
@@ -166,16 +176,16 @@ Seen run_lend(int workers, const std::vector<double>& late, bool extra_send = fa
     if (ctx.rank() == 0) {
       ctx.sleep(0.1);  // receives without a delay are posted first
       std::vector<float> data{1, 2, 3};
-      core::Buffer next(3, core::DType::f32);
-      std::copy_n(std::vector<float>{7, 8, 9}.begin(), 3, next.as<float>().begin());
+      core::Buffer scratch(3, core::DType::f32);
+      std::fill_n(scratch.as<float>().begin(), 3, 3.0f);
       std::vector<Work> sends;
       for (int p = 1; p < ctx.size(); ++p) sends.push_back(ctx.send(p, kTag, cview(data)));
       // A send of the same memory left out of the list (a caller's mistake): nothing is lent, and
       // the copy its message shares with the listed one serves it.
       Work outside = extra_send ? ctx.send(1, kTag, cview(data)) : Work();
-      ctx.finish_sends_then_write(sends, mview(data), next);
+      ctx.finish_sends_then_write(sends, mview(data), scratch, x_plus_twice(data, scratch.as<float>()));
       seen.data = data;
-      seen.next_numel = next.numel();
+      seen.scratch_numel = scratch.numel();
       outside.wait();
       data.assign(3, 0.0f);
       ctx.sleep(3 * kLate);
@@ -196,15 +206,15 @@ Seen run_lend(int workers, const std::vector<double>& late, bool extra_send = fa
 TEST(SimPayload, LateReceiversGetTheBytesSentFromTheLentBuffer) {
   const Seen seen = run_lend(3, {0, kLate, 2 * kLate});
   EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));
-  EXPECT_EQ(seen.next_numel, 0u);  // taken: it holds the bytes sent for ranks 1 and 2
+  EXPECT_EQ(seen.scratch_numel, 0u);  // taken: it holds the bytes sent for ranks 1 and 2
   EXPECT_EQ(seen.got[1], (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(seen.got[2], (std::vector<float>{1, 2, 3}));
 }
 
-TEST(SimPayload, WithEveryReceivePostedFirstNothingIsLentAndNextIsCopiedIn) {
+TEST(SimPayload, WithEveryReceivePostedFirstNothingIsLentAndTheWriteIsInPlace) {
   const Seen seen = run_lend(3, {0, 0, 0});
   EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));
-  EXPECT_EQ(seen.next_numel, 3u);
+  EXPECT_EQ(seen.scratch_numel, 3u);
   EXPECT_EQ(seen.got[1], (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(seen.got[2], (std::vector<float>{1, 2, 3}));
 }
@@ -212,15 +222,15 @@ TEST(SimPayload, WithEveryReceivePostedFirstNothingIsLentAndNextIsCopiedIn) {
 TEST(SimPayload, OneReceiverEarlyAndOneLateBothGetTheBytesSent) {
   const Seen seen = run_lend(3, {0, 0, kLate});
   EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));
-  EXPECT_EQ(seen.next_numel, 0u);
+  EXPECT_EQ(seen.scratch_numel, 0u);
   EXPECT_EQ(seen.got[1], (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(seen.got[2], (std::vector<float>{1, 2, 3}));
 }
 
-TEST(SimPayload, ASendOfTheMemoryOutsideTheListKeepsNextTheCallers) {
+TEST(SimPayload, ASendOfTheMemoryOutsideTheListKeepsTheScratchTheCallers) {
   const Seen seen = run_lend(2, {0, kLate}, /*extra_send=*/true);
   EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));
-  EXPECT_EQ(seen.next_numel, 3u);
+  EXPECT_EQ(seen.scratch_numel, 3u);
   EXPECT_EQ(seen.got[1], (std::vector<float>{1, 2, 3}));
 }
 
@@ -238,10 +248,10 @@ TEST(SimPayload, ASendThatFailsAfterTheLendingLeavesTheSendersMemoryAsSent) {
   world.run([&](Context& ctx) {
     if (ctx.rank() == 0) {
       std::vector<float> data{1, 2, 3};
-      core::Buffer next(3, core::DType::f32);
+      core::Buffer scratch(3, core::DType::f32);
       std::vector<Work> sends{ctx.send(1, kTag, cview(data)), ctx.send(2, kTag, cview(data))};
       try {
-        ctx.finish_sends_then_write(sends, mview(data), next);
+        ctx.finish_sends_then_write(sends, mview(data), scratch, x_plus_twice(data, scratch.as<float>()));
       } catch (const core::PeerLost&) {
         lost = true;
       }
@@ -276,10 +286,10 @@ TEST(SimPayload, ADeliveryOnAComputeThreadEndsBeforeTheLentBufferIsSwappedIn) {
     if (ctx.rank() == 0) {
       ctx.sleep(0.1);  // rank 1's receive is posted first
       std::vector<float> data = sent;
-      core::Buffer next(n, core::DType::f32);
-      std::copy(fresh.begin(), fresh.end(), next.as<float>().begin());
+      core::Buffer scratch(n, core::DType::f32);  // (fresh - sent) / 2: x + 2 s = fresh
+      for (std::size_t i = 0; i < n; ++i) scratch.as<float>()[i] = (fresh[i] - sent[i]) / 2.0f;
       std::vector<Work> sends{ctx.send(2, kTag, cview(data)), ctx.send(1, kTag, cview(data))};
-      ctx.finish_sends_then_write(sends, mview(data), next);
+      ctx.finish_sends_then_write(sends, mview(data), scratch, x_plus_twice(data, scratch.as<float>()));
       after = data;
       data.assign(n, 0.0f);
       ctx.sleep(3 * kLate);

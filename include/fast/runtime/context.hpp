@@ -145,17 +145,23 @@ class Context {
   // received, std::nullopt ("would block") otherwise.
   virtual std::optional<std::size_t> try_recv(int peer, Tag tag, core::MutableView dst,
                                               Combine combine = Combine::copy) = 0;
+  // Writes data's new contents element by element: out[i] from data[i] and scratch[i] only
+  // (finish_sends_then_write). No Context call; must not throw.
+  using ElementWrite = std::function<void(core::MutableView out)>;
   // Waits for `sends`, which must be every send of data's memory this worker has under way (and
-  // only those), then writes `next` (data's dtype and length) into data: the memory changes only
-  // once no send reads it any more. For an exchange that replaces what it sent with what it
-  // computed meanwhile (Communicator::neighbor_average). The runtime may take next's storage
-  // (next is then left empty): `sim` keeps data's old contents in it for the messages not yet
-  // delivered, instead of allocating their copy. The default waits (core::wait_all) and copies
-  // next into data as a computation of no simulated time (compute_overlapped(0, ...)).
-  // Failure: InvalidArgument at once when next's dtype or length differs from data's (nothing
+  // only those), then has `write` produce data's new contents from its old ones and `scratch`
+  // (data's dtype and length): for an exchange that replaces what it sent with what it computed
+  // meanwhile (Communicator::neighbor_average). The default waits (core::wait_all), then calls
+  // write(data) in place as a computation of no simulated time (compute_overlapped(0, ...)).
+  // `sim`, when a message not yet delivered still needs data's old contents as a send completes,
+  // calls write(scratch) instead and swaps the contents of data and scratch: data holds the new
+  // contents, scratch's storage the old ones for those messages (scratch is left empty), and
+  // nothing is copied for them.
+  // Failure: InvalidArgument at once when scratch's dtype or length differs from data's (nothing
   // waited); otherwise what the waits throw, after every send ended (an actor killed under sim
   // leaves at once), and data holds its old contents then.
-  virtual void finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& next);
+  virtual void finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& scratch,
+                                       const ElementWrite& write);
 
   // Runs fn as a concurrent activity of this worker (a thread, an actor). The Work completes when
   // fn returns; an exception thrown by fn is its error.

@@ -155,19 +155,21 @@ void Payload::keep() {
   // The holder first: once the contents are swapped nothing may throw, or the bytes sent would be
   // in a spare that no message reads.
   auto holder = std::make_shared<core::Buffer>();
+  (*write_)(spare_->view());  // the new contents, from the sender's memory and the spare
   swap_bytes(target_.data(), spare_->data(), target_.bytes());
   *holder = std::exchange(*spare_, core::Buffer{});
   copy_ = std::move(holder);
   swapped_ = true;
 }
 
-void Payload::offer_spare(core::MutableView target, core::Buffer& spare) {
+void Payload::offer_spare(core::MutableView target, core::Buffer& spare, const Context::ElementWrite& write) {
   FAST_ENFORCE(target.data() == source_.data() && target.numel() == source_.numel() &&
                    target.dtype() == source_.dtype() && spare.numel() == source_.numel() &&
                    spare.dtype() == source_.dtype(),
                "Payload::offer_spare: the target and the spare must be the sent memory's length and dtype");
   target_ = target;
   spare_ = &spare;
+  write_ = &write;
   swapped_ = false;
 }
 
@@ -175,6 +177,7 @@ bool Payload::withdraw_spare(bool restore) {
   const bool used = swapped_;
   if (used && restore) std::memcpy(target_.data(), copy_->data(), target_.bytes());
   spare_ = nullptr;
+  write_ = nullptr;
   target_ = {};
   swapped_ = false;
   return used;

@@ -52,9 +52,10 @@ class Payload {
   // any send of it is under way, by Context::send's contract).
   core::ConstView view() const { return copy_ ? copy_->view() : source_; }
   // Copies the sender's memory, once, while it is still the content sent (called before the sender
-  // may change it). With a spare offered (offer_spare), swaps the sender's memory with the spare
-  // instead, which then holds the content sent and becomes the copy: nothing is allocated, and
-  // the sender's memory holds what the spare held. Throws what the allocation throws.
+  // may change it). With a spare offered (offer_spare), writes the sender's new contents into the
+  // spare and swaps it with the sender's memory instead: the spare then holds the content sent and
+  // becomes the copy, nothing is allocated, and the sender's memory holds its new contents. Throws
+  // what the allocation throws.
   void keep();
   bool copied() const noexcept { return copy_ != nullptr; }
   // The number of messages that share this payload (SimContext::payload_of counts them).
@@ -63,11 +64,12 @@ class Payload {
   // A delivery under way on a compute thread that reads view() while it is the sender's memory:
   // keep() waits for it before it writes that memory.
   void note_read(std::shared_future<void> read) { reads_.push_back(std::move(read)); }
-  // Offers `spare` (source's dtype and length, the content the sender writes next into `target`,
-  // which is the source's memory) to keep(). Both must stay valid until withdraw_spare().
-  void offer_spare(core::MutableView target, core::Buffer& spare);
-  // Ends the offer. Returns whether keep() used the spare (the target holds the spare's former
-  // content, the spare is left empty); with `restore`, the target gets the content sent back then.
+  // Offers `spare` (source's dtype and length) to keep(), with `write`, which forms the new contents
+  // of `target` (the source's memory) from target and spare (Context::finish_sends_then_write).
+  // All must stay valid until withdraw_spare().
+  void offer_spare(core::MutableView target, core::Buffer& spare, const Context::ElementWrite& write);
+  // Ends the offer. Returns whether keep() used the spare (the target holds its new contents, the
+  // spare is left empty); with `restore`, the target gets the content sent back then.
   bool withdraw_spare(bool restore);
 
  private:
@@ -77,6 +79,7 @@ class Payload {
   std::vector<std::shared_future<void>> reads_;
   core::MutableView target_;
   core::Buffer* spare_ = nullptr;
+  const Context::ElementWrite* write_ = nullptr;
   bool swapped_ = false;
 };
 

@@ -1,7 +1,5 @@
 #include "sim_context.hpp"
 
-#include <cstring>
-
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
@@ -171,23 +169,23 @@ std::shared_ptr<Payload> SimContext::payload_of_sends(const std::vector<core::Wo
 }
 
 // The messages not delivered when their sender sees its sends complete each need the content sent;
-// rather than a copy for them, `next` takes it (Payload::keep swaps it with the sender's memory,
-// which then holds next's content). Without such messages, next is copied in as by default.
-void SimContext::finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& next) {
+// rather than a copy for them, `scratch` takes it (Payload::keep writes the new contents into
+// scratch and swaps it with the sender's memory). Without such messages, write(data) as by default.
+void SimContext::finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& scratch,
+                                         const ElementWrite& write) {
   const std::shared_ptr<Payload> payload = payload_of_sends(sends, data);
-  if (!payload || next.numel() != data.numel() || next.dtype() != data.dtype()) {
-    Context::finish_sends_then_write(sends, data, next);
+  if (!payload || scratch.numel() != data.numel() || scratch.dtype() != data.dtype()) {
+    Context::finish_sends_then_write(sends, data, scratch, write);
     return;
   }
-  payload->offer_spare(data, next);
+  payload->offer_spare(data, scratch, write);
   try {
     core::wait_all(sends);
   } catch (...) {  // the std errors after every send ended; an actor's kill at once
     payload->withdraw_spare(/*restore=*/true);
     throw;
   }
-  if (!payload->withdraw_spare(/*restore=*/false))
-    compute_overlapped(0, [&] { std::memcpy(data.data(), next.data(), data.bytes()); });
+  if (!payload->withdraw_spare(/*restore=*/false)) compute_overlapped(0, [&] { write(data); });
 }
 
 core::Work SimContext::post_recv(std::shared_ptr<RecvOp> op) {

@@ -37,8 +37,9 @@ class SimContext final : public Context {
   core::Work recv(int peer, Tag tag, core::Buffer& out) override;
   core::Work recv_any(Tag tag, core::Buffer& out, int& source) override;
   std::optional<std::size_t> try_recv(int peer, Tag tag, core::MutableView dst, Combine combine) override;
-  // Lends `next` to the messages of `sends` that still need the content sent (Payload::keep).
-  void finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& next) override;
+  // Lends `scratch` to the messages of `sends` that still need the content sent (Payload::keep).
+  void finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& scratch,
+                               const ElementWrite& write) override;
 
   core::Work spawn(std::string name, std::function<void()> fn) override;
   std::unique_ptr<Mutex> make_mutex() override;
