@@ -463,18 +463,28 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
           const std::span<const float> other = incoming.as<float>();
           for (std::size_t i = 0; i < x.size(); ++i) sum[i] += w * other[i];
         }
-        // x <- self * x + w * sum (or the weighted sum formed above), element by element, once the
-        // neighbours have read x: in place, or under sim into the sum buffer, which the messages
-        // still to be delivered then keep (Context::finish_sends_then_write). This worker's
-        // memory only: a computation of no simulated time, beside the other workers' (sim).
-        const float w = one_weight && !in_weights.empty() ? static_cast<float>(in_weights.front()) : 0.0f;
-        ctx_.finish_sends_then_write(sends, data, sum_buffer, [&](MutableView out_view) {
-          const std::span<float> out = out_view.as<float>();
-          if (one_weight && in_weights.empty()) {
-            for (std::size_t i = 0; i < out.size(); ++i) out[i] = self * x[i];
+        // x <- self * x + w * sum, self * x without neighbours, or the weighted sum formed above,
+        // element by element once the neighbours have read x: in place (out is x), or under sim
+        // into the sum buffer (out is sum), which the messages still to be delivered then keep
+        // (Context::finish_sends_then_write). Each loop names the one buffer it writes, so that it
+        // vectorises. This worker's memory only: a computation of no simulated time, beside the
+        // other workers' (sim).
+        const bool alone = in_weights.empty();
+        const float w = one_weight && !alone ? static_cast<float>(in_weights.front()) : 0.0f;
+        ctx_.finish_sends_then_write(sends, data, sum_buffer, [x, sum, self, w, one_weight, alone](MutableView o) {
+          const std::span<float> out = o.as<float>();
+          const bool in_x = out.data() == x.data();
+          if (alone) {
+            if (in_x)
+              for (float& v : out) v *= self;
+            else
+              for (std::size_t i = 0; i < out.size(); ++i) out[i] = self * x[i];
           } else if (one_weight) {
-            for (std::size_t i = 0; i < out.size(); ++i) out[i] = self * x[i] + w * sum[i];
-          } else if (out.data() != sum.data()) {
+            if (in_x)
+              for (std::size_t i = 0; i < out.size(); ++i) out[i] = self * out[i] + w * sum[i];
+            else
+              for (std::size_t i = 0; i < out.size(); ++i) out[i] = self * x[i] + w * out[i];
+          } else if (in_x) {
             std::copy(sum.begin(), sum.end(), out.begin());
           }
         });

@@ -1,13 +1,17 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "closed_form.hpp"
+#include "common/star_cluster.hpp"
 #include "fast/collective/communicator.hpp"
+#include "fast/runtime/sim/world.hpp"
 #include "fast/runtime/threads/world.hpp"
 
 namespace fast::collective {
@@ -208,6 +212,63 @@ TEST(NeighborAverage, RingWeightsGiveTheClosedForm) {
         const double v2 = 0.5 * v1(r) + 0.25 * (v1(r - 1) + v1(r + 1));
         EXPECT_NEAR(out[r][i], v2, 1e-3) << "n=" << n << " r=" << r << " i=" << i;
       }
+    }
+  }
+}
+
+// Under sim, a worker whose out-neighbour has not received its model yet when it writes its new
+// one lends its sum's buffer (Context::finish_sends_then_write): worker 1 receives worker 2 first,
+// which starts 1 s late, so worker 0 finishes long before worker 1 reads its model. Every result
+// is the float arithmetic of the averaging in its order (the first receive copied, the others
+// added, then self * x + w * sum; or self * x plus each weighted neighbour), bit for bit, with one
+// weight and with several at worker 0. 80 KB per model: delivered on the compute threads.
+TEST(NeighborAverage, UnderSimALenderGetsTheSameBitsAsTheFormula) {
+  constexpr std::size_t len = 20000;
+  constexpr int n = 4;
+  struct Row {
+    std::vector<int> in;
+    std::vector<double> w;
+    double self;
+  };
+  for (bool one_weight : {true, false}) {
+    const std::vector<Row> rows{
+        {{1, 3}, one_weight ? std::vector<double>{0.25, 0.25} : std::vector<double>{0.2, 0.3}, 0.5},
+        {{2, 0}, {0.25, 0.25}, 0.5},
+        {{1}, {0.5}, 0.5},
+        {{0}, {0.4}, 0.6}};
+    std::vector<std::vector<float>> start(n, std::vector<float>(len)), out(n);
+    for (int r = 0; r < n; ++r)
+      for (std::size_t i = 0; i < len; ++i)
+        start[r][i] = 0.37f * static_cast<float>(r + 1) + 0.001f * static_cast<float>(i);
+    runtime::sim::World world({.size = n, .cluster = testing::star_cluster(n)});
+    world.run([&](Context& ctx) {
+      const int r = ctx.rank();
+      const Row& row = rows[static_cast<std::size_t>(r)];
+      std::vector<float> x = start[static_cast<std::size_t>(r)];
+      Communicator comm(ctx);
+      if (r == 2) ctx.sleep(1.0);
+      comm.neighbor_average(core::MutableView(std::span<float>(x)), row.in, row.w, row.in, row.self);
+      out[static_cast<std::size_t>(r)] = x;
+    });
+    for (int r = 0; r < n; ++r) {
+      const Row& row = rows[static_cast<std::size_t>(r)];
+      const auto self = static_cast<float>(row.self);
+      const bool same = std::adjacent_find(row.w.begin(), row.w.end(), std::not_equal_to<>()) == row.w.end();
+      std::vector<float> expected(len);
+      for (std::size_t i = 0; i < len; ++i) {
+        const float xi = start[static_cast<std::size_t>(r)][i];
+        if (same) {
+          float sum = start[static_cast<std::size_t>(row.in[0])][i];
+          for (std::size_t k = 1; k < row.in.size(); ++k) sum += start[static_cast<std::size_t>(row.in[k])][i];
+          expected[i] = self * xi + static_cast<float>(row.w[0]) * sum;
+        } else {
+          float sum = self * xi;
+          for (std::size_t k = 0; k < row.in.size(); ++k)
+            sum += static_cast<float>(row.w[k]) * start[static_cast<std::size_t>(row.in[k])][i];
+          expected[i] = sum;
+        }
+      }
+      EXPECT_EQ(out[static_cast<std::size_t>(r)], expected) << "worker " << r << (one_weight ? ", one weight" : "");
     }
   }
 }

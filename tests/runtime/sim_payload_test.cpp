@@ -152,9 +152,11 @@ namespace lend {
 
 constexpr Tag kTag = make_tag(TagKind::user, 6, 0);
 
-// out <- x + 2 s, element by element: the new contents from the old ones (x) and the scratch (s).
-Context::ElementWrite x_plus_twice(std::span<const float> x, std::span<const float> s) {
-  return [x, s](core::MutableView out_view) {
+// out <- x + 2 s, element by element: the new contents from the old ones (x) and the scratch (s);
+// each call counted in `calls`.
+Context::ElementWrite x_plus_twice(std::span<const float> x, std::span<const float> s, int& calls) {
+  return [x, s, &calls](core::MutableView out_view) {
+    ++calls;
     const std::span<float> out = out_view.as<float>();
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = x[i] + 2.0f * s[i];
   };
@@ -163,6 +165,7 @@ Context::ElementWrite x_plus_twice(std::span<const float> x, std::span<const flo
 struct Seen {
   std::vector<float> data;              // the sender's memory after the call
   std::size_t scratch_numel = 0;        // the scratch's length after the call (0: the runtime took it)
+  int writes = 0;                       // calls of the write (exactly one either way)
   std::vector<std::vector<float>> got;  // per receiver
 };
 
@@ -183,7 +186,7 @@ Seen run_lend(int workers, const std::vector<double>& late, bool extra_send = fa
       // A send of the same memory left out of the list (a caller's mistake): nothing is lent, and
       // the copy its message shares with the listed one serves it.
       Work outside = extra_send ? ctx.send(1, kTag, cview(data)) : Work();
-      ctx.finish_sends_then_write(sends, mview(data), scratch, x_plus_twice(data, scratch.as<float>()));
+      ctx.finish_sends_then_write(sends, mview(data), scratch, x_plus_twice(data, scratch.as<float>(), seen.writes));
       seen.data = data;
       seen.scratch_numel = scratch.numel();
       outside.wait();
@@ -206,6 +209,7 @@ Seen run_lend(int workers, const std::vector<double>& late, bool extra_send = fa
 TEST(SimPayload, LateReceiversGetTheBytesSentFromTheLentBuffer) {
   const Seen seen = run_lend(3, {0, kLate, 2 * kLate});
   EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));
+  EXPECT_EQ(seen.writes, 1);
   EXPECT_EQ(seen.scratch_numel, 0u);  // taken: it holds the bytes sent for ranks 1 and 2
   EXPECT_EQ(seen.got[1], (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(seen.got[2], (std::vector<float>{1, 2, 3}));
@@ -214,6 +218,7 @@ TEST(SimPayload, LateReceiversGetTheBytesSentFromTheLentBuffer) {
 TEST(SimPayload, WithEveryReceivePostedFirstNothingIsLentAndTheWriteIsInPlace) {
   const Seen seen = run_lend(3, {0, 0, 0});
   EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));
+  EXPECT_EQ(seen.writes, 1);
   EXPECT_EQ(seen.scratch_numel, 3u);
   EXPECT_EQ(seen.got[1], (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(seen.got[2], (std::vector<float>{1, 2, 3}));
@@ -222,6 +227,7 @@ TEST(SimPayload, WithEveryReceivePostedFirstNothingIsLentAndTheWriteIsInPlace) {
 TEST(SimPayload, OneReceiverEarlyAndOneLateBothGetTheBytesSent) {
   const Seen seen = run_lend(3, {0, 0, kLate});
   EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));
+  EXPECT_EQ(seen.writes, 1);
   EXPECT_EQ(seen.scratch_numel, 0u);
   EXPECT_EQ(seen.got[1], (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(seen.got[2], (std::vector<float>{1, 2, 3}));
@@ -230,6 +236,7 @@ TEST(SimPayload, OneReceiverEarlyAndOneLateBothGetTheBytesSent) {
 TEST(SimPayload, ASendOfTheMemoryOutsideTheListKeepsTheScratchTheCallers) {
   const Seen seen = run_lend(2, {0, kLate}, /*extra_send=*/true);
   EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));
+  EXPECT_EQ(seen.writes, 1);
   EXPECT_EQ(seen.scratch_numel, 3u);
   EXPECT_EQ(seen.got[1], (std::vector<float>{1, 2, 3}));
 }
@@ -244,6 +251,8 @@ TEST(SimPayload, ASendThatFailsAfterTheLendingLeavesTheSendersMemoryAsSent) {
   std::vector<float> after_failure;
   std::vector<std::vector<float>> got(3, std::vector<float>(3, -1.0f));
   bool lost = false;
+  bool lent = false;  // the first message took the scratch before the failure
+  int writes = 0;
   sim::World world({.size = 3, .cluster = c, .tolerate_lost = true});
   world.run([&](Context& ctx) {
     if (ctx.rank() == 0) {
@@ -251,10 +260,11 @@ TEST(SimPayload, ASendThatFailsAfterTheLendingLeavesTheSendersMemoryAsSent) {
       core::Buffer scratch(3, core::DType::f32);
       std::vector<Work> sends{ctx.send(1, kTag, cview(data)), ctx.send(2, kTag, cview(data))};
       try {
-        ctx.finish_sends_then_write(sends, mview(data), scratch, x_plus_twice(data, scratch.as<float>()));
+        ctx.finish_sends_then_write(sends, mview(data), scratch, x_plus_twice(data, scratch.as<float>(), writes));
       } catch (const core::PeerLost&) {
         lost = true;
       }
+      lent = scratch.numel() == 0;
       after_failure = data;
       data.assign(3, 0.0f);
       return;
@@ -263,6 +273,8 @@ TEST(SimPayload, ASendThatFailsAfterTheLendingLeavesTheSendersMemoryAsSent) {
     ctx.recv(0, kTag, mview(got[static_cast<std::size_t>(ctx.rank())])).wait();
   });
   EXPECT_TRUE(lost);
+  EXPECT_TRUE(lent);
+  EXPECT_EQ(writes, 1);
   EXPECT_EQ(after_failure, (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(got[1], (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(got[2], (std::vector<float>{1, 2, 3}));
@@ -281,6 +293,8 @@ TEST(SimPayload, ADeliveryOnAComputeThreadEndsBeforeTheLentBufferIsSwappedIn) {
   }
   std::vector<float> after;
   std::vector<std::vector<float>> got(3, std::vector<float>(n, 0.0f));
+  bool lent = false;
+  int writes = 0;
   sim::World world({.size = 3, .cluster = testing::star_cluster(3), .compute_threads = 2});
   world.run([&](Context& ctx) {
     if (ctx.rank() == 0) {
@@ -289,8 +303,9 @@ TEST(SimPayload, ADeliveryOnAComputeThreadEndsBeforeTheLentBufferIsSwappedIn) {
       core::Buffer scratch(n, core::DType::f32);  // (fresh - sent) / 2: x + 2 s = fresh
       for (std::size_t i = 0; i < n; ++i) scratch.as<float>()[i] = (fresh[i] - sent[i]) / 2.0f;
       std::vector<Work> sends{ctx.send(2, kTag, cview(data)), ctx.send(1, kTag, cview(data))};
-      ctx.finish_sends_then_write(sends, mview(data), scratch, x_plus_twice(data, scratch.as<float>()));
+      ctx.finish_sends_then_write(sends, mview(data), scratch, x_plus_twice(data, scratch.as<float>(), writes));
       after = data;
+      lent = scratch.numel() == 0;
       data.assign(n, 0.0f);
       ctx.sleep(3 * kLate);
       return;
@@ -299,6 +314,8 @@ TEST(SimPayload, ADeliveryOnAComputeThreadEndsBeforeTheLentBufferIsSwappedIn) {
     ctx.recv(0, kTag, mview(got[static_cast<std::size_t>(ctx.rank())])).wait();
   });
   EXPECT_EQ(after, fresh);
+  EXPECT_TRUE(lent);
+  EXPECT_EQ(writes, 1);
   EXPECT_EQ(got[1], sent);
   EXPECT_EQ(got[2], sent);
 }

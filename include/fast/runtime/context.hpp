@@ -154,9 +154,9 @@ class Context {
   // meanwhile (Communicator::neighbor_average). The default waits (core::wait_all), then calls
   // write(data) in place as a computation of no simulated time (compute_overlapped(0, ...)).
   // `sim`, when a message not yet delivered still needs data's old contents as a send completes,
-  // calls write(scratch) instead and swaps the contents of data and scratch: data holds the new
-  // contents, scratch's storage the old ones for those messages (scratch is left empty), and
-  // nothing is copied for them.
+  // calls write(scratch) instead, on the worker's actor during that wait, and swaps the contents
+  // of data and scratch: data holds the new contents, scratch's storage the old ones for those
+  // messages (scratch is left empty), and nothing is copied for them.
   // Failure: InvalidArgument at once when scratch's dtype or length differs from data's (nothing
   // waited); otherwise what the waits throw, after every send ended (an actor killed under sim
   // leaves at once), and data holds its old contents then.

@@ -185,7 +185,12 @@ void SimContext::finish_sends_then_write(std::vector<core::Work>& sends, core::M
     payload->withdraw_spare(/*restore=*/true);
     throw;
   }
-  if (!payload->withdraw_spare(/*restore=*/false)) compute_overlapped(0, [&] { write(data); });
+  // Lent or not, one computation of no simulated time follows the waits (the lent write ran in
+  // Payload::keep): the actors' order in the instant does not depend on the lending.
+  if (payload->withdraw_spare(/*restore=*/false))
+    compute_overlapped(0, [] {});
+  else
+    compute_overlapped(0, [&] { write(data); });
 }
 
 core::Work SimContext::post_recv(std::shared_ptr<RecvOp> op) {
