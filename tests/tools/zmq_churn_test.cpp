@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
-#include <random>
 #include <regex>
 #include <sstream>
 #include <string_view>
@@ -31,7 +30,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace exit_code = fast::core::exit_code;
-using fast::testing::dir_name;
 using fast::testing::slurp;
 using nlohmann::json;
 using clock_type = std::chrono::steady_clock;

@@ -8,17 +8,13 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <numeric>
 #include <random>
-#include <regex>
-#include <sstream>
 #include <string_view>
 #include <thread>
 
