@@ -190,7 +190,10 @@ TEST(SimRuntime, OperationsTimeOutInSimulatedSeconds) {
   EXPECT_THROW(run(
                    2, star(2),
                    [&](Context& ctx) {
-                     if (ctx.rank() == 1) return;
+                     if (ctx.rank() == 1) {  // alive past the limit, sending nothing
+                       ctx.sleep(10.0);
+                       return;
+                     }
                      std::vector<float> v(1);
                      try {
                        ctx.recv(1, make_tag(TagKind::user, 7, 0), mview(v)).wait();
@@ -232,6 +235,43 @@ TEST(SimRuntime, HostTurnedOffMakesPeersOperationsFailWithPeerLost) {
   }
   EXPECT_NEAR(at, 2.0, 1e-9);
   EXPECT_NE(message.find("worker 1 (host host-1) was lost at 2 s"), std::string::npos) << message;
+}
+
+// A worker whose function returned sends nothing more: it is no longer alive (as a process that
+// ended under zmq), what it sent before is delivered, and a receive from it that none of its
+// messages matched fails with PeerLost, at once or when it ends.
+TEST(SimRuntime, AWorkerThatEndedIsNoLongerAliveAndWhatItSentIsDelivered) {
+  std::string waiting, later;
+  double failed_at = -1;
+  std::vector<float> got(1, 0.0f);
+  run(2, star(2), [&](Context& ctx) {
+    if (ctx.rank() == 1) {
+      const std::vector<float> seven{7.0f};
+      ctx.send(0, make_tag(TagKind::user, 9, 0), cview(seven)).wait();
+      ctx.sleep(2.0);
+      return;
+    }
+    EXPECT_TRUE(ctx.alive(1));
+    std::vector<float> v(1);
+    try {
+      ctx.recv(1, make_tag(TagKind::user, 9, 1), mview(v)).wait();  // never sent
+    } catch (const core::PeerLost& e) {
+      waiting = e.what();
+      failed_at = ctx.now();
+    }
+    EXPECT_FALSE(ctx.alive(1));
+    EXPECT_THROW(ctx.ensure_alive(1), core::PeerLost);
+    ctx.recv(1, make_tag(TagKind::user, 9, 0), mview(got)).wait();  // sent before it ended
+    try {
+      ctx.recv(1, make_tag(TagKind::user, 9, 2), mview(v)).wait();
+    } catch (const core::PeerLost& e) {
+      later = e.what();
+    }
+  });
+  EXPECT_EQ(got[0], 7.0f);
+  EXPECT_NEAR(failed_at, 2.0 + kLatency * 2 + 4 / kBandwidth, 1e-3);
+  EXPECT_NE(waiting.find("worker 1 (host host-1) ended its run at 2"), std::string::npos) << waiting;
+  EXPECT_NE(later.find("ended its run"), std::string::npos) << later;
 }
 
 TEST(SimRuntime, SpawnedActivitiesShareMutexAndCondVar) {

@@ -29,13 +29,12 @@
 //    read in place). A matched operation under way is waited for, so memory is never touched after
 //    the handle is gone. Portable code waits for its sends.
 //  - Blocking waits are bounded by the operation time limit (FAST_OP_TIMEOUT): TimeoutError.
-//  - Lost peers (sim: a failed host; zmq: a process dead, frozen or silent for the peer timeout,
-//    failed, or ended): alive(peer) turns false and never back; receives from it fail and sends to
-//    it throw PeerLost naming the worker, where it ran and why, within the peer timeout (zmq:
-//    FAST_PEER_TIMEOUT, default 5 s). Messages it sent before are still delivered. A receive from any
-//    source is not failed by a loss. threads cannot lose a worker: a failing worker aborts the
-//    world and the others' waits throw RemoteError. mpi loses a rank whose worker failed or ended
-//    (it said so); a rank that dies ends the whole job (MPI is fail-stop).
+//  - Lost peers (sim: a failed host, or a worker that ended; zmq: a process dead, frozen or silent
+//    for the peer timeout, failed, or ended): alive(peer) turns false and never back; receives from it fail and sends
+//    to it throw PeerLost naming the worker, where it ran and why, within the peer timeout (zmq: FAST_PEER_TIMEOUT,
+//    default 5 s). Messages it sent before are still delivered. A receive from any source is not failed by a loss.
+//    threads cannot lose a worker: a failing worker aborts the world and the others' waits throw RemoteError. mpi loses
+//    a rank whose worker failed or ended (it said so); a rank that dies ends the whole job (MPI is fail-stop).
 
 #include <cstddef>
 #include <cstdint>

@@ -276,7 +276,8 @@ bool RecvWork::wait_for(double timeout_seconds) {
   const double limit = default_limit ? world_.op_timeout() : timeout_seconds;
   const double deadline = world_.now() + limit;
   const bool specific = op_->src != RecvOp::kAnySource;
-  auto peer_lost = [&] { return specific && world_.lost(op_->src); };
+  // A peer that ended sent everything it will: its messages matched (or wait in the inbox) at their send.
+  auto peer_lost = [&] { return specific && (world_.lost(op_->src) || world_.ended(op_->src)); };
   // A timed wait of an any-source receive (a service waiting for requests) returns early, not
   // completed, when a worker is lost meanwhile, so the service can take the loss into account.
   const std::uint64_t losses = world_.losses();
@@ -289,8 +290,8 @@ bool RecvWork::wait_for(double timeout_seconds) {
     }
     if (peer_lost()) {  // before the abort check: a loss that aborted the world is this wait's cause
       inbox.cancel(*op_);
-      fail(std::make_exception_ptr(
-          core::PeerLost(fmt::format("{} failed: {}", op_->describe(), world_.lost_message(op_->src)))));
+      const std::string why = world_.lost(op_->src) ? world_.lost_message(op_->src) : world_.ended_message(op_->src);
+      fail(std::make_exception_ptr(core::PeerLost(fmt::format("{} failed: {}", op_->describe(), why))));
       return true;
     }
     if (world_.aborted()) {

@@ -312,12 +312,13 @@ std::unique_ptr<CondVar> SimContext::make_condvar() { return std::make_unique<Si
 
 bool SimContext::alive(int peer) const {
   check_peer(*this, peer, "alive");
-  return !world_.lost(peer);
+  return !world_.lost(peer) && !world_.ended(peer);
 }
 
 void SimContext::ensure_alive(int peer) const {
   check_peer(*this, peer, "ensure_alive");
   if (world_.lost(peer)) throw core::PeerLost(world_.lost_message(peer));
+  if (world_.ended(peer)) throw core::PeerLost(world_.ended_message(peer));
 }
 
 LinkStats SimContext::link_stats(int peer) const {

@@ -112,6 +112,7 @@ double World::run(const WorkerFn& fn) {
       try {
         SimContext ctx(r, state);
         fn(ctx);
+        state.end(r);
       } catch (const std::exception& e) {
         ended[i] = true;
         if (state.lost(r)) {

@@ -18,6 +18,8 @@ WorldState::WorldState(std::vector<simgrid::s4u::Host*> hosts, double op_timeout
       op_timeout_(op_timeout_seconds),
       start_(start_clock),
       lost_(hosts_.size(), false),
+      ended_(hosts_.size(), false),
+      ended_at_(hosts_.size(), 0.0),
       lost_at_(hosts_.size(), 0.0),
       lost_why_(hosts_.size()),
       running_(hosts_.size()) {
@@ -76,6 +78,19 @@ void WorldState::lose(int rank, const std::string& why) {
   lost_why_[r] = why;
   for (const auto& exec : running_[r]) exec->cancel();
   wake_all();
+}
+
+void WorldState::end(int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  ended_[r] = true;
+  ended_at_[r] = now();
+  wake_all();
+}
+
+std::string WorldState::ended_message(int rank) const {
+  const auto r = static_cast<std::size_t>(rank);
+  return fmt::format("worker {} (host {}) ended its run at {:.6g} s (simulated)", rank, hosts_[r]->get_name(),
+                     ended_at_[r]);
 }
 
 void WorldState::add_running(int rank, const simgrid::s4u::ExecPtr& exec) {

@@ -59,6 +59,13 @@ class WorldState {
   void add_running(int rank, const simgrid::s4u::ExecPtr& exec);
   void remove_running(int rank, const simgrid::s4u::ExecPtr& exec);
   bool lost(int rank) const { return lost_[static_cast<std::size_t>(rank)]; }
+  // Marks `rank` ended (its worker function returned) and wakes every waiter: it sends nothing
+  // more, so a receive from it that no message of it matched fails with PeerLost, and alive()
+  // turns false for it, as for a process that ended under zmq. Not a loss (lost(), losses()).
+  void end(int rank);
+  bool ended(int rank) const { return ended_[static_cast<std::size_t>(rank)]; }
+  // "worker 2 (host host-2) ended its run at 1.5 s (simulated)".
+  std::string ended_message(int rank) const;
   // Number of workers lost so far (a timed any-source wait returns early when it changes).
   std::uint64_t losses() const noexcept { return losses_; }
   // "worker 2 (host host-2) was lost at 1.5 s (simulated): host turned off".
@@ -79,6 +86,8 @@ class WorldState {
   bool aborted_ = false;
   std::string message_;
   std::vector<bool> lost_;
+  std::vector<bool> ended_;
+  std::vector<double> ended_at_;
   std::uint64_t losses_ = 0;
   std::vector<double> lost_at_;
   std::vector<std::string> lost_why_;
