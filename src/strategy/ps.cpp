@@ -315,7 +315,20 @@ void PsStrategy::finish(ModelState state) {
   if (finished_) return;
   finished_ = true;
   FAST_ENFORCE_AS(core::InvalidUsage, attached_, "ps: attach() was not called (the Worker's constructor calls it)");
-  if (replace_servers_) place_servers(state.params);  // a resumed elastic run that takes no step
+  if (elastic_) {
+    // Every step wrote the servers' replies into the parameters (take_replies): no final shards to
+    // send. Once every member took its last step (the barrier: a server stopped earlier would
+    // cancel its replies under way), each member stops its own server. A member lost during the
+    // barrier fails it (PeerLost) after every other member's last step: the servers stop all the same.
+    try {
+      comm_.barrier();
+    } catch (const core::PeerLost&) {
+      stop_server();
+      throw;
+    }
+    stop_server();
+    return;
+  }
   if (mode_ != PsMode::sync) return finish_async(state.params);
   runtime::Context& ctx = comm_.context();
   std::vector<core::Work> sends;

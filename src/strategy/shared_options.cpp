@@ -63,7 +63,8 @@ std::vector<StrategyOption> common_options() {
                             "the members' agreement to admit one, after its first message of it) or "
                             "exit-while-checkpointing (with checkpoint_dir: "
                             "the worker kills itself once its file of the first checkpoint is written, before the "
-                            "manifest); empty: none (docs/faults.md)."),
+                            "manifest) or exit-while-ending (elastic runs: the worker kills itself after the final "
+                            "evaluation, before it sends its totals); empty: none (docs/faults.md)."),
   };
 }
 

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -32,18 +34,26 @@ std::string elastic_refusal(const StrategyOptions& options) {
   return r.elastic(options);
 }
 
-Regrouping Worker::regroup_survivors() {
+Regrouping Worker::regroup_survivors(int stage) {
   FAST_ENFORCE_AS(core::InvalidUsage, comm_.elastic(),
                   "Worker::regroup_survivors: the communicator is not elastic (WorkerOptions::communicator.elastic)");
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_, "Worker::regroup_survivors: called after finish()");
+  FAST_ENFORCE_AS(core::InvalidUsage, stage >= 0 && stage < kRegroupStages,
+                  "Worker::regroup_survivors: stage: expected 0 to {}, got {}", kRegroupStages - 1, stage);
   Regrouping out;
   for (;;) {
     ++out.agreements;
-    const collective::SurvivorAgreement a = collective::agree_on_survivors(comm_, steps_, membership_rounds_);
+    // The progress proposed: the steps, then the stage (members with as many steps hold the same state).
+    const collective::SurvivorAgreement a =
+        collective::agree_on_survivors(comm_, steps_ * kRegroupStages + stage, membership_rounds_);
     comm_.regroup(a.members, a.next_sequence);
     // The most steps, the lowest rank among them: a step that a survivor completed stands.
-    const auto most = std::max_element(a.progress.begin(), a.progress.end());
-    out.source = a.members[static_cast<std::size_t>(most - a.progress.begin())];
+    std::vector<std::int64_t> steps(a.progress.size());
+    std::ranges::transform(a.progress, steps.begin(), [](std::int64_t p) { return p / kRegroupStages; });
+    const auto most = std::max_element(steps.begin(), steps.end());
+    out.source = a.members[static_cast<std::size_t>(most - steps.begin())];
+    out.stage = static_cast<int>(std::ranges::min(a.progress, {}, [](std::int64_t p) { return p % kRegroupStages; }) %
+                                 kRegroupStages);
     out.members = a.members;
     out.lost.insert(out.lost.end(), a.lost.begin(), a.lost.end());
     try {

@@ -67,8 +67,8 @@ bool WorkerLoop::stop_requested_here() {
   return stopped_by_ != 0;
 }
 
-void WorkerLoop::checkpoint(std::int64_t done) {
-  if (checkpoints_ == nullptr || done == last_checkpoint_step_) return;
+void WorkerLoop::checkpoint(std::int64_t done, bool again) {
+  if (checkpoints_ == nullptr || (done == last_checkpoint_step_ && !again)) return;
   last_checkpoint_ = checkpoints_->write(worker_, done);
   last_checkpoint_step_ = done;
   if (lead()) core::log(core::LogLevel::info, "checkpoint: step {} written to '{}'", done, last_checkpoint_.string());
@@ -186,11 +186,20 @@ void WorkerLoop::set_lead_rank(int rank) {
   follow_lead();
 }
 
-std::int64_t WorkerLoop::regroup_survivors(const core::PeerLost& lost) {
+std::int64_t WorkerLoop::regroup_survivors(const core::PeerLost& lost, int stage, int final_stage) {
   if (!plan_.elastic || !ctx_.alive(ctx_.rank())) throw lost;
   flush_train_record();
-  const strategy::Regrouping g = worker_.regroup_survivors();
+  const strategy::Regrouping g = worker_.regroup_survivors(stage);
+  regrouped_stage_ = g.stage;
   follow_lead();  // worker 0 may be the one lost
+  if (g.stage == final_stage) {
+    if (lead())
+      core::log(core::LogLevel::info,
+                "elastic: worker(s) {} ended their run or were lost while it ended, once every worker had its "
+                "results ({})",
+                fmt::join(g.lost, ", "), lost.what());
+    return g.steps;
+  }
   if (lead()) {
     const std::vector<runtime::MembershipEvent> events = ctx_.membership_events();
     for (int w : g.lost) {
@@ -288,15 +297,19 @@ void WorkerLoop::record_eval(metrics::EvalRecord record, double taken_at, double
 
 // A collective evaluation pauses every worker for its whole length: all of it comes off the
 // training clock.
-metrics::EvalRecord WorkerLoop::evaluate_collective(std::int64_t step, bool final_round) {
+metrics::EvalRecord WorkerLoop::evaluate_collective(std::int64_t step, bool final_round, bool write) {
   const double time = ctx_.now();
   metrics::EvalRecord record = model_.evaluate(final_round);
   record.step = step;
   record.epoch = static_cast<double>(step) / static_cast<double>(plan_.steps_per_epoch);
-  // Every worker holds the same record: each checks it, so all agree on stopping.
-  check(divergence_.on_evaluation(step, record.accuracy, record.loss, record.param_norm));
-  if (lead()) record_eval(record, time, ctx_.now() - time);
+  if (write) write_evaluation(record, time, ctx_.now() - time);
   return record;
+}
+
+void WorkerLoop::write_evaluation(const metrics::EvalRecord& record, double taken_at, double off_clock) {
+  // Every worker holds the same record: each checks it, so all agree on stopping.
+  check(divergence_.on_evaluation(record.step, record.accuracy, record.loss, record.param_norm));
+  if (lead()) record_eval(record, taken_at, off_clock);
 }
 
 // A snapshot evaluation pauses one worker of W: 1/W of its length comes off the training clock.

@@ -109,7 +109,12 @@ class WorkerLoop {
   // run is not elastic. A new group of fewer than plan.min_workers members is kept in
   // below_min_workers() (the same on every member: they agreed on the group), and the first
   // member logs that the run ends there.
-  std::int64_t regroup_survivors(const core::PeerLost& lost);
+  // `stage`: where this worker was (strategy::Worker::regroup_survivors; 0: in its steps); the
+  // lowest stage any member was at is kept in regrouped_stage(). When that is `final_stage`, every
+  // member had the run's results: nothing is recorded (the agreement counts the members that
+  // ended their run as lost too), the first member logs it, and min_workers does not apply.
+  std::int64_t regroup_survivors(const core::PeerLost& lost, int stage = 0, int final_stage = -1);
+  int regrouped_stage() const noexcept { return regrouped_stage_; }
   // The members left when a loss took the group below plan.min_workers (the lockstep loop then
   // ends at the steps regroup_survivors returned); 0 while it has not.
   int below_min_workers() const noexcept { return below_min_workers_; }
@@ -137,8 +142,12 @@ class WorkerLoop {
   // The worker that leads: set_lead_rank()'s, else the group's first member.
   int leading_rank() const;
 
-  // Collective evaluation after `step` steps; worker 0 writes the record and shows it.
-  metrics::EvalRecord evaluate_collective(std::int64_t step, bool final_round);
+  // Collective evaluation after `step` steps; worker 0 writes the record and shows it (with
+  // write = false, the caller does: write_evaluation()).
+  metrics::EvalRecord evaluate_collective(std::int64_t step, bool final_round, bool write = true);
+  // Every worker checks the record of an evaluation that began at `taken_at` (runtime clock) and
+  // took `off_clock` seconds for divergence; the leading worker writes and shows it.
+  void write_evaluation(const metrics::EvalRecord& record, double taken_at, double off_clock);
   // Asynchronous: this worker evaluates a snapshot after `rounds` lockstep-equivalent steps.
   void evaluate_snapshot(double rounds);
 
@@ -166,8 +175,10 @@ class WorkerLoop {
   int stopped_by() const noexcept { return stopped_by_; }
   // Lockstep, collective: a checkpoint after `done` steps when a store is set (set_checkpoints);
   // nothing otherwise. Remembers the folder written.
+  // A checkpoint of the step last written is not written again, unless `again` (the end of an
+  // elastic run after a regrouping: every member writes, so that the members call the same collectives).
   void set_checkpoints(CheckpointStore* store) noexcept { checkpoints_ = store; }
-  void checkpoint(std::int64_t done);
+  void checkpoint(std::int64_t done, bool again = false);
   // Asynchronous, collective among the group, after Worker::finish(): a checkpoint of every
   // worker's final model (Worker::save) at the run's progress, all steps taken / workers (rounded
   // down), when a store is set. None, with a warning, when workers were lost: a resume needs every
@@ -208,6 +219,7 @@ class WorkerLoop {
   metrics::DivergenceCheck divergence_;
   int stopped_by_ = 0;
   int below_min_workers_ = 0;
+  int regrouped_stage_ = 0;  // regroup_survivors(): the lowest stage of the members
   CheckpointStore* checkpoints_ = nullptr;
   std::filesystem::path last_checkpoint_;
   std::int64_t last_checkpoint_step_ = -1;

@@ -3,6 +3,8 @@
 // process brings about (a line in its log, a step in its metrics), with a bound instead of a fixed
 // sleep.
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -48,6 +50,14 @@ inline std::optional<std::string> first_match(const std::filesystem::path& file,
       },
       seconds, std::chrono::milliseconds(10));
   return found;
+}
+
+// The pid of process `rank` of a `fast launch` whose output goes to `log`, from its "[rank] ... pid
+// P listens on" line, once it appears within `seconds`; -1 when it did not.
+inline pid_t launched_pid(const std::filesystem::path& log, int rank, double seconds) {
+  const std::regex line("\\[" + std::to_string(rank) + "\\][^\\n]*pid ([0-9]+) listens on");
+  const std::optional<std::string> pid = first_match(log, line, seconds);
+  return pid ? static_cast<pid_t>(std::stol(*pid)) : -1;
 }
 
 }  // namespace fast::testing

@@ -162,6 +162,18 @@ TEST(FaultInjection, ExitWhileAgreeingNamesItsWorkers) {
   EXPECT_FALSE(agrees.exits_while_checkpointing(1));
 }
 
+// exit-while-ending: the end of an elastic run (training/run_end.hpp).
+TEST(FaultInjection, ExitWhileEndingNamesItsWorkersAndNeedsAnElasticRun) {
+  const FaultInjection ends = FaultInjection::parse("exit-while-ending@0,2", 3);
+  EXPECT_TRUE(ends.needs_elastic());
+  EXPECT_EQ(ends.kind_name(), "exit-while-ending");
+  EXPECT_EQ((std::vector<bool>{ends.exits_while_ending(0), ends.exits_while_ending(1), ends.exits_while_ending(2)}),
+            (std::vector<bool>{true, false, true}));
+  EXPECT_FALSE(ends.exits_while_checkpointing(0));
+  EXPECT_FALSE(ends.exits_while_admitting(0));
+  EXPECT_FALSE(FaultInjection::parse("exit-while-checkpointing@0", 1).exits_while_ending(0));
+}
+
 // W workers minimise 1/2 ||x - c||^2 with one centre c (testing::centre(0, i)), from x = 0, for
 // `steps` SGD steps of rate lr under `strategy` (ps: mode sync) with `rule` and `fault`. Returns
 // worker 0's final parameters and its skipped steps.

@@ -239,9 +239,7 @@ int progress_percent(const fs::path& log) {
 
 // pid of process `rank` of a fast launch, from its "[rank] ... pid P listens on" line.
 pid_t worker_pid(const fs::path& log, int rank) {
-  const std::regex line("\\[" + std::to_string(rank) + "\\][^\\n]*pid ([0-9]+) listens on");
-  const std::optional<std::string> pid = fast::testing::first_match(log, line, fast::testing::kStartBound);
-  return pid ? static_cast<pid_t>(std::stol(*pid)) : -1;
+  return fast::testing::launched_pid(log, rank, fast::testing::kStartBound);
 }
 
 // What a run under `fast launch` left after process `rank` was SIGKILLed at 30% of the run.

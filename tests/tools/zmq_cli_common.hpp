@@ -36,9 +36,7 @@ inline const std::string kPeerTimeoutFlag = " --peer-timeout " + std::to_string(
 
 // pid of process `rank`, from its "[rank] ... pid P listens on" line, within kStartBound.
 inline pid_t worker_pid(const Launched& l, int rank) {
-  const std::regex line("\\[" + std::to_string(rank) + "\\][^\\n]*pid ([0-9]+) listens on");
-  const std::optional<std::string> pid = fast::testing::first_match(l.log, line, fast::testing::kStartBound);
-  return pid ? static_cast<pid_t>(std::stol(*pid)) : -1;
+  return fast::testing::launched_pid(l.log, rank, fast::testing::kStartBound);
 }
 
 // Whether `text` appears in the file `log` within kStartBound (polled every 10 ms).

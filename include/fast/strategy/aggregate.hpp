@@ -107,9 +107,14 @@ class FaultInjection {
   bool exits_while_agreeing(int rank) const;
   bool exits_while_checkpointing() const noexcept { return active() && kind_ == Kind::exit_while_checkpointing; }
   bool exits_while_checkpointing(int rank) const;
+  // exit-while-ending: the worker kills itself at the end of an elastic run, once its final
+  // evaluation is done and before it sends its totals (training/run_end.hpp).
+  bool exits_while_ending(int rank) const;
   // Whether the kind fires in an admission only (exit-while-admitting, exit-while-agreeing), which
   // only an elastic run has; and the kind as the spec names it.
-  bool needs_elastic() const noexcept { return exits_while_admitting() || exits_while_agreeing(); }
+  bool needs_elastic() const noexcept {
+    return exits_while_admitting() || exits_while_agreeing() || (active() && kind_ == Kind::exit_while_ending);
+  }
   const std::string& kind_name() const noexcept { return kind_name_; }
   // Logs `what` as a warning ("fault_inject: ..."), flushes the process's output and kills the
   // process with SIGKILL, as a crash would.
@@ -122,7 +127,8 @@ class FaultInjection {
     scale,
     exit_while_admitting,
     exit_while_agreeing,
-    exit_while_checkpointing
+    exit_while_checkpointing,
+    exit_while_ending
   } kind_ = Kind::scale;
   bool kills(Kind kind, int rank) const;
   bool changes_gradients() const noexcept { return kind_ == Kind::nan || kind_ == Kind::zeros || kind_ == Kind::scale; }

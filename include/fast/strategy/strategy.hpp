@@ -82,10 +82,10 @@ struct StrategyOptions {
   // (Aggregate; allreduce's robust rules all-gather every gradient). Other strategies take only mean.
   std::string aggregate = "mean";
   // Tests and demonstrations: "KIND@W1,W2" (KIND nan | zeros | scale:FACTOR) makes those workers'
-  // gradients faulty before every step; KIND exit-while-admitting (elastic runs) or
-  // exit-while-checkpointing (with checkpoint_dir) makes them kill themselves while the members
-  // admit a worker taken back, or while a checkpoint is written (FaultInjection); "" none. Any
-  // strategy.
+  // gradients faulty before every step; KIND exit-while-admitting (elastic runs),
+  // exit-while-checkpointing (with checkpoint_dir) or exit-while-ending (elastic runs) makes them
+  // kill themselves while the members admit a worker taken back, while a checkpoint is written, or
+  // at the end of the run (FaultInjection); "" none. Any strategy.
   std::string fault_inject;
   std::string compress = "none";          // codec of every tensor the strategy sends: make_codec spec
   std::string sparse_allreduce = "auto";  // allreduce, local-sgd with a sparse codec: auto | gather | dense

@@ -103,6 +103,7 @@ struct Regrouping {
   std::int64_t steps = 0;    // the source's steps: every member's steps now
   std::uint32_t rounds = 0;  // agreement rounds of the run so far
   int agreements = 0;        // agreements this call took (more than 1: a loss during the regrouping)
+  int stage = 0;             // the lowest `stage` a member called regroup_survivors() with
 };
 
 class Worker {
@@ -158,9 +159,13 @@ class Worker {
   // the most steps (the lowest rank among them): a step that some survivor completed stands, with
   // the lost worker's contribution; a step that none completed is taken again by the caller, among
   // the survivors. So every member leaves with the same bits. A loss during the regrouping starts
-  // it again. InvalidUsage without an elastic Communicator or after finish(); PeerLost when this
-  // worker is lost itself.
-  Regrouping regroup_survivors();
+  // it again. `stage` (0 to kRegroupStages - 1) tells where the caller was: 0 in its steps, more
+  // in the end of the run (training/run_end.hpp), whose stages before `stage` it completed; every
+  // member learns the lowest (Regrouping::stage), from which all go on. InvalidUsage without an
+  // elastic Communicator, after finish() or for a stage out of range; PeerLost when this worker is
+  // lost itself.
+  static constexpr int kRegroupStages = 8;
+  Regrouping regroup_survivors(int stage = 0);
   // Elastic synchronous training, joins at a step boundary (the protocol: src/strategy/
   // worker_join.cpp). admit(): collective among the members, at the same step boundary on every
   // one (they agreed on `joiner`, a rank that is alive again and not a member: a new process took

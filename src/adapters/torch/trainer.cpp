@@ -48,6 +48,7 @@
 #include "fast/training/run_identity.hpp"
 #include "output_paths.hpp"
 #include "process_outputs.hpp"
+#include "run_end.hpp"
 #include "summary.hpp"
 #include "worker_loop.hpp"
 
@@ -60,8 +61,8 @@ using training::build_summary;
 using training::check_writable;
 using training::CheckpointStore;
 using training::DatasetSpec;
+using training::end_run;
 using training::EpochFn;
-using training::gather_totals;
 using training::is_model_file;
 using training::LoopPlan;
 using training::ModelSide;
@@ -74,7 +75,7 @@ using training::ProcessPlace;
 using training::ProgressFn;
 using training::run_asynchronous;
 using training::run_lockstep;
-using training::RunTotals;
+using training::RunEnd;
 using training::settings_identity;
 using training::start_record;
 using training::summary_builders;
@@ -169,8 +170,8 @@ void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s)
   validate_elastic_bounds(o, workers_before_launch(o));
   const auto fault = strategy::FaultInjection::parse(s.fault_inject, std::numeric_limits<int>::max());
   FAST_ENFORCE(o.elastic || !fault.needs_elastic(),
-               "fault_inject '{}': {} set without elastic; expected elastic = true (--elastic): only an elastic "
-               "synchronous run admits a worker taken back",
+               "fault_inject '{}': {} set without elastic; expected elastic = true (--elastic): it fires where "
+               "only an elastic synchronous run goes (admitting a worker taken back, or regrouping at the run's end)",
                s.fault_inject, fault.kind_name());
   FAST_ENFORCE(!o.checkpoint_dir.empty() || !fault.exits_while_checkpointing(),
                "fault_inject '{}': exit-while-checkpointing set without checkpoint_dir; expected a folder to write "
@@ -417,21 +418,24 @@ LoopPlan make_plan(const TrainOptions& o, double flops, std::int64_t classes, st
           .min_workers = o.min_workers};
 }
 
-// Runs `write` (a collective checkpoint write, which fails on every worker together) and returns ""
-// or its IoError's message, logged by worker 0: the trained model is not lost to a folder that
-// cannot be written, the final evaluation and the summary follow.
-std::string final_checkpoint(const runtime::Context& ctx, const std::function<void()>& write) {
-  try {
-    write();
-    return "";
-  } catch (const core::IoError& e) {
-    if (ctx.rank() == 0)
-      core::log(core::LogLevel::error,
-                "checkpoint: the final checkpoint was not written: {}; lost: the state to resume from. The final "
-                "evaluation and the summary follow",
-                e.what());
-    return e.what();
+// This worker's totals for the summary at the end of its run (run_end.hpp's RunEndInputs::totals).
+WorkerTotals own_totals(WorkerLoop& loop, TorchWorker& torch_side, const BudgetClaims& claims, double train_end,
+                        bool first_member) {
+  WorkerTotals mine = loop.totals();
+  mine.claims = claims.claims;
+  mine.budget_counter = claims.counter;
+  mine.wall_seconds = train_end;
+  if (first_member) {  // the summary reads the first member's
+    mine.param_norm = l2_norm(torch_side.representative());
+    mine.param_hash = metrics::fnv1a64(torch_side.representative());
   }
+  // This worker's own replica, hashed as a computation of no simulated time: under sim the
+  // compute threads hash the replicas together (FNV-1a, a byte at a time, was 5% of a 256-worker run).
+  loop.context().compute_overlapped(
+      0, [&mine, &torch_side] { mine.replica_hash = metrics::fnv1a64(torch_side.state().params); });
+  mine.stopped_by = loop.stopped_by();
+  mine.state_bytes = static_cast<std::int64_t>(loop.worker().state_bytes());
+  return mine;
 }
 
 // The whole life of one worker: set-up, its schedule, the final evaluation, the combination of
@@ -489,55 +493,31 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   if (checkpoints && asynchronous && plan.checkpoint_every > 0 && !ctx.joins_run_under_way())
     checkpoints->discard_newer(worker, plan.first_step);  // each worker writes alone from here on
   BudgetClaims claims;
-  std::string checkpoint_error;  // the final checkpoint's failure: the run still ends with its summary
-  if (asynchronous) {
-    claims = run_asynchronous(loop);                                                    // ends with Worker::finish()
-    checkpoint_error = final_checkpoint(ctx, [&] { loop.checkpoint_asynchronous(); });  // every worker's model
-  } else {
+  if (asynchronous)
+    claims = run_asynchronous(loop);  // ends with Worker::finish()
+  else
     run_lockstep(loop);
-  }
   const double train_end = loop.elapsed();
-  if (!asynchronous) {
-    loop.flush_train_record();
-    // The last state (at the end, or where a signal stopped the run).
-    checkpoint_error = final_checkpoint(ctx, [&] { loop.checkpoint(worker.steps()); });
-  }
-  worker.finish();
-  // A lockstep run stopped by a signal, or by a loss below min_workers, is evaluated at the step it stopped at.
-  const bool ended_early = loop.stopped_by() != 0 || loop.below_min_workers() > 0;
-  const std::int64_t final_step = !asynchronous && ended_early ? worker.steps() : plan.total_steps;
-  const metrics::EvalRecord final_eval = loop.evaluate_collective(final_step, true);
-
-  WorkerTotals mine = loop.totals();
-  mine.claims = claims.claims;
-  mine.budget_counter = claims.counter;
-  mine.wall_seconds = train_end;
+  if (!asynchronous) loop.flush_train_record();
+  const RunEnd end = end_run(
+      loop, {.asynchronous = asynchronous,
+             .totals = [&](bool first_member) { return own_totals(loop, torch_side, claims, train_end, first_member); },
+             .readers = [&] { return summary_builders(worker.communicator(), place); }});
   const bool first_member = ctx.rank() == worker.communicator().members().front();
-  if (first_member) {  // the summary reads the first member's
-    mine.param_norm = l2_norm(torch_side.representative());
-    mine.param_hash = metrics::fnv1a64(torch_side.representative());
-  }
-  // This worker's own replica, hashed as a computation of no simulated time: under sim the
-  // compute threads hash the replicas together (FNV-1a, a byte at a time, was 5% of a 256-worker run).
-  ctx.compute_overlapped(0, [&mine, &torch_side] { mine.replica_hash = metrics::fnv1a64(torch_side.state().params); });
-  mine.stopped_by = loop.stopped_by();
-  mine.state_bytes = static_cast<std::int64_t>(worker.state_bytes());
-  const std::optional<RunTotals> totals =
-      gather_totals(worker.communicator(), mine, loop.evaluations(), summary_builders(worker.communicator(), place));
   if (!o.save_model.empty() && first_member) write_npy(o.save_model, torch_side.representative());
-  if (totals) {
+  if (end.totals) {
     const std::optional<std::uint64_t> dataset_bytes =
         one_process(o) ? std::optional(in.dataset_bytes) : std::nullopt;  // no floor across processes
     outputs.offer_summary(build_summary({.options = o,
                                          .plan = plan,
                                          .parameters = in.initial.size(),
-                                         .final_eval = final_eval,
-                                         .totals = *totals,
+                                         .final_eval = end.final_eval,
+                                         .totals = *end.totals,
                                          .communicator = worker.communicator(),
                                          .checkpoint = loop.last_checkpoint(),
                                          .checkpoint_step = loop.last_checkpoint_step(),
                                          .run = identity,
-                                         .checkpoint_error = checkpoint_error,
+                                         .checkpoint_error = end.checkpoint_error,
                                          .below_min_workers = loop.below_min_workers(),
                                          .dataset_bytes = dataset_bytes}));
   }

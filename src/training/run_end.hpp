@@ -1,0 +1,55 @@
+#pragma once
+// The end of one worker's run of `fast train`, after its schedule (run_lockstep or
+// run_asynchronous): the final checkpoint, Worker::finish(), the final evaluation and the
+// combination of the totals (run_totals.hpp), every collective of them in the same order on every
+// member of the group.
+//
+// In an elastic lockstep run (LoopPlan::elastic) the end survives a loss, as the steps do
+// (docs/faults.md, "Elastic synchronous training"): its stages are numbered after the steps'
+// stage 0, and a stage that fails with PeerLost makes the survivors regroup
+// (WorkerLoop::regroup_survivors with that stage). A survivor whose last step failed regroups
+// from its steps at the same time (stage 0): it takes the state of one that completed it, and then
+// every member starts the end again; otherwise all go on from the lowest stage a member was at, so
+// that every member calls the same collectives. A barrier closes the end: a member leaves only once
+// every member has every result (a member that left cannot take part in a regrouping), and a loss
+// during the barrier, after which every member had every result, is not regrouped for. Then
+// Worker::finish() (elastic: local, PeerLost ignored: the results are complete).
+//
+// Outside elastic lockstep runs a loss during the end ends the run with PeerLost, as before: an
+// asynchronous run's collectives after Worker::finish() are not watched (docs/faults.md, "Not
+// handled yet").
+//
+// Torch-free. One call per worker, from its main activity.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fast/metrics/records.hpp"
+#include "run_totals.hpp"
+#include "worker_loop.hpp"
+
+namespace fast::training {
+
+struct RunEndInputs {
+  bool asynchronous = false;  // the strategy's schedule was run_asynchronous
+  // This worker's totals for the summary, after the final evaluation; `first_member`: this worker
+  // is the group's first member (the summary reads the representative's norm and hash from it).
+  std::function<WorkerTotals(bool first_member)> totals;
+  // The workers that read the totals (summary_builders), among the group as it is when called.
+  std::function<std::vector<int>()> readers;
+};
+
+struct RunEnd {
+  metrics::EvalRecord final_eval;   // the final evaluation (every worker holds the same)
+  std::optional<RunTotals> totals;  // on the readers only
+  std::string checkpoint_error;     // the final checkpoint's IoError message; "" when written or none due
+};
+
+// Errors: PeerLost as above; the evaluation's and the gather's others. A final checkpoint that
+// cannot be written (IoError) is logged by the leading worker and kept in checkpoint_error: the
+// trained model is not lost to a folder that cannot be written, the evaluation and the summary follow.
+RunEnd end_run(WorkerLoop& loop, const RunEndInputs& in);
+
+}  // namespace fast::training
