@@ -36,7 +36,7 @@ using detail::wrap;
 Communicator::Communicator(runtime::Context& ctx, CommunicatorOptions options)
     : own_(ctx),
       watch_(options.elastic ? std::make_unique<detail::MemberWatch>(ctx, members_, formed_at_) : nullptr),
-      ctx_(watch_ ? static_cast<runtime::Context&>(*watch_) : ctx),
+      ctx_(watch_ ? static_cast<runtime::Context*>(watch_.get()) : &ctx),
       joining_(ctx.joins_run_under_way()),
       default_algorithm_(options.allreduce_algorithm),
       shared_memory_(options.shared_memory) {
@@ -60,18 +60,18 @@ void Communicator::not_while_joining() const {
              "communicator: worker {} joins a run under way (it took a lost worker's rank back) and cannot run a "
              "set-up collective with the others; only set-up that can stand in for its collectives may run before "
              "end_join()",
-             ctx_.rank());
+             ctx_->rank());
 }
 
 void Communicator::exclude_lost() {
-  ctx_.ensure_alive(ctx_.rank());
-  ctx_.settle_lost_peers();  // every survivor then sees every loss that happened before it got here
+  ctx_->ensure_alive(ctx_->rank());
+  ctx_->settle_lost_peers();  // every survivor then sees every loss that happened before it got here
   std::vector<int> alive;
   for (int r : members_)
-    if (ctx_.alive(r)) alive.push_back(r);
+    if (ctx_->alive(r)) alive.push_back(r);
   members_ = std::move(alive);
-  index_ = static_cast<int>(std::find(members_.begin(), members_.end(), ctx_.rank()) - members_.begin());
-  FAST_ENFORCE_AS(core::InvalidUsage, index_ < group_size(), "exclude_lost: worker {} is lost itself", ctx_.rank());
+  index_ = static_cast<int>(std::find(members_.begin(), members_.end(), ctx_->rank()) - members_.begin());
+  FAST_ENFORCE_AS(core::InvalidUsage, index_ < group_size(), "exclude_lost: worker {} is lost itself", ctx_->rank());
 }
 
 Communicator::~Communicator() = default;
@@ -88,14 +88,23 @@ void Communicator::regroup(std::vector<int> members, std::uint32_t next_sequence
 
 bool Communicator::lost_since_formed(int rank) const { return runtime::lost_since(own_, rank, formed_at_); }
 
+void Communicator::watch_members() {
+  if (watch_) return;
+  // The group as it is now (exclude_lost() or regroup() made it): a member lost and taken back
+  // before now is a member (lost_since_formed).
+  formed_at_ = own_.now();
+  watch_ = std::make_unique<detail::MemberWatch>(own_, members_, formed_at_);
+  ctx_ = watch_.get();
+}
+
 void Communicator::after_next_send(std::function<void()> then) {
   FAST_ENFORCE_AS(core::InvalidUsage, watch_ != nullptr, "Communicator::after_next_send: needs an elastic group");
   watch_->after_next_send(std::move(then));
 }
 
 runtime::NativeCollectives* Communicator::native() const {
-  if (group_size() != ctx_.size()) return nullptr;
-  return ctx_.native_collectives();
+  if (group_size() != ctx_->size()) return nullptr;
+  return ctx_->native_collectives();
 }
 
 void Communicator::native_allreduce(runtime::NativeCollectives& native, std::uint64_t ticket, MutableView data,
@@ -106,9 +115,9 @@ void Communicator::native_allreduce(runtime::NativeCollectives& native, std::uin
 }
 
 runtime::SharedRendezvous* Communicator::shared_for(const MutableView& data, const AllreduceOptions& options) const {
-  if (!shared_memory_ || group_size() != ctx_.size() || group_size() < 2 || data.numel() == 0) return nullptr;
+  if (!shared_memory_ || group_size() != ctx_->size() || group_size() < 2 || data.numel() == 0) return nullptr;
   if (options.chunk_bytes == 0) return nullptr;  // the message path names the error
-  return ctx_.shared_rendezvous();
+  return ctx_->shared_rendezvous();
 }
 
 void Communicator::allreduce(MutableView data, const AllreduceOptions& options) {
@@ -131,17 +140,17 @@ Work Communicator::allreduce_async(MutableView data, AllreduceOptions options) {
   if (auto* n = native()) {
     check_reducible(data);
     const std::uint64_t ticket = n->reserve();
-    return ctx_.spawn("allreduce",
-                      [this, n, ticket, data, op = options.op] { native_allreduce(*n, ticket, data, op); });
+    return ctx_->spawn("allreduce",
+                       [this, n, ticket, data, op = options.op] { native_allreduce(*n, ticket, data, op); });
   }
   if (auto* rendezvous = shared_for(data, options)) {
     check_reducible(data);
     const std::uint64_t ticket = rendezvous->reserve();
-    return ctx_.spawn("allreduce", [this, rendezvous, ticket, data, options] {
+    return ctx_->spawn("allreduce", [this, rendezvous, ticket, data, options] {
       shared_allreduce(*rendezvous, ticket, data, options);
     });
   }
-  return ctx_.spawn("allreduce", [this, data, options, sequence] { run_allreduce(data, options, sequence); });
+  return ctx_->spawn("allreduce", [this, data, options, sequence] { run_allreduce(data, options, sequence); });
 }
 
 AllreduceAlgorithm Communicator::resolve(std::size_t bytes, const AllreduceOptions& options) const {
@@ -197,7 +206,7 @@ void Communicator::run_allreduce(MutableView data, const AllreduceOptions& optio
   counts_[static_cast<std::size_t>(algorithm)].fetch_add(1, std::memory_order_relaxed);
   if (algorithm == AllreduceAlgorithm::ring) return ring_allreduce(data, options, sequence);
   ScratchLease scratch(*this);
-  const detail::GroupCall group{ctx_, members_, index_, sequence, scratch.buffer()};
+  const detail::GroupCall group{*ctx_, members_, index_, sequence, scratch.buffer()};
   switch (algorithm) {
     case AllreduceAlgorithm::recursive_doubling: return detail::recursive_doubling_allreduce(group, data, options.op);
     case AllreduceAlgorithm::halving_doubling: return detail::halving_doubling_allreduce(group, data, options.op);
@@ -245,11 +254,11 @@ void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& opti
               // This worker's segment is complete after the last reduce-scatter step: average it once,
               // before it is sent around in the all-gather.
               if (g == n - 1 && options.op == ReduceOp::avg) scale(piece, 1.0 / n);
-              sends[at(g, k)] = ctx_.send(right, tag, piece);
+              sends[at(g, k)] = ctx_->send(right, tag, piece);
             }
             if (in.size() > 0) {
               if (g + 1 - n >= 0) sends[at(g + 1 - n, k)].wait();
-              recvs[at(g, k)] = ctx_.recv(left, tag, data.slice(in.begin, in.size()), combine);
+              recvs[at(g, k)] = ctx_->recv(left, tag, data.slice(in.begin, in.size()), combine);
             }
           }
         }
@@ -261,7 +270,7 @@ void Communicator::ring_allreduce(MutableView data, const AllreduceOptions& opti
 // pipelined chain from the root: the worker at distance d from the root receives each piece from
 // distance d-1 and forwards it to distance d+1.
 void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes) {
-  runtime::check_peer(ctx_, root, "broadcast root");
+  runtime::check_peer(*ctx_, root, "broadcast root");
   FAST_ENFORCE(chunk_bytes > 0, "broadcast: chunk_bytes must be positive");
   const std::uint32_t sequence = next_sequence();
   const auto root_at = std::find(members_.begin(), members_.end(), root);
@@ -273,7 +282,7 @@ void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes
   if (n == 1 || data.numel() == 0) return;
   if (broadcast_by_tree(data.bytes(), n, chunk_bytes, network_)) {
     core::Buffer scratch;
-    detail::binomial_broadcast({ctx_, members_, index_, sequence, scratch}, data,
+    detail::binomial_broadcast({*ctx_, members_, index_, sequence, scratch}, data,
                                static_cast<int>(root_at - members_.begin()));
     return;
   }
@@ -292,8 +301,8 @@ void Communicator::broadcast(MutableView data, int root, std::size_t chunk_bytes
           const Range range = piece_range(data.numel(), 1, 0, pieces, k);
           MutableView piece = data.slice(range.begin, range.size());
           const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(k));
-          if (distance > 0) ctx_.recv(prev, tag, piece).wait();
-          if (forwards) sends.push_back(ctx_.send(next, tag, piece));
+          if (distance > 0) ctx_->recv(prev, tag, piece).wait();
+          if (forwards) sends.push_back(ctx_->send(next, tag, piece));
         }
       },
       {&sends});
@@ -314,7 +323,7 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
   if (block == 0) return;  // every member's block is empty (see broadcast)
   if (n > 1 && allgather_by_bruck(in.bytes(), n, network_)) {
     ScratchLease scratch(*this);
-    return detail::bruck_allgather({ctx_, members_, index_, sequence, scratch.buffer()}, in, out);
+    return detail::bruck_allgather({*ctx_, members_, index_, sequence, scratch.buffer()}, in, out);
   }
   core::copy(in, out.slice(block * static_cast<std::size_t>(r), block));
   if (n == 1) return;
@@ -326,9 +335,9 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
           const runtime::Tag tag = make_tag(TagKind::collective, sequence, static_cast<std::uint32_t>(s));
           const auto send_block = static_cast<std::size_t>(wrap(r - s, n));
           const auto recv_block = static_cast<std::size_t>(wrap(r - s - 1, n));
-          sends.push_back(
-              ctx_.send(members_[static_cast<std::size_t>(wrap(r + 1, n))], tag, out.slice(send_block * block, block)));
-          ctx_.recv(members_[static_cast<std::size_t>(wrap(r - 1, n))], tag, out.slice(recv_block * block, block))
+          sends.push_back(ctx_->send(members_[static_cast<std::size_t>(wrap(r + 1, n))], tag,
+                                     out.slice(send_block * block, block)));
+          ctx_->recv(members_[static_cast<std::size_t>(wrap(r - 1, n))], tag, out.slice(recv_block * block, block))
               .wait();
         }
       },
@@ -336,14 +345,14 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
 }
 
 std::vector<core::Buffer> Communicator::gather(core::ConstView in, int root) {
-  runtime::check_peer(ctx_, root, "gather root");
+  runtime::check_peer(*ctx_, root, "gather root");
   FAST_ENFORCE(in.numel() > 0, "gather: expected at least one element (the sim runtime carries no empty messages)");
   const std::uint32_t sequence = next_sequence();
   const auto root_at = std::find(members_.begin(), members_.end(), root);
   FAST_ENFORCE(root_at != members_.end(), "gather: root {} is not a member of the group (lost?)", root);
   const runtime::Tag tag = make_tag(TagKind::collective, sequence, 0);
   if (root != rank()) {
-    ctx_.send(root, tag, in).wait();
+    ctx_->send(root, tag, in).wait();
     return {};
   }
   std::vector<core::Buffer> out(members_.size());
@@ -351,7 +360,7 @@ std::vector<core::Buffer> Communicator::gather(core::ConstView in, int root) {
   run_then_drain(
       [&] {
         for (std::size_t i = 0; i < members_.size(); ++i)
-          if (members_[i] != rank()) recvs.push_back(ctx_.recv(members_[i], tag, out[i]));
+          if (members_[i] != rank()) recvs.push_back(ctx_->recv(members_[i], tag, out[i]));
         for (Work& r : recvs) r.wait();
       },
       {&recvs});
@@ -380,8 +389,8 @@ void Communicator::alltoall(core::ConstView in, MutableView out) {
       [&] {
         for (int i = 0; i < n; ++i) {
           if (i == index_) continue;
-          recvs.push_back(ctx_.recv(members_[static_cast<std::size_t>(i)], tag, out.slice(at(i), block)));
-          sends.push_back(ctx_.send(members_[static_cast<std::size_t>(i)], tag, in.slice(at(i), block)));
+          recvs.push_back(ctx_->recv(members_[static_cast<std::size_t>(i)], tag, out.slice(at(i), block)));
+          sends.push_back(ctx_->send(members_[static_cast<std::size_t>(i)], tag, in.slice(at(i), block)));
         }
         for (Work& r : recvs) r.wait();
       },
@@ -400,10 +409,10 @@ void Communicator::barrier() {
   std::uint32_t round = 0;
   for (int distance = 1; distance < n; distance *= 2, ++round) {
     const runtime::Tag tag = make_tag(TagKind::collective, sequence, round);
-    Work sent = ctx_.send(members_[static_cast<std::size_t>(wrap(r + distance, n))], tag,
-                          core::ConstView(&token, 1, core::DType::u8));
-    ctx_.recv(members_[static_cast<std::size_t>(wrap(r - distance, n))], tag,
-              core::MutableView(&got, 1, core::DType::u8))
+    Work sent = ctx_->send(members_[static_cast<std::size_t>(wrap(r + distance, n))], tag,
+                           core::ConstView(&token, 1, core::DType::u8));
+    ctx_->recv(members_[static_cast<std::size_t>(wrap(r - distance, n))], tag,
+               core::MutableView(&got, 1, core::DType::u8))
         .wait();
     sent.wait();
   }
@@ -419,8 +428,8 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
   FAST_ENFORCE(data.dtype() == core::DType::f32, "neighbor_average: expected f32 data, got {}",
                core::name_of(data.dtype()));
   FAST_ENFORCE_EQ(in_neighbors.size(), in_weights.size(), "neighbor_average: one weight per in-neighbour");
-  for (int peer : in_neighbors) runtime::check_peer(ctx_, peer, "neighbor_average in-neighbour");
-  for (int peer : out_neighbors) runtime::check_peer(ctx_, peer, "neighbor_average out-neighbour");
+  for (int peer : in_neighbors) runtime::check_peer(*ctx_, peer, "neighbor_average in-neighbour");
+  for (int peer : out_neighbors) runtime::check_peer(*ctx_, peer, "neighbor_average out-neighbour");
   const std::uint32_t sequence = next_sequence();
   const runtime::Tag tag = make_tag(TagKind::collective, sequence, 0);
   // The in-neighbours are received one after the other, in list order (their senders do not wait
@@ -449,15 +458,15 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
   sends.reserve(out_neighbors.size());
   run_then_drain(
       [&] {
-        for (int peer : out_neighbors) sends.push_back(ctx_.send(peer, tag, data));
+        for (int peer : out_neighbors) sends.push_back(ctx_->send(peer, tag, data));
         for (std::size_t k = 0; k < in_neighbors.size(); ++k) {
           if (one_weight) {
-            recvs.assign(1, ctx_.recv(in_neighbors[k], tag, sum_buffer.view(),
-                                      k == 0 ? runtime::Combine::copy : runtime::Combine::sum));
+            recvs.assign(1, ctx_->recv(in_neighbors[k], tag, sum_buffer.view(),
+                                       k == 0 ? runtime::Combine::copy : runtime::Combine::sum));
             recvs.front().wait();
             continue;
           }
-          recvs.assign(1, ctx_.recv(in_neighbors[k], tag, incoming.view()));
+          recvs.assign(1, ctx_->recv(in_neighbors[k], tag, incoming.view()));
           recvs.front().wait();
           const auto w = static_cast<float>(in_weights[k]);
           const std::span<const float> other = incoming.as<float>();
@@ -471,7 +480,7 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
         // other workers' (sim).
         const bool alone = in_weights.empty();
         const float w = one_weight && !alone ? static_cast<float>(in_weights.front()) : 0.0f;
-        ctx_.finish_sends_then_write(sends, data, sum_buffer, [x, sum, self, w, one_weight, alone](MutableView o) {
+        ctx_->finish_sends_then_write(sends, data, sum_buffer, [x, sum, self, w, one_weight, alone](MutableView o) {
           const std::span<float> out = o.as<float>();
           const bool in_x = out.data() == x.data();
           if (alone) {

@@ -55,16 +55,18 @@ std::vector<StrategyOption> common_options() {
           "median, trimmed-mean:F, krum:F or multi-krum:F[:M] (robust to F faulty workers; allreduce then "
           "all-gathers every gradient; docs/faults.md).")
           .accepts("an aggregate spec (Spec strings: aggregate)"),
-      StrategyOption::field("fault_inject", &StrategyOptions::fault_inject,
-                            "Make workers faulty, for tests and demonstrations: KIND@W1,W2 with KIND nan, zeros or "
-                            "scale:FACTOR (e.g. scale:-100@4: worker 4 sends -100 x its gradient), or "
-                            "exit-while-admitting (elastic runs: the worker kills itself while the members admit a "
-                            "worker taken back), exit-while-agreeing (elastic runs: the worker kills itself inside "
-                            "the members' agreement to admit one, after its first message of it) or "
-                            "exit-while-checkpointing (with checkpoint_dir: "
-                            "the worker kills itself once its file of the first checkpoint is written, before the "
-                            "manifest) or exit-while-ending (elastic runs: the worker kills itself after the final "
-                            "evaluation, before it sends its totals); empty: none (docs/faults.md)."),
+      StrategyOption::field(
+          "fault_inject", &StrategyOptions::fault_inject,
+          "Make workers faulty, for tests and demonstrations: KIND@W1,W2 with KIND nan, zeros or "
+          "scale:FACTOR (e.g. scale:-100@4: worker 4 sends -100 x its gradient), or "
+          "exit-while-admitting (elastic runs: the worker kills itself while the members admit a "
+          "worker taken back), exit-while-agreeing (elastic runs: the worker kills itself inside "
+          "the members' agreement to admit one, after its first message of it) or "
+          "exit-while-checkpointing (with checkpoint_dir: "
+          "the worker kills itself once its file of the first checkpoint is written, before the "
+          "manifest) or exit-while-ending (elastic runs and asynchronous strategies: the worker kills "
+          "itself after the final evaluation, before it sends its totals); empty: none "
+          "(docs/faults.md)."),
   };
 }
 

@@ -123,9 +123,13 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
                options.strategy.name, strategy_->asynchronous() ? "asynchronous" : "synchronous",
                declared_asynchronous ? "asynchronous" : "synchronous");
   FAST_ENFORCE(!fault_.needs_elastic() || comm_.elastic(),
-               "fault_inject '{}': {} needs an elastic run (elastic = true, --elastic): it fires where only an "
-               "elastic synchronous run goes (admitting a worker taken back, or regrouping at the run's end)",
+               "fault_inject '{}': {} needs an elastic run (elastic = true, --elastic): only an elastic synchronous "
+               "run admits a worker taken back",
                options.strategy.fault_inject, fault_.kind_name());
+  FAST_ENFORCE(!fault_.exits_while_ending() || comm_.elastic() || strategy_->asynchronous(),
+               "fault_inject '{}': exit-while-ending needs an elastic run (elastic = true, --elastic) or an "
+               "asynchronous strategy, whose end survives the loss; strategy '{}' is synchronous",
+               options.strategy.fault_inject, options.strategy.name);
   strategy_->attach(state_);
   // Every worker takes the same branch (same strategy), so the window's creation stays collective.
   if (strategy_->asynchronous() && strategy_->replica_window() == nullptr) {

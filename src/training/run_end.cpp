@@ -1,6 +1,12 @@
 #include "run_end.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fast/collective/membership.hpp"
 
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
@@ -33,6 +39,27 @@ std::string final_checkpoint(WorkerLoop& loop, bool asynchronous, bool again) {
   }
 }
 
+// The survivors of an asynchronous run's end agree on the group (see run_end.hpp); returns the
+// lowest stage a member was at. Rethrows `lost` when this worker is the one lost.
+int regroup_asynchronous(WorkerLoop& loop, const core::PeerLost& lost, int stage, std::uint32_t& rounds) {
+  collective::Communicator& comm = loop.worker().communicator();
+  if (!comm.own_context().alive(comm.rank())) throw lost;
+  const collective::SurvivorAgreement a = collective::agree_on_survivors(comm, stage, rounds);
+  comm.regroup(a.members, a.next_sequence);
+  loop.follow_lead();
+  const int from = static_cast<int>(*std::ranges::min_element(a.progress));
+  if (loop.lead() && from == kBarrier)
+    core::log(core::LogLevel::info,
+              "asynchronous training: worker(s) {} ended their run or were lost while it ended, once every worker "
+              "had its results ({})",
+              fmt::join(a.lost, ", "), lost.what());
+  else if (loop.lead())
+    core::log(core::LogLevel::warn,
+              "asynchronous training: worker(s) {} lost while the run ended; {} workers end it ({})",
+              fmt::join(a.lost, ", "), a.members.size(), lost.what());
+  return from;
+}
+
 // The step the final evaluation is at: where a lockstep run stopped early (a signal, a loss below
 // min_workers), else the run's last.
 std::int64_t final_step(WorkerLoop& loop, bool asynchronous) {
@@ -46,6 +73,10 @@ RunEnd end_run(WorkerLoop& loop, const RunEndInputs& in) {
   strategy::Worker& worker = loop.worker();
   runtime::Context& ctx = loop.context();
   const bool elastic = loop.plan().elastic && !in.asynchronous;
+  // An asynchronous run's survivors regroup where the runtime lets them go on without a worker.
+  const bool asynchronous_regroups = in.asynchronous && in.runtime_loses_workers;
+  if (asynchronous_regroups) worker.communicator().watch_members();
+  std::uint32_t rounds = 0;  // agreement rounds (none before the end in an asynchronous run)
   RunEnd out;
   bool evaluation_written = false;
   int from = kCheckpoint;
@@ -74,23 +105,29 @@ RunEnd end_run(WorkerLoop& loop, const RunEndInputs& in) {
       if (stage <= kTotals) {
         stage = kTotals;
         collective::Communicator& comm = worker.communicator();
-        const WorkerTotals mine = in.totals(ctx.rank() == comm.members().front());
+        out.first_member = ctx.rank() == comm.members().front();
+        const WorkerTotals mine = in.totals(out.first_member);
         out.totals = gather_totals(comm, mine, loop.evaluations(), in.readers());
       }
-      if (elastic) {
+      if (elastic || asynchronous_regroups) {
         stage = kBarrier;
         worker.communicator().barrier();
       }
       break;
     } catch (const core::PeerLost& lost) {
-      if (!elastic) throw;
-      loop.regroup_survivors(lost, stage, kBarrier);  // rethrows when this worker is the one lost
-      // Stage 0: a member was in its last step; it took a state that completed it and starts the end.
-      from = loop.regrouped_stage() == 0 ? kCheckpoint : loop.regrouped_stage();
+      if (asynchronous_regroups) {
+        from = regroup_asynchronous(loop, lost, stage, rounds);
+      } else {
+        if (!elastic) throw;
+        loop.regroup_survivors(lost, stage, kBarrier);  // rethrows when this worker is the one lost
+        // Stage 0: a member was in its last step; it took a state that completed it and starts the end.
+        from = loop.regrouped_stage() == 0 ? kCheckpoint : loop.regrouped_stage();
+      }
       if (from == kBarrier) break;  // every member had every result
       if (from <= kTotals) out.totals.reset();
     }
   }
+  if (in.asynchronous) loop.record_membership();  // losses in the end that the runtime reported
   if (elastic) {
     try {
       worker.finish();

@@ -15,9 +15,11 @@
 // during the barrier, after which every member had every result, is not regrouped for. Then
 // Worker::finish() (elastic: local, PeerLost ignored: the results are complete).
 //
-// Outside elastic lockstep runs a loss during the end ends the run with PeerLost, as before: an
-// asynchronous run's collectives after Worker::finish() are not watched (docs/faults.md, "Not
-// handled yet").
+// An asynchronous run on a runtime that loses workers (RunEndInputs::runtime_loses_workers)
+// survives a loss in its end the same way: its Communicator watches the group from the start of
+// the end (Communicator::watch_members), and the survivors agree on the group with the stage each
+// was at (collective::agree_on_survivors; no state to take: each keeps its own model). Elsewhere
+// (threads, mpi, a lockstep run without `elastic`) a loss during the end ends the run with PeerLost.
 //
 // Torch-free. One call per worker, from its main activity.
 
@@ -33,7 +35,8 @@
 namespace fast::training {
 
 struct RunEndInputs {
-  bool asynchronous = false;  // the strategy's schedule was run_asynchronous
+  bool asynchronous = false;           // the strategy's schedule was run_asynchronous
+  bool runtime_loses_workers = false;  // RuntimeBackend::loses_workers: the others go on after a loss
   // This worker's totals for the summary, after the final evaluation; `first_member`: this worker
   // is the group's first member (the summary reads the representative's norm and hash from it).
   std::function<WorkerTotals(bool first_member)> totals;
@@ -45,6 +48,7 @@ struct RunEnd {
   metrics::EvalRecord final_eval;   // the final evaluation (every worker holds the same)
   std::optional<RunTotals> totals;  // on the readers only
   std::string checkpoint_error;     // the final checkpoint's IoError message; "" when written or none due
+  bool first_member = false;        // this worker was the group's first member when the totals were gathered
 };
 
 // Errors: PeerLost as above; the evaluation's and the gather's others. A final checkpoint that

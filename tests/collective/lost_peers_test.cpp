@@ -2,13 +2,16 @@
 // worker lost with its host stops at the failure's time (its computation is cut short), the
 // others see it through Context::alive and, after Communicator::exclude_lost(), run collectives
 // among themselves; the run returns normally. Without tolerate_lost the loss ends the run.
+// Communicator::watch_members makes any member's loss fail every wait of a collective.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/star_cluster.hpp"
 #include "fast/collective/communicator.hpp"
+#include "fast/collective/membership.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/sim/world.hpp"
 
@@ -61,6 +64,52 @@ TEST(LostPeers, SurvivorsRunCollectivesAmongThemselves) {
     EXPECT_EQ(from_three[r], 7.5);
     EXPECT_EQ(gathered[r], (std::vector<double>{0.0, 2.0, 3.0}));
   }
+}
+
+// Communicator::watch_members (the end of an asynchronous run): from then on a wait fails as soon
+// as any member is lost, not only the peer it waits for. Worker 3 is lost at 2 s while workers 0
+// and 1 wait in a barrier that worker 2 enters late (at 5 s): they leave it within a watch slice
+// of the loss instead of waiting for worker 2; then the survivors agree on the group (0, 1, 2) and
+// a barrier among them completes.
+TEST(LostPeers, WatchedMembersFailAWaitOnAnyLossAndTheSurvivorsAgree) {
+  runtime::Cluster cluster = star(4);
+  cluster.failures.push_back({.host = 3, .off = 2.0});
+  std::vector<double> failed_at(4, -1);
+  std::vector<std::vector<int>> agreed(4);
+  std::vector<bool> watched(4, false);
+  runtime::sim::World world({.size = 4, .cluster = cluster, .tolerate_lost = true});
+  world.run([&](runtime::Context& ctx) {
+    const auto r = static_cast<std::size_t>(ctx.rank());
+    Communicator comm(ctx);
+    comm.watch_members();
+    comm.watch_members();  // idempotent
+    watched[r] = comm.elastic();
+    if (ctx.rank() == 3) {
+      ctx.compute(10e9);  // cut at 2 s: PeerLost ends this worker
+      return;
+    }
+    if (ctx.rank() == 2) ctx.sleep(5.0);
+    try {
+      comm.barrier();
+    } catch (const core::PeerLost&) {
+      failed_at[r] = ctx.now();
+    }
+    std::uint32_t rounds = 0;
+    const SurvivorAgreement a = agree_on_survivors(comm, ctx.rank(), rounds);
+    comm.regroup(a.members, a.next_sequence);
+    agreed[r] = a.members;
+    comm.barrier();
+  });
+  for (std::size_t r : {0u, 1u, 2u}) {
+    EXPECT_TRUE(watched[r]);
+    EXPECT_EQ(agreed[r], (std::vector<int>{0, 1, 2})) << "worker " << r;
+  }
+  for (std::size_t r : {0u, 1u}) {
+    EXPECT_GE(failed_at[r], 2.0) << "worker " << r;
+    EXPECT_LT(failed_at[r], 2.0 + 2 * 0.02 + 0.01) << "worker " << r << " waited for worker 2, not for the watch";
+  }
+  EXPECT_GE(failed_at[2], 5.0);  // it entered the barrier after the loss: the watch fails it at once
+  EXPECT_LT(failed_at[2], 5.0 + 0.02 + 0.01);
 }
 
 TEST(LostPeers, WithoutToleranceTheLossEndsTheRun) {

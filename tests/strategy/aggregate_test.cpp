@@ -162,10 +162,12 @@ TEST(FaultInjection, ExitWhileAgreeingNamesItsWorkers) {
   EXPECT_FALSE(agrees.exits_while_checkpointing(1));
 }
 
-// exit-while-ending: the end of an elastic run (training/run_end.hpp).
-TEST(FaultInjection, ExitWhileEndingNamesItsWorkersAndNeedsAnElasticRun) {
+// exit-while-ending: the end of an elastic run or of an asynchronous one (training/run_end.hpp);
+// the Worker and `fast train` check which (elastic_test, hostile_input_test).
+TEST(FaultInjection, ExitWhileEndingNamesItsWorkers) {
   const FaultInjection ends = FaultInjection::parse("exit-while-ending@0,2", 3);
-  EXPECT_TRUE(ends.needs_elastic());
+  EXPECT_TRUE(ends.exits_while_ending());
+  EXPECT_FALSE(ends.needs_elastic());
   EXPECT_EQ(ends.kind_name(), "exit-while-ending");
   EXPECT_EQ((std::vector<bool>{ends.exits_while_ending(0), ends.exits_while_ending(1), ends.exits_while_ending(2)}),
             (std::vector<bool>{true, false, true}));

@@ -385,6 +385,12 @@ TEST(ElasticTraining, ExitWhileAdmittingNeedsAnElasticCommunicator) {
           Worker(ctx, {.strategy = agreeing, .optimizer = {.name = "sgd", .lr = 0.1}}, {.params = x, .grads = g});
         },
         {"fault_inject 'exit-while-agreeing@0'", "exit-while-agreeing needs an elastic run"});
+    const StrategyOptions ending{.name = "allreduce", .fault_inject = "exit-while-ending@0"};
+    fast::testing::expect_error<core::InvalidArgument>(
+        [&] { Worker(ctx, {.strategy = ending, .optimizer = {.name = "sgd", .lr = 0.1}}, {.params = x, .grads = g}); },
+        {"fault_inject 'exit-while-ending@0'", "needs an elastic run", "or an asynchronous strategy"});
+    const StrategyOptions gossip{.name = "adpsgd", .fault_inject = "exit-while-ending@0"};
+    Worker asynchronous(ctx, {.strategy = gossip, .optimizer = {.name = "sgd", .lr = 0.1}}, {.params = x, .grads = g});
     Worker elastic(ctx, {.strategy = fault, .optimizer = {.name = "sgd", .lr = 0.1}, .communicator = {.elastic = true}},
                    {.params = x, .grads = g});
     elastic.step();

@@ -214,6 +214,9 @@ TEST(ElasticSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
       {"--fault-inject exit-while-checkpointing@1",
        "fault_inject 'exit-while-checkpointing@1': exit-while-checkpointing set without checkpoint_dir; expected a "
        "folder to write checkpoints to (--checkpoint-dir)"},
+      {"--fault-inject exit-while-ending@1",
+       "fault_inject 'exit-while-ending@1': exit-while-ending set without elastic for the synchronous strategy "
+       "'allreduce'; expected elastic = true (--elastic) or an asynchronous strategy"},
       {"--fault-inject exit-while-crashing@1", "unknown kind 'exit-while-crashing'"}};
   for (const auto& [flags, message] : bounds) {
     const auto refused =

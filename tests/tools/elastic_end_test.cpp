@@ -5,7 +5,8 @@
 // ends with exit code 0, every step, the final checkpoint, equal parameters on the workers that
 // finished, the accuracy of the run without a loss, one `eval` record per evaluation, and a
 // `membership` record exactly when the summary counts the loss. Before the end survived losses,
-// each of these runs ended with PeerLost (exit code 3) and no summary. Under `zmq` (`fast launch
+// each of these runs ended with PeerLost (exit code 3) and no summary. An asynchronous run's end
+// (after its strategy's finish) likewise. Under `zmq` (`fast launch
 // -n 4`) a process kills itself after the final evaluation (fault_inject exit-while-ending); every
 // command runs in a process group of its own, bounded in time and killed as a group.
 #include <gtest/gtest.h>
@@ -95,18 +96,62 @@ TEST(SimElasticEnd, ALossWhileTheRunEndsLeavesEveryResult) {
   fs::remove_all(dir);
 }
 
+// An asynchronous run (adpsgd, no --elastic: its survivors always go on) loses host 2 after its
+// strategy's finish: 4 and 0.2 ms of simulated time before the end of the same run without a loss,
+// in the final evaluation or the totals, and in the closing barrier. Each run ends with exit code
+// 0 and its summary (the loss counted where the totals were gathered again without it), the
+// accuracy of the run without a loss within a point, and one `eval` record per evaluation.
+TEST(SimAsynchronousEnd, ALossAfterTheStrategysFinishLeavesEveryResult) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_end", "adpsgd");
+  const std::string args =
+      "train --runtime sim --workers 4 --strategy adpsgd --model mlp --seed 11 --batch 32 --epochs 1 --eval-every 0 ";
+  const auto whole = fast::testing::run_fast_in(dir, args + "--summary whole.json --metrics whole.jsonl --cluster " +
+                                                         cluster_file(dir, "whole.toml", 0).string());
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  const json reference = json::parse(slurp(dir / "whole.json"));
+  const double end = reference["simulated_seconds"].get<double>();
+  const int evaluations = count_records(dir / "whole.jsonl", "eval");
+  bool regrouped = false, in_barrier = false;
+  for (const double before : {0.004, 0.0002}) {
+    SCOPED_TRACE("host 2 off " + std::to_string(before) + " s before the end");
+    const auto run = fast::testing::run_fast_in(dir, args + "--summary s.json --metrics m.jsonl --cluster " +
+                                                         cluster_file(dir, "lossy.toml", end - before).string());
+    ASSERT_EQ(run.code, 0) << run.output;
+    const json s = json::parse(slurp(dir / "s.json"));
+    const int live = s["live_workers"].get<int>();
+    if (live == 3) {
+      EXPECT_EQ(s["lost_workers"], json::array({2})) << s.dump();
+    } else {
+      EXPECT_EQ(live, 4) << s.dump();
+    }
+    EXPECT_NEAR(s["final_accuracy"].get<double>(), reference["final_accuracy"].get<double>(), 0.01) << s.dump();
+    EXPECT_EQ(count_records(dir / "m.jsonl", "eval"), evaluations);
+    regrouped =
+        regrouped || run.output.find("worker(s) 2 lost while the run ended; 3 workers end it") != std::string::npos;
+    in_barrier = in_barrier || run.output.find("ended their run or were lost while it ended") != std::string::npos;
+  }
+  EXPECT_TRUE(regrouped) << "no loss found in the end before its barrier: choose the instants again";
+  EXPECT_TRUE(in_barrier) << "no loss found in the closing barrier: choose the instants again";
+  fs::remove_all(dir);
+}
+
 #endif  // FAST_TEST_SIM
 
 #ifdef FAST_TEST_ZMQ
 
-// Process 2 of 4 kills itself once the final evaluation is done, before it sends its totals. The
-// others find the loss in the gathering of the totals or in the closing barrier (after the peer
-// timeout), regroup there, gather the totals again among themselves and end with a summary: equal
-// parameters, the accuracy of the same run under `threads`, the loss in `lost_workers`, one `eval`
-// record per evaluation and one `membership` record.
-TEST(ZmqElasticEnd, AProcessLostAfterTheFinalEvaluationLeavesTheOthersTheirSummary) {
-  const fs::path dir = fast::testing::test_dir("fast_elastic_end", "zmq");
-  const std::string train = " --strategy allreduce --model mlp --seed 11 --batch 64 --epochs 1 --eval-every 0 ";
+// Process 2 of 4 kills itself once the final evaluation is done, before it sends its totals
+// (fault_inject exit-while-ending), in an elastic allreduce run and in an asynchronous adpsgd run.
+// The others find the loss in the gathering of the totals or in the closing barrier (after the
+// peer timeout), regroup there, gather the totals again among themselves and end with a summary:
+// the loss in `lost_workers`, one `eval` record per evaluation and one `membership` record;
+// allreduce: equal parameters and the accuracy of the same run under `threads` within a point.
+class ZmqEnd : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ZmqEnd, AProcessLostAfterTheFinalEvaluationLeavesTheOthersTheirSummary) {
+  const bool asynchronous = GetParam() == "adpsgd";
+  const fs::path dir = fast::testing::test_dir("fast_elastic_end", "zmq_" + GetParam());
+  const std::string train =
+      " --strategy " + GetParam() + " --model mlp --seed 11 --batch 64 --epochs 1 --eval-every 0 ";
   const auto whole = fast::testing::run_fast_in(
       dir, "train --runtime threads --workers 4 --summary whole.json --metrics whole.jsonl" + train);
   ASSERT_EQ(whole.code, 0) << whole.output;
@@ -114,8 +159,9 @@ TEST(ZmqElasticEnd, AProcessLostAfterTheFinalEvaluationLeavesTheOthersTheirSumma
   const int scale = fast::testing::kRunTimeScale;
   const auto l = fast::testing::spawn_in_group(
       dir,
-      kFast + " launch -n 4 --grace 200 --timeout 300 -- " + kFast + " train --runtime zmq --elastic --peer-timeout " +
-          std::to_string(2 * scale) + " --summary s.json --metrics m.jsonl --fault-inject exit-while-ending@2" + train,
+      kFast + " launch -n 4 --grace 200 --timeout 300 -- " + kFast + " train --runtime zmq" +
+          (asynchronous ? "" : " --elastic") + " --peer-timeout " + std::to_string(2 * scale) +
+          " --summary s.json --metrics m.jsonl --fault-inject exit-while-ending@2" + train,
       "launch.log");
   const fast::testing::RemovesSocketFiles killed{fast::testing::launched_pid(l.log, 2, fast::testing::kStartBound)};
   const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
@@ -123,19 +169,27 @@ TEST(ZmqElasticEnd, AProcessLostAfterTheFinalEvaluationLeavesTheOthersTheirSumma
   ASSERT_NE(status, -1) << "fast launch did not end:\n" << log;
   EXPECT_NE(log.find("fault_inject: worker 2 kills itself at the end of the run"), std::string::npos) << log;
   const std::string steps = std::to_string(reference["steps"].get<std::int64_t>());
-  EXPECT_NE(log.find("elastic: worker(s) 2 lost; 3 workers go on from step " + steps + " "), std::string::npos) << log;
+  const std::string regrouped = asynchronous
+                                    ? "asynchronous training: worker(s) 2 lost while the run ended; 3 workers end it"
+                                    : "elastic: worker(s) 2 lost; 3 workers go on from step " + steps + " ";
+  EXPECT_NE(log.find(regrouped), std::string::npos) << log;
   ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
   const json s = json::parse(slurp(dir / "s.json"));
   EXPECT_EQ(s["lost_workers"], json::array({2})) << s.dump();
   EXPECT_EQ(s["live_workers"], 3) << s.dump();
-  EXPECT_EQ(s["steps"], reference["steps"]) << s.dump();
-  EXPECT_NEAR(s["final_accuracy"].get<double>(), reference["final_accuracy"].get<double>(), 0.01) << s.dump();
-  for (int w : {0, 1, 3}) EXPECT_EQ(s["param_hash_per_worker"][w], s["param_hash"]) << s.dump();
   EXPECT_TRUE(s["param_hash_per_worker"][2].is_null()) << s.dump();
+  if (!asynchronous) {
+    EXPECT_EQ(s["steps"], reference["steps"]) << s.dump();
+    EXPECT_NEAR(s["final_accuracy"].get<double>(), reference["final_accuracy"].get<double>(), 0.01) << s.dump();
+    for (int w : {0, 1, 3}) EXPECT_EQ(s["param_hash_per_worker"][w], s["param_hash"]) << s.dump();
+  }
   EXPECT_EQ(count_records(dir / "m.rank0.jsonl", "eval"), count_records(dir / "whole.jsonl", "eval"));
   EXPECT_EQ(count_records(dir / "m.rank0.jsonl", "membership"), 1);
   fs::remove_all(dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(Strategies, ZmqEnd, ::testing::Values("allreduce", "adpsgd"),
+                         [](const auto& info) { return info.param; });
 
 #endif  // FAST_TEST_ZMQ
 

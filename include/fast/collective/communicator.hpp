@@ -100,17 +100,23 @@ class Communicator {
 
   // The Context the collectives use: the worker's own, or in an elastic group the watch around it
   // (CommunicatorOptions::elastic), which behaves the same but for its waits.
-  runtime::Context& context() const noexcept { return ctx_; }
+  runtime::Context& context() const noexcept { return *ctx_; }
   // The worker's own Context, never watched (the membership agreement talks through it).
   runtime::Context& own_context() const noexcept { return own_; }
   bool elastic() const noexcept { return watch_ != nullptr; }
+  // From now on the collectives run on a watch of the group, as in an elastic group: each wait
+  // fails with PeerLost as soon as any member is lost, and the collectives run on messages. For the
+  // end of an asynchronous run, whose survivors then agree on the group as an elastic group's do
+  // (training/run_end.hpp). Idempotent. The worker's main activity, between collectives (no
+  // collective under way).
+  void watch_members();
   // Elastic groups, a testing aid (fault injection, docs/faults.md): the next message a collective
   // sends waits until it left, then calls `then` once (which may end the process). InvalidUsage
   // without an elastic group.
   void after_next_send(std::function<void()> then);
   // This worker's rank and the number of workers in the world (not in the group).
-  int rank() const { return ctx_.rank(); }
-  int size() const { return ctx_.size(); }
+  int rank() const { return ctx_->rank(); }
+  int size() const { return ctx_->size(); }
 
   // The members of the group, in rank order (every rank until exclude_lost() drops some).
   const std::vector<int>& members() const noexcept { return members_; }
@@ -216,7 +222,7 @@ class Communicator {
 
   runtime::Context& own_;                       // the worker's Context
   std::unique_ptr<detail::MemberWatch> watch_;  // elastic groups only: own_ watched
-  runtime::Context& ctx_;                       // own_, or *watch_
+  runtime::Context* ctx_;                       // &own_, or watch_ (watch_members())
   std::atomic<std::uint32_t> sequence_{0};
   bool joining_ = false;
   runtime::NetworkModel network_;  // what the automatic choice assumes

@@ -107,14 +107,14 @@ class FaultInjection {
   bool exits_while_agreeing(int rank) const;
   bool exits_while_checkpointing() const noexcept { return active() && kind_ == Kind::exit_while_checkpointing; }
   bool exits_while_checkpointing(int rank) const;
-  // exit-while-ending: the worker kills itself at the end of an elastic run, once its final
-  // evaluation is done and before it sends its totals (training/run_end.hpp).
+  // exit-while-ending: the worker kills itself at the end of the run, once its final evaluation is
+  // done and before it sends its totals (training/run_end.hpp); for elastic runs and asynchronous
+  // strategies, whose end survives it.
+  bool exits_while_ending() const noexcept { return active() && kind_ == Kind::exit_while_ending; }
   bool exits_while_ending(int rank) const;
   // Whether the kind fires in an admission only (exit-while-admitting, exit-while-agreeing), which
   // only an elastic run has; and the kind as the spec names it.
-  bool needs_elastic() const noexcept {
-    return exits_while_admitting() || exits_while_agreeing() || (active() && kind_ == Kind::exit_while_ending);
-  }
+  bool needs_elastic() const noexcept { return exits_while_admitting() || exits_while_agreeing(); }
   const std::string& kind_name() const noexcept { return kind_name_; }
   // Logs `what` as a warning ("fault_inject: ..."), flushes the process's output and kills the
   // process with SIGKILL, as a crash would.

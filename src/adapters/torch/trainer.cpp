@@ -170,9 +170,13 @@ void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s)
   validate_elastic_bounds(o, workers_before_launch(o));
   const auto fault = strategy::FaultInjection::parse(s.fault_inject, std::numeric_limits<int>::max());
   FAST_ENFORCE(o.elastic || !fault.needs_elastic(),
-               "fault_inject '{}': {} set without elastic; expected elastic = true (--elastic): it fires where "
-               "only an elastic synchronous run goes (admitting a worker taken back, or regrouping at the run's end)",
+               "fault_inject '{}': {} set without elastic; expected elastic = true (--elastic): only an elastic "
+               "synchronous run admits a worker taken back",
                s.fault_inject, fault.kind_name());
+  FAST_ENFORCE(o.elastic || !fault.exits_while_ending() || strategy::asynchronous_strategy(s),
+               "fault_inject '{}': exit-while-ending set without elastic for the synchronous strategy '{}'; expected "
+               "elastic = true (--elastic) or an asynchronous strategy, whose end survives the loss",
+               s.fault_inject, s.name);
   FAST_ENFORCE(!o.checkpoint_dir.empty() || !fault.exits_while_checkpointing(),
                "fault_inject '{}': exit-while-checkpointing set without checkpoint_dir; expected a folder to write "
                "checkpoints to (--checkpoint-dir): a run that writes none never injects it",
@@ -501,10 +505,10 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   if (!asynchronous) loop.flush_train_record();
   const RunEnd end = end_run(
       loop, {.asynchronous = asynchronous,
+             .runtime_loses_workers = runtime::find_runtime(o.runtime).loses_workers,
              .totals = [&](bool first_member) { return own_totals(loop, torch_side, claims, train_end, first_member); },
              .readers = [&] { return summary_builders(worker.communicator(), place); }});
-  const bool first_member = ctx.rank() == worker.communicator().members().front();
-  if (!o.save_model.empty() && first_member) write_npy(o.save_model, torch_side.representative());
+  if (!o.save_model.empty() && end.first_member) write_npy(o.save_model, torch_side.representative());
   if (end.totals) {
     const std::optional<std::uint64_t> dataset_bytes =
         one_process(o) ? std::optional(in.dataset_bytes) : std::nullopt;  // no floor across processes
