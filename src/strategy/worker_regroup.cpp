@@ -52,8 +52,11 @@ Regrouping Worker::regroup_survivors(int stage) {
     std::ranges::transform(a.progress, steps.begin(), [](std::int64_t p) { return p / kRegroupStages; });
     const auto most = std::max_element(steps.begin(), steps.end());
     out.source = a.members[static_cast<std::size_t>(most - steps.begin())];
-    out.stage = static_cast<int>(std::ranges::min(a.progress, {}, [](std::int64_t p) { return p % kRegroupStages; }) %
-                                 kRegroupStages);
+    std::vector<int> stages(a.progress.size());
+    std::ranges::transform(a.progress, stages.begin(),
+                           [](std::int64_t p) { return static_cast<int>(p % kRegroupStages); });
+    out.stage = std::ranges::min(stages);
+    out.highest_stage = std::ranges::max(stages);
     out.members = a.members;
     out.lost.insert(out.lost.end(), a.lost.begin(), a.lost.end());
     try {

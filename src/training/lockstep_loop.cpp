@@ -48,6 +48,7 @@ void run_lockstep(WorkerLoop& loop) {
       // step that completed, such as its evaluation, is not taken again); otherwise rethrown.
       s = loop.regroup_survivors(lost);
       if (loop.below_min_workers() > 0) break;  // fewer than plan.min_workers left: the run ends here
+      if (loop.others_ended()) break;           // a member is in the end of the run already: all end here
     }
   }
 }

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
+#include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "fast/collective/membership.hpp"
-
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/strategy/aggregate.hpp"
@@ -20,122 +22,169 @@ namespace {
 enum Stage : int { kCheckpoint = 1, kEvaluation = 2, kTotals = 3, kBarrier = 4 };
 static_assert(kBarrier < strategy::Worker::kRegroupStages);
 
-// The final checkpoint; "" or its IoError's message (see end_run()). `again`: write it even when
-// the loop wrote that step (an elastic run: every member calls the same collectives).
-std::string final_checkpoint(WorkerLoop& loop, bool asynchronous, bool again) {
-  try {
-    if (asynchronous)
-      loop.checkpoint_asynchronous();
-    else
-      loop.checkpoint(loop.worker().steps(), again);
-    return "";
-  } catch (const core::IoError& e) {
-    if (loop.lead())
-      core::log(core::LogLevel::error,
-                "checkpoint: the final checkpoint was not written: {}; lost: the state to resume from. The final "
-                "evaluation and the summary follow",
-                e.what());
-    return e.what();
+// One worker's end of the run (end_run()): the stages in order, and the regrouping after a loss.
+class RunEnding {
+ public:
+  RunEnding(WorkerLoop& loop, const RunEndInputs& in)
+      : loop_(loop),
+        in_(in),
+        elastic_(loop.plan().elastic && !in.asynchronous),
+        asynchronous_regroups_(in.asynchronous && in.runtime_loses_workers) {}
+
+  RunEnd run() {
+    // An asynchronous run's survivors regroup where the runtime lets them go on without a worker.
+    if (asynchronous_regroups_) comm().watch_members();
+    int from = kCheckpoint;
+    for (;;) {
+      int stage = from;
+      try {
+        run_stages(stage);
+        break;
+      } catch (const core::PeerLost& lost) {
+        if (!elastic_ && !asynchronous_regroups_) throw;
+        from = regroup(lost, stage);
+        if (from == kBarrier) break;  // every member had every result
+        if (from <= kTotals) out_.totals.reset();
+      }
+    }
+    if (in_.asynchronous) loop_.record_membership();  // losses in the end that the runtime reported
+    if (elastic_) finish_elastic();
+    return std::move(out_);
   }
-}
 
-// The survivors of an asynchronous run's end agree on the group (see run_end.hpp); returns the
-// lowest stage a member was at. Rethrows `lost` when this worker is the one lost.
-int regroup_asynchronous(WorkerLoop& loop, const core::PeerLost& lost, int stage, std::uint32_t& rounds) {
-  collective::Communicator& comm = loop.worker().communicator();
-  if (!comm.own_context().alive(comm.rank())) throw lost;
-  const collective::SurvivorAgreement a = collective::agree_on_survivors(comm, stage, rounds);
-  comm.regroup(a.members, a.next_sequence);
-  loop.follow_lead();
-  const int from = static_cast<int>(*std::ranges::min_element(a.progress));
-  if (loop.lead() && from == kBarrier)
-    core::log(core::LogLevel::info,
-              "asynchronous training: worker(s) {} ended their run or were lost while it ended, once every worker "
-              "had its results ({})",
-              fmt::join(a.lost, ", "), lost.what());
-  else if (loop.lead())
-    core::log(core::LogLevel::warn,
-              "asynchronous training: worker(s) {} lost while the run ended; {} workers end it ({})",
-              fmt::join(a.lost, ", "), a.members.size(), lost.what());
-  return from;
-}
+ private:
+  collective::Communicator& comm() { return loop_.worker().communicator(); }
 
-// The step the final evaluation is at: where a lockstep run stopped early (a signal, a loss below
-// min_workers), else the run's last.
-std::int64_t final_step(WorkerLoop& loop, bool asynchronous) {
-  const bool ended_early = loop.stopped_by() != 0 || loop.below_min_workers() > 0;
-  return !asynchronous && ended_early ? loop.worker().steps() : loop.plan().total_steps;
-}
+  // The stages from `stage` on; `stage` is left at the one under way when a loss interrupts it.
+  void run_stages(int& stage) {
+    if (stage <= kCheckpoint) {
+      stage = kCheckpoint;
+      out_.checkpoint_error = final_checkpoint();
+    }
+    if (!elastic_) loop_.worker().finish();  // elastic: after the barrier (regrouping needs an unfinished worker)
+    if (stage <= kEvaluation) {
+      stage = kEvaluation;
+      evaluate();
+    }
+    if (stage <= kTotals) {
+      stage = kTotals;
+      out_.first_member = loop_.context().rank() == comm().members().front();
+      readers_ = in_.readers();
+      first_ = comm().members().front();
+      out_.totals = gather_totals(comm(), in_.totals(out_.first_member), loop_.evaluations(), readers_);
+    }
+    if (elastic_ || asynchronous_regroups_) {
+      stage = kBarrier;
+      comm().barrier();
+    }
+  }
+
+  // The final checkpoint; "" or its IoError's message (see end_run()). After a regrouping every
+  // elastic member writes it, so that the members call the same collectives.
+  std::string final_checkpoint() {
+    try {
+      if (in_.asynchronous)
+        loop_.checkpoint_asynchronous();
+      else
+        loop_.checkpoint(loop_.worker().steps(), regrouped_);
+      return "";
+    } catch (const core::IoError& e) {
+      if (loop_.lead())
+        core::log(core::LogLevel::error,
+                  "checkpoint: the final checkpoint was not written: {}; lost: the state to resume from. The final "
+                  "evaluation and the summary follow",
+                  e.what());
+      return e.what();
+    }
+  }
+
+  // The final evaluation, at the step where a lockstep run stopped early (a signal, a loss below
+  // min_workers), else at the run's last; its record written once, before the totals, which carry
+  // the leading worker's evaluations.
+  void evaluate() {
+    runtime::Context& ctx = loop_.context();
+    const bool early = !in_.asynchronous && (loop_.stopped_by() != 0 || loop_.below_min_workers() > 0);
+    const double taken_at = ctx.now();
+    out_.final_eval = loop_.evaluate_collective(early ? loop_.worker().steps() : loop_.plan().total_steps, true, false);
+    if (!evaluation_written_) loop_.write_evaluation(out_.final_eval, taken_at, ctx.now() - taken_at);
+    evaluation_written_ = true;
+    if (loop_.worker().fault_injection().exits_while_ending(ctx.rank()) && !ctx.joins_run_under_way())
+      strategy::FaultInjection::kill_process(
+          fmt::format("worker {} kills itself at the end of the run, after the final evaluation and before it sends "
+                      "its totals (exit-while-ending)",
+                      ctx.rank()));
+  }
+
+  // The survivors agree on the group after `lost` interrupted `stage`; returns the stage they all
+  // go on from. Rethrows `lost` when this worker is the one lost.
+  int regroup(const core::PeerLost& lost, int stage) {
+    const std::vector<int> before = comm().members();
+    int from = 0;
+    std::optional<strategy::Regrouping> regrouping;  // elastic
+    if (asynchronous_regroups_) {
+      if (!comm().own_context().alive(comm().rank())) throw lost;
+      const collective::SurvivorAgreement a = collective::agree_on_survivors(comm(), stage, rounds_);
+      comm().regroup(a.members, a.next_sequence);
+      loop_.follow_lead();
+      from = static_cast<int>(*std::ranges::min_element(a.progress));
+    } else {
+      regrouping = loop_.regroup_at(lost, stage);
+      // Stage 0: a member was in its last step; it took a state that completed it and starts the end.
+      from = std::max<int>(kCheckpoint, regrouping->stage);
+      regrouped_ = true;
+    }
+    std::vector<int> gone;
+    std::ranges::set_difference(before, comm().members(), std::back_inserter(gone));
+    // At the barrier every member had every result, unless a worker that reads the totals (or the
+    // first member, which writes the model) is gone: the others gather them again.
+    if (from == kBarrier && std::ranges::any_of(gone, [&](int r) { return r == first_ || holds_totals(r); }))
+      from = kTotals;
+    if (from == kBarrier)
+      log_ended(gone, lost);
+    else if (regrouping)
+      loop_.report_regrouping(*regrouping, lost);
+    else if (loop_.lead())
+      core::log(core::LogLevel::warn,
+                "asynchronous training: worker(s) {} lost while the run ended; {} workers end it ({})",
+                fmt::join(gone, ", "), comm().group_size(), lost.what());
+    return from;
+  }
+
+  bool holds_totals(int rank) const { return std::ranges::find(readers_, rank) != readers_.end(); }
+
+  // A regrouping at the barrier: nothing is recorded (the summary counts those workers among the
+  // live ones; the agreement counts the members that already left as lost too).
+  void log_ended(const std::vector<int>& gone, const core::PeerLost& lost) const {
+    if (loop_.lead())
+      core::log(core::LogLevel::info,
+                "worker(s) {} ended their run or were lost while it ended, once every worker had its results ({})",
+                fmt::join(gone, ", "), lost.what());
+  }
+
+  // Elastic: each member's finish() (ps stops its server) once every member had every result.
+  void finish_elastic() {
+    try {
+      loop_.worker().finish();
+    } catch (const core::PeerLost& e) {
+      core::log(core::LogLevel::debug, "elastic: worker {}: a loss while the run ended: {}", loop_.context().rank(),
+                e.what());
+    }
+  }
+
+  WorkerLoop& loop_;
+  const RunEndInputs& in_;
+  const bool elastic_;                // an elastic lockstep run: Worker::regroup_survivors by stage
+  const bool asynchronous_regroups_;  // an asynchronous run on a runtime that loses workers
+  RunEnd out_;
+  bool evaluation_written_ = false;
+  bool regrouped_ = false;    // elastic: the group changed during the end
+  std::uint32_t rounds_ = 0;  // asynchronous: agreement rounds (none before the end)
+  std::vector<int> readers_;  // the totals' readers when they were last gathered
+  int first_ = -1;            // the group's first member then
+};
 
 }  // namespace
 
-RunEnd end_run(WorkerLoop& loop, const RunEndInputs& in) {
-  strategy::Worker& worker = loop.worker();
-  runtime::Context& ctx = loop.context();
-  const bool elastic = loop.plan().elastic && !in.asynchronous;
-  // An asynchronous run's survivors regroup where the runtime lets them go on without a worker.
-  const bool asynchronous_regroups = in.asynchronous && in.runtime_loses_workers;
-  if (asynchronous_regroups) worker.communicator().watch_members();
-  std::uint32_t rounds = 0;  // agreement rounds (none before the end in an asynchronous run)
-  RunEnd out;
-  bool evaluation_written = false;
-  int from = kCheckpoint;
-  for (;;) {
-    int stage = from;
-    try {
-      if (stage <= kCheckpoint) {
-        stage = kCheckpoint;
-        out.checkpoint_error = final_checkpoint(loop, in.asynchronous, elastic);
-      }
-      // Elastic: after the barrier (a member regroups only before its finish()).
-      if (!elastic) worker.finish();
-      if (stage <= kEvaluation) {
-        stage = kEvaluation;
-        const double taken_at = ctx.now();
-        out.final_eval = loop.evaluate_collective(final_step(loop, in.asynchronous), true, false);
-        // Once, before the totals, which carry the leading worker's evaluations.
-        if (!evaluation_written) loop.write_evaluation(out.final_eval, taken_at, ctx.now() - taken_at);
-        evaluation_written = true;
-        if (worker.fault_injection().exits_while_ending(ctx.rank()) && !ctx.joins_run_under_way())
-          strategy::FaultInjection::kill_process(
-              fmt::format("worker {} kills itself at the end of the run, after the final evaluation and before it "
-                          "sends its totals (exit-while-ending)",
-                          ctx.rank()));
-      }
-      if (stage <= kTotals) {
-        stage = kTotals;
-        collective::Communicator& comm = worker.communicator();
-        out.first_member = ctx.rank() == comm.members().front();
-        const WorkerTotals mine = in.totals(out.first_member);
-        out.totals = gather_totals(comm, mine, loop.evaluations(), in.readers());
-      }
-      if (elastic || asynchronous_regroups) {
-        stage = kBarrier;
-        worker.communicator().barrier();
-      }
-      break;
-    } catch (const core::PeerLost& lost) {
-      if (asynchronous_regroups) {
-        from = regroup_asynchronous(loop, lost, stage, rounds);
-      } else {
-        if (!elastic) throw;
-        loop.regroup_survivors(lost, stage, kBarrier);  // rethrows when this worker is the one lost
-        // Stage 0: a member was in its last step; it took a state that completed it and starts the end.
-        from = loop.regrouped_stage() == 0 ? kCheckpoint : loop.regrouped_stage();
-      }
-      if (from == kBarrier) break;  // every member had every result
-      if (from <= kTotals) out.totals.reset();
-    }
-  }
-  if (in.asynchronous) loop.record_membership();  // losses in the end that the runtime reported
-  if (elastic) {
-    try {
-      worker.finish();
-    } catch (const core::PeerLost& e) {
-      core::log(core::LogLevel::debug, "elastic: worker {}: a loss while the run ended: {}", ctx.rank(), e.what());
-    }
-  }
-  return out;
-}
+RunEnd end_run(WorkerLoop& loop, const RunEndInputs& in) { return RunEnding(loop, in).run(); }
 
 }  // namespace fast::training

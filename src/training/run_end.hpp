@@ -7,13 +7,16 @@
 // In an elastic lockstep run (LoopPlan::elastic) the end survives a loss, as the steps do
 // (docs/faults.md, "Elastic synchronous training"): its stages are numbered after the steps'
 // stage 0, and a stage that fails with PeerLost makes the survivors regroup
-// (WorkerLoop::regroup_survivors with that stage). A survivor whose last step failed regroups
-// from its steps at the same time (stage 0): it takes the state of one that completed it, and then
-// every member starts the end again; otherwise all go on from the lowest stage a member was at, so
-// that every member calls the same collectives. A barrier closes the end: a member leaves only once
-// every member has every result (a member that left cannot take part in a regrouping), and a loss
-// during the barrier, after which every member had every result, is not regrouped for. Then
-// Worker::finish() (elastic: local, PeerLost ignored: the results are complete).
+// (WorkerLoop::regroup_at with that stage). A survivor whose last step failed regroups from its
+// steps at the same time (stage 0): it takes the state of one that completed it, and then every
+// member starts the end again; otherwise all go on from the lowest stage a member was at, so that
+// every member calls the same collectives. A barrier closes the end: a member leaves only once
+// every member has every result (a member that left cannot take part in a regrouping). A
+// regrouping at the barrier repeats no stage, records nothing and logs one line, unless a worker
+// that reads the totals, or the first member (which writes the model file), is gone: then the
+// others gather the totals again. Then Worker::finish(), after the final evaluation in an elastic
+// run: an elastic strategy's finish leaves the parameters as its last step did (ps: a barrier and
+// each member's server stopped; a PeerLost there is logged, the results being complete).
 //
 // An asynchronous run on a runtime that loses workers (RunEndInputs::runtime_loses_workers)
 // survives a loss in its end the same way: its Communicator watches the group from the start of

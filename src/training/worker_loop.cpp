@@ -186,20 +186,22 @@ void WorkerLoop::set_lead_rank(int rank) {
   follow_lead();
 }
 
-std::int64_t WorkerLoop::regroup_survivors(const core::PeerLost& lost, int stage, int final_stage) {
+std::int64_t WorkerLoop::regroup_survivors(const core::PeerLost& lost) {
+  const strategy::Regrouping g = regroup_at(lost, 0);
+  report_regrouping(g, lost);
+  others_ended_ = g.highest_stage > 0;
+  return g.steps;
+}
+
+strategy::Regrouping WorkerLoop::regroup_at(const core::PeerLost& lost, int stage) {
   if (!plan_.elastic || !ctx_.alive(ctx_.rank())) throw lost;
   flush_train_record();
-  const strategy::Regrouping g = worker_.regroup_survivors(stage);
-  regrouped_stage_ = g.stage;
+  strategy::Regrouping g = worker_.regroup_survivors(stage);
   follow_lead();  // worker 0 may be the one lost
-  if (g.stage == final_stage) {
-    if (lead())
-      core::log(core::LogLevel::info,
-                "elastic: worker(s) {} ended their run or were lost while it ended, once every worker had its "
-                "results ({})",
-                fmt::join(g.lost, ", "), lost.what());
-    return g.steps;
-  }
+  return g;
+}
+
+void WorkerLoop::report_regrouping(const strategy::Regrouping& g, const core::PeerLost& lost) {
   if (lead()) {
     const std::vector<runtime::MembershipEvent> events = ctx_.membership_events();
     for (int w : g.lost) {
@@ -218,13 +220,12 @@ std::int64_t WorkerLoop::regroup_survivors(const core::PeerLost& lost, int stage
               fmt::join(g.lost, ", "), g.members.size(), g.steps, g.source, lost.what());
   }
   const int left = static_cast<int>(g.members.size());
-  if (left < plan_.min_workers) {
+  if (left < plan_.min_workers && g.steps < plan_.total_steps) {  // a group that took every step has ended anyway
     below_min_workers_ = left;
     if (lead())
       core::log(core::LogLevel::error, "elastic: {} workers left, below min_workers {}: the run ends at step {} of {}",
                 left, plan_.min_workers, g.steps, plan_.total_steps);
   }
-  return g.steps;
 }
 
 void WorkerLoop::admit_joiners(std::int64_t done) {

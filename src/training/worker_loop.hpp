@@ -109,12 +109,17 @@ class WorkerLoop {
   // run is not elastic. A new group of fewer than plan.min_workers members is kept in
   // below_min_workers() (the same on every member: they agreed on the group), and the first
   // member logs that the run ends there.
-  // `stage`: where this worker was (strategy::Worker::regroup_survivors; 0: in its steps); the
-  // lowest stage any member was at is kept in regrouped_stage(). When that is `final_stage`, every
-  // member had the run's results: nothing is recorded (the agreement counts the members that
-  // ended their run as lost too), the first member logs it, and min_workers does not apply.
-  std::int64_t regroup_survivors(const core::PeerLost& lost, int stage = 0, int final_stage = -1);
-  int regrouped_stage() const noexcept { return regrouped_stage_; }
+  std::int64_t regroup_survivors(const core::PeerLost& lost);
+  // After regroup_survivors(): a member of the new group had already left its steps (the run was
+  // stopped at that step, and the loss failed the stop's agreement on some members only): the
+  // lockstep loop ends there too, so that every member takes part in the end of the run.
+  bool others_ended() const noexcept { return others_ended_; }
+  // The two halves of regroup_survivors(), for the end of the run (run_end.hpp): the agreement,
+  // with the stage this worker was at (strategy::Worker::regroup_survivors; rethrows `lost` as
+  // above), and what follows it: the records, the log and the min_workers check, which applies
+  // only to a group that has not taken every step yet.
+  strategy::Regrouping regroup_at(const core::PeerLost& lost, int stage);
+  void report_regrouping(const strategy::Regrouping& g, const core::PeerLost& lost);
   // The members left when a loss took the group below plan.min_workers (the lockstep loop then
   // ends at the steps regroup_survivors returned); 0 while it has not.
   int below_min_workers() const noexcept { return below_min_workers_; }
@@ -219,7 +224,7 @@ class WorkerLoop {
   metrics::DivergenceCheck divergence_;
   int stopped_by_ = 0;
   int below_min_workers_ = 0;
-  int regrouped_stage_ = 0;  // regroup_survivors(): the lowest stage of the members
+  bool others_ended_ = false;  // others_ended()
   CheckpointStore* checkpoints_ = nullptr;
   std::filesystem::path last_checkpoint_;
   std::int64_t last_checkpoint_step_ = -1;

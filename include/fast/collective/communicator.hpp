@@ -107,8 +107,8 @@ class Communicator {
   // From now on the collectives run on a watch of the group, as in an elastic group: each wait
   // fails with PeerLost as soon as any member is lost, and the collectives run on messages. For the
   // end of an asynchronous run, whose survivors then agree on the group as an elastic group's do
-  // (training/run_end.hpp). Idempotent. The worker's main activity, between collectives (no
-  // collective under way).
+  // (training/run_end.hpp). elastic() is true from then on. Idempotent. The worker's main
+  // activity, between collectives (no collective under way).
   void watch_members();
   // Elastic groups, a testing aid (fault injection, docs/faults.md): the next message a collective
   // sends waits until it left, then calls `then` once (which may end the process). InvalidUsage

@@ -56,7 +56,9 @@
 // InvalidArgument naming the step after its round (after receiving / pulling the parameters),
 // like dpsgd; with skip it logs a warning. StepOutcome::applied is false in both cases.
 //
-// finish() (collective): every worker tells every server it is done; a server stops once all N
+// finish() (collective): in an elastic group a barrier, then each member stops its own server (every
+// step already wrote the shards into the parameters). Otherwise every worker tells every server it
+// is done; a server stops once all N
 // workers are done; a barrier then guarantees every server stopped, every worker reads the final
 // shards with Window gets into state.params, and the window is closed. snapshot(): Window gets of
 // the current shards (false after finish()). representative(): the worker's own parameters

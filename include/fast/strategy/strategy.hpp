@@ -199,7 +199,10 @@ class Strategy {
   // the collective representative().
   virtual bool asynchronous() const { return false; }
   // Collective, once per worker, after its last step and before the final representative():
-  // stops background activities and leaves state.params at this worker's final model.
+  // stops background activities and leaves state.params at this worker's final model. In an
+  // elastic run `fast train` calls it after the final evaluation and checkpoint instead
+  // (training/run_end.hpp): a strategy that declares `elastic` leaves the parameters there as its
+  // last step did.
   virtual void finish(ModelState /*state*/) {}
   // Not collective (asynchronous strategies, mid-run evaluation): writes this worker's current
   // view of the representative model into out and returns true, or returns false so the Worker

@@ -104,6 +104,7 @@ struct Regrouping {
   std::uint32_t rounds = 0;  // agreement rounds of the run so far
   int agreements = 0;        // agreements this call took (more than 1: a loss during the regrouping)
   int stage = 0;             // the lowest `stage` a member called regroup_survivors() with
+  int highest_stage = 0;     // and the highest
 };
 
 class Worker {

@@ -48,6 +48,7 @@
 #include "fast/training/run_identity.hpp"
 #include "output_paths.hpp"
 #include "process_outputs.hpp"
+#include "run_checks.hpp"
 #include "run_end.hpp"
 #include "summary.hpp"
 #include "worker_loop.hpp"
@@ -67,8 +68,6 @@ using training::is_model_file;
 using training::LoopPlan;
 using training::ModelSide;
 using training::parse_dataset_spec;
-using training::path_kind;
-using training::PathKind;
 using training::place_process;
 using training::ProcessOutputs;
 using training::ProcessPlace;
@@ -81,6 +80,9 @@ using training::start_record;
 using training::summary_builders;
 using training::training_environment;
 using training::TrainOptions;
+using training::validate_checkpoints;
+using training::validate_elastic;
+using training::validate_elastic_bounds;
 using training::with_fingerprint;
 using training::WorkerLoop;
 using training::workers_before_launch;
@@ -110,94 +112,7 @@ void validate_environment() {
   (void)core::malloc_tuning_chosen();
 }
 
-// checkpoint_dir, checkpoint_every, checkpoint_keep, resume and resume_if_present (docs/faults.md):
-// an asynchronous strategy that cannot save a worker alone during the run (a codec, dgc, or no
-// save_during_run declared) checkpoints at the end only, the folders must be
-// folders, a folder to resume from must hold a complete checkpoint, and resume_if_present needs
-// checkpoint_dir and excludes resume.
-void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions& s) {
-  FAST_ENFORCE(o.checkpoint_every >= 0, "checkpoint_every: expected steps >= 0, got {}", o.checkpoint_every);
-  FAST_ENFORCE(o.checkpoint_keep >= 1, "checkpoint_keep: expected >= 1, got {}", o.checkpoint_keep);
-  FAST_ENFORCE(o.checkpoint_every == 0 || !o.checkpoint_dir.empty(),
-               "checkpoint_every: set to {} without checkpoint_dir; expected a folder to write the checkpoints to",
-               o.checkpoint_every);
-  FAST_ENFORCE(!o.resume_if_present || !o.checkpoint_dir.empty(),
-               "resume_if_present: set without checkpoint_dir; expected the folder to resume from when it holds a "
-               "checkpoint (--checkpoint-dir DIR)");
-  FAST_ENFORCE(!o.resume_if_present || o.resume.empty(),
-               "resume_if_present and resume: both set (resume = '{}'); expected one: resume_if_present resumes "
-               "from checkpoint_dir when it holds a checkpoint, resume always from its folder",
-               o.resume.string());
-  if (o.checkpoint_dir.empty() && o.resume.empty()) return;
-  if (o.checkpoint_every > 0) {
-    const std::string refusal = strategy::periodic_checkpoint_refusal(s);
-    FAST_ENFORCE(refusal.empty(),
-                 "checkpoint_every: set to {} with the asynchronous strategy '{}': {}; expected 0 (its checkpoint is "
-                 "then written at the end and when interrupted)",
-                 o.checkpoint_every, s.name, refusal);
-  }
-  FAST_ENFORCE(o.checkpoint_dir.empty() || path_kind(o.checkpoint_dir, "checkpoint_dir") != PathKind::other,
-               "checkpoint_dir: '{}' is a file; expected a folder (created if missing)", o.checkpoint_dir.string());
-  if (o.resume.empty()) return;
-  FAST_ENFORCE(path_kind(o.resume, "resume") == PathKind::folder,
-               "resume: '{}' is not a folder; expected a checkpoint_dir of "
-               "an earlier run",
-               o.resume.string());
-  FAST_ENFORCE(!CheckpointStore::complete_steps(o.resume).empty(),
-               "resume: '{}' holds no complete checkpoint (a step-N folder with a manifest.json); "
-               "expected the checkpoint_dir of an earlier run",
-               o.resume.string());
-}
-
 // Checks everything that can be checked before a worker starts, so bad input fails fast and clearly.
-// elastic: a synchronous strategy that declares it, on a runtime that can lose a worker.
-// elastic_lr and min_workers: only with elastic; min_workers at most the run's workers (`world`,
-// where known: 0 otherwise, and run_worker checks it once the workers met).
-void validate_elastic_bounds(const TrainOptions& o, int world) {
-  FAST_ENFORCE(o.elastic || o.worker.elastic_lr == strategy::ElasticLr::keep,
-               "elastic_lr: set to 'linear' without elastic; expected elastic = true (--elastic): the rate follows "
-               "the group's size only in an elastic run");
-  FAST_ENFORCE(o.elastic || o.min_workers == 1,
-               "min_workers: set to {} without elastic; expected elastic = true (--elastic): only an elastic run "
-               "goes on with fewer workers",
-               o.min_workers);
-  FAST_ENFORCE(world <= 0 || o.min_workers <= world,
-               "min_workers: expected at most the run's {} workers, got {} (the run could never start)", world,
-               o.min_workers);
-}
-
-void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s) {
-  validate_elastic_bounds(o, workers_before_launch(o));
-  const auto fault = strategy::FaultInjection::parse(s.fault_inject, std::numeric_limits<int>::max());
-  FAST_ENFORCE(o.elastic || !fault.needs_elastic(),
-               "fault_inject '{}': {} set without elastic; expected elastic = true (--elastic): only an elastic "
-               "synchronous run admits a worker taken back",
-               s.fault_inject, fault.kind_name());
-  FAST_ENFORCE(o.elastic || !fault.exits_while_ending() || strategy::asynchronous_strategy(s),
-               "fault_inject '{}': exit-while-ending set without elastic for the synchronous strategy '{}'; expected "
-               "elastic = true (--elastic) or an asynchronous strategy, whose end survives the loss",
-               s.fault_inject, s.name);
-  FAST_ENFORCE(!o.checkpoint_dir.empty() || !fault.exits_while_checkpointing(),
-               "fault_inject '{}': exit-while-checkpointing set without checkpoint_dir; expected a folder to write "
-               "checkpoints to (--checkpoint-dir): a run that writes none never injects it",
-               s.fault_inject);
-  if (!o.elastic) return;
-  const std::string refusal = strategy::elastic_refusal(s);
-  FAST_ENFORCE(refusal.empty(), "elastic: set with {}; expected a strategy whose survivors can go on without it",
-               refusal);
-  const runtime::RuntimeBackend& backend = runtime::find_runtime(o.runtime);
-  if (!backend.loses_workers) {
-    std::vector<std::string_view> names;
-    for (const runtime::RuntimeBackend& b : runtime::runtime_backends())
-      if (b.loses_workers) names.push_back(b.name);
-    FAST_THROW(core::InvalidArgument,
-               "elastic: set with runtime '{}', whose workers cannot be lost while the others go on; expected a "
-               "runtime that loses workers: {}",
-               o.runtime,
-               names.empty() ? std::string("none in this build") : fmt::format("{}", fmt::join(names, ", ")));
-  }
-}
-
 void validate(const TrainOptions& o) {
   validate_environment();
   FAST_ENFORCE(o.workers >= 1, "workers: expected >= 1, got {}", o.workers);
