@@ -51,18 +51,35 @@ int count_records(const fs::path& metrics, const std::string& event) {
 
 #ifdef FAST_TEST_SIM
 
+// The run of `args` without a loss, whose end the lossy runs are placed against.
+struct Lossless {
+  fast::testing::FastResult run;
+  json summary;         // empty when the run failed
+  double end = 0;       // its simulated seconds
+  int evaluations = 0;  // its `eval` records
+};
+
+Lossless run_lossless(const fs::path& dir, const std::string& args) {
+  Lossless out{.run = fast::testing::run_fast_in(dir, args + "--summary whole.json --metrics whole.jsonl --cluster " +
+                                                          cluster_file(dir, "whole.toml", 0).string())};
+  if (out.run.code != 0) return out;
+  out.summary = json::parse(slurp(dir / "whole.json"));
+  out.end = out.summary["simulated_seconds"].get<double>();
+  out.evaluations = count_records(dir / "whole.jsonl", "eval");
+  return out;
+}
+
 TEST(SimElasticEnd, ALossWhileTheRunEndsLeavesEveryResult) {
   const fs::path dir = fast::testing::test_dir("fast_elastic_end", "allreduce");
   const std::string args =
       "train --runtime sim --workers 4 --strategy allreduce --elastic --model mlp --seed 11 --batch 32 --epochs 2 "
       "--eval-every 0 --checkpoint-dir ck ";
-  const auto whole = fast::testing::run_fast_in(dir, args + "--summary whole.json --metrics whole.jsonl --cluster " +
-                                                         cluster_file(dir, "whole.toml", 0).string());
-  ASSERT_EQ(whole.code, 0) << whole.output;
-  const json reference = json::parse(slurp(dir / "whole.json"));
-  const double end = reference["simulated_seconds"].get<double>();
+  const Lossless whole = run_lossless(dir, args);
+  ASSERT_EQ(whole.run.code, 0) << whole.run.output;
+  const json& reference = whole.summary;
+  const double end = whole.end;
   const std::int64_t steps = reference["steps"].get<std::int64_t>();
-  const int evaluations = count_records(dir / "whole.jsonl", "eval");
+  const int evaluations = whole.evaluations;
   // Seconds before the end: in the last step and the final evaluation (the survivors regroup from
   // the last step), and in the closing barrier (every member had every result). The instants move
   // with the simulated costs; the coverage checks below say when they must be chosen again.
@@ -105,12 +122,11 @@ TEST(SimAsynchronousEnd, ALossAfterTheStrategysFinishLeavesEveryResult) {
   const fs::path dir = fast::testing::test_dir("fast_elastic_end", "adpsgd");
   const std::string args =
       "train --runtime sim --workers 4 --strategy adpsgd --model mlp --seed 11 --batch 32 --epochs 1 --eval-every 0 ";
-  const auto whole = fast::testing::run_fast_in(dir, args + "--summary whole.json --metrics whole.jsonl --cluster " +
-                                                         cluster_file(dir, "whole.toml", 0).string());
-  ASSERT_EQ(whole.code, 0) << whole.output;
-  const json reference = json::parse(slurp(dir / "whole.json"));
-  const double end = reference["simulated_seconds"].get<double>();
-  const int evaluations = count_records(dir / "whole.jsonl", "eval");
+  const Lossless whole = run_lossless(dir, args);
+  ASSERT_EQ(whole.run.code, 0) << whole.run.output;
+  const json& reference = whole.summary;
+  const double end = whole.end;
+  const int evaluations = whole.evaluations;
   bool regrouped = false, in_barrier = false;
   for (const double before : {0.004, 0.0002}) {
     SCOPED_TRACE("host 2 off " + std::to_string(before) + " s before the end");
