@@ -253,7 +253,8 @@ std::vector<ConfigKey> output_keys() {
       text_key(
           "elastic_lr", KeyType::string, one_of_text(kElasticLr),
           "Elastic runs: the learning rate after the group changed. keep: the schedule's, whatever the group's size; "
-          "linear: the schedule's times W_now / W_start (the workers in the group over those the run started with), "
+          "linear: the schedule's times W_now / W_start (the workers in the group over the run's ranks: those it "
+          "started with, or max_workers), "
           "so that the step per sample stays what it was. Needs elastic.",
           [](TrainOptions& o, const std::string& v) {
             o.worker.elastic_lr = one_of(v, kElasticLr, "elastic_lr") == "linear" ? strategy::ElasticLr::linear
@@ -265,6 +266,13 @@ std::vector<ConfigKey> output_keys() {
                    "checkpoint (checkpoint_dir), its evaluation and its summary, and exit code 6 (docs/faults.md). "
                    "At most the run's workers; 1: the run goes on down to one worker.",
                    min_workers, 1),
+      FAST_INT_KEY("max_workers",
+                   "Elastic runs under zmq: the most workers the run may grow to. The starting processes "
+                   "(world_size x workers_per_process workers) begin; the ranks after theirs are vacant until a "
+                   "process started with FAST_RESTARTED=1 and the same settings joins, at a step boundary "
+                   "(docs/faults.md, \"Growing a run\"). A multiple of workers_per_process; 0: the starting "
+                   "workers (no growth).",
+                   process.max_workers, 0),
   };
 }
 

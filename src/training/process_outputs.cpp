@@ -80,9 +80,10 @@ ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm
   if (ctx.local_size() == ctx.size()) return place;
   place.whole_world = false;
   const std::uint64_t mine = token;
-  if (comm.joining()) {
-    // A process that took a lost rank back runs no set-up collective: the zmq runtime gives each
-    // process an equal, contiguous block of ranks, so the others' places follow from the ranks.
+  if (comm.joining() || comm.group_size() < ctx.size()) {
+    // A process that took a lost rank back runs no set-up collective, nor does a group that left
+    // vacant ranks out (a run that may grow): the zmq runtime gives each process an equal,
+    // contiguous block of ranks, so the others' places follow from the ranks.
     comm.skip_collective();
     const int local = ctx.local_size();
     const int first = first_rank_of_process(ctx);

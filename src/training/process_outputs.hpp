@@ -86,7 +86,8 @@ struct ProcessPlace {
 int first_rank_of_process(const runtime::Context& ctx);
 
 // Every worker in one process (threads, sim): no communication. Otherwise (zmq, mpi) a collective:
-// the workers all-gather their process's token.
+// the workers all-gather their process's token; a worker that joins a run under way, and a group
+// that left vacant ranks out, derive the places from the ranks instead (zmq's equal blocks).
 ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm, std::uint64_t token);
 
 // The lowest-ranked member of the communicator's group in each process, in rank order: the

@@ -28,6 +28,51 @@ std::string losing_runtimes() {
   return names.empty() ? std::string("none in this build") : fmt::format("{}", fmt::join(names, ", "));
 }
 
+// The runtimes in which a process started during a run can take a rank in it, for messages.
+std::string joining_runtimes() {
+  std::vector<std::string_view> names;
+  for (const runtime::RuntimeBackend& b : runtime::runtime_backends())
+    if (b.takes_new_processes) names.push_back(b.name);
+  return names.empty() ? std::string("none in this build") : fmt::format("{}", fmt::join(names, ", "));
+}
+
+// max_workers (a run that may grow): an elastic synchronous run on a runtime that takes new
+// processes. An asynchronous strategy sets its windows up with every rank at the start, which a
+// vacant rank cannot take part in.
+void validate_growth(const TrainOptions& o, const strategy::StrategyOptions& s) {
+  if (o.process.max_workers == 0) return;
+  FAST_ENFORCE(o.process.max_workers > 0, "max_workers: expected 0 (the starting workers) or more, got {}",
+               o.process.max_workers);
+  FAST_ENFORCE(runtime::find_runtime(o.runtime).takes_new_processes,
+               "max_workers: set to {} with runtime '{}', in which no process can join a run under way; expected a "
+               "runtime that takes new processes ({}) or max_workers = 0",
+               o.process.max_workers, o.runtime, joining_runtimes());
+  FAST_ENFORCE(o.elastic && !strategy::asynchronous_strategy(s),
+               "max_workers: set to {} {}; expected elastic = true (--elastic) with a synchronous strategy: the "
+               "group admits a worker that joins at a step boundary (an asynchronous strategy sets up with every "
+               "rank at the start, which a vacant rank cannot take part in)",
+               o.process.max_workers,
+               o.elastic ? fmt::format("with the asynchronous strategy '{}'", s.name) : std::string("without elastic"));
+  const int per_process = o.process.workers_per_process;
+  FAST_ENFORCE(o.process.max_workers % per_process == 0,
+               "max_workers: expected a multiple of workers_per_process ({}: a process that joins takes a whole "
+               "process's ranks), got {}",
+               per_process, o.process.max_workers);
+  const int starting = o.process.world_size > 0 ? o.process.world_size * per_process : 0;  // 0: not known yet
+  FAST_ENFORCE(o.process.max_workers >= starting,
+               "max_workers: expected at least the {} workers the run starts with (world_size {} x workers_per_process "
+               "{}), got {}",
+               starting, o.process.world_size, per_process, o.process.max_workers);
+  FAST_ENFORCE(starting == 0 || o.min_workers <= starting,
+               "min_workers: expected at most the {} workers the run starts with, got {} (the run could never "
+               "start)",
+               starting, o.min_workers);
+  FAST_ENFORCE(o.resume.empty() && !o.resume_if_present,
+               "max_workers: set to {} with {}; expected no resume: a checkpoint holds the files of the group's "
+               "members, and a run that starts with vacant ranks would need every rank's",
+               o.process.max_workers, o.resume.empty() ? "resume_if_present" : "resume");
+}
+
 }  // namespace
 
 void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions& s) {
@@ -96,6 +141,7 @@ void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s)
                "fault_inject '{}': exit-while-checkpointing set without checkpoint_dir; expected a folder to write "
                "checkpoints to (--checkpoint-dir): a run that writes none never injects it",
                s.fault_inject);
+  validate_growth(o, s);
   if (!o.elastic) return;
   const std::string refusal = strategy::elastic_refusal(s);
   FAST_ENFORCE(refusal.empty(), "elastic: set with {}; expected a strategy whose survivors can go on without it",

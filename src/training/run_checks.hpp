@@ -21,7 +21,9 @@ void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions
 void validate_elastic_bounds(const TrainOptions& o, int world);
 
 // elastic: a synchronous strategy that declares it, on a runtime that can lose a worker; the fault
-// injections that fire only in an elastic run, at its end, or in a checkpoint write.
+// injections that fire only in an elastic run, at its end, or in a checkpoint write; max_workers
+// (a run that may grow): an elastic synchronous run, on a runtime that takes new processes, that
+// resumes nothing.
 void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s);
 
 }  // namespace fast::training

@@ -28,6 +28,7 @@ std::uint64_t fnv1a64_text(std::string_view text) noexcept {
 
 int workers_before_launch(const TrainOptions& o) {
   if (!runtime::find_runtime(o.runtime).multi_process) return o.workers;
+  if (o.process.max_workers > 0) return o.process.max_workers;  // a run that may grow: its every rank
   // Processes: as given or detected from the launcher (runtime/detect.hpp); else only the runtime
   // knows (MPI_COMM_WORLD's size once MPI is initialised).
   return o.process.world_size > 0 ? o.process.world_size * o.process.workers_per_process : 0;

@@ -5,6 +5,7 @@
 
 #include "fast/core/version.hpp"
 #include "process_outputs.hpp"
+#include "vacant_ranks.hpp"
 
 namespace fast::training {
 
@@ -188,7 +189,16 @@ json build_summary(const SummaryInputs& in) {
   summary["stopped_early"] =
       c.steps < in.plan.total_steps * totals.world && o.stop_on_divergence && summary["diverged"].get<bool>();
   if (!core::source_commit().empty()) summary["fast_commit"] = core::source_commit();
-  if (!c.lost.empty()) summary["lost_workers"] = c.lost;
+  // A run that may grow: the ranks no process took are vacant, not lost.
+  json lost = c.lost;
+  if (o.process.max_workers > 0) {
+    const std::vector<int> vacant = vacant_ranks(in.communicator.context());
+    lost = json::array();
+    for (const json& w : c.lost)
+      if (std::ranges::count(vacant, w.get<int>()) == 0) lost.push_back(w);
+    summary["vacant_workers"] = vacant;
+  }
+  if (!lost.empty()) summary["lost_workers"] = lost;
   summary["live_workers"] = totals.members.size();
   // Ranks a new process took back during the run (zmq rejoin), in the order seen here. A process
   // that is such a process was told the rejoins before it, its own included (before_join); where a

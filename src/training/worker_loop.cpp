@@ -9,6 +9,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/stop_request.hpp"
+#include "vacant_ranks.hpp"
 
 namespace fast::training {
 
@@ -243,17 +244,19 @@ void WorkerLoop::admit_joiners(std::int64_t done) {
   if (seen.front() < 0 || std::any_of(seen.begin(), seen.end(), [&](double v) { return v != seen.front(); })) return;
   const int joiner = static_cast<int>(seen.front());
   const bool leading = lead();  // records the admission, even of a joiner that leads from now on (rank 0)
+  const bool was_vacant = started_vacant(ctx_, joiner);  // a run that grows
   const std::optional<strategy::Regrouping> admitted = worker_.admit(joiner);
   if (admitted) follow_lead();
   // Called off by the joiner (the first member was lost): the next collective fails on that loss.
   if (!admitted || !leading) return;
   const strategy::Regrouping& g = *admitted;
-  outputs_.write(metrics::to_json(metrics::MembershipRecord{.time = elapsed(),
-                                                            .worker = joiner,
-                                                            .joined = true,
-                                                            .detail = "took its rank back",
-                                                            .step = g.steps,
-                                                            .workers = static_cast<int>(g.members.size())}));
+  outputs_.write(
+      metrics::to_json(metrics::MembershipRecord{.time = elapsed(),
+                                                 .worker = joiner,
+                                                 .joined = true,
+                                                 .detail = was_vacant ? "took a vacant rank" : "took its rank back",
+                                                 .step = g.steps,
+                                                 .workers = static_cast<int>(g.members.size())}));
   core::log(core::LogLevel::warn, "elastic: worker {} joined at step {}; {} workers go on", joiner, g.steps,
             g.members.size());
 }

@@ -1,18 +1,21 @@
 // The runtime contract's optional parts (include/fast/runtime/context.hpp), in the suite of
-// conformance_test.cpp: native collectives (mpi), the shared address space (threads) and one-sided
-// memory (mpi). Every runtime runs each test; one that does not offer the part skips it.
+// conformance_test.cpp: native collectives (mpi), the shared address space (threads), one-sided
+// memory (mpi) and vacant ranks of a run that may grow (runtimes that take new processes: zmq).
+// Every runtime runs each test; one that does not offer the part skips it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "conformance.hpp"
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/native_collectives.hpp"
+#include "fast/runtime/registry.hpp"
 #include "fast/runtime/remote_memory.hpp"
 #include "fast/runtime/shared_rendezvous.hpp"
 
@@ -220,6 +223,50 @@ TEST_P(Conformance, OneSidedReadersNeverSeeAHalfWrittenRegion) {
         region->close();
       },
       {.op_timeout_seconds = 30});
+}
+
+// A run that may grow (ProcessOptions::max_workers; runtimes that take new processes): the ranks
+// past the starting processes' are vacant. The world counts them; from the start they are not
+// alive, a send to one and a receive from one fail with PeerLost naming it, and each of its
+// workers is one membership event marked vacant (and before_join: no metrics record); the
+// starting workers exchange as usual, and the run ends cleanly without them.
+TEST_P(Conformance, VacantRanksOfARunThatMayGrowAreLostFromTheStart) {
+  const WorldCase c = GetParam();
+  if (!find_runtime(c.runtime).takes_new_processes)
+    GTEST_SKIP() << c.runtime << " takes no new process into a run under way: it has no vacant ranks";
+  LaunchOptions options{.op_timeout_seconds = 30, .tolerate_lost_workers = true};
+  options.process.max_workers = c.workers + 2 * c.workers_per_process;
+  run(
+      [&c](Context& ctx) {
+        ASSERT_EQ(ctx.size(), c.workers + 2 * c.workers_per_process);
+        std::vector<float> v(4, static_cast<float>(ctx.rank()));
+        for (int r = c.workers; r < ctx.size(); ++r) {
+          EXPECT_FALSE(ctx.alive(r)) << "vacant rank " << r;
+          for (const bool sending : {true, false}) {
+            try {
+              (sending ? ctx.send(r, user_tag(1), cview(v)) : ctx.recv(r, user_tag(2), mview(v))).wait();
+              ADD_FAILURE() << (sending ? "a send to" : "a receive from") << " vacant rank " << r << " completed";
+            } catch (const core::PeerLost& e) {
+              EXPECT_NE(std::string(e.what()).find("worker " + std::to_string(r)), std::string::npos) << e.what();
+              EXPECT_NE(std::string(e.what()).find("vacant"), std::string::npos) << e.what();
+            }
+          }
+        }
+        int vacant_events = 0;
+        for (const MembershipEvent& e : ctx.membership_events()) {
+          EXPECT_TRUE(e.vacant && e.before_join && !e.joined && e.worker >= c.workers) << e.worker << " " << e.detail;
+          vacant_events += e.vacant ? 1 : 0;
+        }
+        EXPECT_EQ(vacant_events, 2 * c.workers_per_process);
+        // The starting workers: a ring among them.
+        const int n = c.workers;
+        std::vector<float> got(4);
+        Work in = ctx.recv((ctx.rank() + n - 1) % n, user_tag(3), mview(got));
+        ctx.send((ctx.rank() + 1) % n, user_tag(3), cview(v)).wait();
+        in.wait();
+        EXPECT_EQ(got[0], static_cast<float>((ctx.rank() + n - 1) % n));
+      },
+      options);
 }
 
 }  // namespace

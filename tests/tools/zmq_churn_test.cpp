@@ -36,24 +36,6 @@ using clock_type = std::chrono::steady_clock;
 
 using namespace fast::testing::zmq_cli;  // NOLINT(google-build-using-namespace): the shared helpers
 
-// The environment of a running process (/proc/PID/environ): what an operator who starts it again
-// gives the new one (its rank, the rendezvous, the key files).
-std::vector<std::string> environment_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-  std::vector<std::string> entries;
-  std::string entry;
-  while (std::getline(in, entry, '\0'))
-    if (!entry.empty()) entries.push_back(entry);
-  return entries;
-}
-
-// `text` quoted for /bin/sh.
-std::string shell_quoted(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 // The percentage of worker 0's last progress line ("[0] epoch E | step S/T (P%)"), or -1.
 int progress_percent(const std::string& log) {
   static const std::regex line("\\[0\\] epoch [0-9]+ \\| step [0-9]+/[0-9]+ \\(([0-9]+)%\\)");

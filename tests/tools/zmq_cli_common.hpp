@@ -1,16 +1,19 @@
 #pragma once
 // What the multi-process tests of `fast launch -n 4 -- fast train --runtime zmq` share
-// (zmq_cli_test.cpp, zmq_churn_test.cpp): the commands and flags, the peer timeout, and reading a
-// launch's log for a process's pid and for training's start.
+// (zmq_cli_test.cpp, zmq_churn_test.cpp, elastic_growth_test.cpp): the commands and flags, the peer
+// timeout, reading a launch's log for a process's pid and for training's start, and the
+// environment of a running process (to start another like it).
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <regex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/poll.hpp"
 #include "common/run_fast.hpp"
@@ -47,5 +50,23 @@ inline bool appears(const std::filesystem::path& log, std::string_view text) {
 // Whether worker 0 printed its first progress line within kStartBound: every process has passed the
 // rendezvous and training runs.
 inline bool training_started(const Launched& l) { return appears(l.log, "[0] epoch 1 | step"); }
+
+// The environment of a running process (/proc/PID/environ): what an operator who starts it again
+// gives the new one (its rank, the rendezvous, the key files).
+inline std::vector<std::string> environment_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::vector<std::string> entries;
+  std::string entry;
+  while (std::getline(in, entry, '\0'))
+    if (!entry.empty()) entries.push_back(entry);
+  return entries;
+}
+
+// `text` quoted for /bin/sh.
+inline std::string shell_quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
 
 }  // namespace fast::testing::zmq_cli

@@ -12,8 +12,12 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
 #include "command_line.hpp"
@@ -106,15 +110,20 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
 // took below --min-workers: 6).
 int report_outcome(const nlohmann::json& summary, const fast::training::TrainOptions& options, double wall_seconds,
                    bool reports_run) {
-  if (reports_run)
+  if (reports_run) {
+    // "(1 lost)", "(1 vacant)", "(1 lost, 1 vacant)" or nothing.
+    std::vector<std::string> missing;
+    for (const char* key : {"lost_workers", "vacant_workers"}) {
+      const std::size_t n = summary.value(key, nlohmann::json::array()).size();
+      if (n > 0)
+        missing.push_back(fmt::format("{} {}", n, std::string_view(key).substr(0, std::string_view(key).find('_'))));
+    }
+    const std::string aside = missing.empty() ? "" : fmt::format(" ({})", fmt::join(missing, ", "));
     std::printf("final test accuracy: %.4f (%s, %d workers%s, %lld steps, %.1f s, %.0f samples/s)\n",
                 summary["final_accuracy"].get<double>(), options.worker.strategy.name.c_str(),
-                summary["workers"].get<int>(),
-                summary.value("lost_workers", nlohmann::json::array()).empty()
-                    ? ""
-                    : fmt::format(" ({} lost)", summary["lost_workers"].size()).c_str(),
-                summary["steps"].get<long long>(), summary["wall_seconds"].get<double>(),
-                summary["samples_per_second"].get<double>());
+                summary["workers"].get<int>(), aside.c_str(), summary["steps"].get<long long>(),
+                summary["wall_seconds"].get<double>(), summary["samples_per_second"].get<double>());
+  }
   if (summary.value("diverged", false))
     std::printf("DIVERGED: %s%s\n", summary["divergence"].get<std::string>().c_str(),
                 summary.value("stopped_early", false) ? " (stopped early: stop_on_divergence)" : "");

@@ -72,6 +72,10 @@ struct MembershipEvent {
   // it in told it (zmq rejoin; at: 0). Not seen here: no record is written for it, and
   // lost_since() does not count it; ever_lost() does.
   bool before_join = false;
+  // A rank of a run that may grow (--max-workers) that no process held when the run started
+  // (zmq): reported as lost before this process came (before_join is set too) until a process
+  // takes it (an event with joined).
+  bool vacant = false;
   std::string detail;  // where it ran and why (for logs and the metrics)
 };
 

@@ -27,6 +27,9 @@ struct ProcessOptions {
   int process_rank = -1;                   // this process's index in [0, world_size); -1: the rendezvous
                                            // assigns one in arrival order (FAST_PROCESS_RANK)
   int workers_per_process = 1;             // workers in each process; the world has world_size x this
+  int max_workers = 0;                     // the most workers the run may grow to (--max-workers): its ranks
+                                           // past world_size x workers_per_process start vacant, each taken by a
+                                           // process that joins later (FAST_RESTARTED=1); 0: the starting ones
   std::filesystem::path key_file;          // this process's CURVE key pair (`fast keygen`; FAST_KEY_FILE)
   std::filesystem::path allow_file;        // public keys admitted, one per line (FAST_ALLOW_FILE)
   bool insecure = false;                   // no authentication, no encryption (FAST_INSECURE=1); warns

@@ -36,6 +36,9 @@ struct RuntimeBackend {
   // dies), so that a run may tolerate it: asynchronous strategies, and synchronous ones with
   // `elastic` (docs/faults.md). threads cannot lose a worker; under mpi a dead rank ends the job.
   bool loses_workers = false;
+  // Whether a process started during a run can take a rank in it (zmq: a lost rank back, or a
+  // vacant one of a run that may grow, ProcessOptions::max_workers).
+  bool takes_new_processes = false;
   // The environment variables it reads of its own (core/env.hpp), for --help and docs/config.md;
   // static storage. The variables every runtime reads are runtime_environment()'s.
   core::EnvTable environment;

@@ -33,7 +33,8 @@ inline constexpr std::int64_t kRunIdentityFormat = 1;
 
 // The workers of the run's world when known before launch: `workers` for a runtime whose world
 // lives in one process (threads, sim); for a multi-process one (zmq, mpi) the processes, as given
-// or detected from the launcher, times the workers per process; 0 when only the runtime knows.
+// or detected from the launcher, times the workers per process (max_workers when set: a run that
+// may grow has that many ranks); 0 when only the runtime knows.
 int workers_before_launch(const TrainOptions& o);
 
 // The fields that follow from the options alone: format, model, dataset, batch, seed, strategy,

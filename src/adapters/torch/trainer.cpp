@@ -51,6 +51,7 @@
 #include "run_checks.hpp"
 #include "run_end.hpp"
 #include "summary.hpp"
+#include "vacant_ranks.hpp"
 #include "worker_loop.hpp"
 
 namespace fast::torch {
@@ -383,6 +384,7 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
         std::max<std::int64_t>(1, std::llround(o.dgc_warmup_epochs * static_cast<double>(plan.steps_per_epoch)));
   strategy::Worker worker(ctx, worker_options, torch_side.state());
   torch_side.attach(worker, in);
+  if (o.elastic) training::leave_out_vacant_ranks(ctx, worker, o.min_workers);  // a run that may grow (max_workers)
   // The module's own parameter blocks, freed once copied into the replica, sit below this worker's
   // live objects in the heap: their pages go back, a batch of workers' at a time (core/malloc_tuning.hpp).
   core::release_freed_memory(torch_side.state().params.size_bytes());

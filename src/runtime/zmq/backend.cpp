@@ -137,7 +137,13 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
   const ProcessInfo me = meeting.table[static_cast<std::size_t>(meeting.process_rank)];
   core::log(meeting.rejoining ? core::LogLevel::warn : core::LogLevel::debug,
             "zmq runtime: {} runs workers [{}, {}) of {}{}", me.where(), me.first_worker, me.first_worker + me.workers,
-            s.world_size * s.workers_per_process, meeting.rejoining ? ", rejoining the run under way" : "");
+            s.max_processes * s.workers_per_process, meeting.rejoining ? ", rejoining the run under way" : "");
+  if (s.max_processes > s.world_size && !meeting.rejoining)
+    core::log(core::LogLevel::info,
+              "zmq runtime: the run starts with {} of {} workers; workers [{}, {}) are vacant until processes join "
+              "(--max-workers; a process started with FAST_RESTARTED=1 takes the lowest)",
+              s.world_size * s.workers_per_process, s.max_processes * s.workers_per_process,
+              s.world_size * s.workers_per_process, s.max_processes * s.workers_per_process);
   FAST_ENFORCE(!meeting.rejoining || s.tolerate_lost,
                "zmq runtime: this process rejoins a run under way, which only asynchronous runs allow");
 
@@ -146,7 +152,7 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
   if (s.tolerate_lost && meeting.desk) transport.serve_rejoins(std::move(*meeting.desk));
   transport.inherit_membership(meeting.lost_workers, meeting.rejoined_workers);
   transport.set_desk_process(meeting.desk_process);
-  engine::LocalWorld world({.world_size = s.world_size * s.workers_per_process,
+  engine::LocalWorld world({.world_size = s.max_processes * s.workers_per_process,
                             .first_rank = me.first_worker,
                             .local_size = me.workers,
                             .joining = meeting.rejoining},
@@ -171,6 +177,7 @@ RuntimeBackend backend() {
           .launch = run_zmq,
           .multi_process = true,
           .loses_workers = true,
+          .takes_new_processes = true,
           .environment = zmq_environment(),
           .launchers = launchers()};
 }

@@ -13,6 +13,7 @@ namespace fast::runtime::zmq {
 using nlohmann::json;
 
 json to_json(const ProcessInfo& p) {
+  if (p.vacant) return {{"rank", p.rank}, {"first_worker", p.first_worker}, {"workers", p.workers}, {"vacant", true}};
   return {{"rank", p.rank},
           {"first_worker", p.first_worker},
           {"workers", p.workers},
@@ -34,6 +35,10 @@ ProcessInfo process_from_json(const json& j) {
     p.rank = json_int<int>(j, "rank", -1, kMaxProcesses - 1, what);
     p.first_worker = json_int<int>(j, "first_worker", 0, (1LL << 30) - 1, what);
     p.workers = json_int<int>(j, "workers", 1, kMaxProcesses, what);
+    if (j.contains("vacant")) {
+      FAST_ENFORCE(j.at("vacant") == true && p.rank >= 0, "{}: vacant: expected true, with a rank", what);
+      return vacant_process(p.rank, p.workers);
+    }
     p.host_id = j.at("host_id").get<std::string>();
     p.hostname = j.at("hostname").get<std::string>();
     p.ipc_endpoint = j.at("ipc").get<std::string>();

@@ -18,10 +18,16 @@ struct ProcessInfo {
   std::string pulse_tcp_endpoint;  // tcp://ADDRESS:PORT its heartbeat socket over the network
   std::string public_key;          // Z85 CURVE key; empty when insecure
   long pid = 0;
+  // A rank of a run that may grow (--max-workers) that no process has taken yet: no host, no
+  // endpoints, no key; lost from the start until a process joins in its place.
+  bool vacant = false;
 
-  // "process 2 on host h2, pid 1234"
+  // "process 2 on host h2, pid 1234"; "process 5 (vacant)"
   std::string where() const;
 };
+
+// The entry of vacant process rank `rank` of a run with `workers` workers per process.
+ProcessInfo vacant_process(int rank, int workers);
 
 using ProcessTable = std::vector<ProcessInfo>;
 

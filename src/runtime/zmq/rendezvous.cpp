@@ -43,10 +43,11 @@ class Server {
   ::zmq::socket_t release() { return std::move(socket_); }
 
  private:
-  // "" when a process of these settings (world: its world size) fits the run, else why not.
-  std::string refusal(const ProcessInfo& p, int world) const;
+  // "" when a process of these settings (world: its world size, most: the processes its run may
+  // grow to) fits the run, else why not.
+  std::string refusal(const ProcessInfo& p, int world, int most) const;
   // Counts the process in, or refuses it (answering it why; InvalidArgument for this process's own).
-  bool admit(const std::string& who, ProcessInfo p, int world);
+  bool admit(const std::string& who, ProcessInfo p, int world, int most);
   ::zmq::socket_t socket_;
   const Settings& s_;
   int refused_ = 0;
@@ -54,10 +55,14 @@ class Server {
   std::vector<std::pair<std::string, ProcessInfo>> arrived_;  // routing id ("" for own), info
 };
 
-std::string Server::refusal(const ProcessInfo& p, int world) const {
+std::string Server::refusal(const ProcessInfo& p, int world, int most) const {
+  if (p.vacant) return "its hello describes no process (vacant)";
   if (world != s_.world_size)
     return fmt::format("the process on {} pid {} has world size {}, expected {} (the rendezvous's --world-size)",
                        p.hostname, p.pid, world, s_.world_size);
+  if (most != s_.max_processes)
+    return fmt::format("the process on {} pid {} may grow to {} processes (--max-workers), expected {}", p.hostname,
+                       p.pid, most, s_.max_processes);
   if (p.workers != s_.workers_per_process)
     return fmt::format("the process on {} pid {} has workers-per-process {}, expected {}", p.hostname, p.pid, p.workers,
                        s_.workers_per_process);
@@ -71,8 +76,8 @@ std::string Server::refusal(const ProcessInfo& p, int world) const {
   return "";
 }
 
-bool Server::admit(const std::string& who, ProcessInfo p, int world) {
-  const std::string why = refusal(p, world);
+bool Server::admit(const std::string& who, ProcessInfo p, int world, int most) {
+  const std::string why = refusal(p, world, most);
   if (why.empty()) {
     core::log(core::LogLevel::debug, "rendezvous: the process on {} pid {} arrived ({} of {})", p.hostname, p.pid,
               arrived_.size() + 1, s_.world_size);
@@ -92,7 +97,7 @@ bool Server::admit(const std::string& who, ProcessInfo p, int world) {
 }
 
 ProcessTable Server::run(std::optional<ProcessInfo> own) {
-  if (own) admit("", *own, s_.world_size);
+  if (own) admit("", *own, s_.world_size, s_.max_processes);
   const auto deadline =
       clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s_.rendezvous_timeout));
   while (static_cast<int>(arrived_.size()) < s_.world_size) {
@@ -106,6 +111,7 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
     std::vector<::zmq::message_t> parts;
     if (!::zmq::recv_multipart(socket_, std::back_inserter(parts), ::zmq::recv_flags::dontwait)) continue;
     int world = 0;
+    int most = 0;
     ProcessInfo info;
     try {
       const json hello = read_hello(parts, 1);
@@ -116,12 +122,13 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
         continue;
       }
       world = json_int<int>(hello, "world_size", 1, kMaxProcesses, "hello");
+      most = hello.contains("max_processes") ? json_int<int>(hello, "max_processes", 1, kMaxProcesses, "hello") : world;
       info = process_from_json(hello.at("process"));
     } catch (const std::exception& e) {
       core::log(core::LogLevel::warn, "rendezvous: ignored a malformed hello: {}", e.what());
       continue;
     }
-    (void)admit(parts[0].to_string(), std::move(info), world);
+    (void)admit(parts[0].to_string(), std::move(info), world, most);
   }
   // Ranks: given ones stay, the others in arrival order.
   std::vector<bool> taken(static_cast<std::size_t>(s_.world_size));
@@ -134,7 +141,9 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
     p.rank = next;
     taken[static_cast<std::size_t>(next)] = true;
   }
-  ProcessTable table(static_cast<std::size_t>(s_.world_size));
+  // The ranks past the starting processes' (a run that may grow) are vacant until processes join.
+  ProcessTable table;
+  for (int r = 0; r < s_.max_processes; ++r) table.push_back(vacant_process(r, s_.workers_per_process));
   for (auto& [id, p] : arrived_) {
     p.first_worker = p.rank * p.workers;
     table[static_cast<std::size_t>(p.rank)] = p;
@@ -236,7 +245,9 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
   const std::string at = rendezvous_endpoint(s, address);
   if (address > 0) core::log(core::LogLevel::info, "rendezvous: {} serves the run now", at);
   ::zmq::socket_t socket = client_socket(context, s, address);
-  ::zmq::send_multipart(socket, hello_parts({{"world_size", s.world_size}, {"process", to_json(self)}}));
+  json hello{{"world_size", s.world_size}, {"process", to_json(self)}};
+  if (s.max_processes != s.world_size) hello["max_processes"] = s.max_processes;
+  ::zmq::send_multipart(socket, hello_parts(hello));
   ::zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
   ::zmq::poll(&item, 1, std::max(left, std::chrono::milliseconds(1)));
@@ -253,16 +264,17 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
   RendezvousResult result{.process_rank = json_int<int>(reply, "your_rank", 0, kMaxProcesses - 1, "rendezvous reply"),
                           .rejoining = reply.value("rejoin", false)};
   for (const json& p : reply.at("processes")) result.table.push_back(process_from_json(p));
-  FAST_ENFORCE(static_cast<int>(result.table.size()) == s.world_size && result.process_rank >= 0 &&
-                   result.process_rank < s.world_size,
+  FAST_ENFORCE(static_cast<int>(result.table.size()) == s.max_processes && result.process_rank >= 0 &&
+                   result.process_rank < s.max_processes &&
+                   !result.table[static_cast<std::size_t>(result.process_rank)].vacant,
                "rendezvous: the table has {} processes and rank {}, expected {} processes", result.table.size(),
-               result.process_rank, s.world_size);
+               result.process_rank, s.max_processes);
   if (result.rejoining) {
-    const int workers = s.world_size * s.workers_per_process;
+    const int workers = s.max_processes * s.workers_per_process;
     result.lost_workers = worker_list(reply, "lost_workers", workers, static_cast<std::size_t>(workers));
     result.rejoined_workers = worker_list(reply, "rejoined_workers", workers, kMaxInheritedRejoins);
     if (reply.contains("desk"))
-      result.desk_process = json_int<int>(reply, "desk", 0, s.world_size - 1, "rendezvous reply");
+      result.desk_process = json_int<int>(reply, "desk", 0, s.max_processes - 1, "rendezvous reply");
   }
   return result;
 }

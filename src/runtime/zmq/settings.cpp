@@ -16,6 +16,7 @@
 #include "fast/core/parse.hpp"
 #include "fast/runtime/environment.hpp"
 #include "fast/runtime/zmq/keys.hpp"
+#include "hello.hpp"
 
 namespace fast::runtime::zmq {
 
@@ -93,12 +94,28 @@ Settings resolve_settings(const LaunchOptions& options) {
   FAST_ENFORCE(s.world_size >= 1,
                "world-size: expected the number of processes >= 1 (--world-size or FAST_WORLD_SIZE), got {}",
                s.world_size);
-  s.process_rank =
-      p.process_rank >= 0 ? p.process_rank : static_cast<int>(core::env_int(zmq_environment(), "FAST_PROCESS_RANK"));
-  FAST_ENFORCE(s.process_rank >= -1 && s.process_rank < s.world_size,
-               "process-rank: expected -1 (assigned) or a rank in [0, {}), got {}", s.world_size, s.process_rank);
   s.workers_per_process = p.workers_per_process;
   FAST_ENFORCE(s.workers_per_process >= 1, "workers-per-process: expected >= 1, got {}", s.workers_per_process);
+  s.max_processes = s.world_size;
+  if (p.max_workers > 0) {
+    FAST_ENFORCE(options.tolerate_lost_workers,
+                 "max-workers: set to {} in a run that does not go on without a worker; expected a run that "
+                 "tolerates lost workers (vacant ranks count as lost until a process takes them)",
+                 p.max_workers);
+    const long long starting = static_cast<long long>(s.world_size) * s.workers_per_process;
+    FAST_ENFORCE(
+        p.max_workers >= starting && p.max_workers % s.workers_per_process == 0 &&
+            p.max_workers / s.workers_per_process <= kMaxProcesses,
+        "max-workers: expected a multiple of workers-per-process ({}) from the {} starting workers (world-size "
+        "{} x {}) to {}, got {}",
+        s.workers_per_process, starting, s.world_size, s.workers_per_process,
+        static_cast<long long>(kMaxProcesses) * s.workers_per_process, p.max_workers);
+    s.max_processes = p.max_workers / s.workers_per_process;
+  }
+  s.process_rank =
+      p.process_rank >= 0 ? p.process_rank : static_cast<int>(core::env_int(zmq_environment(), "FAST_PROCESS_RANK"));
+  FAST_ENFORCE(s.process_rank >= -1 && s.process_rank < s.max_processes,
+               "process-rank: expected -1 (assigned) or a rank in [0, {}), got {}", s.max_processes, s.process_rank);
   s.insecure = p.insecure || core::env_int(zmq_environment(), "FAST_INSECURE") != 0;
   if (s.insecure)
     core::log(core::LogLevel::warn,

@@ -27,7 +27,11 @@ struct Settings {
   // address i is reached with allowed_keys[i] (the first address: allowed_keys[0]), or with the
   // one key of an allow-list that holds one (the run's key, which every process holds).
   std::vector<RendezvousAddress> rendezvous_fallbacks;
-  int world_size = 1;     // processes
+  int world_size = 1;  // processes that start the run (the rendezvous waits for these)
+  // Processes the run may have (--max-workers / workers per process): ranks [world_size,
+  // max_processes) start vacant and are taken by processes that join later. world_size when the
+  // run does not grow.
+  int max_processes = 1;
   int process_rank = -1;  // -1: assigned by the rendezvous
   int workers_per_process = 1;
   bool insecure = false;

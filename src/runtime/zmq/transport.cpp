@@ -26,7 +26,14 @@ void release_payload(void* /*data*/, void* hint) {
 
 }  // namespace
 
-std::string ProcessInfo::where() const { return fmt::format("process {} on host {}, pid {}", rank, hostname, pid); }
+std::string ProcessInfo::where() const {
+  if (vacant) return fmt::format("process {} (vacant: no process has taken it yet)", rank);
+  return fmt::format("process {} on host {}, pid {}", rank, hostname, pid);
+}
+
+ProcessInfo vacant_process(int rank, int workers) {
+  return {.rank = rank, .first_worker = rank * workers, .workers = workers, .vacant = true};
+}
 
 std::string tcp_address(const std::string& host, const std::string& port) {
   return host.find(':') != std::string::npos ? fmt::format("tcp://[{}]:{}", host, port)
@@ -54,7 +61,19 @@ ZmqTransport::ZmqTransport(::zmq::context_t& context, const Settings& settings, 
       start_(std::chrono::steady_clock::now()) {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   FAST_ENFORCE_AS(core::IoError, wake_fd_ >= 0, "zmq runtime: cannot create an eventfd");
-  for (std::size_t p = 0; p < table_.size(); ++p) lost_[p] = false;
+  for (std::size_t p = 0; p < table_.size(); ++p) {
+    lost_[p] = table_[p].vacant;  // a vacant rank is lost until a process takes it (revive)
+    if (!table_[p].vacant) continue;
+    peers_[p].lost = true;
+    peers_[p].reason = "is vacant: no process has taken its rank yet";
+    for (int w = table_[p].first_worker; w < table_[p].first_worker + table_[p].workers; ++w)
+      events_.push_back({.at = 0,
+                         .worker = w,
+                         .joined = false,
+                         .before_join = true,
+                         .vacant = true,
+                         .detail = "vacant: the run may grow to this rank (--max-workers); no process holds it yet"});
+  }
   const std::string& host = table_[static_cast<std::size_t>(process_)].host_id;
   const auto on_host =
       std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) { return p.host_id == host; });
@@ -103,7 +122,7 @@ void ZmqTransport::open_dealers() {
   links_.resize(table_.size());
   pulse_links_.resize(table_.size());
   for (const ProcessInfo& peer : table_) {
-    if (peer.rank == process_) continue;
+    if (peer.rank == process_ || peer.vacant) continue;  // a vacant rank's links open when a process takes it
     peers_[static_cast<std::size_t>(peer.rank)].last_heard = clock();
     links_[static_cast<std::size_t>(peer.rank)] = std::make_unique<PeerLink>(make_dealer(peer));
     pulse_links_[static_cast<std::size_t>(peer.rank)] = make_pulse_dealer(peer);
@@ -119,8 +138,12 @@ void ZmqTransport::start(engine::LocalWorld& world, std::function<void(const std
   for (auto& out : outbound_) out = std::make_shared<OutboundShared>();
   for (auto& in : inbound_) in = std::make_shared<InboundShared>();
   for (const ProcessInfo& peer : table_)
-    if (peer.rank != process_) offer_ring(peer.rank);
+    if (peer.rank != process_ && !peer.vacant) offer_ring(peer.rank);
   open_streams();
+  for (const ProcessInfo& peer : table_)  // their receives fail at once, as a lost process's do
+    if (peer.vacant)
+      for (int w = peer.first_worker; w < peer.first_worker + peer.workers; ++w)
+        world_->fail_source(w, fmt::format("worker {} ({}) is not in the run", w, peer.where()));
   thread_ = std::thread([this] { loop(); });
   await_rings();
 }
@@ -258,7 +281,9 @@ core::Work ZmqTransport::send_zmq(OutboundShared& out, int process, wire::FrameH
 }
 
 void ZmqTransport::send_frame(int process, Frame frame) {
-  if (links_[static_cast<std::size_t>(process)]->send(std::move(frame)) != PeerLink::Result::queued) return;
+  const std::unique_ptr<PeerLink>& link = links_[static_cast<std::size_t>(process)];
+  if (!link) return;  // a vacant rank: no process to send to
+  if (link->send(std::move(frame)) != PeerLink::Result::queued) return;
   const std::uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
 }

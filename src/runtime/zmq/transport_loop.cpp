@@ -214,7 +214,7 @@ void ZmqTransport::deliver_data(const wire::FrameHeader& header, ::zmq::message_
 void ZmqTransport::check_peers() {
   const double now = clock();
   for (const ProcessInfo& peer : table_) {
-    if (peer.rank == process_) continue;
+    if (peer.rank == process_ || peer.vacant) continue;
     check_streams(peer.rank);
     const InboundShared& in = *inbound_[static_cast<std::size_t>(peer.rank)];
     if (in.failed.load()) {
@@ -269,7 +269,7 @@ void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
   // A process that ended cleanly waits for our own bye (and watches our heartbeats) before it
   // exits: its socket stays open. A lost one's is closed, dropping what was queued for it.
   if (clean) return;
-  links_[static_cast<std::size_t>(process)]->close();
+  if (links_[static_cast<std::size_t>(process)]) links_[static_cast<std::size_t>(process)]->close();
   pulse_links_[static_cast<std::size_t>(process)].reset();
   core::log(core::LogLevel::warn, "zmq runtime: {}", first);
   if (on_lost_) on_lost_(first);
@@ -284,7 +284,7 @@ void ZmqTransport::finish(const std::string& error, double limit_seconds) {
     table = table_;
   }
   for (const ProcessInfo& peer : table)
-    if (peer.rank != process_ && !bye_through_stream(peer.rank, text))
+    if (peer.rank != process_ && !peer.vacant && !bye_through_stream(peer.rank, text))
       send_frame(peer.rank, control_frame(wire::FrameKind::bye, peer, text));
   std::unique_lock<std::mutex> lock(peers_mutex_);
   const bool all = peers_cv_.wait_for(lock, std::chrono::duration<double>(limit_seconds), [&] {

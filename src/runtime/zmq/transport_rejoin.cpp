@@ -109,7 +109,15 @@ void ZmqTransport::receive_rejoin_hellos() {
       }
       ProcessInfo info = process_from_json(hello.at("process"));
       const int world = json_int<int>(hello, "world_size", 1, kMaxProcesses, "rejoin hello");
-      FAST_ENFORCE(world == processes, "world size: expected {}, got {}", processes, world);
+      FAST_ENFORCE(world == settings_.world_size, "world size: expected {}, got {}", settings_.world_size, world);
+      const int most = hello.contains("max_processes")
+                           ? json_int<int>(hello, "max_processes", 1, kMaxProcesses, "rejoin hello")
+                           : world;
+      FAST_ENFORCE(most == processes,
+                   "the processes the run may grow to (--max-workers / workers-per-process): "
+                   "expected {}, got {}",
+                   processes, most);
+      FAST_ENFORCE(!info.vacant, "its hello describes no process (vacant)");
       FAST_ENFORCE(info.workers == workers_per_process_, "workers per process: expected {}, got {}",
                    workers_per_process_, info.workers);
       if (!settings_.insecure) {
@@ -119,11 +127,16 @@ void ZmqTransport::receive_rejoin_hellos() {
       }
       if (info.rank < 0) {
         std::lock_guard<std::mutex> lock(peers_mutex_);
+        // The lowest rank lost or vacant that no other newcomer is taking.
+        const auto taking = [&](int p) {
+          return std::ranges::any_of(pending_, [p](const PendingRejoin& q) { return q.info.rank == p; });
+        };
         for (int p = 0; p < processes && info.rank < 0; ++p)
-          if (peers_[static_cast<std::size_t>(p)].lost && !peers_[static_cast<std::size_t>(p)].ended) info.rank = p;
+          if (peers_[static_cast<std::size_t>(p)].lost && !peers_[static_cast<std::size_t>(p)].ended && !taking(p))
+            info.rank = p;
         FAST_ENFORCE(info.rank >= 0,
-                     "rank: no process of the run is lost now; give the rank to take back "
-                     "(FAST_PROCESS_RANK) to wait until it is");
+                     "rank: no rank of the run is lost or vacant now; give the rank to take back "
+                     "(FAST_PROCESS_RANK) to wait until it is lost");
       }
       FAST_ENFORCE(info.rank >= 0 && info.rank < processes && info.rank != process_,
                    "rank: expected a rank in [0, {}) to take back other than {} (this process, which serves the "
@@ -218,8 +231,9 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
   if (body.contains("rejoin")) {
     // From the process that serves the rendezvous: process 0, or the survivor that took it over.
     ProcessInfo info = process_from_json(body.at("rejoin"));
-    FAST_ENFORCE(info.rank >= 0 && info.rank < processes && info.rank != process_ && info.rank != from &&
-                     info.workers == workers_per_process_ && info.first_worker == info.rank * info.workers,
+    FAST_ENFORCE(!info.vacant && info.rank >= 0 && info.rank < processes && info.rank != process_ &&
+                     info.rank != from && info.workers == workers_per_process_ &&
+                     info.first_worker == info.rank * info.workers,
                  "frame: rejoin of rank {} (workers [{}, +{})) announced by process {}: not a rank another process "
                  "can take back",
                  info.rank, info.first_worker, info.workers, from);
@@ -287,12 +301,14 @@ void ZmqTransport::set_desk_process(int process) {
 void ZmqTransport::inherit_membership(const std::vector<int>& lost, const std::vector<int>& rejoined) {
   FAST_ENFORCE_AS(core::InvalidUsage, !thread_.joinable(), "zmq runtime: inherit_membership() after start()");
   std::lock_guard<std::mutex> lock(peers_mutex_);
-  for (int w : lost)
+  for (int w : lost) {
+    if (table_[static_cast<std::size_t>(process_of(w))].vacant) continue;  // its vacancy is an event already
     events_.push_back({.at = 0,
                        .worker = w,
                        .joined = false,
                        .before_join = true,
                        .detail = "lost before this process took its rank back (as the rendezvous told it)"});
+  }
   for (int w : rejoined)
     events_.push_back({.at = 0,
                        .worker = w,
@@ -308,7 +324,12 @@ void ZmqTransport::revive(const ProcessInfo& info) {
   if (!lost_[static_cast<std::size_t>(r)].load()) mark_lost(r, "was replaced: a new process took its rank back", false);
   retire_ring(r);  // before the new link: no payload of the old ring may reach the new process
   retire_stream(r);
-  links_[static_cast<std::size_t>(r)]->reopen(make_dealer(info));
+  const bool was_vacant = !links_[static_cast<std::size_t>(r)];  // a vacant rank, taken for the first time
+  if (was_vacant)
+    links_[static_cast<std::size_t>(r)] = std::make_unique<PeerLink>(make_dealer(info));
+  else
+    links_[static_cast<std::size_t>(r)]->reopen(make_dealer(info));
+  const char* took = was_vacant ? "took the vacant rank" : "took the rank back";
   pulse_links_[static_cast<std::size_t>(r)] = make_pulse_dealer(info);
   for (int w = info.first_worker; w < info.first_worker + info.workers; ++w) world_->revive_source(w);
   {
@@ -319,17 +340,16 @@ void ZmqTransport::revive(const ProcessInfo& info) {
       events_.push_back({.at = world_->state().now(),
                          .worker = w,
                          .joined = true,
-                         .detail = fmt::format("{} took the rank back", info.where())});
+                         .detail = fmt::format("{} {}", info.where(), took)});
     lost_[static_cast<std::size_t>(r)] = false;
   }
   peers_cv_.notify_all();
   offer_ring(r);
   if (wants_stream(r)) offer_stream(r);
-  core::log(core::LogLevel::warn, "zmq runtime: worker{} {} rejoined the run: {} took the rank back",
-            info.workers > 1 ? "s" : "",
+  core::log(core::LogLevel::warn, "zmq runtime: worker{} {} {} the run: {} {}", info.workers > 1 ? "s" : "",
             info.workers > 1 ? fmt::format("[{}, {})", info.first_worker, info.first_worker + info.workers)
                              : std::to_string(info.first_worker),
-            info.where());
+            was_vacant ? "joined" : "rejoined", info.where(), took);
 }
 
 }  // namespace fast::runtime::zmq

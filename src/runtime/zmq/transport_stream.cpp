@@ -70,6 +70,7 @@ std::string peer_address(const sockaddr_storage& addr) {
 
 bool ZmqTransport::wants_stream(int process) const {
   if (!settings_.streams || settings_.transport == "ipc" || process == process_) return false;
+  if (table_[static_cast<std::size_t>(process)].vacant) return false;  // until a process takes the rank
   return !outbound_[static_cast<std::size_t>(process)]->ring;  // a ring was offered: shared memory instead
 }
 
