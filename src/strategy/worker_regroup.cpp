@@ -74,6 +74,18 @@ Regrouping Worker::regroup_survivors(int stage) {
   }
 }
 
+void Worker::leave_out(const std::vector<int>& absent) {
+  FAST_ENFORCE_AS(core::InvalidUsage, comm_.elastic() && steps_ == 0 && !finished_,
+                  "Worker::leave_out: needs an elastic communicator and no step taken yet");
+  FAST_ENFORCE_AS(core::InvalidUsage, !std::ranges::binary_search(absent, comm_.rank()),
+                  "Worker::leave_out: worker {} leaves itself out", comm_.rank());
+  std::vector<int> members;
+  for (int r : comm_.members())
+    if (!std::ranges::binary_search(absent, r)) members.push_back(r);
+  comm_.regroup(std::move(members), comm_.next_sequence_number());
+  strategy_->regrouped(state_);  // may be collective (ps places its servers), among the members left
+}
+
 void Worker::take_state_of(int source) {
   std::vector<std::byte> bytes;
   if (comm_.rank() == source) bytes = encode_checkpoint(save());

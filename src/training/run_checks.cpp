@@ -58,6 +58,11 @@ void validate_growth(const TrainOptions& o, const strategy::StrategyOptions& s) 
                "max_workers: expected a multiple of workers_per_process ({}: a process that joins takes a whole "
                "process's ranks), got {}",
                per_process, o.process.max_workers);
+  FAST_ENFORCE(o.process.max_workers / per_process <= runtime::kMaxGrowthProcesses,
+               "max_workers: expected at most {} processes' workers ({} x workers_per_process {}: the rendezvous's "
+               "table of a run that may grow fits one message), got {}",
+               runtime::kMaxGrowthProcesses, runtime::kMaxGrowthProcesses * per_process, per_process,
+               o.process.max_workers);
   const int starting = o.process.world_size > 0 ? o.process.world_size * per_process : 0;  // 0: not known yet
   FAST_ENFORCE(o.process.max_workers >= starting,
                "max_workers: expected at least the {} workers the run starts with (world_size {} x workers_per_process "

@@ -186,18 +186,21 @@ json build_summary(const SummaryInputs& in) {
   const metrics::DivergenceSign divergence = first_divergence(totals);
   summary["diverged"] = divergence.kind != metrics::DivergenceSign::Kind::none;
   summary["divergence"] = divergence.describe();
-  summary["stopped_early"] =
-      c.steps < in.plan.total_steps * totals.world && o.stop_on_divergence && summary["diverged"].get<bool>();
-  if (!core::source_commit().empty()) summary["fast_commit"] = core::source_commit();
-  // A run that may grow: the ranks no process took are vacant, not lost.
+  // A run that may grow: the ranks no process took are vacant, not lost; they took no step.
   json lost = c.lost;
+  std::vector<int> vacant;
   if (o.process.max_workers > 0) {
-    const std::vector<int> vacant = vacant_ranks(in.communicator.context());
+    vacant = vacant_ranks(in.communicator.context());
     lost = json::array();
     for (const json& w : c.lost)
       if (std::ranges::count(vacant, w.get<int>()) == 0) lost.push_back(w);
+    for (int w : vacant) summary["steps_per_worker"][static_cast<std::size_t>(w)] = 0;
     summary["vacant_workers"] = vacant;
   }
+  const std::int64_t ranks = totals.world - static_cast<std::int64_t>(vacant.size());
+  summary["stopped_early"] =
+      c.steps < in.plan.total_steps * ranks && o.stop_on_divergence && summary["diverged"].get<bool>();
+  if (!core::source_commit().empty()) summary["fast_commit"] = core::source_commit();
   if (!lost.empty()) summary["lost_workers"] = lost;
   summary["live_workers"] = totals.members.size();
   // Ranks a new process took back during the run (zmq rejoin), in the order seen here. A process

@@ -26,26 +26,30 @@ bool started_vacant(const runtime::Context& ctx, int worker) {
                              [worker](const runtime::MembershipEvent& e) { return e.vacant && e.worker == worker; });
 }
 
+bool first_holder(const runtime::Context& ctx, int worker) {
+  const std::vector<runtime::MembershipEvent> events = ctx.membership_events();
+  return started_vacant(ctx, worker) &&
+         std::ranges::count_if(events, [worker](const auto& e) { return e.joined && e.worker == worker; }) == 1;
+}
+
 void leave_out_vacant_ranks(runtime::Context& ctx, strategy::Worker& worker, int min_workers) {
   if (ctx.joins_run_under_way()) return;
-  const std::vector<int> vacant = vacant_ranks(ctx);
+  // Every rank vacant at the start, taken since or not: a process that took one before this point
+  // waits to be admitted, as any newcomer does.
+  std::vector<int> vacant;
+  for (int r = 0; r < ctx.size(); ++r)
+    if (started_vacant(ctx, r)) vacant.push_back(r);
   if (vacant.empty()) return;
   const int starting = ctx.size() - static_cast<int>(vacant.size());
   FAST_ENFORCE(min_workers <= starting,
-               "min_workers: expected at most the {} workers the run starts with ({} ranks of max_workers {} are "
-               "vacant), got {} (the run could never start)",
+               "min_workers: expected at most the {} workers the run starts with ({} of max_workers {} are vacant), "
+               "got {} (the run could never start)",
                starting, vacant.size(), ctx.size(), min_workers);
-  const strategy::Regrouping g = worker.regroup_survivors(0);
-  if (ctx.rank() != g.members.front()) return;
-  core::log(core::LogLevel::info,
-            "elastic: the run starts with {} of {} workers; ranks {} join when processes take them", g.members.size(),
-            ctx.size(), fmt::join(vacant, ", "));
-  // A starting worker lost before the first step is a loss like any other.
-  std::vector<int> lost;
-  std::ranges::set_difference(g.lost, vacant, std::back_inserter(lost));
-  if (!lost.empty())
-    core::log(core::LogLevel::warn, "elastic: worker(s) {} lost before the first step; {} workers start",
-              fmt::join(lost, ", "), g.members.size());
+  worker.leave_out(vacant);
+  if (ctx.rank() == worker.communicator().members().front())
+    core::log(core::LogLevel::info,
+              "elastic: the run starts with {} of {} workers; ranks {} join when processes take them", starting,
+              ctx.size(), fmt::join(vacant, ", "));
 }
 
 }  // namespace fast::training

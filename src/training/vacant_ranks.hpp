@@ -18,11 +18,17 @@ std::vector<int> vacant_ranks(const runtime::Context& ctx);
 // Whether `worker`'s rank was vacant when the run started (taken since or not).
 bool started_vacant(const runtime::Context& ctx, int worker);
 
-// An elastic run that starts with vacant ranks: the starting workers agree on their group without
-// them (the agreement of a loss, Worker::regroup_survivors at step 0, before any other collective)
-// and log the group once (worker 0). Nothing when no rank is vacant or this worker joins a run
-// under way (the group admits it). InvalidArgument when the starting workers are fewer than
-// min_workers (the run could never start); PeerLost when this worker itself is lost meanwhile.
+// Whether the process that holds `worker`'s rank now is the first to hold it: the rank started
+// vacant and one process took it.
+bool first_holder(const runtime::Context& ctx, int worker);
+
+// An elastic run that starts with vacant ranks: before any collective, the starting workers leave
+// them out of their group (Worker::leave_out: every starting process read the same vacant ranks in
+// the rendezvous's table, so no agreement is needed) and the first logs the group. A process that
+// took a vacant rank already is left out too; it waits to be admitted at a step boundary. A
+// starting worker lost meanwhile is found by the first collective, as any loss. Nothing when no
+// rank started vacant or this worker joins a run under way. InvalidArgument when the starting
+// workers are fewer than min_workers (the run could never start).
 void leave_out_vacant_ranks(runtime::Context& ctx, strategy::Worker& worker, int min_workers);
 
 }  // namespace fast::training

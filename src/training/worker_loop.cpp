@@ -244,7 +244,7 @@ void WorkerLoop::admit_joiners(std::int64_t done) {
   if (seen.front() < 0 || std::any_of(seen.begin(), seen.end(), [&](double v) { return v != seen.front(); })) return;
   const int joiner = static_cast<int>(seen.front());
   const bool leading = lead();  // records the admission, even of a joiner that leads from now on (rank 0)
-  const bool was_vacant = started_vacant(ctx_, joiner);  // a run that grows
+  const bool was_vacant = first_holder(ctx_, joiner);  // a run that grows
   const std::optional<strategy::Regrouping> admitted = worker_.admit(joiner);
   if (admitted) follow_lead();
   // Called off by the joiner (the first member was lost): the next collective fails on that loss.

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/metrics_records.hpp"
 #include "common/poll.hpp"
 #include "common/run_fast.hpp"
 #include "common/spawned.hpp"
@@ -29,23 +30,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using fast::testing::dir_name;
+using fast::testing::records_of;
 using fast::testing::slurp;
 using nlohmann::json;
 
 const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
 const std::string kTrain = " --model mlp --seed 11 --batch 32 --epochs 2 --eval-every 0 ";
-
-// The records of one kind (`event`) of a metrics file.
-std::vector<json> records_of(const fs::path& metrics, const std::string& event) {
-  std::vector<json> out;
-  std::ifstream in(metrics);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) {
-      json r = json::parse(line);
-      if (r["event"] == event) out.push_back(std::move(r));
-    }
-  return out;
-}
 
 std::vector<json> membership_records(const fs::path& metrics) { return records_of(metrics, "membership"); }
 

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/metrics_records.hpp"
 #include "common/poll.hpp"
 #include "common/run_fast.hpp"
 #include "common/spawned.hpp"
@@ -42,11 +43,7 @@ fs::path cluster_file(const fs::path& dir, const std::string& name, double off) 
 }
 
 int count_records(const fs::path& metrics, const std::string& event) {
-  std::ifstream in(metrics);
-  int n = 0;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && json::parse(line)["event"] == event) ++n;
-  return n;
+  return static_cast<int>(fast::testing::records_of(metrics, event).size());
 }
 
 #ifdef FAST_TEST_SIM

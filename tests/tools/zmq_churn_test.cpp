@@ -20,6 +20,7 @@
 #include <string_view>
 #include <thread>
 
+#include "common/metrics_records.hpp"
 #include "common/poll.hpp"
 #include "common/run_fast.hpp"
 #include "common/spawned.hpp"
@@ -107,11 +108,8 @@ TEST_P(ZmqChurn, KilledWorkerStartedAgainRejoinsAndTheRunEndsWithFourLiveWorkers
   EXPECT_GE(s["final_accuracy"].get<double>(), 0.85) << s.dump() << "\n" << log;
   // The metrics of worker 0's process record the loss, then the rejoin.
   std::vector<std::string> changes;
-  std::istringstream records(slurp(dir / "m.rank0.jsonl"));
-  for (std::string line; std::getline(records, line);) {
-    const json r = json::parse(line);
-    if (r["event"] == "membership" && r["worker"] == victim) changes.push_back(r["change"].get<std::string>());
-  }
+  for (const json& r : fast::testing::records_of(dir / "m.rank0.jsonl", "membership"))
+    if (r["worker"] == victim) changes.push_back(r["change"].get<std::string>());
   EXPECT_EQ(changes, (std::vector<std::string>{"lost", "joined"})) << slurp(dir / "m.rank0.jsonl");
   std::cout << strategy << ": restarted at " << percent_at_restart << "%, final accuracy " << s["final_accuracy"]
             << std::endl;

@@ -167,6 +167,12 @@ class Worker {
   // lost itself.
   static constexpr int kRegroupStages = 8;
   Regrouping regroup_survivors(int stage = 0);
+  // Collective among the members left: the group becomes the members not in `absent` (ascending),
+  // without an agreement and without moving state, and the strategy regroups. For what every
+  // member knows alike before its first collective (the vacant ranks of a run that may grow, from
+  // the rendezvous's table). InvalidUsage without an elastic Communicator, after a step or when
+  // `absent` holds this worker.
+  void leave_out(const std::vector<int>& absent);
   // Elastic synchronous training, joins at a step boundary (the protocol: src/strategy/
   // worker_join.cpp). admit(): collective among the members, at the same step boundary on every
   // one (they agreed on `joiner`, a rank that is alive again and not a member: a new process took

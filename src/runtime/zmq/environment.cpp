@@ -70,7 +70,9 @@ constexpr std::array kTable{
     EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts.", 0, 1},
     EnvVar{"FAST_RESTARTED", EnvType::integer, "0",
            "Set to 1 by `fast launch --restart` in a process it starts again alone: it takes its rank back in the "
-           "run under way (process 0 too: it asks the rendezvous's server, a survivor, instead of serving it).",
+           "run under way (process 0 too: it asks the rendezvous's server, a survivor, instead of serving it). Set "
+           "it by hand, without FAST_PROCESS_RANK, for a process that joins a run that may grow (max_workers): it "
+           "takes the lowest vacant rank, else the lowest lost one.",
            0, 1},
 };
 }  // namespace

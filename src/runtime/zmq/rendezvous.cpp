@@ -294,7 +294,8 @@ std::optional<::zmq::socket_t> bind_rendezvous(::zmq::context_t& context, const 
 RendezvousResult rendezvous(::zmq::context_t& context, const Settings& s, ProcessInfo self) {
   std::optional<::zmq::socket_t> server;
   const bool first_start = !(s.restarted && s.tolerate_lost);  // else a run under way: a survivor serves
-  if ((self.rank == 0 && first_start) || self.rank < 0) server = try_serve(context, s, self.rank == 0);
+  // A process that joins a run under way never serves: it asks the run's server for a rank.
+  if ((self.rank == 0 || self.rank < 0) && first_start) server = try_serve(context, s, self.rank == 0);
   if (self.rank == 0 && !first_start)
     core::log(core::LogLevel::info,
               "rendezvous: process 0 started again (FAST_RESTARTED=1): asking the server of {}{} (a survivor that "

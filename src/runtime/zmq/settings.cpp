@@ -16,7 +16,6 @@
 #include "fast/core/parse.hpp"
 #include "fast/runtime/environment.hpp"
 #include "fast/runtime/zmq/keys.hpp"
-#include "hello.hpp"
 
 namespace fast::runtime::zmq {
 
@@ -105,11 +104,11 @@ Settings resolve_settings(const LaunchOptions& options) {
     const long long starting = static_cast<long long>(s.world_size) * s.workers_per_process;
     FAST_ENFORCE(
         p.max_workers >= starting && p.max_workers % s.workers_per_process == 0 &&
-            p.max_workers / s.workers_per_process <= kMaxProcesses,
+            p.max_workers / s.workers_per_process <= kMaxGrowthProcesses,
         "max-workers: expected a multiple of workers-per-process ({}) from the {} starting workers (world-size "
-        "{} x {}) to {}, got {}",
+        "{} x {}) to {} ({} processes), got {}",
         s.workers_per_process, starting, s.world_size, s.workers_per_process,
-        static_cast<long long>(kMaxProcesses) * s.workers_per_process, p.max_workers);
+        static_cast<long long>(kMaxGrowthProcesses) * s.workers_per_process, kMaxGrowthProcesses, p.max_workers);
     s.max_processes = p.max_workers / s.workers_per_process;
   }
   s.process_rank =

@@ -159,8 +159,9 @@ void ZmqTransport::await_rings() {
       answered = !out.ring || out.ready || lost_[p].load();
     }
     for (std::size_t p = 0; p < outbound_.size() && answered; ++p)  // and the streams
-      answered = static_cast<int>(p) == process_ || stream_fd_ < 0 || !wants_stream(static_cast<int>(p)) ||
-                 stream_out_[p]->ready.load() || lost_[p].load();
+      // lost_ first: a vacant rank's entry is read (wants_stream) only once revive() wrote it.
+      answered = static_cast<int>(p) == process_ || stream_fd_ < 0 || lost_[p].load() ||
+                 !wants_stream(static_cast<int>(p)) || stream_out_[p]->ready.load();
     if (answered) return;
     if (clock() >= limit) {
       core::log(core::LogLevel::info,
@@ -281,8 +282,10 @@ core::Work ZmqTransport::send_zmq(OutboundShared& out, int process, wire::FrameH
 }
 
 void ZmqTransport::send_frame(int process, Frame frame) {
+  // Null for a vacant rank: no process to send to. revive() creates it on the I/O thread before it
+  // clears lost_, and senders check lost_ first (ensure_alive), so they never read it meanwhile.
   const std::unique_ptr<PeerLink>& link = links_[static_cast<std::size_t>(process)];
-  if (!link) return;  // a vacant rank: no process to send to
+  if (!link) return;
   if (link->send(std::move(frame)) != PeerLink::Result::queued) return;
   const std::uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));

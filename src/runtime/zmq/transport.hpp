@@ -266,6 +266,10 @@ class ZmqTransport final : public engine::Transport {
   std::vector<int> ever_lost() const;
   std::vector<int> rejoined() const;
   void answer_newcomer(const std::string& id, const nlohmann::json& body);
+  // The answer to a newcomer whose rank every live process revived: the table, the workers lost
+  // (ranks still vacant left out: the table names them) and taken back so far. Logged, not thrown,
+  // when it cannot be sent.
+  void answer_rejoin(const PendingRejoin& p);
   void on_hello_frame(int from, const ::zmq::message_t& payload);
   void revive(const ProcessInfo& info);
   void send_hello(int process, const nlohmann::json& body);

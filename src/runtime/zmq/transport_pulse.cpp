@@ -78,6 +78,7 @@ int ZmqTransport::authenticated_sender(const std::vector<::zmq::message_t>& part
   FAST_ENFORCE(from >= 0 && from != process_, "frame: sender: expected a process of this run, got routing id '{}'",
                parts.empty() ? std::string() : parts[0].to_string());
   const ProcessInfo& sender = table_[static_cast<std::size_t>(from)];
+  FAST_ENFORCE(!sender.vacant, "frame: sender: {} holds no process", sender.where());
   FAST_ENFORCE(parts.size() == 3, "frame from {}: parts: expected 3 (routing id, header, payload), got {}",
                sender.where(), parts.size());
   if (!settings_.insecure) {

@@ -127,13 +127,16 @@ void ZmqTransport::receive_rejoin_hellos() {
       }
       if (info.rank < 0) {
         std::lock_guard<std::mutex> lock(peers_mutex_);
-        // The lowest rank lost or vacant that no other newcomer is taking.
-        const auto taking = [&](int p) {
-          return std::ranges::any_of(pending_, [p](const PendingRejoin& q) { return q.info.rank == p; });
+        // The lowest vacant rank that no other newcomer is taking, else the lowest lost one (a lost
+        // rank may be about to come back: fast launch --restart starts its process again).
+        const auto free = [&](int p, bool vacant) {
+          const PeerState& s = peers_[static_cast<std::size_t>(p)];
+          return table_[static_cast<std::size_t>(p)].vacant == vacant && s.lost && !s.ended &&
+                 std::ranges::none_of(pending_, [p](const PendingRejoin& q) { return q.info.rank == p; });
         };
-        for (int p = 0; p < processes && info.rank < 0; ++p)
-          if (peers_[static_cast<std::size_t>(p)].lost && !peers_[static_cast<std::size_t>(p)].ended && !taking(p))
-            info.rank = p;
+        for (const bool vacant : {true, false})
+          for (int p = 0; p < processes && info.rank < 0; ++p)
+            if (free(p, vacant)) info.rank = p;
         FAST_ENFORCE(info.rank >= 0,
                      "rank: no rank of the run is lost or vacant now; give the rank to take back "
                      "(FAST_PROCESS_RANK) to wait until it is lost");
@@ -196,17 +199,7 @@ void ZmqTransport::progress_rejoins() {
       std::erase_if(p.awaiting, [&](int q) { return lost_[static_cast<std::size_t>(q)].load(); });
       if (p.awaiting.empty()) {
         revive(p.info);
-        json list = json::array();
-        {
-          std::lock_guard<std::mutex> lock(peers_mutex_);
-          for (const ProcessInfo& q : table_) list.push_back(to_json(q));
-        }
-        answer_newcomer(p.id, {{"your_rank", r},
-                               {"processes", list},
-                               {"rejoin", true},
-                               {"desk", process_},
-                               {"lost_workers", ever_lost()},
-                               {"rejoined_workers", rejoined()}});
+        answer_rejoin(p);
         done = true;
       } else if (now - p.since > settings_.rendezvous_timeout) {
         answer_newcomer(p.id, {{"refused", fmt::format("processes {} did not acknowledge the rejoin of rank {} within "
@@ -216,6 +209,27 @@ void ZmqTransport::progress_rejoins() {
       }
     }
     it = done ? pending_.erase(it) : std::next(it);
+  }
+}
+
+void ZmqTransport::answer_rejoin(const PendingRejoin& p) {
+  json list = json::array();
+  std::vector<int> lost = ever_lost();
+  {
+    std::lock_guard<std::mutex> lock(peers_mutex_);
+    for (const ProcessInfo& q : table_) list.push_back(to_json(q));
+    // Ranks still vacant: the newcomer reads them from the table.
+    std::erase_if(lost, [&](int w) { return table_[static_cast<std::size_t>(process_of(w))].vacant; });
+  }
+  try {
+    answer_newcomer(p.id, {{"your_rank", p.info.rank},
+                           {"processes", list},
+                           {"rejoin", true},
+                           {"desk", process_},
+                           {"lost_workers", lost},
+                           {"rejoined_workers", rejoined()}});
+  } catch (const std::exception& e) {  // an answer over the hello's size: the newcomer waits out its timeout
+    core::log(core::LogLevel::error, "zmq runtime: cannot answer {}: {}", p.info.where(), e.what());
   }
 }
 

@@ -79,8 +79,10 @@ void ZmqTransport::open_streams() {
   stream_in_.resize(table_.size());
   for (auto& s : stream_out_) s = std::make_unique<StreamOut>();
   for (auto& s : stream_in_) s = std::make_unique<StreamIn>();
+  // A vacant rank may be taken by a process on another host: listen for it too.
   bool any = false;
-  for (const ProcessInfo& peer : table_) any = any || wants_stream(peer.rank);
+  for (const ProcessInfo& peer : table_)
+    any = any || wants_stream(peer.rank) || (peer.vacant && settings_.streams && settings_.transport != "ipc");
   if (!any) return;
   const std::string& host = settings_.host;  // bound here; peers connect to the advertised address
   try {
