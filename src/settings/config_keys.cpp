@@ -270,7 +270,7 @@ std::vector<ConfigKey> output_keys() {
                    "Elastic runs under zmq: the most workers the run may grow to. The starting processes "
                    "(world_size x workers_per_process workers) begin; the ranks after theirs are vacant until a "
                    "process started with FAST_RESTARTED=1 and the same settings joins, at a step boundary "
-                   "(docs/faults.md, \"Growing a run\"). A multiple of workers_per_process, at most 512 processes' "
+                   "(docs/faults.md, \"Growing a run\"). A multiple of workers_per_process, at most 128 processes' "
                    "workers; slowdown and fault_inject count its ranks; 0: the starting workers (no growth).",
                    process.max_workers, 0),
   };

@@ -82,7 +82,9 @@ void Worker::leave_out(const std::vector<int>& absent) {
   std::vector<int> members;
   for (int r : comm_.members())
     if (!std::ranges::binary_search(absent, r)) members.push_back(r);
-  comm_.regroup(std::move(members), comm_.next_sequence_number());
+  // Formed at 0, as at construction: a starting member lost during the set-up (taken back since
+  // or not) still counts as lost since the group formed, so the first collective finds it.
+  comm_.regroup(std::move(members), comm_.next_sequence_number(), 0.0);
   strategy_->regrouped(state_);  // may be collective (ps places its servers), among the members left
 }
 

@@ -12,6 +12,7 @@
 #include "fast/core/error.hpp"
 #include "fast/runtime/registry.hpp"
 #include "fast/strategy/aggregate.hpp"
+#include "fast/strategy/registry.hpp"
 #include "fast/strategy/worker.hpp"
 #include "fast/training/run_identity.hpp"
 #include "output_paths.hpp"
@@ -68,6 +69,14 @@ void validate_growth(const TrainOptions& o, const strategy::StrategyOptions& s) 
                "max_workers: expected at least the {} workers the run starts with (world_size {} x workers_per_process "
                "{}), got {}",
                starting, o.process.world_size, per_process, o.process.max_workers);
+  if (starting > 0) {  // the group the run starts with: a topology may not take its size
+    try {
+      strategy::check_strategy_options(s, starting);
+    } catch (const core::InvalidArgument& e) {
+      FAST_THROW(core::InvalidArgument, "max_workers: the run starts with {} of its {} workers, and {}", starting,
+                 o.process.max_workers, e.what());
+    }
+  }
   FAST_ENFORCE(starting == 0 || o.min_workers <= starting,
                "min_workers: expected at most the {} workers the run starts with, got {} (the run could never "
                "start)",

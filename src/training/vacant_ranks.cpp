@@ -21,24 +21,30 @@ std::vector<int> vacant_ranks(const runtime::Context& ctx) {
   return vacant;
 }
 
-bool started_vacant(const runtime::Context& ctx, int worker) {
-  return std::ranges::any_of(ctx.membership_events(),
-                             [worker](const runtime::MembershipEvent& e) { return e.vacant && e.worker == worker; });
+std::vector<int> started_vacant(const runtime::Context& ctx) {
+  std::vector<int> vacant;
+  for (const runtime::MembershipEvent& e : ctx.membership_events())
+    if (e.vacant) vacant.push_back(e.worker);
+  std::ranges::sort(vacant);
+  vacant.erase(std::unique(vacant.begin(), vacant.end()), vacant.end());
+  return vacant;
 }
 
 bool first_holder(const runtime::Context& ctx, int worker) {
   const std::vector<runtime::MembershipEvent> events = ctx.membership_events();
-  return started_vacant(ctx, worker) &&
-         std::ranges::count_if(events, [worker](const auto& e) { return e.joined && e.worker == worker; }) == 1;
+  const auto is = [worker](bool vacant, bool joined) {
+    return [=](const runtime::MembershipEvent& e) {
+      return e.worker == worker && e.vacant == vacant && e.joined == joined;
+    };
+  };
+  return std::ranges::any_of(events, is(true, false)) && std::ranges::count_if(events, is(false, true)) == 1;
 }
 
 void leave_out_vacant_ranks(runtime::Context& ctx, strategy::Worker& worker, int min_workers) {
   if (ctx.joins_run_under_way()) return;
   // Every rank vacant at the start, taken since or not: a process that took one before this point
   // waits to be admitted, as any newcomer does.
-  std::vector<int> vacant;
-  for (int r = 0; r < ctx.size(); ++r)
-    if (started_vacant(ctx, r)) vacant.push_back(r);
+  const std::vector<int> vacant = started_vacant(ctx);
   if (vacant.empty()) return;
   const int starting = ctx.size() - static_cast<int>(vacant.size());
   FAST_ENFORCE(min_workers <= starting,

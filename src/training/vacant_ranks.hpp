@@ -15,8 +15,8 @@ namespace fast::training {
 // as this worker's context saw it (MembershipEvent::vacant and joined), ascending.
 std::vector<int> vacant_ranks(const runtime::Context& ctx);
 
-// Whether `worker`'s rank was vacant when the run started (taken since or not).
-bool started_vacant(const runtime::Context& ctx, int worker);
+// The workers whose rank was vacant when the run started, taken since or not, ascending.
+std::vector<int> started_vacant(const runtime::Context& ctx);
 
 // Whether the process that holds `worker`'s rank now is the first to hold it: the rank started
 // vacant and one process took it.

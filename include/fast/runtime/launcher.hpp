@@ -17,13 +17,14 @@ namespace fast::runtime {
 
 using WorkerFn = std::function<void(Context&)>;
 
+// The most processes a run that may grow (ProcessOptions::max_workers) can have: the rendezvous's
+// table of every rank, and the answer to a process that joins, fit one hello message (about
+// 350 bytes per process of a table, 64 KiB in all).
+inline constexpr int kMaxGrowthProcesses = 128;
+
 // How the processes of a multi-process run (runtime zmq) find and trust each other
 // (docs/launch.md). Every field left at its default is taken from the FAST_* environment variable
 // named beside it, which `fast launch` sets for the processes it starts.
-// The most processes a run that may grow (ProcessOptions::max_workers) can have: the rendezvous's
-// table of every rank, and the answer to a process that joins, fit one hello message.
-inline constexpr int kMaxGrowthProcesses = 512;
-
 struct ProcessOptions {
   std::string rendezvous;                  // HOST:PORT of the rendezvous (FAST_RENDEZVOUS); the process
                                            // that gets rank 0 serves it unless `fast rendezvous` does

@@ -266,9 +266,12 @@ class ZmqTransport final : public engine::Transport {
   std::vector<int> ever_lost() const;
   std::vector<int> rejoined() const;
   void answer_newcomer(const std::string& id, const nlohmann::json& body);
-  // The answer to a newcomer whose rank every live process revived: the table, the workers lost
-  // (ranks still vacant left out: the table names them) and taken back so far. Logged, not thrown,
-  // when it cannot be sent.
+  // The answer to newcomer `info` (its rank chosen): the table with it in its rank's entry, the
+  // workers lost (ranks still vacant left out: the table names them) and taken back so far. Takes
+  // peers_mutex_.
+  nlohmann::json rejoin_answer(const ProcessInfo& info) const;
+  // Sends rejoin_answer once every live process revived the newcomer's rank; logged, not thrown,
+  // when it cannot be sent (receive_rejoin_hellos checked its size before the announce).
   void answer_rejoin(const PendingRejoin& p);
   void on_hello_frame(int from, const ::zmq::message_t& payload);
   void revive(const ProcessInfo& info);

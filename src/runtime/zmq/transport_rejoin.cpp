@@ -148,6 +148,12 @@ void ZmqTransport::receive_rejoin_hellos() {
       for (const PendingRejoin& p : pending_)
         FAST_ENFORCE(p.info.rank != info.rank, "rank {}: another process is taking it back already", info.rank);
       info.first_worker = info.rank * info.workers;
+      // Before any process is told: the answer must fit a hello (a run of many processes).
+      const std::size_t answer = rejoin_answer(info).dump().size();
+      FAST_ENFORCE(answer + 1024 <= kMaxHelloBytes,
+                   "the answer to it ({} bytes: the table of {} processes) would "
+                   "exceed a hello's {} bytes",
+                   answer, processes, kMaxHelloBytes);
       core::log(core::LogLevel::info, "zmq runtime: pid {} on {} asks to take rank {} back", info.pid, info.hostname,
                 info.rank);
       pending_.push_back({.id = id, .info = std::move(info), .since = clock()});
@@ -212,23 +218,25 @@ void ZmqTransport::progress_rejoins() {
   }
 }
 
-void ZmqTransport::answer_rejoin(const PendingRejoin& p) {
-  json list = json::array();
+json ZmqTransport::rejoin_answer(const ProcessInfo& info) const {
   std::vector<int> lost = ever_lost();
-  {
-    std::lock_guard<std::mutex> lock(peers_mutex_);
-    for (const ProcessInfo& q : table_) list.push_back(to_json(q));
-    // Ranks still vacant: the newcomer reads them from the table.
-    std::erase_if(lost, [&](int w) { return table_[static_cast<std::size_t>(process_of(w))].vacant; });
-  }
+  const std::vector<int> taken = rejoined();
+  json list = json::array();
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  for (const ProcessInfo& q : table_) list.push_back(to_json(q.rank == info.rank ? info : q));
+  // Ranks still vacant: the newcomer reads them from the table.
+  std::erase_if(lost, [&](int w) {
+    const int p = process_of(w);
+    return p != info.rank && table_[static_cast<std::size_t>(p)].vacant;
+  });
+  return {{"your_rank", info.rank}, {"processes", list},    {"rejoin", true},
+          {"desk", process_},       {"lost_workers", lost}, {"rejoined_workers", taken}};
+}
+
+void ZmqTransport::answer_rejoin(const PendingRejoin& p) {
   try {
-    answer_newcomer(p.id, {{"your_rank", p.info.rank},
-                           {"processes", list},
-                           {"rejoin", true},
-                           {"desk", process_},
-                           {"lost_workers", lost},
-                           {"rejoined_workers", rejoined()}});
-  } catch (const std::exception& e) {  // an answer over the hello's size: the newcomer waits out its timeout
+    answer_newcomer(p.id, rejoin_answer(p.info));
+  } catch (const std::exception& e) {  // checked before the announce (receive_rejoin_hellos): not expected
     core::log(core::LogLevel::error, "zmq runtime: cannot answer {}: {}", p.info.where(), e.what());
   }
 }
