@@ -21,19 +21,11 @@ namespace fast::training {
 
 namespace {
 
-// The runtimes whose workers can be lost while the others go on, for messages.
-std::string losing_runtimes() {
+// The runtimes of this build that declare `trait` (loses_workers, takes_new_processes), for messages.
+std::string runtimes_with(bool runtime::RuntimeBackend::*trait) {
   std::vector<std::string_view> names;
   for (const runtime::RuntimeBackend& b : runtime::runtime_backends())
-    if (b.loses_workers) names.push_back(b.name);
-  return names.empty() ? std::string("none in this build") : fmt::format("{}", fmt::join(names, ", "));
-}
-
-// The runtimes in which a process started during a run can take a rank in it, for messages.
-std::string joining_runtimes() {
-  std::vector<std::string_view> names;
-  for (const runtime::RuntimeBackend& b : runtime::runtime_backends())
-    if (b.takes_new_processes) names.push_back(b.name);
+    if (b.*trait) names.push_back(b.name);
   return names.empty() ? std::string("none in this build") : fmt::format("{}", fmt::join(names, ", "));
 }
 
@@ -47,7 +39,7 @@ void validate_growth(const TrainOptions& o, const strategy::StrategyOptions& s) 
   FAST_ENFORCE(runtime::find_runtime(o.runtime).takes_new_processes,
                "max_workers: set to {} with runtime '{}', in which no process can join a run under way; expected a "
                "runtime that takes new processes ({}) or max_workers = 0",
-               o.process.max_workers, o.runtime, joining_runtimes());
+               o.process.max_workers, o.runtime, runtimes_with(&runtime::RuntimeBackend::takes_new_processes));
   FAST_ENFORCE(o.elastic && !strategy::asynchronous_strategy(s),
                "max_workers: set to {} {}; expected elastic = true (--elastic) with a synchronous strategy: the "
                "group admits a worker that joins at a step boundary (an asynchronous strategy sets up with every "
@@ -150,7 +142,7 @@ void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s)
   FAST_ENFORCE(!fault.exits_while_ending() || runtime::find_runtime(o.runtime).loses_workers,
                "fault_inject '{}': exit-while-ending set with runtime '{}', whose workers cannot be lost while the "
                "others go on; expected a runtime that loses workers ({})",
-               s.fault_inject, o.runtime, losing_runtimes());
+               s.fault_inject, o.runtime, runtimes_with(&runtime::RuntimeBackend::loses_workers));
   FAST_ENFORCE(!o.checkpoint_dir.empty() || !fault.exits_while_checkpointing(),
                "fault_inject '{}': exit-while-checkpointing set without checkpoint_dir; expected a folder to write "
                "checkpoints to (--checkpoint-dir): a run that writes none never injects it",
@@ -163,7 +155,7 @@ void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s)
   FAST_ENFORCE(runtime::find_runtime(o.runtime).loses_workers,
                "elastic: set with runtime '{}', whose workers cannot be lost while the others go on; expected a "
                "runtime that loses workers: {}",
-               o.runtime, losing_runtimes());
+               o.runtime, runtimes_with(&runtime::RuntimeBackend::loses_workers));
 }
 
 }  // namespace fast::training

@@ -10,23 +10,19 @@
 
 namespace fast::training {
 
-std::vector<int> vacant_ranks(const runtime::Context& ctx) {
-  std::vector<int> vacant;
-  for (const runtime::MembershipEvent& e : ctx.membership_events()) {
-    if (e.vacant) vacant.push_back(e.worker);
-    if (e.joined) std::erase(vacant, e.worker);  // a process took it
-  }
-  std::ranges::sort(vacant);
-  vacant.erase(std::unique(vacant.begin(), vacant.end()), vacant.end());
-  return vacant;
-}
-
 std::vector<int> started_vacant(const runtime::Context& ctx) {
   std::vector<int> vacant;
   for (const runtime::MembershipEvent& e : ctx.membership_events())
     if (e.vacant) vacant.push_back(e.worker);
   std::ranges::sort(vacant);
   vacant.erase(std::unique(vacant.begin(), vacant.end()), vacant.end());
+  return vacant;
+}
+
+std::vector<int> vacant_ranks(const runtime::Context& ctx) {
+  std::vector<int> vacant = started_vacant(ctx);
+  for (const runtime::MembershipEvent& e : ctx.membership_events())
+    if (e.joined) std::erase(vacant, e.worker);  // a process took it
   return vacant;
 }
 

@@ -270,6 +270,10 @@ class ZmqTransport final : public engine::Transport {
   // workers lost (ranks still vacant left out: the table names them) and taken back so far. Takes
   // peers_mutex_.
   nlohmann::json rejoin_answer(const ProcessInfo& info) const;
+  // For a newcomer that names no rank: the lowest vacant rank that no other newcomer is taking,
+  // else the lowest such lost one (a lost rank may be about to come back: fast launch --restart
+  // starts its process again); -1 when none. I/O thread; takes peers_mutex_.
+  int free_rank() const;
   // Sends rejoin_answer once every live process revived the newcomer's rank; logged, not thrown,
   // when it cannot be sent (receive_rejoin_hellos checked its size before the announce).
   void answer_rejoin(const PendingRejoin& p);

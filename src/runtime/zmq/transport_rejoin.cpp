@@ -94,6 +94,19 @@ void ZmqTransport::send_hello(int process, const json& body) {
   send_frame(process, control_frame(wire::FrameKind::hello, table_[static_cast<std::size_t>(process)], body.dump()));
 }
 
+int ZmqTransport::free_rank() const {
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  const auto free = [&](int p, bool vacant) {
+    const PeerState& s = peers_[static_cast<std::size_t>(p)];
+    return table_[static_cast<std::size_t>(p)].vacant == vacant && s.lost && !s.ended &&
+           std::ranges::none_of(pending_, [p](const PendingRejoin& q) { return q.info.rank == p; });
+  };
+  for (const bool vacant : {true, false})
+    for (int p = 0; p < static_cast<int>(table_.size()); ++p)
+      if (free(p, vacant)) return p;
+  return -1;
+}
+
 void ZmqTransport::receive_rejoin_hellos() {
   const int processes = static_cast<int>(table_.size());
   for (int i = 0; i < kMaxHellosPerWakeUp; ++i) {
@@ -126,17 +139,7 @@ void ZmqTransport::receive_rejoin_hellos() {
                      info.public_key, key ? key : "none");
       }
       if (info.rank < 0) {
-        std::lock_guard<std::mutex> lock(peers_mutex_);
-        // The lowest vacant rank that no other newcomer is taking, else the lowest lost one (a lost
-        // rank may be about to come back: fast launch --restart starts its process again).
-        const auto free = [&](int p, bool vacant) {
-          const PeerState& s = peers_[static_cast<std::size_t>(p)];
-          return table_[static_cast<std::size_t>(p)].vacant == vacant && s.lost && !s.ended &&
-                 std::ranges::none_of(pending_, [p](const PendingRejoin& q) { return q.info.rank == p; });
-        };
-        for (const bool vacant : {true, false})
-          for (int p = 0; p < processes && info.rank < 0; ++p)
-            if (free(p, vacant)) info.rank = p;
+        info.rank = free_rank();
         FAST_ENFORCE(info.rank >= 0,
                      "rank: no rank of the run is lost or vacant now; give the rank to take back "
                      "(FAST_PROCESS_RANK) to wait until it is lost");
