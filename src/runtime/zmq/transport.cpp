@@ -144,6 +144,8 @@ void ZmqTransport::start(engine::LocalWorld& world, std::function<void(const std
     if (peer.vacant)
       for (int w = peer.first_worker; w < peer.first_worker + peer.workers; ++w)
         world_->fail_source(w, fmt::format("worker {} ({}) is not in the run", w, peer.where()));
+  told_lost_at_.assign(table_.size(), 0);
+  last_check_ = clock();
   thread_ = std::thread([this] { loop(); });
   await_rings();
 }

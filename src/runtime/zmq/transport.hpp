@@ -83,6 +83,19 @@
 // position, so the new server must hold that key (one key per run under fast launch, one per host
 // with fast keygen).
 //
+// Own stalls (transport_stall.cpp): when this process's I/O thread was held up longer than half
+// the peer timeout (the process was stopped by a signal, frozen, or starved of CPU), the others may
+// have counted it lost meanwhile and gone on. It then counts nobody lost for its silence: the
+// silence of every live peer is counted from the end of the stall, and it asks each whether it
+// still counts it in (a hello {"still_member": true}). A peer that does answers {"member": true}
+// (the check ends); one that counted it lost answers {"counted_lost": why} through a socket of its
+// own (its link is closed), at most once a second. Told so, or answered by nobody within the peer
+// timeout (at least 1 s), this process leaves the run: every wait of its workers throws
+// RemoteError naming why (exit code 5), it serves no rendezvous and finish() waits for nobody, so
+// that a process started again takes its rank back rather than two groups training apart. Not
+// covered: a process cut off by the network without a stall of its own counts the others lost
+// after the peer timeout as they count it, and goes on alone.
+//
 // Thread-safety: send/alive/ensure_alive/where from any worker thread; the rest from the thread
 // that runs the process's world.
 
@@ -242,6 +255,13 @@ class ZmqTransport final : public engine::Transport {
   void heard_from(int process);
   void check_peers();
   void mark_lost(int process, const std::string& why, bool clean);
+  // Own stalls (transport_stall.cpp; I/O thread). watch_own_stall: from check_peers, with the time
+  // now; false once this process left the run (then nobody is counted lost).
+  bool watch_own_stall(double now);
+  void begin_stall_check(double held, double now);
+  void on_membership_query(int from);  // a {"still_member"} hello from `from`
+  // Leaves the run (see the contract above): logs `why` and aborts every local wait; once.
+  void expel_self(const std::string& why);
   void open_dealers();
   void await_rings();  // start()'s wait for the rings' answers
   // A DEALER to `peer` on the I/O thread(s) `affinity`, with this process's routing id and (CURVE)
@@ -500,6 +520,18 @@ class ZmqTransport final : public engine::Transport {
   // a time. I/O thread only (set before start() for a newcomer).
   int desk_process_ = 0;
   std::deque<PendingRejoin> pending_;    // I/O thread only
+
+  // Own stalls (transport_stall.cpp; I/O thread only but expelled_).
+  struct StallCheck {
+    double since = 0, until = 0;  // asked at `since`; answers awaited until `until`
+    double held_up = 0;           // seconds the I/O thread was held up
+    int asked = 0;                // processes asked
+    bool answered = false;        // one answered that it counts this process in
+  };
+  std::optional<StallCheck> stall_check_;
+  double last_check_ = 0;              // when check_peers last ran
+  std::vector<double> told_lost_at_;   // by process: when it was last told it is counted lost (0: never)
+  std::atomic<bool> expelled_{false};  // this process left the run (expel_self)
 
   std::atomic<bool> stop_{false};
   std::thread thread_;

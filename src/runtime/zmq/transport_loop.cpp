@@ -113,13 +113,14 @@ void ZmqTransport::loop() {
     if (ready(kDeskItem)) receive_rejoin_hellos();  // never set without a desk (not polled)
     if (!pending_.empty()) progress_rejoins();
     turn.step("rejoins", clock());
-    if (clock() >= next_heartbeat) {
+    if (clock() >= next_heartbeat && !expelled_.load()) {
       send_heartbeats();
       next_heartbeat = clock() + heartbeat;
     }
     turn.step("sending heartbeats", clock());
     check_peers();
-    if (settings_.tolerate_lost && !desk_ && take_over_desk()) {  // the rendezvous, lost with its server
+    if (settings_.tolerate_lost && !desk_ && !expelled_.load() &&
+        take_over_desk()) {  // the rendezvous, lost with its server
       items[kDeskItem] = {desk_->handle(), 0, ZMQ_POLLIN, 0};
       polled = kPollItems;
     }
@@ -213,6 +214,7 @@ void ZmqTransport::deliver_data(const wire::FrameHeader& header, ::zmq::message_
 
 void ZmqTransport::check_peers() {
   const double now = clock();
+  if (expelled_.load() || !watch_own_stall(now)) return;  // a process that left the run counts nobody lost
   for (const ProcessInfo& peer : table_) {
     if (peer.rank == process_ || peer.vacant) continue;
     check_streams(peer.rank);
@@ -286,6 +288,7 @@ void ZmqTransport::finish(const std::string& error, double limit_seconds) {
   for (const ProcessInfo& peer : table)
     if (peer.rank != process_ && !peer.vacant && !bye_through_stream(peer.rank, text))
       send_frame(peer.rank, control_frame(wire::FrameKind::bye, peer, text));
+  if (expelled_.load()) return;  // the others counted it lost: nobody answers its bye
   std::unique_lock<std::mutex> lock(peers_mutex_);
   const bool all = peers_cv_.wait_for(lock, std::chrono::duration<double>(limit_seconds), [&] {
     for (std::size_t p = 0; p < peers_.size(); ++p)

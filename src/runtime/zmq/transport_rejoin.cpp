@@ -276,13 +276,20 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
     const int r = json_int<int>(body, "ack", 0, kMaxProcesses - 1, "frame: rejoin acknowledgement");
     for (PendingRejoin& p : pending_)
       if (p.info.rank == r) std::erase(p.awaiting, from);
+  } else if (body.contains("still_member")) {  // from a process whose I/O thread was held up (transport_stall.cpp)
+    on_membership_query(from);
+  } else if (body.contains("member")) {
+    if (stall_check_) stall_check_->answered = true;
+  } else if (body.contains("counted_lost") && body.at("counted_lost").is_string()) {
+    expel_self(body.at("counted_lost").get<std::string>());
   } else if (body.contains("stream") && body.at("stream").is_object()) {
     on_stream_offer(from, body.at("stream"));
   } else if (body.contains("shm") || body.contains("shm_ready") || body.contains("shm_refused")) {
     on_shared_hello(from, body);
   } else {
     FAST_THROW(core::InvalidArgument,
-               "frame: hello: expected 'rejoin', 'ack', 'desk' or a shared-memory ring's, got {}",
+               "frame: hello: expected 'rejoin', 'ack', 'desk', 'still_member', 'member', 'counted_lost', a "
+               "stream's or a shared-memory ring's, got {}",
                body.dump().substr(0, 200));
   }
 }

@@ -1,0 +1,153 @@
+// A process frozen past the peer timeout (SIGSTOP, then SIGCONT: what a virtual machine's pause or a
+// swap storm does) under `fast launch -n 3 -- fast train --runtime zmq`: the others count it lost
+// and go on; when it runs again it asks them whether they still count it in, is told it is not,
+// and leaves the run with exit code 5 naming why, instead of counting them lost in turn and
+// training on alone (docs/faults.md, "A process frozen past the peer timeout"). With `fast launch
+// --restart 1` it is then started again and takes its rank back; when the others ended while it
+// was frozen, nobody answers and it leaves likewise, without writing over their summary. Every
+// command runs in a process group of its own, bounded in time and killed as a group.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <ostream>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/poll.hpp"
+#include "common/run_fast.hpp"
+#include "common/spawned.hpp"
+#include "common/test_dir.hpp"
+#include "zmq_cli_common.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using fast::testing::slurp;
+using nlohmann::json;
+using namespace fast::testing::zmq_cli;  // NOLINT(google-build-using-namespace): the shared helpers
+
+const int kScale = fast::testing::kRunTimeScale;
+// How long the process is stopped: three peer timeouts, so that the others count it lost.
+const auto kFrozen = std::chrono::seconds(3 * kPeerTimeout);
+
+// Stops process `pid` for kFrozen; sends SIGCONT however the test ends (a stopped process would
+// outlive the group's SIGKILL only as a zombie, but never run again).
+class Freeze {
+ public:
+  explicit Freeze(pid_t pid) : pid_(pid) { ::kill(pid_, SIGSTOP); }
+  void thaw() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+    pid_ = -1;
+  }
+  ~Freeze() { thaw(); }
+  Freeze(const Freeze&) = delete;
+  Freeze& operator=(const Freeze&) = delete;
+
+ private:
+  pid_t pid_;
+};
+
+const char* const kLeaves = "was counted lost by the run and leaves it";
+
+struct Case {
+  std::string name;
+  std::string strategy;
+  std::string joined;  // the line that tells the process started again is back in the run
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class FrozenProcess : public ::testing::TestWithParam<Case> {};
+
+// Frozen at the start of training, thawed, told it is out, started again by launch: it takes rank 2
+// back; SIGTERM to launch then stops the three, whose parameters are equal (allreduce) and whose
+// summary counts 3 live workers and the rejoin.
+TEST_P(FrozenProcess, ItLeavesTheRunWhenItRunsAgainAndLaunchStartsItAgain) {
+  const Case& c = GetParam();
+  const fs::path dir = fast::testing::test_dir("fast_frozen_process", c.name);
+  const std::string train = kFast + " train --runtime zmq " + c.strategy + kPeerTimeoutFlag + " --summary s.json" +
+                            kTrainShown + "--batch 32 --epochs 20 --slowdown 4,4,4";
+  Launched l = fast::testing::spawn_in_group(
+      dir, kFast + " launch -n 3 --restart 1 --timeout " + std::to_string(300 * kScale) + " -- " + train, "launch.log");
+  const pid_t pid = worker_pid(l, 2);
+  ASSERT_GT(pid, 0) << slurp(l.log);
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
+  Freeze freeze(pid);
+  const bool counted = appears(l.log, "[0] [fast warn] zmq runtime: worker 2 (process 2");
+  std::this_thread::sleep_for(kFrozen);
+  freeze.thaw();
+  const bool left = appears(l.log, kLeaves);
+  const bool back = left && fast::testing::file_contains_within(l.log, c.joined, 120 * kScale);
+  ::kill(l.pid, SIGTERM);
+  const int status = fast::testing::wait_or_kill_group(l, 240 * kScale);
+  const std::string log = slurp(l.log);
+  ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
+  ASSERT_TRUE(counted) << "the others did not count process 2 lost; output:\n" << log;
+  ASSERT_TRUE(left) << "process 2 did not leave the run once it ran again; output:\n" << log;
+  ASSERT_TRUE(back) << "process 2 started again did not rejoin; output:\n" << log;
+  EXPECT_NE(log.find("[2] [fast warn] zmq runtime: this process's I/O thread was held up for"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("counts it out of the run (lost: no message or heartbeat"), std::string::npos) << log;
+  EXPECT_NE(log.find("fast launch: process 2 (pid " + std::to_string(pid) + ") failed: exit code 5; starting it again"),
+            std::string::npos)
+      << log;
+  // It never counted the others lost, nor served the rendezvous in their place.
+  EXPECT_EQ(log.find("[2] [fast warn] zmq runtime: worker 0 ("), std::string::npos) << log;
+  EXPECT_EQ(log.find("process 2 serves the rendezvous now"), std::string::npos) << log;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << log;
+
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["live_workers"], 3) << s.dump();
+  EXPECT_EQ(s["rejoined_workers"], json::array({2})) << s.dump();
+  if (c.name == "allreduce") {
+    const json& hashes = s["param_hash_per_worker"];
+    ASSERT_EQ(hashes.size(), 3u) << s.dump();
+    EXPECT_EQ(hashes[1], hashes[0]) << s.dump();
+    EXPECT_EQ(hashes[2], hashes[0]) << s.dump();
+  }
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, FrozenProcess,
+                         ::testing::Values(Case{"allreduce", "--strategy allreduce --elastic",
+                                                "[0] [fast warn] elastic: worker 2 joined at"},
+                                           Case{"adpsgd", "--strategy adpsgd",
+                                                "[0] [fast warn] zmq runtime: worker 2 rejoined the run"}),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// Frozen until the others ended: nobody answers its question, and it leaves without a summary of its
+// own (the others' stays as they wrote it).
+TEST(FrozenProcessAlone, ItLeavesWhenNobodyAnswersAndWritesNothingOverTheOthersSummary) {
+  const fs::path dir = fast::testing::test_dir("fast_frozen_process", "alone");
+  const std::string train = kFast + " train --runtime zmq --strategy allreduce --elastic" + kPeerTimeoutFlag +
+                            " --summary s.json" + kTrainShown + "--batch 64 --epochs 2";
+  Launched l = fast::testing::spawn_in_group(
+      dir, kFast + " launch -n 3 --grace 200 --timeout " + std::to_string(300 * kScale) + " -- " + train, "launch.log");
+  const pid_t pid = worker_pid(l, 2);
+  ASSERT_GT(pid, 0) << slurp(l.log);
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
+  Freeze freeze(pid);
+  const bool ended = fast::testing::file_contains_within(l.log, "[1] summary:", 120 * kScale) &&
+                     fast::testing::file_contains_within(l.log, "[0] summary:", 120 * kScale);
+  const std::string summary = slurp(dir / "s.json");
+  freeze.thaw();
+  const int status = fast::testing::wait_or_kill_group(l, 120 * kScale);
+  const std::string log = slurp(l.log);
+  ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
+  ASSERT_TRUE(ended) << "the others did not end while process 2 was stopped; output:\n" << log;
+  EXPECT_NE(log.find(kLeaves), std::string::npos) << log;
+  EXPECT_NE(log.find("none of the 2 other processes answered"), std::string::npos) << log;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 5) << log;
+  EXPECT_EQ(log.find("[2] final test accuracy"), std::string::npos) << log;
+  EXPECT_EQ(slurp(dir / "s.json"), summary) << "process 2 wrote over the others' summary";
+  const json s = json::parse(summary);
+  EXPECT_EQ(s["live_workers"], 2) << s.dump();
+  EXPECT_EQ(s["lost_workers"], json::array({2})) << s.dump();
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+}  // namespace
