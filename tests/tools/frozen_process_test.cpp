@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/poll.hpp"
@@ -56,6 +57,7 @@ const char* const kLeaves = "was counted lost by the run and leaves it";
 struct Case {
   std::string name;
   std::string strategy;
+  int frozen = 2;      // the process stopped
   std::string joined;  // the line that tells the process started again is back in the run
 };
 
@@ -63,9 +65,10 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class FrozenProcess : public ::testing::TestWithParam<Case> {};
 
-// Frozen at the start of training, thawed, told it is out, started again by launch: it takes rank 2
-// back; SIGTERM to launch then stops the three, whose parameters are equal (allreduce) and whose
-// summary counts 3 live workers and the rejoin.
+// Frozen at the start of training, thawed, told it is out, started again by launch: it takes its
+// rank back; SIGTERM to launch then stops the three, whose parameters are equal (allreduce) and
+// whose summary counts 3 live workers and the rejoin. Process 0 served the rendezvous and holds
+// its address until it leaves: process 1 then serves it, and process 0 started again asks it.
 TEST_P(FrozenProcess, ItLeavesTheRunWhenItRunsAgainAndLaunchStartsItAgain) {
   const Case& c = GetParam();
   const fs::path dir = fast::testing::test_dir("fast_frozen_process", c.name);
@@ -73,11 +76,14 @@ TEST_P(FrozenProcess, ItLeavesTheRunWhenItRunsAgainAndLaunchStartsItAgain) {
                             kTrainShown + "--batch 32 --epochs 20 --slowdown 4,4,4";
   Launched l = fast::testing::spawn_in_group(
       dir, kFast + " launch -n 3 --restart 1 --timeout " + std::to_string(300 * kScale) + " -- " + train, "launch.log");
-  const pid_t pid = worker_pid(l, 2);
+  const int v = c.frozen;
+  const int observer = v == 0 ? 1 : 0;
+  const pid_t pid = worker_pid(l, v);
   ASSERT_GT(pid, 0) << slurp(l.log);
   ASSERT_TRUE(training_started(l)) << slurp(l.log);
   Freeze freeze(pid);
-  const bool counted = appears(l.log, "[0] [fast warn] zmq runtime: worker 2 (process 2");
+  const bool counted =
+      appears(l.log, fmt::format("[{}] [fast warn] zmq runtime: worker {} (process {}", observer, v, v));
   std::this_thread::sleep_for(kFrozen);
   freeze.thaw();
   const bool left = appears(l.log, kLeaves);
@@ -86,23 +92,25 @@ TEST_P(FrozenProcess, ItLeavesTheRunWhenItRunsAgainAndLaunchStartsItAgain) {
   const int status = fast::testing::wait_or_kill_group(l, 240 * kScale);
   const std::string log = slurp(l.log);
   ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
-  ASSERT_TRUE(counted) << "the others did not count process 2 lost; output:\n" << log;
-  ASSERT_TRUE(left) << "process 2 did not leave the run once it ran again; output:\n" << log;
-  ASSERT_TRUE(back) << "process 2 started again did not rejoin; output:\n" << log;
-  EXPECT_NE(log.find("[2] [fast warn] zmq runtime: this process's I/O thread was held up for"), std::string::npos)
+  ASSERT_TRUE(counted) << "the others did not count process " << v << " lost; output:\n" << log;
+  ASSERT_TRUE(left) << "process " << v << " did not leave the run once it ran again; output:\n" << log;
+  ASSERT_TRUE(back) << "process " << v << " started again did not rejoin; output:\n" << log;
+  EXPECT_NE(log.find(fmt::format("[{}] [fast warn] zmq runtime: this process's I/O thread was held up for", v)),
+            std::string::npos)
       << log;
   EXPECT_NE(log.find("counts it out of the run (lost: no message or heartbeat"), std::string::npos) << log;
-  EXPECT_NE(log.find("fast launch: process 2 (pid " + std::to_string(pid) + ") failed: exit code 5; starting it again"),
+  EXPECT_NE(log.find(fmt::format("fast launch: process {} (pid {}) failed: exit code 5; starting it again", v, pid)),
             std::string::npos)
       << log;
   // It never counted the others lost, nor served the rendezvous in their place.
-  EXPECT_EQ(log.find("[2] [fast warn] zmq runtime: worker 0 ("), std::string::npos) << log;
-  EXPECT_EQ(log.find("process 2 serves the rendezvous now"), std::string::npos) << log;
+  EXPECT_EQ(log.find(fmt::format("[{}] [fast warn] zmq runtime: worker {} (", v, observer)), std::string::npos) << log;
+  EXPECT_EQ(log.find(fmt::format("process {} serves the rendezvous now", v)), std::string::npos) << log;
+  if (v == 0) EXPECT_NE(log.find("process 1 serves the rendezvous now"), std::string::npos) << log;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << log;
 
   const json s = json::parse(slurp(dir / "s.json"));
   EXPECT_EQ(s["live_workers"], 3) << s.dump();
-  EXPECT_EQ(s["rejoined_workers"], json::array({2})) << s.dump();
+  EXPECT_EQ(s["rejoined_workers"], json::array({v})) << s.dump();
   if (c.name == "allreduce") {
     const json& hashes = s["param_hash_per_worker"];
     ASSERT_EQ(hashes.size(), 3u) << s.dump();
@@ -113,9 +121,11 @@ TEST_P(FrozenProcess, ItLeavesTheRunWhenItRunsAgainAndLaunchStartsItAgain) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, FrozenProcess,
-                         ::testing::Values(Case{"allreduce", "--strategy allreduce --elastic",
+                         ::testing::Values(Case{"allreduce", "--strategy allreduce --elastic", 2,
                                                 "[0] [fast warn] elastic: worker 2 joined at"},
-                                           Case{"adpsgd", "--strategy adpsgd",
+                                           Case{"allreduce_process_0", "--strategy allreduce --elastic", 0,
+                                                "[1] [fast warn] elastic: worker 0 joined at"},
+                                           Case{"adpsgd", "--strategy adpsgd", 2,
                                                 "[0] [fast warn] zmq runtime: worker 2 rejoined the run"}),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 

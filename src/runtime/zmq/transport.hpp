@@ -73,7 +73,7 @@
 // newcomer with the table, "rejoin": true and the losses and rejoins so far (inherit_membership),
 // so the newcomer's first frame finds every process ready for it. When a process is lost, the
 // lowest live process on process 0's host tries to bind the rendezvous address (take_over_desk:
-// once per loss, and only once the process serving it is lost; it succeeds once that process is
+// at each loss and once a second after, and only once the process serving it is lost; it succeeds once that process is
 // gone and when the address is one of this host's) and serves the rejoins from then on, rank 0's
 // included, with the same protocol: its announcements and the acknowledgements to it name it as
 // the sender. Where no process of that host is live, the next address of --rendezvous whose host
@@ -271,7 +271,8 @@ class ZmqTransport final : public engine::Transport {
   double clock() const;
   // Rejoins (transport_rejoin.cpp).
   // Binds the rendezvous address where this process should serve it now (see the contract above);
-  // true when it did (desk_ set).
+  // true when it did (desk_ set). Tries at each new loss, and once a second while the server is
+  // lost (its address may still be bound by a process counted lost that still runs).
   bool take_over_desk();
   void receive_rejoin_hellos();
   void progress_rejoins();
@@ -514,6 +515,7 @@ class ZmqTransport final : public engine::Transport {
 
   std::optional<::zmq::socket_t> desk_;  // the rendezvous socket, for rejoins (process 0, or its successor)
   int losses_seen_ = 0;                  // take_over_desk: lost processes counted at its last try (I/O thread)
+  double next_desk_try_ = 0;             // take_over_desk: when it tries again without a new loss (I/O thread)
   // The process that serves the rendezvous, as this one last heard: 0 at the start; the sender of a
   // rejoin announcement or of a {"desk"} hello; this process once it took over; for a newcomer, the
   // one that let it in. take_over_desk tries only once it is lost, so that one address is served at

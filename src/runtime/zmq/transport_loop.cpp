@@ -119,8 +119,15 @@ void ZmqTransport::loop() {
     }
     turn.step("sending heartbeats", clock());
     check_peers();
-    if (settings_.tolerate_lost && !desk_ && !expelled_.load() &&
-        take_over_desk()) {  // the rendezvous, lost with its server
+    if (expelled_.load() && desk_) {  // counted lost: the address is free for a survivor to serve
+      for (const PendingRejoin& p : pending_) answer_newcomer(p.id, {{"refused", "this process left the run"}});
+      pending_.clear();
+      desk_.reset();
+      items[kDeskItem] = {nullptr, 0, ZMQ_POLLIN, 0};
+      polled = kDeskItem;
+    }
+    // The rendezvous, lost with its server.
+    if (settings_.tolerate_lost && !desk_ && !expelled_.load() && take_over_desk()) {
       items[kDeskItem] = {desk_->handle(), 0, ZMQ_POLLIN, 0};
       polled = kPollItems;
     }

@@ -21,6 +21,9 @@ using nlohmann::json;
 namespace {
 constexpr int kMaxHellosPerWakeUp = 16;
 constexpr double kLiveRankGraceSeconds = 2;  // a rank still live after peer_timeout + this: refused
+// While the rendezvous's server is lost and its address still bound (a process counted lost that
+// still runs, until it leaves), the process that should take it over tries again this often.
+constexpr double kDeskRetrySeconds = 1;
 }  // namespace
 
 bool ZmqTransport::on_rendezvous_host(int process, std::size_t address) const {
@@ -46,8 +49,10 @@ bool ZmqTransport::take_over_desk() {
       live[static_cast<std::size_t>(p)] = !peer.lost;
     }
   }
-  if (lost == losses_seen_) return false;  // one try per loss
+  const double now = clock();
+  if (lost == losses_seen_ && now < next_desk_try_) return false;  // a try per loss, then one a second
   losses_seen_ = lost;
+  next_desk_try_ = now + kDeskRetrySeconds;
   if (live[static_cast<std::size_t>(desk_process_)]) return false;  // the rendezvous is still served
   // The first address whose host has a live process; its lowest live process serves it.
   for (std::size_t address = 0; address <= settings_.rendezvous_fallbacks.size(); ++address) {
