@@ -177,6 +177,11 @@ void ZmqTransport::receive_rejoin_hellos() {
 
 void ZmqTransport::progress_rejoins() {
   const double now = clock();
+  // One rejoin announced at a time: a newcomer's answer holds the table with every earlier
+  // newcomer, and each earlier newcomer is live, so told of the later ones. Announced together,
+  // two newcomers could each miss the other (one answered before the other was revived, the other
+  // announced before the first was), and count each other lost.
+  bool announcing = std::ranges::any_of(pending_, [](const PendingRejoin& p) { return p.announced; });
   for (auto it = pending_.begin(); it != pending_.end();) {
     PendingRejoin& p = *it;
     const int r = p.info.rank;
@@ -195,8 +200,11 @@ void ZmqTransport::progress_rejoins() {
                                                        "taken back",
                                                        r)}});
         done = true;
+      } else if (lost && announcing) {
+        // It waits for the rejoin under way (bounded by that one's --rendezvous-timeout).
       } else if (lost) {
         p.announced = true;
+        announcing = true;
         for (int q = 0; q < static_cast<int>(table_.size()); ++q)
           if (q != r && q != process_ && !lost_[static_cast<std::size_t>(q)].load()) {
             send_hello(q, {{"rejoin", to_json(p.info)}});

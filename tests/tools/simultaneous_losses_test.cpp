@@ -1,0 +1,77 @@
+// Two processes of an elastic allreduce run under `fast launch -n 4 --restart 2` SIGKILLed at once:
+// launch starts both again together, and their two rejoins reach the rendezvous's server at the
+// same time. It takes them back one after the other (docs/faults.md, "Restarts without a person"),
+// so that each newcomer knows the other: both join at a step boundary, and SIGTERM to launch then
+// stops the four at one step with equal parameters. Every command runs in a process group of its
+// own, bounded in time and killed as a group.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <regex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/poll.hpp"
+#include "common/run_fast.hpp"
+#include "common/spawned.hpp"
+#include "common/test_dir.hpp"
+#include "zmq_cli_common.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using fast::testing::slurp;
+using nlohmann::json;
+using namespace fast::testing::zmq_cli;  // NOLINT(google-build-using-namespace): the shared helpers
+
+TEST(ZmqSimultaneousLosses, TwoProcessesKilledTogetherAreStartedAgainAndBothRejoin) {
+  const fs::path dir = fast::testing::test_dir("fast_simultaneous_losses", "two");
+  const int scale = fast::testing::kRunTimeScale;
+  const std::string train = kFast + " train --runtime zmq --strategy allreduce --elastic" + kPeerTimeoutFlag +
+                            " --summary s.json" + kTrainShown + "--batch 32 --epochs 20 --slowdown 4,4,4,4";
+  Launched l = fast::testing::spawn_in_group(
+      dir, kFast + " launch -n 4 --restart 2 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
+  const pid_t first = worker_pid(l, 1);
+  const pid_t second = worker_pid(l, 2);
+  ASSERT_GT(first, 0) << slurp(l.log);
+  ASSERT_GT(second, 0) << slurp(l.log);
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
+  ::kill(first, SIGKILL);
+  ::kill(second, SIGKILL);
+  const bool joined = fast::testing::poll_until(
+      [&] {
+        const std::string log = slurp(l.log);
+        return log.find("[0] [fast warn] elastic: worker 1 joined at step") != std::string::npos &&
+               log.find("[0] [fast warn] elastic: worker 2 joined at step") != std::string::npos;
+      },
+      120 * scale, std::chrono::milliseconds(20));
+  ::kill(l.pid, SIGTERM);
+  const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
+  const std::string log = slurp(l.log);
+  ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
+  ASSERT_TRUE(joined) << "not both killed processes joined again within the time limit; output:\n" << log;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << log;
+  // No process counted a newcomer lost: each knew the other.
+  for (const int rank : {1, 2}) {
+    std::smatch m;
+    const std::regex newcomer("process " + std::to_string(rank) + " on host [^,]+, pid ([0-9]+) runs workers");
+    ASSERT_TRUE(std::regex_search(log, m, newcomer)) << log;
+    EXPECT_EQ(log.find("pid " + m[1].str() + ") lost"), std::string::npos) << log;
+  }
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["live_workers"], 4) << s.dump();
+  json rejoined = s["rejoined_workers"];
+  std::sort(rejoined.begin(), rejoined.end());
+  EXPECT_EQ(rejoined, json::array({1, 2})) << s.dump();
+  const json& hashes = s["param_hash_per_worker"];
+  ASSERT_EQ(hashes.size(), 4u) << s.dump();
+  for (int w = 1; w < 4; ++w) EXPECT_EQ(hashes[w], hashes[0]) << "worker " << w << ": " << s.dump();
+  const json& steps = s["steps_per_worker"];
+  for (int w = 1; w < 4; ++w) EXPECT_EQ(steps[w], steps[0]) << "worker " << w << ": " << s.dump();
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+}  // namespace
