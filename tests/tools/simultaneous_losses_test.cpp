@@ -2,13 +2,15 @@
 // launch starts both again together, and their two rejoins reach the rendezvous's server at the
 // same time. It takes them back one after the other (docs/faults.md, "Restarts without a person"),
 // so that each newcomer knows the other: both join at a step boundary, and SIGTERM to launch then
-// stops the four at one step with equal parameters. Every command runs in a process group of its
-// own, bounded in time and killed as a group.
+// stops the four at one step with equal parameters. A process killed again during its rejoin is
+// replaced by its next start. Every command runs in a process group of its own, bounded in time and
+// killed as a group.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <optional>
 #include <regex>
 #include <string>
 
@@ -71,6 +73,45 @@ TEST(ZmqSimultaneousLosses, TwoProcessesKilledTogetherAreStartedAgainAndBothRejo
   for (int w = 1; w < 4; ++w) EXPECT_EQ(hashes[w], hashes[0]) << "worker " << w << ": " << s.dump();
   const json& steps = s["steps_per_worker"];
   for (int w = 1; w < 4; ++w) EXPECT_EQ(steps[w], steps[0]) << "worker " << w << ": " << s.dump();
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// Process 2 SIGKILLed, started again by launch, and SIGKILLed again once its hello reached the
+// rendezvous's server (before it took the rank back): the third start's hello replaces the second's,
+// which the server would otherwise wait for, and refuse the third start (exit code 2, which makes
+// launch start the whole group again from the beginning). It joins, and the run goes on.
+TEST(ZmqSimultaneousLosses, AProcessKilledDuringItsRejoinIsReplacedByTheNextStart) {
+  const fs::path dir = fast::testing::test_dir("fast_simultaneous_losses", "again");
+  const int scale = fast::testing::kRunTimeScale;
+  const std::string train = kFast + " train --runtime zmq --strategy allreduce --elastic" + kPeerTimeoutFlag +
+                            " --summary s.json" + kTrainShown + "--batch 32 --epochs 20 --slowdown 4,4,4,4";
+  Launched l = fast::testing::spawn_in_group(
+      dir, kFast + " launch -n 4 --restart 2 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
+  const pid_t pid = worker_pid(l, 2);
+  ASSERT_GT(pid, 0) << slurp(l.log);
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
+  ::kill(pid, SIGKILL);
+  // The second start's hello, seen by the server before the first start is counted lost.
+  const std::optional<std::string> second = fast::testing::first_match(
+      l.log, std::regex("zmq runtime: pid ([0-9]+) on \\S+ asks to take rank 2 back"), 60 * scale);
+  if (second) ::kill(std::stoi(*second), SIGKILL);
+  const bool replaced = second && appears(l.log, "which pid " + *second + " on");
+  const bool joined = replaced && fast::testing::file_contains_within(
+                                      l.log, "[0] [fast warn] elastic: worker 2 joined at", 120 * scale);
+  ::kill(l.pid, SIGTERM);
+  const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
+  const std::string log = slurp(l.log);
+  ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
+  ASSERT_TRUE(second) << "the second start of process 2 did not ask for its rank; output:\n" << log;
+  ASSERT_TRUE(replaced) << "the third start did not replace the second; output:\n" << log;
+  ASSERT_TRUE(joined) << "the third start did not join; output:\n" << log;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << log;
+  EXPECT_EQ(log.find("starting all 4 again"), std::string::npos) << log;
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["live_workers"], 4) << s.dump();
+  const json& hashes = s["param_hash_per_worker"];
+  ASSERT_EQ(hashes.size(), 4u) << s.dump();
+  for (int w = 1; w < 4; ++w) EXPECT_EQ(hashes[w], hashes[0]) << "worker " << w << ": " << s.dump();
   if (!HasFailure()) fs::remove_all(dir);
 }
 

@@ -69,8 +69,10 @@
 // frame
 // {"rejoin": info}); each one revives r (revive(): the new endpoints and key, a new link, the
 // predecessor's queued messages dropped, alive(r) true again) and acknowledges ({"ack": r}).
-// Once every live process acknowledged (or was lost), this process revives r and answers the
-// newcomer with the table, "rejoin": true and the losses and rejoins so far (inherit_membership),
+// Rejoins are announced one at a time (each newcomer knows the earlier ones); a hello for a rank
+// already being taken back replaces the earlier newcomer, which is refused; acknowledgements name
+// the newcomer's pid. Once every live process acknowledged (or was lost), this process revives r
+// and answers the newcomer with the table, "rejoin": true and the losses and rejoins so far (inherit_membership),
 // so the newcomer's first frame finds every process ready for it. When a process is lost, the
 // lowest live process on process 0's host tries to bind the rendezvous address (take_over_desk:
 // at each loss and once a second after, and only once the process serving it is lost; it succeeds once that process is

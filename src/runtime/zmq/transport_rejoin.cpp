@@ -153,8 +153,20 @@ void ZmqTransport::receive_rejoin_hellos() {
                    "rank: expected a rank in [0, {}) to take back other than {} (this process, which serves the "
                    "rendezvous), got {}",
                    processes, process_, info.rank);
-      for (const PendingRejoin& p : pending_)
-        FAST_ENFORCE(p.info.rank != info.rank, "rank {}: another process is taking it back already", info.rank);
+      // A newer process for a rank being taken back replaces the earlier one, which most likely died
+      // during its rejoin (fast launch --restart started another): refused, it would take the rank
+      // only to be lost again. Should it still run, it is told why.
+      for (auto it = pending_.begin(); it != pending_.end(); ++it)
+        if (it->info.rank == info.rank) {
+          core::log(core::LogLevel::warn,
+                    "zmq runtime: pid {} on {} asks for rank {}, which pid {} on {} was taking back: the newer "
+                    "process takes it over",
+                    info.pid, info.hostname, info.rank, it->info.pid, it->info.hostname);
+          answer_newcomer(it->id, {{"refused", fmt::format("a newer process (pid {} on {}) asks for rank {}", info.pid,
+                                                           info.hostname, info.rank)}});
+          pending_.erase(it);
+          break;
+        }
       info.first_worker = info.rank * info.workers;
       // Before any process is told: the answer must fit a hello (a run of many processes).
       const std::size_t answer = rejoin_answer(info).dump().size();
@@ -277,7 +289,7 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
                  info.rank, info.first_worker, info.workers, from);
     revive(info);
     desk_process_ = from;
-    send_hello(from, {{"ack", info.rank}});
+    send_hello(from, {{"ack", info.rank}, {"pid", info.pid}});  // the pid: which newcomer (one may replace another)
   } else if (body.contains("desk")) {  // from a process that took the rendezvous over (take_over_desk)
     FAST_ENFORCE(json_int<int>(body, "desk", 0, processes - 1, "frame: desk") == from,
                  "frame: process {} announced another process as the rendezvous's server: {}", from,
@@ -287,8 +299,12 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
     FAST_ENFORCE(desk_.has_value(), "frame: a rejoin acknowledgement reached process {}, which serves no rendezvous",
                  process_);
     const int r = json_int<int>(body, "ack", 0, kMaxProcesses - 1, "frame: rejoin acknowledgement");
+    const auto pid = body.contains("pid") ? json_int<std::int64_t>(body, "pid", 0, INT64_MAX,
+                                                                   "frame: rejoin "
+                                                                   "acknowledgement")
+                                          : std::int64_t{-1};
     for (PendingRejoin& p : pending_)
-      if (p.info.rank == r) std::erase(p.awaiting, from);
+      if (p.info.rank == r && (pid < 0 || p.info.pid == pid)) std::erase(p.awaiting, from);
   } else if (body.contains("still_member")) {  // from a process whose I/O thread was held up (transport_stall.cpp)
     on_membership_query(from);
   } else if (body.contains("member")) {
