@@ -26,6 +26,8 @@
 // ends with the loss of a peer it watches, never at the operation time limit (but J's wait for the
 // first header: the next admission).
 
+#include <signal.h>
+
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -38,12 +40,41 @@
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/exit_code.hpp"
 #include "fast/core/log.hpp"
+#include "fast/core/stop_request.hpp"
 #include "fast/strategy/worker.hpp"
 
 namespace fast::strategy {
 
 namespace {
+
+// Whether a worker of another process than ctx's is alive (the workers of a process are
+// consecutive ranks, local_size() of them).
+bool another_process_alive(const runtime::Context& ctx) {
+  const int first = ctx.rank() - ctx.rank() % ctx.local_size();
+  for (int r = 0; r < ctx.size(); ++r)
+    if ((r < first || r >= first + ctx.local_size()) && ctx.alive(r)) return true;
+  return false;
+}
+
+// Waits for `header` (an admission's header, posted by the caller), looking every fraction of a
+// second whether the run stopped or ended meanwhile: a process that was not admitted has nothing
+// to save, and the members, which end without it, wait for it to end. core::NotAdmitted then.
+void await_header(const runtime::Context& ctx, const core::Work& header) {
+  constexpr double kLookSeconds = 0.2;
+  while (!header.wait(kLookSeconds)) {  // bounded by the operation time limit
+    if (const int signal = core::stop_requested())
+      throw core::NotAdmitted(fmt::format("interrupted by {} before worker {} joined the run: it has nothing to save",
+                                          signal == SIGTERM ? "SIGTERM" : "SIGINT", ctx.rank()),
+                              core::exit_code::killed_by(signal));
+    if (!another_process_alive(ctx))
+      throw core::NotAdmitted(fmt::format("the run ended before worker {} joined it (every other process ended or was "
+                                          "lost): it has nothing to save",
+                                          ctx.rank()),
+                              core::exit_code::ok);
+  }
+}
 
 // The tags of a join (agreement rounds use sequence >= 1, detail 0): the header, the state, the word.
 constexpr runtime::Tag kJoinHeader = runtime::make_tag(runtime::TagKind::membership, 0, 1);
@@ -275,7 +306,7 @@ Regrouping Worker::join_group() {
       from = later->from;
       later.reset();
     } else {
-      ctx.recv_any(kJoinHeader, first, from).wait();  // bounded by the operation time limit
+      await_header(ctx, ctx.recv_any(kJoinHeader, first, from));
     }
     const JoinHeader h = parse_header(first, from, comm_.rank(), comm_.size());
     if (static_cast<std::int64_t>(h.sequence) <= taken) continue;  // another member's of an admission taken

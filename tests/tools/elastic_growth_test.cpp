@@ -168,6 +168,46 @@ TEST(ZmqElasticGrowthTwice, TwoProcessesStartedTogetherTakeTheTwoVacantRanks) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// SIGTERM to the run and to a process that is joining it, together: the members agree on a last
+// step, write their checkpoint and summary, and end; the new process ends too, whether the stop
+// came before its admission (it has nothing to save: "interrupted by SIGTERM before worker 2 joined
+// the run") or after (it stops with the members). Nothing waits for anything that never comes: the
+// members' end waits for every process, the new one's admission for the members.
+TEST(ZmqElasticGrowthStop, AStopWhileAProcessJoinsEndsEveryProcess) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_growth", "stop");
+  const int scale = fast::testing::kRunTimeScale;
+  const std::string train = kFast + " train --runtime zmq --elastic --max-workers 4" + kPeerTimeoutFlag +
+                            " --summary s.json --checkpoint-dir ck" + kTrainShown +
+                            "--strategy allreduce --batch 32 --epochs 20 --slowdown 6,6,6,6";
+  Launched l = fast::testing::spawn_in_group(
+      dir, kFast + " launch -n 2 --grace 200 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
+  const pid_t pid = worker_pid(l, 0);
+  ASSERT_GT(pid, 0) << slurp(l.log);
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
+  std::string command = "env -i FAST_RESTARTED=1";
+  for (const std::string& e : environment_of(pid))
+    if (!e.starts_with("FAST_PROCESS_RANK=")) command += " " + shell_quoted(e);
+  Launched joiner = fast::testing::spawn_in_group(dir, command + " " + train, "joiner.log");
+  const bool joining = fast::testing::file_contains_within(joiner.log, "rejoining the run under way", 60 * scale,
+                                                           std::chrono::milliseconds(5));
+  ::kill(l.pid, SIGTERM);
+  ::kill(joiner.pid, SIGTERM);  // the shell exec'd env, which exec'd fast: the same process
+  // Far below the operation time limit (600 s) that a wait for what never comes would last.
+  const int launch_status = fast::testing::wait_or_kill_group(l, 60 * scale);
+  const int joiner_status = fast::testing::wait_or_kill_group(joiner, 60 * scale);
+  const std::string log = slurp(l.log) + "\n--- the process that joined:\n" + slurp(joiner.log);
+  ASSERT_TRUE(joining) << log;
+  ASSERT_NE(launch_status, -1) << "the members did not end; output:\n" << log;
+  ASSERT_NE(joiner_status, -1) << "the process that joined did not end; output:\n" << log;
+  EXPECT_TRUE(WIFEXITED(launch_status) && WEXITSTATUS(launch_status) == 128 + SIGTERM) << log;
+  EXPECT_TRUE(WIFEXITED(joiner_status) && WEXITSTATUS(joiner_status) == 128 + SIGTERM) << log;
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["interrupted"], true) << s.dump();
+  const json& hashes = s["param_hash_per_worker"];
+  EXPECT_EQ(hashes[1], hashes[0]) << s.dump();
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 // Each refused before any data is read (exit code 2, --data-dir names a folder that does not exist).
 TEST(ElasticGrowthSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
   const fs::path dir = fast::testing::test_dir("fast_elastic_growth", "refusals");

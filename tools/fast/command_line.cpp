@@ -129,6 +129,9 @@ int run_with_exit_codes(int (*body)(int, char**), int argc, char** argv) {
   };
   try {
     return body(argc, argv);
+  } catch (const core::NotAdmitted& e) {  // not a failure: the run ended or stopped before it joined
+    std::fprintf(stderr, "fast: %s\n", core::user_message(e).c_str());
+    return e.exit_status();
   } catch (const InvalidArgument& e) {
     return fail("error", e, exit_code::bad_input);
   } catch (const InvalidUsage& e) {

@@ -48,6 +48,17 @@ class RemoteError : public Error {
  public:
   using Error::Error;
 };
+// A process that joins an elastic run under way (docs/faults.md) was not admitted because the run
+// ended, or was asked to stop (SIGINT, SIGTERM), first: it trained nothing and writes nothing.
+// exit_status: what `fast` exits with, 0 (the run ended without it) or 128 + the signal.
+class NotAdmitted : public Error {
+ public:
+  NotAdmitted(const std::string& what, int exit_status) : Error(what), exit_status_(exit_status) {}
+  int exit_status() const noexcept { return exit_status_; }
+
+ private:
+  int exit_status_;
+};
 
 // The message of an error as a user sees it (the command's stderr, a Python exception): without the
 // source location and check text that FAST_ENFORCE appends (" (dir/file.cpp:42: check 'x > 0'

@@ -312,6 +312,7 @@ void ZmqTransport::settle_lost_peers() {
   const double since = clock();
   std::unique_lock<std::mutex> lock(peers_mutex_);
   peers_cv_.wait_for(lock, std::chrono::duration<double>(settings_.peer_timeout + 1), [&] {
+    if (expelled_.load()) return true;  // it left the run: nobody is to be heard from
     for (std::size_t p = 0; p < peers_.size(); ++p)
       if (static_cast<int>(p) != process_ && !peers_[p].lost && peers_[p].last_heard <= since) return false;
     return true;

@@ -536,6 +536,9 @@ class ZmqTransport final : public engine::Transport {
   double last_check_ = 0;              // when check_peers last ran
   std::vector<double> told_lost_at_;   // by process: when it was last told it is counted lost (0: never)
   std::atomic<bool> expelled_{false};  // this process left the run (expel_self)
+  // finish() began: this process's workers are done. The rendezvous's server refuses newcomers
+  // ("the run is ending"); a rank revived from then on is told bye at once (revive()).
+  std::atomic<bool> finishing_{false};
 
   std::atomic<bool> stop_{false};
   std::thread thread_;

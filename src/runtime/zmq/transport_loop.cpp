@@ -286,6 +286,7 @@ void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
 
 void ZmqTransport::finish(const std::string& error, double limit_seconds) {
   const std::string text = error.substr(0, kMaxReasonBytes);
+  finishing_ = true;  // before the table is read: a rank revived from here on gets its bye from revive()
   if (polls_in_caller()) sleep_begin();  // no waiter polls from here on: the streams' threads read the byes
   ProcessTable table;
   {

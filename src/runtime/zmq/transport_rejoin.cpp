@@ -125,6 +125,7 @@ void ZmqTransport::receive_rejoin_hellos() {
         answer_newcomer(id, {{"serving", process_}});
         continue;
       }
+      FAST_ENFORCE(!finishing_.load(), "the run is ending: this process's workers are done");
       ProcessInfo info = process_from_json(hello.at("process"));
       const int world = json_int<int>(hello, "world_size", 1, kMaxProcesses, "rejoin hello");
       FAST_ENFORCE(world == settings_.world_size, "world size: expected {}, got {}", settings_.world_size, world);
@@ -189,6 +190,14 @@ void ZmqTransport::receive_rejoin_hellos() {
 
 void ZmqTransport::progress_rejoins() {
   const double now = clock();
+  if (finishing_.load()) {  // its workers are done: a newcomer would wait for an admission that never comes
+    for (const PendingRejoin& p : pending_)
+      answer_newcomer(p.id, {{"refused",
+                              "the run is ending: the workers of the process that serves the "
+                              "rendezvous are done"}});
+    pending_.clear();
+    return;
+  }
   // One rejoin announced at a time: a newcomer's answer holds the table with every earlier
   // newcomer, and each earlier newcomer is live, so told of the later ones. Announced together,
   // two newcomers could each miss the other (one answered before the other was revived, the other
@@ -405,6 +414,10 @@ void ZmqTransport::revive(const ProcessInfo& info) {
     lost_[static_cast<std::size_t>(r)] = false;
   }
   peers_cv_.notify_all();
+  // This process's workers are done (finish() said bye to the others before this rank came): it
+  // says bye to the newcomer too, which would otherwise wait for it as a member while it waits for
+  // the newcomer to end.
+  if (finishing_.load()) send_frame(r, control_frame(wire::FrameKind::bye, info, ""));
   offer_ring(r);
   if (wants_stream(r)) offer_stream(r);
   core::log(core::LogLevel::warn, "zmq runtime: worker{} {} {} the run: {} {}", info.workers > 1 ? "s" : "",

@@ -93,6 +93,10 @@ void ZmqTransport::expel_self(const std::string& why) {
       table_[static_cast<std::size_t>(process_)].where(), why.substr(0, kMaxToldReasonBytes));
   core::log(core::LogLevel::error, "{}", message);
   world_->abort_all(message);
+  {
+    std::lock_guard<std::mutex> lock(peers_mutex_);  // settle_lost_peers() waits for nobody now
+  }
+  peers_cv_.notify_all();
 }
 
 }  // namespace fast::runtime::zmq
