@@ -476,6 +476,25 @@ TEST(Launch, RestartOfTheWholeGroupAfterALostPeerAndCleanExitsAreFinal) {
   EXPECT_FALSE(contains(r.out, "start=3")) << r.out;
 }
 
+// A process started again alone that still runs once the others ended with 0 (it came back too
+// late to join) is stopped 10 s later, and its end is no failure: launch exits with 0.
+TEST(Launch, RestartedProcessStillRunningAfterTheRunFinishedIsStoppedAndNoFailure) {
+  const auto start = std::chrono::steady_clock::now();
+  const FastDone r = run_fast(
+      "restart_late", launch_sh({"-n", "2", "--restart", "1"},
+                                "if [ $FAST_PROCESS_RANK = 1 ]; then if [ -z \"$FAST_RESTARTED\" ]; then sleep 0.2; "
+                                "kill -KILL $$; fi; exec sleep 60; fi; sleep 1; exit 0"));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.code, exit_code::ok) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "the run finished; the 1 process(es) started again alone that still run can no longer "
+                       "join it: stopping them in 10 s unless they end"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "sending SIGTERM to the 1 processes still running")) << r.err;
+  EXPECT_FALSE(contains(r.err, "failed first")) << r.err;
+  EXPECT_LT(seconds, 30) << r.err;
+}
+
 // Bad input (exit code 2) fails again the same way, and a signal to launch is no failure: neither
 // is restarted.
 TEST(Launch, RestartLeavesBadInputAndForwardedSignalsAlone) {

@@ -339,6 +339,18 @@ void start_group_again(ProcessGroup& group, Restarts& restarts) {
   say(fmt::format("started the {} processes again", group.size()));
 }
 
+// The run finished (a process of the current start ended with 0) and every process still running
+// was started again alone: such a process joins the run or takes its rank back at the members'
+// step boundaries, which are over; one that joined ends with them within moments. The others are
+// stopped after kLateJoinerSeconds (at most --grace), and their ends are no failure of the run.
+constexpr double kLateJoinerSeconds = 10;
+bool only_late_joiners_left(const ProcessGroup& group, const RestartPolicy& policy) {
+  if (!policy.finishing() || group.running() == 0) return false;
+  for (int rank = 0; rank < group.size(); ++rank)
+    if (!group.exit(rank) && !policy.started_alone(rank)) return false;
+  return true;
+}
+
 // Runs the main loop until every child ended; returns launch's exit code.
 int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, Restarts& restarts) {
   const Clock::time_point timeout_at =
@@ -346,7 +358,8 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, 
   Verdict verdict;
   std::optional<int>& code = verdict.code;
   bool timed_out = false, signalled = false;
-  bool regrouping = false;  // a restart of the whole group: waiting for every process to end
+  bool late_joiners = false;  // only processes started again alone run on, after the run finished
+  bool regrouping = false;    // a restart of the whole group: waiting for every process to end
   int regroup_code = 0;     // the exit code that asked for it (the run's, should a signal end it there)
   Stopping stopping;
   while (group.running() > 0) {
@@ -379,7 +392,17 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, 
         stopping.begin(Clock::now(), 0);
         continue;
       }
+      if (late_joiners) continue;  // stopped by launch once the run finished without it
       if (e.failed()) verdict.failed(group, rank, e, o.grace_seconds, stopping, timed_out);
+    }
+    if (!late_joiners && !code && !regrouping && only_late_joiners_left(group, restarts.policy)) {
+      late_joiners = true;
+      const double wait = std::min(kLateJoinerSeconds, o.grace_seconds);
+      say(
+          fmt::format("the run finished; the {} process(es) started again alone that still run can no longer join "
+                      "it: stopping them in {} s unless they end",
+                      group.running(), wait));
+      stopping.begin(Clock::now(), wait);
     }
     for (int sig : signals.take()) {
       if (sig == SIGCHLD) continue;

@@ -46,6 +46,11 @@ class RestartPolicy {
   // The whole group was started again: a new start, with nothing finished yet.
   void group_started();
 
+  // A process of the current start ended with 0 (or 6): the run is finishing.
+  bool finishing() const noexcept { return finishing_; }
+  // Whether `rank` was started again alone in the current start.
+  bool started_alone(int rank) const { return lone_.contains(rank); }
+
   int restarts() const noexcept { return restarts_; }  // N
   int spent() const noexcept { return spent_; }        // restarts spent so far
   int left() const noexcept { return restarts_ - spent_; }

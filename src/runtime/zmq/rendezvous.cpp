@@ -1,5 +1,7 @@
 #include "rendezvous.hpp"
 
+#include <signal.h>
+
 #include <zmq_addon.hpp>
 
 #include <algorithm>
@@ -13,7 +15,9 @@
 
 #include "authenticator.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/exit_code.hpp"
 #include "fast/core/log.hpp"
+#include "fast/core/stop_request.hpp"
 #include "fast/runtime/zmq/serve.hpp"
 #include "fast/wire/frame.hpp"
 #include "hello.hpp"
@@ -192,6 +196,16 @@ std::vector<int> worker_list(const json& reply, const char* key, int workers, st
   return list;
 }
 
+// A process asked to stop (SIGINT, SIGTERM) while it waits at the rendezvous has nothing to save:
+// core::NotAdmitted, with 128 + the signal.
+void stop_if_requested(const std::string& at) {
+  if (const int signal = core::stop_requested())
+    throw core::NotAdmitted(fmt::format("interrupted by {} while it waited for the rendezvous at {}: it has nothing to "
+                                        "save",
+                                        signal == SIGTERM ? "SIGTERM" : "SIGINT", at),
+                            core::exit_code::killed_by(signal));
+}
+
 // A client of rendezvous address `address` (rendezvous_endpoint), with that address's server key.
 ::zmq::socket_t client_socket(::zmq::context_t& context, const Settings& s, std::size_t address) {
   ::zmq::socket_t socket(context, ::zmq::socket_type::dealer);
@@ -220,6 +234,7 @@ std::size_t find_desk(::zmq::context_t& context, const Settings& s, clock::time_
   std::vector<std::string> tried;
   for (std::size_t i = 0; i < n; ++i) tried.push_back(rendezvous_endpoint(s, i));
   while (clock::now() < deadline) {
+    stop_if_requested(fmt::format("{}", fmt::join(tried, ", ")));
     ::zmq::poll(items, std::chrono::milliseconds(100));
     for (std::size_t i = 0; i < n; ++i) {
       std::vector<::zmq::message_t> parts;
@@ -249,8 +264,12 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
   if (s.max_processes != s.world_size) hello["max_processes"] = s.max_processes;
   ::zmq::send_multipart(socket, hello_parts(hello));
   ::zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
-  ::zmq::poll(&item, 1, std::max(left, std::chrono::milliseconds(1)));
+  for (;;) {  // in slices, so that a stop request ends the wait
+    stop_if_requested(at);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+    if (left <= std::chrono::milliseconds(0)) break;
+    if (::zmq::poll(&item, 1, std::min(left, std::chrono::milliseconds(100))) > 0) break;
+  }
   std::vector<::zmq::message_t> parts;
   FAST_ENFORCE_AS(core::TimeoutError,
                   ::zmq::recv_multipart(socket, std::back_inserter(parts), ::zmq::recv_flags::dontwait).has_value(),
