@@ -36,6 +36,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -58,21 +59,48 @@ bool another_process_alive(const runtime::Context& ctx) {
   return false;
 }
 
+// A worker of another process whose last change seen here is a loss other than a clean end (a
+// process that ends cleanly leaves no event), or -1.
+int crashed_worker(const runtime::Context& ctx) {
+  const int first = ctx.rank() - ctx.rank() % ctx.local_size();
+  std::vector<int> last(static_cast<std::size_t>(ctx.size()), 0);  // 1: lost, 2: joined, 0: nothing
+  for (const runtime::MembershipEvent& e : ctx.membership_events())
+    if (!e.before_join && e.worker >= 0 && e.worker < ctx.size())
+      last[static_cast<std::size_t>(e.worker)] = e.joined ? 2 : 1;
+  for (int r = 0; r < ctx.size(); ++r)
+    if ((r < first || r >= first + ctx.local_size()) && last[static_cast<std::size_t>(r)] == 1) return r;
+  return -1;
+}
+
 // Waits for `header` (an admission's header, posted by the caller), looking every fraction of a
 // second whether the run stopped or ended meanwhile: a process that was not admitted has nothing
-// to save, and the members, which end without it, wait for it to end. core::NotAdmitted then.
+// to save, and the members, which end without it, wait for it to end. core::NotAdmitted then (exit
+// code 0 when every other process ended cleanly); core::PeerLost when they were lost otherwise
+// (the run died: fast launch --restart starts the group again); core::TimeoutError past the
+// operation time limit.
 void await_header(const runtime::Context& ctx, const core::Work& header) {
   constexpr double kLookSeconds = 0.2;
-  while (!header.wait(kLookSeconds)) {  // bounded by the operation time limit
+  const double deadline = ctx.now() + ctx.operation_time_limit();
+  while (!header.wait(kLookSeconds)) {
     if (const int signal = core::stop_requested())
       throw core::NotAdmitted(fmt::format("interrupted by {} before worker {} joined the run: it has nothing to save",
                                           signal == SIGTERM ? "SIGTERM" : "SIGINT", ctx.rank()),
                               core::exit_code::killed_by(signal));
-    if (!another_process_alive(ctx))
-      throw core::NotAdmitted(fmt::format("the run ended before worker {} joined it (every other process ended or was "
-                                          "lost): it has nothing to save",
+    if (!another_process_alive(ctx)) {
+      const int crashed = crashed_worker(ctx);
+      if (crashed >= 0)
+        throw core::PeerLost(
+            fmt::format("every other process of the run was lost before worker {} joined it (worker "
+                        "{} among them, not by a clean end)",
+                        ctx.rank(), crashed));
+      throw core::NotAdmitted(fmt::format("the run ended before worker {} joined it (every other process ended): it "
+                                          "has nothing to save",
                                           ctx.rank()),
                               core::exit_code::ok);
+    }
+    FAST_ENFORCE_AS(core::TimeoutError, ctx.now() < deadline,
+                    "worker {} waited {} s (the operation time limit) for its admission to the run", ctx.rank(),
+                    ctx.operation_time_limit());
   }
 }
 

@@ -32,6 +32,28 @@ using fast::testing::slurp;
 using nlohmann::json;
 using namespace fast::testing::zmq_cli;  // NOLINT(google-build-using-namespace): the shared helpers
 
+// A run of `fast launch -n 2` that may grow to 4 workers, paced so that it outlasts the joins (the
+// tests stop it by a signal), once it trains; and the command of a process that joins it: the
+// rendezvous and keys of the run, no rank of its own (it takes the lowest vacant one).
+struct GrowingRun {
+  Launched launch;
+  std::string train;   // the members' command, which a joiner runs too
+  std::string joiner;  // the joiner's environment, to put before `train`
+};
+// extra: more `fast train` flags. Fails the test (ASSERT) when the run does not start training.
+void start_growing_run(const fs::path& dir, const std::string& strategy, const std::string& extra, GrowingRun& run) {
+  const std::string flags = "--elastic --max-workers 4" + kPeerTimeoutFlag + " --summary s.json " + extra +
+                            kTrainShown + "--strategy " + strategy + " --batch 32 --epochs 20 --slowdown 6,6,6,6";
+  run.train = kFast + " train --runtime zmq " + flags;
+  run.launch = launch_zmq(dir, "-n 2 --grace 200", flags);
+  const pid_t pid = worker_pid(run.launch, 0);
+  ASSERT_GT(pid, 0) << slurp(run.launch.log);
+  ASSERT_TRUE(training_started(run.launch)) << slurp(run.launch.log);
+  run.joiner = "env -i FAST_RESTARTED=1";
+  for (const std::string& e : environment_of(pid))
+    if (!e.starts_with("FAST_PROCESS_RANK=")) run.joiner += " " + shell_quoted(e);
+}
+
 struct Growth {
   std::string name;
   std::string strategy;
@@ -45,21 +67,11 @@ TEST_P(ZmqElasticGrowth, AProcessStartedDuringTheRunTakesAVacantRankAndTheRunEnd
   const Growth& g = GetParam();
   const fs::path dir = fast::testing::test_dir("fast_elastic_growth", "join_" + g.name);
   const int scale = fast::testing::kRunTimeScale;
-  // Far longer than the join takes (the new process's start-up, then a step boundary), however
-  // loaded the machine: the test stops the run once the join is done, by a signal.
-  const std::string train = kFast + " train --runtime zmq --elastic --max-workers 4" + kPeerTimeoutFlag +
-                            " --summary s.json --metrics m.jsonl" + kTrainShown + "--strategy " + g.strategy +
-                            " --batch 32 --epochs 20 --slowdown 6,6,6,6";
-  Launched l = fast::testing::spawn_in_group(
-      dir, kFast + " launch -n 2 --grace 200 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
-  const pid_t pid = worker_pid(l, 0);
-  ASSERT_GT(pid, 0) << slurp(l.log);
-  ASSERT_TRUE(training_started(l)) << slurp(l.log);
-  // The new process: the rendezvous and keys of the run, no rank of its own (the lowest vacant).
-  std::string command = "env -i FAST_RESTARTED=1";
-  for (const std::string& e : environment_of(pid))
-    if (!e.starts_with("FAST_PROCESS_RANK=")) command += " " + shell_quoted(e);
-  Launched joiner = fast::testing::spawn_in_group(dir, command + " " + train, "joiner.log");
+  GrowingRun run;
+  start_growing_run(dir, g.strategy, "--metrics m.jsonl", run);
+  if (HasFatalFailure()) return;
+  const Launched& l = run.launch;
+  Launched joiner = fast::testing::spawn_in_group(dir, run.joiner + " " + run.train, "joiner.log");
   const bool joined = fast::testing::file_contains_within(l.log, "elastic: worker 2 joined at step", 120 * scale,
                                                           std::chrono::milliseconds(20));
   ::kill(l.pid, SIGTERM);  // launch passes it on; the members agree on a last step, the new one included
@@ -124,19 +136,12 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ZmqElasticGrowth,
 TEST(ZmqElasticGrowthTwice, TwoProcessesStartedTogetherTakeTheTwoVacantRanks) {
   const fs::path dir = fast::testing::test_dir("fast_elastic_growth", "two");
   const int scale = fast::testing::kRunTimeScale;
-  const std::string train = kFast + " train --runtime zmq --elastic --max-workers 4" + kPeerTimeoutFlag +
-                            " --summary s.json" + kTrainShown +
-                            "--strategy allreduce --batch 32 --epochs 20 --slowdown 6,6,6,6";
-  Launched l = fast::testing::spawn_in_group(
-      dir, kFast + " launch -n 2 --grace 200 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
-  const pid_t pid = worker_pid(l, 0);
-  ASSERT_GT(pid, 0) << slurp(l.log);
-  ASSERT_TRUE(training_started(l)) << slurp(l.log);
-  std::string command = "env -i FAST_RESTARTED=1";
-  for (const std::string& e : environment_of(pid))
-    if (!e.starts_with("FAST_PROCESS_RANK=")) command += " " + shell_quoted(e);
-  Launched first = fast::testing::spawn_in_group(dir, command + " " + train, "first.log");
-  Launched second = fast::testing::spawn_in_group(dir, command + " " + train, "second.log");
+  GrowingRun run;
+  start_growing_run(dir, "allreduce", "", run);
+  if (HasFatalFailure()) return;
+  const Launched& l = run.launch;
+  Launched first = fast::testing::spawn_in_group(dir, run.joiner + " " + run.train, "first.log");
+  Launched second = fast::testing::spawn_in_group(dir, run.joiner + " " + run.train, "second.log");
   const bool joined = fast::testing::poll_until(
       [&] {
         const std::string log = slurp(l.log);
@@ -176,18 +181,11 @@ TEST(ZmqElasticGrowthTwice, TwoProcessesStartedTogetherTakeTheTwoVacantRanks) {
 TEST(ZmqElasticGrowthStop, AStopWhileAProcessJoinsEndsEveryProcess) {
   const fs::path dir = fast::testing::test_dir("fast_elastic_growth", "stop");
   const int scale = fast::testing::kRunTimeScale;
-  const std::string train = kFast + " train --runtime zmq --elastic --max-workers 4" + kPeerTimeoutFlag +
-                            " --summary s.json --checkpoint-dir ck" + kTrainShown +
-                            "--strategy allreduce --batch 32 --epochs 20 --slowdown 6,6,6,6";
-  Launched l = fast::testing::spawn_in_group(
-      dir, kFast + " launch -n 2 --grace 200 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
-  const pid_t pid = worker_pid(l, 0);
-  ASSERT_GT(pid, 0) << slurp(l.log);
-  ASSERT_TRUE(training_started(l)) << slurp(l.log);
-  std::string command = "env -i FAST_RESTARTED=1";
-  for (const std::string& e : environment_of(pid))
-    if (!e.starts_with("FAST_PROCESS_RANK=")) command += " " + shell_quoted(e);
-  Launched joiner = fast::testing::spawn_in_group(dir, command + " " + train, "joiner.log");
+  GrowingRun run;
+  start_growing_run(dir, "allreduce", "--checkpoint-dir ck", run);
+  if (HasFatalFailure()) return;
+  const Launched& l = run.launch;
+  Launched joiner = fast::testing::spawn_in_group(dir, run.joiner + " " + run.train, "joiner.log");
   const bool joining = fast::testing::file_contains_within(joiner.log, "rejoining the run under way", 60 * scale,
                                                            std::chrono::milliseconds(5));
   ::kill(l.pid, SIGTERM);

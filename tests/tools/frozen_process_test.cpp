@@ -72,10 +72,9 @@ class FrozenProcess : public ::testing::TestWithParam<Case> {};
 TEST_P(FrozenProcess, ItLeavesTheRunWhenItRunsAgainAndLaunchStartsItAgain) {
   const Case& c = GetParam();
   const fs::path dir = fast::testing::test_dir("fast_frozen_process", c.name);
-  const std::string train = kFast + " train --runtime zmq " + c.strategy + kPeerTimeoutFlag + " --summary s.json" +
-                            kTrainShown + "--batch 32 --epochs 20 --slowdown 4,4,4";
-  Launched l = fast::testing::spawn_in_group(
-      dir, kFast + " launch -n 3 --restart 1 --timeout " + std::to_string(300 * kScale) + " -- " + train, "launch.log");
+  Launched l = launch_zmq(
+      dir, "-n 3 --restart 1",
+      c.strategy + kPeerTimeoutFlag + " --summary s.json" + kTrainShown + "--batch 32 --epochs 20 --slowdown 4,4,4");
   const int v = c.frozen;
   const int observer = v == 0 ? 1 : 0;
   const pid_t pid = worker_pid(l, v);
@@ -133,10 +132,9 @@ INSTANTIATE_TEST_SUITE_P(Strategies, FrozenProcess,
 // own (the others' stays as they wrote it).
 TEST(FrozenProcessAlone, ItLeavesWhenNobodyAnswersAndWritesNothingOverTheOthersSummary) {
   const fs::path dir = fast::testing::test_dir("fast_frozen_process", "alone");
-  const std::string train = kFast + " train --runtime zmq --strategy allreduce --elastic" + kPeerTimeoutFlag +
-                            " --summary s.json" + kTrainShown + "--batch 64 --epochs 2";
-  Launched l = fast::testing::spawn_in_group(
-      dir, kFast + " launch -n 3 --grace 200 --timeout " + std::to_string(300 * kScale) + " -- " + train, "launch.log");
+  Launched l = launch_zmq(dir, "-n 3 --grace 200",
+                          "--strategy allreduce --elastic" + kPeerTimeoutFlag + " --summary s.json" + kTrainShown +
+                              "--batch 64 --epochs 2");
   const pid_t pid = worker_pid(l, 2);
   ASSERT_GT(pid, 0) << slurp(l.log);
   ASSERT_TRUE(training_started(l)) << slurp(l.log);

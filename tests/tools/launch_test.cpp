@@ -483,7 +483,7 @@ TEST(Launch, RestartedProcessStillRunningAfterTheRunFinishedIsStoppedAndNoFailur
   const FastDone r = run_fast(
       "restart_late", launch_sh({"-n", "2", "--restart", "1"},
                                 "if [ $FAST_PROCESS_RANK = 1 ]; then if [ -z \"$FAST_RESTARTED\" ]; then sleep 0.2; "
-                                "kill -KILL $$; fi; exec sleep 60; fi; sleep 1; exit 0"));
+                                "kill -KILL $$; fi; exec sleep 60; fi; sleep 3; exit 0"));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.code, exit_code::ok) << r.err;
   EXPECT_TRUE(contains(r.err,

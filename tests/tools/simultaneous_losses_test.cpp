@@ -29,13 +29,14 @@ using fast::testing::slurp;
 using nlohmann::json;
 using namespace fast::testing::zmq_cli;  // NOLINT(google-build-using-namespace): the shared helpers
 
+// Paced so that the run outlasts the losses and joins; the tests stop it by a signal.
+const std::string kElasticRun = "--strategy allreduce --elastic" + kPeerTimeoutFlag + " --summary s.json" +
+                                kTrainShown + "--batch 32 --epochs 20 --slowdown 4,4,4,4";
+
 TEST(ZmqSimultaneousLosses, TwoProcessesKilledTogetherAreStartedAgainAndBothRejoin) {
   const fs::path dir = fast::testing::test_dir("fast_simultaneous_losses", "two");
   const int scale = fast::testing::kRunTimeScale;
-  const std::string train = kFast + " train --runtime zmq --strategy allreduce --elastic" + kPeerTimeoutFlag +
-                            " --summary s.json" + kTrainShown + "--batch 32 --epochs 20 --slowdown 4,4,4,4";
-  Launched l = fast::testing::spawn_in_group(
-      dir, kFast + " launch -n 4 --restart 2 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
+  Launched l = launch_zmq(dir, "-n 4 --restart 2", kElasticRun);
   const pid_t first = worker_pid(l, 1);
   const pid_t second = worker_pid(l, 2);
   ASSERT_GT(first, 0) << slurp(l.log);
@@ -83,10 +84,12 @@ TEST(ZmqSimultaneousLosses, TwoProcessesKilledTogetherAreStartedAgainAndBothRejo
 TEST(ZmqSimultaneousLosses, AProcessKilledDuringItsRejoinIsReplacedByTheNextStart) {
   const fs::path dir = fast::testing::test_dir("fast_simultaneous_losses", "again");
   const int scale = fast::testing::kRunTimeScale;
-  const std::string train = kFast + " train --runtime zmq --strategy allreduce --elastic" + kPeerTimeoutFlag +
-                            " --summary s.json" + kTrainShown + "--batch 32 --epochs 20 --slowdown 4,4,4,4";
-  Launched l = fast::testing::spawn_in_group(
-      dir, kFast + " launch -n 4 --restart 2 --timeout " + std::to_string(300 * scale) + " -- " + train, "launch.log");
+  // A peer timeout far longer than a start of the process: both starts' hellos reach the server
+  // while the first start is not yet counted lost, and wait there (a rank is taken back only once
+  // it is lost).
+  Launched l = launch_zmq(dir, "-n 4 --restart 2",
+                          "--strategy allreduce --elastic --peer-timeout " + std::to_string(4 * kPeerTimeout) +
+                              " --summary s.json" + kTrainShown + "--batch 32 --epochs 20 --slowdown 4,4,4,4");
   const pid_t pid = worker_pid(l, 2);
   ASSERT_GT(pid, 0) << slurp(l.log);
   ASSERT_TRUE(training_started(l)) << slurp(l.log);

@@ -37,6 +37,17 @@ using Launched = fast::testing::Spawned;
 inline constexpr int kPeerTimeout = 2 * fast::testing::kRunTimeScale;
 inline const std::string kPeerTimeoutFlag = " --peer-timeout " + std::to_string(kPeerTimeout);
 
+// `fast launch LAUNCH_FLAGS --timeout 300 -- fast train --runtime zmq TRAIN` started in `dir`, in a
+// process group of its own (the bound twice that under TSan), its output in dir/launch.log.
+inline Launched launch_zmq(const std::filesystem::path& dir, const std::string& launch_flags,
+                           const std::string& train) {
+  return fast::testing::spawn_in_group(dir,
+                                       kFast + " launch " + launch_flags + " --timeout " +
+                                           std::to_string(300 * fast::testing::kRunTimeScale) + " -- " + kFast +
+                                           " train --runtime zmq " + train,
+                                       "launch.log");
+}
+
 // pid of process `rank`, from its "[rank] ... pid P listens on" line, within kStartBound.
 inline pid_t worker_pid(const Launched& l, int rank) {
   return fast::testing::launched_pid(l.log, rank, fast::testing::kStartBound);

@@ -392,7 +392,8 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, 
         stopping.begin(Clock::now(), 0);
         continue;
       }
-      if (late_joiners) continue;  // stopped by launch once the run finished without it
+      // Stopped by launch once the run finished without it; a failure before that still counts.
+      if (late_joiners && (stopping.term_sent || !e.failed())) continue;
       if (e.failed()) verdict.failed(group, rank, e, o.grace_seconds, stopping, timed_out);
     }
     if (!late_joiners && !code && !regrouping && only_late_joiners_left(group, restarts.policy)) {

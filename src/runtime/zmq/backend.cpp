@@ -99,6 +99,20 @@ ProcessInfo describe_self(const Settings& s) {
 }
 
 // First error of the local workers, else the loss that aborted the run, as one message.
+// Whether a worker ended with core::NotAdmitted (a newcomer that the run's end or a stop overtook).
+bool not_admitted(const std::vector<std::exception_ptr>& errors) {
+  for (const auto& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const core::NotAdmitted&) {
+      return true;
+    } catch (...) {
+    }
+  }
+  return false;
+}
+
 std::string first_error(const std::vector<std::exception_ptr>& errors) {
   for (const auto& e : errors) {
     if (!e) continue;
@@ -162,7 +176,9 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
                                      .start = [&](const engine::LossFn& on_lost) { transport.start(world, on_lost); },
                                      .finish =
                                          [&](const std::vector<std::exception_ptr>& errors) {
-                                           transport.finish(first_error(errors), s.op_timeout);
+                                           // A process that was never admitted waits for nobody.
+                                           transport.finish(first_error(errors),
+                                                            not_admitted(errors) ? 0 : s.op_timeout);
                                            transport.stop();
                                          }});
 }

@@ -280,6 +280,10 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
   if (reply.contains("refused"))
     FAST_THROW(core::InvalidArgument, "rendezvous at {}: the run refused this process: {}", at,
                reply.at("refused").get<std::string>());
+  if (reply.contains("ending"))  // the run ends without it: no failure (docs/faults.md, "Growing a run")
+    throw core::NotAdmitted(fmt::format("the run at {} is ending ({}): this process has nothing to do", at,
+                                        reply.at("ending").is_string() ? reply.at("ending").get<std::string>() : ""),
+                            core::exit_code::ok);
   RendezvousResult result{.process_rank = json_int<int>(reply, "your_rank", 0, kMaxProcesses - 1, "rendezvous reply"),
                           .rejoining = reply.value("rejoin", false)};
   for (const json& p : reply.at("processes")) result.table.push_back(process_from_json(p));

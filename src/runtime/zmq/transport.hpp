@@ -86,7 +86,8 @@
 // with fast keygen).
 //
 // Own stalls (transport_stall.cpp): when this process's I/O thread was held up longer than half
-// the peer timeout (the process was stopped by a signal, frozen, or starved of CPU), the others may
+// the peer timeout on the steady clock (the process was stopped by a signal, frozen, or starved of
+// CPU; a pause that stops that clock too is not seen), the others may
 // have counted it lost meanwhile and gone on. It then counts nobody lost for its silence: the
 // silence of every live peer is counted from the end of the stall, and it asks each whether it
 // still counts it in (a hello {"still_member": true}). A peer that does answers {"member": true}

@@ -110,8 +110,9 @@ void ZmqTransport::loop() {
     if (ready(kPulseMonitorItem)) log_handshake_failure(pulse_monitor);
     turn.step("the handshake monitors", clock());
     if (ready(kStreamItem)) accept_stream();
-    if (ready(kDeskItem)) receive_rejoin_hellos();  // never set without a desk (not polled)
-    if (!pending_.empty()) progress_rejoins();
+    // Not while this process asks whether it is still in the run (after a stall its view is stale).
+    if (!stall_check_ && ready(kDeskItem)) receive_rejoin_hellos();  // never set without a desk (not polled)
+    if (!stall_check_ && !pending_.empty()) progress_rejoins();
     turn.step("rejoins", clock());
     if (clock() >= next_heartbeat && !expelled_.load()) {
       send_heartbeats();
@@ -122,6 +123,7 @@ void ZmqTransport::loop() {
     if (expelled_.load() && desk_) {  // counted lost: the address is free for a survivor to serve
       for (const PendingRejoin& p : pending_) answer_newcomer(p.id, {{"refused", "this process left the run"}});
       pending_.clear();
+      desk_->set(::zmq::sockopt::linger, 500);  // the refusals leave before the socket closes
       desk_.reset();
       items[kDeskItem] = {nullptr, 0, ZMQ_POLLIN, 0};
       polled = kDeskItem;
@@ -299,6 +301,7 @@ void ZmqTransport::finish(const std::string& error, double limit_seconds) {
   if (expelled_.load()) return;  // the others counted it lost: nobody answers its bye
   std::unique_lock<std::mutex> lock(peers_mutex_);
   const bool all = peers_cv_.wait_for(lock, std::chrono::duration<double>(limit_seconds), [&] {
+    if (expelled_.load()) return true;  // counted lost meanwhile: nobody answers its bye
     for (std::size_t p = 0; p < peers_.size(); ++p)
       if (static_cast<int>(p) != process_ && !peers_[p].lost) return false;
     return true;

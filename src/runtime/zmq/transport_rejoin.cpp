@@ -125,7 +125,10 @@ void ZmqTransport::receive_rejoin_hellos() {
         answer_newcomer(id, {{"serving", process_}});
         continue;
       }
-      FAST_ENFORCE(!finishing_.load(), "the run is ending: this process's workers are done");
+      if (finishing_.load()) {  // not a refusal (exit code 2 would make fast launch start the group again)
+        answer_newcomer(id, {{"ending", "the workers of the process that serves the rendezvous are done"}});
+        continue;
+      }
       ProcessInfo info = process_from_json(hello.at("process"));
       const int world = json_int<int>(hello, "world_size", 1, kMaxProcesses, "rejoin hello");
       FAST_ENFORCE(world == settings_.world_size, "world size: expected {}, got {}", settings_.world_size, world);
@@ -192,9 +195,7 @@ void ZmqTransport::progress_rejoins() {
   const double now = clock();
   if (finishing_.load()) {  // its workers are done: a newcomer would wait for an admission that never comes
     for (const PendingRejoin& p : pending_)
-      answer_newcomer(p.id, {{"refused",
-                              "the run is ending: the workers of the process that serves the "
-                              "rendezvous are done"}});
+      answer_newcomer(p.id, {{"ending", "the workers of the process that serves the rendezvous are done"}});
     pending_.clear();
     return;
   }
@@ -319,7 +320,9 @@ void ZmqTransport::on_hello_frame(int from, const ::zmq::message_t& payload) {
   } else if (body.contains("member")) {
     if (stall_check_) stall_check_->answered = true;
   } else if (body.contains("counted_lost") && body.at("counted_lost").is_string()) {
-    expel_self(body.at("counted_lost").get<std::string>());
+    // Only as the answer to this process's question (an old answer that reaches a process started
+    // again on the same port is not one).
+    if (stall_check_) expel_self(body.at("counted_lost").get<std::string>());
   } else if (body.contains("stream") && body.at("stream").is_object()) {
     on_stream_offer(from, body.at("stream"));
   } else if (body.contains("shm") || body.contains("shm_ready") || body.contains("shm_refused")) {

@@ -76,10 +76,15 @@ void ZmqTransport::on_membership_query(int from) {
   const std::string why =
       fmt::format("{} counts it out of the run ({})", table_[static_cast<std::size_t>(process_)].where(),
                   reason.substr(0, kMaxToldReasonBytes));
-  std::unique_ptr<::zmq::socket_t> dealer = make_dealer(peer);  // closed at once; it lingers to send
-  Frame frame = control_frame(wire::FrameKind::hello, peer, nlohmann::json{{"counted_lost", why}}.dump());
-  if (dealer->send(frame.header, ::zmq::send_flags::sndmore | ::zmq::send_flags::dontwait))
-    (void)dealer->send(frame.payload, ::zmq::send_flags::dontwait);
+  try {
+    std::unique_ptr<::zmq::socket_t> dealer = make_dealer(peer);  // closed at once; it lingers to send
+    Frame frame = control_frame(wire::FrameKind::hello, peer, nlohmann::json{{"counted_lost", why}}.dump());
+    if (dealer->send(frame.header, ::zmq::send_flags::sndmore | ::zmq::send_flags::dontwait))
+      (void)dealer->send(frame.payload, ::zmq::send_flags::dontwait);
+  } catch (const ::zmq::error_t& e) {  // out of sockets: it finds out by the time limit of its question
+    core::log(core::LogLevel::warn, "zmq runtime: cannot answer {}: {}", peer.where(), e.what());
+    return;
+  }
   core::log(core::LogLevel::warn, "zmq runtime: {}, counted lost, asked whether it is still in the run: told it is not",
             peer.where());
 }
