@@ -530,7 +530,7 @@ class ZmqTransport final : public engine::Transport {
   struct StallCheck {
     double since = 0, until = 0;  // asked at `since`; answers awaited until `until`
     double held_up = 0;           // seconds the I/O thread was held up
-    int asked = 0;                // processes asked
+    std::vector<int> asked;       // the processes asked
     bool answered = false;        // one answered that it counts this process in
   };
   std::optional<StallCheck> stall_check_;
