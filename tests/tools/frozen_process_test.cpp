@@ -124,8 +124,9 @@ INSTANTIATE_TEST_SUITE_P(Strategies, FrozenProcess,
                                                 "[0] [fast warn] elastic: worker 2 joined at"},
                                            Case{"allreduce_process_0", "--strategy allreduce --elastic", 0,
                                                 "[1] [fast warn] elastic: worker 0 joined at"},
+                                           // The new process's own line: it trains.
                                            Case{"adpsgd", "--strategy adpsgd", 2,
-                                                "[0] [fast warn] zmq runtime: worker 2 rejoined the run"}),
+                                                "[2] [fast warn] worker 2 rejoined the run at step"}),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 // Frozen until the others ended: nobody answers its question, and it leaves without a summary of its

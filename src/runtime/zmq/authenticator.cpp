@@ -4,6 +4,7 @@
 
 #include "fast/core/log.hpp"
 #include "log_limit.hpp"
+#include "poll_signal.hpp"
 
 namespace fast::runtime::zmq {
 
@@ -29,7 +30,7 @@ Authenticator::~Authenticator() {
 void Authenticator::serve(::zmq::socket_t socket) {
   while (!stop_) {
     ::zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-    ::zmq::poll(&item, 1, std::chrono::milliseconds(100));
+    poll_through_signals(&item, 1, std::chrono::milliseconds(100));
     if (item.revents & ZMQ_POLLIN) answer(socket);
   }
 }

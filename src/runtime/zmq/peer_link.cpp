@@ -1,13 +1,20 @@
 #include "peer_link.hpp"
 
+#include <cerrno>
+
 namespace fast::runtime::zmq {
 
 bool PeerLink::try_send(Frame& frame) {
-  if (!frame.header_sent) {
-    if (!dealer_->send(frame.header, ::zmq::send_flags::sndmore | ::zmq::send_flags::dontwait)) return false;
-    frame.header_sent = true;
+  try {
+    if (!frame.header_sent) {
+      if (!dealer_->send(frame.header, ::zmq::send_flags::sndmore | ::zmq::send_flags::dontwait)) return false;
+      frame.header_sent = true;
+    }
+    return dealer_->send(frame.payload, ::zmq::send_flags::dontwait).has_value();
+  } catch (const ::zmq::error_t& e) {
+    if (e.num() == EINTR) return false;  // a signal (a stop request): queued, the I/O thread sends it
+    throw;
   }
-  return dealer_->send(frame.payload, ::zmq::send_flags::dontwait).has_value();
 }
 
 PeerLink::Result PeerLink::send(Frame frame) {

@@ -21,6 +21,7 @@
 #include "fast/runtime/zmq/serve.hpp"
 #include "fast/wire/frame.hpp"
 #include "hello.hpp"
+#include "poll_signal.hpp"
 
 namespace fast::runtime::zmq {
 
@@ -111,7 +112,7 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
         arrived_.size(), s_.world_size, s_.rendezvous_timeout,
         refused_ == 0 ? std::string() : fmt::format("; {} refused, the last because {}", refused_, last_refusal_));
     ::zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    ::zmq::poll(&item, 1, std::chrono::milliseconds(100));
+    poll_through_signals(&item, 1, std::chrono::milliseconds(100));
     std::vector<::zmq::message_t> parts;
     if (!::zmq::recv_multipart(socket_, std::back_inserter(parts), ::zmq::recv_flags::dontwait)) continue;
     int world = 0;
@@ -235,7 +236,7 @@ std::size_t find_desk(::zmq::context_t& context, const Settings& s, clock::time_
   for (std::size_t i = 0; i < n; ++i) tried.push_back(rendezvous_endpoint(s, i));
   while (clock::now() < deadline) {
     stop_if_requested(fmt::format("{}", fmt::join(tried, ", ")));
-    ::zmq::poll(items, std::chrono::milliseconds(100));
+    poll_through_signals(items, std::chrono::milliseconds(100));
     for (std::size_t i = 0; i < n; ++i) {
       std::vector<::zmq::message_t> parts;
       if (!::zmq::recv_multipart(sockets[i], std::back_inserter(parts), ::zmq::recv_flags::dontwait)) continue;
@@ -268,7 +269,7 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
     stop_if_requested(at);
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
     if (left <= std::chrono::milliseconds(0)) break;
-    if (::zmq::poll(&item, 1, std::min(left, std::chrono::milliseconds(100))) > 0) break;
+    if (poll_through_signals(&item, 1, std::min(left, std::chrono::milliseconds(100))) > 0) break;
   }
   std::vector<::zmq::message_t> parts;
   FAST_ENFORCE_AS(core::TimeoutError,

@@ -14,6 +14,7 @@
 #include "frames.hpp"
 #include "log_limit.hpp"
 #include "loop_turn.hpp"
+#include "poll_signal.hpp"
 #include "transport.hpp"
 
 namespace fast::runtime::zmq {
@@ -88,7 +89,7 @@ void ZmqTransport::loop() {
     turn.begin(clock());
     // Every millisecond while messages wait for room in a ring (the receiver frees it as it takes
     // them, without a word to this process), else every 20 ms at most.
-    ::zmq::poll(items, polled, std::chrono::milliseconds(any_pending() ? 1 : 20));
+    poll_through_signals(items, polled, std::chrono::milliseconds(any_pending() ? 1 : 20));
     turn.step("poll (20 ms at most while the thread runs)", clock());
     if (ready(kWakeItem)) {
       std::uint64_t count = 0;
