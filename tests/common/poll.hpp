@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <initializer_list>
 #include <optional>
 #include <regex>
 #include <string>
@@ -34,6 +35,19 @@ bool poll_until(Done done, double seconds, std::chrono::milliseconds period = st
 inline bool file_contains_within(const std::filesystem::path& file, std::string_view text, double seconds,
                                  std::chrono::milliseconds period = std::chrono::milliseconds(50)) {
   return poll_until([&] { return slurp(file).find(text) != std::string::npos; }, seconds, period);
+}
+
+// Whether every one of `texts` appears in the file `file` within `seconds`, polled every `period`.
+inline bool file_contains_all_within(const std::filesystem::path& file, std::initializer_list<std::string_view> texts,
+                                     double seconds, std::chrono::milliseconds period = std::chrono::milliseconds(50)) {
+  return poll_until(
+      [&] {
+        const std::string text = slurp(file);
+        for (std::string_view t : texts)
+          if (text.find(t) == std::string::npos) return false;
+        return true;
+      },
+      seconds, period);
 }
 
 // The first group of `pattern` in the file `file` once it appears there, polled every 10 ms for at

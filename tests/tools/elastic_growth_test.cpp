@@ -142,13 +142,9 @@ TEST(ZmqElasticGrowthTwice, TwoProcessesStartedTogetherTakeTheTwoVacantRanks) {
   const Launched& l = run.launch;
   Launched first = fast::testing::spawn_in_group(dir, run.joiner + " " + run.train, "first.log");
   Launched second = fast::testing::spawn_in_group(dir, run.joiner + " " + run.train, "second.log");
-  const bool joined = fast::testing::poll_until(
-      [&] {
-        const std::string log = slurp(l.log);
-        return log.find("elastic: worker 2 joined at step") != std::string::npos &&
-               log.find("elastic: worker 3 joined at step") != std::string::npos;
-      },
-      120 * scale, std::chrono::milliseconds(20));
+  const bool joined = fast::testing::file_contains_all_within(
+      l.log, {"elastic: worker 2 joined at step", "elastic: worker 3 joined at step"}, 120 * scale,
+      std::chrono::milliseconds(20));
   ::kill(l.pid, SIGTERM);
   const int launch_status = fast::testing::wait_or_kill_group(l, 240 * scale);
   const int first_status = fast::testing::wait_or_kill_group(first, 60 * scale);

@@ -44,12 +44,8 @@ TEST(ZmqSimultaneousLosses, TwoProcessesKilledTogetherAreStartedAgainAndBothRejo
   ASSERT_TRUE(training_started(l)) << slurp(l.log);
   ::kill(first, SIGKILL);
   ::kill(second, SIGKILL);
-  const bool joined = fast::testing::poll_until(
-      [&] {
-        const std::string log = slurp(l.log);
-        return log.find("[0] [fast warn] elastic: worker 1 joined at step") != std::string::npos &&
-               log.find("[0] [fast warn] elastic: worker 2 joined at step") != std::string::npos;
-      },
+  const bool joined = fast::testing::file_contains_all_within(
+      l.log, {"[0] [fast warn] elastic: worker 1 joined at step", "[0] [fast warn] elastic: worker 2 joined at step"},
       120 * scale, std::chrono::milliseconds(20));
   ::kill(l.pid, SIGTERM);
   const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
