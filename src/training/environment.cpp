@@ -11,7 +11,10 @@ constexpr std::array kTable{
     EnvVar{"FAST_DATA_DIR", EnvType::path, "/usr/share/datasets/fashion-mnist",
            "Folder of the Fashion-MNIST IDX files (gzip or not) when no --data-dir is given."},
     EnvVar{"FAST_TORCH_THREADS", EnvType::integer, "0",
-           "libtorch intra-op threads per process; 0 sizes them to the cores available per worker.", 0, 1024},
+           "libtorch intra-op threads per process; 0 sizes them to the cores this process may run on divided by the "
+           "workers of this host (as the launcher tells, else, for processes started by hand, every process of this "
+           "host name at the rendezvous; docs/launch.md, \"Threads\").",
+           0, 1024},
 };
 }  // namespace
 

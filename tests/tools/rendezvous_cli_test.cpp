@@ -2,14 +2,18 @@
 // size, another number of workers per process, a rank already claimed): each is
 // told why at once, with exit code 2, instead of waiting out its rendezvous timeout, and the
 // rendezvous goes on waiting for processes that fit. Every process runs in a process group of its
-// own, bounded in time and killed as a group.
+// own, bounded in time and killed as a group. Processes started by hand on one host size their
+// threads together.
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -84,6 +88,42 @@ TEST(RendezvousRefusal, AProcessThatDoesNotFitIsToldWhyAtOnce) {
   EXPECT_EQ(::waitpid(waiting.pid, &status, WNOHANG), 0) << slurp(waiting.log);
   (void)fast::testing::wait_or_kill_group(waiting, 0);
   (void)fast::testing::wait_or_kill_group(server, 0);
+}
+
+// Two processes started by hand on one host (no launcher to say how many share it): once they
+// met, each sizes libtorch's threads for the 2 workers of this host (docs/launch.md, "Threads"),
+// and the run ends with the parameters of 2 threads of one process.
+TEST(RendezvousByHand, ProcessesOfOneHostShareItsCoresAndEndAsUnderThreads) {
+  const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "by_hand");
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const std::string run = " --model mlp --steps 20 --batch 32 --seed 5 --eval-every 0 --progress never";
+  const std::string train = "env -u FAST_TORCH_THREADS " + kFast +
+                            " train --runtime zmq --rendezvous 127.0.0.1:" + std::to_string(port) +
+                            " --insecure --world-size 2 --rendezvous-timeout 60" + run;
+  const fast::testing::Spawned p0 =
+      fast::testing::spawn_in_group(dir, train + " --process-rank 0 --summary s.json", "p0.log");
+  const fast::testing::Spawned p1 = fast::testing::spawn_in_group(dir, train + " --process-rank 1", "p1.log");
+  const int s0 = fast::testing::wait_or_kill_group(p0, 120);
+  const int s1 = fast::testing::wait_or_kill_group(p1, 120);
+  const std::string logs = slurp(dir / "p0.log") + "\n---\n" + slurp(dir / "p1.log");
+  ASSERT_TRUE(WIFEXITED(s0) && WEXITSTATUS(s0) == 0 && WIFEXITED(s1) && WEXITSTATUS(s1) == 0) << logs;
+  cpu_set_t set;  // the cores this process, and so its children, may run on (as fast counts them)
+  CPU_ZERO(&set);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
+  const int cores = CPU_COUNT(&set);
+  const std::string sized = "libtorch intra-op threads: " + std::to_string(std::max(1, cores / 2));
+  for (const char* log : {"p0.log", "p1.log"}) {
+    const std::string text = slurp(dir / log);
+    EXPECT_NE(text.find(sized), std::string::npos) << log << "\n" << text;
+    EXPECT_NE(text.find("2 workers on this host)"), std::string::npos) << log << "\n" << text;
+  }
+  const auto threads = fast::testing::run_command(
+      "cd " + dir.string() + " && " + kFast + " train --runtime threads --workers 2" + run + " --summary t.json 2>&1");
+  ASSERT_EQ(threads.code, 0) << threads.output;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir / "s.json"))["param_hash"],
+            nlohmann::json::parse(slurp(dir / "t.json"))["param_hash"]);
+  if (!HasFailure()) fs::remove_all(dir);
 }
 
 // --rendezvous A,B (docs/launch.md, "Settings"): an address given twice, a malformed one, or an

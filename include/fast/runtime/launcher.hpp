@@ -85,6 +85,12 @@ struct LaunchOptions {
   // (Context::compute_overlapped): 0, the cores this process may run on; at most one per worker.
   // 1 runs them in turn on SimGrid's thread. Results are the same for any value. Others ignore it.
   int sim_threads = 0;
+  // Multi-process runtimes (zmq): called once in this process, on the calling thread, after the
+  // processes met and before any worker starts, with the workers of every process on this machine
+  // (processes with this one's host name, whatever their network namespace: they share its cores),
+  // this process's included, vacant ranks not. It may size thread pools; an exception it throws ends
+  // the launch. Null: not called. Runtimes whose workers all live in this process ignore it.
+  std::function<void(int workers_on_machine)> placed;
 };
 
 // Names accepted by LaunchOptions::runtime in this build.

@@ -44,7 +44,7 @@ bool set_openblas_threads(int threads) {
 }
 }  // namespace
 
-int configure_torch_threads(int workers_on_host) {
+int configure_torch_threads(int workers_on_host, bool provisional) {
   FAST_ENFORCE(workers_on_host >= 1, "configure_torch_threads: expected workers_on_host >= 1, got {}", workers_on_host);
   const long long from_env = core::env_int(training::training_environment(), "FAST_TORCH_THREADS");
   const int cores = available_cores();
@@ -61,7 +61,8 @@ int configure_torch_threads(int workers_on_host) {
   });
   ::at::set_num_threads(threads);
   const bool openblas = set_openblas_threads(1);
-  core::log(core::LogLevel::info, "libtorch intra-op threads: {}{} ({}; {} cores, {} workers on this host)", threads,
+  core::log(provisional ? core::LogLevel::debug : core::LogLevel::info,
+            "libtorch intra-op threads: {}{} ({}; {} cores, {} workers on this host)", threads,
             openblas ? ", OpenBLAS 1" : "", from_env > 0 ? "FAST_TORCH_THREADS" : "cores / workers", cores,
             workers_on_host);
   return threads;

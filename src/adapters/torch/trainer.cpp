@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -94,12 +95,13 @@ namespace {
 // Workers that share this host's cores: all of them where they live in this process (threads,
 // sim); else those of this process times the processes on this host that the launcher tells
 // (runtime/detect.hpp: fast launch's world, mpirun's and srun's local size, torchrun's
-// LOCAL_WORLD_SIZE), or this process's alone where it tells none.
-int workers_on_host(const TrainOptions& o) {
+// LOCAL_WORLD_SIZE). Empty where it tells none (processes started by hand): the runtime counts
+// them once the processes met (LaunchOptions::placed).
+std::optional<int> workers_on_host(const TrainOptions& o) {
   if (!runtime::find_runtime(o.runtime).multi_process) return o.workers;
   const auto launcher = runtime::detect_launcher(runtime::process_environment());
-  const int processes = launcher && launcher->local_world > 0 ? launcher->local_world : 1;
-  return processes * o.process.workers_per_process;
+  if (!launcher || launcher->local_world <= 0) return std::nullopt;
+  return launcher->local_world * o.process.workers_per_process;
 }
 
 // The environment variables train() reads, checked like settings.
@@ -505,7 +507,11 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   // has its own OpenMP team, whose idle threads spin after every parallel region (with 2 threads
   // per actor, hundreds of simulated workers spent most of the CPU spinning in libgomp;
   // docs/simulation.md, "Scale").
-  configure_torch_threads(workers_on_host(options));
+  // Processes started by hand: sized for this process alone until the runtime has counted the
+  // workers on this machine (two such processes of 2 cores, each with 2 threads, ran an mlp step
+  // about 15x slower than with 1 each, their OpenMP teams spinning against each other).
+  const std::optional<int> on_host = workers_on_host(options);
+  configure_torch_threads(on_host.value_or(options.process.workers_per_process), !on_host.has_value());
   // The same large tensors every step: keep their memory in the heap (core/malloc_tuning.hpp).
   const core::MallocTuning malloc_tuning = core::tune_malloc();
   core::log(malloc_tuning.applied ? core::LogLevel::info : core::LogLevel::debug, "{}", malloc_tuning.reason);
@@ -533,7 +539,11 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
        .process = options.process,
        .collectives = options.collectives,
        .windows = options.windows,
-       .sim_threads = options.sim_threads},
+       .sim_threads = options.sim_threads,
+       .placed =
+           [&](int workers_on_machine) {
+             if (!on_host) configure_torch_threads(workers_on_machine);
+           }},
       [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
 
   std::optional<nlohmann::json> summary = outputs.summary();

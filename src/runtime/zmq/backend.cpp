@@ -160,6 +160,7 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
               s.world_size * s.workers_per_process, s.max_processes * s.workers_per_process);
   FAST_ENFORCE(!meeting.rejoining || s.tolerate_lost,
                "zmq runtime: this process rejoins a run under way, which only asynchronous runs allow");
+  if (options.placed) options.placed(workers_on_machine(meeting.table, meeting.process_rank));
 
   ZmqTransport transport(context, s, meeting.table, meeting.process_rank, std::move(router), std::move(pulse));
   // Runs that go on without a lost process can take one back: the rendezvous server stays open.

@@ -31,6 +31,11 @@ ProcessInfo vacant_process(int rank, int workers);
 
 using ProcessTable = std::vector<ProcessInfo>;
 
+// The workers of the processes of `table` whose host name is that of process `process` (it
+// included; vacant ranks have none): the workers that share its machine's cores, whatever network
+// namespace each process runs in (host_id tells those apart).
+int workers_on_machine(const ProcessTable& table, int process);
+
 // The host part of "tcp://HOST:PORT" (HOST may be "[v6]", returned without the brackets).
 std::string endpoint_host(const std::string& endpoint);
 // Its inverse: "tcp://HOST:PORT", HOST in brackets when it is an IPv6 address; port may be "*".

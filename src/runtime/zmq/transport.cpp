@@ -35,6 +35,14 @@ ProcessInfo vacant_process(int rank, int workers) {
   return {.rank = rank, .first_worker = rank * workers, .workers = workers, .vacant = true};
 }
 
+int workers_on_machine(const ProcessTable& table, int process) {
+  const std::string& name = table.at(static_cast<std::size_t>(process)).hostname;
+  int workers = 0;
+  for (const ProcessInfo& p : table)
+    if (!p.vacant && p.hostname == name) workers += p.workers;
+  return workers;
+}
+
 std::string tcp_address(const std::string& host, const std::string& port) {
   return host.find(':') != std::string::npos ? fmt::format("tcp://[{}]:{}", host, port)
                                              : fmt::format("tcp://{}:{}", host, port);
@@ -74,14 +82,11 @@ ZmqTransport::ZmqTransport(::zmq::context_t& context, const Settings& settings, 
                          .vacant = true,
                          .detail = "vacant: the run may grow to this rank (--max-workers); no process holds it yet"});
   }
-  const std::string& host = table_[static_cast<std::size_t>(process_)].host_id;
-  const auto on_host =
-      std::count_if(table_.begin(), table_.end(), [&](const ProcessInfo& p) { return p.host_id == host; });
-  spin_pays_ =
-      static_cast<unsigned>(on_host * workers_per_process_) <= std::max(1u, std::thread::hardware_concurrency());
-  readers_alongside_ = settings_.read_alongside >= 0 ? settings_.read_alongside == 1
-                                                     : static_cast<unsigned>(2 * on_host * workers_per_process_) <=
-                                                           std::max(1u, std::thread::hardware_concurrency());
+  // The workers that share this machine's cores, in every network namespace of it.
+  const auto on_machine = static_cast<unsigned>(workers_on_machine(table_, process_));
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  spin_pays_ = on_machine <= cores;
+  readers_alongside_ = settings_.read_alongside >= 0 ? settings_.read_alongside == 1 : 2 * on_machine <= cores;
   seal_pool_ = std::make_unique<SealPool>(static_cast<unsigned>(settings_.seal_threads));
 }
 

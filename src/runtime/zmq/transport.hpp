@@ -185,7 +185,8 @@ class ZmqTransport final : public engine::Transport {
   // thread of this process blocks waiting (the next waiter looks at the rings anyway), so that
   // their senders leave the readers asleep; a thread about to block clears them first
   // (transport_shared.cpp). progress_wanted (try_recv found nothing) polls once.
-  // Only where the host's workers fit its cores (spin_pays_): where they do not, waiters that look
+  // Only where the machine's workers (workers_on_machine: every process of this host name) fit its
+  // cores (spin_pays_): where they do not, waiters that look
   // for their messages, even yielding their core between looks, measured slower in 4-process
   // training on 2 cores than the reader threads (docs/benchmarks.md, "Training across processes").
   bool polls_in_caller() const override { return settings_.poll_seconds > 0 && spin_pays_; }
@@ -424,7 +425,7 @@ class ZmqTransport final : public engine::Transport {
   static constexpr std::chrono::milliseconds kStreamGrace{2};
   bool spin_pays_ = false;  // set by the constructor
   // Whether a stream's reader thread reads alongside polling waiters instead of stepping back
-  // while its messages are large (StreamIn::large): FAST_READ_ALONGSIDE, by default where the host
+  // while its messages are large (StreamIn::large): FAST_READ_ALONGSIDE, by default where the machine
   // has two cores per worker (set by the constructor), so that it reads and opens the next message
   // on a core of its own while the worker computes or sends (transport_stream.cpp, read_stream).
   bool readers_alongside_ = false;

@@ -9,10 +9,12 @@ namespace fast::torch {
 // the inter-op pool to 1 thread (libtorch allows that once per process, before any inter-op work;
 // later calls leave it alone, and if libtorch refuses it is logged as a warning). When the BLAS
 // libtorch calls is OpenBLAS, its own pool is set to 1 thread (it ignores libtorch's setting, and
-// its spinning threads fight libtorch's: see threads.cpp for the measurements). Logs and returns
-// the intra-op thread count. InvalidArgument when workers_on_host < 1. Thread-safe, but the
-// setting is process-wide: call it once, before the workers start.
-int configure_torch_threads(int workers_on_host);
+// its spinning threads fight libtorch's: see threads.cpp for the measurements). Logs (at debug
+// when `provisional`: a later call with the count found meanwhile follows) and returns the
+// intra-op thread count. InvalidArgument when workers_on_host < 1. Thread-safe, but the setting is
+// process-wide and a thread keeps the count it found at its first parallel operation: call it on
+// the thread that starts the workers, before they start; the last call wins.
+int configure_torch_threads(int workers_on_host, bool provisional = false);
 
 // The CPUs this process may run on (>= 1).
 int available_cores();
