@@ -91,7 +91,7 @@ TEST(RendezvousRefusal, AProcessThatDoesNotFitIsToldWhyAtOnce) {
 }
 
 // Two processes started by hand on one host (no launcher to say how many share it): once they
-// met, each sizes libtorch's threads for the 2 workers of this host (docs/launch.md, "Threads"),
+// met, each sizes libtorch's threads for the 2 workers of this host (docs/launch.md, "By hand"),
 // and the run ends with the parameters of 2 threads of one process.
 TEST(RendezvousByHand, ProcessesOfOneHostShareItsCoresAndEndAsUnderThreads) {
   const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "by_hand");
