@@ -351,77 +351,90 @@ bool only_late_joiners_left(const ProcessGroup& group, const RestartPolicy& poli
   return true;
 }
 
+// What supervise() has decided so far.
+struct Supervision {
+  Verdict verdict;
+  bool timed_out = false, signalled = false;
+  bool late_joiners = false;  // only processes started again alone run on, after the run finished
+  bool regrouping = false;    // a restart of the whole group: waiting for every process to end
+  int regroup_code = 0;       // the exit code that asked for it (the run's, should a signal end it there)
+  Stopping stopping;
+};
+
+// Process `rank` ended: started again (alone or with the group), or judged.
+void on_child_exit(ProcessGroup& group, int rank, const LaunchCommand& o, Restarts& restarts, Supervision& s) {
+  const ChildExit& e = *group.exit(rank);
+  if (s.regrouping) return;  // launch stops them: their ends are its doing
+  const RestartAction action =
+      restarts.policy.on_exit(rank, e.code, s.verdict.code.has_value() || s.timed_out || s.signalled);
+  if (action != RestartAction::none) announce_restart(group, rank, e, action, restarts.policy);
+  if (action == RestartAction::one) {
+    group.restart(rank, restarts.alone[static_cast<std::size_t>(rank)]);
+    restarts.janitor.watch(group.pid(rank));
+    return;
+  }
+  if (action == RestartAction::all) {
+    s.regrouping = true;
+    s.regroup_code = e.code;
+    s.stopping.begin(Clock::now(), 0);
+    return;
+  }
+  // Stopped by launch once the run finished without it; a failure before that still counts.
+  if (s.late_joiners && (s.stopping.term_sent || !e.failed())) return;
+  if (e.failed()) s.verdict.failed(group, rank, e, o.grace_seconds, s.stopping, s.timed_out);
+}
+
+// Forwards the signals launch received (but SIGCHLD) to every process, which then get --grace.
+void forward_signals(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, Supervision& s) {
+  for (int sig : signals.take()) {
+    if (sig == SIGCHLD) continue;
+    const char* name = ::sigabbrev_np(sig);
+    say(fmt::format("got SIG{}; forwarded it to {} processes", name != nullptr ? name : "?", group.signal(sig, false)));
+    s.signalled = true;
+    s.stopping.begin(Clock::now(), o.grace_seconds);
+  }
+}
+
 // Runs the main loop until every child ended; returns launch's exit code.
 int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, Restarts& restarts) {
   const Clock::time_point timeout_at =
       o.timeout_seconds > 0 ? after(Clock::now(), o.timeout_seconds) : Clock::time_point::max();
-  Verdict verdict;
-  std::optional<int>& code = verdict.code;
-  bool timed_out = false, signalled = false;
-  bool late_joiners = false;  // only processes started again alone run on, after the run finished
-  bool regrouping = false;    // a restart of the whole group: waiting for every process to end
-  int regroup_code = 0;     // the exit code that asked for it (the run's, should a signal end it there)
-  Stopping stopping;
+  Supervision s;
+  std::optional<int>& code = s.verdict.code;
   while (group.running() > 0) {
     Clock::time_point now = Clock::now();
-    if (!timed_out && now >= timeout_at) {
-      timed_out = true;
+    if (!s.timed_out && now >= timeout_at) {
+      s.timed_out = true;
       if (!code) code = core::exit_code::launch_timeout;
       say(fmt::format("--timeout {} s reached; stopping the {} processes still running", o.timeout_seconds,
                       group.running()));
-      stopping.begin(now, 0);
+      s.stopping.begin(now, 0);
     }
     const Clock::time_point next =
-        std::min(stopping.act(group, now), timed_out ? Clock::time_point::max() : timeout_at);
+        std::min(s.stopping.act(group, now), s.timed_out ? Clock::time_point::max() : timeout_at);
     const auto wait =
         std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(next - now) + std::chrono::milliseconds(1),
                    std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
-    for (int rank : group.pump(wait, signals.fd())) {
-      const ChildExit& e = *group.exit(rank);
-      if (regrouping) continue;  // launch stops them: their ends are its doing
-      const RestartAction action = restarts.policy.on_exit(rank, e.code, code.has_value() || timed_out || signalled);
-      if (action != RestartAction::none) announce_restart(group, rank, e, action, restarts.policy);
-      if (action == RestartAction::one) {
-        group.restart(rank, restarts.alone[static_cast<std::size_t>(rank)]);
-        restarts.janitor.watch(group.pid(rank));
-        continue;
-      }
-      if (action == RestartAction::all) {
-        regrouping = true;
-        regroup_code = e.code;
-        stopping.begin(Clock::now(), 0);
-        continue;
-      }
-      // Stopped by launch once the run finished without it; a failure before that still counts.
-      if (late_joiners && (stopping.term_sent || !e.failed())) continue;
-      if (e.failed()) verdict.failed(group, rank, e, o.grace_seconds, stopping, timed_out);
-    }
-    if (!late_joiners && !code && !regrouping && only_late_joiners_left(group, restarts.policy)) {
-      late_joiners = true;
-      const double wait = std::min(kLateJoinerSeconds, o.grace_seconds);
+    for (int rank : group.pump(wait, signals.fd())) on_child_exit(group, rank, o, restarts, s);
+    if (!s.late_joiners && !code && !s.regrouping && only_late_joiners_left(group, restarts.policy)) {
+      s.late_joiners = true;
+      const double late_wait = std::min(kLateJoinerSeconds, o.grace_seconds);
       say(
           fmt::format("the run finished; the {} process(es) started again alone that still run can no longer join "
                       "it: stopping them in {} s unless they end",
-                      group.running(), wait));
-      stopping.begin(Clock::now(), wait);
+                      group.running(), late_wait));
+      s.stopping.begin(Clock::now(), late_wait);
     }
-    for (int sig : signals.take()) {
-      if (sig == SIGCHLD) continue;
-      const char* name = ::sigabbrev_np(sig);
-      say(fmt::format("got SIG{}; forwarded it to {} processes", name != nullptr ? name : "?",
-                      group.signal(sig, false)));
-      signalled = true;
-      stopping.begin(Clock::now(), o.grace_seconds);
-    }
-    if (regrouping && group.running() == 0 && !signalled && !timed_out) {
+    forward_signals(group, signals, o, s);
+    if (s.regrouping && group.running() == 0 && !s.signalled && !s.timed_out) {
       start_group_again(group, restarts);
-      regrouping = false;
-      stopping = Stopping{};
+      s.regrouping = false;
+      s.stopping = Stopping{};
     }
   }
   group.finish();
   // A restart of the group cut short by a signal or --timeout: the run's verdict is theirs.
-  if (regrouping && !code) code = timed_out ? core::exit_code::launch_timeout : regroup_code;
+  if (s.regrouping && !code) code = s.timed_out ? core::exit_code::launch_timeout : s.regroup_code;
   return code.value_or(core::exit_code::ok);
 }
 

@@ -238,6 +238,12 @@ class ZmqTransport final : public engine::Transport {
   void send_frame(int process, Frame frame);
   void loop();
   void flush_links();
+  // Sends what waits for room in each shared-memory ring (I/O thread).
+  void flush_rings();
+  // The rendezvous's socket, once per turn of loop(): released when this process left the run
+  // (its newcomers refused), bound when this process should serve it now (take_over_desk). `item`
+  // and `polled`: loop()'s poll item of the desk and how many items it polls, updated to match.
+  void tend_desk(::zmq::pollitem_t& item, int& polled);
   void receive_all();
   void receive_one(std::vector<::zmq::message_t>& parts);
   // A decoded header from `sender` (a frame or a ring record): src among its workers and, for
@@ -278,7 +284,18 @@ class ZmqTransport final : public engine::Transport {
   // true when it did (desk_ set). Tries at each new loss, and once a second while the server is
   // lost (its address may still be bound by a process counted lost that still runs).
   bool take_over_desk();
+  // Reads the hellos waiting at the rendezvous (at most kMaxHellosPerWakeUp): answers probes and,
+  // once finishing, every newcomer; queues each fitting one in pending_; refuses the others.
   void receive_rejoin_hellos();
+  // The newcomer a rejoin hello describes (its rank chosen when it names none), after checking it
+  // fits the run: world size, processes, workers per process, the key it connected with (`frame`,
+  // the hello's ZeroMQ frame), a rank to take back, an answer that fits a hello. InvalidArgument
+  // naming what does not fit. I/O thread.
+  ProcessInfo checked_rejoin_hello(const nlohmann::json& hello, const ::zmq::message_t& frame) const;
+  // A newer process for a rank being taken back replaces the earlier one, which most likely died
+  // during its rejoin (fast launch --restart started another): that one is refused (should it
+  // still run, it is told why) and leaves pending_.
+  void drop_earlier_newcomer(const ProcessInfo& info);
   void progress_rejoins();
   // Whether `process` runs on the host of rendezvous address `address`: process 0's host for the
   // first, else the host named by the address: its data endpoint's address is the address's host

@@ -96,12 +96,7 @@ void ZmqTransport::loop() {
       (void)!read(wake_fd_, &count, sizeof(count));
     }
     flush_links();
-    for (std::size_t p = 0; p < outbound_.size(); ++p) {
-      OutboundShared& out = *outbound_[p];
-      if (!out.has_pending.load(std::memory_order_relaxed)) continue;
-      std::lock_guard<std::mutex> lock(out.mutex);
-      flush_pending(static_cast<int>(p), out);
-    }
+    flush_rings();
     turn.step("sending queued frames", clock());
     if (ready(kPulseItem)) receive_pulses();
     turn.step("receiving heartbeats", clock());
@@ -121,19 +116,7 @@ void ZmqTransport::loop() {
     }
     turn.step("sending heartbeats", clock());
     check_peers();
-    if (expelled_.load() && desk_) {  // counted lost: the address is free for a survivor to serve
-      for (const PendingRejoin& p : pending_) answer_newcomer(p.id, {{"refused", "this process left the run"}});
-      pending_.clear();
-      desk_->set(::zmq::sockopt::linger, 500);  // the refusals leave before the socket closes
-      desk_.reset();
-      items[kDeskItem] = {nullptr, 0, ZMQ_POLLIN, 0};
-      polled = kDeskItem;
-    }
-    // The rendezvous, lost with its server.
-    if (settings_.tolerate_lost && !desk_ && !expelled_.load() && take_over_desk()) {
-      items[kDeskItem] = {desk_->handle(), 0, ZMQ_POLLIN, 0};
-      polled = kPollItems;
-    }
+    tend_desk(items[kDeskItem], polled);
     turn.step("checking peers", clock());
     if (const std::optional<std::string> warning = turn.report()) core::log(core::LogLevel::warn, "{}", *warning);
   }
@@ -147,6 +130,31 @@ void ZmqTransport::loop() {
 void ZmqTransport::flush_links() {
   for (auto& link : links_)
     if (link) link->flush();
+}
+
+void ZmqTransport::flush_rings() {
+  for (std::size_t p = 0; p < outbound_.size(); ++p) {
+    OutboundShared& out = *outbound_[p];
+    if (!out.has_pending.load(std::memory_order_relaxed)) continue;
+    std::lock_guard<std::mutex> lock(out.mutex);
+    flush_pending(static_cast<int>(p), out);
+  }
+}
+
+void ZmqTransport::tend_desk(::zmq::pollitem_t& item, int& polled) {
+  if (expelled_.load() && desk_) {  // counted lost: the address is free for a survivor to serve
+    for (const PendingRejoin& p : pending_) answer_newcomer(p.id, {{"refused", "this process left the run"}});
+    pending_.clear();
+    desk_->set(::zmq::sockopt::linger, 500);  // the refusals leave before the socket closes
+    desk_.reset();
+    item = {nullptr, 0, ZMQ_POLLIN, 0};
+    polled = kDeskItem;
+  }
+  // The rendezvous, lost with its server.
+  if (settings_.tolerate_lost && !desk_ && !expelled_.load() && take_over_desk()) {
+    item = {desk_->handle(), 0, ZMQ_POLLIN, 0};
+    polled = kPollItems;
+  }
 }
 
 Frame ZmqTransport::control_frame(wire::FrameKind kind, const ProcessInfo& peer, const std::string& text) const {

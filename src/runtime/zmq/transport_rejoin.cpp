@@ -112,8 +112,58 @@ int ZmqTransport::free_rank() const {
   return -1;
 }
 
-void ZmqTransport::receive_rejoin_hellos() {
+ProcessInfo ZmqTransport::checked_rejoin_hello(const json& hello, const ::zmq::message_t& frame) const {
   const int processes = static_cast<int>(table_.size());
+  ProcessInfo info = process_from_json(hello.at("process"));
+  const int world = json_int<int>(hello, "world_size", 1, kMaxProcesses, "rejoin hello");
+  FAST_ENFORCE(world == settings_.world_size, "world size: expected {}, got {}", settings_.world_size, world);
+  const int most =
+      hello.contains("max_processes") ? json_int<int>(hello, "max_processes", 1, kMaxProcesses, "rejoin hello") : world;
+  FAST_ENFORCE(most == processes,
+               "the processes the run may grow to (--max-workers / workers-per-process): "
+               "expected {}, got {}",
+               processes, most);
+  FAST_ENFORCE(!info.vacant, "its hello describes no process (vacant)");
+  FAST_ENFORCE(info.workers == workers_per_process_, "workers per process: expected {}, got {}", workers_per_process_,
+               info.workers);
+  if (!settings_.insecure) {
+    const char* key = zmq_msg_gets(frame.handle(), "User-Id");
+    FAST_ENFORCE(key != nullptr && info.public_key == key, "public key: it names {} but connected with {}",
+                 info.public_key, key ? key : "none");
+  }
+  if (info.rank < 0) {
+    info.rank = free_rank();
+    FAST_ENFORCE(info.rank >= 0,
+                 "rank: no rank of the run is lost or vacant now; give the rank to take back "
+                 "(FAST_PROCESS_RANK) to wait until it is lost");
+  }
+  FAST_ENFORCE(info.rank >= 0 && info.rank < processes && info.rank != process_,
+               "rank: expected a rank in [0, {}) to take back other than {} (this process, which serves the "
+               "rendezvous), got {}",
+               processes, process_, info.rank);
+  info.first_worker = info.rank * info.workers;
+  // Before any process is told: the answer must fit a hello (a run of many processes).
+  const std::size_t answer = rejoin_answer(info).dump().size();
+  FAST_ENFORCE(answer + 1024 <= kMaxHelloBytes,
+               "the answer to it ({} bytes: the table of {} processes) would "
+               "exceed a hello's {} bytes",
+               answer, processes, kMaxHelloBytes);
+  return info;
+}
+
+void ZmqTransport::drop_earlier_newcomer(const ProcessInfo& info) {
+  const auto it = std::ranges::find_if(pending_, [&](const PendingRejoin& p) { return p.info.rank == info.rank; });
+  if (it == pending_.end()) return;
+  core::log(core::LogLevel::warn,
+            "zmq runtime: pid {} on {} asks for rank {}, which pid {} on {} was taking back: the newer "
+            "process takes it over",
+            info.pid, info.hostname, info.rank, it->info.pid, it->info.hostname);
+  answer_newcomer(it->id, {{"refused", fmt::format("a newer process (pid {} on {}) asks for rank {}", info.pid,
+                                                   info.hostname, info.rank)}});
+  pending_.erase(it);
+}
+
+void ZmqTransport::receive_rejoin_hellos() {
   for (int i = 0; i < kMaxHellosPerWakeUp; ++i) {
     std::vector<::zmq::message_t> parts;
     if (!::zmq::recv_multipart(*desk_, std::back_inserter(parts), ::zmq::recv_flags::dontwait)) return;
@@ -129,55 +179,8 @@ void ZmqTransport::receive_rejoin_hellos() {
         answer_newcomer(id, {{"ending", "the workers of the process that serves the rendezvous are done"}});
         continue;
       }
-      ProcessInfo info = process_from_json(hello.at("process"));
-      const int world = json_int<int>(hello, "world_size", 1, kMaxProcesses, "rejoin hello");
-      FAST_ENFORCE(world == settings_.world_size, "world size: expected {}, got {}", settings_.world_size, world);
-      const int most = hello.contains("max_processes")
-                           ? json_int<int>(hello, "max_processes", 1, kMaxProcesses, "rejoin hello")
-                           : world;
-      FAST_ENFORCE(most == processes,
-                   "the processes the run may grow to (--max-workers / workers-per-process): "
-                   "expected {}, got {}",
-                   processes, most);
-      FAST_ENFORCE(!info.vacant, "its hello describes no process (vacant)");
-      FAST_ENFORCE(info.workers == workers_per_process_, "workers per process: expected {}, got {}",
-                   workers_per_process_, info.workers);
-      if (!settings_.insecure) {
-        const char* key = zmq_msg_gets(parts[1].handle(), "User-Id");
-        FAST_ENFORCE(key != nullptr && info.public_key == key, "public key: it names {} but connected with {}",
-                     info.public_key, key ? key : "none");
-      }
-      if (info.rank < 0) {
-        info.rank = free_rank();
-        FAST_ENFORCE(info.rank >= 0,
-                     "rank: no rank of the run is lost or vacant now; give the rank to take back "
-                     "(FAST_PROCESS_RANK) to wait until it is lost");
-      }
-      FAST_ENFORCE(info.rank >= 0 && info.rank < processes && info.rank != process_,
-                   "rank: expected a rank in [0, {}) to take back other than {} (this process, which serves the "
-                   "rendezvous), got {}",
-                   processes, process_, info.rank);
-      // A newer process for a rank being taken back replaces the earlier one, which most likely died
-      // during its rejoin (fast launch --restart started another): refused, it would take the rank
-      // only to be lost again. Should it still run, it is told why.
-      for (auto it = pending_.begin(); it != pending_.end(); ++it)
-        if (it->info.rank == info.rank) {
-          core::log(core::LogLevel::warn,
-                    "zmq runtime: pid {} on {} asks for rank {}, which pid {} on {} was taking back: the newer "
-                    "process takes it over",
-                    info.pid, info.hostname, info.rank, it->info.pid, it->info.hostname);
-          answer_newcomer(it->id, {{"refused", fmt::format("a newer process (pid {} on {}) asks for rank {}", info.pid,
-                                                           info.hostname, info.rank)}});
-          pending_.erase(it);
-          break;
-        }
-      info.first_worker = info.rank * info.workers;
-      // Before any process is told: the answer must fit a hello (a run of many processes).
-      const std::size_t answer = rejoin_answer(info).dump().size();
-      FAST_ENFORCE(answer + 1024 <= kMaxHelloBytes,
-                   "the answer to it ({} bytes: the table of {} processes) would "
-                   "exceed a hello's {} bytes",
-                   answer, processes, kMaxHelloBytes);
+      ProcessInfo info = checked_rejoin_hello(hello, parts[1]);
+      drop_earlier_newcomer(info);
       core::log(core::LogLevel::info, "zmq runtime: pid {} on {} asks to take rank {} back", info.pid, info.hostname,
                 info.rank);
       pending_.push_back({.id = id, .info = std::move(info), .since = clock()});
