@@ -55,8 +55,7 @@ def main():
     args = p.parse_args()
 
     ctx = fast.init()
-    here = (fast.launcher() or {}).get("local_world") or 1  # processes on this host (0: unknown)
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // here))
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // fast.workers_on_host()))  # this host's cores, shared
     torch.manual_seed(args.seed)
     x, y = load(args.data_dir, "train")
     x_test, y_test = load(args.data_dir, "t10k")

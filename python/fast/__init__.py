@@ -43,6 +43,7 @@ from fast._fast import (  # noqa: F401  (the public API)
     runtime_names,
     tune_malloc,
     worker_settings,
+    workers_on_host,
 )
 
 __version__ = _fast.__version__   # CMakeLists.txt's project(VERSION), as `fast --version` prints it
@@ -52,6 +53,7 @@ __all__ = [
     "Communicator", "Context", "Error", "InvalidArgument", "InvalidUsage", "IoError", "Metrics", "PeerLost",
     "RemoteError", "StepReport", "TimeoutError", "Window", "Work", "Worker", "context", "epoch_permutation", "init",
     "launcher", "run", "runtime_names", "shutdown", "source_commit", "tune_malloc", "worker_settings",
+    "workers_on_host",
 ]
 
 _failure = None          # the uncaught exception that ends this process, told to the others at exit

@@ -1,5 +1,6 @@
 #include "process.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -155,6 +156,10 @@ class ProcessWorld {
   std::string failure_;
 };
 
+// The workers on this machine that the runtime of fast.init() counted when the processes met
+// (LaunchOptions::placed: zmq); 0 when it counted none (another runtime, or no world yet).
+std::atomic<int> g_workers_on_machine{0};
+
 ContextRef init(std::optional<std::string> runtime, double op_timeout, const std::string& collectives,
                 const std::string& windows) {
   // The world this process was started into (runtime/detect.hpp): `runtime` when given, else the
@@ -173,8 +178,17 @@ ContextRef init(std::optional<std::string> runtime, double op_timeout, const std
   options.op_timeout_seconds = op_timeout;
   options.collectives = collectives;
   options.windows = windows;
+  g_workers_on_machine = 0;
+  options.placed = [](int workers) { g_workers_on_machine = workers; };
   py::gil_scoped_release release;
   return ProcessWorld::instance().start(options);
+}
+
+// fast.workers_on_host(): the runtime's count, else the launcher's processes on this host, else 1.
+int workers_on_host() {
+  if (const int counted = g_workers_on_machine.load(); counted > 0) return counted;
+  const std::optional<runtime::LauncherWorld> w = runtime::detect_launcher(runtime::process_environment());
+  return w && w->local_world > 0 ? w->local_world : 1;
 }
 
 // fast.run: fn(context) on every worker; returns the results in rank order. The first Python
@@ -272,6 +286,11 @@ when FAST_MALLOC is neither 'tuned' nor 'system'.)");
 known once the runtime starts), local_rank (-1: unknown), local_world (processes on this host; 0: unknown),
 rendezvous (HOST:PORT or '') and evidence (the variables read); None for a single process. Raises
 fast.InvalidArgument for a launcher's variable that is malformed.)");
+  m.def("workers_on_host", &workers_on_host,
+        R"(The workers that share this host's cores, to size torch's threads by (torch.set_num_threads(max(1,
+os.cpu_count() // fast.workers_on_host()))): after fast.init() under zmq, every worker of the processes with
+this host's name that met at the rendezvous (processes started by hand included); else the processes on this
+host that the launcher tells (fast launch, mpirun, srun, torchrun's LOCAL_WORLD_SIZE); else 1. docs/python.md.)");
   m.def("runtime_names", &runtime::runtime_names, "The runtimes of this build (fast.init's and fast.run's runtime).");
   m.def("init", &init, py::arg("runtime") = py::none(), py::arg("op_timeout") = -1.0, py::arg("collectives") = "",
         py::arg("windows") = "",
