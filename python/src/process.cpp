@@ -1,5 +1,6 @@
 #include "process.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -184,11 +185,11 @@ ContextRef init(std::optional<std::string> runtime, double op_timeout, const std
   return ProcessWorld::instance().start(options);
 }
 
-// fast.workers_on_host(): the runtime's count, else the launcher's processes on this host, else 1.
+// fast.workers_on_host(): the larger of the runtime's count and the launcher's processes on this
+// host, at least 1.
 int workers_on_host() {
-  if (const int counted = g_workers_on_machine.load(); counted > 0) return counted;
   const std::optional<runtime::LauncherWorld> w = runtime::detect_launcher(runtime::process_environment());
-  return w && w->local_world > 0 ? w->local_world : 1;
+  return std::max({1, g_workers_on_machine.load(), w ? w->local_world : 0});
 }
 
 // fast.run: fn(context) on every worker; returns the results in rank order. The first Python
@@ -288,9 +289,10 @@ rendezvous (HOST:PORT or '') and evidence (the variables read); None for a singl
 fast.InvalidArgument for a launcher's variable that is malformed.)");
   m.def("workers_on_host", &workers_on_host,
         R"(The workers that share this host's cores, to size torch's threads by (torch.set_num_threads(max(1,
-os.cpu_count() // fast.workers_on_host()))): after fast.init() under zmq, every worker of the processes with
-this host's name that met at the rendezvous (processes started by hand included); else the processes on this
-host that the launcher tells (fast launch, mpirun, srun, torchrun's LOCAL_WORLD_SIZE); else 1. docs/python.md.)");
+os.cpu_count() // fast.workers_on_host()))): the larger of what the zmq runtime counted at fast.init() (every
+worker of the processes on this machine that met at the rendezvous, processes started by hand included) and
+the processes on this host that the launcher tells (fast launch, mpirun, srun, torchrun's LOCAL_WORLD_SIZE);
+1 when neither says. docs/python.md.)");
   m.def("runtime_names", &runtime::runtime_names, "The runtimes of this build (fast.init's and fast.run's runtime).");
   m.def("init", &init, py::arg("runtime") = py::none(), py::arg("op_timeout") = -1.0, py::arg("collectives") = "",
         py::arg("windows") = "",

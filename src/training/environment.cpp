@@ -12,8 +12,8 @@ constexpr std::array kTable{
            "Folder of the Fashion-MNIST IDX files (gzip or not) when no --data-dir is given."},
     EnvVar{"FAST_TORCH_THREADS", EnvType::integer, "0",
            "libtorch intra-op threads per process; 0 sizes them to the cores this process may run on divided by the "
-           "workers of this host (as the launcher tells, else, for processes started by hand, every process of this "
-           "host name at the rendezvous; docs/launch.md, \"By hand\").",
+           "workers of this host (as the launcher tells, else, for processes started by hand, every process on this "
+           "machine at the rendezvous; docs/launch.md, \"By hand\").",
            0, 1024},
 };
 }  // namespace

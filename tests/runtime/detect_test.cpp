@@ -88,6 +88,19 @@ TEST(DetectLauncher, FastLaunchGivesItsWorldAndTheZmqRuntime) {
   EXPECT_NE(world.describe().find("process 2 of 3"), std::string::npos) << world.describe();
 }
 
+TEST(DetectLauncher, FastLaunchAcrossHostsGivesEachProcessItsHostsProcesses) {
+  if (!has("zmq")) GTEST_SKIP() << "no zmq runtime in this build";
+  Vars vars = kFastLaunch;  // process 2 of 3, the first of the 2 that launch placed on its host
+  vars.insert({{"FAST_LOCAL_RANK", "0"}, {"FAST_LOCAL_WORLD_SIZE", "2"}});
+  const auto w = detect_launcher(from(vars));
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->world, 3);
+  EXPECT_EQ(w->local_rank, 0);
+  EXPECT_EQ(w->local_world, 2);
+  vars["FAST_LOCAL_WORLD_SIZE"] = "4";  // more than the run's processes
+  EXPECT_NE(refusal([&] { (void)detect_launcher(from(vars)); }).find("FAST_LOCAL_WORLD_SIZE"), std::string::npos);
+}
+
 TEST(DetectLauncher, TorchrunMasterAddressIsTheRendezvousAndItsRanksTheWorld) {
   if (!has("zmq")) GTEST_SKIP() << "no zmq runtime in this build";
   const auto w = detect_launcher(from(kTorchrun));

@@ -6,7 +6,8 @@
 # advertises (advertise=ADDR): without it peers would be given 0.0.0.0 and could not meet. The key
 # pair travels on the processes' standard input, never on a command line. A 4-process run, 2 per
 # namespace, with --ports: it must end with the param_hash of 4 threads, and every socket listening
-# in either namespace while it runs must lie in the range (ss).
+# in either namespace while it runs must lie in the range (ss). Each process sizes libtorch's threads
+# for its host's 2 processes, then for the machine's 4 that it finds at the rendezvous.
 # Exit 77 (skipped) when namespaces cannot be created (not root, no CAP_NET_ADMIN).
 # Usage: launch_hosts_test.sh BIN_DIR
 set -u
@@ -57,6 +58,14 @@ fi
 # The output is prefixed with host and rank; the secret key was on no command line (/proc/PID/cmdline).
 grep -q "^\[$ns_b:3\] " "$work/launch.log" || { echo "FAIL: no line prefixed [$ns_b:3]"; cat "$work/launch.log"; exit 1; }
 [ "$exposed" = 0 ] || { echo "FAIL: the secret key was on a command line"; exit 1; }
+# Threads: launch tells each process the 2 of its "host" (FAST_LOCAL_WORLD_SIZE); at the rendezvous
+# the 4 find that they share one machine (one kernel: one boot id), and the larger count wins.
+told=$(grep -c "libtorch intra-op threads: .* 2 workers on this host)" "$work/launch.log")
+found=$(grep -c "libtorch intra-op threads: .* 4 workers on this host)" "$work/launch.log")
+if [ "$told" != 4 ] || [ "$found" != 4 ]; then
+  echo "FAIL: expected each of the 4 processes to size its threads for 2 workers, then for 4; saw $told and $found"
+  cat "$work/launch.log"; exit 1
+fi
 same_hash_as_threads "$work/s.json" 4 "${run[@]}"
 echo "launch --hostfile: 4 processes over two namespaces; ports in $lo-$hi (at most $seen_a and $seen_b listening);" \
   "param_hash $hash_seen, as under threads"

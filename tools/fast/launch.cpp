@@ -205,15 +205,31 @@ RunPlan plan_run(const LaunchCommand& o) {
   return plan;
 }
 
+// Process `rank`'s index among the processes placed on its host, and their number.
+std::pair<int, int> local_place(const RunPlan& plan, int rank) {
+  if (plan.placement.empty()) return {rank, plan.processes};  // this host only
+  const std::string& name = plan.placement[static_cast<std::size_t>(rank)]->name;
+  int index = 0, count = 0;
+  for (int r = 0; r < plan.processes; ++r) {
+    if (plan.placement[static_cast<std::size_t>(r)]->name != name) continue;
+    if (r < rank) ++index;
+    ++count;
+  }
+  return {index, count};
+}
+
 // The run's variables of process `rank` (an empty value: not set); `alone`: the process is started
 // again alone, in a run under way (FAST_RESTARTED: process 0 then asks the rendezvous's server to
 // take its rank back instead of serving it).
 Variables run_variables(const LaunchCommand& o, const RunPlan& plan, int rank, bool alone) {
+  const auto [local_rank, local_world] = local_place(plan, rank);
   return {
       {"FAST_WORLD_SIZE", std::to_string(plan.processes)},
       {"FAST_PROCESS_RANK", std::to_string(rank)},
       {"FAST_RENDEZVOUS", plan.rendezvous},
       {"FAST_LAUNCHED", "1"},
+      {"FAST_LOCAL_RANK", std::to_string(local_rank)},
+      {"FAST_LOCAL_WORLD_SIZE", std::to_string(local_world)},
       {"FAST_RESTARTED", alone ? "1" : ""},
       {"FAST_INSECURE", o.insecure ? "1" : "0"},
       {"FAST_PORTS", o.ports},
@@ -480,6 +496,7 @@ CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
   cmd->footer(
       "Usage: fast launch -n N [options] -- COMMAND [ARGS...]\n"
       "Each process gets FAST_WORLD_SIZE=N, FAST_PROCESS_RANK=i, FAST_RENDEZVOUS=127.0.0.1:PORT, FAST_LAUNCHED=1,\n"
+      "FAST_LOCAL_RANK and FAST_LOCAL_WORLD_SIZE (its index among the processes of its host, and their number),\n"
       "and FAST_KEY_FILE and FAST_ALLOW_FILE (a key pair generated for the run in a 0700 temporary folder that\n"
       "is removed at exit) or FAST_INSECURE=1. Each line of its stdout and stderr is written to launch's stdout\n"
       "and stderr prefixed with '[i] '. SIGINT, SIGTERM and SIGHUP are forwarded to every process.\n"

@@ -19,7 +19,7 @@ using WorkerFn = std::function<void(Context&)>;
 
 // The most processes a run that may grow (ProcessOptions::max_workers) can have: the rendezvous's
 // table of every rank, and the answer to a process that joins, fit one hello message (about
-// 350 bytes per process of a table, 64 KiB in all).
+// 400 bytes per process of a table, 64 KiB in all).
 inline constexpr int kMaxGrowthProcesses = 128;
 
 // How the processes of a multi-process run (runtime zmq) find and trust each other
@@ -87,9 +87,9 @@ struct LaunchOptions {
   int sim_threads = 0;
   // Multi-process runtimes (zmq): called once in this process, on the calling thread, after the
   // processes met and before any worker starts, with the workers of every process on this machine
-  // (processes with this one's host name, whatever their network namespace: they share its cores),
-  // this process's included, vacant ranks not. It may size thread pools; an exception it throws ends
-  // the launch. Null: not called. Runtimes whose workers all live in this process ignore it.
+  // (the same kernel boot id, else the same host name, whatever their network namespace or
+  // container: they share its cores), this process's included, vacant ranks not. It may size thread pools; an exception
+  // it throws ends the launch. Null: not called. Runtimes whose workers all live in this process ignore it.
   std::function<void(int workers_on_machine)> placed;
 };
 

@@ -95,8 +95,8 @@ namespace {
 // Workers that share this host's cores: all of them where they live in this process (threads,
 // sim); else those of this process times the processes on this host that the launcher tells
 // (runtime/detect.hpp: fast launch's world, mpirun's and srun's local size, torchrun's
-// LOCAL_WORLD_SIZE). Empty where it tells none (processes started by hand): the runtime counts
-// them once the processes met (LaunchOptions::placed).
+// LOCAL_WORLD_SIZE). Empty where it tells none (processes started by hand). The runtime counts them
+// again once the processes met (LaunchOptions::placed), and the larger count wins.
 std::optional<int> workers_on_host(const TrainOptions& o) {
   if (!runtime::find_runtime(o.runtime).multi_process) return o.workers;
   const auto launcher = runtime::detect_launcher(runtime::process_environment());
@@ -540,9 +540,11 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
        .collectives = options.collectives,
        .windows = options.windows,
        .sim_threads = options.sim_threads,
+       // More workers share this machine than the launcher said (processes started by hand, a
+       // launch's hosts that are containers or namespaces of one machine): sized again by them.
        .placed =
            [&](int workers_on_machine) {
-             if (!on_host) configure_torch_threads(workers_on_machine);
+             if (workers_on_machine > on_host.value_or(0)) configure_torch_threads(workers_on_machine);
            }},
       [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
 

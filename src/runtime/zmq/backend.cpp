@@ -94,6 +94,7 @@ ProcessInfo describe_self(const Settings& s) {
           .workers = s.workers_per_process,
           .host_id = host_id(),
           .hostname = name,
+          .machine_id = machine_id(),
           .public_key = s.public_key,
           .pid = static_cast<long>(getpid())};
 }

@@ -68,6 +68,13 @@ constexpr std::array kTable{
            "LO-HI: every port a process listens on (data, heartbeats, streams) lies in this range, so that a "
            "firewall opens just it (docs/launch.md, \"Ports and firewalls\"); empty: ports the kernel chooses."},
     EnvVar{"FAST_LAUNCHED", EnvType::integer, "0", "Set to 1 by `fast launch` in the processes it starts.", 0, 1},
+    EnvVar{"FAST_LOCAL_RANK", EnvType::integer, "-1",
+           "Set by `fast launch`: this process's index among the processes it starts on the same host; -1: unknown.",
+           -1, 1 << 20},
+    EnvVar{"FAST_LOCAL_WORLD_SIZE", EnvType::integer, "0",
+           "Set by `fast launch`: the processes it starts on this process's host (libtorch's threads are sized by "
+           "them); 0: unknown (with FAST_LAUNCHED=1: every process of the run).",
+           0, 1 << 20},
     EnvVar{"FAST_RESTARTED", EnvType::integer, "0",
            "Set to 1 by `fast launch --restart` in a process it starts again alone: it takes its rank back in the "
            "run under way (process 0 too: it asks the rendezvous's server, a survivor, instead of serving it). Set "

@@ -19,6 +19,7 @@ json to_json(const ProcessInfo& p) {
           {"workers", p.workers},
           {"host_id", p.host_id},
           {"hostname", p.hostname},
+          {"machine_id", p.machine_id},
           {"ipc", p.ipc_endpoint},
           {"tcp", p.tcp_endpoint},
           {"pulse_ipc", p.pulse_ipc_endpoint},
@@ -41,6 +42,7 @@ ProcessInfo process_from_json(const json& j) {
     }
     p.host_id = j.at("host_id").get<std::string>();
     p.hostname = j.at("hostname").get<std::string>();
+    p.machine_id = j.value("machine_id", std::string());
     p.ipc_endpoint = j.at("ipc").get<std::string>();
     p.tcp_endpoint = j.at("tcp").get<std::string>();
     p.pulse_ipc_endpoint = j.at("pulse_ipc").get<std::string>();

@@ -28,7 +28,12 @@ std::optional<LauncherWorld> fast_launch(const Environment& env) {
   const char* rank = env("FAST_PROCESS_RANK");
   w.rank = is_set(rank) ? launcher_integer("FAST_PROCESS_RANK", rank, -1, w.world - 1) : -1;
   const char* launched = env("FAST_LAUNCHED");
-  if (is_set(launched) && std::strcmp(launched, "0") != 0) {  // every process on this host
+  const char* local_world = env("FAST_LOCAL_WORLD_SIZE");
+  const char* local_rank = env("FAST_LOCAL_RANK");
+  if (is_set(local_world)) {  // fast launch, on one host or across hosts (its placement)
+    w.local_world = launcher_integer("FAST_LOCAL_WORLD_SIZE", local_world, 0, w.world);
+    w.local_rank = is_set(local_rank) ? launcher_integer("FAST_LOCAL_RANK", local_rank, -1, w.world - 1) : -1;
+  } else if (is_set(launched) && std::strcmp(launched, "0") != 0) {  // an older launch: every process on this host
     w.local_rank = w.rank;
     w.local_world = w.world;
   } else {

@@ -12,6 +12,7 @@ struct ProcessInfo {
   int workers = 1;
   std::string host_id;             // equal ids: same host and network namespace (ipc:// works)
   std::string hostname;            // for messages
+  std::string machine_id;          // the kernel's boot id: equal ids share the machine's cores; empty: unknown
   std::string ipc_endpoint;        // ipc://... its data socket on its host
   std::string tcp_endpoint;        // tcp://ADDRESS:PORT its data socket over the network
   std::string pulse_ipc_endpoint;  // ipc://... its heartbeat socket on its host
@@ -31,9 +32,12 @@ ProcessInfo vacant_process(int rank, int workers);
 
 using ProcessTable = std::vector<ProcessInfo>;
 
-// The workers of the processes of `table` whose host name is that of process `process` (it
-// included; vacant ranks have none): the workers that share its machine's cores, whatever network
-// namespace each process runs in (host_id tells those apart).
+// Whether two processes share a machine's cores, whatever network namespace or container each runs
+// in (host_id tells those apart): equal machine ids (the kernel's boot id), else, where either is
+// unknown, equal host names.
+bool same_machine(const ProcessInfo& a, const ProcessInfo& b);
+// The workers of the processes of `table` on the machine of process `process` (it included; vacant
+// ranks have none): the workers that share its cores.
 int workers_on_machine(const ProcessTable& table, int process);
 
 // The host part of "tcp://HOST:PORT" (HOST may be "[v6]", returned without the brackets).

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "environment.hpp"
@@ -167,6 +168,13 @@ std::string host_id() {
   std::error_code ec;
   const auto ns = std::filesystem::read_symlink("/proc/self/ns/net", ec);
   return std::string(name) + "/" + (ec ? std::string("?") : ns.string());
+}
+
+std::string machine_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
 }
 
 std::vector<int> rendezvous_ports(const Settings& s) {

@@ -61,6 +61,9 @@ std::vector<int> rendezvous_ports(const Settings& s);
 
 // Identifies this host and network namespace: processes with equal ids can use ipc://.
 std::string host_id();
+// This machine's identity for sharing cores: the kernel's boot id (/proc/sys/kernel/random/boot_id,
+// the same in every network namespace and container of one running kernel); empty where unreadable.
+std::string machine_id();
 // The local address this host uses to reach host:port (no packet is sent), e.g. "127.0.0.1".
 std::string local_address_towards(const std::string& host, int port);
 // The numeric addresses `host` resolves to (getaddrinfo), each once; empty when it does not resolve.

@@ -35,11 +35,16 @@ ProcessInfo vacant_process(int rank, int workers) {
   return {.rank = rank, .first_worker = rank * workers, .workers = workers, .vacant = true};
 }
 
+bool same_machine(const ProcessInfo& a, const ProcessInfo& b) {
+  if (!a.machine_id.empty() && !b.machine_id.empty()) return a.machine_id == b.machine_id;
+  return a.hostname == b.hostname;
+}
+
 int workers_on_machine(const ProcessTable& table, int process) {
-  const std::string& name = table.at(static_cast<std::size_t>(process)).hostname;
+  const ProcessInfo& me = table.at(static_cast<std::size_t>(process));
   int workers = 0;
   for (const ProcessInfo& p : table)
-    if (!p.vacant && p.hostname == name) workers += p.workers;
+    if (!p.vacant && same_machine(p, me)) workers += p.workers;
   return workers;
 }
 
