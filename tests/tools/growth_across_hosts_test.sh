@@ -12,28 +12,15 @@ set -u
 bin="$1/fast"
 . "$(dirname "$0")/netns_pair.sh"
 netns_pair g 10.196.0
-"$bin" keygen --out "$work/a.key" > /dev/null || exit 1
-"$bin" keygen --out "$work/b.key" > /dev/null || exit 1
-cut -d' ' -f1 "$work/a.key.pub" > "$work/allow.txt"   # the rendezvous host's key first
-cut -d' ' -f1 "$work/b.key.pub" >> "$work/allow.txt"
+netns_keys   # a.key, b.key, allow.txt (netns_pair.sh)
 common=(train --runtime zmq --rendezvous "$addr_a:29500" --world-size 2 --elastic --max-workers 3
         --model mlp --strategy allreduce --epochs 20 --batch 32 --slowdown 6,6,6 --seed 3 --eval-every 0
         --progress never --allow "$work/allow.txt" --peer-timeout 10 --rendezvous-timeout 60)
-# wait_for FILE TEXT SECONDS: until FILE contains TEXT (0), or the time is up (1)
-wait_for() {
-  local end=$((SECONDS + $3))
-  until grep -qF -- "$2" "$1" 2>/dev/null; do
-    [ "$SECONDS" -ge "$end" ] && return 1
-    sleep 0.1
-  done
-}
 fail() {
   echo "FAIL: $1"
   for f in a0.log a1.log b.log; do [ -f "$work/$f" ] && { echo "--- $f"; cat "$work/$f"; }; done
   exit 1
 }
-# trainer LOG: the pid of the training process itself (under ip netns exec and timeout), from its log
-trainer() { sed -n 's/.*zmq runtime: pid \([0-9]*\) listens on.*/\1/p' "$1" | head -1; }
 for r in 0 1; do
   ip netns exec "$ns_a" timeout 300 "$bin" "${common[@]}" --process-rank "$r" --key "$work/a.key" \
     --host "$addr_a" --summary "$work/s.json" > "$work/a$r.log" 2>&1 &

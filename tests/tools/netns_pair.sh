@@ -10,6 +10,11 @@
 #                           kernel lacks it
 #   pids+=(PID)             processes the exit kills (kill -9), by pid
 #   work                    a temporary folder, removed at exit
+#   netns_keys              a key pair per host, $work/a.key and $work/b.key (`$bin keygen`), and
+#                           $work/allow.txt: a's public key first (the rendezvous host's), then b's
+#   wait_for FILE TEXT S    until FILE contains TEXT (0), or S seconds passed (1)
+#   trainer LOG             the pid of the training process itself (under ip netns exec and
+#                           timeout), from its log's "zmq runtime: pid N listens on" line
 pids=()
 work=$(mktemp -d)
 ns_a="" ns_b=""
@@ -62,3 +67,20 @@ same_hash_as_threads() {
     echo "FAIL: param_hash $hash_seen across the namespaces, $threads_hash under threads"; exit 1
   fi
 }
+
+netns_keys() {
+  "$bin" keygen --out "$work/a.key" > /dev/null || exit 1
+  "$bin" keygen --out "$work/b.key" > /dev/null || exit 1
+  cut -d' ' -f1 "$work/a.key.pub" > "$work/allow.txt"
+  cut -d' ' -f1 "$work/b.key.pub" >> "$work/allow.txt"
+}
+
+wait_for() {
+  local end=$((SECONDS + $3))
+  until grep -qF -- "$2" "$1" 2>/dev/null; do
+    [ "$SECONDS" -ge "$end" ] && return 1
+    sleep 0.1
+  done
+}
+
+trainer() { sed -n 's/.*zmq runtime: pid \([0-9]*\) listens on.*/\1/p' "$1" | head -1; }

@@ -13,21 +13,10 @@ set -u
 bin="$1/fast"
 . "$(dirname "$0")/netns_pair.sh"
 netns_pair p 10.195.0
-"$bin" keygen --out "$work/a.key" > /dev/null || exit 1
-"$bin" keygen --out "$work/b.key" > /dev/null || exit 1
-cut -d' ' -f1 "$work/a.key.pub" > "$work/allow.txt"   # the rendezvous host's key first
-cut -d' ' -f1 "$work/b.key.pub" >> "$work/allow.txt"
+netns_keys   # a.key, b.key, allow.txt (netns_pair.sh)
 common=(train --runtime zmq --rendezvous "$addr_a:29500" --world-size 3 --elastic --min-workers 2
         --model mlp --strategy allreduce --steps 600 --batch 32 --slowdown 6,6,6 --seed 3 --eval-every 0
         --progress auto --allow "$work/allow.txt" --peer-timeout 2 --rendezvous-timeout 60)
-# wait_for FILE TEXT SECONDS: until FILE contains TEXT (0), or the time is up (1)
-wait_for() {
-  local end=$((SECONDS + $3))
-  until grep -qF -- "$2" "$1" 2>/dev/null; do
-    [ "$SECONDS" -ge "$end" ] && return 1
-    sleep 0.1
-  done
-}
 fail() {
   echo "FAIL: $1"
   for f in a0.log a1.log b2.log; do [ -f "$work/$f" ] && { echo "--- $f"; tail -40 "$work/$f"; }; done

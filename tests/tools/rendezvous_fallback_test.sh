@@ -17,10 +17,7 @@ set -u
 bin="$1/fast"
 . "$(dirname "$0")/netns_pair.sh"
 netns_pair r 10.197.0
-"$bin" keygen --out "$work/a.key" > /dev/null || exit 1
-"$bin" keygen --out "$work/b.key" > /dev/null || exit 1
-cut -d' ' -f1 "$work/a.key.pub" > "$work/allow.txt"   # the keys of the rendezvous hosts, in --rendezvous order
-cut -d' ' -f1 "$work/b.key.pub" >> "$work/allow.txt"
+netns_keys   # a.key, b.key, allow.txt (netns_pair.sh)
 common=(train --runtime zmq --rendezvous "$addr_a:29500,$addr_b:29500" --world-size 3
         --model mlp --strategy adpsgd --epochs 2 --batch 64 --slowdown 12,12,12 --seed 3 --eval-every 0
         --progress auto --allow "$work/allow.txt" --peer-timeout 2 --rendezvous-timeout 60)
@@ -32,21 +29,11 @@ start() {
   ip netns exec "$ns" env "$@" timeout 300 "$bin" "${common[@]}" --process-rank "$rank" --key "$key" \
     --host "$host" --summary "$work/s$rank.json" > "$log" 2>&1 &
 }
-# wait_for FILE TEXT SECONDS: until FILE contains TEXT (0), or the time is up (1)
-wait_for() {
-  local end=$((SECONDS + $3))
-  until grep -qF -- "$2" "$1" 2>/dev/null; do
-    [ "$SECONDS" -ge "$end" ] && return 1
-    sleep 0.1
-  done
-}
 fail() {
   echo "FAIL: $1"
   for f in p0.log p1.log p2.log q0.log q2.log; do [ -f "$work/$f" ] && { echo "--- $f"; cat "$work/$f"; }; done
   exit 1
 }
-# trainer LOG: the pid of the training process itself (under ip netns exec and timeout), from its log
-trainer() { sed -n 's/.*zmq runtime: pid \([0-9]*\) listens on.*/\1/p' "$1" | head -1; }
 for r in 0 1 2; do
   start "$r" "$work/p$r.log"
   pids+=($!)

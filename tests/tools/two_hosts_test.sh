@@ -15,10 +15,7 @@ if ! netns_shape netem delay 5ms rate 100mbit; then
   echo "note: this kernel has no netem qdisc; shaping the link to 100 Mbit/s with tbf, without the 5 ms delay" >&2
   netns_shape tbf rate 100mbit burst 64kb latency 100ms || exit 1
 fi
-"$bin" keygen --out "$work/a.key" > /dev/null || exit 1
-"$bin" keygen --out "$work/b.key" > /dev/null || exit 1
-cut -d' ' -f1 "$work/a.key.pub" > "$work/allow.txt"   # the rendezvous host's key first
-cut -d' ' -f1 "$work/b.key.pub" >> "$work/allow.txt"
+netns_keys   # a.key, b.key, allow.txt (netns_pair.sh)
 common=(train --runtime zmq --rendezvous $addr_a:29500 --world-size 2 --workers-per-process 2
         --model mlp --strategy allreduce --steps 30 --batch 32 --seed 3 --eval-every 0 --allow "$work/allow.txt"
         --peer-timeout 10 --rendezvous-timeout 60)
