@@ -71,6 +71,10 @@ bool ContextHandle::open() const noexcept {
 
 namespace {
 
+// The workers on this machine that the runtime of fast.init() counted when the processes met
+// (LaunchOptions::placed: zmq); 0 when it counted none (another runtime, or no world yet).
+std::atomic<int> g_workers_on_machine{0};
+
 // The world of fast.init(): launch() on a background thread, its one local worker parked until
 // shutdown. One per process.
 class ProcessWorld {
@@ -87,6 +91,7 @@ class ProcessWorld {
                     "fast.init: this process already joined a world (runtime '{}'); call fast.shutdown() first",
                     options_.runtime);
     options_ = options;
+    g_workers_on_machine = 0;  // this world's count, once its processes met (LaunchOptions::placed)
     handle_.reset();
     error_ = nullptr;
     release_ = false;
@@ -119,6 +124,7 @@ class ProcessWorld {
       error = error_;
       error_ = nullptr;
       handle_.reset();
+      g_workers_on_machine = 0;
     }
     if (error && failure.empty()) std::rethrow_exception(error);
   }
@@ -157,10 +163,6 @@ class ProcessWorld {
   std::string failure_;
 };
 
-// The workers on this machine that the runtime of fast.init() counted when the processes met
-// (LaunchOptions::placed: zmq); 0 when it counted none (another runtime, or no world yet).
-std::atomic<int> g_workers_on_machine{0};
-
 ContextRef init(std::optional<std::string> runtime, double op_timeout, const std::string& collectives,
                 const std::string& windows) {
   // The world this process was started into (runtime/detect.hpp): `runtime` when given, else the
@@ -179,7 +181,6 @@ ContextRef init(std::optional<std::string> runtime, double op_timeout, const std
   options.op_timeout_seconds = op_timeout;
   options.collectives = collectives;
   options.windows = windows;
-  g_workers_on_machine = 0;
   options.placed = [](int workers) { g_workers_on_machine = workers; };
   py::gil_scoped_release release;
   return ProcessWorld::instance().start(options);

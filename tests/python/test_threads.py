@@ -29,7 +29,8 @@ def test_processes_started_by_hand_count_each_other_once_they_met(tmp_path):
     script = tmp_path / "count.py"
     script.write_text(SCRIPT)
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAST_LAUNCHED", "LOCAL_WORLD_SIZE", "OMPI_"))}
+    launchers = ("FAST_LAUNCHED", "FAST_LOCAL_", "FAST_PROCESS_RANK", "LOCAL_WORLD_SIZE", "OMPI_", "PMI", "SLURM_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(launchers)}  # by hand: no launcher's count
     procs = []
     for rank in range(2):
         penv = dict(env, FAST_RENDEZVOUS=f"127.0.0.1:{port}", FAST_WORLD_SIZE="2", FAST_PROCESS_RANK=str(rank),

@@ -97,6 +97,9 @@ TEST(DetectLauncher, FastLaunchAcrossHostsGivesEachProcessItsHostsProcesses) {
   EXPECT_EQ(w->world, 3);
   EXPECT_EQ(w->local_rank, 0);
   EXPECT_EQ(w->local_world, 2);
+  vars["FAST_LOCAL_RANK"] = "2";  // past the 2 processes of its host
+  EXPECT_NE(refusal([&] { (void)detect_launcher(from(vars)); }).find("FAST_LOCAL_RANK"), std::string::npos);
+  vars["FAST_LOCAL_RANK"] = "0";
   vars["FAST_LOCAL_WORLD_SIZE"] = "4";  // more than the run's processes
   EXPECT_NE(refusal([&] { (void)detect_launcher(from(vars)); }).find("FAST_LOCAL_WORLD_SIZE"), std::string::npos);
 }

@@ -1,8 +1,10 @@
 // workers_on_machine (src/runtime/zmq/process_table.hpp): the workers of the processes on the given
 // process's machine (equal boot ids, else equal host names), whatever their network namespace,
-// vacant ranks aside.
+// vacant ranks aside; and the machine id's way through a hello (hello.hpp), which reads a hello
+// without one as unknown.
 #include <gtest/gtest.h>
 
+#include "hello.hpp"
 #include "process_table.hpp"
 
 namespace fast::runtime::zmq {
@@ -42,6 +44,22 @@ TEST(WorkersOnMachine, BootIdsTellMachinesOfOneHostNameApartAndJoinContainersOfO
   EXPECT_EQ(workers_on_machine(table, 1), 2);  // 1 and 3
   EXPECT_EQ(workers_on_machine(table, 2), 2);  // 2 and 0
   EXPECT_EQ(workers_on_machine(table, 3), 3);  // by name: 0, 1 and 3
+}
+
+TEST(MachineId, TravelsInAHelloAndAHelloWithoutOneReadsAsUnknown) {
+  ProcessInfo p = process(3, 2, "h", "net:[1]", "0f6c-boot");
+  p.ipc_endpoint = "ipc:///tmp/a.sock";
+  p.tcp_endpoint = "tcp://10.0.0.1:5000";
+  p.pulse_ipc_endpoint = "ipc:///tmp/b.sock";
+  p.pulse_tcp_endpoint = "tcp://10.0.0.1:5001";
+  p.pid = 42;
+  nlohmann::json j = to_json(p);
+  EXPECT_EQ(process_from_json(j).machine_id, "0f6c-boot");
+  j.erase("machine_id");  // as a process of an earlier version sends it
+  const ProcessInfo older = process_from_json(j);
+  EXPECT_EQ(older.machine_id, "");
+  EXPECT_EQ(older.hostname, "h");
+  EXPECT_EQ(older.pid, 42);
 }
 
 }  // namespace

@@ -88,7 +88,9 @@ struct LaunchOptions {
   // Multi-process runtimes (zmq): called once in this process, on the calling thread, after the
   // processes met and before any worker starts, with the workers of every process on this machine
   // (the same kernel boot id, else the same host name, whatever their network namespace or
-  // container: they share its cores), this process's included, vacant ranks not. It may size thread pools; an exception
+  // container: they share its cores), this process's included, vacant ranks not. The count is the
+  // one of the meeting: a process that rejoins counts the lost ranks not yet taken back as their
+  // table entries stand, and nobody counts again when the run grows. It may size thread pools; an exception
   // it throws ends the launch. Null: not called. Runtimes whose workers all live in this process ignore it.
   std::function<void(int workers_on_machine)> placed;
 };

@@ -2,10 +2,14 @@
 
 #include <dlfcn.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <mutex>
+#include <string>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include <ATen/Parallel.h>
 
@@ -44,12 +48,11 @@ bool set_openblas_threads(int threads) {
 }
 }  // namespace
 
-int configure_torch_threads(int workers_on_host, bool provisional) {
-  FAST_ENFORCE(workers_on_host >= 1, "configure_torch_threads: expected workers_on_host >= 1, got {}", workers_on_host);
-  const long long from_env = core::env_int(training::training_environment(), "FAST_TORCH_THREADS");
-  const int cores = available_cores();
-  const int threads = from_env > 0 ? static_cast<int>(from_env) : std::max(1, cores / workers_on_host);
-
+namespace {
+// Sets `threads` intra-op threads (and, once, 1 inter-op thread; OpenBLAS 1) and logs it with `why`;
+// warns when libtorch keeps another count (its native pool, unlike OpenMP, cannot be resized once
+// it started).
+int apply_threads(int threads, const std::string& why, bool provisional) {
   static std::once_flag interop_once;
   std::call_once(interop_once, [] {
     try {
@@ -61,11 +64,46 @@ int configure_torch_threads(int workers_on_host, bool provisional) {
   });
   ::at::set_num_threads(threads);
   const bool openblas = set_openblas_threads(1);
-  core::log(provisional ? core::LogLevel::debug : core::LogLevel::info,
-            "libtorch intra-op threads: {}{} ({}; {} cores, {} workers on this host)", threads,
-            openblas ? ", OpenBLAS 1" : "", from_env > 0 ? "FAST_TORCH_THREADS" : "cores / workers", cores,
-            workers_on_host);
-  return threads;
+  const int kept = ::at::get_num_threads();
+  if (kept != threads)
+    core::log(core::LogLevel::warn,
+              "libtorch kept {} intra-op threads where {} were asked ({}): its thread pool had started; set "
+              "FAST_TORCH_THREADS",
+              kept, threads, why);
+  core::log(provisional ? core::LogLevel::debug : core::LogLevel::info, "libtorch intra-op threads: {}{} ({})", kept,
+            openblas ? ", OpenBLAS 1" : "", why);
+  return kept;
+}
+
+long long threads_from_environment() { return core::env_int(training::training_environment(), "FAST_TORCH_THREADS"); }
+}  // namespace
+
+int configure_torch_threads(int workers_on_host, bool provisional) {
+  FAST_ENFORCE(workers_on_host >= 1, "configure_torch_threads: expected workers_on_host >= 1, got {}", workers_on_host);
+  const long long from_env = threads_from_environment();
+  const int cores = available_cores();
+  const int threads = from_env > 0 ? static_cast<int>(from_env) : std::max(1, cores / workers_on_host);
+  return apply_threads(threads,
+                       fmt::format("{}; {} cores, {} workers on this host",
+                                   from_env > 0 ? "FAST_TORCH_THREADS" : "cores / workers", cores, workers_on_host),
+                       provisional);
+}
+
+int configure_torch_threads_on_machine(int workers_on_machine) {
+  FAST_ENFORCE(workers_on_machine >= 1, "configure_torch_threads_on_machine: expected workers_on_machine >= 1, got {}",
+               workers_on_machine);
+  const long long from_env = threads_from_environment();
+  const int cores = available_cores();
+  const int machine = std::max(cores, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+  const int threads =
+      from_env > 0 ? static_cast<int>(from_env) : std::max(1, std::min(cores, machine / workers_on_machine));
+  return apply_threads(threads,
+                       fmt::format("{}; {} cores of the machine's {}, {} workers on this host",
+                                   from_env > 0 ? "FAST_TORCH_THREADS"
+                                                : "the machine's cores / workers, at most this "
+                                                  "process's",
+                                   cores, machine, workers_on_machine),
+                       false);
 }
 
 }  // namespace fast::torch

@@ -544,7 +544,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
        // launch's hosts that are containers or namespaces of one machine): sized again by them.
        .placed =
            [&](int workers_on_machine) {
-             if (workers_on_machine > on_host.value_or(0)) configure_torch_threads(workers_on_machine);
+             if (workers_on_machine > on_host.value_or(0)) configure_torch_threads_on_machine(workers_on_machine);
            }},
       [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
 

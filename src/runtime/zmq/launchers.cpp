@@ -32,7 +32,9 @@ std::optional<LauncherWorld> fast_launch(const Environment& env) {
   const char* local_rank = env("FAST_LOCAL_RANK");
   if (is_set(local_world)) {  // fast launch, on one host or across hosts (its placement)
     w.local_world = launcher_integer("FAST_LOCAL_WORLD_SIZE", local_world, 0, w.world);
-    w.local_rank = is_set(local_rank) ? launcher_integer("FAST_LOCAL_RANK", local_rank, -1, w.world - 1) : -1;
+    w.local_rank = is_set(local_rank) && w.local_world > 0
+                       ? launcher_integer("FAST_LOCAL_RANK", local_rank, -1, w.local_world - 1)
+                       : -1;
   } else if (is_set(launched) && std::strcmp(launched, "0") != 0) {  // an older launch: every process on this host
     w.local_rank = w.rank;
     w.local_world = w.world;
@@ -40,7 +42,8 @@ std::optional<LauncherWorld> fast_launch(const Environment& env) {
     w.local_rank = -1;
   }
   w.rendezvous = rendezvous;
-  w.evidence = launcher_evidence(env, {"FAST_WORLD_SIZE", "FAST_PROCESS_RANK", "FAST_RENDEZVOUS"});
+  w.evidence = launcher_evidence(
+      env, {"FAST_WORLD_SIZE", "FAST_PROCESS_RANK", "FAST_RENDEZVOUS", "FAST_LOCAL_RANK", "FAST_LOCAL_WORLD_SIZE"});
   return w;
 }
 

@@ -185,7 +185,7 @@ class ZmqTransport final : public engine::Transport {
   // thread of this process blocks waiting (the next waiter looks at the rings anyway), so that
   // their senders leave the readers asleep; a thread about to block clears them first
   // (transport_shared.cpp). progress_wanted (try_recv found nothing) polls once.
-  // Only where the machine's workers (workers_on_machine: every process of this host name) fit its
+  // Only where the machine's workers (workers_on_machine: the same boot id, else host name) fit its
   // cores (spin_pays_): where they do not, waiters that look
   // for their messages, even yielding their core between looks, measured slower in 4-process
   // training on 2 cores than the reader threads (docs/benchmarks.md, "Training across processes").
