@@ -72,7 +72,7 @@ bool ContextHandle::open() const noexcept {
 namespace {
 
 // The workers on this machine that the runtime of fast.init() counted when the processes met
-// (LaunchOptions::placed: zmq); 0 when it counted none (another runtime, or no world yet).
+// (LaunchOptions::placed: zmq, mpi); 0 when it counted none (threads, or no world yet).
 std::atomic<int> g_workers_on_machine{0};
 
 // The world of fast.init(): launch() on a background thread, its one local worker parked until
@@ -290,8 +290,9 @@ rendezvous (HOST:PORT or '') and evidence (the variables read); None for a singl
 fast.InvalidArgument for a launcher's variable that is malformed.)");
   m.def("workers_on_host", &workers_on_host,
         R"(The workers that share this host's cores, to size torch's threads by (torch.set_num_threads(max(1,
-os.cpu_count() // fast.workers_on_host()))): the larger of what the zmq runtime counted at fast.init() (every
-worker of the processes on this machine that met at the rendezvous, processes started by hand included) and
+os.cpu_count() // fast.workers_on_host()))): the larger of what the runtime counted at fast.init() (zmq: every
+worker of the processes on this machine that met at the rendezvous, processes started by hand included; mpi:
+the ranks that share this node's memory) and
 the processes on this host that the launcher tells (fast launch, mpirun, srun, torchrun's LOCAL_WORLD_SIZE);
 1 when neither says. docs/python.md.)");
   m.def("runtime_names", &runtime::runtime_names, "The runtimes of this build (fast.init's and fast.run's runtime).");

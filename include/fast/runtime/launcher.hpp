@@ -85,13 +85,14 @@ struct LaunchOptions {
   // (Context::compute_overlapped): 0, the cores this process may run on; at most one per worker.
   // 1 runs them in turn on SimGrid's thread. Results are the same for any value. Others ignore it.
   int sim_threads = 0;
-  // Multi-process runtimes (zmq): called once in this process, on the calling thread, after the
-  // processes met and before any worker starts, with the workers of every process on this machine
-  // (the same kernel boot id, else the same host name, whatever their network namespace or
-  // container: they share its cores), this process's included, vacant ranks not. The count is the
-  // one of the meeting: a process that rejoins counts the lost ranks not yet taken back as their
-  // table entries stand, and nobody counts again when the run grows. It may size thread pools; an exception
-  // it throws ends the launch. Null: not called. Runtimes whose workers all live in this process ignore it.
+  // Multi-process runtimes: called once in this process, on the calling thread, after the
+  // processes met and before any worker starts, with the workers of every process on this machine,
+  // this process's included. zmq: the processes of the rendezvous's table with this one's kernel
+  // boot id (else host name), whatever their network namespace or container, vacant ranks not; the
+  // count is the one of the meeting: a process that rejoins counts the lost ranks not yet taken
+  // back as their table entries stand, and nobody counts again when the run grows. mpi: the ranks
+  // of this one's MPI_COMM_TYPE_SHARED communicator (a collective of every rank). It may size thread pools; an
+  // exception it throws ends the launch. Null: not called. Runtimes whose workers all live in this process ignore it.
   std::function<void(int workers_on_machine)> placed;
 };
 

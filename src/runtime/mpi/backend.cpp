@@ -57,6 +57,15 @@ double run_mpi(const LaunchOptions& options, const WorkerFn& fn) {
             session.rank, session.size, static_cast<long>(getpid()), host, options.collectives,
             options.windows == "rma" ? "MPI RMA" : "FAST's service");
 
+  if (options.placed) {  // the ranks that share this node's memory, hence its cores
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(group.comm, MPI_COMM_TYPE_SHARED, session.rank, MPI_INFO_NULL, &node),
+          "MPI_Comm_split_type");
+    int on_node = 1;
+    check(MPI_Comm_size(node, &on_node), "MPI_Comm_size");
+    check(MPI_Comm_free(&node), "MPI_Comm_free");
+    options.placed(on_node);
+  }
   check(MPI_Barrier(group.comm), "MPI_Barrier");  // now() = 0 at the same instant on every rank
   engine::LocalWorld world({.world_size = session.size, .first_rank = session.rank, .local_size = 1}, op_timeout, "mpi",
                            &transport);
