@@ -55,7 +55,7 @@ TEST(MachineId, TravelsInAHelloAndAHelloWithoutOneReadsAsUnknown) {
   p.pid = 42;
   nlohmann::json j = to_json(p);
   EXPECT_EQ(process_from_json(j).machine_id, "0f6c-boot");
-  j.erase("machine_id");  // as a process of an earlier version sends it
+  j.erase("machine_id");  // a hello without one
   const ProcessInfo older = process_from_json(j);
   EXPECT_EQ(older.machine_id, "");
   EXPECT_EQ(older.hostname, "h");

@@ -508,8 +508,8 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   // per actor, hundreds of simulated workers spent most of the CPU spinning in libgomp;
   // docs/simulation.md, "Scale").
   // Processes started by hand: sized for this process alone until the runtime has counted the
-  // workers on this machine (two such processes of 2 cores, each with 2 threads, ran an mlp step
-  // 14x slower than with 1 each, their OpenMP teams spinning against each other).
+  // workers on this machine (processes that each take every core spin their OpenMP teams against
+  // each other: docs/benchmarks.md, (e), "Processes started by hand").
   const std::optional<int> on_host = workers_on_host(options);
   configure_torch_threads(on_host.value_or(options.process.workers_per_process), !on_host.has_value());
   // The same large tensors every step: keep their memory in the heap (core/malloc_tuning.hpp).
