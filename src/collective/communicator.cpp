@@ -424,7 +424,7 @@ namespace fast::collective {
 
 void Communicator::neighbor_average(MutableView data, std::span<const int> in_neighbors,
                                     std::span<const double> in_weights, std::span<const int> out_neighbors,
-                                    double self_weight) {
+                                    double self_weight, std::span<float> scratch) {
   FAST_ENFORCE(data.dtype() == core::DType::f32, "neighbor_average: expected f32 data, got {}",
                core::name_of(data.dtype()));
   FAST_ENFORCE_EQ(in_neighbors.size(), in_weights.size(), "neighbor_average: one weight per in-neighbour");
@@ -444,12 +444,20 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
   // state only (under sim, thousands of workers would each keep a model-sized buffer idle through
   // the final evaluation).
   // The sum is written before it is read (the first receive, or self * x).
-  core::Buffer sum_buffer;
-  core::Buffer incoming;
-  sum_buffer.resize_to_overwrite(data.numel(), core::DType::f32);
-  if (!one_weight) incoming.resize_to_overwrite(data.numel(), core::DType::f32);
   const std::span<float> x = data.as<float>();
-  const std::span<float> sum = sum_buffer.as<float>();
+  if (!scratch.empty()) {
+    const std::less<const float*> before;  // a total order, even across unrelated objects
+    FAST_ENFORCE(scratch.size() == x.size() && !(before(scratch.data(), x.data() + x.size()) &&
+                                                 before(x.data(), scratch.data() + scratch.size())),
+                 "neighbor_average: the scratch lent must have data's {} elements and not overlap it (got {})",
+                 x.size(), scratch.size());
+  }
+  core::Buffer sum_buffer;  // stays empty with a scratch lent: Context::finish_sends_then_write then copies
+  core::Buffer incoming;
+  if (scratch.empty()) sum_buffer.resize_to_overwrite(data.numel(), core::DType::f32);
+  if (!one_weight) incoming.resize_to_overwrite(data.numel(), core::DType::f32);
+  const std::span<float> sum = scratch.empty() ? sum_buffer.as<float>() : scratch;
+  const MutableView sum_view = scratch.empty() ? sum_buffer.view() : MutableView(sum);
   const auto self = static_cast<float>(self_weight);
   if (!one_weight)
     for (std::size_t i = 0; i < x.size(); ++i) sum[i] = self * x[i];
@@ -461,8 +469,8 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
         for (int peer : out_neighbors) sends.push_back(ctx_->send(peer, tag, data));
         for (std::size_t k = 0; k < in_neighbors.size(); ++k) {
           if (one_weight) {
-            recvs.assign(1, ctx_->recv(in_neighbors[k], tag, sum_buffer.view(),
-                                       k == 0 ? runtime::Combine::copy : runtime::Combine::sum));
+            recvs.assign(
+                1, ctx_->recv(in_neighbors[k], tag, sum_view, k == 0 ? runtime::Combine::copy : runtime::Combine::sum));
             recvs.front().wait();
             continue;
           }

@@ -19,4 +19,13 @@ void check_option(bool ok, std::string_view owner, std::string_view option, std:
 void check_step(std::string_view optimizer, std::span<const float> params, std::span<const float> grads,
                 std::size_t numel, double lr);
 
+// A learning rate finite and >= 0, for `call` ("step", "apply_taken").
+void check_lr(std::string_view optimizer, std::string_view call, double lr);
+
+// The arguments of take_gradient / apply_taken (Optimizer): `data` (named `what`: "grads" or
+// "params") has numel elements (InvalidArgument otherwise); `taken`, whether a gradient was taken
+// and not yet applied, is `expected` (InvalidUsage otherwise).
+void check_split(std::string_view optimizer, std::string_view call, std::string_view what, std::span<const float> data,
+                 std::size_t numel, bool taken, bool expected);
+
 }  // namespace fast::optim::detail

@@ -27,6 +27,20 @@ constexpr std::array kRegistry{
 };
 }  // namespace
 
+void Optimizer::take_gradient(std::span<const float> /*grads*/) {
+  FAST_THROW(InvalidUsage,
+             "{}: take_gradient: this rule reads the parameters or the gradient with its update (see "
+             "takes_gradient_first); call step()",
+             name());
+}
+
+void Optimizer::apply_taken(std::span<float> /*params*/, double /*lr*/) {
+  FAST_THROW(InvalidUsage,
+             "{}: apply_taken: this rule reads the parameters or the gradient with its update (see "
+             "takes_gradient_first); call step()",
+             name());
+}
+
 std::vector<std::string> optimizer_names() {
   std::vector<std::string> names;
   names.reserve(kRegistry.size());

@@ -14,12 +14,12 @@ using detail::madd;
 // One step's pointers and float32 scalars, the scalars rounded once from their double values as
 // torch does when it applies a double to a float tensor.
 struct SgdStep {
-  float* p;
-  const float* g;
-  float* b;  // momentum buffer; null for plain SGD
-  std::size_t n;
-  float wd, mu, one_minus_dampening, neg_lr;
-  bool momentum, decay, first, nesterov;
+  float* p = nullptr;
+  const float* g = nullptr;
+  float* b = nullptr;  // momentum buffer; null for plain SGD
+  std::size_t n = 0;
+  float wd = 0, mu = 0, one_minus_dampening = 0, neg_lr = 0;
+  bool momentum = false, decay = false, first = false, nesterov = false;
 };
 
 // Plain SGD, one pass: d = g + wd * p (when decaying); p = p + (-lr) * d.
@@ -88,6 +88,30 @@ template <bool kFused>
 void sgd_unfused(const SgdStep& s) { sgd_dispatch<false>(s); }
 FAST_OPTIM_FMA_TARGET void sgd_fused(const SgdStep& s) { sgd_dispatch<true>(s); }
 
+// momentum_pass without decay nor nesterov, in two passes (Optimizer::take_gradient, apply_taken):
+// the same operations on each element, so the same bits.
+template <bool kFused>
+[[gnu::always_inline]] inline void momentum_take(const SgdStep& s) {
+  float* __restrict b = s.b;
+  const float* __restrict g = s.g;
+  if (s.first)
+    for (std::size_t i = 0; i < s.n; ++i) b[i] = g[i];
+  else
+    for (std::size_t i = 0; i < s.n; ++i) b[i] = madd<kFused>(s.one_minus_dampening, g[i], b[i] * s.mu);
+}
+
+template <bool kFused>
+[[gnu::always_inline]] inline void momentum_apply(const SgdStep& s) {
+  float* __restrict p = s.p;
+  const float* __restrict b = s.b;
+  for (std::size_t i = 0; i < s.n; ++i) p[i] = madd<kFused>(s.neg_lr, b[i], p[i]);
+}
+
+void take_unfused(const SgdStep& s) { momentum_take<false>(s); }
+FAST_OPTIM_FMA_TARGET void take_fused(const SgdStep& s) { momentum_take<true>(s); }
+void apply_unfused(const SgdStep& s) { momentum_apply<false>(s); }
+FAST_OPTIM_FMA_TARGET void apply_fused(const SgdStep& s) { momentum_apply<true>(s); }
+
 }  // namespace
 
 Sgd::Sgd(const OptimizerOptions& options, std::size_t numel)
@@ -135,6 +159,7 @@ std::string_view Sgd::name() const {
 
 void Sgd::step(std::span<float> params, std::span<const float> grads, double lr) {
   detail::check_step(name(), params, grads, numel_, lr);
+  if (taken_) FAST_THROW(InvalidUsage, "{} step: a gradient taken before was not applied yet", name());
   const SgdStep s{
       .p = params.data(),
       .g = grads.data(),
@@ -170,6 +195,36 @@ std::vector<std::span<float>> Sgd::state() {
 void Sgd::set_steps_taken(std::int64_t steps) {
   FAST_ENFORCE(steps >= 0, "{}: steps taken must be >= 0, got {}", name(), steps);
   steps_ = steps;
+}
+
+void Sgd::take_gradient(std::span<const float> grads) {
+  if (!takes_gradient_first()) Optimizer::take_gradient(grads);
+  detail::check_split(name(), "take_gradient", "grads", grads, numel_, taken_, false);
+  const SgdStep s{.g = grads.data(),
+                  .b = static_cast<float*>(buffer_.data()),
+                  .n = numel_,
+                  .mu = static_cast<float>(momentum_),
+                  .one_minus_dampening = static_cast<float>(1 - dampening_),
+                  .first = steps_ == 0};
+  if (fused_)
+    take_fused(s);
+  else
+    take_unfused(s);
+  taken_ = true;
+}
+
+void Sgd::apply_taken(std::span<float> params, double lr) {
+  if (!takes_gradient_first()) Optimizer::apply_taken(params, lr);
+  detail::check_split(name(), "apply_taken", "params", params, numel_, taken_, true);
+  detail::check_lr(name(), "apply_taken", lr);
+  const SgdStep s{
+      .p = params.data(), .b = static_cast<float*>(buffer_.data()), .n = numel_, .neg_lr = static_cast<float>(-1 * lr)};
+  if (fused_)
+    apply_fused(s);
+  else
+    apply_unfused(s);
+  taken_ = false;
+  ++steps_;
 }
 
 }  // namespace fast::optim

@@ -21,7 +21,7 @@ void Context::compute_overlapped(double flops, const std::function<void()>& work
 
 void Context::finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& scratch,
                                       const ElementWrite& write) {
-  FAST_ENFORCE(scratch.dtype() == data.dtype() && scratch.numel() == data.numel(),
+  FAST_ENFORCE(scratch.numel() == 0 || (scratch.dtype() == data.dtype() && scratch.numel() == data.numel()),
                "finish_sends_then_write: scratch has {} {} elements, data {} {}", scratch.numel(),
                core::name_of(scratch.dtype()), data.numel(), core::name_of(data.dtype()));
   core::wait_all(sends);

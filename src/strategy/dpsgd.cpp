@@ -74,13 +74,17 @@ StepOutcome DpsgdStrategy::step(const StepInput& input) {
   // Every worker takes part in the exchange whatever its gradient, so nobody waits forever; a
   // worker with a non-finite gradient only skips (or, with non_finite = error, fails) its own
   // local update, after the exchange.
+  // Without a codec the gossip's sum goes into the gradient's storage where the optimizer can take
+  // the gradient first: no model-sized buffer per worker beside its state (under sim, thousands).
+  const TakenGradient taken = choco_ ? TakenGradient{} : take_gradient_first(input);
   const double t0 = ctx.now();
   if (choco_)
     choco_->mix(input.state.params);
   else
-    comm_.neighbor_average(core::MutableView(input.state.params), neighbors_, weights_, neighbors_, self_weight_);
+    comm_.neighbor_average(core::MutableView(input.state.params), neighbors_, weights_, neighbors_, self_weight_,
+                           taken.scratch);
   outcome.comm_seconds = ctx.now() - t0;
-  outcome.applied = apply_update(input, options_.non_finite);
+  outcome.applied = finish_update(input, taken, options_.non_finite);
   return outcome;
 }
 

@@ -58,6 +58,26 @@ bool Strategy::apply_update(const StepInput& input, NonFinitePolicy policy) {
   return false;
 }
 
+Strategy::TakenGradient Strategy::take_gradient_first(const StepInput& input) {
+  if (!input.optimizer.takes_gradient_first() || comm_.elastic()) return {};
+  TakenGradient taken{.scratch = input.state.grads};
+  comm_.context().compute_overlapped(0, [&] {
+    taken.finite = core::all_finite(input.state.grads);
+    if (taken.finite) input.optimizer.take_gradient(input.state.grads);
+  });
+  return taken;
+}
+
+bool Strategy::finish_update(const StepInput& input, const TakenGradient& taken, NonFinitePolicy policy) {
+  if (taken.scratch.empty()) return apply_update(input, policy);
+  if (taken.finite) {
+    comm_.context().compute_overlapped(0, [&] { input.optimizer.apply_taken(input.state.params, input.lr); });
+    return true;
+  }
+  report_non_finite(input, policy, "skipped step");
+  return false;
+}
+
 void Strategy::report_non_finite(const StepInput& input, NonFinitePolicy policy, std::string_view what) const {
   const int rank = comm_.rank();
   if (policy == NonFinitePolicy::error)

@@ -4,11 +4,14 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "closed_form.hpp"
+#include "common/error_message.hpp"
 #include "common/star_cluster.hpp"
 #include "fast/collective/communicator.hpp"
 #include "fast/runtime/sim/world.hpp"
@@ -221,7 +224,9 @@ TEST(NeighborAverage, RingWeightsGiveTheClosedForm) {
 // which starts 1 s late, so worker 0 finishes long before worker 1 reads its model. Every result
 // is the float arithmetic of the averaging in its order (the first receive copied, the others
 // added, then self * x + w * sum; or self * x plus each weighted neighbour), bit for bit, with one
-// weight and with several at worker 0. 80 KB per model: delivered on the compute threads.
+// weight and with several at worker 0. 80 KB per model: delivered on the compute threads. The
+// same with a scratch lent by the caller (its contents NaN before): nothing to lend then, so the
+// message that still needs worker 0's model keeps a copy, and the bits are the same.
 TEST(NeighborAverage, UnderSimALenderGetsTheSameBitsAsTheFormula) {
   constexpr std::size_t len = 20000;
   constexpr int n = 4;
@@ -230,7 +235,7 @@ TEST(NeighborAverage, UnderSimALenderGetsTheSameBitsAsTheFormula) {
     std::vector<double> w;
     double self;
   };
-  for (bool one_weight : {true, false}) {
+  for (const auto& [one_weight, lent] : {std::pair{true, false}, {false, false}, {true, true}, {false, true}}) {
     const std::vector<Row> rows{
         {{1, 3}, one_weight ? std::vector<double>{0.25, 0.25} : std::vector<double>{0.2, 0.3}, 0.5},
         {{2, 0}, {0.25, 0.25}, 0.5},
@@ -247,7 +252,8 @@ TEST(NeighborAverage, UnderSimALenderGetsTheSameBitsAsTheFormula) {
       std::vector<float> x = start[static_cast<std::size_t>(r)];
       Communicator comm(ctx);
       if (r == 2) ctx.sleep(1.0);
-      comm.neighbor_average(core::MutableView(std::span<float>(x)), row.in, row.w, row.in, row.self);
+      std::vector<float> scratch(lent ? len : 0, std::numeric_limits<float>::quiet_NaN());
+      comm.neighbor_average(core::MutableView(std::span<float>(x)), row.in, row.w, row.in, row.self, scratch);
       out[static_cast<std::size_t>(r)] = x;
     });
     for (int r = 0; r < n; ++r) {
@@ -268,7 +274,8 @@ TEST(NeighborAverage, UnderSimALenderGetsTheSameBitsAsTheFormula) {
           expected[i] = sum;
         }
       }
-      EXPECT_EQ(out[static_cast<std::size_t>(r)], expected) << "worker " << r << (one_weight ? ", one weight" : "");
+      EXPECT_EQ(out[static_cast<std::size_t>(r)], expected)
+          << "worker " << r << (one_weight ? ", one weight" : "") << (lent ? ", scratch lent" : "");
     }
   }
 }
@@ -281,6 +288,26 @@ TEST(NeighborAverage, MismatchedWeightsAreRejected) {
     const std::vector<double> w{0.5, 0.5};
     EXPECT_THROW(Communicator(ctx).neighbor_average(core::MutableView(std::span<float>(x)), nb, w, nb, 0.5),
                  core::InvalidArgument);
+  });
+}
+
+// A scratch lent must be data's length and apart from it: checked before any message.
+TEST(NeighborAverage, AScratchOfAnotherLengthOrOverlappingTheDataIsRejected) {
+  runtime::threads::World world({.size = 2});
+  world.run([](Context& ctx) {
+    std::vector<float> both(8, 1.0f);
+    const std::span<float> all(both);
+    const std::vector<int> nb{1 - ctx.rank()};
+    const std::vector<double> w{0.5};
+    Communicator comm(ctx);
+    testing::expect_error<core::InvalidArgument>(
+        [&] { comm.neighbor_average(core::MutableView(all.subspan(0, 4)), nb, w, nb, 0.5, all.subspan(4, 3)); },
+        {"neighbor_average", "4 elements", "got 3"});
+    testing::expect_error<core::InvalidArgument>(
+        [&] { comm.neighbor_average(core::MutableView(all.subspan(0, 4)), nb, w, nb, 0.5, all.subspan(2, 4)); },
+        {"neighbor_average", "not overlap"});
+    comm.neighbor_average(core::MutableView(all.subspan(0, 4)), nb, w, nb, 0.5, all.subspan(4, 4));  // both fine
+    EXPECT_EQ(both[0], 1.0f);
   });
 }
 

@@ -179,9 +179,12 @@ class Communicator {
   // This worker's data (before the update) is sent to every worker of out_neighbors. Collective:
   // every worker calls it at the same point, with lists that agree (u lists v as out-neighbour
   // exactly when v lists u as in-neighbour). Memory, whatever the degree: one scratch copy of data
-  // when every in-weight is the same, else two; freed on return.
+  // when every in-weight is the same, else two; freed on return. `scratch`, when not empty, is
+  // the first of them, lent by the caller (data's length, not overlapping it; InvalidArgument
+  // otherwise), its contents unspecified afterwards; under sim a message still to be delivered
+  // then keeps a copy of data (Context::finish_sends_then_write lends only a buffer it may keep).
   void neighbor_average(core::MutableView data, std::span<const int> in_neighbors, std::span<const double> in_weights,
-                        std::span<const int> out_neighbors, double self_weight);
+                        std::span<const int> out_neighbors, double self_weight, std::span<float> scratch = {});
 
   // Takes the next sequence number for a collective built outside this class (CodecAllreduce,
   // ChocoGossip), so its tags make_tag(TagKind::collective, sequence, detail) never meet another

@@ -28,6 +28,10 @@ class Adam final : public Optimizer {
   Adam(const OptimizerOptions& options, std::size_t numel);
 
   void step(std::span<float> params, std::span<const float> grads, double lr) override;
+  // adam with weight_decay 0, and adamw: take_gradient updates m and v, apply_taken the parameters.
+  bool takes_gradient_first() const override { return decoupled_ || weight_decay_ == 0; }
+  void take_gradient(std::span<const float> grads) override;
+  void apply_taken(std::span<float> params, double lr) override;
   std::string_view name() const override;
   std::size_t numel() const override { return numel_; }
   std::size_t state_buffers() const override { return 2; }
@@ -44,6 +48,7 @@ class Adam final : public Optimizer {
   double eps_;
   bool fused_;  // multiply-adds rounded once, as torch's kernels on this CPU
   std::int64_t steps_ = 0;
+  bool taken_ = false;       // take_gradient ran, apply_taken not yet
   core::Buffer exp_avg_;     // m, first moment
   core::Buffer exp_avg_sq_;  // v, second moment
 };

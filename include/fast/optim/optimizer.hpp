@@ -45,6 +45,18 @@ class Optimizer {
   // Both spans must have numel() elements and must not overlap; InvalidArgument otherwise (before
   // any state changes). Gradients are not checked for NaN/Inf here: callers reject them upstream.
   virtual void step(std::span<float> params, std::span<const float> grads, double lr) = 0;
+  // The same step in two calls, for a caller that needs the gradient's storage between them
+  // (dpsgd's gossip sums its neighbours' models there): take_gradient(grads) updates the state
+  // from the gradient, which is not read again; apply_taken(params, lr) then updates the
+  // parameters from the state. Together they are bitwise equal to step(params, grads, lr) on the
+  // parameters as apply_taken finds them. Only where takes_gradient_first(): the rule's state
+  // update reads no parameter and its update direction lies in its state (momentum with no
+  // weight decay; adam with none; adamw, whose decay applies to the parameters). Otherwise, or
+  // out of order (take, apply, take, ...), InvalidUsage; a span of the wrong length or an invalid
+  // lr, InvalidArgument, before any state changes.
+  virtual bool takes_gradient_first() const { return false; }
+  virtual void take_gradient(std::span<const float> grads);
+  virtual void apply_taken(std::span<float> params, double lr);
   // The registry name this optimizer was made under ("sgd", "momentum", ...).
   virtual std::string_view name() const = 0;
   // Number of float32 elements of the parameter buffer it was built for.

@@ -23,6 +23,10 @@ class Sgd final : public Optimizer {
   Sgd(const OptimizerOptions& options, std::size_t numel);
 
   void step(std::span<float> params, std::span<const float> grads, double lr) override;
+  // momentum with weight_decay 0: take_gradient updates the buffer b, apply_taken does p = p + (-lr) * b.
+  bool takes_gradient_first() const override { return kind_ == Kind::momentum && weight_decay_ == 0; }
+  void take_gradient(std::span<const float> grads) override;
+  void apply_taken(std::span<float> params, double lr) override;
   std::string_view name() const override;
   std::size_t numel() const override { return numel_; }
   std::size_t state_buffers() const override { return kind_ == Kind::plain ? 0 : 1; }
@@ -39,6 +43,7 @@ class Sgd final : public Optimizer {
   double dampening_;
   bool fused_;  // multiply-adds rounded once, as torch's kernels on this CPU
   std::int64_t steps_ = 0;
+  bool taken_ = false;   // take_gradient ran, apply_taken not yet
   core::Buffer buffer_;  // momentum buffer (empty for plain SGD)
 };
 

@@ -159,9 +159,10 @@ class Context {
   // `sim`, when a message not yet delivered still needs data's old contents as a send completes,
   // calls write(scratch) instead, on the worker's actor during that wait, and swaps the contents
   // of data and scratch: data holds the new contents, scratch's storage the old ones for those
-  // messages (scratch is left empty), and nothing is copied for them.
-  // Failure: InvalidArgument at once when scratch's dtype or length differs from data's (nothing
-  // waited); otherwise what the waits throw, after every send ended (an actor killed under sim
+  // messages (scratch is left empty), and nothing is copied for them. An empty scratch lends
+  // nothing: write(data) after the waits, and under sim such messages keep a copy of data.
+  // Failure: InvalidArgument at once when scratch is not empty and its dtype or length differs
+  // from data's (nothing waited); otherwise what the waits throw, after every send ended (an actor killed under sim
   // leaves at once), and data holds its old contents then.
   virtual void finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& scratch,
                                        const ElementWrite& write);

@@ -253,6 +253,21 @@ class Strategy {
   // naming the strategy, step and worker, or logs a warning and leaves the parameters untouched.
   // Returns whether the update was applied.
   bool apply_update(const StepInput& input, NonFinitePolicy policy);
+  // apply_update in two halves, for a step that exchanges the parameters between taking the
+  // gradient and updating them (dpsgd), so that the exchange may use the gradient's storage:
+  // take_gradient_first checks the gradient and, where the optimizer takes it first
+  // (Optimizer::takes_gradient_first) and the group is not elastic (a failed step there is taken
+  // again from its gradient), gives it to the optimizer. `scratch` is then input.state.grads,
+  // whose contents the step no longer needs; otherwise empty, and finish_update is apply_update.
+  // finish_update ends the step: Optimizer::apply_taken, or the non-finite report (per `policy`);
+  // returns whether the update was applied. A failure between the two ends the Worker's use (its
+  // optimizer holds a gradient taken and not applied): only a run that is not elastic does it.
+  struct TakenGradient {
+    std::span<float> scratch;  // the gradient's storage, free until finish_update; empty: not taken
+    bool finite = false;       // the gradient was finite (and the optimizer took it)
+  };
+  TakenGradient take_gradient_first(const StepInput& input);
+  bool finish_update(const StepInput& input, const TakenGradient& taken, NonFinitePolicy policy);
   // A non-finite gradient at input.step on this worker, per `policy`: throws InvalidArgument naming
   // the strategy, step and worker, or logs a warning "worker R <what> <step>".
   void report_non_finite(const StepInput& input, NonFinitePolicy policy, std::string_view what) const;

@@ -94,9 +94,9 @@ void Evaluator::release_representative() {
   in_grads_ = false;
 }
 
-std::span<float> Evaluator::representative_buffer(bool last) {
+std::span<float> Evaluator::representative_buffer() {
   const std::size_t n = replica_.param_span().size();
-  in_grads_ = last && replica_.grad_span().size() == n;
+  in_grads_ = replica_.grad_span().size() == n;
   if (in_grads_) {
     std::vector<float>().swap(representative_);
     return replica_.grad_span();
@@ -105,7 +105,7 @@ std::span<float> Evaluator::representative_buffer(bool last) {
   return representative_;
 }
 
-RoundResult Evaluator::run(bool replica_accuracies, bool last) {
+RoundResult Evaluator::run(bool replica_accuracies) {
   collective::Communicator& comm = worker_.communicator();
   const int n = comm.group_size();  // every worker, or the survivors of lost ones
   const std::span<float> params = replica_.param_span();
@@ -115,8 +115,7 @@ RoundResult Evaluator::run(bool replica_accuracies, bool last) {
   std::vector<double> accuracies(static_cast<std::size_t>(n), 0.0);
   int best = 0;
   // The strategy's representative read in place when it is this worker's own parameters; else
-  // copied, into a buffer of this round (release_representative), or in the last round into the
-  // replica's gradient.
+  // copied into the replica's gradient (representative_buffer).
   const std::span<const float> in_place = final_ == FinalModel::average ? worker_.representative_in_place()
                                                                          : std::span<const float>();
   in_place_ = identical && in_place.data() == params.data() && in_place.size() == params.size();
@@ -125,7 +124,7 @@ RoundResult Evaluator::run(bool replica_accuracies, bool last) {
     std::vector<float>().swap(representative_);
     in_grads_ = false;
   } else {
-    representative = representative_buffer(last);
+    representative = representative_buffer();
     if (final_ == FinalModel::average) worker_.representative(representative);
   }
   if (!identical) {

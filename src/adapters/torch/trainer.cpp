@@ -270,9 +270,10 @@ class TorchWorker final : public ModelSide {
     return loss.item<double>();
   }
   bool gradient_is_private() const override { return private_gradient_; }
-  // A mid-run round's representative is not read after its record: its buffer goes at once.
+  // A mid-run round's representative (in the gradient, which the next step overwrites) is not
+  // read after its record.
   metrics::EvalRecord evaluate(bool final_round) override {
-    const metrics::EvalRecord r = record(evaluator_->run(final_round && replica_accuracy_, /*last=*/final_round));
+    const metrics::EvalRecord r = record(evaluator_->run(final_round && replica_accuracy_));
     if (!final_round) evaluator_->release_representative();
     return r;
   }

@@ -54,11 +54,13 @@ class Evaluator {
             FinalModel final_model, bool private_compute = false);
 
   // Collective round (above). With replica_accuracies = false (mid-run evaluations), each replica
-  // is not scored on the whole test set (min/max left at -1), unless `best` needs it. `last`: no
-  // step follows (the final evaluation), so the replica's gradient is not needed any more and holds
-  // the representative where it is not the replica itself (a model-sized buffer fewer per worker:
-  // 1 GB at 1,024 simulated mlp workers); the gradient is overwritten.
-  RoundResult run(bool replica_accuracies = true, bool last = false);
+  // is not scored on the whole test set (min/max left at -1), unless `best` needs it. A round
+  // comes between two steps (mid-run, of a lockstep run) or after the last, where the replica's
+  // gradient is not needed (the next step writes it afresh: ModelSide::gradient zeroes it first):
+  // the gradient holds the representative where that is not the replica itself (a model-sized
+  // buffer fewer per worker, on every worker at once: a gigabyte at 1,024 simulated mlp workers).
+  // The gradient is overwritten.
+  RoundResult run(bool replica_accuracies = true);
   // Not collective, for asynchronous strategies mid-run: scores Worker::snapshot() (the current
   // representative) on the whole test set and reports the published replicas' consensus
   // distance. Replica accuracies are not measured (left at -1): that would take every worker.
@@ -67,9 +69,10 @@ class Evaluator {
   // after release_representative()): this worker's own parameters where the strategy's
   // representative is them (read in place, no copy).
   std::span<const float> representative() const noexcept;
-  // Frees the buffer of the last round's representative (a model-sized block per worker, which
-  // under sim would otherwise stay on every worker from one evaluation to the next: 1 GB at 1,024
-  // mlp workers). For a caller done with representative() until the next round.
+  // Forgets the last round's representative and frees its buffer where it has one of its own
+  // (snapshot_round's: a model-sized block per worker, which under sim would otherwise stay on
+  // every worker from one evaluation to the next). For a caller done with representative() until
+  // the next round, and before the gradient that holds run()'s is written again.
   void release_representative();
 
  private:
@@ -82,9 +85,9 @@ class Evaluator {
   Model& model_;
   std::shared_ptr<const Dataset> test_;
   FinalModel final_;
-  // The buffer of a round's representative that is not the replica itself: representative_, or
-  // in the last round the replica's gradient (run's `last`).
-  std::span<float> representative_buffer(bool last);
+  // The buffer of a round's representative that is not the replica itself: the replica's
+  // gradient (run()), or representative_ where the gradient's length differs.
+  std::span<float> representative_buffer();
 
   std::vector<float> representative_;
   bool in_place_ = false;  // the last run()'s representative is the replica's parameters
