@@ -62,14 +62,16 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
   const std::vector<int> live = alive_only(neighbors_, ctx);
   int peer = pick_neighbor(live, options_.seed, comm_.rank(), input.step);
   // The snapshot sent and the peer's model: per exchange, from the pool of page runs
-  // (core::Buffer::pooled), so only the workers in an exchange hold them.
+  // (core::Buffer::pooled), so only the workers in an exchange hold them. The snapshot goes into
+  // the gradient's storage instead where the optimizer takes the gradient first.
+  const TakenGradient taken = peer >= 0 ? take_gradient_first(input) : TakenGradient{};
   core::Buffer sent_buffer = core::Buffer::pooled(core::DType::f32);
   core::Buffer peer_buffer = core::Buffer::pooled(core::DType::f32);
   if (peer >= 0) {
-    sent_buffer.resize_to_overwrite(model_.size(), core::DType::f32);
+    if (taken.scratch.empty()) sent_buffer.resize_to_overwrite(model_.size(), core::DType::f32);
     peer_buffer.resize_to_overwrite(model_.size(), core::DType::f32);
   }
-  const std::span<float> sent = sent_buffer.as<float>();
+  const std::span<float> sent = taken.scratch.empty() ? sent_buffer.as<float>() : taken.scratch;
   const std::span<float> got = peer_buffer.as<float>();
   if (peer >= 0) {
     {
@@ -104,7 +106,7 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
   // parameters it was computed on were read.
   staleness_.add(local.version() - read_version_);
   std::copy(model_.begin(), model_.end(), params.begin());
-  outcome.applied = apply_update(input, options_.non_finite);
+  outcome.applied = finish_update(input, taken, options_.non_finite);
   if (outcome.applied) {
     std::copy(params.begin(), params.end(), model_.begin());
     local.bump();

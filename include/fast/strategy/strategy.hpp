@@ -254,14 +254,15 @@ class Strategy {
   // Returns whether the update was applied.
   bool apply_update(const StepInput& input, NonFinitePolicy policy);
   // apply_update in two halves, for a step that exchanges the parameters between taking the
-  // gradient and updating them (dpsgd), so that the exchange may use the gradient's storage:
+  // gradient and updating them (dpsgd, adpsgd), so that the exchange may use the gradient's storage:
   // take_gradient_first checks the gradient and, where the optimizer takes it first
   // (Optimizer::takes_gradient_first) and the group is not elastic (a failed step there is taken
   // again from its gradient), gives it to the optimizer. `scratch` is then input.state.grads,
   // whose contents the step no longer needs; otherwise empty, and finish_update is apply_update.
   // finish_update ends the step: Optimizer::apply_taken, or the non-finite report (per `policy`);
   // returns whether the update was applied. A failure between the two ends the Worker's use (its
-  // optimizer holds a gradient taken and not applied): only a run that is not elastic does it.
+  // optimizer holds a gradient taken and not applied), as a loss does in a run that is not elastic
+  // (an asynchronous strategy goes on only after the losses it absorbs within its step).
   struct TakenGradient {
     std::span<float> scratch;  // the gradient's storage, free until finish_update; empty: not taken
     bool finite = false;       // the gradient was finite (and the optimizer took it)
