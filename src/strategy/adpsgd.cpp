@@ -61,18 +61,16 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
   // Lost neighbours are left out of the draw (the same draw as without losses when none is).
   const std::vector<int> live = alive_only(neighbors_, ctx);
   int peer = pick_neighbor(live, options_.seed, comm_.rank(), input.step);
-  // The snapshot sent and the peer's model: per exchange, from the pool of page runs
-  // (core::Buffer::pooled), so only the workers in an exchange hold them. The snapshot goes into
-  // the gradient's storage instead where the optimizer takes the gradient first.
+  // The peer's model is received into the parameters' storage: what it holds (the model the
+  // gradient was computed on) is not read again, and the step ends by writing the model there.
+  // The snapshot sent goes into the gradient's storage where the optimizer takes the gradient
+  // first; otherwise into a buffer of this exchange, from the pool of page runs
+  // (core::Buffer::pooled), so only the workers in an exchange hold one.
   const TakenGradient taken = peer >= 0 ? take_gradient_first(input) : TakenGradient{};
   core::Buffer sent_buffer = core::Buffer::pooled(core::DType::f32);
-  core::Buffer peer_buffer = core::Buffer::pooled(core::DType::f32);
-  if (peer >= 0) {
-    if (taken.scratch.empty()) sent_buffer.resize_to_overwrite(model_.size(), core::DType::f32);
-    peer_buffer.resize_to_overwrite(model_.size(), core::DType::f32);
-  }
+  if (peer >= 0 && taken.scratch.empty()) sent_buffer.resize_to_overwrite(model_.size(), core::DType::f32);
   const std::span<float> sent = taken.scratch.empty() ? sent_buffer.as<float>() : taken.scratch;
-  const std::span<float> got = peer_buffer.as<float>();
+  const std::span<float> got = params;
   if (peer >= 0) {
     {
       collective::Window::Local local = window_->local();
@@ -101,7 +99,6 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
     ctx.memory_traffic(4.0 * model_bytes);
   }
   sent_buffer = core::Buffer();  // back to the pool: the exchange is over
-  peer_buffer = core::Buffer();
   // Lag of this gradient: model changes (remote averages, this worker's own average) since the
   // parameters it was computed on were read.
   staleness_.add(local.version() - read_version_);
