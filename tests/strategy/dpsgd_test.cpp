@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "fast/runtime/threads/world.hpp"
@@ -84,6 +85,42 @@ TEST(Dpsgd, AverageFollowsSynchronousSgdOnTheQuadratic) {
   for (std::size_t i = 0; i < kDim; ++i) {
     const double cbar = testing::mean_centre(n, i);
     EXPECT_NEAR(s.mean[i], cbar + std::pow(1 - kLr, kSteps) * (0.5 - cbar), 1e-4) << i;
+  }
+}
+
+// Where the optimizer takes the gradient first (momentum), the gossip sums the neighbours' models in
+// the gradient's storage: after a step it holds their sum; the parameters are the closed form of
+// the first momentum step on the mixed model. With nesterov, which reads the gradient after the
+// gossip, the gradient is left as it was. Ring of 3: every worker's in-neighbours are the other
+// two, Metropolis-Hastings weights 1/3; x_r = r + 1 and g_r = (r + 1) / 10 everywhere.
+TEST(Dpsgd, WhereTheOptimizerTakesTheGradientFirstTheSumLiesInTheGradient) {
+  constexpr std::size_t kDim = 17;
+  constexpr double kLr = 0.5;
+  for (const char* rule : {"momentum", "nesterov"}) {
+    const bool taken = std::string(rule) == "momentum";
+    const int n = 3;
+    std::vector<std::vector<float>> xs(n), gs(n);
+    runtime::threads::World world({.size = n});
+    world.run([&](Context& ctx) {
+      const auto r = static_cast<float>(ctx.rank() + 1);
+      std::vector<float> x(kDim, r), g(kDim, r / 10);
+      Worker worker(ctx, {.strategy = {.name = "dpsgd", .topology = "ring"}, .optimizer = {.name = rule, .lr = kLr}},
+                    {.params = x, .grads = g});
+      worker.step();
+      xs[ctx.rank()] = x;
+      gs[ctx.rank()] = g;
+    });
+    for (int r = 0; r < n; ++r) {
+      const double own = r + 1.0;
+      const double g = own / 10;
+      // First step: momentum's buffer is the gradient, so the step is -lr g; nesterov's is -lr (g + mu g).
+      const double step = taken ? kLr * g : kLr * (g + 0.9 * g);
+      for (std::size_t i = 0; i < kDim; ++i) {
+        EXPECT_NEAR(xs[r][i], 2.0 - step, 1e-6) << rule << " worker " << r;  // the mean of 1, 2, 3
+        EXPECT_FLOAT_EQ(gs[r][i], taken ? static_cast<float>(6.0 - own) : static_cast<float>(own) / 10)
+            << rule << " worker " << r;
+      }
+    }
   }
 }
 
