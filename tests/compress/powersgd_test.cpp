@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "common/random_vectors.hpp"
 #include "fast/compress/codec.hpp"
 #include "fast/compress/error_feedback.hpp"
 #include "fast/compress/powersgd.hpp"
@@ -19,13 +19,7 @@ using namespace payloads;
 
 using Matrix = std::vector<float>;  // row-major
 
-std::vector<float> gaussian(std::size_t n, std::uint32_t seed) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> x(n);
-  for (auto& v : x) v = d(g);
-  return x;
-}
+using fast::testing::gaussian;
 
 // rows x cols = A (rows x r) B^T (cols x r).
 Matrix low_rank(std::size_t rows, std::size_t cols, std::size_t r, std::uint32_t seed) {

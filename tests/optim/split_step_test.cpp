@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "common/error_message.hpp"
+#include "common/random_vectors.hpp"
 #include "fast/core/error.hpp"
 #include "fast/optim/optimizer.hpp"
 
@@ -18,14 +18,7 @@ namespace fast::optim {
 namespace {
 
 using fast::testing::expect_error;
-
-std::vector<float> normal(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
+using fast::testing::gaussian;
 
 // Bitwise: the split must round exactly as the one-call step.
 void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
@@ -54,10 +47,10 @@ TEST(SplitStep, TakeThenApplyEqualsStepOnTheParametersApplyFinds) {
     auto one = make_optimizer(options, n);
     auto split = make_optimizer(options, n);
     ASSERT_TRUE(split->takes_gradient_first()) << what;
-    std::vector<float> p_one = normal(n, 1);
+    std::vector<float> p_one = gaussian(n, 1);
     std::vector<float> p_split = p_one;
     for (std::uint32_t t = 0; t < 5; ++t) {
-      const std::vector<float> g = normal(n, 100 + t);
+      const std::vector<float> g = gaussian(n, 100 + t);
       const double lr = 0.1 / (1.0 + t);
       std::vector<float> g_split = g;
       split->take_gradient(g_split);
