@@ -117,7 +117,9 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // One training step on the gradient the framework just wrote into state.grads.
+  // One training step on the gradient the framework just wrote into state.grads. Afterwards
+  // state.grads holds what the strategy left there (Strategy::step may overwrite it: an aggregate,
+  // or the scratch of an exchange), not the batch's gradient; the next step needs a new one.
   StepReport step();
   // Collective: writes the representative model (per the strategy) into out. After finish() for
   // asynchronous strategies.
