@@ -430,6 +430,14 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
   FAST_ENFORCE_EQ(in_neighbors.size(), in_weights.size(), "neighbor_average: one weight per in-neighbour");
   for (int peer : in_neighbors) runtime::check_peer(*ctx_, peer, "neighbor_average in-neighbour");
   for (int peer : out_neighbors) runtime::check_peer(*ctx_, peer, "neighbor_average out-neighbour");
+  const std::span<float> x = data.as<float>();
+  if (!scratch.empty()) {
+    const std::less<const float*> before;  // a total order, even across unrelated objects
+    FAST_ENFORCE(scratch.size() == x.size() && !(before(scratch.data(), x.data() + x.size()) &&
+                                                 before(x.data(), scratch.data() + scratch.size())),
+                 "neighbor_average: the scratch lent must have data's {} elements and not overlap it (got {})",
+                 x.size(), scratch.size());
+  }
   const std::uint32_t sequence = next_sequence();
   const runtime::Tag tag = make_tag(TagKind::collective, sequence, 0);
   // The in-neighbours are received one after the other, in list order (their senders do not wait
@@ -444,14 +452,6 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
   // state only (under sim, thousands of workers would each keep a model-sized buffer idle through
   // the final evaluation).
   // The sum is written before it is read (the first receive, or self * x).
-  const std::span<float> x = data.as<float>();
-  if (!scratch.empty()) {
-    const std::less<const float*> before;  // a total order, even across unrelated objects
-    FAST_ENFORCE(scratch.size() == x.size() && !(before(scratch.data(), x.data() + x.size()) &&
-                                                 before(x.data(), scratch.data() + scratch.size())),
-                 "neighbor_average: the scratch lent must have data's {} elements and not overlap it (got {})",
-                 x.size(), scratch.size());
-  }
   core::Buffer sum_buffer;  // stays empty with a scratch lent: Context::finish_sends_then_write then copies
   core::Buffer incoming;
   if (scratch.empty()) sum_buffer.resize_to_overwrite(data.numel(), core::DType::f32);
@@ -483,7 +483,8 @@ void Communicator::neighbor_average(MutableView data, std::span<const int> in_ne
         // x <- self * x + w * sum, self * x without neighbours, or the weighted sum formed above,
         // element by element once the neighbours have read x: in place (out is x), or under sim
         // into the sum buffer (out is sum), which the messages still to be delivered then keep
-        // (Context::finish_sends_then_write). Each loop names the one buffer it writes, so that it
+        // (Context::finish_sends_then_write). With a scratch lent the sum buffer is empty: in
+        // place, and such messages keep a copy of x. Each loop names the one buffer it writes, so that it
         // vectorises. This worker's memory only: a computation of no simulated time, beside the
         // other workers' (sim).
         const bool alone = in_weights.empty();

@@ -183,6 +183,7 @@ std::vector<std::span<float>> Adam::state() {
 void Adam::set_steps_taken(std::int64_t steps) {
   FAST_ENFORCE(steps >= 0, "{}: steps taken must be >= 0, got {}", name(), steps);
   steps_ = steps;
+  taken_ = false;
 }
 
 void Adam::take_gradient(std::span<const float> grads) {

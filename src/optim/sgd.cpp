@@ -195,6 +195,7 @@ std::vector<std::span<float>> Sgd::state() {
 void Sgd::set_steps_taken(std::int64_t steps) {
   FAST_ENFORCE(steps >= 0, "{}: steps taken must be >= 0, got {}", name(), steps);
   steps_ = steps;
+  taken_ = false;
 }
 
 void Sgd::take_gradient(std::span<const float> grads) {

@@ -82,8 +82,14 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
     try {
       window_->fetch_average(peer, mine, core::MutableView(got)).wait();
     } catch (const core::PeerLost&) {
-      if (!runtime::lost_since(ctx, peer, t0)) throw;
+      if (!runtime::lost_since(ctx, peer, t0)) {
+        restore_params(params);
+        throw;
+      }
       peer = -1;  // the peer was lost during the exchange: no average this step
+    } catch (...) {
+      restore_params(params);
+      throw;
     }
   }
   outcome.comm_seconds = ctx.now() - t0;
@@ -111,6 +117,11 @@ StepOutcome AdpsgdStrategy::step(const StepInput& input) {
   ctx.memory_traffic((outcome.applied ? 4.0 : 2.0) * model_bytes);
   read_version_ = local.version();
   return outcome;
+}
+
+void AdpsgdStrategy::restore_params(std::span<float> params) {
+  collective::Window::Local local = window_->local();
+  std::copy(model_.begin(), model_.end(), params.begin());
 }
 
 void AdpsgdStrategy::rejoin(ModelState state) {

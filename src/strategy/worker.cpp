@@ -148,6 +148,7 @@ double Worker::next_lr() const {
 }
 
 StepReport Worker::step() {
+  check_not_partway("step");
   const double lr = next_lr();
   if (fault_.active()) fault_.apply(comm_.rank(), state_.grads);  // fault_inject: tests and demonstrations
   const StepOutcome outcome = strategy_step(lr);
@@ -241,7 +242,16 @@ SnapshotResult Worker::snapshot(std::span<float> out) {
   return result;
 }
 
+void Worker::check_not_partway(std::string_view call) const {
+  FAST_ENFORCE_AS(core::InvalidUsage, !optimizer_->gradient_taken(),
+                  "Worker::{}: worker {}'s step {} failed after its optimizer took the gradient (Optimizer::"
+                  "take_gradient) and before the update: its state is partway through that step, so it can neither "
+                  "step nor save again; end the run, or restore() a checkpoint from before the failure",
+                  call, comm_.rank(), steps_);
+}
+
 Checkpoint Worker::save() {
+  check_not_partway("save");
   Checkpoint out;
   out.arrays.emplace("params", std::vector<float>(state_.params.begin(), state_.params.end()));
   save_optimizer("optimizer", *optimizer_, out);

@@ -306,8 +306,14 @@ TEST(NeighborAverage, AScratchOfAnotherLengthOrOverlappingTheDataIsRejected) {
     testing::expect_error<core::InvalidArgument>(
         [&] { comm.neighbor_average(core::MutableView(all.subspan(0, 4)), nb, w, nb, 0.5, all.subspan(2, 4)); },
         {"neighbor_average", "not overlap"});
-    comm.neighbor_average(core::MutableView(all.subspan(0, 4)), nb, w, nb, 0.5, all.subspan(4, 4));  // both fine
-    EXPECT_EQ(both[0], 1.0f);
+    // Lent correctly: x <- x/2 + other/2, and the scratch holds the sum of the in-neighbours.
+    const auto mine = static_cast<float>(ctx.rank() + 1), other = static_cast<float>(2 - ctx.rank());
+    std::fill(both.begin(), both.begin() + 4, mine);
+    comm.neighbor_average(core::MutableView(all.subspan(0, 4)), nb, w, nb, 0.5, all.subspan(4, 4));
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(both[static_cast<std::size_t>(i)], 0.5f * mine + 0.5f * other);
+      EXPECT_EQ(both[static_cast<std::size_t>(4 + i)], other);
+    }
   });
 }
 

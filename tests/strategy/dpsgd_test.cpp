@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "fast/core/error.hpp"
 #include "fast/runtime/threads/world.hpp"
 #include "fast/strategy/dpsgd.hpp"
 #include "fast/strategy/worker.hpp"
@@ -122,6 +123,36 @@ TEST(Dpsgd, WhereTheOptimizerTakesTheGradientFirstTheSumLiesInTheGradient) {
       }
     }
   }
+}
+
+// A gossip that fails after the optimizer took the gradient (here: worker 1 never steps, so worker
+// 0's receive times out) leaves worker 0 partway through its step: stepping or saving again is
+// refused, naming why, where it would otherwise take a second gradient into the momentum. A
+// restore() of a checkpoint from before the failure puts a whole state back.
+TEST(Dpsgd, AStepThatFailedAfterTakingTheGradientRefusesToStepOrSaveAgain) {
+  runtime::threads::World world({.size = 2, .op_timeout_seconds = 0.3});
+  world.run([&](Context& ctx) {
+    std::vector<float> x(8, 1.0f), g(8, 0.5f);
+    Worker worker(ctx, {.strategy = {.name = "dpsgd", .topology = "ring"}, .optimizer = {.name = "momentum"}},
+                  {.params = x, .grads = g});
+    if (ctx.rank() == 1) return;
+    const Checkpoint before = worker.save();
+    EXPECT_ANY_THROW(worker.step());
+    for (const char* call : {"step", "save"}) {
+      try {
+        if (std::string(call) == "step")
+          worker.step();
+        else
+          (void)worker.save();
+        ADD_FAILURE() << call << ": no throw";
+      } catch (const core::InvalidUsage& e) {
+        EXPECT_NE(std::string(e.what()).find("partway through that step"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(std::string("Worker::") + call), std::string::npos) << e.what();
+      }
+    }
+    worker.restore(before, "the checkpoint before the failure");
+    EXPECT_NO_THROW((void)worker.save());
+  });
 }
 
 TEST(Dpsgd, DirectedOrUnknownTopologiesAreRejected) {

@@ -30,6 +30,7 @@ class Adam final : public Optimizer {
   void step(std::span<float> params, std::span<const float> grads, double lr) override;
   // adam with weight_decay 0, and adamw: take_gradient updates m and v, apply_taken the parameters.
   bool takes_gradient_first() const override { return decoupled_ || weight_decay_ == 0; }
+  bool gradient_taken() const override { return taken_; }
   void take_gradient(std::span<const float> grads) override;
   void apply_taken(std::span<float> params, double lr) override;
   std::string_view name() const override;

@@ -55,6 +55,9 @@ class Optimizer {
   // out of order (take, apply, take, ...), InvalidUsage; a span of the wrong length or an invalid
   // lr, InvalidArgument, before any state changes.
   virtual bool takes_gradient_first() const { return false; }
+  // Whether a gradient was taken and not applied yet: the state is then partway through a step
+  // (a caller whose exchange failed between the two calls cannot step or save again).
+  virtual bool gradient_taken() const { return false; }
   virtual void take_gradient(std::span<const float> grads);
   virtual void apply_taken(std::span<float> params, double lr);
   // The registry name this optimizer was made under ("sgd", "momentum", ...).
@@ -72,7 +75,8 @@ class Optimizer {
   // that one would.
   virtual std::vector<std::span<float>> state() = 0;
   virtual std::int64_t steps_taken() const = 0;
-  // InvalidArgument for a negative count.
+  // InvalidArgument for a negative count. Also forgets a gradient taken and not applied
+  // (take_gradient): the caller sets the whole state, as a restore from a checkpoint does.
   virtual void set_steps_taken(std::int64_t steps) = 0;
   // Bytes one step() streams through memory: parameters read and written, gradients read, each
   // state buffer read and written (runtime::Context::memory_traffic).

@@ -25,6 +25,7 @@ class Sgd final : public Optimizer {
   void step(std::span<float> params, std::span<const float> grads, double lr) override;
   // momentum with weight_decay 0: take_gradient updates the buffer b, apply_taken does p = p + (-lr) * b.
   bool takes_gradient_first() const override { return kind_ == Kind::momentum && weight_decay_ == 0; }
+  bool gradient_taken() const override { return taken_; }
   void take_gradient(std::span<const float> grads) override;
   void apply_taken(std::span<float> params, double lr) override;
   std::string_view name() const override;

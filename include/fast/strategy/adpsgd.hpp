@@ -94,6 +94,9 @@ class AdpsgdStrategy final : public Strategy {
  private:
   // x_i = model (rejoin, restore_state), under the window's guard; the read version follows.
   void adopt(std::span<const float> model);
+  // params = x_i, under the window's guard: after an exchange that failed partway, whose peer's
+  // model was being received into params.
+  void restore_params(std::span<float> params);
 
   StrategyOptions options_;
   std::vector<int> neighbors_;

@@ -256,13 +256,15 @@ class Strategy {
   // apply_update in two halves, for a step that exchanges the parameters between taking the
   // gradient and updating them (dpsgd, adpsgd), so that the exchange may use the gradient's storage:
   // take_gradient_first checks the gradient and, where the optimizer takes it first
-  // (Optimizer::takes_gradient_first) and the group is not elastic (a failed step there is taken
-  // again from its gradient), gives it to the optimizer. `scratch` is then input.state.grads,
-  // whose contents the step no longer needs; otherwise empty, and finish_update is apply_update.
+  // (Optimizer::takes_gradient_first) and the group is not elastic, gives it to the optimizer. (An
+  // elastic group that loses a worker during the exchange goes on from the state of one member,
+  // Worker::regroup_survivors, which must not hold a gradient taken and not applied.) `scratch` is then
+  // input.state.grads, whose contents the step no longer needs; otherwise empty, and finish_update is apply_update.
   // finish_update ends the step: Optimizer::apply_taken, or the non-finite report (per `policy`);
   // returns whether the update was applied. A failure between the two ends the Worker's use (its
-  // optimizer holds a gradient taken and not applied), as a loss does in a run that is not elastic
-  // (an asynchronous strategy goes on only after the losses it absorbs within its step).
+  // optimizer holds a gradient taken and not applied: Worker::step and save refuse), as a loss does
+  // in a run that is not elastic (an asynchronous strategy goes on only after the losses it
+  // absorbs within its step).
   struct TakenGradient {
     std::span<float> scratch;  // the gradient's storage, free until finish_update; empty: not taken
     bool finite = false;       // the gradient was finite (and the optimizer took it)

@@ -120,6 +120,9 @@ class Worker {
   // One training step on the gradient the framework just wrote into state.grads. Afterwards
   // state.grads holds what the strategy left there (Strategy::step may overwrite it: an aggregate,
   // or the scratch of an exchange), not the batch's gradient; the next step needs a new one.
+  // A step that failed after its optimizer took the gradient and before the update (dpsgd's or
+  // adpsgd's exchange: Strategy::take_gradient_first) leaves the Worker partway through it: step()
+  // and save() then throw InvalidUsage saying so, until restore() sets a whole state again.
   StepReport step();
   // Collective: writes the representative model (per the strategy) into out. After finish() for
   // asynchronous strategies.
@@ -220,6 +223,8 @@ class Worker {
   // The learning rate of the next step: the schedule's at steps_, times the group's share of the
   // workers the run started with under ElasticLr::linear.
   double next_lr() const;
+  // InvalidUsage when a failed step left the optimizer holding a taken gradient (step() above).
+  void check_not_partway(std::string_view call) const;
   // The strategy's step; in an elastic group, undone on PeerLost where the strategy may have
   // changed the state before failing (Strategy::changes_state_before_last_collective).
   StepOutcome strategy_step(double lr);
