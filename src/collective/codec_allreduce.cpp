@@ -58,6 +58,11 @@ CodecAllreduce::CodecAllreduce(Communicator& comm, CodecAllreduceOptions options
 
 CodecAllreduce::~CodecAllreduce() = default;
 
+void CodecAllreduce::forget_residuals() noexcept {
+  if (feedback_) feedback_->reset_all();
+  for (auto& [key, slot] : low_rank_) std::fill(slot->residual.begin(), slot->residual.end(), 0.0);
+}
+
 std::vector<double> CodecAllreduce::residual(std::uint64_t key) const {
   if (path_ == Path::low_rank) {
     const auto it = low_rank_.find(key);
@@ -79,11 +84,12 @@ void CodecAllreduce::average(MutableView data, std::uint64_t key) {
   }
 }
 
-// Ring over encoded partial sums. Tags: detail = step (0..2W-3).
+// Ring over encoded partial sums, round the members in rank order (n of them; me: this worker's
+// index among them). Tags: detail = step (0..2W-3).
 void CodecAllreduce::ring(std::span<float> data, std::uint64_t key) {
   runtime::Context& ctx = comm_.context();
-  const int n = comm_.size();
-  const int me = comm_.rank();
+  const int n = comm_.group_size();
+  const int me = comm_.group_index();
   const std::uint32_t seq = comm_.reserve_sequence();
   // This worker's contribution, rounded by the codec once with error feedback: data = decode(encode(data + e)).
   {
@@ -92,8 +98,8 @@ void CodecAllreduce::ring(std::span<float> data, std::uint64_t key) {
     feedback_->codec().decode(own.view(), data);
   }
   if (n == 1) return;
-  const int next = wrap(me + 1, n);
-  const int prev = wrap(me - 1, n);
+  const int next = comm_.members()[static_cast<std::size_t>(wrap(me + 1, n))];
+  const int prev = comm_.members()[static_cast<std::size_t>(wrap(me - 1, n))];
   std::vector<float> incoming;
   Buffer out;
   Buffer in;
@@ -139,7 +145,7 @@ bool CodecAllreduce::reduces_densely(std::size_t n) const {
   if (options_.sparse == SparseReduce::dense) return true;
   const compress::Codec& codec = feedback_->codec();
   if (!codec.fixed_size() && codec.keep_ratio() == 0) return false;  // threshold: its bound says nothing
-  const double workers = comm_.size();
+  const double workers = comm_.group_size();
   return workers * static_cast<double>(codec.encoded_bytes(n)) > kSparseDenseCrossover * 8.0 * static_cast<double>(n);
 }
 
@@ -147,8 +153,8 @@ bool CodecAllreduce::reduces_densely(std::size_t n) const {
 // all-reduce of the decoded messages (reduces_densely).
 void CodecAllreduce::gather(std::span<float> data, std::uint64_t key) {
   runtime::Context& ctx = comm_.context();
-  const int n = comm_.size();
-  const int me = comm_.rank();
+  const int n = comm_.group_size();
+  const int me = comm_.group_index();
   std::vector<Buffer> payloads(static_cast<std::size_t>(n));
   feedback_->encode(key, ConstView(std::span<const float>(data)), payloads[static_cast<std::size_t>(me)]);
   if (options_.meter != nullptr)
@@ -160,8 +166,8 @@ void CodecAllreduce::gather(std::span<float> data, std::uint64_t key) {
     return;
   }
   const std::uint32_t seq = comm_.reserve_sequence();
-  const int next = wrap(me + 1, n);
-  const int prev = wrap(me - 1, n);
+  const int next = comm_.members()[static_cast<std::size_t>(wrap(me + 1, n))];
+  const int prev = comm_.members()[static_cast<std::size_t>(wrap(me - 1, n))];
   // At step t this worker forwards the payload of worker me - t and receives that of me - t - 1.
   for (int t = 0; t < n - 1; ++t) {
     const auto tag = make_tag(TagKind::collective, seq, static_cast<std::uint32_t>(t));
@@ -169,7 +175,7 @@ void CodecAllreduce::gather(std::span<float> data, std::uint64_t key) {
     ctx.recv(prev, tag, payloads[static_cast<std::size_t>(wrap(me - t - 1, n))]).wait();
     sent.wait();
   }
-  // Sum of the decoded messages in rank order: the same float operations on every worker.
+  // Sum of the decoded messages in the members' rank order: the same float operations on every worker.
   std::vector<float> decoded(data.size());
   std::fill(data.begin(), data.end(), 0.0f);
   for (int w = 0; w < n; ++w) {

@@ -56,6 +56,12 @@ void AllreduceStrategy::attach(ModelState state) {
   if (dgc_) dgc_update_ = optim::make_optimizer(dgc_update_optimizer(options_.optimizer), state.params.size());
 }
 
+void AllreduceStrategy::regrouped(ModelState /*state*/) {
+  // Each member restored one member's state, residuals included: a residual is what this worker's
+  // own gradients lost, so none of them is carried into the new group.
+  if (reduce_) reduce_->forget_residuals();
+}
+
 void AllreduceStrategy::save_state(Checkpoint& out) {
   if (reduce_) reduce_->save("allreduce.codec", out);
   if (dgc_) {
@@ -147,8 +153,9 @@ StrategyRegistration builtin::allreduce_registration() {
           .elastic =
               [](const StrategyOptions& o) {
                 return builtin::elastic_without_world_state(
-                    o, "keeps per-world residuals and runs a codec's all-reduce over the whole world",
-                    "runs its codec's all-reduce over the whole world");
+                    o,
+                    "keeps each worker's own momentum and residual, which a regrouping would replace by one worker's",
+                    {});
               },
           .sends_gradients = true,
           .robust_aggregate = true,

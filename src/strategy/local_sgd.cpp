@@ -85,7 +85,10 @@ StrategyRegistration builtin::local_sgd_registration() {
                       sparse_allreduce_option()},
           .elastic = [](const StrategyOptions& o) -> std::string {
             if (Strategy::compresses(o))
-              return fmt::format("compress = '{}' runs its codec's all-reduce over the whole world", o.compress);
+              return fmt::format(
+                  "compress = '{}' starts from the average of every rank's initial replica (its anchor), which the "
+                  "vacant ranks of an elastic run and a worker joining it cannot take part in",
+                  o.compress);
             return {};
           }};
 }

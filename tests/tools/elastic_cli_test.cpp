@@ -99,11 +99,13 @@ TEST_P(SimElastic, SurvivorsOfAFailedHostFinishTheRun) {
   fs::remove_all(dir);
 }
 
-// local-sgd and dpsgd regroup as allreduce does (tests/strategy/elastic_test.cpp): labelled long.
-// ps with a server on every worker: host 2's loss takes the server of shard 2 with it.
+// local-sgd, dpsgd and allreduce with a codec regroup as allreduce does (tests/strategy/elastic_test.cpp;
+// with a codec, the zmq restart below too): labelled long. ps with a server on every worker: host
+// 2's loss takes the server of shard 2 with it.
 INSTANTIATE_TEST_SUITE_P(Strategies, SimElastic, ::testing::Values("allreduce", "ps --mode sync --servers 4"),
                          [](const auto& info) { return dir_name(info.param); });
-INSTANTIATE_TEST_SUITE_P(LongStrategies, SimElastic, ::testing::Values("local-sgd --period 4", "dpsgd"),
+INSTANTIATE_TEST_SUITE_P(LongStrategies, SimElastic,
+                         ::testing::Values("local-sgd --period 4", "dpsgd", "allreduce --compress fp16"),
                          [](const auto& info) { return dir_name(info.param); });
 
 // --min-workers 4: the loss of host 2 leaves 3 workers, and the run ends at the step the survivors
@@ -185,10 +187,14 @@ TEST(ElasticSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
   EXPECT_EQ(ps.code, 2) << ps.output;
   EXPECT_NE(ps.output.find("compress = 'int8' keeps a reply link per worker on each server"), std::string::npos)
       << ps.output;
-  const auto codec =
-      fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --elastic --compress int8" + kTrain);
+  const auto codec = fast::testing::run_fast_in(
+      dir, "train --runtime sim --workers 4 --elastic --strategy local-sgd --compress int8" + kTrain);
   EXPECT_EQ(codec.code, 2) << codec.output;
-  EXPECT_NE(codec.output.find("compress = 'int8'"), std::string::npos) << codec.output;
+  EXPECT_NE(codec.output.find("compress = 'int8' starts from the average"), std::string::npos) << codec.output;
+  const auto dgc = fast::testing::run_fast_in(
+      dir, "train --runtime sim --workers 4 --elastic --dgc --compress topk:ratio=0.01" + kTrain);
+  EXPECT_EQ(dgc.code, 2) << dgc.output;
+  EXPECT_NE(dgc.output.find("dgc = true keeps each worker's own momentum"), std::string::npos) << dgc.output;
   // elastic_lr and min_workers: only with --elastic, and at most the run's workers.
   const std::vector<std::pair<std::string, std::string>> bounds{
       {"--elastic-lr linear", "elastic_lr: set to 'linear' without elastic"},
@@ -400,17 +406,18 @@ TEST_P(ZmqElasticRestart, TheRestartedProcessJoinsAndTheRunEndsWithEveryWorker) 
   fs::remove_all(dir);
 }
 
-// Process 2, and process 0, which served the rendezvous: process 1, the lowest survivor on its
+// Process 2 with a codec (the survivors' all-reduce and the newcomer's residuals start afresh at
+// each change), and process 0, which served the rendezvous: process 1, the lowest survivor on its
 // host, serves it in its place, and the restarted process 0 (FAST_RESTARTED=1) asks it to take rank
 // 0 back; the summary comes from process 0 again (one writer).
-INSTANTIATE_TEST_SUITE_P(Strategies, ZmqElasticRestart, ::testing::Values(Loss{"allreduce", 2}, Loss{"allreduce", 0}),
-                         loss_name);
+INSTANTIATE_TEST_SUITE_P(Strategies, ZmqElasticRestart,
+                         ::testing::Values(Loss{"allreduce --compress int8", 2}, Loss{"allreduce", 0}), loss_name);
 // ps: the restarted process hosted the server of shard 1; the survivors placed it on worker 2, and
 // the admission places the servers again on workers 0 and 1. local-sgd and dpsgd join as allreduce
 // does. Labelled long (`make test-all`).
 INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqElasticRestart,
-                         ::testing::Values(Loss{"ps --mode sync --servers 2", 1}, Loss{"local-sgd --period 4", 2},
-                                           Loss{"dpsgd", 2}),
+                         ::testing::Values(Loss{"allreduce", 2}, Loss{"ps --mode sync --servers 2", 1},
+                                           Loss{"local-sgd --period 4", 2}, Loss{"dpsgd", 2}),
                          loss_name);
 
 // A join racing a loss: process 2 is SIGKILLed at 30% and started again (--restart 1); when the

@@ -26,6 +26,10 @@
 // On return every worker holds bit-identical data (each decodes the same payloads in the same
 // order, and a segment's owner keeps the decoded value of what it sent).
 //
+// "Workers" are the members of the communicator's group (Communicator::members(), every rank until
+// an elastic group changes): the rings run over the members in rank order and the average divides
+// by their number, so the same object goes on after the group changes.
+//
 // Thread-safety: one CodecAllreduce per worker, used by one activity at a time.
 
 #include <cstdint>
@@ -74,7 +78,8 @@ class CodecAllreduce {
   CodecAllreduce(Communicator& comm, CodecAllreduceOptions options);
   ~CodecAllreduce();
 
-  // Collective: data (f32) = average over workers of their contributions as described above.
+  // Collective among the group's members: data (f32) = the average of their contributions as
+  // described above.
   void average(core::MutableView data, std::uint64_t key);
 
   Path path() const noexcept { return path_; }
@@ -85,6 +90,12 @@ class CodecAllreduce {
   // The error feedback of this worker's contributions on the gather and ring paths (null on the
   // others): compress::Dgc's sparsity warm-up sets its codec's keep ratio and masks its residual.
   compress::ErrorFeedback* feedback() noexcept { return feedback_.get(); }
+  // Forgets every key's residual (the error feedback of the ring and gather paths, the low_rank
+  // path's residuals): each key's next average sends this worker's input alone. The codec's random
+  // stream and PowerSGD's Q (the same on every worker) are kept. Elastic groups call it on every
+  // member after the group changed, when each member's residuals were replaced by one member's
+  // (docs/faults.md, "Elastic synchronous training"). Local: no communication.
+  void forget_residuals() noexcept;
 
   // Checkpoints: everything a later average() depends on besides its input: the error feedback of
   // the ring and gather paths (residuals and the codec's stream, "<prefix>.feedback...") and, on the

@@ -36,6 +36,9 @@ class ErrorFeedback {
   std::span<const double> residual(std::uint64_t key) const;
   // Forgets the residual of key (next encode starts from zero).
   void reset(std::uint64_t key);
+  // Forgets every key's residual (each key's next encode starts from zero); the codec and its
+  // random stream stay as they are.
+  void reset_all() noexcept { residuals_.clear(); }
   // What the last encode's payload decodes to, this sender's own message (empty before the first
   // encode; overwritten by the next one).
   std::span<const float> last_sent() const noexcept { return decoded_; }
