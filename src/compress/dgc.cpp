@@ -33,6 +33,12 @@ Dgc::Dgc(const DgcOptions& options, std::size_t numel) : options_(options), nume
   if (options.momentum > 0) velocity_.assign(numel, 0.0f);
 }
 
+void Dgc::start_afresh(int workers) {
+  FAST_ENFORCE(workers >= 1, "dgc: workers must be >= 1, got {}", workers);
+  options_.workers = workers;
+  std::fill(velocity_.begin(), velocity_.end(), 0.0f);
+}
+
 double Dgc::density(std::int64_t step) const {
   const DgcOptions& o = options_;
   if (o.warmup_steps == 0 || step >= o.warmup_steps || o.warmup_ratio <= o.ratio) return o.ratio;

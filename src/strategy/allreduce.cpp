@@ -56,10 +56,14 @@ void AllreduceStrategy::attach(ModelState state) {
   if (dgc_) dgc_update_ = optim::make_optimizer(dgc_update_optimizer(options_.optimizer), state.params.size());
 }
 
-void AllreduceStrategy::regrouped(ModelState /*state*/) {
-  // Each member restored one member's state, residuals included: a residual is what this worker's
-  // own gradients lost, so none of them is carried into the new group.
+void AllreduceStrategy::regrouped(ModelState state) {
+  // Each member restored one member's state, residuals and DGC's velocity included: both are this
+  // worker's own (what its gradients lost, its momentum), so none of them is carried into the new
+  // group. With the local view every member then looks at the shared x itself.
   if (reduce_) reduce_->forget_residuals();
+  if (!dgc_) return;
+  dgc_->start_afresh(comm_.group_size());
+  if (dgc_->options().local_view) dgc_->look(state.params, {});
 }
 
 void AllreduceStrategy::save_state(Checkpoint& out) {
@@ -150,13 +154,7 @@ StrategyRegistration builtin::allreduce_registration() {
           .summary = "synchronous gradient averaging",
           .make = factory_of<AllreduceStrategy>(),
           .options = std::move(options),
-          .elastic =
-              [](const StrategyOptions& o) {
-                return builtin::elastic_without_world_state(
-                    o,
-                    "keeps each worker's own momentum and residual, which a regrouping would replace by one worker's",
-                    {});
-              },
+          .elastic = [](const StrategyOptions& o) { return builtin::elastic_without_world_state(o, {}, {}); },
           .sends_gradients = true,
           .robust_aggregate = true,
           .external_optimizer = true};

@@ -203,7 +203,7 @@ std::string builtin::rejoin_without_codec(const StrategyOptions& options, int /*
 
 std::string builtin::elastic_without_world_state(const StrategyOptions& options, std::string_view dgc_keeps,
                                                  std::string_view codec_keeps) {
-  if (options.dgc) return fmt::format("dgc = true {}", dgc_keeps);
+  if (!dgc_keeps.empty() && options.dgc) return fmt::format("dgc = true {}", dgc_keeps);
   if (!codec_keeps.empty() && Strategy::compresses(options))
     return fmt::format("compress = '{}' {}", options.compress, codec_keeps);
   if (options.aggregate != "mean")

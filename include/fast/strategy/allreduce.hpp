@@ -18,7 +18,8 @@
 // On a lost peer: the strategy is synchronous (every step waits for every worker), so it cannot
 // go on; the launcher ends the run at once with the lost worker's PeerLost (fast exits with 3).
 // In an elastic group (docs/faults.md, "Elastic synchronous training") the survivors regroup and
-// go on, with a codec too (not with dgc or a robust aggregate): regrouped() forgets the residuals.
+// go on, with a codec and dgc too (not with a robust aggregate): regrouped() forgets the residuals
+// and DGC's velocity.
 
 #include <memory>
 
@@ -45,7 +46,9 @@ class AllreduceStrategy final : public Strategy {
   // Builds the codec's all-reduce (when compress is not "none") with the model's layout.
   void attach(ModelState state) override;
   // Elastic groups: with a codec, every member's error-feedback residuals start from zero
-  // (CodecAllreduce::forget_residuals); the all-reduce follows the new members by itself.
+  // (CodecAllreduce::forget_residuals); with dgc its velocity too, its clipping bound follows the
+  // group's size and, with the local view, the parameters become the shared x (the same on every
+  // member). The all-reduce follows the new members by itself.
   void regrouped(ModelState state) override;
   // Checkpoints: the codec's all-reduce ("allreduce.codec...": error-feedback residuals, random
   // stream, PowerSGD's Q) and DGC's velocity and update optimizer ("allreduce.dgc..."); nothing
