@@ -246,8 +246,8 @@ std::vector<ConfigKey> output_keys() {
           "Synchronous strategies: when a worker is lost, the survivors agree on a new group at once, take the state "
           "of the one that took the most steps and go on with fewer workers (docs/faults.md, \"Elastic synchronous "
           "training\"); without it a lost worker ends the run. For runtimes that lose workers (zmq, sim) and "
-          "strategies that declare it (allreduce, with a codec or dgc too; ps in mode sync, local-sgd and dpsgd "
-          "without either; none with a robust aggregate).",
+          "strategies that declare it (allreduce, with a codec or dgc too; local-sgd, with a codec too; ps in mode "
+          "sync and dpsgd without either; none with a robust aggregate).",
           [](TrainOptions& o, const std::string& v) { o.elastic = parse_bool(v, "elastic"); },
           [](const TrainOptions& o) { return std::string(o.elastic ? "true" : "false"); }),
       text_key(

@@ -21,9 +21,26 @@ void LocalSgdStrategy::attach(ModelState state) {
                                                .meter = &meter_,
                                                .sparse = parse_sparse_reduce(options_.sparse_allreduce)});
   anchor_.assign(state.params.begin(), state.params.end());
-  comm_.allreduce(core::MutableView(std::span<float>(anchor_)), {.op = collective::ReduceOp::avg});
-  std::copy(anchor_.begin(), anchor_.end(), state.params.begin());
   delta_.resize(anchor_.size());
+  // An elastic group averages the initial replicas in its first step instead, among the members it
+  // has then (vacant ranks left out); a worker joining a run under way takes the anchor with the
+  // members' state.
+  if (!comm_.elastic()) average_initial_replicas(state.params);
+}
+
+void LocalSgdStrategy::average_initial_replicas(std::span<float> params) {
+  std::copy(params.begin(), params.end(), anchor_.begin());
+  comm_.allreduce(core::MutableView(std::span<float>(anchor_)), {.op = collective::ReduceOp::avg});
+  std::copy(anchor_.begin(), anchor_.end(), params.begin());
+}
+
+bool LocalSgdStrategy::averages_initial_replicas(std::int64_t step) const {
+  return reduce_ != nullptr && comm_.elastic() && step == 0;
+}
+
+void LocalSgdStrategy::regrouped(ModelState /*state*/) {
+  // The members took one member's state, residuals included: each forgets them (as allreduce).
+  if (reduce_) reduce_->forget_residuals();
 }
 
 void LocalSgdStrategy::save_state(Checkpoint& out) {
@@ -42,6 +59,11 @@ void LocalSgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_v
 StepOutcome LocalSgdStrategy::step(const StepInput& input) {
   runtime::Context& ctx = comm_.context();
   StepOutcome outcome;
+  if (averages_initial_replicas(input.step)) {
+    const double t0 = ctx.now();
+    average_initial_replicas(input.state.params);
+    outcome.comm_seconds += ctx.now() - t0;
+  }
   const bool warmup = input.step < options_.sync_warmup;
   if (warmup) {
     const double t0 = ctx.now();
@@ -83,14 +105,7 @@ StrategyRegistration builtin::local_sgd_registration() {
                                             "the first this many steps average gradients (as allreduce).")
                           .at_least(0),
                       sparse_allreduce_option()},
-          .elastic = [](const StrategyOptions& o) -> std::string {
-            if (Strategy::compresses(o))
-              return fmt::format(
-                  "compress = '{}' starts from the average of every rank's initial replica (its anchor), which the "
-                  "vacant ranks of an elastic run and a worker joining it cannot take part in",
-                  o.compress);
-            return {};
-          }};
+          .elastic = [](const StrategyOptions&) -> std::string { return {}; }};
 }
 
 }  // namespace fast::strategy

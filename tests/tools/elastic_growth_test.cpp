@@ -130,6 +130,12 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ZmqElasticGrowth,
                                            Growth{"dpsgd", "dpsgd", false},
                                            Growth{"local_sgd", "local-sgd --period 4", false}),
                          [](const ::testing::TestParamInfo<Growth>& info) { return info.param.name; });
+// With a codec: allreduce's and local-sgd's all-reduces among the members, local-sgd's first step
+// averaging the initial replicas of the 2 starting members (ranks 2 and 3 vacant). Labelled long.
+INSTANTIATE_TEST_SUITE_P(LongCodecs, ZmqElasticGrowth,
+                         ::testing::Values(Growth{"allreduce_int8", "allreduce --compress int8"},
+                                           Growth{"local_sgd_int8", "local-sgd --period 4 --compress int8", false}),
+                         [](const ::testing::TestParamInfo<Growth>& info) { return info.param.name; });
 
 // Two processes started at once during the run: each takes a vacant rank of its own (2 and 3, in
 // either order), both are admitted, and the run ends with 4 workers whose parameters are equal.

@@ -16,9 +16,14 @@
 // x_i <- a + avg_j(x_j - a) as decoded, the same on every worker; warm-up gradients likewise.
 //
 // On a lost peer: the averaging all-reduce needs every worker, so the run cannot go on; the
-// launcher ends it at once with the lost worker's PeerLost.
+// launcher ends it at once with the lost worker's PeerLost. In an elastic group (docs/faults.md,
+// "Elastic synchronous training") the survivors regroup and go on, with a codec too: the first
+// step (step 0) averages the initial replicas among the members then, before its local update, and
+// regrouped() forgets the codec's residuals.
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "fast/collective/codec_allreduce.hpp"
@@ -34,11 +39,15 @@ class LocalSgdStrategy final : public Strategy {
   StepOutcome step(const StepInput& input) override;
   // The averaging steps after the warm-up: the local update, then the averaging. Warm-up steps
   // average gradients before the update; the other steps have no collective.
+  // With a codec in an elastic group, step 0 too (it averages the initial replicas first).
   bool changes_state_before_last_collective(std::int64_t step) const override {
-    return step >= options_.sync_warmup && (step + 1) % options_.period == 0;
+    return (step >= options_.sync_warmup && (step + 1) % options_.period == 0) || averages_initial_replicas(step);
   }
-  // With a codec: the codec's all-reduce and the first anchor a (the average of the initial replicas).
+  // With a codec: the codec's all-reduce and the first anchor a (the average of the initial
+  // replicas, which the parameters become; in an elastic group, at step 0 instead).
   void attach(ModelState state) override;
+  // Elastic groups: with a codec, every member's residuals start from zero (as allreduce's).
+  void regrouped(ModelState state) override;
   // With a codec: the last average (anchor).
   std::size_t state_bytes() const override { return bytes_of(anchor_); }
   // Checkpoints with a codec: the anchor a ("local_sgd.anchor") and the codec's all-reduce
@@ -47,6 +56,11 @@ class LocalSgdStrategy final : public Strategy {
   void restore_state(const Checkpoint& checkpoint, std::string_view source, ModelState state) override;
 
  private:
+  // anchor_ = params = the members' average of params (collective).
+  void average_initial_replicas(std::span<float> params);
+  // Whether step `step` starts by averaging the initial replicas (a codec, an elastic group, step 0).
+  bool averages_initial_replicas(std::int64_t step) const;
+
   StrategyOptions options_;
   std::unique_ptr<collective::CodecAllreduce> reduce_;  // with a codec
   std::vector<float> anchor_;                           // with a codec: the last average
