@@ -33,10 +33,14 @@ Dgc::Dgc(const DgcOptions& options, std::size_t numel) : options_(options), nume
   if (options.momentum > 0) velocity_.assign(numel, 0.0f);
 }
 
-void Dgc::start_afresh(int workers) {
+void Dgc::forget_velocity() noexcept {
+  std::fill(velocity_.begin(), velocity_.end(), 0.0f);
+  first_ = true;
+}
+
+void Dgc::set_workers(int workers) {
   FAST_ENFORCE(workers >= 1, "dgc: workers must be >= 1, got {}", workers);
   options_.workers = workers;
-  std::fill(velocity_.begin(), velocity_.end(), 0.0f);
 }
 
 double Dgc::density(std::int64_t step) const {

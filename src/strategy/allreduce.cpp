@@ -56,14 +56,18 @@ void AllreduceStrategy::attach(ModelState state) {
   if (dgc_) dgc_update_ = optim::make_optimizer(dgc_update_optimizer(options_.optimizer), state.params.size());
 }
 
-void AllreduceStrategy::regrouped(ModelState state) {
-  // Each member restored one member's state, residuals and DGC's velocity included: both are this
-  // worker's own (what its gradients lost, its momentum), so none of them is carried into the new
-  // group. With the local view every member then looks at the shared x itself.
+void AllreduceStrategy::adopted_state(ModelState state) {
+  // The residuals and DGC's velocity just restored are another worker's (what its gradients lost,
+  // its momentum): this worker starts its own afresh. With the local view it then looks at the
+  // shared x itself (its own residual is zero).
   if (reduce_) reduce_->forget_residuals();
   if (!dgc_) return;
-  dgc_->start_afresh(comm_.group_size());
+  dgc_->forget_velocity();
   if (dgc_->options().local_view) dgc_->look(state.params, {});
+}
+
+void AllreduceStrategy::regrouped(ModelState /*state*/) {
+  if (dgc_) dgc_->set_workers(comm_.group_size());  // the clipping bound C / sqrt(workers)
 }
 
 void AllreduceStrategy::save_state(Checkpoint& out) {

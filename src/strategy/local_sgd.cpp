@@ -38,8 +38,8 @@ bool LocalSgdStrategy::averages_initial_replicas(std::int64_t step) const {
   return reduce_ != nullptr && comm_.elastic() && step == 0;
 }
 
-void LocalSgdStrategy::regrouped(ModelState /*state*/) {
-  // The members took one member's state, residuals included: each forgets them (as allreduce).
+void LocalSgdStrategy::adopted_state(ModelState /*state*/) {
+  // The residuals just restored are another worker's (as allreduce's): this worker starts afresh.
   if (reduce_) reduce_->forget_residuals();
 }
 

@@ -539,9 +539,8 @@ StrategyRegistration builtin::ps_registration() {
           // state, which the survivors place again (ps.hpp, "Elastic groups").
           .elastic =
               [](const StrategyOptions& o) {
-                return builtin::elastic_without_world_state(
-                    o, "keeps per-world residuals on the workers and reply links on the servers",
-                    "keeps a reply link per worker on each server");
+                return builtin::elastic_without_world_state(o, "sends through a reply link per worker on each server",
+                                                            "keeps a reply link per worker on each server");
               },
           .sends_gradients = true,
           .robust_aggregate = StrategyTrait::when("mode", {"sync"})};

@@ -62,7 +62,8 @@ PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, i
 
 void PsServer::start_elastic(std::int64_t clock, std::span<const int> members) {
   FAST_ENFORCE(mode_ == PsMode::sync && !decoder_ && aggregate_.is_mean(),
-               "ps: server of shard {}: elastic groups need mode sync without a codec and with the mean", shard_);
+               "ps: server of shard {}: elastic groups need mode sync without a codec or dgc, and with the mean",
+               shard_);
   std::fill(pushed_.begin(), pushed_.end(), clock);
   std::fill(done_.begin(), done_.end(), 1);
   for (int m : members) done_[static_cast<std::size_t>(m)] = 0;

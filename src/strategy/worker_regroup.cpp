@@ -98,6 +98,7 @@ void Worker::take_state_of(int source) {
   if (comm_.rank() == source) return;
   const std::string from = fmt::format("the state of worker {}", source);
   restore(decode_checkpoint(bytes, from), from);
+  strategy_->adopted_state(state_);
 }
 
 }  // namespace fast::strategy

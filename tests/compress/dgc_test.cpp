@@ -194,6 +194,33 @@ TEST(Dgc, ClipsTheLocalGradientToTheBoundOverRootWorkers) {
   EXPECT_FLOAT_EQ(small[0], 0.6f + 0.5f);
 }
 
+// Elastic runs: set_workers moves the bound C / sqrt(workers); forget_velocity makes the next
+// accumulate() a first one again (u = g, not m u + (1 - dampening) g), and refuses nothing.
+TEST(Dgc, SetWorkersMovesTheBoundAndForgetVelocityStartsAfresh) {
+  Dgc clip({.clip_norm = 4.0, .workers = 4, .ratio = 1.0}, 2);
+  std::vector<float> x{0, 0}, g{3, 4};  // norm 5: bound 2 with 4 workers, 4 with 1
+  ASSERT_TRUE(clip.accumulate(g, x, 1.0));
+  EXPECT_DOUBLE_EQ(clip.last_clip_scale(), 0.4);
+  clip.set_workers(1);
+  g = {3, 4};
+  ASSERT_TRUE(clip.accumulate(g, x, 1.0));
+  EXPECT_DOUBLE_EQ(clip.last_clip_scale(), 0.8);
+  EXPECT_THROW(clip.set_workers(0), core::InvalidArgument);
+
+  Dgc dgc({.momentum = 0.9, .dampening = 0.5, .ratio = 1.0}, 2);
+  std::vector<float> a{1, 2};
+  ASSERT_TRUE(dgc.accumulate(a, x, 1.0));  // first: u = g
+  a = {1, 2};
+  ASSERT_TRUE(dgc.accumulate(a, x, 1.0));  // u = 0.9 u + 0.5 g
+  EXPECT_FLOAT_EQ(dgc.velocity()[0], 0.9f * 1 + 0.5f * 1);
+  dgc.forget_velocity();
+  EXPECT_EQ(std::vector<float>(dgc.velocity().begin(), dgc.velocity().end()), (std::vector<float>{0, 0}));
+  a = {3, 5};
+  ASSERT_TRUE(dgc.accumulate(a, x, 1.0));  // a first step again: u = g
+  EXPECT_EQ(std::vector<float>(dgc.velocity().begin(), dgc.velocity().end()), (std::vector<float>{3, 5}));
+  EXPECT_EQ(a, (std::vector<float>{3, 5}));
+}
+
 TEST(Dgc, NonFiniteGradientLeavesTheVelocityAndSendsNothingNew) {
   Dgc dgc({.momentum = 0.9, .ratio = 0.5}, 3);
   std::vector<float> x(3, 0.0f), g{1, 2, 3};

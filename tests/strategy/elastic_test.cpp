@@ -126,22 +126,21 @@ TEST(ElasticTraining, SurvivorsOfALostWorkerFollowTheClosedFormOfTheirGroup) {
 }
 
 // With a codec (fp16, error feedback) the survivors average among themselves too: the closed form
-// of their group up to fp16's rounding, one model on every survivor. Each member's residuals are
-// forgotten at the regrouping (they had become one member's): its saved state holds none then,
-// where the steps before had one.
-TEST(ElasticTraining, WithACodecTheSurvivorsAverageAmongThemselvesAndForgetTheirResiduals) {
+// of their group up to fp16's rounding, one model on every survivor. The survivors that took the
+// state of the regrouping's source forget the residuals they took (their saved state holds none
+// then); the source keeps its own.
+TEST(ElasticTraining, WithACodecTheSurvivorsAverageAmongThemselvesAndForgetTheResidualsTheyTook) {
   runtime::Cluster cluster = star(4);
   cluster.failures.push_back({.host = 2, .off = 5.5});
   const std::string residual = "allreduce.codec.feedback.residual.";
-  const auto residual_keys = [&](Worker& worker) {
-    int keys = 0;
-    for (const auto& [name, values] : worker.save().doubles) keys += name.rfind(residual, 0) == 0 ? 1 : 0;
-    return keys;
-  };
   std::vector<int> keys_after(4, -1);
   const Outcome o = run(
       cluster, "allreduce", ElasticLr::keep, [](WorkerOptions& w) { w.strategy.compress = "fp16"; },
-      [&](Worker& worker, int rank) { keys_after[static_cast<std::size_t>(rank)] = residual_keys(worker); });
+      [&](Worker& worker, int rank) {
+        int keys = 0;
+        for (const auto& [name, values] : worker.save().doubles) keys += name.rfind(residual, 0) == 0 ? 1 : 0;
+        keys_after[static_cast<std::size_t>(rank)] = keys;
+      });
   EXPECT_TRUE(o.lost[2]);
   const std::vector<int> all{0, 1, 2, 3}, survivors{0, 1, 3};
   for (int w : survivors) {
@@ -149,39 +148,21 @@ TEST(ElasticTraining, WithACodecTheSurvivorsAverageAmongThemselvesAndForgetTheir
     EXPECT_EQ(o.regroupings[r].members, survivors) << "worker " << w;
     EXPECT_EQ(o.regroupings[r].steps, 5) << "worker " << w;
     EXPECT_EQ(o.finals[r], o.finals[0]) << "worker " << w;
-    EXPECT_EQ(keys_after[r], 0) << "worker " << w;
+    // Every worker had a residual before the regrouping (from its first step on).
+    EXPECT_EQ(keys_after[r], w == o.regroupings[r].source ? 1 : 0) << "worker " << w;
   }
   for (std::size_t i = 0; i < kDim; ++i) {
     const double e = expected(i, 5, all, survivors);
     ASSERT_NEAR(o.finals[0][i], e, 2e-3 * (1 + std::abs(e))) << "i=" << i;
   }
-  // The same run without a loss keeps a residual after its steps (fp16 rounds these values).
-  std::vector<std::vector<float>> x(4, std::vector<float>(kDim, 0.5f));
-  runtime::sim::World world({.size = 4, .cluster = star(4)});
-  std::vector<int> keys(4, -1);
-  world.run([&](runtime::Context& ctx) {
-    const auto r = static_cast<std::size_t>(ctx.rank());
-    std::vector<float> g(kDim);
-    Worker worker(ctx,
-                  {.strategy = {.name = "allreduce", .compress = "fp16"},
-                   .optimizer = {.name = "sgd", .lr = kLr},
-                   .communicator = {.elastic = true}},
-                  {.params = x[r], .grads = g});
-    for (int t = 0; t < 3; ++t) {
-      for (std::size_t i = 0; i < kDim; ++i) g[i] = x[r][i] - static_cast<float>(centre(ctx.rank(), i));
-      worker.step();
-    }
-    keys[r] = residual_keys(worker);
-    worker.finish();
-  });
-  for (int k : keys) EXPECT_EQ(k, 1);
 }
 
 // With dgc (the local view, FAST's default): at density 1 (topk:ratio=1) and without momentum DGC is
-// plain SGD, so the survivors follow the closed form of their group; with momentum every member's
-// velocity and residual start from zero at the regrouping, and every survivor ends with the shared
-// parameters (equal bits).
-TEST(ElasticTraining, WithDgcTheSurvivorsAverageAmongThemselvesAndStartTheirMomentumAfresh) {
+// plain SGD, so the survivors follow the closed form of their group. With momentum (and
+// dampening) the survivors that took the source's state start their velocity afresh (zero, not
+// started) without its residual, and look at the shared parameters; the source keeps its own.
+// Every survivor ends with the shared parameters (equal bits).
+TEST(ElasticTraining, WithDgcTheSurvivorsAverageAmongThemselvesAndStartTheMomentumTheyTookAfresh) {
   runtime::Cluster cluster = star(4);
   cluster.failures.push_back({.host = 2, .off = 5.5});
   const std::vector<int> all{0, 1, 2, 3}, survivors{0, 1, 3};
@@ -195,30 +176,40 @@ TEST(ElasticTraining, WithDgcTheSurvivorsAverageAmongThemselvesAndStartTheirMome
     const double e = expected(i, 5, all, survivors);
     ASSERT_NEAR(plain.finals[0][i], e, 1e-5 * (1 + std::abs(e))) << "i=" << i;
   }
-  std::vector<double> velocity_norm(4, -1);
-  std::vector<int> residual_keys(4, -1);
+  struct Seen {
+    double velocity_norm = -1;
+    std::int64_t started = -1;
+    int residual_keys = -1;
+    bool looks_at_shared = false;
+  };
+  std::vector<Seen> seen(4);
   const Outcome momentum = run(
       cluster, "allreduce", ElasticLr::keep,
       [](WorkerOptions& w) {
         w.strategy.compress = "topk:ratio=0.25";
         w.strategy.dgc = true;
         w.optimizer.name = "momentum";
+        w.optimizer.dampening = 0.5;
       },
       [&](Worker& worker, int rank) {
         const Checkpoint saved = worker.save();
-        double norm = 0;
-        for (float u : saved.arrays.at("allreduce.dgc.velocity")) norm += std::abs(u);
-        int keys = 0;
+        Seen& s = seen[static_cast<std::size_t>(rank)];
+        s.velocity_norm = 0;
+        for (float u : saved.arrays.at("allreduce.dgc.velocity")) s.velocity_norm += std::abs(u);
+        s.started = saved.integers.at("allreduce.dgc.started");
+        s.residual_keys = 0;
         for (const auto& [name, values] : saved.doubles)
-          keys += name.rfind("allreduce.codec.feedback.residual.", 0) == 0;
-        velocity_norm[static_cast<std::size_t>(rank)] = norm;
-        residual_keys[static_cast<std::size_t>(rank)] = keys;
+          s.residual_keys += name.rfind("allreduce.codec.feedback.residual.", 0) == 0 ? 1 : 0;
+        s.looks_at_shared = saved.arrays.at("params") == saved.arrays.at("allreduce.dgc.shared");
       });
   for (int w : survivors) {
     const auto r = static_cast<std::size_t>(w);
     EXPECT_EQ(momentum.regroupings[r].members, survivors) << "worker " << w;
-    EXPECT_EQ(velocity_norm[r], 0.0) << "worker " << w;
-    EXPECT_EQ(residual_keys[r], 0) << "worker " << w;
+    const bool source = w == momentum.regroupings[r].source;
+    EXPECT_EQ(seen[r].velocity_norm > 0, source) << "worker " << w;
+    EXPECT_EQ(seen[r].started, source ? 1 : 0) << "worker " << w;
+    EXPECT_EQ(seen[r].residual_keys, source ? 1 : 0) << "worker " << w;
+    EXPECT_EQ(seen[r].looks_at_shared, !source) << "worker " << w << " (the source looks at x - its residual)";
     EXPECT_EQ(momentum.finals[r], momentum.finals[0]) << "worker " << w;
   }
 }
@@ -322,7 +313,8 @@ TEST(ElasticTraining, LocalSgdSurvivorsEndWithOneModel) {
 
 // local-sgd with a codec (fp16): the first step averages the initial replicas among the members
 // (here different ones: x0_w = 0.5 + w / 8), so every replica starts from their mean; the survivors
-// of a loss forget their residuals and end with one model (the last step averages). Without the loss
+// of a loss that took the source's state forget the residuals they took, and all end with one
+// model (the last step averages). Without the loss
 // the same holds for the 4 workers.
 TEST(ElasticTraining, LocalSgdWithACodecAveragesTheInitialReplicasInItsFirstStep) {
   std::vector<int> residual_keys(4, -1);
@@ -340,7 +332,8 @@ TEST(ElasticTraining, LocalSgdWithACodecAveragesTheInitialReplicasInItsFirstStep
   for (int w : {0, 2, 3}) {
     const auto r = static_cast<std::size_t>(w);
     EXPECT_EQ(o.regroupings[r].members, (std::vector<int>{0, 2, 3}));
-    EXPECT_EQ(residual_keys[r], 0) << "worker " << w;
+    // Step 2 averaged through the codec: the source keeps its residual, the others forget theirs.
+    EXPECT_EQ(residual_keys[r], w == o.regroupings[r].source ? 1 : 0) << "worker " << w;
     EXPECT_EQ(o.finals[r], o.finals[0]) << "worker " << w;
   }
   // The first step alone, from different initial replicas, with a zero gradient: the parameters
@@ -490,6 +483,9 @@ TEST(ElasticTraining, RefusalsNameWhyAndWhatIsSupported) {
   EXPECT_EQ(elastic_refusal({.name = "allreduce", .compress = "int8"}), "");
   EXPECT_EQ(elastic_refusal({.name = "allreduce", .compress = "topk:ratio=0.1", .dgc = true}), "");
   EXPECT_EQ(elastic_refusal({.name = "local-sgd", .compress = "int8"}), "");
+  EXPECT_NE(elastic_refusal({.name = "ps", .mode = "sync", .compress = "topk:ratio=0.1", .dgc = true})
+                .find("dgc = true sends through a reply link per worker"),
+            std::string::npos);
   EXPECT_NE(elastic_refusal({.name = "allreduce", .aggregate = "median"}).find("aggregate = 'median'"),
             std::string::npos);
   EXPECT_EQ(elastic_refusal({.name = "dpsgd"}), "");

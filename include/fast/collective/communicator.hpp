@@ -22,8 +22,8 @@
 // (exclude_lost() first settles the runtime's view: Context::settle_lost_peers);
 // one that still counts a lost worker as a member gets PeerLost from its next collective. Ring
 // neighbours, broadcast chains, all-gather blocks and averages are over the members, in rank
-// order. neighbor_average takes explicit neighbour lists and ignores the group. CodecAllreduce and
-// ChocoGossip (synchronous strategies with a codec) always run over the whole world.
+// order. neighbor_average takes explicit neighbour lists and ignores the group. CodecAllreduce
+// runs over the members too; ChocoGossip (dpsgd with a codec) over the neighbour lists it was given.
 //
 // Tags: make_tag(TagKind::collective, sequence, detail), detail = step * pieces + piece for the
 // ring algorithms, piece for broadcast, round for the barrier, 0 for neighbor_average (one message

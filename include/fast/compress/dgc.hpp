@@ -101,11 +101,12 @@ class Dgc {
 
   // u, the velocity (empty when momentum is 0).
   std::span<const float> velocity() const noexcept { return velocity_; }
-  // A change of the group of an elastic run (docs/faults.md, "Elastic synchronous training"): u
-  // starts from zero again (a regrouping gave every member one member's), and the clipping bound
-  // follows the group's `workers` (>= 1; InvalidArgument otherwise, and nothing changes). The kept x
-  // stays; the strategy look()s again with its residual (zero after its own reset).
-  void start_afresh(int workers);
+  // Elastic runs (docs/faults.md, "Elastic synchronous training"). forget_velocity: u starts
+  // afresh, as before the first accumulate() (which then sets u = a), for a worker that took
+  // another's state; the kept x stays. set_workers: the clipping bound follows the group's size
+  // (>= 1; InvalidArgument otherwise, and nothing changes).
+  void forget_velocity() noexcept;
+  void set_workers(int workers);
   // The factor the last accumulate() scaled the gradient by (1: not clipped).
   double last_clip_scale() const noexcept { return clip_scale_; }
   const DgcOptions& options() const noexcept { return options_; }

@@ -18,8 +18,9 @@
 // On a lost peer: the averaging all-reduce needs every worker, so the run cannot go on; the
 // launcher ends it at once with the lost worker's PeerLost. In an elastic group (docs/faults.md,
 // "Elastic synchronous training") the survivors regroup and go on, with a codec too: the first
-// step (step 0) averages the initial replicas among the members then, before its local update, and
-// regrouped() forgets the codec's residuals.
+// step (step 0) averages the initial replicas among the members then, before its local update
+// (its gradient is taken at the worker's own initial replica), and a worker that takes another's
+// state forgets the codec's residuals it took (adopted_state()).
 
 #include <cstdint>
 #include <memory>
@@ -46,8 +47,9 @@ class LocalSgdStrategy final : public Strategy {
   // With a codec: the codec's all-reduce and the first anchor a (the average of the initial
   // replicas, which the parameters become; in an elastic group, at step 0 instead).
   void attach(ModelState state) override;
-  // Elastic groups: with a codec, every member's residuals start from zero (as allreduce's).
-  void regrouped(ModelState state) override;
+  // Elastic groups: with a codec, a worker that took another member's state forgets the residuals
+  // it took (as allreduce's).
+  void adopted_state(ModelState state) override;
   // With a codec: the last average (anchor).
   std::size_t state_bytes() const override { return bytes_of(anchor_); }
   // Checkpoints with a codec: the anchor a ("local_sgd.anchor") and the codec's all-reduce

@@ -88,7 +88,7 @@ using SaveDuringRunCheck = std::function<std::string(const StrategyOptions&)>;
 
 // Elastic synchronous training (Worker::regroup_survivors, docs/faults.md "Elastic synchronous
 // training"): "" when the survivors of a lost worker can go on with these options, else why not, as
-// a clause ("dgc = true keeps each worker's own momentum ..."). Asked only where
+// a clause ("compress = 'int8' keeps CHOCO-gossip references per link of the whole world"). Asked only where
 // the strategy's `asynchronous` trait does not hold: asynchronous runs always go on.
 using ElasticCheck = std::function<std::string(const StrategyOptions&)>;
 

@@ -181,6 +181,12 @@ class Strategy {
   // averages already follow the group). InvalidArgument when the strategy cannot work with the
   // new group; the run then ends with it.
   virtual void regrouped(ModelState /*state*/) {}
+  // Elastic groups: called on a worker that has just restored another member's state (a
+  // regrouping's Worker::take_state_of, or a worker admitted into a run under way), before
+  // regrouped(); never on the member whose state it was. Strategies whose state holds what is each
+  // worker's own (a codec's error feedback, DGC's velocity) start that afresh here, so that no
+  // worker carries another's. Default: nothing.
+  virtual void adopted_state(ModelState /*state*/) {}
   // Collective (every worker calls it at the same point): writes the representative model into out
   // (same length as params). Default: the consensus average of all replicas.
   virtual void representative(ModelState state, std::span<float> out);
