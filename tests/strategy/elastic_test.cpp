@@ -355,6 +355,53 @@ TEST(ElasticTraining, LocalSgdWithACodecAveragesTheInitialReplicasInItsFirstStep
   for (const std::vector<float>& x : after_first) EXPECT_EQ(x, std::vector<float>(kDim, 0.6875f));
 }
 
+// local-sgd with a codec and warm-up on every step (gradient averaging through fp16, as allreduce),
+// from different initial replicas x0_w = 0.5 + w / 8: host 1 fails in step 0 after its average of
+// the initial replicas, during its warm-up all-reduce (the simulated instant below falls there: 1 s
+// of computation, then a 2-round average of 1 ms messages, then a 6-step ring). Step 0 changed the
+// parameters before that collective, so it is undone; the survivors take worker 0's state, its own
+// initial replica 0.5, average it among themselves again, and follow the closed form of their group
+// from 0.5 for every step (not from the mean of the four, 0.6875, which the undone step had set).
+TEST(ElasticTraining, LocalSgdWithACodecUndoesAStepZeroThatFailedAfterItsAverage) {
+  runtime::Cluster cluster = star(4);
+  cluster.failures.push_back({.host = 1, .off = 1.005});
+  const std::vector<int> all{0, 1, 2, 3}, survivors{0, 2, 3};
+  std::vector<std::vector<float>> finals(4);
+  std::vector<Regrouping> regroupings(4);
+  runtime::sim::World world({.size = 4, .cluster = cluster, .tolerate_lost = true});
+  world.run([&](runtime::Context& ctx) {
+    const auto r = static_cast<std::size_t>(ctx.rank());
+    std::vector<float> x(kDim, 0.5f + static_cast<float>(ctx.rank()) / 8.0f), g(kDim);
+    Worker worker(ctx,
+                  {.strategy = {.name = "local-sgd", .period = 3, .sync_warmup = kSteps, .compress = "fp16"},
+                   .optimizer = {.name = "sgd", .lr = kLr},
+                   .communicator = {.elastic = true}},
+                  {.params = x, .grads = g});
+    while (worker.steps() < kSteps) {
+      try {
+        for (std::size_t i = 0; i < kDim; ++i) g[i] = x[i] - static_cast<float>(centre(ctx.rank(), i));
+        ctx.compute(kStepSeconds * 1e9);
+        worker.step();
+      } catch (const core::PeerLost&) {
+        if (!ctx.alive(ctx.rank())) throw;
+        regroupings[r] = worker.regroup_survivors();
+      }
+    }
+    worker.finish();
+    finals[r] = x;
+  });
+  for (int w : survivors) {
+    const auto r = static_cast<std::size_t>(w);
+    EXPECT_EQ(regroupings[r].members, survivors) << "worker " << w;
+    EXPECT_EQ(regroupings[r].steps, 0) << "worker " << w;
+    EXPECT_EQ(finals[r], finals[0]) << "worker " << w;
+  }
+  for (std::size_t i = 0; i < kDim; ++i) {
+    const double e = expected(i, 0, all, survivors);
+    ASSERT_NEAR(finals[0][i], e, 2e-3 * (1 + std::abs(e))) << "i=" << i;
+  }
+}
+
 // dpsgd builds its ring again on the 3 survivors, where the Metropolis-Hastings weights are 1/3
 // each: every step averages exactly, x_i <- m - lr (x_i - c_i) with the same mixed model m (the
 // gradient is taken before the mixing), so the difference d = x_i - x_j of two survivors follows
