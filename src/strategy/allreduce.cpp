@@ -56,10 +56,10 @@ void AllreduceStrategy::attach(ModelState state) {
   if (dgc_) dgc_update_ = optim::make_optimizer(dgc_update_optimizer(options_.optimizer), state.params.size());
 }
 
-void AllreduceStrategy::adopted_state(ModelState state) {
-  // The residuals and DGC's velocity just restored are another worker's (what its gradients lost,
-  // its momentum): this worker starts its own afresh. With the local view it then looks at the
-  // shared x itself (its own residual is zero).
+void AllreduceStrategy::forget_own_state(ModelState state) {
+  // The residuals and DGC's velocity are another worker's, or hold part of a step that failed
+  // (encoded, accumulated, never applied): this worker starts its own afresh. With the local view
+  // it then looks at the shared x itself (its own residual is zero).
   if (reduce_) reduce_->forget_residuals();
   if (!dgc_) return;
   dgc_->forget_velocity();

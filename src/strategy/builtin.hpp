@@ -40,7 +40,7 @@ std::string rejoin_without_codec(const StrategyOptions& options, int rank);
 // strategy.cpp: the elastic check (StrategyRegistration::elastic) of the built-in synchronous
 // strategies that send gradients: dgc, a codec and a robust aggregate keep state sized by the whole
 // world or per worker. `dgc_keeps`, `codec_keeps`: what the strategy keeps with them, as a clause
-// ("keeps ..."); an empty one: the strategy goes on with it (adopted_state() starts that afresh).
+// ("keeps ..."); an empty one: the strategy goes on with it (forget_own_state() starts that afresh).
 std::string elastic_without_world_state(const StrategyOptions& options, std::string_view dgc_keeps,
                                         std::string_view codec_keeps);
 // strategy.cpp: the periodic checkpoint check (StrategyRegistration::save_during_run) of the

@@ -38,8 +38,8 @@ bool LocalSgdStrategy::averages_initial_replicas(std::int64_t step) const {
   return reduce_ != nullptr && comm_.elastic() && step == 0;
 }
 
-void LocalSgdStrategy::adopted_state(ModelState /*state*/) {
-  // The residuals just restored are another worker's (as allreduce's): this worker starts afresh.
+void LocalSgdStrategy::forget_own_state(ModelState /*state*/) {
+  // The residuals are another worker's, or hold part of a step that failed (as allreduce's).
   if (reduce_) reduce_->forget_residuals();
 }
 

@@ -377,7 +377,7 @@ Regrouping Worker::join_group() {
     membership_rounds_ = h.rounds;
     comm_.end_join();
     comm_.regroup(h.members, h.sequence, since);  // a member lost meanwhile stays lost
-    strategy_->adopted_state(state_);             // the state restored is the first member's
+    strategy_->forget_own_state(state_);          // the state restored is the first member's
     strategy_->regrouped(state_);
     return {.members = comm_.members(), .source = h.source, .steps = steps_, .rounds = membership_rounds_};
   }

@@ -61,7 +61,8 @@ Regrouping Worker::regroup_survivors(int stage) {
     out.lost.insert(out.lost.end(), a.lost.begin(), a.lost.end());
     try {
       take_state_of(out.source);
-      strategy_->regrouped(state_);  // may be collective (ps places its servers again)
+      strategy_->forget_own_state(state_);  // the source's too: it may hold part of the failed step
+      strategy_->regrouped(state_);         // may be collective (ps places its servers again)
     } catch (const core::PeerLost&) {
       comm_.context().ensure_alive(comm_.rank());  // this worker itself lost: that error instead
       continue;                                    // another loss meanwhile: agree again
@@ -98,7 +99,6 @@ void Worker::take_state_of(int source) {
   if (comm_.rank() == source) return;
   const std::string from = fmt::format("the state of worker {}", source);
   restore(decode_checkpoint(bytes, from), from);
-  strategy_->adopted_state(state_);
 }
 
 }  // namespace fast::strategy

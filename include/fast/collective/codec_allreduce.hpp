@@ -92,9 +92,9 @@ class CodecAllreduce {
   compress::ErrorFeedback* feedback() noexcept { return feedback_.get(); }
   // Forgets every key's residual (the error feedback of the ring and gather paths, the low_rank
   // path's residuals): each key's next average sends this worker's input alone. The codec's random
-  // stream and PowerSGD's Q (the same on every worker) are kept. In elastic groups a worker that
-  // restored another member's state calls it (Strategy::adopted_state; docs/faults.md, "Elastic
-  // synchronous training"). Local: no communication.
+  // stream and PowerSGD's Q (the same on every worker) are kept. Elastic groups call it on every
+  // survivor of a regrouping and on an admitted worker (Strategy::forget_own_state; docs/faults.md,
+  // "Elastic synchronous training"). Local: no communication.
   void forget_residuals() noexcept;
 
   // Checkpoints: everything a later average() depends on besides its input: the error feedback of

@@ -18,8 +18,8 @@
 // On a lost peer: the strategy is synchronous (every step waits for every worker), so it cannot
 // go on; the launcher ends the run at once with the lost worker's PeerLost (fast exits with 3).
 // In an elastic group (docs/faults.md, "Elastic synchronous training") the survivors regroup and
-// go on, with a codec and dgc too (not with a robust aggregate): a worker that takes another's
-// state forgets the residuals and DGC's velocity it took (adopted_state()).
+// go on, with a codec and dgc too (not with a robust aggregate): the survivors of a loss and an
+// admitted worker forget their residuals and DGC's velocity (forget_own_state()).
 
 #include <memory>
 
@@ -45,11 +45,11 @@ class AllreduceStrategy final : public Strategy {
   void finish(ModelState state) override;
   // Builds the codec's all-reduce (when compress is not "none") with the model's layout.
   void attach(ModelState state) override;
-  // Elastic groups. adopted_state: a worker that took another member's state forgets the
-  // error-feedback residuals (CodecAllreduce::forget_residuals) and DGC's velocity it took and,
-  // with the local view, its parameters become the shared x. regrouped: DGC's clipping bound follows
-  // the group's size. The all-reduce follows the new members by itself.
-  void adopted_state(ModelState state) override;
+  // Elastic groups. forget_own_state: the error-feedback residuals
+  // (CodecAllreduce::forget_residuals) and DGC's velocity start afresh and, with the local view,
+  // the parameters become the shared x. regrouped: DGC's clipping bound follows the group's size.
+  // The all-reduce follows the new members by itself.
+  void forget_own_state(ModelState state) override;
   void regrouped(ModelState state) override;
   // Checkpoints: the codec's all-reduce ("allreduce.codec...": error-feedback residuals, random
   // stream, PowerSGD's Q) and DGC's velocity and update optimizer ("allreduce.dgc..."); nothing

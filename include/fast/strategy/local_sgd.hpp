@@ -19,8 +19,8 @@
 // launcher ends it at once with the lost worker's PeerLost. In an elastic group (docs/faults.md,
 // "Elastic synchronous training") the survivors regroup and go on, with a codec too: the first
 // step (step 0) averages the initial replicas among the members then, before its local update
-// (its gradient is taken at the worker's own initial replica), and a worker that takes another's
-// state forgets the codec's residuals it took (adopted_state()).
+// (its gradient is taken at the worker's own initial replica), and the survivors of a loss and an
+// admitted worker forget the codec's residuals (forget_own_state()).
 
 #include <cstdint>
 #include <memory>
@@ -47,9 +47,8 @@ class LocalSgdStrategy final : public Strategy {
   // With a codec: the codec's all-reduce and the first anchor a (the average of the initial
   // replicas, which the parameters become; in an elastic group, at step 0 instead).
   void attach(ModelState state) override;
-  // Elastic groups: with a codec, a worker that took another member's state forgets the residuals
-  // it took (as allreduce's).
-  void adopted_state(ModelState state) override;
+  // Elastic groups: with a codec, the residuals start afresh (as allreduce's).
+  void forget_own_state(ModelState state) override;
   // With a codec: the last average (anchor).
   std::size_t state_bytes() const override { return bytes_of(anchor_); }
   // Checkpoints with a codec: the anchor a ("local_sgd.anchor") and the codec's all-reduce

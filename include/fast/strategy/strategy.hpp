@@ -175,18 +175,20 @@ class Strategy {
   // comes after the step's last collective.
   virtual bool changes_state_before_last_collective(std::int64_t /*step*/) const { return false; }
   // Elastic groups: called on every member after the group changed (Communicator::members(): a
-  // regrouping of the survivors or an admission), with the member's state already that of the
-  // group, before the next step. Strategies whose exchanges depend on the group rebuild them here
-  // (dpsgd: its graph and mixing weights over the members). Default: nothing (collectives and
-  // averages already follow the group). InvalidArgument when the strategy cannot work with the
-  // new group; the run then ends with it.
+  // regrouping of the survivors or an admission), with the member's parameters already those of
+  // the group (forget_own_state() called where it applies), before the next step. Strategies whose exchanges depend on
+  // the group rebuild them here (dpsgd: its graph and mixing weights over the members). Default: nothing (collectives
+  // and averages already follow the group). InvalidArgument when the strategy cannot work with the new group; the run
+  // then ends with it.
   virtual void regrouped(ModelState /*state*/) {}
-  // Elastic groups: called on a worker that has just restored another member's state (a
-  // regrouping's Worker::take_state_of, or a worker admitted into a run under way), before
-  // regrouped(); never on the member whose state it was. Strategies whose state holds what is each
-  // worker's own (a codec's error feedback, DGC's velocity) start that afresh here, so that no
-  // worker carries another's. Default: nothing.
-  virtual void adopted_state(ModelState /*state*/) {}
+  // Elastic groups: called, before regrouped(), on a worker whose per-worker state (what is each
+  // worker's own, not the group's: a codec's error feedback, DGC's velocity) it must not go on
+  // from: every survivor of a regrouping (the members restored the source's state, and the
+  // source's own may hold part of the step that failed, whose collective failed after the step
+  // had folded its gradient in), and a worker admitted into a run under way (it restored the first
+  // member's state). Not on the members at an admission, which comes between two steps.
+  // Strategies start that state afresh here. Default: nothing.
+  virtual void forget_own_state(ModelState /*state*/) {}
   // Collective (every worker calls it at the same point): writes the representative model into out
   // (same length as params). Default: the consensus average of all replicas.
   virtual void representative(ModelState state, std::span<float> out);
