@@ -158,7 +158,7 @@ StrategyRegistration builtin::allreduce_registration() {
           .summary = "synchronous gradient averaging",
           .make = factory_of<AllreduceStrategy>(),
           .options = std::move(options),
-          .elastic = [](const StrategyOptions& o) { return builtin::elastic_without_world_state(o, {}, {}); },
+          .elastic = &builtin::elastic_with_mean,
           .sends_gradients = true,
           .robust_aggregate = true,
           .external_optimizer = true};

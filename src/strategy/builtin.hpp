@@ -37,10 +37,12 @@ void check_common(const StrategyOptions& options, int workers);
 // strategies: a worker can rejoin without a codec (with one, the links' codec references of the
 // others would not match the newcomer's).
 std::string rejoin_without_codec(const StrategyOptions& options, int rank);
-// strategy.cpp: the elastic check (StrategyRegistration::elastic) of the built-in synchronous
-// strategies that send gradients: dgc, a codec and a robust aggregate keep state sized by the whole
-// world or per worker. `dgc_keeps`, `codec_keeps`: what the strategy keeps with them, as a clause
-// ("keeps ..."); an empty one: the strategy goes on with it (forget_own_state() starts that afresh).
+// strategy.cpp: the elastic checks (StrategyRegistration::elastic) of the built-in synchronous
+// strategies that send gradients. elastic_with_mean: a robust aggregate is sized for the whole
+// world's gradients (allreduce, whose codec and dgc state starts afresh in forget_own_state()).
+// elastic_without_world_state: that, and dgc and a codec, whose state is kept per link; `dgc_keeps`,
+// `codec_keeps`: what the strategy keeps with them, as a clause ("keeps ...").
+std::string elastic_with_mean(const StrategyOptions& options);
 std::string elastic_without_world_state(const StrategyOptions& options, std::string_view dgc_keeps,
                                         std::string_view codec_keeps);
 // strategy.cpp: the periodic checkpoint check (StrategyRegistration::save_during_run) of the

@@ -201,14 +201,17 @@ std::string builtin::rejoin_without_codec(const StrategyOptions& options, int /*
       options.compress);
 }
 
-std::string builtin::elastic_without_world_state(const StrategyOptions& options, std::string_view dgc_keeps,
-                                                 std::string_view codec_keeps) {
-  if (!dgc_keeps.empty() && options.dgc) return fmt::format("dgc = true {}", dgc_keeps);
-  if (!codec_keeps.empty() && Strategy::compresses(options))
-    return fmt::format("compress = '{}' {}", options.compress, codec_keeps);
+std::string builtin::elastic_with_mean(const StrategyOptions& options) {
   if (options.aggregate != "mean")
     return fmt::format("aggregate = '{}' is sized for the whole world's gradients", options.aggregate);
   return {};
+}
+
+std::string builtin::elastic_without_world_state(const StrategyOptions& options, std::string_view dgc_keeps,
+                                                 std::string_view codec_keeps) {
+  if (options.dgc) return fmt::format("dgc = true {}", dgc_keeps);
+  if (Strategy::compresses(options)) return fmt::format("compress = '{}' {}", options.compress, codec_keeps);
+  return elastic_with_mean(options);
 }
 
 std::string builtin::save_during_run_without_codec(const StrategyOptions& options) {
