@@ -339,15 +339,16 @@ std::string loss_name(const ::testing::TestParamInfo<Loss>& info) {
   return dir_name(info.param.strategy) + "_process_" + std::to_string(info.param.victim);
 }
 
-// Worker 0 (the rendezvous, the first member) lost too; with ps, worker 0 also hosts the server of
-// shard 0. local-sgd, dpsgd and allreduce with dgc regroup as allreduce does
-// (tests/strategy/elastic_test.cpp): labelled long (`make test-all`).
+// Worker 0 (the rendezvous, the first member) lost too, with every synchronous strategy; with ps,
+// worker 0 also hosts the server of shard 0. local-sgd, dpsgd and allreduce with dgc regroup as
+// allreduce does (tests/strategy/elastic_test.cpp): labelled long (`make test-all`).
 INSTANTIATE_TEST_SUITE_P(Strategies, ZmqElastic,
                          ::testing::Values(Loss{"allreduce", 2}, Loss{"allreduce", 0},
                                            Loss{"ps --mode sync --servers 2", 0}),
                          loss_name);
 INSTANTIATE_TEST_SUITE_P(LongStrategies, ZmqElastic,
-                         ::testing::Values(Loss{"local-sgd --period 4", 2}, Loss{"dpsgd", 2},
+                         ::testing::Values(Loss{"local-sgd --period 4", 2}, Loss{"local-sgd --period 4", 0},
+                                           Loss{"dpsgd", 2}, Loss{"dpsgd", 0},
                                            Loss{"allreduce --dgc --compress topk:ratio=0.01", 2}),
                          loss_name);
 
