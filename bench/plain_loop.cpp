@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
             ? (std::getenv("FAST_DATA_DIR") ? std::getenv("FAST_DATA_DIR") : fast::torch::default_data_dir().string())
             : args.data_dir;
     const fast::torch::FashionMnist data = fast::torch::load_fashion_mnist(dir);
-    const torch::Tensor& images = data.train->images;
+    const torch::Tensor images = data.train->features(0, data.train->size());  // float32, decoded once
     const torch::Tensor& labels = data.train->labels;
     const std::int64_t n = data.train->size();
     const std::int64_t steps_per_epoch = n / args.batch;

@@ -39,10 +39,10 @@ DataSplits synthetic(const training::DatasetSpec& spec) {
     auto data = std::make_shared<Dataset>();
     std::vector<std::int64_t> sizes{n};
     sizes.insert(sizes.end(), shape.begin(), shape.end());
-    data->images = ::torch::empty(sizes, ::torch::kFloat32);
+    data->samples = ::torch::empty(sizes, ::torch::kFloat32);
     data->labels = ::torch::empty({n}, ::torch::kInt64);
     data->classes = classes;
-    float* x = data->images.data_ptr<float>();
+    float* x = data->samples.data_ptr<float>();
     std::int64_t* y = data->labels.data_ptr<std::int64_t>();
     core::SplitMix64 rng(core::derive_seed(seed, salt, 0));
     for (std::int64_t i = 0; i < n; ++i) {

@@ -19,7 +19,7 @@ EvalResult evaluate(Model& model, const Dataset& data, std::int64_t batch) {
   try {
     for (std::int64_t start = 0; start < n; start += batch) {
       const std::int64_t count = std::min(batch, n - start);
-      const ::torch::Tensor x = data.images.narrow(0, start, count).to(device);
+      const ::torch::Tensor x = data.features(start, count).to(device);
       const ::torch::Tensor y = data.labels.narrow(0, start, count).to(device);
       const ::torch::Tensor logits = model.forward(x);
       FAST_ENFORCE(logits.dim() == 2 && logits.size(0) == count,

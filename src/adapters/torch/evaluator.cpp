@@ -72,8 +72,7 @@ EvalResult Evaluator::score_sliced(std::span<float> candidate) {
   const std::int64_t n = test_->size();
   const std::int64_t begin = n * index / members;
   const std::int64_t end = n * (index + 1) / members;
-  const Dataset slice{test_->images.narrow(0, begin, end - begin), test_->labels.narrow(0, begin, end - begin),
-                      test_->classes};
+  const Dataset slice = test_->slice(begin, end - begin);
   EvalResult local;
   compute([&] { local = score_swapped(model_, replica_, candidate, slice); });
   std::vector<double> sums{local.accuracy * static_cast<double>(local.samples),

@@ -32,13 +32,16 @@ std::filesystem::path idx_file(const std::filesystem::path& dir, const std::stri
   return gz;
 }
 
-// out[i] = (pixels[i]/255 - mean)/std for every pixel, through a table of the 256 values computed by
-// the same torch operations on float32 (so each value is bit for bit what they give on the whole
-// tensor). One pass, where torch's conversion of the whole uint8 tensor (to(kFloat32), then three
-// in-place passes) was about a fifth of the CPU time of a short `fast train` process.
-void normalise(const std::vector<std::uint8_t>& pixels, float* out) {
-  const ::torch::Tensor table =
-      ::torch::arange(256, ::torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
+// The feature of each pixel value v, (v/255 - mean)/std, computed by the same torch operations on
+// float32 as on a whole tensor, so each value is bit for bit what they give (a table of 256 floats,
+// where torch's conversion of the whole uint8 tensor, to(kFloat32) then three in-place passes, was
+// about a fifth of the CPU time of a short `fast train` process).
+::torch::Tensor pixel_values() {
+  return ::torch::arange(256, ::torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
+}
+
+// out[i] = table[pixels[i]] for every pixel.
+void normalise(const std::vector<std::uint8_t>& pixels, const ::torch::Tensor& table, float* out) {
   const float* value = table.data_ptr<float>();
   for (std::size_t i = 0; i < pixels.size(); ++i) out[i] = value[pixels[i]];
 }
@@ -48,7 +51,7 @@ void normalise(const std::vector<std::uint8_t>& pixels, float* out) {
 std::filesystem::path default_data_dir() { return core::env_string(training::training_environment(), "FAST_DATA_DIR"); }
 
 std::shared_ptr<const Dataset> load_idx_split(const std::filesystem::path& images_file,
-                                              const std::filesystem::path& labels_file) {
+                                              const std::filesystem::path& labels_file, SplitForm form) {
   // Labels first: small, so a bad pair is rejected before the large read.
   const std::vector<std::uint8_t> labels = read_idx_labels(labels_file);
   for (std::size_t i = 0; i < labels.size(); ++i) {
@@ -57,15 +60,25 @@ std::shared_ptr<const Dataset> load_idx_split(const std::filesystem::path& image
                  kFashionMnistClasses, labels[i]);
     }
   }
-  const IdxImages images = read_idx_images(images_file);
+  IdxImages images = read_idx_images(images_file);
   if (images.count != labels.size()) {
     FAST_THROW(InvalidArgument, "{}: image count does not match the labels of {}: expected {}, got {}",
                images_file.string(), labels_file.string(), labels.size(), images.count);
   }
   const auto n = static_cast<std::int64_t>(images.count);
+  const std::vector<std::int64_t> sizes{n, 1, std::int64_t{images.rows}, std::int64_t{images.cols}};
   auto data = std::make_shared<Dataset>();
-  data->images = bulk_float_tensor({n, 1, std::int64_t{images.rows}, std::int64_t{images.cols}});
-  normalise(images.pixels, data->images.data_ptr<float>());
+  const ::torch::Tensor table = pixel_values();
+  if (form == SplitForm::codes) {
+    // The tensor takes the pixels read (no copy) and frees them with itself.
+    auto* pixels = new std::vector<std::uint8_t>(std::move(images.pixels));
+    data->samples = ::torch::from_blob(
+        pixels->data(), sizes, [pixels](void*) { delete pixels; }, ::torch::kUInt8);
+    data->code_values = table;
+  } else {
+    data->samples = bulk_float_tensor(sizes);
+    normalise(images.pixels, table, data->samples.data_ptr<float>());
+  }
   ::torch::Tensor lab = ::torch::empty({n}, ::torch::kUInt8);
   if (!labels.empty()) std::memcpy(lab.data_ptr<std::uint8_t>(), labels.data(), labels.size());
   data->labels = lab.to(::torch::kInt64);
@@ -78,9 +91,10 @@ FashionMnist load_fashion_mnist(const std::filesystem::path& dir) {
   const auto test_images = idx_file(dir, "t10k-images-idx3-ubyte");
   const auto test_labels = idx_file(dir, "t10k-labels-idx1-ubyte");
   // The two splits are independent: read the test split on a second thread.
-  auto test = std::async(std::launch::async, [&] { return load_idx_split(test_images, test_labels); });
+  auto test =
+      std::async(std::launch::async, [&] { return load_idx_split(test_images, test_labels, SplitForm::features); });
   FashionMnist out;
-  out.train = load_idx_split(train_images, train_labels);
+  out.train = load_idx_split(train_images, train_labels, SplitForm::codes);
   out.test = test.get();
   return out;
 }

@@ -73,7 +73,7 @@ std::vector<std::int64_t> ShardedLoader::indices(std::int64_t epoch, std::int64_
 
 Batch ShardedLoader::batch(std::int64_t epoch, std::int64_t step) const {
   const ::torch::Tensor idx = index_tensor(epoch, step);
-  return {data_->images.index_select(0, idx), data_->labels.index_select(0, idx)};
+  return {data_->features_of(idx), data_->labels.index_select(0, idx)};
 }
 
 }  // namespace fast::torch

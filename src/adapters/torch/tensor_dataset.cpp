@@ -73,12 +73,12 @@ DataSplits tensor_datasets(const NpyArray& train_x, const NpyArray& train_y, con
                where_test, where_train, descr_of(train_x.type));
   auto train = std::make_shared<Dataset>();
   auto test = std::make_shared<Dataset>();
-  train->images = features_of(train_x, where_train);
+  train->samples = features_of(train_x, where_train);
   train->labels = labels_of(train_y, train_x.shape[0], training::kMaxClasses, where_train);
   train->classes = train->labels.max().item<std::int64_t>() + 1;
   FAST_ENFORCE(train->classes >= 2, "{}: labels y: expected at least 2 classes (labels 0 and 1), got only label 0",
                where_train);
-  test->images = features_of(test_x, where_test);
+  test->samples = features_of(test_x, where_test);
   FAST_ENFORCE(train->sample_shape() == test->sample_shape(),
                "{}: test samples have shape ({}), the training samples ({}) have ({}); expected the same", where_test,
                fmt::join(test->sample_shape(), ", "), where_train, fmt::join(train->sample_shape(), ", "));
@@ -86,19 +86,13 @@ DataSplits tensor_datasets(const NpyArray& train_x, const NpyArray& train_y, con
   test->classes = train->classes;
   if (train_x.type == NpyType::u8) {
     // Standardise both with the training set's statistics (double accumulation).
-    const double mean = train->images.mean(::torch::kFloat64).item<double>();
-    const double sd = train->images.to(::torch::kFloat64).std(/*unbiased=*/false).item<double>();
+    const double mean = train->samples.mean(::torch::kFloat64).item<double>();
+    const double sd = train->samples.to(::torch::kFloat64).std(/*unbiased=*/false).item<double>();
     const double scale = sd > 0 ? 1.0 / sd : 1.0;
-    train->images.sub_(mean).mul_(scale);
-    test->images.sub_(mean).mul_(scale);
+    train->samples.sub_(mean).mul_(scale);
+    test->samples.sub_(mean).mul_(scale);
   }
   return {.train = std::move(train), .test = std::move(test)};
-}
-
-std::vector<std::int64_t> Dataset::sample_shape() const {
-  if (!images.defined()) return {};
-  const auto sizes = images.sizes();
-  return {sizes.begin() + 1, sizes.end()};
 }
 
 }  // namespace fast::torch

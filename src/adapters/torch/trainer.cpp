@@ -198,10 +198,6 @@ struct RunInputs {
 // memory of this process are then the run's.
 bool one_process(const TrainOptions& o) { return !runtime::find_runtime(o.runtime).multi_process; }
 
-std::uint64_t tensor_bytes(const Dataset& d) {
-  return static_cast<std::uint64_t>(d.images.nbytes() + d.labels.nbytes());
-}
-
 // Whether training `model` draws nothing from libtorch's process-wide generator (a built-in, or a
 // registered model that says so): its gradients may then be computed on sim's compute threads.
 bool draws_nothing(const std::string& model) {
@@ -517,17 +513,17 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   const core::MallocTuning malloc_tuning = core::tune_malloc();
   core::log(malloc_tuning.applied ? core::LogLevel::info : core::LogLevel::debug, "{}", malloc_tuning.reason);
 
-  const RunInputs inputs{.options = options,
-                         .data = data,
-                         .input = input,
-                         .initial = initial,
-                         .initial_norm = l2_norm(initial),
-                         // Counted once here: for a built-in model it builds one more (each worker did).
-                         .flops_per_sample = options.model_flops > 0 ? options.model_flops
-                                                                     : model_flops_per_sample(options.model, input),
-                         .final_model = parse_final_model(options.final_model),
-                         .process_token = std::random_device{}() * 0x100000000ULL + std::random_device{}(),
-                         .dataset_bytes = tensor_bytes(*data.train) + tensor_bytes(*data.test)};
+  const RunInputs inputs{
+      .options = options,
+      .data = data,
+      .input = input,
+      .initial = initial,
+      .initial_norm = l2_norm(initial),
+      // Counted once here: for a built-in model it builds one more (each worker did).
+      .flops_per_sample = options.model_flops > 0 ? options.model_flops : model_flops_per_sample(options.model, input),
+      .final_model = parse_final_model(options.final_model),
+      .process_token = std::random_device{}() * 0x100000000ULL + std::random_device{}(),
+      .dataset_bytes = data.train->bytes() + data.test->bytes()};
   ProcessOutputs outputs(progress, on_epoch);
   // Asynchronous strategies go on without a worker lost with its host (docs/simulation.md,
   // "Failures"), elastic synchronous ones too; other synchronous ones end with its PeerLost.

@@ -39,23 +39,23 @@ TEST(SyntheticDataset, HasTheAskedShapeBalancedLabelsAndTheSameBytesForASeed) {
       training::parse_dataset_spec("synthetic:shape=2x3,classes=3,train=300,test=30,noise=0.5,seed=9");
   const DataSplits a = load_datasets(spec, {});
   const DataSplits b = load_datasets(spec, {});
-  EXPECT_EQ(a.train->images.sizes(), (std::vector<std::int64_t>{300, 2, 3}));
-  EXPECT_EQ(a.test->images.sizes(), (std::vector<std::int64_t>{30, 2, 3}));
+  EXPECT_EQ(a.train->samples.sizes(), (std::vector<std::int64_t>{300, 2, 3}));
+  EXPECT_EQ(a.test->samples.sizes(), (std::vector<std::int64_t>{30, 2, 3}));
   EXPECT_EQ(a.train->classes, 3);
   EXPECT_EQ(a.train->sample_shape(), (std::vector<std::int64_t>{2, 3}));
   for (std::int64_t i = 0; i < 300; ++i) ASSERT_EQ(a.train->labels[i].item<std::int64_t>(), i % 3);
-  EXPECT_TRUE(::torch::equal(a.train->images, b.train->images));
-  EXPECT_TRUE(::torch::equal(a.test->images, b.test->images));
+  EXPECT_TRUE(::torch::equal(a.train->samples, b.train->samples));
+  EXPECT_TRUE(::torch::equal(a.test->samples, b.test->samples));
   const DataSplits c = load_datasets(
       training::parse_dataset_spec("synthetic:shape=2x3,classes=3,train=300,test=30,noise=0.5,seed=10"), {});
-  EXPECT_FALSE(::torch::equal(a.train->images, c.train->images));
+  EXPECT_FALSE(::torch::equal(a.train->samples, c.train->samples));
 }
 
 TEST(SyntheticDataset, SamplesScatterAroundTheirClassCentreWithTheStatedNoise) {
   // noise 0.25 on 64 features: per-feature standard deviation 0.25 * 8 = 2 around the class mean.
   const DataSplits d =
       load_datasets(training::parse_dataset_spec("synthetic:shape=64,classes=2,train=20000,test=2,seed=3"), {});
-  const ::torch::Tensor x = d.train->images;
+  const ::torch::Tensor x = d.train->samples;
   const ::torch::Tensor even = x.index({::torch::indexing::Slice(0, ::torch::indexing::None, 2)});
   const ::torch::Tensor centre = even.mean(0);
   const double sd = (even - centre).pow(2).mean().sqrt().item<double>();
@@ -72,9 +72,9 @@ TEST(TensorDatasets, PixelsAreScaledAndStandardisedWithTheTrainingStatistics) {
   const auto ty = array<std::uint8_t>(NpyType::u8, {2}, {1, 0});
   const DataSplits d = tensor_datasets(x, y, tx, ty, "train", "test");
   // Training pixels 0, 1, 0, 1 (after /255): mean 0.5, standard deviation 0.5.
-  EXPECT_FLOAT_EQ(d.train->images[0][0].item<float>(), -1.0f);
-  EXPECT_FLOAT_EQ(d.train->images[1][0].item<float>(), 1.0f);
-  EXPECT_NEAR(d.test->images[0][0].item<float>(), (0.2 - 0.5) / 0.5, 1e-6);
+  EXPECT_FLOAT_EQ(d.train->samples[0][0].item<float>(), -1.0f);
+  EXPECT_FLOAT_EQ(d.train->samples[1][0].item<float>(), 1.0f);
+  EXPECT_NEAR(d.test->samples[0][0].item<float>(), (0.2 - 0.5) / 0.5, 1e-6);
   EXPECT_EQ(d.train->classes, 2);
   EXPECT_EQ(d.test->classes, 2);
   EXPECT_EQ(d.test->labels[0].item<std::int64_t>(), 1);
@@ -84,7 +84,7 @@ TEST(TensorDatasets, FloatFeaturesAreKeptAsGiven) {
   const auto x = array<double>(NpyType::f64, {2, 2}, {0.5, -2, 3, 4});
   const auto y = array<std::int32_t>(NpyType::i32, {2}, {0, 2});
   const DataSplits d = tensor_datasets(x, y, x, y, "train", "test");
-  EXPECT_FLOAT_EQ(d.train->images[0][1].item<float>(), -2.0f);
+  EXPECT_FLOAT_EQ(d.train->samples[0][1].item<float>(), -2.0f);
   EXPECT_EQ(d.train->classes, 3);
 }
 
@@ -101,16 +101,16 @@ TEST(TensorDatasets, LargeFeaturesLiveInTheirOwnAlignedMappingWithTheSameValues)
   const auto y = array<std::int64_t>(NpyType::i64, {n}, labels);
   const DataSplits d = tensor_datasets(x, y, x, y, "train", "test");
   constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(d.train->images.data_ptr<float>()) % kHugePage, 0u);
-  ASSERT_TRUE(d.train->images.is_contiguous());
-  ASSERT_EQ(d.train->images.sizes(), (std::vector<std::int64_t>{n, 1, side, side}));
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(d.train->samples.data_ptr<float>()) % kHugePage, 0u);
+  ASSERT_TRUE(d.train->samples.is_contiguous());
+  ASSERT_EQ(d.train->samples.sizes(), (std::vector<std::int64_t>{n, 1, side, side}));
   double sum = 0, squares = 0;
   for (const std::uint8_t v : pixels) sum += v / 255.0;
   const double mean = sum / static_cast<double>(pixels.size());
   for (const std::uint8_t v : pixels) squares += (v / 255.0 - mean) * (v / 255.0 - mean);
   const double sd = std::sqrt(squares / static_cast<double>(pixels.size()));
-  const float* got = d.train->images.data_ptr<float>();
-  const float* test = d.test->images.data_ptr<float>();
+  const float* got = d.train->samples.data_ptr<float>();
+  const float* test = d.test->samples.data_ptr<float>();
   for (std::size_t i = 0; i < pixels.size(); i += 4099) {
     const double want = (pixels[i] / 255.0 - mean) / sd;
     ASSERT_NEAR(got[i], want, 1e-5) << "index " << i;
@@ -120,8 +120,8 @@ TEST(TensorDatasets, LargeFeaturesLiveInTheirOwnAlignedMappingWithTheSameValues)
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 1000) * 0.25f - 7.0f;
   const auto fx = array<float>(NpyType::f32, {n, per}, values);
   const DataSplits f = tensor_datasets(fx, y, fx, y, "train", "test");
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(f.train->images.data_ptr<float>()) % kHugePage, 0u);
-  EXPECT_EQ(std::memcmp(f.train->images.data_ptr<float>(), values.data(), values.size() * sizeof(float)), 0);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(f.train->samples.data_ptr<float>()) % kHugePage, 0u);
+  EXPECT_EQ(std::memcmp(f.train->samples.data_ptr<float>(), values.data(), values.size() * sizeof(float)), 0);
 }
 
 TEST(TensorDatasets, BadArraysAreRefusedNamingTheSourceAndTheFault) {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <tuple>
 
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
@@ -26,24 +28,35 @@ TEST(FashionMnist, RealDatasetHas60000And10000SamplesWithBalancedLabels) {
   const FashionMnist data = load_fashion_mnist(dir);
   ASSERT_EQ(data.train->size(), 60000);
   ASSERT_EQ(data.test->size(), 10000);
-  EXPECT_EQ(data.train->images.sizes(), (std::vector<std::int64_t>{60000, 1, 28, 28}));
-  EXPECT_EQ(data.test->images.sizes(), (std::vector<std::int64_t>{10000, 1, 28, 28}));
+  EXPECT_EQ(data.train->samples.sizes(), (std::vector<std::int64_t>{60000, 1, 28, 28}));
+  EXPECT_EQ(data.test->samples.sizes(), (std::vector<std::int64_t>{10000, 1, 28, 28}));
   EXPECT_TRUE(::torch::equal(::torch::bincount(data.train->labels), ::torch::full({10}, 6000, ::torch::kInt64)));
   EXPECT_TRUE(::torch::equal(::torch::bincount(data.test->labels), ::torch::full({10}, 1000, ::torch::kInt64)));
+  // The training split keeps its pixels: one byte each, the table of 256 features, the labels.
+  EXPECT_EQ(data.train->samples.scalar_type(), ::torch::kUInt8);
+  EXPECT_EQ(data.train->bytes(), 60000u * 784 + 256 * 4 + 60000 * 8);
+  EXPECT_EQ(data.test->samples.scalar_type(), ::torch::kFloat32);
+  EXPECT_FALSE(data.test->code_values.defined());
+  const ::torch::Tensor train = data.train->features(0, data.train->size());
   // The normalisation constants are the training set's mean and standard deviation of x/255.
-  EXPECT_NEAR(data.train->images.mean().item<double>(), 0.0, 0.01);
-  EXPECT_NEAR(data.train->images.std().item<double>(), 1.0, 0.01);
-  EXPECT_NEAR(data.train->images.min().item<double>(), -kFashionMnistMean / kFashionMnistStd, 1e-5);
-  // The test split (31 MB, in a mapping of its own) holds bit for bit what torch's conversion of the
-  // whole uint8 tensor gives.
-  const IdxImages raw_test = read_idx_images(dir / "t10k-images-idx3-ubyte.gz");
-  ::torch::Tensor raw = ::torch::empty({10000, 1, 28, 28}, ::torch::kUInt8);
-  std::memcpy(raw.data_ptr<std::uint8_t>(), raw_test.pixels.data(), raw_test.pixels.size());
-  const ::torch::Tensor expected = raw.to(::torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
-  ASSERT_EQ(data.test->images.sizes(), expected.sizes());
-  EXPECT_EQ(std::memcmp(data.test->images.data_ptr<float>(), expected.data_ptr<float>(),
-                        static_cast<std::size_t>(expected.numel()) * sizeof(float)),
-            0);
+  EXPECT_NEAR(train.mean().item<double>(), 0.0, 0.01);
+  EXPECT_NEAR(train.std().item<double>(), 1.0, 0.01);
+  EXPECT_NEAR(train.min().item<double>(), -kFashionMnistMean / kFashionMnistStd, 1e-5);
+  // Both splits' features are bit for bit what torch's conversion of the whole uint8 tensor gives
+  // (the test split, 31 MB, in a mapping of its own).
+  for (const auto& [name, split, features] :
+       {std::tuple{"train", data.train, train}, std::tuple{"t10k", data.test, data.test->samples}}) {
+    const IdxImages raw_images = read_idx_images(dir / (std::string(name) + "-images-idx3-ubyte.gz"));
+    ::torch::Tensor raw = ::torch::empty(split->samples.sizes(), ::torch::kUInt8);
+    std::memcpy(raw.data_ptr<std::uint8_t>(), raw_images.pixels.data(), raw_images.pixels.size());
+    const ::torch::Tensor expected =
+        raw.to(::torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
+    ASSERT_EQ(features.sizes(), expected.sizes()) << name;
+    EXPECT_EQ(std::memcmp(features.data_ptr<float>(), expected.data_ptr<float>(),
+                          static_cast<std::size_t>(expected.numel()) * sizeof(float)),
+              0)
+        << name;
+  }
   // The same data from the .gz files alone (the suite's folder also holds them uncompressed, and
   // FAST reads those first: tests/CMakeLists.txt).
   const auto gz_only = std::filesystem::temp_directory_path() / ("fast_fmnist_gz_" + std::to_string(::getpid()));
@@ -54,16 +67,16 @@ TEST(FashionMnist, RealDatasetHas60000And10000SamplesWithBalancedLabels) {
     std::filesystem::create_symlink(std::filesystem::absolute(dir / f), gz_only / f);
   const FashionMnist from_gz = load_fashion_mnist(gz_only);
   std::filesystem::remove_all(gz_only);
-  EXPECT_TRUE(::torch::equal(from_gz.train->images, data.train->images));
+  EXPECT_TRUE(::torch::equal(from_gz.train->samples, data.train->samples));
   EXPECT_TRUE(::torch::equal(from_gz.train->labels, data.train->labels));
-  EXPECT_TRUE(::torch::equal(from_gz.test->images, data.test->images));
+  EXPECT_TRUE(::torch::equal(from_gz.test->samples, data.test->samples));
   EXPECT_TRUE(::torch::equal(from_gz.test->labels, data.test->labels));
 }
 
 // 2N samples whose labels are i % 10; images are zero.
 Dataset synthetic(std::int64_t n) {
   Dataset d;
-  d.images = ::torch::zeros({n, 1, 28, 28});
+  d.samples = ::torch::zeros({n, 1, 28, 28});
   d.labels = ::torch::arange(n, ::torch::kInt64).remainder(10);
   return d;
 }

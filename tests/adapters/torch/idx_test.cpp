@@ -211,10 +211,10 @@ TEST_F(IdxFiles, SplitNormalisesPixelsAndWidensLabels) {
   const auto lab = write_gz("lab.gz", idx(kIdxLabelsMagic, {2}, Bytes{9, 0}));
   const auto data = load_idx_split(img, lab);
   ASSERT_EQ(data->size(), 2);
-  EXPECT_EQ(data->images.sizes(), (std::vector<std::int64_t>{2, 1, 28, 28}));
-  EXPECT_EQ(data->images.scalar_type(), ::torch::kFloat32);
+  EXPECT_EQ(data->samples.sizes(), (std::vector<std::int64_t>{2, 1, 28, 28}));
+  EXPECT_EQ(data->samples.scalar_type(), ::torch::kFloat32);
   EXPECT_EQ(data->labels.scalar_type(), ::torch::kInt64);
-  const float* x = data->images.data_ptr<float>();
+  const float* x = data->samples.data_ptr<float>();
   EXPECT_NEAR(x[0], (0.0 - 0.2860) / 0.3530, 1e-6);
   EXPECT_NEAR(x[784], (1.0 - 0.2860) / 0.3530, 1e-6);
   EXPECT_NEAR(x[785], (0.2 - 0.2860) / 0.3530, 1e-6);
@@ -234,8 +234,8 @@ TEST_F(IdxFiles, SplitNormalisesEveryPixelValueAsTorchDoesOnTheWholeTensor) {
   ::torch::Tensor raw = ::torch::empty({n, 1, 28, 28}, ::torch::kUInt8);
   std::memcpy(raw.data_ptr<std::uint8_t>(), pix.data(), pix.size());
   const ::torch::Tensor expected = raw.to(::torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
-  ASSERT_EQ(data->images.sizes(), expected.sizes());
-  const float* got = data->images.data_ptr<float>();
+  ASSERT_EQ(data->samples.sizes(), expected.sizes());
+  const float* got = data->samples.data_ptr<float>();
   const float* want = expected.data_ptr<float>();
   std::set<std::uint8_t> seen;
   for (std::size_t i = 0; i < pix.size(); ++i) {
@@ -244,6 +244,42 @@ TEST_F(IdxFiles, SplitNormalisesEveryPixelValueAsTorchDoesOnTheWholeTensor) {
         << "pixel " << i << " value " << int{pix[i]} << ": got " << got[i] << ", torch " << want[i];
   }
   EXPECT_EQ(seen.size(), 256u);
+}
+
+// The pixels kept as codes (SplitForm::codes, the training split's form) give, through features,
+// features_of and slice, bit for bit the features of the float32 form: every pixel value, rows
+// picked in any order, a slice that shares the codes; a range outside the samples is refused.
+TEST_F(IdxFiles, PixelsKeptAsCodesDecodeToTheFeaturesBitForBit) {
+  const std::int64_t n = 5;
+  Bytes pix(static_cast<std::size_t>(n) * 784);
+  for (std::size_t i = 0; i < pix.size(); ++i) pix[i] = static_cast<std::uint8_t>((i * 11 + i / 200) % 256);
+  const auto img = write_gz("img.gz", idx(kIdxImagesMagic, {5, 28, 28}, pix));
+  const auto lab = write_gz("lab.gz", idx(kIdxLabelsMagic, {5}, Bytes{4, 3, 2, 1, 0}));
+  const auto floats = load_idx_split(img, lab, SplitForm::features);
+  const auto codes = load_idx_split(img, lab, SplitForm::codes);
+  ASSERT_EQ(codes->samples.scalar_type(), ::torch::kUInt8);
+  ASSERT_EQ(codes->samples.sizes(), floats->samples.sizes());
+  EXPECT_EQ(std::memcmp(codes->samples.data_ptr<std::uint8_t>(), pix.data(), pix.size()), 0);
+  EXPECT_TRUE(::torch::equal(codes->labels, floats->labels));
+  EXPECT_EQ(codes->bytes(), pix.size() + 256 * 4 + 5 * 8);
+  EXPECT_EQ(floats->bytes(), pix.size() * 4 + 5 * 8);
+  auto same_bits = [](const ::torch::Tensor& a, const ::torch::Tensor& b) {
+    return a.scalar_type() == ::torch::kFloat32 && a.sizes() == b.sizes() &&
+           std::memcmp(a.contiguous().data_ptr<float>(), b.contiguous().data_ptr<float>(),
+                       static_cast<std::size_t>(a.numel()) * sizeof(float)) == 0;
+  };
+  EXPECT_TRUE(same_bits(codes->features(0, n), floats->samples));
+  EXPECT_TRUE(same_bits(codes->features(1, 3), floats->samples.narrow(0, 1, 3)));
+  EXPECT_TRUE(same_bits(floats->features(1, 3), floats->samples.narrow(0, 1, 3)));
+  const ::torch::Tensor rows = ::torch::tensor({4, 0, 4, 2}, ::torch::kInt64);
+  EXPECT_TRUE(same_bits(codes->features_of(rows), floats->samples.index_select(0, rows)));
+  const Dataset tail = codes->slice(3, 2);
+  EXPECT_EQ(tail.size(), 2);
+  EXPECT_EQ(tail.samples.data_ptr<std::uint8_t>(), codes->samples.data_ptr<std::uint8_t>() + 3 * 784);
+  EXPECT_TRUE(same_bits(tail.features(0, 2), floats->samples.narrow(0, 3, 2)));
+  EXPECT_EQ(tail.labels[1].item<std::int64_t>(), 0);
+  expect_error<InvalidArgument>([&] { (void)codes->features(3, 3); }, {"within [0, 5)", "got [3, 6)"});
+  expect_error<InvalidArgument>([&] { (void)codes->slice(-1, 2); }, {"within [0, 5)", "got [-1, 1)"});
 }
 
 TEST_F(IdxFiles, MissingDatasetFileIsIoErrorNamingItAndThePackage) {
@@ -269,7 +305,7 @@ TEST_F(IdxFiles, AnUncompressedDatasetFileIsReadBeforeItsGz) {
   const FashionMnist gz = load_fashion_mnist(dir_);
   const Bytes train_expected = pattern(20, 10);
   for (std::int64_t i = 0; i < 20; ++i) EXPECT_EQ(gz.train->labels[i].item<std::int64_t>(), train_expected[i]);
-  EXPECT_TRUE(::torch::equal(gz.train->images, both.train->images));
+  EXPECT_TRUE(::torch::equal(gz.train->samples, both.train->samples));
 }
 
 // A test set that is empty, or smaller than the worker count (each worker scores a slice), is

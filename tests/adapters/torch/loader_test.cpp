@@ -14,7 +14,7 @@ namespace {
 // N samples; image i is filled with the value i, label i is i % 10.
 std::shared_ptr<const Dataset> numbered(std::int64_t n) {
   auto d = std::make_shared<Dataset>();
-  d->images = ::torch::arange(n, ::torch::kFloat32).view({n, 1, 1, 1}).expand({n, 1, 28, 28}).contiguous();
+  d->samples = ::torch::arange(n, ::torch::kFloat32).view({n, 1, 1, 1}).expand({n, 1, 28, 28}).contiguous();
   d->labels = ::torch::arange(n, ::torch::kInt64).remainder(10);
   return d;
 }
