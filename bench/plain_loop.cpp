@@ -1,7 +1,9 @@
 // Benchmark (b), peer side: a plain libtorch training loop, the baseline for the framework
 // overhead of `fast train --workers 1`. Same model (fast::torch::make_model, loaded with FAST's
-// initial_parameters for the same seed), same data in memory (fast::torch::load_fashion_mnist),
-// a per-epoch permutation with index_select batches, torch::optim::SGD with momentum,
+// initial_parameters for the same seed), same data (fast::torch::load_fashion_mnist, whose
+// training split is decoded once into float32 features, as a plain loop holds its data; `fast
+// train` decodes each batch from the pixels, a cost counted in its overhead), a per-epoch
+// permutation with index_select batches, torch::optim::SGD with momentum,
 // cross_entropy, zero_grad / backward / step, and the same libtorch thread settings as FAST
 // (intra-op threads = --threads, else FAST_TORCH_THREADS, else the cores; inter-op threads = 1).
 //

@@ -52,7 +52,7 @@ int main() try {
     final_params[ctx.rank()].assign(replica.param_span().begin(), replica.param_span().end());
     if (ctx.rank() != 0) return;
     torch::NoGradGuard no_grad;
-    const torch::Tensor predicted = model->forward(data.test->images).argmax(1);
+    const torch::Tensor predicted = model->forward(data.test->features(0, data.test->size())).argmax(1);
     accuracy = predicted.eq(data.test->labels).to(torch::kFloat64).mean().item<double>();
   });
   std::string runtimes;  // what this installation registered (threads, and sim, zmq, mpi when built)

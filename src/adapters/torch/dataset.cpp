@@ -3,6 +3,7 @@
 #include "fast/adapters/torch/dataset.hpp"
 
 #include <cstddef>
+#include <string>
 
 #include "fast/core/error.hpp"
 
@@ -10,8 +11,22 @@ namespace fast::torch {
 
 namespace {
 
+// "uint8", "float32", else torch's name of the tensor's type.
+std::string type_name(const ::torch::Tensor& t) {
+  if (t.scalar_type() == ::torch::kUInt8) return "uint8";
+  if (t.scalar_type() == ::torch::kFloat32) return "float32";
+  return ::c10::toString(t.scalar_type());
+}
+
 // float32 features of `codes` (uint8, any shape): table[code] for each code, in a new tensor.
+// Throws InvalidArgument unless the codes are uint8 and the table 256 contiguous float32 values (a
+// Dataset is a public aggregate: a reader must not index past a table it was given).
 ::torch::Tensor decode(const ::torch::Tensor& codes, const ::torch::Tensor& table) {
+  FAST_ENFORCE(codes.scalar_type() == ::torch::kUInt8 && table.scalar_type() == ::torch::kFloat32 && table.dim() == 1 &&
+                   table.numel() == 256 && table.is_contiguous(),
+               "dataset: samples with a code table must be uint8 codes and the table 256 contiguous float32 values, "
+               "got {} samples and a table of {} {} values",
+               type_name(codes), table.numel(), type_name(table));
   const ::torch::Tensor in = codes.contiguous();
   ::torch::Tensor out = ::torch::empty(in.sizes(), ::torch::kFloat32);
   const std::uint8_t* code = in.data_ptr<std::uint8_t>();
@@ -22,10 +37,11 @@ namespace {
   return out;
 }
 
-// Throws InvalidArgument unless [start, start + count) lies within [0, size).
+// Throws InvalidArgument unless [start, start + count) lies within [0, size) (no overflow: count
+// is compared with what is left after start).
 void check_range(std::int64_t start, std::int64_t count, std::int64_t size) {
-  FAST_ENFORCE(start >= 0 && count >= 0 && start + count <= size,
-               "dataset: expected samples within [0, {}), got [{}, {})", size, start, start + count);
+  FAST_ENFORCE(start >= 0 && start <= size && count >= 0 && count <= size - start,
+               "dataset: expected samples within [0, {}), got {} from {}", size, count, start);
 }
 
 }  // namespace

@@ -70,7 +70,9 @@ std::shared_ptr<const Dataset> load_idx_split(const std::filesystem::path& image
   auto data = std::make_shared<Dataset>();
   const ::torch::Tensor table = pixel_values();
   if (form == SplitForm::codes) {
-    // The tensor takes the pixels read (no copy) and frees them with itself.
+    // The tensor takes the pixels read (no copy; the capacity the read grew beyond them is freed)
+    // and frees them with itself.
+    images.pixels.shrink_to_fit();
     auto* pixels = new std::vector<std::uint8_t>(std::move(images.pixels));
     data->samples = ::torch::from_blob(
         pixels->data(), sizes, [pixels](void*) { delete pixels; }, ::torch::kUInt8);

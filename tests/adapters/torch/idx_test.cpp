@@ -278,8 +278,13 @@ TEST_F(IdxFiles, PixelsKeptAsCodesDecodeToTheFeaturesBitForBit) {
   EXPECT_EQ(tail.samples.data_ptr<std::uint8_t>(), codes->samples.data_ptr<std::uint8_t>() + 3 * 784);
   EXPECT_TRUE(same_bits(tail.features(0, 2), floats->samples.narrow(0, 3, 2)));
   EXPECT_EQ(tail.labels[1].item<std::int64_t>(), 0);
-  expect_error<InvalidArgument>([&] { (void)codes->features(3, 3); }, {"within [0, 5)", "got [3, 6)"});
-  expect_error<InvalidArgument>([&] { (void)codes->slice(-1, 2); }, {"within [0, 5)", "got [-1, 1)"});
+  expect_error<InvalidArgument>([&] { (void)codes->features(3, 3); }, {"within [0, 5)", "got 3 from 3"});
+  expect_error<InvalidArgument>([&] { (void)codes->slice(-1, 2); }, {"within [0, 5)", "got 2 from -1"});
+  expect_error<InvalidArgument>([&] { (void)codes->features(1, INT64_MAX); }, {"within [0, 5)"});
+  EXPECT_EQ(codes->features(5, 0).sizes(), (std::vector<std::int64_t>{0, 1, 28, 28}));
+  Dataset short_table = *codes;
+  short_table.code_values = short_table.code_values.narrow(0, 0, 255);
+  expect_error<InvalidArgument>([&] { (void)short_table.features(0, 1); }, {"256", "got uint8 samples", "255"});
 }
 
 TEST_F(IdxFiles, MissingDatasetFileIsIoErrorNamingItAndThePackage) {

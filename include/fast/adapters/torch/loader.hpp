@@ -23,7 +23,7 @@
 namespace fast::torch {
 
 struct Batch {
-  ::torch::Tensor x;  // [batch,1,28,28] float32 (a copy: gathered with index_select)
+  ::torch::Tensor x;  // [batch,1,28,28] float32 (a copy: Dataset::features_of the batch's rows)
   ::torch::Tensor y;  // [batch] int64
 };
 
