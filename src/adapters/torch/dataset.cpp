@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 
+#include "decode_codes.hpp"
 #include "fast/core/error.hpp"
 
 namespace fast::torch {
@@ -18,22 +19,15 @@ std::string type_name(const ::torch::Tensor& t) {
   return ::c10::toString(t.scalar_type());
 }
 
-// float32 features of `codes` (uint8, any shape): table[code] for each code, in a new tensor.
-// Throws InvalidArgument unless the codes are uint8 and the table 256 contiguous float32 values (a
-// Dataset is a public aggregate: a reader must not index past a table it was given).
+// float32 features of `codes` (uint8, any shape), in a new tensor. Throws InvalidArgument unless
+// the codes are uint8 (and the table as decode_codes wants it: a Dataset is a public aggregate, and
+// a reader must not index past a table it was given).
 ::torch::Tensor decode(const ::torch::Tensor& codes, const ::torch::Tensor& table) {
-  FAST_ENFORCE(codes.scalar_type() == ::torch::kUInt8 && table.scalar_type() == ::torch::kFloat32 && table.dim() == 1 &&
-                   table.numel() == 256 && table.is_contiguous(),
-               "dataset: samples with a code table must be uint8 codes and the table 256 contiguous float32 values, "
-               "got {} samples and a table of {} {} values",
-               type_name(codes), table.numel(), type_name(table));
+  FAST_ENFORCE(codes.scalar_type() == ::torch::kUInt8, "dataset: samples with a code table must be uint8 codes, got {}",
+               type_name(codes));
   const ::torch::Tensor in = codes.contiguous();
   ::torch::Tensor out = ::torch::empty(in.sizes(), ::torch::kFloat32);
-  const std::uint8_t* code = in.data_ptr<std::uint8_t>();
-  const float* value = table.data_ptr<float>();
-  float* x = out.data_ptr<float>();
-  const auto n = static_cast<std::size_t>(in.numel());
-  for (std::size_t i = 0; i < n; ++i) x[i] = value[code[i]];
+  decode_codes({in.data_ptr<std::uint8_t>(), static_cast<std::size_t>(in.numel())}, table, out.data_ptr<float>());
   return out;
 }
 
@@ -45,6 +39,14 @@ void check_range(std::int64_t start, std::int64_t count, std::int64_t size) {
 }
 
 }  // namespace
+
+void decode_codes(std::span<const std::uint8_t> codes, const ::torch::Tensor& table, float* out) {
+  FAST_ENFORCE(
+      table.scalar_type() == ::torch::kFloat32 && table.dim() == 1 && table.numel() == 256 && table.is_contiguous(),
+      "dataset: a code table must be 256 contiguous float32 values, got {} {} values", table.numel(), type_name(table));
+  const float* value = table.data_ptr<float>();
+  for (std::size_t i = 0; i < codes.size(); ++i) out[i] = value[codes[i]];
+}
 
 std::vector<std::int64_t> Dataset::sample_shape() const {
   if (!samples.defined()) return {};

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bulk_tensor.hpp"
+#include "decode_codes.hpp"
 #include "fast/adapters/torch/idx.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -38,12 +39,6 @@ std::filesystem::path idx_file(const std::filesystem::path& dir, const std::stri
 // about a fifth of the CPU time of a short `fast train` process).
 ::torch::Tensor pixel_values() {
   return ::torch::arange(256, ::torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
-}
-
-// out[i] = table[pixels[i]] for every pixel.
-void normalise(const std::vector<std::uint8_t>& pixels, const ::torch::Tensor& table, float* out) {
-  const float* value = table.data_ptr<float>();
-  for (std::size_t i = 0; i < pixels.size(); ++i) out[i] = value[pixels[i]];
 }
 
 }  // namespace
@@ -79,7 +74,7 @@ std::shared_ptr<const Dataset> load_idx_split(const std::filesystem::path& image
     data->code_values = table;
   } else {
     data->samples = bulk_float_tensor(sizes);
-    normalise(images.pixels, table, data->samples.data_ptr<float>());
+    decode_codes(images.pixels, table, data->samples.data_ptr<float>());
   }
   ::torch::Tensor lab = ::torch::empty({n}, ::torch::kUInt8);
   if (!labels.empty()) std::memcpy(lab.data_ptr<std::uint8_t>(), labels.data(), labels.size());

@@ -284,7 +284,8 @@ TEST_F(IdxFiles, PixelsKeptAsCodesDecodeToTheFeaturesBitForBit) {
   EXPECT_EQ(codes->features(5, 0).sizes(), (std::vector<std::int64_t>{0, 1, 28, 28}));
   Dataset short_table = *codes;
   short_table.code_values = short_table.code_values.narrow(0, 0, 255);
-  expect_error<InvalidArgument>([&] { (void)short_table.features(0, 1); }, {"256", "got uint8 samples", "255"});
+  expect_error<InvalidArgument>([&] { (void)short_table.features(0, 1); },
+                                {"256 contiguous float32", "got 255 float32"});
 }
 
 TEST_F(IdxFiles, MissingDatasetFileIsIoErrorNamingItAndThePackage) {
