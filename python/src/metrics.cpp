@@ -15,6 +15,7 @@
 
 #include "fast/core/error.hpp"
 #include "fast/core/memory_usage.hpp"
+#include "fast/core/sum_of_squares.hpp"
 #include "fast/metrics/jsonl_writer.hpp"
 #include "process_outputs.hpp"
 #include "run_totals.hpp"
@@ -25,11 +26,8 @@ namespace fast::python {
 
 namespace {
 
-double l2_norm(std::span<const float> v) {
-  double s = 0;
-  for (float x : v) s += static_cast<double>(x) * x;
-  return std::sqrt(s);
-}
+// As fast train's: the same value for the same parameters.
+double l2_norm(std::span<const float> v) { return std::sqrt(core::sum_of_squares(v)); }
 
 py::object to_python(const nlohmann::json& value) { return py::module_::import("json").attr("loads")(value.dump()); }
 
@@ -251,7 +249,7 @@ py::object PyMetrics::finish(const py::function& score) {
     training::WorkerTotals mine = s.loop.totals();
     mine.wall_seconds = train_end;
     mine.param_norm = l2_norm(s.model.representative());
-    mine.param_hash = metrics::fnv1a64(s.model.representative());
+    mine.param_hash = metrics::parameter_hash64(s.model.representative());
     // Every worker returns the summary, so every member reads the totals (Python's worlds are small).
     const std::optional<training::RunTotals> totals =
         training::gather_totals(w.communicator(), mine, s.loop.evaluations(), w.communicator().members());

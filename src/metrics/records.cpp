@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "fast/core/hash.hpp"
 #include "fast/core/version.hpp"
 
 namespace fast::metrics {
@@ -90,19 +91,12 @@ std::filesystem::path process_metrics_path(const std::filesystem::path& metrics,
   return out;
 }
 
-std::uint64_t fnv1a64(std::span<const float> parameters) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(parameters.data());
-  const std::size_t n = parameters.size_bytes();
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= bytes[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
+std::uint64_t parameter_hash64(std::span<const float> parameters) noexcept {
+  return core::xxh3_64(std::as_bytes(parameters));
 }
 
 std::string hex64(std::uint64_t value) { return fmt::format("{:016x}", value); }
 
-std::string parameter_hash(std::span<const float> parameters) { return hex64(fnv1a64(parameters)); }
+std::string parameter_hash(std::span<const float> parameters) { return hex64(parameter_hash64(parameters)); }
 
 }  // namespace fast::metrics

@@ -35,8 +35,8 @@ struct WorkerTotals {
   double wall_seconds = 0;                 // training time: first step to last (see trainer.cpp)
   double param_norm = 0;                   // L2 norm of the representative model (the summary reads
                                            // the group's first member's; fast train sets no other)
-  std::uint64_t param_hash = 0;            // metrics::fnv1a64 of the representative model (as param_norm)
-  std::uint64_t replica_hash = 0;          // metrics::fnv1a64 of this worker's own parameters at the end
+  std::uint64_t param_hash = 0;            // metrics::parameter_hash64 of the representative model (as param_norm)
+  std::uint64_t replica_hash = 0;          // metrics::parameter_hash64 of this worker's own parameters at the end
   std::vector<std::uint64_t> bytes_to;     // payload bytes sent to each peer (size: world)
   std::vector<std::uint64_t> bytes_from;   // payload bytes received from each peer (size: world)
   metrics::DivergenceSign divergence;      // the first sign of divergence this worker saw (kind none: none)

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "xxh3_variants.hpp"
+#include "fast/core/hash.hpp"
 
 namespace fast::wire {
 
@@ -31,36 +31,10 @@ bool known_dtype(std::uint8_t d) { return d <= static_cast<std::uint8_t>(core::D
 
 }  // namespace
 
-namespace {
-// The XXH3 variant of the widest vector unit this CPU has (xxh3_variants.hpp).
-struct Xxh3 {
-  std::uint64_t (*h64)(const void*, std::size_t);
-  detail::Hash128 (*h128)(const void*, std::size_t, std::uint64_t);
-};
-
-Xxh3 pick_xxh3() {
-#if defined(FAST_XXH3_X86_VARIANTS)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
-    return {detail::xxh3_64_avx512, detail::xxh3_128_avx512};
-  if (__builtin_cpu_supports("avx2")) return {detail::xxh3_64_avx2, detail::xxh3_128_avx2};
-#endif
-  return {detail::xxh3_64_sse2, detail::xxh3_128_sse2};
-}
-
-const Xxh3& xxh3() {
-  static const Xxh3 chosen = pick_xxh3();
-  return chosen;
-}
-}  // namespace
-
-std::uint32_t checksum(std::span<const std::byte> bytes) {
-  return static_cast<std::uint32_t>(xxh3().h64(bytes.data(), bytes.size()));
-}
+std::uint32_t checksum(std::span<const std::byte> bytes) { return static_cast<std::uint32_t>(core::xxh3_64(bytes)); }
 
 std::array<std::uint64_t, 2> checksum128(std::span<const std::byte> bytes, std::uint64_t seed) {
-  const detail::Hash128 h = xxh3().h128(bytes.data(), bytes.size(), seed);
-  return {h.low, h.high};
+  return core::xxh3_128(bytes, seed);
 }
 
 std::uint32_t crc32(std::span<const std::byte> bytes) {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#define XXH_INLINE_ALL
+#define XXH_VECTOR XXH_SCALAR  // the reference: no vector unit
+#include <xxhash.h>
+
 #include <cmath>
 #include <vector>
 
@@ -27,13 +31,20 @@ TEST(ProcessMetricsPath, NoMetricsFileStaysNone) {
   EXPECT_TRUE(process_metrics_path("", 0, true).empty());
 }
 
-// Reference values: FNV-1a 64 over the little-endian bytes, computed independently (Python).
-TEST(ParameterHash, IsFnv1a64OfTheParameterBytesAsSixteenHexDigits) {
-  EXPECT_EQ(parameter_hash({}), "cbf29ce484222325");  // the offset basis
+// Reference values: xxHash's portable scalar code, compiled here on its own, over the
+// little-endian bytes; the empty input's hash as xxHash publishes it.
+TEST(ParameterHash, IsXxh3Of64BitsOfTheParameterBytesAsSixteenHexDigits) {
+  EXPECT_EQ(parameter_hash({}), "2d06800538d394c2");
   const std::vector<float> one{1.0f};
-  EXPECT_EQ(parameter_hash(one), "4b72477f9c5c2f98");
+  const unsigned char one_bytes[] = {0x00, 0x00, 0x80, 0x3f};  // 1.0f, little-endian
+  EXPECT_EQ(parameter_hash64(one), XXH3_64bits(one_bytes, sizeof one_bytes));
+  EXPECT_EQ(parameter_hash(one), hex64(XXH3_64bits(one_bytes, sizeof one_bytes)));
+  const unsigned char two_bytes[] = {0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x20, 0xc0};  // 1.0f, -2.5f
   const std::vector<float> two{1.0f, -2.5f};
-  EXPECT_EQ(parameter_hash(two), "09e629ee2dfdb3f8");
+  EXPECT_EQ(parameter_hash64(two), XXH3_64bits(two_bytes, sizeof two_bytes));
+  std::vector<float> many(100003);  // past XXH3's 240-byte short path and its 1 KiB blocks
+  for (std::size_t i = 0; i < many.size(); ++i) many[i] = static_cast<float>(i) * 0.37f - 11.0f;
+  EXPECT_EQ(parameter_hash64(many), XXH3_64bits(many.data(), many.size() * sizeof(float)));
   EXPECT_EQ(hex64(0x1f), "000000000000001f");
 }
 

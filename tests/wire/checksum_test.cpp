@@ -1,4 +1,4 @@
-// The frames' and streams' checksums (wire/frame.hpp, src/wire/xxh3_variants.hpp): every vector
+// The frames' and streams' checksums (wire/frame.hpp, src/core/xxh3_variants.hpp): every vector
 // variant this CPU runs gives what xxHash's portable scalar code gives, compiled here on its own.
 #include <gtest/gtest.h>
 
@@ -49,14 +49,15 @@ TEST(Checksum, EveryVariantThisCpuRunsEqualsThePortableReference) {
     const char* name;
     bool runs;
     std::uint64_t (*h64)(const void*, std::size_t);
-    detail::Hash128 (*h128)(const void*, std::size_t, std::uint64_t);
+    core::detail::Hash128 (*h128)(const void*, std::size_t, std::uint64_t);
   };
-  std::vector<Variant> variants = {{"sse2", true, detail::xxh3_64_sse2, detail::xxh3_128_sse2}};
+  std::vector<Variant> variants = {{"sse2", true, core::detail::xxh3_64_sse2, core::detail::xxh3_128_sse2}};
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  variants.push_back({"avx2", __builtin_cpu_supports("avx2") != 0, detail::xxh3_64_avx2, detail::xxh3_128_avx2});
+  variants.push_back(
+      {"avx2", __builtin_cpu_supports("avx2") != 0, core::detail::xxh3_64_avx2, core::detail::xxh3_128_avx2});
   variants.push_back({"avx512", __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512bw") != 0,
-                      detail::xxh3_64_avx512, detail::xxh3_128_avx512});
+                      core::detail::xxh3_64_avx512, core::detail::xxh3_128_avx512});
 #endif
   for (const Variant& v : variants) {
     if (!v.runs) {
@@ -67,7 +68,7 @@ TEST(Checksum, EveryVariantThisCpuRunsEqualsThePortableReference) {
       const std::vector<std::byte> bytes = random_bytes(n, static_cast<unsigned>(n) + 7);
       EXPECT_EQ(v.h64(bytes.data(), n), XXH3_64bits(bytes.data(), n)) << v.name << ", " << n << " bytes";
       const XXH128_hash_t want = XXH3_128bits_withSeed(bytes.data(), n, 99);
-      const detail::Hash128 got = v.h128(bytes.data(), n, 99);
+      const core::detail::Hash128 got = v.h128(bytes.data(), n, 99);
       EXPECT_EQ(got.low, want.low64) << v.name << ", " << n << " bytes";
       EXPECT_EQ(got.high, want.high64) << v.name << ", " << n << " bytes";
     }

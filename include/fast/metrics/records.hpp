@@ -94,10 +94,11 @@ nlohmann::json end_record(double time, const nlohmann::json& summary);
 // An empty `metrics` (no file) stays empty.
 std::filesystem::path process_metrics_path(const std::filesystem::path& metrics, int first_rank, bool whole_world);
 
-// 64-bit FNV-1a (offset basis 0xcbf29ce484222325, prime 0x100000001b3) over the bytes of the
-// parameters as stored in memory (IEEE-754 binary32, this machine's byte order: little-endian on
-// every supported platform), as 16 lower-case hex digits. Equal hashes mean bit-identical models.
-std::uint64_t fnv1a64(std::span<const float> parameters) noexcept;
+// XXH3-64 (seed 0, core/hash.hpp) of the bytes of the parameters as stored in memory (IEEE-754
+// binary32, this machine's byte order: little-endian on every supported platform); parameter_hash
+// writes it as 16 lower-case hex digits. Equal hashes mean bit-identical models. XXH3 reads memory
+// at tens of GB/s, so that hashing every simulated worker's replica at the end costs little.
+std::uint64_t parameter_hash64(std::span<const float> parameters) noexcept;
 std::string parameter_hash(std::span<const float> parameters);
 std::string hex64(std::uint64_t value);
 

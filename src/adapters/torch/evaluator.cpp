@@ -1,11 +1,13 @@
 #include "fast/adapters/torch/evaluator.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/sum_of_squares.hpp"
 
 namespace fast::torch {
 
@@ -87,6 +89,12 @@ std::span<const float> Evaluator::representative() const noexcept {
   return representative_;
 }
 
+double Evaluator::representative_norm() {
+  double squares = 0;
+  compute([&] { squares = core::sum_of_squares(representative()); });
+  return std::sqrt(squares);
+}
+
 void Evaluator::release_representative() {
   std::vector<float>().swap(representative_);
   in_place_ = false;
@@ -137,12 +145,7 @@ RoundResult Evaluator::run(bool replica_accuracies) {
     const std::span<const float> average =
         final_ == FinalModel::average ? std::span<const float>(representative) : std::span<const float>(mean);
     std::vector<double> squared{0.0};
-    compute([&] {
-      for (std::size_t i = 0; i < params.size(); ++i) {
-        const double d = static_cast<double>(params[i]) - average[i];
-        squared[0] += d * d;
-      }
-    });
+    compute([&] { squared[0] = core::sum_of_squared_differences(params, average); });
     comm.allreduce(core::MutableView(std::span<double>(squared)));
     result.consensus_distance = squared[0] / n;
     if (replica_accuracies || final_ == FinalModel::best) {

@@ -39,6 +39,7 @@
 #include "fast/core/malloc_tuning.hpp"
 #include "fast/core/memory_usage.hpp"
 #include "fast/core/stop_request.hpp"
+#include "fast/core/sum_of_squares.hpp"
 #include "fast/runtime/detect.hpp"
 #include "fast/runtime/environment.hpp"
 #include "fast/runtime/launcher.hpp"
@@ -175,11 +176,7 @@ void validate(const TrainOptions& o) {
                "dgc_warmup_epochs: set to {} without dgc; the warm-up is part of DGC (--dgc)", o.dgc_warmup_epochs);
 }
 
-double l2_norm(std::span<const float> v) {
-  double s = 0;
-  for (float x : v) s += static_cast<double>(x) * x;
-  return std::sqrt(s);
-}
+double l2_norm(std::span<const float> v) { return std::sqrt(core::sum_of_squares(v)); }
 
 // Read-only inputs of every worker of this process.
 struct RunInputs {
@@ -269,12 +266,14 @@ class TorchWorker final : public ModelSide {
   // A mid-run round's representative (in the gradient, which the next step overwrites) is not
   // read after its record.
   metrics::EvalRecord evaluate(bool final_round) override {
-    const metrics::EvalRecord r = record(evaluator_->run(final_round && replica_accuracy_));
+    const RoundResult round = evaluator_->run(final_round && replica_accuracy_);
+    const metrics::EvalRecord r = record(round, evaluator_->representative_norm());
     if (!final_round) evaluator_->release_representative();
     return r;
   }
   metrics::EvalRecord snapshot() override {
-    const metrics::EvalRecord r = record(evaluator_->snapshot_round());
+    const RoundResult round = evaluator_->snapshot_round();
+    const metrics::EvalRecord r = record(round, evaluator_->representative_norm());
     evaluator_->release_representative();
     return r;
   }
@@ -284,7 +283,7 @@ class TorchWorker final : public ModelSide {
  private:
   // The record of an evaluation; param_norm is the norm of the model it scored (the evaluator's
   // representative).
-  metrics::EvalRecord record(const RoundResult& r) const {
+  static metrics::EvalRecord record(const RoundResult& r, double param_norm) {
     return {.accuracy = r.representative.accuracy,
             .loss = r.representative.loss,
             .samples = r.representative.samples,
@@ -292,7 +291,7 @@ class TorchWorker final : public ModelSide {
             .replica_accuracy_min = r.replica_accuracy_min,
             .replica_accuracy_max = r.replica_accuracy_max,
             .representative_rank = r.representative_rank,
-            .param_norm = l2_norm(evaluator_->representative())};
+            .param_norm = param_norm};
   }
 
   Model model_;
@@ -346,12 +345,12 @@ WorkerTotals own_totals(WorkerLoop& loop, TorchWorker& torch_side, const BudgetC
   mine.wall_seconds = train_end;
   if (first_member) {  // the summary reads the first member's
     mine.param_norm = l2_norm(torch_side.representative());
-    mine.param_hash = metrics::fnv1a64(torch_side.representative());
+    mine.param_hash = metrics::parameter_hash64(torch_side.representative());
   }
   // This worker's own replica, hashed as a computation of no simulated time: under sim the
-  // compute threads hash the replicas together (FNV-1a, a byte at a time, was 5% of a 256-worker run).
+  // compute threads hash the replicas together.
   loop.context().compute_overlapped(
-      0, [&mine, &torch_side] { mine.replica_hash = metrics::fnv1a64(torch_side.state().params); });
+      0, [&mine, &torch_side] { mine.replica_hash = metrics::parameter_hash64(torch_side.state().params); });
   mine.stopped_by = loop.stopped_by();
   mine.state_bytes = static_cast<std::int64_t>(loop.worker().state_bytes());
   return mine;

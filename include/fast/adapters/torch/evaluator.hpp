@@ -69,6 +69,9 @@ class Evaluator {
   // after release_representative()): this worker's own parameters where the strategy's
   // representative is them (read in place, no copy).
   std::span<const float> representative() const noexcept;
+  // The L2 norm of representative() (core::sum_of_squares), computed as the round's own passes
+  // are (private_compute: under sim beside the other workers', on the compute threads).
+  double representative_norm();
   // Forgets the last round's representative and frees its buffer where it has one of its own
   // (snapshot_round's: a model-sized block per worker, which under sim would otherwise stay on
   // every worker from one evaluation to the next). For a caller done with representative() until
