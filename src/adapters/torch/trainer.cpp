@@ -209,16 +209,16 @@ struct BuiltReplica {
 };
 
 // Builds them as a computation of no simulated time (runtime::Context::compute_overlapped): under
-// sim the workers build theirs side by side on the compute threads (a model's construction draws
-// its own parameters, most of a simulated worker's set-up).
-// The draws come from libtorch's process-wide generator, against compute_overlapped's rule, and are
-// allowed here only because nothing depends on them: the initial parameters replace them, and the
-// model draws nothing else from that generator (draws_nothing; otherwise built inline, in order).
+// sim the workers build theirs side by side on the compute threads. The model comes from
+// make_model_to_load: the built-ins draw nothing; another model's construction may draw its own
+// parameters from libtorch's process-wide generator, against compute_overlapped's rule, allowed
+// here only because nothing depends on them: the initial parameters replace them, and the model
+// draws nothing else from that generator (draws_nothing; otherwise built inline, in order).
 BuiltReplica build_replica(runtime::Context& ctx, const RunInputs& in) {
   std::optional<Model> model;
   std::optional<Replica> replica;
   const auto build = [&] {
-    model.emplace(make_model(in.options.model, in.input));
+    model.emplace(make_model_to_load(in.options.model, in.input));
     replica.emplace(*model, Replica::Placement{.device = worker_device(in.options.device, ctx.rank()),
                                                .staged = in.options.device_staging});
     replica->load(core::ConstView(std::span<const float>(in.initial)));

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/types.h>
 
 #include "fast/adapters/torch/models.hpp"
@@ -134,6 +135,44 @@ TEST(ModelZoo, InitialParametersLoadIntoAReplica) {
   replica.load(core::ConstView(std::span<const float>(values)));
   EXPECT_TRUE(::torch::equal(model.named_parameters().front().second.detach().flatten(),
                              ::torch::tensor(std::vector<float>(values.begin(), values.begin() + 784 * 256))));
+}
+
+// make_model_to_load's network is make_model's: the same parameters (names, shapes, order) and,
+// loaded with the same values, the same logits bit for bit, in training and in eval mode; for
+// every built-in model (resnet has no undrawn variant: the same as make_model).
+TEST(ModelZoo, AModelToLoadIsTheSameNetworkWithTheSameOutputs) {
+  for (const std::string name : {"mlp", "cnn", "resnet"}) {
+    Model drawn = make_model(name);
+    Model to_load = make_model_to_load(name);
+    const auto a = drawn.named_parameters();
+    const auto b = to_load.named_parameters();
+    ASSERT_EQ(a.size(), b.size()) << name;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].first, b[i].first) << name;
+      EXPECT_EQ(a[i].second.sizes(), b[i].second.sizes()) << name << " " << a[i].first;
+    }
+    const auto values = initial_parameters(name, {}, 5);
+    Replica(drawn).load(core::ConstView(std::span<const float>(values)));
+    Replica(to_load).load(core::ConstView(std::span<const float>(values)));
+    const ::torch::Tensor x =
+        ::torch::rand({3, 1, 28, 28}, ::torch::Generator(at::make_generator<at::CPUGeneratorImpl>(9)));
+    ::torch::NoGradGuard no_grad;
+    for (const bool training : {true, false}) {
+      drawn.train(training);
+      to_load.train(training);
+      EXPECT_TRUE(::torch::equal(drawn.forward(x), to_load.forward(x))) << name << (training ? " train" : " eval");
+    }
+  }
+}
+
+// The undrawn layers start at zero: building the model draws nothing from libtorch's generator.
+TEST(ModelZoo, AModelToLoadDrawsNothing) {
+  ::torch::manual_seed(3);
+  const ::torch::Tensor before = ::torch::rand({4});
+  ::torch::manual_seed(3);
+  Model to_load = make_model_to_load("mlp");
+  EXPECT_TRUE(::torch::equal(::torch::rand({4}), before));
+  for (const auto& [name, p] : to_load.named_parameters()) EXPECT_EQ(p.abs().sum().item<float>(), 0.0f) << name;
 }
 
 // resnet (resnet.hpp), counted by hand: convolutions without bias (in*out*k*k), GroupNorm 2*channels,

@@ -36,6 +36,13 @@ struct ModelRegistration {
   // Floating-point operations to train on one sample (forward + backward); empty: 6 x the
   // parameter count (exact for Linear layers).
   std::function<double(const SampleSpec& input)> flops_per_sample = {};
+  // Optional: make's network for a caller that sets every parameter before it uses the model (each
+  // worker's replica loads the run's initial parameters: make_model_to_load), built without
+  // drawing its parameters (their values unspecified). Its parameters must have make's names,
+  // shapes and order, and its forward must give make's results bit for bit for the same
+  // parameters. Empty: make. mlp and cnn have one (their dense layers undrawn: drawing them for
+  // every simulated worker, under libtorch's generator lock, was most of a worker's set-up).
+  std::function<Model(const SampleSpec& input)> make_to_load = {};
   // Whether training draws from libtorch's process-wide random generator (dropout, random
   // augmentation in forward). Such a model's gradients are computed one after the other under sim
   // (never on its compute threads: the order of the draws would depend on them). The built-ins

@@ -33,6 +33,12 @@ namespace fast::torch {
 // how to name a file. cnn and resnet need a sample shape [C, H, W] with H, W >= 10 (InvalidArgument).
 Model make_model(const std::string& spec, const SampleSpec& input = {});
 
+// As make_model, for a caller that sets every parameter before it uses the model (a worker's
+// replica, which loads the run's initial parameters): a registered model's make_to_load where it
+// has one (model_registry.hpp; the values of the parameters are then unspecified), else the same
+// as make_model.
+Model make_model_to_load(const std::string& spec, const SampleSpec& input = {});
+
 // Runs the model on a batch of two zero samples of `input` (no gradient, eval mode) and checks the
 // output is [2, classes] float32. InvalidArgument naming the model, the input shape, and what
 // forward returned or the first line of libtorch's error. Built-in models always fit.
