@@ -530,7 +530,7 @@ if wants l; then
   scale=(--workers 256,1024)
   [[ $QUICK == 1 ]] && scale=(--workers 256 --memory-workers 256)
   run l_sim_scale "$PY" "$ROOT/bench/sim_scale.py" --fast "$BIN/fast" --root "$ROOT" "${scale[@]}" --out "$RAW/l_sim_scale.json"
-  grep -E '^\||^(MET|MISSED)' "$RAW/l_sim_scale.log" | tee -a "$LOG"
+  grep -E '^\||^(MET|MISSED)| workers, wall of each run' "$RAW/l_sim_scale.log" | tee -a "$LOG"
   echo
 fi
 

@@ -9,8 +9,10 @@ threads, and the memory of every strategy against its floor.
    the cores); then `fast train --runtime threads --workers 1` with N x (steps per worker) steps at
    the same batch: the same number of samples at the same batch size. Both evaluate only the final
    representative model once (--no-replica-accuracy; eval_every 0 with less than one epoch for the
-   single worker). Goals: simulated wall time <= 1.2x the one worker's at 256 workers, <= 2.0x at
-   1,024.
+   single worker). Each command runs --repeat times (default 3), the two in turn, and the table
+   shows the run of median wall time of each: on a shared virtual machine one run's wall time moves
+   by a quarter and more. Goals: simulated wall time <= 1.2x the one worker's at 256 workers, <= 2.0x
+   at 1,024.
 2. Compute threads. The same simulated run at --scaling-workers (default 256) with sim_threads 1,
    2, 4, ... up to the cores this process may run on (--sim-threads gives the list): wall time and
    speed-up over one thread. No goal; the results must not change with the threads (the table
@@ -124,20 +126,31 @@ def load(path):
         return json.load(f)
 
 
-def measure_time(fast, root, workers, work, env, timeout):
-    """Part 1: dpsgd on N simulated workers, one epoch, against one threads worker on the same samples."""
+def median_run(runs):
+    """The run of median wall time among (wall, cpu, rss) tuples (the lower middle one of an even count)."""
+    return sorted(runs)[(len(runs) - 1) // 2]
+
+
+def measure_time(fast, root, workers, work, env, timeout, repeat):
+    """Part 1: dpsgd on N simulated workers, one epoch, against one threads worker on the same samples;
+    each command `repeat` times, in turn, and the run of median wall time of each."""
     batch = batch_for(workers)
     sim_summary = os.path.join(work, f"sim_{workers}.json")
     sim_cmd = sim_command(fast, root, workers, STRATEGIES["dpsgd"], sim_summary) + ["--epochs", "1", "--batch",
                                                                                      str(batch)]
-    sim_wall, sim_cpu, sim_rss = timed(sim_cmd, env, timeout)
+    sim_runs = [timed(sim_cmd, env, timeout)]
     summary = load(sim_summary)
     steps = summary["steps_per_worker"][0]
     one_summary = os.path.join(work, f"one_{workers}.json")
     one_cmd = [fast, "train", "--runtime", "threads", "--workers", "1", "--model", "mlp", "--strategy", "allreduce",
                "--steps", str(workers * steps), "--batch", str(batch), "--lr", LR, "--progress", "never",
                "--summary", one_summary]
-    one_wall, one_cpu, one_rss = timed(one_cmd, env, timeout)
+    one_runs = [timed(one_cmd, env, timeout)]
+    for _ in range(repeat - 1):
+        sim_runs.append(timed(sim_cmd, env, timeout))
+        one_runs.append(timed(one_cmd, env, timeout))
+    sim_wall, sim_cpu, sim_rss = median_run(sim_runs)
+    one_wall, one_cpu, one_rss = median_run(one_runs)
     one = load(one_summary)
     if one["final_accuracy"] < CHANCE:  # the simulated run takes 7 gossip steps: it may stay near chance
         sys.exit(f"sim_scale.py: the one-worker run for {workers} workers ended at accuracy {one['final_accuracy']} "
@@ -146,7 +159,8 @@ def measure_time(fast, root, workers, work, env, timeout):
             "sim_wall_s": sim_wall, "sim_cpu_s": sim_cpu, "sim_peak_rss_bytes": sim_rss,
             "sim_accuracy": summary["final_accuracy"], "simulated_seconds": summary.get("simulated_seconds"),
             "one_wall_s": one_wall, "one_cpu_s": one_cpu, "one_peak_rss_bytes": one_rss,
-            "one_accuracy": one["final_accuracy"], "ratio": sim_wall / one_wall,
+            "one_accuracy": one["final_accuracy"], "ratio": sim_wall / one_wall, "repeat": repeat,
+            "sim_walls_s": [r[0] for r in sim_runs], "one_walls_s": [r[0] for r in one_runs],
             "sim_command": " ".join(sim_cmd[1:]), "one_command": " ".join(one_cmd[1:])}
 
 
@@ -219,6 +233,10 @@ def print_time(rows):
         print(f"| {r['workers']} | {r['batch']} | {r['steps_per_worker']} | {r['samples']} | {r['sim_wall_s']:.2f} s "
               f"({r['sim_cpu_s']:.2f} s) | {r['sim_peak_rss_bytes'] / 1e9:.2f} GB | {r['sim_accuracy']:.4f} "
               f"| {r['one_wall_s']:.2f} s ({r['one_cpu_s']:.2f} s) | {r['one_accuracy']:.4f} | {r['ratio']:.2f}x |")
+    for r in rows:
+        walls = lambda key: ", ".join(f"{w:.2f}" for w in r[key])
+        print(f"{r['workers']} workers, wall of each run (s): simulated {walls('sim_walls_s')}; "
+              f"one worker {walls('one_walls_s')}")
 
 
 def print_threads(rows):
@@ -277,6 +295,8 @@ def main():
                         help=f"part 3: strategies, comma-separated, of {', '.join(STRATEGIES)}")
     parser.add_argument("--max-rss-gb", type=float, default=0.0,
                         help="part 3: kill a run above this resident memory (0: 80%% of the machine's memory)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="part 1: runs of each command, in turn; the table shows the run of median wall time")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds one run may take")
     parser.add_argument("--out", help="write the figures here as JSON")
     args = parser.parse_args()
@@ -284,6 +304,8 @@ def main():
     for s in strategies:
         if s not in STRATEGIES:
             sys.exit(f"sim_scale.py: --strategies: unknown strategy '{s}', expected some of {', '.join(STRATEGIES)}")
+    if args.repeat < 1:
+        sys.exit(f"sim_scale.py: --repeat: expected a count >= 1, got {args.repeat}")
     threads = thread_counts(args.sim_threads)
     if any(t < 1 for t in threads):
         sys.exit(f"sim_scale.py: --sim-threads: expected counts >= 1, got {args.sim_threads}")
@@ -293,7 +315,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="fast_sim_scale_") as work:
         for n in (int(w) for w in args.workers.split(",") if w):
             print(f"(l) {n} simulated workers against one worker ...", flush=True)
-            time_rows.append(measure_time(args.fast, args.root, n, work, env, args.timeout))
+            time_rows.append(measure_time(args.fast, args.root, n, work, env, args.timeout, args.repeat))
         if args.scaling_workers > 0:
             print(f"(l) {args.scaling_workers} simulated workers with sim_threads {threads} ...", flush=True)
             thread_rows = measure_threads(args.fast, args.root, args.scaling_workers, threads, work, env, args.timeout)
