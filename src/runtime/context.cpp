@@ -1,5 +1,9 @@
 #include "fast/runtime/context.hpp"
 
+#include <utility>
+#include <vector>
+
+#include "deliver.hpp"
 #include "fast/core/env.hpp"
 #include "fast/runtime/environment.hpp"
 #include "fast/runtime/successor.hpp"
@@ -26,6 +30,23 @@ void Context::finish_sends_then_write(std::vector<core::Work>& sends, core::Muta
                core::name_of(scratch.dtype()), data.numel(), core::name_of(data.dtype()));
   core::wait_all(sends);
   compute_overlapped(0, [&] { write(data); });
+}
+
+void Context::recv_each_then(std::span<const int> peers, Tag tag, core::DType dtype, std::size_t numel,
+                             const ReduceReceived& reduce) {
+  for (int peer : peers) check_peer(*this, peer, "recv_each_then");
+  std::vector<core::Buffer> buffers(peers.size());
+  std::vector<core::Work> receives;
+  receives.reserve(peers.size());
+  for (std::size_t k = 0; k < peers.size(); ++k) receives.push_back(recv(peers[k], tag, buffers[k]));
+  core::wait_all(receives);
+  std::vector<core::ConstView> received;
+  received.reserve(peers.size());
+  for (std::size_t k = 0; k < peers.size(); ++k) {
+    detail::check_received(buffers[k].view(), dtype, numel, peers[k], rank(), tag);
+    received.push_back(std::as_const(buffers[k]).view());
+  }
+  compute_overlapped(0, [&] { reduce(received); });
 }
 
 void check_peer(const Context& ctx, int peer, const char* what) {

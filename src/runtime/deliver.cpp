@@ -18,12 +18,16 @@ void deliver_into(core::ConstView in, core::Buffer& out) {
   if (in.bytes() > 0) std::memcpy(out.data(), in.data(), in.bytes());
 }
 
-void deliver_into(core::ConstView in, core::MutableView out, Combine combine, int src, int dst, Tag tag) {
-  if (in.dtype() != out.dtype() || in.numel() != out.numel()) {
+void check_received(core::ConstView in, core::DType dtype, std::size_t numel, int src, int dst, Tag tag) {
+  if (in.dtype() != dtype || in.numel() != numel) {
     FAST_THROW(core::InvalidArgument,
                "message from rank {} to rank {} (tag {:#x}): sent {} x {}, receiver expects {} x {}", src, dst, tag,
-               in.numel(), core::name_of(in.dtype()), out.numel(), core::name_of(out.dtype()));
+               in.numel(), core::name_of(in.dtype()), numel, core::name_of(dtype));
   }
+}
+
+void deliver_into(core::ConstView in, core::MutableView out, Combine combine, int src, int dst, Tag tag) {
+  check_received(in, out.dtype(), out.numel(), src, dst, tag);
   if (combine == Combine::copy) {
     if (in.bytes() > 0) std::memcpy(out.data(), in.data(), in.bytes());
   } else if (in.dtype() == core::DType::f32) {

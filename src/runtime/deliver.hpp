@@ -18,6 +18,9 @@ void deliver_into(core::ConstView in, core::Buffer& out);
 // naming the link (src, dst, tag) when dtype or length differ, or for a sum of another dtype; out
 // is then unchanged.
 void deliver_into(core::ConstView in, core::MutableView out, Combine combine, int src, int dst, Tag tag);
+// A message of Context::recv_each_then: InvalidArgument naming the link (src, dst, tag) when its
+// dtype or length differ from what the receiver expects.
+void check_received(core::ConstView in, core::DType dtype, std::size_t numel, int src, int dst, Tag tag);
 
 // The end of a world: rethrows the first error that is not a RemoteError (the root cause), else
 // the first RemoteError (the errors other workers got because of it); returns if none is set.

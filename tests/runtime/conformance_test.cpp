@@ -101,6 +101,69 @@ TEST_P(Conformance, FinishSendsThenWriteKeepsTheValuesSentAndWritesTheNewOnes) {
   });
 }
 
+// recv_each_then: each rank sends A (its values) to the next rank and B = -A to the one after,
+// then receives from the previous two ranks at once (with 2 ranks both messages come from the
+// same peer, in send order). reduce sees, in peers order, exactly what was sent, of 1.2 MB each
+// (past sim's threshold for reading on a compute thread). (A sender that changes its memory before
+// the receive: sim_payload_test.)
+TEST_P(Conformance, RecvEachThenHandsEveryMessageInPeersOrder) {
+  run([](Context& ctx) {
+    constexpr std::size_t n = 300001;
+    const int r = ctx.rank(), size = ctx.size();
+    const auto value = [](int rank, std::size_t i) { return static_cast<float>(rank * 1000003 + i) + 0.5f; };
+    std::vector<float> a(n), b(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = value(r, i);
+      b[i] = -value(r, i);
+    }
+    std::vector<Work> sends;
+    sends.push_back(ctx.send((r + 1) % size, user_tag(12), cview(a)));
+    sends.push_back(ctx.send((r + 2) % size, user_tag(12), cview(b)));
+    const int peers[] = {(r - 1 + size) % size, (r - 2 + 2 * size) % size};
+    int calls = 0;
+    ctx.recv_each_then(peers, user_tag(12), core::DType::f32, n, [&](std::span<const core::ConstView> in) {
+      ++calls;
+      ASSERT_EQ(in.size(), 2u);
+      for (std::size_t k = 0; k < 2; ++k) {
+        ASSERT_EQ(in[k].dtype(), core::DType::f32);
+        ASSERT_EQ(in[k].numel(), n);
+      }
+      const std::span<const float> from_a = in[0].as<float>(), from_b = in[1].as<float>();
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(from_a[i], value(peers[0], i)) << i;
+        ASSERT_EQ(from_b[i], -value(peers[1], i)) << i;
+      }
+    });
+    EXPECT_EQ(calls, 1);
+    core::wait_all(sends);
+  });
+}
+
+// A message of another length fails recv_each_then naming the sender and both lengths, and
+// reduce is not called.
+TEST_P(Conformance, RecvEachThenRefusesAMessageOfAnotherLengthNamingItsSender) {
+  run([](Context& ctx) {
+    if (ctx.rank() == 0) {
+      std::vector<float> v(3, 1.f);
+      ctx.send(1, user_tag(13), cview(v)).wait();
+    } else if (ctx.rank() == 1) {
+      const int peers[] = {0};
+      bool called = false;
+      try {
+        ctx.recv_each_then(peers, user_tag(13), core::DType::f32, 4,
+                           [&](std::span<const core::ConstView>) { called = true; });
+        ADD_FAILURE() << "recv_each_then did not fail";
+      } catch (const core::InvalidArgument& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("from rank 0"), std::string::npos) << what;
+        EXPECT_NE(what.find("3 x f32"), std::string::npos) << what;
+        EXPECT_NE(what.find("4 x f32"), std::string::npos) << what;
+      }
+      EXPECT_FALSE(called);
+    }
+  });
+}
+
 // 48 messages of 64 KiB to the next rank before it receives any, three times: 3 MiB each time.
 // Under zmq a 1 MiB ring fills (the rest waits for room), is released as the receives take
 // the payloads and wraps around; every payload arrives intact and in order.

@@ -206,6 +206,38 @@ Seen run_lend(int workers, const std::vector<double>& late, bool extra_send = fa
   return seen;
 }
 
+// recv_each_then's receives are matched before the sender changes its memory, but read only once
+// both messages are in: the first message keeps a copy when its sender sees its send complete
+// (held receives are never delivered early), so reduce sees the bytes sent; the counters count
+// both messages.
+TEST(SimPayload, RecvEachThenReadsTheBytesSentAlsoWhenTheSenderChangedThemMeanwhile) {
+  std::vector<float> first, second;
+  LinkStats stats;
+  run(2, [&](Context& ctx) {
+    constexpr Tag tag = make_tag(TagKind::user, 9, 0);
+    if (ctx.rank() == 0) {
+      std::vector<float> data{1, 2, 3, 4};
+      ctx.send(1, tag, cview(data)).wait();
+      data.assign(4, 9.0f);  // allowed: the send completed; the receiver has not read it yet
+      ctx.sleep(kLate);
+      std::vector<float> more{5, 6, 7, 8};
+      ctx.send(1, tag, cview(more)).wait();
+    } else {
+      const int peers[] = {0, 0};
+      ctx.recv_each_then(peers, tag, core::DType::f32, 4, [&](std::span<const core::ConstView> in) {
+        const std::span<const float> a = in[0].as<float>(), b = in[1].as<float>();
+        first.assign(a.begin(), a.end());
+        second.assign(b.begin(), b.end());
+      });
+      stats = ctx.link_stats(0);
+    }
+  });
+  EXPECT_EQ(first, (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(second, (std::vector<float>{5, 6, 7, 8}));
+  EXPECT_EQ(stats.messages_received, 2u);
+  EXPECT_EQ(stats.bytes_received, 32u);
+}
+
 TEST(SimPayload, LateReceiversGetTheBytesSentFromTheLentBuffer) {
   const Seen seen = run_lend(3, {0, kLate, 2 * kLate});
   EXPECT_EQ(seen.data, (std::vector<float>{7, 8, 9}));

@@ -148,6 +148,23 @@ class Context {
   // received, std::nullopt ("would block") otherwise.
   virtual std::optional<std::size_t> try_recv(int peer, Tag tag, core::MutableView dst,
                                               Combine combine = Combine::copy) = 0;
+  // What recv_each_then hands its reduce: read-only views of the messages' elements, in peers order.
+  using ReduceReceived = std::function<void(std::span<const core::ConstView> received)>;
+  // Receives one message from each of `peers` under `tag`, each of `dtype` and `numel` elements,
+  // then calls reduce(received) once, with views of the messages' elements in `peers` order, valid
+  // during the call only: for a pass that reads every message at once (a gossip's sum) instead of
+  // a copy or a sum per message into one buffer. reduce runs as a computation of no simulated
+  // time, with compute_overlapped's rules (this worker's own memory and the views only, no Context
+  // call). The default receives each message into a buffer of its own (a copy each, and the memory
+  // of them all at once), then calls reduce; `sim` reads them where they are (receives_in_place).
+  // Failure: InvalidArgument naming the sender when a message's dtype or length differs (reduce not
+  // called); what the receives throw (PeerLost, TimeoutError). Every receive has ended on return.
+  virtual void recv_each_then(std::span<const int> peers, Tag tag, core::DType dtype, std::size_t numel,
+                              const ReduceReceived& reduce);
+  // Whether recv_each_then reads the messages in place, holding no buffer per message (a caller
+  // picks between it and a receive per message into one buffer by this).
+  virtual bool receives_in_place() const { return false; }
+
   // Writes data's new contents element by element: out[i] from data[i] and scratch[i] only
   // (finish_sends_then_write). No Context call; must not throw.
   using ElementWrite = std::function<void(core::MutableView out)>;

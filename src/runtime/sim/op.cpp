@@ -80,6 +80,10 @@ void finish_delivery(RecvOp& recv, const Message& m, std::exception_ptr error) {
 
 void deliver(RecvOp& recv) {
   if (recv.done) return;
+  if (recv.kind == RecvOp::Kind::held) {  // read later where it is (read_held), not moved now
+    recv.done = true;
+    return;
+  }
   Message& m = *recv.message;
   m.delivered = true;  // read now or never (a mismatch fails the receive): no copy needed after this
   std::exception_ptr error;
@@ -95,7 +99,7 @@ void deliver_beside(WorldState& world, RecvOp& recv) {
   if (recv.done) return;
   Message& m = *recv.message;
   ComputePool* pool = world.compute_pool();
-  if (m.data->view().bytes() < kBesideBytes) {
+  if (m.data->view().bytes() < kBesideBytes || recv.kind == RecvOp::Kind::held) {
     deliver(recv);
     return;
   }
@@ -187,11 +191,63 @@ void Message::release_source() {
   if (delivering.valid()) delivering.wait();  // a compute thread still reads the sender's memory
   if (delivered || failed) return;
   if (arrived)
-    if (const std::shared_ptr<RecvOp> recv = receive.lock(); recv && !recv->done && !recv->cancelled) {
+    if (const std::shared_ptr<RecvOp> recv = receive.lock();
+        recv && !recv->done && !recv->cancelled && recv->kind != RecvOp::Kind::held) {
       deliver(*recv);  // sets delivered: the receive reads nothing more from this message
       return;
     }
-  data->keep();
+  data->keep();  // also for a held receive: its receiver reads the message later
+}
+
+void read_held(WorldState& world, std::span<const std::shared_ptr<RecvOp>> ops, core::DType dtype, std::size_t numel,
+               const Context::ReduceReceived& reduce) {
+  std::vector<core::ConstView> received;
+  received.reserve(ops.size());
+  std::size_t bytes = 0;
+  for (const std::shared_ptr<RecvOp>& op : ops) {
+    const Message& m = *op->message;
+    received.push_back(m.data->view());  // the copy once made, else the sender's memory
+    detail::check_received(received.back(), dtype, numel, m.src, m.dst, m.tag);
+    bytes += received.back().bytes();
+  }
+  for (const std::shared_ptr<RecvOp>& op : ops) op->message->delivered = true;  // read now, no copy needed after
+  std::exception_ptr error;
+  const auto read = [&] {
+    try {
+      reduce(received);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  };
+  ComputePool* pool = world.compute_pool();
+  if (bytes < kBesideBytes) {
+    read();
+  } else if (pool == nullptr) {
+    read();
+    sg::this_actor::yield();
+  } else {
+    const std::shared_future<void> reading = pool->submit(read).share();
+    for (const std::shared_ptr<RecvOp>& op : ops) {
+      Message& m = *op->message;
+      m.delivering = reading;
+      if (!m.data->copied()) m.data->note_read(reading);
+    }
+    std::exception_ptr yielded;
+    try {
+      sg::this_actor::yield();
+    } catch (...) {
+      yielded = std::current_exception();  // this actor is killed: the read still ends first
+    }
+    reading.wait();
+    for (const std::shared_ptr<RecvOp>& op : ops) op->message->delivering = {};
+    if (yielded) std::rethrow_exception(yielded);
+  }
+  if (error) std::rethrow_exception(error);
+  for (const std::shared_ptr<RecvOp>& op : ops) {
+    LinkCounters& c = op->counters[static_cast<std::size_t>(op->message->src)];
+    c.bytes_received += op->message->data->view().bytes();
+    c.messages_received += 1;
+  }
 }
 
 void SendWork::finish() const {

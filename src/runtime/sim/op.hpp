@@ -24,6 +24,7 @@
 #include <exception>
 #include <future>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -109,7 +110,9 @@ struct Message {
 };
 
 struct RecvOp {
-  enum class Kind { view, buffer };
+  // view: into dst_view; buffer: into *out; held: nowhere, its message is read in place by the
+  // receiver once every receive of a recv_each_then has completed (read_held).
+  enum class Kind { view, buffer, held };
   static constexpr int kAnySource = -1;  // = detail::kAnySource (../matcher.hpp)
 
   Kind kind = Kind::view;
@@ -146,6 +149,16 @@ void deliver(RecvOp& recv);
 // pool, so that the simulated events do not depend on the threads); smaller ones inline.
 void deliver_beside(WorldState& world, RecvOp& recv);
 inline constexpr std::size_t kBesideBytes = std::size_t{64} << 10;
+
+// The end of recv_each_then's receives (Kind::held, every one completed): checks each message's
+// dtype and length, marks them delivered and runs reduce on views of their bytes (where they are:
+// the senders' memory or their copies) as deliver_beside runs a delivery, on a compute thread when
+// the world has a pool and the messages hold at least kBesideBytes, with a yield either way for
+// them; a sender that releases its memory meanwhile waits for the read (Message::delivering).
+// Counts the bytes received. InvalidArgument naming the first message of another dtype or length
+// (reduce not run, nothing delivered); what reduce throws.
+void read_held(WorldState& world, std::span<const std::shared_ptr<RecvOp>> ops, core::DType dtype, std::size_t numel,
+               const Context::ReduceReceived& reduce);
 
 // A send's completion. Once it reports completion (completed() true, wait_for true) or is
 // destroyed, its sender may change the memory sent: the message releases it (release_source).

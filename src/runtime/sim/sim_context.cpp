@@ -234,6 +234,26 @@ core::Work SimContext::recv_any(Tag tag, core::Buffer& out, int& source) {
   return post_recv(std::move(op));
 }
 
+void SimContext::recv_each_then(std::span<const int> peers, Tag tag, core::DType dtype, std::size_t numel,
+                                const ReduceReceived& reduce) {
+  for (int peer : peers) check_peer(*this, peer, "recv_each_then");
+  std::vector<std::shared_ptr<RecvOp>> ops;
+  std::vector<core::Work> receives;
+  ops.reserve(peers.size());
+  receives.reserve(peers.size());
+  for (int peer : peers) {
+    auto op = std::make_shared<RecvOp>();
+    op->kind = RecvOp::Kind::held;
+    op->src = peer;
+    op->dst = rank_;
+    op->tag = tag;
+    ops.push_back(op);
+    receives.push_back(post_recv(std::move(op)));
+  }
+  core::wait_all(receives);  // each completes without moving its bytes (deliver: Kind::held)
+  read_held(world_, ops, dtype, numel, reduce);
+}
+
 std::optional<std::size_t> SimContext::try_recv(int peer, Tag tag, core::MutableView dst, Combine combine) {
   check_peer(*this, peer, "try_recv");
   check_alive("try_recv");

@@ -37,6 +37,10 @@ class SimContext final : public Context {
   core::Work recv(int peer, Tag tag, core::Buffer& out) override;
   core::Work recv_any(Tag tag, core::Buffer& out, int& source) override;
   std::optional<std::size_t> try_recv(int peer, Tag tag, core::MutableView dst, Combine combine) override;
+  // The messages are read where they are (op.hpp: read_held), nothing copied.
+  void recv_each_then(std::span<const int> peers, Tag tag, core::DType dtype, std::size_t numel,
+                      const ReduceReceived& reduce) override;
+  bool receives_in_place() const override { return true; }
   // Lends `scratch` to the messages of `sends` that still need the content sent (Payload::keep).
   void finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& scratch,
                                const ElementWrite& write) override;
