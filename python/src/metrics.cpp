@@ -26,8 +26,7 @@ namespace fast::python {
 
 namespace {
 
-// As fast train's: the same value for the same parameters.
-double l2_norm(std::span<const float> v) { return std::sqrt(core::sum_of_squares(v)); }
+using core::l2_norm;  // as fast train's: the same value for the same parameters
 
 py::object to_python(const nlohmann::json& value) { return py::module_::import("json").attr("loads")(value.dump()); }
 

@@ -429,13 +429,15 @@ namespace {
 // once (f32 views of sum's length: Context::recv_each_then checked them).
 void sum_in_order(std::span<const core::ConstView> in, std::span<float> sum) {
   constexpr std::size_t kBlock = 4096;  // floats: 16 KiB
+  std::vector<const float*> messages;
+  messages.reserve(in.size());
+  for (const core::ConstView& v : in) messages.push_back(v.as<float>().data());
   for (std::size_t at = 0; at < sum.size(); at += kBlock) {
     const std::size_t n = std::min(kBlock, sum.size() - at);
     float* s = sum.data() + at;
-    const std::span<const float> first = in.front().as<float>().subspan(at, n);
-    std::copy(first.begin(), first.end(), s);
-    for (std::size_t k = 1; k < in.size(); ++k) {
-      const float* m = in[k].as<float>().data() + at;
+    std::copy(messages.front() + at, messages.front() + at + n, s);
+    for (std::size_t k = 1; k < messages.size(); ++k) {
+      const float* m = messages[k] + at;
       for (std::size_t i = 0; i < n; ++i) s[i] += m[i];
     }
   }

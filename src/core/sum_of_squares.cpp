@@ -1,6 +1,7 @@
 #include "fast/core/sum_of_squares.hpp"
 
 #include <array>
+#include <cmath>
 
 #include "fast/core/error.hpp"
 
@@ -28,6 +29,8 @@ double sum_of_squares(std::span<const float> x) noexcept {
     return v * v;
   });
 }
+
+double l2_norm(std::span<const float> x) noexcept { return std::sqrt(sum_of_squares(x)); }
 
 double sum_of_squared_differences(std::span<const float> x, std::span<const float> y) {
   FAST_ENFORCE(x.size() == y.size(), "sum_of_squared_differences: runs of {} and {} elements", x.size(), y.size());

@@ -31,6 +31,10 @@ TEST(SumOfSquares, DifferencesAreTakenInDoubleElementByElement) {
     EXPECT_EQ(sum_of_squared_differences(x, y), squares_up_to(n)) << n << " elements";
     EXPECT_EQ(sum_of_squared_differences(y, x), squares_up_to(n)) << n << " elements";
   }
+  // 1e8f - (-1.0f) is 100000001 in double; in float it would round to 1e8.
+  const std::vector<float> big{1e8f}, minus_one{-1.0f};
+  EXPECT_EQ(sum_of_squared_differences(big, minus_one), 100000001.0 * 100000001.0);
+  EXPECT_NE(sum_of_squared_differences(big, minus_one), 1e16);
   const std::vector<float> a(3), b(4);
   EXPECT_THROW(sum_of_squared_differences(a, b), InvalidArgument);
 }

@@ -102,8 +102,8 @@ TEST_P(Conformance, FinishSendsThenWriteKeepsTheValuesSentAndWritesTheNewOnes) {
 }
 
 // recv_each_then: each rank sends A (its values) to the next rank and B = -A to the one after,
-// then receives from the previous two ranks at once (with 2 ranks both messages come from the
-// same peer, in send order). reduce sees, in peers order, exactly what was sent, of 1.2 MB each
+// then receives from the previous two ranks at once (with 2 ranks, B goes to the sender itself,
+// and the peers are the other rank and itself). reduce sees, in peers order, exactly what was sent, of 1.2 MB each
 // (past sim's threshold for reading on a compute thread). (A sender that changes its memory before
 // the receive: sim_payload_test.)
 TEST_P(Conformance, RecvEachThenHandsEveryMessageInPeersOrder) {

@@ -15,6 +15,8 @@ inline constexpr std::size_t kSumOfSquaresLanes = 8;
 
 // sum_i x[i]^2.
 double sum_of_squares(std::span<const float> x) noexcept;
+// The L2 norm of x: sqrt(sum_of_squares(x)) (a model's param_norm).
+double l2_norm(std::span<const float> x) noexcept;
 // sum_i (x[i] - y[i])^2, each difference taken in double. InvalidArgument when the lengths differ.
 double sum_of_squared_differences(std::span<const float> x, std::span<const float> y);
 

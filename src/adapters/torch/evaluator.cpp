@@ -90,9 +90,9 @@ std::span<const float> Evaluator::representative() const noexcept {
 }
 
 double Evaluator::representative_norm() {
-  double squares = 0;
-  compute([&] { squares = core::sum_of_squares(representative()); });
-  return std::sqrt(squares);
+  double norm = 0;
+  compute([&] { norm = core::l2_norm(representative()); });
+  return norm;
 }
 
 void Evaluator::release_representative() {

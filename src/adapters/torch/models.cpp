@@ -216,6 +216,23 @@ Model make_model_to_load(const std::string& spec, const SampleSpec& input) {
   return m->make_to_load(input);
 }
 
+void check_model_to_load(const std::string& spec, const SampleSpec& input, Model& made) {
+  const ModelRegistration* m = find_model(spec);
+  if (m == nullptr || !m->make_to_load) return;
+  Model to_load = m->make_to_load(input);
+  const std::vector<NamedTensor> want = made.named_parameters();
+  const std::vector<NamedTensor> got = to_load.named_parameters();
+  FAST_ENFORCE(got.size() == want.size(), "model {}: make_to_load builds {} parameters, make {}", spec, got.size(),
+               want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    FAST_ENFORCE(got[i].first == want[i].first && got[i].second.sizes() == want[i].second.sizes(),
+                 "model {}: parameter {} of make_to_load is '{}' [{}], of make '{}' [{}]; expected the same name and "
+                 "shape in the same order",
+                 spec, i, got[i].first, fmt::join(got[i].second.sizes(), ", "), want[i].first,
+                 fmt::join(want[i].second.sizes(), ", "));
+  }
+}
+
 void check_model_fits(Model& model, const SampleSpec& input) {
   std::vector<std::int64_t> shape{2};
   shape.insert(shape.end(), input.shape.begin(), input.shape.end());

@@ -176,7 +176,7 @@ void validate(const TrainOptions& o) {
                "dgc_warmup_epochs: set to {} without dgc; the warm-up is part of DGC (--dgc)", o.dgc_warmup_epochs);
 }
 
-double l2_norm(std::span<const float> v) { return std::sqrt(core::sum_of_squares(v)); }
+using core::l2_norm;
 
 // Read-only inputs of every worker of this process.
 struct RunInputs {
@@ -210,10 +210,11 @@ struct BuiltReplica {
 
 // Builds them as a computation of no simulated time (runtime::Context::compute_overlapped): under
 // sim the workers build theirs side by side on the compute threads. The model comes from
-// make_model_to_load: the built-ins draw nothing; another model's construction may draw its own
-// parameters from libtorch's process-wide generator, against compute_overlapped's rule, allowed
-// here only because nothing depends on them: the initial parameters replace them, and the model
-// draws nothing else from that generator (draws_nothing; otherwise built inline, in order).
+// make_model_to_load: mlp's construction draws nothing, cnn's its convolutions only; another
+// model's construction may draw its own parameters from libtorch's process-wide generator, against
+// compute_overlapped's rule, allowed here only because nothing depends on them: the initial
+// parameters replace them, and the model draws nothing else from that generator (draws_nothing;
+// otherwise built inline, in order).
 BuiltReplica build_replica(runtime::Context& ctx, const RunInputs& in) {
   std::optional<Model> model;
   std::optional<Replica> replica;
@@ -273,7 +274,9 @@ class TorchWorker final : public ModelSide {
   }
   metrics::EvalRecord snapshot() override {
     const RoundResult round = evaluator_->snapshot_round();
-    const metrics::EvalRecord r = record(round, evaluator_->representative_norm());
+    // Inline, not on the compute threads: a snapshot comes mid-run in an asynchronous run, where
+    // one more scheduling point would change the interleaving of the workers under sim.
+    const metrics::EvalRecord r = record(round, l2_norm(evaluator_->representative()));
     evaluator_->release_representative();
     return r;
   }
@@ -494,6 +497,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   const std::vector<float> initial = [&] {
     Model model = make_model(options.model, input);
     check_model_fits(model, input);
+    check_model_to_load(options.model, input, model);
     return initial_parameters(model, options.seed);
   }();
   // Intra-op threads: this process's cores divided among its workers, under sim as under threads.

@@ -227,10 +227,16 @@ void read_held(WorldState& world, std::span<const std::shared_ptr<RecvOp>> ops, 
     sg::this_actor::yield();
   } else {
     const std::shared_future<void> reading = pool->submit(read).share();
-    for (const std::shared_ptr<RecvOp>& op : ops) {
-      Message& m = *op->message;
-      m.delivering = reading;
-      if (!m.data->copied()) m.data->note_read(reading);
+    try {
+      for (const std::shared_ptr<RecvOp>& op : ops) {
+        Message& m = *op->message;
+        m.delivering = reading;
+        if (!m.data->copied()) m.data->note_read(reading);
+      }
+    } catch (...) {  // note_read's allocation: the read uses this frame's locals, so it ends first
+      reading.wait();
+      for (const std::shared_ptr<RecvOp>& op : ops) op->message->delivering = {};
+      throw;
     }
     std::exception_ptr yielded;
     try {

@@ -10,8 +10,10 @@
 // starts its simulated transfer from the sender's host to the receiver's host at once, sized by
 // the real byte count (Comm::sendto_async: eager, like TCP with large buffers). The message is
 // queued in the receiver's Inbox in send order and matched with receives there. A matched receive
-// completes when the transfer has arrived, copying (or adding) the bytes into its destination; the
-// send completes when its transfer has arrived, whether or not it was matched.
+// completes when the transfer has arrived, copying (or adding) the bytes into its destination, or,
+// held (recv_each_then), without moving them: its receiver reads the message where it is once
+// all of the call's messages are in (read_held), and until then the message counts as not
+// delivered. The send completes when its transfer has arrived, whether or not it was matched.
 //
 // Waits never use an OS primitive: a receive not yet matched sleeps on the inbox's SimGrid
 // condition variable; a transfer under way is waited with Comm::wait_any_for, which (unlike
@@ -95,11 +97,12 @@ struct Message {
   std::shared_ptr<Payload> data;
   simgrid::s4u::CommPtr transfer;  // its simulated transfer
   bool arrived = false;            // the transfer finished (cached once seen)
-  bool delivered = false;          // its bytes were written into a receive (deliver)
+  bool delivered = false;          // its bytes were written into a receive (deliver) or read (read_held)
   bool failed = false;             // its transfer failed: it is never delivered
   // The receive it was matched with (Inbox), while that receive is posted.
   std::weak_ptr<RecvOp> receive;
-  // Valid while a compute thread delivers it (deliver_beside), reading the sender's memory:
+  // Valid while a compute thread delivers or reads it (deliver_beside, read_held), reading the
+  // sender's memory:
   // release_source() waits for it before the sender may change that memory.
   std::shared_future<void> delivering;
   // The sender may change the memory from now on. A message still to be delivered is delivered

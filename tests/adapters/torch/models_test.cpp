@@ -6,8 +6,11 @@
 #include <vector>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/types.h>
 
+#include "fast/adapters/torch/model_registry.hpp"
 #include "fast/adapters/torch/models.hpp"
 #include "fast/adapters/torch/replica.hpp"
 #include "fast/core/error.hpp"
@@ -162,6 +165,32 @@ TEST(ModelZoo, AModelToLoadIsTheSameNetworkWithTheSameOutputs) {
       to_load.train(training);
       EXPECT_TRUE(::torch::equal(drawn.forward(x), to_load.forward(x))) << name << (training ? " train" : " eval");
     }
+  }
+}
+
+// A registration whose make_to_load builds other parameters than its make is refused, naming the
+// model and the first difference; the built-ins pass.
+TEST(ModelZoo, AModelToLoadWithOtherParametersIsRefused) {
+  const auto softmax = [](std::int64_t classes) {
+    return [classes](const SampleSpec&) {
+      ::torch::nn::Sequential net(::torch::nn::Flatten(), ::torch::nn::Linear(784, classes));
+      return Model("to-load-mismatch", net.ptr(), [net](const ::torch::Tensor& x) mutable { return net->forward(x); });
+    };
+  };
+  register_model({.name = "to-load-mismatch", .make = softmax(10), .make_to_load = softmax(11)});
+  Model made = make_model("to-load-mismatch");
+  try {
+    check_model_to_load("to-load-mismatch", {}, made);
+    ADD_FAILURE() << "a make_to_load with other shapes was accepted";
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("to-load-mismatch"), std::string::npos) << what;
+    EXPECT_NE(what.find("[11, 784]"), std::string::npos) << what;
+    EXPECT_NE(what.find("[10, 784]"), std::string::npos) << what;
+  }
+  for (const std::string name : {"mlp", "cnn", "resnet"}) {
+    Model model = make_model(name);
+    EXPECT_NO_THROW(check_model_to_load(name, {}, model)) << name;
   }
 }
 

@@ -38,6 +38,10 @@ Model make_model(const std::string& spec, const SampleSpec& input = {});
 // has one (model_registry.hpp; the values of the parameters are then unspecified), else the same
 // as make_model.
 Model make_model_to_load(const std::string& spec, const SampleSpec& input = {});
+// For a registered model with make_to_load: InvalidArgument naming the model and the first
+// difference when make_to_load's parameters differ from those of `made` (a model make built) in
+// name, shape or order. Nothing for others.
+void check_model_to_load(const std::string& spec, const SampleSpec& input, Model& made);
 
 // Runs the model on a batch of two zero samples of `input` (no gradient, eval mode) and checks the
 // output is [2, classes] float32. InvalidArgument naming the model, the input shape, and what
