@@ -72,10 +72,11 @@ void Buffer::Free::operator()(void* p) const noexcept {
 
 Buffer::Buffer(std::size_t numel, DType dtype) { resize(numel, dtype); }
 
-Buffer Buffer::long_lived(std::size_t numel, DType dtype) {
+Buffer Buffer::long_lived(std::size_t numel, DType dtype, bool resident_now) {
   Buffer b;
   b.storage_ = Storage::pages;
   b.resize(numel, dtype);
+  if (resident_now && b.capacity_bytes_ > 0) populate_pages(b.data(), b.capacity_bytes_);
   return b;
 }
 
@@ -109,6 +110,15 @@ void* map_pages(std::size_t bytes) {
 
 void unmap_pages(void* p, std::size_t bytes) noexcept {
   if (p != nullptr) ::munmap(p, whole_pages(bytes));
+}
+
+void populate_pages(void* p, std::size_t bytes) noexcept {
+#ifdef MADV_POPULATE_WRITE
+  if (p != nullptr && bytes > 0) (void)::madvise(p, whole_pages(bytes), MADV_POPULATE_WRITE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
 }
 
 void Buffer::allocate(std::size_t bytes) {

@@ -129,8 +129,9 @@ Adam::Adam(const OptimizerOptions& options, std::size_t numel)
       beta2_(options.beta2),
       eps_(options.eps),
       fused_(detail::use_fused_multiply_add()),
-      exp_avg_(core::Buffer::long_lived(numel, core::DType::f32)),
-      exp_avg_sq_(core::Buffer::long_lived(numel, core::DType::f32)) {
+      // The first step writes all of both.
+      exp_avg_(core::Buffer::long_lived(numel, core::DType::f32, /*resident_now=*/true)),
+      exp_avg_sq_(core::Buffer::long_lived(numel, core::DType::f32, /*resident_now=*/true)) {
   if (options.name == "adam") {
     decoupled_ = false;
   } else if (options.name == "adamw") {

@@ -144,7 +144,8 @@ Sgd::Sgd(const OptimizerOptions& options, std::size_t numel)
     if (kind_ == Kind::nesterov)
       check_option(options.dampening == 0, kOwner, "dampening", rule, "0 (nesterov requires zero dampening)",
                    options.dampening);
-    buffer_ = core::Buffer::long_lived(numel, core::DType::f32);  // lives as long as the worker
+    // Lives as long as the worker; the first step writes all of it.
+    buffer_ = core::Buffer::long_lived(numel, core::DType::f32, /*resident_now=*/true);
   }
 }
 

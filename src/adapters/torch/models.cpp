@@ -44,19 +44,20 @@ void check_image(const std::string& name, const SampleSpec& input) {
 }
 
 // nn::Linear's layer (the same parameters, "weight" [out, in] and "bias" [out], and the same
-// forward, F::linear) whose construction draws nothing: its parameters are zeros until the caller
-// sets them (make_model_to_load). nn::Linear draws its parameters in its constructor, from
-// libtorch's process-wide generator, under that generator's lock: building the models of 1,024
-// simulated mlp workers spent about a second of CPU on draws that the initial parameters then
-// replace, one worker at a time.
+// forward, F::linear) whose construction neither draws nor writes anything: its parameters are
+// uninitialised memory until the caller sets them (make_model_to_load; a worker's Replica takes the
+// run's initial parameters without reading these). nn::Linear draws its parameters in its
+// constructor, from libtorch's process-wide generator, under that generator's lock: building the
+// models of 1,024 simulated mlp workers spent about a second of CPU on draws that the initial
+// parameters then replace, one worker at a time; zeros instead cost a gigabyte of first writes.
 class UndrawnLinearImpl : public nn::Cloneable<UndrawnLinearImpl> {
  public:
   UndrawnLinearImpl(std::int64_t in_features, std::int64_t out_features) : in_(in_features), out_(out_features) {
     reset();
   }
   void reset() override {
-    weight = register_parameter("weight", ::torch::zeros({out_, in_}));
-    bias = register_parameter("bias", ::torch::zeros({out_}));
+    weight = register_parameter("weight", ::torch::empty({out_, in_}));
+    bias = register_parameter("bias", ::torch::empty({out_}));
   }
   ::torch::Tensor forward(const ::torch::Tensor& x) { return nn::functional::linear(x, weight, bias); }
   ::torch::Tensor weight;

@@ -14,10 +14,11 @@ namespace {
 // n float zeros on the CPU in pages of their own (core::Buffer::long_lived), which the tensor owns:
 // the flat parameters and gradients live as long as their worker, so they stay out of the heap
 // that steps allocate from (a process of hundreds of simulated workers holds them and little more).
+// Resident at once: the parameters are written next, the gradients by the first step.
 ::torch::Tensor long_lived_zeros(std::int64_t n) {
   if (n == 0) return ::torch::zeros({0}, ::torch::kFloat32);
-  auto storage =
-      std::make_shared<core::Buffer>(core::Buffer::long_lived(static_cast<std::size_t>(n), core::DType::f32));
+  auto storage = std::make_shared<core::Buffer>(
+      core::Buffer::long_lived(static_cast<std::size_t>(n), core::DType::f32, /*resident_now=*/true));
   void* data = storage->data();
   return ::torch::from_blob(
       data, {n}, [storage](void*) mutable { storage.reset(); }, ::torch::TensorOptions().dtype(::torch::kFloat32));
@@ -39,7 +40,14 @@ Replica::Replica(Model& model, Placement placement) {
   repoint(model.named_parameters(), model.name());
 }
 
-void Replica::repoint(std::vector<NamedTensor> named, const std::string& what) {
+Replica::Replica(Model& model, Placement placement, core::ConstView initial) {
+  placement_ = placement;
+  placement_.staged = placement.staged || !placement_.device.is_cpu();
+  if (!placement_.device.is_cpu()) model.to(placement_.device);
+  repoint(model.named_parameters(), model.name(), &initial);
+}
+
+void Replica::repoint(std::vector<NamedTensor> named, const std::string& what, const core::ConstView* initial) {
   FAST_ENFORCE(!named.empty(), "Replica: module '{}' has no parameters", what);
   std::int64_t total = 0;
   for (std::size_t i = 0; i < named.size(); ++i) {
@@ -56,6 +64,14 @@ void Replica::repoint(std::vector<NamedTensor> named, const std::string& what) {
                    named[j].first, name);
     }
     total += p.numel();
+  }
+  const bool given = initial != nullptr;
+  if (given) {
+    FAST_ENFORCE(initial->dtype() == core::DType::f32, "Replica: initial parameters of {}: expected f32 values, got {}",
+                 what, core::name_of(initial->dtype()));
+    FAST_ENFORCE(initial->numel() == static_cast<std::size_t>(total),
+                 "Replica: initial parameters of {}: expected {} values (its parameters' elements), got {}", what,
+                 total, initial->numel());
   }
   const auto on_device = ::torch::TensorOptions().dtype(::torch::kFloat32).device(placement_.device);
   const bool cpu = placement_.device.is_cpu();
@@ -81,7 +97,7 @@ void Replica::repoint(std::vector<NamedTensor> named, const std::string& what) {
   for (auto& [name, p] : named) {  // p shares the TensorImpl of the module's parameter
     const std::int64_t n = p.numel();
     ::torch::Tensor data = device_params_.narrow(0, offset, n).view(p.sizes());
-    data.copy_(p);
+    if (!given) data.copy_(p);
     p.set_data(data);
     p.mutable_grad() = device_grads_.narrow(0, offset, n).view(p.sizes());
     core::TensorBlock block;
@@ -93,7 +109,11 @@ void Replica::repoint(std::vector<NamedTensor> named, const std::string& what) {
     layout_.push_back(std::move(block));
     offset += n;
   }
-  if (placement_.staged) params_.copy_(device_params_);
+  if (given) {
+    load(*initial);
+  } else if (placement_.staged) {
+    params_.copy_(device_params_);
+  }
 }
 
 core::MutableView Replica::params() noexcept { return {param_data_, numel_, core::DType::f32}; }

@@ -220,9 +220,10 @@ BuiltReplica build_replica(runtime::Context& ctx, const RunInputs& in) {
   std::optional<Replica> replica;
   const auto build = [&] {
     model.emplace(make_model_to_load(in.options.model, in.input));
-    replica.emplace(*model, Replica::Placement{.device = worker_device(in.options.device, ctx.rank()),
-                                               .staged = in.options.device_staging});
-    replica->load(core::ConstView(std::span<const float>(in.initial)));
+    replica.emplace(
+        *model,
+        Replica::Placement{.device = worker_device(in.options.device, ctx.rank()), .staged = in.options.device_staging},
+        core::ConstView(std::span<const float>(in.initial)));  // the model's values unread
   };
   if (draws_nothing(in.options.model))
     ctx.compute_overlapped(0, build);

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <span>
 #include <utility>
 
 #include <fmt/format.h>
@@ -95,6 +97,39 @@ void deliver(RecvOp& recv) {
   finish_delivery(recv, m, std::move(error));
 }
 
+namespace {
+// Runs `read` (which reads the messages' bytes: the senders' memory or their copies) on a compute
+// thread while the other actors of the instant run: each message's `delivering` holds the read, so
+// that a sender releasing its memory meanwhile waits for it (Message::release_source), and a
+// payload not yet copied notes it. `read` must not throw (it keeps its own error). Whatever
+// happens, the read has ended when this returns or throws: it uses the caller's frame.
+void read_beside(ComputePool& pool, std::span<Message* const> messages, const std::function<void()>& read) {
+  const std::shared_future<void> reading = pool.submit(read).share();
+  const auto forget = [&] {
+    for (Message* m : messages) m->delivering = {};
+  };
+  try {
+    for (Message* m : messages) {
+      m->delivering = reading;
+      if (!m->data->copied()) m->data->note_read(reading);
+    }
+  } catch (...) {  // note_read's allocation
+    reading.wait();
+    forget();
+    throw;
+  }
+  std::exception_ptr yielded;
+  try {
+    sg::this_actor::yield();
+  } catch (...) {
+    yielded = std::current_exception();  // this actor is killed: the read still ends first
+  }
+  reading.wait();
+  forget();
+  if (yielded) std::rethrow_exception(yielded);
+}
+}  // namespace
+
 void deliver_beside(WorldState& world, RecvOp& recv) {
   if (recv.done) return;
   Message& m = *recv.message;
@@ -111,25 +146,15 @@ void deliver_beside(WorldState& world, RecvOp& recv) {
   m.delivered = true;
   const core::ConstView in = m.data->view();  // read here: the sender may make its copy meanwhile
   std::exception_ptr error;
-  const auto move = [in, &m, &recv, &error] {
+  Message* const messages[] = {&m};
+  read_beside(*pool, messages, [in, &m, &recv, &error] {
     try {
       move_payload(in, m, recv);
     } catch (const std::exception&) {
       error = std::current_exception();
     }
-  };
-  m.delivering = pool->submit(move).share();
-  if (!m.data->copied()) m.data->note_read(m.delivering);
-  std::exception_ptr yielded;
-  try {
-    sg::this_actor::yield();
-  } catch (...) {
-    yielded = std::current_exception();  // this actor is killed: the move still ends first
-  }
-  m.delivering.wait();
-  m.delivering = {};
+  });
   finish_delivery(recv, m, std::move(error));
-  if (yielded) std::rethrow_exception(yielded);
 }
 
 namespace {
@@ -210,7 +235,10 @@ void read_held(WorldState& world, std::span<const std::shared_ptr<RecvOp>> ops, 
     detail::check_received(received.back(), dtype, numel, m.src, m.dst, m.tag);
     bytes += received.back().bytes();
   }
-  for (const std::shared_ptr<RecvOp>& op : ops) op->message->delivered = true;  // read now, no copy needed after
+  std::vector<Message*> messages;
+  messages.reserve(ops.size());
+  for (const std::shared_ptr<RecvOp>& op : ops) messages.push_back(op->message.get());
+  for (Message* m : messages) m->delivered = true;  // read now, no copy needed after
   std::exception_ptr error;
   const auto read = [&] {
     try {
@@ -226,27 +254,7 @@ void read_held(WorldState& world, std::span<const std::shared_ptr<RecvOp>> ops, 
     read();
     sg::this_actor::yield();
   } else {
-    const std::shared_future<void> reading = pool->submit(read).share();
-    try {
-      for (const std::shared_ptr<RecvOp>& op : ops) {
-        Message& m = *op->message;
-        m.delivering = reading;
-        if (!m.data->copied()) m.data->note_read(reading);
-      }
-    } catch (...) {  // note_read's allocation: the read uses this frame's locals, so it ends first
-      reading.wait();
-      for (const std::shared_ptr<RecvOp>& op : ops) op->message->delivering = {};
-      throw;
-    }
-    std::exception_ptr yielded;
-    try {
-      sg::this_actor::yield();
-    } catch (...) {
-      yielded = std::current_exception();  // this actor is killed: the read still ends first
-    }
-    reading.wait();
-    for (const std::shared_ptr<RecvOp>& op : ops) op->message->delivering = {};
-    if (yielded) std::rethrow_exception(yielded);
+    read_beside(*pool, messages, read);
   }
   if (error) std::rethrow_exception(error);
   for (const std::shared_ptr<RecvOp>& op : ops) {

@@ -194,14 +194,14 @@ TEST(ModelZoo, AModelToLoadWithOtherParametersIsRefused) {
   }
 }
 
-// The undrawn layers start at zero: building the model draws nothing from libtorch's generator.
+// Building the undrawn layers draws nothing from libtorch's generator (their values are left
+// unspecified: the caller loads them).
 TEST(ModelZoo, AModelToLoadDrawsNothing) {
   ::torch::manual_seed(3);
   const ::torch::Tensor before = ::torch::rand({4});
   ::torch::manual_seed(3);
   Model to_load = make_model_to_load("mlp");
   EXPECT_TRUE(::torch::equal(::torch::rand({4}), before));
-  for (const auto& [name, p] : to_load.named_parameters()) EXPECT_EQ(p.abs().sum().item<float>(), 0.0f) << name;
 }
 
 // resnet (resnet.hpp), counted by hand: convolutions without bias (in*out*k*k), GroupNorm 2*channels,

@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
@@ -114,6 +118,46 @@ TEST(Replica, LoadCopiesAFlatVectorIn) {
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 97) * 0.01f;
   replica.load(core::ConstView(std::span<const float>(values)));
   EXPECT_EQ(concat_values(model), values);
+}
+
+// Built with initial values, on the CPU and staged: the module computes with them (its own values,
+// NaN here, are never read) and the gradients start at zero.
+TEST(Replica, BuiltWithInitialValuesHoldsThemAndNotTheModules) {
+  for (const bool staged : {false, true}) {
+    Model model = make_model("mlp");
+    {
+      ::torch::NoGradGuard no_grad;
+      for (auto& [name, p] : model.named_parameters()) p.fill_(std::numeric_limits<float>::quiet_NaN());
+    }
+    std::vector<float> values;
+    for (const auto& [name, p] : model.named_parameters()) values.resize(values.size() + p.numel());
+    for (std::size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<float>(static_cast<int>(i % 89) - 44) * 1e-3f;
+    Replica replica(model, {.device = ::torch::Device(::torch::kCPU), .staged = staged},
+                    core::ConstView(std::span<const float>(values)));
+    EXPECT_EQ(concat_values(model), values) << (staged ? "staged" : "cpu");
+    const auto params = replica.param_span();
+    EXPECT_TRUE(std::equal(params.begin(), params.end(), values.begin())) << (staged ? "staged" : "cpu");
+    const auto grads = replica.grad_span();
+    EXPECT_TRUE(std::all_of(grads.begin(), grads.end(), [](float g) { return g == 0.0f; }));
+  }
+}
+
+// Initial values of another length or type are refused, naming what was expected.
+TEST(Replica, BuiltWithInitialValuesOfAnotherLengthOrTypeIsRefused) {
+  Model model = make_model("mlp");
+  std::int64_t total = 0;
+  for (const auto& [name, p] : model.named_parameters()) total += p.numel();
+  std::vector<float> short_vec(static_cast<std::size_t>(total) - 1);
+  try {
+    Replica replica(model, {}, core::ConstView(std::span<const float>(short_vec)));
+    FAIL() << "no throw";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find(fmt::format("expected {} values", total)), std::string::npos) << e.what();
+  }
+  std::vector<double> doubles(static_cast<std::size_t>(total));
+  EXPECT_THROW(Replica(model, {}, core::ConstView(std::span<const double>(doubles))), InvalidArgument);
+  EXPECT_THROW(Replica(model, {}, core::ConstView()), InvalidArgument);
 }
 
 TEST(Replica, LoadRejectsWrongSizeOrType) {

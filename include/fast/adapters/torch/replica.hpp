@@ -60,6 +60,11 @@ class Replica {
   // The same on `placement`: the model is moved to placement.device first (Model::to), then
   // re-pointed into flat buffers there; params() and grads() are the host copies (see above).
   Replica(Model& model, Placement placement);
+  // The same with the parameters set to `initial` (f32, one value per parameter element in the
+  // layout's order; InvalidArgument otherwise, before anything is allocated): the module's own
+  // values are never read, so a model built to be loaded (make_model_to_load, whose values are
+  // unspecified) costs no pass over them. As the constructor above followed by load(initial).
+  Replica(Model& model, Placement placement, core::ConstView initial);
 
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
@@ -97,8 +102,9 @@ class Replica {
   void load(core::ConstView src);
 
  private:
-  // Both constructors: checks and re-points `named` (what names the module in messages).
-  void repoint(std::vector<NamedTensor> named, const std::string& what);
+  // The constructors: checks and re-points `named` (what names the module in messages), its
+  // values copied in, or *initial's where that is given.
+  void repoint(std::vector<NamedTensor> named, const std::string& what, const core::ConstView* initial = nullptr);
 
   Placement placement_;
   ::torch::Tensor params_;  // host (the views)
