@@ -4,6 +4,7 @@
 
 #include "check.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/long_lived.hpp"
 #include "fma.hpp"
 
 namespace fast::optim {
@@ -129,9 +130,8 @@ Adam::Adam(const OptimizerOptions& options, std::size_t numel)
       beta2_(options.beta2),
       eps_(options.eps),
       fused_(detail::use_fused_multiply_add()),
-      // The first step writes all of both.
-      exp_avg_(core::Buffer::long_lived(numel, core::DType::f32, /*resident_now=*/true)),
-      exp_avg_sq_(core::Buffer::long_lived(numel, core::DType::f32, /*resident_now=*/true)) {
+      exp_avg_(core::Buffer::long_lived(numel, core::DType::f32)),
+      exp_avg_sq_(core::Buffer::long_lived(numel, core::DType::f32)) {
   if (options.name == "adam") {
     decoupled_ = false;
   } else if (options.name == "adamw") {
@@ -152,9 +152,17 @@ Adam::Adam(const OptimizerOptions& options, std::size_t numel)
 
 std::string_view Adam::name() const { return decoupled_ ? "adamw" : "adam"; }
 
+void Adam::make_state_resident() noexcept {
+  if (resident_) return;
+  core::populate_pages(exp_avg_.data(), numel_ * sizeof(float));
+  core::populate_pages(exp_avg_sq_.data(), numel_ * sizeof(float));
+  resident_ = true;
+}
+
 void Adam::step(std::span<float> params, std::span<const float> grads, double lr) {
   detail::check_step(name(), params, grads, numel_, lr);
   if (taken_) FAST_THROW(InvalidUsage, "{} step: a gradient taken before was not applied yet", name());
+  make_state_resident();
   const std::int64_t t = steps_ + 1;
   AdamStep s = adam_scalars(beta1_, beta2_, eps_, weight_decay_, lr, t);
   s.p = params.data();
@@ -190,6 +198,7 @@ void Adam::set_steps_taken(std::int64_t steps) {
 void Adam::take_gradient(std::span<const float> grads) {
   if (!takes_gradient_first()) Optimizer::take_gradient(grads);
   detail::check_split(name(), "take_gradient", "grads", grads, numel_, taken_, false);
+  make_state_resident();
   AdamStep s = adam_scalars(beta1_, beta2_, eps_, weight_decay_, 0.0, steps_ + 1);  // m, v: no rate
   s.g = grads.data();
   s.m = static_cast<float*>(exp_avg_.data());

@@ -4,6 +4,7 @@
 
 #include "check.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/long_lived.hpp"
 #include "fma.hpp"
 
 namespace fast::optim {
@@ -144,8 +145,7 @@ Sgd::Sgd(const OptimizerOptions& options, std::size_t numel)
     if (kind_ == Kind::nesterov)
       check_option(options.dampening == 0, kOwner, "dampening", rule, "0 (nesterov requires zero dampening)",
                    options.dampening);
-    // Lives as long as the worker; the first step writes all of it.
-    buffer_ = core::Buffer::long_lived(numel, core::DType::f32, /*resident_now=*/true);
+    buffer_ = core::Buffer::long_lived(numel, core::DType::f32);  // lives as long as the worker
   }
 }
 
@@ -158,9 +158,16 @@ std::string_view Sgd::name() const {
   return "?";
 }
 
+void Sgd::make_state_resident() noexcept {
+  if (resident_) return;
+  core::populate_pages(buffer_.data(), numel_ * sizeof(float));
+  resident_ = true;
+}
+
 void Sgd::step(std::span<float> params, std::span<const float> grads, double lr) {
   detail::check_step(name(), params, grads, numel_, lr);
   if (taken_) FAST_THROW(InvalidUsage, "{} step: a gradient taken before was not applied yet", name());
+  if (kind_ != Kind::plain) make_state_resident();
   const SgdStep s{
       .p = params.data(),
       .g = grads.data(),
@@ -202,6 +209,7 @@ void Sgd::set_steps_taken(std::int64_t steps) {
 void Sgd::take_gradient(std::span<const float> grads) {
   if (!takes_gradient_first()) Optimizer::take_gradient(grads);
   detail::check_split(name(), "take_gradient", "grads", grads, numel_, taken_, false);
+  make_state_resident();
   const SgdStep s{.g = grads.data(),
                   .b = static_cast<float*>(buffer_.data()),
                   .n = numel_,

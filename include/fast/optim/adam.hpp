@@ -52,6 +52,8 @@ class Adam final : public Optimizer {
   bool taken_ = false;       // take_gradient ran, apply_taken not yet
   core::Buffer exp_avg_;     // m, first moment
   core::Buffer exp_avg_sq_;  // v, second moment
+  bool resident_ = false;    // both made resident before the first pass that writes them (Sgd's rule)
+  void make_state_resident() noexcept;
 };
 
 }  // namespace fast::optim

@@ -46,6 +46,11 @@ class Sgd final : public Optimizer {
   std::int64_t steps_ = 0;
   bool taken_ = false;   // take_gradient ran, apply_taken not yet
   core::Buffer buffer_;  // momentum buffer (empty for plain SGD)
+  // Made resident in one call before the first pass that writes it (make_state_resident), not when
+  // allocated: a worker whose optimizer never steps (ps's workers: the servers step) holds none of
+  // it, one that does holds all of it from its first step on.
+  bool resident_ = false;
+  void make_state_resident() noexcept;
 };
 
 }  // namespace fast::optim
