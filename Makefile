@@ -22,8 +22,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 help:
 	@echo "make demo      set up, build, train cnn on Fashion-MNIST with 2 workers (examples/demo.toml)"
-	@echo "make check     set up, build, run the unit tests: the in-process ones (about a minute on 2 cores)"
-	@echo "make test      set up, build, the unit tests, then every other test but the long ones (what CI runs; about 7 minutes)"
+	@echo "make check     set up, build, run the unit tests: the in-process ones (1-2 minutes on 2 cores)"
+	@echo "make test      set up, build, the unit tests, then every other test but the long ones (what CI runs; 15-25 minutes of tests on 2 cores)"
 	@echo "make test-all  make test's tests and the long ones: more seeds, strategies, runtimes and parameters"
 	@echo "make build     set up and build; the command lands in $(BUILD)/bin/fast"
 	@echo "make bench     build and run the benchmarks against OpenMPI, libtorch and PyTorch DDP (not CI)"
@@ -52,7 +52,7 @@ build: configure
 
 # The test tiers (tests/CMakeLists.txt): `unit`, the in-process tests, run by `make check`; the
 # end-to-end tests (no tier label); `long`, repetitions of their checks on more seeds, strategies,
-# runtimes or parameters, which CI's budget (30 minutes on 2 cores, build included) leaves out.
+# runtimes or parameters, which `make test` (what CI runs) leaves out.
 # `make test` runs the unit tests first, so that a broken build fails within a couple of minutes.
 CTEST := ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 900
 
