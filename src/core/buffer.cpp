@@ -1,6 +1,7 @@
 #include "fast/core/buffer.hpp"
 #include "fast/core/long_lived.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -114,7 +115,10 @@ void unmap_pages(void* p, std::size_t bytes) noexcept {
 
 void populate_pages(void* p, std::size_t bytes) noexcept {
 #ifdef MADV_POPULATE_WRITE
-  if (p != nullptr && bytes > 0) (void)::madvise(p, whole_pages(bytes), MADV_POPULATE_WRITE);
+  static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
+  if (p != nullptr && end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
 #else
   (void)p;
   (void)bytes;

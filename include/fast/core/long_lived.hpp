@@ -20,12 +20,13 @@ inline constexpr std::size_t kPageRunMinBytes = std::size_t{64} << 10;
 // the pointer and the same byte count back. Thread-safe.
 void* map_pages(std::size_t bytes);
 void unmap_pages(void* p, std::size_t bytes) noexcept;
-// Makes the pages of a map_pages block resident now, zero-filled where they were never written
+// Makes the whole pages within [p, p + bytes) of private anonymous memory (a map_pages block, or
+// a large heap block) resident now, zero-filled where they were never written
 // (MADV_POPULATE_WRITE, Linux 5.14 on), for memory the caller is about to write in full: one call
 // instead of a page fault per 4 KiB page, which costs several microseconds on a virtual machine
 // (about half of the time of the first write of a gigabyte there). Where the kernel lacks it or
 // refuses (no memory left for them now), nothing: the pages fault in on their first write as
-// usual. Thread-safe.
+// usual. The contents are unchanged. Thread-safe.
 void populate_pages(void* p, std::size_t bytes) noexcept;
 
 // A std::allocator replacement for LongLivedVector: blocks of at least kPageRunMinBytes are mapped

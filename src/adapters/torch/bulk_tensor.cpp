@@ -6,6 +6,8 @@
 
 #include <c10/util/accumulate.h>
 
+#include "fast/core/long_lived.hpp"
+
 namespace fast::torch {
 
 ::torch::Tensor bulk_float_tensor(const std::vector<std::int64_t>& sizes) {
@@ -18,9 +20,7 @@ namespace fast::torch {
   const std::uintptr_t start = (reinterpret_cast<std::uintptr_t>(base) + kHugePage - 1) & ~(kHugePage - 1);
   void* aligned = reinterpret_cast<void*>(start);
   (void)::madvise(aligned, bytes, MADV_HUGEPAGE);
-#ifdef MADV_POPULATE_WRITE
-  (void)::madvise(aligned, bytes, MADV_POPULATE_WRITE);  // Linux 5.14 on; EINVAL before: faults as usual
-#endif
+  core::populate_pages(aligned, bytes);
   return ::torch::from_blob(
       aligned, sizes, [base, mapped](void*) { ::munmap(base, mapped); }, ::torch::kFloat32);
 }

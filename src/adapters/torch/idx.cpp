@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/long_lived.hpp"
 
 namespace fast::torch {
 
@@ -132,6 +133,7 @@ std::vector<std::uint8_t> read_payload(Reader& in, std::uint64_t bytes, std::str
   }
   std::vector<std::uint8_t> data;
   data.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(bytes, kMaxReserve)));
+  core::populate_pages(data.data(), data.capacity());  // written in full below: no fault per page
   std::uint64_t done = 0;
   while (done < bytes) {
     const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(bytes - done, kChunk));
