@@ -24,7 +24,7 @@ class Buffer {
   // (an optimizer's buffers): kept apart from the blocks that steps allocate and free, it leaves no
   // holes among them, so a process of hundreds of simulated workers holds its replicas' state and
   // little more. bad_alloc when the kernel refuses the mapping. resident_now: for memory the caller
-  // writes in full at once (a momentum buffer, a replica's flat parameters): the pages are made
+  // writes in full at once (a replica's flat parameters and gradients): the pages are made
   // resident here, in one call, instead of by a fault per page on the first write
   // (populate_pages, long_lived.hpp); the same memory is held once it is written either way.
   static Buffer long_lived(std::size_t numel, DType dtype, bool resident_now = false);

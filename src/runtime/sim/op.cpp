@@ -147,13 +147,18 @@ void deliver_beside(WorldState& world, RecvOp& recv) {
   const core::ConstView in = m.data->view();  // read here: the sender may make its copy meanwhile
   std::exception_ptr error;
   Message* const messages[] = {&m};
-  read_beside(*pool, messages, [in, &m, &recv, &error] {
-    try {
-      move_payload(in, m, recv);
-    } catch (const std::exception&) {
-      error = std::current_exception();
-    }
-  });
+  try {
+    read_beside(*pool, messages, [in, &m, &recv, &error] {
+      try {
+        move_payload(in, m, recv);
+      } catch (const std::exception&) {
+        error = std::current_exception();
+      }
+    });
+  } catch (...) {  // this actor is killed (or note_read could not allocate): the move has ended
+    finish_delivery(recv, m, std::move(error));  // the receive is done: nothing delivers it again
+    throw;
+  }
   finish_delivery(recv, m, std::move(error));
 }
 

@@ -120,8 +120,8 @@ TEST(Replica, LoadCopiesAFlatVectorIn) {
   EXPECT_EQ(concat_values(model), values);
 }
 
-// Built with initial values, on the CPU and staged: the module computes with them (its own values,
-// NaN here, are never read) and the gradients start at zero.
+// Built with initial values, on the CPU and staged: the module computes with them, not with its own
+// (NaN here), and the gradients start at zero.
 TEST(Replica, BuiltWithInitialValuesHoldsThemAndNotTheModules) {
   for (const bool staged : {false, true}) {
     Model model = make_model("mlp");

@@ -61,9 +61,11 @@ class Replica {
   // re-pointed into flat buffers there; params() and grads() are the host copies (see above).
   Replica(Model& model, Placement placement);
   // The same with the parameters set to `initial` (f32, one value per parameter element in the
-  // layout's order; InvalidArgument otherwise, before anything is allocated): the module's own
-  // values are never read, so a model built to be loaded (make_model_to_load, whose values are
-  // unspecified) costs no pass over them. As the constructor above followed by load(initial).
+  // layout's order; InvalidArgument otherwise, before the flat buffers are allocated, though a
+  // model for another device has been moved there): on the CPU the module's own values are never
+  // read, so a model built to be loaded (make_model_to_load, whose values are unspecified) costs
+  // no pass over them (Model::to copies them to another device first). As the constructor above
+  // followed by load(initial).
   Replica(Model& model, Placement placement, core::ConstView initial);
 
   Replica(const Replica&) = delete;
