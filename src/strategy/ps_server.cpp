@@ -54,8 +54,7 @@ PsServer::PsServer(runtime::Context& ctx, PsMode mode, std::int64_t staleness, i
   }
   if (mode_ == PsMode::sync) {
     sum_.assign(initial.size(), 0.0);
-    round_grads_.assign(static_cast<std::size_t>(workers_), std::vector<float>(initial.size()));
-    round_finite_from_.assign(static_cast<std::size_t>(workers_), 0);
+    turn_.assign(static_cast<std::size_t>(workers_), Turn::waiting);
     reply_.assign(initial.size(), 0.0f);
   }
 }
@@ -185,33 +184,11 @@ void PsServer::on_push(int src, const Request& h) {
   FAST_ENFORCE_EQ(h.clock, pushed_[who], "ps: server of shard {}: push from worker {} out of order", shard_, src);
   FAST_ENFORCE(mode_ == PsMode::sync || !waiting_[who],
                "ps: server of shard {}: worker {} pushed before its previous push was acknowledged", shard_, src);
+  if (mode_ == PsMode::sync) return on_sync_push(src, h);
   const bool finite = h.finite;
   const double lr = h.lr;
-  // sync keeps each worker's gradient until the round closes, to sum them in rank order: the
-  // same result whatever order they arrived in (reproducible runs).
-  std::vector<float>& into = mode_ == PsMode::sync ? round_grads_[who] : grad_;
-  if (finite && decoder_) {
-    core::Buffer payload;
-    ctx_.recv(src, tag(shard_, kPayload, generation_), payload).wait();
-    decoder_->decode(payload.view(), std::span<float>(into));
-  } else if (finite) {
-    ctx_.recv(src, tag(shard_, kPayload, generation_), core::MutableView(std::span<float>(into))).wait();
-  }
+  if (finite) receive_gradient(src, grad_);
   ++pushed_[who];
-
-  if (mode_ == PsMode::sync) {
-    if (finite) {
-      round_finite_from_[who] = 1;
-      ++round_finite_;
-    }
-    if (round_lr_rank_ < 0 || src < round_lr_rank_) {
-      round_lr_rank_ = src;
-      round_lr_ = lr;
-    }
-    round_.push_back(src);
-    close_sync_round();
-    return;
-  }
 
   if (finite) {
     std::uint64_t version_lag = 0;
@@ -231,6 +208,75 @@ void PsServer::on_push(int src, const Request& h) {
   }
   waiting_[who] = 1;
   release_waiting();
+}
+
+// A gradient the server receives into `into` (decoded with a codec).
+void PsServer::receive_gradient(int src, std::vector<float>& into) {
+  if (decoder_) {
+    core::Buffer payload;
+    ctx_.recv(src, tag(shard_, kPayload, generation_), payload).wait();
+    decoder_->decode(payload.view(), std::span<float>(into));
+  } else {
+    ctx_.recv(src, tag(shard_, kPayload, generation_), core::MutableView(std::span<float>(into))).wait();
+  }
+}
+
+// sync: the round's gradients are summed in rank order, the same result whatever order they
+// arrived in (reproducible runs). With the mean, each is received when its turn comes
+// (sum_in_rank_order), so the server holds none of them; a robust rule needs them all, and each is
+// received into round_grads_ as it comes.
+void PsServer::on_sync_push(int src, const Request& h) {
+  const auto who = static_cast<std::size_t>(src);
+  if (aggregate_.is_mean()) {
+    turn_[who] = h.finite ? Turn::payload : Turn::empty;
+  } else {
+    if (round_grads_.empty()) {
+      round_grads_.assign(static_cast<std::size_t>(workers_), std::vector<float>(grad_.size()));
+      round_finite_from_.assign(static_cast<std::size_t>(workers_), 0);
+    }
+    if (h.finite) receive_gradient(src, round_grads_[who]);
+    round_finite_from_[who] = h.finite ? 1 : 0;
+  }
+  ++pushed_[who];
+  if (h.finite) ++round_finite_;
+  if (round_lr_rank_ < 0 || src < round_lr_rank_) {
+    round_lr_rank_ = src;
+    round_lr_ = h.lr;
+  }
+  round_.push_back(src);
+  close_sync_round();
+}
+
+// sync, mean: adds to sum_ the finite gradients of the workers from next_ on, in rank order, up to
+// the first one that neither pushed in this round nor is done. A run of consecutive pushers is
+// received in one call: where the runtime receives in place (sim) the sum reads the messages where
+// they are; otherwise each goes through grad_ (free until the round closes).
+void PsServer::sum_in_rank_order() {
+  std::vector<int> run;
+  for (; next_ < workers_; ++next_) {
+    const auto w = static_cast<std::size_t>(next_);
+    if (turn_[w] == Turn::payload)
+      run.push_back(next_);
+    else if (turn_[w] == Turn::waiting && !done_[w])
+      break;
+    turn_[w] = Turn::waiting;
+  }
+  if (run.empty()) return;
+  const std::size_t n = sum_.size();
+  const auto add = [this, n](const float* g) {
+    for (std::size_t i = 0; i < n; ++i) sum_[i] += g[i];
+  };
+  if (ctx_.receives_in_place() && !decoder_) {
+    ctx_.recv_each_then(run, tag(shard_, kPayload, generation_), core::DType::f32, n,
+                        [&](std::span<const core::ConstView> received) {
+                          for (const core::ConstView& g : received) add(g.as<float>().data());
+                        });
+    return;
+  }
+  for (int w : run) {
+    receive_gradient(w, grad_);
+    add(grad_.data());
+  }
 }
 
 void PsServer::on_join(int src) {
@@ -287,7 +333,11 @@ void PsServer::robust_round() {
 }
 
 void PsServer::close_sync_round() {
+  if (aggregate_.is_mean()) sum_in_rank_order();
   if (round_.empty() || static_cast<int>(round_.size()) + done_count_ < workers_) return;
+  FAST_ENFORCE(!aggregate_.is_mean() || next_ == workers_,
+               "ps: server of shard {}: the round's gradients were summed up to worker {} of {}", shard_, next_,
+               workers_);
   wait_replies();  // reply_ still feeds the previous round's sends (completed: everyone pushed since)
   {
     // No window in an elastic group: nothing reads the shard while the server runs.
@@ -297,12 +347,6 @@ void PsServer::close_sync_round() {
       robust_round();
       if (local) local->bump();
     } else if (round_finite_ > 0) {
-      for (std::size_t w = 0; w < round_grads_.size(); ++w) {
-        if (!round_finite_from_[w]) continue;
-        const std::vector<float>& g = round_grads_[w];
-        for (std::size_t i = 0; i < g.size(); ++i) sum_[i] += g[i];
-        round_finite_from_[w] = 0;
-      }
       const double inv = 1.0 / round_finite_;
       for (std::size_t i = 0; i < grad_.size(); ++i) grad_[i] = static_cast<float>(sum_[i] * inv);
       optimizer_->step(params_, grad_, round_lr_);
@@ -317,6 +361,7 @@ void PsServer::close_sync_round() {
   for (int i = 0; i < round_finite_; ++i) record(0, 0);
   std::fill(sum_.begin(), sum_.end(), 0.0);
   round_.clear();
+  next_ = 0;
   round_finite_ = 0;
   round_lr_rank_ = -1;
 }

@@ -136,6 +136,9 @@ class PsServer {
 
  private:
   void on_push(int src, const ps_protocol::Request& request);
+  void on_sync_push(int src, const ps_protocol::Request& request);
+  void receive_gradient(int src, std::vector<float>& into);
+  void sum_in_rank_order();
   void on_done(int src);
   void on_join(int src);
   void close_sync_round();
@@ -172,8 +175,13 @@ class PsServer {
   collective::Window* window_ = nullptr;
   std::vector<float> grad_;                      // a received gradient slice; sync: the round's average
   std::vector<double> sum_;                      // sync: sum of the round's finite gradients, in rank order
-  std::vector<std::vector<float>> round_grads_;  // sync: each worker's gradient of the round
-  std::vector<char> round_finite_from_;          // sync: whether round_grads_[w] holds a finite one
+  // sync, mean: per worker, what it pushed in this round and the sum has not taken yet: nothing
+  // (waiting), a finite gradient still in flight (payload), a non-finite one (empty, no payload).
+  enum class Turn : char { waiting, payload, empty };
+  std::vector<Turn> turn_;
+  int next_ = 0;                                 // sync, mean: the lowest rank the sum has not passed
+  std::vector<std::vector<float>> round_grads_;  // sync, robust rule: each worker's gradient of the round
+  std::vector<char> round_finite_from_;          // sync, robust rule: whether round_grads_[w] holds a finite one
   std::vector<float> reply_;                     // sync: the shard after the round, being sent
   std::vector<int> round_;                       // sync: workers that pushed in the current round
   int round_finite_ = 0;                         // sync: finite gradients in the current round

@@ -183,7 +183,8 @@ std::span<const float> Worker::representative_in_place() const { return strategy
 
 std::size_t Worker::state_bytes() const {
   const std::size_t replica = state_.params.size_bytes() + state_.grads.size_bytes();
-  const std::size_t optimizer = optimizer_->state_buffers() * optimizer_->numel() * sizeof(float);
+  const std::size_t optimizer =
+      strategy_->steps_worker_optimizer() ? optimizer_->state_buffers() * optimizer_->numel() * sizeof(float) : 0;
   return replica + optimizer + published_.size() * sizeof(float) + strategy_->state_bytes();
 }
 

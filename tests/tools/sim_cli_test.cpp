@@ -184,8 +184,9 @@ INSTANTIATE_TEST_SUITE_P(AllStrategies, SimThreads64,
                                            "easgd --tau 2 --alpha 0.1", "dpsgd", "adpsgd", "gosgd", "acid"));
 
 // memory_floor_bytes, in closed form: every worker's state (P parameters and P gradients of 4 bytes,
-// the optimizer's buffers, the strategy's own) plus the training and test sets once (each sample:
-// 64 float32 features and an int64 label). peak_rss_bytes is the process's, above the floor.
+// the optimizer's buffers where the worker's optimizer steps, the strategy's own) plus the training
+// and test sets once (each sample: 64 float32 features and an int64 label). peak_rss_bytes is the
+// process's, above the floor.
 TEST(SimCli, MemoryFloorIsEveryWorkersStatePlusTheDatasetOnce) {
   const fs::path dir = temp_dir("floor");
   write(dir / "tiny.toml", kTinyCluster);
@@ -193,11 +194,19 @@ TEST(SimCli, MemoryFloorIsEveryWorkersStatePlusTheDatasetOnce) {
   struct Case {
     std::string args;
     std::function<std::uint64_t(std::uint64_t)> worker_bytes;  // of the parameter count P
+    std::function<std::uint64_t(std::uint64_t)> shared_bytes = [](std::uint64_t) { return 0; };  // once per run
   };
   const std::vector<Case> cases{
       {"--strategy allreduce --optimizer sgd", [](std::uint64_t p) { return 2 * p * 4; }},
       {"--strategy allreduce --optimizer momentum", [](std::uint64_t p) { return 3 * p * 4; }},
       {"--strategy allreduce --optimizer adam", [](std::uint64_t p) { return 4 * p * 4; }},
+      // dgc: the updates go through DGC's plain SGD; the worker's momentum is never written.
+      {"--strategy allreduce --optimizer momentum --compress topk:ratio=0.1 --dgc",
+       [](std::uint64_t p) { return 2 * p * 4; }},
+      // ps: the workers' optimizers never step; the one server (worker 0's) holds the whole
+      // model as its shard and that shard's momentum.
+      {"--strategy ps --mode sync --optimizer momentum", [](std::uint64_t p) { return 2 * p * 4; },
+       [](std::uint64_t p) { return 2 * p * 4; }},
       // adpsgd: its exposed model (also the replica window: the Worker publishes no copy).
       {"--strategy adpsgd --optimizer momentum", [](std::uint64_t p) { return 4 * p * 4; }},
       // gosgd: x (doubles), the inbox [x | mass | counts per worker] (doubles), pushes per
@@ -213,7 +222,8 @@ TEST(SimCli, MemoryFloorIsEveryWorkersStatePlusTheDatasetOnce) {
     ASSERT_EQ(r.code, exit_code::ok) << c.args << "\n" << r.output;
     const nlohmann::json s = nlohmann::json::parse(slurp(dir / "s.json"));
     const auto p = s["parameters"].get<std::uint64_t>();
-    EXPECT_EQ(s["memory_floor_bytes"].get<std::uint64_t>(), workers * c.worker_bytes(p) + dataset) << c.args;
+    EXPECT_EQ(s["memory_floor_bytes"].get<std::uint64_t>(), workers * c.worker_bytes(p) + c.shared_bytes(p) + dataset)
+        << c.args;
     EXPECT_GT(s["peak_rss_bytes"].get<std::uint64_t>(), s["memory_floor_bytes"].get<std::uint64_t>()) << c.args;
   }
   fs::remove_all(dir);

@@ -40,6 +40,7 @@ class AllreduceStrategy final : public Strategy {
   void representative(ModelState state, std::span<float> out) override;
   std::span<const float> representative_in_place(ModelState state) const override;
   bool replicas_identical() const override;
+  bool steps_worker_optimizer() const override { return !dgc_; }  // with dgc: dgc_update_
   // With the local view, writes x back into the worker's parameters: after finish() they are the
   // shared model, identical on every worker (as without it).
   void finish(ModelState state) override;

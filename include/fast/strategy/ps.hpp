@@ -191,6 +191,7 @@ class PsStrategy final : public Strategy {
   // included), with a codec the common initial model, in an elastic group the replica of every
   // shard's optimizer state.
   std::size_t state_bytes() const override;
+  bool steps_worker_optimizer() const override { return false; }  // the servers step
   StepOutcome step(const StepInput& input) override;
   void representative(ModelState state, std::span<float> out) override;
   // The worker's own parameters (DGC's shared x with its local view): read in place where the

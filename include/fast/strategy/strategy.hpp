@@ -253,6 +253,11 @@ class Strategy {
   // fills before it reads them are not state. The memory floor of a run sums it
   // (docs/simulation.md, "Memory floor"). Default: 0 (nothing but the replica).
   virtual std::size_t state_bytes() const { return 0; }
+  // Whether steps apply the worker's own optimizer (StepInput::optimizer), so that its state is
+  // written and is part of the worker's state (Worker::state_bytes). False where another optimizer
+  // takes the updates: a parameter server's (ps), DGC's plain SGD (allreduce with dgc); the worker's
+  // optimizer is then allocated and never written. Valid once attach()ed. Default: true.
+  virtual bool steps_worker_optimizer() const { return true; }
 
  protected:
   explicit Strategy(collective::Communicator& comm) : comm_(comm) {}

@@ -201,9 +201,9 @@ class Worker {
   const FaultInjection& fault_injection() const noexcept { return fault_; }
 
   // Bytes of this worker's training state: its replica's parameters and gradients, its optimizer's
-  // state buffers, the copy of its replica it publishes (asynchronous strategies without a
-  // replica_window()) and its strategy's state (Strategy::state_bytes). Thread-safe as the
-  // strategy's state_bytes() is: sizes only, which change only at attach().
+  // state buffers where its strategy steps it (Strategy::steps_worker_optimizer), the copy of its replica it publishes
+  // (asynchronous strategies without a replica_window()) and its strategy's state (Strategy::state_bytes). Thread-safe
+  // as the strategy's state_bytes() is: sizes only, which change only at attach().
   std::size_t state_bytes() const;
   std::int64_t steps() const noexcept { return steps_; }
   std::int64_t skipped_steps() const noexcept { return skipped_; }
