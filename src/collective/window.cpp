@@ -157,7 +157,9 @@ void Window::Shared::serve() {
 
 void Window::Shared::answer(int src, std::uint32_t seq, std::shared_ptr<core::Buffer> data, std::int64_t ack) {
   const double now = ctx.now();
-  if (data) replies.push_back({data, ctx.send(src, tag(seq), std::as_const(*data).view()), src, now});
+  // The data goes with its message (send_shared): under sim it is released once delivered, not
+  // when reap() next runs, which for an idle service is its next request.
+  if (data) replies.push_back({nullptr, ctx.send_shared(src, tag(seq), std::move(data)), src, now});
   auto value = std::make_shared<std::int64_t>(ack);
   replies.push_back({value, ctx.send(src, tag(seq | kSeqLimit), i64_view(value.get(), 1)), src, now});
 }
