@@ -97,9 +97,10 @@ struct Window::Shared {
   std::string name;
   std::unique_ptr<CodecLinks> codec;  // null without a codec; used by the service activity only
 
-  // Answers (data and acknowledgement) being sent, with the memory they read; service only.
-  // `keep` is declared before `work`, so a Reply dropped before its send completed (the service
+  // Answers (data and acknowledgement) being sent; service only. An acknowledgement's memory is
+  // in `keep`, declared before `work`, so a Reply dropped before its send completed (the service
   // ending with an error) lets go of its send, which may still read the memory, before the memory.
+  // A data answer's memory goes with its send (Context::send_shared): `keep` is null.
   struct Reply {
     std::shared_ptr<const void> keep;
     Work work;

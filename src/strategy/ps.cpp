@@ -489,7 +489,7 @@ std::size_t PsStrategy::state_bytes() const {
   const std::size_t replica = replica_ ? replica_->state_buffers() * replica_->numel() * sizeof(float) : 0;
   std::size_t servers = server_ ? server_->state_bytes() : 0;
   for (const Moved& m : moved_) servers += m.server->state_bytes();
-  return servers + bytes_of(start_) + replica;
+  return servers + bytes_of(start_) + replica + (dgc_ ? dgc_->state_bytes() : 0);
 }
 
 std::int64_t PsStrategy::max_clock_lag() const {

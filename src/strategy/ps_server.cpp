@@ -222,21 +222,30 @@ void PsServer::receive_gradient(int src, std::vector<float>& into) {
 }
 
 // sync: the round's gradients are summed in rank order, the same result whatever order they
-// arrived in (reproducible runs). With the mean, each is received when its turn comes
-// (sum_in_rank_order), so the server holds none of them; a robust rule needs them all, and each is
-// received into round_grads_ as it comes.
+// arrived in (reproducible runs), as far as the lower ranks allow (sum_in_rank_order). Where the
+// runtime receives in place (sim) and the rule is the mean, each is received when its turn comes,
+// so the server holds none of them; elsewhere each is received as it arrives (its bytes are held
+// by the runtime until then anyway, and the copy overlaps the wait for the others), into its own
+// buffer until the sum takes it. A robust rule needs them all.
+bool PsServer::sums_at_turn() const { return aggregate_.is_mean() && ctx_.receives_in_place(); }
+
+std::vector<float>& PsServer::round_gradient(std::size_t worker) {
+  if (round_grads_.empty()) {
+    round_grads_.resize(static_cast<std::size_t>(workers_));
+    round_finite_from_.assign(static_cast<std::size_t>(workers_), 0);
+  }
+  std::vector<float>& g = round_grads_[worker];
+  if (g.empty()) g.resize(grad_.size());
+  return g;
+}
+
 void PsServer::on_sync_push(int src, const Request& h) {
   const auto who = static_cast<std::size_t>(src);
-  if (aggregate_.is_mean()) {
-    turn_[who] = h.finite ? Turn::payload : Turn::empty;
-  } else {
-    if (round_grads_.empty()) {
-      round_grads_.assign(static_cast<std::size_t>(workers_), std::vector<float>(grad_.size()));
-      round_finite_from_.assign(static_cast<std::size_t>(workers_), 0);
-    }
-    if (h.finite) receive_gradient(src, round_grads_[who]);
+  if (h.finite && !sums_at_turn()) receive_gradient(src, round_gradient(who));
+  if (aggregate_.is_mean())
+    turn_[who] = h.finite ? Turn::gradient : Turn::empty;
+  else
     round_finite_from_[who] = h.finite ? 1 : 0;
-  }
   ++pushed_[who];
   if (h.finite) ++round_finite_;
   if (round_lr_rank_ < 0 || src < round_lr_rank_) {
@@ -248,14 +257,14 @@ void PsServer::on_sync_push(int src, const Request& h) {
 }
 
 // sync, mean: adds to sum_ the finite gradients of the workers from next_ on, in rank order, up to
-// the first one that neither pushed in this round nor is done. A run of consecutive pushers is
-// received in one call: where the runtime receives in place (sim) the sum reads the messages where
-// they are; otherwise each goes through grad_ (free until the round closes).
+// the first one that neither pushed in this round nor is done. With sums_at_turn() the run of
+// consecutive pushers is received now, in one call that reads the messages where they are (through
+// grad_, free until the round closes, with a codec); otherwise their gradients were received.
 void PsServer::sum_in_rank_order() {
   std::vector<int> run;
   for (; next_ < workers_; ++next_) {
     const auto w = static_cast<std::size_t>(next_);
-    if (turn_[w] == Turn::payload)
+    if (turn_[w] == Turn::gradient)
       run.push_back(next_);
     else if (turn_[w] == Turn::waiting && !done_[w])
       break;
@@ -266,7 +275,7 @@ void PsServer::sum_in_rank_order() {
   const auto add = [this, n](const float* g) {
     for (std::size_t i = 0; i < n; ++i) sum_[i] += g[i];
   };
-  if (ctx_.receives_in_place() && !decoder_) {
+  if (sums_at_turn() && !decoder_) {
     ctx_.recv_each_then(run, tag(shard_, kPayload, generation_), core::DType::f32, n,
                         [&](std::span<const core::ConstView> received) {
                           for (const core::ConstView& g : received) add(g.as<float>().data());
@@ -274,8 +283,8 @@ void PsServer::sum_in_rank_order() {
     return;
   }
   for (int w : run) {
-    receive_gradient(w, grad_);
-    add(grad_.data());
+    if (sums_at_turn()) receive_gradient(w, grad_);
+    add(sums_at_turn() ? grad_.data() : round_grads_[static_cast<std::size_t>(w)].data());
   }
 }
 
@@ -311,9 +320,6 @@ void PsServer::on_done(int src) {
     release_waiting();
 }
 
-// Closes the round once every worker that has not finished pushed its gradient: one optimizer
-// step with the average of the round's finite gradients (none: no update), then the new shard to
-// every pusher.
 // A robust rule over the round's N gradients, in rank order (a skipped push: NaNs, which the rules
 // put last or never choose); the update is skipped when the result is not finite.
 void PsServer::robust_round() {
@@ -332,6 +338,9 @@ void PsServer::robust_round() {
   ctx_.memory_traffic(static_cast<double>(gathered_.size()) * 8.0 + optimizer_->step_traffic_bytes());
 }
 
+// Closes the round once every worker that has not finished pushed its gradient: the sum takes the
+// gradients it has not taken yet, then one optimizer step with the average of the round's finite
+// gradients (none: no update), then the new shard to every pusher.
 void PsServer::close_sync_round() {
   if (aggregate_.is_mean()) sum_in_rank_order();
   if (round_.empty() || static_cast<int>(round_.size()) + done_count_ < workers_) return;

@@ -138,6 +138,8 @@ class PsServer {
   void on_push(int src, const ps_protocol::Request& request);
   void on_sync_push(int src, const ps_protocol::Request& request);
   void receive_gradient(int src, std::vector<float>& into);
+  bool sums_at_turn() const;  // sync: gradients received when the sum reaches them (on_sync_push)
+  std::vector<float>& round_gradient(std::size_t worker);  // sync: round_grads_[worker], sized
   void sum_in_rank_order();
   void on_done(int src);
   void on_join(int src);
@@ -173,14 +175,16 @@ class PsServer {
   std::int64_t closed_ = 0;      // async / ssp: the `closed` message's word (the final version)
   std::unique_ptr<optim::Optimizer> optimizer_;
   collective::Window* window_ = nullptr;
-  std::vector<float> grad_;                      // a received gradient slice; sync: the round's average
+  std::vector<float> grad_;  // a received gradient slice; sync: the round's average (before: scratch of the sum)
   std::vector<double> sum_;                      // sync: sum of the round's finite gradients, in rank order
   // sync, mean: per worker, what it pushed in this round and the sum has not taken yet: nothing
-  // (waiting), a finite gradient still in flight (payload), a non-finite one (empty, no payload).
-  enum class Turn : char { waiting, payload, empty };
+  // (waiting), a finite gradient (in flight, or in round_grads_: sums_at_turn()), a non-finite one
+  // (empty, no payload).
+  enum class Turn : char { waiting, gradient, empty };
   std::vector<Turn> turn_;
   int next_ = 0;                                 // sync, mean: the lowest rank the sum has not passed
-  std::vector<std::vector<float>> round_grads_;  // sync, robust rule: each worker's gradient of the round
+  // sync but where sums_at_turn(): each worker's gradient of the round (sized when first received)
+  std::vector<std::vector<float>> round_grads_;
   std::vector<char> round_finite_from_;          // sync, robust rule: whether round_grads_[w] holds a finite one
   std::vector<float> reply_;                     // sync: the shard after the round, being sent
   std::vector<int> round_;                       // sync: workers that pushed in the current round

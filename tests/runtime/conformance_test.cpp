@@ -304,6 +304,7 @@ TEST_P(Conformance, SendSharedDeliversTheBytesAndHoldsTheBufferNoLongerThanItsWo
     Work r = ctx.recv(prev, user_tag(44), mview(in));
     {
       Work s = ctx.send_shared(next, user_tag(44), std::move(out));
+      EXPECT_FALSE(held.expired()) << "the message may still read it";
       r.wait();
       s.wait();
     }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -149,6 +150,34 @@ TEST(Ps, SyncFollowsTheAllreduceTrajectory) {
       }
     }
   }
+}
+
+// The server sums a round's gradients in rank order whatever order they arrive in, and passes a
+// worker that finished. Gradients whose f64 sum depends on the order (1e20 + 1 == 1e20): round 1,
+// pushed from the highest rank down, 1e20, 1, -1e20, 1 sum to 1 in rank order (0 in arrival
+// order); round 2 without worker 3 (done after round 1), 1e20, -1e20, 1 from the highest rank down
+// sum to 1 (0 in arrival order). sgd at lr 1: x = 0.5 - 1/4, then - 1/3.
+TEST(Ps, SyncSumsInRankOrderWhateverTheArrivalAndPassesAFinishedWorker) {
+  constexpr int kN = 4;
+  const std::array<std::array<float, kN>, 2> grads{{{1e20f, 1.0f, -1e20f, 1.0f}, {1e20f, -1e20f, 1.0f, 0.0f}}};
+  std::vector<float> final(kN);
+  runtime::threads::World world({.size = kN, .op_timeout_seconds = 60});
+  world.run([&](Context& ctx) {
+    const int r = ctx.rank();
+    std::vector<float> x(1, 0.5f), g(1);
+    Worker worker(ctx, {.strategy = {.name = "ps", .mode = "sync"}, .optimizer = {.name = "sgd", .lr = 1.0}},
+                  {.params = x, .grads = g});
+    for (int t = 0; t < (r == kN - 1 ? 1 : 2); ++t) {
+      const int pushing = t == 0 ? kN : kN - 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(60 * (pushing - 1 - r)));  // the highest rank first
+      g[0] = grads[static_cast<std::size_t>(t)][static_cast<std::size_t>(r)];
+      EXPECT_TRUE(worker.step().applied);
+      EXPECT_NEAR(x[0], t == 0 ? 0.25 : 0.25 - 1.0 / 3, 1e-6) << "worker " << r << " round " << t;
+    }
+    worker.finish();
+    final[static_cast<std::size_t>(r)] = x[0];
+  });
+  for (int r = 0; r < kN; ++r) EXPECT_NEAR(final[static_cast<std::size_t>(r)], 0.25 - 1.0 / 3, 1e-6) << r;
 }
 
 // In mode sync the replicas are identical and the representative is the worker's own parameters,

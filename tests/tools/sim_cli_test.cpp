@@ -200,9 +200,10 @@ TEST(SimCli, MemoryFloorIsEveryWorkersStatePlusTheDatasetOnce) {
       {"--strategy allreduce --optimizer sgd", [](std::uint64_t p) { return 2 * p * 4; }},
       {"--strategy allreduce --optimizer momentum", [](std::uint64_t p) { return 3 * p * 4; }},
       {"--strategy allreduce --optimizer adam", [](std::uint64_t p) { return 4 * p * 4; }},
-      // dgc: the updates go through DGC's plain SGD; the worker's momentum is never written.
+      // dgc: the updates go through DGC's plain SGD, the worker's momentum never written; DGC
+      // keeps its own velocity u and, with the local view (the default), the shared parameters x.
       {"--strategy allreduce --optimizer momentum --compress topk:ratio=0.1 --dgc",
-       [](std::uint64_t p) { return 2 * p * 4; }},
+       [](std::uint64_t p) { return 4 * p * 4; }},
       // ps: the workers' optimizers never step; the one server (worker 0's) holds the whole
       // model as its shard and that shard's momentum.
       {"--strategy ps --mode sync --optimizer momentum", [](std::uint64_t p) { return 2 * p * 4; },

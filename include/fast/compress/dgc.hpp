@@ -101,6 +101,9 @@ class Dgc {
 
   // u, the velocity (empty when momentum is 0).
   std::span<const float> velocity() const noexcept { return velocity_; }
+  // Bytes of what DGC keeps from one step to the next: u and, with the local view, the kept x
+  // (Strategy::state_bytes of the strategies that run it).
+  std::size_t state_bytes() const noexcept { return (velocity_.size() + shared_.size()) * sizeof(float); }
   // Elastic runs (docs/faults.md, "Elastic synchronous training"). forget_velocity: u starts
   // afresh, as before the first accumulate() (which then sets u = a), for a worker that took
   // another's state; the kept x stays. set_workers: the clipping bound follows the group's size

@@ -41,6 +41,7 @@ class AllreduceStrategy final : public Strategy {
   std::span<const float> representative_in_place(ModelState state) const override;
   bool replicas_identical() const override;
   bool steps_worker_optimizer() const override { return !dgc_; }  // with dgc: dgc_update_
+  std::size_t state_bytes() const override { return dgc_ ? dgc_->state_bytes() : 0; }  // DGC's u (and x)
   // With the local view, writes x back into the worker's parameters: after finish() they are the
   // shared model, identical on every worker (as without it).
   void finish(ModelState state) override;

@@ -24,8 +24,9 @@
 //          the round, applies ONE optimizer step and sends the new shard to every worker, which
 //          overwrites its parameters:  x <- optimizer(x, (1/N) sum_w g_w, lr). Identical to
 //          `allreduce` with the same optimizer (tested to 1e-6 relative). asynchronous() = false.
-//          The server sums in rank order, receiving each gradient when the sum reaches its sender
-//          (PsServer::sum_in_rank_order): one at a time, whatever order the pushes arrive in.
+//          The server sums in rank order as far as the lower ranks pushed (the same bits whatever
+//          order the pushes arrive in); under sim it reads each gradient where it is when the sum
+//          reaches its sender, holding none (PsServer::sum_in_rank_order).
 //   async  (Downpour SGD, Dean et al., "Large scale distributed deep networks", NIPS 2012)
 //          every gradient is applied as soon as it arrives, one optimizer step each:
 //          x <- optimizer(x, g_w, lr_w / N) (lr_semantics per-sample; lr_w with per-gradient);
