@@ -97,10 +97,9 @@ struct Window::Shared {
   std::string name;
   std::unique_ptr<CodecLinks> codec;  // null without a codec; used by the service activity only
 
-  // Answers (data and acknowledgement) being sent; service only. An acknowledgement's memory is
-  // in `keep`, declared before `work`, so a Reply dropped before its send completed (the service
+  // Answers (data and acknowledgement) being sent, with the memory they read; service only.
+  // `keep` is declared before `work`, so a Reply dropped before its send completed (the service
   // ending with an error) lets go of its send, which may still read the memory, before the memory.
-  // A data answer's memory goes with its send (Context::send_shared): `keep` is null.
   struct Reply {
     std::shared_ptr<const void> keep;
     Work work;
@@ -158,9 +157,7 @@ void Window::Shared::serve() {
 
 void Window::Shared::answer(int src, std::uint32_t seq, std::shared_ptr<core::Buffer> data, std::int64_t ack) {
   const double now = ctx.now();
-  // The data goes with its message (send_shared): under sim it is released once delivered, not
-  // when reap() next runs, which for an idle service is its next request.
-  if (data) replies.push_back({nullptr, ctx.send_shared(src, tag(seq), std::move(data)), src, now});
+  if (data) replies.push_back({data, ctx.send(src, tag(seq), std::as_const(*data).view()), src, now});
   auto value = std::make_shared<std::int64_t>(ack);
   replies.push_back({value, ctx.send(src, tag(seq | kSeqLimit), i64_view(value.get(), 1)), src, now});
 }

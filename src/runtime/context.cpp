@@ -23,11 +23,6 @@ void Context::compute_overlapped(double flops, const std::function<void()>& work
   compute(flops);
 }
 
-core::Work Context::send_shared(int peer, Tag tag, std::shared_ptr<const core::Buffer> data) {
-  const core::ConstView view = data->view();
-  return core::Work::all({send(peer, tag, view)}, std::move(data));
-}
-
 void Context::finish_sends_then_write(std::vector<core::Work>& sends, core::MutableView data, core::Buffer& scratch,
                                       const ElementWrite& write) {
   FAST_ENFORCE(scratch.numel() == 0 || (scratch.dtype() == data.dtype() && scratch.numel() == data.numel()),

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <memory>
 #include <vector>
 
 #include "common/star_cluster.hpp"
@@ -61,36 +60,6 @@ TEST(SimPayload, MemoryChangedAfterTheSendsWorkWasDroppedStillDeliversTheBytesSe
     }
   });
   EXPECT_EQ(got, (std::vector<float>{5, 6, 7}));
-}
-
-// send_shared: the message holds the buffer until it is delivered, then lets go of it while the
-// sender still holds the send's Work (a window service's answers); a receive posted late gets the
-// bytes all the same, nothing copied (the buffer is the message's until then).
-TEST(SimPayload, ASharedSendLetsGoOfItsBufferOnceDeliveredNotWhenItsWorkGoes) {
-  std::vector<float> early(3, -1.0f), late(3, -1.0f);
-  run(3, [&](Context& ctx) {
-    constexpr Tag tag = make_tag(TagKind::user, 4, 0);
-    if (ctx.rank() == 0) {
-      auto a = std::make_shared<core::Buffer>(core::Buffer::copy_of(cview(std::vector<float>{1, 2, 3})));
-      auto b = std::make_shared<core::Buffer>(core::Buffer::copy_of(cview(std::vector<float>{4, 5, 6})));
-      const std::weak_ptr<core::Buffer> a_held = a, b_held = b;
-      const Work to_early = ctx.send_shared(1, tag, std::move(a));
-      const Work to_late = ctx.send_shared(2, tag, std::move(b));
-      to_early.wait();
-      to_late.wait();
-      EXPECT_TRUE(a_held.expired()) << "delivered to a receive posted first: nothing holds the buffer";
-      EXPECT_FALSE(b_held.expired()) << "not received yet: the message still reads the buffer";
-      ctx.sleep(2 * kLate);
-      EXPECT_TRUE(b_held.expired()) << "received since";
-    } else if (ctx.rank() == 1) {
-      ctx.recv(0, tag, mview(early)).wait();
-    } else {
-      ctx.sleep(kLate);
-      ctx.recv(0, tag, mview(late)).wait();
-    }
-  });
-  EXPECT_EQ(early, (std::vector<float>{1, 2, 3}));
-  EXPECT_EQ(late, (std::vector<float>{4, 5, 6}));
 }
 
 // Two sends of one memory share its bytes while both are under way; a third, after the sender saw

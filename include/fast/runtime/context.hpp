@@ -133,13 +133,6 @@ class Context {
   // Sends the viewed elements to `peer` under `tag`. The memory must stay unmodified and valid
   // until the returned Work completes (the runtime may read it in place). Sending to oneself works.
   virtual core::Work send(int peer, Tag tag, core::ConstView data) = 0;
-  // Sends data's elements as send() does, from memory the runtime holds a reference to (`data`,
-  // shared, never changed by anyone while shared) for as long as the message may read it: for an
-  // answer whose buffer has no other owner (a window service's reply). The Work is kept and
-  // waited as send()'s; `sim` lets go of `data` as soon as the message is delivered, so a service
-  // that looks at its Works only when its next request comes does not hold every answer's memory
-  // until then. Default: send(data's view), `data` released with the returned Work.
-  virtual core::Work send_shared(int peer, Tag tag, std::shared_ptr<const core::Buffer> data);
   // Receives the message `peer` sent under `tag` into dst, which must have the message's dtype and
   // length (the receive fails with InvalidArgument otherwise). With Combine::sum, adds it into dst.
   virtual core::Work recv(int peer, Tag tag, core::MutableView dst, Combine combine = Combine::copy) = 0;

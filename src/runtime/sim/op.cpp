@@ -95,7 +95,6 @@ void deliver(RecvOp& recv) {
     error = std::current_exception();
   }
   finish_delivery(recv, m, std::move(error));
-  m.data->let_go();
 }
 
 namespace {
@@ -158,11 +157,9 @@ void deliver_beside(WorldState& world, RecvOp& recv) {
     });
   } catch (...) {  // this actor is killed (or note_read could not allocate): the move has ended
     finish_delivery(recv, m, std::move(error));  // the receive is done: nothing delivers it again
-    m.data->let_go();
     throw;
   }
   finish_delivery(recv, m, std::move(error));
-  m.data->let_go();
 }
 
 namespace {
@@ -182,7 +179,7 @@ void swap_bytes(void* a, void* b, std::size_t bytes) {
 }  // namespace
 
 void Payload::keep() {
-  if (copy_ || owner_) return;
+  if (copy_) return;
   if (spare_ == nullptr) {
     copy_ = std::make_shared<const core::Buffer>(core::Buffer::copy_of(source_));
     return;
@@ -222,7 +219,6 @@ bool Payload::withdraw_spare(bool restore) {
 
 void Message::release_source() {
   if (delivering.valid()) delivering.wait();  // a compute thread still reads the sender's memory
-  if (delivered) data->let_go();              // read (the wait above): a send_shared buffer goes now
   if (delivered || failed) return;
   if (arrived)
     if (const std::shared_ptr<RecvOp> recv = receive.lock();
@@ -270,7 +266,6 @@ void read_held(WorldState& world, std::span<const std::shared_ptr<RecvOp>> ops, 
     LinkCounters& c = op->counters[static_cast<std::size_t>(op->message->src)];
     c.bytes_received += op->message->data->view().bytes();
     c.messages_received += 1;
-    op->message->data->let_go();
   }
 }
 

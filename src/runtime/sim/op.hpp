@@ -51,12 +51,6 @@ struct LinkCounters {
 class Payload {
  public:
   explicit Payload(core::ConstView source) : source_(source) {}
-  // Context::send_shared: the payload of one message, reading `owner`'s memory (source), which
-  // nobody changes: never copied (keep() does nothing); let_go() once the message was read.
-  Payload(core::ConstView source, std::shared_ptr<const void> owner) : source_(source), owner_(std::move(owner)) {}
-  // After the delivery read the bytes (deliver, deliver_beside, read_held): a send_shared payload
-  // drops its memory (view() is not read again; its length stays). Nothing for other payloads.
-  void let_go() noexcept { owner_.reset(); }
   // What a delivery reads: the copy once made, else the sender's memory (valid and unchanged while
   // any send of it is under way, by Context::send's contract).
   core::ConstView view() const { return copy_ ? copy_->view() : source_; }
@@ -83,7 +77,6 @@ class Payload {
 
  private:
   core::ConstView source_;
-  std::shared_ptr<const void> owner_;  // send_shared: source's memory, until let_go()
   std::shared_ptr<const core::Buffer> copy_;
   std::size_t messages_ = 0;
   std::vector<std::shared_future<void>> reads_;

@@ -111,18 +111,13 @@ void SimContext::memory_traffic(double bytes) {
   compute(bytes / bandwidth * world_.host(rank_)->get_speed());
 }
 
-std::optional<core::Work> SimContext::refuse_send(int peer, Tag tag) const {
+core::Work SimContext::send(int peer, Tag tag, core::ConstView data) {
   check_peer(*this, peer, "send");
   // A lost peer first (also when its loss aborted the world): the send's own cause.
   if (world_.lost(peer) && !world_.lost(rank_))
     return core::Work::failed(std::make_exception_ptr(core::PeerLost(fmt::format(
         "send from rank {} to rank {} (tag {:#x}) failed: {}", rank_, peer, tag, world_.lost_message(peer)))));
   check_alive("send");
-  return std::nullopt;
-}
-
-std::shared_ptr<SendWork> SimContext::post_send(int peer, Tag tag, core::ConstView data,
-                                                std::shared_ptr<Payload> payload) {
   LinkCounters& c = counters_[static_cast<std::size_t>(peer)];
   c.bytes_sent += data.bytes();
   c.messages_sent += 1;
@@ -130,29 +125,15 @@ std::shared_ptr<SendWork> SimContext::post_send(int peer, Tag tag, core::ConstVi
   m->src = rank_;
   m->dst = peer;
   m->tag = tag;
-  m->data = std::move(payload);
+  m->data = payload_of(data);
   m->transfer = sg::Comm::sendto_async(world_.host(rank_), world_.host(peer), data.bytes());
   if (std::shared_ptr<RecvOp> recv = world_.inbox(peer).post_message(m)) {
     (void)recv;  // the receive completes on its own side once the transfer arrives
   }
-  return std::make_shared<SendWork>(std::move(m), world_);
-}
-
-core::Work SimContext::send(int peer, Tag tag, core::ConstView data) {
-  if (std::optional<core::Work> refused = refuse_send(peer, tag)) return std::move(*refused);
-  auto work = post_send(peer, tag, data, payload_of(data));
+  auto work = std::make_shared<SendWork>(std::move(m), world_);
   last_send_ = work;
   last_source_ = data.data();
   return core::Work(std::move(work));
-}
-
-// Not remembered as the last send (payload_of): its payload is its own, let go of once delivered.
-core::Work SimContext::send_shared(int peer, Tag tag, std::shared_ptr<const core::Buffer> data) {
-  if (std::optional<core::Work> refused = refuse_send(peer, tag)) return std::move(*refused);
-  const core::ConstView view = data->view();
-  auto payload = std::make_shared<Payload>(view, std::move(data));
-  payload->add_message();
-  return core::Work(post_send(peer, tag, view, std::move(payload)));
 }
 
 // Context::send lets no one change the memory of a send under way, so a message reads it in place

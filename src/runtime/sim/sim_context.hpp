@@ -33,8 +33,6 @@ class SimContext final : public Context {
   void memory_traffic(double bytes) override;
 
   core::Work send(int peer, Tag tag, core::ConstView data) override;
-  // The message holds `data` and lets go of it once delivered (Payload's owner): never a copy.
-  core::Work send_shared(int peer, Tag tag, std::shared_ptr<const core::Buffer> data) override;
   core::Work recv(int peer, Tag tag, core::MutableView dst, Combine combine) override;
   core::Work recv(int peer, Tag tag, core::Buffer& out) override;
   core::Work recv_any(Tag tag, core::Buffer& out, int& source) override;
@@ -59,10 +57,6 @@ class SimContext final : public Context {
   std::optional<NetworkModel> network_model() const override;
 
  private:
-  // send's checks: a failed Work when the peer is lost; throws when this worker is (check_alive).
-  std::optional<core::Work> refuse_send(int peer, Tag tag) const;
-  // Starts the message of payload to peer (the counters, the transfer, the peer's inbox).
-  std::shared_ptr<SendWork> post_send(int peer, Tag tag, core::ConstView data, std::shared_ptr<Payload> payload);
   core::Work post_recv(std::shared_ptr<RecvOp> op);
   void simulate_work(double flops);
   void check_alive(const char* what) const;
