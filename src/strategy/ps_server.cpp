@@ -275,7 +275,8 @@ void PsServer::sum_in_rank_order() {
   const auto add = [this, n](const float* g) {
     for (std::size_t i = 0; i < n; ++i) sum_[i] += g[i];
   };
-  if (sums_at_turn() && !decoder_) {
+  const bool at_turn = sums_at_turn();
+  if (at_turn && !decoder_) {
     ctx_.recv_each_then(run, tag(shard_, kPayload, generation_), core::DType::f32, n,
                         [&](std::span<const core::ConstView> received) {
                           for (const core::ConstView& g : received) add(g.as<float>().data());
@@ -283,8 +284,8 @@ void PsServer::sum_in_rank_order() {
     return;
   }
   for (int w : run) {
-    if (sums_at_turn()) receive_gradient(w, grad_);
-    add(sums_at_turn() ? grad_.data() : round_grads_[static_cast<std::size_t>(w)].data());
+    if (at_turn) receive_gradient(w, grad_);
+    add(at_turn ? grad_.data() : round_grads_[static_cast<std::size_t>(w)].data());
   }
 }
 
