@@ -1,5 +1,5 @@
 #pragma once
-// CodecLinks: the codec state of a Window's links (window.cpp's service and requests). Internal
+// CodecLinks: the codec state of a Window's links (window_service.cpp's service, window.cpp's requests). Internal
 // to the collective layer.
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 #pragma once
 // The element-wise arithmetic a window applies to its exposed tensor (internal to src/collective:
-// the owner's service in window.cpp, the requester on one-sided memory in window_one_sided.cpp).
+// the owner's service in window_service.cpp, the requester on one-sided memory in window_one_sided.cpp).
 // Views are f32 or f64 unless said; lengths are the caller's to match.
 
 #include <cstddef>
