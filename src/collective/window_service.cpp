@@ -16,6 +16,9 @@ using core::Work;
 using namespace detail;
 
 namespace {
+// The slice of a service's wait for the next request while answers are under way (seconds on the
+// runtime's clock): about a model's transfer on a 10 Gbit/s link.
+constexpr double kReapSliceSeconds = 1e-3;
 
 // Bytes the owner streams through memory to apply `op` to a region of `bytes` (Context::
 // memory_traffic): the copy of the region into the reply (2 x: read + write), then a put's copy
@@ -44,8 +47,11 @@ void Window::Shared::serve() {
     core::Buffer header;
     int src = -1;
     const Work w = ctx.recv_any(tag(kRequestDetail), header, src);
-    while (!w.wait(1.0)) {
-    }  // idle between requests is normal; a failed world surfaces as RemoteError
+    // Idle between requests is normal (a failed world surfaces as RemoteError). While answers are
+    // under way the wait goes in slices and lets go of those that arrived: an answer's memory (a
+    // model-sized snapshot for fetch_average) is held about as long as its transfer, not until the
+    // next request (under sim, a simulated worker's whole step: thousands of them at once).
+    while (!w.wait(replies.empty() ? 1.0 : kReapSliceSeconds)) reap(false);
     FAST_ENFORCE(header.dtype() == core::DType::i64 && header.numel() == kHeaderLen,
                  "window '{}': malformed request from worker {} ({} x {})", name, src, header.numel(),
                  core::name_of(header.dtype()));
