@@ -1,5 +1,6 @@
 // The owner's service of a window (window.hpp: "The service"): the activity that answers other
 // workers' requests on this worker's exposed tensor.
+#include <algorithm>
 #include <mutex>
 #include <utility>
 
@@ -16,8 +17,8 @@ using core::Work;
 using namespace detail;
 
 namespace {
-// The slice of a service's wait for the next request while answers are under way (seconds on the
-// runtime's clock): about a model's transfer on a 10 Gbit/s link.
+// The slice of a service's waits while answers holding data are under way (seconds on the
+// runtime's clock; wait_reaping): about a model's transfer on a 10 Gbit/s link.
 constexpr double kReapSliceSeconds = 1e-3;
 
 // Bytes the owner streams through memory to apply `op` to a region of `bytes` (Context::
@@ -46,12 +47,8 @@ void Window::Shared::serve() {
   for (;;) {
     core::Buffer header;
     int src = -1;
-    const Work w = ctx.recv_any(tag(kRequestDetail), header, src);
-    // Idle between requests is normal (a failed world surfaces as RemoteError). While answers are
-    // under way the wait goes in slices and lets go of those that arrived: an answer's memory (a
-    // model-sized snapshot for fetch_average) is held about as long as its transfer, not until the
-    // next request (under sim, a simulated worker's whole step: thousands of them at once).
-    while (!w.wait(replies.empty() ? 1.0 : kReapSliceSeconds)) reap(false);
+    // Idle between requests is normal (a failed world surfaces as RemoteError).
+    wait_reaping(ctx.recv_any(tag(kRequestDetail), header, src), true);
     FAST_ENFORCE(header.dtype() == core::DType::i64 && header.numel() == kHeaderLen,
                  "window '{}': malformed request from worker {} ({} x {})", name, src, header.numel(),
                  core::name_of(header.dtype()));
@@ -75,9 +72,25 @@ void Window::Shared::serve() {
 
 void Window::Shared::answer(int src, std::uint32_t seq, std::shared_ptr<core::Buffer> data, std::int64_t ack) {
   const double now = ctx.now();
-  if (data) replies.push_back({data, ctx.send(src, tag(seq), std::as_const(*data).view()), src, now});
+  if (data) replies.push_back({data, ctx.send(src, tag(seq), std::as_const(*data).view()), src, now, true});
   auto value = std::make_shared<std::int64_t>(ack);
-  replies.push_back({value, ctx.send(src, tag(seq | kSeqLimit), i64_view(value.get(), 1)), src, now});
+  replies.push_back({value, ctx.send(src, tag(seq | kSeqLimit), i64_view(value.get(), 1)), src, now, false});
+}
+
+void Window::Shared::wait_reaping(const Work& w, bool idle) {
+  const auto holds_data = [this] {
+    return std::any_of(replies.begin(), replies.end(), [](const Reply& r) { return r.data; });
+  };
+  while (holds_data()) {  // no answer is added meanwhile: only apply adds them
+    if (w.wait(kReapSliceSeconds)) return;
+    reap(false);
+  }
+  if (!idle) {
+    w.wait();
+    return;
+  }
+  while (!w.wait(1.0)) {
+  }
 }
 
 void Window::Shared::reap(bool all) {
@@ -130,7 +143,7 @@ void Window::Shared::apply(int src, const wire::WindowRequest& r) {
   // hold an empty model-sized buffer).
   core::Buffer incoming = core::Buffer::pooled(view.dtype());
   if (op != kGet) {
-    ctx.recv(src, tag(seq | kPayloadDetail), incoming).wait();
+    wait_reaping(ctx.recv(src, tag(seq | kPayloadDetail), incoming), false);
     FAST_ENFORCE(incoming.numel() == count && incoming.dtype() == view.dtype(),
                  "window '{}': request {} from worker {}: payload of {} x {}, expected {} x {}", name, op_name(op), src,
                  incoming.numel(), core::name_of(incoming.dtype()), count, core::name_of(view.dtype()));
@@ -169,7 +182,7 @@ void Window::Shared::apply_encoded(int src, std::int64_t op, std::size_t offset,
   std::span<const float> state;
   if (op != kGet) {
     core::Buffer payload;
-    ctx.recv(src, tag(seq | kPayloadDetail), payload).wait();
+    wait_reaping(ctx.recv(src, tag(seq | kPayloadDetail), payload), false);
     if (op == kAccumulate || op == kFetchAccumulate) {
       increment.resize(region.numel());
       codec->decoder->decode(payload.view(), std::span<float>(increment));

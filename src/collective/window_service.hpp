@@ -72,13 +72,24 @@ struct Window::Shared {
     core::Work work;
     int peer;
     double sent_at;  // Context::now when it was sent (a loss of the peer since: runtime::lost_since)
+    bool data;       // an answer's data (a model-sized snapshot for fetch_average), not only its acknowledgement
   };
   std::vector<Reply> replies;
   // On one-sided memory: this worker's region handle (owned by the Window); null: the service.
   runtime::RemoteRegion* region = nullptr;
 
   runtime::Tag tag(std::uint32_t detail) const { return runtime::make_tag(runtime::TagKind::window, id, detail); }
+  // The service activity: answers requests one at a time, in arrival order, until a stop request
+  // from this worker itself. Failure: a malformed request or payload, or an error other than the
+  // loss of the requester (dropped, runtime::lost_since), ends it with that error.
   void serve();
+  // Waits for w: a request (idle: for as long as it takes) or a request's payload (within the
+  // runtime's operation time limit, as Work::wait). While answers holding data are under way it
+  // waits in slices of about a millisecond and lets go of those that arrived between them
+  // (reap(false)), so an answer's memory is held about as long as its transfer, not until the
+  // next request or payload (under sim: a simulated worker's step, thousands of them at once).
+  // Rethrows w's error and what reap throws.
+  void wait_reaping(const core::Work& w, bool idle);
   // Sends the answer to a request after the lock is released, without waiting for it: the service
   // goes on with the next request while the answer travels (under sim a transfer takes simulated
   // time, and waiting would serialise every requester behind it).
@@ -90,6 +101,8 @@ struct Window::Shared {
   // exposed tensor or a malformed payload ends the service with its error (nothing applied);
   // PeerLost when the requester is lost before its payload is in.
   void apply(int src, const wire::WindowRequest& request);
+  // As apply, for a request whose data travels through the codec (decoded before the lock: a
+  // malformed payload ends the service with its error before any change).
   void apply_encoded(int src, std::int64_t op, std::size_t offset, core::MutableView region, std::uint32_t seq,
                      double scale, core::MutableView scale_at, const detail::Exchange& exchange, std::size_t count);
 };
