@@ -40,9 +40,8 @@ double exchange_traffic(const Exchange& x, double bytes) {
 
 }  // namespace
 
-// The owner's service: answers requests one at a time, in arrival order, until a stop request
-// from this worker itself. Requests were validated by their senders against the all-gathered
-// shapes; a request that still does not fit is a protocol error and ends the service with it.
+// Requests were validated by their senders against the all-gathered shapes; a request that still
+// does not fit is a protocol error and ends the service with it.
 void Window::Shared::serve() {
   for (;;) {
     core::Buffer header;

@@ -15,10 +15,6 @@
 #include "fast/wire/requests.hpp"
 #include "window_arithmetic.hpp"
 
-namespace fast::runtime {
-class RemoteRegion;  // fast/runtime/remote_memory.hpp
-}  // namespace fast::runtime
-
 namespace fast::collective {
 
 namespace detail {
