@@ -1,6 +1,8 @@
 #include "fast/core/buffer.hpp"
 #include "fast/core/long_lived.hpp"
+#include "page_arena.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +22,14 @@ std::size_t whole_pages(std::size_t bytes) {
   return (bytes + page - 1) / page * page;
 }
 
+// Pages of their own for a pooled run (not the arena's: pooled runs come and go, long-lived ones
+// stay with their worker).
+void* map_plain(std::size_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return p;
+}
+
 // The page runs of Buffer::pooled, by length; thread-safe. Never destroyed: Buffers may go after
 // static destructors ran.
 class PagePool {
@@ -35,7 +45,7 @@ class PagePool {
         return p;
       }
     }
-    return map_pages(bytes);
+    return map_plain(bytes);
   }
   void give(void* p, std::size_t bytes) noexcept {
     try {
@@ -47,7 +57,7 @@ class PagePool {
       }
     } catch (...) {  // the list could not grow: the run goes back to the kernel
     }
-    unmap_pages(p, bytes);
+    ::munmap(p, bytes);
   }
 
  private:
@@ -66,7 +76,7 @@ void Buffer::Free::operator()(void* p) const noexcept {
   if (pooled)
     page_pool().give(p, mapped_bytes);
   else if (mapped_bytes > 0)
-    ::munmap(p, mapped_bytes);
+    unmap_pages(p, mapped_bytes);
   else
     std::free(p);
 }
@@ -75,7 +85,7 @@ Buffer::Buffer(std::size_t numel, DType dtype) { resize(numel, dtype); }
 
 Buffer Buffer::long_lived(std::size_t numel, DType dtype, bool resident_now) {
   Buffer b;
-  b.storage_ = Storage::pages;
+  b.storage_ = resident_now ? Storage::resident_pages : Storage::pages;
   b.resize(numel, dtype);
   if (resident_now && b.capacity_bytes_ > 0) populate_pages(b.data(), b.capacity_bytes_);
   return b;
@@ -103,14 +113,12 @@ Buffer Buffer::copy_of(ConstView view) {
   return b;
 }
 
-void* map_pages(std::size_t bytes) {
-  void* p = ::mmap(nullptr, whole_pages(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  return p;
+void* map_pages(std::size_t bytes, PageUse use) {
+  return detail::arena_take(whole_pages(std::max<std::size_t>(bytes, 1)), use);
 }
 
 void unmap_pages(void* p, std::size_t bytes) noexcept {
-  if (p != nullptr) ::munmap(p, whole_pages(bytes));
+  if (p != nullptr) detail::arena_give(p, whole_pages(std::max<std::size_t>(bytes, 1)));
 }
 
 void populate_pages(void* p, std::size_t bytes) noexcept {
@@ -127,9 +135,11 @@ void populate_pages(void* p, std::size_t bytes) noexcept {
 
 void Buffer::allocate(std::size_t bytes) {
   const bool pool = storage_ == Storage::pool && bytes >= kPageRunMinBytes;
-  if (storage_ == Storage::pages || pool) {
+  if (storage_ == Storage::pages || storage_ == Storage::resident_pages || pool) {
     const std::size_t rounded = whole_pages(bytes);
-    void* p = pool ? page_pool().take(rounded) : map_pages(rounded);
+    void* p =
+        pool ? page_pool().take(rounded)
+             : map_pages(rounded, storage_ == Storage::resident_pages ? PageUse::written_now : PageUse::written_later);
     data_ = std::unique_ptr<void, Free>(p, Free(rounded, pool));  // frees the old one its own way
     capacity_bytes_ = rounded;
     return;
@@ -145,7 +155,7 @@ void Buffer::resize(std::size_t numel, DType dtype) {
   const std::size_t need = numel * size_of(dtype);
   if (need > capacity_bytes_) {
     allocate(need);
-    if (storage_ != Storage::pages) std::memset(data(), 0, capacity_bytes_);  // a fresh mapping reads as zeros
+    if (!in_own_pages()) std::memset(data(), 0, capacity_bytes_);  // fresh pages read as zeros
   }
   numel_ = numel;
   dtype_ = dtype;
@@ -156,7 +166,7 @@ void Buffer::resize_to_overwrite(std::size_t numel, DType dtype) {
   if (need > capacity_bytes_) {
     allocate(need);
     // Only the tail past the elements is zeroed (vectorised loops may read up to the alignment).
-    if (storage_ != Storage::pages) std::memset(static_cast<std::byte*>(data()) + need, 0, capacity_bytes_ - need);
+    if (!in_own_pages()) std::memset(static_cast<std::byte*>(data()) + need, 0, capacity_bytes_ - need);
   }
   numel_ = numel;
   dtype_ = dtype;

@@ -80,7 +80,9 @@ class Buffer {
     bool pooled = false;           // the mapping goes back to the pool (Buffer::pooled)
     void operator()(void* p) const noexcept;
   };
-  enum class Storage : unsigned char { heap, pages, pool };
+  // pages / resident_pages: long_lived (map_pages, written later / at once); pool: pooled.
+  enum class Storage : unsigned char { heap, pages, resident_pages, pool };
+  bool in_own_pages() const noexcept { return storage_ == Storage::pages || storage_ == Storage::resident_pages; }
   Storage storage_ = Storage::heap;  // where allocate() takes memory from
   std::unique_ptr<void, Free> data_;
   std::size_t numel_ = 0;

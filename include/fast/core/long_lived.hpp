@@ -15,10 +15,19 @@ namespace fast::core {
 // blocks come from the heap (LongLivedAllocator, core::Buffer::pooled).
 inline constexpr std::size_t kPageRunMinBytes = std::size_t{64} << 10;
 
-// Pages of their own for `bytes` (rounded up to whole pages), zero-filled by the kernel and
-// resident only once written; bad_alloc when the kernel refuses the mapping. unmap_pages takes
-// the pointer and the same byte count back. Thread-safe.
-void* map_pages(std::size_t bytes);
+// How a run of map_pages is used: written in full as soon as it is taken (a replica's parameters
+// and gradients, made resident by the caller), or written later or perhaps never (an optimizer's
+// state, which the workers of a strategy whose servers step never write). Runs of each use are
+// packed apart, so that a run never written stays out of the huge pages that written runs fill.
+enum class PageUse : unsigned char { written_now, written_later };
+
+// Pages of their own for `bytes` (rounded up to whole pages), zero-filled and resident only once
+// written; bad_alloc when the kernel refuses the mapping. unmap_pages takes the pointer and the
+// same byte count back, and the pages go back to the kernel. Runs are carved from 2 MiB-aligned
+// chunks marked for transparent huge pages (one fault per 2 MiB instead of per 4 KiB page, where
+// the kernel allows it; src/core/page_arena.hpp), or from 8 MiB mapped alone, 2 MiB-aligned.
+// Thread-safe.
+void* map_pages(std::size_t bytes, PageUse use = PageUse::written_later);
 void unmap_pages(void* p, std::size_t bytes) noexcept;
 // Makes the whole pages within [p, p + bytes) of private anonymous memory (a map_pages block, or
 // a large heap block) resident now, zero-filled where they were never written

@@ -1,0 +1,39 @@
+#pragma once
+// The page runs of long-lived memory (map_pages, long_lived.hpp), carved from large mappings that
+// the kernel may back with transparent huge pages. Internal to fast_core.
+//
+// Why: a simulated run holds hundreds of replicas of a few megabytes each, written in full when
+// the run starts. In 4 KiB pages each page's first write costs a fault (on a virtual machine,
+// several microseconds, even after MADV_POPULATE_WRITE made the page resident: about 1.5 s per
+// gigabyte there against 0.1 s in 2 MiB pages). Runs of a few megabytes are too small for a huge
+// page each, so they are packed, page-aligned, into chunks of kChunkBytes aligned to 2 MiB and
+// marked MADV_HUGEPAGE; a run of kAloneBytes or more gets a mapping of its own, aligned and marked
+// the same way (a dataset's features: core::map_pages' callers may count on that). Where the kernel has no transparent
+// huge pages (or `never`), the same mappings are served in 4 KiB pages: behaviour as before, a little more address
+// space.
+//
+// Memory: a chunk's pages become resident as they are written (a whole huge page at a time); a
+// run given back returns its pages to the kernel at once (MADV_DONTNEED; its addresses are not
+// carved again), and the chunk goes back whole with its last run. The memory held beyond the live
+// runs is at most the unused part of the huge pages they touch.
+
+#include <cstddef>
+
+#include "fast/core/long_lived.hpp"
+
+namespace fast::core::detail {
+
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+inline constexpr std::size_t kChunkBytes = std::size_t{64} << 20;
+inline constexpr std::size_t kAloneBytes = 4 * kHugePageBytes;
+
+// `bytes` (a multiple of the page size, > 0) of zero-filled memory, page-aligned, from a chunk
+// that holds runs of the same `use` only. bad_alloc when the kernel refuses a new mapping.
+// Thread-safe.
+void* arena_take(std::size_t bytes, PageUse use);
+// Gives back a run that arena_take returned, with the same byte count. Thread-safe.
+void arena_give(void* p, std::size_t bytes) noexcept;
+// The number of chunks mapped now (for tests).
+std::size_t arena_chunks() noexcept;
+
+}  // namespace fast::core::detail
