@@ -5,8 +5,8 @@
 // Why: a simulated run holds hundreds of replicas of a few megabytes each, written in full when
 // the run starts. In 4 KiB pages each page's first write costs a fault (on a virtual machine,
 // several microseconds, even after MADV_POPULATE_WRITE made the page resident: about 1.5 s per
-// gigabyte there against 0.1 s in 2 MiB pages). Runs of a few megabytes are too small for a huge
-// page each, so they are packed, page-aligned, into chunks of kChunkBytes aligned to 2 MiB and
+// gigabyte there against 0.1 s in 2 MiB pages, where the machine had backed the memory). Runs of a few megabytes are
+// too small for a huge page each, so they are packed, page-aligned, into chunks of kChunkBytes aligned to 2 MiB and
 // marked MADV_HUGEPAGE; a run of kAloneBytes or more gets a mapping of its own, aligned and marked
 // the same way (a dataset's features: core::map_pages' callers may count on that). Where the kernel has no transparent
 // huge pages (or `never`), the same mappings are served in 4 KiB pages: behaviour as before, a little more address
