@@ -32,7 +32,7 @@ void* map_aligned(std::size_t bytes) {
 class Arena {
  public:
   void* take(std::size_t bytes, PageUse use) {
-    if (bytes >= kAloneBytes) return map_aligned(bytes);
+    if (bytes >= kAlignedRunMinBytes) return map_aligned(bytes);
     std::lock_guard<std::mutex> lock(mutex_);
     // First fit among the chunks' unused tails (a few dozen chunks per gigabyte): runs are only
     // ever carved from never-used memory, so they read as zeros.
@@ -52,14 +52,13 @@ class Arena {
   }
 
   void give(void* p, std::size_t bytes) noexcept {
-    if (bytes >= kAloneBytes) {
+    if (bytes >= kAlignedRunMinBytes) {
       ::munmap(p, bytes);
       return;
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = chunks_.upper_bound(reinterpret_cast<std::uintptr_t>(p));
-    if (it == chunks_.begin()) return;  // not a run of this arena: a caller's bug; nothing to free
-    --it;
+    const auto it = find(p);
+    if (it == chunks_.end() || it->second.live == 0) return;  // not a live run of this arena: a caller's bug
     if (--it->second.live > 0) {
       // The chunk lives on: the run's memory goes back to the kernel now (its address range is
       // never carved again), so that a run given back early holds nothing.
@@ -75,12 +74,26 @@ class Arena {
     return chunks_.size();
   }
 
+  std::uintptr_t chunk_of(const void* p) noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = find(p);
+    return it == chunks_.end() ? 0 : it->first;
+  }
+
  private:
   struct Chunk {
     std::size_t used = 0;  // bytes carved from the start
     std::size_t live = 0;  // runs not given back yet
     PageUse use = PageUse::written_later;
   };
+  // The chunk whose range holds p, or end(). Called with mutex_ held.
+  std::map<std::uintptr_t, Chunk>::iterator find(const void* p) {
+    const auto address = reinterpret_cast<std::uintptr_t>(p);
+    auto it = chunks_.upper_bound(address);
+    if (it == chunks_.begin()) return chunks_.end();
+    --it;
+    return address < it->first + kChunkBytes ? it : chunks_.end();
+  }
   static void* carve(std::uintptr_t base, Chunk& chunk, std::size_t bytes) {
     void* p = reinterpret_cast<void*>(base + chunk.used);
     chunk.used += bytes;
@@ -102,5 +115,6 @@ Arena& arena() {
 void* arena_take(std::size_t bytes, PageUse use) { return arena().take(bytes, use); }
 void arena_give(void* p, std::size_t bytes) noexcept { arena().give(p, bytes); }
 std::size_t arena_chunks() noexcept { return arena().chunks(); }
+std::uintptr_t arena_chunk_of(const void* p) noexcept { return arena().chunk_of(p); }
 
 }  // namespace fast::core::detail

@@ -5,19 +5,22 @@
 // Why: a simulated run holds hundreds of replicas of a few megabytes each, written in full when
 // the run starts. In 4 KiB pages each page's first write costs a fault (on a virtual machine,
 // several microseconds, even after MADV_POPULATE_WRITE made the page resident: about 1.5 s per
-// gigabyte there against 0.1 s in 2 MiB pages, where the machine had backed the memory). Runs of a few megabytes are
-// too small for a huge page each, so they are packed, page-aligned, into chunks of kChunkBytes aligned to 2 MiB and
-// marked MADV_HUGEPAGE; a run of kAloneBytes or more gets a mapping of its own, aligned and marked
-// the same way (a dataset's features: core::map_pages' callers may count on that). Where the kernel has no transparent
-// huge pages (or `never`), the same mappings are served in 4 KiB pages: behaviour as before, a little more address
-// space.
+// gigabyte there against 0.1 s in 2 MiB pages, where the machine had backed the memory). Runs of
+// a few megabytes are too small for a huge page each, so they are packed, page-aligned, into
+// chunks of kChunkBytes aligned to 2 MiB and marked MADV_HUGEPAGE; a run of kAlignedRunMinBytes
+// or more (long_lived.hpp) gets a mapping of its own, aligned and marked the same way. Where the
+// kernel has no transparent huge pages (or `never`), the same mappings are served in 4 KiB pages:
+// behaviour as before, a little more address space.
 //
 // Memory: a chunk's pages become resident as they are written (a whole huge page at a time); a
-// run given back returns its pages to the kernel at once (MADV_DONTNEED; its addresses are not
-// carved again), and the chunk goes back whole with its last run. The memory held beyond the live
-// runs is at most the unused part of the huge pages they touch.
+// run given back is unmapped from the process at once (MADV_DONTNEED; its addresses are not
+// carved again: the kernel splits a huge page it shares with live runs and frees that part when
+// it completes the split, under memory pressure at the latest), and the chunk goes back whole with
+// its last run. The memory held beyond the live runs is at most the unused part of the huge pages
+// they touch. A lone small run costs a chunk's address space and one huge page once written.
 
 #include <cstddef>
+#include <cstdint>
 
 #include "fast/core/long_lived.hpp"
 
@@ -25,15 +28,18 @@ namespace fast::core::detail {
 
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 inline constexpr std::size_t kChunkBytes = std::size_t{64} << 20;
-inline constexpr std::size_t kAloneBytes = 4 * kHugePageBytes;
+static_assert(kAlignedRunMinBytes <= kChunkBytes / 4, "a chunk holds at least four of the runs carved from it");
 
 // `bytes` (a multiple of the page size, > 0) of zero-filled memory, page-aligned, from a chunk
 // that holds runs of the same `use` only. bad_alloc when the kernel refuses a new mapping.
 // Thread-safe.
 void* arena_take(std::size_t bytes, PageUse use);
-// Gives back a run that arena_take returned, with the same byte count. Thread-safe.
+// Gives back a run that arena_take returned, with the same byte count. A pointer in no chunk of
+// the arena, or one whose chunk has no run left, is a caller's bug: ignored. Thread-safe.
 void arena_give(void* p, std::size_t bytes) noexcept;
-// The number of chunks mapped now (for tests).
+// For tests: the number of chunks mapped now, and the start of the chunk that holds `p` (0 when
+// none does: a run mapped alone, or not the arena's).
 std::size_t arena_chunks() noexcept;
+std::uintptr_t arena_chunk_of(const void* p) noexcept;
 
 }  // namespace fast::core::detail

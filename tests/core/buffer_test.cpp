@@ -51,7 +51,7 @@ TEST(Buffer, CopyOfIsAlignedAndZeroBeyondTheCopy) {
   EXPECT_EQ(empty.data(), nullptr);
 }
 
-// long_lived: zero-filled pages of its own, outside malloc's heaps, growing into new zeroed pages.
+// long_lived: a zero-filled page run of its own, outside malloc's heaps, growing into new zeroed pages.
 TEST(Buffer, LongLivedIsZeroFilledPagesOutsideMallocsHeaps) {
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -122,7 +122,7 @@ TEST(Buffer, ResizeToOverwriteZeroesOnlyPastTheElements) {
   EXPECT_EQ(b.dtype(), DType::f64);
 }
 
-// LongLivedVector: a std::vector whose large storage is pages of its own (page-aligned, outside
+// LongLivedVector: a std::vector whose large storage is a page run of its own (page-aligned, outside
 // malloc's heaps) and whose small storage is the heap's; values as any vector's.
 TEST(LongLivedVector, LargeStorageIsPagesOfItsOwn) {
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));

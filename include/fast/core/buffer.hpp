@@ -19,8 +19,8 @@ class Buffer {
   Buffer(std::size_t numel, DType dtype);
   // A copy of the viewed elements.
   static Buffer copy_of(ConstView view);
-  // numel elements of dtype, zero-filled, in pages of their own (mmap; growing by resize keeps
-  // that), returned to the kernel when the Buffer goes. For state that lives as long as its worker
+  // numel elements of dtype, zero-filled, in a page run of its own (map_pages, long_lived.hpp;
+  // growing by resize keeps that), returned to the kernel when the Buffer goes. For state that lives as long as its worker
   // (an optimizer's buffers): kept apart from the blocks that steps allocate and free, it leaves no
   // holes among them, so a process of hundreds of simulated workers holds its replicas' state and
   // little more. bad_alloc when the kernel refuses the mapping. resident_now: for memory the caller
@@ -76,8 +76,8 @@ class Buffer {
   struct Free {
     Free() noexcept = default;
     Free(std::size_t mapped, bool to_pool) noexcept : mapped_bytes(mapped), pooled(to_pool) {}
-    std::size_t mapped_bytes = 0;  // 0: aligned_alloc's block; else the length of its own mapping
-    bool pooled = false;           // the mapping goes back to the pool (Buffer::pooled)
+    std::size_t mapped_bytes = 0;  // 0: aligned_alloc's block; else the length of its page run
+    bool pooled = false;           // the run goes back to the pool (Buffer::pooled), else to map_pages'
     void operator()(void* p) const noexcept;
   };
   // pages / resident_pages: long_lived (map_pages, written later / at once); pool: pooled.

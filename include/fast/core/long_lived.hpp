@@ -2,8 +2,8 @@
 // Memory for state that lives as long as its worker, kept apart from the blocks that steps
 // allocate and free (core::Buffer::long_lived is the same for Buffers). A process of hundreds of
 // simulated workers whose long-lived vectors sit in malloc's heap among per-step blocks keeps
-// the holes those blocks leave resident; in pages of their own, the state leaves no holes and
-// goes back to the kernel whole when freed.
+// the holes those blocks leave resident; in page runs of their own (whole pages that no other
+// block shares), the state leaves no holes and its pages go back to the kernel when freed.
 
 #include <cstddef>
 #include <new>
@@ -21,12 +21,15 @@ inline constexpr std::size_t kPageRunMinBytes = std::size_t{64} << 10;
 // packed apart, so that a run never written stays out of the huge pages that written runs fill.
 enum class PageUse : unsigned char { written_now, written_later };
 
-// Pages of their own for `bytes` (rounded up to whole pages), zero-filled and resident only once
-// written; bad_alloc when the kernel refuses the mapping. unmap_pages takes the pointer and the
-// same byte count back, and the pages go back to the kernel. Runs are carved from 2 MiB-aligned
-// chunks marked for transparent huge pages (one fault per 2 MiB instead of per 4 KiB page, where
-// the kernel allows it; src/core/page_arena.hpp), or from 8 MiB mapped alone, 2 MiB-aligned.
-// Thread-safe.
+// From this many bytes a run of map_pages is a mapping of its own that starts on a 2 MiB boundary.
+inline constexpr std::size_t kAlignedRunMinBytes = std::size_t{8} << 20;
+
+// A page-aligned run of whole pages for `bytes` (rounded up), shared with no other run,
+// zero-filled and resident only once written; bad_alloc when the kernel refuses the mapping.
+// unmap_pages takes exactly that pointer and byte count back, and the run's pages go back to the
+// kernel; the caller never unmaps, remaps or advises a run itself. Runs under kAlignedRunMinBytes
+// are carved from 2 MiB-aligned chunks marked for transparent huge pages (one fault per 2 MiB
+// instead of per 4 KiB page, where the kernel allows it; src/core/page_arena.hpp). Thread-safe.
 void* map_pages(std::size_t bytes, PageUse use = PageUse::written_later);
 void unmap_pages(void* p, std::size_t bytes) noexcept;
 // Makes the whole pages within [p, p + bytes) of private anonymous memory (a map_pages block, or
@@ -50,7 +53,8 @@ struct LongLivedAllocator {
 
   T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
-    if (bytes >= kPageRunMinBytes) return static_cast<T*>(map_pages(bytes));
+    // A vector writes its elements as it is built.
+    if (bytes >= kPageRunMinBytes) return static_cast<T*>(map_pages(bytes, PageUse::written_now));
     return static_cast<T*>(::operator new(bytes, std::align_val_t{alignof(T)}));
   }
   void deallocate(T* p, std::size_t n) noexcept {

@@ -11,8 +11,7 @@ namespace fast::torch {
 
 ::torch::Tensor bulk_float_tensor(const std::vector<std::int64_t>& sizes) {
   const auto bytes = static_cast<std::size_t>(c10::multiply_integers(sizes)) * sizeof(float);
-  constexpr std::size_t kHugePage = std::size_t{2} << 20;
-  if (bytes < 4 * kHugePage) return ::torch::empty(sizes, ::torch::kFloat32);
+  if (bytes < core::kAlignedRunMinBytes) return ::torch::empty(sizes, ::torch::kFloat32);
   void* data = nullptr;
   try {
     data = core::map_pages(bytes, core::PageUse::written_now);

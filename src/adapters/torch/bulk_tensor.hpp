@@ -14,7 +14,7 @@ namespace fast::torch {
 // large .npz/.npy dataset) otherwise take one page fault per 4 KiB, a cost every process that
 // loads them pays in system time (docs/data.md). Where the kernel
 // declines either advice the pages fault in as usual; where the mapping fails it is torch::empty.
-// Thread-safety: none needed (no shared state).
+// Thread-safe (core::map_pages is).
 ::torch::Tensor bulk_float_tensor(const std::vector<std::int64_t>& sizes);
 
 }  // namespace fast::torch

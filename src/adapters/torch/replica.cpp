@@ -11,7 +11,7 @@
 namespace fast::torch {
 
 namespace {
-// n float zeros on the CPU in pages of their own (core::Buffer::long_lived), which the tensor owns:
+// n float zeros on the CPU in a page run of its own (core::Buffer::long_lived), which the tensor owns:
 // the flat parameters and gradients live as long as their worker, so they stay out of the heap
 // that steps allocate from (a process of hundreds of simulated workers holds them and little more).
 // Resident at once: the parameters are written next, the gradients by the first step.
