@@ -135,7 +135,7 @@ void populate_pages(void* p, std::size_t bytes) noexcept {
 
 void Buffer::allocate(std::size_t bytes) {
   const bool pool = storage_ == Storage::pool && bytes >= kPageRunMinBytes;
-  if (storage_ == Storage::pages || storage_ == Storage::resident_pages || pool) {
+  if (in_own_pages() || pool) {
     const std::size_t rounded = whole_pages(bytes);
     void* p =
         pool ? page_pool().take(rounded)

@@ -20,13 +20,14 @@ class Buffer {
   // A copy of the viewed elements.
   static Buffer copy_of(ConstView view);
   // numel elements of dtype, zero-filled, in a page run of its own (map_pages, long_lived.hpp;
-  // growing by resize keeps that), returned to the kernel when the Buffer goes. For state that lives as long as its worker
-  // (an optimizer's buffers): kept apart from the blocks that steps allocate and free, it leaves no
-  // holes among them, so a process of hundreds of simulated workers holds its replicas' state and
-  // little more. bad_alloc when the kernel refuses the mapping. resident_now: for memory the caller
-  // writes in full at once (a replica's flat parameters and gradients): the pages are made
-  // resident here, in one call, instead of by a fault per page on the first write
-  // (populate_pages, long_lived.hpp); the same memory is held once it is written either way.
+  // growing by resize keeps that), returned to the kernel when the Buffer goes. For state that
+  // lives as long as its worker (an optimizer's buffers): kept apart from the blocks that steps
+  // allocate and free, it leaves no holes among them, so a process of hundreds of simulated workers
+  // holds its replicas' state and little more. bad_alloc when the kernel refuses the mapping.
+  // resident_now: for memory the caller writes in full at once (a replica's flat parameters and
+  // gradients): the pages are made resident here, in one call, instead of by a fault per page on
+  // the first write (populate_pages, long_lived.hpp); the same memory is held once it is written
+  // either way.
   static Buffer long_lived(std::size_t numel, DType dtype, bool resident_now = false);
   // An empty Buffer of dtype whose storage, once sized, comes from a process-wide pool of page
   // runs of the same length and goes back there when the Buffer goes or grows (blocks under
