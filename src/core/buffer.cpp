@@ -12,6 +12,8 @@
 #include <vector>
 
 #include <sys/mman.h>
+
+#include <sanitizer/asan_interface.h>  // ASAN_(UN)POISON_MEMORY_REGION: no-ops without ASan
 #include <unistd.h>
 
 namespace fast::core {
@@ -42,6 +44,7 @@ class PagePool {
         void* p = it->second.back();
         it->second.pop_back();
         idle_bytes_ -= bytes;
+        ASAN_UNPOISON_MEMORY_REGION(p, bytes);
         return p;
       }
     }
@@ -53,6 +56,7 @@ class PagePool {
       if (idle_bytes_ + bytes <= Buffer::kPoolIdleBytes) {
         idle_[bytes].push_back(p);
         idle_bytes_ += bytes;
+        ASAN_POISON_MEMORY_REGION(p, bytes);  // an idle run: a use of its Buffer after it went reports there
         return;
       }
     } catch (...) {  // the list could not grow: the run goes back to the kernel

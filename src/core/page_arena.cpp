@@ -8,6 +8,8 @@
 
 #include <sys/mman.h>
 
+#include <sanitizer/asan_interface.h>  // ASAN_(UN)POISON_MEMORY_REGION: no-ops without ASan
+
 namespace fast::core::detail {
 
 namespace {
@@ -27,6 +29,17 @@ void* map_aligned(std::size_t bytes) {
   return reinterpret_cast<void*>(start);
 }
 
+// Under ASan, a chunk's memory that is not a live run (its tail not carved yet, the runs given
+// back) is poisoned, so that a read or write past a run's end or after its give reports there
+// instead of reading zeros; the shadow is cleared before a chunk is unmapped (the kernel may hand
+// the addresses to another mapping). Without ASan the macros do nothing.
+void poison(std::uintptr_t start, std::size_t bytes) {
+  ASAN_POISON_MEMORY_REGION(reinterpret_cast<void*>(start), bytes);
+}
+void unpoison(std::uintptr_t start, std::size_t bytes) {
+  ASAN_UNPOISON_MEMORY_REGION(reinterpret_cast<void*>(start), bytes);
+}
+
 // The chunks, by base address; thread-safe. Never destroyed (runs may be given back after static
 // destructors ran).
 class Arena {
@@ -41,11 +54,13 @@ class Arena {
       return carve(base, chunk, bytes);
     }
     const auto base = reinterpret_cast<std::uintptr_t>(map_aligned(kChunkBytes));
+    poison(base, kChunkBytes);
     try {
       Chunk& chunk = chunks_[base];
       chunk.use = use;
       return carve(base, chunk, bytes);
     } catch (...) {  // the map could not grow
+      unpoison(base, kChunkBytes);
       ::munmap(reinterpret_cast<void*>(base), kChunkBytes);
       throw;
     }
@@ -63,8 +78,10 @@ class Arena {
       // The chunk lives on: the run's memory goes back to the kernel now (its address range is
       // never carved again), so that a run given back early holds nothing.
       (void)::madvise(p, bytes, MADV_DONTNEED);
+      poison(reinterpret_cast<std::uintptr_t>(p), bytes);
       return;
     }
+    unpoison(it->first, kChunkBytes);
     ::munmap(reinterpret_cast<void*>(it->first), kChunkBytes);
     chunks_.erase(it);
   }
@@ -96,6 +113,7 @@ class Arena {
   }
   static void* carve(std::uintptr_t base, Chunk& chunk, std::size_t bytes) {
     void* p = reinterpret_cast<void*>(base + chunk.used);
+    unpoison(base + chunk.used, bytes);
     chunk.used += bytes;
     ++chunk.live;
     return p;

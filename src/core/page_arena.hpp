@@ -18,6 +18,9 @@
 // it completes the split, under memory pressure at the latest), and the chunk goes back whole with
 // its last run. The memory held beyond the live runs is at most the unused part of the huge pages
 // they touch. A lone small run costs a chunk's address space and one huge page once written.
+//
+// Under ASan the parts of a chunk that are no live run (the tail not carved yet, runs given back)
+// are poisoned: a use past a run's end or after its give reports there (it would read zeros).
 
 #include <cstddef>
 #include <cstdint>

@@ -15,6 +15,8 @@
 #endif
 #include <unistd.h>
 
+#include <sanitizer/asan_interface.h>  // __asan_address_is_poisoned (ASan builds)
+
 namespace fast::core {
 namespace {
 
@@ -104,6 +106,29 @@ TEST(Buffer, PooledReusesItsPagesZeroedAndSmallOnesComeFromTheHeap) {
   small.resize(100, DType::f64);  // 800 bytes: from the heap, 64-byte aligned
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % Buffer::kAlignment, 0u);
   for (double x : small.as<double>()) EXPECT_EQ(x, 0.0);
+}
+
+// Under ASan an idle run of the pool is poisoned: a use of a pooled Buffer's memory after the
+// Buffer went reports there; the run taken out again is usable in full.
+TEST(Buffer, UnderAsanAnIdlePooledRunIsPoisoned) {
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr std::size_t kNumel = 333'337;  // a length no other test pools
+  const char* first = nullptr;
+  {
+    Buffer b = Buffer::pooled(DType::f32);
+    b.resize(kNumel, DType::f32);
+    first = static_cast<const char*>(b.data());
+    EXPECT_FALSE(__asan_address_is_poisoned(first));
+  }
+  EXPECT_TRUE(__asan_address_is_poisoned(first));
+  EXPECT_TRUE(__asan_address_is_poisoned(first + kNumel * sizeof(float) - 1));
+  Buffer again = Buffer::pooled(DType::f32);
+  again.resize(kNumel, DType::f32);
+  ASSERT_EQ(again.data(), first);
+  EXPECT_EQ(__asan_region_is_poisoned(again.data(), again.bytes()), nullptr);
+#else
+  GTEST_SKIP() << "checks ASan's shadow: run by `make sanitize`";
+#endif
 }
 
 // resize_to_overwrite: the size changes as with resize; memory taken anew is zeroed only past the

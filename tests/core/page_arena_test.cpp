@@ -6,9 +6,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
+
+#include <sanitizer/asan_interface.h>  // __asan_address_is_poisoned (ASan builds)
 
 #include "page_arena.hpp"
 
@@ -93,6 +97,60 @@ TEST(PageArena, APointerOfNoChunkIsIgnored) {
   arena_give(&local, bytes);  // not the arena's: nothing happens
   EXPECT_TRUE(all_bytes(p, bytes, 7));
   arena_give(p, bytes);
+}
+
+// Threads take and give runs at once (the arena is shared by every worker of a process): each
+// thread's runs keep the bytes it wrote while the others carve and give back theirs, so no two
+// live runs overlap. Under TSan this is the arena's race check.
+TEST(PageArena, ThreadsTakeAndGiveAtOnceWithoutSharingARun) {
+  constexpr int kThreads = 4, kRounds = 3, kRuns = 24;
+  std::vector<std::thread> threads;
+  std::vector<int> broken(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([t, &broken] {
+      const auto mark = static_cast<unsigned char>(0x11 * (t + 1));
+      for (int round = 0; round < kRounds; ++round) {
+        std::vector<std::pair<void*, std::size_t>> runs;
+        for (int i = 0; i < kRuns; ++i) {
+          const std::size_t bytes = (1 + (i * 7 + t) % 13) * page();
+          void* p = arena_take(bytes, i % 2 == 0 ? PageUse::written_now : PageUse::written_later);
+          if (!all_bytes(p, bytes, 0)) ++broken[static_cast<std::size_t>(t)];  // carved before
+          std::memset(p, mark, bytes);
+          runs.emplace_back(p, bytes);
+        }
+        for (const auto& [p, bytes] : runs)
+          if (!all_bytes(p, bytes, mark)) ++broken[static_cast<std::size_t>(t)];  // another thread wrote it
+        for (const auto& [p, bytes] : runs) arena_give(p, bytes);
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(broken[static_cast<std::size_t>(t)], 0) << "thread " << t;
+}
+
+// Under ASan what is not a live run of a chunk (its uncarved tail, a run given back) is poisoned.
+TEST(PageArena, UnderAsanOnlyLiveRunsAreAddressable) {
+#if defined(__SANITIZE_ADDRESS__)
+  const std::size_t bytes = 8 * page();
+  auto* a = static_cast<char*>(arena_take(bytes, PageUse::written_later));
+  auto* b = static_cast<char*>(arena_take(bytes, PageUse::written_later));
+  if (arena_chunk_of(a) != arena_chunk_of(b)) {  // a filled its chunk's tail exactly: no neighbour to check
+    arena_give(a, bytes);
+    arena_give(b, bytes);
+    GTEST_SKIP() << "the two runs landed in different chunks";
+  }
+  EXPECT_EQ(__asan_region_is_poisoned(a, bytes), nullptr);
+  EXPECT_EQ(__asan_region_is_poisoned(b, bytes), nullptr);
+  // Past the last run carved: the chunk's tail, or runs other tests gave back.
+  const char* after = (b > a ? b : a) + bytes;
+  if (arena_chunk_of(after) == arena_chunk_of(a)) EXPECT_TRUE(__asan_address_is_poisoned(after));
+  arena_give(a, bytes);
+  EXPECT_TRUE(__asan_address_is_poisoned(a));
+  EXPECT_TRUE(__asan_address_is_poisoned(a + bytes - 1));
+  EXPECT_EQ(__asan_region_is_poisoned(b, bytes), nullptr);  // its neighbour lives on
+  arena_give(b, bytes);
+#else
+  GTEST_SKIP() << "checks ASan's shadow: run by `make sanitize`";
+#endif
 }
 
 }  // namespace
