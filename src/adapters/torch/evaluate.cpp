@@ -7,7 +7,7 @@
 namespace fast::torch {
 
 EvalResult evaluate(Model& model, const Dataset& data, std::int64_t batch) {
-  FAST_ENFORCE(batch >= 1, "evaluate: expected batch >= 1, got {}", batch);
+  FAST_ENFORCE(batch >= 0, "evaluate: expected batch >= 1 (or 0: the default), got {}", batch);
   const std::int64_t n = data.size();
   FAST_ENFORCE(n > 0, "evaluate: expected a non-empty dataset, got 0 samples");
   ::torch::NoGradGuard no_grad;
@@ -16,6 +16,7 @@ EvalResult evaluate(Model& model, const Dataset& data, std::int64_t batch) {
   double loss_sum = 0;
   std::int64_t correct = 0;
   const ::torch::Device device = model.device();  // the batches go where the model is (no copy on the CPU)
+  if (batch == 0) batch = device.is_cpu() ? kCpuEvalBatch : kDeviceEvalBatch;
   try {
     for (std::int64_t start = 0; start < n; start += batch) {
       const std::int64_t count = std::min(batch, n - start);

@@ -105,11 +105,35 @@ TEST(Evaluate, ClosedFormLossAndAccuracyForFixedLogits) {
   bias[3] = 2.0f;
   auto model = bias_model(bias);
   const Dataset data = synthetic(100);
-  const EvalResult r = evaluate(model, data);  // one chunk of 1000 covers all
   const double z = std::exp(2.0) + 9.0;
-  // 10 samples have label 3 (loss log z - 2), 90 others (loss log z).
-  EXPECT_NEAR(r.loss, (10 * (std::log(z) - 2.0) + 90 * std::log(z)) / 100.0, 1e-6);
-  EXPECT_DOUBLE_EQ(r.accuracy, 0.1);
+  // 10 samples have label 3 (loss log z - 2), 90 others (loss log z): the same in one chunk, in
+  // chunks that split the labels unevenly, and in the default chunks (kCpuEvalBatch).
+  for (const std::int64_t batch : {std::int64_t{1000}, std::int64_t{13}, std::int64_t{0}}) {
+    const EvalResult r = evaluate(model, data, batch);
+    EXPECT_NEAR(r.loss, (10 * (std::log(z) - 2.0) + 90 * std::log(z)) / 100.0, 1e-6) << "batch " << batch;
+    EXPECT_DOUBLE_EQ(r.accuracy, 0.1) << "batch " << batch;
+    EXPECT_EQ(r.samples, 100) << "batch " << batch;
+  }
+}
+
+// The default chunk covers a test set larger than it (kCpuEvalBatch on the CPU): every sample
+// counts once, as with one chunk.
+TEST(Evaluate, DefaultChunksCoverEverySampleOnce) {
+  std::vector<float> bias(10, 0.0f);
+  bias[7] = 1.0f;
+  auto model = bias_model(bias);
+  const std::int64_t n = 3 * kCpuEvalBatch + 5;
+  const Dataset data = synthetic(n);
+  const EvalResult r = evaluate(model, data);
+  // Every sample predicts class 7; labels cycle 0..9, so the samples i < n with i % 10 == 7 are right.
+  const std::int64_t right = (n + 2) / 10;
+  const double z = std::exp(1.0) + 9.0;
+  EXPECT_EQ(r.samples, n);
+  EXPECT_DOUBLE_EQ(r.accuracy, static_cast<double>(right) / static_cast<double>(n));
+  EXPECT_NEAR(r.loss,
+              (static_cast<double>(right) * (std::log(z) - 1.0) + static_cast<double>(n - right) * std::log(z)) /
+                  static_cast<double>(n),
+              1e-6);
 }
 
 TEST(Evaluate, RestoresTrainingModeAndLeavesGradsAlone) {
@@ -126,7 +150,7 @@ TEST(Evaluate, RestoresTrainingModeAndLeavesGradsAlone) {
 
 TEST(Evaluate, RejectsBadBatchAndEmptyData) {
   auto model = make_model("mlp");
-  EXPECT_THROW(evaluate(model, synthetic(10), 0), InvalidArgument);
+  EXPECT_THROW(evaluate(model, synthetic(10), -1), InvalidArgument);
   EXPECT_THROW(evaluate(model, Dataset{}, 10), InvalidArgument);
 }
 
