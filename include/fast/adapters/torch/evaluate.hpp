@@ -19,7 +19,7 @@ struct EvalResult {
 // heap's reused memory, not fresh pages each pass (a 1,000-sample chunk of the built-in cnn took
 // 4x as long, in page faults); on an accelerator, where memory comes from its caching allocator,
 // more per pass.
-inline constexpr std::int64_t kCpuEvalBatch = 128;
+inline constexpr std::int64_t kCpuEvalBatch = 64;
 inline constexpr std::int64_t kDeviceEvalBatch = 1000;
 
 // Runs model on every sample of data in chunks of `batch` (0: kCpuEvalBatch where the model is on
