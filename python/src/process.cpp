@@ -276,11 +276,13 @@ void bind_process(py::module_& m) {
         const core::MallocTuning t = core::tune_malloc();
         return py::make_tuple(t.applied, t.reason);
       },
-      R"(Keeps glibc's malloc blocks up to 32 MiB in the heap between training steps, as fast train does
+      R"(Keeps glibc's malloc blocks of every size in the heap between training steps, as fast train does
 (docs/benchmarks.md, "malloc thresholds"): a torch loop on the CPU that allocates the same large tensors
 every step then stops paying a page fault per 4 KiB of them. Returns (applied, reason): nothing is changed
-with FAST_MALLOC=system, where the user set glibc's thresholds (GLIBC_TUNABLES, MALLOC_*_THRESHOLD_), or
-where the allocator is not glibc's. Process-wide; call it once, before training. fast.InvalidArgument
+with FAST_MALLOC=system, where the user set glibc's thresholds (GLIBC_TUNABLES, MALLOC_*_THRESHOLD_,
+MALLOC_MMAP_MAX_), or
+where the allocator is not glibc's. Process-wide; call it once, before any tensor work (a thread that
+allocated before keeps an arena of its own, whose blocks above 64 MiB glibc still maps). fast.InvalidArgument
 when FAST_MALLOC is neither 'tuned' nor 'system'.)");
   m.def("launcher", &launcher,
         R"(The launcher that started this process, as fast.init() finds it (docs/launch.md): a dict with source

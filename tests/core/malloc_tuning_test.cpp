@@ -6,6 +6,8 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -66,6 +68,7 @@ TEST(MallocTuning, SystemLeavesGlibcAlone) {
 TEST(MallocTuning, LeavesTheUsersOwnGlibcSettings) {
   ScopedEnv choice("FAST_MALLOC", nullptr);
   ScopedEnv mmap("MALLOC_MMAP_THRESHOLD_", nullptr);
+  ScopedEnv unset_max("MALLOC_MMAP_MAX_", nullptr);
   {
     ScopedEnv trim("MALLOC_TRIM_THRESHOLD_", "1048576");
     const MallocTuning t = tune_malloc();
@@ -73,10 +76,22 @@ TEST(MallocTuning, LeavesTheUsersOwnGlibcSettings) {
     EXPECT_NE(t.reason.find("MALLOC_TRIM_THRESHOLD_"), std::string::npos) << t.reason;
   }
   ScopedEnv trim("MALLOC_TRIM_THRESHOLD_", nullptr);
-  ScopedEnv tunables("GLIBC_TUNABLES", "glibc.pthread.rseq=0:glibc.malloc.mmap_threshold=65536");
+  {
+    ScopedEnv tunables("GLIBC_TUNABLES", "glibc.pthread.rseq=0:glibc.malloc.mmap_threshold=65536");
+    const MallocTuning t = tune_malloc();
+    EXPECT_FALSE(t.applied);
+    EXPECT_NE(t.reason.find("glibc.malloc.mmap_threshold"), std::string::npos) << t.reason;
+  }
+  {
+    ScopedEnv max("MALLOC_MMAP_MAX_", "0");
+    const MallocTuning t = tune_malloc();
+    EXPECT_FALSE(t.applied);
+    EXPECT_NE(t.reason.find("MALLOC_MMAP_MAX_"), std::string::npos) << t.reason;
+  }
+  ScopedEnv tunables("GLIBC_TUNABLES", "glibc.malloc.mmap_max=4");
   const MallocTuning t = tune_malloc();
   EXPECT_FALSE(t.applied);
-  EXPECT_NE(t.reason.find("glibc.malloc.mmap_threshold"), std::string::npos) << t.reason;
+  EXPECT_NE(t.reason.find("glibc.malloc.mmap_max"), std::string::npos) << t.reason;
 }
 
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -84,34 +99,58 @@ TEST(MallocTuning, LeavesTheUsersOwnGlibcSettings) {
 std::size_t mmapped_bytes() { return mallinfo2().hblkhd; }
 std::size_t heap_bytes() { return mallinfo2().arena; }
 
-TEST(MallocTuning, KeepsBlocksUpTo32MiBInTheHeapAndTheirMemoryAfterFree) {
+TEST(MallocTuning, KeepsBlocksOfEverySizeInTheHeapAndTheirMemoryAfterFree) {
   ScopedEnv choice("FAST_MALLOC", nullptr);
   ScopedEnv mmap("MALLOC_MMAP_THRESHOLD_", nullptr);
   ScopedEnv trim("MALLOC_TRIM_THRESHOLD_", nullptr);
+  ScopedEnv max("MALLOC_MMAP_MAX_", nullptr);
+  ScopedEnv arenas("MALLOC_ARENA_MAX", nullptr);
   ScopedEnv tunables("GLIBC_TUNABLES", nullptr);
   const MallocTuning t = tune_malloc();
   ASSERT_TRUE(t.applied) << t.reason;
-  EXPECT_NE(t.reason.find("32 MiB"), std::string::npos) << t.reason;
+  EXPECT_NE(t.reason.find("every size and thread"), std::string::npos) << t.reason;
+  EXPECT_NE(t.reason.find("256 MiB"), std::string::npos) << t.reason;
 
-  // 16 MiB (above glibc's initial 128 KiB threshold): from the heap, not a mapping of its own.
-  constexpr std::size_t kBlock = std::size_t{16} << 20;
+  // 16 MiB (above glibc's initial 128 KiB threshold) and 40 MiB (above the largest threshold glibc
+  // takes, 32 MiB): from the heap, not a mapping of their own, and kept by it once freed (under the
+  // 256 MiB trim threshold).
   const std::size_t mapped_before = mmapped_bytes();
-  void* block = std::malloc(kBlock);
-  ASSERT_NE(block, nullptr);
-  std::memset(block, 1, kBlock);
-  EXPECT_EQ(mmapped_bytes(), mapped_before);
-  const std::size_t heap_with_block = heap_bytes();
-  EXPECT_GE(heap_with_block, kBlock);
-  // Freed, its memory stays with the heap (16 MiB free at the top is under the 256 MiB threshold).
-  std::free(block);
-  EXPECT_EQ(heap_bytes(), heap_with_block);
+  for (const std::size_t bytes : {std::size_t{16} << 20, std::size_t{40} << 20}) {
+    void* block = std::malloc(bytes);
+    ASSERT_NE(block, nullptr);
+    std::memset(block, 1, bytes);
+    EXPECT_EQ(mmapped_bytes(), mapped_before) << bytes;
+    const std::size_t heap_with_block = heap_bytes();
+    EXPECT_GE(heap_with_block, bytes);
+    std::free(block);
+    EXPECT_EQ(heap_bytes(), heap_with_block) << bytes;
+  }
 
-  // 40 MiB (above the tuned threshold): a mapping of its own, returned when freed.
-  constexpr std::size_t kLarge = std::size_t{40} << 20;
-  void* large = std::malloc(kLarge);
-  ASSERT_NE(large, nullptr);
-  EXPECT_GE(mmapped_bytes(), mapped_before + kLarge);
-  std::free(large);
+  // 400 MiB, never touched: from the heap too; freed at its top, it leaves more than the trim
+  // threshold free there, and the heap gives at least that excess back to the kernel.
+  constexpr std::size_t kHuge = std::size_t{400} << 20;
+  void* huge = std::malloc(kHuge);
+  ASSERT_NE(huge, nullptr);
+  EXPECT_EQ(mmapped_bytes(), mapped_before);
+  const std::size_t heap_with_huge = heap_bytes();
+  EXPECT_GE(heap_with_huge, kHuge);
+  std::free(huge);
+  EXPECT_LE(heap_bytes() + (kHuge - kTunedTrimThreshold), heap_with_huge);
+
+  // Another thread allocates from the same heap: above the 64 MiB that an arena of its own could
+  // hold in one heap too.
+  std::size_t mapped_48 = 0, mapped_100 = 0;
+  std::thread([&] {
+    for (auto [bytes, mapped] : {std::pair{std::size_t{48} << 20, &mapped_48}, {std::size_t{100} << 20, &mapped_100}}) {
+      void* block = std::malloc(bytes);
+      if (block == nullptr) return;
+      std::memset(block, 1, bytes);
+      *mapped = mmapped_bytes() - mapped_before;
+      std::free(block);
+    }
+  }).join();
+  EXPECT_EQ(mapped_48, 0u);
+  EXPECT_EQ(mapped_100, 0u);
   EXPECT_EQ(mmapped_bytes(), mapped_before);
 }
 #endif

@@ -8,12 +8,21 @@
 // step touches new pages and the kernel zero-fills them, one page fault per 4 KiB. Which of
 // glibc's two behaviours a process ends up in depends on the order of its first frees, so the same
 // run was either fast or markedly slower, with more than twice the page faults (docs/benchmarks.md,
-// "malloc thresholds"). Fixing both thresholds keeps those blocks in the heap,
-// reused from step to step.
+// "malloc thresholds"). Fixing both thresholds keeps those blocks in the heap, reused from step to
+// step. The threshold cannot be set above 32 MiB, and a larger block (a cnn's activations at batch
+// 512 are about 50 MB) would still be mapped and unmapped every step, so mappings are turned off as
+// well (M_MMAP_MAX 0). Each thread other than the main one would allocate from an arena of its own,
+// whose heaps hold at most 64 MiB each, and a larger block asked for there is mapped whatever the
+// settings: the workers' threads share the main arena instead (M_ARENA_MAX 1), whose heap has no
+// such limit. A cnn at batch 512, 2 workers of `fast train`: about 3x the samples/s, a seventh of
+// the page faults (docs/benchmarks.md, "malloc thresholds"). The cost: the threads take one lock
+// for the blocks glibc's per-thread cache does not serve (those above 1 KiB); FAST_MALLOC=system
+// goes back to glibc's arenas.
 //
 // FAST_MALLOC (core/env.cpp) chooses: `tuned` (the default) or `system` (glibc's own behaviour).
-// Settings the user gave glibc (GLIBC_TUNABLES naming glibc.malloc.mmap_threshold or
-// glibc.malloc.trim_threshold, MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_) are left alone.
+// Settings the user gave glibc (GLIBC_TUNABLES naming glibc.malloc.mmap_threshold,
+// glibc.malloc.trim_threshold, glibc.malloc.mmap_max or glibc.malloc.arena_max;
+// MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_MAX_, MALLOC_ARENA_MAX) are left alone.
 
 #include <cstddef>
 #include <string>
@@ -26,7 +35,8 @@ struct MallocTuning {
   std::string reason;  // one line for the log: what was set, or why nothing was
 };
 
-// Blocks up to this many bytes come from the heap once tuned (glibc's largest dynamic threshold).
+// glibc's mmap threshold once tuned (the largest it takes); mappings being off, it only stops
+// glibc from moving the trim threshold.
 inline constexpr std::size_t kTunedMmapThreshold = std::size_t{32} << 20;
 // Free bytes a heap may keep at its top before glibc returns them to the kernel, once tuned.
 inline constexpr std::size_t kTunedTrimThreshold = std::size_t{256} << 20;
@@ -35,13 +45,15 @@ inline constexpr std::size_t kTunedTrimThreshold = std::size_t{256} << 20;
 // variable for any other value. Callers check it with the other settings, before any data is read.
 bool malloc_tuning_chosen();
 
-// Applies the tuning above to this process (mallopt M_MMAP_THRESHOLD, M_TRIM_THRESHOLD) unless
+// Applies the tuning above to this process (mallopt M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, M_MMAP_MAX,
+// M_ARENA_MAX) unless
 // FAST_MALLOC=system, the user set glibc's thresholds, the C library is not glibc, or mallopt
 // refuses (a sanitizer's allocator, a preloaded malloc): then it changes nothing and says why.
 // InvalidArgument as malloc_tuning_chosen(). Process-wide and not thread-safe against other
-// mallopt calls: call it once, before the workers start. The memory a process keeps grows by at
-// most kTunedTrimThreshold per malloc arena (glibc gives the threads that allocate up to 8 arenas
-// per core).
+// mallopt calls: call it once, before the workers start (a thread that allocated before keeps the
+// arena it had). The memory a process keeps grows by at most kTunedTrimThreshold free at the top of
+// the heap, plus the blocks freed below its top, which the heap keeps for later blocks
+// (release_free_memory gives their whole pages back).
 MallocTuning tune_malloc();
 
 // Gives the whole free pages inside this process's malloc heaps back to the kernel (glibc's

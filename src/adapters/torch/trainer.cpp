@@ -476,6 +476,11 @@ void validate_options(const TrainOptions& options) { validate(options); }
 nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, const EpochFn& on_epoch,
                      bool* hosts_worker_zero) {
   validate(options);
+  // The same large tensors every step: keep their memory in the heap (core/malloc_tuning.hpp);
+  // before the data is read, whose decoding is the first work of other threads, so that their
+  // blocks come from the one heap too.
+  const core::MallocTuning malloc_tuning = core::tune_malloc();
+  core::log(malloc_tuning.applied ? core::LogLevel::info : core::LogLevel::debug, "{}", malloc_tuning.reason);
   const DatasetSpec spec = parse_dataset_spec(options.dataset);
   const DataSplits data = load_datasets(spec, options.data_dir);
   const std::string source =
@@ -513,9 +518,6 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   // each other: docs/benchmarks.md, (e), "Processes started by hand").
   const std::optional<int> on_host = workers_on_host(options);
   configure_torch_threads(on_host.value_or(options.process.workers_per_process), !on_host.has_value());
-  // The same large tensors every step: keep their memory in the heap (core/malloc_tuning.hpp).
-  const core::MallocTuning malloc_tuning = core::tune_malloc();
-  core::log(malloc_tuning.applied ? core::LogLevel::info : core::LogLevel::debug, "{}", malloc_tuning.reason);
 
   const RunInputs inputs{
       .options = options,
