@@ -39,6 +39,7 @@ from fast._fast import (  # noqa: F401  (the public API)
     context,
     epoch_permutation,
     launcher,
+    release_free_memory,
     run,
     runtime_names,
     tune_malloc,
@@ -52,8 +53,8 @@ source_commit = _fast.source_commit  # `git describe --always --dirty` of the bu
 __all__ = [
     "Communicator", "Context", "Error", "InvalidArgument", "InvalidUsage", "IoError", "Metrics", "PeerLost",
     "RemoteError", "StepReport", "TimeoutError", "Window", "Work", "Worker", "context", "epoch_permutation", "init",
-    "launcher", "run", "runtime_names", "shutdown", "source_commit", "tune_malloc", "worker_settings",
-    "workers_on_host",
+    "launcher", "release_free_memory", "run", "runtime_names", "shutdown", "source_commit", "tune_malloc",
+    "worker_settings", "workers_on_host",
 ]
 
 _failure = None          # the uncaught exception that ends this process, told to the others at exit

@@ -279,11 +279,16 @@ void bind_process(py::module_& m) {
       R"(Keeps glibc's malloc blocks of every size in the heap between training steps, as fast train does
 (docs/benchmarks.md, "malloc thresholds"): a torch loop on the CPU that allocates the same large tensors
 every step then stops paying a page fault per 4 KiB of them. Returns (applied, reason): nothing is changed
-with FAST_MALLOC=system, where the user set glibc's thresholds (GLIBC_TUNABLES, MALLOC_*_THRESHOLD_,
-MALLOC_MMAP_MAX_), or
-where the allocator is not glibc's. Process-wide; call it once, before any tensor work (a thread that
-allocated before keeps an arena of its own, whose blocks above 64 MiB glibc still maps). fast.InvalidArgument
-when FAST_MALLOC is neither 'tuned' nor 'system'.)");
+with FAST_MALLOC=system, where the user set glibc's malloc settings (GLIBC_TUNABLES, MALLOC_*_THRESHOLD_,
+MALLOC_MMAP_MAX_, MALLOC_ARENA_MAX), or
+where the allocator is not glibc's. Process-wide; call it once, before any tensor work (arenas that
+threads made before the call stay in use, and their large blocks are still mapped). Once tuned, the heap
+keeps its peak until fast.release_free_memory(). fast.InvalidArgument when FAST_MALLOC is neither 'tuned'
+nor 'system'.)");
+  m.def("release_free_memory", &core::release_free_memory,
+        R"(Gives the whole free pages of this process's malloc heaps back to the kernel (glibc's malloc_trim(0);
+nothing under another allocator): after training in a process tuned by fast.tune_malloc(), whose heap
+otherwise keeps its peak. Costs a walk over the free blocks.)");
   m.def("launcher", &launcher,
         R"(The launcher that started this process, as fast.init() finds it (docs/launch.md): a dict with source
 ('fast launch', 'mpirun (OpenMPI)', 'torchrun', ...), runtime (the one it implies), rank, world (processes; 0:

@@ -13,7 +13,7 @@ constexpr std::array kTable{
     EnvVar{"FAST_LOG_LEVEL", EnvType::string, "info", "Log verbosity on stderr: error, warn, info or debug."},
     EnvVar{"FAST_MALLOC", EnvType::string, "tuned",
            "tuned: `fast train` keeps malloc blocks of every size in the heap between steps (fewer page faults; "
-           "docs/benchmarks.md, \"malloc thresholds\"); system: glibc's own thresholds."},
+           "docs/benchmarks.md, \"malloc thresholds\"); system: glibc's own behaviour."},
 };
 
 const EnvVar& lookup(EnvTable table, std::string_view name) {

@@ -42,18 +42,22 @@ MallocTuning tune_malloc() {
   if (const std::string user = users_setting(); !user.empty())
     return {.applied = false, .reason = fmt::format("malloc: left as {} sets it", user)};
 #if defined(__GLIBC__)
-  // M_MMAP_THRESHOLD first: setting it also stops glibc from moving either threshold itself. The
-  // threshold cannot exceed 32 MiB; M_MMAP_MAX 0 keeps the larger blocks out of mappings too, and
-  // M_ARENA_MAX 1 the threads' blocks in the one heap that has no size limit (the header says why).
-  if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(kTunedMmapThreshold)) != 1 ||
-      mallopt(M_TRIM_THRESHOLD, static_cast<int>(kTunedTrimThreshold)) != 1 || mallopt(M_MMAP_MAX, 0) != 1 ||
-      mallopt(M_ARENA_MAX, 1) != 1)
-    return {.applied = false, .reason = "malloc: not tuned (this process's allocator refused mallopt)"};
+  // In this order (the header says why each): a refusal stops at the setting it names.
+  struct Setting {
+    int param;
+    int value;
+    const char* name;
+  };
+  for (const Setting& s : {Setting{M_TRIM_THRESHOLD, -1, "M_TRIM_THRESHOLD"}, Setting{M_MMAP_MAX, 0, "M_MMAP_MAX"},
+                           Setting{M_ARENA_MAX, 1, "M_ARENA_MAX"}})
+    if (mallopt(s.param, s.value) != 1)
+      return {.applied = false,
+              .reason =
+                  fmt::format("malloc: not tuned (this process's allocator refused mallopt({}, {}))", s.name, s.value)};
   return {.applied = true,
           .reason =
-              fmt::format("malloc: blocks of every size and thread kept in one heap, up to {} MiB free kept at its top "
-                          "(FAST_MALLOC=system: glibc's defaults)",
-                          kTunedTrimThreshold >> 20)};
+              "malloc: blocks of every size and thread kept in one heap, and its free memory for the next "
+              "steps (FAST_MALLOC=system: glibc's defaults)"};
 #else
   return {.applied = false, .reason = "malloc: not tuned (the C library is not glibc)"};
 #endif

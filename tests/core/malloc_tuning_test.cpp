@@ -2,15 +2,16 @@
 // allocator, what the thresholds do (each test is a process of its own under CTest).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <thread>
-#include <utility>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#include <unistd.h>
 #endif
 
 #include "fast/core/error.hpp"
@@ -69,6 +70,7 @@ TEST(MallocTuning, LeavesTheUsersOwnGlibcSettings) {
   ScopedEnv choice("FAST_MALLOC", nullptr);
   ScopedEnv mmap("MALLOC_MMAP_THRESHOLD_", nullptr);
   ScopedEnv unset_max("MALLOC_MMAP_MAX_", nullptr);
+  ScopedEnv unset_arenas("MALLOC_ARENA_MAX", nullptr);
   {
     ScopedEnv trim("MALLOC_TRIM_THRESHOLD_", "1048576");
     const MallocTuning t = tune_malloc();
@@ -87,6 +89,12 @@ TEST(MallocTuning, LeavesTheUsersOwnGlibcSettings) {
     const MallocTuning t = tune_malloc();
     EXPECT_FALSE(t.applied);
     EXPECT_NE(t.reason.find("MALLOC_MMAP_MAX_"), std::string::npos) << t.reason;
+  }
+  {
+    ScopedEnv arenas("MALLOC_ARENA_MAX", "2");
+    const MallocTuning t = tune_malloc();
+    EXPECT_FALSE(t.applied);
+    EXPECT_NE(t.reason.find("MALLOC_ARENA_MAX"), std::string::npos) << t.reason;
   }
   ScopedEnv tunables("GLIBC_TUNABLES", "glibc.malloc.mmap_max=4");
   const MallocTuning t = tune_malloc();
@@ -109,11 +117,10 @@ TEST(MallocTuning, KeepsBlocksOfEverySizeInTheHeapAndTheirMemoryAfterFree) {
   const MallocTuning t = tune_malloc();
   ASSERT_TRUE(t.applied) << t.reason;
   EXPECT_NE(t.reason.find("every size and thread"), std::string::npos) << t.reason;
-  EXPECT_NE(t.reason.find("256 MiB"), std::string::npos) << t.reason;
+  EXPECT_NE(t.reason.find("its free memory for the next steps"), std::string::npos) << t.reason;
 
   // 16 MiB (above glibc's initial 128 KiB threshold) and 40 MiB (above the largest threshold glibc
-  // takes, 32 MiB): from the heap, not a mapping of their own, and kept by it once freed (under the
-  // 256 MiB trim threshold).
+  // takes, 32 MiB): from the heap, not a mapping of their own, and kept by it once freed.
   const std::size_t mapped_before = mmapped_bytes();
   for (const std::size_t bytes : {std::size_t{16} << 20, std::size_t{40} << 20}) {
     void* block = std::malloc(bytes);
@@ -126,8 +133,8 @@ TEST(MallocTuning, KeepsBlocksOfEverySizeInTheHeapAndTheirMemoryAfterFree) {
     EXPECT_EQ(heap_bytes(), heap_with_block) << bytes;
   }
 
-  // 400 MiB, never touched: from the heap too; freed at its top, it leaves more than the trim
-  // threshold free there, and the heap gives at least that excess back to the kernel.
+  // 400 MiB, never touched: from the heap too (not a mapping); freed at its top, it stays in the heap
+  // (glibc's default would trim it at once) until release_free_memory() gives it back.
   constexpr std::size_t kHuge = std::size_t{400} << 20;
   void* huge = std::malloc(kHuge);
   ASSERT_NE(huge, nullptr);
@@ -135,22 +142,30 @@ TEST(MallocTuning, KeepsBlocksOfEverySizeInTheHeapAndTheirMemoryAfterFree) {
   const std::size_t heap_with_huge = heap_bytes();
   EXPECT_GE(heap_with_huge, kHuge);
   std::free(huge);
-  EXPECT_LE(heap_bytes() + (kHuge - kTunedTrimThreshold), heap_with_huge);
+  EXPECT_EQ(heap_bytes(), heap_with_huge);
+  release_free_memory();
+  EXPECT_LE(heap_bytes() + kHuge, heap_with_huge);
 
-  // Another thread allocates from the same heap: above the 64 MiB that an arena of its own could
-  // hold in one heap too.
-  std::size_t mapped_48 = 0, mapped_100 = 0;
+  // Another thread allocates from the main arena, whose heap ends at the program break (an arena of
+  // its own would be mapped elsewhere), and is not mapped on its own: below and above the 64 MiB
+  // that a heap of another arena holds.
+  std::array<bool, 2> in_main_heap{false, false};
+  std::array<std::size_t, 2> mapped{1, 1};
   std::thread([&] {
-    for (auto [bytes, mapped] : {std::pair{std::size_t{48} << 20, &mapped_48}, {std::size_t{100} << 20, &mapped_100}}) {
-      void* block = std::malloc(bytes);
+    const std::array<std::size_t, 2> sizes{std::size_t{48} << 20, std::size_t{100} << 20};
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      void* block = std::malloc(sizes[i]);
       if (block == nullptr) return;
-      std::memset(block, 1, bytes);
-      *mapped = mmapped_bytes() - mapped_before;
+      std::memset(block, 1, sizes[i]);
+      in_main_heap[i] = static_cast<char*>(block) + sizes[i] <= static_cast<char*>(::sbrk(0));
+      mapped[i] = mmapped_bytes() - mapped_before;
       std::free(block);
     }
   }).join();
-  EXPECT_EQ(mapped_48, 0u);
-  EXPECT_EQ(mapped_100, 0u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(in_main_heap[i]) << "block " << i;
+    EXPECT_EQ(mapped[i], 0u) << "block " << i;
+  }
   EXPECT_EQ(mmapped_bytes(), mapped_before);
 }
 #endif

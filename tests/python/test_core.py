@@ -1,6 +1,7 @@
 """The framework-free core API (docs/python.md, "The core API") inside one process: fast.Worker's steps
 against their closed form under the threads and sim runtimes, buffers shared without copies, the tensor
 mover and the collectives against independently computed values."""
+import ctypes
 import platform
 
 import numpy as np
@@ -181,7 +182,8 @@ def test_a_worker_exception_reaches_the_caller_and_releases_the_others():
 
 def test_tune_malloc_follows_fast_malloc(monkeypatch):
     """fast.tune_malloc(): refused values name the variable, `system` changes nothing, and the default
-    applies glibc's thresholds (what they do is tested in C++: tests/core/malloc_tuning_test.cpp)."""
+    applies glibc's settings (what each does is tested in C++: tests/core/malloc_tuning_test.cpp); a
+    tuned heap keeps a freed 400 MiB block until fast.release_free_memory() gives it back."""
     for name in ("GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_MAX_",
                  "MALLOC_ARENA_MAX"):
         monkeypatch.delenv(name, raising=False)
@@ -198,4 +200,24 @@ def test_tune_malloc_follows_fast_malloc(monkeypatch):
     applied, reason = fast.tune_malloc()
     if platform.libc_ver()[0] == "glibc":
         assert applied, reason
-        assert "every size and thread" in reason and "256 MiB" in reason
+        assert "every size and thread" in reason and "its free memory for the next steps" in reason
+        libc = ctypes.CDLL(None)
+        libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+        libc.free.argtypes = [ctypes.c_void_p]
+        libc.mallinfo2.restype = MallInfo2
+        huge = 400 << 20
+        block = libc.malloc(huge)
+        assert block
+        with_block = libc.mallinfo2().arena  # bytes of the heaps (the block is no mapping of its own)
+        assert with_block >= huge
+        libc.free(block)
+        assert libc.mallinfo2().arena == with_block
+        fast.release_free_memory()
+        assert libc.mallinfo2().arena + huge <= with_block
+
+
+class MallInfo2(ctypes.Structure):
+    """glibc's struct mallinfo2 (malloc.h): ten size_t counters, arena first."""
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]

@@ -6,23 +6,28 @@
 // by itself as blocks are freed, up to 32 MiB) with a fresh mmap and returns them to the kernel when
 // freed, and it trims the top of a heap once more than 128 KiB is free there: either way the next
 // step touches new pages and the kernel zero-fills them, one page fault per 4 KiB. Which of
-// glibc's two behaviours a process ends up in depends on the order of its first frees, so the same
-// run was either fast or markedly slower, with more than twice the page faults (docs/benchmarks.md,
-// "malloc thresholds"). Fixing both thresholds keeps those blocks in the heap, reused from step to
-// step. The threshold cannot be set above 32 MiB, and a larger block (a cnn's activations at batch
-// 512 are about 50 MB) would still be mapped and unmapped every step, so mappings are turned off as
-// well (M_MMAP_MAX 0). Each thread other than the main one would allocate from an arena of its own,
-// whose heaps hold at most 64 MiB each, and a larger block asked for there is mapped whatever the
-// settings: the workers' threads share the main arena instead (M_ARENA_MAX 1), whose heap has no
-// such limit. A cnn at batch 512, 2 workers of `fast train`: about 3x the samples/s, a seventh of
-// the page faults (docs/benchmarks.md, "malloc thresholds"). The cost: the threads take one lock
-// for the blocks glibc's per-thread cache does not serve (those above 1 KiB); FAST_MALLOC=system
-// goes back to glibc's arenas.
+// glibc's two behaviours a process shows depends on the order of its first frees, so the same run
+// is either fast or markedly slower, with more than twice the page faults (docs/benchmarks.md,
+// "malloc thresholds"). The tuning keeps those blocks in the heap, reused from step to step:
+//   - M_TRIM_THRESHOLD -1: no automatic trim; what is free at the top of the heap stays there for
+//     the next step (setting it also stops glibc from moving its thresholds). Any fixed threshold
+//     is crossed by some batch: at 256 MiB, two workers whose activations were freed together
+//     left more free than that in some runs, and the heap gave it back and took it again every
+//     step (a cnn at batch 512: 0.4-1.6 million page faults against 0.15 million);
+//   - M_MMAP_MAX 0: no block is a mapping of its own, whatever its size (the mmap threshold cannot
+//     be raised above 32 MiB, and a cnn's activations at batch 512 are about 50 MB);
+//   - M_ARENA_MAX 1: the threads share the main arena. In an arena of its own, a thread's block
+//     above 64 MiB is mapped whatever the settings, and one below it that needs a new heap (at most
+//     64 MiB each) has it unmapped again once it is wholly free: the main arena's heap has neither.
+// The gain is in docs/benchmarks.md, "malloc thresholds". The costs: the threads take one lock for
+// the blocks that glibc's small per-thread cache does not hold, and the heap keeps its peak until
+// release_free_memory(); FAST_MALLOC=system goes back to glibc's behaviour.
 //
 // FAST_MALLOC (core/env.cpp) chooses: `tuned` (the default) or `system` (glibc's own behaviour).
-// Settings the user gave glibc (GLIBC_TUNABLES naming glibc.malloc.mmap_threshold,
-// glibc.malloc.trim_threshold, glibc.malloc.mmap_max or glibc.malloc.arena_max;
-// MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_MAX_, MALLOC_ARENA_MAX) are left alone.
+// A process where the user set any of glibc's malloc settings named above (GLIBC_TUNABLES naming
+// glibc.malloc.mmap_threshold, glibc.malloc.trim_threshold, glibc.malloc.mmap_max or
+// glibc.malloc.arena_max; MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_MAX_,
+// MALLOC_ARENA_MAX) is left entirely as the user set it.
 
 #include <cstddef>
 #include <string>
@@ -35,25 +40,19 @@ struct MallocTuning {
   std::string reason;  // one line for the log: what was set, or why nothing was
 };
 
-// glibc's mmap threshold once tuned (the largest it takes); mappings being off, it only stops
-// glibc from moving the trim threshold.
-inline constexpr std::size_t kTunedMmapThreshold = std::size_t{32} << 20;
-// Free bytes a heap may keep at its top before glibc returns them to the kernel, once tuned.
-inline constexpr std::size_t kTunedTrimThreshold = std::size_t{256} << 20;
-
 // Whether FAST_MALLOC asks for the tuning (`tuned`) or not (`system`); InvalidArgument naming the
 // variable for any other value. Callers check it with the other settings, before any data is read.
 bool malloc_tuning_chosen();
 
-// Applies the tuning above to this process (mallopt M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, M_MMAP_MAX,
-// M_ARENA_MAX) unless
-// FAST_MALLOC=system, the user set glibc's thresholds, the C library is not glibc, or mallopt
-// refuses (a sanitizer's allocator, a preloaded malloc): then it changes nothing and says why.
-// InvalidArgument as malloc_tuning_chosen(). Process-wide and not thread-safe against other
-// mallopt calls: call it once, before the workers start (a thread that allocated before keeps the
-// arena it had). The memory a process keeps grows by at most kTunedTrimThreshold free at the top of
-// the heap, plus the blocks freed below its top, which the heap keeps for later blocks
-// (release_free_memory gives their whole pages back).
+// Applies the tuning above to this process (mallopt M_TRIM_THRESHOLD, M_MMAP_MAX, M_ARENA_MAX)
+// unless FAST_MALLOC=system, the user set one of glibc's malloc settings, or the C library is not
+// glibc: then it changes nothing and says why. Where mallopt refuses a setting (a sanitizer's
+// allocator, a preloaded malloc), applied is false and the reason names it; the settings before it
+// stay applied. InvalidArgument as malloc_tuning_chosen(). Process-wide: call it once, before any
+// other thread allocates; arenas made before the call stay in use, and threads started later may
+// be given them. The memory a tuned process keeps is its heap's peak: what is freed stays in the
+// heap for later blocks until release_free_memory() gives its whole pages back (fast::torch::train
+// calls it before it returns).
 MallocTuning tune_malloc();
 
 // Gives the whole free pages inside this process's malloc heaps back to the kernel (glibc's

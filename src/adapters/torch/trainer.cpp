@@ -562,6 +562,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   if (one_process(options)) (*summary)["peak_rss_bytes"] = core::peak_rss_bytes();
   write_outputs(options, outputs, *summary);
   if (hosts_worker_zero != nullptr) *hosts_worker_zero = outputs.hosts_rank0();
+  core::release_free_memory();  // the tuned heap keeps its peak until asked: back to the caller's process
   return *summary;
 }
 

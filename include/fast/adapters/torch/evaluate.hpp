@@ -15,10 +15,11 @@ struct EvalResult {
 };
 
 // Samples per forward pass of an evaluation by default: on the CPU few enough that a convolutional
-// model's activations stay below malloc's mmap threshold (malloc_tuning.hpp) and come from the
-// heap's reused memory, not fresh pages each pass (a 1,000-sample chunk of the built-in cnn took
-// 4x as long, in page faults); on an accelerator, where memory comes from its caching allocator,
-// more per pass.
+// model's activations stay below glibc's largest mmap threshold (32 MiB) and come from the heap's
+// reused memory, not fresh pages each pass, also where malloc is not tuned (FAST_MALLOC=system, a
+// Python loop without fast.tune_malloc; malloc_tuning.hpp): a 1,000-sample chunk of the built-in
+// cnn took 4x as long, in page faults. On an accelerator, where memory comes from its caching
+// allocator, more per pass.
 inline constexpr std::int64_t kCpuEvalBatch = 64;
 inline constexpr std::int64_t kDeviceEvalBatch = 1000;
 
