@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -50,6 +51,33 @@ std::string read_prefix(const fs::path& path, std::size_t n) {
   in.read(s.data(), static_cast<std::streamsize>(n));
   s.resize(static_cast<std::size_t>(in.gcount()));
   return s;
+}
+
+// `fast` checks the settings that need neither libtorch nor data before it starts its training
+// helper: a copy of `fast` with no helper beside it refuses each mistake below with the helper's
+// own message and exit code, and hands a correct command on to the helper, which is missing.
+TEST(Cli, SettingsAreRefusedBeforeTheTrainingHelperStarts) {
+  const fs::path bin = temp_dir("no_helper") / "bin";
+  fs::create_directories(bin);
+  fs::copy_file(fs::path(FAST_TEST_BIN_DIR) / "fast", bin / "fast", fs::copy_options::overwrite_existing);
+  const auto run = [&](const std::string& args) {
+    return fast::testing::run_command((bin / "fast").string() + " " + args + " 2>&1");
+  };
+  const std::array<std::pair<const char*, const char*>, 4> refused{{
+      {"train --checkpoint-every 5", "checkpoint_every: set to 5 without checkpoint_dir"},
+      {"train --elastic --strategy adpsgd", "elastic: set with strategy 'adpsgd' is asynchronous"},
+      {"train --dgc-warmup-epochs 1", "dgc_warmup_epochs: set to 1 without dgc"},
+      {"train --strategy dpsgd --topology torus2d:3x3 --workers 4", "torus2d:3x3': rows * cols must equal n"},
+  }};
+  for (const auto& [args, message] : refused) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, exit_code::bad_input) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("training helper"), std::string::npos) << args << "\n" << r.output;
+  }
+  const Result accepted = run("train --steps 1");
+  EXPECT_EQ(accepted.code, exit_code::cannot_exec) << accepted.output;
+  EXPECT_NE(accepted.output.find("cannot start the training helper"), std::string::npos) << accepted.output;
 }
 
 TEST(Cli, UnknownStrategyExitsNonZeroListingNames) {

@@ -9,6 +9,7 @@
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/exit_code.hpp"
+#include "fast/runtime/detect.hpp"
 
 namespace fast::cli {
 
@@ -147,6 +148,31 @@ int run_with_exit_codes(int (*body)(int, char**), int argc, char** argv) {
   } catch (const std::exception& e) {
     return fail("unexpected error", e, exit_code::unexpected);
   }
+}
+
+training::TrainOptions resolve_options(const TrainCommand& command, bool announce) {
+  const training::TrainOptions defaults;
+  training::TrainOptions options;
+  options.runtime.clear();  // unset: the launcher decides
+  options.workers = 0;      // unset: the default (threads, sim), or the launcher's processes
+  if (!command.config_path.empty()) settings::apply_config_file(options, command.config_path);
+  bool workers_flag = false;
+  for (const auto& flag : cli::given_flags(command.app, command.values)) {
+    settings::apply_setting(options, flag.key, flag.value, flag.origin);
+    workers_flag = workers_flag || flag.key == "workers";
+  }
+  const runtime::WorldChoice world = runtime::choose_world({.runtime = options.runtime,
+                                                            .workers = options.workers,
+                                                            .workers_binding = workers_flag,
+                                                            .process = options.process},
+                                                           runtime::process_environment());
+  options.runtime = world.runtime;
+  options.process = world.process;
+  if (options.workers == 0) options.workers = defaults.workers;
+  if (!announce) return options;
+  std::fprintf(stderr, "fast train: %s\n", world.describe().c_str());
+  for (const std::string& warning : world.warnings) std::fprintf(stderr, "fast train: warning: %s\n", warning.c_str());
+  return options;
 }
 
 }  // namespace fast::cli

@@ -5,8 +5,9 @@
 //     libtorch's static initialisation costs most of a second of CPU at every start);
 //   - its training helper, LIBEXECDIR/fast/fast-train (train_main.cpp): `train` and `compare`,
 //     which need libtorch. `fast` parses the whole command line first (so `fast train --help` and
-//     a wrong flag need no libtorch either), then replaces itself with the helper (execv, same
-//     process id, same arguments), which parses them again with the same definitions.
+//     a wrong flag need no libtorch either), checks `train`'s settings that need no libtorch
+//     (training/settings_check.hpp), then replaces itself with the helper (execv, same process
+//     id, same arguments), which parses and checks them again with the same definitions.
 // Thread-safety: none needed (used by main() before any thread starts).
 
 #include <optional>
@@ -54,6 +55,13 @@ void add_training_commands(CLI::App& app, TrainingCommands& commands);
 std::vector<SettingOverride> given_flags(const CLI::App* command, const std::vector<std::string>& values);
 // Whether the progress line is drawn in place: "always", or "auto" with stderr a terminal.
 bool terminal_progress(const std::string& mode);
+
+// The settings of `command` (its config file, then its flags), then the world from the launcher that
+// started this process (runtime/detect.hpp): the runtime and the process options the user left
+// open. With `announce`, prints the line that says what was detected and its warnings (the helper
+// does; `fast` resolves them silently to check them before it starts the helper).
+// InvalidArgument for a bad setting or a contradiction.
+training::TrainOptions resolve_options(const TrainCommand& command, bool announce);
 
 // Parses argv into `app`. Returns the exit code the process ends with when the parse ends it (help
 // printed: ok; a usage error printed: bad_input), or nothing when the subcommand should run.

@@ -20,6 +20,7 @@
 #include "config.hpp"
 #include "fast/core/exit_code.hpp"
 #include "fast/core/version.hpp"
+#include "fast/training/settings_check.hpp"
 #if FAST_WITH_ZMQ
 #include "keygen.hpp"
 #include "launch.hpp"
@@ -85,6 +86,10 @@ int run(int argc, char** argv) {
 #endif
 
   if (const auto code = fast::cli::parse_command_line(app, argc, argv)) return *code;
+  // A mistake in the settings is refused here, before the helper loads libtorch (most of a second);
+  // the helper checks them again with what needs libtorch (the device, the model).
+  if (training.train.app->parsed())
+    fast::training::validate_settings(fast::cli::resolve_options(training.train, false));
   if (training.train.app->parsed() || training.compare.app->parsed()) return run_helper(argv);
 #if FAST_WITH_ZMQ
   if (launch->parsed()) return fast::cli::run_launch(launch_options);

@@ -163,35 +163,8 @@ int report_outcome(const nlohmann::json& summary, const fast::training::TrainOpt
   return exit_code::killed_by(by == "SIGTERM" ? SIGTERM : SIGINT);
 }
 
-// The settings of the config file and the flags, then the world from the launcher that started this
-// process (runtime/detect.hpp): the runtime and the process options the user left open. Prints the
-// line that says what was detected first. InvalidArgument for a contradiction.
-fast::training::TrainOptions resolve_options(const fast::cli::TrainCommand& command) {
-  const fast::training::TrainOptions defaults;
-  fast::training::TrainOptions options;
-  options.runtime.clear();  // unset: the launcher decides
-  options.workers = 0;      // unset: the default (threads, sim), or the launcher's processes
-  if (!command.config_path.empty()) fast::settings::apply_config_file(options, command.config_path);
-  bool workers_flag = false;
-  for (const auto& flag : fast::cli::given_flags(command.app, command.values)) {
-    fast::settings::apply_setting(options, flag.key, flag.value, flag.origin);
-    workers_flag = workers_flag || flag.key == "workers";
-  }
-  const fast::runtime::WorldChoice world = fast::runtime::choose_world({.runtime = options.runtime,
-                                                                        .workers = options.workers,
-                                                                        .workers_binding = workers_flag,
-                                                                        .process = options.process},
-                                                                       fast::runtime::process_environment());
-  options.runtime = world.runtime;
-  options.process = world.process;
-  if (options.workers == 0) options.workers = defaults.workers;
-  std::fprintf(stderr, "fast train: %s\n", world.describe().c_str());
-  for (const std::string& warning : world.warnings) std::fprintf(stderr, "fast train: warning: %s\n", warning.c_str());
-  return options;
-}
-
 int train(const fast::cli::TrainCommand& command) {
-  const fast::training::TrainOptions options = resolve_options(command);
+  const fast::training::TrainOptions options = fast::cli::resolve_options(command, true);
   const bool terminal = terminal_progress(command.progress);
   fast::cli::ProgressDisplay display(terminal, command.progress == "never");
   // Where the world is made of processes (zmq, mpi), it is known once they met: this process's share

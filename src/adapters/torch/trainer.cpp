@@ -34,7 +34,6 @@
 #include "fast/adapters/torch/threads.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
-#include "fast/core/file_status.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/malloc_tuning.hpp"
 #include "fast/core/memory_usage.hpp"
@@ -48,7 +47,7 @@
 #include "fast/strategy/worker.hpp"
 #include "fast/training/environment.hpp"
 #include "fast/training/run_identity.hpp"
-#include "output_paths.hpp"
+#include "fast/training/settings_check.hpp"
 #include "process_outputs.hpp"
 #include "run_checks.hpp"
 #include "run_end.hpp"
@@ -62,7 +61,6 @@ namespace fast::torch {
 using training::add_model_fields;
 using training::BudgetClaims;
 using training::build_summary;
-using training::check_writable;
 using training::CheckpointStore;
 using training::DatasetSpec;
 using training::end_run;
@@ -83,8 +81,6 @@ using training::start_record;
 using training::summary_builders;
 using training::training_environment;
 using training::TrainOptions;
-using training::validate_checkpoints;
-using training::validate_elastic;
 using training::validate_elastic_bounds;
 using training::with_fingerprint;
 using training::WorkerLoop;
@@ -105,37 +101,11 @@ std::optional<int> workers_on_host(const TrainOptions& o) {
   return launcher->local_world * o.process.workers_per_process;
 }
 
-// The environment variables train() reads, checked like settings.
-void validate_environment() {
-  const long long threads = core::env_int(training_environment(), "FAST_TORCH_THREADS");
-  FAST_ENFORCE(threads >= 0 && threads <= 1024,
-               "environment variable FAST_TORCH_THREADS: expected 0 (by cores) to 1024 threads, got {}", threads);
-  const double limit = core::env_number(runtime::runtime_environment(), "FAST_OP_TIMEOUT");
-  FAST_ENFORCE(std::isfinite(limit) && limit > 0 && limit <= 1e9,
-               "environment variable FAST_OP_TIMEOUT: expected seconds in (0, 1e9], got {}", limit);
-  (void)core::malloc_tuning_chosen();
-}
-
-// Checks everything that can be checked before a worker starts, so bad input fails fast and clearly.
+// Checks everything that can be checked before a worker starts, so bad input fails fast and clearly:
+// the torch-free settings (the front end checked them too), then the device and the model.
 void validate(const TrainOptions& o) {
-  validate_environment();
-  FAST_ENFORCE(o.workers >= 1, "workers: expected >= 1, got {}", o.workers);
-  FAST_ENFORCE(o.epochs >= 1 && o.epochs <= 1'000'000, "epochs: expected 1 to 1000000, got {}", o.epochs);
-  FAST_ENFORCE(o.steps >= 0 && o.steps <= 1'000'000'000'000, "steps: expected 0 to 1e12, got {}", o.steps);
-  FAST_ENFORCE(o.op_timeout < 0 || (std::isfinite(o.op_timeout) && o.op_timeout <= 1e9),
-               "op_timeout: expected seconds in (0, 1e9], got {}", o.op_timeout);
-  // Every output can be written (it would fail only when written, after training).
-  check_writable(o.metrics, "metrics", false);
-  check_writable(o.summary, "summary", false);
-  check_writable(o.checkpoint_dir, "checkpoint_dir", true);
-  FAST_ENFORCE(o.metrics.empty() || o.summary.empty() ||
-                   std::filesystem::weakly_canonical(o.metrics) != std::filesystem::weakly_canonical(o.summary),
-               "metrics and summary: both are '{}'; the summary would overwrite the metrics", o.metrics.string());
-  FAST_ENFORCE(o.process.workers_per_process >= 1, "workers_per_process: expected >= 1, got {}",
-               o.process.workers_per_process);
-  FAST_ENFORCE(o.batch >= 1, "batch: expected >= 1, got {}", o.batch);
+  training::validate_settings(o);
   check_device(o.device);
-  (void)parse_dataset_spec(o.dataset);
   if (find_model(o.model) == nullptr) {
     FAST_ENFORCE(
         is_model_file(o.model),
@@ -143,37 +113,15 @@ void validate(const TrainOptions& o) {
         o.model, fmt::join(registered_model_names(), ", "));
     (void)Model::load_script(o.model);  // a TorchScript archive (its fit is checked once the data is read)
   }
-  FAST_ENFORCE(std::isfinite(o.model_flops) && o.model_flops >= 0 && o.model_flops <= 1e18,
-               "model_flops: expected floating-point operations per sample in [0, 1e18] (0: from the model), got {}",
-               o.model_flops);
   FAST_ENFORCE(parse_final_model(o.final_model) != FinalModel::best || o.replica_accuracy,
                "final = best picks the replica with the highest test accuracy, which needs replica_accuracy = true "
                "(got false)");
-  FAST_ENFORCE(
-      o.save_model.empty() || (o.save_model.extension() == ".npy" &&
-                               !std::filesystem::is_directory(core::file_status_of(o.save_model, "save_model"))),
-      "save_model: expected the path of a .npy file to write, got '{}'", o.save_model.string());
-  check_writable(o.save_model, "save_model", false);
-  strategy::StrategyOptions s = o.worker.strategy;
-  s.optimizer = o.worker.optimizer;  // as the Worker fills it in
-  s.seed = o.seed;
-  strategy::validate_dgc(s);
-  (void)optim::make_optimizer(o.worker.optimizer, 1);  // the optimizer's options (lr, momentum, betas, ...)
-  if (const int world = workers_before_launch(o); world > 0) {
-    runtime::Slowdown(o.slowdown, 0, world);
-    strategy::check_strategy_options(s, world);
-  }
-  validate_checkpoints(o, s);
-  validate_elastic(o, s);
   FAST_ENFORCE(parse_buffer_policy(o.buffers) == BufferPolicy::automatic ||
-                   parse_buffer_policy(o.buffers) == BufferPolicy::local || !strategy::asynchronous_strategy(s),
+                   parse_buffer_policy(o.buffers) == BufferPolicy::local ||
+                   !strategy::asynchronous_strategy(o.worker.strategy),
                "buffers = {}: a collective after every step, and strategy '{}' is asynchronous (its workers do not "
                "step together): use buffers = local or auto",
-               o.buffers, s.name);
-  FAST_ENFORCE(o.dgc_warmup_epochs >= 0 && std::isfinite(o.dgc_warmup_epochs),
-               "dgc_warmup_epochs: expected a finite number >= 0, got {}", o.dgc_warmup_epochs);
-  FAST_ENFORCE(o.dgc_warmup_epochs == 0 || o.worker.strategy.dgc,
-               "dgc_warmup_epochs: set to {} without dgc; the warm-up is part of DGC (--dgc)", o.dgc_warmup_epochs);
+               o.buffers, o.worker.strategy.name);
 }
 
 using core::l2_norm;

@@ -29,9 +29,11 @@ namespace fast::torch {
 nlohmann::json train(const training::TrainOptions& options, const training::ProgressFn& progress = {},
                      const training::EpochFn& on_epoch = {}, bool* hosts_worker_zero = nullptr);
 
-// The checks train() makes before it reads any data: each setting's range, the model name or file,
-// the output files, the optimizer's and the strategy's options for the world size (e.g. dpsgd on a
-// directed topology), checkpoints and resume, and the environment variables train() reads. Throws
+// The checks train() makes before it reads any data: training::validate_settings (each setting's
+// range, the output files, the optimizer's and the strategy's options for the world size, e.g.
+// dpsgd on a directed topology, checkpoints and resume, the environment variables train() reads:
+// what `fast` checks before it starts its training helper), then the device, the model name or
+// file, the representative model and the buffer policy for the strategy. Throws
 // core::InvalidArgument naming the setting, what it expected and what it got (core::IoError for an
 // unreadable TorchScript file). Reads no data and starts nothing; `fast compare` runs it for every
 // run of a sweep before the first one starts.

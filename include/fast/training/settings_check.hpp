@@ -1,0 +1,21 @@
+#pragma once
+// The checks of `fast train`'s settings that need neither libtorch nor data: each setting's range,
+// the output files, the dataset spec, the optimizer's and the strategy's options for the world size
+// where it is known, checkpoints and resume, elastic training, and the environment variables that
+// train() reads. `fast` runs them before it starts the training helper, so that a mistake is
+// refused in a twentieth of a second, before libtorch is loaded; the helper runs them again with
+// the checks that need libtorch (the device, the model: fast::torch::validate_options). Torch-free.
+//
+// Thread-safety: a free function on its argument; check_writable's probe files have names of their
+// own.
+
+#include "fast/training/train_options.hpp"
+
+namespace fast::training {
+
+// Throws core::InvalidArgument naming the setting (or environment variable), what it expects and
+// what it got; reads no data, starts nothing, and leaves behind only the missing parents of the
+// output paths (training::check_writable creates them, as the run would).
+void validate_settings(const TrainOptions& o);
+
+}  // namespace fast::training
