@@ -78,6 +78,10 @@ void PsServer::take_over(std::size_t flag_offset) {
   flag_offset_ = flag_offset;
 }
 
+// A matched reply's receiver may not have copied it yet (the stop request of a worker faster
+// than the others): reply_payloads_, declared after replies_, would otherwise be freed first.
+PsServer::~PsServer() { replies_.clear(); }
+
 void PsServer::run() {
   FAST_ENFORCE(window_ != nullptr || replicates_, "ps: server of shard {} started without its window", shard_);
   core::Buffer header;

@@ -74,6 +74,11 @@ class PsServer {
            std::span<float> memory, const optim::OptimizerOptions& optimizer, const std::string& codec = "none",
            compress::CompressionMeter* meter = nullptr, const core::Layout* layout = nullptr,
            std::uint32_t generation = 0);
+  // Ends the replies under way before the buffers they read (reply_, reply_payloads_, acks_) go:
+  // a reply not yet matched is cancelled, one matched is waited for (its receiver copies it).
+  ~PsServer();
+  PsServer(const PsServer&) = delete;
+  PsServer& operator=(const PsServer&) = delete;
 
   // The shard's memory (its range of the window slot, or its own copy). Touched only under the
   // window's Local guard once attach()ed.
@@ -126,8 +131,8 @@ class PsServer {
   // kept of the old process and counts the newcomer's pushes from the smallest push count of the
   // other unfinished workers, which it acknowledges as {that count, smallest push count, version}.
   // async / ssp: once every worker is done, the server sends `closed` (kClosed, one i64: the slot's
-  // version) to every live worker, which reads the final shard after it. After a stop request the replies still
-  // under way are not waited for (destroying the server cancels those not started).
+  // version) to every live worker, which reads the final shard after it. After a stop request the
+  // replies still under way are not waited for here: the destructor ends them.
   void run();
 
   // Thread-safe (the statistics' mutex).
