@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -78,6 +79,18 @@ TEST(Cli, SettingsAreRefusedBeforeTheTrainingHelperStarts) {
   const Result accepted = run("train --steps 1");
   EXPECT_EQ(accepted.code, exit_code::cannot_exec) << accepted.output;
   EXPECT_NE(accepted.output.find("cannot start the training helper"), std::string::npos) << accepted.output;
+  // A config file is checked too; a pipe is left unread for the helper (a front-end that opened
+  // this one, which has no writer, would block until the timeout: exit 124).
+  const fs::path config = bin.parent_path() / "c.toml";
+  std::ofstream(config) << "checkpoint_every = 5\n";
+  const Result from_file = run("train --config " + config.string());
+  EXPECT_EQ(from_file.code, exit_code::bad_input) << from_file.output;
+  EXPECT_NE(from_file.output.find("checkpoint_every: set to 5"), std::string::npos) << from_file.output;
+  const fs::path pipe = bin.parent_path() / "c.fifo";
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  const Result from_pipe = fast::testing::run_command("timeout 20 " + (bin / "fast").string() + " train --config " +
+                                                      pipe.string() + " 2>&1");
+  EXPECT_EQ(from_pipe.code, exit_code::cannot_exec) << from_pipe.output;
 }
 
 TEST(Cli, UnknownStrategyExitsNonZeroListingNames) {

@@ -57,6 +57,15 @@ int run_helper(char** argv) {
   return exit_code::cannot_exec;
 }
 
+// Whether the config at `path` (none: empty) gives the same text to a second reader: no config, or
+// a regular file. A missing file also counts, so that the front-end names it.
+bool config_can_be_read_twice(const std::string& path) {
+  if (path.empty()) return true;
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  return !std::filesystem::exists(status) || std::filesystem::is_regular_file(status);
+}
+
 int run(int argc, char** argv) {
   CLI::App app;
   fast::cli::TrainingCommands training;
@@ -87,8 +96,9 @@ int run(int argc, char** argv) {
 
   if (const auto code = fast::cli::parse_command_line(app, argc, argv)) return *code;
   // A mistake in the settings is refused here, before the helper loads libtorch (most of a second);
-  // the helper checks them again with what needs libtorch (the device, the model).
-  if (training.train.app->parsed())
+  // the helper checks them again with what needs libtorch (the device, the model). A config that
+  // is not a regular file (a pipe, `<(...)`) can be read once only: the helper alone reads it.
+  if (training.train.app->parsed() && config_can_be_read_twice(training.train.config_path))
     fast::training::validate_settings(fast::cli::resolve_options(training.train, false));
   if (training.train.app->parsed() || training.compare.app->parsed()) return run_helper(argv);
 #if FAST_WITH_ZMQ
