@@ -5,10 +5,10 @@
 // are megabytes per batch). glibc serves blocks above its mmap threshold (128 KiB at start, raised
 // by itself as blocks are freed, up to 32 MiB) with a fresh mmap and returns them to the kernel when
 // freed, and it trims the top of a heap once more than 128 KiB is free there: either way the next
-// step touches new pages and the kernel zero-fills them, one page fault per 4 KiB. Which of
-// glibc's two behaviours a process shows depends on the order of its first frees, so the same run
-// is either fast or markedly slower, with more than twice the page faults (docs/benchmarks.md,
-// "malloc thresholds"). The tuning keeps those blocks in the heap, reused from step to step:
+// step touches new pages and the kernel zero-fills them, one page fault per 4 KiB. How often
+// depends on the order of its first frees; a cnn at batch 512 with 2 workers ran 8-10 times
+// slower with glibc's defaults, with 30 times the page faults (docs/benchmarks.md, "malloc
+// thresholds"). The tuning keeps those blocks in the heap, reused from step to step:
 //   - M_TRIM_THRESHOLD -1: no automatic trim; what is free at the top of the heap stays there for
 //     the next step (setting it also stops glibc from moving its thresholds). Any fixed threshold
 //     is crossed by some batch: at 256 MiB, two workers whose activations were freed together

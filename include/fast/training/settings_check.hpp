@@ -1,10 +1,11 @@
 #pragma once
-// The checks of `fast train`'s settings that need neither libtorch nor data: each setting's range,
+// Most checks of `fast train`'s settings that need neither libtorch nor data: each setting's range,
 // the output files, the dataset spec, the optimizer's and the strategy's options for the world size
 // where it is known, checkpoints and resume, elastic training, and the environment variables that
 // train() reads. `fast` runs them before it starts the training helper, so that a mistake is
-// refused in a twentieth of a second, before libtorch is loaded; the helper runs them again with
-// the checks that need libtorch (the device, the model: fast::torch::validate_options). Torch-free.
+// refused in about a tenth of a second, before libtorch is loaded; the helper runs them again with
+// the checks that need libtorch (the device, the model) and those of the torch adapter's own
+// settings (final = best, buffers: fast::torch::validate_options). Torch-free.
 //
 // Thread-safety: a free function on its argument; check_writable's probe files have names of their
 // own.
