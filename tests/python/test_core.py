@@ -211,9 +211,11 @@ def test_tune_malloc_follows_fast_malloc(monkeypatch):
         with_block = libc.mallinfo2().arena  # bytes of the heaps (the block is no mapping of its own)
         assert with_block >= huge
         libc.free(block)
-        assert libc.mallinfo2().arena == with_block
+        # Kept or given back is a difference of 400 MiB; the margins leave room for what other threads
+        # of this process (torch's, the interpreter's) allocate or free meanwhile.
+        assert libc.mallinfo2().arena > with_block - huge // 2
         fast.release_free_memory()
-        assert libc.mallinfo2().arena + huge <= with_block
+        assert libc.mallinfo2().arena < with_block - huge // 2
 
 
 class MallInfo2(ctypes.Structure):

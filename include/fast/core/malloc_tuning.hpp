@@ -52,7 +52,7 @@ bool malloc_tuning_chosen();
 // other thread allocates; arenas made before the call stay in use, and threads started later may
 // be given them. The memory a tuned process keeps is its heap's peak: what is freed stays in the
 // heap for later blocks until release_free_memory() gives its whole pages back (fast::torch::train
-// calls it before it returns).
+// calls it as it returns or throws).
 MallocTuning tune_malloc();
 
 // Gives the whole free pages inside this process's malloc heaps back to the kernel (glibc's

@@ -417,6 +417,15 @@ void write_outputs(const TrainOptions& options, ProcessOutputs& outputs, const n
                   fmt::join(lost, " and "));
 }
 
+// Calls core::release_free_memory() when its scope ends, by a return or an exception.
+class FreeMemoryOnExit {
+ public:
+  FreeMemoryOnExit() = default;
+  ~FreeMemoryOnExit() { core::release_free_memory(); }
+  FreeMemoryOnExit(const FreeMemoryOnExit&) = delete;
+  FreeMemoryOnExit& operator=(const FreeMemoryOnExit&) = delete;
+};
+
 }  // namespace
 
 void validate_options(const TrainOptions& options) { validate(options); }
@@ -429,6 +438,9 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   // blocks come from the one heap too.
   const core::MallocTuning malloc_tuning = core::tune_malloc();
   core::log(malloc_tuning.applied ? core::LogLevel::info : core::LogLevel::debug, "{}", malloc_tuning.reason);
+  // The tuned heap keeps its peak until asked: back to the caller's process however the run ends (a
+  // caller that catches a failed run, e.g. Python, goes on with the memory the run took).
+  const FreeMemoryOnExit free_memory_on_exit;
   const DatasetSpec spec = parse_dataset_spec(options.dataset);
   const DataSplits data = load_datasets(spec, options.data_dir);
   const std::string source =
@@ -510,7 +522,6 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   if (one_process(options)) (*summary)["peak_rss_bytes"] = core::peak_rss_bytes();
   write_outputs(options, outputs, *summary);
   if (hosts_worker_zero != nullptr) *hosts_worker_zero = outputs.hosts_rank0();
-  core::release_free_memory();  // the tuned heap keeps its peak until asked: back to the caller's process
   return *summary;
 }
 

@@ -3,15 +3,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "fast/adapters/torch/trainer.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/malloc_tuning.hpp"
 
 namespace fast::torch {
 namespace {
@@ -197,6 +202,27 @@ TEST(Trainer, BadOptionsFailBeforeAnyWorkerStarts) {
   o.data_dir = "/nonexistent/fashion";  // the device is refused first, before the data is looked at
   EXPECT_THROW(torch::train(o), core::InvalidArgument);
 }
+
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// A run that fails hands the tuned heap's free memory back as one that ends does (a caller such as
+// Python goes on after the exception): a freed 400 MiB block, kept by the tuned heap, is gone from it
+// once train() has thrown. (Each test is a process of its own.)
+TEST(Trainer, AFailedRunGivesTheHeapsFreeMemoryBack) {
+  const core::MallocTuning tuning = core::tune_malloc();
+  if (!tuning.applied) GTEST_SKIP() << tuning.reason;
+  constexpr std::size_t kHuge = std::size_t{400} << 20;
+  void* huge = std::malloc(kHuge);
+  ASSERT_NE(huge, nullptr);
+  const std::size_t heap_with_huge = mallinfo2().arena;
+  ASSERT_GE(heap_with_huge, kHuge);
+  std::free(huge);
+  ASSERT_EQ(mallinfo2().arena, heap_with_huge);  // kept by the tuned heap
+  training::TrainOptions o = small_run(1);
+  o.data_dir = "/nonexistent/fashion";  // refused after the tuning, while the data is read
+  EXPECT_THROW(torch::train(o), core::IoError);
+  EXPECT_LT(mallinfo2().arena, heap_with_huge - kHuge / 2);
+}
+#endif
 
 // The device path (docs/gpu.md) on the CPU: each worker's module on its own flat buffers, the
 // strategy on host copies refreshed every step, every evaluation through the copies. It must end
