@@ -46,6 +46,7 @@ Communicator::Communicator(runtime::Context& ctx, CommunicatorOptions options)
     network_ = default_network();
   if (options.latency_seconds) network_.latency_seconds = *options.latency_seconds;
   if (options.bandwidth_bytes_per_second) network_.bandwidth_bytes_per_second = *options.bandwidth_bytes_per_second;
+  network_configured_ = options.latency_seconds.has_value() || options.bandwidth_bytes_per_second.has_value();
   FAST_ENFORCE(
       network_.bandwidth_bytes_per_second > 0 && network_.latency_seconds >= 0 && network_.local_bytes_per_second >= 0,
       "communicator: the network needs a positive bandwidth and latency >= 0, got {} B/s and {} s",
@@ -157,6 +158,10 @@ AllreduceAlgorithm Communicator::resolve(std::size_t bytes, const AllreduceOptio
   const AllreduceAlgorithm asked =
       options.algorithm != AllreduceAlgorithm::automatic ? options.algorithm : default_algorithm_;
   if (asked != AllreduceAlgorithm::automatic) return asked;
+  // Two members: every algorithm computes a + b once per element (b + a at the partner, the same
+  // bits), so the runtime's cost of a message between them may choose without changing a result.
+  if (group_size() == 2 && !network_configured_)
+    if (const auto pair = ctx_->pair_network_model(members_[0], members_[1])) return choose_allreduce(bytes, 2, *pair);
   return choose_allreduce(bytes, group_size(), network_);
 }
 

@@ -82,6 +82,9 @@ class MemberWatch final : public runtime::Context {
   runtime::SharedRendezvous* shared_rendezvous() override { return nullptr; }
   runtime::RemoteMemory* remote_memory() override { return nullptr; }
   std::optional<runtime::NetworkModel> network_model() const override { return inner_.network_model(); }
+  std::optional<runtime::NetworkModel> pair_network_model(int a, int b) const override {
+    return inner_.pair_network_model(a, b);
+  }
 
  private:
   core::Work watched(core::Work work);

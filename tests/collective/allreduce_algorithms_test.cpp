@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "closed_form.hpp"
+#include "common/forwarding_context.hpp"
 #include "fast/collective/communicator.hpp"
 #include "fast/runtime/launcher.hpp"
 
@@ -156,6 +157,60 @@ TEST(AllreduceChoice, IsRecordedPerAlgorithm) {
     ASSERT_EQ(counts.size(), 2u);
     EXPECT_EQ(counts[0], (std::pair<std::string, std::uint64_t>{"ring", 1}));
     EXPECT_EQ(counts[1], (std::pair<std::string, std::uint64_t>{"tree", 2}));
+  });
+}
+
+// A runtime that knows what a message between any two of its workers costs (as zmq does between
+// hosts): 25 us of latency, a 10 Gbit/s link, local passes at 16 GB/s.
+class PairCostContext final : public test::ForwardingContext {
+ public:
+  using ForwardingContext::ForwardingContext;
+  static constexpr runtime::NetworkModel kPair{
+      .latency_seconds = 25e-6, .bandwidth_bytes_per_second = 1.25e9, .local_bytes_per_second = 16e9};
+  std::optional<runtime::NetworkModel> pair_network_model(int, int) const override { return kPair; }
+};
+
+TEST(AllreduceChoice, AGroupOfTwoChoosesByWhatAMessageBetweenThemCostsWithTheSameBits) {
+  constexpr std::size_t kSmall = 64 << 10, kLarge = 1 << 20;
+  // Two members: the ring costs 2 alpha + m beta, recursive doubling alpha + m beta + m gamma;
+  // recursive doubling wins while alpha > m gamma: 25 us against 4.1 us at 64 KiB, not against
+  // 65.5 us at 1 MiB. The default model (alpha 2 us) keeps the ring at 64 KiB.
+  ASSERT_EQ(choose_allreduce(kSmall, 2, default_network()), AllreduceAlgorithm::ring);
+  std::vector<std::vector<float>> ring(2), paired(2);
+  runtime::launch({.runtime = "threads", .workers = 2}, [&](Context& ctx) {
+    PairCostContext pair(ctx);
+    Communicator plain(ctx, {.shared_memory = false});
+    Communicator chosen(pair, {.shared_memory = false});
+    Communicator configured(pair, {.latency_seconds = 2e-6, .shared_memory = false});
+    EXPECT_EQ(plain.resolve(kSmall), AllreduceAlgorithm::ring);
+    EXPECT_EQ(chosen.resolve(kSmall), AllreduceAlgorithm::recursive_doubling);
+    EXPECT_EQ(chosen.resolve(kLarge), AllreduceAlgorithm::ring);
+    EXPECT_EQ(configured.resolve(kSmall), AllreduceAlgorithm::ring);  // a configured network is the user's word
+    // Values whose sums round: both choices leave the same bits (a + b at one member, b + a at the other).
+    const auto r = static_cast<std::size_t>(ctx.rank());
+    std::vector<float> mine(kSmall / sizeof(float));
+    for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = (1.7f + static_cast<float>(r)) / static_cast<float>(i + 3);
+    ring[r] = paired[r] = mine;
+    plain.allreduce(core::MutableView(std::span<float>(ring[r])), {.op = ReduceOp::avg});
+    chosen.allreduce(core::MutableView(std::span<float>(paired[r])), {.op = ReduceOp::avg});
+    EXPECT_EQ(chosen.allreduce_counts(),
+              (std::vector<std::pair<std::string, std::uint64_t>>{{"recursive-doubling", 1}}));
+  });
+  for (std::size_t r = 0; r < 2; ++r) {
+    EXPECT_TRUE(same_bits(paired[r], ring[0])) << "rank " << r;
+    EXPECT_TRUE(same_bits(ring[r], ring[0])) << "rank " << r;
+  }
+  std::size_t rounded = 0;  // the sums do round somewhere (else any order would agree)
+  for (std::size_t i = 0; i < ring[0].size(); ++i) {
+    const float d = static_cast<float>(i + 3);
+    rounded += ring[0][i] != (static_cast<double>(1.7f / d) + static_cast<double>(2.7f / d)) / 2;
+  }
+  EXPECT_GT(rounded, 0u);
+  // Four members: the pair's cost is not used (different algorithms add in different orders).
+  runtime::launch({.runtime = "threads", .workers = 4}, [&](Context& ctx) {
+    PairCostContext pair(ctx);
+    Communicator comm(pair, {.shared_memory = false});
+    EXPECT_EQ(comm.resolve(kSmall), choose_allreduce(kSmall, 4, default_network()));
   });
 }
 

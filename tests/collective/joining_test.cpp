@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error_message.hpp"
+#include "common/forwarding_context.hpp"
 #include "fast/collective/communicator.hpp"
 #include "fast/collective/window.hpp"
 #include "fast/core/error.hpp"
@@ -19,42 +20,10 @@ using runtime::Context;
 
 // A worker's Context, reporting that it joins a run under way (as the zmq runtime does for a
 // process that took a rank back); everything else is the wrapped context's.
-class JoiningContext final : public Context {
+class JoiningContext final : public test::ForwardingContext {
  public:
-  explicit JoiningContext(Context& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  double now() const override { return inner_.now(); }
-  void sleep(double seconds) override { inner_.sleep(seconds); }
-  void compute(double flops) override { inner_.compute(flops); }
-  core::Work send(int peer, runtime::Tag tag, core::ConstView data) override { return inner_.send(peer, tag, data); }
-  core::Work recv(int peer, runtime::Tag tag, core::MutableView dst, runtime::Combine combine) override {
-    return inner_.recv(peer, tag, dst, combine);
-  }
-  core::Work recv(int peer, runtime::Tag tag, core::Buffer& out) override { return inner_.recv(peer, tag, out); }
-  core::Work recv_any(runtime::Tag tag, core::Buffer& out, int& source) override {
-    return inner_.recv_any(tag, out, source);
-  }
-  std::optional<std::size_t> try_recv(int peer, runtime::Tag tag, core::MutableView dst,
-                                      runtime::Combine combine) override {
-    return inner_.try_recv(peer, tag, dst, combine);
-  }
-  core::Work spawn(std::string name, std::function<void()> fn) override {
-    return inner_.spawn(std::move(name), std::move(fn));
-  }
-  std::unique_ptr<runtime::Mutex> make_mutex() override { return inner_.make_mutex(); }
-  std::unique_ptr<runtime::CondVar> make_condvar() override { return inner_.make_condvar(); }
-  runtime::LinkStats link_stats(int peer) const override { return inner_.link_stats(peer); }
-  std::string runtime_name() const override { return inner_.runtime_name(); }
+  using ForwardingContext::ForwardingContext;
   bool joins_run_under_way() const override { return true; }
-  // The capabilities too: every worker's Communicator must choose the same paths.
-  runtime::NativeCollectives* native_collectives() override { return inner_.native_collectives(); }
-  runtime::SharedRendezvous* shared_rendezvous() override { return inner_.shared_rendezvous(); }
-  runtime::RemoteMemory* remote_memory() override { return inner_.remote_memory(); }
-  std::optional<runtime::NetworkModel> network_model() const override { return inner_.network_model(); }
-
- private:
-  Context& inner_;
 };
 
 TEST(Joining, SkippedSetUpCollectivesKeepTheLaterOnesMatched) {

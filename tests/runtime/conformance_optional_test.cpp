@@ -1,6 +1,7 @@
 // The runtime contract's optional parts (include/fast/runtime/context.hpp), in the suite of
 // conformance_test.cpp: native collectives (mpi), the shared address space (threads), one-sided
-// memory (mpi) and vacant ranks of a run that may grow (runtimes that take new processes: zmq).
+// memory (mpi), what a message between two workers costs (zmq) and vacant ranks of a run that may
+// grow (runtimes that take new processes: zmq).
 // Every runtime runs each test; one that does not offer the part skips it.
 #include <gtest/gtest.h>
 
@@ -21,6 +22,37 @@
 
 namespace fast::runtime::conformance {
 namespace {
+
+// What a message between two workers costs (Context::pair_network_model): the same answer for
+// every pair on every worker, and one only where the runtime's data between the two does not go
+// through shared memory: zmq's workers of two processes without rings (FAST_SHM_BYTES=0). None
+// within a process, between processes on rings, nor on the other runtimes.
+TEST_P(Conformance, APairsMessageCostIsTheSameOnEveryWorkerAndOnlyWithoutSharedMemory) {
+  const WorldCase c = GetParam();
+  run([&](Context& ctx) {
+    const int n = ctx.size();
+    std::vector<float> mine;  // per ordered pair: its latency in microseconds, or -1 where there is none
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b) {
+        if (a == b) continue;
+        const auto model = ctx.pair_network_model(a, b);
+        mine.push_back(model ? static_cast<float>(model->latency_seconds * 1e6) : -1.0f);
+        const bool other_process = a / c.workers_per_process != b / c.workers_per_process;
+        EXPECT_EQ(model.has_value(), c.runtime == "zmq" && c.shm_bytes == 0 && other_process)
+            << "workers " << a << " and " << b;
+        EXPECT_TRUE(!model || (model->latency_seconds > 0 && model->bandwidth_bytes_per_second > 0));
+      }
+    if (ctx.rank() != 0) {
+      ctx.send(0, user_tag(0), cview(mine)).wait();
+      return;
+    }
+    for (int p = 1; p < n; ++p) {
+      std::vector<float> theirs(mine.size());
+      ctx.recv(p, user_tag(0), mview(theirs)).wait();
+      EXPECT_EQ(theirs, mine) << "worker " << p << " against worker 0";
+    }
+  });
+}
 
 // Native collectives (mpi): a rank inside one still serves its peers' point-to-point requests,
 // which they may need before they can join it. Rank 0 enters a barrier at once; an activity of

@@ -1,7 +1,8 @@
 // workers_on_machine (src/runtime/zmq/process_table.hpp): the workers of the processes on the given
 // process's machine (equal boot ids, else equal host names), whatever their network namespace,
 // vacant ranks aside; and the machine id's way through a hello (hello.hpp), which reads a hello
-// without one as unknown.
+// without one as unknown; rings_between, whether two processes exchange their data through shared
+// memory, and the offer's way through a hello.
 #include <gtest/gtest.h>
 
 #include "hello.hpp"
@@ -60,6 +61,27 @@ TEST(MachineId, TravelsInAHelloAndAHelloWithoutOneReadsAsUnknown) {
   EXPECT_EQ(older.machine_id, "");
   EXPECT_EQ(older.hostname, "h");
   EXPECT_EQ(older.pid, 42);
+}
+
+TEST(RingsBetween, OnlyProcessesOfOneHostIdThatBothOfferRings) {
+  const ProcessInfo a = process(0, 1, "a", "net:[1]"), b = process(1, 1, "a", "net:[1]");
+  EXPECT_TRUE(rings_between(a, b));
+  EXPECT_FALSE(rings_between(a, process(2, 1, "a", "net:[7]")));  // another network namespace: another host
+  EXPECT_FALSE(rings_between(a, process(2, 1, "b", "net:[1]")));
+  ProcessInfo no_rings = b;
+  no_rings.shared_memory = false;  // FAST_SHM_BYTES=0 on one side
+  EXPECT_FALSE(rings_between(a, no_rings));
+  EXPECT_FALSE(rings_between(no_rings, a));
+  EXPECT_FALSE(rings_between(a, vacant_process(3, 1)));
+}
+
+TEST(RingsBetween, TheOfferTravelsInAHelloAndAHelloWithoutItOffersRings) {
+  ProcessInfo p = process(3, 2, "h", "net:[1]");
+  p.shared_memory = false;
+  nlohmann::json j = to_json(p);
+  EXPECT_FALSE(process_from_json(j).shared_memory);
+  j.erase("shm");
+  EXPECT_TRUE(process_from_json(j).shared_memory);
 }
 
 }  // namespace

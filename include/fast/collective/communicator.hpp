@@ -71,6 +71,9 @@ struct CommunicatorOptions {
   // The network the automatic choice assumes: the runtime's (Context::network_model: sim reads its
   // cluster), else default_network(), with these fields replaced where set (seconds, bytes/s;
   // `network_latency`, `network_bandwidth` in `fast train`). Must be the same on every worker.
+  // Neither set, a group of two whose runtime knows what a message between them costs
+  // (Context::pair_network_model: zmq between hosts) chooses by that instead: every algorithm gives
+  // a group of two the same bits.
   std::optional<double> latency_seconds;
   std::optional<double> bandwidth_bytes_per_second;
   // Where the runtime offers a shared address space (Context::shared_rendezvous: threads), an
@@ -229,6 +232,7 @@ class Communicator {
   std::atomic<std::uint32_t> sequence_{0};
   bool joining_ = false;
   runtime::NetworkModel network_;  // what the automatic choice assumes
+  bool network_configured_ = false;  // latency or bandwidth set in CommunicatorOptions
   AllreduceAlgorithm default_algorithm_ = AllreduceAlgorithm::automatic;
   bool shared_memory_ = true;  // CommunicatorOptions::shared_memory
   // all-reduces run, by algorithm (index: AllreduceAlgorithm; automatic's slot stays 0), and native

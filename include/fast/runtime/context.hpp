@@ -249,6 +249,16 @@ class Context {
   // nothing: sim derives it from its cluster (the slowest of the routes it samples); the real
   // runtimes know nothing and the collectives assume a configured or default model.
   virtual std::optional<NetworkModel> network_model() const { return std::nullopt; }
+
+  // What a message between workers a and b costs, where the runtime knows it and it is not
+  // network_model()'s fixed default: zmq's workers of two processes that exchange their data through
+  // anything but shared memory (TCP streams, ZeroMQ's sockets), whose messages cost tens of
+  // microseconds each. The same on both workers (derived from what every process of the world was
+  // told at the rendezvous, never measured). Only for choices that cannot change a result, so that
+  // a seed still gives the same bits on every runtime: the all-reduce of a group of two, whose
+  // algorithms all compute a + b once per element (docs/collectives.md). Nothing: the choice uses
+  // network_model() or the default.
+  virtual std::optional<NetworkModel> pair_network_model(int /*a*/, int /*b*/) const { return std::nullopt; }
 };
 
 // Checks peer is a valid rank of ctx, naming `what` in the error.

@@ -59,6 +59,11 @@ RemoteMemory* ThreadsContext::remote_memory() {
   return world_.transport() != nullptr ? world_.transport()->remote_memory(counters_.get()) : nullptr;
 }
 
+std::optional<NetworkModel> ThreadsContext::pair_network_model(int a, int b) const {
+  if (world_.transport() == nullptr || (world_.is_local(a) && world_.is_local(b))) return std::nullopt;
+  return world_.transport()->pair_network_model(a, b);
+}
+
 SharedRendezvous* ThreadsContext::shared_rendezvous() { return board_ != nullptr ? &board_->seat(rank_) : nullptr; }
 
 Mailbox& ThreadsContext::own_mailbox() const {

@@ -61,6 +61,7 @@ class ThreadsContext final : public Context {
   NativeCollectives* native_collectives() override;
   SharedRendezvous* shared_rendezvous() override;
   RemoteMemory* remote_memory() override;
+  std::optional<NetworkModel> pair_network_model(int a, int b) const override;
 
  private:
   core::Work post_recv(std::shared_ptr<struct Op> op);

@@ -61,6 +61,8 @@ class Transport {
   // Context::remote_memory for the worker of this process whose per-peer counters are `counters`
   // (where its one-sided traffic is counted), or null: none.
   virtual RemoteMemory* remote_memory(LinkCounters* /*counters*/) { return nullptr; }
+  // Context::pair_network_model for workers a and b, at least one of them of another process.
+  virtual std::optional<NetworkModel> pair_network_model(int /*a*/, int /*b*/) const { return std::nullopt; }
 };
 
 }  // namespace fast::runtime::engine

@@ -96,7 +96,8 @@ ProcessInfo describe_self(const Settings& s) {
           .hostname = name,
           .machine_id = machine_id(),
           .public_key = s.public_key,
-          .pid = static_cast<long>(getpid())};
+          .pid = static_cast<long>(getpid()),
+          .shared_memory = s.shared_ring_bytes != 0};
 }
 
 // First error of the local workers, else the loss that aborted the run, as one message.

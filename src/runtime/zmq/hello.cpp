@@ -25,7 +25,8 @@ json to_json(const ProcessInfo& p) {
           {"pulse_ipc", p.pulse_ipc_endpoint},
           {"pulse_tcp", p.pulse_tcp_endpoint},
           {"public_key", p.public_key},
-          {"pid", p.pid}};
+          {"pid", p.pid},
+          {"shm", p.shared_memory}};
 }
 
 ProcessInfo process_from_json(const json& j) {
@@ -49,6 +50,7 @@ ProcessInfo process_from_json(const json& j) {
     p.pulse_tcp_endpoint = j.at("pulse_tcp").get<std::string>();
     p.public_key = j.at("public_key").get<std::string>();
     p.pid = json_int<long>(j, "pid", 0, std::numeric_limits<std::int32_t>::max(), what);
+    p.shared_memory = j.value("shm", true);
     return p;
   } catch (const json::exception& e) {
     FAST_THROW(core::InvalidArgument, "hello: malformed process description: {}", e.what());

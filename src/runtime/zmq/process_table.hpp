@@ -19,6 +19,7 @@ struct ProcessInfo {
   std::string pulse_tcp_endpoint;  // tcp://ADDRESS:PORT its heartbeat socket over the network
   std::string public_key;          // Z85 CURVE key; empty when insecure
   long pid = 0;
+  bool shared_memory = true;  // it offers the processes of its host shared-memory rings (FAST_SHM_BYTES != 0)
   // A rank of a run that may grow (--max-workers) that no process has taken yet: no host, no
   // endpoints, no key; lost from the start until a process joins in its place.
   bool vacant = false;
@@ -36,6 +37,10 @@ using ProcessTable = std::vector<ProcessInfo>;
 // in (host_id tells those apart): equal machine ids (the kernel's boot id), else, where either is
 // unknown, equal host names.
 bool same_machine(const ProcessInfo& a, const ProcessInfo& b);
+// Whether two processes send each other their data through shared-memory rings (the same host_id,
+// and each offers rings), rather than TCP streams or ZeroMQ's sockets; false for a vacant rank.
+// (A ring that cannot be mapped falls back to the other paths; this is what the table says.)
+bool rings_between(const ProcessInfo& a, const ProcessInfo& b);
 // The workers of the processes of `table` on the machine of process `process` (it included; vacant
 // ranks have none): the workers that share its cores.
 int workers_on_machine(const ProcessTable& table, int process);

@@ -40,6 +40,10 @@ bool same_machine(const ProcessInfo& a, const ProcessInfo& b) {
   return a.hostname == b.hostname;
 }
 
+bool rings_between(const ProcessInfo& a, const ProcessInfo& b) {
+  return !a.vacant && !b.vacant && a.host_id == b.host_id && a.shared_memory && b.shared_memory;
+}
+
 int workers_on_machine(const ProcessTable& table, int process) {
   const ProcessInfo& me = table.at(static_cast<std::size_t>(process));
   int workers = 0;
@@ -316,6 +320,14 @@ void ZmqTransport::ensure_alive(int rank) const {
 std::vector<MembershipEvent> ZmqTransport::membership_events() const {
   std::lock_guard<std::mutex> lock(peers_mutex_);
   return events_;
+}
+
+std::optional<NetworkModel> ZmqTransport::pair_network_model(int a, int b) const {
+  const auto pa = static_cast<std::size_t>(process_of(a)), pb = static_cast<std::size_t>(process_of(b));
+  std::lock_guard<std::mutex> lock(peers_mutex_);  // revive() replaces entries
+  if (pa == pb || pa >= table_.size() || pb >= table_.size()) return std::nullopt;
+  if (table_[pa].vacant || table_[pb].vacant || rings_between(table_[pa], table_[pb])) return std::nullopt;
+  return kMessageModel;
 }
 
 void ZmqTransport::settle_lost_peers() {

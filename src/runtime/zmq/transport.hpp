@@ -132,6 +132,15 @@ namespace fast::runtime::zmq {
 
 using engine::BufferPool;
 
+// What a data message between two processes costs where it does not go through shared memory
+// (TCP streams, or ZeroMQ's sockets): about 25 us of fixed cost (system calls and the waiter's
+// wake-up; over loopback on the 2-core reference machine, benchmark (e), 15-20 us, between hosts
+// more), a 10 Gbit/s link, local passes as the default model's. For pair_network_model only: with
+// it, a two-process all-reduce sends one message each way (recursive doubling) instead of the
+// ring's two up to about 400 KB (25 us x 16 GB/s).
+inline constexpr NetworkModel kMessageModel{
+    .latency_seconds = 25e-6, .bandwidth_bytes_per_second = 1.25e9, .local_bytes_per_second = 16e9};
+
 class ZmqTransport final : public engine::Transport {
  public:
   static constexpr std::size_t kZeroCopyBytes = 64 * 1024;
@@ -180,6 +189,9 @@ class ZmqTransport final : public engine::Transport {
   // timeout + 1 s).
   void settle_lost_peers() override;
   std::vector<MembershipEvent> membership_events() const override;
+  // kMessageModel where the processes of workers a and b do not both offer each other
+  // shared-memory rings (other hosts, or FAST_SHM_BYTES=0 on either), from the process table.
+  std::optional<NetworkModel> pair_network_model(int a, int b) const override;
   // Progress in the caller (engine/transport.hpp): a waiting worker delivers the records of the
   // rings mapped from this host's processes itself. The rings' `polled` words are set while no
   // thread of this process blocks waiting (the next waiter looks at the rings anyway), so that
