@@ -316,7 +316,9 @@ std::vector<ConfigKey> communication_keys() {
           FAST_NUMBER_DECLARATION("network_latency",
                                   "seconds per message that allreduce_algorithm = auto assumes (the same on every "
                                   "worker); default: the cluster's under --runtime sim, else 2e-06 (threads on one "
-                                  "host, docs/collectives.md).",
+                                  "host), and 2.5e-05 for the two workers of zmq processes with no shared memory "
+                                  "between them (docs/collectives.md). Set, it (or network_bandwidth) holds for "
+                                  "every group.",
                                   .at_least(0)),
           [](TrainOptions& o, const core::SettingValue& v) { o.worker.communicator.latency_seconds = number_of(v); },
           [](const TrainOptions& o) {
