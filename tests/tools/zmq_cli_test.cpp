@@ -1,10 +1,10 @@
 // `fast launch -n 4 -- fast train --runtime zmq`: four processes of one worker train like four
 // threads. Synchronous strategies end with the same final parameters as under `threads` with the
 // same seed (param_hash, bit for bit); asynchronous ones within 1 point of their accuracy under
-// `threads`. Faults: a worker process killed (SIGKILL) or frozen (SIGSTOP) at a random moment ends a
-// synchronous run with PeerLost naming it within the peer timeout + 5 s, never a hang; under an
-// asynchronous strategy the survivors finish and the summary lists the lost worker. Churn and
-// restarts: zmq_churn_test.cpp.
+// `threads`; so do two processes without shared memory, whose all-reduce chooses otherwise. Faults: a worker process
+// killed (SIGKILL) or frozen (SIGSTOP) at a random moment ends a synchronous run with PeerLost naming it within the
+// peer timeout + 5 s, never a hang; under an asynchronous strategy the survivors finish and the summary lists the lost
+// worker. Churn and restarts: zmq_churn_test.cpp.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -79,6 +79,29 @@ TEST(ZmqSynchronous, TcpTransportAndTwoWorkersPerProcessGiveTheSameParameters) {
                                                      kTrain + args);
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_EQ(json::parse(slurp(dir / "z.json"))["param_hash"], t["param_hash"]);
+  fs::remove_all(dir);
+}
+
+// Two processes with no shared memory between them (as on two hosts) all-reduce a 37,764-parameter
+// mlp's gradients (151 KB) by recursive doubling, where threads take the ring (docs/collectives.md,
+// "Where the network comes from"): every algorithm gives a group of two the same bits, so the
+// run still ends with the param_hash of threads.
+TEST(ZmqSynchronous, TwoProcessesWithoutSharedMemoryAllReduceOtherwiseWithTheBitsOfThreads) {
+  const fs::path dir = fast::testing::test_dir("fast_zmq_cli", "pair_noshm");
+  const std::string args =
+      " --dataset synthetic:shape=16,classes=4,train=2048,test=256 --batch 32 --epochs 1 --strategy allreduce";
+  const auto t =
+      fast::testing::run_fast_in(dir, "train --runtime threads --workers 2 --summary t.json" + kTrain + args);
+  ASSERT_EQ(t.code, exit_code::ok) << t.output;
+  const auto z = fast::testing::run_fast_in(dir, "launch -n 2 --timeout 600 -- env FAST_SHM_BYTES=0 " + kFast +
+                                                     " train --runtime zmq --summary z.json" + kTrain + args);
+  ASSERT_EQ(z.code, exit_code::ok) << z.output;
+  const json threads = json::parse(slurp(dir / "t.json")), zmq = json::parse(slurp(dir / "z.json"));
+  EXPECT_EQ(threads["parameters"], 37764);
+  EXPECT_GT(threads["allreduce_algorithms"].value("ring", 0), 0) << threads["allreduce_algorithms"].dump();
+  EXPECT_FALSE(zmq["allreduce_algorithms"].contains("ring")) << zmq["allreduce_algorithms"].dump();
+  EXPECT_GT(zmq["allreduce_algorithms"].value("recursive-doubling", 0), 0) << zmq["allreduce_algorithms"].dump();
+  EXPECT_EQ(zmq["param_hash"], threads["param_hash"]);
   fs::remove_all(dir);
 }
 
