@@ -72,8 +72,8 @@ struct CommunicatorOptions {
   // cluster), else default_network(), with these fields replaced where set (seconds, bytes/s;
   // `network_latency`, `network_bandwidth` in `fast train`). Must be the same on every worker.
   // Neither set, a group of two whose runtime knows what a message between them costs
-  // (Context::pair_network_model: zmq between hosts) chooses by that instead: every algorithm gives
-  // a group of two the same bits.
+  // (Context::pair_network_model: zmq processes without shared memory between them) chooses by
+  // that instead: every algorithm gives a group of two the same bits.
   std::optional<double> latency_seconds;
   std::optional<double> bandwidth_bytes_per_second;
   // Where the runtime offers a shared address space (Context::shared_rendezvous: threads), an
