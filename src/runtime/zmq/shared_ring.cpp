@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "copy_past_caches.hpp"
 #include "fast/core/error.hpp"
 #include "fast/wire/frame.hpp"
 
@@ -123,7 +124,11 @@ bool OutboundRing::put(std::span<const std::byte> head, std::span<const std::byt
   std::byte* record = data + p.start % capacity_;
   std::memcpy(record, &body, sizeof(body));
   if (!head.empty()) std::memcpy(record + kRecordPrefixBytes, head.data(), head.size());
-  if (!payload.empty()) std::memcpy(record + kRecordPrefixBytes + head.size(), payload.data(), payload.size());
+  std::byte* to = record + kRecordPrefixBytes + head.size();
+  if (payload.size() >= kPastCachesBytes)
+    copy_past_caches(to, payload.data(), payload.size());  // ends with a store fence: published after
+  else if (!payload.empty())
+    std::memcpy(to, payload.data(), payload.size());
   head_ = p.end;
   publish();
   return true;

@@ -102,7 +102,8 @@ class OutboundRing {
   // max_body() (nothing is written: the caller sends the message another way). The record goes
   // to the ring's first byte (the next lap, behind a wrap marker) whenever it fits there, else
   // where the last one ended: a ring whose records are taken about as fast as they come keeps
-  // reusing its first pages.
+  // reusing its first pages. A payload of kPastCachesBytes or more is copied past the caches
+  // (copy_past_caches.hpp).
   // A record that must start at the next lap and finds no room yet leaves a wrap marker behind
   // (published), so that the rest of the lap is passed and released: a record of any size up to
   // max_body() then finds room once the reader has taken what was before it.
