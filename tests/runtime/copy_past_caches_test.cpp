@@ -46,7 +46,7 @@ TEST(CopyPastCaches, LargeRecordsThroughARingArriveIntact) {
   // Payloads on both sides of kPastCachesBytes, from sources at odd addresses, after heads of the
   // transport's size (a multiple of 64) and of none: put() copies those from kPastCachesBytes on
   // past the caches.
-  constexpr std::size_t kCapacity = std::size_t{1} << 20;
+  constexpr std::size_t kCapacity = std::size_t{4} << 20;  // room for every record at its start
   OutboundRing out(kCapacity);
   auto in = InboundRing::open(getpid(), out.fd(), out.file_bytes());
   const auto source = pattern(3 * kPastCachesBytes + 64, 2);

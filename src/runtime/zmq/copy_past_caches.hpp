@@ -7,8 +7,8 @@
 // there before it is written. Measured on the 2-core AMD EPYC reference VM, two processes each
 // putting a record at the ring's first byte and taking the other's (docs/launch.md, "Shared memory
 // on one host"): a 1 MiB put took 130-170 us with memcpy (about 7 GB/s) against 21-27 us with
-// non-temporal stores, 4 MiB 390-590 us against 95-125 us; up to 512 KiB memcpy ran at 30-40 GB/s,
-// and the stores past the caches were no slower there (64 KiB: 1.2 against 1.8 us), nor the
+// non-temporal stores, 4 MiB 390-590 us against 95-125 us; up to 768 KiB memcpy ran at 30-40 GB/s,
+// and the stores past the caches were no slower there (256 KiB: 6.1 against 7.5 us), nor the
 // receiver's copy out of the ring.
 //
 // The stores past the caches are weakly ordered: copy_past_caches ends with a store fence, so a
@@ -18,8 +18,11 @@
 
 namespace fast::runtime::zmq {
 
-// The payload size from which OutboundRing::put copies past the caches.
-inline constexpr std::size_t kPastCachesBytes = std::size_t{64} << 10;
+// The payload size from which OutboundRing::put copies past the caches. Where memcpy was no slower
+// (up to 768 KiB on the reference VM) a record written through the caches may still be in them
+// when the receiver reads it soon, on machines whose cores exchange lines cheaply; the 2-process
+// all-reduce ran alike with 64 KiB and 256 KiB here (docs/benchmarks.md, (e)).
+inline constexpr std::size_t kPastCachesBytes = std::size_t{256} << 10;
 
 // Copies `bytes` from `src` to `dst` (not overlapping) with non-temporal stores where the CPU has
 // them (x86-64: SSE2, always), then a store fence; elsewhere memcpy. Any alignment (the stores
