@@ -46,6 +46,7 @@ struct WorldCase {
   bool insecure = false;     // zmq: FAST_INSECURE=1, no CURVE: every frame's payload carries its checksum
   int seal_threads = -1;     // zmq: FAST_SEAL_THREADS, helpers sealing the streams' chunks; -1: the default
   int read_alongside = -1;   // zmq: FAST_READ_ALONGSIDE (1: the streams' threads read large messages alongside)
+  int poll_us = -1;          // zmq: FAST_POLL_US (0: no waiter polls, the reader threads deliver); -1: the default
   std::string name() const {
     return runtime + (transport.empty() ? "" : "_" + transport) + "_" + std::to_string(workers) + "workers" +
            (workers_per_process > 1 ? "_" + std::to_string(workers_per_process) + "perprocess" : "") +
@@ -53,7 +54,7 @@ struct WorldCase {
             : shm_bytes > 0 ? "_shm" + std::to_string(shm_bytes >> 10) + "KiB"
                             : "") +
            (insecure ? "_insecure" : "") + (seal_threads >= 0 ? "_seal" + std::to_string(seal_threads) : "") +
-           (read_alongside == 1 ? "_alongside" : "");
+           (read_alongside == 1 ? "_alongside" : "") + (poll_us >= 0 ? "_poll" + std::to_string(poll_us) : "");
   }
 };
 
@@ -100,6 +101,7 @@ inline Children spawn_children(const WorldCase& c, const std::map<std::string, s
   if (c.shm_bytes >= 0) env["FAST_SHM_BYTES"] = std::to_string(c.shm_bytes);
   if (c.seal_threads >= 0) env["FAST_SEAL_THREADS"] = std::to_string(c.seal_threads);
   if (c.read_alongside >= 0) env["FAST_READ_ALONGSIDE"] = std::to_string(c.read_alongside);
+  if (c.poll_us >= 0) env["FAST_POLL_US"] = std::to_string(c.poll_us);
   for (const auto& [k, v] : extra_env) env[k] = v;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string kv = *e;

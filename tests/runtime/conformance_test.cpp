@@ -497,14 +497,16 @@ std::vector<WorldCase> cases() {
   if (has("zmq")) {
     // ipc with the default shared-memory ring (8 MiB), tcp with a 1 MiB one that fills up and wraps
     // around (and takes messages larger than itself in parts), worlds without shared memory (data through the
-    // direct streams: with 2 processes on 2 or more cores the waiting workers read them, with 3 on 2
-    // cores the streams' threads do, and with 2 the streams' threads also read large messages
-    // alongside them; with 3 each large message is sealed and opened on 2 helper threads), and one
-    // without shared memory or CURVE (--insecure: every chunk checksummed).
+    // direct streams, which the waiting workers read; with 2 processes the streams' threads also read large
+    // messages alongside them; with 3 each large message is sealed and opened on 2 helper threads, and
+    // no waiter polls: the streams' threads read every message), one with rings and no waiter polling
+    // (the rings' reader threads deliver every record), and one without shared memory or CURVE
+    // (--insecure: every chunk checksummed).
     for (int n : {2, 3, 4}) all.push_back({"zmq", n, "ipc"});
     for (int n : {2, 3, 4}) all.push_back({"zmq", n, "tcp", 1, 1 << 20});
     all.push_back({"zmq", 2, "tcp", 1, 0, false, -1, 1});
-    all.push_back({"zmq", 3, "tcp", 1, 0, false, 2});
+    all.push_back({"zmq", 3, "tcp", 1, 0, false, 2, -1, 0});
+    all.push_back({"zmq", 3, "ipc", 1, -1, false, -1, -1, 0});
     all.push_back({"zmq", 3, "tcp", 1, 0, true});
     all.push_back({"zmq", 4, "ipc", 2});  // two processes of two workers
   }

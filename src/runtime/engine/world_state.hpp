@@ -84,8 +84,9 @@ class WorldState {
   // The polling loop of poll_before_blocking for a transport that delivers in the caller.
   template <typename Pred>
   bool poll_transport(Pred pred) const {
-    // Where the host's workers outnumber its cores, a waiter yields its core between looks: looking
-    // once and sleeping measured slower in 4-process training on 2 cores (docs/launch.md).
+    // Where the host's workers outnumber its cores (transport_spins() false), a waiter yields its
+    // core between looks, so that the processes it waits for run: looking once and sleeping measured
+    // slower in 4-process training on 2 cores (docs/launch.md).
     const bool spin = transport_spins();
     const auto deadline = std::chrono::steady_clock::now() + poll_budget_;
     for (unsigned i = 1;; ++i) {

@@ -40,8 +40,9 @@ constexpr std::array kTable{
            -1, 64LL << 30},
     EnvVar{"FAST_POLL_US", EnvType::integer, "200",
            "Microseconds a thread waiting for a message from another process polls the shared-memory rings and "
-           "the direct streams itself before it sleeps (runtime zmq), spinning; only where the host's workers fit "
-           "its cores (elsewhere, and with 0, a reader thread per ring or stream delivers).",
+           "the direct streams itself before it sleeps (runtime zmq): spinning where the host's workers fit its "
+           "cores, else giving its core away between looks; 0: never (a reader thread per ring or stream "
+           "delivers every message).",
            0, 1000000},
     EnvVar{"FAST_STREAMS", EnvType::integer, "1",
            "1: data between processes that share no memory and talk over tcp goes through a direct TCP stream per "

@@ -197,11 +197,12 @@ class ZmqTransport final : public engine::Transport {
   // thread of this process blocks waiting (the next waiter looks at the rings anyway), so that
   // their senders leave the readers asleep; a thread about to block clears them first
   // (transport_shared.cpp). progress_wanted (try_recv found nothing) polls once.
-  // Only where the machine's workers (workers_on_machine: the same boot id, else host name) fit its
-  // cores (spin_pays_): where they do not, waiters that look
-  // for their messages, even yielding their core between looks, measured slower in 4-process
-  // training on 2 cores than the reader threads (docs/benchmarks.md, "Training across processes").
-  bool polls_in_caller() const override { return settings_.poll_seconds > 0 && spin_pays_; }
+  // Whenever FAST_POLL_US > 0, however many workers share the machine's cores: where they fit
+  // (spin_pays_; workers_on_machine: the same boot id, else host name) a waiter pauses between
+  // looks, elsewhere it yields its core between them (pause_between_looks). With 4 processes on 2
+  // cores the 4 KiB all-reduce on one host took 22-27 us polling against 130-150 us with the reader
+  // threads delivering, and mlp and cnn training ran alike either way (docs/benchmarks.md, (e)).
+  bool polls_in_caller() const override { return settings_.poll_seconds > 0; }
   void poll() override;
   void sleep_begin() override;
   void sleep_end() override;
@@ -209,6 +210,14 @@ class ZmqTransport final : public engine::Transport {
     if (polls_in_caller()) poll();
   }
   bool spin_pays() const override { return spin_pays_; }
+  // What a polling thread does between two looks: a pause where the machine's workers fit its
+  // cores, else gives its core away (sched_yield), as WorldState::poll_transport.
+  void pause_between_looks() const {
+    if (spin_pays_)
+      __builtin_ia32_pause();
+    else
+      std::this_thread::yield();
+  }
   // Some stream's record is partly read (transport_stream.cpp).
   bool receiving() const override;
   double poll_budget() const override { return settings_.poll_seconds; }

@@ -348,10 +348,7 @@ bool ZmqTransport::PolledWork::wait_for(double timeout_seconds) {
   bool done = false;
   for (unsigned i = 1; !(done = done_->completed()); ++i) {
     transport_.poll();
-    if (transport_.spin_pays_)  // as WorldState::poll_transport
-      __builtin_ia32_pause();
-    else
-      std::this_thread::yield();
+    transport_.pause_between_looks();
     if (i % 16 == 0 && std::chrono::steady_clock::now() >= deadline) break;
   }
   if (done) return true;
@@ -364,8 +361,7 @@ bool ZmqTransport::PolledWork::wait_for(double timeout_seconds) {
 }
 
 void ZmqTransport::poll() {
-  // Without polling in the waiters (FAST_POLL_US=0, or more workers than cores) the readers
-  // deliver: `polled` stays clear.
+  // Without polling in the waiters (FAST_POLL_US=0) the readers deliver: `polled` stays clear.
   if (polls_in_caller() && !polled_.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lock(poll_mutex_);
     if (sleepers_ == 0 && !polled_.load()) publish_polled(true);

@@ -407,7 +407,7 @@ void ZmqTransport::wait_writable(int fd) {
   do {
     poll();
     if (::poll(&out, 1, 0) > 0) return;
-    __builtin_ia32_pause();
+    pause_between_looks();
   } while (std::chrono::steady_clock::now() < spin_until);
   std::vector<pollfd> fds;
   do {
