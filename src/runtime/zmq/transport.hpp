@@ -200,8 +200,8 @@ class ZmqTransport final : public engine::Transport {
   // Whenever FAST_POLL_US > 0, however many workers share the machine's cores: where they fit
   // (spin_pays_; workers_on_machine: the same boot id, else host name) a waiter pauses between
   // looks, elsewhere it yields its core between them (pause_between_looks). With 4 processes on 2
-  // cores the 4 KiB all-reduce on one host took 22-27 us polling against 130-150 us with the reader
-  // threads delivering, and mlp and cnn training ran alike either way (docs/benchmarks.md, (e)).
+  // cores the 4 KiB all-reduce on one host took 20-32 us polling against 126-130 us with the reader
+  // threads delivering, and training ran as fast or faster (docs/benchmarks.md, (e)).
   bool polls_in_caller() const override { return settings_.poll_seconds > 0; }
   void poll() override;
   void sleep_begin() override;
