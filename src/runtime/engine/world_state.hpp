@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+#include "pause.hpp"
+
 namespace fast::runtime::engine {
 
 class Transport;
@@ -69,12 +71,12 @@ class WorldState {
     if (spin_pays()) {
       for (int i = 0; i < kSpins; ++i) {
         if (pred()) return true;
-        __builtin_ia32_pause();
+        pause_between_looks(true);
       }
     } else {
       for (int i = 0; i < kYields; ++i) {
         if (pred()) return true;
-        std::this_thread::yield();
+        pause_between_looks(false);
       }
     }
     return pred();
@@ -92,10 +94,7 @@ class WorldState {
     for (unsigned i = 1;; ++i) {
       poll_once(*transport_);
       if (pred()) return true;
-      if (spin)
-        __builtin_ia32_pause();
-      else
-        std::this_thread::yield();
+      pause_between_looks(spin);
       // Past the budget, it goes on while a message is partly read (receiving()): the rest of it is
       // on its way, and reading it here is what the waiter would otherwise sleep through.
       if (i % 16 == 0 && std::chrono::steady_clock::now() >= deadline && !transport_receiving()) break;

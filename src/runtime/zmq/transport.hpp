@@ -120,6 +120,7 @@
 #include "../completion.hpp"
 #include "../engine/buffer_pool.hpp"
 #include "../engine/local_world.hpp"
+#include "../engine/pause.hpp"
 #include "../engine/transport.hpp"
 #include "fast/wire/frame.hpp"
 #include "peer_link.hpp"
@@ -210,14 +211,9 @@ class ZmqTransport final : public engine::Transport {
     if (polls_in_caller()) poll();
   }
   bool spin_pays() const override { return spin_pays_; }
-  // What a polling thread does between two looks: a pause where the machine's workers fit its
-  // cores, else gives its core away (sched_yield), as WorldState::poll_transport.
-  void pause_between_looks() const {
-    if (spin_pays_)
-      __builtin_ia32_pause();
-    else
-      std::this_thread::yield();
-  }
+  // What a polling thread does between two looks (engine/pause.hpp): a pause where the machine's
+  // workers fit its cores (spin_pays_), else gives its core away.
+  void pause_between_looks() const { engine::pause_between_looks(spin_pays_); }
   // Some stream's record is partly read (transport_stream.cpp).
   bool receiving() const override;
   double poll_budget() const override { return settings_.poll_seconds; }
