@@ -55,6 +55,18 @@ TEST(SealPool, WithoutHelpersTheCallerRunsEachJobAtOnce) {
   EXPECT_EQ(slots, (std::vector<unsigned>{0, 0, 0}));
 }
 
+// FAST_SEAL_THREADS=-1: each worker keeps two cores of its share; the rest helps, at most 2.
+TEST(SealPool, AutomaticHelpersAreTheShareBeyondTwoCoresAtMostTwo) {
+  EXPECT_EQ(SealPool::automatic_helpers(16, 2), 2u);  // 8 cores per worker
+  EXPECT_EQ(SealPool::automatic_helpers(16, 4), 2u);  // 4
+  EXPECT_EQ(SealPool::automatic_helpers(12, 4), 1u);  // 3
+  EXPECT_EQ(SealPool::automatic_helpers(16, 8), 0u);  // 2
+  EXPECT_EQ(SealPool::automatic_helpers(2, 2), 0u);   // 1
+  EXPECT_EQ(SealPool::automatic_helpers(2, 4), 0u);   // fewer cores than workers
+  EXPECT_EQ(SealPool::automatic_helpers(64, 0), 2u);  // no count: as if one worker
+  EXPECT_EQ(SealPool::automatic_helpers(3, 1), 1u);
+}
+
 // Two groups of one pool, waited for by two threads, each get their own jobs done.
 TEST(SealPool, GroupsOfOnePoolOnSeveralThreadsDoNotMix) {
   SealPool pool(2);

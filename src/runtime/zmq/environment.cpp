@@ -49,12 +49,13 @@ constexpr std::array kTable{
            "pair, protected by AES-256-GCM (ChaCha20-Poly1305 without AES-NI; an XXH3 checksum under --insecure), "
            "keyed through the CURVE-encrypted hello (runtime zmq, docs/launch.md); 0: through ZeroMQ.",
            0, 1},
-    EnvVar{"FAST_SEAL_THREADS", EnvType::integer, "0",
+    EnvVar{"FAST_SEAL_THREADS", EnvType::integer, "-1",
            "Helper threads per process that seal and open the chunks of a large message on the direct TCP streams "
            "(AES-256-GCM, ChaCha20-Poly1305 or the --insecure checksum) beside the thread that sends or receives "
-           "it, so that one message is protected on several cores (runtime zmq); for hosts whose link is faster "
-           "than one core's cipher (docs/launch.md); 0: none, that thread seals each chunk itself.",
-           0, SealPool::kMaxSlots - 1},
+           "it, so that one message is protected on several cores (runtime zmq, docs/launch.md); 0: none, that "
+           "thread seals each chunk itself; -1: automatic, with encryption what each worker's share of the "
+           "machine's cores leaves beyond two, at most 2 (none on 2 cores per worker or fewer, none with --insecure).",
+           -1, SealPool::kMaxSlots - 1},
     EnvVar{"FAST_READ_ALONGSIDE", EnvType::integer, "-1",
            "1: while a direct stream's messages are 256 KiB or larger, its reader thread reads them alongside the "
            "polling waiters, on a core of its own (runtime zmq, docs/launch.md); 0: it steps back while waiters "

@@ -7,6 +7,12 @@
 
 namespace fast::runtime::zmq {
 
+unsigned SealPool::automatic_helpers(unsigned cores, unsigned workers_on_machine) {
+  constexpr unsigned kMost = 2, kKept = 2;
+  const unsigned per_worker = cores / std::max(1u, workers_on_machine);
+  return per_worker > kKept ? std::min(kMost, per_worker - kKept) : 0;
+}
+
 SealPool::SealPool(unsigned helpers) : helpers_(helpers) {
   FAST_ENFORCE(helpers < kMaxSlots, "seal pool: expected at most {} helper threads, got {}", kMaxSlots - 1, helpers);
 }

@@ -37,6 +37,12 @@ class SealPool {
   using Job = std::function<void(unsigned slot)>;
 
   explicit SealPool(unsigned helpers);  // at most kMaxSlots - 1
+
+  // FAST_SEAL_THREADS's automatic choice: the helpers a process gets when every one of the
+  // `workers_on_machine` workers sharing the machine's `cores` keeps two cores (its own thread and
+  // its streams' reader): the rest of its share, at most 2 (docs/launch.md, "Helper threads").
+  // 16 cores, 2 or 4 workers: 2; 3 cores per worker: 1; 2 or fewer: 0.
+  static unsigned automatic_helpers(unsigned cores, unsigned workers_on_machine);
   ~SealPool();
   SealPool(const SealPool&) = delete;
   SealPool& operator=(const SealPool&) = delete;

@@ -48,7 +48,7 @@ struct Settings {
   bool restarted = false;            // FAST_RESTARTED: started again alone in a run under way
   double poll_seconds = 200e-6;      // FAST_POLL_US: how long a waiting thread polls rings and streams itself
   bool streams = true;               // FAST_STREAMS: data between hosts through direct TCP streams
-  long long seal_threads = 0;        // FAST_SEAL_THREADS: helpers sealing the streams' chunks
+  long long seal_threads = -1;       // FAST_SEAL_THREADS: helpers sealing the streams' chunks; -1 automatic
   int read_alongside = -1;           // FAST_READ_ALONGSIDE: 1, 0, or -1 automatic
   long long shared_ring_bytes = -1;  // per pair of processes of one host; 0: none; -1: automatic (ring_capacity)
 };

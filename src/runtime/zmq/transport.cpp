@@ -96,7 +96,12 @@ ZmqTransport::ZmqTransport(::zmq::context_t& context, const Settings& settings, 
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   spin_pays_ = on_machine <= cores;
   readers_alongside_ = settings_.read_alongside >= 0 ? settings_.read_alongside == 1 : 2 * on_machine <= cores;
-  seal_pool_ = std::make_unique<SealPool>(static_cast<unsigned>(settings_.seal_threads));
+  // Automatic: helpers only where the streams encrypt (the --insecure checksum runs at tens of GB/s
+  // per core: helpers measured no faster there, docs/benchmarks.md, (e), "Seal helpers").
+  const unsigned helpers = settings_.seal_threads >= 0 ? static_cast<unsigned>(settings_.seal_threads)
+                           : settings_.insecure        ? 0
+                                                       : SealPool::automatic_helpers(cores, on_machine);
+  seal_pool_ = std::make_unique<SealPool>(helpers);
 }
 
 ZmqTransport::~ZmqTransport() {
