@@ -92,8 +92,12 @@ void ZmqTransport::open_streams() {
     return;
   }
   const bool v6 = host.find(':') != std::string::npos;
-  core::log(core::LogLevel::info, "zmq runtime: direct streams listen on tcp://{}{}{}:{}", v6 ? "[" : "", host,
-            v6 ? "]" : "", stream_port_);
+  const unsigned helpers = seal_pool_->helpers();
+  core::log(core::LogLevel::info, "zmq runtime: direct streams listen on tcp://{}{}{}:{}{}", v6 ? "[" : "", host,
+            v6 ? "]" : "", stream_port_,
+            helpers == 0 ? std::string()
+                         : fmt::format("; {} helper thread{} seal and open their large messages (FAST_SEAL_THREADS)",
+                                       helpers, helpers == 1 ? "" : "s"));
   for (const ProcessInfo& peer : table_)
     if (wants_stream(peer.rank)) offer_stream(peer.rank);
 }
