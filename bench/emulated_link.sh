@@ -5,7 +5,8 @@
 # tbf without the delay, said in the output). On each link, in the same run: FAST (the default
 # between hosts: CURVE, direct streams with AES-256-GCM; one process per namespace, meeting by
 # rendezvous) and OpenMPI over tcp (pml ob1, btl tcp; mpirun in one namespace starts the other
-# rank through an rsh agent that enters the other namespace). All-reduce of 4, 16 and 64 MiB,
+# rank through an rsh agent that enters the other namespace; `--mca plm rsh` overrides a container's
+# OMPI_MCA_plm=isolated, which would leave the second namespace out). All-reduce of 4, 16 and 64 MiB,
 # 2 processes; prints each one's bus bandwidth as a fraction of the link's rate, and FAST / MPI.
 # Needs root (CAP_NET_ADMIN); exits 77 where namespaces cannot be created.
 # Usage: emulated_link.sh BIN_DIR OUT_DIR [RATE:DELAY ...]   (default: 1gbit:0.2ms 10gbit:0.05ms)
@@ -61,7 +62,7 @@ for link in "${LINKS[@]}"; do
   fast_rank "$ns_b" 1 "$addr_b" b.key "$work/fast_b.csv" >> "$OUT/fast_$tag.log" 2>&1 || echo "FAST failed: $OUT/fast_$tag.log"
   wait "${pids[-1]}"
   ip netns exec "$ns_a" timeout 600 mpirun -np 2 -H "$addr_a:1,$addr_b:1" --bind-to none \
-    --mca plm_rsh_agent "$work/agent.sh" --mca oob_tcp_if_include 10.197.0.0/24 \
+    --mca plm rsh --mca plm_rsh_agent "$work/agent.sh" --mca oob_tcp_if_include 10.197.0.0/24 \
     --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include 10.197.0.0/24 \
     "$BIN/bench_allreduce_mpi" "${ARGS[@]}" --label mpi_tcp --out "$work/mpi.csv" > "$OUT/mpi_$tag.log" 2>&1 ||
     echo "MPI failed: $OUT/mpi_$tag.log"

@@ -1,9 +1,10 @@
 // The records of a direct stream (runtime/zmq/stream.hpp) as a receiver reads them without
 // blocking (StreamReader::advance). The input is a sequence of records in clear: each a u16
 // (little-endian: its low 15 bits the payload's length, at most 4,096 bytes taken from the input;
-// its top bit set: the frame header's checksum is left as given, else made right so that the
-// fields behind it are reached), the record's plain head (its kind, `after` and a 56-byte frame
-// header), then its payload. The harness seals them as a
+// its top bit set: the head's chunk size and the frame header's checksum are left as given, else
+// made right (the chunk size the smallest a reader accepts) so that the fields behind them are
+// reached), the record's plain head (its kind, chunk size, `after` and a 56-byte frame header),
+// then its payload. The harness seals them as a
 // sender does (an XXH3 checksum or an AEAD, chosen by the first input byte, under a fixed key),
 // flips one byte of the sealed stream when the second input byte says so, and feeds the stream to
 // a reader over a socket pair in pieces of uneven sizes, advancing after each piece, until it ends.
@@ -41,7 +42,9 @@ std::vector<std::byte> sealed_stream(rz::Protection protection, std::span<const 
     std::vector<std::byte> head(in.begin() + static_cast<std::ptrdiff_t>(at + 2),
                                 in.begin() + static_cast<std::ptrdiff_t>(at + 2 + rz::kHeadBytes));
     at += 2 + rz::kHeadBytes;
-    if (fix) {  // the frame header's checksum over its first 48 bytes, at byte 48
+    if (fix) {  // the chunk size at byte 4; the frame header's checksum over its first 48 bytes, at byte 48
+      const std::uint32_t chunk = rz::kMinChunkBytes;
+      std::memcpy(head.data() + 4, &chunk, sizeof(chunk));
       const std::uint32_t sum = fast::wire::checksum(std::span<const std::byte>(head).subspan(16, 48));
       std::memcpy(head.data() + 16 + 48, &sum, sizeof(sum));
     }

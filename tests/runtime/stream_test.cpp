@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -369,17 +370,114 @@ TEST(Stream, ATamperedByteAReplayedRecordOrAWrongKeyFailsTheRead) {
   }
 }
 
-// A writer that seals on a SealPool puts the same bytes on the wire as one that seals each chunk
-// itself (each chunk keeps its nonce), for records of one chunk, of one batch and of several
-// batches; so either reader reads either writer.
-TEST(Stream, AWriterSealingOnHelpersWritesTheSameBytes) {
-  const std::vector<std::size_t> sizes = {0, 100, kChunkBytes, 2 * kChunkBytes, 4 * kChunkBytes + 1,
-                                          11 * kChunkBytes + 333, 7};
-  for (unsigned helpers : {1u, 3u}) {
-    SealPool pool(helpers);
-    for (Protection p : kAll)
-      EXPECT_EQ(wire_of(p, key_of(13), sizes, &pool), wire_of(p, key_of(13), sizes))
+// The chunk size by record size: 256 KiB without helpers; with them a sixteenth of the record, as
+// a power of two from 64 KiB to 256 KiB.
+TEST(Stream, TheChunkSizeFollowsTheRecordWhereHelpersSeal) {
+  EXPECT_EQ(record_chunk_bytes(0, 0), 262144u);
+  EXPECT_EQ(record_chunk_bytes(std::size_t{1} << 20, 0), 262144u);
+  EXPECT_EQ(record_chunk_bytes(0, 2), 65536u);
+  EXPECT_EQ(record_chunk_bytes(100, 1), 65536u);
+  EXPECT_EQ(record_chunk_bytes(std::size_t{1} << 20, 2), 65536u);
+  EXPECT_EQ(record_chunk_bytes((std::size_t{2} << 20) - 1, 2), 65536u);
+  EXPECT_EQ(record_chunk_bytes(std::size_t{2} << 20, 2), 131072u);
+  EXPECT_EQ(record_chunk_bytes(3 * (std::size_t{1} << 20), 2), 131072u);
+  EXPECT_EQ(record_chunk_bytes(std::size_t{4} << 20, 2), 262144u);
+  EXPECT_EQ(record_chunk_bytes(std::size_t{1} << 30, 4), 262144u);
+}
+
+// The wire of data records of the given sizes (tags 0, 1, ...), built here with a Sealer of its
+// own: each head declares `chunk(size)`, each payload is sealed in chunks of that size.
+std::vector<std::byte> sealed_wire(Protection p, const Sealer::Key& key, const std::vector<std::size_t>& sizes,
+                                   const std::function<std::uint32_t(std::size_t)>& chunk) {
+  Sealer sealer(p, key);
+  std::vector<std::byte> wire;
+  Sealer::Tag tag{};
+  auto append = [&](std::span<const std::byte> plain) {
+    std::vector<std::byte> out(plain.size());
+    sealer.seal(plain, out.data(), tag);
+    const std::span<const std::byte> body = sealer.encrypts() ? std::span<const std::byte>(out) : plain;
+    wire.insert(wire.end(), body.begin(), body.end());
+    wire.insert(wire.end(), tag.begin(), tag.end());
+  };
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<std::byte> head(kHeadBytes);
+    head[0] = std::byte{2};  // data
+    const std::uint32_t c = chunk(sizes[i]);
+    for (int b = 0; b < 4; ++b) head[4 + b] = static_cast<std::byte>(c >> (8 * b));
+    wire::encode_header(data_head(sizes[i], i).header,
+                        std::span<std::byte, wire::kHeaderBytes>(head.data() + 16, wire::kHeaderBytes));
+    append(head);
+    const std::vector<std::byte> payload = pattern(sizes[i], static_cast<int>(i));
+    const std::size_t step = c > 0 ? c : payload.size();  // 0: a bad head, never read past
+    for (std::size_t at = 0; at < payload.size(); at += step)
+      append(std::span<const std::byte>(payload).subspan(at, std::min<std::size_t>(step, payload.size() - at)));
+  }
+  return wire;
+}
+
+// A writer puts on the wire exactly the records built by hand with the chunk sizes of
+// record_chunk_bytes, whether it seals each chunk itself or on a SealPool's helpers (each chunk
+// keeps its nonce), for records of one chunk, of one batch and of several batches.
+TEST(Stream, AWriterWritesEachRecordInItsDeclaredChunks) {
+  const std::vector<std::size_t> sizes = {
+      0, 100, kChunkBytes, 2 * kChunkBytes, 4 * kChunkBytes + 1, 11 * kChunkBytes + 333, 7, std::size_t{1} << 20};
+  for (Protection p : kAll) {
+    EXPECT_EQ(wire_of(p, key_of(13), sizes),
+              sealed_wire(p, key_of(13), sizes, [](std::size_t n) { return record_chunk_bytes(n, 0); }))
+        << protection_name(p) << ", no helpers";
+    for (unsigned helpers : {1u, 3u}) {
+      SealPool pool(helpers);
+      EXPECT_EQ(wire_of(p, key_of(13), sizes, &pool),
+                sealed_wire(p, key_of(13), sizes, [&](std::size_t n) { return record_chunk_bytes(n, helpers); }))
           << protection_name(p) << ", " << helpers << " helpers";
+    }
+  }
+}
+
+// Records in chunks of any accepted size arrive intact through either way of reading, with or
+// without helpers to open them.
+TEST(Stream, RecordsInSmallChunksArriveIntactThroughEitherRead) {
+  const std::vector<std::size_t> sizes = {5 * kMinChunkBytes + 3, 0, std::size_t{1} << 20, 3 * kChunkBytes + 9, 1};
+  const auto smallest = [](std::size_t) { return static_cast<std::uint32_t>(kMinChunkBytes); };
+  SealPool helpers(2);
+  for (Protection p : kAll) {
+    const std::vector<std::byte> bytes = sealed_wire(p, key_of(14), sizes, smallest);
+    EXPECT_EQ(read_all(p, key_of(14), bytes), "") << protection_name(p);
+    for (SealPool* pool : {static_cast<SealPool*>(nullptr), &helpers}) {
+      Pair pair;
+      std::thread feeder([&] {
+        ::send(pair.a, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        ::close(pair.a);
+      });
+      StreamReader r(pair.b, p, key_of(14), pool);
+      const StreamReader::Allocate allocate = [](std::size_t n) {
+        return std::shared_ptr<std::byte>(new std::byte[n], std::default_delete<std::byte[]>());
+      };
+      std::size_t completed = 0;
+      for (StreamReader::Step step; (step = r.advance(allocate)) != StreamReader::Step::end;) {
+        if (step == StreamReader::Step::waiting) {
+          std::this_thread::yield();
+          continue;
+        }
+        ASSERT_LT(completed, sizes.size());
+        EXPECT_EQ(r.current().head.chunk_bytes, kMinChunkBytes);
+        const std::vector<std::byte> want = pattern(sizes[completed], static_cast<int>(completed));
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), r.current().payload.get())) << protection_name(p);
+        ++completed;
+      }
+      feeder.join();
+      EXPECT_EQ(completed, sizes.size()) << protection_name(p);
+    }
+  }
+}
+
+// A head that declares a chunk size out of range or not a power of two fails the read, naming it.
+TEST(Stream, AHeadDeclaringAnotherChunkSizeFailsTheRead) {
+  for (std::uint32_t bad : {0u, 8192u, 100000u, 524288u}) {
+    const std::vector<std::byte> bytes =
+        sealed_wire(Protection::aes_256_gcm, key_of(15), {1000}, [&](std::size_t) { return bad; });
+    const std::string error = read_all(Protection::aes_256_gcm, key_of(15), bytes);
+    EXPECT_NE(error.find("declares chunks of " + std::to_string(bad) + " bytes"), std::string::npos) << error;
   }
 }
 

@@ -160,7 +160,8 @@ void stream_attack(int port) {
   for (auto& b : junk) b = static_cast<unsigned char>(random());
   write_to_port(port, junk);
   for (std::uint64_t offer = 1; offer <= 4; ++offer) {  // process 1's offers are ids 1, 2, ...
-    std::vector<unsigned char> bytes = {'F', 'A', 'S', 'T', 'S', 'T', 'R', 'M', 1, 0, 0, 0, 1, 0, 0, 0};
+    // The preamble (runtime/zmq/stream.hpp): magic, version 2, process 1, then the offer id.
+    std::vector<unsigned char> bytes = {'F', 'A', 'S', 'T', 'S', 'T', 'R', 'M', 2, 0, 0, 0, 1, 0, 0, 0};
     for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<unsigned char>(offer >> (8 * i)));
     for (int i = 0; i < 88; ++i) bytes.push_back(static_cast<unsigned char>(random()));  // a forged `open`
     write_to_port(port, bytes);

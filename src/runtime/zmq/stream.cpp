@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -21,7 +22,7 @@ namespace fast::runtime::zmq {
 
 namespace {
 constexpr char kMagic[8] = {'F', 'A', 'S', 'T', 'S', 'T', 'R', 'M'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 // Small parts are read ahead into a buffer of this size (fewer calls for small records); larger
 // ones straight into their place (a part read ahead is copied once more).
 constexpr std::size_t kReadAheadBytes = 16 * 1024;
@@ -72,6 +73,15 @@ void check_stop(const StopCheck& stop) {
   FAST_ENFORCE_AS(core::IoError, why.empty(), "{}", why);
 }
 }  // namespace
+
+std::size_t record_chunk_bytes(std::size_t payload_bytes, unsigned helpers) {
+  if (helpers == 0) return kChunkBytes;
+  // A sixteenth of the record, as a power of two from 64 KiB to kChunkBytes: on a 16-core machine
+  // with 2 helpers, 64 KiB chunks made 256 KiB and 1 MiB records 1.3-1.9x faster than 256 KiB ones,
+  // and 256 KiB ones stayed the fastest from 4 MiB (docs/benchmarks.md (e), "Stream chunks").
+  constexpr std::size_t kParallelMinChunkBytes = 64 * 1024;
+  return std::clamp(std::bit_floor(payload_bytes / 16), kParallelMinChunkBytes, kChunkBytes);
+}
 
 int listen_stream(const std::string& host, const core::PortRange& ports, const std::vector<int>& avoid, int& port) {
   int fd = -1, error = EADDRINUSE;
@@ -221,8 +231,11 @@ void StreamWriter::send_all(std::span<const std::span<const std::byte>> parts, c
 
 void StreamWriter::write(const RecordHead& head, std::span<const std::byte> payload, const StopCheck& stop,
                          const WriteWait& wait) {
+  const unsigned helpers = pool_ ? pool_->helpers() : 0;
+  const std::size_t chunk_bytes = record_chunk_bytes(payload.size(), helpers);
   std::array<std::byte, kHeadBytes> plain{};
   put_u32(plain.data(), static_cast<std::uint32_t>(head.kind));
+  put_u32(plain.data() + 4, static_cast<std::uint32_t>(chunk_bytes));
   put_u64(plain.data() + 8, head.after);
   wire::encode_header(head.header, std::span<std::byte, wire::kHeaderBytes>(plain.data() + 16, wire::kHeaderBytes));
   Sealer::Tag head_tag{}, tag{};
@@ -234,16 +247,16 @@ void StreamWriter::write(const RecordHead& head, std::span<const std::byte> payl
     send_all(parts, stop, wait);
     return;
   }
-  if (pool_ && pool_->helpers() > 0 && payload.size() > kChunkBytes) {
+  if (helpers > 0 && payload.size() > chunk_bytes) {
     const std::span<const std::byte> parts[] = {head_bytes, head_tag};
-    write_parallel(parts, payload, stop, wait);
+    write_parallel(parts, payload, chunk_bytes, stop, wait);
     return;
   }
   // Chunk by chunk: each is sealed just before it is written (the head rides with the first), so
   // that the socket sends one chunk while the next is being sealed.
   bool first = true;
-  for (std::size_t at = 0; at < payload.size(); at += kChunkBytes) {
-    const std::span<const std::byte> chunk = payload.subspan(at, std::min(kChunkBytes, payload.size() - at));
+  for (std::size_t at = 0; at < payload.size(); at += chunk_bytes) {
+    const std::span<const std::byte> chunk = payload.subspan(at, std::min(chunk_bytes, payload.size() - at));
     std::byte* sealed = scratch_.data() + kHeadBytes;
     sealer_.seal(chunk, sealed, tag);
     const std::span<const std::byte> body =
@@ -260,8 +273,8 @@ void StreamWriter::write(const RecordHead& head, std::span<const std::byte> payl
 }
 
 void StreamWriter::write_parallel(std::span<const std::span<const std::byte>> head, std::span<const std::byte> payload,
-                                  const StopCheck& stop, const WriteWait& wait) {
-  const std::size_t chunks = (payload.size() + kChunkBytes - 1) / kChunkBytes;
+                                  std::size_t chunk_bytes, const StopCheck& stop, const WriteWait& wait) {
+  const std::size_t chunks = (payload.size() + chunk_bytes - 1) / chunk_bytes;
   // Up to `ahead` chunks are being sealed while chunk i is written: chunk i goes to slot i % ahead
   // of batches_ and tags, sealed by group i % ahead, which holds that one job.
   const std::size_t ahead = 2 * pool_->slots();
@@ -270,7 +283,7 @@ void StreamWriter::write_parallel(std::span<const std::span<const std::byte>> he
   std::vector<Sealer::Tag> tags(ahead);
   const std::uint64_t base = sealer_.counter();
   auto chunk = [&](std::size_t i) {
-    return payload.subspan(i * kChunkBytes, std::min(kChunkBytes, payload.size() - i * kChunkBytes));
+    return payload.subspan(i * chunk_bytes, std::min(chunk_bytes, payload.size() - i * chunk_bytes));
   };
   auto out = [&](std::size_t i) { return encrypts ? batches_.data() + i % ahead * kChunkBytes : nullptr; };
   std::vector<std::unique_ptr<SealPool::Group>> groups(ahead);
@@ -338,6 +351,21 @@ bool StreamReader::read_exact(std::byte* out, std::size_t n, const StopCheck& st
   return true;
 }
 
+void StreamReader::decode_head(std::span<const std::byte, kHeadBytes> bytes, RecordHead& head) {
+  const std::uint32_t kind = get_u32(bytes.data());
+  FAST_ENFORCE_AS(core::IoError, kind >= 1 && kind <= 3, "stream: unknown record kind {}", kind);
+  const std::uint32_t chunk = get_u32(bytes.data() + 4);
+  FAST_ENFORCE_AS(core::IoError, chunk >= kMinChunkBytes && chunk <= kChunkBytes && (chunk & (chunk - 1)) == 0,
+                  "stream: record {} declares chunks of {} bytes, expected a power of two from {} to {}",
+                  sealer_.counter() - 1, chunk, kMinChunkBytes, kChunkBytes);
+  head.kind = static_cast<RecordKind>(kind);
+  head.chunk_bytes = chunk;
+  head.after = get_u64(bytes.data() + 8);
+  head.header = wire::decode_header(std::span<const std::byte>(bytes.data() + 16, wire::kHeaderBytes),
+                                    {.max_payload_bytes = wire::Limits{}.max_payload_bytes, .world_size = 0});
+  chunk_bytes_ = chunk;
+}
+
 bool StreamReader::read_head(RecordHead& head, const StopCheck& stop) {
   std::array<std::byte, kHeadBytes> bytes{};
   Sealer::Tag tag{};
@@ -346,19 +374,14 @@ bool StreamReader::read_head(RecordHead& head, const StopCheck& stop) {
   FAST_ENFORCE_AS(core::IoError, sealer_.open(bytes, tag),
                   "stream: record {} failed authentication (tampered, replayed, reordered, or a wrong key)",
                   sealer_.counter());
-  const std::uint32_t kind = get_u32(bytes.data());
-  FAST_ENFORCE_AS(core::IoError, kind >= 1 && kind <= 3, "stream: unknown record kind {}", kind);
-  head.kind = static_cast<RecordKind>(kind);
-  head.after = get_u64(bytes.data() + 8);
-  head.header = wire::decode_header(std::span<const std::byte>(bytes.data() + 16, wire::kHeaderBytes),
-                                    {.max_payload_bytes = wire::Limits{}.max_payload_bytes, .world_size = 0});
+  decode_head(bytes, head);
   return true;
 }
 
 void StreamReader::read_payload(std::span<std::byte> out, const StopCheck& stop) {
   Sealer::Tag tag{};
-  for (std::size_t at = 0; at < out.size(); at += kChunkBytes) {
-    const std::span<std::byte> chunk = out.subspan(at, std::min(kChunkBytes, out.size() - at));
+  for (std::size_t at = 0; at < out.size(); at += chunk_bytes_) {
+    const std::span<std::byte> chunk = out.subspan(at, std::min(chunk_bytes_, out.size() - at));
     read_exact(chunk.data(), chunk.size(), stop, false);
     read_exact(tag.data(), tag.size(), stop, false);
     FAST_ENFORCE_AS(core::IoError, sealer_.open(chunk, tag),
@@ -405,25 +428,20 @@ long StreamReader::read_some(std::byte* out, std::size_t n, std::byte* then, std
 }
 
 void StreamReader::open_head() {
-  std::span<std::byte> bytes(head_bytes_.data(), kHeadBytes);
+  const std::span<std::byte, kHeadBytes> bytes(head_bytes_.data(), kHeadBytes);
   Sealer::Tag tag{};
   std::memcpy(tag.data(), head_bytes_.data() + kHeadBytes, tag.size());
   FAST_ENFORCE_AS(core::IoError, sealer_.open(bytes, tag),
                   "stream: record {} failed authentication (tampered, replayed, reordered, or a wrong key)",
                   sealer_.counter());
-  const std::uint32_t kind = get_u32(bytes.data());
-  FAST_ENFORCE_AS(core::IoError, kind >= 1 && kind <= 3, "stream: unknown record kind {}", kind);
-  record_.head.kind = static_cast<RecordKind>(kind);
-  record_.head.after = get_u64(bytes.data() + 8);
-  record_.head.header = wire::decode_header(std::span<const std::byte>(bytes.data() + 16, wire::kHeaderBytes),
-                                            {.max_payload_bytes = wire::Limits{}.max_payload_bytes, .world_size = 0});
+  decode_head(bytes, record_.head);
 }
 
 void StreamReader::open_chunk() {
   const std::size_t total = record_.head.header.payload_bytes;
-  const std::size_t end = std::min(chunk_at_ + kChunkBytes, total);
+  const std::size_t end = std::min(chunk_at_ + chunk_bytes_, total);
   const std::span<std::byte> chunk(record_.payload.get() + chunk_at_, end - chunk_at_);
-  if (opening_ && total > kChunkBytes) {  // a helper opens it while the next one is read
+  if (opening_ && total > chunk_bytes_) {  // a helper opens it while the next one is read
     if (chunk_at_ == 0) {
       first_nonce_ = sealer_.counter();
       handed_ = 0;
@@ -451,7 +469,7 @@ void StreamReader::finish_record() {
   const std::uint64_t failed = failed_nonce_;
   FAST_ENFORCE_AS(core::IoError, failed == ~std::uint64_t{0},
                   "stream: chunk {} failed authentication (tampered, replayed, reordered, or a wrong key)", failed);
-  sealer_.skip((record_.head.header.payload_bytes + kChunkBytes - 1) / kChunkBytes);
+  sealer_.skip((record_.head.header.payload_bytes + chunk_bytes_ - 1) / chunk_bytes_);
 }
 
 StreamReader::Step StreamReader::advance(const Allocate& allocate) {
@@ -473,7 +491,7 @@ StreamReader::Step StreamReader::advance(const Allocate& allocate) {
     }
     // The payload: each chunk, then its tag (read together when both are there).
     const std::size_t total = record_.head.header.payload_bytes;
-    const std::size_t chunk_end = std::min(chunk_at_ + kChunkBytes, total);
+    const std::size_t chunk_end = std::min(chunk_at_ + chunk_bytes_, total);
     const std::size_t rest = chunk_end - done_;
     const long got = read_some(record_.payload.get() + done_, rest, tag_.data() + tag_done_,
                                rest > 0 ? tag_.size() : tag_.size() - tag_done_);

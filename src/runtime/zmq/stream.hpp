@@ -3,19 +3,21 @@
 // (transport.hpp, "Streams"): records, each protected chunk by chunk by a Sealer.
 //
 // On the wire, after connect():
-//   preamble, clear: "FASTSTRM", u32 version (1), u32 the sender's process index, u64 the
+//   preamble, clear: "FASTSTRM", u32 version (2), u32 the sender's process index, u64 the
 //     receiver's offer id (which key to open the stream with);
-//   then records: a head chunk of kHeadBytes (u32 kind, u32 0, u64 `after`, the wire frame header
-//   of the message), its tag; then the payload (header.payload_bytes) in chunks of kChunkBytes
-//   (the last one shorter), each followed by its tag. Integers are little-endian.
+//   then records: a head chunk of kHeadBytes (u32 kind, u32 the record's chunk size, u64 `after`,
+//   the wire frame header of the message), its tag; then the payload (header.payload_bytes) in
+//   chunks of the declared size (the last one shorter), each followed by its tag. Integers are
+//   little-endian. The chunk size is a power of two from kMinChunkBytes to kChunkBytes, chosen by
+//   the writer per record (record_chunk_bytes); a reader refuses any other.
 // The first record is `open` (no payload): it proves the sender holds the key the receiver gave
 // it. A data record is one message; a bye record carries the sender's bye text.
 //
 // Parallel protection: a writer or reader given a SealPool with helpers seals (opens) the chunks of
-// a record of two chunks or more on the pool's slots, each with its own nonce as above, so the
-// bytes on the wire are the same as without a pool. The writer keeps up to twice the pool's slots
-// of chunks being sealed ahead and writes each one as soon as it is sealed, in order; the reader
-// opens each chunk on a helper as soon as it is read and delivers the record once all are open.
+// a record of two chunks or more on the pool's slots, each with its own nonce as above; sealed
+// alike, the chunks of a record are the same bytes on the wire as without a pool. The writer keeps up to twice the
+// pool's slots of chunks being sealed ahead and writes each one as soon as it is sealed, in order; the reader opens
+// each chunk on a helper as soon as it is read and delivers the record once all are open.
 //
 // Ownership: a writer or reader owns its socket (closed by the destructor); the pool, shared by
 // many, must outlive them.
@@ -50,12 +52,18 @@ struct StreamPreamble {
 
 struct RecordHead {
   RecordKind kind = RecordKind::open;
+  std::uint32_t chunk_bytes = 0;  // read_head: the record's chunk size; write() sets its own
   std::uint64_t after = 0;   // `open`: data frames the sender sent through ZeroMQ before the stream
   wire::FrameHeader header;  // data: the message's; bye: a u8 payload of the text
 };
 
 inline constexpr std::size_t kHeadBytes = 16 + wire::kHeaderBytes;
-inline constexpr std::size_t kChunkBytes = 256 * 1024;
+inline constexpr std::size_t kChunkBytes = 256 * 1024;    // the largest chunk, and the one without helpers
+inline constexpr std::size_t kMinChunkBytes = 16 * 1024;  // the smallest a reader accepts
+// The chunk size a writer with `helpers` seal helpers uses for a payload of `payload_bytes`:
+// kChunkBytes without helpers; with them, small enough that a record is split among the helpers
+// and the socket (a chunk is sealed while the one before it is written).
+std::size_t record_chunk_bytes(std::size_t payload_bytes, unsigned helpers);
 
 // Whether this process should stop waiting on a socket (asked every kSocketTimeoutMs while one
 // blocks); a non-empty answer aborts with core::IoError carrying it.
@@ -101,13 +109,13 @@ class StreamWriter {
   void send_all(std::span<const std::span<const std::byte>> parts, const StopCheck& stop, const WriteWait& wait);
   // The payload's chunks sealed on the pool ahead of the one being written (the head rides with the first).
   void write_parallel(std::span<const std::span<const std::byte>> head, std::span<const std::byte> payload,
-                      const StopCheck& stop, const WriteWait& wait);
+                      std::size_t chunk_bytes, const StopCheck& stop, const WriteWait& wait);
 
   int fd_;
   Sealer sealer_;
   SealPool* pool_;
   std::vector<std::byte> scratch_;   // head and one chunk's ciphertext
-  std::vector<std::byte> batches_;   // write_parallel: the ciphertext of the chunks sealed ahead
+  std::vector<std::byte> batches_;   // write_parallel: the ciphertext of the chunks sealed ahead (kChunkBytes each)
 };
 
 class StreamReader {
@@ -151,6 +159,8 @@ class StreamReader {
   // `then` (read ahead into buffer_ when n + m is small); returns how many; -1 at the stream's
   // end (core::IoError for an error).
   long read_some(std::byte* out, std::size_t n, std::byte* then = nullptr, std::size_t m = 0);
+  // The head's bytes, opened: checks and decodes them into `head` (and chunk_bytes_).
+  void decode_head(std::span<const std::byte, kHeadBytes> bytes, RecordHead& head);
   void open_head();   // advance(): the head and its tag are in: checks and decodes them
   void open_chunk();  // advance(): a chunk and its tag are in: opens it (or has a helper open it)
   void finish_record();  // advance(): every chunk is in: waits for the helpers' opens, checks them
@@ -166,6 +176,7 @@ class StreamReader {
   Record record_;
   int fd_;
   Sealer sealer_;
+  std::size_t chunk_bytes_ = kChunkBytes;  // the current record's chunk size (from its head)
   // Opening on the pool: the record's first chunk's nonce, its chunks handed out, and the lowest
   // nonce that failed to open (~0: none; written by helpers under the group's jobs).
   std::uint64_t first_nonce_ = 0, handed_ = 0;

@@ -95,9 +95,7 @@ void ZmqTransport::open_streams() {
   const unsigned helpers = seal_pool_->helpers();
   core::log(core::LogLevel::info, "zmq runtime: direct streams listen on tcp://{}{}{}:{}{}", v6 ? "[" : "", host,
             v6 ? "]" : "", stream_port_,
-            helpers == 0 ? std::string()
-                         : fmt::format("; {} helper thread{} seal and open their large messages (FAST_SEAL_THREADS)",
-                                       helpers, helpers == 1 ? "" : "s"));
+            helpers == 0 ? std::string() : fmt::format("; seal helper threads: {} (FAST_SEAL_THREADS)", helpers));
   for (const ProcessInfo& peer : table_)
     if (wants_stream(peer.rank)) offer_stream(peer.rank);
 }
