@@ -14,10 +14,11 @@
 // it. A data record is one message; a bye record carries the sender's bye text.
 //
 // Parallel protection: a writer or reader given a SealPool with helpers seals (opens) the chunks of
-// a record of two chunks or more on the pool's slots, each with its own nonce as above; sealed
-// alike, the chunks of a record are the same bytes on the wire as without a pool. The writer keeps up to twice the
-// pool's slots of chunks being sealed ahead and writes each one as soon as it is sealed, in order; the reader opens
-// each chunk on a helper as soon as it is read and delivers the record once all are open.
+// a record of two chunks or more on the pool's slots, each with its own nonce as above, so each
+// chunk is the same bytes on the wire as one sealed without a pool. The writer keeps up to twice
+// the pool's slots of chunks being sealed ahead and writes each one as soon as it is sealed, in
+// order; the reader opens each chunk on a helper as soon as it is read and delivers the record
+// once all are open.
 //
 // Ownership: a writer or reader owns its socket (closed by the destructor); the pool, shared by
 // many, must outlive them.
