@@ -487,13 +487,20 @@ TEST(Stream, ACutStreamFailsTheRead) {
   EXPECT_NE(read_all(Protection::aes_256_gcm, key_of(10), cut), "");
 }
 
-TEST(Stream, APreambleRoundTripsAndGarbageIsNotOne) {
+TEST(Stream, APreambleRoundTripsAnotherVersionIsReadAndGarbageIsNotOne) {
   Pair pair;
   write_preamble(pair.a, {.process = 3, .offer = 0x1122334455667788ull}, {});
   StreamPreamble got;
   ASSERT_TRUE(read_preamble(pair.b, got, {}));
   EXPECT_EQ(got.process, 3u);
   EXPECT_EQ(got.offer, 0x1122334455667788ull);
+  EXPECT_EQ(got.version, kStreamVersion);
+  // Another version's preamble is read, with its version, for the caller to refuse by name.
+  const unsigned char older[StreamPreamble::kBytes] = {'F', 'A', 'S', 'T', 'S', 'T', 'R', 'M', 1, 0, 0, 0, 2};
+  ASSERT_EQ(::send(pair.a, older, sizeof older, 0), static_cast<ssize_t>(sizeof older));
+  ASSERT_TRUE(read_preamble(pair.b, got, {}));
+  EXPECT_EQ(got.version, 1u);
+  EXPECT_EQ(got.process, 2u);
   const char garbage[StreamPreamble::kBytes] = "GET / HTTP/1.1\r\n\r\n";
   ASSERT_EQ(::send(pair.a, garbage, sizeof garbage, 0), static_cast<ssize_t>(sizeof garbage));
   EXPECT_FALSE(read_preamble(pair.b, got, {}));

@@ -151,7 +151,7 @@ TEST(ZmqSecurity, IntrudersAreRefusedAndLoggedAndTheRunStaysExact) {
 }
 
 // The direct streams' port (tcp without shared memory: docs/launch.md, "Encryption of the data
-// between hosts"): random bytes, a preamble with offers that are not open, and preambles naming
+// between hosts"): random bytes, a preamble of another stream version, and preambles naming
 // process 1 with every offer id a run of 2 processes hands out, each followed by an `open` record
 // that is not sealed with the key. Each connection is refused and logged; the run stays exact.
 void stream_attack(int port) {
@@ -159,6 +159,7 @@ void stream_attack(int port) {
   std::vector<unsigned char> junk(4096);
   for (auto& b : junk) b = static_cast<unsigned char>(random());
   write_to_port(port, junk);
+  write_to_port(port, {'F', 'A', 'S', 'T', 'S', 'T', 'R', 'M', 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0});
   for (std::uint64_t offer = 1; offer <= 4; ++offer) {  // process 1's offers are ids 1, 2, ...
     // The preamble (runtime/zmq/stream.hpp): magic, version 2, process 1, then the offer id.
     std::vector<unsigned char> bytes = {'F', 'A', 'S', 'T', 'S', 'T', 'R', 'M', 2, 0, 0, 0, 1, 0, 0, 0};
@@ -183,8 +184,10 @@ TEST(ZmqSecurity, IntrudersAtTheStreamPortAreRefusedAndLoggedAndTheRunStaysExact
   ASSERT_GT(port, 0) << log;
   int refusals = 0;
   for (std::size_t at = 0; (at = log.find("refused a stream connection", at)) != std::string::npos; ++at) ++refusals;
-  EXPECT_EQ(refusals, 5) << log;
+  EXPECT_EQ(refusals, 6) << log;
   EXPECT_NE(log.find("not a FAST stream"), std::string::npos) << log;
+  EXPECT_NE(log.find("a FAST stream of version 1 from process 1, this process reads version 2"), std::string::npos)
+      << log;
   EXPECT_NE(log.find("failed authentication"), std::string::npos) << log;
 }
 

@@ -22,7 +22,6 @@ namespace fast::runtime::zmq {
 
 namespace {
 constexpr char kMagic[8] = {'F', 'A', 'S', 'T', 'S', 'T', 'R', 'M'};
-constexpr std::uint32_t kVersion = 2;
 // Small parts are read ahead into a buffer of this size (fewer calls for small records); larger
 // ones straight into their place (a part read ahead is copied once more).
 constexpr std::size_t kReadAheadBytes = 16 * 1024;
@@ -146,7 +145,7 @@ int connect_stream(const std::string& host, int port, double timeout_seconds) {
 void write_preamble(int fd, const StreamPreamble& preamble, const StopCheck& stop) {
   std::array<std::byte, StreamPreamble::kBytes> bytes{};
   std::memcpy(bytes.data(), kMagic, 8);
-  put_u32(bytes.data() + 8, kVersion);
+  put_u32(bytes.data() + 8, kStreamVersion);
   put_u32(bytes.data() + 12, preamble.process);
   put_u64(bytes.data() + 16, preamble.offer);
   std::size_t done = 0;
@@ -173,7 +172,8 @@ bool read_preamble(int fd, StreamPreamble& preamble, const StopCheck& stop) {
     else
       fail("reading the preamble", n < 0 ? errno : ECONNRESET);
   }
-  if (std::memcmp(bytes.data(), kMagic, 8) != 0 || get_u32(bytes.data() + 8) != kVersion) return false;
+  if (std::memcmp(bytes.data(), kMagic, 8) != 0) return false;
+  preamble.version = get_u32(bytes.data() + 8);
   preamble.process = get_u32(bytes.data() + 12);
   preamble.offer = get_u64(bytes.data() + 16);
   return true;

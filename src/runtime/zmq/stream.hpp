@@ -45,8 +45,12 @@ namespace fast::runtime::zmq {
 
 enum class RecordKind : std::uint32_t { open = 1, data = 2, bye = 3 };
 
+// The stream format this build writes and reads (the preamble's version).
+inline constexpr std::uint32_t kStreamVersion = 2;
+
 struct StreamPreamble {
   static constexpr std::size_t kBytes = 24;
+  std::uint32_t version = kStreamVersion;  // read_preamble: the sender's
   std::uint32_t process = 0;
   std::uint64_t offer = 0;
 };
@@ -85,7 +89,8 @@ int listen_stream(const std::string& host, const core::PortRange& ports, const s
 int connect_stream(const std::string& host, int port, double timeout_seconds);
 // Sets up an accepted socket the same way.
 void setup_stream_socket(int fd);
-// Writes or reads the preamble (read: false when it is not one: wrong magic or version).
+// Writes or reads the preamble (read: false when it is not one: wrong magic; a FAST stream of
+// another version is read, with its version, for the caller to refuse by name).
 void write_preamble(int fd, const StreamPreamble& preamble, const StopCheck& stop);
 bool read_preamble(int fd, StreamPreamble& preamble, const StopCheck& stop);
 

@@ -219,8 +219,11 @@ void ZmqTransport::serve_stream(int fd, std::string address) {
   RecordHead head;
   try {
     StreamPreamble preamble;
-    if (!read_preamble(fd, preamble, handshake_stop))
-      FAST_THROW(InvalidArgument, "not a FAST stream (wrong magic or version)");
+    if (!read_preamble(fd, preamble, handshake_stop)) FAST_THROW(InvalidArgument, "not a FAST stream (wrong magic)");
+    FAST_ENFORCE(preamble.version == kStreamVersion,
+                 "a FAST stream of version {} from process {}, this process reads version {}: every process of a "
+                 "run needs the same FAST release",
+                 preamble.version, preamble.process, kStreamVersion);
     from = static_cast<int>(preamble.process);
     FAST_ENFORCE(preamble.process < table_.size() && from != process_, "claims process {}, not a peer",
                  preamble.process);
