@@ -460,7 +460,7 @@ TEST(Stream, RecordsInSmallChunksArriveIntactThroughEitherRead) {
           continue;
         }
         ASSERT_LT(completed, sizes.size());
-        EXPECT_EQ(r.current().head.chunk_bytes, kMinChunkBytes);
+        EXPECT_EQ(r.chunk_bytes(), kMinChunkBytes);
         const std::vector<std::byte> want = pattern(sizes[completed], static_cast<int>(completed));
         EXPECT_TRUE(std::equal(want.begin(), want.end(), r.current().payload.get())) << protection_name(p);
         ++completed;

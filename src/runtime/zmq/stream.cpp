@@ -359,7 +359,6 @@ void StreamReader::decode_head(std::span<const std::byte, kHeadBytes> bytes, Rec
                   "stream: record {} declares chunks of {} bytes, expected a power of two from {} to {}",
                   sealer_.counter() - 1, chunk, kMinChunkBytes, kChunkBytes);
   head.kind = static_cast<RecordKind>(kind);
-  head.chunk_bytes = chunk;
   head.after = get_u64(bytes.data() + 8);
   head.header = wire::decode_header(std::span<const std::byte>(bytes.data() + 16, wire::kHeaderBytes),
                                     {.max_payload_bytes = wire::Limits{}.max_payload_bytes, .world_size = 0});

@@ -57,7 +57,6 @@ struct StreamPreamble {
 
 struct RecordHead {
   RecordKind kind = RecordKind::open;
-  std::uint32_t chunk_bytes = 0;  // read_head: the record's chunk size; write() sets its own
   std::uint64_t after = 0;   // `open`: data frames the sender sent through ZeroMQ before the stream
   wire::FrameHeader header;  // data: the message's; bye: a u8 payload of the text
 };
@@ -136,6 +135,8 @@ class StreamReader {
   // that fails to open throws core::IoError ("failed authentication").
   bool read_head(RecordHead& head, const StopCheck& stop);
   int fd() const { return fd_; }
+  // The chunk size the last head read declared (read_head or advance; the writer chose it).
+  std::size_t chunk_bytes() const { return chunk_bytes_; }
 
   // Reading without blocking (the other way to read; not mixed with read_head/read_payload in
   // the middle of a record): advance() reads what the socket holds now into the record in
@@ -165,7 +166,7 @@ class StreamReader {
   // `then` (read ahead into buffer_ when n + m is small); returns how many; -1 at the stream's
   // end (core::IoError for an error).
   long read_some(std::byte* out, std::size_t n, std::byte* then = nullptr, std::size_t m = 0);
-  // The head's bytes, opened: checks and decodes them into `head` (and chunk_bytes_).
+  // The head's bytes, opened: checks and decodes them into `head` and chunk_bytes_.
   void decode_head(std::span<const std::byte, kHeadBytes> bytes, RecordHead& head);
   void open_head();   // advance(): the head and its tag are in: checks and decodes them
   void open_chunk();  // advance(): a chunk and its tag are in: opens it (or has a helper open it)
