@@ -71,7 +71,9 @@ void Window::Shared::serve() {
 
 void Window::Shared::answer(int src, std::uint32_t seq, std::shared_ptr<core::Buffer> data, std::int64_t ack) {
   const double now = ctx.now();
-  if (data) replies.push_back({data, ctx.send(src, tag(seq), std::as_const(*data).view()), src, now, true});
+  // The data goes to the runtime, which lets go of it once delivered (under sim at once: the
+  // requester posted its receive before its request); the reply keeps only the send's Work.
+  if (data) replies.push_back({nullptr, ctx.send_owned(src, tag(seq), std::move(data)), src, now, true});
   auto value = std::make_shared<std::int64_t>(ack);
   replies.push_back({value, ctx.send(src, tag(seq | kSeqLimit), i64_view(value.get(), 1)), src, now, false});
 }

@@ -60,7 +60,8 @@ struct Window::Shared {
   std::string name;
   std::unique_ptr<detail::CodecLinks> codec;  // null without a codec; used by the service activity only
 
-  // Answers (data and acknowledgement) being sent, with the memory they read; service only.
+  // Answers (data and acknowledgement) being sent; service only. An answer's data belongs to the
+  // runtime once sent (Context::send_owned), an acknowledgement's value is kept here.
   // `keep` is declared before `work`, so a Reply dropped before its send completed (the service
   // ending with an error) lets go of its send, which may still read the memory, before the memory.
   struct Reply {
@@ -83,7 +84,9 @@ struct Window::Shared {
   // runtime's operation time limit, as Work::wait). While answers holding data are under way it
   // waits in slices of about a millisecond and lets go of those that arrived between them
   // (reap(false)), so an answer's memory is held about as long as its transfer, not until the
-  // next request or payload (under sim: a simulated worker's step, thousands of them at once).
+  // next request or payload (under sim: a simulated worker's step, thousands of them at once;
+  // there the runtime lets go of it at the send already, since the requester posts its receive
+  // first, and the slices are events of the simulation like any other wait).
   // Rethrows w's error and what reap throws.
   void wait_reaping(const core::Work& w, bool idle);
   // Sends the answer to a request after the lock is released, without waiting for it: the service

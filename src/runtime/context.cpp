@@ -18,6 +18,13 @@ std::uint64_t Context::bytes_sent() const {
 
 double Context::operation_time_limit() const { return core::env_number(runtime_environment(), "FAST_OP_TIMEOUT"); }
 
+core::Work Context::send_owned(int peer, Tag tag, std::shared_ptr<const core::Buffer> data) {
+  FAST_ENFORCE_AS(core::InvalidArgument, data != nullptr, "send_owned to rank {} (tag {:#x}): no buffer", peer, tag);
+  std::vector<core::Work> sent;
+  sent.push_back(send(peer, tag, data->view()));
+  return core::Work::all(std::move(sent), std::move(data));
+}
+
 void Context::compute_overlapped(double flops, const std::function<void()>& work) {
   work();
   compute(flops);

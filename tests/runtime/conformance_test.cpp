@@ -358,6 +358,65 @@ TEST_P(Conformance, MismatchFailsTheReceiverNamingBothSizes) {
   });
 }
 
+// send_owned: each rank sends the next rank an owned buffer (400 KB, large under every runtime) and
+// drops its own pointer at once, twice: into a receive the receiver posted before the send (it
+// tells the sender so), with Combine::sum, and into one posted after the sender said it sent.
+// A third buffer of another length fails the receiver's posted receive with InvalidArgument,
+// its destination unchanged.
+TEST_P(Conformance, SendOwnedDeliversABufferItsSenderLetGoOf) {
+  run([](Context& ctx) {
+    constexpr std::size_t n = 100000;
+    const int next = (ctx.rank() + 1) % ctx.size(), prev = (ctx.rank() + ctx.size() - 1) % ctx.size();
+    const auto value = [](int rank, std::size_t i) { return static_cast<float>(i % 4096) + 0.25f * rank; };
+    const auto owned = [&](std::size_t length) {
+      auto b = std::make_shared<core::Buffer>(length, core::DType::f32);
+      for (std::size_t i = 0; i < length; ++i) b->as<float>()[i] = value(ctx.rank(), i);
+      return std::shared_ptr<const core::Buffer>(std::move(b));
+    };
+    std::vector<float> token(1, 1.0f), heard(1);
+    // 1. Posted first, adding into 0.5.
+    std::vector<float> first(n, 0.5f);
+    Work posted = ctx.recv(prev, user_tag(50), mview(first), Combine::sum);
+    Work told = ctx.send(prev, user_tag(51), cview(token));
+    ctx.recv(next, user_tag(51), mview(heard)).wait();  // next has posted its receive
+    Work sent = ctx.send_owned(next, user_tag(50), owned(n));
+    posted.wait();
+    sent.wait();
+    told.wait();
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(first[i], value(prev, i) + 0.5f) << i;
+    // 2. Posted after the sender said it sent.
+    sent = ctx.send_owned(next, user_tag(52), owned(n));
+    told = ctx.send(next, user_tag(53), cview(token));
+    ctx.recv(prev, user_tag(53), mview(heard)).wait();
+    std::vector<float> second(n);
+    ctx.recv(prev, user_tag(52), mview(second)).wait();
+    sent.wait();
+    told.wait();
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(second[i], value(prev, i)) << i;
+    // 3. Another length into a posted receive.
+    std::vector<float> third(n + 1, -2.0f);
+    posted = ctx.recv(prev, user_tag(54), mview(third));
+    told = ctx.send(prev, user_tag(55), cview(token));
+    ctx.recv(next, user_tag(55), mview(heard)).wait();
+    sent = ctx.send_owned(next, user_tag(54), owned(n));
+    try {
+      posted.wait();
+      ADD_FAILURE() << "a receive of " << n + 1 << " elements took a message of " << n;
+    } catch (const core::InvalidArgument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(std::to_string(n) + " x"), std::string::npos) << what;
+      EXPECT_NE(what.find(std::to_string(n + 1) + " x"), std::string::npos) << what;
+    }
+    try {
+      sent.wait();
+    } catch (const core::InvalidArgument&) {  // the threads runtime also fails the sender
+    }
+    told.wait();
+    EXPECT_EQ(third, std::vector<float>(n + 1, -2.0f));
+    EXPECT_THROW((void)ctx.send_owned(next, user_tag(56), nullptr), core::InvalidArgument);
+  });
+}
+
 TEST_P(Conformance, SpawnedActivitiesShareMutexAndCondVarAndReportErrors) {
   run([](Context& ctx) {
     std::unique_ptr<Mutex> m = ctx.make_mutex();

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/star_cluster.hpp"
@@ -353,6 +356,131 @@ TEST(SimPayload, ADeliveryOnAComputeThreadEndsBeforeTheLentBufferIsSwappedIn) {
 }
 
 }  // namespace lend
+
+namespace owned {
+
+constexpr Tag kTag = make_tag(TagKind::user, 7, 0);
+
+struct Seen {
+  std::vector<float> plain, owned;      // what ranks 1 and 2 received
+  double plain_at = -1, owned_at = -1;  // simulated times at which their receives completed
+  double sent_at = -1;                  // when rank 0 sent
+  bool gone_at_send = false;
+  bool gone_at_arrival = false;  // once the send completed
+  bool gone_at_end = false;
+  LinkStats stats;  // rank 0 to rank 2
+};
+
+// Rank 0 sends `n` floats (i / 4) at 0.1 s to rank 1 (send, from memory it keeps) and to rank 2
+// (send_owned, keeping only a weak pointer); ranks 1 and 2 post their receives at 0 or, late, at
+// kLate. The two transfers share rank 0's link alike, so a receive that completes when its
+// transfer arrives completes at the same simulated time in both.
+Seen exchange(bool late, std::size_t n, int threads) {
+  Seen seen;
+  seen.plain.assign(n, -1.0f);
+  seen.owned.assign(n, -1.0f);
+  sim::World world({.size = 3, .cluster = testing::star_cluster(3), .compute_threads = threads});
+  world.run([&](Context& ctx) {
+    if (ctx.rank() == 0) {
+      ctx.sleep(0.1);  // a receive posted at 0 is posted first
+      auto data = std::make_shared<core::Buffer>(n, core::DType::f32);
+      for (std::size_t i = 0; i < n; ++i) data->as<float>()[i] = static_cast<float>(i) / 4;
+      const core::Buffer kept = core::Buffer::copy_of(std::as_const(*data).view());
+      const std::weak_ptr<core::Buffer> watch = data;
+      seen.sent_at = ctx.now();
+      Work plain = ctx.send(1, kTag, kept.view());
+      Work sent = ctx.send_owned(2, kTag, std::move(data));
+      seen.gone_at_send = watch.expired();
+      plain.wait();
+      sent.wait();
+      seen.gone_at_arrival = watch.expired();
+      ctx.sleep(2 * kLate);
+      seen.gone_at_end = watch.expired();
+      seen.stats = ctx.link_stats(2);
+      return;
+    }
+    if (late) ctx.sleep(kLate);
+    std::vector<float>& got = ctx.rank() == 1 ? seen.plain : seen.owned;
+    ctx.recv(0, kTag, mview(got)).wait();
+    (ctx.rank() == 1 ? seen.plain_at : seen.owned_at) = ctx.now();
+  });
+  return seen;
+}
+
+std::vector<float> quarters(std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i) / 4;
+  return v;
+}
+
+// Into a receive posted first the bytes move at the send (inline without a pool: the buffer is gone
+// before send_owned returns), and the receive completes when the transfer arrives, as send's.
+TEST(SimPayload, AnOwnedBufferGoesAtTheSendIntoAReceivePostedFirst) {
+  constexpr std::size_t n = 1000;
+  const Seen seen = exchange(false, n, 1);
+  EXPECT_EQ(seen.owned, quarters(n));
+  EXPECT_EQ(seen.plain, quarters(n));
+  EXPECT_TRUE(seen.gone_at_send);
+  EXPECT_EQ(seen.owned_at, seen.plain_at);
+  EXPECT_GT(seen.owned_at, seen.sent_at + 1e-3);  // at least the link's latency after the send
+  EXPECT_EQ(seen.stats.bytes_sent, n * sizeof(float));
+  EXPECT_EQ(seen.stats.messages_sent, 1u);
+}
+
+// A late receive: the message holds the buffer (after the send completed too) until it is
+// delivered, then lets go of it.
+TEST(SimPayload, AnOwnedBufferOfALateReceiveGoesWhenDelivered) {
+  constexpr std::size_t n = 1000;
+  const Seen seen = exchange(true, n, 1);
+  EXPECT_EQ(seen.owned, quarters(n));
+  EXPECT_FALSE(seen.gone_at_send);
+  EXPECT_FALSE(seen.gone_at_arrival);
+  EXPECT_TRUE(seen.gone_at_end);
+  EXPECT_EQ(seen.owned_at, seen.plain_at);
+}
+
+// With a pool, a large message (past kBesideBytes) moves on a compute thread: the bytes are there
+// and the receive completes as send's; the buffer is gone by the end.
+TEST(SimPayload, AnOwnedBufferMovesOnAComputeThreadWithAPool) {
+  constexpr std::size_t n = 100000;  // 400 KB
+  const Seen seen = exchange(false, n, 2);
+  EXPECT_EQ(seen.owned, quarters(n));
+  EXPECT_EQ(seen.plain, quarters(n));
+  EXPECT_TRUE(seen.gone_at_end);
+  EXPECT_EQ(seen.owned_at, seen.plain_at);
+  EXPECT_GT(seen.owned_at, seen.sent_at + 1e-3);
+}
+
+// A posted receive of another length fails when the transfer arrives, as a delivery then would,
+// its destination unchanged; with and without a pool.
+TEST(SimPayload, AnOwnedBufferOfAnotherLengthFailsTheReceivePostedFirst) {
+  for (const int threads : {1, 2}) {
+    constexpr std::size_t n = 100000;
+    std::vector<float> got(n + 1, -3.0f);
+    std::string error;
+    double sent_at = -1, failed_at = -1;
+    sim::World world({.size = 2, .cluster = testing::star_cluster(2), .compute_threads = threads});
+    world.run([&](Context& ctx) {
+      if (ctx.rank() == 0) {
+        ctx.sleep(0.1);
+        sent_at = ctx.now();
+        ctx.send_owned(1, kTag, std::make_shared<const core::Buffer>(n, core::DType::f32)).wait();
+        return;
+      }
+      try {
+        ctx.recv(0, kTag, mview(got)).wait();
+      } catch (const core::InvalidArgument& e) {
+        error = e.what();
+        failed_at = ctx.now();
+      }
+    });
+    EXPECT_NE(error.find("sent 100000 x f32, receiver expects 100001 x f32"), std::string::npos) << error;
+    EXPECT_GT(failed_at, sent_at + 1e-3) << threads;
+    EXPECT_EQ(got, std::vector<float>(n + 1, -3.0f)) << threads;
+  }
+}
+
+}  // namespace owned
 
 }  // namespace
 }  // namespace fast::runtime

@@ -133,6 +133,16 @@ class Context {
   // Sends the viewed elements to `peer` under `tag`. The memory must stay unmodified and valid
   // until the returned Work completes (the runtime may read it in place). Sending to oneself works.
   virtual core::Work send(int peer, Tag tag, core::ConstView data) = 0;
+  // Sends the elements of *data, as send does, from a buffer the runtime holds from now on and lets
+  // go of once no delivery needs it: for a message formed in memory of its own (a window's
+  // answer), which its sender would otherwise keep until the send completes. The Work completes
+  // as send's does; *data must not change. The default sends data's view and keeps data until the
+  // Work completes or is dropped; `sim` copies the elements into a receive posted before the send
+  // at once (on a compute thread when the world has a pool) and lets go of data then, long before
+  // the simulated transfer arrives: the receive still completes when it arrives, with the same
+  // outcome as a delivery then (a receive of another dtype or length fails, its destination
+  // unchanged). Failure: InvalidArgument when data is null; otherwise as send.
+  virtual core::Work send_owned(int peer, Tag tag, std::shared_ptr<const core::Buffer> data);
   // Receives the message `peer` sent under `tag` into dst, which must have the message's dtype and
   // length (the receive fails with InvalidArgument otherwise). With Combine::sum, adds it into dst.
   virtual core::Work recv(int peer, Tag tag, core::MutableView dst, Combine combine = Combine::copy) = 0;

@@ -68,20 +68,67 @@ bool wait_transfer(WorldState& world, Message& m, double timeout_seconds) {
 }
 
 namespace {
-// The receive's end, once its bytes are in: the counters, or the error of the move.
+// The receive's end, once its bytes are in: the counters, or the error of the move. An owned
+// buffer (send_owned) goes now: nothing reads a delivered message's bytes again.
 void finish_delivery(RecvOp& recv, const Message& m, std::exception_ptr error) {
+  if (m.data->owned()) (void)m.data->hand_over();
   if (!error && recv.counters != nullptr) {
     LinkCounters& c = recv.counters[static_cast<std::size_t>(m.src)];
-    c.bytes_received += m.data->view().bytes();
+    c.bytes_received += m.data->bytes();
     c.messages_received += 1;
   }
   recv.error = std::move(error);
   recv.done = true;
 }
+
+// The end of a receive whose bytes went in at the send (deliver_early): the move's outcome.
+void finish_early(RecvOp& recv, const Message& m) {
+  m.early->wait();
+  finish_delivery(recv, m, m.early->error);
+}
 }  // namespace
+
+void deliver_early(WorldState& world, Message& m, const std::shared_ptr<RecvOp>& recv) noexcept {
+  if (!m.data->owned() || recv->kind == RecvOp::Kind::held || recv->done || recv->cancelled) return;
+  std::shared_ptr<EarlyDelivery> early;
+  try {
+    early = std::make_shared<EarlyDelivery>();
+  } catch (const std::bad_alloc&) {  // then delivered when its transfer arrives, as any message
+    return;
+  }
+  const int src = m.src, dst = m.dst;
+  const Tag tag = m.tag;
+  // Reads the buffer and writes the receive's destination only, then lets go of the buffer.
+  const auto move = [early, recv, src, dst, tag] {
+    try {
+      if (recv->kind == RecvOp::Kind::buffer)
+        detail::deliver_into(early->bytes->view(), *recv->out);
+      else
+        detail::deliver_into(early->bytes->view(), recv->dst_view, recv->combine, src, dst, tag);
+    } catch (...) {
+      early->error = std::current_exception();
+    }
+    early->bytes.reset();
+  };
+  early->bytes = m.data->hand_over();
+  m.early = early;
+  m.delivered = true;  // its bytes are in the receive or on their way there: nothing keeps them again
+  if (ComputePool* pool = world.compute_pool(); pool != nullptr && m.data->bytes() >= kBesideBytes) {
+    try {
+      early->done = pool->submit(move).share();
+      return;
+    } catch (const std::bad_alloc&) {  // no memory for the task: the move runs here instead
+    }
+  }
+  move();
+}
 
 void deliver(RecvOp& recv) {
   if (recv.done) return;
+  if (recv.message->early) {  // moved at the send
+    finish_early(recv, *recv.message);
+    return;
+  }
   if (recv.kind == RecvOp::Kind::held) {  // read later where it is (read_held), not moved now
     recv.done = true;
     return;
@@ -134,8 +181,13 @@ void deliver_beside(WorldState& world, RecvOp& recv) {
   if (recv.done) return;
   Message& m = *recv.message;
   ComputePool* pool = world.compute_pool();
-  if (m.data->view().bytes() < kBesideBytes || recv.kind == RecvOp::Kind::held) {
+  if (m.data->bytes() < kBesideBytes || recv.kind == RecvOp::Kind::held) {
     deliver(recv);
+    return;
+  }
+  if (m.early) {  // moved at the send: the yield of a delivery here, so that the events are the same
+    finish_early(recv, m);
+    sg::this_actor::yield();
     return;
   }
   if (pool == nullptr) {
@@ -219,14 +271,17 @@ bool Payload::withdraw_spare(bool restore) {
 
 void Message::release_source() {
   if (delivering.valid()) delivering.wait();  // a compute thread still reads the sender's memory
-  if (delivered || failed) return;
+  if (failed || (delivered && !early)) return;
   if (arrived)
     if (const std::shared_ptr<RecvOp> recv = receive.lock();
         recv && !recv->done && !recv->cancelled && recv->kind != RecvOp::Kind::held) {
-      deliver(*recv);  // sets delivered: the receive reads nothing more from this message
+      // Sets delivered: the receive reads nothing more from this message. A message moved at the
+      // send (early) ends its receive here all the same, so the receiver's wait sees what it
+      // would see after a delivery here.
+      deliver(*recv);
       return;
     }
-  data->keep();  // also for a held receive: its receiver reads the message later
+  if (!early) data->keep();  // also for a held receive: its receiver reads the message later
 }
 
 void read_held(WorldState& world, std::span<const std::shared_ptr<RecvOp>> ops, core::DType dtype, std::size_t numel,
@@ -264,7 +319,7 @@ void read_held(WorldState& world, std::span<const std::shared_ptr<RecvOp>> ops, 
   if (error) std::rethrow_exception(error);
   for (const std::shared_ptr<RecvOp>& op : ops) {
     LinkCounters& c = op->counters[static_cast<std::size_t>(op->message->src)];
-    c.bytes_received += op->message->data->view().bytes();
+    c.bytes_received += op->message->data->bytes();
     c.messages_received += 1;
   }
 }
@@ -307,7 +362,8 @@ bool SendWork::wait_for(double timeout_seconds) {
   return true;
 }
 
-void RecvWork::fail(std::exception_ptr e) {
+void RecvWork::fail(std::exception_ptr e) const {
+  if (op_->message && op_->message->early) op_->message->early->wait();  // it writes the destination
   op_->error = std::move(e);
   op_->done = true;
 }
@@ -318,6 +374,7 @@ RecvWork::~RecvWork() {
     world_.inbox(op_->dst).cancel(*op_);
     return;
   }
+  if (op_->message->early) op_->message->early->wait();  // it writes the destination: it ends first
   // Matched: the message was consumed, so it is delivered (the memory is still valid by contract),
   // unless this worker is being killed or the world aborted.
   if (world_.lost(op_->dst) || world_.aborted()) return;
@@ -333,8 +390,7 @@ bool RecvWork::completed() const {
   try {
     if (transfer_arrived(world_, *op_->message)) deliver(*op_);
   } catch (const std::exception&) {
-    op_->error = std::current_exception();
-    op_->done = true;
+    fail(std::current_exception());
   }
   return op_->done;
 }

@@ -15,6 +15,11 @@
 // all of the call's messages are in (read_held), and until then the message counts as not
 // delivered. The send completes when its transfer has arrived, whether or not it was matched.
 //
+// A send of a buffer the runtime owns (SimContext::send_owned) that finds its receive posted
+// moves its bytes into it at once (deliver_early) and lets go of the buffer; the receive still
+// completes when the transfer arrives, as above, so the simulated events are those of a delivery
+// then, and only the memory held meanwhile differs.
+//
 // Waits never use an OS primitive: a receive not yet matched sleeps on the inbox's SimGrid
 // condition variable; a transfer under way is waited with Comm::wait_any_for, which (unlike
 // Comm::wait_for) does not cancel the transfer when the wait times out. All limits are simulated
@@ -50,7 +55,10 @@ struct LinkCounters {
 // read the sender's memory for deliveries under way (note_read).
 class Payload {
  public:
-  explicit Payload(core::ConstView source) : source_(source) {}
+  explicit Payload(core::ConstView source) : source_(source), bytes_(source.bytes()) {}
+  // A buffer the runtime owns (SimContext::send_owned): it is the copy from the start.
+  explicit Payload(std::shared_ptr<const core::Buffer> owned)
+      : source_(owned->view()), copy_(std::move(owned)), bytes_(source_.bytes()), owned_(true) {}
   // What a delivery reads: the copy once made, else the sender's memory (valid and unchanged while
   // any send of it is under way, by Context::send's contract).
   core::ConstView view() const { return copy_ ? copy_->view() : source_; }
@@ -61,6 +69,15 @@ class Payload {
   // what the allocation throws.
   void keep();
   bool copied() const noexcept { return copy_ != nullptr; }
+  // The bytes sent (also once handed over).
+  std::size_t bytes() const noexcept { return bytes_; }
+  // Whether it is a buffer the runtime owns, not yet handed over.
+  bool owned() const noexcept { return owned_ && copy_ != nullptr; }
+  // Gives up the owned buffer to its early delivery (deliver_early): view() is empty from then on.
+  std::shared_ptr<const core::Buffer> hand_over() noexcept {
+    source_ = {};
+    return std::move(copy_);
+  }
   // The number of messages that share this payload (SimContext::payload_of counts them).
   std::size_t messages() const noexcept { return messages_; }
   void add_message() noexcept { ++messages_; }
@@ -78,6 +95,8 @@ class Payload {
  private:
   core::ConstView source_;
   std::shared_ptr<const core::Buffer> copy_;
+  std::size_t bytes_ = 0;
+  bool owned_ = false;
   std::size_t messages_ = 0;
   std::vector<std::shared_future<void>> reads_;
   core::MutableView target_;
@@ -87,6 +106,19 @@ class Payload {
 };
 
 struct RecvOp;
+
+// The move of an owned message's bytes into its receive at the send (deliver_early): `done` is
+// valid while it runs on a compute thread (invalid: it ran inline); `error` is the move's outcome
+// (another dtype or length), read once `done` is waited for. The move lets go of `bytes` when it
+// ends.
+struct EarlyDelivery {
+  std::shared_future<void> done;
+  std::shared_ptr<const core::Buffer> bytes;
+  std::exception_ptr error;
+  void wait() const {
+    if (done.valid()) done.wait();
+  }
+};
 
 struct Message {
   int src = 0;
@@ -105,10 +137,14 @@ struct Message {
   // sender's memory:
   // release_source() waits for it before the sender may change that memory.
   std::shared_future<void> delivering;
+  // Set when its bytes went into its receive at the send (deliver_early); that receive's delivery
+  // then only waits for the move and takes its outcome.
+  std::shared_ptr<EarlyDelivery> early;
   // The sender may change the memory from now on. A message still to be delivered is delivered
   // now when its transfer has arrived and its receive is matched (the bytes the receiver would
   // read later, written into the memory it posted, which only the receive may touch until it
-  // completes); otherwise it keeps a copy. Defined in op.cpp.
+  // completes); otherwise it keeps a copy (an owned buffer is one already). A message moved at the
+  // send (early) ends its arrived, matched receive here too, as that delivery would. Defined in op.cpp.
   void release_source();
 };
 
@@ -141,6 +177,14 @@ struct RecvOp {
 bool wait_transfer(WorldState& world, Message& message, double timeout_seconds);
 // Whether the transfer arrived, without blocking (a failed one throws as above).
 bool transfer_arrived(WorldState& world, Message& message);
+
+// An owned message (Payload::owned) matched at its send with a receive posted before it (not held,
+// not done): marks it delivered and moves its bytes into the receive now, on a compute thread
+// when the world has a pool and the message holds at least kBesideBytes, else inline; the move
+// lets go of the buffer as it ends. The receive's destination is the receiver's alone until the
+// receive completes, which waits for the move (deliver, ~RecvWork). Nothing for other messages.
+// Does not throw: a move that fails (another dtype or length) fails the receive when it completes.
+void deliver_early(WorldState& world, Message& m, const std::shared_ptr<RecvOp>& recv) noexcept;
 
 // Copies or adds the arrived message into the receive, sets done (with an error on a mismatch of
 // dtype or length) and counts the bytes received. Nothing when the receive is done already (its
@@ -197,7 +241,7 @@ class RecvWork final : public core::WorkImpl {
   std::exception_ptr error() const override { return op_->error; }
 
  private:
-  void fail(std::exception_ptr e);
+  void fail(std::exception_ptr e) const;  // the receive ends with e (after an early move ended)
   std::shared_ptr<RecvOp> op_;
   WorldState& world_;
 };

@@ -111,29 +111,46 @@ void SimContext::memory_traffic(double bytes) {
   compute(bytes / bandwidth * world_.host(rank_)->get_speed());
 }
 
-core::Work SimContext::send(int peer, Tag tag, core::ConstView data) {
-  check_peer(*this, peer, "send");
+std::optional<core::Work> SimContext::refuse_send(int peer, Tag tag, const char* what) {
+  check_peer(*this, peer, what);
   // A lost peer first (also when its loss aborted the world): the send's own cause.
   if (world_.lost(peer) && !world_.lost(rank_))
     return core::Work::failed(std::make_exception_ptr(core::PeerLost(fmt::format(
-        "send from rank {} to rank {} (tag {:#x}) failed: {}", rank_, peer, tag, world_.lost_message(peer)))));
-  check_alive("send");
+        "{} from rank {} to rank {} (tag {:#x}) failed: {}", what, rank_, peer, tag, world_.lost_message(peer)))));
+  check_alive(what);
+  return std::nullopt;
+}
+
+std::shared_ptr<SendWork> SimContext::start_send(int peer, Tag tag, std::shared_ptr<Payload> payload) {
   LinkCounters& c = counters_[static_cast<std::size_t>(peer)];
-  c.bytes_sent += data.bytes();
+  c.bytes_sent += payload->bytes();
   c.messages_sent += 1;
   auto m = std::make_shared<Message>();
   m->src = rank_;
   m->dst = peer;
   m->tag = tag;
-  m->data = payload_of(data);
-  m->transfer = sg::Comm::sendto_async(world_.host(rank_), world_.host(peer), data.bytes());
-  if (std::shared_ptr<RecvOp> recv = world_.inbox(peer).post_message(m)) {
-    (void)recv;  // the receive completes on its own side once the transfer arrives
-  }
-  auto work = std::make_shared<SendWork>(std::move(m), world_);
+  m->data = std::move(payload);
+  m->transfer = sg::Comm::sendto_async(world_.host(rank_), world_.host(peer), m->data->bytes());
+  // A receive matched now completes on its own side once the transfer arrives; an owned
+  // message's bytes go into it at once.
+  if (const std::shared_ptr<RecvOp> recv = world_.inbox(peer).post_message(m)) deliver_early(world_, *m, recv);
+  return std::make_shared<SendWork>(std::move(m), world_);
+}
+
+core::Work SimContext::send(int peer, Tag tag, core::ConstView data) {
+  if (std::optional<core::Work> refused = refuse_send(peer, tag, "send")) return std::move(*refused);
+  std::shared_ptr<SendWork> work = start_send(peer, tag, payload_of(data));
   last_send_ = work;
   last_source_ = data.data();
   return core::Work(std::move(work));
+}
+
+core::Work SimContext::send_owned(int peer, Tag tag, std::shared_ptr<const core::Buffer> data) {
+  FAST_ENFORCE_AS(core::InvalidArgument, data != nullptr, "send_owned to rank {} (tag {:#x}): no buffer", peer, tag);
+  if (std::optional<core::Work> refused = refuse_send(peer, tag, "send_owned")) return std::move(*refused);
+  auto payload = std::make_shared<Payload>(std::move(data));
+  payload->add_message();
+  return core::Work(start_send(peer, tag, std::move(payload)));
 }
 
 // Context::send lets no one change the memory of a send under way, so a message reads it in place

@@ -33,6 +33,9 @@ class SimContext final : public Context {
   void memory_traffic(double bytes) override;
 
   core::Work send(int peer, Tag tag, core::ConstView data) override;
+  // Into a receive posted before it, the bytes move at once and the buffer goes (op.hpp:
+  // deliver_early); otherwise the message holds the buffer until it is delivered.
+  core::Work send_owned(int peer, Tag tag, std::shared_ptr<const core::Buffer> data) override;
   core::Work recv(int peer, Tag tag, core::MutableView dst, Combine combine) override;
   core::Work recv(int peer, Tag tag, core::Buffer& out) override;
   core::Work recv_any(Tag tag, core::Buffer& out, int& source) override;
@@ -58,6 +61,11 @@ class SimContext final : public Context {
 
  private:
   core::Work post_recv(std::shared_ptr<RecvOp> op);
+  // A send's failure before it starts: a lost peer's PeerLost as a failed Work (null: none);
+  // throws when this worker is lost.
+  std::optional<core::Work> refuse_send(int peer, Tag tag, const char* what);
+  // Counts, starts the transfer of and posts a message of `payload`; its Work.
+  std::shared_ptr<SendWork> start_send(int peer, Tag tag, std::shared_ptr<Payload> payload);
   void simulate_work(double flops);
   void check_alive(const char* what) const;
   std::shared_ptr<Payload> payload_of(core::ConstView data);
