@@ -37,15 +37,20 @@ class RunEnding {
     int from = kCheckpoint;
     for (;;) {
       int stage = from;
+      // The loss leaves its handler before the regrouping, which communicates: under sim the other
+      // actors run on this thread meanwhile, and the C++ runtime keeps one stack of caught
+      // exceptions per thread, so their handlers' ends could end this one's and free the exception.
+      std::optional<core::PeerLost> lost;
       try {
         run_stages(stage);
         break;
-      } catch (const core::PeerLost& lost) {
+      } catch (const core::PeerLost& e) {
         if (!elastic_ && !asynchronous_regroups_) throw;
-        from = regroup(lost, stage);
-        if (from == kBarrier) break;  // every member had every result
-        if (from <= kTotals) out_.totals.reset();
+        lost.emplace(e);
       }
+      from = regroup(*lost, stage);
+      if (from == kBarrier) break;  // every member had every result
+      if (from <= kTotals) out_.totals.reset();
     }
     if (in_.asynchronous) loop_.record_membership();  // losses in the end that the runtime reported
     if (elastic_) finish_elastic();

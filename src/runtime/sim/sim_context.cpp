@@ -285,9 +285,10 @@ std::optional<std::size_t> SimContext::try_recv(int peer, Tag tag, core::Mutable
   recv.combine = combine;
   recv.counters = counters_.get();
   recv.message = m;
+  const std::size_t numel = m->data->view().numel();  // before the delivery, which lets go of an owned buffer
   deliver(recv);
   if (recv.error) std::rethrow_exception(recv.error);
-  return m->data->view().numel();
+  return numel;
 }
 
 namespace {
