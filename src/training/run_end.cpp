@@ -37,9 +37,7 @@ class RunEnding {
     int from = kCheckpoint;
     for (;;) {
       int stage = from;
-      // The loss leaves its handler before the regrouping, which communicates: under sim the other
-      // actors run on this thread meanwhile, and the C++ runtime keeps one stack of caught
-      // exceptions per thread, so their handlers' ends could end this one's and free the exception.
+      // The loss is kept for the regrouping after the handler (which communicates).
       std::optional<core::PeerLost> lost;
       try {
         run_stages(stage);

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <mutex>
 
+#include "sim_sync.hpp"
+
 namespace fast::runtime::sim {
 
-Inbox::Inbox(WorldState& world)
-    : world_(world), mutex_(simgrid::s4u::Mutex::create()), cv_(simgrid::s4u::ConditionVariable::create()) {}
+Inbox::Inbox(WorldState& world) : world_(world), mutex_(new_mutex()), cv_(new_condition_variable()) {}
 
 std::shared_ptr<RecvOp> Inbox::post_message(const std::shared_ptr<Message>& message) {
   std::shared_ptr<RecvOp> recv = matcher_.post_message(message);
@@ -41,6 +42,7 @@ void Inbox::cancel(RecvOp& recv) {
 }
 
 bool Inbox::sleep(double timeout_seconds, const std::function<bool()>& ready) {
+  KeepCaughtExceptions keep;  // locking, waiting and unlocking are simcalls
   std::unique_lock<simgrid::s4u::Mutex> lock(*mutex_);
   if (ready()) return true;  // checked again once locked: locking is a simcall, other actors ran
   if (timeout_seconds < 0) {
@@ -50,6 +52,9 @@ bool Inbox::sleep(double timeout_seconds, const std::function<bool()>& ready) {
   return cv_->wait_for(lock, timeout_seconds) == std::cv_status::no_timeout;
 }
 
-void Inbox::wake() { cv_->notify_all(); }
+void Inbox::wake() {
+  KeepCaughtExceptions keep;
+  cv_->notify_all();
+}
 
 }  // namespace fast::runtime::sim

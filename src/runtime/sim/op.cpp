@@ -15,6 +15,7 @@
 #include "compute_pool.hpp"
 #include "fast/core/error.hpp"
 #include "mailbox.hpp"
+#include "sim_sync.hpp"
 #include "world_state.hpp"
 
 namespace fast::runtime::sim {
@@ -46,6 +47,7 @@ void move_payload(core::ConstView in, const Message& m, RecvOp& recv) {
 bool transfer_arrived(WorldState& world, Message& m) {
   if (m.arrived) return true;
   try {
+    KeepCaughtExceptions keep;
     if (m.transfer->test()) m.arrived = true;
   } catch (const simgrid::Exception&) {
     m.failed = true;
@@ -58,6 +60,7 @@ bool wait_transfer(WorldState& world, Message& m, double timeout_seconds) {
   if (m.arrived) return true;
   try {
     // wait_any_for, not wait_for: a timed-out Comm::wait_for cancels the transfer for everyone.
+    KeepCaughtExceptions keep;
     if (simgrid::s4u::Comm::wait_any_for({m.transfer}, timeout_seconds) < 0) return false;
     m.arrived = true;
   } catch (const simgrid::Exception&) {
@@ -167,7 +170,7 @@ void read_beside(ComputePool& pool, std::span<Message* const> messages, const st
   }
   std::exception_ptr yielded;
   try {
-    sg::this_actor::yield();
+    yield_to_others();
   } catch (...) {
     yielded = std::current_exception();  // this actor is killed: the read still ends first
   }
@@ -187,12 +190,12 @@ void deliver_beside(WorldState& world, RecvOp& recv) {
   }
   if (m.early) {  // moved at the send: the yield of a delivery here, so that the events are the same
     finish_early(recv, m);
-    sg::this_actor::yield();
+    yield_to_others();
     return;
   }
   if (pool == nullptr) {
     deliver(recv);
-    sg::this_actor::yield();
+    yield_to_others();
     return;
   }
   m.delivered = true;
@@ -312,7 +315,7 @@ void read_held(WorldState& world, std::span<const std::shared_ptr<RecvOp>> ops, 
     read();
   } else if (pool == nullptr) {
     read();
-    sg::this_actor::yield();
+    yield_to_others();
   } else {
     read_beside(*pool, messages, read);
   }

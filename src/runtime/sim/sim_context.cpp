@@ -21,8 +21,8 @@ SimContext::SimContext(int rank, WorldState& world)
     : rank_(rank),
       world_(world),
       counters_(std::make_unique<LinkCounters[]>(static_cast<std::size_t>(world.size()))),
-      sleep_mutex_(sg::Mutex::create()),
-      sleep_cv_(sg::ConditionVariable::create()) {
+      sleep_mutex_(new_mutex()),
+      sleep_cv_(new_condition_variable()) {
   world_.watch(sleep_cv_);  // woken when a worker is lost
 }
 
@@ -42,6 +42,7 @@ void SimContext::sleep(double seconds) {
   // A condition wait rather than sleep_for, so that a loss ends the sleep at once.
   const double deadline = world_.now() + seconds;
   {
+    KeepCaughtExceptions keep;  // locking, waiting and unlocking are simcalls
     std::unique_lock<sg::Mutex> lock(*sleep_mutex_);
     for (double left = seconds; left > 0 && !world_.lost(rank_) && !world_.aborted(); left = deadline - world_.now())
       sleep_cv_->wait_for(lock, left);
@@ -52,9 +53,14 @@ void SimContext::sleep(double seconds) {
 void SimContext::compute(double flops) {
   check_alive("compute");
   if (flops <= 0) return;
-  const sg::ExecPtr exec = sg::this_actor::exec_init(flops);
+  sg::ExecPtr exec;
+  {
+    KeepCaughtExceptions keep;
+    exec = sg::this_actor::exec_init(flops);
+  }
   world_.add_running(rank_, exec);  // cancelled if this worker is lost meanwhile
   try {
+    KeepCaughtExceptions keep;  // put back before the handler below runs
     exec->start();
     exec->wait();
   } catch (const simgrid::Exception&) {
@@ -99,7 +105,7 @@ void SimContext::simulate_work(double flops) {
     compute(flops);
     return;
   }
-  sg::this_actor::yield();
+  yield_to_others();
   check_alive("compute");
 }
 
@@ -130,7 +136,10 @@ std::shared_ptr<SendWork> SimContext::start_send(int peer, Tag tag, std::shared_
   m->dst = peer;
   m->tag = tag;
   m->data = std::move(payload);
-  m->transfer = sg::Comm::sendto_async(world_.host(rank_), world_.host(peer), m->data->bytes());
+  {
+    KeepCaughtExceptions keep;
+    m->transfer = sg::Comm::sendto_async(world_.host(rank_), world_.host(peer), m->data->bytes());
+  }
   // A receive matched now completes on its own side once the transfer arrives; an owned
   // message's bytes go into it at once.
   if (const std::shared_ptr<RecvOp> recv = world_.inbox(peer).post_message(m)) deliver_early(world_, *m, recv);
@@ -294,7 +303,7 @@ std::optional<std::size_t> SimContext::try_recv(int peer, Tag tag, core::Mutable
 namespace {
 // Completion of a spawned activity: waiters sleep on a SimGrid condition variable.
 struct ActivityWork final : core::WorkImpl {
-  explicit ActivityWork(WorldState& w) : world(w), mutex(sg::Mutex::create()), cv(sg::ConditionVariable::create()) {}
+  explicit ActivityWork(WorldState& w) : world(w), mutex(new_mutex()), cv(new_condition_variable()) {}
   WorldState& world;
   sg::MutexPtr mutex;
   sg::ConditionVariablePtr cv;
@@ -306,6 +315,7 @@ struct ActivityWork final : core::WorkImpl {
   std::exception_ptr error() const override { return err; }
   bool wait_for(double timeout_seconds) override {
     if (done) return true;
+    KeepCaughtExceptions keep;  // locking, waiting and unlocking are simcalls
     std::unique_lock<sg::Mutex> lock(*mutex);
     if (timeout_seconds < 0) {
       // An activity runs for as long as its work takes; its own operations carry the time limits.
@@ -322,6 +332,7 @@ struct ActivityWork final : core::WorkImpl {
   void finish(std::exception_ptr e) {
     err = std::move(e);
     done = true;
+    KeepCaughtExceptions keep;
     cv->notify_all();
   }
 };
@@ -331,8 +342,10 @@ core::Work SimContext::spawn(std::string name, std::function<void()> fn) {
   check_alive("spawn");
   auto state = std::make_shared<ActivityWork>(world_);
   state->name = name;
+  KeepCaughtExceptions keep;
   sg::Actor::create(
       fmt::format("w{}-{}", rank_, name), world_.host(rank_), [state, fn = std::move(fn), rank = rank_]() {
+        start_actor_exceptions();
         std::exception_ptr err;
         try {
           fn();

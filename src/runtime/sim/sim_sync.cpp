@@ -1,5 +1,7 @@
 #include "sim_sync.hpp"
 
+#include <simgrid/s4u/Actor.hpp>
+
 #include "fast/core/error.hpp"
 #include "world_state.hpp"
 
@@ -19,15 +21,32 @@ simgrid::s4u::Mutex& native_of(std::unique_lock<Mutex>& lock) {
 }
 }  // namespace
 
-SimCondVar::SimCondVar(WorldState& world, int rank)
-    : world_(world), rank_(rank), cv_(simgrid::s4u::ConditionVariable::create()) {
+simgrid::s4u::MutexPtr new_mutex() {
+  KeepCaughtExceptions keep;
+  return simgrid::s4u::Mutex::create();
+}
+
+simgrid::s4u::ConditionVariablePtr new_condition_variable() {
+  KeepCaughtExceptions keep;
+  return simgrid::s4u::ConditionVariable::create();
+}
+
+void yield_to_others() {
+  KeepCaughtExceptions keep;
+  simgrid::s4u::this_actor::yield();
+}
+
+SimCondVar::SimCondVar(WorldState& world, int rank) : world_(world), rank_(rank), cv_(new_condition_variable()) {
   world_.watch(cv_);
 }
 
 void SimCondVar::wait(std::unique_lock<Mutex>& lock) {
   throw_if_aborted(world_, rank_);
   std::unique_lock<simgrid::s4u::Mutex> native(native_of(lock), std::adopt_lock);
-  cv_->wait(native);
+  {
+    KeepCaughtExceptions keep;
+    cv_->wait(native);
+  }
   native.release();
   throw_if_aborted(world_, rank_);
 }
@@ -36,7 +55,11 @@ bool SimCondVar::wait_for(std::unique_lock<Mutex>& lock, double timeout_seconds)
   throw_if_aborted(world_, rank_);
   if (timeout_seconds <= 0) return false;
   std::unique_lock<simgrid::s4u::Mutex> native(native_of(lock), std::adopt_lock);
-  const bool woken = cv_->wait_for(native, timeout_seconds) == std::cv_status::no_timeout;
+  bool woken = false;
+  {
+    KeepCaughtExceptions keep;
+    woken = cv_->wait_for(native, timeout_seconds) == std::cv_status::no_timeout;
+  }
   native.release();
   throw_if_aborted(world_, rank_);
   return woken;

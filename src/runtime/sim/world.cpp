@@ -20,6 +20,7 @@
 #include "fast/runtime/environment.hpp"
 #include "platform.hpp"
 #include "sim_context.hpp"
+#include "sim_sync.hpp"
 #include "world_state.hpp"
 
 namespace fast::runtime::sim {
@@ -108,6 +109,7 @@ double World::run(const WorkerFn& fn) {
 
   for (int r = 0; r < n; ++r) {
     sg::Actor::create(fmt::format("worker-{}", r), placement[static_cast<std::size_t>(r)], [&, r] {
+      start_actor_exceptions();
       const auto i = static_cast<std::size_t>(r);
       try {
         SimContext ctx(r, state);
@@ -138,7 +140,11 @@ double World::run(const WorkerFn& fn) {
     const bool tolerate = options_.tolerate_lost;
     sg::Host* where = hosts[(static_cast<std::size_t>(f.host) + 1) % hosts.size()];  // any host
     sg::Actor::create(fmt::format("failure-{}", k), where, [&state, &placement, host, f, start, tolerate] {
-      sg::this_actor::sleep_until(start + f.off);
+      start_actor_exceptions();
+      {
+        KeepCaughtExceptions keep;
+        sg::this_actor::sleep_until(start + f.off);
+      }
       for (std::size_t r = 0; r < placement.size(); ++r) {
         if (placement[r] != host || state.lost(static_cast<int>(r))) continue;
         state.lose(static_cast<int>(r), fmt::format("host {} turned off", host->get_name()));
@@ -149,6 +155,7 @@ double World::run(const WorkerFn& fn) {
     // f.on (turned on again): its workers stay lost, so nothing changes for FAST.
   }
   try {
+    KeepCaughtExceptions keep;  // the caller's, while the actors run on this thread
     engine.run();
   } catch (const simgrid::Exception& e) {
     FAST_THROW(core::Error, "sim: the simulation failed at {} s (simulated): {}", state.now(), e.what());

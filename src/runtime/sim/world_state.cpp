@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "mailbox.hpp"
+#include "sim_sync.hpp"
 
 namespace fast::runtime::sim {
 
@@ -76,7 +77,10 @@ void WorldState::lose(int rank, const std::string& why) {
   ++losses_;
   lost_at_[r] = now();
   lost_why_[r] = why;
-  for (const auto& exec : running_[r]) exec->cancel();
+  for (const auto& exec : running_[r]) {
+    KeepCaughtExceptions keep;
+    exec->cancel();
+  }
   wake_all();
 }
 
@@ -110,7 +114,10 @@ std::string WorldState::lost_message(int rank) const {
 
 void WorldState::wake_all() {
   for (auto& box : inboxes_) box->wake();
-  for (auto& cv : watched_) cv->notify_all();
+  for (auto& cv : watched_) {
+    KeepCaughtExceptions keep;
+    cv->notify_all();
+  }
 }
 
 }  // namespace fast::runtime::sim
