@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <simgrid/s4u/Engine.hpp>
 
 #include "fast/core/error.hpp"
 #include "fast/runtime/cluster.hpp"
@@ -163,6 +164,29 @@ TEST(Cluster, SimGridPlatformXmlIsAccepted) {
   });
   EXPECT_NEAR(done[0], 1.0, 1e-9);
   EXPECT_NEAR(done[1], 2.0, 1e-9);
+  std::filesystem::remove(file);
+}
+
+// A platform file after another simulation of the same process: SimGrid 3.32's engine leaves a
+// callback of its own on the process-wide signal that a parsed platform file fires, which crashed
+// the next file's parse (seen after a World of 3 hosts); World disconnects what its engine left.
+TEST(Cluster, APlatformFileLoadsAfterAnotherSimulationOfTheProcess) {
+  const int slots = simgrid::s4u::Engine::on_platform_created.get_slot_count();
+  Cluster generated;
+  generated.hosts = 3;
+  generated.speeds = {1e9, 2e9, 4e9};
+  sim::World first({.size = 3, .cluster = generated});
+  EXPECT_NEAR(first.run([](Context& ctx) { ctx.compute(4e9); }), 4.0, 1e-9);  // 4, 2 and 1 s
+  EXPECT_EQ(simgrid::s4u::Engine::on_platform_created.get_slot_count(), slots);
+
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "fast_cluster_test_second.xml";
+  std::ofstream(file) << "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                         "<platform version=\"4.1\">\n"
+                         "<cluster id=\"c\" prefix=\"node-\" suffix=\"\" radical=\"0-1\" speed=\"2Gf\" "
+                         "bw=\"125MBps\" lat=\"50us\"/>\n</platform>\n";
+  sim::World second({.size = 2, .cluster = load_cluster(file)});
+  EXPECT_NEAR(second.run([](Context& ctx) { ctx.compute(1e9); }), 0.5, 1e-9);
+  EXPECT_EQ(simgrid::s4u::Engine::on_platform_created.get_slot_count(), slots);
   std::filesystem::remove(file);
 }
 

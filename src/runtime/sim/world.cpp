@@ -47,6 +47,24 @@ void configure_engine(const std::string& model) {
   configured_model = model;
 }
 
+// The callbacks connected to SimGrid's process-wide signal `on_platform_created` while one engine
+// exists, disconnected when this guard ends (after the engine, declared before it). SimGrid 3.32's
+// engine connects one capturing itself (its presolve) and never disconnects it: once the engine is
+// gone, the next platform file parsed in this process fired it into freed memory (a crash).
+class PlatformSignalSlots {
+ public:
+  PlatformSignalSlots() : first_(sg::Engine::on_platform_created.connect([] {})) {}
+  ~PlatformSignalSlots() {
+    const unsigned int last = sg::Engine::on_platform_created.connect([] {});
+    for (unsigned int id = first_; id <= last; ++id) sg::Engine::on_platform_created.disconnect(id);
+  }
+  PlatformSignalSlots(const PlatformSignalSlots&) = delete;
+  PlatformSignalSlots& operator=(const PlatformSignalSlots&) = delete;
+
+ private:
+  unsigned int first_;  // a no-op of this guard's, connected before the engine's
+};
+
 // SimGrid's context factory. raw: every actor on the one OS thread that runs the engine, with a
 // stack of its own (8 MiB, mapped lazily), switched at each simcall by a few instructions; at
 // hundreds of workers it runs an epoch markedly faster than one OS thread per actor
@@ -85,6 +103,7 @@ double World::run(const WorkerFn& fn) {
   std::string program = "fast", factory = std::string("--cfg=contexts/factory:") + context_factory(options_);
   std::array<char*, 3> argv{program.data(), factory.data(), nullptr};
   int argc = 2;
+  const PlatformSignalSlots platform_slots;
   sg::Engine engine(&argc, argv.data());
   configure_engine(cluster.model);
   const std::vector<sg::Host*> hosts = build_platform(cluster);
