@@ -97,7 +97,7 @@ sanitize-all:
 # `make test` replays each corpus with the ordinary build (the ctests fuzz_NAME_corpus).
 FUZZ_SECONDS ?= 10
 FUZZ_TIMEOUT ?= 10
-FUZZ_HARNESSES ?= npy npz idx wire cluster platform checkpoint manifest spec dataset config hello
+FUZZ_HARNESSES ?= npy npz idx wire cluster platform checkpoint manifest spec dataset config hello stream
 FUZZ_CXX ?= clang++-14
 FUZZ_CC ?= clang-14
 
