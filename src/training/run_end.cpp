@@ -37,18 +37,15 @@ class RunEnding {
     int from = kCheckpoint;
     for (;;) {
       int stage = from;
-      // The loss is kept for the regrouping after the handler (which communicates).
-      std::optional<core::PeerLost> lost;
       try {
         run_stages(stage);
         break;
-      } catch (const core::PeerLost& e) {
+      } catch (const core::PeerLost& lost) {
         if (!elastic_ && !asynchronous_regroups_) throw;
-        lost.emplace(e);
+        from = regroup(lost, stage);
+        if (from == kBarrier) break;  // every member had every result
+        if (from <= kTotals) out_.totals.reset();
       }
-      from = regroup(*lost, stage);
-      if (from == kBarrier) break;  // every member had every result
-      if (from <= kTotals) out_.totals.reset();
     }
     if (in_.asynchronous) loop_.record_membership();  // losses in the end that the runtime reported
     if (elastic_) finish_elastic();
