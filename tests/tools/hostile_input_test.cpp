@@ -39,6 +39,10 @@ void expect_refused(const Case& c, bool early = true) {
     EXPECT_EQ(r.output.find("libtorch intra-op threads"), std::string::npos)
         << c.env << c.args << ": the dataset was loaded before the error\n"
         << r.output;
+    // Nor did the run announce itself ("fast train: STRATEGY, N workers (RUNTIME), model ...").
+    EXPECT_EQ(r.output.find("per worker, optimizer"), std::string::npos)
+        << c.env << c.args << ": the run's line was printed before the error\n"
+        << r.output;
   }
   // No build paths: the source location FAST_ENFORCE records is not shown to the user.
   EXPECT_EQ(r.output.find(".cpp:"), std::string::npos) << c.env << c.args << "\n" << r.output;

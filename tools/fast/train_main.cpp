@@ -165,6 +165,9 @@ int report_outcome(const nlohmann::json& summary, const fast::training::TrainOpt
 
 int train(const fast::cli::TrainCommand& command) {
   const fast::training::TrainOptions options = fast::cli::resolve_options(command, true);
+  // What needs libtorch (the model, the device) is checked before the run's line below, so that a
+  // refused run prints its error alone (torch::train checks again: it is the library's entry too).
+  fast::torch::validate_options(options);
   const bool terminal = terminal_progress(command.progress);
   fast::cli::ProgressDisplay display(terminal, command.progress == "never");
   // Where the world is made of processes (zmq, mpi), it is known once they met: this process's share
