@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/suggest.hpp"
 
 namespace fast::core {
 
@@ -172,9 +173,10 @@ void SpecFamily::parse_keyed(ParsedSpec& spec, std::string_view args) const {
     const auto declared =
         std::find_if(form.keys.begin(), form.keys.end(), [&](const Setting& k) { return k.name() == key; });
     if (declared == form.keys.end())
-      fail(spec.text(), form.keys.empty() ? fmt::format("unknown key '{}': {} takes no keys", key, form.name)
-                                          : fmt::format("unknown key '{}' of {}, expected one of: {}", key, form.name,
-                                                        fmt::join(key_names(form), ", ")));
+      fail(spec.text(), form.keys.empty()
+                            ? fmt::format("unknown key '{}': {} takes no keys", key, form.name)
+                            : fmt::format("unknown key '{}' of {}{}, expected one of: {}", key, form.name,
+                                          did_you_mean(key, key_names(form)), fmt::join(key_names(form), ", ")));
     if (spec.has(key)) fail(spec.text(), fmt::format("key '{}' given twice", key));
     set_value(spec, *declared, item.substr(eq + 1));
   }
@@ -205,7 +207,8 @@ ParsedSpec SpecFamily::parse(const std::string& text) const {
   const std::string name = text.substr(0, colon);
   const SpecForm* form = find(name);
   if (form == nullptr)
-    fail(text, fmt::format("unknown name '{}', expected one of: {}", name, fmt::join(names(), ", ")));
+    fail(text, fmt::format("unknown name '{}'{}, expected one of: {}", name, did_you_mean(name, names()),
+                           fmt::join(names(), ", ")));
   ParsedSpec spec(text, *form);
   if (colon != std::string::npos) {
     const std::string_view args = std::string_view(text).substr(colon + 1);

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/suggest.hpp"
 #include "fast/optim/adam.hpp"
 #include "fast/optim/sgd.hpp"
 
@@ -51,8 +52,8 @@ std::vector<std::string> optimizer_names() {
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, std::size_t numel) {
   for (const Entry& e : kRegistry)
     if (e.name == options.name) return e.make(options, numel);
-  FAST_THROW(InvalidArgument, "OptimizerOptions.name: unknown optimizer '{}', expected one of {}", options.name,
-             fmt::join(optimizer_names(), ", "));
+  FAST_THROW(InvalidArgument, "OptimizerOptions.name: unknown optimizer '{}'{}, expected one of {}", options.name,
+             core::did_you_mean(options.name, optimizer_names()), fmt::join(optimizer_names(), ", "));
 }
 
 }  // namespace fast::optim

@@ -8,6 +8,7 @@
 
 #include "check.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/suggest.hpp"
 
 namespace fast::optim {
 
@@ -25,8 +26,8 @@ LrSchedule::LrSchedule(double base_lr, const ScheduleOptions& options) : base_lr
   } else if (options.name == "cosine") {
     kind_ = Kind::cosine;
   } else {
-    FAST_THROW(InvalidArgument, "ScheduleOptions.name: unknown schedule '{}', expected one of {}", options.name,
-               fmt::join(schedule_names(), ", "));
+    FAST_THROW(InvalidArgument, "ScheduleOptions.name: unknown schedule '{}'{}, expected one of {}", options.name,
+               core::did_you_mean(options.name, schedule_names()), fmt::join(schedule_names(), ", "));
   }
   const std::string_view rule = options.name;
   using detail::check_option;

@@ -17,6 +17,7 @@
 #include "fast/core/file_status.hpp"
 #include "fast/core/parse.hpp"
 #include "fast/core/random.hpp"
+#include "fast/core/suggest.hpp"
 
 namespace fast::runtime {
 
@@ -66,8 +67,9 @@ struct Reader {
   void known(const toml::table& t, const std::string& prefix, const std::set<std::string>& keys) const {
     for (const auto& [k, v] : t) {
       const std::string name(k.str());
-      FAST_ENFORCE(keys.count(name) > 0, "cluster file '{}': unknown key '{}{}' (line {}); expected one of: {}", file,
-                   prefix, name, v.source().begin.line, fmt::join(keys, ", "));
+      FAST_ENFORCE(keys.count(name) > 0, "cluster file '{}': unknown key '{}{}' (line {}){}; expected one of: {}", file,
+                   prefix, name, v.source().begin.line,
+                   core::did_you_mean(name, std::vector<std::string>(keys.begin(), keys.end())), fmt::join(keys, ", "));
     }
   }
 

@@ -5,6 +5,7 @@
 
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/suggest.hpp"
 #include "fast/runtime/environment.hpp"
 #include "fast/runtime/registry.hpp"
 
@@ -19,8 +20,8 @@ std::vector<std::string> runtime_names() {
 const RuntimeBackend& find_runtime(std::string_view name) {
   for (const RuntimeBackend& b : runtime_backends())
     if (b.name == name) return b;
-  FAST_THROW(core::InvalidArgument, "runtime: unknown name '{}'; expected one of: {}", name,
-             fmt::join(runtime_names(), ", "));
+  FAST_THROW(core::InvalidArgument, "runtime: unknown name '{}'{}; expected one of: {}", name,
+             core::did_you_mean(name, runtime_names()), fmt::join(runtime_names(), ", "));
 }
 
 namespace {

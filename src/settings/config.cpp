@@ -11,6 +11,7 @@
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/file_status.hpp"
+#include "fast/core/suggest.hpp"
 #include "fast/runtime/environment.hpp"
 #include "fast/runtime/registry.hpp"
 #include "fast/strategy/registry.hpp"
@@ -122,8 +123,8 @@ std::string_view key_type_name(KeyType type) {
 
 void apply_setting(TrainOptions& options, std::string_view key, const std::string& value, std::string_view origin) {
   const ConfigKey* k = find_key(key);
-  FAST_ENFORCE(k != nullptr, "{}: unknown setting '{}'; expected one of: {}", origin, key,
-               fmt::join(key_names(), ", "));
+  FAST_ENFORCE(k != nullptr, "{}: unknown setting '{}'{}; expected one of: {}", origin, key,
+               core::did_you_mean(key, key_names()), fmt::join(key_names(), ", "));
   try {
     k->set(options, value);
   } catch (const core::InvalidArgument& e) {
@@ -151,7 +152,8 @@ toml::table parse_toml_file(const std::filesystem::path& file) {
 
 std::string config_value_text(std::string_view key, const toml::node& node, const std::string& where) {
   const ConfigKey* k = find_key(key);
-  FAST_ENFORCE(k != nullptr, "{}: unknown key '{}'; expected one of: {}", where, key, fmt::join(key_names(), ", "));
+  FAST_ENFORCE(k != nullptr, "{}: unknown key '{}'{}; expected one of: {}", where, key,
+               core::did_you_mean(key, key_names()), fmt::join(key_names(), ", "));
   std::string value;
   bool ok = false;
   switch (k->type) {

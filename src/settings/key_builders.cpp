@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/suggest.hpp"
 
 namespace fast::settings::detail {
 
@@ -33,8 +34,8 @@ std::vector<double> parse_factors(const std::string& text, std::string_view key)
 std::string one_of(const std::string& value, const std::vector<std::string>& allowed, std::string_view key) {
   for (const auto& a : allowed)
     if (a == value) return value;
-  FAST_THROW(core::InvalidArgument, "{}: unknown value '{}'; expected one of: {}", key, value,
-             fmt::join(allowed, ", "));
+  FAST_THROW(core::InvalidArgument, "{}: unknown value '{}'{}; expected one of: {}", key, value,
+             core::did_you_mean(value, allowed), fmt::join(allowed, ", "));
 }
 
 std::string one_of_text(const std::vector<std::string>& allowed, bool empty_too) {

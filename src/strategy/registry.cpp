@@ -9,6 +9,7 @@
 
 #include "builtin.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/suggest.hpp"
 
 namespace fast::strategy {
 
@@ -53,8 +54,8 @@ class Registry {
     const std::lock_guard lock(mutex_);
     for (const StrategyRegistration& r : strategies_)
       if (r.name == name) return r;
-    FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'; expected one of: {}", name,
-               fmt::join(names_locked(), ", "));
+    FAST_THROW(core::InvalidArgument, "strategy: unknown name '{}'{}; expected one of: {}", name,
+               core::did_you_mean(name, names_locked()), fmt::join(names_locked(), ", "));
   }
 
   std::vector<StrategyRegistration> registrations() {

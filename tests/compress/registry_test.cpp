@@ -54,7 +54,9 @@ TEST(CodecRegistry, UnknownNameListsTheAllowedOnes) {
 
 TEST(CodecRegistry, UnknownKeyListsTheCodecsKeys) {
   auto msg = error_of("topk:ratoi=0.1");
-  EXPECT_NE(msg.find("unknown key 'ratoi' of topk, expected one of: ratio, k, scope"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key 'ratoi' of topk (did you mean 'ratio'?), expected one of: ratio, k, scope"),
+            std::string::npos)
+      << msg;
   msg = error_of("fp16:levels=3");
   EXPECT_NE(msg.find("unknown key 'levels': fp16 takes no keys"), std::string::npos) << msg;
 }

@@ -126,6 +126,9 @@ TEST(HostileInput, ModelAndDatasetSpecsAreCheckedBeforeAnyDataIsRead) {
            {"", "train --steps 5 --aggregate krum:x", {"aggregate spec 'krum:x'", "key 'f'", "got 'x'"}},
            {"", "train --steps 5 --dataset npz:train=/nonexistent.npz", {"npz needs test (npz:train=TRAIN,test=TEST)"}},
            {"", "train --steps 5 --model resnet50", {"'resnet50'", "mlp, cnn, resnet", "TorchScript file"}},
+           // A near name is suggested (core/suggest.hpp), for a model as for a flag's value.
+           {"", "train --steps 5 --model cnm", {"unknown name 'cnm' (did you mean 'cnn'?)"}},
+           {"", "train --steps 5 --strategy adpgsd", {"unknown value 'adpgsd' (did you mean 'adpsgd'?)"}},
            {"", "train --steps 5 --model-flops -1", {"--model-flops", "got -1"}},
        })
     expect_refused(c);

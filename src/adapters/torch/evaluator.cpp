@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/suggest.hpp"
 #include "fast/core/sum_of_squares.hpp"
 
 namespace fast::torch {
@@ -17,8 +18,8 @@ FinalModel parse_final_model(const std::string& name) {
   if (name == "average") return FinalModel::average;
   if (name == "rank0") return FinalModel::rank0;
   if (name == "best") return FinalModel::best;
-  FAST_THROW(core::InvalidArgument, "final: unknown representative model '{}'; expected one of: {}", name,
-             fmt::join(final_model_names(), ", "));
+  FAST_THROW(core::InvalidArgument, "final: unknown representative model '{}'{}; expected one of: {}", name,
+             core::did_you_mean(name, final_model_names()), fmt::join(final_model_names(), ", "));
 }
 
 Evaluator::Evaluator(strategy::Worker& worker, Replica& replica, Model& model, std::shared_ptr<const Dataset> test,

@@ -15,6 +15,7 @@
 
 #include "builtin_models.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/suggest.hpp"
 #include "resnet.hpp"
 
 namespace fast::torch {
@@ -196,8 +197,8 @@ namespace {
 const ModelRegistration& registered(const std::string& spec) {
   if (const ModelRegistration* m = find_model(spec)) return *m;
   FAST_THROW(InvalidArgument,
-             "model: unknown name '{}'; expected one of {}, or a TorchScript file (a path with '/' or ending in .pt)",
-             spec, fmt::join(registered_model_names(), ", "));
+             "model: unknown name '{}'{}; expected one of {}, or a TorchScript file (a path with '/' or ending in .pt)",
+             spec, core::did_you_mean(spec, registered_model_names()), fmt::join(registered_model_names(), ", "));
 }
 
 }  // namespace

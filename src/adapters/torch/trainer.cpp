@@ -38,6 +38,7 @@
 #include "fast/core/malloc_tuning.hpp"
 #include "fast/core/memory_usage.hpp"
 #include "fast/core/stop_request.hpp"
+#include "fast/core/suggest.hpp"
 #include "fast/core/sum_of_squares.hpp"
 #include "fast/runtime/detect.hpp"
 #include "fast/runtime/environment.hpp"
@@ -109,8 +110,8 @@ void validate(const TrainOptions& o) {
   if (find_model(o.model) == nullptr) {
     FAST_ENFORCE(
         is_model_file(o.model),
-        "model: unknown name '{}'; expected one of {}, or a TorchScript file (a path with '/' or ending in .pt)",
-        o.model, fmt::join(registered_model_names(), ", "));
+        "model: unknown name '{}'{}; expected one of {}, or a TorchScript file (a path with '/' or ending in .pt)",
+        o.model, core::did_you_mean(o.model, registered_model_names()), fmt::join(registered_model_names(), ", "));
     (void)Model::load_script(o.model);  // a TorchScript archive (its fit is checked once the data is read)
   }
   FAST_ENFORCE(parse_final_model(o.final_model) != FinalModel::best || o.replica_accuracy,

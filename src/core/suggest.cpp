@@ -1,0 +1,56 @@
+#include "fast/core/suggest.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace fast::core {
+
+namespace {
+
+char folded(char c) {
+  if (c == '-') return '_';
+  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+}
+
+// Edits allowed for a name given of `size` characters.
+std::size_t edits_allowed(std::size_t size) { return size <= 4 ? 1 : size <= 8 ? 2 : 3; }
+
+}  // namespace
+
+std::size_t name_distance(std::string_view a, std::string_view b) {
+  // d[i][j]: edits from a's first i characters to b's first j; three rows suffice for the swap.
+  const std::size_t n = b.size();
+  std::vector<std::size_t> before(n + 1), previous(n + 1), row(n + 1);
+  for (std::size_t j = 0; j <= n; ++j) previous[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    row[0] = i;
+    for (std::size_t j = 1; j <= n; ++j) {
+      const bool same = folded(a[i - 1]) == folded(b[j - 1]);
+      row[j] = std::min({previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (same ? 0 : 1)});
+      if (i > 1 && j > 1 && folded(a[i - 1]) == folded(b[j - 2]) && folded(a[i - 2]) == folded(b[j - 1]))
+        row[j] = std::min(row[j], before[j - 2] + 1);
+    }
+    std::swap(before, previous);
+    std::swap(previous, row);
+  }
+  return previous[n];
+}
+
+std::string did_you_mean(std::string_view given, const std::vector<std::string>& candidates) {
+  if (std::find(candidates.begin(), candidates.end(), given) != candidates.end()) return {};
+  const std::string* nearest = nullptr;
+  std::size_t best = std::numeric_limits<std::size_t>::max();
+  for (const std::string& c : candidates) {
+    const std::size_t d = name_distance(given, c);
+    if (d < best && d <= edits_allowed(given.size()) && d < c.size()) {
+      best = d;
+      nearest = &c;
+    }
+  }
+  return nearest == nullptr ? std::string() : fmt::format(" (did you mean '{}'?)", *nearest);
+}
+
+}  // namespace fast::core

@@ -1,0 +1,62 @@
+// did_you_mean (core/suggest.hpp): the edit distance on hand-counted pairs, and which candidate an
+// error suggests.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fast/core/suggest.hpp"
+
+namespace fast::core {
+namespace {
+
+TEST(NameDistance, CountsInsertionsDeletionsReplacementsAndAdjacentSwaps) {
+  EXPECT_EQ(name_distance("", ""), 0u);
+  EXPECT_EQ(name_distance("", "abc"), 3u);
+  EXPECT_EQ(name_distance("abc", ""), 3u);
+  EXPECT_EQ(name_distance("strategy", "strategy"), 0u);
+  EXPECT_EQ(name_distance("stratgy", "strategy"), 1u);    // one insertion
+  EXPECT_EQ(name_distance("strategyy", "strategy"), 1u);  // one deletion
+  EXPECT_EQ(name_distance("kitten", "sitting"), 3u);      // two replacements and an insertion
+  EXPECT_EQ(name_distance("adpgsd", "adpsgd"), 1u);       // one swap of neighbours
+  EXPECT_EQ(name_distance("ab", "ba"), 1u);
+  // Restricted: a swapped pair is not edited again ("ca" -> "ac" -> "abc" would be 2).
+  EXPECT_EQ(name_distance("ca", "abc"), 3u);
+}
+
+TEST(NameDistance, CaseAndTheTwoSeparatorsAreTheSameCharacter) {
+  EXPECT_EQ(name_distance("Peer-Timeout", "peer_timeout"), 0u);
+  EXPECT_EQ(name_distance("MLP", "mlp"), 0u);
+  EXPECT_EQ(name_distance("peer-timeot", "peer_timeout"), 1u);
+}
+
+TEST(DidYouMean, SuggestsTheNearestNameWithinTheEditsAllowed) {
+  const std::vector<std::string> keys{"steps", "strategy", "peer_timeout", "schedule"};
+  EXPECT_EQ(did_you_mean("stratgy", keys), " (did you mean 'strategy'?)");
+  EXPECT_EQ(did_you_mean("peer-timeout", keys), " (did you mean 'peer_timeout'?)");
+  EXPECT_EQ(did_you_mean("shedule", keys), " (did you mean 'schedule'?)");
+  EXPECT_EQ(did_you_mean("adpgsd", {"allreduce", "dpsgd", "adpsgd"}), " (did you mean 'adpsgd'?)");  // 2 vs 1
+  EXPECT_EQ(did_you_mean("sgdm", {"mlp", "cnn"}), "");
+  EXPECT_EQ(did_you_mean("steps", keys), "");  // known: nothing to suggest
+  EXPECT_EQ(did_you_mean("anything", {}), "");
+}
+
+TEST(DidYouMean, AllowsOneEditUpToFourCharactersTwoUpToEightThreeBeyond) {
+  EXPECT_EQ(did_you_mean("cmn", {"cnn"}), " (did you mean 'cnn'?)");  // 1 edit, 3 characters
+  EXPECT_EQ(did_you_mean("cmm", {"cnn"}), "");                        // 2 edits, 3 characters
+  EXPECT_EQ(did_you_mean("momentm", {"momentum"}), " (did you mean 'momentum'?)");
+  EXPECT_EQ(did_you_mean("mmentm", {"momentum"}), " (did you mean 'momentum'?)");          // 2 edits, 6 characters
+  EXPECT_EQ(did_you_mean("mentm", {"momentum"}), "");                                      // 3 edits, 5 characters
+  EXPECT_EQ(did_you_mean("abcdefgxyz", {"abcdefghij"}), " (did you mean 'abcdefghij'?)");  // 3 edits, 10
+  EXPECT_EQ(did_you_mean("abcdefwxyz", {"abcdefghij"}), "");                               // 4 edits, 10
+}
+
+TEST(DidYouMean, NeverSuggestsANameAsFarAsItsLengthAndTakesTheFirstOnATie) {
+  EXPECT_EQ(did_you_mean("x", {"y"}), "");  // 1 edit replaces all of "y"
+  EXPECT_EQ(did_you_mean("x", {"xy"}), " (did you mean 'xy'?)");
+  EXPECT_EQ(did_you_mean("cn", {"cnn", "can"}), " (did you mean 'cnn'?)");  // 1 edit each
+  EXPECT_EQ(did_you_mean("cn", {"can", "cnn"}), " (did you mean 'can'?)");
+}
+
+}  // namespace
+}  // namespace fast::core
