@@ -39,8 +39,8 @@ std::size_t name_distance(std::string_view a, std::string_view b) {
   return previous[n];
 }
 
-std::string did_you_mean(std::string_view given, const std::vector<std::string>& candidates) {
-  if (std::find(candidates.begin(), candidates.end(), given) != candidates.end()) return {};
+std::optional<std::string> nearest_name(std::string_view given, const std::vector<std::string>& candidates) {
+  if (std::find(candidates.begin(), candidates.end(), given) != candidates.end()) return std::nullopt;
   const std::string* nearest = nullptr;
   std::size_t best = std::numeric_limits<std::size_t>::max();
   for (const std::string& c : candidates) {
@@ -50,7 +50,13 @@ std::string did_you_mean(std::string_view given, const std::vector<std::string>&
       nearest = &c;
     }
   }
-  return nearest == nullptr ? std::string() : fmt::format(" (did you mean '{}'?)", *nearest);
+  if (nearest == nullptr) return std::nullopt;
+  return *nearest;
+}
+
+std::string did_you_mean(std::string_view given, const std::vector<std::string>& candidates) {
+  const std::optional<std::string> nearest = nearest_name(given, candidates);
+  return nearest ? fmt::format(" (did you mean '{}'?)", *nearest) : std::string();
 }
 
 }  // namespace fast::core

@@ -112,6 +112,23 @@ TEST(HostileInput, StrategyAndOptimizerOptionsAreCheckedBeforeAnyDataIsRead) {
     expect_refused(c);
 }
 
+// A mistyped flag: CLI11's refusal, then the nearest option of the command it was given to.
+TEST(HostileInput, AMistypedFlagIsAnsweredWithTheNearestOption) {
+  for (const Case& c : std::vector<Case>{
+           {"", "train --steps 5 --stratgy dpsgd", {"--stratgy: not an option of train (did you mean --strategy?)"}},
+           {"",
+            "train --steps 5 --peer-timeot=2",
+            {"--peer-timeot: not an option of train (did you mean --peer-timeout?)"}},
+           {"", "launch --restrat 1 -n 2 -- true", {"--restrat: not an option of launch (did you mean --restart?)"}},
+       })
+    expect_refused(c);
+  // Nothing near: CLI11's refusal alone.
+  const auto far = run({"", "train --steps 5 --telepathy", {}});
+  EXPECT_EQ(far.code, exit_code::bad_input) << far.output;
+  EXPECT_NE(far.output.find("not expected: --telepathy"), std::string::npos) << far.output;
+  EXPECT_EQ(far.output.find("did you mean"), std::string::npos) << far.output;
+}
+
 // Model and dataset specs: named and refused before any data is read.
 TEST(HostileInput, ModelAndDatasetSpecsAreCheckedBeforeAnyDataIsRead) {
   for (const Case& c : std::vector<Case>{

@@ -9,6 +9,7 @@
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/exit_code.hpp"
+#include "fast/core/suggest.hpp"
 #include "fast/runtime/detect.hpp"
 
 namespace fast::cli {
@@ -113,9 +114,34 @@ bool terminal_progress(const std::string& mode) {
   return mode == "always" || (mode == "auto" && ::isatty(STDERR_FILENO));
 }
 
+namespace {
+
+// After CLI11's "The following arguments were not expected": for each unknown --flag, the nearest
+// option of the command it was given to (core/suggest.hpp), on a line of its own.
+void suggest_options(const CLI::App& app) {
+  const std::vector<CLI::App*> parsed = app.get_subcommands();
+  const CLI::App& command = parsed.empty() ? app : *parsed.back();
+  std::vector<std::string> names;
+  for (const CLI::Option* option : command.get_options())
+    for (const std::string& name : option->get_lnames()) names.push_back(name);
+  for (const std::string& extra : app.remaining(true)) {
+    if (extra.size() < 3 || extra.compare(0, 2, "--") != 0) continue;
+    const std::string name = extra.substr(2, extra.find('=') - 2);
+    if (const std::optional<std::string> nearest = core::nearest_name(name, names))
+      std::fprintf(stderr, "--%s: not an option of %s (did you mean --%s?)\n", name.c_str(), command.get_name().c_str(),
+                   nearest->c_str());
+  }
+}
+
+}  // namespace
+
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    const int code = app.exit(e);
+    suggest_options(app);
+    return code == 0 ? exit_code::ok : exit_code::bad_input;
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? exit_code::ok : exit_code::bad_input;
   }

@@ -14,6 +14,7 @@
 // Thread-safety: a pure function.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,8 +24,10 @@ namespace fast::core {
 // Edits from `a` to `b` as above (restricted Damerau-Levenshtein: no substring is edited twice).
 std::size_t name_distance(std::string_view a, std::string_view b);
 
-// " (did you mean 'NAME'?)" for the nearest of `candidates` to `given`, or "" when none is near
-// (or `given` is one of them).
+// The nearest of `candidates` to `given`, or nothing when none is near (or `given` is one of them).
+std::optional<std::string> nearest_name(std::string_view given, const std::vector<std::string>& candidates);
+
+// " (did you mean 'NAME'?)" for nearest_name, or "".
 std::string did_you_mean(std::string_view given, const std::vector<std::string>& candidates);
 
 }  // namespace fast::core
