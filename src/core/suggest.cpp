@@ -43,9 +43,13 @@ std::optional<std::string> nearest_name(std::string_view given, const std::vecto
   if (std::find(candidates.begin(), candidates.end(), given) != candidates.end()) return std::nullopt;
   const std::string* nearest = nullptr;
   std::size_t best = std::numeric_limits<std::size_t>::max();
+  const std::size_t allowed = edits_allowed(given.size());
   for (const std::string& c : candidates) {
+    // The distance is at least the difference in length: a name far longer than every candidate
+    // (a hostile file's key) costs no more than a comparison of lengths.
+    if (given.size() > c.size() + allowed || c.size() > given.size() + allowed) continue;
     const std::size_t d = name_distance(given, c);
-    if (d < best && d <= edits_allowed(given.size()) && d < c.size()) {
+    if (d < best && d <= allowed && d < c.size()) {
       best = d;
       nearest = &c;
     }

@@ -49,6 +49,10 @@ TEST(DidYouMean, AllowsOneEditUpToFourCharactersTwoUpToEightThreeBeyond) {
   EXPECT_EQ(did_you_mean("mentm", {"momentum"}), "");                                      // 3 edits, 5 characters
   EXPECT_EQ(did_you_mean("abcdefgxyz", {"abcdefghij"}), " (did you mean 'abcdefghij'?)");  // 3 edits, 10
   EXPECT_EQ(did_you_mean("abcdefwxyz", {"abcdefghij"}), "");                               // 4 edits, 10
+  // Lengths 4 apart are at least 4 edits apart (a hostile file's 100,000-character key is near nothing).
+  EXPECT_EQ(did_you_mean("abcdefghijklm", {"abcdefghi"}), "");
+  EXPECT_EQ(did_you_mean("abcdefghijkl", {"abcdefghi"}), " (did you mean 'abcdefghi'?)");
+  EXPECT_EQ(did_you_mean(std::string(100000, 's'), {"steps", "strategy"}), "");
 }
 
 TEST(DidYouMean, NeverSuggestsANameAsFarAsItsLengthAndTakesTheFirstOnATie) {
