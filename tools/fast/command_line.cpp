@@ -126,7 +126,7 @@ void suggest_options(const CLI::App& app) {
     for (const std::string& name : option->get_lnames()) names.push_back(name);
   for (const std::string& extra : app.remaining(true)) {
     if (extra.size() < 3 || extra.compare(0, 2, "--") != 0) continue;
-    const std::string name = extra.substr(2, extra.find('=') - 2);
+    const std::string name = extra.substr(2, extra.find('=') - 2);  // up to '=', or all (npos - 2)
     if (const std::optional<std::string> nearest = core::nearest_name(name, names))
       std::fprintf(stderr, "--%s: not an option of %s (did you mean --%s?)\n", name.c_str(), command.get_name().c_str(),
                    nearest->c_str());
@@ -138,12 +138,10 @@ void suggest_options(const CLI::App& app) {
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ExtrasError& e) {
-    const int code = app.exit(e);
-    suggest_options(app);
-    return code == 0 ? exit_code::ok : exit_code::bad_input;
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? exit_code::ok : exit_code::bad_input;
+    const int code = app.exit(e);
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) suggest_options(app);
+    return code == 0 ? exit_code::ok : exit_code::bad_input;
   }
   return std::nullopt;
 }
