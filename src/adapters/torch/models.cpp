@@ -203,6 +203,15 @@ const ModelRegistration& registered(const std::string& spec) {
 
 }  // namespace
 
+void check_model_spec(const std::string& spec) {
+  if (find_model(spec) != nullptr) return;
+  if (training::is_model_file(spec)) {
+    (void)Model::load_script(spec);
+    return;
+  }
+  (void)registered(spec);  // throws, naming the registered models
+}
+
 Model make_model(const std::string& spec, const SampleSpec& input) {
   const ModelRegistration* m = find_model(spec);
   if (m == nullptr && training::is_model_file(spec)) return Model::load_script(spec);

@@ -38,7 +38,6 @@
 #include "fast/core/malloc_tuning.hpp"
 #include "fast/core/memory_usage.hpp"
 #include "fast/core/stop_request.hpp"
-#include "fast/core/suggest.hpp"
 #include "fast/core/sum_of_squares.hpp"
 #include "fast/runtime/detect.hpp"
 #include "fast/runtime/environment.hpp"
@@ -66,7 +65,6 @@ using training::CheckpointStore;
 using training::DatasetSpec;
 using training::end_run;
 using training::EpochFn;
-using training::is_model_file;
 using training::LoopPlan;
 using training::ModelSide;
 using training::parse_dataset_spec;
@@ -107,13 +105,7 @@ std::optional<int> workers_on_host(const TrainOptions& o) {
 void validate(const TrainOptions& o) {
   training::validate_settings(o);
   check_device(o.device);
-  if (find_model(o.model) == nullptr) {
-    FAST_ENFORCE(
-        is_model_file(o.model),
-        "model: unknown name '{}'{}; expected one of {}, or a TorchScript file (a path with '/' or ending in .pt)",
-        o.model, core::did_you_mean(o.model, registered_model_names()), fmt::join(registered_model_names(), ", "));
-    (void)Model::load_script(o.model);  // a TorchScript archive (its fit is checked once the data is read)
-  }
+  check_model_spec(o.model);
   FAST_ENFORCE(parse_final_model(o.final_model) != FinalModel::best || o.replica_accuracy,
                "final = best picks the replica with the highest test accuracy, which needs replica_accuracy = true "
                "(got false)");

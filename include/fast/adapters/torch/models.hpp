@@ -33,6 +33,11 @@ namespace fast::torch {
 // how to name a file. cnn and resnet need a sample shape [C, H, W] with H, W >= 10 (InvalidArgument).
 Model make_model(const std::string& spec, const SampleSpec& input = {});
 
+// Checks `spec` before any data is read: a registered name, or a TorchScript file that loads (its
+// fit to the data is checked once the data is read: check_model_fits). An unknown name fails as in
+// make_model; a file that is missing or does not load, as Model::load_script.
+void check_model_spec(const std::string& spec);
+
 // As make_model, for a caller that sets every parameter before it uses the model (a worker's
 // replica, which loads the run's initial parameters): a registered model's make_to_load where it
 // has one (model_registry.hpp; the values of the parameters are then unspecified), else the same
