@@ -18,6 +18,28 @@ char folded(char c) {
 // Edits allowed for a name given of `size` characters.
 std::size_t edits_allowed(std::size_t size) { return size <= 4 ? 1 : size <= 8 ? 2 : 3; }
 
+// Whether `shorter` begins `longer`, folded as name_distance folds.
+bool begins(std::string_view shorter, std::string_view longer) {
+  if (shorter.size() > longer.size()) return false;
+  for (std::size_t i = 0; i < shorter.size(); ++i)
+    if (folded(shorter[i]) != folded(longer[i])) return false;
+  return true;
+}
+
+// The one candidate that begins `given` or that `given` begins, the shorter of the two having at
+// least kMinPrefix characters ("batch-size" -> "batch", "warmup" -> "warmup-steps"); null when none
+// or several do ("checkpoint" begins three options: no guess).
+constexpr std::size_t kMinPrefix = 4;
+const std::string* only_prefix_match(std::string_view given, const std::vector<std::string>& candidates) {
+  const std::string* match = nullptr;
+  for (const std::string& c : candidates) {
+    if (std::min(c.size(), given.size()) < kMinPrefix || !(begins(c, given) || begins(given, c))) continue;
+    if (match != nullptr) return nullptr;
+    match = &c;
+  }
+  return match;
+}
+
 }  // namespace
 
 std::size_t name_distance(std::string_view a, std::string_view b) {
@@ -54,6 +76,7 @@ std::optional<std::string> nearest_name(std::string_view given, const std::vecto
       nearest = &c;
     }
   }
+  if (nearest == nullptr) nearest = only_prefix_match(given, candidates);
   if (nearest == nullptr) return std::nullopt;
   return *nearest;
 }

@@ -50,7 +50,7 @@ TEST(DidYouMean, AllowsOneEditUpToFourCharactersTwoUpToEightThreeBeyond) {
   EXPECT_EQ(did_you_mean("abcdefgxyz", {"abcdefghij"}), " (did you mean 'abcdefghij'?)");  // 3 edits, 10
   EXPECT_EQ(did_you_mean("abcdefwxyz", {"abcdefghij"}), "");                               // 4 edits, 10
   // Lengths 4 apart are at least 4 edits apart (a hostile file's 100,000-character key is near nothing).
-  EXPECT_EQ(did_you_mean("abcdefghijklm", {"abcdefghi"}), "");
+  EXPECT_EQ(did_you_mean("xabcdefghijkl", {"abcdefghi"}), "");  // not a prefix either (below)
   EXPECT_EQ(did_you_mean("abcdefghijkl", {"abcdefghi"}), " (did you mean 'abcdefghi'?)");
   EXPECT_EQ(did_you_mean(std::string(100000, 's'), {"steps", "strategy"}), "");
 }
@@ -60,6 +60,21 @@ TEST(DidYouMean, NeverSuggestsANameAsFarAsItsLengthAndTakesTheFirstOnATie) {
   EXPECT_EQ(did_you_mean("x", {"xy"}), " (did you mean 'xy'?)");
   EXPECT_EQ(did_you_mean("cn", {"cnn", "can"}), " (did you mean 'cnn'?)");  // 1 edit each
   EXPECT_EQ(did_you_mean("cn", {"can", "cnn"}), " (did you mean 'can'?)");
+}
+
+TEST(DidYouMean, FallsBackOnTheOneCandidateThatBeginsTheNameOrThatItBegins) {
+  const std::vector<std::string> flags{"batch", "epochs", "warmup-steps", "checkpoint-dir", "checkpoint-every", "lr"};
+  EXPECT_EQ(did_you_mean("batch-size", flags), " (did you mean 'batch'?)");  // 5 edits: too far, but a prefix
+  EXPECT_EQ(did_you_mean("BatchSize", flags), " (did you mean 'batch'?)");   // folded as the distance folds
+  EXPECT_EQ(did_you_mean("warmup", flags), " (did you mean 'warmup-steps'?)");
+  EXPECT_EQ(did_you_mean("resnet18", {"mlp", "cnn", "resnet"}), " (did you mean 'resnet'?)");
+  EXPECT_EQ(did_you_mean("checkpoint", flags), "");                           // begins two options: no guess
+  EXPECT_EQ(did_you_mean("lr-decay", flags), "");                             // "lr" is shorter than 4 characters
+  EXPECT_EQ(did_you_mean("warm", flags), " (did you mean 'warmup-steps'?)");  // 4 characters: enough
+  EXPECT_EQ(did_you_mean("war", flags), "");
+  EXPECT_EQ(did_you_mean("epochs-per-run", flags), " (did you mean 'epochs'?)");
+  // The nearest name wins before any prefix: "batc" begins both and is 1 edit from "batch".
+  EXPECT_EQ(did_you_mean("batc", {"batch", "batchnorm"}), " (did you mean 'batch'?)");
 }
 
 }  // namespace

@@ -120,6 +120,8 @@ TEST(HostileInput, AMistypedFlagIsAnsweredWithTheNearestOption) {
             "train --steps 5 --peer-timeot=2",
             {"--peer-timeot: not an option of train (did you mean --peer-timeout?)"}},
            {"", "launch --restrat 1 -n 2 -- true", {"--restrat: not an option of launch (did you mean --restart?)"}},
+           // PyTorch's examples spell it --batch-size: the option it begins.
+           {"", "train --steps 5 --batch-size 8", {"--batch-size: not an option of train (did you mean --batch?)"}},
        })
     expect_refused(c);
   // Nothing near: CLI11's refusal alone.

@@ -6,11 +6,15 @@
 //   did_you_mean("stratgy", {"strategy", "steps"})       -> " (did you mean 'strategy'?)"
 //   did_you_mean("peer-timeout", {"peer_timeout"})        -> " (did you mean 'peer_timeout'?)"
 //   did_you_mean("sgdm", {"mlp", "cnn"})                  -> ""
+//   did_you_mean("batch-size", {"batch", "seed"})         -> " (did you mean 'batch'?)"
 //
 // Near: at most 1 edit for a name given of up to 4 characters, 2 up to 8, 3 beyond, and fewer edits
 // than the candidate has characters. An edit inserts, deletes or replaces one character or swaps
 // two adjacent ones; upper and lower case, and '-' and '_', count as the same character (flags use
 // '-' where config keys use '_'). The nearest candidate wins, the first of the list on a tie.
+// When none is that near, the one candidate that begins the name given, or that the name given
+// begins, is suggested, the shorter of the two having at least 4 characters ("batch-size" ->
+// "batch", "resnet18" -> "resnet", "warmup" -> "warmup-steps"); none when several do.
 // Thread-safety: a pure function.
 
 #include <cstddef>
