@@ -200,6 +200,22 @@ TEST(Cli, ShortRunWritesSummaryAndMetrics) {
   EXPECT_EQ(end, 1);
 }
 
+// A flag given twice takes its last value, as argparse does ("$COMMON --steps 3" overrides a
+// --steps in $COMMON). The summary records what ran.
+TEST(Cli, AFlagGivenTwiceTakesItsLastValue) {
+  const fs::path dir = temp_dir("twice");
+  const Result r = run_fast(
+      "train --workers 3 --steps 40 --progress always --workers 1 --steps 3 --progress never --dataset "
+      "synthetic:train=256,test=64 --summary " +
+      (dir / "s.json").string());
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
+  std::ifstream in(dir / "s.json");
+  const nlohmann::json s = nlohmann::json::parse(in);
+  EXPECT_EQ(s["workers"], 1);
+  EXPECT_EQ(s["steps"], 3);
+  EXPECT_EQ(r.output.find("| step "), std::string::npos) << r.output;  // --progress never: no live line
+}
+
 // Options DGC cannot honour are refused before any data is read (the data folder does not exist).
 TEST(Cli, DgcRefusesWhatItCannotApplyBeforeReadingData) {
   const std::string base = "train --steps 1 --data-dir /nonexistent/fast-data --dgc ";

@@ -47,6 +47,9 @@ void add_setting_flags(CLI::App* command, std::vector<std::string>& values) {
 }
 
 void describe_app(CLI::App& app) {
+  // An option given twice takes its last value, as a boolean flag does ("$COMMON --lr 0.1"
+  // overrides a --lr in $COMMON); CLI11's default refuses it. Subcommands added after inherit it.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.description("FAST: flexible (a)synchronous scalable training of neural networks across workers");
   app.footer(environment_help() + "\nExit codes: 0 ok, 2 bad input, 3 I/O or peer failure, 4 timeout, 5 other error.");
   app.require_subcommand(1);
