@@ -120,6 +120,7 @@ TEST(HostileInput, AMistypedFlagIsAnsweredWithTheNearestOption) {
             "train --steps 5 --peer-timeot=2",
             {"--peer-timeot: not an option of train (did you mean --peer-timeout?)"}},
            {"", "launch --restrat 1 -n 2 -- true", {"--restrat: not an option of launch (did you mean --restart?)"}},
+           {"", "trian --steps 5", {"trian: not a command of fast (did you mean train?)", "compare, report"}},
            // PyTorch's examples spell it --batch-size: the option it begins.
            {"", "train --steps 5 --batch-size 8", {"--batch-size: not an option of train (did you mean --batch?)"}},
        })

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -136,6 +137,21 @@ void suggest_options(const CLI::App& app) {
   }
 }
 
+// After CLI11's "A subcommand is required", when a word was given where the command goes (`fast
+// trian`): that it is not a command, the nearest command, and the commands there are.
+void suggest_command(CLI::App& app) {
+  if (!app.get_subcommands().empty()) return;
+  const std::vector<std::string> extras = app.remaining(true);
+  if (extras.empty() || extras.front().empty() || extras.front().front() == '-') return;
+  std::vector<std::string> names;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(command->get_name());
+  const std::optional<std::string> nearest = core::nearest_name(extras.front(), names);
+  std::fprintf(stderr, "%s: not a command of fast%s; the commands: %s (fast COMMAND --help)\n", extras.front().c_str(),
+               nearest ? (" (did you mean " + *nearest + "?)").c_str() : "",
+               fmt::format("{}", fmt::join(names, ", ")).c_str());
+}
+
 }  // namespace
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
@@ -144,6 +160,7 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) suggest_options(app);
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) suggest_command(app);
     return code == 0 ? exit_code::ok : exit_code::bad_input;
   }
   return std::nullopt;
