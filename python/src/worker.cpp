@@ -10,6 +10,7 @@
 #include "checkpoint_store.hpp"
 #include "config.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/suggest.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/training/run_identity.hpp"
 
@@ -57,8 +58,8 @@ training::TrainOptions apply_settings(const py::kwargs& settings) {
     std::string key = py::str(k).cast<std::string>();
     std::replace(key.begin(), key.end(), '-', '_');
     FAST_ENFORCE(std::find(allowed.begin(), allowed.end(), key) != allowed.end(),
-                 "fast.Worker: unknown setting '{}'; expected one of {} (docs/config.md)", key,
-                 fmt::join(allowed, ", "));
+                 "fast.Worker: unknown setting '{}'{}; expected one of {} (docs/config.md)", key,
+                 core::did_you_mean(key, allowed), fmt::join(allowed, ", "));
     settings::apply_setting(o, key, setting_text(key, v), key);
   }
   return o;

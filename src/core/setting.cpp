@@ -10,6 +10,7 @@
 
 #include "fast/core/error.hpp"
 #include "fast/core/parse.hpp"
+#include "fast/core/suggest.hpp"
 
 namespace fast::core {
 
@@ -185,7 +186,8 @@ void Setting::validate(const SettingValue& value, std::string_view given) const 
   if (type_ == SettingType::choice) {
     const std::string& v = std::get<std::string>(value);
     FAST_ENFORCE(std::find(allowed_.begin(), allowed_.end(), v) != allowed_.end(),
-                 "{}: unknown value '{}'; expected one of: {}", name_, v, fmt::join(allowed_, ", "));
+                 "{}: unknown value '{}'{}; expected one of: {}", name_, v, did_you_mean(v, allowed_),
+                 fmt::join(allowed_, ", "));
   }
   if (check_) check_(value);
 }

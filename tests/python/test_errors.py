@@ -40,7 +40,9 @@ def test_unknown_strategy_names_the_choices():
     (dict(optimizer="adagrad"), r"optimizer.*adagrad"),
     (dict(lr="fast"), r"lr.*fast"),
     (dict(compress="zip"), r"zip"),
-    (dict(learning_rate=0.1), r"unknown setting 'learning_rate'"),
+    (dict(learning_rate=0.1), r"unknown setting 'learning_rate'; expected"),
+    (dict(compres="int8"), r"unknown setting 'compres' \(did you mean 'compress'\?\)"),
+    (dict(strategy="ps", mode="asyncc", steps=4), r"mode: unknown value 'asyncc' \(did you mean 'async'\?\)"),
     (dict(steps=[1]), r"setting 'steps' expects a str, int, float or bool, got list"),
     (dict(), r"schedule 'cosine'.*steps=N"),
 ])

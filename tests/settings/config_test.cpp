@@ -81,6 +81,11 @@ TEST(Config, UnknownStrategyAndOptimizerListAllowedNames) {
   EXPECT_NE(e.find("unknown value 'telepathy'; expected one of: allreduce"), std::string::npos) << e;
   e = error_of([&] { apply_setting(o, "optimizer", "lbfgs", "--optimizer"); });
   EXPECT_NE(e.find("expected one of: sgd, momentum, nesterov, adam, adamw"), std::string::npos) << e;
+  // A strategy option's choice (core::Setting) gets the nearest value too.
+  e = error_of([&] { apply_setting(o, "mode", "asyncc", "--mode"); });
+  EXPECT_NE(e.find("mode: unknown value 'asyncc' (did you mean 'async'?); expected one of: sync, async, ssp"),
+            std::string::npos)
+      << e;
 }
 
 TEST(Config, OutOfRangeAndMalformedValuesAreRejected) {
