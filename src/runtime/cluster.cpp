@@ -185,8 +185,10 @@ void read_network(const Reader& r, const toml::table& t, Cluster& c) {
   const char* lat = "a duration like \"20ms\" or a number of seconds";
   if (auto n = t.get("topology")) {
     c.topology = r.string(*n, "network.topology");
-    FAST_ENFORCE(c.topology == "star" || c.topology == "full" || c.topology == "torus" || c.topology == "fat-tree",
-                 "{}: expected one of star, full, torus, fat-tree, got '{}'", r.where("network.topology"), c.topology);
+    const std::vector<std::string> topologies{"star", "full", "torus", "fat-tree"};
+    FAST_ENFORCE(std::find(topologies.begin(), topologies.end(), c.topology) != topologies.end(),
+                 "{}: expected one of {}, got '{}'{}", r.where("network.topology"), fmt::join(topologies, ", "),
+                 c.topology, core::did_you_mean(c.topology, topologies));
   }
   if (auto n = t.get("bandwidth"))
     c.bandwidth =

@@ -9,6 +9,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/random.hpp"
 #include "fast/core/spec.hpp"
+#include "fast/core/suggest.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/mixing.hpp"
 
@@ -194,9 +195,12 @@ TopologySchedule make_schedule(const std::string& spec, int n, std::uint64_t see
   const std::string name = spec.substr(0, spec.find(':'));
   FAST_ENFORCE(n >= 1, "schedule '{}': n must be >= 1, got {}", spec, n);
   if (is_topology_name(name)) return TopologySchedule(spec, {static_graph(spec, spec, n, seed)});
-  if (schedule_family().find(name) == nullptr)
-    FAST_THROW(InvalidArgument, "schedule '{}': unknown kind '{}', expected a topology ({}) or a schedule ({})", spec,
-               name, join(topology_names()), join(schedule_names()));
+  if (schedule_family().find(name) == nullptr) {
+    std::vector<std::string> kinds = topology_names();
+    kinds.insert(kinds.end(), schedule_names().begin(), schedule_names().end());
+    FAST_THROW(InvalidArgument, "schedule '{}': unknown kind '{}'{}, expected a topology ({}) or a schedule ({})", spec,
+               name, core::did_you_mean(name, kinds), join(topology_names()), join(schedule_names()));
+  }
   const core::ParsedSpec p = schedule_family().parse(spec);
   if (name == "exponential-peer") {
     std::vector<Graph> graphs{exponential_peer(n, 0)};

@@ -101,6 +101,7 @@ TEST(Cluster, ErrorsNameFileKeyExpectedAndGot) {
   expect_error("[hosts]\ndistribution = \"normal:1-2\"", "expected \"uniform:LO-HI\"");
   expect_error("[network]\ntopology = \"ring\"",
                "'network.topology': expected one of star, full, torus, fat-tree, got 'ring'");
+  expect_error("[network]\ntopology = \"fat_tree\"", "got 'fat_tree' (did you mean 'fat-tree'?)");
   expect_error("[network]\nbandwidth = \"10 furlongs\"", "'network.bandwidth': expected a bandwidth");
   expect_error("[network]\nlatency = true", "'network.latency': expected a duration");
   expect_error("[network]\nmodel = \"IB\"", "'network.model': expected CM02 or LV08, got 'IB'");

@@ -212,6 +212,8 @@ TEST(Schedule, BadSpecsThrowNamingTheSpec) {
   expect_error<InvalidArgument>([] { make_schedule("moebius", 4); },
                                 {"schedule 'moebius'", "unknown kind 'moebius'", "ring", "file", "exponential-peer",
                                  "random-matching", "random-peer", "cycle"});
+  expect_error<InvalidArgument>([] { make_schedule("exponental-peer", 4); },
+                                {"unknown kind 'exponental-peer' (did you mean 'exponential-peer'?), expected"});
   expect_error<InvalidArgument>([] { make_schedule("random-peer:3", 4); },
                                 {"schedule spec 'random-peer:3'", "random-peer takes no parameters, got '3'"});
   expect_error<InvalidArgument>([] { make_schedule("exponential-peer:2", 4); },
