@@ -193,6 +193,7 @@ void PsStrategy::make_server(std::span<float> params) {
                                  options_.compress, &meter_, layout, generation_);
   if (!elastic_) slot_.as<float>()[params.size() + 1 + static_cast<std::size_t>(my_shard_)] = 1;  // before the window
   if (mode_ == PsMode::sync) server_->set_aggregate(Aggregate::parse(options_.aggregate, comm_.size()));
+  server_->set_lr_by_lag(options_.lr_staleness == "inverse");
   if (dgc_ && mode_ == PsMode::sync)
     server_->set_reply_density(  // Dgc::density reads constant options: safe from the server's activity
         [dgc = dgc_.get()](std::int64_t round) { return dgc->density(round); });
@@ -509,6 +510,11 @@ StrategyRegistration builtin::ps_registration() {
                             "is the same step per sample as allreduce's) or per-gradient (each gradient applied with "
                             "lr: Downpour as published).")
           .one_of({"per-sample", "per-gradient"}),
+      StrategyOption::field("lr_staleness", &StrategyOptions::lr_staleness,
+                            "modes async and ssp: inverse (each gradient applied with its learning rate divided by "
+                            "its version lag, the updates its shard took since its worker read it, at least 1: "
+                            "staleness-aware async SGD) or none (every gradient at its worker's rate).")
+          .one_of({"none", "inverse"}),
       StrategyOption::field("staleness", &StrategyOptions::staleness,
                             "mode ssp: a worker never runs more than this many steps ahead of the slowest.")
           .at_least(0),

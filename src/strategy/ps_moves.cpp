@@ -170,6 +170,7 @@ void PsStrategy::take_shard(int k, int lost, std::span<float> params) {
   m.server = std::make_unique<PsServer>(server_context(), mode_, options_.staleness, k, memory, memory,
                                         options_.optimizer, "none", &meter_, nullptr, generation_);
   m.server->attach(*window_);
+  m.server->set_lr_by_lag(options_.lr_staleness == "inverse");
   m.server->take_over(params.size());
   const auto ku = static_cast<std::size_t>(k);
   first_clock_[ku] = -clock_;  // this worker's pushes count from 0 at the new server

@@ -202,7 +202,8 @@ void PsServer::on_push(int src, const Request& h) {
       FAST_ENFORCE(read <= local.version(), "ps: server of shard {}: worker {} read version {} > current {}", shard_,
                    src, read, local.version());
       version_lag = local.version() - read;
-      optimizer_->step(params_, grad_, lr);
+      optimizer_->step(params_, grad_,
+                       lr_by_lag_ ? lr / static_cast<double>(std::max<std::uint64_t>(1, version_lag)) : lr);
       local.bump();
       ctx_.memory_traffic(optimizer_->step_traffic_bytes());  // under the lock, as the work
     }

@@ -113,6 +113,9 @@ class PsServer {
   // sync: combine a round's gradients with a robust rule instead of their mean (Aggregate over all
   // N workers, a non-finite push counting as a gradient of NaNs). Before run().
   void set_aggregate(const Aggregate& aggregate) { aggregate_ = aggregate; }
+  // async / ssp: apply each gradient with its pushed learning rate divided by its version lag (at
+  // least 1; StrategyOptions::lr_staleness "inverse"). Before run().
+  void set_lr_by_lag(bool on) noexcept { lr_by_lag_ = on; }
   // Elastic sync (ps.hpp, "Elastic groups"), before run(): the rounds start at push count `clock`
   // for every worker, the workers outside `members` count as done, and every reply carries the
   // shard's optimizer state after the round besides its values (ps_protocol::elastic_reply_floats),
@@ -201,6 +204,7 @@ class PsServer {
   bool replicates_ = false;                            // start_elastic: replies carry the optimizer state
   std::function<double(std::int64_t)> reply_density_;  // sync: set_reply_density
   Aggregate aggregate_;                                // sync: set_aggregate (mean: the sum below)
+  bool lr_by_lag_ = false;                             // async / ssp: set_lr_by_lag
   std::vector<float> gathered_;                        // sync, robust aggregate: the round's N gradients
   std::vector<std::int64_t> pushed_;                   // per worker: pushes counted
   std::vector<char> done_;                             // per worker: sent `done`

@@ -28,9 +28,13 @@ const PsStrategy& ps_of(const Worker& worker) { return dynamic_cast<const PsStra
 // lr_semantics per-gradient: the server applies every gradient with `lr` itself, the rate the
 // bounds below are written with (AsyncAndSspInTurnsReplayExactly checks both semantics).
 WorkerOptions ps_options(const char* mode, std::int64_t servers, double lr, std::int64_t staleness = 2,
-                         const char* lr_semantics = "per-gradient") {
-  return {.strategy =
-              {.name = "ps", .mode = mode, .staleness = staleness, .servers = servers, .lr_semantics = lr_semantics},
+                         const char* lr_semantics = "per-gradient", const char* lr_staleness = "none") {
+  return {.strategy = {.name = "ps",
+                       .mode = mode,
+                       .staleness = staleness,
+                       .servers = servers,
+                       .lr_semantics = lr_semantics,
+                       .lr_staleness = lr_staleness},
           .optimizer = {.name = "sgd", .lr = lr}};
 }
 
@@ -240,7 +244,7 @@ TEST(Ps, SyncConvergesToTheOptimumInClosedForm) {
 // halves every 10 steps: each server must apply the rate its pusher sent for that step.
 // Workers taking turns: the servers apply the gradients in a known order, replayed in double
 // precision. With lr_semantics per-sample (the default) every gradient is applied with lr / N, with
-// per-gradient with lr itself.
+// per-gradient with lr itself; with lr_staleness inverse, divided by its lag (at least 1).
 TEST(Ps, AsyncAndSspInTurnsReplayExactly) {
   constexpr int kN = 4;
   constexpr int kRounds = 30;
@@ -248,26 +252,32 @@ TEST(Ps, AsyncAndSspInTurnsReplayExactly) {
   constexpr double kLr = 0.1;
   constexpr float kX0 = 0.5f;
   const std::uint64_t lag_sum = (0 + 1 + 2 + 3) + static_cast<std::uint64_t>((kRounds - 1) * kN * (kN - 1));
-  for (const char* semantics : {"per-sample", "per-gradient"}) {
+  const std::array<std::pair<const char*, const char*>, 4> variants{
+      {{"per-sample", "none"}, {"per-gradient", "none"}, {"per-gradient", "inverse"}, {"per-sample", "inverse"}}};
+  for (const auto& [semantics, lr_staleness] : variants) {
     const double eta = std::string(semantics) == "per-sample" ? kLr / kN : kLr;
+    const bool by_lag = std::string(lr_staleness) == "inverse";
     // The replay: server parameters and every worker's pulled copy, per coordinate.
     std::vector<double> server(kDim, kX0);
     std::vector<std::vector<double>> pulled(kN, std::vector<double>(kDim, kX0));
     for (int t = 0; t < kRounds; ++t)
-      for (int w = 0; w < kN; ++w)
+      for (int w = 0; w < kN; ++w) {
+        const int lag = t == 0 ? w : kN - 1;  // as counted above
+        const double rate = eta * std::pow(0.5, t / 10) / (by_lag ? std::max(1, lag) : 1);
         for (std::size_t i = 0; i < kDim; ++i) {
-          server[i] -= eta * std::pow(0.5, t / 10) * (pulled[static_cast<std::size_t>(w)][i] - centre(w, i));
+          server[i] -= rate * (pulled[static_cast<std::size_t>(w)][i] - centre(w, i));
           pulled[static_cast<std::size_t>(w)][i] = server[i];
         }
+      }
     for (const char* mode : {"async", "ssp"}) {
       for (std::int64_t k : {1, 2}) {
-        WorkerOptions options = ps_options(mode, k, kLr, 1, semantics);
+        WorkerOptions options = ps_options(mode, k, kLr, 1, semantics, lr_staleness);
         options.schedule = {.name = "step", .step_size = 10, .gamma = 0.5};
         const PsRun run = run_quadratic(kN, options, kDim, kX0, steps_of(kRounds), no_sleep, /*turns=*/true);
         for (int w = 0; w < kN; ++w)
           for (std::size_t i = 0; i < kDim; ++i)
             ASSERT_NEAR(run.finals[static_cast<std::size_t>(w)][i], server[i], 1e-5 * (1 + std::abs(server[i])))
-                << semantics << " " << mode << " K=" << k << " worker " << w << " i=" << i;
+                << semantics << " " << lr_staleness << " " << mode << " K=" << k << " worker " << w << " i=" << i;
         EXPECT_EQ(run.staleness.count, static_cast<std::uint64_t>(k * kN * kRounds)) << mode << " K=" << k;
         EXPECT_EQ(run.staleness.sum, static_cast<double>(k * lag_sum)) << mode << " K=" << k;
         EXPECT_EQ(run.staleness.max, static_cast<std::uint64_t>(kN - 1)) << mode << " K=" << k;

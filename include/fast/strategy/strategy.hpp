@@ -72,6 +72,9 @@ struct StrategyOptions {
   // lr itself (Downpour as published; N times the step per sample). Other strategies (and sync)
   // already average and ignore it. docs/strategies.md "Learning-rate semantics".
   std::string lr_semantics = "per-sample";
+  // ps async/ssp: "inverse" divides each gradient's learning rate by its version lag, at least 1
+  // (staleness-aware async SGD); "none": every gradient at the rate its worker sent.
+  std::string lr_staleness = "none";
   double alpha = 0.1;               // easgd: elastic moving rate
   std::int64_t tau = 4;             // easgd: steps between elastic exchanges
   double comm_rate = 1.0;           // acid: expected communications per gradient step
