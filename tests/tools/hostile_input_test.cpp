@@ -251,4 +251,16 @@ TEST(HostileInput, BadPlatformFilesAreRefusedWithExitCode2) {
   fs::remove_all(dir);
 }
 
+// The zmq runtime in a process that no launcher started and that was given no rendezvous: told
+// how to start the processes (when the runtime starts, after the run's line).
+TEST(HostileInput, ZmqWithoutARendezvousSaysHowToStartTheProcesses) {
+#ifndef FAST_TEST_ZMQ
+  GTEST_SKIP() << "this build has no zmq runtime";
+#endif
+  expect_refused({"env -u FAST_RENDEZVOUS -u FAST_WORLD_SIZE -u FAST_PROCESS_RANK ",
+                  "train --runtime zmq --steps 3",
+                  {"rendezvous: expected HOST:PORT", "got nothing", "fast launch -n N -- COMMAND", "--world-size N"}},
+                 /*early=*/false);
+}
+
 }  // namespace
