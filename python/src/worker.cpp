@@ -10,6 +10,7 @@
 #include "checkpoint_store.hpp"
 #include "config.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 #include "fast/core/suggest.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/training/run_identity.hpp"
@@ -54,6 +55,7 @@ std::string setting_text(const std::string& key, const py::handle& value) {
 training::TrainOptions apply_settings(const py::kwargs& settings) {
   training::TrainOptions o;
   const std::vector<std::string> allowed = worker_setting_names();
+  std::vector<std::string> given;
   for (const auto& [k, v] : settings) {
     std::string key = py::str(k).cast<std::string>();
     std::replace(key.begin(), key.end(), '-', '_');
@@ -61,7 +63,10 @@ training::TrainOptions apply_settings(const py::kwargs& settings) {
                  "fast.Worker: unknown setting '{}'{}; expected one of {} (docs/config.md)", key,
                  core::did_you_mean(key, allowed), fmt::join(allowed, ", "));
     settings::apply_setting(o, key, setting_text(key, v), key);
+    given.push_back(key);
   }
+  for (const std::string& warning : settings::unread_strategy_options(o.worker.strategy.name, given))
+    core::log(core::LogLevel::warn, "fast.Worker: {}", warning);
   return o;
 }
 

@@ -185,8 +185,28 @@ void apply_config_table(TrainOptions& options, const toml::table& table, const s
                        fmt::format("config file '{}' line {}", file.string(), node.source().begin.line));
 }
 
-void apply_config_file(TrainOptions& options, const std::filesystem::path& file) {
-  apply_config_table(options, parse_toml_file(file), file);
+std::vector<std::string> apply_config_file(TrainOptions& options, const std::filesystem::path& file) {
+  const toml::table table = parse_toml_file(file);
+  apply_config_table(options, table, file);
+  std::vector<std::string> keys;
+  for (const auto& [name, node] : table) keys.emplace_back(find_key(name.str())->name);  // every key is known
+  return keys;
+}
+
+std::vector<std::string> unread_strategy_options(std::string_view strategy, const std::vector<std::string>& given) {
+  std::vector<std::string> warnings;
+  for (const strategy::DeclaredOption& d : strategy::declared_options()) {
+    const std::vector<std::string>& readers = d.strategies;
+    if (readers.empty() || std::find(readers.begin(), readers.end(), strategy) != readers.end()) continue;
+    const bool set = std::any_of(given.begin(), given.end(), [&](const std::string& key) {
+      const ConfigKey* k = find_key(key);
+      return k != nullptr && k->name == d.option.name();
+    });
+    if (set)
+      warnings.push_back(
+          fmt::format("{}: an option of {}; {} does not read it", d.option.name(), fmt::join(readers, ", "), strategy));
+  }
+  return warnings;
 }
 
 namespace {
@@ -218,7 +238,8 @@ std::string config_markdown() {
   md +=
       "\n### Strategy options\n\nDeclared by the strategies in their registry entries "
       "(docs/architecture.md, \"Adding a strategy\"); the description starts with the strategies that read the "
-      "option (none: every strategy). Setting an option the chosen strategy does not read changes nothing.\n\n"
+      "option (none: every strategy). Setting an option the chosen strategy does not read changes nothing; "
+      "`fast train` and `fast.Worker` name it in a warning.\n\n"
       "| key | flag | type | default | accepts | description |\n"
       "| --- | --- | --- | --- | --- | --- |\n";
   for (const ConfigKey& k : config_keys())

@@ -62,9 +62,14 @@ void apply_config_value(training::TrainOptions& options, std::string_view key, c
 // Applies every key of a table (a file's top level or an inline table read from `file`).
 void apply_config_table(training::TrainOptions& options, const toml::table& table, const std::filesystem::path& file);
 
-// Applies a TOML file. Errors name the file, the key, the expected type and what was found;
-// unknown keys are rejected with the list of known ones.
-void apply_config_file(training::TrainOptions& options, const std::filesystem::path& file);
+// Applies a TOML file and returns its keys, sorted ('_' spelling). Errors name the
+// file, the key, the expected type and what was found; unknown keys are rejected with the list of
+// known ones.
+std::vector<std::string> apply_config_file(training::TrainOptions& options, const std::filesystem::path& file);
+// One warning per key of `given` (settings a user set: config keys, flags, keyword arguments; '_'
+// or '-' spelling) that is an option declared by other strategies only, so that `strategy` does
+// not read it: "mode: an option of ps; allreduce does not read it". Empty when every one is read.
+std::vector<std::string> unread_strategy_options(std::string_view strategy, const std::vector<std::string>& given);
 // Applies one setting given as text (a command-line flag); `origin` names it in errors ("--batch").
 void apply_setting(training::TrainOptions& options, std::string_view key, const std::string& text,
                    std::string_view origin);

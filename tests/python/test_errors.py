@@ -51,6 +51,14 @@ def test_bad_settings(settings, pattern):
         one_worker(lambda ctx: fast.Worker(ctx, *buffers(), **settings))
 
 
+def test_an_option_the_strategy_does_not_read_is_named_in_a_warning(capfd):
+    one_worker(lambda ctx: fast.Worker(ctx, *buffers(), strategy="allreduce", mode="async", steps=1))
+    err = capfd.readouterr().err
+    assert "fast.Worker: mode: an option of ps; allreduce does not read it" in err, err
+    one_worker(lambda ctx: fast.Worker(ctx, *buffers(), strategy="ps", mode="async", steps=1))
+    assert "does not read it" not in capfd.readouterr().err
+
+
 def test_float64_buffers():
     with pytest.raises(fast.InvalidArgument, match=r"fast.Worker: params: expected float32 elements.*got f64"):
         one_worker(lambda ctx: fast.Worker(ctx, *buffers(dtype=np.float64), steps=1))

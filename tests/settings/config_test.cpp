@@ -75,6 +75,22 @@ TEST(Config, UnknownKeyListsKnownKeys) {
   EXPECT_NE(flag.find("unknown key 'peer-timeot' (did you mean 'peer_timeout'?)"), std::string::npos) << flag;
 }
 
+// The keys a file set come back sorted, '-' spelled '_'; the strategy options among keys
+// that the chosen strategy does not declare are named, with the strategies that do.
+TEST(Config, OptionsTheStrategyDoesNotReadAreNamed) {
+  training::TrainOptions o;
+  const std::vector<std::string> keys = apply_config_file(
+      o, write_toml("given.toml", "strategy = \"allreduce\"\nlr-staleness = \"inverse\"\nseed = 3\n"));
+  EXPECT_EQ(keys, (std::vector<std::string>{"lr_staleness", "seed", "strategy"}));
+  EXPECT_EQ(
+      unread_strategy_options("allreduce", {"mode", "seed", "compress", "topology", "sparse-allreduce"}),
+      (std::vector<std::string>{"mode: an option of ps; allreduce does not read it",
+                                "topology: an option of dpsgd, adpsgd, gosgd, acid; allreduce does not read it"}));
+  EXPECT_TRUE(unread_strategy_options("ps", {"mode", "lr_staleness", "dgc", "compress", "workers"}).empty());
+  EXPECT_EQ(unread_strategy_options("dpsgd", {"period"}),
+            (std::vector<std::string>{"period: an option of local-sgd; dpsgd does not read it"}));
+}
+
 TEST(Config, UnknownStrategyAndOptimizerListAllowedNames) {
   training::TrainOptions o;
   std::string e = error_of([&] { apply_setting(o, "strategy", "telepathy", "--strategy"); });

@@ -216,6 +216,18 @@ TEST(Cli, AFlagGivenTwiceTakesItsLastValue) {
   EXPECT_EQ(r.output.find("| step "), std::string::npos) << r.output;  // --progress never: no live line
 }
 
+// A strategy option of other strategies only is accepted (a sweep may set it for some runs) and
+// named in a warning before the run starts.
+TEST(Cli, AnOptionTheStrategyDoesNotReadIsNamedInAWarning) {
+  const Result r = run_fast(
+      "train --workers 1 --steps 2 --strategy dpsgd --mode async --topology ring --progress never --dataset "
+      "synthetic:train=256,test=64");
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
+  EXPECT_NE(r.output.find("fast train: warning: mode: an option of ps; dpsgd does not read it"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("warning: topology"), std::string::npos) << r.output;  // dpsgd reads it
+}
+
 // Options DGC cannot honour are refused before any data is read (the data folder does not exist).
 TEST(Cli, DgcRefusesWhatItCannotApplyBeforeReadingData) {
   const std::string base = "train --steps 1 --data-dir /nonexistent/fast-data --dgc ";

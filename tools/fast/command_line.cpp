@@ -199,11 +199,13 @@ training::TrainOptions resolve_options(const TrainCommand& command, bool announc
   training::TrainOptions options;
   options.runtime.clear();  // unset: the launcher decides
   options.workers = 0;      // unset: the default (threads, sim), or the launcher's processes
-  if (!command.config_path.empty()) settings::apply_config_file(options, command.config_path);
+  std::vector<std::string> given;  // the keys set by the file and the flags
+  if (!command.config_path.empty()) given = settings::apply_config_file(options, command.config_path);
   bool workers_flag = false;
   for (const auto& flag : cli::given_flags(command.app, command.values)) {
     settings::apply_setting(options, flag.key, flag.value, flag.origin);
     workers_flag = workers_flag || flag.key == "workers";
+    given.push_back(flag.key);
   }
   const runtime::WorldChoice world = runtime::choose_world({.runtime = options.runtime,
                                                             .workers = options.workers,
@@ -216,6 +218,8 @@ training::TrainOptions resolve_options(const TrainCommand& command, bool announc
   if (!announce) return options;
   std::fprintf(stderr, "fast train: %s\n", world.describe().c_str());
   for (const std::string& warning : world.warnings) std::fprintf(stderr, "fast train: warning: %s\n", warning.c_str());
+  for (const std::string& warning : settings::unread_strategy_options(options.worker.strategy.name, given))
+    std::fprintf(stderr, "fast train: warning: %s\n", warning.c_str());
   return options;
 }
 
