@@ -39,12 +39,18 @@ std::string resolve_choice(std::string value, const char* key, const char* env, 
 }
 }  // namespace
 
-double launch(const LaunchOptions& options, const WorkerFn& fn) {
+void check_launch_options(const LaunchOptions& options) {
   const RuntimeBackend& backend = find_runtime(options.runtime);
   FAST_ENFORCE(options.workers >= 1, "workers: expected a count >= 1, got {}", options.workers);
   FAST_ENFORCE(options.cluster.empty() || backend.simulated_clock,
                "cluster: a cluster file is for a simulated runtime (sim), got runtime '{}' with cluster '{}'",
                options.runtime, options.cluster.string());
+  if (backend.check != nullptr) backend.check(options);
+}
+
+double launch(const LaunchOptions& options, const WorkerFn& fn) {
+  check_launch_options(options);
+  const RuntimeBackend& backend = find_runtime(options.runtime);
   LaunchOptions resolved = options;
   resolved.collectives = resolve_choice(options.collectives, "collectives", "FAST_COLLECTIVES", "fast", "native",
                                         backend.native_collectives, "native collectives", options.runtime);

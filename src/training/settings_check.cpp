@@ -11,6 +11,7 @@
 #include "fast/runtime/environment.hpp"
 #include "fast/runtime/slowdown.hpp"
 #include "fast/strategy/strategy.hpp"
+#include "fast/strategy/worker.hpp"
 #include "fast/training/dataset_spec.hpp"
 #include "fast/training/environment.hpp"
 #include "fast/training/run_identity.hpp"
@@ -49,6 +50,18 @@ void validate_outputs(const TrainOptions& o) {
 
 }  // namespace
 
+runtime::LaunchOptions launch_options(const TrainOptions& o) {
+  return {.runtime = o.runtime,
+          .workers = o.workers,
+          .op_timeout_seconds = o.op_timeout,
+          .cluster = o.cluster,
+          .tolerate_lost_workers = o.elastic || strategy::asynchronous_strategy(o.worker.strategy),
+          .process = o.process,
+          .collectives = o.collectives,
+          .windows = o.windows,
+          .sim_threads = o.sim_threads};
+}
+
 void validate_settings(const TrainOptions& o) {
   validate_environment();
   FAST_ENFORCE(o.workers >= 1, "workers: expected >= 1, got {}", o.workers);
@@ -79,6 +92,7 @@ void validate_settings(const TrainOptions& o) {
                "dgc_warmup_epochs: expected a finite number >= 0, got {}", o.dgc_warmup_epochs);
   FAST_ENFORCE(o.dgc_warmup_epochs == 0 || o.worker.strategy.dgc,
                "dgc_warmup_epochs: set to {} without dgc; the warm-up is part of DGC (--dgc)", o.dgc_warmup_epochs);
+  if (!o.runtime.empty()) runtime::check_launch_options(launch_options(o));
 }
 
 }  // namespace fast::training

@@ -251,16 +251,25 @@ TEST(HostileInput, BadPlatformFilesAreRefusedWithExitCode2) {
   fs::remove_all(dir);
 }
 
-// The zmq runtime in a process that no launcher started and that was given no rendezvous: told
-// how to start the processes (when the runtime starts, after the run's line).
-TEST(HostileInput, ZmqWithoutARendezvousSaysHowToStartTheProcesses) {
+// The zmq runtime's own settings (runtime::check_launch_options), before any data is read: no
+// rendezvous in a process that no launcher started (told how to start the processes), a key file
+// that is not there, a shared-memory size out of range.
+TEST(HostileInput, ZmqSettingsAreRefusedBeforeAnyDataIsRead) {
 #ifndef FAST_TEST_ZMQ
   GTEST_SKIP() << "this build has no zmq runtime";
 #endif
-  expect_refused({"env -u FAST_RENDEZVOUS -u FAST_WORLD_SIZE -u FAST_PROCESS_RANK ",
-                  "train --runtime zmq --steps 3",
-                  {"rendezvous: expected HOST:PORT", "got nothing", "fast launch -n N -- COMMAND", "--world-size N"}},
-                 /*early=*/false);
+  const std::string alone = "env -u FAST_RENDEZVOUS -u FAST_WORLD_SIZE -u FAST_PROCESS_RANK ";
+  const std::string met = alone + "FAST_RENDEZVOUS=127.0.0.1:9 FAST_WORLD_SIZE=1 ";
+  for (const Case& c : std::vector<Case>{
+           {alone,
+            "train --runtime zmq --steps 3",
+            {"rendezvous: expected HOST:PORT", "got nothing", "fast launch -n N -- COMMAND", "--world-size N"}},
+           {met,
+            "train --runtime zmq --steps 3 --key /nonexistent.key --allow /nonexistent.allow",
+            {"key file '/nonexistent.key'"}},
+           {met + "FAST_SHM_BYTES=5 ", "train --runtime zmq --steps 3 --insecure", {"FAST_SHM_BYTES", "got 5"}},
+       })
+    expect_refused(c);
 }
 
 }  // namespace

@@ -20,6 +20,10 @@ struct RuntimeBackend {
   // the fields every runtime shares, `collectives` is resolved to "fast" or "native" and `windows`
   // to "rma" or "service".
   double (*launch)(const LaunchOptions& options, const WorkerFn& fn) = nullptr;
+  // Checks this runtime's own settings (options.process, its environment variables, files they
+  // name) without starting or logging anything, so that a mistake is refused before any data is
+  // read; throws as launch() would. nullptr: nothing of its own to check.
+  void (*check)(const LaunchOptions& options) = nullptr;
   // Whether it offers native collectives (LaunchOptions::collectives = "native").
   bool native_collectives = false;
   // Whether it offers one-sided memory (LaunchOptions::windows = "rma").

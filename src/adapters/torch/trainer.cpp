@@ -486,23 +486,13 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   ProcessOutputs outputs(progress, on_epoch);
   // Asynchronous strategies go on without a worker lost with its host (docs/simulation.md,
   // "Failures"), elastic synchronous ones too; other synchronous ones end with its PeerLost.
-  const double run_seconds = runtime::launch(
-      {.runtime = options.runtime,
-       .workers = options.workers,
-       .op_timeout_seconds = options.op_timeout,
-       .cluster = options.cluster,
-       .tolerate_lost_workers = options.elastic || strategy::asynchronous_strategy(options.worker.strategy),
-       .process = options.process,
-       .collectives = options.collectives,
-       .windows = options.windows,
-       .sim_threads = options.sim_threads,
-       // More workers share this machine than the launcher said (processes started by hand, a
-       // launch's hosts that are containers or namespaces of one machine): sized again by them.
-       .placed =
-           [&](int workers_on_machine) {
-             if (workers_on_machine > on_host.value_or(0)) configure_torch_threads_on_machine(workers_on_machine);
-           }},
-      [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
+  runtime::LaunchOptions launch = training::launch_options(options);
+  // More workers share this machine than the launcher said (processes started by hand, a launch's
+  // hosts that are containers or namespaces of one machine): sized again by them.
+  launch.placed = [&](int workers_on_machine) {
+    if (workers_on_machine > on_host.value_or(0)) configure_torch_threads_on_machine(workers_on_machine);
+  };
+  const double run_seconds = runtime::launch(launch, [&](runtime::Context& ctx) { run_worker(ctx, inputs, outputs); });
 
   std::optional<nlohmann::json> summary = outputs.summary();
   FAST_ENFORCE_AS(core::PeerLost, summary.has_value(), "train: every worker of this process was lost; no summary");

@@ -194,6 +194,7 @@ RuntimeBackend backend() {
               "workers as processes on one or many hosts (fast launch, --rendezvous), ZeroMQ ipc:// and "
               "tcp://, CURVE-authenticated, heartbeats",
           .launch = run_zmq,
+          .check = check_settings,
           .multi_process = true,
           .loses_workers = true,
           .takes_new_processes = true,

@@ -88,7 +88,10 @@ void load_keys(const ProcessOptions& p, Settings& s) {
 
 }  // namespace
 
-Settings resolve_settings(const LaunchOptions& options) {
+namespace {
+
+// resolve_settings without its log: reads the options, the environment and the key files.
+Settings read_settings(const LaunchOptions& options) {
   const ProcessOptions& p = options.process;
   Settings s;
   parse_rendezvous(p.rendezvous.empty() ? core::env_string(zmq_environment(), "FAST_RENDEZVOUS") : p.rendezvous, s);
@@ -120,12 +123,7 @@ Settings resolve_settings(const LaunchOptions& options) {
   FAST_ENFORCE(s.process_rank >= -1 && s.process_rank < s.max_processes,
                "process-rank: expected -1 (assigned) or a rank in [0, {}), got {}", s.max_processes, s.process_rank);
   s.insecure = p.insecure || core::env_int(zmq_environment(), "FAST_INSECURE") != 0;
-  if (s.insecure)
-    core::log(core::LogLevel::warn,
-              "zmq runtime: --insecure: peers are NOT authenticated and traffic is NOT encrypted; anyone who "
-              "reaches this process's ports can join the run or alter it");
-  else
-    load_keys(p, s);
+  if (!s.insecure) load_keys(p, s);
   // One key admitted: every process holds it, every address's server too.
   FAST_ENFORCE(s.insecure || s.allowed_keys.size() == 1 || s.allowed_keys.size() > s.rendezvous_fallbacks.size(),
                "rendezvous: {} addresses, so the allow-list's first {} keys must be the keys of their hosts, in the "
@@ -164,6 +162,19 @@ Settings resolve_settings(const LaunchOptions& options) {
   s.read_alongside = static_cast<int>(core::env_int(zmq_environment(), "FAST_READ_ALONGSIDE"));
   return s;
 }
+
+}  // namespace
+
+Settings resolve_settings(const LaunchOptions& options) {
+  Settings s = read_settings(options);
+  if (s.insecure)
+    core::log(core::LogLevel::warn,
+              "zmq runtime: --insecure: peers are NOT authenticated and traffic is NOT encrypted; anyone who "
+              "reaches this process's ports can join the run or alter it");
+  return s;
+}
+
+void check_settings(const LaunchOptions& options) { (void)read_settings(options); }
 
 std::string host_id() {
   char name[256] = {};

@@ -53,8 +53,11 @@ struct Settings {
   long long shared_ring_bytes = -1;  // per pair of processes of one host; 0: none; -1: automatic (ring_capacity)
 };
 
-// InvalidArgument naming the option (and its FAST_* variable), expected versus got.
+// InvalidArgument naming the option (and its FAST_* variable), expected versus got; IoError for a
+// key file that cannot be read. Logs a warning for an insecure run.
 Settings resolve_settings(const LaunchOptions& options);
+// The same checks, nothing logged (RuntimeBackend::check: before any data is read).
+void check_settings(const LaunchOptions& options);
 
 // The ports of every rendezvous address, which no other socket of a process takes.
 std::vector<int> rendezvous_ports(const Settings& s);
