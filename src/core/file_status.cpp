@@ -12,4 +12,11 @@ std::filesystem::file_status file_status_of(const std::filesystem::path& path, s
   return status;
 }
 
+bool readable_twice(const std::filesystem::path& path) {
+  if (path.empty()) return true;
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  return !std::filesystem::exists(status) || std::filesystem::is_regular_file(status);
+}
+
 }  // namespace fast::core

@@ -19,6 +19,7 @@
 #include "command_line.hpp"
 #include "config.hpp"
 #include "fast/core/exit_code.hpp"
+#include "fast/core/file_status.hpp"
 #include "fast/core/version.hpp"
 #include "fast/training/settings_check.hpp"
 #if FAST_WITH_ZMQ
@@ -57,15 +58,6 @@ int run_helper(char** argv) {
   return exit_code::cannot_exec;
 }
 
-// Whether the config at `path` (none: empty) gives the same text to a second reader: no config, or
-// a regular file. A missing file also counts, so that the front-end names it.
-bool config_can_be_read_twice(const std::string& path) {
-  if (path.empty()) return true;
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  return !std::filesystem::exists(status) || std::filesystem::is_regular_file(status);
-}
-
 int run(int argc, char** argv) {
   CLI::App app;
   fast::cli::TrainingCommands training;
@@ -98,7 +90,7 @@ int run(int argc, char** argv) {
   // A mistake in the settings is refused here, before the helper loads libtorch (most of a second);
   // the helper checks them again with what needs libtorch (the device, the model). A config that
   // is not a regular file (a pipe, `<(...)`) can be read once only: the helper alone reads it.
-  if (training.train.app->parsed() && config_can_be_read_twice(training.train.config_path))
+  if (training.train.app->parsed() && fast::core::readable_twice(training.train.config_path))
     fast::training::validate_settings(fast::cli::resolve_options(training.train, false));
   if (training.train.app->parsed() || training.compare.app->parsed()) return run_helper(argv);
 #if FAST_WITH_ZMQ

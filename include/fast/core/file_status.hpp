@@ -13,4 +13,9 @@ namespace fast::core {
 
 std::filesystem::file_status file_status_of(const std::filesystem::path& path, std::string_view what);
 
+// Whether a second reader of `path` gets the text a first reader got: an empty path, a regular
+// file, or one that does not exist (its reader names it). A pipe, `<(...)` or /dev/stdin gives
+// its text to one reader only: a check made before the run must leave it to the run.
+bool readable_twice(const std::filesystem::path& path);
+
 }  // namespace fast::core

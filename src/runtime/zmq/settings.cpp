@@ -13,6 +13,7 @@
 #include "environment.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/file_status.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/parse.hpp"
 #include "fast/runtime/environment.hpp"
@@ -54,7 +55,9 @@ void parse_rendezvous(const std::string& text, Settings& s) {
   for (RendezvousAddress& a : s.rendezvous_fallbacks) a.numeric = numeric_addresses(a.host);
 }
 
-void load_keys(const ProcessOptions& p, Settings& s) {
+// checking: files that a second reader would not find whole (core::readable_twice: /dev/stdin, a
+// pipe; fast launch --hosts hands the key over on stdin) are left to the run, unread.
+void load_keys(const ProcessOptions& p, Settings& s, bool checking) {
   std::filesystem::path key =
       p.key_file.empty() ? std::filesystem::path(core::env_string(zmq_environment(), "FAST_KEY_FILE")) : p.key_file;
   std::filesystem::path allow = p.allow_file.empty()
@@ -68,10 +71,13 @@ void load_keys(const ProcessOptions& p, Settings& s) {
   FAST_ENFORCE(!allow.empty() || !inline_keys.empty(),
                "allow: the zmq runtime needs the public keys it admits (--allow FILE, FAST_ALLOW_FILE or "
                "FAST_ALLOW_KEYS), got none");
-  const KeyPair pair = read_key_file(key);
-  s.public_key = pair.public_key;
-  s.secret_key = pair.secret_key;
+  if (!checking || core::readable_twice(key)) {
+    const KeyPair pair = read_key_file(key);
+    s.public_key = pair.public_key;
+    s.secret_key = pair.secret_key;
+  }
   if (!allow.empty()) {
+    if (checking && !core::readable_twice(allow)) return;
     for (const AllowedKey& k : read_allow_file(allow)) s.allowed_keys.push_back(k.public_key);
     return;
   }
@@ -90,8 +96,9 @@ void load_keys(const ProcessOptions& p, Settings& s) {
 
 namespace {
 
-// resolve_settings without its log: reads the options, the environment and the key files.
-Settings read_settings(const LaunchOptions& options) {
+// resolve_settings without its log: reads the options, the environment and the key files (checking:
+// only those that can be read again, load_keys).
+Settings read_settings(const LaunchOptions& options, bool checking) {
   const ProcessOptions& p = options.process;
   Settings s;
   parse_rendezvous(p.rendezvous.empty() ? core::env_string(zmq_environment(), "FAST_RENDEZVOUS") : p.rendezvous, s);
@@ -123,9 +130,10 @@ Settings read_settings(const LaunchOptions& options) {
   FAST_ENFORCE(s.process_rank >= -1 && s.process_rank < s.max_processes,
                "process-rank: expected -1 (assigned) or a rank in [0, {}), got {}", s.max_processes, s.process_rank);
   s.insecure = p.insecure || core::env_int(zmq_environment(), "FAST_INSECURE") != 0;
-  if (!s.insecure) load_keys(p, s);
-  // One key admitted: every process holds it, every address's server too.
-  FAST_ENFORCE(s.insecure || s.allowed_keys.size() == 1 || s.allowed_keys.size() > s.rendezvous_fallbacks.size(),
+  if (!s.insecure) load_keys(p, s, checking);
+  // One key admitted: every process holds it, every address's server too. (None: an allow file left
+  // to the run, load_keys; a file read holds at least one.)
+  FAST_ENFORCE(s.insecure || s.allowed_keys.size() <= 1 || s.allowed_keys.size() > s.rendezvous_fallbacks.size(),
                "rendezvous: {} addresses, so the allow-list's first {} keys must be the keys of their hosts, in the "
                "same order (or the allow-list must hold the run's one key); it has {}",
                s.rendezvous_fallbacks.size() + 1, s.rendezvous_fallbacks.size() + 1, s.allowed_keys.size());
@@ -166,7 +174,7 @@ Settings read_settings(const LaunchOptions& options) {
 }  // namespace
 
 Settings resolve_settings(const LaunchOptions& options) {
-  Settings s = read_settings(options);
+  Settings s = read_settings(options, false);
   if (s.insecure)
     core::log(core::LogLevel::warn,
               "zmq runtime: --insecure: peers are NOT authenticated and traffic is NOT encrypted; anyone who "
@@ -174,7 +182,7 @@ Settings resolve_settings(const LaunchOptions& options) {
   return s;
 }
 
-void check_settings(const LaunchOptions& options) { (void)read_settings(options); }
+void check_settings(const LaunchOptions& options) { (void)read_settings(options, true); }
 
 std::string host_id() {
   char name[256] = {};
