@@ -6,6 +6,7 @@
 
 #include <fmt/ranges.h>
 
+#include "fast/core/counted.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/stop_request.hpp"
@@ -216,16 +217,16 @@ void WorkerLoop::report_regrouping(const strategy::Regrouping& g, const core::Pe
                                                                 .step = g.steps,
                                                                 .workers = static_cast<int>(g.members.size())}));
     }
-    core::log(core::LogLevel::warn,
-              "elastic: worker(s) {} lost; {} workers go on from step {} with worker {}'s state ({})",
-              fmt::join(g.lost, ", "), g.members.size(), g.steps, g.source, lost.what());
+    core::log(core::LogLevel::warn, "elastic: worker(s) {} lost; {} go on from step {} with worker {}'s state ({})",
+              fmt::join(g.lost, ", "), core::counted(static_cast<long long>(g.members.size()), "worker"), g.steps,
+              g.source, lost.what());
   }
   const int left = static_cast<int>(g.members.size());
   if (left < plan_.min_workers && g.steps < plan_.total_steps) {  // a group that took every step has ended anyway
     below_min_workers_ = left;
     if (lead())
-      core::log(core::LogLevel::error, "elastic: {} workers left, below min_workers {}: the run ends at step {} of {}",
-                left, plan_.min_workers, g.steps, plan_.total_steps);
+      core::log(core::LogLevel::error, "elastic: {} left, below min_workers {}: the run ends at step {} of {}",
+                core::counted(left, "worker"), plan_.min_workers, g.steps, plan_.total_steps);
   }
 }
 
@@ -257,8 +258,8 @@ void WorkerLoop::admit_joiners(std::int64_t done) {
                                                  .detail = was_vacant ? "took a vacant rank" : "took its rank back",
                                                  .step = g.steps,
                                                  .workers = static_cast<int>(g.members.size())}));
-  core::log(core::LogLevel::warn, "elastic: worker {} joined at step {}; {} workers go on", joiner, g.steps,
-            g.members.size());
+  core::log(core::LogLevel::warn, "elastic: worker {} joined at step {}; {} go on", joiner, g.steps,
+            core::counted(static_cast<long long>(g.members.size()), "worker"));
 }
 
 std::int64_t WorkerLoop::join_group() {

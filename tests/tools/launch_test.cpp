@@ -464,7 +464,7 @@ TEST(Launch, RestartOfTheWholeGroupAfterALostPeerAndCleanExitsAreFinal) {
                      "exec sleep 60; fi; exit 0")));
   EXPECT_EQ(r.code, exit_code::ok) << r.out << r.err;
   EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(process 1 \(pid \d+\) failed: exit code 3; stopping the 1 )"
-                                                  R"(processes still running and starting all 2 again \(--restart: )"
+                                                  R"(process still running and starting all 2 again \(--restart: )"
                                                   R"(1 of 2 restarts spent, 1 left\))")))
       << r.err;
   EXPECT_TRUE(contains(r.err, "started the 2 processes again")) << r.err;
@@ -490,7 +490,7 @@ TEST(Launch, RestartedProcessStillRunningAfterTheRunFinishedIsStoppedAndNoFailur
                        "the run finished; the 1 process(es) started again alone that still run can no longer "
                        "join it: stopping them in 10 s unless they end"))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "sending SIGTERM to the 1 processes still running")) << r.err;
+  EXPECT_TRUE(contains(r.err, "sending SIGTERM to the 1 process still running")) << r.err;
   EXPECT_FALSE(contains(r.err, "failed first")) << r.err;
   EXPECT_LT(seconds, 30) << r.err;
 }

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "fast/core/counted.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/exit_code.hpp"
 #include "fast/core/port_range.hpp"
@@ -274,11 +275,11 @@ struct Stopping {
   Clock::time_point act(ProcessGroup& group, Clock::time_point now) {
     if (!term_sent && now >= term_at) {
       term_sent = true;
-      say(fmt::format("sending SIGTERM to the {} processes still running", group.signal(SIGTERM, true)));
+      say(fmt::format("sending SIGTERM to the {} still running", core::processes(group.signal(SIGTERM, true))));
     }
     if (!kill_sent && now >= kill_at) {
       kill_sent = true;
-      say(fmt::format("sending SIGKILL to the {} processes still running", group.signal(SIGKILL, true)));
+      say(fmt::format("sending SIGKILL to the {} still running", core::processes(group.signal(SIGKILL, true))));
     }
     return !term_sent ? term_at : (!kill_sent ? kill_at : Clock::time_point::max());
   }
@@ -309,8 +310,8 @@ void announce_restart(const ProcessGroup& group, int rank, const ChildExit& e, R
                       const RestartPolicy& policy) {
   const std::string what = action == RestartAction::one
                                ? "starting it again with its rank and environment"
-                               : fmt::format("stopping the {} processes still running and starting all {} again",
-                                             group.running(), group.size());
+                               : fmt::format("stopping the {} still running and starting all {} again",
+                                             core::processes(group.running()), group.size());
   say(fmt::format("process {} (pid {}) failed: {}; {} (--restart: {} of {} restarts spent, {} left)", rank,
                   group.pid(rank), e.describe(), what, policy.spent(), policy.restarts(), policy.left()));
 }
@@ -330,8 +331,8 @@ struct Verdict {
       named = rank;
       say(fmt::format("process {} (pid {}) failed first: {}", rank, group.pid(rank), e.describe()));
       if (group.running() > 0)
-        say(fmt::format("waiting up to {} s (--grace) for the {} other processes to end", grace_seconds,
-                        group.running()));
+        say(fmt::format("waiting up to {} s (--grace) for the other {} to end", grace_seconds,
+                        core::processes(group.running())));
       stopping.begin(Clock::now(), grace_seconds);
     } else if (is_consequence(named, *code, e, stopping.term_sent || timed_out)) {
       say(
@@ -352,7 +353,7 @@ void start_group_again(ProcessGroup& group, Restarts& restarts) {
     restarts.janitor.watch(group.pid(rank));
   }
   restarts.policy.group_started();
-  say(fmt::format("started the {} processes again", group.size()));
+  say(fmt::format("started the {} again", core::processes(static_cast<long long>(group.size()))));
 }
 
 // The run finished (a process of the current start ended with 0) and every process still running
@@ -405,7 +406,8 @@ void forward_signals(ProcessGroup& group, SignalPipe& signals, const LaunchComma
   for (int sig : signals.take()) {
     if (sig == SIGCHLD) continue;
     const char* name = ::sigabbrev_np(sig);
-    say(fmt::format("got SIG{}; forwarded it to {} processes", name != nullptr ? name : "?", group.signal(sig, false)));
+    say(fmt::format("got SIG{}; forwarded it to {}", name != nullptr ? name : "?",
+                    core::processes(group.signal(sig, false))));
     s.signalled = true;
     s.stopping.begin(Clock::now(), o.grace_seconds);
   }
@@ -422,8 +424,8 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, 
     if (!s.timed_out && now >= timeout_at) {
       s.timed_out = true;
       if (!code) code = core::exit_code::launch_timeout;
-      say(fmt::format("--timeout {} s reached; stopping the {} processes still running", o.timeout_seconds,
-                      group.running()));
+      say(fmt::format("--timeout {} s reached; stopping the {} still running", o.timeout_seconds,
+                      core::processes(group.running())));
       s.stopping.begin(now, 0);
     }
     const Clock::time_point next =
@@ -576,7 +578,7 @@ int run_launch(const LaunchCommand& o) {
   std::vector<ChildSpec> specs = specs_of(plan, false);  // a bad launcher template fails here, before anything starts
   const std::string where =
       plan.hosts.empty() ? std::string() : fmt::format(" on {} through '{}'", describe_hosts(plan), o.launcher);
-  say(fmt::format("starting {} processes of '{}'{}, rendezvous {}{}{}", plan.processes, program.string(), where,
+  say(fmt::format("starting {} of '{}'{}, rendezvous {}{}{}", core::processes(plan.processes), program.string(), where,
                   plan.rendezvous, o.ports.empty() ? "" : ", ports " + o.ports,
                   o.insecure ? ", insecure" : fmt::format(", key {}", keys.key_file().string())));
   std::fflush(stdout);

@@ -24,6 +24,7 @@
 #include "compare.hpp"
 #include "config.hpp"
 #include "fast/adapters/torch/trainer.hpp"
+#include "fast/core/counted.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/exit_code.hpp"
 #include "fast/core/stop_request.hpp"
@@ -119,9 +120,10 @@ int report_outcome(const nlohmann::json& summary, const fast::training::TrainOpt
         missing.push_back(fmt::format("{} {}", n, std::string_view(key).substr(0, std::string_view(key).find('_'))));
     }
     const std::string aside = missing.empty() ? "" : fmt::format(" ({})", fmt::join(missing, ", "));
-    std::printf("final test accuracy: %.4f (%s, %d workers%s, %lld steps, %.1f s, %.0f samples/s)\n",
+    std::printf("final test accuracy: %.4f (%s, %s%s, %s, %.1f s, %.0f samples/s)\n",
                 summary["final_accuracy"].get<double>(), options.worker.strategy.name.c_str(),
-                summary["workers"].get<int>(), aside.c_str(), summary["steps"].get<long long>(),
+                fast::core::counted(summary["workers"].get<int>(), "worker").c_str(), aside.c_str(),
+                fast::core::counted(summary["steps"].get<long long>(), "step").c_str(),
                 summary["wall_seconds"].get<double>(), summary["samples_per_second"].get<double>());
   }
   if (summary.value("diverged", false))
@@ -146,9 +148,10 @@ int report_outcome(const nlohmann::json& summary, const fast::training::TrainOpt
                  "(checkpoint_error in the summary)\n",
                  summary["checkpoint_error"].get<std::string>().c_str());
   if (summary.value("below_min_workers", false)) {
-    std::printf("elastic: %d workers left, below --min-workers %d: the run ended at step %lld of %lld%s%s\n",
-                summary["live_workers"].get<int>(), summary["min_workers"].get<int>(),
-                summary["ended_at_step"].get<long long>(), summary["steps"].get<long long>(),
+    std::printf("elastic: %s left, below --min-workers %d: the run ended at step %lld of %lld%s%s\n",
+                fast::core::counted(summary["live_workers"].get<int>(), "worker").c_str(),
+                summary["min_workers"].get<int>(), summary["ended_at_step"].get<long long>(),
+                summary["steps"].get<long long>(),
                 summary["checkpoint"].is_null() ? "; no checkpoint written (see --checkpoint-dir)" : "; checkpoint in ",
                 summary["checkpoint"].is_null() ? "" : summary["checkpoint"].get<std::string>().c_str());
     return exit_code::below_min_workers;
@@ -173,8 +176,9 @@ int train(const fast::cli::TrainCommand& command) {
   // Where the world is made of processes (zmq, mpi), it is known once they met: this process's share
   // is what it knows now.
   const bool processes = fast::runtime::find_runtime(options.runtime).multi_process;
-  const std::string workers = processes ? fmt::format("{} workers per process", options.process.workers_per_process)
-                                        : fmt::format("{} workers", options.workers);
+  const std::string workers = processes
+                                  ? fast::core::counted(options.process.workers_per_process, "worker") + " per process"
+                                  : fast::core::counted(options.workers, "worker");
   const std::string device = options.device == "cpu" ? std::string() : " on " + options.device;
   std::fprintf(stderr, "fast train: %s, %s (%s%s), model %s, batch %lld per worker, optimizer %s lr %g\n",
                options.worker.strategy.name.c_str(), workers.c_str(), options.runtime.c_str(), device.c_str(),
