@@ -481,6 +481,27 @@ TEST(CompareRun, JobsRunSimulatedRunsSideBySideAndOthersAlone) {
   EXPECT_EQ(threads_run_saw, 1);
 }
 
+// A run's config.toml leaves out the strategy options only other strategies read (a sweep's base
+// may set them for some runs): they change nothing for it, and its `fast train` would warn.
+TEST(CompareRun, ConfigTomlLeavesOutOptionsOtherStrategiesRead) {
+  training::TrainOptions o;
+  o.worker.strategy.mode = "ssp";                   // ps
+  o.worker.strategy.lr_semantics = "per-gradient";  // ps
+  o.worker.strategy.topology = "hypercube";         // dpsgd, adpsgd, gosgd, acid
+  o.worker.strategy.name = "allreduce";
+  std::string text = config_toml(o);
+  EXPECT_EQ(text.find("mode"), std::string::npos) << text;
+  EXPECT_EQ(text.find("lr_semantics"), std::string::npos) << text;
+  EXPECT_EQ(text.find("topology"), std::string::npos) << text;
+  o.worker.strategy.name = "ps";
+  text = config_toml(o);
+  EXPECT_NE(text.find("mode = \"ssp\""), std::string::npos) << text;
+  EXPECT_NE(text.find("lr_semantics = \"per-gradient\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("topology"), std::string::npos) << text;
+  o.worker.strategy.name = "dpsgd";
+  EXPECT_NE(config_toml(o).find("topology = \"hypercube\""), std::string::npos);
+}
+
 TEST(CompareRun, SlugIsLowercaseAlphanumericAndDashes) {
   EXPECT_EQ(slug("strategy=adpsgd, workers=4"), "strategy-adpsgd-workers-4");
   EXPECT_EQ(slug("PS async (s=4)"), "ps-async-s-4");

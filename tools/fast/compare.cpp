@@ -74,6 +74,10 @@ std::string config_toml(const training::TrainOptions& options) {
     const std::string value = k.get(options);
     // lr is always written: without it the optimizer key would pick its own default lr.
     if (value == k.get(defaults) && k.name != "lr") continue;
+    // An option only other strategies read changes nothing here (a sweep's base may set it for
+    // some of its runs): left out, so that the run's `fast train` does not warn about it.
+    if (k.strategy_option && !settings::unread_strategy_options(options.worker.strategy.name, {k.name}).empty())
+      continue;
     const bool quoted = k.type == settings::KeyType::string || k.type == settings::KeyType::path;
     text += fmt::format("{} = {}\n", k.name, quoted ? toml_string(value) : value);
   }

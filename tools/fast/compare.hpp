@@ -40,7 +40,8 @@ using TrainFn = std::function<nlohmann::json(const training::TrainOptions& optio
 // "strategy=adpsgd, workers=4" -> "strategy-adpsgd-workers-4" (at most 60 characters, never empty).
 std::string slug(const std::string& label);
 
-// The settings of `options` that differ from the defaults, as a TOML config file.
+// The settings of `options` that differ from the defaults, as a TOML config file; strategy options
+// that only other strategies read are left out (they change nothing for this run).
 std::string config_toml(const training::TrainOptions& options);
 
 // Runs every spec `options.repeat` times through `train`, printing one line per run on `log` before
