@@ -196,15 +196,14 @@ std::vector<std::string> apply_config_file(TrainOptions& options, const std::fil
 std::vector<std::string> unread_strategy_options(std::string_view strategy, const std::vector<std::string>& given) {
   std::vector<std::string> warnings;
   for (const strategy::DeclaredOption& d : strategy::declared_options()) {
-    const std::vector<std::string>& readers = d.strategies;
-    if (readers.empty() || std::find(readers.begin(), readers.end(), strategy) != readers.end()) continue;
+    if (d.read_by(strategy)) continue;
     const bool set = std::any_of(given.begin(), given.end(), [&](const std::string& key) {
       const ConfigKey* k = find_key(key);
       return k != nullptr && k->name == d.option.name();
     });
     if (set)
-      warnings.push_back(
-          fmt::format("{}: an option of {}; {} does not read it", d.option.name(), fmt::join(readers, ", "), strategy));
+      warnings.push_back(fmt::format("{}: an option of {}; {} does not read it", d.option.name(),
+                                     fmt::join(d.strategies, ", "), strategy));
   }
   return warnings;
 }

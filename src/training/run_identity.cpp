@@ -46,8 +46,7 @@ nlohmann::json settings_identity(const TrainOptions& o, int workers) {
                           {"dgc_warmup_epochs", o.dgc_warmup_epochs}};
   if (workers > 0) identity["workers"] = workers;
   for (const strategy::DeclaredOption& d : strategy::declared_options()) {
-    const auto& users = d.strategies;
-    if (!users.empty() && std::find(users.begin(), users.end(), s.name) == users.end()) continue;
+    if (!d.read_by(s.name)) continue;
     const std::string& key = d.option.name();
     FAST_ENFORCE(!identity.contains(key), "run identity: the strategy option '{}' has the name of another field", key);
     identity[key] = d.option.text(d.option.load(s));

@@ -31,6 +31,7 @@
 // start-up, before config parsing and training, since the settings a program has already listed
 // (the config keys of `fast train`) do not include what is registered later.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -150,6 +151,10 @@ void register_strategy(StrategyRegistration registration);
 struct DeclaredOption {
   StrategyOption option;
   std::vector<std::string> strategies;  // in registration order; empty: common (every strategy)
+  // Whether strategy `name` reads the option: it declared it, or the option is common.
+  bool read_by(std::string_view name) const {
+    return strategies.empty() || std::find(strategies.begin(), strategies.end(), name) != strategies.end();
+  }
 };
 
 // Every declared option: the common ones, then each strategy's new ones in registration order.
