@@ -93,6 +93,45 @@ TEST(PsLostHost, WorkerOneServesTheShardFromItsLastPullAndTheOthersJoinIt) {
   }
 }
 
+// With lr_staleness inverse the server that takes the shard over divides each gradient's rate by
+// its version lag too. Four workers, steps of 1 + r/10 s; host 0 goes off at 2.05 s, after worker
+// 0's second push. The old server applied worker 0's push at 1.0 s (lag 0) and worker 1's at 1.1 s
+// (lag 1, the rate itself): worker 1's pull after it is where the moved shard starts. At 2.2 s
+// worker 1 serves it and pushes; workers 2 (2.4 s) and 3 (2.6 s) join it before their pushes, so
+// those three pushes read the newest version (lag 0). From then on the pushes come in turn, 1, 2,
+// 3, 1, ..., and each read the version before the other two workers' pushes: lag 2, half the rate.
+TEST(PsLostHost, TheMovedShardDividesTheRateByTheLagWithLrStalenessInverse) {
+  constexpr int kFour = 4;
+  runtime::Cluster cluster = fast::testing::star_cluster(kFour);
+  cluster.failures.push_back({.host = 0, .off = 2.05});
+  std::vector<std::vector<float>> finals(kFour);
+  runtime::sim::World world({.size = kFour, .cluster = cluster, .tolerate_lost = true});
+  world.run([&](runtime::Context& ctx) {
+    const int r = ctx.rank();
+    std::vector<float> x(kDim), g(kDim);
+    for (std::size_t i = 0; i < kDim; ++i) x[i] = static_cast<float>(testing::centre(0, i));
+    Worker worker(ctx,
+                  {.strategy = {.name = "ps", .mode = "async", .lr_staleness = "inverse"},
+                   .optimizer = {.name = "sgd", .lr = kLr}},
+                  {.params = x, .grads = g});
+    for (int s = 0; s < kSteps; ++s) {
+      ctx.compute((1.0 + 0.1 * r) * 1e9);
+      for (std::size_t i = 0; i < kDim; ++i) g[i] = static_cast<float>(gradient(r, i));
+      worker.step();
+    }
+    worker.finish();
+    finals[static_cast<std::size_t>(r)] = x;
+  });
+  const double rate = kLr / kFour;  // per-sample
+  for (std::size_t i = 0; i < kDim; ++i) {
+    double x = testing::centre(0, i) - rate * (gradient(0, i) + gradient(1, i));  // 1.0 and 1.1 s: lag 0, 1
+    const double survivors = gradient(1, i) + gradient(2, i) + gradient(3, i);
+    x -= rate * survivors;                                        // 2.2, 2.4, 2.6 s: lag 0
+    x -= rate / 2 * static_cast<double>(kSteps - 2) * survivors;  // 3.3 s to 7.8 s: lag 2
+    for (int r = 1; r < kFour; ++r) EXPECT_NEAR(finals[static_cast<std::size_t>(r)][i], x, 1e-5) << r << " " << i;
+  }
+}
+
 // The host goes off at every instant, 0.5 ms apart, of worker 1's step at about 2.2 s: before
 // its push arrives, between the push's acknowledgement and its pull, and during the pull (1 ms
 // of latency per message). Wherever the step breaks, worker 1 serves the shard from then on and
