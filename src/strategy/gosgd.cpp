@@ -39,13 +39,16 @@ GosgdStrategy::GosgdStrategy(const StrategyOptions& options, collective::Communi
 void GosgdStrategy::attach(ModelState state) {
   FAST_ENFORCE_AS(core::InvalidUsage, window_ == nullptr, "gosgd: attach() called twice");
   dim_ = state.params.size();
-  x_.assign(state.params.begin(), state.params.end());
   inbox_.assign(dim_ + 1 + static_cast<std::size_t>(comm_.size()), 0.0);
+  numerator_ = core::Buffer::pooled(core::DType::f64);
+  numerator_.resize(numerator_elements(), core::DType::f64);
+  x_ = numerator_.as<double>().first(dim_);
+  std::copy(state.params.begin(), state.params.end(), x_.begin());
   collective::WindowOptions window_options = codec_window(options_);
   codec_ = compresses(options_);
   if (codec_) {
     start_ = common_start(state);  // every worker's model starts here, so every reference does
-    x_.assign(state.params.begin(), state.params.end());
+    std::copy(state.params.begin(), state.params.end(), x_.begin());
     window_options.initial = [this](int) { return std::span<const float>(start_); };
   }
   window_ = std::make_unique<collective::Window>(comm_, "gosgd.inbox", core::MutableView(std::span<double>(inbox_)),
@@ -81,7 +84,20 @@ void GosgdStrategy::retire(Slot& slot) {
   wait_push(slot);
   collective::Window::Local local = window_->local();
   slot.busy = false;
-  slot.payload = core::Buffer();  // back to the pool
+  if (slot.payload.data() == x_.data())
+    numerator_ = std::move(slot.payload);  // x's buffer, pushed at the last step: x_ still views it
+  else
+    slot.payload = core::Buffer();  // back to the pool
+}
+
+std::span<const double> GosgdStrategy::writable_numerator(bool copy) {
+  const std::span<const double> old = x_;
+  if (numerator_.data() == x_.data()) return old;
+  numerator_ = core::Buffer::pooled(core::DType::f64);
+  numerator_.resize_to_overwrite(numerator_elements(), core::DType::f64);
+  x_ = numerator_.as<double>().first(dim_);
+  if (copy) std::copy(old.begin(), old.end(), x_.begin());
+  return old;
 }
 
 void GosgdStrategy::release_applied() {
@@ -137,22 +153,30 @@ StepOutcome GosgdStrategy::step(const StepInput& input) {
     // GoSGD's local step: z_i moves by the optimizer's step, so x_i by w_i times it. z_i before
     // the step is what write_model left in params, x_i / w_i rounded to f32, formed again here
     // instead of kept (x_i and w_i change only in this activity's steps).
+    // x moves to a fresh buffer when its own was pushed and may still travel (the new x written
+    // from the old, which stays as sent).
+    const std::span<const double> old = writable_numerator(/*copy=*/!outcome.applied);
     if (outcome.applied)
       for (std::size_t k = 0; k < dim_; ++k)
-        x_[k] += w_ * (static_cast<double>(params[k]) - static_cast<double>(static_cast<float>(x_[k] / w_)));
+        x_[k] = old[k] + w_ * (static_cast<double>(params[k]) - static_cast<double>(static_cast<float>(old[k] / w_)));
     fold();
     if (slot != nullptr && w_ >= kMinPushMass) {
       // [x part | mass | applied counts]: the counts are 1 for this worker, 0 for the others.
-      slot->payload = core::Buffer::pooled(core::DType::f64);
-      slot->payload.resize_to_overwrite(inbox_.size(), core::DType::f64);
-      const std::span<double> counts = slot->payload.as<double>().subspan(dim_ + 1);
+      // Without a codec that is x's own buffer, halved: the slot takes it, x_ keeps viewing it.
+      if (codec_) {
+        slot->payload = core::Buffer::pooled(core::DType::f64);
+        slot->payload.resize_to_overwrite(inbox_.size(), core::DType::f64);
+        const std::span<double> payload = slot->payload.as<double>();
+        for (std::size_t k = 0; k < dim_; ++k)  // the model z = x / w, scaled at the peer by the mass sent
+          payload[k] = (x_[k] *= 0.5) / (0.5 * w_);
+      } else {
+        for (std::size_t k = 0; k < dim_; ++k) x_[k] *= 0.5;
+        slot->payload = std::move(numerator_);
+      }
+      const std::span<double> payload = slot->payload.as<double>();
+      const std::span<double> counts = payload.subspan(dim_ + 1);
       std::fill(counts.begin(), counts.end(), 0.0);
       counts[static_cast<std::size_t>(rank)] = 1.0;
-      const std::span<double> payload = slot->payload.as<double>();
-      if (codec_)  // the model z = x / w, scaled at the peer by the mass sent
-        for (std::size_t k = 0; k < dim_; ++k) payload[k] = (x_[k] *= 0.5) / (0.5 * w_);
-      else
-        for (std::size_t k = 0; k < dim_; ++k) payload[k] = x_[k] *= 0.5;
       w_ *= 0.5;
       payload[dim_] = w_;
       slot->push = {.peer = peer, .seq = pushed_to_[static_cast<std::size_t>(peer)]++, .mass = w_};
@@ -231,7 +255,8 @@ void GosgdStrategy::restore_state(const Checkpoint& checkpoint, std::string_view
     FAST_THROW(core::IoError, "checkpoint '{}': gosgd.mass is {}, expected a finite number > 0", source, w);
   window_->restore_links("gosgd.window", checkpoint, source);
   collective::Window::Local local = window_->local();
-  x_.assign(x.begin(), x.end());
+  (void)writable_numerator(/*copy=*/false);
+  std::copy(x.begin(), x.end(), x_.begin());
   w_ = w;
   write_model(state.params);
 }
@@ -243,7 +268,8 @@ void GosgdStrategy::rejoin(ModelState state) {
                   "the links' codec references would not match the peers'");
   FAST_ENFORCE_EQ(state.params.size(), dim_, "gosgd: the parameter count changed since construction");
   collective::Window::Local local = window_->local();
-  x_.assign(state.params.begin(), state.params.end());
+  (void)writable_numerator(/*copy=*/false);
+  std::copy(state.params.begin(), state.params.end(), x_.begin());
   w_ = 1.0;
   fold();
   write_model(state.params);

@@ -210,10 +210,11 @@ TEST(SimCli, MemoryFloorIsEveryWorkersStatePlusTheDatasetOnce) {
        [](std::uint64_t p) { return 2 * p * 4; }},
       // adpsgd: its exposed model (also the replica window: the Worker publishes no copy).
       {"--strategy adpsgd --optimizer momentum", [](std::uint64_t p) { return 4 * p * 4; }},
-      // gosgd: x (doubles), the inbox [x | mass | counts per worker] (doubles), pushes per
-      // receiver (8 bytes each), and the replica copy the Worker publishes.
+      // gosgd: x's buffer and the inbox, each [x | mass | counts per worker] (doubles; a push
+      // sends x's buffer), pushes per receiver (8 bytes each), and the replica copy the Worker
+      // publishes.
       {"--strategy gosgd --optimizer momentum",
-       [](std::uint64_t p) { return 3 * p * 4 + 8 * p + 8 * (p + 1 + workers) + 8 * workers + 4 * p; }}};
+       [](std::uint64_t p) { return 3 * p * 4 + 2 * 8 * (p + 1 + workers) + 8 * workers + 4 * p; }}};
   for (const Case& c : cases) {
     const Result r = run_in(dir,
                             "train --runtime sim --cluster tiny.toml --workers 4 --model mlp --steps 2 --batch 8 "

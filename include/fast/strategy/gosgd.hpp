@@ -27,10 +27,14 @@
 // Messages are one-sided: a push is a Window::accumulate into the receiver's inbox window
 // ("gosgd.inbox", f64: [x part | mass | pushes applied from worker 0..N-1]), answered by the
 // receiver's service activity while it computes; a step never waits for another worker's step.
-// At most kMaxPending pushes of a worker are in flight, each from a buffer of its own taken from
-// the pool of page runs (core::Buffer::pooled) when the push is issued and given back when a step
-// sees it applied; a step that needs one beyond that waits for its oldest push to be applied (a
-// wait on the receiver's service only). A worker whose mass fell
+// At most kMaxPending pushes of a worker are in flight; a step that needs one beyond that waits
+// for its oldest push to be applied (a wait on the receiver's service only). Without a codec a
+// push sends x_i's own buffer, [x | mass | this worker's count], f64 from the pool of page runs
+// (core::Buffer::pooled): what is pushed is x_i once halved, so the push's slot takes the buffer
+// and x_i keeps reading it; the next step writes x_i into a fresh buffer while the push travels,
+// and the buffer goes back to the pool once a step sees its push applied. A worker thus holds one
+// model-sized buffer per push in flight besides the newest, not one per push besides x_i. With a
+// codec a push sends a buffer of its own (the model z, not x). A worker whose mass fell
 // below 1e-200 (about 660 pushes with nothing received) skips pushing until it receives, so x_i
 // never underflows.
 //
@@ -65,10 +69,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "fast/collective/window.hpp"
+#include "fast/core/buffer.hpp"
 #include "fast/core/long_lived.hpp"
 #include "fast/strategy/strategy.hpp"
 #include "fast/topology/schedule.hpp"
@@ -93,10 +99,10 @@ class GosgdStrategy final : public Strategy {
   std::string_view name() const override { return "gosgd"; }
   StepOutcome step(const StepInput& input) override;
   bool asynchronous() const override { return true; }
-  // The numerator x, the exposed inbox (x part, mass, counts), the pushes issued per receiver and,
-  // with a codec, the common initial model. The payloads of pushes in flight are not state.
+  // x's buffer (x, its mass and counts once pushed), the exposed inbox (x part, mass, counts), the pushes issued per
+  // receiver and, with a codec, the common initial model. The payloads of pushes in flight are not state.
   std::size_t state_bytes() const override {
-    return bytes_of(x_) + bytes_of(inbox_) + bytes_of(pushed_to_) + bytes_of(start_);
+    return numerator_elements() * sizeof(double) + bytes_of(inbox_) + bytes_of(pushed_to_) + bytes_of(start_);
   }
   void finish(ModelState state) override;
   // Checkpoints (taken after finish(), docs/faults.md): the numerator x ("gosgd.numerator", float64) and
@@ -139,24 +145,34 @@ class GosgdStrategy final : public Strategy {
 
  private:
   struct Slot {
-    core::Buffer payload;  // f64, from the pool (core::Buffer::pooled) while its push travels
+    core::Buffer payload;  // f64, from the pool while its push travels: x's buffer of its step, or the codec's z
     core::Work work;
     PendingPush push;
     std::uint64_t order = 0;  // this worker's push count when it was issued
     double issued = 0;        // when it was issued (Context::now), to tell a loss of the receiver since
     bool busy = false;
   };
-  void retire(Slot& slot);     // waits for its push, frees it, its buffer back to the pool
+  void retire(Slot& slot);     // waits for its push, frees it, its buffer back to the pool (or to x)
   void release_applied();      // retires the slots whose push was seen applied (no wait)
   Slot& free_slot();           // a slot for the next push (no buffer yet); may wait for a push
   void wait_push(Slot& slot);  // waits for a push to be applied; a lost receiver's push is dropped
   void fold();                                      // inbox into (x, w); under the guard
+  // [x | mass | counts]: the length of x's buffer.
+  std::size_t numerator_elements() const noexcept { return dim_ == 0 ? 0 : inbox_.size(); }
+  // x made writable: stays where it is when numerator_ holds it, else (a push in flight sends its
+  // buffer) moves to a fresh buffer from the pool, a copy when copy, else left for the caller to
+  // write in full. Returns the old x (read-only: the push still reads it) and sets x_ to the new.
+  std::span<const double> writable_numerator(bool copy);
   void write_model(std::span<float> params) const;  // params = x / w; under the guard
 
   StrategyOptions options_;
   topology::TopologySchedule schedule_;
   std::size_t dim_ = 0;
-  core::LongLivedVector<double> x_;  // numerator; changed under the window guard
+  // The numerator x_i: the first dim elements of its buffer, held by numerator_ or, once pushed,
+  // by the newest push's slot until the next step moves x (writable_numerator); changed under the
+  // window guard.
+  core::Buffer numerator_;
+  std::span<double> x_;
   double w_ = 1.0;             // mass; changed under the window guard
   core::LongLivedVector<double> inbox_;  // exposed: [x part (dim) | mass | applied counts (N)]
   bool codec_ = false;         // compress is not "none": pushes use accumulate_scaled
