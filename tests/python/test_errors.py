@@ -11,7 +11,7 @@ import torch
 
 import fast
 import fast.torch
-from processes import FAST_BIN, require_runtime, run_bounded
+from processes import FAST_BIN, ROOT, require_runtime, run_bounded
 
 
 
@@ -194,6 +194,41 @@ def test_a_worker_function_that_raises_keeps_no_object_past_its_world(kept, tmp_
     assert code == 0, out
     assert "caught: raised by worker" in out and "done" in out
     assert "after: this fast.Context's world has ended" in out
+
+
+def test_a_later_sim_world_refuses_a_cluster_with_stragglers_instead_of_hanging(tmp_path):
+    """SimGrid's clock goes on between the sim worlds of one process and starts straggler draws at its
+    time 0: a second fast.run on edge-16 (stragglers) hung with SimGrid's "deadlock detected". It is
+    refused before it starts, saying why; a cluster without stragglers still runs after it. In a child
+    interpreter: the first sim world of this one may have run already."""
+    script = tmp_path / "two_sims.py"
+    script.write_text(textwrap.dedent(f"""
+        import numpy as np
+        import fast
+
+        def body(ctx):
+            p, g = np.zeros(8, np.float32), np.ones(8, np.float32)
+            worker = fast.Worker(ctx, p, g, strategy="allreduce", optimizer="sgd", lr=0.5, schedule="constant",
+                                 steps=2)
+            for _ in range(2):
+                worker.step()
+            worker.finish()
+            return float(p[0])
+
+        edge = {str(os.path.join(ROOT, "clusters", "edge-16.toml"))!r}
+        print("first:", fast.run(body, workers=3, runtime="sim", cluster=edge))
+        try:
+            fast.run(body, workers=3, runtime="sim", cluster=edge)
+        except fast.InvalidUsage as e:
+            print("refused:", e)
+        print("plain:", fast.run(body, workers=3, runtime="sim"))
+    """))
+    code, out = run_bounded([sys.executable, script], timeout=60, env=dict(os.environ), check=False)
+    assert code == 0, out
+    assert "first: [-1.0, -1.0, -1.0]" in out, out  # two steps of lr 0.5 on the gradient 1
+    assert "refused: sim: cluster 'edge-16' has stragglers" in out, out
+    assert "run this simulation in a process of its own" in out, out
+    assert "plain: [-1.0, -1.0, -1.0]" in out, out
 
 
 TORCHRUN = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",

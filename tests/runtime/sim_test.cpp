@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/views.hpp"
+#include "fast/core/error.hpp"
 #include "fast/runtime/channel.hpp"
 #include "fast/runtime/sim/world.hpp"
 
@@ -350,6 +351,39 @@ TEST(SimRuntime, WorkersShareHostsRoundRobin) {
     done[static_cast<std::size_t>(ctx.rank())] = ctx.now();
   });
   for (double t : done) EXPECT_NEAR(t, 2.0, 1e-9);
+}
+
+// SimGrid's clock goes on from one simulation of a process to the next (fast.run from Python runs
+// several), and it starts host speed profiles and straggler draws at its time 0: a later simulation
+// of the process would find them in the past and never end ("deadlock detected"). Such a cluster
+// runs in the process's first simulation (host 0 at full speed for 2 s, then at half: closed form)
+// and is refused in a later one, before anything starts, with why; a cluster without them still runs.
+TEST(SimRuntime, SpeedProfilesAndStragglersRunInTheFirstSimulationOfAProcessOnly) {
+  Cluster cluster = star(2);
+  cluster.name = "profiled";
+  cluster.speed_profiles.push_back({.host = 0, .times = {0, 2}, .factors = {1, 0.5}});
+  cluster.straggler_probability = 0.5;
+  cluster.straggler_factor = 4;
+  std::vector<double> times;
+  const auto steps = [&](Context& ctx) {
+    for (int s = 0; s < 4; ++s) {
+      ctx.compute(1e9);
+      if (ctx.rank() == 0) times.push_back(ctx.now());
+    }
+  };
+  run(2, cluster, steps);
+  EXPECT_EQ(times, (std::vector<double>{1, 2, 4, 6}));  // 1 Gflop at 1 Gflop/s, at half from 2 s
+  try {
+    run(2, cluster, steps);
+    ADD_FAILURE() << "a second simulation with speed profiles ran";
+  } catch (const core::InvalidUsage& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cluster 'profiled' has speed profiles and stragglers"), std::string::npos) << what;
+    EXPECT_NE(what.find("run this simulation in a process of its own"), std::string::npos) << what;
+  }
+  times.clear();
+  run(2, star(2), steps);
+  EXPECT_EQ(times, (std::vector<double>{1, 2, 3, 4}));
 }
 
 }  // namespace

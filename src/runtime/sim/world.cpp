@@ -83,6 +83,23 @@ const char* context_factory(const WorldOptions& options) {
 #endif
 }
 
+// SimGrid's clock goes on from one simulation of a process to the next, and it starts a host's
+// speed profile (a cluster's [[speed_profiles]] and straggler draws) at its time 0: in a later
+// simulation of the process those changes lie in the past, and SimGrid then never ends the run (it
+// reports a deadlock and the actors wait forever). Refused before anything starts.
+void check_clock_for_profiles(const Cluster& cluster) {
+  const bool stragglers = cluster.straggler_probability > 0 && cluster.straggler_factor > 1;
+  if (sg::Engine::get_clock() <= 0 || (cluster.speed_profiles.empty() && !stragglers)) return;
+  FAST_THROW(
+      core::InvalidUsage,
+      "sim: cluster '{}' has {}, which SimGrid starts at its time 0, and this process ran a simulation "
+      "before (SimGrid's clock is at {:.6g} s and does not go back): run this simulation in a process of its "
+      "own (as fast train and each sim run of fast compare do), or on a cluster without them",
+      cluster.name.empty() ? std::string("(built in)") : cluster.name,
+      stragglers ? (cluster.speed_profiles.empty() ? "stragglers" : "speed profiles and stragglers") : "speed profiles",
+      sg::Engine::get_clock());
+}
+
 }  // namespace
 
 World::World(WorldOptions options) : options_(std::move(options)) {
@@ -97,6 +114,7 @@ double World::run(const WorkerFn& fn) {
   FAST_ENFORCE_AS(core::InvalidUsage, !sg::Engine::has_instance(),
                   "sim World: another simulation is running in this process");
   const Cluster& cluster = options_.cluster;
+  check_clock_for_profiles(cluster);
   const int n = options_.size;
   // The factory is read when the engine is built, so it goes on the engine's command line
   // (set_config afterwards is too late).
