@@ -334,6 +334,9 @@ TEST_P(Interrupted, ExitsAtOnceWithASummaryAndACheckpointThatResumesExactly) {
   const std::int64_t at = summary["interrupted_at_step"].get<std::int64_t>();
   EXPECT_GT(at, 0);
   EXPECT_EQ(summary["checkpoint_step"], at);
+  // The final line counts the steps taken, of those planned; so does the interruption's.
+  EXPECT_NE(log.find(fmt::format(", {} of 1000000 steps, ", at)), std::string::npos) << log;
+  EXPECT_NE(log.find(fmt::format("at step {} of 1000000", at)), std::string::npos) << log;
   EXPECT_NE(slurp(metrics).find("\"event\":\"end\""), std::string::npos);  // the end record is written
   const std::string total = " --steps " + std::to_string(at + 40) + " --schedule constant ";
   const Ran resumed = run(dir, runtime, total + "--resume ck", workers);

@@ -104,6 +104,16 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
   return exit_code::ok;
 }
 
+// "400 steps", or "77 of 400 steps" for a run that ended before its planned steps (interrupted,
+// taken below --min-workers): the steps worker 0 (or the first survivor) took.
+std::string steps_taken(const nlohmann::json& summary) {
+  const std::string planned = fast::core::counted(summary["steps"].get<long long>(), "step");
+  for (const char* key : {"interrupted_at_step", "ended_at_step"})
+    if (summary.contains(key) && summary[key].is_number_integer())
+      return fmt::format("{} of {}", summary[key].get<long long>(), planned);
+  return planned;
+}
+
 // fast train's closing lines on stdout: the final accuracy (by the process of worker 0 only, so
 // that a run of several processes reports one final line), divergence, the simulated time, where
 // the metrics and summary went, an interruption. Returns the exit code (an interrupted run: as
@@ -123,8 +133,8 @@ int report_outcome(const nlohmann::json& summary, const fast::training::TrainOpt
     std::printf("final test accuracy: %.4f (%s, %s%s, %s, %.1f s, %.0f samples/s)\n",
                 summary["final_accuracy"].get<double>(), options.worker.strategy.name.c_str(),
                 fast::core::counted(summary["workers"].get<int>(), "worker").c_str(), aside.c_str(),
-                fast::core::counted(summary["steps"].get<long long>(), "step").c_str(),
-                summary["wall_seconds"].get<double>(), summary["samples_per_second"].get<double>());
+                steps_taken(summary).c_str(), summary["wall_seconds"].get<double>(),
+                summary["samples_per_second"].get<double>());
   }
   if (summary.value("diverged", false))
     std::printf("DIVERGED: %s%s\n", summary["divergence"].get<std::string>().c_str(),
