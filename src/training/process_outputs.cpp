@@ -17,8 +17,14 @@ void ProcessOutputs::open(const std::filesystem::path& metrics, int first_rank, 
   hosts_rank0_ = hosts_rank0;
   const std::filesystem::path path = metrics::process_metrics_path(metrics, first_rank, whole_world);
   if (path.empty()) return;
+  path_ = path;
   writer_.emplace(path);
   writer_->write(metrics::to_json(start));
+}
+
+std::filesystem::path ProcessOutputs::metrics_path() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return path_;
 }
 
 void ProcessOutputs::write(const nlohmann::json& record) {

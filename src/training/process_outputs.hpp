@@ -38,6 +38,8 @@ class ProcessOutputs {
             const metrics::StartRecord& start);
 
   void write(const nlohmann::json& record);
+  // The file open() opened (empty before, or without metrics).
+  std::filesystem::path metrics_path() const;
   // Shows progress (worker 0's loop calls it; it lives in the process hosting rank 0).
   void progress(const Progress& p);
   // Shows an evaluation, if this process hosts worker 0.
@@ -67,6 +69,7 @@ class ProcessOutputs {
   EpochFn on_epoch_;
   bool opened_ = false;
   bool hosts_rank0_ = false;
+  std::filesystem::path path_;  // open()'s file
   bool diverged_shown_ = false;
   std::optional<metrics::JsonlWriter> writer_;  // set by open() when there is a metrics file
   std::optional<nlohmann::json> summary_;

@@ -76,9 +76,15 @@ TEST(ZmqSynchronous, TcpTransportAndTwoWorkersPerProcessGiveTheSameParameters) {
   const json t = threads_run(dir, args);
   const auto r = fast::testing::run_fast_in(dir, "launch -n 2 --timeout 600 -- env FAST_TRANSPORT=tcp " + kFast +
                                                      " train --runtime zmq --workers-per-process 2 --summary z.json" +
-                                                     kTrain + args);
+                                                     " --metrics m.jsonl" + kTrain + args);
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
   EXPECT_EQ(json::parse(slurp(dir / "z.json"))["param_hash"], t["param_hash"]);
+  // Each process names the metrics file it wrote: its per-process name (docs/metrics.md).
+  for (const char* file : {"m.rank0.jsonl", "m.rank2.jsonl"}) {
+    EXPECT_TRUE(fs::exists(dir / file)) << file;
+    EXPECT_NE(r.output.find(std::string("metrics: ") + file), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(r.output.find("metrics: m.jsonl"), std::string::npos) << r.output;
   fs::remove_all(dir);
 }
 

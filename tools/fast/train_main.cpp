@@ -120,7 +120,8 @@ std::string steps_taken(const nlohmann::json& summary) {
 // killed by its signal; a final checkpoint that could not be written: 3; an elastic run that a loss
 // took below --min-workers: 6).
 int report_outcome(const nlohmann::json& summary, const fast::training::TrainOptions& options, double wall_seconds,
-                   bool reports_run) {
+                   const fast::torch::ProcessReport& process) {
+  const bool reports_run = process.hosts_worker_zero;
   if (reports_run) {
     // "(1 lost)", "(1 vacant)", "(1 lost, 1 vacant)" or nothing.
     std::vector<std::string> missing;
@@ -145,7 +146,10 @@ int report_outcome(const nlohmann::json& summary, const fast::training::TrainOpt
                 summary["simulated_seconds"].get<double>(),
                 options.cluster.empty() ? "the default cluster" : options.cluster.c_str(), wall_seconds);
   }
-  std::printf("metrics: %s\n", options.metrics.empty() ? "(none: set --metrics FILE)" : options.metrics.c_str());
+  std::printf("metrics: %s\n",
+              options.metrics.empty()        ? "(none: set --metrics FILE)"
+              : process.metrics_file.empty() ? options.metrics.c_str()  // the run ended before it opened one
+                                             : process.metrics_file.string().c_str());
   std::printf("summary: %s%s\n", options.summary.empty() ? "(none: set --summary FILE)" : options.summary.c_str(),
               fast::runtime::find_runtime(options.runtime).multi_process && !options.summary.empty()
                   ? " (written by the process of worker 0, or of the first survivor)"
@@ -198,13 +202,12 @@ int train(const fast::cli::TrainCommand& command) {
   // SIGINT/SIGTERM: finish the step, write a checkpoint and a summary marked interrupted (a second
   // signal ends the process at once).
   fast::core::install_stop_handlers();
-  bool hosts_worker_zero = true;
+  fast::torch::ProcessReport process;
   const nlohmann::json summary = fast::torch::train(
       options, [&](const fast::training::Progress& p) { display.on_progress(p); },
-      [&](const fast::training::EpochReport& e) { display.on_epoch(e); }, &hosts_worker_zero);
+      [&](const fast::training::EpochReport& e) { display.on_epoch(e); }, &process);
   return report_outcome(summary, options,
-                        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(),
-                        hosts_worker_zero);
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(), process);
 }
 
 int run(int argc, char** argv) {

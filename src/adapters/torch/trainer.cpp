@@ -424,7 +424,7 @@ class FreeMemoryOnExit {
 void validate_options(const TrainOptions& options) { validate(options); }
 
 nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, const EpochFn& on_epoch,
-                     bool* hosts_worker_zero) {
+                     ProcessReport* process) {
   validate(options);
   // The same large tensors every step: keep their memory in the heap (core/malloc_tuning.hpp);
   // before the data is read, whose decoding is the first work of other threads, so that their
@@ -504,7 +504,8 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   }
   if (one_process(options)) (*summary)["peak_rss_bytes"] = core::peak_rss_bytes();
   write_outputs(options, outputs, *summary);
-  if (hosts_worker_zero != nullptr) *hosts_worker_zero = outputs.hosts_rank0();
+  if (process != nullptr)
+    *process = {.hosts_worker_zero = outputs.hosts_rank0(), .metrics_file = outputs.metrics_path()};
   return *summary;
 }
 

@@ -18,16 +18,27 @@
 // to options.summary by the process that hosts worker 0. Errors in the options (unknown model, bad
 // data folder, ...) are raised before any worker starts.
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "fast/training/train_options.hpp"
 
 namespace fast::torch {
 
-// hosts_worker_zero (optional): set to whether this process hosts worker 0 (and so wrote the
-// summary file): the process whose closing lines report the run.
+// What one process of the run did, beside the summary that every process shares.
+struct ProcessReport {
+  // Whether this process hosts worker 0 (and so wrote the summary file): the process whose
+  // closing lines report the run.
+  bool hosts_worker_zero = true;
+  // The metrics file this process wrote (options.metrics, or its per-process name under several
+  // processes: docs/metrics.md); empty without --metrics.
+  std::filesystem::path metrics_file;
+};
+
+// process (optional): filled in once the run ended.
 nlohmann::json train(const training::TrainOptions& options, const training::ProgressFn& progress = {},
-                     const training::EpochFn& on_epoch = {}, bool* hosts_worker_zero = nullptr);
+                     const training::EpochFn& on_epoch = {}, ProcessReport* process = nullptr);
 
 // The checks train() makes before it reads any data: training::validate_settings (each setting's
 // range, the output files, the optimizer's and the strategy's options for the world size, e.g.
