@@ -27,15 +27,31 @@ const RuntimeBackend& find_runtime(std::string_view name) {
 namespace {
 // A choice between FAST's own way (`portable`, every runtime) and a runtime's capability
 // (`special`, where `offered`): the option, else environment variable `env`, else the capability
-// where the runtime has it. InvalidArgument for another value, or for `special` without it.
+// where the runtime has it. InvalidArgument for another value, or for `special` without it,
+// naming the option or the variable it came from.
 std::string resolve_choice(std::string value, const char* key, const char* env, const char* portable,
                            const char* special, bool offered, const char* capability, const std::string& runtime) {
-  if (value.empty()) value = core::env_string(runtime_environment(), env);
+  std::string source = key;
+  if (value.empty()) {
+    value = core::env_string(runtime_environment(), env);
+    if (!value.empty()) source = fmt::format("environment variable {}", env);
+  }
   if (value.empty()) value = offered ? special : portable;
-  FAST_ENFORCE(value == portable || value == special, "{}: expected {} or {}, got '{}'", key, portable, special, value);
-  FAST_ENFORCE(value == portable || offered, "{}: {}: the {} runtime has no {} (the mpi runtime has); use {}", key,
+  FAST_ENFORCE(value == portable || value == special, "{}: expected {} or {}, got '{}'", source, portable, special,
+               value);
+  FAST_ENFORCE(value == portable || offered, "{}: {}: the {} runtime has no {} (the mpi runtime has); use {}", source,
                special, runtime, capability, portable);
   return value;
+}
+
+// options with collectives and windows resolved (resolve_choice).
+LaunchOptions with_choices(const LaunchOptions& options, const RuntimeBackend& backend) {
+  LaunchOptions resolved = options;
+  resolved.collectives = resolve_choice(options.collectives, "collectives", "FAST_COLLECTIVES", "fast", "native",
+                                        backend.native_collectives, "native collectives", options.runtime);
+  resolved.windows = resolve_choice(options.windows, "windows", "FAST_WINDOWS", "service", "rma", backend.remote_memory,
+                                    "one-sided memory", options.runtime);
+  return resolved;
 }
 }  // namespace
 
@@ -45,18 +61,14 @@ void check_launch_options(const LaunchOptions& options) {
   FAST_ENFORCE(options.cluster.empty() || backend.simulated_clock,
                "cluster: a cluster file is for a simulated runtime (sim), got runtime '{}' with cluster '{}'",
                options.runtime, options.cluster.string());
-  if (backend.check != nullptr) backend.check(options);
+  const LaunchOptions resolved = with_choices(options, backend);
+  if (backend.check != nullptr) backend.check(resolved);
 }
 
 double launch(const LaunchOptions& options, const WorkerFn& fn) {
   check_launch_options(options);
   const RuntimeBackend& backend = find_runtime(options.runtime);
-  LaunchOptions resolved = options;
-  resolved.collectives = resolve_choice(options.collectives, "collectives", "FAST_COLLECTIVES", "fast", "native",
-                                        backend.native_collectives, "native collectives", options.runtime);
-  resolved.windows = resolve_choice(options.windows, "windows", "FAST_WINDOWS", "service", "rma", backend.remote_memory,
-                                    "one-sided memory", options.runtime);
-  return backend.launch(resolved, fn);
+  return backend.launch(with_choices(options, backend), fn);
 }
 
 }  // namespace fast::runtime

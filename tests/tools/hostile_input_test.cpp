@@ -65,6 +65,12 @@ TEST(HostileInput, NumbersThatDoubleHoldsButNoSettingMeansAreRefused) {
            {"FAST_TORCH_THREADS=100000 ", "train --steps 5", {"FAST_TORCH_THREADS", "1024", "100000"}},
            {"FAST_TORCH_THREADS=-3 ", "train --steps 5", {"FAST_TORCH_THREADS", "got -3"}},
            {"FAST_MALLOC=jemalloc ", "train --steps 5", {"FAST_MALLOC", "tuned or system", "'jemalloc'"}},
+           {"FAST_COLLECTIVES=nccl ",
+            "train --steps 5",
+            {"environment variable FAST_COLLECTIVES", "fast or native", "'nccl'"}},
+           {"FAST_WINDOWS=x ",
+            "train --steps 5 --strategy adpsgd",
+            {"environment variable FAST_WINDOWS", "service or rma", "'x'"}},
        })
     expect_refused(c);
 }

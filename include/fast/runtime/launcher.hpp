@@ -104,8 +104,9 @@ std::vector<std::string> runtime_names();
 // sim. Returns the seconds the run took on the runtime's clock (simulated under sim).
 double launch(const LaunchOptions& options, const WorkerFn& fn);
 // What launch() checks before it starts anything (the runtime's name, the fields every runtime
-// shares, then RuntimeBackend::check), with nothing started or logged: a caller checks its
-// settings before reading any data. Throws as launch() would.
+// shares, collectives and windows with FAST_COLLECTIVES and FAST_WINDOWS, then
+// RuntimeBackend::check), with nothing started or logged: a caller checks its settings before
+// reading any data. Throws as launch() would.
 void check_launch_options(const LaunchOptions& options);
 
 }  // namespace fast::runtime
