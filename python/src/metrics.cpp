@@ -160,13 +160,18 @@ training::TrainOptions run_options(const PyWorker& worker, const MetricsOptions&
   o.summary = m.summary;
   o.log_every = m.log_every;
   o.target_accuracy = m.target_accuracy;
-  const std::int64_t per_epoch = worker.steps_per_epoch();
-  FAST_ENFORCE(per_epoch > 0,
-               "fast.Metrics: the Worker needs steps_per_epoch=N (steps of each worker per pass over "
-               "the data) to count epochs");
-  if (o.steps == 0) o.steps = m.epochs * per_epoch;
-  FAST_ENFORCE(o.steps > 0, "fast.Metrics: give the Worker steps=N, or epochs=N here, to know the length of the run");
+  if (o.steps == 0) {
+    FAST_ENFORCE(worker.steps_per_epoch() > 0 && m.epochs > 0,
+                 "fast.Metrics: the length of the run is unknown: give the Worker steps=N, or steps_per_epoch=N "
+                 "(steps of each worker per pass over the data) and epochs=N here");
+    o.steps = m.epochs * worker.steps_per_epoch();
+  }
   return o;
+}
+
+// Steps per epoch of the records: the Worker's steps_per_epoch, else the whole run is one epoch.
+std::int64_t epoch_steps(const PyWorker& worker, const training::TrainOptions& o) {
+  return worker.steps_per_epoch() > 0 ? worker.steps_per_epoch() : o.steps;
 }
 
 training::ProgressFn progress_callback(const py::object& progress) {
@@ -185,7 +190,7 @@ training::ProgressFn progress_callback(const py::object& progress) {
 PyMetrics::PyMetrics(PyWorker& worker, const MetricsOptions& m) {
   runtime::Context& ctx = worker.context();
   training::TrainOptions o = run_options(worker, m);
-  const std::int64_t per_epoch = worker.steps_per_epoch();
+  const std::int64_t per_epoch = epoch_steps(worker, o);
   const training::LoopPlan plan{.steps_per_epoch = per_epoch,
                                 .total_steps = o.steps,
                                 .eval_interval_steps = per_epoch,
@@ -281,7 +286,8 @@ loop written in Python. Collective to create: every worker makes one for its Wor
 Metrics(worker, metrics='', summary='', model='python', dataset='', batch=64, epochs=0, log_every=50,
 target_accuracy=0.85, classes=10, progress=None): metrics and summary are file paths (empty: none; under
 zmq and mpi each process writes <stem>.rank<R><ext>, and the process of worker 0 the summary). The length of
-the run is the Worker's steps setting, else epochs x its steps_per_epoch. progress: a function called with a
+the run is the Worker's steps setting, else epochs x its steps_per_epoch; without steps_per_epoch the
+run is one epoch (evaluated at its end). progress: a function called with a
 dict (step, total_steps, epoch, elapsed_seconds, samples_per_second, loss, eta_seconds, done) about every
 0.25 s on worker 0.
 

@@ -76,6 +76,36 @@ def test_user_adamw_and_one_cycle_follow_ddp_semantics():
         assert torch.equal(got, want)                # the replicas are bitwise equal
 
 
+def test_finish_with_data_needs_the_steps_only():
+    """The loop above with steps=... and no steps_per_epoch: finish((x, y)) evaluates and summarises the run
+    as one epoch (it asked for steps_per_epoch, after the whole loop). The final accuracy is the reference
+    model's on the same data, counted here."""
+    base, data = mlp(), batches()
+    x = torch.cat([x for step in data for x, _ in step])
+    y = torch.cat([y for step in data for _, y in step])
+
+    def body(ctx):
+        model = copy.deepcopy(base)
+        opt, sched = adamw_and_one_cycle(model)
+        worker = fast.torch.Worker(model, ctx, optimizer=opt, scheduler=sched, strategy="allreduce", steps=STEPS)
+        for step in data:
+            xs, ys = step[ctx.rank]
+            worker.zero_grad()
+            torch.nn.functional.cross_entropy(model(xs), ys).backward()
+            worker.step()
+        return worker.finish((x, y))
+
+    expected, _ = reference(base, data)
+    model = copy.deepcopy(base)
+    with torch.no_grad():
+        for p, want in zip(model.parameters(), expected):
+            p.copy_(want)
+        correct = (model(x).argmax(1) == y).sum().item()
+    for summary in fast.run(body, workers=WORKERS):
+        assert summary["steps"] == STEPS and summary["epochs"] == 1
+        assert summary["final_accuracy"] == pytest.approx(correct / len(y), abs=1e-9)
+
+
 def test_without_averaging_the_reference_differs():
     """The comparison above can fail: one rank's data alone gives other parameters."""
     base, data = mlp(), batches()
