@@ -57,7 +57,7 @@ void check_identities(const std::filesystem::path& target, const nlohmann::json&
   auto refuse = [](const std::string& why) {
     FAST_THROW(core::InvalidArgument,
                "resume: {}; expected a checkpoint of this run's settings (docs/faults.md, \"Run identity\"), or "
-               "start a new run without --resume",
+               "start a new run that does not resume (fast train without --resume; in Python, without resume())",
                why);
   };
   if (std::string why = identity_mismatch(manifest_identity(manifest), identity, (target / kManifest).string());
