@@ -52,7 +52,11 @@ void describe_app(CLI::App& app) {
   // overrides a --lr in $COMMON); CLI11's default refuses it. Subcommands added after inherit it.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.description("FAST: flexible (a)synchronous scalable training of neural networks across workers");
-  app.footer(environment_help() + "\nExit codes: 0 ok, 2 bad input, 3 I/O or peer failure, 4 timeout, 5 other error.");
+  app.footer(
+      environment_help() +
+      "\nExit codes (docs/errors.md): 0 ok, 1 unexpected error, 2 bad input, 3 I/O or peer failure, 4 timeout, 5 "
+      "other error, 6 an elastic run below --min-workers, 124 fast launch --timeout, 127 a program that "
+      "cannot be started, 128 + N killed or interrupted by signal N (130: SIGINT, 143: SIGTERM).");
   app.require_subcommand(1);
 }
 
