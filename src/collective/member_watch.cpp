@@ -32,8 +32,10 @@ class WatchedWork final : public core::WorkImpl {
       const double left = start + limit - watch_.now();
       if (left <= 0) {
         if (!default_limit) return false;
-        return abandon(std::make_exception_ptr(core::TimeoutError(
-            fmt::format("a message of a collective did not complete within {} s (FAST_OP_TIMEOUT)", limit))));
+        return abandon(std::make_exception_ptr(
+            core::TimeoutError(fmt::format("a message of a collective did not complete within {} s (the operation time "
+                                           "limit: op_timeout, FAST_OP_TIMEOUT)",
+                                           limit))));
       }
       if (slice(std::min(MemberWatch::kSlice, left))) return true;
       try {

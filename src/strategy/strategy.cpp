@@ -81,8 +81,10 @@ bool Strategy::finish_update(const StepInput& input, const TakenGradient& taken,
 void Strategy::report_non_finite(const StepInput& input, NonFinitePolicy policy, std::string_view what) const {
   const int rank = comm_.rank();
   if (policy == NonFinitePolicy::error)
-    FAST_THROW(core::InvalidArgument, "{}: the gradient of step {} on worker {} holds NaN or infinity", name(),
-               input.step, rank);
+    FAST_THROW(core::InvalidArgument,
+               "{}: the gradient worker {} applies at step {} holds NaN or infinity (where the strategy averages "
+               "gradients, the average: any worker's may be the cause); non_finite = error",
+               name(), rank, input.step);
   core::log(core::LogLevel::warn, "{}: worker {} {} {}: its gradient holds NaN or infinity", name(), rank, what,
             input.step);
 }

@@ -153,8 +153,10 @@ bool settled(runtime::Context& ctx, core::Work& work, std::span<const int> watch
       return false;
     }
     if (ctx.now() - start > limit)
-      FAST_THROW(core::TimeoutError, "join: {} with worker {} did not complete within {} s (FAST_OP_TIMEOUT)", what,
-                 watched.front(), limit);
+      FAST_THROW(core::TimeoutError,
+                 "join: {} with worker {} did not complete within {} s (the operation time limit: op_timeout, "
+                 "FAST_OP_TIMEOUT)",
+                 what, watched.front(), limit);
   }
 }
 bool settled(runtime::Context& ctx, core::Work& work, const int& peer, double since, const char* what) {

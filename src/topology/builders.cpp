@@ -259,10 +259,21 @@ Graph make_topology(const std::string& spec, int n, std::uint64_t seed) {
   if (name == "ring") return ring(n);
   if (name == "complete") return complete(n);
   if (name == "tree") return binary_tree(n);
-  if (name == "hypercube") return hypercube(n);
+  if (name == "hypercube") {
+    FAST_ENFORCE(is_power_of_two(n),
+                 "topology '{}': a hypercube needs a power of two of workers (2, 4, 8, ...), got n = {}", spec, n);
+    return hypercube(n);
+  }
   if (name == "exponential") return exponential(n);
   if (name == "star") return star(n, static_cast<int>(p.integer("center")));
-  if (name == "random-regular") return random_regular(n, static_cast<int>(p.integer("degree")), seed);
+  if (name == "random-regular") {
+    const auto d = p.integer("degree");
+    FAST_ENFORCE(d < n && (static_cast<std::int64_t>(n) * d) % 2 == 0,
+                 "topology '{}': a {}-regular graph of {} workers needs a degree below the workers and an even "
+                 "workers x degree",
+                 spec, d, n);
+    return random_regular(n, static_cast<int>(d), seed);
+  }
   // torus2d
   if (!p.has("rows")) {
     int rows = 1;

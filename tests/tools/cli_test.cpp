@@ -159,6 +159,36 @@ TEST(Cli, CorruptDatasetFileExitsNonZeroNamingIt) {
   EXPECT_NE(r.output.find("train-labels-idx1-ubyte.gz"), std::string::npos) << r.output;
 }
 
+// Messages that name the setting to change: a batch too large for the training set, a topology
+// for a world size it cannot have, a summary handed to fast report.
+TEST(Cli, RefusalsNameTheSettingToChange) {
+  const Result batch =
+      run_fast("train --steps 2 --workers 2 --batch 64 --dataset synthetic:shape=1x8x8,classes=4,train=100,test=10");
+  EXPECT_EQ(batch.code, exit_code::bad_input) << batch.output;
+  EXPECT_NE(batch.output.find("batch: 2 workers x batch 64 = 128 samples per step, more than the 100 training samples "
+                              "of dataset 'synthetic:"),
+            std::string::npos)
+      << batch.output;
+  const Result cube = run_fast("train --steps 2 --strategy dpsgd --topology hypercube --workers 3");
+  EXPECT_EQ(cube.code, exit_code::bad_input) << cube.output;
+  EXPECT_NE(cube.output.find("topology 'hypercube': a hypercube needs a power of two of workers (2, 4, 8, ...), got "
+                             "n = 3"),
+            std::string::npos)
+      << cube.output;
+  const fs::path dir = temp_dir("report_summary");
+  const fs::path summary = dir / "s.json";
+  const Result run = run_fast(
+      "train --steps 2 --progress never --dataset synthetic:shape=1x8x8,classes=4,train=64,test=8 --batch 8 "
+      "--summary " +
+      summary.string());
+  ASSERT_EQ(run.code, exit_code::ok) << run.output;
+  const Result report = run_fast("report " + summary.string());
+  EXPECT_EQ(report.code, exit_code::bad_input) << report.output;
+  EXPECT_NE(report.output.find("is a run's summary (--summary); expected its metrics file"), std::string::npos)
+      << report.output;
+  fs::remove_all(dir);
+}
+
 TEST(Cli, ShortRunWritesSummaryAndMetrics) {
   const fs::path dir = temp_dir("run");
   const Result r = run_fast(

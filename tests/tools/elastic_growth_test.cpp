@@ -228,7 +228,9 @@ TEST(ElasticGrowthSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
       {zmq + "--elastic --max-workers 258", "max_workers: expected at most 128 processes' workers (128"},
       {"train --runtime zmq --world-size 3 --data-dir missing --model mlp --elastic --max-workers 4 --strategy dpsgd "
        "--topology hypercube",
-       "max_workers: the run starts with 3 of its 4 workers, and hypercube: n must be a power of two, got n = 3"}};
+       "max_workers: the run starts with 3 of its 4 workers, and topology 'hypercube': a hypercube needs a power of "
+       "two "
+       "of workers (2, 4, 8, ...), got n = 3"}};
   for (const auto& [command, message] : cases) {
     const auto refused = fast::testing::run_fast_in(dir, command);
     EXPECT_EQ(refused.code, 2) << command << "\n" << refused.output;

@@ -17,10 +17,18 @@ using nlohmann::json;
 
 std::string read_text(const fs::path& file) { return read_text_file(file, "fast report"); }
 
-// Appends the records of one JSONL file; a malformed line names the file and line.
+// Appends the records of one JSONL file; a malformed line names the file and line. A run's summary
+// (one JSON object with param_hash, possibly over several lines) is named as such.
 void read_records(const fs::path& file, std::vector<json>& into) {
   std::ifstream in(file);
   FAST_ENFORCE_AS(core::IoError, in.good(), "fast report: cannot read '{}'", file.string());
+  if (file.extension() == ".json") {
+    const json whole = json::parse(read_text(file), nullptr, false);
+    FAST_ENFORCE(whole.is_discarded() || !whole.is_object() || !whole.contains("param_hash"),
+                 "fast report: '{}' is a run's summary (--summary); expected its metrics file (--metrics, "
+                 "*.jsonl), the run's folder or a fast compare folder",
+                 file.string());
+  }
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.empty()) continue;

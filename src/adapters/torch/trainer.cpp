@@ -449,7 +449,10 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
                  "{}: the test set has {} samples, fewer than the {} workers that each score a slice of it", source,
                  data.test->size(), world);
     // Enough samples for one step of every worker (checked again by each worker's loader).
-    (void)ShardedLoader(data.train, 0, world, options.batch, options.seed);
+    FAST_ENFORCE(data.train->size() >= static_cast<std::int64_t>(world) * options.batch,
+                 "batch: {} workers x batch {} = {} samples per step, more than the {} training samples of {}; "
+                 "expected a smaller --batch or fewer --workers",
+                 world, options.batch, static_cast<std::int64_t>(world) * options.batch, data.train->size(), source);
   }
   const SampleSpec input{.shape = data.train->sample_shape(), .classes = data.train->classes};
   // Every worker's initial parameters, from one model built here and checked against the data first.

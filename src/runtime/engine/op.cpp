@@ -168,10 +168,12 @@ bool OpWork::wait_for(double timeout_seconds) {
       if (mailbox_.cancel(*op_)) {
         const std::string what = op_->describe();
         std::exception_ptr e =
-            world_.aborted() ? std::make_exception_ptr(
-                                   core::RemoteError(fmt::format("{} abandoned: {}", what, world_.abort_message())))
-                             : std::make_exception_ptr(core::TimeoutError(fmt::format(
-                                   "{} did not complete within {} s (FAST_OP_TIMEOUT)", what, world_.op_timeout())));
+            world_.aborted()
+                ? std::make_exception_ptr(
+                      core::RemoteError(fmt::format("{} abandoned: {}", what, world_.abort_message())))
+                : std::make_exception_ptr(core::TimeoutError(fmt::format(
+                      "{} did not complete within {} s (the operation time limit: op_timeout, FAST_OP_TIMEOUT)", what,
+                      world_.op_timeout())));
         op_->complete(e);
         return true;
       }

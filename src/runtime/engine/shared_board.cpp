@@ -53,8 +53,10 @@ void SharedBoard::wait_until(Pred pred, const char* what, std::uint64_t ticket) 
     const auto now = clock::now();
     if (now >= deadline) {
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
-      throw core::TimeoutError(fmt::format("{} of shared collective {} did not complete within {} s (FAST_OP_TIMEOUT)",
-                                           what, ticket, world_.op_timeout()));
+      throw core::TimeoutError(
+          fmt::format("{} of shared collective {} did not complete within {} s (the operation time limit: op_timeout, "
+                      "FAST_OP_TIMEOUT)",
+                      what, ticket, world_.op_timeout()));
     }
     cv_.wait_until(lock, std::min(deadline, now + std::chrono::milliseconds(50)));
   }

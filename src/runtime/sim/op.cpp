@@ -439,8 +439,9 @@ bool RecvWork::wait_for(double timeout_seconds) {
     if (remaining <= 0) {
       if (!default_limit) return false;
       inbox.cancel(*op_);
-      fail(std::make_exception_ptr(core::TimeoutError(
-          fmt::format("{} did not complete within {} s of simulated time (FAST_OP_TIMEOUT)", op_->describe(), limit))));
+      fail(std::make_exception_ptr(core::TimeoutError(fmt::format(
+          "{} did not complete within {} s of simulated time (the operation time limit: op_timeout, FAST_OP_TIMEOUT)",
+          op_->describe(), limit))));
       return true;
     }
     inbox.sleep(remaining, [&] {
