@@ -40,6 +40,33 @@ struct Server {
   }
 };
 
+// The final parameters and push clocks of every worker that took kSteps steps of (1 + r/10) s of
+// compute with its constant gradient, then finished, under ps with `options`.
+struct Finals {
+  std::vector<std::vector<float>> params;
+  std::vector<std::int64_t> clocks;
+};
+Finals run_steps(int workers, const runtime::Cluster& cluster, const WorkerOptions& options) {
+  Finals out{.params = std::vector<std::vector<float>>(static_cast<std::size_t>(workers)),
+             .clocks = std::vector<std::int64_t>(static_cast<std::size_t>(workers), -1)};
+  runtime::sim::World world({.size = workers, .cluster = cluster, .tolerate_lost = true});
+  world.run([&](runtime::Context& ctx) {
+    const int r = ctx.rank();
+    std::vector<float> x(kDim), g(kDim);
+    for (std::size_t i = 0; i < kDim; ++i) x[i] = static_cast<float>(testing::centre(0, i));
+    Worker worker(ctx, options, {.params = x, .grads = g});
+    for (int s = 0; s < kSteps; ++s) {
+      ctx.compute((1.0 + 0.1 * r) * 1e9);
+      for (std::size_t i = 0; i < kDim; ++i) g[i] = static_cast<float>(gradient(r, i));
+      worker.step();
+    }
+    worker.finish();
+    out.params[static_cast<std::size_t>(r)] = x;
+    out.clocks[static_cast<std::size_t>(r)] = dynamic_cast<const PsStrategy&>(worker.strategy()).clock();
+  });
+  return out;
+}
+
 // Three workers; worker r's steps take 1 + r/10 simulated seconds, so the pushes come one at a
 // time: worker 0 at 1.0 and 2.0 s, worker 1 at 1.1, 2.2, 3.3, ..., worker 2 at 1.2, 2.4, 3.6, ...
 // Host 0 (the server of the one shard) goes off at 2.5 s. Worker 1 last pulled after its push at
@@ -104,31 +131,17 @@ TEST(PsLostHost, TheMovedShardDividesTheRateByTheLagWithLrStalenessInverse) {
   constexpr int kFour = 4;
   runtime::Cluster cluster = fast::testing::star_cluster(kFour);
   cluster.failures.push_back({.host = 0, .off = 2.05});
-  std::vector<std::vector<float>> finals(kFour);
-  runtime::sim::World world({.size = kFour, .cluster = cluster, .tolerate_lost = true});
-  world.run([&](runtime::Context& ctx) {
-    const int r = ctx.rank();
-    std::vector<float> x(kDim), g(kDim);
-    for (std::size_t i = 0; i < kDim; ++i) x[i] = static_cast<float>(testing::centre(0, i));
-    Worker worker(ctx,
-                  {.strategy = {.name = "ps", .mode = "async", .lr_staleness = "inverse"},
-                   .optimizer = {.name = "sgd", .lr = kLr}},
-                  {.params = x, .grads = g});
-    for (int s = 0; s < kSteps; ++s) {
-      ctx.compute((1.0 + 0.1 * r) * 1e9);
-      for (std::size_t i = 0; i < kDim; ++i) g[i] = static_cast<float>(gradient(r, i));
-      worker.step();
-    }
-    worker.finish();
-    finals[static_cast<std::size_t>(r)] = x;
-  });
+  const Finals finals = run_steps(kFour, cluster,
+                                  {.strategy = {.name = "ps", .mode = "async", .lr_staleness = "inverse"},
+                                   .optimizer = {.name = "sgd", .lr = kLr}});
   const double rate = kLr / kFour;  // per-sample
   for (std::size_t i = 0; i < kDim; ++i) {
     double x = testing::centre(0, i) - rate * (gradient(0, i) + gradient(1, i));  // 1.0 and 1.1 s: lag 0, 1
     const double survivors = gradient(1, i) + gradient(2, i) + gradient(3, i);
     x -= rate * survivors;                                        // 2.2, 2.4, 2.6 s: lag 0
     x -= rate / 2 * static_cast<double>(kSteps - 2) * survivors;  // 3.3 s to 7.8 s: lag 2
-    for (int r = 1; r < kFour; ++r) EXPECT_NEAR(finals[static_cast<std::size_t>(r)][i], x, 1e-5) << r << " " << i;
+    for (int r = 1; r < kFour; ++r)
+      EXPECT_NEAR(finals.params[static_cast<std::size_t>(r)][i], x, 1e-5) << r << " " << i;
   }
 }
 
@@ -141,24 +154,8 @@ TEST(PsLostHost, AHostLostAtAnyInstantOfAStepLeavesTheSurvivorsTheSameModel) {
   for (int at = 0; at <= 40; ++at) {
     runtime::Cluster cluster = fast::testing::star_cluster(kWorkers);
     cluster.failures.push_back({.host = 0, .off = 2.2 + 0.0005 * at});
-    std::vector<std::vector<float>> finals(kWorkers);
-    std::vector<std::int64_t> clocks(kWorkers, -1);
-    runtime::sim::World world({.size = kWorkers, .cluster = cluster, .tolerate_lost = true});
-    world.run([&](runtime::Context& ctx) {
-      const int r = ctx.rank();
-      std::vector<float> x(kDim), g(kDim);
-      for (std::size_t i = 0; i < kDim; ++i) x[i] = static_cast<float>(testing::centre(0, i));
-      Worker worker(ctx, {.strategy = {.name = "ps", .mode = "async"}, .optimizer = {.name = "sgd", .lr = kLr}},
-                    {.params = x, .grads = g});
-      for (int s = 0; s < kSteps; ++s) {
-        ctx.compute((1.0 + 0.1 * r) * 1e9);
-        for (std::size_t i = 0; i < kDim; ++i) g[i] = static_cast<float>(gradient(r, i));
-        worker.step();
-      }
-      worker.finish();
-      finals[static_cast<std::size_t>(r)] = x;
-      clocks[static_cast<std::size_t>(r)] = dynamic_cast<const PsStrategy&>(worker.strategy()).clock();
-    });
+    const auto [finals, clocks] = run_steps(
+        kWorkers, cluster, {.strategy = {.name = "ps", .mode = "async"}, .optimizer = {.name = "sgd", .lr = kLr}});
     EXPECT_EQ(clocks[1], kSteps) << "host 0 off at step " << at;
     EXPECT_EQ(clocks[2], kSteps) << "host 0 off at step " << at;
     EXPECT_EQ(finals[1], finals[2]) << "host 0 off at step " << at;
