@@ -176,6 +176,8 @@ double World::run(const WorkerFn& fn) {
     sg::Host* host = hosts[static_cast<std::size_t>(f.host)];
     const bool tolerate = options_.tolerate_lost;
     sg::Host* where = hosts[(static_cast<std::size_t>(f.host) + 1) % hosts.size()];  // any host
+    // A daemon: the simulation ends with the workers, not at a failure timed after them (whose
+    // sleep would otherwise lengthen the run's simulated time to it).
     sg::Actor::create(fmt::format("failure-{}", k), where, [&state, &placement, host, f, start, tolerate] {
       start_actor_exceptions();
       {
@@ -188,7 +190,7 @@ double World::run(const WorkerFn& fn) {
         // Not tolerated: the run cannot go on without the worker; release everybody at once.
         if (!tolerate) state.abort(static_cast<int>(r), state.lost_message(static_cast<int>(r)));
       }
-    });
+    })->daemonize();
     // f.on (turned on again): its workers stay lost, so nothing changes for FAST.
   }
   try {
