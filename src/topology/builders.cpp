@@ -6,11 +6,14 @@
 #include <sstream>
 #include <utility>
 
+#include <fmt/ranges.h>
+
 #include "fast/core/error.hpp"
 #include "fast/core/file_status.hpp"
 #include "fast/core/parse.hpp"
 #include "fast/core/random.hpp"
 #include "fast/core/spec.hpp"
+#include "fast/topology/schedule.hpp"
 
 namespace fast::topology {
 
@@ -252,6 +255,13 @@ Graph make_undirected_connected(const std::string& spec, int n, std::uint64_t se
 }
 
 Graph make_topology(const std::string& spec, int n, std::uint64_t seed) {
+  // A time-varying schedule's kind where a static graph is expected (dpsgd, adpsgd, acid): named as
+  // such, rather than as an unknown name with a near static one suggested.
+  const std::string head = spec.substr(0, spec.find(':'));
+  FAST_ENFORCE(schedule_family().find(head) == nullptr,
+               "topology '{}': a time-varying schedule, which gosgd takes; this strategy needs a static graph, one "
+               "of: {}",
+               spec, fmt::join(topology_family().names(), ", "));
   const core::ParsedSpec p = topology_family().parse(spec);
   const std::string& name = p.name();
   if (name == "file") return from_edge_list_file(p.string("path"), n);
