@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/file_status.hpp"
 #include "fast/core/parse.hpp"
 #include "fast/core/spec.hpp"
 
@@ -94,8 +95,10 @@ DatasetSpec parse_dataset_spec(const std::string& text) {
     spec.args[key.name()] = p.has(key.name()) ? p.raw(key.name()) : key.text(key.default_value());
   for (std::size_t i = 0; i < form.required; ++i) {
     const std::string& file = spec.args[form.keys[i].name()];
-    std::error_code ec;
-    FAST_ENFORCE_AS(IoError, std::filesystem::is_regular_file(file, ec), "dataset '{}': {}: '{}' is not a file", text,
+    const std::filesystem::file_status status = core::file_status_of(file, "dataset");
+    FAST_ENFORCE(!std::filesystem::is_directory(status), "dataset '{}': {}: '{}' is a folder; expected a file", text,
+                 form.keys[i].name(), file);
+    FAST_ENFORCE_AS(IoError, std::filesystem::is_regular_file(status), "dataset '{}': {}: '{}' is not a file", text,
                     form.keys[i].name(), file);
   }
   if (spec.kind == "synthetic") (void)synthetic_spec(spec);  // the numbers, before anything is read

@@ -180,6 +180,8 @@ TEST(HostileInput, FoldersWhereFilesAreExpectedAreRefused) {
        "train --steps 5 --metrics " + d + "/x.json --summary " + d + "/x.json",
        {"metrics and summary", "x.json", "overwrite"}},
       {"", "train --steps 5 --strategy dpsgd --topology file:" + d, {"edge list", d, "is a folder"}},
+      {"", "train --steps 5 --model " + d, {"model " + d, "is a folder", "TorchScript file"}},
+      {"", "train --steps 5 --dataset npz:train=" + d + ",test=" + d, {"train: '" + d + "' is a folder"}},
   };
 #ifdef FAST_TEST_SIM
   cases.push_back({"", "train --runtime sim --cluster " + d, {"cluster file", d, "is a folder"}});

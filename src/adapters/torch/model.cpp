@@ -10,6 +10,7 @@
 #include <torch/script.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/file_status.hpp"
 
 namespace fast::torch {
 
@@ -58,8 +59,10 @@ Model::Model(std::string name, std::shared_ptr<::torch::nn::Module> module,
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Model Model::load_script(const std::string& file) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec))
+  const std::filesystem::file_status status = core::file_status_of(file, "model");
+  FAST_ENFORCE(!std::filesystem::is_directory(status),
+               "model {}: is a folder; expected a TorchScript file (torch.jit.script(m).save(path))", file);
+  if (!std::filesystem::is_regular_file(status))
     FAST_THROW(IoError, "model {}: no such file; expected a TorchScript file (torch.jit.script(m).save(path))", file);
   auto impl = std::make_unique<Impl>();
   impl->name = file;
