@@ -89,10 +89,12 @@ StrategyOption consensus_step_option() {
 }
 
 StrategyOption sparse_allreduce_option() {
-  return StrategyOption::field("sparse_allreduce", &StrategyOptions::sparse_allreduce,
-                               "with int8, sign, topk or randk: how the messages are averaged: gather (all-gather "
-                               "of the encoded messages), dense (ring all-reduce of the decoded ones) or auto (by "
-                               "the payload bound against the dense ring's bytes; docs/compression.md).")
+  return StrategyOption::field(
+             "sparse_allreduce", &StrategyOptions::sparse_allreduce,
+             "with a codec whose messages are gathered (neither element-wise nor low-rank: int8, sign, "
+             "topk, randk, threshold): how they are averaged: gather (all-gather "
+             "of the encoded messages), dense (ring all-reduce of the decoded ones) or auto (by "
+             "the payload bound against the dense ring's bytes; docs/compression.md).")
       .one_of({"auto", "gather", "dense"});
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <zlib.h>
 
@@ -77,8 +78,11 @@ class Reader {
       FAST_THROW(IoError, "{}: cannot read IDX file: {}", path_, std::strerror(errno));
     }
     // Z_DATA_ERROR (bad deflate data or CRC), Z_BUF_ERROR (compressed data cut short), Z_MEM_ERROR.
-    FAST_THROW(IoError, "{}: corrupt gzip stream: expected valid gzip data, zlib reports '{}' (error {})", path_,
-               message != nullptr ? message : "?", errnum);
+    // zlib's message begins with the path, which the error names already.
+    std::string_view what = message != nullptr ? message : "?";
+    if (const std::string prefix = path_ + ": "; what.starts_with(prefix)) what.remove_prefix(prefix.size());
+    FAST_THROW(IoError, "{}: corrupt gzip stream: expected valid gzip data, zlib reports '{}' (error {})", path_, what,
+               errnum);
   }
 
   std::string path_;
