@@ -67,6 +67,8 @@ training::TrainOptions apply_settings(const py::kwargs& settings) {
   }
   for (const std::string& warning : settings::unread_strategy_options(o.worker.strategy.name, given))
     core::log(core::LogLevel::warn, "fast.Worker: {}", warning);
+  for (const std::string& warning : settings::inert_settings(o, given))
+    core::log(core::LogLevel::warn, "fast.Worker: {}", warning);
   return o;
 }
 

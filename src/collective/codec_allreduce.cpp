@@ -39,21 +39,26 @@ CodecAllreduce::CodecAllreduce(Communicator& comm, CodecAllreduceOptions options
   const core::Layout* layout = options_.layout.empty() ? nullptr : &options_.layout;
   std::unique_ptr<compress::Codec> codec = compress::make_codec(
       options_.codec, core::worker_seed(options_.seed, static_cast<std::uint64_t>(comm.rank())), layout);
-  // The path follows the codec's traits, never its name.
-  if (const auto o = compress::powersgd_options_of(*codec)) {
-    path_ = Path::low_rank;
-    powersgd_ = *o;
-    powersgd_.seed = options_.seed;  // the same initial Q on every worker
-  } else if (codec->lossless()) {
-    path_ = Path::dense;
-  } else if (codec->elementwise()) {
-    path_ = Path::ring;
-    hop_codec_ = compress::make_codec(options_.codec, 0, layout);
-    feedback_ = std::make_unique<compress::ErrorFeedback>(std::move(codec));
-  } else {
-    path_ = Path::gather;
-    feedback_ = std::make_unique<compress::ErrorFeedback>(std::move(codec));
+  path_ = path_of(*codec);
+  switch (path_) {
+    case Path::low_rank:
+      powersgd_ = *compress::powersgd_options_of(*codec);
+      powersgd_.seed = options_.seed;  // the same initial Q on every worker
+      break;
+    case Path::dense: break;
+    case Path::ring:
+      hop_codec_ = compress::make_codec(options_.codec, 0, layout);
+      feedback_ = std::make_unique<compress::ErrorFeedback>(std::move(codec));
+      break;
+    case Path::gather: feedback_ = std::make_unique<compress::ErrorFeedback>(std::move(codec)); break;
   }
+}
+
+CodecAllreduce::Path CodecAllreduce::path_of(const compress::Codec& codec) {
+  if (compress::powersgd_options_of(codec)) return Path::low_rank;
+  if (codec.lossless()) return Path::dense;
+  if (codec.elementwise()) return Path::ring;
+  return Path::gather;
 }
 
 CodecAllreduce::~CodecAllreduce() = default;

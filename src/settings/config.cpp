@@ -37,6 +37,8 @@ ConfigKey strategy_key(const strategy::DeclaredOption& d) {
   key.accepts = option.expected();
   if (option.type() == strategy::OptionType::integer || option.type() == strategy::OptionType::number)
     key.declaration = option;
+  if (option.can_be_inert())
+    key.inert = [option](const TrainOptions& o) { return option.inert_because(o.worker.strategy); };
   return key;
 }
 
@@ -208,6 +210,22 @@ std::vector<std::string> unread_strategy_options(std::string_view strategy, cons
   return warnings;
 }
 
+std::vector<std::string> inert_settings(const TrainOptions& options, const std::vector<std::string>& given) {
+  std::vector<std::string> warnings;
+  for (const ConfigKey& k : config_keys()) {
+    if (!k.inert) continue;
+    const bool set = std::any_of(given.begin(), given.end(), [&](const std::string& key) {
+      const ConfigKey* g = find_key(key);
+      return g != nullptr && g->name == k.name;
+    });
+    if (!set || (k.strategy_option && !unread_strategy_options(options.worker.strategy.name, {k.name}).empty()))
+      continue;  // not given, or unread by the strategy (unread_strategy_options warns)
+    if (const std::optional<std::string> why = k.inert(options))
+      warnings.push_back(fmt::format("{}: changes nothing with {}", k.name, *why));
+  }
+  return warnings;
+}
+
 namespace {
 
 std::string default_text(const ConfigKey& k, const TrainOptions& defaults) {
@@ -225,6 +243,14 @@ std::vector<core::EnvTable> environment_tables() {
   return tables;
 }
 
+// The keys that another setting can turn off (ConfigKey::inert), as "`a`, `b`, `c`".
+std::string inert_key_list() {
+  std::vector<std::string> names;
+  for (const ConfigKey& k : config_keys())
+    if (k.inert) names.push_back(fmt::format("`{}`", k.name));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
 std::string config_markdown() {
   const TrainOptions defaults;
   std::string md =
@@ -238,7 +264,10 @@ std::string config_markdown() {
       "\n### Strategy options\n\nDeclared by the strategies in their registry entries "
       "(docs/architecture.md, \"Adding a strategy\"); the description starts with the strategies that read the "
       "option (none: every strategy). Setting an option the chosen strategy does not read changes nothing; "
-      "`fast train` and `fast.Worker` name it in a warning.\n\n"
+      "`fast train` and `fast.Worker` name it in a warning. So is a setting that another setting can turn off "
+      "(" +
+      inert_key_list() +
+      ") when it does, with that setting: \"dgc_masking: changes nothing with dgc = false\".\n\n"
       "| key | flag | type | default | accepts | description |\n"
       "| --- | --- | --- | --- | --- | --- |\n";
   for (const ConfigKey& k : config_keys())

@@ -38,6 +38,9 @@ struct ConfigKey {
   // Integer and number settings: the declaration whose range is the only check of the value (a
   // strategy option's own, or the general setting's, fast/core/setting.hpp).
   std::optional<core::Setting> declaration;
+  // Why the value changes nothing under the other settings, as the setting that turns it off
+  // ("dgc = false"); nullopt when it has an effect. Unset: it always has one.
+  std::function<std::optional<std::string>(const training::TrainOptions&)> inert;
 };
 
 // The table. Built on first use and again after a strategy registration (earlier tables stay
@@ -70,6 +73,10 @@ std::vector<std::string> apply_config_file(training::TrainOptions& options, cons
 // or '-' spelling) that is an option declared by other strategies only, so that `strategy` does
 // not read it: "mode: an option of ps; allreduce does not read it". Empty when every one is read.
 std::vector<std::string> unread_strategy_options(std::string_view strategy, const std::vector<std::string>& given);
+// One warning per key of `given` (as above) that the chosen strategy reads but whose value changes
+// nothing under the other settings (ConfigKey::inert): "dgc_masking: changes nothing with dgc =
+// false". Empty when every one has an effect.
+std::vector<std::string> inert_settings(const training::TrainOptions& options, const std::vector<std::string>& given);
 // Applies one setting given as text (a command-line flag); `origin` names it in errors ("--batch").
 void apply_setting(training::TrainOptions& options, std::string_view key, const std::string& text,
                    std::string_view origin);

@@ -12,6 +12,7 @@
 
 #include "fast/adapters/torch/buffer_policy.hpp"
 #include "fast/collective/allreduce_algorithm.hpp"
+#include "fast/core/error.hpp"
 #include "fast/core/port_range.hpp"
 #include "fast/core/spec.hpp"
 #include "fast/optim/optimizer.hpp"
@@ -131,13 +132,21 @@ std::vector<ConfigKey> model_and_data_keys() {
                       training::dataset_family().usages()),
           [](TrainOptions& o, const std::string& v) { o.dataset = v; },
           [](const TrainOptions& o) { return o.dataset; }),
-      text_key(
-          "data_dir", KeyType::path, "a folder",
-          "fashion-mnist: folder of the four IDX files, gzip or not (default: FAST_DATA_DIR).",
-          [](TrainOptions& o, const std::string& v) { o.data_dir = v; },
-          [](const TrainOptions& o) {
-            return o.data_dir.empty() ? std::string("$FAST_DATA_DIR") : o.data_dir.string();
-          }),
+      applies_when(text_key(
+                       "data_dir", KeyType::path, "a folder",
+                       "fashion-mnist: folder of the four IDX files, gzip or not (default: FAST_DATA_DIR).",
+                       [](TrainOptions& o, const std::string& v) { o.data_dir = v; },
+                       [](const TrainOptions& o) {
+                         return o.data_dir.empty() ? std::string("$FAST_DATA_DIR") : o.data_dir.string();
+                       }),
+                   [](const TrainOptions& o) -> std::optional<std::string> {
+                     try {
+                       if (training::reads_data_dir(training::parse_dataset_spec(o.dataset))) return std::nullopt;
+                     } catch (const core::Error&) {
+                       return std::nullopt;  // a bad spec: the settings' validation names its error
+                     }
+                     return fmt::format("dataset = '{}'", o.dataset);
+                   }),
       FAST_INT_KEY("epochs", "Passes over the training set (used when steps = 0).", epochs, 1),
       FAST_INT_KEY("steps", "Steps per worker; 0 means epochs x steps per epoch.", steps, 0),
       FAST_INT_KEY("batch", "Mini-batch size per worker.", batch, 1),

@@ -76,6 +76,11 @@ ConfigKey text_key(std::string name, KeyType type, std::string accepts, std::str
   return key;
 }
 
+ConfigKey applies_when(ConfigKey key, std::function<std::optional<std::string>(const TrainOptions&)> why_not) {
+  key.inert = std::move(why_not);
+  return key;
+}
+
 void require_accepts(const std::vector<ConfigKey>& keys) {
   for (const ConfigKey& k : keys)
     FAST_ENFORCE_AS(core::InvalidUsage, !k.accepts.empty(), "setting '{}' has no 'accepts' text", k.name);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,10 @@ ConfigKey declared_key(const core::Setting& declaration,
 ConfigKey text_key(std::string name, KeyType type, std::string accepts, std::string help,
                    std::function<void(training::TrainOptions&, const std::string&)> set,
                    std::function<std::string(const training::TrainOptions&)> get);
+
+// `key` with its ConfigKey::inert: `why_not` returns the other setting that turns it off
+// ("dgc = false"), or nullopt when it has an effect.
+ConfigKey applies_when(ConfigKey key, std::function<std::optional<std::string>(const training::TrainOptions&)> why_not);
 
 // An integer setting stored in a field of type T: at least `minimum`, and at most T's largest value
 // (a larger one would wrap: 2^32 + 3 workers are not 3).

@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <optional>
+
 #include "builtin.hpp"
+#include "fast/collective/codec_allreduce.hpp"
 #include "fast/compress/codec.hpp"
 #include "fast/core/spec.hpp"
 #include "fast/topology/builders.hpp"
@@ -22,6 +25,11 @@ StrategyOption on_off(std::string name, bool StrategyOptions::*field, std::strin
              [field, on](StrategyOptions& o, const OptionValue& v) { o.*field = std::get<std::string>(v) == on; },
              [field, on, off](const StrategyOptions& o) { return OptionValue(o.*field ? on : off); })
       .one_of({on, off});
+}
+
+// applies_when() of the dgc_* options: dgc turns them on.
+std::optional<std::string> without_dgc(const StrategyOptions& o) {
+  return o.dgc ? std::nullopt : std::optional<std::string>("dgc = false");
 }
 
 }  // namespace
@@ -85,7 +93,11 @@ StrategyOption consensus_step_option() {
                                "0.8 int8, 0.4 sign, 0.05 sparse and powersgd).")
       .greater_than(0)
       .at_most(1)
-      .or_exactly(0);
+      .or_exactly(0)
+      .applies_when([](const StrategyOptions& o) -> std::optional<std::string> {
+        if (Strategy::compresses(o)) return std::nullopt;
+        return fmt::format("compress = '{}'", o.compress);
+      });
 }
 
 StrategyOption sparse_allreduce_option() {
@@ -95,7 +107,12 @@ StrategyOption sparse_allreduce_option() {
              "topk, randk, threshold): how they are averaged: gather (all-gather "
              "of the encoded messages), dense (ring all-reduce of the decoded ones) or auto (by "
              "the payload bound against the dense ring's bytes; docs/compression.md).")
-      .one_of({"auto", "gather", "dense"});
+      .one_of({"auto", "gather", "dense"})
+      .applies_when([](const StrategyOptions& o) -> std::optional<std::string> {
+        using Path = collective::CodecAllreduce::Path;
+        if (collective::CodecAllreduce::path_of(*compress::make_codec(o.compress)) == Path::gather) return std::nullopt;
+        return fmt::format("compress = '{}'", o.compress);
+      });
 }
 
 std::vector<StrategyOption> dgc_options() {
@@ -108,16 +125,20 @@ std::vector<StrategyOption> dgc_options() {
       StrategyOption::field("dgc_clip", &StrategyOptions::dgc_clip,
                             "dgc: local gradient clipping, the global L2 bound C (each worker clips its gradient to "
                             "C / sqrt(workers)); 0: off.")
-          .at_least(0),
+          .at_least(0)
+          .applies_when(without_dgc),
       on_off("dgc_masking", &StrategyOptions::dgc_masking, "on", "off",
-             "dgc: momentum factor masking (reset the velocity of the coordinates sent): on or off."),
+             "dgc: momentum factor masking (reset the velocity of the coordinates sent): on or off.")
+          .applies_when(without_dgc),
       on_off("dgc_local_view", &StrategyOptions::dgc_local_view, "on", "off",
              "dgc: each worker takes its gradient at the shared parameters minus its own residual (its "
-             "updates not sent yet): on or off (off with dgc_masking = on: the paper's DGC)."),
+             "updates not sent yet): on or off (off with dgc_masking = on: the paper's DGC).")
+          .applies_when(without_dgc),
       StrategyOption::field("dgc_warmup_ratio", &StrategyOptions::dgc_warmup_ratio,
                             "dgc: density at the start of the sparsity warm-up.")
           .greater_than(0)
-          .at_most(1),
+          .at_most(1)
+          .applies_when(without_dgc),
   };
 }
 

@@ -85,6 +85,8 @@ SyntheticSpec synthetic_spec(const DatasetSpec& spec) {
   return s;
 }
 
+bool reads_data_dir(const DatasetSpec& spec) { return spec.kind == dataset_kinds().front(); }
+
 DatasetSpec parse_dataset_spec(const std::string& text) {
   const core::ParsedSpec p = dataset_family().parse(text);
   DatasetSpec spec;

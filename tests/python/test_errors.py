@@ -59,6 +59,14 @@ def test_an_option_the_strategy_does_not_read_is_named_in_a_warning(capfd):
     assert "does not read it" not in capfd.readouterr().err
 
 
+def test_an_option_another_setting_turns_off_is_named_in_a_warning(capfd):
+    one_worker(lambda ctx: fast.Worker(ctx, *buffers(), strategy="dpsgd", consensus_step=0.5, steps=1))
+    assert "fast.Worker: consensus_step: changes nothing with compress = 'none'" in capfd.readouterr().err
+    one_worker(lambda ctx: fast.Worker(ctx, *buffers(), strategy="dpsgd", consensus_step=0.5, compress="int8",
+                                       steps=1))
+    assert "changes nothing" not in capfd.readouterr().err
+
+
 def test_float64_buffers():
     with pytest.raises(fast.InvalidArgument, match=r"fast.Worker: params: expected float32 elements.*got f64"):
         one_worker(lambda ctx: fast.Worker(ctx, *buffers(dtype=np.float64), steps=1))

@@ -91,6 +91,42 @@ TEST(Config, OptionsTheStrategyDoesNotReadAreNamed) {
             (std::vector<std::string>{"period: an option of local-sgd; dpsgd does not read it"}));
 }
 
+// A setting the strategy reads but another setting turns off is named with that setting, and
+// only when it was given; once the other setting turns it on, the warning goes.
+TEST(Config, OptionsAnotherSettingTurnsOffAreNamed) {
+  training::TrainOptions o;
+  apply_setting(o, "strategy", "allreduce", "--strategy");
+  apply_setting(o, "dgc_masking", "on", "--dgc-masking");
+  apply_setting(o, "dgc_clip", "2", "--dgc-clip");
+  apply_setting(o, "sparse_allreduce", "gather", "--sparse-allreduce");
+  apply_setting(o, "dataset", "synthetic:train=64,test=8", "--dataset");
+  apply_setting(o, "data_dir", "/nonexistent", "--data-dir");
+  const std::vector<std::string> given{"strategy", "dgc-masking", "dgc_clip", "sparse_allreduce", "data_dir"};
+  EXPECT_EQ(inert_settings(o, given),
+            (std::vector<std::string>{"data_dir: changes nothing with dataset = 'synthetic:train=64,test=8'",
+                                      "sparse_allreduce: changes nothing with compress = 'none'",
+                                      "dgc_clip: changes nothing with dgc = false",
+                                      "dgc_masking: changes nothing with dgc = false"}));
+  // An element-wise codec is reduced on the ring, not gathered: sparse_allreduce still does nothing.
+  apply_setting(o, "compress", "fp16", "--compress");
+  EXPECT_EQ(inert_settings(o, {"sparse_allreduce"}),
+            (std::vector<std::string>{"sparse_allreduce: changes nothing with compress = 'fp16'"}));
+  // Turned on by the settings they depend on.
+  apply_setting(o, "compress", "topk:ratio=0.01", "--compress");
+  apply_setting(o, "dgc", "true", "--dgc");
+  apply_setting(o, "dataset", "fashion-mnist", "--dataset");
+  EXPECT_TRUE(inert_settings(o, given).empty());
+  // consensus_step: allreduce does not read it (unread_strategy_options names it); dpsgd reads it
+  // with a lossy codec only.
+  apply_setting(o, "consensus_step", "0.5", "--consensus-step");
+  EXPECT_TRUE(inert_settings(o, {"consensus_step"}).empty());
+  apply_setting(o, "strategy", "dpsgd", "--strategy");
+  EXPECT_TRUE(inert_settings(o, {"consensus_step"}).empty());
+  apply_setting(o, "compress", "none", "--compress");
+  EXPECT_EQ(inert_settings(o, {"consensus-step"}),
+            (std::vector<std::string>{"consensus_step: changes nothing with compress = 'none'"}));
+}
+
 TEST(Config, UnknownStrategyAndOptimizerListAllowedNames) {
   training::TrainOptions o;
   std::string e = error_of([&] { apply_setting(o, "strategy", "telepathy", "--strategy"); });

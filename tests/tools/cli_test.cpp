@@ -258,6 +258,21 @@ TEST(Cli, AnOptionTheStrategyDoesNotReadIsNamedInAWarning) {
   EXPECT_EQ(r.output.find("warning: topology"), std::string::npos) << r.output;  // dpsgd reads it
 }
 
+// An option another setting turns off is named with that setting before the run starts; the run
+// is the same as without it.
+TEST(Cli, AnOptionAnotherSettingTurnsOffIsNamedInAWarning) {
+  const Result r = run_fast(
+      "train --workers 1 --steps 2 --strategy allreduce --dgc-masking on --progress never --dataset "
+      "synthetic:train=256,test=64 --data-dir /nonexistent");
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
+  EXPECT_NE(r.output.find("fast train: warning: dgc_masking: changes nothing with dgc = false"), std::string::npos)
+      << r.output;
+  EXPECT_NE(
+      r.output.find("fast train: warning: data_dir: changes nothing with dataset = 'synthetic:train=256,test=64'"),
+      std::string::npos)
+      << r.output;
+}
+
 // Options DGC cannot honour are refused before any data is read (the data folder does not exist).
 TEST(Cli, DgcRefusesWhatItCannotApplyBeforeReadingData) {
   const std::string base = "train --steps 1 --data-dir /nonexistent/fast-data --dgc ";

@@ -224,6 +224,8 @@ training::TrainOptions resolve_options(const TrainCommand& command, bool announc
   for (const std::string& warning : world.warnings) std::fprintf(stderr, "fast train: warning: %s\n", warning.c_str());
   for (const std::string& warning : settings::unread_strategy_options(options.worker.strategy.name, given))
     std::fprintf(stderr, "fast train: warning: %s\n", warning.c_str());
+  for (const std::string& warning : settings::inert_settings(options, given))
+    std::fprintf(stderr, "fast train: warning: %s\n", warning.c_str());
   return options;
 }
 

@@ -78,6 +78,8 @@ std::string config_toml(const training::TrainOptions& options) {
     // some of its runs): left out, so that the run's `fast train` does not warn about it.
     if (k.strategy_option && !settings::unread_strategy_options(options.worker.strategy.name, {k.name}).empty())
       continue;
+    // So is one another setting turns off (dgc_masking without dgc; ConfigKey::inert).
+    if (!settings::inert_settings(options, {k.name}).empty()) continue;
     const bool quoted = k.type == settings::KeyType::string || k.type == settings::KeyType::path;
     text += fmt::format("{} = {}\n", k.name, quoted ? toml_string(value) : value);
   }

@@ -73,6 +73,10 @@ struct CodecAllreduceOptions {
 class CodecAllreduce {
  public:
   enum class Path { dense, ring, gather, low_rank };
+  // The path a codec's messages take, from its traits (never its name): low_rank for powersgd,
+  // dense for a lossless codec, ring for an element-wise one, else gather (the only path that
+  // CodecAllreduceOptions::sparse applies to).
+  static Path path_of(const compress::Codec& codec);
 
   // InvalidArgument for a bad codec spec (make_codec's message).
   CodecAllreduce(Communicator& comm, CodecAllreduceOptions options);

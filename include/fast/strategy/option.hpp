@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -40,6 +41,9 @@ class StrategyOption : public core::Setting {
  public:
   using Store = std::function<void(StrategyOptions&, const OptionValue&)>;
   using Load = std::function<OptionValue(const StrategyOptions&)>;
+  // Why the option changes nothing under the other options ("dgc = false"), or nullopt when it has
+  // an effect (applies_when).
+  using Inert = std::function<std::optional<std::string>(const StrategyOptions&)>;
 
   // Declarations of options kept in StrategyOptions::values (strategies registered from outside
   // the library read them with StrategyOptions::get_*()). name: lowercase letters, digits and '_'
@@ -82,6 +86,21 @@ class StrategyOption : public core::Setting {
   StrategyOption& one_of(std::vector<std::string> allowed) { return chain(&Setting::one_of, std::move(allowed)); }
   StrategyOption& check(Check fn) { return chain(&Setting::check, std::move(fn)); }
   StrategyOption& accepts(std::string text) { return chain(&Setting::accepts, std::move(text)); }
+
+  // Declares when the option has an effect: `why_not` returns the other option that turns it off,
+  // as "KEY = VALUE" ("dgc = false"), or nullopt. `fast train` and fast.Worker warn about a
+  // setting the user gave that changes nothing (settings::inert_settings); without a declaration
+  // the option always has an effect.
+  StrategyOption& applies_when(Inert why_not) {
+    inert_ = std::move(why_not);
+    return *this;
+  }
+  // The other option that turns this one off in `options` (applies_when), or nullopt.
+  std::optional<std::string> inert_because(const StrategyOptions& options) const {
+    return inert_ ? inert_(options) : std::nullopt;
+  }
+  // Whether applies_when() was declared.
+  bool can_be_inert() const { return static_cast<bool>(inert_); }
 
   bool has_field() const { return static_cast<bool>(store_); }
   // Validates `value` and writes it into `options` (its field, or options.values).
@@ -128,6 +147,7 @@ class StrategyOption : public core::Setting {
 
   Store store_;
   Load load_;
+  Inert inert_;
 };
 
 template <typename T>

@@ -42,6 +42,10 @@ std::vector<std::string> dataset_kinds();
 // files named for npz and npy exist. InvalidArgument naming the key otherwise.
 DatasetSpec parse_dataset_spec(const std::string& text);
 
+// Whether the spec's data are the files of data_dir (fashion-mnist; FAST_DATA_DIR when data_dir is
+// empty), so that the data_dir setting applies to it.
+bool reads_data_dir(const DatasetSpec& spec);
+
 // A synthetic spec's values, each checked (the declarations' ranges, and at most 2e9 values in all).
 struct SyntheticSpec {
   std::vector<std::int64_t> shape;

@@ -80,7 +80,7 @@ DataSplits from_files(const training::DatasetSpec& spec) {
 }  // namespace
 
 DataSplits load_datasets(const training::DatasetSpec& spec, const std::filesystem::path& data_dir) {
-  if (spec.kind == "fashion-mnist")
+  if (training::reads_data_dir(spec))
     return load_fashion_mnist(
         data_dir.empty() ? std::filesystem::path(core::env_string(training::training_environment(), "FAST_DATA_DIR"))
                          : data_dir);

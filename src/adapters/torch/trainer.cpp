@@ -72,6 +72,7 @@ using training::place_process;
 using training::ProcessOutputs;
 using training::ProcessPlace;
 using training::ProgressFn;
+using training::reads_data_dir;
 using training::run_asynchronous;
 using training::run_lockstep;
 using training::RunEnd;
@@ -437,7 +438,7 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   const DatasetSpec spec = parse_dataset_spec(options.dataset);
   const DataSplits data = load_datasets(spec, options.data_dir);
   const std::string source =
-      spec.kind != "fashion-mnist" ? fmt::format("dataset '{}'", options.dataset)
+      !reads_data_dir(spec) ? fmt::format("dataset '{}'", options.dataset)
       : options.data_dir.empty()
           ? fmt::format("FAST_DATA_DIR '{}'", core::env_string(training_environment(), "FAST_DATA_DIR"))
           : fmt::format("data_dir '{}'", options.data_dir.string());
