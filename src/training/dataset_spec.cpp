@@ -87,6 +87,8 @@ SyntheticSpec synthetic_spec(const DatasetSpec& spec) {
 
 bool reads_data_dir(const DatasetSpec& spec) { return spec.kind == dataset_kinds().front(); }
 
+bool is_generated(const DatasetSpec& spec) { return spec.kind == dataset_kinds().back(); }
+
 DatasetSpec parse_dataset_spec(const std::string& text) {
   const core::ParsedSpec p = dataset_family().parse(text);
   DatasetSpec spec;

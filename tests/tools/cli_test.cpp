@@ -169,6 +169,15 @@ TEST(Cli, RefusalsNameTheSettingToChange) {
                               "of dataset 'synthetic:"),
             std::string::npos)
       << batch.output;
+  // A generated dataset's sizes are checked before it is made: its 7.6 GB test set would not fit
+  // under a 3 GB address-space limit.
+  const Result early = fast::testing::run_command(
+      "ulimit -v 3000000; " + (fs::path(FAST_TEST_BIN_DIR) / "fast").string() +
+      " train --steps 1 --workers 1 --batch 32 --dataset synthetic:train=10,test=100000000,shape=19 2>&1");
+  EXPECT_EQ(early.code, exit_code::bad_input) << early.output;
+  EXPECT_NE(early.output.find("batch: 1 workers x batch 32 = 32 samples per step, more than the 10 training samples"),
+            std::string::npos)
+      << early.output;
   const Result cube = run_fast("train --steps 2 --strategy dpsgd --topology hypercube --workers 3");
   EXPECT_EQ(cube.code, exit_code::bad_input) << cube.output;
   EXPECT_NE(cube.output.find("topology 'hypercube': a hypercube needs a power of two of workers (2, 4, 8, ...), got "

@@ -46,6 +46,10 @@ DatasetSpec parse_dataset_spec(const std::string& text);
 // empty), so that the data_dir setting applies to it.
 bool reads_data_dir(const DatasetSpec& spec);
 
+// Whether the spec's data are generated (synthetic) rather than read: synthetic_spec() then gives
+// their sizes before they are made.
+bool is_generated(const DatasetSpec& spec);
+
 // A synthetic spec's values, each checked (the declarations' ranges, and at most 2e9 values in all).
 struct SyntheticSpec {
   std::vector<std::int64_t> shape;

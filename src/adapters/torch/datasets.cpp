@@ -84,7 +84,7 @@ DataSplits load_datasets(const training::DatasetSpec& spec, const std::filesyste
     return load_fashion_mnist(
         data_dir.empty() ? std::filesystem::path(core::env_string(training::training_environment(), "FAST_DATA_DIR"))
                          : data_dir);
-  if (spec.kind == "synthetic") return synthetic(spec);
+  if (training::is_generated(spec)) return synthetic(spec);
   return from_files(spec);
 }
 

@@ -18,11 +18,13 @@ namespace {
 
 // dir/name, uncompressed, where it exists (torchvision's raw folder holds both forms; reading it
 // skips the inflate, which every process that loads the four files would pay), else dir/name.gz, which
-// must exist.
+// must exist; else dir/name when something else has that name (the reader says what it is: "got a
+// directory").
 std::filesystem::path idx_file(const std::filesystem::path& dir, const std::string& name) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(dir / name, ec)) return dir / name;
   const std::filesystem::path gz = dir / (name + ".gz");
+  if (!std::filesystem::exists(gz, ec) && std::filesystem::exists(dir / name, ec)) return dir / name;
   if (!std::filesystem::exists(gz, ec)) {
     FAST_THROW(IoError,
                "{}: Fashion-MNIST file missing: expected the gzip IDX file there (or {} uncompressed), got no such "

@@ -65,6 +65,7 @@ using training::CheckpointStore;
 using training::DatasetSpec;
 using training::end_run;
 using training::EpochFn;
+using training::is_generated;
 using training::LoopPlan;
 using training::ModelSide;
 using training::parse_dataset_spec;
@@ -88,6 +89,24 @@ using training::workers_before_launch;
 using training::WorkerTotals;
 
 namespace {
+
+// The sizes of the data (`source` names where they come from) against the workers and the batch:
+// every worker scores a slice of the test set (an empty one, or fewer samples than workers, would
+// only fail, or give a NaN accuracy, at the first evaluation, after training) and takes a batch per
+// step (checked again by each worker's loader). InvalidArgument naming the setting otherwise.
+void check_data_sizes(std::int64_t train, std::int64_t test, const TrainOptions& options, const std::string& source) {
+  FAST_ENFORCE(test >= 1, "{}: the test set is empty; expected at least one sample", source);
+  const int world = workers_before_launch(options);
+  if (world <= 0) return;
+  FAST_ENFORCE(test >= world,
+               "{}: the test set has {} samples, fewer than the {} workers that each score a slice of it", source, test,
+               world);
+  const std::int64_t per_step = static_cast<std::int64_t>(world) * options.batch;
+  FAST_ENFORCE(train >= per_step,
+               "batch: {} workers x batch {} = {} samples per step, more than the {} training samples of {}; "
+               "expected a smaller --batch or fewer --workers",
+               world, options.batch, per_step, train, source);
+}
 
 // Workers that share this host's cores: all of them where they live in this process (threads,
 // sim); else those of this process times the processes on this host that the launcher tells
@@ -436,25 +455,17 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   // caller that catches a failed run, e.g. Python, goes on with the memory the run took).
   const FreeMemoryOnExit free_memory_on_exit;
   const DatasetSpec spec = parse_dataset_spec(options.dataset);
-  const DataSplits data = load_datasets(spec, options.data_dir);
   const std::string source =
       !reads_data_dir(spec) ? fmt::format("dataset '{}'", options.dataset)
       : options.data_dir.empty()
           ? fmt::format("FAST_DATA_DIR '{}'", core::env_string(training_environment(), "FAST_DATA_DIR"))
           : fmt::format("data_dir '{}'", options.data_dir.string());
-  // Every worker scores a slice of the test set: an empty one, or fewer samples than workers, would
-  // only fail (or give a NaN accuracy) at the first evaluation, after training.
-  FAST_ENFORCE(data.test->size() >= 1, "{}: the test set is empty; expected at least one sample", source);
-  if (const int world = workers_before_launch(options); world > 0) {
-    FAST_ENFORCE(data.test->size() >= world,
-                 "{}: the test set has {} samples, fewer than the {} workers that each score a slice of it", source,
-                 data.test->size(), world);
-    // Enough samples for one step of every worker (checked again by each worker's loader).
-    FAST_ENFORCE(data.train->size() >= static_cast<std::int64_t>(world) * options.batch,
-                 "batch: {} workers x batch {} = {} samples per step, more than the {} training samples of {}; "
-                 "expected a smaller --batch or fewer --workers",
-                 world, options.batch, static_cast<std::int64_t>(world) * options.batch, data.train->size(), source);
+  if (is_generated(spec)) {  // its sizes are known before the data are made
+    const training::SyntheticSpec sizes = training::synthetic_spec(spec);
+    check_data_sizes(sizes.n_train, sizes.n_test, options, source);
   }
+  const DataSplits data = load_datasets(spec, options.data_dir);
+  check_data_sizes(data.train->size(), data.test->size(), options, source);
   const SampleSpec input{.shape = data.train->sample_shape(), .classes = data.train->classes};
   // Every worker's initial parameters, from one model built here and checked against the data first.
   const std::vector<float> initial = [&] {

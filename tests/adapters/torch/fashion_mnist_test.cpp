@@ -73,6 +73,37 @@ TEST(FashionMnist, RealDatasetHas60000And10000SamplesWithBalancedLabels) {
   EXPECT_TRUE(::torch::equal(from_gz.test->labels, data.test->labels));
 }
 
+// A folder without the files names the first one missing and how to get it; a folder in a file's
+// place is named as what it is.
+TEST(FashionMnist, AMissingFileOrAFolderInItsPlaceIsNamed) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fast_fmnist_missing_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string e;
+  try {
+    (void)load_fashion_mnist(dir);
+  } catch (const IoError& error) {
+    e = error.what();
+  }
+  EXPECT_NE(e.find("train-images-idx3-ubyte.gz: Fashion-MNIST file missing: expected the gzip IDX file there (or "
+                   "train-images-idx3-ubyte uncompressed), got no such file (install the Debian package"),
+            std::string::npos)
+      << e;
+  for (const char* name :
+       {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"})
+    std::filesystem::create_directories(dir / name);
+  e.clear();
+  try {
+    (void)load_fashion_mnist(dir);
+  } catch (const IoError& error) {
+    e = error.what();
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_NE(e.find("-ubyte: cannot open IDX file: expected an IDX file (gzip or uncompressed), got a directory"),
+            std::string::npos)
+      << e;
+}
+
 // 2N samples whose labels are i % 10; images are zero.
 Dataset synthetic(std::int64_t n) {
   Dataset d;
