@@ -178,6 +178,17 @@ TEST(Cli, RefusalsNameTheSettingToChange) {
   EXPECT_NE(early.output.find("batch: 1 workers x batch 32 = 32 samples per step, more than the 10 training samples"),
             std::string::npos)
       << early.output;
+  // Past the checks, the same data cannot be made under that limit: libtorch's allocation failure,
+  // named without its backtrace, and exit code 5 (docs/errors.md).
+  const Result oom = fast::testing::run_command(
+      "ulimit -v 3000000; " + (fs::path(FAST_TEST_BIN_DIR) / "fast").string() +
+      " train --steps 1 --workers 1 --batch 8 --dataset synthetic:train=10,test=100000000,shape=19 2>&1");
+  EXPECT_EQ(oom.code, exit_code::failed) << oom.output;
+  EXPECT_NE(oom.output.find("fast: error: libtorch: DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                            "7600000000 bytes."),
+            std::string::npos)
+      << oom.output;
+  EXPECT_EQ(oom.output.find("frame #"), std::string::npos) << oom.output;
   const Result cube = run_fast("train --steps 2 --strategy dpsgd --topology hypercube --workers 3");
   EXPECT_EQ(cube.code, exit_code::bad_input) << cube.output;
   EXPECT_NE(cube.output.find("topology 'hypercube': a hypercube needs a power of two of workers (2, 4, 8, ...), got "

@@ -27,6 +27,13 @@ std::string libtorch_message(std::string_view what) {
   // A TorchScript interpreter error ends with the Python-style exception line.
   const std::size_t at = what.rfind("RuntimeError: ");
   if (at != std::string_view::npos) what.remove_prefix(at + 14);
+  // A failed check of libtorch's own starts with its source file and condition.
+  constexpr std::string_view kEnforce = "[enforce fail at ";
+  if (what.starts_with(kEnforce)) {
+    const std::size_t check = what.find("] ");
+    const std::size_t message = check == std::string_view::npos ? check : what.find(". ", check);
+    if (message != std::string_view::npos) what.remove_prefix(message + 2);
+  }
   return std::string(what.substr(0, what.find('\n')));
 }
 

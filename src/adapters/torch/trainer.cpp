@@ -443,8 +443,10 @@ class FreeMemoryOnExit {
 
 void validate_options(const TrainOptions& options) { validate(options); }
 
-nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, const EpochFn& on_epoch,
-                     ProcessReport* process) {
+namespace {
+
+nlohmann::json run_training(const TrainOptions& options, const ProgressFn& progress, const EpochFn& on_epoch,
+                            ProcessReport* process) {
   validate(options);
   // The same large tensors every step: keep their memory in the heap (core/malloc_tuning.hpp);
   // before the data is read, whose decoding is the first work of other threads, so that their
@@ -522,6 +524,19 @@ nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, co
   if (process != nullptr)
     *process = {.hosts_worker_zero = outputs.hosts_rank0(), .metrics_file = outputs.metrics_path()};
   return *summary;
+}
+
+}  // namespace
+
+nlohmann::json train(const TrainOptions& options, const ProgressFn& progress, const EpochFn& on_epoch,
+                     ProcessReport* process) {
+  try {
+    return run_training(options, progress, on_epoch, process);
+  } catch (const c10::Error& e) {
+    // libtorch's own failure (memory it could not allocate, most often): its message, without the
+    // backtrace and source location it carries.
+    FAST_THROW(core::Error, "libtorch: {}", libtorch_message(e.what()));
+  }
 }
 
 }  // namespace fast::torch

@@ -26,6 +26,34 @@ constexpr std::int64_t conv(std::int64_t in_c, std::int64_t out_c, std::int64_t 
 constexpr std::int64_t kMlpParams = linear(784, 256) + linear(256, 128) + linear(128, 10);
 constexpr std::int64_t kCnnParams = conv(1, 32, 3) + conv(32, 64, 3) + linear(64 * 5 * 5, 128) + linear(128, 10);
 
+// The line of a libtorch error a user reads: a TorchScript error's exception line, a failed check's
+// message without libtorch's source file and condition, never the backtrace.
+TEST(LibtorchMessage, KeepsTheMessageWithoutBacktraceOrSourceLocation) {
+  EXPECT_EQ(libtorch_message("[enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't allocate "
+                             "memory: you tried to allocate 64 bytes.\nframe #0: c10::alloc_cpu(unsigned long)"),
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate 64 bytes.");
+  EXPECT_EQ(libtorch_message("The following operation failed in the TorchScript interpreter.\nTraceback:\n  File "
+                             "\"m.py\", line 3\nRuntimeError: mat1 and mat2 shapes cannot be multiplied\n"),
+            "mat1 and mat2 shapes cannot be multiplied");
+  EXPECT_EQ(libtorch_message("shape '[2, 3]' is invalid for input of size 5\nException raised from view at x.cpp:1"),
+            "shape '[2, 3]' is invalid for input of size 5");
+}
+
+// A libtorch error thrown from the actual allocator reads the same way.
+TEST(LibtorchMessage, AnAllocationLibtorchCannotMakeIsNamedWithItsSize) {
+  std::string what;
+  try {
+    (void)::torch::empty({std::int64_t{1} << 62}, ::torch::kUInt8);
+  } catch (const c10::Error& e) {
+    what = libtorch_message(e.what());
+  }
+  EXPECT_TRUE(
+      what.starts_with("DefaultCPUAllocator: can't allocate memory: you tried to allocate 4611686018427387904 "
+                       "bytes."))
+      << what;
+  EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+}
+
 TEST(ModelZoo, ParameterCountsMatchLayerFormulas) {
   static_assert(kMlpParams == 235146 && kCnnParams == 225034);
   EXPECT_EQ(parameter_count("mlp"), kMlpParams);

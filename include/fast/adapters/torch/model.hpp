@@ -30,7 +30,8 @@ using NamedTensor = std::pair<std::string, ::torch::Tensor>;
 
 // The useful line of a libtorch or TorchScript error message (whose full text carries a C++
 // backtrace, build paths or the TorchScript traceback): the text after the last "RuntimeError: ",
-// else the first line.
+// else the first line; without the "[enforce fail at FILE:LINE] CONDITION. " a failed check of
+// libtorch's starts with.
 std::string libtorch_message(std::string_view what);
 
 class Model {

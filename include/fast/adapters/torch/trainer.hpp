@@ -16,7 +16,8 @@
 //
 // Returns the summary (the JSON of docs/metrics.md, "Summary"; the same in every process), written
 // to options.summary by the process that hosts worker 0. Errors in the options (unknown model, bad
-// data folder, ...) are raised before any worker starts.
+// data folder, ...) are raised before any worker starts. A failure of libtorch's own (memory it
+// could not allocate) is a core::Error "libtorch: MESSAGE", without libtorch's backtrace.
 
 #include <filesystem>
 
