@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
+#include "fast/runtime/time_limit.hpp"
 
 namespace fast::collective::detail {
 
@@ -33,9 +34,7 @@ class WatchedWork final : public core::WorkImpl {
       if (left <= 0) {
         if (!default_limit) return false;
         return abandon(std::make_exception_ptr(
-            core::TimeoutError(fmt::format("a message of a collective did not complete within {} s (the operation time "
-                                           "limit: op_timeout, FAST_OP_TIMEOUT)",
-                                           limit))));
+            core::TimeoutError(runtime::time_limit_message("a message of a collective", limit))));
       }
       if (slice(std::min(MemberWatch::kSlice, left))) return true;
       try {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
+#include "fast/runtime/time_limit.hpp"
 
 namespace fast::runtime::detail {
 
@@ -37,10 +38,7 @@ bool Completion::wait_for(double timeout_seconds) {
   }
   const double limit = default_limit ? limit_ : timeout_seconds;
   if (cv_.wait_for(lock, std::chrono::duration<double>(limit), [&] { return done_; })) return true;
-  if (default_limit)
-    FAST_THROW(core::TimeoutError,
-               "{} did not complete within {} s (the operation time limit: op_timeout, FAST_OP_TIMEOUT)", what_,
-               limit_);
+  if (default_limit) FAST_THROW(core::TimeoutError, "{}", time_limit_message(what_, limit_));
   return false;
 }
 

@@ -44,6 +44,7 @@
 #include "fast/core/exit_code.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/stop_request.hpp"
+#include "fast/runtime/time_limit.hpp"
 #include "fast/strategy/worker.hpp"
 
 namespace fast::strategy {
@@ -153,10 +154,8 @@ bool settled(runtime::Context& ctx, core::Work& work, std::span<const int> watch
       return false;
     }
     if (ctx.now() - start > limit)
-      FAST_THROW(core::TimeoutError,
-                 "join: {} with worker {} did not complete within {} s (the operation time limit: op_timeout, "
-                 "FAST_OP_TIMEOUT)",
-                 what, watched.front(), limit);
+      FAST_THROW(core::TimeoutError, "{}",
+                 runtime::time_limit_message(fmt::format("join: {} with worker {}", what, watched.front()), limit));
   }
 }
 bool settled(runtime::Context& ctx, core::Work& work, const int& peer, double since, const char* what) {

@@ -10,6 +10,7 @@
 
 #include "../deliver.hpp"
 #include "fast/core/error.hpp"
+#include "fast/runtime/time_limit.hpp"
 #include "mailbox.hpp"
 #include "world_state.hpp"
 
@@ -171,9 +172,7 @@ bool OpWork::wait_for(double timeout_seconds) {
             world_.aborted()
                 ? std::make_exception_ptr(
                       core::RemoteError(fmt::format("{} abandoned: {}", what, world_.abort_message())))
-                : std::make_exception_ptr(core::TimeoutError(fmt::format(
-                      "{} did not complete within {} s (the operation time limit: op_timeout, FAST_OP_TIMEOUT)", what,
-                      world_.op_timeout())));
+                : std::make_exception_ptr(core::TimeoutError(time_limit_message(what, world_.op_timeout())));
         op_->complete(e);
         return true;
       }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
+#include "fast/runtime/time_limit.hpp"
 #include "op.hpp"
 #include "world_state.hpp"
 
@@ -54,9 +55,7 @@ void SharedBoard::wait_until(Pred pred, const char* what, std::uint64_t ticket) 
     if (now >= deadline) {
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
       throw core::TimeoutError(
-          fmt::format("{} of shared collective {} did not complete within {} s (the operation time limit: op_timeout, "
-                      "FAST_OP_TIMEOUT)",
-                      what, ticket, world_.op_timeout()));
+          time_limit_message(fmt::format("{} of shared collective {}", what, ticket), world_.op_timeout()));
     }
     cv_.wait_until(lock, std::min(deadline, now + std::chrono::milliseconds(50)));
   }

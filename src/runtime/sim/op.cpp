@@ -14,6 +14,7 @@
 #include "../deliver.hpp"
 #include "compute_pool.hpp"
 #include "fast/core/error.hpp"
+#include "fast/runtime/time_limit.hpp"
 #include "mailbox.hpp"
 #include "sim_sync.hpp"
 #include "world_state.hpp"
@@ -439,9 +440,8 @@ bool RecvWork::wait_for(double timeout_seconds) {
     if (remaining <= 0) {
       if (!default_limit) return false;
       inbox.cancel(*op_);
-      fail(std::make_exception_ptr(core::TimeoutError(fmt::format(
-          "{} did not complete within {} s of simulated time (the operation time limit: op_timeout, FAST_OP_TIMEOUT)",
-          op_->describe(), limit))));
+      fail(std::make_exception_ptr(
+          core::TimeoutError(time_limit_message(op_->describe(), limit, " of simulated time"))));
       return true;
     }
     inbox.sleep(remaining, [&] {
