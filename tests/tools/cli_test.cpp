@@ -170,19 +170,20 @@ TEST(Cli, RefusalsNameTheSettingToChange) {
             std::string::npos)
       << batch.output;
   // A generated dataset's sizes are checked before it is made: its 7.6 GB test set would not fit
-  // under a 3 GB address-space limit.
-  const Result early = fast::testing::run_command(
-      "ulimit -v 3000000; " + (fs::path(FAST_TEST_BIN_DIR) / "fast").string() +
-      " train --steps 1 --workers 1 --batch 32 --dataset synthetic:train=10,test=100000000,shape=19 2>&1");
+  // under a 3 GB address-space limit. Past the checks (a batch it has), the data cannot be made:
+  // libtorch's allocation failure, named without its backtrace, exit code 5 (docs/errors.md).
+  const auto under_3_gb = [](int batch) {
+    return fast::testing::run_command(
+        fmt::format("ulimit -v 3000000; {}/fast train --steps 1 --workers 1 --batch {} --dataset "
+                    "synthetic:train=10,test=100000000,shape=19 2>&1",
+                    FAST_TEST_BIN_DIR, batch));
+  };
+  const Result early = under_3_gb(32);
   EXPECT_EQ(early.code, exit_code::bad_input) << early.output;
   EXPECT_NE(early.output.find("batch: 1 workers x batch 32 = 32 samples per step, more than the 10 training samples"),
             std::string::npos)
       << early.output;
-  // Past the checks, the same data cannot be made under that limit: libtorch's allocation failure,
-  // named without its backtrace, and exit code 5 (docs/errors.md).
-  const Result oom = fast::testing::run_command(
-      "ulimit -v 3000000; " + (fs::path(FAST_TEST_BIN_DIR) / "fast").string() +
-      " train --steps 1 --workers 1 --batch 8 --dataset synthetic:train=10,test=100000000,shape=19 2>&1");
+  const Result oom = under_3_gb(8);
   EXPECT_EQ(oom.code, exit_code::failed) << oom.output;
   EXPECT_NE(oom.output.find("fast: error: libtorch: DefaultCPUAllocator: can't allocate memory: you tried to allocate "
                             "7600000000 bytes."),
@@ -266,31 +267,19 @@ TEST(Cli, AFlagGivenTwiceTakesItsLastValue) {
   EXPECT_EQ(r.output.find("| step "), std::string::npos) << r.output;  // --progress never: no live line
 }
 
-// A strategy option of other strategies only is accepted (a sweep may set it for some runs) and
-// named in a warning before the run starts.
-TEST(Cli, AnOptionTheStrategyDoesNotReadIsNamedInAWarning) {
+// Settings that change nothing are accepted (a sweep may set them for some runs) and named in a
+// warning before the run starts: a strategy option of other strategies only, and a setting another
+// setting turns off, with that setting.
+TEST(Cli, SettingsThatChangeNothingAreNamedInAWarning) {
   const Result r = run_fast(
-      "train --workers 1 --steps 2 --strategy dpsgd --mode async --topology ring --progress never --dataset "
-      "synthetic:train=256,test=64");
+      "train --workers 1 --steps 2 --strategy dpsgd --mode async --topology ring --consensus-step 0.5 --progress never "
+      "--dataset synthetic:train=256,test=64 --data-dir /nonexistent");
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
-  EXPECT_NE(r.output.find("fast train: warning: mode: an option of ps; dpsgd does not read it"), std::string::npos)
-      << r.output;
+  for (const char* warning :
+       {"mode: an option of ps; dpsgd does not read it", "consensus_step: changes nothing with compress = 'none'",
+        "data_dir: changes nothing with dataset = 'synthetic:train=256,test=64'"})
+    EXPECT_NE(r.output.find(std::string("fast train: warning: ") + warning), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("warning: topology"), std::string::npos) << r.output;  // dpsgd reads it
-}
-
-// An option another setting turns off is named with that setting before the run starts; the run
-// is the same as without it.
-TEST(Cli, AnOptionAnotherSettingTurnsOffIsNamedInAWarning) {
-  const Result r = run_fast(
-      "train --workers 1 --steps 2 --strategy allreduce --dgc-masking on --progress never --dataset "
-      "synthetic:train=256,test=64 --data-dir /nonexistent");
-  ASSERT_EQ(r.code, exit_code::ok) << r.output;
-  EXPECT_NE(r.output.find("fast train: warning: dgc_masking: changes nothing with dgc = false"), std::string::npos)
-      << r.output;
-  EXPECT_NE(
-      r.output.find("fast train: warning: data_dir: changes nothing with dataset = 'synthetic:train=256,test=64'"),
-      std::string::npos)
-      << r.output;
 }
 
 // Options DGC cannot honour are refused before any data is read (the data folder does not exist).
