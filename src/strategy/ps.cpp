@@ -30,6 +30,12 @@ PsMode parse_mode(const std::string& mode) {
 
 // The factor on the learning rate a worker sends with its push (StrategyOptions::lr_semantics,
 // per-sample or per-gradient by its declaration).
+// applies_when() of the options of the asynchronous modes.
+std::optional<std::string> in_sync_mode(const StrategyOptions& o) {
+  if (parse_mode(o.mode) != PsMode::sync) return std::nullopt;
+  return fmt::format("mode = '{}'", o.mode);
+}
+
 double lr_scale(const std::string& semantics, PsMode mode, int workers) {
   if (mode == PsMode::sync || semantics == "per-gradient") return 1.0;
   return 1.0 / static_cast<double>(workers);
@@ -509,15 +515,21 @@ StrategyRegistration builtin::ps_registration() {
                             "modes async and ssp: per-sample (each gradient applied with lr / workers, so a given lr "
                             "is the same step per sample as allreduce's) or per-gradient (each gradient applied with "
                             "lr: Downpour as published).")
-          .one_of({"per-sample", "per-gradient"}),
+          .one_of({"per-sample", "per-gradient"})
+          .applies_when(in_sync_mode),
       StrategyOption::field("lr_staleness", &StrategyOptions::lr_staleness,
                             "modes async and ssp: inverse (each gradient applied with its learning rate divided by "
                             "its version lag, the updates its shard took since its worker read it, at least 1: "
                             "staleness-aware async SGD) or none (every gradient at its worker's rate).")
-          .one_of({"none", "inverse"}),
+          .one_of({"none", "inverse"})
+          .applies_when(in_sync_mode),
       StrategyOption::field("staleness", &StrategyOptions::staleness,
                             "mode ssp: a worker never runs more than this many steps ahead of the slowest.")
-          .at_least(0),
+          .at_least(0)
+          .applies_when([](const StrategyOptions& o) -> std::optional<std::string> {
+            if (parse_mode(o.mode) == PsMode::ssp) return std::nullopt;
+            return fmt::format("mode = '{}'", o.mode);
+          }),
       StrategyOption::field("servers", &StrategyOptions::servers,
                             "parameter-server shards, hosted by workers 0..servers-1 (at most the workers).")
           .at_least(1)

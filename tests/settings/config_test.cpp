@@ -125,6 +125,17 @@ TEST(Config, OptionsAnotherSettingTurnsOffAreNamed) {
   apply_setting(o, "compress", "none", "--compress");
   EXPECT_EQ(inert_settings(o, {"consensus-step"}),
             (std::vector<std::string>{"consensus_step: changes nothing with compress = 'none'"}));
+  // ps: the asynchronous modes' options under mode sync, staleness outside mode ssp.
+  apply_setting(o, "strategy", "ps", "--strategy");
+  const std::vector<std::string> ps_given{"lr_staleness", "lr_semantics", "staleness", "mode"};
+  EXPECT_EQ(inert_settings(o, ps_given),  // the default mode, async
+            (std::vector<std::string>{"staleness: changes nothing with mode = 'async'"}));
+  apply_setting(o, "mode", "sync", "--mode");
+  EXPECT_EQ(inert_settings(o, ps_given), (std::vector<std::string>{"lr_semantics: changes nothing with mode = 'sync'",
+                                                                   "lr_staleness: changes nothing with mode = 'sync'",
+                                                                   "staleness: changes nothing with mode = 'sync'"}));
+  apply_setting(o, "mode", "ssp", "--mode");
+  EXPECT_TRUE(inert_settings(o, ps_given).empty());
 }
 
 TEST(Config, UnknownStrategyAndOptimizerListAllowedNames) {
