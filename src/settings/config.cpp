@@ -195,15 +195,23 @@ std::vector<std::string> apply_config_file(TrainOptions& options, const std::fil
   return keys;
 }
 
+namespace {
+
+// Whether `given` (keys in either spelling) holds the key `name`.
+bool was_given(const std::vector<std::string>& given, const std::string& name) {
+  return std::any_of(given.begin(), given.end(), [&](const std::string& key) {
+    const ConfigKey* k = find_key(key);
+    return k != nullptr && k->name == name;
+  });
+}
+
+}  // namespace
+
 std::vector<std::string> unread_strategy_options(std::string_view strategy, const std::vector<std::string>& given) {
   std::vector<std::string> warnings;
   for (const strategy::DeclaredOption& d : strategy::declared_options()) {
     if (d.read_by(strategy)) continue;
-    const bool set = std::any_of(given.begin(), given.end(), [&](const std::string& key) {
-      const ConfigKey* k = find_key(key);
-      return k != nullptr && k->name == d.option.name();
-    });
-    if (set)
+    if (was_given(given, d.option.name()))
       warnings.push_back(fmt::format("{}: an option of {}; {} does not read it", d.option.name(),
                                      fmt::join(d.strategies, ", "), strategy));
   }
@@ -214,11 +222,8 @@ std::vector<std::string> inert_settings(const TrainOptions& options, const std::
   std::vector<std::string> warnings;
   for (const ConfigKey& k : config_keys()) {
     if (!k.inert) continue;
-    const bool set = std::any_of(given.begin(), given.end(), [&](const std::string& key) {
-      const ConfigKey* g = find_key(key);
-      return g != nullptr && g->name == k.name;
-    });
-    if (!set || (k.strategy_option && !unread_strategy_options(options.worker.strategy.name, {k.name}).empty()))
+    if (!was_given(given, k.name) ||
+        (k.strategy_option && !unread_strategy_options(options.worker.strategy.name, {k.name}).empty()))
       continue;  // not given, or unread by the strategy (unread_strategy_options warns)
     if (const std::optional<std::string> why = k.inert(options))
       warnings.push_back(fmt::format("{}: changes nothing with {}", k.name, *why));
@@ -243,6 +248,8 @@ std::vector<core::EnvTable> environment_tables() {
   return tables;
 }
 
+namespace {
+
 // The keys that another setting can turn off (ConfigKey::inert), as "`a`, `b`, `c`".
 std::string inert_key_list() {
   std::vector<std::string> names;
@@ -250,6 +257,8 @@ std::string inert_key_list() {
     if (k.inert) names.push_back(fmt::format("`{}`", k.name));
   return fmt::format("{}", fmt::join(names, ", "));
 }
+
+}  // namespace
 
 std::string config_markdown() {
   const TrainOptions defaults;
