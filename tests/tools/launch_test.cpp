@@ -452,7 +452,8 @@ TEST(Launch, RestartStartsProcessZeroAgainAloneMarkedRestarted) {
 
 // A lost peer (exit code 3) restarts the whole group at a new rendezvous port; the second start
 // ends with 0 everywhere, which is never restarted: launch exits with 0. Each process counts its
-// starts in a file (process 1 fails once process 0 has counted its first).
+// starts in a file (process 1 fails once process 0 has counted its first: the file holds the count,
+// not only exists, since a process 0 stopped between creating and writing it would leave it empty).
 TEST(Launch, RestartOfTheWholeGroupAfterALostPeerAndCleanExitsAreFinal) {
   const fs::path dir = temp_dir("restart_group");
   for (const char* f : {"starts0", "starts1"}) fs::remove(dir / f);
@@ -460,7 +461,7 @@ TEST(Launch, RestartOfTheWholeGroupAfterALostPeerAndCleanExitsAreFinal) {
       dir, launch_sh({"-n", "2", "--restart", "2"},
                      "f=starts$FAST_PROCESS_RANK; n=$(($(cat $f 2>/dev/null || echo 0) + 1)); echo $n > $f; "
                      "echo \"start=$n rdv=$FAST_RENDEZVOUS\"; if [ $n = 1 ]; then "
-                     "if [ $FAST_PROCESS_RANK = 1 ]; then while [ ! -e starts0 ]; do sleep 0.05; done; exit 3; fi; "
+                     "if [ $FAST_PROCESS_RANK = 1 ]; then while [ ! -s starts0 ]; do sleep 0.05; done; exit 3; fi; "
                      "exec sleep 60; fi; exit 0")));
   EXPECT_EQ(r.code, exit_code::ok) << r.out << r.err;
   EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(process 1 \(pid \d+\) failed: exit code 3; stopping the 1 )"
