@@ -37,8 +37,8 @@ ConfigKey strategy_key(const strategy::DeclaredOption& d) {
   key.accepts = option.expected();
   if (option.type() == strategy::OptionType::integer || option.type() == strategy::OptionType::number)
     key.declaration = option;
-  if (option.can_be_inert())
-    key.inert = [option](const TrainOptions& o) { return option.inert_because(o.worker.strategy); };
+  if (const strategy::StrategyOption::Inert& why_not = option.inert())
+    key.inert = [why_not](const TrainOptions& o) { return why_not(o.worker.strategy); };
   return key;
 }
 

@@ -28,14 +28,14 @@ PsMode parse_mode(const std::string& mode) {
   FAST_THROW(core::InvalidArgument, "ps: option 'mode' must be one of sync, async, ssp; got '{}'", mode);
 }
 
-// The factor on the learning rate a worker sends with its push (StrategyOptions::lr_semantics,
-// per-sample or per-gradient by its declaration).
 // applies_when() of the options of the asynchronous modes.
 std::optional<std::string> in_sync_mode(const StrategyOptions& o) {
   if (parse_mode(o.mode) != PsMode::sync) return std::nullopt;
   return fmt::format("mode = '{}'", o.mode);
 }
 
+// The factor on the learning rate a worker sends with its push (StrategyOptions::lr_semantics,
+// per-sample or per-gradient by its declaration).
 double lr_scale(const std::string& semantics, PsMode mode, int workers) {
   if (mode == PsMode::sync || semantics == "per-gradient") return 1.0;
   return 1.0 / static_cast<double>(workers);

@@ -95,12 +95,8 @@ class StrategyOption : public core::Setting {
     inert_ = std::move(why_not);
     return *this;
   }
-  // The other option that turns this one off in `options` (applies_when), or nullopt.
-  std::optional<std::string> inert_because(const StrategyOptions& options) const {
-    return inert_ ? inert_(options) : std::nullopt;
-  }
-  // Whether applies_when() was declared.
-  bool can_be_inert() const { return static_cast<bool>(inert_); }
+  // The function applies_when() declared (empty: none).
+  const Inert& inert() const { return inert_; }
 
   bool has_field() const { return static_cast<bool>(store_); }
   // Validates `value` and writes it into `options` (its field, or options.values).

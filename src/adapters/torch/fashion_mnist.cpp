@@ -24,8 +24,8 @@ std::filesystem::path idx_file(const std::filesystem::path& dir, const std::stri
   std::error_code ec;
   if (std::filesystem::is_regular_file(dir / name, ec)) return dir / name;
   const std::filesystem::path gz = dir / (name + ".gz");
-  if (!std::filesystem::exists(gz, ec) && std::filesystem::exists(dir / name, ec)) return dir / name;
   if (!std::filesystem::exists(gz, ec)) {
+    if (std::filesystem::exists(dir / name, ec)) return dir / name;
     FAST_THROW(IoError,
                "{}: Fashion-MNIST file missing: expected the gzip IDX file there (or {} uncompressed), got no such "
                "file (install the Debian package dataset-fashion-mnist, or point FAST_DATA_DIR / --data-dir at a "
