@@ -56,7 +56,7 @@ build: configure
 # `make test` runs the unit tests first, so that a broken build fails within a couple of minutes.
 # The end-to-end tests run E2E_JOBS slots at once, two per core by default: much of their time is
 # spent waiting (for a peer's timeout, a process they stopped, a port), so that one core's worth of
-# them would leave the cores idle (on 2 cores: under 10 min instead of 11). A test whose processes
+# them would leave the cores idle (on 2 cores: about 10 min instead of 11). A test whose processes
 # must answer within a short peer timeout takes 2 slots (tests/CMakeLists.txt, "PROCESSORS").
 E2E_JOBS ?= $(shell echo $$((2 * $$(nproc))))
 CTEST := ctest --test-dir $(BUILD) --output-on-failure --timeout 900
