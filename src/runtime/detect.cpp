@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
 #include "fast/runtime/registry.hpp"
@@ -45,15 +48,36 @@ void check_given_runtime(const WorldRequest& request, const LauncherWorld& w, co
                "{} started ({}): they would train {} independent copies of the run. Drop the runtime setting "
                "(--runtime, a config file's `runtime`; the launcher implies '{}'), or start a single process",
                request.runtime, world_text(w.world), w.source, w.evidence, world_text(w.world), w.runtime);
-  FAST_ENFORCE(backend.name == w.runtime || !request.process.rendezvous.empty(),
-               "runtime: '{}' under {} ({}), whose processes join the '{}' runtime: each would start a world of its "
-               "own. Drop the runtime setting (--runtime, a config file's `runtime`), or give the '{}' runtime its own "
-               "rendezvous (--rendezvous, --world-size)",
-               request.runtime, w.source, w.evidence, w.runtime, request.runtime);
+  if (backend.name == w.runtime) return;
+  const std::string refusal = fmt::format(
+      "runtime: '{}' under {} ({}), whose processes join the '{}' runtime: each would start a world of "
+      "its own. Drop the runtime setting (--runtime, a config file's `runtime`)",
+      request.runtime, w.source, w.evidence, w.runtime);
+  // A runtime that joins by rendezvous may be given one of its own; the others take their world
+  // from their own launchers only.
+  if (backend.joins_by_rendezvous)
+    FAST_ENFORCE(!request.process.rendezvous.empty(),
+                 "{}, or give the '{}' runtime its own rendezvous (--rendezvous, --world-size)", refusal,
+                 request.runtime);
+  std::vector<std::string_view> launchers;
+  for (const LauncherSignature& s : backend.launchers) launchers.push_back(s.name);
+  FAST_ENFORCE(backend.joins_by_rendezvous, "{}, or start the processes with a launcher of the '{}' runtime ({})",
+               refusal, request.runtime, fmt::join(launchers, ", "));
 }
 
-// Fills what the request left open from the launcher of the same runtime.
+// Fills what the request left open from the launcher of the same runtime. A world size or rank
+// that contradicts the launcher's is refused (the processes would wait for ones that never come),
+// unless the request names a rendezvous of its own: a world joined by several launches.
 void complete_process(ProcessOptions& p, const LauncherWorld& w) {
+  const bool own_rendezvous = !p.rendezvous.empty() && p.rendezvous != w.rendezvous;
+  FAST_ENFORCE(own_rendezvous || p.world_size <= 0 || w.world <= 0 || p.world_size == w.world,
+               "world_size: {} processes given (--world-size, a config file's `world_size`), but {} started {} ({}); "
+               "the run would wait for processes that never come. Drop the world size, or start {} processes",
+               p.world_size, w.source, w.world, w.evidence, p.world_size);
+  FAST_ENFORCE(own_rendezvous || p.process_rank < 0 || w.rank < 0 || p.process_rank == w.rank,
+               "process_rank: {} given (--process-rank, a config file's `process_rank`), but {} made this process "
+               "rank {} ({}). Drop the rank: the launcher assigns it",
+               p.process_rank, w.source, w.rank, w.evidence);
   if (p.rendezvous.empty()) p.rendezvous = w.rendezvous;
   if (p.world_size <= 0 && w.world > 0) p.world_size = w.world;
   if (p.process_rank < 0 && w.rank >= 0) p.process_rank = w.rank;

@@ -4,6 +4,7 @@
 
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -419,11 +420,22 @@ std::vector<ConfigKey> emulation_keys() {
   };
 }
 
+// `key`, a setting of how the processes find and reach each other (runtime::ProcessOptions): it
+// changes nothing under a runtime that does not join them by FAST's rendezvous
+// (RuntimeBackend::joins_by_rendezvous: mpi's launcher connects its ranks; threads and sim run in
+// one process).
+ConfigKey rendezvous_key(ConfigKey key) {
+  return applies_when(std::move(key), [](const TrainOptions& o) -> std::optional<std::string> {
+    if (o.runtime.empty() || runtime::find_runtime(o.runtime).joins_by_rendezvous) return std::nullopt;
+    return fmt::format("runtime = {}", o.runtime);
+  });
+}
+
 // zmq: how the processes of a multi-process run find and trust each other (runtime::ProcessOptions,
 // docs/launch.md). Left at their defaults, the runtime reads the FAST_* variable each names.
 std::vector<ConfigKey> process_keys() {
   return {
-      text_key(
+      rendezvous_key(text_key(
           "rendezvous", KeyType::string, "HOST:PORT",
           "--runtime zmq: HOST:PORT of the rendezvous that assigns ranks and exchanges addresses and keys; "
           "further HOST:PORT after commas, on other hosts of the run, serve the rejoins of a run under way once "
@@ -431,16 +443,16 @@ std::vector<ConfigKey> process_keys() {
           [](TrainOptions& o, const std::string& v) { o.process.rendezvous = v; },
           [](const TrainOptions& o) {
             return o.process.rendezvous.empty() ? std::string("$FAST_RENDEZVOUS") : o.process.rendezvous;
-          }),
-      declared_key(
+          })),
+      rendezvous_key(declared_key(
           integer_declaration<int>(
               "world_size", "--runtime zmq: number of processes in the run, >= 1 (default: FAST_WORLD_SIZE).", 1),
           [](TrainOptions& o, const core::SettingValue& v) { o.process.world_size = integer_of<int>(v); },
           [](const TrainOptions& o) {
             return o.process.world_size <= 0 ? std::string("$FAST_WORLD_SIZE")
                                              : text(static_cast<long long>(o.process.world_size));
-          }),
-      declared_key(
+          })),
+      rendezvous_key(declared_key(
           integer_declaration<int>("process_rank",
                                    "--runtime zmq: this process's index in [0, world_size); unset: the rendezvous "
                                    "assigns one in arrival order (default: FAST_PROCESS_RANK).",
@@ -449,7 +461,7 @@ std::vector<ConfigKey> process_keys() {
           [](const TrainOptions& o) {
             return o.process.process_rank < 0 ? std::string("$FAST_PROCESS_RANK")
                                               : text(static_cast<long long>(o.process.process_rank));
-          }),
+          })),
       FAST_INT_KEY("workers_per_process",
                    "--runtime zmq: workers in each process (threads of it); the world has "
                    "world_size x this workers.",
@@ -460,27 +472,27 @@ std::vector<ConfigKey> process_keys() {
 // zmq: the keys that admit the processes to the run, and how long they wait for each other.
 std::vector<ConfigKey> trust_keys() {
   return {
-      text_key(
+      rendezvous_key(text_key(
           "key", KeyType::path, "a key pair file",
           "--runtime zmq: this process's CURVE key pair, from `fast keygen` (default: FAST_KEY_FILE).",
           [](TrainOptions& o, const std::string& v) { o.process.key_file = v; },
           [](const TrainOptions& o) {
             return o.process.key_file.empty() ? std::string("$FAST_KEY_FILE") : o.process.key_file.string();
-          }),
-      text_key(
+          })),
+      rendezvous_key(text_key(
           "allow", KeyType::path, "an allow-list file",
           "--runtime zmq: the public keys admitted to the run, one per line (default: FAST_ALLOW_FILE).",
           [](TrainOptions& o, const std::string& v) { o.process.allow_file = v; },
           [](const TrainOptions& o) {
             return o.process.allow_file.empty() ? std::string("$FAST_ALLOW_FILE") : o.process.allow_file.string();
-          }),
-      text_key(
+          })),
+      rendezvous_key(text_key(
           "insecure", KeyType::boolean, "true or false",
           "--runtime zmq: no authentication and no encryption between processes; warns (default: FAST_INSECURE=1). "
           "A flag: --insecure.",
           [](TrainOptions& o, const std::string& v) { o.process.insecure = parse_bool(v, "insecure"); },
-          [](const TrainOptions& o) { return std::string(o.process.insecure ? "true" : "false"); }),
-      declared_key(
+          [](const TrainOptions& o) { return std::string(o.process.insecure ? "true" : "false"); })),
+      rendezvous_key(declared_key(
           FAST_NUMBER_DECLARATION(
               "peer_timeout",
               "--runtime zmq: seconds of silence after which a peer is lost (default: FAST_PEER_TIMEOUT).",
@@ -489,8 +501,8 @@ std::vector<ConfigKey> trust_keys() {
           [](const TrainOptions& o) {
             return o.process.peer_timeout_seconds < 0 ? std::string("$FAST_PEER_TIMEOUT")
                                                       : text(o.process.peer_timeout_seconds);
-          }),
-      declared_key(
+          })),
+      rendezvous_key(declared_key(
           FAST_NUMBER_DECLARATION("rendezvous_timeout",
                                   "--runtime zmq: seconds to wait for every process at the rendezvous (default: "
                                   "FAST_RENDEZVOUS_TIMEOUT).",
@@ -499,7 +511,7 @@ std::vector<ConfigKey> trust_keys() {
           [](const TrainOptions& o) {
             return o.process.rendezvous_timeout_seconds < 0 ? std::string("$FAST_RENDEZVOUS_TIMEOUT")
                                                             : text(o.process.rendezvous_timeout_seconds);
-          }),
+          })),
   };
 }
 
@@ -507,7 +519,7 @@ std::vector<ConfigKey> trust_keys() {
 // the addresses and ports of this process.
 std::vector<ConfigKey> network_keys() {
   return {
-      text_key(
+      rendezvous_key(text_key(
           "transport", KeyType::string, one_of_text(kTransports, true),
           "--runtime zmq: tcp or ipc (processes of one host only); empty: tcp "
           "(default: FAST_TRANSPORT).",
@@ -516,7 +528,7 @@ std::vector<ConfigKey> network_keys() {
           },
           [](const TrainOptions& o) {
             return o.process.transport.empty() ? std::string("$FAST_TRANSPORT") : o.process.transport;
-          }),
+          })),
       text_key(
           "collectives", KeyType::string, one_of_text(kCollectives, true),
           "fast (FAST's ring all-reduce, broadcast, all-gather and barrier over point-to-point messages) or native "
@@ -536,26 +548,28 @@ std::vector<ConfigKey> network_keys() {
           "(default: FAST_WINDOWS). Windows with a codec (compress) always use the service.",
           [](TrainOptions& o, const std::string& v) { o.windows = v.empty() ? v : one_of(v, kWindows, "windows"); },
           [](const TrainOptions& o) { return o.windows.empty() ? std::string("$FAST_WINDOWS") : o.windows; }),
-      text_key(
+      rendezvous_key(text_key(
           "host", KeyType::string, "an address; or empty",
           "--runtime zmq: the address this process binds and is reached at over tcp; empty: the address that reaches "
           "the rendezvous (default: FAST_HOST).",
           [](TrainOptions& o, const std::string& v) { o.process.host = v; },
-          [](const TrainOptions& o) { return o.process.host.empty() ? std::string("$FAST_HOST") : o.process.host; }),
-      text_key(
+          [](const TrainOptions& o) { return o.process.host.empty() ? std::string("$FAST_HOST") : o.process.host; })),
+      rendezvous_key(text_key(
           "advertise", KeyType::string, "an address; or empty",
           "--runtime zmq: the address the other processes reach this one at, when it differs from the one bound "
           "(NAT, containers); empty: the address bound (default: FAST_ADVERTISE).",
           [](TrainOptions& o, const std::string& v) { o.process.advertise = v; },
           [](const TrainOptions& o) {
             return o.process.advertise.empty() ? std::string("$FAST_ADVERTISE") : o.process.advertise;
-          }),
-      text_key(
+          })),
+      rendezvous_key(text_key(
           "ports", KeyType::string, "LO-HI, 1 <= LO <= HI <= 65535; or empty",
           "--runtime zmq: LO-HI, the range every listening port of this process lies in (data, heartbeats, "
           "streams), for a firewall; empty: any (default: FAST_PORTS).",
           [](TrainOptions& o, const std::string& v) { o.process.ports = core::parse_port_range(v, "ports").text(); },
-          [](const TrainOptions& o) { return o.process.ports.empty() ? std::string("$FAST_PORTS") : o.process.ports; }),
+          [](const TrainOptions& o) {
+            return o.process.ports.empty() ? std::string("$FAST_PORTS") : o.process.ports;
+          })),
   };
 }
 

@@ -230,7 +230,50 @@ TEST(DetectLauncher, ContradictionsAreRefusedNamingBothSides) {
     mpi.runtime = "mpi";
     const std::string other = refusal([&] { choose_world(mpi, from(kFastLaunch)); });
     EXPECT_NE(other.find("world of its own"), std::string::npos) << other;
+    // mpi takes no rendezvous of its own: one given changes nothing, so it is still refused, and
+    // the refusal names mpi's launchers instead of a rendezvous.
+    mpi.process.rendezvous = "127.0.0.1:4100";
+    const std::string still = refusal([&] { choose_world(mpi, from(kFastLaunch)); });
+    EXPECT_NE(still.find("world of its own"), std::string::npos) << still;
+    EXPECT_NE(still.find("mpirun (OpenMPI)"), std::string::npos) << still;
+    EXPECT_EQ(still.find("--rendezvous"), std::string::npos) << still;
   }
+}
+
+TEST(DetectLauncher, ZmqUnderAnotherLauncherNeedsARendezvousOfItsOwn) {
+  if (!has("mpi") || !has("zmq")) GTEST_SKIP() << "needs the zmq and mpi runtimes";
+  WorldRequest zmq;
+  zmq.runtime = "zmq";
+  const std::string refused = refusal([&] { choose_world(zmq, from(kOpenMpi)); });
+  EXPECT_NE(refused.find("its own rendezvous (--rendezvous, --world-size)"), std::string::npos) << refused;
+  zmq.process.rendezvous = "127.0.0.1:4100";
+  zmq.process.world_size = 2;
+  const auto world = choose_world(zmq, from(kOpenMpi));
+  EXPECT_EQ(world.runtime, "zmq");
+  EXPECT_EQ(world.process.rendezvous, "127.0.0.1:4100");
+  EXPECT_EQ(world.process.world_size, 2);  // its own, not mpirun's
+}
+
+TEST(DetectLauncher, AWorldSizeOrRankThatContradictsTheLauncherIsRefused) {
+  if (!has("zmq")) GTEST_SKIP() << "no zmq runtime in this build";
+  WorldRequest bigger;
+  bigger.process.world_size = 4;  // fast launch started 3
+  const std::string size = refusal([&] { choose_world(bigger, from(kFastLaunch)); });
+  EXPECT_NE(size.find("world_size: 4 processes given"), std::string::npos) << size;
+  EXPECT_NE(size.find("fast launch started 3"), std::string::npos) << size;
+  WorldRequest rank;
+  rank.process.process_rank = 1;  // fast launch made this process rank 2
+  const std::string other = refusal([&] { choose_world(rank, from(kFastLaunch)); });
+  EXPECT_NE(other.find("process_rank: 1 given"), std::string::npos) << other;
+  EXPECT_NE(other.find("rank 2"), std::string::npos) << other;
+  // The launcher's own values are no contradiction.
+  WorldRequest same;
+  same.process.world_size = 3;
+  same.process.process_rank = 2;
+  EXPECT_EQ(choose_world(same, from(kFastLaunch)).process.world_size, 3);
+  // A rendezvous of its own makes a world of several launches: its size is the request's.
+  bigger.process.rendezvous = "10.1.1.1:9000";
+  EXPECT_EQ(choose_world(bigger, from(kFastLaunch)).process.world_size, 4);
 }
 
 TEST(DetectLauncher, MalformedVariablesAreRefusedNamingThem) {

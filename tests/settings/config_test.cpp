@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "common/test_dir.hpp"
 #include "config.hpp"
 #include "fast/core/error.hpp"
+#include "fast/runtime/launcher.hpp"
 #include "key_builders.hpp"
 
 namespace fast::settings {
@@ -136,6 +138,26 @@ TEST(Config, OptionsAnotherSettingTurnsOffAreNamed) {
                                                                    "staleness: changes nothing with mode = 'sync'"}));
   apply_setting(o, "mode", "ssp", "--mode");
   EXPECT_TRUE(inert_settings(o, ps_given).empty());
+}
+
+// The settings of how processes find and reach each other are read by the runtime that joins them
+// by FAST's rendezvous (zmq) only: under threads (one process) they change nothing.
+TEST(Config, ProcessSettingsChangeNothingUnderARuntimeWithoutRendezvous) {
+  training::TrainOptions o;
+  apply_setting(o, "insecure", "true", "--insecure");
+  apply_setting(o, "peer_timeout", "3", "--peer-timeout");
+  apply_setting(o, "world_size", "2", "--world-size");
+  const std::vector<std::string> given{"insecure", "peer_timeout", "world_size", "workers_per_process"};
+  o.runtime = "threads";
+  EXPECT_EQ(inert_settings(o, given),
+            (std::vector<std::string>{"world_size: changes nothing with runtime = threads",
+                                      "insecure: changes nothing with runtime = threads",
+                                      "peer_timeout: changes nothing with runtime = threads"}));
+  const auto names = runtime::runtime_names();
+  if (std::find(names.begin(), names.end(), "zmq") != names.end()) {
+    o.runtime = "zmq";
+    EXPECT_TRUE(inert_settings(o, given).empty());
+  }
 }
 
 TEST(Config, UnknownStrategyAndOptimizerListAllowedNames) {

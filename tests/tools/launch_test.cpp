@@ -252,6 +252,15 @@ TEST(Launch, ALostPeerFailureGivesWayToTheFailureItFollowedFrom) {
                launch_sh({"-n", "2", "--grace", "20"}, "case $FAST_PROCESS_RANK in 0) exit 3;; *) sleep 0.5;; esac"));
   EXPECT_EQ(alone.code, 3) << alone.err;
   EXPECT_FALSE(contains(alone.err, "followed from")) << alone.err;
+  // An exit 3 whose process said it was an I/O error of its own (a port taken, a file) is no lost
+  // peer: it stays the run's failure, and the later timeout of a process that waited for it is not.
+  const FastDone own =
+      run_fast("consequence_own_io",
+               launch_sh({"-n", "2", "--grace", "20"},
+                         "case $FAST_PROCESS_RANK in 0) echo 'fast: I/O error: cannot listen' >&2; exit 3;; "
+                         "*) sleep 0.5; exit 4;; esac"));
+  EXPECT_EQ(own.code, 3) << own.err;
+  EXPECT_FALSE(contains(own.err, "followed from")) << own.err;
 }
 
 TEST(Launch, KilledProcessGives128PlusSignalAndTheOthersAreStoppedAfterTheGrace) {
@@ -501,7 +510,8 @@ TEST(Launch, RestartedProcessStillRunningAfterTheRunFinishedIsStoppedAndNoFailur
 TEST(Launch, RestartLeavesBadInputAndForwardedSignalsAlone) {
   const FastDone bad = run_fast("restart_bad", launch_sh({"-n", "2", "--restart", "3"}, "exit 2"));
   EXPECT_EQ(bad.code, exit_code::bad_input) << bad.err;
-  EXPECT_FALSE(contains(bad.err, "again")) << bad.err;
+  EXPECT_FALSE(contains(bad.err, "starting it again")) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "exited with code 2 (bad input): not started again (--restart)")) << bad.err;
   const fs::path dir = temp_dir("restart_signal");
   const FastRun run = start_fast(dir, launch_sh({"-n", "2", "--restart", "3"}, "echo ready; exec sleep 60"));
   ASSERT_TRUE(wait_for_text(run.out, "ready", 2));
@@ -527,7 +537,8 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
       {{"launch", "-n", "2", "--", "/nonexistent/prog"}, "command '/nonexistent/prog' is not an executable file"},
       {launch_sh({"-n", "1", "--allow", other_pub.string()}, touch), "needs --key FILE"},
       {launch_sh({"-n", "1", "--insecure", "--key", (dir / "mine.key").string()}, touch),
-       "--insecure excludes --key and --allow"},
+       "--insecure excludes --key and --allow (got --key '" + (dir / "mine.key").string() + "')"},
+      {launch_sh({"-n", "1", "--key", other_pub.string()}, touch), "got a bare public key: this is a public key file"},
       {launch_sh({"-n", "1", "--key", (dir / "missing.key").string()}, touch), "missing.key': cannot open it"},
       {launch_sh({"-n", "1", "--key", (dir / "mine.key").string(), "--allow", other_pub.string()}, touch),
        "does not hold the public key of --key"},
@@ -543,6 +554,13 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
       {launch_sh({"-n", "1", "--ports", "10-5"}, touch), "--ports: expected a port range LO-HI"},
       {launch_sh({"-n", "1", "--ports", "30000-30010", "--port", "80"}, touch),
        "--port 80 lies outside --ports 30000-30010"},
+      // 2 processes need 2 ports each besides the rendezvous's: 5.
+      {launch_sh({"-n", "2", "--ports", "30000-30003"}, touch),
+       "--ports 30000-30003 holds 4 ports, too few for 2 processes on one host"},
+      {launch_sh({"--hosts", "a:3,b:1", "--ports", "30000-30005", "--launcher", "env"}, touch),
+       "give at least 7 ports (10 for direct streams between hosts)"},
+      {launch_sh({"--hosts", "a", "--launcher", "no-such-launcher-fast-test {host}"}, touch),
+       "--launcher's program 'no-such-launcher-fast-test' not found on PATH"},
   };
   for (const auto& [args, message] : cases) {
     const FastDone r = run_fast("bad_run", args);

@@ -186,9 +186,9 @@ int run_with_exit_codes(int (*body)(int, char**), int argc, char** argv) {
   } catch (const InvalidUsage& e) {
     return fail("error", e, exit_code::bad_input);
   } catch (const IoError& e) {
-    return fail("I/O error", e, exit_code::io_or_peer_lost);
+    return fail(exit_code::io_error_kind, e, exit_code::io_or_peer_lost);
   } catch (const PeerLost& e) {
-    return fail("peer lost", e, exit_code::io_or_peer_lost);
+    return fail(exit_code::peer_lost_kind, e, exit_code::io_or_peer_lost);
   } catch (const TimeoutError& e) {
     return fail("timeout", e, exit_code::timeout);
   } catch (const Error& e) {

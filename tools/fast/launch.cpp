@@ -55,10 +55,11 @@ bool executable_file(const fs::path& p) {
 }
 
 // The executable `name` runs: name itself if it holds a '/', else the first match on PATH. `fast`
-// not on PATH is this very executable.
-fs::path find_program(const std::string& name) {
+// not on PATH is this very executable. `role` names it in the refusal: "command", "--launcher's
+// program".
+fs::path find_program(const std::string& name, std::string_view role = "command") {
   if (name.find('/') != std::string::npos) {
-    require(executable_file(name), "fast launch: command '{}' is not an executable file", name);
+    require(executable_file(name), "fast launch: {} '{}' is not an executable file", role, name);
     return name;
   }
   const char* path = std::getenv("PATH");
@@ -70,7 +71,7 @@ fs::path find_program(const std::string& name) {
     begin = end + 1;
   }
   if (name == "fast") return fs::read_symlink("/proc/self/exe");
-  FAST_THROW(core::InvalidArgument, "fast launch: command '{}' not found on PATH ({})", name, dirs);
+  FAST_THROW(core::InvalidArgument, "fast launch: {} '{}' not found on PATH ({})", role, name, dirs);
 }
 
 // The key and allow files of a run. Generated ones live in a fresh mkdtemp folder (0700) that the
@@ -146,8 +147,9 @@ void validate(const LaunchCommand& o) {
   require(o.restarts >= 0 && o.restarts <= kMaxRestarts,
           "fast launch: --restart expects a number of restarts in [0, {}], got {}", kMaxRestarts, o.restarts);
   require(!o.insecure || (o.key_file.empty() && o.allow_file.empty()),
-          "fast launch: --insecure excludes --key and --allow (got {}{})", o.key_file.empty() ? "" : "--key ",
-          o.allow_file.empty() ? "" : "--allow");
+          "fast launch: --insecure excludes --key and --allow (got{}{})",
+          o.key_file.empty() ? "" : fmt::format(" --key '{}'", o.key_file),
+          o.allow_file.empty() ? "" : fmt::format(" --allow '{}'", o.allow_file));
   require(o.allow_file.empty() || !o.key_file.empty(),
           "fast launch: --allow '{}' needs --key FILE: the processes' own public key must be in the allow-list",
           o.allow_file);
@@ -285,14 +287,21 @@ struct Stopping {
   }
 };
 
-// Whether the failure named so far (process `named`, exit code `code`) is better explained by `e`,
-// a later one: a process that loses a peer exits with io_or_peer_lost (3), often because that peer
-// failed, and may do so first (it notices at once; the peer may take a moment to exit, or be reaped
-// in the same poll, in rank order). A later failure with another code, before launch itself stops
-// the processes (`stopping`: what exits then is launch's doing), is then the run's failure.
-bool is_consequence(int named, int code, const ChildExit& e, bool stopping) {
-  return named >= 0 && code == core::exit_code::io_or_peer_lost && e.code != core::exit_code::io_or_peer_lost &&
-         !stopping;
+// Whether the failure named so far (process `named`, exit code `code`; `own_io_error`: its last
+// line on stderr said it was an I/O error of its own, a port or file, not a peer) is better
+// explained by `e`, a later one: a process that loses a peer exits with io_or_peer_lost (3), often
+// because that peer failed, and may do so first (it notices at once; the peer may take a moment to
+// exit, or be reaped in the same poll, in rank order). A later failure with another code, before
+// launch itself stops the processes (`stopping`: what exits then is launch's doing), is then the
+// run's failure.
+bool is_consequence(int named, int code, bool own_io_error, const ChildExit& e, bool stopping) {
+  return named >= 0 && code == core::exit_code::io_or_peer_lost && !own_io_error &&
+         e.code != core::exit_code::io_or_peer_lost && !stopping;
+}
+
+// Whether process `rank` ended saying it failed on an I/O error of its own ("fast: I/O error: ...").
+bool said_io_error(const ProcessGroup& group, int rank) {
+  return group.last_error_line(rank).starts_with(fmt::format("fast: {}: ", core::exit_code::io_error_kind));
 }
 
 // How supervise() starts processes again (--restart): the specs of the current start, by rank, and
@@ -320,6 +329,7 @@ void announce_restart(const ProcessGroup& group, int rank, const ChildExit& e, R
 struct Verdict {
   std::optional<int> code;
   int named = -1;  // the process whose failure `code` is
+  bool own_io_error = false;  // said_io_error(named)
 
   // Process `rank` failed (`e`) and is not restarted: the first such failure is the run's, named,
   // and starts the grace; a later one replaces a first exit code 3 it most likely caused
@@ -329,18 +339,20 @@ struct Verdict {
     if (!code) {
       code = e.code;
       named = rank;
+      own_io_error = said_io_error(group, rank);
       say(fmt::format("process {} (pid {}) failed first: {}", rank, group.pid(rank), e.describe()));
       if (group.running() > 0)
         say(fmt::format("waiting up to {} s (--grace) for the other {} to end", grace_seconds,
                         core::processes(group.running())));
       stopping.begin(Clock::now(), grace_seconds);
-    } else if (is_consequence(named, *code, e, stopping.term_sent || timed_out)) {
+    } else if (is_consequence(named, *code, own_io_error, e, stopping.term_sent || timed_out)) {
       say(
           fmt::format("process {} (pid {}) failed: {}; the exit code {} of process {} before it (a lost peer) most "
                       "likely followed from this failure, which is the run's",
                       rank, group.pid(rank), e.describe(), *code, named));
       code = e.code;
       named = rank;
+      own_io_error = said_io_error(group, rank);
     }
   }
 };
@@ -385,6 +397,12 @@ void on_child_exit(ProcessGroup& group, int rank, const LaunchCommand& o, Restar
   const RestartAction action =
       restarts.policy.on_exit(rank, e.code, s.verdict.code.has_value() || s.timed_out || s.signalled);
   if (action != RestartAction::none) announce_restart(group, rank, e, action, restarts.policy);
+  if (action == RestartAction::none && e.code == core::exit_code::bad_input && restarts.policy.left() > 0 &&
+      !s.verdict.code && !s.timed_out && !s.signalled)
+    say(
+        fmt::format("process {} (pid {}) exited with code 2 (bad input): not started again (--restart), as it "
+                    "would fail the same way",
+                    rank, group.pid(rank)));
   if (action == RestartAction::one) {
     group.restart(rank, restarts.alone[static_cast<std::size_t>(rank)]);
     restarts.janitor.watch(group.pid(rank));
@@ -527,7 +545,7 @@ ChildSpec local_child(const LaunchCommand& o, const RunPlan& plan, int rank, con
 ChildSpec remote_child(const LaunchCommand& o, const RunPlan& plan, int rank, const RunKeys& keys, bool alone) {
   const LaunchHost& host = *plan.placement[static_cast<std::size_t>(rank)];
   std::vector<std::string> argv = launcher_words(o.launcher, host);
-  const fs::path launcher = find_program(argv.front());
+  const fs::path launcher = find_program(argv.front(), "--launcher's program");
   Variables set = run_variables(o, plan, rank, alone);
   set.emplace_back("FAST_ADVERTISE", host.advertise);
   std::optional<std::string> input;
@@ -552,15 +570,42 @@ ChildSpec remote_child(const LaunchCommand& o, const RunPlan& plan, int rank, co
           std::move(input)};
 }
 
+// The hosts that get processes, each with their number: "a (2), b (1)".
 std::string describe_hosts(const RunPlan& plan) {
   std::string text;
-  for (const LaunchHost& h : plan.hosts) text += fmt::format("{}{} ({})", text.empty() ? "" : ", ", h.name, h.slots);
+  for (const LaunchHost& h : plan.hosts) {
+    const auto placed = std::count(plan.placement.begin(), plan.placement.end(), &h);
+    if (placed > 0) text += fmt::format("{}{} ({})", text.empty() ? "" : ", ", h.name, placed);
+  }
   return text;
+}
+
+// Refuses a --ports range too small for the processes of the most crowded host, which listen on
+// kPortsPerProcess ports each besides the rendezvous's (docs/launch.md, "Ports and firewalls"), and
+// warns when the direct streams between hosts (one more port each) would be left out.
+constexpr int kPortsPerProcess = 2;  // data, heartbeats
+void check_port_range(const LaunchCommand& o, const RunPlan& plan) {
+  const core::PortRange range = core::parse_port_range(o.ports, "fast launch: --ports");
+  if (range.any()) return;
+  int most = 0;
+  for (int rank = 0; rank < plan.processes; ++rank) most = std::max(most, local_place(plan, rank).second);
+  const int spare = range.high - range.low;  // the rendezvous takes one port of the range
+  require(spare >= kPortsPerProcess * most,
+          "fast launch: --ports {} holds {} ports, too few for {} on one host: each listens on {} ports (data, "
+          "heartbeats) besides the rendezvous's port; give at least {} ports ({} for direct streams between hosts)",
+          range.text(), spare + 1, core::processes(most), kPortsPerProcess, kPortsPerProcess * most + 1,
+          (kPortsPerProcess + 1) * most + 1);
+  if (!plan.hosts.empty() && spare < (kPortsPerProcess + 1) * most)
+    say(
+        fmt::format("warning: --ports {} holds {} ports: too few for a direct stream port for each of {} on one "
+                    "host; those without one send through ZeroMQ (give {} ports for all of them)",
+                    range.text(), spare + 1, core::processes(most), (kPortsPerProcess + 1) * most + 1));
 }
 
 int run_launch(const LaunchCommand& o) {
   validate(o);
   const RunPlan plan = plan_run(o);
+  check_port_range(o, plan);
   const fs::path program = plan.hosts.empty() ? find_program(o.command.front()) : fs::path(o.command.front());
   SignalPipe signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD});  // before the keys exist: they are removed on signals
   const RunKeys keys(o);

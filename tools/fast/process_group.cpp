@@ -163,6 +163,7 @@ void ProcessGroup::write_lines(int rank, Stream& s, bool flush_partial) {
     if (end == std::string::npos) break;
     text += fmt::format("[{}] ", children_[static_cast<std::size_t>(rank)].label);
     text.append(s.partial, begin, end - begin);
+    s.last_line.assign(s.partial, begin, end - begin);
     text += '\n';
     begin = end < s.partial.size() && s.partial[end] == '\n' ? end + 1 : end;
   }

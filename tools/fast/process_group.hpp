@@ -52,6 +52,11 @@ class ProcessGroup {
   int size() const { return static_cast<int>(children_.size()); }
   int running() const;  // children not reaped yet
   pid_t pid(int rank) const { return children_.at(static_cast<std::size_t>(rank)).pid; }
+  // The last line rank wrote to stderr (relayed so far; at most 1 MiB, as relayed); after its end, its
+  // last line (`fast` writes its failure there: "fast: KIND: WHAT").
+  const std::string& last_error_line(int rank) const {
+    return children_.at(static_cast<std::size_t>(rank)).err.last_line;
+  }
   // How rank ended; empty while it runs.
   const std::optional<ChildExit>& exit(int rank) const { return children_.at(static_cast<std::size_t>(rank)).exit; }
 
@@ -74,6 +79,7 @@ class ProcessGroup {
     int fd = -1;      // read end of the child's pipe; -1: closed
     int out_fd = -1;  // where its lines go (1 or 2)
     std::string partial;
+    std::string last_line;  // the last line written
   };
   struct Child {
     pid_t pid = -1;

@@ -37,6 +37,12 @@ enum Code : int {
   cannot_exec = 127,
 };
 
+// The kinds of failure that share io_or_peer_lost, as `fast` names them in its last line on stderr,
+// "fast: KIND: WHAT" (run_with_exit_codes): how a reader of its output (`fast launch`) tells a
+// broken file, port or link of the process itself from a peer it lost.
+inline constexpr const char* io_error_kind = "I/O error";
+inline constexpr const char* peer_lost_kind = "peer lost";
+
 // The status of a process killed by signal `sig` (> 0), as the shell and `fast launch` report it.
 constexpr int killed_by(int sig) noexcept { return 128 + sig; }
 

@@ -43,6 +43,10 @@ struct RuntimeBackend {
   // Whether a process started during a run can take a rank in it (zmq: a lost rank back, or a
   // vacant one of a run that may grow, ProcessOptions::max_workers).
   bool takes_new_processes = false;
+  // Whether its processes find each other through FAST's rendezvous and read LaunchOptions::process
+  // (zmq): the rendezvous, world size, rank, keys, timeouts, transport, addresses and ports. The
+  // others ignore those settings (mpi: the MPI launcher connects the ranks; threads, sim: one process).
+  bool joins_by_rendezvous = false;
   // The environment variables it reads of its own (core/env.hpp), for --help and docs/config.md;
   // static storage. The variables every runtime reads are runtime_environment()'s.
   core::EnvTable environment;

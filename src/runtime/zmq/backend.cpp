@@ -198,6 +198,7 @@ RuntimeBackend backend() {
           .multi_process = true,
           .loses_workers = true,
           .takes_new_processes = true,
+          .joins_by_rendezvous = true,
           .environment = zmq_environment(),
           .launchers = launchers()};
 }

@@ -142,7 +142,6 @@ void write_key_file(const std::filesystem::path& path, const KeyPair& keys, bool
 }
 
 KeyPair read_key_file(const std::filesystem::path& path) {
-  warn_if_shared(path);
   const std::vector<std::string> lines = read_lines(path, "key file");
   std::optional<std::string> keys[2];  // public, secret
   std::size_t line_of[2] = {0, 0};
@@ -150,6 +149,12 @@ KeyPair read_key_file(const std::filesystem::path& path) {
     const std::string_view line = trim(lines[i]);
     if (line.empty() || line.front() == '#') continue;
     const std::string where = fmt::format("key file '{}' line {}", path.string(), i + 1);
+    // A bare public key (optionally named): the .pub file or an allow-list given in its place.
+    FAST_ENFORCE(!z85_problem(line.substr(0, line.find_first_of(" \t"))).empty(),
+                 "{}: expected `public = ...` and `secret = ...` lines, got a bare public key: this is a public key "
+                 "file (`fast keygen` writes it as FILE.pub) or an allow-list; --key (FAST_KEY_FILE, `key`) takes the "
+                 "key pair file itself (FILE, without .pub)",
+                 where);
     auto [name, value] = parse_assignment(line, where);
     const int slot = name == "public" ? 0 : 1;
     if (keys[slot]) {
@@ -173,6 +178,7 @@ KeyPair read_key_file(const std::filesystem::path& path) {
                "key file '{}' line {}: expected the public key of the secret key on line {} ({}), got {}",
                path.string(), line_of[0], line_of[1], derived, *keys[0]);
   }
+  warn_if_shared(path);  // once it is known to hold a secret key
   return {*keys[0], *keys[1]};
 }
 
