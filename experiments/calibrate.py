@@ -254,8 +254,9 @@ def compare(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("command", choices=["measure", "compare", "validate"])
-    p.add_argument("--fast", default="build/bin/fast")
-    p.add_argument("--pingpong", default="build/bin/bench_pingpong_threads")
+    build = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "bin")
+    p.add_argument("--fast", default=os.path.join(build, "fast"))
+    p.add_argument("--pingpong", default=os.path.join(build, "bench_pingpong_threads"))
     p.add_argument("--cluster", default="clusters/this-machine.toml")
     p.add_argument("--out", default=None, help="measure: the cluster file; compare: a folder for compare.md")
     p.add_argument("--batch", type=int, default=64)

@@ -53,7 +53,8 @@ def run(fast, out_dir, model, strategy, name, epochs, flags, seed, extra):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--fast", default="build/bin/fast")
+    p.add_argument("--fast", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build",
+                                                  "bin", "fast"))
     p.add_argument("--out", default="build/experiments/dgc")
     p.add_argument("--models", default="mlp,cnn")
     p.add_argument("--strategies", default="allreduce,ps")

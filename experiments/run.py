@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Runs `fast train` once per named configuration and prints a Markdown table of the summaries.
 
-Usage: experiments/run.py TABLE [--fast PATH] [--out DIR] [--only NAME,...] [--repeat N]
-TABLE is one of the tables below ("strategies", "stragglers"). Every run writes its metrics and
+Usage: experiments/run.py TABLE [--fast PATH] [--out DIR] [--only NAME,...] [--repeat N] [-- FLAGS...]
+TABLE is one of the tables below ("strategies", "stragglers"); FLAGS after `--` go to every run.
+The runs start in the repository's root (where their config files and data/ are), whatever the
+folder this script is run from; --fast and --out are taken relative to that folder. Every run writes its metrics and
 summary under DIR/TABLE/NAME/K/ (K = repetition); bytes, steps and staleness come from the first
 repetition; the table is printed on stdout and written to DIR/TABLE/table.md.
 The exact command of every run is printed before it starts, so a row can be reproduced alone.
@@ -15,6 +17,7 @@ import subprocess
 import sys
 import time
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = ["--config", "examples/fmnist-allreduce.toml"]  # 4 workers, mlp, 3 epochs, adam, cosine
 # A run whose flags name their own --config does not use BASE.
 
@@ -72,13 +75,17 @@ def fmt(v, spec):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("table", choices=sorted(TABLES))
-    ap.add_argument("--fast", default="build/bin/fast")
+    ap.add_argument("--fast", default=os.path.join(REPO, "build", "bin", "fast"))
     ap.add_argument("--out", default="out/experiments")
     ap.add_argument("--only", default="", help="comma-separated run names")
     ap.add_argument("--repeat", type=int, default=1, help="runs per configuration; the table shows medians and ranges")
     ap.add_argument("--vary-seed", action="store_true", help="run k of a configuration uses --seed k+1 (default: the config's seed every time)")
-    ap.add_argument("extra", nargs="*", help="more flags for every run (after --)")
-    a = ap.parse_args()
+    argv = sys.argv[1:]
+    # Everything after the first `--` is for the runs, wherever the options stand before it.
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    a = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    fast = os.path.abspath(a.fast)
+    out_dir = os.path.abspath(a.out)
     only = {s.strip() for s in a.only.split(",") if s.strip()}
     rows = []
     for name, args in TABLES[a.table]:
@@ -86,15 +93,15 @@ def main():
             continue
         runs = []
         for k in range(a.repeat):
-            d = os.path.join(a.out, a.table, slug(name), str(k))
+            d = os.path.join(out_dir, a.table, slug(name), str(k))
             os.makedirs(d, exist_ok=True)
             base = [] if "--config" in args else BASE
             seed = ["--seed", str(k + 1)] if a.vary_seed else []
-            cmd = [a.fast, "train", *base, *args, *seed, *a.extra, "--metrics", f"{d}/metrics.jsonl", "--summary",
+            cmd = [fast, "train", *base, *args, *seed, *extra, "--metrics", f"{d}/metrics.jsonl", "--summary",
                    f"{d}/summary.json", "--progress", "never"]
             print("$", " ".join(cmd), file=sys.stderr, flush=True)
             t0 = time.time()
-            r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+            r = subprocess.run(cmd, stdout=subprocess.DEVNULL, cwd=REPO)
             if r.returncode != 0:
                 print(f"run '{name}' failed with exit code {r.returncode}", file=sys.stderr)
                 continue
@@ -132,7 +139,7 @@ def main():
             f"{ttt} | {first['bytes_sent'] / 1e6:.0f} MB | {', '.join(str(x) for x in first['steps_per_worker'])} | "
             f"{first['staleness_mean']:.2f} / {first['staleness_max']} | {first.get('compression_ratio', 1.0):.1f} |")
     text = "\n".join(out) + "\n"
-    with open(os.path.join(a.out, a.table, "table.md"), "w") as f:
+    with open(os.path.join(out_dir, a.table, "table.md"), "w") as f:
         f.write(text)
     print(text)
 
