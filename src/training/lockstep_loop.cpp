@@ -13,11 +13,13 @@ bool lockstep_step(WorkerLoop& loop, std::int64_t s) {
   const std::int64_t epoch = s / plan.steps_per_epoch;
   loop.train_step(epoch, s % plan.steps_per_epoch);
   loop.report_progress(s + 1, epoch);
+  // SIGINT/SIGTERM: decided together, before this step's evaluation, which the final evaluation at
+  // the same step replaces.
+  if (loop.stop_agreed(s + 1)) return true;
   if ((s + 1) % plan.eval_interval_steps == 0 && s + 1 < plan.total_steps) {
     loop.evaluate_collective(s + 1, false);
     if (loop.stop_for_divergence()) return true;  // stop_on_divergence: decided together, at an evaluation
   }
-  if (loop.stop_agreed(s + 1)) return true;  // SIGINT/SIGTERM: decided together
   loop.admit_joiners(s + 1);                 // elastic: a worker taken back joins here
   if (plan.checkpoint_every > 0 && (s + 1) % plan.checkpoint_every == 0 && s + 1 < plan.total_steps)
     loop.checkpoint(s + 1);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "fast/adapters/torch/trainer.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/malloc_tuning.hpp"
+#include "fast/core/stop_request.hpp"
 
 namespace fast::torch {
 namespace {
@@ -70,6 +72,25 @@ TEST(Trainer, SameSeedGivesIdenticalResultsWithEverySynchronousStrategy) {
     }
     EXPECT_LE(a["replica_accuracy_min"].get<double>(), a["replica_accuracy_max"].get<double>()) << name;
   }
+}
+
+// A stop (SIGTERM) agreed at a step where a periodic evaluation falls is evaluated once: the final
+// evaluation at that step, not the periodic one and then the final one on the same model.
+TEST(Trainer, AStopAtAnEvaluationStepEvaluatesOnce) {
+  ASSERT_TRUE(core::install_stop_handlers());
+  core::request_stop(SIGTERM);  // pending from the start: the workers agree to stop at the first check
+  training::TrainOptions o = small_run(3);
+  o.steps = 200;  // more than the steps between two stop checks (at most 64)
+  o.eval_every = 1;
+  std::vector<training::EpochReport> evals;
+  const auto s = torch::train(o, {}, [&](const training::EpochReport& e) { evals.push_back(e); });
+  core::uninstall_stop_handlers();
+  const auto stopped_at = s["steps_per_worker"][0].get<std::int64_t>();
+  ASSERT_LT(stopped_at, 200);
+  // One evaluation after every step, the last one the final evaluation at the stop.
+  ASSERT_EQ(evals.size(), static_cast<std::size_t>(stopped_at));
+  for (std::size_t i = 0; i < evals.size(); ++i) EXPECT_EQ(evals[i].step, static_cast<std::int64_t>(i + 1));
+  EXPECT_EQ(s["final_accuracy"].get<double>(), evals.back().accuracy);
 }
 
 TEST(Trainer, AsynchronousRunsShareTheBatchBudgetAndEvaluateSnapshots) {
