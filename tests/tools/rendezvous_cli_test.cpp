@@ -131,7 +131,8 @@ TEST(RendezvousByHand, ProcessesOfOneHostShareItsCoresAndEndAsUnderThreads) {
 }
 
 // --rendezvous A,B (docs/launch.md, "Settings"): an address given twice, a malformed one, or an
-// allow-list without a key per address is refused with exit code 2 before anything is bound.
+// allow-list without a key per address is refused with exit code 2 before anything is bound; a
+// server whose key is not the one its address is reached with, once it bound it.
 TEST(RendezvousAddresses, AListIsCheckedBeforeAnythingIsBound) {
   const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "addresses");
   for (const char* name : {"a", "b"}) {
@@ -160,6 +161,51 @@ TEST(RendezvousAddresses, AListIsCheckedBeforeAnythingIsBound) {
     EXPECT_EQ(r.code, exit_code::bad_input) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.args << "\n" << r.output;
   }
+  // The process that serves the rendezvous holds b's key, but the allow-list names a's first: the
+  // others would fail their handshakes with it unheard, so it refuses at once instead of waiting.
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const std::string as_b = " --key " + (dir / "b.key").string() + " --allow " + (dir / "allow.txt").string();
+  const auto r = fast::testing::run_command(train + "127.0.0.1:" + std::to_string(port) + as_b + " 2>&1");
+  EXPECT_EQ(r.code, exit_code::bad_input) << r.output;
+  EXPECT_NE(r.output.find("expect that address's server to hold " + slurp(dir / "a.key.pub").substr(0, 40) +
+                          ", the allow-list's key number 1"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("Put the key of the rendezvous's host first"), std::string::npos) << r.output;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// A process whose key the server's allow-list lacks is refused at the CURVE handshake, before any
+// hello: the server's rendezvous timeout names those refusals with the key refused.
+TEST(RendezvousAddresses, TheServersTimeoutNamesTheKeysRefusedAtTheHandshake) {
+  const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "handshake");
+  for (const char* name : {"a", "c"}) {
+    const auto key = fast::testing::run_command(kFast + " keygen --out " + (dir / name).string() + ".key 2>&1");
+    ASSERT_EQ(key.code, 0) << key.output;
+  }
+  const std::string a = slurp(dir / "a.key.pub").substr(0, 40), c = slurp(dir / "c.key.pub").substr(0, 40);
+  std::ofstream(dir / "server_allow.txt") << a << "\n";  // c is not admitted
+  std::ofstream(dir / "client_allow.txt") << a << "\n" << c << "\n";
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const std::string train = kFast +
+                            " train --runtime zmq --world-size 2 --steps 5 --progress never --dataset "
+                            "synthetic:train=512,test=128 --rendezvous-timeout 3 --rendezvous 127.0.0.1:" +
+                            std::to_string(port);
+  const std::string server = train + " --process-rank 0 --key " + (dir / "a.key").string() + " --allow " +
+                             (dir / "server_allow.txt").string() + " > " + (dir / "server.log").string() + " 2>&1";
+  const std::string client = train + " --process-rank 1 --key " + (dir / "c.key").string() + " --allow " +
+                             (dir / "client_allow.txt").string() + " > " + (dir / "client.log").string() + " 2>&1";
+  const auto r = fast::testing::run_command("timeout -k 5 60 sh -c '" + server + " & server=$!; " + client +
+                                            "; wait $server; echo server=$?'");
+  EXPECT_NE(r.output.find("server=4"), std::string::npos) << r.output;  // its rendezvous timed out
+  const std::string log = slurp(dir / "server.log");
+  EXPECT_NE(log.find("1 of 2 processes arrived within 3 s"), std::string::npos) << log;
+  EXPECT_NE(
+      log.find("refused at the handshake, the last a peer from 127.0.0.1: its key " + c + " is not in the allow-list"),
+      std::string::npos)
+      << log;
   if (!HasFailure()) fs::remove_all(dir);
 }
 

@@ -35,6 +35,18 @@ void Authenticator::serve(::zmq::socket_t socket) {
   }
 }
 
+void Authenticator::refused(std::string why) {
+  refused_connections_log().log(core::LogLevel::warn, "zmq runtime: refused " + why);
+  const std::lock_guard lock(mutex_);
+  ++refusals_.count;
+  refusals_.last = std::move(why);
+}
+
+Authenticator::Refusals Authenticator::refusals() const {
+  const std::lock_guard lock(mutex_);
+  return refusals_;
+}
+
 // ZAP (ZeroMQ RFC 27): version, request id, domain, address, routing id, mechanism, credentials;
 // the reply: version, request id, status code, status text, user id, metadata.
 bool Authenticator::answer(::zmq::socket_t& socket) {
@@ -50,15 +62,11 @@ bool Authenticator::answer(::zmq::socket_t& socket) {
         status = "200", text = "OK", user = key;
       } else {
         text = "key not in the allow-list";
-        refused_connections_log().log(
-            core::LogLevel::warn,
-            fmt::format("zmq runtime: refused a peer from {}: its key {} is not in the allow-list", address, key));
+        refused(fmt::format("a peer from {}: its key {} is not in the allow-list", address, key));
       }
     } else {
       text = "mechanism " + mechanism + " is not admitted";
-      refused_connections_log().log(
-          core::LogLevel::warn,
-          fmt::format("zmq runtime: refused a peer from {}: mechanism {} (expected CURVE)", address, mechanism));
+      refused(fmt::format("a peer from {}: mechanism {} (expected CURVE)", address, mechanism));
     }
   }
   std::vector<::zmq::const_buffer> reply = {

@@ -10,6 +10,7 @@
 #include <zmq.hpp>
 
 #include <atomic>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -25,11 +26,23 @@ class Authenticator {
   Authenticator(const Authenticator&) = delete;
   Authenticator& operator=(const Authenticator&) = delete;
 
+  // The handshakes refused so far, and the last one's reason with the peer's address ("" when
+  // none). Thread-safe.
+  struct Refusals {
+    int count = 0;
+    std::string last;
+  };
+  Refusals refusals() const;
+
  private:
   void serve(::zmq::socket_t socket);
   bool answer(::zmq::socket_t& socket);
 
+  void refused(std::string why);
+
   std::set<std::string> allowed_;
+  mutable std::mutex mutex_;  // guards refusals_
+  Refusals refusals_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -149,7 +149,7 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
             self.tcp_endpoint, self.ipc_endpoint, self.pulse_tcp_endpoint, self.pulse_ipc_endpoint,
             s.insecure ? " (insecure)" : " (CURVE)");
 
-  RendezvousResult meeting = rendezvous(context, s, self);
+  RendezvousResult meeting = rendezvous(context, s, self, auth.get());
   const ProcessInfo me = meeting.table[static_cast<std::size_t>(meeting.process_rank)];
   core::log(meeting.rejoining ? core::LogLevel::warn : core::LogLevel::debug,
             "zmq runtime: {} runs workers [{}, {}) of {}{}", me.where(), me.first_worker, me.first_worker + me.workers,

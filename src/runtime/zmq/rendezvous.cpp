@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "authenticator.hpp"
+#include "fast/core/counted.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/exit_code.hpp"
 #include "fast/core/log.hpp"
@@ -40,7 +41,9 @@ std::string endpoint(const Settings& s) { return rendezvous_endpoint(s, 0); }
 
 class Server {
  public:
-  Server(::zmq::socket_t socket, const Settings& settings) : socket_(std::move(socket)), s_(settings) {}
+  // auth: the context's handshake checks (nullptr: insecure), whose refusals a timeout reports.
+  Server(::zmq::socket_t socket, const Settings& settings, const Authenticator* auth)
+      : socket_(std::move(socket)), s_(settings), auth_(auth) {}
   // Collects every hello (own first when given), answers everyone, returns the table. A process
   // that does not fit is answered with "refused": why, and not counted.
   ProcessTable run(std::optional<ProcessInfo> own);
@@ -53,8 +56,11 @@ class Server {
   std::string refusal(const ProcessInfo& p, int world, int most) const;
   // Counts the process in, or refuses it (answering it why; InvalidArgument for this process's own).
   bool admit(const std::string& who, ProcessInfo p, int world, int most);
+  // The timeout's reasons: the hellos refused, and the handshakes the authenticator refused.
+  std::string refusals_text() const;
   ::zmq::socket_t socket_;
   const Settings& s_;
+  const Authenticator* auth_;
   int refused_ = 0;
   std::string last_refusal_;
   std::vector<std::pair<std::string, ProcessInfo>> arrived_;  // routing id ("" for own), info
@@ -101,16 +107,24 @@ bool Server::admit(const std::string& who, ProcessInfo p, int world, int most) {
   return false;
 }
 
+std::string Server::refusals_text() const {
+  std::string text;
+  if (refused_ > 0) text = fmt::format("; {} refused, the last because {}", refused_, last_refusal_);
+  const Authenticator::Refusals handshakes = auth_ != nullptr ? auth_->refusals() : Authenticator::Refusals{};
+  if (handshakes.count > 0)
+    text += fmt::format("; {} refused at the handshake, the last {}", core::counted(handshakes.count, "connection"),
+                        handshakes.last);
+  return text;
+}
+
 ProcessTable Server::run(std::optional<ProcessInfo> own) {
   if (own) admit("", *own, s_.world_size, s_.max_processes);
   const auto deadline =
       clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s_.rendezvous_timeout));
   while (static_cast<int>(arrived_.size()) < s_.world_size) {
-    FAST_ENFORCE_AS(
-        core::TimeoutError, clock::now() < deadline,
-        "rendezvous at {}: {} of {} processes arrived within {} s (--rendezvous-timeout){}", endpoint(s_),
-        arrived_.size(), s_.world_size, s_.rendezvous_timeout,
-        refused_ == 0 ? std::string() : fmt::format("; {} refused, the last because {}", refused_, last_refusal_));
+    FAST_ENFORCE_AS(core::TimeoutError, clock::now() < deadline,
+                    "rendezvous at {}: {} of {} processes arrived within {} s (--rendezvous-timeout){}", endpoint(s_),
+                    arrived_.size(), s_.world_size, s_.rendezvous_timeout, refusals_text());
     ::zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     poll_through_signals(&item, 1, std::chrono::milliseconds(100));
     std::vector<::zmq::message_t> parts;
@@ -164,6 +178,16 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
   return table;
 }
 
+// The public key the clients of rendezvous address `address` expect its server to hold: the
+// allow-list's key of that address (its only key when it holds one).
+const std::string& expected_server_key(const Settings& s, std::size_t address) {
+  return s.allowed_keys.at(s.allowed_keys.size() == 1 ? 0 : address);
+}
+
+// The server of rendezvous address `address`, bound; nullopt when the address cannot be bound and
+// !must (another process serves it, or it is another host's), IoError when it must. Once bound, a
+// key of this process other than the one its clients expect is refused (InvalidArgument): their
+// CURVE handshakes would fail, and neither side would hear of it until the rendezvous timeout.
 std::optional<::zmq::socket_t> try_serve(::zmq::context_t& context, const Settings& s, bool must,
                                          std::size_t address = 0) {
   ::zmq::socket_t socket(context, ::zmq::socket_type::router);
@@ -176,6 +200,13 @@ std::optional<::zmq::socket_t> try_serve(::zmq::context_t& context, const Settin
     FAST_ENFORCE_AS(core::IoError, !must, "rendezvous: cannot listen on {}: {}", at, e.what());
     return std::nullopt;
   }
+  FAST_ENFORCE(s.insecure || expected_server_key(s, address) == s.public_key,
+               "rendezvous: this process serves {} with the public key {} (its key pair, --key or FAST_KEY_FILE), "
+               "but the other processes expect that address's server to hold {}, the allow-list's {}: their "
+               "handshakes would fail unheard. Put the key of the rendezvous's host first in the allow-list (each "
+               "further --rendezvous address's host's key after it, in order)",
+               at, s.public_key, expected_server_key(s, address),
+               s.allowed_keys.size() == 1 ? std::string("only key") : fmt::format("key number {}", address + 1));
   return socket;
 }
 
@@ -212,7 +243,7 @@ void stop_if_requested(const std::string& at) {
   ::zmq::socket_t socket(context, ::zmq::socket_type::dealer);
   socket.set(::zmq::sockopt::linger, 0);
   if (!s.insecure) {
-    socket.set(::zmq::sockopt::curve_serverkey, s.allowed_keys.at(s.allowed_keys.size() == 1 ? 0 : address));
+    socket.set(::zmq::sockopt::curve_serverkey, expected_server_key(s, address));
     socket.set(::zmq::sockopt::curve_publickey, s.public_key);
     socket.set(::zmq::sockopt::curve_secretkey, s.secret_key);
   }
@@ -315,7 +346,7 @@ std::optional<::zmq::socket_t> bind_rendezvous(::zmq::context_t& context, const 
   return try_serve(context, s, false, address);
 }
 
-RendezvousResult rendezvous(::zmq::context_t& context, const Settings& s, ProcessInfo self) {
+RendezvousResult rendezvous(::zmq::context_t& context, const Settings& s, ProcessInfo self, const Authenticator* auth) {
   std::optional<::zmq::socket_t> server;
   const bool first_start = !(s.restarted && s.tolerate_lost);  // else a run under way: a survivor serves
   // A process that joins a run under way never serves: it asks the run's server for a rank.
@@ -327,14 +358,14 @@ RendezvousResult rendezvous(::zmq::context_t& context, const Settings& s, Proces
               endpoint(s), s.rendezvous_fallbacks.empty() ? "" : ", or of the first other address that answers");
   if (!server) return as_client(context, s, self);
   if (self.rank < 0) self.rank = 0;
-  Server srv(std::move(*server), s);
+  Server srv(std::move(*server), s, auth);
   ProcessTable table = srv.run(self);
   return {.process_rank = 0, .table = std::move(table), .desk = srv.release()};
 }
 
-void serve_rendezvous(::zmq::context_t& context, const Settings& s) {
+void serve_rendezvous(::zmq::context_t& context, const Settings& s, const Authenticator* auth) {
   std::optional<::zmq::socket_t> socket = try_serve(context, s, true);
-  Server srv(std::move(*socket), s);
+  Server srv(std::move(*socket), s, auth);
   (void)srv.run(std::nullopt);
 }
 
@@ -348,7 +379,7 @@ void serve_rendezvous(const ProcessOptions& options) {
   ::zmq::context_t context;
   std::unique_ptr<Authenticator> auth;
   if (!s.insecure) auth = std::make_unique<Authenticator>(context, s.allowed_keys);
-  serve_rendezvous(context, s);
+  serve_rendezvous(context, s, auth.get());
 }
 
 }  // namespace fast::runtime::zmq

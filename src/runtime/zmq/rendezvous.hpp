@@ -21,6 +21,10 @@
 #include "settings.hpp"
 
 namespace fast::runtime::zmq {
+class Authenticator;
+}
+
+namespace fast::runtime::zmq {
 
 struct RendezvousResult {
   int process_rank = 0;
@@ -45,7 +49,9 @@ struct RendezvousResult {
 // process 0 was lost, ZmqTransport) asks that server to take rank 0 back instead. Such a process,
 // any rank, asks the first address of --rendezvous whose server answers a probe when it lists
 // several (the others are served once no process of the first's host is live).
-RendezvousResult rendezvous(::zmq::context_t& context, const Settings& settings, ProcessInfo self);
+// auth: the context's handshake checks (nullptr: insecure); a server's timeout reports their refusals.
+RendezvousResult rendezvous(::zmq::context_t& context, const Settings& settings, ProcessInfo self,
+                            const Authenticator* auth);
 
 // "tcp://HOST:PORT" of rendezvous address `address`: 0 the first of --rendezvous, i > 0
 // settings.rendezvous_fallbacks[i - 1]. std::out_of_range past the last.
@@ -59,6 +65,6 @@ std::optional<::zmq::socket_t> bind_rendezvous(::zmq::context_t& context, const 
 
 // Serves a rendezvous for world_size processes without taking part (`fast rendezvous`); returns
 // once every process got the table.
-void serve_rendezvous(::zmq::context_t& context, const Settings& settings);
+void serve_rendezvous(::zmq::context_t& context, const Settings& settings, const Authenticator* auth);
 
 }  // namespace fast::runtime::zmq
