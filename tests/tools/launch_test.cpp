@@ -529,6 +529,7 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
   ASSERT_EQ(run_fast("bad_keygen", {"keygen", "--out", (dir / "other.key").string()}).code, exit_code::ok);
   const fs::path other_pub = dir / "other.key.pub";
   ASSERT_EQ(run_fast("bad_keygen2", {"keygen", "--out", (dir / "mine.key").string(), "--force"}).code, exit_code::ok);
+  std::ofstream(dir / "other_first.txt") << read_text(other_pub) << read_text(dir / "mine.key.pub");
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {launch_sh({"-n", "0"}, touch), "-n expects a number of processes in [1, 1024], got 0"},
       {{"launch", "-n", "2"}, "expected a command to run after the options"},
@@ -539,6 +540,10 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
       {launch_sh({"-n", "1", "--insecure", "--key", (dir / "mine.key").string()}, touch),
        "--insecure excludes --key and --allow (got --key '" + (dir / "mine.key").string() + "')"},
       {launch_sh({"-n", "1", "--key", other_pub.string()}, touch), "got a bare public key: this is a public key file"},
+      {launch_sh({"-n", "1", "--key", (dir / "mine.key").string(), "--allow", (dir / "other_first.txt").string()},
+                 touch),
+       "other_first.txt' starts with the key " + read_text(other_pub).substr(0, 40) +
+           ", but process 0 serves the rendezvous with the key of --key"},
       {launch_sh({"-n", "1", "--key", (dir / "missing.key").string()}, touch), "missing.key': cannot open it"},
       {launch_sh({"-n", "1", "--key", (dir / "mine.key").string(), "--allow", other_pub.string()}, touch),
        "does not hold the public key of --key"},

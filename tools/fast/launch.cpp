@@ -126,6 +126,12 @@ class RunKeys {
             "fast launch: --allow '{}' does not hold the public key of --key '{}' ({}); the processes would "
             "refuse each other: add the line of '{}.pub'",
             allow_.string(), key_.string(), public_key, key_.string());
+    // Every process of the launch holds --key, process 0 serves the rendezvous with it, and the
+    // others expect the allow-list's first key of that server.
+    require(allowed.front().public_key == public_key,
+            "fast launch: --allow '{}' starts with the key {}, but process 0 serves the rendezvous with the key of "
+            "--key '{}' ({}), and the others expect the allow-list's first key of it: put the line of '{}.pub' first",
+            allow_.string(), allowed.front().public_key, key_.string(), public_key, key_.string());
   }
 
   fs::path dir_, key_, allow_;
