@@ -45,6 +45,13 @@ int free_port() {
   return ntohs(address.sin_port);
 }
 
+// Writes the key pair DIR/NAME.key (and its .pub) with `fast keygen`; returns its public key.
+std::string keygen(const fs::path& dir, const std::string& name) {
+  const auto key = fast::testing::run_command(kFast + " keygen --out " + (dir / name).string() + ".key 2>&1");
+  EXPECT_EQ(key.code, 0) << key.output;
+  return slurp(dir / (name + ".key.pub")).substr(0, 40);
+}
+
 struct Refusal {
   std::string args;      // of the extra process, after the rendezvous settings
   std::string expected;  // part of the reason it is told
@@ -135,14 +142,8 @@ TEST(RendezvousByHand, ProcessesOfOneHostShareItsCoresAndEndAsUnderThreads) {
 // server whose key is not the one its address is reached with, once it bound it.
 TEST(RendezvousAddresses, AListIsCheckedBeforeAnythingIsBound) {
   const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "addresses");
-  for (const char* name : {"a", "b"}) {
-    const auto key = fast::testing::run_command(kFast + " keygen --out " + (dir / name).string() + ".key 2>&1");
-    ASSERT_EQ(key.code, 0) << key.output;
-  }
-  {
-    std::ofstream allow(dir / "allow.txt");
-    allow << slurp(dir / "a.key.pub").substr(0, 40) << "\n" << slurp(dir / "b.key.pub").substr(0, 40) << "\n";
-  }
+  const std::string a = keygen(dir, "a");
+  std::ofstream(dir / "allow.txt") << a << "\n" << keygen(dir, "b") << "\n";
   const std::string train = "timeout -k 5 60 " + kFast +
                             " train --runtime zmq --world-size 2 --process-rank 0 --steps 5 --model mlp --progress "
                             "never --rendezvous-timeout 30 --rendezvous ";
@@ -168,8 +169,7 @@ TEST(RendezvousAddresses, AListIsCheckedBeforeAnythingIsBound) {
   const std::string as_b = " --key " + (dir / "b.key").string() + " --allow " + (dir / "allow.txt").string();
   const auto r = fast::testing::run_command(train + "127.0.0.1:" + std::to_string(port) + as_b + " 2>&1");
   EXPECT_EQ(r.code, exit_code::bad_input) << r.output;
-  EXPECT_NE(r.output.find("expect that address's server to hold " + slurp(dir / "a.key.pub").substr(0, 40) +
-                          ", the allow-list's key number 1"),
+  EXPECT_NE(r.output.find("expect that address's server to hold " + a + ", the allow-list's key number 1"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("Put the key of the rendezvous's host first"), std::string::npos) << r.output;
@@ -180,11 +180,7 @@ TEST(RendezvousAddresses, AListIsCheckedBeforeAnythingIsBound) {
 // hello: the server's rendezvous timeout names those refusals with the key refused.
 TEST(RendezvousAddresses, TheServersTimeoutNamesTheKeysRefusedAtTheHandshake) {
   const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "handshake");
-  for (const char* name : {"a", "c"}) {
-    const auto key = fast::testing::run_command(kFast + " keygen --out " + (dir / name).string() + ".key 2>&1");
-    ASSERT_EQ(key.code, 0) << key.output;
-  }
-  const std::string a = slurp(dir / "a.key.pub").substr(0, 40), c = slurp(dir / "c.key.pub").substr(0, 40);
+  const std::string a = keygen(dir, "a"), c = keygen(dir, "c");
   std::ofstream(dir / "server_allow.txt") << a << "\n";  // c is not admitted
   std::ofstream(dir / "client_allow.txt") << a << "\n" << c << "\n";
   const int port = free_port();
