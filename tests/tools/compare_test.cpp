@@ -408,14 +408,40 @@ TEST(CompareRun, ARerunSkipsTheRepetitionsThatFinishedWithTheSameSettings) {
   ASSERT_EQ(again.size(), 2u);
   EXPECT_EQ(again[1].summaries.size(), 2u);
   EXPECT_EQ(parse_csv(read(out / "compare.csv")).size(), 3u);
-  // One more repetition: only the third of each configuration runs.
-  run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 3}, fake, nullptr);
+  // One more repetition: only the third of each configuration runs. The kept repetitions and the
+  // new ones are numbered once each, and a run's end line carries its start line's number.
+  std::FILE* log = std::tmpfile();
+  run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 3}, fake, log);
   EXPECT_EQ(calls, 6);
+  std::rewind(log);
+  std::string text;
+  for (int ch = std::fgetc(log); ch != EOF; ch = std::fgetc(log)) text += static_cast<char>(ch);
+  std::fclose(log);
+  // (Every kept repetition is known before the runs start.)
+  EXPECT_NE(text.find("[2/6] strategy=allreduce (repetition 2/3): done before"), std::string::npos) << text;
+  EXPECT_NE(text.find("[4/6] strategy=adpsgd (repetition 2/3): done before"), std::string::npos) << text;
+  EXPECT_NE(text.find("[5/6] strategy=allreduce (repetition 3/3, seed"), std::string::npos) << text;
+  EXPECT_NE(text.find("[5/6] strategy=allreduce: final accuracy"), std::string::npos) << text;
+  EXPECT_NE(text.find("[6/6] strategy=adpsgd (repetition 3/3, seed"), std::string::npos) << text;
+  EXPECT_NE(text.find("[6/6] strategy=adpsgd: final accuracy"), std::string::npos) << text;
   // Changed settings (steps 6): every repetition runs again.
   const fs::path changed =
       write_toml("sweep7.toml", "[base]\nsteps = 6\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
   run_comparison(plan_runs({changed}, {}), {.out = out, .repeat = 3}, fake, nullptr);
   EXPECT_EQ(calls, 12);
+  // Changed again (steps 7) with fewer repetitions: the third repetitions, of steps 6, are not
+  // run, and a later --repeat 3 of steps 7 must run its third instead of taking theirs.
+  const fs::path fewer =
+      write_toml("sweep7.toml", "[base]\nsteps = 7\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
+  run_comparison(plan_runs({fewer}, {}), {.out = out, .repeat = 2}, fake, nullptr);
+  EXPECT_EQ(calls, 16);
+  std::vector<std::int64_t> steps;
+  const TrainFn record_steps = [&](const training::TrainOptions& o) {
+    steps.push_back(o.steps);
+    return fake(o);
+  };
+  run_comparison(plan_runs({fewer}, {}), {.out = out, .repeat = 3}, record_steps, nullptr);
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{7, 7}));  // each configuration's third repetition
 }
 
 // A summary copied from another repetition (another seed) is refused before any run, naming the
@@ -439,6 +465,15 @@ TEST(CompareRun, ASummaryOfAnotherRepetitionIsRefusedAndOneWithoutIdentityRunsAg
   fast::testing::expect_error<core::InvalidArgument>(
       [&] { run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 2}, fake, nullptr); },
       {(dir / "1" / "summary.json").string(), "with seed = 4; this run has seed = 3"});
+  EXPECT_EQ(calls, 2);
+  // A summary whose identity was edited by hand (its seed made this repetition's) no longer matches
+  // its fingerprint.
+  json edited = json::parse(read(dir / "2" / "summary.json"));
+  edited["run"]["seed"] = 3;
+  std::ofstream(dir / "1" / "summary.json", std::ios::trunc) << edited.dump();
+  fast::testing::expect_error<core::InvalidArgument>(
+      [&] { run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 2}, fake, nullptr); },
+      {(dir / "1" / "summary.json").string(), "not that of the run identity it carries", "the file was edited"});
   EXPECT_EQ(calls, 2);
   json older = json::parse(read(dir / "2" / "summary.json"));
   older.erase("run");

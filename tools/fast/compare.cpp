@@ -108,20 +108,23 @@ class Runner {
   }
 
   // A repetition that finished in an earlier invocation of the same configuration.
+  // Every repetition is numbered once, when it starts or is reused: [K/N] on its lines.
   void reuse(const Task& t, nlohmann::json summary) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++done_;
-    say(fmt::format("[{}/{}] {} (repetition {}/{}): done before, summary {} kept", done_, total_,
+    say(fmt::format("[{}/{}] {} (repetition {}/{}): done before, summary {} kept", ++numbered_, total_,
                     results_[t.config].label, t.repetition, options_.repeat, t.run.summary.string()));
     slots_[t.config][static_cast<std::size_t>(t.repetition - 1)] = std::move(summary);
   }
 
   // Runs the task unless an earlier one failed; records its summary or the first error.
   void run(const Task& t) {
+    std::size_t number = 0;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (error_) return;
-      say(fmt::format("[{}/{}] {} (repetition {}/{}, seed {}): {}, {} workers, {}", ++started_, total_,
+      number = ++numbered_;
+      say(fmt::format("[{}/{}] {} (repetition {}/{}, seed {}): {}, {} workers, {}", number, total_,
                       results_[t.config].label, t.repetition, options_.repeat, t.run.seed, t.run.worker.strategy.name,
                       t.run.workers, t.run.summary.parent_path().string()));
     }
@@ -135,7 +138,7 @@ class Runner {
       say(
           fmt::format("[{}/{}] {}: final accuracy {:.4f}{}, time to target {}, {:.1f} s | sweep: {:.0f} s elapsed, "
                       "about {:.0f} s left",
-                      done_, total_, results_[t.config].label, summary.value("final_accuracy", 0.0),
+                      number, total_, results_[t.config].label, summary.value("final_accuracy", 0.0),
                       summary.value("diverged", false) ? " (DIVERGED)" : "",
                       optional_seconds(summary.value("time_to_target_seconds", nlohmann::json())),
                       summary.value("wall_seconds", 0.0), elapsed, eta / std::max(1, options_.jobs)));
@@ -181,7 +184,7 @@ class Runner {
   std::mutex mutex_;
   std::vector<RunResult> results_;
   std::vector<std::vector<std::optional<nlohmann::json>>> slots_;  // [config][repetition - 1]
-  std::size_t started_ = 0, done_ = 0, ran_ = 0;
+  std::size_t numbered_ = 0, done_ = 0, ran_ = 0;
   std::exception_ptr error_;
 };
 
@@ -208,7 +211,28 @@ std::optional<nlohmann::json> earlier_summary(const fs::path& file, bool same_co
                "fast compare: {}; expected the summary of this repetition's settings (delete the file to run it "
                "again)",
                why);
+  // The fingerprint covers the whole identity, the model's fields too (which only a built model
+  // gives): it must still be that of the identity the file carries, or the file was edited.
+  const nlohmann::json& saved = summary["run"];
+  const nlohmann::json recomputed = training::with_fingerprint(saved)["fingerprint"];
+  FAST_ENFORCE(!saved.contains("fingerprint") || saved["fingerprint"] == recomputed,
+               "fast compare: '{}' has the run fingerprint {}, not that of the run identity it carries ({}): the file "
+               "was edited; delete it to run the repetition again",
+               file.string(), saved["fingerprint"].dump(), recomputed.dump());
   return summary;
+}
+
+// The summaries of repetitions past `repeat` in configuration folder `dir`, whose settings changed:
+// this invocation does not run them again, and a later one with a larger --repeat must not take
+// them for its own (repetitions 1..repeat are run again and overwrite theirs).
+void forget_repetitions(const fs::path& dir, int repeat) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool repetition = !name.empty() && name.size() <= 9 &&
+                            std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    if (repetition && std::stoi(name) > repeat) fs::remove(e.path() / "summary.json", ec);
+  }
 }
 
 }  // namespace
@@ -228,6 +252,7 @@ std::vector<RunResult> run_comparison(const std::vector<RunSpec>& specs, const C
     const std::string config = "# run: " + label + "\n" + config_toml(specs[i].options);
     const bool same_config =
         fs::exists(dir / "config.toml") && read_text_file(dir / "config.toml", "fast compare") == config;
+    if (!same_config) forget_repetitions(dir, options.repeat);
     write_file(dir / "config.toml", config);
     for (int k = 1; k <= options.repeat; ++k) {
       Task t{i, k, specs[i].options};

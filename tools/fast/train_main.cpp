@@ -99,8 +99,10 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
         });
   });
   std::printf("%s", fast::cli::to_markdown(fast::cli::build_table(results)).c_str());
-  std::printf("table: %s, %s\nreport: %s (open it in a browser)\n", (options.out / "compare.md").string().c_str(),
-              (options.out / "compare.csv").string().c_str(), (options.out / "report.html").string().c_str());
+  // Where they are, on stderr with the runs' lines: stdout holds only the table.
+  std::fprintf(stderr, "table: %s, %s\nreport: %s (open it in a browser)\n",
+               (options.out / "compare.md").string().c_str(), (options.out / "compare.csv").string().c_str(),
+               (options.out / "report.html").string().c_str());
   return exit_code::ok;
 }
 
