@@ -293,10 +293,12 @@ class Worker:
             for array in self.buffers.arrays.values():
                 self._communicator.broadcast(array, 0)
         self.metrics = None
+        self._tracked = False         # track() called: finish() then needs the test data
 
     def track(self, metrics="", summary="", model="python", dataset="", batch=64, epochs=0, log_every=50,
               target_accuracy=0.85, classes=10, progress=None):
         """Writes fast train's metrics records and summary (fast.Metrics; collective)."""
+        self._tracked = True
         self.metrics = fast.Metrics(self.worker, metrics=str(metrics), summary=str(summary), model=model,
                                     dataset=dataset, batch=batch, epochs=epochs, log_every=log_every,
                                     target_accuracy=target_accuracy, classes=classes, progress=progress)
@@ -326,9 +328,11 @@ class Worker:
         """Synchronous strategies, collective: the representative model's accuracy over every worker's
         data (each passes its own slice of the test set); writes an eval record when tracked. Returns
         the record as a dict (accuracy, loss, samples, consensus_distance, ...). Asynchronous
-        strategies: this worker's snapshot scored on its own data, recorded; returns None."""
+        strategies: this worker's snapshot scored on its own data, recorded; returns None. Without
+        track(), the records go nowhere, and finish() needs no data."""
         if self.metrics is None:
             self.track()
+            self._tracked = False     # the evaluation's own records, not a tracked run
         return self.metrics.evaluate(self.flat.score(data))
 
     def finish(self, data=None):
@@ -336,7 +340,7 @@ class Worker:
         the module and, when tracked (or given test data), evaluates it and returns the summary (a
         dict, fast train's schema); None otherwise."""
         summary = None
-        if self.metrics is not None and data is None:
+        if self._tracked and data is None:
             raise fast.InvalidArgument(
                 "fast.torch.Worker.finish: a tracked run's summary scores the final model: pass this worker's "
                 "slice of the test data, finish((x_test, y_test))")

@@ -58,6 +58,10 @@ LaunchOptions with_choices(const LaunchOptions& options, const RuntimeBackend& b
 void check_launch_options(const LaunchOptions& options) {
   const RuntimeBackend& backend = find_runtime(options.runtime);
   FAST_ENFORCE(options.workers >= 1, "workers: expected a count >= 1, got {}", options.workers);
+  // -1 alone means "the default": another negative number is a mistake, not a wish for the default.
+  FAST_ENFORCE(options.op_timeout_seconds == -1 || options.op_timeout_seconds > 0,
+               "op_timeout: expected seconds > 0, or -1 for the default (FAST_OP_TIMEOUT), got {}",
+               options.op_timeout_seconds);
   FAST_ENFORCE(options.cluster.empty() || backend.simulated_clock,
                "cluster: a cluster file is for a simulated runtime (sim), got runtime '{}' with cluster '{}'",
                options.runtime, options.cluster.string());

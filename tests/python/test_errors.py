@@ -67,6 +67,14 @@ def test_an_option_another_setting_turns_off_is_named_in_a_warning(capfd):
     assert "changes nothing" not in capfd.readouterr().err
 
 
+@pytest.mark.parametrize("value", [-5.0, -0.5, 0.0, float("nan")])
+def test_an_op_timeout_other_than_positive_or_minus_one_is_refused(value):
+    """-1 alone means the default (FAST_OP_TIMEOUT); -5 was taken for it without a word."""
+    with pytest.raises(fast.InvalidArgument, match="op_timeout: expected seconds > 0, or -1 for the default"):
+        fast.run(lambda ctx: 0, workers=1, op_timeout=value)
+    assert fast.run(lambda ctx: ctx.rank, workers=1, op_timeout=-1) == [0]
+
+
 def test_float64_buffers():
     with pytest.raises(fast.InvalidArgument, match=r"fast.Worker: params: expected float32 elements.*got f64"):
         one_worker(lambda ctx: fast.Worker(ctx, *buffers(dtype=np.float64), steps=1))

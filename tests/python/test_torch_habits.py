@@ -106,6 +106,34 @@ def test_finish_with_data_needs_the_steps_only():
         assert summary["final_accuracy"] == pytest.approx(correct / len(y), abs=1e-9)
 
 
+def test_evaluate_without_track_leaves_finish_without_data():
+    """evaluate() mid-run returns the record (synchronous strategy: the model's accuracy over every worker's
+    data, counted here) without starting a tracked run: finish() afterwards needs no test data, ends the
+    run (a step after it is refused) and returns no summary."""
+    base, data = mlp(), batches()
+    x, y = data[0][0]
+
+    def body(ctx):
+        model = copy.deepcopy(base)
+        worker = fast.torch.Worker(model, ctx, strategy="allreduce", steps=1)
+        record = worker.evaluate((x, y))     # the initial model; every worker scores the same slice
+        xs, ys = data[0][ctx.rank]
+        worker.zero_grad()
+        torch.nn.functional.cross_entropy(model(xs), ys).backward()
+        worker.step()
+        summary = worker.finish()
+        with pytest.raises(fast.InvalidUsage):
+            worker.step()
+        return record, summary
+
+    with torch.no_grad():
+        correct = (base(x).argmax(1) == y).sum().item()
+    for record, summary in fast.run(body, workers=WORKERS):
+        assert summary is None
+        assert record["accuracy"] == pytest.approx(correct / len(y), abs=1e-9)
+        assert record["samples"] == WORKERS * len(y)
+
+
 def test_without_averaging_the_reference_differs():
     """The comparison above can fail: one rank's data alone gives other parameters."""
     base, data = mlp(), batches()

@@ -54,7 +54,7 @@ struct LaunchOptions {
   std::string runtime = "threads";  // one of runtime_names()
   int workers = 1;                  // threads, sim: number of workers, >= 1. zmq: ignored (the world
                                     // is process.world_size x process.workers_per_process)
-  double op_timeout_seconds = -1;   // blocking-operation limit; < 0: FAST_OP_TIMEOUT (sim: simulated seconds)
+  double op_timeout_seconds = -1;   // blocking-operation limit, > 0; -1: FAST_OP_TIMEOUT (sim: simulated seconds)
   std::filesystem::path cluster;    // sim: cluster file (.toml or SimGrid .xml, docs/clusters.md);
                                     // empty: default_cluster(workers). Other runtimes: must be empty.
   // Whether the workers can go on without a lost worker (asynchronous strategies). false: losing
