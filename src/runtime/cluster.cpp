@@ -204,8 +204,10 @@ void read_network(const Reader& r, const toml::table& t, Cluster& c) {
                                     r.where("network.loopback_bandwidth"), "bandwidth");
   if (auto n = t.get("loopback_latency"))
     c.loopback_latency = r.quantity(*n, "network.loopback_latency", lat, parse_duration);
-  for (double v : {c.latency, c.backbone_latency, c.loopback_latency})
-    FAST_ENFORCE(v >= 0, "cluster file '{}': latencies must be >= 0, got {}", r.file, v);
+  for (const auto& [v, key] :
+       {std::pair{c.latency, "network.latency"}, std::pair{c.backbone_latency, "network.backbone_latency"},
+        std::pair{c.loopback_latency, "network.loopback_latency"}})
+    FAST_ENFORCE(v >= 0, "{}: expected a latency >= 0, got {}", r.where(key), v);
   if (auto n = t.get("model")) {
     c.model = r.string(*n, "network.model");
     FAST_ENFORCE(c.model == "CM02" || c.model == "LV08", "{}: expected CM02 or LV08, got '{}'",
@@ -253,8 +255,9 @@ int host_index(const Reader& r, const toml::table& t, const std::string& key, co
   auto n = t.get("host");
   FAST_ENFORCE(n != nullptr, "{}: missing (a host index)", r.where(key + ".host"));
   const auto h = r.integer<int>(*n, key + ".host", key.substr(0, key.find('[')) + "[].host");
-  FAST_ENFORCE(h >= 0 && h < c.hosts, "{}: expected a host index in [0, {}), got {}", r.where(key + ".host"), c.hosts,
-               h);
+  // On a platform file, its hosts are known once SimGrid read it (sim::build_platform checks then).
+  FAST_ENFORCE(h >= 0 && (h < c.hosts || !c.platform_xml.empty()), "{}: expected a host index in [0, {}), got {}",
+               r.where(key + ".host"), c.hosts, h);
   return h;
 }
 
@@ -396,6 +399,19 @@ Cluster parse_cluster(const std::string& toml_text, const std::string& origin) {
     if (c.platform_xml.is_relative()) c.platform_xml = std::filesystem::path(origin).parent_path() / c.platform_xml;
     FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(core::file_status_of(c.platform_xml, "platform file")),
                     "{}: platform file '{}' does not exist", r.where("platform"), c.platform_xml.string());
+    // The platform file describes the hosts, their speeds over time and the network: a setting of
+    // those beside it would be silently ignored. The network model is the one setting kept.
+    for (const char* table : {"hosts", "stragglers", "speed_profiles"})
+      FAST_ENFORCE(!root.contains(table),
+                   "cluster file '{}': expected no `{}` beside `platform` (the platform file '{}' describes the hosts, "
+                   "their speeds and the network), got one; remove it",
+                   origin, table, c.platform_xml.string());
+    if (const toml::table* network = root["network"].as_table())
+      for (const auto& [key, value] : *network)
+        FAST_ENFORCE(key.str() == "model",
+                     "cluster file '{}': expected only `network.model` beside `platform` (the platform file '{}' "
+                     "describes the network), got `network.{}`; remove it",
+                     origin, c.platform_xml.string(), key.str());
   }
   if (auto n = root.get("hosts"))
     read_hosts(r, r.table(*n, "hosts"), c);

@@ -105,6 +105,8 @@ TEST(Cluster, ErrorsNameFileKeyExpectedAndGot) {
   expect_error("[network]\nbandwidth = \"10 furlongs\"", "'network.bandwidth': expected a bandwidth");
   expect_error("[network]\nlatency = true", "'network.latency': expected a duration");
   expect_error("[network]\nmodel = \"IB\"", "'network.model': expected CM02 or LV08, got 'IB'");
+  expect_error("[network]\nbackbone_latency = \"-1ms\"",
+               "key 'network.backbone_latency': expected a latency >= 0, got -0.001");
   expect_error("[hosts]\ncount = 6\n[network]\ntopology = \"torus\"\ntorus = [2, 2]",
                "product is the host count 6, got 4");
   expect_error("[stragglers]\nprobability = 2", "'stragglers.probability': expected a value in [0, 1], got 2");
@@ -165,6 +167,42 @@ TEST(Cluster, SimGridPlatformXmlIsAccepted) {
   });
   EXPECT_NEAR(done[0], 1.0, 1e-9);
   EXPECT_NEAR(done[1], 2.0, 1e-9);
+  // Wrapped in a TOML file to fail a host: its hosts are the platform's (2 here), not hosts.count's
+  // default of 1; a [hosts] or [network] table beside it is refused rather than half applied.
+  const std::filesystem::path wrapper = file.parent_path() / "fast_cluster_test_wrapper.toml";
+  std::ofstream(wrapper) << "platform = \"" << file.filename().string() << "\"\n[[failures]]\nhost = 1\noff = 0.5\n";
+  const Cluster wrapped = load_cluster(wrapper);
+  ASSERT_EQ(wrapped.failures.size(), 1u);
+  EXPECT_EQ(wrapped.failures[0].host, 1);
+  std::vector<double> lost_at(2, -1);
+  sim::World failing({.size = 2, .cluster = wrapped, .tolerate_lost = true});
+  failing.run([&](Context& ctx) {
+    ctx.compute(2e9);  // host 1 (b-10) turns off at 0.5 s, before its 2 s of compute end
+    lost_at[static_cast<std::size_t>(ctx.rank())] = ctx.now();
+  });
+  EXPECT_NEAR(lost_at[0], 1.0, 1e-9);
+  EXPECT_EQ(lost_at[1], -1);
+  std::ofstream(wrapper, std::ios::trunc)
+      << "platform = \"" << file.filename().string() << "\"\n[hosts]\nmemory_bandwidth = \"1GBps\"\n";
+  try {
+    load_cluster(wrapper);
+    ADD_FAILURE() << "a [hosts] table beside platform was accepted";
+  } catch (const core::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("expected no `hosts` beside `platform`"), std::string::npos) << e.what();
+  }
+  std::ofstream(wrapper, std::ios::trunc)
+      << "platform = \"" << file.filename().string() << "\"\n[network]\nmodel = \"LV08\"\nlatency = \"1ms\"\n";
+  try {
+    load_cluster(wrapper);
+    ADD_FAILURE() << "network.latency beside platform was accepted";
+  } catch (const core::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("expected only `network.model` beside `platform`"), std::string::npos)
+        << e.what();
+  }
+  std::ofstream(wrapper, std::ios::trunc)
+      << "platform = \"" << file.filename().string() << "\"\n[network]\nmodel = \"LV08\"\n";
+  EXPECT_EQ(load_cluster(wrapper).model, "LV08");  // the one network setting a platform file takes
+  std::filesystem::remove(wrapper);
   std::filesystem::remove(file);
 }
 
