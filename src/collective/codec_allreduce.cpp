@@ -255,11 +255,9 @@ void CodecAllreduce::low_rank(std::span<float> data, std::uint64_t key) {
   for (const compress::LowRankBlock& blk : state.blocks())
     for (std::size_t i = blk.offset; i < blk.offset + blk.rows * blk.cols; ++i)
       slot->residual[i] = static_cast<double>(m[i]) - static_cast<double>(data[i]);
-  if (options_.meter != nullptr) {
-    std::size_t matrix = 0;
-    for (const compress::LowRankBlock& blk : state.blocks()) matrix += blk.rows * blk.cols;
-    options_.meter->add(matrix * sizeof(float), (p.size() + q.size()) * sizeof(float));
-  }
+  // The whole tensor, as the codec's encode counts it: its payload is P, Q and the vector elements.
+  if (options_.meter != nullptr)
+    options_.meter->add(data.size() * sizeof(float), (p.size() + q.size() + dense.size()) * sizeof(float));
 }
 
 }  // namespace fast::collective

@@ -175,8 +175,9 @@ std::vector<ConfigKey> optimizer_keys() {
             if (!o.lr_given) o.worker.optimizer.lr = training::default_lr(o.worker.optimizer.name);
           },
           [](const TrainOptions& o) { return o.worker.optimizer.name; }),
-      FAST_NUMBER_KEY("momentum", "Momentum factor of momentum and nesterov, in [0, 1).", worker.optimizer.momentum,
-                      .at_least(0).less_than(1)),
+      FAST_NUMBER_KEY("momentum",
+                      "Momentum factor of momentum and nesterov, in (0, 1) (without momentum: optimizer sgd).",
+                      worker.optimizer.momentum, .greater_than(0).less_than(1)),
       FAST_NUMBER_KEY("weight_decay", "Weight decay (L2 in the gradient; decoupled for adamw).",
                       worker.optimizer.weight_decay, .at_least(0)),
       FAST_NUMBER_KEY("beta1", "Adam/AdamW first-moment decay.", worker.optimizer.beta1, ),

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "fast/core/error.hpp"
+#include "fast/core/finite.hpp"
 #include "fast/core/saved_state.hpp"
 #include "fast/strategy/optimizer_state.hpp"
 
@@ -94,16 +95,25 @@ StepOutcome AllreduceStrategy::step(const StepInput& input) {
   runtime::Context& ctx = comm_.context();
   const double t0 = ctx.now();
   if (dgc_) return dgc_step(input, t0);
-  if (!aggregate_.is_mean())
+  // Through a codec a non-finite gradient cannot go (int8's and sign's scales, top-k's selection,
+  // threshold's comparison are undefined on NaN): as under DGC, this worker contributes nothing
+  // new (zeros; its error-feedback residual still goes out), and reports it after the step.
+  bool finite = true;
+  if (!aggregate_.is_mean()) {
     robust_aggregate(input.state.grads);
-  else if (reduce_)
+  } else if (reduce_) {
+    finite = core::all_finite(input.state.grads);
+    if (!finite) std::fill(input.state.grads.begin(), input.state.grads.end(), 0.0f);
     reduce_->average(core::MutableView(input.state.grads), 0);
-  else
+  } else {
     comm_.allreduce(core::MutableView(input.state.grads),
                     {.op = collective::ReduceOp::avg, .chunk_bytes = options_.chunk_bytes});
+  }
   StepOutcome outcome{.comm_seconds = ctx.now() - t0};
   // Every worker holds the same averaged gradient, so all take the same decision.
   outcome.applied = apply_update(input, options_.non_finite);
+  if (!finite && outcome.applied)
+    report_non_finite(input, options_.non_finite, "contributed nothing new (compress) at step");
   return outcome;
 }
 

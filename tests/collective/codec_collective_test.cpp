@@ -111,7 +111,8 @@ TEST(CodecAllreduce, LowRankRecoversALowRankAverage) {
   runtime::threads::World world({.size = kWorkers, .op_timeout_seconds = 60});
   world.run([&](Context& ctx) {
     Communicator comm(ctx);
-    CodecAllreduce reduce(comm, {.codec = "powersgd:rank=1", .seed = 2, .layout = layout});
+    compress::CompressionMeter meter;
+    CodecAllreduce reduce(comm, {.codec = "powersgd:rank=1", .seed = 2, .layout = layout, .meter = &meter});
     std::vector<float> want(n);
     for (std::size_t i = 0; i < kRows; ++i)
       for (std::size_t j = 0; j < kCols; ++j) want[i * kCols + j] = static_cast<float>((i + 1.0) * (0.5 - 0.1 * j));
@@ -125,6 +126,12 @@ TEST(CodecAllreduce, LowRankRecoversALowRankAverage) {
       for (std::size_t i = 0; i < kVec; ++i) EXPECT_NEAR(x[kRows * kCols + i], i * 1.0, 1e-6);  // mean of 0, i, 2i
     }
     for (double r : reduce.residual(0)) EXPECT_NEAR(r, 0.0, 1e-3);
+    // The meter counts the whole tensor as dense bytes, and P, Q and the vector block (sent dense)
+    // as the wire's: the codec's own payload formula, 4 (P + Q + vector elements).
+    const compress::CompressionStats stats = meter.stats();
+    EXPECT_EQ(stats.messages, 3u);
+    EXPECT_EQ(stats.raw_bytes, 3 * n * sizeof(float));
+    EXPECT_EQ(stats.wire_bytes, 3 * (kRows + kCols + kVec) * sizeof(float));
   });
 }
 

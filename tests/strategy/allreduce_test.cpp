@@ -83,6 +83,48 @@ TEST(AllreduceStrategy, NonFiniteGradientWithErrorPolicyThrowsNamingTheStep) {
   });
 }
 
+// Through a codec whose payload cannot hold NaN (int8, sign, top-k: their encoders refuse it;
+// threshold: it would drop it unseen) a worker with a non-finite gradient contributes zeros: the
+// average of the others' divided by all workers is applied everywhere. Top-k keeping every element
+// is exact, so the step is the closed form x - lr (1 + 1 + 0) / 3 = 1 - 0.5 x 2/3.
+TEST(AllreduceStrategy, ThroughACodecANonFiniteGradientContributesNothingAndTheOthersStep) {
+  for (const char* codec : {"topk:ratio=1", "int8", "sign", "threshold:value=0"}) {
+    runtime::threads::World world({.size = 3});
+    world.run([&](Context& ctx) {
+      std::vector<float> x(10, 1.0f), g(10, 1.0f);
+      Worker worker(ctx, {.strategy = {.compress = codec}, .optimizer = {.name = "sgd", .lr = 0.5}},
+                    {.params = x, .grads = g});
+      if (ctx.rank() == 2) g[4] = std::nanf("");
+      EXPECT_TRUE(worker.step().applied) << codec;
+      for (float v : x) {
+        EXPECT_TRUE(std::isfinite(v)) << codec;
+        EXPECT_LT(v, 1.0f) << codec;  // every worker stepped on the others' gradient
+      }
+      if (std::string(codec).starts_with("topk"))
+        for (float v : x) EXPECT_FLOAT_EQ(v, 1.0f - 0.5f * 2.0f / 3.0f);
+    });
+  }
+  // With non_finite = error the worker that held it throws, naming the step, after the collective.
+  runtime::threads::World world({.size = 2});
+  world.run([](Context& ctx) {
+    std::vector<float> x(4, 1.0f), g(4, 1.0f);
+    Worker worker(
+        ctx, {.strategy = {.non_finite = NonFinitePolicy::error, .compress = "int8"}, .optimizer = {.name = "sgd"}},
+        {.params = x, .grads = g});
+    if (ctx.rank() == 0) g[0] = INFINITY;
+    if (ctx.rank() == 1) {
+      EXPECT_TRUE(worker.step().applied);
+      return;
+    }
+    try {
+      worker.step();
+      ADD_FAILURE() << "no throw";
+    } catch (const core::InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("step 0"), std::string::npos) << e.what();
+    }
+  });
+}
+
 TEST(StrategyRegistry, UnknownNameListsAllowedNames) {
   runtime::threads::World world({.size = 1});
   world.run([](Context& ctx) {
