@@ -182,26 +182,22 @@ TEST(Cluster, SimGridPlatformXmlIsAccepted) {
   });
   EXPECT_NEAR(lost_at[0], 1.0, 1e-9);
   EXPECT_EQ(lost_at[1], -1);
-  std::ofstream(wrapper, std::ios::trunc)
-      << "platform = \"" << file.filename().string() << "\"\n[hosts]\nmemory_bandwidth = \"1GBps\"\n";
-  try {
-    load_cluster(wrapper);
-    ADD_FAILURE() << "a [hosts] table beside platform was accepted";
-  } catch (const core::InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("expected no `hosts` beside `platform`"), std::string::npos) << e.what();
-  }
-  std::ofstream(wrapper, std::ios::trunc)
-      << "platform = \"" << file.filename().string() << "\"\n[network]\nmodel = \"LV08\"\nlatency = \"1ms\"\n";
-  try {
-    load_cluster(wrapper);
-    ADD_FAILURE() << "network.latency beside platform was accepted";
-  } catch (const core::InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("expected only `network.model` beside `platform`"), std::string::npos)
-        << e.what();
-  }
-  std::ofstream(wrapper, std::ios::trunc)
-      << "platform = \"" << file.filename().string() << "\"\n[network]\nmodel = \"LV08\"\n";
-  EXPECT_EQ(load_cluster(wrapper).model, "LV08");  // the one network setting a platform file takes
+  // The wrapper with `tables` after its platform line: refused naming `needle`, or loaded ("").
+  const auto wrap = [&](const std::string& tables, const std::string& needle) {
+    std::ofstream(wrapper, std::ios::trunc) << "platform = \"" << file.filename().string() << "\"\n" << tables;
+    try {
+      const Cluster loaded = load_cluster(wrapper);
+      EXPECT_EQ(needle, "") << tables << " was accepted beside platform";
+      return loaded;
+    } catch (const core::InvalidArgument& e) {
+      EXPECT_FALSE(needle.empty()) << tables << " was refused: " << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << tables << ": " << e.what();
+    }
+    return Cluster{};
+  };
+  wrap("[hosts]\nmemory_bandwidth = \"1GBps\"\n", "expected no `hosts` beside `platform`");
+  wrap("[network]\nmodel = \"LV08\"\nlatency = \"1ms\"\n", "expected only `network.model` beside `platform`");
+  EXPECT_EQ(wrap("[network]\nmodel = \"LV08\"\n", "").model, "LV08");  // the one network setting it takes
   std::filesystem::remove(wrapper);
   std::filesystem::remove(file);
 }
