@@ -1,5 +1,7 @@
 #include "fast/metrics/records.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -89,6 +91,15 @@ std::filesystem::path process_metrics_path(const std::filesystem::path& metrics,
   std::filesystem::path out = metrics;
   out.replace_filename(fmt::format("{}.rank{}{}", metrics.stem().string(), first_rank, metrics.extension().string()));
   return out;
+}
+
+std::string run_metrics_stem(const std::filesystem::path& file) {
+  const std::string stem = file.stem().string();
+  const std::size_t dot = stem.rfind(".rank");
+  if (dot == std::string::npos || dot + 5 == stem.size()) return stem;
+  const bool digits = std::all_of(stem.begin() + static_cast<std::ptrdiff_t>(dot + 5), stem.end(),
+                                  [](unsigned char c) { return std::isdigit(c) != 0; });
+  return digits ? stem.substr(0, dot) : stem;
 }
 
 std::uint64_t parameter_hash64(std::span<const float> parameters) noexcept {

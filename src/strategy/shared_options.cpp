@@ -79,10 +79,18 @@ std::vector<StrategyOption> common_options() {
 }
 
 StrategyOption topology_option() {
+  // The spec's syntax, checked where it is set, so that its error names the file, line and key;
+  // whether it fits the strategy and the worker count is checked with them.
+  const auto syntax = [](const OptionValue& v) {
+    const std::string& spec = std::get<std::string>(v);
+    const bool schedule = topology::schedule_family().find(spec.substr(0, spec.find(':'))) != nullptr;
+    (void)(schedule ? topology::schedule_family() : topology::topology_family()).parse(spec);
+  };
   return StrategyOption::field("topology", &StrategyOptions::topology,
                                fmt::format("the graph, NAME[:params]: {}; gosgd also takes time-varying "
                                            "schedules: {} (docs/topology.md).",
                                            topology::topology_family().usages(), topology::schedule_family().usages()))
+      .check(syntax)
       .accepts("a topology or schedule spec (Spec strings: topology, schedule)");
 }
 

@@ -26,6 +26,16 @@ TEST(ProcessMetricsPath, EachProcessOfSeveralWritesStemRankOfItsFirstWorker) {
   EXPECT_EQ(process_metrics_path("metrics", 3, false), std::filesystem::path("metrics.rank3"));
 }
 
+TEST(ProcessMetricsPath, RunMetricsStemUndoesTheRankSuffix) {
+  for (int rank : {0, 4, 12})
+    for (const char* metrics : {"out/m.jsonl", "/tmp/run.v2.jsonl"})
+      EXPECT_EQ(run_metrics_stem(process_metrics_path(metrics, rank, false)),
+                std::filesystem::path(metrics).stem().string());
+  EXPECT_EQ(run_metrics_stem("out/m.jsonl"), "m");
+  EXPECT_EQ(run_metrics_stem("out/m.ranking.jsonl"), "m.ranking");  // not a rank suffix
+  EXPECT_EQ(run_metrics_stem("out/m.rank.jsonl"), "m.rank");
+}
+
 TEST(ProcessMetricsPath, NoMetricsFileStaysNone) {
   EXPECT_TRUE(process_metrics_path("", 2, false).empty());
   EXPECT_TRUE(process_metrics_path("", 0, true).empty());

@@ -195,6 +195,19 @@ TEST(Config, SyntaxErrorNamesLineAndColumn) {
   EXPECT_NE(e.find("s.toml' line 2"), std::string::npos) << e;
 }
 
+// A topology or schedule spec's syntax is checked where it is set: its error names the file, the
+// line and the key (or the flag), as a codec spec's does.
+TEST(Config, ABadTopologySpecNamesTheFileLineAndKey) {
+  training::TrainOptions o;
+  const std::string e =
+      error_of([&] { apply_config_file(o, write_toml("topo.toml", "workers = 2\ntopology = \"moebius\"\n")); });
+  EXPECT_NE(e.find("topo.toml' line 2: key 'topology': topology spec 'moebius': unknown name"), std::string::npos) << e;
+  const std::string flag = error_of([&] { apply_setting(o, "topology", "star:-1", "--topology"); });
+  EXPECT_NE(flag.find("--topology: topology spec 'star:-1': key 'center'"), std::string::npos) << flag;
+  apply_setting(o, "topology", "exponential-peer", "--topology");  // a schedule (gosgd's) parses too
+  EXPECT_EQ(o.worker.strategy.topology, "exponential-peer");
+}
+
 TEST(Config, MissingFileIsIoError) {
   training::TrainOptions o;
   EXPECT_THROW(apply_config_file(o, "/nonexistent/fast.toml"), core::IoError);

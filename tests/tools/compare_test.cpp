@@ -546,6 +546,22 @@ TEST(CompareRun, SlugIsLowercaseAlphanumericAndDashes) {
 
 // The page inlines the data as JSON inside a <script> element, where any "</" would end the
 // element early: each becomes "<\/" (the same JSON string), and nothing else changes.
+// A folder of metrics files is one run (its file, or its processes' NAME.rankR.jsonl, merged): the
+// files of two runs are refused, naming them, instead of drawn as one.
+TEST(ReportPage, AFolderOfTwoRunsMetricsIsRefused) {
+  const fs::path dir = temp_dir() / "report_runs";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string start = R"({"event":"start","time":0,"strategy":"allreduce"})";
+  std::ofstream(dir / "m.rank0.jsonl") << start << "\n";
+  std::ofstream(dir / "m.rank2.jsonl") << start << "\n";
+  const auto one = read_report_runs(dir);
+  ASSERT_EQ(one.size(), 1u);  // the two processes' files of one run
+  std::ofstream(dir / "other.jsonl") << start << "\n";
+  fast::testing::expect_error<core::InvalidArgument>([&] { read_report_runs(dir); },
+                                                     {"holds the metrics of 2 runs (m, other)"});
+}
+
 TEST(ReportPage, InlinedDataCannotCloseItsScriptElement) {
   const json data = {{"title", "a</script><script>boom()</script></"}, {"runs", json::array({"x</y", "</</"})}};
   const std::string page = report_html(data);

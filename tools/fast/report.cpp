@@ -4,8 +4,10 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
+#include "fast/metrics/records.hpp"
 #include "text_file.hpp"
 
 namespace fast::cli {
@@ -123,6 +125,15 @@ std::vector<ReportRun> read_report_runs(const fs::path& dir) {
                  "fast report: '{}' holds neither a comparison (compare.md and NN-NAME/K/metrics.jsonl, from `fast "
                  "compare`) nor a run's metrics (*.jsonl, from `fast train --metrics`)",
                  dir.string());
+    // One run's files: its --metrics file, or its processes' NAME.rankR.jsonl.
+    std::vector<std::string> stems;
+    for (const fs::path& f : files) stems.push_back(metrics::run_metrics_stem(f));
+    std::sort(stems.begin(), stems.end());
+    stems.erase(std::unique(stems.begin(), stems.end()), stems.end());
+    FAST_ENFORCE(stems.size() == 1,
+                 "fast report: '{}' holds the metrics of {} runs ({}); expected one run's files (its --metrics file, "
+                 "or its processes' NAME.rankR.jsonl): give one file (fast report {}), or a folder per run",
+                 dir.string(), stems.size(), fmt::join(stems, ", "), (dir / (stems.front() + ".jsonl")).string());
     runs.push_back(read_run(files, fs::absolute(dir).lexically_normal().filename().string(), 1, ""));
   }
   FAST_ENFORCE(!runs.empty(), "fast report: '{}' is a comparison folder without any finished run", dir.string());

@@ -93,6 +93,9 @@ nlohmann::json end_record(double time, const nlohmann::json& summary);
 //   ("out/m.jsonl" -> "out/m.rank4.jsonl"), so every process may be given the same path.
 // An empty `metrics` (no file) stays empty.
 std::filesystem::path process_metrics_path(const std::filesystem::path& metrics, int first_rank, bool whole_world);
+// The inverse's stem: the stem of the `--metrics` path a process's file was named after
+// ("m.rank4.jsonl" -> "m", "m.jsonl" -> "m"), so that the files of one run share it.
+std::string run_metrics_stem(const std::filesystem::path& file);
 
 // XXH3-64 (seed 0, core/hash.hpp) of the bytes of the parameters as stored in memory (IEEE-754
 // binary32, this machine's byte order: little-endian on every supported platform); parameter_hash
