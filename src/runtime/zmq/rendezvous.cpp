@@ -184,10 +184,22 @@ const std::string& expected_server_key(const Settings& s, std::size_t address) {
   return s.allowed_keys.at(s.allowed_keys.size() == 1 ? 0 : address);
 }
 
+// Why this process must not serve rendezvous address `address` ("" when it may): a key other than
+// the one its clients expect, with which their CURVE handshakes would fail unheard.
+std::string wrong_server_key(const Settings& s, std::size_t address) {
+  if (s.insecure || expected_server_key(s, address) == s.public_key) return "";
+  return fmt::format(
+      "rendezvous: this process would serve {} with the public key {} (its key pair, --key or FAST_KEY_FILE), but "
+      "the other processes expect that address's server to hold {}, the allow-list's {}: their handshakes would "
+      "fail unheard. Put the key of the rendezvous's host first in the allow-list (each further --rendezvous "
+      "address's host's key after it, in order)",
+      rendezvous_endpoint(s, address), s.public_key, expected_server_key(s, address),
+      s.allowed_keys.size() == 1 ? std::string("only key") : fmt::format("key number {}", address + 1));
+}
+
 // The server of rendezvous address `address`, bound; nullopt when the address cannot be bound and
 // !must (another process serves it, or it is another host's), IoError when it must. Once bound, a
-// key of this process other than the one its clients expect is refused (InvalidArgument): their
-// CURVE handshakes would fail, and neither side would hear of it until the rendezvous timeout.
+// key other than the one its clients expect (wrong_server_key) is refused with InvalidArgument.
 std::optional<::zmq::socket_t> try_serve(::zmq::context_t& context, const Settings& s, bool must,
                                          std::size_t address = 0) {
   ::zmq::socket_t socket(context, ::zmq::socket_type::router);
@@ -200,13 +212,8 @@ std::optional<::zmq::socket_t> try_serve(::zmq::context_t& context, const Settin
     FAST_ENFORCE_AS(core::IoError, !must, "rendezvous: cannot listen on {}: {}", at, e.what());
     return std::nullopt;
   }
-  FAST_ENFORCE(s.insecure || expected_server_key(s, address) == s.public_key,
-               "rendezvous: this process serves {} with the public key {} (its key pair, --key or FAST_KEY_FILE), "
-               "but the other processes expect that address's server to hold {}, the allow-list's {}: their "
-               "handshakes would fail unheard. Put the key of the rendezvous's host first in the allow-list (each "
-               "further --rendezvous address's host's key after it, in order)",
-               at, s.public_key, expected_server_key(s, address),
-               s.allowed_keys.size() == 1 ? std::string("only key") : fmt::format("key number {}", address + 1));
+  const std::string wrong = wrong_server_key(s, address);
+  FAST_ENFORCE(wrong.empty(), "{}", wrong);
   return socket;
 }
 
@@ -343,6 +350,11 @@ std::string rendezvous_endpoint(const Settings& s, std::size_t address) {
 }
 
 std::optional<::zmq::socket_t> bind_rendezvous(::zmq::context_t& context, const Settings& s, std::size_t address) {
+  // A survivor taking an address over mid-run declines, logged, rather than ending its run.
+  if (const std::string wrong = wrong_server_key(s, address); !wrong.empty()) {
+    core::log(core::LogLevel::warn, "zmq runtime: not taking the rendezvous over: {}", wrong);
+    return std::nullopt;
+  }
   return try_serve(context, s, false, address);
 }
 

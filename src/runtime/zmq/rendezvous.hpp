@@ -59,7 +59,7 @@ std::string rendezvous_endpoint(const Settings& settings, std::size_t address);
 
 // The rendezvous socket, bound to rendezvous address `address` with this process's key (CURVE
 // server), or nothing when the address cannot be bound here (in use, or not an address of this
-// host).
+// host), or when this process's key is not the one the address's clients expect (logged).
 std::optional<::zmq::socket_t> bind_rendezvous(::zmq::context_t& context, const Settings& settings,
                                                std::size_t address = 0);
 
