@@ -188,6 +188,9 @@ TEST(ZmqRestart, ProcessZeroOfAnAsynchronousRunIsLostAndStartedAgainAndTheBudget
   ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
   EXPECT_NE(log.find("process 1 serves the rendezvous now"), std::string::npos) << log;
+  // Process 1 may end its work before the new process 0 ends its final evaluation: the address is not
+  // taken over again at the end of the run.
+  EXPECT_EQ(log.find("process 0 serves the rendezvous now"), std::string::npos) << log;
   EXPECT_NE(log.find("worker 0, which held the shared batch budget, was lost; worker 1 holds it from now on"),
             std::string::npos)
       << log;

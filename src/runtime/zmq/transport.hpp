@@ -75,9 +75,9 @@
 // and answers the newcomer with the table, "rejoin": true and the losses and rejoins so far (inherit_membership),
 // so the newcomer's first frame finds every process ready for it. When a process is lost, the
 // lowest live process on process 0's host tries to bind the rendezvous address (take_over_desk:
-// at each loss and once a second after, and only once the process serving it is lost; it succeeds once that process is
-// gone and when the address is one of this host's) and serves the rejoins from then on, rank 0's
-// included, with the same protocol: its announcements and the acknowledgements to it name it as
+// at each loss and once a second after, and only once the process serving it is lost, not when it ended its work
+// cleanly; it succeeds once that process is gone and when the address is one of this host's) and serves the rejoins
+// from then on, rank 0's included, with the same protocol: its announcements and the acknowledgements to it name it as
 // the sender. Where no process of that host is live, the next address of --rendezvous whose host
 // has a live process is served likewise (Settings::rendezvous_fallbacks). A new server tells every
 // live process ({"desk": rank}); a desk answers a probe ({"serving": rank}), by which a newcomer

@@ -41,19 +41,23 @@ bool ZmqTransport::take_over_desk() {
   const int processes = static_cast<int>(table_.size());
   int lost = 0;  // not by a clean end
   std::vector<bool> live(static_cast<std::size_t>(processes));
+  bool desk_ended = false;  // the server ended its work cleanly
   {
     std::lock_guard<std::mutex> lock(peers_mutex_);
     for (int p = 0; p < processes; ++p) {
       const PeerState& peer = peers_[static_cast<std::size_t>(p)];
       if (peer.lost && !peer.ended) ++lost;
       live[static_cast<std::size_t>(p)] = !peer.lost;
+      if (p == desk_process_) desk_ended = peer.ended;
     }
   }
   const double now = clock();
   if (lost == losses_seen_ && now < next_desk_try_) return false;  // a try per loss, then one a second
   losses_seen_ = lost;
   next_desk_try_ = now + kDeskRetrySeconds;
-  if (live[static_cast<std::size_t>(desk_process_)]) return false;  // the rendezvous is still served
+  // Served still, or its server finished the run: the others are finishing too, and a rank that
+  // ended its work is not taken back, so nobody takes the address over at the end of a run.
+  if (live[static_cast<std::size_t>(desk_process_)] || desk_ended) return false;
   // The first address whose host has a live process; its lowest live process serves it.
   for (std::size_t address = 0; address <= settings_.rendezvous_fallbacks.size(); ++address) {
     int server = -1;
