@@ -104,10 +104,10 @@ Window::Window(Communicator& comm, std::string name, MutableView local, WindowOp
   } else {
     comm.allgather(i64_view(mine.data(), 2), MutableView(std::span<std::int64_t>(all)));
   }
-  for (int p = 0; p < n; ++p) {
-    peer_numel_.push_back(all[2 * static_cast<std::size_t>(p)]);
-    peer_dtype_.push_back(all[2 * static_cast<std::size_t>(p) + 1]);
-  }
+  uniform_shape_ = {all[0], all[1]};
+  for (int p = 1; p < n && peer_shapes_.empty(); ++p)
+    if (all[2 * static_cast<std::size_t>(p)] != all[0] || all[2 * static_cast<std::size_t>(p) + 1] != all[1])
+      peer_shapes_ = std::move(all);
   std::unique_ptr<CodecLinks> owner_links;
   if (!compress::make_codec(options_.codec)->lossless()) {
     owner_links = std::make_unique<CodecLinks>(options_, comm.rank());
@@ -139,9 +139,10 @@ Window::~Window() {
 void Window::check_range(const char* what, int peer, std::size_t offset, std::size_t count, core::DType dtype) const {
   FAST_ENFORCE(!closed_, "window '{}': {} after close()", name_, what);
   runtime::check_peer(comm_.context(), peer, what);
-  const auto p = static_cast<std::size_t>(peer);
-  const auto numel = static_cast<std::size_t>(peer_numel_[p]);
-  const auto peer_dtype = static_cast<core::DType>(peer_dtype_[p]);
+  const std::int64_t* shape =
+      peer_shapes_.empty() ? uniform_shape_.data() : &peer_shapes_[2 * static_cast<std::size_t>(peer)];
+  const auto numel = static_cast<std::size_t>(shape[0]);
+  const auto peer_dtype = static_cast<core::DType>(shape[1]);
   if (offset > numel || count > numel - offset)
     FAST_THROW(core::InvalidArgument, "window '{}': {} of [{}, {}) on worker {}, which exposes {} elements", name_,
                what, offset, offset + count, peer, numel);

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <numeric>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "fast/core/error.hpp"
@@ -191,7 +195,33 @@ std::vector<Graph> cycle_graphs(const std::string& spec, const std::string& para
 
 }  // namespace
 
+namespace {
+// The schedules make_schedule built, by (spec, n, seed), while one of their copies lives: every
+// worker of a process asks for the same schedule, and a graph of n nodes built per worker would
+// make a process of n workers (a simulated world) hold O(n^2) adjacency. A state is immutable
+// but for its thread-safe cache, so sharing it changes no answer.
+using ScheduleKey = std::tuple<std::string, int, std::uint64_t>;
+std::mutex schedules_mutex;  // guards make_schedule's `built`
+}  // namespace
+
 TopologySchedule make_schedule(const std::string& spec, int n, std::uint64_t seed) {
+  using Built = std::map<ScheduleKey, std::weak_ptr<TopologySchedule::State>>;
+  static auto* built = new Built;  // NOLINT: never destroyed (schedules may outlive static destruction)
+  ScheduleKey key{spec, n, seed};
+  {
+    std::lock_guard<std::mutex> lock(schedules_mutex);
+    const auto it = built->find(key);
+    if (it != built->end())
+      if (std::shared_ptr<TopologySchedule::State> state = it->second.lock()) return TopologySchedule(std::move(state));
+  }
+  TopologySchedule schedule = build_schedule(spec, n, seed);  // outside the lock: O(n) work or more
+  std::lock_guard<std::mutex> lock(schedules_mutex);
+  std::erase_if(*built, [](const auto& entry) { return entry.second.expired(); });
+  built->insert_or_assign(std::move(key), schedule.state_);
+  return schedule;
+}
+
+TopologySchedule build_schedule(const std::string& spec, int n, std::uint64_t seed) {
   const std::string name = spec.substr(0, spec.find(':'));
   FAST_ENFORCE(n >= 1, "schedule '{}': n must be >= 1, got {}", spec, n);
   if (is_topology_name(name)) return TopologySchedule(spec, {static_graph(spec, spec, n, seed)});

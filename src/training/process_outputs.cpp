@@ -82,9 +82,10 @@ int first_rank_of_process(const runtime::Context& ctx) {
 
 ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm, std::uint64_t token) {
   ProcessPlace place;
-  place.token_of.assign(static_cast<std::size_t>(ctx.size()), token);
+  place.token = token;
   if (ctx.local_size() == ctx.size()) return place;
   place.whole_world = false;
+  place.tokens.assign(static_cast<std::size_t>(ctx.size()), token);
   const std::uint64_t mine = token;
   if (comm.joining() || comm.group_size() < ctx.size()) {
     // A process that took a lost rank back runs no set-up collective, nor does a group that left
@@ -94,17 +95,17 @@ ProcessPlace place_process(runtime::Context& ctx, collective::Communicator& comm
     const int local = ctx.local_size();
     const int first = first_rank_of_process(ctx);
     for (int w = 0; w < ctx.size(); ++w)
-      place.token_of[static_cast<std::size_t>(w)] =
+      place.tokens[static_cast<std::size_t>(w)] =
           (w >= first && w < first + local) ? token : static_cast<std::uint64_t>(w / local) ^ ~token;
     place.first_rank = first;
     place.hosts_rank0 = first == 0;
     return place;
   }
   comm.allgather(core::ConstView(&mine, 1, core::DType::i64),
-                 core::MutableView(place.token_of.data(), place.token_of.size(), core::DType::i64));
+                 core::MutableView(place.tokens.data(), place.tokens.size(), core::DType::i64));
   place.first_rank =
-      static_cast<int>(std::find(place.token_of.begin(), place.token_of.end(), token) - place.token_of.begin());
-  place.hosts_rank0 = place.token_of[0] == token;
+      static_cast<int>(std::find(place.tokens.begin(), place.tokens.end(), token) - place.tokens.begin());
+  place.hosts_rank0 = place.tokens[0] == token;
   return place;
 }
 
@@ -112,7 +113,7 @@ std::vector<int> summary_builders(const collective::Communicator& comm, const Pr
   std::vector<int> builders;
   std::vector<std::uint64_t> seen;
   for (int m : comm.members()) {
-    const std::uint64_t token = place.token_of[static_cast<std::size_t>(m)];
+    const std::uint64_t token = place.token_of(m);
     if (std::find(seen.begin(), seen.end(), token) != seen.end()) continue;
     seen.push_back(token);
     builders.push_back(m);

@@ -78,10 +78,13 @@ class ProcessOutputs {
 // Where a worker's process stands in the world: which ranks share it (a process is known by a
 // random token its workers share), its lowest rank, whether it holds every worker, and rank 0.
 struct ProcessPlace {
-  std::vector<std::uint64_t> token_of;  // per rank
-  int first_rank = 0;                   // lowest rank of this process
-  bool whole_world = true;              // every worker is in this process
+  std::uint64_t token = 0;            // this process's
+  std::vector<std::uint64_t> tokens;  // by rank; empty when whole_world (O(1) per worker there)
+  int first_rank = 0;                 // lowest rank of this process
+  bool whole_world = true;            // every worker is in this process
   bool hosts_rank0 = true;
+  // The token of rank's process (0 <= rank < the world's size).
+  std::uint64_t token_of(int rank) const { return tokens.empty() ? token : tokens[static_cast<std::size_t>(rank)]; }
 };
 
 // The lowest rank of this worker's process: every process holds an equal, contiguous block of

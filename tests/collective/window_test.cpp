@@ -182,6 +182,10 @@ TEST(Window, BadRequestsAreRejectedBeforeAnythingIsSent) {
       testing::expect_error<core::InvalidArgument>(
           [&] { window.accumulate(0, ConstView(std::span<const double>(d))).wait(); }, {"f64", "worker 0", "f32"});
       testing::expect_error<core::InvalidArgument>([&] { window.get(7, mview(mine)).wait(); }, {"7"});
+    } else {  // each worker's own length: worker 1 exposes 4
+      const std::vector<float> five(5, 1.0f);
+      testing::expect_error<core::InvalidArgument>([&] { window.put(1, cview(five), 0).wait(); },
+                                                   {"window 'params'", "put", "[0, 5)", "worker 1", "4 elements"});
     }
     comm.barrier();
     if (ctx.rank() == 0) {

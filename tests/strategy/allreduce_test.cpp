@@ -100,8 +100,9 @@ TEST(AllreduceStrategy, ThroughACodecANonFiniteGradientContributesNothingAndTheO
         EXPECT_TRUE(std::isfinite(v)) << codec;
         EXPECT_LT(v, 1.0f) << codec;  // every worker stepped on the others' gradient
       }
-      if (std::string(codec).starts_with("topk"))
+      if (std::string(codec).starts_with("topk")) {
         for (float v : x) EXPECT_FLOAT_EQ(v, 1.0f - 0.5f * 2.0f / 3.0f);
+      }
     });
   }
   // With non_finite = error the worker that held it throws, naming the step, after the collective.

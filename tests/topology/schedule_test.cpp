@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -98,7 +99,7 @@ TEST(Schedule, RandomKindsAreDeterministicPerSeedAndDifferAcrossSeedsAndRounds) 
     const TopologySchedule b = make_schedule(spec, 8, 1);
     std::vector<Edges> from_b(10);
     for (std::int64_t r = 9; r >= 0; --r) from_b[r] = edges_at(b, r);
-    const TopologySchedule a = make_schedule(spec, 8, 1);
+    const TopologySchedule a = build_schedule(spec, 8, 1);  // not b's: make_schedule would share it
     const TopologySchedule other = make_schedule(spec, 8, 2);
     int differ_by_seed = 0;
     int differ_by_round = 0;
@@ -112,6 +113,27 @@ TEST(Schedule, RandomKindsAreDeterministicPerSeedAndDifferAcrossSeedsAndRounds) 
   }
   // The two kinds with the same seed are unrelated: random-peer is not a matching's orientation.
   EXPECT_NE(edges_at(make_schedule("random-peer", 8, 1), 0), edges_at(make_schedule("random-matching", 8, 1), 0));
+}
+
+// Every worker of a process asks for the same schedule: while one lives, make_schedule returns
+// copies of it (the same graph objects, not n graphs of n nodes each), and builds anew for other
+// inputs and once every copy is gone.
+TEST(Schedule, WorkersOfOneProcessShareOneScheduleWhileItLives) {
+  for (const std::string spec : {"torus2d:4x4", "exponential-peer", "random-peer"}) {
+    std::shared_ptr<const Graph> first;
+    {
+      const TopologySchedule a = make_schedule(spec, 16, 3);
+      const TopologySchedule b = make_schedule(spec, 16, 3);
+      first = a.graph_at(0);
+      EXPECT_EQ(b.graph_at(0).get(), first.get()) << spec;
+      EXPECT_NE(make_schedule(spec, 16, 4).graph_at(0).get(), first.get()) << spec;
+      EXPECT_NE(build_schedule(spec, 16, 3).graph_at(0).get(), first.get()) << spec;
+      EXPECT_EQ(build_schedule(spec, 16, 3).graph_at(5)->edges(), a.graph_at(5)->edges()) << spec;
+    }
+    const TopologySchedule later = make_schedule(spec, 16, 3);  // every copy was gone: built anew
+    EXPECT_NE(later.graph_at(0).get(), first.get()) << spec;
+    EXPECT_EQ(later.graph_at(0)->edges(), first->edges()) << spec;
+  }
 }
 
 TEST(Schedule, RandomMatchingOverFiftyRoundsIsConnected) {

@@ -65,6 +65,7 @@
 // Thread-safety: put/get/accumulate may be issued concurrently by any activity of the owning
 // worker. Never hold a Local guard while waiting on another worker (the service needs the lock).
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -233,8 +234,11 @@ class Window {
   std::string name_;
   std::uint32_t id_;
   std::shared_ptr<Shared> shared_;
-  std::vector<std::int64_t> peer_numel_;
-  std::vector<std::int64_t> peer_dtype_;
+  // Every worker's exposed length and dtype: one pair when they all expose the same (the usual
+  // case: then a window costs O(1) here, not O(workers), so that a simulated world of n workers
+  // holds O(n) of these, not O(n^2)), else a pair per worker, [numel, dtype] by rank.
+  std::array<std::int64_t, 2> uniform_shape_{};
+  std::vector<std::int64_t> peer_shapes_;
   std::atomic<std::uint32_t> next_seq_{0};
   WindowOptions options_;
   struct Links;  // requester-side codec state per (peer, range)

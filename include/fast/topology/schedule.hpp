@@ -78,13 +78,17 @@ class TopologySchedule {
   struct State;  // defined in schedule.cpp
   explicit TopologySchedule(std::shared_ptr<State> state);
   friend TopologySchedule make_schedule(const std::string& spec, int n, std::uint64_t seed);
+  friend TopologySchedule build_schedule(const std::string& spec, int n, std::uint64_t seed);
 
   std::shared_ptr<State> state_;
 };
 
 // Builds the schedule named by `spec` (grammar above) for n >= 1 nodes; random kinds and random
-// static topologies use `seed`.
+// static topologies use `seed`. While a schedule of the same (spec, n, seed) lives in the process,
+// returns a copy of it (its graphs shared, not built again); thread-safe.
 TopologySchedule make_schedule(const std::string& spec, int n, std::uint64_t seed = 0);
+// The same, always built anew (make_schedule's builder).
+TopologySchedule build_schedule(const std::string& spec, int n, std::uint64_t seed = 0);
 
 // The time-varying kinds accepted by make_schedule besides topology_names(), in documentation
 // order: exponential-peer, random-matching, random-peer, cycle.

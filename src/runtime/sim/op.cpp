@@ -77,7 +77,7 @@ namespace {
 void finish_delivery(RecvOp& recv, const Message& m, std::exception_ptr error) {
   if (m.data->owned()) (void)m.data->hand_over();
   if (!error && recv.counters != nullptr) {
-    LinkCounters& c = recv.counters[static_cast<std::size_t>(m.src)];
+    LinkCounters& c = recv.counters->at(m.src);
     c.bytes_received += m.data->bytes();
     c.messages_received += 1;
   }
@@ -322,7 +322,7 @@ void read_held(WorldState& world, std::span<const std::shared_ptr<RecvOp>> ops, 
   }
   if (error) std::rethrow_exception(error);
   for (const std::shared_ptr<RecvOp>& op : ops) {
-    LinkCounters& c = op->counters[static_cast<std::size_t>(op->message->src)];
+    LinkCounters& c = op->counters->at(op->message->src);
     c.bytes_received += op->message->data->bytes();
     c.messages_received += 1;
   }

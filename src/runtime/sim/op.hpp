@@ -33,6 +33,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "fast/core/buffer.hpp"
@@ -43,10 +44,24 @@ namespace fast::runtime::sim {
 
 class WorldState;
 
-// Traffic of one worker towards one peer (SimContext keeps one per peer). Plain counters: only
-// the running actor touches them.
+// Traffic of one worker towards one peer. Plain counters: only the running actor touches them.
 struct LinkCounters {
   std::uint64_t bytes_sent = 0, messages_sent = 0, bytes_received = 0, messages_received = 0;
+};
+
+// A worker's LinkCounters by peer (SimContext keeps one): an entry for each peer it exchanged a
+// message with, zeros for the others, so that a world of n workers holds an entry per link in use
+// (a torus gossip: 4 per worker), not n per worker. Only the running actor touches it.
+class LinkCounterTable {
+ public:
+  LinkCounters& at(int peer) { return counters_[peer]; }
+  LinkCounters get(int peer) const {
+    const auto it = counters_.find(peer);
+    return it == counters_.end() ? LinkCounters{} : it->second;
+  }
+
+ private:
+  std::unordered_map<int, LinkCounters> counters_;
 };
 
 // The bytes of one or more sends of the same memory (SimContext::payload_of): the sender's memory
@@ -162,7 +177,7 @@ struct RecvOp {
   Combine combine = Combine::copy;   // Kind::view
   core::Buffer* out = nullptr;       // Kind::buffer
   int* source = nullptr;             // any-source receives: where the sender's rank goes
-  LinkCounters* counters = nullptr;  // the receiver's per-peer counters
+  LinkCounterTable* counters = nullptr;  // the receiver's per-peer counters
 
   std::shared_ptr<Message> message;  // set when matched
   bool cancelled = false;

@@ -18,11 +18,7 @@ namespace fast::runtime::sim {
 namespace sg = simgrid::s4u;
 
 SimContext::SimContext(int rank, WorldState& world)
-    : rank_(rank),
-      world_(world),
-      counters_(std::make_unique<LinkCounters[]>(static_cast<std::size_t>(world.size()))),
-      sleep_mutex_(new_mutex()),
-      sleep_cv_(new_condition_variable()) {
+    : rank_(rank), world_(world), sleep_mutex_(new_mutex()), sleep_cv_(new_condition_variable()) {
   world_.watch(sleep_cv_);  // woken when a worker is lost
 }
 
@@ -128,7 +124,7 @@ std::optional<core::Work> SimContext::refuse_send(int peer, Tag tag, const char*
 }
 
 std::shared_ptr<SendWork> SimContext::start_send(int peer, Tag tag, std::shared_ptr<Payload> payload) {
-  LinkCounters& c = counters_[static_cast<std::size_t>(peer)];
+  LinkCounters& c = counters_.at(peer);
   c.bytes_sent += payload->bytes();
   c.messages_sent += 1;
   auto m = std::make_shared<Message>();
@@ -221,7 +217,7 @@ void SimContext::finish_sends_then_write(std::vector<core::Work>& sends, core::M
 
 core::Work SimContext::post_recv(std::shared_ptr<RecvOp> op) {
   check_alive(op->describe().c_str());
-  op->counters = counters_.get();
+  op->counters = &counters_;
   world_.inbox(rank_).post_recv(op);
   return core::Work(std::make_shared<RecvWork>(std::move(op), world_));
 }
@@ -292,7 +288,7 @@ std::optional<std::size_t> SimContext::try_recv(int peer, Tag tag, core::Mutable
   recv.tag = tag;
   recv.dst_view = dst;
   recv.combine = combine;
-  recv.counters = counters_.get();
+  recv.counters = &counters_;
   recv.message = m;
   const std::size_t numel = m->data->view().numel();  // before the delivery, which lets go of an owned buffer
   deliver(recv);
@@ -374,7 +370,7 @@ void SimContext::ensure_alive(int peer) const {
 
 LinkStats SimContext::link_stats(int peer) const {
   check_peer(*this, peer, "link_stats");
-  const LinkCounters& c = counters_[static_cast<std::size_t>(peer)];
+  const LinkCounters c = counters_.get(peer);
   return {c.bytes_sent, c.messages_sent, c.bytes_received, c.messages_received};
 }
 

@@ -73,7 +73,7 @@ class SimContext final : public Context {
 
   int rank_;
   WorldState& world_;
-  std::unique_ptr<LinkCounters[]> counters_;
+  LinkCounterTable counters_;
   // This worker's last send while its Work is held, and the memory it was copied from (payload_of).
   std::weak_ptr<SendWork> last_send_;
   const void* last_source_ = nullptr;
