@@ -229,7 +229,7 @@ const core::SpecFamily& topology_family() {
        {"complete", "every pair linked"},
        {"tree", "a binary tree in heap order"},
        {"hypercube", "node i linked to i xor 2^k (n a power of two)"},
-       {"exponential", "node i sends to i + 2^k mod n (directed)"},
+       {.name = "exponential", .help = "node i sends to i + 2^k mod n (directed)", .traits = {"directed"}},
        {"random-regular",
         "a uniformly drawn simple DEGREE-regular graph (n * DEGREE even)",
         {Setting::integer("degree", 0, "edges per node, < n.").at_least(0).at_most(kMaxInt)},
@@ -243,8 +243,26 @@ const std::vector<std::string>& topology_names() {
   return names;
 }
 
+namespace {
+// A time-varying schedule's kind where a static graph is expected (dpsgd, adpsgd, acid): named as
+// such, rather than as an unknown name with a near static one suggested; the kinds offered are
+// those the caller takes (without the ones declared directed where it needs an undirected graph).
+void refuse_schedule_kind(const std::string& spec, bool undirected) {
+  const std::string head = spec.substr(0, spec.find(':'));
+  if (schedule_family().find(head) == nullptr) return;
+  std::vector<std::string> offered;
+  for (const core::SpecForm& form : topology_family().forms())
+    if (!undirected || !form.has_trait("directed")) offered.push_back(form.name);
+  FAST_THROW(core::InvalidArgument,
+             "topology '{}': a time-varying schedule, which gosgd takes; this strategy needs a static{} graph, one "
+             "of: {}",
+             spec, undirected ? " undirected" : "", fmt::join(offered, ", "));
+}
+}  // namespace
+
 Graph make_undirected_connected(const std::string& spec, int n, std::uint64_t seed, std::string_view user,
                                 std::string_view why_undirected) {
+  refuse_schedule_kind(spec, /*undirected=*/true);
   Graph graph = make_topology(spec, n, seed);
   FAST_ENFORCE(graph.is_symmetric(), "{}: topology '{}' is directed; {}", user, spec, why_undirected);
   FAST_ENFORCE(
@@ -255,13 +273,7 @@ Graph make_undirected_connected(const std::string& spec, int n, std::uint64_t se
 }
 
 Graph make_topology(const std::string& spec, int n, std::uint64_t seed) {
-  // A time-varying schedule's kind where a static graph is expected (dpsgd, adpsgd, acid): named as
-  // such, rather than as an unknown name with a near static one suggested.
-  const std::string head = spec.substr(0, spec.find(':'));
-  FAST_ENFORCE(schedule_family().find(head) == nullptr,
-               "topology '{}': a time-varying schedule, which gosgd takes; this strategy needs a static graph, one "
-               "of: {}",
-               spec, fmt::join(topology_family().names(), ", "));
+  refuse_schedule_kind(spec, /*undirected=*/false);
   const core::ParsedSpec p = topology_family().parse(spec);
   const std::string& name = p.name();
   if (name == "file") return from_edge_list_file(p.string("path"), n);

@@ -216,5 +216,26 @@ TEST(Builders, MakeTopologyRejectsUnknownNameListingAllowedNames) {
   EXPECT_EQ(topology_names().size(), 9u);
 }
 
+// A schedule's kind where a static graph is expected is named as such, with the static kinds the
+// caller takes: every one for make_topology; for a strategy that needs an undirected graph
+// (make_undirected_connected), those not declared directed, which it would refuse in turn.
+TEST(Builders, AScheduleKindIsRefusedOfferingTheStaticKindsTheCallerTakes) {
+  const std::string any = expect_invalid([] { make_topology("exponential-peer", 8); });
+  EXPECT_EQ(any,
+            "topology 'exponential-peer': a time-varying schedule, which gosgd takes; this strategy needs a static "
+            "graph, one of: ring, torus2d, star, complete, tree, hypercube, exponential, random-regular, file");
+  const std::string undirected = expect_invalid([] { make_undirected_connected("random-peer", 8, 0, "dpsgd", "why"); });
+  EXPECT_EQ(undirected,
+            "topology 'random-peer': a time-varying schedule, which gosgd takes; this strategy needs a static "
+            "undirected graph, one of: ring, torus2d, star, complete, tree, hypercube, random-regular, file");
+  // Every kind it offers is one it takes (the edge-list file aside: its direction is the file's).
+  for (const std::string spec : {"ring", "torus2d", "star", "complete", "tree", "hypercube", "random-regular:3"})
+    EXPECT_TRUE(make_undirected_connected(spec, 8, 1, "dpsgd", "why").is_symmetric()) << spec;
+  EXPECT_NE(expect_invalid([] {
+              make_undirected_connected("exponential", 8, 0, "dpsgd", "its mixing");
+            }).find("dpsgd: topology 'exponential' is directed; its mixing"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace fast::topology

@@ -50,6 +50,10 @@ struct SpecForm {
   std::vector<Setting> keys;  // in positional order
   std::size_t required = 0;   // the first `required` keys must be given
   char separator = ':';       // positional forms of several keys: between the values
+  // Properties the family declares of this form, for the code that picks among its forms by them
+  // instead of by name (topology: "directed", a graph directed for every n).
+  std::vector<std::string> traits;
+  bool has_trait(std::string_view trait) const;
 };
 
 // A spec as read: its form and the values given (checked against their declarations).
