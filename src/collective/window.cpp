@@ -105,9 +105,11 @@ Window::Window(Communicator& comm, std::string name, MutableView local, WindowOp
     comm.allgather(i64_view(mine.data(), 2), MutableView(std::span<std::int64_t>(all)));
   }
   uniform_shape_ = {all[0], all[1]};
-  for (int p = 1; p < n && peer_shapes_.empty(); ++p)
-    if (all[2 * static_cast<std::size_t>(p)] != all[0] || all[2 * static_cast<std::size_t>(p) + 1] != all[1])
+  for (std::size_t i = 2; i < all.size(); ++i)
+    if (all[i] != uniform_shape_[i % 2]) {  // shapes differ: one pair per worker
       peer_shapes_ = std::move(all);
+      break;
+    }
   std::unique_ptr<CodecLinks> owner_links;
   if (!compress::make_codec(options_.codec)->lossless()) {
     owner_links = std::make_unique<CodecLinks>(options_, comm.rank());
