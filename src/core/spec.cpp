@@ -202,13 +202,15 @@ void SpecFamily::parse_positional(ParsedSpec& spec, std::string_view args) const
   for (std::size_t i = 0; i < values.size(); ++i) set_value(spec, form.keys[i], values[i]);
 }
 
+std::string_view spec_name(std::string_view text) { return text.substr(0, text.find(':')); }
+
 bool SpecForm::has_trait(std::string_view trait) const {
   return std::find(traits.begin(), traits.end(), trait) != traits.end();
 }
 
 ParsedSpec SpecFamily::parse(const std::string& text) const {
   const std::size_t colon = text.find(':');
-  const std::string name = text.substr(0, colon);
+  const std::string name(spec_name(text));
   const SpecForm* form = find(name);
   if (form == nullptr)
     fail(text, fmt::format("unknown name '{}'{}, expected one of: {}", name, did_you_mean(name, names()),

@@ -83,7 +83,7 @@ StrategyOption topology_option() {
   // whether it fits the strategy and the worker count is checked with them.
   const auto syntax = [](const OptionValue& v) {
     const std::string& spec = std::get<std::string>(v);
-    const bool schedule = topology::schedule_family().find(spec.substr(0, spec.find(':'))) != nullptr;
+    const bool schedule = topology::schedule_family().find(core::spec_name(spec)) != nullptr;
     (void)(schedule ? topology::schedule_family() : topology::topology_family()).parse(spec);
   };
   return StrategyOption::field("topology", &StrategyOptions::topology,

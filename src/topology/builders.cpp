@@ -248,8 +248,7 @@ namespace {
 // such, rather than as an unknown name with a near static one suggested; the kinds offered are
 // those the caller takes (without the ones declared directed where it needs an undirected graph).
 void refuse_schedule_kind(const std::string& spec, bool undirected) {
-  const std::string head = spec.substr(0, spec.find(':'));
-  if (schedule_family().find(head) == nullptr) return;
+  if (schedule_family().find(core::spec_name(spec)) == nullptr) return;
   std::vector<std::string> offered;
   for (const core::SpecForm& form : topology_family().forms())
     if (!undirected || !form.has_trait("directed")) offered.push_back(form.name);

@@ -183,7 +183,7 @@ std::vector<Graph> cycle_graphs(const std::string& spec, const std::string& para
     const std::string item = params.substr(begin, end - begin);
     const std::size_t index = graphs.size();
     FAST_ENFORCE(!item.empty(), "schedule '{}': cycle item {} is empty", spec, index);
-    const std::string item_name = item.substr(0, item.find(':'));
+    const std::string item_name(core::spec_name(item));
     FAST_ENFORCE(is_topology_name(item_name),
                  "schedule '{}': cycle item {} '{}' is not a static topology, expected one of: {}", spec, index, item,
                  join(topology_names()));
@@ -222,7 +222,7 @@ TopologySchedule make_schedule(const std::string& spec, int n, std::uint64_t see
 }
 
 TopologySchedule build_schedule(const std::string& spec, int n, std::uint64_t seed) {
-  const std::string name = spec.substr(0, spec.find(':'));
+  const std::string name(core::spec_name(spec));
   FAST_ENFORCE(n >= 1, "schedule '{}': n must be >= 1, got {}", spec, n);
   if (is_topology_name(name)) return TopologySchedule(spec, {static_graph(spec, spec, n, seed)});
   if (schedule_family().find(name) == nullptr) {

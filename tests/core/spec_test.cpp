@@ -129,5 +129,14 @@ TEST(Spec, InvalidTextLiesOutsideEachDeclaredRange) {
   EXPECT_EQ(invalid_text(Setting::string("a", "", "h.").accepts("a form")), "!");
 }
 
+TEST(Spec, NameIsTheTextBeforeTheFirstColon) {
+  EXPECT_EQ(spec_name("torus2d:2x4"), "torus2d");
+  EXPECT_EQ(spec_name("multi-krum:1:3"), "multi-krum");
+  EXPECT_EQ(spec_name("ring"), "ring");
+  EXPECT_EQ(spec_name("star:"), "star");
+  EXPECT_EQ(spec_name(":2x4"), "");
+  EXPECT_EQ(spec_name(""), "");
+}
+
 }  // namespace
 }  // namespace fast::core

@@ -119,6 +119,9 @@ class SpecFamily {
   std::vector<SpecForm> forms_;
 };
 
+// The NAME of a spec's text: what comes before its first ':' (all of it where there is none).
+std::string_view spec_name(std::string_view text);
+
 // A value that is out of range or ill-typed for `key`, for the declarations' tests: a number just
 // outside an integer or number range (or text that is not a number where there is no bound), a
 // word outside a choice or boolean, "!" for a string key of a declared form (accepts()); nullopt
