@@ -93,6 +93,28 @@ TEST(Cli, SettingsAreRefusedBeforeTheTrainingHelperStarts) {
   EXPECT_EQ(from_pipe.code, exit_code::cannot_exec) << from_pipe.output;
 }
 
+// `fast train` starts its helper with OPENBLAS_NUM_THREADS=1 where the variable is unset (OpenBLAS
+// would otherwise start a pool of spinning threads as libtorch loads) and leaves a value the user
+// set: a copy of `fast` whose helper, where the build puts it beside `fast`, is a script that
+// prints the variable it was given.
+TEST(Cli, TheHelperStartsWithOneOpenBlasThreadUnlessTheUserSetsIt) {
+  const fs::path root = temp_dir("openblas_env");
+  const fs::path bin = root / "bin";
+  fs::create_directories(bin);
+  fs::copy_file(fs::path(FAST_TEST_BIN_DIR) / "fast", bin / "fast", fs::copy_options::overwrite_existing);
+  const fs::path helper = root / "libexec" / "fast" / "fast-train";
+  fs::create_directories(helper.parent_path());
+  std::ofstream(helper) << "#!/bin/sh\necho \"helper: OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS-unset}\"\n";
+  fs::permissions(helper, fs::perms::owner_all);
+  const std::string train = (bin / "fast").string() + " train --steps 1 2>&1";
+  const Result unset = fast::testing::run_command("env -u OPENBLAS_NUM_THREADS " + train);
+  EXPECT_EQ(unset.code, 0) << unset.output;
+  EXPECT_NE(unset.output.find("helper: OPENBLAS_NUM_THREADS=1\n"), std::string::npos) << unset.output;
+  const Result set = fast::testing::run_command("env OPENBLAS_NUM_THREADS=3 " + train);
+  EXPECT_EQ(set.code, 0) << set.output;
+  EXPECT_NE(set.output.find("helper: OPENBLAS_NUM_THREADS=3\n"), std::string::npos) << set.output;
+}
+
 TEST(Cli, UnknownStrategyExitsNonZeroListingNames) {
   const Result r = run_fast("train --strategy telepathy");
   EXPECT_EQ(r.code, exit_code::bad_input) << r.output;

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -46,8 +47,13 @@ std::filesystem::path helper_path() {
 }
 
 // Replaces this process with the helper, same arguments; returns only when that failed.
+// OpenBLAS, loaded with libtorch, starts a pool of one thread per core as it loads, and those
+// threads spin (sched_yield) while the helper starts: on 2 cores about a fifth of the CPU of a
+// short `fast train`. The helper sets OpenBLAS to one thread anyway (adapters/torch/threads.cpp),
+// so it is started with OPENBLAS_NUM_THREADS=1 where the user has not set that variable.
 int run_helper(char** argv) {
   const std::filesystem::path helper = helper_path();
+  ::setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
   std::fflush(stdout);
   std::fflush(stderr);
   ::execv(helper.c_str(), argv);
