@@ -14,8 +14,7 @@ constexpr std::array kTable{
            "libtorch intra-op threads per process; 0 sizes them to the cores this process may run on divided by the "
            "workers of this host (as the launcher tells, else, for processes started by hand, every process on this "
            "machine at the rendezvous; docs/launch.md, \"By hand\"). OpenBLAS, which libtorch multiplies with, is kept "
-           "at one "
-           "thread: `fast train` starts its helper with OPENBLAS_NUM_THREADS=1 where that variable is unset.",
+           "at one thread: `fast train` starts its helper with OPENBLAS_NUM_THREADS=1 where that variable is unset.",
            0, 1024},
 };
 }  // namespace
