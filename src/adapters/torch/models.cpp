@@ -1,7 +1,11 @@
 #include "fast/adapters/torch/models.hpp"
 
 #include <cmath>
+#include <new>
 #include <numeric>
+#include <vector>
+
+#include <sys/mman.h>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/modules/activation.h>
@@ -44,6 +48,22 @@ void check_image(const std::string& name, const SampleSpec& input) {
                input.describe());
 }
 
+// An f32 tensor of `sizes` whose values are unspecified and whose memory nothing has touched: from
+// 64 KiB on, pages of its own (mmap, unmapped with the tensor's storage), so that a model built to be
+// loaded holds no resident memory and, once its Replica re-points it, leaves no hole in the malloc
+// heap (FAST_MALLOC's tuning keeps every block there; later small blocks landing in the holes of
+// 1,024 mlp workers' dropped weights made 0.1-0.2 GB of them resident, an amount that moved from
+// run to run). Smaller ones come from libtorch's allocator. Throws std::bad_alloc when mmap fails.
+::torch::Tensor untouched_empty(std::vector<std::int64_t> sizes) {
+  const auto numel = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{1}, std::multiplies<>());
+  const std::size_t bytes = static_cast<std::size_t>(numel) * sizeof(float);
+  if (bytes < (std::size_t{64} << 10)) return ::torch::empty(sizes);
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return ::torch::from_blob(
+      p, sizes, [bytes](void* q) { ::munmap(q, bytes); }, ::torch::TensorOptions().dtype(::torch::kFloat32));
+}
+
 // nn::Linear's layer (the same parameters, "weight" [out, in] and "bias" [out], and the same
 // forward, F::linear) whose construction neither draws nor writes anything: its parameters are
 // uninitialised memory until the caller sets them (make_model_to_load; a worker's Replica takes the
@@ -57,8 +77,8 @@ class UndrawnLinearImpl : public nn::Cloneable<UndrawnLinearImpl> {
     reset();
   }
   void reset() override {
-    weight = register_parameter("weight", ::torch::empty({out_, in_}));
-    bias = register_parameter("bias", ::torch::empty({out_}));
+    weight = register_parameter("weight", untouched_empty({out_, in_}));
+    bias = register_parameter("bias", untouched_empty({out_}));
   }
   ::torch::Tensor forward(const ::torch::Tensor& x) { return nn::functional::linear(x, weight, bias); }
   ::torch::Tensor weight;
