@@ -1,5 +1,6 @@
 #include "fast/core/buffer.hpp"
 #include "fast/core/long_lived.hpp"
+#include "fast/core/page_pool.hpp"
 #include "page_arena.hpp"
 
 #include <algorithm>
@@ -115,6 +116,14 @@ Buffer Buffer::copy_of(ConstView view) {
   b.numel_ = view.numel();
   b.dtype_ = view.dtype();
   return b;
+}
+
+std::size_t pooled_pages_bytes(std::size_t bytes) noexcept { return whole_pages(std::max<std::size_t>(bytes, 1)); }
+
+void* take_pooled_pages(std::size_t bytes) { return page_pool().take(pooled_pages_bytes(bytes)); }
+
+void give_pooled_pages(void* p, std::size_t bytes) noexcept {
+  if (p != nullptr) page_pool().give(p, pooled_pages_bytes(bytes));
 }
 
 void* map_pages(std::size_t bytes, PageUse use) {

@@ -30,6 +30,7 @@
 #include "fast/adapters/torch/loader.hpp"
 #include "fast/adapters/torch/models.hpp"
 #include "fast/adapters/torch/npy.hpp"
+#include "fast/adapters/torch/pooled_allocator.hpp"
 #include "fast/adapters/torch/replica.hpp"
 #include "fast/adapters/torch/threads.hpp"
 #include "fast/core/env.hpp"
@@ -456,6 +457,7 @@ nlohmann::json run_training(const TrainOptions& options, const ProgressFn& progr
   // The tuned heap keeps its peak until asked: back to the caller's process however the run ends (a
   // caller that catches a failed run, e.g. Python, goes on with the memory the run took).
   const FreeMemoryOnExit free_memory_on_exit;
+  if (runtime::find_runtime(options.runtime).simulated_clock) use_pooled_cpu_allocator();  // see its header
   const DatasetSpec spec = parse_dataset_spec(options.dataset);
   const std::string source =
       !reads_data_dir(spec) ? fmt::format("dataset '{}'", options.dataset)
