@@ -19,6 +19,7 @@
 
 #include "builtin_models.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/long_lived.hpp"
 #include "fast/core/suggest.hpp"
 #include "resnet.hpp"
 
@@ -49,15 +50,15 @@ void check_image(const std::string& name, const SampleSpec& input) {
 }
 
 // An f32 tensor of `sizes` whose values are unspecified and whose memory nothing has touched: from
-// 64 KiB on, pages of its own (mmap, unmapped with the tensor's storage), so that a model built to be
-// loaded holds no resident memory and, once its Replica re-points it, leaves no hole in the malloc
-// heap (FAST_MALLOC's tuning keeps every block there; later small blocks landing in the holes of
-// 1,024 mlp workers' dropped weights made 0.1-0.2 GB of them resident, an amount that moved from
-// run to run). Smaller ones come from libtorch's allocator. Throws std::bad_alloc when mmap fails.
+// core::kPageRunMinBytes (64 KiB) on, pages of its own (mmap, unmapped with the tensor's storage), so that a model
+// built to be loaded holds no resident memory and, once its Replica re-points it, leaves no hole in the malloc heap
+// (FAST_MALLOC's tuning keeps every block there; later small blocks landing in the holes of 1,024 mlp workers' dropped
+// weights made 0.1-0.2 GB of them resident, an amount that moved from run to run). Smaller ones come from libtorch's
+// allocator. Throws std::bad_alloc when mmap fails.
 ::torch::Tensor untouched_empty(std::vector<std::int64_t> sizes) {
   const auto numel = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{1}, std::multiplies<>());
   const std::size_t bytes = static_cast<std::size_t>(numel) * sizeof(float);
-  if (bytes < (std::size_t{64} << 10)) return ::torch::empty(sizes);
+  if (bytes < core::kPageRunMinBytes) return ::torch::empty(sizes);
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   return ::torch::from_blob(

@@ -20,6 +20,7 @@
 #include "fast/adapters/torch/models.hpp"
 #include "fast/adapters/torch/replica.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/long_lived.hpp"
 
 namespace fast::torch {
 namespace {
@@ -259,7 +260,7 @@ TEST(ModelZoo, AModelToLoadHoldsItsLargeParametersInUntouchedPagesOfTheirOwn) {
     Model to_load = make_model_to_load("mlp");
     int large = 0;
     for (const auto& [name, p] : to_load.named_parameters()) {
-      if (p.numel() * 4 < (64 << 10)) continue;
+      if (p.nbytes() < core::kPageRunMinBytes) continue;
       ++large;
       ASSERT_EQ(reinterpret_cast<std::uintptr_t>(p.data_ptr()) % page, 0U) << name;
       const auto resident = resident_pages(p.data_ptr(), p.nbytes());

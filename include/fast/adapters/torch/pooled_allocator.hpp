@@ -18,9 +18,10 @@ inline constexpr std::size_t kPooledTensorBytes = std::size_t{256} << 10;
 
 // Makes libtorch's CPU allocations in this process go through the pooled allocator from now on,
 // for the rest of the process (libtorch has no way back; tensors allocated before keep their own
-// deleters). Idempotent and thread-safe.
+// deleters). Idempotent and thread-safe. A libtorch whose CPU allocator frees nothing from its
+// address alone (no raw deleter, which libtorch's raw_deallocate needs) is left as it is.
 void use_pooled_cpu_allocator();
-// Whether use_pooled_cpu_allocator() has been called in this process.
+// Whether use_pooled_cpu_allocator() installed the pooled allocator in this process.
 bool pooled_cpu_allocator_in_use() noexcept;
 
 }  // namespace fast::torch
