@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -29,6 +30,27 @@ inline constexpr int kRunTimeScale = 1;
 // How long, in seconds, a spawned process may take to print a line a test waits for (its pid, its
 // first progress line): 60, twice that under TSan, where several processes start libtorch at once.
 inline constexpr int kStartBound = 60 * kRunTimeScale;
+
+// OpenMPI keeps every mpirun's files under <tmpdir>/ompi.<host>.<uid>, which the last mpirun to
+// end removes: two mpiruns of tests running in parallel that start at that moment race to create it,
+// and the loser's orte_init fails ("mkdir ... File exists"). A test process that starts mpirun calls
+// this first: its mpiruns (and their ranks, which inherit the variable) keep their files under
+// /tmp/fast_ompi_<pid>, made here and removed when the process exits.
+inline void private_mpi_session_base() {
+  static const std::string base = [] {
+    const std::filesystem::path p =
+        std::filesystem::temp_directory_path() / ("fast_ompi_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(p);  // a directory left by an earlier process of the same id
+    std::filesystem::create_directories(p);
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(std::filesystem::temp_directory_path() / ("fast_ompi_" + std::to_string(::getpid())),
+                                  ignored);
+    });
+    return p.string();
+  }();
+  ::setenv("OMPI_MCA_orte_tmpdir_base", base.c_str(), 1);
+}
 
 struct Spawned {
   pid_t pid = -1;             // the shell, leader of the group; -1 when it could not start

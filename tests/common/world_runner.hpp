@@ -170,7 +170,12 @@ inline Children spawn_mpirun(const WorldCase& c, const std::map<std::string, std
   std::filesystem::create_directories(children.dir);
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::map<std::string, std::string> env = {
-      {"FAST_TEST_CHILD", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+      {"FAST_TEST_CHILD", "1"},
+      {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+      {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+      // OpenMPI's files under this world's own directory: mpiruns of parallel tests that share
+      // /tmp/ompi.<host>.<uid> race to create it when the last one to end has removed it.
+      {"OMPI_MCA_orte_tmpdir_base", children.dir.string()}};
   for (const auto& [k, v] : extra_env) env[k] = v;
   Environment environment(env);
   std::vector<std::string> args = {"mpirun",

@@ -125,7 +125,11 @@ def test_processes_agree_with_fast_train(reference, launcher):
     folder, initial, cpp = reference
     torch.save(initial, folder / "initial.pt")
     (folder / "worker.py").write_text(SCRIPT)
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    # OpenMPI's files in this test's folder: mpiruns of parallel tests that share /tmp/ompi.<host>.<uid>
+    # race to create it when the last one to end has removed it.
+    (folder / "ompi").mkdir(exist_ok=True)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_orte_tmpdir_base=str(folder / "ompi"))
     prefix = str(folder / launcher.replace(" ", "_"))
     run_bounded(LAUNCHERS[launcher]() + [sys.executable, str(folder / "worker.py"),
                                          os.path.dirname(os.path.abspath(__file__)), str(folder / "initial.pt"), prefix],

@@ -88,6 +88,7 @@ TEST(LaunchDetect, FastLaunchWithoutRuntimeTrainsOneRunOfTwoWorkers) {
 TEST(LaunchDetect, MpirunWithoutRuntimeTrainsOneRunOfTwoWorkers) {
   const fs::path dir = fast::testing::test_dir("fast_launch_detect", "mpirun");
   const json t = threads_run(dir);
+  fast::testing::private_mpi_session_base();
   // FAST's collectives: the bit-for-bit comparison with threads (MPI's own sum in another order).
   const int code = run_script(dir,
                               "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 exec mpirun -np 2 "

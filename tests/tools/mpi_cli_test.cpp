@@ -45,6 +45,7 @@ const std::string kTrain = " --model mlp --seed 11 --eval-every 0 ";
 Started start(const fs::path& dir, const std::string& command) {
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  fast::testing::private_mpi_session_base();
   return fast::testing::spawn_in_group(dir, command);
 }
 

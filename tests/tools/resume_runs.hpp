@@ -51,6 +51,7 @@ inline void mpirun_environment() {
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   ::setenv("OMPI_MCA_odls_base_sigkill_timeout", "3", 1);
+  fast::testing::private_mpi_session_base();
 }
 
 inline Ran run(const fs::path& dir, const std::string& runtime, const std::string& args, int workers = 2) {

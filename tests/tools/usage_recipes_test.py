@@ -124,8 +124,11 @@ def part_python(fast, tmp, have):
 def part_mpi(fast, tmp, have):
     if "mpi" not in have or shutil.which("mpirun") is None:
         return "skipped: no mpi runtime in this build, or no mpirun"
+    # OpenMPI's files in this run's folder: mpiruns of parallel tests that share /tmp/ompi.<host>.<uid>
+    # race to create it when the last one to end has removed it.
+    os.makedirs(os.path.join(tmp, "ompi"), exist_ok=True)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1")
+               OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_orte_tmpdir_base=os.path.join(tmp, "ompi"))
     ck = os.path.join(tmp, "ck")
     base = ["mpirun", "-np", "2", "--bind-to", "none", fast, "train", "--runtime", "mpi", "--model", "mlp",
             "--progress", "never", "--checkpoint-dir", ck, "--checkpoint-every", "10", "--resume-if-present"]
