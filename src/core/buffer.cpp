@@ -64,6 +64,10 @@ class PagePool {
     }
     ::munmap(p, bytes);
   }
+  std::size_t idle_bytes() noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return idle_bytes_;
+  }
 
  private:
   std::mutex mutex_;
@@ -125,6 +129,8 @@ void* take_pooled_pages(std::size_t bytes) { return page_pool().take(pooled_page
 void give_pooled_pages(void* p, std::size_t bytes) noexcept {
   if (p != nullptr) page_pool().give(p, pooled_pages_bytes(bytes));
 }
+
+std::size_t idle_pooled_bytes() noexcept { return page_pool().idle_bytes(); }
 
 void* map_pages(std::size_t bytes, PageUse use) {
   return detail::arena_take(whole_pages(std::max<std::size_t>(bytes, 1)), use);

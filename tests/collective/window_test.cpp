@@ -12,6 +12,7 @@
 #include "common/star_cluster.hpp"
 #include "common/views.hpp"
 #include "fast/collective/window.hpp"
+#include "fast/core/page_pool.hpp"
 #include "fast/runtime/sim/world.hpp"
 #include "fast/runtime/tag.hpp"
 #include "fast/runtime/threads/world.hpp"
@@ -139,6 +140,30 @@ TEST(Window, FetchAverageReturnsTheOldValueAndAveragesInPlace) {
   };
   runtime::threads::World({.size = 2, .op_timeout_seconds = 60}).run(body);
   runtime::sim::World({.size = 2, .cluster = testing::star_cluster(2)}).run(body);
+}
+
+// A get's reply, a block of the model's size that lives from the service's answer to its delivery,
+// comes from the pool of page runs and goes back there whole (a snapshot evaluation reads every
+// worker's replica in turn; from the heap, each reply's hole was split by other blocks before the
+// next reply came). The only pooled block of the exchange: after the get, the pool holds exactly
+// one more idle run, of the reply's length (a length no other test takes).
+TEST(Window, AGetsReplyComesFromThePoolOfPageRunsAndGoesBackWhole) {
+  constexpr std::size_t kCount = 300'017;  // 1.2 MB of f32, above core::kPageRunMinBytes
+  runtime::sim::World({.size = 2, .cluster = testing::star_cluster(2)}).run([](Context& ctx) {
+    Communicator comm(ctx);
+    std::vector<float> mine(kCount, static_cast<float>(ctx.rank()) + 0.25f);
+    Window window(comm, "replica", mview(mine));
+    comm.barrier();
+    if (ctx.rank() == 0) {
+      const std::size_t idle_before = core::idle_pooled_bytes();
+      std::vector<float> read(kCount, -1.0f);
+      window.get(1, mview(read)).wait();
+      EXPECT_EQ(read, std::vector<float>(kCount, 1.25f));
+      EXPECT_EQ(core::idle_pooled_bytes() - idle_before, core::pooled_pages_bytes(kCount * sizeof(float)));
+    }
+    comm.barrier();
+    window.close();
+  });
 }
 
 // Atomicity: every requester averages 0 into worker 0's 2^40, so each operation halves it. If two

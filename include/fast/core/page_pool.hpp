@@ -16,5 +16,8 @@ std::size_t pooled_pages_bytes(std::size_t bytes) noexcept;
 void* take_pooled_pages(std::size_t bytes);
 // Gives back a run that take_pooled_pages(bytes) returned, with the same `bytes`. Thread-safe.
 void give_pooled_pages(void* p, std::size_t bytes) noexcept;
+// The bytes of the idle runs the pool holds now (at most Buffer::kPoolIdleBytes): what came back
+// to it and waits to be taken again. Thread-safe; a snapshot that other threads may change.
+std::size_t idle_pooled_bytes() noexcept;
 
 }  // namespace fast::core
