@@ -34,18 +34,20 @@ inline constexpr int kStartBound = 60 * kRunTimeScale;
 // OpenMPI keeps every mpirun's files under <tmpdir>/ompi.<host>.<uid>, which the last mpirun to
 // end removes: two mpiruns of tests running in parallel that start at that moment race to create it,
 // and the loser's orte_init fails ("mkdir ... File exists"). A test process that starts mpirun calls
-// this first: its mpiruns (and their ranks, which inherit the variable) keep their files under
-// /tmp/fast_ompi_<pid>, made here and removed when the process exits.
+// private_mpi_session_base() first: its mpiruns (and their ranks, which inherit the variable) keep
+// their files under /tmp/fast_ompi_<pid>, made there and removed when the process exits.
+inline std::filesystem::path mpi_session_base_of_this_process() {
+  return std::filesystem::temp_directory_path() / ("fast_ompi_" + std::to_string(::getpid()));
+}
+
 inline void private_mpi_session_base() {
   static const std::string base = [] {
-    const std::filesystem::path p =
-        std::filesystem::temp_directory_path() / ("fast_ompi_" + std::to_string(::getpid()));
+    const std::filesystem::path p = mpi_session_base_of_this_process();
     std::filesystem::remove_all(p);  // a directory left by an earlier process of the same id
     std::filesystem::create_directories(p);
     std::atexit([] {
       std::error_code ignored;
-      std::filesystem::remove_all(std::filesystem::temp_directory_path() / ("fast_ompi_" + std::to_string(::getpid())),
-                                  ignored);
+      std::filesystem::remove_all(mpi_session_base_of_this_process(), ignored);
     });
     return p.string();
   }();
