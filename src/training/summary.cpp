@@ -200,6 +200,7 @@ json build_summary(const SummaryInputs& in) {
   const std::int64_t ranks = totals.world - static_cast<std::int64_t>(vacant.size());
   summary["stopped_early"] =
       c.steps < in.plan.total_steps * ranks && o.stop_on_divergence && summary["diverged"].get<bool>();
+  if (summary["stopped_early"].get<bool>()) summary["stopped_at_step"] = first.steps;
   if (!core::source_commit().empty()) summary["fast_commit"] = core::source_commit();
   if (!lost.empty()) summary["lost_workers"] = lost;
   summary["live_workers"] = totals.members.size();

@@ -48,7 +48,8 @@ bool WorkerLoop::stop_for_divergence() {
   if (!plan_.stop_on_divergence) return false;
   std::vector<double> flag{divergence_.diverged() ? 1.0 : 0.0};
   worker_.communicator().allreduce(core::MutableView(std::span<double>(flag)));
-  return flag[0] > 0;
+  stopped_for_divergence_ = flag[0] > 0;
+  return stopped_for_divergence_;
 }
 
 bool WorkerLoop::stop_agreed(std::int64_t done) {

@@ -157,8 +157,10 @@ class WorkerLoop {
   void evaluate_snapshot(double rounds);
 
   // Lockstep, collective (every worker at the same step): whether any worker's divergence check
-  // has latched, when stop_on_divergence is set (false without a collective otherwise).
+  // has latched, when stop_on_divergence is set (false without a collective otherwise). A true
+  // answer is kept in stopped_for_divergence(), the same on every member.
   bool stop_for_divergence();
+  bool stopped_for_divergence() const noexcept { return stopped_for_divergence_; }
   // Asynchronous, local: whether this worker's own check has latched and the run should stop.
   bool diverged_and_stopping() const noexcept { return plan_.stop_on_divergence && divergence_.diverged(); }
   const metrics::DivergenceCheck& divergence() const noexcept { return divergence_; }
@@ -223,6 +225,7 @@ class WorkerLoop {
   std::vector<EvalEvent> evaluations_;
   metrics::DivergenceCheck divergence_;
   int stopped_by_ = 0;
+  bool stopped_for_divergence_ = false;
   int below_min_workers_ = 0;
   bool others_ended_ = false;  // others_ended()
   CheckpointStore* checkpoints_ = nullptr;

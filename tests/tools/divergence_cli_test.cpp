@@ -7,6 +7,7 @@
 #include <iostream>
 #include <regex>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/run_fast.hpp"
@@ -68,16 +69,32 @@ TEST(Divergence, TheSameRunWithPerSampleSemanticsTrainsAndIsNotFlagged) {
   fs::remove_all(dir);
 }
 
+// The step of the last evaluation record in a metrics file (-1 if none).
+std::int64_t last_eval_step(const fs::path& metrics) {
+  std::ifstream in(metrics);
+  std::int64_t step = -1;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json record = nlohmann::json::parse(line);
+    if (record.value("event", "") == "eval") step = record["step"].get<std::int64_t>();
+  }
+  return step;
+}
+
 // --stop-on-divergence: the asynchronous run spends its budget at the first sign (an evaluation
 // every 10 steps), so it takes fewer batches than the 4 x 234 it would; a lockstep run that
-// diverges stops at the evaluation.
+// diverges stops at the evaluation. Both summaries give the steps of worker 0 at the stop
+// (stopped_at_step), and the closing line counts them ("N of 234 steps"); the lockstep run's final
+// evaluation record is at that step, not at the steps planned.
 TEST(Divergence, StopOnDivergenceEndsTheRunEarly) {
   SKIP_WITHOUT_SIM();
   const fs::path dir = temp_dir("stop");
-  for (const std::string& run : {kRun + "--lr-semantics per-gradient --eval-every 10 ",
-                                 std::string("train --strategy allreduce --workers 2 --optimizer momentum --lr 5 "
-                                             "--epochs 1 --progress never --eval-every 20 ")}) {
-    const auto r = run_fast_in({}, run + "--stop-on-divergence --summary " + (dir / "s.json").string());
+  for (const bool lockstep : {false, true}) {
+    const std::string run = lockstep ? "train --strategy allreduce --workers 2 --optimizer momentum --lr 5 "
+                                       "--epochs 1 --progress never --eval-every 20 "
+                                     : kRun + "--lr-semantics per-gradient --eval-every 10 ";
+    fs::remove(dir / "m.jsonl");
+    const auto r = run_fast_in({}, run + "--stop-on-divergence --summary " + (dir / "s.json").string() + " --metrics " +
+                                       (dir / "m.jsonl").string());
     ASSERT_EQ(r.code, exit_code::ok) << r.output;
     EXPECT_NE(r.output.find("stopping (stop_on_divergence)"), std::string::npos) << r.output;
     const nlohmann::json s = read_json(dir / "s.json");
@@ -86,6 +103,15 @@ TEST(Divergence, StopOnDivergenceEndsTheRunEarly) {
     std::int64_t steps = 0;
     for (const auto& w : s["steps_per_worker"]) steps += w.get<std::int64_t>();
     EXPECT_LT(steps, s["steps"].get<std::int64_t>() * s["workers"].get<std::int64_t>()) << run;
+    ASSERT_TRUE(s.contains("stopped_at_step")) << s.dump();
+    const auto at = s["stopped_at_step"].get<std::int64_t>();
+    EXPECT_EQ(at, s["steps_per_worker"][0].get<std::int64_t>()) << s.dump();
+    EXPECT_NE(r.output.find(fmt::format(", {} of {} steps, ", at, s["steps"].get<std::int64_t>())), std::string::npos)
+        << r.output;
+    if (lockstep) {
+      EXPECT_EQ(at % 20, 0) << s.dump();  // at an evaluation
+      EXPECT_EQ(last_eval_step(dir / "m.jsonl"), at);
+    }
   }
   fs::remove_all(dir);
 }

@@ -107,10 +107,11 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
 }
 
 // "400 steps", or "77 of 400 steps" for a run that ended before its planned steps (interrupted,
-// taken below --min-workers): the steps worker 0 (or the first survivor) took.
+// taken below --min-workers, stopped by stop_on_divergence): the steps worker 0 (or the first
+// survivor) took.
 std::string steps_taken(const nlohmann::json& summary) {
   const std::string planned = fast::core::counted(summary["steps"].get<long long>(), "step");
-  for (const char* key : {"interrupted_at_step", "ended_at_step"})
+  for (const char* key : {"interrupted_at_step", "ended_at_step", "stopped_at_step"})
     if (summary.contains(key) && summary[key].is_number_integer())
       return fmt::format("{} of {}", summary[key].get<long long>(), planned);
   return planned;
