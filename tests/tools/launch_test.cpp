@@ -576,6 +576,20 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
   EXPECT_FALSE(fs::exists(marker)) << "a process was started despite bad input";
 }
 
+// Without --ports, the FAST_PORTS launch inherits is the run's range: every process gets it, and
+// the rendezvous takes its lowest port (before, launch dropped it and the kernel chose the ports).
+TEST(Launch, AnInheritedFastPortsIsTheRunsRange) {
+  ASSERT_EQ(::setenv("FAST_PORTS", "30300-30320", 1), 0);
+  const FastDone r =
+      run_fast("inherited_ports", launch_sh({"-n", "2"}, "echo \"ports=$FAST_PORTS rdv=$FAST_RENDEZVOUS\""));
+  ::unsetenv("FAST_PORTS");
+  ASSERT_EQ(r.code, exit_code::ok) << r.out << r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string want = "[" + std::to_string(rank) + "] ports=30300-30320 rdv=127.0.0.1:30300\n";
+    EXPECT_TRUE(contains(r.out, want)) << want << " not in:\n" << r.out;
+  }
+}
+
 TEST(Launch, HelpDocumentsEveryOption) {
   const FastDone r = run_fast("help", {"launch", "--help"});
   ASSERT_EQ(r.code, exit_code::ok);

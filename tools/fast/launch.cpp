@@ -452,7 +452,7 @@ CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
       ->capture_default_str();
   cmd->add_option("--ports", o.ports,
                   "LO-HI: every process listens inside this range (FAST_PORTS), the rendezvous on its lowest port "
-                  "unless --port; for firewalls");
+                  "unless --port; for firewalls (default: launch's own FAST_PORTS)");
   cmd->add_option("command", o.command,
                   "The command (searched on PATH) and its arguments; after -- when they hold options");
   cmd->footer(
@@ -512,7 +512,13 @@ ChildSpec remote_child(const LaunchCommand& o, const RunPlan& plan, int rank, co
           std::move(input)};
 }
 
-int run_launch(const LaunchCommand& o) {
+int run_launch(const LaunchCommand& given) {
+  LaunchCommand o = given;
+  // Without --ports, an inherited FAST_PORTS is the run's range (every process inherits it anyway).
+  if (const char* inherited = std::getenv("FAST_PORTS"); o.ports.empty() && inherited != nullptr && *inherited) {
+    o.ports = inherited;
+    o.ports_source = "FAST_PORTS";
+  }
   validate(o);
   const RunPlan plan = plan_run(o);
   if (const std::string warning = port_range_warning(o, plan); !warning.empty()) say(warning);

@@ -27,6 +27,9 @@ struct LaunchCommand {
   std::string hostfile;                 // one host per line (hosts.hpp)
   std::string launcher = "ssh {host}";  // command template that runs a command on {host}
   std::string ports;                    // "LO-HI": FAST_PORTS of every process, and the rendezvous port
+  // Where `ports` came from, as messages name it: "--ports", or "FAST_PORTS" when run_launch took
+  // the range from launch's own environment (no --ports given).
+  std::string ports_source = "--ports";
 };
 
 // Adds the `launch` subcommand to app, parsing into options.

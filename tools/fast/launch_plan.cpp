@@ -38,14 +38,14 @@ RunPlan plan_run(const LaunchCommand& o) {
   FAST_ENFORCE(plan.processes <= kMaxProcesses, "fast launch: the hosts hold {} slots; at most {} processes", slots,
                kMaxProcesses);
   if (!plan.hosts.empty()) plan.placement = place_processes(plan.hosts, plan.processes);
-  const core::PortRange range = core::parse_port_range(o.ports, "fast launch: --ports");
+  const core::PortRange range = core::parse_port_range(o.ports, "fast launch: " + o.ports_source);
   const int port = o.port != 0          ? o.port
                    : !range.any()       ? range.low
                    : plan.hosts.empty() ? keys::free_loopback_port()
                                         : kRemoteRendezvousPort;
   FAST_ENFORCE(range.any() || (port >= range.low && port <= range.high),
-               "fast launch: --port {} lies outside --ports {}; the rendezvous port must be inside the range", port,
-               range.text());
+               "fast launch: --port {} lies outside {} {}; the rendezvous port must be inside the range", port,
+               o.ports_source, range.text());
   const std::string host = plan.hosts.empty() ? "127.0.0.1" : plan.placement.front()->address;
   plan.rendezvous = host_port(host, port);
   // Across hosts, every other host's address too (once each, in rank order): where the rejoins of a
@@ -87,22 +87,22 @@ constexpr int kPortsPerProcess = 2;  // data, heartbeats
 }  // namespace
 
 std::string port_range_warning(const LaunchCommand& o, const RunPlan& plan) {
-  const core::PortRange range = core::parse_port_range(o.ports, "fast launch: --ports");
+  const core::PortRange range = core::parse_port_range(o.ports, "fast launch: " + o.ports_source);
   if (range.any()) return "";
   int most = 0;
   for (int rank = 0; rank < plan.processes; ++rank) most = std::max(most, local_place(plan, rank).second);
   const int spare = range.high - range.low;  // the rendezvous takes one port of the range
   FAST_ENFORCE(
       spare >= kPortsPerProcess * most,
-      "fast launch: --ports {} holds {} ports, too few for {} on one host: each listens on {} ports (data, "
+      "fast launch: {} {} holds {} ports, too few for {} on one host: each listens on {} ports (data, "
       "heartbeats) besides the rendezvous's port; give at least {} ports ({} for direct streams between hosts)",
-      range.text(), spare + 1, core::processes(most), kPortsPerProcess, kPortsPerProcess * most + 1,
+      o.ports_source, range.text(), spare + 1, core::processes(most), kPortsPerProcess, kPortsPerProcess * most + 1,
       (kPortsPerProcess + 1) * most + 1);
   if (plan.hosts.empty() || spare >= (kPortsPerProcess + 1) * most) return "";
   return fmt::format(
-      "warning: --ports {} holds {} ports: too few for a direct stream port for each of {} on one host; those "
+      "warning: {} {} holds {} ports: too few for a direct stream port for each of {} on one host; those "
       "without one send through ZeroMQ (give {} ports for all of them)",
-      range.text(), spare + 1, core::processes(most), (kPortsPerProcess + 1) * most + 1);
+      o.ports_source, range.text(), spare + 1, core::processes(most), (kPortsPerProcess + 1) * most + 1);
 }
 
 }  // namespace fast::cli
