@@ -14,6 +14,12 @@ Prose references to a section, as `docs/launch.md, "Across hosts"` (a markdown f
 optional comma, and a quoted title), are checked too: the file must have a heading whose text,
 markdown removed, starts with the quoted title (case ignored).
 
+Files of the repository named anywhere in the text, code blocks included (`fast train --config
+examples/demo.toml`): a path under examples/, clusters/, bench/, tools/ or tests/ with the
+extension of a config, script or source file must name a file of the tree, relative to the root;
+a path with a placeholder in capitals (clusters/scale-N.toml, tests/fuzz/fuzz_NAME.cpp) is not
+checked.
+
 Usage: docs_links_test.py [--root DIR]. Prints every broken link as FILE:LINE: target: why; exit 0
 when there is none, 1 otherwise. Reads files only.
 """
@@ -26,6 +32,8 @@ from docs_common import lines_outside_fences, markdown_files, parse_root, report
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 SECTION_REF = re.compile(r"((?:[\w.-]+/)*[\w-]+\.md)(?:'s)?,? (?:section )?\"([^\"]+)\"")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+REPO_FILE = re.compile(r"(?<![\w/.-])((?:examples|clusters|bench|tools|tests)/[\w./-]*\w\.(?:toml|py|json|sh|cpp|hpp|txt))")
+PLACEHOLDER = re.compile(r"(?<![a-z])[A-Z]+(?![a-z])")
 
 
 def strip_inline_code(line):
@@ -109,12 +117,25 @@ def check(path, root):
     return out
 
 
+def check_repo_files(path, root):
+    """The repository files a markdown file names (code blocks included) that do not exist."""
+    out = []
+    rel = os.path.relpath(path, root)
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            for m in REPO_FILE.finditer(line):
+                name = m.group(1)
+                if not PLACEHOLDER.search(name) and not os.path.exists(os.path.join(root, name)):
+                    out.append(f"{rel}:{n}: {name}: no such file in the tree")
+    return out
+
+
 def main():
     root = parse_root()
     files = markdown_files(root)
     broken = []
     for path in files:
-        broken += check(path, root)
+        broken += check(path, root) + check_repo_files(path, root)
     return report(broken, f"{len(broken)} broken link(s) in {len(files)} markdown files")
 
 
