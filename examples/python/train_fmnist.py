@@ -40,7 +40,8 @@ class CNN(torch.nn.Module):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--strategy", default="allreduce", help="any of fast train's strategies")
-    p.add_argument("--topology", default="ring", help="dpsgd, adpsgd, acid: the gossip graph")
+    p.add_argument("--topology", default=None,
+                   help="the gossip graph of dpsgd, adpsgd, gosgd and acid (default: the strategy's)")
     p.add_argument("--compress", default="none", help="codec of what the strategy sends (topk:ratio=0.01, ...)")
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--steps-per-epoch", type=int, default=0,
@@ -61,10 +62,11 @@ def main():
     x_test, y_test = load(args.data_dir, "t10k")
     full_epoch = len(y) // (ctx.size * args.batch)
     steps_per_epoch = min(args.steps_per_epoch, full_epoch) if args.steps_per_epoch > 0 else full_epoch
-    settings = dict(strategy=args.strategy, topology=args.topology, compress=args.compress, optimizer=args.optimizer,
+    settings = dict(strategy=args.strategy, compress=args.compress, optimizer=args.optimizer,
                     seed=args.seed, steps=args.epochs * steps_per_epoch, steps_per_epoch=steps_per_epoch)
-    if args.lr is not None:
-        settings["lr"] = args.lr
+    for name in ("topology", "lr"):  # given: passed on; else the strategy's and the optimizer's defaults
+        if getattr(args, name) is not None:
+            settings[name] = getattr(args, name)
     model = CNN()
     worker = fast.torch.Worker(model, ctx, **settings)
     worker.track(metrics=args.metrics, summary=args.summary, model="cnn (Python)", dataset="fashion-mnist",
