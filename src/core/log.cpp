@@ -16,7 +16,8 @@ LogLevel parse_level() {
   if (text == "warn") return LogLevel::warn;
   if (text == "info") return LogLevel::info;
   if (text == "debug") return LogLevel::debug;
-  FAST_THROW(InvalidArgument, "FAST_LOG_LEVEL: expected one of error, warn, info, debug; got '{}'", text);
+  FAST_THROW(InvalidArgument, "environment variable FAST_LOG_LEVEL: expected one of error, warn, info, debug; got '{}'",
+             text);
 }
 
 std::atomic<int>& level_slot() {

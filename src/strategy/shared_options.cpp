@@ -9,7 +9,9 @@
 #include "builtin.hpp"
 #include "fast/collective/codec_allreduce.hpp"
 #include "fast/compress/codec.hpp"
+#include "fast/core/error.hpp"
 #include "fast/core/spec.hpp"
+#include "fast/core/suggest.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/schedule.hpp"
 
@@ -81,9 +83,20 @@ std::vector<StrategyOption> common_options() {
 StrategyOption topology_option() {
   // The spec's syntax, checked where it is set, so that its error names the file, line and key;
   // whether it fits the strategy and the worker count is checked with them.
+  // A name of neither kind: both lists offered, since gosgd takes either.
   const auto syntax = [](const OptionValue& v) {
     const std::string& spec = std::get<std::string>(v);
-    const bool schedule = topology::schedule_family().find(core::spec_name(spec)) != nullptr;
+    const std::string name(core::spec_name(spec));
+    const bool schedule = topology::schedule_family().find(name) != nullptr;
+    if (!schedule && topology::topology_family().find(name) == nullptr) {
+      std::vector<std::string> every = topology::topology_family().names();
+      for (const std::string& s : topology::schedule_family().names()) every.push_back(s);
+      FAST_THROW(core::InvalidArgument,
+                 "topology spec '{}': unknown name '{}'{}; expected a graph, one of: {}; or, for gosgd, a "
+                 "time-varying schedule, one of: {}",
+                 spec, name, core::did_you_mean(name, every), fmt::join(topology::topology_family().names(), ", "),
+                 fmt::join(topology::schedule_family().names(), ", "));
+    }
     (void)(schedule ? topology::schedule_family() : topology::topology_family()).parse(spec);
   };
   return StrategyOption::field("topology", &StrategyOptions::topology,

@@ -286,7 +286,11 @@ Graph make_topology(const std::string& spec, int n, std::uint64_t seed) {
     return hypercube(n);
   }
   if (name == "exponential") return exponential(n);
-  if (name == "star") return star(n, static_cast<int>(p.integer("center")));
+  if (name == "star") {
+    FAST_ENFORCE(p.integer("center") < n, "topology '{}': the centre {} is not a worker (workers 0 to {})", spec,
+                 p.integer("center"), n - 1);
+    return star(n, static_cast<int>(p.integer("center")));
+  }
   if (name == "random-regular") {
     const auto d = p.integer("degree");
     FAST_ENFORCE(d < n && (static_cast<std::int64_t>(n) * d) % 2 == 0,

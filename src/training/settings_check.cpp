@@ -6,6 +6,7 @@
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/file_status.hpp"
+#include "fast/core/log.hpp"
 #include "fast/core/malloc_tuning.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/runtime/environment.hpp"
@@ -31,6 +32,7 @@ void validate_environment() {
   FAST_ENFORCE(std::isfinite(limit) && limit > 0 && limit <= 1e9,
                "environment variable FAST_OP_TIMEOUT: expected seconds in (0, 1e9], got {}", limit);
   (void)core::malloc_tuning_chosen();
+  (void)core::log_level();  // FAST_LOG_LEVEL, read at the first log line otherwise
 }
 
 // Every output can be written (it would fail only when written, after training).

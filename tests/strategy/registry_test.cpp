@@ -84,6 +84,11 @@ TEST(StrategyRegistry, BadValuesNameTheOptionTheExpectationAndTheValue) {
                                       {"alpha: expected a number in (0, 1), got a value of another type"});
   expect_error<core::InvalidArgument>([&] { o.set("compress", std::string("zip")); },
                                       {"codec spec 'zip': unknown name 'zip'"});
+  // A topology name of neither kind: the graphs and, for gosgd, the schedules.
+  expect_error<core::InvalidArgument>(
+      [&] { o.set("topology", std::string("ringg")); },
+      {"topology spec 'ringg': unknown name 'ringg' (did you mean 'ring'?); expected a graph, one of: ring, torus2d,",
+       "; or, for gosgd, a time-varying schedule, one of: exponential-peer, random-matching, random-peer, cycle"});
   expect_error<core::InvalidArgument>([&] { (void)o.get_string("period"); },
                                       {"strategy option 'period': get_string does not read its type (integer)"});
   expect_error<core::InvalidArgument>([&] { (void)o.get_number("colour"); },

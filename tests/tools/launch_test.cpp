@@ -532,6 +532,7 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
   std::ofstream(dir / "other_first.txt") << read_text(other_pub) << read_text(dir / "mine.key.pub");
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {launch_sh({"-n", "0"}, touch), "-n expects a number of processes in [1, 1024], got 0"},
+      {launch_sh({}, touch), "expected -n N, the number of processes to start (1 to 1024), or --hosts/--hostfile"},
       {{"launch", "-n", "2"}, "expected a command to run after the options"},
       {{"launch", "-n", "2", "--", "no-such-command-fast-test", "x"},
        "command 'no-such-command-fast-test' not found on PATH"},

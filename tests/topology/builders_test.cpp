@@ -205,6 +205,10 @@ TEST(Builders, MakeTopologyParsesSpecs) {
             "topology spec 'random-regular': random-regular needs degree (random-regular:DEGREE)");
   EXPECT_EQ(expect_invalid([] { make_topology("star:-1", 8); }),
             "topology spec 'star:-1': key 'center' expects an integer in [0, 2147483647], got '-1'");
+  EXPECT_NE(expect_invalid([] {
+              make_topology("star:8", 8);
+            }).find("topology 'star:8': the centre 8 is not a worker (workers 0 to 7)"),
+            std::string::npos);
 }
 
 TEST(Builders, MakeTopologyRejectsUnknownNameListingAllowedNames) {

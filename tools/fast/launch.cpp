@@ -140,13 +140,17 @@ class RunKeys {
 void validate(const LaunchCommand& o) {
   require(o.hosts.empty() || o.hostfile.empty(), "fast launch: --hosts and --hostfile exclude each other (got both)");
   const bool across_hosts = !o.hosts.empty() || !o.hostfile.empty();
-  require((across_hosts && o.processes == 0) || (o.processes >= 1 && o.processes <= kMaxProcesses),
+  require(across_hosts || o.processes != -1,
+          "fast launch: expected -n N, the number of processes to start (1 to {}), or --hosts/--hostfile; got "
+          "neither",
+          kMaxProcesses);
+  require((across_hosts && o.processes == -1) || (o.processes >= 1 && o.processes <= kMaxProcesses),
           "fast launch: -n expects a number of processes in [1, {}]{}, got {}", kMaxProcesses,
           across_hosts ? " (or none with --hosts: their slots)" : "", o.processes);
   require(!o.command.empty(),
           "fast launch: expected a command to run after the options (fast launch -n {} -- "
           "COMMAND [ARGS...]), got none",
-          o.processes);
+          o.processes == -1 ? std::string("N") : std::to_string(o.processes));
   require(o.port >= 0 && o.port <= 65535, "fast launch: --port expects a port in [0, 65535], got {}", o.port);
   require(o.grace_seconds >= 0, "fast launch: --grace expects seconds >= 0, got {}", o.grace_seconds);
   require(o.timeout_seconds >= 0, "fast launch: --timeout expects seconds >= 0 (0: none), got {}", o.timeout_seconds);

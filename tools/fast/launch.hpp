@@ -12,7 +12,7 @@ class App;
 namespace fast::cli {
 
 struct LaunchCommand {
-  int processes = 0;                 // N, >= 1
+  int processes = -1;                // N, >= 1; -1: -n not given (with --hosts: their slots)
   std::vector<std::string> command;  // program (searched on PATH) and its arguments
   int port = 0;                      // rendezvous port on 127.0.0.1; 0: a free one
   bool insecure = false;             // FAST_INSECURE=1, no keys

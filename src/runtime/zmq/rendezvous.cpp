@@ -123,8 +123,8 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
       clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s_.rendezvous_timeout));
   while (static_cast<int>(arrived_.size()) < s_.world_size) {
     FAST_ENFORCE_AS(core::TimeoutError, clock::now() < deadline,
-                    "rendezvous at {}: {} of {} processes arrived within {} s (--rendezvous-timeout){}", endpoint(s_),
-                    arrived_.size(), s_.world_size, s_.rendezvous_timeout, refusals_text());
+                    "rendezvous at {}: {} of {} processes arrived within {} s ({}){}", endpoint(s_), arrived_.size(),
+                    s_.world_size, s_.rendezvous_timeout, s_.rendezvous_timeout_name, refusals_text());
     ::zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     poll_through_signals(&item, 1, std::chrono::milliseconds(100));
     std::vector<::zmq::message_t> parts;
@@ -387,7 +387,8 @@ namespace fast::runtime::zmq {
 
 void serve_rendezvous(const ProcessOptions& options) {
   LaunchOptions launch{.runtime = "zmq", .process = options};
-  const Settings s = resolve_settings(launch);
+  Settings s = resolve_settings(launch);
+  s.rendezvous_timeout_name = "fast rendezvous --timeout";
   ::zmq::context_t context;
   std::unique_ptr<Authenticator> auth;
   if (!s.insecure) auth = std::make_unique<Authenticator>(context, s.allowed_keys);
