@@ -197,12 +197,24 @@ TEST(RendezvousAddresses, TheServersTimeoutNamesTheKeysRefusedAtTheHandshake) {
                                             "; wait $server; echo server=$?'");
   EXPECT_NE(r.output.find("server=4"), std::string::npos) << r.output;  // its rendezvous timed out
   const std::string log = slurp(dir / "server.log");
-  EXPECT_NE(log.find("1 of 2 processes arrived within 3 s"), std::string::npos) << log;
+  EXPECT_NE(log.find("1 of 2 processes arrived within 3 s (--rendezvous-timeout)"), std::string::npos) << log;
   EXPECT_NE(
       log.find("refused at the handshake, the last a peer from 127.0.0.1: its key " + c + " is not in the allow-list"),
       std::string::npos)
       << log;
   if (!HasFailure()) fs::remove_all(dir);
+}
+
+// `fast rendezvous` alone: its timeout names its own flag, --timeout.
+TEST(RendezvousAddresses, TheStandaloneServersTimeoutNamesItsOwnFlag) {
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const auto r =
+      fast::testing::run_command("timeout -k 5 60 " + kFast + " rendezvous --listen 127.0.0.1:" + std::to_string(port) +
+                                 " --world-size 2 --insecure --timeout 1 2>&1");
+  EXPECT_EQ(r.code, 4) << r.output;
+  EXPECT_NE(r.output.find("0 of 2 processes arrived within 1 s (fast rendezvous --timeout)"), std::string::npos)
+      << r.output;
 }
 
 }  // namespace
