@@ -222,8 +222,9 @@ def _check_user_optimizer(optimizer, scheduler, flat, settings):
     given = [k for k in _FAST_OPTIMIZER_SETTINGS if k in settings]
     if given:
         raise fast.InvalidArgument(
-            f"fast.torch.Worker: {', '.join(given)} configure FAST's own optimizer; with a torch.optim optimizer, set "
-            "them on it (and its scheduler) instead")
+            f"fast.torch.Worker: {', '.join(given)} {'configures' if len(given) == 1 else 'configure'} FAST's own "
+            f"optimizer; with a torch.optim optimizer, set {'it' if len(given) == 1 else 'them'} on that optimizer "
+            "(and its scheduler) instead")
     ours = {id(p) for p, _, _ in flat._views}
     outside = [i for i, g in enumerate(optimizer.param_groups) for p in g["params"] if id(p) not in ours]
     if outside:

@@ -242,7 +242,7 @@ def test_user_optimizer_is_refused_where_fast_must_step():
         model = mlp()
         fast.torch.Worker(model, ctx, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), lr=0.5)
 
-    assert "lr configure FAST's own optimizer" in first_error(with_lr)
+    assert "lr configures FAST's own optimizer" in first_error(with_lr)
 
     def outside(ctx):
         model = mlp()

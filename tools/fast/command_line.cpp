@@ -30,6 +30,16 @@ std::string environment_help() {
 // --no-KEY: the flag that sets a boolean setting to false.
 std::string negated_flag_name(std::string_view key) { return "--no-" + settings::flag_name(key).substr(2); }
 
+// How --help shows the value a setting's flag takes.
+const char* value_name(settings::KeyType type) {
+  switch (type) {
+    case settings::KeyType::integer: return "INT";
+    case settings::KeyType::number: return "NUMBER";
+    case settings::KeyType::path: return "PATH";
+    default: return "TEXT";
+  }
+}
+
 // One --key VALUE option per setting, written into values[i] (config_keys()[i]).
 void add_setting_flags(CLI::App* command, std::vector<std::string>& values) {
   const training::TrainOptions defaults;
@@ -43,7 +53,7 @@ void add_setting_flags(CLI::App* command, std::vector<std::string>& values) {
                             (key.get(defaults) == "true" ? ",!" + negated_flag_name(key.name) : std::string()),
                         help);
     else
-      command->add_option(settings::flag_name(key.name), values[i], help);
+      command->add_option(settings::flag_name(key.name), values[i], help)->type_name(value_name(key.type));
   }
 }
 
