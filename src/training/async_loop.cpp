@@ -156,6 +156,10 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
   collective::Window claims(worker.communicator(), "trainer.claims", core::MutableView(std::span<double>(counter)));
   BatchBudget shared(ctx, claims, start, loop);
   const double budget = static_cast<double>(plan.total_steps * workers);
+  // A stop spends twice the budget at once: every later claim returns 2 x budget or more, which a
+  // budget used up by steps never reaches (at most budget + one last claim per worker), so each
+  // worker tells a run stopped early from one that ended.
+  const double spend = 2 * budget;
   const double per_eval = static_cast<double>(plan.eval_interval_steps * workers);
   BudgetClaims made;
   bool spent = false;  // this worker spent the budget (stop_on_divergence)
@@ -175,7 +179,10 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
   for (std::int64_t s = worker.steps();; ++s) {
     const double claimed = shared.claim(1.0);  // batches claimed before this one
     ++made.claims;
-    if (claimed >= budget) break;
+    if (claimed >= budget) {
+      if (claimed >= spend) loop.set_budget_spent();
+      break;
+    }
     const std::int64_t epoch = s / plan.steps_per_epoch;
     loop.train_step(epoch, s % plan.steps_per_epoch);
     // Periodic checkpoints: each worker every checkpoint_every of its own steps, without waiting
@@ -186,9 +193,9 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
     if (std::floor((claimed + 1) / per_eval) > std::floor(claimed / per_eval) && claimed + 1 < budget)
       loop.evaluate_snapshot((claimed + 1) / workers);
     if ((loop.diverged_and_stopping() || loop.stop_requested_here()) && !spent) {
-      // stop_on_divergence, SIGINT/SIGTERM: spend the rest of the budget at once, so every worker's
-      // next claim ends it.
-      (void)shared.claim(budget);
+      // stop_on_divergence, SIGINT/SIGTERM: spend the budget at once, so every worker's next claim
+      // ends it.
+      (void)shared.claim(spend);
       spent = true;
     }
   }
@@ -201,7 +208,8 @@ BudgetClaims run_asynchronous(WorkerLoop& loop) {
   loop.set_lead_rank(-1);  // the group's first member, now that the lost workers left it
   // close() stopped the service: the counter is this worker's own memory again (the host's holds
   // the run's count; the others' hold 0, or what a claim that raced a rejoin left there).
-  made.counter = static_cast<std::int64_t>(counter[0]);
+  // Without the spends (each worker stopped may have made one): the batches claimed.
+  made.counter = static_cast<std::int64_t>(std::fmod(counter[0], spend));
   return made;
 }
 

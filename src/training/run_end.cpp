@@ -98,13 +98,15 @@ class RunEnding {
     }
   }
 
-  // The final evaluation, at the step where a lockstep run stopped early (a signal, a loss below
-  // min_workers, stop_on_divergence), else at the run's last; its record written once, before the
-  // totals, which carry the leading worker's evaluations.
+  // The final evaluation, at the step where a run stopped early (lockstep: a signal, a loss below
+  // min_workers, stop_on_divergence; asynchronous: a stop that spent the budget, at the leading
+  // worker's own steps), else at the run's last; its record written once, before the totals, which
+  // carry the leading worker's evaluations.
   void evaluate() {
     runtime::Context& ctx = loop_.context();
-    const bool early = !in_.asynchronous &&
-                       (loop_.stopped_by() != 0 || loop_.below_min_workers() > 0 || loop_.stopped_for_divergence());
+    const bool early = in_.asynchronous
+                           ? loop_.budget_spent()
+                           : loop_.stopped_by() != 0 || loop_.below_min_workers() > 0 || loop_.stopped_for_divergence();
     const double taken_at = ctx.now();
     out_.final_eval = loop_.evaluate_collective(early ? loop_.worker().steps() : loop_.plan().total_steps, true, false);
     if (!evaluation_written_) loop_.write_evaluation(out_.final_eval, taken_at, ctx.now() - taken_at);

@@ -161,6 +161,10 @@ class WorkerLoop {
   // answer is kept in stopped_for_divergence(), the same on every member.
   bool stop_for_divergence();
   bool stopped_for_divergence() const noexcept { return stopped_for_divergence_; }
+  // Asynchronous: whether a stop (stop_on_divergence, SIGINT/SIGTERM) spent the run's batch budget
+  // before this worker's last claim (run_asynchronous tells it).
+  bool budget_spent() const noexcept { return budget_spent_; }
+  void set_budget_spent() noexcept { budget_spent_ = true; }
   // Asynchronous, local: whether this worker's own check has latched and the run should stop.
   bool diverged_and_stopping() const noexcept { return plan_.stop_on_divergence && divergence_.diverged(); }
   const metrics::DivergenceCheck& divergence() const noexcept { return divergence_; }
@@ -226,6 +230,7 @@ class WorkerLoop {
   metrics::DivergenceCheck divergence_;
   int stopped_by_ = 0;
   bool stopped_for_divergence_ = false;
+  bool budget_spent_ = false;
   int below_min_workers_ = 0;
   bool others_ended_ = false;  // others_ended()
   CheckpointStore* checkpoints_ = nullptr;
