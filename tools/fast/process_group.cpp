@@ -232,7 +232,13 @@ int ProcessGroup::signal(int sig, bool whole_group) {
   int sent = 0;
   for (const Child& c : children_) {
     if (c.exit) continue;  // reaped: its pid may belong to another process now
-    if (whole_group) ::kill(-c.pid, sig);
+    // Once each: a process that stops gracefully on its first SIGINT or SIGTERM ends at once on a
+    // second (docs/faults.md, "Interrupting a run"), so a signal its group got is not sent again to
+    // the child itself, the group's leader; to the child alone where no such group exists.
+    if (whole_group && ::kill(-c.pid, sig) == 0) {
+      ++sent;
+      continue;
+    }
     sent += ::kill(c.pid, sig) == 0 ? 1 : 0;
   }
   return sent;

@@ -64,8 +64,9 @@ class ProcessGroup {
   // relays the output and reaps the children that ended. Returns the ranks reaped by this call, in
   // the order seen (a child's output written before it ended is relayed before it is returned).
   std::vector<int> pump(std::chrono::milliseconds timeout, int wake_fd);
-  // Sends sig to every child still running: to its pid, and also to its process group when
-  // whole_group. Returns how many children it was sent to.
+  // Sends sig once to every child still running: to its process group when whole_group (the child
+  // leads it), else, or where that group does not exist, to its pid. Returns how many children it
+  // was sent to.
   int signal(int sig, bool whole_group);
   // Relays what the pipes hold now without waiting, ends partial lines and closes the pipes.
   void finish();
