@@ -117,6 +117,24 @@ std::string steps_taken(const nlohmann::json& summary) {
   return planned;
 }
 
+// What an interrupted run's last line says of its checkpoint: how to resume it, or why it cannot
+// be (docs/faults.md): a run that may grow resumes from none; the checkpoint of an elastic run
+// interrupted after a loss holds the survivors' files only, and does not resume a run of the
+// original size.
+std::string resume_hint(const nlohmann::json& summary, const fast::training::TrainOptions& options) {
+  if (summary["checkpoint"].is_null()) return "; no checkpoint written (see --checkpoint-dir)";
+  const std::string folder = summary["checkpoint"].get<std::string>();
+  if (summary.contains("vacant_workers"))
+    return fmt::format("; checkpoint in {}, which a run that may grow (--max-workers) cannot resume from", folder);
+  if (options.elastic && summary["live_workers"].get<int>() < summary["workers"].get<int>())
+    return fmt::format(
+        "; checkpoint in {}, written by the {} left after a loss: it does not resume a run of {} (a resume needs "
+        "every worker's file; docs/faults.md, \"Elastic synchronous training\")",
+        folder, fast::core::counted(summary["live_workers"].get<int>(), "worker"),
+        fast::core::counted(summary["workers"].get<int>(), "worker"));
+  return "; resume with --resume " + options.checkpoint_dir.string();
+}
+
 // fast train's closing lines on stdout: the final accuracy (by the process of worker 0 only, so
 // that a run of several processes reports one final line), divergence, the simulated time, where
 // the metrics and summary went, an interruption. Returns the exit code (an interrupted run: as
@@ -175,11 +193,8 @@ int report_outcome(const nlohmann::json& summary, const fast::training::TrainOpt
   }
   if (!summary.value("interrupted", false)) return checkpoint_lost ? exit_code::io_or_peer_lost : exit_code::ok;
   const std::string by = summary["interrupted_by"].get<std::string>();
-  std::printf(
-      "interrupted by %s at step %lld of %lld%s%s\n", by.c_str(), summary["interrupted_at_step"].get<long long>(),
-      summary["steps"].get<long long>(),
-      summary["checkpoint"].is_null() ? "; no checkpoint written (see --checkpoint-dir)" : "; resume with --resume ",
-      summary["checkpoint"].is_null() ? "" : options.checkpoint_dir.c_str());
+  std::printf("interrupted by %s at step %lld of %lld%s\n", by.c_str(), summary["interrupted_at_step"].get<long long>(),
+              summary["steps"].get<long long>(), resume_hint(summary, options).c_str());
   return exit_code::killed_by(by == "SIGTERM" ? SIGTERM : SIGINT);
 }
 
