@@ -30,7 +30,7 @@ void add_link(Combined& c, std::size_t from, std::size_t to, std::uint64_t bytes
   if (bytes > 0) c.links.push_back({{"from", from}, {"to", to}, {"bytes", bytes}});
 }
 
-Combined combine(const RunTotals& totals) {
+Combined combine(const RunTotals& totals, const std::map<int, std::int64_t>& lost_steps) {
   Combined c;
   const auto world = static_cast<std::size_t>(totals.world);
   const std::size_t lost_count = world - totals.members.size();
@@ -38,7 +38,12 @@ Combined combine(const RunTotals& totals) {
     const std::optional<WorkerTotals>& t = totals.by_rank[w];
     if (!t) {
       c.lost.push_back(w);
-      c.steps_per_worker.push_back(lost_count == 1 ? totals.lost_claims : -1);
+      if (const auto known = lost_steps.find(static_cast<int>(w)); known != lost_steps.end()) {  // elastic lockstep
+        c.steps_per_worker.push_back(known->second);
+        c.steps += known->second;
+      } else {
+        c.steps_per_worker.push_back(lost_count == 1 ? totals.lost_claims : -1);
+      }
       c.idle.push_back(nullptr);
       c.replica_hashes.push_back(nullptr);
       for (int q : totals.members) {  // the bytes the members received from it
@@ -130,7 +135,7 @@ std::uint64_t memory_floor(const RunTotals& totals, std::uint64_t dataset_bytes)
 json build_summary(const SummaryInputs& in) {
   const TrainOptions& o = in.options;
   const RunTotals& totals = in.totals;
-  const Combined c = combine(totals);
+  const Combined c = combine(totals, in.lost_steps);
   const WorkerTotals& first = *totals.by_rank[static_cast<std::size_t>(totals.members.front())];
   // The run's training time: the longest a member trained. Synchronous members end together; one
   // that joined later (a restarted process 0 included, which writes this summary) started later.

@@ -200,6 +200,7 @@ strategy::Regrouping WorkerLoop::regroup_at(const core::PeerLost& lost, int stag
   if (!plan_.elastic || !ctx_.alive(ctx_.rank())) throw lost;
   flush_train_record();
   strategy::Regrouping g = worker_.regroup_survivors(stage);
+  for (int w : g.lost) lost_steps_[w] = g.steps;
   follow_lead();  // worker 0 may be the one lost
   return g;
 }

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -161,6 +162,9 @@ class WorkerLoop {
   // answer is kept in stopped_for_divergence(), the same on every member.
   bool stop_for_divergence();
   bool stopped_for_divergence() const noexcept { return stopped_for_divergence_; }
+  // Elastic lockstep: the steps each worker lost since this one took part in the run had taken, as
+  // the survivors agreed at their regrouping (the steps they went on from), by rank.
+  const std::map<int, std::int64_t>& lost_steps() const noexcept { return lost_steps_; }
   // Asynchronous: whether a stop (stop_on_divergence, SIGINT/SIGTERM) spent the run's batch budget
   // before this worker's last claim (run_asynchronous tells it).
   bool budget_spent() const noexcept { return budget_spent_; }
@@ -230,6 +234,7 @@ class WorkerLoop {
   metrics::DivergenceCheck divergence_;
   int stopped_by_ = 0;
   bool stopped_for_divergence_ = false;
+  std::map<int, std::int64_t> lost_steps_;  // lost_steps()
   bool budget_spent_ = false;
   int below_min_workers_ = 0;
   bool others_ended_ = false;  // others_ended()

@@ -89,6 +89,9 @@ TEST(SimElasticEnd, ALossWhileTheRunEndsLeavesEveryResult) {
     ASSERT_EQ(run.code, 0) << run.output;
     const json s = json::parse(slurp(dir / "s.json"));
     EXPECT_EQ(s["steps"], reference["steps"]) << s.dump();
+    // Every worker took every step, the lost one included (the step the survivors went on from).
+    EXPECT_EQ(s["steps_per_worker"], json::array({steps, steps, steps, steps})) << s.dump();
+    EXPECT_EQ(s["epochs"], reference["epochs"]) << s.dump();
     EXPECT_EQ(s["checkpoint_step"], steps) << s.dump();
     EXPECT_TRUE(fs::exists(dir / "ck" / fs::path(s["checkpoint"].get<std::string>()).filename() / "manifest.json"));
     EXPECT_EQ(s["final_accuracy"], reference["final_accuracy"]) << s.dump();
