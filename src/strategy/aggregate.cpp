@@ -222,6 +222,8 @@ FaultInjection FaultInjection::parse(const std::string& spec, int workers) {
     const std::size_t comma = rest.find(',');
     const int rank = parse_count(rest.substr(0, comma), spec, "fault_inject's worker ranks");
     FAST_ENFORCE(rank < workers, "fault_inject '{}': worker {} is not in [0, {})", spec, rank, workers);
+    FAST_ENFORCE(std::find(fault.ranks_.begin(), fault.ranks_.end(), rank) == fault.ranks_.end(),
+                 "fault_inject '{}': worker {} is named twice", spec, rank);
     fault.ranks_.push_back(rank);
     rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
   }

@@ -50,8 +50,8 @@ void leave_out_vacant_ranks(runtime::Context& ctx, strategy::Worker& worker, int
   worker.leave_out(vacant);
   if (ctx.rank() == worker.communicator().members().front())
     core::log(core::LogLevel::info,
-              "elastic: the run starts with {} of {} workers; ranks {} join when processes take them", starting,
-              ctx.size(), fmt::join(vacant, ", "));
+              "elastic: the run starts with {} of {} workers; {} {} join when processes take them", starting,
+              ctx.size(), vacant.size() == 1 ? "rank" : "ranks", fmt::join(vacant, ", "));
 }
 
 }  // namespace fast::training

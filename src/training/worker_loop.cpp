@@ -219,17 +219,18 @@ void WorkerLoop::report_regrouping(const strategy::Regrouping& g, const core::Pe
                                                                 .step = g.steps,
                                                                 .workers = static_cast<int>(g.members.size())}));
     }
-    core::log(core::LogLevel::warn, "elastic: worker(s) {} lost; {} go on from step {} with worker {}'s state ({})",
-              fmt::join(g.lost, ", "), core::counted(static_cast<long long>(g.members.size()), "worker"), g.steps,
-              g.source, lost.what());
   }
   const int left = static_cast<int>(g.members.size());
-  if (left < plan_.min_workers && g.steps < plan_.total_steps) {  // a group that took every step has ended anyway
-    below_min_workers_ = left;
-    if (lead())
-      core::log(core::LogLevel::error, "elastic: {} left, below min_workers {}: the run ends at step {} of {}",
-                core::counted(left, "worker"), plan_.min_workers, g.steps, plan_.total_steps);
-  }
+  const bool below = left < plan_.min_workers && g.steps < plan_.total_steps;  // all steps taken: ended anyway
+  if (below) below_min_workers_ = left;
+  if (!lead()) return;
+  const std::string who = fmt::format("elastic: worker(s) {} lost", fmt::join(g.lost, ", "));
+  if (below)
+    core::log(core::LogLevel::error, "{}; {} left, below min_workers {}: the run ends at step {} of {} ({})", who,
+              core::counted(left, "worker"), plan_.min_workers, g.steps, plan_.total_steps, lost.what());
+  else
+    core::log(core::LogLevel::warn, "{}; {} go on from step {} with worker {}'s state ({})", who,
+              core::counted(left, "worker"), g.steps, g.source, lost.what());
 }
 
 void WorkerLoop::admit_joiners(std::int64_t done) {

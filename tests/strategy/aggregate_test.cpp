@@ -123,6 +123,8 @@ TEST(FaultInjection, ScalesZeroesOrPoisonsTheChosenWorkersOnly) {
   EXPECT_FALSE(FaultInjection::parse("", 2).active());
   using fast::testing::expect_error;
   expect_error<core::InvalidArgument>([] { FaultInjection::parse("scale:-100@5", 5); }, {"worker 5", "[0, 5)"});
+  expect_error<core::InvalidArgument>([] { FaultInjection::parse("nan@1,2,1", 4); },
+                                      {"fault_inject 'nan@1,2,1'", "worker 1 is named twice"});
   expect_error<core::InvalidArgument>([] { FaultInjection::parse("flip@1", 5); }, {"unknown kind 'flip'"});
   expect_error<core::InvalidArgument>([] { FaultInjection::parse("scale:inf@1", 5); }, {"finite FACTOR"});
 }
