@@ -49,9 +49,9 @@ void leave_out_vacant_ranks(runtime::Context& ctx, strategy::Worker& worker, int
                starting, vacant.size(), ctx.size(), min_workers);
   worker.leave_out(vacant);
   if (ctx.rank() == worker.communicator().members().front())
-    core::log(core::LogLevel::info,
-              "elastic: the run starts with {} of {} workers; {} {} join when processes take them", starting,
-              ctx.size(), vacant.size() == 1 ? "rank" : "ranks", fmt::join(vacant, ", "));
+    core::log(core::LogLevel::info, "elastic: the run starts with {} of {} workers; {} {} {}", starting, ctx.size(),
+              vacant.size() == 1 ? "rank" : "ranks", fmt::join(vacant, ", "),
+              vacant.size() == 1 ? "joins when a process takes it" : "join when processes take them");
 }
 
 }  // namespace fast::training
