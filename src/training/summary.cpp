@@ -209,9 +209,10 @@ json build_summary(const SummaryInputs& in) {
   if (!core::source_commit().empty()) summary["fast_commit"] = core::source_commit();
   if (!lost.empty()) summary["lost_workers"] = lost;
   summary["live_workers"] = totals.members.size();
-  // Ranks a new process took back during the run (zmq rejoin), in the order seen here. A process
-  // that is such a process was told the rejoins before it, its own included (before_join); where a
-  // runtime tells it none, its own come first.
+  // Ranks a new process took back during the run (zmq rejoin) and held at its end (a newcomer that
+  // an elastic run never admitted, or that was lost again, is not counted), in the order seen here.
+  // A process that is such a process was told the rejoins before it, its own included
+  // (before_join); where a runtime tells it none, its own come first.
   json rejoined = json::array();
   const runtime::Context& ctx = in.communicator.context();
   const std::vector<runtime::MembershipEvent> events = ctx.membership_events();
@@ -221,7 +222,7 @@ json build_summary(const SummaryInputs& in) {
     for (int w = first_rank; w < first_rank + std::max(1, ctx.local_size()); ++w) rejoined.push_back(w);
   }
   for (const runtime::MembershipEvent& e : events)
-    if (e.joined) rejoined.push_back(e.worker);
+    if (e.joined && totals.by_rank[static_cast<std::size_t>(e.worker)]) rejoined.push_back(e.worker);
   summary["rejoined_workers"] = rejoined;
   add_collectives(summary, o, in.communicator);
   add_resume_fields(summary, in, first);
