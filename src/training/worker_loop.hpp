@@ -162,8 +162,8 @@ class WorkerLoop {
   // answer is kept in stopped_for_divergence(), the same on every member.
   bool stop_for_divergence();
   bool stopped_for_divergence() const noexcept { return stopped_for_divergence_; }
-  // Elastic lockstep: the steps each worker lost since this one took part in the run had taken, as
-  // the survivors agreed at their regrouping (the steps they went on from), by rank.
+  // Elastic lockstep: for each worker lost while this one was in the run, by rank, the steps it
+  // had taken: those the survivors went on from when they regrouped without it.
   const std::map<int, std::int64_t>& lost_steps() const noexcept { return lost_steps_; }
   // Asynchronous: whether a stop (stop_on_divergence, SIGINT/SIGTERM) spent the run's batch budget
   // before this worker's last claim (run_asynchronous tells it).
