@@ -279,14 +279,20 @@ struct Verdict {
 
   // Process `rank` failed (`e`) and is not restarted: the first such failure is the run's, named,
   // and starts the grace; a later one replaces a first exit code 3 it most likely caused
-  // (is_consequence), until launch stops the processes itself.
+  // (is_consequence), until launch stops the processes itself. `forwarded`: the signal launch
+  // forwarded to the processes (0: none); an end on it is said to be so, not a failure.
   void failed(const ProcessGroup& group, int rank, const ChildExit& e, double grace_seconds, Stopping& stopping,
-              bool timed_out) {
+              bool timed_out, int forwarded) {
     if (!code) {
       code = e.code;
       named = rank;
       own_io_error = said_io_error(group, rank);
-      say(fmt::format("process {} (pid {}) failed first: {}", rank, group.pid(rank), e.describe()));
+      const char* name = forwarded != 0 ? ::sigabbrev_np(forwarded) : nullptr;
+      if (name != nullptr && (e.code == core::exit_code::killed_by(forwarded) || e.signal == forwarded))
+        say(fmt::format("process {} (pid {}) stopped on the SIG{} launch forwarded: {}", rank, group.pid(rank), name,
+                        e.describe()));
+      else
+        say(fmt::format("process {} (pid {}) failed first: {}", rank, group.pid(rank), e.describe()));
       if (group.running() > 0)
         say(fmt::format("waiting up to {} s (--grace) for the other {} to end", grace_seconds,
                         core::processes(group.running())));
@@ -330,6 +336,7 @@ bool only_late_joiners_left(const ProcessGroup& group, const RestartPolicy& poli
 struct Supervision {
   Verdict verdict;
   bool timed_out = false, signalled = false;
+  int forwarded = 0;          // the last signal launch forwarded (signalled)
   bool late_joiners = false;  // only processes started again alone run on, after the run finished
   bool regrouping = false;    // a restart of the whole group: waiting for every process to end
   int regroup_code = 0;       // the exit code that asked for it (the run's, should a signal end it there)
@@ -362,7 +369,7 @@ void on_child_exit(ProcessGroup& group, int rank, const LaunchCommand& o, Restar
   }
   // Stopped by launch once the run finished without it; a failure before that still counts.
   if (s.late_joiners && (s.stopping.term_sent || !e.failed())) return;
-  if (e.failed()) s.verdict.failed(group, rank, e, o.grace_seconds, s.stopping, s.timed_out);
+  if (e.failed()) s.verdict.failed(group, rank, e, o.grace_seconds, s.stopping, s.timed_out, s.forwarded);
 }
 
 // Forwards the signals launch received (but SIGCHLD) to every process, which then get --grace.
@@ -373,6 +380,7 @@ void forward_signals(ProcessGroup& group, SignalPipe& signals, const LaunchComma
     say(fmt::format("got SIG{}; forwarded it to {}", name != nullptr ? name : "?",
                     core::processes(group.signal(sig, false))));
     s.signalled = true;
+    s.forwarded = sig;
     s.stopping.begin(Clock::now(), o.grace_seconds);
   }
 }
