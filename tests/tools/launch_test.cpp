@@ -502,8 +502,9 @@ TEST(Launch, RestartedProcessStillRunningAfterTheRunFinishedIsStoppedAndNoFailur
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.code, exit_code::ok) << r.err;
   EXPECT_TRUE(contains(r.err,
-                       "the run finished; the 1 process(es) started again alone that still run can no longer "
-                       "join it: stopping them in 10 s unless they end"))
+                       "the run's other processes ended; the 1 process started again alone still runs (one that "
+                       "joined the run ends with it, one that did not can no longer join): stopping it in 10 s "
+                       "unless it ends"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "sending SIGTERM to the 1 process still running")) << r.err;
   EXPECT_FALSE(contains(r.err, "failed first")) << r.err;

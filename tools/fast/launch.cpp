@@ -410,9 +410,11 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, 
       s.late_joiners = true;
       const double late_wait = std::min(kLateJoinerSeconds, o.grace_seconds);
       say(
-          fmt::format("the run finished; the {} process(es) started again alone that still run can no longer join "
-                      "it: stopping them in {} s unless they end",
-                      group.running(), late_wait));
+          fmt::format("the run's other processes ended; the {} started again alone still {} (one that "
+                      "joined the run ends with it, one that did not can no longer join): stopping {} in {} s unless "
+                      "{}",
+                      core::processes(group.running()), group.running() == 1 ? "runs" : "run",
+                      group.running() == 1 ? "it" : "them", late_wait, group.running() == 1 ? "it ends" : "they end"));
       s.stopping.begin(Clock::now(), late_wait);
     }
     forward_signals(group, signals, o, s);
