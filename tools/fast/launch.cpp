@@ -335,8 +335,8 @@ bool only_late_joiners_left(const ProcessGroup& group, const RestartPolicy& poli
 // What supervise() has decided so far.
 struct Supervision {
   Verdict verdict;
-  bool timed_out = false, signalled = false;
-  int forwarded = 0;          // the last signal launch forwarded (signalled)
+  bool timed_out = false;
+  int forwarded = 0;          // the last signal launch forwarded to the processes; 0: none
   bool late_joiners = false;  // only processes started again alone run on, after the run finished
   bool regrouping = false;    // a restart of the whole group: waiting for every process to end
   int regroup_code = 0;       // the exit code that asked for it (the run's, should a signal end it there)
@@ -348,10 +348,10 @@ void on_child_exit(ProcessGroup& group, int rank, const LaunchCommand& o, Restar
   const ChildExit& e = *group.exit(rank);
   if (s.regrouping) return;  // launch stops them: their ends are its doing
   const RestartAction action =
-      restarts.policy.on_exit(rank, e.code, s.verdict.code.has_value() || s.timed_out || s.signalled);
+      restarts.policy.on_exit(rank, e.code, s.verdict.code.has_value() || s.timed_out || s.forwarded != 0);
   if (action != RestartAction::none) announce_restart(group, rank, e, action, restarts.policy);
   if (action == RestartAction::none && e.code == core::exit_code::bad_input && restarts.policy.left() > 0 &&
-      !s.verdict.code && !s.timed_out && !s.signalled)
+      !s.verdict.code && !s.timed_out && s.forwarded == 0)
     say(
         fmt::format("process {} (pid {}) exited with code 2 (bad input): not started again (--restart), as it "
                     "would fail the same way",
@@ -379,7 +379,6 @@ void forward_signals(ProcessGroup& group, SignalPipe& signals, const LaunchComma
     const char* name = ::sigabbrev_np(sig);
     say(fmt::format("got SIG{}; forwarded it to {}", name != nullptr ? name : "?",
                     core::processes(group.signal(sig, false))));
-    s.signalled = true;
     s.forwarded = sig;
     s.stopping.begin(Clock::now(), o.grace_seconds);
   }
@@ -409,16 +408,17 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, 
     if (!s.late_joiners && !code && !s.regrouping && only_late_joiners_left(group, restarts.policy)) {
       s.late_joiners = true;
       const double late_wait = std::min(kLateJoinerSeconds, o.grace_seconds);
+      const bool one = group.running() == 1;
       say(
           fmt::format("the run's other processes ended; the {} started again alone still {} (one that "
                       "joined the run ends with it, one that did not can no longer join): stopping {} in {} s unless "
                       "{}",
-                      core::processes(group.running()), group.running() == 1 ? "runs" : "run",
-                      group.running() == 1 ? "it" : "them", late_wait, group.running() == 1 ? "it ends" : "they end"));
+                      core::processes(group.running()), one ? "runs" : "run", one ? "it" : "them", late_wait,
+                      one ? "it ends" : "they end"));
       s.stopping.begin(Clock::now(), late_wait);
     }
     forward_signals(group, signals, o, s);
-    if (s.regrouping && group.running() == 0 && !s.signalled && !s.timed_out) {
+    if (s.regrouping && group.running() == 0 && s.forwarded == 0 && !s.timed_out) {
       start_group_again(group, restarts);
       s.regrouping = false;
       s.stopping = Stopping{};
