@@ -17,8 +17,7 @@ bool lockstep_step(WorkerLoop& loop, std::int64_t s) {
   // the same step replaces.
   if (loop.stop_agreed(s + 1)) return true;
   if ((s + 1) % plan.eval_interval_steps == 0 && s + 1 < plan.total_steps) {
-    loop.evaluate_collective(s + 1, false);
-    if (loop.stop_for_divergence()) return true;  // stop_on_divergence: decided together, at an evaluation
+    if (loop.evaluate_periodic(s + 1)) return true;  // stop_on_divergence: decided together, at an evaluation
   }
   loop.admit_joiners(s + 1);                 // elastic: a worker taken back joins here
   if (plan.checkpoint_every > 0 && (s + 1) % plan.checkpoint_every == 0 && s + 1 < plan.total_steps)

@@ -42,6 +42,19 @@ void WorkerLoop::check(const std::optional<metrics::DivergenceSign>& sign) {
   if (sign) outputs_.diverged(*sign, plan_.stop_on_divergence);
 }
 
+bool WorkerLoop::evaluate_periodic(std::int64_t step) {
+  const double time = ctx_.now();
+  const metrics::EvalRecord record = evaluate_collective(step, false, false);
+  const double off_clock = ctx_.now() - time;
+  check(divergence_.on_evaluation(record.step, record.accuracy, record.loss, record.param_norm));
+  const bool stop = stop_for_divergence();
+  if (lead() && stop)
+    count_eval(record, time, off_clock);  // unwritten, but it took its time off the training clock
+  else if (lead())
+    record_eval(record, time, off_clock);
+  return stop;
+}
+
 // Every worker calls it after the same collective evaluation: one all-reduce of a flag, so all
 // stop at the same step (a NaN training loss seen by one worker stops them all).
 bool WorkerLoop::stop_for_divergence() {
@@ -296,7 +309,11 @@ void WorkerLoop::record_eval(metrics::EvalRecord record, double taken_at, double
                        .step = record.step,
                        .accuracy = record.accuracy,
                        .loss = record.loss});
-  evaluations_.push_back({.model_time = record.time,
+  count_eval(record, taken_at, off_clock);
+}
+
+void WorkerLoop::count_eval(const metrics::EvalRecord& record, double taken_at, double off_clock) {
+  evaluations_.push_back({.model_time = taken_at - start_,
                           .end_time = elapsed(),
                           .off_clock = off_clock,
                           .accuracy = record.accuracy,

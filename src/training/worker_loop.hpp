@@ -157,10 +157,12 @@ class WorkerLoop {
   // Asynchronous: this worker evaluates a snapshot after `rounds` lockstep-equivalent steps.
   void evaluate_snapshot(double rounds);
 
-  // Lockstep, collective (every worker at the same step): whether any worker's divergence check
-  // has latched, when stop_on_divergence is set (false without a collective otherwise). A true
-  // answer is kept in stopped_for_divergence(), the same on every member.
-  bool stop_for_divergence();
+  // Lockstep, collective (every worker at the same step): the evaluation every eval_interval_steps
+  // steps. With stop_on_divergence the workers then agree whether any one's divergence check has
+  // latched (this evaluation's record included); true: the run stops at `step`, and the record is
+  // not written (the final evaluation at the same step replaces it). The answer is kept in
+  // stopped_for_divergence(), the same on every member.
+  bool evaluate_periodic(std::int64_t step);
   bool stopped_for_divergence() const noexcept { return stopped_for_divergence_; }
   // Elastic lockstep: for each worker lost while this one was in the run, by rank, the steps it
   // had taken: those the survivors went on from when they regrouped without it.
@@ -214,6 +216,11 @@ class WorkerLoop {
 
  private:
   void record_eval(metrics::EvalRecord record, double taken_at, double off_clock);
+  // Adds the evaluation to evaluations() (the time to the target accuracy), without writing it.
+  void count_eval(const metrics::EvalRecord& record, double taken_at, double off_clock);
+  // evaluate_periodic()'s agreement: whether any worker's divergence check has latched (one
+  // all-reduce; false without a collective when stop_on_divergence is not set).
+  bool stop_for_divergence();
   void check(const std::optional<metrics::DivergenceSign>& sign);
   void write_train_record(std::int64_t steps, std::int64_t epoch, double lr);
 

@@ -69,22 +69,30 @@ TEST(Divergence, TheSameRunWithPerSampleSemanticsTrainsAndIsNotFlagged) {
   fs::remove_all(dir);
 }
 
-// The step of the last evaluation record in a metrics file (-1 if none).
-std::int64_t last_eval_step(const fs::path& metrics) {
-  std::ifstream in(metrics);
+// The evaluation records of a metrics file: the step of the last (-1 if none) and how many are at it.
+struct LastEval {
   std::int64_t step = -1;
+  int records = 0;
+};
+LastEval last_eval(const fs::path& metrics) {
+  std::ifstream in(metrics);
+  LastEval last;
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json record = nlohmann::json::parse(line);
-    if (record.value("event", "") == "eval") step = record["step"].get<std::int64_t>();
+    if (record.value("event", "") != "eval") continue;
+    const auto step = record["step"].get<std::int64_t>();
+    last.records = step == last.step ? last.records + 1 : 1;
+    last.step = step;
   }
-  return step;
+  return last;
 }
 
 // --stop-on-divergence: the asynchronous run spends its budget at the first sign (an evaluation
 // every 10 steps), so it takes fewer batches than the 4 x 234 it would; a lockstep run that
 // diverges stops at the evaluation. Both summaries give the steps of worker 0 at the stop
 // (stopped_at_step), and the closing line counts them ("N of 234 steps"); the final evaluation
-// record is at that step, not at the steps planned.
+// record is at that step, not at the steps planned, and is the only record there (the lockstep
+// run's evaluation that found the divergence is the final one).
 TEST(Divergence, StopOnDivergenceEndsTheRunEarly) {
   SKIP_WITHOUT_SIM();
   const fs::path dir = temp_dir("stop");
@@ -109,7 +117,9 @@ TEST(Divergence, StopOnDivergenceEndsTheRunEarly) {
     EXPECT_NE(r.output.find(fmt::format(", {} of {} steps, ", at, s["steps"].get<std::int64_t>())), std::string::npos)
         << r.output;
     if (lockstep) EXPECT_EQ(at % 20, 0) << s.dump();  // at an evaluation
-    EXPECT_EQ(last_eval_step(dir / "m.jsonl"), at);
+    const LastEval last = last_eval(dir / "m.jsonl");
+    EXPECT_EQ(last.step, at) << run;
+    EXPECT_EQ(last.records, 1) << run;
   }
   fs::remove_all(dir);
 }

@@ -101,8 +101,11 @@ void ZmqTransport::expel_self(const std::string& why) {
       "zmq runtime: {} was counted lost by the run and leaves it: {}. The other processes go on without it; start it "
       "again with the same command and FAST_RESTARTED=1 (fast launch --restart does) to take its rank back",
       table_[static_cast<std::size_t>(process_)].where(), why.substr(0, kMaxToldReasonBytes));
-  core::log(core::LogLevel::error, "{}", message);
-  world_->abort_all(message);
+  core::log(core::LogLevel::error, "{}", message);  // the why, once: errors are always logged
+  // What every pending and later operation of this process fails with (the error that ends it).
+  world_->abort_all(
+      fmt::format("zmq runtime: {} was counted lost by the run and left it (the error logged above says why)",
+                  table_[static_cast<std::size_t>(process_)].where()));
   {
     std::lock_guard<std::mutex> lock(peers_mutex_);  // settle_lost_peers() waits for nobody now
   }
