@@ -1,5 +1,5 @@
-// End-to-end tests of `fast launch` and `fast keygen`: the built command runs as a child process
-// with its stdout and stderr in files; every run is bounded in time and killed if it overruns, and
+// End-to-end tests of `fast launch` (its restarts: launch_restart_test.cpp) and `fast keygen`: the built command runs
+// as a child process with its stdout and stderr in files; every run is bounded in time and killed if it overruns, and
 // the tests check by pid that no process it started survives.
 
 #include <gtest/gtest.h>
@@ -26,130 +26,11 @@
 
 #include "common/run_fast.hpp"
 #include "fast/runtime/zmq/keys.hpp"
+#include "launch_common.hpp"
 
 namespace {
 
-namespace fs = std::filesystem;
-namespace exit_code = fast::core::exit_code;
-using Clock = std::chrono::steady_clock;
-
-fs::path temp_dir(const std::string& name) { return fast::testing::test_dir("fast_launch_test", name); }
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// Whether pid is a live process (not a zombie).
-bool alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const auto close = line.rfind(')');
-  return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
-}
-
-// A running `fast ARGS...` whose stdout/stderr go to files in dir.
-struct FastRun {
-  pid_t pid = -1;
-  fs::path out, err;
-  Clock::time_point start;
-};
-
-struct FastDone {
-  int code = -1;  // exit code; -1 if it had to be killed or died by a signal
-  std::string out, err;
-  double seconds = 0;
-};
-
-FastRun start_fast(const fs::path& dir, const std::vector<std::string>& args) {
-  FastRun run{-1, dir / "stdout.txt", dir / "stderr.txt", Clock::now()};
-  std::vector<std::string> argv = {std::string(FAST_TEST_BIN_DIR) + "/fast"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> cargv;
-  for (std::string& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  run.pid = ::fork();
-  if (run.pid == 0) {
-    const int out = ::open(run.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open(run.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (::chdir(dir.c_str()) != 0 || out < 0 || err < 0) ::_exit(126);
-    ::dup2(out, STDOUT_FILENO);
-    ::dup2(err, STDERR_FILENO);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(exit_code::cannot_exec);
-  }
-  return run;
-}
-
-// Waits up to limit_s for run to end; kills it (and so its children) if it does not.
-FastDone wait_fast(const FastRun& run, double limit_s = 30) {
-  FastDone done;
-  int status = 0;
-  for (;;) {
-    if (::waitpid(run.pid, &status, WNOHANG) == run.pid) break;
-    if (Clock::now() - run.start > std::chrono::duration<double>(limit_s)) {
-      ADD_FAILURE() << "fast ran past " << limit_s << " s; killed";
-      ::kill(run.pid, SIGKILL);
-      ::waitpid(run.pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  done.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  done.seconds = std::chrono::duration<double>(Clock::now() - run.start).count();
-  done.out = read_text(run.out);
-  done.err = read_text(run.err);
-  return done;
-}
-
-FastDone run_fast(const std::string& name, const std::vector<std::string>& args, double limit_s = 30) {
-  return wait_fast(start_fast(temp_dir(name), args), limit_s);
-}
-
-// Waits until file holds `count` occurrences of part (false after limit_s).
-bool wait_for_text(const fs::path& file, const std::string& part, int count, double limit_s = 20) {
-  const auto end = Clock::now() + std::chrono::duration<double>(limit_s);
-  while (Clock::now() < end) {
-    const std::string text = read_text(file);
-    int n = 0;
-    for (auto pos = text.find(part); pos != std::string::npos; pos = text.find(part, pos + 1)) ++n;
-    if (n >= count) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
-// The pids printed as "[rank] pid=P" lines.
-std::vector<pid_t> printed_pids(const std::string& out) {
-  std::vector<pid_t> pids;
-  const std::regex re(R"(\[\d+\] pid=(\d+))");
-  for (const std::string& line : lines_of(out)) {
-    std::smatch m;
-    if (std::regex_match(line, m, re)) pids.push_back(static_cast<pid_t>(std::stol(m[1])));
-  }
-  return pids;
-}
-
-void expect_none_alive(const std::vector<pid_t>& pids) {
-  for (pid_t pid : pids) EXPECT_FALSE(alive(pid)) << "process " << pid << " survived fast launch";
-}
-
-std::vector<std::string> launch_sh(std::vector<std::string> options, const std::string& script) {
-  options.insert(options.begin(), "launch");
-  for (const char* a : {"--", "sh", "-c"}) options.push_back(a);
-  options.push_back(script);
-  return options;
-}
+using namespace fast::testing::launch_cli;  // NOLINT(google-build-using-namespace): the shared helpers
 
 TEST(Launch, EachProcessGetsItsRankWorldSizeAndRendezvous) {
   const FastDone r =
@@ -425,106 +306,6 @@ TEST(Launch, HostsGoThroughTheLauncherTemplateWithTheKeyOnStandardInput) {
   EXPECT_TRUE(contains(argv, "FAST_KEY_FILE=/dev/stdin")) << argv;
   EXPECT_FALSE(contains(argv, m[1].str().substr(1, 40))) << argv;
   EXPECT_TRUE(contains(r.err, "on alpha (2), beta (1) through")) << r.err;
-}
-
-// --restart (docs/launch.md, "Restarts"): a process killed every time it starts is restarted alone
-// once; then the restarts are spent and its failure is the run's, as without --restart.
-TEST(Launch, RestartStartsAKilledProcessAgainUntilTheRestartsAreSpent) {
-  const FastDone r = run_fast(
-      "restart_spent",
-      launch_sh({"-n", "2", "--grace", "1", "--restart", "1"},
-                "echo pid=$$; if [ $FAST_PROCESS_RANK = 1 ]; then sleep 0.2; kill -KILL $$; fi; exec sleep 60"));
-  EXPECT_EQ(r.code, exit_code::killed_by(SIGKILL)) << r.err;
-  EXPECT_EQ(fast::testing::count_of(r.err,
-                                    "starting it again with its rank and environment (--restart: 1 of 1 "
-                                    "restarts spent, 0 left)"),
-            1)
-      << r.err;
-  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(process 1 \(pid \d+\) failed first: killed by signal SIGKILL)")))
-      << r.err;
-  const auto pids = printed_pids(r.out);
-  EXPECT_EQ(pids.size(), 3u) << r.out;  // process 0, process 1 twice
-  expect_none_alive(pids);
-}
-
-// Process 0 too is started again alone, and only a process started again alone has
-// FAST_RESTARTED=1 (the rendezvous's server is then a survivor of an elastic run: docs/faults.md).
-TEST(Launch, RestartStartsProcessZeroAgainAloneMarkedRestarted) {
-  const FastDone r = run_fast("restart_zero", launch_sh({"-n", "2", "--restart", "1"},
-                                                        "echo start $FAST_PROCESS_RANK ${FAST_RESTARTED:-unset}; "
-                                                        "if [ $FAST_PROCESS_RANK = 0 ] && [ -z \"$FAST_RESTARTED\" ]; "
-                                                        "then sleep 0.2; kill -KILL $$; fi; sleep 1"));
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(fast::testing::count_of(r.out, "start 0 unset"), 1) << r.out;
-  EXPECT_EQ(fast::testing::count_of(r.out, "start 1 unset"), 1) << r.out;
-  EXPECT_EQ(fast::testing::count_of(r.out, "start 0 1"), 1) << r.out;
-  EXPECT_EQ(fast::testing::count_of(r.out, "start "), 3) << r.out;
-  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(process 0 \(pid \d+\) failed: killed by signal SIGKILL; )"
-                                                  R"(starting it again with its rank and environment)")))
-      << r.err;
-}
-
-// A lost peer (exit code 3) restarts the whole group at a new rendezvous port; the second start
-// ends with 0 everywhere, which is never restarted: launch exits with 0. Each process counts its
-// starts in a file (process 1 fails once process 0 has counted its first: the file holds the count,
-// not only exists, since a process 0 stopped between creating and writing it would leave it empty).
-TEST(Launch, RestartOfTheWholeGroupAfterALostPeerAndCleanExitsAreFinal) {
-  const fs::path dir = temp_dir("restart_group");
-  for (const char* f : {"starts0", "starts1"}) fs::remove(dir / f);
-  const FastDone r = wait_fast(start_fast(
-      dir, launch_sh({"-n", "2", "--restart", "2"},
-                     "f=starts$FAST_PROCESS_RANK; n=$(($(cat $f 2>/dev/null || echo 0) + 1)); echo $n > $f; "
-                     "echo \"start=$n rdv=$FAST_RENDEZVOUS\"; if [ $n = 1 ]; then "
-                     "if [ $FAST_PROCESS_RANK = 1 ]; then while [ ! -s starts0 ]; do sleep 0.05; done; exit 3; fi; "
-                     "exec sleep 60; fi; exit 0")));
-  EXPECT_EQ(r.code, exit_code::ok) << r.out << r.err;
-  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(process 1 \(pid \d+\) failed: exit code 3; stopping the 1 )"
-                                                  R"(process still running and starting all 2 again \(--restart: )"
-                                                  R"(1 of 2 restarts spent, 1 left\))")))
-      << r.err;
-  EXPECT_TRUE(contains(r.err, "started the 2 processes again")) << r.err;
-  std::smatch first, second;
-  ASSERT_TRUE(std::regex_search(r.out, first, std::regex(R"(\[1\] start=1 rdv=(\S+))"))) << r.out;
-  ASSERT_TRUE(std::regex_search(r.out, second, std::regex(R"(\[0\] start=2 rdv=(\S+))"))) << r.out;
-  EXPECT_NE(first[1].str(), second[1].str()) << "the new start meets at a new port";
-  EXPECT_TRUE(contains(r.out, "[1] start=2 rdv=" + second[1].str())) << r.out;
-  EXPECT_FALSE(contains(r.out, "start=3")) << r.out;
-}
-
-// A process started again alone that still runs once the others ended with 0 (it came back too
-// late to join) is stopped 10 s later, and its end is no failure: launch exits with 0.
-TEST(Launch, RestartedProcessStillRunningAfterTheRunFinishedIsStoppedAndNoFailure) {
-  const auto start = std::chrono::steady_clock::now();
-  const FastDone r = run_fast(
-      "restart_late", launch_sh({"-n", "2", "--restart", "1"},
-                                "if [ $FAST_PROCESS_RANK = 1 ]; then if [ -z \"$FAST_RESTARTED\" ]; then sleep 0.2; "
-                                "kill -KILL $$; fi; exec sleep 60; fi; sleep 3; exit 0"));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(r.code, exit_code::ok) << r.err;
-  EXPECT_TRUE(contains(r.err,
-                       "the run's other processes ended; the 1 process started again alone still runs (one that "
-                       "joined the run ends with it, one that did not can no longer join): stopping it in 10 s "
-                       "unless it ends"))
-      << r.err;
-  EXPECT_TRUE(contains(r.err, "sending SIGTERM to the 1 process still running")) << r.err;
-  EXPECT_FALSE(contains(r.err, "failed first")) << r.err;
-  EXPECT_LT(seconds, 30) << r.err;
-}
-
-// Bad input (exit code 2) fails again the same way, and a signal to launch is no failure: neither
-// is restarted.
-TEST(Launch, RestartLeavesBadInputAndForwardedSignalsAlone) {
-  const FastDone bad = run_fast("restart_bad", launch_sh({"-n", "2", "--restart", "3"}, "exit 2"));
-  EXPECT_EQ(bad.code, exit_code::bad_input) << bad.err;
-  EXPECT_FALSE(contains(bad.err, "starting it again")) << bad.err;
-  EXPECT_TRUE(contains(bad.err, "exited with code 2 (bad input): not started again (--restart)")) << bad.err;
-  const fs::path dir = temp_dir("restart_signal");
-  const FastRun run = start_fast(dir, launch_sh({"-n", "2", "--restart", "3"}, "echo ready; exec sleep 60"));
-  ASSERT_TRUE(wait_for_text(run.out, "ready", 2));
-  ::kill(run.pid, SIGTERM);
-  const FastDone r = wait_fast(run);
-  EXPECT_EQ(r.code, exit_code::killed_by(SIGTERM)) << r.err;
-  EXPECT_FALSE(contains(r.err, "again")) << r.err;
 }
 
 TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {

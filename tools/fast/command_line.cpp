@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -181,9 +183,18 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
 }
 
 int run_with_exit_codes(int (*body)(int, char**), int argc, char** argv) {
-  // The message "fast: <kind>: <what>" on stderr, and the exit code of that kind.
+  // The message "fast: <kind>: <what>" on stderr, and the exit code of that kind; a message that
+  // names its subcommand ("fast launch: <what>") gives "fast launch: <kind>: <what>".
   const auto fail = [](const char* kind, const std::exception& e, int code) {
-    std::fprintf(stderr, "fast: %s: %s\n", kind, core::user_message(e).c_str());
+    const std::string message = core::user_message(e);
+    std::string_view who = "fast", what = message;
+    if (const std::size_t colon = message.find(": ");
+        message.starts_with("fast ") && colon > 5 && message.find(' ', 5) == colon + 1) {
+      who = std::string_view(message).substr(0, colon);  // "fast SUBCOMMAND"
+      what = std::string_view(message).substr(colon + 2);
+    }
+    std::fprintf(stderr, "%.*s: %s: %.*s\n", static_cast<int>(who.size()), who.data(), kind,
+                 static_cast<int>(what.size()), what.data());
     return code;
   };
   try {

@@ -245,9 +245,12 @@ bool is_consequence(int named, int code, bool own_io_error, const ChildExit& e, 
          e.code != core::exit_code::io_or_peer_lost && !stopping;
 }
 
-// Whether process `rank` ended saying it failed on an I/O error of its own ("fast: I/O error: ...").
+// Whether process `rank` ended saying it failed on an I/O error of its own ("fast: I/O error: ...",
+// or "fast SUBCOMMAND: I/O error: ..." where the message named its subcommand).
 bool said_io_error(const ProcessGroup& group, int rank) {
-  return group.last_error_line(rank).starts_with(fmt::format("fast: {}: ", core::exit_code::io_error_kind));
+  const std::string line = group.last_error_line(rank);
+  const std::size_t kind = line.find(fmt::format(": {}: ", core::exit_code::io_error_kind));
+  return line.starts_with("fast") && kind != std::string::npos && kind == line.find(": ");
 }
 
 // How supervise() starts processes again (--restart): the specs of the current start, by rank, and
