@@ -359,6 +359,7 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
     const FastDone r = run_fast("bad_run", args);
     EXPECT_EQ(r.code, exit_code::bad_input) << message << "\n" << r.err;
     EXPECT_TRUE(contains(r.err, message)) << "'" << message << "' not in:\n" << r.err;
+    EXPECT_TRUE(r.err.starts_with("fast launch: error: ")) << r.err;  // launch's own: one prefix, its command's
     EXPECT_FALSE(contains(r.err, "starting")) << r.err;
   }
   EXPECT_FALSE(fs::exists(marker)) << "a process was started despite bad input";

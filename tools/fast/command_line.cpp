@@ -182,14 +182,22 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   return std::nullopt;
 }
 
+namespace {
+std::string failing_command = "fast";  // name_failures_after(); read once the body has ended
+}  // namespace
+
+void name_failures_after(std::string command) { failing_command = std::move(command); }
+
 int run_with_exit_codes(int (*body)(int, char**), int argc, char** argv) {
-  // The message "fast: <kind>: <what>" on stderr, and the exit code of that kind; a message that
-  // names its subcommand ("fast launch: <what>") gives "fast launch: <kind>: <what>".
+  // The message "<command>: <kind>: <what>" on stderr, and the exit code of that kind. <command> is
+  // name_failures_after()'s, else the subcommand a message starts with ("fast compare: <what>"), else
+  // "fast"; a message that starts with the command's name does not repeat it.
   const auto fail = [](const char* kind, const std::exception& e, int code) {
     const std::string message = core::user_message(e);
-    std::string_view who = "fast", what = message;
+    std::string_view who = failing_command, what = message;
     if (const std::size_t colon = message.find(": ");
-        message.starts_with("fast ") && colon > 5 && message.find(' ', 5) == colon + 1) {
+        message.starts_with("fast ") && colon > 5 && message.find(' ', 5) == colon + 1 &&
+        (who == "fast" || who == std::string_view(message).substr(0, colon))) {
       who = std::string_view(message).substr(0, colon);  // "fast SUBCOMMAND"
       what = std::string_view(message).substr(colon + 2);
     }

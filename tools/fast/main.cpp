@@ -100,11 +100,21 @@ int run(int argc, char** argv) {
     fast::training::validate_settings(fast::cli::resolve_options(training.train, false));
   if (training.train.app->parsed() || training.compare.app->parsed()) return run_helper(argv);
 #if FAST_WITH_ZMQ
-  if (launch->parsed()) return fast::cli::run_launch(launch_options);
-  if (keygen->parsed()) return fast::cli::run_keygen(keygen_options);
-  if (rendezvous->parsed()) return fast::cli::run_rendezvous(rendezvous_options);
+  if (launch->parsed()) {
+    fast::cli::name_failures_after("fast launch");
+    return fast::cli::run_launch(launch_options);
+  }
+  if (keygen->parsed()) {
+    fast::cli::name_failures_after("fast keygen");
+    return fast::cli::run_keygen(keygen_options);
+  }
+  if (rendezvous->parsed()) {
+    fast::cli::name_failures_after("fast rendezvous");
+    return fast::cli::run_rendezvous(rendezvous_options);
+  }
 #endif
   if (rep->parsed()) {
+    fast::cli::name_failures_after("fast report");
     std::printf("report: %s (open it in a browser)\n",
                 fast::cli::write_report(report_dir, report_out).string().c_str());
     return exit_code::ok;
