@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -125,7 +126,9 @@ std::string Setting::default_text() const { return default_shown_.empty() ? text
 std::string Setting::expected() const {
   const bool is_integer = type_ == SettingType::integer;
   const std::string_view what = is_integer ? "an integer" : "a number";
-  const bool has_min = std::isfinite(min_), has_max = std::isfinite(max_);
+  // A number's largest float32 as its maximum reads as a condition, not as 3.4028234663852886e+38.
+  const bool float32_max = !is_integer && max_ == static_cast<double>(std::numeric_limits<float>::max()) && !max_open_;
+  const bool has_min = std::isfinite(min_), has_max = std::isfinite(max_) && !float32_max;
   std::string range;
   switch (type_) {
     case SettingType::integer:
@@ -140,6 +143,7 @@ std::string Setting::expected() const {
         range = fmt::format("{} {} {}", what, max_open_ ? "<" : "<=", max_);
       else
         range = std::string(what);
+      if (float32_max) range += ", finite as a 32-bit float";
       return exactly_ ? fmt::format("{}, or {}", range, *exactly_) : range;
     case SettingType::string: return accepts_.empty() ? "a string" : accepts_;
     case SettingType::boolean: return "true or false";

@@ -16,6 +16,7 @@ namespace {
 struct Entry {
   std::string_view name;
   std::unique_ptr<Optimizer> (*make)(const OptimizerOptions&, std::size_t);
+  std::string_view reads;  // the OptimizerOptions fields its rule reads besides name, space-separated
 };
 
 std::unique_ptr<Optimizer> make_sgd(const OptimizerOptions& o, std::size_t n) { return std::make_unique<Sgd>(o, n); }
@@ -23,10 +24,25 @@ std::unique_ptr<Optimizer> make_adam(const OptimizerOptions& o, std::size_t n) {
 
 // The registry: every optimizer FAST knows, by name. Sgd and Adam validate their own options.
 constexpr std::array kRegistry{
-    Entry{"sgd", make_sgd},   Entry{"momentum", make_sgd}, Entry{"nesterov", make_sgd},
-    Entry{"adam", make_adam}, Entry{"adamw", make_adam},
+    Entry{"sgd", make_sgd, "lr weight_decay"},
+    Entry{"momentum", make_sgd, "lr momentum dampening weight_decay"},
+    Entry{"nesterov", make_sgd, "lr momentum dampening weight_decay"},
+    Entry{"adam", make_adam, "lr beta1 beta2 eps weight_decay"},
+    Entry{"adamw", make_adam, "lr beta1 beta2 eps weight_decay"},
 };
 }  // namespace
+
+bool optimizer_reads(std::string_view optimizer, std::string_view option) {
+  for (const Entry& e : kRegistry) {
+    if (e.name != optimizer) continue;
+    for (std::size_t at = e.reads.find(option); at != std::string_view::npos; at = e.reads.find(option, at + 1)) {
+      const std::size_t end = at + option.size();
+      if ((at == 0 || e.reads[at - 1] == ' ') && (end == e.reads.size() || e.reads[end] == ' ')) return true;
+    }
+    return false;
+  }
+  return false;
+}
 
 void Optimizer::take_gradient(std::span<const float> /*grads*/) {
   FAST_THROW(InvalidUsage,

@@ -140,7 +140,8 @@ void apply_setting(TrainOptions& options, std::string_view key, const std::strin
 
 toml::table parse_toml_file(const std::filesystem::path& file) {
   const std::filesystem::file_status status = core::file_status_of(file, "config file");
-  FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(status), "config file '{}' does not exist", file.string());
+  FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(status), "config file '{}' does not exist{}", file.string(),
+                  core::relative_to_note(file));
   // A folder would read as an empty file (a run with every default).
   FAST_ENFORCE(!std::filesystem::is_directory(status), "config file '{}' is a folder; expected a TOML file",
                file.string());
@@ -173,7 +174,10 @@ std::string config_value_text(std::string_view key, const toml::node& node, cons
       if (auto b = node.value_exact<bool>()) value = *b ? "true" : "false", ok = true;
       break;
   }
-  FAST_ENFORCE(ok, "{}: key '{}' expects {}, got {}", where, key, key_type_name(k->type), toml_type_name(node));
+  // A string's accepted values where they are a list ("expects string (one of: on, off)").
+  const bool listed = k->type == KeyType::string && k->accepts.starts_with("one of: ");
+  FAST_ENFORCE(ok, "{}: key '{}' expects {}{}, got {}", where, key, key_type_name(k->type),
+               listed ? fmt::format(" ({})", k->accepts) : std::string(), toml_type_name(node));
   return value;
 }
 

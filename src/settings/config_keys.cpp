@@ -154,6 +154,15 @@ std::vector<ConfigKey> model_and_data_keys() {
   };
 }
 
+// An optimizer option's key, named in a warning where the chosen optimizer does not read it.
+ConfigKey read_by_optimizer(ConfigKey key) {
+  std::string option = key.name;
+  return applies_when(std::move(key), [option](const TrainOptions& o) -> std::optional<std::string> {
+    if (optim::optimizer_reads(o.worker.optimizer.name, option)) return std::nullopt;
+    return fmt::format("optimizer = {}", o.worker.optimizer.name);
+  });
+}
+
 // The optimizer and its hyper-parameters.
 std::vector<ConfigKey> optimizer_keys() {
   return {
@@ -175,14 +184,16 @@ std::vector<ConfigKey> optimizer_keys() {
             if (!o.lr_given) o.worker.optimizer.lr = training::default_lr(o.worker.optimizer.name);
           },
           [](const TrainOptions& o) { return o.worker.optimizer.name; }),
-      FAST_NUMBER_KEY("momentum",
-                      "Momentum factor of momentum and nesterov, in (0, 1) (without momentum: optimizer sgd).",
-                      worker.optimizer.momentum, .greater_than(0).less_than(1)),
+      read_by_optimizer(FAST_NUMBER_KEY(
+          "momentum", "Momentum factor of momentum and nesterov, in (0, 1) (without momentum: optimizer sgd).",
+          worker.optimizer.momentum, .greater_than(0).less_than(1))),
       FAST_NUMBER_KEY("weight_decay", "Weight decay (L2 in the gradient; decoupled for adamw).",
                       worker.optimizer.weight_decay, .at_least(0)),
-      FAST_NUMBER_KEY("beta1", "Adam/AdamW first-moment decay.", worker.optimizer.beta1, ),
-      FAST_NUMBER_KEY("beta2", "Adam/AdamW second-moment decay.", worker.optimizer.beta2, ),
-      FAST_NUMBER_KEY("eps", "Adam/AdamW denominator term.", worker.optimizer.eps, .greater_than(0)),
+      read_by_optimizer(FAST_NUMBER_KEY("beta1", "Adam/AdamW first-moment decay.", worker.optimizer.beta1,
+                                        .at_least(0).less_than(1))),
+      read_by_optimizer(FAST_NUMBER_KEY("beta2", "Adam/AdamW second-moment decay.", worker.optimizer.beta2,
+                                        .at_least(0).less_than(1))),
+      read_by_optimizer(FAST_NUMBER_KEY("eps", "Adam/AdamW denominator term.", worker.optimizer.eps, .greater_than(0))),
   };
 }
 
@@ -202,7 +213,7 @@ std::vector<ConfigKey> schedule_keys() {
                    worker.schedule.step_size, 1),
       FAST_NUMBER_KEY("gamma", "step schedule: decay factor.", worker.schedule.gamma, .greater_than(0)),
       FAST_NUMBER_KEY("min_lr_factor", "cosine schedule: final lr as a fraction of the base lr.",
-                      worker.schedule.min_lr_factor, .at_least(0)),
+                      worker.schedule.min_lr_factor, .at_least(0).at_most(1)),
       FAST_INT_KEY("seed", "Seed of model initialisation and data order.", seed, 0),
   };
 }

@@ -127,6 +127,16 @@ TEST(Config, OptionsAnotherSettingTurnsOffAreNamed) {
   apply_setting(o, "compress", "none", "--compress");
   EXPECT_EQ(inert_settings(o, {"consensus-step"}),
             (std::vector<std::string>{"consensus_step: changes nothing with compress = 'none'"}));
+  // An optimizer option the chosen optimizer does not read (optim::optimizer_reads).
+  training::TrainOptions m;
+  apply_setting(m, "optimizer", "momentum", "--optimizer");
+  apply_setting(m, "beta1", "0.5", "--beta1");
+  apply_setting(m, "momentum", "0.5", "--momentum");
+  EXPECT_EQ(inert_settings(m, {"optimizer", "beta1", "momentum"}),
+            (std::vector<std::string>{"beta1: changes nothing with optimizer = momentum"}));
+  apply_setting(m, "optimizer", "adam", "--optimizer");
+  EXPECT_EQ(inert_settings(m, {"optimizer", "beta1", "momentum"}),
+            (std::vector<std::string>{"momentum: changes nothing with optimizer = adam"}));
   // ps: the asynchronous modes' options under mode sync, staleness outside mode ssp.
   apply_setting(o, "strategy", "ps", "--strategy");
   const std::vector<std::string> ps_given{"lr_staleness", "lr_semantics", "staleness", "mode"};
@@ -181,7 +191,14 @@ TEST(Config, OutOfRangeAndMalformedValuesAreRejected) {
             std::string::npos);
   EXPECT_NE(error_of([&] {
               apply_setting(o, "lr", "-0.1", "--lr");
-            }).find("expected a number in (0, 3.4028234663852886e+38], got -0.1"),
+            }).find("expected a positive number, finite as a 32-bit float, got -0.1"),
+            std::string::npos);
+  // Ranges the optimizer and schedule need, refused by the setting (before any data is read).
+  EXPECT_NE(error_of([&] {
+              apply_setting(o, "min_lr_factor", "2", "--min-lr-factor");
+            }).find("--min-lr-factor: expected a number in [0, 1], got 2"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "beta2", "1", "--beta2"); }).find("--beta2: expected a number in [0, 1)"),
             std::string::npos);
   EXPECT_NE(error_of([&] { apply_setting(o, "batch", "12abc", "--batch"); }).find("expected an integer, got '12abc'"),
             std::string::npos);

@@ -87,6 +87,10 @@ class Optimizer {
 
 // The names make_optimizer accepts, in registry order.
 std::vector<std::string> optimizer_names();
+// Whether the optimizer registered as `optimizer` reads the OptimizerOptions field named `option`
+// ("beta1", "momentum", ...; false for an unknown optimizer or field): a setting it does not read
+// changes nothing (the settings name it in a warning).
+bool optimizer_reads(std::string_view optimizer, std::string_view option);
 
 // The optimizer options.name selects, for a buffer of numel elements, its state zeroed.
 // InvalidArgument for an unknown name (the message lists the allowed names) or an invalid option
