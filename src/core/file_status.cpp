@@ -19,4 +19,12 @@ bool readable_twice(const std::filesystem::path& path) {
   return !std::filesystem::exists(status) || std::filesystem::is_regular_file(status);
 }
 
+std::string relative_to_note(const std::filesystem::path& path) {
+  if (path.empty() || path.is_absolute()) return "";
+  std::error_code error;
+  const std::filesystem::path here = std::filesystem::current_path(error);
+  return error ? std::string(" (relative to the working directory)")
+               : " (relative to the working directory " + here.string() + ")";
+}
+
 }  // namespace fast::core

@@ -428,7 +428,8 @@ Cluster load_cluster(const std::filesystem::path& file) {
   // The error_code forms: a name the system refuses (too long, a loop of links) is this file's
   // IoError, not a filesystem_error.
   const std::filesystem::file_status status = core::file_status_of(file, "cluster file");
-  FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(status), "cluster file '{}' does not exist", file.string());
+  FAST_ENFORCE_AS(core::IoError, std::filesystem::exists(status), "cluster file '{}' does not exist{}", file.string(),
+                  core::relative_to_note(file));
   // A folder would read as an empty description (the default cluster).
   FAST_ENFORCE(!std::filesystem::is_directory(status), "cluster file '{}' is a folder; expected a .toml or .xml file",
                file.string());

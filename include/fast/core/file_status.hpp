@@ -7,6 +7,7 @@
 // Thread-safety: a pure function of the filesystem.
 
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 namespace fast::core {
@@ -17,5 +18,9 @@ std::filesystem::file_status file_status_of(const std::filesystem::path& path, s
 // file, or one that does not exist (its reader names it). A pipe, `<(...)` or /dev/stdin gives
 // its text to one reader only: a check made before the run must leave it to the run.
 bool readable_twice(const std::filesystem::path& path);
+
+// For a message about a missing file: " (relative to the working directory DIR)" where `path` is
+// relative, else "" (a path set in a config file is taken from the working directory, not the file's).
+std::string relative_to_note(const std::filesystem::path& path);
 
 }  // namespace fast::core

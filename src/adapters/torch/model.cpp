@@ -4,7 +4,9 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include <torch/nn/module.h>
 #include <torch/script.h>
@@ -41,11 +43,17 @@ namespace {
 
 void check_script_parameters(const ::torch::jit::Module& module, const std::string& file) {
   std::size_t count = 0;
+  std::unordered_map<const c10::TensorImpl*, std::string> names;  // tied weights: one tensor, two names
   for (const auto& p : module.named_parameters(/*recurse=*/true)) {
     ++count;
     FAST_ENFORCE(p.value.scalar_type() == ::torch::kFloat32 && p.value.device().is_cpu(),
                  "model {}: parameter '{}': expected a float32 CPU tensor, got {} on {}", file, p.name,
                  std::string(c10::toString(p.value.scalar_type())), p.value.device().str());
+    const auto [seen, first] = names.emplace(p.value.unsafeGetTensorImpl(), p.name);
+    FAST_ENFORCE(first,
+                 "model {}: parameters '{}' and '{}' are the same tensor (tied weights are not supported: each "
+                 "parameter needs its own slice of the model's vector)",
+                 file, seen->second, p.name);
   }
   FAST_ENFORCE(count > 0, "model {}: the module has no parameters; expected a trainable module", file);
   // Every parameter is trained, also those saved with requires_grad off (e.g. from a frozen module).
@@ -70,7 +78,8 @@ Model Model::load_script(const std::string& file) {
   FAST_ENFORCE(!std::filesystem::is_directory(status),
                "model {}: is a folder; expected a TorchScript file (torch.jit.script(m).save(path))", file);
   if (!std::filesystem::is_regular_file(status))
-    FAST_THROW(IoError, "model {}: no such file; expected a TorchScript file (torch.jit.script(m).save(path))", file);
+    FAST_THROW(IoError, "model {}: no such file{}; expected a TorchScript file (torch.jit.script(m).save(path))", file,
+               core::relative_to_note(file));
   auto impl = std::make_unique<Impl>();
   impl->name = file;
   try {

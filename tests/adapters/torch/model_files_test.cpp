@@ -135,6 +135,22 @@ TEST_F(ModelFiles, BadFilesAreRefusedNamingTheFile) {
     EXPECT_NE(std::string(e.what()).find("parameter 'w': expected a float32 CPU tensor, got Double"), std::string::npos)
         << e.what();
   }
+  ::torch::jit::Module tied("Tied");  // one tensor under two names (Python: self.c = self.a)
+  const ::torch::Tensor shared = ::torch::ones({3, 4});
+  tied.register_parameter("a", shared, /*is_buffer=*/false);
+  tied.register_parameter("c", shared, false);
+  tied.define("def forward(self, x):\n    return x.flatten(1) @ self.a.t() + x.flatten(1) @ self.c.t()\n");
+  const fs::path tied_file = dir_ / "tied.pt";
+  tied.save(tied_file.string());
+  try {
+    (void)make_model(tied_file.string());
+    FAIL() << "no throw";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("model " + tied_file.string() + ": parameters 'a' and 'c' are the same tensor"),
+        std::string::npos)
+        << e.what();
+  }
   ::torch::jit::Module empty("Empty");
   empty.define("def forward(self, x):\n    return x\n");
   empty.save((dir_ / "empty.pt").string());
