@@ -84,9 +84,10 @@ void Strategy::report_non_finite(const StepInput& input, NonFinitePolicy policy,
     FAST_THROW(core::InvalidArgument,
                "{}: the gradient worker {} applies at step {} holds NaN or infinity (where the strategy averages "
                "gradients, the average: any worker's may be the cause); non_finite = error",
-               name(), rank, input.step);
+               name(), rank, input.step + 1);
+  // Steps counted as taken, from 1 (the metrics' records and the divergence messages count so).
   core::log(core::LogLevel::warn, "{}: worker {} {} {}: its gradient holds NaN or infinity", name(), rank, what,
-            input.step);
+            input.step + 1);
 }
 
 std::vector<float> Strategy::common_start(ModelState state) {

@@ -544,7 +544,7 @@ TEST(Ps, NonFiniteGradientWithErrorPolicyThrowsAfterTheRound) {
       Worker worker(ctx, options, {.params = x, .grads = g});
       if (r == 1) {
         g[0] = std::nanf("");
-        fast::testing::expect_error<core::InvalidArgument>([&] { worker.step(); }, {"step 0", "worker 1"});
+        fast::testing::expect_error<core::InvalidArgument>([&] { worker.step(); }, {"step 1 ", "worker 1"});
       } else {
         EXPECT_TRUE(worker.step().applied);
       }
