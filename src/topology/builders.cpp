@@ -200,7 +200,9 @@ Graph from_edge_list_file(const std::string& path, int n_hint) {
     FAST_ENFORCE(u >= 0 && v >= 0, "{}: node ids must be >= 0, got {} {}", where, u, v);
     FAST_ENFORCE(u != v, "{}: self-loop {} {} not allowed", where, u, v);
     if (n_hint > 0) {
-      FAST_ENFORCE(u < n_hint && v < n_hint, "{}: node id out of range [0, {}), got {} {}", where, n_hint, u, v);
+      FAST_ENFORCE(u < n_hint && v < n_hint,
+                   "{}: node id out of range [0, {}) (one node per worker: {} workers), got {} {}", where, n_hint,
+                   n_hint, u, v);
     }
     max_id = std::max({max_id, u, v});
     edges.emplace_back(u, v);

@@ -85,8 +85,9 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
   // Each run also as `fast train` would check it before reading data (the strategy's options for
   // its world size among them), so a mistake in the last run of a sweep is found before the first.
   const auto specs = fast::cli::plan_runs({files.begin(), files.end()}, flags, fast::torch::validate_options);
-  std::fprintf(stderr, "fast compare: %zu configurations x %d repetitions, output in %s\n", specs.size(),
-               options.repeat, options.out.string().c_str());
+  std::fprintf(stderr, "fast compare: %zu configuration%s x %d repetition%s, output in %s\n", specs.size(),
+               specs.size() == 1 ? "" : "s", options.repeat, options.repeat == 1 ? "" : "s",
+               options.out.string().c_str());
   const bool terminal = terminal_progress(progress_mode);
   const auto results = fast::cli::run_comparison(specs, options, [&](const fast::training::TrainOptions& run) {
     if (fast::runtime::find_runtime(run.runtime).simulated_clock) return train_in_child(run);
