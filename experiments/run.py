@@ -2,11 +2,13 @@
 """Runs `fast train` once per named configuration and prints a Markdown table of the summaries.
 
 Usage: experiments/run.py TABLE [--fast PATH] [--out DIR] [--only NAME,...] [--repeat N] [-- FLAGS...]
-TABLE is one of the tables below ("strategies", "stragglers"); FLAGS after `--` go to every run.
-The runs start in the repository's root (where their config files and data/ are), whatever the
-folder this script is run from; --fast and --out are taken relative to that folder. Every run writes its metrics and
-summary under DIR/TABLE/NAME/K/ (K = repetition); bytes, steps and staleness come from the first
-repetition; the table is printed on stdout and written to DIR/TABLE/table.md.
+TABLE is one of the tables below ("compression", "strategies", "stragglers"); FLAGS after `--` go to
+every run. The runs start in the repository's root (where their config files, examples/*.toml, are),
+whatever the folder this script is run from; --fast and --out are taken relative to that folder. Every run
+writes its metrics and summary under DIR/TABLE/NAME/K/ (NAME = the row's name with each character other
+than a letter or digit replaced by "-", dashes at either end dropped; K = repetition, counted from 0, unlike fast compare's folders,
+which count from 1); bytes, steps and staleness come from the first repetition; the table is printed on
+stdout and written to DIR/TABLE/table.md.
 The exact command of every run is printed before it starts, so a row can be reproduced alone.
 """
 import argparse

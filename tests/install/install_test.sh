@@ -2,11 +2,14 @@
 # The installed package, used as another project uses it (docs/install.md). Both modes first
 #   install: `cmake --install BUILD --prefix TMP/prefix` of the current build; the command, a
 #   library and the package files must be there, `fast --help` must run, and no installed CMake
-#   file may name the source or build tree (the package is relocatable). Then
+#   file may name the source or build tree (the package is relocatable), nor `fast` and its helper
+#   without debug information. Then
 #   consumer: a copy of examples/cpp-consumer in TMP is configured with -DCMAKE_PREFIX_PATH=TMP/prefix
 #     (find_package(fast)), built and run: it trains its own model with 2 workers on the threads
 #     runtime and must exit 0 (test accuracy above its bound, replicas identical) and list exactly
-#     the runtimes of this build;
+#     the runtimes of this build; then tests/install/no_torch, configured with the Torch package
+#     hidden, must find the package, refuse COMPONENTS torch naming libtorch, and build and run a
+#     Worker of the layers below fast::torch;
 #   headers: every installed header compiles on its own (a copy of tests/install/headers), and
 #     find_package(fast COMPONENTS <the built runtimes>) succeeds where an unknown component fails;
 #   python: the Python package lies under the prefix where Debian's /usr/bin/python3 looks for
@@ -58,6 +61,12 @@ check_install() {
   if grep -rlF -e "$source" -e "$build" "$package"; then
     fail "the installed CMake files above name the source or build tree; they must use the prefix only"
   fi
+  # Nor do the programs, where they carry no debug information (whose file names are the tree's).
+  for program in "$prefix/bin/fast" "$prefix/libexec/fast/fast-train"; do
+    if ! readelf -S "$program" | grep -q "\.debug_info" && grep -qF "$source/" "$program"; then
+      fail "$program names the source tree: $(strings "$program" | grep -F "$source/" | head -n 1)"
+    fi
+  done
 }
 
 # consumer: examples/cpp-consumer from a copy, configured against the prefix, built, run, checked.
@@ -73,7 +82,16 @@ check_consumer() {
          "$(grep '^runtimes' "$tmp/consumer-run.log")"
   grep -Eq "^steps [0-9]+, replicas identical: yes, test accuracy 0\.[0-9]{4} \(bound 0\.[0-9]+\)$" \
     "$tmp/consumer-run.log" || fail "consumer: no result line 'steps N, replicas identical: yes, test accuracy A (bound B)'"
-  echo "PASS: installed; the consumer found the package, built, trained and checked its result"
+  # Without libtorch: the layers below fast::torch, and the component torch refused by name.
+  cp -r "$source/tests/install/no_torch" "$tmp/no-torch-src"
+  run_step no-torch-configure 300 "$cmake" -S "$tmp/no-torch-src" -B "$tmp/no-torch-build" -DCMAKE_BUILD_TYPE=Release \
+    "${configure_args[@]}"
+  run_step no-torch-build 600 "$cmake" --build "$tmp/no-torch-build"
+  run_step no-torch-run 60 "$tmp/no-torch-build/no-torch"
+  grep -qx "first parameter of each worker: 0.25 0.25" "$tmp/no-torch-run.log" ||
+    fail "no-torch: expected 'first parameter of each worker: 0.25 0.25', got: $(cat "$tmp/no-torch-run.log")"
+  echo "PASS: installed; the consumer found the package, built, trained and checked its result; without libtorch" \
+       "the layers below fast::torch built and stepped, and the component torch was refused by name"
 }
 
 # headers: tests/install/headers from a copy: one translation unit per installed header, and the components.

@@ -213,10 +213,13 @@ int train(const fast::cli::TrainCommand& command) {
                                   ? fast::core::counted(options.process.workers_per_process, "worker") + " per process"
                                   : fast::core::counted(options.workers, "worker");
   const std::string device = options.device == "cpu" ? std::string() : " on " + options.device;
-  std::fprintf(stderr, "fast train: %s, %s (%s%s), model %s, batch %lld per worker, optimizer %s lr %g\n",
-               options.worker.strategy.name.c_str(), workers.c_str(), options.runtime.c_str(), device.c_str(),
-               options.model.c_str(), static_cast<long long>(options.batch), options.worker.optimizer.name.c_str(),
-               options.worker.optimizer.lr);
+  const fast::strategy::StrategyOptions& so = options.worker.strategy;
+  const std::string codec = (so.compress == "none" ? std::string() : ", compress " + so.compress) +
+                            (so.dgc ? std::string(" with dgc") : std::string());
+  std::fprintf(stderr, "fast train: %s, %s (%s%s), model %s, batch %lld per worker, optimizer %s lr %g%s\n",
+               so.name.c_str(), workers.c_str(), options.runtime.c_str(), device.c_str(), options.model.c_str(),
+               static_cast<long long>(options.batch), options.worker.optimizer.name.c_str(),
+               options.worker.optimizer.lr, codec.c_str());
   const auto wall_start = std::chrono::steady_clock::now();
   // SIGINT/SIGTERM: finish the step, write a checkpoint and a summary marked interrupted (a second
   // signal ends the process at once).

@@ -68,9 +68,6 @@ std::string stored_label(const NpyArray& y, std::size_t i) {
 
 DataSplits tensor_datasets(const NpyArray& train_x, const NpyArray& train_y, const NpyArray& test_x,
                            const NpyArray& test_y, const std::string& where_train, const std::string& where_test) {
-  FAST_ENFORCE(train_x.type == NpyType::u8 || test_x.type != NpyType::u8,
-               "{}: test features are uint8 pixels but the training features ({}) are {}; expected the same kind",
-               where_test, where_train, descr_of(train_x.type));
   auto train = std::make_shared<Dataset>();
   auto test = std::make_shared<Dataset>();
   train->samples = features_of(train_x, where_train);
@@ -79,6 +76,15 @@ DataSplits tensor_datasets(const NpyArray& train_x, const NpyArray& train_y, con
   FAST_ENFORCE(train->classes >= 2, "{}: labels y: expected at least 2 classes (labels 0 and 1), got only label 0",
                where_train);
   test->samples = features_of(test_x, where_test);
+  // The training features' kind decides whether both sets are standardised (below): uint8 pixels in
+  // one set and not in the other would leave the two on different scales.
+  const auto kind = [](const NpyArray& x) {
+    return x.type == NpyType::u8 ? std::string("uint8 pixels") : "of type " + descr_of(x.type);
+  };
+  FAST_ENFORCE((train_x.type == NpyType::u8) == (test_x.type == NpyType::u8),
+               "{}: test features are {} but the training features ({}) are {}; expected the same kind (uint8 pixels "
+               "in both, or in neither)",
+               where_test, kind(test_x), where_train, kind(train_x));
   FAST_ENFORCE(train->sample_shape() == test->sample_shape(),
                "{}: test samples have shape ({}), the training samples ({}) have ({}); expected the same", where_test,
                fmt::join(test->sample_shape(), ", "), where_train, fmt::join(train->sample_shape(), ", "));

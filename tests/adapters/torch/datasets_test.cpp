@@ -148,6 +148,12 @@ TEST(TensorDatasets, BadArraysAreRefusedNamingTheSourceAndTheFault) {
   expect_invalid(run(array<float>(NpyType::f32, {3, 2}, {1, 2, NAN, 4, 5, 6}), y, x, y),
                  "train.npz: features x: value nan at flat index 2 is not a finite float32");
   expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3}, {0, 0, 0}), x, y), "expected at least 2 classes");
+  // uint8 pixels in one set only, either way round (the training set's kind decides the scaling).
+  const auto pixels = array<std::uint8_t>(NpyType::u8, {3, 2}, {1, 2, 3, 4, 5, 6});
+  expect_invalid(run(x, y, pixels, y),
+                 "test.npz: test features are uint8 pixels but the training features (train.npz) are of type <f4");
+  expect_invalid(run(pixels, y, x, y),
+                 "test.npz: test features are of type <f4 but the training features (train.npz) are uint8 pixels");
   // A label that would size the model for 2^40 classes, or beyond int64, is refused before anything
   // is allocated for it, naming the file and the value as stored.
   expect_invalid(run(x, array<std::int64_t>(NpyType::i64, {3}, {0, 1, std::int64_t{1} << 40}), x, y),
