@@ -35,11 +35,11 @@ constexpr std::array kRegistry{
 bool optimizer_reads(std::string_view optimizer, std::string_view option) {
   for (const Entry& e : kRegistry) {
     if (e.name != optimizer) continue;
-    for (std::size_t at = e.reads.find(option); at != std::string_view::npos; at = e.reads.find(option, at + 1)) {
-      const std::size_t end = at + option.size();
-      if ((at == 0 || e.reads[at - 1] == ' ') && (end == e.reads.size() || e.reads[end] == ' ')) return true;
+    for (std::string_view rest = e.reads; !rest.empty();) {
+      const std::size_t space = rest.find(' ');
+      if (rest.substr(0, space) == option) return true;
+      rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
     }
-    return false;
   }
   return false;
 }

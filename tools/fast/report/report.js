@@ -66,15 +66,13 @@
         'samples', 'test accuracy', (r) => r.evals.map((e) => [e[1], e[2]]), { min: 0, max: 1 });
   lines('loss', 'Training loss (mean mini-batch cross-entropy of the workers) against samples.',
         'samples', 'training loss', (r) => r.loss.map((p) => [p[1], p[2]]));
-  lines(
-      'bytes', 'Payload bytes sent by all workers, cumulative, against training time.', 'training time (s)',
-      'bytes sent', (r) => r.bytes.map((p) => [p[0], p[1]]), {beginAtZero: true});
-  lines(
-      'consensus', 'Consensus distance (1/W) sum ||x_i - xbar||^2 at each evaluation (0: identical replicas).',
-      'training time (s)', 'consensus distance', (r) => r.evals.map((e) => [e[0], e[3]]), {beginAtZero: true});
-  lines(
-      'staleness', 'Mean version lag of the applied gradients (0 for synchronous strategies).', 'training time (s)',
-      'staleness (updates)', (r) => r.staleness.map((p) => [p[0], p[1]]), {beginAtZero: true});
+  lines('bytes', 'Payload bytes sent by all workers, cumulative, against training time.',
+        'training time (s)', 'bytes sent', (r) => r.bytes.map((p) => [p[0], p[1]]), { beginAtZero: true });
+  lines('consensus', 'Consensus distance (1/W) sum ||x_i - xbar||^2 at each evaluation (0: identical replicas).',
+        'training time (s)', 'consensus distance', (r) => r.evals.map((e) => [e[0], e[3]]), { beginAtZero: true });
+  lines('staleness', 'Mean version lag of the applied gradients (0 for synchronous strategies).',
+        'training time (s)', 'staleness (updates)', (r) => r.staleness.map((p) => [p[0], p[1]]),
+        { beginAtZero: true });
 
   const target = runs.length > 0 && runs[0].summary ? runs[0].summary.target_accuracy : undefined;
   draw('curves', 'time-to-target',
