@@ -26,11 +26,12 @@ std::filesystem::path idx_file(const std::filesystem::path& dir, const std::stri
   const std::filesystem::path gz = dir / (name + ".gz");
   if (!std::filesystem::exists(gz, ec)) {
     if (std::filesystem::exists(dir / name, ec)) return dir / name;
-    FAST_THROW(IoError,
-               "{}: Fashion-MNIST file missing: expected the gzip IDX file there (or {} uncompressed), got no such "
-               "file (install the Debian package dataset-fashion-mnist, or point FAST_DATA_DIR / --data-dir at a "
-               "folder holding the four files)",
-               gz.string(), name);
+    FAST_THROW(
+        IoError,
+        "{}: Fashion-MNIST file missing: expected the gzip IDX file there (or {} uncompressed), got no such "
+        "file (install the Debian package dataset-fashion-mnist, or point the environment variable FAST_DATA_DIR "
+        "or the setting data_dir (fast train --data-dir) at a folder holding the four files)",
+        gz.string(), name);
   }
   return gz;
 }
