@@ -116,7 +116,9 @@ TEST(Divergence, StopOnDivergenceEndsTheRunEarly) {
     EXPECT_EQ(at, s["steps_per_worker"][0].get<std::int64_t>()) << s.dump();
     EXPECT_NE(r.output.find(fmt::format(", {} of {} steps, ", at, s["steps"].get<std::int64_t>())), std::string::npos)
         << r.output;
-    if (lockstep) EXPECT_EQ(at % 20, 0) << s.dump();  // at an evaluation
+    if (lockstep) {
+      EXPECT_EQ(at % 20, 0) << s.dump();  // at an evaluation
+    }
     const LastEval last = last_eval(dir / "m.jsonl");
     EXPECT_EQ(last.step, at) << run;
     EXPECT_EQ(last.records, 1) << run;
