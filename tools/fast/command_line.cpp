@@ -189,20 +189,13 @@ std::string failing_command = "fast";  // name_failures_after(); read once the b
 void name_failures_after(std::string command) { failing_command = std::move(command); }
 
 int run_with_exit_codes(int (*body)(int, char**), int argc, char** argv) {
-  // The message "<command>: <kind>: <what>" on stderr, and the exit code of that kind. <command> is
-  // name_failures_after()'s, else the subcommand a message starts with ("fast compare: <what>"), else
-  // "fast"; a message that starts with the command's name does not repeat it.
+  // The message "<command>: <kind>: <what>" on stderr (<command>: name_failures_after()'s, "fast"
+  // by default; a message that starts with it does not repeat it), and the exit code of that kind.
   const auto fail = [](const char* kind, const std::exception& e, int code) {
     const std::string message = core::user_message(e);
-    std::string_view who = failing_command, what = message;
-    if (const std::size_t colon = message.find(": ");
-        message.starts_with("fast ") && colon > 5 && message.find(' ', 5) == colon + 1 &&
-        (who == "fast" || who == std::string_view(message).substr(0, colon))) {
-      who = std::string_view(message).substr(0, colon);  // "fast SUBCOMMAND"
-      what = std::string_view(message).substr(colon + 2);
-    }
-    std::fprintf(stderr, "%.*s: %s: %.*s\n", static_cast<int>(who.size()), who.data(), kind,
-                 static_cast<int>(what.size()), what.data());
+    std::string_view what = message;
+    if (what.starts_with(failing_command + ": ")) what.remove_prefix(failing_command.size() + 2);
+    std::fprintf(stderr, "%s: %s: %.*s\n", failing_command.c_str(), kind, static_cast<int>(what.size()), what.data());
     return code;
   };
   try {
