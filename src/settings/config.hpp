@@ -41,6 +41,12 @@ struct ConfigKey {
   // Why the value changes nothing under the other settings, as the setting that turns it off
   // ("dgc = false"); nullopt when it has an effect. Unset: it always has one.
   std::function<std::optional<std::string>(const training::TrainOptions&)> inert;
+  // `fast compare` (docs/compare.md). compare_sets: it gives each run its own value (a file in the
+  // run's folder): a config file's value is replaced, a flag is refused. compare_refuses: why a
+  // comparison takes no value other than the default (every run would share the file or folder it
+  // names); empty: it takes any.
+  bool compare_sets = false;
+  std::string compare_refuses;
 };
 
 // The table. Built on first use and again after a strategy registration (earlier tables stay

@@ -14,7 +14,6 @@
 #include "fast/adapters/torch/buffer_policy.hpp"
 #include "fast/collective/allreduce_algorithm.hpp"
 #include "fast/core/error.hpp"
-#include "fast/core/port_range.hpp"
 #include "fast/core/spec.hpp"
 #include "fast/optim/optimizer.hpp"
 #include "fast/optim/schedule.hpp"
@@ -50,28 +49,8 @@ std::string strategy_help() {
   return fmt::format("Coordination strategy: {}. docs/strategies.md.", fmt::join(items, ", "));
 }
 
-// The range of a number setting: "RANGE" is a chain of the declaration's range calls.
-#define FAST_NUMBER_DECLARATION(NAME, DESC, RANGE) core::Setting::number(NAME, 0, DESC) RANGE
-
-// An integer key in TrainOptions::FIELD, at least MIN and at most what FIELD's type holds; a number
-// key in FIELD, in RANGE.
-#define FAST_INT_KEY(NAME, DESC, FIELD, MIN)                                                            \
-  declared_key(                                                                                         \
-      integer_declaration<decltype(TrainOptions{}.FIELD)>(NAME, DESC, MIN),                             \
-      [](TrainOptions& o, const core::SettingValue& v) { o.FIELD = integer_of<decltype(o.FIELD)>(v); }, \
-      [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); })
-
-#define FAST_NUMBER_KEY(NAME, DESC, FIELD, RANGE)                                   \
-  declared_key(                                                                     \
-      FAST_NUMBER_DECLARATION(NAME, DESC, RANGE),                                   \
-      [](TrainOptions& o, const core::SettingValue& v) { o.FIELD = number_of(v); }, \
-      [](const TrainOptions& o) { return text(o.FIELD); })
-
 // The values of the settings that take one of a fixed list (each setter checks against the same list).
 const std::vector<std::string> kFinalModels{"average", "rank0", "best"};
-const std::vector<std::string> kTransports{"ipc", "tcp"};
-const std::vector<std::string> kCollectives{"fast", "native"};
-const std::vector<std::string> kWindows{"rma", "service"};
 const std::vector<std::string> kElasticLr{"keep", "linear"};  // strategy::ElasticLr, in its order
 
 // Where and how the run runs: the runtime, its cluster, the workers and their strategy.
@@ -221,27 +200,31 @@ std::vector<ConfigKey> schedule_keys() {
 // What the run writes (metrics, summary, model, checkpoints), how it resumes and survives lost workers.
 std::vector<ConfigKey> output_keys() {
   return {
-      text_key(
+      set_by_compare(text_key(
           "metrics", KeyType::path, "a file; or empty", "JSONL metrics file (docs/metrics.md); empty: none.",
           [](TrainOptions& o, const std::string& v) { o.metrics = v; },
-          [](const TrainOptions& o) { return o.metrics.string(); }),
-      text_key(
+          [](const TrainOptions& o) { return o.metrics.string(); })),
+      set_by_compare(text_key(
           "summary", KeyType::path, "a file; or empty", "JSON summary file written at the end; empty: none.",
           [](TrainOptions& o, const std::string& v) { o.summary = v; },
-          [](const TrainOptions& o) { return o.summary.string(); }),
-      text_key(
-          "save_model", KeyType::path, "a file; or empty",
-          "Write the final representative model's flat float32 parameters to this .npy file (numpy.load reads it; "
-          "written by the process of its lowest-ranked worker); empty: none.",
-          [](TrainOptions& o, const std::string& v) { o.save_model = v; },
-          [](const TrainOptions& o) { return o.save_model.string(); }),
-      text_key(
-          "checkpoint_dir", KeyType::path, "a folder; or empty",
-          "Folder of this run's checkpoints (docs/faults.md): one file per worker and a manifest per checkpoint, "
-          "written every checkpoint_every steps, at the end and on SIGINT/SIGTERM; shared by every process of the "
-          "run. Every strategy, with every codec and dgc. Empty: none.",
-          [](TrainOptions& o, const std::string& v) { o.checkpoint_dir = v; },
-          [](const TrainOptions& o) { return o.checkpoint_dir.string(); }),
+          [](const TrainOptions& o) { return o.summary.string(); })),
+      refused_by_compare(
+          text_key(
+              "save_model", KeyType::path, "a file; or empty",
+              "Write the final representative model's flat float32 parameters to this .npy file (numpy.load reads it; "
+              "written by the process of its lowest-ranked worker); empty: none.",
+              [](TrainOptions& o, const std::string& v) { o.save_model = v; },
+              [](const TrainOptions& o) { return o.save_model.string(); }),
+          "every run of the comparison would write its model to the same file"),
+      refused_by_compare(
+          text_key(
+              "checkpoint_dir", KeyType::path, "a folder; or empty",
+              "Folder of this run's checkpoints (docs/faults.md): one file per worker and a manifest per checkpoint, "
+              "written every checkpoint_every steps, at the end and on SIGINT/SIGTERM; shared by every process of the "
+              "run. Every strategy, with every codec and dgc. Empty: none.",
+              [](TrainOptions& o, const std::string& v) { o.checkpoint_dir = v; },
+              [](const TrainOptions& o) { return o.checkpoint_dir.string(); }),
+          "every run of the comparison would write its checkpoints to the same folder"),
       FAST_INT_KEY("checkpoint_every",
                    "A checkpoint every this many steps per worker (asynchronous strategies: each worker every this "
                    "many of its own steps, without waiting for the others; not with compress or dgc); 0: only at the "
@@ -249,20 +232,26 @@ std::vector<ConfigKey> output_keys() {
                    checkpoint_every, 0),
       FAST_INT_KEY("checkpoint_keep", "Complete checkpoints kept in checkpoint_dir; older ones are removed.",
                    checkpoint_keep, 1),
-      text_key(
-          "resume", KeyType::path, "a folder; or empty",
-          "Continue from the newest complete checkpoint in this folder (an earlier run's checkpoint_dir; the same "
-          "workers, model, dataset, batch, seed, strategy and optimizer): parameters, optimizer state, step and data "
-          "position. steps and epochs still count from the start of the run. Empty: start anew.",
-          [](TrainOptions& o, const std::string& v) { o.resume = v; },
-          [](const TrainOptions& o) { return o.resume.string(); }),
-      text_key(
-          "resume_if_present", KeyType::boolean, "true or false",
-          "Resume from the newest complete checkpoint in checkpoint_dir when it holds one, else start anew (an empty "
-          "or absent folder): the same command for a job's first start and its restarts (fast launch --restart, a "
-          "requeued batch job). Needs checkpoint_dir; excludes resume.",
-          [](TrainOptions& o, const std::string& v) { o.resume_if_present = parse_bool(v, "resume_if_present"); },
-          [](const TrainOptions& o) { return std::string(o.resume_if_present ? "true" : "false"); }),
+      refused_by_compare(
+          text_key(
+              "resume", KeyType::path, "a folder; or empty",
+              "Continue from the newest complete checkpoint in this folder (an earlier run's checkpoint_dir; the same "
+              "workers, model, dataset, batch, seed, strategy and optimizer): parameters, optimizer state, step and "
+              "data "
+              "position. steps and epochs still count from the start of the run. Empty: start anew.",
+              [](TrainOptions& o, const std::string& v) { o.resume = v; },
+              [](const TrainOptions& o) { return o.resume.string(); }),
+          "every run of the comparison would continue from the same checkpoint"),
+      refused_by_compare(
+          text_key(
+              "resume_if_present", KeyType::boolean, "true or false",
+              "Resume from the newest complete checkpoint in checkpoint_dir when it holds one, else start anew (an "
+              "empty "
+              "or absent folder): the same command for a job's first start and its restarts (fast launch --restart, a "
+              "requeued batch job). Needs checkpoint_dir; excludes resume.",
+              [](TrainOptions& o, const std::string& v) { o.resume_if_present = parse_bool(v, "resume_if_present"); },
+              [](const TrainOptions& o) { return std::string(o.resume_if_present ? "true" : "false"); }),
+          "every run of the comparison would continue from the same checkpoint"),
       text_key(
           "elastic", KeyType::boolean, "true or false",
           "Synchronous strategies: when a worker is lost, the survivors agree on a new group at once, take the state "
@@ -432,159 +421,6 @@ std::vector<ConfigKey> emulation_keys() {
   };
 }
 
-// `key`, a setting of how the processes find and reach each other (runtime::ProcessOptions): it
-// changes nothing under a runtime that does not join them by FAST's rendezvous
-// (RuntimeBackend::joins_by_rendezvous: mpi's launcher connects its ranks; threads and sim run in
-// one process).
-ConfigKey rendezvous_key(ConfigKey key) {
-  return applies_when(std::move(key), [](const TrainOptions& o) -> std::optional<std::string> {
-    if (o.runtime.empty() || runtime::find_runtime(o.runtime).joins_by_rendezvous) return std::nullopt;
-    return fmt::format("runtime = {}", o.runtime);
-  });
-}
-
-// zmq: how the processes of a multi-process run find and trust each other (runtime::ProcessOptions,
-// docs/launch.md). Left at their defaults, the runtime reads the FAST_* variable each names.
-std::vector<ConfigKey> process_keys() {
-  return {
-      rendezvous_key(text_key(
-          "rendezvous", KeyType::string, "HOST:PORT",
-          "--runtime zmq: HOST:PORT of the rendezvous that assigns ranks and exchanges addresses and keys; "
-          "further HOST:PORT after commas, on other hosts of the run, serve the rejoins of a run under way once "
-          "no process of the earlier ones' hosts is live (default: FAST_RENDEZVOUS).",
-          [](TrainOptions& o, const std::string& v) { o.process.rendezvous = v; },
-          [](const TrainOptions& o) {
-            return o.process.rendezvous.empty() ? std::string("$FAST_RENDEZVOUS") : o.process.rendezvous;
-          })),
-      rendezvous_key(declared_key(
-          integer_declaration<int>(
-              "world_size", "--runtime zmq: number of processes in the run, >= 1 (default: FAST_WORLD_SIZE).", 1),
-          [](TrainOptions& o, const core::SettingValue& v) { o.process.world_size = integer_of<int>(v); },
-          [](const TrainOptions& o) {
-            return o.process.world_size <= 0 ? std::string("$FAST_WORLD_SIZE")
-                                             : text(static_cast<long long>(o.process.world_size));
-          })),
-      rendezvous_key(declared_key(
-          integer_declaration<int>("process_rank",
-                                   "--runtime zmq: this process's index in [0, world_size); unset: the rendezvous "
-                                   "assigns one in arrival order (default: FAST_PROCESS_RANK).",
-                                   0),
-          [](TrainOptions& o, const core::SettingValue& v) { o.process.process_rank = integer_of<int>(v); },
-          [](const TrainOptions& o) {
-            return o.process.process_rank < 0 ? std::string("$FAST_PROCESS_RANK")
-                                              : text(static_cast<long long>(o.process.process_rank));
-          })),
-      FAST_INT_KEY("workers_per_process",
-                   "--runtime zmq: workers in each process (threads of it); the world has "
-                   "world_size x this workers.",
-                   process.workers_per_process, 1),
-  };
-}
-
-// zmq: the keys that admit the processes to the run, and how long they wait for each other.
-std::vector<ConfigKey> trust_keys() {
-  return {
-      rendezvous_key(text_key(
-          "key", KeyType::path, "a key pair file",
-          "--runtime zmq: this process's CURVE key pair, from `fast keygen` (default: FAST_KEY_FILE).",
-          [](TrainOptions& o, const std::string& v) { o.process.key_file = v; },
-          [](const TrainOptions& o) {
-            return o.process.key_file.empty() ? std::string("$FAST_KEY_FILE") : o.process.key_file.string();
-          })),
-      rendezvous_key(text_key(
-          "allow", KeyType::path, "an allow-list file",
-          "--runtime zmq: the public keys admitted to the run, one per line (default: FAST_ALLOW_FILE).",
-          [](TrainOptions& o, const std::string& v) { o.process.allow_file = v; },
-          [](const TrainOptions& o) {
-            return o.process.allow_file.empty() ? std::string("$FAST_ALLOW_FILE") : o.process.allow_file.string();
-          })),
-      rendezvous_key(text_key(
-          "insecure", KeyType::boolean, "true or false",
-          "--runtime zmq: no authentication and no encryption between processes; warns (default: FAST_INSECURE=1). "
-          "A flag: --insecure.",
-          [](TrainOptions& o, const std::string& v) { o.process.insecure = parse_bool(v, "insecure"); },
-          [](const TrainOptions& o) { return std::string(o.process.insecure ? "true" : "false"); })),
-      rendezvous_key(declared_key(
-          FAST_NUMBER_DECLARATION(
-              "peer_timeout",
-              "--runtime zmq: seconds of silence after which a peer is lost (default: FAST_PEER_TIMEOUT).",
-              .greater_than(0)),
-          [](TrainOptions& o, const core::SettingValue& v) { o.process.peer_timeout_seconds = number_of(v); },
-          [](const TrainOptions& o) {
-            return o.process.peer_timeout_seconds < 0 ? std::string("$FAST_PEER_TIMEOUT")
-                                                      : text(o.process.peer_timeout_seconds);
-          })),
-      rendezvous_key(declared_key(
-          FAST_NUMBER_DECLARATION("rendezvous_timeout",
-                                  "--runtime zmq: seconds to wait for every process at the rendezvous (default: "
-                                  "FAST_RENDEZVOUS_TIMEOUT).",
-                                  .greater_than(0)),
-          [](TrainOptions& o, const core::SettingValue& v) { o.process.rendezvous_timeout_seconds = number_of(v); },
-          [](const TrainOptions& o) {
-            return o.process.rendezvous_timeout_seconds < 0 ? std::string("$FAST_RENDEZVOUS_TIMEOUT")
-                                                            : text(o.process.rendezvous_timeout_seconds);
-          })),
-  };
-}
-
-// How the processes and workers exchange messages: the transport, the collectives, the windows and
-// the addresses and ports of this process.
-std::vector<ConfigKey> network_keys() {
-  return {
-      rendezvous_key(text_key(
-          "transport", KeyType::string, one_of_text(kTransports, true),
-          "--runtime zmq: tcp or ipc (processes of one host only); empty: tcp "
-          "(default: FAST_TRANSPORT).",
-          [](TrainOptions& o, const std::string& v) {
-            o.process.transport = v.empty() ? v : one_of(v, kTransports, "transport");
-          },
-          [](const TrainOptions& o) {
-            return o.process.transport.empty() ? std::string("$FAST_TRANSPORT") : o.process.transport;
-          })),
-      text_key(
-          "collectives", KeyType::string, one_of_text(kCollectives, true),
-          "fast (FAST's ring all-reduce, broadcast, all-gather and barrier over point-to-point messages) or native "
-          "(the runtime's own: MPI_Allreduce and co. under --runtime mpi); empty: native under mpi, fast elsewhere "
-          "(default: FAST_COLLECTIVES). The two give the same results up to the order of floating-point additions.",
-          [](TrainOptions& o, const std::string& v) {
-            o.collectives = v.empty() ? v : one_of(v, kCollectives, "collectives");
-          },
-          [](const TrainOptions& o) {
-            return o.collectives.empty() ? std::string("$FAST_COLLECTIVES") : o.collectives;
-          }),
-      text_key(
-          "windows", KeyType::string, one_of_text(kWindows, true),
-          "where the one-sided windows of ps, easgd, adpsgd, gosgd and acid run: rma (MPI RMA under --runtime mpi: the "
-          "requester applies each operation under the owner's lock, the owner takes no part) or service (the owner's "
-          "service activity answers requests over messages, every runtime); empty: rma under mpi, service elsewhere "
-          "(default: FAST_WINDOWS). Windows with a codec (compress) always use the service.",
-          [](TrainOptions& o, const std::string& v) { o.windows = v.empty() ? v : one_of(v, kWindows, "windows"); },
-          [](const TrainOptions& o) { return o.windows.empty() ? std::string("$FAST_WINDOWS") : o.windows; }),
-      rendezvous_key(text_key(
-          "host", KeyType::string, "an address; or empty",
-          "--runtime zmq: the address this process binds and is reached at over tcp; empty: the address that reaches "
-          "the rendezvous (default: FAST_HOST).",
-          [](TrainOptions& o, const std::string& v) { o.process.host = v; },
-          [](const TrainOptions& o) { return o.process.host.empty() ? std::string("$FAST_HOST") : o.process.host; })),
-      rendezvous_key(text_key(
-          "advertise", KeyType::string, "an address; or empty",
-          "--runtime zmq: the address the other processes reach this one at, when it differs from the one bound "
-          "(NAT, containers); empty: the address bound (default: FAST_ADVERTISE).",
-          [](TrainOptions& o, const std::string& v) { o.process.advertise = v; },
-          [](const TrainOptions& o) {
-            return o.process.advertise.empty() ? std::string("$FAST_ADVERTISE") : o.process.advertise;
-          })),
-      rendezvous_key(text_key(
-          "ports", KeyType::string, "LO-HI, 1 <= LO <= HI <= 65535; or empty",
-          "--runtime zmq: LO-HI, the range every listening port of this process lies in (data, heartbeats, "
-          "streams), for a firewall; empty: any (default: FAST_PORTS).",
-          [](TrainOptions& o, const std::string& v) { o.process.ports = core::parse_port_range(v, "ports").text(); },
-          [](const TrainOptions& o) {
-            return o.process.ports.empty() ? std::string("$FAST_PORTS") : o.process.ports;
-          })),
-  };
-}
-
 }  // namespace
 
 std::vector<ConfigKey> general_keys() {
@@ -598,8 +434,4 @@ std::vector<ConfigKey> general_keys() {
   require_accepts(keys);
   return keys;
 }
-#undef FAST_INT_KEY
-#undef FAST_NUMBER_KEY
-#undef FAST_NUMBER_DECLARATION
-
 }  // namespace fast::settings::detail

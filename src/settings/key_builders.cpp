@@ -81,6 +81,16 @@ ConfigKey applies_when(ConfigKey key, std::function<std::optional<std::string>(c
   return key;
 }
 
+ConfigKey set_by_compare(ConfigKey key) {
+  key.compare_sets = true;
+  return key;
+}
+
+ConfigKey refused_by_compare(ConfigKey key, std::string why) {
+  key.compare_refuses = std::move(why);
+  return key;
+}
+
 void require_accepts(const std::vector<ConfigKey>& keys) {
   for (const ConfigKey& k : keys)
     FAST_ENFORCE_AS(core::InvalidUsage, !k.accepts.empty(), "setting '{}' has no 'accepts' text", k.name);

@@ -55,6 +55,10 @@ ConfigKey text_key(std::string name, KeyType type, std::string accepts, std::str
 // ("dgc = false"), or nullopt when it has an effect.
 ConfigKey applies_when(ConfigKey key, std::function<std::optional<std::string>(const training::TrainOptions&)> why_not);
 
+// `key` with ConfigKey::compare_sets; `key` with ConfigKey::compare_refuses = `why`.
+ConfigKey set_by_compare(ConfigKey key);
+ConfigKey refused_by_compare(ConfigKey key, std::string why);
+
 // An integer setting stored in a field of type T: at least `minimum`, and at most T's largest value
 // (a larger one would wrap: 2^32 + 3 workers are not 3).
 template <typename T>
@@ -76,8 +80,34 @@ inline double number_of(const core::SettingValue& v) { return std::get<double>(v
 // InvalidUsage naming the first key whose `accepts` is empty: every general key says what it accepts.
 void require_accepts(const std::vector<ConfigKey>& keys);
 
+// The key declarations of the tables below are written with these (they name training::TrainOptions
+// as TrainOptions).
+// The range of a number setting: "RANGE" is a chain of the declaration's range calls.
+#define FAST_NUMBER_DECLARATION(NAME, DESC, RANGE) core::Setting::number(NAME, 0, DESC) RANGE
+
+// An integer key in TrainOptions::FIELD, at least MIN and at most what FIELD's type holds; a number
+// key in FIELD, in RANGE.
+#define FAST_INT_KEY(NAME, DESC, FIELD, MIN)                                                            \
+  declared_key(                                                                                         \
+      integer_declaration<decltype(TrainOptions{}.FIELD)>(NAME, DESC, MIN),                             \
+      [](TrainOptions& o, const core::SettingValue& v) { o.FIELD = integer_of<decltype(o.FIELD)>(v); }, \
+      [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); })
+
+#define FAST_NUMBER_KEY(NAME, DESC, FIELD, RANGE)                                   \
+  declared_key(                                                                     \
+      FAST_NUMBER_DECLARATION(NAME, DESC, RANGE),                                   \
+      [](TrainOptions& o, const core::SettingValue& v) { o.FIELD = number_of(v); }, \
+      [](const TrainOptions& o) { return text(o.FIELD); })
+
 // The settings of `fast train` other than the strategies' options, in documentation order, each
 // with its `accepts` (checked by require_accepts). config_keys.cpp.
 std::vector<ConfigKey> general_keys();
+
+// The groups of general_keys() about multi-process runs (zmq; docs/launch.md), in documentation
+// order: how the processes find each other, whom they trust, and the network they use.
+// process_keys.cpp.
+std::vector<ConfigKey> process_keys();
+std::vector<ConfigKey> trust_keys();
+std::vector<ConfigKey> network_keys();
 
 }  // namespace fast::settings::detail

@@ -185,6 +185,43 @@ TEST(CompareSweep, FlagOverridingASweptKeyIsAnErrorAndBadFlagValuesNameTheFlag) 
   EXPECT_NE(e.find("--batch: expected an integer >= 1, got 0"), std::string::npos) << e;
 }
 
+// A comparison writes each run's metrics and summary in the run's folder: a flag giving them is
+// refused, a config file's value replaced. A value of a setting every run would share (the
+// checkpoint folder, the resume folder, the model file) is refused, from a flag or from a file.
+TEST(CompareSweep, SettingsEveryRunWouldShareAreRefusedNamingWhereTheyCameFrom) {
+  const fs::path s = write_toml("sweep9.toml", "[sweep]\nworkers = [2, 4]\n");
+  std::string e = error_of([&] { plan_runs({s}, {{"summary", "x.json", "--summary"}}); });
+  EXPECT_NE(e.find("--summary: fast compare writes each run's summary itself, in the run's folder under --out"),
+            std::string::npos)
+      << e;
+  e = error_of([&] { plan_runs({s}, {{"metrics", "m.jsonl", "--metrics"}}); });
+  EXPECT_NE(e.find("--metrics: fast compare writes each run's metrics itself"), std::string::npos) << e;
+  e = error_of([&] { plan_runs({s}, {{"checkpoint_dir", "ck", "--checkpoint-dir"}}); });
+  EXPECT_NE(e.find("--checkpoint-dir: every run of the comparison would write its checkpoints to the same folder"),
+            std::string::npos)
+      << e;
+  e = error_of([&] { plan_runs({s}, {{"resume_if_present", "true", "--resume-if-present"}}); });
+  EXPECT_NE(e.find("--resume-if-present: every run of the comparison would continue from the same checkpoint"),
+            std::string::npos)
+      << e;
+  const fs::path r = write_toml("sweep10.toml", "[sweep]\nworkers = [2]\n[[run]]\nname = \"a\"\nresume = \"ck\"\n");
+  e = error_of([&] { plan_runs({r}, {}); });
+  EXPECT_NE(
+      e.find("run 'a, workers=2' of '" + r.string() + "': resume = ck: every run of the comparison would continue"),
+      std::string::npos)
+      << e;
+  const fs::path c = write_toml("train1.toml", "save_model = \"m.npy\"\n");
+  e = error_of([&] { plan_runs({c}, {}); });
+  EXPECT_NE(e.find("run 'train1' of '" + c.string() +
+                   "': save_model = m.npy: every run of the comparison would write "
+                   "its model to the same file"),
+            std::string::npos)
+      << e;
+  // A config file of fast train with its own metrics and summary: taken, the run's own files set later.
+  const fs::path t = write_toml("train2.toml", "metrics = \"out/m.jsonl\"\nsummary = \"out/s.json\"\n");
+  EXPECT_EQ(plan_runs({t}, {}).size(), 1u);
+}
+
 TEST(CompareSweep, WholeRunChecksNameTheRunBeforeAnythingRuns) {
   // Four slowdown factors fit the 4-worker run only.
   const fs::path s = write_toml("sweep7.toml", "[base]\nslowdown = \"1,1,1,4\"\n[sweep]\nworkers = [4, 2]\n");

@@ -128,11 +128,20 @@ TEST(HostileInput, StrategyAndOptimizerOptionsAreCheckedBeforeAnyDataIsRead) {
 // A mistyped flag: CLI11's refusal, then the nearest option of the command it was given to.
 TEST(HostileInput, AMistypedFlagIsAnsweredWithTheNearestOption) {
   for (const Case& c : std::vector<Case>{
-           {"", "train --steps 5 --stratgy dpsgd", {"--stratgy: not an option of train (did you mean --strategy?)"}},
+           {"",
+            "train --steps 5 --stratgy dpsgd",
+            {"fast: error: The following arguments were not expected: dpsgd --stratgy\nRun `fast train --help` for the "
+             "options.",
+             "--stratgy: not an option of train (did you mean --strategy?)"}},
            {"",
             "train --steps 5 --peer-timeot=2",
             {"--peer-timeot: not an option of train (did you mean --peer-timeout?)"}},
-           {"", "launch --restrat 1 -n 2 -- true", {"--restrat: not an option of launch (did you mean --restart?)"}},
+           {"",
+            "launch --restrat 1 -n 2 -- true",
+            {"fast launch: error: The following arguments were not expected: ",
+             "\nRun `fast launch --help` for the options.",
+             "--restrat: not an option of launch (did you mean --restart?)"}},
+           {"", "compare", {"fast compare: error: files is required\nRun `fast compare --help` for the options."}},
            {"", "trian --steps 5", {"trian: not a command of fast (did you mean train?)", "compare, report"}},
            // PyTorch's examples spell it --batch-size: the option it begins.
            {"", "train --steps 5 --batch-size 8", {"--batch-size: not an option of train (did you mean --batch?)"}},

@@ -63,6 +63,7 @@ void describe_app(CLI::App& app) {
   // An option given twice takes its last value, as a boolean flag does ("$COMMON --lr 0.1"
   // overrides a --lr in $COMMON); CLI11's default refuses it. Subcommands added after inherit it.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.name("fast");  // not argv[0]: --help shows the command, not the path it was started by
   app.description("FAST: flexible (a)synchronous scalable training of neural networks across workers");
   app.footer(
       environment_help() +
@@ -85,6 +86,7 @@ void add_compare_command(CLI::App& app, CompareCommand& c) {
   c.app = app.add_subcommand(
       "compare", "Run several configurations (config files, sweep files) and tabulate them (docs/compare.md)");
   c.app->footer("Setting flags apply to every run (a key that a sweep varies may not be given)." + environment_help());
+  name_failures_after(c.app);
   c.app->add_option("files", c.files, "Config files (one run each) and sweep files ([sweep], [[run]])")->required();
   c.app->add_option("--out", c.out, "Output folder: per-run metrics and summaries, compare.md, compare.csv")
       ->capture_default_str();
@@ -170,23 +172,31 @@ void suggest_command(CLI::App& app) {
 
 }  // namespace
 
+namespace {
+std::string failing_command = "fast";  // name_failures_after(); read once the parse or the body has ended
+}  // namespace
+
+void name_failures_after(std::string command) { failing_command = std::move(command); }
+
+void name_failures_after(CLI::App* subcommand) {
+  subcommand->preparse_callback([subcommand](std::size_t) { name_failures_after("fast " + subcommand->get_name()); });
+}
+
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e) == 0 ? exit_code::ok : exit_code::bad_input;  // --help, --version
+    // "fast launch: error: <the parser's message>", as the command's other failures read.
+    const std::vector<CLI::App*> parsed = app.get_subcommands();
+    std::fprintf(stderr, "%s: error: %s\nRun `fast%s --help` for the options.\n", failing_command.c_str(), e.what(),
+                 parsed.empty() ? "" : (" " + parsed.back()->get_name()).c_str());
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) suggest_options(app);
     if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) suggest_command(app);
-    return code == 0 ? exit_code::ok : exit_code::bad_input;
+    return exit_code::bad_input;
   }
   return std::nullopt;
 }
-
-namespace {
-std::string failing_command = "fast";  // name_failures_after(); read once the body has ended
-}  // namespace
-
-void name_failures_after(std::string command) { failing_command = std::move(command); }
 
 int run_with_exit_codes(int (*body)(int, char**), int argc, char** argv) {
   // The message "<command>: <kind>: <what>" on stderr (<command>: name_failures_after()'s, "fast"

@@ -71,9 +71,12 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
 // messages of docs/errors.md ("fast: error: ...", 2 bad input, 3 I/O or peer, 4 timeout, 5 other
 // FAST error, 1 anything else). Exceptions become exit codes here and only here.
 int run_with_exit_codes(int (*body)(int, char**), int argc, char** argv);
-// The command the failure message of run_with_exit_codes names ("fast launch: error: ..."; default
-// "fast"): a subcommand whose failures are its own work's, not a training run's. Called by the body,
-// on the main thread.
+// The command the failure message of run_with_exit_codes and of a command-line mistake names
+// ("fast launch: error: ..."; default "fast"): a subcommand whose failures are its own work's, not a
+// training run's. Called on the main thread.
 void name_failures_after(std::string command);
+// The same for `subcommand` of `fast`, set as the parser reaches it ("fast " + its name), so that
+// a mistake in its own options is named after it too.
+void name_failures_after(CLI::App* subcommand);
 
 }  // namespace fast::cli

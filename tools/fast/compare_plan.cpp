@@ -107,6 +107,27 @@ std::vector<RunEntry> run_entries(const toml::table& table, const fs::path& file
   return entries;
 }
 
+// The settings a comparison gives each run itself or takes no value of (ConfigKey::compare_sets,
+// compare_refuses): a flag for either is refused, and a run whose files set one of the second kind.
+void check_compare_keys(const std::vector<RunSpec>& runs, const std::vector<SettingOverride>& overrides) {
+  for (const SettingOverride& o : overrides) {
+    const settings::ConfigKey* key = settings::find_config_key(o.key);
+    if (key == nullptr) continue;  // apply_setting named it already
+    FAST_ENFORCE(!key->compare_sets,
+                 "{}: fast compare writes each run's {} itself, in the run's folder under --out (docs/compare.md); {} "
+                 "is a setting of fast train",
+                 o.origin, key->name, o.origin);
+    FAST_ENFORCE(key->compare_refuses.empty(), "{}: {}; {} is a setting of fast train, not of fast compare", o.origin,
+                 key->compare_refuses, o.origin);
+  }
+  const training::TrainOptions defaults;
+  for (const RunSpec& spec : runs)
+    for (const settings::ConfigKey& key : settings::config_keys())
+      FAST_ENFORCE(key.compare_refuses.empty() || key.get(spec.options) == key.get(defaults),
+                   "run '{}' of '{}': {} = {}: {}; {} is a setting of fast train, not of fast compare", spec.label,
+                   spec.source.string(), key.name, key.get(spec.options), key.compare_refuses, key.name);
+}
+
 }  // namespace
 
 bool is_sweep_file(const toml::table& table) {
@@ -198,6 +219,7 @@ std::vector<RunSpec> plan_runs(const std::vector<fs::path>& files, const std::ve
                    o.origin, key, spec.source.string(), spec.label);
       settings::apply_setting(spec.options, o.key, o.value, o.origin);
     }
+  check_compare_keys(runs, overrides);
   for (const RunSpec& spec : runs) {
     try {
       runtime::Slowdown(spec.options.slowdown, 0, spec.options.workers);  // factors: one per worker

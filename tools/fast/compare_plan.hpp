@@ -57,8 +57,9 @@ using RunCheck = std::function<void(const training::TrainOptions& options)>;
 // Every run of every file, in order, with the overrides applied. Throws InvalidArgument naming the
 // file, line and key (or the flag) at the first bad input, IoError for a missing file; nothing is
 // run by this. An override of a key that a sweep file varies is an error (it would make the swept
-// runs identical). Each finished run is then checked as a whole (the slowdown factors against the
-// workers, and `check`); those errors name the run's label and file.
+// runs identical), as is one of a key that compare sets itself, and any value of a key that every
+// run would share (ConfigKey::compare_sets, compare_refuses). Each finished run is then checked as a whole (the
+// slowdown factors against the workers, and `check`); those errors name the run's label and file.
 std::vector<RunSpec> plan_runs(const std::vector<std::filesystem::path>& files,
                                const std::vector<SettingOverride>& overrides, const RunCheck& check = {});
 

@@ -82,6 +82,7 @@ int run(int argc, char** argv) {
                   "A `fast compare` output folder, a run's folder with its metrics (*.jsonl), or a metrics file")
       ->required();
   rep->add_option("--out", report_out, "The page to write (default: DIR/report.html; FILE.html beside a metrics file)");
+  fast::cli::name_failures_after(rep);
   CLI::App* doc = app.add_subcommand("config-doc", "Print the settings table (markdown) used in docs/config.md");
 #if FAST_WITH_ZMQ  // launch, keygen and rendezvous serve the zmq runtime
   fast::cli::LaunchCommand launch_options;
@@ -90,6 +91,7 @@ int run(int argc, char** argv) {
   CLI::App* keygen = fast::cli::add_keygen_command(app, keygen_options);
   fast::runtime::ProcessOptions rendezvous_options;
   CLI::App* rendezvous = fast::cli::add_rendezvous_command(app, rendezvous_options);
+  for (CLI::App* command : {launch, keygen, rendezvous}) fast::cli::name_failures_after(command);
 #endif
 
   if (const auto code = fast::cli::parse_command_line(app, argc, argv)) return *code;
@@ -101,20 +103,16 @@ int run(int argc, char** argv) {
   if (training.train.app->parsed() || training.compare.app->parsed()) return run_helper(argv);
 #if FAST_WITH_ZMQ
   if (launch->parsed()) {
-    fast::cli::name_failures_after("fast launch");
     return fast::cli::run_launch(launch_options);
   }
   if (keygen->parsed()) {
-    fast::cli::name_failures_after("fast keygen");
     return fast::cli::run_keygen(keygen_options);
   }
   if (rendezvous->parsed()) {
-    fast::cli::name_failures_after("fast rendezvous");
     return fast::cli::run_rendezvous(rendezvous_options);
   }
 #endif
   if (rep->parsed()) {
-    fast::cli::name_failures_after("fast report");
     std::printf("report: %s (open it in a browser)\n",
                 fast::cli::write_report(report_dir, report_out).string().c_str());
     return exit_code::ok;

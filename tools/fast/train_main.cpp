@@ -239,7 +239,6 @@ int run(int argc, char** argv) {
   if (const auto code = fast::cli::parse_command_line(app, argc, argv)) return *code;
   fast::cli::CompareCommand& c = commands.compare;
   if (c.app->parsed()) {
-    fast::cli::name_failures_after("fast compare");
     c.options.out = c.out;
     return compare(c.files, c.options, fast::cli::given_flags(c.app, c.values), c.progress);
   }
