@@ -304,8 +304,8 @@ void WorkerLoop::record_eval(metrics::EvalRecord record, double taken_at, double
   record.time = taken_at - start_;
   record.worker = ctx_.rank();
   outputs_.write(metrics::to_json(record));
-  // The display's epoch is the 0-based epoch the evaluation falls in (1.0 epochs done: epoch 0).
   outputs_.evaluation({.epoch = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::ceil(record.epoch)) - 1),
+                       .epochs_done = record.epoch,
                        .step = record.step,
                        .accuracy = record.accuracy,
                        .loss = record.loss});

@@ -49,8 +49,9 @@ void ProgressDisplay::on_progress(const training::Progress& p) {
 
 void ProgressDisplay::on_epoch(const training::EpochReport& e) {
   clear_line();
-  std::fprintf(stderr, "eval after step %lld (epoch %lld): test accuracy %.4f, loss %.4f\n",
-               static_cast<long long>(e.step), static_cast<long long>(e.epoch + 1), e.accuracy, e.loss);
+  // Epochs done as the eval record counts them (docs/metrics.md), not an epoch's number.
+  std::fprintf(stderr, "eval after step %lld (%.2f epochs): test accuracy %.4f, loss %.4f\n",
+               static_cast<long long>(e.step), e.epochs_done, e.accuracy, e.loss);
   std::fflush(stderr);
 }
 

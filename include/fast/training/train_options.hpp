@@ -96,7 +96,8 @@ using ProgressFn = std::function<void(const Progress&)>;
 // Evaluation results reported to the display: the collective evaluations, and under an
 // asynchronous strategy the snapshot evaluations made by the workers of worker 0's process.
 struct EpochReport {
-  std::int64_t epoch = 0;
+  std::int64_t epoch = 0;  // the 0-based epoch the evaluation falls in (1.0 epochs done: epoch 0)
+  double epochs_done = 0;  // epochs of training done, fractional: the eval record's `epoch`
   std::int64_t step = 0;
   double accuracy = 0;
   double loss = 0;
