@@ -204,6 +204,11 @@ TEST(CompareSweep, SettingsEveryRunWouldShareAreRefusedNamingWhereTheyCameFrom) 
   EXPECT_NE(e.find("--resume-if-present: every run of the comparison would continue from the same checkpoint"),
             std::string::npos)
       << e;
+  // Their defaults are no value: taken.
+  EXPECT_EQ(plan_runs({s}, {{"resume_if_present", "false", "--resume-if-present"},
+                            {"checkpoint_dir", "", "--checkpoint-dir"}})
+                .size(),
+            2u);
   const fs::path r = write_toml("sweep10.toml", "[sweep]\nworkers = [2]\n[[run]]\nname = \"a\"\nresume = \"ck\"\n");
   e = error_of([&] { plan_runs({r}, {}); });
   EXPECT_NE(

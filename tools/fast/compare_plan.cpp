@@ -108,8 +108,10 @@ std::vector<RunEntry> run_entries(const toml::table& table, const fs::path& file
 }
 
 // The settings a comparison gives each run itself or takes no value of (ConfigKey::compare_sets,
-// compare_refuses): a flag for either is refused, and a run whose files set one of the second kind.
+// compare_refuses): a flag for one of the first is refused, and a value other than the default of
+// one of the second, from a flag or from a run's files.
 void check_compare_keys(const std::vector<RunSpec>& runs, const std::vector<SettingOverride>& overrides) {
+  const training::TrainOptions defaults;
   for (const SettingOverride& o : overrides) {
     const settings::ConfigKey* key = settings::find_config_key(o.key);
     if (key == nullptr) continue;  // apply_setting named it already
@@ -117,10 +119,10 @@ void check_compare_keys(const std::vector<RunSpec>& runs, const std::vector<Sett
                  "{}: fast compare writes each run's {} itself, in the run's folder under --out (docs/compare.md); {} "
                  "is a setting of fast train",
                  o.origin, key->name, o.origin);
-    FAST_ENFORCE(key->compare_refuses.empty(), "{}: {}; {} is a setting of fast train, not of fast compare", o.origin,
-                 key->compare_refuses, o.origin);
+    FAST_ENFORCE(key->compare_refuses.empty() || o.value == key->get(defaults),
+                 "{}: {}; {} is a setting of fast train, not of fast compare", o.origin, key->compare_refuses,
+                 o.origin);
   }
-  const training::TrainOptions defaults;
   for (const RunSpec& spec : runs)
     for (const settings::ConfigKey& key : settings::config_keys())
       FAST_ENFORCE(key.compare_refuses.empty() || key.get(spec.options) == key.get(defaults),
