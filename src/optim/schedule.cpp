@@ -18,6 +18,13 @@ constexpr std::string_view kSchedule = "ScheduleOptions";
 
 std::vector<std::string> schedule_names() { return {"constant", "step", "cosine"}; }
 
+bool schedule_reads(std::string_view schedule, std::string_view option) {
+  // The fields each schedule's rule (lr() below) reads beside base_lr, total_steps and warmup_steps.
+  if (schedule == "step") return option == "step_size" || option == "gamma";
+  if (schedule == "cosine") return option == "min_lr_factor";
+  return false;
+}
+
 LrSchedule::LrSchedule(double base_lr, const ScheduleOptions& options) : base_lr_(base_lr), options_(options) {
   if (options.name == "constant") {
     kind_ = Kind::constant;

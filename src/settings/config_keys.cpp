@@ -176,6 +176,15 @@ std::vector<ConfigKey> optimizer_keys() {
   };
 }
 
+// A schedule option's key, named in a warning where the chosen schedule does not read it.
+ConfigKey read_by_schedule(ConfigKey key) {
+  std::string option = key.name;
+  return applies_when(std::move(key), [option](const TrainOptions& o) -> std::optional<std::string> {
+    if (optim::schedule_reads(o.worker.schedule.name, option)) return std::nullopt;
+    return fmt::format("schedule = {}", o.worker.schedule.name);
+  });
+}
+
 // The learning-rate schedule, and the seed.
 std::vector<ConfigKey> schedule_keys() {
   return {
@@ -188,11 +197,12 @@ std::vector<ConfigKey> schedule_keys() {
           [](const TrainOptions& o) { return o.worker.schedule.name; }),
       FAST_INT_KEY("warmup_steps", "Linear warm-up: over the first N steps the lr is scaled by (step+1)/N (0: none).",
                    worker.schedule.warmup_steps, 0),
-      FAST_INT_KEY("step_size", "step schedule: multiply the lr by gamma every step_size steps.",
-                   worker.schedule.step_size, 1),
-      FAST_NUMBER_KEY("gamma", "step schedule: decay factor.", worker.schedule.gamma, .greater_than(0)),
-      FAST_NUMBER_KEY("min_lr_factor", "cosine schedule: final lr as a fraction of the base lr.",
-                      worker.schedule.min_lr_factor, .at_least(0).at_most(1)),
+      read_by_schedule(FAST_INT_KEY("step_size", "step schedule: multiply the lr by gamma every step_size steps.",
+                                    worker.schedule.step_size, 1)),
+      read_by_schedule(
+          FAST_NUMBER_KEY("gamma", "step schedule: decay factor.", worker.schedule.gamma, .greater_than(0))),
+      read_by_schedule(FAST_NUMBER_KEY("min_lr_factor", "cosine schedule: final lr as a fraction of the base lr.",
+                                       worker.schedule.min_lr_factor, .at_least(0).at_most(1))),
       FAST_INT_KEY("seed", "Seed of model initialisation and data order.", seed, 0),
   };
 }
@@ -230,8 +240,13 @@ std::vector<ConfigKey> output_keys() {
                    "many of its own steps, without waiting for the others; not with compress or dgc); 0: only at the "
                    "end and on SIGINT/SIGTERM. Needs checkpoint_dir.",
                    checkpoint_every, 0),
-      FAST_INT_KEY("checkpoint_keep", "Complete checkpoints kept in checkpoint_dir; older ones are removed.",
-                   checkpoint_keep, 1),
+      applies_when(
+          FAST_INT_KEY("checkpoint_keep", "Complete checkpoints kept in checkpoint_dir; older ones are removed.",
+                       checkpoint_keep, 1),
+          [](const TrainOptions& o) -> std::optional<std::string> {
+            if (!o.checkpoint_dir.empty()) return std::nullopt;
+            return "no checkpoint_dir";
+          }),
       refused_by_compare(
           text_key(
               "resume", KeyType::path, "a folder; or empty",
@@ -398,8 +413,13 @@ std::vector<ConfigKey> emulation_keys() {
       FAST_NUMBER_KEY("straggler_probability",
                       "Random stragglers: probability, per worker and step, of a slow step, in [0, 1].",
                       slowdown.straggler_probability, .at_least(0).at_most(1)),
-      FAST_NUMBER_KEY("straggler_factor", "Random stragglers: how many times slower a straggling step is (>= 1).",
-                      slowdown.straggler_factor, .at_least(1)),
+      applies_when(
+          FAST_NUMBER_KEY("straggler_factor", "Random stragglers: how many times slower a straggling step is (>= 1).",
+                          slowdown.straggler_factor, .at_least(1)),
+          [](const TrainOptions& o) -> std::optional<std::string> {
+            if (o.slowdown.straggler_probability > 0) return std::nullopt;
+            return "straggler_probability = 0";
+          }),
       declared_key(
           // At most 1e9 s (31 years), so that it fits the runtimes' clocks.
           FAST_NUMBER_DECLARATION("op_timeout", "Seconds a blocking operation may wait (default: FAST_OP_TIMEOUT).",
@@ -408,16 +428,21 @@ std::vector<ConfigKey> emulation_keys() {
           [](const TrainOptions& o) {
             return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout);
           }),
-      declared_key(
-          integer_declaration<int>("sim_threads",
-                                   "--runtime sim: OS threads that compute the simulated workers' gradients while "
-                                   "the simulation runs; 0: the cores this process may run on. At most one per "
-                                   "worker; 1: one after the other on the simulation's thread. The results are "
-                                   "the same for any value (docs/simulation.md, \"Parallel computation\").",
-                                   0)
-              .at_most(1024),
-          [](TrainOptions& o, const core::SettingValue& v) { o.sim_threads = integer_of<int>(v); },
-          [](const TrainOptions& o) { return text(static_cast<long long>(o.sim_threads)); }),
+      applies_when(
+          declared_key(
+              integer_declaration<int>("sim_threads",
+                                       "--runtime sim: OS threads that compute the simulated workers' gradients while "
+                                       "the simulation runs; 0: the cores this process may run on. At most one per "
+                                       "worker; 1: one after the other on the simulation's thread. The results are "
+                                       "the same for any value (docs/simulation.md, \"Parallel computation\").",
+                                       0)
+                  .at_most(1024),
+              [](TrainOptions& o, const core::SettingValue& v) { o.sim_threads = integer_of<int>(v); },
+              [](const TrainOptions& o) { return text(static_cast<long long>(o.sim_threads)); }),
+          [](const TrainOptions& o) -> std::optional<std::string> {
+            if (o.runtime.empty() || runtime::find_runtime(o.runtime).simulated_clock) return std::nullopt;
+            return fmt::format("runtime = {}", o.runtime);
+          }),
   };
 }
 

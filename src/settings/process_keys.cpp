@@ -67,10 +67,10 @@ std::vector<ConfigKey> process_keys() {
             return o.process.process_rank < 0 ? std::string("$FAST_PROCESS_RANK")
                                               : text(static_cast<long long>(o.process.process_rank));
           })),
-      FAST_INT_KEY("workers_per_process",
-                   "--runtime zmq: workers in each process (threads of it); the world has "
-                   "world_size x this workers.",
-                   process.workers_per_process, 1),
+      rendezvous_key(FAST_INT_KEY("workers_per_process",
+                                  "--runtime zmq: workers in each process (threads of it); the world has "
+                                  "world_size x this workers.",
+                                  process.workers_per_process, 1)),
   };
 }
 

@@ -62,8 +62,8 @@ std::vector<StrategyOption> common_options() {
       StrategyOption::field(
           "aggregate", &StrategyOptions::aggregate,
           "How the workers' gradients are combined: mean, or (allreduce, and ps with mode sync) "
-          "median, trimmed-mean:F, krum:F or multi-krum:F[:M] (robust to F faulty workers; allreduce then "
-          "all-gathers every gradient; docs/faults.md).")
+          "median, trimmed-mean:F, krum:F or multi-krum:F[:M] (robust to F faulty workers; under allreduce "
+          "computed by slices, at the ring's bytes; docs/faults.md).")
           .accepts("an aggregate spec (Spec strings: aggregate)"),
       StrategyOption::field(
           "fault_inject", &StrategyOptions::fault_inject,

@@ -161,6 +161,7 @@ TEST(Config, ProcessSettingsChangeNothingUnderARuntimeWithoutRendezvous) {
   o.runtime = "threads";
   EXPECT_EQ(inert_settings(o, given),
             (std::vector<std::string>{"world_size: changes nothing with runtime = threads",
+                                      "workers_per_process: changes nothing with runtime = threads",
                                       "insecure: changes nothing with runtime = threads",
                                       "peer_timeout: changes nothing with runtime = threads"}));
   const auto names = runtime::runtime_names();

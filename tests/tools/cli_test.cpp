@@ -295,11 +295,17 @@ TEST(Cli, AFlagGivenTwiceTakesItsLastValue) {
 TEST(Cli, SettingsThatChangeNothingAreNamedInAWarning) {
   const Result r = run_fast(
       "train --workers 1 --steps 2 --strategy dpsgd --mode async --topology ring --consensus-step 0.5 --progress never "
-      "--dataset synthetic:train=256,test=64 --data-dir /nonexistent");
+      "--dataset synthetic:train=256,test=64 --data-dir /nonexistent --schedule cosine --step-size 5 --checkpoint-keep "
+      "3 "
+      "--straggler-factor 3 --sim-threads 2 --workers-per-process 2");
   ASSERT_EQ(r.code, exit_code::ok) << r.output;
   for (const char* warning :
        {"mode: an option of ps; dpsgd does not read it", "consensus_step: changes nothing with compress = 'none'",
-        "data_dir: changes nothing with dataset = 'synthetic:train=256,test=64'"})
+        "data_dir: changes nothing with dataset = 'synthetic:train=256,test=64'",
+        "step_size: changes nothing with schedule = cosine", "checkpoint_keep: changes nothing with no checkpoint_dir",
+        "straggler_factor: changes nothing with straggler_probability = 0",
+        "sim_threads: changes nothing with runtime = threads",
+        "workers_per_process: changes nothing with runtime = threads"})
     EXPECT_NE(r.output.find(std::string("fast train: warning: ") + warning), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("warning: topology"), std::string::npos) << r.output;  // dpsgd reads it
 }

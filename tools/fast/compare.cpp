@@ -70,7 +70,7 @@ std::string config_toml(const training::TrainOptions& options) {
   const training::TrainOptions defaults;
   std::string text;
   for (const settings::ConfigKey& k : settings::config_keys()) {
-    if (k.name == "metrics" || k.name == "summary") continue;  // per repetition, set by fast compare
+    if (k.compare_sets) continue;  // per repetition, set by fast compare
     const std::string value = k.get(options);
     // lr is always written: without it the optimizer key would pick its own default lr.
     if (value == k.get(defaults) && k.name != "lr") continue;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fast::optim {
@@ -46,5 +47,9 @@ class LrSchedule {
 
 // The names LrSchedule accepts.
 std::vector<std::string> schedule_names();
+// Whether the schedule named `schedule` reads the ScheduleOptions field named `option` ("step_size",
+// "gamma", "min_lr_factor"; false for an unknown schedule or field): a setting it does not read
+// changes nothing (the settings name it in a warning).
+bool schedule_reads(std::string_view schedule, std::string_view option);
 
 }  // namespace fast::optim
