@@ -32,6 +32,7 @@ step, DistributedDataParallel's default), "average" (the mean over the workers a
 import hashlib
 import os
 import pathlib
+import time
 
 import numpy as np
 import torch
@@ -207,6 +208,14 @@ class FlatBuffers:
                 communicator.broadcast(array, 0)
 
 
+def _untracked_summary(seconds):
+    """The summary keys of a run finished without track(): FAST saw neither when its loop started
+    nor its batch size. The wall time counts from the Worker's creation to finish() (this worker's);
+    what needs the batch or the evaluations' times is None."""
+    return {"wall_seconds": seconds, "batch": None, "samples_per_second": None, "time_to_target_seconds": None,
+            "wall_to_target_seconds": None}
+
+
 # The settings of FAST's own optimizer and schedule: a torch.optim optimizer takes their place.
 _FAST_OPTIMIZER_SETTINGS = ("lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "schedule", "warmup_steps",
                             "step_size", "gamma", "min_lr_factor")
@@ -295,6 +304,7 @@ class Worker:
                 self._communicator.broadcast(array, 0)
         self.metrics = None
         self._tracked = False         # track() called: finish() then needs the test data
+        self._created = time.perf_counter()  # an untracked run's summary counts its wall time from here
 
     def track(self, metrics="", summary="", model="python", dataset="", batch=64, epochs=0, log_every=50,
               target_accuracy=0.85, classes=10, progress=None):
@@ -339,16 +349,22 @@ class Worker:
     def finish(self, data=None):
         """Collective, after the last step: ends the strategy, loads the representative model into
         the module and, when tracked (or given test data), evaluates it and returns the summary (a
-        dict, fast train's schema); None otherwise."""
+        dict, fast train's schema); None otherwise. Without track(), the summary's wall_seconds
+        counts from this Worker's creation, and batch, samples_per_second and the times to the
+        target accuracy are None (track() gives them)."""
         summary = None
         if self._tracked and data is None:
             raise fast.InvalidArgument(
                 "fast.torch.Worker.finish: a tracked run's summary scores the final model: pass this worker's "
                 "slice of the test data, finish((x_test, y_test))")
         if data is not None:
+            tracked = self._tracked
+            seconds = time.perf_counter() - self._created
             if self.metrics is None:
                 self.track()
             summary = self.metrics.finish(self.flat.score(data))
+            if not tracked:
+                summary.update(_untracked_summary(seconds))
         else:
             self.worker.finish()
         self.params[:] = self.worker.representative()

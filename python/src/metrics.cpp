@@ -254,6 +254,7 @@ py::object PyMetrics::finish(const py::function& score) {
     mine.wall_seconds = train_end;
     mine.param_norm = l2_norm(s.model.representative());
     mine.param_hash = metrics::parameter_hash64(s.model.representative());
+    mine.replica_hash = metrics::parameter_hash64(s.worker.params());  // this worker's own, as fast train's
     // Every worker returns the summary, so every member reads the totals (Python's worlds are small).
     const std::optional<training::RunTotals> totals =
         training::gather_totals(w.communicator(), mine, s.loop.evaluations(), w.communicator().members());

@@ -3,6 +3,7 @@ LR scheduler under allreduce against the same loop with DistributedDataParallel'
 without FAST (per-rank gradients averaged by hand, then the same optimizer and scheduler), and module buffers
 (BatchNorm statistics) under buffers = broadcast, average and local against what each rank computes alone."""
 import copy
+import time
 
 import pytest
 import torch
@@ -79,7 +80,9 @@ def test_user_adamw_and_one_cycle_follow_ddp_semantics():
 def test_finish_with_data_needs_the_steps_only():
     """The loop above with steps=... and no steps_per_epoch: finish((x, y)) evaluates and summarises the run
     as one epoch (it asked for steps_per_epoch, after the whole loop). The final accuracy is the reference
-    model's on the same data, counted here."""
+    model's on the same data, counted here. Untracked, the summary's wall time counts from the Worker's
+    creation (at least the loop's time, measured here), and what needs the batch or the evaluations' times
+    is None. Each worker's own replica is hashed: under allreduce every replica is the final model."""
     base, data = mlp(), batches()
     x = torch.cat([x for step in data for x, _ in step])
     y = torch.cat([y for step in data for _, y in step])
@@ -88,12 +91,14 @@ def test_finish_with_data_needs_the_steps_only():
         model = copy.deepcopy(base)
         opt, sched = adamw_and_one_cycle(model)
         worker = fast.torch.Worker(model, ctx, optimizer=opt, scheduler=sched, strategy="allreduce", steps=STEPS)
+        start = time.perf_counter()
         for step in data:
             xs, ys = step[ctx.rank]
             worker.zero_grad()
             torch.nn.functional.cross_entropy(model(xs), ys).backward()
             worker.step()
-        return worker.finish((x, y))
+        loop_seconds = time.perf_counter() - start
+        return worker.finish((x, y)), loop_seconds
 
     expected, _ = reference(base, data)
     model = copy.deepcopy(base)
@@ -101,9 +106,14 @@ def test_finish_with_data_needs_the_steps_only():
         for p, want in zip(model.parameters(), expected):
             p.copy_(want)
         correct = (model(x).argmax(1) == y).sum().item()
-    for summary in fast.run(body, workers=WORKERS):
+    for summary, loop_seconds in fast.run(body, workers=WORKERS):
         assert summary["steps"] == STEPS and summary["epochs"] == 1
         assert summary["final_accuracy"] == pytest.approx(correct / len(y), abs=1e-9)
+        assert summary["wall_seconds"] >= loop_seconds
+        for key in ("batch", "samples_per_second", "time_to_target_seconds", "wall_to_target_seconds"):
+            assert summary[key] is None, key
+        assert summary["param_hash"] != "0" * 16
+        assert summary["param_hash_per_worker"] == [summary["param_hash"]] * WORKERS
 
 
 def test_evaluate_without_track_leaves_finish_without_data():
