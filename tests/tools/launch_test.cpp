@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -317,6 +320,17 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
   const fs::path other_pub = dir / "other.key.pub";
   ASSERT_EQ(run_fast("bad_keygen2", {"keygen", "--out", (dir / "mine.key").string(), "--force"}).code, exit_code::ok);
   std::ofstream(dir / "other_first.txt") << read_text(other_pub) << read_text(dir / "mine.key.pub");
+  // A port some other program listens on (this test, for the loop below).
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int busy = ntohs(addr.sin_port);
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {launch_sh({"-n", "0"}, touch), "-n expects a number of processes in [1, 1024], got 0"},
       {launch_sh({}, touch), "expected -n N, the number of processes to start (1 to 1024), or --hosts/--hostfile"},
@@ -354,6 +368,11 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
        "give at least 7 ports (10 for direct streams between hosts)"},
       {launch_sh({"--hosts", "a", "--launcher", "no-such-launcher-fast-test {host}"}, touch),
        "--launcher's program 'no-such-launcher-fast-test' not found on PATH"},
+      {launch_sh({"-n", "2", "--launcher", "ssh {host}"}, touch),
+       "--launcher 'ssh {host}' starts the processes on the hosts of --hosts or --hostfile; got neither"},
+      {launch_sh({"-n", "2", "--port", std::to_string(busy)}, touch),
+       fmt::format("--port {}: the rendezvous port 127.0.0.1:{} cannot be listened on now (Address already in use)",
+                   busy, busy)},
   };
   for (const auto& [args, message] : cases) {
     const FastDone r = run_fast("bad_run", args);
@@ -362,6 +381,7 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
     EXPECT_TRUE(r.err.starts_with("fast launch: error: ")) << r.err;  // launch's own: one prefix, its command's
     EXPECT_FALSE(contains(r.err, "starting")) << r.err;
   }
+  ::close(listener);
   EXPECT_FALSE(fs::exists(marker)) << "a process was started despite bad input";
 }
 

@@ -163,7 +163,14 @@ void validate(const LaunchCommand& o) {
   require(o.allow_file.empty() || !o.key_file.empty(),
           "fast launch: --allow '{}' needs --key FILE: the processes' own public key must be in the allow-list",
           o.allow_file);
+  require(across_hosts || o.launcher.empty(),
+          "fast launch: --launcher '{}' starts the processes on the hosts of --hosts or --hostfile; got neither "
+          "(without them every process starts on this host, directly)",
+          o.launcher);
 }
+
+// The launcher template of a run across hosts: --launcher's, else ssh.
+std::string launcher_template(const LaunchCommand& o) { return o.launcher.empty() ? "ssh {host}" : o.launcher; }
 
 using Variables = std::vector<std::pair<std::string, std::string>>;
 
@@ -464,9 +471,8 @@ CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
   cmd->add_option("--hostfile", o.hostfile,
                   "File of hosts, one per line: NAME[:N] or NAME slots=N [address=ADDR] [advertise=ADDR]");
   cmd->add_option("--launcher", o.launcher,
-                  "Command template that runs a command on a host, with {host} and {address} (e.g. 'ssh -p 2222 "
-                  "{host}', 'ip netns exec {host}')")
-      ->capture_default_str();
+                  "With --hosts or --hostfile: the command template that runs a command on a host, with {host} and "
+                  "{address} (e.g. 'ssh -p 2222 {host}', 'ip netns exec {host}'); default: 'ssh {host}'");
   cmd->add_option("--ports", o.ports,
                   "LO-HI: every process listens inside this range (FAST_PORTS), the rendezvous on its lowest port "
                   "unless --port; for firewalls (default: launch's own FAST_PORTS)");
@@ -503,7 +509,7 @@ ChildSpec local_child(const LaunchCommand& o, const RunPlan& plan, int rank, con
 // line; the public keys admitted go in FAST_ALLOW_KEYS.
 ChildSpec remote_child(const LaunchCommand& o, const RunPlan& plan, int rank, const RunKeys& keys, bool alone) {
   const LaunchHost& host = *plan.placement[static_cast<std::size_t>(rank)];
-  std::vector<std::string> argv = launcher_words(o.launcher, host);
+  std::vector<std::string> argv = launcher_words(launcher_template(o), host);
   const fs::path launcher = find_program(argv.front(), "--launcher's program");
   Variables set = run_variables(o, plan, rank, alone);
   set.emplace_back("FAST_ADVERTISE", host.advertise);
@@ -554,8 +560,9 @@ int run_launch(const LaunchCommand& given) {
     return specs;
   };
   std::vector<ChildSpec> specs = specs_of(plan, false);  // a bad launcher template fails here, before anything starts
-  const std::string where =
-      plan.hosts.empty() ? std::string() : fmt::format(" on {} through '{}'", describe_hosts(plan), o.launcher);
+  const std::string where = plan.hosts.empty()
+                                ? std::string()
+                                : fmt::format(" on {} through '{}'", describe_hosts(plan), launcher_template(o));
   say(fmt::format("starting {} of '{}'{}, rendezvous {}{}{}", core::processes(plan.processes), program.string(), where,
                   plan.rendezvous, o.ports.empty() ? "" : ", ports " + o.ports,
                   o.insecure ? ", insecure" : fmt::format(", key {}", keys.key_file().string())));

@@ -25,7 +25,7 @@ struct LaunchCommand {
   // started through the launcher template; empty: every process on this host, directly.
   std::string hosts;                    // "a:4,b:4"
   std::string hostfile;                 // one host per line (hosts.hpp)
-  std::string launcher = "ssh {host}";  // command template that runs a command on {host}
+  std::string launcher;  // command template that runs a command on {host}; empty: "ssh {host}" (with hosts only)
   std::string ports;                    // "LO-HI": FAST_PORTS of every process, and the rendezvous port
   // Where `ports` came from, as messages name it: "--ports", or "FAST_PORTS" when run_launch took
   // the range from launch's own environment (no --ports given).

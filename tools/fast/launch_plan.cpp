@@ -46,6 +46,13 @@ RunPlan plan_run(const LaunchCommand& o) {
   FAST_ENFORCE(range.any() || (port >= range.low && port <= range.high),
                "fast launch: --port {} lies outside {} {}; the rendezvous port must be inside the range", port,
                o.ports_source, range.text());
+  if (plan.hosts.empty() && (o.port != 0 || !range.any())) {  // a port given: taken now, the run would wait
+    const std::string taken = keys::loopback_port_taken(port);
+    FAST_ENFORCE(taken.empty(),
+                 "fast launch: {}: the rendezvous port 127.0.0.1:{} cannot be listened on now ({}); give another{}",
+                 o.port != 0 ? fmt::format("--port {}", o.port) : fmt::format("{} {}", o.ports_source, range.text()),
+                 port, taken, o.port != 0 ? ", or 0 for a free one" : " range, or --port inside it");
+  }
   const std::string host = plan.hosts.empty() ? "127.0.0.1" : plan.placement.front()->address;
   plan.rendezvous = host_port(host, port);
   // Across hosts, every other host's address too (once each, in rank order): where the rejoins of a

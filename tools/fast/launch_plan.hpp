@@ -23,8 +23,9 @@ struct RunPlan {
 
 // The plan of `o` (validated): its hosts (--hosts, --hostfile) and the placement of the ranks, the
 // rendezvous port (--port, else the lowest of --ports, else a free one on 127.0.0.1 for one host,
-// 29400 across hosts) and its address(es). InvalidArgument for more processes than kMaxProcesses
-// or a --port outside --ports; IoError when no free port is found.
+// 29400 across hosts) and its address(es). InvalidArgument for more processes than kMaxProcesses,
+// a --port outside --ports, or a rendezvous port given on this host (--port, --ports) that cannot
+// be listened on now; IoError when no free port is found.
 RunPlan plan_run(const LaunchCommand& o);
 
 // Process `rank`'s index among the processes placed on its host, and their number.

@@ -1,4 +1,4 @@
-// free_loopback_port() of ports.hpp.
+// free_loopback_port() and loopback_port_taken() of ports.hpp.
 
 #include "fast/runtime/zmq/ports.hpp"
 
@@ -20,11 +20,13 @@ namespace fast::runtime::zmq {
 
 namespace {
 
-// Binds a TCP socket to 127.0.0.1:port (0: any) and closes it; returns the port bound, or 0 with
-// errno set when the bind fails.
-int probe_port(int port) {
+// Binds a TCP socket to 127.0.0.1:port (0: any; with SO_REUSEADDR when `reuse`) and closes it;
+// returns the port bound, or 0 with errno set when the bind fails.
+int probe_port(int port, bool reuse = false) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   FAST_ENFORCE_AS(core::IoError, fd >= 0, "cannot create a socket to find a free port ({})", std::strerror(errno));
+  const int one = 1;
+  if (reuse) (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -57,5 +59,7 @@ int free_loopback_port() {
   FAST_ENFORCE_AS(core::IoError, port != 0, "cannot find a free TCP port on 127.0.0.1 ({})", std::strerror(errno));
   return port;
 }
+
+std::string loopback_port_taken(int port) { return probe_port(port, true) != 0 ? std::string() : std::strerror(errno); }
 
 }  // namespace fast::runtime::zmq
