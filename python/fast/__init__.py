@@ -18,6 +18,7 @@ ValueError), InvalidUsage, IoError (also an OSError), TimeoutError, PeerLost and
 """
 
 import atexit as _atexit
+import os as _os
 import sys as _sys
 
 from fast import _fast
@@ -58,7 +59,29 @@ __all__ = [
 ]
 
 _failure = None          # the uncaught exception that ends this process, told to the others at exit
+_exit_status = None      # (exit code, kind, message) of an uncaught FAST error, the process's own at exit
 _hooks_installed = False
+
+
+def _exit_as_fast_does():
+    """At the interpreter's exit after an uncaught FAST error (registered at import, so it runs after
+    the world's shutdown and every handler registered later): the last line on stderr and the exit
+    code `fast train` gives that error (docs/errors.md: 2 bad input, 3 a peer lost or an I/O error, 4
+    a timeout, 5 another FAST error) instead of Python's 1, so that `fast launch` tells the process
+    that failed from the ones that lost it. os._exit: Python's own exit would say 1."""
+    if _exit_status is None:
+        return
+    code, kind, message = _exit_status
+    print(f"fast: {kind}: {message}", file=_sys.stderr)
+    for stream in (_sys.stdout, _sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    _os._exit(code)
+
+
+_atexit.register(_exit_as_fast_does)
 
 
 def init(runtime=None, op_timeout=-1.0, collectives="", windows=""):
@@ -92,8 +115,11 @@ def _install_exit_hooks():
     previous = _sys.excepthook
 
     def excepthook(kind, value, traceback):
-        global _failure
+        global _failure, _exit_status
         _failure = f"{kind.__name__}: {value}"
+        status = next((_fast._exit_status[k] for k in kind.__mro__ if k in _fast._exit_status), None)
+        if status is not None:
+            _exit_status = (*status, str(value))
         previous(kind, value, traceback)
 
     _sys.excepthook = excepthook

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/exit_code.hpp"
 #include "fast/core/version.hpp"
 #include "fast/training/data_order.hpp"
 #include "metrics.hpp"
@@ -42,6 +43,20 @@ void bind_exceptions(py::module_& m) {
   static PyObject* const remote_error = new_exception(m, "RemoteError", py::make_tuple(base),
                                                       "Another worker failed; this one was released from its wait.");
   static PyObject* const base_error = error;
+  // How a Python program that ends on one of these ends (fast/__init__.py): the exit code and the
+  // kind of its last line, as `fast`'s (docs/errors.md); `fast launch` reads both.
+  namespace exit_code = core::exit_code;
+  py::dict exits;
+  exits[py::handle(invalid_argument)] = py::make_tuple(static_cast<int>(exit_code::bad_input), "error");
+  exits[py::handle(invalid_usage)] = py::make_tuple(static_cast<int>(exit_code::bad_input), "error");
+  exits[py::handle(io_error)] = py::make_tuple(static_cast<int>(exit_code::io_or_peer_lost), exit_code::io_error_kind);
+  exits[py::handle(timeout_error)] = py::make_tuple(static_cast<int>(exit_code::timeout), "timeout");
+  exits[py::handle(peer_lost)] =
+      py::make_tuple(static_cast<int>(exit_code::io_or_peer_lost), exit_code::peer_lost_kind);
+  exits[py::handle(remote_error)] =
+      py::make_tuple(static_cast<int>(exit_code::io_or_peer_lost), exit_code::peer_lost_kind);
+  exits[base] = py::make_tuple(static_cast<int>(exit_code::failed), "error");
+  m.attr("_exit_status") = exits;
   py::register_exception_translator([](std::exception_ptr p) {
     if (!p) return;
     try {

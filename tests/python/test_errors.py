@@ -172,6 +172,33 @@ def test_layouts_that_differ_between_processes(tmp_path):
     assert "Segmentation" not in out and "core dumped" not in out, out
 
 
+LEAVER = textwrap.dedent("""
+    import sys, numpy as np
+    import fast
+    ctx = fast.init()
+    comm = fast.Communicator(ctx)
+    a = np.ones(10, np.float32)
+    comm.allreduce(a)
+    if ctx.rank == int(sys.argv[1]):
+        sys.exit(7)
+    comm.allreduce(a)   # the other process is gone: fast.PeerLost, uncaught
+""")
+
+
+@pytest.mark.parametrize("leaver", [0, 1])
+def test_a_process_that_loses_its_peer_exits_as_fast_train_does(leaver, tmp_path):
+    """A process that exits with 7 between two all-reduces: the other one ends on an uncaught fast.PeerLost,
+    with the last line and exit code `fast train` gives it (3, "fast: peer lost: ..."), so `fast launch`
+    ends the run with the leaver's 7, whichever process it saw end first (docs/launch.md, "Exit code")."""
+    require_runtime("zmq")
+    script = tmp_path / "leaver.py"
+    script.write_text(LEAVER)
+    code, out = run_bounded([FAST_BIN, "launch", "-n", "2", "--timeout", "120", "--", sys.executable, script,
+                             str(leaver)], 150, check=False)
+    assert code == 7, out
+    assert f"[{1 - leaver}] fast: peer lost: " in out, out
+
+
 @pytest.mark.parametrize("kept", ["asynchronous_worker", "window"])
 def test_a_worker_function_that_raises_keeps_no_object_past_its_world(kept, tmp_path):
     """The traceback of a worker function that raised keeps its objects after fast.run ends the world; a
