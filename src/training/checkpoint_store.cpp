@@ -195,7 +195,7 @@ void CheckpointStore::prune(std::int64_t newest) const {
 }
 
 std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
-                                             const nlohmann::json& identity, bool if_present) {
+                                             const nlohmann::json& identity, bool if_present, std::int64_t last_step) {
   collective::Communicator& comm = worker.communicator();
   const bool first = worker.context().rank() == comm.members().front();
   // The first member's list, so that every worker tries the same steps in the same order.
@@ -243,6 +243,10 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
                 failure);
     }
     if (everyone(comm, failure.empty())) {
+      FAST_ENFORCE(step <= last_step,
+                   "resume: the checkpoint in '{}' is at step {}, beyond this run's {} steps per worker; expected "
+                   "steps (or epochs) at least as many",
+                   folder.string(), step, last_step);
       worker.restore(*checkpoint, file.string());
       if (first) core::log(core::LogLevel::info, "resume: continuing from '{}' (step {})", target.string(), step);
       return step;

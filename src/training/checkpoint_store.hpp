@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -69,9 +70,11 @@ class CheckpointStore {
   // (naming the file, the field, saved and now); IoError when no complete checkpoint is readable by
   // every worker. With if_present (resume_if_present): a folder without any complete checkpoint
   // (or absent) restores nothing and returns -1 on every worker (the first member's listing
-  // decides, and logs it).
+  // decides, and logs it). InvalidArgument, before anything is restored, when the checkpoint every
+  // worker can read is past `last_step` (the run's steps per worker).
   static std::int64_t restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
-                                     const nlohmann::json& identity, bool if_present = false);
+                                     const nlohmann::json& identity, bool if_present = false,
+                                     std::int64_t last_step = std::numeric_limits<std::int64_t>::max());
 
   // Steps of the complete checkpoints (step folders with a manifest) in `folder`, newest first.
   static std::vector<std::int64_t> complete_steps(const std::filesystem::path& folder);

@@ -355,7 +355,8 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
       {launch_sh({"--hosts", "a:2,b c"}, touch), "--hosts 'a:2,b c', host 2: expected a host name or address"},
       {launch_sh({"--hosts", "a:2", "-n", "3"}, touch), "-n 3 processes do not fit the 2 slots of the hosts"},
       {launch_sh({"--hosts", "a", "--hostfile", (dir / "h").string()}, touch), "--hosts and --hostfile exclude"},
-      {launch_sh({"--hostfile", (dir / "missing-hosts").string()}, touch), "missing-hosts': cannot read it"},
+      {launch_sh({"--hostfile", (dir / "missing-hosts").string()}, touch),
+       "missing-hosts': cannot read it (No such file or directory)"},
       {launch_sh({"--hosts", "a", "--launcher", "ssh {hots}"}, touch),
        "expected the placeholders {host} and {address} only, got '{hots}'"},
       {launch_sh({"-n", "1", "--ports", "10-5"}, touch), "--ports: expected a port range LO-HI"},
@@ -445,6 +446,11 @@ TEST(Keygen, RefusesToOverwriteWithoutForce) {
   EXPECT_FALSE(fs::exists(out));
   ASSERT_EQ(run_fast("keygen_force4", {"keygen", "--out", out, "--force"}).code, exit_code::ok);
   EXPECT_NE(read_text(out), first);
+  // A folder is refused as bad input, with --force too (it failed as an I/O error: "Is a directory").
+  fs::create_directories(dir / "folder");
+  const FastDone folder = run_fast("keygen_force5", {"keygen", "--out", (dir / "folder").string(), "--force"});
+  EXPECT_EQ(folder.code, exit_code::bad_input) << folder.err;
+  EXPECT_TRUE(contains(folder.err, "folder' is a folder; --out expects the path of a file to write")) << folder.err;
 }
 
 TEST(Keygen, HelpDocumentsEveryOption) {

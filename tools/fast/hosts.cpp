@@ -1,6 +1,8 @@
 #include "hosts.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -58,7 +60,7 @@ std::vector<LaunchHost> parse_hosts(const std::string& spec, const std::string& 
 
 std::vector<LaunchHost> read_hostfile(const std::string& path) {
   std::ifstream in(path);
-  FAST_ENFORCE(in.good(), "--hostfile '{}': cannot read it", path);
+  FAST_ENFORCE(in.good(), "--hostfile '{}': cannot read it ({})", path, std::strerror(errno));
   std::vector<LaunchHost> hosts;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {

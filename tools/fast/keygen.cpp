@@ -42,6 +42,8 @@ int run_keygen(const KeygenCommand& o) {
   const fs::path pub_path = o.out + ".pub";
   for (const fs::path& p : {key_path, pub_path}) {
     std::error_code ec;
+    FAST_ENFORCE(!fs::is_directory(p, ec), "fast keygen: '{}' is a folder; --out expects the path of a file to write",
+                 p.string());
     if (!o.force && fs::exists(fs::symlink_status(p, ec))) {
       FAST_THROW(core::InvalidArgument, "fast keygen: '{}' already exists; not overwriting it (--force does)",
                  p.string());

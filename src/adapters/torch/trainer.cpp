@@ -358,13 +358,10 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   const std::filesystem::path resume_from = o.resume_if_present ? o.checkpoint_dir : o.resume;
   if (!resume_from.empty() && !ctx.joins_run_under_way()) {  // a rejoining worker takes a neighbour's model
     // resume_if_present: the first member's listing decides for every worker (-1: none, start anew).
-    const std::int64_t step = CheckpointStore::restore_newest(resume_from, worker, identity, o.resume_if_present);
+    const std::int64_t step =
+        CheckpointStore::restore_newest(resume_from, worker, identity, o.resume_if_present, plan.total_steps);
     plan.resumed = step >= 0;
     plan.first_step = std::max<std::int64_t>(step, 0);
-    FAST_ENFORCE(plan.first_step <= plan.total_steps,
-                 "resume: the checkpoint in '{}' is at step {}, beyond this run's {} steps per worker; expected "
-                 "steps (or epochs) at least as many",
-                 resume_from.string(), plan.first_step, plan.total_steps);
   }
   std::optional<CheckpointStore> checkpoints;
   if (!o.checkpoint_dir.empty()) checkpoints.emplace(o.checkpoint_dir, o.checkpoint_keep, identity);

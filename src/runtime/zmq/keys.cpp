@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <optional>
+#include <set>
 
 #include <zmq.h>
 
@@ -86,9 +88,14 @@ std::pair<std::string, std::string> parse_assignment(std::string_view line, cons
   return {name, std::string(value.substr(1, value.size() - 2))};
 }
 
+// Once per file and process (the key file is read by every socket of a process).
 void warn_if_shared(const std::filesystem::path& path) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077) != 0) {
+    const std::lock_guard lock(mutex);
+    if (!warned.insert(path.string()).second) return;
     core::log(core::LogLevel::warn, "key file '{}' is readable by group or others (mode {:04o}); run: chmod 600 '{}'",
               path.string(), st.st_mode & 07777, path.string());
   }
