@@ -392,7 +392,11 @@ class Worker:
         manifest that makes the checkpoint complete comes after every worker's files. The `keep`
         newest checkpoints are kept. Returns the step folder."""
         step_folder = pathlib.Path(folder) / f"step-{self.worker.steps:012d}"
-        step_folder.mkdir(parents=True, exist_ok=True)
+        try:
+            step_folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise fast.IoError(f"fast.torch.Worker.save: cannot create the checkpoint folder '{step_folder}' "
+                               f"({e.strerror}); expected a folder that can be written") from e
         state = {"buffers": {name: b.detach().clone() for name, b in self.model.named_buffers()},
                  "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None,
                  "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None}

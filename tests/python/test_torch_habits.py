@@ -315,6 +315,16 @@ def test_save_and_resume_continue_exactly(tmp_path):
     assert [r[2] for r in resumed] == [4, 4]
 
 
+def test_save_into_a_file_is_an_io_error_naming_the_folder(tmp_path):
+    """A checkpoint folder that cannot be made (a file is there) is a fast.IoError naming it (it was
+    Python's bare NotADirectoryError)."""
+    (tmp_path / "taken").write_text("a file")
+    with pytest.raises(fast.IoError) as error:
+        fast.run(lambda ctx: train_resnet(ctx, small_resnet(), 1, save_to=tmp_path / "taken"), workers=WORKERS)
+    assert "cannot create the checkpoint folder '" + str(tmp_path / "taken" / "step-000000000001") in str(error.value)
+    assert "Not a directory" in str(error.value)
+
+
 def test_resume_refuses_another_runs_checkpoint(tmp_path):
     base = small_resnet()
     fast.run(lambda ctx: train_resnet(ctx, base, 2, save_to=tmp_path / "ck"), workers=WORKERS)

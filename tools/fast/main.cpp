@@ -102,15 +102,9 @@ int run(int argc, char** argv) {
     fast::training::validate_settings(fast::cli::resolve_options(training.train, false));
   if (training.train.app->parsed() || training.compare.app->parsed()) return run_helper(argv);
 #if FAST_WITH_ZMQ
-  if (launch->parsed()) {
-    return fast::cli::run_launch(launch_options);
-  }
-  if (keygen->parsed()) {
-    return fast::cli::run_keygen(keygen_options);
-  }
-  if (rendezvous->parsed()) {
-    return fast::cli::run_rendezvous(rendezvous_options);
-  }
+  if (launch->parsed()) return fast::cli::run_launch(launch_options);
+  if (keygen->parsed()) return fast::cli::run_keygen(keygen_options);
+  if (rendezvous->parsed()) return fast::cli::run_rendezvous(rendezvous_options);
 #endif
   if (rep->parsed()) {
     std::printf("report: %s (open it in a browser)\n",
