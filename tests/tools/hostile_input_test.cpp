@@ -130,7 +130,7 @@ TEST(HostileInput, AMistypedFlagIsAnsweredWithTheNearestOption) {
   for (const Case& c : std::vector<Case>{
            {"",
             "train --steps 5 --stratgy dpsgd",
-            {"fast: error: The following arguments were not expected: dpsgd --stratgy\nRun `fast train --help` for the "
+            {"fast: error: The following arguments were not expected: --stratgy dpsgd\nRun `fast train --help` for the "
              "options.",
              "--stratgy: not an option of train (did you mean --strategy?)"}},
            {"",
@@ -142,7 +142,9 @@ TEST(HostileInput, AMistypedFlagIsAnsweredWithTheNearestOption) {
              "\nRun `fast launch --help` for the options.",
              "--restrat: not an option of launch (did you mean --restart?)"}},
            {"", "compare", {"fast compare: error: files is required\nRun `fast compare --help` for the options."}},
-           {"", "trian --steps 5", {"trian: not a command of fast (did you mean train?)", "compare, report"}},
+           {"",
+            "trian --steps 5",
+            {"fast: error: trian: not a command of fast (did you mean train?); the commands: train, compare, report"}},
            // PyTorch's examples spell it --batch-size: the option it begins.
            {"", "train --steps 5 --batch-size 8", {"--batch-size: not an option of train (did you mean --batch?)"}},
        })

@@ -155,19 +155,32 @@ void suggest_options(const CLI::App& app) {
   }
 }
 
-// After CLI11's "A subcommand is required", when a word was given where the command goes (`fast
-// trian`): that it is not a command, the nearest command, and the commands there are.
-void suggest_command(CLI::App& app) {
-  if (!app.get_subcommands().empty()) return;
+// In place of CLI11's "A subcommand is required" when a word was given where the command goes
+// (`fast trian`): that it is not a command, the nearest command, and the commands there are.
+std::optional<std::string> not_a_command(const CLI::App& app) {
+  if (!app.get_subcommands().empty()) return std::nullopt;
   const std::vector<std::string> extras = app.remaining(true);
-  if (extras.empty() || extras.front().empty() || extras.front().front() == '-') return;
+  if (extras.empty() || extras.front().empty() || extras.front().front() == '-') return std::nullopt;
   std::vector<std::string> names;
   for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
     names.push_back(command->get_name());
   const std::optional<std::string> nearest = core::nearest_name(extras.front(), names);
-  std::fprintf(stderr, "%s: not a command of fast%s; the commands: %s (fast COMMAND --help)\n", extras.front().c_str(),
-               nearest ? (" (did you mean " + *nearest + "?)").c_str() : "",
-               fmt::format("{}", fmt::join(names, ", ")).c_str());
+  return fmt::format("{}: not a command of fast{}; the commands: {} (fast COMMAND --help)", extras.front(),
+                     nearest ? " (did you mean " + *nearest + "?)" : std::string(), fmt::join(names, ", "));
+}
+
+// The parser's message, with the arguments it did not expect in command-line order (CLI11 lists
+// them last first: "adpsgd --stratgy").
+std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr)
+    if (std::optional<std::string> text = not_a_command(app)) return *text;
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    const std::vector<std::string> extras = app.remaining(true);
+    if (!extras.empty())
+      return fmt::format("The following argument{} not expected: {}", extras.size() == 1 ? " was" : "s were",
+                         fmt::join(extras, " "));
+  }
+  return e.what();
 }
 
 }  // namespace
@@ -189,10 +202,9 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e) == 0 ? exit_code::ok : exit_code::bad_input;  // --help, --version
     // "fast launch: error: <the parser's message>", as the command's other failures read.
     const std::vector<CLI::App*> parsed = app.get_subcommands();
-    std::fprintf(stderr, "%s: error: %s\nRun `fast%s --help` for the options.\n", failing_command.c_str(), e.what(),
-                 parsed.empty() ? "" : (" " + parsed.back()->get_name()).c_str());
+    std::fprintf(stderr, "%s: error: %s\nRun `fast%s --help` for the options.\n", failing_command.c_str(),
+                 parse_error_text(app, e).c_str(), parsed.empty() ? "" : (" " + parsed.back()->get_name()).c_str());
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) suggest_options(app);
-    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) suggest_command(app);
     return exit_code::bad_input;
   }
   return std::nullopt;
