@@ -199,6 +199,33 @@ def test_a_process_that_loses_its_peer_exits_as_fast_train_does(leaver, tmp_path
     assert f"[{1 - leaver}] fast: peer lost: " in out, out
 
 
+RAISER = textwrap.dedent("""
+    import numpy as np
+    import fast
+    ctx = fast.init()
+    comm = fast.Communicator(ctx)
+    a = np.ones(10, np.float32)
+    comm.allreduce(a)
+    if ctx.rank == 1:
+        raise RuntimeError("boom")
+    comm.allreduce(a)   # fast.PeerLost naming worker 1's failure, uncaught
+""")
+
+
+def test_a_process_that_fails_hears_the_others_leave(tmp_path):
+    """Process 1 raises between two all-reduces: process 0 ends on fast.PeerLost (exit 3) and says bye, and
+    process 1, which waits at exit for the others to leave, hears that bye: it does not wait for process 0's
+    silence to last a peer timeout. The run's exit code is process 1's own (Python's 1)."""
+    require_runtime("zmq")
+    script = tmp_path / "raiser.py"
+    script.write_text(RAISER)
+    code, out = run_bounded([FAST_BIN, "launch", "-n", "2", "--timeout", "120", "--", sys.executable, script], 150,
+                            check=False)
+    assert code == 1, out
+    assert "[0] fast: peer lost: worker 1 " in out and "failed: RuntimeError: boom" in out, out
+    assert "no message or heartbeat" not in out, out
+
+
 @pytest.mark.parametrize("kept", ["asynchronous_worker", "window"])
 def test_a_worker_function_that_raises_keeps_no_object_past_its_world(kept, tmp_path):
     """The traceback of a worker function that raised keeps its objects after fast.run ends the world; a

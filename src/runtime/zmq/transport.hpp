@@ -238,6 +238,9 @@ class ZmqTransport final : public engine::Transport {
     double last_heard = 0;  // on the transport's clock
     bool ended = false;     // said bye without error
     bool lost = false;      // lost in any way, ended included
+    // When it said bye with an error (transport's clock; < 0: it did not): it waits for our bye
+    // in its finish() until then + a peer timeout, so its link stays open for our bye.
+    double failed_bye_at = -1;
     std::string reason;
   };
 
@@ -281,7 +284,12 @@ class ZmqTransport final : public engine::Transport {
   // The last frame a process was heard from arrived now.
   void heard_from(int process);
   void check_peers();
-  void mark_lost(int process, const std::string& why, bool clean);
+  // Whether `process`, which said bye with an error, has left by now: it waited a peer timeout for
+  // our bye without our heartbeats (PeerState::failed_bye_at).
+  bool gone_after_its_failure(int process) const;
+  // `clean`: it said bye without error; `said_bye`: it said bye (an error or not): alive, it waits
+  // for our bye, and its link stays open for it.
+  void mark_lost(int process, const std::string& why, bool clean, bool said_bye = false);
   // Own stalls (transport_stall.cpp; I/O thread). watch_own_stall: from check_peers, with the time
   // now; false once this process left the run (then nobody is counted lost).
   bool watch_own_stall(double now);

@@ -196,7 +196,7 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
       on_hello_frame(from, parts[2]);
     } else if (header.kind == wire::FrameKind::bye) {
       std::string reason = parts[2].to_string().substr(0, kMaxReasonBytes);
-      mark_lost(from, reason.empty() ? "left the run (its workers ended)" : "failed: " + reason, reason.empty());
+      mark_lost(from, reason.empty() ? "left the run (its workers ended)" : "failed: " + reason, reason.empty(), true);
     }
   } catch (const core::Error& e) {
     dropped_frames_log().log(core::LogLevel::warn,
@@ -257,7 +257,7 @@ void ZmqTransport::check_peers() {
   }
 }
 
-void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
+void ZmqTransport::mark_lost(int process, const std::string& why, bool clean, bool said_bye) {
   const ProcessInfo& peer = table_[static_cast<std::size_t>(process)];
   {
     std::lock_guard<std::mutex> lock(peers_mutex_);
@@ -265,6 +265,7 @@ void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
     if (s.lost) return;
     s.lost = true;
     s.ended = clean;
+    s.failed_bye_at = said_bye && !clean ? clock() : -1;
     s.reason = why;
     lost_[static_cast<std::size_t>(process)] = true;
     if (!clean)
@@ -287,12 +288,20 @@ void ZmqTransport::mark_lost(int process, const std::string& why, bool clean) {
     drop_pending(out);  // never to be received
   }
   // A process that ended cleanly waits for our own bye (and watches our heartbeats) before it
-  // exits: its socket stays open. A lost one's is closed, dropping what was queued for it.
+  // exits: its socket stays open. One that failed and said so waits for our bye too, for a peer
+  // timeout without our heartbeats (PeerState::failed_bye_at). A lost one's is closed, dropping
+  // what was queued for it.
   if (clean) return;
-  if (links_[static_cast<std::size_t>(process)]) links_[static_cast<std::size_t>(process)]->close();
+  if (!said_bye && links_[static_cast<std::size_t>(process)]) links_[static_cast<std::size_t>(process)]->close();
   pulse_links_[static_cast<std::size_t>(process)].reset();
   core::log(core::LogLevel::warn, "zmq runtime: {}", first);
   if (on_lost_) on_lost_(first);
+}
+
+bool ZmqTransport::gone_after_its_failure(int process) const {
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  const PeerState& s = peers_[static_cast<std::size_t>(process)];
+  return s.failed_bye_at >= 0 && clock() - s.failed_bye_at >= settings_.peer_timeout;
 }
 
 void ZmqTransport::finish(const std::string& error, double limit_seconds) {
@@ -304,9 +313,14 @@ void ZmqTransport::finish(const std::string& error, double limit_seconds) {
     std::lock_guard<std::mutex> lock(peers_mutex_);  // revive() may replace an entry meanwhile
     table = table_;
   }
-  for (const ProcessInfo& peer : table)
-    if (peer.rank != process_ && !peer.vacant && !bye_through_stream(peer.rank, text))
-      send_frame(peer.rank, control_frame(wire::FrameKind::bye, peer, text));
+  for (const ProcessInfo& peer : table) {
+    if (peer.rank == process_ || peer.vacant) continue;
+    if (gone_after_its_failure(peer.rank)) {  // no bye: its link would linger for it at our exit
+      if (links_[static_cast<std::size_t>(peer.rank)]) links_[static_cast<std::size_t>(peer.rank)]->close();
+      continue;
+    }
+    if (!bye_through_stream(peer.rank, text)) send_frame(peer.rank, control_frame(wire::FrameKind::bye, peer, text));
+  }
   if (expelled_.load()) return;  // the others counted it lost: nobody answers its bye
   std::unique_lock<std::mutex> lock(peers_mutex_);
   const bool all = peers_cv_.wait_for(lock, std::chrono::duration<double>(limit_seconds), [&] {
