@@ -410,7 +410,8 @@ class Worker:
         that every worker can read (save()'s files) and returns its step: the steps already taken,
         which the loop skips. A checkpoint of another run (other settings, model class, layout,
         buffers policy, optimizer or scheduler class) is refused with fast.InvalidArgument naming the
-        file and the field, before anything is restored; fast.IoError when none is readable."""
+        file and the field, before anything is restored, as is a `folder` that is not a folder or holds
+        no complete checkpoint; fast.IoError when none is readable."""
         step = self.worker.restore_checkpoint(str(folder), self._identity())
         source = self._torch_state_file(pathlib.Path(folder) / f"step-{step:012d}")
         try:

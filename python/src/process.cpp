@@ -84,12 +84,16 @@ class ProcessWorld {
     return *world;
   }
 
+  // Refuses (InvalidUsage) while this process is in a world: init() asks before it does anything.
+  void expect_none() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    refuse_a_second();
+  }
+
   // Starts the world and waits until its worker's Context exists (or the launch failed: rethrown).
   ContextRef start(const runtime::LaunchOptions& options) {
     std::unique_lock<std::mutex> lock(mutex_);
-    FAST_ENFORCE_AS(core::InvalidUsage, !thread_.joinable(),
-                    "fast.init: this process already joined a world (runtime '{}'); call fast.shutdown() first",
-                    options_.runtime);
+    refuse_a_second();
     options_ = options;
     g_workers_on_machine = 0;  // this world's count, once its processes met (LaunchOptions::placed)
     handle_.reset();
@@ -135,6 +139,13 @@ class ProcessWorld {
   }
 
  private:
+  // Called with mutex_ held.
+  void refuse_a_second() const {
+    FAST_ENFORCE_AS(core::InvalidUsage, !thread_.joinable(),
+                    "fast.init: this process already joined a world (runtime '{}'); call fast.shutdown() first",
+                    options_.runtime);
+  }
+
   void run() {
     try {
       runtime::launch(options_, [this](runtime::Context& ctx) {
@@ -166,7 +177,9 @@ class ProcessWorld {
 ContextRef init(std::optional<std::string> runtime, double op_timeout, const std::string& collectives,
                 const std::string& windows) {
   // The world this process was started into (runtime/detect.hpp): `runtime` when given, else the
-  // launcher's; a contradiction between the two is an InvalidArgument.
+  // launcher's; a contradiction between the two is an InvalidArgument. A second init() is refused
+  // first, so that nothing is logged for a world that does not start.
+  ProcessWorld::instance().expect_none();
   const runtime::WorldChoice world =
       runtime::choose_world({.runtime = runtime.value_or("")}, runtime::process_environment());
   core::log(core::LogLevel::info, "fast.init: {}", world.describe());

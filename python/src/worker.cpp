@@ -242,6 +242,7 @@ std::string PyWorker::save_checkpoint(const std::string& folder, std::int64_t ke
 std::int64_t PyWorker::restore_checkpoint(const std::string& folder, const py::dict& extra) {
   strategy::Worker& w = get();
   const nlohmann::json id = identity(extra);
+  training::CheckpointStore::expect_checkpoints(folder);  // as fast train --resume, before the collective part
   py::gil_scoped_release release;
   return training::CheckpointStore::restore_newest(folder, w, id);
 }

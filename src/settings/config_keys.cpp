@@ -323,6 +323,17 @@ std::vector<ConfigKey> evaluation_keys() {
   };
 }
 
+namespace {
+
+// network_latency and network_bandwidth serve allreduce_algorithm = auto's choice only.
+std::optional<std::string> fixed_algorithm(const TrainOptions& o) {
+  const collective::AllreduceAlgorithm a = o.worker.communicator.allreduce_algorithm;
+  if (a == collective::AllreduceAlgorithm::automatic) return std::nullopt;
+  return fmt::format("allreduce_algorithm = {}", collective::name_of(a));
+}
+
+}  // namespace
+
 // The collectives' algorithm and the network it assumes; dgc's warm-up.
 std::vector<ConfigKey> communication_keys() {
   return {
@@ -338,32 +349,38 @@ std::vector<ConfigKey> communication_keys() {
           [](const TrainOptions& o) {
             return std::string(collective::name_of(o.worker.communicator.allreduce_algorithm));
           }),
-      declared_key(
-          FAST_NUMBER_DECLARATION("network_latency",
-                                  "seconds per message that allreduce_algorithm = auto assumes (the same on every "
-                                  "worker); default: the cluster's under --runtime sim, else 2e-06 (threads on one "
-                                  "host), and 2.5e-05 for the two workers of zmq processes with no shared memory "
-                                  "between them (docs/collectives.md). Set, it (or network_bandwidth) holds for "
-                                  "every group.",
-                                  .at_least(0)),
-          [](TrainOptions& o, const core::SettingValue& v) { o.worker.communicator.latency_seconds = number_of(v); },
-          [](const TrainOptions& o) {
-            return o.worker.communicator.latency_seconds ? text(*o.worker.communicator.latency_seconds)
-                                                         : std::string("runtime");
-          }),
-      declared_key(
-          FAST_NUMBER_DECLARATION("network_bandwidth",
-                                  "bytes per second between two workers that allreduce_algorithm = auto assumes; "
-                                  "default: the cluster's under --runtime sim, else 1.6e+10.",
-                                  .greater_than(0)),
-          [](TrainOptions& o, const core::SettingValue& v) {
-            o.worker.communicator.bandwidth_bytes_per_second = number_of(v);
-          },
-          [](const TrainOptions& o) {
-            return o.worker.communicator.bandwidth_bytes_per_second
-                       ? text(*o.worker.communicator.bandwidth_bytes_per_second)
-                       : std::string("runtime");
-          }),
+      applies_when(
+          declared_key(
+              FAST_NUMBER_DECLARATION("network_latency",
+                                      "seconds per message that allreduce_algorithm = auto assumes (the same on every "
+                                      "worker); default: the cluster's under --runtime sim, else 2e-06 (threads on one "
+                                      "host), and 2.5e-05 for the two workers of zmq processes with no shared memory "
+                                      "between them (docs/collectives.md). Set, it (or network_bandwidth) holds for "
+                                      "every group.",
+                                      .at_least(0)),
+              [](TrainOptions& o, const core::SettingValue& v) {
+                o.worker.communicator.latency_seconds = number_of(v);
+              },
+              [](const TrainOptions& o) {
+                return o.worker.communicator.latency_seconds ? text(*o.worker.communicator.latency_seconds)
+                                                             : std::string("runtime");
+              }),
+          fixed_algorithm),
+      applies_when(
+          declared_key(
+              FAST_NUMBER_DECLARATION("network_bandwidth",
+                                      "bytes per second between two workers that allreduce_algorithm = auto assumes; "
+                                      "default: the cluster's under --runtime sim, else 1.6e+10.",
+                                      .greater_than(0)),
+              [](TrainOptions& o, const core::SettingValue& v) {
+                o.worker.communicator.bandwidth_bytes_per_second = number_of(v);
+              },
+              [](const TrainOptions& o) {
+                return o.worker.communicator.bandwidth_bytes_per_second
+                           ? text(*o.worker.communicator.bandwidth_bytes_per_second)
+                           : std::string("runtime");
+              }),
+          fixed_algorithm),
       FAST_NUMBER_KEY("dgc_warmup_epochs",
                       "dgc: sparsity warm-up, epochs over which the density decays exponentially from dgc_warmup_ratio "
                       "to the codec's ratio; 0: none.",

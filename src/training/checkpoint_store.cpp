@@ -9,6 +9,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/training/run_identity.hpp"
+#include "output_paths.hpp"
 
 namespace fast::training {
 
@@ -93,6 +94,15 @@ bool everyone(collective::Communicator& comm, bool ok) {
 CheckpointStore::CheckpointStore(std::filesystem::path folder, std::int64_t keep, nlohmann::json identity)
     : folder_(std::move(folder)), keep_(keep), identity_(std::move(identity)) {
   FAST_ENFORCE(keep_ >= 1, "checkpoint_keep: expected >= 1, got {}", keep_);
+}
+
+void CheckpointStore::expect_checkpoints(const std::filesystem::path& folder) {
+  FAST_ENFORCE(path_kind(folder, "resume") == PathKind::folder,
+               "resume: '{}' is not a folder; expected the checkpoint folder of an earlier run", folder.string());
+  FAST_ENFORCE(!complete_steps(folder).empty(),
+               "resume: '{}' holds no complete checkpoint (a step-N folder with a manifest.json); expected the "
+               "checkpoint folder of an earlier run",
+               folder.string());
 }
 
 std::vector<std::int64_t> CheckpointStore::complete_steps(const std::filesystem::path& folder) {

@@ -76,6 +76,11 @@ class CheckpointStore {
                                      const nlohmann::json& identity, bool if_present = false,
                                      std::int64_t last_step = std::numeric_limits<std::int64_t>::max());
 
+  // InvalidArgument naming `folder` (the setting `resume`) unless it is a folder holding at least
+  // one complete checkpoint: what a resume is refused for before the run starts (fast train's
+  // checks, and fast.Worker.restore_checkpoint before its collective part).
+  static void expect_checkpoints(const std::filesystem::path& folder);
+
   // Steps of the complete checkpoints (step folders with a manifest) in `folder`, newest first.
   static std::vector<std::int64_t> complete_steps(const std::filesystem::path& folder);
 

@@ -105,14 +105,7 @@ void validate_checkpoints(const TrainOptions& o, const strategy::StrategyOptions
   FAST_ENFORCE(o.checkpoint_dir.empty() || path_kind(o.checkpoint_dir, "checkpoint_dir") != PathKind::other,
                "checkpoint_dir: '{}' is a file; expected a folder (created if missing)", o.checkpoint_dir.string());
   if (o.resume.empty()) return;
-  FAST_ENFORCE(path_kind(o.resume, "resume") == PathKind::folder,
-               "resume: '{}' is not a folder; expected a checkpoint_dir of "
-               "an earlier run",
-               o.resume.string());
-  FAST_ENFORCE(!CheckpointStore::complete_steps(o.resume).empty(),
-               "resume: '{}' holds no complete checkpoint (a step-N folder with a manifest.json); "
-               "expected the checkpoint_dir of an earlier run",
-               o.resume.string());
+  CheckpointStore::expect_checkpoints(o.resume);
 }
 
 void validate_elastic_bounds(const TrainOptions& o, int world) {

@@ -301,6 +301,29 @@ def test_a_later_sim_world_refuses_a_cluster_with_stragglers_instead_of_hanging(
     assert "plain: [-1.0, -1.0, -1.0]" in out, out
 
 
+def test_a_second_init_is_refused_before_it_logs_anything(tmp_path):
+    """fast.init() while this process is in a world raises InvalidUsage; the launcher line of the
+    refused call is not logged (it was, before the refusal). In a child interpreter: its world lasts
+    until the interpreter's exit."""
+    script = tmp_path / "init_twice.py"
+    script.write_text(textwrap.dedent("""
+        import fast
+
+        ctx = fast.init()
+        try:
+            fast.init()
+        except fast.InvalidUsage as e:
+            print("refused:", e)
+        fast.shutdown()
+    """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAST_", "OMPI_", "PMI"))}
+    env.update(PYTHONPATH=os.environ.get("PYTHONPATH", ""), FAST_LOG_LEVEL="info")
+    code, out = run_bounded([sys.executable, script], timeout=60, env=env, check=False)
+    assert code == 0, out
+    assert "refused: fast.init: this process already joined a world (runtime 'threads')" in out, out
+    assert out.count("fast.init: launcher:") == 1, out
+
+
 TORCHRUN = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": "29999"}
 

@@ -2,11 +2,13 @@
 
 #include <atomic>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "common/failing_worker.hpp"
 #include "common/views.hpp"
 #include "fast/runtime/launcher.hpp"
+#include "fast/runtime/shared_rendezvous.hpp"
 #include "fast/runtime/threads/world.hpp"
 
 namespace fast::runtime {
@@ -223,6 +225,27 @@ TEST(ThreadsRuntime, UnmatchedRecvTimesOut) {
     if (ctx.rank() == 0) ctx.recv(1, make_tag(TagKind::user, 8, 0), mview(v)).wait();
   }),
                core::TimeoutError);
+}
+
+// A collective among the workers of the process that one worker never joins: the time limit
+// names the worker, its collective and what it waited for, as the user meets them.
+TEST(ThreadsRuntime, SharedCollectiveTimeoutNamesTheWorkerAndWhatItWaitedFor) {
+  threads::World world({.size = 2, .op_timeout_seconds = 0.2});
+  try {
+    world.run([](Context& ctx) {
+      if (ctx.rank() != 1) return;
+      SharedRendezvous* board = ctx.shared_rendezvous();
+      ASSERT_NE(board, nullptr);
+      int mine = 0;
+      board->meet(board->reserve(), &mine);
+    });
+    ADD_FAILURE() << "the collective that worker 0 never joined did not time out";
+  } catch (const core::TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "worker 1's collective 0 (waiting for every worker to arrive) did not complete within 0.2 s"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ThreadsRuntime, ExplicitWaitTimeoutReturnsFalseThenCompletes) {

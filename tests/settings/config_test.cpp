@@ -150,6 +150,20 @@ TEST(Config, OptionsAnotherSettingTurnsOffAreNamed) {
   EXPECT_TRUE(inert_settings(o, ps_given).empty());
 }
 
+// The network that allreduce_algorithm = auto assumes serves its choice only: a fixed algorithm
+// turns both settings off.
+TEST(Config, TheAssumedNetworkChangesNothingWithAFixedAlgorithm) {
+  training::TrainOptions o;
+  apply_setting(o, "network_latency", "1e-3", "--network-latency");
+  apply_setting(o, "network_bandwidth", "1e9", "--network-bandwidth");
+  const std::vector<std::string> given{"network_latency", "network_bandwidth"};
+  EXPECT_TRUE(inert_settings(o, given).empty());  // auto, the default
+  apply_setting(o, "allreduce_algorithm", "ring", "--allreduce-algorithm");
+  EXPECT_EQ(inert_settings(o, given),
+            (std::vector<std::string>{"network_latency: changes nothing with allreduce_algorithm = ring",
+                                      "network_bandwidth: changes nothing with allreduce_algorithm = ring"}));
+}
+
 // The settings of how processes find and reach each other are read by the runtime that joins them
 // by FAST's rendezvous (zmq) only: under threads (one process) they change nothing.
 TEST(Config, ProcessSettingsChangeNothingUnderARuntimeWithoutRendezvous) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -21,13 +22,18 @@ namespace {
 
 namespace exit_code = core::exit_code;
 
-std::string environment_help() {
+}  // namespace
+
+std::string environment_help(std::initializer_list<std::string_view> only) {
   std::string text = "\nEnvironment:\n";
   for (const core::EnvTable table : settings::environment_tables())
     for (const auto& v : table)
-      text += fmt::format("  {:<24} {} (default: {})\n", v.name, v.description, v.default_value);
+      if (only.size() == 0 || std::find(only.begin(), only.end(), v.name) != only.end())
+        text += fmt::format("  {:<24} {} (default: {})\n", v.name, v.description, v.default_value);
   return text;
 }
+
+namespace {
 
 // --no-KEY: the flag that sets a boolean setting to false.
 std::string negated_flag_name(std::string_view key) { return "--no-" + settings::flag_name(key).substr(2); }

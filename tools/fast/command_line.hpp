@@ -10,8 +10,10 @@
 //     id, same arguments), which parses and checks them again with the same definitions.
 // Thread-safety: none needed (used by main() before any thread starts).
 
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -78,5 +80,9 @@ void name_failures_after(std::string command);
 // The same for `subcommand` of `fast`, set as the parser reaches it ("fast " + its name), so that
 // a mistake in its own options is named after it too.
 void name_failures_after(CLI::App* subcommand);
+
+// The "Environment:" section of a command's --help: each variable FAST reads with its description
+// and default, or only those named in `only` (the ones the command reads).
+std::string environment_help(std::initializer_list<std::string_view> only = {});
 
 }  // namespace fast::cli

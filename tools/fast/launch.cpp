@@ -447,7 +447,9 @@ CLI::App* add_launch_command(CLI::App& app, LaunchCommand& o) {
       app.add_subcommand("launch", "Start N local processes of a command as one multi-process run (docs/launch.md)");
   cmd->add_option("-n,--nprocs", o.processes,
                   "Number of processes to start, in [1, 1024]; with --hosts or --hostfile, default: their slots");
-  cmd->add_option("--port", o.port, "Rendezvous port on 127.0.0.1 (FAST_RENDEZVOUS); 0: a free port")
+  cmd->add_option("--port", o.port,
+                  "Rendezvous port (FAST_RENDEZVOUS): on 127.0.0.1, 0 a free one; with --hosts or --hostfile, on the "
+                  "first host, 0 the lowest of --ports, else 29400")
       ->capture_default_str();
   cmd->add_flag("--insecure", o.insecure,
                 "No keys: FAST_INSECURE=1, processes neither authenticate nor encrypt (warns)");

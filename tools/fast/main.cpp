@@ -83,7 +83,9 @@ int run(int argc, char** argv) {
       ->required();
   rep->add_option("--out", report_out, "The page to write (default: DIR/report.html; FILE.html beside a metrics file)");
   fast::cli::name_failures_after(rep);
+  rep->footer(fast::cli::environment_help({"FAST_LOG_LEVEL"}));  // not the parent's: train's variables
   CLI::App* doc = app.add_subcommand("config-doc", "Print the settings table (markdown) used in docs/config.md");
+  doc->footer("");
 #if FAST_WITH_ZMQ  // launch, keygen and rendezvous serve the zmq runtime
   fast::cli::LaunchCommand launch_options;
   CLI::App* launch = fast::cli::add_launch_command(app, launch_options);

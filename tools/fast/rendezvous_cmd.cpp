@@ -1,5 +1,6 @@
 #include "rendezvous_cmd.hpp"
 
+#include "command_line.hpp"
 #include "fast/core/exit_code.hpp"
 #include "fast/core/log.hpp"
 #include "fast/runtime/zmq/serve.hpp"
@@ -20,6 +21,8 @@ CLI::App* add_rendezvous_command(CLI::App& app, runtime::ProcessOptions& options
   cmd->add_flag("--insecure", options.insecure, "no authentication and no encryption (warns)");
   cmd->add_option("--timeout", options.rendezvous_timeout_seconds,
                   "seconds to wait for every process (default FAST_RENDEZVOUS_TIMEOUT, 60)");
+  cmd->footer(environment_help({"FAST_LOG_LEVEL", "FAST_KEY_FILE", "FAST_ALLOW_FILE", "FAST_ALLOW_KEYS",
+                                "FAST_INSECURE", "FAST_RENDEZVOUS_TIMEOUT"}));
   return cmd;
 }
 

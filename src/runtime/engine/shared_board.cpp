@@ -36,10 +36,12 @@ void SharedBoard::arrive() {
 }
 
 template <typename Pred>
-void SharedBoard::wait_until(Pred pred, const char* what, std::uint64_t ticket) {
+void SharedBoard::wait_until(Pred pred, const char* what, int rank, std::uint64_t ticket) {
   using clock = std::chrono::steady_clock;
   if (world_.poll_before_blocking(pred)) return;
   const WorldState::BlockingScope blocking(world_);
+  // Named as the user meets it: worker R's T-th collective among the workers of this process.
+  const auto wait = [&] { return fmt::format("worker {}'s collective {} (waiting for {})", rank, ticket, what); };
   const auto deadline =
       clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(world_.op_timeout()));
   std::unique_lock<std::mutex> lock(mutex_);
@@ -48,14 +50,12 @@ void SharedBoard::wait_until(Pred pred, const char* what, std::uint64_t ticket) 
     if (pred()) break;
     if (world_.aborted()) {
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
-      throw core::RemoteError(
-          fmt::format("{} of shared collective {} abandoned: {}", what, ticket, world_.abort_message()));
+      throw core::RemoteError(fmt::format("{} abandoned: {}", wait(), world_.abort_message()));
     }
     const auto now = clock::now();
     if (now >= deadline) {
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
-      throw core::TimeoutError(
-          time_limit_message(fmt::format("{} of shared collective {}", what, ticket), world_.op_timeout()));
+      throw core::TimeoutError(time_limit_message(wait(), world_.op_timeout()));
     }
     cv_.wait_until(lock, std::min(deadline, now + std::chrono::milliseconds(50)));
   }
@@ -64,11 +64,13 @@ void SharedBoard::wait_until(Pred pred, const char* what, std::uint64_t ticket) 
 
 void* const* SharedBoard::Seat::meet(std::uint64_t ticket, void* mine) {
   SharedBoard& b = board_;
-  b.wait_until([&] { return finished_.load(std::memory_order_seq_cst) == ticket; }, "the turn", ticket);
+  b.wait_until([&] { return finished_.load(std::memory_order_seq_cst) == ticket; }, "its previous collective to end",
+               rank_, ticket);
   b.published_[static_cast<std::size_t>(rank_)] = mine;
   b.arrive();
   const std::uint64_t all_in = b.n_ * (2 * ticket + 1);
-  b.wait_until([&] { return b.arrivals_.load(std::memory_order_seq_cst) >= all_in; }, "the meeting", ticket);
+  b.wait_until([&] { return b.arrivals_.load(std::memory_order_seq_cst) >= all_in; }, "every worker to arrive", rank_,
+               ticket);
   return b.published_.data();
 }
 
@@ -76,7 +78,8 @@ void SharedBoard::Seat::leave(std::uint64_t ticket) {
   SharedBoard& b = board_;
   b.arrive();
   const std::uint64_t all_out = b.n_ * (2 * ticket + 2);
-  b.wait_until([&] { return b.arrivals_.load(std::memory_order_seq_cst) >= all_out; }, "the leaving", ticket);
+  b.wait_until([&] { return b.arrivals_.load(std::memory_order_seq_cst) >= all_out; }, "every worker to finish reading",
+               rank_, ticket);
   finished_.store(ticket + 1, std::memory_order_seq_cst);
   b.notify();  // another activity of this worker may wait for its turn
 }

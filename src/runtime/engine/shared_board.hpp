@@ -57,9 +57,10 @@ class SharedBoard {
  private:
   // Adds one arrival and wakes sleepers.
   void arrive();
-  // Returns once pred() holds (pred reads seq_cst, for the sleepers_ handshake); `what` names the wait in errors.
+  // Returns once pred() holds (pred reads seq_cst, for the sleepers_ handshake); `what` names what the
+  // wait is for, `rank` and `ticket` whose wait it is, in the errors (RemoteError, TimeoutError).
   template <typename Pred>
-  void wait_until(Pred pred, const char* what, std::uint64_t ticket);
+  void wait_until(Pred pred, const char* what, int rank, std::uint64_t ticket);
   void notify();
 
   WorldState& world_;
