@@ -23,6 +23,23 @@ namespace {
 
 const Protection kAll[] = {Protection::aes_256_gcm, Protection::chacha20_poly1305, Protection::checksum};
 
+// Each protection with each library that computes it here: AES-256-GCM through ipsec-mb (where the
+// build and the CPU offer it) and through libcrypto.
+struct Variant {
+  Protection p;
+  AesLibrary aes = AesLibrary::openssl;
+  std::string name() const {
+    return std::string(protection_name(p)) + (p == Protection::aes_256_gcm ? " by " + describe_aes_library(aes) : "");
+  }
+};
+std::vector<Variant> variants(bool encrypting_only = false) {
+  std::vector<Variant> v;
+  for (AesLibrary aes : aes_libraries()) v.push_back({Protection::aes_256_gcm, aes});
+  v.push_back({Protection::chacha20_poly1305});
+  if (!encrypting_only) v.push_back({Protection::checksum});
+  return v;
+}
+
 std::vector<std::byte> pattern(std::size_t n, int seed) {
   std::vector<std::byte> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((i * 131 + static_cast<std::size_t>(seed)) & 0xff);
@@ -49,18 +66,62 @@ Sealer::Key key_of(int seed) {
 // plaintext 0^128) gives this ciphertext and tag (McGrew and Viega, "The Galois/Counter Mode of
 // Operation", appendix B).
 TEST(Sealer, AesGcmFirstChunkMatchesThePublishedTestVector) {
-  Sealer sealer(Protection::aes_256_gcm, Sealer::Key{});
-  std::vector<std::byte> plain(16), out(16);
-  Sealer::Tag tag{};
-  sealer.seal(plain, out.data(), tag);
-  EXPECT_EQ(hex(out), "cea7403d4d606b6e074ec5d3baf39d18");
-  EXPECT_EQ(hex(tag), "d0d1c8a799996bf0265b98b5d48ab919");
-  EXPECT_EQ(sealer.counter(), 1u);
+  for (AesLibrary aes : aes_libraries()) {
+    Sealer sealer(Protection::aes_256_gcm, Sealer::Key{}, aes);
+    std::vector<std::byte> plain(16), out(16);
+    Sealer::Tag tag{};
+    sealer.seal(plain, out.data(), tag);
+    EXPECT_EQ(hex(out), "cea7403d4d606b6e074ec5d3baf39d18") << aes_library_name(aes);
+    EXPECT_EQ(hex(tag), "d0d1c8a799996bf0265b98b5d48ab919") << aes_library_name(aes);
+    EXPECT_EQ(sealer.counter(), 1u);
+  }
+}
+
+// The AES libraries write the same bytes: every chunk one seals (in place or not, on any slot)
+// the other opens, at sizes around the block and the chunk; so processes may choose differently.
+TEST(Sealer, EachAesLibraryOpensWhatTheOtherSealed) {
+  const std::vector<AesLibrary> offered = aes_libraries();
+  if (offered.size() < 2) GTEST_SKIP() << "one AES library here: " << aes_library_name(offered.front());
+  for (AesLibrary by : offered)
+    for (AesLibrary with : offered) {
+      Sealer seal(Protection::aes_256_gcm, key_of(9), by), open(Protection::aes_256_gcm, key_of(9), with);
+      int i = 0;
+      for (std::size_t bytes : {0, 1, 15, 16, 17, 1000, 65536, 262143}) {
+        const std::vector<std::byte> plain = pattern(bytes, i);
+        std::vector<std::byte> wire = plain;
+        Sealer::Tag tag{};
+        if (i % 2 == 0)
+          seal.seal(wire, wire.data(), tag);  // in place
+        else {
+          seal.seal_at(3, seal.counter(), plain, wire.data(), tag);
+          seal.skip(1);
+        }
+        ASSERT_TRUE(open.open(wire, tag)) << aes_library_name(by) << " -> " << aes_library_name(with) << ", " << bytes;
+        EXPECT_EQ(wire, plain) << aes_library_name(by) << " -> " << aes_library_name(with) << ", " << bytes;
+        ++i;
+      }
+    }
+}
+
+// FAST_AES_LIBRARY's values: auto is the fastest offered; a name that is not a library is refused
+// naming the variable.
+TEST(Sealer, TheAesLibraryIsChosenByName) {
+  EXPECT_EQ(choose_aes_library("auto"), aes_libraries().front());
+  EXPECT_EQ(choose_aes_library("openssl"), AesLibrary::openssl);
+  try {
+    choose_aes_library("libsodium");
+    ADD_FAILURE() << "an unknown library was taken";
+  } catch (const core::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("FAST_AES_LIBRARY: expected auto, ipsec-mb or openssl, got 'libsodium'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Sealer, ChunksOpenInOrderUnderTheSameKey) {
-  for (Protection p : kAll) {
-    Sealer seal(p, key_of(1)), open(p, key_of(1));
+  for (const Variant& v : variants()) {
+    const Protection p = v.p;
+    Sealer seal(p, key_of(1), v.aes), open(p, key_of(1), v.aes);
     for (int i = 0; i < 5; ++i) {
       const std::vector<std::byte> plain = pattern(1000 + static_cast<std::size_t>(i) * 333, i);
       std::vector<std::byte> wire(plain.size());
@@ -69,9 +130,9 @@ TEST(Sealer, ChunksOpenInOrderUnderTheSameKey) {
       if (!seal.encrypts())
         wire = plain;  // the checksum mode sends the bytes as they are
       else
-        EXPECT_NE(wire, plain) << protection_name(p);
-      ASSERT_TRUE(open.open(wire, tag)) << protection_name(p) << " chunk " << i;
-      EXPECT_EQ(wire, plain) << protection_name(p);
+        EXPECT_NE(wire, plain) << v.name();
+      ASSERT_TRUE(open.open(wire, tag)) << v.name() << " chunk " << i;
+      EXPECT_EQ(wire, plain) << v.name();
     }
     EXPECT_EQ(open.counter(), 5u);
   }
@@ -82,8 +143,8 @@ struct Sealed {
   std::vector<std::vector<std::byte>> wire;
   std::vector<Sealer::Tag> tags;
 };
-Sealed seal_chunks(Protection p, const Sealer::Key& key, int count, std::size_t bytes) {
-  Sealer sealer(p, key);
+Sealed seal_chunks(const Variant& v, const Sealer::Key& key, int count, std::size_t bytes) {
+  Sealer sealer(v.p, key, v.aes);
   Sealed s;
   for (int i = 0; i < count; ++i) {
     std::vector<std::byte> plain = pattern(bytes, i), wire(bytes);
@@ -96,49 +157,49 @@ Sealed seal_chunks(Protection p, const Sealer::Key& key, int count, std::size_t 
 }
 
 TEST(Sealer, ATamperedChunkOrTagFailsToOpen) {
-  for (Protection p : kAll) {
-    const Sealed s = seal_chunks(p, key_of(2), 1, 4096);
+  for (const Variant& v : variants()) {
+    const Sealed s = seal_chunks(v, key_of(2), 1, 4096);
     for (std::size_t at : {std::size_t{0}, std::size_t{2047}, std::size_t{4095}}) {
-      Sealer open(p, key_of(2));
+      Sealer open(v.p, key_of(2), v.aes);
       std::vector<std::byte> wire = s.wire[0];
       wire[at] ^= std::byte{0x01};
-      EXPECT_FALSE(open.open(wire, s.tags[0])) << protection_name(p) << " byte " << at;
+      EXPECT_FALSE(open.open(wire, s.tags[0])) << v.name() << " byte " << at;
       EXPECT_EQ(open.counter(), 0u);  // a failed chunk does not advance
     }
-    Sealer open(p, key_of(2));
+    Sealer open(v.p, key_of(2), v.aes);
     std::vector<std::byte> wire = s.wire[0];
     Sealer::Tag tag = s.tags[0];
     tag[15] ^= std::byte{0x80};
-    EXPECT_FALSE(open.open(wire, tag)) << protection_name(p);
+    EXPECT_FALSE(open.open(wire, tag)) << v.name();
   }
 }
 
 TEST(Sealer, AReplayedOrReorderedChunkFailsToOpen) {
-  for (Protection p : kAll) {
-    const Sealed s = seal_chunks(p, key_of(3), 3, 512);
+  for (const Variant& v : variants()) {
+    const Sealed s = seal_chunks(v, key_of(3), 3, 512);
     {
-      Sealer open(p, key_of(3));
+      Sealer open(v.p, key_of(3), v.aes);
       std::vector<std::byte> c0 = s.wire[0];
       ASSERT_TRUE(open.open(c0, s.tags[0]));
       std::vector<std::byte> again = s.wire[0];  // chunk 0 replayed where chunk 1 is due
-      EXPECT_FALSE(open.open(again, s.tags[0])) << protection_name(p);
+      EXPECT_FALSE(open.open(again, s.tags[0])) << v.name();
       std::vector<std::byte> c1 = s.wire[1];  // the real chunk 1 still opens
-      EXPECT_TRUE(open.open(c1, s.tags[1])) << protection_name(p);
+      EXPECT_TRUE(open.open(c1, s.tags[1])) << v.name();
     }
     {
-      Sealer open(p, key_of(3));
+      Sealer open(v.p, key_of(3), v.aes);
       std::vector<std::byte> c1 = s.wire[1];  // chunk 1 before chunk 0
-      EXPECT_FALSE(open.open(c1, s.tags[1])) << protection_name(p);
+      EXPECT_FALSE(open.open(c1, s.tags[1])) << v.name();
     }
   }
 }
 
 TEST(Sealer, AWrongKeyFailsToOpen) {
-  for (Protection p : {Protection::aes_256_gcm, Protection::chacha20_poly1305}) {
-    const Sealed s = seal_chunks(p, key_of(4), 1, 100);
-    Sealer open(p, key_of(5));
+  for (const Variant& v : variants(true)) {
+    const Sealed s = seal_chunks(v, key_of(4), 1, 100);
+    Sealer open(v.p, key_of(5), v.aes);
     std::vector<std::byte> wire = s.wire[0];
-    EXPECT_FALSE(open.open(wire, s.tags[0])) << protection_name(p);
+    EXPECT_FALSE(open.open(wire, s.tags[0])) << v.name();
   }
 }
 
@@ -146,8 +207,8 @@ TEST(Sealer, AWrongKeyFailsToOpen) {
 // has its own nonce (a repeated nonce would repeat both).
 TEST(Sealer, NoncesNeverRepeatOverALongRun) {
   constexpr int kChunks = 200000;
-  for (Protection p : {Protection::aes_256_gcm, Protection::chacha20_poly1305}) {
-    Sealer sealer(p, key_of(6));
+  for (const Variant& v : variants(true)) {
+    Sealer sealer(v.p, key_of(6), v.aes);
     const std::vector<std::byte> plain(16);
     std::set<std::string> ciphertexts, tags;
     std::vector<std::byte> wire(16);
@@ -158,8 +219,8 @@ TEST(Sealer, NoncesNeverRepeatOverALongRun) {
       tags.insert(std::string(reinterpret_cast<const char*>(tag.data()), tag.size()));
     }
     EXPECT_EQ(sealer.counter(), static_cast<std::uint64_t>(kChunks));
-    EXPECT_EQ(ciphertexts.size(), static_cast<std::size_t>(kChunks)) << protection_name(p);
-    EXPECT_EQ(tags.size(), static_cast<std::size_t>(kChunks)) << protection_name(p);
+    EXPECT_EQ(ciphertexts.size(), static_cast<std::size_t>(kChunks)) << v.name();
+    EXPECT_EQ(tags.size(), static_cast<std::size_t>(kChunks)) << v.name();
   }
 }
 

@@ -3,10 +3,14 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "fast/core/error.hpp"
 #include "fast/wire/frame.hpp"
+#if FAST_WITH_IPSEC_MB
+#include "gcm_ipsec.hpp"
+#endif
 
 namespace fast::runtime::zmq {
 
@@ -46,13 +50,61 @@ Protection parse_protection(std::string_view name) {
              name);
 }
 
+namespace {
+#if FAST_WITH_IPSEC_MB
+constexpr const char* kIpsecMissing = "the library found no AES instructions on this CPU";
+#else
+constexpr const char* kIpsecMissing = "this build of FAST was made without it (Debian libipsec-mb-dev)";
+#endif
+}  // namespace
+
+std::string_view aes_library_name(AesLibrary library) {
+  return library == AesLibrary::ipsec_mb ? "ipsec-mb" : "openssl";
+}
+
+std::vector<AesLibrary> aes_libraries() {
+  std::vector<AesLibrary> offered;
+#if FAST_WITH_IPSEC_MB
+  if (IpsecGcm::available()) offered.push_back(AesLibrary::ipsec_mb);
+#endif
+  offered.push_back(AesLibrary::openssl);
+  return offered;
+}
+
+AesLibrary choose_aes_library(std::string_view name) {
+  const std::vector<AesLibrary> offered = aes_libraries();
+  if (name == "auto") return offered.front();
+  for (AesLibrary l : {AesLibrary::ipsec_mb, AesLibrary::openssl}) {
+    if (aes_library_name(l) != name) continue;
+    FAST_ENFORCE(std::find(offered.begin(), offered.end(), l) != offered.end(),
+                 "FAST_AES_LIBRARY: 'ipsec-mb' is not offered here ({}); expected auto or openssl", kIpsecMissing);
+    return l;
+  }
+  FAST_THROW(InvalidArgument, "FAST_AES_LIBRARY: expected auto, ipsec-mb or openssl, got '{}'", name);
+}
+
+std::string describe_aes_library(AesLibrary library) {
+#if FAST_WITH_IPSEC_MB
+  if (library == AesLibrary::ipsec_mb) return "ipsec-mb (" + std::string(IpsecGcm::path()) + ")";
+#endif
+  return std::string(aes_library_name(library));
+}
+
 Sealer::Key Sealer::random_key() {
   Key key{};
   check(RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), static_cast<int>(key.size())), "RAND_bytes");
   return key;
 }
 
-Sealer::Sealer(Protection protection, const Key& key) : protection_(protection), key_(key) {
+Sealer::Sealer(Protection protection, const Key& key, AesLibrary aes) : protection_(protection), key_(key) {
+#if FAST_WITH_IPSEC_MB
+  if (protection_ == Protection::aes_256_gcm && aes == AesLibrary::ipsec_mb) {
+    gcm_ = std::make_shared<const IpsecGcm>(std::span<const std::byte, kKeyBytes>(key_));
+    return;
+  }
+#endif
+  FAST_ENFORCE_AS(core::IoError, protection_ != Protection::aes_256_gcm || aes == AesLibrary::openssl,
+                  "stream encryption: the AES library '{}' is not in this build", aes_library_name(aes));
   if (encrypts()) context(0);  // a libcrypto failure shows at once
 }
 
@@ -110,8 +162,14 @@ void Sealer::seal_at(unsigned slot, std::uint64_t counter, std::span<const std::
     std::memcpy(tag.data(), h.data(), 16);
     return;
   }
-  EVP_CIPHER_CTX* c = ctx(context(slot));
   const std::array<unsigned char, 12> n = nonce_of(counter);
+#if FAST_WITH_IPSEC_MB
+  if (gcm_) {
+    gcm_->seal(n, plain, out, tag);
+    return;
+  }
+#endif
+  EVP_CIPHER_CTX* c = ctx(context(slot));
   check(EVP_EncryptInit_ex(c, nullptr, nullptr, nullptr, n.data()), "EVP_EncryptInit_ex");
   int length = 0;
   if (!plain.empty())
@@ -130,8 +188,11 @@ bool Sealer::open_at(unsigned slot, std::uint64_t counter, std::span<std::byte> 
     std::memcpy(expected.data(), h.data(), 16);
     return expected == tag;
   }
-  EVP_CIPHER_CTX* c = ctx(context(slot));
   const std::array<unsigned char, 12> n = nonce_of(counter);
+#if FAST_WITH_IPSEC_MB
+  if (gcm_) return gcm_->open(n, data, tag);
+#endif
+  EVP_CIPHER_CTX* c = ctx(context(slot));
   check(EVP_DecryptInit_ex(c, nullptr, nullptr, nullptr, n.data()), "EVP_DecryptInit_ex");
   int length = 0;
   auto* bytes = reinterpret_cast<unsigned char*>(data.data());

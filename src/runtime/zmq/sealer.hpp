@@ -1,8 +1,9 @@
 #pragma once
 // Sealer: protects the chunks of one direction of one TCP stream (stream.hpp) — AES-256-GCM
-// (where the CPU accelerates AES and carry-less multiplication), ChaCha20-Poly1305 (elsewhere),
-// both through OpenSSL's libcrypto, or an XXH3 checksum (--insecure: integrity against faults,
-// no secrecy, no defence against an attacker).
+// (where the CPU accelerates AES and carry-less multiplication; computed by Intel's ipsec-mb
+// library where the build has it, gcm_ipsec.hpp, else by OpenSSL's libcrypto: AesLibrary),
+// ChaCha20-Poly1305 (elsewhere, libcrypto), or an XXH3 checksum (--insecure: integrity against
+// faults, no secrecy, no defence against an attacker).
 //
 // Nonces: chunk i of a direction is sealed with nonce i (96 bits: 4 zero bytes, then i as a
 // little-endian u64), counted by both ends and never sent, so a nonce is never reused under a key
@@ -20,11 +21,15 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fast::runtime::zmq {
+
+class IpsecGcm;
 
 enum class Protection { aes_256_gcm, chacha20_poly1305, checksum };
 
@@ -34,6 +39,19 @@ Protection fastest_aead();
 std::string_view protection_name(Protection p);
 // The protection named `name` (protection_name's spelling); core::InvalidArgument otherwise.
 Protection parse_protection(std::string_view name);
+
+// The library that computes AES-256-GCM. Both write the same bytes: a chunk sealed with one opens
+// with the other, so the processes of a run may differ in it.
+enum class AesLibrary { ipsec_mb, openssl };
+std::string_view aes_library_name(AesLibrary library);  // "ipsec-mb", "openssl"
+// The libraries this build and this CPU offer, fastest first: ipsec-mb (built with it, and AES
+// instructions found), then openssl.
+std::vector<AesLibrary> aes_libraries();
+// FAST_AES_LIBRARY's choice: "auto" (aes_libraries()'s first), "ipsec-mb" or "openssl";
+// core::InvalidArgument naming the variable for another value or a library not offered here.
+AesLibrary choose_aes_library(std::string_view name);
+// "ipsec-mb (avx512)", "openssl": the library and, for ipsec-mb, the code path it runs, for the log.
+std::string describe_aes_library(AesLibrary library);
 
 class Sealer {
  public:
@@ -45,7 +63,8 @@ class Sealer {
   // A fresh random key from the operating system's generator (libcrypto's RAND_bytes).
   static Key random_key();
 
-  Sealer(Protection protection, const Key& key);
+  // `aes`: the library of AES-256-GCM (unused by the other protections).
+  Sealer(Protection protection, const Key& key, AesLibrary aes = aes_libraries().front());
   ~Sealer();
   Sealer(const Sealer&) = delete;
   Sealer& operator=(const Sealer&) = delete;
@@ -76,7 +95,8 @@ class Sealer {
 
   Protection protection_;
   Key key_;
-  std::array<void*, kSlots> contexts_{};  // EVP_CIPHER_CTX per slot (AEAD modes)
+  std::array<void*, kSlots> contexts_{};  // EVP_CIPHER_CTX per slot (AEAD modes through libcrypto)
+  std::shared_ptr<const IpsecGcm> gcm_;   // AES-256-GCM through ipsec-mb (every slot); null: libcrypto
   std::uint64_t counter_ = 0;
 };
 

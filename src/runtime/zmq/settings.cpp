@@ -167,6 +167,7 @@ Settings read_settings(const LaunchOptions& options, bool checking) {
   s.poll_seconds = static_cast<double>(core::env_int(zmq_environment(), "FAST_POLL_US")) * 1e-6;
   s.streams = core::env_int(zmq_environment(), "FAST_STREAMS") == 1;
   s.seal_threads = core::env_int(zmq_environment(), "FAST_SEAL_THREADS");
+  s.aes_library = choose_aes_library(core::env_string(zmq_environment(), "FAST_AES_LIBRARY"));
   s.read_alongside = static_cast<int>(core::env_int(zmq_environment(), "FAST_READ_ALONGSIDE"));
   return s;
 }

@@ -7,6 +7,7 @@
 
 #include "fast/core/port_range.hpp"
 #include "fast/runtime/launcher.hpp"
+#include "sealer.hpp"
 
 namespace fast::runtime::zmq {
 
@@ -51,6 +52,7 @@ struct Settings {
   double poll_seconds = 200e-6;      // FAST_POLL_US: how long a waiting thread polls rings and streams itself
   bool streams = true;               // FAST_STREAMS: data between hosts through direct TCP streams
   long long seal_threads = -1;       // FAST_SEAL_THREADS: helpers sealing the streams' chunks; -1 automatic
+  AesLibrary aes_library = AesLibrary::openssl;  // FAST_AES_LIBRARY, resolved ("auto": the fastest offered)
   int read_alongside = -1;           // FAST_READ_ALONGSIDE: 1, 0, or -1 automatic
   long long shared_ring_bytes = -1;  // per pair of processes of one host; 0: none; -1: automatic (ring_capacity)
 };

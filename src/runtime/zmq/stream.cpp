@@ -181,8 +181,8 @@ bool read_preamble(int fd, StreamPreamble& preamble, const StopCheck& stop) {
 
 // --- writer ------------------------------------------------------------------------------------
 
-StreamWriter::StreamWriter(int fd, Protection protection, const Sealer::Key& key, SealPool* pool)
-    : fd_(fd), sealer_(protection, key), pool_(pool), scratch_(kHeadBytes + kChunkBytes) {}
+StreamWriter::StreamWriter(int fd, Protection protection, const Sealer::Key& key, SealPool* pool, AesLibrary aes)
+    : fd_(fd), sealer_(protection, key, aes), pool_(pool), scratch_(kHeadBytes + kChunkBytes) {}
 
 StreamWriter::~StreamWriter() { ::close(fd_); }
 
@@ -309,8 +309,8 @@ void StreamWriter::write_parallel(std::span<const std::span<const std::byte>> he
 
 // --- reader ------------------------------------------------------------------------------------
 
-StreamReader::StreamReader(int fd, Protection protection, const Sealer::Key& key, SealPool* pool)
-    : fd_(fd), sealer_(protection, key), buffer_(kReadAheadBytes) {
+StreamReader::StreamReader(int fd, Protection protection, const Sealer::Key& key, SealPool* pool, AesLibrary aes)
+    : fd_(fd), sealer_(protection, key, aes), buffer_(kReadAheadBytes) {
   if (pool && pool->helpers() > 0) opening_ = std::make_unique<SealPool::Group>(*pool);
 }
 

@@ -95,8 +95,9 @@ bool read_preamble(int fd, StreamPreamble& preamble, const StopCheck& stop);
 
 class StreamWriter {
  public:
-  // `pool`: null, or helpers to seal large records with (see above).
-  StreamWriter(int fd, Protection protection, const Sealer::Key& key, SealPool* pool = nullptr);
+  // `pool`: null, or helpers to seal large records with (see above); `aes`: Sealer's.
+  StreamWriter(int fd, Protection protection, const Sealer::Key& key, SealPool* pool = nullptr,
+               AesLibrary aes = aes_libraries().front());
   ~StreamWriter();
   StreamWriter(const StreamWriter&) = delete;
   StreamWriter& operator=(const StreamWriter&) = delete;
@@ -125,8 +126,9 @@ class StreamWriter {
 
 class StreamReader {
  public:
-  // `pool`: null, or helpers to open large records with (advance() only; see above).
-  StreamReader(int fd, Protection protection, const Sealer::Key& key, SealPool* pool = nullptr);
+  // `pool`: null, or helpers to open large records with (advance() only; see above); `aes`: Sealer's.
+  StreamReader(int fd, Protection protection, const Sealer::Key& key, SealPool* pool = nullptr,
+               AesLibrary aes = aes_libraries().front());
   ~StreamReader();  // waits for chunks still being opened
   StreamReader(const StreamReader&) = delete;
   StreamReader& operator=(const StreamReader&) = delete;

@@ -93,8 +93,13 @@ void ZmqTransport::open_streams() {
   }
   const bool v6 = host.find(':') != std::string::npos;
   const unsigned helpers = seal_pool_->helpers();
-  core::log(core::LogLevel::info, "zmq runtime: direct streams listen on tcp://{}{}{}:{}{}", v6 ? "[" : "", host,
-            v6 ? "]" : "", stream_port_,
+  const std::string protection =
+      settings_.insecure ? std::string("an XXH3 checksum")
+      : fastest_aead() == Protection::aes_256_gcm
+          ? fmt::format("AES-256-GCM by {} (FAST_AES_LIBRARY)", describe_aes_library(settings_.aes_library))
+          : std::string("ChaCha20-Poly1305");
+  core::log(core::LogLevel::info, "zmq runtime: direct streams listen on tcp://{}{}{}:{}, protected by {}{}",
+            v6 ? "[" : "", host, v6 ? "]" : "", stream_port_, protection,
             helpers == 0 ? std::string() : fmt::format("; seal helper threads: {} (FAST_SEAL_THREADS)", helpers));
   for (const ProcessInfo& peer : table_)
     if (wants_stream(peer.rank)) offer_stream(peer.rank);
@@ -164,7 +169,7 @@ void ZmqTransport::connect_stream_to(int process, std::string host, int port, st
   const StopCheck stop = [this, process] { return stream_stop(process); };
   try {
     const int fd = connect_stream(host, port, std::min(settings_.peer_timeout, kMaxConnectSeconds));
-    auto writer = std::make_unique<StreamWriter>(fd, protection, key, seal_pool_.get());
+    auto writer = std::make_unique<StreamWriter>(fd, protection, key, seal_pool_.get(), settings_.aes_library);
     write_preamble(fd, {.process = static_cast<std::uint32_t>(process_), .offer = offer}, stop);
     OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
     StreamOut& stream = *stream_out_[static_cast<std::size_t>(process)];
@@ -234,7 +239,8 @@ void ZmqTransport::serve_stream(int fd, std::string address) {
       if (in.offer == 0 || in.offer != preamble.offer)
         FAST_THROW(InvalidArgument, "claims process {} with offer {}, which is not open", from, preamble.offer);
       offer = in.offer;
-      reader = std::make_unique<StreamReader>(fd, in.protection, in.key, seal_pool_.get());  // owns fd from here
+      reader = std::make_unique<StreamReader>(fd, in.protection, in.key, seal_pool_.get(),
+                                              settings_.aes_library);  // owns fd from here
     }
     FAST_ENFORCE(reader->read_head(head, handshake_stop) && head.kind == RecordKind::open,
                  "its first record is not `open`");
