@@ -12,6 +12,7 @@
 #include "fast/compress/delta_link.hpp"
 #include "fast/compress/error_feedback.hpp"
 #include "fast/wire/requests.hpp"
+#include "window_names.hpp"
 
 #include "codec_links.hpp"
 #include "fast/core/buffer.hpp"
@@ -83,7 +84,11 @@ void Window::Local::bump() noexcept {
 std::uint64_t Window::Local::version() const noexcept { return shared_->version; }
 
 Window::Window(Communicator& comm, std::string name, MutableView local, WindowOptions options)
-    : comm_(comm), name_(std::move(name)), id_(fnv1a(name_)), options_(std::move(options)) {
+    : comm_(comm),
+      name_(std::move(name)),
+      id_(fnv1a(name_)),
+      claim_(std::make_unique<WindowName>(comm.context(), name_, id_)),
+      options_(std::move(options)) {
   runtime::Context& ctx = comm.context();
   const int n = comm.size();
   FAST_ENFORCE_AS(core::InvalidUsage, comm.group_size() == n,
@@ -315,9 +320,11 @@ void Window::close() {
     shared_->version = region_->add_to_counter(comm_.rank(), 0);
     shared_->region = nullptr;
     region_->close();
+    claim_->release();
     return;
   }
   stop_service();
+  claim_->release();
 }
 
 int Window::get_first_live(std::span<const int> peers, core::MutableView dst, Wire wire) {

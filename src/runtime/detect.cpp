@@ -128,6 +128,18 @@ WorldChoice choose_world(const WorldRequest& request, const Environment& env) {
   return choice;
 }
 
+void refuse_copies_of_one_run(std::string_view runtime, const Environment& env) {
+  if (find_runtime(runtime).multi_process) return;
+  const std::optional<LauncherWorld> w = detect_launcher(env);
+  if (!w || !several_processes(*w)) return;
+  FAST_THROW(InvalidArgument,
+             "launch: runtime '{}' runs every worker inside this process, but this process is one of {} processes "
+             "that {} started ({}): each would run a world of its own, {} independent copies of one run. Use the "
+             "runtime '{}' (LaunchOptions::runtime; runtime::choose_world fills it in from the launcher), or start "
+             "a single process",
+             runtime, world_text(w->world), w->source, w->evidence, world_text(w->world), w->runtime);
+}
+
 std::string WorldChoice::describe() const {
   const std::string how = runtime_given ? "given" : (launcher ? "implied" : "the default");
   if (!launcher && runtime_given) return fmt::format("launcher: none; runtime {} (given)", runtime);

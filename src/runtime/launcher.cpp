@@ -6,6 +6,7 @@
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/suggest.hpp"
+#include "fast/runtime/detect.hpp"
 #include "fast/runtime/environment.hpp"
 #include "fast/runtime/registry.hpp"
 
@@ -71,6 +72,7 @@ void check_launch_options(const LaunchOptions& options) {
 
 double launch(const LaunchOptions& options, const WorkerFn& fn) {
   check_launch_options(options);
+  refuse_copies_of_one_run(options.runtime, process_environment());
   const RuntimeBackend& backend = find_runtime(options.runtime);
   return backend.launch(with_choices(options, backend), fn);
 }

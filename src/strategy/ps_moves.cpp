@@ -9,6 +9,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/runtime/successor.hpp"
+#include "fast/runtime/time_limit.hpp"
 #include "fast/strategy/ps.hpp"
 #include "ps_server.hpp"
 
@@ -78,18 +79,28 @@ void PsStrategy::on_shards(const char* what, std::span<float> params, Moves move
 
 // While it waits, this worker takes over every shard whose lost host it succeeds: the others may be
 // waiting for its server (their join), and their progress for what this worker waits on (ssp).
+// The whole wait is bounded by the operation time limit, as a plain wait is: a server that never
+// answers (its worker returned without finish(), a world that hangs) ends in TimeoutError.
 void PsStrategy::wait_watching(const std::vector<core::Work>& works, std::span<float> params) {
-  if (moves_shards())
+  if (moves_shards()) {
+    const runtime::Context& ctx = comm_.context();
+    const double limit = ctx.operation_time_limit();
+    const double start = ctx.now();
     for (const core::Work& w : works) {
       try {
         while (!w.wait(kWatchSeconds)) {
           take_lost_shards(params);
           check_servers();
+          if (ctx.now() - start >= limit)
+            throw core::TimeoutError(runtime::time_limit_message("ps: a parameter server's answer", limit));
         }
+      } catch (const core::TimeoutError&) {
+        throw;
       } catch (const std::exception&) {
         break;  // wait_all below rethrows, once every Work completed
       }
     }
+  }
   core::wait_all(works);
 }
 

@@ -177,7 +177,15 @@ StepOutcome Worker::strategy_step(double lr) {
   }
 }
 
-void Worker::representative(std::span<float> out) { strategy_->representative(state_, out); }
+void Worker::representative(std::span<float> out) {
+  // The workers of an asynchronous strategy step at their own pace: one that reads the model and
+  // leaves before finish() may leave the others waiting on its server or window for ever.
+  FAST_ENFORCE_AS(core::InvalidUsage, finished_ || !strategy_->asynchronous(),
+                  "Worker::representative: strategy '{}' is asynchronous: call finish() first (the other workers "
+                  "may still be stepping); for the model during the run, snapshot()",
+                  strategy_->name());
+  strategy_->representative(state_, out);
+}
 
 std::span<const float> Worker::representative_in_place() const { return strategy_->representative_in_place(state_); }
 

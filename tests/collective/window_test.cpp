@@ -54,6 +54,32 @@ TEST(Window, PutThenGetRoundTripsBetweenEveryPairAndCountsVersions) {
   }
 }
 
+// Two open windows of one worker under one name (or under names whose tag hash is the same) would
+// share their messages' tags: the second is refused before it exchanges anything; once the first
+// is closed, its name may be opened again.
+TEST(Window, ASecondOpenWindowOfANameIsRefusedAndTheNameIsFreeAfterClose) {
+  runtime::threads::World world({.size = 2, .op_timeout_seconds = 30});
+  world.run([](Context& ctx) {
+    Communicator comm(ctx);
+    std::vector<float> a(4, 0.0f), b(4, 0.0f);
+    Window first(comm, "w", mview(a));
+    testing::expect_error<core::InvalidArgument>([&] { Window again(comm, "w", mview(b)); },
+                                                 {"window 'w': this worker has a window of that name open already"});
+    // FNV-1a: "glbvs" and "yacxa" hash to 0xa1bc9a4f.
+    Window one(comm, "glbvs", mview(b));
+    testing::expect_error<core::InvalidArgument>(
+        [&] { Window other(comm, "yacxa", mview(b)); },
+        {"window 'yacxa': its name's tag hash equals that of the open window 'glbvs'"});
+    one.close();
+    first.close();
+    Window reopened(comm, "w", mview(b));  // collective as any window: every worker opens it again
+    reopened.put(1 - ctx.rank(), cview(std::vector<float>{7.0f}), 0).wait();
+    comm.barrier();
+    EXPECT_EQ(b[0], 7.0f);
+    reopened.close();
+  });
+}
+
 TEST(Window, ConcurrentAccumulatesFromEveryActivityAllLand) {
   constexpr int n = 4;
   constexpr int per_activity = 200;

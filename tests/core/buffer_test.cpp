@@ -36,6 +36,22 @@ TEST(Buffer, CopyOfAndTypedAccess) {
   EXPECT_THROW(b.as<double>(), InvalidArgument);
 }
 
+// A std::vector converts to a view of its elements, with their dtype, as a std::span does.
+TEST(Buffer, AVectorIsViewedInPlace) {
+  std::vector<double> v{1.0, 2.0};
+  const MutableView m = v;
+  EXPECT_EQ(m.data(), v.data());
+  EXPECT_EQ(m.numel(), 2u);
+  EXPECT_EQ(m.dtype(), DType::f64);
+  m.as<double>()[1] = 5.0;
+  EXPECT_EQ(v[1], 5.0);
+  const std::vector<std::int32_t> w{7, 8, 9};
+  const ConstView c = w;
+  EXPECT_EQ(c.data(), w.data());
+  EXPECT_EQ(c.numel(), 3u);
+  EXPECT_EQ(c.dtype(), DType::i32);
+}
+
 // copy_of writes the copy and zeroes only the rest of its 64-byte capacity: growing within that
 // capacity shows the copy followed by zeros, as after Buffer(numel, dtype).
 TEST(Buffer, CopyOfIsAlignedAndZeroBeyondTheCopy) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -238,6 +239,37 @@ TEST(DetectLauncher, ContradictionsAreRefusedNamingBothSides) {
     EXPECT_NE(still.find("mpirun (OpenMPI)"), std::string::npos) << still;
     EXPECT_EQ(still.find("--rendezvous"), std::string::npos) << still;
   }
+}
+
+// A program of the library that launches an in-process world under a launcher of several
+// processes would run copies of one run: runtime::launch() refuses it, naming the launcher; a
+// single process, or a launcher's world of one, is left alone.
+TEST(DetectLauncher, AnInProcessWorldUnderALauncherOfSeveralProcessesIsRefused) {
+  if (!has("zmq")) GTEST_SKIP() << "no zmq runtime in this build";
+  const std::string why = refusal([] { fast::runtime::refuse_copies_of_one_run("threads", from(kFastLaunch)); });
+  EXPECT_NE(why.find("launch: runtime 'threads' runs every worker inside this process, but this process is one of 3 "
+                     "processes that fast launch started"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("3 independent copies of one run. Use the runtime 'zmq'"), std::string::npos) << why;
+  EXPECT_EQ(refusal([] { fast::runtime::refuse_copies_of_one_run("zmq", from(kFastLaunch)); }), "");
+  const Vars none, one = {{"FAST_WORLD_SIZE", "1"},
+                          {"FAST_PROCESS_RANK", "0"},
+                          {"FAST_RENDEZVOUS", "127.0.0.1:4000"},
+                          {"FAST_LAUNCHED", "1"}};
+  EXPECT_EQ(refusal([&] { fast::runtime::refuse_copies_of_one_run("threads", from(none)); }), "");
+  EXPECT_EQ(refusal([&] { fast::runtime::refuse_copies_of_one_run("threads", from(one)); }), "");
+  // Through launch() itself, under this process's own environment: a torchrun-like world of 2.
+  ::setenv("RANK", "0", 1);
+  ::setenv("WORLD_SIZE", "2", 1);
+  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+  ::setenv("MASTER_PORT", "29999", 1);
+  bool ran = false;
+  const std::string launched =
+      refusal([&] { fast::runtime::launch({.runtime = "threads", .workers = 2}, [&](auto&) { ran = true; }); });
+  for (const char* v : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(v);
+  EXPECT_NE(launched.find("one of 2 processes that torchrun started"), std::string::npos) << launched;
+  EXPECT_FALSE(ran);
 }
 
 TEST(DetectLauncher, ZmqUnderAnotherLauncherNeedsARendezvousOfItsOwn) {

@@ -184,6 +184,33 @@ TEST(Ps, SyncSumsInRankOrderWhateverTheArrivalAndPassesAFinishedWorker) {
   for (int r = 0; r < kN; ++r) EXPECT_NEAR(final[static_cast<std::size_t>(r)], 0.25 - 1.0 / 3, 1e-6) << r;
 }
 
+// An asynchronous run's workers step at their own pace: representative() before finish() is
+// refused (a worker that read the model and left would leave the others waiting on its server),
+// and a worker whose server's host left without finish() gets TimeoutError at the operation time
+// limit instead of waiting for ever.
+TEST(Ps, AsynchronousModelReadBeforeFinishIsRefusedAndAGoneServerTimesOut) {
+  runtime::threads::World world({.size = 2, .op_timeout_seconds = 1});
+  try {
+    world.run([](Context& ctx) {
+      std::vector<float> x(8, 0.5f), g(8), out(8);
+      Worker worker(ctx, ps_options("async", 2, 0.1), {.params = x, .grads = g});
+      testing::gradient(ctx.rank(), x, g);
+      worker.step();
+      fast::testing::expect_error<core::InvalidUsage>(
+          [&] { worker.representative(out); },
+          {"Worker::representative: strategy 'ps' is asynchronous: call finish() first"});
+      if (ctx.rank() == 0) return;  // leaves without finish(): its shard's server goes with it
+      for (int t = 0; t < 1000; ++t) {
+        testing::gradient(ctx.rank(), x, g);
+        worker.step();
+      }
+    });
+    ADD_FAILURE() << "the worker whose server left went on";
+  } catch (const core::TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("did not complete within 1 s"), std::string::npos) << e.what();
+  }
+}
+
 // In mode sync the replicas are identical and the representative is the worker's own parameters,
 // read in place (the evaluator then copies nothing): the span is params itself and holds what the
 // collective representative() writes, mid-run and after finish().

@@ -91,6 +91,8 @@ class RemoteRegion;  // fast/runtime/remote_memory.hpp
 
 namespace fast::collective {
 
+class WindowName;
+
 struct WindowOptions {
   std::string codec = "none";                   // compress::make_codec spec for f32/f64 data
   std::uint64_t seed = 0;                       // the codecs' random streams (mixed with ranks)
@@ -233,6 +235,7 @@ class Window {
   Communicator& comm_;
   std::string name_;
   std::uint32_t id_;
+  std::unique_ptr<WindowName> claim_;  // this worker's claim on name_ while open (window_names.hpp)
   std::shared_ptr<Shared> shared_;
   // Every worker's exposed length and dtype: one pair when they all expose the same (the usual
   // case: then a window costs O(1) here, not O(workers), so that a simulated world of n workers

@@ -1,10 +1,12 @@
 #pragma once
 // Non-owning views of a contiguous run of elements. The viewed memory is owned elsewhere
-// (a Buffer, a torch tensor, a std::vector); a view must not outlive it. Views are cheap
+// (a Buffer, a torch tensor, a std::vector: a std::span or a std::vector converts to a view); a
+// view must not outlive it. Views are cheap
 // values; they are not synchronised: who writes through a MutableView must not race readers.
 
 #include <cstddef>
 #include <span>
+#include <vector>
 
 #include "fast/core/dtype.hpp"
 #include "fast/core/error.hpp"
@@ -19,6 +21,9 @@ class MutableView {
   MutableView(void* data, std::size_t numel, DType dtype) : data_(data), numel_(numel), dtype_(dtype) {}
   template <typename T>
   MutableView(std::span<T> s) : data_(s.data()), numel_(s.size()), dtype_(dtype_of_v<T>) {}  // NOLINT
+  // Every element of `v` (its memory as it is now: a view does not follow a reallocation).
+  template <typename T, typename A>
+  MutableView(std::vector<T, A>& v) : MutableView(std::span<T>(v)) {}  // NOLINT
 
   void* data() const noexcept { return data_; }
   std::size_t numel() const noexcept { return numel_; }
@@ -48,6 +53,9 @@ class ConstView {
   template <typename T>
   ConstView(std::span<T> s)
       : data_(s.data()), numel_(s.size()), dtype_(dtype_of_v<std::remove_const_t<T>>) {}  // NOLINT
+  // Every element of `v` (its memory as it is now: a view does not follow a reallocation).
+  template <typename T, typename A>
+  ConstView(const std::vector<T, A>& v) : ConstView(std::span<const T>(v)) {}  // NOLINT
 
   const void* data() const noexcept { return data_; }
   std::size_t numel() const noexcept { return numel_; }

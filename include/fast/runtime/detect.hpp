@@ -89,6 +89,12 @@ struct WorldChoice {
 // hands out no keys with neither keys nor insecure.
 WorldChoice choose_world(const WorldRequest& request, const Environment& env);
 
+// InvalidArgument, naming the launcher, when `runtime` runs every worker inside this process
+// (threads, sim) while `env` shows a launcher's world of several processes: each process would run
+// a world of its own, copies of one run. runtime::launch() asks it of every program, as
+// choose_world() does for fast train and fast.init.
+void refuse_copies_of_one_run(std::string_view runtime, const Environment& env);
+
 // Parses a whole decimal integer in [low, high] from `value` of variable `name`; InvalidArgument
 // naming the variable otherwise. For the signatures.
 int launcher_integer(const char* name, const char* value, int low, int high);

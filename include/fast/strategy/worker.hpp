@@ -125,7 +125,7 @@ class Worker {
   // and save() then throw InvalidUsage saying so, until restore() sets a whole state again.
   StepReport step();
   // Collective: writes the representative model (per the strategy) into out. After finish() for
-  // asynchronous strategies.
+  // asynchronous strategies (InvalidUsage before it: their workers may still be stepping).
   void representative(std::span<float> out);
   // Strategy::representative_in_place for this worker's state (empty: use representative()).
   std::span<const float> representative_in_place() const;
