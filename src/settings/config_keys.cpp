@@ -21,6 +21,7 @@
 #include "fast/runtime/registry.hpp"
 #include "fast/strategy/registry.hpp"
 #include "fast/training/dataset_spec.hpp"
+#include "fast/training/device_spec.hpp"
 #include "fast/training/model_names.hpp"
 #include "key_builders.hpp"
 
@@ -98,7 +99,11 @@ std::vector<ConfigKey> model_and_data_keys() {
           "batches "
           "are in device memory, and the strategy works on host copies refreshed each step. Needs FAST built against "
           "a CUDA-enabled libtorch (docs/gpu.md); checked before any data is read.",
-          [](TrainOptions& o, const std::string& v) { o.device = v; }, [](const TrainOptions& o) { return o.device; }),
+          [](TrainOptions& o, const std::string& v) {
+            (void)training::parse_device(v, "device");  // its form; whether that GPU is there, before the run
+            o.device = v;
+          },
+          [](const TrainOptions& o) { return o.device; }),
       FAST_NUMBER_KEY("model_flops",
                       "Floating-point operations to train on one sample (forward + backward); 0: "
                       "computed from the model (a TorchScript file: 6 x its parameters). Sets the compute time under "
@@ -110,7 +115,10 @@ std::vector<ConfigKey> model_and_data_keys() {
           fmt::format("Dataset: fashion-mnist (the IDX files of data_dir), npz (arrays x and y), npy or synthetic: {} "
                       "(keys and defaults: Spec strings, dataset). docs/data.md.",
                       training::dataset_family().usages()),
-          [](TrainOptions& o, const std::string& v) { o.dataset = v; },
+          [](TrainOptions& o, const std::string& v) {
+            (void)training::parse_dataset_spec(v);  // its form; its files before any data is read
+            o.dataset = v;
+          },
           [](const TrainOptions& o) { return o.dataset; }),
       applies_when(text_key(
                        "data_dir", KeyType::path, "a folder",
@@ -203,7 +211,10 @@ std::vector<ConfigKey> schedule_keys() {
           FAST_NUMBER_KEY("gamma", "step schedule: decay factor.", worker.schedule.gamma, .greater_than(0))),
       read_by_schedule(FAST_NUMBER_KEY("min_lr_factor", "cosine schedule: final lr as a fraction of the base lr.",
                                        worker.schedule.min_lr_factor, .at_least(0).at_most(1))),
-      FAST_INT_KEY("seed", "Seed of model initialisation and data order.", seed, 0),
+      FAST_INT_KEY("seed",
+                   "Seed of model initialisation and data order, and of what strategies draw at random (random "
+                   "topologies and schedules, peer choices, the gossip coin; docs/strategies.md).",
+                   seed, 0),
   };
 }
 

@@ -111,7 +111,7 @@ StepOutcome AllreduceStrategy::step(const StepInput& input) {
   }
   StepOutcome outcome{.comm_seconds = ctx.now() - t0};
   // Every worker holds the same averaged gradient, so all take the same decision.
-  outcome.applied = apply_update(input, options_.non_finite);
+  outcome.applied = apply_update(input, options_.non_finite, /*averaged=*/true);
   if (!finite && outcome.applied)
     report_non_finite(input, options_.non_finite, "contributed nothing new (compress) at step");
   return outcome;
@@ -135,7 +135,8 @@ StepOutcome AllreduceStrategy::dgc_step(const StepInput& input, double t0) {
       local_view ? ModelState{.params = dgc_->shared(), .grads = input.state.grads, .layout = input.state.layout}
                  : input.state;
   outcome.applied =
-      apply_update({.state = updated, .optimizer = *dgc_update_, .lr = 1.0, .step = input.step}, options_.non_finite);
+      apply_update({.state = updated, .optimizer = *dgc_update_, .lr = 1.0, .step = input.step}, options_.non_finite,
+                   /*averaged=*/true);
   if (local_view) dgc_->look(input.state.params, feedback.residual(0));
   if (!finite && outcome.applied)
     report_non_finite(input, options_.non_finite, "contributed nothing new (dgc) at step");

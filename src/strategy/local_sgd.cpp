@@ -76,7 +76,7 @@ StepOutcome LocalSgdStrategy::step(const StepInput& input) {
   }
   // A non-finite gradient is this worker's own (or, in warm-up, everyone's): its update is skipped,
   // the averaging below still happens, so replicas never wait on each other's decision.
-  outcome.applied = apply_update(input, options_.non_finite);
+  outcome.applied = apply_update(input, options_.non_finite, /*averaged=*/warmup);
   if (!warmup && (input.step + 1) % options_.period == 0) {
     const double t0 = ctx.now();
     if (reduce_) {

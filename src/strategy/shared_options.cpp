@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <limits>
 #include <optional>
 
 #include "builtin.hpp"
@@ -12,6 +13,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/spec.hpp"
 #include "fast/core/suggest.hpp"
+#include "fast/strategy/aggregate.hpp"
 #include "fast/topology/builders.hpp"
 #include "fast/topology/schedule.hpp"
 
@@ -64,6 +66,7 @@ std::vector<StrategyOption> common_options() {
           "How the workers' gradients are combined: mean, or (allreduce, and ps with mode sync) "
           "median, trimmed-mean:F, krum:F or multi-krum:F[:M] (robust to F faulty workers; under allreduce "
           "computed by slices, at the ring's bytes; docs/faults.md).")
+          .check([](const OptionValue& v) { (void)aggregate_family().parse(std::get<std::string>(v)); })
           .accepts("an aggregate spec (Spec strings: aggregate)"),
       StrategyOption::field(
           "fault_inject", &StrategyOptions::fault_inject,
@@ -76,7 +79,12 @@ std::vector<StrategyOption> common_options() {
           "the worker kills itself once its file of the first checkpoint is written, before the "
           "manifest) or exit-while-ending (elastic runs and asynchronous strategies: the worker kills "
           "itself after the final evaluation, before it sends its totals); empty: none "
-          "(docs/faults.md)."),
+          "(docs/faults.md).")
+          .check([](const OptionValue& v) {
+            // Its form here; the ranks against the world's size once it is known (make_strategy).
+            (void)FaultInjection::parse(std::get<std::string>(v), std::numeric_limits<int>::max());
+          })
+          .accepts("KIND@W1,W2,...; or empty"),
   };
 }
 

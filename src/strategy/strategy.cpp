@@ -47,14 +47,14 @@ void Strategy::representative(ModelState state, std::span<float> out) {
 // The check and the step touch this worker's replica and optimizer only: a computation of no
 // simulated time (runtime::Context::compute_overlapped), which `sim` runs beside the other
 // workers' of the same instant.
-bool Strategy::apply_update(const StepInput& input, NonFinitePolicy policy) {
+bool Strategy::apply_update(const StepInput& input, NonFinitePolicy policy, bool averaged) {
   bool finite = false;
   comm_.context().compute_overlapped(0, [&] {
     finite = core::all_finite(input.state.grads);
     if (finite) input.optimizer.step(input.state.params, input.state.grads, input.lr);
   });
   if (finite) return true;
-  report_non_finite(input, policy, "skipped step");
+  report_non_finite(input, policy, "skipped step", averaged);
   return false;
 }
 
@@ -78,16 +78,19 @@ bool Strategy::finish_update(const StepInput& input, const TakenGradient& taken,
   return false;
 }
 
-void Strategy::report_non_finite(const StepInput& input, NonFinitePolicy policy, std::string_view what) const {
+void Strategy::report_non_finite(const StepInput& input, NonFinitePolicy policy, std::string_view what,
+                                 bool averaged) const {
   const int rank = comm_.rank();
+  // Steps counted as taken, from 1 (the metrics' records and the divergence messages count so).
   if (policy == NonFinitePolicy::error)
     FAST_THROW(core::InvalidArgument,
-               "{}: the gradient worker {} applies at step {} holds NaN or infinity (where the strategy averages "
-               "gradients, the average: any worker's may be the cause); non_finite = error",
-               name(), rank, input.step + 1);
-  // Steps counted as taken, from 1 (the metrics' records and the divergence messages count so).
-  core::log(core::LogLevel::warn, "{}: worker {} {} {}: its gradient holds NaN or infinity", name(), rank, what,
-            input.step + 1);
+               "{}: the {} worker {} applies at step {} holds NaN or infinity{}; non_finite = error", name(),
+               averaged ? "averaged gradient" : "gradient", rank, input.step + 1,
+               averaged ? " (any worker's gradient may be the cause)" : "");
+  if (averaged && rank != comm_.members().front()) return;  // the same on every worker: said once
+  core::log(core::LogLevel::warn, "{}: worker {} {} {}: {}", name(), rank, what, input.step + 1,
+            averaged ? "the averaged gradient holds NaN or infinity (any worker's gradient may be the cause)"
+                     : "its gradient holds NaN or infinity");
 }
 
 std::vector<float> Strategy::common_start(ModelState state) {

@@ -21,7 +21,7 @@ std::string elastic_refusal(const StrategyOptions& options) {
   const StrategyRegistration r = find_registration(options.name);
   if (r.asynchronous.holds(options)) {
     const std::string condition = r.asynchronous.condition_for(options);
-    return fmt::format("strategy '{}'{} is asynchronous: its survivors always go on without a lost worker",
+    return fmt::format("strategy '{}'{} is asynchronous: its survivors go on without a lost worker, elastic or not",
                        options.name, condition.empty() ? "" : " " + condition);
   }
   if (!r.elastic) {

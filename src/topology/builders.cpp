@@ -249,21 +249,21 @@ namespace {
 // A time-varying schedule's kind where a static graph is expected (dpsgd, adpsgd, acid): named as
 // such, rather than as an unknown name with a near static one suggested; the kinds offered are
 // those the caller takes (without the ones declared directed where it needs an undirected graph).
-void refuse_schedule_kind(const std::string& spec, bool undirected) {
+void refuse_schedule_kind(const std::string& spec, bool undirected, std::string_view user = {}) {
   if (schedule_family().find(core::spec_name(spec)) == nullptr) return;
   std::vector<std::string> offered;
   for (const core::SpecForm& form : topology_family().forms())
     if (!undirected || !form.has_trait("directed")) offered.push_back(form.name);
   FAST_THROW(core::InvalidArgument,
-             "topology '{}': a time-varying schedule, which gosgd takes; this strategy needs a static{} graph, one "
-             "of: {}",
-             spec, undirected ? " undirected" : "", fmt::join(offered, ", "));
+             "topology '{}': a time-varying schedule, which gosgd takes; {} needs a static{} graph, one of: {}", spec,
+             user.empty() ? std::string_view("this strategy") : user, undirected ? " undirected" : "",
+             fmt::join(offered, ", "));
 }
 }  // namespace
 
 Graph make_undirected_connected(const std::string& spec, int n, std::uint64_t seed, std::string_view user,
                                 std::string_view why_undirected) {
-  refuse_schedule_kind(spec, /*undirected=*/true);
+  refuse_schedule_kind(spec, /*undirected=*/true, user);
   Graph graph = make_topology(spec, n, seed);
   FAST_ENFORCE(graph.is_symmetric(), "{}: topology '{}' is directed; {}", user, spec, why_undirected);
   FAST_ENFORCE(

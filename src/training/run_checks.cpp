@@ -144,8 +144,8 @@ void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s)
   if (!o.elastic) return;
   const std::string refusal = strategy::elastic_refusal(s);
   FAST_ENFORCE(refusal.empty(),
-               "elastic: set with {}; expected a strategy and options whose survivors can go on without a lost "
-               "worker (docs/faults.md, \"Elastic synchronous training\", lists them)",
+               "elastic: set, but {}; expected a synchronous strategy and options whose survivors regroup without "
+               "a lost worker (docs/faults.md, \"Elastic synchronous training\", lists them), or elastic = false",
                refusal);
   FAST_ENFORCE(runtime::find_runtime(o.runtime).loses_workers,
                "elastic: set with runtime '{}', whose workers cannot be lost while the others go on; expected a "

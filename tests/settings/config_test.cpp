@@ -185,6 +185,26 @@ TEST(Config, ProcessSettingsChangeNothingUnderARuntimeWithoutRendezvous) {
   }
 }
 
+// Specs read as text are checked as they are read, so that the error names the flag (or the config
+// file's line and key), not only the setting.
+TEST(Config, SpecsAreCheckedWhereTheyAreGiven) {
+  training::TrainOptions o;
+  const std::pair<const char*, const char*> cases[] = {
+      {"device", "--device: expected cpu, cuda or cuda:K (K a GPU index >= 0), got 'gpu'"},
+      {"aggregate", "--aggregate: aggregate spec 'gpu': unknown name 'gpu'"},
+      {"fault_inject", "--fault-inject: fault_inject 'gpu': expected KIND@W1,W2,..."},
+      {"dataset", "--dataset: dataset spec 'gpu': unknown name 'gpu'"},
+  };
+  for (const auto& [key, message] : cases) {
+    const std::string flag = "--" + std::string(key == std::string("fault_inject") ? "fault-inject" : key);
+    const std::string e = error_of([&] { apply_setting(o, key, "gpu", flag); });
+    EXPECT_NE(e.find(message), std::string::npos) << e;
+  }
+  // A worker rank is checked against the world once it is known, not here.
+  apply_setting(o, "fault_inject", "nan@1000", "--fault-inject");
+  EXPECT_EQ(o.worker.strategy.fault_inject, "nan@1000");
+}
+
 TEST(Config, UnknownStrategyAndOptimizerListAllowedNames) {
   training::TrainOptions o;
   std::string e = error_of([&] { apply_setting(o, "strategy", "telepathy", "--strategy"); });

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "fast/runtime/threads/world.hpp"
 #include "fast/strategy/worker.hpp"
@@ -77,9 +80,37 @@ TEST(AllreduceStrategy, NonFiniteGradientWithErrorPolicyThrowsNamingTheStep) {
       worker.step();
       ADD_FAILURE() << "no throw";
     } catch (const core::InvalidArgument& e) {
-      EXPECT_NE(std::string(e.what()).find("step 1 "), std::string::npos) << e.what();
+      // The gradient checked is the average: worker 1's own was finite.
+      EXPECT_NE(std::string(e.what()).find(fmt::format("allreduce: the averaged gradient worker {} applies at step 1 "
+                                                       "holds NaN or infinity (any worker's gradient may be the cause)",
+                                                       ctx.rank())),
+                std::string::npos)
+          << e.what();
     }
     for (float v : x) EXPECT_EQ(v, 1.0f);
+  });
+}
+
+// A strategy that applies each worker's own gradient names it as that worker's, without blaming
+// the others.
+TEST(AllreduceStrategy, AStrategyOfOwnGradientsNamesTheWorkersOwnAsNonFinite) {
+  runtime::threads::World world({.size = 2});
+  world.run([](Context& ctx) {
+    std::vector<float> x(4, 1.0f), g(4, 1.0f);
+    Worker worker(ctx,
+                  {.strategy = {.name = "dpsgd", .non_finite = NonFinitePolicy::error}, .optimizer = {.name = "sgd"}},
+                  {.params = x, .grads = g});
+    if (ctx.rank() == 1) g[0] = INFINITY;
+    try {
+      worker.step();
+      EXPECT_EQ(ctx.rank(), 0);
+    } catch (const core::InvalidArgument& e) {
+      EXPECT_EQ(ctx.rank(), 1) << e.what();
+      EXPECT_NE(std::string(e.what()).find(
+                    "dpsgd: the gradient worker 1 applies at step 1 holds NaN or infinity; non_finite = error"),
+                std::string::npos)
+          << e.what();
+    }
   });
 }
 

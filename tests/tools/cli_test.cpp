@@ -66,7 +66,7 @@ TEST(Cli, SettingsAreRefusedBeforeTheTrainingHelperStarts) {
   };
   const std::array<std::pair<const char*, const char*>, 4> refused{{
       {"train --checkpoint-every 5", "checkpoint_every: set to 5 without checkpoint_dir"},
-      {"train --elastic --strategy adpsgd", "elastic: set with strategy 'adpsgd' is asynchronous"},
+      {"train --elastic --strategy adpsgd", "elastic: set, but strategy 'adpsgd' is asynchronous"},
       {"train --dgc-warmup-epochs 1", "dgc_warmup_epochs: set to 1 without dgc"},
       {"train --strategy dpsgd --topology torus2d:3x3 --workers 4", "torus2d:3x3': rows * cols must equal n"},
   }};

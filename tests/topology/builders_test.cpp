@@ -230,7 +230,7 @@ TEST(Builders, AScheduleKindIsRefusedOfferingTheStaticKindsTheCallerTakes) {
             "graph, one of: ring, torus2d, star, complete, tree, hypercube, exponential, random-regular, file");
   const std::string undirected = expect_invalid([] { make_undirected_connected("random-peer", 8, 0, "dpsgd", "why"); });
   EXPECT_EQ(undirected,
-            "topology 'random-peer': a time-varying schedule, which gosgd takes; this strategy needs a static "
+            "topology 'random-peer': a time-varying schedule, which gosgd takes; dpsgd needs a static "
             "undirected graph, one of: ring, torus2d, star, complete, tree, hypercube, random-regular, file");
   // Every kind it offers is one it takes (the edge-list file aside: its direction is the file's).
   for (const std::string spec : {"ring", "torus2d", "star", "complete", "tree", "hypercube", "random-regular:3"})

@@ -267,8 +267,9 @@ class Strategy {
   // The local update every strategy ends with: input.optimizer applied to input.state with its
   // grads when every gradient element is finite. Otherwise, per `policy`, throws InvalidArgument
   // naming the strategy, step and worker, or logs a warning and leaves the parameters untouched.
-  // Returns whether the update was applied.
-  bool apply_update(const StepInput& input, NonFinitePolicy policy);
+  // Returns whether the update was applied. `averaged`: input.state.grads is the average of every
+  // worker's gradient (the same on every worker), not this worker's own; the messages say so.
+  bool apply_update(const StepInput& input, NonFinitePolicy policy, bool averaged = false);
   // apply_update in two halves, for a step that exchanges the parameters between taking the
   // gradient and updating them (dpsgd, adpsgd), so that the exchange may use the gradient's storage:
   // take_gradient_first checks the gradient and, where the optimizer takes it first
@@ -288,8 +289,11 @@ class Strategy {
   TakenGradient take_gradient_first(const StepInput& input);
   bool finish_update(const StepInput& input, const TakenGradient& taken, NonFinitePolicy policy);
   // A non-finite gradient at input.step on this worker, per `policy`: throws InvalidArgument naming
-  // the strategy, step and worker, or logs a warning "worker R <what> <step>".
-  void report_non_finite(const StepInput& input, NonFinitePolicy policy, std::string_view what) const;
+  // the strategy, step and worker, or logs a warning "worker R <what> <step>". `averaged`: the
+  // gradient is the workers' average (any worker's may be the cause); its warning, the same on
+  // every worker, comes from the group's first member only.
+  void report_non_finite(const StepInput& input, NonFinitePolicy policy, std::string_view what,
+                         bool averaged = false) const;
   // Collective: sets every worker's state.params to worker 0's (a broadcast) and returns a copy.
   // Strategies that send states through a codec call it in attach(), so the references both ends
   // of a link keep start from the same model.

@@ -1,34 +1,18 @@
 #include "fast/adapters/torch/device.hpp"
 
-#include <charconv>
+#include <optional>
 
 #include <torch/cuda.h>
 
 #include "fast/core/error.hpp"
+#include "fast/training/device_spec.hpp"
 
 namespace fast::torch {
 
-namespace {
-
-// -1 for "cuda" (no index), K for "cuda:K"; InvalidArgument for anything but cpu, cuda, cuda:K.
-int cuda_index(const std::string& spec, const char* option) {
-  if (spec == "cuda") return -1;
-  const std::string prefix = "cuda:";
-  int index = -1;
-  if (spec.size() > prefix.size() && spec.compare(0, prefix.size(), prefix) == 0) {
-    const char* first = spec.data() + prefix.size();
-    const char* last = spec.data() + spec.size();
-    const auto [end, ec] = std::from_chars(first, last, index);
-    if (ec == std::errc() && end == last && index >= 0) return index;
-  }
-  FAST_THROW(core::InvalidArgument, "{}: expected cpu, cuda or cuda:K (K a GPU index >= 0), got '{}'", option, spec);
-}
-
-}  // namespace
-
 void check_device(const std::string& spec, const char* option) {
-  if (spec == "cpu") return;
-  const int index = cuda_index(spec, option);
+  const std::optional<int> cuda = training::parse_device(spec, option);
+  if (!cuda) return;
+  const int index = *cuda;
   FAST_ENFORCE(::torch::cuda::is_available(),
                "{} = '{}': the libtorch this FAST was built against has no CUDA support or sees no GPU "
                "(torch::cuda::is_available() is false). Build FAST against a CUDA-enabled libtorch on a machine "
@@ -41,7 +25,7 @@ void check_device(const std::string& spec, const char* option) {
 
 ::torch::Device worker_device(const std::string& spec, int rank) {
   if (spec == "cpu") return ::torch::Device(::torch::kCPU);
-  int index = cuda_index(spec, "device");
+  int index = training::parse_device(spec, "device").value_or(-1);
   if (index < 0) {
     const auto count = static_cast<int>(::torch::cuda::device_count());
     FAST_ENFORCE(count > 0, "device = 'cuda': this process sees no GPU");
