@@ -7,7 +7,8 @@
 #   (d) codec throughput: encode + decode GB/s of each compression codec on a 25 MB gradient vs memcpy
 #   (e) all-reduce bus bandwidth across processes, 2 and 4: FAST's zmq runtime (`fast launch`; tcp without
 #       shared memory, CURVE and --insecure; the default with shared memory) vs OpenMPI (shared memory; tcp on
-#       loopback) and torch.distributed gloo
+#       loopback) and torch.distributed gloo; then the emulated links (as root) and the encrypted path with
+#       each AES library (bench/aes_library.sh)
 #   (f) 2 processes: `fast launch -n 2 -- fast train --runtime zmq` vs PyTorch DDP over gloo (bench/ddp.py)
 #   (g) all-reduce bus bandwidth through `--runtime mpi`, 2 and 4 ranks: the Communicator with MPI's native
 #       collectives and with FAST's ring vs MPI_Allreduce called directly, all under mpirun; MPI_Allreduce
@@ -371,6 +372,9 @@ if wants e; then
   else
     note "(e) emulated links: skipped (network namespaces need root)"
   fi
+  note "(e) the AES library: bench/aes_library.sh (the encrypted tcp path with ipsec-mb and with libcrypto, and OpenMPI tcp)"
+  "$ROOT/bench/aes_library.sh" "$BIN" "$OUT/aes" "$REPS" | tee -a "$LOG" || die "bench/aes_library.sh failed"
+  echo
 fi
 
 # ------------------------------------------------------------------ (f) 2 processes vs DDP

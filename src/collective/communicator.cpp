@@ -321,8 +321,9 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
   const int r = index_;
   FAST_ENFORCE(in.dtype() == out.dtype(), "allgather: input is {}, output is {}", core::name_of(in.dtype()),
                core::name_of(out.dtype()));
-  FAST_ENFORCE_EQ(out.numel(), in.numel() * static_cast<std::size_t>(n),
-                  "allgather: output must hold group_size() inputs");
+  FAST_ENFORCE(out.numel() == in.numel() * static_cast<std::size_t>(n),
+               "allgather: the output holds {} elements; expected {} (the input's {} for each of the {} members)",
+               out.numel(), in.numel() * static_cast<std::size_t>(n), in.numel(), n);
   if (auto* native_ops = native()) return native_ops->allgather(native_ops->reserve(), in, out);
   const std::size_t block = in.numel();
   if (block == 0) return;  // every member's block is empty (see broadcast)

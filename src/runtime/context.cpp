@@ -57,7 +57,8 @@ void Context::recv_each_then(std::span<const int> peers, Tag tag, core::DType dt
 }
 
 void check_peer(const Context& ctx, int peer, const char* what) {
-  FAST_ENFORCE(peer >= 0 && peer < ctx.size(), "{}: peer rank {} out of range [0, {})", what, peer, ctx.size());
+  FAST_ENFORCE(peer >= 0 && peer < ctx.size(), "{}: rank {} is not a worker of this world; expected one in [0, {})",
+               what, peer, ctx.size());
 }
 
 bool lost_since(const Context& ctx, int peer, double since) {
