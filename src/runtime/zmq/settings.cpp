@@ -36,10 +36,10 @@ RendezvousAddress parse_address(const std::string& text) {
 // HOST:PORT[,HOST:PORT...]: the first is where the processes meet, the others fallbacks.
 void parse_rendezvous(const std::string& text, Settings& s) {
   FAST_ENFORCE(!text.empty(),
-               "rendezvous: expected HOST:PORT (--rendezvous, FAST_RENDEZVOUS, or ProcessOptions::rendezvous in a "
-               "program), got nothing: the zmq runtime runs one worker group per process; start the processes with "
-               "`fast launch -n N -- COMMAND`, or give each a rendezvous HOST:PORT, a world size N and a process rank "
-               "R (--rendezvous, --world-size, --process-rank; docs/launch.md)");
+               "rendezvous: expected HOST:PORT (--rendezvous or FAST_RENDEZVOUS), got nothing: the zmq runtime runs "
+               "one worker group per process; start the processes with `fast launch -n N -- COMMAND`, or give each "
+               "--rendezvous HOST:PORT, --world-size N and --process-rank R (in a program: ProcessOptions::rendezvous, "
+               "world_size and process_rank; docs/launch.md)");
   std::vector<RendezvousAddress> list;
   for (std::size_t begin = 0; begin <= text.size();) {
     const std::size_t end = std::min(text.find(',', begin), text.size());
