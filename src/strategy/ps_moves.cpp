@@ -86,20 +86,19 @@ void PsStrategy::wait_watching(const std::vector<core::Work>& works, std::span<f
     const runtime::Context& ctx = comm_.context();
     const double limit = ctx.operation_time_limit();
     const double start = ctx.now();
+    bool timed_out = false;
     for (const core::Work& w : works) {
       try {
-        while (!w.wait(kWatchSeconds)) {
+        while (!timed_out && !w.wait(kWatchSeconds)) {
           take_lost_shards(params);
           check_servers();
-          if (ctx.now() - start >= limit)
-            throw core::TimeoutError(runtime::time_limit_message("ps: a parameter server's answer", limit));
+          timed_out = ctx.now() - start >= limit;
         }
-      } catch (const core::TimeoutError&) {
-        throw;
       } catch (const std::exception&) {
         break;  // wait_all below rethrows, once every Work completed
       }
     }
+    if (timed_out) throw core::TimeoutError(runtime::time_limit_message("ps: a parameter server's answer", limit));
   }
   core::wait_all(works);
 }
