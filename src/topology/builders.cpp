@@ -1,6 +1,8 @@
 #include "fast/topology/builders.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -178,10 +180,13 @@ Graph random_regular(int n, int d, std::uint64_t seed) {
 
 Graph from_edge_list_file(const std::string& path, int n_hint) {
   // A folder opens as an empty stream: say what it is rather than "not connected".
-  if (std::filesystem::is_directory(core::file_status_of(path, "edge list")))
+  const std::filesystem::file_status status = core::file_status_of(path, "edge list");
+  if (std::filesystem::is_directory(status))
     FAST_THROW(InvalidArgument, "edge list '{}': is a folder; expected a file of 'i j' lines", path);
+  if (!std::filesystem::exists(status))
+    FAST_THROW(IoError, "edge list '{}': does not exist{}", path, core::relative_to_note(path));
   std::ifstream in(path);
-  if (!in) FAST_THROW(IoError, "edge list '{}': cannot open file", path);
+  if (!in) FAST_THROW(IoError, "edge list '{}': cannot open file ({})", path, std::strerror(errno));
   std::vector<std::pair<int, int>> edges;
   int max_id = -1;
   std::string line;

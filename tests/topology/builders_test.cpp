@@ -174,6 +174,17 @@ TEST(Builders, EdgeListFileRejectsBadLineNamingFileAndLine) {
   EXPECT_NE(what.find("line 2"), std::string::npos) << what;
 
   EXPECT_THROW(from_edge_list_file("/nonexistent/fast_edges.txt"), IoError);
+  // A relative path that is not there is named with the folder it was looked for in.
+  try {
+    from_edge_list_file("fast_no_such_edges.txt");
+    ADD_FAILURE() << "a missing edge list was read";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("edge list 'fast_no_such_edges.txt': does not exist (relative to the "
+                                         "working directory " +
+                                         std::filesystem::current_path().string() + ")"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Builders, MakeTopologyParsesSpecs) {
