@@ -251,8 +251,9 @@ TEST(Schedule, BadSpecsThrowNamingTheSpec) {
                                 {"schedule 'cycle:ring;random-peer'", "item 1 'random-peer'", "not a static"});
   expect_error<InvalidArgument>([] { make_schedule("cycle:ring;torus2d:3x3", 4); },
                                 {"schedule 'cycle:ring;torus2d:3x3'", "rows * cols must equal n"});
-  expect_error<IoError>([] { make_schedule("file:/nonexistent/fast_edges.txt", 4); },
-                        {"schedule 'file:/nonexistent/fast_edges.txt'", "cannot open"});
+  expect_error<IoError>(
+      [] { make_schedule("file:/nonexistent/fast_edges.txt", 4); },
+      {"schedule 'file:/nonexistent/fast_edges.txt'", "edge list '/nonexistent/fast_edges.txt': does not exist"});
   expect_error<InvalidArgument>([] { make_schedule("random-matching", 4).graph_at(-1); },
                                 {"schedule 'random-matching'", "round must be >= 0, got -1"});
   expect_error<InvalidArgument>([] { make_schedule("ring", 4).out_neighbors(4, 0); }, {"4", "n = 4"});
