@@ -103,6 +103,19 @@ TEST(Sealer, EachAesLibraryOpensWhatTheOtherSealed) {
     }
 }
 
+// A slot beyond the last is refused by every protection and library (no context is read out of
+// bounds, and the ipsec-mb path, which keeps no per-slot state, refuses it as libcrypto's does).
+TEST(Sealer, ASlotBeyondTheLastIsRefused) {
+  for (const Variant& v : variants()) {
+    Sealer sealer(v.p, key_of(4), v.aes);
+    std::vector<std::byte> data = pattern(64, 1);
+    Sealer::Tag tag{};
+    EXPECT_THROW(sealer.seal_at(Sealer::kSlots, 0, data, data.data(), tag), core::IoError) << v.name();
+    EXPECT_THROW((void)sealer.open_at(Sealer::kSlots, 0, data, tag), core::IoError) << v.name();
+    EXPECT_NO_THROW(sealer.seal_at(Sealer::kSlots - 1, 0, data, data.data(), tag)) << v.name();
+  }
+}
+
 // FAST_AES_LIBRARY's values: auto is the fastest offered; a name that is not a library is refused
 // naming the variable.
 TEST(Sealer, TheAesLibraryIsChosenByName) {

@@ -114,9 +114,12 @@ Sealer::~Sealer() {
   OPENSSL_cleanse(key_.data(), key_.size());
 }
 
-void* Sealer::context(unsigned slot) {
+void Sealer::require_slot(unsigned slot) {
   FAST_ENFORCE_AS(core::IoError, slot < kSlots, "stream encryption: slot {} out of range (at most {})", slot,
                   kSlots - 1);
+}
+
+void* Sealer::context(unsigned slot) {
   void*& c = contexts_[slot];
   if (c) return c;
   c = EVP_CIPHER_CTX_new();
@@ -157,6 +160,7 @@ void Sealer::skip(std::uint64_t chunks) {
 void Sealer::seal_at(unsigned slot, std::uint64_t counter, std::span<const std::byte> plain, std::byte* out,
                      Tag& tag) {
   FAST_ENFORCE_AS(core::IoError, counter != ~std::uint64_t{0}, "stream encryption: the nonce counter is spent");
+  require_slot(slot);
   if (!encrypts()) {
     const std::array<std::uint64_t, 2> h = wire::checksum128(plain, counter);
     std::memcpy(tag.data(), h.data(), 16);
@@ -182,6 +186,7 @@ void Sealer::seal_at(unsigned slot, std::uint64_t counter, std::span<const std::
 }
 
 bool Sealer::open_at(unsigned slot, std::uint64_t counter, std::span<std::byte> data, const Tag& tag) {
+  require_slot(slot);
   if (!encrypts()) {
     const std::array<std::uint64_t, 2> h = wire::checksum128(data, counter);
     Tag expected{};

@@ -91,6 +91,7 @@ class Sealer {
   void skip(std::uint64_t chunks);
 
  private:
+  static void require_slot(unsigned slot);  // IoError unless slot < kSlots (every library)
   void* context(unsigned slot);  // slot's EVP_CIPHER_CTX with the key set, made on first use
 
   Protection protection_;
