@@ -81,6 +81,7 @@ TEST(LaunchDetect, FastLaunchWithoutRuntimeTrainsOneRunOfTwoWorkers) {
   EXPECT_EQ(count_of(out, "fast train: launcher: fast launch"), 2) << out;
   EXPECT_EQ(count_of(out, "runtime zmq (implied)"), 2) << out;
   expect_one_run_of_two_workers(out);
+  EXPECT_EQ(count_of(out, "summary: z.json"), 1) << out;  // by the process that wrote it
   fs::remove_all(dir);
 }
 

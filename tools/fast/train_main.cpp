@@ -136,9 +136,10 @@ std::string resume_hint(const nlohmann::json& summary, const fast::training::Tra
   return "; resume with --resume " + options.checkpoint_dir.string();
 }
 
-// fast train's closing lines on stdout: the final accuracy (by the process of worker 0 only, so
-// that a run of several processes reports one final line), divergence, the simulated time, where
-// the metrics and summary went, an interruption. Returns the exit code (an interrupted run: as
+// fast train's closing lines on stdout: the final accuracy and where the summary went (by the
+// process of worker 0, or of the first survivor, only: the one that wrote the summary, so that a
+// run of several processes reports one final line), divergence, the simulated time, this process's
+// metrics file, an interruption. Returns the exit code (an interrupted run: as
 // killed by its signal; a final checkpoint that could not be written: 3; an elastic run that a loss
 // took below --min-workers: 6).
 int report_outcome(const nlohmann::json& summary, const fast::training::TrainOptions& options, double wall_seconds,
@@ -172,10 +173,9 @@ int report_outcome(const nlohmann::json& summary, const fast::training::TrainOpt
               options.metrics.empty()        ? "(none: set --metrics FILE)"
               : process.metrics_file.empty() ? options.metrics.c_str()  // the run ended before it opened one
                                              : process.metrics_file.string().c_str());
-  std::printf("summary: %s%s\n", options.summary.empty() ? "(none: set --summary FILE)" : options.summary.c_str(),
-              fast::runtime::find_runtime(options.runtime).multi_process && !options.summary.empty()
-                  ? " (written by the process of worker 0, or of the first survivor)"
-                  : "");
+  // One summary per run, written by the reporting process: the others name only their metrics file.
+  if (reports_run)
+    std::printf("summary: %s\n", options.summary.empty() ? "(none: set --summary FILE)" : options.summary.c_str());
   // The final checkpoint could not be written: the run is evaluated and summarised, and exits with 3.
   const bool checkpoint_lost = summary.contains("checkpoint_error") && summary["checkpoint_error"].is_string();
   if (checkpoint_lost)
