@@ -55,4 +55,20 @@ void rethrow_root_cause(std::span<const std::exception_ptr> errors) {
   if (first_remote) std::rethrow_exception(first_remote);
 }
 
+std::exception_ptr own_failure(std::span<const std::exception_ptr> errors) {
+  for (const std::exception_ptr& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const core::RemoteError&) {
+    } catch (const core::PeerLost&) {
+    } catch (const core::TimeoutError&) {
+    } catch (const core::NotAdmitted&) {
+    } catch (...) {
+      return e;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace fast::runtime::detail

@@ -26,4 +26,9 @@ void check_received(core::ConstView in, core::DType dtype, std::size_t numel, in
 // the first RemoteError (the errors other workers got because of it); returns if none is set.
 void rethrow_root_cause(std::span<const std::exception_ptr> errors);
 
+// The first error that a worker's own code raised, not a failure of communication: neither
+// RemoteError (abandoned because another worker failed), PeerLost, TimeoutError nor NotAdmitted.
+// Null if there is none.
+std::exception_ptr own_failure(std::span<const std::exception_ptr> errors);
+
 }  // namespace fast::runtime::detail

@@ -1,7 +1,8 @@
 // The runtime contract (include/fast/runtime/context.hpp), one suite for every backend: threads
 // and sim in this process, zmq as 2 to 4 processes over ipc:// and tcp:// on loopback, mpi as 2
 // to 4 ranks under mpirun. Each test is one worker function run by testing::run_world
-// (tests/common/world_runner.hpp). The optional parts: conformance_optional_test.cpp.
+// (tests/common/world_runner.hpp). The optional parts: conformance_optional_test.cpp; the end of a
+// run that a worker's error ended: conformance_errors_test.cpp.
 #include <gtest/gtest.h>
 #include <signal.h>
 

@@ -145,6 +145,17 @@ TEST(Launch, ALostPeerFailureGivesWayToTheFailureItFollowedFrom) {
                          "*) sleep 0.5; exit 4;; esac"));
   EXPECT_EQ(own.code, 3) << own.err;
   EXPECT_FALSE(contains(own.err, "followed from")) << own.err;
+  // The same code twice: a first process that lost its peer, then the peer, which said it failed on
+  // an I/O error of its own (a file it could not write): the peer's failure is the run's.
+  const FastDone echo = run_fast(
+      "consequence_same_code",
+      launch_sh({"-n", "2", "--grace", "20"},
+                "case $FAST_PROCESS_RANK in 0) echo 'fast: peer lost: worker 1 failed: cannot write' >&2; exit 3;; "
+                "*) sleep 0.5; echo 'fast: I/O error: cannot write' >&2; exit 3;; esac"));
+  EXPECT_EQ(echo.code, 3) << echo.err;
+  EXPECT_TRUE(contains(echo.err, "process 0 (pid")) << echo.err;
+  EXPECT_TRUE(contains(echo.err, "failed: exit code 3; the exit code 3 of process 0 before it (a lost peer)"))
+      << echo.err;
 }
 
 TEST(Launch, KilledProcessGives128PlusSignalAndTheOthersAreStoppedAfterTheGrace) {

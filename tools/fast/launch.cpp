@@ -244,12 +244,13 @@ struct Stopping {
 // line on stderr said it was an I/O error of its own, a port or file, not a peer) is better
 // explained by `e`, a later one: a process that loses a peer exits with io_or_peer_lost (3), often
 // because that peer failed, and may do so first (it notices at once; the peer may take a moment to
-// exit, or be reaped in the same poll, in rank order). A later failure with another code, before
+// exit, or be reaped in the same poll, in rank order). A later failure with another code, or with
+// the same code where that process said it was an I/O error of its own (`later_io_error`), before
 // launch itself stops the processes (`stopping`: what exits then is launch's doing), is then the
 // run's failure.
-bool is_consequence(int named, int code, bool own_io_error, const ChildExit& e, bool stopping) {
+bool is_consequence(int named, int code, bool own_io_error, const ChildExit& e, bool later_io_error, bool stopping) {
   return named >= 0 && code == core::exit_code::io_or_peer_lost && !own_io_error &&
-         e.code != core::exit_code::io_or_peer_lost && !stopping;
+         (e.code != core::exit_code::io_or_peer_lost || later_io_error) && !stopping;
 }
 
 // Whether process `rank` ended saying it failed on an I/O error of its own ("fast: I/O error: ...",
@@ -307,7 +308,8 @@ struct Verdict {
         say(fmt::format("waiting up to {} s (--grace) for the other {} to end", grace_seconds,
                         core::processes(group.running())));
       stopping.begin(Clock::now(), grace_seconds);
-    } else if (is_consequence(named, *code, own_io_error, e, stopping.term_sent || timed_out)) {
+    } else if (is_consequence(named, *code, own_io_error, e, said_io_error(group, rank),
+                              stopping.term_sent || timed_out)) {
       say(
           fmt::format("process {} (pid {}) failed: {}; the exit code {} of process {} before it (a lost peer) most "
                       "likely followed from this failure, which is the run's",

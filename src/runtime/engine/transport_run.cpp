@@ -23,6 +23,9 @@ double run_over_transport(LocalWorld& world, const WorkerFn& fn, const Transport
   const std::vector<std::exception_ptr> errors = world.run(fn, run.on_failure);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.finish(errors);
+  // A local worker's own failure is this process's error even where a loss ended the run: the
+  // loss a peer reports while this process ends is most often that failure's echo.
+  if (const std::exception_ptr own = detail::own_failure(errors)) std::rethrow_exception(own);
   {
     std::lock_guard<std::mutex> lock(lost_mutex);
     if (!lost_reason.empty()) throw core::PeerLost(lost_reason);

@@ -6,11 +6,12 @@
 //  1. start(on_lost): the backend starts its transport, which calls on_lost(reason) when it finds a
 //     peer lost. A run that tolerates lost workers (asynchronous strategies) goes on; any other
 //     ends: every local worker is aborted with that reason, and the launch ends with PeerLost
-//     naming the first loss, whatever the workers' own errors were.
+//     naming the first loss, unless a local worker failed by its own code (step 4).
 //  2. The local workers run fn (LocalWorld::run, `on_failure` as there); the wall time is timed.
 //  3. finish(errors): the backend drains and stops its transport, knowing how the workers ended.
-//  4. Then PeerLost (step 1), else the workers' root-cause error (detail::rethrow_root_cause), else
-//     the seconds of step 2.
+//  4. Then a local worker's own failure (detail::own_failure: not a RemoteError, PeerLost,
+//     TimeoutError or NotAdmitted), else PeerLost (step 1), else the workers' root-cause error
+//     (detail::rethrow_root_cause), else the seconds of step 2.
 //
 // Thread-safety: called once per launch, by the launching thread; on_lost may be called from the
 // transport's threads at any time before finish returns.
