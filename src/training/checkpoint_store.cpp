@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "checkpoint_manifest.hpp"
+#include "fast/core/counted.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/training/run_identity.hpp"
@@ -79,6 +80,32 @@ void check_identities(const std::filesystem::path& target, const nlohmann::json&
     } catch (const core::IoError&) {
       // unreadable or corrupt: its owner's own read fails the same way and falls back
     }
+  }
+}
+
+// How many workers wrote the complete checkpoint `target` (its manifest's "workers") against how
+// many the run that wrote it has (the manifest's run identity's "workers"). After a loss, an
+// elastic run's checkpoints hold the survivors' files only: partial(), and they resume no run.
+// Both 0 where the manifest cannot be read or names no count: such a checkpoint counts as whole
+// (a resume then finds what is wrong with it, or that it is another run's).
+struct Writers {
+  int wrote = 0;
+  int of = 0;
+  bool partial() const { return wrote > 0 && wrote < of; }
+};
+
+Writers writers_of(const std::filesystem::path& target) {
+  try {
+    const nlohmann::json manifest = read_checkpoint_manifest(target / kManifest);
+    const nlohmann::json& run = manifest_identity(manifest);
+    if (!run.is_object()) return {};
+    const auto wrote = manifest.find("workers");
+    const auto of = run.find("workers");
+    if (wrote == manifest.end() || of == run.end() || !wrote->is_number_integer() || !of->is_number_integer())
+      return {};
+    return {wrote->get<int>(), of->get<int>()};
+  } catch (const core::Error&) {
+    return {};
   }
 }
 
@@ -193,6 +220,7 @@ void CheckpointStore::discard_newer(strategy::Worker& worker, std::int64_t step)
 void CheckpointStore::prune(std::int64_t newest) const {
   const std::vector<std::int64_t> complete = step_folders(folder_, true);
   std::vector<std::int64_t> kept(complete.begin(), complete.begin() + std::min<std::size_t>(complete.size(), keep_));
+  keep_the_newest_whole(newest, complete, kept);
   for (std::int64_t step : step_folders(folder_, false)) {
     const bool keep = std::find(kept.begin(), kept.end(), step) != kept.end() || step > newest;
     if (keep) continue;
@@ -204,19 +232,66 @@ void CheckpointStore::prune(std::int64_t newest) const {
   }
 }
 
+void CheckpointStore::list_whole_checkpoints(const std::filesystem::path& folder, std::vector<double>& candidates) {
+  std::vector<std::int64_t> steps = step_folders(folder, true);
+  Writers partial;
+  std::size_t skipped = 0;
+  std::erase_if(steps, [&](std::int64_t step) {
+    const Writers w = writers_of(step_folder(folder, step));
+    if (!w.partial()) return false;
+    if (skipped++ == 0) partial = w;
+    return true;
+  });
+  if (steps.empty() && skipped > 0) {  // a refusal, on every worker
+    candidates[0] = -1;
+    candidates[1] = partial.wrote;
+    candidates[2] = partial.of;
+    return;
+  }
+  if (skipped > 0)
+    core::log(core::LogLevel::info,
+              "resume: skipping {} in '{}' written by {} of the run's {} workers (the others lost or vacant: they "
+              "resume no run)",
+              core::counted(static_cast<long long>(skipped), "checkpoint"), folder.string(), partial.wrote, partial.of);
+  candidates[0] = static_cast<double>(std::min(steps.size(), kMaxCandidates));
+  for (std::size_t k = 0; k < steps.size() && k < kMaxCandidates; ++k)
+    candidates[k + 1] = static_cast<double>(steps[k]);
+}
+
+void CheckpointStore::keep_the_newest_whole(std::int64_t newest, const std::vector<std::int64_t>& complete,
+                                            std::vector<std::int64_t>& kept) const {
+  const Writers last = writers_of(step_folder(folder_, newest));
+  if (!last.partial()) return;
+  const auto whole = [&](std::int64_t step) { return !writers_of(step_folder(folder_, step)).partial(); };
+  const auto found = std::find_if(complete.begin(), complete.end(), whole);
+  if (found != complete.end() && std::find(kept.begin(), kept.end(), *found) == kept.end()) kept.push_back(*found);
+  if (told_partial_) return;
+  told_partial_ = true;
+  core::log(core::LogLevel::warn,
+            "checkpoints: '{}' holds the files of {} of the run's {} workers (the others lost, or vacant in a run "
+            "that may grow), which resume no run (a resume needs every worker's file; docs/faults.md, \"Elastic "
+            "synchronous training\"); {}",
+            step_folder(folder_, newest).string(), last.wrote, last.of,
+            found == complete.end()
+                ? std::string("no checkpoint of every worker is in the folder")
+                : fmt::format("'{}', the newest checkpoint of every worker, stays beyond checkpoint_keep for --resume",
+                              step_folder(folder_, *found).string()));
+}
+
 std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
                                              const nlohmann::json& identity, bool if_present, std::int64_t last_step) {
   collective::Communicator& comm = worker.communicator();
   const bool first = worker.context().rank() == comm.members().front();
   // The first member's list, so that every worker tries the same steps in the same order.
   std::vector<double> candidates(kMaxCandidates + 1, 0.0);
-  if (first) {
-    const std::vector<std::int64_t> steps = step_folders(folder, true);
-    candidates[0] = static_cast<double>(std::min(steps.size(), kMaxCandidates));
-    for (std::size_t k = 0; k < steps.size() && k < kMaxCandidates; ++k)
-      candidates[k + 1] = static_cast<double>(steps[k]);
-  }
+  if (first) list_whole_checkpoints(folder, candidates);
   comm.broadcast(core::MutableView(std::span<double>(candidates)), comm.members().front());
+  FAST_ENFORCE(candidates[0] >= 0,
+               "resume: every complete checkpoint in '{}' holds the files of {} of the {} workers of the run that "
+               "wrote it (the others lost, or vacant in a run that may grow), which resume no run (a resume needs "
+               "every worker's file); expected a checkpoint that every worker wrote (docs/faults.md, \"Elastic "
+               "synchronous training\")",
+               folder.string(), static_cast<int>(candidates[1]), static_cast<int>(candidates[2]));
   const auto count = static_cast<std::size_t>(candidates[0]);
   if (if_present && count == 0) {
     if (first)

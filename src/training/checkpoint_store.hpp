@@ -10,7 +10,10 @@
 // (run_identity.hpp, with its fingerprint); a resume where the manifest or any worker's file
 // carries another identity is refused, naming the file, the field and both values.
 // After a complete write the first member removes the older step folders beyond the `keep` newest
-// complete ones, and every incomplete folder older than the new one.
+// complete ones, and every incomplete folder older than the new one. An elastic run that lost
+// workers writes checkpoints of the survivors' files, which resume no run (the manifest's
+// "workers" is below the run's): the newest checkpoint of every worker then stays beyond `keep`,
+// and a resume skips the survivors' ones (and is refused, InvalidArgument, when only such are left).
 //
 // The folder must be shared by every process of the run (one host, or a filesystem every host
 // mounts): each worker reads and writes its own file, and all read the manifest.
@@ -67,11 +70,12 @@ class CheckpointStore {
   // can read, falling back to older complete ones (with a warning naming what was wrong), and
   // returns its step. InvalidArgument, on every worker and before anything is restored, when the
   // manifest or a worker's file of the checkpoint tried carries another identity than `identity`
-  // (naming the file, the field, saved and now); IoError when no complete checkpoint is readable by
-  // every worker. With if_present (resume_if_present): a folder without any complete checkpoint
-  // (or absent) restores nothing and returns -1 on every worker (the first member's listing
-  // decides, and logs it). InvalidArgument, before anything is restored, when the checkpoint every
-  // worker can read is past `last_step` (the run's steps per worker).
+  // (naming the file, the field, saved and now), or when every complete checkpoint holds the
+  // survivors' files of an elastic run after a loss (those are skipped otherwise); IoError when no
+  // complete checkpoint is readable by every worker. With if_present (resume_if_present): a folder without any complete
+  // checkpoint (or absent) restores nothing and returns -1 on every worker (the first member's listing decides, and
+  // logs it). InvalidArgument, before anything is restored, when the checkpoint every worker can read is past
+  // `last_step` (the run's steps per worker).
   static std::int64_t restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
                                      const nlohmann::json& identity, bool if_present = false,
                                      std::int64_t last_step = std::numeric_limits<std::int64_t>::max());
@@ -89,6 +93,16 @@ class CheckpointStore {
 
  private:
   void prune(std::int64_t newest) const;
+  // After a loss (an elastic run: `newest` holds the survivors' files only), adds to `kept` the
+  // newest of `complete` (newest first) that every worker wrote, so that the run stays resumable;
+  // says so once.
+  void keep_the_newest_whole(std::int64_t newest, const std::vector<std::int64_t>& complete,
+                             std::vector<std::int64_t>& kept) const;
+  // The first member's list for restore_newest: candidates[0] the count, then the steps, newest
+  // first, of the complete checkpoints of `folder` that every worker of the run that wrote them
+  // wrote; or -1, the workers that wrote and the run's, when every complete one holds survivors'
+  // files only.
+  static void list_whole_checkpoints(const std::filesystem::path& folder, std::vector<double>& candidates);
   // Writes this worker's file of `target` (Worker::save with the step and the identity); returns
   // "" or why it failed.
   std::string write_file(strategy::Worker& worker, const std::filesystem::path& target, std::int64_t step) const;
@@ -98,6 +112,7 @@ class CheckpointStore {
   std::filesystem::path folder_;
   std::int64_t keep_;
   nlohmann::json identity_;
+  mutable bool told_partial_ = false;  // keep_the_newest_whole() warned
 };
 
 }  // namespace fast::training

@@ -129,10 +129,11 @@ std::string resume_hint(const nlohmann::json& summary, const fast::training::Tra
     return fmt::format("; checkpoint in {}, which a run that may grow (--max-workers) cannot resume from", folder);
   if (options.elastic && summary["live_workers"].get<int>() < summary["workers"].get<int>())
     return fmt::format(
-        "; checkpoint in {}, written by the {} left after a loss: it does not resume a run of {} (a resume needs "
-        "every worker's file; docs/faults.md, \"Elastic synchronous training\")",
+        "; checkpoint in {}, written by the {} left after a loss, which resumes no run of {} (a resume needs every "
+        "worker's file); --resume {} continues from the newest checkpoint that every worker wrote before the loss, "
+        "where there is one (docs/faults.md, \"Elastic synchronous training\")",
         folder, fast::core::counted(summary["live_workers"].get<int>(), "worker"),
-        fast::core::counted(summary["workers"].get<int>(), "worker"));
+        fast::core::counted(summary["workers"].get<int>(), "worker"), options.checkpoint_dir.string());
   return "; resume with --resume " + options.checkpoint_dir.string();
 }
 
@@ -184,12 +185,10 @@ int report_outcome(const nlohmann::json& summary, const fast::training::TrainOpt
                  "(checkpoint_error in the summary)\n",
                  summary["checkpoint_error"].get<std::string>().c_str());
   if (summary.value("below_min_workers", false)) {
-    std::printf("elastic: %s left, below --min-workers %d: the run ended at step %lld of %lld%s%s\n",
+    std::printf("elastic: %s left, below --min-workers %d: the run ended at step %lld of %lld%s\n",
                 fast::core::counted(summary["live_workers"].get<int>(), "worker").c_str(),
                 summary["min_workers"].get<int>(), summary["ended_at_step"].get<long long>(),
-                summary["steps"].get<long long>(),
-                summary["checkpoint"].is_null() ? "; no checkpoint written (see --checkpoint-dir)" : "; checkpoint in ",
-                summary["checkpoint"].is_null() ? "" : summary["checkpoint"].get<std::string>().c_str());
+                summary["steps"].get<long long>(), resume_hint(summary, options).c_str());
     return exit_code::below_min_workers;
   }
   if (!summary.value("interrupted", false)) return checkpoint_lost ? exit_code::io_or_peer_lost : exit_code::ok;
