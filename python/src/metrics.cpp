@@ -208,13 +208,26 @@ PyMetrics::PyMetrics(PyWorker& worker, const MetricsOptions& m) {
   outputs->open(o.metrics, place.first_rank, place.whole_world, place.hosts_rank0,
                 training::start_record(o, plan, ctx.size(), worker.params().size()));
   state_ = std::make_unique<State>(worker, std::move(o), plan, std::move(outputs), std::move(place));
+  note_resume();
 }
 
 PyMetrics::~PyMetrics() = default;
 
+// A checkpoint the Worker restored (fast.torch.Worker.resume, before or after track()): the summary's
+// resumed_from_step, and rates that count the steps this run took (as fast train's).
+void PyMetrics::note_resume() {
+  State& s = *state_;
+  const std::optional<std::int64_t> from = s.worker.resumed_from();
+  if (!from || (s.plan.resumed && s.plan.first_step == *from)) return;
+  s.plan.first_step = *from;
+  s.plan.resumed = true;
+  s.loop.set_resumed(*from);
+}
+
 void PyMetrics::step(double loss, const strategy::StepReport& report) {
   State& s = *state_;
   FAST_ENFORCE_AS(core::InvalidUsage, !s.finished, "fast.Metrics.step: called after finish()");
+  note_resume();
   const std::int64_t epoch = report.step / s.plan.steps_per_epoch;
   s.loop.record_step(loss, report, epoch);
   s.loop.report_progress(report.step + 1, epoch);
@@ -241,6 +254,7 @@ py::object PyMetrics::evaluate(const py::function& score) {
 py::object PyMetrics::finish(const py::function& score) {
   State& s = *state_;
   FAST_ENFORCE_AS(core::InvalidUsage, !s.finished, "fast.Metrics.finish: called twice");
+  note_resume();
   s.model.set_score(score);
   strategy::Worker& w = s.worker.get();
   nlohmann::json summary;

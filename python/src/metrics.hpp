@@ -34,6 +34,7 @@ class PyMetrics {
   py::object finish(const py::function& score);
 
  private:
+  void note_resume();
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -244,7 +244,9 @@ std::int64_t PyWorker::restore_checkpoint(const std::string& folder, const py::d
   const nlohmann::json id = identity(extra);
   training::CheckpointStore::expect_checkpoints(folder);  // as fast train --resume, before the collective part
   py::gil_scoped_release release;
-  return training::CheckpointStore::restore_newest(folder, w, id);
+  const std::int64_t step = training::CheckpointStore::restore_newest(folder, w, id);
+  resumed_from_ = step;
+  return step;
 }
 
 void bind_worker(py::module_& m) {

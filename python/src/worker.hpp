@@ -54,6 +54,8 @@ class PyWorker {
   // (InvalidArgument naming the file and the field) before anything is restored.
   std::string save_checkpoint(const std::string& folder, std::int64_t keep, const py::dict& extra);
   std::int64_t restore_checkpoint(const std::string& folder, const py::dict& extra);
+  // The step restore_checkpoint() restored (the steps an earlier run took), once it did.
+  std::optional<std::int64_t> resumed_from() const noexcept { return resumed_from_; }
 
  private:
   ContextRef ctx_;
@@ -67,6 +69,7 @@ class PyWorker {
 
   std::uint64_t closer_ = 0;  // ContextHandle::on_close: the Worker ends with its world
   bool finished_ = false;
+  std::optional<std::int64_t> resumed_from_;
 };
 
 // The names of the `fast train` settings a Worker takes.

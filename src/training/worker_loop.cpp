@@ -140,7 +140,11 @@ void WorkerLoop::record_step(double loss, const strategy::StepReport& report, st
 }
 
 void WorkerLoop::flush_train_record() {
-  if (log_loss_count_ > 0) write_train_record(worker_.steps(), worker_.steps() / plan_.steps_per_epoch, last_lr_);
+  if (log_loss_count_ == 0) return;
+  // The epoch of the last step taken (0-based, as record_step's): step `steps` ends epoch
+  // (steps - 1) / steps_per_epoch.
+  const std::int64_t steps = worker_.steps();
+  write_train_record(steps, std::max<std::int64_t>(steps - 1, 0) / plan_.steps_per_epoch, last_lr_);
 }
 
 void WorkerLoop::write_train_record(std::int64_t steps, std::int64_t epoch, double lr) {

@@ -84,6 +84,12 @@ class WorkerLoop {
   runtime::Context& context() noexcept { return ctx_; }
   strategy::Worker& worker() noexcept { return worker_; }
   const LoopPlan& plan() const noexcept { return plan_; }
+  // The run was resumed after `first_step` steps (a checkpoint restored after the loop was made:
+  // Python's Metrics may be created before Worker.resume()): progress and rates count from it.
+  void set_resumed(std::int64_t first_step) noexcept {
+    plan_.first_step = first_step;
+    plan_.resumed = true;
+  }
   // Seconds on the runtime clock since this worker's loop started.
   double elapsed() const { return ctx_.now() - start_; }
 

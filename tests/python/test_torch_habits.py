@@ -341,3 +341,43 @@ def test_resume_refuses_another_runs_checkpoint(tmp_path):
     message = first_error(lambda ctx: train_resnet(ctx, base, 4, first=2, resume_from=tmp_path / "ck", seed=2))
     assert "was written by a run with seed = 1; this run has seed = 2" in message, message
     assert "step-000000000002" in message, message
+
+
+def tracked_resnet(ctx, base, folder, save_at=None, track_first=True, total=8):
+    """A tracked run of `total` steps (fast.torch.Worker.track, then resume from `folder` where it
+    holds a checkpoint, or the other way round); saves at step save_at. Returns the summary."""
+    model = copy.deepcopy(base)
+    worker = fast.torch.Worker(model, ctx, strategy="allreduce", steps=total, steps_per_epoch=4)
+    if track_first:
+        worker.track(batch=BATCH)
+    first = worker.resume(folder) if any(folder.glob("step-*/manifest.json")) else 0
+    if not track_first:
+        worker.track(batch=BATCH)
+    for step in range(first, total):
+        x, y = image_batch(ctx.rank, step)
+        worker.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        worker.step(loss)
+        if step + 1 == save_at:
+            worker.save(folder)
+    x, y = image_batch(ctx.rank, 99)
+    return worker.finish((x, y))
+
+
+def test_a_tracked_resumed_run_says_so_and_counts_its_own_steps(tmp_path):
+    """After fast.torch.Worker.resume(), whether track() came before or after it, the summary has
+    resumed_from_step and its samples_per_second counts the steps this run took, as fast train's
+    (it said null and counted the checkpoint's steps too)."""
+    base = small_resnet()
+    for track_first in (True, False):
+        folder = tmp_path / f"ck{int(track_first)}"
+        folder.mkdir()
+        first = fast.run(lambda ctx: tracked_resnet(ctx, base, folder, save_at=5, track_first=track_first),
+                         workers=WORKERS)
+        assert first[0]["resumed_from_step"] is None
+        again = fast.run(lambda ctx: tracked_resnet(ctx, base, folder, track_first=track_first), workers=WORKERS)
+        summary = again[0]
+        assert summary["resumed_from_step"] == 5, (track_first, summary)
+        trained = (8 - 5) * BATCH * WORKERS
+        assert summary["samples_per_second"] * summary["wall_seconds"] == pytest.approx(trained, rel=1e-6), summary

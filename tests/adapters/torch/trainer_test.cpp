@@ -5,11 +5,15 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include <unistd.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -262,6 +266,37 @@ TEST(Trainer, TheDevicePathsStagingEndsBitForBitWhereTheCpuPathDoes) {
     EXPECT_EQ(plain["final_loss"], staged["final_loss"]) << name;
     EXPECT_EQ(plain["replica_accuracy_min"], staged["replica_accuracy_min"]) << name;
   }
+}
+
+// Every `train` record's epoch is the epoch of its last step, (step - 1) / steps_per_epoch: the
+// periodic ones and the one written at the end of the run (which said step / steps_per_epoch, one
+// more at an epoch's last step). 480 samples, 3 workers of batch 16: 10 steps per epoch; 30 steps,
+// a record every 7 and the last at 30, the end of epoch 2.
+TEST(Trainer, TrainRecordsNameTheEpochOfTheirLastStep) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("fast_trainer_epochs_" + std::to_string(::getpid()) + ".jsonl");
+  training::TrainOptions o = small_run(3);
+  o.dataset = "synthetic:train=480,test=96";
+  o.steps = 30;
+  o.log_every = 7;
+  o.eval_every = 0;
+  o.metrics = file;
+  torch::train(o);
+  std::ifstream in(file);
+  std::int64_t per_epoch = 0;
+  std::vector<std::pair<std::int64_t, std::int64_t>> records;  // step, epoch
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json r = nlohmann::json::parse(line);
+    if (r["event"] == "start") per_epoch = r["steps_per_epoch"].get<std::int64_t>();
+    if (r["event"] == "train") records.emplace_back(r["step"].get<std::int64_t>(), r["epoch"].get<std::int64_t>());
+  }
+  std::filesystem::remove(file);
+  ASSERT_EQ(per_epoch, 10);
+  for (std::int64_t step : {7, 14, 21, 28, 30}) {
+    const auto n = std::count_if(records.begin(), records.end(), [&](const auto& r) { return r.first == step; });
+    EXPECT_EQ(n, 3) << "step " << step << ": one record per worker";
+  }
+  for (const auto& [step, epoch] : records) EXPECT_EQ(epoch, (step - 1) / 10) << "step " << step;
 }
 
 }  // namespace
