@@ -202,6 +202,37 @@ TEST(RendezvousAddresses, TheServersTimeoutNamesTheKeysRefusedAtTheHandshake) {
       log.find("refused at the handshake, the last a peer from 127.0.0.1: its key " + c + " is not in the allow-list"),
       std::string::npos)
       << log;
+  const std::string client_log = slurp(dir / "client.log");
+  EXPECT_NE(client_log.find("no answer within 3 s (--rendezvous-timeout): is every process started, with the same "
+                            "--world-size, and is this host's key in the server's allow-list?"),
+            std::string::npos)
+      << client_log;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// A process started with --insecure meets a server that authenticates: no answer, and its timeout
+// says that --insecure must be the same on every process.
+TEST(RendezvousAddresses, AnInsecureProcessIsToldThatTheServerAuthenticates) {
+  const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "insecure_client");
+  const std::string a = keygen(dir, "a");
+  std::ofstream(dir / "allow.txt") << a << "\n";
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const std::string train = kFast +
+                            " train --runtime zmq --world-size 2 --steps 5 --progress never --dataset "
+                            "synthetic:train=512,test=128 --rendezvous-timeout 2 --rendezvous 127.0.0.1:" +
+                            std::to_string(port);
+  const std::string server = train + " --process-rank 0 --key " + (dir / "a.key").string() + " --allow " +
+                             (dir / "allow.txt").string() + " > " + (dir / "server.log").string() + " 2>&1";
+  const std::string client = train + " --process-rank 1 --insecure > " + (dir / "client.log").string() + " 2>&1";
+  const auto r = fast::testing::run_command("timeout -k 5 60 sh -c '" + server + " & server=$!; " + client +
+                                            "; echo client=$?; wait $server'");
+  EXPECT_NE(r.output.find("client=4"), std::string::npos) << r.output;  // its rendezvous timed out
+  const std::string log = slurp(dir / "client.log");
+  EXPECT_NE(log.find("and with --insecure (FAST_INSECURE=1) too? A server that authenticates (CURVE) does not "
+                     "answer a process without keys."),
+            std::string::npos)
+      << log;
   if (!HasFailure()) fs::remove_all(dir);
 }
 

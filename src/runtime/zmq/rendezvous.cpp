@@ -313,8 +313,12 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
   FAST_ENFORCE_AS(core::TimeoutError,
                   ::zmq::recv_multipart(socket, std::back_inserter(parts), ::zmq::recv_flags::dontwait).has_value(),
                   "rendezvous at {}: no answer within {} s (--rendezvous-timeout): is every process started, with the "
-                  "same --world-size, and is this host's key in the server's allow-list?",
-                  at, s.rendezvous_timeout);
+                  "same --world-size, {}",
+                  at, s.rendezvous_timeout,
+                  s.insecure ? "and with --insecure (FAST_INSECURE=1) too? A server that authenticates (CURVE) does "
+                               "not answer a process without keys."
+                             : "and is this host's key in the server's allow-list? A server started with --insecure "
+                               "(FAST_INSECURE=1) does not answer a process that authenticates.");
   const json reply = read_hello(parts, 0);
   if (reply.contains("refused"))
     FAST_THROW(core::InvalidArgument, "rendezvous at {}: the run refused this process: {}", at,
