@@ -119,6 +119,10 @@ TEST(Launch, FirstFailureGivesItsExitCodeAndIsNamed) {
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\[1\] pid=(\d+))"))) << r.out;
   EXPECT_TRUE(contains(r.err, "fast launch: process 1 (pid " + m[1].str() + ") failed first: exit code 3\n")) << r.err;
   EXPECT_FALSE(contains(r.err, "sending SIGTERM")) << "the others ended by themselves within the grace:\n" << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "fast launch: 2 processes ended with exit code 0 after process 1 failed: the run went "
+                       "on without it (its summary says so); launch's exit code is still that failure's, 3\n"))
+      << r.err;
 }
 
 // A process that exits 3 (a lost peer) first, and a later one that fails otherwise: the later one

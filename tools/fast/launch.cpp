@@ -352,6 +352,7 @@ struct Supervision {
   bool late_joiners = false;  // only processes started again alone run on, after the run finished
   bool regrouping = false;    // a restart of the whole group: waiting for every process to end
   int regroup_code = 0;       // the exit code that asked for it (the run's, should a signal end it there)
+  int ended_well_after = 0;   // processes that exited with 0 after the failure named, before launch stopped any
   Stopping stopping;
 };
 
@@ -382,6 +383,8 @@ void on_child_exit(ProcessGroup& group, int rank, const LaunchCommand& o, Restar
   // Stopped by launch once the run finished without it; a failure before that still counts.
   if (s.late_joiners && (s.stopping.term_sent || !e.failed())) return;
   if (e.failed()) s.verdict.failed(group, rank, e, o.grace_seconds, s.stopping, s.timed_out, s.forwarded);
+  else if (s.verdict.code && !s.stopping.term_sent && !s.timed_out && s.forwarded == 0)
+    ++s.ended_well_after;
 }
 
 // Forwards the signals launch received (but SIGCHLD) to every process, which then get --grace.
@@ -437,6 +440,11 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, 
     }
   }
   group.finish();
+  if (code && s.ended_well_after > 0)  // an elastic or asynchronous run that went on without the failed process
+    say(
+        fmt::format("{} ended with exit code 0 after process {} failed: the run went on without it (its summary "
+                    "says so); launch's exit code is still that failure's, {}",
+                    core::processes(s.ended_well_after), s.verdict.named, *code));
   // A restart of the group cut short by a signal or --timeout: the run's verdict is theirs.
   if (s.regrouping && !code) code = s.timed_out ? core::exit_code::launch_timeout : s.regroup_code;
   return code.value_or(core::exit_code::ok);
