@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -88,9 +89,18 @@ void Strategy::report_non_finite(const StepInput& input, NonFinitePolicy policy,
                averaged ? "averaged gradient" : "gradient", rank, input.step + 1,
                averaged ? " (any worker's gradient may be the cause)" : "");
   if (averaged && rank != comm_.members().front()) return;  // the same on every worker: said once
-  core::log(core::LogLevel::warn, "{}: worker {} {} {}: {}", name(), rank, what, input.step + 1,
+  const std::int64_t n = ++non_finite_reports_;
+  constexpr std::int64_t kNonFiniteWarnings = 3;
+  std::int64_t power = 10;
+  while (power < n && power <= std::numeric_limits<std::int64_t>::max() / 10) power *= 10;
+  if (n > kNonFiniteWarnings && n != power) return;
+  core::log(core::LogLevel::warn, "{}: worker {} {} {}: {}{}", name(), rank, what, input.step + 1,
             averaged ? "the averaged gradient holds NaN or infinity (any worker's gradient may be the cause)"
-                     : "its gradient holds NaN or infinity");
+                     : "its gradient holds NaN or infinity",
+            n == kNonFiniteWarnings  ? std::string("; the next are logged at the 10th, 100th, ... (the summary's "
+                                                    "skipped_steps counts every one)")
+            : n > kNonFiniteWarnings ? fmt::format(" ({} such steps so far)", n)
+                                     : std::string());
 }
 
 std::vector<float> Strategy::common_start(ModelState state) {

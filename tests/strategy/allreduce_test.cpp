@@ -69,6 +69,35 @@ TEST(AllreduceStrategy, NonFiniteGradientIsSkippedEverywhereWithoutTouchingParam
   });
 }
 
+// A run whose averaged gradient stays non-finite warns of its first 3 skipped steps, then of the
+// 10th, 100th, ...: 120 skipped steps give 5 warnings (it gave one per step), from worker 0 only.
+TEST(AllreduceStrategy, SkippedStepsAreWarnedOfThenCountedAtPowersOfTen) {
+  ::testing::internal::CaptureStderr();
+  runtime::threads::World world({.size = 3});
+  world.run([](Context& ctx) {
+    std::vector<float> x(4, 1.0f), g(4, 1.0f);
+    Worker worker(ctx, {.optimizer = {.name = "sgd", .lr = 0.5}}, {.params = x, .grads = g});
+    for (int t = 0; t < 120; ++t) {
+      if (ctx.rank() == 2) g[1] = std::nanf("");
+      EXPECT_FALSE(worker.step().applied);
+    }
+    EXPECT_EQ(worker.skipped_steps(), 120);
+  });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  int warnings = 0;
+  for (std::size_t at = err.find("skipped step"); at != std::string::npos; at = err.find("skipped step", at + 1))
+    ++warnings;
+  EXPECT_EQ(warnings, 5) << err;
+  EXPECT_NE(err.find("allreduce: worker 0 skipped step 3: the averaged gradient holds NaN or infinity (any worker's "
+                     "gradient may be the cause); the next are logged at the 10th, 100th"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("skipped step 100: the averaged gradient holds NaN or infinity (any worker's gradient may be the "
+                     "cause) (100 such steps so far)"),
+            std::string::npos)
+      << err;
+}
+
 TEST(AllreduceStrategy, NonFiniteGradientWithErrorPolicyThrowsNamingTheStep) {
   runtime::threads::World world({.size = 2});
   world.run([](Context& ctx) {

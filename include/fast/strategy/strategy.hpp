@@ -291,7 +291,8 @@ class Strategy {
   // A non-finite gradient at input.step on this worker, per `policy`: throws InvalidArgument naming
   // the strategy, step and worker, or logs a warning "worker R <what> <step>". `averaged`: the
   // gradient is the workers' average (any worker's may be the cause); its warning, the same on
-  // every worker, comes from the group's first member only.
+  // every worker, comes from the group's first member only. The first kNonFiniteWarnings warnings
+  // are logged, then one at the 10th, 100th, ... (the summary's skipped_steps counts every one).
   void report_non_finite(const StepInput& input, NonFinitePolicy policy, std::string_view what,
                          bool averaged = false) const;
   // Collective: sets every worker's state.params to worker 0's (a broadcast) and returns a copy.
@@ -318,6 +319,9 @@ class Strategy {
   }
   collective::Communicator& comm_;
   compress::CompressionMeter meter_;
+
+ private:
+  mutable std::int64_t non_finite_reports_ = 0;  // report_non_finite()'s warnings so far
 };
 
 std::vector<std::string> strategy_names();
