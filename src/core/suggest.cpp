@@ -65,14 +65,25 @@ std::optional<std::string> nearest_name(std::string_view given, const std::vecto
   if (std::find(candidates.begin(), candidates.end(), given) != candidates.end()) return std::nullopt;
   const std::string* nearest = nullptr;
   std::size_t best = std::numeric_limits<std::size_t>::max();
+  std::size_t best_prefix = 0;
   const std::size_t allowed = edits_allowed(given.size());
+  // Characters `given` and `c` share at their start, case aside.
+  auto common_prefix = [&](const std::string& c) {
+    std::size_t k = 0;
+    while (k < given.size() && k < c.size() && folded(given[k]) == folded(c[k])) ++k;
+    return k;
+  };
   for (const std::string& c : candidates) {
     // The distance is at least the difference in length: a name far longer than every candidate
     // (a hostile file's key) costs no more than a comparison of lengths.
     if (given.size() > c.size() + allowed || c.size() > given.size() + allowed) continue;
     const std::size_t d = name_distance(given, c);
-    if (d < best && d <= allowed && d < c.size()) {
+    if (d > allowed || d >= c.size() || d > best) continue;
+    // Of two names as near, the one that shares the longer start ('sped': 'speed' over 'seed').
+    const std::size_t prefix = common_prefix(c);
+    if (d < best || prefix > best_prefix) {
       best = d;
+      best_prefix = prefix;
       nearest = &c;
     }
   }

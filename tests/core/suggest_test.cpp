@@ -55,11 +55,15 @@ TEST(DidYouMean, AllowsOneEditUpToFourCharactersTwoUpToEightThreeBeyond) {
   EXPECT_EQ(did_you_mean(std::string(100000, 's'), {"steps", "strategy"}), "");
 }
 
-TEST(DidYouMean, NeverSuggestsANameAsFarAsItsLengthAndTakesTheFirstOnATie) {
+// Of names as near, the one that shares the longer start with the given name, then the first.
+TEST(DidYouMean, NeverSuggestsANameAsFarAsItsLengthAndBreaksATieByTheSharedStart) {
   EXPECT_EQ(did_you_mean("x", {"y"}), "");  // 1 edit replaces all of "y"
   EXPECT_EQ(did_you_mean("x", {"xy"}), " (did you mean 'xy'?)");
-  EXPECT_EQ(did_you_mean("cn", {"cnn", "can"}), " (did you mean 'cnn'?)");  // 1 edit each
-  EXPECT_EQ(did_you_mean("cn", {"can", "cnn"}), " (did you mean 'can'?)");
+  EXPECT_EQ(did_you_mean("cn", {"cnn", "can"}), " (did you mean 'cnn'?)");  // 1 edit each; "cn" begins "cnn"
+  EXPECT_EQ(did_you_mean("cn", {"can", "cnn"}), " (did you mean 'cnn'?)");
+  EXPECT_EQ(did_you_mean("sped", {"count", "seed", "speed"}), " (did you mean 'speed'?)");  // a cluster file's key
+  EXPECT_EQ(did_you_mean("cn", {"cxn", "cyn"}), " (did you mean 'cxn'?)");                  // as near, as long a start
+  EXPECT_EQ(did_you_mean("cn", {"cyn", "cxn"}), " (did you mean 'cyn'?)");
 }
 
 TEST(DidYouMean, FallsBackOnTheOneCandidateThatBeginsTheNameOrThatItBegins) {
