@@ -243,7 +243,7 @@ void WorkerLoop::report_regrouping(const strategy::Regrouping& g, const core::Pe
   if (!lead()) return;
   const std::string who = fmt::format("elastic: worker(s) {} lost", fmt::join(g.lost, ", "));
   if (below)
-    core::log(core::LogLevel::error, "{}; {} left, below min_workers {}: the run ends at step {} of {} ({})", who,
+    core::log(core::LogLevel::warn, "{}; {} left, below min_workers {}: the run ends at step {} of {} ({})", who,
               core::counted(left, "worker"), plan_.min_workers, g.steps, plan_.total_steps, lost.what());
   else
     core::log(core::LogLevel::warn, "{}; {} go on from step {} with worker {}'s state ({})", who,

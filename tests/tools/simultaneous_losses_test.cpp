@@ -91,8 +91,8 @@ TEST(ZmqSimultaneousLosses, AProcessKilledDuringItsRejoinIsReplacedByTheNextStar
   ASSERT_TRUE(training_started(l)) << slurp(l.log);
   ::kill(pid, SIGKILL);
   // The second start's hello, seen by the server before the first start is counted lost.
-  const std::optional<std::string> second = fast::testing::first_match(
-      l.log, std::regex("zmq runtime: pid ([0-9]+) on \\S+ asks to take rank 2 back"), 60 * scale);
+  const std::optional<std::string> second =
+      fast::testing::first_match(l.log, std::regex("zmq runtime: pid ([0-9]+) on \\S+ asks for rank 2"), 60 * scale);
   if (second) ::kill(std::stoi(*second), SIGKILL);
   const bool replaced = second && appears(l.log, "which pid " + *second + " on");
   const bool joined = replaced && fast::testing::file_contains_within(

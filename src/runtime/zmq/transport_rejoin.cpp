@@ -185,8 +185,7 @@ void ZmqTransport::receive_rejoin_hellos() {
       }
       ProcessInfo info = checked_rejoin_hello(hello, parts[1]);
       drop_earlier_newcomer(info);
-      core::log(core::LogLevel::info, "zmq runtime: pid {} on {} asks to take rank {} back", info.pid, info.hostname,
-                info.rank);
+      core::log(core::LogLevel::info, "zmq runtime: pid {} on {} asks for rank {}", info.pid, info.hostname, info.rank);
       pending_.push_back({.id = id, .info = std::move(info), .since = clock()});
     } catch (const std::exception& e) {
       core::log(core::LogLevel::warn, "zmq runtime: refused a process that asked to join the run: {}", e.what());
