@@ -10,12 +10,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/lossy_cluster_file.hpp"
 #include "common/run_fast.hpp"
 #include "common/test_dir.hpp"
 
@@ -27,14 +27,7 @@ using nlohmann::json;
 
 #ifdef FAST_TEST_SIM
 
-// 4 simulated hosts; host 2 turned off at `off` simulated seconds (none when off <= 0).
-fs::path cluster_file(const fs::path& dir, const std::string& name, double off) {
-  const fs::path file = dir / name;
-  std::ofstream out(file);
-  out << "[hosts]\ncount = 4\nspeed = \"1Gf\"\n[network]\nbandwidth = \"1Gbps\"\nlatency = \"50us\"\n";
-  if (off > 0) out << "[[failures]]\nhost = 2\noff = \"" << off << "s\"\n";
-  return file;
-}
+using fast::testing::lossy_cluster_file;
 
 // The complete checkpoints of `folder`, oldest first: {step, the manifest's workers}.
 std::vector<std::pair<std::int64_t, int>> complete_checkpoints(const fs::path& folder) {
@@ -55,7 +48,7 @@ TEST(ElasticCheckpoints, TheNewestCheckpointOfEveryWorkerStaysAndResumesTheRun) 
       "--eval-every 0 --progress never ";
   const auto lossy = fast::testing::run_fast_in(
       dir, args + "--checkpoint-dir ck --checkpoint-every 50 --checkpoint-keep 1 --summary s.json --cluster " +
-               cluster_file(dir, "lossy.toml", 10).string());
+               lossy_cluster_file(dir, "lossy.toml", 10).string());
   ASSERT_EQ(lossy.code, 0) << lossy.output;
   const json s = json::parse(slurp(dir / "s.json"));
   ASSERT_EQ(s["lost_workers"], json::array({2})) << s.dump();
@@ -75,7 +68,7 @@ TEST(ElasticCheckpoints, TheNewestCheckpointOfEveryWorkerStaysAndResumesTheRun) 
             std::string::npos)
       << lossy.output;
 
-  const std::string whole_cluster = cluster_file(dir, "whole.toml", 0).string();
+  const std::string whole_cluster = lossy_cluster_file(dir, "whole.toml", 0).string();
   const auto resumed =
       fast::testing::run_fast_in(dir, args + "--resume ck --summary r.json --cluster " + whole_cluster);
   ASSERT_EQ(resumed.code, 0) << resumed.output;

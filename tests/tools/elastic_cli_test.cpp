@@ -13,13 +13,13 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/lossy_cluster_file.hpp"
 #include "common/metrics_records.hpp"
 #include "common/poll.hpp"
 #include "common/run_fast.hpp"
@@ -71,13 +71,9 @@ void expect_survivors_finished(const json& s, const json& reference, int victim,
 
 #ifdef FAST_TEST_SIM
 
-// 4 simulated hosts, host 2 turned off at `off` simulated seconds (none when off <= 0).
+// lossy.toml, with host 2 turned off at `off` simulated seconds, or whole.toml (off <= 0).
 fs::path cluster_file(const fs::path& dir, double off) {
-  const fs::path file = dir / (off > 0 ? "lossy.toml" : "whole.toml");
-  std::ofstream out(file);
-  out << "[hosts]\ncount = 4\nspeed = \"1Gf\"\n[network]\nbandwidth = \"1Gbps\"\nlatency = \"50us\"\n";
-  if (off > 0) out << "[[failures]]\nhost = 2\noff = \"" << off << "s\"\n";
-  return file;
+  return fast::testing::lossy_cluster_file(dir, off > 0 ? "lossy.toml" : "whole.toml", off);
 }
 
 class SimElastic : public ::testing::TestWithParam<std::string> {};

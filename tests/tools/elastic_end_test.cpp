@@ -12,13 +12,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <fstream>
-#include <iomanip>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/lossy_cluster_file.hpp"
 #include "common/metrics_records.hpp"
 #include "common/poll.hpp"
 #include "common/run_fast.hpp"
@@ -33,14 +32,7 @@ using nlohmann::json;
 
 const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
 
-// 4 simulated hosts, host 2 turned off at `off` simulated seconds (none when off <= 0).
-fs::path cluster_file(const fs::path& dir, const std::string& name, double off) {
-  const fs::path file = dir / name;
-  std::ofstream out(file);
-  out << "[hosts]\ncount = 4\nspeed = \"1Gf\"\n[network]\nbandwidth = \"1Gbps\"\nlatency = \"50us\"\n";
-  if (off > 0) out << "[[failures]]\nhost = 2\noff = \"" << std::setprecision(12) << off << "s\"\n";
-  return file;
-}
+using fast::testing::lossy_cluster_file;
 
 int count_records(const fs::path& metrics, const std::string& event) {
   return static_cast<int>(fast::testing::records_of(metrics, event).size());
@@ -58,7 +50,7 @@ struct Lossless {
 
 Lossless run_lossless(const fs::path& dir, const std::string& args) {
   Lossless out{.run = fast::testing::run_fast_in(dir, args + "--summary whole.json --metrics whole.jsonl --cluster " +
-                                                          cluster_file(dir, "whole.toml", 0).string())};
+                                                          lossy_cluster_file(dir, "whole.toml", 0).string())};
   if (out.run.code != 0) return out;
   out.summary = json::parse(slurp(dir / "whole.json"));
   out.end = out.summary["simulated_seconds"].get<double>();
@@ -85,7 +77,7 @@ TEST(SimElasticEnd, ALossWhileTheRunEndsLeavesEveryResult) {
     SCOPED_TRACE("host 2 off " + std::to_string(before) + " s before the end");
     fs::remove_all(dir / "ck");
     const auto run = fast::testing::run_fast_in(dir, args + "--summary s.json --metrics m.jsonl --cluster " +
-                                                         cluster_file(dir, "lossy.toml", end - before).string());
+                                                         lossy_cluster_file(dir, "lossy.toml", end - before).string());
     ASSERT_EQ(run.code, 0) << run.output;
     const json s = json::parse(slurp(dir / "s.json"));
     EXPECT_EQ(s["steps"], reference["steps"]) << s.dump();
@@ -131,7 +123,7 @@ TEST(SimAsynchronousEnd, ALossAfterTheStrategysFinishLeavesEveryResult) {
   for (const double before : {0.004, 0.0002}) {
     SCOPED_TRACE("host 2 off " + std::to_string(before) + " s before the end");
     const auto run = fast::testing::run_fast_in(dir, args + "--summary s.json --metrics m.jsonl --cluster " +
-                                                         cluster_file(dir, "lossy.toml", end - before).string());
+                                                         lossy_cluster_file(dir, "lossy.toml", end - before).string());
     ASSERT_EQ(run.code, 0) << run.output;
     const json s = json::parse(slurp(dir / "s.json"));
     const int live = s["live_workers"].get<int>();
