@@ -176,6 +176,21 @@ TEST(RendezvousAddresses, AListIsCheckedBeforeAnythingIsBound) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// `fast train` of 2 zmq processes, 5 steps of a small synthetic dataset, meeting at 127.0.0.1:port
+// within `timeout` seconds; the caller adds the process's rank and keys.
+std::string small_zmq_train(int port, int timeout) {
+  return kFast +
+         " train --runtime zmq --world-size 2 --steps 5 --progress never --dataset synthetic:train=512,test=128 "
+         "--rendezvous-timeout " +
+         std::to_string(timeout) + " --rendezvous 127.0.0.1:" + std::to_string(port);
+}
+
+// The flags of a process with key pair dir/key and allow-list dir/allow, its output to dir/log.
+std::string keyed(const fs::path& dir, const std::string& key, const std::string& allow, const std::string& log) {
+  return " --key " + (dir / key).string() + " --allow " + (dir / allow).string() + " > " + (dir / log).string() +
+         " 2>&1";
+}
+
 // A process whose key the server's allow-list lacks is refused at the CURVE handshake, before any
 // hello: the server's rendezvous timeout names those refusals with the key refused.
 TEST(RendezvousAddresses, TheServersTimeoutNamesTheKeysRefusedAtTheHandshake) {
@@ -185,14 +200,9 @@ TEST(RendezvousAddresses, TheServersTimeoutNamesTheKeysRefusedAtTheHandshake) {
   std::ofstream(dir / "client_allow.txt") << a << "\n" << c << "\n";
   const int port = free_port();
   ASSERT_GT(port, 0);
-  const std::string train = kFast +
-                            " train --runtime zmq --world-size 2 --steps 5 --progress never --dataset "
-                            "synthetic:train=512,test=128 --rendezvous-timeout 3 --rendezvous 127.0.0.1:" +
-                            std::to_string(port);
-  const std::string server = train + " --process-rank 0 --key " + (dir / "a.key").string() + " --allow " +
-                             (dir / "server_allow.txt").string() + " > " + (dir / "server.log").string() + " 2>&1";
-  const std::string client = train + " --process-rank 1 --key " + (dir / "c.key").string() + " --allow " +
-                             (dir / "client_allow.txt").string() + " > " + (dir / "client.log").string() + " 2>&1";
+  const std::string train = small_zmq_train(port, 3);
+  const std::string server = train + " --process-rank 0" + keyed(dir, "a.key", "server_allow.txt", "server.log");
+  const std::string client = train + " --process-rank 1" + keyed(dir, "c.key", "client_allow.txt", "client.log");
   const auto r = fast::testing::run_command("timeout -k 5 60 sh -c '" + server + " & server=$!; " + client +
                                             "; wait $server; echo server=$?'");
   EXPECT_NE(r.output.find("server=4"), std::string::npos) << r.output;  // its rendezvous timed out
@@ -218,12 +228,8 @@ TEST(RendezvousAddresses, AnInsecureProcessIsToldThatTheServerAuthenticates) {
   std::ofstream(dir / "allow.txt") << a << "\n";
   const int port = free_port();
   ASSERT_GT(port, 0);
-  const std::string train = kFast +
-                            " train --runtime zmq --world-size 2 --steps 5 --progress never --dataset "
-                            "synthetic:train=512,test=128 --rendezvous-timeout 2 --rendezvous 127.0.0.1:" +
-                            std::to_string(port);
-  const std::string server = train + " --process-rank 0 --key " + (dir / "a.key").string() + " --allow " +
-                             (dir / "allow.txt").string() + " > " + (dir / "server.log").string() + " 2>&1";
+  const std::string train = small_zmq_train(port, 2);
+  const std::string server = train + " --process-rank 0" + keyed(dir, "a.key", "allow.txt", "server.log");
   const std::string client = train + " --process-rank 1 --insecure > " + (dir / "client.log").string() + " 2>&1";
   const auto r = fast::testing::run_command("timeout -k 5 60 sh -c '" + server + " & server=$!; " + client +
                                             "; echo client=$?; wait $server'");
