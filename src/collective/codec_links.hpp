@@ -79,7 +79,7 @@ struct CodecLinks {
       const std::vector<float> x = to_f32(data);
       ef->encode(0, ConstView(std::span<const float>(x)), out);
     }
-    if (meter != nullptr) meter->add(data.bytes(), out.bytes());
+    if (meter != nullptr) meter->add(data.numel() * sizeof(float), out.bytes());  // the codec's f32 input
   }
   // Encodes a state as its difference from the link's reference; owner: whose tensor the range is of.
   void encode_state(const Key& key, int owner, ConstView data, core::Buffer& out) {

@@ -38,7 +38,7 @@ void DeltaSender::encode(core::ConstView x, core::Buffer& out, CompressionMeter*
   codec_->encode(std::span<const float>(diff_), out);
   codec_->decode(out.view(), std::span<float>(decoded_));
   for (std::size_t i = 0; i < n; ++i) reference_[i] += decoded_[i];
-  if (meter != nullptr) meter->add(n * core::size_of(x.dtype()), out.bytes());
+  if (meter != nullptr) meter->add(n * sizeof(float), out.bytes());  // the codec's f32 input, whatever x's type
 }
 
 DeltaReceiver::DeltaReceiver(std::unique_ptr<Codec> codec, std::size_t n, std::span<const float> initial)

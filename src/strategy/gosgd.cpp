@@ -44,7 +44,8 @@ void GosgdStrategy::attach(ModelState state) {
   numerator_.resize(numerator_elements(), core::DType::f64);
   x_ = numerator_.as<double>().first(dim_);
   std::copy(state.params.begin(), state.params.end(), x_.begin());
-  collective::WindowOptions window_options = codec_window(options_);
+  layout_.assign(state.layout.begin(), state.layout.end());
+  collective::WindowOptions window_options = codec_window(options_, layout_.empty() ? nullptr : &layout_);
   codec_ = compresses(options_);
   if (codec_) {
     start_ = common_start(state);  // every worker's model starts here, so every reference does

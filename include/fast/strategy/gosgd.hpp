@@ -177,6 +177,7 @@ class GosgdStrategy final : public Strategy {
   core::LongLivedVector<double> inbox_;  // exposed: [x part (dim) | mass | applied counts (N)]
   bool codec_ = false;         // compress is not "none": pushes use accumulate_scaled
   std::vector<float> start_;   // with a codec: the common initial model
+  core::Layout layout_;        // the model's, for the window's codec (its blocks lie in the x part)
   std::unique_ptr<collective::Window> window_;
   std::vector<Slot> slots_;               // slot fields change under the window guard
   std::vector<std::uint64_t> pushed_to_;  // pushes issued per receiver
