@@ -12,6 +12,7 @@ stdout and written to DIR/TABLE/table.md.
 The exact command of every run is printed before it starts, so a row can be reproduced alone.
 """
 import argparse
+import difflib
 import json
 import os
 import statistics
@@ -89,7 +90,16 @@ def main():
     fast = os.path.abspath(a.fast)
     out_dir = os.path.abspath(a.out)
     only = {s.strip() for s in a.only.split(",") if s.strip()}
+    names = [name for name, _ in TABLES[a.table]]
+    unknown = sorted(only - set(names))
+    if unknown:
+        for u in unknown:
+            near = difflib.get_close_matches(u, names, n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else ""
+            print(f"run.py: --only: table '{a.table}' has no run '{u}'{hint}", file=sys.stderr)
+        ap.exit(2, "run.py: its runs: " + ", ".join(f"'{n}'" for n in names) + "\n")
     rows = []
+    failed = 0  # runs that exited non-zero: the table marks them, and the script exits with 1
     for name, args in TABLES[a.table]:
         if only and name not in only:
             continue
@@ -106,6 +116,7 @@ def main():
             r = subprocess.run(cmd, stdout=subprocess.DEVNULL, cwd=REPO)
             if r.returncode != 0:
                 print(f"run '{name}' failed with exit code {r.returncode}", file=sys.stderr)
+                failed += 1
                 continue
             with open(f"{d}/summary.json") as f:
                 s = json.load(f)
@@ -144,6 +155,8 @@ def main():
     with open(os.path.join(out_dir, a.table, "table.md"), "w") as f:
         f.write(text)
     print(text)
+    if failed:
+        sys.exit(f"run.py: {failed} run(s) failed (above; the table marks them)")
 
 
 if __name__ == "__main__":

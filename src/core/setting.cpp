@@ -1,6 +1,7 @@
 #include "fast/core/setting.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -29,11 +30,16 @@ std::string_view setting_type_name(SettingType type) {
 std::int64_t parse_integer_text(const std::string& text, std::string_view what) { return parse_int64(text, what); }
 
 // Every number setting is finite: "inf" and "nan" read as doubles, but no setting means them (an
-// infinite slowdown or time limit would hang or overflow the clock).
+// infinite slowdown or time limit would hang or overflow the clock). Decimal only, as TOML writes
+// floats: no hexadecimal ("0x10"), no leading '+' or blank.
 double parse_number_text(const std::string& text, std::string_view what) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  FAST_ENFORCE(!text.empty() && end == text.c_str() + text.size(), "{}: expected a number, got '{}'", what, text);
+  double value = 0;
+  const char* last = text.data() + text.size();
+  const auto [end, error] = std::from_chars(text.data(), last, value, std::chars_format::general);
+  FAST_ENFORCE(!text.empty() && end == last && error != std::errc::invalid_argument, "{}: expected a number, got '{}'",
+               what, text);
+  FAST_ENFORCE(error != std::errc::result_out_of_range, "{}: expected a number, got '{}', beyond a double's range",
+               what, text);
   FAST_ENFORCE(std::isfinite(value), "{}: expected a finite number, got '{}'", what, text);
   return value;
 }
@@ -182,10 +188,17 @@ void Setting::validate(const SettingValue& value, std::string_view given) const 
   if (type_ == SettingType::integer || type_ == SettingType::number) {
     const double v =
         type_ == SettingType::integer ? static_cast<double>(std::get<std::int64_t>(value)) : std::get<double>(value);
-    const bool above = min_open_ ? v > min_ : v >= min_;
-    const bool below = max_open_ ? v < max_ : v <= max_;
-    FAST_ENFORCE((std::isfinite(v) && above && below) || (exactly_ && v == *exactly_), "{}: expected {}, got {}", name_,
-                 expected(), given);
+    const auto in_range = [&](double x) {
+      return std::isfinite(x) && (min_open_ ? x > min_ : x >= min_) && (max_open_ ? x < max_ : x <= max_);
+    };
+    FAST_ENFORCE(in_range(v) || (exactly_ && v == *exactly_), "{}: expected {}, got {}", name_, expected(), given);
+    // A setting used as a 32-bit float (its maximum is float32's) is checked as it will be used:
+    // 1e-50 is 0 there, below a positive minimum.
+    if (type_ == SettingType::number && max_ == static_cast<double>(std::numeric_limits<float>::max())) {
+      const double rounded = static_cast<double>(static_cast<float>(v));
+      FAST_ENFORCE(in_range(rounded) || (exactly_ && rounded == *exactly_),
+                   "{}: expected {}, got {} ({} as a 32-bit float)", name_, expected(), given, rounded);
+    }
   }
   if (type_ == SettingType::choice) {
     const std::string& v = std::get<std::string>(value);

@@ -105,16 +105,24 @@ std::string SpecFamily::usage(const SpecForm& form) const {
     return syntax_ == SpecSyntax::keyed ? fmt::format("{}={}", k.name(), placeholder(k)) : placeholder(k);
   };
   const char sep = syntax_ == SpecSyntax::keyed ? ',' : form.separator;
-  std::string required, optional;
-  for (std::size_t i = 0; i < form.keys.size(); ++i) {
-    std::string& part = i < form.required ? required : optional;
-    if (!part.empty() || (i >= form.required && form.required > 0)) part += sep;
-    part += item(form.keys[i]);
-  }
   std::string out = form.name;
-  if (!required.empty()) out += ":" + required;
-  if (!optional.empty()) out += required.empty() ? "[:" + optional + "]" : "[" + optional + "]";
-  return out;
+  for (std::size_t i = 0; i < form.required; ++i) out += (i == 0 ? ':' : sep) + item(form.keys[i]);
+  // Optional keys: any subset when keyed ("[:a=A,b=B]"); when positional each needs the ones
+  // before it, so each opens a bracket ("[:ROWS[xCOLS]]", "multi-krum:F[:M]").
+  std::string optional, closing;
+  for (std::size_t i = form.required; i < form.keys.size(); ++i) {
+    const bool first = i == form.required;
+    const std::string lead = i == 0 ? ":" : std::string(1, first && form.required > 0 ? ':' : sep);
+    if (syntax_ == SpecSyntax::keyed) {
+      optional += (first ? "" : std::string(1, sep)) + item(form.keys[i]);
+    } else {
+      optional += "[" + lead + item(form.keys[i]);
+      closing += "]";
+    }
+  }
+  if (syntax_ == SpecSyntax::keyed && !optional.empty())
+    return out + (form.required == 0 ? "[:" + optional + "]" : "[" + std::string(1, sep) + optional + "]");
+  return out + optional + closing;
 }
 
 std::string SpecFamily::usages() const {

@@ -190,6 +190,16 @@ void read_network(const Reader& r, const toml::table& t, Cluster& c) {
                  "{}: expected one of {}, got '{}'{}", r.where("network.topology"), fmt::join(topologies, ", "),
                  c.topology, core::did_you_mean(c.topology, topologies));
   }
+  // A key of one topology under another would be dropped without a word (a backbone that a switch
+  // from star to full no longer simulates): refused, naming the topology it belongs to.
+  for (const auto& [key, topology] : {std::pair{"backbone_bandwidth", "star"}, std::pair{"backbone_latency", "star"},
+                                      std::pair{"torus", "torus"}, std::pair{"fat_tree", "fat-tree"}}) {
+    const std::string name = fmt::format("network.{}", key);
+    FAST_ENFORCE(!t.contains(key) || c.topology == topology,
+                 "{}: a setting of network.topology = \"{}\" only, and this file's is \"{}\" (remove it, or change "
+                 "the topology)",
+                 r.where(name), topology, c.topology);
+  }
   if (auto n = t.get("bandwidth"))
     c.bandwidth =
         positive(r.quantity(*n, "network.bandwidth", bw, parse_bandwidth), r.where("network.bandwidth"), "bandwidth");

@@ -24,6 +24,15 @@ namespace {
 
 using training::TrainOptions;
 
+// The strategy options as fast train hands them to the strategy, as far as they are known before
+// the data is read: dgc_warmup_steps is above 0 exactly when dgc_warmup_epochs is (the trainer
+// derives the count from the epoch's length, at least 1). For the options' inert() checks.
+strategy::StrategyOptions derived_strategy_options(const TrainOptions& o) {
+  strategy::StrategyOptions s = o.worker.strategy;
+  if (o.dgc_warmup_epochs > 0 && s.dgc_warmup_steps == 0) s.dgc_warmup_steps = 1;
+  return s;
+}
+
 // The key of a declared strategy option: its description names the strategies that read it
 // (none: every strategy); its value is parsed, checked and stored by the declaration.
 ConfigKey strategy_key(const strategy::DeclaredOption& d) {
@@ -38,7 +47,7 @@ ConfigKey strategy_key(const strategy::DeclaredOption& d) {
   if (option.type() == strategy::OptionType::integer || option.type() == strategy::OptionType::number)
     key.declaration = option;
   if (const strategy::StrategyOption::Inert& why_not = option.inert())
-    key.inert = [why_not](const TrainOptions& o) { return why_not(o.worker.strategy); };
+    key.inert = [why_not](const TrainOptions& o) { return why_not(derived_strategy_options(o)); };
   return key;
 }
 

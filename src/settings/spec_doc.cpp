@@ -55,7 +55,7 @@ std::string spec_markdown() {
       "what it accepts and the value given.\n";
   md += family_markdown(compress::codec_family(), "`compress`", keyed);
   md += family_markdown(topology::topology_family(), "`topology`",
-                        std::string(positional) + " (torus2d: ROWSxCOLS; a one-key form takes the whole rest)");
+                        std::string(positional) + " (torus2d: ROWS or ROWSxCOLS; a one-key form takes the whole rest)");
   md += family_markdown(topology::schedule_family(), "`topology` (gosgd)",
                         std::string(positional) + "; any topology spec is a schedule of period 1");
   md += family_markdown(strategy::aggregate_family(), "`aggregate`", std::string(positional) + " (multi-krum: F:M)");

@@ -36,6 +36,13 @@ std::optional<std::string> without_dgc(const StrategyOptions& o) {
   return o.dgc ? std::nullopt : std::optional<std::string>("dgc = false");
 }
 
+// applies_when() of dgc_warmup_ratio: dgc with a sparsity warm-up.
+std::optional<std::string> without_dgc_warmup(const StrategyOptions& o) {
+  if (!o.dgc) return without_dgc(o);
+  if (o.dgc_warmup_steps > 0) return std::nullopt;
+  return std::optional<std::string>("dgc_warmup_steps = 0 (fast train: dgc_warmup_epochs = 0), no sparsity warm-up");
+}
+
 }  // namespace
 
 std::vector<StrategyOption> common_options() {
@@ -167,7 +174,7 @@ std::vector<StrategyOption> dgc_options() {
                             "dgc: density at the start of the sparsity warm-up.")
           .greater_than(0)
           .at_most(1)
-          .applies_when(without_dgc),
+          .applies_when(without_dgc_warmup),
   };
 }
 

@@ -306,7 +306,7 @@ Graph make_topology(const std::string& spec, int n, std::uint64_t seed) {
                  spec, d, n);
     return random_regular(n, static_cast<int>(d), seed);
   }
-  // torus2d
+  // torus2d: no sides (the most square grid), the rows (cols = n / rows) or both.
   if (!p.has("rows")) {
     int rows = 1;
     for (int r = 1; r * r <= n; ++r) {
@@ -314,8 +314,10 @@ Graph make_topology(const std::string& spec, int n, std::uint64_t seed) {
     }
     return torus2d(rows, n / rows);
   }
-  if (!p.has("cols")) FAST_THROW(InvalidArgument, "topology spec '{}': expected torus2d:ROWSxCOLS", spec);
-  const auto rows = p.integer("rows"), cols = p.integer("cols");
+  const auto rows = p.integer("rows");
+  if (!p.has("cols") && n % rows != 0)
+    FAST_THROW(InvalidArgument, "topology '{}': rows = {} does not divide the {} workers", spec, rows, n);
+  const auto cols = p.has("cols") ? p.integer("cols") : n / rows;
   FAST_ENFORCE(rows * cols == n, "topology '{}': rows * cols must equal n, got {} * {} = {} vs n = {}", spec, rows,
                cols, rows * cols, n);
   return torus2d(static_cast<int>(rows), static_cast<int>(cols));

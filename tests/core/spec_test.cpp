@@ -99,17 +99,17 @@ TEST(Spec, ErrorsNameTheSpecTheKeyWhatItAcceptsAndTheValue) {
   EXPECT_EQ(k("sized:"), "thing spec 'sized:': item '' is not KEY=VALUE");
   EXPECT_EQ(k("sized:file"), "thing spec 'sized:file': item 'file' is not KEY=VALUE");
   EXPECT_EQ(p("dot:1"), "shape spec 'dot:1': dot takes no parameters, got '1'");
-  EXPECT_EQ(p("grid:1x2x3"), "shape spec 'grid:1x2x3': grid takes at most 2 values (grid[:ROWSxCOLS]), got '1x2x3'");
+  EXPECT_EQ(p("grid:1x2x3"), "shape spec 'grid:1x2x3': grid takes at most 2 values (grid[:ROWS[xCOLS]]), got '1x2x3'");
   EXPECT_EQ(p("grid:0x2"), "shape spec 'grid:0x2': key 'rows' expects an integer >= 1, got '0'");
   EXPECT_EQ(p("grid:2x"), "shape spec 'grid:2x': key 'cols' expects an integer >= 1, got ''");
   EXPECT_EQ(p("path"), "shape spec 'path': path needs to (path:TO)");
   EXPECT_EQ(p("path:"), "shape spec 'path:': path expects values after ':' (path:TO)");
-  EXPECT_EQ(p("grid:"), "shape spec 'grid:': grid expects values after ':' (grid[:ROWSxCOLS])");
+  EXPECT_EQ(p("grid:"), "shape spec 'grid:': grid expects values after ':' (grid[:ROWS[xCOLS]])");
 }
 
 TEST(Spec, UsageAndProbesComeFromTheDeclarations) {
   EXPECT_EQ(keyed().usages(), "plain, sized:file=FILE[,count=COUNT,ratio=RATIO,mode=a|b,flag=true|false]");
-  EXPECT_EQ(positional().usages(), "dot, grid[:ROWSxCOLS], path:TO");
+  EXPECT_EQ(positional().usages(), "dot, grid[:ROWS[xCOLS]], path:TO");
   const SpecForm& sized = *keyed().find("sized");
   EXPECT_EQ(keyed().compose(sized, "count", "7"), "sized:count=7,file=");  // the probed key is read first
   const SpecForm& grid = *positional().find("grid");

@@ -118,6 +118,13 @@ TEST(Config, OptionsAnotherSettingTurnsOffAreNamed) {
   apply_setting(o, "dgc", "true", "--dgc");
   apply_setting(o, "dataset", "fashion-mnist", "--dataset");
   EXPECT_TRUE(inert_settings(o, given).empty());
+  // dgc_warmup_ratio: off without a sparsity warm-up, on with one.
+  apply_setting(o, "dgc_warmup_ratio", "0.5", "--dgc-warmup-ratio");
+  EXPECT_EQ(inert_settings(o, {"dgc_warmup_ratio"}),
+            (std::vector<std::string>{"dgc_warmup_ratio: changes nothing with dgc_warmup_steps = 0 (fast train: "
+                                      "dgc_warmup_epochs = 0), no sparsity warm-up"}));
+  apply_setting(o, "dgc_warmup_epochs", "0.5", "--dgc-warmup-epochs");
+  EXPECT_TRUE(inert_settings(o, {"dgc_warmup_ratio"}).empty());
   // consensus_step: allreduce does not read it (unread_strategy_options names it); dpsgd reads it
   // with a lossy codec only.
   apply_setting(o, "consensus_step", "0.5", "--consensus-step");
@@ -228,6 +235,17 @@ TEST(Config, OutOfRangeAndMalformedValuesAreRejected) {
               apply_setting(o, "lr", "-0.1", "--lr");
             }).find("expected a positive number, finite as a 32-bit float, got -0.1"),
             std::string::npos);
+  // Decimal numbers only; a value that is 0 as the 32-bit float the optimizer uses is below lr's minimum.
+  EXPECT_NE(error_of([&] { apply_setting(o, "lr", "0x10", "--lr"); }).find("--lr: expected a number, got '0x10'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              apply_setting(o, "lr", "1e-50", "--lr");
+            }).find("expected a positive number, finite as a 32-bit float, got 1e-50 (0 as a 32-bit float)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "lr", "1e-999", "--lr"); }).find("beyond a double's range"),
+            std::string::npos);
+  apply_setting(o, "lr", "1e-30", "--lr");  // a float32 (subnormal ones too) above 0 is taken
+  EXPECT_EQ(o.worker.optimizer.lr, 1e-30);
   // Ranges the optimizer and schedule need, refused by the setting (before any data is read).
   EXPECT_NE(error_of([&] {
               apply_setting(o, "min_lr_factor", "2", "--min-lr-factor");

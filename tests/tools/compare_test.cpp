@@ -110,6 +110,7 @@ json summary(double accuracy, json time_to_target, std::uint64_t bytes, double w
 TEST(CompareTable, RowsAreMediansOfTheSummariesAndSettings) {
   RunResult r;
   r.label = "adpsgd, ring";
+  r.options.worker.strategy.name = "adpsgd";
   r.options.worker.strategy.compress = "fp16";
   r.options.worker.strategy.topology = "torus2d:2x2";
   r.summaries = {summary(0.81, 2.5, 1000, 4.0), summary(0.85, nullptr, 3000, 5.0, true), summary(0.83, 1.5, 2000, 6.0)};
@@ -157,6 +158,20 @@ TEST(CompareTable, RowsAreMediansOfTheSummariesAndSettings) {
   EXPECT_EQ(row2[column_index("diverged")].md, "no");
   EXPECT_EQ(t.rows[2][column_index("diverged")].csv, "2");
   EXPECT_EQ(t.rows[2][column_index("diverged")].md, "yes");
+}
+
+// A strategy option the run's strategy does not read shows "-", whatever the setting says.
+TEST(CompareTable, AnOptionTheStrategyDoesNotReadShowsDash) {
+  RunResult r;
+  r.label = "allreduce";
+  r.options.worker.strategy.name = "allreduce";
+  r.options.worker.strategy.topology = "torus2d:2x2";
+  r.summaries = {summary(0.8, 1.0, 10, 1.0)};
+  RunResult gossip = r;
+  gossip.options.worker.strategy.name = "dpsgd";
+  const CompareTable t = build_table({r, gossip});
+  EXPECT_EQ(t.rows[0][column_index("topology")].csv, "-");
+  EXPECT_EQ(t.rows[1][column_index("topology")].csv, "torus2d:2x2");
 }
 
 TEST(CompareTable, MissingSummaryFieldShowsDash) {

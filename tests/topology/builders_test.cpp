@@ -206,10 +206,13 @@ TEST(Builders, MakeTopologyParsesSpecs) {
   expect_invalid([] { make_topology("random-regular", 8); });
   EXPECT_EQ(expect_invalid([] { make_topology("torus2d:3by3", 9); }),
             "topology spec 'torus2d:3by3': key 'rows' expects an integer in [1, 2147483647], got '3by3'");
-  EXPECT_EQ(expect_invalid([] { make_topology("torus2d:3", 9); }),
-            "topology spec 'torus2d:3': expected torus2d:ROWSxCOLS");
+  // One side given: the other is n divided by it (config.md's default of cols), which must divide.
+  EXPECT_EQ(make_topology("torus2d:3", 9).edges(), torus2d(3, 3).edges());
+  EXPECT_EQ(make_topology("torus2d:2", 8).edges(), torus2d(2, 4).edges());
+  EXPECT_EQ(expect_invalid([] { make_topology("torus2d:3", 8); }),
+            "topology 'torus2d:3': rows = 3 does not divide the 8 workers");
   EXPECT_EQ(expect_invalid([] { make_topology("torus2d:3x3x1", 9); }),
-            "topology spec 'torus2d:3x3x1': torus2d takes at most 2 values (torus2d[:ROWSxCOLS]), got '3x3x1'");
+            "topology spec 'torus2d:3x3x1': torus2d takes at most 2 values (torus2d[:ROWS[xCOLS]]), got '3x3x1'");
   EXPECT_EQ(expect_invalid([] { make_topology("ring:4", 8); }),
             "topology spec 'ring:4': ring takes no parameters, got '4'");
   EXPECT_EQ(expect_invalid([] { make_topology("random-regular", 8); }),

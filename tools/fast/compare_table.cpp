@@ -34,12 +34,17 @@ std::string json_text(const json& v) {
 Cell same(std::string text) { return {text, text}; }
 
 Cell setting_cell(const Column& c, const RunResult& r) {
+  // A strategy option that the run's strategy does not read (topology under allreduce) changed
+  // nothing in that run: "-", as fast train warns.
+  const settings::ConfigKey* key = settings::find_config_key(c.field);
+  if (key != nullptr && key->strategy_option &&
+      !settings::unread_strategy_options(r.options.worker.strategy.name, {key->name}).empty())
+    return same("-");
   const json& first = r.summaries.front();
   if (first.contains(c.field) && (first[c.field].is_string() || first[c.field].is_number())) {
     const std::string text = json_text(first[c.field]);
     return same(text.empty() ? "-" : text);
   }
-  const settings::ConfigKey* key = settings::find_config_key(c.field);
   if (key == nullptr) return same("-");
   const std::string text = key->get(r.options);
   return same(text.empty() ? "-" : text);

@@ -100,7 +100,7 @@ class SpecFamily {
   const SpecForm* find(std::string_view name) const;  // nullptr if none
   std::vector<std::string> names() const;
   // How a form is written, from its declaration: "int8[:levels=LEVELS,bucket=BUCKET]",
-  // "threshold:value=VALUE", "torus2d[:ROWSxCOLS]", "multi-krum:F[:M]", "ring".
+  // "threshold:value=VALUE", "torus2d[:ROWS[xCOLS]]", "multi-krum:F[:M]", "ring".
   std::string usage(const SpecForm& form) const;
   // Every form's usage, joined by ", " (for help texts).
   std::string usages() const;

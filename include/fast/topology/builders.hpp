@@ -64,7 +64,7 @@ Graph random_regular(int n, int d, std::uint64_t seed);
 Graph from_edge_list_file(const std::string& path, int n_hint = 0);
 
 // Builds the graph named by `spec` = NAME[:PARAMS] for n nodes:
-//   ring | torus2d[:RxC] | star[:CENTER] | complete | tree | hypercube | exponential |
+//   ring | torus2d[:R[xC]] | star[:CENTER] | complete | tree | hypercube | exponential |
 //   random-regular:D | file:PATH
 // torus2d without params takes the most square factorisation R x C = n (R <= C); with params
 // R * C must equal n. random-regular uses `seed`. file uses n as n_hint.
