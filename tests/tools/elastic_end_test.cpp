@@ -61,7 +61,7 @@ Lossless run_lossless(const fs::path& dir, const std::string& args) {
 TEST(SimElasticEnd, ALossWhileTheRunEndsLeavesEveryResult) {
   const fs::path dir = fast::testing::test_dir("fast_elastic_end", "allreduce");
   const std::string args =
-      "train --runtime sim --workers 4 --strategy allreduce --elastic --model mlp --seed 11 --batch 32 --epochs 2 "
+      "train --runtime sim --workers 4 --strategy allreduce --elastic --model mlp --seed 11 --batch 32 --steps 100 "
       "--eval-every 0 --checkpoint-dir ck ";
   const Lossless whole = run_lossless(dir, args);
   ASSERT_EQ(whole.run.code, 0) << whole.run.output;
@@ -113,7 +113,7 @@ TEST(SimElasticEnd, ALossWhileTheRunEndsLeavesEveryResult) {
 TEST(SimAsynchronousEnd, ALossAfterTheStrategysFinishLeavesEveryResult) {
   const fs::path dir = fast::testing::test_dir("fast_elastic_end", "adpsgd");
   const std::string args =
-      "train --runtime sim --workers 4 --strategy adpsgd --model mlp --seed 11 --batch 32 --epochs 1 --eval-every 0 ";
+      "train --runtime sim --workers 4 --strategy adpsgd --model mlp --seed 11 --batch 32 --steps 150 --eval-every 0 ";
   const Lossless whole = run_lossless(dir, args);
   ASSERT_EQ(whole.run.code, 0) << whole.run.output;
   const json& reference = whole.summary;

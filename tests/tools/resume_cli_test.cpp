@@ -244,9 +244,10 @@ TEST(ResumeThreads, AFinalCheckpointThatCannotBeWrittenStillEndsWithTheSummary) 
 // Files of two runs that differ in one fingerprinted setting (docs/faults.md, "Run identity"): a
 // worker's file (worker 0's, or worker 1's, which worker 0 finds too) or the manifest of the other run
 // copied into this run's checkpoint is refused on resume with exit 2, naming the file and the
-// field, before training (no final accuracy).
-TEST(ResumeThreads, FilesOfAnotherRunAreRefusedNamingTheFileAndTheField) {
-  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "identity");
+// field, before training (no final accuracy). Every field in one of the three files (each file
+// in turn) in every `make test`; every field in every file in the long tier.
+void refuse_files_of_another_run(const std::string& name, bool every_file) {
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", name);
   auto train = [&](const std::string& args) {
     return fast::testing::run_fast_in(
         dir, "train --runtime threads --batch 32 --eval-every 0 --progress never --schedule constant " + args);
@@ -258,6 +259,8 @@ TEST(ResumeThreads, FilesOfAnotherRunAreRefusedNamingTheFileAndTheField) {
   struct Other {
     std::string args, field;
   };
+  const std::vector<std::string> files{"worker-0.ckpt", "worker-1.ckpt", "manifest.json"};
+  std::size_t turn = 0;
   for (const Other& other :
        {Other{"--model mlp --seed 2 --workers 2 --strategy allreduce --compress none", "seed"},
         Other{"--model cnn --seed 0 --workers 2 --strategy allreduce --compress none", "model"},
@@ -267,22 +270,31 @@ TEST(ResumeThreads, FilesOfAnotherRunAreRefusedNamingTheFileAndTheField) {
     fs::remove_all(dir / "ck1");
     const auto second = train(other.args + " --steps 20 --checkpoint-dir ck1 --checkpoint-every 10");
     ASSERT_EQ(second.code, 0) << other.args << "\n" << second.output;
-    for (const std::string name : {"worker-0.ckpt", "worker-1.ckpt", "manifest.json"}) {
+    const std::vector<std::string> these = every_file ? files : std::vector<std::string>{files[turn++ % files.size()]};
+    for (const std::string& file : these) {
       fs::remove_all(dir / "mixed");
       fs::copy(dir / "ck0", dir / "mixed", fs::copy_options::recursive);
-      fs::copy_file(step_dir(dir / "ck1", 20) / name, step_dir(dir / "mixed", 20) / name,
+      fs::copy_file(step_dir(dir / "ck1", 20) / file, step_dir(dir / "mixed", 20) / file,
                     fs::copy_options::overwrite_existing);
       const auto resumed = train(base + " --steps 40 --resume mixed");
-      EXPECT_EQ(resumed.code, exit_code::bad_input) << other.args << " " << name << "\n" << resumed.output;
-      const std::string file = fmt::format("mixed/step-{:012d}/{}", 20, name);
-      EXPECT_NE(resumed.output.find(file + "' was written by a run with " + other.field + " = "), std::string::npos)
-          << other.args << " " << name << "\n"
+      EXPECT_EQ(resumed.code, exit_code::bad_input) << other.args << " " << file << "\n" << resumed.output;
+      const std::string where = fmt::format("mixed/step-{:012d}/{}", 20, file);
+      EXPECT_NE(resumed.output.find(where + "' was written by a run with " + other.field + " = "), std::string::npos)
+          << other.args << " " << file << "\n"
           << resumed.output;
       EXPECT_EQ(resumed.output.find("final test accuracy"), std::string::npos) << resumed.output;
     }
   }
   const auto intact = train(base + " --steps 40 --resume ck0");
   EXPECT_EQ(intact.code, 0) << intact.output;
+}
+
+TEST(ResumeThreads, FilesOfAnotherRunAreRefusedNamingTheFileAndTheField) {
+  refuse_files_of_another_run("identity", /*every_file=*/false);
+}
+
+TEST(LongResumeThreads, FilesOfAnotherRunAreRefusedInEveryFile) {
+  refuse_files_of_another_run("identity_every_file", /*every_file=*/true);
 }
 
 struct Interrupt {
