@@ -107,22 +107,22 @@ std::string SpecFamily::usage(const SpecForm& form) const {
   const char sep = syntax_ == SpecSyntax::keyed ? ',' : form.separator;
   std::string out = form.name;
   for (std::size_t i = 0; i < form.required; ++i) out += (i == 0 ? ':' : sep) + item(form.keys[i]);
-  // Optional keys: any subset when keyed ("[:a=A,b=B]"); when positional each needs the ones
-  // before it, so each opens a bracket ("[:ROWS[xCOLS]]", "multi-krum:F[:M]").
-  std::string optional, closing;
-  for (std::size_t i = form.required; i < form.keys.size(); ++i) {
-    const bool first = i == form.required;
-    const std::string lead = i == 0 ? ":" : std::string(1, first && form.required > 0 ? ':' : sep);
-    if (syntax_ == SpecSyntax::keyed) {
-      optional += (first ? "" : std::string(1, sep)) + item(form.keys[i]);
-    } else {
-      optional += "[" + lead + item(form.keys[i]);
-      closing += "]";
-    }
+  if (form.keys.size() == form.required) return out;
+  // The optional keys: the first after ':' (after ',' when it follows required keys of a keyed form).
+  const char first_lead = form.required == 0 || syntax_ == SpecSyntax::positional ? ':' : sep;
+  if (syntax_ == SpecSyntax::keyed) {  // any subset, in any order: one bracket ("[:a=A,b=B]")
+    std::string optional(1, first_lead);
+    for (std::size_t i = form.required; i < form.keys.size(); ++i)
+      optional += (i > form.required ? std::string(1, sep) : "") + item(form.keys[i]);
+    return out + "[" + optional + "]";
   }
-  if (syntax_ == SpecSyntax::keyed && !optional.empty())
-    return out + (form.required == 0 ? "[:" + optional + "]" : "[" + std::string(1, sep) + optional + "]");
-  return out + optional + closing;
+  // Positional: each value needs the ones before it, so each opens a bracket ("[:ROWS[xCOLS]]").
+  std::string closing;
+  for (std::size_t i = form.required; i < form.keys.size(); ++i) {
+    out += "[" + std::string(1, i == form.required ? first_lead : sep) + item(form.keys[i]);
+    closing += "]";
+  }
+  return out + closing;
 }
 
 std::string SpecFamily::usages() const {
