@@ -271,6 +271,14 @@ std::string inert_key_list() {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
+// The strategy options counted in steps that a run can be too short for (StrategyOption::short_run).
+std::string short_run_key_list() {
+  std::vector<std::string> names;
+  for (const strategy::DeclaredOption& d : strategy::declared_options())
+    if (d.option.short_run()) names.push_back(fmt::format("`{}`", d.option.name()));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
 }  // namespace
 
 std::string config_markdown() {
@@ -289,7 +297,11 @@ std::string config_markdown() {
       "`fast train` and `fast.Worker` name it in a warning. So is a setting that another setting can turn off "
       "(" +
       inert_key_list() +
-      ") when it does, with that setting: \"dgc_masking: changes nothing with dgc = false\".\n\n"
+      ") when it does, with that setting: \"dgc_masking: changes nothing with dgc = false\". A step count that the "
+      "run is too short for (" +
+      short_run_key_list() +
+      ") is named in a warning as the run starts, with what the run misses: \"period = 8: the first average of the "
+      "models would come at step 8, after the run's 5 steps per worker: ...\".\n\n"
       "| key | flag | type | default | accepts | description |\n"
       "| --- | --- | --- | --- | --- | --- |\n";
   for (const ConfigKey& k : config_keys())

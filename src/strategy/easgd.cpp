@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
@@ -255,6 +259,20 @@ bool EasgdStrategy::snapshot(ModelState state, std::span<float> out) {
   return true;
 }
 
+namespace {
+
+// What a run of `total` steps per worker misses (StrategyOption::short_run): a worker's first
+// exchange comes at its step tau (step() above).
+std::optional<std::string> tau_past_run(const StrategyOptions& o, std::int64_t total) {
+  if (o.tau <= total) return std::nullopt;
+  return fmt::format(
+      "a worker's first exchange with the centre would come at its step {}, after the run's {} steps "
+      "per worker: the replicas train apart",
+      o.tau, total);
+}
+
+}  // namespace
+
 // The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
 StrategyRegistration builtin::easgd_registration() {
   return {
@@ -264,7 +282,8 @@ StrategyRegistration builtin::easgd_registration() {
       .options =
           {StrategyOption::field("alpha", &StrategyOptions::alpha, "elastic moving rate.").greater_than(0).less_than(1),
            StrategyOption::field("tau", &StrategyOptions::tau, "local steps between elastic exchanges with the centre.")
-               .at_least(1)},
+               .at_least(1)
+               .short_run(&tau_past_run)},
       .asynchronous = true,
       .rejoin = &rejoin_without_codec,
       .save_during_run = &save_during_run_without_codec};

@@ -2,6 +2,10 @@
 #include "builtin.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "fast/core/error.hpp"
 #include "fast/core/saved_state.hpp"
@@ -93,6 +97,27 @@ StepOutcome LocalSgdStrategy::step(const StepInput& input) {
   return outcome;
 }
 
+namespace {
+
+// What a run of `total` steps per worker misses (StrategyOption::short_run): the first average of
+// the models comes at the first step s >= sync_warmup with (s + 1) % period == 0 (step() above).
+std::optional<std::string> period_past_run(const StrategyOptions& o, std::int64_t total) {
+  if (o.sync_warmup >= total) return std::nullopt;  // sync_warmup's own warning says it all
+  const std::int64_t first = (o.sync_warmup / o.period + 1) * o.period - 1;
+  if (first < total) return std::nullopt;
+  return fmt::format(
+      "the first average of the models would come at step {}, after the run's {} steps per worker: "
+      "the replicas train apart for the whole run",
+      first + 1, total);
+}
+
+std::optional<std::string> warmup_past_run(const StrategyOptions& o, std::int64_t total) {
+  if (o.sync_warmup < total) return std::nullopt;
+  return fmt::format("covers the run's {} steps per worker: every step averages gradients, as allreduce", total);
+}
+
+}  // namespace
+
 // The registry entry: the strategy's name, factory, options and checks (builtin.hpp).
 StrategyRegistration builtin::local_sgd_registration() {
   return {.name = "local-sgd",
@@ -100,10 +125,12 @@ StrategyRegistration builtin::local_sgd_registration() {
           .make = factory_of<LocalSgdStrategy>(),
           .options = {StrategyOption::field("period", &StrategyOptions::period,
                                             "average the replicas every this many steps.")
-                          .at_least(1),
+                          .at_least(1)
+                          .short_run(&period_past_run),
                       StrategyOption::field("sync_warmup", &StrategyOptions::sync_warmup,
                                             "the first this many steps average gradients (as allreduce).")
-                          .at_least(0),
+                          .at_least(0)
+                          .short_run(&warmup_past_run),
                       sparse_allreduce_option()},
           .elastic = [](const StrategyOptions&) -> std::string { return {}; }};
 }

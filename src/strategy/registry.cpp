@@ -297,6 +297,16 @@ void validate_declared_options(const StrategyOptions& options) {
   }
 }
 
+std::vector<std::string> short_run_warnings(const StrategyOptions& options, std::int64_t total_steps) {
+  std::vector<std::string> warnings;
+  if (total_steps <= 0) return warnings;
+  for (const StrategyOption& o : Registry::instance().options_of(options.name))
+    if (o.short_run())
+      if (const std::optional<std::string> missed = o.short_run()(options, total_steps))
+        warnings.push_back(fmt::format("{} = {}: {}", o.name(), o.text(o.load(options)), *missed));
+  return warnings;
+}
+
 namespace {
 
 template <typename T>

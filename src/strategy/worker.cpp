@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 #include "fast/strategy/optimizer_state.hpp"
 #include "fast/strategy/registry.hpp"
 
@@ -130,6 +131,9 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
                "fault_inject '{}': exit-while-ending needs an elastic run (elastic = true, --elastic) or an "
                "asynchronous strategy, whose end survives the loss; strategy '{}' is synchronous",
                options.strategy.fault_inject, options.strategy.name);
+  if (comm_.rank() == 0)  // once per run: settings a run of this length is too short for
+    for (const std::string& warning : short_run_warnings(for_strategy(options), options.schedule.total_steps))
+      core::log(core::LogLevel::warn, "strategy '{}': {}", options.strategy.name, warning);
   strategy_->attach(state_);
   // Every worker takes the same branch (same strategy), so the window's creation stays collective.
   if (strategy_->asynchronous() && strategy_->replica_window() == nullptr) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,45 @@ TEST(StrategyRegistry, TraitsComeFromTheRegistrations) {
   EXPECT_FALSE(find_registration("dpsgd").asynchronous.holds({.name = "dpsgd"}));
   expect_error<core::InvalidArgument>([] { (void)find_registration("pushsum"); },
                                       {"strategy: unknown name 'pushsum'; expected one of: allreduce, ps"});
+}
+
+// A run too short for a step-counted option is named; the local-sgd case against the rule of its
+// step() (an average at step s when s >= sync_warmup and (s + 1) % period == 0), by enumeration.
+TEST(StrategyRegistry, ShortRunWarningsNameWhatTheRunMisses) {
+  for (const std::int64_t period : {1, 3, 8})
+    for (const std::int64_t warmup : {0, 2, 7, 9})
+      for (const std::int64_t total : {1, 5, 8, 10, 30}) {
+        bool averages = false, all_warmup = true;
+        for (std::int64_t s = 0; s < total; ++s) {
+          averages = averages || (s >= warmup && (s + 1) % period == 0);
+          all_warmup = all_warmup && s < warmup;
+        }
+        const std::vector<std::string> got =
+            short_run_warnings({.name = "local-sgd", .period = period, .sync_warmup = warmup}, total);
+        const std::string where = fmt::format("period {} warmup {} total {}", period, warmup, total);
+        if (all_warmup) {
+          ASSERT_EQ(got.size(), 1u) << where;
+          EXPECT_EQ(got[0], fmt::format("sync_warmup = {}: covers the run's {} steps per worker: every step averages "
+                                        "gradients, as allreduce",
+                                        warmup, total));
+        } else if (!averages) {
+          ASSERT_EQ(got.size(), 1u) << where;
+          EXPECT_EQ(
+              got[0].find(fmt::format("period = {}: the first average of the models would come at step ", period)), 0u)
+              << got[0];
+        } else {
+          EXPECT_TRUE(got.empty()) << where << ": " << got[0];
+        }
+      }
+  EXPECT_EQ(short_run_warnings({.name = "local-sgd", .period = 8}, 5),
+            (std::vector<std::string>{"period = 8: the first average of the models would come at step 8, after the "
+                                      "run's 5 steps per worker: the replicas train apart for the whole run"}));
+  EXPECT_EQ(short_run_warnings({.name = "easgd", .tau = 6}, 5),
+            (std::vector<std::string>{"tau = 6: a worker's first exchange with the centre would come at its step 6, "
+                                      "after the run's 5 steps per worker: the replicas train apart"}));
+  EXPECT_TRUE(short_run_warnings({.name = "easgd", .tau = 5}, 5).empty());         // the exchange at step 5
+  EXPECT_TRUE(short_run_warnings({.name = "local-sgd", .period = 8}, 0).empty());  // length unknown
+  EXPECT_TRUE(short_run_warnings({.name = "allreduce", .period = 8}, 5).empty());  // allreduce reads no period
 }
 
 TEST(StrategyOption, ExclusiveBoundsAndSentinels) {

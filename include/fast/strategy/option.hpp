@@ -44,6 +44,9 @@ class StrategyOption : public core::Setting {
   // Why the option changes nothing under the other options ("dgc = false"), or nullopt when it has
   // an effect (applies_when).
   using Inert = std::function<std::optional<std::string>(const StrategyOptions&)>;
+  // What a run of `total_steps` steps per worker (>= 1) misses with the option's value, or nullopt
+  // when the run is long enough (short_run).
+  using ShortRun = std::function<std::optional<std::string>(const StrategyOptions&, std::int64_t total_steps)>;
 
   // Declarations of options kept in StrategyOptions::values (strategies registered from outside
   // the library read them with StrategyOptions::get_*()). name: lowercase letters, digits and '_'
@@ -97,6 +100,15 @@ class StrategyOption : public core::Setting {
   }
   // The function applies_when() declared (empty: none).
   const Inert& inert() const { return inert_; }
+  // Declares, for an option counted in steps of one worker, what a run too short for its value
+  // misses ("the replicas are never averaged during the run"). strategy::Worker warns with it at
+  // the start of a run whose length it knows (short_run_warnings, registry.hpp).
+  StrategyOption& short_run(ShortRun what_is_missed) {
+    short_run_ = std::move(what_is_missed);
+    return *this;
+  }
+  // The function short_run() declared (empty: none).
+  const ShortRun& short_run() const { return short_run_; }
 
   bool has_field() const { return static_cast<bool>(store_); }
   // Validates `value` and writes it into `options` (its field, or options.values).
@@ -144,6 +156,7 @@ class StrategyOption : public core::Setting {
   Store store_;
   Load load_;
   Inert inert_;
+  ShortRun short_run_;
 };
 
 template <typename T>

@@ -178,5 +178,9 @@ std::string strategies_with(StrategyTrait StrategyRegistration::*trait,
 // first out of range, of the wrong type or refused by its check. make_strategy() and
 // check_strategy_options() call it first.
 void validate_declared_options(const StrategyOptions& options);
+// One warning per option that strategy `options.name` reads whose value a run of `total_steps`
+// steps per worker is too short for (StrategyOption::short_run): "KEY = VALUE: what the run
+// misses". Empty when the run is long enough or total_steps <= 0 (unknown).
+std::vector<std::string> short_run_warnings(const StrategyOptions& options, std::int64_t total_steps);
 
 }  // namespace fast::strategy
