@@ -376,6 +376,32 @@ INSTANTIATE_TEST_SUITE_P(Signals, Interrupted, ::testing::ValuesIn(interrupts())
                                   std::to_string(info.param.workers) + "workers";
                          });
 
+// Under sim a signal ends the simulation at once (docs/faults.md, "Interrupting a run"): the
+// process is ended by the signal within 5 s of it, with no summary and no end record.
+TEST(InterruptedSim, ASignalEndsTheSimulationAtOnce) {
+  for (const int signal : {SIGTERM, SIGINT}) {
+    const fs::path dir = fast::testing::test_dir("fast_resume_cli", "signal_sim" + std::to_string(signal));
+    fs::remove(dir / "m.jsonl");
+    fs::remove(dir / "s.json");
+    const auto s = fast::testing::spawn_in_group(
+        dir, command("sim", "--steps 1000000 --schedule constant --log-every 20 --metrics m.jsonl", 2));
+    ASSERT_TRUE(fast::testing::file_contains_within(dir / "m.jsonl", "\"event\":\"train\"", 120)) << slurp(s.log);
+    const auto signalled = std::chrono::steady_clock::now();
+    ::kill(s.pid, signal);
+    const int status = fast::testing::wait_or_kill_group(s, 30);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+    const std::string log = slurp(s.log);
+    ASSERT_NE(status, -1) << "no exit 30 s after signal " << signal << "\n" << log;
+    ASSERT_TRUE(WIFSIGNALED(status)) << "signal " << signal << ": exit code "
+                                     << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << "\n"
+                                     << log;
+    EXPECT_EQ(WTERMSIG(status), signal) << log;
+    EXPECT_LT(seconds, 5.0 * fast::testing::kRunTimeScale) << log;
+    EXPECT_FALSE(fs::exists(dir / "s.json")) << log;
+    EXPECT_EQ(slurp(dir / "m.jsonl").find("\"event\":\"end\""), std::string::npos);
+  }
+}
+
 #ifdef FAST_TEST_MPI
 // A SIGTERM to one rank's process alone (rank 2, not mpirun: as a node's memory guard or a user's
 // kill of one process would send it) stops every rank: lockstep workers agree on stopping at steps

@@ -28,14 +28,14 @@ using nlohmann::json;
 inline const std::string kFast = std::string(FAST_TEST_BIN_DIR) + "/fast";
 inline const std::string kTrain = " --model mlp --batch 32 --seed 5 --eval-every 0 --progress never --summary s.json ";
 
-// The command line of a `fast train ARGS` of `workers` workers under `runtime`.
+// The command line of a `fast train ARGS` of `workers` workers under `runtime` (threads, sim, zmq, mpi).
 inline std::string command(const std::string& runtime, const std::string& args, int workers = 2) {
   const std::string n = std::to_string(workers);
   const std::string limit = std::to_string(300 * fast::testing::kRunTimeScale);
   if (runtime == "zmq")
     return kFast + " launch -n " + n + " --timeout " + limit + " -- " + kFast + " train --runtime zmq" + kTrain + args;
   if (runtime == "mpi") return "mpirun -np " + n + " --oversubscribe " + kFast + " train --runtime mpi" + kTrain + args;
-  return kFast + " train --runtime threads --workers " + n + kTrain + args;
+  return kFast + " train --runtime " + runtime + " --workers " + n + kTrain + args;  // threads, sim
 }
 
 struct Ran {

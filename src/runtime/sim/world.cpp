@@ -1,6 +1,7 @@
 #include "fast/runtime/sim/world.hpp"
 
 #include <array>
+#include <csignal>
 #include <optional>
 
 #include <xbt/log.h>
@@ -122,7 +123,17 @@ double World::run(const WorkerFn& fn) {
   std::array<char*, 3> argv{program.data(), factory.data(), nullptr};
   int argc = 2;
   const PlatformSignalSlots platform_slots;
+  // SimGrid's engine sets its own SIGINT handler (it exits with 1). Where the process left SIGINT
+  // at its default action (fast train under sim) or ignored, that comes back: a SIGINT ends the
+  // simulation at once, killed by the signal (130 in a shell), as a SIGTERM does (143). A handler
+  // of the program's own (Python's) stays replaced by SimGrid's: it would only run once the
+  // simulation returns.
+  struct sigaction before_engine {};
+  const bool plain_sigint = ::sigaction(SIGINT, nullptr, &before_engine) == 0 &&
+                            (before_engine.sa_flags & SA_SIGINFO) == 0 &&
+                            (before_engine.sa_handler == SIG_DFL || before_engine.sa_handler == SIG_IGN);
   sg::Engine engine(&argc, argv.data());
+  if (plain_sigint) ::sigaction(SIGINT, &before_engine, nullptr);
   configure_engine(cluster.model);
   const std::vector<sg::Host*> hosts = build_platform(cluster);
   std::vector<sg::Host*> placement;
