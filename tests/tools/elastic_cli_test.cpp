@@ -210,13 +210,30 @@ TEST(ElasticSettings, RefusedWithAReasonBeforeAnyDataIsRead) {
       {"--fault-inject exit-while-ending@1",
        "fault_inject 'exit-while-ending@1': exit-while-ending set without elastic for the synchronous strategy "
        "'allreduce'; expected elastic = true (--elastic) or an asynchronous strategy"},
-      {"--fault-inject exit-while-crashing@1", "unknown kind 'exit-while-crashing'"}};
+      {"--fault-inject exit-while-crashing@1", "unknown kind 'exit-while-crashing'"},
+      // Past those checks, a kind that kills a process is refused where every worker shares one.
+      {"--elastic --fault-inject exit-while-admitting@1",
+       "fault_inject 'exit-while-admitting@1': exit-while-admitting kills the worker's process, and under runtime "
+       "'sim' every worker runs in this one process (all would end); expected a runtime of processes: "},
+      {"--elastic --fault-inject exit-while-ending@1", "exit-while-ending kills the worker's process"},
+      {"--strategy adpsgd --fault-inject exit-while-ending@1", "exit-while-ending kills the worker's process"},
+      {"--fault-inject exit-while-checkpointing@1 --checkpoint-dir ck",
+       "exit-while-checkpointing kills the worker's process"}};
   for (const auto& [flags, message] : bounds) {
     const auto refused =
         fast::testing::run_fast_in(dir, "train --runtime sim --workers 4 --data-dir missing " + flags + kTrain);
     EXPECT_EQ(refused.code, 2) << flags << "\n" << refused.output;
     EXPECT_NE(refused.output.find(message), std::string::npos) << flags << "\n" << refused.output;
   }
+  const auto one_process = fast::testing::run_fast_in(
+      dir,
+      "train --runtime threads --workers 4 --data-dir missing --fault-inject exit-while-checkpointing@1 "
+      "--checkpoint-dir ck" +
+          kTrain);
+  EXPECT_EQ(one_process.code, 2) << one_process.output;
+  EXPECT_NE(one_process.output.find("under runtime 'threads' every worker runs in this one process"), std::string::npos)
+      << one_process.output;
+  EXPECT_FALSE(fs::exists(dir / "ck")) << "refused before any folder is made";
   fs::remove_all(dir);
 }
 

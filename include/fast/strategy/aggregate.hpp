@@ -115,6 +115,11 @@ class FaultInjection {
   // Whether the kind fires in an admission only (exit-while-admitting, exit-while-agreeing), which
   // only an elastic run has; and the kind as the spec names it.
   bool needs_elastic() const noexcept { return exits_while_admitting() || exits_while_agreeing(); }
+  // Whether the kind kills a worker's process (the exit-* kinds): only a runtime of processes
+  // (zmq, mpi) loses that worker alone.
+  bool kills_process() const noexcept {
+    return exits_while_admitting() || exits_while_agreeing() || exits_while_checkpointing() || exits_while_ending();
+  }
   const std::string& kind_name() const noexcept { return kind_name_; }
   // Logs `what` as a warning ("fault_inject: ..."), flushes the process's output and kills the
   // process with SIGKILL, as a crash would.
