@@ -4,6 +4,7 @@
 
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "fast/runtime/registry.hpp"
 #include "fast/strategy/optimizer_state.hpp"
 #include "fast/strategy/registry.hpp"
 
@@ -123,6 +124,10 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
                "options (StrategyRegistration::asynchronous, fast/strategy/registry.hpp)",
                options.strategy.name, strategy_->asynchronous() ? "asynchronous" : "synchronous",
                declared_asynchronous ? "asynchronous" : "synchronous");
+  FAST_ENFORCE(!fault_.kills_process() || runtime::find_runtime(ctx.runtime_name()).multi_process,
+               "fault_inject '{}': {} kills the worker's process, and under runtime '{}' every worker runs in this one "
+               "process (all would end); expected a runtime of processes",
+               options.strategy.fault_inject, fault_.kind_name(), ctx.runtime_name());
   FAST_ENFORCE(!fault_.needs_elastic() || comm_.elastic(),
                "fault_inject '{}': {} needs an elastic run (elastic = true, --elastic): only an elastic synchronous "
                "run admits a worker taken back",

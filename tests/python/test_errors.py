@@ -67,6 +67,22 @@ def test_an_option_another_setting_turns_off_is_named_in_a_warning(capfd):
     assert "changes nothing" not in capfd.readouterr().err
 
 
+def test_a_step_count_the_run_is_too_short_for_is_named_in_a_warning(capfd):
+    one_worker(lambda ctx: fast.Worker(ctx, *buffers(), strategy="local-sgd", period=8, steps=5))
+    assert ("local-sgd': period = 8: the first average of the models would come at step 8, after the run's 5 "
+            "steps per worker") in capfd.readouterr().err
+    one_worker(lambda ctx: fast.Worker(ctx, *buffers(), strategy="local-sgd", period=5, steps=5))
+    assert "period = " not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("runtime", ["threads", "sim"])
+def test_a_fault_that_kills_a_process_is_refused_where_workers_share_one(runtime):
+    with pytest.raises(fast.InvalidArgument, match=f"exit-while-ending kills the worker's process, and under "
+                                                   f"runtime '{runtime}' every worker runs in this one process"):
+        fast.run(lambda ctx: fast.Worker(ctx, *buffers(), strategy="adpsgd", steps=5,
+                                         fault_inject="exit-while-ending@1"), workers=2, runtime=runtime)
+
+
 @pytest.mark.parametrize("value", [-5.0, -0.5, 0.0, float("nan")])
 def test_an_op_timeout_other_than_positive_or_minus_one_is_refused(value):
     """-1 alone means the default (FAST_OP_TIMEOUT); -5 was taken for it without a word."""
