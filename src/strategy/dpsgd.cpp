@@ -32,9 +32,27 @@ DpsgdStrategy::DpsgdStrategy(const StrategyOptions& options, collective::Communi
   self_weight_ = row.self;
 }
 
+namespace {
+
+// The graph of the group an elastic run regrouped into after a loss. A topology of fixed sizes
+// (hypercube, torus2d:RxC) may not fit it: the run then ends with an Error (exit code 5) that says
+// so, not with the graph's InvalidArgument, which reads as bad input given before the run.
+topology::Graph regrouped_graph(const StrategyOptions& options, int group) {
+  try {
+    return dpsgd_graph(options, group);
+  } catch (const core::InvalidArgument& e) {
+    FAST_THROW(core::Error,
+               "dpsgd: the {} workers left after a loss cannot regroup on their topology: {}; an elastic dpsgd run "
+               "needs a topology that fits every group size it may shrink to (ring, complete, exponential, ...)",
+               group, e.what());
+  }
+}
+
+}  // namespace
+
 void DpsgdStrategy::regrouped(ModelState /*state*/) {
   const std::vector<int>& members = comm_.members();
-  const topology::Graph graph = dpsgd_graph(options_, comm_.group_size());
+  const topology::Graph graph = regrouped_graph(options_, comm_.group_size());
   const int me = comm_.group_index();
   const std::vector<int> near = graph.neighbors_in(me);
   topology::MixingRow row = topology::metropolis_hastings_row(graph, me, near);

@@ -104,6 +104,23 @@ INSTANTIATE_TEST_SUITE_P(LongStrategies, SimElastic,
                          ::testing::Values("local-sgd --period 4", "dpsgd", "allreduce --compress fp16"),
                          [](const auto& info) { return dir_name(info.param); });
 
+// dpsgd on a hypercube of 4: the loss of host 2 leaves 3 workers, which no hypercube fits; the
+// run ends with exit code 5 (exit_code::failed) and an error that names the loss and the topology,
+// not with the topology's bad-input error of exit code 2.
+TEST(SimElasticBounds, ATopologyThatDoesNotFitTheSurvivorsEndsTheRunNamingTheLoss) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_cli", "sim_hypercube");
+  const auto lossy = fast::testing::run_fast_in(dir,
+                                                "train --runtime sim --workers 4 --strategy dpsgd --topology "
+                                                "hypercube --elastic --cluster " +
+                                                    cluster_file(dir, 5).string() + kTrain);
+  EXPECT_EQ(lossy.code, 5) << lossy.output;
+  EXPECT_NE(lossy.output.find("dpsgd: the 3 workers left after a loss cannot regroup on their topology: topology "
+                              "'hypercube': a hypercube needs a power of two of workers"),
+            std::string::npos)
+      << lossy.output;
+  fs::remove_all(dir);
+}
+
 // --min-workers 4: the loss of host 2 leaves 3 workers, and the run ends at the step the survivors
 // agreed on (the membership record's), with its checkpoint there when --checkpoint-dir is given, and
 // exit code 6 (exit_code::below_min_workers).
