@@ -67,6 +67,7 @@ void expect_survivors_finished(const json& s, const json& reference, int victim,
   EXPECT_EQ(records[0]["worker"], victim);
   EXPECT_EQ(records[0]["workers"], 3);
   EXPECT_GT(records[0]["step"].get<std::int64_t>(), 0);
+  EXPECT_FALSE(records[0]["detail"].get<std::string>().empty()) << records[0].dump();  // where it ran, why lost
 }
 
 #ifdef FAST_TEST_SIM
@@ -92,6 +93,7 @@ TEST_P(SimElastic, SurvivorsOfAFailedHostFinishTheRun) {
       << lossy.output;
   expect_survivors_finished(json::parse(slurp(dir / "s.json")), json::parse(slurp(dir / "whole.json")), 2,
                             dir / "m.jsonl");
+  EXPECT_EQ(membership_records(dir / "m.jsonl").at(0)["detail"], "host host-2: host host-2 turned off");
   fs::remove_all(dir);
 }
 

@@ -58,6 +58,7 @@ class SimContext final : public Context {
   bool alive(int peer) const override;
   void ensure_alive(int peer) const override;
   std::optional<NetworkModel> network_model() const override;
+  std::vector<MembershipEvent> membership_events() const override { return world_.losses_as_events(); }
 
  private:
   core::Work post_recv(std::shared_ptr<RecvOp> op);

@@ -112,6 +112,16 @@ std::string WorldState::lost_message(int rank) const {
                      lost_at_[r], lost_why_[r]);
 }
 
+std::vector<MembershipEvent> WorldState::losses_as_events() const {
+  std::vector<MembershipEvent> events;
+  for (std::size_t r = 0; r < lost_.size(); ++r)
+    if (lost_[r])
+      events.push_back({.at = lost_at_[r],
+                        .worker = static_cast<int>(r),
+                        .detail = fmt::format("host {}: {}", hosts_[r]->get_name(), lost_why_[r])});
+  return events;
+}
+
 void WorldState::wake_all() {
   for (auto& box : inboxes_) box->wake();
   for (auto& cv : watched_) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fast/runtime/context.hpp"
 #include "fast/runtime/network_model.hpp"
 
 namespace fast::runtime::sim {
@@ -70,6 +71,9 @@ class WorldState {
   std::uint64_t losses() const noexcept { return losses_; }
   // "worker 2 (host host-2) was lost at 1.5 s (simulated): host turned off".
   std::string lost_message(int rank) const;
+  // Every worker lost so far, in rank order, as Context::membership_events reports them: the
+  // instant on the run's clock (now()) and "host host-2: host host-2 turned off".
+  std::vector<MembershipEvent> losses_as_events() const;
 
   // Remembers a condition variable to wake on abort or loss (kept alive by the world).
   void watch(simgrid::s4u::ConditionVariablePtr cv) { watched_.push_back(std::move(cv)); }
