@@ -199,9 +199,13 @@ TEST(ThreadsRuntime, LinkStatsCountBytesPerPeer) {
     if (ctx.rank() == 0) {
       ctx.send(1, tag, cview(v)).wait();
       ctx.send(2, tag, ConstView(std::span<const float>(v.data(), 10))).wait();
+      std::vector<float> self(5);
+      Work to_self = ctx.send(0, tag, ConstView(std::span<const float>(v.data(), 5)));
+      ctx.recv(0, tag, mview(self)).wait();
+      to_self.wait();
       EXPECT_EQ(ctx.link_stats(1).bytes_sent, 400u);
       EXPECT_EQ(ctx.link_stats(2).bytes_sent, 40u);
-      EXPECT_EQ(ctx.bytes_sent(), 440u);
+      EXPECT_EQ(ctx.bytes_sent(), 440u);  // the 20 bytes to itself cross no link
     } else {
       std::vector<float> in(ctx.rank() == 1 ? 100 : 10);
       ctx.recv(0, tag, mview(in)).wait();

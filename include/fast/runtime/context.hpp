@@ -204,7 +204,8 @@ class Context {
 
   // Traffic between this worker and `peer` (send side counts when send is called).
   virtual LinkStats link_stats(int peer) const = 0;
-  // Sum over all peers of link_stats(peer).bytes_sent.
+  // Sum over the other workers of link_stats(peer).bytes_sent (what this worker sends itself, e.g.
+  // to a co-located ps server, crosses no link and is not counted, as in the summary).
   std::uint64_t bytes_sent() const;
 
   // Name of the runtime ("threads", "sim", ...).
