@@ -8,12 +8,17 @@
 
 namespace fast::metrics {
 
+namespace {
+// A loss as text: "nan" whatever its sign bit (fmt writes "-nan"), "inf", "-inf" or the number.
+std::string loss_text(double value) { return std::isnan(value) ? "nan" : fmt::format("{}", value); }
+}  // namespace
+
 std::string DivergenceSign::describe() const {
   switch (kind) {
     case Kind::none: return "";
-    case Kind::train_loss: return fmt::format("worker {}: training loss {} at step {}", worker, value, step);
+    case Kind::train_loss: return fmt::format("worker {}: training loss {} at step {}", worker, loss_text(value), step);
     case Kind::eval_not_finite:
-      return fmt::format("worker {}: evaluation at step {} gave test loss {}", worker, step, value);
+      return fmt::format("worker {}: evaluation at step {} gave test loss {}", worker, step, loss_text(value));
     case Kind::chance_with_growing_norm:
       return fmt::format("worker {}: test accuracy {:.4f} (chance) at step {} while the parameter norm grew to {:.4g}",
                          worker, accuracy, step, value);

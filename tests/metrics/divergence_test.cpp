@@ -41,6 +41,10 @@ TEST(Divergence, ANonFiniteTrainingLossIsLatchedOnceWithItsStep) {
   DivergenceCheck inf(0, 1.0, 10);
   ASSERT_TRUE(inf.on_train_loss(1, kInf).has_value());
   EXPECT_EQ(inf.sign().describe(), "worker 0: training loss inf at step 1");
+  DivergenceCheck negative_nan(3, 1.0, 10);  // a NaN with its sign bit set, as 0 * -inf gives
+  ASSERT_TRUE(negative_nan.on_train_loss(4, -kNan).has_value());
+  ASSERT_TRUE(std::signbit(negative_nan.sign().value));
+  EXPECT_EQ(negative_nan.sign().describe(), "worker 3: training loss nan at step 4");
 }
 
 TEST(Divergence, ANonFiniteEvaluationIsDivergence) {
