@@ -31,7 +31,10 @@ std::int64_t step_of(const std::filesystem::path& path) {
   if (name.size() <= 5 || name.compare(0, 5, "step-") != 0) return -1;
   std::int64_t step = -1;
   const auto [end, error] = std::from_chars(name.data() + 5, name.data() + name.size(), step);
-  return error == std::errc() && end == name.data() + name.size() ? step : -1;
+  if (error != std::errc() || end != name.data() + name.size()) return -1;
+  // Only the name step_folder() writes: a folder renamed "step-120" is not the checkpoint of step
+  // 120 (whose files are read from "step-000000000120").
+  return name == fmt::format("step-{:012d}", step) ? step : -1;
 }
 
 // Step folders of `folder` (complete ones, or every one), newest first.
@@ -59,7 +62,8 @@ void check_identities(const std::filesystem::path& target, const nlohmann::json&
   auto refuse = [](const std::string& why) {
     FAST_THROW(core::InvalidArgument,
                "resume: {}; expected a checkpoint of this run's settings (docs/faults.md, \"Run identity\"), or "
-               "start a new run that does not resume (fast train without --resume; in Python, without resume())",
+               "start a new run that does not resume (fast train without --resume or --resume-if-present, or with "
+               "another checkpoint_dir; in Python, without resume())",
                why);
   };
   if (std::string why = identity_mismatch(manifest_identity(manifest), identity, (target / kManifest).string());
@@ -126,10 +130,17 @@ CheckpointStore::CheckpointStore(std::filesystem::path folder, std::int64_t keep
 void CheckpointStore::expect_checkpoints(const std::filesystem::path& folder) {
   FAST_ENFORCE(path_kind(folder, "resume") == PathKind::folder,
                "resume: '{}' is not a folder; expected the checkpoint folder of an earlier run", folder.string());
-  FAST_ENFORCE(!complete_steps(folder).empty(),
-               "resume: '{}' holds no complete checkpoint (a step-N folder with a manifest.json); expected the "
-               "checkpoint folder of an earlier run",
-               folder.string());
+  if (!complete_steps(folder).empty()) return;
+  std::error_code error;
+  const std::filesystem::path named = folder.has_filename() ? folder : folder.parent_path();  // "ck/step-N/"
+  FAST_ENFORCE(step_of(named) < 0 || !std::filesystem::is_regular_file(named / kManifest, error),
+               "resume: '{}' is the folder of one checkpoint (step {}); expected the checkpoint folder that holds it: "
+               "'{}' (the newest complete checkpoint there is resumed)",
+               folder.string(), step_of(named), named.parent_path().string());
+  FAST_THROW(core::InvalidArgument,
+             "resume: '{}' holds no complete checkpoint (a step-N folder with a manifest.json); expected the "
+             "checkpoint folder of an earlier run",
+             folder.string());
 }
 
 std::vector<std::int64_t> CheckpointStore::complete_steps(const std::filesystem::path& folder) {

@@ -211,6 +211,20 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
     EXPECT_EQ(r.log.find("final test accuracy"), std::string::npos) << c.args;
   }
   ASSERT_TRUE(ok(run(dir, "threads", "--steps 20 --checkpoint-dir ck")));
+  // The folder of one checkpoint is refused naming the folder that holds it; a step folder renamed
+  // to another form ("step-20") is no checkpoint.
+  const Ran one = run(dir, "threads", "--steps 20 --resume ck/step-000000000020/");
+  EXPECT_EQ(WEXITSTATUS(one.status), exit_code::bad_input) << one.log;
+  EXPECT_NE(one.log.find("resume: 'ck/step-000000000020/' is the folder of one checkpoint (step 20); expected the "
+                         "checkpoint folder that holds it: 'ck'"),
+            std::string::npos)
+      << one.log;
+  fs::remove_all(dir / "renamed");
+  fs::create_directories(dir / "renamed");
+  fs::copy(dir / "ck" / "step-000000000020", dir / "renamed" / "step-20", fs::copy_options::recursive);
+  const Ran renamed = run(dir, "threads", "--steps 20 --resume renamed");
+  EXPECT_EQ(WEXITSTATUS(renamed.status), exit_code::bad_input) << renamed.log;
+  EXPECT_NE(renamed.log.find("resume: 'renamed' holds no complete checkpoint"), std::string::npos) << renamed.log;
   const Ran beyond = run(dir, "threads", "--steps 10 --resume ck");
   EXPECT_EQ(WEXITSTATUS(beyond.status), exit_code::bad_input) << beyond.log;
   EXPECT_NE(beyond.log.find("at step 20, beyond this run's 10 steps"), std::string::npos) << beyond.log;
