@@ -232,6 +232,38 @@ TEST(Cli, RefusalsNameTheSettingToChange) {
   fs::remove_all(dir);
 }
 
+// A metrics file whose last line was cut off mid-write (a run killed while writing it) makes a
+// page of the records before it, with a warning; a malformed line elsewhere is still refused.
+TEST(Cli, ReportLeavesOutAnIncompleteLastRecord) {
+  const fs::path dir = temp_dir("report_cut");
+  const Result run = run_fast(
+      "train --steps 4 --progress never --dataset synthetic:shape=1x8x8,classes=4,train=64,test=8 --batch 8 "
+      "--log-every 1 --metrics " +
+      (dir / "m.jsonl").string());
+  ASSERT_EQ(run.code, exit_code::ok) << run.output;
+  const std::string whole = fast::testing::slurp(dir / "m.jsonl");
+  {
+    std::ofstream cut(dir / "cut.jsonl");
+    cut << whole << "{\"event\":\"train\",\"st";
+  }
+  const Result report = run_fast("report " + (dir / "cut.jsonl").string());
+  EXPECT_EQ(report.code, exit_code::ok) << report.output;
+  EXPECT_NE(report.output.find("cut.jsonl' line " + std::to_string(std::count(whole.begin(), whole.end(), '\n') + 1) +
+                               ": an incomplete last record, left out"),
+            std::string::npos)
+      << report.output;
+  EXPECT_TRUE(fs::exists(dir / "cut.html"));
+  {
+    std::ofstream middle(dir / "middle.jsonl");
+    middle << "{\"event\":\"train\",\"st\n" << whole;
+  }
+  const Result refused = run_fast("report " + (dir / "middle.jsonl").string());
+  EXPECT_EQ(refused.code, exit_code::bad_input) << refused.output;
+  EXPECT_NE(refused.output.find("middle.jsonl' line 1: expected a metrics record"), std::string::npos)
+      << refused.output;
+  fs::remove_all(dir);
+}
+
 TEST(Cli, ShortRunWritesSummaryAndMetrics) {
   const fs::path dir = temp_dir("run");
   const Result r = run_fast(
