@@ -86,7 +86,16 @@ struct Reader {
   template <typename Parse>
   double quantity(const toml::node& n, const std::string& key, const char* what, Parse parse) const {
     if (n.is_integer() || n.is_floating_point()) return *n.value<double>();
-    if (auto s = n.value_exact<std::string>()) return parse(*s, where(key));
+    if (auto s = n.value_exact<std::string>()) {
+      // A string is a quantity with its unit: "1" is more likely a unit forgotten than seconds.
+      char* end = nullptr;
+      (void)std::strtod(s->c_str(), &end);
+      FAST_ENFORCE(s->empty() || end != s->c_str() + s->size(),
+                   "{}: the string \"{}\" has no unit; expected {}: a number without quotes is in base units, a "
+                   "string names its unit (docs/clusters.md, \"Units\")",
+                   where(key), *s, what);
+      return parse(*s, where(key));
+    }
     FAST_THROW(core::InvalidArgument, "{}: expected {}, got {}", where(key), what, got(n));
   }
   double number(const toml::node& n, const std::string& key) const {
