@@ -22,6 +22,7 @@ struct Packed {
 Packed pack(const WorkerTotals& t) {
   Packed p;
   p.ints = {t.steps,
+            t.joined_at,
             t.skipped,
             static_cast<std::int64_t>(t.staleness.count),
             static_cast<std::int64_t>(t.staleness.max),
@@ -63,6 +64,7 @@ WorkerTotals unpack(std::span<const std::int64_t> ints, std::span<const double> 
   WorkerTotals t;
   Reader<std::int64_t> i(ints);
   t.steps = i.next();
+  t.joined_at = i.next();
   t.skipped = i.next();
   t.staleness.count = static_cast<std::uint64_t>(i.next());
   t.staleness.max = static_cast<std::uint64_t>(i.next());

@@ -22,7 +22,9 @@ namespace fast::training {
 
 // One worker's figures at the end of the run (after the final evaluation).
 struct WorkerTotals {
-  std::int64_t steps = 0;                  // steps this worker took
+  std::int64_t steps = 0;                  // this worker's step count at the end (a joiner's counts from
+                                           // the step it joined at, joined_at)
+  std::int64_t joined_at = 0;              // the step at which this worker joined a run under way (0: it started it)
   std::int64_t skipped = 0;                // of which the update was skipped
   strategy::StalenessStats staleness;      // of the gradients this worker (or its ps shard) applied
   compress::CompressionStats compression;  // this worker's codec traffic

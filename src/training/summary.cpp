@@ -52,13 +52,17 @@ Combined combine(const RunTotals& totals, const std::map<int, std::int64_t>& los
       }
       continue;
     }
-    c.steps += t->steps;
+    // Steps taken on this rank: a joiner's own (from the step it joined at), plus those of the
+    // process that held the rank before it was lost (elastic lockstep: the step of the loss).
+    const auto earlier = lost_steps.find(static_cast<int>(w));
+    const std::int64_t steps = t->steps - t->joined_at + (earlier != lost_steps.end() ? earlier->second : 0);
+    c.steps += steps;
     c.skipped += t->skipped;
     c.idle_sum += t->idle_seconds;
     c.slowdown_seconds += t->slowdown_seconds;
     c.staleness.merge(t->staleness);
     c.compression.merge(t->compression);
-    c.steps_per_worker.push_back(t->steps);
+    c.steps_per_worker.push_back(steps);
     c.idle.push_back(t->idle_seconds);
     c.replica_hashes.push_back(metrics::hex64(t->replica_hash));
     for (std::size_t p = 0; p < world; ++p) add_link(c, w, p, t->bytes_to[p]);

@@ -284,6 +284,7 @@ void WorkerLoop::admit_joiners(std::int64_t done) {
 
 std::int64_t WorkerLoop::join_group() {
   const strategy::Regrouping g = worker_.join_group();
+  joined_at_ = g.steps;
   follow_lead();
   core::log(core::LogLevel::warn, "elastic: worker {} joined the run at step {} of {} with worker {}'s state",
             ctx_.rank(), g.steps, plan_.total_steps, g.source);
@@ -354,6 +355,7 @@ void WorkerLoop::evaluate_snapshot(double rounds) {
 WorkerTotals WorkerLoop::totals() const {
   WorkerTotals t;
   t.steps = worker_.steps();
+  t.joined_at = joined_at_;
   t.skipped = worker_.skipped_steps();
   t.idle_seconds = worker_.comm_seconds();
   t.slowdown_seconds = slowdown_.waited_seconds();

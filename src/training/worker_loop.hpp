@@ -248,6 +248,7 @@ class WorkerLoop {
   int stopped_by_ = 0;
   bool stopped_for_divergence_ = false;
   std::map<int, std::int64_t> lost_steps_;  // lost_steps()
+  std::int64_t joined_at_ = 0;              // join_group(): the step this worker joined at (0: from the start)
   bool budget_spent_ = false;
   int below_min_workers_ = 0;
   bool others_ended_ = false;  // others_ended()
