@@ -92,9 +92,9 @@ TEST(Launch, RestartedProcessStillRunningAfterTheRunFinishedIsStoppedAndNoFailur
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.code, exit_code::ok) << r.err;
   EXPECT_TRUE(contains(r.err,
-                       "the run's other processes ended; the 1 process started again alone still runs (one that "
-                       "joined the run ends with it, one that did not can no longer join): stopping it in 10 s "
-                       "unless it ends"))
+                       "the run's other processes ended; waiting up to 10 s for the 1 process started again alone "
+                       "(one that joined the run ends with it; one that did not can no longer join, and is stopped "
+                       "then)"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "sending SIGTERM to the 1 process still running")) << r.err;
   EXPECT_FALSE(contains(r.err, "failed first")) << r.err;

@@ -423,13 +423,10 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, 
     if (!s.late_joiners && !code && !s.regrouping && only_late_joiners_left(group, restarts.policy)) {
       s.late_joiners = true;
       const double late_wait = std::min(kLateJoinerSeconds, o.grace_seconds);
-      const bool one = group.running() == 1;
       say(
-          fmt::format("the run's other processes ended; the {} started again alone still {} (one that "
-                      "joined the run ends with it, one that did not can no longer join): stopping {} in {} s unless "
-                      "{}",
-                      core::processes(group.running()), one ? "runs" : "run", one ? "it" : "them", late_wait,
-                      one ? "it ends" : "they end"));
+          fmt::format("the run's other processes ended; waiting up to {} s for the {} started again alone (one that "
+                      "joined the run ends with it; one that did not can no longer join, and is stopped then)",
+                      late_wait, core::processes(group.running())));
       s.stopping.begin(Clock::now(), late_wait);
     }
     forward_signals(group, signals, o, s);
