@@ -53,9 +53,12 @@ Combined combine(const RunTotals& totals, const std::map<int, std::int64_t>& los
       continue;
     }
     // Steps taken on this rank: a joiner's own (from the step it joined at), plus those of the
-    // process that held the rank before it was lost (elastic lockstep: the step of the loss).
+    // process that held the rank before it was lost (elastic lockstep: the step of the loss). A
+    // worker that did not join keeps its count: a loss the members saw while the run ended may
+    // name a worker that still reported its totals.
     const auto earlier = lost_steps.find(static_cast<int>(w));
-    const std::int64_t steps = t->steps - t->joined_at + (earlier != lost_steps.end() ? earlier->second : 0);
+    const std::int64_t before_join = t->joined_at > 0 && earlier != lost_steps.end() ? earlier->second : 0;
+    const std::int64_t steps = t->steps - t->joined_at + before_join;
     c.steps += steps;
     c.skipped += t->skipped;
     c.idle_sum += t->idle_seconds;
