@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <functional>
 #include <vector>
 
 #include "conformance.hpp"
@@ -95,6 +96,44 @@ TEST_P(Conformance, ARankInsideANativeCollectiveStillServesItsPeers) {
         native->barrier(native->reserve());
       },
       {.op_timeout_seconds = 30});
+}
+
+// Native collectives (mpi) whose calls differ between the ranks (MPI_Allreduce alone would end one
+// rank with MPI_ERR_TRUNCATE and return a wrong sum on the others): every rank gets the same
+// InvalidArgument naming the lengths, dtypes or roots, and the next agreeing collective still runs.
+TEST_P(Conformance, NativeCollectivesWhoseCallsDifferFailOnEveryRank) {
+  if (GetParam().runtime != "mpi") GTEST_SKIP() << "only the mpi runtime offers native collectives";
+  run([](Context& ctx) {
+    NativeCollectives* native = ctx.native_collectives();
+    ASSERT_NE(native, nullptr);
+    const auto refused = [&](const std::function<void()>& call, const std::vector<std::string>& named) {
+      try {
+        call();
+        ADD_FAILURE() << "rank " << ctx.rank() << ": the call was not refused";
+      } catch (const core::InvalidArgument& e) {
+        for (const std::string& part : named) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+      }
+    };
+    const std::size_t mine = 4 + static_cast<std::size_t>(ctx.rank() > 0);
+    std::vector<float> longer(mine, 1.f);
+    const std::string widest = "to 5 elements";
+    refused([&] { native->allreduce_sum(native->reserve(), mview(longer)); }, {"lengths from 4", widest});
+    std::vector<double> as_f64(4, 1.0);
+    std::vector<float> as_f32(4, 1.f);
+    refused(
+        [&] {
+          if (ctx.rank() == 0)
+            native->allreduce_sum(native->reserve(), core::MutableView(std::span<double>(as_f64)));
+          else
+            native->allreduce_sum(native->reserve(), mview(as_f32));
+        },
+        {"dtypes from f32 to f64"});
+    refused([&] { native->broadcast(native->reserve(), mview(as_f32), ctx.rank() == 0 ? 0 : 1); }, {"roots from 0 to 1"});
+    std::vector<float> sum(3, static_cast<float>(ctx.rank() + 1));
+    native->allreduce_sum(native->reserve(), mview(sum));
+    const float expected = static_cast<float>(ctx.size() * (ctx.size() + 1) / 2);
+    EXPECT_EQ(sum, std::vector<float>(3, expected));
+  });
 }
 
 // The shared address space (threads only: the other runtimes' workers do not share memory and

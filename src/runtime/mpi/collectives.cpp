@@ -4,6 +4,8 @@
 #include <chrono>
 #include <climits>
 
+#include <fmt/format.h>
+
 #include "fast/core/error.hpp"
 #include "session.hpp"
 
@@ -17,6 +19,37 @@ std::int64_t now_ns() {
 
 // MPI counts are int: larger buffers go in pieces of this many elements or bytes.
 constexpr std::size_t kMaxCount = std::size_t{1} << 30;
+
+// Before each collective the ranks check that their calls agree (MPI itself does not: a rank whose
+// buffer is longer than another's ends with MPI_ERR_TRUNCATE while the other returns with a wrong
+// result). One MPI_Allreduce of 6 int64 under MAX gives every rank the largest and smallest
+// count, dtype and root, so every rank sees the same mismatch and throws the same error, and the
+// next collective meets the same calls on every rank. `what` names the collective.
+struct Signature {
+  const char* what;        // the collective's name
+  std::int64_t count = 0;  // elements of `dtype` (allreduce), else bytes
+  int dtype = -1;          // core::DType; -1 where bytes are counted
+  int root = 0;            // broadcast only
+};
+
+void agree(MPI_Comm comm, const Signature& mine) {
+  std::int64_t v[6] = {mine.count, -mine.count, mine.dtype, -mine.dtype, mine.root, -mine.root};
+  check(MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+  if (v[0] == -v[1] && v[2] == -v[3] && v[4] == -v[5]) return;
+  const auto dtype = [](std::int64_t d) { return core::name_of(static_cast<core::DType>(d)); };
+  const char* unit = mine.dtype >= 0 ? "elements" : "bytes";
+  std::string differ;
+  if (v[0] != -v[1]) differ += fmt::format("; lengths from {} to {} {}", -v[1], v[0], unit);
+  if (v[2] != -v[3]) differ += fmt::format("; dtypes from {} to {}", dtype(-v[3]), dtype(v[2]));
+  if (v[4] != -v[5]) differ += fmt::format("; roots from {} to {}", -v[5], v[4]);
+  std::string this_one = fmt::format("{} {}", mine.count, unit);
+  if (mine.dtype >= 0) this_one += fmt::format(" of {}", dtype(mine.dtype));
+  if (v[4] != -v[5]) this_one += fmt::format(", root {}", mine.root);
+  FAST_THROW(core::InvalidArgument,
+             "{}: the workers' calls differ{} (this worker: {}); expected every worker to call it alike (MPI's "
+             "native collectives, --runtime mpi)",
+             mine.what, differ, this_one);
+}
 }  // namespace
 
 template <typename Fn>
@@ -56,6 +89,7 @@ std::chrono::steady_clock::time_point MpiCollectives::overdue_at(std::chrono::na
 
 void MpiCollectives::allreduce_sum(std::uint64_t ticket, core::MutableView data) {
   in_turn(ticket, [&] {
+    agree(comm_, {"allreduce", static_cast<std::int64_t>(data.numel()), static_cast<int>(data.dtype())});
     const bool f32 = data.dtype() == core::DType::f32;
     FAST_ENFORCE(f32 || data.dtype() == core::DType::f64, "allreduce: expected f32 or f64 data, got {}",
                  core::name_of(data.dtype()));
@@ -70,6 +104,7 @@ void MpiCollectives::allreduce_sum(std::uint64_t ticket, core::MutableView data)
 
 void MpiCollectives::broadcast(std::uint64_t ticket, core::MutableView data, int root) {
   in_turn(ticket, [&] {
+    agree(comm_, {"broadcast", static_cast<std::int64_t>(data.bytes()), -1, root});
     auto* bytes = static_cast<std::byte*>(data.data());
     for (std::size_t at = 0; at < data.bytes(); at += kMaxCount) {
       const std::size_t n = std::min(kMaxCount, data.bytes() - at);
@@ -80,6 +115,7 @@ void MpiCollectives::broadcast(std::uint64_t ticket, core::MutableView data, int
 
 void MpiCollectives::allgather(std::uint64_t ticket, core::ConstView in, core::MutableView out) {
   in_turn(ticket, [&] {
+    agree(comm_, {"allgather", static_cast<std::int64_t>(in.bytes())});
     if (in.bytes() > INT_MAX)
       FAST_THROW(core::InvalidArgument, "allgather: {} bytes per worker exceed MPI's count limit ({} bytes)",
                  in.bytes(), INT_MAX);
