@@ -90,15 +90,13 @@ def init(runtime=None, op_timeout=-1.0, collectives="", windows=""):
     runtime: None follows the launcher that started this process (docs/launch.md): "zmq" under
     `fast launch` and torchrun, "mpi" under mpirun and srun, else "threads" (a world of this one
     worker); a runtime that contradicts the launcher raises InvalidArgument. op_timeout: seconds
-    a blocking operation may wait (< 0: FAST_OP_TIMEOUT). windows: "rma" (MPI RMA under mpi, its default),
+    a blocking operation may wait (> 0; -1: FAST_OP_TIMEOUT, else the default). windows: "rma" (MPI RMA under mpi, its default),
     "service" (the owner's service activity) or "" (FAST_WINDOWS, else the runtime's default).
     collectives: "fast", "native" (mpi) or ""
     (the runtime's default). The world lasts until shutdown(), which runs at the interpreter's exit;
     if the program ends with an uncaught exception, the other processes are told this one failed.
     """
-    ctx = _fast.init(runtime, op_timeout, collectives, windows)
-    _install_exit_hooks()
-    return ctx
+    return _fast.init(runtime, op_timeout, collectives, windows)
 
 
 def shutdown(failure=""):
@@ -108,6 +106,10 @@ def shutdown(failure=""):
 
 
 def _install_exit_hooks():
+    """At import: an uncaught exception is recorded (sys.excepthook, chained to the one before) so
+    that the world's shutdown tells the other processes why this one failed, and a FAST error sets
+    the exit code of _exit_as_fast_does, whether it came from init() itself (a rendezvous that timed
+    out, a bad argument), from run(), or from an operation afterwards."""
     global _hooks_installed
     if _hooks_installed:
         return
@@ -133,3 +135,6 @@ def _install_exit_hooks():
             print(f"fast: at exit: {type(e).__name__}: {e}", file=_sys.stderr)
 
     _atexit.register(at_exit)
+
+
+_install_exit_hooks()  # after _exit_as_fast_does: atexit runs the shutdown first

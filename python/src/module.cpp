@@ -99,9 +99,11 @@ of W takes batch i of the epoch at positions [i*W*B + r*B, i*W*B + (r+1)*B) of i
 
 PYBIND11_MODULE(_fast, m) {
   m.doc() = "FAST's C++ core: contexts, the tensor mover, collectives, workers and metrics (docs/python.md).";
+  // Classes before the functions whose signatures name them (pybind11 writes a signature when the
+  // function is bound: a class bound later shows as its C++ name, fast::python::ContextHandle).
   fast::python::bind_exceptions(m);
-  fast::python::bind_process(m);
   fast::python::bind_mover(m);
+  fast::python::bind_process(m);
   fast::python::bind_worker(m);
   fast::python::bind_metrics(m);
   fast::python::bind_data_order(m);

@@ -95,22 +95,27 @@ point-to-point messages (the tensor mover). From fast.init() or the argument of 
           "size", [](const ContextHandle& c) { return c.get().size(); }, "Workers in the world.")
       .def_property_readonly(
           "local_size", [](const ContextHandle& c) { return c.get().local_size(); }, "Workers in this process.")
-      .def_property_readonly("runtime", [](const ContextHandle& c) { return c.get().runtime_name(); })
+      .def_property_readonly(
+          "runtime", [](const ContextHandle& c) { return c.get().runtime_name(); }, "The runtime's name ('zmq', ...).")
       .def_property_readonly("open", &ContextHandle::open, "False once the world has ended.")
       .def(
           "now", [](const ContextHandle& c) { return c.get().now(); },
           "Seconds since the world started, on the runtime's clock (simulated under sim).")
-      .def("sleep",
-           [](const ContextHandle& c, double s) {
-             runtime::Context& ctx = c.get();
-             py::gil_scoped_release release;
-             ctx.sleep(s);
-           })
-      .def("alive",
-           [](const ContextHandle& c, int peer) {
-             runtime::check_peer(c.get(), peer, "alive");
-             return c.get().alive(peer);
-           })
+      .def(
+          "sleep",
+          [](const ContextHandle& c, double s) {
+            runtime::Context& ctx = c.get();
+            py::gil_scoped_release release;
+            ctx.sleep(s);
+          },
+          py::arg("seconds"), "Waits this many seconds on the runtime's clock (simulated under sim).")
+      .def(
+          "alive",
+          [](const ContextHandle& c, int peer) {
+            runtime::check_peer(c.get(), peer, "alive");
+            return c.get().alive(peer);
+          },
+          py::arg("peer"), "Whether worker `peer` is still in the run (False once it was lost).")
       .def(
           "bytes_sent", [](const ContextHandle& c) { return c.get().bytes_sent(); },
           "Payload bytes this worker sent to all peers so far.")
@@ -179,7 +184,9 @@ void bind_work(py::module_& m) {
           py::arg("timeout") = py::none(),
           "Waits until it completes (timeout: at most that many seconds; returns False if still running). Raises "
           "the operation's error.")
-      .def("is_completed", [](const PyWork& w) { return w.work->is_completed(); });
+      .def(
+          "is_completed", [](const PyWork& w) { return w.work->is_completed(); },
+          "Whether it completed (successfully or not), without waiting.");
 }
 
 void bind_communicator(py::module_& m) {
@@ -306,8 +313,8 @@ PyWork::~PyWork() {
 }
 
 void bind_mover(py::module_& m) {
+  bind_work(m);  // before the Context, whose send and recv return a Work
   bind_context(m);
-  bind_work(m);
   bind_communicator(m);
   bind_window(m);
 }

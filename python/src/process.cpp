@@ -324,7 +324,7 @@ runtime: None follows the launcher that started this process (docs/launch.md): '
 torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; keys from FAST_KEY_FILE, or FAST_INSECURE=1), 'mpi'
 under mpirun and srun, else 'threads' (a world of one worker); the line logged says which. A runtime that
 contradicts the launcher (threads under 4 processes) raises fast.InvalidArgument. op_timeout: seconds a blocking
-operation may wait (< 0: FAST_OP_TIMEOUT). collectives: 'fast', 'native' (mpi) or '' (the runtime's default).
+operation may wait (> 0; -1: FAST_OP_TIMEOUT, else the default). collectives: 'fast', 'native' (mpi) or '' (the runtime's default).
 windows: where Windows run, 'rma' (MPI RMA under mpi), 'service' or '' (FAST_WINDOWS, else the runtime's default).
 The world lasts until fast.shutdown() or the interpreter's exit.)");
   m.def(
@@ -344,8 +344,8 @@ failure message the other processes are told that this one failed. Does nothing 
         R"(Runs fn(context) on `workers` workers of this process and returns their results in rank order.
 
 runtime: 'threads' (one thread per worker) or 'sim' (SimGrid actors on a simulated cluster: `cluster` file,
-or one host per worker). If a worker raises, the others are released from their waits and its exception is
-re-raised here.)");
+or one host per worker). op_timeout: seconds a blocking operation may wait (> 0; -1: FAST_OP_TIMEOUT, else the
+default). If a worker raises, the others are released from their waits and its exception is re-raised here.)");
 }
 
 }  // namespace fast::python
