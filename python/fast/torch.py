@@ -274,6 +274,7 @@ class Worker:
         if optimizer is not None and not isinstance(optimizer, str):
             _check_user_optimizer(optimizer, scheduler, self.flat, settings)
             self.optimizer, self.scheduler = optimizer, scheduler
+            self._initial_lr = float(optimizer.param_groups[0]["lr"])  # the records' lr (track())
         elif scheduler is not None:
             raise fast.InvalidArgument(
                 "fast.torch.Worker: scheduler drives a torch.optim optimizer; FAST's own optimizer follows the "
@@ -310,9 +311,12 @@ class Worker:
               target_accuracy=0.85, classes=10, progress=None):
         """Writes fast train's metrics records and summary (fast.Metrics; collective)."""
         self._tracked = True
+        # A torch.optim optimizer is named by its class and its first group's lr at the Worker's creation.
+        named = {} if self.optimizer is None else {"optimizer": type(self.optimizer).__name__,
+                                                   "lr": self._initial_lr}
         self.metrics = fast.Metrics(self.worker, metrics=str(metrics), summary=str(summary), model=model,
                                     dataset=dataset, batch=batch, epochs=epochs, log_every=log_every,
-                                    target_accuracy=target_accuracy, classes=classes, progress=progress)
+                                    target_accuracy=target_accuracy, classes=classes, progress=progress, **named)
         return self.metrics
 
     def zero_grad(self):

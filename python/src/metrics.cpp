@@ -152,6 +152,12 @@ training::TrainOptions run_options(const PyWorker& worker, const MetricsOptions&
                "fast.Metrics: target_accuracy must be in [0, 1], got {}", m.target_accuracy);
   FAST_ENFORCE(m.classes >= 2, "fast.Metrics: classes must be >= 2, got {}", m.classes);
   training::TrainOptions o = worker.options();
+  FAST_ENFORCE((m.optimizer.empty() && m.lr < 0) || o.worker.external_optimizer,
+               "fast.Metrics: optimizer/lr given, but the Worker steps FAST's own optimizer ('{}', lr {}), which the "
+               "records name; they are for a Worker whose step is the caller's (external_optimizer=True)",
+               o.worker.optimizer.name, o.worker.optimizer.lr);
+  if (!m.optimizer.empty()) o.worker.optimizer.name = m.optimizer;
+  if (m.lr >= 0) o.worker.optimizer.lr = m.lr;
   o.runtime = worker.context().runtime_name();
   o.model = m.model;
   o.dataset = m.dataset;
@@ -299,18 +305,21 @@ void bind_metrics(py::module_& m) {
 loop written in Python. Collective to create: every worker makes one for its Worker, after the Worker.
 
 Metrics(worker, metrics='', summary='', model='python', dataset='', batch=64, epochs=0, log_every=50,
-target_accuracy=0.85, classes=10, progress=None): metrics and summary are file paths (empty: none; under
+target_accuracy=0.85, classes=10, progress=None, optimizer='', lr=-1): metrics and summary are file paths (empty: none; under
 zmq and mpi each process writes <stem>.rank<R><ext>, and the process of worker 0 the summary). The length of
 the run is the Worker's steps setting, else epochs x its steps_per_epoch; without steps_per_epoch the
 run is one epoch (evaluated at its end). progress: a function called with a
 dict (step, total_steps, epoch, elapsed_seconds, samples_per_second, loss, eta_seconds, done) about every
-0.25 s on worker 0.
+0.25 s on worker 0. optimizer and lr: the name and learning rate the start record and the summary give,
+for a Worker made with external_optimizer=True, whose optimizer is the caller's (fast.torch passes the
+torch.optim class name and its first parameter group's lr); empty and -1: the Worker's settings.
 
 score functions: score(parameters) -> (correct, loss_sum, count), the model given by the flat float32
 parameters scored on this worker's slice of the test set; FAST sums them over the workers.)")
       .def(py::init([](PyWorker& worker, const std::string& metrics, const std::string& summary,
                        const std::string& model, const std::string& dataset, std::int64_t batch, std::int64_t epochs,
-                       std::int64_t log_every, double target_accuracy, int classes, const py::object& progress) {
+                       std::int64_t log_every, double target_accuracy, int classes, const py::object& progress,
+                       const std::string& optimizer, double lr) {
              return std::make_unique<PyMetrics>(worker, MetricsOptions{.metrics = metrics,
                                                                        .summary = summary,
                                                                        .model = model,
@@ -320,12 +329,14 @@ parameters scored on this worker's slice of the test set; FAST sums them over th
                                                                        .log_every = log_every,
                                                                        .target_accuracy = target_accuracy,
                                                                        .classes = classes,
-                                                                       .progress = progress});
+                                                                       .progress = progress,
+                                                                       .optimizer = optimizer,
+                                                                       .lr = lr});
            }),
            py::arg("worker"), py::arg("metrics") = "", py::arg("summary") = "", py::arg("model") = "python",
            py::arg("dataset") = "", py::arg("batch") = 64, py::arg("epochs") = 0, py::arg("log_every") = 50,
            py::arg("target_accuracy") = 0.85, py::arg("classes") = 10, py::arg("progress") = py::none(),
-           py::keep_alive<1, 2>())
+           py::arg("optimizer") = "", py::arg("lr") = -1.0, py::keep_alive<1, 2>())
       .def("step", &PyMetrics::step, py::arg("loss"), py::arg("report"),
            "After Worker.step(): the mini-batch loss and the step's report (a train record every log_every steps).")
       .def("evaluate", &PyMetrics::evaluate, py::arg("score"),

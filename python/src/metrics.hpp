@@ -22,6 +22,11 @@ struct MetricsOptions {
   double target_accuracy = 0.85;
   int classes = 10;     // chance accuracy 1 / classes (the divergence check)
   py::object progress;  // callable(dict) or None
+  // The optimizer the records name, and its learning rate, where the Worker's optimizer step is
+  // the caller's (external_optimizer: a framework's optimizer, fast.torch); empty / < 0: the
+  // Worker's settings. Given to a Worker that steps FAST's own optimizer: InvalidArgument.
+  std::string optimizer;
+  double lr = -1;
 };
 
 class PyMetrics {

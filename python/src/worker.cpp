@@ -62,7 +62,13 @@ training::TrainOptions apply_settings(const py::kwargs& settings) {
     FAST_ENFORCE(std::find(allowed.begin(), allowed.end(), key) != allowed.end(),
                  "fast.Worker: unknown setting '{}'{}; expected one of {} (docs/config.md)", key,
                  core::did_you_mean(key, allowed), fmt::join(allowed, ", "));
-    settings::apply_setting(o, key, setting_text(key, v), key);
+    try {
+      settings::apply_setting(o, key, setting_text(key, v), key);
+    } catch (const InvalidArgument& e) {  // a bool reads as "true" there: say what the caller passed
+      if (!py::isinstance<py::bool_>(v)) throw;
+      FAST_THROW(InvalidArgument, "fast.Worker: setting '{}' got {} (a bool): {}", key,
+                 v.cast<bool>() ? "True" : "False", core::user_message(e));
+    }
     given.push_back(key);
   }
   for (const std::string& warning : settings::unread_strategy_options(o.worker.strategy.name, given))
@@ -143,9 +149,17 @@ PyWorker::PyWorker(ContextRef ctx, const py::object& params, const py::object& g
   FAST_ENFORCE(params_.numel == grads_.numel, "fast.Worker: params has {} elements, grads has {}; expected the same",
                params_.numel, grads_.numel);
   FAST_ENFORCE(params_.numel > 0, "fast.Worker: params is empty");
+  {  // step() writes params from grads: memory shared by the two would take the parameters as their gradient
+    const auto* p = static_cast<const float*>(params_.data);
+    const auto* g = static_cast<const float*>(grads_.data);
+    FAST_ENFORCE(p + params_.numel <= g || g + grads_.numel <= p,
+                 "fast.Worker: params and grads share memory; expected two separate arrays (the gradient buffer "
+                 "the framework writes and the parameters FAST updates)");
+  }
   FAST_ENFORCE(steps_per_epoch >= 0, "fast.Worker: steps_per_epoch must be >= 0, got {}", steps_per_epoch);
   runtime::Context& c = ctx_->get();
   const strategy::WorkerOptions w = worker_options(options_, c.size(), steps_per_epoch, external_optimizer);
+  options_.worker.external_optimizer = external_optimizer;  // options(): fast.Metrics reads it
   const strategy::ModelState state{.params = {static_cast<float*>(params_.data), params_.numel},
                                    .grads = {static_cast<float*>(grads_.data), grads_.numel},
                                    .layout = layout_};

@@ -44,6 +44,7 @@ def test_unknown_strategy_names_the_choices():
     (dict(compres="int8"), r"unknown setting 'compres' \(did you mean 'compress'\?\)"),
     (dict(strategy="ps", mode="asyncc", steps=4), r"mode: unknown value 'asyncc' \(did you mean 'async'\?\)"),
     (dict(steps=[1]), r"setting 'steps' expects a str, int, float or bool, got list"),
+    (dict(lr=True), r"setting 'lr' got True \(a bool\): lr: expected a number"),
     (dict(), r"schedule 'cosine'.*steps=N"),
 ])
 def test_bad_settings(settings, pattern):
@@ -127,6 +128,11 @@ def test_other_bad_buffers():
         one_worker(lambda ctx: fast.Worker(ctx, frozen, np.zeros(8, np.float32), steps=1))
     with pytest.raises(fast.InvalidArgument, match=r"no parameter that requires a gradient"):
         fast.torch.FlatModel(torch.nn.ReLU())
+    both = np.zeros(16, np.float32)
+    for params, grads in ((both, both), (both[:8], both[4:12]), (both[7:15], both[:8])):
+        with pytest.raises(fast.InvalidArgument, match=r"params and grads share memory"):
+            one_worker(lambda ctx: fast.Worker(ctx, params, grads, steps=1))
+    fast.run(lambda ctx: fast.Worker(ctx, both[:8], both[8:], steps=1).finish(), workers=1)  # adjacent: separate
 
 
 def test_step_after_finish():
@@ -341,6 +347,36 @@ def test_a_second_init_is_refused_before_it_logs_anything(tmp_path):
     assert code == 0, out
     assert "refused: fast.init: this process already joined a world (runtime 'threads')" in out, out
     assert out.count("fast.init: launcher:") == 1, out
+
+
+@pytest.mark.parametrize("call, code, line", [
+    ("fast.init(runtime='bogus')", 2, "fast: error: "),
+    ("fast.init(op_timeout=0)", 2, "fast: error: op_timeout"),
+    ("fast.run(lambda ctx: 1, workers=0)", 2, "fast: error: "),
+    ("raise fast.TimeoutError('waited')", 4, "fast: timeout: waited"),
+])
+def test_an_uncaught_error_of_init_or_run_exits_as_documented(call, code, line, tmp_path):
+    """A FAST error raised by fast.init() itself or by fast.run(), before any world exists, ends the
+    program with the code of docs/errors.md and the last line `fast: KIND: MESSAGE` (it ended with
+    Python's 1: the hook that sets them was installed only once init() had succeeded)."""
+    script = tmp_path / "fails.py"
+    script.write_text(f"import fast\n{call}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAST_", "OMPI_", "PMI"))}
+    env.update(PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+    got, out = run_bounded([sys.executable, script], timeout=60, env=env, check=False)
+    assert got == code, out
+    assert out.rstrip().splitlines()[-1].startswith(line), out
+
+
+def test_metrics_name_the_callers_optimizer_only_where_the_step_is_its_own():
+    """fast.Metrics(optimizer=, lr=) names a framework's optimizer in the records; for a Worker that
+    steps FAST's own optimizer it is refused (the records would name an optimizer that did not run)."""
+    def body(ctx):
+        worker = fast.Worker(ctx, *buffers(), strategy="allreduce", steps=4)
+        with pytest.raises(fast.InvalidArgument, match=r"optimizer/lr given, but the Worker steps FAST's own"):
+            fast.Metrics(worker, optimizer="SGD", lr=0.1)
+        worker.finish()
+    one_worker(body)
 
 
 TORCHRUN = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",

@@ -114,6 +114,10 @@ def test_finish_with_data_needs_the_steps_only():
             assert summary[key] is None, key
         assert summary["param_hash"] != "0" * 16
         assert summary["param_hash_per_worker"] == [summary["param_hash"]] * WORKERS
+        # The user's optimizer, named by its class, and its lr when the Worker was made: OneCycleLR's start,
+        # max_lr / div_factor (25 by default).
+        assert summary["optimizer"] == "AdamW"
+        assert summary["lr"] == pytest.approx(0.05 / 25, rel=1e-12)
 
 
 def test_evaluate_without_track_leaves_finish_without_data():
