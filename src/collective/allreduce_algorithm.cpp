@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/suggest.hpp"
 
 namespace fast::collective {
 
@@ -51,8 +52,9 @@ std::vector<std::string> allreduce_algorithm_names() {
 AllreduceAlgorithm parse_allreduce_algorithm(std::string_view name, std::string_view what) {
   for (const auto& [a, n] : kNames)
     if (n == name) return a;
-  FAST_THROW(core::InvalidArgument, "{}: expected one of {}, got '{}'", what,
-             fmt::join(allreduce_algorithm_names(), ", "), name);
+  const std::vector<std::string> names = allreduce_algorithm_names();
+  FAST_THROW(core::InvalidArgument, "{}: expected one of {}, got '{}'{}", what, fmt::join(names, ", "), name,
+             core::did_you_mean(name, names));
 }
 
 runtime::NetworkModel default_network() {

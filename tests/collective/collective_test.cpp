@@ -168,6 +168,19 @@ TEST(Gather, EveryMembersInputOfItsOwnLengthReachesTheRootOnly) {
   }
 }
 
+// A part of zero elements would be a message of zero elements, which no runtime carries: refused
+// on the member that passes it, naming its rank (here every member, so none waits for another).
+TEST(Gather, APartOfZeroElementsIsRefusedNamingTheMember) {
+  runtime::threads::World world({.size = 3});
+  world.run([](Context& ctx) {
+    Communicator comm(ctx);
+    const std::vector<float> none;
+    fast::testing::expect_error<core::InvalidArgument>(
+        [&] { comm.gather(core::ConstView(std::span<const float>(none)), 0); },
+        {"gather: expected at least one element from every member, got 0 on rank " + std::to_string(ctx.rank())});
+  });
+}
+
 TEST(Barrier, NoRankLeavesBeforeAllEntered) {
   for (int n : {1, 2, 3, 6, 8}) {
     std::atomic<int> entered{0};
