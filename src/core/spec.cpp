@@ -153,17 +153,23 @@ std::string SpecFamily::compose(const SpecForm& form, const std::string& key, co
                      fmt::join(items, std::string(1, syntax_ == SpecSyntax::keyed ? ',' : form.separator)));
 }
 
-void SpecFamily::set_value(ParsedSpec& spec, const Setting& key, const std::string& value) const {
+void SpecFamily::set_value(ParsedSpec& spec, const Setting& key, const std::string& value,
+                           std::size_t position) const {
   try {
     spec.set(key.name(), key.parse(value), value);
   } catch (const InvalidArgument& e) {
     // The declaration's own message says "NAME: expected X, got Y"; a check() of the form may say
-    // more than expected() does: keep its reason.
+    // more than expected() does: keep its reason. A positional value is named as the usage names
+    // it (the user wrote no key).
     const std::string message = user_message(e);
     const bool plain =
         message.rfind(key.name() + ": expected", 0) == 0 || message.rfind(key.name() + ": unknown value", 0) == 0;
-    fail(spec.text(), plain ? fmt::format("key '{}' expects {}, got '{}'", key.name(), key.expected(), value)
-                            : fmt::format("key '{}' expects {}, got '{}'; {}", key.name(), key.expected(), value,
+    const std::string named =
+        syntax_ == SpecSyntax::keyed
+            ? fmt::format("key '{}'", key.name())
+            : fmt::format("{} (value {} of {})", placeholder(key), position + 1, usage(spec.form()));
+    fail(spec.text(), plain ? fmt::format("{} expects {}, got '{}'", named, key.expected(), value)
+                            : fmt::format("{} expects {}, got '{}'; {}", named, key.expected(), value,
                                           message.substr(std::min(message.size(), key.name().size() + 2))));
   }
 }
@@ -207,7 +213,7 @@ void SpecFamily::parse_positional(ParsedSpec& spec, std::string_view args) const
   if (values.size() > form.keys.size())
     fail(spec.text(),
          fmt::format("{} takes at most {} values ({}), got '{}'", form.name, form.keys.size(), usage(form), args));
-  for (std::size_t i = 0; i < values.size(); ++i) set_value(spec, form.keys[i], values[i]);
+  for (std::size_t i = 0; i < values.size(); ++i) set_value(spec, form.keys[i], values[i], i);
 }
 
 std::string_view spec_name(std::string_view text) { return text.substr(0, text.find(':')); }

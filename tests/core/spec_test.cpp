@@ -100,8 +100,8 @@ TEST(Spec, ErrorsNameTheSpecTheKeyWhatItAcceptsAndTheValue) {
   EXPECT_EQ(k("sized:file"), "thing spec 'sized:file': item 'file' is not KEY=VALUE");
   EXPECT_EQ(p("dot:1"), "shape spec 'dot:1': dot takes no parameters, got '1'");
   EXPECT_EQ(p("grid:1x2x3"), "shape spec 'grid:1x2x3': grid takes at most 2 values (grid[:ROWS[xCOLS]]), got '1x2x3'");
-  EXPECT_EQ(p("grid:0x2"), "shape spec 'grid:0x2': key 'rows' expects an integer >= 1, got '0'");
-  EXPECT_EQ(p("grid:2x"), "shape spec 'grid:2x': key 'cols' expects an integer >= 1, got ''");
+  EXPECT_EQ(p("grid:0x2"), "shape spec 'grid:0x2': ROWS (value 1 of grid[:ROWS[xCOLS]]) expects an integer >= 1, got '0'");
+  EXPECT_EQ(p("grid:2x"), "shape spec 'grid:2x': COLS (value 2 of grid[:ROWS[xCOLS]]) expects an integer >= 1, got ''");
   EXPECT_EQ(p("path"), "shape spec 'path': path needs to (path:TO)");
   EXPECT_EQ(p("path:"), "shape spec 'path:': path expects values after ':' (path:TO)");
   EXPECT_EQ(p("grid:"), "shape spec 'grid:': grid expects values after ':' (grid[:ROWS[xCOLS]])");

@@ -2,11 +2,13 @@
 // and datasets — fed a value outside what its declaration accepts (core::invalid_text), through the
 // entry point that reads that family (make_codec, make_topology, make_schedule, Aggregate::parse,
 // parse_dataset_spec): each must be refused before anything is built or read, with the message
-// "WHAT spec 'SPEC': key 'KEY' expects ACCEPTS, got 'VALUE'". The probes come from the
+// "WHAT spec 'SPEC': key 'KEY' expects ACCEPTS, got 'VALUE'" (a positional spec: "KEY (value I of
+// USAGE) expects ..."). The probes come from the
 // declarations, so a key added later is probed too.
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <functional>
 #include <string>
 #include <vector>
@@ -42,7 +44,8 @@ TEST(SpecDeclarations, EveryKeyRefusesAnOutOfRangeValueNamingTheKeyTheRangeAndTh
   int probed = 0, free_strings = 0;
   for (const Family& f : families()) {
     for (const core::SpecForm& form : f.family.forms()) {
-      for (const core::Setting& key : form.keys) {
+      for (std::size_t at = 0; at < form.keys.size(); ++at) {
+        const core::Setting& key = form.keys[at];
         const std::optional<std::string> bad = core::invalid_text(key);
         if (!bad) {  // free text (a path, cycle's list): no value is out of range
           EXPECT_EQ(key.expected(), "a string") << form.name << " " << key.name();
@@ -50,14 +53,28 @@ TEST(SpecDeclarations, EveryKeyRefusesAnOutOfRangeValueNamingTheKeyTheRangeAndTh
           continue;
         }
         const std::string spec = f.family.compose(form, key.name(), *bad);
-        const std::string expected = fmt::format("{} spec '{}': key '{}' expects {}, got '{}'", f.family.what(), spec,
-                                                 key.name(), key.expected(), *bad);
+        // A keyed spec names the key the user wrote; a positional one names the value by its place in
+        // the form's usage ("M (value 2 of multi-krum:F[:M])"), its placeholder being the key in
+        // capitals (a key with a check may show its choices there instead: only the place is checked).
+        const bool keyed = f.family.syntax() == core::SpecSyntax::keyed;
+        const std::string named =
+            keyed ? fmt::format("key '{}' ", key.name())
+                  : fmt::format("(value {} of {}) ", at + 1, f.family.usage(form));
+        const std::string expected_tail = fmt::format("{}expects {}, got '{}'", named, key.expected(), *bad);
+        const std::string expected_head = fmt::format("{} spec '{}': ", f.family.what(), spec);
         try {
           f.read(spec);
           ADD_FAILURE() << spec << " was accepted";
         } catch (const core::InvalidArgument& e) {
           // A key with a check of its form may add the check's reason after "; ".
-          EXPECT_EQ(std::string(e.what()).substr(0, expected.size()), expected) << e.what();
+          const std::string what = e.what();
+          EXPECT_EQ(what.substr(0, expected_head.size()), expected_head) << what;
+          EXPECT_NE(what.find(expected_tail, expected_head.size()), std::string::npos) << what;
+          if (!keyed && key.type() != core::SettingType::boolean && key.type() != core::SettingType::choice) {
+            std::string capitals = key.name();
+            for (char& c : capitals) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+            EXPECT_EQ(what.find(capitals + " (value", expected_head.size()), expected_head.size()) << what;
+          }
         }
         ++probed;
       }

@@ -94,10 +94,10 @@ TEST(Aggregate, BadSpecsNameTheRuleAndTheBound) {
   expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:1:5", 5); },
                                       {"multi-krum's M must be in [1, W - F] = [1, 4], got 5"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:1:0", 5); },
-                                      {"key 'm' expects an integer in [1, 2147483647], got '0'"});
+                                      {"M (value 2 of multi-krum:F[:M]) expects an integer in [1, 2147483647], got '0'"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:2", 5); },
                                       {"multi-krum:F needs more than 2F + 2"});
-  expect_error<core::InvalidArgument>([] { Aggregate::parse("krum:1:2", 5); }, {"key 'f'", "got '1:2'"});
+  expect_error<core::InvalidArgument>([] { Aggregate::parse("krum:1:2", 5); }, {"F (value 1 of krum:F)", "got '1:2'"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:1:2:3", 7); },
                                       {"multi-krum takes at most 2 values (multi-krum:F[:M]), got '1:2:3'"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("multi-krum:1:x", 5); }, {"'x'"});
@@ -105,7 +105,7 @@ TEST(Aggregate, BadSpecsNameTheRuleAndTheBound) {
   expect_error<core::InvalidArgument>([] { Aggregate::parse("krum:2", 5); }, {"more than 2F + 2 workers", "got 5"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("trimmed-mean:2", 4); }, {"more than 2F workers", "got 4"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("trimmed-mean:x", 4); },
-                                      {"'trimmed-mean:x'", "key 'f' expects an integer in [0, 2147483647], got 'x'"});
+                                      {"'trimmed-mean:x'", "F (value 1 of trimmed-mean:F) expects an integer in [0, 2147483647], got 'x'"});
   expect_error<core::InvalidArgument>([] { Aggregate::parse("median:1", 4); }, {"median takes no parameters, got '1'"});
 }
 

@@ -205,7 +205,8 @@ TEST(Builders, MakeTopologyParsesSpecs) {
   expect_invalid([] { make_topology("ring:4", 8); });
   expect_invalid([] { make_topology("random-regular", 8); });
   EXPECT_EQ(expect_invalid([] { make_topology("torus2d:3by3", 9); }),
-            "topology spec 'torus2d:3by3': key 'rows' expects an integer in [1, 2147483647], got '3by3'");
+            "topology spec 'torus2d:3by3': ROWS (value 1 of torus2d[:ROWS[xCOLS]]) expects an integer in [1, "
+            "2147483647], got '3by3'");
   // One side given: the other is n divided by it (config.md's default of cols), which must divide.
   EXPECT_EQ(make_topology("torus2d:3", 9).edges(), torus2d(3, 3).edges());
   EXPECT_EQ(make_topology("torus2d:2", 8).edges(), torus2d(2, 4).edges());
@@ -218,7 +219,7 @@ TEST(Builders, MakeTopologyParsesSpecs) {
   EXPECT_EQ(expect_invalid([] { make_topology("random-regular", 8); }),
             "topology spec 'random-regular': random-regular needs degree (random-regular:DEGREE)");
   EXPECT_EQ(expect_invalid([] { make_topology("star:-1", 8); }),
-            "topology spec 'star:-1': key 'center' expects an integer in [0, 2147483647], got '-1'");
+            "topology spec 'star:-1': CENTER (value 1 of star[:CENTER]) expects an integer in [0, 2147483647], got '-1'");
   EXPECT_NE(expect_invalid([] {
               make_topology("star:8", 8);
             }).find("topology 'star:8': the centre 8 is not a worker (workers 0 to 7)"),

@@ -112,7 +112,9 @@ class SpecFamily {
   [[noreturn]] void fail(const std::string& text, const std::string& message) const;
   void parse_keyed(ParsedSpec& spec, std::string_view args) const;
   void parse_positional(ParsedSpec& spec, std::string_view args) const;
-  void set_value(ParsedSpec& spec, const Setting& key, const std::string& value) const;
+  // `position`: the value's index in a positional spec (its errors name it by placeholder and
+  // position, "M (value 2 of multi-krum:F[:M])"); a keyed spec's errors name the key.
+  void set_value(ParsedSpec& spec, const Setting& key, const std::string& value, std::size_t position = 0) const;
 
   std::string what_;
   SpecSyntax syntax_;
