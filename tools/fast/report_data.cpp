@@ -29,29 +29,63 @@ json number_or_null(const json& r, const char* field) {
   return it != r.end() && it->is_number() ? *it : json(nullptr);
 }
 
-// The training records in rounds of `workers` records (about one record of each worker): the
-// mean loss of the round, and the whole run's cumulative samples, bytes sent and mean staleness
-// as of the round's last record (each worker's latest figures summed; staleness averaged over the
-// workers that applied stale gradients, since a worker reports the lags of the gradients IT
-// applied: under ps only the server ranks do).
+// The workers of an elastic synchronous run from each step on: its `membership` records with
+// `step` and `workers` (the group after the change). Empty when it has none (every run else,
+// asynchronous elastic runs included, whose records carry no step).
+struct GroupChange {
+  double step = 0;
+  int workers = 0;  // from `step` on
+};
+
+std::vector<GroupChange> group_changes(const std::vector<json>& records) {
+  std::vector<GroupChange> changes;
+  for (const json& r : records)
+    if (r.value("event", "") == "membership" && r.contains("step") && r.contains("workers"))
+      changes.push_back({number(r, "step"), static_cast<int>(number(r, "workers"))});
+  return changes;
+}
+
+// The workers that started the run: before its first change, the group after it plus the workers
+// lost at that step (one record each), or less the one that joined; `workers` of the start
+// record when nothing changed.
+int starting_workers(const std::vector<json>& records, const std::vector<GroupChange>& changes, int workers) {
+  if (changes.empty()) return workers;
+  int lost_at_first = 0;
+  for (const json& r : records)
+    if (r.value("event", "") == "membership" && r.contains("step") && number(r, "step") == changes.front().step)
+      lost_at_first += r.value("change", "") == "lost" ? 1 : 0;
+  return lost_at_first > 0 ? changes.front().workers + lost_at_first : changes.front().workers - 1;
+}
+
+// Samples all workers had processed after `step` steps per worker: step x batch x workers, with
+// the workers of each stretch between group changes (an elastic loss or join).
+double samples_at(double step, double batch, int first_workers, const std::vector<GroupChange>& changes) {
+  double samples = 0, from = 0;
+  int group = first_workers;
+  for (const GroupChange& c : changes) {
+    if (c.step >= step) break;
+    samples += (c.step - from) * batch * group;
+    from = c.step;
+    group = c.workers;
+  }
+  return samples + (step - from) * batch * group;
+}
+
+// The training records in rounds of one record per worker of the group (the run's workers, or the
+// group after the latest elastic change), the last round possibly short: the mean loss of the
+// round, and the whole run's cumulative samples, bytes sent and mean staleness as of the round's
+// last record (each worker's latest figures summed; staleness averaged over the workers that
+// applied stale gradients, since a worker reports the lags of the gradients IT applied: under ps
+// only the server ranks do).
 void train_series(const std::vector<json>& records, int workers, json& run) {
   std::vector<double> samples(static_cast<std::size_t>(workers)), bytes(samples.size()), stale(samples.size());
   json loss = json::array(), sent = json::array(), staleness = json::array();
   double loss_sum = 0;
   int loss_count = 0, in_round = 0;
-  for (const json& r : records) {
-    if (r.value("event", "") != "train") continue;
-    const int w = r.value("worker", 0);
-    if (w < 0 || w >= workers) continue;
-    const auto wu = static_cast<std::size_t>(w);
-    samples[wu] = number(r, "samples");
-    bytes[wu] = number(r, "bytes_sent");
-    stale[wu] = number(r, "staleness_mean");
-    if (r["loss"].is_number()) {
-      loss_sum += r["loss"].get<double>();
-      ++loss_count;
-    }
-    if (++in_round < workers) continue;
+  const std::vector<GroupChange> changes = group_changes(records);
+  int group = starting_workers(records, changes, workers);
+  const json* last = nullptr;  // the round's last record
+  const auto close_round = [&] {
     double total = 0, all_bytes = 0, stale_sum = 0;
     int stale_workers = 0;
     for (std::size_t i = 0; i < samples.size(); ++i) {
@@ -63,13 +97,30 @@ void train_series(const std::vector<json>& records, int workers, json& run) {
       }
     }
     const double mean_stale = stale_workers > 0 ? stale_sum / stale_workers : 0.0;
-    const double t = number(r, "time");
+    const double t = number(*last, "time");
     loss.push_back({t, total, loss_count > 0 ? json(loss_sum / loss_count) : json(nullptr)});
     sent.push_back({t, all_bytes});
     staleness.push_back({t, mean_stale});
     loss_sum = 0;
     loss_count = in_round = 0;
+  };
+  for (const json& r : records) {
+    if (r.value("event", "") == "membership" && r.contains("workers")) group = std::max(1, r.value("workers", 1));
+    if (r.value("event", "") != "train") continue;
+    const int w = r.value("worker", 0);
+    if (w < 0 || w >= workers) continue;
+    const auto wu = static_cast<std::size_t>(w);
+    samples[wu] = number(r, "samples");
+    bytes[wu] = number(r, "bytes_sent");
+    stale[wu] = number(r, "staleness_mean");
+    if (r["loss"].is_number()) {
+      loss_sum += r["loss"].get<double>();
+      ++loss_count;
+    }
+    last = &r;
+    if (++in_round >= group) close_round();
   }
+  if (in_round > 0) close_round();  // the records after the last full round: the run's final figures
   run["loss"] = loss;
   run["bytes"] = sent;
   run["staleness"] = staleness;
@@ -80,16 +131,18 @@ json run_data(const ReportRun& r) {
   const json& last = r.records.back();
   const json summary = last.value("event", "") == "end" ? last : json::object();
   const int workers = std::max(1, start.value("workers", 1));
-  const double per_step = number(start, "batch") * workers;
+  const double batch = number(start, "batch");
   json run{{"label", r.repetition > 1 || r.label.empty() ? fmt::format("{} #{}", r.label, r.repetition) : r.label},
            {"config", r.config.empty() ? start.dump(2) : r.config},
            {"workers", workers},
            {"finished", !summary.empty()}};
+  const std::vector<GroupChange> changes = group_changes(r.records);
+  const int first_workers = starting_workers(r.records, changes, workers);
   json evals = json::array();
   for (const json& e : r.records)
     if (e.value("event", "") == "eval")
-      evals.push_back({number(e, "time"), number(e, "step") * per_step, number_or_null(e, "accuracy"),
-                       number_or_null(e, "consensus_distance")});
+      evals.push_back({number(e, "time"), samples_at(number(e, "step"), batch, first_workers, changes),
+                       number_or_null(e, "accuracy"), number_or_null(e, "consensus_distance")});
   run["evals"] = evals;
   train_series(r.records, workers, run);
   json s = summary;
