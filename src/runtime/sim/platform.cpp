@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 #include "fast/core/random.hpp"
 
 namespace fast::runtime::sim {
@@ -116,7 +118,33 @@ void build_fat_tree(const Cluster& c) {
       ->seal();
 }
 
-// Speed over time of host i: its explicit profile, else the straggler draws (if any).
+// At most this many hosts are named in an info line; FAST_LOG_LEVEL=debug names every one.
+constexpr std::size_t kHostsNamed = 16;
+
+// "host-0 0.82 Gf, host-1 1.3 Gf, ..., 12 more": the first kHostsNamed of `items`, the rest counted.
+std::string named_hosts(const std::vector<std::string>& items) {
+  const std::size_t shown = std::min(items.size(), kHostsNamed);
+  std::string text = fmt::format("{}", fmt::join(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(shown), ", "));
+  if (items.size() > shown) text += fmt::format(", and {} more (FAST_LOG_LEVEL=debug lists all)", items.size() - shown);
+  return text;
+}
+
+// The speeds of hosts that differ (hosts.factors, or those drawn from hosts.distribution), so that a
+// user can see which host is slow: info names the first ones, debug every one.
+void log_host_speeds(const Cluster& c) {
+  if (c.speeds.empty() || std::all_of(c.speeds.begin(), c.speeds.end(), [&](double v) { return v == c.speeds[0]; }))
+    return;
+  std::vector<std::string> items;
+  for (std::size_t h = 0; h < c.speeds.size(); ++h) items.push_back(fmt::format("{} {:.4g} Gf", host_name(h), c.speeds[h] / 1e9));
+  const auto [slow, fast] = std::minmax_element(c.speeds.begin(), c.speeds.end());
+  core::log(core::LogLevel::info, "sim: host speeds from {:.4g} Gf ({}) to {:.4g} Gf ({}): {}", *slow / 1e9,
+            host_name(static_cast<std::size_t>(slow - c.speeds.begin())), *fast / 1e9,
+            host_name(static_cast<std::size_t>(fast - c.speeds.begin())), named_hosts(items));
+  if (items.size() > kHostsNamed) core::log(core::LogLevel::debug, "sim: host speeds: {}", fmt::join(items, ", "));
+}
+
+// Speed over time of host i: its explicit profile, else the straggler draws (if any). The hosts
+// that straggle are logged (info: how many periods each; debug: when).
 void add_speed_profiles(const Cluster& c, const std::vector<sg::Host*>& hosts) {
   std::vector<bool> explicit_profile(hosts.size(), false);
   for (const SpeedProfile& p : c.speed_profiles) {
@@ -128,19 +156,36 @@ void add_speed_profiles(const Cluster& c, const std::vector<sg::Host*>& hosts) {
   }
   if (c.straggler_probability <= 0 || c.straggler_factor <= 1) return;
   core::SplitMix64 rng(c.seed ^ 0x5bd1e9955bd1e995ULL);  // the same draws on every platform
+  std::vector<std::string> stragglers;
+  std::size_t periods = 0, slow_periods = 0;
   for (std::size_t h = 0; h < hosts.size(); ++h) {
     std::string text;
+    std::vector<std::string> when;
     double last = 1.0;
     for (double t = 0; t < c.straggler_horizon; t += c.straggler_period) {
       const double u = core::uniform01(rng());
       const double value = u < c.straggler_probability ? 1.0 / c.straggler_factor : 1.0;
       if (value != last || t == 0) text += fmt::format("{} {}\n", t, value);
       last = value;
+      if (explicit_profile[h]) continue;
+      ++periods;
+      if (value < 1.0) when.push_back(fmt::format("{:.6g} s", t));
     }
     if (explicit_profile[h]) continue;
+    if (!when.empty()) {
+      slow_periods += when.size();
+      stragglers.push_back(fmt::format("{} ({} of {} periods)", host_name(h), when.size(),
+                                       static_cast<std::size_t>(std::ceil(c.straggler_horizon / c.straggler_period))));
+      core::log(core::LogLevel::debug, "sim: {} runs {}x slower in the periods of {:.6g} s from {}", host_name(h),
+                c.straggler_factor, c.straggler_period, fmt::join(when, ", "));
+    }
     hosts[h]->set_speed_profile(simgrid::kernel::profile::ProfileBuilder::from_string(fmt::format("stragglers-{}", h),
                                                                                       text, c.straggler_horizon));
   }
+  core::log(core::LogLevel::info,
+            "sim: stragglers drawn: {} of {} host periods of {:.6g} s run {}x slower (repeating every {:.6g} s){}{}",
+            slow_periods, periods, c.straggler_period, c.straggler_factor, c.straggler_horizon,
+            stragglers.empty() ? "" : ": ", named_hosts(stragglers));
 }
 
 // Every pair of hosts of a platform file must be connected: SimGrid aborts the process (it does not
@@ -199,6 +244,7 @@ std::vector<sg::Host*> build_platform(const Cluster& c) {
     else
       FAST_THROW(core::InvalidArgument, "cluster '{}': unknown topology '{}'", c.source.string(), c.topology);
     for (int i = 0; i < c.hosts; ++i) hosts.push_back(engine->host_by_name(host_name(static_cast<unsigned long>(i))));
+    log_host_speeds(c);
     add_speed_profiles(c, hosts);
   }
   for (const ClusterFailure& f : c.failures)
