@@ -41,20 +41,23 @@ const ClusterIntegerKey& declared(std::string_view key) {
   FAST_THROW(core::InvalidUsage, "cluster file: '{}' is not a declared integer key", key);
 }
 
-// "<number><unit>" with the unit's factor from `units` (longest suffix first); a bare number is
-// in base units. Throws naming origin and `what`.
+// "<number><unit>" with the unit's factor from `units`. A string without a unit ("1") is refused:
+// it is more likely a unit forgotten than base units (a TOML number, unquoted, is in base units).
+// Throws InvalidArgument naming origin and `what`.
 double parse_with_units(const std::string& text, const std::string& origin, const char* what,
                         const std::vector<std::pair<std::string, double>>& units) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
   const std::string unit(end);
-  if (end != text.c_str() && std::isfinite(value)) {
-    if (unit.empty()) return value;
-    for (const auto& [suffix, factor] : units)
-      if (unit == suffix) return value * factor;
-  }
   std::vector<std::string> names;
   for (const auto& u : units) names.push_back(u.first);
+  FAST_ENFORCE(end == text.c_str() || !unit.empty(),
+               "{}: the string \"{}\" has no unit; expected {} (a number with a unit among {}): a number without "
+               "quotes is in base units, a string names its unit (docs/clusters.md, \"Units\")",
+               origin, text, what, fmt::join(names, ", "));
+  if (end != text.c_str() && std::isfinite(value))
+    for (const auto& [suffix, factor] : units)
+      if (unit == suffix) return value * factor;
   FAST_THROW(core::InvalidArgument, "{}: expected {} (a number with a unit among {}), got '{}'", origin, what,
              fmt::join(names, ", "), text);
 }
@@ -86,16 +89,7 @@ struct Reader {
   template <typename Parse>
   double quantity(const toml::node& n, const std::string& key, const char* what, Parse parse) const {
     if (n.is_integer() || n.is_floating_point()) return *n.value<double>();
-    if (auto s = n.value_exact<std::string>()) {
-      // A string is a quantity with its unit: "1" is more likely a unit forgotten than seconds.
-      char* end = nullptr;
-      (void)std::strtod(s->c_str(), &end);
-      FAST_ENFORCE(s->empty() || end != s->c_str() + s->size(),
-                   "{}: the string \"{}\" has no unit; expected {}: a number without quotes is in base units, a "
-                   "string names its unit (docs/clusters.md, \"Units\")",
-                   where(key), *s, what);
-      return parse(*s, where(key));
-    }
+    if (auto s = n.value_exact<std::string>()) return parse(*s, where(key));
     FAST_THROW(core::InvalidArgument, "{}: expected {}, got {}", where(key), what, got(n));
   }
   double number(const toml::node& n, const std::string& key) const {

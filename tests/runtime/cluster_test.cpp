@@ -96,8 +96,8 @@ TEST(Cluster, ErrorsNameFileKeyExpectedAndGot) {
   expect_error("[hosts]\ncount = 0", "'hosts.count': expected an integer from 1 to 1000000, got 0");
   expect_error("[hosts]\nspeed = \"fast\"", "'hosts.speed': expected a speed (a number with a unit");
   expect_error("[network]\nlatency = \"1\"",
-               "'network.latency': the string \"1\" has no unit; expected a duration like \"20ms\" or a number of "
-               "seconds: a number without quotes is in base units");
+               "'network.latency': the string \"1\" has no unit; expected a duration (a number with a unit among s, "
+               "ms, us, ns): a number without quotes is in base units");
   expect_error("[hosts]\nmemory_bandwidth = -1",
                "'hosts.memory_bandwidth': expected a positive memory bandwidth, got -1");
   expect_error("[hosts]\ncount = 2\nfactors = [1]", "'hosts.factors': expected one factor per host (2), got 1");

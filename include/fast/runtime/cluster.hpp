@@ -83,7 +83,8 @@ std::span<const ClusterIntegerKey> cluster_integer_keys();
 // naming the file and the key otherwise. Empty text: no lists.
 std::vector<std::vector<unsigned int>> fat_tree_parts(const Cluster& c);
 
-// Parses "10Gbps" (bits), "1.25GBps" (bytes), "20ms", "1Gf", or a plain number (base units).
+// Parse "10Gbps" (bits), "1.25GBps" (bytes), "20ms", "1Gf": a number with its unit (a string
+// without one, "1", is refused). InvalidArgument naming `origin` and the units accepted.
 double parse_bandwidth(const std::string& text, const std::string& origin);
 double parse_duration(const std::string& text, const std::string& origin);
 double parse_speed(const std::string& text, const std::string& origin);
