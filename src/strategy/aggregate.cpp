@@ -242,6 +242,15 @@ bool FaultInjection::exits_while_checkpointing(int rank) const { return kills(Ki
 
 bool FaultInjection::exits_while_ending(int rank) const { return kills(Kind::exit_while_ending, rank); }
 
+std::string FaultInjection::process_refusal(const std::string& spec, const std::string& runtime,
+                                            bool multi_process) const {
+  if (!kills_process() || multi_process) return {};
+  return fmt::format(
+      "fault_inject '{}': {} kills the worker's process, and under runtime '{}' every worker runs in this one "
+      "process (all would end); expected a runtime of processes",
+      spec, kind_name_, runtime);
+}
+
 void FaultInjection::kill_process(const std::string& what) {
   core::log(core::LogLevel::warn, "fault_inject: {}", what);
   std::fflush(nullptr);

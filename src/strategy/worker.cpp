@@ -132,10 +132,9 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
                "fault_inject '{}': exit-while-ending needs an elastic run (elastic = true, --elastic) or an "
                "asynchronous strategy, whose end survives the loss; strategy '{}' is synchronous",
                options.strategy.fault_inject, options.strategy.name);
-  FAST_ENFORCE(!fault_.kills_process() || runtime::find_runtime(ctx.runtime_name()).multi_process,
-               "fault_inject '{}': {} kills the worker's process, and under runtime '{}' every worker runs in this one "
-               "process (all would end); expected a runtime of processes",
-               options.strategy.fault_inject, fault_.kind_name(), ctx.runtime_name());
+  const std::string shared = fault_.process_refusal(options.strategy.fault_inject, ctx.runtime_name(),
+                                                    runtime::find_runtime(ctx.runtime_name()).multi_process);
+  FAST_ENFORCE(shared.empty(), "{}", shared);
   if (comm_.rank() == 0)  // once per run: settings a run of this length is too short for
     for (const std::string& warning : short_run_warnings(for_strategy(options), options.schedule.total_steps))
       core::log(core::LogLevel::warn, "strategy '{}': {}", options.strategy.name, warning);

@@ -140,10 +140,9 @@ void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s)
                "fault_inject '{}': exit-while-checkpointing set without checkpoint_dir; expected a folder to write "
                "checkpoints to (--checkpoint-dir): a run that writes none never injects it",
                s.fault_inject);
-  FAST_ENFORCE(!fault.kills_process() || runtime::find_runtime(o.runtime).multi_process,
-               "fault_inject '{}': {} kills the worker's process, and under runtime '{}' every worker runs in this "
-               "one process (all would end); expected a runtime of processes: {}",
-               s.fault_inject, fault.kind_name(), o.runtime, runtimes_with(&runtime::RuntimeBackend::multi_process));
+  const std::string shared =
+      fault.process_refusal(s.fault_inject, o.runtime, runtime::find_runtime(o.runtime).multi_process);
+  FAST_ENFORCE(shared.empty(), "{}: {}", shared, runtimes_with(&runtime::RuntimeBackend::multi_process));
   validate_growth(o, s);
   if (!o.elastic) return;
   const std::string refusal = strategy::elastic_refusal(s);

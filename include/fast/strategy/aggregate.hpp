@@ -121,6 +121,11 @@ class FaultInjection {
     return exits_while_admitting() || exits_while_agreeing() || exits_while_checkpointing() || exits_while_ending();
   }
   const std::string& kind_name() const noexcept { return kind_name_; }
+  // Why this fault cannot run under `runtime` (its name; `multi_process`: whether its workers are
+  // processes of their own, RuntimeBackend::multi_process): a kind that kills_process() where every
+  // worker shares one process would end them all. "" when it can. The text starts with
+  // "fault_inject '<spec>':" and ends with "expected a runtime of processes".
+  std::string process_refusal(const std::string& spec, const std::string& runtime, bool multi_process) const;
   // Logs `what` as a warning ("fault_inject: ..."), flushes the process's output and kills the
   // process with SIGKILL, as a crash would.
   [[noreturn]] static void kill_process(const std::string& what);
