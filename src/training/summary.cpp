@@ -53,7 +53,7 @@ Combined combine(const RunTotals& totals, const std::map<int, std::int64_t>& los
       continue;
     }
     // Steps taken on this rank: a joiner's own (from the step it joined at), plus those of the
-    // process that held the rank before it was lost (elastic lockstep: the step of the loss). A
+    // processes that held the rank before and were lost (elastic lockstep: lost_steps). A
     // worker that did not join keeps its count: a loss the members saw while the run ended may
     // name a worker that still reported its totals.
     const auto earlier = lost_steps.find(static_cast<int>(w));

@@ -217,7 +217,11 @@ strategy::Regrouping WorkerLoop::regroup_at(const core::PeerLost& lost, int stag
   if (!plan_.elastic || !ctx_.alive(ctx_.rank())) throw lost;
   flush_train_record();
   strategy::Regrouping g = worker_.regroup_survivors(stage);
-  for (int w : g.lost) lost_steps_[w] = g.steps;
+  for (int w : g.lost) {  // a rank taken back and lost again adds its second holder's steps
+    const auto since = held_since_.find(w);
+    lost_steps_[w] += g.steps - (since == held_since_.end() ? 0 : since->second);
+    held_since_.erase(w);
+  }
   follow_lead();  // worker 0 may be the one lost
   return g;
 }
@@ -267,7 +271,10 @@ void WorkerLoop::admit_joiners(std::int64_t done) {
   const bool leading = lead();  // records the admission, even of a joiner that leads from now on (rank 0)
   const bool was_vacant = first_holder(ctx_, joiner);  // a run that grows
   const std::optional<strategy::Regrouping> admitted = worker_.admit(joiner);
-  if (admitted) follow_lead();
+  if (admitted) {
+    held_since_[joiner] = admitted->steps;
+    follow_lead();
+  }
   // Called off by the joiner (the first member was lost): the next collective fails on that loss.
   if (!admitted || !leading) return;
   const strategy::Regrouping& g = *admitted;
