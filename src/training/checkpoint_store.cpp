@@ -325,6 +325,11 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
     try {
       const nlohmann::json manifest = read_checkpoint_manifest(target / kManifest);
       check_identities(target, manifest, identity, comm.members());  // another run: an error, not a fallback
+      // The manifest's step and the folder's name agree (an edited or moved one: a damaged checkpoint).
+      const auto said = manifest.find("step");
+      if (said != manifest.end() && (!said->is_number_integer() || said->get<std::int64_t>() != step))
+        FAST_THROW(core::IoError, "checkpoint manifest '{}': step {}, its folder says {}",
+                   (target / kManifest).string(), said->dump(), step);
       checkpoint = strategy::read_checkpoint_file(file);
       // Files of the first checkpoint format version had only "steps" (lockstep: the same number).
       const std::int64_t saved_at = checkpoint->integers.contains("checkpoint_step")

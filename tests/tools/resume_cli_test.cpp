@@ -173,7 +173,8 @@ TEST(ResumeThreads, AKilledWriteIsIgnoredAndACorruptCheckpointFallsBackToThePrev
   EXPECT_EQ(from60.summary["resumed_from_step"], 60);
   EXPECT_EQ(from60.summary["param_hash"], whole.summary["param_hash"]);
   // Step 60 complete, but worker 1's file corrupt (one byte changed): skipped for step 30.
-  std::string file = slurp(step_dir(ck, 60) / "worker-1.ckpt");
+  const std::string intact = slurp(step_dir(ck, 60) / "worker-1.ckpt");
+  std::string file = intact;
   file[file.size() / 2] = static_cast<char>(file[file.size() / 2] ^ 0x01);
   std::ofstream(step_dir(ck, 60) / "worker-1.ckpt", std::ios::binary | std::ios::trunc) << file;
   const Ran from30 = run(dir, "threads", "--steps 90 --resume ck");
@@ -182,6 +183,17 @@ TEST(ResumeThreads, AKilledWriteIsIgnoredAndACorruptCheckpointFallsBackToThePrev
   EXPECT_EQ(from30.summary["param_hash"], whole.summary["param_hash"]);
   EXPECT_NE(from30.log.find("skipping the checkpoint"), std::string::npos) << from30.log;
   EXPECT_NE(from30.log.find("checksum"), std::string::npos) << from30.log;
+  // Step 60's files intact again, but its manifest's step edited (60 -> 50): skipped for step 30 too.
+  std::ofstream(step_dir(ck, 60) / "worker-1.ckpt", std::ios::binary | std::ios::trunc) << intact;
+  json manifest = json::parse(slurp(step_dir(ck, 60) / "manifest.json"));
+  ASSERT_EQ(manifest["step"], 60);
+  manifest["step"] = 50;
+  std::ofstream(step_dir(ck, 60) / "manifest.json", std::ios::trunc) << manifest.dump(2) << "\n";
+  const Ran edited = run(dir, "threads", "--steps 90 --resume ck");
+  ASSERT_TRUE(ok(edited)) << edited.log;
+  EXPECT_EQ(edited.summary["resumed_from_step"], 30);
+  EXPECT_EQ(edited.summary["param_hash"], whole.summary["param_hash"]);
+  EXPECT_NE(edited.log.find("manifest.json': step 50, its folder says 60"), std::string::npos) << edited.log;
 }
 
 // Refused before training, exit 2, naming the setting: strategies that cannot be resumed, a
