@@ -120,8 +120,9 @@ TEST(Launch, FirstFailureGivesItsExitCodeAndIsNamed) {
   EXPECT_TRUE(contains(r.err, "fast launch: process 1 (pid " + m[1].str() + ") failed first: exit code 3\n")) << r.err;
   EXPECT_FALSE(contains(r.err, "sending SIGTERM")) << "the others ended by themselves within the grace:\n" << r.err;
   EXPECT_TRUE(contains(r.err,
-                       "fast launch: 2 processes ended with exit code 0 after process 1 failed: the run went "
-                       "on without it (its summary says so); launch's exit code is still that failure's, 3\n"))
+                       "fast launch: 2 processes ended with exit code 0 after process 1 failed, so they went "
+                       "on without it (the summary of a fast train run says so); launch's exit code is still that "
+                       "failure's, 3\n"))
       << r.err;
 }
 
@@ -365,6 +366,8 @@ TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
       {launch_sh({"-n", "1", "--key", (dir / "mine.key").string(), "--allow", other_pub.string()}, touch),
        "does not hold the public key of --key"},
       {launch_sh({"-n", "1", "--grace", "-1"}, touch), "--grace expects seconds >= 0, got -1"},
+      {launch_sh({"-n", "1", "--timeout", "abc"}, touch), "--timeout: expected a number, got 'abc'"},
+      {launch_sh({"-n", "x"}, touch), "--nprocs: expected an integer, got 'x'"},
       {launch_sh({"-n", "1", "--restart", "-1"}, touch), "--restart expects a number of restarts in [0, 1000], got -1"},
       {launch_sh({"--hosts", "a:0"}, touch), "--hosts 'a:0', host 1: expected a number of processes from 1 to 1024"},
       {launch_sh({"--hosts", "a:2,b c"}, touch), "--hosts 'a:2,b c', host 2: expected a host name or address"},

@@ -186,7 +186,25 @@ std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e) {
       return fmt::format("The following argument{} not expected: {}", extras.size() == 1 ? " was" : "s were",
                          fmt::join(extras, " "));
   }
-  return e.what();
+  // CLI11's "Could not convert: --timeout = abc" as FAST's other value errors read: the option,
+  // what it expects (its declared type), and the value given.
+  const std::string text = e.what();
+  const std::string prefix = "Could not convert: ";
+  const std::size_t equals = text.find(" = ");
+  if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr && text.starts_with(prefix) &&
+      equals != std::string::npos) {
+    const std::string name = text.substr(prefix.size(), equals - prefix.size());
+    const std::vector<CLI::App*> parsed = app.get_subcommands();
+    const CLI::App& owner = parsed.empty() ? app : *parsed.back();
+    const CLI::Option* option = owner.get_option_no_throw(name);
+    const std::string type = option != nullptr ? option->get_type_name() : "";
+    const std::string expected = type == "FLOAT"                   ? "a number"
+                                 : type == "INT" || type == "UINT" ? "an integer"
+                                 : type.empty()                    ? "another value"
+                                                                   : "a value of type " + type;
+    return fmt::format("{}: expected {}, got '{}'", name, expected, text.substr(equals + 3));
+  }
+  return text;
 }
 
 }  // namespace

@@ -439,8 +439,8 @@ int supervise(ProcessGroup& group, SignalPipe& signals, const LaunchCommand& o, 
   group.finish();
   if (code && s.ended_well_after > 0)  // an elastic or asynchronous run that went on without the failed process
     say(
-        fmt::format("{} ended with exit code 0 after process {} failed: the run went on without it (its summary "
-                    "says so); launch's exit code is still that failure's, {}",
+        fmt::format("{} ended with exit code 0 after process {} failed, so they went on without it (the summary "
+                    "of a fast train run says so); launch's exit code is still that failure's, {}",
                     core::processes(s.ended_well_after), s.verdict.named, *code));
   // A restart of the group cut short by a signal or --timeout: the run's verdict is theirs.
   if (s.regrouping && !code) code = s.timed_out ? core::exit_code::launch_timeout : s.regroup_code;
