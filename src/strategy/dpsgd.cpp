@@ -118,6 +118,14 @@ StrategyRegistration builtin::dpsgd_registration() {
               return fmt::format("compress = '{}' keeps CHOCO-gossip references per link of the whole world",
                                  o.compress);
             return {};
+          },
+          .elastic_group = [](const StrategyOptions& o, int group) -> std::string {
+            try {
+              (void)dpsgd_graph(o, group);
+              return {};
+            } catch (const core::InvalidArgument& e) {
+              return core::user_message(e);
+            }
           }};
 }
 

@@ -34,6 +34,24 @@ std::string elastic_refusal(const StrategyOptions& options) {
   return r.elastic(options);
 }
 
+std::string elastic_group_warning(const StrategyOptions& options, int smallest, int largest) {
+  const StrategyRegistration r = find_registration(options.name);
+  if (!r.elastic_group) return {};
+  std::vector<int> refused;
+  std::string first_reason;
+  for (int group = std::max(smallest, 1); group <= largest; ++group)
+    if (std::string why = r.elastic_group(options, group); !why.empty()) {
+      refused.push_back(group);
+      if (first_reason.empty()) first_reason = std::move(why);
+    }
+  if (refused.empty()) return {};
+  return fmt::format(
+      "strategy '{}' cannot go on as a group of {} worker(s) ({}): a loss that leaves such a group ends "
+      "the run (exit code 5); a topology that fits every size (ring, complete, exponential, ...) "
+      "or min_workers above them avoids it",
+      options.name, fmt::join(refused, ", "), first_reason);
+}
+
 Regrouping Worker::regroup_survivors(int stage) {
   FAST_ENFORCE_AS(core::InvalidUsage, comm_.elastic(),
                   "Worker::regroup_survivors: the communicator is not elastic (WorkerOptions::communicator.elastic)");

@@ -545,6 +545,19 @@ TEST(ElasticTraining, RefusalsNameWhyAndWhatIsSupported) {
   EXPECT_NE(elastic_refusal({.name = "adpsgd"}).find("asynchronous"), std::string::npos);
 }
 
+// The group sizes an elastic dpsgd run may shrink to that its topology does not fit are named before
+// the run: a hypercube fits powers of two only (of 2 to 8 workers: not 3, 5, 6, 7); a ring fits
+// every size; strategies without a group check have no sizes to name.
+TEST(ElasticTraining, GroupSizesATopologyDoesNotFitAreNamed) {
+  const std::string warning = elastic_group_warning({.name = "dpsgd", .topology = "hypercube"}, 2, 8);
+  EXPECT_NE(warning.find("cannot go on as a group of 3, 5, 6, 7 worker(s) (topology 'hypercube'"), std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("ends the run (exit code 5)"), std::string::npos) << warning;
+  EXPECT_EQ(elastic_group_warning({.name = "dpsgd", .topology = "hypercube"}, 4, 4), "");
+  EXPECT_EQ(elastic_group_warning({.name = "dpsgd", .topology = "ring"}, 1, 9), "");
+  EXPECT_EQ(elastic_group_warning({.name = "allreduce"}, 1, 9), "");
+}
+
 TEST(ElasticTraining, RegroupingNeedsAnElasticCommunicator) {
   runtime::sim::World world({.size = 1, .cluster = star(1)});
   world.run([](runtime::Context& ctx) {

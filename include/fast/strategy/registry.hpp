@@ -92,6 +92,9 @@ using SaveDuringRunCheck = std::function<std::string(const StrategyOptions&)>;
 // a clause ("compress = 'int8' keeps CHOCO-gossip references per link of the whole world"). Asked only where
 // the strategy's `asynchronous` trait does not hold: asynchronous runs always go on.
 using ElasticCheck = std::function<std::string(const StrategyOptions&)>;
+// With `elastic`: "" when the survivors can go on as a group of `group` workers, else why not (a
+// topology of fixed sizes: hypercube, torus2d:RxC). Unset: every size can.
+using ElasticGroupCheck = std::function<std::string(const StrategyOptions&, int group)>;
 
 // Builds one worker's strategy; may throw InvalidArgument for options it refuses.
 using StrategyFactory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&, collective::Communicator&)>;
@@ -121,6 +124,8 @@ struct StrategyRegistration {
   // group_size()), keeps no state sized by the world, and saves in Worker::save() everything a
   // member needs to continue from another member's state.
   ElasticCheck elastic;
+  // Optional, with `elastic`: the group sizes it cannot go on with (elastic_group_warning).
+  ElasticGroupCheck elastic_group;
   // The strategy sends gradients (not models), so Deep Gradient Compression applies (dgc = true).
   StrategyTrait sends_gradients;
   // The strategy combines every worker's whole gradient at once, so the robust aggregates

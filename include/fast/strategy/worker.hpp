@@ -94,6 +94,11 @@ std::string periodic_checkpoint_refusal(const StrategyOptions& options);
 // elastic, Worker::regroup_survivors), else why not, as a clause. Asynchronous strategies always go
 // on and need no `elastic`: for them it returns why the option does not apply.
 std::string elastic_refusal(const StrategyOptions& options);
+// Elastic synchronous training: "" when the survivors can go on at every group size a run may pass
+// through, from `smallest` to `largest` workers (min_workers to the run's workers, or max_workers
+// in a run that may grow), else a warning naming the sizes they cannot (the registration's
+// elastic_group check) and why: a loss that leaves such a group ends the run (exit code 5).
+std::string elastic_group_warning(const StrategyOptions& options, int smallest, int largest);
 
 // What Worker::regroup_survivors() agreed on, the same on every survivor.
 struct Regrouping {

@@ -334,6 +334,11 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
                  ctx.rank(), refusal);
   }
   validate_elastic_bounds(o, ctx.size());  // the world under zmq and mpi is known from here on
+  if (o.elastic && ctx.rank() == 0)
+    if (const std::string warning = strategy::elastic_group_warning(o.worker.strategy, o.min_workers,
+                                                                    std::max(ctx.size(), o.process.max_workers));
+        !warning.empty())
+      core::log(core::LogLevel::warn, "elastic: {}", warning);
   TorchWorker torch_side(ctx, in);
   LoopPlan plan = make_plan(o, in.flops_per_sample, in.input.classes, torch_side.steps_per_epoch(), in.initial_norm);
   runtime::SlowdownOptions slowdown_options = o.slowdown;
