@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <functional>
@@ -98,11 +99,17 @@ TEST_P(Conformance, ARankInsideANativeCollectiveStillServesItsPeers) {
       {.op_timeout_seconds = 30});
 }
 
-// Native collectives (mpi) whose calls differ between the ranks (MPI_Allreduce alone would end one
-// rank with MPI_ERR_TRUNCATE and return a wrong sum on the others): every rank gets the same
-// InvalidArgument naming the lengths, dtypes or roots, and the next agreeing collective still runs.
+// Native collectives (mpi) with FAST_CHECK_COLLECTIVES=1 whose calls differ between the ranks
+// (MPI_Allreduce alone would end one rank with MPI_ERR_TRUNCATE and return a wrong sum on the
+// others): every rank gets the same InvalidArgument naming the lengths, dtypes, roots or
+// collectives, and the next agreeing collective still runs. The variable is set here, so that
+// mpirun's ranks inherit it.
 TEST_P(Conformance, NativeCollectivesWhoseCallsDifferFailOnEveryRank) {
   if (GetParam().runtime != "mpi") GTEST_SKIP() << "only the mpi runtime offers native collectives";
+  ::setenv("FAST_CHECK_COLLECTIVES", "1", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("FAST_CHECK_COLLECTIVES"); }
+  } unset;
   run([](Context& ctx) {
     NativeCollectives* native = ctx.native_collectives();
     ASSERT_NE(native, nullptr);
@@ -129,6 +136,14 @@ TEST_P(Conformance, NativeCollectivesWhoseCallsDifferFailOnEveryRank) {
         },
         {"dtypes from f32 to f64"});
     refused([&] { native->broadcast(native->reserve(), mview(as_f32), ctx.rank() == 0 ? 0 : 1); }, {"roots from 0 to 1"});
+    refused(
+        [&] {
+          if (ctx.rank() == 0)
+            native->barrier(native->reserve());
+          else
+            native->allreduce_sum(native->reserve(), mview(as_f32));
+        },
+        {"called different collectives at the same point"});
     std::vector<float> sum(3, static_cast<float>(ctx.rank() + 1));
     native->allreduce_sum(native->reserve(), mview(sum));
     const float expected = static_cast<float>(ctx.size() * (ctx.size() + 1) / 2);

@@ -23,7 +23,9 @@ namespace fast::runtime::mpi {
 class MpiCollectives final : public NativeCollectives {
  public:
   // comm: a communicator used by nothing else (not freed here).
-  explicit MpiCollectives(MPI_Comm comm) : comm_(comm) {}
+  // FAST_CHECK_COLLECTIVES (read once, here): whether each collective first checks that every rank
+  // called it alike (collectives.cpp, agree()); every rank must be given the same value.
+  explicit MpiCollectives(MPI_Comm comm);
 
   std::uint64_t reserve() override { return next_.fetch_add(1); }
   // Whether an activity of this rank is inside an MPI collective now (read by the transport's
@@ -46,6 +48,7 @@ class MpiCollectives final : public NativeCollectives {
   void in_turn(std::uint64_t ticket, Fn&& fn);
 
   MPI_Comm comm_;
+  bool check_calls_ = false;
   std::atomic<std::uint64_t> next_{0};
   std::atomic<int> inside_{0};
   std::atomic<std::int64_t> entered_ns_{0};        // steady_clock at the running collective's start
