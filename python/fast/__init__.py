@@ -41,7 +41,6 @@ from fast._fast import (  # noqa: F401  (the public API)
     epoch_permutation,
     launcher,
     release_free_memory,
-    run,
     runtime_names,
     tune_malloc,
     worker_settings,
@@ -96,7 +95,16 @@ def init(runtime=None, op_timeout=-1.0, collectives="", windows=""):
     (the runtime's default). The world lasts until shutdown(), which runs at the interpreter's exit;
     if the program ends with an uncaught exception, the other processes are told this one failed.
     """
+    _install_exit_hooks()  # first: an error of init itself (a rendezvous timeout) exits as documented
     return _fast.init(runtime, op_timeout, collectives, windows)
+
+
+def run(fn, workers, runtime="threads", cluster="", op_timeout=-1.0):
+    _install_exit_hooks()
+    return _fast.run(fn, workers, runtime, cluster, op_timeout)
+
+
+run.__doc__ = _fast.run.__doc__
 
 
 def shutdown(failure=""):
@@ -106,10 +114,11 @@ def shutdown(failure=""):
 
 
 def _install_exit_hooks():
-    """At import: an uncaught exception is recorded (sys.excepthook, chained to the one before) so
-    that the world's shutdown tells the other processes why this one failed, and a FAST error sets
-    the exit code of _exit_as_fast_does, whether it came from init() itself (a rendezvous that timed
-    out, a bad argument), from run(), or from an operation afterwards."""
+    """From the first init() or run() on (before either starts): an uncaught exception is recorded
+    (sys.excepthook, chained to the one before) so that the world's shutdown tells the other
+    processes why this one failed, and a FAST error sets the exit code of _exit_as_fast_does, whether
+    it came from init() itself (a rendezvous that timed out, a bad argument), from run(), or from an
+    operation afterwards. Not at the interactive prompt, where an error does not end the program."""
     global _hooks_installed
     if _hooks_installed:
         return
@@ -118,6 +127,9 @@ def _install_exit_hooks():
 
     def excepthook(kind, value, traceback):
         global _failure, _exit_status
+        if hasattr(_sys, "ps1"):  # the interactive prompt: it goes on after an error
+            previous(kind, value, traceback)
+            return
         _failure = f"{kind.__name__}: {value}"
         status = next((_fast._exit_status[k] for k in kind.__mro__ if k in _fast._exit_status), None)
         if status is not None:
@@ -135,6 +147,3 @@ def _install_exit_hooks():
             print(f"fast: at exit: {type(e).__name__}: {e}", file=_sys.stderr)
 
     _atexit.register(at_exit)
-
-
-_install_exit_hooks()  # after _exit_as_fast_does: atexit runs the shutdown first
