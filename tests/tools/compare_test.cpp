@@ -447,8 +447,9 @@ TEST(ReportPage, AFolderOfTwoRunsMetricsIsRefused) {
 
 // An elastic run of 3 workers (batch 10) loses worker 2 at step 12: the accuracy's samples axis
 // counts 12 steps of 3 workers and then 2 (12 x 30 + 8 x 20 = 520 at step 20, not 20 x 30), the
-// rounds of train records hold one record per member of the group, and the records after the last
-// full round (worker 0's at step 20) make the last point.
+// survivors' records of the steps up to the loss (written before the membership record) make a
+// round of their own, the rounds after hold one record per member of the group, and the records
+// after the last full round (worker 0's at step 20) make the last point.
 TEST(ReportPage, SamplesFollowTheGroupAfterAnElasticLoss) {
   const auto train = [](int worker, int step, double loss) {
     return json{{"event", "train"}, {"time", step * 0.1}, {"worker", worker}, {"step", step},
@@ -458,6 +459,7 @@ TEST(ReportPage, SamplesFollowTheGroupAfterAnElasticLoss) {
   run.records.push_back({{"event", "start"}, {"time", 0}, {"workers", 3}, {"batch", 10}});
   for (int w = 0; w < 3; ++w) run.records.push_back(train(w, 5, 1.0 + w));
   for (int w = 0; w < 3; ++w) run.records.push_back(train(w, 10, 0.5));
+  for (int w = 0; w < 2; ++w) run.records.push_back(train(w, 12, 0.75));  // up to the loss
   run.records.push_back({{"event", "membership"}, {"time", 1.2}, {"worker", 2}, {"change", "lost"},
                          {"detail", ""}, {"step", 12}, {"workers", 2}});
   for (int step : {15, 18})
@@ -470,10 +472,10 @@ TEST(ReportPage, SamplesFollowTheGroupAfterAnElasticLoss) {
   ASSERT_EQ(r["evals"].size(), 1u);
   EXPECT_DOUBLE_EQ(r["evals"][0][1].get<double>(), 12 * 30 + 8 * 20);
   const json& loss = r["loss"];
-  ASSERT_EQ(loss.size(), 5u) << loss.dump();
+  ASSERT_EQ(loss.size(), 6u) << loss.dump();
   // Each worker's latest samples summed (worker 2's stay at its step 10's 100).
-  const std::vector<double> samples{150, 300, 150 + 150 + 100, 180 + 180 + 100, 200 + 180 + 100};
-  const std::vector<double> mean{2.0, 0.5, 0.25, 0.25, 0.125};
+  const std::vector<double> samples{150, 300, 120 + 120 + 100, 150 + 150 + 100, 180 + 180 + 100, 200 + 180 + 100};
+  const std::vector<double> mean{2.0, 0.5, 0.75, 0.25, 0.25, 0.125};
   for (std::size_t i = 0; i < samples.size(); ++i) {
     EXPECT_DOUBLE_EQ(loss[i][1].get<double>(), samples[i]) << i;
     EXPECT_DOUBLE_EQ(loss[i][2].get<double>(), mean[i]) << i;

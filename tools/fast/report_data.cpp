@@ -45,16 +45,19 @@ std::vector<GroupChange> group_changes(const std::vector<json>& records) {
   return changes;
 }
 
-// The workers that started the run: before its first change, the group after it plus the workers
-// lost at that step (one record each), or less the one that joined; `workers` of the start
-// record when nothing changed.
+// The workers that started the run: `workers` of the start record when nothing changed; else,
+// from the first change alone, the group after it less the one that joined, or plus the workers
+// lost with it (its consecutive `lost` records of the same step and group, one per worker).
 int starting_workers(const std::vector<json>& records, const std::vector<GroupChange>& changes, int workers) {
   if (changes.empty()) return workers;
-  int lost_at_first = 0;
-  for (const json& r : records)
-    if (r.value("event", "") == "membership" && r.contains("step") && number(r, "step") == changes.front().step)
-      lost_at_first += r.value("change", "") == "lost" ? 1 : 0;
-  return lost_at_first > 0 ? changes.front().workers + lost_at_first : changes.front().workers - 1;
+  int lost = 0;
+  for (const json& r : records) {
+    if (r.value("event", "") != "membership" || !r.contains("step") || !r.contains("workers")) continue;
+    const bool same = number(r, "step") == changes.front().step && r.value("workers", 0) == changes.front().workers;
+    if (r.value("change", "") != "lost" || !same) break;
+    ++lost;
+  }
+  return lost > 0 ? changes.front().workers + lost : changes.front().workers - 1;
 }
 
 // Samples all workers had processed after `step` steps per worker: step x batch x workers, with
@@ -72,7 +75,8 @@ double samples_at(double step, double batch, int first_workers, const std::vecto
 }
 
 // The training records in rounds of one record per worker of the group (the run's workers, or the
-// group after the latest elastic change), the last round possibly short: the mean loss of the
+// group after the latest elastic change; a change closes the round under way, which holds the
+// records the survivors wrote up to the loss), the last round possibly short: the mean loss of the
 // round, and the whole run's cumulative samples, bytes sent and mean staleness as of the round's
 // last record (each worker's latest figures summed; staleness averaged over the workers that
 // applied stale gradients, since a worker reports the lags of the gradients IT applied: under ps
@@ -105,7 +109,11 @@ void train_series(const std::vector<json>& records, int workers, json& run) {
     loss_count = in_round = 0;
   };
   for (const json& r : records) {
-    if (r.value("event", "") == "membership" && r.contains("workers")) group = std::max(1, r.value("workers", 1));
+    if (r.value("event", "") == "membership" && r.contains("workers")) {
+      // The survivors' records up to the loss came before it: they close the old group's round.
+      if (in_round > 0) close_round();
+      group = std::max(1, r.value("workers", 1));
+    }
     if (r.value("event", "") != "train") continue;
     const int w = r.value("worker", 0);
     if (w < 0 || w >= workers) continue;
