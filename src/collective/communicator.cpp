@@ -353,8 +353,9 @@ void Communicator::allgather(core::ConstView in, MutableView out) {
 std::vector<core::Buffer> Communicator::gather(core::ConstView in, int root) {
   runtime::check_peer(*ctx_, root, "gather root");
   FAST_ENFORCE(in.numel() > 0,
-               "gather: expected at least one element from every member, got 0 on rank {} (each member's part is one "
-               "message to the root, and the runtime contract has no message of zero elements)",
+               "gather: this member's part is empty (rank {}); expected at least one element from every member "
+               "(each part is one message to the root, and the runtime contract has no message of zero elements; "
+               "the root, still waiting for it, ends at op_timeout)",
                rank());
   const std::uint32_t sequence = next_sequence();
   const auto root_at = std::find(members_.begin(), members_.end(), root);

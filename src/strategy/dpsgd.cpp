@@ -123,7 +123,7 @@ StrategyRegistration builtin::dpsgd_registration() {
             try {
               (void)dpsgd_graph(o, group);
               return {};
-            } catch (const core::InvalidArgument& e) {
+            } catch (const core::Error& e) {  // a file: topology may also fail to be read
               return core::user_message(e);
             }
           }};

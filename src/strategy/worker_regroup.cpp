@@ -45,11 +45,19 @@ std::string elastic_group_warning(const StrategyOptions& options, int smallest, 
       if (first_reason.empty()) first_reason = std::move(why);
     }
   if (refused.empty()) return {};
+  // The sizes as ranges ("3, 5-7"): a run of hundreds of workers may refuse most sizes.
+  std::vector<std::string> ranges;
+  for (std::size_t i = 0; i < refused.size();) {
+    std::size_t j = i;
+    while (j + 1 < refused.size() && refused[j + 1] == refused[j] + 1) ++j;
+    ranges.push_back(j == i ? fmt::format("{}", refused[i]) : fmt::format("{}-{}", refused[i], refused[j]));
+    i = j + 1;
+  }
   return fmt::format(
-      "strategy '{}' cannot go on as a group of {} worker(s) ({}): a loss that leaves such a group ends "
-      "the run (exit code 5); a topology that fits every size (ring, complete, exponential, ...) "
-      "or min_workers above them avoids it",
-      options.name, fmt::join(refused, ", "), first_reason);
+      "strategy '{}' cannot go on as a group of {} worker(s) ({}): a loss or join that makes such a "
+      "group ends the run (exit code 5); a topology that fits every size (ring, complete, "
+      "exponential, ...) avoids it, or min_workers above {}",
+      options.name, fmt::join(ranges, ", "), first_reason, refused.back());
 }
 
 Regrouping Worker::regroup_survivors(int stage) {

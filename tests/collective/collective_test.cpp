@@ -177,7 +177,7 @@ TEST(Gather, APartOfZeroElementsIsRefusedNamingTheMember) {
     const std::vector<float> none;
     fast::testing::expect_error<core::InvalidArgument>(
         [&] { comm.gather(core::ConstView(std::span<const float>(none)), 0); },
-        {"gather: expected at least one element from every member, got 0 on rank " + std::to_string(ctx.rank())});
+        {"gather: this member's part is empty (rank " + std::to_string(ctx.rank()) + ")"});
   });
 }
 

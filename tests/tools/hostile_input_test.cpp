@@ -167,7 +167,7 @@ TEST(HostileInput, ModelAndDatasetSpecsAreCheckedBeforeAnyDataIsRead) {
            {"",
             "train --steps 5 --compress int8:levels=200",
             {"codec spec 'int8:levels=200'", "key 'levels'", "[1, 127]", "got '200'"}},
-           {"", "train --steps 5 --aggregate krum:x", {"aggregate spec 'krum:x'", "key 'f'", "got 'x'"}},
+           {"", "train --steps 5 --aggregate krum:x", {"aggregate spec 'krum:x'", "F (value 1 of krum:F)", "got 'x'"}},
            {"", "train --steps 5 --dataset npz:train=/nonexistent.npz", {"npz needs test (npz:train=TRAIN,test=TEST)"}},
            {"", "train --steps 5 --model resnet50", {"'resnet50'", "mlp, cnn, resnet", "TorchScript file"}},
            // A near name is suggested (core/suggest.hpp), for a model as for a flag's value.

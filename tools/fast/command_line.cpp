@@ -195,13 +195,13 @@ std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e) {
       equals != std::string::npos) {
     const std::string name = text.substr(prefix.size(), equals - prefix.size());
     const std::vector<CLI::App*> parsed = app.get_subcommands();
-    const CLI::App& owner = parsed.empty() ? app : *parsed.back();
-    const CLI::Option* option = owner.get_option_no_throw(name);
-    const std::string type = option != nullptr ? option->get_type_name() : "";
+    const CLI::Option* option = parsed.empty() ? nullptr : parsed.back()->get_option_no_throw(name);
+    if (option == nullptr) option = app.get_option_no_throw(name);
+    std::string type = option != nullptr ? option->get_type_name() : "";
+    type = type.substr(0, type.find(':'));  // a validator's text follows the type ("INT:...")
     const std::string expected = type == "FLOAT"                   ? "a number"
                                  : type == "INT" || type == "UINT" ? "an integer"
-                                 : type.empty()                    ? "another value"
-                                                                   : "a value of type " + type;
+                                                                   : "a valid value";
     return fmt::format("{}: expected {}, got '{}'", name, expected, text.substr(equals + 3));
   }
   return text;
