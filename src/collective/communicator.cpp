@@ -124,7 +124,8 @@ runtime::SharedRendezvous* Communicator::shared_for(const MutableView& data, con
 void Communicator::allreduce(MutableView data, const AllreduceOptions& options) {
   const std::uint32_t sequence = next_sequence();
   if (auto* n = native()) {
-    check_reducible(data);  // before the ticket: a ticket taken is a ticket run
+    // The native collective refuses a dtype it cannot sum itself, after the ranks' agreement check
+    // (FAST_CHECK_COLLECTIVES): a dtype that differs between ranks then fails every rank alike.
     native_allreduce(*n, n->reserve(), data, options.op);
     return;
   }
@@ -138,8 +139,7 @@ void Communicator::allreduce(MutableView data, const AllreduceOptions& options) 
 
 Work Communicator::allreduce_async(MutableView data, AllreduceOptions options) {
   const std::uint32_t sequence = next_sequence();  // reserved now, so call order decides matching
-  if (auto* n = native()) {
-    check_reducible(data);
+  if (auto* n = native()) {                        // its dtype checked by the native collective, as in allreduce()
     const std::uint64_t ticket = n->reserve();
     return ctx_->spawn("allreduce",
                        [this, n, ticket, data, op = options.op] { native_allreduce(*n, ticket, data, op); });

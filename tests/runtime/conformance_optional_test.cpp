@@ -135,6 +135,15 @@ TEST_P(Conformance, NativeCollectivesWhoseCallsDifferFailOnEveryRank) {
             native->allreduce_sum(native->reserve(), mview(as_f32));
         },
         {"dtypes from f32 to f64"});
+    std::vector<std::int32_t> as_i32(4, 1);  // a dtype MPI_Allreduce is not given: refused on every rank too
+    refused(
+        [&] {
+          if (ctx.rank() == 0)
+            native->allreduce_sum(native->reserve(), core::MutableView(std::span<std::int32_t>(as_i32)));
+          else
+            native->allreduce_sum(native->reserve(), mview(as_f32));
+        },
+        {"dtypes from f32 to i32"});
     refused([&] { native->broadcast(native->reserve(), mview(as_f32), ctx.rank() == 0 ? 0 : 1); }, {"roots from 0 to 1"});
     refused(
         [&] {

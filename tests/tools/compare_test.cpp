@@ -473,8 +473,8 @@ TEST(ReportPage, SamplesFollowTheGroupAfterAnElasticLoss) {
   EXPECT_DOUBLE_EQ(r["evals"][0][1].get<double>(), 12 * 30 + 8 * 20);
   const json& loss = r["loss"];
   ASSERT_EQ(loss.size(), 6u) << loss.dump();
-  // Each worker's latest samples summed (worker 2's stay at its step 10's 100).
-  const std::vector<double> samples{150, 300, 120 + 120 + 100, 150 + 150 + 100, 180 + 180 + 100, 200 + 180 + 100};
+  // The group's samples at each round's last step, as the accuracy's: 3 workers to step 12, then 2.
+  const std::vector<double> samples{5 * 30, 10 * 30, 12 * 30, 360 + 3 * 20, 360 + 6 * 20, 360 + 8 * 20};
   const std::vector<double> mean{2.0, 0.5, 0.75, 0.25, 0.25, 0.125};
   for (std::size_t i = 0; i < samples.size(); ++i) {
     EXPECT_DOUBLE_EQ(loss[i][1].get<double>(), samples[i]) << i;

@@ -80,14 +80,17 @@ double samples_at(double step, double batch, int first_workers, const std::vecto
 // round, and the whole run's cumulative samples, bytes sent and mean staleness as of the round's
 // last record (each worker's latest figures summed; staleness averaged over the workers that
 // applied stale gradients, since a worker reports the lags of the gradients IT applied: under ps
-// only the server ranks do).
-void train_series(const std::vector<json>& records, int workers, json& run) {
+// only the server ranks do). The samples of an elastic lockstep run are those of samples_at() at
+// the round's step, as the accuracy's (a process that took a rank back reports the members' step,
+// as if it had trained from the start; a lost worker's last steps are in no record).
+void train_series(const std::vector<json>& records, int workers, double batch, json& run) {
   std::vector<double> samples(static_cast<std::size_t>(workers)), bytes(samples.size()), stale(samples.size());
   json loss = json::array(), sent = json::array(), staleness = json::array();
   double loss_sum = 0;
   int loss_count = 0, in_round = 0;
   const std::vector<GroupChange> changes = group_changes(records);
-  int group = starting_workers(records, changes, workers);
+  const int first_workers = starting_workers(records, changes, workers);
+  int group = first_workers;
   const json* last = nullptr;  // the round's last record
   const auto close_round = [&] {
     double total = 0, all_bytes = 0, stale_sum = 0;
@@ -102,6 +105,7 @@ void train_series(const std::vector<json>& records, int workers, json& run) {
     }
     const double mean_stale = stale_workers > 0 ? stale_sum / stale_workers : 0.0;
     const double t = number(*last, "time");
+    if (!changes.empty()) total = samples_at(number(*last, "step"), batch, first_workers, changes);
     loss.push_back({t, total, loss_count > 0 ? json(loss_sum / loss_count) : json(nullptr)});
     sent.push_back({t, all_bytes});
     staleness.push_back({t, mean_stale});
@@ -152,7 +156,7 @@ json run_data(const ReportRun& r) {
       evals.push_back({number(e, "time"), samples_at(number(e, "step"), batch, first_workers, changes),
                        number_or_null(e, "accuracy"), number_or_null(e, "consensus_distance")});
   run["evals"] = evals;
-  train_series(r.records, workers, run);
+  train_series(r.records, workers, batch, run);
   json s = summary;
   for (const char* big : {"bytes_per_link", "idle_seconds", "steps_per_worker", "event", "time"}) s.erase(big);
   run["summary"] = s;

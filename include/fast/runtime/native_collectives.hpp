@@ -25,7 +25,8 @@ class NativeCollectives {
   virtual ~NativeCollectives() = default;
   // The next place in this worker's order of native collectives.
   virtual std::uint64_t reserve() = 0;
-  // In place: data = sum over every worker of data (f32 or f64). Blocking.
+  // In place: data = sum over every worker of data (f32 or f64; another dtype: InvalidArgument,
+  // after the check that every rank called it alike where that check is on). Blocking.
   virtual void allreduce_sum(std::uint64_t ticket, core::MutableView data) = 0;
   // data on every worker = data of worker `root` (any dtype). Blocking.
   virtual void broadcast(std::uint64_t ticket, core::MutableView data, int root) = 0;
