@@ -30,20 +30,33 @@ json number_or_null(const json& r, const char* field) {
 }
 
 // The workers of an elastic synchronous run from each step on: its `membership` records with
-// `step` and `workers` (the group after the change). Empty when it has none (every run else,
-// asynchronous elastic runs included, whose records carry no step).
+// `step` and `workers` (the group after the change). `changes` is empty when it has none (every
+// run else, asynchronous elastic runs included, whose records carry no step).
 struct GroupChange {
   double step = 0;
   int workers = 0;  // from `step` on
 };
 
-std::vector<GroupChange> group_changes(const std::vector<json>& records) {
+struct Groups {
   std::vector<GroupChange> changes;
-  for (const json& r : records)
-    if (r.value("event", "") == "membership" && r.contains("step") && r.contains("workers"))
-      changes.push_back({number(r, "step"), static_cast<int>(number(r, "workers"))});
-  return changes;
-}
+  int first_workers = 0;  // the workers that started the run
+
+  bool elastic() const { return !changes.empty(); }
+
+  // Samples all workers had processed after `step` steps per worker: step x batch x workers,
+  // with the workers of each stretch between group changes (an elastic loss or join).
+  double samples_at(double step, double batch) const {
+    double samples = 0, from = 0;
+    int group = first_workers;
+    for (const GroupChange& c : changes) {
+      if (c.step >= step) break;
+      samples += (c.step - from) * batch * group;
+      from = c.step;
+      group = c.workers;
+    }
+    return samples + (step - from) * batch * group;
+  }
+};
 
 // The workers that started the run: `workers` of the start record when nothing changed; else,
 // from the first change alone, the group after it less the one that joined, or plus the workers
@@ -60,18 +73,13 @@ int starting_workers(const std::vector<json>& records, const std::vector<GroupCh
   return lost > 0 ? changes.front().workers + lost : changes.front().workers - 1;
 }
 
-// Samples all workers had processed after `step` steps per worker: step x batch x workers, with
-// the workers of each stretch between group changes (an elastic loss or join).
-double samples_at(double step, double batch, int first_workers, const std::vector<GroupChange>& changes) {
-  double samples = 0, from = 0;
-  int group = first_workers;
-  for (const GroupChange& c : changes) {
-    if (c.step >= step) break;
-    samples += (c.step - from) * batch * group;
-    from = c.step;
-    group = c.workers;
-  }
-  return samples + (step - from) * batch * group;
+Groups read_groups(const std::vector<json>& records, int workers) {
+  Groups g;
+  for (const json& r : records)
+    if (r.value("event", "") == "membership" && r.contains("step") && r.contains("workers"))
+      g.changes.push_back({number(r, "step"), static_cast<int>(number(r, "workers"))});
+  g.first_workers = starting_workers(records, g.changes, workers);
+  return g;
 }
 
 // The training records in rounds of one record per worker of the group (the run's workers, or the
@@ -83,20 +91,18 @@ double samples_at(double step, double batch, int first_workers, const std::vecto
 // only the server ranks do). The samples of an elastic lockstep run are those of samples_at() at
 // the round's step, as the accuracy's (a process that took a rank back reports the members' step,
 // as if it had trained from the start; a lost worker's last steps are in no record).
-void train_series(const std::vector<json>& records, int workers, double batch, json& run) {
+void train_series(const std::vector<json>& records, int workers, double batch, const Groups& groups, json& run) {
   std::vector<double> samples(static_cast<std::size_t>(workers)), bytes(samples.size()), stale(samples.size());
   json loss = json::array(), sent = json::array(), staleness = json::array();
   double loss_sum = 0;
   int loss_count = 0, in_round = 0;
-  const std::vector<GroupChange> changes = group_changes(records);
-  const int first_workers = starting_workers(records, changes, workers);
-  int group = first_workers;
+  int group = groups.first_workers;
   const json* last = nullptr;  // the round's last record
   const auto close_round = [&] {
     double total = 0, all_bytes = 0, stale_sum = 0;
     int stale_workers = 0;
     for (std::size_t i = 0; i < samples.size(); ++i) {
-      total += samples[i];
+      if (!groups.elastic()) total += samples[i];
       all_bytes += bytes[i];
       if (stale[i] > 0) {
         stale_sum += stale[i];
@@ -105,7 +111,7 @@ void train_series(const std::vector<json>& records, int workers, double batch, j
     }
     const double mean_stale = stale_workers > 0 ? stale_sum / stale_workers : 0.0;
     const double t = number(*last, "time");
-    if (!changes.empty()) total = samples_at(number(*last, "step"), batch, first_workers, changes);
+    if (groups.elastic()) total = groups.samples_at(number(*last, "step"), batch);
     loss.push_back({t, total, loss_count > 0 ? json(loss_sum / loss_count) : json(nullptr)});
     sent.push_back({t, all_bytes});
     staleness.push_back({t, mean_stale});
@@ -148,15 +154,14 @@ json run_data(const ReportRun& r) {
            {"config", r.config.empty() ? start.dump(2) : r.config},
            {"workers", workers},
            {"finished", !summary.empty()}};
-  const std::vector<GroupChange> changes = group_changes(r.records);
-  const int first_workers = starting_workers(r.records, changes, workers);
+  const Groups groups = read_groups(r.records, workers);
   json evals = json::array();
   for (const json& e : r.records)
     if (e.value("event", "") == "eval")
-      evals.push_back({number(e, "time"), samples_at(number(e, "step"), batch, first_workers, changes),
+      evals.push_back({number(e, "time"), groups.samples_at(number(e, "step"), batch),
                        number_or_null(e, "accuracy"), number_or_null(e, "consensus_distance")});
   run["evals"] = evals;
-  train_series(r.records, workers, batch, run);
+  train_series(r.records, workers, batch, groups, run);
   json s = summary;
   for (const char* big : {"bytes_per_link", "idle_seconds", "steps_per_worker", "event", "time"}) s.erase(big);
   run["summary"] = s;
