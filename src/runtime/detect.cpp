@@ -46,12 +46,12 @@ void check_given_runtime(const WorldRequest& request, const LauncherWorld& w, co
   FAST_ENFORCE(backend.multi_process,
                "runtime: '{}' runs every worker inside this process, but this process is one of {} processes that "
                "{} started ({}): they would train {} independent copies of the run. Drop the runtime setting "
-               "(--runtime, a config file's `runtime`; the launcher implies '{}'), or start a single process",
+               "(--runtime, a config file's `runtime`, fast.init's runtime=; the launcher implies '{}'), or start a single process",
                request.runtime, world_text(w.world), w.source, w.evidence, world_text(w.world), w.runtime);
   if (backend.name == w.runtime) return;
   const std::string refusal = fmt::format(
       "runtime: '{}' under {} ({}), whose processes join the '{}' runtime: each would start a world of "
-      "its own. Drop the runtime setting (--runtime, a config file's `runtime`)",
+      "its own. Drop the runtime setting (--runtime, a config file's `runtime`, fast.init's runtime=)",
       request.runtime, w.source, w.evidence, w.runtime);
   // A runtime that joins by rendezvous may be given one of its own; the others take their world
   // from their own launchers only.

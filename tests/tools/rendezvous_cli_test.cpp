@@ -207,14 +207,15 @@ TEST(RendezvousAddresses, TheServersTimeoutNamesTheKeysRefusedAtTheHandshake) {
                                             "; wait $server; echo server=$?'");
   EXPECT_NE(r.output.find("server=4"), std::string::npos) << r.output;  // its rendezvous timed out
   const std::string log = slurp(dir / "server.log");
-  EXPECT_NE(log.find("1 of 2 processes arrived within 3 s (--rendezvous-timeout)"), std::string::npos) << log;
+  EXPECT_NE(log.find("1 of 2 processes arrived within 3 s (--rendezvous-timeout or FAST_RENDEZVOUS_TIMEOUT)"), std::string::npos) << log;
   EXPECT_NE(
       log.find("refused at the handshake, the last a peer from 127.0.0.1: its key " + c + " is not in the allow-list"),
       std::string::npos)
       << log;
   const std::string client_log = slurp(dir / "client.log");
-  EXPECT_NE(client_log.find("no answer within 3 s (--rendezvous-timeout): is every process started, with the same "
-                            "--world-size, and is this host's key in the server's allow-list?"),
+  EXPECT_NE(client_log.find("no answer within 3 s (--rendezvous-timeout or FAST_RENDEZVOUS_TIMEOUT): is every process "
+                            "started, with the same --world-size (FAST_WORLD_SIZE), and is this host's key in the "
+                            "server's allow-list?"),
             std::string::npos)
       << client_log;
   if (!HasFailure()) fs::remove_all(dir);

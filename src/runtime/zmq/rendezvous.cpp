@@ -286,9 +286,9 @@ std::size_t find_desk(::zmq::context_t& context, const Settings& s, clock::time_
     }
   }
   FAST_THROW(core::TimeoutError,
-             "rendezvous: none of {} serves the run within {} s (--rendezvous-timeout): is a process of one of "
-             "these hosts live, and is this host's key in their allow-list?",
-             fmt::join(tried, ", "), s.rendezvous_timeout);
+             "rendezvous: none of {} serves the run within {} s ({}): is a process of one of these hosts live, and "
+             "is this host's key in their allow-list?",
+             fmt::join(tried, ", "), s.rendezvous_timeout, s.rendezvous_timeout_name);
 }
 
 RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const ProcessInfo& self) {
@@ -312,9 +312,9 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
   std::vector<::zmq::message_t> parts;
   FAST_ENFORCE_AS(core::TimeoutError,
                   ::zmq::recv_multipart(socket, std::back_inserter(parts), ::zmq::recv_flags::dontwait).has_value(),
-                  "rendezvous at {}: no answer within {} s (--rendezvous-timeout): is every process started, with the "
-                  "same --world-size, {}",
-                  at, s.rendezvous_timeout,
+                  "rendezvous at {}: no answer within {} s ({}): is every process started, with the same "
+                  "--world-size (FAST_WORLD_SIZE), {}",
+                  at, s.rendezvous_timeout, s.rendezvous_timeout_name,
                   s.insecure ? "and with --insecure (FAST_INSECURE=1) too? A server that authenticates (CURVE) does "
                                "not answer a process without keys."
                              : "and is this host's key in the server's allow-list? A server started with --insecure "

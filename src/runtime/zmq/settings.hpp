@@ -40,8 +40,9 @@ struct Settings {
   std::vector<std::string> allowed_keys;  // Z85; the first is the rendezvous server's
   double peer_timeout = 5;                // seconds
   double rendezvous_timeout = 60;         // seconds
-  // How the rendezvous server's timeout message names rendezvous_timeout's setting.
-  std::string rendezvous_timeout_name = "--rendezvous-timeout";
+  // How the rendezvous's timeout messages name rendezvous_timeout's setting: both forms, since a
+  // Python program under `fast launch` sets the environment variable only.
+  std::string rendezvous_timeout_name = "--rendezvous-timeout or FAST_RENDEZVOUS_TIMEOUT";
   double op_timeout = 600;                // seconds
   std::string transport;                  // "", "ipc" or "tcp"
   std::string host;                       // address bound for tcp

@@ -253,8 +253,9 @@ void ZmqTransport::progress_rejoins() {
         done = true;
       } else if (now - p.since > settings_.rendezvous_timeout) {
         answer_newcomer(p.id, {{"refused", fmt::format("processes {} did not acknowledge the rejoin of rank {} within "
-                                                       "{} s (--rendezvous-timeout)",
-                                                       fmt::join(p.awaiting, ", "), r, settings_.rendezvous_timeout)}});
+                                                       "{} s ({})",
+                                                       fmt::join(p.awaiting, ", "), r, settings_.rendezvous_timeout,
+                                                       settings_.rendezvous_timeout_name)}});
         done = true;
       }
     }
