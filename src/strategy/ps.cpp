@@ -76,8 +76,8 @@ void PsStrategy::throw_lost_shard(const char* what, const std::exception_ptr& e)
 void PsStrategy::check_options(const StrategyOptions& options, int n) {
   if (options.servers > n)
     FAST_THROW(core::InvalidArgument,
-               "ps: option 'servers' must be in [1, {}] (1 to the number of workers; servers are co-located on "
-               "ranks 0..servers-1); got {}",
+               "strategy 'ps': option 'servers': expected an integer in [1, {}] (at most the workers: the servers "
+               "are co-located on ranks 0..servers-1), got {}",
                n, options.servers);
 }
 

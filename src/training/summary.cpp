@@ -228,8 +228,10 @@ json build_summary(const SummaryInputs& in) {
     const int first_rank = first_rank_of_process(ctx);
     for (int w = first_rank; w < first_rank + std::max(1, ctx.local_size()); ++w) rejoined.push_back(w);
   }
-  for (const runtime::MembershipEvent& e : events)
-    if (e.joined && totals.by_rank[static_cast<std::size_t>(e.worker)]) rejoined.push_back(e.worker);
+  for (const runtime::MembershipEvent& e : events)  // a rank taken back twice is listed once
+    if (e.joined && totals.by_rank[static_cast<std::size_t>(e.worker)] &&
+        std::ranges::find(rejoined, json(e.worker)) == rejoined.end())
+      rejoined.push_back(e.worker);
   summary["rejoined_workers"] = rejoined;
   add_collectives(summary, o, in.communicator);
   add_resume_fields(summary, in, first);

@@ -3,8 +3,8 @@
 // same time. It takes them back one after the other (docs/faults.md, "Restarts without a person"),
 // so that each newcomer knows the other: both join at a step boundary, and SIGTERM to launch then
 // stops the four at one step with equal parameters. A process killed again during its rejoin is
-// replaced by its next start. Every command runs in a process group of its own, bounded in time and
-// killed as a group.
+// replaced by its next start. A rank lost twice counts the steps of its three holders. Every command
+// runs in a process group of its own, bounded in time and killed as a group.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -16,6 +16,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -130,6 +131,86 @@ TEST(ZmqSimultaneousLosses, AProcessKilledDuringItsRejoinIsReplacedByTheNextStar
   const json& hashes = s["param_hash_per_worker"];
   ASSERT_EQ(hashes.size(), 4u) << s.dump();
   for (int w = 1; w < 4; ++w) EXPECT_EQ(hashes[w], hashes[0]) << "worker " << w << ": " << s.dump();
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// Every "[RANK] ... pid P listens on" of fast launch's log in order: one per start of the process.
+std::vector<pid_t> started_pids(const fs::path& log, int rank) {
+  const std::string text = slurp(log);
+  const std::regex line("\\[" + std::to_string(rank) + "\\][^\\n]*pid ([0-9]+) listens on");
+  std::vector<pid_t> pids;
+  for (std::sregex_iterator it(text.begin(), text.end(), line), end; it != end; ++it)
+    pids.push_back(static_cast<pid_t>(std::stol((*it)[1])));
+  return pids;
+}
+
+// How often `text` occurs in `log`.
+std::size_t occurrences(const fs::path& log, const std::string& text) {
+  const std::string all = slurp(log);
+  std::size_t n = 0;
+  for (std::size_t at = all.find(text); at != std::string::npos; at = all.find(text, at + text.size())) ++n;
+  return n;
+}
+
+// Process 2 SIGKILLed, started again by launch, taken back, SIGKILLed again once it trained, and
+// taken back by its third start: worker 2's steps in the summary are its first holder's (up to the
+// first loss), its second holder's (from its join to the second loss) and its third's (from its
+// join to the end), each step as the first member's log says (the summary writer saw both
+// admissions).
+TEST(ZmqSimultaneousLosses, ARankLostTwiceCountsTheStepsOfItsThreeHolders) {
+  const fs::path dir = fast::testing::test_dir("fast_simultaneous_losses", "twice");
+  const int scale = fast::testing::kRunTimeScale;
+  Launched l = launch_zmq(dir, "-n 4 --restart 2", kElasticRun);
+  const pid_t first = worker_pid(l, 2);
+  ASSERT_GT(first, 0) << slurp(l.log);
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
+  ::kill(first, SIGKILL);
+  const std::string join = "[0] [fast warn] elastic: worker 2 joined at step";
+  const bool joined = fast::testing::file_contains_within(l.log, join, 120 * scale, std::chrono::milliseconds(20));
+  pid_t second = -1;
+  if (joined) {
+    const std::vector<pid_t> pids = started_pids(l.log, 2);
+    if (pids.size() == 2) second = pids[1];
+    // A few more progress lines of worker 0, so that the second holder trains (not needed: a
+    // second loss at the join's own step counts 0 steps for it, and the sum still holds).
+    const std::size_t lines = occurrences(l.log, "[0] epoch ");
+    fast::testing::poll_until([&] { return occurrences(l.log, "[0] epoch ") >= lines + 3; }, 30 * scale,
+                              std::chrono::milliseconds(20));
+    if (second > 0) ::kill(second, SIGKILL);
+  }
+  const bool rejoined = second > 0 && fast::testing::poll_until([&] { return occurrences(l.log, join) == 2; },
+                                                                120 * scale, std::chrono::milliseconds(20));
+  ::kill(l.pid, SIGTERM);
+  const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
+  const std::string log = slurp(l.log);
+  ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
+  ASSERT_TRUE(joined) << "the second start of process 2 did not join; output:\n" << log;
+  ASSERT_GT(second, 0) << "no second start of process 2 in the log; output:\n" << log;
+  ASSERT_TRUE(rejoined) << "the third start of process 2 did not join; output:\n" << log;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << log;
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["live_workers"], 4) << s.dump();
+  EXPECT_EQ(s["rejoined_workers"], json::array({2})) << s.dump();
+  const json& hashes = s["param_hash_per_worker"];
+  ASSERT_EQ(hashes.size(), 4u) << s.dump();
+  for (int w = 1; w < 4; ++w) EXPECT_EQ(hashes[w], hashes[0]) << "worker " << w << ": " << s.dump();
+  std::vector<std::int64_t> lost_at, joined_at;
+  const std::regex lost_line(
+      "\\[0\\] \\[fast warn\\] elastic: worker\\(s\\) 2 lost; 3 workers go on from step ([0-9]+)");
+  for (std::sregex_iterator it(log.begin(), log.end(), lost_line), end; it != end; ++it)
+    lost_at.push_back(std::stoll((*it)[1]));
+  const std::regex joined_line("\\[0\\] \\[fast warn\\] elastic: worker 2 joined at step ([0-9]+)");
+  for (std::sregex_iterator it(log.begin(), log.end(), joined_line), end; it != end; ++it)
+    joined_at.push_back(std::stoll((*it)[1]));
+  ASSERT_EQ(lost_at.size(), 2u) << log;
+  ASSERT_EQ(joined_at.size(), 2u) << log;
+  const json& steps = s["steps_per_worker"];
+  EXPECT_EQ(steps[1], steps[0]) << s.dump();
+  EXPECT_EQ(steps[3], steps[0]) << s.dump();
+  const std::int64_t all = steps[0].get<std::int64_t>();
+  EXPECT_EQ(steps[2].get<std::int64_t>(), lost_at[0] + (lost_at[1] - joined_at[0]) + (all - joined_at[1]))
+      << "lost at " << lost_at[0] << " and " << lost_at[1] << ", joined at " << joined_at[0] << " and " << joined_at[1]
+      << ": " << s.dump();
   if (!HasFailure()) fs::remove_all(dir);
 }
 
