@@ -441,8 +441,34 @@ TEST(ReportPage, AFolderOfTwoRunsMetricsIsRefused) {
   const auto one = read_report_runs(dir);
   ASSERT_EQ(one.size(), 1u);  // the two processes' files of one run
   std::ofstream(dir / "other.jsonl") << start << "\n";
-  fast::testing::expect_error<core::InvalidArgument>([&] { read_report_runs(dir); },
-                                                     {"holds the metrics of 2 runs (m, other)"});
+  fast::testing::expect_error<core::InvalidArgument>(
+      [&] { read_report_runs(dir); }, {"holds the metrics of 2 runs (m, other)",
+                                       "give one run's --metrics path (fast report " + (dir / "m.jsonl").string()});
+}
+
+// The file form names a run: its --metrics path NAME.jsonl, which a run of several processes
+// writes as NAME.rankR.jsonl, and each of those rank files, stand for every NAME.rankR.jsonl beside
+// them (the hint of the refusal above works); a file of another run beside them is left out.
+TEST(ReportPage, AMetricsPathOrOneRankFileStandsForEveryRankFileOfItsRun) {
+  const fs::path dir = temp_dir() / "report_rank_files";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto train = [](int worker) {
+    return json{{"event", "train"}, {"time", 0.1}, {"worker", worker}, {"step", 1}, {"samples", 10}}.dump();
+  };
+  const std::string start = R"({"event":"start","time":0,"strategy":"allreduce","workers":2})";
+  std::ofstream(dir / "m.rank0.jsonl") << start << "\n" << train(0) << "\n";
+  std::ofstream(dir / "m.rank1.jsonl") << start << "\n" << train(1) << "\n";
+  std::ofstream(dir / "mm.rank0.jsonl") << start << "\n" << train(0) << "\n";  // another run
+  for (const fs::path& given : {dir / "m.jsonl", dir / "m.rank1.jsonl"}) {
+    const auto runs = read_report_runs(given);
+    ASSERT_EQ(runs.size(), 1u) << given;
+    EXPECT_EQ(runs[0].label, "m") << given;
+    ASSERT_EQ(runs[0].records.size(), 3u) << given;  // one start, the two processes' train records
+    EXPECT_EQ(runs[0].records[1]["worker"].get<int>() + runs[0].records[2]["worker"].get<int>(), 1) << given;
+  }
+  fast::testing::expect_error<core::IoError>([&] { read_report_runs(dir / "n.jsonl"); },
+                                             {"n.jsonl' does not exist", "n.rankR.jsonl"});
 }
 
 // An elastic run of 3 workers (batch 10) loses worker 2 at step 12: the accuracy's samples axis

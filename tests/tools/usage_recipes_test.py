@@ -3,7 +3,8 @@
 
   1. your own PyTorch model: `fast launch -n 4 -- /usr/bin/python3 examples/python/train_fmnist.py`
      for allreduce and adpsgd (1 epoch of 5 steps), each with --summary and --metrics; then the
-     recipe's comparison script, taken from docs/usage.md itself, prints one line per strategy;
+     recipe's comparison script, taken from docs/usage.md itself, prints one line per strategy, and
+     `fast report out/py/adpsgd.jsonl` merges the run's 4 rank files into out/py/adpsgd.html;
   2. mpirun: `mpirun -np 2 --bind-to none fast train --runtime mpi` with a checkpoint every 10 of
      20 steps and the sbatch script's `--resume-if-present` (an empty folder: started anew), then the
      same command to 30 steps: the summary says it resumed from step 20;
@@ -111,6 +112,12 @@ def part_python(fast, tmp, have):
         if code != 0 or "[0] final test accuracy" not in out:
             return f"FAILED: train_fmnist.py --strategy {s}: exit {code}\n{out}"
         print(f"recipe 1, {s}: " + next(l for l in out.splitlines() if "final test accuracy" in l))
+    ranks = sorted(os.path.basename(f) for f in glob.glob(os.path.join(out_dir, "adpsgd.rank*.jsonl")))
+    if ranks != [f"adpsgd.rank{r}.jsonl" for r in range(4)]:
+        return f"FAILED: expected the 4 processes' adpsgd.rankR.jsonl in {out_dir}, got {ranks}"
+    code, out = run([fast, "report", os.path.join(out_dir, "adpsgd.jsonl")], 120)
+    if code != 0 or not os.path.isfile(os.path.join(out_dir, "adpsgd.html")):
+        return f"FAILED: fast report of the run's --metrics path: exit {code}\n{out}"
     script = comparison_script()
     if script is None:
         return "FAILED: no <<'EOF' ... EOF script in docs/usage.md's recipe 1"

@@ -120,11 +120,31 @@ std::vector<ReportRun> read_compare_runs(const fs::path& dir) {
   return runs;
 }
 
+// The metrics files of the run that `file` names: the file itself; or, for the --metrics path of
+// a run of several processes (NAME.jsonl, which they write as NAME.rankR.jsonl) or one of its rank
+// files, every NAME.rankR.jsonl beside it. Empty when there is none.
+std::vector<fs::path> run_files_of(const fs::path& file) {
+  const std::string stem = metrics::run_metrics_stem(file);
+  const bool rank_file = stem != file.stem().string();
+  if (fs::is_regular_file(file) && !rank_file) return {file};
+  std::vector<fs::path> files;
+  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  if (fs::is_directory(folder))
+    for (const fs::path& f : metrics_files(folder))
+      if (metrics::run_metrics_stem(f) == stem && f.stem().string() != stem) files.push_back(f);
+  return files;
+}
+
 std::vector<ReportRun> read_report_runs(const fs::path& dir) {
-  FAST_ENFORCE_AS(core::IoError, fs::exists(dir), "fast report: '{}' does not exist", dir.string());
   std::vector<ReportRun> runs;
-  if (fs::is_regular_file(dir)) {
-    runs.push_back(read_run({dir}, dir.stem().string(), 1, ""));
+  if (!fs::is_directory(dir)) {
+    const std::vector<fs::path> files = run_files_of(dir);
+    FAST_ENFORCE_AS(core::IoError, !files.empty() || fs::exists(dir),
+                    "fast report: '{}' does not exist (nor do the rank files {}.rankR.jsonl of a run of several "
+                    "processes beside it)",
+                    dir.string(), metrics::run_metrics_stem(dir));
+    FAST_ENFORCE(!files.empty(), "fast report: '{}' is not a regular file", dir.string());
+    runs.push_back(read_run(files, metrics::run_metrics_stem(dir), 1, ""));
   } else if (is_compare_folder(dir)) {
     runs = read_compare_runs(dir);
   } else {
@@ -140,7 +160,8 @@ std::vector<ReportRun> read_report_runs(const fs::path& dir) {
     stems.erase(std::unique(stems.begin(), stems.end()), stems.end());
     FAST_ENFORCE(stems.size() == 1,
                  "fast report: '{}' holds the metrics of {} runs ({}); expected one run's files (its --metrics file, "
-                 "or its processes' NAME.rankR.jsonl): give one file (fast report {}), or a folder per run",
+                 "or its processes' NAME.rankR.jsonl): give one run's --metrics path (fast report {}), or a folder per "
+                 "run",
                  dir.string(), stems.size(), fmt::join(stems, ", "), (dir / (stems.front() + ".jsonl")).string());
     runs.push_back(read_run(files, fs::absolute(dir).lexically_normal().filename().string(), 1, ""));
   }

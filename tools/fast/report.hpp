@@ -9,7 +9,8 @@
 //     NN-SLUG/config.toml; compare.csv gives the table (rebuilt from the summaries otherwise);
 //   - a run's folder holding a metrics file (*.jsonl; several processes' <stem>.rankR.jsonl files
 //     are merged) and optionally its summary JSON;
-//   - a metrics file itself.
+//   - a metrics file itself; or the --metrics path NAME.jsonl of a run of several processes, which
+//     they write as NAME.rankR.jsonl, or one of those rank files: every NAME.rankR.jsonl beside it.
 // Errors (IoError, InvalidArgument) name the path and what was expected there, before anything
 // is written.
 
@@ -42,8 +43,8 @@ nlohmann::json report_data(const std::vector<ReportRun>& runs, const std::string
 // The whole page: the template with Chart.js, the page script and `data` inlined.
 std::string report_html(const nlohmann::json& data);
 
-// Reads DIR, writes the page to `out` (default: DIR/report.html, or beside a metrics file) and
-// returns its path.
+// Reads DIR, writes the page to `out` (default: DIR/report.html, or NAME.html beside a run's
+// metrics file) and returns its path.
 std::filesystem::path write_report(const std::filesystem::path& dir, const std::filesystem::path& out = {});
 // Writes the page of `runs` to `out`, titled `title`.
 void write_report_page(const std::vector<ReportRun>& runs, const std::filesystem::path& out, const std::string& title);

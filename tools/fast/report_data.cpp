@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "fast/core/error.hpp"
+#include "fast/metrics/records.hpp"
 #include "report.hpp"
 #include "text_file.hpp"
 
@@ -209,9 +210,10 @@ std::string report_html(const json& data) {
 
 fs::path write_report(const fs::path& dir, const fs::path& out) {
   const std::vector<ReportRun> runs = read_report_runs(dir);
-  const fs::path target = !out.empty()               ? out
-                          : fs::is_regular_file(dir) ? dir.parent_path() / (dir.stem().string() + ".html")
-                                                     : dir / "report.html";
+  // A file names a run (report.hpp): its page is RUN.html beside it, RUN without any .rankR.
+  const fs::path target = !out.empty()             ? out
+                          : !fs::is_directory(dir) ? dir.parent_path() / (metrics::run_metrics_stem(dir) + ".html")
+                                                   : dir / "report.html";
   write_report_page(runs, target, fs::absolute(dir).lexically_normal().filename().string());
   return target;
 }
