@@ -9,6 +9,9 @@
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "fast/core/error.hpp"
 #include "fast/core/file_status.hpp"
@@ -97,6 +100,35 @@ std::vector<T> take_array(Reader& in, std::uint64_t count, std::string_view name
   return values;
 }
 
+// Where a file whose checksum does not match is shorter than its own sections declare: "" when
+// they fit in it, else what ran past its end (walked without allocating; used for the message).
+std::string truncation(std::span<const std::byte> bytes) {
+  std::size_t at = sizeof kMagic + 4;
+  const auto read = [&](void* out, std::size_t n) {
+    if (n > bytes.size() - at) return false;
+    std::memcpy(out, bytes.data() + at, n);
+    at += n;
+    return true;
+  };
+  std::uint32_t sections = 0;
+  if (!read(&sections, sizeof sections)) return "its section count";
+  for (std::uint32_t k = 0; k < sections; ++k) {
+    std::uint8_t kind = 0;
+    std::uint16_t length = 0;
+    std::uint64_t count = 0;
+    if (!read(&kind, 1) || !read(&length, 2) || length > bytes.size() - at) return fmt::format("section {}", k);
+    const std::string name(reinterpret_cast<const char*>(bytes.data() + at), length);
+    at += length;
+    if (!read(&count, 8)) return fmt::format("section '{}'", name);
+    const std::uint64_t width = kind == kArray ? 4 : kind == kText ? 1 : 8;
+    if (count > (bytes.size() - at) / width)
+      return fmt::format("section '{}', which declares {} bytes where {} are left", name, count * width,
+                         bytes.size() - at);
+    at += static_cast<std::size_t>(count * width);
+  }
+  return {};
+}
+
 // The header's version (checked: kOldestVersion to kVersion).
 std::uint32_t check_header(std::span<const std::byte> bytes, std::string_view source) {
   constexpr std::size_t kMinimum = sizeof kMagic + 8 + 4;
@@ -114,6 +146,11 @@ std::uint32_t check_header(std::span<const std::byte> bytes, std::string_view so
   std::uint32_t stored = 0;
   std::memcpy(&stored, bytes.data() + body.size(), sizeof stored);
   const std::uint32_t computed = wire::crc32(body);
+  if (const std::string cut = stored != computed ? truncation(bytes) : std::string(); !cut.empty())
+    FAST_THROW(core::IoError,
+               "checkpoint '{}': truncated: {} bytes, and its sections run past the end at {}: a file cut short "
+               "or partly written",
+               source, bytes.size(), cut);
   if (stored != computed)
     FAST_THROW(core::IoError,
                "checkpoint '{}': checksum {:#010x} does not match the content's {:#010x} (a corrupt "

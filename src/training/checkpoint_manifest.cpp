@@ -1,6 +1,7 @@
 #include "checkpoint_manifest.hpp"
 
 #include <fstream>
+#include <string>
 
 #include "fast/core/error.hpp"
 
@@ -13,7 +14,11 @@ nlohmann::json read_checkpoint_manifest(const std::filesystem::path& file) {
   try {
     manifest = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    FAST_THROW(core::IoError, "checkpoint manifest '{}': not valid JSON: {}", file.string(), e.what());
+    // nlohmann's "[json.exception.parse_error.101] parse error at line 2, column 0: ...": from "line".
+    const std::string what = e.what();
+    const std::size_t at = what.find("at line ");
+    FAST_THROW(core::IoError, "checkpoint manifest '{}': not valid JSON ({})", file.string(),
+               at == std::string::npos ? what : what.substr(at + 3));
   }
   if (!manifest.is_object())
     FAST_THROW(core::IoError, "checkpoint manifest '{}': expected a JSON object, got a JSON {}", file.string(),

@@ -321,6 +321,7 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
     const std::filesystem::path target = step_folder(folder, step);
     const std::filesystem::path file = worker_file(target, worker.context().rank());
     std::string failure;
+    bool own_file = false;  // the failure is this worker's file's (a manifest's is every worker's alike)
     std::optional<strategy::Checkpoint> checkpoint;
     try {
       const nlohmann::json manifest = read_checkpoint_manifest(target / kManifest);
@@ -330,6 +331,7 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
       if (said != manifest.end() && (!said->is_number_integer() || said->get<std::int64_t>() != step))
         FAST_THROW(core::IoError, "checkpoint manifest '{}': step {}, its folder says {}",
                    (target / kManifest).string(), said->dump(), step);
+      own_file = true;
       checkpoint = strategy::read_checkpoint_file(file);
       // Files of the first checkpoint format version had only "steps" (lockstep: the same number).
       const std::int64_t saved_at = checkpoint->integers.contains("checkpoint_step")
@@ -340,8 +342,10 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
                    step);
     } catch (const core::IoError& e) {
       failure = e.what();
-      core::log(core::LogLevel::warn, "resume: worker {} cannot use step {}: {}", worker.context().rank(), step,
-                failure);
+      // The first worker's failure, and a manifest's, are in the warning that skips the checkpoint.
+      if (own_file && !first)
+        core::log(core::LogLevel::warn, "resume: worker {} cannot use step {}: {}", worker.context().rank(), step,
+                  failure);
     }
     if (everyone(comm, failure.empty())) {
       FAST_ENFORCE(step <= last_step,

@@ -135,6 +135,16 @@ TEST(Checkpoint, EveryTruncationAndEveryFlippedByteIsRefused) {
     flipped[k] ^= std::byte{0x10};
     EXPECT_THROW(decode_checkpoint(flipped, "flipped"), core::IoError) << k;
   }
+  // A file cut short is named as such, with its size; a changed value (the last section's last
+  // byte, before the CRC-32) leaves the sections' lengths whole: a checksum mismatch.
+  const std::size_t half = bytes.size() / 2;
+  fast::testing::expect_error<core::IoError>(
+      [&] { decode_checkpoint(std::span<const std::byte>(bytes).first(half), "cut"); },
+      {"checkpoint 'cut': truncated: " + std::to_string(half) + " bytes", "run past the end at section"});
+  std::vector<std::byte> changed = bytes;
+  changed[bytes.size() - 5] ^= std::byte{0x01};
+  fast::testing::expect_error<core::IoError>([&] { decode_checkpoint(changed, "changed"); },
+                                             {"checkpoint 'changed': checksum", "does not match"});
 }
 
 TEST(Checkpoint, HostileSectionsAreRefusedWithTheirReason) {
