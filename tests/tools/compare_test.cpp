@@ -469,6 +469,14 @@ TEST(ReportPage, AMetricsPathOrOneRankFileStandsForEveryRankFileOfItsRun) {
   }
   fast::testing::expect_error<core::IoError>([&] { read_report_runs(dir / "n.jsonl"); },
                                              {"n.jsonl' does not exist", "n.rankR.jsonl"});
+  // The page goes beside them as m.html; an --out in folders not made yet makes them, and one under
+  // a file says why it cannot.
+  EXPECT_EQ(write_report(dir / "m.rank0.jsonl"), dir / "m.html");
+  EXPECT_TRUE(fs::is_regular_file(dir / "m.html"));
+  EXPECT_EQ(write_report(dir / "m.jsonl", dir / "new" / "folders" / "p.html"), dir / "new" / "folders" / "p.html");
+  EXPECT_TRUE(fs::is_regular_file(dir / "new" / "folders" / "p.html"));
+  fast::testing::expect_error<core::IoError>([&] { write_report(dir / "m.jsonl", dir / "m.html" / "p.html"); },
+                                             {"cannot write", "p.html': cannot create its folder"});
 }
 
 // An elastic run of 3 workers (batch 10) loses worker 2 at step 12: the accuracy's samples axis
