@@ -93,8 +93,8 @@ std::vector<ConfigKey> trust_keys() {
           })),
       rendezvous_key(text_key(
           "insecure", KeyType::boolean, "true or false",
-          "--runtime zmq: no authentication and no encryption between processes; warns (default: FAST_INSECURE=1). "
-          "A flag: --insecure.",
+          "--runtime zmq: no authentication and no encryption between processes; warns (off unless given, or "
+          "FAST_INSECURE=1 in the environment). A flag: --insecure.",
           [](TrainOptions& o, const std::string& v) { o.process.insecure = parse_bool(v, "insecure"); },
           [](const TrainOptions& o) { return std::string(o.process.insecure ? "true" : "false"); })),
       rendezvous_key(declared_key(

@@ -102,8 +102,10 @@ DatasetSpec parse_dataset_spec(const std::string& text) {
     const std::filesystem::file_status status = core::file_status_of(file, "dataset");
     FAST_ENFORCE(!std::filesystem::is_directory(status), "dataset '{}': {}: '{}' is a folder; expected a file", text,
                  form.keys[i].name(), file);
-    FAST_ENFORCE_AS(IoError, std::filesystem::is_regular_file(status), "dataset '{}': {}: '{}' is not a file", text,
-                    form.keys[i].name(), file);
+    FAST_ENFORCE_AS(IoError, std::filesystem::is_regular_file(status), "dataset '{}': {}: '{}' {}{}", text,
+                    form.keys[i].name(), file,
+                    std::filesystem::exists(status) ? "is not a regular file" : "does not exist",
+                    core::relative_to_note(file));
   }
   if (spec.kind == "synthetic") (void)synthetic_spec(spec);  // the numbers, before anything is read
   return spec;

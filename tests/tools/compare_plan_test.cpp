@@ -88,6 +88,25 @@ TEST(CompareSweep, ConfigFilesGiveOneRunEachAndFlagsApplyToAll) {
   }
 }
 
+// Every config and sweep file shipped in examples/ plans (its keys and values valid, its base found,
+// its runs' labels distinct): what `fast compare` checks before it runs anything.
+TEST(CompareSweep, EveryShippedExampleFilePlans) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(fs::path(FAST_TEST_SOURCE_DIR) / "examples"))
+    if (entry.path().extension() == ".toml") files.push_back(entry.path());
+  ASSERT_GE(files.size(), 10u);
+  const fs::path here = fs::current_path();
+  fs::current_path(FAST_TEST_SOURCE_DIR);  // as their comments say: from the repository root
+  for (const fs::path& file : files) {
+    try {
+      EXPECT_FALSE(plan_runs({file}, {}).empty()) << file;
+    } catch (const core::Error& e) {
+      ADD_FAILURE() << file << ": " << e.what();
+    }
+  }
+  fs::current_path(here);
+}
+
 TEST(CompareSweep, BadInputNamesFileLineAndKey) {
   std::string e = error_of([] {
     plan_runs({write_toml("bad1.toml", "[sweep]\nworkers = [2]\nstrategy = [\"allreduce\", \"telepathy\"]\n")}, {});
@@ -115,6 +134,18 @@ TEST(CompareSweep, BadInputNamesFileLineAndKey) {
 
   e = error_of([] { plan_runs({write_toml("bad7.toml", "base = \"no-such-base.toml\"\n")}, {}); });
   EXPECT_NE(e.find("no-such-base.toml' does not exist"), std::string::npos) << e;
+
+  // Two rows of one label: two [[run]]s of one name, and one config file given twice.
+  e = error_of([] {
+    plan_runs({write_toml("bad9.toml", "[[run]]\nname = \"a\"\nseed = 1\n[[run]]\nname = \"a\"\nseed = 2\n")}, {});
+  });
+  EXPECT_NE(e.find("runs 1 ('" + (temp_dir() / "bad9.toml").string() + "') and 2 ('" +
+                   (temp_dir() / "bad9.toml").string() + "') are both labelled 'a'"),
+            std::string::npos)
+      << e;
+  const fs::path plain = write_toml("plain-b.toml", "workers = 2\n");
+  e = error_of([&] { plan_runs({plain, plain}, {}); });
+  EXPECT_NE(e.find("are both labelled 'plain-b'"), std::string::npos) << e;
 
   e = error_of([] { plan_runs({write_toml("bad8.toml", "[base]\nlr = -1\n")}, {}); });
   EXPECT_NE(e.find("bad8.toml' line 2: key 'lr': expected a positive number, finite as a 32-bit float, got -1"),

@@ -222,6 +222,13 @@ std::vector<RunSpec> plan_runs(const std::vector<fs::path>& files, const std::ve
       settings::apply_setting(spec.options, o.key, o.value, o.origin);
     }
   check_compare_keys(runs, overrides);
+  // The table's rows and the report's series are told apart by their labels alone.
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    for (std::size_t j = i + 1; j < runs.size(); ++j)
+      FAST_ENFORCE(runs[i].label != runs[j].label,
+                   "fast compare: runs {} ('{}') and {} ('{}') are both labelled '{}', which the table and the report "
+                   "could not tell apart; expected distinct labels (a [[run]]'s `name`, or the config file's name)",
+                   i + 1, runs[i].source.string(), j + 1, runs[j].source.string(), runs[i].label);
   for (const RunSpec& spec : runs) {
     try {
       runtime::Slowdown(spec.options.slowdown, 0, spec.options.workers);  // factors: one per worker
