@@ -132,6 +132,7 @@ double World::run(const WorkerFn& fn) {
   const bool plain_sigint = ::sigaction(SIGINT, nullptr, &before_engine) == 0 &&
                             (before_engine.sa_flags & SA_SIGINFO) == 0 &&
                             (before_engine.sa_handler == SIG_DFL || before_engine.sa_handler == SIG_IGN);
+  xbt_log_control_set("root.thresh:critical");  // before the engine, which logs the factory it is given
   sg::Engine engine(&argc, argv.data());
   if (plain_sigint) ::sigaction(SIGINT, &before_engine, nullptr);
   configure_engine(cluster.model);
