@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <tuple>
 
 #include "fast/core/error.hpp"
@@ -98,11 +99,13 @@ WorkerTotals unpack(std::span<const std::int64_t> ints, std::span<const double> 
 constexpr std::size_t kEventValues = 4;  // model_time, end_time, off_clock, accuracy
 
 // Appends the evaluations to a member's packed totals: their number to the integers, their values
-// to the reals.
-void add_events(Packed& p, std::span<const EvalEvent> evaluations) {
+// to the reals; then the lost ranks' steps: their number and (rank, steps) pairs to the integers.
+void add_tails(Packed& p, std::span<const EvalEvent> evaluations, const std::map<int, std::int64_t>& lost_steps) {
   p.ints.push_back(static_cast<std::int64_t>(evaluations.size()));
   for (const EvalEvent& e : evaluations)
     p.reals.insert(p.reals.end(), {e.model_time, e.end_time, e.off_clock, e.accuracy});
+  p.ints.push_back(static_cast<std::int64_t>(lost_steps.size()));
+  for (const auto& [rank, steps] : lost_steps) p.ints.insert(p.ints.end(), {rank, steps});
 }
 
 // The RunTotals of a reader from the members' gathered vectors (member order).
@@ -117,10 +120,16 @@ RunTotals unpack_all(const collective::Communicator& comm, std::span<const core:
   for (std::size_t m = 0; m < out.members.size(); ++m) {
     const std::span<const std::int64_t> i = ints[m].as<std::int64_t>();
     const std::span<const double> r = reals[m].as<double>();
-    FAST_ENFORCE(i.size() == fixed_ints + 1 && r.size() >= fixed_reals,
-                 "gather_totals: member {} sent {} integers and {} reals, expected {} and at least {}", out.members[m],
-                 i.size(), r.size(), fixed_ints + 1, fixed_reals);
+    FAST_ENFORCE(i.size() >= fixed_ints + 2 && r.size() >= fixed_reals,
+                 "gather_totals: member {} sent {} integers and {} reals, expected at least {} and {}", out.members[m],
+                 i.size(), r.size(), fixed_ints + 2, fixed_reals);
     WorkerTotals t = unpack(i.first(fixed_ints), r.first(fixed_reals), world);
+    const auto lost = static_cast<std::size_t>(i[fixed_ints + 1]);
+    FAST_ENFORCE(lost <= static_cast<std::size_t>(world) && i.size() == fixed_ints + 2 + 2 * lost,
+                 "gather_totals: member {} announced {} lost ranks and sent {} integers", out.members[m], lost,
+                 i.size());
+    for (std::size_t k = 0; k < lost; ++k)
+      t.lost_steps[static_cast<int>(i[fixed_ints + 2 + 2 * k])] = i[fixed_ints + 3 + 2 * k];
     const auto events = static_cast<std::size_t>(i[fixed_ints]);
     FAST_ENFORCE(r.size() == fixed_reals + events * kEventValues,
                  "gather_totals: member {} announced {} evaluations and sent {} reals", out.members[m], events,
@@ -153,7 +162,7 @@ std::optional<RunTotals> gather_totals(collective::Communicator& comm, const Wor
                   "gather_totals: bytes_from needs one entry per worker");
   Packed packed = pack(mine);
   const std::size_t fixed_ints = packed.ints.size(), fixed_reals = packed.reals.size();
-  add_events(packed, evaluations);
+  add_tails(packed, evaluations, mine.lost_steps);
   std::optional<RunTotals> out;
   for (int reader : readers) {
     const std::vector<core::Buffer> ints = comm.gather(ConstView(std::span<const std::int64_t>(packed.ints)), reader);

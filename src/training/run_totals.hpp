@@ -9,6 +9,7 @@
 // Torch-free: libtorch is not needed to combine numbers.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -44,6 +45,9 @@ struct WorkerTotals {
   metrics::DivergenceSign divergence;      // the first sign of divergence this worker saw (kind none: none)
   std::int64_t stopped_by = 0;             // the signal that stopped this worker's loop (SIGINT, SIGTERM), 0: none
   std::int64_t state_bytes = 0;            // strategy::Worker::state_bytes (the memory floor)
+  // Elastic lockstep: the steps of the ranks this worker saw lost, by rank (WorkerLoop::lost_steps;
+  // a rank lost twice: both holders' steps), as far as it saw them: from its own join on.
+  std::map<int, std::int64_t> lost_steps;
 };
 
 // One evaluation written by a worker, for the time to the target accuracy.

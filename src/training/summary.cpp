@@ -30,7 +30,22 @@ void add_link(Combined& c, std::size_t from, std::size_t to, std::uint64_t bytes
   if (bytes > 0) c.links.push_back({{"from", from}, {"to", to}, {"bytes", bytes}});
 }
 
-Combined combine(const RunTotals& totals, const std::map<int, std::int64_t>& lost_steps) {
+// Elastic lockstep: the steps of the ranks lost during the run, by rank, from the members that saw
+// the most of it: each rank's entry is that of the member that joined earliest (a member present
+// from the start saw every loss; one that joined later knows the losses after its join only).
+std::map<int, std::int64_t> lost_steps_of(const RunTotals& totals) {
+  std::vector<const WorkerTotals*> members;
+  for (int m : totals.members)
+    if (const auto& t = totals.by_rank[static_cast<std::size_t>(m)]) members.push_back(&*t);
+  std::stable_sort(members.begin(), members.end(),
+                   [](const WorkerTotals* a, const WorkerTotals* b) { return a->joined_at < b->joined_at; });
+  std::map<int, std::int64_t> steps;
+  for (const WorkerTotals* t : members) steps.insert(t->lost_steps.begin(), t->lost_steps.end());  // first wins
+  return steps;
+}
+
+Combined combine(const RunTotals& totals) {
+  const std::map<int, std::int64_t> lost_steps = lost_steps_of(totals);
   Combined c;
   const auto world = static_cast<std::size_t>(totals.world);
   const std::size_t lost_count = world - totals.members.size();
@@ -142,7 +157,7 @@ std::uint64_t memory_floor(const RunTotals& totals, std::uint64_t dataset_bytes)
 json build_summary(const SummaryInputs& in) {
   const TrainOptions& o = in.options;
   const RunTotals& totals = in.totals;
-  const Combined c = combine(totals, in.lost_steps);
+  const Combined c = combine(totals);
   const WorkerTotals& first = *totals.by_rank[static_cast<std::size_t>(totals.members.front())];
   // The run's training time: the longest a member trained. Synchronous members end together; one
   // that joined later (a restarted process 0 included, which writes this summary) started later.

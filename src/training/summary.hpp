@@ -33,8 +33,6 @@ struct SummaryInputs {
   std::string checkpoint_error = {};
   // The members left when a loss took an elastic run below min_workers (WorkerLoop::below_min_workers); 0: none did.
   int below_min_workers = 0;
-  // Elastic lockstep: the steps of the workers lost, by rank (WorkerLoop::lost_steps).
-  std::map<int, std::int64_t> lost_steps = {};
   // Bytes of the training and test sets this process holds; nullopt where the workers do not all
   // run in this process (no memory_floor_bytes then).
   std::optional<std::uint64_t> dataset_bytes = std::nullopt;

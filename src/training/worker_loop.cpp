@@ -363,6 +363,7 @@ WorkerTotals WorkerLoop::totals() const {
   WorkerTotals t;
   t.steps = worker_.steps();
   t.joined_at = joined_at_;
+  t.lost_steps = lost_steps_;
   t.skipped = worker_.skipped_steps();
   t.idle_seconds = worker_.comm_seconds();
   t.slowdown_seconds = slowdown_.waited_seconds();

@@ -170,10 +170,6 @@ class WorkerLoop {
   // stopped_for_divergence(), the same on every member.
   bool evaluate_periodic(std::int64_t step);
   bool stopped_for_divergence() const noexcept { return stopped_for_divergence_; }
-  // Elastic lockstep: for each rank lost while this one was in the run, the steps its lost
-  // processes had taken, summed: each from the step it held the rank from (0, or the step it was
-  // admitted at) to the step the survivors went on from when they regrouped without it.
-  const std::map<int, std::int64_t>& lost_steps() const noexcept { return lost_steps_; }
   // Asynchronous: whether a stop (stop_on_divergence, SIGINT/SIGTERM) spent the run's batch budget
   // before this worker's last claim (run_asynchronous tells it).
   bool budget_spent() const noexcept { return budget_spent_; }
@@ -248,7 +244,11 @@ class WorkerLoop {
   metrics::DivergenceCheck divergence_;
   int stopped_by_ = 0;
   bool stopped_for_divergence_ = false;
-  std::map<int, std::int64_t> lost_steps_;  // lost_steps()
+  // Elastic lockstep: for each rank lost while this one was in the run, the steps its lost
+  // processes had taken, summed: each from the step it held the rank from (0, or the step it was
+  // admitted at) to the step the survivors went on from when they regrouped without it
+  // (WorkerTotals::lost_steps).
+  std::map<int, std::int64_t> lost_steps_;
   std::map<int, std::int64_t> held_since_;  // by rank: the step its process was admitted at (absent: 0)
   std::int64_t joined_at_ = 0;              // join_group(): the step this worker joined at (0: from the start)
   bool budget_spent_ = false;

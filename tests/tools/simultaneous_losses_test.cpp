@@ -3,8 +3,9 @@
 // same time. It takes them back one after the other (docs/faults.md, "Restarts without a person"),
 // so that each newcomer knows the other: both join at a step boundary, and SIGTERM to launch then
 // stops the four at one step with equal parameters. A process killed again during its rejoin is
-// replaced by its next start. A rank lost twice counts the steps of its three holders. Every command
-// runs in a process group of its own, bounded in time and killed as a group.
+// replaced by its next start. A rank lost twice counts the steps of its three holders, and a summary
+// writer that joined later counts the losses before its join. Every command runs in a process group
+// of its own, bounded in time and killed as a group.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -36,6 +37,35 @@ using namespace fast::testing::zmq_cli;  // NOLINT(google-build-using-namespace)
 // Paced so that the run outlasts the losses and joins; the tests stop it by a signal.
 const std::string kElasticRun = "--strategy allreduce --elastic" + kPeerTimeoutFlag + " --summary s.json" +
                                 kTrainShown + "--batch 32 --epochs 20 --slowdown 4,4,4,4";
+
+// The elastic losses and joins of a launch log, by rank, in order: the step the members went on from
+// without the rank, and the step they admitted its new process at (the leading member's lines).
+struct Changes {
+  std::map<int, std::vector<std::int64_t>> lost, joined;
+};
+Changes membership_changes(const std::string& log) {
+  Changes c;
+  const std::regex lost_line("elastic: worker\\(s\\) ([0-9, ]+) lost; [0-9]+ workers go on from step ([0-9]+)");
+  for (std::sregex_iterator it(log.begin(), log.end(), lost_line), end; it != end; ++it) {
+    std::istringstream ranks(std::regex_replace((*it)[1].str(), std::regex(","), " "));
+    for (int r; ranks >> r;) c.lost[r].push_back(std::stoll((*it)[2]));
+  }
+  const std::regex joined_line("elastic: worker ([0-9]+) joined at step ([0-9]+)");
+  for (std::sregex_iterator it(log.begin(), log.end(), joined_line), end; it != end; ++it)
+    c.joined[std::stoi((*it)[1])].push_back(std::stoll((*it)[2]));
+  return c;
+}
+
+// The steps of a rank whose processes were lost at lost[k] and taken back at joined[k], the last
+// one held to the end of `all` steps: the first process's steps up to its loss, then each later
+// one's from its join to its loss, or to the end. -1 where the log lacks a loss or a join.
+std::int64_t steps_of_holders(const std::vector<std::int64_t>& lost, const std::vector<std::int64_t>& joined,
+                              std::int64_t all) {
+  if (lost.empty() || lost.size() != joined.size()) return -1;
+  std::int64_t steps = lost[0];
+  for (std::size_t k = 1; k < lost.size(); ++k) steps += lost[k] - joined[k - 1];
+  return steps + all - joined.back();
+}
 
 TEST(ZmqSimultaneousLosses, TwoProcessesKilledTogetherAreStartedAgainAndBothRejoin) {
   const fs::path dir = fast::testing::test_dir("fast_simultaneous_losses", "two");
@@ -76,20 +106,11 @@ TEST(ZmqSimultaneousLosses, TwoProcessesKilledTogetherAreStartedAgainAndBothRejo
   // step the members went on from) and those of its new one (from its join), as the log says.
   const json& steps = s["steps_per_worker"];
   EXPECT_EQ(steps[3], steps[0]) << s.dump();
-  std::map<int, std::int64_t> lost_at, joined_at;
-  const std::regex lost_line("elastic: worker\\(s\\) ([0-9, ]+) lost; [0-9]+ workers go on from step ([0-9]+)");
-  for (std::sregex_iterator it(log.begin(), log.end(), lost_line), end; it != end; ++it) {
-    std::istringstream ranks(std::regex_replace((*it)[1].str(), std::regex(","), " "));
-    for (int r; ranks >> r;) lost_at[r] = std::stoll((*it)[2]);
-  }
-  const std::regex joined_line("elastic: worker ([0-9]+) joined at step ([0-9]+)");
-  for (std::sregex_iterator it(log.begin(), log.end(), joined_line), end; it != end; ++it)
-    joined_at[std::stoi((*it)[1])] = std::stoll((*it)[2]);
-  for (const int w : {1, 2}) {
-    ASSERT_TRUE(lost_at.contains(w) && joined_at.contains(w)) << "worker " << w << "\n" << log;
-    EXPECT_EQ(steps[w].get<std::int64_t>(), lost_at[w] + steps[0].get<std::int64_t>() - joined_at[w])
-        << "worker " << w << ": " << s.dump();
-  }
+  Changes c = membership_changes(log);
+  for (const int w : {1, 2})
+    EXPECT_EQ(steps[w].get<std::int64_t>(), steps_of_holders(c.lost[w], c.joined[w], steps[0].get<std::int64_t>()))
+        << "worker " << w << ": " << s.dump() << "\n"
+        << log;
   if (!HasFailure()) fs::remove_all(dir);
 }
 
@@ -152,65 +173,89 @@ std::size_t occurrences(const fs::path& log, const std::string& text) {
   return n;
 }
 
-// Process 2 SIGKILLed, started again by launch, taken back, SIGKILLed again once it trained, and
-// taken back by its third start: worker 2's steps in the summary are its first holder's (up to the
-// first loss), its second holder's (from its join to the second loss) and its third's (from its
-// join to the end), each step as the first member's log says (the summary writer saw both
-// admissions).
-TEST(ZmqSimultaneousLosses, ARankLostTwiceCountsTheStepsOfItsThreeHolders) {
-  const fs::path dir = fast::testing::test_dir("fast_simultaneous_losses", "twice");
+// SIGKILLs the latest start of process `rank` once worker 0 or 1 printed 3 more progress lines (so
+// that it trained), and waits until the members admit its next start (launch --restart starts it):
+// whether they did within the bound.
+bool kill_and_await_join(const Launched& l, int rank) {
   const int scale = fast::testing::kRunTimeScale;
-  Launched l = launch_zmq(dir, "-n 4 --restart 2", kElasticRun);
-  const pid_t first = worker_pid(l, 2);
-  ASSERT_GT(first, 0) << slurp(l.log);
-  ASSERT_TRUE(training_started(l)) << slurp(l.log);
-  ::kill(first, SIGKILL);
-  const std::string join = "[0] [fast warn] elastic: worker 2 joined at step";
-  const bool joined = fast::testing::file_contains_within(l.log, join, 120 * scale, std::chrono::milliseconds(20));
-  pid_t second = -1;
-  if (joined) {
-    const std::vector<pid_t> pids = started_pids(l.log, 2);
-    if (pids.size() == 2) second = pids[1];
-    // A few more progress lines of worker 0, so that the second holder trains (not needed: a
-    // second loss at the join's own step counts 0 steps for it, and the sum still holds).
-    const std::size_t lines = occurrences(l.log, "[0] epoch ");
-    fast::testing::poll_until([&] { return occurrences(l.log, "[0] epoch ") >= lines + 3; }, 30 * scale,
-                              std::chrono::milliseconds(20));
-    if (second > 0) ::kill(second, SIGKILL);
-  }
-  const bool rejoined = second > 0 && fast::testing::poll_until([&] { return occurrences(l.log, join) == 2; },
-                                                                120 * scale, std::chrono::milliseconds(20));
+  const std::string join = "elastic: worker " + std::to_string(rank) + " joined at step";
+  const std::size_t joins = occurrences(l.log, join), lines = occurrences(l.log, "] epoch ");
+  fast::testing::poll_until([&] { return occurrences(l.log, "] epoch ") >= lines + 3; }, 30 * scale,
+                            std::chrono::milliseconds(20));
+  const std::vector<pid_t> pids = started_pids(l.log, rank);
+  if (pids.empty()) return false;
+  ::kill(pids.back(), SIGKILL);
+  return fast::testing::poll_until([&] { return occurrences(l.log, join) > joins; }, 120 * scale,
+                                   std::chrono::milliseconds(20));
+}
+
+// The summary of a run whose processes `victims` were SIGKILLed one after another, each once taken
+// back (kill_and_await_join), then stopped by SIGTERM to launch: every worker live with equal
+// parameters, and each victim's steps_per_worker those of its holders (steps_of_holders, from the
+// log), the other ranks' every step. Returns the summary.
+json expect_steps_of_every_holder(const fs::path& dir, const std::vector<int>& victims) {
+  const int scale = fast::testing::kRunTimeScale;
+  Launched l = launch_zmq(dir, "-n 4 --restart " + std::to_string(victims.size()), kElasticRun);
+  bool started = training_started(l), joined = started;
+  for (std::size_t k = 0; k < victims.size() && joined; ++k) joined = kill_and_await_join(l, victims[k]);
   ::kill(l.pid, SIGTERM);
   const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
   const std::string log = slurp(l.log);
-  ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
-  ASSERT_TRUE(joined) << "the second start of process 2 did not join; output:\n" << log;
-  ASSERT_GT(second, 0) << "no second start of process 2 in the log; output:\n" << log;
-  ASSERT_TRUE(rejoined) << "the third start of process 2 did not join; output:\n" << log;
+  EXPECT_NE(status, -1) << "fast launch did not end; output:\n" << log;
+  EXPECT_TRUE(started) << "the run did not start training; output:\n" << log;
+  EXPECT_TRUE(joined) << "a killed process's next start did not join; output:\n" << log;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << log;
+  if (!fs::exists(dir / "s.json")) {
+    ADD_FAILURE() << "no summary; output:\n" << log;
+    return {};
+  }
   const json s = json::parse(slurp(dir / "s.json"));
   EXPECT_EQ(s["live_workers"], 4) << s.dump();
-  EXPECT_EQ(s["rejoined_workers"], json::array({2})) << s.dump();
   const json& hashes = s["param_hash_per_worker"];
-  ASSERT_EQ(hashes.size(), 4u) << s.dump();
-  for (int w = 1; w < 4; ++w) EXPECT_EQ(hashes[w], hashes[0]) << "worker " << w << ": " << s.dump();
-  std::vector<std::int64_t> lost_at, joined_at;
-  const std::regex lost_line(
-      "\\[0\\] \\[fast warn\\] elastic: worker\\(s\\) 2 lost; 3 workers go on from step ([0-9]+)");
-  for (std::sregex_iterator it(log.begin(), log.end(), lost_line), end; it != end; ++it)
-    lost_at.push_back(std::stoll((*it)[1]));
-  const std::regex joined_line("\\[0\\] \\[fast warn\\] elastic: worker 2 joined at step ([0-9]+)");
-  for (std::sregex_iterator it(log.begin(), log.end(), joined_line), end; it != end; ++it)
-    joined_at.push_back(std::stoll((*it)[1]));
-  ASSERT_EQ(lost_at.size(), 2u) << log;
-  ASSERT_EQ(joined_at.size(), 2u) << log;
   const json& steps = s["steps_per_worker"];
-  EXPECT_EQ(steps[1], steps[0]) << s.dump();
-  EXPECT_EQ(steps[3], steps[0]) << s.dump();
-  const std::int64_t all = steps[0].get<std::int64_t>();
-  EXPECT_EQ(steps[2].get<std::int64_t>(), lost_at[0] + (lost_at[1] - joined_at[0]) + (all - joined_at[1]))
-      << "lost at " << lost_at[0] << " and " << lost_at[1] << ", joined at " << joined_at[0] << " and " << joined_at[1]
-      << ": " << s.dump();
+  if (hashes.size() != 4u || steps.size() != 4u) {
+    ADD_FAILURE() << s.dump();
+    return s;
+  }
+  for (int w = 1; w < 4; ++w) EXPECT_EQ(hashes[w], hashes[0]) << "worker " << w << ": " << s.dump();
+  const int steady = [&] {  // a rank never lost: it took every step
+    for (int w = 0; w < 4; ++w)
+      if (std::find(victims.begin(), victims.end(), w) == victims.end()) return w;
+    return 0;
+  }();
+  const std::int64_t all = steps[steady].get<std::int64_t>();
+  Changes c = membership_changes(log);
+  for (int w = 0; w < 4; ++w)
+    if (std::find(victims.begin(), victims.end(), w) == victims.end())
+      EXPECT_EQ(steps[w].get<std::int64_t>(), all) << "worker " << w << ": " << s.dump();
+    else
+      EXPECT_EQ(steps[w].get<std::int64_t>(), steps_of_holders(c.lost[w], c.joined[w], all))
+          << "worker " << w << ": " << s.dump() << "\n"
+          << log;
+  return s;
+}
+
+// Process 2 SIGKILLed, started again by launch and taken back, SIGKILLed again once it trained, and
+// taken back by its third start: worker 2's steps in the summary are its first holder's (up to the
+// first loss), its second holder's (from its join to the second loss) and its third's (from its
+// join to the end), each step as the first member's log says; the rank is listed once among the
+// rejoined workers.
+TEST(ZmqSimultaneousLosses, ARankLostTwiceCountsTheStepsOfItsThreeHolders) {
+  const fs::path dir = fast::testing::test_dir("fast_simultaneous_losses", "twice");
+  const json s = expect_steps_of_every_holder(dir, {2, 2});
+  EXPECT_EQ(s.value("rejoined_workers", json()), json::array({2})) << s.dump();
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// Process 2 lost and taken back, then process 0, which writes the summary: its new process, which
+// joined after worker 2's loss, reports worker 2's first holder's steps as the members present from
+// the start saw them (and its own rank's, lost before it came), not from step 0.
+TEST(ZmqSimultaneousLosses, TheSummaryOfAWriterThatJoinedLaterCountsTheLossesBeforeIt) {
+  const fs::path dir = fast::testing::test_dir("fast_simultaneous_losses", "later_writer");
+  const json s = expect_steps_of_every_holder(dir, {2, 0});
+  json rejoined = s.value("rejoined_workers", json::array());
+  std::sort(rejoined.begin(), rejoined.end());
+  EXPECT_EQ(rejoined, json::array({0, 2})) << s.dump();
   if (!HasFailure()) fs::remove_all(dir);
 }
 

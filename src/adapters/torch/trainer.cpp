@@ -406,7 +406,6 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
                                          .run = identity,
                                          .checkpoint_error = end.checkpoint_error,
                                          .below_min_workers = loop.below_min_workers(),
-                                         .lost_steps = loop.lost_steps(),
                                          .dataset_bytes = dataset_bytes}));
   }
 }
