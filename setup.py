@@ -6,7 +6,9 @@ found when the system has no libtorch) in FAST_BUILD_DIR (default: build/pip und
 builds the extension module fast._fast and the `fast` command with its training helper, and lays
 them out as an installation does: the module in the package, `fast` in the environment's bin/ and
 the helper in libexec/fast/ beside it (the command finds its helper there, as in `cmake --install`).
-FAST_BUILD_DIR may name an existing build folder of these sources: only what changed is rebuilt.
+FAST_BUILD_DIR may name an existing build folder of these sources: only what changed is rebuilt. A
+folder configured for an interpreter that is gone or of another Python version is configured again
+for this one.
 FAST_BUILD_JOBS: parallel compile jobs (default: the machine's cores).
 """
 import os
@@ -50,11 +52,15 @@ class CMakeBuild(build_ext):
     """Builds fast._fast, `fast` and `fast-train` with CMake and copies them where setuptools wants them."""
 
     def run(self):
+        interpreter = [f"-DPython3_EXECUTABLE={sys.executable}", f"-DFAST_TORCH_PYTHON={sys.executable}"]
         if not os.path.exists(os.path.join(BUILD, "CMakeCache.txt")):
             os.makedirs(BUILD, exist_ok=True)
-            self.spawn(["cmake", "-S", HERE, "-B", BUILD, "-DCMAKE_BUILD_TYPE=Release",
-                        f"-DPython3_EXECUTABLE={sys.executable}", f"-DFAST_TORCH_PYTHON={sys.executable}",
-                        "-DFAST_BUILD_TESTS=OFF"] + (["-G", "Ninja"] if _has("ninja") else []))
+            self.spawn(["cmake", "-S", HERE, "-B", BUILD, "-DCMAKE_BUILD_TYPE=Release", "-DFAST_BUILD_TESTS=OFF"]
+                       + interpreter + (["-G", "Ninja"] if _has("ninja") else []))
+        elif not _cached_interpreter_usable():
+            # A folder configured for an interpreter that is gone (a removed venv) or of another
+            # Python version: the module would not build, or not import, for this one.
+            self.spawn(["cmake", "-S", HERE, "-B", BUILD] + interpreter)
         jobs = os.environ.get("FAST_BUILD_JOBS") or str(os.cpu_count() or 1)
         self.spawn(["cmake", "--build", BUILD, "-j", jobs, "--target"] + TARGETS)
         for ext in self.extensions:
@@ -67,6 +73,20 @@ class CMakeBuild(build_ext):
         target = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         self.copy_file(os.path.join(BUILD, "python", "fast", built[0]), target)
+
+
+def _cached_interpreter_usable():
+    """Whether the build folder's Python3_EXECUTABLE still runs and is this interpreter's Python version."""
+    with open(os.path.join(BUILD, "CMakeCache.txt"), encoding="utf-8") as f:
+        m = re.search(r"^Python3_EXECUTABLE:[A-Z]+=(.*)$", f.read(), re.M)
+    if not m or not m.group(1):
+        return False
+    try:
+        out = subprocess.run([m.group(1), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and out.stdout.strip() == str(sys.version_info[:2])
 
 
 def _has(program):

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """A CNN written in PyTorch, trained on Fashion-MNIST with FAST coordinating the workers (docs/python.md).
 
-    fast launch -n 4 -- /usr/bin/python3 examples/python/train_fmnist.py --strategy adpsgd
-    mpirun -np 4 /usr/bin/python3 examples/python/train_fmnist.py --strategy allreduce
+    fast launch -n 4 -- python examples/python/train_fmnist.py --strategy adpsgd
+    mpirun -np 4 python examples/python/train_fmnist.py --strategy allreduce
+
+with `python` the interpreter that has the package: the environment pip installed it into, or, with
+`make build`'s package, PYTHONPATH=build/python and /usr/bin/python3.
 """
 import argparse, gzip, json, os
 

@@ -3,7 +3,8 @@
 #   install: `cmake --install BUILD --prefix TMP/prefix` of the current build; the command, a
 #   library and the package files must be there, `fast --help` must run, and no installed CMake
 #   file may name the source or build tree (the package is relocatable), nor `fast` and its helper
-#   without debug information. Then
+#   without debug information, and neither they nor the build tree's `fast` may search the current
+#   directory for libraries (check_runpath). Then
 #   consumer: a copy of examples/cpp-consumer in TMP is configured with -DCMAKE_PREFIX_PATH=TMP/prefix
 #     (find_package(fast)), built and run: it trains its own model with 2 workers on the threads
 #     runtime and must exit 0 (test accuracy above its bound, replicas identical) and list exactly
@@ -61,6 +62,7 @@ check_install() {
   if grep -rlF -e "$source" -e "$build" "$package"; then
     fail "the installed CMake files above name the source or build tree; they must use the prefix only"
   fi
+  check_runpath "$prefix/bin/fast" "$prefix/libexec/fast/fast-train" "$build/bin/fast"
   # Nor do the programs, where they carry no debug information (whose file names are the tree's).
   for program in "$prefix/bin/fast" "$prefix/libexec/fast/fast-train"; do
     if ! readelf -S "$program" | grep -q "\.debug_info" && grep -qF "$source/" "$program"; then

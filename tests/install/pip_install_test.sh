@@ -5,7 +5,8 @@
 # PYTHONPATH): `fast --version` and fast.__version__ print the same version, that of
 # CMakeLists.txt; `fast launch -n 2 -- python examples/python/train_fmnist.py` (its 2 epochs) trains
 # one run of 2 workers to the example's accuracy (>= 0.85), whose summary records that version. Skips (77) without python3-venv or the
-# Fashion-MNIST files. Every step is bounded in time (timeout kills it and its children).
+# Fashion-MNIST files. The installed programs and module search no library in the current directory
+# (check_runpath). Every step is bounded in time (timeout kills it and its children).
 #
 # Usage: pip_install_test.sh SOURCE_DIR BUILD_DIR
 set -u
@@ -27,6 +28,7 @@ run_step venv 120 "$python" -m venv --system-site-packages "$venv"
 run_step pip-install 600 env FAST_BUILD_DIR="$build" "$venv/bin/python" -m pip install --no-build-isolation \
   --no-deps --no-index --disable-pip-version-check "$source"
 [ -x "$venv/bin/fast" ] || fail "pip install put no executable 'fast' in $venv/bin"
+check_runpath "$venv/bin/fast" "$venv/libexec/fast/fast-train" "$venv"/lib/python3*/site-packages/fast/_fast*.so
 
 expected=$(sed -n 's/^project(fast VERSION \([0-9.]*\).*/\1/p' "$source/CMakeLists.txt")
 [ -n "$expected" ] || fail "no project(fast VERSION ...) in $source/CMakeLists.txt"

@@ -1,6 +1,8 @@
 # Shared by the install tests (sourced, not run): a temporary folder $tmp, removed at exit with the
 # step still running; fail MESSAGE; run_step NAME SECONDS COMMAND... runs COMMAND under timeout with
-# its output in $tmp/NAME.log, and on failure prints the log's end and fails naming the step.
+# its output in $tmp/NAME.log, and on failure prints the log's end and fails naming the step;
+# check_runpath FILE... fails for an ELF file whose RPATH or RUNPATH has an empty or relative entry
+# (the loader reads those from the current directory: a library planted there would be loaded).
 # Set TMP_PREFIX before sourcing: the temporary folder's name.
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/${TMP_PREFIX:-fast-test}.XXXXXX") || exit 1
 step_pid=""
@@ -29,4 +31,22 @@ run_step() {
     [ "$rc" -eq 124 ] && fail "$name: did not finish within $seconds s"
     fail "$name: exit status $rc (output above)"
   fi
+}
+
+check_runpath() {
+  local file path entry
+  for file in "$@"; do
+    path=$(readelf -d "$file" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]$/\2/p')
+    [ -z "$path" ] && continue
+    case "$path" in
+      :* | *: | *::*) fail "$file: its RUNPATH '$path' has an empty entry, read as the current directory" ;;
+    esac
+    local IFS=:
+    for entry in $path; do
+      case "$entry" in
+        /* | '$ORIGIN'*) ;;
+        *) fail "$file: its RUNPATH '$path' has the relative entry '$entry'" ;;
+      esac
+    done
+  done
 }
