@@ -76,11 +76,15 @@ class CMakeBuild(build_ext):
 
 
 def _cached_interpreter_usable():
-    """Whether the build folder's Python3_EXECUTABLE still runs and is this interpreter's Python version."""
+    """Whether the interpreter the build folder was configured for (Python3_EXECUTABLE, as this file
+    or the user gave it, else the one CMake found) still runs and is of this interpreter's Python
+    version; true where the cache names none (nothing to judge: the folder is left as it is)."""
     with open(os.path.join(BUILD, "CMakeCache.txt"), encoding="utf-8") as f:
-        m = re.search(r"^Python3_EXECUTABLE:[A-Z]+=(.*)$", f.read(), re.M)
-    if not m or not m.group(1):
-        return False
+        text = f.read()
+    m = re.search(r"^Python3_EXECUTABLE:[A-Z]+=(.+)$", text, re.M) or \
+        re.search(r"^_Python3_EXECUTABLE:INTERNAL=(.+)$", text, re.M)
+    if not m:
+        return True
     try:
         out = subprocess.run([m.group(1), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
                              text=True, timeout=60)

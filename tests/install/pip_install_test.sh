@@ -25,7 +25,9 @@ unset PYTHONPATH
 
 venv="$tmp/venv"
 run_step venv 120 "$python" -m venv --system-site-packages "$venv"
-run_step pip-install 600 env FAST_BUILD_DIR="$build" "$venv/bin/python" -m pip install --no-build-isolation \
+# Without the tests' FAST_DATA_DIR (the build's copy of the data): a configure the build runs again
+# must see the user's environment.
+run_step pip-install 600 env -u FAST_DATA_DIR FAST_BUILD_DIR="$build" "$venv/bin/python" -m pip install --no-build-isolation \
   --no-deps --no-index --disable-pip-version-check "$source"
 [ -x "$venv/bin/fast" ] || fail "pip install put no executable 'fast' in $venv/bin"
 check_runpath "$venv/bin/fast" "$venv/libexec/fast/fast-train" "$venv"/lib/python3*/site-packages/fast/_fast*.so
