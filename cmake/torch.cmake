@@ -28,3 +28,12 @@ if("${TORCH_CXX_FLAGS}" MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
                       "which FAST's other libraries do not use; expected a libtorch built with the C++11 ABI "
                       "(PyTorch 2.7 or later from pip, torch.compiled_with_cxx11_abi() True, or Debian's libtorch)")
 endif()
+# The RUNPATH of the programs (CMakeLists.txt, "RPATH") holds the link folders outside the system's
+# and outside the project's trees; a libtorch inside them (a pip torch in a venv within the clone)
+# is named here, so that the programs find it there too.
+if(TORCH_LIBRARY)
+  get_filename_component(fast_torch_lib_dir "${TORCH_LIBRARY}" DIRECTORY)
+  if(NOT fast_torch_lib_dir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
+    list(APPEND CMAKE_INSTALL_RPATH "${fast_torch_lib_dir}")
+  endif()
+endif()

@@ -46,7 +46,8 @@ void check_given_runtime(const WorldRequest& request, const LauncherWorld& w, co
   FAST_ENFORCE(backend.multi_process,
                "runtime: '{}' runs every worker inside this process, but this process is one of {} processes that "
                "{} started ({}): they would train {} independent copies of the run. Drop the runtime setting "
-               "(--runtime, a config file's `runtime`, fast.init's runtime=; the launcher implies '{}'), or start a single process",
+               "(--runtime, a config file's `runtime`, fast.init's runtime=; the launcher implies '{}'), or start a "
+               "single process",
                request.runtime, world_text(w.world), w.source, w.evidence, world_text(w.world), w.runtime);
   if (backend.name == w.runtime) return;
   const std::string refusal = fmt::format(

@@ -100,8 +100,9 @@ std::vector<T> take_array(Reader& in, std::uint64_t count, std::string_view name
   return values;
 }
 
-// Where a file whose checksum does not match is shorter than its own sections declare: "" when
-// they fit in it, else what ran past its end (walked without allocating; used for the message).
+// Where the body of a file whose checksum does not match (`bytes`: without its last 4 bytes, the
+// CRC-32) is shorter than its own sections declare: "" when they fit in it, else what ran past its
+// end (walked without allocating; used for the message).
 std::string truncation(std::span<const std::byte> bytes) {
   std::size_t at = sizeof kMagic + 4;
   const auto read = [&](void* out, std::size_t n) {
@@ -146,10 +147,10 @@ std::uint32_t check_header(std::span<const std::byte> bytes, std::string_view so
   std::uint32_t stored = 0;
   std::memcpy(&stored, bytes.data() + body.size(), sizeof stored);
   const std::uint32_t computed = wire::crc32(body);
-  if (const std::string cut = stored != computed ? truncation(bytes) : std::string(); !cut.empty())
+  if (const std::string cut = stored != computed ? truncation(body) : std::string(); !cut.empty())
     FAST_THROW(core::IoError,
                "checkpoint '{}': truncated: {} bytes, and its sections run past the end at {}: a file cut short "
-               "or partly written",
+               "or partly written (or a damaged length)",
                source, bytes.size(), cut);
   if (stored != computed)
     FAST_THROW(core::IoError,

@@ -11,10 +11,19 @@
 #include "fast/core/log.hpp"
 #include "fast/training/run_identity.hpp"
 #include "output_paths.hpp"
+#include "process_outputs.hpp"
 
 namespace fast::training {
 
 namespace {
+
+// Whether this worker logs the manifest failures its process meets: the lowest rank of a process
+// other than the first member's (which names them in its warning).
+bool names_manifest_failures(const runtime::Context& ctx, int first_member) {
+  const int first = first_rank_of_process(ctx);
+  const bool with_first_member = first_member >= first && first_member < first + std::max(1, ctx.local_size());
+  return !with_first_member && ctx.rank() == first;
+}
 
 constexpr const char* kManifest = kManifestName;
 constexpr std::size_t kMaxCandidates = 64;
@@ -342,8 +351,10 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
                    step);
     } catch (const core::IoError& e) {
       failure = e.what();
-      // The first worker's failure, and a manifest's, are in the warning that skips the checkpoint.
-      if (own_file && !first)
+      // The first member names its failure in the warning that skips the checkpoint; another worker
+      // names its file's; a manifest's (every worker's alike where they share a view of the folder)
+      // is named once by each other process, whose view (another host's) may differ.
+      if (!first && (own_file || names_manifest_failures(worker.context(), comm.members().front())))
         core::log(core::LogLevel::warn, "resume: worker {} cannot use step {}: {}", worker.context().rank(), step,
                   failure);
     }

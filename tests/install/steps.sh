@@ -2,7 +2,8 @@
 # step still running; fail MESSAGE; run_step NAME SECONDS COMMAND... runs COMMAND under timeout with
 # its output in $tmp/NAME.log, and on failure prints the log's end and fails naming the step;
 # check_runpath FILE... fails for an ELF file whose RPATH or RUNPATH has an empty or relative entry
-# (the loader reads those from the current directory: a library planted there would be loaded).
+# (the loader reads those from the current directory: a library planted there would be loaded), and
+# for a FILE that does not exist or is no ELF file.
 # Set TMP_PREFIX before sourcing: the temporary folder's name.
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/${TMP_PREFIX:-fast-test}.XXXXXX") || exit 1
 step_pid=""
@@ -34,9 +35,11 @@ run_step() {
 }
 
 check_runpath() {
-  local file path entry
+  local file path entry dynamic
   for file in "$@"; do
-    path=$(readelf -d "$file" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]$/\2/p')
+    [ -f "$file" ] || fail "check_runpath: '$file' does not exist"
+    dynamic=$(readelf -d "$file") || fail "check_runpath: readelf cannot read '$file'"
+    path=$(printf '%s\n' "$dynamic" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]$/\2/p')
     [ -z "$path" ] && continue
     case "$path" in
       :* | *: | *::*) fail "$file: its RUNPATH '$path' has an empty entry, read as the current directory" ;;

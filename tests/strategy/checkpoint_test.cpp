@@ -135,8 +135,7 @@ TEST(Checkpoint, EveryTruncationAndEveryFlippedByteIsRefused) {
     flipped[k] ^= std::byte{0x10};
     EXPECT_THROW(decode_checkpoint(flipped, "flipped"), core::IoError) << k;
   }
-  // A file cut short is named as such, with its size; a changed value (the last section's last
-  // byte, before the CRC-32) leaves the sections' lengths whole: a checksum mismatch.
+  // A file cut short is named so, with its size; a changed value (the byte before the CRC-32) is not.
   const std::size_t half = bytes.size() / 2;
   fast::testing::expect_error<core::IoError>(
       [&] { decode_checkpoint(std::span<const std::byte>(bytes).first(half), "cut"); },

@@ -207,7 +207,9 @@ TEST(RendezvousAddresses, TheServersTimeoutNamesTheKeysRefusedAtTheHandshake) {
                                             "; wait $server; echo server=$?'");
   EXPECT_NE(r.output.find("server=4"), std::string::npos) << r.output;  // its rendezvous timed out
   const std::string log = slurp(dir / "server.log");
-  EXPECT_NE(log.find("1 of 2 processes arrived within 3 s (--rendezvous-timeout or FAST_RENDEZVOUS_TIMEOUT)"), std::string::npos) << log;
+  EXPECT_NE(log.find("1 of 2 processes arrived within 3 s (--rendezvous-timeout or FAST_RENDEZVOUS_TIMEOUT)"),
+            std::string::npos)
+      << log;
   EXPECT_NE(
       log.find("refused at the handshake, the last a peer from 127.0.0.1: its key " + c + " is not in the allow-list"),
       std::string::npos)

@@ -94,7 +94,8 @@ void add_compare_command(CLI::App& app, CompareCommand& c) {
   c.app->footer("Setting flags apply to every run (a key that a sweep varies may not be given)." + environment_help());
   name_failures_after(c.app);
   c.app->add_option("files", c.files, "Config files (one run each) and sweep files ([sweep], [[run]])")->required();
-  c.app->add_option("--out", c.out, "Output folder: per-run metrics and summaries, compare.md, compare.csv, report.html")
+  c.app
+      ->add_option("--out", c.out, "Output folder: per-run metrics and summaries, compare.md, compare.csv, report.html")
       ->capture_default_str();
   c.app
       ->add_option("--repeat", c.options.repeat,

@@ -79,9 +79,12 @@ int run(int argc, char** argv) {
       "Write a self-contained HTML page with the curves and table of a run or a comparison (docs/compare.md)");
   std::string report_dir, report_out;
   rep->add_option("dir", report_dir,
-                  "A `fast compare` output folder, a run's folder with its metrics (*.jsonl), or a metrics file")
+                  "A `fast compare` output folder, a run's folder with its metrics (*.jsonl), or a run's --metrics "
+                  "path (NAME.jsonl; a run of several processes wrote NAME.rankR.jsonl, merged) or one of its files")
       ->required();
-  rep->add_option("--out", report_out, "The page to write (default: DIR/report.html; FILE.html beside a metrics file)");
+  rep->add_option("--out", report_out,
+                  "The page to write (default: DIR/report.html; NAME.html beside a run's metrics file, NAME "
+                  "without .rankR)");
   fast::cli::name_failures_after(rep);
   rep->footer(fast::cli::environment_help({"FAST_LOG_LEVEL"}));  // not the parent's: train's variables
   CLI::App* doc = app.add_subcommand("config-doc", "Print the settings table (markdown) used in docs/config.md");

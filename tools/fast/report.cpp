@@ -121,17 +121,22 @@ std::vector<ReportRun> read_compare_runs(const fs::path& dir) {
 }
 
 // The metrics files of the run that `file` names: the file itself; or, for the --metrics path of
-// a run of several processes (NAME.jsonl, which they write as NAME.rankR.jsonl) or one of its rank
-// files, every NAME.rankR.jsonl beside it. Empty when there is none.
+// a run of several processes (NAME.EXT, which they write as NAME.rankR.EXT) or one of its rank
+// files, every NAME.rankR.EXT beside it. Empty when there is none.
 std::vector<fs::path> run_files_of(const fs::path& file) {
   const std::string stem = metrics::run_metrics_stem(file);
   const bool rank_file = stem != file.stem().string();
   if (fs::is_regular_file(file) && !rank_file) return {file};
   std::vector<fs::path> files;
   const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  if (fs::is_directory(folder))
-    for (const fs::path& f : metrics_files(folder))
-      if (metrics::run_metrics_stem(f) == stem && f.stem().string() != stem) files.push_back(f);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const fs::path& f = entry.path();
+    if (entry.is_regular_file() && f.extension() == file.extension() && metrics::run_metrics_stem(f) == stem &&
+        f.stem().string() != stem)
+      files.push_back(f);
+  }
+  std::sort(files.begin(), files.end());
   return files;
 }
 
@@ -140,9 +145,9 @@ std::vector<ReportRun> read_report_runs(const fs::path& dir) {
   if (!fs::is_directory(dir)) {
     const std::vector<fs::path> files = run_files_of(dir);
     FAST_ENFORCE_AS(core::IoError, !files.empty() || fs::exists(dir),
-                    "fast report: '{}' does not exist (nor do the rank files {}.rankR.jsonl of a run of several "
+                    "fast report: '{}' does not exist (nor do the rank files {}.rankR{} of a run of several "
                     "processes beside it)",
-                    dir.string(), metrics::run_metrics_stem(dir));
+                    dir.string(), metrics::run_metrics_stem(dir), dir.extension().string());
     FAST_ENFORCE(!files.empty(), "fast report: '{}' is not a regular file", dir.string());
     runs.push_back(read_run(files, metrics::run_metrics_stem(dir), 1, ""));
   } else if (is_compare_folder(dir)) {
