@@ -47,7 +47,14 @@ void put_name(std::vector<std::byte>& out, std::string_view name) {
   out.insert(out.end(), p, p + name.size());
 }
 
-// Reads from a validated span; every read is checked against what remains.
+// A length that runs past the end of the bytes: the mark of a file cut short where its checksum
+// does not match (decode_checkpoint); an IoError like the others where it does.
+class Overrun : public core::IoError {
+ public:
+  using core::IoError::IoError;
+};
+
+// Reads from a validated span; every read is checked against what remains (Overrun).
 class Reader {
  public:
   Reader(std::span<const std::byte> bytes, std::string_view source) : bytes_(bytes), source_(source) {}
@@ -71,8 +78,8 @@ class Reader {
  private:
   void need(std::size_t n, std::string_view what) const {
     if (n > remaining())
-      FAST_THROW(core::IoError, "checkpoint '{}': truncated at byte {}: {} needs {} bytes, {} remain", source_, at_,
-                 what, n, remaining());
+      FAST_THROW(Overrun, "checkpoint '{}': truncated at byte {}: {} needs {} bytes, {} remain", source_, at_, what, n,
+                 remaining());
   }
   std::span<const std::byte> bytes_;
   std::string_view source_;
@@ -92,42 +99,12 @@ void put_array(std::vector<std::byte>& out, std::uint8_t kind, std::string_view 
 template <typename T>
 std::vector<T> take_array(Reader& in, std::uint64_t count, std::string_view name, std::string_view source) {
   if (count > in.remaining() / sizeof(T))
-    FAST_THROW(core::IoError, "checkpoint '{}': array '{}' declares {} elements, only {} bytes remain", source, name,
-               count, in.remaining());
+    FAST_THROW(Overrun, "checkpoint '{}': array '{}' declares {} elements, only {} bytes remain", source, name, count,
+               in.remaining());
   const auto data = in.take(static_cast<std::size_t>(count) * sizeof(T), "array data");
   std::vector<T> values(static_cast<std::size_t>(count));
   if (!values.empty()) std::memcpy(values.data(), data.data(), data.size());  // never memcpy from null
   return values;
-}
-
-// Where the body of a file whose checksum does not match (`bytes`: without its last 4 bytes, the
-// CRC-32) is shorter than its own sections declare: "" when they fit in it, else what ran past its
-// end (walked without allocating; used for the message).
-std::string truncation(std::span<const std::byte> bytes) {
-  std::size_t at = sizeof kMagic + 4;
-  const auto read = [&](void* out, std::size_t n) {
-    if (n > bytes.size() - at) return false;
-    std::memcpy(out, bytes.data() + at, n);
-    at += n;
-    return true;
-  };
-  std::uint32_t sections = 0;
-  if (!read(&sections, sizeof sections)) return "its section count";
-  for (std::uint32_t k = 0; k < sections; ++k) {
-    std::uint8_t kind = 0;
-    std::uint16_t length = 0;
-    std::uint64_t count = 0;
-    if (!read(&kind, 1) || !read(&length, 2) || length > bytes.size() - at) return fmt::format("section {}", k);
-    const std::string name(reinterpret_cast<const char*>(bytes.data() + at), length);
-    at += length;
-    if (!read(&count, 8)) return fmt::format("section '{}'", name);
-    const std::uint64_t width = kind == kArray ? 4 : kind == kText ? 1 : 8;
-    if (count > (bytes.size() - at) / width)
-      return fmt::format("section '{}', which declares {} bytes where {} are left", name, count * width,
-                         bytes.size() - at);
-    at += static_cast<std::size_t>(count * width);
-  }
-  return {};
 }
 
 // The header's version (checked: kOldestVersion to kVersion).
@@ -143,20 +120,6 @@ std::uint32_t check_header(std::span<const std::byte> bytes, std::string_view so
   if (version < kOldestVersion || version > kVersion)
     FAST_THROW(core::IoError, "checkpoint '{}': format version {}, expected {} to {}", source, version, kOldestVersion,
                kVersion);
-  const auto body = bytes.first(bytes.size() - 4);
-  std::uint32_t stored = 0;
-  std::memcpy(&stored, bytes.data() + body.size(), sizeof stored);
-  const std::uint32_t computed = wire::crc32(body);
-  if (const std::string cut = stored != computed ? truncation(body) : std::string(); !cut.empty())
-    FAST_THROW(core::IoError,
-               "checkpoint '{}': truncated: {} bytes, and its sections run past the end at {}: a file cut short "
-               "or partly written (or a damaged length)",
-               source, bytes.size(), cut);
-  if (stored != computed)
-    FAST_THROW(core::IoError,
-               "checkpoint '{}': checksum {:#010x} does not match the content's {:#010x} (a corrupt "
-               "or partly written file)",
-               source, stored, computed);
   return version;
 }
 
@@ -191,14 +154,20 @@ std::vector<std::byte> encode_checkpoint(const Checkpoint& checkpoint) {
   return out;
 }
 
-Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view source) {
-  const std::uint32_t version = check_header(bytes, source);
-  Reader in(bytes.first(bytes.size() - 4), source);
+namespace {
+
+// The sections of a file's body (its bytes without the CRC-32), every length checked against what
+// is left; `at` says which section the walk had reached (for decode_checkpoint's message).
+Checkpoint decode_sections(std::span<const std::byte> body, std::uint32_t version, std::string_view source,
+                           std::string& at) {
+  Reader in(body, source);
   (void)in.take(sizeof kMagic + 4, "the header");
+  at = "its section count";
   const auto sections = in.get<std::uint32_t>("the section count");
   Checkpoint out;
   std::set<std::string, std::less<>> names;
   for (std::uint32_t k = 0; k < sections; ++k) {
+    at = fmt::format("section {}", k);
     const auto kind = in.get<std::uint8_t>("a section kind");
     if (kind != kArray && kind != kInteger && (kind != kDoubles || version < 2) && (kind != kText || version < 3))
       FAST_THROW(core::IoError, "checkpoint '{}': section {} has kind {}, expected 1 (array){}", source, k, kind,
@@ -211,6 +180,7 @@ Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view 
                  kMaxName);
     const auto name_bytes = in.take(length, "a section name");
     std::string name(reinterpret_cast<const char*>(name_bytes.data()), name_bytes.size());
+    at = fmt::format("section '{}'", name);
     if (!names.insert(name).second)
       FAST_THROW(core::IoError, "checkpoint '{}': section '{}' appears twice", source, name);
     const auto count = in.get<std::uint64_t>("an element count");
@@ -235,6 +205,33 @@ Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view 
     FAST_THROW(core::IoError, "checkpoint '{}': {} bytes after the last of {} sections, expected none", source,
                in.remaining(), sections);
   return out;
+}
+
+}  // namespace
+
+Checkpoint decode_checkpoint(std::span<const std::byte> bytes, std::string_view source) {
+  const std::uint32_t version = check_header(bytes, source);
+  const auto body = bytes.first(bytes.size() - 4);
+  std::uint32_t stored = 0;
+  std::memcpy(&stored, bytes.data() + body.size(), sizeof stored);
+  const std::uint32_t computed = wire::crc32(body);
+  std::string at;
+  if (stored == computed) return decode_sections(body, version, source, at);
+  // The checksum does not match: the sections, walked as they are, tell a file cut short (a length
+  // that runs past the end) from one whose bytes changed.
+  try {
+    (void)decode_sections(body, version, source, at);
+  } catch (const Overrun&) {
+    FAST_THROW(core::IoError,
+               "checkpoint '{}': truncated: {} bytes, and its sections run past the end at {}: a file cut short "
+               "or partly written (or a damaged length)",
+               source, bytes.size(), at);
+  } catch (const core::IoError&) {  // another inconsistency: the checksum says it
+  }
+  FAST_THROW(core::IoError,
+             "checkpoint '{}': checksum {:#010x} does not match the content's {:#010x} (a corrupt or partly written "
+             "file)",
+             source, stored, computed);
 }
 
 void write_file_atomically(const std::filesystem::path& file, std::span<const std::byte> bytes, std::string_view what) {

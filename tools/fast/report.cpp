@@ -50,11 +50,12 @@ void read_records(const fs::path& file, std::vector<json>& into) {
   }
 }
 
-// The metrics files of a run's folder: every *.jsonl in it (several processes' rank files together).
-std::vector<fs::path> metrics_files(const fs::path& dir) {
+// The metrics files of a run's folder: every *.jsonl in it (several processes' rank files together),
+// or every file of another extension, sorted.
+std::vector<fs::path> metrics_files(const fs::path& dir, const std::string& extension = ".jsonl") {
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.is_regular_file() && entry.path().extension() == ".jsonl") files.push_back(entry.path());
+    if (entry.is_regular_file() && entry.path().extension() == extension) files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -129,14 +130,9 @@ std::vector<fs::path> run_files_of(const fs::path& file) {
   if (fs::is_regular_file(file) && !rank_file) return {file};
   std::vector<fs::path> files;
   const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(folder, ec)) {
-    const fs::path& f = entry.path();
-    if (entry.is_regular_file() && f.extension() == file.extension() && metrics::run_metrics_stem(f) == stem &&
-        f.stem().string() != stem)
-      files.push_back(f);
-  }
-  std::sort(files.begin(), files.end());
+  if (!fs::is_directory(folder)) return files;
+  for (const fs::path& f : metrics_files(folder, file.extension().string()))
+    if (metrics::run_metrics_stem(f) == stem && f.stem().string() != stem) files.push_back(f);
   return files;
 }
 
