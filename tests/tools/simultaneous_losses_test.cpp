@@ -34,9 +34,12 @@ using fast::testing::slurp;
 using nlohmann::json;
 using namespace fast::testing::zmq_cli;  // NOLINT(google-build-using-namespace): the shared helpers
 
-// Paced so that the run outlasts the losses and joins; the tests stop it by a signal.
-const std::string kElasticRun = "--strategy allreduce --elastic" + kPeerTimeoutFlag + " --summary s.json" +
-                                kTrainShown + "--batch 32 --epochs 20 --slowdown 4,4,4,4";
+// Paced so that the run outlasts the losses and joins; the tests stop it by a signal. An evaluation
+// every 40 steps marks the run's progress in the log ("eval after step").
+const std::string kElasticRun =
+    "--strategy allreduce --elastic" + kPeerTimeoutFlag +
+    " --summary s.json --model mlp --seed 11 --progress auto --eval-every 40 --batch 32 --epochs 20 "
+    "--slowdown 4,4,4,4";
 
 // The elastic losses and joins of a launch log, by rank, in order: the step the members went on from
 // without the rank, and the step they admitted its new process at (the leading member's lines).
@@ -173,20 +176,27 @@ std::size_t occurrences(const fs::path& log, const std::string& text) {
   return n;
 }
 
-// SIGKILLs the latest start of process `rank` once worker 0 or 1 printed 3 more progress lines (so
-// that it trained), and waits until the members admit its next start (launch --restart starts it):
-// whether they did within the bound.
-bool kill_and_await_join(const Launched& l, int rank) {
+// SIGKILLs the latest start of process `rank` once the run printed 3 more evaluations (so that it
+// trained), and waits until the members admit its next start (launch --restart starts it).
+// Returns what failed, or an empty string once the next start joined.
+std::string kill_and_await_join(const Launched& l, int rank) {
   const int scale = fast::testing::kRunTimeScale;
   const std::string join = "elastic: worker " + std::to_string(rank) + " joined at step";
-  const std::size_t joins = occurrences(l.log, join), lines = occurrences(l.log, "] epoch ");
-  fast::testing::poll_until([&] { return occurrences(l.log, "] epoch ") >= lines + 3; }, 30 * scale,
-                            std::chrono::milliseconds(20));
+  const std::size_t joins = occurrences(l.log, join), lines = occurrences(l.log, "] eval after step ");
+  if (!fast::testing::poll_until([&] { return occurrences(l.log, "] eval after step ") >= lines + 3; }, 30 * scale,
+                                 std::chrono::milliseconds(20)))
+    return "the run printed no 3 more evaluations before process " + std::to_string(rank) + "'s kill";
   const std::vector<pid_t> pids = started_pids(l.log, rank);
-  if (pids.empty()) return false;
+  // One start per loss of the rank so far, and the first.
+  const std::size_t starts = 1 + occurrences(l.log, "elastic: worker " + std::to_string(rank) + " joined at step");
+  if (pids.size() != starts)
+    return "process " + std::to_string(rank) + " has " + std::to_string(pids.size()) + " starts in the log, expected " +
+           std::to_string(starts);
   ::kill(pids.back(), SIGKILL);
-  return fast::testing::poll_until([&] { return occurrences(l.log, join) > joins; }, 120 * scale,
-                                   std::chrono::milliseconds(20));
+  if (!fast::testing::poll_until([&] { return occurrences(l.log, join) > joins; }, 120 * scale,
+                                 std::chrono::milliseconds(20)))
+    return "the next start of process " + std::to_string(rank) + " did not join";
+  return {};
 }
 
 // The summary of a run whose processes `victims` were SIGKILLed one after another, each once taken
@@ -196,14 +206,16 @@ bool kill_and_await_join(const Launched& l, int rank) {
 json expect_steps_of_every_holder(const fs::path& dir, const std::vector<int>& victims) {
   const int scale = fast::testing::kRunTimeScale;
   Launched l = launch_zmq(dir, "-n 4 --restart " + std::to_string(victims.size()), kElasticRun);
-  bool started = training_started(l), joined = started;
-  for (std::size_t k = 0; k < victims.size() && joined; ++k) joined = kill_and_await_join(l, victims[k]);
+  const bool started = training_started(l);
+  std::string failed;
+  for (std::size_t k = 0; k < victims.size() && started && failed.empty(); ++k)
+    failed = kill_and_await_join(l, victims[k]);
   ::kill(l.pid, SIGTERM);
   const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
   const std::string log = slurp(l.log);
   EXPECT_NE(status, -1) << "fast launch did not end; output:\n" << log;
   EXPECT_TRUE(started) << "the run did not start training; output:\n" << log;
-  EXPECT_TRUE(joined) << "a killed process's next start did not join; output:\n" << log;
+  EXPECT_EQ(failed, "") << "output:\n" << log;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << log;
   if (!fs::exists(dir / "s.json")) {
     ADD_FAILURE() << "no summary; output:\n" << log;
