@@ -23,12 +23,21 @@ TMP_PREFIX=fast-pip-test
 . "$(dirname "$0")/steps.sh"
 unset PYTHONPATH
 
+# The interpreter the build's own Python tests run (tests/python): setup.py reconfigures a build
+# whose interpreter is gone, which would point those tests at this test's venv, deleted at exit.
+cached_python() { sed -n 's/^FAST_PYTHON_EXECUTABLE:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null; }
+suite_python=$(cached_python)
+[ -z "$suite_python" ] || [ -x "$suite_python" ] ||
+  fail "$build/CMakeCache.txt names FAST_PYTHON_EXECUTABLE '$suite_python', which is gone: configure $build again first"
+
 venv="$tmp/venv"
 run_step venv 120 "$python" -m venv --system-site-packages "$venv"
 # Without the tests' FAST_DATA_DIR (the build's copy of the data): a configure the build runs again
 # must see the user's environment.
 run_step pip-install 600 env -u FAST_DATA_DIR FAST_BUILD_DIR="$build" "$venv/bin/python" -m pip install --no-build-isolation \
   --no-deps --no-index --disable-pip-version-check "$source"
+[ "$(cached_python)" = "$suite_python" ] ||
+  fail "pip install changed $build's FAST_PYTHON_EXECUTABLE from '$suite_python' to '$(cached_python)'"
 [ -x "$venv/bin/fast" ] || fail "pip install put no executable 'fast' in $venv/bin"
 check_runpath "$venv/bin/fast" "$venv/libexec/fast/fast-train" "$venv"/lib/python3*/site-packages/fast/_fast*.so
 
