@@ -52,7 +52,14 @@ class CMakeBuild(build_ext):
     """Builds fast._fast, `fast` and `fast-train` with CMake and copies them where setuptools wants them."""
 
     def run(self):
-        interpreter = [f"-DPython3_EXECUTABLE={sys.executable}", f"-DFAST_TORCH_PYTHON={sys.executable}"]
+        if getattr(self, "editable_mode", False):
+            # SystemExit, not an exception: setuptools would add that editable installs are new, ask for a report.
+            sys.exit("fast: an editable install (pip install -e) is not supported: it would leave out the `fast` "
+                     "command; install with `pip install --no-build-isolation .` (docs/python.md)")
+        # FAST_TORCH_PYTHON is read only where libtorch is not on the default paths (cmake/torch.cmake):
+        # --no-warn-unused-cli keeps CMake from calling it unused elsewhere.
+        interpreter = [f"-DPython3_EXECUTABLE={sys.executable}", f"-DFAST_TORCH_PYTHON={sys.executable}",
+                       "--no-warn-unused-cli"]
         if not os.path.exists(os.path.join(BUILD, "CMakeCache.txt")):
             os.makedirs(BUILD, exist_ok=True)
             self.spawn(["cmake", "-S", HERE, "-B", BUILD, "-DCMAKE_BUILD_TYPE=Release", "-DFAST_BUILD_TESTS=OFF"]
@@ -93,6 +100,12 @@ def _cached_interpreter_usable():
     return out.returncode == 0 and out.stdout.strip() == str(sys.version_info[:2])
 
 
+def _made(folder):
+    """`folder`, created if missing."""
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
 def _has(program):
     return any(os.access(os.path.join(d, program), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep))
 
@@ -101,12 +114,20 @@ def command_files():
     """data_files: `fast` into bin/, its helper where `fast` looks for it (libexec/fast/ in a default build)."""
     configured = os.path.exists(os.path.join(BUILD, "CMakeCache.txt"))
     helper = helper_relative_dir() if configured else os.path.join("..", "libexec", "fast")
-    return [("bin", [os.path.join(BUILD, "bin", "fast")]),
-            (os.path.normpath(os.path.join("bin", helper)), [os.path.join(BUILD, "bin", helper, "fast-train")])]
+    # setuptools takes only paths relative to this folder (FAST_BUILD_DIR may lie outside it).
+    built = os.path.relpath(os.path.join(BUILD, "bin"), HERE)
+    return [("bin", [os.path.join(built, "fast")]),
+            (os.path.normpath(os.path.join("bin", helper)), [os.path.join(built, helper, "fast-train")])]
 
 
 setup(
     version=project_version(),
+    packages=["fast"],
+    package_dir={"fast": "python/fast"},
+    # setuptools' own files beside the CMake build: not in the sources' build/ (make build's) nor
+    # fast.egg-info among the sources.
+    options={"build": {"build_base": os.path.join(BUILD, "setuptools")},
+             "egg_info": {"egg_base": _made(os.path.join(BUILD, "setuptools"))}},
     ext_modules=[Extension("fast._fast", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
     data_files=command_files(),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `pip install --no-build-isolation .` as a user does it from a clone (pyproject.toml, setup.py): into a
 # fresh venv of Debian's python3 (--system-site-packages: its torch and numpy), reusing this build
-# folder (FAST_BUILD_DIR) so that nothing is compiled again. Then, from the venv alone (no
+# folder (FAST_BUILD_DIR, named by a path outside the sources) so that nothing is compiled again;
+# pip writes nothing among the sources (fast.egg-info). Then, from the venv alone (no
 # PYTHONPATH): `fast --version` and fast.__version__ print the same version, that of
 # CMakeLists.txt; `fast launch -n 2 -- python examples/python/train_fmnist.py` (its 2 epochs) trains
 # one run of 2 workers to the example's accuracy (>= 0.85), whose summary records that version. Skips (77) without python3-venv or the
@@ -34,10 +35,14 @@ venv="$tmp/venv"
 run_step venv 120 "$python" -m venv --system-site-packages "$venv"
 # Without the tests' FAST_DATA_DIR (the build's copy of the data): a configure the build runs again
 # must see the user's environment.
-run_step pip-install 600 env -u FAST_DATA_DIR FAST_BUILD_DIR="$build" "$venv/bin/python" -m pip install --no-build-isolation \
+egg_info_before=$([ -e "$source/fast.egg-info" ] && echo yes)
+# The build folder by a path outside the sources (a link to it), as a user's own build folder can be.
+ln -s "$(cd "$build" && pwd)" "$tmp/build" || fail "cannot link $tmp/build to $build"
+run_step pip-install 600 env -u FAST_DATA_DIR FAST_BUILD_DIR="$tmp/build" "$venv/bin/python" -m pip install --no-build-isolation \
   --no-deps --no-index --disable-pip-version-check "$source"
 [ "$(cached_python)" = "$suite_python" ] ||
   fail "pip install changed $build's FAST_PYTHON_EXECUTABLE from '$suite_python' to '$(cached_python)'"
+[ -n "$egg_info_before" ] || [ ! -e "$source/fast.egg-info" ] || fail "pip install wrote $source/fast.egg-info among the sources"
 [ -x "$venv/bin/fast" ] || fail "pip install put no executable 'fast' in $venv/bin"
 check_runpath "$venv/bin/fast" "$venv/libexec/fast/fast-train" "$venv"/lib/python3*/site-packages/fast/_fast*.so
 
