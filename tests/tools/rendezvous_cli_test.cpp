@@ -245,6 +245,33 @@ TEST(RendezvousAddresses, AnInsecureProcessIsToldThatTheServerAuthenticates) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// SIGTERM to a process waiting at the rendezvous, the one that serves it (process 0) as the others:
+// it ends at once with 143 and says it had nothing to save, not at its rendezvous timeout (60 s).
+TEST(RendezvousInterrupted, AProcessWaitingAtTheRendezvousEndsAtOnceOnSigterm) {
+  const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "interrupted");
+  for (const int rank : {0, 1}) {
+    const int port = free_port();
+    ASSERT_GT(port, 0);
+    const fs::path log = dir / ("rank" + std::to_string(rank) + ".log");
+    const std::string train = small_zmq_train(port, 60) + " --insecure --process-rank " + std::to_string(rank);
+    // Signalled once it listens (its handlers are in place), then timed from the signal.
+    const auto r = fast::testing::run_command(
+        "timeout -k 5 50 sh -c '" + train + " > " + log.string() + " 2>&1 & p=$!; until grep -q \"listens on\" " +
+        log.string() + "; do sleep 0.05; done; kill -TERM $p; start=$(date +%s); wait $p; echo rc=$? " +
+        "seconds=$(( $(date +%s) - start ))'");
+    const std::string text = slurp(log);
+    EXPECT_NE(r.output.find("rc=143"), std::string::npos) << "process " << rank << ": " << r.output << text;
+    const std::size_t at = r.output.find("seconds=");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    EXPECT_LT(std::stoi(r.output.substr(at + 8)), 30) << "process " << rank << ": " << r.output << text;
+    EXPECT_NE(text.find("fast: interrupted by SIGTERM while it waited for the rendezvous at tcp://127.0.0.1:" +
+                        std::to_string(port) + ": it has nothing to save"),
+              std::string::npos)
+        << "process " << rank << ": " << text;
+  }
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 // `fast rendezvous` alone: its timeout names its own flag, --timeout.
 TEST(RendezvousAddresses, TheStandaloneServersTimeoutNamesItsOwnFlag) {
   const int port = free_port();

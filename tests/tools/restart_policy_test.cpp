@@ -79,6 +79,29 @@ TEST(RestartPolicy, CleanExitsBadInputAndLaunchsOwnStopsAreNeverRestarted) {
   EXPECT_EQ(policy.on_exit(2, kKilled, false), RestartAction::one);
 }
 
+// A process started again alone that ends with 0 (the run told it that it ends without it) does
+// not make the run finishing: a survivor's exit code 3 reaped after it still restarts the group,
+// as it does when reaped first, and spends nothing more.
+TEST(RestartPolicy, ALoneRestartsCleanExitHidesNoSurvivorsFailure) {
+  for (const bool newcomer_first : {true, false}) {
+    RestartPolicy policy(1);
+    EXPECT_EQ(policy.on_exit(2, kKilled, false), RestartAction::one);
+    if (newcomer_first) {
+      EXPECT_EQ(policy.on_exit(2, exit_code::ok, false), RestartAction::none);
+    }
+    EXPECT_FALSE(policy.finishing());
+    EXPECT_EQ(policy.on_exit(1, exit_code::io_or_peer_lost, false), RestartAction::all) << newcomer_first;
+    EXPECT_EQ(policy.spent(), 1);
+  }
+  // The others' clean exits still finish the run.
+  RestartPolicy policy(1);
+  EXPECT_EQ(policy.on_exit(2, kKilled, false), RestartAction::one);
+  EXPECT_EQ(policy.on_exit(2, exit_code::ok, false), RestartAction::none);
+  EXPECT_EQ(policy.on_exit(0, exit_code::ok, false), RestartAction::none);
+  EXPECT_TRUE(policy.finishing());
+  EXPECT_EQ(policy.on_exit(1, kKilled, false), RestartAction::none);
+}
+
 // An elastic run below its --min-workers ends on purpose (exit code 6): neither its survivors nor
 // process 0 are started again, and nothing more is restarted in this start.
 TEST(RestartPolicy, AnElasticRunBelowMinWorkersIsFinishing) {

@@ -10,6 +10,10 @@ RestartPolicy::RestartPolicy(int restarts) : restarts_(restarts) {
 }
 
 RestartAction RestartPolicy::on_exit(int rank, int code, bool stopping) {
+  // A process started again alone that ends with 0 joined a run that ended with it, or was told that
+  // the run ends without it: the group's own exits say whether the run finishes; its 0 adds nothing,
+  // and must not hide a survivor's exit code 3 that launch reaps after it.
+  if (code == core::exit_code::ok && lone_.contains(rank)) return RestartAction::none;
   // 0, or an elastic run that ended below its --min-workers on purpose: the run is finishing.
   if (code == core::exit_code::ok || code == core::exit_code::below_min_workers) {
     finishing_ = true;

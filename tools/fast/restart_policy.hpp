@@ -3,7 +3,9 @@
 // (docs/launch.md, "Restarts"). Pure bookkeeping, no processes: launch.cpp acts on its answers.
 //
 //   - an exit code 0 is never restarted, and once a process of the current start ended with 0 the
-//     run is finishing: nothing more is restarted until the whole group starts again; so is an exit
+//     run is finishing: nothing more is restarted until the whole group starts again (a process
+//     started again alone does not count: its 0 says that the run ends, or ended, without it, and
+//     must not hide a survivor's failure that launch reaps after it); so is an exit
 //     code 6 (exit_code::below_min_workers: an elastic run that a loss took below --min-workers
 //     ended there on purpose, and starting its processes again would not bring the group back);
 //   - nothing is restarted while launch itself stops the processes (a forwarded SIGINT, SIGTERM or

@@ -117,6 +117,16 @@ std::string Server::refusals_text() const {
   return text;
 }
 
+// A process asked to stop (SIGINT, SIGTERM) while it waits at the rendezvous has nothing to save:
+// core::NotAdmitted, with 128 + the signal.
+void stop_if_requested(const std::string& at) {
+  if (const int signal = core::stop_requested())
+    throw core::NotAdmitted(fmt::format("interrupted by {} while it waited for the rendezvous at {}: it has nothing to "
+                                        "save",
+                                        signal == SIGTERM ? "SIGTERM" : "SIGINT", at),
+                            core::exit_code::killed_by(signal));
+}
+
 ProcessTable Server::run(std::optional<ProcessInfo> own) {
   if (own) admit("", *own, s_.world_size, s_.max_processes);
   const auto deadline =
@@ -125,6 +135,7 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
     FAST_ENFORCE_AS(core::TimeoutError, clock::now() < deadline,
                     "rendezvous at {}: {} of {} processes arrived within {} s ({}){}", endpoint(s_), arrived_.size(),
                     s_.world_size, s_.rendezvous_timeout, s_.rendezvous_timeout_name, refusals_text());
+    stop_if_requested(endpoint(s_));
     ::zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     poll_through_signals(&item, 1, std::chrono::milliseconds(100));
     std::vector<::zmq::message_t> parts;
@@ -235,16 +246,6 @@ std::vector<int> worker_list(const json& reply, const char* key, int workers, st
   return list;
 }
 
-// A process asked to stop (SIGINT, SIGTERM) while it waits at the rendezvous has nothing to save:
-// core::NotAdmitted, with 128 + the signal.
-void stop_if_requested(const std::string& at) {
-  if (const int signal = core::stop_requested())
-    throw core::NotAdmitted(fmt::format("interrupted by {} while it waited for the rendezvous at {}: it has nothing to "
-                                        "save",
-                                        signal == SIGTERM ? "SIGTERM" : "SIGINT", at),
-                            core::exit_code::killed_by(signal));
-}
-
 // A client of rendezvous address `address` (rendezvous_endpoint), with that address's server key.
 ::zmq::socket_t client_socket(::zmq::context_t& context, const Settings& s, std::size_t address) {
   ::zmq::socket_t socket(context, ::zmq::socket_type::dealer);
@@ -323,6 +324,9 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
   if (reply.contains("refused"))
     FAST_THROW(core::InvalidArgument, "rendezvous at {}: the run refused this process: {}", at,
                reply.at("refused").get<std::string>());
+  if (reply.contains("failed"))  // the run failed before it took this process back: exit code 3, as its survivors
+    FAST_THROW(core::PeerLost, "rendezvous at {}: the run failed before it could take this process back ({})", at,
+               reply.at("failed").is_string() ? reply.at("failed").get<std::string>() : "");
   if (reply.contains("ending"))  // the run ends without it: no failure (docs/faults.md, "Growing a run")
     throw core::NotAdmitted(fmt::format("the run at {} is ending ({}): this process has nothing to do", at,
                                         reply.at("ending").is_string() ? reply.at("ending").get<std::string>() : ""),

@@ -581,8 +581,12 @@ class ZmqTransport final : public engine::Transport {
   std::vector<double> told_lost_at_;   // by process: when it was last told it is counted lost (0: never)
   std::atomic<bool> expelled_{false};  // this process left the run (expel_self)
   // finish() began: this process's workers are done. The rendezvous's server refuses newcomers
-  // ("the run is ending"); a rank revived from then on is told bye at once (revive()).
+  // ("the run is ending", or "failed" when they failed); a rank revived from then on is told bye at
+  // once (revive()).
   std::atomic<bool> finishing_{false};
+  // finish()'s error: its workers' first error, "" when they ended well. Written once, before
+  // finishing_ is set; read only once finishing_ is seen set (I/O thread).
+  std::string finish_error_;
 
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -306,6 +306,7 @@ bool ZmqTransport::gone_after_its_failure(int process) const {
 
 void ZmqTransport::finish(const std::string& error, double limit_seconds) {
   const std::string text = error.substr(0, kMaxReasonBytes);
+  finish_error_ = text;  // before finishing_: the I/O thread reads it once it sees finishing_
   finishing_ = true;  // before the table is read: a rank revived from here on gets its bye from revive()
   if (polls_in_caller()) sleep_begin();  // no waiter polls from here on: the streams' threads read the byes
   ProcessTable table;

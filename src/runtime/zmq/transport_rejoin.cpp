@@ -24,6 +24,15 @@ constexpr double kLiveRankGraceSeconds = 2;  // a rank still live after peer_tim
 // While the rendezvous's server is lost and its address still bound (a process counted lost that
 // still runs, until it leaves), the process that should take it over tries again this often.
 constexpr double kDeskRetrySeconds = 1;
+
+// The answer to a newcomer once the workers of the process that serves the rendezvous are done
+// (ZmqTransport::finishing_): the run ends without it ("ending": it exits with 0), or, when those
+// workers failed (`error`), the run failed ("failed": it ends with PeerLost, exit code 3, which
+// fast launch --restart answers by starting the whole group again; restart_policy.hpp).
+json end_answer(const std::string& error) {
+  if (error.empty()) return {{"ending", "the workers of the process that serves the rendezvous are done"}};
+  return {{"failed", fmt::format("the workers of the process that serves the rendezvous failed: {}", error)}};
+}
 }  // namespace
 
 bool ZmqTransport::on_rendezvous_host(int process, std::size_t address) const {
@@ -180,7 +189,7 @@ void ZmqTransport::receive_rejoin_hellos() {
         continue;
       }
       if (finishing_.load()) {  // not a refusal (exit code 2 would make fast launch start the group again)
-        answer_newcomer(id, {{"ending", "the workers of the process that serves the rendezvous are done"}});
+        answer_newcomer(id, end_answer(finish_error_));
         continue;
       }
       ProcessInfo info = checked_rejoin_hello(hello, parts[1]);
@@ -200,8 +209,7 @@ void ZmqTransport::receive_rejoin_hellos() {
 void ZmqTransport::progress_rejoins() {
   const double now = clock();
   if (finishing_.load()) {  // its workers are done: a newcomer would wait for an admission that never comes
-    for (const PendingRejoin& p : pending_)
-      answer_newcomer(p.id, {{"ending", "the workers of the process that serves the rendezvous are done"}});
+    for (const PendingRejoin& p : pending_) answer_newcomer(p.id, end_answer(finish_error_));
     pending_.clear();
     return;
   }
