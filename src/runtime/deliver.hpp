@@ -31,4 +31,7 @@ void rethrow_root_cause(std::span<const std::exception_ptr> errors);
 // Null if there is none.
 std::exception_ptr own_failure(std::span<const std::exception_ptr> errors);
 
+// The first TimeoutError among `errors` (an operation past op_timeout); null if there is none.
+std::exception_ptr first_timeout(std::span<const std::exception_ptr> errors);
+
 }  // namespace fast::runtime::detail

@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <optional>
 #include <ostream>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -159,6 +161,32 @@ TEST(FrozenProcessAlone, ItLeavesWhenNobodyAnswersAndWritesNothingOverTheOthersS
   const json s = json::parse(summary);
   EXPECT_EQ(s["live_workers"], 2) << s.dump();
   EXPECT_EQ(s["lost_workers"], json::array({2})) << s.dump();
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// A process frozen within a peer timeout far longer than the operation time limit: the process
+// whose receive from it waits past --op-timeout ends with TimeoutError (exit code 4, "fast:
+// timeout: recv ..."), not with the loss that its failure's echo brings back from the third
+// process ("peer lost: worker 0 failed: worker 2 failed: recv ...", exit code 3).
+TEST(FrozenProcessOpTimeout, TheProcessWhoseReceiveTimedOutEndsWithTimeoutError) {
+  const fs::path dir = fast::testing::test_dir("fast_frozen_process", "op_timeout");
+  const std::string op_timeout = std::to_string(3 * kScale);
+  Launched l = launch_zmq(dir, "-n 3 --grace 60",
+                          "--strategy allreduce --peer-timeout " + std::to_string(120 * kScale) + " --op-timeout " +
+                              op_timeout + kTrainShown + "--batch 64 --epochs 2");
+  const pid_t pid = worker_pid(l, 1);
+  ASSERT_GT(pid, 0) << slurp(l.log);
+  ASSERT_TRUE(training_started(l)) << slurp(l.log);
+  Freeze freeze(pid);
+  const std::regex timed_out("\\[([02])\\] fast: timeout: recv from rank 1 to rank [02] .*did not complete within " +
+                             op_timeout + " s");
+  const std::optional<std::string> rank = fast::testing::first_match(l.log, timed_out, 60 * kScale);
+  freeze.thaw();
+  const int status = fast::testing::wait_or_kill_group(l, 120 * kScale);
+  const std::string log = slurp(l.log);
+  ASSERT_NE(status, -1) << "fast launch did not end; output:\n" << log;
+  ASSERT_TRUE(rank) << "no process ended with the receive's TimeoutError; output:\n" << log;
+  EXPECT_EQ(log.find("[" + *rank + "] fast: peer lost"), std::string::npos) << log;
   if (!HasFailure()) fs::remove_all(dir);
 }
 

@@ -10,7 +10,9 @@
 //  2. The local workers run fn (LocalWorld::run, `on_failure` as there); the wall time is timed.
 //  3. finish(errors): the backend drains and stops its transport, knowing how the workers ended.
 //  4. Then a local worker's own failure (detail::own_failure: not a RemoteError, PeerLost,
-//     TimeoutError or NotAdmitted), else PeerLost (step 1), else the workers' root-cause error
+//     TimeoutError or NotAdmitted), else a local worker's TimeoutError when it came before any
+//     loss was reported (an operation past op_timeout: the peers it told fail, and their failure
+//     comes back as a loss), else PeerLost (step 1), else the workers' root-cause error
 //     (detail::rethrow_root_cause), else the seconds of step 2.
 //
 // Thread-safety: called once per launch, by the launching thread; on_lost may be called from the
