@@ -88,6 +88,11 @@ json end_record(double time, const json& summary) {
 
 std::filesystem::path process_metrics_path(const std::filesystem::path& metrics, int first_rank, bool whole_world) {
   if (metrics.empty() || whole_world) return metrics;
+  // A device, a pipe or the like (/dev/null, /dev/stdout) is every process's own: no file beside it.
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(metrics, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) && !std::filesystem::is_directory(st))
+    return metrics;
   std::filesystem::path out = metrics;
   out.replace_filename(fmt::format("{}.rank{}{}", metrics.stem().string(), first_rank, metrics.extension().string()));
   return out;

@@ -35,13 +35,21 @@ void validate_environment() {
   (void)core::log_level();  // FAST_LOG_LEVEL, read at the first log line otherwise
 }
 
+// A path to compare two outputs by: canonical where it resolves, else absolute and normal (a link
+// into /proc that names no file, such as /dev/stdout on a pipe, does not resolve).
+std::filesystem::path comparable(const std::filesystem::path& p) {
+  std::error_code ec;
+  std::filesystem::path canonical = std::filesystem::weakly_canonical(p, ec);
+  if (!ec) return canonical;
+  return std::filesystem::absolute(p, ec).lexically_normal();
+}
+
 // Every output can be written (it would fail only when written, after training).
 void validate_outputs(const TrainOptions& o) {
   check_writable(o.metrics, "metrics", false);
   check_writable(o.summary, "summary", false);
   check_writable(o.checkpoint_dir, "checkpoint_dir", true);
-  FAST_ENFORCE(o.metrics.empty() || o.summary.empty() ||
-                   std::filesystem::weakly_canonical(o.metrics) != std::filesystem::weakly_canonical(o.summary),
+  FAST_ENFORCE(o.metrics.empty() || o.summary.empty() || comparable(o.metrics) != comparable(o.summary),
                "metrics and summary: both are '{}'; the summary would overwrite the metrics", o.metrics.string());
   FAST_ENFORCE(
       o.save_model.empty() || (o.save_model.extension() == ".npy" &&

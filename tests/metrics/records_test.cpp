@@ -9,6 +9,8 @@
 #include <cmath>
 #include <vector>
 
+#include <unistd.h>
+
 #include "fast/metrics/records.hpp"
 
 namespace fast::metrics {
@@ -24,6 +26,18 @@ TEST(ProcessMetricsPath, EachProcessOfSeveralWritesStemRankOfItsFirstWorker) {
   EXPECT_EQ(process_metrics_path("out/m.jsonl", 4, false), std::filesystem::path("out/m.rank4.jsonl"));
   EXPECT_EQ(process_metrics_path("/tmp/run.v2.jsonl", 12, false), std::filesystem::path("/tmp/run.v2.rank12.jsonl"));
   EXPECT_EQ(process_metrics_path("metrics", 3, false), std::filesystem::path("metrics.rank3"));
+}
+
+TEST(ProcessMetricsPath, ADeviceOrPipeIsWrittenAsGivenByEveryProcess) {
+  EXPECT_EQ(process_metrics_path("/dev/null", 2, false), std::filesystem::path("/dev/null"));
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string pipe_end = "/proc/self/fd/" + std::to_string(fds[1]);  // what /dev/stdout names on a pipe
+  EXPECT_EQ(process_metrics_path(pipe_end, 1, false), std::filesystem::path(pipe_end));
+  ::close(fds[0]);
+  ::close(fds[1]);
+  // A folder is not a file to write: the suffix stays (and the check of the outputs refuses it).
+  EXPECT_EQ(process_metrics_path("/tmp", 1, false), std::filesystem::path("/tmp.rank1"));
 }
 
 TEST(ProcessMetricsPath, RunMetricsStemUndoesTheRankSuffix) {

@@ -305,6 +305,21 @@ TEST(Cli, ShortRunWritesSummaryAndMetrics) {
   EXPECT_EQ(end, 1);
 }
 
+// The metrics to standard output, a pipe here (run_fast reads it through popen), beside a summary
+// file: /dev/stdout names the pipe, which no canonical path resolves; both outputs are written.
+TEST(Cli, MetricsToAPipedStandardOutputBesideASummaryFile) {
+  const fs::path dir = temp_dir("piped_metrics");
+  const Result r = run_fast(
+      "train --model mlp --workers 2 --steps 4 --batch 32 --progress never --metrics /dev/stdout "
+      "--summary " +
+      (dir / "s.json").string());
+  ASSERT_EQ(r.code, exit_code::ok) << r.output;
+  EXPECT_NE(r.output.find("\"event\":\"end\""), std::string::npos) << r.output;
+  std::ifstream in(dir / "s.json");
+  EXPECT_EQ(nlohmann::json::parse(in)["steps"], 4) << r.output;
+  fs::remove_all(dir);
+}
+
 // A flag given twice takes its last value, as argparse does ("$COMMON --steps 3" overrides a
 // --steps in $COMMON). The summary records what ran.
 TEST(Cli, AFlagGivenTwiceTakesItsLastValue) {

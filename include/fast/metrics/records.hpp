@@ -91,7 +91,8 @@ nlohmann::json end_record(double time, const nlohmann::json& summary);
 //   every worker of the world in this process (local_size == world size): `metrics` itself;
 //   otherwise `<stem>.rank<R><ext>` beside it, R = first_rank, the lowest rank of this process
 //   ("out/m.jsonl" -> "out/m.rank4.jsonl"), so every process may be given the same path.
-// An empty `metrics` (no file) stays empty.
+// An empty `metrics` (no file) stays empty, and so does a path that exists and is neither a regular
+// file nor a folder (/dev/null, /dev/stdout, a named pipe): each process writes to it as given.
 std::filesystem::path process_metrics_path(const std::filesystem::path& metrics, int first_rank, bool whole_world);
 // The inverse's stem: the stem of the `--metrics` path a process's file was named after
 // ("m.rank4.jsonl" -> "m", "m.jsonl" -> "m"), so that the files of one run share it.
