@@ -32,7 +32,9 @@ LogLevel log_level() { return static_cast<LogLevel>(level_slot().load(std::memor
 void set_log_level(LogLevel level) { level_slot().store(static_cast<int>(level), std::memory_order_relaxed); }
 
 void log_line(LogLevel level, std::string_view message) {
-  const std::string line = fmt::format("[fast {}] {}\n", kNames[static_cast<int>(level)], message);
+  // A message that quotes an error's text names no build file (core::user_message).
+  const std::string line =
+      fmt::format("[fast {}] {}\n", kNames[static_cast<int>(level)], without_check_locations(message));
   [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
 }
 

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 #include "fast/core/work.hpp"
 
 namespace fast::core {
@@ -15,6 +19,23 @@ TEST(Enforce, FailureNamesConditionFileAndMessage) {
     EXPECT_NE(what.find("arithmetic on purpose"), std::string::npos) << what;
     EXPECT_NE(what.find("1 + 1 == 3"), std::string::npos) << what;
     EXPECT_NE(what.find("error_test.cpp"), std::string::npos) << what;
+  }
+}
+
+// What a user reads, the error itself or a log line that quotes it, names no build file: the
+// location and check text FAST_ENFORCE appends are left out (FAST_LOG_LEVEL=debug keeps them).
+TEST(Enforce, ErrorsAndLogLinesShownToAUserQuoteNoBuildFile) {
+  const char* level = std::getenv("FAST_LOG_LEVEL");
+  if (level != nullptr && std::string_view(level) == "debug") GTEST_SKIP() << "FAST_LOG_LEVEL=debug keeps them";
+  try {
+    FAST_ENFORCE(1 + 1 == 3, "arithmetic on {}", "purpose");
+    FAIL() << "no throw";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(user_message(e), "arithmetic on purpose");
+    ::testing::internal::CaptureStderr();
+    log_line(LogLevel::error, fmt::format("refused: {}; then: {}", e.what(), e.what()));
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+              "[fast error] refused: arithmetic on purpose; then: arithmetic on purpose\n");
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -64,6 +65,8 @@ class NotAdmitted : public Error {
 // source location and check text that FAST_ENFORCE appends (" (dir/file.cpp:42: check 'x > 0'
 // failed)"), which name the build's files. FAST_LOG_LEVEL=debug keeps them.
 std::string user_message(const std::exception& e);
+// The same for any text that may quote such messages (a log line: core::log_line).
+std::string without_check_locations(std::string_view text);
 
 namespace detail {
 // Builds "<message> (<file>:<line>: check '<cond>' failed)" and throws E.

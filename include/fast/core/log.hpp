@@ -1,6 +1,7 @@
 #pragma once
 // Line-oriented logging on stderr. Each call writes one whole line with one write, so lines of
-// concurrent workers do not interleave. The level comes from FAST_LOG_LEVEL (read once).
+// concurrent workers do not interleave. The level comes from FAST_LOG_LEVEL (read once). A line
+// that quotes an error's text loses its build-file locations, as core::user_message does.
 
 #include <string>
 #include <string_view>
