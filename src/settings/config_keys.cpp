@@ -350,7 +350,9 @@ std::vector<ConfigKey> communication_keys() {
   return {
       text_key(
           "allreduce_algorithm", KeyType::string, one_of_text(collective::allreduce_algorithm_names()),
-          "all-reduce algorithm of FAST's collectives (allreduce's gradients, local-sgd's and easgd's averages, "
+          "all-reduce algorithm of FAST's collectives (allreduce's gradients without a codec, or decoded with "
+          "sparse_allreduce = dense: a codec's messages take the codec's own exchange, docs/compression.md; "
+          "local-sgd's and easgd's averages, "
           "PowerSGD's factors, the representative model and the run's totals): auto (by message size, workers and "
           "network: docs/collectives.md), ring, recursive-doubling, halving-doubling or tree. Not used where the "
           "runtime's native collectives run (collectives = native).",
