@@ -190,7 +190,7 @@ FaultInjection FaultInjection::parse(const std::string& spec, int workers) {
   const std::size_t at = spec.find('@');
   FAST_ENFORCE(at != std::string::npos && at + 1 < spec.size(),
                "fault_inject '{}': expected KIND@W1,W2,... (KIND nan, zeros, scale:FACTOR, exit-while-admitting, "
-               "exit-while-agreeing, exit-while-checkpointing or exit-while-ending)",
+               "exit-while-agreeing, exit-while-checkpointing, exit-while-ending or exit-after-ending)",
                spec);
   const std::string kind = spec.substr(0, at);
   fault.kind_name_ = kind;
@@ -206,10 +206,12 @@ FaultInjection FaultInjection::parse(const std::string& spec, int workers) {
     fault.kind_ = Kind::exit_while_checkpointing;
   } else if (kind == "exit-while-ending") {
     fault.kind_ = Kind::exit_while_ending;
+  } else if (kind == "exit-after-ending") {
+    fault.kind_ = Kind::exit_after_ending;
   } else {
     FAST_ENFORCE(kind.rfind("scale:", 0) == 0,
                  "fault_inject '{}': unknown kind '{}'; expected nan, zeros, scale:FACTOR, exit-while-admitting, "
-                 "exit-while-agreeing, exit-while-checkpointing or exit-while-ending",
+                 "exit-while-agreeing, exit-while-checkpointing, exit-while-ending or exit-after-ending",
                  spec, kind);
     const std::string factor = kind.substr(6);
     char* end = nullptr;
@@ -241,6 +243,8 @@ bool FaultInjection::exits_while_agreeing(int rank) const { return kills(Kind::e
 bool FaultInjection::exits_while_checkpointing(int rank) const { return kills(Kind::exit_while_checkpointing, rank); }
 
 bool FaultInjection::exits_while_ending(int rank) const { return kills(Kind::exit_while_ending, rank); }
+
+bool FaultInjection::exits_after_ending(int rank) const { return kills(Kind::exit_after_ending, rank); }
 
 std::string FaultInjection::process_refusal(const std::string& spec, const std::string& runtime,
                                             bool multi_process) const {

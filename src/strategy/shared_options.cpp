@@ -84,8 +84,10 @@ std::vector<StrategyOption> common_options() {
           "the members' agreement to admit one, after its first message of it) or "
           "exit-while-checkpointing (with checkpoint_dir: "
           "the worker kills itself once its file of the first checkpoint is written, before the "
-          "manifest) or exit-while-ending (elastic runs and asynchronous strategies: the worker kills "
-          "itself after the final evaluation, before it sends its totals); empty: none "
+          "manifest), exit-while-ending (elastic runs and asynchronous strategies: the worker kills "
+          "itself after the final evaluation, before it sends its totals) or exit-after-ending (the same "
+          "runs: the worker kills itself once the end's closing barrier is passed, before its process "
+          "writes its outputs); empty: none "
           "(docs/faults.md).")
           .check([](const OptionValue& v) {
             // Its form here; the ranks against the world's size once it is known (make_strategy).

@@ -128,10 +128,10 @@ Worker::Worker(runtime::Context& ctx, const WorkerOptions& options, ModelState s
                "fault_inject '{}': {} needs an elastic run (elastic = true, --elastic): only an elastic synchronous "
                "run admits a worker taken back",
                options.strategy.fault_inject, fault_.kind_name());
-  FAST_ENFORCE(!fault_.exits_while_ending() || comm_.elastic() || strategy_->asynchronous(),
-               "fault_inject '{}': exit-while-ending needs an elastic run (elastic = true, --elastic) or an "
-               "asynchronous strategy, whose end survives the loss; strategy '{}' is synchronous",
-               options.strategy.fault_inject, options.strategy.name);
+  FAST_ENFORCE(!fault_.exits_in_the_end() || comm_.elastic() || strategy_->asynchronous(),
+               "fault_inject '{}': {} needs an elastic run (elastic = true, --elastic) or an asynchronous strategy, "
+               "whose end survives the loss; strategy '{}' is synchronous",
+               options.strategy.fault_inject, fault_.kind_name(), options.strategy.name);
   const std::string shared = fault_.process_refusal(options.strategy.fault_inject, ctx.runtime_name(),
                                                     runtime::find_runtime(ctx.runtime_name()).multi_process);
   FAST_ENFORCE(shared.empty(), "{}", shared);

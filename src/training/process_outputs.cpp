@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
+#include "fast/metrics/jsonl_writer.hpp"
 
 namespace fast::training {
 
@@ -53,6 +55,25 @@ void ProcessOutputs::diverged(const metrics::DivergenceSign& sign, bool stopping
 void ProcessOutputs::offer_summary(const nlohmann::json& summary) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!summary_) summary_ = summary;
+}
+
+void ProcessOutputs::publish_summary(const std::filesystem::path& file, const nlohmann::json& summary) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  summary_ = summary;
+  summary_file_written_ = false;
+  if (file.empty() || !hosts_rank0_) return;
+  try {
+    metrics::write_json_file(file, summary);
+    summary_file_written_ = true;
+  } catch (const core::IoError& e) {
+    core::log(core::LogLevel::debug, "summary: not written before the end's barrier ({}); tried again at the end",
+              e.what());
+  }
+}
+
+bool ProcessOutputs::summary_file_written() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return summary_file_written_ && hosts_rank0_;
 }
 
 std::optional<nlohmann::json> ProcessOutputs::summary() const {

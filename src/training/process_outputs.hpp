@@ -52,6 +52,13 @@ class ProcessOutputs {
 
   // The run's summary, identical on every worker: the first worker to offer it keeps it.
   void offer_summary(const nlohmann::json& summary);
+  // The run's summary before the end's closing barrier (RunEndInputs::publish): it replaces an
+  // earlier one (the totals gathered again after a loss), and when this process leads and `file`
+  // is not empty, it is written there now. A write that fails (IoError) is left to the write after
+  // the run (summary_file_written() stays false), which reports it.
+  void publish_summary(const std::filesystem::path& file, const nlohmann::json& summary);
+  // Whether publish_summary() wrote the summary file (and this process still leads).
+  bool summary_file_written() const;
   std::optional<nlohmann::json> summary() const;
   // Whether worker 0 is in this process (it writes the summary file); false before open(). After
   // an elastic group changed, whether the group's first member is (set_lead()).
@@ -73,6 +80,7 @@ class ProcessOutputs {
   bool diverged_shown_ = false;
   std::optional<metrics::JsonlWriter> writer_;  // set by open() when there is a metrics file
   std::optional<nlohmann::json> summary_;
+  bool summary_file_written_ = false;  // publish_summary() wrote it
 };
 
 // Where a worker's process stands in the world: which ranks share it (a process is known by a

@@ -128,14 +128,14 @@ void validate_elastic(const TrainOptions& o, const strategy::StrategyOptions& s)
                "fault_inject '{}': {} set without elastic; expected elastic = true (--elastic): only an elastic "
                "synchronous run admits a worker taken back",
                s.fault_inject, fault.kind_name());
-  FAST_ENFORCE(o.elastic || !fault.exits_while_ending() || strategy::asynchronous_strategy(s),
-               "fault_inject '{}': exit-while-ending set without elastic for the synchronous strategy '{}'; expected "
-               "elastic = true (--elastic) or an asynchronous strategy, whose end survives the loss",
-               s.fault_inject, s.name);
-  FAST_ENFORCE(!fault.exits_while_ending() || runtime::find_runtime(o.runtime).loses_workers,
-               "fault_inject '{}': exit-while-ending set with runtime '{}', whose workers cannot be lost while the "
-               "others go on; expected a runtime that loses workers ({})",
-               s.fault_inject, o.runtime, runtimes_with(&runtime::RuntimeBackend::loses_workers));
+  FAST_ENFORCE(o.elastic || !fault.exits_in_the_end() || strategy::asynchronous_strategy(s),
+               "fault_inject '{}': {} set without elastic for the synchronous strategy '{}'; expected elastic = true "
+               "(--elastic) or an asynchronous strategy, whose end survives the loss",
+               s.fault_inject, fault.kind_name(), s.name);
+  FAST_ENFORCE(!fault.exits_in_the_end() || runtime::find_runtime(o.runtime).loses_workers,
+               "fault_inject '{}': {} set with runtime '{}', whose workers cannot be lost while the others go on; "
+               "expected a runtime that loses workers ({})",
+               s.fault_inject, fault.kind_name(), o.runtime, runtimes_with(&runtime::RuntimeBackend::loses_workers));
   FAST_ENFORCE(!o.checkpoint_dir.empty() || !fault.exits_while_checkpointing(),
                "fault_inject '{}': exit-while-checkpointing set without checkpoint_dir; expected a folder to write "
                "checkpoints to (--checkpoint-dir): a run that writes none never injects it",

@@ -74,8 +74,21 @@ class RunEnding {
       out_.totals = gather_totals(comm(), in_.totals(out_.first_member), loop_.evaluations(), readers_);
     }
     if (elastic_ || asynchronous_regroups_) {
+      // Before any member may leave: the summary's writer writes it now (RunEndInputs::publish).
+      // Once the barrier completes on any member, every member passed here; a writer lost before
+      // that is a loss at the barrier, after which the others gather the totals again (regroup()).
+      if (in_.publish) {
+        in_.publish(out_);
+        out_.published = true;
+      }
       stage = kBarrier;
       comm().barrier();
+      runtime::Context& ctx = loop_.context();
+      if (loop_.worker().fault_injection().exits_after_ending(ctx.rank()) && !ctx.joins_run_under_way())
+        strategy::FaultInjection::kill_process(
+            fmt::format("worker {} kills itself after the end's closing barrier, before its process writes its "
+                        "outputs (exit-after-ending)",
+                        ctx.rank()));
     }
   }
 

@@ -37,6 +37,8 @@
 
 namespace fast::training {
 
+struct RunEnd;
+
 struct RunEndInputs {
   bool asynchronous = false;           // the strategy's schedule was run_asynchronous
   bool runtime_loses_workers = false;  // RuntimeBackend::loses_workers: the others go on after a loss
@@ -45,6 +47,13 @@ struct RunEndInputs {
   std::function<WorkerTotals(bool first_member)> totals;
   // The workers that read the totals (summary_builders), among the group as it is when called.
   std::function<std::vector<int>()> readers;
+  // Optional. Where the end closes with a barrier (an elastic run, an asynchronous one on a runtime
+  // that loses workers), called on every member once the totals are gathered and BEFORE that barrier,
+  // again after each gathering that a loss repeats: the summary's writer writes its file here, so
+  // that no member leaves before it is written. A writer lost before the barrier makes the others
+  // gather the totals again without it (docs/faults.md, "A loss while the run ends"); after it, the
+  // file is written. It must throw nothing but PeerLost.
+  std::function<void(const RunEnd&)> publish;
 };
 
 struct RunEnd {
@@ -52,6 +61,7 @@ struct RunEnd {
   std::optional<RunTotals> totals;  // on the readers only
   std::string checkpoint_error;     // the final checkpoint's IoError message; "" when written or none due
   bool first_member = false;        // this worker was the group's first member when the totals were gathered
+  bool published = false;           // RunEndInputs::publish was called with the totals as they are here
 };
 
 // Errors: PeerLost as above; the evaluation's and the gather's others. A final checkpoint that

@@ -176,6 +176,22 @@ TEST(FaultInjection, ExitWhileEndingNamesItsWorkers) {
   EXPECT_FALSE(ends.exits_while_checkpointing(0));
   EXPECT_FALSE(ends.exits_while_admitting(0));
   EXPECT_FALSE(FaultInjection::parse("exit-while-checkpointing@0", 1).exits_while_ending(0));
+  EXPECT_TRUE(ends.exits_in_the_end());
+  EXPECT_FALSE(ends.exits_after_ending(0));
+}
+
+// exit-after-ending: after the end's closing barrier, for the same runs as exit-while-ending.
+TEST(FaultInjection, ExitAfterEndingNamesItsWorkersAndKillsTheProcess) {
+  const FaultInjection after = FaultInjection::parse("exit-after-ending@1", 3);
+  EXPECT_TRUE(after.exits_after_ending());
+  EXPECT_TRUE(after.exits_in_the_end());
+  EXPECT_TRUE(after.kills_process());
+  EXPECT_FALSE(after.exits_while_ending());
+  EXPECT_FALSE(after.needs_elastic());
+  EXPECT_EQ(after.kind_name(), "exit-after-ending");
+  EXPECT_EQ((std::vector<bool>{after.exits_after_ending(0), after.exits_after_ending(1), after.exits_after_ending(2)}),
+            (std::vector<bool>{false, true, false}));
+  EXPECT_FALSE(after.process_refusal("exit-after-ending@1", "threads", false).empty());
 }
 
 // W workers minimise 1/2 ||x - c||^2 with one centre c (testing::centre(0, i)), from x = 0, for

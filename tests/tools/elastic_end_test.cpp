@@ -10,6 +10,8 @@
 // -n 4`) a process kills itself after the final evaluation (fault_inject exit-while-ending); every
 // command runs in a process group of its own, bounded in time and killed as a group.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include <cstdint>
 #include <string>
@@ -193,6 +195,36 @@ TEST_P(ZmqEnd, AProcessLostAfterTheFinalEvaluationLeavesTheOthersTheirSummary) {
   }
   EXPECT_EQ(count_records(dir / "m.rank0.jsonl", "eval"), count_records(dir / "whole.jsonl", "eval"));
   EXPECT_EQ(count_records(dir / "m.rank0.jsonl", "membership"), 1);
+  fs::remove_all(dir);
+}
+
+// Process 0, the summary's writer, kills itself once the end's closing barrier is passed, before
+// its process writes its outputs (fault_inject exit-after-ending): the others leave at once, and the
+// summary file is there, written before that barrier, with every worker live.
+TEST_P(ZmqEnd, TheSummarysWriterLostAfterTheClosingBarrierHasWrittenIt) {
+  const bool asynchronous = GetParam() == "adpsgd";
+  const fs::path dir = fast::testing::test_dir("fast_elastic_end", "zmq_after_" + GetParam());
+  const int scale = fast::testing::kRunTimeScale;
+  const auto l = fast::testing::spawn_in_group(
+      dir,
+      kFast + " launch -n 4 --grace 200 --timeout 300 -- " + kFast + " train --runtime zmq" +
+          (asynchronous ? "" : " --elastic") + " --peer-timeout " + std::to_string(2 * scale) +
+          " --summary s.json --fault-inject exit-after-ending@0 --strategy " + GetParam() +
+          " --model mlp --seed 11 --batch 64 --steps 40 --eval-every 0",
+      "launch.log");
+  const fast::testing::RemovesSocketFiles killed{fast::testing::launched_pid(l.log, 0, fast::testing::kStartBound)};
+  const int status = fast::testing::wait_or_kill_group(l, 240 * scale);
+  const std::string log = slurp(l.log);
+  ASSERT_NE(status, -1) << "fast launch did not end:\n" << log;
+  EXPECT_NE(log.find("fault_inject: worker 0 kills itself after the end's closing barrier"), std::string::npos) << log;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL) << log;  // launch: the first failure's
+  ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["live_workers"], 4) << s.dump();
+  EXPECT_EQ(s.value("lost_workers", json::array()), json::array()) << s.dump();
+  if (!asynchronous) {
+    for (int w = 1; w < 4; ++w) EXPECT_EQ(s["param_hash_per_worker"][w], s["param_hash"]) << s.dump();
+  }
   fs::remove_all(dir);
 }
 

@@ -112,13 +112,20 @@ class FaultInjection {
   // strategies, whose end survives it.
   bool exits_while_ending() const noexcept { return active() && kind_ == Kind::exit_while_ending; }
   bool exits_while_ending(int rank) const;
+  // exit-after-ending: the worker kills itself once the end's closing barrier is passed, before its
+  // process writes its outputs (the summary's writer wrote the summary before that barrier); for
+  // the same runs as exit-while-ending.
+  bool exits_after_ending() const noexcept { return active() && kind_ == Kind::exit_after_ending; }
+  bool exits_after_ending(int rank) const;
+  // Either of the two: a kind that fires in the end of the run.
+  bool exits_in_the_end() const noexcept { return exits_while_ending() || exits_after_ending(); }
   // Whether the kind fires in an admission only (exit-while-admitting, exit-while-agreeing), which
   // only an elastic run has; and the kind as the spec names it.
   bool needs_elastic() const noexcept { return exits_while_admitting() || exits_while_agreeing(); }
   // Whether the kind kills a worker's process (the exit-* kinds): only a runtime of processes
   // (zmq, mpi) loses that worker alone.
   bool kills_process() const noexcept {
-    return exits_while_admitting() || exits_while_agreeing() || exits_while_checkpointing() || exits_while_ending();
+    return exits_while_admitting() || exits_while_agreeing() || exits_while_checkpointing() || exits_in_the_end();
   }
   const std::string& kind_name() const noexcept { return kind_name_; }
   // Why this fault cannot run under `runtime` (its name; `multi_process`: whether its workers are
@@ -138,7 +145,8 @@ class FaultInjection {
     exit_while_admitting,
     exit_while_agreeing,
     exit_while_checkpointing,
-    exit_while_ending
+    exit_while_ending,
+    exit_after_ending
   } kind_ = Kind::scale;
   bool kills(Kind kind, int rank) const;
   bool changes_gradients() const noexcept { return kind_ == Kind::nan || kind_ == Kind::zeros || kind_ == Kind::scale; }

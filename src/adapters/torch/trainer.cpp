@@ -386,28 +386,37 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
     run_lockstep(loop);
   const double train_end = loop.elapsed();
   if (!asynchronous) loop.flush_train_record();
+  const std::optional<std::uint64_t> dataset_bytes =
+      one_process(o) ? std::optional(in.dataset_bytes) : std::nullopt;  // no floor across processes
+  const auto summary_of = [&](const RunEnd& e) {
+    return build_summary({.options = o,
+                          .plan = plan,
+                          .parameters = in.initial.size(),
+                          .final_eval = e.final_eval,
+                          .totals = *e.totals,
+                          .communicator = worker.communicator(),
+                          .checkpoint = loop.last_checkpoint(),
+                          .checkpoint_step = loop.last_checkpoint_step(),
+                          .run = identity,
+                          .checkpoint_error = e.checkpoint_error,
+                          .below_min_workers = loop.below_min_workers(),
+                          .dataset_bytes = dataset_bytes});
+  };
+  // Processes that can be lost one by one: the leading process writes the summary file before the
+  // end's barrier, so that its loss after that barrier (which lets the others leave) loses no file.
+  std::function<void(const RunEnd&)> publish;
+  if (!one_process(o))
+    publish = [&](const RunEnd& e) {
+      if (e.totals) outputs.publish_summary(o.summary, summary_of(e));
+    };
   const RunEnd end = end_run(
       loop, {.asynchronous = asynchronous,
              .runtime_loses_workers = runtime::find_runtime(o.runtime).loses_workers,
              .totals = [&](bool first_member) { return own_totals(loop, torch_side, claims, train_end, first_member); },
-             .readers = [&] { return summary_builders(worker.communicator(), place); }});
+             .readers = [&] { return summary_builders(worker.communicator(), place); },
+             .publish = publish});
   if (!o.save_model.empty() && end.first_member) write_npy(o.save_model, torch_side.representative());
-  if (end.totals) {
-    const std::optional<std::uint64_t> dataset_bytes =
-        one_process(o) ? std::optional(in.dataset_bytes) : std::nullopt;  // no floor across processes
-    outputs.offer_summary(build_summary({.options = o,
-                                         .plan = plan,
-                                         .parameters = in.initial.size(),
-                                         .final_eval = end.final_eval,
-                                         .totals = *end.totals,
-                                         .communicator = worker.communicator(),
-                                         .checkpoint = loop.last_checkpoint(),
-                                         .checkpoint_step = loop.last_checkpoint_step(),
-                                         .run = identity,
-                                         .checkpoint_error = end.checkpoint_error,
-                                         .below_min_workers = loop.below_min_workers(),
-                                         .dataset_bytes = dataset_bytes}));
-  }
+  if (end.totals && !end.published) outputs.offer_summary(summary_of(end));
 }
 
 // The metrics' end record and the summary file. A write that fails does not stop the other; the
@@ -420,7 +429,7 @@ void write_outputs(const TrainOptions& options, ProcessOutputs& outputs, const n
   } catch (const core::IoError& e) {
     lost.push_back(fmt::format("the metrics' end record ({})", e.what()));
   }
-  if (!options.summary.empty() && outputs.hosts_rank0()) {
+  if (!options.summary.empty() && outputs.hosts_rank0() && !outputs.summary_file_written()) {
     try {
       metrics::write_json_file(options.summary, summary);
     } catch (const core::IoError& e) {
