@@ -71,17 +71,4 @@ std::exception_ptr own_failure(std::span<const std::exception_ptr> errors) {
   return nullptr;
 }
 
-std::exception_ptr first_timeout(std::span<const std::exception_ptr> errors) {
-  for (const std::exception_ptr& e : errors) {
-    if (!e) continue;
-    try {
-      std::rethrow_exception(e);
-    } catch (const core::TimeoutError&) {
-      return e;
-    } catch (...) {
-    }
-  }
-  return nullptr;
-}
-
 }  // namespace fast::runtime::detail

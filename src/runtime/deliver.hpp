@@ -31,7 +31,20 @@ void rethrow_root_cause(std::span<const std::exception_ptr> errors);
 // Null if there is none.
 std::exception_ptr own_failure(std::span<const std::exception_ptr> errors);
 
-// The first TimeoutError among `errors` (an operation past op_timeout); null if there is none.
-std::exception_ptr first_timeout(std::span<const std::exception_ptr> errors);
+// The first error among `errors` of type E (or derived from it), e.g. core::TimeoutError (an
+// operation past op_timeout) or core::NotAdmitted; null if there is none. Null entries are skipped.
+template <typename E>
+std::exception_ptr first_error_of(std::span<const std::exception_ptr> errors) {
+  for (const std::exception_ptr& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const E&) {
+      return e;
+    } catch (...) {
+    }
+  }
+  return nullptr;
+}
 
 }  // namespace fast::runtime::detail

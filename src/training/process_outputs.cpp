@@ -57,23 +57,29 @@ void ProcessOutputs::offer_summary(const nlohmann::json& summary) {
   if (!summary_) summary_ = summary;
 }
 
+void ProcessOutputs::write_summary_locked(const std::filesystem::path& file, const nlohmann::json& summary) {
+  metrics::write_json_file(file, summary);
+  summary_file_written_ = true;
+}
+
 void ProcessOutputs::publish_summary(const std::filesystem::path& file, const nlohmann::json& summary) {
   std::lock_guard<std::mutex> lock(mutex_);
   summary_ = summary;
   summary_file_written_ = false;
   if (file.empty() || !hosts_rank0_) return;
   try {
-    metrics::write_json_file(file, summary);
-    summary_file_written_ = true;
+    write_summary_locked(file, summary);
   } catch (const core::IoError& e) {
     core::log(core::LogLevel::debug, "summary: not written before the end's barrier ({}); tried again at the end",
               e.what());
   }
 }
 
-bool ProcessOutputs::summary_file_written() const {
+bool ProcessOutputs::write_summary_file(const std::filesystem::path& file, const nlohmann::json& summary) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return summary_file_written_ && hosts_rank0_;
+  if (file.empty() || !hosts_rank0_ || summary_file_written_) return false;
+  write_summary_locked(file, summary);
+  return true;
 }
 
 std::optional<nlohmann::json> ProcessOutputs::summary() const {

@@ -54,11 +54,13 @@ class ProcessOutputs {
   void offer_summary(const nlohmann::json& summary);
   // The run's summary before the end's closing barrier (RunEndInputs::publish): it replaces an
   // earlier one (the totals gathered again after a loss), and when this process leads and `file`
-  // is not empty, it is written there now. A write that fails (IoError) is left to the write after
-  // the run (summary_file_written() stays false), which reports it.
+  // is not empty, it is written there now. A write that fails (IoError) is left to
+  // write_summary_file() after the run, which reports it.
   void publish_summary(const std::filesystem::path& file, const nlohmann::json& summary);
-  // Whether publish_summary() wrote the summary file (and this process still leads).
-  bool summary_file_written() const;
+  // Writes `summary` to `file` after the run unless `file` is empty, this process does not lead,
+  // or publish_summary() has written it already (and nothing replaced it since). Returns whether
+  // it wrote; throws core::IoError naming the file when the write fails.
+  bool write_summary_file(const std::filesystem::path& file, const nlohmann::json& summary);
   std::optional<nlohmann::json> summary() const;
   // Whether worker 0 is in this process (it writes the summary file); false before open(). After
   // an elastic group changed, whether the group's first member is (set_lead()).
@@ -81,6 +83,9 @@ class ProcessOutputs {
   std::optional<metrics::JsonlWriter> writer_;  // set by open() when there is a metrics file
   std::optional<nlohmann::json> summary_;
   bool summary_file_written_ = false;  // publish_summary() wrote it
+
+  // Writes the summary file if this process leads; the caller holds mutex_.
+  void write_summary_locked(const std::filesystem::path& file, const nlohmann::json& summary);
 };
 
 // Where a worker's process stands in the world: which ranks share it (a process is known by a

@@ -429,14 +429,12 @@ void write_outputs(const TrainOptions& options, ProcessOutputs& outputs, const n
   } catch (const core::IoError& e) {
     lost.push_back(fmt::format("the metrics' end record ({})", e.what()));
   }
-  if (!options.summary.empty() && outputs.hosts_rank0() && !outputs.summary_file_written()) {
-    try {
-      metrics::write_json_file(options.summary, summary);
-    } catch (const core::IoError& e) {
-      lost.push_back(fmt::format("the summary file ({})", e.what()));
-      core::log(core::LogLevel::error, "summary: not written to '{}'; it is: {}", options.summary.string(),
-                summary.dump());
-    }
+  try {
+    outputs.write_summary_file(options.summary, summary);
+  } catch (const core::IoError& e) {
+    lost.push_back(fmt::format("the summary file ({})", e.what()));
+    core::log(core::LogLevel::error, "summary: not written to '{}'; it is: {}", options.summary.string(),
+              summary.dump());
   }
   FAST_ENFORCE_AS(core::IoError, lost.empty(), "train: the run finished, but {} could not be written",
                   fmt::join(lost, " and "));

@@ -40,7 +40,8 @@ double run_over_transport(LocalWorld& world, const WorkerFn& fn, const Transport
   {
     std::lock_guard<std::mutex> lock(lost_mutex);
     if (failed_before_a_loss)
-      if (const std::exception_ptr timeout = detail::first_timeout(errors)) std::rethrow_exception(timeout);
+      if (const std::exception_ptr timeout = detail::first_error_of<core::TimeoutError>(errors))
+        std::rethrow_exception(timeout);
     if (!lost_reason.empty()) throw core::PeerLost(lost_reason);
   }
   detail::rethrow_root_cause(errors);

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "../deliver.hpp"
 #include "../engine/local_world.hpp"
 #include "../engine/transport_run.hpp"
 #include "authenticator.hpp"
@@ -101,20 +102,6 @@ ProcessInfo describe_self(const Settings& s) {
 }
 
 // First error of the local workers, else the loss that aborted the run, as one message.
-// Whether a worker ended with core::NotAdmitted (a newcomer that the run's end or a stop overtook).
-bool not_admitted(const std::vector<std::exception_ptr>& errors) {
-  for (const auto& e : errors) {
-    if (!e) continue;
-    try {
-      std::rethrow_exception(e);
-    } catch (const core::NotAdmitted&) {
-      return true;
-    } catch (...) {
-    }
-  }
-  return false;
-}
-
 std::string first_error(const std::vector<std::exception_ptr>& errors) {
   for (const auto& e : errors) {
     if (!e) continue;
@@ -180,8 +167,9 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
                                      .finish =
                                          [&](const std::vector<std::exception_ptr>& errors) {
                                            // A process that was never admitted waits for nobody.
-                                           transport.finish(first_error(errors),
-                                                            not_admitted(errors) ? 0 : s.op_timeout);
+                                           transport.finish(
+                                               first_error(errors),
+                                               detail::first_error_of<core::NotAdmitted>(errors) ? 0 : s.op_timeout);
                                            transport.stop();
                                          }});
 }
