@@ -3,12 +3,15 @@
 // compute takes flops / speed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/views.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/log.hpp"
 #include "fast/runtime/channel.hpp"
 #include "fast/runtime/sim/world.hpp"
 
@@ -389,7 +392,9 @@ TEST(SimRuntime, SpeedProfilesAndStragglersRunInTheFirstSimulationOfAProcessOnly
   } catch (const core::InvalidUsage&) {
     first = false;
   }
-  if (first) EXPECT_EQ(times, (std::vector<double>{1, 2, 4, 6}));  // 1 Gflop at 1 Gflop/s, at half from 2 s
+  if (first) {
+    EXPECT_EQ(times, (std::vector<double>{1, 2, 4, 6}));  // 1 Gflop at 1 Gflop/s, at half from 2 s
+  }
   try {
     run(2, cluster, steps);
     ADD_FAILURE() << "a second simulation with speed profiles ran";
@@ -401,6 +406,56 @@ TEST(SimRuntime, SpeedProfilesAndStragglersRunInTheFirstSimulationOfAProcessOnly
   times.clear();
   run(2, star(2), steps);
   EXPECT_EQ(times, (std::vector<double>{1, 2, 3, 4}));
+}
+
+// Straggler draws repeat every horizon: one host, 4 periods of 0.5 s drawn (the slow ones read
+// from the debug log, which names them), then the same 4 again every 2 s. A compute of 6 Gflop at
+// 1 Gflop/s, 4x slower in a slow period, spans several horizons; its end is the closed form of
+// walking the periods. Like the test above, it needs the process's first simulation (CTest runs
+// each test alone).
+TEST(SimRuntime, StragglerDrawsRepeatEveryHorizon) {
+  Cluster cluster = star(1);
+  cluster.straggler_probability = 0.5;
+  cluster.straggler_factor = 4;
+  cluster.straggler_period = 0.5;
+  cluster.straggler_horizon = 2;
+  cluster.seed = 11;
+  double end = -1;
+  const core::LogLevel level = core::log_level();
+  core::set_log_level(core::LogLevel::debug);
+  ::testing::internal::CaptureStderr();
+  try {
+    run(1, cluster, [&](Context& ctx) {
+      ctx.compute(6e9);
+      end = ctx.now();
+    });
+  } catch (const core::InvalidUsage& e) {
+    core::set_log_level(level);
+    ::testing::internal::GetCapturedStderr();
+    GTEST_SKIP() << "not the process's first simulation: " << e.what();
+  }
+  core::set_log_level(level);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  std::vector<bool> slow(4, false);
+  const std::string head = "host-0 runs 4x slower in the periods of 0.5 s from ";
+  const std::size_t at = log.find(head);
+  ASSERT_NE(at, std::string::npos) << "seed 11 draws no slow period of host 0; log:\n" << log;
+  std::istringstream starts(log.substr(at + head.size(), log.find('\n', at) - at - head.size()));
+  for (std::string item; std::getline(starts, item, ',');) {
+    const double t = std::stod(item);  // "0.5 s"
+    ASSERT_TRUE(t >= 0 && t < 2) << item;
+    slow[static_cast<std::size_t>(t / 0.5)] = true;
+  }
+  ASSERT_NE(std::count(slow.begin(), slow.end(), true), 4) << "seed 11 draws every period slow:\n" << log;
+  double left = 6e9, expected = 0;
+  for (int k = 0; left > 0; ++k) {
+    const double speed = slow[static_cast<std::size_t>(k % 4)] ? 0.25e9 : 1e9;
+    const double done = std::min(left, speed * 0.5);
+    expected = k * 0.5 + done / speed;
+    left -= done;
+  }
+  EXPECT_GT(expected, 4.0);  // past the second horizon's start: the draws repeated
+  EXPECT_NEAR(end, expected, 1e-9 * expected) << log;
 }
 
 }  // namespace

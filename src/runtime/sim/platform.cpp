@@ -11,6 +11,8 @@
 #include <cctype>
 #include <cmath>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -143,44 +145,73 @@ void log_host_speeds(const Cluster& c) {
   if (items.size() > kHostsNamed) core::log(core::LogLevel::debug, "sim: host speeds: {}", fmt::join(items, ", "));
 }
 
+// A SimGrid profile of the points (absolute date in simulated seconds, value), repeated every
+// `period` seconds from the start (<= 0: not repeated). It is the profile that
+// ProfileBuilder::from_string makes of the lines "date value" (SimGrid's legacy format: each
+// point's date kept as the delay from the previous point, the first repetition's first point
+// delayed by what is left of the period), built from the numbers without printing and parsing
+// them: a straggler profile has a point per change of speed, thousands per host. The dates must
+// be >= 0 and increasing (the cluster's checks).
+simgrid::kernel::profile::Profile* profile_of(const std::string& name,
+                                              const std::vector<std::pair<double, double>>& points, double period) {
+  using simgrid::kernel::profile::DatedValue;
+  std::vector<DatedValue> pattern;
+  pattern.reserve(points.size());
+  double last = 0;
+  for (const auto& [date, value] : points) {
+    pattern.emplace_back(date - last, value);
+    last = date;
+  }
+  const bool repeats = period > 0;
+  const double loop_delay = repeats ? period - last : 0;
+  auto fill = [pattern = std::move(pattern), repeats, loop_delay](std::vector<DatedValue>& events) {
+    const std::size_t before = events.size();
+    if (before != 0 && !repeats) return;
+    events.insert(events.end(), pattern.begin(), pattern.end());
+    if (before != 0 && !pattern.empty()) events[before].date_ += loop_delay;
+  };
+  return simgrid::kernel::profile::ProfileBuilder::from_callback(name, fill, repeats ? loop_delay : -1.0);
+}
+
 // Speed over time of host i: its explicit profile, else the straggler draws (if any). The hosts
 // that straggle are logged (info: how many periods each; debug: when).
 void add_speed_profiles(const Cluster& c, const std::vector<sg::Host*>& hosts) {
   std::vector<bool> explicit_profile(hosts.size(), false);
+  std::vector<std::pair<double, double>> points;
   for (const SpeedProfile& p : c.speed_profiles) {
-    std::string text;
-    for (std::size_t j = 0; j < p.times.size(); ++j) text += fmt::format("{} {}\n", p.times[j], p.factors[j]);
-    hosts[static_cast<std::size_t>(p.host)]->set_speed_profile(
-        simgrid::kernel::profile::ProfileBuilder::from_string(fmt::format("speed-{}", p.host), text, -1));
+    points.clear();
+    for (std::size_t j = 0; j < p.times.size(); ++j) points.emplace_back(p.times[j], p.factors[j]);
+    hosts[static_cast<std::size_t>(p.host)]->set_speed_profile(profile_of(fmt::format("speed-{}", p.host), points, -1));
     explicit_profile[static_cast<std::size_t>(p.host)] = true;
   }
   if (c.straggler_probability <= 0 || c.straggler_factor <= 1) return;
   core::SplitMix64 rng(c.seed ^ 0x5bd1e9955bd1e995ULL);  // the same draws on every platform
+  const bool log_when = core::log_level() >= core::LogLevel::debug;
   std::vector<std::string> stragglers;
   std::size_t periods = 0, slow_periods = 0;
   for (std::size_t h = 0; h < hosts.size(); ++h) {
-    std::string text;
-    std::vector<std::string> when;
+    points.clear();
+    std::vector<double> when;  // the starts of this host's slow periods
     double last = 1.0;
     for (double t = 0; t < c.straggler_horizon; t += c.straggler_period) {
       const double u = core::uniform01(rng());
       const double value = u < c.straggler_probability ? 1.0 / c.straggler_factor : 1.0;
-      if (value != last || t == 0) text += fmt::format("{} {}\n", t, value);
+      if (value != last || t == 0) points.emplace_back(t, value);
       last = value;
       if (explicit_profile[h]) continue;
       ++periods;
-      if (value < 1.0) when.push_back(fmt::format("{:.6g} s", t));
+      if (value < 1.0) when.push_back(t);
     }
     if (explicit_profile[h]) continue;
     if (!when.empty()) {
       slow_periods += when.size();
       stragglers.push_back(fmt::format("{} ({} of {} periods)", host_name(h), when.size(),
                                        static_cast<std::size_t>(std::ceil(c.straggler_horizon / c.straggler_period))));
-      core::log(core::LogLevel::debug, "sim: {} runs {}x slower in the periods of {:.6g} s from {}", host_name(h),
-                c.straggler_factor, c.straggler_period, fmt::join(when, ", "));
+      if (log_when)
+        core::log(core::LogLevel::debug, "sim: {} runs {}x slower in the periods of {:.6g} s from {:.6g} s",
+                  host_name(h), c.straggler_factor, c.straggler_period, fmt::join(when, " s, "));
     }
-    hosts[h]->set_speed_profile(simgrid::kernel::profile::ProfileBuilder::from_string(fmt::format("stragglers-{}", h),
-                                                                                      text, c.straggler_horizon));
+    hosts[h]->set_speed_profile(profile_of(fmt::format("stragglers-{}", h), points, c.straggler_horizon));
   }
   core::log(core::LogLevel::info,
             "sim: stragglers drawn: {} of {} host periods of {:.6g} s run {}x slower (repeating every {:.6g} s){}{}",
