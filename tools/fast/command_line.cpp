@@ -145,21 +145,31 @@ bool terminal_progress(const std::string& mode) {
 
 namespace {
 
-// After CLI11's "The following arguments were not expected": for each unknown --flag, the nearest
-// option of the command it was given to (core/suggest.hpp), on a line of its own.
-void suggest_options(const CLI::App& app) {
+// In place of CLI11's "The following arguments were not expected" when some of them are flags
+// the command does not have: each such flag with the nearest option of the command it was given
+// to (core/suggest.hpp), "--stratgy: not an option of train (did you mean --strategy?)". The
+// words after them (their values, a launched command) are left out: the flag explains them.
+// `options`: the command line's words before its first "--", each up to its '=' (after "--", the
+// options are a launched command's, which the parser hands back among the extras once it failed).
+std::optional<std::string> unknown_options(const CLI::App& app, const std::vector<std::string>& options) {
   const std::vector<CLI::App*> parsed = app.get_subcommands();
   const CLI::App& command = parsed.empty() ? app : *parsed.back();
   std::vector<std::string> names;
   for (const CLI::Option* option : command.get_options())
     for (const std::string& name : option->get_lnames()) names.push_back(name);
+  std::vector<std::string> items;
   for (const std::string& extra : app.remaining(true)) {
-    if (extra.size() < 3 || extra.compare(0, 2, "--") != 0) continue;
-    const std::string name = extra.substr(2, extra.find('=') - 2);  // up to '=', or all (npos - 2)
-    if (const std::optional<std::string> nearest = core::nearest_name(name, names))
-      std::fprintf(stderr, "--%s: not an option of %s (did you mean --%s?)\n", name.c_str(), command.get_name().c_str(),
-                   nearest->c_str());
+    const std::string flag = extra.substr(0, extra.find('='));  // up to '=', or all
+    if (flag.size() < 2 || flag.front() != '-' || std::find(options.begin(), options.end(), flag) == options.end())
+      continue;
+    const bool long_flag = flag.compare(0, 2, "--") == 0;
+    const std::optional<std::string> nearest =
+        long_flag && flag.size() > 2 ? core::nearest_name(flag.substr(2), names) : std::nullopt;
+    items.push_back(fmt::format("{}: not an option of {}{}", flag, command.get_name(),
+                                nearest ? " (did you mean --" + *nearest + "?)" : std::string()));
   }
+  if (items.empty()) return std::nullopt;
+  return fmt::format("{}", fmt::join(items, "; "));
 }
 
 // In place of CLI11's "A subcommand is required" when a word was given where the command goes
@@ -178,10 +188,11 @@ std::optional<std::string> not_a_command(const CLI::App& app) {
 
 // The parser's message, with the arguments it did not expect in command-line order (CLI11 lists
 // them last first: "adpsgd --stratgy").
-std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e) {
+std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& options) {
   if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr)
     if (std::optional<std::string> text = not_a_command(app)) return *text;
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    if (std::optional<std::string> text = unknown_options(app, options)) return *text;
     const std::vector<std::string> extras = app.remaining(true);
     if (!extras.empty())
       return fmt::format("The following argument{} not expected: {}", extras.size() == 1 ? " was" : "s were",
@@ -226,10 +237,15 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e) == 0 ? exit_code::ok : exit_code::bad_input;  // --help, --version
     // "fast launch: error: <the parser's message>", as the command's other failures read.
+    std::vector<std::string> options;
+    for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i) {
+      const std::string_view word = argv[i];
+      options.emplace_back(word.substr(0, word.find('=')));
+    }
     const std::vector<CLI::App*> parsed = app.get_subcommands();
     std::fprintf(stderr, "%s: error: %s\nRun `fast%s --help` for the options.\n", failing_command.c_str(),
-                 parse_error_text(app, e).c_str(), parsed.empty() ? "" : (" " + parsed.back()->get_name()).c_str());
-    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) suggest_options(app);
+                 parse_error_text(app, e, options).c_str(),
+                 parsed.empty() ? "" : (" " + parsed.back()->get_name()).c_str());
     return exit_code::bad_input;
   }
   return std::nullopt;
