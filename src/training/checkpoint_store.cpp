@@ -222,16 +222,24 @@ bool CheckpointStore::write_own(strategy::Worker& worker, std::int64_t step) {
 void CheckpointStore::discard_newer(strategy::Worker& worker, std::int64_t step) const {
   collective::Communicator& comm = worker.communicator();
   if (worker.context().rank() == comm.members().front()) {
+    const std::vector<std::int64_t> complete = step_folders(folder_, true);
     for (const std::int64_t newer : step_folders(folder_, false)) {
       if (newer <= step) continue;
+      const std::filesystem::path target = step_folder(folder_, newer);
+      const bool whole = std::find(complete.begin(), complete.end(), newer) != complete.end();
       std::error_code ec;
-      std::filesystem::remove_all(step_folder(folder_, newer), ec);
+      std::filesystem::remove_all(target, ec);
       if (ec)
         core::log(core::LogLevel::warn, "checkpoints: could not remove '{}' (an earlier start's, after step {}): {}",
-                  step_folder(folder_, newer).string(), step, ec.message());
+                  target.string(), step, ec.message());
+      else if (whole)  // a checkpoint a resume would have taken over this run's own
+        core::log(core::LogLevel::warn,
+                  "checkpoints: removed '{}', a checkpoint of an earlier start or run that this run, starting from "
+                  "step {}, does not continue (a resume would take it over this run's own)",
+                  target.string(), step);
       else
-        core::log(core::LogLevel::info, "checkpoints: removed '{}', left by an earlier start of the run after step {}",
-                  step_folder(folder_, newer).string(), step);
+        core::log(core::LogLevel::info, "checkpoints: removed '{}', left incomplete by an earlier start after step {}",
+                  target.string(), step);
     }
   }
   comm.barrier();

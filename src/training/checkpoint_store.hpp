@@ -58,10 +58,13 @@ class CheckpointStore {
   // file that could not be written.
   bool write_own(strategy::Worker& worker, std::int64_t step);
 
-  // Collective (an asynchronous run with periodic checkpoints, before its first step): the first
-  // member removes the step folders newer than `step` (this run's start: 0, or the step it resumed
-  // from), which an earlier start of the run left and this one does not continue: their workers'
-  // files would be mixed with this run's in the same folders. Then every worker waits for it.
+  // Collective (every run that writes checkpoints, before its first step; not a newcomer joining a
+  // run under way): the first member removes the step folders newer than `step` (this run's start:
+  // 0, or the step it resumed from), which an earlier start or run left and this one does not
+  // continue: a resume would take them over this run's newer writes, the pruning would count them
+  // among the `keep` newest and remove this run's own, and an asynchronous run's files would be
+  // mixed with theirs in the same folders. A complete one removed is named in a warning. Then
+  // every worker waits for it.
   void discard_newer(strategy::Worker& worker, std::int64_t step) const;
 
   const std::filesystem::path& folder() const noexcept { return folder_; }

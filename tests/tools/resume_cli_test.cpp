@@ -196,6 +196,69 @@ TEST(ResumeThreads, AKilledWriteIsIgnoredAndACorruptCheckpointFallsBackToThePrev
   EXPECT_NE(edited.log.find("manifest.json': step 50, its folder says 60"), std::string::npos) << edited.log;
 }
 
+// The complete checkpoints of checkpoint_dir, oldest first.
+std::vector<int> complete_steps(const fs::path& ck) {
+  std::vector<int> steps;
+  for (const auto& entry : fs::directory_iterator(ck))
+    if (fs::exists(entry.path() / "manifest.json"))
+      steps.push_back(std::stoi(entry.path().filename().string().substr(5)));
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+// A run's own checkpoints are what a resume continues from, whatever an earlier run or start left
+// in its folder. A new run (another learning rate, which a resume may change) started in the
+// folder of an earlier, longer one removes that one's checkpoints, with a warning, and keeps its
+// own; a run resumed past two damaged checkpoints removes them and keeps its own. Each time the
+// next resume ends with the param_hash of the run straight. (Before, the pruning kept the highest
+// step numbers of the folder and removed the run's own as they were written: the first resume
+// took the other run's state, the second found nothing readable.)
+TEST(ResumeThreads, ARunsOwnCheckpointsOutliveNewerOnesLeftInItsFolder) {
+  const fs::path dir = fast::testing::test_dir("fast_resume_cli", "own_checkpoints");
+  const fs::path ck = dir / "ck";
+  fs::remove_all(ck);
+  const std::string rate = " --schedule constant --lr 0.02 ";
+  const Ran earlier = run(dir, "threads", "--steps 60 --schedule constant --checkpoint-dir ck --checkpoint-every 20");
+  ASSERT_TRUE(ok(earlier)) << earlier.log;
+  ASSERT_EQ(complete_steps(ck), (std::vector<int>{40, 60}));
+  const Ran first = run(dir, "threads", "--steps 30" + rate + "--checkpoint-dir ck --checkpoint-every 10");
+  ASSERT_TRUE(ok(first)) << first.log;
+  EXPECT_NE(first.log.find("removed '" + step_dir("ck", 60).string() + "', a checkpoint of an earlier start or run"),
+            std::string::npos)
+      << first.log;
+  EXPECT_EQ(complete_steps(ck), (std::vector<int>{20, 30}));
+  const Ran straight = run(dir, "threads", "--steps 50" + rate);
+  ASSERT_TRUE(ok(straight)) << straight.log;
+  const Ran resumed =
+      run(dir, "threads",
+          "--steps 50" + rate + "--checkpoint-dir ck --checkpoint-every 10 --checkpoint-keep 3 --resume-if-present");
+  ASSERT_TRUE(ok(resumed)) << resumed.log;
+  EXPECT_EQ(resumed.summary["resumed_from_step"], 30) << resumed.summary.dump();
+  EXPECT_EQ(resumed.summary["param_hash"], straight.summary["param_hash"]);
+  // Steps 40 and 50 damaged (one byte of worker 1's file each): a resume for 60 steps, keeping one
+  // checkpoint, falls back to step 30, removes them and writes 40, 50 and 60 of its own; then one
+  // for 70 steps resumes from its 60.
+  ASSERT_EQ(complete_steps(ck), (std::vector<int>{30, 40, 50}));
+  for (const int step : {40, 50}) {
+    std::string file = slurp(step_dir(ck, step) / "worker-1.ckpt");
+    file[file.size() / 2] = static_cast<char>(file[file.size() / 2] ^ 0x01);
+    std::ofstream(step_dir(ck, step) / "worker-1.ckpt", std::ios::binary | std::ios::trunc) << file;
+  }
+  const std::string keep_one =
+      rate + "--checkpoint-dir ck --checkpoint-every 10 --checkpoint-keep 1 --resume-if-present";
+  const Ran past_damage = run(dir, "threads", "--steps 60" + keep_one);
+  ASSERT_TRUE(ok(past_damage)) << past_damage.log;
+  EXPECT_EQ(past_damage.summary["resumed_from_step"], 30) << past_damage.log;
+  EXPECT_EQ(complete_steps(ck), (std::vector<int>{60})) << past_damage.log;
+  const Ran straight70 = run(dir, "threads", "--steps 70" + rate);
+  ASSERT_TRUE(ok(straight70)) << straight70.log;
+  const Ran last = run(dir, "threads", "--steps 70" + keep_one);
+  ASSERT_TRUE(ok(last)) << last.log;
+  EXPECT_EQ(last.summary["resumed_from_step"], 60) << last.log;
+  EXPECT_EQ(last.summary["param_hash"], straight70.summary["param_hash"]);
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 // Refused before training, exit 2, naming the setting: strategies that cannot be resumed, a
 // folder with no complete checkpoint, checkpoint_every without a folder; and, once the data is
 // read, a checkpoint of another world size or beyond the run's steps.

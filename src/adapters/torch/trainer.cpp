@@ -377,8 +377,7 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
   WorkerLoop loop(ctx, worker, slowdown, torch_side, outputs, plan);
   if (checkpoints) loop.set_checkpoints(&*checkpoints);
   const bool asynchronous = worker.strategy().asynchronous();
-  if (checkpoints && asynchronous && plan.checkpoint_every > 0 && !ctx.joins_run_under_way())
-    checkpoints->discard_newer(worker, plan.first_step);  // each worker writes alone from here on
+  if (checkpoints && !ctx.joins_run_under_way()) checkpoints->discard_newer(worker, plan.first_step);
   BudgetClaims claims;
   if (asynchronous)
     claims = run_asynchronous(loop);  // ends with Worker::finish()
