@@ -128,9 +128,21 @@ TEST(Keys, ReadKeyFileErrorsNameFileLineExpectedAndGot) {
   };
   const std::string pub = "public = \"" + k.public_key + "\"\n";
   const std::string sec = "secret = \"" + k.secret_key + "\"\n";
-  expect_read_error(pub + "colour = \"blue\"\n",
-                    {"line 2", "expected `public = \"...\"` or `secret", "got 'colour = ...'"});
-  expect_read_error(pub + "just some words\n", {"line 2", "got 'just some words'"});
+  expect_read_error(pub + "colour = \"blue\"\n", {"line 2", "expected `public = \"...\"` or `secret",
+                                                  "got a line of 15 characters that names neither"});
+  expect_read_error(pub + "just some words\n", {"line 2", "got a line of 15 characters"});
+  // A secret line missing its '=', or with ':' for it, or a bare secret key: named by length, the
+  // key nowhere (expect_read_error checks the whole key; these check its parts too).
+  for (const std::string& line :
+       {"secret \"" + k.secret_key + "\"", "secret: \"" + k.secret_key + "\"", k.secret_key + "=",
+        "secret \"" + k.secret_key.substr(0, 20) + "=" + k.secret_key.substr(20) + "\""}) {
+    write_text(p, pub + line + "\n");
+    ::chmod(p.c_str(), 0600);
+    const std::string what = fast::testing::error_message<InvalidArgument>([&] { read_key_file(p); });
+    EXPECT_NE(what.find("line 2"), std::string::npos) << what;
+    EXPECT_EQ(what.find(k.secret_key.substr(0, 8)), std::string::npos) << "secret printed: " << what;
+    EXPECT_EQ(what.find(k.secret_key.substr(32)), std::string::npos) << "secret printed: " << what;
+  }
   expect_read_error(pub + "secret = " + k.secret_key + "\n", {"line 2", "a quoted key", "got something else"});
   expect_read_error("public = " + k.public_key + "\n" + sec, {"line 1", "a quoted key", "got 'public = "});
   expect_read_error(pub + "secret = \"" + k.secret_key.substr(1) + "\"\n",

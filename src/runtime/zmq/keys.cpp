@@ -72,13 +72,21 @@ std::vector<std::string> read_lines(const std::filesystem::path& path, std::stri
   return lines;
 }
 
-// One `name = "value"` line of a key file; throws naming the line otherwise.
+// What a malformed line of a key file is shown as: its length only. Its text may hold a secret
+// key (`secret "KEY"` without its '=', or a bare key), and a Z85 key may hold ':' and '=', the
+// separators a first word would be cut at: no part of the line is quoted.
+std::string shown_as(std::string_view line) {
+  return fmt::format("a line of {} characters that names neither (not shown: it may hold a secret key)", line.size());
+}
+
+// One `name = "value"` line of a key file; throws naming the line otherwise. No message quotes
+// more of a line than its first word: the line may hold a secret key.
 std::pair<std::string, std::string> parse_assignment(std::string_view line, const std::string& where) {
   const auto eq = line.find('=');
   const std::string name(trim(line.substr(0, eq == std::string_view::npos ? line.size() : eq)));
   if (name != "public" && name != "secret") {
-    FAST_THROW(core::InvalidArgument, "{}: expected `public = \"...\"` or `secret = \"...\"`, got '{}'", where,
-               eq == std::string_view::npos ? std::string(trim(line)) : name + " = ...");
+    FAST_THROW(core::InvalidArgument, "{}: expected `public = \"...\"` or `secret = \"...\"`, got {}", where,
+               shown_as(trim(line)));
   }
   const std::string_view value = eq == std::string_view::npos ? std::string_view{} : trim(line.substr(eq + 1));
   if (eq == std::string_view::npos || value.size() < 2 || value.front() != '"' || value.back() != '"') {

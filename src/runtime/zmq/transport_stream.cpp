@@ -19,6 +19,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "hello.hpp"
+#include "log_limit.hpp"
 #include "transport.hpp"
 
 namespace fast::runtime::zmq {
@@ -200,10 +201,10 @@ void ZmqTransport::accept_stream() {
   std::string address = peer_address(addr);
   if (stream_handshakes_.load() >= kMaxHandshakes) {
     ::close(fd);
-    core::log(core::LogLevel::warn,
-              "zmq runtime: refused a stream connection from {}: {} others are being "
-              "authenticated",
-              address, kMaxHandshakes);
+    refused_connections_log().log(
+        core::LogLevel::warn,
+        fmt::format("zmq runtime: refused a stream connection from {}: {} others are being authenticated", address,
+                    kMaxHandshakes));
     return;
   }
   ++stream_handshakes_;
@@ -251,7 +252,9 @@ void ZmqTransport::serve_stream(int fd, std::string address) {
     if (!reader) ::close(fd);  // else the reader closes it
     --stream_handshakes_;
     if (!stop_.load())
-      core::log(core::LogLevel::warn, "zmq runtime: refused a stream connection from {}: {}", address, e.what());
+      refused_connections_log().log(core::LogLevel::warn, fmt::format("zmq runtime: refused a stream connection "
+                                                                      "from {}: {}",
+                                                                      address, core::user_message(e)));
     return;
   }
   --stream_handshakes_;
