@@ -123,6 +123,7 @@
 #include "../engine/pause.hpp"
 #include "../engine/transport.hpp"
 #include "fast/wire/frame.hpp"
+#include "handshake_slots.hpp"
 #include "peer_link.hpp"
 #include "process_table.hpp"
 #include "settings.hpp"
@@ -522,7 +523,8 @@ class ZmqTransport final : public engine::Transport {
                                               // start, the rest by stop()
   // Starts `body` as a stream thread (after joining those that ended).
   void start_stream_thread(std::function<void()> body);
-  std::atomic<int> stream_handshakes_{0};  // accepted connections not yet authenticated
+  // Accepted stream connections not yet authenticated, 16 at once (handshake_slots.hpp).
+  HandshakeSlots handshake_slots_{16};
   // Whether data to `process` should go through a stream (tcp, no ring).
   bool wants_stream(int process) const;
   void open_streams();  // start(): listen and offer
@@ -531,7 +533,7 @@ class ZmqTransport final : public engine::Transport {
   void connect_stream_to(int process, std::string host, int port, std::uint64_t offer, Protection protection,
                          Sealer::Key key);
   void accept_stream();                            // I/O thread: the listening socket is readable
-  void serve_stream(int fd, std::string address);  // an accepted connection's thread
+  void serve_stream(int fd, std::string address, std::uint64_t slot);  // an accepted connection's thread
   // The stream's thread, once the stream is open: reads its records until it ends, stepping back
   // while waiters poll.
   void read_stream(int from, std::uint64_t offer, StreamReader& reader, std::uint64_t after);

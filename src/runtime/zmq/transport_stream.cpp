@@ -27,7 +27,6 @@ namespace fast::runtime::zmq {
 using nlohmann::json;
 
 namespace {
-constexpr int kMaxHandshakes = 16;         // accepted connections not yet authenticated, at once
 constexpr double kHandshakeSeconds = 5;    // to send the preamble and the `open` record
 constexpr double kMaxConnectSeconds = 10;  // a connector's limit (or the peer timeout, if shorter)
 // Messages from this size up are read by the stream's thread alongside polling waiters, where the
@@ -199,19 +198,11 @@ void ZmqTransport::accept_stream() {
   const int fd = ::accept4(stream_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
   if (fd < 0) return;
   std::string address = peer_address(addr);
-  if (stream_handshakes_.load() >= kMaxHandshakes) {
-    ::close(fd);
-    refused_connections_log().log(
-        core::LogLevel::warn,
-        fmt::format("zmq runtime: refused a stream connection from {}: {} others are being authenticated", address,
-                    kMaxHandshakes));
-    return;
-  }
-  ++stream_handshakes_;
-  start_stream_thread([this, fd, address = std::move(address)] { serve_stream(fd, address); });
+  const HandshakeSlots::Admitted slot = handshake_slots_.admit(fd, address);
+  start_stream_thread([this, fd, address = std::move(address), id = slot.id] { serve_stream(fd, address, id); });
 }
 
-void ZmqTransport::serve_stream(int fd, std::string address) {
+void ZmqTransport::serve_stream(int fd, std::string address, std::uint64_t slot) {
   setup_stream_socket(fd);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kHandshakeSeconds);
   const StopCheck handshake_stop = [this, deadline]() -> std::string {
@@ -223,6 +214,7 @@ void ZmqTransport::serve_stream(int fd, std::string address) {
   int from = -1;
   std::uint64_t offer = 0;
   RecordHead head;
+  bool finished = false;  // handshake_slots_.finish(slot) returned true
   try {
     StreamPreamble preamble;
     if (!read_preamble(fd, preamble, handshake_stop)) FAST_THROW(InvalidArgument, "not a FAST stream (wrong magic)");
@@ -245,19 +237,25 @@ void ZmqTransport::serve_stream(int fd, std::string address) {
     }
     FAST_ENFORCE(reader->read_head(head, handshake_stop) && head.kind == RecordKind::open,
                  "its first record is not `open`");
+    finished = handshake_slots_.finish(slot);
+    FAST_ENFORCE(finished, "a newer connection took its slot");  // its socket is shut down
     std::lock_guard<std::mutex> lock(in.mutex);
     FAST_ENFORCE(in.offer == offer && !in.connected, "another connection took offer {}", offer);
     in.connected = true;
   } catch (const core::Error& e) {
+    // Before the descriptor is closed: an eviction shuts down only descriptors still in a slot.
+    const bool evicted = !handshake_slots_.finish(slot) && !finished;
     if (!reader) ::close(fd);  // else the reader closes it
-    --stream_handshakes_;
     if (!stop_.load())
-      refused_connections_log().log(core::LogLevel::warn, fmt::format("zmq runtime: refused a stream connection "
-                                                                      "from {}: {}",
-                                                                      address, core::user_message(e)));
+      refused_connections_log().log(
+          core::LogLevel::warn,
+          evicted
+              ? fmt::format("zmq runtime: dropped a stream connection from {} before it authenticated: a newer "
+                            "one took its slot (at most {} are authenticated at once)",
+                            address, handshake_slots_.capacity())
+              : fmt::format("zmq runtime: refused a stream connection from {}: {}", address, core::user_message(e)));
     return;
   }
-  --stream_handshakes_;
   read_stream(from, offer, *reader, head.after);
 }
 
