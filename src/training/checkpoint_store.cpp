@@ -194,10 +194,20 @@ std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int6
   const std::filesystem::path target = step_folder(folder_, step);
   const std::string failure = write_file(worker, target, step);
   const bool written = everyone(comm, failure.empty());
-  if (!failure.empty()) FAST_THROW(core::IoError, "checkpoint at step {}: {}", step, failure);
-  FAST_ENFORCE_AS(core::IoError, written,
-                  "checkpoint at step {}: another worker could not write its file in '{}' (its error is in its output)",
-                  step, target.string());
+  const int rank = worker.context().rank();
+  if (!failure.empty()) {
+    // The first member's error is the one its process reports (the run's end, the summary); the
+    // others' would be lost when a worker of the same process fails first: each says it here.
+    if (rank != comm.members().front())
+      core::log(core::LogLevel::error, "checkpoint at step {}: worker {} could not write its file: {}", step, rank,
+                failure);
+    FAST_THROW(core::IoError, "checkpoint at step {}: {}", step, failure);
+  }
+  if (!written)
+    FAST_THROW(core::IoError,
+               "checkpoint at step {}: another worker could not write its file in '{}' (its error is in the output: "
+               "\"checkpoint at step {}: worker N could not write its file: ...\")",
+               step, target.string(), step);
   if (worker.context().rank() == comm.members().front()) write_manifest(target, step, comm.group_size());
   return target;
 }

@@ -102,12 +102,13 @@ class RunEnding {
         loop_.checkpoint(loop_.worker().steps(), regrouped_);
       return "";
     } catch (const core::IoError& e) {
+      const std::string what = core::user_message(e);  // it goes to the summary too
       if (loop_.lead())
         core::log(core::LogLevel::error,
                   "checkpoint: the final checkpoint was not written: {}; lost: the state to resume from. The final "
                   "evaluation and the summary follow",
-                  e.what());
-      return e.what();
+                  what);
+      return what;
     }
   }
 
