@@ -327,6 +327,24 @@ TEST(Launch, HostsGoThroughTheLauncherTemplateWithTheKeyOnStandardInput) {
   EXPECT_TRUE(contains(r.err, "on alpha (2), beta (1) through")) << r.err;
 }
 
+// A host named, not numbered (--hosts localhost:2, the documented form): process 0 serves the
+// rendezvous at the address the name resolves to (ZeroMQ binds no host names: it failed with "No
+// such device"), the others reach it by the name; the run ends.
+TEST(Launch, AHostNameServesTheRendezvous) {
+  const FastDone r = run_fast("hosts_by_name", {"launch",       "--hosts",   "localhost:2",
+                                                "--launcher",   "env",       "--ports",
+                                                "30450-30470",  "--",        std::string(FAST_TEST_BIN_DIR) + "/fast",
+                                                "train",        "--runtime", "zmq",
+                                                "--model",      "mlp",       "--steps",
+                                                "30",           "--batch",   "32",
+                                                "--eval-every", "0",         "--progress",
+                                                "never"},
+                              180);
+  ASSERT_EQ(r.code, exit_code::ok) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "[localhost:0] final test accuracy: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[localhost:1] ")) << r.out;
+}
+
 TEST(Launch, BadInputIsRejectedBeforeAnythingStarts) {
   const fs::path dir = temp_dir("bad");
   const fs::path marker = dir / "started";

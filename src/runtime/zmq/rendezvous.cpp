@@ -217,10 +217,26 @@ std::optional<::zmq::socket_t> try_serve(::zmq::context_t& context, const Settin
   socket.set(::zmq::sockopt::linger, 2000);
   secure_server(socket, s);
   const std::string at = rendezvous_endpoint(s, address);
-  try {
-    socket.bind(at);
-  } catch (const ::zmq::error_t& e) {
-    FAST_ENFORCE_AS(core::IoError, !must, "rendezvous: cannot listen on {}: {}", at, e.what());
+  // ZeroMQ binds numeric addresses and interface names, not host names: a name (the first host of
+  // `fast launch --hosts`, a host file's) is bound at the first address it resolves to that binds.
+  const std::string& host = address == 0 ? s.rendezvous_host : s.rendezvous_fallbacks.at(address - 1).host;
+  const int port = address == 0 ? s.rendezvous_port : s.rendezvous_fallbacks.at(address - 1).port;
+  std::vector<std::string> resolved = numeric_addresses(host);
+  const bool named = resolved.size() != 1 || resolved.front() != host;
+  if (!named || resolved.empty()) resolved = {host};
+  std::string failure;
+  for (const std::string& numeric : resolved) {
+    try {
+      socket.bind(tcp_address(numeric, std::to_string(port)));
+      failure.clear();
+      break;
+    } catch (const ::zmq::error_t& e) {
+      if (failure.empty()) failure = e.what();
+    }
+  }
+  if (!failure.empty()) {
+    FAST_ENFORCE_AS(core::IoError, !must, "rendezvous: cannot listen on {}{}: {}", at,
+                    named ? fmt::format(" (at {})", fmt::join(resolved, ", ")) : std::string(), failure);
     return std::nullopt;
   }
   const std::string wrong = wrong_server_key(s, address);
