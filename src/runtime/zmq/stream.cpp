@@ -71,6 +71,16 @@ void check_stop(const StopCheck& stop) {
   const std::string why = stop();
   FAST_ENFORCE_AS(core::IoError, why.empty(), "{}", why);
 }
+
+// Why a record or chunk of a stream did not open: an AEAD's tag (an attacker's change, a replay, a
+// reordering, another key), or --insecure's checksum, which catches corruption, not an attacker.
+// `n`: the record's or chunk's counter (its nonce).
+std::string not_opened(const Sealer& sealer, const char* what, std::uint64_t n) {
+  return sealer.encrypts()
+             ? fmt::format("stream: {} {} failed authentication (tampered, replayed, reordered, or a wrong key)", what,
+                           n)
+             : fmt::format("stream: {} {} failed its checksum (corrupted, replayed or reordered on the way)", what, n);
+}
 }  // namespace
 
 std::size_t record_chunk_bytes(std::size_t payload_bytes, unsigned helpers) {
@@ -370,9 +380,7 @@ bool StreamReader::read_head(RecordHead& head, const StopCheck& stop) {
   Sealer::Tag tag{};
   if (!read_exact(bytes.data(), bytes.size(), stop, true)) return false;
   read_exact(tag.data(), tag.size(), stop, false);
-  FAST_ENFORCE_AS(core::IoError, sealer_.open(bytes, tag),
-                  "stream: record {} failed authentication (tampered, replayed, reordered, or a wrong key)",
-                  sealer_.counter());
+  if (!sealer_.open(bytes, tag)) throw core::IoError(not_opened(sealer_, "record", sealer_.counter()));
   decode_head(bytes, head);
   return true;
 }
@@ -383,9 +391,7 @@ void StreamReader::read_payload(std::span<std::byte> out, const StopCheck& stop)
     const std::span<std::byte> chunk = out.subspan(at, std::min(chunk_bytes_, out.size() - at));
     read_exact(chunk.data(), chunk.size(), stop, false);
     read_exact(tag.data(), tag.size(), stop, false);
-    FAST_ENFORCE_AS(core::IoError, sealer_.open(chunk, tag),
-                    "stream: chunk {} failed authentication (tampered, replayed, reordered, or a wrong key)",
-                    sealer_.counter());
+    if (!sealer_.open(chunk, tag)) throw core::IoError(not_opened(sealer_, "chunk", sealer_.counter()));
   }
 }
 
@@ -430,9 +436,7 @@ void StreamReader::open_head() {
   const std::span<std::byte, kHeadBytes> bytes(head_bytes_.data(), kHeadBytes);
   Sealer::Tag tag{};
   std::memcpy(tag.data(), head_bytes_.data() + kHeadBytes, tag.size());
-  FAST_ENFORCE_AS(core::IoError, sealer_.open(bytes, tag),
-                  "stream: record {} failed authentication (tampered, replayed, reordered, or a wrong key)",
-                  sealer_.counter());
+  if (!sealer_.open(bytes, tag)) throw core::IoError(not_opened(sealer_, "record", sealer_.counter()));
   decode_head(bytes, record_.head);
 }
 
@@ -453,9 +457,7 @@ void StreamReader::open_chunk() {
       }
     });
   } else {
-    FAST_ENFORCE_AS(core::IoError, sealer_.open(chunk, tag_),
-                    "stream: chunk {} failed authentication (tampered, replayed, reordered, or a wrong key)",
-                    sealer_.counter());
+    if (!sealer_.open(chunk, tag_)) throw core::IoError(not_opened(sealer_, "chunk", sealer_.counter()));
   }
   chunk_at_ = end;
   tag_done_ = 0;
@@ -466,8 +468,7 @@ void StreamReader::finish_record() {
   opening_->wait();
   handed_ = 0;
   const std::uint64_t failed = failed_nonce_;
-  FAST_ENFORCE_AS(core::IoError, failed == ~std::uint64_t{0},
-                  "stream: chunk {} failed authentication (tampered, replayed, reordered, or a wrong key)", failed);
+  if (failed != ~std::uint64_t{0}) throw core::IoError(not_opened(sealer_, "chunk", failed));
   sealer_.skip((record_.head.header.payload_bytes + chunk_bytes_ - 1) / chunk_bytes_);
 }
 
