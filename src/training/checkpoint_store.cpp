@@ -137,8 +137,9 @@ CheckpointStore::CheckpointStore(std::filesystem::path folder, std::int64_t keep
 }
 
 void CheckpointStore::expect_checkpoints(const std::filesystem::path& folder) {
-  FAST_ENFORCE(path_kind(folder, "resume") == PathKind::folder,
-               "resume: '{}' is not a folder; expected the checkpoint folder of an earlier run", folder.string());
+  const PathKind kind = path_kind(folder, "resume");
+  FAST_ENFORCE(kind == PathKind::folder, "resume: '{}' {}; expected the checkpoint folder of an earlier run",
+               folder.string(), kind == PathKind::missing ? "does not exist" : "is not a folder");
   if (!complete_steps(folder).empty()) return;
   std::error_code error;
   const std::filesystem::path named = folder.has_filename() ? folder : folder.parent_path();  // "ck/step-N/"

@@ -333,7 +333,7 @@ def test_resume_from_a_missing_or_empty_folder_is_bad_input_as_in_fast_train(tmp
     """A folder that is not there, or holds no complete checkpoint, is a fast.InvalidArgument naming it,
     as `fast train --resume` refuses it (it was a fast.IoError)."""
     (tmp_path / "empty").mkdir()
-    for folder, why in ((tmp_path / "nosuch", "is not a folder"), (tmp_path / "empty", "holds no complete checkpoint")):
+    for folder, why in ((tmp_path / "nosuch", "does not exist"), (tmp_path / "empty", "holds no complete checkpoint")):
         with pytest.raises(fast.InvalidArgument) as error:
             fast.run(lambda ctx: train_resnet(ctx, small_resnet(), 1, resume_from=folder), workers=WORKERS)
         assert f"resume: '{folder}' {why}" in str(error.value)

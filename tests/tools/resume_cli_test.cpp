@@ -266,6 +266,7 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
   const fs::path dir = fast::testing::test_dir("fast_resume_cli", "refused");
   fs::remove_all(dir / "ck");
   fs::create_directories(dir / "empty");
+  std::ofstream(dir / "ck.txt") << "a file\n";
   struct Refusal {
     std::string args;
     std::string expected;
@@ -277,7 +278,8 @@ TEST(ResumeThreads, WhatCannotBeResumedIsRefusedNamingTheSetting) {
         Refusal{"--resume-if-present", "resume_if_present: set without checkpoint_dir"},
         Refusal{"--resume-if-present --checkpoint-dir ck --resume empty", "resume_if_present and resume: both set"},
         Refusal{"--resume empty", "resume: '" + std::string("empty") + "' holds no complete checkpoint"},
-        Refusal{"--resume missing", "resume: 'missing' is not a folder"},
+        Refusal{"--resume missing", "resume: 'missing' does not exist"},
+        Refusal{"--resume ck.txt", "resume: 'ck.txt' is not a folder"},
         Refusal{"--checkpoint-every 10", "checkpoint_every: set to 10 without checkpoint_dir"}}) {
     const Ran r = run(dir, "threads", "--steps 20 " + c.args);
     ASSERT_NE(r.status, -1);
