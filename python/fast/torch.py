@@ -405,7 +405,10 @@ class Worker:
                  "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None,
                  "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None}
         target = self._torch_state_file(step_folder)
-        torch.save(state, str(target) + ".tmp")
+        with open(str(target) + ".tmp", "wb") as out:  # on the disk before it takes the name, as FAST's files
+            torch.save(state, out)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(str(target) + ".tmp", target)
         return pathlib.Path(self.worker.save_checkpoint(str(folder), keep, self._identity()))
 
@@ -416,13 +419,20 @@ class Worker:
         buffers policy, optimizer or scheduler class) is refused with fast.InvalidArgument naming the
         file and the field, before anything is restored, as is a `folder` that is not a folder or holds
         no complete checkpoint; fast.IoError when none is readable."""
-        step = self.worker.restore_checkpoint(str(folder), self._identity())
-        source = self._torch_state_file(pathlib.Path(folder) / f"step-{step:012d}")
-        try:
-            state = torch.load(source)
-        except (OSError, RuntimeError) as e:
-            raise fast.IoError(f"fast.torch.Worker.resume: cannot read '{source}' of the checkpoint of step {step}: "
-                               f"{e}") from e
+        loaded = {}
+
+        def read(step_folder):  # this worker's torch-<rank>.pt, read before anything is restored
+            source = self._torch_state_file(step_folder)
+            try:
+                loaded["state"] = torch.load(source)
+            except Exception as e:  # noqa: BLE001: any unreadable file is a damaged checkpoint
+                return f"fast.torch.Worker.resume: cannot read '{source}': {e}"
+            return ""
+
+        # The newest checkpoint whose files every worker reads, its torch-<rank>.pt included: one
+        # that a worker cannot read is skipped for the next older one, as fast train does.
+        step = self.worker.restore_checkpoint(str(folder), self._identity(), read)
+        state = loaded["state"]
         with torch.no_grad():
             for name, b in self.model.named_buffers():
                 b.copy_(state["buffers"][name])   # in place: a synchronised buffer stays in its flat array

@@ -253,12 +253,23 @@ std::string PyWorker::save_checkpoint(const std::string& folder, std::int64_t ke
   return store.write(w, w.steps()).string();
 }
 
-std::int64_t PyWorker::restore_checkpoint(const std::string& folder, const py::dict& extra) {
+std::int64_t PyWorker::restore_checkpoint(const std::string& folder, const py::dict& extra, const py::object& read) {
   strategy::Worker& w = get();
   const nlohmann::json id = identity(extra);
   training::CheckpointStore::expect_checkpoints(folder);  // as fast train --resume, before the collective part
+  training::CheckpointStore::ReadOwnPart read_own_part;
+  if (!read.is_none())
+    read_own_part = [read](const std::filesystem::path& step_folder) -> std::string {
+      py::gil_scoped_acquire gil;
+      try {
+        return read(step_folder.string()).cast<std::string>();
+      } catch (const std::exception& e) {  // never through the collective: a failure to read, as any
+        return fmt::format("reading '{}' failed: {}", step_folder.string(), e.what());
+      }
+    };
   py::gil_scoped_release release;
-  const std::int64_t step = training::CheckpointStore::restore_newest(folder, w, id);
+  const std::int64_t step = training::CheckpointStore::restore_newest(
+      folder, w, id, false, std::numeric_limits<std::int64_t>::max(), read_own_part);
   resumed_from_ = step;
   return step;
 }
@@ -306,8 +317,11 @@ step on the aggregated gradient only (allreduce), without dgc.)")
            "Collective: fast train's checkpoint of this worker after its steps so far into folder (the keep newest "
            "kept); returns the step folder. extra: more identity fields (str).")
       .def("restore_checkpoint", &PyWorker::restore_checkpoint, py::arg("folder"), py::arg("extra") = py::dict(),
-           "Collective: restores the newest complete checkpoint of folder; returns its step. A checkpoint of another "
-           "run (other settings, layout or extra) is refused naming the file and the field.");
+           py::arg("read") = py::none(),
+           "Collective: restores the newest complete checkpoint of folder that every worker can read; returns its "
+           "step. A checkpoint of another run (other settings, layout or extra) is refused naming the file and the "
+           "field. read: None, or a callable of a step folder's path that reads this worker's own further files "
+           "there and returns '' or why it cannot (that checkpoint is then skipped for the next older one).");
   m.def("worker_settings", &worker_setting_names, "The names of the settings fast.Worker takes.");
 }
 

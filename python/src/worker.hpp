@@ -51,9 +51,12 @@ class PyWorker {
   // the newest complete checkpoint every worker can read and returns its step. Both carry the run
   // identity of these settings, the parameters' count and layout and `extra` (str values: the
   // caller's own fields, e.g. the model's class), and a restore of another run's files is refused
-  // (InvalidArgument naming the file and the field) before anything is restored.
+  // (InvalidArgument naming the file and the field) before anything is restored. `read` (None, or
+  // a callable of a step folder's path returning "" or why it cannot): reads the caller's own files
+  // of a checkpoint (fast.torch's torch-<rank>.pt); a checkpoint it cannot read is skipped for the
+  // next older one on every worker, as a damaged FAST file is.
   std::string save_checkpoint(const std::string& folder, std::int64_t keep, const py::dict& extra);
-  std::int64_t restore_checkpoint(const std::string& folder, const py::dict& extra);
+  std::int64_t restore_checkpoint(const std::string& folder, const py::dict& extra, const py::object& read);
   // The step restore_checkpoint() restored (the steps an earlier run took), once it did.
   std::optional<std::int64_t> resumed_from() const noexcept { return resumed_from_; }
 

@@ -318,7 +318,8 @@ void CheckpointStore::keep_the_newest_whole(std::int64_t newest, const std::vect
 }
 
 std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
-                                             const nlohmann::json& identity, bool if_present, std::int64_t last_step) {
+                                             const nlohmann::json& identity, bool if_present, std::int64_t last_step,
+                                             const ReadOwnPart& read_own_part) {
   collective::Communicator& comm = worker.communicator();
   const bool first = worker.context().rank() == comm.members().front();
   // The first member's list, so that every worker tries the same steps in the same order.
@@ -368,6 +369,8 @@ std::int64_t CheckpointStore::restore_newest(const std::filesystem::path& folder
       if (saved_at != step)
         FAST_THROW(core::IoError, "checkpoint '{}': saved at step {}, its folder says {}", file.string(), saved_at,
                    step);
+      if (read_own_part)
+        if (std::string why = read_own_part(target); !why.empty()) throw core::IoError(why);
     } catch (const core::IoError& e) {
       failure = e.what();
       // The first member names its failure in the warning that skips the checkpoint; another worker

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -79,9 +80,15 @@ class CheckpointStore {
   // checkpoint (or absent) restores nothing and returns -1 on every worker (the first member's listing decides, and
   // logs it). InvalidArgument, before anything is restored, when the checkpoint every worker can read is past
   // `last_step` (the run's steps per worker).
+  // `read_own_part` (optional): reads this worker's further files of a checkpoint (fast.torch's
+  // torch-<rank>.pt) from its step folder, once its own FAST file there is read; returns "" or why
+  // it cannot, which counts as a damaged file of this worker (the checkpoint is skipped for the
+  // next older one on every worker). It must not throw, and is called on this worker's thread.
+  using ReadOwnPart = std::function<std::string(const std::filesystem::path& step_folder)>;
   static std::int64_t restore_newest(const std::filesystem::path& folder, strategy::Worker& worker,
                                      const nlohmann::json& identity, bool if_present = false,
-                                     std::int64_t last_step = std::numeric_limits<std::int64_t>::max());
+                                     std::int64_t last_step = std::numeric_limits<std::int64_t>::max(),
+                                     const ReadOwnPart& read_own_part = {});
 
   // InvalidArgument naming `folder` (the setting `resume`) unless it is a folder holding at least
   // one complete checkpoint: what a resume is refused for before the run starts (fast train's

@@ -319,6 +319,29 @@ def test_save_and_resume_continue_exactly(tmp_path):
     assert [r[2] for r in resumed] == [4, 4]
 
 
+def test_resume_falls_back_past_a_checkpoint_whose_torch_file_is_damaged(tmp_path):
+    """A newer checkpoint whose torch-1.pt is cut short (or missing) is skipped for the one before, on
+    every worker, before anything is restored: the run continues from step 4 and ends with the
+    parameters of the run straight (it was a fast.IoError after FAST's state had been restored)."""
+    base = small_resnet()
+    straight = fast.run(lambda ctx: train_resnet(ctx, base, 8), workers=WORKERS)
+    ck = tmp_path / "ck"
+    fast.run(lambda ctx: train_resnet(ctx, base, 4, save_to=ck), workers=WORKERS)
+    fast.run(lambda ctx: train_resnet(ctx, base, 6, first=4, save_to=ck, resume_from=ck), workers=WORKERS)
+    damaged = ck / "step-000000000006" / "torch-1.pt"
+    damaged.write_bytes(damaged.read_bytes()[:50])
+    for attempt in ("cut", "missing"):
+        if attempt == "missing":
+            damaged.unlink()
+        resumed = fast.run(lambda ctx: train_resnet(ctx, base, 8, first=4, resume_from=ck), workers=WORKERS)
+        assert [r[2] for r in resumed] == [4, 4], attempt
+        for (params, buffers, _), (want_params, want_buffers, _), in zip(resumed, straight):
+            for got, want in zip(params, want_params):
+                assert torch.equal(got, want), attempt
+            for name, want in want_buffers.items():
+                assert torch.equal(buffers[name], want), (attempt, name)
+
+
 def test_save_into_a_file_is_an_io_error_naming_the_folder(tmp_path):
     """A checkpoint folder that cannot be made (a file is there) is a fast.IoError naming it (it was
     Python's bare NotADirectoryError)."""
