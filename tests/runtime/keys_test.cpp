@@ -158,8 +158,10 @@ TEST(Keys, ReadKeyFileErrorsNameFileLineExpectedAndGot) {
   expect_read_error(pub + pub + sec,
                     {"line 2", "expected one `public = ...` line, got a second one (first on line 1)"});
   expect_read_error(pub, {"expected a line `secret = \"<40 Z85 characters>\"`, got none"});
-  // The .pub file (or an allow-list) in the key pair's place is named as such.
-  expect_read_error(k.public_key + " host-a\n", {"line 1", "got a bare public key", "(FILE, without .pub)"});
+  // The .pub file (or an allow-list) in the key pair's place, or a secret key alone on its line: a bare key.
+  expect_read_error(k.public_key + " host-a\n",
+                    {"line 1", "got a bare key (not shown): a public key file", "(FILE, without .pub)"});
+  expect_read_error(pub + k.secret_key + "\n", {"line 2", "got a bare key (not shown)", "a line `secret = \"...\"`"});
   expect_read_error("# only a comment\n" + sec, {"expected a line `public = "});
   const std::string other = generate_key_pair().public_key;
   expect_read_error(

@@ -164,11 +164,13 @@ KeyPair read_key_file(const std::filesystem::path& path) {
     const std::string_view line = trim(lines[i]);
     if (line.empty() || line.front() == '#') continue;
     const std::string where = fmt::format("key file '{}' line {}", path.string(), i + 1);
-    // A bare public key (optionally named): the .pub file or an allow-list given in its place.
+    // A bare key (a public one, optionally named: the .pub file or an allow-list given in its place;
+    // or a secret one without its `secret = "..."`), never quoted.
     FAST_ENFORCE(!z85_problem(line.substr(0, line.find_first_of(" \t"))).empty(),
-                 "{}: expected `public = ...` and `secret = ...` lines, got a bare public key: this is a public key "
-                 "file (`fast keygen` writes it as FILE.pub) or an allow-list; --key (FAST_KEY_FILE, `key`) takes the "
-                 "key pair file itself (FILE, without .pub)",
+                 "{}: expected `public = ...` and `secret = ...` lines, got a bare key (not shown): a public key "
+                 "file (`fast keygen` writes it as FILE.pub) or an allow-list, where --key (FAST_KEY_FILE, `key`) "
+                 "takes the key pair file itself (FILE, without .pub); or a secret key, which goes in a line "
+                 "`secret = \"...\"`",
                  where);
     auto [name, value] = parse_assignment(line, where);
     const int slot = name == "public" ? 0 : 1;
