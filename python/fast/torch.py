@@ -394,23 +394,26 @@ class Worker:
         (parameters, optimizer, codec and strategy state) in worker-<rank>.ckpt, and, written first,
         torch-<rank>.pt with the module's buffers and the user's optimizer and scheduler state; the
         manifest that makes the checkpoint complete comes after every worker's files. The `keep`
-        newest checkpoints are kept. Returns the step folder."""
-        step_folder = pathlib.Path(folder) / f"step-{self.worker.steps:012d}"
-        try:
-            step_folder.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise fast.IoError(f"fast.torch.Worker.save: cannot create the checkpoint folder '{step_folder}' "
-                               f"({e.strerror}); expected a folder that can be written") from e
+        newest checkpoints are kept; the first save into a folder removes its step folders newer than
+        this run's start (0, or the step resume() restored), as fast train does. A file that cannot be
+        written is a fast.IoError on every worker. Returns the step folder."""
         state = {"buffers": {name: b.detach().clone() for name, b in self.model.named_buffers()},
                  "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None,
                  "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None}
-        target = self._torch_state_file(step_folder)
-        with open(str(target) + ".tmp", "wb") as out:  # on the disk before it takes the name, as FAST's files
-            torch.save(state, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(str(target) + ".tmp", target)
-        return pathlib.Path(self.worker.save_checkpoint(str(folder), keep, self._identity()))
+
+        def write(step_folder):  # this worker's torch-<rank>.pt, on the disk before it takes the name
+            target = self._torch_state_file(step_folder)
+            try:
+                with open(str(target) + ".tmp", "wb") as out:
+                    torch.save(state, out)
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.replace(str(target) + ".tmp", target)
+            except Exception as e:  # noqa: BLE001: any failure to write fails the checkpoint on every worker
+                return f"fast.torch.Worker.save: cannot write '{target}': {e}"
+            return ""
+
+        return pathlib.Path(self.worker.save_checkpoint(str(folder), keep, self._identity(), write))
 
     def resume(self, folder):
         """Collective, before the first step: restores the newest complete checkpoint of `folder`

@@ -245,28 +245,44 @@ nlohmann::json PyWorker::identity(const py::dict& extra) const {
   return training::with_fingerprint(std::move(id));
 }
 
-std::string PyWorker::save_checkpoint(const std::string& folder, std::int64_t keep, const py::dict& extra) {
+namespace {
+
+// A Python callable of a step folder's path returning "" or why it cannot (the caller's own files of
+// a checkpoint, `doing` them), as CheckpointStore calls it: with the GIL, an exception turned into
+// its message, never thrown through the collective.
+std::function<std::string(const std::filesystem::path&)> folder_part(const py::object& f, const char* doing) {
+  if (f.is_none()) return {};
+  return [f, doing](const std::filesystem::path& step_folder) -> std::string {
+    py::gil_scoped_acquire gil;
+    try {
+      return f(step_folder.string()).cast<std::string>();
+    } catch (const std::exception& e) {
+      return fmt::format("{} '{}' failed: {}", doing, step_folder.string(), e.what());
+    }
+  };
+}
+
+}  // namespace
+
+std::string PyWorker::save_checkpoint(const std::string& folder, std::int64_t keep, const py::dict& extra,
+                                      const py::object& write) {
   strategy::Worker& w = get();
   FAST_ENFORCE(!folder.empty(), "Worker.save_checkpoint: folder is empty; expected a folder path");
   training::CheckpointStore store(folder, keep, identity(extra));
+  const training::CheckpointStore::WriteOwnPart write_own_part = folder_part(write, "writing into");
+  const std::filesystem::path key = std::filesystem::absolute(folder).lexically_normal();
+  const bool first_into_folder = std::find(saved_into_.begin(), saved_into_.end(), key) == saved_into_.end();
+  if (first_into_folder) saved_into_.push_back(key);
   py::gil_scoped_release release;
-  return store.write(w, w.steps()).string();
+  if (first_into_folder) store.discard_newer(w, resumed_from_.value_or(0));
+  return store.write(w, w.steps(), write_own_part).string();
 }
 
 std::int64_t PyWorker::restore_checkpoint(const std::string& folder, const py::dict& extra, const py::object& read) {
   strategy::Worker& w = get();
   const nlohmann::json id = identity(extra);
   training::CheckpointStore::expect_checkpoints(folder);  // as fast train --resume, before the collective part
-  training::CheckpointStore::ReadOwnPart read_own_part;
-  if (!read.is_none())
-    read_own_part = [read](const std::filesystem::path& step_folder) -> std::string {
-      py::gil_scoped_acquire gil;
-      try {
-        return read(step_folder.string()).cast<std::string>();
-      } catch (const std::exception& e) {  // never through the collective: a failure to read, as any
-        return fmt::format("reading '{}' failed: {}", step_folder.string(), e.what());
-      }
-    };
+  const training::CheckpointStore::ReadOwnPart read_own_part = folder_part(read, "reading");
   py::gil_scoped_release release;
   const std::int64_t step = training::CheckpointStore::restore_newest(
       folder, w, id, false, std::numeric_limits<std::int64_t>::max(), read_own_part);
@@ -313,9 +329,13 @@ step on the aggregated gradient only (allreduce), without dgc.)")
       .def_property_readonly("finished", &PyWorker::finished)
       .def_property_readonly("settings", &PyWorker::settings, "The settings as applied (fast train's names).")
       .def("save_checkpoint", &PyWorker::save_checkpoint, py::arg("folder"), py::arg("keep") = 2,
-           py::arg("extra") = py::dict(),
+           py::arg("extra") = py::dict(), py::arg("write") = py::none(),
            "Collective: fast train's checkpoint of this worker after its steps so far into folder (the keep newest "
-           "kept); returns the step folder. extra: more identity fields (str).")
+           "kept); returns the step folder. The first save into a folder removes its step folders newer than this "
+           "run's start (0, or the step restore_checkpoint restored), as fast train does. extra: more identity "
+           "fields (str). write: None, or a callable of the step folder's path that writes this worker's own "
+           "further files there before FAST's, returning '' or why it cannot (a failure fails the checkpoint on "
+           "every worker, fast.IoError).")
       .def("restore_checkpoint", &PyWorker::restore_checkpoint, py::arg("folder"), py::arg("extra") = py::dict(),
            py::arg("read") = py::none(),
            "Collective: restores the newest complete checkpoint of folder that every worker can read; returns its "

@@ -6,9 +6,11 @@
 // One per worker, used from its worker's thread only (as strategy::Worker).
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <pybind11/pybind11.h>
 
@@ -47,7 +49,12 @@ class PyWorker {
   py::dict settings() const;
   // Checkpoints in `fast train`'s files (src/training/checkpoint_store.hpp, docs/faults.md):
   // collective. save_checkpoint writes this worker's state after steps() steps into `folder`
-  // (keeping the `keep` newest checkpoints) and returns the step folder; restore_checkpoint loads
+  // (keeping the `keep` newest checkpoints) and returns the step folder; the first one into a
+  // folder first removes its step folders newer than this run's start (0, or the step restored), as
+  // fast train does before its first step (CheckpointStore::discard_newer). `write` (None, or a
+  // callable of the step folder's path returning "" or why it cannot): writes the caller's own files
+  // (fast.torch's torch-<rank>.pt) before FAST's; a failure fails the checkpoint on every worker
+  // (IoError) as FAST's own files do. restore_checkpoint loads
   // the newest complete checkpoint every worker can read and returns its step. Both carry the run
   // identity of these settings, the parameters' count and layout and `extra` (str values: the
   // caller's own fields, e.g. the model's class), and a restore of another run's files is refused
@@ -55,7 +62,8 @@ class PyWorker {
   // a callable of a step folder's path returning "" or why it cannot): reads the caller's own files
   // of a checkpoint (fast.torch's torch-<rank>.pt); a checkpoint it cannot read is skipped for the
   // next older one on every worker, as a damaged FAST file is.
-  std::string save_checkpoint(const std::string& folder, std::int64_t keep, const py::dict& extra);
+  std::string save_checkpoint(const std::string& folder, std::int64_t keep, const py::dict& extra,
+                              const py::object& write);
   std::int64_t restore_checkpoint(const std::string& folder, const py::dict& extra, const py::object& read);
   // The step restore_checkpoint() restored (the steps an earlier run took), once it did.
   std::optional<std::int64_t> resumed_from() const noexcept { return resumed_from_; }
@@ -73,6 +81,7 @@ class PyWorker {
   std::uint64_t closer_ = 0;  // ContextHandle::on_close: the Worker ends with its world
   bool finished_ = false;
   std::optional<std::int64_t> resumed_from_;
+  std::vector<std::filesystem::path> saved_into_;  // the folders save_checkpoint prepared (absolute)
 };
 
 // The names of the `fast train` settings a Worker takes.

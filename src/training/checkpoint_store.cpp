@@ -162,9 +162,12 @@ std::filesystem::path CheckpointStore::step_folder(const std::filesystem::path& 
 }
 
 std::string CheckpointStore::write_file(strategy::Worker& worker, const std::filesystem::path& target,
-                                        std::int64_t step) const {
+                                        std::int64_t step, const WriteOwnPart& write_own_part) const {
   try {
     std::filesystem::create_directories(target);
+    if (write_own_part) {
+      if (std::string failure = write_own_part(target); !failure.empty()) return failure;
+    }
     strategy::Checkpoint state = worker.save();
     state.integers["checkpoint_step"] = step;  // an asynchronous worker's own steps differ from it
     state.texts["run"] = identity_.dump();     // the run's identity, checked on resume
@@ -175,7 +178,7 @@ std::string CheckpointStore::write_file(strategy::Worker& worker, const std::fil
           "(exit-while-checkpointing)",
           worker.context().rank(), step));
   } catch (const std::filesystem::filesystem_error& e) {
-    return fmt::format("cannot create '{}': {}", target.string(), e.code().message());
+    return fmt::format("cannot create the checkpoint folder '{}': {}", target.string(), e.code().message());
   } catch (const core::IoError& e) {
     return e.what();
   }
@@ -190,10 +193,11 @@ void CheckpointStore::write_manifest(const std::filesystem::path& target, std::i
   prune(step);
 }
 
-std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int64_t step) {
+std::filesystem::path CheckpointStore::write(strategy::Worker& worker, std::int64_t step,
+                                             const WriteOwnPart& write_own_part) {
   collective::Communicator& comm = worker.communicator();
   const std::filesystem::path target = step_folder(folder_, step);
-  const std::string failure = write_file(worker, target, step);
+  const std::string failure = write_file(worker, target, step, write_own_part);
   const bool written = everyone(comm, failure.empty());
   const int rank = worker.context().rank();
   if (!failure.empty()) {

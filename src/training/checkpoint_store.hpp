@@ -48,10 +48,17 @@ class CheckpointStore {
   // keep >= 1. Creates nothing yet.
   CheckpointStore(std::filesystem::path folder, std::int64_t keep, nlohmann::json identity);
 
-  // Collective: writes this worker's state after `step` steps (Worker::save), then the manifest
-  // and the pruning (first member). Returns the step folder. IoError naming the file that could not
-  // be written (every worker then fails the same barrier's peers... see write()).
-  std::filesystem::path write(strategy::Worker& worker, std::int64_t step);
+  // Writes this worker's further files of a checkpoint (fast.torch's torch-<rank>.pt) into its
+  // step folder, which exists, before its FAST file; returns "" or why it cannot, which fails the
+  // checkpoint as a FAST file that cannot be written does. It must not throw, and is called on this
+  // worker's thread.
+  using WriteOwnPart = std::function<std::string(const std::filesystem::path& step_folder)>;
+
+  // Collective: writes this worker's state after `step` steps (Worker::save; `write_own_part`'s
+  // files first), then the manifest and the pruning (first member). Returns the step folder.
+  // IoError on every worker when any could not write its files: the one that could not names the
+  // file and why, the others say that another worker could not.
+  std::filesystem::path write(strategy::Worker& worker, std::int64_t step, const WriteOwnPart& write_own_part = {});
 
   // Not collective (asynchronous strategies): writes this worker's state after its own `step`
   // steps into step-<step>/; then, when every member's file of that folder is in place, the
@@ -113,9 +120,10 @@ class CheckpointStore {
   // wrote; or -1, the workers that wrote and the run's, when every complete one holds survivors'
   // files only.
   static void list_whole_checkpoints(const std::filesystem::path& folder, std::vector<double>& candidates);
-  // Writes this worker's file of `target` (Worker::save with the step and the identity); returns
-  // "" or why it failed.
-  std::string write_file(strategy::Worker& worker, const std::filesystem::path& target, std::int64_t step) const;
+  // Writes this worker's files of `target` (`write_own_part`'s, then Worker::save with the step and
+  // the identity); returns "" or why it failed.
+  std::string write_file(strategy::Worker& worker, const std::filesystem::path& target, std::int64_t step,
+                         const WriteOwnPart& write_own_part = {}) const;
   // The manifest of `target` (atomically), then prune().
   void write_manifest(const std::filesystem::path& target, std::int64_t step, int workers) const;
 

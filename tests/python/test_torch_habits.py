@@ -3,6 +3,8 @@ LR scheduler under allreduce against the same loop with DistributedDataParallel'
 without FAST (per-rank gradients averaged by hand, then the same optimizer and scheduler), and module buffers
 (BatchNorm statistics) under buffers = broadcast, average and local against what each rank computes alone."""
 import copy
+import errno
+import os
 import time
 
 import pytest
@@ -280,7 +282,7 @@ def test_collective_buffers_are_refused_for_asynchronous_strategies():
     assert fast.run(default, workers=WORKERS) == ["local"] * WORKERS
 
 
-def train_resnet(ctx, base, steps, first=0, save_to=None, resume_from=None, seed=1, total=8):
+def train_resnet(ctx, base, steps, first=0, save_to=None, resume_from=None, seed=1, total=8, keep=2):
     """Steps first..steps-1 of a BatchNorm resnet with AdamW and OneCycleLR under allreduce; saves at
     the end to save_to, or resumes from resume_from first. Returns (parameters, buffers, step resumed)."""
     model = copy.deepcopy(base)
@@ -295,7 +297,7 @@ def train_resnet(ctx, base, steps, first=0, save_to=None, resume_from=None, seed
         torch.nn.functional.cross_entropy(model(x), y).backward()
         worker.step()
     if save_to:
-        worker.save(save_to)
+        worker.save(save_to, keep)
     worker.finish()
     return ([p.detach().clone() for p in model.parameters()], {k: b.clone() for k, b in model.named_buffers()},
             resumed)
@@ -340,6 +342,55 @@ def test_resume_falls_back_past_a_checkpoint_whose_torch_file_is_damaged(tmp_pat
                 assert torch.equal(got, want), attempt
             for name, want in want_buffers.items():
                 assert torch.equal(buffers[name], want), (attempt, name)
+
+
+def test_a_runs_first_save_removes_the_newer_checkpoints_it_does_not_continue(tmp_path):
+    """A run resumed past a damaged newer checkpoint (step 8, torch-1.pt cut short) saves at step 6
+    with keep=1: its first save removes step 8 (the pruning kept that one as the newest and removed
+    the run's own step 6, after which no checkpoint was readable); the next resume continues from
+    step 6 to the parameters of the run straight."""
+    base = small_resnet()
+    straight = fast.run(lambda ctx: train_resnet(ctx, base, 8), workers=WORKERS)
+    ck = tmp_path / "ck"
+    fast.run(lambda ctx: train_resnet(ctx, base, 4, save_to=ck), workers=WORKERS)
+    fast.run(lambda ctx: train_resnet(ctx, base, 8, first=4, save_to=ck, resume_from=ck), workers=WORKERS)
+    damaged = ck / "step-000000000008" / "torch-1.pt"
+    damaged.write_bytes(damaged.read_bytes()[:50])
+    fast.run(lambda ctx: train_resnet(ctx, base, 6, first=4, save_to=ck, resume_from=ck, keep=1), workers=WORKERS)
+    assert sorted(p.name for p in ck.iterdir()) == ["step-000000000006"]
+    resumed = fast.run(lambda ctx: train_resnet(ctx, base, 8, first=6, resume_from=ck), workers=WORKERS)
+    assert [r[2] for r in resumed] == [6, 6]
+    for (params, _, _), (want_params, _, _), in zip(resumed, straight):
+        for got, want in zip(params, want_params):
+            assert torch.equal(got, want)
+
+
+def test_a_torch_file_that_cannot_be_written_fails_the_save_on_every_worker(tmp_path, monkeypatch):
+    """Worker 1's torch-1.pt meets a full disk: save() is a fast.IoError on both workers, naming the
+    file and the reason on worker 1 (it was worker 1's bare OSError while worker 0 waited in the
+    checkpoint's collective), and the step folder is no checkpoint (no manifest)."""
+    real_save = torch.save
+
+    def save(obj, out, *args, **kwargs):
+        if os.path.basename(getattr(out, "name", "")).startswith("torch-1.pt"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_save(obj, out, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", save)
+    ck = tmp_path / "ck"
+
+    def body(ctx):
+        try:
+            train_resnet(ctx, small_resnet(), 1, save_to=ck)
+        except fast.IoError as e:
+            return str(e)
+        return "saved"
+
+    errors = fast.run(body, workers=WORKERS)
+    assert "cannot write '" + str(ck / "step-000000000001" / "torch-1.pt") + "'" in errors[1], errors
+    assert "No space left on device" in errors[1], errors
+    assert "another worker could not write its file" in errors[0], errors
+    assert not (ck / "step-000000000001" / "manifest.json").exists()
 
 
 def test_save_into_a_file_is_an_io_error_naming_the_folder(tmp_path):
