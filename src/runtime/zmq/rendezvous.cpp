@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -38,6 +39,14 @@ void secure_server(::zmq::socket_t& s, const Settings& settings) {
 }
 
 std::string endpoint(const Settings& s) { return rendezvous_endpoint(s, 0); }
+
+// The host (as given) and port of rendezvous address `address` (rendezvous_endpoint's numbering);
+// std::out_of_range past the last.
+std::pair<const std::string&, int> host_and_port(const Settings& s, std::size_t address) {
+  if (address == 0) return {s.rendezvous_host, s.rendezvous_port};
+  const RendezvousAddress& fallback = s.rendezvous_fallbacks.at(address - 1);
+  return {fallback.host, fallback.port};
+}
 
 class Server {
  public:
@@ -219,8 +228,7 @@ std::optional<::zmq::socket_t> try_serve(::zmq::context_t& context, const Settin
   const std::string at = rendezvous_endpoint(s, address);
   // ZeroMQ binds numeric addresses and interface names, not host names: a name (the first host of
   // `fast launch --hosts`, a host file's) is bound at the first address it resolves to that binds.
-  const std::string& host = address == 0 ? s.rendezvous_host : s.rendezvous_fallbacks.at(address - 1).host;
-  const int port = address == 0 ? s.rendezvous_port : s.rendezvous_fallbacks.at(address - 1).port;
+  const auto [host, port] = host_and_port(s, address);
   std::vector<std::string> resolved = numeric_addresses(host);
   const bool named = resolved.size() != 1 || resolved.front() != host;
   if (!named || resolved.empty()) resolved = {host};
@@ -368,8 +376,7 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
 }  // namespace
 
 std::string rendezvous_endpoint(const Settings& s, std::size_t address) {
-  const std::string& host = address == 0 ? s.rendezvous_host : s.rendezvous_fallbacks.at(address - 1).host;
-  const int port = address == 0 ? s.rendezvous_port : s.rendezvous_fallbacks.at(address - 1).port;
+  const auto [host, port] = host_and_port(s, address);
   return tcp_address(host, std::to_string(port));
 }
 
