@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -52,6 +53,16 @@ TEST(Launch, EachProcessGetsItsRankWorldSizeAndRendezvous) {
     EXPECT_TRUE(contains(r.out, want + "\n")) << want << " not in:\n" << r.out;
   }
   EXPECT_EQ(lines_of(r.out).size(), 3u) << r.out;
+}
+
+// An option given twice takes its last value, as fast train's flags (docs/launch.md).
+TEST(Launch, AnOptionGivenTwiceTakesItsLastValue) {
+  const FastDone r =
+      run_fast("twice", launch_sh({"-n", "3", "--nprocs", "2", "--insecure"}, "echo \"size=$FAST_WORLD_SIZE\""));
+  ASSERT_EQ(r.code, exit_code::ok) << r.out << r.err;
+  std::vector<std::string> lines = lines_of(r.out);
+  std::sort(lines.begin(), lines.end());  // the processes' lines come in either order
+  EXPECT_EQ(lines, (std::vector<std::string>{"[0] size=2", "[1] size=2"})) << r.out;
 }
 
 TEST(Launch, PortOptionSetsTheRendezvousPort) {
