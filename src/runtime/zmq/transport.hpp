@@ -291,6 +291,11 @@ class ZmqTransport final : public engine::Transport {
   // `clean`: it said bye without error; `said_bye`: it said bye (an error or not): alive, it waits
   // for our bye, and its link stays open for it.
   void mark_lost(int process, const std::string& why, bool clean, bool said_bye = false);
+  // `process` said bye with `reason` ("" when its workers ended): mark_lost with said_bye. A
+  // failure that repeats another process's ("worker 0 (...) failed: worker 2 (...) lost: ...") is
+  // told by its innermost "worker N (...)" clause alone, so that news passed on from process to
+  // process names its root once instead of nesting a level per process.
+  void mark_said_bye(int process, const std::string& reason);
   // Own stalls (transport_stall.cpp; I/O thread). watch_own_stall: from check_peers, with the time
   // now; false once this process left the run (then nobody is counted lost).
   bool watch_own_stall(double now);

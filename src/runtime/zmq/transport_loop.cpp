@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include <zmq_addon.hpp>
 
@@ -195,8 +197,7 @@ void ZmqTransport::receive_one(std::vector<::zmq::message_t>& parts) {
     } else if (header.kind == wire::FrameKind::hello) {
       on_hello_frame(from, parts[2]);
     } else if (header.kind == wire::FrameKind::bye) {
-      std::string reason = parts[2].to_string().substr(0, kMaxReasonBytes);
-      mark_lost(from, reason.empty() ? "left the run (its workers ended)" : "failed: " + reason, reason.empty(), true);
+      mark_said_bye(from, parts[2].to_string().substr(0, kMaxReasonBytes));
     }
   } catch (const core::Error& e) {
     dropped_frames_log().log(core::LogLevel::warn,
@@ -255,6 +256,21 @@ void ZmqTransport::check_peers() {
                             silent, settings_.peer_timeout),
                 false);
   }
+}
+
+void ZmqTransport::mark_said_bye(int process, const std::string& reason) {
+  if (reason.empty()) {
+    mark_lost(process, "left the run (its workers ended)", true, true);
+    return;
+  }
+  std::string_view root = reason;
+  constexpr std::string_view kWorker = "worker ", kFailed = ") failed: ";
+  while (root.starts_with(kWorker)) {
+    const std::size_t failed = root.find(kFailed);
+    if (failed == std::string_view::npos || !root.substr(failed + kFailed.size()).starts_with(kWorker)) break;
+    root.remove_prefix(failed + kFailed.size());
+  }
+  mark_lost(process, fmt::format("failed: {}", root), false, true);
 }
 
 void ZmqTransport::mark_lost(int process, const std::string& why, bool clean, bool said_bye) {

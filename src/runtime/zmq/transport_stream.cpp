@@ -504,8 +504,7 @@ void ZmqTransport::check_streams(int process) {
     }
     mark_lost(process, failure, false);
   } else if (in.bye.load()) {
-    const std::string& reason = in.bye_text;
-    mark_lost(process, reason.empty() ? "left the run (its workers ended)" : "failed: " + reason, reason.empty(), true);
+    mark_said_bye(process, in.bye_text);
   }
 }
 
