@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <ranges>
+#include <thread>
+#include <vector>
 
 #include "fast/adapters/torch/fashion_mnist.hpp"
 #include "fast/adapters/torch/npy.hpp"
@@ -21,20 +23,22 @@ namespace fast::torch {
 namespace {
 
 // The synthetic splits described in datasets.hpp.
-DataSplits synthetic(const training::DatasetSpec& spec) {
+DataSplits synthetic(const training::DatasetSpec& spec, int threads) {
   const training::SyntheticSpec s = training::synthetic_spec(spec);
   const auto& [shape, features, classes, n_train, n_test, noise, seed] = s;
   const double sigma = noise * std::sqrt(static_cast<double>(features));
-  // One standard normal per two draws (the first of a Box-Muller pair).
-  auto normal = [](core::SplitMix64& g) {
-    const double u1 = core::uniform01_left_open(g());
-    return core::box_muller(u1, core::uniform01(g())).first;
+  // One standard normal per two draws (the first of a Box-Muller pair): draws k and k + 1 of g.
+  auto normal_at = [](std::uint64_t g, std::uint64_t k) {
+    const double u1 = core::uniform01_left_open(core::splitmix64_at(g, k));
+    return core::box_muller(u1, core::uniform01(core::splitmix64_at(g, k + 1))).first;
   };
-  // Streams of `seed` for the centres, the training set and the test set (salts spell their use).
+  // Streams of `seed` for the centres, the training set and the test set (salts spell their use):
+  // SplitMix64 streams, read by position (splitmix64_at: the k-th draw, k >= 1), so that samples
+  // are generated on several threads with the values of one thread drawing them in order.
   constexpr std::uint64_t kCentres = 0x63656E7472657300ULL;  // "centres"
-  core::SplitMix64 centre_rng(core::derive_seed(seed, kCentres, 0));
+  const std::uint64_t centre_stream = core::derive_seed(seed, kCentres, 0);
   std::vector<float> centres(static_cast<std::size_t>(classes * features));
-  for (float& c : centres) c = static_cast<float>(normal(centre_rng));
+  for (std::size_t j = 0; j < centres.size(); ++j) centres[j] = static_cast<float>(normal_at(centre_stream, 2 * j + 1));
   auto split = [&](std::int64_t n, std::uint64_t salt) {
     auto data = std::make_shared<Dataset>();
     std::vector<std::int64_t> sizes{n};
@@ -44,11 +48,25 @@ DataSplits synthetic(const training::DatasetSpec& spec) {
     data->classes = classes;
     float* x = data->samples.data_ptr<float>();
     std::int64_t* y = data->labels.data_ptr<std::int64_t>();
-    core::SplitMix64 rng(core::derive_seed(seed, salt, 0));
-    for (std::int64_t i = 0; i < n; ++i) {
-      y[i] = i % classes;
-      const float* c = centres.data() + y[i] * features;
-      for (std::int64_t f = 0; f < features; ++f) *x++ = c[f] + static_cast<float>(sigma * normal(rng));
+    const std::uint64_t stream = core::derive_seed(seed, salt, 0);
+    auto fill = [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        y[i] = i % classes;
+        const float* c = centres.data() + y[i] * features;
+        float* row = x + i * features;
+        const auto first = static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(features);
+        for (std::int64_t f = 0; f < features; ++f)
+          row[f] =
+              c[f] + static_cast<float>(sigma * normal_at(stream, 2 * (first + static_cast<std::uint64_t>(f)) + 1));
+      }
+    };
+    // `threads` ranges of samples, each of at least 2^16 values.
+    const std::int64_t most = std::max<std::int64_t>(1, n * features >> 16);
+    const std::int64_t parts = std::clamp<std::int64_t>(threads, 1, std::min<std::int64_t>(most, n));
+    {
+      std::vector<std::jthread> helpers;
+      for (std::int64_t t = 1; t < parts; ++t) helpers.emplace_back(fill, n * t / parts, n * (t + 1) / parts);
+      fill(0, n / parts);
     }
     return std::shared_ptr<const Dataset>(std::move(data));
   };
@@ -79,12 +97,12 @@ DataSplits from_files(const training::DatasetSpec& spec) {
 
 }  // namespace
 
-DataSplits load_datasets(const training::DatasetSpec& spec, const std::filesystem::path& data_dir) {
+DataSplits load_datasets(const training::DatasetSpec& spec, const std::filesystem::path& data_dir, int threads) {
   if (training::reads_data_dir(spec))
     return load_fashion_mnist(
         data_dir.empty() ? std::filesystem::path(core::env_string(training::training_environment(), "FAST_DATA_DIR"))
                          : data_dir);
-  if (training::is_generated(spec)) return synthetic(spec);
+  if (training::is_generated(spec)) return synthetic(spec, threads);
   return from_files(spec);
 }
 

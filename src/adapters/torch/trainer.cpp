@@ -109,6 +109,16 @@ void check_data_sizes(std::int64_t train, std::int64_t test, const TrainOptions&
                world, options.batch, per_step, train, source);
 }
 
+// The processes of the run on this host: 1 for a runtime of one process (threads, sim); else what
+// the launcher tells (runtime/detect.hpp: fast launch's world, mpirun's and srun's local size,
+// torchrun's LOCAL_WORLD_SIZE), empty where it tells none (processes started by hand).
+std::optional<int> processes_on_host(const TrainOptions& o) {
+  if (!runtime::find_runtime(o.runtime).multi_process) return 1;
+  const auto launcher = runtime::detect_launcher(runtime::process_environment());
+  if (!launcher || launcher->local_world <= 0) return std::nullopt;
+  return launcher->local_world;
+}
+
 // Workers that share this host's cores: all of them where they live in this process (threads,
 // sim); else those of this process times the processes on this host that the launcher tells
 // (runtime/detect.hpp: fast launch's world, mpirun's and srun's local size, torchrun's
@@ -116,9 +126,9 @@ void check_data_sizes(std::int64_t train, std::int64_t test, const TrainOptions&
 // again once the processes met (LaunchOptions::placed), and the larger count wins.
 std::optional<int> workers_on_host(const TrainOptions& o) {
   if (!runtime::find_runtime(o.runtime).multi_process) return o.workers;
-  const auto launcher = runtime::detect_launcher(runtime::process_environment());
-  if (!launcher || launcher->local_world <= 0) return std::nullopt;
-  return launcher->local_world * o.process.workers_per_process;
+  const std::optional<int> processes = processes_on_host(o);
+  if (!processes) return std::nullopt;
+  return *processes * o.process.workers_per_process;
 }
 
 // Checks everything that can be checked before a worker starts, so bad input fails fast and clearly:
@@ -476,16 +486,6 @@ nlohmann::json run_training(const TrainOptions& options, const ProgressFn& progr
     const training::SyntheticSpec sizes = training::synthetic_spec(spec);
     check_data_sizes(sizes.n_train, sizes.n_test, options, source);
   }
-  const DataSplits data = load_datasets(spec, options.data_dir);
-  check_data_sizes(data.train->size(), data.test->size(), options, source);
-  const SampleSpec input{.shape = data.train->sample_shape(), .classes = data.train->classes};
-  // Every worker's initial parameters, from one model built here and checked against the data first.
-  const std::vector<float> initial = [&] {
-    Model model = make_model(options.model, input);
-    check_model_fits(model, input);
-    check_model_to_load(options.model, input, model);
-    return initial_parameters(model, options.seed);
-  }();
   // Intra-op threads: this process's cores divided among its workers, under sim as under threads.
   // Under sim at most min(sim_threads, workers) gradients run at once (one per compute thread), so
   // cores / workers each never oversubscribes the cores, and the count, hence every floating-point
@@ -498,6 +498,20 @@ nlohmann::json run_training(const TrainOptions& options, const ProgressFn& progr
   // each other: docs/benchmarks.md, (e), "Processes started by hand").
   const std::optional<int> on_host = workers_on_host(options);
   configure_torch_threads(on_host.value_or(options.process.workers_per_process), !on_host.has_value());
+  // A synthetic dataset is made on this process's share of the cores (its workers do not run yet);
+  // processes started by hand each take every core, as for their threads above.
+  const int data_threads = std::max(1, available_cores() / processes_on_host(options).value_or(1));
+  core::log(core::LogLevel::debug, "dataset: made on {} thread(s)", data_threads);
+  const DataSplits data = load_datasets(spec, options.data_dir, data_threads);
+  check_data_sizes(data.train->size(), data.test->size(), options, source);
+  const SampleSpec input{.shape = data.train->sample_shape(), .classes = data.train->classes};
+  // Every worker's initial parameters, from one model built here and checked against the data first.
+  const std::vector<float> initial = [&] {
+    Model model = make_model(options.model, input);
+    check_model_fits(model, input);
+    check_model_to_load(options.model, input, model);
+    return initial_parameters(model, options.seed);
+  }();
 
   const RunInputs inputs{
       .options = options,

@@ -40,7 +40,8 @@ namespace fast::torch {
 struct NpyArray;  // npy.hpp
 
 // Reads or generates the two splits. data_dir is used by fashion-mnist only (empty: FAST_DATA_DIR).
-DataSplits load_datasets(const training::DatasetSpec& spec, const std::filesystem::path& data_dir);
+// `threads` (>= 1): how many threads generate a synthetic dataset; its bytes do not depend on it.
+DataSplits load_datasets(const training::DatasetSpec& spec, const std::filesystem::path& data_dir, int threads = 1);
 
 // The training and test sets of arrays x and y (npz and npy specs), validated as described above.
 // `where_train` and `where_test` name the sources in messages.
