@@ -242,6 +242,82 @@ TEST(RendezvousAddresses, AnInsecureProcessIsToldThatTheServerAuthenticates) {
                      "answer a process without keys."),
             std::string::npos)
       << log;
+  // The server logs the connection it refused (its monitor of the handshakes): "not CURVE (an
+  // unauthenticated client)", or "the client went away during its handshake" where the client
+  // saw the mismatch and closed first.
+  const std::string server_log = slurp(dir / "server.log");
+  EXPECT_NE(server_log.find("refused a connection on tcp://127.0.0.1:" + std::to_string(port) + ": "),
+            std::string::npos)
+      << server_log;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// A process that expects another server key (an allow-list of its own, an intruder's or a
+// mistake) fails CURVE's handshake before the allow-list is read: the server logs each refusal and
+// its rendezvous timeout names them (it said nothing).
+TEST(RendezvousAddresses, AClientExpectingAnotherServerKeyIsLoggedByTheServer) {
+  const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "server_key");
+  const std::string a = keygen(dir, "a"), c = keygen(dir, "c");
+  std::ofstream(dir / "server_allow.txt") << a << "\n" << c << "\n";
+  std::ofstream(dir / "client_allow.txt") << c << "\n";  // c's own key where the server's should be
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const std::string train = small_zmq_train(port, 3);
+  const std::string server = train + " --process-rank 0" + keyed(dir, "a.key", "server_allow.txt", "server.log");
+  const std::string client = train + " --process-rank 1" + keyed(dir, "c.key", "client_allow.txt", "client.log");
+  const auto r = fast::testing::run_command("timeout -k 5 60 sh -c '" + server + " & server=$!; " + client +
+                                            "; wait $server; echo server=$?'");
+  EXPECT_NE(r.output.find("server=4"), std::string::npos) << r.output;  // its rendezvous timed out
+  const std::string log = slurp(dir / "server.log");
+  EXPECT_NE(log.find("refused a connection on tcp://127.0.0.1:" + std::to_string(port) +
+                     ": CURVE failed: a wrong server key, or a forged message"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("refused at the handshake (the last: CURVE failed: a wrong server key, or a forged message)"),
+            std::string::npos)
+      << log;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// Whether a TCP connection to 127.0.0.1:port is accepted now.
+bool accepts(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool connected = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return connected;
+}
+
+// A run that takes no process back (synchronous, not elastic) closes its rendezvous port once the
+// processes met: nobody is answered there, and it listened, unread, until the run ended.
+TEST(RendezvousAddresses, ARunThatTakesNobodyBackClosesItsRendezvousPort) {
+  const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "closed");
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const std::string train = "env FAST_LOG_LEVEL=debug " + kFast +
+                            " train --runtime zmq --world-size 2 --steps 1000000 --batch 8 --progress never "
+                            "--insecure --dataset synthetic:train=512,test=128 --rendezvous 127.0.0.1:" +
+                            std::to_string(port);
+  const fast::testing::Spawned run = fast::testing::spawn_in_group(
+      dir, "sh -c '" + train + " --process-rank 0 > p0.log 2>&1 & " + train + " --process-rank 1 > p1.log 2>&1; wait'");
+  ASSERT_GT(run.pid, 0);
+  // Each process logs "runs workers [...) of 2" (debug) once the rendezvous answered it.
+  const bool met = fast::testing::file_contains_within(dir / "p0.log", "runs workers [0, 1) of 2", 60) &&
+                   fast::testing::file_contains_within(dir / "p1.log", "runs workers [1, 2) of 2", 60);
+  bool closed = false;
+  for (int i = 0; met && i < 300 && !closed; ++i) {
+    closed = !accepts(port);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const bool running = ::waitpid(run.pid, nullptr, WNOHANG) == 0;
+  ::kill(-run.pid, SIGKILL);
+  (void)fast::testing::wait_or_kill_group(run, 10);
+  EXPECT_TRUE(met) << slurp(dir / "p0.log") << slurp(dir / "p1.log");
+  EXPECT_TRUE(closed) << "the rendezvous port still accepts connections 15 s after the processes met";
+  EXPECT_TRUE(running) << "the run ended before the check: " << slurp(dir / "p0.log");
   if (!HasFailure()) fs::remove_all(dir);
 }
 

@@ -153,7 +153,10 @@ double run_zmq(const LaunchOptions& options, const WorkerFn& fn) {
 
   ZmqTransport transport(context, s, meeting.table, meeting.process_rank, std::move(router), std::move(pulse));
   // Runs that go on without a lost process can take one back: the rendezvous server stays open.
+  // Others take nobody in: their rendezvous port closes now (the answers it sent leave within its
+  // linger), rather than listen, unread, until the run ends.
   if (s.tolerate_lost && meeting.desk) transport.serve_rejoins(std::move(*meeting.desk));
+  meeting.desk.reset();
   transport.inherit_membership(meeting.lost_workers, meeting.rejoined_workers);
   transport.set_desk_process(meeting.desk_process);
   engine::LocalWorld world({.world_size = s.max_processes * s.workers_per_process,

@@ -22,6 +22,7 @@
 #include "fast/core/stop_request.hpp"
 #include "fast/runtime/zmq/serve.hpp"
 #include "fast/wire/frame.hpp"
+#include "handshake_monitor.hpp"
 #include "hello.hpp"
 #include "poll_signal.hpp"
 
@@ -51,8 +52,8 @@ std::pair<const std::string&, int> host_and_port(const Settings& s, std::size_t 
 class Server {
  public:
   // auth: the context's handshake checks (nullptr: insecure), whose refusals a timeout reports.
-  Server(::zmq::socket_t socket, const Settings& settings, const Authenticator* auth)
-      : socket_(std::move(socket)), s_(settings), auth_(auth) {}
+  Server(::zmq::context_t& context, ::zmq::socket_t socket, const Settings& settings, const Authenticator* auth)
+      : context_(context), socket_(std::move(socket)), s_(settings), auth_(auth) {}
   // Collects every hello (own first when given), answers everyone, returns the table. A process
   // that does not fit is answered with "refused": why, and not counted.
   ProcessTable run(std::optional<ProcessInfo> own);
@@ -65,8 +66,10 @@ class Server {
   std::string refusal(const ProcessInfo& p, int world, int most) const;
   // Counts the process in, or refuses it (answering it why; InvalidArgument for this process's own).
   bool admit(const std::string& who, ProcessInfo p, int world, int most);
-  // The timeout's reasons: the hellos refused, and the handshakes the authenticator refused.
-  std::string refusals_text() const;
+  // The timeout's reasons: the hellos refused, and the handshakes refused (the authenticator's
+  // allow-list, and `monitor`'s: a wrong server key, a client without CURVE).
+  std::string refusals_text(const HandshakeMonitor& monitor) const;
+  ::zmq::context_t& context_;
   ::zmq::socket_t socket_;
   const Settings& s_;
   const Authenticator* auth_;
@@ -116,13 +119,16 @@ bool Server::admit(const std::string& who, ProcessInfo p, int world, int most) {
   return false;
 }
 
-std::string Server::refusals_text() const {
+std::string Server::refusals_text(const HandshakeMonitor& monitor) const {
   std::string text;
   if (refused_ > 0) text = fmt::format("; {} refused, the last because {}", refused_, last_refusal_);
   const Authenticator::Refusals handshakes = auth_ != nullptr ? auth_->refusals() : Authenticator::Refusals{};
   if (handshakes.count > 0)
     text += fmt::format("; {} refused at the handshake, the last {}", core::counted(handshakes.count, "connection"),
                         handshakes.last);
+  if (monitor.refused() > 0)
+    text += fmt::format("; {} refused at the handshake (the last: {})", core::counted(monitor.refused(), "connection"),
+                        monitor.last());
   return text;
 }
 
@@ -137,16 +143,18 @@ void stop_if_requested(const std::string& at) {
 }
 
 ProcessTable Server::run(std::optional<ProcessInfo> own) {
+  HandshakeMonitor monitor(context_, socket_);  // detached before the socket is released
   if (own) admit("", *own, s_.world_size, s_.max_processes);
   const auto deadline =
       clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s_.rendezvous_timeout));
   while (static_cast<int>(arrived_.size()) < s_.world_size) {
     FAST_ENFORCE_AS(core::TimeoutError, clock::now() < deadline,
                     "rendezvous at {}: {} of {} processes arrived within {} s ({}){}", endpoint(s_), arrived_.size(),
-                    s_.world_size, s_.rendezvous_timeout, s_.rendezvous_timeout_name, refusals_text());
+                    s_.world_size, s_.rendezvous_timeout, s_.rendezvous_timeout_name, refusals_text(monitor));
     stop_if_requested(endpoint(s_));
-    ::zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    poll_through_signals(&item, 1, std::chrono::milliseconds(100));
+    ::zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, {monitor.events().handle(), 0, ZMQ_POLLIN, 0}};
+    poll_through_signals(items, 2, std::chrono::milliseconds(100));
+    if ((items[1].revents & ZMQ_POLLIN) != 0) monitor.log_refusals();
     std::vector<::zmq::message_t> parts;
     if (!::zmq::recv_multipart(socket_, std::back_inserter(parts), ::zmq::recv_flags::dontwait)) continue;
     int world = 0;
@@ -401,14 +409,14 @@ RendezvousResult rendezvous(::zmq::context_t& context, const Settings& s, Proces
               endpoint(s), s.rendezvous_fallbacks.empty() ? "" : ", or of the first other address that answers");
   if (!server) return as_client(context, s, self);
   if (self.rank < 0) self.rank = 0;
-  Server srv(std::move(*server), s, auth);
+  Server srv(context, std::move(*server), s, auth);
   ProcessTable table = srv.run(self);
   return {.process_rank = 0, .table = std::move(table), .desk = srv.release()};
 }
 
 void serve_rendezvous(::zmq::context_t& context, const Settings& s, const Authenticator* auth) {
   std::optional<::zmq::socket_t> socket = try_serve(context, s, true);
-  Server srv(std::move(*socket), s, auth);
+  Server srv(context, std::move(*socket), s, auth);
   (void)srv.run(std::nullopt);
 }
 

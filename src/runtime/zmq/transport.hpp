@@ -123,6 +123,7 @@
 #include "../engine/pause.hpp"
 #include "../engine/transport.hpp"
 #include "fast/wire/frame.hpp"
+#include "handshake_monitor.hpp"
 #include "handshake_slots.hpp"
 #include "peer_link.hpp"
 #include "process_table.hpp"
@@ -262,9 +263,13 @@ class ZmqTransport final : public engine::Transport {
   // Sends what waits for room in each shared-memory ring (I/O thread).
   void flush_rings();
   // The rendezvous's socket, once per turn of loop(): released when this process left the run
-  // (its newcomers refused), bound when this process should serve it now (take_over_desk). `item`
-  // and `polled`: loop()'s poll item of the desk and how many items it polls, updated to match.
-  void tend_desk(::zmq::pollitem_t& item, int& polled);
+  // (its newcomers refused), bound when this process should serve it now (take_over_desk).
+  // `items`: loop()'s poll items of the desk and of its handshake monitor; `polled`: how many items
+  // loop() polls; both updated to match (watch_desk).
+  void tend_desk(::zmq::pollitem_t* items, int& polled);
+  // Monitors the desk's handshakes (desk_monitor_) while there is a desk, and sets `items` and
+  // `polled` as tend_desk says.
+  void watch_desk(::zmq::pollitem_t* items, int& polled);
   void receive_all();
   void receive_one(std::vector<::zmq::message_t>& parts);
   // A decoded header from `sender` (a frame or a ring record): src among its workers and, for
@@ -567,6 +572,8 @@ class ZmqTransport final : public engine::Transport {
   std::string stream_stop(int process) const;  // a StopCheck's answer for a stream with `process`
 
   std::optional<::zmq::socket_t> desk_;  // the rendezvous socket, for rejoins (process 0, or its successor)
+  // The connections desk_ refused at the handshake, logged (I/O thread; destroyed before desk_).
+  std::optional<HandshakeMonitor> desk_monitor_;
   int losses_seen_ = 0;                  // take_over_desk: lost processes counted at its last try (I/O thread)
   double next_desk_try_ = 0;             // take_over_desk: when it tries again without a new loss (I/O thread)
   // The process that serves the rendezvous, as this one last heard: 0 at the start; the sender of a

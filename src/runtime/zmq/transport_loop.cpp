@@ -25,53 +25,24 @@ namespace {
 constexpr std::size_t kMaxReasonBytes = 4096;  // a bye's error text
 // The loop's poll items, by index; the rejoin desk last, as only the process that serves the
 // rendezvous of a run that tolerates losses has one.
-enum PollItem { kDataItem, kPulseItem, kWakeItem, kMonitorItem, kPulseMonitorItem, kStreamItem, kDeskItem, kPollItems };
+// The desk's items last: polled only while this process serves the rendezvous.
+enum PollItem {
+  kDataItem,
+  kPulseItem,
+  kWakeItem,
+  kMonitorItem,
+  kPulseMonitorItem,
+  kStreamItem,
+  kDeskItem,
+  kDeskMonitorItem,
+  kPollItems
+};
 
-// Why a handshake failed, for the log.
-std::string protocol_error(std::uint32_t code) {
-  if (code == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC) return "CURVE failed: a wrong server key, or a forged message";
-  if (code == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) return "not CURVE (an unauthenticated client)";
-  return fmt::format("not the ZeroMQ protocol (error {:#x})", code);
-}
-
-// Logs what a router's handshake monitor reports: a connection refused before it carried a frame.
-void log_handshake_failure(::zmq::socket_t& monitor) {
-  std::vector<::zmq::message_t> event;
-  if (!::zmq::recv_multipart(monitor, std::back_inserter(event), ::zmq::recv_flags::dontwait) || event.size() != 2 ||
-      event[0].size() < 6)
-    return;
-  std::uint16_t id = 0;
-  std::uint32_t value = 0;
-  std::memcpy(&id, event[0].data(), 2);
-  std::memcpy(&value, static_cast<const char*>(event[0].data()) + 2, 4);
-  // A system error (EPIPE, ECONNRESET) is a client that went away during the handshake: a client
-  // writing garbage, or a peer that ended that early: info. Protocol and authentication failures
-  // are intruders: warn.
-  refused_connections_log().log(
-      id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ? core::LogLevel::info : core::LogLevel::warn,
-      fmt::format(
-          "zmq runtime: refused a connection on {}: {}", event[1].to_string(),
-          id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? fmt::format("authentication failed (ZAP status {})", value)
-          : id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
-              ? protocol_error(value)
-              : fmt::format("the client went away during its handshake ({})", std::strerror(static_cast<int>(value)))));
-}
-
-// A PAIR socket that receives `router`'s failed handshakes.
-::zmq::socket_t handshake_monitor(::zmq::context_t& context, ::zmq::socket_t& router) {
-  const std::string endpoint = fmt::format("inproc://fast-monitor-{}", static_cast<const void*>(&router));
-  zmq_socket_monitor(
-      router.handle(), endpoint.c_str(),
-      ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
-  ::zmq::socket_t monitor(context, ::zmq::socket_type::pair);
-  monitor.connect(endpoint);
-  return monitor;
-}
 }  // namespace
 
 void ZmqTransport::loop() {
-  ::zmq::socket_t monitor = handshake_monitor(context_, router_);
-  ::zmq::socket_t pulse_monitor = handshake_monitor(context_, pulse_);
+  HandshakeMonitor monitor(context_, router_);
+  HandshakeMonitor pulse_monitor(context_, pulse_);
   const double heartbeat = std::min(settings_.peer_timeout / 4, 1.0);
   double next_heartbeat = 0;
   LoopTurn turn(settings_.peer_timeout);  // warns about a turn longer than a quarter of it
@@ -81,11 +52,11 @@ void ZmqTransport::loop() {
   items[kDataItem] = {router_.handle(), 0, ZMQ_POLLIN, 0};
   items[kPulseItem] = {pulse_.handle(), 0, ZMQ_POLLIN, 0};
   items[kWakeItem] = {nullptr, wake_fd_, ZMQ_POLLIN, 0};
-  items[kMonitorItem] = {monitor.handle(), 0, ZMQ_POLLIN, 0};
-  items[kPulseMonitorItem] = {pulse_monitor.handle(), 0, ZMQ_POLLIN, 0};
+  items[kMonitorItem] = {monitor.events().handle(), 0, ZMQ_POLLIN, 0};
+  items[kPulseMonitorItem] = {pulse_monitor.events().handle(), 0, ZMQ_POLLIN, 0};
   items[kStreamItem] = {nullptr, stream_fd_, static_cast<short>(stream_fd_ >= 0 ? ZMQ_POLLIN : 0), 0};
-  items[kDeskItem] = {desk_ ? desk_->handle() : nullptr, 0, ZMQ_POLLIN, 0};
-  int polled = desk_ ? kPollItems : kDeskItem;
+  int polled = kDeskItem;
+  watch_desk(items + kDeskItem, polled);
   const auto ready = [&items](int item) { return (items[item].revents & ZMQ_POLLIN) != 0; };
   while (!stop_) {
     turn.begin(clock());
@@ -104,8 +75,9 @@ void ZmqTransport::loop() {
     turn.step("receiving heartbeats", clock());
     if (ready(kDataItem)) receive_all();
     turn.step("receiving frames", clock());
-    if (ready(kMonitorItem)) log_handshake_failure(monitor);
-    if (ready(kPulseMonitorItem)) log_handshake_failure(pulse_monitor);
+    if (ready(kMonitorItem)) monitor.log_refusals();
+    if (ready(kPulseMonitorItem)) pulse_monitor.log_refusals();
+    if (desk_monitor_ && ready(kDeskMonitorItem)) desk_monitor_->log_refusals();
     turn.step("the handshake monitors", clock());
     if (ready(kStreamItem)) accept_stream();
     // Not while this process asks whether it is still in the run (after a stall its view is stale).
@@ -118,15 +90,14 @@ void ZmqTransport::loop() {
     }
     turn.step("sending heartbeats", clock());
     check_peers();
-    tend_desk(items[kDeskItem], polled);
+    tend_desk(items + kDeskItem, polled);
     turn.step("checking peers", clock());
     if (const std::optional<std::string> warning = turn.report()) core::log(core::LogLevel::warn, "{}", *warning);
   }
   for (const PendingRejoin& p : pending_) answer_newcomer(p.id, {{"refused", "the run is ending"}});
   pending_.clear();
   flush_links();
-  zmq_socket_monitor(router_.handle(), nullptr, 0);
-  zmq_socket_monitor(pulse_.handle(), nullptr, 0);
+  desk_monitor_.reset();
 }
 
 void ZmqTransport::flush_links() {
@@ -143,20 +114,25 @@ void ZmqTransport::flush_rings() {
   }
 }
 
-void ZmqTransport::tend_desk(::zmq::pollitem_t& item, int& polled) {
+void ZmqTransport::watch_desk(::zmq::pollitem_t* items, int& polled) {
+  desk_monitor_.reset();
+  if (desk_) desk_monitor_.emplace(context_, *desk_);
+  items[0] = {desk_ ? desk_->handle() : nullptr, 0, ZMQ_POLLIN, 0};
+  items[1] = {desk_monitor_ ? desk_monitor_->events().handle() : nullptr, 0, ZMQ_POLLIN, 0};
+  polled = desk_ ? kPollItems : kDeskItem;
+}
+
+void ZmqTransport::tend_desk(::zmq::pollitem_t* items, int& polled) {
   if (expelled_.load() && desk_) {  // counted lost: the address is free for a survivor to serve
     for (const PendingRejoin& p : pending_) answer_newcomer(p.id, {{"refused", "this process left the run"}});
     pending_.clear();
+    desk_monitor_.reset();
     desk_->set(::zmq::sockopt::linger, 500);  // the refusals leave before the socket closes
     desk_.reset();
-    item = {nullptr, 0, ZMQ_POLLIN, 0};
-    polled = kDeskItem;
+    watch_desk(items, polled);
   }
   // The rendezvous, lost with its server.
-  if (settings_.tolerate_lost && !desk_ && !expelled_.load() && take_over_desk()) {
-    item = {desk_->handle(), 0, ZMQ_POLLIN, 0};
-    polled = kPollItems;
-  }
+  if (settings_.tolerate_lost && !desk_ && !expelled_.load() && take_over_desk()) watch_desk(items, polled);
 }
 
 Frame ZmqTransport::control_frame(wire::FrameKind kind, const ProcessInfo& peer, const std::string& text) const {
