@@ -251,6 +251,22 @@ def test_a_process_that_fails_hears_the_others_leave(tmp_path):
     assert "no message or heartbeat" not in out, out
 
 
+def test_a_python_error_on_one_mpi_rank_ends_the_job(tmp_path):
+    """Under mpirun with MPI's own collectives, process 1 raises a Python error (not a FAST one) while
+    process 0 waits in MPI_Allreduce with it: process 1 ends without MPI_Finalize, which would wait for
+    process 0 forever (the job hung until killed), so mpirun ends the job and process 0 says why."""
+    require_runtime("mpi")
+    script = tmp_path / "raiser.py"
+    script.write_text(RAISER)
+    (tmp_path / "ompi").mkdir()
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_orte_tmpdir_base=str(tmp_path / "ompi"))
+    code, out = run_bounded(["mpirun", "--oversubscribe", "-np", "2", sys.executable, script], 90, env, check=False)
+    assert code != 0, out
+    assert "RuntimeError: boom" in out, out
+    assert "rank 0: ended by the MPI launcher (SIGTERM): worker 1 (MPI rank 1) failed: RuntimeError: boom" in out, out
+
+
 @pytest.mark.parametrize("kept", ["asynchronous_worker", "window"])
 def test_a_worker_function_that_raises_keeps_no_object_past_its_world(kept, tmp_path):
     """The traceback of a worker function that raised keeps its objects after fast.run ends the world; a

@@ -70,7 +70,10 @@ extern "C" void on_sigterm_graceful(int sig) {
   core::request_stop(sig);
 }
 
+std::atomic<bool> finalize_skipped{false};  // end_without_finalize()
+
 void finalize_at_exit() {
+  if (finalize_skipped.load()) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
@@ -133,6 +136,8 @@ const Session& init() {
 }
 
 void set_last_failure(const std::string& text) { write_notice(own_rank, text); }
+
+void end_without_finalize() { finalize_skipped.store(true); }
 
 #if defined(__SANITIZE_THREAD__)
 extern "C" void __tsan_acquire(void* address);

@@ -28,6 +28,12 @@ struct Session {
 // MPI_COMM_WORLD.
 const Session& init();
 
+// This process ends without MPI_Finalize (its atexit call is skipped): a rank here failed, or
+// ended without every peer's end. MPI_Finalize waits for every rank, and a peer may be inside a
+// collective that this rank will never join: the process would hang at its exit, and the launcher,
+// which ends the job when a rank exits (fail-stop), would wait with it. Thread-safe.
+void end_without_finalize();
+
 // Remembers `text` as what the SIGTERM notice prints (truncated to a fixed size; async-signal-safe
 // to print). Thread-safe.
 void set_last_failure(const std::string& text);

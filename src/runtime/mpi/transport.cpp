@@ -146,7 +146,10 @@ void MpiTransport::send_bye(const std::string& error) {
   }
 }
 
-void MpiTransport::announce_failure(const std::string& reason) { send_bye(reason.empty() ? "failed" : reason); }
+void MpiTransport::announce_failure(const std::string& reason) {
+  end_without_finalize();  // the others may wait in a collective this rank leaves
+  send_bye(reason.empty() ? "failed" : reason);
+}
 
 void MpiTransport::finish(double limit_seconds) {
   send_bye("");
@@ -154,6 +157,7 @@ void MpiTransport::finish(double limit_seconds) {
   const bool done = peers_cv_.wait_for(lock, std::chrono::duration<double>(limit_seconds),
                                        [&] { return byes_ == size_ - 1 && in_flight_.load() == 0; });
   if (done) return;
+  end_without_finalize();  // a silent peer may be inside a collective
   std::string silent;
   for (int r = 0; r < size_; ++r)
     if (r != rank_ && !peers_[static_cast<std::size_t>(r)].said_bye)
