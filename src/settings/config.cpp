@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
+#include <nlohmann/json.hpp>
 
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -113,6 +114,13 @@ const std::vector<ConfigKey>& config_keys() {
     generation = now;
   }
   return lists.back();
+}
+
+std::string shared_settings(const training::TrainOptions& options) {
+  nlohmann::json shared = nlohmann::json::object();
+  for (const ConfigKey& key : config_keys())
+    if (!key.per_process) shared[key.name] = key.get(options);
+  return shared.dump();
 }
 
 std::string flag_name(std::string_view key) {

@@ -47,12 +47,18 @@ struct ConfigKey {
   // names); empty: it takes any.
   bool compare_sets = false;
   std::string compare_refuses;
+  // Whether the processes of one run may give it different values (a file or folder of this
+  // process, its rank, keys, ports, time limits, threads): left out of shared_settings().
+  bool per_process = false;
 };
 
 // The table. Built on first use and again after a strategy registration (earlier tables stay
 // valid); InvalidArgument when a strategy option has the name of a general setting. Thread-safe.
 const std::vector<ConfigKey>& config_keys();
 std::string_view key_type_name(KeyType type);
+// The settings every process of a run must share (runtime::ProcessOptions::shared_settings): a
+// JSON object of each key that is not per_process and its value as text.
+std::string shared_settings(const training::TrainOptions& options);
 // The command-line flag of a key: "--" + key with '_' spelled '-' (data_dir: --data-dir).
 std::string flag_name(std::string_view key);
 

@@ -61,7 +61,7 @@ std::vector<ConfigKey> run_keys() {
           "runtime", KeyType::string, one_of_text(runtime::runtime_names()), runtime_help(),
           [](TrainOptions& o, const std::string& v) { o.runtime = one_of(v, runtime::runtime_names(), "runtime"); },
           [](const TrainOptions& o) { return o.runtime; }),
-      text_key(
+      per_process(text_key(
           "cluster", KeyType::path, "a .toml or .xml file; or empty",
           "sim: the simulated cluster, a .toml description or a SimGrid platform .xml (docs/clusters.md); empty: "
           "one 1 Gflop/s host per worker on a 10 Gb/s switch.",
@@ -69,8 +69,8 @@ std::vector<ConfigKey> run_keys() {
             if (!v.empty()) (void)runtime::load_cluster(v);  // rejects a bad file here, naming it
             o.cluster = v;
           },
-          [](const TrainOptions& o) { return o.cluster.string(); }),
-      FAST_INT_KEY("workers", "Number of workers.", workers, 1),
+          [](const TrainOptions& o) { return o.cluster.string(); })),
+      per_process(FAST_INT_KEY("workers", "Number of workers.", workers, 1)),
       text_key(
           "strategy", KeyType::string, one_of_text(strategy::strategy_names()), strategy_help(),
           [](TrainOptions& o, const std::string& v) {
@@ -92,7 +92,7 @@ std::vector<ConfigKey> model_and_data_keys() {
               "path with '/' or ending in .pt, saved with torch.jit.script(m).save(path)). docs/models.md.",
               fmt::join(training::model_names(), ", ")),
           [](TrainOptions& o, const std::string& v) { o.model = v; }, [](const TrainOptions& o) { return o.model; }),
-      text_key(
+      per_process(text_key(
           "device", KeyType::string, "cpu, cuda or cuda:K",
           "Where each worker computes: cpu; cuda (worker r on GPU r mod the GPUs its process sees); cuda:K (every "
           "worker of the process on GPU K). On a GPU the model, its flat parameter and gradient buffers and the "
@@ -103,7 +103,7 @@ std::vector<ConfigKey> model_and_data_keys() {
             (void)training::parse_device(v, "device");  // its form; whether that GPU is there, before the run
             o.device = v;
           },
-          [](const TrainOptions& o) { return o.device; }),
+          [](const TrainOptions& o) { return o.device; })),
       FAST_NUMBER_KEY("model_flops",
                       "Floating-point operations to train on one sample (forward + backward); 0: "
                       "computed from the model (a TorchScript file: 6 x its parameters). Sets the compute time under "
@@ -120,21 +120,22 @@ std::vector<ConfigKey> model_and_data_keys() {
             o.dataset = v;
           },
           [](const TrainOptions& o) { return o.dataset; }),
-      applies_when(text_key(
-                       "data_dir", KeyType::path, "a folder",
-                       "fashion-mnist: folder of the four IDX files, gzip or not (default: FAST_DATA_DIR).",
-                       [](TrainOptions& o, const std::string& v) { o.data_dir = v; },
-                       [](const TrainOptions& o) {
-                         return o.data_dir.empty() ? std::string("$FAST_DATA_DIR") : o.data_dir.string();
-                       }),
-                   [](const TrainOptions& o) -> std::optional<std::string> {
-                     try {
-                       if (training::reads_data_dir(training::parse_dataset_spec(o.dataset))) return std::nullopt;
-                     } catch (const core::Error&) {
-                       return std::nullopt;  // a bad spec: the settings' validation names its error
-                     }
-                     return fmt::format("dataset = '{}'", o.dataset);
-                   }),
+      per_process(applies_when(text_key(
+                                   "data_dir", KeyType::path, "a folder",
+                                   "fashion-mnist: folder of the four IDX files, gzip or not (default: FAST_DATA_DIR).",
+                                   [](TrainOptions& o, const std::string& v) { o.data_dir = v; },
+                                   [](const TrainOptions& o) {
+                                     return o.data_dir.empty() ? std::string("$FAST_DATA_DIR") : o.data_dir.string();
+                                   }),
+                               [](const TrainOptions& o) -> std::optional<std::string> {
+                                 try {
+                                   if (training::reads_data_dir(training::parse_dataset_spec(o.dataset)))
+                                     return std::nullopt;
+                                 } catch (const core::Error&) {
+                                   return std::nullopt;  // a bad spec: the settings' validation names its error
+                                 }
+                                 return fmt::format("dataset = '{}'", o.dataset);
+                               })),
       FAST_INT_KEY("epochs", "Passes over the training set (used when steps = 0).", epochs, 1),
       FAST_INT_KEY("steps", "Steps per worker; 0 means epochs x steps per epoch.", steps, 0),
       FAST_INT_KEY("batch", "Mini-batch size per worker.", batch, 1),
@@ -221,30 +222,30 @@ std::vector<ConfigKey> schedule_keys() {
 // What the run writes (metrics, summary, model, checkpoints), how it resumes and survives lost workers.
 std::vector<ConfigKey> output_keys() {
   return {
-      set_by_compare(text_key(
+      per_process(set_by_compare(text_key(
           "metrics", KeyType::path, "a file; or empty", "JSONL metrics file (docs/metrics.md); empty: none.",
           [](TrainOptions& o, const std::string& v) { o.metrics = v; },
-          [](const TrainOptions& o) { return o.metrics.string(); })),
-      set_by_compare(text_key(
+          [](const TrainOptions& o) { return o.metrics.string(); }))),
+      per_process(set_by_compare(text_key(
           "summary", KeyType::path, "a file; or empty", "JSON summary file written at the end; empty: none.",
           [](TrainOptions& o, const std::string& v) { o.summary = v; },
-          [](const TrainOptions& o) { return o.summary.string(); })),
+          [](const TrainOptions& o) { return o.summary.string(); }))),
       refused_by_compare(
-          text_key(
+          per_process(text_key(
               "save_model", KeyType::path, "a file; or empty",
               "Write the final representative model's flat float32 parameters to this .npy file (numpy.load reads it; "
               "written by the process of its lowest-ranked worker); empty: none.",
               [](TrainOptions& o, const std::string& v) { o.save_model = v; },
-              [](const TrainOptions& o) { return o.save_model.string(); }),
+              [](const TrainOptions& o) { return o.save_model.string(); })),
           "every run of the comparison would write its model to the same file"),
       refused_by_compare(
-          text_key(
+          per_process(text_key(
               "checkpoint_dir", KeyType::path, "a folder; or empty",
               "Folder of this run's checkpoints (docs/faults.md): one file per worker and a manifest per checkpoint, "
               "written every checkpoint_every steps, at the end and on SIGINT/SIGTERM; shared by every process of the "
               "run. Every strategy, with every codec and dgc. Empty: none.",
               [](TrainOptions& o, const std::string& v) { o.checkpoint_dir = v; },
-              [](const TrainOptions& o) { return o.checkpoint_dir.string(); }),
+              [](const TrainOptions& o) { return o.checkpoint_dir.string(); })),
           "every run of the comparison would write its checkpoints to the same folder"),
       FAST_INT_KEY("checkpoint_every",
                    "A checkpoint every this many steps per worker (asynchronous strategies: each worker every this "
@@ -259,14 +260,14 @@ std::vector<ConfigKey> output_keys() {
             return "no checkpoint_dir";
           }),
       refused_by_compare(
-          text_key(
+          per_process(text_key(
               "resume", KeyType::path, "a folder; or empty",
               "Continue from the newest complete checkpoint in this folder (an earlier run's checkpoint_dir; the same "
               "workers, model, dataset, batch, seed, strategy and optimizer): parameters, optimizer state, step and "
               "data "
               "position. steps and epochs still count from the start of the run. Empty: start anew.",
               [](TrainOptions& o, const std::string& v) { o.resume = v; },
-              [](const TrainOptions& o) { return o.resume.string(); }),
+              [](const TrainOptions& o) { return o.resume.string(); })),
           "every run of the comparison would continue from the same checkpoint"),
       refused_by_compare(
           text_key(
@@ -316,7 +317,7 @@ std::vector<ConfigKey> output_keys() {
 // How often the run logs and evaluates, and when it ends early.
 std::vector<ConfigKey> evaluation_keys() {
   return {
-      FAST_INT_KEY("log_every", "A train metrics record every this many steps, per worker.", log_every, 1),
+      per_process(FAST_INT_KEY("log_every", "A train metrics record every this many steps, per worker.", log_every, 1)),
       FAST_INT_KEY("eval_every",
                    "Evaluate on the test set every this many steps (asynchronous strategies: every this many "
                    "steps of all workers together, divided by the worker count); 0: at each epoch's end.",
@@ -450,16 +451,16 @@ std::vector<ConfigKey> emulation_keys() {
             if (o.slowdown.straggler_probability > 0) return std::nullopt;
             return "straggler_probability = 0";
           }),
-      declared_key(
+      per_process(declared_key(
           // At most 1e9 s (31 years), so that it fits the runtimes' clocks.
           FAST_NUMBER_DECLARATION("op_timeout", "Seconds a blocking operation may wait (default: FAST_OP_TIMEOUT).",
                                   .greater_than(0).at_most(1e9)),
           [](TrainOptions& o, const core::SettingValue& v) { o.op_timeout = number_of(v); },
           [](const TrainOptions& o) {
             return o.op_timeout < 0 ? std::string("$FAST_OP_TIMEOUT") : text(o.op_timeout);
-          }),
+          })),
       applies_when(
-          declared_key(
+          per_process(declared_key(
               integer_declaration<int>("sim_threads",
                                        "--runtime sim: OS threads that compute the simulated workers' gradients while "
                                        "the simulation runs; 0: the cores this process may run on. At most one per "
@@ -468,7 +469,7 @@ std::vector<ConfigKey> emulation_keys() {
                                        0)
                   .at_most(1024),
               [](TrainOptions& o, const core::SettingValue& v) { o.sim_threads = integer_of<int>(v); },
-              [](const TrainOptions& o) { return text(static_cast<long long>(o.sim_threads)); }),
+              [](const TrainOptions& o) { return text(static_cast<long long>(o.sim_threads)); })),
           [](const TrainOptions& o) -> std::optional<std::string> {
             if (o.runtime.empty() || runtime::find_runtime(o.runtime).simulated_clock) return std::nullopt;
             return fmt::format("runtime = {}", o.runtime);

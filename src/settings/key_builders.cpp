@@ -91,6 +91,11 @@ ConfigKey refused_by_compare(ConfigKey key, std::string why) {
   return key;
 }
 
+ConfigKey per_process(ConfigKey key) {
+  key.per_process = true;
+  return key;
+}
+
 void require_accepts(const std::vector<ConfigKey>& keys) {
   for (const ConfigKey& k : keys)
     FAST_ENFORCE_AS(core::InvalidUsage, !k.accepts.empty(), "setting '{}' has no 'accepts' text", k.name);

@@ -58,6 +58,8 @@ ConfigKey applies_when(ConfigKey key, std::function<std::optional<std::string>(c
 // `key` with ConfigKey::compare_sets; `key` with ConfigKey::compare_refuses = `why`.
 ConfigKey set_by_compare(ConfigKey key);
 ConfigKey refused_by_compare(ConfigKey key, std::string why);
+// `key` with ConfigKey::per_process.
+ConfigKey per_process(ConfigKey key);
 
 // An integer setting stored in a field of type T: at least `minimum`, and at most T's largest value
 // (a larger one would wrap: 2^32 + 3 workers are not 3).

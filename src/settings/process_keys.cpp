@@ -26,9 +26,9 @@ const std::vector<std::string> kWindows{"rma", "service"};
 // `key`, a setting of how the processes find and reach each other (runtime::ProcessOptions): it
 // changes nothing under a runtime that does not join them by FAST's rendezvous
 // (RuntimeBackend::joins_by_rendezvous: mpi's launcher connects its ranks; threads and sim run in
-// one process).
+// one process). Each process has its own (per_process): the rendezvous checks those that must agree.
 ConfigKey rendezvous_key(ConfigKey key) {
-  return applies_when(std::move(key), [](const TrainOptions& o) -> std::optional<std::string> {
+  return applies_when(per_process(std::move(key)), [](const TrainOptions& o) -> std::optional<std::string> {
     if (o.runtime.empty() || runtime::find_runtime(o.runtime).joins_by_rendezvous) return std::nullopt;
     return fmt::format("runtime = {}", o.runtime);
   });

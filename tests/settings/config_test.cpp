@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/env_checks.hpp"
 #include "common/error_message.hpp"
@@ -29,6 +30,40 @@ std::filesystem::path write_toml(const std::string& name, const std::string& bod
 }
 
 std::string error_of(const std::function<void()>& fn) { return fast::testing::error_message<core::Error>(fn); }
+
+// The settings the processes of a run must share: every key but those each process has its own
+// (declared per_process: its output files, its rank and keys, its time limits), as text.
+TEST(SharedSettings, HoldEveryKeyButThePerProcessOnesAsText) {
+  training::TrainOptions o;
+  o.batch = 32;
+  o.metrics = "m.rank0.jsonl";
+  const nlohmann::json shared = nlohmann::json::parse(shared_settings(o));
+  EXPECT_EQ(shared.at("batch"), "32");
+  EXPECT_EQ(shared.at("strategy"), "allreduce");
+  for (const ConfigKey& key : config_keys()) EXPECT_EQ(shared.contains(key.name), !key.per_process) << key.name;
+  for (const char* own : {"metrics", "summary", "checkpoint_dir", "rendezvous", "process_rank", "key", "op_timeout"})
+    EXPECT_FALSE(shared.contains(own)) << own;
+  training::TrainOptions other = o;
+  other.metrics = "m.rank1.jsonl";  // a per-process setting changes nothing
+  EXPECT_EQ(shared_settings(other), shared_settings(o));
+  other.worker.optimizer.lr = 0.1;
+  EXPECT_NE(shared_settings(other), shared_settings(o));
+}
+
+// settings_difference names the first setting, by name, whose values differ, with both values and
+// whose they are; "" when they agree or either side has none (a process that checks nothing).
+TEST(SharedSettings, TheFirstDifferenceIsNamedWithBothValues) {
+  const std::string a = R"({"batch": "64", "lr": "0.05", "steps": "300"})";
+  const std::string b = R"({"batch": "64", "lr": "0.1", "steps": "320"})";
+  EXPECT_EQ(runtime::settings_difference(a, "rank 1", a, "rank 0"), "");
+  EXPECT_EQ(runtime::settings_difference(a, "rank 1", "", "rank 0"), "");
+  EXPECT_EQ(runtime::settings_difference("", "rank 1", b, "rank 0"), "");
+  EXPECT_EQ(runtime::settings_difference(b, "rank 1", a, "rank 0"), "lr = 0.1 in rank 1, 0.05 in rank 0");
+  EXPECT_EQ(runtime::settings_difference(R"({"batch": "64"})", "that process", a, "the run"),
+            "lr = (none) in that process, 0.05 in the run");
+  EXPECT_EQ(runtime::settings_difference("[1]", "that process", a, "the run"),
+            "the settings of that process cannot be read");
+}
 
 TEST(Config, FileThenFlagsOverride) {
   training::TrainOptions o;

@@ -124,6 +124,34 @@ TEST_P(ZmqElasticGrowth, AProcessStartedDuringTheRunTakesAVacantRankAndTheRunEnd
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// A process started with other settings than the run's (another batch: it would call its collectives
+// at other steps) is refused at its hello, with exit code 2 naming the setting, and the run goes on
+// without it (it was admitted, and a member or the whole run failed).
+TEST(ZmqElasticGrowthRefusal, AProcessOfOtherSettingsIsRefusedAndTheRunGoesOn) {
+  const fs::path dir = fast::testing::test_dir("fast_elastic_growth", "other_settings");
+  const int scale = fast::testing::kRunTimeScale;
+  GrowingRun run;
+  start_growing_run(dir, "allreduce", "", run);
+  if (HasFatalFailure()) return;
+  const Launched& l = run.launch;
+  Launched joiner = fast::testing::spawn_in_group(dir, run.joiner + " " + run.train + " --batch 16", "joiner.log");
+  const int joiner_status = fast::testing::wait_or_kill_group(joiner, 60 * scale);
+  ::kill(l.pid, SIGTERM);
+  const int launch_status = fast::testing::wait_or_kill_group(l, 240 * scale);
+  const std::string log = slurp(l.log) + "\n--- the process refused:\n" + slurp(joiner.log);
+  ASSERT_NE(joiner_status, -1) << "the process of other settings was not refused; output:\n" << log;
+  EXPECT_TRUE(WIFEXITED(joiner_status) && WEXITSTATUS(joiner_status) == 2) << log;
+  EXPECT_NE(slurp(joiner.log)
+                .find("the run refused this process: it was started with other settings than the run: "
+                      "batch = 16 in that process, 32 in the run"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("joined at step"), std::string::npos) << log;
+  ASSERT_NE(launch_status, -1) << "fast launch did not end; output:\n" << log;
+  EXPECT_TRUE(WIFEXITED(launch_status) && WEXITSTATUS(launch_status) == 128 + SIGTERM) << log;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 // ps places its servers again for the grown group; dpsgd builds its ring and weights for 3; local-sgd
 // admits at a period's boundary.
 INSTANTIATE_TEST_SUITE_P(Strategies, ZmqElasticGrowth,

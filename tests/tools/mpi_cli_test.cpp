@@ -22,7 +22,9 @@
 #include <random>
 #include <regex>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "common/poll.hpp"
 #include "common/run_fast.hpp"
@@ -196,6 +198,31 @@ TEST_P(MpiFault, AKilledRankEndsTheJobWithAnErrorOnEveryRank) {
 // Three kill moments (seeds): the first in every `make test`, the others labelled long.
 INSTANTIATE_TEST_SUITE_P(Seeds, MpiFault, ::testing::Range(1, 2));
 INSTANTIATE_TEST_SUITE_P(LongSeeds, MpiFault, ::testing::Range(2, 4));
+
+// Ranks started with other settings (an MPMD mpirun: --steps, --batch on rank 1) would call other
+// collectives than rank 0, which MPI's own turn into a crash or a hang: every rank ends with exit
+// code 2 before any worker starts, rank 1 naming the setting and both values.
+TEST(MpiOptions, RanksOfOtherSettingsAreRefusedBeforeAnyWorkerStarts) {
+  const fs::path dir = fast::testing::test_dir("fast_mpi_cli", "settings");
+  for (const auto& [flag, expected] :
+       {std::pair<std::string, std::string>{"--steps 320", "steps = 320 in rank 1, 300 in rank 0"},
+        std::pair<std::string, std::string>{"--batch 32", "batch = 32 in rank 1, 64 in rank 0"}}) {
+    const std::string rank = kFast + " train --runtime mpi" + kTrain + "--progress never --steps 300";
+    const Started s = start(dir, "mpirun --oversubscribe -np 1 " + rank + " : -np 1 " + rank + " " + flag);
+    const int status = wait_or_kill_group(s, 120);
+    const std::string log = slurp(s.log);
+    ASSERT_NE(status, -1) << flag << ": mpirun did not end\n" << log;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == exit_code::bad_input) << flag << "\n" << log;
+    EXPECT_NE(log.find("mpi runtime: rank 1 was started with other settings than rank 0: " + expected +
+                       " (every rank of a run takes the same settings)"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("mpi runtime: rank(s) 1 were started with other settings than rank 0"), std::string::npos)
+        << log;
+    EXPECT_EQ(log.find("step 1/"), std::string::npos) << log;
+  }
+  if (!HasFailure()) fs::remove_all(dir);
+}
 
 // Bad input fails before MPI starts anything: an unknown collectives choice, and native
 // collectives on a runtime that has none.

@@ -78,6 +78,9 @@ TEST(RendezvousRefusal, AProcessThatDoesNotFitIsToldWhyAtOnce) {
       << slurp(server.log) << slurp(waiting.log);
   for (const Refusal& c : {Refusal{"--world-size 3", "has world size 3, expected 2"},
                            Refusal{"--world-size 2 --workers-per-process 2", "has workers-per-process 2, expected 1"},
+                           Refusal{"--world-size 2 --lr 0.1",
+                                   "was started with other settings than the run: lr = 0.1 in that process, 0.05 in "
+                                   "the run (every process of a run takes the same settings)"},
                            Refusal{"--world-size 2 --process-rank 1", "two processes claim rank 1"}}) {
     const auto start = std::chrono::steady_clock::now();
     const auto r = fast::testing::run_command("timeout -k 5 90 " + train + " " + c.args + " 2>&1");

@@ -304,6 +304,7 @@ training::TrainOptions resolve_options(const TrainCommand& command, bool announc
   options.runtime = world.runtime;
   options.process = world.process;
   if (options.workers == 0) options.workers = defaults.workers;
+  options.process.shared_settings = settings::shared_settings(options);  // checked between the processes
   if (!announce) return options;
   std::fprintf(stderr, "fast train: %s\n", world.describe().c_str());
   for (const std::string& warning : world.warnings) std::fprintf(stderr, "fast train: warning: %s\n", warning.c_str());

@@ -48,7 +48,19 @@ struct ProcessOptions {
                                            // containers); empty: FAST_ADVERTISE, else `host`
   std::string ports;                       // "LO-HI": every listening port inside it; empty: FAST_PORTS,
                                            // else any
+  // The settings every process of the run must share, a JSON object of names and values (`fast
+  // train`'s: settings::shared_settings); empty: none checked. zmq compares each process's with
+  // the rendezvous server's, at the rendezvous and when a process joins a run under way; mpi every
+  // rank's with rank 0's, before any worker starts. A process whose settings differ is refused with
+  // InvalidArgument naming the first setting that differs and both values (settings_difference).
+  std::string shared_settings;
 };
+
+// "" when the shared settings `mine` and `theirs` (ProcessOptions::shared_settings) agree, or
+// either is empty; else the first setting, by name, whose values differ: "batch = 32 in <mine_name>,
+// 64 in <theirs_name>" (a setting one lacks: "(none)").
+std::string settings_difference(const std::string& mine, const std::string& mine_name, const std::string& theirs,
+                                const std::string& theirs_name);
 
 struct LaunchOptions {
   std::string runtime = "threads";  // one of runtime_names()

@@ -3,8 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "../engine/local_world.hpp"
 #include "../engine/transport_run.hpp"
@@ -30,6 +34,36 @@ struct Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 };
+
+// InvalidArgument on every rank, before any worker starts, unless every rank's shared settings
+// (ProcessOptions::shared_settings) are rank 0's: a rank of other settings (steps, batch, model)
+// would call other collectives than the others, which MPI's own turn into a hang or memory
+// corruption. Collectives of sizes that do not depend on the settings: rank 0's text's length,
+// the text, one flag per rank.
+void check_shared_settings(MPI_Comm comm, const Session& session, const std::string& mine) {
+  std::uint64_t length = mine.size();
+  check(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, comm), "MPI_Bcast");
+  std::string rank0(length, '\0');
+  if (session.rank == 0) rank0 = mine;
+  check(MPI_Bcast(rank0.data(), static_cast<int>(length), MPI_CHAR, 0, comm), "MPI_Bcast");
+  const std::string differs = settings_difference(mine, fmt::format("rank {}", session.rank), rank0, "rank 0");
+  int own = differs.empty() ? 0 : 1;
+  std::vector<int> flags(static_cast<std::size_t>(session.size));
+  check(MPI_Allgather(&own, 1, MPI_INT, flags.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  std::vector<int> others;
+  for (int r = 0; r < session.size; ++r)
+    if (flags[static_cast<std::size_t>(r)] != 0) others.push_back(r);
+  if (others.empty()) return;
+  if (own != 0)
+    FAST_THROW(core::InvalidArgument,
+               "mpi runtime: rank {} was started with other settings than rank 0: {} (every rank of a run takes the "
+               "same settings)",
+               session.rank, differs);
+  FAST_THROW(core::InvalidArgument,
+             "mpi runtime: rank(s) {} were started with other settings than rank 0 (each names the setting); every "
+             "rank of a run takes the same settings",
+             fmt::join(others, ", "));
+}
 
 // A short bound for the end of a rank whose worker failed: the others may be inside a native
 // collective that cannot be interrupted, and mpirun ends them once this rank exits.
@@ -57,6 +91,7 @@ double run_mpi(const LaunchOptions& options, const WorkerFn& fn) {
             session.rank, session.size, static_cast<long>(getpid()), host, options.collectives,
             options.windows == "rma" ? "MPI RMA" : "FAST's service");
 
+  check_shared_settings(group.comm, session, options.process.shared_settings);
   if (options.placed) {  // the ranks that share this node's memory, hence its cores
     MPI_Comm node = MPI_COMM_NULL;
     check(MPI_Comm_split_type(group.comm, MPI_COMM_TYPE_SHARED, session.rank, MPI_INFO_NULL, &node),

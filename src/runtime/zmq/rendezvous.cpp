@@ -62,10 +62,10 @@ class Server {
 
  private:
   // "" when a process of these settings (world: its world size, most: the processes its run may
-  // grow to) fits the run, else why not.
-  std::string refusal(const ProcessInfo& p, int world, int most) const;
+  // grow to, settings: its shared settings) fits the run, else why not.
+  std::string refusal(const ProcessInfo& p, int world, int most, const std::string& settings) const;
   // Counts the process in, or refuses it (answering it why; InvalidArgument for this process's own).
-  bool admit(const std::string& who, ProcessInfo p, int world, int most);
+  bool admit(const std::string& who, ProcessInfo p, int world, int most, const std::string& settings = "");
   // The timeout's reasons: the hellos refused, and the handshakes refused (the authenticator's
   // allow-list, and `monitor`'s: a wrong server key, a client without CURVE).
   std::string refusals_text(const HandshakeMonitor& monitor) const;
@@ -75,11 +75,19 @@ class Server {
   const Authenticator* auth_;
   int refused_ = 0;
   std::string last_refusal_;
+  std::string first_settings_;                                // the shared settings of the first process admitted
   std::vector<std::pair<std::string, ProcessInfo>> arrived_;  // routing id ("" for own), info
 };
 
-std::string Server::refusal(const ProcessInfo& p, int world, int most) const {
+std::string Server::refusal(const ProcessInfo& p, int world, int most, const std::string& settings) const {
   if (p.vacant) return "its hello describes no process (vacant)";
+  // The server's own settings; a standalone server (`fast rendezvous`) has none: the first process's.
+  const std::string& run = s_.shared_settings.empty() ? first_settings_ : s_.shared_settings;
+  if (const std::string differs = settings_difference(settings, "that process", run, "the run"); !differs.empty())
+    return fmt::format(
+        "the process on {} pid {} was started with other settings than the run: {} (every process of a run takes "
+        "the same settings)",
+        p.hostname, p.pid, differs);
   if (world != s_.world_size)
     return fmt::format("the process on {} pid {} has world size {}, expected {} (the rendezvous's --world-size)",
                        p.hostname, p.pid, world, s_.world_size);
@@ -99,9 +107,10 @@ std::string Server::refusal(const ProcessInfo& p, int world, int most) const {
   return "";
 }
 
-bool Server::admit(const std::string& who, ProcessInfo p, int world, int most) {
-  const std::string why = refusal(p, world, most);
+bool Server::admit(const std::string& who, ProcessInfo p, int world, int most, const std::string& settings) {
+  const std::string why = refusal(p, world, most, settings);
   if (why.empty()) {
+    if (first_settings_.empty()) first_settings_ = settings;
     core::log(core::LogLevel::debug, "rendezvous: the process on {} pid {} arrived ({} of {})", p.hostname, p.pid,
               arrived_.size() + 1, s_.world_size);
     arrived_.emplace_back(who, std::move(p));
@@ -159,6 +168,7 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
     if (!::zmq::recv_multipart(socket_, std::back_inserter(parts), ::zmq::recv_flags::dontwait)) continue;
     int world = 0;
     int most = 0;
+    std::string settings;
     ProcessInfo info;
     try {
       const json hello = read_hello(parts, 1);
@@ -171,11 +181,12 @@ ProcessTable Server::run(std::optional<ProcessInfo> own) {
       world = json_int<int>(hello, "world_size", 1, kMaxProcesses, "hello");
       most = hello.contains("max_processes") ? json_int<int>(hello, "max_processes", 1, kMaxProcesses, "hello") : world;
       info = process_from_json(hello.at("process"));
+      if (hello.contains("settings")) settings = hello.at("settings").get<std::string>();
     } catch (const std::exception& e) {
       core::log(core::LogLevel::warn, "rendezvous: ignored a malformed hello: {}", e.what());
       continue;
     }
-    (void)admit(parts[0].to_string(), std::move(info), world, most);
+    (void)admit(parts[0].to_string(), std::move(info), world, most, settings);
   }
   // Ranks: given ones stay, the others in arrival order.
   std::vector<bool> taken(static_cast<std::size_t>(s_.world_size));
@@ -334,6 +345,7 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
   ::zmq::socket_t socket = client_socket(context, s, address);
   json hello{{"world_size", s.world_size}, {"process", to_json(self)}};
   if (s.max_processes != s.world_size) hello["max_processes"] = s.max_processes;
+  if (!s.shared_settings.empty()) hello["settings"] = s.shared_settings;
   ::zmq::send_multipart(socket, hello_parts(hello));
   ::zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
   for (;;) {  // in slices, so that a stop request ends the wait

@@ -102,6 +102,7 @@ namespace {
 Settings read_settings(const LaunchOptions& options, bool checking) {
   const ProcessOptions& p = options.process;
   Settings s;
+  s.shared_settings = p.shared_settings;
   parse_rendezvous(p.rendezvous.empty() ? core::env_string(zmq_environment(), "FAST_RENDEZVOUS") : p.rendezvous, s);
   s.world_size =
       p.world_size > 0 ? p.world_size : static_cast<int>(core::env_int(zmq_environment(), "FAST_WORLD_SIZE"));

@@ -36,6 +36,7 @@ struct Settings {
   int process_rank = -1;  // -1: assigned by the rendezvous
   int workers_per_process = 1;
   bool insecure = false;
+  std::string shared_settings;            // ProcessOptions::shared_settings: sent in the hello, checked by the server
   std::string public_key, secret_key;     // Z85; empty when insecure
   std::vector<std::string> allowed_keys;  // Z85; the first is the rendezvous server's
   double peer_timeout = 5;                // seconds

@@ -137,6 +137,13 @@ ProcessInfo ZmqTransport::checked_rejoin_hello(const json& hello, const ::zmq::m
                "expected {}, got {}",
                processes, most);
   FAST_ENFORCE(!info.vacant, "its hello describes no process (vacant)");
+  const std::string settings = hello.contains("settings") ? hello.at("settings").get<std::string>() : std::string();
+  if (const std::string differs = settings_difference(settings, "that process", settings_.shared_settings, "the run");
+      !differs.empty())
+    FAST_THROW(core::InvalidArgument,
+               "it was started with other settings than the run: {} (a process that joins takes the run's "
+               "settings)",
+               differs);
   FAST_ENFORCE(info.workers == workers_per_process_, "workers per process: expected {}, got {}", workers_per_process_,
                info.workers);
   if (!settings_.insecure) {
