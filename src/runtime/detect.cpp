@@ -122,6 +122,12 @@ WorldChoice choose_world(const WorldRequest& request, const Environment& env) {
     FAST_ENFORCE(!request.workers_binding, "{}. Drop --workers and start more processes", ignored);
     choice.warnings.push_back(ignored + " (a config file's value)");
   }
+  // A world of processes that only a launcher makes (mpi: mpirun, srun), and none started this one.
+  if (backend.multi_process && !backend.joins_by_rendezvous && !choice.launcher)
+    choice.warnings.push_back(fmt::format(
+        "no launcher started this process, and the {} runtime takes its world from one (mpirun, srun): it runs "
+        "alone, a world of 1 worker; start it with mpirun -np N or srun -n N for more",
+        choice.runtime));
   if (choice.launcher && choice.launcher->runtime == choice.runtime) {
     complete_process(choice.process, *choice.launcher);
     check_keys(choice.process, *choice.launcher, env);

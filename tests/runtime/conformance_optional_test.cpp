@@ -101,7 +101,8 @@ TEST_P(Conformance, ARankInsideANativeCollectiveStillServesItsPeers) {
 
 // Native collectives (mpi) with FAST_CHECK_COLLECTIVES=1 whose calls differ between the ranks
 // (MPI_Allreduce alone would end one rank with MPI_ERR_TRUNCATE and return a wrong sum on the
-// others): every rank gets the same InvalidArgument naming the lengths, dtypes, roots or
+// others; a broadcast or all-gather of the same bytes under another dtype would pass,
+// reinterpreted): every rank gets the same InvalidArgument naming the lengths, dtypes, roots or
 // collectives, and the next agreeing collective still runs. The variable is set here, so that
 // mpirun's ranks inherit it.
 TEST_P(Conformance, NativeCollectivesWhoseCallsDifferFailOnEveryRank) {
@@ -145,6 +146,26 @@ TEST_P(Conformance, NativeCollectivesWhoseCallsDifferFailOnEveryRank) {
         },
         {"dtypes from f32 to i32"});
     refused([&] { native->broadcast(native->reserve(), mview(as_f32), ctx.rank() == 0 ? 0 : 1); }, {"roots from 0 to 1"});
+    // The same bytes under another dtype: broadcast and all-gather too (they passed, reinterpreted).
+    refused(
+        [&] {
+          if (ctx.rank() == 0)
+            native->broadcast(native->reserve(), mview(as_f32), 0);
+          else
+            native->broadcast(native->reserve(), core::MutableView(std::span<std::int32_t>(as_i32)), 0);
+        },
+        {"dtypes from f32 to i32"});
+    std::vector<float> gathered_f32(4 * static_cast<std::size_t>(ctx.size()));
+    std::vector<std::int32_t> gathered_i32(gathered_f32.size());
+    refused(
+        [&] {
+          if (ctx.rank() == 0)
+            native->allgather(native->reserve(), core::ConstView(std::span<const float>(as_f32)), mview(gathered_f32));
+          else
+            native->allgather(native->reserve(), core::ConstView(std::span<const std::int32_t>(as_i32)),
+                              core::MutableView(std::span<std::int32_t>(gathered_i32)));
+        },
+        {"dtypes from f32 to i32"});
     refused(
         [&] {
           if (ctx.rank() == 0)

@@ -238,6 +238,15 @@ TEST(DetectLauncher, ContradictionsAreRefusedNamingBothSides) {
     EXPECT_NE(still.find("world of its own"), std::string::npos) << still;
     EXPECT_NE(still.find("mpirun (OpenMPI)"), std::string::npos) << still;
     EXPECT_EQ(still.find("--rendezvous"), std::string::npos) << still;
+    // Without any launcher it runs alone (an MPI singleton), and says so.
+    WorldRequest alone;
+    alone.runtime = "mpi";
+    const auto single = choose_world(alone, from(Vars{}));
+    ASSERT_EQ(single.warnings.size(), 1u);
+    EXPECT_NE(single.warnings[0].find("the mpi runtime takes its world from one (mpirun, srun): it runs alone, a "
+                                      "world of 1 worker"),
+              std::string::npos)
+        << single.warnings[0];
   }
 }
 

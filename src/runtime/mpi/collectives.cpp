@@ -32,8 +32,8 @@ constexpr std::size_t kMaxCount = std::size_t{1} << 30;
 struct Signature {
   const char* what;        // the collective's name
   int kind = 0;            // which collective: 0 allreduce, 1 broadcast, 2 allgather, 3 barrier
-  std::int64_t count = 0;  // elements of `dtype` (allreduce), else bytes
-  int dtype = -1;          // core::DType; -1 where bytes are counted
+  std::int64_t count = 0;  // elements of `dtype`, else bytes
+  int dtype = -1;          // core::DType; -1 where bytes are counted (barrier)
   int root = 0;            // broadcast only
 };
 
@@ -117,7 +117,8 @@ void MpiCollectives::allreduce_sum(std::uint64_t ticket, core::MutableView data)
 
 void MpiCollectives::broadcast(std::uint64_t ticket, core::MutableView data, int root) {
   in_turn(ticket, [&] {
-    if (check_calls_) agree(comm_, {"broadcast", 1, static_cast<std::int64_t>(data.bytes()), -1, root});
+    if (check_calls_)
+      agree(comm_, {"broadcast", 1, static_cast<std::int64_t>(data.numel()), static_cast<int>(data.dtype()), root});
     auto* bytes = static_cast<std::byte*>(data.data());
     for (std::size_t at = 0; at < data.bytes(); at += kMaxCount) {
       const std::size_t n = std::min(kMaxCount, data.bytes() - at);
@@ -128,7 +129,7 @@ void MpiCollectives::broadcast(std::uint64_t ticket, core::MutableView data, int
 
 void MpiCollectives::allgather(std::uint64_t ticket, core::ConstView in, core::MutableView out) {
   in_turn(ticket, [&] {
-    if (check_calls_) agree(comm_, {"allgather", 2, static_cast<std::int64_t>(in.bytes())});
+    if (check_calls_) agree(comm_, {"allgather", 2, static_cast<std::int64_t>(in.numel()), static_cast<int>(in.dtype())});
     if (in.bytes() > INT_MAX)
       FAST_THROW(core::InvalidArgument, "allgather: {} bytes per worker exceed MPI's count limit ({} bytes)",
                  in.bytes(), INT_MAX);

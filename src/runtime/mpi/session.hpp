@@ -28,10 +28,11 @@ struct Session {
 // MPI_COMM_WORLD.
 const Session& init();
 
-// This process ends without MPI_Finalize (its atexit call is skipped): a rank here failed, or
-// ended without every peer's end. MPI_Finalize waits for every rank, and a peer may be inside a
-// collective that this rank will never join: the process would hang at its exit, and the launcher,
-// which ends the job when a rank exits (fail-stop), would wait with it. Thread-safe.
+// This process ends without MPI_Finalize (its atexit call is skipped): a rank here ended without
+// every peer's end (MpiTransport::finish timed out: a rank that failed, while a peer waits in a
+// collective). MPI_Finalize waits for every rank, and that peer is inside a collective this rank
+// will never join: the process would hang at its exit, and the launcher, which ends the job when a
+// rank exits without finalizing (fail-stop), would wait with it. Thread-safe.
 void end_without_finalize();
 
 // Remembers `text` as what the SIGTERM notice prints (truncated to a fixed size; async-signal-safe

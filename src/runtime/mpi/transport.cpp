@@ -146,10 +146,7 @@ void MpiTransport::send_bye(const std::string& error) {
   }
 }
 
-void MpiTransport::announce_failure(const std::string& reason) {
-  end_without_finalize();  // the others may wait in a collective this rank leaves
-  send_bye(reason.empty() ? "failed" : reason);
-}
+void MpiTransport::announce_failure(const std::string& reason) { send_bye(reason.empty() ? "failed" : reason); }
 
 void MpiTransport::finish(double limit_seconds) {
   send_bye("");
