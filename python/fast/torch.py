@@ -235,7 +235,15 @@ def _check_user_optimizer(optimizer, scheduler, flat, settings):
             f"optimizer; with a torch.optim optimizer, set {'it' if len(given) == 1 else 'them'} on that optimizer "
             "(and its scheduler) instead")
     ours = {id(p) for p, _, _ in flat._views}
-    outside = [i for i, g in enumerate(optimizer.param_groups) for p in g["params"] if id(p) not in ours]
+    frozen = {id(p) for p in flat.model.parameters() if not p.requires_grad}
+    stepped = [(i, p) for i, g in enumerate(optimizer.param_groups) for p in g["params"] if id(p) not in ours]
+    if stepped and all(id(p) in frozen for _, p in stepped):
+        raise fast.InvalidArgument(
+            f"fast.torch.Worker: the optimizer holds {len(stepped)} frozen parameter(s) of the model "
+            "(requires_grad=False), which FAST neither averages nor keeps equal across the workers: build the "
+            "optimizer on the trainable ones ([p for p in model.parameters() if p.requires_grad]); to train them "
+            "later, make a new fast.torch.Worker once they are unfrozen")
+    outside = [i for i, p in stepped]
     if outside:
         raise fast.InvalidArgument(
             f"fast.torch.Worker: the optimizer steps {len(outside)} tensor(s) that are not trainable parameters of the "

@@ -52,7 +52,15 @@ py::object torch_numpy(const py::handle& tensor, const char* what) {
   FAST_ENFORCE(tensor.attr("is_contiguous")().cast<bool>(),
                "{}: expected a contiguous tensor, got one with shape {} and strides {} (use .contiguous())", what,
                py::str(tensor.attr("shape")).cast<std::string>(), py::str(tensor.attr("stride")()).cast<std::string>());
-  return tensor.attr("detach")().attr("numpy")();
+  try {
+    return tensor.attr("detach")().attr("numpy")();
+  } catch (const py::error_already_set& e) {  // a dtype numpy has not (bfloat16, complex32, quantised)
+    if (!e.matches(PyExc_TypeError)) throw;
+    FAST_THROW(InvalidArgument,
+               "{}: expected float32, float64, float16, int32, int64 or uint8 elements, got a {} tensor (convert it, "
+               "e.g. with .float())",
+               what, py::str(tensor.attr("dtype")).cast<std::string>());
+  }
 }
 
 }  // namespace

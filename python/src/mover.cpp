@@ -3,6 +3,7 @@
 // (one-sided put, get, accumulate). Every call that may wait releases the GIL.
 #include "mover.hpp"
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,8 +69,8 @@ struct PyWindow {
   }
 };
 
-PyWork make_work(core::Work work, std::vector<py::object> keep) {
-  return PyWork{std::make_shared<core::Work>(std::move(work)), std::move(keep)};
+PyWork make_work(core::Work work, std::vector<py::object> keep, const ContextRef& ctx) {
+  return PyWork(std::move(work), std::move(keep), ctx);
 }
 
 // One one-sided operation on `array` (checked as `what`; writable when the window writes into it):
@@ -83,7 +84,7 @@ PyWork window_op(const PyWindow& w, const py::object& array, const char* what, b
     py::gil_scoped_release release;
     work = op(window, a);
   }
-  return make_work(std::move(work), {a.owner});
+  return make_work(std::move(work), {a.owner}, w.comm->ctx);
 }
 
 void bind_context(py::module_& m) {
@@ -105,10 +106,14 @@ point-to-point messages (the tensor mover). From fast.init() or the argument of 
           "sleep",
           [](const ContextHandle& c, double s) {
             runtime::Context& ctx = c.get();
+            FAST_ENFORCE(std::isfinite(s) && s <= 1e9,
+                         "Context.sleep: seconds: expected a number of seconds up to 1e9 (31 years), got {}", s);
             py::gil_scoped_release release;
             ctx.sleep(s);
           },
-          py::arg("seconds"), "Waits this many seconds on the runtime's clock (simulated under sim).")
+          py::arg("seconds"),
+          "Waits this many seconds on the runtime's clock (simulated under sim); 0 or less returns at once, more "
+          "than 1e9, inf or nan is fast.InvalidArgument.")
       .def(
           "alive",
           [](const ContextHandle& c, int peer) {
@@ -121,8 +126,8 @@ point-to-point messages (the tensor mover). From fast.init() or the argument of 
           "Payload bytes this worker sent to all peers so far.")
       .def(
           "send",
-          [](const ContextHandle& c, int peer, std::int64_t tag, const py::object& data) {
-            runtime::Context& ctx = c.get();
+          [](const ContextRef& c, int peer, std::int64_t tag, const py::object& data) {
+            runtime::Context& ctx = c->get();
             runtime::check_peer(ctx, peer, "send");
             Array a = as_array(data, "send: data", false);
             core::Work w;
@@ -130,14 +135,14 @@ point-to-point messages (the tensor mover). From fast.init() or the argument of 
               py::gil_scoped_release release;
               w = ctx.send(peer, user_tag(tag), a.const_view());
             }
-            return make_work(std::move(w), {a.owner});
+            return make_work(std::move(w), {a.owner}, c);
           },
           py::arg("peer"), py::arg("tag"), py::arg("data"),
           "Sends data to peer under tag (an int in [0, 2**56)). data must stay unchanged until the Work completes.")
       .def(
           "recv",
-          [](const ContextHandle& c, int peer, std::int64_t tag, const py::object& out, const std::string& combine) {
-            runtime::Context& ctx = c.get();
+          [](const ContextRef& c, int peer, std::int64_t tag, const py::object& out, const std::string& combine) {
+            runtime::Context& ctx = c->get();
             runtime::check_peer(ctx, peer, "recv");
             Array a = as_array(out, "recv: out", true);
             core::Work w;
@@ -145,7 +150,7 @@ point-to-point messages (the tensor mover). From fast.init() or the argument of 
               py::gil_scoped_release release;
               w = ctx.recv(peer, user_tag(tag), a.mutable_view(), parse_combine(combine));
             }
-            return make_work(std::move(w), {a.owner});
+            return make_work(std::move(w), {a.owner}, c);
           },
           py::arg("peer"), py::arg("tag"), py::arg("out"), py::arg("combine") = "copy",
           "Receives peer's message under tag into out (same dtype and length); combine='sum' adds it into out.")
@@ -171,13 +176,14 @@ void bind_work(py::module_& m) {
       .def(
           "wait",
           [](const PyWork& w, std::optional<double> timeout) {
+            core::Work& work = w.get();
             bool done = true;
             {
               py::gil_scoped_release release;
               if (timeout)
-                done = w.work->wait(*timeout);
+                done = work.wait(*timeout);
               else
-                w.work->wait();
+                work.wait();
             }
             return done;
           },
@@ -185,7 +191,7 @@ void bind_work(py::module_& m) {
           "Waits until it completes (timeout: at most that many seconds; returns False if still running). Raises "
           "the operation's error.")
       .def(
-          "is_completed", [](const PyWork& w) { return w.work->is_completed(); },
+          "is_completed", [](const PyWork& w) { return w.get().is_completed(); },
           "Whether it completed (successfully or not), without waiting.");
 }
 
@@ -303,13 +309,26 @@ window is open; the window holds it.)")
 
 }  // namespace
 
+PyWork::PyWork(core::Work w, std::vector<py::object> k, ContextRef c)
+    : keep(std::move(k)),
+      slot(std::make_shared<std::unique_ptr<core::Work>>(std::make_unique<core::Work>(std::move(w)))),
+      ctx(std::move(c)) {
+  closer = ctx->on_close([slot = slot] { reset_without_gil(*slot); });
+}
+
 PyWork::~PyWork() {
+  if (!slot) return;  // moved from
+  ctx->forget(closer);
   // Dropping an operation may wait for a transfer under way (Context contract): without the GIL, so
   // the worker thread that completes it can run Python meanwhile; the arrays go after it.
-  if (work && PyGILState_Check() == 1) {
-    py::gil_scoped_release release;
-    work.reset();
-  }
+  reset_without_gil(*slot);
+}
+
+core::Work& PyWork::get() const {
+  FAST_ENFORCE_AS(core::InvalidUsage, slot && *slot,
+                  "fast.Work: its world has ended (the operation was dropped with it); a Work is used within the "
+                  "world that made it");
+  return **slot;
 }
 
 void bind_mover(py::module_& m) {

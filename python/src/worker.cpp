@@ -84,12 +84,23 @@ core::Layout make_layout(const py::object& layout, std::size_t n) {
   core::Layout blocks;
   std::size_t offset = 0;
   for (const py::handle item : layout) {
-    const auto pair = item.cast<py::tuple>();
-    FAST_ENFORCE(pair.size() == 2, "fast.Worker: layout entries must be (name, shape) pairs, got {}",
-                 py::repr(item).cast<std::string>());
+    const std::string text = py::repr(item).cast<std::string>();
+    FAST_ENFORCE(py::isinstance<py::tuple>(item) || py::isinstance<py::list>(item),
+                 "fast.Worker: layout: expected (name, shape) pairs, got {}", text);
+    const auto pair = py::reinterpret_borrow<py::sequence>(item);
+    FAST_ENFORCE(pair.size() == 2, "fast.Worker: layout: expected (name, shape) pairs, got {}", text);
     core::TensorBlock b;
     b.name = py::str(pair[0]).cast<std::string>();
-    b.shape = pair[1].cast<std::vector<std::size_t>>();
+    try {
+      for (const py::handle d : pair[1]) {
+        const long long extent = d.cast<long long>();
+        FAST_ENFORCE(extent >= 0, "negative extent {}", extent);
+        b.shape.push_back(static_cast<std::size_t>(extent));
+      }
+    } catch (const std::exception&) {  // not a sequence of integers (pybind11's cast_error, a negative one)
+      FAST_THROW(InvalidArgument, "fast.Worker: layout: the shape of '{}' must be a sequence of integers >= 0, got {}",
+                 b.name, py::repr(pair[1]).cast<std::string>());
+    }
     b.numel = 1;
     for (std::size_t d : b.shape) b.numel *= d;
     b.rows = b.shape.empty() ? 1 : b.shape.front();
@@ -268,6 +279,8 @@ std::string PyWorker::save_checkpoint(const std::string& folder, std::int64_t ke
                                       const py::object& write) {
   strategy::Worker& w = get();
   FAST_ENFORCE(!folder.empty(), "Worker.save_checkpoint: folder is empty; expected a folder path");
+  FAST_ENFORCE(keep >= 1, "Worker.save_checkpoint: keep: expected the number of newest checkpoints kept, >= 1, got {}",
+               keep);
   training::CheckpointStore store(folder, keep, identity(extra));
   const training::CheckpointStore::WriteOwnPart write_own_part = folder_part(write, "writing into");
   const std::filesystem::path key = std::filesystem::absolute(folder).lexically_normal();
@@ -281,6 +294,10 @@ std::string PyWorker::save_checkpoint(const std::string& folder, std::int64_t ke
 std::int64_t PyWorker::restore_checkpoint(const std::string& folder, const py::dict& extra, const py::object& read) {
   strategy::Worker& w = get();
   const nlohmann::json id = identity(extra);
+  FAST_ENFORCE_AS(core::InvalidUsage, w.steps() == 0,
+                  "Worker.restore_checkpoint: before the first step (it restores the steps a run took), but this "
+                  "worker took {} steps; restore into a new Worker",
+                  w.steps());
   training::CheckpointStore::expect_checkpoints(folder);  // as fast train --resume, before the collective part
   const training::CheckpointStore::ReadOwnPart read_own_part = folder_part(read, "reading");
   py::gil_scoped_release release;
@@ -298,8 +315,8 @@ void bind_worker(py::module_& m) {
       .def_readonly("applied", &strategy::StepReport::applied, "False when the update was skipped (non-finite).")
       .def_readonly("comm_seconds", &strategy::StepReport::comm_seconds, "Communication and waiting time of the step.")
       .def("__repr__", [](const strategy::StepReport& r) {
-        return fmt::format("StepReport(step={}, lr={}, applied={}, comm_seconds={})", r.step, r.lr, r.applied,
-                           r.comm_seconds);
+        return fmt::format("StepReport(step={}, lr={}, applied={}, comm_seconds={})", r.step, r.lr,
+                           r.applied ? "True" : "False", r.comm_seconds);
       });
   py::class_<PyWorker>(m, "Worker", R"(The coordination of one worker: after the framework wrote the gradient
 into `grads`, step() exchanges, aggregates and updates `params` in place, per the strategy.

@@ -135,6 +135,25 @@ def test_other_bad_buffers():
     fast.run(lambda ctx: fast.Worker(ctx, both[:8], both[8:], steps=1).finish(), workers=1)  # adjacent: separate
 
 
+def test_a_tensor_numpy_cannot_hold_and_a_bad_layout_are_bad_input_naming_the_argument():
+    """A bfloat16 tensor (torch's TypeError from .numpy() before), and a layout shape that is not a
+    sequence of integers >= 0 (pybind11's bare RuntimeError before): fast.InvalidArgument naming it."""
+    with pytest.raises(fast.InvalidArgument, match=r"params: expected float32, .*got a torch.bfloat16 tensor"):
+        one_worker(lambda ctx: fast.Worker(ctx, torch.zeros(8, dtype=torch.bfloat16), torch.zeros(8), steps=1))
+    for shape in ((-2,), "ab", (1.5,)):
+        with pytest.raises(fast.InvalidArgument, match=r"layout: the shape of 'a' must be a sequence of integers >= 0"):
+            one_worker(lambda ctx: fast.Worker(ctx, *buffers(), layout=[("a", shape)], steps=1))
+    with pytest.raises(fast.InvalidArgument, match=r"layout: expected \(name, shape\) pairs, got 3"):
+        one_worker(lambda ctx: fast.Worker(ctx, *buffers(), layout=[3], steps=1))
+
+
+@pytest.mark.parametrize("seconds", [float("nan"), float("inf"), 1e300])
+def test_a_sleep_of_no_finite_length_is_refused(seconds):
+    """Context.sleep(nan), (inf) and (1e300) slept forever, deaf to op_timeout."""
+    with pytest.raises(fast.InvalidArgument, match=r"Context.sleep: seconds: expected a number of seconds up to 1e9"):
+        one_worker(lambda ctx: ctx.sleep(seconds))
+
+
 def test_step_after_finish():
     def body(ctx):
         w = fast.Worker(ctx, *buffers(), steps=1)
@@ -267,11 +286,12 @@ def test_a_python_error_on_one_mpi_rank_ends_the_job(tmp_path):
     assert "rank 0: ended by the MPI launcher (SIGTERM): worker 1 (MPI rank 1) failed: RuntimeError: boom" in out, out
 
 
-@pytest.mark.parametrize("kept", ["asynchronous_worker", "window"])
+@pytest.mark.parametrize("kept", ["asynchronous_worker", "window", "posted_receive"])
 def test_a_worker_function_that_raises_keeps_no_object_past_its_world(kept, tmp_path):
     """The traceback of a worker function that raised keeps its objects after fast.run ends the world; a
     Worker's or Window's service must end with the world, not run on against a Context that is gone (the
-    interpreter died of a segmentation fault). Run in a child interpreter: a crash would end pytest."""
+    interpreter died of a segmentation fault), and a posted receive's Work with it (waiting on it, or
+    dropping it, hung on the freed world's mailbox). Run in a child interpreter: a crash would end pytest."""
     script = tmp_path / "raises.py"
     script.write_text(textwrap.dedent(f"""
         import gc
@@ -285,6 +305,9 @@ def test_a_worker_function_that_raises_keeps_no_object_past_its_world(kept, tmp_
             if "{kept}" == "window":
                 window = fast.Window(fast.Communicator(ctx), "w", a)
                 KEPT.append(lambda: window.put(0, a))
+            elif "{kept}" == "posted_receive":  # a receive that no send matches
+                work = ctx.recv(1 - ctx.rank, 5, b)
+                KEPT.append(lambda: work.wait(1))
             else:
                 KEPT.append(fast.Worker(ctx, a, b, strategy="adpsgd", steps=2).finish)
             raise ValueError("raised by worker " + str(ctx.rank))
@@ -304,7 +327,8 @@ def test_a_worker_function_that_raises_keeps_no_object_past_its_world(kept, tmp_
     code, out = run_bounded([sys.executable, script], timeout=60, env=dict(os.environ), check=False)
     assert code == 0, out
     assert "caught: raised by worker" in out and "done" in out
-    assert "after: this fast.Context's world has ended" in out
+    assert ("after: fast.Work: its world has ended" if kept == "posted_receive"
+            else "after: this fast.Context's world has ended") in out, out
 
 
 def test_a_later_sim_world_refuses_a_cluster_with_stragglers_instead_of_hanging(tmp_path):

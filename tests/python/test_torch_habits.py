@@ -267,6 +267,15 @@ def test_user_optimizer_is_refused_where_fast_must_step():
 
     assert "1 tensor(s) that are not trainable parameters" in first_error(outside)
 
+    def frozen(ctx):  # fine-tuning: the first layer frozen, the optimizer built on model.parameters()
+        model = mlp()
+        next(model.parameters()).requires_grad_(False)
+        fast.torch.Worker(model, ctx, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+
+    message = first_error(frozen)
+    assert "holds 1 frozen parameter(s) of the model (requires_grad=False)" in message, message
+    assert "[p for p in model.parameters() if p.requires_grad]" in message, message
+
 
 def test_collective_buffers_are_refused_for_asynchronous_strategies():
     def body(ctx):
@@ -391,6 +400,29 @@ def test_a_torch_file_that_cannot_be_written_fails_the_save_on_every_worker(tmp_
     assert "No space left on device" in errors[1], errors
     assert "another worker could not write its file" in errors[0], errors
     assert not (ck / "step-000000000001" / "manifest.json").exists()
+
+
+def test_a_save_keeping_no_checkpoint_and_a_resume_after_steps_are_refused(tmp_path):
+    """keep=0 is refused before any file is written (it left torch-<rank>.pt files in a step folder,
+    then named fast train's checkpoint_keep); resume() after steps is refused rather than taking the
+    run back to the checkpoint's step."""
+    with pytest.raises(fast.InvalidArgument, match=r"Worker.save_checkpoint: keep: expected .* >= 1, got 0"):
+        fast.run(lambda ctx: train_resnet(ctx, small_resnet(), 1, save_to=tmp_path / "k0", keep=0), workers=WORKERS)
+    assert not (tmp_path / "k0").exists() or not any((tmp_path / "k0").rglob("*.pt"))
+    fast.run(lambda ctx: train_resnet(ctx, small_resnet(), 2, save_to=tmp_path / "ck"), workers=WORKERS)
+
+    def late(ctx):
+        model = small_resnet()
+        worker = fast.torch.Worker(model, ctx, strategy="allreduce", steps=8)
+        for step in range(3):
+            x, y = image_batch(ctx.rank, step)
+            worker.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            worker.step()
+        worker.resume(tmp_path / "ck")
+
+    with pytest.raises(fast.InvalidUsage, match=r"before the first step .* but this worker took 3 steps"):
+        fast.run(late, workers=WORKERS)
 
 
 def test_save_into_a_file_is_an_io_error_naming_the_folder(tmp_path):
