@@ -250,8 +250,8 @@ void WorkerLoop::report_regrouping(const strategy::Regrouping& g, const core::Pe
     core::log(core::LogLevel::warn, "{}; {} left, below min_workers {}: the run ends at step {} of {} ({})", who,
               core::counted(left, "worker"), plan_.min_workers, g.steps, plan_.total_steps, lost.what());
   else
-    core::log(core::LogLevel::warn, "{}; {} go on from step {} with worker {}'s state ({})", who,
-              core::counted(left, "worker"), g.steps, g.source, lost.what());
+    core::log(core::LogLevel::warn, "{}; {} {} on from step {} with worker {}'s state ({})", who,
+              core::counted(left, "worker"), left == 1 ? "goes" : "go", g.steps, g.source, lost.what());
 }
 
 void WorkerLoop::admit_joiners(std::int64_t done) {

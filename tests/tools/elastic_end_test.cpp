@@ -200,7 +200,8 @@ TEST_P(ZmqEnd, AProcessLostAfterTheFinalEvaluationLeavesTheOthersTheirSummary) {
 
 // Process 0, the summary's writer, kills itself once the end's closing barrier is passed, before
 // its process writes its outputs (fault_inject exit-after-ending): the others leave at once, and the
-// summary file is there, written before that barrier, with every worker live.
+// summary file is there, written before that barrier, with every worker live; so is the model file
+// of --save-model (it was written after the barrier, and lost).
 TEST_P(ZmqEnd, TheSummarysWriterLostAfterTheClosingBarrierHasWrittenIt) {
   const bool asynchronous = GetParam() == "adpsgd";
   const fs::path dir = fast::testing::test_dir("fast_elastic_end", "zmq_after_" + GetParam());
@@ -209,7 +210,7 @@ TEST_P(ZmqEnd, TheSummarysWriterLostAfterTheClosingBarrierHasWrittenIt) {
       dir,
       kFast + " launch -n 4 --grace 200 --timeout 300 -- " + kFast + " train --runtime zmq" +
           (asynchronous ? "" : " --elastic") + " --peer-timeout " + std::to_string(2 * scale) +
-          " --summary s.json --fault-inject exit-after-ending@0 --strategy " + GetParam() +
+          " --summary s.json --save-model final.npy --fault-inject exit-after-ending@0 --strategy " + GetParam() +
           " --model mlp --seed 11 --batch 64 --steps 40 --eval-every 0",
       "launch.log");
   const fast::testing::RemovesSocketFiles killed{fast::testing::launched_pid(l.log, 0, fast::testing::kStartBound)};
@@ -219,6 +220,7 @@ TEST_P(ZmqEnd, TheSummarysWriterLostAfterTheClosingBarrierHasWrittenIt) {
   EXPECT_NE(log.find("fault_inject: worker 0 kills itself after the end's closing barrier"), std::string::npos) << log;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL) << log;  // launch: the first failure's
   ASSERT_TRUE(fs::exists(dir / "s.json")) << log;
+  EXPECT_TRUE(fs::exists(dir / "final.npy")) << log;
   const json s = json::parse(slurp(dir / "s.json"));
   EXPECT_EQ(s["live_workers"], 4) << s.dump();
   EXPECT_EQ(s.value("lost_workers", json::array()), json::array()) << s.dump();

@@ -411,12 +411,22 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
                           .below_min_workers = loop.below_min_workers(),
                           .dataset_bytes = dataset_bytes});
   };
-  // Processes that can be lost one by one: the leading process writes the summary file before the
-  // end's barrier, so that its loss after that barrier (which lets the others leave) loses no file.
+  // Processes that can be lost one by one: the leading process writes the summary file, and the
+  // first member the model file, before the end's barrier, so that a loss after that barrier (which
+  // lets the others leave) loses no file. A model file that cannot be written is written again, and
+  // its error raised, after the end (publish throws nothing but PeerLost).
   std::function<void(const RunEnd&)> publish;
+  bool model_written = false;
   if (!one_process(o))
     publish = [&](const RunEnd& e) {
       if (e.totals) outputs.publish_summary(o.summary, summary_of(e));
+      if (o.save_model.empty() || !e.first_member) return;
+      try {
+        write_npy(o.save_model, torch_side.representative());
+        model_written = true;
+      } catch (const core::IoError&) {
+        model_written = false;
+      }
     };
   const RunEnd end = end_run(
       loop, {.asynchronous = asynchronous,
@@ -424,7 +434,7 @@ void run_worker(runtime::Context& ctx, const RunInputs& in, ProcessOutputs& outp
              .totals = [&](bool first_member) { return own_totals(loop, torch_side, claims, train_end, first_member); },
              .readers = [&] { return summary_builders(worker.communicator(), place); },
              .publish = publish});
-  if (!o.save_model.empty() && end.first_member) write_npy(o.save_model, torch_side.representative());
+  if (!o.save_model.empty() && end.first_member && !model_written) write_npy(o.save_model, torch_side.representative());
   if (end.totals && !end.published) outputs.offer_summary(summary_of(end));
 }
 
@@ -486,20 +496,8 @@ nlohmann::json run_training(const TrainOptions& options, const ProgressFn& progr
     const training::SyntheticSpec sizes = training::synthetic_spec(spec);
     check_data_sizes(sizes.n_train, sizes.n_test, options, source);
   }
-  // Intra-op threads: this process's cores divided among its workers, under sim as under threads.
-  // Under sim at most min(sim_threads, workers) gradients run at once (one per compute thread), so
-  // cores / workers each never oversubscribes the cores, and the count, hence every floating-point
-  // result, is the same for any sim_threads. More per gradient would not pay either: each OS thread
-  // has its own OpenMP team, whose idle threads spin after every parallel region (with 2 threads
-  // per actor, hundreds of simulated workers spent most of the CPU spinning in libgomp;
-  // docs/simulation.md, "Scale").
-  // Processes started by hand: sized for this process alone until the runtime has counted the
-  // workers on this machine (processes that each take every core spin their OpenMP teams against
-  // each other: docs/benchmarks.md, (e), "Processes started by hand").
-  const std::optional<int> on_host = workers_on_host(options);
-  configure_torch_threads(on_host.value_or(options.process.workers_per_process), !on_host.has_value());
   // A synthetic dataset is made on this process's share of the cores (its workers do not run yet);
-  // processes started by hand each take every core, as for their threads above.
+  // processes started by hand each take every core, as their threads do below.
   const int data_threads = std::max(1, available_cores() / processes_on_host(options).value_or(1));
   core::log(core::LogLevel::debug, "dataset: made on {} thread(s)", data_threads);
   const DataSplits data = load_datasets(spec, options.data_dir, data_threads);
@@ -512,6 +510,18 @@ nlohmann::json run_training(const TrainOptions& options, const ProgressFn& progr
     check_model_to_load(options.model, input, model);
     return initial_parameters(model, options.seed);
   }();
+  // Intra-op threads: this process's cores divided among its workers, under sim as under threads.
+  // Under sim at most min(sim_threads, workers) gradients run at once (one per compute thread), so
+  // cores / workers each never oversubscribes the cores, and the count, hence every floating-point
+  // result, is the same for any sim_threads. More per gradient would not pay either: each OS thread
+  // has its own OpenMP team, whose idle threads spin after every parallel region (with 2 threads
+  // per actor, hundreds of simulated workers spent most of the CPU spinning in libgomp;
+  // docs/simulation.md, "Scale").
+  // Processes started by hand: sized for this process alone until the runtime has counted the
+  // workers on this machine (processes that each take every core spin their OpenMP teams against
+  // each other: docs/benchmarks.md, (e), "Processes started by hand").
+  const std::optional<int> on_host = workers_on_host(options);
+  configure_torch_threads(on_host.value_or(options.process.workers_per_process), !on_host.has_value());
 
   const RunInputs inputs{
       .options = options,
