@@ -130,7 +130,7 @@ def _install_exit_hooks():
         if hasattr(_sys, "ps1"):  # the interactive prompt: it goes on after an error
             previous(kind, value, traceback)
             return
-        _failure = f"{kind.__name__}: {value}"
+        _failure = f"{kind.__name__}: {value}" if str(value) else kind.__name__  # KeyboardInterrupt has no text
         status = next((_fast._exit_status[k] for k in kind.__mro__ if k in _fast._exit_status), None)
         if status is not None:
             _exit_status = (*status, str(value))

@@ -194,22 +194,30 @@ std::string keyed(const fs::path& dir, const std::string& key, const std::string
          " 2>&1";
 }
 
-// A process whose key the server's allow-list lacks is refused at the CURVE handshake, before any
-// hello: the server's rendezvous timeout names those refusals with the key refused.
-TEST(RendezvousAddresses, TheServersTimeoutNamesTheKeysRefusedAtTheHandshake) {
-  const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "handshake");
-  const std::string a = keygen(dir, "a"), c = keygen(dir, "c");
-  std::ofstream(dir / "server_allow.txt") << a << "\n";  // c is not admitted
-  std::ofstream(dir / "client_allow.txt") << a << "\n" << c << "\n";
-  const int port = free_port();
-  ASSERT_GT(port, 0);
+// Process 0 of small_zmq_train (key pair dir/a.key, allow-list `server_allow`) and process 1 (dir/c.key,
+// `client_allow`) at `port`, each waiting 3 s at the rendezvous, which times out on process 0 (exit
+// code 4, checked): returns process 0's output. Process 1's is in dir/client.log.
+std::string refused_pair(const fs::path& dir, const std::string& server_allow, const std::string& client_allow,
+                         int port) {
+  std::ofstream(dir / "server_allow.txt") << server_allow;
+  std::ofstream(dir / "client_allow.txt") << client_allow;
   const std::string train = small_zmq_train(port, 3);
   const std::string server = train + " --process-rank 0" + keyed(dir, "a.key", "server_allow.txt", "server.log");
   const std::string client = train + " --process-rank 1" + keyed(dir, "c.key", "client_allow.txt", "client.log");
   const auto r = fast::testing::run_command("timeout -k 5 60 sh -c '" + server + " & server=$!; " + client +
                                             "; wait $server; echo server=$?'");
   EXPECT_NE(r.output.find("server=4"), std::string::npos) << r.output;  // its rendezvous timed out
-  const std::string log = slurp(dir / "server.log");
+  return slurp(dir / "server.log");
+}
+
+// A process whose key the server's allow-list lacks is refused at the CURVE handshake, before any
+// hello: the server's rendezvous timeout names those refusals with the key refused.
+TEST(RendezvousAddresses, TheServersTimeoutNamesTheKeysRefusedAtTheHandshake) {
+  const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "handshake");
+  const std::string a = keygen(dir, "a"), c = keygen(dir, "c");
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const std::string log = refused_pair(dir, a + "\n", a + "\n" + c + "\n", port);  // c is not admitted
   EXPECT_NE(log.find("1 of 2 processes arrived within 3 s (--rendezvous-timeout or FAST_RENDEZVOUS_TIMEOUT)"),
             std::string::npos)
       << log;
@@ -261,17 +269,10 @@ TEST(RendezvousAddresses, AnInsecureProcessIsToldThatTheServerAuthenticates) {
 TEST(RendezvousAddresses, AClientExpectingAnotherServerKeyIsLoggedByTheServer) {
   const fs::path dir = fast::testing::test_dir("fast_rendezvous_cli", "server_key");
   const std::string a = keygen(dir, "a"), c = keygen(dir, "c");
-  std::ofstream(dir / "server_allow.txt") << a << "\n" << c << "\n";
-  std::ofstream(dir / "client_allow.txt") << c << "\n";  // c's own key where the server's should be
   const int port = free_port();
   ASSERT_GT(port, 0);
-  const std::string train = small_zmq_train(port, 3);
-  const std::string server = train + " --process-rank 0" + keyed(dir, "a.key", "server_allow.txt", "server.log");
-  const std::string client = train + " --process-rank 1" + keyed(dir, "c.key", "client_allow.txt", "client.log");
-  const auto r = fast::testing::run_command("timeout -k 5 60 sh -c '" + server + " & server=$!; " + client +
-                                            "; wait $server; echo server=$?'");
-  EXPECT_NE(r.output.find("server=4"), std::string::npos) << r.output;  // its rendezvous timed out
-  const std::string log = slurp(dir / "server.log");
+  // c's own key where the server's should be
+  const std::string log = refused_pair(dir, a + "\n" + c + "\n", c + "\n", port);
   EXPECT_NE(log.find("refused a connection on tcp://127.0.0.1:" + std::to_string(port) +
                      ": CURVE failed: a wrong server key, or a forged message"),
             std::string::npos)
