@@ -17,6 +17,7 @@
 #include "fast/core/memory_usage.hpp"
 #include "fast/core/sum_of_squares.hpp"
 #include "fast/metrics/jsonl_writer.hpp"
+#include "interrupt.hpp"
 #include "process_outputs.hpp"
 #include "run_totals.hpp"
 #include "summary.hpp"
@@ -207,10 +208,7 @@ PyMetrics::PyMetrics(PyWorker& worker, const MetricsOptions& m) {
                                 .classes = m.classes};
   auto outputs = process_outputs(o.metrics.string(), progress_callback(m.progress));
   training::ProcessPlace place;
-  {
-    py::gil_scoped_release release;
-    place = training::place_process(ctx, worker.get().communicator(), process_token());
-  }
+  interruptible([&] { place = training::place_process(ctx, worker.get().communicator(), process_token()); });
   outputs->open(o.metrics, place.first_rank, place.whole_world, place.hosts_rank0,
                 training::start_record(o, plan, ctx.size(), worker.params().size()));
   state_ = std::make_unique<State>(worker, std::move(o), plan, std::move(outputs), std::move(place));
@@ -245,16 +243,13 @@ py::object PyMetrics::evaluate(const py::function& score) {
   s.model.set_score(score);
   const bool asynchronous = s.worker.get().strategy().asynchronous();
   const std::int64_t steps = s.worker.get().steps();
-  metrics::EvalRecord r;
-  {
-    py::gil_scoped_release release;
-    if (asynchronous) {
-      s.loop.evaluate_snapshot(static_cast<double>(steps));
-      return py::none();  // written by this worker; the value is its own estimate
-    }
-    r = s.loop.evaluate_collective(steps, false);
-  }
-  return to_python(metrics::to_json(r));
+  const std::optional<metrics::EvalRecord> r = interruptible([&]() -> std::optional<metrics::EvalRecord> {
+    if (!asynchronous) return s.loop.evaluate_collective(steps, false);
+    s.loop.evaluate_snapshot(static_cast<double>(steps));
+    return std::nullopt;  // written by this worker; the value is its own estimate
+  });
+  if (!r) return py::none();
+  return to_python(metrics::to_json(*r));
 }
 
 py::object PyMetrics::finish(const py::function& score) {
@@ -264,8 +259,7 @@ py::object PyMetrics::finish(const py::function& score) {
   s.model.set_score(score);
   strategy::Worker& w = s.worker.get();
   nlohmann::json summary;
-  {
-    py::gil_scoped_release release;
+  interruptible([&] {
     const double train_end = s.loop.elapsed();
     s.loop.flush_train_record();
     w.finish();
@@ -294,7 +288,7 @@ py::object PyMetrics::finish(const py::function& score) {
       s.outputs->write_end(summary["wall_seconds"].get<double>(), summary);
       if (!s.options.summary.empty() && s.place.hosts_rank0) metrics::write_json_file(s.options.summary, summary);
     }
-  }
+  });
   s.worker.mark_finished();
   s.finished = true;
   return to_python(summary);

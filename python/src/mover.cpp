@@ -16,6 +16,7 @@
 #include "fast/core/buffer.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/tag.hpp"
+#include "interrupt.hpp"
 
 namespace fast::python {
 
@@ -108,8 +109,7 @@ point-to-point messages (the tensor mover). From fast.init() or the argument of 
             runtime::Context& ctx = c.get();
             FAST_ENFORCE(std::isfinite(s) && s <= 1e9,
                          "Context.sleep: seconds: expected a number of seconds up to 1e9 (31 years), got {}", s);
-            py::gil_scoped_release release;
-            ctx.sleep(s);
+            interruptible([&] { ctx.sleep(s); });
           },
           py::arg("seconds"),
           "Waits this many seconds on the runtime's clock (simulated under sim); 0 or less returns at once, more "
@@ -160,10 +160,7 @@ point-to-point messages (the tensor mover). From fast.init() or the argument of 
             runtime::Context& ctx = c.get();
             core::Buffer buffer;
             int source = -1;
-            {
-              py::gil_scoped_release release;
-              ctx.recv_any(user_tag(tag), buffer, source).wait();
-            }
+            interruptible([&] { ctx.recv_any(user_tag(tag), buffer, source).wait(); });
             py::array out = new_array(buffer.dtype(), {static_cast<py::ssize_t>(buffer.numel())});
             std::memcpy(out.mutable_data(), buffer.data(), buffer.bytes());
             return py::make_tuple(source, out);
@@ -177,15 +174,11 @@ void bind_work(py::module_& m) {
           "wait",
           [](const PyWork& w, std::optional<double> timeout) {
             core::Work& work = w.get();
-            bool done = true;
-            {
-              py::gil_scoped_release release;
-              if (timeout)
-                done = work.wait(*timeout);
-              else
-                work.wait();
-            }
-            return done;
+            return interruptible([&] {
+              if (timeout) return work.wait(*timeout);
+              work.wait();
+              return true;
+            });
           },
           py::arg("timeout") = py::none(),
           "Waits until it completes (timeout: at most that many seconds; returns False if still running). Raises "
@@ -214,8 +207,7 @@ dtype and length.)")
             collective::Communicator& comm = c.get();
             Array a = as_array(data, "allreduce: data", true);
             const collective::AllreduceOptions options{.op = parse_op(op)};
-            py::gil_scoped_release release;
-            comm.allreduce(a.mutable_view(), options);
+            interruptible([&] { comm.allreduce(a.mutable_view(), options); });
           },
           py::arg("data"), py::arg("op") = "sum", "In place: data = the sum (op='mean': the mean) over the workers.")
       .def(
@@ -224,8 +216,7 @@ dtype and length.)")
             collective::Communicator& comm = c.get();
             runtime::check_peer(comm.context(), root, "broadcast: root");
             Array a = as_array(data, "broadcast: data", true);
-            py::gil_scoped_release release;
-            comm.broadcast(a.mutable_view(), root);
+            interruptible([&] { comm.broadcast(a.mutable_view(), root); });
           },
           py::arg("data"), py::arg("root") = 0, "In place: data = root's data.")
       .def(
@@ -237,17 +228,13 @@ dtype and length.)")
             shape.insert(shape.end(), a.shape.begin(), a.shape.end());
             py::array out = new_array(a.dtype, shape);
             core::MutableView view(out.mutable_data(), a.numel * static_cast<std::size_t>(comm.size()), a.dtype);
-            {
-              py::gil_scoped_release release;
-              comm.allgather(a.const_view(), view);
-            }
+            interruptible([&] { comm.allgather(a.const_view(), view); });
             return out;
           },
           py::arg("data"), "Returns an array of shape (size, *data.shape): row r is worker r's data.")
       .def("barrier", [](const PyCommunicator& c) {
         collective::Communicator& comm = c.get();
-        py::gil_scoped_release release;
-        comm.barrier();
+        interruptible([&] { comm.barrier(); });
       });
 }
 
@@ -261,11 +248,10 @@ window is open; the window holds it.)")
              w->comm = comm;
              w->local = as_array(local, "Window: local", true);
              collective::Communicator& c = comm->get();
-             {
-               py::gil_scoped_release release;
+             interruptible([&] {
                w->window = std::make_unique<collective::Window>(c, name, w->local.mutable_view(),
                                                                 collective::WindowOptions{.codec = codec});
-             }
+             });
              // A window kept after its world ended (by the traceback of a worker function that
              // raised) would serve requests on a Context that no longer exists.
              w->closer = comm->ctx->on_close([raw = w.get()] { reset_without_gil(raw->window); });
@@ -299,10 +285,7 @@ window is open; the window holds it.)")
       .def("close", [](PyWindow& w) {
         if (w.window == nullptr) return;
         collective::Window& window = w.get();
-        {
-          py::gil_scoped_release release;
-          window.close();
-        }
+        interruptible([&] { window.close(); });
         w.window.reset();
       });
 }

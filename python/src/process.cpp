@@ -19,6 +19,7 @@
 #include "fast/runtime/detect.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/registry.hpp"
+#include "interrupt.hpp"
 
 namespace fast::python {
 
@@ -195,8 +196,7 @@ ContextRef init(std::optional<std::string> runtime, double op_timeout, const std
   options.collectives = collectives;
   options.windows = windows;
   options.placed = [](int workers) { g_workers_on_machine = workers; };
-  py::gil_scoped_release release;
-  return ProcessWorld::instance().start(options);
+  return interruptible([&] { return ProcessWorld::instance().start(options); });
 }
 
 // fast.workers_on_host(): the larger of the runtime's count and the launcher's processes on this
@@ -245,13 +245,13 @@ py::list run(const py::function& fn, int workers, const std::string& runtime, co
     }
   };
   std::exception_ptr launch_error;
-  {
-    py::gil_scoped_release release;
-    try {
-      runtime::launch(options, worker);
-    } catch (...) {
-      launch_error = std::current_exception();
-    }
+  try {
+    interruptible([&] { runtime::launch(options, worker); });
+  } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_KeyboardInterrupt)) throw;  // Ctrl-C ended the world: before the workers' errors
+    launch_error = std::current_exception();
+  } catch (...) {
+    launch_error = std::current_exception();
   }
   if (first_error) throw std::move(*first_error);
   if (launch_error) std::rethrow_exception(launch_error);
@@ -328,11 +328,7 @@ operation may wait (> 0; -1: FAST_OP_TIMEOUT, else the default). collectives: 'f
 windows: where Windows run, 'rma' (MPI RMA under mpi), 'service' or '' (FAST_WINDOWS, else the runtime's default).
 The world lasts until fast.shutdown() or the interpreter's exit.)");
   m.def(
-      "shutdown",
-      [](const std::string& failure) {
-        py::gil_scoped_release release;
-        ProcessWorld::instance().stop(failure);
-      },
+      "shutdown", [](const std::string& failure) { interruptible([&] { ProcessWorld::instance().stop(failure); }); },
       py::arg("failure") = "",
       R"(Leaves the world of fast.init() (collective under zmq and mpi: every process calls it). With a
 failure message the other processes are told that this one failed. Does nothing without a world.)");

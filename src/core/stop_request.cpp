@@ -58,4 +58,6 @@ void request_stop(int signal) noexcept {
   pending.compare_exchange_strong(none, signal);
 }
 
+void clear_stop_request() noexcept { pending.store(0); }
+
 }  // namespace fast::core

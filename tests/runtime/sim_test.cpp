@@ -4,15 +4,19 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/views.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/runtime/channel.hpp"
+#include "fast/runtime/launcher.hpp"
 #include "fast/runtime/sim/world.hpp"
 
 namespace fast::runtime {
@@ -187,6 +191,42 @@ TEST(SimRuntime, AFailingWorkerReleasesTheOthersWithRemoteError) {
                    }),
                core::InvalidArgument);
   EXPECT_TRUE(remote);
+}
+
+// interrupt_launches (a user's Ctrl-C in the Python binding), from another thread: the next
+// runtime call of a worker ends the simulation; every worker's wait throws RemoteError naming it.
+TEST(SimRuntime, InterruptLaunchesEndsTheSimulationAtTheWorkersNextCall) {
+  constexpr const char* kWhy = "interrupted by the test";
+  std::atomic<bool> running{false}, ended{false};
+  std::thread interrupter([&] {
+    while (!running.load() && !ended.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    interrupt_launches(kWhy);
+  });
+  std::vector<std::string> errors(2);
+  try {
+    run(2, star(2), [&](Context& ctx) {
+      try {
+        if (ctx.rank() == 1) {  // busy in simulated sleeps for 20 s of real time, unless interrupted
+          running = true;
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+          while (std::chrono::steady_clock::now() < until) ctx.sleep(1e-3);
+          return;
+        }
+        std::vector<float> v(1);
+        ctx.recv(1, make_tag(TagKind::user, 6, 0), mview(v)).wait();  // never sent
+      } catch (const core::RemoteError& e) {
+        errors[static_cast<std::size_t>(ctx.rank())] = e.what();
+        throw;
+      }
+    });
+    ADD_FAILURE() << "the run ended normally";
+  } catch (const core::RemoteError& e) {
+    EXPECT_NE(std::string(e.what()).find(kWhy), std::string::npos) << e.what();
+  }
+  ended = true;
+  interrupter.join();
+  for (const std::string& e : errors) EXPECT_NE(e.find(kWhy), std::string::npos) << e;
 }
 
 TEST(SimRuntime, OperationsTimeOutInSimulatedSeconds) {

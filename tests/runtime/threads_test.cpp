@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/failing_worker.hpp"
@@ -220,6 +222,38 @@ TEST(ThreadsRuntime, WorkerFailureReleasesBlockedPeersAndIsRethrown) {
         std::vector<float> v(4);
         ctx.recv(2, make_tag(TagKind::user, 7, 0), mview(v)).wait();  // never sent
       });
+}
+
+// interrupt_launches (a user's Ctrl-C in the Python binding): every wait of a world under way
+// ends with RemoteError naming the message; so does the launch.
+TEST(ThreadsRuntime, InterruptLaunchesEndsEveryWaitWithItsMessage) {
+  constexpr const char* kWhy = "interrupted by the test";
+  std::atomic<int> waiting{0};
+  std::atomic<bool> ended{false};
+  std::thread interrupter([&] {
+    while (waiting.load() < 2 && !ended.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // both inside their waits, most likely
+    interrupt_launches(kWhy);
+  });
+  std::vector<std::string> errors(2);
+  try {  // without the interrupt: TimeoutError after op_timeout
+    launch({.runtime = "threads", .workers = 2, .op_timeout_seconds = 30}, [&](Context& ctx) {
+      std::vector<float> in(4);
+      ++waiting;
+      try {
+        ctx.recv(1 - ctx.rank(), make_tag(TagKind::user, 9, 0), mview(in)).wait();  // never sent
+      } catch (const core::RemoteError& e) {
+        errors[static_cast<std::size_t>(ctx.rank())] = e.what();
+        throw;
+      }
+    });
+    ADD_FAILURE() << "launch returned normally";
+  } catch (const core::RemoteError& e) {
+    EXPECT_NE(std::string(e.what()).find(kWhy), std::string::npos) << e.what();
+  }
+  ended = true;
+  interrupter.join();
+  for (const std::string& e : errors) EXPECT_NE(e.find(kWhy), std::string::npos) << e;
 }
 
 TEST(ThreadsRuntime, UnmatchedRecvTimesOut) {

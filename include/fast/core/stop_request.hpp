@@ -24,5 +24,7 @@ bool stop_handlers_installed() noexcept;
 int stop_requested() noexcept;
 // Requests a stop as the signal `signal` would (tests, embedding programs). Async-signal-safe.
 void request_stop(int signal) noexcept;
+// Withdraws a pending request (one that request_stop made, once what it stopped has ended).
+void clear_stop_request() noexcept;
 
 }  // namespace fast::core

@@ -121,4 +121,13 @@ double launch(const LaunchOptions& options, const WorkerFn& fn);
 // reading any data. Throws as launch() would.
 void check_launch_options(const LaunchOptions& options);
 
+// Ends every world of this process that is under way, as a failing worker would: each local
+// worker's wait throws core::RemoteError naming `message` within about 50 ms, and so does every
+// later operation of that world (its launch then ends with the workers' errors). threads, zmq and
+// mpi: their messages and FAST's collectives over them, not a native MPI collective (it cannot be
+// cancelled); sim: from each worker's next runtime call (a computation under way ends first). The
+// other processes learn of it as of any worker's error, once this process's workers end. For a
+// user's interrupt (the Python binding's Ctrl-C); from any thread, not from a signal handler.
+void interrupt_launches(const std::string& message);
+
 }  // namespace fast::runtime

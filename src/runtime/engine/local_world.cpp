@@ -12,6 +12,7 @@ LocalWorld::LocalWorld(WorldShape shape, double op_timeout_seconds, std::string 
   mailboxes_.reserve(static_cast<std::size_t>(shape.local_size));
   for (int r = 0; r < shape.local_size; ++r) mailboxes_.push_back(std::make_unique<Mailbox>());
   if (transport == nullptr && shape.local_size == shape.world_size) board_ = std::make_unique<SharedBoard>(state_);
+  interrupt_slot_.emplace([this](const std::string& message) { abort_all(message); });
 }
 
 std::vector<std::exception_ptr> LocalWorld::run(const WorkerFn& fn, const FailureFn& on_failure) {

@@ -8,9 +8,11 @@
 
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "../interrupt_slot.hpp"
 #include "fast/core/tensor_view.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "mailbox.hpp"
@@ -22,8 +24,11 @@ namespace fast::runtime::engine {
 
 class LocalWorld {
  public:
+  // Until it is destroyed, runtime::interrupt_launches(message) aborts it (abort_all).
   LocalWorld(WorldShape shape, double op_timeout_seconds, std::string runtime_name = "threads",
              Transport* transport = nullptr);
+  LocalWorld(const LocalWorld&) = delete;
+  LocalWorld& operator=(const LocalWorld&) = delete;
 
   WorldState& state() noexcept { return state_; }
 
@@ -55,6 +60,7 @@ class LocalWorld {
   std::vector<std::unique_ptr<Mailbox>> mailboxes_;
   ActivityList activities_;
   std::unique_ptr<SharedBoard> board_;  // when every worker of the world is local (no transport)
+  std::optional<InterruptSlot> interrupt_slot_;  // last: made after, gone before what abort_all touches
 };
 
 }  // namespace fast::runtime::engine

@@ -27,6 +27,7 @@ double SimContext::now() const { return world_.now(); }
 double SimContext::operation_time_limit() const { return world_.op_timeout(); }
 
 void SimContext::check_alive(const char* what) const {
+  world_.take_interrupt();
   if (world_.aborted()) throw core::RemoteError(fmt::format("{} refused: {}", what, world_.abort_message()));
   // This worker itself was lost: it stops at its next runtime call.
   if (world_.lost(rank_)) throw core::PeerLost(fmt::format("{} refused: {}", what, world_.lost_message(rank_)));

@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "../deliver.hpp"
+#include "../interrupt_slot.hpp"
 #include "compute_pool.hpp"
 #include "fast/core/env.hpp"
 #include "fast/core/error.hpp"
@@ -123,18 +124,16 @@ double World::run(const WorkerFn& fn) {
   std::array<char*, 3> argv{program.data(), factory.data(), nullptr};
   int argc = 2;
   const PlatformSignalSlots platform_slots;
-  // SimGrid's engine sets its own SIGINT handler (it exits with 1). Where the process left SIGINT
-  // at its default action (fast train under sim) or ignored, that comes back: a SIGINT ends the
-  // simulation at once, killed by the signal (130 in a shell), as a SIGTERM does (143). A handler
-  // of the program's own (Python's) stays replaced by SimGrid's: it would only run once the
-  // simulation returns.
+  // SimGrid's engine sets its own SIGINT handler, which exits with 1 while the actors' threads
+  // run (a crash at times). The process's own disposition comes back: at its default action (fast
+  // train under sim) a SIGINT ends the simulation at once, killed by the signal (130 in a shell), as
+  // a SIGTERM does (143); a handler of the program's (the Python binding's) runs, and may end the
+  // simulation through interrupt_launches (below).
   struct sigaction before_engine {};
-  const bool plain_sigint = ::sigaction(SIGINT, nullptr, &before_engine) == 0 &&
-                            (before_engine.sa_flags & SA_SIGINFO) == 0 &&
-                            (before_engine.sa_handler == SIG_DFL || before_engine.sa_handler == SIG_IGN);
+  const bool have_sigint = ::sigaction(SIGINT, nullptr, &before_engine) == 0;
   xbt_log_control_set("root.thresh:critical");  // before the engine, which logs the factory it is given
   sg::Engine engine(&argc, argv.data());
-  if (plain_sigint) ::sigaction(SIGINT, &before_engine, nullptr);
+  if (have_sigint) ::sigaction(SIGINT, &before_engine, nullptr);
   configure_engine(cluster.model);
   const std::vector<sg::Host*> hosts = build_platform(cluster);
   std::vector<sg::Host*> placement;
@@ -142,6 +141,8 @@ double World::run(const WorkerFn& fn) {
   const double start = sg::Engine::get_clock();
   WorldState state(placement, options_.op_timeout_seconds, start);
   state.set_memory_bandwidth(cluster.memory_bandwidth);
+  // runtime::interrupt_launches: the workers' next runtime calls end the run (destroyed before `state`).
+  const InterruptSlot interrupt_slot([&state](const std::string& message) { state.request_interrupt(message); });
   // Destroyed before `state`, once every actor has ended (each waits for its own computations, so
   // the queue is empty by then).
   std::optional<ComputePool> pool;

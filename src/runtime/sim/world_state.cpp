@@ -70,6 +70,22 @@ void WorldState::abort(int rank, const std::string& reason) {
   wake_all();
 }
 
+void WorldState::request_interrupt(const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(interrupt_mutex_);
+    interrupt_message_ = message;
+  }
+  interrupted_.store(true, std::memory_order_release);
+}
+
+void WorldState::take_interrupt() {
+  if (!interrupted_.load(std::memory_order_acquire) || aborted_) return;
+  std::lock_guard<std::mutex> lock(interrupt_mutex_);
+  message_ = interrupt_message_;
+  aborted_ = true;
+  wake_all();
+}
+
 void WorldState::lose(int rank, const std::string& why) {
   const auto r = static_cast<std::size_t>(rank);
   if (lost_[r]) return;

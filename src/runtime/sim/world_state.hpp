@@ -4,12 +4,14 @@
 // and every condition variable a blocked activity may sleep on (woken on abort or loss).
 //
 // Not locked: SimGrid runs one actor at a time (contexts/nthreads = 1), so everything here is
-// only touched between two simcalls of the running actor.
+// only touched between two simcalls of the running actor; but request_interrupt, from any thread.
 
 #include <simgrid/s4u/ConditionVariable.hpp>
 #include <simgrid/s4u/Exec.hpp>
 #include <simgrid/s4u/Host.hpp>
 
+#include <atomic>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +53,11 @@ class WorldState {
   void abort(int rank, const std::string& reason);
   // "worker 2 failed: <reason>".
   const std::string& abort_message() const noexcept { return message_; }
+  // From any thread (runtime::interrupt_launches): the next runtime call of any worker aborts the
+  // world with `message` (take_interrupt), which wakes every waiter.
+  void request_interrupt(const std::string& message);
+  // From the running actor: aborts the world if an interrupt was requested. Cheap when none was.
+  void take_interrupt();
 
   // Marks `rank` lost at the current time, cancels its running computations and wakes every
   // waiter: operations of others with it fail with PeerLost, and its own activities, woken, throw
@@ -89,6 +96,9 @@ class WorldState {
   double start_;
   bool aborted_ = false;
   std::string message_;
+  std::atomic<bool> interrupted_{false};
+  std::mutex interrupt_mutex_;  // guards interrupt_message_
+  std::string interrupt_message_;
   std::vector<bool> lost_;
   std::vector<bool> ended_;
   std::vector<double> ended_at_;
