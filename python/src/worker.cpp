@@ -1,7 +1,10 @@
 #include "worker.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <span>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,11 +12,15 @@
 
 #include "checkpoint_store.hpp"
 #include "config.hpp"
+#include "fast/collective/communicator.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/hash.hpp"
 #include "fast/core/log.hpp"
 #include "fast/core/suggest.hpp"
 #include "fast/optim/optimizer.hpp"
+#include "fast/runtime/launcher.hpp"
 #include "fast/training/run_identity.hpp"
+#include "interrupt.hpp"
 
 namespace fast::python {
 
@@ -140,6 +147,43 @@ strategy::WorkerOptions worker_options(const training::TrainOptions& o, int worl
   return w;
 }
 
+// Collective: every worker's settings that a run shares (settings::shared_settings, as fast train's
+// processes compare them) against worker 0's. A difference is InvalidArgument on every worker,
+// naming the first worker that differs, the setting and both values: a worker given another lr,
+// batch or strategy would otherwise train apart, or hang in a collective the others never call.
+void check_same_settings(runtime::Context& ctx, const std::string& mine) {
+  if (ctx.size() == 1) return;
+  collective::Communicator comm(ctx);
+  const auto n = static_cast<std::size_t>(ctx.size());
+  const std::array<std::int64_t, 2> head{
+      static_cast<std::int64_t>(core::xxh3_64(std::as_bytes(std::span(mine.data(), mine.size())))),
+      static_cast<std::int64_t>(mine.size())};
+  std::vector<std::int64_t> heads(2 * n);
+  comm.allgather(core::ConstView(head.data(), head.size(), core::DType::i64), core::MutableView(heads));
+  std::size_t longest = 0;
+  bool same = true;
+  for (std::size_t r = 0; r < n; ++r) {
+    same = same && heads[2 * r] == heads[0] && heads[2 * r + 1] == heads[1];
+    longest = std::max(longest, static_cast<std::size_t>(heads[2 * r + 1]));
+  }
+  if (same) return;
+  std::vector<std::uint8_t> text(longest, 0), texts(longest * n);
+  std::memcpy(text.data(), mine.data(), mine.size());
+  comm.allgather(core::ConstView(text.data(), longest, core::DType::u8), core::MutableView(texts));
+  auto text_of = [&](std::size_t r) {
+    return std::string(reinterpret_cast<const char*>(texts.data() + r * longest),
+                       static_cast<std::size_t>(heads[2 * r + 1]));
+  };
+  for (std::size_t r = 1; r < n; ++r) {
+    const std::string difference =
+        runtime::settings_difference(text_of(r), fmt::format("worker {}", r), text_of(0), "worker 0");
+    FAST_ENFORCE(difference.empty(),
+                 "fast.Worker: the workers' settings differ: {}; every worker constructs its Worker with the same "
+                 "settings (but those docs/config.md lists as each process's own)",
+                 difference);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> worker_setting_names() {
@@ -174,10 +218,11 @@ PyWorker::PyWorker(ContextRef ctx, const py::object& params, const py::object& g
   const strategy::ModelState state{.params = {static_cast<float*>(params_.data), params_.numel},
                                    .grads = {static_cast<float*>(grads_.data), grads_.numel},
                                    .layout = layout_};
-  {
-    py::gil_scoped_release release;
+  const std::string shared = settings::shared_settings(options_);
+  interruptible([&] {
+    check_same_settings(c, shared);
     worker_ = std::make_unique<strategy::Worker>(c, w, state);
-  }
+  });
   // A Worker kept after its world ended (by the traceback of a worker function that raised) would
   // reach a Context that no longer exists: it ends with the world, before the Context does.
   closer_ = ctx_->on_close([this] { reset_without_gil(worker_); });
@@ -199,16 +244,12 @@ strategy::StepReport PyWorker::step() {
   FAST_ENFORCE_AS(core::InvalidUsage, !finished_,
                   "fast.Worker.step: called after finish(); the run has ended (make a new Worker to train again)");
   strategy::Worker& w = get();
-  py::gil_scoped_release release;
-  return w.step();
+  return interruptible([&] { return w.step(); });
 }
 
 void PyWorker::finish() {
   strategy::Worker& w = get();
-  {
-    py::gil_scoped_release release;
-    w.finish();
-  }
+  interruptible([&] { w.finish(); });
   finished_ = true;
 }
 
@@ -219,10 +260,7 @@ py::array PyWorker::representative(const py::object& out) {
   Array a = as_float32(target, "Worker.representative: out", true);
   FAST_ENFORCE(a.numel == params_.numel, "Worker.representative: out has {} elements, the model {}", a.numel,
                params_.numel);
-  {
-    py::gil_scoped_release release;
-    w.representative({static_cast<float*>(a.data), a.numel});
-  }
+  interruptible([&] { w.representative({static_cast<float*>(a.data), a.numel}); });
   return py::reinterpret_borrow<py::array>(a.owner);
 }
 
@@ -233,10 +271,7 @@ py::tuple PyWorker::snapshot(const py::object& out) {
   Array a = as_float32(target, "Worker.snapshot: out", true);
   FAST_ENFORCE(a.numel == params_.numel, "Worker.snapshot: out has {} elements, the model {}", a.numel, params_.numel);
   strategy::SnapshotResult r;
-  {
-    py::gil_scoped_release release;
-    r = w.snapshot({static_cast<float*>(a.data), a.numel});
-  }
+  interruptible([&] { r = w.snapshot({static_cast<float*>(a.data), a.numel}); });
   return py::make_tuple(a.owner, r.consensus_distance);
 }
 
@@ -286,9 +321,10 @@ std::string PyWorker::save_checkpoint(const std::string& folder, std::int64_t ke
   const std::filesystem::path key = std::filesystem::absolute(folder).lexically_normal();
   const bool first_into_folder = std::find(saved_into_.begin(), saved_into_.end(), key) == saved_into_.end();
   if (first_into_folder) saved_into_.push_back(key);
-  py::gil_scoped_release release;
-  if (first_into_folder) store.discard_newer(w, resumed_from_.value_or(0));
-  return store.write(w, w.steps(), write_own_part).string();
+  return interruptible([&] {
+    if (first_into_folder) store.discard_newer(w, resumed_from_.value_or(0));
+    return store.write(w, w.steps(), write_own_part).string();
+  });
 }
 
 std::int64_t PyWorker::restore_checkpoint(const std::string& folder, const py::dict& extra, const py::object& read) {
@@ -300,9 +336,10 @@ std::int64_t PyWorker::restore_checkpoint(const std::string& folder, const py::d
                   w.steps());
   training::CheckpointStore::expect_checkpoints(folder);  // as fast train --resume, before the collective part
   const training::CheckpointStore::ReadOwnPart read_own_part = folder_part(read, "reading");
-  py::gil_scoped_release release;
-  const std::int64_t step = training::CheckpointStore::restore_newest(
-      folder, w, id, false, std::numeric_limits<std::int64_t>::max(), read_own_part);
+  const std::int64_t step = interruptible([&] {
+    return training::CheckpointStore::restore_newest(folder, w, id, false, std::numeric_limits<std::int64_t>::max(),
+                                                     read_own_part);
+  });
   resumed_from_ = step;
   return step;
 }

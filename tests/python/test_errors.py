@@ -165,6 +165,21 @@ def test_step_after_finish():
         one_worker(body)
 
 
+def test_workers_whose_settings_differ_are_refused_naming_the_setting():
+    """A worker given another lr trained apart from the others, silently; every worker now raises
+    the same InvalidArgument, naming the first worker that differs from worker 0."""
+    def body(ctx):
+        try:
+            fast.Worker(ctx, *buffers(), steps=4, lr=0.05 if ctx.rank == 2 else 0.1)
+        except fast.InvalidArgument as e:
+            return str(e)
+        return None
+
+    for rank, message in enumerate(fast.run(body, workers=3)):
+        assert message is not None, f"worker {rank} accepted settings that differ"
+        assert "the workers' settings differ: lr = 0.05 in worker 2, 0.1 in worker 0" in message, message
+
+
 def net(rank):
     """Rank 1 builds a wider hidden layer than the others."""
     hidden = 16 if rank == 1 else 8
