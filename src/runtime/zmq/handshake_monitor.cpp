@@ -24,8 +24,8 @@ std::string protocol_error(std::uint32_t code) {
 
 }  // namespace
 
-HandshakeMonitor::HandshakeMonitor(::zmq::context_t& context, ::zmq::socket_t& monitored)
-    : monitored_(monitored.handle()), monitor_(context, ::zmq::socket_type::pair) {
+HandshakeMonitor::HandshakeMonitor(::zmq::context_t& context, ::zmq::socket_t& monitored, Role role)
+    : role_(role), monitored_(monitored.handle()), monitor_(context, ::zmq::socket_type::pair) {
   // Unique per monitor: a socket made later at the address of a closed one gets another endpoint
   // (the closed monitor's may not be unbound yet).
   static std::atomic<std::uint64_t> made{0};
@@ -47,6 +47,10 @@ void HandshakeMonitor::log_refusals() {
     std::uint32_t value = 0;
     std::memcpy(&id, event[0].data(), 2);
     std::memcpy(&value, static_cast<const char*>(event[0].data()) + 2, 4);
+    if (role_ == Role::client) {
+      auth_refused_ = auth_refused_ || (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH && value == 400);
+      continue;
+    }
     // A system error (EPIPE, ECONNRESET) is a client that went away during the handshake: a client
     // writing garbage, or a peer that ended that early: info. Protocol and authentication failures
     // are intruders: warn.

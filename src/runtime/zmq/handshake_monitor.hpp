@@ -9,6 +9,11 @@
 // failed: a wrong server key, or a forged message". Authentication refusals of the allow-list
 // (ZAP) are also logged by the Authenticator, which names the key.
 //
+// On a client socket (Role::client: a process asking the rendezvous for its place) it logs
+// nothing and records what the server answered instead: auth_refused() once the server's
+// allow-list refused this process's key, which the client then reports rather than waiting for
+// an answer that never comes.
+//
 // Ownership: the monitored socket must outlive the monitor (the destructor detaches it). One
 // thread uses both: the one that polls the monitored socket. Failure: nothing it reports is an
 // error of the run.
@@ -22,7 +27,8 @@ namespace fast::runtime::zmq {
 
 class HandshakeMonitor {
  public:
-  HandshakeMonitor(::zmq::context_t& context, ::zmq::socket_t& monitored);
+  enum class Role { server, client };
+  HandshakeMonitor(::zmq::context_t& context, ::zmq::socket_t& monitored, Role role = Role::server);
   ~HandshakeMonitor();
   HandshakeMonitor(const HandshakeMonitor&) = delete;
   HandshakeMonitor& operator=(const HandshakeMonitor&) = delete;
@@ -36,8 +42,13 @@ class HandshakeMonitor {
   // the last one's text.
   std::uint64_t refused() const noexcept { return refused_; }
   const std::string& last() const noexcept { return last_; }
+  // Role::client: whether a server refused this socket's key (ZAP status 400: not in its
+  // allow-list), as log_refusals() found so far.
+  bool auth_refused() const noexcept { return auth_refused_; }
 
  private:
+  Role role_;
+  bool auth_refused_ = false;
   void* monitored_;
   ::zmq::socket_t monitor_;
   std::uint64_t refused_ = 0;

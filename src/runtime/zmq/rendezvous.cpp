@@ -289,6 +289,16 @@ std::vector<int> worker_list(const json& reply, const char* key, int workers, st
   return list;
 }
 
+// A server whose allow-list lacks this process's key refuses it at the CURVE handshake, before any
+// hello, and answers nothing more: InvalidArgument naming the key, rather than a timeout.
+void refuse_if_key_refused(const HandshakeMonitor& handshake, const Settings& s, const std::string& at) {
+  FAST_ENFORCE(!handshake.auth_refused(),
+               "rendezvous at {}: the server refused this process's key {} at the handshake: its allow-list lacks "
+               "it; add the key (the .pub file of fast keygen) to the allow-list of every process of the run "
+               "(--allow or FAST_ALLOW_FILE), or start this process with the key pair of an admitted host",
+               at, s.public_key);
+}
+
 // A client of rendezvous address `address` (rendezvous_endpoint), with that address's server key.
 ::zmq::socket_t client_socket(::zmq::context_t& context, const Settings& s, std::size_t address) {
   ::zmq::socket_t socket(context, ::zmq::socket_type::dealer);
@@ -316,7 +326,14 @@ std::size_t find_desk(::zmq::context_t& context, const Settings& s, clock::time_
   for (::zmq::socket_t& socket : sockets) items.push_back({socket.handle(), 0, ZMQ_POLLIN, 0});
   std::vector<std::string> tried;
   for (std::size_t i = 0; i < n; ++i) tried.push_back(rendezvous_endpoint(s, i));
+  std::vector<std::unique_ptr<HandshakeMonitor>> handshakes;  // every address's server shares the allow-list
+  for (::zmq::socket_t& socket : sockets)
+    handshakes.push_back(std::make_unique<HandshakeMonitor>(context, socket, HandshakeMonitor::Role::client));
   while (clock::now() < deadline) {
+    for (std::size_t i = 0; i < n; ++i) {
+      handshakes[i]->log_refusals();
+      refuse_if_key_refused(*handshakes[i], s, tried[i]);
+    }
     stop_if_requested(fmt::format("{}", fmt::join(tried, ", ")));
     poll_through_signals(items, std::chrono::milliseconds(100));
     for (std::size_t i = 0; i < n; ++i) {
@@ -346,9 +363,12 @@ RendezvousResult as_client(::zmq::context_t& context, const Settings& s, const P
   json hello{{"world_size", s.world_size}, {"process", to_json(self)}};
   if (s.max_processes != s.world_size) hello["max_processes"] = s.max_processes;
   if (!s.shared_settings.empty()) hello["settings"] = s.shared_settings;
+  HandshakeMonitor handshake(context, socket, HandshakeMonitor::Role::client);
   ::zmq::send_multipart(socket, hello_parts(hello));
   ::zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
   for (;;) {  // in slices, so that a stop request ends the wait
+    handshake.log_refusals();
+    refuse_if_key_refused(handshake, s, at);
     stop_if_requested(at);
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
     if (left <= std::chrono::milliseconds(0)) break;
