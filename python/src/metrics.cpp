@@ -13,10 +13,12 @@
 
 #include <pybind11/stl.h>
 
+#include "config.hpp"
 #include "fast/core/error.hpp"
 #include "fast/core/memory_usage.hpp"
 #include "fast/core/sum_of_squares.hpp"
 #include "fast/metrics/jsonl_writer.hpp"
+#include "fast/training/run_identity.hpp"
 #include "interrupt.hpp"
 #include "process_outputs.hpp"
 #include "run_totals.hpp"
@@ -197,6 +199,7 @@ training::ProgressFn progress_callback(const py::object& progress) {
 PyMetrics::PyMetrics(PyWorker& worker, const MetricsOptions& m) {
   runtime::Context& ctx = worker.context();
   training::TrainOptions o = run_options(worker, m);
+  o.process.shared_settings = settings::shared_settings(o);  // the summary's `settings`, as fast train's
   const std::int64_t per_epoch = epoch_steps(worker, o);
   const training::LoopPlan plan{.steps_per_epoch = per_epoch,
                                 .total_steps = o.steps,
@@ -286,7 +289,8 @@ py::object PyMetrics::finish(const py::function& score) {
     const std::vector<int> builders = training::summary_builders(w.communicator(), s.place);
     if (std::find(builders.begin(), builders.end(), w.context().rank()) != builders.end()) {
       s.outputs->write_end(summary["wall_seconds"].get<double>(), summary);
-      if (!s.options.summary.empty() && s.place.hosts_rank0) metrics::write_json_file(s.options.summary, summary);
+      if (!s.options.summary.empty() && s.place.hosts_rank0)
+        metrics::write_json_file(s.options.summary, training::with_fingerprint(summary));
     }
   });
   s.worker.mark_finished();

@@ -5,6 +5,7 @@
 #include "fast/core/error.hpp"
 #include "fast/core/log.hpp"
 #include "fast/metrics/jsonl_writer.hpp"
+#include "fast/training/run_identity.hpp"
 
 namespace fast::training {
 
@@ -58,7 +59,7 @@ void ProcessOutputs::offer_summary(const nlohmann::json& summary) {
 }
 
 void ProcessOutputs::write_summary_locked(const std::filesystem::path& file, const nlohmann::json& summary) {
-  metrics::write_json_file(file, summary);
+  metrics::write_json_file(file, with_fingerprint(summary));  // a hash of its content: edits show
   summary_file_written_ = true;
 }
 

@@ -251,6 +251,12 @@ json build_summary(const SummaryInputs& in) {
   add_collectives(summary, o, in.communicator);
   add_resume_fields(summary, in, first);
   summary["run"] = in.run;
+  // The settings the processes compared (ProcessOptions::shared_settings; `fast compare` compares a
+  // summary's with its repetition's before it reuses the summary); none where nobody set them.
+  if (!o.process.shared_settings.empty()) {
+    const json shared = json::parse(o.process.shared_settings, nullptr, false);
+    if (shared.is_object()) summary["settings"] = shared;
+  }
   if (in.dataset_bytes) summary["memory_floor_bytes"] = memory_floor(totals, *in.dataset_bytes);
   return summary;
 }

@@ -86,6 +86,16 @@ TEST(Cli, SettingsAreRefusedBeforeTheTrainingHelperStarts) {
   const Result from_file = run("train --config " + config.string());
   EXPECT_EQ(from_file.code, exit_code::bad_input) << from_file.output;
   EXPECT_NE(from_file.output.find("checkpoint_every: set to 5"), std::string::npos) << from_file.output;
+  // Several config files apply in order: the first file's key stands beside the second's keys (a
+  // second --config replaced the whole first file), and a later file's key overrides it.
+  const fs::path second = bin.parent_path() / "c2.toml", overriding = bin.parent_path() / "c3.toml";
+  std::ofstream(second) << "steps = 3\n";
+  std::ofstream(overriding) << "checkpoint_every = 0\n";
+  const Result both = run("train --config " + config.string() + " --config " + second.string());
+  EXPECT_EQ(both.code, exit_code::bad_input) << both.output;
+  EXPECT_NE(both.output.find("checkpoint_every: set to 5"), std::string::npos) << both.output;
+  const Result overridden = run("train --config " + config.string() + " --config " + overriding.string());
+  EXPECT_EQ(overridden.code, exit_code::cannot_exec) << overridden.output;
   const fs::path pipe = bin.parent_path() / "c.fifo";
   ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
   const Result from_pipe = fast::testing::run_command("timeout 20 " + (bin / "fast").string() + " train --config " +

@@ -263,14 +263,16 @@ TEST(CompareRun, AFailedRunKeepsTheFinishedRowsAndPropagates) {
   EXPECT_EQ(rows[1][column_index("run")], "workers=2");
 }
 
-// A fake run that writes its summary file, as `fast train` does, with its run identity.
+// A fake run that writes its summary file, as `fast train` does, with its run identity, the
+// settings it was given and the file's fingerprint.
 json write_summary(const training::TrainOptions& o) {
   json j = summary(0.5, nullptr, 100, 1.0);
   j["strategy"] = o.worker.strategy.name;
   json run = training::settings_identity(o, training::workers_before_launch(o));
   training::add_model_fields(run, 7, core::flat_layout(7), 60);
   j["run"] = training::with_fingerprint(std::move(run));
-  std::ofstream(o.summary) << j.dump();
+  j["settings"] = json::parse(o.process.shared_settings);
+  std::ofstream(o.summary) << training::with_fingerprint(j).dump();
   return j;
 }
 
@@ -363,6 +365,40 @@ TEST(CompareRun, ASummaryOfAnotherRepetitionIsRefusedAndOneWithoutIdentityRunsAg
   std::ofstream(dir / "1" / "summary.json", std::ios::trunc) << older.dump();
   run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 2}, fake, nullptr);
   EXPECT_EQ(calls, 3);
+}
+
+// A summary copied from another configuration whose settings differ only outside the run identity
+// (the learning rate), and one whose results were edited, are refused before any run, naming the
+// file and what differs: both were kept, the table showing another run's or a made-up result.
+TEST(CompareRun, ASummaryOfOtherSettingsOrEditedResultsIsRefused) {
+  const fs::path out = temp_dir() / "out3c";
+  fs::remove_all(out);
+  const fs::path s = write_toml("sweep7c.toml", "[base]\nsteps = 5\n[sweep]\nlr = [0.05, 0.2]\n");
+  int calls = 0;
+  const TrainFn fake = [&](const training::TrainOptions& o) {
+    ++calls;
+    return write_summary(o);
+  };
+  run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 1}, fake, nullptr);
+  ASSERT_EQ(calls, 2);
+  const fs::path low = out / "01-lr-0-05" / "1" / "summary.json", high = out / "02-lr-0-2" / "1" / "summary.json";
+  ASSERT_TRUE(fs::exists(low) && fs::exists(high)) << "no summaries in " << out;
+  const std::string high_text = read(high);
+  fs::copy_file(low, high, fs::copy_options::overwrite_existing);
+  fast::testing::expect_error<core::InvalidArgument>(
+      [&] { run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 1}, fake, nullptr); },
+      {"the summary of another configuration: lr = 0.05 in '" + high.string() + "', 0.2 in this repetition"});
+  EXPECT_EQ(calls, 2);
+  json edited = json::parse(high_text);
+  edited["final_accuracy"] = 0.999;
+  std::ofstream(high, std::ios::trunc) << edited.dump();
+  fast::testing::expect_error<core::InvalidArgument>(
+      [&] { run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 1}, fake, nullptr); },
+      {high.string(), "has the summary fingerprint", "the file was edited"});
+  EXPECT_EQ(calls, 2);
+  std::ofstream(high, std::ios::trunc) << high_text;  // as the run wrote it: kept
+  run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 1}, fake, nullptr);
+  EXPECT_EQ(calls, 2);
 }
 
 // --jobs 2: the simulated runs go two at a time (the first two meet inside train, which only

@@ -82,7 +82,12 @@ void describe_app(CLI::App& app) {
 void add_train_command(CLI::App& app, TrainCommand& c) {
   c.app = app.add_subcommand("train", "Train a model with a coordination strategy across workers");
   c.app->footer(environment_help());
-  c.app->add_option("--config", c.config_path, "TOML config file (keys as below; flags override it)");
+  c.app
+      ->add_option("--config", c.config_paths,
+                   "TOML config file (keys as below; flags override it); given several times, the files apply in "
+                   "order, a later file's key overriding an earlier one's")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   c.app->add_option("--progress", c.progress, "Live progress line: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   add_setting_flags(c.app, c.values);
@@ -289,7 +294,10 @@ training::TrainOptions resolve_options(const TrainCommand& command, bool announc
   options.runtime.clear();  // unset: the launcher decides
   options.workers = 0;      // unset: the default (threads, sim), or the launcher's processes
   std::vector<std::string> given;  // the keys set by the file and the flags
-  if (!command.config_path.empty()) given = settings::apply_config_file(options, command.config_path);
+  for (const std::string& file : command.config_paths) {
+    const std::vector<std::string> keys = settings::apply_config_file(options, file);
+    given.insert(given.end(), keys.begin(), keys.end());
+  }
   bool workers_flag = false;
   for (const auto& flag : cli::given_flags(command.app, command.values)) {
     settings::apply_setting(options, flag.key, flag.value, flag.origin);

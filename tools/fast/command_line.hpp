@@ -26,7 +26,7 @@ namespace fast::cli {
 // `fast train`: --config FILE, --progress MODE and one flag per setting (config_keys()).
 struct TrainCommand {
   CLI::App* app = nullptr;  // owned by the CLI::App it was added to
-  std::string config_path;
+  std::vector<std::string> config_paths;  // --config, in the order given: applied in turn
   std::string progress = "auto";
   std::vector<std::string> values;  // values[i]: the flag of config_keys()[i], when given
 };

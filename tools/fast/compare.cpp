@@ -14,6 +14,7 @@
 
 #include "config.hpp"
 #include "fast/core/error.hpp"
+#include "fast/runtime/launcher.hpp"
 #include "fast/runtime/registry.hpp"
 #include "fast/training/run_identity.hpp"
 #include "report.hpp"
@@ -195,16 +196,34 @@ fs::path make_dir(const fs::path& dir) {
   return dir;
 }
 
+// The settings a repetition's summary records ("settings": runtime::ProcessOptions::shared_settings)
+// as the `fast train` of its config.toml computes them: the strategy options its strategy does not
+// read and the settings another one turns off at their defaults, as config_toml leaves them out.
+std::string recorded_settings(const training::TrainOptions& run) {
+  nlohmann::json settings = nlohmann::json::parse(settings::shared_settings(run));
+  const training::TrainOptions defaults;
+  for (const settings::ConfigKey& k : settings::config_keys()) {
+    if (!settings.contains(k.name)) continue;
+    const bool unread =
+        k.strategy_option && !settings::unread_strategy_options(run.worker.strategy.name, {k.name}).empty();
+    if (unread || !settings::inert_settings(run, {k.name}).empty()) settings[k.name] = k.get(defaults);
+  }
+  return settings.dump();
+}
+
 // A summary left by an earlier invocation for the same settings, if any: one that does not parse or
-// carries no run identity (an older FAST's) is run again. InvalidArgument naming the file, the
-// field and both values when it carries another run's identity than `run`'s (a file copied from
-// another repetition or sweep), before any run starts.
+// carries no run identity, settings or fingerprint (an older FAST's) is run again. InvalidArgument
+// naming the file, the field or setting and both values when it carries another run's identity or
+// settings than `run`'s (a file copied from another repetition or sweep), or content its
+// fingerprint does not match (edited), before any run starts.
 std::optional<nlohmann::json> earlier_summary(const fs::path& file, bool same_config,
                                               const training::TrainOptions& run) {
   if (!same_config || !fs::exists(file)) return std::nullopt;
   std::ifstream in(file);
   nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
-  if (summary.is_discarded() || !summary.is_object() || !summary.contains("run")) return std::nullopt;
+  if (summary.is_discarded() || !summary.is_object() || !summary.contains("run") || !summary.contains("settings") ||
+      !summary.contains("fingerprint"))
+    return std::nullopt;
   const nlohmann::json expected = training::settings_identity(run, training::workers_before_launch(run));
   const std::string why = training::identity_mismatch(summary["run"], expected, file.string());
   FAST_ENFORCE(why.empty(),
@@ -219,6 +238,16 @@ std::optional<nlohmann::json> earlier_summary(const fs::path& file, bool same_co
                "fast compare: '{}' has the run fingerprint {}, not that of the run identity it carries ({}): the file "
                "was edited; delete it to run the repetition again",
                file.string(), saved["fingerprint"].dump(), recomputed.dump());
+  const std::string difference = runtime::settings_difference(
+      summary["settings"].dump(), fmt::format("'{}'", file.string()), run.process.shared_settings, "this repetition");
+  FAST_ENFORCE(difference.empty(),
+               "fast compare: the summary of another configuration: {}; expected the summary of this repetition's "
+               "settings (delete the file to run it again)",
+               difference);
+  FAST_ENFORCE(summary["fingerprint"] == training::with_fingerprint(summary)["fingerprint"],
+               "fast compare: '{}' has the summary fingerprint {}, not that of its content ({}): the file was edited; "
+               "delete it to run the repetition again",
+               file.string(), summary["fingerprint"].dump(), training::with_fingerprint(summary)["fingerprint"].dump());
   return summary;
 }
 
@@ -260,6 +289,7 @@ std::vector<RunResult> run_comparison(const std::vector<RunSpec>& specs, const C
       const fs::path rep = make_dir(dir / fmt::format("{}", k));
       t.run.metrics = rep / "metrics.jsonl";
       t.run.summary = rep / "summary.json";
+      t.run.process.shared_settings = recorded_settings(t.run);  // what its summary records
       if (auto summary = earlier_summary(t.run.summary, same_config, t.run)) {
         runner.reuse(t, std::move(*summary));
         continue;

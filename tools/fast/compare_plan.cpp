@@ -1,11 +1,13 @@
 #include "compare_plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compare.hpp"
 #include "config.hpp"
 #include "fast/core/error.hpp"
 #include "fast/runtime/slowdown.hpp"
@@ -124,10 +126,32 @@ void check_compare_keys(const std::vector<RunSpec>& runs, const std::vector<Sett
                  o.origin);
   }
   for (const RunSpec& spec : runs)
-    for (const settings::ConfigKey& key : settings::config_keys())
+    for (const settings::ConfigKey& key : settings::config_keys()) {
+      FAST_ENFORCE(
+          !key.compare_sets || std::find(spec.varied.begin(), spec.varied.end(), key.name) == spec.varied.end(),
+          "sweep file '{}' varies {}, which changes nothing: fast compare writes each run's {} itself, in "
+          "the run's folder under --out (docs/compare.md); remove it from [sweep]",
+          spec.source.string(), key.name, key.name);
       FAST_ENFORCE(key.compare_refuses.empty() || key.get(spec.options) == key.get(defaults),
                    "run '{}' of '{}': {} = {}: {}; {} is a setting of fast train, not of fast compare", spec.label,
                    spec.source.string(), key.name, key.get(spec.options), key.compare_refuses, key.name);
+    }
+}
+
+// Runs whose settings are the same once those that change nothing are left out (config_toml: a
+// strategy option the strategy does not read, a setting another one turns off) are the same run
+// under two labels: each such pair is named in a warning on `log`.
+void warn_of_same_runs(const std::vector<RunSpec>& runs, std::FILE* log) {
+  std::vector<std::string> configs;
+  for (const RunSpec& spec : runs) configs.push_back(config_toml(spec.options));
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    for (std::size_t j = i + 1; j < runs.size(); ++j)
+      if (configs[i] == configs[j] && log != nullptr)
+        std::fprintf(log,
+                     "fast compare: warning: runs '%s' and '%s' are the same run: their settings differ only in "
+                     "ones that change nothing for it (a strategy option its strategy does not read, or a setting "
+                     "another one turns off: docs/config.md)\n",
+                     runs[i].label.c_str(), runs[j].label.c_str());
 }
 
 }  // namespace
@@ -222,6 +246,7 @@ std::vector<RunSpec> plan_runs(const std::vector<fs::path>& files, const std::ve
       settings::apply_setting(spec.options, o.key, o.value, o.origin);
     }
   check_compare_keys(runs, overrides);
+  warn_of_same_runs(runs, stderr);
   // The table's rows and the report's series are told apart by their labels alone.
   for (std::size_t i = 0; i < runs.size(); ++i)
     for (std::size_t j = i + 1; j < runs.size(); ++j)

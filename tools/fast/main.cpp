@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -103,7 +104,9 @@ int run(int argc, char** argv) {
   // A mistake in the settings is refused here, before the helper loads libtorch (most of a second);
   // the helper checks them again with what needs libtorch (the device, the model). A config that
   // is not a regular file (a pipe, `<(...)`) can be read once only: the helper alone reads it.
-  if (training.train.app->parsed() && fast::core::readable_twice(training.train.config_path))
+  const auto& configs = training.train.config_paths;
+  if (training.train.app->parsed() &&
+      std::all_of(configs.begin(), configs.end(), [](const std::string& f) { return fast::core::readable_twice(f); }))
     fast::training::validate_settings(fast::cli::resolve_options(training.train, false));
   if (training.train.app->parsed() || training.compare.app->parsed()) return run_helper(argv);
 #if FAST_WITH_ZMQ
