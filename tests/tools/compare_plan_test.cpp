@@ -217,6 +217,14 @@ TEST(CompareSweep, SettingsEveryRunWouldShareAreRefusedNamingWhereTheyCameFrom) 
   // A config file of fast train with its own metrics and summary: taken, the run's own files set later.
   const fs::path t = write_toml("train2.toml", "metrics = \"out/m.jsonl\"\nsummary = \"out/s.json\"\n");
   EXPECT_EQ(plan_runs({t}, {}).size(), 1u);
+  // But a sweep over them: its runs were identical, and none wrote the files it named.
+  const fs::path m = write_toml("sweep11.toml", "[sweep]\nmetrics = [\"a.jsonl\", \"b.jsonl\"]\n");
+  e = error_of([&] { plan_runs({m}, {}); });
+  EXPECT_NE(e.find("sweep file '" + m.string() +
+                   "' varies metrics, which changes nothing: fast compare writes each "
+                   "run's metrics itself"),
+            std::string::npos)
+      << e;
 }
 
 TEST(CompareSweep, WholeRunChecksNameTheRunBeforeAnythingRuns) {
