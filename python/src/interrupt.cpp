@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <mutex>
@@ -22,10 +21,6 @@ namespace py = pybind11;
 namespace {
 
 constexpr const char* kInterrupted = "interrupted by SIGINT (Ctrl-C)";
-// How long a check that the handler is in place holds: a program that calls signal.signal(SIGINT,
-// signal.default_int_handler) puts Python's C handler back in place of this one, unseen by
-// getsignal(); the next wait that starts this long after the last look installs it again.
-constexpr auto kRecheck = std::chrono::milliseconds(10);
 
 // Between the main thread's scopes and the watcher: whether a scope is armed, the signals counted
 // when it was, and whether the watcher ended the worlds for a signal counted since (sticky until
@@ -39,20 +34,17 @@ std::uint64_t g_signals_at_arm = 0;
 // that installed it (a child forked by the program inherits it, and must not wake this process's
 // watcher), the watcher's wake-up and the signals counted.
 struct sigaction g_previous {};
-pid_t g_owner = 0;
+std::atomic<pid_t> g_owner{0};
 int g_event_fd = -1;
 std::atomic<std::uint64_t> g_signals{0};
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the handler adds to an atomic u64");
 
-// Main thread only: armed scopes (the outermost one holds the arming), and when the handler was
-// last seen in place.
+// Main thread only: armed scopes (the outermost one holds the arming).
 int g_depth = 0;
-bool g_installed = false;
-std::chrono::steady_clock::time_point g_checked{};
 
 extern "C" void on_sigint(int signal, siginfo_t* info, void* context) {
   const int saved = errno;
-  if (::getpid() == g_owner) {
+  if (::getpid() == g_owner.load()) {
     g_signals.fetch_add(1);
     const std::uint64_t one = 1;
     (void)!::write(g_event_fd, &one, sizeof(one));
@@ -82,19 +74,26 @@ void watch() {
   }
 }
 
-// Starts the watcher once (on the main thread, GIL held). False where the process cannot have one.
+// Starts the watcher once per process (on the main thread, GIL held): again in a child forked
+// from a process that had one (threads do not survive fork). False where it cannot have one.
 bool watcher_running() {
-  static const bool running = [] {
-    g_event_fd = ::eventfd(0, EFD_CLOEXEC);
-    if (g_event_fd < 0) return false;
-    try {
-      std::thread(watch).detach();  // blocked in read() to the process's end
-    } catch (const std::system_error&) {
-      return false;
-    }
-    return true;
-  }();
-  return running;
+  static pid_t watched = 0;  // the process whose watcher runs
+  const pid_t self = ::getpid();
+  if (watched == self) return true;
+  const int fd = ::eventfd(0, EFD_CLOEXEC);
+  if (fd < 0) return false;
+  const int before = g_event_fd;
+  g_event_fd = fd;
+  try {
+    std::thread(watch).detach();  // blocked in read() to the process's end
+  } catch (const std::system_error&) {
+    g_event_fd = before;
+    ::close(fd);
+    return false;
+  }
+  if (before >= 0) ::close(before);  // a forked parent's, which this process's watcher does not read
+  watched = self;
+  return true;
 }
 
 bool on_main_thread() {
@@ -114,23 +113,19 @@ bool python_handler_is_default() {
 }
 
 // Main thread, Python's default handler set: makes sure on_sigint wraps Python's C handler. It
-// stays installed between waits (two system calls per wait cost more than many small
-// collectives), forwarding every SIGINT to Python's handler.
+// stays installed between waits, forwarding every SIGINT to Python's handler; each wait looks
+// (one system call) whether signal.signal() or asyncio put Python's back since.
 bool handler_in_place() {
-  const auto now = std::chrono::steady_clock::now();
-  if (g_installed && now - g_checked < kRecheck) return true;
-  g_checked = now;
+  g_owner.store(::getpid());  // a forked child's own process, from here on
   struct sigaction current {};
   if (::sigaction(SIGINT, nullptr, &current) != 0) return false;
-  if ((current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == on_sigint) return g_installed = true;
-  g_previous = current;  // Python's, which signal.signal() may have put back
-  g_owner = ::getpid();
+  if ((current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == on_sigint) return true;
+  g_previous = current;  // Python's
   struct sigaction ours {};
   ours.sa_sigaction = on_sigint;
   sigemptyset(&ours.sa_mask);
   ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-  g_installed = ::sigaction(SIGINT, &ours, nullptr) == 0;
-  return g_installed;
+  return ::sigaction(SIGINT, &ours, nullptr) == 0;
 }
 
 bool acted() {

@@ -7,7 +7,8 @@
 //
 //  - On Python's main thread, while Python's SIGINT handler is its default (the one that raises
 //    KeyboardInterrupt), the wait is armed. A C handler wraps Python's (installed at the first
-//    armed wait and kept, installed again where signal.signal() replaced it): it counts the
+//    armed wait and kept, installed again where signal.signal() or asyncio replaced it; a forked
+//    child gets a watcher of its own): it counts the
 //    signal, wakes a watcher thread and calls Python's own C handler, so Python sees every SIGINT
 //    as before. For a signal during an armed wait, the watcher ends this process's worlds
 //    (runtime::interrupt_launches: their waits throw RemoteError) and stops a rendezvous in

@@ -233,7 +233,11 @@ py::list run(const py::function& fn, int workers, const std::string& runtime, co
       handle->close();
     } catch (py::error_already_set& e) {
       handle->close();
-      const std::string what = e.what();
+      // "KeyboardInterrupt", "ValueError: bad value": the other workers' errors name it, without
+      // pybind11's traceback text.
+      const std::string text = py::str(e.value());
+      const std::string what =
+          py::str(e.type().attr("__name__")).cast<std::string>() + (text.empty() ? "" : ": " + text);
       {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!first_error) first_error = std::move(e);

@@ -18,7 +18,7 @@
 #include "fast/core/log.hpp"
 #include "fast/core/suggest.hpp"
 #include "fast/optim/optimizer.hpp"
-#include "fast/runtime/launcher.hpp"
+#include "fast/strategy/registry.hpp"
 #include "fast/training/run_identity.hpp"
 #include "interrupt.hpp"
 
@@ -175,13 +175,33 @@ void check_same_settings(runtime::Context& ctx, const std::string& mine) {
                        static_cast<std::size_t>(heads[2 * r + 1]));
   };
   for (std::size_t r = 1; r < n; ++r) {
-    const std::string difference =
-        runtime::settings_difference(text_of(r), fmt::format("worker {}", r), text_of(0), "worker 0");
-    FAST_ENFORCE(difference.empty(),
-                 "fast.Worker: the workers' settings differ: {}; every worker constructs its Worker with the same "
-                 "settings (but those docs/config.md lists as each process's own)",
-                 difference);
+    const nlohmann::json theirs = nlohmann::json::parse(text_of(r), nullptr, false),
+                         zero = nlohmann::json::parse(text_of(0), nullptr, false);
+    if (!theirs.is_object() || !zero.is_object() || theirs == zero) continue;
+    std::vector<std::string> differences;  // every one, by name: one may follow from another (lr from optimizer)
+    for (const auto& [key, value] : zero.items())
+      if (!theirs.contains(key) || theirs[key] != value)
+        differences.push_back(fmt::format("{} = {} in worker {}, {} in worker 0", key,
+                                          theirs.contains(key) ? theirs[key].get<std::string>() : "(none)", r,
+                                          value.get<std::string>()));
+    FAST_THROW(core::InvalidArgument,
+               "fast.Worker: the workers' settings differ: {}; every worker constructs its Worker with the same "
+               "settings (but those docs/config.md lists as each process's own)",
+               fmt::join(differences, "; "));
   }
+}
+
+// The settings the workers compare: the run's shared settings, but the step budget of an
+// asynchronous strategy, where each worker takes the steps its own loop takes, and with whether the
+// optimizer step is FAST's or the caller's (replicas of both would drift apart).
+std::string compared_settings(const training::TrainOptions& options, bool external_optimizer) {
+  nlohmann::json shared = nlohmann::json::parse(settings::shared_settings(options));
+  if (strategy::find_registration(options.worker.strategy.name).asynchronous.holds(options.worker.strategy)) {
+    shared.erase("steps");
+    shared.erase("epochs");
+  }
+  shared["external_optimizer"] = external_optimizer ? "true" : "false";
+  return shared.dump();
 }
 
 }  // namespace
@@ -218,7 +238,7 @@ PyWorker::PyWorker(ContextRef ctx, const py::object& params, const py::object& g
   const strategy::ModelState state{.params = {static_cast<float*>(params_.data), params_.numel},
                                    .grads = {static_cast<float*>(grads_.data), grads_.numel},
                                    .layout = layout_};
-  const std::string shared = settings::shared_settings(options_);
+  const std::string shared = compared_settings(options_, external_optimizer);
   interruptible([&] {
     check_same_settings(c, shared);
     worker_ = std::make_unique<strategy::Worker>(c, w, state);

@@ -179,6 +179,12 @@ def test_workers_whose_settings_differ_are_refused_naming_the_setting():
         assert message is not None, f"worker {rank} accepted settings that differ"
         assert "the workers' settings differ: lr = 0.05 in worker 2, 0.1 in worker 0" in message, message
 
+    def asynchronous(ctx):  # each worker takes the steps of its own loop: not compared
+        fast.Worker(ctx, *buffers(), strategy="adpsgd", steps=4 + ctx.rank)
+        return True
+
+    assert fast.run(asynchronous, workers=2) == [True, True]
+
 
 def net(rank):
     """Rank 1 builds a wider hidden layer than the others."""

@@ -138,3 +138,42 @@ def test_a_programs_own_sigint_handler_is_left_to_handle_the_signal(tmp_path):
     script.write_text(OWN_HANDLER_SCRIPT)
     _, out = run_bounded([sys.executable, script], 60)
     assert "results [1.0, 0.0] seen [2]" in out, out
+
+
+FORK_SCRIPT = """
+import asyncio, os, signal, threading, time
+import numpy as np
+import fast
+
+def wait(ctx):
+    buf = np.zeros(4, np.float32)
+    ctx.recv(1 - ctx.rank, 1, buf).wait()  # never sent
+
+def interrupted(where):
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    try:
+        fast.run(wait, workers=2, op_timeout=120)
+    except KeyboardInterrupt:
+        print(f"{where}: KeyboardInterrupt", flush=True)
+
+interrupted("parent")
+pid = os.fork()  # a child of a process whose FAST already armed a wait: it arms its own
+if pid == 0:
+    interrupted("child")
+    os._exit(0)
+os.waitpid(pid, 0)
+
+async def nothing():
+    pass
+
+asyncio.run(nothing())  # puts Python's own SIGINT handler back, in place of FAST's
+interrupted("after asyncio.run")
+"""
+
+
+def test_ctrl_c_reaches_a_forked_child_and_a_wait_after_asyncio_run(tmp_path):
+    script = tmp_path / "fork.py"
+    script.write_text(FORK_SCRIPT)
+    _, out = run_bounded([sys.executable, script], 100)
+    for where in ("parent", "child", "after asyncio.run"):
+        assert f"{where}: KeyboardInterrupt" in out, out
