@@ -145,5 +145,15 @@ def _install_exit_hooks():
             _fast.shutdown(_failure or "")
         except Error as e:
             print(f"fast: at exit: {type(e).__name__}: {e}", file=_sys.stderr)
+        except KeyboardInterrupt:
+            # Ctrl-C while leaving the world: the process ends as one interrupted by SIGINT (130),
+            # not with Python's "Exception ignored" and the program's own status.
+            print("fast: at exit: interrupted by SIGINT (Ctrl-C) while leaving the world", file=_sys.stderr)
+            for stream in (_sys.stdout, _sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            _os._exit(130)
 
     _atexit.register(at_exit)

@@ -177,3 +177,32 @@ def test_ctrl_c_reaches_a_forked_child_and_a_wait_after_asyncio_run(tmp_path):
     _, out = run_bounded([sys.executable, script], 100)
     for where in ("parent", "child", "after asyncio.run"):
         assert f"{where}: KeyboardInterrupt" in out, out
+
+
+EXIT_SCRIPT = """
+import os, signal, threading, time
+import numpy as np
+import fast
+
+ctx = fast.init(op_timeout=120)
+fast.Communicator(ctx).barrier()
+if ctx.rank == 0:  # leaves first: its shutdown at exit waits for rank 1, and gets a Ctrl-C meanwhile
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.daemon = True
+    timer.start()
+else:
+    time.sleep(4)
+print(f"rank {ctx.rank}: leaving", flush=True)
+"""
+
+
+def test_ctrl_c_during_the_shutdown_at_exit_ends_the_process_as_interrupted(tmp_path):
+    """It printed "Exception ignored in atexit callback" and exited with the program's 0."""
+    require_runtime("zmq")
+    script = tmp_path / "exit.py"
+    script.write_text(EXIT_SCRIPT)
+    code, out = run_bounded([FAST_BIN, "launch", "-n", "2", "--insecure", "--timeout", "100", "--", sys.executable,
+                             script], 60, check=False)
+    assert "[0] fast: at exit: interrupted by SIGINT (Ctrl-C) while leaving the world" in out, out
+    assert "Exception ignored" not in out, out
+    assert "process 0 (pid" in out and "130" in out, out
