@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -23,6 +25,7 @@
 #include "compare_table.hpp"
 #include "config.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/stop_request.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/training/run_identity.hpp"
 #include "report.hpp"
@@ -399,6 +402,36 @@ TEST(CompareRun, ASummaryOfOtherSettingsOrEditedResultsIsRefused) {
   std::ofstream(high, std::ios::trunc) << high_text;  // as the run wrote it: kept
   run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 1}, fake, nullptr);
   EXPECT_EQ(calls, 2);
+}
+
+// A stop request (SIGINT, SIGTERM to fast compare) during a run: the run stops as fast train's does
+// (its summary marked interrupted), no other starts, and the interrupted run is neither tabulated
+// nor reused: the same command runs it again.
+TEST(CompareRun, AStopEndsTheSweepAfterTheRunUnderWayWhichRunsAgainNextTime) {
+  const fs::path out = temp_dir() / "out3d";
+  fs::remove_all(out);
+  const fs::path s = write_toml("sweep7d.toml", "[base]\nsteps = 5\n[sweep]\nstrategy = [\"allreduce\", \"adpsgd\"]\n");
+  int calls = 0;
+  const TrainFn interrupted = [&](const training::TrainOptions& o) {
+    ++calls;
+    core::request_stop(SIGINT);  // arrives during the first run
+    json j = write_summary(o);
+    j["interrupted"] = true;
+    std::ofstream(o.summary, std::ios::trunc) << training::with_fingerprint(j).dump();
+    return j;
+  };
+  const auto results = run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 1}, interrupted, nullptr);
+  core::clear_stop_request();
+  EXPECT_EQ(calls, 1);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].summaries.empty() && results[1].summaries.empty());
+  const TrainFn whole = [&](const training::TrainOptions& o) {
+    ++calls;
+    return write_summary(o);
+  };
+  const auto again = run_comparison(plan_runs({s}, {}), {.out = out, .repeat = 1}, whole, nullptr);
+  EXPECT_EQ(calls, 3);  // both: the interrupted one again
+  EXPECT_EQ(again[0].summaries.size(), 1u);
 }
 
 // --jobs 2: the simulated runs go two at a time (the first two meet inside train, which only

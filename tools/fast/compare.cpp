@@ -14,6 +14,7 @@
 
 #include "config.hpp"
 #include "fast/core/error.hpp"
+#include "fast/core/stop_request.hpp"
 #include "fast/runtime/launcher.hpp"
 #include "fast/runtime/registry.hpp"
 #include "fast/training/run_identity.hpp"
@@ -118,12 +119,14 @@ class Runner {
     slots_[t.config][static_cast<std::size_t>(t.repetition - 1)] = std::move(summary);
   }
 
-  // Runs the task unless an earlier one failed; records its summary or the first error.
+  // Runs the task unless an earlier one failed or a stop was requested (SIGINT, SIGTERM: the
+  // sweep ends after the runs under way); records its summary or the first error. A run that the
+  // stop interrupted is not kept: the same command runs it again.
   void run(const Task& t) {
     std::size_t number = 0;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (error_) return;
+      if (error_ || core::stop_requested() != 0) return;
       number = ++numbered_;
       say(fmt::format("[{}/{}] {} (repetition {}/{}, seed {}): {}, {} workers, {}", number, total_,
                       results_[t.config].label, t.repetition, options_.repeat, t.run.seed, t.run.worker.strategy.name,
@@ -132,6 +135,11 @@ class Runner {
     try {
       nlohmann::json summary = train_(t.run);
       std::lock_guard<std::mutex> lock(mutex_);
+      if (summary.value("interrupted", false)) {
+        say(fmt::format("[{}/{}] {}: interrupted, not kept (the same command runs it again)", number, total_,
+                        results_[t.config].label));
+        return;
+      }
       ++done_;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
       ++ran_;  // runs made by this invocation (not reused)
@@ -147,6 +155,11 @@ class Runner {
       write_locked();
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
+      if (core::stop_requested() != 0) {  // a child run the signal reached too: interrupted, not failed
+        say(fmt::format("[{}/{}] {}: interrupted, not kept (the same command runs it again)", number, total_,
+                        results_[t.config].label));
+        return;
+      }
       if (!error_) error_ = std::current_exception();
     }
   }
@@ -222,7 +235,7 @@ std::optional<nlohmann::json> earlier_summary(const fs::path& file, bool same_co
   std::ifstream in(file);
   nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
   if (summary.is_discarded() || !summary.is_object() || !summary.contains("run") || !summary.contains("settings") ||
-      !summary.contains("fingerprint"))
+      !summary.contains("fingerprint") || summary.value("interrupted", false))  // an interrupted run runs again
     return std::nullopt;
   const nlohmann::json expected = training::settings_identity(run, training::workers_before_launch(run));
   const std::string why = training::identity_mismatch(summary["run"], expected, file.string());

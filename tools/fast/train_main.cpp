@@ -89,6 +89,9 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
                specs.size() == 1 ? "" : "s", options.repeat, options.repeat == 1 ? "" : "s",
                options.out.string().c_str());
   const bool terminal = terminal_progress(progress_mode);
+  // SIGINT, SIGTERM: the run under way stops as fast train's does, no other starts, and the table
+  // of what finished is written (docs/compare.md).
+  fast::core::install_stop_handlers();
   const auto results = fast::cli::run_comparison(specs, options, [&](const fast::training::TrainOptions& run) {
     if (fast::runtime::find_runtime(run.runtime).simulated_clock) return train_in_child(run);
     // On a terminal the in-place line of `fast train`; elsewhere only compare's line per run.
@@ -104,6 +107,13 @@ int compare(const std::vector<std::string>& files, const fast::cli::CompareOptio
   std::fprintf(stderr, "table: %s, %s\nreport: %s (open it in a browser)\n",
                (options.out / "compare.md").string().c_str(), (options.out / "compare.csv").string().c_str(),
                (options.out / "report.html").string().c_str());
+  if (const int signal = fast::core::stop_requested()) {
+    std::fprintf(stderr,
+                 "fast compare: interrupted by %s: the table holds the configurations whose repetitions all "
+                 "finished; the same command runs the others\n",
+                 signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    return exit_code::killed_by(signal);
+  }
   return exit_code::ok;
 }
 
