@@ -73,12 +73,17 @@ except fast.Error as e:
 """
 
 
-def test_ctrl_c_ends_the_wait_of_one_process_and_the_other_hears_why(tmp_path):
+def launch_two(script_text, tmp_path):
+    """Runs script_text in 2 processes of `fast launch` (zmq, insecure: loopback), bounded: (code, output)."""
     require_runtime("zmq")
-    script = tmp_path / "init.py"
-    script.write_text(INIT_SCRIPT)
-    code, out = run_bounded([FAST_BIN, "launch", "-n", "2", "--insecure", "--timeout", "100", "--", sys.executable,
-                             script], 60, check=False)
+    script = tmp_path / "script.py"
+    script.write_text(script_text)
+    return run_bounded([FAST_BIN, "launch", "-n", "2", "--insecure", "--timeout", "100", "--", sys.executable, script],
+                       60, check=False)
+
+
+def test_ctrl_c_ends_the_wait_of_one_process_and_the_other_hears_why(tmp_path):
+    code, out = launch_two(INIT_SCRIPT, tmp_path)
     assert code != 0, out
     assert "rank 1: KeyboardInterrupt" in out, out
     # Rank 0's wait for rank 1 ends with rank 1's failure, named.
@@ -198,11 +203,7 @@ print(f"rank {ctx.rank}: leaving", flush=True)
 
 def test_ctrl_c_during_the_shutdown_at_exit_ends_the_process_as_interrupted(tmp_path):
     """It printed "Exception ignored in atexit callback" and exited with the program's 0."""
-    require_runtime("zmq")
-    script = tmp_path / "exit.py"
-    script.write_text(EXIT_SCRIPT)
-    code, out = run_bounded([FAST_BIN, "launch", "-n", "2", "--insecure", "--timeout", "100", "--", sys.executable,
-                             script], 60, check=False)
+    _, out = launch_two(EXIT_SCRIPT, tmp_path)
     assert "[0] fast: at exit: interrupted by SIGINT (Ctrl-C) while leaving the world" in out, out
     assert "Exception ignored" not in out, out
     assert "process 0 (pid" in out and "130" in out, out
