@@ -139,7 +139,7 @@ Sgd::Sgd(const OptimizerOptions& options, std::size_t numel)
                "a finite value >= 0", options.weight_decay);
   if (kind_ != Kind::plain) {
     check_option(std::isfinite(options.momentum) && options.momentum > 0, kOwner, "momentum", rule,
-                 "a finite value > 0", options.momentum);
+                 "a finite value > 0 (without momentum: optimizer sgd)", options.momentum);
     check_option(options.dampening >= 0 && options.dampening <= 1, kOwner, "dampening", rule, "a value in [0, 1]",
                  options.dampening);
     if (kind_ == Kind::nesterov)

@@ -136,8 +136,10 @@ std::vector<ConfigKey> model_and_data_keys() {
                                  }
                                  return fmt::format("dataset = '{}'", o.dataset);
                                })),
-      FAST_INT_KEY("epochs", "Passes over the training set (used when steps = 0).", epochs, 1),
-      FAST_INT_KEY("steps", "Steps per worker; 0 means epochs x steps per epoch.", steps, 0),
+      FAST_INT_KEY_UP_TO("epochs", "Passes over the training set (used when steps = 0).", epochs, 1,
+                         training::kMaxEpochs),
+      FAST_INT_KEY_UP_TO("steps", "Steps per worker; 0 means epochs x steps per epoch.", steps, 0,
+                         training::kMaxSteps),
       FAST_INT_KEY("batch", "Mini-batch size per worker.", batch, 1),
   };
 }
@@ -173,8 +175,10 @@ std::vector<ConfigKey> optimizer_keys() {
           },
           [](const TrainOptions& o) { return o.worker.optimizer.name; }),
       read_by_optimizer(FAST_NUMBER_KEY(
-          "momentum", "Momentum factor of momentum and nesterov, in (0, 1) (without momentum: optimizer sgd).",
-          worker.optimizer.momentum, .greater_than(0).less_than(1))),
+          "momentum",
+          "Momentum factor of momentum and nesterov, in [0, 1); they need it > 0 (without momentum: optimizer sgd, "
+          "which accepts 0).",
+          worker.optimizer.momentum, .at_least(0).less_than(1))),
       FAST_NUMBER_KEY("weight_decay", "Weight decay (L2 in the gradient; decoupled for adamw).",
                       worker.optimizer.weight_decay, .at_least(0)),
       read_by_optimizer(FAST_NUMBER_KEY("beta1", "Adam/AdamW first-moment decay.", worker.optimizer.beta1,

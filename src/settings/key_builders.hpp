@@ -8,6 +8,7 @@
 // declaration, a string, path or boolean key's is the `accepts` argument of text_key.
 // Thread-safety: plain functions of their arguments; the returned keys are values.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -64,10 +65,12 @@ ConfigKey per_process(ConfigKey key);
 // An integer setting stored in a field of type T: at least `minimum`, and at most T's largest value
 // (a larger one would wrap: 2^32 + 3 workers are not 3).
 template <typename T>
-core::Setting integer_declaration(std::string name, std::string help, long long minimum) {
+core::Setting integer_declaration(std::string name, std::string help, long long minimum,
+                                  long long maximum = core::max_of<std::int64_t>()) {
   core::Setting d = core::Setting::integer(std::move(name), 0, std::move(help));
   d.at_least(static_cast<double>(minimum));
-  if (core::max_of<T>() < core::max_of<std::int64_t>()) d.at_most(static_cast<double>(core::max_of<T>()));
+  const long long most = std::min<long long>(maximum, static_cast<long long>(core::max_of<T>()));
+  if (most < core::max_of<std::int64_t>()) d.at_most(static_cast<double>(most));
   return d;
 }
 
@@ -92,6 +95,13 @@ void require_accepts(const std::vector<ConfigKey>& keys);
 #define FAST_INT_KEY(NAME, DESC, FIELD, MIN)                                                            \
   declared_key(                                                                                         \
       integer_declaration<decltype(TrainOptions{}.FIELD)>(NAME, DESC, MIN),                             \
+      [](TrainOptions& o, const core::SettingValue& v) { o.FIELD = integer_of<decltype(o.FIELD)>(v); }, \
+      [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); })
+
+// An integer key with an upper bound as well.
+#define FAST_INT_KEY_UP_TO(NAME, DESC, FIELD, MIN, MAX)                                                 \
+  declared_key(                                                                                         \
+      integer_declaration<decltype(TrainOptions{}.FIELD)>(NAME, DESC, MIN, MAX),                        \
       [](TrainOptions& o, const core::SettingValue& v) { o.FIELD = integer_of<decltype(o.FIELD)>(v); }, \
       [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); })
 

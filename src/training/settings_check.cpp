@@ -75,8 +75,8 @@ runtime::LaunchOptions launch_options(const TrainOptions& o) {
 void validate_settings(const TrainOptions& o) {
   validate_environment();
   FAST_ENFORCE(o.workers >= 1, "workers: expected >= 1, got {}", o.workers);
-  FAST_ENFORCE(o.epochs >= 1 && o.epochs <= 1'000'000, "epochs: expected 1 to 1000000, got {}", o.epochs);
-  FAST_ENFORCE(o.steps >= 0 && o.steps <= 1'000'000'000'000, "steps: expected 0 to 1e12, got {}", o.steps);
+  FAST_ENFORCE(o.epochs >= 1 && o.epochs <= kMaxEpochs, "epochs: expected 1 to {}, got {}", kMaxEpochs, o.epochs);
+  FAST_ENFORCE(o.steps >= 0 && o.steps <= kMaxSteps, "steps: expected 0 to {}, got {}", kMaxSteps, o.steps);
   FAST_ENFORCE(o.op_timeout < 0 || (std::isfinite(o.op_timeout) && o.op_timeout <= 1e9),
                "op_timeout: expected seconds in (0, 1e9], got {}", o.op_timeout);
   validate_outputs(o);

@@ -57,7 +57,7 @@ TEST(OptimizerOptions, NegativeWeightDecayIsRejectedForEveryOptimizer) {
 TEST(OptimizerOptions, MomentumMustBePositiveForMomentumAndNesterov) {
   for (const char* name : {"momentum", "nesterov"})
     expect_error<InvalidArgument>([&] { make_optimizer({.name = name, .momentum = 0}, 1); },
-                                  {"OptimizerOptions.momentum", name, "> 0", "got 0"});
+                                  {"OptimizerOptions.momentum", name, "> 0 (without momentum: optimizer sgd)", "got 0"});
   EXPECT_NO_THROW(make_optimizer({.name = "sgd", .momentum = -1, .dampening = 5}, 1));  // ignored by plain SGD
 }
 

@@ -96,6 +96,24 @@ TEST(Config, SlowdownFactorsParseAndAreChecked) {
   EXPECT_TRUE(o.slowdown.factors.empty());
 }
 
+// momentum = 0 is PyTorch's SGD default: accepted (optimizer sgd ignores it); 1 and below 0 are
+// refused by the declared range. epochs and steps declare their upper bounds (the step counter's).
+TEST(Config, MomentumZeroIsAcceptedAndTheCountsDeclareTheirBounds) {
+  training::TrainOptions o;
+  apply_setting(o, "optimizer", "sgd", "--optimizer");
+  apply_setting(o, "momentum", "0", "--momentum");
+  EXPECT_EQ(o.worker.optimizer.momentum, 0.0);
+  EXPECT_NE(error_of([&] { apply_setting(o, "momentum", "1", "--momentum"); }).find("momentum"), std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(o, "momentum", "-0.1", "--momentum"); }).find("momentum"), std::string::npos);
+  apply_setting(o, "epochs", "1000000", "--epochs");
+  EXPECT_EQ(o.epochs, 1'000'000);
+  EXPECT_NE(error_of([&] { apply_setting(o, "epochs", "1000001", "--epochs"); }).find("1000000"), std::string::npos);
+  apply_setting(o, "steps", "1000000000000", "--steps");
+  EXPECT_EQ(o.steps, training::kMaxSteps);
+  EXPECT_NE(error_of([&] { apply_setting(o, "steps", "1000000000001", "--steps"); }).find("steps"),
+            std::string::npos);
+}
+
 TEST(Config, WrongTypeNamesFileLineKeyAndTypes) {
   training::TrainOptions o;
   const std::string e = error_of([&] { apply_config_file(o, write_toml("t.toml", "seed = 1\nbatch = \"large\"\n")); });

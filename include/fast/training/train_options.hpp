@@ -32,6 +32,11 @@ inline double default_lr(const std::string& optimizer) {
   return optimizer == "adam" || optimizer == "adamw" ? 0.001 : 0.05;
 }
 
+// The largest epochs and steps (a larger count overflowed the step counter); the settings
+// declare them (settings/config_keys.cpp) and validate_settings() checks them.
+inline constexpr std::int64_t kMaxEpochs = 1'000'000;
+inline constexpr std::int64_t kMaxSteps = 1'000'000'000'000;
+
 struct TrainOptions {
   std::string runtime = "threads";  // runtime::runtime_names()
   std::filesystem::path cluster;    // sim: cluster file (docs/clusters.md); empty: a default cluster
