@@ -498,21 +498,38 @@ TEST(CompareRun, SlugIsLowercaseAlphanumericAndDashes) {
 
 // The page inlines the data as JSON inside a <script> element, where any "</" would end the
 // element early: each becomes "<\/" (the same JSON string), and nothing else changes.
-// A folder of metrics files is one run (its file, or its processes' NAME.rankR.jsonl, merged): the
-// files of two runs are refused, naming them, instead of drawn as one.
-TEST(ReportPage, AFolderOfTwoRunsMetricsIsRefused) {
+// A folder of metrics files holds one run per NAME: its file NAME.jsonl, or its processes'
+// NAME.rankR.jsonl, merged. A folder of one run is titled by the folder, the runs of several by NAME.
+TEST(ReportPage, AFolderOfTwoRunsMetricsGivesOneRunEach) {
   const fs::path dir = temp_dir() / "report_runs";
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string start = R"({"event":"start","time":0,"strategy":"allreduce"})";
-  std::ofstream(dir / "m.rank0.jsonl") << start << "\n";
+  const std::string train = R"({"event":"train","time":1,"worker":0,"step":1})";
+  std::ofstream(dir / "m.rank0.jsonl") << start << "\n" << train << "\n";
   std::ofstream(dir / "m.rank2.jsonl") << start << "\n";
   const auto one = read_report_runs(dir);
   ASSERT_EQ(one.size(), 1u);  // the two processes' files of one run
+  EXPECT_EQ(one[0].label, "report_runs");
+  EXPECT_EQ(one[0].records.size(), 2u);  // one start kept, and the train record
   std::ofstream(dir / "other.jsonl") << start << "\n";
+  const auto two = read_report_runs(dir);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].label, "m");
+  EXPECT_EQ(two[0].records.size(), 2u);
+  EXPECT_EQ(two[1].label, "other");
+  EXPECT_EQ(two[1].records.size(), 1u);
+}
+
+// fast report --out naming a folder is refused (InvalidArgument: exit code 2) before anything is
+// read, with the file it expected; it was an I/O error (exit code 3) after reading every run.
+TEST(ReportPage, AnOutThatIsAFolderIsRefusedBeforeReading) {
+  const fs::path dir = temp_dir() / "report_out_folder";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "page");
   fast::testing::expect_error<core::InvalidArgument>(
-      [&] { read_report_runs(dir); }, {"holds the metrics of 2 runs (m, other)",
-                                       "give one run's --metrics path (fast report " + (dir / "m.jsonl").string()});
+      [&] { write_report(dir / "missing-run.jsonl", dir / "page"); },
+      {"--out '" + (dir / "page").string() + "' is a folder", (dir / "page" / "report.html").string()});
 }
 
 // The file form names a run: its --metrics path NAME.jsonl, which a run of several processes

@@ -9,6 +9,10 @@ with `fast report`, loads it in headless Chromium and checks:
   - every chart present with one series per run (each <figure data-series>), 8 + runs charts;
   - the diverged run marked in the table;
   - a screenshot that is not blank: the charts' series colours are drawn.
+Then `fast report` of a folder of twelve runs' metrics files (copies of those three, edited) checks
+what sets runs apart: a run without its summary and an interrupted one are named so and marked in
+the table; a label of 150 characters is in the page's legend whole; twelve runs get twelve colours;
+a run whose records lack `bytes_sent` has no points in the bytes chart (not a line at zero).
 Exit 0: passed; 1: failed; 77: skipped (Chromium is not installed), which CTest reports as skipped.
 Every process started here runs in its own process group and is killed with it when done or
 out of time.
@@ -133,6 +137,64 @@ def png_pixels(path):
     return width, height, rows
 
 
+LONG_LABEL = "a-run-label-" + "x" * 138
+
+
+def check_many_runs(fast, chromium, work, compare_out):
+    """A folder of twelve runs' metrics files: how the page tells the runs apart."""
+    sources = [os.path.join(compare_out, d, "1", "metrics.jsonl") for d in sorted(os.listdir(compare_out))
+               if os.path.isdir(os.path.join(compare_out, d))]
+    records = [[json.loads(line) for line in open(f) if line.strip()] for f in sources]
+    folder = os.path.join(work, "runs")
+    os.makedirs(folder)
+    names = [f"r{i:02d}" for i in range(9)] + ["r09-unfinished", "r10-interrupted", LONG_LABEL]
+
+    def write(name, recs):
+        with open(os.path.join(folder, name + ".jsonl"), "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in recs))
+
+    for i, name in enumerate(names):
+        recs = [dict(r) for r in records[i % 2]]  # the two runs that did not diverge
+        if name.endswith("unfinished"):
+            recs = [r for r in recs if r["event"] != "end"]
+        if name.endswith("interrupted"):
+            recs[-1].update(interrupted=True, interrupted_by="SIGINT", interrupted_at_step=20)
+        if i == 3:
+            for r in recs:
+                r.pop("bytes_sent", None)
+        write(name, recs)
+    page = os.path.join(work, "runs.html")
+    code, _, stderr = run([fast, "report", folder, "--out", page], 60)
+    check(code == 0, f"fast report of a folder of 12 runs' metrics exits 0 (got {code}) {stderr[-500:]}")
+    code, dom, _ = run([chromium] + CHROMIUM_FLAGS + [f"--user-data-dir={os.path.join(work, 'profile2')}",
+                                                      "--virtual-time-budget=5000", "--dump-dom", "file://" + page], 120)
+    body = re.search(r"<body([^>]*)>", dom)
+    attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body.group(1))) if body else {}
+    check(code == 0 and attrs.get("errors") == "0", f"the page of 12 runs loads without script error ({attrs})")
+    legend = re.search(r'<ul class="legend" id="legend">(.*?)</ul>', dom, re.S)
+    items = re.findall(r"<li[^>]*>(.*?)</li>", legend.group(1)) if legend else []
+    check(len(items) == 12, f"the legend lists the 12 runs (got {len(items)})")
+    check(any(LONG_LABEL in item for item in items), "the legend holds the 150-character label whole")
+    colours = re.findall(r'class="swatch[^"]*" style="border-color: ([^;"]+)', legend.group(1) if legend else "")
+    check(len(set(colours)) == 12, f"12 runs get 12 colours (got {len(set(colours))}: {colours})")
+    rows = re.findall(r'<tr(?: class="([a-z-]+)")?[^>]*>(.*?)</tr>', dom, re.S)
+    cells = {re.findall(r"<td>([^<]*)</td>", r)[0]: (c, re.findall(r"<td>([^<]*)</td>", r)) for c, r in rows
+             if "<td>" in r}
+    check(len(cells) == 12, f"the table has a row for each of the 12 runs, unfinished included (got {len(cells)})")
+    unfinished = cells.get("r09-unfinished", ("", []))
+    check(unfinished[0] == "ended-early" and "unfinished" in unfinished[1],
+          f"the run without a summary is marked unfinished in the table (got {unfinished})")
+    interrupted = cells.get("r10-interrupted", ("", []))
+    check(interrupted[0] == "ended-early" and "interrupted by SIGINT at step 20" in interrupted[1],
+          f"the interrupted run is marked in the table (got {interrupted})")
+    check(cells.get("r00", ("x",))[0] in ("", None), "a run that finished is not marked")
+    points = re.search(r'<figure id="bytes"[^>]*data-points="([0-9,]*)"', dom)
+    counts = [int(n) for n in points.group(1).split(",")] if points else []
+    bare = sorted(names).index(names[3])  # the page lists the runs in name order
+    check(len(counts) == 12 and counts[bare] == 0 and all(n > 0 for j, n in enumerate(counts) if j != bare),
+          f"the run without bytes_sent has no points in the bytes chart, the others have theirs (got {counts})")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fast", required=True, help="the fast command")
@@ -212,6 +274,7 @@ def main():
             for colour in PALETTE:
                 near = sum(1 for p in flat if all(abs(p[i] - colour[i]) <= 12 for i in range(3)))
                 check(near > 200, f"series colour #{bytes(colour).hex()} is drawn ({near} pixels)")
+        check_many_runs(args.fast, chromium, work, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{len(failures)} failed" if failures else "report page: all checks passed")

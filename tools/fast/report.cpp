@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "fast/core/error.hpp"
 #include "fast/metrics/records.hpp"
@@ -152,19 +152,21 @@ std::vector<ReportRun> read_report_runs(const fs::path& dir) {
     const std::vector<fs::path> files = metrics_files(dir);
     FAST_ENFORCE(!files.empty(),
                  "fast report: '{}' holds neither a comparison (compare.md and NN-NAME/K/metrics.jsonl, from `fast "
-                 "compare`) nor a run's metrics (*.jsonl, from `fast train --metrics`)",
+                 "compare`) nor runs' metrics (*.jsonl, from `fast train --metrics`)",
                  dir.string());
-    // One run's files: its --metrics file, or its processes' NAME.rankR.jsonl.
+    // One run per NAME: its --metrics file NAME.jsonl, or its processes' NAME.rankR.jsonl merged;
+    // a folder of one run is titled by the folder, each run of several by its NAME.
     std::vector<std::string> stems;
     for (const fs::path& f : files) stems.push_back(metrics::run_metrics_stem(f));
     std::sort(stems.begin(), stems.end());
     stems.erase(std::unique(stems.begin(), stems.end()), stems.end());
-    FAST_ENFORCE(stems.size() == 1,
-                 "fast report: '{}' holds the metrics of {} runs ({}); expected one run's files (its --metrics file, "
-                 "or its processes' NAME.rankR.jsonl): give one run's --metrics path (fast report {}), or a folder per "
-                 "run",
-                 dir.string(), stems.size(), fmt::join(stems, ", "), (dir / (stems.front() + ".jsonl")).string());
-    runs.push_back(read_run(files, fs::absolute(dir).lexically_normal().filename().string(), 1, ""));
+    for (const std::string& stem : stems) {
+      std::vector<fs::path> of_run;
+      std::copy_if(files.begin(), files.end(), std::back_inserter(of_run),
+                   [&stem](const fs::path& f) { return metrics::run_metrics_stem(f) == stem; });
+      runs.push_back(read_run(of_run, stems.size() == 1 ? fs::absolute(dir).lexically_normal().filename().string() : stem,
+                              1, ""));
+    }
   }
   FAST_ENFORCE(!runs.empty(), "fast report: '{}' is a comparison folder without any finished run", dir.string());
   return runs;

@@ -7,8 +7,8 @@
 // What DIR may be:
 //   - a `fast compare` output folder: NN-SLUG/K/metrics.jsonl per configuration and repetition,
 //     NN-SLUG/config.toml; compare.csv gives the table (rebuilt from the summaries otherwise);
-//   - a run's folder holding a metrics file (*.jsonl; several processes' <stem>.rankR.jsonl files
-//     are merged) and optionally its summary JSON;
+//   - a folder of runs' metrics files (*.jsonl): one run per NAME.jsonl, or per set of NAME.rankR.jsonl
+//     files of a run of several processes (merged), in name order;
 //   - a metrics file itself; or the --metrics path NAME.jsonl of a run of several processes, which
 //     they write as NAME.rankR.jsonl, or one of those rank files: every NAME.rankR.jsonl beside it.
 // Errors (IoError, InvalidArgument) name the path and what was expected there, before anything

@@ -92,8 +92,18 @@ Groups read_groups(const std::vector<json>& records, int workers) {
 // only the server ranks do). The samples of an elastic lockstep run are those of samples_at() at
 // the round's step, as the accuracy's (a process that took a rank back reports the members' step,
 // as if it had trained from the start; a lost worker's last steps are in no record).
+// A figure that no train record of the run carries (a file from another writer, or an older
+// version) is null in every point, so the page draws no line rather than one at zero.
 void train_series(const std::vector<json>& records, int workers, double batch, const Groups& groups, json& run) {
   std::vector<double> samples(static_cast<std::size_t>(workers)), bytes(samples.size()), stale(samples.size());
+  const auto carried = [&records](const char* field) {
+    return std::ranges::any_of(records, [field](const json& r) {
+      return r.value("event", "") == "train" && r.contains(field) && r[field].is_number();
+    });
+  };
+  const bool has_samples = carried("samples") || groups.elastic(), has_bytes = carried("bytes_sent"),
+             has_stale = carried("staleness_mean");
+  const auto or_null = [](bool has, double v) { return has ? json(v) : json(nullptr); };
   json loss = json::array(), sent = json::array(), staleness = json::array();
   double loss_sum = 0;
   int loss_count = 0, in_round = 0;
@@ -111,11 +121,11 @@ void train_series(const std::vector<json>& records, int workers, double batch, c
       }
     }
     const double mean_stale = stale_workers > 0 ? stale_sum / stale_workers : 0.0;
-    const double t = number(*last, "time");
+    const json t = number_or_null(*last, "time");
     if (groups.elastic()) total = groups.samples_at(number(*last, "step"), batch);
-    loss.push_back({t, total, loss_count > 0 ? json(loss_sum / loss_count) : json(nullptr)});
-    sent.push_back({t, all_bytes});
-    staleness.push_back({t, mean_stale});
+    loss.push_back({t, or_null(has_samples, total), loss_count > 0 ? json(loss_sum / loss_count) : json(nullptr)});
+    sent.push_back({t, or_null(has_bytes, all_bytes)});
+    staleness.push_back({t, or_null(has_stale, mean_stale)});
     loss_sum = 0;
     loss_count = in_round = 0;
   };
@@ -159,7 +169,9 @@ json run_data(const ReportRun& r) {
   json evals = json::array();
   for (const json& e : r.records)
     if (e.value("event", "") == "eval")
-      evals.push_back({number(e, "time"), groups.samples_at(number(e, "step"), batch),
+      evals.push_back({number_or_null(e, "time"),
+                       e.contains("step") && e["step"].is_number() ? json(groups.samples_at(number(e, "step"), batch))
+                                                                   : json(nullptr),
                        number_or_null(e, "accuracy"), number_or_null(e, "consensus_distance")});
   run["evals"] = evals;
   train_series(r.records, workers, batch, groups, run);
@@ -209,6 +221,10 @@ std::string report_html(const json& data) {
 }
 
 fs::path write_report(const fs::path& dir, const fs::path& out) {
+  // A folder given where the page's file is expected is a usage mistake, named before anything is read.
+  FAST_ENFORCE(out.empty() || !fs::is_directory(out),
+               "fast report: --out '{}' is a folder; expected the page's file (for example {})", out.string(),
+               (out / "report.html").string());
   const std::vector<ReportRun> runs = read_report_runs(dir);
   // A file names a run (report.hpp): its page is RUN.html beside it, RUN without any .rankR.
   const fs::path target = !out.empty()             ? out

@@ -13,10 +13,28 @@
 
   const data = JSON.parse(document.getElementById('fast-data').textContent);
   const runs = data.runs;
+  // Ten distinct colours, then hues a golden angle apart (no two runs share a colour); the point
+  // style changes every ten runs as well, so that close hues still differ.
   const palette = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f',
                    '#bcbd22', '#17becf'];
-  const colour = (i) => palette[i % palette.length];
-  const name = (r) => r.summary && r.summary.diverged ? r.label + ' (diverged)' : r.label;
+  const colour = (i) => i < palette.length ? palette[i]
+    : 'hsl(' + ((i * 137.508) % 360).toFixed(1) + ', 70%, ' + (i % 2 === 0 ? 38 : 52) + '%)';
+  const pointStyles = ['circle', 'rect', 'triangle', 'rectRot', 'crossRot', 'star'];
+  const pointStyle = (i) => pointStyles[Math.floor(i / palette.length) % pointStyles.length];
+  // How the run ended, from its summary: '' (finished), or what sets it apart.
+  function status(r) {
+    const s = r.summary || {};
+    if (!r.finished) return 'unfinished';
+    const marks = [];
+    if (s.diverged) marks.push('diverged');
+    if (s.interrupted) marks.push('interrupted by ' + (s.interrupted_by || 'a signal') +
+                                  (s.interrupted_at_step !== undefined ? ' at step ' + s.interrupted_at_step : ''));
+    if (s.below_min_workers) marks.push('below min_workers at step ' + s.ended_at_step);
+    return marks.join(', ');
+  }
+  const name = (r) => status(r) ? r.label + ' (' + status(r) + ')' : r.label;
+  // Runs drawn dashed: those that did not run to their end.
+  const dashed = (r) => status(r) !== '';
   let rendered = 0;
 
   function figure(parent, id, caption) {
@@ -37,27 +55,33 @@
   function draw(parent, id, caption, config) {
     const { fig, canvas } = figure(parent, id, caption);
     config.options = Object.assign({ animation: false, responsive: true, maintainAspectRatio: false }, config.options);
+    // The runs' legend is the page's own (#legend): a chart's legend drops the entries it cannot fit.
+    config.options.plugins = Object.assign({ legend: { display: false } }, config.options.plugins);
     const chart = new Chart(canvas, config);
     fig.dataset.series = String(chart.data.datasets.length);
+    // Per series, the points with a value (a field the run's records lack gives none).
+    fig.dataset.points = chart.data.datasets.map((d) => d.data.filter(
+      (p) => p !== null && (typeof p !== 'object' || (p.y !== null && p.y !== undefined))).length).join(',');
     rendered += 1;
     return chart;
   }
+  const perRun = [];  // the charts with one dataset per run, in the runs' order
 
   const axis = (title, extra) => Object.assign({ type: 'linear', title: { display: true, text: title } }, extra || {});
 
   // A line chart with one series per run; points(run) gives [x, y] pairs (y may be null).
   function lines(id, caption, xTitle, yTitle, points, yExtra) {
-    draw('curves', id, caption, {
+    perRun.push(draw('curves', id, caption, {
       type: 'line',
       data: {
         datasets: runs.map((r, i) => ({
           label: name(r), data: points(r).map(([x, y]) => ({ x, y })), borderColor: colour(i),
-          backgroundColor: colour(i), pointRadius: 2, borderWidth: 1.5, spanGaps: false,
-          borderDash: r.summary && r.summary.diverged ? [6, 3] : [],
+          backgroundColor: colour(i), pointRadius: 2, pointStyle: pointStyle(i), borderWidth: 1.5, spanGaps: false,
+          borderDash: dashed(r) ? [6, 3] : [],
         })),
       },
       options: { scales: { x: axis(xTitle), y: axis(yTitle, yExtra) } },
-    });
+    }));
   }
 
   lines('accuracy-time', 'Test accuracy of the representative model against training time (evaluations).',
@@ -74,10 +98,12 @@
         'training time (s)', 'staleness (updates)', (r) => r.staleness.map((p) => [p[0], p[1]]),
         { beginAtZero: true });
 
-  const target = runs.length > 0 && runs[0].summary ? runs[0].summary.target_accuracy : undefined;
-  draw('curves', 'time-to-target',
-       'Training time until the test accuracy first reached ' + (target !== undefined ? target : 'the target') +
-       ' (no bar: never reached).', {
+  // The caption names the target when the runs share it; else the table's column gives each run's.
+  const targets = [...new Set(runs.filter((r) => r.finished).map((r) => r.summary.target_accuracy))];
+  const targetText = targets.length === 1 && targets[0] !== undefined ? String(targets[0])
+    : 'its target_accuracy (see the table: the runs differ)';
+  perRun.push(draw('curves', 'time-to-target',
+       'Training time until the test accuracy first reached ' + targetText + ' (no bar: never reached).', {
     type: 'bar',
     data: {
       labels: ['time to target'],
@@ -86,16 +112,34 @@
       })),
     },
     options: { scales: { y: axis('seconds', { beginAtZero: true }) } },
-  });
+  }));
 
   const maxWorkers = Math.max(1, ...runs.map((r) => r.idle.length));
-  draw('workers', 'idle', 'Idle time per worker: time in the strategy\'s exchanges and the final wait.', {
+  perRun.push(draw('workers', 'idle', 'Idle time per worker: time in the strategy\'s exchanges and the final wait.', {
     type: 'bar',
     data: {
       labels: Array.from({ length: maxWorkers }, (_, w) => 'worker ' + w),
       datasets: runs.map((r, i) => ({ label: name(r), data: r.idle, backgroundColor: colour(i) })),
     },
     options: { scales: { y: axis('seconds', { beginAtZero: true }) } },
+  }));
+
+  // The page's legend: every run with its colour, its full label and how it ended; a click hides or
+  // shows the run in every chart drawn per run.
+  const legend = document.getElementById('legend');
+  runs.forEach((r, i) => {
+    const item = document.createElement('li');
+    const swatch = document.createElement('span');
+    swatch.className = 'swatch' + (dashed(r) ? ' dashed' : '');
+    swatch.style.borderColor = colour(i);
+    item.appendChild(swatch);
+    item.appendChild(document.createTextNode(name(r)));
+    item.title = 'click to hide or show this run';
+    item.addEventListener('click', () => {
+      const hidden = item.classList.toggle('hidden');
+      perRun.forEach((chart) => { chart.setDatasetVisibility(i, !hidden); chart.update(); });
+    });
+    legend.appendChild(item);
   });
 
   // Heat map of bytes per link, one chart per run: a square per (sender, receiver) pair.
@@ -126,26 +170,31 @@
     });
   });
 
-  // The table: one row per run, sortable by any column.
+  // The table: one row per run, sortable by any column. A column's digits apply down to its
+  // smallest shown value; a smaller non-zero value is written in exponent form (not as 0.0000).
   const columns = [
     ['run', (r) => r.label], ['strategy', (r) => r.summary.strategy], ['runtime', (r) => r.summary.runtime],
     ['workers', (r) => r.summary.workers], ['final accuracy', (r) => r.summary.final_accuracy, 4],
-    ['diverged', (r) => r.summary.diverged ? 'yes' : 'no'],
+    ['diverged', (r) => !r.finished ? '' : r.summary.diverged ? 'yes' : 'no'], ['ended', (r) => status(r) || 'finished'],
+    ['target accuracy', (r) => r.summary.target_accuracy],
     ['time to target s', (r) => r.summary.time_to_target_seconds, 2], ['wall s', (r) => r.summary.wall_seconds, 1],
     ['bytes sent MB', (r) => r.summary.bytes_sent / 1e6, 1], ['staleness mean', (r) => r.summary.staleness_mean, 2],
     ['consensus distance', (r) => r.summary.consensus_distance, 4], ['epochs', (r) => r.summary.epochs, 2],
   ];
-  const finished = runs.filter((r) => r.finished);
   const table = document.createElement('table');
   const head = table.createTHead().insertRow();
   const body = table.createTBody();
-  const text = (v, digits) => v === null || v === undefined ? '' : (typeof v === 'number' && digits !== undefined
-    ? v.toFixed(digits) : String(v));
+  const text = (v, digits) => {
+    if (v === null || v === undefined || (typeof v === 'number' && Number.isNaN(v))) return '';
+    if (typeof v !== 'number' || digits === undefined) return String(v);
+    return v !== 0 && Math.abs(v) < 0.5 * Math.pow(10, -digits) ? v.toExponential(2) : v.toFixed(digits);
+  };
   function fill(order) {
     body.innerHTML = '';
     order.forEach((r) => {
       const row = body.insertRow();
       if (r.summary.diverged) { row.className = 'diverged'; row.title = r.summary.divergence; }
+      else if (dashed(r)) { row.className = 'ended-early'; row.title = status(r); }
       columns.forEach(([, get, digits]) => { row.insertCell().textContent = text(get(r), digits); });
     });
   }
@@ -157,12 +206,12 @@
       head.querySelectorAll('th').forEach((h) => h.classList.remove('sorted-asc', 'sorted-desc'));
       th.classList.add(descending ? 'sorted-desc' : 'sorted-asc');
       const key = (r) => { const v = get(r); return v === null || v === undefined ? Infinity : v; };
-      const sorted = finished.slice().sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+      const sorted = runs.slice().sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
       fill(descending ? sorted.reverse() : sorted);
     });
     head.appendChild(th);
   });
-  fill(finished);
+  fill(runs);
   document.getElementById('table').appendChild(table);
 
   runs.forEach((r) => {
@@ -176,7 +225,8 @@
     document.getElementById('settings').appendChild(details);
   });
   document.getElementById('title').textContent = data.title;
-  document.getElementById('subtitle').textContent = runs.length + ' run(s); ' +
-    (runs.length - finished.length) + ' without a summary (unfinished).';
+  const unfinished = runs.filter((r) => !r.finished).length;
+  document.getElementById('subtitle').textContent = runs.length + ' run(s); ' + unfinished +
+    ' without a summary (unfinished: still running, killed, or stopped before its end).';
   document.body.dataset.rendered = String(rendered);
 }());
