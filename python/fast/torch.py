@@ -40,6 +40,15 @@ import torch
 import fast
 
 
+def _differing_workers(context, text):
+    """Collective: the ranks whose `text` differs from this worker's (a digest of it is allgathered)."""
+    if context.size == 1:
+        return []
+    digest = np.frombuffer(hashlib.sha256(text.encode()).digest()[:8], dtype=np.int64).copy()
+    gathered = fast.Communicator(context).allgather(digest)
+    return [r for r in range(context.size) if gathered[r, 0] != digest[0]]
+
+
 def _describe(entries):
     total = sum(int(np.prod(shape)) for _, shape in entries)
     return f"{len(entries)} tensors, {total} parameters"
@@ -115,11 +124,7 @@ class FlatModel:
     def check_same_layout(self, context):
         """Collective: InvalidArgument on every worker unless all have the same parameter names and
         shapes, in the same order."""
-        if context.size == 1:
-            return
-        digest = np.frombuffer(hashlib.sha256(repr(self.layout).encode()).digest()[:8], dtype=np.int64).copy()
-        gathered = fast.Communicator(context).allgather(digest)
-        differ = [r for r in range(context.size) if gathered[r, 0] != digest[0]]
+        differ = _differing_workers(context, repr(self.layout))
         if differ:
             raise fast.InvalidArgument(
                 f"fast.torch: the model's parameter layout differs between workers: worker {context.rank} has "
@@ -255,6 +260,20 @@ def _check_user_optimizer(optimizer, scheduler, flat, settings):
             ".optimizer is another one)")
 
 
+def _check_same_buffers(model, policy, context):
+    """Collective: InvalidArgument on every worker unless all were given the same `buffers` policy
+    and their modules have the same buffers (names, shapes, dtypes): a worker that syncs its buffers
+    while another does not would wait in a collective the other never calls."""
+    layout = [(name, tuple(b.shape), str(b.dtype)) for name, b in model.named_buffers()]
+    differ = _differing_workers(context, repr((policy, layout)))
+    if differ:
+        mine = "the default" if policy is None else repr(policy)
+        raise fast.InvalidArgument(
+            f"fast.torch.Worker: the workers' module buffers differ: worker {context.rank} has buffers={mine} and "
+            f"{len(layout)} buffers (first {layout[:3]}), and workers {differ} have another policy or other "
+            "buffers; every worker passes the same buffers= and builds the same architecture")
+
+
 class Worker:
     """A fast.Worker on a torch.nn.Module's parameters (see the module's documentation).
 
@@ -291,6 +310,7 @@ class Worker:
             settings["optimizer"] = optimizer
         self.context = context or fast.context() or fast.init()
         self.flat.check_same_layout(self.context)
+        _check_same_buffers(model, buffers, self.context)
         self.params, self.grads = self.flat.params, self.flat.grads
         self._communicator = fast.Communicator(self.context)
         broadcast_initial = broadcast_initial and self.context.size > 1

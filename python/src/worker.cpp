@@ -147,10 +147,15 @@ strategy::WorkerOptions worker_options(const training::TrainOptions& o, int worl
   return w;
 }
 
+// The field of a worker's compared text that carries its refusal of its own arguments, in place of
+// its settings (no setting has this name).
+constexpr std::string_view kRefused = "#refused";
+
 // Collective: every worker's settings that a run shares (settings::shared_settings, as fast train's
 // processes compare them) against worker 0's. A difference is InvalidArgument on every worker,
 // naming the first worker that differs, the setting and both values: a worker given another lr,
 // batch or strategy would otherwise train apart, or hang in a collective the others never call.
+// A worker whose text is a refusal (kRefused) makes every worker raise InvalidArgument naming it.
 void check_same_settings(runtime::Context& ctx, const std::string& mine) {
   if (ctx.size() == 1) return;
   collective::Communicator comm(ctx);
@@ -174,6 +179,13 @@ void check_same_settings(runtime::Context& ctx, const std::string& mine) {
     return std::string(reinterpret_cast<const char*>(texts.data() + r * longest),
                        static_cast<std::size_t>(heads[2 * r + 1]));
   };
+  for (std::size_t r = 0; r < n; ++r) {
+    const nlohmann::json theirs = nlohmann::json::parse(text_of(r), nullptr, false);
+    if (theirs.is_object() && theirs.contains(kRefused))
+      FAST_THROW(core::InvalidArgument,
+                 "fast.Worker: worker {} refused its own arguments, so no worker starts; its error: {}", r,
+                 theirs[std::string(kRefused)].get<std::string>());
+  }
   for (std::size_t r = 1; r < n; ++r) {
     const nlohmann::json theirs = nlohmann::json::parse(text_of(r), nullptr, false),
                          zero = nlohmann::json::parse(text_of(0), nullptr, false);
@@ -213,14 +225,13 @@ std::vector<std::string> worker_setting_names() {
   return names;
 }
 
-PyWorker::PyWorker(ContextRef ctx, const py::object& params, const py::object& grads, const py::object& layout,
-                   std::int64_t steps_per_epoch, bool external_optimizer, const py::kwargs& settings)
-    : ctx_(std::move(ctx)),
-      params_(as_float32(params, "fast.Worker: params", true)),
-      grads_(as_float32(grads, "fast.Worker: grads", true)),
-      layout_(make_layout(layout, params_.numel)),
-      options_(apply_settings(settings)),
-      steps_per_epoch_(steps_per_epoch) {
+strategy::WorkerOptions PyWorker::checked_arguments(const py::object& params, const py::object& grads,
+                                                    const py::object& layout, bool external_optimizer,
+                                                    const py::kwargs& settings) {
+  params_ = as_float32(params, "fast.Worker: params", true);
+  grads_ = as_float32(grads, "fast.Worker: grads", true);
+  layout_ = make_layout(layout, params_.numel);
+  options_ = apply_settings(settings);
   FAST_ENFORCE(params_.numel == grads_.numel, "fast.Worker: params has {} elements, grads has {}; expected the same",
                params_.numel, grads_.numel);
   FAST_ENFORCE(params_.numel > 0, "fast.Worker: params is empty");
@@ -231,14 +242,38 @@ PyWorker::PyWorker(ContextRef ctx, const py::object& params, const py::object& g
                  "fast.Worker: params and grads share memory; expected two separate arrays (the gradient buffer "
                  "the framework writes and the parameters FAST updates)");
   }
-  FAST_ENFORCE(steps_per_epoch >= 0, "fast.Worker: steps_per_epoch must be >= 0, got {}", steps_per_epoch);
-  runtime::Context& c = ctx_->get();
-  const strategy::WorkerOptions w = worker_options(options_, c.size(), steps_per_epoch, external_optimizer);
+  FAST_ENFORCE(steps_per_epoch_ >= 0, "fast.Worker: steps_per_epoch must be >= 0, got {}", steps_per_epoch_);
+  strategy::WorkerOptions w = worker_options(options_, ctx_->get().size(), steps_per_epoch_, external_optimizer);
   options_.worker.external_optimizer = external_optimizer;  // options(): fast.Metrics reads it
+  return w;
+}
+
+PyWorker::PyWorker(ContextRef ctx, const py::object& params, const py::object& grads, const py::object& layout,
+                   std::int64_t steps_per_epoch, bool external_optimizer, const py::kwargs& settings)
+    : ctx_(std::move(ctx)), steps_per_epoch_(steps_per_epoch) {
+  runtime::Context& c = ctx_->get();
+  // A worker whose own arguments are refused still takes part in the comparison, with its refusal:
+  // the others raise at once, naming it, instead of waiting for it until op_timeout.
+  strategy::WorkerOptions w;
+  std::string shared;
+  std::exception_ptr refused;
+  try {
+    w = checked_arguments(params, grads, layout, external_optimizer, settings);
+    shared = compared_settings(options_, external_optimizer);
+  } catch (const std::exception& e) {  // FAST's errors and pybind11's (a setting of the wrong type)
+    refused = std::current_exception();
+    shared = nlohmann::json{{std::string(kRefused), e.what()}}.dump();
+  }
+  if (refused) {
+    try {
+      interruptible([&] { check_same_settings(c, shared); });
+    } catch (const core::InvalidArgument&) {  // the refusal the others raise: this worker raises its own
+    }
+    std::rethrow_exception(refused);
+  }
   const strategy::ModelState state{.params = {static_cast<float*>(params_.data), params_.numel},
                                    .grads = {static_cast<float*>(grads_.data), grads_.numel},
                                    .layout = layout_};
-  const std::string shared = compared_settings(options_, external_optimizer);
   interruptible([&] {
     check_same_settings(c, shared);
     worker_ = std::make_unique<strategy::Worker>(c, w, state);

@@ -69,6 +69,12 @@ class PyWorker {
   std::optional<std::int64_t> resumed_from() const noexcept { return resumed_from_; }
 
  private:
+  // Reads and checks this worker's own arguments into params_, grads_, layout_ and options_, as
+  // fast train checks its settings before starting; returns the strategy's options. Throws
+  // InvalidArgument (or pybind11's cast errors) naming the argument.
+  strategy::WorkerOptions checked_arguments(const py::object& params, const py::object& grads, const py::object& layout,
+                                            bool external_optimizer, const py::kwargs& settings);
+
   ContextRef ctx_;
   Array params_;
   Array grads_;

@@ -186,6 +186,23 @@ def test_workers_whose_settings_differ_are_refused_naming_the_setting():
     assert fast.run(asynchronous, workers=2) == [True, True]
 
 
+def test_a_worker_whose_own_arguments_are_refused_fails_the_others_at_once():
+    """Worker 1's lr=-1 raised on worker 1 alone; the others waited for it in the settings exchange
+    until op_timeout (30 s here), then failed with a timeout. Now they raise at once, naming worker 1 and its error."""
+    def body(ctx):
+        try:
+            fast.Worker(ctx, *buffers(), steps=4, lr=-1.0 if ctx.rank == 1 else 0.1)
+        except fast.InvalidArgument as e:
+            return str(e)
+        return None
+
+    messages = fast.run(body, workers=3, op_timeout=30)  # without the refusal shared: a timeout, not this
+    assert "lr" in messages[1] and "refused its own arguments" not in messages[1], messages[1]
+    for rank in (0, 2):
+        assert messages[rank] is not None and "worker 1 refused its own arguments, so no worker starts" in \
+            messages[rank] and messages[1] in messages[rank], messages[rank]
+
+
 def net(rank):
     """Rank 1 builds a wider hidden layer than the others."""
     hidden = 16 if rank == 1 else 8
@@ -205,6 +222,47 @@ def test_layouts_that_differ_between_workers_threads():
         assert message is not None, f"worker {rank} accepted a layout that differs"
         assert f"worker {rank} has 4 tensors" in message and "every worker must build the same architecture" in message
     assert "workers [0, 2] have another" in messages[1]
+
+
+def test_buffer_policies_or_buffers_that_differ_between_workers():
+    """A worker syncing its BatchNorm statistics (buffers="broadcast") beside one that does not
+    ("local") waited in the broadcast until op_timeout; the same for a module without those buffers.
+    Every worker now raises at construction, naming its own policy and the workers that differ."""
+    def model(track=True):
+        return torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6, track_running_stats=track),
+                                   torch.nn.Linear(6, 2))
+
+    def policies(ctx):
+        try:
+            fast.torch.Worker(model(), ctx, steps=1, buffers="local" if ctx.rank == 1 else None)
+        except fast.InvalidArgument as e:
+            return str(e)
+        return None
+
+    messages = fast.run(policies, workers=3)
+    for rank, message in enumerate(messages):
+        assert message is not None, f"worker {rank} accepted buffers that differ"
+        assert "the workers' module buffers differ" in message, message
+    assert "worker 1 has buffers='local' and 3 buffers" in messages[1], messages[1]
+    assert "workers [0, 2] have another" in messages[1], messages[1]
+    assert "worker 0 has buffers=the default" in messages[0] and "workers [1] have another" in messages[0]
+
+    def layouts(ctx):
+        try:
+            fast.torch.Worker(model(track=ctx.rank != 0), ctx, steps=1)
+        except fast.InvalidArgument as e:
+            return str(e)
+        return None
+
+    messages = fast.run(layouts, workers=2)
+    assert all(m is not None and "the workers' module buffers differ" in m for m in messages), messages
+    assert "worker 0 has buffers=the default and 0 buffers" in messages[0], messages[0]
+
+    def same(ctx):
+        fast.torch.Worker(model(), ctx, steps=1, buffers="average")
+        return True
+
+    assert fast.run(same, workers=2) == [True, True]
 
 
 MISMATCH = textwrap.dedent("""
