@@ -61,7 +61,7 @@ TEST(HostileInput, NumbersThatDoubleHoldsButNoSettingMeansAreRefused) {
            {"FAST_OP_TIMEOUT=1e10 ", "train --steps 5", {"FAST_OP_TIMEOUT", "1e9"}},
            {"", "train --epochs 20000000000000000", {"epochs", "1000000", "20000000000000000"}},
            {"", "train --target-accuracy 2", {"--target-accuracy", "[0, 1]", "got 2"}},
-           {"", "train --optimizer momentum --momentum 2", {"--momentum", "(0, 1)", "got 2"}},
+           {"", "train --optimizer momentum --momentum 2", {"--momentum", "[0, 1)", "got 2"}},
            {"FAST_TORCH_THREADS=100000 ", "train --steps 5", {"FAST_TORCH_THREADS", "1024", "100000"}},
            {"FAST_TORCH_THREADS=-3 ", "train --steps 5", {"FAST_TORCH_THREADS", "got -3"}},
            {"FAST_MALLOC=jemalloc ", "train --steps 5", {"FAST_MALLOC", "tuned or system", "'jemalloc'"}},
