@@ -530,6 +530,9 @@ TEST(ReportPage, AnOutThatIsAFolderIsRefusedBeforeReading) {
   fast::testing::expect_error<core::InvalidArgument>(
       [&] { write_report(dir / "missing-run.jsonl", dir / "page"); },
       {"--out '" + (dir / "page").string() + "' is a folder", (dir / "page" / "report.html").string()});
+  // A path ending in a separator names a folder too, even one that does not exist yet.
+  fast::testing::expect_error<core::InvalidArgument>([&] { write_report(dir / "missing-run.jsonl", dir / "new" / ""); },
+                                                     {"is a folder", (dir / "new" / "report.html").string()});
 }
 
 // The file form names a run: its --metrics path NAME.jsonl, which a run of several processes
@@ -603,16 +606,16 @@ TEST(ReportPage, SamplesFollowTheGroupAfterAnElasticLoss) {
   EXPECT_DOUBLE_EQ(r["bytes"].back()[1].get<double>(), 2000 + 1800 + 1000);
 }
 
+// "</script" would close the data's element, and "<!--" with "<script" would take the page's script
+// into it (the HTML parser's escaped states): every '<' of the data is written \u003c.
 TEST(ReportPage, InlinedDataCannotCloseItsScriptElement) {
-  const json data = {{"title", "a</script><script>boom()</script></"}, {"runs", json::array({"x</y", "</</"})}};
+  const json data = {{"title", "a</script><script>boom()</script></"},
+                     {"runs", json::array({"x</y", "</</", "a <!-- <script> b"})}};
   const std::string page = report_html(data);
   EXPECT_EQ(page.find("</script><script>boom()"), std::string::npos);
-  std::string expect;  // the dump with every "</" escaped, written out independently
-  const std::string dumped = data.dump();
-  for (std::size_t i = 0; i < dumped.size(); ++i) {
-    expect += dumped[i];
-    if (dumped[i] == '<' && i + 1 < dumped.size() && dumped[i + 1] == '/') expect += '\\';
-  }
+  EXPECT_EQ(page.find("<!-- <script>"), std::string::npos);
+  std::string expect;  // the dump with every '<' escaped, written out independently
+  for (const char c : data.dump()) expect += c == '<' ? std::string("\\u003c") : std::string(1, c);
   EXPECT_NE(page.find(expect), std::string::npos) << expect;
   EXPECT_EQ(json::parse(expect), data);  // the escape is the same JSON
 }

@@ -178,21 +178,29 @@ json run_data(const ReportRun& r) {
   json s = summary;
   for (const char* big : {"bytes_per_link", "idle_seconds", "steps_per_worker", "event", "time"}) s.erase(big);
   run["summary"] = s;
+  // What the start record tells of a run without a summary (its table row).
+  json begun = json::object();
+  for (const char* field : {"strategy", "runtime", "workers"})
+    if (start.contains(field)) begun[field] = start[field];
+  run["start"] = begun;
   run["idle"] = summary.value("idle_seconds", json::array());
   run["links"] = summary.value("bytes_per_link", json::array());
   return run;
 }
 
-// "</" inside the inlined JSON would end its <script> element: "<\/" is the same JSON string.
+// Inside the inlined JSON, "</script" would end its <script> element, and "<!--" followed by
+// "<script" would make the HTML parser take the page's own script into it. '<' appears in JSON only
+// inside strings, where \u003c is the same character: every one is written so.
 std::string script_safe(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  std::size_t from = 0;
-  for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 2)) {
-    out.append(text, from, at + 1 - from).push_back('\\');
-    from = at + 1;
+  for (const char c : text) {
+    if (c == '<')
+      out += "\\u003c";
+    else
+      out += c;
   }
-  return out.append(text, from);
+  return out;
 }
 
 void replace_once(std::string& page, std::string_view mark, std::string_view with) {
@@ -222,9 +230,9 @@ std::string report_html(const json& data) {
 
 fs::path write_report(const fs::path& dir, const fs::path& out) {
   // A folder given where the page's file is expected is a usage mistake, named before anything is read.
-  FAST_ENFORCE(out.empty() || !fs::is_directory(out),
+  FAST_ENFORCE(out.empty() || (!fs::is_directory(out) && out.has_filename()),
                "fast report: --out '{}' is a folder; expected the page's file (for example {})", out.string(),
-               (out / "report.html").string());
+               (out / "report.html").lexically_normal().string());
   const std::vector<ReportRun> runs = read_report_runs(dir);
   // A file names a run (report.hpp): its page is RUN.html beside it, RUN without any .rankR.
   const fs::path target = !out.empty()             ? out

@@ -13,14 +13,19 @@
 
   const data = JSON.parse(document.getElementById('fast-data').textContent);
   const runs = data.runs;
-  // Ten distinct colours, then hues a golden angle apart (no two runs share a colour); the point
-  // style changes every ten runs as well, so that close hues still differ.
+  // Thirty distinct colours (Tableau's ten, then darker and lighter sets whose hues and shades stay
+  // apart from them), then hues a golden angle apart at three shades; the point marker changes every
+  // ten runs as well (drawn in the page's legend too), so that close colours still differ.
   const palette = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f',
-                   '#bcbd22', '#17becf'];
+                   '#bcbd22', '#17becf', '#393b79', '#637939', '#8c6d31', '#843c39', '#7b4173', '#5254a3',
+                   '#8ca252', '#bd9e39', '#ad494a', '#a55194', '#aec7e8', '#ff9896', '#98df8a', '#ffbb78',
+                   '#c5b0d5', '#c49c94', '#f7b6d2', '#c7c7c7', '#dbdb8d', '#9edae5'];
   const colour = (i) => i < palette.length ? palette[i]
-    : 'hsl(' + ((i * 137.508) % 360).toFixed(1) + ', 70%, ' + (i % 2 === 0 ? 38 : 52) + '%)';
+    : 'hsl(' + ((i * 137.508) % 360).toFixed(1) + ', 75%, ' + [30, 45, 60][i % 3] + '%)';
   const pointStyles = ['circle', 'rect', 'triangle', 'rectRot', 'crossRot', 'star'];
-  const pointStyle = (i) => pointStyles[Math.floor(i / palette.length) % pointStyles.length];
+  const markerGlyphs = ['\u25cf', '\u25a0', '\u25b2', '\u25c6', '\u2715', '\u2605'];
+  const markerOf = (i) => Math.floor(i / 10) % pointStyles.length;
+  const pointStyle = (i) => pointStyles[markerOf(i)];
   // How the run ended, from its summary: '' (finished), or what sets it apart.
   function status(r) {
     const s = r.summary || {};
@@ -76,7 +81,7 @@
       data: {
         datasets: runs.map((r, i) => ({
           label: name(r), data: points(r).map(([x, y]) => ({ x, y })), borderColor: colour(i),
-          backgroundColor: colour(i), pointRadius: 2, pointStyle: pointStyle(i), borderWidth: 1.5, spanGaps: false,
+          backgroundColor: colour(i), pointRadius: i < 10 ? 2 : 3, pointStyle: pointStyle(i), borderWidth: 1.5, spanGaps: false,
           borderDash: dashed(r) ? [6, 3] : [],
         })),
       },
@@ -133,6 +138,11 @@
     swatch.className = 'swatch' + (dashed(r) ? ' dashed' : '');
     swatch.style.borderColor = colour(i);
     item.appendChild(swatch);
+    const marker = document.createElement('span');
+    marker.className = 'marker';
+    marker.style.color = colour(i);
+    marker.textContent = markerGlyphs[markerOf(i)];
+    item.appendChild(marker);
     item.appendChild(document.createTextNode(name(r)));
     item.title = 'click to hide or show this run';
     item.addEventListener('click', () => {
@@ -173,8 +183,8 @@
   // The table: one row per run, sortable by any column. A column's digits apply down to its
   // smallest shown value; a smaller non-zero value is written in exponent form (not as 0.0000).
   const columns = [
-    ['run', (r) => r.label], ['strategy', (r) => r.summary.strategy], ['runtime', (r) => r.summary.runtime],
-    ['workers', (r) => r.summary.workers], ['final accuracy', (r) => r.summary.final_accuracy, 4],
+    ['run', (r) => r.label], ['strategy', (r) => r.summary.strategy ?? r.start.strategy],
+    ['runtime', (r) => r.summary.runtime ?? r.start.runtime], ['workers', (r) => r.summary.workers ?? r.start.workers], ['final accuracy', (r) => r.summary.final_accuracy, 4],
     ['diverged', (r) => !r.finished ? '' : r.summary.diverged ? 'yes' : 'no'], ['ended', (r) => status(r) || 'finished'],
     ['target accuracy', (r) => r.summary.target_accuracy],
     ['time to target s', (r) => r.summary.time_to_target_seconds, 2], ['wall s', (r) => r.summary.wall_seconds, 1],
