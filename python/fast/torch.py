@@ -30,6 +30,7 @@ step, DistributedDataParallel's default), "average" (the mean over the workers a
 """
 
 import hashlib
+import json
 import os
 import pathlib
 import time
@@ -260,18 +261,68 @@ def _check_user_optimizer(optimizer, scheduler, flat, settings):
             ".optimizer is another one)")
 
 
-def _check_same_buffers(model, policy, context):
-    """Collective: InvalidArgument on every worker unless all were given the same `buffers` policy
-    and their modules have the same buffers (names, shapes, dtypes): a worker that syncs its buffers
-    while another does not would wait in a collective the other never calls."""
-    layout = [(name, tuple(b.shape), str(b.dtype)) for name, b in model.named_buffers()]
-    differ = _differing_workers(context, repr((policy, layout)))
-    if differ:
-        mine = "the default" if policy is None else repr(policy)
-        raise fast.InvalidArgument(
-            f"fast.torch.Worker: the workers' module buffers differ: worker {context.rank} has buffers={mine} and "
-            f"{len(layout)} buffers (first {layout[:3]}), and workers {differ} have another policy or other "
-            "buffers; every worker passes the same buffers= and builds the same architecture")
+def _exchange_texts(context, text):
+    """Collective: every worker's `text`, in rank order."""
+    if context.size == 1:
+        return [text]
+    data = text.encode()
+    comm = fast.Communicator(context)
+    lengths = comm.allgather(np.array([len(data)], dtype=np.int64))[:, 0]
+    padded = np.zeros(max(1, int(lengths.max())), dtype=np.uint8)
+    padded[:len(data)] = np.frombuffer(data, dtype=np.uint8)
+    rows = comm.allgather(padded)
+    return [bytes(rows[r, :int(lengths[r])]).decode() for r in range(context.size)]
+
+
+def _agreed_buffer_policy(model, policy, worker, context):
+    """Collective: the buffers policy (None: broadcast for synchronous strategies, local for
+    asynchronous ones), once every worker resolved the same one and its module has the same buffers
+    (names, shapes, dtypes): a worker syncing its buffers beside one that does not would wait in a
+    collective the other never calls. A worker whose own policy is refused raises its own error and
+    the others name it; a difference raises on every worker, naming both values. Every worker that
+    raises finishes its fast.Worker first (collective, as the refusal is)."""
+    resolved = policy if policy is not None else ("local" if worker.asynchronous else "broadcast")
+    refusal = None
+    if resolved not in BUFFER_POLICIES:
+        refusal = f"fast.torch: buffers must be one of {', '.join(BUFFER_POLICIES)}; got {policy!r}"
+    elif resolved != "local" and worker.asynchronous:
+        refusal = (f"fast.torch.Worker: buffers={policy!r} is a collective at every step, and strategy "
+                   f"'{worker.settings['strategy']}' is asynchronous (its workers do not step together): use "
+                   "buffers='local'")
+    layout = [[name, list(b.shape), str(b.dtype)] for name, b in model.named_buffers()]
+    mine = {"refused": refusal} if refusal else {"policy": resolved, "layout": layout}
+    everyone = [json.loads(t) for t in _exchange_texts(context, json.dumps(mine))]
+    problem = refusal
+    if problem is None:
+        problem = next((f"fast.torch.Worker: worker {r} refused its own buffers=, so no worker starts; its error: "
+                        f"{theirs['refused']}" for r, theirs in enumerate(everyone) if "refused" in theirs), None)
+    if problem is None:
+        problem = _buffer_difference(everyone)
+    if problem is not None:
+        worker.finish()
+        raise fast.InvalidArgument(problem)
+    return resolved
+
+
+def _show_buffer(entry):
+    return "none" if entry is None else f"'{entry[0]}' {tuple(entry[1])} {entry[2]}"
+
+
+def _buffer_difference(everyone):
+    """The first worker whose policy or module buffers differ from worker 0's, named with both values
+    (None when all agree)."""
+    zero = everyone[0]
+    for r, theirs in enumerate(everyone[1:], start=1):
+        if theirs["policy"] != zero["policy"]:
+            return (f"fast.torch.Worker: the workers' buffers policies differ: buffers = {theirs['policy']!r} in "
+                    f"worker {r}, {zero['policy']!r} in worker 0; every worker passes the same buffers=")
+        if theirs["layout"] != zero["layout"]:
+            pairs = zip(theirs["layout"] + [None] * len(zero["layout"]), zero["layout"] + [None] * len(theirs["layout"]))
+            first = next((a, b) for a, b in pairs if a != b)
+            return (f"fast.torch.Worker: the workers' module buffers differ: worker {r} has {len(theirs['layout'])}, "
+                    f"worker 0 has {len(zero['layout'])}; first difference: {_show_buffer(first[0])} in worker {r}, "
+                    f"{_show_buffer(first[1])} in worker 0; every worker builds the same architecture")
+    return None
 
 
 class Worker:
@@ -310,7 +361,6 @@ class Worker:
             settings["optimizer"] = optimizer
         self.context = context or fast.context() or fast.init()
         self.flat.check_same_layout(self.context)
-        _check_same_buffers(model, buffers, self.context)
         self.params, self.grads = self.flat.params, self.flat.grads
         self._communicator = fast.Communicator(self.context)
         broadcast_initial = broadcast_initial and self.context.size > 1
@@ -319,14 +369,7 @@ class Worker:
         self.worker = fast.Worker(self.context, self.params, self.grads, layout=self.flat.layout,
                                   steps_per_epoch=steps_per_epoch, external_optimizer=self.optimizer is not None,
                                   **settings)
-        if buffers is None:
-            buffers = "local" if self.worker.asynchronous else "broadcast"
-        elif buffers != "local" and self.worker.asynchronous:
-            self.worker.finish()      # collective, as the refusal is: every worker refuses here
-            raise fast.InvalidArgument(
-                f"fast.torch.Worker: buffers={buffers!r} is a collective at every step, and strategy "
-                f"'{self.worker.settings['strategy']}' is asynchronous (its workers do not step together): use "
-                "buffers='local'")
+        buffers = _agreed_buffer_policy(model, buffers, self.worker, self.context)
         self.buffers = FlatBuffers(model, buffers)
         if broadcast_initial:
             for array in self.buffers.arrays.values():

@@ -227,42 +227,43 @@ def test_layouts_that_differ_between_workers_threads():
 def test_buffer_policies_or_buffers_that_differ_between_workers():
     """A worker syncing its BatchNorm statistics (buffers="broadcast") beside one that does not
     ("local") waited in the broadcast until op_timeout; the same for a module without those buffers.
-    Every worker now raises at construction, naming its own policy and the workers that differ."""
+    Every worker now raises at construction, naming both values; the default and the policy it
+    resolves to are the same; a worker's own refused policy is its error, and the others name it."""
     def model(track=True):
         return torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6, track_running_stats=track),
                                    torch.nn.Linear(6, 2))
 
-    def policies(ctx):
-        try:
-            fast.torch.Worker(model(), ctx, steps=1, buffers="local" if ctx.rank == 1 else None)
-        except fast.InvalidArgument as e:
-            return str(e)
-        return None
+    def attempt(make, **settings):
+        def body(ctx):
+            try:
+                fast.torch.Worker(make(ctx), ctx, steps=1, **{k: v(ctx) for k, v in settings.items()})
+            except fast.InvalidArgument as e:
+                return str(e)
+            return None
+        return fast.run(body, workers=3, op_timeout=30)
 
-    messages = fast.run(policies, workers=3)
+    messages = attempt(lambda ctx: model(), buffers=lambda ctx: "local" if ctx.rank == 1 else None)
     for rank, message in enumerate(messages):
-        assert message is not None, f"worker {rank} accepted buffers that differ"
-        assert "the workers' module buffers differ" in message, message
-    assert "worker 1 has buffers='local' and 3 buffers" in messages[1], messages[1]
-    assert "workers [0, 2] have another" in messages[1], messages[1]
-    assert "worker 0 has buffers=the default" in messages[0] and "workers [1] have another" in messages[0]
+        assert message is not None and "buffers = 'local' in worker 1, 'broadcast' in worker 0" in message, message
 
-    def layouts(ctx):
-        try:
-            fast.torch.Worker(model(track=ctx.rank != 0), ctx, steps=1)
-        except fast.InvalidArgument as e:
-            return str(e)
-        return None
+    messages = attempt(lambda ctx: model(track=ctx.rank != 2))
+    for message in messages:
+        assert message is not None and "the workers' module buffers differ: worker 2 has 0, worker 0 has 3; first " \
+            "difference: none in worker 2, '1.running_mean' (6,) torch.float32 in worker 0" in message, message
 
-    messages = fast.run(layouts, workers=2)
-    assert all(m is not None and "the workers' module buffers differ" in m for m in messages), messages
-    assert "worker 0 has buffers=the default and 0 buffers" in messages[0], messages[0]
+    messages = attempt(lambda ctx: model(), buffers=lambda ctx: "bogus" if ctx.rank == 1 else None)
+    assert messages[1] == "fast.torch: buffers must be one of broadcast, average, local; got 'bogus'", messages[1]
+    for rank in (0, 2):
+        assert messages[rank] == "fast.torch.Worker: worker 1 refused its own buffers=, so no worker starts; its " \
+            "error: " + messages[1], messages[rank]
 
-    def same(ctx):
-        fast.torch.Worker(model(), ctx, steps=1, buffers="average")
-        return True
+    messages = attempt(lambda ctx: model(), strategy=lambda ctx: "adpsgd",
+                       buffers=lambda ctx: "broadcast" if ctx.rank == 0 else None)
+    assert "is asynchronous (its workers do not step together): use buffers='local'" in messages[0], messages[0]
+    assert all("worker 0 refused its own buffers=" in m for m in messages[1:]), messages
 
-    assert fast.run(same, workers=2) == [True, True]
+    # The default resolves to broadcast under allreduce: the same as saying so.
+    assert attempt(lambda ctx: model(), buffers=lambda ctx: "broadcast" if ctx.rank == 2 else None) == [None] * 3
 
 
 MISMATCH = textwrap.dedent("""
