@@ -99,7 +99,9 @@ point-to-point messages (the tensor mover). From fast.init() or the argument of 
           "local_size", [](const ContextHandle& c) { return c.get().local_size(); }, "Workers in this process.")
       .def_property_readonly(
           "runtime", [](const ContextHandle& c) { return c.get().runtime_name(); }, "The runtime's name ('zmq', ...).")
-      .def_property_readonly("open", &ContextHandle::open, "False once the world has ended.")
+      .def_property_readonly("open", &ContextHandle::open,
+                             "False once the world has ended: fast.shutdown(), fast.run returned, or Ctrl-C "
+                             "interrupted it.")
       .def(
           "now", [](const ContextHandle& c) { return c.get().now(); },
           "Seconds since the world started, on the runtime's clock (simulated under sim).")

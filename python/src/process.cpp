@@ -67,7 +67,7 @@ void ContextHandle::forget(std::uint64_t id) noexcept {
 
 bool ContextHandle::open() const noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
-  return ctx_ != nullptr;
+  return ctx_ != nullptr && runtime::interrupts_so_far() == interrupts_at_start_;
 }
 
 namespace {

@@ -26,6 +26,7 @@
 #include <pybind11/pybind11.h>
 
 #include "fast/runtime/context.hpp"
+#include "fast/runtime/launcher.hpp"
 
 namespace fast::python {
 
@@ -33,13 +34,15 @@ namespace py = pybind11;
 
 class ContextHandle {
  public:
-  explicit ContextHandle(runtime::Context* ctx) : ctx_(ctx) {}
+  explicit ContextHandle(runtime::Context* ctx) : ctx_(ctx), interrupts_at_start_(runtime::interrupts_so_far()) {}
   // The context; InvalidUsage when its world has ended.
   runtime::Context& get() const;
   // Ends the handle: runs the closers still registered (in registration order; one that throws is
   // logged and the others still run), then get() refuses. Called on the worker's thread while the
   // Context still exists. Idempotent.
   void close() noexcept;
+  // False once the world ended: closed, or interrupted (Ctrl-C, runtime::interrupt_launches) since
+  // the handle was made; get() still returns the context of an interrupted world until it closes.
   bool open() const noexcept;
   // `closer` ends an object that must not outlive the world (a Worker whose windows serve
   // requests on the Context) when the world ends before the object does — a worker function that
@@ -52,6 +55,7 @@ class ContextHandle {
  private:
   mutable std::mutex mutex_;
   runtime::Context* ctx_;
+  std::uint64_t interrupts_at_start_;  // runtime::interrupts_so_far() when the world started
   std::vector<std::pair<std::uint64_t, std::function<void()>>> closers_;
   std::uint64_t next_id_ = 1;
 };

@@ -1,6 +1,8 @@
 #include "interrupt_slot.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -16,6 +18,8 @@ struct LiveSlots {
   std::mutex mutex;
   std::vector<InterruptSlot*> slots;
 };
+
+std::atomic<std::uint64_t> g_interrupts{0};
 
 LiveSlots& live_slots() {
   static auto* live = new LiveSlots();
@@ -37,9 +41,12 @@ InterruptSlot::~InterruptSlot() {
 }
 
 void interrupt_launches(const std::string& message) {
+  g_interrupts.fetch_add(1);
   LiveSlots& live = live_slots();
   std::lock_guard<std::mutex> lock(live.mutex);
   for (InterruptSlot* slot : live.slots) slot->interrupt_(message);
 }
+
+std::uint64_t interrupts_so_far() noexcept { return g_interrupts.load(); }
 
 }  // namespace fast::runtime

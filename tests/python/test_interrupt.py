@@ -62,10 +62,11 @@ ctx = fast.init(op_timeout=120)
 buf = np.zeros(4, np.float32)
 if ctx.rank == 1:
     interrupt_soon()
+assert ctx.open
 try:
     ctx.recv(1 - ctx.rank, 1, buf).wait()  # never sent
 except KeyboardInterrupt:
-    print(f"rank {ctx.rank}: KeyboardInterrupt", flush=True)
+    print(f"rank {ctx.rank}: KeyboardInterrupt, open {ctx.open}", flush=True)
     raise
 except fast.Error as e:
     print(f"rank {ctx.rank}: {type(e).__name__}: {e}", flush=True)
@@ -85,7 +86,7 @@ def launch_two(script_text, tmp_path):
 def test_ctrl_c_ends_the_wait_of_one_process_and_the_other_hears_why(tmp_path):
     code, out = launch_two(INIT_SCRIPT, tmp_path)
     assert code != 0, out
-    assert "rank 1: KeyboardInterrupt" in out, out
+    assert "rank 1: KeyboardInterrupt, open False" in out, out  # the interrupted world has ended
     # Rank 0's wait for rank 1 ends with rank 1's failure, named.
     zero = [line for line in out.splitlines() if line.startswith("[0] rank 0: ")]
     assert zero and "KeyboardInterrupt" in zero[0], out

@@ -6,6 +6,7 @@
 // by launch(). Backends register themselves by name (runtime/registry.hpp); which ones exist
 // depends on the build (runtime_names()).
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -129,5 +130,8 @@ void check_launch_options(const LaunchOptions& options);
 // other processes learn of it as of any worker's error, once this process's workers end. For a
 // user's interrupt (the Python binding's Ctrl-C); from any thread, not from a signal handler.
 void interrupt_launches(const std::string& message);
+// How many times interrupt_launches() was called in this process: a world whose count changed
+// since it started was interrupted. Thread-safe.
+std::uint64_t interrupts_so_far() noexcept;
 
 }  // namespace fast::runtime
