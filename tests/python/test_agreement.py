@@ -165,8 +165,8 @@ def test_records_and_summary_have_fast_trains_schema_and_values(reference):
     for key in ("workers", "strategy", "steps", "steps_per_worker", "parameters", "epochs", "allreduce_algorithms"):
         assert got[key] == want[key], key
     # fast.torch.Worker also broadcasts rank 0's initial parameters (4 bytes each, to the one other
-    # worker) and all-gathers the digests of the layout and of the buffers (8 bytes each per worker):
-    # fast train does neither.
+    # worker) and all-gathers the layout's digest and the buffers' policy and layout as text (a few
+    # tens of bytes per worker): fast train does neither.
     extra = got["bytes_sent"] - want["bytes_sent"]
-    assert 4 * want["parameters"] <= extra <= 4 * want["parameters"] + 96, extra
+    assert 4 * want["parameters"] <= extra <= 4 * want["parameters"] + 200, extra
     assert records_by_event(folder / "py.jsonl") == records_by_event(folder / "cpp.jsonl")
