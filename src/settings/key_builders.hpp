@@ -90,21 +90,17 @@ void require_accepts(const std::vector<ConfigKey>& keys);
 // The range of a number setting: "RANGE" is a chain of the declaration's range calls.
 #define FAST_NUMBER_DECLARATION(NAME, DESC, RANGE) core::Setting::number(NAME, 0, DESC) RANGE
 
-// An integer key in TrainOptions::FIELD, at least MIN and at most what FIELD's type holds; a number
-// key in FIELD, in RANGE.
-#define FAST_INT_KEY(NAME, DESC, FIELD, MIN)                                                            \
-  declared_key(                                                                                         \
-      integer_declaration<decltype(TrainOptions{}.FIELD)>(NAME, DESC, MIN),                             \
-      [](TrainOptions& o, const core::SettingValue& v) { o.FIELD = integer_of<decltype(o.FIELD)>(v); }, \
-      [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); })
-
-// An integer key with an upper bound as well.
+// An integer key in TrainOptions::FIELD, at least MIN and at most MAX (and what FIELD's type holds).
 #define FAST_INT_KEY_UP_TO(NAME, DESC, FIELD, MIN, MAX)                                                 \
   declared_key(                                                                                         \
       integer_declaration<decltype(TrainOptions{}.FIELD)>(NAME, DESC, MIN, MAX),                        \
       [](TrainOptions& o, const core::SettingValue& v) { o.FIELD = integer_of<decltype(o.FIELD)>(v); }, \
       [](const TrainOptions& o) { return text(static_cast<long long>(o.FIELD)); })
 
+// An integer key bounded above only by what FIELD's type holds.
+#define FAST_INT_KEY(NAME, DESC, FIELD, MIN) FAST_INT_KEY_UP_TO(NAME, DESC, FIELD, MIN, core::max_of<std::int64_t>())
+
+// A number key in FIELD, in RANGE.
 #define FAST_NUMBER_KEY(NAME, DESC, FIELD, RANGE)                                   \
   declared_key(                                                                     \
       FAST_NUMBER_DECLARATION(NAME, DESC, RANGE),                                   \
