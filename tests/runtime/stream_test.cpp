@@ -588,5 +588,32 @@ TEST(Stream, APreambleRoundTripsAnotherVersionIsReadAndGarbageIsNotOne) {
   ::close(pair.b);
 }
 
+// The answer to `open` is read once whole; a connection that ends first, or sends anything else,
+// was not accepted.
+TEST(Stream, TheAnswerToOpenIsReadAndAConnectionEndedFirstWasNotAccepted) {
+  {
+    Pair pair;
+    write_accepted(pair.b, {});
+    EXPECT_TRUE(read_accepted(pair.a, {}));
+    ::close(pair.a);
+    ::close(pair.b);
+  }
+  {
+    Pair pair;
+    ASSERT_EQ(::send(pair.b, "FAST", 4, 0), 4);
+    ::shutdown(pair.b, SHUT_RDWR);
+    EXPECT_FALSE(read_accepted(pair.a, {}));
+    ::close(pair.a);
+    ::close(pair.b);
+  }
+  {
+    Pair pair;
+    ASSERT_EQ(::send(pair.b, "FASTSTRM", 8, 0), 8);
+    EXPECT_FALSE(read_accepted(pair.a, {}));
+    ::close(pair.a);
+    ::close(pair.b);
+  }
+}
+
 }  // namespace
 }  // namespace fast::runtime::zmq

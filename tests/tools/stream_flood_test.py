@@ -28,10 +28,27 @@ import time
 PORTS = 7  # the rendezvous and each process's sockets and stream listener
 
 
+def ephemeral_range():
+    """The kernel's range of local ports for outgoing connections (first, last)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            first, last = (int(v) for v in f.read().split())
+        return first, last
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_range(count):
-    """A range of `count` loopback ports that nothing listens on now, from a random start."""
+    """A range of `count` loopback ports that nothing listens on now, from a random start, outside
+    the ephemeral range: the flood's thousands of connections take their local ports from that
+    range, and one of them (or a connection to itself, which TCP allows on a port nothing listens
+    on) would otherwise hold a port of the run's range before the run binds it."""
+    first, last = ephemeral_range()
+    low_end, high_end = (10000, first - count) if first - count > 10000 + count else (last + 1, 65535 - count)
+    if high_end <= low_end:
+        sys.exit("stream_flood_test: no room for %d ports outside the ephemeral range %d-%d" % (count, first, last))
     for _ in range(200):
-        low = random.randrange(40000, 60000 - count)
+        low = random.randrange(low_end, high_end)
         held = []
         try:
             for port in range(low, low + count):

@@ -152,12 +152,10 @@ int connect_stream(const std::string& host, int port, double timeout_seconds) {
   return fd;
 }
 
-void write_preamble(int fd, const StreamPreamble& preamble, const StopCheck& stop) {
-  std::array<std::byte, StreamPreamble::kBytes> bytes{};
-  std::memcpy(bytes.data(), kMagic, 8);
-  put_u32(bytes.data() + 8, kStreamVersion);
-  put_u32(bytes.data() + 12, preamble.process);
-  put_u64(bytes.data() + 16, preamble.offer);
+namespace {
+// Sends all of `bytes`, asking `stop` whenever the socket's timeout passes; core::IoError naming
+// `what` on failure.
+void send_all(int fd, std::span<const std::byte> bytes, const char* what, const StopCheck& stop) {
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
@@ -166,27 +164,56 @@ void write_preamble(int fd, const StreamPreamble& preamble, const StopCheck& sto
     else if (n < 0 && (errno == EAGAIN || errno == EINTR))
       check_stop(stop);
     else
-      fail("writing the preamble", n < 0 ? errno : EPIPE);
+      fail(what, n < 0 ? errno : EPIPE);
   }
 }
 
-bool read_preamble(int fd, StreamPreamble& preamble, const StopCheck& stop) {
-  std::array<std::byte, StreamPreamble::kBytes> bytes{};
+// Reads all of `bytes` likewise: false when the connection ends first (or is reset by the peer).
+bool recv_all(int fd, std::span<std::byte> bytes, const char* what, const StopCheck& stop) {
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::recv(fd, bytes.data() + done, bytes.size() - done, 0);
     if (n > 0)
       done += static_cast<std::size_t>(n);
-    else if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    else if (n == 0 || (n < 0 && errno == ECONNRESET))
+      return false;
+    else if (errno == EAGAIN || errno == EINTR)
       check_stop(stop);
     else
-      fail("reading the preamble", n < 0 ? errno : ECONNRESET);
+      fail(what, errno);
   }
+  return true;
+}
+
+constexpr char kAccepted[8] = {'F', 'A', 'S', 'T', 'A', 'C', 'P', 'T'};
+}  // namespace
+
+void write_preamble(int fd, const StreamPreamble& preamble, const StopCheck& stop) {
+  std::array<std::byte, StreamPreamble::kBytes> bytes{};
+  std::memcpy(bytes.data(), kMagic, 8);
+  put_u32(bytes.data() + 8, kStreamVersion);
+  put_u32(bytes.data() + 12, preamble.process);
+  put_u64(bytes.data() + 16, preamble.offer);
+  send_all(fd, bytes, "writing the preamble", stop);
+}
+
+bool read_preamble(int fd, StreamPreamble& preamble, const StopCheck& stop) {
+  std::array<std::byte, StreamPreamble::kBytes> bytes{};
+  if (!recv_all(fd, bytes, "reading the preamble", stop)) fail("reading the preamble", ECONNRESET);
   if (std::memcmp(bytes.data(), kMagic, 8) != 0) return false;
   preamble.version = get_u32(bytes.data() + 8);
   preamble.process = get_u32(bytes.data() + 12);
   preamble.offer = get_u64(bytes.data() + 16);
   return true;
+}
+
+void write_accepted(int fd, const StopCheck& stop) {
+  send_all(fd, std::as_bytes(std::span(kAccepted)), "writing the answer to `open`", stop);
+}
+
+bool read_accepted(int fd, const StopCheck& stop) {
+  std::array<std::byte, sizeof kAccepted> bytes{};
+  return recv_all(fd, bytes, "reading the answer to `open`", stop) && std::memcmp(bytes.data(), kAccepted, 8) == 0;
 }
 
 // --- writer ------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 // (transport.hpp, "Streams"): records, each protected chunk by chunk by a Sealer.
 //
 // On the wire, after connect():
-//   preamble, clear: "FASTSTRM", u32 version (2), u32 the sender's process index, u64 the
+//   preamble, clear: "FASTSTRM", u32 version (3), u32 the sender's process index, u64 the
 //     receiver's offer id (which key to open the stream with);
 //   then records: a head chunk of kHeadBytes (u32 kind, u32 the record's chunk size, u64 `after`,
 //   the wire frame header of the message), its tag; then the payload (header.payload_bytes) in
@@ -11,7 +11,10 @@
 //   little-endian. The chunk size is a power of two from kMinChunkBytes to kChunkBytes, chosen by
 //   the writer per record (record_chunk_bytes); a reader refuses any other.
 // The first record is `open` (no payload): it proves the sender holds the key the receiver gave
-// it. A data record is one message; a bye record carries the sender's bye text.
+// it. The receiver answers it with "FASTACPT" (8 bytes, clear, the only bytes it ever sends): the
+// connection is accepted as the offer's stream. A connection closed before that answer was not
+// (dropped before it authenticated, handshake_slots.hpp): the sender may connect again with the
+// same offer. A data record is one message; a bye record carries the sender's bye text.
 //
 // Parallel protection: a writer or reader given a SealPool with helpers seals (opens) the chunks of
 // a record of two chunks or more on the pool's slots, each with its own nonce as above, so each
@@ -46,7 +49,7 @@ namespace fast::runtime::zmq {
 enum class RecordKind : std::uint32_t { open = 1, data = 2, bye = 3 };
 
 // The stream format this build writes and reads (the preamble's version).
-inline constexpr std::uint32_t kStreamVersion = 2;
+inline constexpr std::uint32_t kStreamVersion = 3;
 
 struct StreamPreamble {
   static constexpr std::size_t kBytes = 24;
@@ -92,6 +95,11 @@ void setup_stream_socket(int fd);
 // another version is read, with its version, for the caller to refuse by name).
 void write_preamble(int fd, const StreamPreamble& preamble, const StopCheck& stop);
 bool read_preamble(int fd, StreamPreamble& preamble, const StopCheck& stop);
+// The receiver's answer to the `open` record (above). read_accepted: true once read; false when the
+// connection ends first (the receiver dropped it) or sends anything else; core::IoError when
+// `stop` answers or the socket fails otherwise.
+void write_accepted(int fd, const StopCheck& stop);
+bool read_accepted(int fd, const StopCheck& stop);
 
 class StreamWriter {
  public:

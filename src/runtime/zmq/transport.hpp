@@ -534,14 +534,26 @@ class ZmqTransport final : public engine::Transport {
   // Starts `body` as a stream thread (after joining those that ended).
   void start_stream_thread(std::function<void()> body);
   // Accepted stream connections not yet authenticated, 16 at once (handshake_slots.hpp).
-  HandshakeSlots handshake_slots_{16};
+  HandshakeSlots handshake_slots_{16, StreamPreamble::kBytes};
   // Whether data to `process` should go through a stream (tcp, no ring).
   bool wants_stream(int process) const;
   void open_streams();  // start(): listen and offer
   void offer_stream(int process);
   void on_stream_offer(int from, const nlohmann::json& offer);  // I/O thread: connect (in a thread)
+  // A stream thread: connects to `process`'s offer and makes it the stream to it, trying again
+  // while the peer drops the connection before it accepts it (stream.hpp), for at most
+  // min(peer timeout, 10 s); else logs why and leaves messages to ZeroMQ.
   void connect_stream_to(int process, std::string host, int port, std::uint64_t offer, Protection protection,
                          Sealer::Key key);
+  struct StreamOffer {
+    std::uint64_t id;
+    Protection protection;
+    Sealer::Key key;
+  };
+  // One try of connect_stream_to, connecting within `seconds`: true once the stream is ready; false
+  // when the peer dropped the connection before it accepted it; core::Error otherwise.
+  bool try_stream_to(int process, const ProcessInfo& peer, const std::string& host, int port, const StreamOffer& offer,
+                     double seconds, const StopCheck& stop);
   void accept_stream();                            // I/O thread: the listening socket is readable
   void serve_stream(int fd, std::string address, std::uint64_t slot);  // an accepted connection's thread
   // The stream's thread, once the stream is open: reads its records until it ends, stepping back

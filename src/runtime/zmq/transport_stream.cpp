@@ -166,30 +166,60 @@ void ZmqTransport::connect_stream_to(int process, std::string host, int port, st
     std::lock_guard<std::mutex> lock(peers_mutex_);
     return table_[static_cast<std::size_t>(process)];
   }();
-  const StopCheck stop = [this, process] { return stream_stop(process); };
+  const double limit = std::min(settings_.peer_timeout, kMaxConnectSeconds);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
+  const StopCheck stop = [this, process, deadline, limit]() -> std::string {
+    std::string why = stream_stop(process);
+    if (why.empty() && std::chrono::steady_clock::now() > deadline)
+      why = fmt::format("not accepted within {} s", limit);
+    return why;
+  };
+  // A connection the peer dropped before it accepted it (a stranger's newer connection took its
+  // handshake slot, handshake_slots.hpp) is made again, with the same offer, until the deadline.
   try {
-    const int fd = connect_stream(host, port, std::min(settings_.peer_timeout, kMaxConnectSeconds));
-    auto writer = std::make_unique<StreamWriter>(fd, protection, key, seal_pool_.get(), settings_.aes_library);
-    write_preamble(fd, {.process = static_cast<std::uint32_t>(process_), .offer = offer}, stop);
-    OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
-    StreamOut& stream = *stream_out_[static_cast<std::size_t>(process)];
-    std::lock_guard<std::mutex> lock(out.mutex);  // no ZeroMQ data frame to `process` meanwhile
-    std::lock_guard<std::mutex> write_lock(stream.mutex);
-    RecordHead head{.kind = RecordKind::open, .after = out.zmq_data};
-    head.header = {.kind = wire::FrameKind::hello,
-                   .dtype = core::DType::u8,
-                   .src = table_[static_cast<std::size_t>(process_)].first_worker,
-                   .dst = peer.first_worker};
-    writer->write(head, {}, stop);
-    stream.writer = std::move(writer);
-    stream.ready = true;
-    core::log(core::LogLevel::debug, "zmq runtime: messages to {} go through a direct stream ({})", peer.where(),
-              protection_name(protection));
+    for (int attempt = 1;; ++attempt) {
+      const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+      FAST_ENFORCE_AS(core::IoError, left > 0, "dropped before it was accepted, {} times in {} s", attempt - 1, limit);
+      if (try_stream_to(process, peer, host, port, {offer, protection, key}, left, stop)) return;
+      core::log(core::LogLevel::debug, "zmq runtime: {} dropped the direct stream before it accepted it (try {})",
+                peer.where(), attempt);
+    }
   } catch (const core::Error& e) {
     if (!stop_.load())
       core::log(core::LogLevel::info, "zmq runtime: no direct stream to {} (messages go through ZeroMQ): {}",
                 peer.where(), e.what());
   }
+}
+
+bool ZmqTransport::try_stream_to(int process, const ProcessInfo& peer, const std::string& host, int port,
+                                 const StreamOffer& offer, double seconds, const StopCheck& stop) {
+  const int fd = connect_stream(host, port, seconds);
+  auto writer = std::make_unique<StreamWriter>(fd, offer.protection, offer.key, seal_pool_.get(),
+                                               settings_.aes_library);  // owns fd from here
+  write_preamble(fd, {.process = static_cast<std::uint32_t>(process_), .offer = offer.id}, stop);
+  OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
+  StreamOut& stream = *stream_out_[static_cast<std::size_t>(process)];
+  // No ZeroMQ data frame to `process` from here until the stream is ready or given up: `after`
+  // counts them. (The wait for the answer is a round trip to the peer's handshake thread.)
+  std::lock_guard<std::mutex> lock(out.mutex);
+  std::lock_guard<std::mutex> write_lock(stream.mutex);
+  RecordHead head{.kind = RecordKind::open, .after = out.zmq_data};
+  head.header = {.kind = wire::FrameKind::hello,
+                 .dtype = core::DType::u8,
+                 .src = table_[static_cast<std::size_t>(process_)].first_worker,
+                 .dst = peer.first_worker};
+  try {
+    writer->write(head, {}, stop);
+  } catch (const core::IoError&) {
+    if (stop().empty()) return false;  // dropped while it wrote: its answer tells no more
+    throw;
+  }
+  if (!read_accepted(fd, stop)) return false;
+  stream.writer = std::move(writer);
+  stream.ready = true;
+  core::log(core::LogLevel::debug, "zmq runtime: messages to {} go through a direct stream ({})", peer.where(),
+            protection_name(offer.protection));
+  return true;
 }
 
 void ZmqTransport::accept_stream() {
@@ -235,13 +265,23 @@ void ZmqTransport::serve_stream(int fd, std::string address, std::uint64_t slot)
       reader = std::make_unique<StreamReader>(fd, in.protection, in.key, seal_pool_.get(),
                                               settings_.aes_library);  // owns fd from here
     }
+    handshake_slots_.shown(slot);
     FAST_ENFORCE(reader->read_head(head, handshake_stop) && head.kind == RecordKind::open,
                  "its first record is not `open`");
     finished = handshake_slots_.finish(slot);
     FAST_ENFORCE(finished, "a newer connection took its slot");  // its socket is shut down
-    std::lock_guard<std::mutex> lock(in.mutex);
-    FAST_ENFORCE(in.offer == offer && !in.connected, "another connection took offer {}", offer);
-    in.connected = true;
+    {
+      std::lock_guard<std::mutex> lock(in.mutex);
+      FAST_ENFORCE(in.offer == offer && !in.connected, "another connection took offer {}", offer);
+      in.connected = true;
+    }
+    try {
+      write_accepted(fd, handshake_stop);  // the sender's data may come from here on
+    } catch (const core::Error&) {         // the sender is gone: a new connection may take the offer
+      std::lock_guard<std::mutex> lock(in.mutex);
+      if (in.offer == offer) in.connected = false;
+      throw;
+    }
   } catch (const core::Error& e) {
     // Before the descriptor is closed: an eviction shuts down only descriptors still in a slot.
     const bool evicted = !handshake_slots_.finish(slot) && !finished;
