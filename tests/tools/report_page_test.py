@@ -12,7 +12,9 @@ with `fast report`, loads it in headless Chromium and checks:
 Then `fast report` of a folder of twelve runs' metrics files (copies of those three, edited) checks
 what sets runs apart: a run without its summary and an interrupted one are named so and marked in
 the table; a label of 150 characters is in the page's legend whole; twelve runs get twelve colours;
-a run whose records lack `bytes_sent` has no points in the bytes chart (not a line at zero).
+a run whose records lack `bytes_sent` has no points in the bytes chart (not a line at zero); each
+legend entry is a toggle button that the keyboard reaches; the time-to-target caption names the
+runs' shared target though one run's summary lacks the field.
 Exit 0: passed; 1: failed; 77: skipped (Chromium is not installed), which CTest reports as skipped.
 Every process started here runs in its own process group and is killed with it when done or
 out of time.
@@ -162,6 +164,9 @@ def check_many_runs(fast, chromium, work, compare_out):
         if i == 3:
             for r in recs:
                 r.pop("bytes_sent", None)
+        if i == 4:  # a summary without the field: the others' shared target is still named
+            for r in recs:
+                r.pop("target_accuracy", None)
         write(name, recs)
     page = os.path.join(work, "runs.html")
     code, _, stderr = run([fast, "report", folder, "--out", page], 60)
@@ -176,6 +181,14 @@ def check_many_runs(fast, chromium, work, compare_out):
     check(len(items) == 12, f"the legend lists the 12 runs (got {len(items)})")
     shown = LONG_LABEL.replace("<", "&lt;").replace(">", "&gt;")  # as the DOM writes the text
     check(any(shown in item for item in items), "the legend holds the 150-character label whole")
+    buttons = re.findall(r'<li (?=[^>]*role="button")(?=[^>]*tabindex="0")(?=[^>]*aria-pressed="true")[^>]*>',
+                         legend.group(1) if legend else "")
+    check(len(buttons) == 12, f"each legend entry is a toggle button the keyboard reaches (got {len(buttons)} of 12)")
+    target = re.search(r'<figure id="time-to-target".*?<figcaption>([^<]*)</figcaption>', dom, re.S)
+    shared = {json.dumps(r.get("target_accuracy")) for r in records[0] + records[1] if r.get("event") == "end"}
+    check(target is not None and len(shared) == 1 and f"first reached {shared.pop()} (" in target.group(1),
+          f"the time-to-target caption names the target the runs share, one run lacking it "
+          f"(got {target.group(1) if target else 'no caption'})")
     colours = re.findall(r'class="swatch[^"]*" style="border-color: ([^;"]+)', legend.group(1) if legend else "")
     rgb = [tuple(int(v) for v in re.findall(r"\d+", c)[:3]) for c in colours]
     closest = min((sum(abs(a - b) for a, b in zip(rgb[i], rgb[j])) for i in range(len(rgb)) for j in range(i)),

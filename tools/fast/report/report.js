@@ -103,10 +103,13 @@
         'training time (s)', 'staleness (updates)', (r) => r.staleness.map((p) => [p[0], p[1]]),
         { beginAtZero: true });
 
-  // The caption names the target when the runs share it; else the table's column gives each run's.
-  const targets = [...new Set(runs.filter((r) => r.finished).map((r) => r.summary.target_accuracy))];
-  const targetText = targets.length === 1 && targets[0] !== undefined ? String(targets[0])
-    : 'its target_accuracy (see the table: the runs differ)';
+  // The caption names the target when the runs that set one share it; else the table's column
+  // gives each run's.
+  const targets = [...new Set(runs.filter((r) => r.finished && r.summary.target_accuracy !== undefined)
+    .map((r) => r.summary.target_accuracy))];
+  const targetText = targets.length === 1 ? String(targets[0])
+    : targets.length === 0 ? 'its target_accuracy (no run set one)'
+      : 'its target_accuracy (see the table: the runs differ)';
   perRun.push(draw('curves', 'time-to-target',
        'Training time until the test accuracy first reached ' + targetText + ' (no bar: never reached).', {
     type: 'bar',
@@ -144,10 +147,21 @@
     marker.textContent = markerGlyphs[markerOf(i)];
     item.appendChild(marker);
     item.appendChild(document.createTextNode(name(r)));
-    item.title = 'click to hide or show this run';
-    item.addEventListener('click', () => {
+    item.title = 'click (or Enter, Space) to hide or show this run';
+    // A toggle button for the keyboard and screen readers too: aria-pressed is true while shown.
+    item.tabIndex = 0;
+    item.setAttribute('role', 'button');
+    item.setAttribute('aria-pressed', 'true');
+    const toggle = () => {
       const hidden = item.classList.toggle('hidden');
+      item.setAttribute('aria-pressed', String(!hidden));
       perRun.forEach((chart) => { chart.setDatasetVisibility(i, !hidden); chart.update(); });
+    };
+    item.addEventListener('click', toggle);
+    item.addEventListener('keydown', (e) => {
+      if (e.key !== 'Enter' && e.key !== ' ') return;
+      e.preventDefault();
+      toggle();
     });
     legend.appendChild(item);
   });
