@@ -153,6 +153,17 @@ ConfigKey read_by_optimizer(ConfigKey key) {
   });
 }
 
+// The momentum key, whose 0 says "no momentum" under any optimizer (PyTorch's SGD(momentum=0)):
+// given as 0, it draws no "changes nothing" warning.
+ConfigKey quiet_when_no_momentum(ConfigKey key) {
+  auto inert = std::move(key.inert);
+  key.inert = [inert](const TrainOptions& o) -> std::optional<std::string> {
+    if (o.worker.optimizer.momentum == 0) return std::nullopt;
+    return inert(o);
+  };
+  return key;
+}
+
 // The optimizer and its hyper-parameters.
 std::vector<ConfigKey> optimizer_keys() {
   return {
@@ -174,11 +185,11 @@ std::vector<ConfigKey> optimizer_keys() {
             if (!o.lr_given) o.worker.optimizer.lr = training::default_lr(o.worker.optimizer.name);
           },
           [](const TrainOptions& o) { return o.worker.optimizer.name; }),
-      read_by_optimizer(FAST_NUMBER_KEY(
+      quiet_when_no_momentum(read_by_optimizer(FAST_NUMBER_KEY(
           "momentum",
           "Momentum factor of momentum and nesterov, in [0, 1); they need it > 0 (without momentum: optimizer sgd, "
           "which accepts 0).",
-          worker.optimizer.momentum, .at_least(0).less_than(1))),
+          worker.optimizer.momentum, .at_least(0).less_than(1)))),
       FAST_NUMBER_KEY("weight_decay", "Weight decay (L2 in the gradient; decoupled for adamw).",
                       worker.optimizer.weight_decay, .at_least(0)),
       read_by_optimizer(FAST_NUMBER_KEY("beta1", "Adam/AdamW first-moment decay.", worker.optimizer.beta1,

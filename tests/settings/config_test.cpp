@@ -197,6 +197,12 @@ TEST(Config, OptionsAnotherSettingTurnsOffAreNamed) {
   apply_setting(m, "optimizer", "adam", "--optimizer");
   EXPECT_EQ(inert_settings(m, {"optimizer", "beta1", "momentum"}),
             (std::vector<std::string>{"momentum: changes nothing with optimizer = adam"}));
+  // momentum = 0 says "no momentum", as PyTorch's SGD(momentum=0) does: no warning under sgd.
+  apply_setting(m, "optimizer", "sgd", "--optimizer");
+  EXPECT_EQ(inert_settings(m, {"optimizer", "momentum"}),
+            (std::vector<std::string>{"momentum: changes nothing with optimizer = sgd"}));
+  apply_setting(m, "momentum", "0", "--momentum");
+  EXPECT_TRUE(inert_settings(m, {"optimizer", "momentum"}).empty());
   // ps: the asynchronous modes' options under mode sync, staleness outside mode ssp.
   apply_setting(o, "strategy", "ps", "--strategy");
   const std::vector<std::string> ps_given{"lr_staleness", "lr_semantics", "staleness", "mode"};

@@ -65,11 +65,13 @@ TEST(Launch, AnOptionGivenTwiceTakesItsLastValue) {
   EXPECT_EQ(lines, (std::vector<std::string>{"[0] size=2", "[1] size=2"})) << r.out;
 }
 
+// A port below the kernel's ephemeral range (32768-60999 by default), which other tests' outgoing
+// connections may hold for a moment.
 TEST(Launch, PortOptionSetsTheRendezvousPort) {
-  const FastDone r = run_fast("port", launch_sh({"-n", "2", "--port", "45123"}, "echo \"rdv=$FAST_RENDEZVOUS\""));
+  const FastDone r = run_fast("port", launch_sh({"-n", "2", "--port", "29123"}, "echo \"rdv=$FAST_RENDEZVOUS\""));
   ASSERT_EQ(r.code, exit_code::ok) << r.err;
-  EXPECT_TRUE(contains(r.out, "[0] rdv=127.0.0.1:45123\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "[1] rdv=127.0.0.1:45123\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[0] rdv=127.0.0.1:29123\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[1] rdv=127.0.0.1:29123\n")) << r.out;
 }
 
 TEST(Launch, GeneratedKeyIs0600InA0700FolderAdmittedByTheAllowListAndRemovedAtExit) {
