@@ -279,7 +279,7 @@ def _agreed_buffer_policy(model, policy, worker, context):
     asynchronous ones), once every worker resolved the same one and its module has the same buffers
     (names, shapes, dtypes): a worker syncing its buffers beside one that does not would wait in a
     collective the other never calls. A worker whose own policy is refused raises its own error and
-    the others name it; a difference raises on every worker, naming both values. Every worker that
+    the others name it (every such worker, each with its error); a difference raises on every worker, naming both values. Every worker that
     raises finishes its fast.Worker first (collective, as the refusal is)."""
     resolved = policy if policy is not None else ("local" if worker.asynchronous else "broadcast")
     refusal = None
@@ -293,9 +293,13 @@ def _agreed_buffer_policy(model, policy, worker, context):
     mine = {"refused": refusal} if refusal else {"policy": resolved, "layout": layout}
     everyone = [json.loads(t) for t in _exchange_texts(context, json.dumps(mine))]
     problem = refusal
-    if problem is None:
-        problem = next((f"fast.torch.Worker: worker {r} refused its own buffers=, so no worker starts; its error: "
-                        f"{theirs['refused']}" for r, theirs in enumerate(everyone) if "refused" in theirs), None)
+    refusing = [r for r, theirs in enumerate(everyone) if "refused" in theirs]
+    if problem is None and len(refusing) == 1:
+        problem = (f"fast.torch.Worker: worker {refusing[0]} refused its own buffers=, so no worker starts; its "
+                   f"error: {everyone[refusing[0]]['refused']}")
+    elif problem is None and refusing:
+        problem = (f"fast.torch.Worker: workers {', '.join(map(str, refusing))} refused their own buffers=, so no "
+                   "worker starts; " + "; ".join(f"worker {r}'s error: {everyone[r]['refused']}" for r in refusing))
     if problem is None:
         problem = _buffer_difference(everyone)
     if problem is not None:

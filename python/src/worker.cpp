@@ -155,7 +155,8 @@ constexpr std::string_view kRefused = "#refused";
 // processes compare them) against worker 0's. A difference is InvalidArgument on every worker,
 // naming the first worker that differs, the setting and both values: a worker given another lr,
 // batch or strategy would otherwise train apart, or hang in a collective the others never call.
-// A worker whose text is a refusal (kRefused) makes every worker raise InvalidArgument naming it.
+// A worker whose text is a refusal (kRefused) makes every worker raise InvalidArgument naming it
+// and its error (every such worker, when several refused).
 void check_same_settings(runtime::Context& ctx, const std::string& mine) {
   if (ctx.size() == 1) return;
   collective::Communicator comm(ctx);
@@ -179,12 +180,24 @@ void check_same_settings(runtime::Context& ctx, const std::string& mine) {
     return std::string(reinterpret_cast<const char*>(texts.data() + r * longest),
                        static_cast<std::size_t>(heads[2 * r + 1]));
   };
+  std::vector<std::size_t> refusing;  // every worker that refused its own arguments, each with its error
+  std::vector<std::string> errors;
   for (std::size_t r = 0; r < n; ++r) {
     const nlohmann::json theirs = nlohmann::json::parse(text_of(r), nullptr, false);
-    if (theirs.is_object() && theirs.contains(kRefused))
-      FAST_THROW(core::InvalidArgument,
-                 "fast.Worker: worker {} refused its own arguments, so no worker starts; its error: {}", r,
-                 theirs[std::string(kRefused)].get<std::string>());
+    if (!theirs.is_object() || !theirs.contains(kRefused)) continue;
+    refusing.push_back(r);
+    errors.push_back(theirs[std::string(kRefused)].get<std::string>());
+  }
+  if (refusing.size() == 1)
+    FAST_THROW(core::InvalidArgument,
+               "fast.Worker: worker {} refused its own arguments, so no worker starts; its error: {}", refusing[0],
+               errors[0]);
+  if (!refusing.empty()) {
+    std::vector<std::string> each;
+    for (std::size_t i = 0; i < refusing.size(); ++i)
+      each.push_back(fmt::format("worker {}'s error: {}", refusing[i], errors[i]));
+    FAST_THROW(core::InvalidArgument, "fast.Worker: workers {} refused their own arguments, so no worker starts; {}",
+               fmt::join(refusing, ", "), fmt::join(each, "; "));
   }
   for (std::size_t r = 1; r < n; ++r) {
     const nlohmann::json theirs = nlohmann::json::parse(text_of(r), nullptr, false),

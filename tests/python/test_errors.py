@@ -202,6 +202,19 @@ def test_a_worker_whose_own_arguments_are_refused_fails_the_others_at_once():
         assert messages[rank] is not None and "worker 1 refused its own arguments, so no worker starts" in \
             messages[rank] and messages[1] in messages[rank], messages[rank]
 
+    def two(ctx):  # workers 1 and 2 refuse, each its own argument: worker 0 names both, each with its error
+        try:
+            fast.Worker(ctx, *buffers(), steps=4, lr=-1.0 if ctx.rank == 1 else 0.1,
+                        momentum=1.5 if ctx.rank == 2 else 0.9)
+        except fast.InvalidArgument as e:
+            return str(e)
+        return None
+
+    messages = fast.run(two, workers=3, op_timeout=30)
+    assert "lr" in messages[1] and "momentum" in messages[2], messages
+    assert messages[0] == ("fast.Worker: workers 1, 2 refused their own arguments, so no worker starts; "
+                           f"worker 1's error: {messages[1]}; worker 2's error: {messages[2]}"), messages[0]
+
 
 def net(rank):
     """Rank 1 builds a wider hidden layer than the others."""
@@ -256,6 +269,9 @@ def test_buffer_policies_or_buffers_that_differ_between_workers():
     for rank in (0, 2):
         assert messages[rank] == "fast.torch.Worker: worker 1 refused its own buffers=, so no worker starts; its " \
             "error: " + messages[1], messages[rank]
+    messages = attempt(lambda ctx: model(), buffers=lambda ctx: "bogus" if ctx.rank > 0 else None)
+    assert messages[0] == ("fast.torch.Worker: workers 1, 2 refused their own buffers=, so no worker starts; "
+                           f"worker 1's error: {messages[1]}; worker 2's error: {messages[2]}"), messages[0]
 
     messages = attempt(lambda ctx: model(), strategy=lambda ctx: "adpsgd",
                        buffers=lambda ctx: "broadcast" if ctx.rank == 0 else None)
