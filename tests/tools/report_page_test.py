@@ -14,7 +14,8 @@ what sets runs apart: a run without its summary and an interrupted one are named
 the table; a label of 150 characters is in the page's legend whole; twelve runs get twelve colours;
 a run whose records lack `bytes_sent` has no points in the bytes chart (not a line at zero); each
 legend entry is a toggle button that the keyboard reaches; the time-to-target caption names the
-runs' shared target though one run's summary lacks the field.
+runs' shared target though one run's summary lacks the field; a run whose records lack
+bytes_per_link (or that has no summary) says so under its empty bytes-per-link map.
 Exit 0: passed; 1: failed; 77: skipped (Chromium is not installed), which CTest reports as skipped.
 Every process started here runs in its own process group and is killed with it when done or
 out of time.
@@ -164,9 +165,10 @@ def check_many_runs(fast, chromium, work, compare_out):
         if i == 3:
             for r in recs:
                 r.pop("bytes_sent", None)
-        if i == 4:  # a summary without the field: the others' shared target is still named
+        if i == 4:  # a summary without these fields: the others' shared target is still named
             for r in recs:
                 r.pop("target_accuracy", None)
+                r.pop("bytes_per_link", None)
         write(name, recs)
     page = os.path.join(work, "runs.html")
     code, _, stderr = run([fast, "report", folder, "--out", page], 60)
@@ -186,6 +188,12 @@ def check_many_runs(fast, chromium, work, compare_out):
     check(len(buttons) == 12, f"each legend entry is a toggle button the keyboard reaches (got {len(buttons)} of 12)")
     target = re.search(r'<figure id="time-to-target".*?<figcaption>([^<]*)</figcaption>', dom, re.S)
     shared = {json.dumps(r.get("target_accuracy")) for r in records[0] + records[1] if r.get("event") == "end"}
+    captions = dict(re.findall(r'<figure id="links-\d+".*?<figcaption>([^<:]*): ([^<]*)</figcaption>', dom, re.S))
+    check(captions.get("r04", "").startswith("bytes per link not recorded (its summary has no bytes_per_link)")
+          and captions.get("r09-unfinished (unfinished)", "").startswith("bytes per link not recorded (the run has "
+                                                                          "no summary)")
+          and captions.get("r00", "").startswith("bytes sent from a worker"),
+          f"a run whose records lack bytes_per_link says so under its empty map (got {captions})")
     check(target is not None and len(shared) == 1 and f"first reached {shared.pop()} (" in target.group(1),
           f"the time-to-target caption names the target the runs share, one run lacking it "
           f"(got {target.group(1) if target else 'no caption'})")

@@ -184,7 +184,7 @@ json run_data(const ReportRun& r) {
     if (start.contains(field)) begun[field] = start[field];
   run["start"] = begun;
   run["idle"] = summary.value("idle_seconds", json::array());
-  run["links"] = summary.value("bytes_per_link", json::array());
+  run["links"] = summary.contains("bytes_per_link") ? summary["bytes_per_link"] : json(nullptr);  // null: not recorded
   return run;
 }
 

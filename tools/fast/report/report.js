@@ -170,14 +170,18 @@
   const workerTicks = { stepSize: 0.5, callback: (v) => (Number.isInteger(v) ? v : '') };
   runs.forEach((r, i) => {
     const w = r.workers;
-    const max = Math.max(1, ...r.links.map((l) => l.bytes));
+    const links = r.links || [];
+    const max = Math.max(1, ...links.map((l) => l.bytes));
     const heat = (v) => 'rgba(198, 40, 40, ' + (0.08 + 0.92 * v / max).toFixed(3) + ')';
-    draw('links', 'links-' + i, name(r) + ': bytes sent from a worker (x) to a worker (y), darker is more; max ' +
-         max.toExponential(2) + ' bytes.', {
+    const caption = r.links === null  // not in the run's records (an empty list is a run that sent nothing)
+      ? name(r) + ': bytes per link not recorded (' + (r.finished ? 'its summary has no bytes_per_link'
+        : 'the run has no summary') + ').'
+      : name(r) + ': bytes sent from a worker (x) to a worker (y), darker is more; max ' + max.toExponential(2) + ' bytes.';
+    draw('links', 'links-' + i, caption, {
       type: 'scatter',
       data: {
         datasets: [{
-          label: name(r), data: r.links.map((l) => ({ x: l.from, y: l.to, v: l.bytes })), pointStyle: 'rect',
+          label: name(r), data: links.map((l) => ({ x: l.from, y: l.to, v: l.bytes })), pointStyle: 'rect',
           backgroundColor: (ctx) => ctx.raw ? heat(ctx.raw.v) : 'transparent', borderWidth: 0,
           pointRadius: (ctx) => {
             const a = ctx.chart.chartArea;
