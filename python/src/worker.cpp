@@ -72,7 +72,7 @@ training::TrainOptions apply_settings(const py::kwargs& settings) {
     try {
       settings::apply_setting(o, key, setting_text(key, v), key);
     } catch (const InvalidArgument& e) {  // a bool reads as "true" there: say what the caller passed
-      if (!py::isinstance<py::bool_>(v)) throw;
+      if (!py::isinstance<py::bool_>(v)) FAST_THROW(InvalidArgument, "fast.Worker: {}", core::user_message(e));
       FAST_THROW(InvalidArgument, "fast.Worker: setting '{}' got {} (a bool): {}", key,
                  v.cast<bool>() ? "True" : "False", core::user_message(e));
     }
