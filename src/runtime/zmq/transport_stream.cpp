@@ -9,8 +9,10 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <new>
+#include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -183,6 +185,8 @@ void ZmqTransport::connect_stream_to(int process, std::string host, int port, st
       if (try_stream_to(process, peer, host, port, {offer, protection, key}, left, stop)) return;
       core::log(core::LogLevel::debug, "zmq runtime: {} dropped the direct stream before it accepted it (try {})",
                 peer.where(), attempt);
+      // Backing off (5 ms, doubling to 160 ms): a peer that keeps refusing is not hammered.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 << std::min(attempt - 1, 5)));
     }
   } catch (const core::Error& e) {
     if (!stop_.load())
@@ -196,7 +200,15 @@ bool ZmqTransport::try_stream_to(int process, const ProcessInfo& peer, const std
   const int fd = connect_stream(host, port, seconds);
   auto writer = std::make_unique<StreamWriter>(fd, offer.protection, offer.key, seal_pool_.get(),
                                                settings_.aes_library);  // owns fd from here
-  write_preamble(fd, {.process = static_cast<std::uint32_t>(process_), .offer = offer.id}, stop);
+  // A write that fails while `stop` has nothing to say: the peer dropped the connection (its socket
+  // shut down by an eviction); the answer, had it come, would tell no more.
+  const auto dropped = [&stop] { return stop().empty(); };
+  try {
+    write_preamble(fd, {.process = static_cast<std::uint32_t>(process_), .offer = offer.id}, stop);
+  } catch (const core::IoError&) {
+    if (dropped()) return false;
+    throw;
+  }
   OutboundShared& out = *outbound_[static_cast<std::size_t>(process)];
   StreamOut& stream = *stream_out_[static_cast<std::size_t>(process)];
   // No ZeroMQ data frame to `process` from here until the stream is ready or given up: `after`
@@ -211,7 +223,7 @@ bool ZmqTransport::try_stream_to(int process, const ProcessInfo& peer, const std
   try {
     writer->write(head, {}, stop);
   } catch (const core::IoError&) {
-    if (stop().empty()) return false;  // dropped while it wrote: its answer tells no more
+    if (dropped()) return false;
     throw;
   }
   if (!read_accepted(fd, stop)) return false;
