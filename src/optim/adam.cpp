@@ -139,7 +139,7 @@ Adam::Adam(const OptimizerOptions& options, std::size_t numel)
   } else {
     FAST_THROW(InvalidArgument, "Adam: OptimizerOptions.name: expected adam or adamw, got '{}'", options.name);
   }
-  const std::string_view rule = options.name;
+  const std::string rule = "optimizer = " + options.name;  // the setting that chose it, as a config line
   using detail::check_option;
   constexpr std::string_view kOwner = detail::kOptimizerOptions;
   check_option(std::isfinite(options.lr) && options.lr >= 0, kOwner, "lr", rule, "a finite value >= 0", options.lr);

@@ -9,11 +9,9 @@ namespace fast::optim::detail {
 
 void check_option(bool ok, std::string_view owner, std::string_view option, std::string_view rule,
                   std::string_view expected, double got) {
-  // The option first: it is also the `fast train` setting's name (beta1, momentum, step_size, ...);
-  // then the setting that chose the rule, as a config line (optimizer = momentum, schedule = step).
+  // The option first: it is also the `fast train` setting's name (beta1, momentum, step_size, ...).
   if (!ok)
-    FAST_THROW(InvalidArgument, "{} ({} = {}; {}.{}): expected {}, got {}", option,
-               owner == kOptimizerOptions ? "optimizer" : "schedule", rule, owner, option, expected, got);
+    FAST_THROW(InvalidArgument, "{} ({}; {}.{}): expected {}, got {}", option, rule, owner, option, expected, got);
 }
 
 void check_step(std::string_view optimizer, std::span<const float> params, std::span<const float> grads,

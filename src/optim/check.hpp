@@ -11,8 +11,8 @@ namespace fast::optim::detail {
 // The owner named by the optimizers' option errors.
 inline constexpr std::string_view kOptimizerOptions = "OptimizerOptions";
 
-// Throws "<option> (optimizer = <rule>; <owner>.<option>): expected <expected>, got <got>" unless ok
-// ("schedule = <rule>" for an owner other than kOptimizerOptions: the learning-rate schedule's).
+// Throws "<option> (<rule>; <owner>.<option>): expected <expected>, got <got>" unless ok; `rule`
+// names the setting that chose the optimizer or schedule as a config line ("optimizer = momentum").
 void check_option(bool ok, std::string_view owner, std::string_view option, std::string_view rule,
                   std::string_view expected, double got);
 

@@ -36,7 +36,7 @@ LrSchedule::LrSchedule(double base_lr, const ScheduleOptions& options) : base_lr
     FAST_THROW(InvalidArgument, "ScheduleOptions.name: unknown schedule '{}'{}, expected one of {}", options.name,
                core::did_you_mean(options.name, schedule_names()), fmt::join(schedule_names(), ", "));
   }
-  const std::string_view rule = options.name;
+  const std::string rule = "schedule = " + options.name;  // the setting that chose it, as a config line
   using detail::check_option;
   check_option(std::isfinite(base_lr) && base_lr >= 0, "LrSchedule", "base_lr", rule, "a finite value >= 0", base_lr);
   check_option(options.warmup_steps >= 0, kSchedule, "warmup_steps", rule, "a value >= 0",

@@ -121,7 +121,7 @@ Sgd::Sgd(const OptimizerOptions& options, std::size_t numel)
       momentum_(options.momentum),
       dampening_(options.dampening),
       fused_(detail::use_fused_multiply_add()) {
-  const std::string_view rule = options.name;
+  const std::string rule = "optimizer = " + options.name;  // the setting that chose it, as a config line
   if (options.name == "sgd") {
     kind_ = Kind::plain;
   } else if (options.name == "momentum") {
